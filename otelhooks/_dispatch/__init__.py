@@ -1,0 +1,7 @@
+"""Hook registration, matching and dispatch."""
+
+from otelhooks._dispatch._chain import DEFAULT_BLOCK_REASONS, InterceptChain
+from otelhooks._dispatch._dispatcher import Dispatcher
+from otelhooks._dispatch._registry import HookRegistry
+
+__all__ = ["DEFAULT_BLOCK_REASONS", "Dispatcher", "HookRegistry", "InterceptChain"]

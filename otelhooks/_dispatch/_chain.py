@@ -1,0 +1,113 @@
+"""The intercept chain rules, written once and driven by the sync and the async dispatcher.
+
+Rules (each has its own test):
+
+1. Interceptors run in registration order; each sees the payload the previous one left.
+2. A handler returns ``None`` to change nothing, a payload (model or dict) to rewrite, or
+   :class:`~otelhooks.Block` to block. Under the kernel contract (``intercept=True``) ``None`` blocks.
+3. The first block wins and ends the chain; a tool call's default reason is LobeHub's
+   ``Blocked by beforeToolCall hook.``
+4. ``event.mock(result)`` on ``before_tool_call``: the first accepted mock wins and ends the chain.
+5. A handler that raises, times out or returns the wrong type is recorded as an error and then
+   follows its ``on_error`` policy: ``continue`` (ignored) or ``block``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+
+from otelhooks._events import HookEvent, ToolCallEvent
+from otelhooks._hooks import Block, Hook
+from otelhooks._live import Verdict
+
+__all__ = ["DEFAULT_BLOCK_REASONS", "InterceptChain"]
+
+DEFAULT_BLOCK_REASONS: dict[str, str] = {
+    "before_tool_call": "Blocked by beforeToolCall hook.",
+    "message_sending": "Blocked by message_sending hook.",
+    "before_agent_start": "Blocked by before_agent_start hook.",
+    "tool_result_persist": "Blocked by tool_result_persist hook.",
+}
+
+
+class InterceptChain:
+    """State of one intercept dispatch: feed it each hook's result with :meth:`apply`."""
+
+    __slots__ = ("event", "verdict")
+
+    def __init__(self, event: str, payload: HookEvent, hooks: list[Hook]) -> None:
+        self.event = event
+        self.verdict = Verdict(payload=payload, matched=[h.id for h in hooks])
+
+    @property
+    def payload(self) -> HookEvent:
+        assert self.verdict.payload is not None
+        return self.verdict.payload
+
+    def before_call(self, hook: Hook) -> HookEvent:
+        """The payload to hand to ``hook`` (marking who may mock)."""
+        payload = self.payload
+        if isinstance(payload, ToolCallEvent):
+            payload._current_hook = hook.id
+        return payload
+
+    def apply(self, hook: Hook, result: Any) -> tuple[bool, str]:
+        """Apply a handler's return value. Returns (stop, outcome)."""
+        if isinstance(result, Block):
+            return self._block(hook, result.reason), "blocked"
+        payload = self.payload
+        if isinstance(payload, ToolCallEvent) and payload.mocked_result is not None:
+            self.verdict.mock = payload.mocked_result
+            self.verdict.mocked_by = payload._mocked_by
+            payload._closed = True
+            return True, "mocked"
+        if result is None or result is payload:
+            if hook.intercept and result is None:
+                return self._block(hook, None), "blocked"
+            return False, "ok"
+        rewritten = self._rewrite(payload, result)
+        if rewritten is None:
+            return self.fail(hook, f"returned {type(result).__name__}, which is not a payload")
+        self.verdict.payload = rewritten
+        self.verdict.rewritten_by.append(hook.id)
+        return False, "rewritten"
+
+    def fail(self, hook: Hook, problem: str, outcome: str = "error") -> tuple[bool, str]:
+        """Record a failed hook and apply its ``on_error`` policy."""
+        self.verdict.errors.append(f"{hook.id}: {problem}")
+        if hook.on_error == "block":
+            self._block(hook, f"hook {hook.id} failed: {problem}")
+            return True, outcome
+        return False, outcome
+
+    def _block(self, hook: Hook, reason: str | None) -> bool:
+        self.verdict.blocked = True
+        self.verdict.reason = reason or DEFAULT_BLOCK_REASONS.get(self.event, "Blocked by hook.")
+        self.verdict.decided_by = hook.id
+        return True
+
+    @staticmethod
+    def _rewrite(payload: HookEvent, result: Any) -> HookEvent | None:
+        model = type(payload)
+        if isinstance(result, model):
+            return result
+        if not isinstance(result, Mapping):
+            return None
+        update = dict(result)
+        # The kernel names the tool arguments toolInput; a rewrite of either name wins.
+        if (
+            isinstance(payload, ToolCallEvent)
+            and "toolInput" in update
+            and "args" not in update
+            and isinstance(update["toolInput"], dict)
+        ):
+            update["args"] = update["toolInput"]
+        elif isinstance(payload, ToolCallEvent) and "args" in update:
+            update["toolInput"] = update["args"]
+        try:
+            return model.model_validate({**payload.model_dump(by_alias=True), **update})
+        except ValidationError:
+            return None

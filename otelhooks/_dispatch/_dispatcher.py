@@ -1,0 +1,202 @@
+"""Running hooks: interceptors inline (sync, or awaited in async runtimes), observers off the path.
+
+Interceptors decide before the action, so the runtime waits for them, but never longer than each
+hook's ``timeout``: a sync handler runs on a small thread pool and is abandoned at its deadline
+(Python cannot kill a thread; the late result is ignored). Observers never make the runtime wait:
+the event and the matched hooks go into a bounded queue; a full queue drops and counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+import structlog
+
+from otelhooks import _semconv as sc
+from otelhooks._dispatch._chain import InterceptChain
+from otelhooks._dispatch._registry import HookRegistry
+from otelhooks._events import HookEvent
+from otelhooks._hooks import Hook
+from otelhooks._live import LiveEvent, Verdict
+from otelhooks._metrics import AgentMetrics
+from otelhooks._worker import BoundedWorker
+
+__all__ = ["Dispatcher"]
+
+_log = structlog.get_logger("otelhooks")
+
+
+def _run_coroutine(fn: Callable[..., Any], payload: HookEvent) -> Any:
+    return asyncio.run(fn(payload))
+
+
+class Dispatcher:
+    """Matches hooks to events and runs them by the rules of :mod:`._chain`.
+
+    Args:
+        registry: where hooks are registered.
+        metrics: records every invocation as ``otelhooks.hook.invocations{hook, event, outcome}``.
+        max_queue_size: bound of the observer queue.
+        pool_size: threads that run sync handlers under a deadline.
+    """
+
+    def __init__(
+        self,
+        registry: HookRegistry | None = None,
+        *,
+        metrics: AgentMetrics | None = None,
+        max_queue_size: int = 65_536,
+        pool_size: int = 8,
+    ) -> None:
+        self.registry = registry if registry is not None else HookRegistry()
+        self.metrics = metrics or AgentMetrics()
+        self._pool_size = pool_size
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
+        self._observers: BoundedWorker[tuple[LiveEvent, list[Hook]]] = BoundedWorker(
+            "otelhooks-observers",
+            self._run_observer_batch,
+            max_queue_size=max_queue_size,
+            max_batch_size=256,
+            schedule_delay_s=0.05,
+            on_drop=self.metrics.drop_counter("observer_queue"),
+        )
+
+    # -- matching -------------------------------------------------------------------------------
+
+    def match(self, live: LiveEvent) -> list[Hook]:
+        return self.registry.match(live.name, live.values, operation_id=live.operation_id)
+
+    # -- intercept: sync and async, the same rules -----------------------------------------------
+
+    def intercept(self, live: LiveEvent) -> Verdict:
+        """Run the interceptors of ``live`` now, on this thread, each under its deadline."""
+        hooks = self.match(live)
+        if not hooks:
+            live.verdict = Verdict(payload=None)
+            return live.verdict
+        chain = InterceptChain(live.name, live.payload(), hooks)
+        for hook in hooks:
+            payload = chain.before_call(hook)
+            start = time.perf_counter()
+            try:
+                result = self._call_with_deadline(hook, payload)
+            except FutureTimeout:
+                stop, outcome = chain.fail(hook, f"timed out after {hook.timeout:g}s", "timeout")
+            except Exception as exc:
+                stop, outcome = chain.fail(hook, f"{type(exc).__name__}: {exc}")
+                _log.warning("hook failed", hook_id=hook.id, event=live.name, error=str(exc))
+            else:
+                stop, outcome = chain.apply(hook, result)
+            self._record(hook, outcome, time.perf_counter() - start)
+            if stop:
+                break
+        live.verdict = chain.verdict
+        return chain.verdict
+
+    async def intercept_async(self, live: LiveEvent) -> Verdict:
+        """As :meth:`intercept`, without blocking the event loop while hooks run."""
+        hooks = self.match(live)
+        if not hooks:
+            live.verdict = Verdict(payload=None)
+            return live.verdict
+        chain = InterceptChain(live.name, live.payload(), hooks)
+        for hook in hooks:
+            payload = chain.before_call(hook)
+            start = time.perf_counter()
+            try:
+                result = await self._acall_with_deadline(hook, payload)
+            except TimeoutError:
+                stop, outcome = chain.fail(hook, f"timed out after {hook.timeout:g}s", "timeout")
+            except Exception as exc:
+                stop, outcome = chain.fail(hook, f"{type(exc).__name__}: {exc}")
+                _log.warning("hook failed", hook_id=hook.id, event=live.name, error=str(exc))
+            else:
+                stop, outcome = chain.apply(hook, result)
+            self._record(hook, outcome, time.perf_counter() - start)
+            if stop:
+                break
+        live.verdict = chain.verdict
+        return chain.verdict
+
+    # -- observe: queued, never awaited by the runtime -------------------------------------------
+
+    def observe(self, live: LiveEvent) -> list[Hook]:
+        """Queue ``live`` for its matching observers. Builds the payload only if one matches."""
+        hooks = self.match(live)
+        if hooks:
+            live.payload()  # built now: the runtime may change its inputs after this returns
+            self._observers.submit((live, hooks))
+        return hooks
+
+    def flush(self, timeout_s: float = 30.0) -> bool:
+        """Wait until every queued observer event has been handled (or the deadline passes)."""
+        return self._observers.flush(timeout_s)
+
+    def shutdown(self, timeout_s: float = 30.0) -> None:
+        self._observers.shutdown(timeout_s)
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _run_observer_batch(self, batch: list[tuple[LiveEvent, list[Hook]]]) -> None:
+        for live, hooks in batch:
+            payload = live.payload()
+            for hook in hooks:
+                start = time.perf_counter()
+                outcome = "ok"
+                try:
+                    self._call_with_deadline(hook, payload)
+                except FutureTimeout:
+                    outcome = "timeout"
+                    _log.warning("observer hook timed out", hook_id=hook.id, event=live.name)
+                except Exception as exc:
+                    outcome = "error"
+                    _log.warning(
+                        "observer hook failed", hook_id=hook.id, event=live.name, error=str(exc)
+                    )
+                self._record(hook, outcome, time.perf_counter() - start)
+
+    # -- calling a handler under a deadline ------------------------------------------------------
+
+    def _executor(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            with self._pool_lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(
+                        self._pool_size, thread_name_prefix="otelhooks-hook"
+                    )
+        return self._pool
+
+    def _call_with_deadline(self, hook: Hook, payload: HookEvent) -> Any:
+        assert hook.handler is not None
+        ctx = contextvars.copy_context()
+        if hook.is_async:
+            future = self._executor().submit(ctx.run, _run_coroutine, hook.handler, payload)
+        else:
+            future = self._executor().submit(ctx.run, hook.handler, payload)
+        result = future.result(timeout=hook.timeout)
+        if inspect.isawaitable(result):  # a sync callable that returned a coroutine
+            return self._executor().submit(asyncio.run, result).result(timeout=hook.timeout)  # type: ignore[arg-type]
+        return result
+
+    async def _acall_with_deadline(self, hook: Hook, payload: HookEvent) -> Any:
+        assert hook.handler is not None
+        if hook.is_async:
+            return await asyncio.wait_for(hook.handler(payload), hook.timeout)
+        result = await asyncio.wait_for(asyncio.to_thread(hook.handler, payload), hook.timeout)
+        if inspect.isawaitable(result):
+            return await asyncio.wait_for(result, hook.timeout)
+        return result
+
+    def _record(self, hook: Hook, outcome: str, duration_s: float) -> None:
+        attrs = {sc.ATTR_HOOK_ID: hook.id, sc.ATTR_HOOK_EVENT: hook.event, sc.ATTR_OUTCOME: outcome}
+        self.metrics.hook_invocations.add(1, attrs)
+        self.metrics.hook_duration.record(duration_s, attrs)

@@ -1,0 +1,173 @@
+"""Hook registration: global hooks and per-operation hooks, indexed so matching is not a scan.
+
+Ordering rule: hooks run in registration order. Each registration gets a sequence number from one
+counter, so a global hook registered before an operation's hooks runs before them, and a global
+hook registered later runs after them.
+
+Matching is indexed by event name and, for exact-name matchers, by name: an event looks up the
+hooks matching everything, the hooks naming one of its matcher values, and scans only the regex
+hooks of that event. Results are cached per (event, values) until the registrations change.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from otelhooks._errors import ConfigError
+from otelhooks._hooks import Hook
+from otelhooks._matchers import MatchKind
+
+__all__ = ["HookRegistry"]
+
+_seq = itertools.count()
+_CACHE_LIMIT = 4096
+
+
+@dataclass(slots=True)
+class _Bucket:
+    all: list[tuple[int, Hook]] = field(default_factory=list)
+    names: dict[str, list[tuple[int, Hook]]] = field(default_factory=dict)
+    regex: list[tuple[int, Hook]] = field(default_factory=list)
+
+    def add(self, seq: int, hook: Hook) -> None:
+        m = hook.compiled_matcher
+        if m.kind is MatchKind.ALL:
+            self.all.append((seq, hook))
+        elif m.kind is MatchKind.NAMES:
+            for name in m.names:
+                self.names.setdefault(name, []).append((seq, hook))
+        else:
+            self.regex.append((seq, hook))
+
+    def match(self, values: tuple[str, ...]) -> list[tuple[int, Hook]]:
+        found = list(self.all)
+        for v in values:
+            found.extend(self.names.get(v, ()))
+        found.extend(e for e in self.regex if e[1].compiled_matcher.matches(values))
+        return found
+
+
+class _Index:
+    """An immutable snapshot of a set of hooks, indexed by event."""
+
+    __slots__ = ("buckets", "cache", "hooks")
+
+    def __init__(self, hooks: tuple[tuple[int, Hook], ...]) -> None:
+        self.hooks = hooks
+        self.buckets: dict[str, _Bucket] = {}
+        for seq, hook in hooks:
+            self.buckets.setdefault(hook.event, _Bucket()).add(seq, hook)
+        self.cache: dict[tuple[str, tuple[str, ...]], list[tuple[int, Hook]]] = {}
+
+    def match(self, event: str, values: tuple[str, ...]) -> list[tuple[int, Hook]]:
+        bucket = self.buckets.get(event)
+        if bucket is None:
+            return []
+        key = (event, values)
+        hit = self.cache.get(key)
+        if hit is None:
+            hit = bucket.match(values)
+            if len(self.cache) >= _CACHE_LIMIT:
+                self.cache.clear()
+            self.cache[key] = hit
+        return hit
+
+
+_EMPTY = _Index(())
+
+
+class HookRegistry:
+    """Global and per-operation hooks. Thread-safe; reads take no lock (snapshots are swapped).
+
+    Example:
+        >>> reg = HookRegistry()
+        >>> _ = reg.register([{"id": "a", "type": "afterStep", "handler": print}])
+        >>> [h.id for h in reg.match("after_step", ("*",))]
+        ['a']
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._global = _EMPTY
+        self._ops: dict[str, _Index] = {}
+
+    def register(
+        self, hooks: Iterable[Hook | dict[str, object]], *, operation_id: str | None = None
+    ) -> list[Hook]:
+        """Validate and add hooks, globally or for one operation. All or nothing.
+
+        Raises:
+            ConfigError: a hook is invalid or its id is already registered in that scope.
+        """
+        from otelhooks._hooks import coerce_hook
+
+        new = [coerce_hook(h) for h in hooks]
+        with self._lock:
+            current = self._ops.get(operation_id, _EMPTY) if operation_id else self._global
+            seen = {h.id for _, h in current.hooks}
+            for hook in new:
+                if hook.id in seen:
+                    raise ConfigError("duplicate hook id", hook_id=hook.id, field="id")
+                seen.add(hook.id)
+            index = _Index(current.hooks + tuple((next(_seq), h) for h in new))
+            if operation_id:
+                self._ops[operation_id] = index
+            else:
+                self._global = index
+        return new
+
+    def unregister(self, operation_id: str) -> None:
+        """Remove every hook registered for ``operation_id`` (at completion, error or interrupt)."""
+        with self._lock:
+            self._ops.pop(operation_id, None)
+
+    def remove(self, hook_id: str) -> bool:
+        """Remove one global hook by id. Returns whether it was there."""
+        with self._lock:
+            kept = tuple(e for e in self._global.hooks if e[1].id != hook_id)
+            if len(kept) == len(self._global.hooks):
+                return False
+            self._global = _Index(kept)
+            return True
+
+    def clear(self) -> None:
+        with self._lock:
+            self._global = _EMPTY
+            self._ops.clear()
+
+    def hooks(self, *, operation_id: str | None = None) -> list[Hook]:
+        index = self._ops.get(operation_id, _EMPTY) if operation_id else self._global
+        return [h for _, h in index.hooks]
+
+    def has_any(self) -> bool:
+        return bool(self._global.hooks) or bool(self._ops)
+
+    def match(
+        self, event: str, values: tuple[str, ...], *, operation_id: str | None = None
+    ) -> list[Hook]:
+        """The hooks for ``event`` whose matcher accepts one of ``values``, in registration order."""
+        found = self._global.match(event, values)
+        if operation_id is not None:
+            op = self._ops.get(operation_id)
+            if op is not None:
+                extra = op.match(event, values)
+                if extra:
+                    found = sorted(found + extra, key=lambda e: e[0])
+        if not found:
+            return []
+        if len(found) > 1 and not _is_sorted(found):
+            found = sorted(found, key=lambda e: e[0])
+        seen: set[int] = set()
+        out = []
+        for _, hook in found:
+            if id(hook) not in seen:  # a name list can index one hook under several names
+                seen.add(id(hook))
+                out.append(hook)
+        return out
+
+
+def _is_sorted(entries: list[tuple[int, Hook]]) -> bool:
+    return all(entries[i][0] <= entries[i + 1][0] for i in range(len(entries) - 1))

@@ -1,0 +1,121 @@
+"""The otelhooks exception tree.
+
+::
+
+    OtelHooksError
+    ├── ConfigError            bad hook definition or config file: names file, hook and field
+    │   ├── UnknownEventError  an event name no dialect knows (lists the valid ones)
+    │   └── InvalidMatcherError
+    └── HookError              a hook failed while it ran (carries the hook id and event)
+        ├── HookTimeoutError
+        └── CriticalHookDeliveryError  raised once, after sibling hooks ran, for ``fallback: none``
+
+Hooks failing is normal operation: dispatch records it on the span and in the
+``otelhooks.hook.invocations`` metric and goes on. Only ``CriticalHookDeliveryError`` is raised
+to the caller, because a ``fallback: none`` hook asked for exactly that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+__all__ = [
+    "ConfigError",
+    "CriticalHookDeliveryError",
+    "HookError",
+    "HookTimeoutError",
+    "InvalidMatcherError",
+    "OtelHooksError",
+    "UnknownEventError",
+]
+
+
+class OtelHooksError(Exception):
+    """Base of every error otelhooks raises."""
+
+
+class ConfigError(OtelHooksError, ValueError):
+    """A hook definition or config file is invalid.
+
+    Attributes:
+        problem: what is wrong, in one sentence.
+        file: the config file, when the hook came from one.
+        hook_id: the hook concerned, when known.
+        field: the offending field (dotted path), when known.
+        line: the line in ``file``, when the format has lines.
+    """
+
+    def __init__(
+        self,
+        problem: str,
+        *,
+        file: str | None = None,
+        hook_id: str | None = None,
+        field: str | None = None,
+        line: int | None = None,
+    ) -> None:
+        self.problem = problem
+        self.file = file
+        self.hook_id = hook_id
+        self.field = field
+        self.line = line
+        super().__init__(self._render())
+
+    def _render(self) -> str:
+        where = []
+        if self.file:
+            where.append(f"{self.file}:{self.line}" if self.line else self.file)
+        if self.hook_id:
+            where.append(f"hook {self.hook_id!r}")
+        if self.field:
+            where.append(f"field {self.field!r}")
+        return f"{', '.join(where)}: {self.problem}" if where else self.problem
+
+    def located(
+        self, *, file: str | None = None, hook_id: str | None = None, line: int | None = None
+    ) -> ConfigError:
+        """Fill in location facts the raiser did not know (keeps the ones it did)."""
+        self.file = self.file or file
+        self.hook_id = self.hook_id or hook_id
+        self.line = self.line or line
+        self.args = (self._render(),)
+        return self
+
+
+class UnknownEventError(ConfigError):
+    """An event name that neither otelhooks nor any dialect defines."""
+
+    def __init__(self, name: str, *, suggestion: str | None, valid: Sequence[str]) -> None:
+        self.name = name
+        self.suggestion = suggestion
+        self.valid = tuple(valid)
+        hint = f" Did you mean {suggestion!r}?" if suggestion else ""
+        super().__init__(
+            f"unknown event {name!r}.{hint} Valid names: {', '.join(self.valid)}", field="type"
+        )
+
+
+class InvalidMatcherError(ConfigError):
+    """A matcher that cannot be compiled in a dialect with no fallback."""
+
+
+class HookError(OtelHooksError):
+    """A hook failed while running. Carries the hook id and the event it ran for."""
+
+    def __init__(self, message: str, *, hook_id: str, event: str) -> None:
+        self.hook_id = hook_id
+        self.event = event
+        super().__init__(f"hook {hook_id!r} on {event}: {message}")
+
+
+class HookTimeoutError(HookError):
+    """A hook ran past its timeout; its result (if any) is ignored."""
+
+
+class CriticalHookDeliveryError(HookError):
+    """One or more ``fallback: none`` hooks failed. Raised after all sibling hooks ran."""
+
+    def __init__(self, failures: Sequence[HookError], *, event: str) -> None:
+        self.failures = tuple(failures)
+        ids = ", ".join(f.hook_id for f in self.failures)
+        super().__init__(f"critical delivery failed for {ids}", hook_id=ids, event=event)

@@ -1,0 +1,505 @@
+"""Pydantic payload models of every lifecycle event, with the field names of the reference systems.
+
+One JSON form of an event (``model_dump(mode="json", by_alias=True)``) serves webhook bodies,
+command stdin and the event log. Where two reference systems describe the same moment with
+different field names (LobeHub's ``args`` and the kernel's ``toolInput``), the model carries both,
+kept equal, so a user of either system reads the names they know.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+__all__ = [
+    "AfterCallAgentEvent",
+    "AfterCompactEvent",
+    "AfterHumanInterventionEvent",
+    "AfterStepEvent",
+    "AfterToolCallEvent",
+    "BeforeAgentStartEvent",
+    "BeforeCallAgentEvent",
+    "BeforeCompactEvent",
+    "BeforeHumanInterventionEvent",
+    "BeforeResetEvent",
+    "BudgetThresholdEvent",
+    "CallAgentErrorEvent",
+    "CompactErrorEvent",
+    "CompleteEvent",
+    "ErrorEvent",
+    "GatewayStartEvent",
+    "GatewayStopEvent",
+    "GenericEvent",
+    "HookEvent",
+    "LlmInputEvent",
+    "LlmOutputEvent",
+    "MessageReceivedEvent",
+    "MessageSendingEvent",
+    "MessageSentEvent",
+    "PendingTool",
+    "SessionEndEvent",
+    "SessionStartEvent",
+    "StepEvent",
+    "StopByHumanInterventionEvent",
+    "TokenUsage",
+    "ToolBatchEvent",
+    "ToolCallDeniedEvent",
+    "ToolCallErrorEvent",
+    "ToolCallEvent",
+    "ToolResult",
+    "ToolResultPersistEvent",
+]
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class HookEvent(BaseModel):
+    """Fields every event carries. ``event`` is the canonical event name (the discriminator).
+
+    ``eventId`` is stable for the event and serves receivers as an idempotency key.
+    """
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, validate_assignment=False)
+
+    event: str
+    eventId: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    timestamp: int = Field(default_factory=_now_ms)
+    operationId: str | None = None
+    parentOperationId: str | None = None
+    sessionKey: str | None = None
+    userId: str | None = None
+    traceId: str | None = None
+    spanId: str | None = None
+
+
+class TokenUsage(BaseModel):
+    """The kernel's token usage shape."""
+
+    input: int = 0
+    output: int = 0
+
+
+# -- agent lifecycle --------------------------------------------------------------------------
+
+
+class BeforeAgentStartEvent(HookEvent):
+    """Before an agent run begins (kernel ``before_agent_start``, Claude ``UserPromptSubmit``)."""
+
+    event: Literal["before_agent_start"] = "before_agent_start"
+    agentId: str
+    input: str = ""
+    userMessage: str = ""
+    fullPrompt: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class CompleteEvent(HookEvent):
+    """The operation reached a terminal state (LobeHub ``onComplete``, kernel ``agent_end``)."""
+
+    event: Literal["on_complete"] = "on_complete"
+    agentId: str | None = None
+    runId: str | None = None
+    reason: Literal["done", "error", "interrupted", "max_steps", "cost_limit"] = "done"
+    success: bool = True
+    error: str | None = None
+    duration: float = 0.0
+    tokenUsage: TokenUsage | None = None
+
+
+class ErrorEvent(HookEvent):
+    """The operation failed (LobeHub ``onError``)."""
+
+    event: Literal["on_error"] = "on_error"
+    agentId: str | None = None
+    errorMessage: str
+    errorType: str | None = None
+    errorDetail: dict[str, Any] = Field(default_factory=dict)
+
+
+class BudgetThresholdEvent(HookEvent):
+    """Spend passed a configured fraction of the cost limit (agent OS ``on_budget_threshold``)."""
+
+    event: Literal["on_budget_threshold"] = "on_budget_threshold"
+    agentId: str | None = None
+    spent: float
+    limit: float
+    threshold: float
+
+
+# -- steps and LLM calls ----------------------------------------------------------------------
+
+
+class StepEvent(HookEvent):
+    """Before a step (LobeHub ``beforeStep``)."""
+
+    event: Literal["before_step"] = "before_step"
+    stepIndex: int
+    agentId: str | None = None
+
+
+class AfterStepEvent(HookEvent):
+    """After a step: content, tool calls and results, usage totals (LobeHub ``afterStep``)."""
+
+    event: Literal["after_step"] = "after_step"
+    stepIndex: int
+    agentId: str | None = None
+    content: str = ""
+    toolCalls: list[dict[str, Any]] = Field(default_factory=list)
+    toolResults: list[dict[str, Any]] = Field(default_factory=list)
+    usage: TokenUsage = Field(default_factory=TokenUsage)
+
+
+class LlmInputEvent(HookEvent):
+    """A prompt goes to the model (kernel ``llm_input``)."""
+
+    event: Literal["llm_input"] = "llm_input"
+    agentId: str | None = None
+    stepIndex: int | None = None
+    model: str
+    messages: list[dict[str, Any]] = Field(default_factory=list)
+
+
+class LlmOutputEvent(HookEvent):
+    """The model answered (kernel ``llm_output``)."""
+
+    event: Literal["llm_output"] = "llm_output"
+    agentId: str | None = None
+    stepIndex: int | None = None
+    model: str | None = None
+    response: str = ""
+    tokenUsage: TokenUsage = Field(default_factory=TokenUsage)
+
+
+# -- tools --------------------------------------------------------------------------------------
+
+
+class ToolResult(BaseModel):
+    """LobeHub's structured tool result (``content``, ``success``, ``executionTime``, ``state``)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    content: str = ""
+    success: bool = True
+    executionTime: float | None = None
+    error: str | None = None
+    state: dict[str, Any] | None = None
+
+
+class _ToolContext(HookEvent):
+    """The shared tool context (LobeHub ``buildToolCallHookContext``) plus the kernel's names."""
+
+    toolCallId: str
+    identifier: str
+    apiName: str
+    args: dict[str, Any] = Field(default_factory=dict)
+    callIndex: int = 0
+    stepIndex: int = 0
+    assistantMessageId: str | None = None
+    executor: str = "server"
+    toolSource: str | None = None
+    agentId: str | None = None
+    # kernel names for the same facts
+    toolName: str = ""
+    toolInput: Any = None
+    runId: str | None = None
+
+    @model_validator(mode="after")
+    def _mirror_kernel_names(self) -> _ToolContext:
+        if not self.toolName:
+            self.toolName = self.apiName
+        if self.toolInput is None:
+            self.toolInput = self.args
+        if self.runId is None:
+            self.runId = self.operationId
+        return self
+
+    @property
+    def matcher_value(self) -> str:
+        """``identifier/apiName``, the value LobeHub matchers run against."""
+        return f"{self.identifier}/{self.apiName}"
+
+
+class ToolCallEvent(_ToolContext):
+    """Before a tool executes (LobeHub ``beforeToolCall``, kernel ``before_tool_call``).
+
+    Handlers may call :meth:`mock` (first accepted mock wins) or :meth:`deny`.
+
+    Example:
+        >>> def no_network(event: ToolCallEvent) -> None:
+        ...     if event.identifier == "web":
+        ...         event.mock({"content": "offline", "success": True})
+    """
+
+    event: Literal["before_tool_call"] = "before_tool_call"
+    _mock: ToolResult | None = PrivateAttr(default=None)
+    _mocked_by: str | None = PrivateAttr(default=None)
+    _closed: bool = PrivateAttr(default=False)
+    _current_hook: str | None = PrivateAttr(default=None)
+
+    def mock(self, result: ToolResult | dict[str, Any] | str) -> dict[str, Any] | None:
+        """Supply the tool's result instead of running it. The first accepted mock wins.
+
+        Returns LobeHub's ``{"isMocked": True, "result": ...}`` when accepted, ``None`` when an
+        earlier hook already mocked the call (or the hook ran past its deadline).
+        """
+        if self._mock is not None or self._closed:
+            return None
+        if isinstance(result, str):
+            result = ToolResult(content=result)
+        elif isinstance(result, dict):
+            result = ToolResult.model_validate(result)
+        self._mock = result
+        self._mocked_by = self._current_hook
+        return {"isMocked": True, "result": result.model_dump(exclude_none=True)}
+
+    @property
+    def mocked_result(self) -> ToolResult | None:
+        """The accepted mock, if any."""
+        return self._mock
+
+
+class AfterToolCallEvent(_ToolContext):
+    """After a tool completed (LobeHub ``afterToolCall``, kernel ``after_tool_call``)."""
+
+    event: Literal["after_tool_call"] = "after_tool_call"
+    content: str = ""
+    success: bool = True
+    mocked: bool = False
+    executionTimeMs: float = 0.0
+    result: ToolResult = Field(default_factory=ToolResult)
+    toolOutput: Any = None
+    duration: float = 0.0
+
+
+class ToolCallErrorEvent(_ToolContext):
+    """A tool raised (LobeHub ``onToolCallError``, Claude ``PostToolUseFailure``)."""
+
+    event: Literal["on_tool_call_error"] = "on_tool_call_error"
+    error: str
+    errorType: str | None = None
+
+
+class ToolCallDeniedEvent(_ToolContext):
+    """A tool call was denied by a hook or a person (Claude ``PermissionDenied``)."""
+
+    event: Literal["on_tool_call_denied"] = "on_tool_call_denied"
+    reason: str
+    decidedBy: str | None = None
+
+
+class ToolResultPersistEvent(HookEvent):
+    """A tool result is about to be saved (kernel ``tool_result_persist``, intercept)."""
+
+    event: Literal["tool_result_persist"] = "tool_result_persist"
+    toolName: str
+    toolCallId: str | None = None
+    identifier: str | None = None
+    apiName: str | None = None
+    result: Any = None
+
+    @property
+    def matcher_value(self) -> str:
+        return f"{self.identifier}/{self.apiName}" if self.identifier else self.toolName
+
+
+class ToolBatchEvent(HookEvent):
+    """All tool calls of a step finished (Claude ``PostToolBatch``)."""
+
+    event: Literal["after_tool_batch"] = "after_tool_batch"
+    stepIndex: int
+    toolCalls: list[dict[str, Any]] = Field(default_factory=list)
+
+
+# -- human intervention -------------------------------------------------------------------------
+
+
+class PendingTool(BaseModel):
+    """A tool waiting for approval."""
+
+    identifier: str
+    apiName: str
+    toolCallId: str | None = None
+
+
+class BeforeHumanInterventionEvent(HookEvent):
+    """Before the agent pauses for approval (LobeHub ``beforeHumanIntervention``)."""
+
+    event: Literal["before_human_intervention"] = "before_human_intervention"
+    stepIndex: int = 0
+    pendingTools: list[PendingTool] = Field(default_factory=list)
+
+
+class AfterHumanInterventionEvent(HookEvent):
+    """The person decided and the agent resumes (LobeHub ``afterHumanIntervention``)."""
+
+    event: Literal["after_human_intervention"] = "after_human_intervention"
+    action: Literal["approve", "reject", "rejectAndContinue"]
+    toolCallId: str | None = None
+    rejectionReason: str | None = None
+
+
+class StopByHumanInterventionEvent(HookEvent):
+    """A rejection halted the run (LobeHub ``onStopByHumanIntervention``)."""
+
+    event: Literal["on_stop_by_human_intervention"] = "on_stop_by_human_intervention"
+    toolCallId: str | None = None
+    rejectionReason: str | None = None
+
+
+# -- compaction -------------------------------------------------------------------------------
+
+
+class BeforeCompactEvent(HookEvent):
+    """Before context compression (LobeHub ``beforeCompact``, kernel ``before_compaction``)."""
+
+    event: Literal["before_compact"] = "before_compact"
+    stepIndex: int = 0
+    messageCount: int
+    tokenCount: int
+
+
+class AfterCompactEvent(HookEvent):
+    """After context compression (LobeHub ``afterCompact``, kernel ``after_compaction``)."""
+
+    event: Literal["after_compact"] = "after_compact"
+    stepIndex: int = 0
+    groupId: str
+    messagesBefore: int
+    messagesAfter: int
+    summary: str = ""
+    originalCount: int = 0
+    compactedCount: int = 0
+    tokensSaved: int = 0
+
+    @model_validator(mode="after")
+    def _mirror_kernel_names(self) -> AfterCompactEvent:
+        self.originalCount = self.originalCount or self.messagesBefore
+        self.compactedCount = self.compactedCount or self.messagesAfter
+        return self
+
+
+class CompactErrorEvent(HookEvent):
+    """Compression failed (LobeHub ``onCompactError``)."""
+
+    event: Literal["on_compact_error"] = "on_compact_error"
+    stepIndex: int = 0
+    tokenCount: int = 0
+    error: str
+
+
+# -- sub-agents ---------------------------------------------------------------------------------
+
+
+class BeforeCallAgentEvent(HookEvent):
+    """Before a sub-agent starts (LobeHub ``beforeCallAgent``). ``agentId`` is the callee."""
+
+    event: Literal["before_call_agent"] = "before_call_agent"
+    agentId: str
+    instruction: str = ""
+
+
+class AfterCallAgentEvent(HookEvent):
+    """The sub-agent call returned (LobeHub ``afterCallAgent``)."""
+
+    event: Literal["after_call_agent"] = "after_call_agent"
+    agentId: str
+    subOperationId: str | None = None
+    threadId: str | None = None
+    success: bool = True
+
+
+class CallAgentErrorEvent(HookEvent):
+    """The sub-agent call failed (LobeHub ``onCallAgentError``)."""
+
+    event: Literal["on_call_agent_error"] = "on_call_agent_error"
+    agentId: str
+    error: str
+
+
+# -- messages, sessions, gateway ------------------------------------------------------------
+
+
+class MessageReceivedEvent(HookEvent):
+    """An inbound message (kernel ``message_received``)."""
+
+    event: Literal["message_received"] = "message_received"
+    content: str
+    channelId: str | None = None
+    from_: str | None = Field(default=None, alias="from")
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class MessageSendingEvent(HookEvent):
+    """An outbound message before it is sent (kernel ``message_sending``, intercept)."""
+
+    event: Literal["message_sending"] = "message_sending"
+    channelId: str
+    target: str
+    content: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class MessageSentEvent(HookEvent):
+    """An outbound message was delivered (kernel ``message_sent``)."""
+
+    event: Literal["message_sent"] = "message_sent"
+    channelId: str
+    target: str
+    content: str
+    deliveredAt: int = Field(default_factory=_now_ms)
+
+
+class SessionStartEvent(HookEvent):
+    """A session was created (kernel ``session_start``)."""
+
+    event: Literal["session_start"] = "session_start"
+    agentId: str | None = None
+    channelId: str | None = None
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class SessionEndEvent(HookEvent):
+    """A session ended (kernel ``session_end``)."""
+
+    event: Literal["session_end"] = "session_end"
+    reason: str = ""
+    duration: float = 0.0
+    messageCount: int = 0
+
+
+class BeforeResetEvent(HookEvent):
+    """Before a session reset (kernel ``before_reset``)."""
+
+    event: Literal["before_reset"] = "before_reset"
+    reason: str = ""
+
+
+class GatewayStartEvent(HookEvent):
+    """The gateway started (kernel ``gateway_start``)."""
+
+    event: Literal["gateway_start"] = "gateway_start"
+    port: int
+    host: str
+
+
+class GatewayStopEvent(HookEvent):
+    """The gateway is stopping (kernel ``gateway_stop``)."""
+
+    event: Literal["gateway_stop"] = "gateway_stop"
+    reason: str = ""
+
+
+class GenericEvent(HookEvent):
+    """Events the references name without a field list (``Notification``, ``TaskCreated``, ...).
+
+    Their facts go in ``data``; ``matcherValue`` is what a matcher runs against (``*`` if none).
+    """
+
+    agentId: str | None = None
+    matcherValue: str = "*"
+    data: dict[str, Any] = Field(default_factory=dict)

@@ -1,0 +1,212 @@
+"""The registry of canonical lifecycle events and the names the four reference dialects use.
+
+Every dialect name is an alias resolved at load time (:func:`resolve_event`); an unknown name is a
+:class:`~otelhooks.UnknownEventError` listing the valid names and the closest match.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Final
+
+from otelhooks._errors import UnknownEventError
+from otelhooks._events import _payloads as p
+
+__all__ = [
+    "EVENTS",
+    "Dialect",
+    "EventSpec",
+    "all_event_names",
+    "resolve_event",
+]
+
+
+class Dialect(str, Enum):
+    """The hook systems whose names otelhooks accepts."""
+
+    OTELHOOKS = "otelhooks"
+    LOBEHUB = "lobehub"
+    KERNEL = "kernel"
+    AGENT_OS = "agent_os"
+    WORKSPACE = "workspace"  # the workspace engine; Claude Code's names are the same dialect
+
+
+@dataclass(frozen=True, slots=True)
+class EventSpec:
+    """One canonical lifecycle event.
+
+    Attributes:
+        name: canonical snake_case name (the ``event`` field of its payload).
+        category: agent, step, llm, tool, human, compact, subagent, message, session, gateway, ...
+        intercept: whether hooks may change or block what happens (run inline, before the action).
+        payload: the pydantic payload model.
+        otel: how the event appears in OpenTelemetry (documentation, also printed in the README).
+        aliases: the event's name in each dialect that has it.
+        tool_event: matchers run against the tool (LobeHub allows matchers only on these).
+    """
+
+    name: str
+    category: str
+    intercept: bool
+    payload: type[p.HookEvent]
+    otel: str
+    aliases: dict[Dialect, tuple[str, ...]] = field(default_factory=dict)
+    tool_event: bool = False
+
+
+L, K, A, W = Dialect.LOBEHUB, Dialect.KERNEL, Dialect.AGENT_OS, Dialect.WORKSPACE
+
+_SPECS: Final[tuple[EventSpec, ...]] = (
+    # agent
+    EventSpec("before_agent_start", "agent", True, p.BeforeAgentStartEvent,
+              "start of the `invoke_agent {agent}` span (intercept: rewrite or block the input)",
+              {K: ("before_agent_start",), W: ("UserPromptSubmit",)}),
+    EventSpec("on_complete", "agent", False, p.CompleteEvent,
+              "end of the `invoke_agent` span; `otelhooks.operation.complete_reason`",
+              {L: ("onComplete",), K: ("agent_end",), A: ("after_loop",), W: ("Stop",)}),
+    EventSpec("on_error", "agent", False, p.ErrorEvent,
+              "`invoke_agent` status ERROR + `exception` event + `otelhooks.agent.errors`",
+              {L: ("onError",), A: ("on_error",), W: ("StopFailure",)}),
+    EventSpec("on_budget_threshold", "agent", False, p.BudgetThresholdEvent,
+              "span event `on_budget_threshold` on `invoke_agent`",
+              {A: ("on_budget_threshold",)}),
+    # steps and LLM
+    EventSpec("before_step", "step", False, p.StepEvent, "start of a `step {n}` span",
+              {L: ("beforeStep",)}),
+    EventSpec("after_step", "step", False, p.AfterStepEvent, "end of the `step {n}` span",
+              {L: ("afterStep",), A: ("after_turn",)}),
+    EventSpec("llm_input", "llm", False, p.LlmInputEvent, "start of a `chat {model}` span",
+              {L: ("call_llm",), K: ("llm_input",)}),
+    EventSpec("llm_output", "llm", False, p.LlmOutputEvent,
+              "end of the `chat {model}` span, with token usage", {K: ("llm_output",)}),
+    # tools
+    EventSpec("before_tool_call", "tool", True, p.ToolCallEvent,
+              "start of an `execute_tool {tool}` span (intercept: mock, deny, rewrite args)",
+              {L: ("beforeToolCall",), K: ("before_tool_call",), W: ("PreToolUse",)},
+              tool_event=True),
+    EventSpec("after_tool_call", "tool", False, p.AfterToolCallEvent,
+              "end of the `execute_tool` span",
+              {L: ("afterToolCall",), K: ("after_tool_call",), A: ("after_tool_result",),
+               W: ("PostToolUse",)}, tool_event=True),
+    EventSpec("on_tool_call_error", "tool", False, p.ToolCallErrorEvent,
+              "`execute_tool` status ERROR + `exception` event",
+              {L: ("onToolCallError",), W: ("PostToolUseFailure",)}, tool_event=True),
+    EventSpec("on_tool_call_denied", "tool", False, p.ToolCallDeniedEvent,
+              "`execute_tool` with `otelhooks.hook.classification=hook_denied`",
+              {W: ("PermissionDenied",)}, tool_event=True),
+    EventSpec("tool_result_persist", "tool", True, p.ToolResultPersistEvent,
+              "span event `tool_result_persist` on `execute_tool` (intercept: filter the result)",
+              {K: ("tool_result_persist",)}, tool_event=True),
+    EventSpec("after_tool_batch", "tool", False, p.ToolBatchEvent,
+              "span event `after_tool_batch` on the step", {W: ("PostToolBatch",)}),
+    # human intervention
+    EventSpec("before_human_intervention", "human", False, p.BeforeHumanInterventionEvent,
+              "start of a `request_human_approve` span",
+              {L: ("beforeHumanIntervention",), W: ("PermissionRequest",)}),
+    EventSpec("after_human_intervention", "human", False, p.AfterHumanInterventionEvent,
+              "`approve` / `reject` event and end of `request_human_approve`",
+              {L: ("afterHumanIntervention",)}),
+    EventSpec("on_stop_by_human_intervention", "human", False, p.StopByHumanInterventionEvent,
+              "operation ends with reason `interrupted`",
+              {L: ("onStopByHumanIntervention",), A: ("on_terminate",)}),
+    # compaction
+    EventSpec("before_compact", "compact", False, p.BeforeCompactEvent,
+              "start of a `compress_context` span linked to the operation",
+              {L: ("beforeCompact",), K: ("before_compaction",), W: ("PreCompact",)}),
+    EventSpec("after_compact", "compact", False, p.AfterCompactEvent,
+              "end of the `compress_context` span, tokens saved",
+              {L: ("afterCompact",), K: ("after_compaction",), W: ("PostCompact",)}),
+    EventSpec("on_compact_error", "compact", False, p.CompactErrorEvent,
+              "`compress_context` status ERROR + `exception` event", {L: ("onCompactError",)}),
+    # sub-agents
+    EventSpec("before_call_agent", "subagent", False, p.BeforeCallAgentEvent,
+              "start of a `call_agent {agent}` span; the child `invoke_agent` links to the parent",
+              {L: ("beforeCallAgent",), W: ("SubagentStart",)}),
+    EventSpec("after_call_agent", "subagent", False, p.AfterCallAgentEvent,
+              "end of the `call_agent` span", {L: ("afterCallAgent",), W: ("SubagentStop",)}),
+    EventSpec("on_call_agent_error", "subagent", False, p.CallAgentErrorEvent,
+              "`call_agent` status ERROR + `exception` event", {L: ("onCallAgentError",)}),
+    # messages
+    EventSpec("message_received", "message", False, p.MessageReceivedEvent,
+              "span event `message_received`", {K: ("message_received",)}),
+    EventSpec("message_sending", "message", True, p.MessageSendingEvent,
+              "start of a `send_message {channel}` span (intercept: rewrite or block)",
+              {K: ("message_sending",)}),
+    EventSpec("message_sent", "message", False, p.MessageSentEvent,
+              "end of the `send_message` span", {K: ("message_sent",), W: ("MessageDisplay",)}),
+    # sessions and the gateway: no enclosing span, so short `agent_lifecycle` spans or events
+    EventSpec("session_start", "session", False, p.SessionStartEvent,
+              "span event, or a short `agent_lifecycle session_start` span",
+              {K: ("session_start",), W: ("SessionStart",)}),
+    EventSpec("session_end", "session", False, p.SessionEndEvent,
+              "span event, or a short `agent_lifecycle session_end` span",
+              {K: ("session_end",), W: ("SessionEnd",)}),
+    EventSpec("before_reset", "session", False, p.BeforeResetEvent,
+              "span event `before_reset`", {K: ("before_reset",)}),
+    EventSpec("gateway_start", "gateway", False, p.GatewayStartEvent,
+              "short `agent_lifecycle gateway_start` span", {K: ("gateway_start",)}),
+    EventSpec("gateway_stop", "gateway", False, p.GatewayStopEvent,
+              "short `agent_lifecycle gateway_stop` span", {K: ("gateway_stop",)}),
+    # the workspace / Claude Code events without a LobeHub or kernel twin
+    *(
+        EventSpec(canonical, category, False, p.GenericEvent, f"span event `{canonical}`",
+                  {W: (claude,)}, tool_event=tool)
+        for canonical, claude, category, tool in (
+            ("setup", "Setup", "session", False),
+            ("user_prompt_expansion", "UserPromptExpansion", "input", False),
+            ("instructions_loaded", "InstructionsLoaded", "input", False),
+            ("cwd_changed", "CwdChanged", "input", False),
+            ("notification", "Notification", "notification", False),
+            ("teammate_idle", "TeammateIdle", "subagent", False),
+            ("task_created", "TaskCreated", "task", True),
+            ("task_completed", "TaskCompleted", "task", True),
+            ("worktree_create", "WorktreeCreate", "workspace", False),
+            ("worktree_remove", "WorktreeRemove", "workspace", False),
+            ("elicitation", "Elicitation", "input", False),
+            ("elicitation_result", "ElicitationResult", "input", False),
+            ("config_change", "ConfigChange", "workspace", False),
+            ("directory_added", "DirectoryAdded", "workspace", False),
+            ("file_changed", "FileChanged", "workspace", False),
+        )
+    ),
+)
+
+EVENTS: Final[dict[str, EventSpec]] = {spec.name: spec for spec in _SPECS}
+
+_BY_NAME: Final[dict[str, tuple[EventSpec, Dialect]]] = {}
+for _spec in _SPECS:
+    _BY_NAME.setdefault(_spec.name, (_spec, Dialect.OTELHOOKS))
+    for _dialect, _names in _spec.aliases.items():
+        for _alias in _names:
+            known = _BY_NAME.get(_alias)
+            if known is not None and known[0] is not _spec:
+                raise RuntimeError(f"alias {_alias!r} maps to {known[0].name} and {_spec.name}")
+            _BY_NAME.setdefault(_alias, (_spec, _dialect))
+
+
+def all_event_names() -> list[str]:
+    """Every accepted name: canonical names and every dialect alias, sorted."""
+    return sorted(_BY_NAME)
+
+
+def resolve_event(name: str) -> tuple[EventSpec, Dialect]:
+    """Resolve a canonical or dialect event name to its spec and the dialect the name belongs to.
+
+    Raises:
+        UnknownEventError: the name is unknown; the message lists the valid names and the closest.
+
+    Example:
+        >>> resolve_event("PreToolUse")[0].name
+        'before_tool_call'
+    """
+    found = _BY_NAME.get(name)
+    if found is not None:
+        return found
+    close = difflib.get_close_matches(name, _BY_NAME, n=1, cutoff=0.5)
+    if not close:
+        lowered = {k.lower().replace("_", ""): k for k in _BY_NAME}
+        hit = lowered.get(name.lower().replace("_", ""))
+        close = [hit] if hit else []
+    raise UnknownEventError(name, suggestion=close[0] if close else None, valid=all_event_names())

@@ -1,0 +1,151 @@
+"""The hook definition: ``{id, type, handler, matcher, ...}``, validated when it is registered."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
+
+from otelhooks._errors import ConfigError
+from otelhooks._events import EventSpec, resolve_event
+from otelhooks._matchers import Matcher, compile_matcher
+
+__all__ = ["Block", "Hook", "HookLike", "coerce_hook"]
+
+HookLike = "Hook | Mapping[str, Any]"
+
+
+class Block:
+    """Return this from a handler to block the action (deny a tool call, drop a message).
+
+    Example:
+        >>> def guard(event):
+        ...     if event.apiName == "rm":
+        ...         return Block("rm is not allowed")
+    """
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str | None = None) -> None:
+        self.reason = reason
+
+    def __repr__(self) -> str:
+        return f"Block({self.reason!r})"
+
+
+class Hook(BaseModel):
+    """One hook: what event it runs on, which calls it matches, and what it does.
+
+    Attributes:
+        id: unique within its registry (global or per operation).
+        type: the event, by its canonical name or any dialect's name (``beforeToolCall``,
+            ``before_tool_call``, ``PreToolUse``, ``after_tool_result``, ...).
+        handler: a sync or async callable that gets the event payload.
+        matcher: which tools the hook applies to, in the rules of ``dialect``.
+        intercept: the kernel's intercept contract: the return value replaces the event data
+            and ``None`` blocks. Without it a handler returns ``None`` to change nothing, a payload
+            (model or dict) to rewrite, or :class:`Block` to block.
+        timeout: seconds a handler may run; past it the result is ignored and an error recorded.
+        on_error: what a failing interceptor means: ``continue`` (ignore it) or ``block``.
+        dialect: matcher rules; defaults to the dialect of the ``type`` name.
+
+    Example:
+        >>> Hook(id="log-tools", type="afterToolCall", handler=print, matcher="^fs/")
+        Hook(id='log-tools', type='afterToolCall', ...)
+    """
+
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=True, frozen=True)
+
+    id: str = Field(min_length=1)
+    type: str = Field(min_length=1)
+    handler: Callable[..., Any] | None = None
+    matcher: str | None = None
+    intercept: bool = False
+    timeout: float = Field(default=10.0, gt=0, le=300)
+    on_error: Literal["continue", "block"] = "continue"
+    dialect: Literal["otelhooks", "lobehub", "kernel", "workspace", "claude"] | None = None
+    webhook: dict[str, Any] | None = None
+
+    _spec: EventSpec = PrivateAttr()
+    _matcher: Matcher = PrivateAttr()
+    _is_async: bool = PrivateAttr(default=False)
+
+    def model_post_init(self, context: Any, /) -> None:
+        spec, dialect = resolve_event(self.type)
+        effective = self.dialect or dialect.value
+        if self.webhook is not None:
+            raise ConfigError(
+                "webhook actions are not available in this version; use a handler",
+                field="webhook",
+            )
+        if self.handler is None:
+            raise ConfigError("a hook needs a handler", field="handler")
+        if self.matcher not in (None, "", "*") and effective == "lobehub" and not spec.tool_event:
+            raise ConfigError(
+                f"matchers are allowed only on tool events, not {self.type}", field="matcher"
+            )
+        if self.intercept and not spec.intercept:
+            raise ConfigError(
+                f"{self.type} cannot be intercepted; interceptable events: "
+                "before_agent_start, before_tool_call, message_sending, tool_result_persist",
+                field="intercept",
+            )
+        self._spec = spec
+        self._matcher = compile_matcher(self.matcher, effective, hook_id=self.id)
+        self._is_async = inspect.iscoroutinefunction(self.handler) or inspect.iscoroutinefunction(
+            getattr(self.handler, "__call__", None)  # noqa: B004 - async callable objects
+        )
+
+    def __repr__(self) -> str:
+        return f"Hook(id={self.id!r}, type={self.type!r}, ...)"
+
+    @property
+    def event(self) -> str:
+        """The canonical event name."""
+        return self._spec.name
+
+    @property
+    def spec(self) -> EventSpec:
+        return self._spec
+
+    @property
+    def compiled_matcher(self) -> Matcher:
+        return self._matcher
+
+    @property
+    def is_async(self) -> bool:
+        return self._is_async
+
+    @property
+    def intercepts(self) -> bool:
+        """Runs inline, before the action, and may change or block it."""
+        return self._spec.intercept
+
+
+def _field_of(error: ValidationError) -> tuple[str, str]:
+    first = error.errors()[0]
+    loc = ".".join(str(x) for x in first["loc"]) or None
+    return (loc or "?"), first["msg"]
+
+
+def coerce_hook(obj: Hook | Mapping[str, Any] | Callable[..., Any], **defaults: Any) -> Hook:
+    """Turn a hook object, a dict of the LobeHub shape, or a decorated function into a Hook.
+
+    Raises:
+        ConfigError: naming the hook id and the field.
+    """
+    if isinstance(obj, Hook):
+        return obj
+    if not isinstance(obj, Mapping):
+        raise ConfigError(f"a hook must be a Hook or a mapping, not {type(obj).__name__}")
+    data = {**defaults, **obj}
+    hook_id = data.get("id") if isinstance(data.get("id"), str) else None
+    try:
+        return Hook.model_validate(data)
+    except ConfigError as exc:
+        raise exc.located(hook_id=hook_id) from None
+    except ValidationError as exc:
+        field, msg = _field_of(exc)
+        raise ConfigError(msg, hook_id=hook_id, field=field) from None

@@ -1,0 +1,210 @@
+"""The span scope every instrumentation context manager is built on, and ``AgentTracer``.
+
+A scope starts its span with its lifecycle event in the Context (so the processor can intercept
+before ``start_span`` returns), makes the span current, and on exit records errors, queues the
+end events and ends the span. The same scope works with ``with`` and ``async with``; in async
+code the intercept hooks are awaited instead of run on the calling thread.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Self
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
+
+from otelhooks import _semconv as sc
+from otelhooks._live import LIVE_EVENT_KEY, LiveEvent, Verdict
+from otelhooks._metrics import AgentMetrics
+from otelhooks._processor import HookSpanProcessor
+from otelhooks._span_mapping import apply_verdict
+
+if TYPE_CHECKING:
+    from otelhooks._instrument._operation import Operation
+
+__all__ = ["AgentTracer", "SpanScope"]
+
+
+def _capture_from_env() -> bool:
+    return os.environ.get(sc.ENV_CAPTURE_CONTENT, "").strip().lower() in ("1", "true", "yes")
+
+
+class AgentTracer:
+    """The runtime-facing API: creates operations, whose scopes create every other span.
+
+    Args:
+        tracer_provider: the provider to create spans on (the global one when omitted).
+        hooks: the :class:`HookSpanProcessor` on that provider; hooks fire through it, and
+            directly when a span is sampled out, so interceptors hold whatever the sampler says.
+        metrics: where agent metrics are recorded (the hook processor's when omitted).
+        capture_content: record prompts, completions, tool arguments and results as span
+            attributes. Off by default; ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``
+            turns it on.
+
+    Example:
+        >>> tracer = AgentTracer(hooks=HookSpanProcessor())
+        >>> with tracer.operation("helper") as op, op.step() as step:
+        ...     result = step.run_tool("calc", "add", {"a": 1, "b": 2}, lambda a, b: a + b)
+    """
+
+    def __init__(
+        self,
+        *,
+        tracer_provider: trace.TracerProvider | None = None,
+        hooks: HookSpanProcessor | None = None,
+        metrics: AgentMetrics | None = None,
+        capture_content: bool | None = None,
+    ) -> None:
+        provider = tracer_provider or trace.get_tracer_provider()
+        self._tracer = provider.get_tracer("otelhooks", schema_url=None)
+        self.hooks = hooks
+        if metrics is None:
+            metrics = hooks.dispatcher.metrics if hooks is not None else AgentMetrics()
+        self.metrics = metrics
+        self.capture_content = _capture_from_env() if capture_content is None else capture_content
+        self._provider = provider if isinstance(provider, TracerProvider) else None
+
+    def operation(self, agent: str, **options: Any) -> Operation:
+        """One agent run: the root ``invoke_agent {agent}`` span. See :class:`Operation`."""
+        from otelhooks._instrument._operation import Operation
+
+        return Operation(self, agent, **options)
+
+    def emit(self, event: str, **fields: Any) -> Any:
+        """Record a point event outside any operation (``gateway_start``, ``session_start``...).
+
+        Inside a span it becomes a span event; with no span around it, a short
+        ``agent_lifecycle {event}`` span. Its observer hooks fire either way.
+        """
+        from otelhooks._instrument._operation import emit_event
+
+        return emit_event(self, event, fields)
+
+    # -- internals shared by the scopes ---------------------------------------------------------
+
+    def start_span(
+        self,
+        name: str,
+        live: LiveEvent,
+        *,
+        attributes: dict[str, Any],
+        kind: SpanKind = SpanKind.INTERNAL,
+        links: Sequence[Link] = (),
+        parent: otel_context.Context | None = None,
+    ) -> Span:
+        base = parent if parent is not None else otel_context.get_current()
+        ctx = otel_context.set_value(LIVE_EVENT_KEY, live, base)
+        span = self._tracer.start_span(name, context=ctx, kind=kind, attributes=attributes, links=links)
+        if not live.handled and self.hooks is not None:
+            # Sampled out, or the processor is not on this provider: dispatch directly.
+            self.hooks.start_event(live, span if span.is_recording() else None)
+        return span
+
+    def end_events(self, live: LiveEvent) -> None:
+        if self.hooks is not None and not live.processed:
+            self.hooks.end_event(live)
+
+    def intercept_inline(self, live: LiveEvent) -> Verdict:
+        """Run interceptors of an event that is not a span start (``tool_result_persist``)."""
+        if self.hooks is None:
+            return Verdict()
+        return self.hooks.dispatcher.intercept(live)
+
+    async def intercept_inline_async(self, live: LiveEvent) -> Verdict:
+        if self.hooks is None:
+            return Verdict()
+        return await self.hooks.dispatcher.intercept_async(live)
+
+    def observe(self, live: LiveEvent) -> None:
+        if self.hooks is not None:
+            self.hooks.dispatcher.observe(live)
+
+
+class SpanScope:
+    """Base of the scopes: a span with a lifecycle event, usable with ``with`` and ``async with``."""
+
+    live: LiveEvent
+    span: Span
+
+    def __init__(self, tracer: AgentTracer) -> None:
+        self.tracer = tracer
+        self._token: object | None = None
+        self._started = 0.0
+        self._error: BaseException | None = None
+
+    # Subclasses implement these three.
+    def _open(self, *, deferred: bool) -> None:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def _after_verdict(self, verdict: Verdict | None) -> None:
+        """Apply intercept results (only scopes that start an interceptable event override)."""
+
+    def _close(self, exc: BaseException | None) -> None:
+        raise NotImplementedError  # pragma: no cover - abstract
+
+    def _begin(self, name: str, live: LiveEvent, **kwargs: Any) -> None:
+        self.live = live
+        self._started = time.perf_counter()
+        self.span = self.tracer.start_span(name, live, **kwargs)
+        self._token = otel_context.attach(trace.set_span_in_context(self.span))
+
+    @property
+    def elapsed_s(self) -> float:
+        return time.perf_counter() - self._started
+
+    def fail(self, exc: BaseException) -> None:
+        """Record ``exc`` as this scope's error without raising it."""
+        self._error = exc
+        self.span.set_status(Status(StatusCode.ERROR, str(exc)))
+        self.span.record_exception(exc)
+        self.span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+
+    def _finish(self) -> None:
+        if self._token is not None:
+            otel_context.detach(self._token)  # type: ignore[arg-type]
+            self._token = None
+        self.span.end()
+        self.tracer.end_events(self.live)
+
+    def __enter__(self) -> Self:
+        self._open(deferred=False)
+        self._after_verdict(self.live.verdict)
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if exc is not None and self._error is None:
+            self.fail(exc)
+        try:
+            self._close(self._error)
+        finally:
+            self._finish()
+
+    async def __aenter__(self) -> Self:
+        self._open(deferred=True)
+        verdict = None
+        if self.live.deferred and self.tracer.hooks is not None:
+            verdict = await self.tracer.hooks.dispatcher.intercept_async(self.live)
+            if verdict.matched:
+                self.span.set_attribute(sc.HOOK_MATCHED, verdict.matched)
+                apply_verdict(self.span, self.live.name, verdict)
+        self._after_verdict(verdict)
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.__exit__(exc_type, exc, tb)

@@ -1,0 +1,345 @@
+"""``Operation``: one agent run, the root ``invoke_agent {agent}`` span."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+
+from otelhooks import _semconv as sc
+from otelhooks._errors import ConfigError
+from otelhooks._events import (
+    BeforeAgentStartEvent,
+    CompleteEvent,
+    ErrorEvent,
+    GenericEvent,
+    HookEvent,
+    MessageSendingEvent,
+    MessageSentEvent,
+    TokenUsage,
+    resolve_event,
+)
+from otelhooks._hooks import Hook
+from otelhooks._instrument._base import AgentTracer, SpanScope
+from otelhooks._live import LiveEvent, Verdict
+
+if TYPE_CHECKING:
+    from otelhooks._instrument._step import Step
+
+__all__ = ["CompleteReason", "Operation"]
+
+CompleteReason = Literal["done", "error", "interrupted", "max_steps", "cost_limit"]
+
+
+class Operation(SpanScope):
+    """One agent run. Use as a context manager (``with`` or ``async with``).
+
+    Hooks passed here are registered for this operation only and removed when it ends, whether
+    it completes, fails or is interrupted (LobeHub's ``execAgent({ hooks })``).
+
+    Attributes:
+        operation_id: unique id of the run.
+        input: the input after every ``before_agent_start`` interceptor.
+        blocked: an interceptor refused the run; ``block_reason`` says why.
+        reason: the ``on_complete`` reason the run will end with.
+
+    Example:
+        >>> with tracer.operation("planner", input="hi") as op:
+        ...     if not op.blocked:
+        ...         with op.step() as step:
+        ...             ...
+    """
+
+    def __init__(
+        self,
+        tracer: AgentTracer,
+        agent: str,
+        *,
+        agent_id: str | None = None,
+        provider: str = "otelhooks",
+        operation_id: str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        input: str = "",
+        full_prompt: str | None = None,
+        hooks: Iterable[Hook | Mapping[str, Any]] = (),
+        metadata: Mapping[str, Any] | None = None,
+        parent: Operation | None = None,
+        isolated: bool = False,
+        thread_id: str | None = None,
+    ) -> None:
+        super().__init__(tracer)
+        self.agent = agent
+        self.agent_id = agent_id or agent
+        self.provider = provider
+        self.operation_id = operation_id or f"op_{uuid.uuid4().hex[:16]}"
+        self.session_id = session_id
+        self.user_id = user_id
+        self.input = input
+        self._full_prompt = full_prompt if full_prompt is not None else input
+        self._hooks = list(hooks)
+        self.metadata = dict(metadata or {})
+        self.parent = parent
+        self.isolated = isolated
+        self.thread_id = thread_id or (f"thread_{uuid.uuid4().hex[:12]}" if isolated else None)
+        self.blocked = False
+        self.block_reason: str | None = None
+        self.reason: CompleteReason = "done"
+        self.usage = TokenUsage()
+        self.step_count = 0
+        self.error: BaseException | None = None
+
+    # -- identity shared with every child scope --------------------------------------------------
+
+    def common(self) -> dict[str, Any]:
+        """Fields every event of this operation carries."""
+        return {
+            "operationId": self.operation_id,
+            "parentOperationId": self.parent.operation_id if self.parent else None,
+            "sessionKey": self.session_id,
+            "userId": self.user_id,
+        }
+
+    @property
+    def values(self) -> tuple[str, ...]:
+        return (self.agent, self.agent_id)
+
+    # -- the span --------------------------------------------------------------------------------
+
+    def _open(self, *, deferred: bool) -> None:
+        if self._hooks:
+            if self.tracer.hooks is None:
+                raise ConfigError("per-operation hooks need a HookSpanProcessor", field="hooks")
+            self.tracer.hooks.registry.register(self._hooks, operation_id=self.operation_id)
+        attrs: dict[str, Any] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+            sc.GEN_AI_PROVIDER_NAME: self.provider,
+            sc.GEN_AI_AGENT_NAME: self.agent,
+            sc.GEN_AI_AGENT_ID: self.agent_id,
+            sc.OPERATION_ID: self.operation_id,
+        }
+        if self.session_id:
+            attrs[sc.GEN_AI_CONVERSATION_ID] = self.session_id
+            attrs[sc.SESSION_ID] = self.session_id
+        if self.user_id:
+            attrs[sc.USER_ID] = self.user_id
+        links: list[Link] = []
+        parent_ctx = None
+        if self.parent is not None:
+            attrs[sc.PARENT_OPERATION_ID] = self.parent.operation_id
+            links.append(
+                Link(self.parent.span.get_span_context(), {sc.LINK_RELATION: sc.LINK_PARENT_OPERATION})
+            )
+            if self.isolated:
+                parent_ctx = otel_context.Context()  # its own trace, joined only by the link
+                attrs[sc.SUBAGENT_THREAD_ID] = self.thread_id
+
+        def build() -> HookEvent:
+            return BeforeAgentStartEvent(
+                **self.common(),
+                agentId=self.agent_id,
+                input=self.input,
+                userMessage=self.input,
+                fullPrompt=self._full_prompt,
+                metadata=self.metadata,
+            )
+
+        live = LiveEvent(
+            "before_agent_start",
+            build,
+            values=self.values,
+            operation_id=self.operation_id,
+            deferred=deferred,
+        )
+        self._begin(
+            f"{sc.OP_INVOKE_AGENT} {self.agent}",
+            live,
+            attributes=attrs,
+            kind=SpanKind.INTERNAL,
+            links=links,
+            parent=parent_ctx,
+        )
+
+    def _after_verdict(self, verdict: Verdict | None) -> None:
+        if verdict is None:
+            return
+        if verdict.blocked:
+            self.blocked = True
+            self.block_reason = verdict.reason
+            self.reason = "interrupted"
+        elif verdict.rewritten_by and isinstance(verdict.payload, BeforeAgentStartEvent):
+            self.input = verdict.payload.input
+
+    def complete(self, reason: CompleteReason) -> None:
+        """Set the reason the run ends with (``done`` unless an error or a limit stopped it)."""
+        self.reason = reason
+
+    def _close(self, exc: BaseException | None) -> None:
+        if exc is not None:
+            self.error = exc
+            self.reason = "error"
+        reason = self.reason
+        self.span.set_attribute(sc.COMPLETE_REASON, reason)
+        self.span.set_attribute(sc.GEN_AI_USAGE_INPUT_TOKENS, self.usage.input)
+        self.span.set_attribute(sc.GEN_AI_USAGE_OUTPUT_TOKENS, self.usage.output)
+        duration = self.elapsed_s
+        common = self.common()
+        if exc is not None:
+            error_type = type(exc).__qualname__
+            message = str(exc)
+            self.live.follow(
+                "on_error",
+                lambda: ErrorEvent(
+                    **common, agentId=self.agent_id, errorMessage=message, errorType=error_type
+                ),
+            )
+            self.tracer.metrics.errors.add(
+                1, {sc.GEN_AI_AGENT_NAME: self.agent, sc.ERROR_TYPE: error_type}
+            )
+        usage = self.usage.model_copy()
+        self.live.follow(
+            "on_complete",
+            lambda: CompleteEvent(
+                **common,
+                agentId=self.agent_id,
+                runId=self.operation_id,
+                reason=reason,
+                success=reason == "done",
+                error=str(exc) if exc is not None else self.block_reason,
+                duration=duration,
+                tokenUsage=usage,
+            ),
+        )
+        attrs = {sc.GEN_AI_AGENT_NAME: self.agent, sc.ATTR_OUTCOME: reason}
+        self.tracer.metrics.operations.add(1, attrs)
+        self.tracer.metrics.invoke_agent_duration.record(duration, attrs)
+
+    def _finish(self) -> None:
+        try:
+            super()._finish()
+        finally:
+            if self._hooks and self.tracer.hooks is not None:
+                self.tracer.hooks.registry.unregister(self.operation_id)
+
+    # -- children --------------------------------------------------------------------------------
+
+    def step(self) -> Step:
+        """The next step of the run: a ``step {n}`` child span."""
+        from otelhooks._instrument._step import Step
+
+        index = self.step_count
+        self.step_count += 1
+        return Step(self, index)
+
+    def send_message(
+        self,
+        channel: str,
+        target: str,
+        content: str,
+        *,
+        deliver: Callable[[str], None] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str | None:
+        """Send an outbound message through the ``message_sending`` interceptors.
+
+        Returns the content actually sent (rewritten by interceptors), or ``None`` when an
+        interceptor blocked it. ``deliver`` is called with the final content inside the span.
+        """
+        common = self.common()
+        meta = dict(metadata or {})
+
+        def build() -> HookEvent:
+            return MessageSendingEvent(
+                **common, channelId=channel, target=target, content=content, metadata=meta
+            )
+
+        live = LiveEvent("message_sending", build, values=(channel, target), operation_id=self.operation_id)
+        span = self.tracer.start_span(
+            f"{sc.OP_SEND_MESSAGE} {channel}",
+            live,
+            attributes={
+                sc.GEN_AI_OPERATION_NAME: sc.OP_SEND_MESSAGE,
+                sc.MESSAGE_CHANNEL: channel,
+                sc.MESSAGE_TARGET: target,
+                sc.OPERATION_ID: self.operation_id,
+            },
+            kind=SpanKind.PRODUCER,
+        )
+        verdict = live.verdict or Verdict()
+        final: str | None = content
+        if verdict.blocked:
+            final = None
+        elif verdict.rewritten_by and isinstance(verdict.payload, MessageSendingEvent):
+            final = verdict.payload.content
+        span.set_attribute(sc.MESSAGE_BLOCKED, final is None)
+        try:
+            if final is not None:
+                span.set_attribute(sc.MESSAGE_SIZE, len(final))
+                if deliver is not None:
+                    with trace.use_span(span, end_on_exit=False):
+                        deliver(final)
+                sent = final
+                live.follow(
+                    "message_sent",
+                    lambda: MessageSentEvent(**common, channelId=channel, target=target, content=sent),
+                )
+        except Exception as exc:
+            span.set_status(Status(StatusCode.ERROR, str(exc)))
+            span.record_exception(exc)
+            span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+            raise
+        finally:
+            span.end()
+            self.tracer.end_events(live)
+        return final
+
+    def emit(self, event: str, **fields: Any) -> HookEvent:
+        """Record a point event (``message_received``, ``Notification``, ``TaskCreated``, ...).
+
+        It becomes a span event on the current span and fires its observer hooks. Any dialect's
+        name is accepted; fields follow the event's payload model (``data`` for generic events).
+        """
+        return emit_event(self.tracer, event, {**self.common(), **fields}, self.values)
+
+
+def emit_event(
+    tracer: AgentTracer, event: str, fields: dict[str, Any], values: tuple[str, ...] = ("*",)
+) -> HookEvent:
+    """Build, record and dispatch a point event (shared by operations and the tracer)."""
+    spec, _ = resolve_event(event)
+    if spec.intercept:
+        raise ConfigError(f"{event} is an intercept point and cannot be emitted", field="event")
+    model = spec.payload
+    data = {k: v for k, v in fields.items() if v is not None}
+    if model is GenericEvent:
+        known = set(GenericEvent.model_fields)
+        extra = {k: data.pop(k) for k in list(data) if k not in known}
+        data.setdefault("data", {}).update(extra)
+        data["event"] = spec.name
+    payload = model.model_validate(data)
+    matcher_value = getattr(payload, "matcherValue", None)
+    event_values = (matcher_value,) if isinstance(matcher_value, str) else values
+    span = trace.get_current_span()
+    attrs = {sc.EVENT_NAME: spec.name, "event.id": payload.eventId}
+    if span.is_recording():
+        span.add_event(spec.name, attrs)
+        tracer.observe(LiveEvent(spec.name, lambda: payload, values=event_values,
+                                 operation_id=payload.operationId))
+    else:
+        # No enclosing span (sessions, the gateway): a short span of its own.
+        live = LiveEvent(spec.name, lambda: payload, values=event_values,
+                         operation_id=payload.operationId)
+        short = tracer.start_span(
+            f"{sc.OP_LIFECYCLE} {spec.name}",
+            live,
+            attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_LIFECYCLE, **attrs},
+        )
+        short.end()
+        tracer.end_events(live)
+    return payload
+
+

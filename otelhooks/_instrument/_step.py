@@ -1,0 +1,267 @@
+"""``Step`` (a ``step {n}`` span) and ``LlmCall`` (a ``chat {model}`` span)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from opentelemetry.trace import SpanKind
+
+from otelhooks import _semconv as sc
+from otelhooks._events import (
+    AfterStepEvent,
+    HookEvent,
+    LlmInputEvent,
+    LlmOutputEvent,
+    PendingTool,
+    StepEvent,
+    TokenUsage,
+    ToolResult,
+)
+from otelhooks._instrument._base import SpanScope
+from otelhooks._live import LiveEvent
+
+if TYPE_CHECKING:
+    from otelhooks._instrument._operation import Operation
+    from otelhooks._instrument._scopes import AgentCall, Approval, Compaction
+    from otelhooks._instrument._tool import ToolCall
+
+__all__ = ["LlmCall", "Step"]
+
+
+class Step(SpanScope):
+    """One step of a run (LLM inference, then tool calls, approvals, compaction, sub-agents).
+
+    Example:
+        >>> with op.step() as step:
+        ...     with step.llm("gpt-4o") as call:
+        ...         call.record("Hello", input_tokens=12, output_tokens=3)
+    """
+
+    def __init__(self, operation: Operation, index: int) -> None:
+        super().__init__(operation.tracer)
+        self.operation = operation
+        self.index = index
+        self.content = ""
+        self.usage = TokenUsage()
+        self.tool_calls: list[dict[str, Any]] = []
+        self.tool_results: list[dict[str, Any]] = []
+        self._next_call = 0
+
+    def _open(self, *, deferred: bool) -> None:
+        common = self.operation.common()
+
+        def build() -> HookEvent:
+            return StepEvent(**common, stepIndex=self.index, agentId=self.operation.agent_id)
+
+        live = LiveEvent(
+            "before_step", build, values=self.operation.values, operation_id=self.operation.operation_id
+        )
+        self._begin(
+            f"{sc.OP_STEP} {self.index}",
+            live,
+            attributes={
+                sc.GEN_AI_OPERATION_NAME: sc.OP_STEP,
+                sc.STEP_INDEX: self.index,
+                sc.OPERATION_ID: self.operation.operation_id,
+            },
+        )
+
+    def _close(self, exc: BaseException | None) -> None:
+        common = self.operation.common()
+        content, usage = self.content, self.usage.model_copy()
+        calls, results = list(self.tool_calls), list(self.tool_results)
+        self.span.set_attribute(sc.STEP_TOOL_CALLS, len(calls))
+        self.live.follow(
+            "after_step",
+            lambda: AfterStepEvent(
+                **common,
+                stepIndex=self.index,
+                agentId=self.operation.agent_id,
+                content=content,
+                toolCalls=calls,
+                toolResults=results,
+                usage=usage,
+            ),
+        )
+        self.tracer.metrics.step_duration.record(
+            self.elapsed_s, {sc.GEN_AI_AGENT_NAME: self.operation.agent}
+        )
+
+    def next_call_index(self) -> int:
+        index = self._next_call
+        self._next_call += 1
+        return index
+
+    # -- children --------------------------------------------------------------------------------
+
+    def llm(self, model: str, *, messages: Sequence[Mapping[str, Any]] = (), provider: str | None = None) -> LlmCall:
+        """An LLM call: a ``chat {model}`` span firing ``llm_input`` and ``llm_output``."""
+        return LlmCall(self, model, messages=messages, provider=provider)
+
+    def tool_call(
+        self,
+        identifier: str,
+        api_name: str,
+        args: Mapping[str, Any] | None = None,
+        *,
+        tool_call_id: str | None = None,
+        tool_type: str = "function",
+    ) -> ToolCall:
+        """A tool call: an ``execute_tool {api_name}`` span whose start runs the interceptors."""
+        from otelhooks._instrument._tool import ToolCall
+
+        return ToolCall(self, identifier, api_name, dict(args or {}), tool_call_id=tool_call_id, tool_type=tool_type)
+
+    def run_tool(
+        self,
+        identifier: str,
+        api_name: str,
+        args: Mapping[str, Any],
+        fn: Callable[..., Any],
+        **options: Any,
+    ) -> ToolResult:
+        """Run ``fn(**args)`` as a tool call, honouring mocks and denials; never raises for the tool.
+
+        Returns the result the agent should see: the tool's, a mock, a ``hook_denied`` result, or
+        a failed result carrying the exception message.
+        """
+        with self.tool_call(identifier, api_name, args, **options) as call:
+            if call.should_run:
+                try:
+                    call.set_result(fn(**call.args))
+                except Exception as exc:
+                    call.fail(exc)
+        return call.result
+
+    async def arun_tool(
+        self,
+        identifier: str,
+        api_name: str,
+        args: Mapping[str, Any],
+        fn: Callable[..., Any],
+        **options: Any,
+    ) -> ToolResult:
+        """As :meth:`run_tool`, awaiting ``fn`` when it returns an awaitable."""
+        import inspect
+
+        async with self.tool_call(identifier, api_name, args, **options) as call:
+            if call.should_run:
+                try:
+                    value = fn(**call.args)
+                    if inspect.isawaitable(value):
+                        value = await value
+                    await call.aset_result(value)
+                except Exception as exc:
+                    call.fail(exc)
+        return call.result
+
+    def approval(self, pending_tools: Sequence[PendingTool | Mapping[str, Any]]) -> Approval:
+        """A human approval: a ``request_human_approve`` span with ``approve``/``reject`` events."""
+        from otelhooks._instrument._scopes import Approval
+
+        return Approval(self, [PendingTool.model_validate(p) for p in pending_tools])
+
+    def compact(self, *, message_count: int, token_count: int) -> Compaction:
+        """A context compaction: a ``compress_context`` span linked to the operation."""
+        from otelhooks._instrument._scopes import Compaction
+
+        return Compaction(self, message_count=message_count, token_count=token_count)
+
+    def call_agent(self, agent_id: str, instruction: str = "", *, isolated: bool = False) -> AgentCall:
+        """A sub-agent call; its ``operation()`` is linked to this run (own trace if isolated)."""
+        from otelhooks._instrument._scopes import AgentCall
+
+        return AgentCall(self, agent_id, instruction, isolated=isolated)
+
+
+class LlmCall(SpanScope):
+    """An LLM call. Call :meth:`record` with the response and token usage."""
+
+    def __init__(
+        self, step: Step, model: str, *, messages: Sequence[Mapping[str, Any]], provider: str | None
+    ) -> None:
+        super().__init__(step.tracer)
+        self.step = step
+        self.model = model
+        self.messages = [dict(m) for m in messages]
+        self.provider = provider or step.operation.provider
+        self.response = ""
+        self.response_model: str | None = None
+        self.finish_reason: str | None = None
+        self.usage = TokenUsage()
+
+    def record(
+        self,
+        response: str,
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        response_model: str | None = None,
+        finish_reason: str | None = None,
+    ) -> None:
+        """Record what the model answered and what it cost."""
+        self.response = response
+        self.usage = TokenUsage(input=input_tokens, output=output_tokens)
+        self.response_model = response_model
+        self.finish_reason = finish_reason
+
+    def _open(self, *, deferred: bool) -> None:
+        op = self.step.operation
+        common = op.common()
+        attrs: dict[str, Any] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+            sc.GEN_AI_PROVIDER_NAME: self.provider,
+            sc.GEN_AI_REQUEST_MODEL: self.model,
+        }
+        if self.tracer.capture_content:
+            attrs[sc.GEN_AI_INPUT_MESSAGES] = json.dumps(self.messages, default=str)
+
+        def build() -> HookEvent:
+            return LlmInputEvent(
+                **common, agentId=op.agent_id, stepIndex=self.step.index, model=self.model,
+                messages=self.messages,
+            )
+
+        live = LiveEvent("llm_input", build, values=(self.model,), operation_id=op.operation_id)
+        self._begin(f"{sc.OP_CHAT} {self.model}", live, attributes=attrs, kind=SpanKind.CLIENT)
+
+    def _close(self, exc: BaseException | None) -> None:
+        op = self.step.operation
+        common = op.common()
+        usage = self.usage
+        span = self.span
+        span.set_attribute(sc.GEN_AI_USAGE_INPUT_TOKENS, usage.input)
+        span.set_attribute(sc.GEN_AI_USAGE_OUTPUT_TOKENS, usage.output)
+        span.set_attribute(sc.GEN_AI_RESPONSE_MODEL, self.response_model or self.model)
+        if self.finish_reason:
+            span.set_attribute(sc.GEN_AI_RESPONSE_FINISH_REASONS, [self.finish_reason])
+        if self.tracer.capture_content:
+            span.set_attribute(
+                sc.GEN_AI_OUTPUT_MESSAGES,
+                json.dumps([{"role": "assistant", "content": self.response}]),
+            )
+        for total in (self.step.usage, op.usage):
+            total.input += usage.input
+            total.output += usage.output
+        self.step.content = self.response
+        response = self.response
+        self.live.follow(
+            "llm_output",
+            lambda: LlmOutputEvent(
+                **common, agentId=op.agent_id, stepIndex=self.step.index,
+                model=self.response_model or self.model, response=response, tokenUsage=usage,
+            ),
+        )
+        m = self.tracer.metrics
+        attrs: dict[str, Any] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+            sc.GEN_AI_PROVIDER_NAME: self.provider,
+            sc.GEN_AI_REQUEST_MODEL: self.model,
+        }
+        if exc is not None:
+            attrs[sc.ERROR_TYPE] = type(exc).__qualname__
+        m.operation_duration.record(self.elapsed_s, attrs)
+        m.token_usage.record(usage.input, {**attrs, sc.GEN_AI_TOKEN_TYPE: "input"})
+        m.token_usage.record(usage.output, {**attrs, sc.GEN_AI_TOKEN_TYPE: "output"})

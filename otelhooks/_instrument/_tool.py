@@ -1,0 +1,283 @@
+"""``ToolCall``: an ``execute_tool {tool}`` span whose start runs the ``before_tool_call`` chain."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from otelhooks import _semconv as sc
+from otelhooks._events import (
+    AfterToolCallEvent,
+    HookEvent,
+    ToolCallDeniedEvent,
+    ToolCallErrorEvent,
+    ToolCallEvent,
+    ToolResult,
+    ToolResultPersistEvent,
+)
+from otelhooks._fingerprint import args_fingerprint, canonical_json
+from otelhooks._instrument._base import SpanScope
+from otelhooks._live import LiveEvent, Verdict
+
+if TYPE_CHECKING:
+    from otelhooks._instrument._step import Step
+
+__all__ = ["ToolCall"]
+
+_AFTER_EVENTS = ("after_tool_call", "on_tool_call_error", "tool_result_persist")
+
+
+def _as_result(value: Any) -> ToolResult:
+    if isinstance(value, ToolResult):
+        return value
+    if isinstance(value, str):
+        return ToolResult(content=value)
+    return ToolResult(content=canonical_json(value))
+
+
+class ToolCall(SpanScope):
+    """One tool call. After entering, check :attr:`should_run`; a mock or a denial means the tool
+    must not run, and :attr:`result` already holds what the agent should see.
+
+    Example:
+        >>> with step.tool_call("fs", "readFile", {"path": "a.txt"}) as call:
+        ...     if call.should_run:
+        ...         call.set_result(open(call.args["path"]).read())
+        >>> call.result.content
+    """
+
+    def __init__(
+        self,
+        step: Step,
+        identifier: str,
+        api_name: str,
+        args: dict[str, Any],
+        *,
+        tool_call_id: str | None,
+        tool_type: str,
+    ) -> None:
+        super().__init__(step.tracer)
+        self.step = step
+        self.identifier = identifier
+        self.api_name = api_name
+        self.args = args
+        self.tool_call_id = tool_call_id or f"call_{uuid.uuid4().hex[:16]}"
+        self.tool_type = tool_type
+        self.call_index = step.next_call_index()
+        self.denied = False
+        self.deny_reason: str | None = None
+        self.mocked = False
+        self.persist_blocked = False
+        self._result: ToolResult | None = None
+        self._tool_started = 0.0
+
+    @property
+    def matcher_value(self) -> str:
+        return f"{self.identifier}/{self.api_name}" if self.identifier else self.api_name
+
+    @property
+    def should_run(self) -> bool:
+        """False when a hook denied the call or supplied a mock result."""
+        return not self.denied and not self.mocked
+
+    @property
+    def result(self) -> ToolResult:
+        """The result the agent sees (tool output, mock, ``hook_denied`` or the error)."""
+        if self._result is None:
+            return ToolResult(content="", success=False, error="the tool produced no result")
+        return self._result
+
+    def _context(self) -> dict[str, Any]:
+        op = self.step.operation
+        return {
+            **op.common(),
+            "toolCallId": self.tool_call_id,
+            "identifier": self.identifier,
+            "apiName": self.api_name,
+            "args": self.args,
+            "callIndex": self.call_index,
+            "stepIndex": self.step.index,
+            "agentId": op.agent_id,
+        }
+
+    def _open(self, *, deferred: bool) -> None:
+        op = self.step.operation
+        attrs: dict[str, Any] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+            sc.GEN_AI_PROVIDER_NAME: op.provider,
+            sc.GEN_AI_TOOL_NAME: self.api_name,
+            sc.GEN_AI_TOOL_CALL_ID: self.tool_call_id,
+            sc.GEN_AI_TOOL_TYPE: self.tool_type,
+            sc.TOOL_IDENTIFIER: self.identifier,
+            sc.TOOL_API_NAME: self.api_name,
+            sc.TOOL_CALL_INDEX: self.call_index,
+            sc.TOOL_MATCHER_VALUE: self.matcher_value,
+            sc.TOOL_ARGS_FINGERPRINT: args_fingerprint(self.args),
+            sc.TOOL_ARGS_SIZE: len(canonical_json(self.args)),
+            sc.STEP_INDEX: self.step.index,
+            sc.OPERATION_ID: op.operation_id,
+        }
+        if self.tracer.capture_content:
+            attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = canonical_json(self.args)
+        context = self._context()
+        live = LiveEvent(
+            "before_tool_call",
+            lambda: ToolCallEvent(**context),
+            values=(self.matcher_value, self.api_name),
+            operation_id=op.operation_id,
+            deferred=deferred,
+        )
+        self._begin(f"{sc.OP_EXECUTE_TOOL} {self.api_name}", live, attributes=attrs)
+        self._tool_started = time.perf_counter()
+
+    def _after_verdict(self, verdict: Verdict | None) -> None:
+        self._record_observers()
+        if verdict is None:
+            return
+        if verdict.blocked:
+            self.denied = True
+            self.deny_reason = verdict.reason
+            self._result = ToolResult(
+                content=verdict.reason or "",
+                success=False,
+                error=verdict.reason,
+                state={
+                    "type": "blocked",
+                    "classification": sc.CLASSIFICATION_HOOK_DENIED,
+                    "reason": verdict.reason,
+                    "decidedBy": verdict.decided_by,
+                },
+            )
+            context, reason, by = self._context(), verdict.reason or "", verdict.decided_by
+            self.live.follow(
+                "on_tool_call_denied",
+                lambda: ToolCallDeniedEvent(**context, reason=reason, decidedBy=by),
+            )
+        elif verdict.mock is not None:
+            self.mocked = True
+            self._result = verdict.mock
+        if not self.denied and verdict.rewritten_by and isinstance(verdict.payload, ToolCallEvent):
+            self.args = dict(verdict.payload.args)
+
+    def _record_observers(self) -> None:
+        """List every hook that matched this call (interceptors and later observers) on the span."""
+        hooks = self.tracer.hooks
+        if hooks is None or not hooks.registry.has_any() or not self.span.is_recording():
+            return
+        registry, op_id = hooks.registry, self.step.operation.operation_id
+        values = (self.matcher_value, self.api_name)
+        ids = [h.id for h in registry.match("before_tool_call", values, operation_id=op_id)]
+        for event in _AFTER_EVENTS:
+            ids.extend(h.id for h in registry.match(event, values, operation_id=op_id) if h.id not in ids)
+        if ids:
+            self.span.set_attribute(sc.HOOK_MATCHED, ids)
+
+    # -- results ---------------------------------------------------------------------------------
+
+    def _persist_event(self, result: ToolResult) -> LiveEvent:
+        op = self.step.operation
+        common = op.common()
+        return LiveEvent(
+            "tool_result_persist",
+            lambda: ToolResultPersistEvent(
+                **common,
+                toolName=self.api_name,
+                toolCallId=self.tool_call_id,
+                identifier=self.identifier,
+                apiName=self.api_name,
+                result=result.model_dump(exclude_none=True),
+            ),
+            values=(self.matcher_value, self.api_name),
+            operation_id=op.operation_id,
+        )
+
+    def _apply_persist(self, result: ToolResult, verdict: Verdict) -> ToolResult:
+        if verdict.blocked:
+            self.persist_blocked = True
+            result = ToolResult(content="", success=result.success, state={"type": "persist_blocked"})
+        elif verdict.rewritten_by and isinstance(verdict.payload, ToolResultPersistEvent):
+            new = verdict.payload.result
+            result = ToolResult.model_validate(new) if isinstance(new, dict) else _as_result(new)
+        if verdict.matched:
+            self.span.add_event(
+                "tool_result_persist",
+                {
+                    sc.MESSAGE_BLOCKED: verdict.blocked,
+                    sc.HOOK_REWRITTEN_BY: verdict.rewritten_by,
+                    sc.HOOK_MATCHED: verdict.matched,
+                },
+            )
+        self._result = result
+        return result
+
+    def set_result(self, value: Any, *, success: bool = True) -> ToolResult:
+        """Record the tool's output; ``tool_result_persist`` interceptors may filter it.
+
+        Returns the result as persisted (what the agent should keep).
+        """
+        result = _as_result(value)
+        if not success:
+            result = result.model_copy(update={"success": False})
+        verdict = self.tracer.intercept_inline(self._persist_event(result))
+        return self._apply_persist(result, verdict)
+
+    async def aset_result(self, value: Any, *, success: bool = True) -> ToolResult:
+        """As :meth:`set_result`, awaiting the interceptors."""
+        result = _as_result(value)
+        if not success:
+            result = result.model_copy(update={"success": False})
+        verdict = await self.tracer.intercept_inline_async(self._persist_event(result))
+        return self._apply_persist(result, verdict)
+
+    def fail(self, exc: BaseException) -> None:
+        """Record that the tool raised ``exc``; the agent sees a failed result."""
+        super().fail(exc)
+        self._result = ToolResult(content=f"{type(exc).__name__}: {exc}", success=False, error=str(exc))
+
+    def _close(self, exc: BaseException | None) -> None:
+        elapsed_ms = (time.perf_counter() - self._tool_started) * 1000
+        context = self._context()
+        result = self.result
+        if exc is not None:
+            outcome = "error"
+            message, error_type = str(exc), type(exc).__qualname__
+            self.live.follow(
+                "on_tool_call_error",
+                lambda: ToolCallErrorEvent(**context, error=message, errorType=error_type),
+            )
+        else:
+            outcome = (
+                "denied" if self.denied
+                else "mocked" if self.mocked
+                else "success" if result.success
+                else "error"
+            )
+            mocked = self.mocked
+            self.live.follow(
+                "after_tool_call",
+                lambda: AfterToolCallEvent(
+                    **context,
+                    content=result.content,
+                    success=result.success,
+                    mocked=mocked,
+                    executionTimeMs=elapsed_ms,
+                    duration=elapsed_ms / 1000,
+                    result=result.model_copy(update={"executionTime": elapsed_ms}),
+                    toolOutput=result.content,
+                ),
+            )
+        span = self.span
+        span.set_attribute(sc.TOOL_SUCCESS, result.success and exc is None)
+        span.set_attribute(sc.TOOL_OUTCOME, outcome)
+        span.set_attribute(sc.TOOL_RESULT_SIZE, len(result.content))
+        if self.tracer.capture_content:
+            span.set_attribute(sc.GEN_AI_TOOL_CALL_RESULT, result.content)
+        summary = {"toolCallId": self.tool_call_id, "identifier": self.identifier, "apiName": self.api_name}
+        self.step.tool_calls.append(summary)
+        self.step.tool_results.append({**summary, "success": result.success, "outcome": outcome})
+        attrs: dict[str, Any] = {sc.GEN_AI_TOOL_NAME: self.api_name, sc.ATTR_OUTCOME: outcome}
+        self.tracer.metrics.tool_calls.add(1, attrs)
+        self.tracer.metrics.tool_duration.record(self.elapsed_s, attrs)
+
+

@@ -1,0 +1,104 @@
+"""The lifecycle event in flight: what rides in the OTel Context from the runtime to the processor.
+
+The instrumentation puts a :class:`LiveEvent` in the Context it passes to ``tracer.start_span``;
+the SDK hands that Context to every processor's ``on_start``, so :class:`HookSpanProcessor` finds
+the event, runs intercept hooks and leaves the verdict here before ``start_span`` returns. Events
+that happen when the span ends (``after_tool_call``, ``on_complete``, ...) are queued on
+``followups`` and dispatched from ``on_end``.
+
+Payloads are built lazily: when no hook matches, no pydantic model is ever created.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from opentelemetry import context as otel_context
+
+from otelhooks._events import HookEvent, ToolResult
+
+__all__ = ["LIVE_EVENT_KEY", "LiveEvent", "Verdict", "live_event_from"]
+
+LIVE_EVENT_KEY: Final = otel_context.create_key("otelhooks.live_event")
+
+
+@dataclass(slots=True)
+class Verdict:
+    """What the intercept hooks decided.
+
+    Attributes:
+        blocked: the action must not happen (tool denied, message dropped, run refused).
+        reason: why, for a block.
+        decided_by: the hook id that blocked.
+        payload: the event payload after every rewrite.
+        rewritten_by: hook ids that changed the payload, in order.
+        mock: the accepted mock result of a tool call, and ``mocked_by`` its hook.
+        errors: ``hook id: problem`` for each hook that failed.
+    """
+
+    payload: HookEvent | None = None
+    blocked: bool = False
+    reason: str | None = None
+    decided_by: str | None = None
+    rewritten_by: list[str] = field(default_factory=list)
+    mock: ToolResult | None = None
+    mocked_by: str | None = None
+    errors: list[str] = field(default_factory=list)
+    matched: list[str] = field(default_factory=list)
+
+
+class LiveEvent:
+    """One lifecycle event on its way through the processor."""
+
+    __slots__ = (
+        "_build",
+        "_payload",
+        "deferred",
+        "followups",
+        "handled",
+        "name",
+        "operation_id",
+        "processed",
+        "values",
+        "verdict",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        build: Callable[[], HookEvent],
+        *,
+        values: tuple[str, ...] = ("*",),
+        operation_id: str | None = None,
+        deferred: bool = False,
+    ) -> None:
+        self.name = name
+        self._build = build
+        self._payload: HookEvent | None = None
+        self.values = values
+        self.operation_id = operation_id
+        self.deferred = deferred
+        self.handled = False
+        self.processed = False  # seen by a HookSpanProcessor's on_start (so on_end will follow)
+        self.verdict: Verdict | None = None
+        self.followups: list[LiveEvent] = []
+
+    def payload(self) -> HookEvent:
+        if self._payload is None:
+            self._payload = self._build()
+        return self._payload
+
+    def follow(self, name: str, build: Callable[[], HookEvent]) -> None:
+        """Queue an event that happens when this event's span ends."""
+        self.followups.append(
+            LiveEvent(name, build, values=self.values, operation_id=self.operation_id)
+        )
+
+
+def live_event_from(ctx: otel_context.Context | None) -> LiveEvent | None:
+    if ctx is None:
+        return None
+    value: Any = ctx.get(LIVE_EVENT_KEY)
+    return value if isinstance(value, LiveEvent) else None

@@ -1,0 +1,109 @@
+"""``HookSpanProcessor``: hooks as an OpenTelemetry span processor.
+
+``on_start`` finds the lifecycle event the instrumentation put in the span's Context, runs the
+intercept hooks (unless the runtime is async and awaits them itself) and writes the verdict onto
+the span before ``start_span`` returns; the ``before_*`` observers are queued. ``on_end`` queues
+the events that happen when a span ends (``after_tool_call``, ``on_complete``, ...). Spans from
+other GenAI instrumentations on the same provider fire the observer hooks too.
+"""
+
+from __future__ import annotations
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+
+from otelhooks import _semconv as sc
+from otelhooks._dispatch import Dispatcher, HookRegistry
+from otelhooks._events import EVENTS
+from otelhooks._live import LiveEvent, live_event_from
+from otelhooks._metrics import AgentMetrics
+from otelhooks._span_mapping import apply_verdict, events_from_foreign_span
+
+__all__ = ["HookSpanProcessor"]
+
+
+class HookSpanProcessor(SpanProcessor):
+    """Runs otelhooks hooks for the spans of a ``TracerProvider``.
+
+    Args:
+        registry: the hooks; a new empty registry when omitted.
+        metrics: the instruments hook invocations are counted in.
+        observe_foreign_spans: fire observers for GenAI spans otelhooks did not create.
+
+    Example:
+        >>> from opentelemetry.sdk.trace import TracerProvider
+        >>> provider = TracerProvider()
+        >>> hooks = HookSpanProcessor()
+        >>> provider.add_span_processor(hooks)
+        >>> _ = hooks.register([{"id": "audit", "type": "afterToolCall", "handler": print}])
+    """
+
+    def __init__(
+        self,
+        registry: HookRegistry | None = None,
+        *,
+        metrics: AgentMetrics | None = None,
+        observe_foreign_spans: bool = True,
+        max_queue_size: int = 65_536,
+    ) -> None:
+        self.dispatcher = Dispatcher(registry, metrics=metrics, max_queue_size=max_queue_size)
+        self._observe_foreign = observe_foreign_spans
+        self._live: dict[int, LiveEvent] = {}
+
+    @property
+    def registry(self) -> HookRegistry:
+        return self.dispatcher.registry
+
+    def register(self, hooks: list[object], *, operation_id: str | None = None) -> list[object]:
+        """Register hooks globally or for one operation (see :class:`HookRegistry`)."""
+        return list(self.registry.register(hooks, operation_id=operation_id))  # type: ignore[arg-type]
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        live = live_event_from(parent_context)
+        if live is None or live.handled:
+            return
+        live.handled = True
+        live.processed = True
+        self._live[span.context.span_id] = live
+        self.start_event(live, span)
+
+    def start_event(self, live: LiveEvent, span: Span | None) -> None:
+        """Dispatch the event that starts a span. Also called by the instrumentation when the span
+        is not recording (sampled out), so intercept hooks hold whatever the sampler decides."""
+        live.handled = True
+        if live.deferred:
+            return
+        if _is_intercept(live):
+            verdict = self.dispatcher.intercept(live)
+            if span is not None and verdict.matched:
+                span.set_attribute(sc.HOOK_MATCHED, verdict.matched)
+                apply_verdict(span, live.name, verdict)
+        else:
+            matched = self.dispatcher.observe(live)
+            if span is not None and matched and span.is_recording():
+                span.set_attribute(sc.HOOK_MATCHED, [h.id for h in matched])
+
+    def end_event(self, live: LiveEvent) -> None:
+        for follow in live.followups:
+            if _is_intercept(follow):
+                continue  # interceptors of end events ran inline, in the instrumentation
+            self.dispatcher.observe(follow)
+
+    def on_end(self, span: ReadableSpan) -> None:
+        ctx = span.context
+        live = self._live.pop(ctx.span_id, None) if ctx is not None else None
+        if live is not None:
+            self.end_event(live)
+        elif self._observe_foreign:
+            for event in events_from_foreign_span(span):
+                self.dispatcher.observe(event)
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self.dispatcher.flush(timeout_millis / 1000)
+
+    def shutdown(self) -> None:
+        self.dispatcher.shutdown()
+
+
+def _is_intercept(live: LiveEvent) -> bool:
+    return EVENTS[live.name].intercept

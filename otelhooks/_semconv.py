@@ -1,0 +1,135 @@
+"""Every span, attribute and metric name otelhooks writes, defined once.
+
+The GenAI names follow the OpenTelemetry GenAI semantic conventions, which moved in 2026 to the
+``open-telemetry/semantic-conventions-genai`` repository; ``opentelemetry-semantic-conventions``
+still ships them but marks them as moved, so we keep our own constants (a test cross-checks them
+against that package). Names the spec does not cover (approvals, compaction, hook decisions, the
+event log) live under the single ``otelhooks.`` namespace.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# -- GenAI operation names (values of gen_ai.operation.name) --------------------------------------
+OP_INVOKE_AGENT: Final = "invoke_agent"
+OP_CHAT: Final = "chat"
+OP_EXECUTE_TOOL: Final = "execute_tool"
+# Not in the spec: otelhooks' own operations, named in the same style.
+OP_STEP: Final = "step"
+OP_HUMAN_APPROVAL: Final = "request_human_approve"
+OP_COMPACT: Final = "compress_context"
+OP_CALL_AGENT: Final = "call_agent"
+OP_SEND_MESSAGE: Final = "send_message"
+OP_LIFECYCLE: Final = "agent_lifecycle"
+
+# -- GenAI attributes ----------------------------------------------------------------------------
+GEN_AI_OPERATION_NAME: Final = "gen_ai.operation.name"
+GEN_AI_PROVIDER_NAME: Final = "gen_ai.provider.name"
+GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"
+GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
+GEN_AI_AGENT_DESCRIPTION: Final = "gen_ai.agent.description"
+GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
+GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
+GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
+GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
+GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
+GEN_AI_TOOL_TYPE: Final = "gen_ai.tool.type"
+GEN_AI_TOOL_CALL_ARGUMENTS: Final = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
+GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
+ERROR_TYPE: Final = "error.type"
+
+# The GenAI content-capture switch (the same variable the GenAI instrumentations read).
+ENV_CAPTURE_CONTENT: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+# -- otelhooks attributes ------------------------------------------------------------------------
+OPERATION_ID: Final = "otelhooks.operation.id"
+PARENT_OPERATION_ID: Final = "otelhooks.operation.parent_id"
+SESSION_ID: Final = "otelhooks.session.id"
+USER_ID: Final = "otelhooks.user.id"
+COMPLETE_REASON: Final = "otelhooks.operation.complete_reason"
+STEP_INDEX: Final = "otelhooks.step.index"
+STEP_TOOL_CALLS: Final = "otelhooks.step.tool_calls"
+
+TOOL_IDENTIFIER: Final = "otelhooks.tool.identifier"
+TOOL_API_NAME: Final = "otelhooks.tool.api_name"
+TOOL_CALL_INDEX: Final = "otelhooks.tool.call_index"
+TOOL_MATCHER_VALUE: Final = "otelhooks.tool.matcher_value"
+TOOL_ARGS_FINGERPRINT: Final = "otelhooks.tool.args_fp"
+TOOL_ARGS_SIZE: Final = "otelhooks.tool.args_size"
+TOOL_RESULT_SIZE: Final = "otelhooks.tool.result_size"
+TOOL_SUCCESS: Final = "otelhooks.tool.success"
+TOOL_OUTCOME: Final = "otelhooks.tool.outcome"
+
+HOOK_MATCHED: Final = "otelhooks.hook.matched"
+HOOK_MOCKED: Final = "otelhooks.hook.mocked"
+HOOK_MOCKED_BY: Final = "otelhooks.hook.mocked_by"
+HOOK_DECISION: Final = "otelhooks.hook.decision"
+HOOK_DECISION_REASON: Final = "otelhooks.hook.decision_reason"
+HOOK_DECIDED_BY: Final = "otelhooks.hook.decided_by"
+HOOK_CLASSIFICATION: Final = "otelhooks.hook.classification"
+HOOK_REWRITTEN_BY: Final = "otelhooks.hook.rewritten_by"
+HOOK_ERRORS: Final = "otelhooks.hook.errors"
+CLASSIFICATION_HOOK_DENIED: Final = "hook_denied"
+
+APPROVAL_ACTION: Final = "otelhooks.approval.action"
+APPROVAL_TOOL_CALL_ID: Final = "otelhooks.approval.tool_call_id"
+APPROVAL_REJECTION_REASON: Final = "otelhooks.approval.rejection_reason"
+APPROVAL_PENDING_TOOLS: Final = "otelhooks.approval.pending_tools"
+
+COMPACT_MESSAGES_BEFORE: Final = "otelhooks.compact.messages_before"
+COMPACT_MESSAGES_AFTER: Final = "otelhooks.compact.messages_after"
+COMPACT_TOKENS_BEFORE: Final = "otelhooks.compact.tokens_before"
+COMPACT_TOKENS_SAVED: Final = "otelhooks.compact.tokens_saved"
+COMPACT_GROUP_ID: Final = "otelhooks.compact.group_id"
+
+SUBAGENT_ID: Final = "otelhooks.subagent.agent_id"
+SUBAGENT_OPERATION_ID: Final = "otelhooks.subagent.operation_id"
+SUBAGENT_THREAD_ID: Final = "otelhooks.subagent.thread_id"
+SUBAGENT_ISOLATED: Final = "otelhooks.subagent.isolated"
+SUBAGENT_SUCCESS: Final = "otelhooks.subagent.success"
+
+MESSAGE_CHANNEL: Final = "otelhooks.message.channel"
+MESSAGE_TARGET: Final = "otelhooks.message.target"
+MESSAGE_BLOCKED: Final = "otelhooks.message.blocked"
+MESSAGE_SIZE: Final = "otelhooks.message.size"
+
+EVENT_NAME: Final = "otelhooks.event"
+LINK_RELATION: Final = "otelhooks.link.relation"
+LINK_PARENT_OPERATION: Final = "parent_operation"
+
+# -- span event names ----------------------------------------------------------------------------
+EVENT_EXCEPTION: Final = "exception"
+EVENT_APPROVE: Final = "approve"
+EVENT_REJECT: Final = "reject"
+
+# -- metrics -------------------------------------------------------------------------------------
+METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"
+METRIC_OPERATION_DURATION: Final = "gen_ai.client.operation.duration"
+METRIC_INVOKE_AGENT_DURATION: Final = "gen_ai.invoke_agent.duration"
+METRIC_EXECUTE_TOOL_DURATION: Final = "gen_ai.execute_tool.duration"
+METRIC_OPERATIONS: Final = "otelhooks.agent.operations"
+METRIC_ERRORS: Final = "otelhooks.agent.errors"
+METRIC_STEP_DURATION: Final = "otelhooks.agent.step.duration"
+METRIC_TOOL_CALLS: Final = "otelhooks.tool.calls"
+METRIC_COMPACTIONS: Final = "otelhooks.compactions"
+METRIC_COMPACT_TOKENS_SAVED: Final = "otelhooks.compaction.tokens_saved"
+METRIC_HUMAN_INTERVENTIONS: Final = "otelhooks.human_interventions"
+METRIC_HOOK_INVOCATIONS: Final = "otelhooks.hook.invocations"
+METRIC_HOOK_DURATION: Final = "otelhooks.hook.duration"
+METRIC_DROPPED: Final = "otelhooks.dropped"
+
+# Metric attribute keys that are ours.
+ATTR_OUTCOME: Final = "otelhooks.outcome"
+ATTR_HOOK_ID: Final = "otelhooks.hook.id"
+ATTR_HOOK_EVENT: Final = "otelhooks.hook.event"
+ATTR_HOOK_KIND: Final = "otelhooks.hook.kind"
+ATTR_DROP_SOURCE: Final = "otelhooks.drop.source"
+ATTR_DROP_REASON: Final = "otelhooks.drop.reason"
+ATTR_APPROVAL_ACTION: Final = APPROVAL_ACTION

@@ -1,0 +1,144 @@
+"""Pure mapping between lifecycle events and spans, in one place.
+
+* :func:`apply_verdict` writes an intercept verdict onto the span of the event.
+* :func:`events_from_foreign_span` turns a span another GenAI instrumentation created
+  (``gen_ai.operation.name`` = ``execute_tool`` / ``invoke_agent`` / ``chat``) into the observer
+  events otelhooks would have fired for it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import Span, StatusCode
+
+from otelhooks import _semconv as sc
+from otelhooks._events import (
+    AfterToolCallEvent,
+    CompleteEvent,
+    ErrorEvent,
+    HookEvent,
+    LlmOutputEvent,
+    TokenUsage,
+    ToolCallErrorEvent,
+    ToolResult,
+)
+from otelhooks._live import LiveEvent, Verdict
+
+__all__ = ["apply_verdict", "events_from_foreign_span", "span_ids"]
+
+
+def span_ids(span: Span | ReadableSpan) -> tuple[str, str]:
+    ctx = span.get_span_context()
+    assert ctx is not None
+    return format(ctx.trace_id, "032x"), format(ctx.span_id, "016x")
+
+
+def apply_verdict(span: Span, event: str, verdict: Verdict) -> None:
+    """Record what the intercept hooks decided on the span of ``event``."""
+    if not span.is_recording():
+        return
+    attrs: dict[str, Any] = {}
+    if event == "before_tool_call":
+        attrs[sc.HOOK_DECISION] = "deny" if verdict.blocked else "allow"
+        attrs[sc.HOOK_MOCKED] = verdict.mock is not None
+    if verdict.blocked:
+        attrs[sc.HOOK_DECISION_REASON] = verdict.reason or ""
+        attrs[sc.HOOK_DECIDED_BY] = verdict.decided_by or ""
+        if event == "before_tool_call":
+            attrs[sc.HOOK_CLASSIFICATION] = sc.CLASSIFICATION_HOOK_DENIED
+    if verdict.mocked_by:
+        attrs[sc.HOOK_MOCKED_BY] = verdict.mocked_by
+    if verdict.rewritten_by:
+        attrs[sc.HOOK_REWRITTEN_BY] = verdict.rewritten_by
+    if verdict.errors:
+        attrs[sc.HOOK_ERRORS] = verdict.errors
+    span.set_attributes(attrs)
+
+
+def _int(attrs: Mapping[str, Any], key: str) -> int:
+    value = attrs.get(key)
+    return value if isinstance(value, int) else 0
+
+
+def events_from_foreign_span(span: ReadableSpan) -> list[LiveEvent]:
+    """The observer events for a GenAI span that otelhooks did not create (maybe none)."""
+    attrs = span.attributes or {}
+    op = attrs.get(sc.GEN_AI_OPERATION_NAME)
+    if op not in (sc.OP_EXECUTE_TOOL, sc.OP_INVOKE_AGENT, sc.OP_CHAT):
+        return []
+    trace_id, span_id = span_ids(span)
+    failed = span.status.status_code is StatusCode.ERROR
+    error = span.status.description or str(attrs.get(sc.ERROR_TYPE, "error"))
+    duration_s = ((span.end_time or 0) - (span.start_time or 0)) / 1e9
+    common: dict[str, Any] = {"traceId": trace_id, "spanId": span_id}
+    conv = attrs.get(sc.GEN_AI_CONVERSATION_ID)
+    if isinstance(conv, str):
+        common["sessionKey"] = conv
+
+    if op == sc.OP_EXECUTE_TOOL:
+        name = str(attrs.get(sc.GEN_AI_TOOL_NAME, span.name.removeprefix("execute_tool ")))
+        identifier = str(attrs.get(sc.TOOL_IDENTIFIER, "")) or name.partition("/")[0]
+        api = name.partition("/")[2] or name
+        tool: dict[str, Any] = {
+            **common,
+            "toolCallId": str(attrs.get(sc.GEN_AI_TOOL_CALL_ID, span_id)),
+            "identifier": identifier,
+            "apiName": api,
+        }
+        values = (f"{identifier}/{api}", api)
+        if failed:
+
+            def build_error() -> HookEvent:
+                return ToolCallErrorEvent(**tool, error=error, errorType=str(attrs.get(sc.ERROR_TYPE)))
+
+            return [LiveEvent("on_tool_call_error", build_error, values=values)]
+
+        def build_after() -> HookEvent:
+            return AfterToolCallEvent(
+                **tool,
+                success=True,
+                executionTimeMs=duration_s * 1000,
+                duration=duration_s,
+                result=ToolResult(success=True, executionTime=duration_s * 1000),
+            )
+
+        return [LiveEvent("after_tool_call", build_after, values=values)]
+
+    if op == sc.OP_CHAT:
+
+        def build_llm() -> HookEvent:
+            return LlmOutputEvent(
+                **common,
+                model=str(attrs.get(sc.GEN_AI_RESPONSE_MODEL, attrs.get(sc.GEN_AI_REQUEST_MODEL, ""))),
+                tokenUsage=TokenUsage(
+                    input=_int(attrs, sc.GEN_AI_USAGE_INPUT_TOKENS),
+                    output=_int(attrs, sc.GEN_AI_USAGE_OUTPUT_TOKENS),
+                ),
+            )
+
+        return [LiveEvent("llm_output", build_llm)]
+
+    agent = attrs.get(sc.GEN_AI_AGENT_NAME)
+    agent_id = str(attrs.get(sc.GEN_AI_AGENT_ID, agent or ""))
+
+    def build_complete() -> HookEvent:
+        return CompleteEvent(
+            **common,
+            agentId=agent_id,
+            reason="error" if failed else "done",
+            success=not failed,
+            error=error if failed else None,
+            duration=duration_s,
+        )
+
+    events = [LiveEvent("on_complete", build_complete, values=(agent_id or "*",))]
+    if failed:
+
+        def build_err() -> HookEvent:
+            return ErrorEvent(**common, agentId=agent_id, errorMessage=error)
+
+        events.append(LiveEvent("on_error", build_err, values=(agent_id or "*",)))
+    return events
