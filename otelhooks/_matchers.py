@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from enum import Enum
+from enum import StrEnum
 from typing import Final
 
 import structlog
@@ -32,7 +32,7 @@ _CLAUDE_NAMES: Final = re.compile(r"^[A-Za-z0-9_\-, |]+$")
 _NATIVE_NAMES: Final = re.compile(r"^[A-Za-z0-9_\-, |/.:]+$")
 
 
-class MatchKind(str, Enum):
+class MatchKind(StrEnum):
     ALL = "all"
     NAMES = "names"
     REGEX = "regex"

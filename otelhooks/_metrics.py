@@ -77,7 +77,9 @@ class AgentMetrics:
             sc.METRIC_COMPACTIONS, unit="{compaction}", description="Context compactions."
         )
         self.tokens_saved = meter.create_counter(
-            sc.METRIC_COMPACT_TOKENS_SAVED, unit="{token}", description="Tokens saved by compaction."
+            sc.METRIC_COMPACT_TOKENS_SAVED,
+            unit="{token}",
+            description="Tokens saved by compaction.",
         )
         self.human_interventions = meter.create_counter(
             sc.METRIC_HUMAN_INTERVENTIONS,

@@ -92,7 +92,9 @@ def events_from_foreign_span(span: ReadableSpan) -> list[LiveEvent]:
         if failed:
 
             def build_error() -> HookEvent:
-                return ToolCallErrorEvent(**tool, error=error, errorType=str(attrs.get(sc.ERROR_TYPE)))
+                return ToolCallErrorEvent(
+                    **tool, error=error, errorType=str(attrs.get(sc.ERROR_TYPE))
+                )
 
             return [LiveEvent("on_tool_call_error", build_error, values=values)]
 
@@ -112,7 +114,9 @@ def events_from_foreign_span(span: ReadableSpan) -> list[LiveEvent]:
         def build_llm() -> HookEvent:
             return LlmOutputEvent(
                 **common,
-                model=str(attrs.get(sc.GEN_AI_RESPONSE_MODEL, attrs.get(sc.GEN_AI_REQUEST_MODEL, ""))),
+                model=str(
+                    attrs.get(sc.GEN_AI_RESPONSE_MODEL, attrs.get(sc.GEN_AI_REQUEST_MODEL, ""))
+                ),
                 tokenUsage=TokenUsage(
                     input=_int(attrs, sc.GEN_AI_USAGE_INPUT_TOKENS),
                     output=_int(attrs, sc.GEN_AI_USAGE_OUTPUT_TOKENS),

@@ -4,7 +4,8 @@ Rules (each has its own test):
 
 1. Interceptors run in registration order; each sees the payload the previous one left.
 2. A handler returns ``None`` to change nothing, a payload (model or dict) to rewrite, or
-   :class:`~otelhooks.Block` to block. Under the kernel contract (``intercept=True``) ``None`` blocks.
+   :class:`~otelhooks.Block` to block. Under the kernel contract (``intercept=True``)
+   ``None`` blocks.
 3. The first block wins and ends the chain; a tool call's default reason is LobeHub's
    ``Blocked by beforeToolCall hook.``
 4. ``event.mock(result)`` on ``before_tool_call``: the first accepted mock wins and ends the chain.

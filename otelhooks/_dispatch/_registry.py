@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from otelhooks._errors import ConfigError
 from otelhooks._hooks import Hook
@@ -95,7 +96,7 @@ class HookRegistry:
         self._ops: dict[str, _Index] = {}
 
     def register(
-        self, hooks: Iterable[Hook | dict[str, object]], *, operation_id: str | None = None
+        self, hooks: Iterable[Hook | Mapping[str, Any]], *, operation_id: str | None = None
     ) -> list[Hook]:
         """Validate and add hooks, globally or for one operation. All or nothing.
 
@@ -148,7 +149,7 @@ class HookRegistry:
     def match(
         self, event: str, values: tuple[str, ...], *, operation_id: str | None = None
     ) -> list[Hook]:
-        """The hooks for ``event`` whose matcher accepts one of ``values``, in registration order."""
+        """Hooks for ``event`` whose matcher accepts one of ``values``, in registration order."""
         found = self._global.match(event, values)
         if operation_id is not None:
             op = self._ops.get(operation_id)

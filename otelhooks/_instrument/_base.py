@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, Self
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
+from opentelemetry.sdk.trace import Span as SdkSpan
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
@@ -100,10 +101,12 @@ class AgentTracer:
     ) -> Span:
         base = parent if parent is not None else otel_context.get_current()
         ctx = otel_context.set_value(LIVE_EVENT_KEY, live, base)
-        span = self._tracer.start_span(name, context=ctx, kind=kind, attributes=attributes, links=links)
+        span = self._tracer.start_span(
+            name, context=ctx, kind=kind, attributes=attributes, links=links
+        )
         if not live.handled and self.hooks is not None:
             # Sampled out, or the processor is not on this provider: dispatch directly.
-            self.hooks.start_event(live, span if span.is_recording() else None)
+            self.hooks.start_event(live, span if isinstance(span, SdkSpan) else None)
         return span
 
     def end_events(self, live: LiveEvent) -> None:
@@ -127,7 +130,7 @@ class AgentTracer:
 
 
 class SpanScope:
-    """Base of the scopes: a span with a lifecycle event, usable with ``with`` and ``async with``."""
+    """A span with a lifecycle event, usable with ``with`` and ``async with``."""
 
     live: LiveEvent
     span: Span

@@ -132,7 +132,10 @@ class Operation(SpanScope):
         if self.parent is not None:
             attrs[sc.PARENT_OPERATION_ID] = self.parent.operation_id
             links.append(
-                Link(self.parent.span.get_span_context(), {sc.LINK_RELATION: sc.LINK_PARENT_OPERATION})
+                Link(
+                    self.parent.span.get_span_context(),
+                    {sc.LINK_RELATION: sc.LINK_PARENT_OPERATION},
+                )
             )
             if self.isolated:
                 parent_ctx = otel_context.Context()  # its own trace, joined only by the link
@@ -257,7 +260,9 @@ class Operation(SpanScope):
                 **common, channelId=channel, target=target, content=content, metadata=meta
             )
 
-        live = LiveEvent("message_sending", build, values=(channel, target), operation_id=self.operation_id)
+        live = LiveEvent(
+            "message_sending", build, values=(channel, target), operation_id=self.operation_id
+        )
         span = self.tracer.start_span(
             f"{sc.OP_SEND_MESSAGE} {channel}",
             live,
@@ -285,7 +290,9 @@ class Operation(SpanScope):
                 sent = final
                 live.follow(
                     "message_sent",
-                    lambda: MessageSentEvent(**common, channelId=channel, target=target, content=sent),
+                    lambda: MessageSentEvent(
+                        **common, channelId=channel, target=target, content=sent
+                    ),
                 )
         except Exception as exc:
             span.set_status(Status(StatusCode.ERROR, str(exc)))
@@ -327,12 +334,16 @@ def emit_event(
     attrs = {sc.EVENT_NAME: spec.name, "event.id": payload.eventId}
     if span.is_recording():
         span.add_event(spec.name, attrs)
-        tracer.observe(LiveEvent(spec.name, lambda: payload, values=event_values,
-                                 operation_id=payload.operationId))
+        tracer.observe(
+            LiveEvent(
+                spec.name, lambda: payload, values=event_values, operation_id=payload.operationId
+            )
+        )
     else:
         # No enclosing span (sessions, the gateway): a short span of its own.
-        live = LiveEvent(spec.name, lambda: payload, values=event_values,
-                         operation_id=payload.operationId)
+        live = LiveEvent(
+            spec.name, lambda: payload, values=event_values, operation_id=payload.operationId
+        )
         short = tracer.start_span(
             f"{sc.OP_LIFECYCLE} {spec.name}",
             live,
@@ -341,5 +352,3 @@ def emit_event(
         short.end()
         tracer.end_events(live)
     return payload
-
-

@@ -50,9 +50,13 @@ class Approval(SpanScope):
         common, pending = op.common(), self.pending
 
         def build() -> HookEvent:
-            return BeforeHumanInterventionEvent(**common, stepIndex=self.step.index, pendingTools=pending)
+            return BeforeHumanInterventionEvent(
+                **common, stepIndex=self.step.index, pendingTools=pending
+            )
 
-        live = LiveEvent("before_human_intervention", build, values=op.values, operation_id=op.operation_id)
+        live = LiveEvent(
+            "before_human_intervention", build, values=op.values, operation_id=op.operation_id
+        )
         self._begin(
             sc.OP_HUMAN_APPROVAL,
             live,
@@ -93,7 +97,9 @@ class Approval(SpanScope):
         """The person approved; the pending tools may run."""
         self._decide("approve", tool_call_id, None)
 
-    def reject(self, reason: str | None = None, *, tool_call_id: str | None = None, stop: bool = True) -> None:
+    def reject(
+        self, reason: str | None = None, *, tool_call_id: str | None = None, stop: bool = True
+    ) -> None:
         """The person rejected. ``stop`` halts the run (reason ``interrupted``)."""
         self._decide("reject" if stop else "rejectAndContinue", tool_call_id, reason)
         if stop:
@@ -124,7 +130,14 @@ class Compaction(SpanScope):
         self.tokens_after: int | None = None
         self.summary = ""
 
-    def done(self, *, messages_after: int, tokens_after: int, summary: str = "", group_id: str | None = None) -> None:
+    def done(
+        self,
+        *,
+        messages_after: int,
+        tokens_after: int,
+        summary: str = "",
+        group_id: str | None = None,
+    ) -> None:
         """Record the compacted context."""
         self.messages_after = messages_after
         self.tokens_after = tokens_after
@@ -137,7 +150,9 @@ class Compaction(SpanScope):
 
         def build() -> HookEvent:
             return BeforeCompactEvent(
-                **common, stepIndex=self.step.index, messageCount=self.message_count,
+                **common,
+                stepIndex=self.step.index,
+                messageCount=self.message_count,
                 tokenCount=self.token_count,
             )
 
@@ -184,8 +199,13 @@ class Compaction(SpanScope):
         self.live.follow(
             "after_compact",
             lambda: AfterCompactEvent(
-                **common, stepIndex=self.step.index, groupId=group, messagesBefore=self.message_count,
-                messagesAfter=after, summary=summary, tokensSaved=saved,
+                **common,
+                stepIndex=self.step.index,
+                groupId=group,
+                messagesBefore=self.message_count,
+                messagesAfter=after,
+                summary=summary,
+                tokensSaved=saved,
             ),
         )
         m.compactions.add(1, {sc.GEN_AI_AGENT_NAME: op.agent, sc.ATTR_OUTCOME: "success"})
@@ -225,9 +245,13 @@ class AgentCall(SpanScope):
         common = op.common()
 
         def build() -> HookEvent:
-            return BeforeCallAgentEvent(**common, agentId=self.agent_id, instruction=self.instruction)
+            return BeforeCallAgentEvent(
+                **common, agentId=self.agent_id, instruction=self.instruction
+            )
 
-        live = LiveEvent("before_call_agent", build, values=(self.agent_id,), operation_id=op.operation_id)
+        live = LiveEvent(
+            "before_call_agent", build, values=(self.agent_id,), operation_id=op.operation_id
+        )
         self._begin(
             f"{sc.OP_CALL_AGENT} {self.agent_id}",
             live,
@@ -265,6 +289,10 @@ class AgentCall(SpanScope):
         self.live.follow(
             "after_call_agent",
             lambda: AfterCallAgentEvent(
-                **common, agentId=self.agent_id, subOperationId=sub_id, threadId=thread, success=success
+                **common,
+                agentId=self.agent_id,
+                subOperationId=sub_id,
+                threadId=thread,
+                success=success,
             ),
         )

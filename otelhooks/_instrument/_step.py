@@ -56,7 +56,10 @@ class Step(SpanScope):
             return StepEvent(**common, stepIndex=self.index, agentId=self.operation.agent_id)
 
         live = LiveEvent(
-            "before_step", build, values=self.operation.values, operation_id=self.operation.operation_id
+            "before_step",
+            build,
+            values=self.operation.values,
+            operation_id=self.operation.operation_id,
         )
         self._begin(
             f"{sc.OP_STEP} {self.index}",
@@ -96,7 +99,9 @@ class Step(SpanScope):
 
     # -- children --------------------------------------------------------------------------------
 
-    def llm(self, model: str, *, messages: Sequence[Mapping[str, Any]] = (), provider: str | None = None) -> LlmCall:
+    def llm(
+        self, model: str, *, messages: Sequence[Mapping[str, Any]] = (), provider: str | None = None
+    ) -> LlmCall:
         """An LLM call: a ``chat {model}`` span firing ``llm_input`` and ``llm_output``."""
         return LlmCall(self, model, messages=messages, provider=provider)
 
@@ -112,7 +117,14 @@ class Step(SpanScope):
         """A tool call: an ``execute_tool {api_name}`` span whose start runs the interceptors."""
         from otelhooks._instrument._tool import ToolCall
 
-        return ToolCall(self, identifier, api_name, dict(args or {}), tool_call_id=tool_call_id, tool_type=tool_type)
+        return ToolCall(
+            self,
+            identifier,
+            api_name,
+            dict(args or {}),
+            tool_call_id=tool_call_id,
+            tool_type=tool_type,
+        )
 
     def run_tool(
         self,
@@ -122,7 +134,7 @@ class Step(SpanScope):
         fn: Callable[..., Any],
         **options: Any,
     ) -> ToolResult:
-        """Run ``fn(**args)`` as a tool call, honouring mocks and denials; never raises for the tool.
+        """Run ``fn(**args)`` as a tool call, honouring mocks and denials; never raises.
 
         Returns the result the agent should see: the tool's, a mock, a ``hook_denied`` result, or
         a failed result carrying the exception message.
@@ -169,7 +181,9 @@ class Step(SpanScope):
 
         return Compaction(self, message_count=message_count, token_count=token_count)
 
-    def call_agent(self, agent_id: str, instruction: str = "", *, isolated: bool = False) -> AgentCall:
+    def call_agent(
+        self, agent_id: str, instruction: str = "", *, isolated: bool = False
+    ) -> AgentCall:
         """A sub-agent call; its ``operation()`` is linked to this run (own trace if isolated)."""
         from otelhooks._instrument._scopes import AgentCall
 
@@ -220,7 +234,10 @@ class LlmCall(SpanScope):
 
         def build() -> HookEvent:
             return LlmInputEvent(
-                **common, agentId=op.agent_id, stepIndex=self.step.index, model=self.model,
+                **common,
+                agentId=op.agent_id,
+                stepIndex=self.step.index,
+                model=self.model,
                 messages=self.messages,
             )
 
@@ -250,8 +267,12 @@ class LlmCall(SpanScope):
         self.live.follow(
             "llm_output",
             lambda: LlmOutputEvent(
-                **common, agentId=op.agent_id, stepIndex=self.step.index,
-                model=self.response_model or self.model, response=response, tokenUsage=usage,
+                **common,
+                agentId=op.agent_id,
+                stepIndex=self.step.index,
+                model=self.response_model or self.model,
+                response=response,
+                tokenUsage=usage,
             ),
         )
         m = self.tracer.metrics

@@ -9,7 +9,6 @@ from typing import TYPE_CHECKING, Any
 from otelhooks import _semconv as sc
 from otelhooks._events import (
     AfterToolCallEvent,
-    HookEvent,
     ToolCallDeniedEvent,
     ToolCallErrorEvent,
     ToolCallEvent,
@@ -169,7 +168,9 @@ class ToolCall(SpanScope):
         values = (self.matcher_value, self.api_name)
         ids = [h.id for h in registry.match("before_tool_call", values, operation_id=op_id)]
         for event in _AFTER_EVENTS:
-            ids.extend(h.id for h in registry.match(event, values, operation_id=op_id) if h.id not in ids)
+            ids.extend(
+                h.id for h in registry.match(event, values, operation_id=op_id) if h.id not in ids
+            )
         if ids:
             self.span.set_attribute(sc.HOOK_MATCHED, ids)
 
@@ -195,7 +196,9 @@ class ToolCall(SpanScope):
     def _apply_persist(self, result: ToolResult, verdict: Verdict) -> ToolResult:
         if verdict.blocked:
             self.persist_blocked = True
-            result = ToolResult(content="", success=result.success, state={"type": "persist_blocked"})
+            result = ToolResult(
+                content="", success=result.success, state={"type": "persist_blocked"}
+            )
         elif verdict.rewritten_by and isinstance(verdict.payload, ToolResultPersistEvent):
             new = verdict.payload.result
             result = ToolResult.model_validate(new) if isinstance(new, dict) else _as_result(new)
@@ -233,7 +236,9 @@ class ToolCall(SpanScope):
     def fail(self, exc: BaseException) -> None:
         """Record that the tool raised ``exc``; the agent sees a failed result."""
         super().fail(exc)
-        self._result = ToolResult(content=f"{type(exc).__name__}: {exc}", success=False, error=str(exc))
+        self._result = ToolResult(
+            content=f"{type(exc).__name__}: {exc}", success=False, error=str(exc)
+        )
 
     def _close(self, exc: BaseException | None) -> None:
         elapsed_ms = (time.perf_counter() - self._tool_started) * 1000
@@ -248,9 +253,12 @@ class ToolCall(SpanScope):
             )
         else:
             outcome = (
-                "denied" if self.denied
-                else "mocked" if self.mocked
-                else "success" if result.success
+                "denied"
+                if self.denied
+                else "mocked"
+                if self.mocked
+                else "success"
+                if result.success
                 else "error"
             )
             mocked = self.mocked
@@ -273,11 +281,13 @@ class ToolCall(SpanScope):
         span.set_attribute(sc.TOOL_RESULT_SIZE, len(result.content))
         if self.tracer.capture_content:
             span.set_attribute(sc.GEN_AI_TOOL_CALL_RESULT, result.content)
-        summary = {"toolCallId": self.tool_call_id, "identifier": self.identifier, "apiName": self.api_name}
+        summary = {
+            "toolCallId": self.tool_call_id,
+            "identifier": self.identifier,
+            "apiName": self.api_name,
+        }
         self.step.tool_calls.append(summary)
         self.step.tool_results.append({**summary, "success": result.success, "outcome": outcome})
         attrs: dict[str, Any] = {sc.GEN_AI_TOOL_NAME: self.api_name, sc.ATTR_OUTCOME: outcome}
         self.tracer.metrics.tool_calls.add(1, attrs)
         self.tracer.metrics.tool_duration.record(self.elapsed_s, attrs)
-
-

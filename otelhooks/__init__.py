@@ -1,0 +1,101 @@
+"""otelhooks: agent lifecycle hooks as OpenTelemetry span processors.
+
+Example:
+    >>> import otelhooks
+    >>> oh = otelhooks.configure(traces_out="traces.jsonl")
+    >>> oh.register([{"id": "audit", "type": "afterToolCall", "handler": print}])
+    >>> with oh.operation("helper", input="add 1 and 2") as op, op.step() as step:
+    ...     step.run_tool("calc", "add", {"a": 1, "b": 2}, lambda a, b: a + b)
+"""
+
+from otelhooks._dispatch import HookRegistry
+from otelhooks._errors import (
+    ConfigError,
+    CriticalHookDeliveryError,
+    HookError,
+    HookTimeoutError,
+    InvalidMatcherError,
+    OtelHooksError,
+    UnknownEventError,
+)
+from otelhooks._events import (
+    EVENTS,
+    AfterToolCallEvent,
+    CompleteEvent,
+    Dialect,
+    ErrorEvent,
+    EventSpec,
+    HookEvent,
+    ToolCallEvent,
+    ToolResult,
+    all_event_names,
+    resolve_event,
+)
+from otelhooks._export import (
+    CountingBatchSpanProcessor,
+    OtlpJsonLinesSpanExporter,
+    read_otlp_json_lines,
+)
+from otelhooks._fingerprint import args_fingerprint
+from otelhooks._hooks import Block, Hook
+from otelhooks._instrument import (
+    AgentCall,
+    AgentTracer,
+    Approval,
+    Compaction,
+    LlmCall,
+    Operation,
+    Step,
+    ToolCall,
+)
+from otelhooks._live import Verdict
+from otelhooks._logging import add_trace_context, configure_logging
+from otelhooks._matchers import compile_matcher
+from otelhooks._metrics import AgentMetrics, metric_views
+from otelhooks._processor import HookSpanProcessor
+from otelhooks._setup import OtelHooks, configure
+
+__all__ = [
+    "EVENTS",
+    "AfterToolCallEvent",
+    "AgentCall",
+    "AgentMetrics",
+    "AgentTracer",
+    "Approval",
+    "Block",
+    "Compaction",
+    "CompleteEvent",
+    "ConfigError",
+    "CountingBatchSpanProcessor",
+    "CriticalHookDeliveryError",
+    "Dialect",
+    "ErrorEvent",
+    "EventSpec",
+    "Hook",
+    "HookError",
+    "HookEvent",
+    "HookRegistry",
+    "HookSpanProcessor",
+    "HookTimeoutError",
+    "InvalidMatcherError",
+    "LlmCall",
+    "Operation",
+    "OtelHooks",
+    "OtelHooksError",
+    "OtlpJsonLinesSpanExporter",
+    "Step",
+    "ToolCall",
+    "ToolCallEvent",
+    "ToolResult",
+    "UnknownEventError",
+    "Verdict",
+    "add_trace_context",
+    "all_event_names",
+    "args_fingerprint",
+    "compile_matcher",
+    "configure",
+    "configure_logging",
+    "metric_views",
+    "read_otlp_json_lines",
+    "resolve_event",
+]
