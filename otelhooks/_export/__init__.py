@@ -1,0 +1,17 @@
+"""Span export: a batch processor that counts its drops, and OTLP/JSON lines files."""
+
+from __future__ import annotations
+
+from otelhooks._export._batch import CountingBatchSpanProcessor
+from otelhooks._export._otlp_json import (
+    OtlpJsonLinesSpanExporter,
+    encode_otlp_json,
+    read_otlp_json_lines,
+)
+
+__all__ = [
+    "CountingBatchSpanProcessor",
+    "OtlpJsonLinesSpanExporter",
+    "encode_otlp_json",
+    "read_otlp_json_lines",
+]

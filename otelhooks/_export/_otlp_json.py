@@ -1,0 +1,199 @@
+"""Spans as OTLP/JSON lines: the format the OpenTelemetry Collector's ``file`` exporter writes.
+
+Each line is one ``ExportTraceServiceRequest`` in the OTLP/JSON encoding: lowerCamelCase field
+names, enums as integers, 64-bit integers as decimal strings, default values omitted, and (the
+one place OTLP/JSON departs from protobuf's canonical JSON) trace and span ids as lowercase hex
+rather than base64. Other ``bytes`` values stay base64, as the OTLP specification says.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import threading
+from collections.abc import Sequence
+from typing import IO, Any
+
+import structlog
+
+# protobuf ships no type hints; types-protobuf is not a dependency (the ignore stays quiet if
+# it is installed).
+from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped,unused-ignore]
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+__all__ = ["OtlpJsonLinesSpanExporter", "encode_otlp_json", "read_otlp_json_lines"]
+
+_logger = structlog.get_logger("otelhooks")
+
+_ID_FIELDS = ("traceId", "spanId", "parentSpanId")
+
+
+class OtlpJsonLinesSpanExporter(SpanExporter):
+    """Append one OTLP/JSON ``ExportTraceServiceRequest`` line per ``export`` call to a file.
+
+    The file is opened for append on the first export, so constructing the exporter touches
+    nothing. Lines are written whole under a lock, so concurrent exports never interleave.
+
+    Args:
+        path: The file to append to. Its directory must exist.
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._path = os.fspath(path)
+        self._lock = threading.Lock()
+        self._file: IO[bytes] | None = None
+        self._shutdown = False
+
+    @property
+    def path(self) -> str:
+        """The file spans are appended to."""
+        return self._path
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Write ``spans`` as one line.
+
+        Returns:
+            ``SUCCESS`` when the line was written; ``FAILURE`` after shutdown or on an I/O
+            error (which is logged).
+        """
+        if not spans:
+            return SpanExportResult.SUCCESS
+        try:
+            line = encode_otlp_json(spans).encode() + b"\n"
+        except Exception:
+            # An exporter reports failure as a value; a raise here would reach the agent's
+            # thread under SimpleSpanProcessor.
+            _logger.exception("encoding spans failed", spans=len(spans))
+            return SpanExportResult.FAILURE
+        with self._lock:
+            if self._shutdown:
+                return SpanExportResult.FAILURE
+            try:
+                if self._file is None:
+                    # Unbuffered: each line reaches the OS in one write, whole, as it is made.
+                    self._file = open(self._path, "ab", buffering=0)  # noqa: SIM115
+                _write_all(self._file, line)
+            except OSError:
+                _logger.exception("writing spans failed", path=self._path, spans=len(spans))
+                return SpanExportResult.FAILURE
+        return SpanExportResult.SUCCESS
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Return True: every line is written when ``export`` returns."""
+        return True
+
+    def shutdown(self) -> None:
+        """Close the file; later exports return ``FAILURE``."""
+        with self._lock:
+            self._shutdown = True
+            if self._file is not None:
+                try:
+                    self._file.close()
+                except OSError:
+                    _logger.exception("closing span file failed", path=self._path)
+                self._file = None
+
+
+def encode_otlp_json(spans: Sequence[ReadableSpan]) -> str:
+    """Encode ``spans`` as one compact OTLP/JSON ``ExportTraceServiceRequest`` (no newline)."""
+    request: dict[str, Any] = MessageToDict(
+        encode_spans(spans), preserving_proto_field_name=False, use_integers_for_enums=True
+    )
+    for resource_spans in request.get("resourceSpans", ()):
+        for scope_spans in resource_spans.get("scopeSpans", ()):
+            for span in scope_spans.get("spans", ()):
+                _ids_to_hex(span)
+                for link in span.get("links", ()):
+                    _ids_to_hex(link)
+    return json.dumps(request, separators=(",", ":"))
+
+
+def read_otlp_json_lines(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
+    """Read an OTLP/JSON lines file into one flat list of span dicts, in file order.
+
+    Each span keeps its keys as in the file, except that ``"attributes"`` (on the span, its
+    events and its links) becomes a plain ``{key: value}`` dict, and two keys are added:
+    ``"resource"`` (the resource attributes as a plain dict) and ``"scope"`` (the
+    instrumentation scope name, ``""`` when absent). Values become Python values: ``intValue``
+    an ``int``, ``bytesValue`` ``bytes``, ``arrayValue`` a list, ``kvlistValue`` a dict.
+
+    Raises:
+        OSError: If the file cannot be read.
+        ValueError: If a non-blank line is not an OTLP/JSON object; names the line number.
+    """
+    spans: list[dict[str, Any]] = []
+    with open(path, encoding="utf-8") as file:
+        for number, line in enumerate(file, start=1):
+            if not line.strip():
+                continue
+            try:
+                request = json.loads(line)
+                spans.extend(_flatten_request(request))
+            except (ValueError, TypeError, AttributeError, KeyError) as exc:
+                raise ValueError(f"{os.fspath(path)}:{number}: not an OTLP/JSON line") from exc
+    return spans
+
+
+def _ids_to_hex(message: dict[str, Any]) -> None:
+    for field in _ID_FIELDS:
+        value = message.get(field)
+        if value:
+            message[field] = base64.b64decode(value).hex()
+
+
+def _flatten_request(request: dict[str, Any]) -> list[dict[str, Any]]:
+    spans: list[dict[str, Any]] = []
+    for resource_spans in request.get("resourceSpans", ()):
+        resource = _attributes(resource_spans.get("resource", {}).get("attributes"))
+        for scope_spans in resource_spans.get("scopeSpans", ()):
+            scope = scope_spans.get("scope", {}).get("name", "")
+            for span in scope_spans.get("spans", ()):
+                flat = dict(span)
+                flat["attributes"] = _attributes(span.get("attributes"))
+                for key in ("events", "links"):
+                    if key in span:
+                        flat[key] = [
+                            {**item, "attributes": _attributes(item.get("attributes"))}
+                            for item in span[key]
+                        ]
+                flat["resource"] = resource
+                flat["scope"] = scope
+                spans.append(flat)
+    return spans
+
+
+def _attributes(key_values: list[dict[str, Any]] | None) -> dict[str, Any]:
+    return {kv["key"]: _any_value(kv.get("value", {})) for kv in key_values or ()}
+
+
+def _any_value(value: dict[str, Any]) -> Any:
+    # An AnyValue holds at most one of these; an empty one (no field set) means null.
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "boolValue" in value:
+        return bool(value["boolValue"])
+    if "intValue" in value:
+        return int(value["intValue"])
+    if "doubleValue" in value:
+        # float() also takes the strings "NaN", "Infinity" and "-Infinity" that JSON needs.
+        return float(value["doubleValue"])
+    if "arrayValue" in value:
+        return [_any_value(item) for item in value["arrayValue"].get("values", ())]
+    if "kvlistValue" in value:
+        return _attributes(value["kvlistValue"].get("values"))
+    if "bytesValue" in value:
+        return base64.b64decode(value["bytesValue"])
+    return None
+
+
+def _write_all(file: IO[bytes], data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        # A raw file may write less than asked; finish the line rather than leave half of it.
+        written = file.write(view)
+        if not written:
+            raise OSError(f"could not write to {getattr(file, 'name', 'file')}")
+        view = view[written:]
