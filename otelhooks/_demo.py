@@ -1,0 +1,256 @@
+"""``otelhooks demo``: a complete agent run through every lifecycle event, hooks firing.
+
+Four operations with the reference runtime and a scripted model:
+
+* ``research-assistant`` completes: its input is rewritten by a ``before_agent_start``
+  interceptor, a web search is mocked, a shell command denied, a tool raises, a file's secret is
+  redacted by ``tool_result_persist``, a deletion is approved, the context is compacted, an
+  in-process and an isolated sub-agent run, a sub-agent fails, and the answer is rewritten by a
+  ``message_sending`` interceptor;
+* ``ops-bot`` is stopped by a rejected approval;
+* ``brittle-bot`` fails: its compaction errors, then its model raises;
+* ``looping-bot`` passes its budget threshold and hits the cost limit.
+"""
+
+from __future__ import annotations
+
+import re
+import tempfile
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from otelhooks._events import HookEvent, ToolCallEvent
+from otelhooks._hooks import Block, Hook
+from otelhooks._runtime import (
+    AgentSpec,
+    ModelReply,
+    ScriptedModel,
+    ToolRequest,
+    calculator_tools,
+    exec_agent,
+    failing_tool,
+    file_tools,
+)
+from otelhooks._setup import OtelHooks
+
+__all__ = ["LOBEHUB_TYPES", "DemoReport", "demo_hooks", "run_demo"]
+
+LOBEHUB_TYPES = (
+    "beforeStep", "afterStep", "onComplete", "onError",
+    "beforeToolCall", "afterToolCall", "onToolCallError",
+    "beforeHumanIntervention", "afterHumanIntervention", "onStopByHumanIntervention",
+    "beforeCompact", "afterCompact", "onCompactError",
+    "beforeCallAgent", "afterCallAgent", "onCallAgentError",
+)  # fmt: skip
+KERNEL_INTERCEPTS = (
+    "before_agent_start",
+    "message_sending",
+    "before_tool_call",
+    "tool_result_persist",
+)
+
+_SECRET = re.compile(r"(?im)^(.*(password|token|secret)\s*[=:]\s*)\S+")
+
+
+class DemoReport:
+    """What fired during the demo: hook invocations by hook type, and intercept decisions."""
+
+    def __init__(self) -> None:
+        self.fired: Counter[str] = Counter()
+        self.intercepts: Counter[str] = Counter()
+
+    def tally(self, hook_type: str) -> Any:
+        def record(event: HookEvent) -> None:
+            self.fired[hook_type] += 1
+
+        return record
+
+
+def demo_hooks(report: DemoReport) -> list[Hook | dict[str, Any]]:
+    """The demo's global hooks: one observer per LobeHub type, plus the interceptors."""
+    hooks: list[Hook | dict[str, Any]] = []
+    for hook_type in LOBEHUB_TYPES:
+        if hook_type == "beforeToolCall":
+            continue  # the beforeToolCall hooks below are real interceptors
+        hooks.append(
+            {"id": f"log-{hook_type}", "type": hook_type, "handler": report.tally(hook_type)}
+        )
+
+    def offline_web(event: ToolCallEvent) -> None:
+        report.fired["beforeToolCall"] += 1
+        report.intercepts["before_tool_call"] += 1
+        event.mock({"content": '{"results": ["cached: OpenTelemetry GenAI conventions"]}'})
+
+    def no_shell(event: ToolCallEvent) -> Block:
+        report.fired["beforeToolCall"] += 1
+        report.intercepts["before_tool_call"] += 1
+        return Block("shell commands are disabled in the demo")
+
+    def add_context(data: HookEvent) -> dict[str, Any]:
+        report.intercepts["before_agent_start"] += 1
+        text = str(getattr(data, "input", ""))
+        return {"input": text + " (answer in one paragraph)"}
+
+    def redact(data: HookEvent) -> dict[str, Any]:
+        report.intercepts["tool_result_persist"] += 1
+        result = dict(getattr(data, "result", None) or {})
+        result["content"] = _SECRET.sub(r"\1[REDACTED]", str(result.get("content", "")))
+        return {"result": result}
+
+    def sign(data: HookEvent) -> dict[str, Any]:
+        report.intercepts["message_sending"] += 1
+        return {"content": f"{getattr(data, 'content', '')}\n-- sent via otelhooks"}
+
+    hooks += [
+        {"id": "offline-web", "type": "beforeToolCall", "matcher": "^web/", "handler": offline_web},
+        {"id": "no-shell", "type": "PreToolUse", "matcher": "exec", "handler": no_shell},
+        {
+            "id": "add-context",
+            "type": "before_agent_start",
+            "intercept": True,
+            "handler": add_context,
+        },
+        {
+            "id": "redact-secrets",
+            "type": "tool_result_persist",
+            "intercept": True,
+            "handler": redact,
+        },
+        {"id": "sign-messages", "type": "message_sending", "intercept": True, "handler": sign},
+    ]
+    return hooks
+
+
+def _workspace() -> Path:
+    root = Path(tempfile.mkdtemp(prefix="otelhooks-demo-"))
+    (root / "notes.md").write_text("# Notes\nTrace every tool call.\napi_token = sk-demo-123\n")
+    (root / "old.log").write_text("stale log\n")
+    return root
+
+
+def _t(identifier: str, api: str, **args: Any) -> ToolRequest:
+    return ToolRequest(identifier, api, args)
+
+
+def _specs(root: Path) -> dict[str, AgentSpec]:
+    tools = [*file_tools(root), *calculator_tools(), failing_tool()]
+    summarizer = AgentSpec(
+        "summarizer", ScriptedModel([ModelReply("Summary: traces explain runs.")])
+    )
+    translator = AgentSpec("translator", ScriptedModel([ModelReply("Resumen: las trazas ayudan.")]))
+    flaky = AgentSpec(
+        "flaky-agent", ScriptedModel([], error=TimeoutError("model endpoint timed out"))
+    )
+    long_text = "word " * 400
+    research = AgentSpec(
+        "research-assistant",
+        ScriptedModel(
+            [
+                ModelReply(
+                    "Let me look around.",
+                    (
+                        _t("fs", "readFile", path="notes.md"),
+                        _t("web", "search", query="otel genai semconv"),
+                        _t("shell", "exec", cmd="rm -rf /tmp/x"),
+                        _t("calc", "evaluate", expression="(3 + 4) * 6"),
+                        _t("flaky", "explode"),
+                    ),
+                ),
+                ModelReply(long_text, (_t("fs", "deleteFile", path="old.log"),)),
+                ModelReply(
+                    "Asking helpers.",
+                    (
+                        _t("agents", "call", agent="summarizer", instruction="summarize notes"),
+                        _t(
+                            "agents",
+                            "call",
+                            agent="translator",
+                            instruction="translate",
+                            isolated=True,
+                        ),
+                        _t("agents", "call", agent="flaky-agent", instruction="try your best"),
+                    ),
+                ),
+                ModelReply("Done: notes read, 42 computed, log cleaned, summaries gathered."),
+            ]
+        ),
+        tools=tools,
+        token_budget=300,
+        subagents={"summarizer": summarizer, "translator": translator, "flaky-agent": flaky},
+    )
+    ops = AgentSpec(
+        "ops-bot",
+        ScriptedModel([ModelReply("Cleaning up.", (_t("fs", "deleteFile", path="notes.md"),))]),
+        tools=tools,
+        approver=lambda request: "never delete notes",
+    )
+    brittle = AgentSpec(
+        "brittle-bot",
+        ScriptedModel(
+            [ModelReply("x" * 2000, (_t("calc", "evaluate", expression="1/4"),))],
+            error=RuntimeError("model returned malformed JSON"),
+        ),
+        tools=tools,
+        token_budget=200,
+    )
+    looping = AgentSpec(
+        "looping-bot",
+        ScriptedModel(
+            [ModelReply("again", (_t("calc", "evaluate", expression="2**10"),), 900, 100)]
+        ),
+        tools=tools,
+        cost_limit=0.05,
+    )
+    return {s.name: s for s in (research, ops, brittle, looping)}
+
+
+def run_demo(oh: OtelHooks, *, extra_hooks: Sequence[Hook] = ()) -> DemoReport:
+    """Run the four demo operations on ``oh`` and return what fired."""
+    report = DemoReport()
+    oh.register(demo_hooks(report))
+    oh.register(extra_hooks)
+    root = _workspace()
+    specs = _specs(root)
+    tracer = oh.tracer
+    tracer.emit("gateway_start", port=0, host="127.0.0.1")
+    tracer.emit("session_start", sessionKey="demo-session", agentId="research-assistant")
+    step_log: list[int] = []
+    per_operation = [
+        {
+            "id": "count-steps",
+            "type": "afterStep",
+            "handler": lambda e: step_log.append(e.stepIndex),
+        }
+    ]
+    tracer.emit(
+        "message_received", sessionKey="demo-session", content="Research tracing.", channelId="chat"
+    )
+    exec_agent(
+        tracer,
+        specs["research-assistant"],
+        "Research how to trace agent tool calls.",
+        hooks=per_operation,
+        session_id="demo-session",
+        user_id="user-1",
+    )
+    exec_agent(tracer, specs["ops-bot"], "Tidy the workspace.", session_id="demo-session")
+    exec_agent(tracer, specs["brittle-bot"], "Compute a quarter.", session_id="demo-session")
+    exec_agent(tracer, specs["looping-bot"], "Keep computing.", session_id="demo-session")
+    tracer.emit("session_end", sessionKey="demo-session", reason="demo finished", messageCount=4)
+    tracer.emit("gateway_stop", reason="demo finished")
+    oh.force_flush()
+    report.fired["perOperation:afterStep"] = len(step_log)
+    return report
+
+
+def missing_events(report: DemoReport) -> list[str]:
+    """LobeHub types and kernel intercept points that did not fire (empty for a whole demo)."""
+    missing = [t for t in LOBEHUB_TYPES if report.fired[t] == 0]
+    missing += [
+        k for k in KERNEL_INTERCEPTS if k != "before_tool_call" and report.intercepts[k] == 0
+    ]
+    if report.fired["beforeToolCall"] == 0:
+        missing.append("before_tool_call")
+    return missing

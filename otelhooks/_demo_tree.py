@@ -1,0 +1,118 @@
+"""Print exported spans (as read back from OTLP JSON lines) as a readable trace tree."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from otelhooks import _semconv as sc
+
+__all__ = ["render_trees"]
+
+_STATUS = {0: "", 1: "ok", 2: "ERROR"}
+
+
+def _ms(span: dict[str, Any]) -> float:
+    return (int(span.get("endTimeUnixNano", 0)) - int(span.get("startTimeUnixNano", 0))) / 1e6
+
+
+def _tokens(a: dict[str, Any]) -> str:
+    usage_in, usage_out = a.get(sc.GEN_AI_USAGE_INPUT_TOKENS), a.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS)
+    return f"tokens in/out={usage_in}/{usage_out}"
+
+
+def _details(span: dict[str, Any]) -> str:
+    a: dict[str, Any] = span.get("attributes", {})
+    op = a.get(sc.GEN_AI_OPERATION_NAME)
+    parts: list[str] = []
+    if op == sc.OP_INVOKE_AGENT:
+        parts.append(f"reason={a.get(sc.COMPLETE_REASON)}")
+        parts.append(_tokens(a))
+        if a.get(sc.HOOK_REWRITTEN_BY):
+            parts.append(f"input rewritten by {','.join(a[sc.HOOK_REWRITTEN_BY])}")
+        if a.get(sc.HOOK_DECIDED_BY):
+            parts.append(f"BLOCKED by {a[sc.HOOK_DECIDED_BY]}")
+    elif op == sc.OP_CHAT:
+        parts.append(_tokens(a))
+    elif op == sc.OP_EXECUTE_TOOL:
+        parts.append(str(a.get(sc.TOOL_MATCHER_VALUE)))
+        outcome = a.get(sc.TOOL_OUTCOME)
+        if outcome == "denied":
+            parts.append(
+                f"DENIED by {a.get(sc.HOOK_DECIDED_BY)}: {a.get(sc.HOOK_DECISION_REASON)!r}"
+            )
+        elif outcome == "mocked":
+            parts.append(f"MOCKED by {a.get(sc.HOOK_MOCKED_BY)}")
+        else:
+            parts.append(str(outcome))
+    elif op == sc.OP_HUMAN_APPROVAL:
+        parts.append(f"pending={','.join(a.get(sc.APPROVAL_PENDING_TOOLS, ()))}")
+    elif op == sc.OP_COMPACT:
+        if sc.COMPACT_MESSAGES_AFTER in a:
+            before, after = a.get(sc.COMPACT_MESSAGES_BEFORE), a.get(sc.COMPACT_MESSAGES_AFTER)
+            saved = a.get(sc.COMPACT_TOKENS_SAVED)
+            parts.append(f"messages {before}->{after}, tokens saved={saved}")
+    elif op == sc.OP_CALL_AGENT:
+        parts.append("isolated" if a.get(sc.SUBAGENT_ISOLATED) else "in-process")
+    elif op == sc.OP_SEND_MESSAGE:
+        if a.get(sc.MESSAGE_BLOCKED):
+            parts.append(f"BLOCKED by {a.get(sc.HOOK_DECIDED_BY)}")
+        elif a.get(sc.HOOK_REWRITTEN_BY):
+            parts.append(f"rewritten by {','.join(a[sc.HOOK_REWRITTEN_BY])}")
+    if a.get(sc.HOOK_ERRORS):
+        parts.append(f"hook errors: {'; '.join(a[sc.HOOK_ERRORS])}")
+    matched = a.get(sc.HOOK_MATCHED)
+    if matched:
+        parts.append(f"hooks: {', '.join(matched)}")
+    for link in span.get("links", []):
+        if link.get("attributes", {}).get(sc.LINK_RELATION) == sc.LINK_PARENT_OPERATION:
+            parts.append(f"link -> parent op span {link.get('spanId', '')[:8]}")
+    for event in span.get("events", []):
+        ea = event.get("attributes", {})
+        if event.get("name") == "exception":
+            parts.append(f"exception {ea.get('exception.type')}: {ea.get('exception.message')}")
+        elif event.get("name") in (sc.EVENT_APPROVE, sc.EVENT_REJECT):
+            why = ea.get(sc.APPROVAL_REJECTION_REASON)
+            parts.append(f"{event['name']}" + (f" ({why})" if why else ""))
+        else:
+            parts.append(f"event {event.get('name')}")
+    return "  ".join(p for p in parts if p)
+
+
+def render_trees(spans: Iterable[dict[str, Any]]) -> str:
+    """Render spans (dicts as :func:`read_otlp_json_lines` returns) as trees, one per trace."""
+    spans = list(spans)
+    by_id = {(s["traceId"], s["spanId"]): s for s in spans}
+    children: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    roots = []
+    for s in spans:
+        parent = s.get("parentSpanId")
+        if parent and (s["traceId"], parent) in by_id:
+            children[(s["traceId"], parent)].append(s)
+        else:
+            roots.append(s)
+    roots.sort(key=lambda s: int(s.get("startTimeUnixNano", 0)))
+    lines: list[str] = []
+
+    def walk(span: dict[str, Any], prefix: str, last: bool, top: bool) -> None:
+        status = _STATUS.get(int(span.get("status", {}).get("code", 0)), "")
+        head = f"{span['name']}  {_ms(span):.1f} ms" + (
+            f"  [{status}]" if status == "ERROR" else ""
+        )
+        details = _details(span)
+        branch = "" if top else ("└─ " if last else "├─ ")
+        lines.append(f"{prefix}{branch}{head}" + (f"  {details}" if details else ""))
+        kids = sorted(
+            children.get((span["traceId"], span["spanId"]), []),
+            key=lambda s: int(s.get("startTimeUnixNano", 0)),
+        )
+        child_prefix = prefix if top else prefix + ("   " if last else "│  ")
+        for i, kid in enumerate(kids):
+            walk(kid, child_prefix, i == len(kids) - 1, False)
+
+    for root in roots:
+        lines.append(f"trace {root['traceId']}")
+        walk(root, "  ", True, True)
+        lines.append("")
+    return "\n".join(lines)
