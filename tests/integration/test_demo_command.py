@@ -1,0 +1,172 @@
+"""`otelhooks demo` end to end: a real process, a real file, real OTLP receivers over the wire."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from otelhooks import read_otlp_json_lines
+from otelhooks._demo import LOBEHUB_TYPES
+from tests._realparts import OtlpHttpSink, OtlpReceiver, rotel_collector
+
+DEMO_SPANS = {
+    "invoke_agent research-assistant",
+    "invoke_agent summarizer",
+    "invoke_agent translator",
+    "invoke_agent flaky-agent",
+    "invoke_agent ops-bot",
+    "invoke_agent brittle-bot",
+    "invoke_agent looping-bot",
+    "compress_context",
+    "request_human_approve",
+    "call_agent summarizer",
+    "send_message chat",
+}
+
+
+def run_demo(
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    return subprocess.run(
+        [sys.executable, "-m", "otelhooks._cli", "demo", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**clean, **(env or {})},
+        cwd=cwd,
+    )
+
+
+def test_demo_writes_one_export_request_per_line(tmp_path: Path) -> None:
+    out = tmp_path / "traces.jsonl"
+    proc = run_demo("--traces-out", str(out))
+    assert proc.returncode == 0, proc.stderr
+    lines = out.read_text().splitlines()
+    assert lines
+    for line in lines:
+        request = json.loads(line)
+        assert set(request) == {"resourceSpans"}
+        for rs in request["resourceSpans"]:
+            service = {a["key"]: a["value"] for a in rs["resource"]["attributes"]}
+            assert service["service.name"] == {"stringValue": "otelhooks-demo"}
+    names = {s["name"] for s in read_otlp_json_lines(out)}
+    assert names >= DEMO_SPANS
+
+
+def test_demo_fires_every_lobehub_hook_type_and_prints_the_tree(tmp_path: Path) -> None:
+    proc = run_demo("--traces-out", str(tmp_path / "t.jsonl"))
+    assert proc.returncode == 0, proc.stderr
+    fired = {}
+    for line in proc.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2 and parts[0] in LOBEHUB_TYPES:
+            fired[parts[0]] = int(parts[1])
+    assert set(fired) == set(LOBEHUB_TYPES)
+    assert all(count > 0 for count in fired.values()), fired
+    for point in (
+        "before_agent_start",
+        "message_sending",
+        "before_tool_call",
+        "tool_result_persist",
+    ):
+        assert any(
+            line.split()[:1] == [point] and int(line.split()[1]) > 0
+            for line in proc.stdout.splitlines()
+        )
+    assert "MOCKED by offline-web" in proc.stdout
+    assert "DENIED by no-shell" in proc.stdout
+    assert "reason=interrupted" in proc.stdout
+    assert "├─ " in proc.stdout
+
+
+def test_demo_default_file_is_written_in_the_working_directory(tmp_path: Path) -> None:
+    proc = run_demo("--quiet", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "otelhooks-demo-traces.jsonl").stat().st_size > 0
+
+
+def test_demo_loads_extra_hooks_from_files(tmp_path: Path) -> None:
+    marker = tmp_path / "seen.txt"
+    (tmp_path / "demo_extra_hooks.py").write_text(
+        "import os\n"
+        "def record(event):\n"
+        f"    with open({str(marker)!r}, 'a') as f:\n"
+        "        f.write(event.apiName + '\\n')\n"
+    )
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(
+        "hooks:\n"
+        "  - id: extra-audit\n"
+        "    type: PostToolUse\n"
+        "    matcher: evaluate\n"
+        "    handler: demo_extra_hooks:record\n"
+    )
+    proc = run_demo(
+        "--quiet",
+        "--traces-out",
+        str(tmp_path / "t.jsonl"),
+        "--hooks",
+        str(hooks),
+        env={"PYTHONPATH": str(tmp_path)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert set(marker.read_text().split()) == {"evaluate"}
+
+
+def test_demo_rejects_an_invalid_hook_file_naming_file_hook_and_field(tmp_path: Path) -> None:
+    hooks = tmp_path / "bad.json"
+    hooks.write_text(json.dumps([{"id": "oops", "type": "beforeToolcall", "handler": "os:getcwd"}]))
+    proc = run_demo("--quiet", "--hooks", str(hooks), cwd=tmp_path)
+    assert proc.returncode == 2
+    assert str(hooks) in proc.stderr
+    assert "hook 'oops'" in proc.stderr
+    assert "field 'type'" in proc.stderr
+    assert "Did you mean 'beforeToolCall'?" in proc.stderr
+
+
+@pytest.fixture
+def receiver() -> Iterator[OtlpReceiver]:
+    tap = OtlpReceiver()
+    try:
+        yield tap
+    finally:
+        tap.stop()
+
+
+def test_demo_exports_spans_and_metrics_over_otlp_http(
+    tmp_path: Path, receiver: OtlpReceiver
+) -> None:
+    span = receiver.expect_span("invoke_agent research-assistant")
+    metric = receiver.expect_metric("otelhooks.agent.operations")
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint,
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+    }
+    proc = run_demo("--quiet", "--traces-out", str(tmp_path / "t.jsonl"), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert span.result(30)
+    assert metric.result(30)
+
+
+def test_demo_exports_over_otlp_grpc_through_a_real_collector(tmp_path: Path) -> None:
+    sink = OtlpHttpSink()
+    try:
+        with rotel_collector(sink.endpoint, tmp_path) as (grpc_port, _):
+            env = {
+                "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{grpc_port}",
+                "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+                "OTEL_EXPORTER_OTLP_INSECURE": "true",
+            }
+            proc = run_demo("--quiet", "--traces-out", str(tmp_path / "t.jsonl"), env=env)
+            assert proc.returncode == 0, proc.stderr
+            assert sink.wait_for_span("invoke_agent ops-bot")
+        assert "execute_tool search" in sink.span_names
+    finally:
+        sink.stop()
