@@ -127,6 +127,7 @@ def _workspace() -> Path:
     root = Path(tempfile.mkdtemp(prefix="otelhooks-demo-"))
     (root / "notes.md").write_text("# Notes\nTrace every tool call.\napi_token = sk-demo-123\n")
     (root / "old.log").write_text("stale log\n")
+    (root / "big.log").write_text("event line\n" * 600)
     return root
 
 
@@ -189,7 +190,7 @@ def _specs(root: Path) -> dict[str, AgentSpec]:
     brittle = AgentSpec(
         "brittle-bot",
         ScriptedModel(
-            [ModelReply("x" * 2000, (_t("calc", "evaluate", expression="1/4"),))],
+            [ModelReply("reading", (_t("fs", "readFile", path="big.log"),))],
             error=RuntimeError("model returned malformed JSON"),
         ),
         tools=tools,

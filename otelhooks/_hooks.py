@@ -147,5 +147,9 @@ def coerce_hook(obj: Hook | Mapping[str, Any] | Callable[..., Any], **defaults: 
     except ConfigError as exc:
         raise exc.located(hook_id=hook_id) from None
     except ValidationError as exc:
+        # Our own checks in model_post_init raise ConfigError (a ValueError): pydantic wraps it.
+        original = exc.errors()[0].get("ctx", {}).get("error")
+        if isinstance(original, ConfigError):
+            raise original.located(hook_id=hook_id) from None
         field, msg = _field_of(exc)
         raise ConfigError(msg, hook_id=hook_id, field=field) from None

@@ -165,7 +165,7 @@ def _loop(op: Operation, spec: AgentSpec, results: list[ToolResult]) -> str | No
 
 def _maybe_compact(step: Step, messages: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:
     tokens = sum(estimate_tokens(str(m.get("content", ""))) for m in messages)
-    if tokens <= budget or len(messages) <= 2:
+    if tokens <= budget or len(messages) < 2:
         return messages
     try:
         return _compact(step, messages, tokens)
@@ -175,7 +175,7 @@ def _maybe_compact(step: Step, messages: list[dict[str, Any]], budget: int) -> l
 
 def _compact(step: Step, messages: list[dict[str, Any]], tokens: int) -> list[dict[str, Any]]:
     with step.compact(message_count=len(messages), token_count=tokens) as compaction:
-        head, tail = messages[:-2], messages[-2:]
+        head, tail = messages[:-1], messages[-1:]
         summary = "Summary of earlier turns: " + " / ".join(
             str(m.get("content", ""))[:40] for m in head
         )
