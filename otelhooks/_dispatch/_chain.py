@@ -77,8 +77,20 @@ class InterceptChain:
         return False, "rewritten"
 
     def fail(self, hook: Hook, problem: str, outcome: str = "error") -> tuple[bool, str]:
-        """Record a failed hook and apply its ``on_error`` policy."""
+        """Record a failed hook and apply its ``on_error`` policy.
+
+        The failed handler may still be running (abandoned at its deadline): later hooks get a
+        copy of the payload, and the original refuses mocks, so nothing it does afterwards counts.
+        """
         self.verdict.errors.append(f"{hook.id}: {problem}")
+        payload = self.payload
+        if isinstance(payload, ToolCallEvent):
+            payload._closed = True
+            fresh = payload.model_copy()
+            fresh._mock = None
+            fresh._mocked_by = None
+            fresh._closed = False
+            self.verdict.payload = fresh
         if hook.on_error == "block":
             self._block(hook, f"hook {hook.id} failed: {problem}")
             return True, outcome
@@ -98,17 +110,21 @@ class InterceptChain:
         if not isinstance(result, Mapping):
             return None
         update = dict(result)
-        # The kernel names the tool arguments toolInput; a rewrite of either name wins.
-        if (
-            isinstance(payload, ToolCallEvent)
-            and "toolInput" in update
-            and "args" not in update
-            and isinstance(update["toolInput"], dict)
-        ):
-            update["args"] = update["toolInput"]
-        elif isinstance(payload, ToolCallEvent) and "args" in update:
-            update["toolInput"] = update["args"]
+        if isinstance(payload, ToolCallEvent):
+            _reconcile_tool_arguments(payload, update)
         try:
             return model.model_validate({**payload.model_dump(by_alias=True), **update})
         except ValidationError:
             return None
+
+
+def _reconcile_tool_arguments(payload: ToolCallEvent, update: dict[str, Any]) -> None:
+    """LobeHub calls the arguments ``args``, the kernel ``toolInput``: whichever of the two the
+    handler changed wins, and the other follows it (a kernel handler typically returns the whole
+    payload with only ``toolInput`` changed)."""
+    new_input = update.get("toolInput", payload.toolInput)
+    new_args = update.get("args", payload.args)
+    if new_input != payload.toolInput and isinstance(new_input, dict):
+        update["args"] = new_input
+    elif new_args != payload.args:
+        update["toolInput"] = new_args

@@ -14,7 +14,7 @@ import inspect
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
@@ -29,7 +29,14 @@ from otelhooks._live import LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._worker import BoundedWorker
 
-__all__ = ["Dispatcher"]
+__all__ = ["MAX_ABANDONED", "Dispatcher", "HookPoolExhaustedError"]
+
+MAX_ABANDONED = 64
+
+
+class HookPoolExhaustedError(RuntimeError):
+    """Too many handlers are stuck past their deadline to start another one."""
+
 
 _log = structlog.get_logger("otelhooks")
 
@@ -61,6 +68,7 @@ class Dispatcher:
         self._pool_size = pool_size
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
+        self._abandoned: dict[Future[Any], ThreadPoolExecutor] = {}
         self._observers: BoundedWorker[tuple[LiveEvent, list[Hook]]] = BoundedWorker(
             "otelhooks-observers",
             self._run_observer_batch,
@@ -93,7 +101,9 @@ class Dispatcher:
                 stop, outcome = chain.fail(hook, f"timed out after {hook.timeout:g}s", "timeout")
             except Exception as exc:
                 stop, outcome = chain.fail(hook, f"{type(exc).__name__}: {exc}")
-                _log.warning("hook failed", hook_id=hook.id, event=live.name, error=str(exc))
+                _log.warning(
+                    "hook failed", hook_id=hook.id, lifecycle_event=live.name, error=str(exc)
+                )
             else:
                 stop, outcome = chain.apply(hook, result)
             self._record(hook, outcome, time.perf_counter() - start)
@@ -118,7 +128,9 @@ class Dispatcher:
                 stop, outcome = chain.fail(hook, f"timed out after {hook.timeout:g}s", "timeout")
             except Exception as exc:
                 stop, outcome = chain.fail(hook, f"{type(exc).__name__}: {exc}")
-                _log.warning("hook failed", hook_id=hook.id, event=live.name, error=str(exc))
+                _log.warning(
+                    "hook failed", hook_id=hook.id, lifecycle_event=live.name, error=str(exc)
+                )
             else:
                 stop, outcome = chain.apply(hook, result)
             self._record(hook, outcome, time.perf_counter() - start)
@@ -156,35 +168,62 @@ class Dispatcher:
                     self._call_with_deadline(hook, payload)
                 except FutureTimeout:
                     outcome = "timeout"
-                    _log.warning("observer hook timed out", hook_id=hook.id, event=live.name)
+                    _log.warning(
+                        "observer hook timed out", hook_id=hook.id, lifecycle_event=live.name
+                    )
                 except Exception as exc:
                     outcome = "error"
                     _log.warning(
-                        "observer hook failed", hook_id=hook.id, event=live.name, error=str(exc)
+                        "observer hook failed",
+                        hook_id=hook.id,
+                        lifecycle_event=live.name,
+                        error=str(exc),
                     )
                 self._record(hook, outcome, time.perf_counter() - start)
 
     # -- calling a handler under a deadline ------------------------------------------------------
 
     def _executor(self) -> ThreadPoolExecutor:
-        if self._pool is None:
+        with self._pool_lock:
+            # Threads abandoned at their deadline still occupy the pool: when they could starve
+            # the next handler, later calls go to a fresh pool (the stuck threads end on their
+            # own). Past MAX_ABANDONED stuck handlers, calls fail fast instead of leaking more.
+            self._abandoned = {f: p for f, p in self._abandoned.items() if not f.done()}
+            if len(self._abandoned) >= MAX_ABANDONED:
+                raise HookPoolExhaustedError(
+                    f"{len(self._abandoned)} hook handlers are stuck past their deadline"
+                )
+            stuck_here = sum(1 for p in self._abandoned.values() if p is self._pool)
+            if self._pool is None or stuck_here >= self._pool_size - 1:
+                if self._pool is not None:
+                    self._pool.shutdown(wait=False)
+                self._pool = ThreadPoolExecutor(
+                    self._pool_size, thread_name_prefix="otelhooks-hook"
+                )
+            return self._pool
+
+    def _submit(self, fn: Callable[..., Any], *args: Any) -> tuple[Future[Any], ThreadPoolExecutor]:
+        pool = self._executor()
+        return pool.submit(contextvars.copy_context().run, fn, *args), pool
+
+    def _wait(self, submitted: tuple[Future[Any], ThreadPoolExecutor], timeout: float) -> Any:
+        future, pool = submitted
+        try:
+            return future.result(timeout=timeout)
+        except FutureTimeout:
             with self._pool_lock:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(
-                        self._pool_size, thread_name_prefix="otelhooks-hook"
-                    )
-        return self._pool
+                self._abandoned[future] = pool
+            raise
 
     def _call_with_deadline(self, hook: Hook, payload: HookEvent) -> Any:
         assert hook.handler is not None
-        ctx = contextvars.copy_context()
         if hook.is_async:
-            future = self._executor().submit(ctx.run, _run_coroutine, hook.handler, payload)
+            submitted = self._submit(_run_coroutine, hook.handler, payload)
         else:
-            future = self._executor().submit(ctx.run, hook.handler, payload)
-        result = future.result(timeout=hook.timeout)
+            submitted = self._submit(hook.handler, payload)
+        result = self._wait(submitted, hook.timeout)
         if inspect.isawaitable(result):  # a sync callable that returned a coroutine
-            return self._executor().submit(asyncio.run, result).result(timeout=hook.timeout)  # type: ignore[arg-type]
+            return self._wait(self._submit(asyncio.run, result), hook.timeout)
         return result
 
     async def _acall_with_deadline(self, hook: Hook, payload: HookEvent) -> Any:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-import uuid
+from random import getrandbits
 from typing import TYPE_CHECKING, Any
 
 from otelhooks import _semconv as sc
@@ -15,7 +15,7 @@ from otelhooks._events import (
     ToolResult,
     ToolResultPersistEvent,
 )
-from otelhooks._fingerprint import args_fingerprint, canonical_json
+from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._instrument._base import SpanScope
 from otelhooks._live import LiveEvent, Verdict
 
@@ -61,7 +61,7 @@ class ToolCall(SpanScope):
         self.identifier = identifier
         self.api_name = api_name
         self.args = args
-        self.tool_call_id = tool_call_id or f"call_{uuid.uuid4().hex[:16]}"
+        self.tool_call_id = tool_call_id or f"call_{getrandbits(64):016x}"
         self.tool_type = tool_type
         self.call_index = step.next_call_index()
         self.denied = False
@@ -102,23 +102,19 @@ class ToolCall(SpanScope):
 
     def _open(self, *, deferred: bool) -> None:
         op = self.step.operation
+        encoded = canonical_json(self.args).encode("utf-8")
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
-            sc.GEN_AI_PROVIDER_NAME: op.provider,
             sc.GEN_AI_TOOL_NAME: self.api_name,
             sc.GEN_AI_TOOL_CALL_ID: self.tool_call_id,
             sc.GEN_AI_TOOL_TYPE: self.tool_type,
             sc.TOOL_IDENTIFIER: self.identifier,
-            sc.TOOL_API_NAME: self.api_name,
-            sc.TOOL_CALL_INDEX: self.call_index,
             sc.TOOL_MATCHER_VALUE: self.matcher_value,
-            sc.TOOL_ARGS_FINGERPRINT: args_fingerprint(self.args),
-            sc.TOOL_ARGS_SIZE: len(canonical_json(self.args)),
-            sc.STEP_INDEX: self.step.index,
-            sc.OPERATION_ID: op.operation_id,
+            sc.TOOL_ARGS_FINGERPRINT: format(fnv1a_64(encoded), "016x"),
+            sc.TOOL_ARGS_SIZE: len(encoded),
         }
         if self.tracer.capture_content:
-            attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = canonical_json(self.args)
+            attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = encoded.decode("utf-8")
         context = self._context()
         live = LiveEvent(
             "before_tool_call",
@@ -276,9 +272,7 @@ class ToolCall(SpanScope):
                 ),
             )
         span = self.span
-        span.set_attribute(sc.TOOL_SUCCESS, result.success and exc is None)
-        span.set_attribute(sc.TOOL_OUTCOME, outcome)
-        span.set_attribute(sc.TOOL_RESULT_SIZE, len(result.content))
+        span.set_attributes({sc.TOOL_OUTCOME: outcome, sc.TOOL_RESULT_SIZE: len(result.content)})
         if self.tracer.capture_content:
             span.set_attribute(sc.GEN_AI_TOOL_CALL_RESULT, result.content)
         summary = {
