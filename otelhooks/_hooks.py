@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
 
+from otelhooks._actions import ACTION_KINDS, Action, build_action
 from otelhooks._errors import ConfigError
 from otelhooks._events import EventSpec, resolve_event
 from otelhooks._matchers import Matcher, compile_matcher
@@ -43,6 +43,9 @@ class Hook(BaseModel):
         type: the event, by its canonical name or any dialect's name (``beforeToolCall``,
             ``before_tool_call``, ``PreToolUse``, ``after_tool_result``, ...).
         handler: a sync or async callable that gets the event payload.
+        command, script, plugin, webhook: the other actions (exactly one action per hook, except
+            that LobeHub allows a handler with a webhook: the handler runs in process and the
+            webhook is what the queue delivers).
         matcher: which tools the hook applies to, in the rules of ``dialect``.
         intercept: the kernel's intercept contract: the return value replaces the event data
             and ``None`` blocks. Without it a handler returns ``None`` to change nothing, a payload
@@ -66,22 +69,28 @@ class Hook(BaseModel):
     timeout: float = Field(default=10.0, gt=0, le=300)
     on_error: Literal["continue", "block"] = "continue"
     dialect: Literal["otelhooks", "lobehub", "kernel", "workspace", "claude"] | None = None
-    webhook: dict[str, Any] | None = None
+    command: str | list[str] | None = None
+    script: str | None = None
+    plugin: str | None = None
+    webhook: Any = None  # a WebhookConfig (or its dict); validated by the webhook action
 
     _spec: EventSpec = PrivateAttr()
     _matcher: Matcher = PrivateAttr()
-    _is_async: bool = PrivateAttr(default=False)
+    _action: Action = PrivateAttr()
 
     def model_post_init(self, context: Any, /) -> None:
         spec, dialect = resolve_event(self.type)
         effective = self.dialect or dialect.value
-        if self.webhook is not None:
+        kinds = [k for k in ACTION_KINDS if getattr(self, k) is not None]
+        if not kinds:
             raise ConfigError(
-                "webhook actions are not available in this version; use a handler",
-                field="webhook",
+                "a hook needs an action: handler, command, script, plugin or webhook",
+                field="handler",
             )
-        if self.handler is None:
-            raise ConfigError("a hook needs a handler", field="handler")
+        # LobeHub: a hook may have both a handler (run locally) and a webhook (used when the
+        # hook is delivered through the queue); any other combination is ambiguous.
+        if len(kinds) > 1 and set(kinds) != {"handler", "webhook"}:
+            raise ConfigError(f"a hook has one action, not {' and '.join(kinds)}", field=kinds[1])
         if self.matcher not in (None, "", "*") and effective == "lobehub" and not spec.tool_event:
             raise ConfigError(
                 f"matchers are allowed only on tool events, not {self.type}", field="matcher"
@@ -94,9 +103,7 @@ class Hook(BaseModel):
             )
         self._spec = spec
         self._matcher = compile_matcher(self.matcher, effective, hook_id=self.id)
-        self._is_async = inspect.iscoroutinefunction(self.handler) or inspect.iscoroutinefunction(
-            getattr(self.handler, "__call__", None)  # noqa: B004 - async callable objects
-        )
+        self._action = build_action(self, kinds[0])
 
     def __repr__(self) -> str:
         return f"Hook(id={self.id!r}, type={self.type!r}, ...)"
@@ -115,8 +122,13 @@ class Hook(BaseModel):
         return self._matcher
 
     @property
+    def action(self) -> Action:
+        """What the hook does (see :mod:`otelhooks._actions`)."""
+        return self._action
+
+    @property
     def is_async(self) -> bool:
-        return self._is_async
+        return self._action.is_async
 
     @property
     def intercepts(self) -> bool:

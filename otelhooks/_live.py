@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from opentelemetry import context as otel_context
+from opentelemetry.trace import SpanContext
 
 from otelhooks._events import HookEvent, ToolResult
 
@@ -61,6 +62,7 @@ class LiveEvent:
         "name",
         "operation_id",
         "processed",
+        "span_context",
         "values",
         "verdict",
     )
@@ -84,17 +86,23 @@ class LiveEvent:
         self.processed = False  # seen by a HookSpanProcessor's on_start (so on_end will follow)
         self.verdict: Verdict | None = None
         self.followups: list[LiveEvent] = []
+        self.span_context: SpanContext | None = None  # of the event's span, once started
 
     def payload(self) -> HookEvent:
         if self._payload is None:
-            self._payload = self._build()
+            payload = self._build()
+            ctx = self.span_context
+            if ctx is not None and ctx.is_valid and payload.traceId is None:
+                payload.traceId = format(ctx.trace_id, "032x")
+                payload.spanId = format(ctx.span_id, "016x")
+            self._payload = payload
         return self._payload
 
     def follow(self, name: str, build: Callable[[], HookEvent]) -> None:
         """Queue an event that happens when this event's span ends."""
-        self.followups.append(
-            LiveEvent(name, build, values=self.values, operation_id=self.operation_id)
-        )
+        follow = LiveEvent(name, build, values=self.values, operation_id=self.operation_id)
+        follow.span_context = self.span_context
+        self.followups.append(follow)
 
 
 def live_event_from(ctx: otel_context.Context | None) -> LiveEvent | None:

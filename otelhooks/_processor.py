@@ -64,6 +64,7 @@ class HookSpanProcessor(SpanProcessor):
             return
         live.handled = True
         live.processed = True
+        live.span_context = span.context
         self._live[span.context.span_id] = live
         self.start_event(live, span)
 

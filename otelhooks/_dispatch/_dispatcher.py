@@ -45,6 +45,26 @@ def _run_coroutine(fn: Callable[..., Any], payload: HookEvent) -> Any:
     return asyncio.run(fn(payload))
 
 
+class DeadlinePassed(Exception):
+    """A hook ran past its deadline (distinct from a TimeoutError the hook raised itself)."""
+
+
+async def _within(awaitable: Any, timeout: float) -> Any:
+    async def guarded() -> tuple[bool, Any]:
+        try:
+            return True, await awaitable
+        except Exception as exc:
+            return False, exc
+
+    try:
+        ok, value = await asyncio.wait_for(guarded(), timeout)
+    except TimeoutError:
+        raise DeadlinePassed from None
+    if not ok:
+        raise value
+    return value
+
+
 class Dispatcher:
     """Matches hooks to events and runs them by the rules of :mod:`._chain`.
 
@@ -97,7 +117,7 @@ class Dispatcher:
             start = time.perf_counter()
             try:
                 result = self._call_with_deadline(hook, payload)
-            except FutureTimeout:
+            except DeadlinePassed:
                 stop, outcome = chain.fail(hook, f"timed out after {hook.timeout:g}s", "timeout")
             except Exception as exc:
                 stop, outcome = chain.fail(hook, f"{type(exc).__name__}: {exc}")
@@ -124,7 +144,7 @@ class Dispatcher:
             start = time.perf_counter()
             try:
                 result = await self._acall_with_deadline(hook, payload)
-            except TimeoutError:
+            except DeadlinePassed:
                 stop, outcome = chain.fail(hook, f"timed out after {hook.timeout:g}s", "timeout")
             except Exception as exc:
                 stop, outcome = chain.fail(hook, f"{type(exc).__name__}: {exc}")
@@ -166,7 +186,7 @@ class Dispatcher:
                 outcome = "ok"
                 try:
                     self._call_with_deadline(hook, payload)
-                except FutureTimeout:
+                except DeadlinePassed:
                     outcome = "timeout"
                     _log.warning(
                         "observer hook timed out", hook_id=hook.id, lifecycle_event=live.name
@@ -211,28 +231,31 @@ class Dispatcher:
         try:
             return future.result(timeout=timeout)
         except FutureTimeout:
+            if future.done():
+                raise  # the handler itself raised TimeoutError: an error, not our deadline
             with self._pool_lock:
                 self._abandoned[future] = pool
-            raise
+            raise DeadlinePassed from None
 
     def _call_with_deadline(self, hook: Hook, payload: HookEvent) -> Any:
-        assert hook.handler is not None
-        if hook.is_async:
-            submitted = self._submit(_run_coroutine, hook.handler, payload)
+        action = hook.action
+        if action.is_async:
+            submitted = self._submit(_run_coroutine, action, payload)
         else:
-            submitted = self._submit(hook.handler, payload)
+            submitted = self._submit(action, payload)
         result = self._wait(submitted, hook.timeout)
         if inspect.isawaitable(result):  # a sync callable that returned a coroutine
             return self._wait(self._submit(asyncio.run, result), hook.timeout)
         return result
 
     async def _acall_with_deadline(self, hook: Hook, payload: HookEvent) -> Any:
-        assert hook.handler is not None
-        if hook.is_async:
-            return await asyncio.wait_for(hook.handler(payload), hook.timeout)
-        result = await asyncio.wait_for(asyncio.to_thread(hook.handler, payload), hook.timeout)
+        action = hook.action
+        if action.is_async:
+            result = await _within(action(payload), hook.timeout)
+        else:
+            result = await _within(asyncio.to_thread(action, payload), hook.timeout)
         if inspect.isawaitable(result):
-            return await asyncio.wait_for(result, hook.timeout)
+            return await _within(result, hook.timeout)
         return result
 
     def _record(self, hook: Hook, outcome: str, duration_s: float) -> None:

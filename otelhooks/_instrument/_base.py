@@ -104,6 +104,8 @@ class AgentTracer:
         span = self._tracer.start_span(
             name, context=ctx, kind=kind, attributes=attributes, links=links
         )
+        if live.span_context is None:
+            live.span_context = span.get_span_context()
         if not live.handled and self.hooks is not None:
             # Sampled out, or the processor is not on this provider: dispatch directly.
             self.hooks.start_event(live, span if isinstance(span, SdkSpan) else None)

@@ -334,11 +334,11 @@ def emit_event(
     attrs = {sc.EVENT_NAME: spec.name, "event.id": payload.eventId}
     if span.is_recording():
         span.add_event(spec.name, attrs)
-        tracer.observe(
-            LiveEvent(
-                spec.name, lambda: payload, values=event_values, operation_id=payload.operationId
-            )
+        point = LiveEvent(
+            spec.name, lambda: payload, values=event_values, operation_id=payload.operationId
         )
+        point.span_context = span.get_span_context()
+        tracer.observe(point)
     else:
         # No enclosing span (sessions, the gateway): a short span of its own.
         live = LiveEvent(

@@ -175,7 +175,7 @@ class ToolCall(SpanScope):
     def _persist_event(self, result: ToolResult) -> LiveEvent:
         op = self.step.operation
         common = op.common()
-        return LiveEvent(
+        live = LiveEvent(
             "tool_result_persist",
             lambda: ToolResultPersistEvent(
                 **common,
@@ -188,6 +188,8 @@ class ToolCall(SpanScope):
             values=(self.matcher_value, self.api_name),
             operation_id=op.operation_id,
         )
+        live.span_context = self.span.get_span_context()
+        return live
 
     def _apply_persist(self, result: ToolResult, verdict: Verdict) -> ToolResult:
         if verdict.blocked:

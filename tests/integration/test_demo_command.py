@@ -35,7 +35,7 @@ def run_demo(
 ) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     return subprocess.run(
-        [sys.executable, "-m", "otelhooks._cli", "demo", *args],
+        [sys.executable, "-m", "otelhooks", "demo", *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -1,17 +1,16 @@
-"""The ``otelhooks`` command line."""
+"""``otelhooks demo``: run the demo agents, print the tree, export the spans."""
 
 from __future__ import annotations
 
 import argparse
 import os
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from otelhooks._config import load_hook_files
 from otelhooks._errors import ConfigError
 
-__all__ = ["main"]
+__all__ = ["add_parser"]
 
 DEFAULT_TRACES_OUT = "otelhooks-demo-traces.jsonl"
 
@@ -79,24 +78,7 @@ def _metrics_summary(reader: object) -> str:
     return "\n".join(lines)
 
 
-def _events(_: argparse.Namespace) -> int:
-    from otelhooks._events import EVENTS
-
-    print("| canonical | intercept | aliases | OTel shape |")
-    print("| --- | --- | --- | --- |")
-    for spec in EVENTS.values():
-        aliases = ", ".join(
-            f"`{a}` ({d.value})" for d, names in spec.aliases.items() for a in names
-        )
-        print(f"| `{spec.name}` | {'yes' if spec.intercept else ''} | {aliases} | {spec.otel} |")
-    return 0
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="otelhooks", description="Agent lifecycle hooks as OpenTelemetry span processors."
-    )
-    sub = parser.add_subparsers(dest="command", required=True)
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     demo = sub.add_parser(
         "demo",
         help="run a complete agent scenario through every lifecycle event",
@@ -118,17 +100,3 @@ def build_parser() -> argparse.ArgumentParser:
     )
     demo.add_argument("--quiet", action="store_true", help="print only the summary line")
     demo.set_defaults(func=_demo)
-    events = sub.add_parser("events", help="print the lifecycle event table (Markdown)")
-    events.set_defaults(func=_events)
-    return parser
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``otelhooks`` console script."""
-    args = build_parser().parse_args(argv)
-    result: int = args.func(args)
-    return result
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,0 +1,27 @@
+"""The Python handler action: the function itself."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["HandlerAction"]
+
+
+class HandlerAction:
+    """Calls a sync or async Python callable with the payload."""
+
+    kind = "handler"
+    concurrent = False
+
+    __slots__ = ("fn", "is_async")
+
+    def __init__(self, fn: Callable[..., Any]) -> None:
+        self.fn = fn
+        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)  # noqa: B004 - async callable objects
+        )
+
+    def __call__(self, payload: Any) -> Any:
+        return self.fn(payload)
