@@ -4,7 +4,8 @@
 dialect    rule
 ========== =================================================================================
 lobehub    omitted, empty or ``*``: all. Otherwise a regex searched in ``identifier/apiName``.
-workspace  ``*``: all. ``/re/``: a regex searched in the tool name. Otherwise the exact name.
+workspace  ``*``: all. ``/re/``: a regex searched in the tool name. Otherwise the exact name
+           (``Edit|Write`` lists names, as in Claude Code: tool names never contain ``|``).
 claude     ``*``, empty or omitted: all. Only letters, digits, ``_ - , |`` and spaces: an exact
            name or a ``|``/``,`` list of names. Otherwise an unanchored regex.
 otelhooks  as claude, plus ``/re/`` regexes and ``/`` inside names (``fs/readFile``); a name
@@ -91,7 +92,9 @@ def compile_matcher(source: str | None, dialect: str, *, hook_id: str | None = N
     if dialect == "workspace":
         if is_slashed:
             return _regex_or_exact(source, source[1:-1], hook_id=hook_id)
-        return Matcher(source, MatchKind.NAMES, names=frozenset({source}))
+        # Tool names never contain "|": reading "Edit|Write" as a list (Claude Code's meaning)
+        # keeps every exact name working and lets Claude-style configs run unchanged.
+        return Matcher(source, MatchKind.NAMES, names=frozenset(n for n in source.split("|") if n))
     if dialect == "claude":
         if _CLAUDE_NAMES.match(source):
             return Matcher(source, MatchKind.NAMES, names=_split_names(source))

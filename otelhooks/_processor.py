@@ -9,12 +9,16 @@ other GenAI instrumentations on the same provider fire the observer hooks too.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from typing import Any
+
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otelhooks import _semconv as sc
 from otelhooks._dispatch import Dispatcher, HookRegistry
 from otelhooks._events import EVENTS
+from otelhooks._hooks import Hook
 from otelhooks._live import LiveEvent, live_event_from
 from otelhooks._metrics import AgentMetrics
 from otelhooks._span_mapping import apply_verdict, events_from_foreign_span
@@ -54,9 +58,11 @@ class HookSpanProcessor(SpanProcessor):
     def registry(self) -> HookRegistry:
         return self.dispatcher.registry
 
-    def register(self, hooks: list[object], *, operation_id: str | None = None) -> list[object]:
+    def register(
+        self, hooks: Iterable[Hook | Mapping[str, Any]], *, operation_id: str | None = None
+    ) -> list[Hook]:
         """Register hooks globally or for one operation (see :class:`HookRegistry`)."""
-        return list(self.registry.register(hooks, operation_id=operation_id))  # type: ignore[arg-type]
+        return self.registry.register(hooks, operation_id=operation_id)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         live = live_event_from(parent_context)

@@ -80,15 +80,17 @@ def events_from_foreign_span(span: ReadableSpan) -> list[LiveEvent]:
 
     if op == sc.OP_EXECUTE_TOOL:
         name = str(attrs.get(sc.GEN_AI_TOOL_NAME, span.name.removeprefix("execute_tool ")))
-        identifier = str(attrs.get(sc.TOOL_IDENTIFIER, "")) or name.partition("/")[0]
-        api = name.partition("/")[2] or name
+        identifier = str(attrs.get(sc.TOOL_IDENTIFIER, ""))
+        api = name
+        if not identifier and "/" in name:
+            identifier, _, api = name.partition("/")
         tool: dict[str, Any] = {
             **common,
             "toolCallId": str(attrs.get(sc.GEN_AI_TOOL_CALL_ID, span_id)),
             "identifier": identifier,
             "apiName": api,
         }
-        values = (f"{identifier}/{api}", api)
+        values = (f"{identifier}/{api}", api) if identifier else (api,)
         if failed:
 
             def build_error() -> HookEvent:

@@ -40,11 +40,12 @@ def test_plain_name_matches_exactly(dialect: str) -> None:
     assert not matcher.matches(("xreadFile",))
 
 
-def test_workspace_plain_string_is_one_exact_name_even_with_a_bar() -> None:
+def test_workspace_bar_separated_names_are_a_list_as_in_claude_code() -> None:
     matcher = compile_matcher("Edit|Write", "workspace")
     assert matcher.kind is MatchKind.NAMES
-    assert not matcher.matches(EDIT)
-    assert matcher.matches(("Edit|Write",))
+    assert matcher.matches(EDIT)
+    assert matcher.matches(("Write",))
+    assert not matcher.matches(("Edit|Write",))
 
 
 def test_otelhooks_name_may_be_identifier_slash_api_name() -> None:
