@@ -41,6 +41,10 @@ Point = Literal[
 ]
 
 
+def _default_points() -> list[Point]:
+    return ["after_tool_result"]
+
+
 class AgentEventsConfig(BaseModel):
     """An ``agent_events`` hook: which points to log, which tools, how many records to keep.
 
@@ -53,7 +57,7 @@ class AgentEventsConfig(BaseModel):
     kind: Literal["agent_events"] = "agent_events"
     name: str = "agent_events"
     agent: str | None = None
-    on: list[Point] = Field(default_factory=lambda: ["after_tool_result"])
+    on: list[Point] = Field(default_factory=_default_points)
     watch: list[str] = Field(default_factory=list)
     ignore: list[str] = Field(default_factory=list)
     mutating: list[str] = Field(default_factory=list)
