@@ -104,6 +104,8 @@ class Hook(BaseModel):
         self._spec = spec
         self._matcher = compile_matcher(self.matcher, effective, hook_id=self.id)
         self._action = build_action(self, kinds[0])
+        if kinds[0] != "webhook" and self.webhook is not None:
+            build_action(self, "webhook")  # validated now, used when the hook is queued
 
     def __repr__(self) -> str:
         return f"Hook(id={self.id!r}, type={self.type!r}, ...)"
@@ -121,10 +123,32 @@ class Hook(BaseModel):
     def compiled_matcher(self) -> Matcher:
         return self._matcher
 
+    def serializable(self) -> dict[str, Any]:
+        """The part of the hook that can be persisted (LobeHub: ``{id, type, webhook, matcher}``).
+
+        Restore it with ``Hook.model_validate(...)``, which validates it again.
+        """
+        webhook = self.webhook
+        if webhook is not None and hasattr(webhook, "persisted"):
+            webhook = webhook.persisted()
+        return {"id": self.id, "type": self.type, "webhook": webhook, "matcher": self.matcher}
+
     @property
     def action(self) -> Action:
         """What the hook does (see :mod:`otelhooks._actions`)."""
         return self._action
+
+    @property
+    def deadline_s(self) -> float:
+        """How long a call of this hook may take (a webhook's own timeout wins)."""
+        own: float | None = getattr(self._action, "deadline_s", None)
+        return own if own is not None else self.timeout
+
+    @property
+    def error_policy(self) -> str:
+        """``continue`` or ``block`` when the hook fails (a webhook's ``onError`` wins)."""
+        own: str | None = getattr(self._action, "on_error", None)
+        return own if own is not None else self.on_error
 
     @property
     def is_async(self) -> bool:

@@ -56,6 +56,7 @@ class LiveEvent:
     __slots__ = (
         "_build",
         "_payload",
+        "critical",
         "deferred",
         "followups",
         "handled",
@@ -86,6 +87,8 @@ class LiveEvent:
         self.processed = False  # seen by a HookSpanProcessor's on_start (so on_end will follow)
         self.verdict: Verdict | None = None
         self.followups: list[LiveEvent] = []
+        # A fallback-none delivery failed: the instrumentation raises it once the span is safe.
+        self.critical: Exception | None = None
         self.span_context: SpanContext | None = None  # of the event's span, once started
 
     def payload(self) -> HookEvent:

@@ -9,6 +9,7 @@ other GenAI instrumentations on the same provider fire the observer hooks too.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -17,6 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otelhooks import _semconv as sc
 from otelhooks._dispatch import Dispatcher, HookRegistry
+from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._events import EVENTS
 from otelhooks._hooks import Hook
 from otelhooks._live import LiveEvent, live_event_from
@@ -86,7 +88,11 @@ class HookSpanProcessor(SpanProcessor):
                 span.set_attribute(sc.HOOK_MATCHED, verdict.matched)
                 apply_verdict(span, live.name, verdict)
         else:
-            matched = self.dispatcher.observe(live)
+            try:
+                matched = self.dispatcher.observe(live)
+            except CriticalHookDeliveryError as exc:
+                live.critical = exc  # raised by the instrumentation, never inside the SDK
+                return
             if span is not None and matched and span.is_recording():
                 span.set_attribute(sc.HOOK_MATCHED, [h.id for h in matched])
 
@@ -94,7 +100,10 @@ class HookSpanProcessor(SpanProcessor):
         for follow in live.followups:
             if _is_intercept(follow):
                 continue  # interceptors of end events ran inline, in the instrumentation
-            self.dispatcher.observe(follow)
+            try:
+                self.dispatcher.observe(follow)
+            except CriticalHookDeliveryError as exc:
+                live.critical = exc
 
     def on_end(self, span: ReadableSpan) -> None:
         ctx = span.context
@@ -103,7 +112,9 @@ class HookSpanProcessor(SpanProcessor):
             self.end_event(live)
         elif self._observe_foreign:
             for event in events_from_foreign_span(span):
-                self.dispatcher.observe(event)
+                # Nobody to raise a critical failure to (someone else's span); it was logged.
+                with contextlib.suppress(CriticalHookDeliveryError):
+                    self.dispatcher.observe(event)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return self.dispatcher.flush(timeout_millis / 1000)

@@ -28,6 +28,13 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
+from otelhooks._actions._webhook_delivery import WebhookDeliverer, set_default_deliverer
+from otelhooks._actions._webhook_payload import (
+    EmailResolver,
+    PayloadBuilder,
+    Redactor,
+    truncate_results,
+)
 from otelhooks._export import CountingBatchSpanProcessor, OtlpJsonLinesSpanExporter
 from otelhooks._hooks import Hook
 from otelhooks._instrument import AgentTracer, Operation
@@ -90,6 +97,7 @@ class OtelHooks:
         hooks: HookSpanProcessor,
         tracer: AgentTracer,
         exporters: Sequence[CountingBatchSpanProcessor],
+        deliverer: WebhookDeliverer | None = None,
     ) -> None:
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
@@ -97,6 +105,7 @@ class OtelHooks:
         self.tracer = tracer
         self.metrics = tracer.metrics
         self.exporters = tuple(exporters)
+        self.webhooks = deliverer
         self._shut = False
 
     def register(self, hooks: Iterable[Hook | Mapping[str, Any]]) -> list[Hook]:
@@ -110,6 +119,8 @@ class OtelHooks:
     def force_flush(self, timeout_s: float = 30.0) -> bool:
         """Run queued observers, then export every ended span and collect metrics."""
         ok = self.hooks.force_flush(int(timeout_s * 1000))
+        if self.webhooks is not None:
+            ok = self.webhooks.flush(timeout_s) and ok
         ok = self.tracer_provider.force_flush(int(timeout_s * 1000)) and ok
         return self.meter_provider.force_flush(int(timeout_s * 1000)) and ok
 
@@ -120,6 +131,8 @@ class OtelHooks:
         self._shut = True
         self.force_flush(timeout_s)
         self.tracer_provider.shutdown()
+        if self.webhooks is not None:
+            self.webhooks.shutdown(timeout_s)
         self.meter_provider.shutdown(timeout_millis=timeout_s * 1000)
 
 
@@ -135,6 +148,9 @@ def configure(
     max_queue_size: int | None = None,
     max_export_batch_size: int | None = None,
     resource_attributes: Mapping[str, Any] | None = None,
+    redactors: Sequence[Redactor] = (truncate_results,),
+    email_resolver: EmailResolver | None = None,
+    outbox_path: str | os.PathLike[str] | None = None,
     set_global: bool = True,
     structured_logging: bool = True,
 ) -> OtelHooks:
@@ -150,6 +166,11 @@ def configure(
         capture_content: record prompts, completions, tool arguments and results.
         max_queue_size, max_export_batch_size: batch export bounds (``OTEL_BSP_*`` otherwise).
         resource_attributes: more resource attributes.
+        redactors: applied to every webhook body before it leaves the process (tool results are
+            trimmed by default).
+        email_resolver: user id → email, for webhooks that select ``userEmail``.
+        outbox_path: SQLite file of the durable queue (``delivery: queue`` webhooks); default
+            ``~/.otelhooks/outbox.sqlite3``.
         set_global: install the providers as the global ones.
         structured_logging: configure structlog to add ``trace_id``/``span_id`` to log lines.
 
@@ -184,6 +205,12 @@ def configure(
         )
         tracer_provider.add_span_processor(batcher)
         batchers.append(batcher)
+    deliverer = WebhookDeliverer(
+        metrics=agent_metrics,
+        builder=PayloadBuilder(redactors=redactors, email_resolver=email_resolver),
+        outbox_path=outbox_path,
+    )
+    set_default_deliverer(deliverer)
     hook_processor.registry.register(hooks)
     if set_global:
         trace.set_tracer_provider(tracer_provider)
@@ -196,6 +223,8 @@ def configure(
         metrics=agent_metrics,
         capture_content=capture_content,
     )
-    configured = OtelHooks(tracer_provider, meter_provider, hook_processor, tracer, batchers)
+    configured = OtelHooks(
+        tracer_provider, meter_provider, hook_processor, tracer, batchers, deliverer
+    )
     atexit.register(configured.shutdown)
     return configured

@@ -91,7 +91,7 @@ class InterceptChain:
             fresh._mocked_by = None
             fresh._closed = False
             self.verdict.payload = fresh
-        if hook.on_error == "block":
+        if hook.error_policy == "block":
             self._block(hook, f"hook {hook.id} failed: {problem}")
             return True, outcome
         return False, outcome

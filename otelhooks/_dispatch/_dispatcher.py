@@ -21,8 +21,10 @@ from typing import Any
 import structlog
 
 from otelhooks import _semconv as sc
+from otelhooks._actions import Enqueueing
 from otelhooks._dispatch._chain import InterceptChain
 from otelhooks._dispatch._registry import HookRegistry
+from otelhooks._errors import CriticalHookDeliveryError, HookError
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Hook
 from otelhooks._live import LiveEvent, Verdict
@@ -107,7 +109,7 @@ class Dispatcher:
 
     def intercept(self, live: LiveEvent) -> Verdict:
         """Run the interceptors of ``live`` now, on this thread, each under its deadline."""
-        hooks = self.match(live)
+        hooks = self._enqueue_notifications(live, self.match(live))
         if not hooks:
             live.verdict = Verdict(payload=None)
             return live.verdict
@@ -118,7 +120,7 @@ class Dispatcher:
             try:
                 result = self._call_with_deadline(hook, payload)
             except DeadlinePassed:
-                stop, outcome = chain.fail(hook, f"timed out after {hook.timeout:g}s", "timeout")
+                stop, outcome = chain.fail(hook, f"timed out after {hook.deadline_s:g}s", "timeout")
             except Exception as exc:
                 stop, outcome = chain.fail(hook, f"{type(exc).__name__}: {exc}")
                 _log.warning(
@@ -134,7 +136,7 @@ class Dispatcher:
 
     async def intercept_async(self, live: LiveEvent) -> Verdict:
         """As :meth:`intercept`, without blocking the event loop while hooks run."""
-        hooks = self.match(live)
+        hooks = self._enqueue_notifications(live, self.match(live))
         if not hooks:
             live.verdict = Verdict(payload=None)
             return live.verdict
@@ -145,7 +147,7 @@ class Dispatcher:
             try:
                 result = await self._acall_with_deadline(hook, payload)
             except DeadlinePassed:
-                stop, outcome = chain.fail(hook, f"timed out after {hook.timeout:g}s", "timeout")
+                stop, outcome = chain.fail(hook, f"timed out after {hook.deadline_s:g}s", "timeout")
             except Exception as exc:
                 stop, outcome = chain.fail(hook, f"{type(exc).__name__}: {exc}")
                 _log.warning(
@@ -162,12 +164,43 @@ class Dispatcher:
     # -- observe: queued, never awaited by the runtime -------------------------------------------
 
     def observe(self, live: LiveEvent) -> list[Hook]:
-        """Queue ``live`` for its matching observers. Builds the payload only if one matches."""
-        hooks = self.match(live)
-        if hooks:
+        """Queue ``live`` for its matching observers. Builds the payload only if one matches.
+
+        Raises:
+            CriticalHookDeliveryError: a ``fallback: none`` hook could not be queued durably
+                (after every sibling hook was queued).
+        """
+        matched = self.match(live)
+        if matched:
             live.payload()  # built now: the runtime may change its inputs after this returns
-            self._observers.submit((live, hooks))
-        return hooks
+            rest = self._enqueue_notifications(live, matched)
+            if rest:
+                self._observers.submit((live, rest))
+        return matched
+
+    def _enqueue_notifications(self, live: LiveEvent, hooks: list[Hook]) -> list[Hook]:
+        """Hand hooks that deliver by themselves (notification webhooks) their event; return
+        the others. Observation never gates execution, also on intercept events."""
+        if not any(isinstance(h.action, Enqueueing) for h in hooks):
+            return hooks
+        rest: list[Hook] = []
+        failures: list[HookError] = []
+        payload = live.payload()
+        for hook in hooks:
+            action = hook.action
+            if not isinstance(action, Enqueueing):
+                rest.append(hook)
+                continue
+            try:
+                if not action.enqueue(payload):
+                    self._record(hook, "dropped", 0.0)
+            except Exception as exc:
+                self._record(hook, "error", 0.0)
+                _log.warning("hook delivery failed", hook_id=hook.id, error=str(exc))
+                failures.append(HookError(str(exc), hook_id=hook.id, event=live.name))
+        if failures:
+            raise CriticalHookDeliveryError(failures, event=live.name)
+        return rest
 
     def flush(self, timeout_s: float = 30.0) -> bool:
         """Wait until every queued observer event has been handled (or the deadline passes)."""
@@ -243,19 +276,19 @@ class Dispatcher:
             submitted = self._submit(_run_coroutine, action, payload)
         else:
             submitted = self._submit(action, payload)
-        result = self._wait(submitted, hook.timeout)
+        result = self._wait(submitted, hook.deadline_s)
         if inspect.isawaitable(result):  # a sync callable that returned a coroutine
-            return self._wait(self._submit(asyncio.run, result), hook.timeout)
+            return self._wait(self._submit(asyncio.run, result), hook.deadline_s)
         return result
 
     async def _acall_with_deadline(self, hook: Hook, payload: HookEvent) -> Any:
         action = hook.action
         if action.is_async:
-            result = await _within(action(payload), hook.timeout)
+            result = await _within(action(payload), hook.deadline_s)
         else:
-            result = await _within(asyncio.to_thread(action, payload), hook.timeout)
+            result = await _within(asyncio.to_thread(action, payload), hook.deadline_s)
         if inspect.isawaitable(result):
-            return await _within(result, hook.timeout)
+            return await _within(result, hook.deadline_s)
         return result
 
     def _record(self, hook: Hook, outcome: str, duration_s: float) -> None:

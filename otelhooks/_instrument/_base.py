@@ -176,6 +176,10 @@ class SpanScope:
             self._token = None
         self.span.end()
         self.tracer.end_events(self.live)
+        if self.live.critical is not None:
+            # A fallback-none hook asked for this: raised once the span is complete.
+            critical, self.live.critical = self.live.critical, None
+            raise critical
 
     def __enter__(self) -> Self:
         self._open(deferred=False)

@@ -1,0 +1,215 @@
+"""The durable outbox of ``delivery: queue`` webhooks: SQLite in WAL mode.
+
+A row is inserted (and committed) before ``enqueue`` returns, so a process killed right after an
+event still delivers it after a restart. A pump thread delivers due rows, deletes them on success,
+reschedules retryable failures with exponential backoff and full jitter, and drops (counting) rows
+whose deadline passed or that failed for good. Delivery is at-least-once: a crash between the
+HTTP response and the delete repeats a delivery; every request carries the event's id as
+``Idempotency-Key`` (and ``eventId`` in the body) so receivers de-duplicate.
+
+Only the serializable part of a hook is stored: its webhook config (header templates, never
+resolved values) and the JSON body. It is re-validated when a row is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import structlog
+from pydantic import ValidationError
+
+from otelhooks._actions._webhook_config import WebhookConfig
+from otelhooks._actions._webhook_http import Delivery, prepare, send, sync_client
+
+__all__ = ["Outbox", "backoff_s"]
+
+_log = structlog.get_logger("otelhooks")
+
+_SCHEMA: Final = """
+CREATE TABLE IF NOT EXISTS outbox (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    hook_id TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    config TEXT NOT NULL,
+    body BLOB NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    next_at REAL NOT NULL,
+    deadline_at REAL NOT NULL,
+    last_error TEXT
+);
+CREATE INDEX IF NOT EXISTS outbox_due ON outbox (next_at);
+"""
+
+
+def backoff_s(attempt: int, *, base: float = 0.5, cap: float = 30.0) -> float:
+    """Exponential backoff with full jitter: uniform in [0, min(cap, base * 2**attempt)]."""
+    return random.uniform(0, min(cap, base * 2**attempt))
+
+
+@dataclass(frozen=True, slots=True)
+class _Row:
+    id: int
+    hook_id: str
+    event_id: str
+    config: str
+    body: bytes
+    attempts: int
+    deadline_at: float
+
+
+Report = Callable[[str, str, Delivery | None, str], None]
+"""(hook id, outcome, last delivery, reason) for every row that finished."""
+
+
+class Outbox:
+    """A durable queue of webhook deliveries with its own pump thread.
+
+    Args:
+        path: the SQLite file (created with its folder).
+        retry_deadline_s: how long a row may keep failing before it is dropped.
+        report: told of every delivered or dropped row (metrics and logs hang off it).
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        retry_deadline_s: float = 3600.0,
+        poll_s: float = 0.2,
+        report: Report | None = None,
+    ) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.retry_deadline_s = retry_deadline_s
+        self._poll_s = poll_s
+        self._report = report
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.executescript(_SCHEMA)
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._idle = threading.Condition()
+        self._thread: threading.Thread | None = None
+
+    def put(self, hook_id: str, event_id: str, config: WebhookConfig, body: bytes) -> None:
+        """Store one delivery durably (committed when this returns) and wake the pump."""
+        now = time.time()
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO outbox (hook_id, event_id, config, body, next_at, deadline_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (hook_id, event_id, json.dumps(config.persisted()), body, now,
+                 now + self.retry_deadline_s),
+            )  # fmt: skip
+        self._start()
+        self._wake.set()
+
+    def pending(self) -> int:
+        with self._lock:
+            row = self._db.execute("SELECT COUNT(*) FROM outbox").fetchone()
+        return int(row[0])
+
+    def start(self) -> None:
+        """Start delivering what earlier processes left behind."""
+        self._start()
+        self._wake.set()
+
+    def flush(self, timeout_s: float = 30.0) -> bool:
+        """Wait until no row is due (rows waiting for a retry later do not count)."""
+        deadline = time.monotonic() + timeout_s
+        self._start()
+        self._wake.set()
+        while time.monotonic() < deadline:
+            if self._due(time.time(), 1) == []:
+                return True
+            time.sleep(0.01)
+        return False
+
+    def close(self, timeout_s: float = 5.0) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+        with self._lock:
+            self._db.close()
+
+    def _start(self) -> None:
+        if self._thread is None or not self._thread.is_alive():
+            self._thread = threading.Thread(target=self._pump, name="otelhooks-outbox", daemon=True)
+            self._thread.start()
+
+    def _due(self, now: float, limit: int) -> list[_Row]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, hook_id, event_id, config, body, attempts, deadline_at FROM outbox "
+                "WHERE next_at <= ? ORDER BY id LIMIT ?",
+                (now, limit),
+            ).fetchall()
+        return [_Row(*row) for row in rows]
+
+    def _pump(self) -> None:
+        while not self._stop.is_set():
+            rows = self._due(time.time(), 64)
+            if not rows:
+                self._wake.wait(self._poll_s)
+                self._wake.clear()
+                continue
+            for row in rows:
+                if self._stop.is_set():
+                    return
+                self._deliver(row)
+
+    def _finish(self, row: _Row, outcome: str, delivery: Delivery | None, reason: str) -> None:
+        with self._lock:
+            self._db.execute("DELETE FROM outbox WHERE id = ?", (row.id,))
+        if self._report is not None:
+            self._report(row.hook_id, outcome, delivery, reason)
+
+    def _deliver(self, row: _Row) -> None:
+        try:
+            config = WebhookConfig.model_validate(json.loads(row.config))
+        except (ValidationError, ValueError) as exc:
+            _log.warning(
+                "outbox row has an invalid webhook config", hook_id=row.hook_id, error=str(exc)
+            )
+            self._finish(row, "dropped", None, "invalid_config")
+            return
+        prepared = prepare(config, row.body, row.event_id)
+        delivery = (
+            prepared
+            if isinstance(prepared, Delivery)
+            else send(sync_client(), config, prepared, accept=tuple(range(200, 300)), limit=65536)
+        )
+        if delivery.ok:
+            self._finish(row, "ok", delivery, "")
+            return
+        now = time.time()
+        retry_at = now + backoff_s(row.attempts)
+        if not delivery.retryable or retry_at > row.deadline_at:
+            reason = "retry_deadline" if delivery.retryable else (delivery.error_class or "error")
+            _log.warning(
+                "webhook delivery dropped",
+                hook_id=row.hook_id,
+                error_class=delivery.error_class,
+                status=delivery.status,
+                attempts=row.attempts + 1,
+            )
+            self._finish(row, "dropped", delivery, reason)
+            return
+        with self._lock:
+            self._db.execute(
+                "UPDATE outbox SET attempts = attempts + 1, next_at = ?, last_error = ? "
+                "WHERE id = ?",
+                (retry_at, delivery.error_class or str(delivery.status), row.id),
+            )

@@ -1,0 +1,70 @@
+"""The ``webhook`` action kind: notification webhooks and ``before_tool_call`` control hooks."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from otelhooks._actions import register_action_kind
+from otelhooks._actions._webhook_config import WebhookConfig
+from otelhooks._actions._webhook_control import ControlWebhookAction
+from otelhooks._actions._webhook_delivery import default_deliverer
+from otelhooks._errors import ConfigError
+from otelhooks._events import HookEvent
+
+if TYPE_CHECKING:
+    from otelhooks._hooks import Hook
+
+__all__ = ["NotifyWebhookAction", "webhook_config"]
+
+
+class NotifyWebhookAction:
+    """A notification: queued for background delivery, never awaited (also on
+    ``before_tool_call``: observation never gates execution)."""
+
+    kind = "webhook"
+    is_async = False
+    concurrent = False
+
+    def __init__(self, hook_id: str, hook_type: str, config: WebhookConfig) -> None:
+        self.hook_id = hook_id
+        self.hook_type = hook_type
+        self.config = config
+
+    def enqueue(self, payload: HookEvent) -> bool:
+        return default_deliverer().enqueue(self.hook_id, self.hook_type, self.config, payload)
+
+    def __call__(self, payload: HookEvent) -> None:
+        self.enqueue(payload)
+
+
+def webhook_config(hook: Hook) -> WebhookConfig:
+    """Validate ``hook.webhook`` and the rules that involve the rest of the hook."""
+    raw: Any = hook.webhook
+    try:
+        config = raw if isinstance(raw, WebhookConfig) else WebhookConfig.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        field = f"webhook.{loc}" if loc else "webhook"
+        raise ConfigError(first["msg"].removeprefix("Value error, "), field=field) from None
+    if config.is_control:
+        if hook.spec.name != "before_tool_call":
+            raise ConfigError(
+                "control hooks (responseHandling: toolCall) run only on beforeToolCall",
+                field="webhook.responseHandling",
+            )
+        if hook.handler is not None:
+            raise ConfigError("a control hook cannot also have a handler", field="handler")
+    return config
+
+
+def _build(hook: Hook) -> ControlWebhookAction | NotifyWebhookAction:
+    config = webhook_config(hook)
+    if config.is_control:
+        return ControlWebhookAction(hook.id, hook.type, config)
+    return NotifyWebhookAction(hook.id, hook.type, config)
+
+
+register_action_kind("webhook", _build)

@@ -1,0 +1,278 @@
+"""Notification webhooks, delivered off the agent's path.
+
+``enqueue`` is all the agent pays: the event goes into a bounded queue (a full queue drops and
+counts). A worker thread builds bodies and hands them to a private event loop where one pooled
+``httpx.AsyncClient`` (keep-alive) sends them with bounded concurrency. The retry rule, written
+once (:attr:`Delivery.retryable`): network errors, timeouts, 5xx, 408 and 429 are retried with
+exponential backoff and full jitter until ``retry_deadline_s``; other 4xx and bad configuration
+are not. Whatever is given up on is counted in ``otelhooks.dropped{source="webhook"}``.
+Notifications ignore the response content; any 2xx (204 included) is a success.
+
+``delivery: queue`` hooks go to the durable :class:`~otelhooks._actions._outbox.Outbox` instead:
+the insert is committed before ``enqueue`` returns, so they survive a restart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import structlog
+
+from otelhooks import _semconv as sc
+from otelhooks._actions._outbox import Outbox, backoff_s
+from otelhooks._actions._webhook_config import WebhookConfig
+from otelhooks._actions._webhook_http import Delivery, async_client, prepare, send_async
+from otelhooks._actions._webhook_payload import PayloadBuilder
+from otelhooks._events import HookEvent
+from otelhooks._metrics import AgentMetrics
+from otelhooks._worker import BoundedWorker
+
+__all__ = ["WebhookDeliverer", "default_deliverer", "set_default_deliverer"]
+
+_log = structlog.get_logger("otelhooks")
+_SUCCESS = tuple(range(200, 300))
+
+
+@dataclass(slots=True)
+class _Item:
+    hook_id: str
+    hook_type: str
+    event: str
+    config: WebhookConfig
+    payload: HookEvent
+
+
+class WebhookDeliverer:
+    """Delivers notification webhooks in the background. One per process is usual.
+
+    Args:
+        metrics: where invocations, latency and drops are counted.
+        builder: the payload builder (redaction, email enrichment).
+        max_queue_size: bound of the in-memory queue.
+        concurrency: requests in flight at most.
+        retry_deadline_s: how long a failing delivery is retried (fetch mode).
+        outbox_path: SQLite file of the durable queue for ``delivery: queue`` hooks.
+    """
+
+    def __init__(
+        self,
+        *,
+        metrics: AgentMetrics | None = None,
+        builder: PayloadBuilder | None = None,
+        max_queue_size: int = 65_536,
+        concurrency: int = 64,
+        retry_deadline_s: float = 60.0,
+        outbox_path: str | os.PathLike[str] | None = None,
+    ) -> None:
+        self.metrics = metrics or AgentMetrics()
+        self.builder = builder or PayloadBuilder()
+        self.retry_deadline_s = retry_deadline_s
+        self._slots = threading.BoundedSemaphore(concurrency)
+        self._in_flight = 0
+        self._idle = threading.Condition()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: httpx.AsyncClient | None = None
+        self._loop_lock = threading.Lock()
+        self._outbox_path = outbox_path
+        self._outbox: Outbox | None = None
+        self._worker: BoundedWorker[_Item] = BoundedWorker(
+            "otelhooks-webhooks",
+            self._handle_batch,
+            max_queue_size=max_queue_size,
+            max_batch_size=256,
+            schedule_delay_s=0.05,
+            on_drop=self.metrics.drop_counter("webhook"),
+        )
+
+    # -- the agent's side -------------------------------------------------------------------------
+
+    def enqueue(
+        self, hook_id: str, hook_type: str, config: WebhookConfig, payload: HookEvent
+    ) -> bool:
+        """Queue one notification. Never blocks on the network; False when it was dropped."""
+        item = _Item(hook_id, hook_type, payload.event, config, payload)
+        if config.delivery == "queue":
+            return self._enqueue_durable(item)
+        return self._worker.submit(item)
+
+    def _enqueue_durable(self, item: _Item) -> bool:
+        body = self._body(item)
+        if body is None:
+            return False
+        try:
+            self.outbox().put(item.hook_id, item.payload.eventId, item.config, body)
+            return True
+        except Exception as exc:
+            if item.config.fallback == "none":
+                raise
+            _log.warning(
+                "outbox unavailable, falling back to fetch", hook_id=item.hook_id, error=str(exc)
+            )
+            return self._worker.submit(item)
+
+    def outbox(self) -> Outbox:
+        if self._outbox is None:
+            path = self._outbox_path or Path.home() / ".otelhooks" / "outbox.sqlite3"
+            self._outbox = Outbox(path, report=self._report_outbox)
+        return self._outbox
+
+    # -- the worker's side ------------------------------------------------------------------------
+
+    def _body(self, item: _Item) -> bytes | None:
+        data = self.builder.build(item.hook_id, item.hook_type, item.config, item.payload)
+        if data is None:
+            return None  # cancelled (email lookup): the delivery stops
+        return json.dumps(data, separators=(",", ":"), default=str).encode()
+
+    def _ensure_loop(self) -> asyncio.AbstractEventLoop:
+        with self._loop_lock:
+            if self._loop is None or self._loop.is_closed():
+                loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=loop.run_forever, name="otelhooks-webhook-io", daemon=True
+                ).start()
+                self._loop = loop
+                self._client = None
+            return self._loop
+
+    def _handle_batch(self, batch: list[_Item]) -> None:
+        loop = self._ensure_loop()
+        for item in batch:
+            try:
+                body = self._body(item)
+            except Exception as exc:
+                _log.warning("webhook payload failed", hook_id=item.hook_id, error=str(exc))
+                self._record(item, "error", 0.0)
+                continue
+            if body is None:
+                continue
+            self._slots.acquire()  # bounded concurrency: back-pressure onto the bounded queue
+            with self._idle:
+                self._in_flight += 1
+            asyncio.run_coroutine_threadsafe(self._deliver(item, body), loop)
+
+    async def _deliver(self, item: _Item, body: bytes) -> None:
+        started = time.perf_counter()
+        deadline = time.monotonic() + self.retry_deadline_s
+        delivery: Delivery | None = None
+        try:
+            if self._client is None:
+                self._client = async_client()
+            attempt = 0
+            while True:
+                prepared = prepare(item.config, body, item.payload.eventId)
+                if isinstance(prepared, Delivery):
+                    delivery = prepared
+                else:
+                    delivery = await send_async(
+                        self._client, item.config, prepared, accept=_SUCCESS, limit=65536
+                    )
+                if delivery.ok or not delivery.retryable:
+                    break
+                pause = backoff_s(attempt)
+                if time.monotonic() + pause > deadline:
+                    break
+                attempt += 1
+                await asyncio.sleep(pause)
+        except Exception as exc:  # never let one delivery kill the loop
+            delivery = Delivery(False, error_class="network_error", message=str(exc))
+        finally:
+            self._slots.release()
+            with self._idle:
+                self._in_flight -= 1
+                self._idle.notify_all()
+        assert delivery is not None
+        duration = time.perf_counter() - started
+        if delivery.ok:
+            self._record(item, "ok", duration)
+            return
+        reason = "retry_deadline" if delivery.retryable else (delivery.error_class or "error")
+        _log.warning(
+            "webhook delivery failed",
+            hook_id=item.hook_id,
+            lifecycle_event=item.event,
+            error_class=delivery.error_class,
+            status=delivery.status,
+            reason=reason,
+        )
+        self._record(item, "error", duration)
+        self.metrics.dropped.add(1, {sc.ATTR_DROP_SOURCE: "webhook", sc.ATTR_DROP_REASON: reason})
+
+    def _record(self, item: _Item, outcome: str, duration_s: float) -> None:
+        attrs = {
+            sc.ATTR_HOOK_ID: item.hook_id,
+            sc.ATTR_HOOK_EVENT: item.event,
+            sc.ATTR_OUTCOME: outcome,
+        }
+        self.metrics.hook_invocations.add(1, attrs)
+        self.metrics.hook_duration.record(duration_s, attrs)
+
+    def _report_outbox(
+        self, hook_id: str, outcome: str, delivery: Delivery | None, reason: str
+    ) -> None:
+        attrs: dict[str, Any] = {
+            sc.ATTR_HOOK_ID: hook_id,
+            sc.ATTR_OUTCOME: "ok" if outcome == "ok" else "error",
+        }
+        self.metrics.hook_invocations.add(1, attrs)
+        if delivery is not None:
+            self.metrics.hook_duration.record(delivery.duration_s, attrs)
+        if outcome != "ok":
+            self.metrics.dropped.add(
+                1, {sc.ATTR_DROP_SOURCE: "outbox", sc.ATTR_DROP_REASON: reason}
+            )
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def flush(self, timeout_s: float = 30.0) -> bool:
+        """Wait until every queued notification was delivered or given up on."""
+        deadline = time.monotonic() + timeout_s
+        ok = self._worker.flush(timeout_s)
+        with self._idle:
+            ok = (
+                self._idle.wait_for(
+                    lambda: self._in_flight == 0, max(0.0, deadline - time.monotonic())
+                )
+                and ok
+            )
+        if self._outbox is not None:
+            ok = self._outbox.flush(max(0.0, deadline - time.monotonic())) and ok
+        return ok
+
+    def shutdown(self, timeout_s: float = 10.0) -> None:
+        self.flush(timeout_s)
+        self._worker.shutdown(0.1)
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            if self._client is not None:
+                asyncio.run_coroutine_threadsafe(self._client.aclose(), loop).result(5)
+            loop.call_soon_threadsafe(loop.stop)
+        if self._outbox is not None:
+            self._outbox.close()
+
+
+_default: WebhookDeliverer | None = None
+_default_lock = threading.Lock()
+
+
+def default_deliverer() -> WebhookDeliverer:
+    """The process's deliverer (created on first use; ``configure()`` replaces it)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            _default = WebhookDeliverer()
+        return _default
+
+
+def set_default_deliverer(deliverer: WebhookDeliverer) -> None:
+    global _default
+    with _default_lock:
+        _default = deliverer

@@ -1,0 +1,194 @@
+"""One webhook HTTP request, sync or async, with the limits the seed sets; outcomes as values.
+
+Error classes (LobeHub's): ``configuration`` (bad URL base, unset header variable),
+``http_error`` (any status the caller does not accept, including redirects, which are refused),
+``network_error``, ``timeout``, ``invalid_response``, ``response_too_large`` (a body read beyond
+``limit``). Requests carry ``Idempotency-Key`` (the event's stable id) so receivers can
+de-duplicate at-least-once deliveries. httpx errors are translated here, at one boundary.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Final, Literal
+
+import httpx
+
+from otelhooks._actions._webhook_config import WebhookConfig, resolve_headers
+
+__all__ = [
+    "CONTROL_RESPONSE_LIMIT",
+    "Delivery",
+    "ErrorClass",
+    "async_client",
+    "prepare",
+    "send",
+    "send_async",
+    "sync_client",
+]
+
+ErrorClass = Literal[
+    "configuration", "http_error", "network_error", "timeout", "invalid_response",
+    "response_too_large",
+]  # fmt: skip
+CONTROL_RESPONSE_LIMIT: Final = 64 * 1024
+USER_AGENT: Final = "otelhooks-webhook/1"
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """What one request did. ``ok`` means a status the caller accepts was received."""
+
+    ok: bool
+    status: int | None = None
+    error_class: ErrorClass | None = None
+    message: str = ""
+    body: bytes = b""
+    duration_s: float = 0.0
+
+    @property
+    def retryable(self) -> bool:
+        """The written retry rule: network errors, timeouts, 5xx, 408 and 429 are retried;
+        other 4xx, configuration and response errors are not."""
+        if self.ok or self.error_class in ("configuration", "invalid_response"):
+            return False
+        if self.error_class in ("network_error", "timeout"):
+            return True
+        return self.status is not None and (self.status >= 500 or self.status in (408, 429))
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    url: str
+    headers: dict[str, str]
+    content: bytes
+
+
+def prepare(config: WebhookConfig, content: bytes, idempotency_key: str) -> Prepared | Delivery:
+    """Resolve the URL and header templates now (send time). A failure is a Delivery."""
+    try:
+        url = config.absolute_url()
+        headers = resolve_headers(config)
+    except LookupError as exc:
+        return Delivery(False, error_class="configuration", message=str(exc))
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": USER_AGENT,
+        "Idempotency-Key": idempotency_key,
+        **headers,
+    }
+    return Prepared(url, headers, content)
+
+
+class _Clients:
+    """Process-wide pooled clients (keep-alive), recreated after a fork."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = os.getpid()
+        self._sync: httpx.Client | None = None
+
+    def sync(self) -> httpx.Client:
+        with self._lock:
+            if self._sync is None or self._pid != os.getpid():
+                self._pid = os.getpid()
+                self._sync = httpx.Client(
+                    follow_redirects=False,
+                    limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
+                    trust_env=False,
+                )
+            return self._sync
+
+
+_CLIENTS = _Clients()
+
+
+def sync_client() -> httpx.Client:
+    """The shared sync client (thread-safe, pooled)."""
+    return _CLIENTS.sync()
+
+
+def async_client() -> httpx.AsyncClient:
+    """A new pooled async client; the caller owns it (one per event loop)."""
+    return httpx.AsyncClient(
+        follow_redirects=False,
+        limits=httpx.Limits(max_connections=128, max_keepalive_connections=64),
+        trust_env=False,
+    )
+
+
+def _translate(exc: Exception) -> tuple[ErrorClass, str]:
+    if isinstance(exc, httpx.TimeoutException):
+        return "timeout", f"timed out ({type(exc).__name__})"
+    if isinstance(exc, httpx.TransportError):
+        return "network_error", f"{type(exc).__name__}: {exc}"
+    return "network_error", f"{type(exc).__name__}: {exc}"
+
+
+def _classify(status: int, body: bytes, accept: tuple[int, ...], started: float) -> Delivery:
+    duration = time.perf_counter() - started
+    if status in accept:
+        return Delivery(True, status, body=body, duration_s=duration)
+    kind = "redirect refused" if 300 <= status < 400 else "unexpected status"
+    return Delivery(False, status, "http_error", f"{kind} {status}", body, duration)
+
+
+def send(
+    client: httpx.Client,
+    config: WebhookConfig,
+    prepared: Prepared,
+    *,
+    accept: tuple[int, ...],
+    limit: int,
+) -> Delivery:
+    """POST ``prepared`` and read at most ``limit`` bytes of the answer."""
+    started = time.perf_counter()
+    try:
+        with client.stream(
+            "POST", prepared.url, content=prepared.content, headers=prepared.headers,
+            timeout=config.timeout,
+        ) as response:  # fmt: skip
+            body = b""
+            for chunk in response.iter_bytes():
+                body += chunk
+                if len(body) > limit:
+                    return Delivery(
+                        False, response.status_code, "response_too_large",
+                        f"response over {limit} bytes", duration_s=time.perf_counter() - started,
+                    )  # fmt: skip
+            return _classify(response.status_code, body, accept, started)
+    except httpx.HTTPError as exc:
+        error_class, message = _translate(exc)
+        return Delivery(False, None, error_class, message, duration_s=time.perf_counter() - started)
+
+
+async def send_async(
+    client: httpx.AsyncClient,
+    config: WebhookConfig,
+    prepared: Prepared,
+    *,
+    accept: tuple[int, ...],
+    limit: int,
+) -> Delivery:
+    """As :func:`send`, on an async client."""
+    started = time.perf_counter()
+    try:
+        async with client.stream(
+            "POST", prepared.url, content=prepared.content, headers=prepared.headers,
+            timeout=config.timeout,
+        ) as response:  # fmt: skip
+            body = b""
+            async for chunk in response.aiter_bytes():
+                body += chunk
+                if len(body) > limit:
+                    return Delivery(
+                        False, response.status_code, "response_too_large",
+                        f"response over {limit} bytes", duration_s=time.perf_counter() - started,
+                    )  # fmt: skip
+            return _classify(response.status_code, body, accept, started)
+    except httpx.HTTPError as exc:
+        error_class, message = _translate(exc)
+        return Delivery(False, None, error_class, message, duration_s=time.perf_counter() - started)
