@@ -153,6 +153,12 @@ def send(
         ) as response:  # fmt: skip
             body = b""
             for chunk in response.iter_bytes():
+                if time.perf_counter() - started > config.timeout:
+                    # httpx's read timeout restarts with every chunk: a dripping peer is cut here
+                    return Delivery(
+                        False, response.status_code, "timeout", "response slower than the timeout",
+                        duration_s=time.perf_counter() - started,
+                    )  # fmt: skip
                 body += chunk
                 if len(body) > limit:
                     return Delivery(
@@ -182,6 +188,12 @@ async def send_async(
         ) as response:  # fmt: skip
             body = b""
             async for chunk in response.aiter_bytes():
+                if time.perf_counter() - started > config.timeout:
+                    # httpx's read timeout restarts with every chunk: a dripping peer is cut here
+                    return Delivery(
+                        False, response.status_code, "timeout", "response slower than the timeout",
+                        duration_s=time.perf_counter() - started,
+                    )  # fmt: skip
                 body += chunk
                 if len(body) > limit:
                     return Delivery(
