@@ -64,6 +64,9 @@ class WebhookServer:
                     self.path, {k.lower(): v for k, v in self.headers.items()},
                     self.rfile.read(length), self.client_address[1],
                 )  # fmt: skip
+                with server._cond:
+                    server.received.append(got)
+                    server._cond.notify_all()
                 reply = server._reply(got)
                 if reply.delay_s:
                     time.sleep(reply.delay_s)
@@ -82,9 +85,6 @@ class WebhookServer:
                         self.wfile.write(reply.body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
-                with server._cond:
-                    server.received.append(got)
-                    server._cond.notify_all()
 
             def log_message(self, format: str, *args: Any) -> None:
                 return None

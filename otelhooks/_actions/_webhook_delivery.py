@@ -87,7 +87,7 @@ class WebhookDeliverer:
             "otelhooks-webhooks",
             self._handle_batch,
             max_queue_size=max_queue_size,
-            max_batch_size=256,
+            max_batch_size=min(256, max_queue_size),
             schedule_delay_s=0.05,
             on_drop=self.metrics.drop_counter("webhook"),
         )
@@ -161,38 +161,42 @@ class WebhookDeliverer:
 
     async def _deliver(self, item: _Item, body: bytes) -> None:
         started = time.perf_counter()
-        deadline = time.monotonic() + self.retry_deadline_s
-        delivery: Delivery | None = None
         try:
-            if self._client is None:
-                self._client = async_client()
-            attempt = 0
-            while True:
-                prepared = prepare(item.config, body, item.payload.eventId)
-                if isinstance(prepared, Delivery):
-                    delivery = prepared
-                else:
-                    delivery = await send_async(
-                        self._client, item.config, prepared, accept=_SUCCESS, limit=65536
-                    )
-                if delivery.ok or not delivery.retryable:
-                    break
-                pause = backoff_s(attempt)
-                if time.monotonic() + pause > deadline:
-                    break
-                attempt += 1
-                await asyncio.sleep(pause)
+            delivery = await self._attempts(item, body)
+            self._settle(item, delivery, time.perf_counter() - started)
         except Exception as exc:  # never let one delivery kill the loop
-            delivery = Delivery(False, error_class="network_error", message=str(exc))
+            _log.warning("webhook delivery crashed", hook_id=item.hook_id, error=str(exc))
         finally:
+            # Released only after the outcome is recorded, so flush() sees the metrics.
             self._slots.release()
             with self._idle:
                 self._in_flight -= 1
                 self._idle.notify_all()
-        assert delivery is not None
-        duration = time.perf_counter() - started
+
+    async def _attempts(self, item: _Item, body: bytes) -> Delivery:
+        """Send until success, a failure the retry rule does not retry, or the deadline."""
+        if self._client is None:
+            self._client = async_client()
+        deadline = time.monotonic() + self.retry_deadline_s
+        attempt = 0
+        while True:
+            prepared = prepare(item.config, body, item.payload.eventId)
+            if isinstance(prepared, Delivery):
+                return prepared
+            delivery = await send_async(
+                self._client, item.config, prepared, accept=_SUCCESS, limit=65536
+            )
+            if delivery.ok or not delivery.retryable:
+                return delivery
+            pause = backoff_s(attempt)
+            if time.monotonic() + pause > deadline:
+                return delivery
+            attempt += 1
+            await asyncio.sleep(pause)
+
+    def _settle(self, item: _Item, delivery: Delivery, duration_s: float) -> None:
         if delivery.ok:
-            self._record(item, "ok", duration)
+            self._record(item, "ok", duration_s)
             return
         reason = "retry_deadline" if delivery.retryable else (delivery.error_class or "error")
         _log.warning(
@@ -203,7 +207,7 @@ class WebhookDeliverer:
             status=delivery.status,
             reason=reason,
         )
-        self._record(item, "error", duration)
+        self._record(item, "error", duration_s)
         self.metrics.dropped.add(1, {sc.ATTR_DROP_SOURCE: "webhook", sc.ATTR_DROP_REASON: reason})
 
     def _record(self, item: _Item, outcome: str, duration_s: float) -> None:

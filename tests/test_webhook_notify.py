@@ -1,0 +1,327 @@
+"""Notification webhooks: delivered off the agent's path to a real HTTP server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import structlog
+
+from otelhooks import ToolResult
+from otelhooks._actions._webhook_delivery import WebhookDeliverer, set_default_deliverer
+from otelhooks._actions._webhook_payload import RESULT_LIMIT, EmailCache, PayloadBuilder
+from tests._webhook_server import Reply, WebhookServer, webhook_server
+from tests.conftest import Pipeline
+
+
+@pytest.fixture
+def server() -> Iterator[WebhookServer]:
+    with webhook_server() as s:
+        yield s
+
+
+@pytest.fixture
+def deliverer(pipe: Pipeline, tmp_path: Path) -> Iterator[WebhookDeliverer]:
+    d = WebhookDeliverer(
+        metrics=pipe.metrics, retry_deadline_s=3.0, outbox_path=tmp_path / "outbox.db"
+    )
+    set_default_deliverer(d)
+    yield d
+    d.shutdown(5)
+
+
+def notify(
+    server: WebhookServer, path: str = "/n", type: str = "afterToolCall", **webhook: Any
+) -> dict[str, Any]:
+    return {
+        "id": f"n{path.replace('/', '-')}",
+        "type": type,
+        "webhook": {"url": server.url + path, **webhook},
+    }
+
+
+def run(pipe: Pipeline, args: dict[str, Any] | None = None, output: str = "ok") -> ToolResult:
+    with pipe.tracer.operation("agent", user_id="u-1") as op, op.step() as step:
+        return step.run_tool("fs", "readFile", args or {"path": "a.txt"}, lambda **_: output)
+
+
+def test_a_notification_carries_the_event_with_hook_id_and_type(
+    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+) -> None:
+    pipe.register(notify(server))
+    run(pipe)
+    assert deliverer.flush(10)
+    body = server.requests("/n")[0].json()
+    assert (body["event"], body["apiName"], body["content"]) == (
+        "after_tool_call",
+        "readFile",
+        "ok",
+    )
+    assert (body["hookId"], body["hookType"]) == ("n-n", "afterToolCall")
+    assert body["eventId"] and body["traceId"] and body["spanId"]
+
+
+def test_event_fields_select_and_body_merges_with_body_winning(
+    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+) -> None:
+    pipe.register(
+        notify(
+            server,
+            eventFields=["apiName", "success"],
+            body={"success": "overridden", "team": "ops"},
+        )
+    )
+    run(pipe)
+    deliverer.flush(10)
+    body = server.requests("/n")[0].json()
+    assert set(body) == {"eventId", "apiName", "success", "team", "hookId", "hookType"}
+    assert body["success"] == "overridden"
+
+
+def test_tool_results_pass_through_redaction_before_leaving(
+    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+) -> None:
+    pipe.register(notify(server))
+    run(pipe, output="x" * (RESULT_LIMIT * 3))
+    deliverer.flush(10)
+    body = server.requests("/n")[0].json()
+    assert len(body["content"]) < RESULT_LIMIT + 100
+    assert body["content"].endswith("more characters]")
+
+
+def test_workspace_format_sends_the_workspace_body(
+    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+) -> None:
+    pipe.register(notify(server, type="PostToolUse", format="workspace", workspaceId="ws-1"))
+    run(pipe)
+    deliverer.flush(10)
+    body = server.requests("/n")[0].json()
+    assert set(body) == {
+        "event",
+        "toolName",
+        "matcherValue",
+        "toolInput",
+        "toolResult",
+        "payload",
+        "timestamp",
+        "workspaceId",
+    }
+    assert (body["event"], body["toolName"], body["matcherValue"]) == (
+        "PostToolUse",
+        "readFile",
+        "readFile",
+    )
+    assert (body["toolInput"], body["toolResult"], body["workspaceId"]) == (
+        {"path": "a.txt"},
+        "ok",
+        "ws-1",
+    )
+
+
+def test_header_templates_resolve_at_send_time_and_the_secret_stays_out_of_telemetry(
+    pipe: Pipeline,
+    server: WebhookServer,
+    deliverer: WebhookDeliverer,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    secret = "tok-" + "9" * 24
+    monkeypatch.setenv("HOOK_TOKEN", secret)
+    pipe.register(
+        notify(
+            server, headers={"Authorization": "Bearer ${HOOK_TOKEN}"}, allowedEnvVars=["HOOK_TOKEN"]
+        )
+    )
+    with structlog.testing.capture_logs() as logs:
+        run(pipe)
+        deliverer.flush(10)
+    assert server.requests("/n")[0].headers["authorization"] == f"Bearer {secret}"
+    everything = (
+        json.dumps(
+            [
+                [dict(s.attributes or {}), [dict(e.attributes or {}) for e in s.events]]
+                for s in pipe.spans()
+            ]
+        )
+        + json.dumps(logs, default=str)
+        + json.dumps([h.serializable() for h in pipe.hooks.registry.hooks()])
+    )
+    assert secret not in everything
+
+
+def test_a_204_answer_is_a_success(
+    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+) -> None:
+    server.routes["/n"] = Reply(204)
+    pipe.register(notify(server))
+    run(pipe)
+    deliverer.flush(10)
+    pipe.flush()
+    assert pipe.metric_total("otelhooks.hook.invocations", {"otelhooks.outcome": "ok"}) >= 1
+
+
+def test_5xx_is_retried_with_backoff_until_it_succeeds(
+    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+) -> None:
+    server.routes["/n"] = [Reply(503), Reply(500), Reply(204)]
+    pipe.register(notify(server))
+    run(pipe)
+    deliverer.flush(10)
+    requests = server.requests("/n")
+    assert len(requests) == 3
+    assert len({r.json()["eventId"] for r in requests}) == 1  # one delivery, retried
+    assert pipe.metric_total("otelhooks.hook.invocations", {"otelhooks.outcome": "ok"}) == 1
+
+
+def test_4xx_is_not_retried_and_counted_as_dropped(
+    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+) -> None:
+    server.routes["/n"] = Reply(404)
+    pipe.register(notify(server))
+    run(pipe)
+    deliverer.flush(10)
+    assert len(server.requests("/n")) == 1
+    assert pipe.metric_total("otelhooks.dropped", {"otelhooks.drop.source": "webhook"}) == 1
+
+
+def test_a_dead_endpoint_is_retried_to_the_deadline_then_dropped_and_counted(
+    pipe: Pipeline, deliverer: WebhookDeliverer
+) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    pipe.register(
+        {"id": "dead", "type": "afterToolCall", "webhook": {"url": f"http://127.0.0.1:{port}/x"}}
+    )
+    run(pipe)
+    assert deliverer.flush(10)
+    assert (
+        pipe.metric_total(
+            "otelhooks.dropped",
+            {"otelhooks.drop.source": "webhook", "otelhooks.drop.reason": "retry_deadline"},
+        )
+        == 1
+    )
+
+
+def test_a_slow_endpoint_adds_nothing_to_the_agent_loop(
+    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+) -> None:
+    server.routes["/n"] = Reply(204, delay_s=1.0)
+    pipe.register(notify(server), {**notify(server, type="beforeToolCall"), "id": "n-before"})
+    started = time.perf_counter()
+    for _ in range(5):
+        run(pipe)
+    assert time.perf_counter() - started < 0.5
+    deliverer.flush(15)
+    assert len(server.requests("/n")) == 10
+
+
+def test_observation_webhooks_on_before_tool_call_never_gate_execution(
+    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+) -> None:
+    server.routes["/n"] = Reply.json({"decision": "deny"})  # a notification's answer is ignored
+    pipe.register(notify(server, type="beforeToolCall"))
+    assert run(pipe).content == "ok"
+
+
+def test_the_client_is_reused_across_deliveries(
+    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+) -> None:
+    pipe.register(notify(server))
+    for _ in range(20):
+        run(pipe)
+        deliverer.flush(10)
+    ports = {r.client_port for r in server.requests("/n")}
+    assert len(server.requests("/n")) == 20
+    assert len(ports) < 5  # keep-alive: a handful of connections, not one per delivery
+
+
+def test_a_full_queue_drops_and_counts(pipe: Pipeline, server: WebhookServer) -> None:
+    small = WebhookDeliverer(metrics=pipe.metrics, max_queue_size=2)
+    set_default_deliverer(small)
+    gate = threading.Event()
+    server.routes["/n"] = lambda got: (gate.wait(5), Reply(204))[1]
+    pipe.register(notify(server))
+    try:
+        for _ in range(200):
+            run(pipe)
+        dropped = pipe.metric_total("otelhooks.dropped", {"otelhooks.drop.source": "webhook"})
+        assert dropped > 0
+    finally:
+        gate.set()
+        small.shutdown(10)
+
+
+def test_email_enrichment_resolves_the_effective_user_once_per_cache_period(
+    pipe: Pipeline, server: WebhookServer, tmp_path: Path
+) -> None:
+    lookups: list[str] = []
+
+    def resolver(user_id: str) -> str | None:
+        lookups.append(user_id)
+        return f"{user_id}@example.test"
+
+    d = WebhookDeliverer(metrics=pipe.metrics, builder=PayloadBuilder(email_resolver=resolver))
+    set_default_deliverer(d)
+    pipe.register(notify(server, eventFields=["userId", "userEmail"]))
+    try:
+        for _ in range(3):
+            run(pipe)
+        d.flush(10)
+    finally:
+        d.shutdown(5)
+    bodies = [r.json() for r in server.requests("/n")]
+    assert [b["userEmail"] for b in bodies] == ["u-1@example.test"] * 3
+    assert lookups == ["u-1"]
+
+
+def test_email_cache_holds_at_most_1000_users_for_five_minutes() -> None:
+    calls: list[str] = []
+    cache = EmailCache(lambda u: calls.append(u) or f"{u}@x.test", ttl_s=0.2)
+    for i in range(1500):
+        cache.lookup(f"user{i}")
+    assert len(cache) == 1000
+    cache.lookup("user1499")
+    assert calls.count("user1499") == 1
+    time.sleep(0.25)
+    cache.lookup("user1499")
+    assert calls.count("user1499") == 2
+    assert EmailCache(lambda u: None).lookup("x") is None
+
+
+def test_invalid_ids_missing_emails_and_lookup_errors_leave_the_email_out(pipe: Pipeline) -> None:
+    from otelhooks import ToolCallEvent
+    from otelhooks._actions._webhook_config import WebhookConfig
+
+    def resolver(user_id: str) -> str | None:
+        if user_id == "boom":
+            raise RuntimeError("db down")
+        return None if user_id == "nobody" else "a@x.test"
+
+    builder = PayloadBuilder(email_resolver=resolver)
+    config = WebhookConfig(url="http://h.test", event_fields=["userEmail"])  # type: ignore[call-arg]
+    for user in ("not a valid id!", "nobody", "boom", ""):
+        event = ToolCallEvent(
+            toolCallId="c", identifier="fs", apiName="x", userId=user, userEmail="forged@x.test"
+        )
+        body = builder.build("h", "beforeToolCall", config, event)
+        assert body is not None
+        assert "userEmail" not in body
+
+
+def test_a_cancelled_email_lookup_cancels_the_delivery() -> None:
+    from otelhooks import ToolCallEvent
+    from otelhooks._actions._webhook_config import WebhookConfig
+
+    cancel = threading.Event()
+    cancel.set()
+    builder = PayloadBuilder(email_resolver=lambda u: "a@x.test")
+    config = WebhookConfig(url="http://h.test", event_fields=["userEmail"])  # type: ignore[call-arg]
+    event = ToolCallEvent(toolCallId="c", identifier="fs", apiName="x", userId="u1")
+    assert builder.build("h", "t", config, event, cancel=cancel) is None
