@@ -109,12 +109,14 @@ class Dispatcher:
 
     def intercept(self, live: LiveEvent) -> Verdict:
         """Run the interceptors of ``live`` now, on this thread, each under its deadline."""
-        hooks = self._enqueue_notifications(live, self.match(live))
+        hooks, live.critical = self._enqueue_notifications(live, self.match(live))
         if not hooks:
             live.verdict = Verdict(payload=None)
             return live.verdict
         chain = InterceptChain(live.name, live.payload(), hooks)
         for hook in hooks:
+            if chain.skips(hook):
+                continue
             payload = chain.before_call(hook)
             start = time.perf_counter()
             try:
@@ -136,12 +138,14 @@ class Dispatcher:
 
     async def intercept_async(self, live: LiveEvent) -> Verdict:
         """As :meth:`intercept`, without blocking the event loop while hooks run."""
-        hooks = self._enqueue_notifications(live, self.match(live))
+        hooks, live.critical = self._enqueue_notifications(live, self.match(live))
         if not hooks:
             live.verdict = Verdict(payload=None)
             return live.verdict
         chain = InterceptChain(live.name, live.payload(), hooks)
         for hook in hooks:
+            if chain.skips(hook):
+                continue
             payload = chain.before_call(hook)
             start = time.perf_counter()
             try:
@@ -173,16 +177,21 @@ class Dispatcher:
         matched = self.match(live)
         if matched:
             live.payload()  # built now: the runtime may change its inputs after this returns
-            rest = self._enqueue_notifications(live, matched)
+            rest, critical = self._enqueue_notifications(live, matched)
             if rest:
                 self._observers.submit((live, rest))
+            if critical is not None:
+                raise critical
         return matched
 
-    def _enqueue_notifications(self, live: LiveEvent, hooks: list[Hook]) -> list[Hook]:
+    def _enqueue_notifications(
+        self, live: LiveEvent, hooks: list[Hook]
+    ) -> tuple[list[Hook], CriticalHookDeliveryError | None]:
         """Hand hooks that deliver by themselves (notification webhooks) their event; return
-        the others. Observation never gates execution, also on intercept events."""
+        the others, and the critical failure to raise once they have run. Observation never
+        gates execution, also on intercept events."""
         if not any(isinstance(h.action, Enqueueing) for h in hooks):
-            return hooks
+            return hooks, None
         rest: list[Hook] = []
         failures: list[HookError] = []
         payload = live.payload()
@@ -198,9 +207,7 @@ class Dispatcher:
                 self._record(hook, "error", 0.0)
                 _log.warning("hook delivery failed", hook_id=hook.id, error=str(exc))
                 failures.append(HookError(str(exc), hook_id=hook.id, event=live.name))
-        if failures:
-            raise CriticalHookDeliveryError(failures, event=live.name)
-        return rest
+        return rest, CriticalHookDeliveryError(failures, event=live.name) if failures else None
 
     def flush(self, timeout_s: float = 30.0) -> bool:
         """Wait until every queued observer event has been handled (or the deadline passes)."""
@@ -214,25 +221,41 @@ class Dispatcher:
     def _run_observer_batch(self, batch: list[tuple[LiveEvent, list[Hook]]]) -> None:
         for live, hooks in batch:
             payload = live.payload()
+            # Actions marked ``concurrent`` (commands) start together and run beside the others,
+            # which keep registration order; every hook of the event settles, each under its own
+            # deadline, before the next event (the workspace engine's Promise.allSettled).
+            parallel: dict[int, tuple[float, Any]] = {}
             for hook in hooks:
-                start = time.perf_counter()
-                outcome = "ok"
-                try:
-                    self._call_with_deadline(hook, payload)
-                except DeadlinePassed:
-                    outcome = "timeout"
-                    _log.warning(
-                        "observer hook timed out", hook_id=hook.id, lifecycle_event=live.name
-                    )
-                except Exception as exc:
-                    outcome = "error"
-                    _log.warning(
-                        "observer hook failed",
-                        hook_id=hook.id,
-                        lifecycle_event=live.name,
-                        error=str(exc),
-                    )
-                self._record(hook, outcome, time.perf_counter() - start)
+                if hook.action.concurrent:
+                    parallel[id(hook)] = (time.perf_counter(), self._try_start(hook, payload))
+            for hook in hooks:
+                if not hook.action.concurrent:
+                    start = time.perf_counter()
+                    self._observe_one(live, hook, start, self._call_with_deadline, hook, payload)
+            for hook in hooks:
+                if hook.action.concurrent:
+                    start, started = parallel[id(hook)]
+                    left = max(0.0, hook.deadline_s - (time.perf_counter() - start))
+                    self._observe_one(live, hook, start, self._finish, hook, started, left)
+
+    def _observe_one(
+        self, live: LiveEvent, hook: Hook, start: float, call: Callable[..., Any], *args: Any
+    ) -> None:
+        outcome = "ok"
+        try:
+            call(*args)
+        except DeadlinePassed:
+            outcome = "timeout"
+            _log.warning("observer hook timed out", hook_id=hook.id, lifecycle_event=live.name)
+        except Exception as exc:
+            outcome = "error"
+            _log.warning(
+                "observer hook failed",
+                hook_id=hook.id,
+                lifecycle_event=live.name,
+                error=str(exc),
+            )
+        self._record(hook, outcome, time.perf_counter() - start)
 
     # -- calling a handler under a deadline ------------------------------------------------------
 
@@ -266,20 +289,35 @@ class Dispatcher:
         except FutureTimeout:
             if future.done():
                 raise  # the handler itself raised TimeoutError: an error, not our deadline
+            if future.cancel():
+                raise DeadlinePassed from None  # still queued: it will never start late
             with self._pool_lock:
                 self._abandoned[future] = pool
             raise DeadlinePassed from None
 
-    def _call_with_deadline(self, hook: Hook, payload: HookEvent) -> Any:
+    def _start(self, hook: Hook, payload: HookEvent) -> tuple[Future[Any], ThreadPoolExecutor]:
         action = hook.action
         if action.is_async:
-            submitted = self._submit(_run_coroutine, action, payload)
-        else:
-            submitted = self._submit(action, payload)
-        result = self._wait(submitted, hook.deadline_s)
+            return self._submit(_run_coroutine, action, payload)
+        return self._submit(action, payload)
+
+    def _try_start(self, hook: Hook, payload: HookEvent) -> Any:
+        """:meth:`_start`, with a failure to start kept for :meth:`_finish` to raise."""
+        try:
+            return self._start(hook, payload)
+        except Exception as exc:
+            return exc
+
+    def _finish(self, hook: Hook, started: Any, timeout: float) -> Any:
+        if isinstance(started, Exception):
+            raise started
+        result = self._wait(started, timeout)
         if inspect.isawaitable(result):  # a sync callable that returned a coroutine
             return self._wait(self._submit(asyncio.run, result), hook.deadline_s)
         return result
+
+    def _call_with_deadline(self, hook: Hook, payload: HookEvent) -> Any:
+        return self._finish(hook, self._start(hook, payload), hook.deadline_s)
 
     async def _acall_with_deadline(self, hook: Hook, payload: HookEvent) -> Any:
         action = hook.action
