@@ -6,7 +6,9 @@ resolved against ``OTELHOOKS_WEBHOOK_BASE_URL``; never credentials in it), ``bod
 (``fetch`` | ``none``), ``headers``, ``allowedEnvVars``, ``onError`` (``continue`` | ``block``),
 ``responseHandling`` (``ignore`` | ``toolCall``), ``timeout`` (seconds, default 30), and
 ``format`` (``lobehub`` | ``workspace``: the body shape) with ``workspaceId`` for the workspace
-shape. Unknown keys are errors.
+shape, and ``batchSize`` (beyond LobeHub: up to that many events of this hook per request, as a
+JSON array of the single-event bodies; 1, the default, sends one event per request). Unknown keys
+are errors.
 
 Header values may contain ``${VAR}`` templates. They are stored as written and resolved only at
 send time, only from ``allowedEnvVars``: a template naming any other variable is a config error,
@@ -73,6 +75,9 @@ class WebhookConfig(BaseModel):
     )
     timeout: float = Field(default=30.0, gt=0, le=300)
     format: Literal["lobehub", "workspace"] = "lobehub"
+    batch_size: int = Field(
+        default=1, ge=1, le=1000, validation_alias=AliasChoices("batchSize", "batch_size")
+    )
     workspace_id: str | None = Field(
         default=None, validation_alias=AliasChoices("workspaceId", "workspace_id")
     )
@@ -127,6 +132,8 @@ class WebhookConfig(BaseModel):
                 )
             if self.event_fields is not None or self.body is not None:
                 raise ValueError("control hooks cannot filter or override the event payload")
+            if self.batch_size != 1:
+                raise ValueError("control hooks decide one call at a time: no batchSize")
         elif self.on_error == "block":
             raise ValueError("onError: block requires responseHandling: toolCall")
         return self

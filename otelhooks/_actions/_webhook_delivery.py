@@ -15,6 +15,7 @@ the insert is committed before ``enqueue`` returns, so they survive a restart.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import os
 import threading
@@ -50,6 +51,21 @@ class _Item:
     payload: HookEvent
 
 
+@dataclass(slots=True)
+class _Send:
+    """One HTTP request: a single event's body, or a JSON array of a batching hook's bodies."""
+
+    items: list[_Item]
+    bodies: list[bytes]
+
+    def content(self) -> tuple[bytes, str]:
+        """The request body and its idempotency key (the event id; for a batch, of all ids)."""
+        if len(self.items) == 1 and self.items[0].config.batch_size <= 1:
+            return self.bodies[0], self.items[0].payload.eventId
+        key = hashlib.sha256("|".join(i.payload.eventId for i in self.items).encode()).hexdigest()
+        return b"[" + b",".join(self.bodies) + b"]", f"batch-{key[:32]}"
+
+
 class WebhookDeliverer:
     """Delivers notification webhooks in the background. One per process is usual.
 
@@ -68,7 +84,7 @@ class WebhookDeliverer:
         metrics: AgentMetrics | None = None,
         builder: PayloadBuilder | None = None,
         max_queue_size: int = 65_536,
-        concurrency: int = 64,
+        concurrency: int = 8,
         retry_deadline_s: float = 60.0,
         outbox_path: str | os.PathLike[str] | None = None,
     ) -> None:
@@ -145,6 +161,16 @@ class WebhookDeliverer:
 
     def _handle_batch(self, batch: list[_Item]) -> None:
         loop = self._ensure_loop()
+        for send in self._group(batch):
+            self._slots.acquire()  # bounded concurrency: back-pressure onto the bounded queue
+            with self._idle:
+                self._in_flight += 1
+            asyncio.run_coroutine_threadsafe(self._deliver(send), loop)
+
+    def _group(self, batch: list[_Item]) -> list[_Send]:
+        """One send per item, or per ``batchSize`` items of one hook when it batches."""
+        sends: list[_Send] = []
+        open_batches: dict[int, _Send] = {}
         for item in batch:
             try:
                 body = self._body(item)
@@ -154,18 +180,28 @@ class WebhookDeliverer:
                 continue
             if body is None:
                 continue
-            self._slots.acquire()  # bounded concurrency: back-pressure onto the bounded queue
-            with self._idle:
-                self._in_flight += 1
-            asyncio.run_coroutine_threadsafe(self._deliver(item, body), loop)
+            size = item.config.batch_size
+            if size <= 1:
+                sends.append(_Send([item], [body]))
+                continue
+            current = open_batches.get(id(item.config))
+            if current is None or len(current.items) >= size:
+                current = _Send([], [])
+                open_batches[id(item.config)] = current
+                sends.append(current)
+            current.items.append(item)
+            current.bodies.append(body)
+        return sends
 
-    async def _deliver(self, item: _Item, body: bytes) -> None:
+    async def _deliver(self, send: _Send) -> None:
         started = time.perf_counter()
         try:
-            delivery = await self._attempts(item, body)
-            self._settle(item, delivery, time.perf_counter() - started)
+            delivery = await self._attempts(send)
+            duration = time.perf_counter() - started
+            for item in send.items:
+                self._settle(item, delivery, duration)
         except Exception as exc:  # never let one delivery kill the loop
-            _log.warning("webhook delivery crashed", hook_id=item.hook_id, error=str(exc))
+            _log.warning("webhook delivery crashed", hook_id=send.items[0].hook_id, error=str(exc))
         finally:
             # Released only after the outcome is recorded, so flush() sees the metrics.
             self._slots.release()
@@ -173,18 +209,20 @@ class WebhookDeliverer:
                 self._in_flight -= 1
                 self._idle.notify_all()
 
-    async def _attempts(self, item: _Item, body: bytes) -> Delivery:
+    async def _attempts(self, send: _Send) -> Delivery:
         """Send until success, a failure the retry rule does not retry, or the deadline."""
         if self._client is None:
             self._client = async_client()
+        config = send.items[0].config
+        content, key = send.content()
         deadline = time.monotonic() + self.retry_deadline_s
         attempt = 0
         while True:
-            prepared = prepare(item.config, body, item.payload.eventId)
+            prepared = prepare(config, content, key)
             if isinstance(prepared, Delivery):
                 return prepared
             delivery = await send_async(
-                self._client, item.config, prepared, accept=_SUCCESS, limit=65536
+                self._client, config, prepared, accept=_SUCCESS, limit=65536
             )
             if delivery.ok or not delivery.retryable:
                 return delivery
