@@ -172,7 +172,7 @@ def test_a_hook_with_handler_and_webhook_runs_the_handler_and_persists_the_webho
 def test_the_persisted_form_is_revalidated_when_restored() -> None:
     persisted = webhook_hook({"url": "http://h.test"}).serializable()
     persisted["webhook"] = {**persisted["webhook"], "url": "ftp://nope"}
-    with pytest.raises(ConfigError):
-        from otelhooks._hooks import coerce_hook
+    from otelhooks._hooks import coerce_hook
 
+    with pytest.raises(ConfigError):
         coerce_hook(persisted)

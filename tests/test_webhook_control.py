@@ -134,7 +134,7 @@ def test_protocol_errors_follow_on_error_continue_by_default(
     server.routes["/control"] = PROTOCOL_ERRORS[case]
     pipe.register(control(server))
     ran: list[str] = []
-    result = run_tool(pipe, ran)
+    run_tool(pipe, ran)
     assert ran == ["a.txt"]  # continue: the failed hook is ignored
     attrs = pipe.span("execute_tool readFile").attributes
     assert attrs is not None
@@ -185,10 +185,9 @@ def test_a_refused_connection_is_a_network_error(pipe: Pipeline) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    pipe.register(
-        {"id": "c", "type": "beforeToolCall",
-         "webhook": {"url": f"http://127.0.0.1:{port}/x", "responseHandling": "toolCall", "onError": "block"}}
-    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}/x"
+    webhook = {"url": url, "responseHandling": "toolCall", "onError": "block"}
+    pipe.register({"id": "c", "type": "beforeToolCall", "webhook": webhook})
     assert denied(run_tool(pipe))
     errors = pipe.span("execute_tool readFile").attributes["otelhooks.hook.errors"]  # type: ignore[index]
     assert "network_error" in errors[0]

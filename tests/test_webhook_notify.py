@@ -64,7 +64,9 @@ def test_a_notification_carries_the_event_with_hook_id_and_type(
         "ok",
     )
     assert (body["hookId"], body["hookType"]) == ("n-n", "afterToolCall")
-    assert body["eventId"] and body["traceId"] and body["spanId"]
+    assert body["eventId"]
+    assert body["traceId"]
+    assert body["spanId"]
 
 
 def test_event_fields_select_and_body_merges_with_body_winning(
@@ -325,3 +327,48 @@ def test_a_cancelled_email_lookup_cancels_the_delivery() -> None:
     config = WebhookConfig(url="http://h.test", event_fields=["userEmail"])  # type: ignore[call-arg]
     event = ToolCallEvent(toolCallId="c", identifier="fs", apiName="x", userId="u1")
     assert builder.build("h", "t", config, event, cancel=cancel) is None
+
+
+def test_webhook_span_exporter_delivers_for_plain_genai_spans(
+    server: WebhookServer, deliverer: WebhookDeliverer
+) -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    from otelhooks._export import WebhookSpanExporter
+
+    provider = TracerProvider()
+    exporter = WebhookSpanExporter(
+        [
+            {
+                "id": "wx",
+                "type": "PostToolUse",
+                "matcher": "get_weather",
+                "webhook": {"url": server.url + "/wx"},
+            }
+        ]
+    )
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    tracer = provider.get_tracer("some.genai.instrumentation")
+    for tool in ("get_weather", "other_tool"):
+        with tracer.start_as_current_span(
+            f"execute_tool {tool}",
+            attributes={"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": tool},
+        ):
+            pass
+    provider.force_flush()
+    deliverer.flush(10)
+    bodies = [r.json() for r in server.requests("/wx")]
+    assert [(b["event"], b["apiName"]) for b in bodies] == [("after_tool_call", "get_weather")]
+    provider.shutdown()
+
+
+def test_webhook_span_exporter_refuses_control_hooks() -> None:
+    from otelhooks import ConfigError
+    from otelhooks._export import WebhookSpanExporter
+
+    with pytest.raises(ConfigError, match="notification webhooks only"):
+        WebhookSpanExporter(
+            [{"id": "c", "type": "beforeToolCall",
+              "webhook": {"url": "http://127.0.0.1:9/c", "responseHandling": "toolCall"}}]
+        )  # fmt: skip

@@ -8,10 +8,12 @@ from otelhooks._export._otlp_json import (
     encode_otlp_json,
     read_otlp_json_lines,
 )
+from otelhooks._export._webhook import WebhookSpanExporter
 
 __all__ = [
     "CountingBatchSpanProcessor",
     "OtlpJsonLinesSpanExporter",
+    "WebhookSpanExporter",
     "encode_otlp_json",
     "read_otlp_json_lines",
 ]
