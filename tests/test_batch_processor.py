@@ -215,8 +215,14 @@ def test_drop_log_after_interval_carries_count_since_last_line(
     assert len(exporter.get_finished_spans()) == 2
 
 
-def test_export_failure_is_logged_not_raised(provider: TracerProvider) -> None:
-    processor = CountingBatchSpanProcessor(FailingExporter())
+def test_export_failure_is_retried_then_dropped_counted_and_logged_not_raised(
+    provider: TracerProvider,
+) -> None:
+    drops: list[tuple[int, str]] = []
+    exporter = FailingExporter()
+    processor = CountingBatchSpanProcessor(
+        exporter, retry_failed_s=1.0, on_drop=lambda n, why: drops.append((n, why))
+    )
     provider.add_span_processor(processor)
     with capture_logs() as logs:
         make_spans(provider, 2)
@@ -224,6 +230,32 @@ def test_export_failure_is_logged_not_raised(provider: TracerProvider) -> None:
     failures = [log for log in logs if log["event"] == "span export failed"]
     assert len(failures) == 1
     assert failures[0]["spans"] == 2
+    assert failures[0]["attempts"] > 1
+    assert drops == [(2, "export_failed")]
+
+
+class RecoveringExporter(InMemorySpanExporter):
+    """Fails its first ``failures`` exports, then works (a collector coming back)."""
+
+    def __init__(self, failures: int) -> None:
+        super().__init__()
+        self.failures = failures
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        if self.failures > 0:
+            self.failures -= 1
+            return SpanExportResult.FAILURE
+        return super().export(spans)
+
+
+def test_a_failed_batch_is_retried_until_the_exporter_recovers(provider: TracerProvider) -> None:
+    exporter = RecoveringExporter(failures=3)
+    processor = CountingBatchSpanProcessor(exporter, retry_failed_s=30.0)
+    provider.add_span_processor(processor)
+    make_spans(provider, 5)
+    assert processor.force_flush(20_000)
+    assert len(exporter.get_finished_spans()) == 5
+    assert processor.dropped == 0
 
 
 def test_env_vars_set_defaults(monkeypatch: pytest.MonkeyPatch, exporter: SlowExporter) -> None:

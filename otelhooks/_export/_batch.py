@@ -9,6 +9,7 @@ previous one.
 from __future__ import annotations
 
 import os
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from opentelemetry.sdk.environment_variables import (
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from otelhooks._worker import BoundedWorker, DropReason
+from otelhooks._worker import BoundedWorker
 
 __all__ = ["CountingBatchSpanProcessor"]
 
@@ -33,6 +34,8 @@ _logger = structlog.get_logger("otelhooks")
 
 _V = TypeVar("_V", int, float)
 
+_RETRY_BASE_S = 0.5
+_RETRY_CAP_S = 10.0
 _DEFAULT_MAX_QUEUE_SIZE = 65_536
 _DEFAULT_MAX_EXPORT_BATCH_SIZE = 512
 _DEFAULT_SCHEDULE_DELAY_S = 0.2
@@ -58,8 +61,10 @@ class CountingBatchSpanProcessor(SpanProcessor):
             (``OTEL_BSP_EXPORT_TIMEOUT`` in milliseconds, default 30 s). Exporters bound each
             request with their own timeout.
         on_drop: Called with ``(count, reason)`` for every drop; reason is ``"queue_full"`` or
-            ``"shutdown"``. Exceptions are logged and swallowed.
+            ``"shutdown"`` or ``"export_failed"``. Exceptions are logged and swallowed.
         log_interval_s: At most one drop warning per this many seconds.
+        retry_failed_s: How long a batch whose export failed is retried before it is dropped
+            (counted with reason ``"export_failed"``).
 
     Raises:
         ValueError: If the batch size exceeds the queue size, or a size is not positive.
@@ -75,8 +80,11 @@ class CountingBatchSpanProcessor(SpanProcessor):
         export_timeout_s: float | None = None,
         on_drop: Callable[[int, str], None] | None = None,
         log_interval_s: float = 10.0,
+        retry_failed_s: float = 300.0,
     ) -> None:
         self._exporter = exporter
+        self._retry_failed_s = retry_failed_s
+        self._retry_wake = threading.Event()
         self._on_drop = on_drop
         self._log_interval_s = log_interval_s
         self._export_timeout_s = _resolve(
@@ -161,6 +169,7 @@ class CountingBatchSpanProcessor(SpanProcessor):
         if self._shutdown:
             return
         self._shutdown = True
+        self._retry_wake.set()  # a batch waiting for its next retry gives up now
         if not self._worker.shutdown(self._export_timeout_s):
             _logger.warning("span export did not finish before shutdown deadline")
         self._log_drops(force=True)
@@ -170,12 +179,25 @@ class CountingBatchSpanProcessor(SpanProcessor):
             _logger.exception("span exporter shutdown failed")
 
     def _export(self, batch: list[ReadableSpan]) -> None:
-        result = self._exporter.export(batch)
-        if result is not SpanExportResult.SUCCESS:
-            _logger.warning("span export failed", spans=len(batch), result=str(result))
+        # A failed batch is retried (backoff with full jitter) until retry_failed_s: a collector
+        # that is down for a while loses nothing that fits the queue. Meanwhile new spans wait
+        # in the bounded queue, and what does not fit is dropped and counted, never blocking.
+        deadline = time.monotonic() + self._retry_failed_s
+        attempt = 0
+        while True:
+            result = self._exporter.export(batch)
+            if result is SpanExportResult.SUCCESS:
+                break
+            pause = random.uniform(0, min(_RETRY_CAP_S, _RETRY_BASE_S * 2**attempt))
+            if self._shutdown or time.monotonic() + pause >= deadline:
+                _logger.warning("span export failed", spans=len(batch), attempts=attempt + 1)
+                self._record_drop(len(batch), "export_failed")
+                break
+            attempt += 1
+            self._retry_wake.wait(pause)
         self._log_drops(force=False)
 
-    def _record_drop(self, count: int, reason: DropReason) -> None:
+    def _record_drop(self, count: int, reason: str) -> None:
         if self._on_drop is not None:
             try:
                 self._on_drop(count, reason)
