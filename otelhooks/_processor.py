@@ -82,6 +82,10 @@ class HookSpanProcessor(SpanProcessor):
         live.handled = True
         if live.deferred:
             return
+        if not self.dispatcher.registry.match(
+            live.name, live.values, operation_id=live.operation_id
+        ):
+            return  # no hook to run or to list on the span: the common case, kept cheap
         if _is_intercept(live):
             verdict = self.dispatcher.intercept(live)
             if span is not None and verdict.matched:

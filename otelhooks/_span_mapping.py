@@ -22,12 +22,15 @@ from otelhooks._events import (
     HookEvent,
     LlmOutputEvent,
     TokenUsage,
+    ToolCallDeniedEvent,
     ToolCallErrorEvent,
     ToolResult,
 )
 from otelhooks._live import LiveEvent, Verdict
 
 __all__ = ["apply_verdict", "events_from_foreign_span", "span_ids"]
+
+_COMPLETE_REASONS = ("done", "error", "interrupted", "max_steps", "cost_limit")
 
 
 def span_ids(span: Span | ReadableSpan) -> tuple[str, str]:
@@ -74,9 +77,14 @@ def events_from_foreign_span(span: ReadableSpan) -> list[LiveEvent]:
     error = span.status.description or str(attrs.get(sc.ERROR_TYPE, "error"))
     duration_s = ((span.end_time or 0) - (span.start_time or 0)) / 1e9
     common: dict[str, Any] = {"traceId": trace_id, "spanId": span_id}
+    if span.end_time:
+        common["timestamp"] = span.end_time // 1_000_000
     conv = attrs.get(sc.GEN_AI_CONVERSATION_ID)
     if isinstance(conv, str):
         common["sessionKey"] = conv
+    user = attrs.get(sc.USER_ID)
+    if isinstance(user, str):
+        common["userId"] = user
 
     if op == sc.OP_EXECUTE_TOOL:
         name = str(attrs.get(sc.GEN_AI_TOOL_NAME, span.name.removeprefix("execute_tool ")))
@@ -89,8 +97,10 @@ def events_from_foreign_span(span: ReadableSpan) -> list[LiveEvent]:
             "toolCallId": str(attrs.get(sc.GEN_AI_TOOL_CALL_ID, span_id)),
             "identifier": identifier,
             "apiName": api,
+            "argsFp": str(attrs.get(sc.TOOL_ARGS_FINGERPRINT, "")),
         }
         values = (f"{identifier}/{api}", api) if identifier else (api,)
+        outcome = attrs.get(sc.TOOL_OUTCOME)
         if failed:
 
             def build_error() -> HookEvent:
@@ -100,16 +110,36 @@ def events_from_foreign_span(span: ReadableSpan) -> list[LiveEvent]:
 
             return [LiveEvent("on_tool_call_error", build_error, values=values)]
 
+        # otelhooks.tool.outcome, when an otelhooks process made the span
+        denied = outcome == "denied"
+        ok = outcome not in ("error", "denied")
+
         def build_after() -> HookEvent:
+            state = {"type": "blocked", "classification": sc.CLASSIFICATION_HOOK_DENIED}
             return AfterToolCallEvent(
                 **tool,
-                success=True,
+                success=ok,
+                mocked=outcome == "mocked",
                 executionTimeMs=duration_s * 1000,
                 duration=duration_s,
-                result=ToolResult(success=True, executionTime=duration_s * 1000),
+                result=ToolResult(
+                    success=ok, executionTime=duration_s * 1000, state=state if denied else None
+                ),
             )
 
-        return [LiveEvent("after_tool_call", build_after, values=values)]
+        after = LiveEvent("after_tool_call", build_after, values=values)
+        if not denied:
+            return [after]
+
+        def build_denied() -> HookEvent:
+            return ToolCallDeniedEvent(
+                **tool,
+                reason=str(attrs.get(sc.HOOK_DECISION_REASON, "")),
+                decidedBy=str(attrs.get(sc.HOOK_DECIDED_BY, "")) or None,
+            )
+
+        # As in process: the denial, then the after_tool_call that carries the blocked result.
+        return [LiveEvent("on_tool_call_denied", build_denied, values=values), after]
 
     if op == sc.OP_CHAT:
 
@@ -130,12 +160,16 @@ def events_from_foreign_span(span: ReadableSpan) -> list[LiveEvent]:
     agent = attrs.get(sc.GEN_AI_AGENT_NAME)
     agent_id = str(attrs.get(sc.GEN_AI_AGENT_ID, agent or ""))
 
+    reason = attrs.get(sc.COMPLETE_REASON)  # set by otelhooks (max_steps, interrupted, ...)
+    if reason not in _COMPLETE_REASONS:
+        reason = "error" if failed else "done"
+    completion: dict[str, Any] = {"reason": reason, "success": reason == "done"}
+
     def build_complete() -> HookEvent:
         return CompleteEvent(
             **common,
+            **completion,
             agentId=agent_id,
-            reason="error" if failed else "done",
-            success=not failed,
             error=error if failed else None,
             duration=duration_s,
         )
@@ -144,7 +178,13 @@ def events_from_foreign_span(span: ReadableSpan) -> list[LiveEvent]:
     if failed:
 
         def build_err() -> HookEvent:
-            return ErrorEvent(**common, agentId=agent_id, errorMessage=error)
+            error_type = attrs.get(sc.ERROR_TYPE)
+            return ErrorEvent(
+                **common,
+                agentId=agent_id,
+                errorMessage=error,
+                errorType=error_type if isinstance(error_type, str) else None,
+            )
 
         events.append(LiveEvent("on_error", build_err, values=(agent_id or "*",)))
     return events

@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
+import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from otelhooks._config import load_hook_files
+from otelhooks._config import load_config
 from otelhooks._errors import ConfigError
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics.export import MetricReader
 
 __all__ = ["add_parser"]
 
@@ -23,23 +29,42 @@ def _demo(args: argparse.Namespace) -> int:
     from otelhooks._export import read_otlp_json_lines
     from otelhooks._setup import _otlp_configured, configure
 
+    if args.linger and args.prometheus_port is None:
+        print("otelhooks demo: --linger needs --prometheus-port", file=sys.stderr)
+        return 2
     try:
-        extra = load_hook_files(args.hooks)
+        extra = load_config(args.hooks).hooks
     except ConfigError as exc:
         print(f"otelhooks demo: {exc}", file=sys.stderr)
         return 2
+    reader = InMemoryMetricReader()
+    readers: list[MetricReader] = [reader]
+    endpoint = None
+    if args.prometheus_port is not None:
+        try:
+            endpoint = _PrometheusEndpoint(args.prometheus_port)
+        except OSError as exc:  # the port is taken, or not ours to bind
+            print(f"otelhooks demo: cannot serve metrics: {exc}", file=sys.stderr)
+            return 2
+        readers.append(endpoint.reader)
     traces_out = Path(args.traces_out)
     if traces_out.exists():
         traces_out.unlink()  # one demo run per file, so the tree shows this run only
-    reader = InMemoryMetricReader()
-    oh = configure(
-        service_name="otelhooks-demo",
-        traces_out=traces_out,
-        metric_readers=[reader],
-        structured_logging=not args.quiet,
-    )
-    report = run_demo(oh, extra_hooks=extra)
-    oh.shutdown()
+    try:
+        oh = configure(
+            service_name="otelhooks-demo",
+            traces_out=traces_out,
+            metric_readers=readers,
+            structured_logging=not args.quiet,
+        )
+        report = run_demo(oh, extra_hooks=extra)
+        if endpoint is not None:
+            endpoint.linger(args.linger)
+        # Before the endpoint stops: shutting the meter provider down empties it.
+        oh.shutdown()
+    finally:
+        if endpoint is not None:
+            endpoint.stop()
     spans = read_otlp_json_lines(traces_out)
     if not args.quiet:
         print(render_trees(spans))
@@ -58,6 +83,47 @@ def _demo(args: argparse.Namespace) -> int:
         print(f"not every lifecycle hook fired: {', '.join(missing)}", file=sys.stderr)
         return 1
     return 0
+
+
+class _PrometheusEndpoint:
+    """An OTel Prometheus reader served on 127.0.0.1:``port`` (``/metrics``) until ``stop``.
+
+    The reader has its own registry (a second reader on the default one would duplicate every
+    series) and copies ``service.name`` onto every series as ``service_name``, as the stack's
+    collector does: otherwise the service would appear only in ``target_info``.
+
+    Raises:
+        OSError: If the port cannot be bound.
+    """
+
+    def __init__(self, port: int) -> None:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+        from prometheus_client import CollectorRegistry, start_http_server
+
+        registry = CollectorRegistry()
+        self.port = port
+        self.reader = PrometheusMetricReader(
+            registry=registry, resource_attribute_filter=lambda key: key == "service.name"
+        )
+        self._server, self._thread = start_http_server(port, addr="127.0.0.1", registry=registry)
+
+    def linger(self, seconds: float) -> None:
+        """Keep serving for ``seconds`` (Ctrl-C ends it early), so Prometheus can scrape."""
+        if seconds <= 0:
+            return
+        print(
+            f"serving metrics on http://127.0.0.1:{self.port}/metrics for {seconds:g} s "
+            "(Ctrl-C stops)",
+            file=sys.stderr,
+            flush=True,
+        )
+        with contextlib.suppress(KeyboardInterrupt):
+            time.sleep(seconds)
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(5)
 
 
 def _metrics_summary(reader: object) -> str:
@@ -99,4 +165,19 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="load extra hooks from a config file (repeatable)",
     )
     demo.add_argument("--quiet", action="store_true", help="print only the summary line")
+    demo.add_argument(
+        "--prometheus-port",
+        type=int,
+        metavar="PORT",
+        help="also serve the metrics for Prometheus to scrape on 127.0.0.1:PORT/metrics "
+        "(service.name becomes the service_name label of every series)",
+    )
+    demo.add_argument(
+        "--linger",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="with --prometheus-port: keep serving this long after the run, so Prometheus "
+        "can scrape it (default: 0)",
+    )
     demo.set_defaults(func=_demo)

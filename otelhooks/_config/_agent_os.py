@@ -1,5 +1,18 @@
 """The agent OS's hook YAML (``kind: agent_events | script_hook | dll_hook``): the models.
 
+``script_hook`` and ``dll_hook`` (``config/agents/<agent>/hooks/audit.yaml``)::
+
+    kind: script_hook
+    name: audit                 # the hook id; defaults to the file name
+    on: [after_tool_result]     # lifecycle points, any dialect's names; default [after_tool_result]
+    script: scripts/audit.py    # relative to this file; or scripts/audit.py:function
+    function: audit             # default: a function named after each point
+    matcher: "order_.*"         # optional; timeout (s, default 10) and on_error as for any hook
+
+    kind: dll_hook
+    hook: audit                 # the name a package publishes in the otelhooks.hooks group
+    path: plugins               # optional folder of plugin distributions, relative to this file
+
 ``agent_events`` (``config/agents/<agent>/hooks/events.yaml``)::
 
     kind: agent_events
@@ -16,11 +29,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["AGENT_EVENTS_POINTS", "AgentEventsConfig"]
+__all__ = ["AGENT_EVENTS_POINTS", "AgentEventsConfig", "DllHookConfig", "ScriptHookConfig"]
 
 AGENT_EVENTS_POINTS = (
     "after_tool_result",
@@ -81,3 +94,49 @@ class AgentEventsConfig(BaseModel):
         if tool in self.ignore:
             return False
         return not self.watch or tool in self.watch
+
+
+def _as_list(value: Any) -> Any:
+    return [value] if isinstance(value, str) else value
+
+
+class _HookKind(BaseModel):
+    """Fields shared by ``script_hook`` and ``dll_hook`` (beyond the seed: ``matcher``,
+    ``timeout``, ``on_error``, with the otelhooks meanings)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, min_length=1)
+    on: list[str] = Field(default_factory=lambda: ["after_tool_result"], min_length=1)
+    matcher: str | None = None
+    timeout: float = Field(default=10.0, gt=0, le=300)
+    on_error: Literal["continue", "block"] = "continue"
+
+    @field_validator("on", mode="before")
+    @classmethod
+    def _one_point(cls, value: Any) -> Any:
+        return _as_list(value)
+
+
+class ScriptHookConfig(_HookKind):
+    """A ``script_hook``: a Python function per lifecycle point.
+
+    ``script`` is a file (relative to the YAML file) or ``file.py:function``; without a function,
+    ``function`` names it, and without that the function is named after each point in ``on``
+    (``def after_tool_result(event): ...``), as a script implements lifecycle points by name.
+    """
+
+    kind: Literal["script_hook"] = "script_hook"
+    script: str = Field(min_length=1)
+    function: str | None = Field(default=None, min_length=1)
+
+
+class DllHookConfig(_HookKind):
+    """A ``dll_hook``: a hook function an installed package publishes (entry-point group
+    ``otelhooks.hooks``) under the name ``hook``. ``path``, optional here, is a folder of plugin
+    distributions (``*.dist-info`` + modules) put on the import path first; relative to the
+    YAML file."""
+
+    kind: Literal["dll_hook"] = "dll_hook"
+    hook: str = Field(min_length=1)
+    path: str | None = Field(default=None, min_length=1)

@@ -1,9 +1,11 @@
-"""Loading hooks from files: otelhooks / LobeHub-style hook lists in JSON or YAML.
+"""otelhooks / LobeHub-style hook lists in JSON or YAML.
 
 A file holds a list of hooks, or ``{"hooks": [...]}``. Each hook has the shape of
-:class:`~otelhooks.Hook`; ``handler`` is an import path ``package.module:function``. Every
-problem raises one :class:`~otelhooks.ConfigError` naming the file, the hook, the field and
-(for syntax errors) the line, and nothing from a bad file is registered.
+:class:`~otelhooks.Hook` (LobeHub's ``AgentHook``: ``id``, ``type``, ``matcher``, ``webhook``,
+plus otelhooks' ``handler``, ``command``, ``script``, ``plugin``, ...). ``handler`` is an import
+path ``package.module:function``; ``script`` is ``file.py:function`` relative to the file's folder;
+``webhook`` passes through as written (camelCase LobeHub keys included) to the webhook action,
+which validates it strictly.
 
 Example file (``hooks.yaml``)::
 
@@ -12,105 +14,99 @@ Example file (``hooks.yaml``)::
         type: afterToolCall
         matcher: "^fs/"
         handler: my_package.hooks:audit
+      - id: notify
+        type: onComplete
+        webhook: {url: "https://example.com/hook", allowedEnvVars: [TOKEN],
+                  headers: {Authorization: "Bearer ${TOKEN}"}}
 """
 
 from __future__ import annotations
 
-import importlib
-import json
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from otelhooks._config._build import absolute_script, build_hook, import_handler
+from otelhooks._config._parse import Document, Loc
 from otelhooks._errors import ConfigError
-from otelhooks._hooks import Hook, coerce_hook
+from otelhooks._hooks import Hook
 
-__all__ = ["import_handler", "load_hook_files", "load_hooks"]
-
-
-def import_handler(path: str) -> Callable[..., Any]:
-    """Import ``package.module:function`` (``:`` or the last ``.`` separates the attribute)."""
-    module_name, sep, attr = path.partition(":")
-    if not sep:
-        module_name, _, attr = path.rpartition(".")
-    if not module_name or not attr:
-        raise ConfigError(f"handler {path!r} is not an import path like 'pkg.module:function'")
-    try:
-        target: Any = importlib.import_module(module_name)
-    except ImportError as exc:
-        raise ConfigError(f"cannot import module {module_name!r}: {exc}") from None
-    for part in attr.split("."):
-        if not hasattr(target, part):
-            raise ConfigError(f"module {module_name!r} has no attribute {attr!r}")
-        target = getattr(target, part)
-    if not callable(target):
-        raise ConfigError(f"handler {path!r} is not callable")
-    return target  # type: ignore[no-any-return]
+__all__ = ["hook_entries", "import_handler", "load_hook_files", "load_hook_list", "load_hooks"]
 
 
-def _parse(path: Path) -> Any:
-    text = path.read_text(encoding="utf-8")
-    if path.suffix in (".yaml", ".yml"):
-        try:
-            return yaml.safe_load(text)
-        except yaml.MarkedYAMLError as exc:
-            line = exc.problem_mark.line + 1 if exc.problem_mark else None
-            raise ConfigError(f"invalid YAML: {exc.problem}", file=str(path), line=line) from None
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"invalid JSON: {exc.msg}", file=str(path), line=exc.lineno) from None
-
-
-def load_hooks(path: str | Path) -> list[Hook]:
-    """Load and validate every hook in one file (all or nothing)."""
-    path = Path(path)
-    try:
-        data = _parse(path)
-    except OSError as exc:
-        raise ConfigError(f"cannot read: {exc.strerror}", file=str(path)) from None
-    entries = data.get("hooks") if isinstance(data, dict) else data
+def hook_entries(
+    doc: Document,
+    entries: Any,
+    base: Loc,
+    errors: list[ConfigError],
+    *,
+    adjust: Callable[[dict[str, Any]], None] | None = None,
+) -> list[Hook]:
+    """Build every hook of a list at ``base`` in ``doc``; problems go to ``errors``."""
     if not isinstance(entries, list):
-        raise ConfigError("expected a list of hooks or {'hooks': [...]}", file=str(path))
+        errors.append(doc.error("expected a list of hooks", base, field=".".join(map(str, base))))
+        return []
     hooks: list[Hook] = []
     seen: set[str] = set()
     for index, entry in enumerate(entries):
+        loc = (*base, index)
         if not isinstance(entry, dict):
-            raise ConfigError(
-                "each hook must be an object", file=str(path), field=f"hooks[{index}]"
-            )
-        hook_id = entry.get("id") if isinstance(entry.get("id"), str) else f"hooks[{index}]"
-        item = dict(entry)
-        try:
+            errors.append(doc.error("each hook must be an object", loc, field=f"hooks[{index}]"))
+            continue
+        raw_id = entry.get("id")
+        hook_id = raw_id if isinstance(raw_id, str) and raw_id else f"hooks[{index}]"
+
+        def prepare(item: dict[str, Any]) -> None:
             if isinstance(item.get("handler"), str):
-                item["handler"] = import_handler(item["handler"])
-            hook = coerce_hook(item)
-        except ConfigError as exc:
-            if exc.field is None and "handler" in entry:
-                exc.field = "handler"
-            raise exc.located(file=str(path), hook_id=hook_id) from None
+                try:
+                    item["handler"] = import_handler(item["handler"])
+                except ConfigError as exc:
+                    exc.field = exc.field or "handler"
+                    raise
+            if "script" in item:
+                item["script"] = absolute_script(item["script"], doc.path.parent)
+            if adjust is not None:
+                adjust(item)
+
+        hook = build_hook(doc, entry, loc, hook_id=hook_id, errors=errors, prepare=prepare)
+        if hook is None:
+            continue
         if hook.id in seen:
-            raise ConfigError("duplicate hook id", file=str(path), hook_id=hook.id, field="id")
+            errors.append(doc.error("duplicate hook id", (*loc, "id"), hook_id=hook.id, field="id"))
+            continue
         seen.add(hook.id)
         hooks.append(hook)
     return hooks
 
 
+def load_hook_list(doc: Document, errors: list[ConfigError]) -> list[Hook]:
+    """The hooks of a list document (a list, or ``{"hooks": [...]}``)."""
+    data = doc.data
+    if isinstance(data, list):
+        return hook_entries(doc, data, (), errors)
+    if isinstance(data, dict):
+        unknown = [k for k in data if k != "hooks"]
+        for key in unknown:
+            errors.append(doc.error("unknown key; a hook list file has 'hooks'", (key,), field=key))
+        return hook_entries(doc, data.get("hooks"), ("hooks",), errors)
+    errors.append(doc.error("expected a list of hooks or {'hooks': [...]}"))
+    return []
+
+
+def load_hooks(path: str | Path) -> list[Hook]:
+    """Load and validate every hook in one file, of any supported format (all or nothing).
+
+    Raises:
+        ConfigError: the first problem (several: :class:`~otelhooks._config.ConfigErrors`).
+    """
+    from otelhooks._config._load import load_config
+
+    return list(load_config([path]).hooks)
+
+
 def load_hook_files(paths: Iterable[str | Path]) -> list[Hook]:
-    """Load several files; ids must be unique across all of them."""
-    hooks: list[Hook] = []
-    seen: dict[str, str] = {}
-    for path in paths:
-        for hook in load_hooks(path):
-            if hook.id in seen:
-                raise ConfigError(
-                    f"duplicate hook id (also in {seen[hook.id]})",
-                    file=str(path),
-                    hook_id=hook.id,
-                    field="id",
-                )
-            seen[hook.id] = str(path)
-            hooks.append(hook)
-    return hooks
+    """Load several files; ids must be unique across all of them (kept for existing callers:
+    :func:`~otelhooks._config.load_config` also returns ``agent_events`` configs and sources)."""
+    from otelhooks._config._load import load_config
+
+    return list(load_config(list(paths)).hooks)

@@ -11,6 +11,12 @@ Rules (each has its own test):
 4. ``event.mock(result)`` on ``before_tool_call``: the first accepted mock wins and ends the chain.
 5. A handler that raises, times out or returns the wrong type is recorded as an error and then
    follows its ``on_error`` policy: ``continue`` (ignored) or ``block``.
+6. Command hooks decide Claude-style, and Claude's precedence deny > defer > ask > allow holds
+   whatever their registration order: a command's ``ask`` or ``defer`` blocks the call but keeps
+   the chain open to the remaining *command* hooks (other hooks are skipped, as after any
+   block); a later, stronger decision replaces it (the earliest of equal ones stands), and a deny
+   ends the chain. A block from any other hook counts as a deny. An ``allow`` never lifts a
+   block, so its ``updatedInput`` only takes effect when no command objected.
 """
 
 from __future__ import annotations
@@ -26,6 +32,9 @@ from otelhooks._live import Verdict
 
 __all__ = ["DEFAULT_BLOCK_REASONS", "InterceptChain"]
 
+_DENY = 3
+_DECISION_RANK = {"ask": 1, "defer": 2, "deny": _DENY}
+
 DEFAULT_BLOCK_REASONS: dict[str, str] = {
     "before_tool_call": "Blocked by beforeToolCall hook.",
     "message_sending": "Blocked by message_sending hook.",
@@ -37,11 +46,16 @@ DEFAULT_BLOCK_REASONS: dict[str, str] = {
 class InterceptChain:
     """State of one intercept dispatch: feed it each hook's result with :meth:`apply`."""
 
-    __slots__ = ("event", "verdict")
+    __slots__ = ("event", "soft_rank", "verdict")
 
     def __init__(self, event: str, payload: HookEvent, hooks: list[Hook]) -> None:
         self.event = event
         self.verdict = Verdict(payload=payload, matched=[h.id for h in hooks])
+        self.soft_rank = 0  # set while a command's ask/defer block leaves the chain open (rule 6)
+
+    def skips(self, hook: Hook) -> bool:
+        """Whether ``hook`` no longer runs: after an ask/defer block only commands do."""
+        return self.soft_rank > 0 and hook.action.kind != "command"
 
     @property
     def payload(self) -> HookEvent:
@@ -58,7 +72,14 @@ class InterceptChain:
     def apply(self, hook: Hook, result: Any) -> tuple[bool, str]:
         """Apply a handler's return value. Returns (stop, outcome)."""
         if isinstance(result, Block):
-            return self._block(hook, result.reason), "blocked"
+            rank = _DECISION_RANK.get(getattr(result, "decision", "deny"), _DENY)
+            if self.soft_rank and rank <= self.soft_rank:
+                return False, "blocked"  # not stronger than the block already decided
+            self._block(hook, result.reason)
+            self.soft_rank = rank if rank < _DENY else 0
+            return rank == _DENY, "blocked"
+        if self.soft_rank:
+            return False, "ok"  # already blocked by an ask/defer: an allow changes nothing
         payload = self.payload
         if isinstance(payload, ToolCallEvent) and payload.mocked_result is not None:
             self.verdict.mock = payload.mocked_result
@@ -93,6 +114,7 @@ class InterceptChain:
             self.verdict.payload = fresh
         if hook.error_policy == "block":
             self._block(hook, f"hook {hook.id} failed: {problem}")
+            self.soft_rank = 0
             return True, outcome
         return False, outcome
 

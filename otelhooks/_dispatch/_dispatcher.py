@@ -24,7 +24,7 @@ from otelhooks import _semconv as sc
 from otelhooks._actions import Enqueueing
 from otelhooks._dispatch._chain import InterceptChain
 from otelhooks._dispatch._registry import HookRegistry
-from otelhooks._errors import CriticalHookDeliveryError, HookError
+from otelhooks._errors import CriticalHookDeliveryError, HookError, HookTimeoutError
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Hook
 from otelhooks._live import LiveEvent, Verdict
@@ -123,6 +123,8 @@ class Dispatcher:
                 result = self._call_with_deadline(hook, payload)
             except DeadlinePassed:
                 stop, outcome = chain.fail(hook, f"timed out after {hook.deadline_s:g}s", "timeout")
+            except HookTimeoutError as exc:  # the action enforced its own timeout (a command)
+                stop, outcome = chain.fail(hook, str(exc), "timeout")
             except Exception as exc:
                 stop, outcome = chain.fail(hook, f"{type(exc).__name__}: {exc}")
                 _log.warning(
@@ -152,6 +154,8 @@ class Dispatcher:
                 result = await self._acall_with_deadline(hook, payload)
             except DeadlinePassed:
                 stop, outcome = chain.fail(hook, f"timed out after {hook.deadline_s:g}s", "timeout")
+            except HookTimeoutError as exc:  # the action enforced its own timeout (a command)
+                stop, outcome = chain.fail(hook, str(exc), "timeout")
             except Exception as exc:
                 stop, outcome = chain.fail(hook, f"{type(exc).__name__}: {exc}")
                 _log.warning(
@@ -244,7 +248,7 @@ class Dispatcher:
         outcome = "ok"
         try:
             call(*args)
-        except DeadlinePassed:
+        except (DeadlinePassed, HookTimeoutError):
             outcome = "timeout"
             _log.warning("observer hook timed out", hook_id=hook.id, lifecycle_event=live.name)
         except Exception as exc:

@@ -6,14 +6,16 @@ hook registered later runs after them.
 
 Matching is indexed by event name and, for exact-name matchers, by name: an event looks up the
 hooks matching everything, the hooks naming one of its matcher values, and scans only the regex
-hooks of that event. Results are cached per (event, values) until the registrations change.
+hooks of that event. Results are cached per (event, values) until the registrations change,
+already in registration order and without repeats, so a repeated event (the same tool called
+again) costs one dictionary lookup, however many hooks are registered.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -51,30 +53,77 @@ class _Bucket:
         return found
 
 
+_Entries = tuple[tuple[int, Hook], ...]
+_NONE: _Entries = ()
+
+
+def _ordered(entries: Iterable[tuple[int, Hook]]) -> _Entries:
+    """Entries in registration order, each hook once (a name list can index one hook under
+    several names, and one ``Hook`` object can be registered globally and for an operation)."""
+    seen: set[int] = set()
+    out = []
+    for entry in sorted(entries, key=_seq_of):
+        if id(entry[1]) not in seen:
+            seen.add(id(entry[1]))
+            out.append(entry)
+    return tuple(out)
+
+
+def _seq_of(entry: tuple[int, Hook]) -> int:
+    return entry[0]
+
+
 class _Index:
-    """An immutable snapshot of a set of hooks, indexed by event."""
+    """An immutable snapshot of a set of hooks, indexed by event.
 
-    __slots__ = ("buckets", "cache", "hooks")
+    ``cache`` maps (event, values) to the matching entries, ordered and unique, and ``ids`` maps
+    (events, values) to the ids of the hooks matching any of those events. Both are filled on
+    first use; concurrent fills compute the same value, so they need no lock.
+    """
 
-    def __init__(self, hooks: tuple[tuple[int, Hook], ...]) -> None:
+    __slots__ = ("buckets", "cache", "hooks", "ids")
+
+    def __init__(self, hooks: _Entries) -> None:
         self.hooks = hooks
         self.buckets: dict[str, _Bucket] = {}
         for seq, hook in hooks:
             self.buckets.setdefault(hook.event, _Bucket()).add(seq, hook)
-        self.cache: dict[tuple[str, tuple[str, ...]], list[tuple[int, Hook]]] = {}
+        self.cache: dict[tuple[str, tuple[str, ...]], _Entries] = {}
+        self.ids: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
 
-    def match(self, event: str, values: tuple[str, ...]) -> list[tuple[int, Hook]]:
-        bucket = self.buckets.get(event)
-        if bucket is None:
-            return []
+    def match(self, event: str, values: tuple[str, ...]) -> _Entries:
+        if event not in self.buckets:
+            return _NONE
         key = (event, values)
         hit = self.cache.get(key)
         if hit is None:
-            hit = bucket.match(values)
+            hit = _ordered(self.buckets[event].match(values))
             if len(self.cache) >= _CACHE_LIMIT:
                 self.cache.clear()
             self.cache[key] = hit
         return hit
+
+    def matched_ids(self, events: tuple[str, ...], values: tuple[str, ...]) -> tuple[str, ...]:
+        key = (events, values)
+        hit = self.ids.get(key)
+        if hit is None:
+            hit = _ids_of(self.match, events, values)
+            if len(self.ids) >= _CACHE_LIMIT:
+                self.ids.clear()
+            self.ids[key] = hit
+        return hit
+
+
+def _ids_of(
+    match: Callable[[str, tuple[str, ...]], Iterable[tuple[int, Hook]]],
+    events: tuple[str, ...],
+    values: tuple[str, ...],
+) -> tuple[str, ...]:
+    first, *rest = events
+    ids = [h.id for _, h in match(first, values)]
+    for event in rest:
+        ids.extend(h.id for _, h in match(event, values) if h.id not in ids)
+    return tuple(ids)
 
 
 _EMPTY = _Index(())
@@ -150,25 +199,28 @@ class HookRegistry:
         self, event: str, values: tuple[str, ...], *, operation_id: str | None = None
     ) -> list[Hook]:
         """Hooks for ``event`` whose matcher accepts one of ``values``, in registration order."""
+        return [h for _, h in self._entries(event, values, operation_id)]
+
+    def matched_ids(
+        self,
+        events: tuple[str, ...],
+        values: tuple[str, ...],
+        *,
+        operation_id: str | None = None,
+    ) -> tuple[str, ...]:
+        """Ids of the hooks matching any of ``events``: those of the first event in registration
+        order, then each later event's hooks not listed yet (cached like :meth:`match`)."""
+        op = self._ops.get(operation_id) if operation_id is not None else None
+        if op is None:
+            return self._global.matched_ids(events, values)
+        return _ids_of(lambda e, v: self._entries(e, v, operation_id), events, values)
+
+    def _entries(self, event: str, values: tuple[str, ...], operation_id: str | None) -> _Entries:
         found = self._global.match(event, values)
-        if operation_id is not None:
+        if operation_id is not None and self._ops:
             op = self._ops.get(operation_id)
             if op is not None:
                 extra = op.match(event, values)
                 if extra:
-                    found = sorted(found + extra, key=lambda e: e[0])
-        if not found:
-            return []
-        if len(found) > 1 and not _is_sorted(found):
-            found = sorted(found, key=lambda e: e[0])
-        seen: set[int] = set()
-        out = []
-        for _, hook in found:
-            if id(hook) not in seen:  # a name list can index one hook under several names
-                seen.add(id(hook))
-                out.append(hook)
-        return out
-
-
-def _is_sorted(entries: list[tuple[int, Hook]]) -> bool:
-    return all(entries[i][0] <= entries[i + 1][0] for i in range(len(entries) - 1))
+                    return _ordered(found + extra) if found else extra
+        return found

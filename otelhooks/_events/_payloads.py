@@ -203,6 +203,9 @@ class _ToolContext(HookEvent):
     executor: str = "server"
     toolSource: str | None = None
     agentId: str | None = None
+    # the arguments' fingerprint when the args themselves are not at hand (a received span's
+    # otelhooks.tool.args_fp; "" when it had none)
+    argsFp: str | None = None
     # kernel names for the same facts
     toolName: str = ""
     toolInput: Any = None

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
 
@@ -21,6 +21,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 from otelhooks import _semconv as sc
+from otelhooks._events import HookEvent
 from otelhooks._live import LIVE_EVENT_KEY, LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._processor import HookSpanProcessor
@@ -111,6 +112,13 @@ class AgentTracer:
             self.hooks.start_event(live, span if isinstance(span, SdkSpan) else None)
         return span
 
+    def matches(self, event: str, values: tuple[str, ...], operation_id: str | None) -> bool:
+        """Whether any registered hook matches ``event`` now (a cached lookup)."""
+        hooks = self.hooks
+        return hooks is not None and bool(
+            hooks.registry.match(event, values, operation_id=operation_id)
+        )
+
     def end_events(self, live: LiveEvent) -> None:
         if self.hooks is not None and not live.processed:
             self.hooks.end_event(live)
@@ -152,6 +160,16 @@ class SpanScope:
 
     def _close(self, exc: BaseException | None) -> None:
         raise NotImplementedError  # pragma: no cover - abstract
+
+    def _follow(self, name: str, build: Callable[[], HookEvent]) -> None:
+        """Queue the end event ``name`` on this scope's event, if a hook matches it.
+
+        Matching happens again when the span ends; checking here (just before) spares building
+        the event's closure, and what it captures, for the calls no hook watches.
+        """
+        live = self.live
+        if self.tracer.matches(name, live.values, live.operation_id):
+            live.follow(name, build)
 
     def _begin(self, name: str, live: LiveEvent, **kwargs: Any) -> None:
         self.live = live

@@ -20,12 +20,12 @@ from otelhooks._events import (
     ToolResult,
 )
 from otelhooks._instrument._base import SpanScope
+from otelhooks._instrument._tool import ToolCall
 from otelhooks._live import LiveEvent
 
 if TYPE_CHECKING:
     from otelhooks._instrument._operation import Operation
     from otelhooks._instrument._scopes import AgentCall, Approval, Compaction
-    from otelhooks._instrument._tool import ToolCall
 
 __all__ = ["LlmCall", "Step"]
 
@@ -50,10 +50,9 @@ class Step(SpanScope):
         self._next_call = 0
 
     def _open(self, *, deferred: bool) -> None:
-        common = self.operation.common()
-
-        def build() -> HookEvent:
-            return StepEvent(**common, stepIndex=self.index, agentId=self.operation.agent_id)
+        def build() -> HookEvent:  # only when a hook matches, at once, as the span starts
+            op = self.operation
+            return StepEvent(**op.common(), stepIndex=self.index, agentId=op.agent_id)
 
         live = LiveEvent(
             "before_step",
@@ -72,24 +71,27 @@ class Step(SpanScope):
         )
 
     def _close(self, exc: BaseException | None) -> None:
+        self.span.set_attribute(sc.STEP_TOOL_CALLS, len(self.tool_calls))
+        live = self.live
+        if self.tracer.matches("after_step", live.values, live.operation_id):
+            live.follow("after_step", self._after_event())
+        self.tracer.metrics.step_duration.record(
+            self.elapsed_s, {sc.GEN_AI_AGENT_NAME: self.operation.agent}
+        )
+
+    def _after_event(self) -> Callable[[], HookEvent]:
+        """The ``after_step`` builder, over a snapshot of the step as it ends."""
         common = self.operation.common()
         content, usage = self.content, self.usage.model_copy()
         calls, results = list(self.tool_calls), list(self.tool_results)
-        self.span.set_attribute(sc.STEP_TOOL_CALLS, len(calls))
-        self.live.follow(
-            "after_step",
-            lambda: AfterStepEvent(
-                **common,
-                stepIndex=self.index,
-                agentId=self.operation.agent_id,
-                content=content,
-                toolCalls=calls,
-                toolResults=results,
-                usage=usage,
-            ),
-        )
-        self.tracer.metrics.step_duration.record(
-            self.elapsed_s, {sc.GEN_AI_AGENT_NAME: self.operation.agent}
+        return lambda: AfterStepEvent(
+            **common,
+            stepIndex=self.index,
+            agentId=self.operation.agent_id,
+            content=content,
+            toolCalls=calls,
+            toolResults=results,
+            usage=usage,
         )
 
     def next_call_index(self) -> int:
@@ -115,8 +117,6 @@ class Step(SpanScope):
         tool_type: str = "function",
     ) -> ToolCall:
         """A tool call: an ``execute_tool {api_name}`` span whose start runs the interceptors."""
-        from otelhooks._instrument._tool import ToolCall
-
         return ToolCall(
             self,
             identifier,
@@ -223,7 +223,6 @@ class LlmCall(SpanScope):
 
     def _open(self, *, deferred: bool) -> None:
         op = self.step.operation
-        common = op.common()
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
             sc.GEN_AI_PROVIDER_NAME: self.provider,
@@ -232,9 +231,9 @@ class LlmCall(SpanScope):
         if self.tracer.capture_content:
             attrs[sc.GEN_AI_INPUT_MESSAGES] = json.dumps(self.messages, default=str)
 
-        def build() -> HookEvent:
+        def build() -> HookEvent:  # only when a hook matches, at once, as the span starts
             return LlmInputEvent(
-                **common,
+                **op.common(),
                 agentId=op.agent_id,
                 stepIndex=self.step.index,
                 model=self.model,
@@ -246,28 +245,28 @@ class LlmCall(SpanScope):
 
     def _close(self, exc: BaseException | None) -> None:
         op = self.step.operation
-        common = op.common()
         usage = self.usage
-        span = self.span
-        span.set_attribute(sc.GEN_AI_USAGE_INPUT_TOKENS, usage.input)
-        span.set_attribute(sc.GEN_AI_USAGE_OUTPUT_TOKENS, usage.output)
-        span.set_attribute(sc.GEN_AI_RESPONSE_MODEL, self.response_model or self.model)
+        end: dict[str, Any] = {
+            sc.GEN_AI_USAGE_INPUT_TOKENS: usage.input,
+            sc.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output,
+            sc.GEN_AI_RESPONSE_MODEL: self.response_model or self.model,
+        }
         if self.finish_reason:
-            span.set_attribute(sc.GEN_AI_RESPONSE_FINISH_REASONS, [self.finish_reason])
+            end[sc.GEN_AI_RESPONSE_FINISH_REASONS] = [self.finish_reason]
         if self.tracer.capture_content:
-            span.set_attribute(
-                sc.GEN_AI_OUTPUT_MESSAGES,
-                json.dumps([{"role": "assistant", "content": self.response}]),
+            end[sc.GEN_AI_OUTPUT_MESSAGES] = json.dumps(
+                [{"role": "assistant", "content": self.response}]
             )
+        self.span.set_attributes(end)
         for total in (self.step.usage, op.usage):
             total.input += usage.input
             total.output += usage.output
         self.step.content = self.response
         response = self.response
-        self.live.follow(
+        self._follow(
             "llm_output",
             lambda: LlmOutputEvent(
-                **common,
+                **op.common(),
                 agentId=op.agent_id,
                 stepIndex=self.step.index,
                 model=self.response_model or self.model,

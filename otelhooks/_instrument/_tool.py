@@ -24,7 +24,21 @@ if TYPE_CHECKING:
 
 __all__ = ["ToolCall"]
 
-_AFTER_EVENTS = ("after_tool_call", "on_tool_call_error", "tool_result_persist")
+# The events whose hooks ``otelhooks.hook.matched`` lists, the call's own event first.
+_TOOL_EVENTS = ("before_tool_call", "after_tool_call", "on_tool_call_error", "tool_result_persist")
+_METRIC_ATTRS: dict[tuple[str, str], dict[str, Any]] = {}
+_METRIC_ATTRS_LIMIT = 1024
+
+
+def _metric_attrs(tool: str, outcome: str) -> dict[str, Any]:
+    """The tool metrics' attribute set, built once per (tool, outcome): never mutate it."""
+    attrs = _METRIC_ATTRS.get((tool, outcome))
+    if attrs is None:
+        if len(_METRIC_ATTRS) >= _METRIC_ATTRS_LIMIT:
+            _METRIC_ATTRS.clear()
+        attrs = {sc.GEN_AI_TOOL_NAME: tool, sc.ATTR_OUTCOME: outcome}
+        _METRIC_ATTRS[(tool, outcome)] = attrs
+    return attrs
 
 
 def _as_result(value: Any) -> ToolResult:
@@ -63,6 +77,7 @@ class ToolCall(SpanScope):
         self.args = args
         self.tool_call_id = tool_call_id or f"call_{getrandbits(64):016x}"
         self.tool_type = tool_type
+        self._values = (f"{identifier}/{api_name}" if identifier else api_name, api_name)
         self.call_index = step.next_call_index()
         self.denied = False
         self.deny_reason: str | None = None
@@ -100,27 +115,32 @@ class ToolCall(SpanScope):
             "agentId": op.agent_id,
         }
 
+    def _before_event(self) -> ToolCallEvent:
+        # Built only when a hook matches, and then at once, while the span starts (the sync
+        # processor or the awaited chain), so it sees the arguments as the call began.
+        return ToolCallEvent(**self._context())
+
     def _open(self, *, deferred: bool) -> None:
-        op = self.step.operation
-        encoded = canonical_json(self.args).encode("utf-8")
+        values = self._values
+        text = canonical_json(self.args)
+        encoded = text.encode("utf-8")
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
             sc.GEN_AI_TOOL_NAME: self.api_name,
             sc.GEN_AI_TOOL_CALL_ID: self.tool_call_id,
             sc.GEN_AI_TOOL_TYPE: self.tool_type,
             sc.TOOL_IDENTIFIER: self.identifier,
-            sc.TOOL_MATCHER_VALUE: self.matcher_value,
+            sc.TOOL_MATCHER_VALUE: values[0],
             sc.TOOL_ARGS_FINGERPRINT: format(fnv1a_64(encoded), "016x"),
             sc.TOOL_ARGS_SIZE: len(encoded),
         }
         if self.tracer.capture_content:
-            attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = encoded.decode("utf-8")
-        context = self._context()
+            attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = text
         live = LiveEvent(
             "before_tool_call",
-            lambda: ToolCallEvent(**context),
-            values=(self.matcher_value, self.api_name),
-            operation_id=op.operation_id,
+            self._before_event,
+            values=values,
+            operation_id=self.step.operation.operation_id,
             deferred=deferred,
         )
         self._begin(f"{sc.OP_EXECUTE_TOOL} {self.api_name}", live, attributes=attrs)
@@ -160,15 +180,11 @@ class ToolCall(SpanScope):
         hooks = self.tracer.hooks
         if hooks is None or not hooks.registry.has_any() or not self.span.is_recording():
             return
-        registry, op_id = hooks.registry, self.step.operation.operation_id
-        values = (self.matcher_value, self.api_name)
-        ids = [h.id for h in registry.match("before_tool_call", values, operation_id=op_id)]
-        for event in _AFTER_EVENTS:
-            ids.extend(
-                h.id for h in registry.match(event, values, operation_id=op_id) if h.id not in ids
-            )
+        ids = hooks.registry.matched_ids(
+            _TOOL_EVENTS, self._values, operation_id=self.step.operation.operation_id
+        )
         if ids:
-            self.span.set_attribute(sc.HOOK_MATCHED, ids)
+            self.span.set_attribute(sc.HOOK_MATCHED, list(ids))
 
     # -- results ---------------------------------------------------------------------------------
 
@@ -185,11 +201,18 @@ class ToolCall(SpanScope):
                 apiName=self.api_name,
                 result=result.model_dump(exclude_none=True),
             ),
-            values=(self.matcher_value, self.api_name),
+            values=self._values,
             operation_id=op.operation_id,
         )
         live.span_context = self.span.get_span_context()
         return live
+
+    def _persist_hooked(self) -> bool:
+        """Whether a ``tool_result_persist`` hook matches this call (else the result is kept as
+        it is, with no event to build)."""
+        return self.tracer.matches(
+            "tool_result_persist", self._values, self.step.operation.operation_id
+        )
 
     def _apply_persist(self, result: ToolResult, verdict: Verdict) -> ToolResult:
         if verdict.blocked:
@@ -220,6 +243,9 @@ class ToolCall(SpanScope):
         result = _as_result(value)
         if not success:
             result = result.model_copy(update={"success": False})
+        if not self._persist_hooked():
+            self._result = result
+            return result
         verdict = self.tracer.intercept_inline(self._persist_event(result))
         return self._apply_persist(result, verdict)
 
@@ -228,6 +254,9 @@ class ToolCall(SpanScope):
         result = _as_result(value)
         if not success:
             result = result.model_copy(update={"success": False})
+        if not self._persist_hooked():
+            self._result = result
+            return result
         verdict = await self.tracer.intercept_inline_async(self._persist_event(result))
         return self._apply_persist(result, verdict)
 
@@ -240,14 +269,13 @@ class ToolCall(SpanScope):
 
     def _close(self, exc: BaseException | None) -> None:
         elapsed_ms = (time.perf_counter() - self._tool_started) * 1000
-        context = self._context()
         result = self.result
         if exc is not None:
             outcome = "error"
             message, error_type = str(exc), type(exc).__qualname__
-            self.live.follow(
+            self._follow(
                 "on_tool_call_error",
-                lambda: ToolCallErrorEvent(**context, error=message, errorType=error_type),
+                lambda: ToolCallErrorEvent(**self._context(), error=message, errorType=error_type),
             )
         else:
             outcome = (
@@ -260,10 +288,10 @@ class ToolCall(SpanScope):
                 else "error"
             )
             mocked = self.mocked
-            self.live.follow(
+            self._follow(
                 "after_tool_call",
                 lambda: AfterToolCallEvent(
-                    **context,
+                    **self._context(),
                     content=result.content,
                     success=result.success,
                     mocked=mocked,
@@ -273,10 +301,10 @@ class ToolCall(SpanScope):
                     toolOutput=result.content,
                 ),
             )
-        span = self.span
-        span.set_attributes({sc.TOOL_OUTCOME: outcome, sc.TOOL_RESULT_SIZE: len(result.content)})
+        end: dict[str, Any] = {sc.TOOL_OUTCOME: outcome, sc.TOOL_RESULT_SIZE: len(result.content)}
         if self.tracer.capture_content:
-            span.set_attribute(sc.GEN_AI_TOOL_CALL_RESULT, result.content)
+            end[sc.GEN_AI_TOOL_CALL_RESULT] = result.content
+        self.span.set_attributes(end)
         summary = {
             "toolCallId": self.tool_call_id,
             "identifier": self.identifier,
@@ -284,6 +312,6 @@ class ToolCall(SpanScope):
         }
         self.step.tool_calls.append(summary)
         self.step.tool_results.append({**summary, "success": result.success, "outcome": outcome})
-        attrs: dict[str, Any] = {sc.GEN_AI_TOOL_NAME: self.api_name, sc.ATTR_OUTCOME: outcome}
-        self.tracer.metrics.tool_calls.add(1, attrs)
-        self.tracer.metrics.tool_duration.record(self.elapsed_s, attrs)
+        metrics, attrs = self.tracer.metrics, _metric_attrs(self.api_name, outcome)
+        metrics.tool_calls.add(1, attrs)
+        metrics.tool_duration.record(self.elapsed_s, attrs)

@@ -1,0 +1,18 @@
+"""The guardrails app's Python hooks (the kernel contract on intercepts: return the data, or
+None to block)."""
+
+import os
+from pathlib import Path
+
+LOG = Path(os.environ.get("TMPDIR", "/tmp")) / "otelhooks-examples.log"
+
+
+def sign(data):
+    """message_sending (intercept): pass the message on, signed."""
+    return {"content": f"{data.content}\n-- checked by guardrails"}
+
+
+def inbox(data):
+    """message_received (subscribe): log the channel."""
+    with LOG.open("a", encoding="utf-8") as log:
+        log.write(f"message received on {data.channelId}\n")

@@ -1,0 +1,398 @@
+"""Command hooks: a real process per invocation, as in the workspace engine and Claude Code.
+
+How a command runs:
+
+- A string command runs through ``/bin/sh -c`` (as the workspace engine's ``exec`` does); a list
+  runs without a shell. Payload values never become part of the command line: they travel only in
+  ``HOOK_*`` environment variables and on stdin, so ``$(touch pwned)`` in a tool argument stays
+  text.
+- The process inherits the environment plus the ``HOOK_*`` variables of :func:`hook_environment`
+  and gets :func:`stdin_document` (the event JSON plus Claude Code's snake_case fields) on stdin.
+- It runs in its own session (process group). At its timeout (10 s by default, 30 s at most) the
+  whole group gets ``SIGKILL`` and the process is reaped: nothing it started is left running and
+  no zombie of ours remains. A process that exits on its own may leave deliberately detached
+  background work behind, as ``exec`` does.
+- stdout and stderr are read as they come and kept up to :data:`OUTPUT_CAP_BYTES` each (the rest
+  is read and counted, never stored); logs show a short excerpt.
+
+What the exit tells the dispatcher (the handler return protocol):
+
+- exit 0: success. A stdout that is a JSON object may decide a ``before_tool_call`` Claude-style
+  (``hookSpecificOutput.permissionDecision``): ``deny`` blocks with ``permissionDecisionReason``;
+  ``allow`` lets the call run and applies ``updatedInput`` as the new arguments; ``ask`` and
+  ``defer`` also keep the call from running (otelhooks cannot ask a person from inside a hook
+  chain, and has no paused run to resume later), with a reason that says which. On any intercept
+  event ``{"decision": "block", "reason": ...}`` blocks too. Other stdout is just output.
+- exit 2: block, stderr is the reason (intercept events; on observed events it is only logged).
+- any other exit, a signal, a timeout, a process that cannot start, or an invalid JSON decision:
+  a :class:`~otelhooks.HookError`, which the dispatcher records and then follows the hook's
+  ``on_error`` policy (``continue`` by default).
+
+When several command hooks of one ``before_tool_call`` disagree, Claude Code's precedence holds:
+deny > defer > ask > allow (see :mod:`otelhooks._dispatch._chain`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import selectors
+import signal
+import subprocess
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final, Literal
+
+import structlog
+
+from otelhooks._actions import register_action_kind
+from otelhooks._actions._command_env import excerpt, hook_environment, stdin_document, to_json
+from otelhooks._errors import ConfigError, HookError, HookTimeoutError
+from otelhooks._events import EVENTS, HookEvent, ToolCallEvent
+from otelhooks._hooks import Block
+
+if TYPE_CHECKING:
+    from otelhooks._hooks import Hook
+
+__all__ = [
+    "MAX_COMMAND_TIMEOUT_S",
+    "OUTPUT_CAP_BYTES",
+    "CommandAction",
+    "CommandBlock",
+    "CommandDecision",
+    "CommandOutcome",
+]
+
+MAX_COMMAND_TIMEOUT_S: Final = 30.0
+OUTPUT_CAP_BYTES: Final = 1 << 20
+_READ_CHUNK: Final = 64 * 1024
+
+Decision = Literal["allow", "deny", "ask", "defer"]
+_DECISIONS: Final = ("allow", "deny", "ask", "defer")
+
+_log = structlog.get_logger("otelhooks")
+
+
+class CommandBlock(Block):
+    """A block that came from a command's decision; ``decision`` ranks it (deny > defer > ask)."""
+
+    __slots__ = ("decision",)
+
+    def __init__(self, reason: str | None, *, decision: Decision = "deny") -> None:
+        super().__init__(reason)
+        self.decision = decision
+
+    def __repr__(self) -> str:
+        return f"CommandBlock({self.reason!r}, decision={self.decision!r})"
+
+
+@dataclass(frozen=True, slots=True)
+class CommandOutcome:
+    """What one run of a command did (a value, never an exception).
+
+    Attributes:
+        exit_code: the exit status; ``None`` when it was killed at its timeout or never started;
+            negative when a signal ended it.
+        stdout, stderr: the captured text, at most :data:`OUTPUT_CAP_BYTES` bytes each.
+        stdout_bytes, stderr_bytes: how many bytes the process wrote in all.
+        timed_out: killed (with its process group) at the timeout.
+        start_error: why the process could not be started.
+        duration_s: wall time.
+        pid: the process id (also its process group id).
+    """
+
+    exit_code: int | None
+    stdout: str = ""
+    stderr: str = ""
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    timed_out: bool = False
+    start_error: str | None = None
+    duration_s: float = 0.0
+    pid: int | None = None
+
+    @property
+    def truncated(self) -> bool:
+        """Some output went past the cap and was dropped."""
+        return self.stdout_bytes > OUTPUT_CAP_BYTES or self.stderr_bytes > OUTPUT_CAP_BYTES
+
+
+@dataclass(frozen=True, slots=True)
+class CommandDecision:
+    """How the dispatcher reads an outcome: ``result`` follows the handler return protocol.
+
+    ``problem`` is set for a failure (non-blocking unless ``on_error: block``); ``decision`` is the
+    Claude-style permission decision, when the command gave one (``deny`` for an exit 2 block).
+    """
+
+    result: Any = None
+    decision: Decision | None = None
+    reason: str | None = None
+    problem: str | None = None
+    updated_input: dict[str, Any] | None = None
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)  # the process and everything it started
+    with contextlib.suppress(ProcessLookupError):
+        proc.kill()
+
+
+class _Capture:
+    """One output stream: the first OUTPUT_CAP_BYTES kept, the rest only counted."""
+
+    __slots__ = ("kept", "seen")
+
+    def __init__(self) -> None:
+        self.kept = bytearray()
+        self.seen = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.seen += len(chunk)
+        room = OUTPUT_CAP_BYTES - len(self.kept)
+        if room > 0:
+            self.kept += chunk[:room]
+
+
+def _exchange(
+    proc: subprocess.Popen[bytes], data: bytes, deadline: float
+) -> tuple[_Capture, _Capture, bool]:
+    """Feed stdin and read stdout and stderr until both close or the deadline passes.
+
+    Returns (stdout, stderr, timed_out).
+    """
+    stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
+    assert stdin is not None
+    assert stdout is not None
+    assert stderr is not None
+    captures = {stdout.fileno(): _Capture(), stderr.fileno(): _Capture()}
+    out, err = captures[stdout.fileno()], captures[stderr.fileno()]
+    offset = 0
+    with selectors.DefaultSelector() as sel:
+        sel.register(stdout, selectors.EVENT_READ)
+        sel.register(stderr, selectors.EVENT_READ)
+        if data:
+            os.set_blocking(stdin.fileno(), False)
+            sel.register(stdin, selectors.EVENT_WRITE)
+        else:
+            stdin.close()
+        while sel.get_map():
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return out, err, True
+            for key, _ in sel.select(remaining):
+                if key.fileobj is not stdin:
+                    chunk = os.read(key.fd, _READ_CHUNK)
+                    if chunk:
+                        captures[key.fd].add(chunk)
+                    else:
+                        sel.unregister(key.fileobj)
+                    continue
+                try:
+                    offset += os.write(key.fd, data[offset : offset + _READ_CHUNK])
+                except BlockingIOError:
+                    continue
+                except BrokenPipeError:
+                    offset = len(data)  # the command does not read its stdin: fine
+                if offset >= len(data):
+                    sel.unregister(stdin)
+                    stdin.close()
+    return out, err, False
+
+
+class CommandAction:
+    """Runs the hook's command as a process (see the module docstring for every rule).
+
+    Attributes:
+        command: the string (run by ``/bin/sh -c``) or argument list (run directly).
+        timeout: seconds before the process group is killed.
+        deadline_s: how long the dispatcher waits for the call (the timeout plus a second to
+            kill and reap; a timeout is reported as :class:`~otelhooks.HookTimeoutError`).
+        workspace_id: ``HOOK_WORKSPACE_ID`` (the workspace loader sets it; else
+            ``$OTELHOOKS_WORKSPACE_ID``).
+    """
+
+    kind = "command"
+    is_async = False
+    concurrent = True
+
+    def __init__(self, hook: Hook) -> None:
+        command = hook.command
+        if isinstance(command, str):
+            if not command.strip():
+                raise ConfigError("a command hook needs a non-empty command", field="command")
+        elif not command or not all(isinstance(a, str) and a for a in command):
+            raise ConfigError(
+                "a command list needs a program and non-empty string arguments", field="command"
+            )
+        if hook.timeout > MAX_COMMAND_TIMEOUT_S:
+            raise ConfigError(
+                f"a command hook may run at most {MAX_COMMAND_TIMEOUT_S:g} s, "
+                f"not {hook.timeout:g} s",
+                field="timeout",
+            )
+        self.hook = hook
+        self.command: str | list[str] = command
+        self.timeout = hook.timeout
+        # The dispatcher's deadline is a safety net: the command is killed at its own timeout
+        # and reaped before the dispatcher moves on, so nothing runs past the event.
+        self.deadline_s = hook.timeout + 1.0
+        self.workspace_id: str | None = None
+
+    def __repr__(self) -> str:
+        return f"CommandAction({self.command!r}, timeout={self.timeout:g})"
+
+    def argv(self) -> list[str]:
+        """What is executed: ``/bin/sh -c COMMAND`` for a string, the list itself otherwise."""
+        if isinstance(self.command, str):
+            return ["/bin/sh", "-c", self.command]
+        return list(self.command)
+
+    def run(self, payload: HookEvent) -> CommandOutcome:
+        """Run the command once for ``payload`` and return what happened (never raises)."""
+        env = {
+            **os.environ,
+            **hook_environment(self.hook, payload, workspace_id=self.workspace_id),
+        }
+        data = to_json(stdin_document(self.hook, payload)).encode("utf-8", "surrogatepass")
+        started = time.monotonic()
+        deadline = started + self.timeout
+        try:
+            proc = subprocess.Popen(
+                self.argv(),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                env=env,
+                start_new_session=True,
+                close_fds=True,
+            )
+        except (OSError, ValueError) as exc:
+            problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            return CommandOutcome(
+                exit_code=None,
+                start_error=f"cannot start {self.argv()[0]!r}: {problem}",
+                duration_s=time.monotonic() - started,
+            )
+        timed_out = False
+        try:
+            out, err, timed_out = _exchange(proc, data, deadline)
+            if not timed_out:
+                try:
+                    proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+        finally:
+            # Killed before it is reaped, so the group id cannot have been reused.
+            if timed_out or proc.returncode is None:
+                _kill_group(proc)
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    stream.close()
+            proc.wait()  # reap: no zombie of ours
+        return CommandOutcome(
+            exit_code=None if timed_out else proc.returncode,
+            stdout=out.kept.decode("utf-8", "replace"),
+            stderr=err.kept.decode("utf-8", "replace"),
+            stdout_bytes=out.seen,
+            stderr_bytes=err.seen,
+            timed_out=timed_out,
+            duration_s=time.monotonic() - started,
+            pid=proc.pid,
+        )
+
+    def interpret(self, outcome: CommandOutcome, payload: HookEvent) -> CommandDecision:
+        """Read an outcome by the exit-code and JSON rules of the module docstring."""
+        if outcome.start_error is not None:
+            return CommandDecision(problem=outcome.start_error)
+        if outcome.timed_out:
+            return CommandDecision(problem=f"timed out after {self.timeout:g}s; process killed")
+        code = outcome.exit_code
+        assert code is not None
+        intercept = EVENTS[payload.event].intercept
+        if code == 2:
+            reason = outcome.stderr.strip() or None
+            if not intercept:
+                return CommandDecision(result=payload)
+            return CommandDecision(
+                result=CommandBlock(reason, decision="deny"), decision="deny", reason=reason
+            )
+        if code != 0:
+            how = f"was killed by signal {-code}" if code < 0 else f"exited with {code}"
+            detail = outcome.stderr.strip()
+            return CommandDecision(problem=f"{how}: {excerpt(detail)}" if detail else how)
+        text = outcome.stdout.strip()
+        if not text.startswith("{"):
+            return CommandDecision(result=payload)
+        if outcome.stdout_bytes > OUTPUT_CAP_BYTES:
+            return CommandDecision(problem=f"JSON output over {OUTPUT_CAP_BYTES} bytes: ignored")
+        try:
+            answer = json.loads(text)
+        except ValueError as exc:
+            return CommandDecision(problem=f"stdout is not valid JSON: {exc}")
+        if not isinstance(answer, dict) or not intercept:
+            return CommandDecision(result=payload)
+        return self._decide(answer, payload)
+
+    def _decide(self, answer: dict[str, Any], payload: HookEvent) -> CommandDecision:
+        specific = answer.get("hookSpecificOutput")
+        is_tool_call = isinstance(payload, ToolCallEvent)
+        if is_tool_call and isinstance(specific, dict) and "permissionDecision" in specific:
+            return self._permission(specific, payload)
+        if answer.get("decision") == "block":
+            reason = answer.get("reason")
+            reason = reason if isinstance(reason, str) and reason else None
+            return CommandDecision(
+                result=CommandBlock(reason, decision="deny"), decision="deny", reason=reason
+            )
+        return CommandDecision(result=payload)
+
+    def _permission(self, specific: dict[str, Any], payload: HookEvent) -> CommandDecision:
+        decision = specific.get("permissionDecision")
+        if decision not in _DECISIONS:
+            return CommandDecision(
+                problem=f"permissionDecision must be one of {', '.join(_DECISIONS)}, "
+                f"not {decision!r}"
+            )
+        reason = specific.get("permissionDecisionReason")
+        reason = reason if isinstance(reason, str) and reason else None
+        updated = specific.get("updatedInput")
+        if updated is not None and not isinstance(updated, dict):
+            return CommandDecision(problem="updatedInput must be a JSON object")
+        if decision == "allow":
+            result: Any = {"args": updated} if updated is not None else payload
+            return CommandDecision(
+                result=result, decision="allow", reason=reason, updated_input=updated
+            )
+        if decision == "ask":
+            reason = reason or f"Hook {self.hook.id} asks for confirmation before this tool call."
+        elif decision == "defer":
+            reason = reason or f"Hook {self.hook.id} deferred the decision on this tool call."
+        return CommandDecision(
+            result=CommandBlock(reason, decision=decision), decision=decision, reason=reason
+        )
+
+    def __call__(self, payload: HookEvent) -> Any:
+        """Run the command and return the handler return protocol (or raise a HookError)."""
+        outcome = self.run(payload)
+        verdict = self.interpret(outcome, payload)
+        if verdict.problem is not None:
+            _log.warning(
+                "command hook failed",
+                hook_id=self.hook.id,
+                lifecycle_event=payload.event,
+                problem=verdict.problem,
+                exit_code=outcome.exit_code,
+                stdout=excerpt(outcome.stdout),
+                stderr=excerpt(outcome.stderr),
+                output_bytes=outcome.stdout_bytes + outcome.stderr_bytes,
+            )
+            if outcome.timed_out:
+                raise HookTimeoutError(verdict.problem, hook_id=self.hook.id, event=payload.event)
+            raise HookError(verdict.problem, hook_id=self.hook.id, event=payload.event)
+        return verdict.result
+
+
+register_action_kind("command", CommandAction)

@@ -1,0 +1,123 @@
+"""Script hooks: a function in a Python file, ``path/to/file.py:function``.
+
+The agent OS's ``script_hook`` (there in Rhai or JavaScript) and the workspace engine's ``script``
+rule (recognised but not implemented there). The file is executed once when the hook is built —
+at config load, so every problem is a :class:`~otelhooks.ConfigError` naming the ``script`` field
+(a syntax error also names the script's line) — and the module is cached by path and
+modification time: hooks naming the same unchanged file share one module, and an edited file is
+loaded again by the next load (the next run), never in the middle of one.
+
+Relative paths are resolved against the current directory here; the config loaders resolve them
+against the config file's directory first. The function follows the handler return protocol.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
+
+from otelhooks._actions import register_action_kind
+from otelhooks._actions._handler import HandlerAction
+from otelhooks._errors import ConfigError
+
+if TYPE_CHECKING:
+    from otelhooks._hooks import Hook
+
+__all__ = ["ScriptAction", "load_script_function", "split_script_ref"]
+
+_modules: dict[tuple[str, int, int], ModuleType] = {}
+_lock = threading.RLock()  # a script may load hooks (and scripts) while it loads
+
+
+def split_script_ref(ref: str) -> tuple[str, str]:
+    """``path/to/file.py:function`` → (path, function). The last ``:`` separates them."""
+    path, sep, function = ref.rpartition(":")
+    if not sep or not path or not function.isidentifier():
+        raise ConfigError(
+            f"script {ref!r} must name a file and a function: 'path/to/file.py:function'",
+            field="script",
+        )
+    return path, function
+
+
+def _load_module(path: Path) -> ModuleType:
+    try:
+        stat = path.stat()
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read script {str(path)!r}: {exc.strerror}", field="script"
+        ) from None
+    if not path.is_file():
+        raise ConfigError(f"script {str(path)!r} is not a file", field="script")
+    key = (str(path), stat.st_mtime_ns, stat.st_size)
+    with _lock:
+        cached = _modules.get(key)
+        if cached is not None:
+            return cached
+        digest = hashlib.sha1(str(key).encode(), usedforsecurity=False).hexdigest()[:12]
+        name = f"otelhooks_script_{path.stem if path.stem.isidentifier() else 'm'}_{digest}"
+        spec = importlib.util.spec_from_file_location(name, path)
+        if spec is None or spec.loader is None:
+            raise ConfigError(f"script {str(path)!r} is not a Python file", field="script")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module  # dataclasses and pickling look the module up by name
+        try:
+            spec.loader.exec_module(module)
+        except SyntaxError as exc:
+            sys.modules.pop(name, None)
+            raise ConfigError(
+                f"script {str(path)!r} line {exc.lineno}: syntax error: {exc.msg}", field="script"
+            ) from None
+        except (Exception, SystemExit) as exc:
+            sys.modules.pop(name, None)
+            raise ConfigError(
+                f"script {str(path)!r} failed while loading: {type(exc).__name__}: {exc}",
+                field="script",
+            ) from None
+        _modules[key] = module
+        return module
+
+
+def load_script_function(ref: str, *, base_dir: Path | None = None) -> Callable[..., Any]:
+    """Load the function ``ref`` names (``path.py:function``), relative to ``base_dir``.
+
+    Raises:
+        ConfigError: naming the ``script`` field: a bad reference, a missing or unreadable file,
+            a syntax error (with its line), an error while the file runs, no such function.
+    """
+    raw_path, function = split_script_ref(ref)
+    path = Path(raw_path).expanduser()
+    if not path.is_absolute():
+        path = (base_dir or Path.cwd()) / path
+    module = _load_module(path.resolve())
+    target = getattr(module, function, None)
+    if target is None:
+        raise ConfigError(f"script {raw_path!r} has no function {function!r}", field="script")
+    if not callable(target):
+        raise ConfigError(f"{function!r} in script {raw_path!r} is not callable", field="script")
+    return target  # type: ignore[no-any-return]
+
+
+class ScriptAction(HandlerAction):
+    """Calls the script's function with the payload, like a Python handler."""
+
+    kind = "script"
+
+    __slots__ = ("ref",)
+
+    def __init__(self, hook: Hook) -> None:
+        assert hook.script is not None
+        super().__init__(load_script_function(hook.script))
+        self.ref = hook.script
+
+    def __repr__(self) -> str:
+        return f"ScriptAction({self.ref!r})"
+
+
+register_action_kind("script", ScriptAction)

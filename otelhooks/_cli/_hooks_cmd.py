@@ -1,0 +1,299 @@
+"""``otelhooks hooks test PATH... --event NAME``: fire matching hooks with a sample event.
+
+The workspace engine's "test a hook" button, for every format. The hooks of the files are
+matched as the dispatcher matches them; each runs once, in registration order, under its
+deadline, and the report says what it did: outcome (``ok``, ``rewritten``, ``blocked``,
+``mocked``, ``queued``, ``error``, ``timeout``, ``skipped``), the command's decision, exit code and
+output. On intercept events the hooks form the real intercept chain (each sees the previous one's
+payload) and the final verdict is printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import threading
+import types
+import typing
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from otelhooks._dispatch._chain import InterceptChain
+    from otelhooks._events import EventSpec, HookEvent
+    from otelhooks._hooks import Hook
+
+__all__ = ["add_parser", "sample_event"]
+
+_SAMPLES: dict[str, Any] = {
+    "agentId": "sample-agent",
+    "operationId": "op-sample",
+    "sessionKey": "sample-session",
+    "userId": "sample-user",
+    "input": "Sample prompt",
+    "userMessage": "Sample prompt",
+    "fullPrompt": "Sample prompt (expanded with instructions)",
+    "model": "sample-model",
+    "content": "sample content",
+    "error": "sample error",
+}
+
+
+def _sample_value(name: str, annotation: Any) -> Any:
+    if name in _SAMPLES:
+        return _SAMPLES[name]
+    origin = typing.get_origin(annotation)
+    if origin is typing.Literal:
+        return typing.get_args(annotation)[0]
+    if origin in (typing.Union, types.UnionType):
+        kinds = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _sample_value(name, kinds[0]) if kinds else None
+    if annotation is int:
+        return 0
+    if annotation is float:
+        return 0.0
+    if annotation is bool:
+        return True
+    if origin is list or annotation is list:
+        return []
+    if origin is dict or annotation is dict:
+        return {}
+    return f"sample-{name}"
+
+
+def split_tool(tool: str | None) -> tuple[str, str]:
+    """``identifier/apiName`` → both; a bare name is the API name (Claude-style tools)."""
+    if not tool:
+        return "sample", "sampleTool"
+    identifier, sep, api = tool.rpartition("/")
+    return (identifier, api) if sep else ("", tool)
+
+
+def sample_event(
+    spec: EventSpec, *, tool: str | None = None, args: dict[str, Any] | None = None
+) -> tuple[HookEvent, tuple[str, ...]]:
+    """A payload of ``spec``'s model with sample values, and the values matchers see.
+
+    For tool events ``args`` are the tool arguments; for other events they override payload
+    fields.
+    """
+    from otelhooks._events import GenericEvent
+
+    model = spec.payload
+    data: dict[str, Any] = {}
+    values: tuple[str, ...] = ("*",)
+    fields = model.model_fields
+    if "apiName" in fields:
+        identifier, api = split_tool(tool)
+        matcher_value = f"{identifier}/{api}" if identifier else api
+        values = (matcher_value, api)
+        data.update(
+            toolCallId="call_sample", identifier=identifier, apiName=api, toolName=api, args={}
+        )
+        if "args" in fields:
+            data["args"] = dict(args or {})
+        else:
+            data.pop("args")
+            data.update(args or {})
+    else:
+        data.update(args or {})
+    if model is GenericEvent:
+        data["event"] = spec.name
+        if tool:
+            data["matcherValue"] = tool
+            values = (tool,)
+    for name, info in fields.items():
+        if name not in data and (info.is_required() or name in _SAMPLES):
+            data[name] = _sample_value(name, info.annotation)
+    data = {k: v for k, v in data.items() if k in fields or k in (args or {})}
+    return model.model_validate(data), values
+
+
+def _call(hook: Hook, payload: HookEvent) -> Any:
+    action = hook.action
+    result = action(payload)
+    if asyncio.iscoroutine(result):
+        return asyncio.run(result)
+    return result
+
+
+def _run_with_deadline(hook: Hook, payload: HookEvent) -> Any:
+    """Call a Python action on a daemon thread: one stuck past its deadline cannot keep the
+    command from exiting."""
+    box: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            box["result"] = _call(hook, payload)
+        except Exception as exc:
+            box["error"] = exc
+
+    thread = threading.Thread(target=target, name=f"otelhooks-test {hook.id}", daemon=True)
+    thread.start()
+    thread.join(hook.deadline_s)
+    if thread.is_alive():
+        raise TimeoutError(f"timed out after {hook.deadline_s:g}s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
+
+
+def _fire(hook: Hook, payload: HookEvent) -> tuple[Any, list[str]]:
+    """Run one hook. Returns (result or the exception, detail lines)."""
+    from otelhooks._actions import Enqueueing
+    from otelhooks._actions._command import CommandAction
+
+    action = hook.action
+    if isinstance(action, CommandAction):
+        outcome = action.run(payload)
+        decision = action.interpret(outcome, payload)
+        detail = [f"command: {action.argv()!r}"]
+        if outcome.start_error:
+            detail.append(outcome.start_error)
+        else:
+            code = "killed at the timeout" if outcome.timed_out else f"exit {outcome.exit_code}"
+            detail.append(f"{code} after {outcome.duration_s * 1000:.0f} ms")
+        for name, text, size in (
+            ("stdout", outcome.stdout, outcome.stdout_bytes),
+            ("stderr", outcome.stderr, outcome.stderr_bytes),
+        ):
+            shown = text.strip()
+            if shown:
+                cut = len(shown) > 500 or size > len(text.encode("utf-8", "replace"))
+                shown = shown[:500] + "…" if len(shown) > 500 else shown
+                detail.append(
+                    f"{name} ({size} bytes, shortened): {shown}" if cut else f"{name}: {shown}"
+                )
+        if decision.decision:
+            detail.append(f"decision: {decision.decision}")
+        if decision.updated_input is not None:
+            detail.append(f"updatedInput: {json.dumps(decision.updated_input)}")
+        if decision.problem:
+            error: Exception = (
+                TimeoutError(decision.problem)
+                if outcome.timed_out
+                else RuntimeError(decision.problem)
+            )
+            return error, detail
+        return decision.result, detail
+    if isinstance(action, Enqueueing):
+        queued = action.enqueue(payload)
+        return _Queued(queued), ["queued for delivery" if queued else "dropped: queue full"]
+    try:
+        return _run_with_deadline(hook, payload), []
+    except Exception as exc:
+        return exc, []
+
+
+class _Queued:
+    def __init__(self, queued: bool) -> None:
+        self.queued = queued
+
+
+def _flush_deliveries() -> None:
+    try:
+        from otelhooks._actions._webhook_delivery import default_deliverer
+    except ImportError:
+        return
+    default_deliverer().flush(30.0)
+
+
+def _verdict(chain: InterceptChain, original: HookEvent) -> str:
+    verdict = chain.verdict
+    if verdict.blocked:
+        return f"verdict: blocked by {verdict.decided_by}: {verdict.reason}"
+    if verdict.mock is not None:
+        return f"verdict: mocked by {verdict.mocked_by}: {verdict.mock.content!r}"
+    if verdict.rewritten_by:
+        before = original.model_dump(mode="json", by_alias=True, fallback=str)
+        after = chain.payload.model_dump(mode="json", by_alias=True, fallback=str)
+        changed = {k: v for k, v in after.items() if before.get(k) != v}
+        return f"verdict: allowed, rewritten by {', '.join(verdict.rewritten_by)}: {changed}"
+    return "verdict: allowed"
+
+
+def _test(args: argparse.Namespace) -> int:
+    from otelhooks._config import load_config
+    from otelhooks._dispatch import HookRegistry
+    from otelhooks._dispatch._chain import InterceptChain
+    from otelhooks._errors import ConfigError
+    from otelhooks._events import resolve_event
+
+    try:
+        loaded = load_config(args.paths)
+        spec, _ = resolve_event(args.event)
+        extra = json.loads(args.args) if args.args else {}
+        if not isinstance(extra, dict):
+            raise ConfigError("--args must be a JSON object")
+        payload, values = sample_event(spec, tool=args.tool, args=extra)
+    except (ConfigError, ValueError) as exc:
+        print(f"otelhooks hooks test: {exc}")
+        return 2
+    registry = HookRegistry()
+    registry.register(loaded.hooks)
+    hooks = registry.match(spec.name, values)
+    shown = f"{args.event} ({spec.name})" if args.event != spec.name else spec.name
+    where = f" for {values[0]}" if values != ("*",) else ""
+    if not hooks:
+        print(f"no hook in these files matches {shown}{where}")
+        return 1
+    count = "1 hook matches" if len(hooks) == 1 else f"{len(hooks)} hooks match"
+    print(f"{count} {shown}{where}")
+    chain = InterceptChain(spec.name, payload, hooks) if spec.intercept else None
+    failed = queued = False
+    for position, hook in enumerate(hooks):
+        label = f"{hook.id} [{hook.action.kind}]"
+        if chain is not None and chain.skips(hook):
+            print(f"- {label}: skipped (the call is already blocked)")
+            continue
+        given = chain.before_call(hook) if chain is not None else payload
+        result, detail = _fire(hook, given)
+        stop = False
+        if isinstance(result, _Queued):
+            outcome = "queued" if result.queued else "dropped"
+            queued = queued or result.queued
+        elif isinstance(result, Exception):
+            failed = True
+            outcome = "timeout" if isinstance(result, TimeoutError) else "error"
+            detail.append(f"{type(result).__name__}: {result}")
+            if chain is not None:
+                stop, _ = chain.fail(hook, str(result), outcome)
+        elif chain is not None:
+            stop, outcome = chain.apply(hook, result)
+        else:
+            outcome = "ok"
+        print(f"- {label}: {outcome}")
+        for line in detail:
+            print(f"    {line}")
+        if stop:
+            for rest in hooks[position + 1 :]:
+                print(f"- {rest.id} [{rest.action.kind}]: not run (the chain has ended)")
+            break
+    if queued:
+        _flush_deliveries()
+    if chain is not None:
+        print(_verdict(chain, payload))
+    return 1 if failed else 0
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    hooks = sub.add_parser("hooks", help="work with the hooks of config files")
+    actions = hooks.add_subparsers(dest="hooks_command", required=True)
+    test = actions.add_parser(
+        "test",
+        help="fire the matching hooks with a sample event and show what each did",
+        description="Load the config files, build a sample event of --event from its payload "
+        "model, and run every matching hook once: outcome, decision and output of each, and the "
+        "verdict of an intercept chain. Commands really run; webhooks really send.",
+    )
+    test.add_argument("paths", nargs="+", metavar="PATH", help="config files or folders")
+    test.add_argument("--event", required=True, metavar="NAME", help="any dialect's event name")
+    test.add_argument(
+        "--tool", metavar="ID/API", help="the tool (identifier/apiName, or a bare tool name)"
+    )
+    test.add_argument(
+        "--args",
+        metavar="JSON",
+        help="tool arguments (tool events) or payload fields (other events), a JSON object",
+    )
+    test.set_defaults(func=_test)

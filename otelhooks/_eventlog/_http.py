@@ -1,0 +1,235 @@
+"""The ASGI app: ``GET /v1/events`` (the admin event log API) and ``POST /v1/traces`` (OTLP/HTTP).
+
+Both routes need ``Authorization: Bearer <token>``: none (or another scheme) is 401, a wrong
+token 403, and neither reveals anything. Tokens are compared with :func:`hmac.compare_digest`.
+
+``/v1/events`` answers ``mode=drain|events|version`` at once and ``mode=wait`` as a long-poll
+that returns as soon as a record after ``since`` exists (woken through the log's
+:class:`~otelhooks._eventlog._signal.AppendSignal`) or empty at ``timeout``. At most
+``max_waiters`` long-polls wait at a time; one more gets 503 with ``Retry-After: 1``.
+``/v1/traces`` is :class:`~otelhooks._eventlog._ingest.OtlpIngest`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from opentelemetry.sdk.trace import SpanProcessor
+
+from otelhooks._eventlog._asgi import Receive, Scope, Send, check_auth, header, send_json
+from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES, OtlpIngest
+from otelhooks._eventlog._model import EventBatch, EventLog
+from otelhooks._eventlog._params import BadParameter, EventsQuery, parse_query
+
+__all__ = ["DEFAULT_MAX_WAITERS", "EventLogApp"]
+
+DEFAULT_MAX_WAITERS = 64
+
+
+class EventLogApp:
+    """The ASGI application (``uvicorn`` or any ASGI server runs it).
+
+    Args:
+        logs: the served logs by name (``log=`` selects one; optional when there is one).
+        token: the admin bearer token for ``/v1/events``.
+        ingest_token: the bearer token for ``/v1/traces``; the admin token when omitted.
+        span_processors: what received spans are fed to (``on_end``), in order.
+        max_waiters: long-polls allowed to wait at the same time.
+        max_body_bytes: largest OTLP body accepted, before and after gunzip (else 413).
+    """
+
+    def __init__(
+        self,
+        logs: Mapping[str, EventLog],
+        *,
+        token: str,
+        ingest_token: str | None = None,
+        span_processors: Sequence[SpanProcessor] = (),
+        max_waiters: int = DEFAULT_MAX_WAITERS,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
+        if not token:
+            raise ValueError("the event log API needs an admin token")
+        self.logs = dict(logs)
+        self.ingest = OtlpIngest(span_processors, max_body_bytes=max_body_bytes)
+        self.max_waiters = max_waiters
+        self._token = token.encode()
+        self._ingest_token = (ingest_token or token).encode()
+        self._waiting = 0
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._closing: asyncio.Event | None = None
+
+    @property
+    def waiting(self) -> int:
+        """Long-polls waiting right now."""
+        return self._waiting
+
+    def close_threadsafe(self) -> None:
+        """End every waiting long-poll now (they answer empty); used before the server stops."""
+        loop, closing = self._loop, self._closing
+        if loop is not None and closing is not None and not loop.is_closed():
+            loop.call_soon_threadsafe(closing.set)
+
+    def _bind(self) -> asyncio.Event:
+        if self._closing is None or self._loop is not asyncio.get_running_loop():
+            self._loop = asyncio.get_running_loop()
+            self._closing = asyncio.Event()
+        return self._closing
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if scope["type"] != "http":
+            return
+        path, method = scope["path"], scope["method"]
+        route = {"/v1/events": ("GET", self._token), "/v1/traces": ("POST", self._ingest_token)}
+        if path not in route:
+            await send_json(send, 404, {"error": "not_found", "message": f"no route {path[:80]}"})
+            return
+        allowed, token = route[path]
+        if method != allowed:
+            body = {"error": "method_not_allowed", "message": f"use {allowed}"}
+            await send_json(send, 405, body, [(b"allow", allowed.encode())])
+            return
+        denied = check_auth(header(scope, b"authorization"), token)
+        if denied is not None:
+            await send_json(send, *denied)
+            return
+        if path == "/v1/events":
+            await self._events(scope, receive, send)
+        else:
+            await self.ingest.handle(scope, receive, send)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        while True:
+            message = await receive()
+            if message["type"] == "lifespan.startup":
+                self._bind()
+                await send({"type": "lifespan.startup.complete"})
+            elif message["type"] == "lifespan.shutdown":
+                if self._closing is not None:
+                    self._closing.set()
+                await send({"type": "lifespan.shutdown.complete"})
+                return
+
+    # -- GET /v1/events ----------------------------------------------------------------------
+
+    async def _events(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            query = parse_query(scope.get("query_string", b"").decode("latin-1"), self.logs)
+        except BadParameter as exc:
+            body = {"error": "bad_parameter", "parameter": exc.parameter, "message": exc.message}
+            await send_json(send, 400, body)
+            return
+        log = self.logs[query.log]
+        if query.mode == "version":
+            await send_json(send, 200, _version_body(log, query.since))
+            return
+        if query.mode != "wait":
+            batch = await _read(log, query, newest=query.mode == "events")
+            await send_json(send, 200, _batch_body(query, log, batch))
+            return
+        waited = await self._long_poll(log, query, receive, send)
+        if waited is not None:
+            await send_json(send, 200, _batch_body(query, log, waited))
+
+    async def _long_poll(
+        self, log: EventLog, query: EventsQuery, receive: Receive, send: Send
+    ) -> EventBatch | None:
+        """The batch to answer with; ``None`` when the answer was already sent (503) or the
+        client went away."""
+        loop = asyncio.get_running_loop()
+        closing = self._bind()
+        deadline = loop.time() + query.timeout
+        tasks: list[asyncio.Future[Any]] = []
+        holding = False
+        try:
+            while True:
+                woken = log.signal.arm()  # before reading: see the module doc of _signal
+                batch = await _read(log, query, newest=False)
+                remaining = deadline - loop.time()
+                if batch.records or query.since > batch.head or closing.is_set():
+                    return batch
+                if remaining <= 0:
+                    return dataclasses.replace(batch, timed_out=True)
+                if not holding:
+                    if self._waiting >= self.max_waiters:
+                        body = {
+                            "error": "too_many_waiters",
+                            "message": f"at most {self.max_waiters} long-polls may wait at once",
+                        }
+                        await send_json(send, 503, body, [(b"retry-after", b"1")])
+                        return None
+                    self._waiting += 1
+                    holding = True
+                    tasks += [
+                        asyncio.ensure_future(_disconnected(receive)),
+                        asyncio.ensure_future(closing.wait()),
+                    ]
+                wake = asyncio.ensure_future(woken.wait())
+                try:
+                    done, _ = await asyncio.wait(
+                        [wake, *tasks], timeout=remaining, return_when=asyncio.FIRST_COMPLETED
+                    )
+                finally:
+                    wake.cancel()
+                if tasks[0] in done:
+                    return None
+        finally:
+            if holding:
+                self._waiting -= 1
+            for task in tasks:
+                task.cancel()
+
+
+async def _read(log: EventLog, query: EventsQuery, *, newest: bool) -> EventBatch:
+    if log.durable:  # SQLite reads go to a thread: the event loop never waits for the disk
+        return await asyncio.to_thread(log.read, query.since, query.limit, newest=newest)
+    return log.read(query.since, query.limit, newest=newest)
+
+
+def _batch_body(query: EventsQuery, log: EventLog, batch: EventBatch) -> dict[str, Any]:
+    return {
+        "mode": query.mode,
+        "log": log.name,
+        "epoch": batch.epoch,
+        "since": batch.since,
+        "next_since": batch.next_since,
+        "head": batch.head,
+        "oldest": batch.oldest,
+        "has_more": batch.has_more,
+        "dropped_window": batch.dropped_window,
+        "timed_out": batch.timed_out,
+        "events": [record.to_json() for record in batch.records],
+    }
+
+
+def _version_body(log: EventLog, since: int) -> dict[str, Any]:
+    stats = log.stats()
+    dropped = max(0, stats.oldest - since - 1) if stats.oldest and since < stats.head else 0
+    return {
+        "mode": "version",
+        "log": log.name,
+        "epoch": log.epoch,
+        "version": stats.head,
+        "since": since,
+        "next_since": since,
+        "head": stats.head,
+        "oldest": stats.oldest,
+        "has_more": stats.head > since,
+        "dropped_window": dropped,
+        "timed_out": False,
+        "durable": log.durable,
+        "appended": stats.appended,
+        "append_dropped": stats.dropped,
+        "events": [],
+    }
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass

@@ -1,0 +1,297 @@
+"""``EventLogServer``: the ASGI app on uvicorn, in a background thread or in the foreground.
+
+:func:`serve` builds everything ``otelhooks serve`` runs from hook files: a
+:class:`HookSpanProcessor` with the hook lists' hooks and one :class:`AgentEvents` per
+``kind: agent_events`` file (a default in-memory log when there is none), then the server.
+Received spans go through that processor's foreign-span path, so observer hooks and event
+logs see them; intercept hooks cannot act on spans that already ended, and a warning says so.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import TYPE_CHECKING, Self
+
+import structlog
+import yaml
+from opentelemetry.sdk.trace import SpanProcessor
+
+from otelhooks._config import AgentEventsConfig, load_hook_files
+from otelhooks._errors import ConfigError
+from otelhooks._eventlog._agent_events import AgentEvents, NoticeSink
+from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS, EventLogApp
+from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES
+from otelhooks._eventlog._load import load_agent_events, read_yaml
+from otelhooks._eventlog._model import EventLog
+from otelhooks._processor import HookSpanProcessor
+
+if TYPE_CHECKING:
+    import uvicorn
+
+__all__ = ["ADMIN_TOKEN_ENV", "EventLogServer", "serve", "warn_intercept_hooks"]
+
+ADMIN_TOKEN_ENV = "OTELHOOKS_ADMIN_TOKEN"
+INGEST_TOKEN_ENV = "OTELHOOKS_INGEST_TOKEN"
+
+_log = structlog.get_logger("otelhooks")
+
+
+class EventLogServer:
+    """Serves ``GET /v1/events`` over ``logs`` and ``POST /v1/traces`` into ``span_processors``.
+
+    Args:
+        logs: the event logs (by name, or a sequence named by each log's ``name``).
+        span_processors: where received spans go (``on_end``); usually one
+            :class:`HookSpanProcessor`. At start, a warning names its intercept hooks: they
+            cannot act on spans that already ended.
+        token: the admin bearer token; ``OTELHOOKS_ADMIN_TOKEN`` when omitted. Required.
+        ingest_token: the token ``/v1/traces`` wants; ``OTELHOOKS_INGEST_TOKEN``, else the
+            admin token.
+        host, port: where to listen; port 0 picks a free port (see :attr:`port`).
+        max_waiters: concurrent long-polls allowed (one more gets 503).
+        max_body_bytes: largest OTLP request body, before and after gunzip (else 413).
+        owned: closed by :meth:`stop` after the HTTP server (logs closed, processors shut down).
+
+    Raises:
+        ConfigError: no token was given or found in the environment.
+
+    Example:
+        >>> with EventLogServer([RingEventLog()], token="s3cret") as server:
+        ...     print(server.url)
+        http://127.0.0.1:...
+    """
+
+    def __init__(
+        self,
+        logs: Mapping[str, EventLog] | Sequence[EventLog] = (),
+        *,
+        span_processors: Sequence[SpanProcessor] = (),
+        token: str | None = None,
+        ingest_token: str | None = None,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        max_waiters: int = DEFAULT_MAX_WAITERS,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        owned: Sequence[EventLog | AgentEvents | SpanProcessor] = (),
+    ) -> None:
+        token = token or os.environ.get(ADMIN_TOKEN_ENV)
+        if not token:
+            raise ConfigError(f"the event log API needs an admin token: set {ADMIN_TOKEN_ENV}")
+        named = logs if isinstance(logs, Mapping) else {log.name: log for log in logs}
+        self.app = EventLogApp(
+            named,
+            token=token,
+            ingest_token=ingest_token or os.environ.get(INGEST_TOKEN_ENV) or None,
+            span_processors=span_processors,
+            max_waiters=max_waiters,
+            max_body_bytes=max_body_bytes,
+        )
+        self.span_processors = tuple(span_processors)
+        self.host = host
+        self._requested_port = port
+        self._owned = tuple(owned)
+        self._socket: socket.socket | None = None
+        self._server: uvicorn.Server | None = None
+        self._thread: threading.Thread | None = None
+
+    @property
+    def port(self) -> int:
+        """The port listened on (known once started)."""
+        if self._socket is None:
+            return self._requested_port
+        port: int = self._socket.getsockname()[1]
+        return port
+
+    @property
+    def url(self) -> str:
+        """``http://host:port`` of the server."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}"
+
+    def bind(self) -> Self:
+        """Open the listening socket now (``start`` and ``serve_forever`` do it if needed).
+
+        Raises:
+            OSError: the address is in use or cannot be bound.
+        """
+        if self._socket is None:
+            self._socket = _listen(self.host, self._requested_port)
+        return self
+
+    def _prepare(self) -> uvicorn.Server:
+        import uvicorn
+
+        for processor in self.span_processors:
+            if isinstance(processor, HookSpanProcessor):
+                warn_intercept_hooks(processor)
+        self.bind()
+        config = uvicorn.Config(
+            self.app,
+            log_config=None,
+            access_log=False,
+            lifespan="on",
+            timeout_graceful_shutdown=5,
+            timeout_keep_alive=30,
+        )
+        self._server = uvicorn.Server(config)
+        return self._server
+
+    def start(self, timeout_s: float = 10.0) -> Self:
+        """Listen and serve in a daemon thread; returns once requests are accepted."""
+        if self._server is not None:
+            raise RuntimeError("the event log server was already started")
+        server = self._prepare()
+        assert self._socket is not None
+        self._thread = threading.Thread(
+            target=server.run, kwargs={"sockets": [self._socket]}, name="otelhooks-serve"
+        )
+        self._thread.daemon = True
+        self._thread.start()
+        deadline = time.monotonic() + timeout_s
+        while not server.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"the event log server did not start on {self.url}")
+            time.sleep(0.005)
+        return self
+
+    def serve_forever(self) -> None:
+        """Serve on this thread until SIGINT/SIGTERM, then close what the server owns."""
+        if self._server is not None:
+            raise RuntimeError("the event log server was already started")
+        server = self._prepare()
+        assert self._socket is not None
+        try:
+            server.run(sockets=[self._socket])
+        finally:
+            self._close_owned()
+            self._socket.close()
+
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """End waiting long-polls, stop the HTTP server, then close what it owns. Idempotent."""
+        self.app.close_threadsafe()
+        if self._server is not None:
+            self._server.should_exit = True
+        if self._thread is not None:
+            self._thread.join(timeout_s)
+            self._thread = None
+        if self._socket is not None:
+            self._socket.close()
+        self._close_owned()
+
+    def _close_owned(self) -> None:
+        owned, self._owned = self._owned, ()
+        # Processors first: their queued observers still append to the logs.
+        for item in owned:
+            if isinstance(item, SpanProcessor):
+                item.shutdown()
+        for item in owned:
+            if not isinstance(item, SpanProcessor):
+                item.close()
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    # The protocol must be IPPROTO_TCP, not 0 as socket.create_server leaves it: asyncio sets
+    # TCP_NODELAY only on such sockets, and without it a response written as headers then body
+    # waits ~40 ms for the client's delayed ACK (Nagle), which a long-poll wake cannot afford.
+    family, kind, proto, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, kind, proto)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(1024)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def warn_intercept_hooks(processor: HookSpanProcessor) -> list[str]:
+    """Log a warning naming the intercept hooks a receiver cannot run; returns their ids."""
+    ids = [hook.id for hook in processor.registry.hooks() if hook.intercepts]
+    if ids:
+        _log.warning(
+            "intercept hooks cannot act on received spans: the call already happened in the "
+            "agent's process, so these hooks never run here; register them in that process",
+            hook_ids=ids,
+        )
+    return ids
+
+
+def _is_agent_events(path: Path) -> bool:
+    try:
+        data = read_yaml(path)
+    except (OSError, yaml.YAMLError):
+        return False  # the hook-list loader reports the problem with its own message
+    return isinstance(data, dict) and data.get("kind") == "agent_events"
+
+
+def serve(
+    hook_files: Iterable[str | os.PathLike[str]] = (),
+    *,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    token: str | None = None,
+    notice_sink: NoticeSink | None = None,
+    max_waiters: int = DEFAULT_MAX_WAITERS,
+    span_processors: Sequence[SpanProcessor] = (),
+    start: bool = True,
+) -> EventLogServer:
+    """Build what ``otelhooks serve`` runs from hook files, and start it (unless ``start``
+    is False, for :meth:`EventLogServer.serve_forever`).
+
+    ``kind: agent_events`` files become event logs with their observer hooks; other files are
+    hook lists (:func:`~otelhooks._config.load_hook_files`). Without any ``agent_events``
+    file one default in-memory log is served. Received spans run through one
+    :class:`HookSpanProcessor` holding all those hooks, then through ``span_processors``.
+
+    Raises:
+        ConfigError: a file is invalid, two logs share a name, or there is no admin token.
+    """
+    token = token or os.environ.get(ADMIN_TOKEN_ENV)
+    if not token:  # checked before any log file is opened
+        raise ConfigError(f"the event log API needs an admin token: set {ADMIN_TOKEN_ENV}")
+    paths = [Path(p) for p in hook_files]
+    configs = [load_agent_events(p) for p in paths if _is_agent_events(p)]
+    hook_lists = [p for p in paths if not _is_agent_events(p)]
+    hooks = load_hook_files(hook_lists)
+    if not configs:
+        configs = [AgentEventsConfig()]
+    names = [c.name for c in configs]
+    duplicate = next((n for n in names if names.count(n) > 1), None)
+    if duplicate is not None:
+        raise ConfigError(f"two agent_events files are named {duplicate!r}", field="name")
+    processor = HookSpanProcessor()
+    processor.register(hooks)
+    events = [AgentEvents(c, notice_sink=notice_sink) for c in configs]
+    for item in events:
+        item.install(processor)
+    server = EventLogServer(
+        [item.log for item in events],
+        span_processors=[processor, *span_processors],
+        token=token,
+        host=host,
+        port=port,
+        max_waiters=max_waiters,
+        owned=[processor, *events],
+    )
+    return server.start() if start else server

@@ -1,0 +1,225 @@
+"""``otelhooks validate`` and ``otelhooks hooks test``, and the examples with ``otelhooks demo``."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from otelhooks._cli import main
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLE_FOLDERS = [
+    EXAMPLES / "workspaces" / "demo-workspace" / "hooks",
+    EXAMPLES / "agent-os" / "hooks",
+    EXAMPLES / "lobehub",
+    EXAMPLES / "kernel-app",
+]
+
+
+@pytest.fixture(autouse=True)
+def _keep_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))  # dll_hook plugin folders are added to it
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    return code, capsys.readouterr().out
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+# -- validate --------------------------------------------------------------------------------------
+
+
+def test_validate_accepts_every_example(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(capsys, "validate", *map(str, EXAMPLE_FOLDERS))
+    assert code == 0, out
+    lines = out.splitlines()
+    assert all(line.startswith("OK ") for line in lines[:-1])
+    assert len(lines) - 1 == 7  # one line per file
+    assert lines[-1].endswith("0 problems")
+
+
+def test_validate_prints_one_ok_line_per_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(tmp_path / "hooks.yaml", "- {id: a, type: afterStep, command: 'true'}\n")
+    code, out = run(capsys, "validate", str(path))
+    assert code == 0
+    assert out.splitlines()[0] == f"OK   {path} [hook_list]: 1 hook"
+
+
+def test_validate_names_file_line_hook_and_field(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(
+        tmp_path / "ws" / "hooks" / "a.hook.json",
+        '{"name": "a",\n "hooks": {"PreToolUse": [\n'
+        '  {"type": "command", "command": "true", "timeout": 60000}\n]}}\n',
+    )
+    code, out = run(capsys, "validate", str(path))
+    assert code == 1
+    assert f"{path}:3, hook 'a:PreToolUse[0]', field 'timeout':" in out
+
+
+def test_validate_prints_every_problem_of_every_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    good = write(tmp_path / "good.yaml", "kind: agent_events\n")
+    bad = write(
+        tmp_path / "bad.yaml",
+        "hooks:\n  - {id: a, type: afterStp, command: 'true'}\n  - {id: b, type: afterStep}\n",
+    )
+    broken = write(tmp_path / "broken.json", '{"hooks": [\n')
+    code, out = run(capsys, "validate", str(good), str(bad), str(broken))
+    assert code == 1
+    assert f"OK   {good}" in out
+    assert f"FAIL {bad} [hook_list]: 2 problems" in out
+    assert "hook 'a', field 'type'" in out
+    assert "hook 'b', field 'handler'" in out
+    assert f"FAIL {broken} [?]: 1 problem" in out
+    assert out.splitlines()[-1] == "3 files, 0 hooks, 3 problems"
+
+
+def test_validate_reports_a_skipped_disabled_file(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(tmp_path / "off.hook.json", '{"name": "off", "enabled": false, "hooks": {}}')
+    code, out = run(capsys, "validate", str(path))
+    assert code == 0
+    assert "skipped: disabled" in out
+
+
+def test_validate_needs_a_path() -> None:
+    with pytest.raises(SystemExit):
+        main(["validate"])
+
+
+# -- hooks test ------------------------------------------------------------------------------------
+
+
+def test_hooks_test_shows_a_command_deny(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out = run(
+        capsys,
+        "hooks",
+        "test",
+        str(EXAMPLE_FOLDERS[0]),
+        "--event",
+        "PreToolUse",
+        "--tool",
+        "shell/exec",
+        "--args",
+        json.dumps({"cmd": "rm -rf /"}),
+    )
+    assert code == 0, out
+    assert "- audit:PreToolUse[0] [command]: blocked" in out
+    assert "exit 2" in out
+    assert "decision: deny" in out
+    assert "verdict: blocked by audit:PreToolUse[0]: rm -rf is not allowed" in out
+
+
+def test_hooks_test_shows_an_allow_with_updated_input(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    answer = {"hookSpecificOutput": {"permissionDecision": "allow", "updatedInput": {"n": 2}}}
+    (tmp_path / "answer.json").write_text(json.dumps(answer))
+    path = write(
+        tmp_path / "hooks.yaml",
+        f"- {{id: fix, type: PreToolUse, command: [cat, '{tmp_path / 'answer.json'}']}}\n",
+    )
+    code, out = run(capsys, "hooks", "test", str(path), "--event", "PreToolUse", "--tool", "calc")
+    assert code == 0, out
+    assert "- fix [command]: rewritten" in out
+    assert 'updatedInput: {"n": 2}' in out
+    assert "verdict: allowed, rewritten by fix" in out
+
+
+def test_hooks_test_runs_observers_and_reports_failures(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(
+        tmp_path / "hooks.yaml",
+        "- {id: ok, type: SessionEnd, command: 'echo bye'}\n"
+        "- {id: bad, type: SessionEnd, command: 'echo oops >&2; exit 3'}\n",
+    )
+    code, out = run(capsys, "hooks", "test", str(path), "--event", "session_end")
+    assert code == 1
+    assert "- ok [command]: ok" in out
+    assert "stdout: bye" in out
+    assert "- bad [command]: error" in out
+    assert "exited with 3: oops" in out
+
+
+def test_hooks_test_builds_the_sample_event_from_the_payload_model(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    out_file = tmp_path / "payload.json"
+    path = write(
+        tmp_path / "hooks.yaml",
+        f"- {{id: p, type: UserPromptSubmit, command: 'cat > \"{out_file}\"'}}\n",
+    )
+    code, _ = run(capsys, "hooks", "test", str(path), "--event", "UserPromptSubmit")
+    assert code == 0
+    payload = json.loads(out_file.read_text())
+    assert payload["hook_event_name"] == "UserPromptSubmit"
+    assert payload["userMessage"] == "Sample prompt"
+    assert payload["fullPrompt"].startswith("Sample prompt")
+
+
+def test_hooks_test_with_no_matching_hook_exits_one(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(
+        tmp_path / "hooks.yaml", "- {id: a, type: PostToolUse, matcher: Edit, command: 'true'}\n"
+    )
+    code, out = run(capsys, "hooks", "test", str(path), "--event", "PostToolUse", "--tool", "Read")
+    assert code == 1
+    assert "no hook in these files matches PostToolUse" in out
+
+
+def test_hooks_test_with_an_unknown_event_exits_two(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(tmp_path / "hooks.yaml", "- {id: a, type: afterStep, command: 'true'}\n")
+    code, out = run(capsys, "hooks", "test", str(path), "--event", "PreToolUze")
+    assert code == 2
+    assert "Did you mean 'PreToolUse'?" in out
+
+
+# -- the examples in the demo ----------------------------------------------------------------------
+
+
+def test_demo_runs_every_example_config(tmp_path: Path) -> None:
+    args = [arg for folder in EXAMPLE_FOLDERS for arg in ("--hooks", str(folder))]
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["TMPDIR"] = str(tmp_path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "otelhooks", "demo", "--quiet", "--traces-out",
+         str(tmp_path / "t.jsonl"), *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    log = (tmp_path / "otelhooks-examples.log").read_text()
+    for line in (
+        "session start in demo-workspace",  # workspace command with HOOK_WORKSPACE_ID
+        "tool failed: flaky/explode",  # workspace script rule
+        "os-audit: readFile",  # agent-OS script_hook
+        "echo_audit: research-assistant finished",  # agent-OS dll_hook plugin
+        "fs call: readFile",  # LobeHub list command
+        "agent_end op_",  # kernel app command
+        "message received on chat",  # kernel app script
+    ):
+        assert line in log, f"{line!r} missing from the examples log:\n{log}"

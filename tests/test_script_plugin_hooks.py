@@ -1,0 +1,263 @@
+"""Script hooks (a function in a Python file) and plugin hooks (entry points of installed
+packages): loading rules, errors that name the field, and running them like handlers.
+
+Plugins are real distributions: a module and a ``.dist-info`` folder with a real
+``entry_points.txt``, on ``sys.path`` — no mocks.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import textwrap
+import uuid
+from pathlib import Path
+
+import pytest
+from conftest import Pipeline
+
+from otelhooks import ConfigError, ToolResult
+from otelhooks._actions._plugin import ENTRY_POINT_GROUP, PluginAction
+from otelhooks._actions._script import ScriptAction
+from otelhooks._config import load_config
+from otelhooks._events import StepEvent
+from otelhooks._hooks import Hook, coerce_hook
+
+EVENT = StepEvent(stepIndex=0)  # any event, for calling actions directly
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def script_hook(ref: str, **options: object) -> Hook:
+    return coerce_hook({"id": "s", "type": "afterToolCall", "script": ref, **options})
+
+
+def run_tool(pipe: Pipeline) -> ToolResult:
+    with pipe.tracer.operation("agent") as op, op.step() as step:
+        return step.run_tool("fs", "readFile", {"path": "a"}, lambda path: "content")
+
+
+def install_plugin(
+    site: Path, entries: dict[str, str], code: str, *, dist: str | None = None
+) -> str:
+    """A real installed distribution in ``site``: a module and its ``.dist-info``."""
+    module = f"otelhooks_test_plugin_{uuid.uuid4().hex[:8]}"
+    dist = dist or module.replace("_", "-")
+    write(site / f"{module}.py", code)
+    info = site / f"{dist.replace('-', '_')}-1.0.dist-info"
+    write(info / "METADATA", f"Metadata-Version: 2.1\nName: {dist}\nVersion: 1.0\n")
+    lines = [f"[{ENTRY_POINT_GROUP}]"] + [f"{n} = {module}:{t}" for n, t in entries.items()]
+    write(info / "entry_points.txt", "\n".join(lines) + "\n")
+    return module
+
+
+# -- scripts ---------------------------------------------------------------------------------------
+
+
+def test_script_function_runs_as_a_hook(pipe: Pipeline, tmp_path: Path) -> None:
+    out = tmp_path / "seen.json"
+    script = write(
+        tmp_path / "audit.py",
+        f"""
+        import json
+        def audit(event):
+            open({str(out)!r}, "w").write(json.dumps([event.apiName, event.content]))
+        """,
+    )
+    pipe.register({"id": "s", "type": "afterToolCall", "script": f"{script}:audit"})
+    run_tool(pipe)
+    pipe.flush()
+    assert json.loads(out.read_text()) == ["readFile", "content"]
+
+
+def test_script_may_block_like_a_handler(pipe: Pipeline, tmp_path: Path) -> None:
+    script = write(
+        tmp_path / "guard.py",
+        """
+        from otelhooks import Block
+        def guard(event):
+            return Block("scripts say no")
+        """,
+    )
+    pipe.register({"id": "g", "type": "beforeToolCall", "script": f"{script}:guard"})
+    assert run_tool(pipe).content == "scripts say no"
+
+
+def test_async_script_function_is_awaited(pipe: Pipeline, tmp_path: Path) -> None:
+    script = write(
+        tmp_path / "guard.py",
+        """
+        from otelhooks import Block
+        async def guard(event):
+            return Block("async no")
+        """,
+    )
+    pipe.register({"id": "g", "type": "beforeToolCall", "script": f"{script}:guard"})
+    assert run_tool(pipe).content == "async no"
+
+
+def test_relative_script_path_is_resolved_against_the_config_file(tmp_path: Path) -> None:
+    write(tmp_path / "conf" / "lib" / "hooks.py", "def f(event):\n    return None\n")
+    config = write(
+        tmp_path / "conf" / "hooks.yaml",
+        "hooks:\n  - {id: s, type: afterToolCall, script: 'lib/hooks.py:f'}\n",
+    )
+    hook = load_config([config]).hooks[0]
+    assert isinstance(hook.action, ScriptAction)
+    assert Path(hook.action.ref.rpartition(":")[0]) == tmp_path / "conf" / "lib" / "hooks.py"
+
+
+def test_a_script_file_is_executed_once_for_all_its_hooks(tmp_path: Path) -> None:
+    counter = tmp_path / "loads"
+    script = write(
+        tmp_path / "counted.py",
+        f"""
+        with open({str(counter)!r}, "a") as f:
+            f.write("x")
+        def a(event): pass
+        def b(event): pass
+        """,
+    )
+    script_hook(f"{script}:a")
+    script_hook(f"{script}:b")
+    assert counter.read_text() == "x"
+
+
+def test_an_edited_script_is_loaded_again_by_the_next_load(tmp_path: Path) -> None:
+    script = write(tmp_path / "v.py", "def version(event):\n    return 1\n")
+    first = script_hook(f"{script}:version")
+    write(script, "def version(event):\n    return 2\n")
+    os.utime(script, ns=(1, 1))  # a different modification time, whatever the clock resolution
+    second = script_hook(f"{script}:version")
+    assert first.action(EVENT) == 1  # the running configuration keeps what it loaded
+    assert second.action(EVENT) == 2
+
+
+def test_missing_script_file_names_the_field(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError) as info:
+        script_hook(f"{tmp_path / 'nope.py'}:f")
+    assert (info.value.field, info.value.hook_id) == ("script", "s")
+    assert "cannot read script" in info.value.problem
+
+
+def test_script_reference_needs_a_function(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"path/to/file\.py:function") as info:
+        script_hook(str(tmp_path / "x.py"))
+    assert info.value.field == "script"
+
+
+def test_syntax_error_in_a_script_names_its_line(tmp_path: Path) -> None:
+    script = write(tmp_path / "bad.py", "x = 1\ny = 2\ndef f(:\n")
+    with pytest.raises(ConfigError, match="line 3: syntax error") as info:
+        script_hook(f"{script}:f")
+    assert info.value.field == "script"
+
+
+def test_script_raising_while_loading_is_a_config_error(tmp_path: Path) -> None:
+    script = write(tmp_path / "boom.py", "raise RuntimeError('no config here')\n")
+    with pytest.raises(ConfigError, match="RuntimeError: no config here"):
+        script_hook(f"{script}:f")
+
+
+def test_script_calling_exit_while_loading_is_a_config_error(tmp_path: Path) -> None:
+    script = write(tmp_path / "bye.py", "import sys\nsys.exit(3)\n")
+    with pytest.raises(ConfigError, match="SystemExit"):
+        script_hook(f"{script}:f")
+
+
+def test_missing_function_names_the_field(tmp_path: Path) -> None:
+    script = write(tmp_path / "s.py", "def other(event): pass\n")
+    with pytest.raises(ConfigError, match="has no function 'f'") as info:
+        script_hook(f"{script}:f")
+    assert info.value.field == "script"
+
+
+def test_non_callable_target_is_refused(tmp_path: Path) -> None:
+    script = write(tmp_path / "s.py", "f = 42\n")
+    with pytest.raises(ConfigError, match="not callable"):
+        script_hook(f"{script}:f")
+
+
+# -- plugins ---------------------------------------------------------------------------------------
+
+
+def test_installed_plugin_hook_is_found_by_name(
+    pipe: Pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "plugin.out"
+    name = f"audit_{uuid.uuid4().hex[:6]}"
+    install_plugin(
+        tmp_path / "site",
+        {name: "hook"},
+        f"def hook(event):\n    open({str(out)!r}, 'w').write(event.apiName)\n",
+    )
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    hook = coerce_hook({"id": "p", "type": "afterToolCall", "plugin": name})
+    assert isinstance(hook.action, PluginAction)
+    pipe.hooks.register([hook])
+    run_tool(pipe)
+    pipe.flush()
+    assert out.read_text() == "readFile"
+
+
+def test_unknown_plugin_name_lists_the_published_ones(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    known = f"known_{uuid.uuid4().hex[:6]}"
+    install_plugin(tmp_path / "site", {known: "hook"}, "def hook(event): pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    with pytest.raises(ConfigError) as info:
+        coerce_hook({"id": "p", "type": "afterToolCall", "plugin": "no_such_hook"})
+    assert info.value.field == "plugin"
+    assert known in info.value.problem
+
+
+def test_plugin_that_fails_to_import_names_the_field(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = f"broken_{uuid.uuid4().hex[:6]}"
+    install_plugin(tmp_path / "site", {name: "hook"}, "import no_such_module_here\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    with pytest.raises(ConfigError, match="ModuleNotFoundError") as info:
+        coerce_hook({"id": "p", "type": "afterToolCall", "plugin": name})
+    assert info.value.field == "plugin"
+
+
+def test_plugin_target_must_be_callable(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    name = f"value_{uuid.uuid4().hex[:6]}"
+    install_plugin(tmp_path / "site", {name: "hook"}, "hook = 3\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    with pytest.raises(ConfigError, match="not callable"):
+        coerce_hook({"id": "p", "type": "afterToolCall", "plugin": name})
+
+
+def test_a_name_published_by_two_packages_is_ambiguous(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    name = f"twice_{uuid.uuid4().hex[:6]}"
+    install_plugin(tmp_path / "a", {name: "hook"}, "def hook(event): pass\n")
+    install_plugin(tmp_path / "b", {name: "hook"}, "def hook(event): pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "a"))
+    monkeypatch.syspath_prepend(str(tmp_path / "b"))
+    with pytest.raises(ConfigError, match="published by several"):
+        coerce_hook({"id": "p", "type": "afterToolCall", "plugin": name})
+
+
+def test_dll_hook_loads_a_plugin_from_its_plugins_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the loader adds the folder to it
+    name = f"folder_{uuid.uuid4().hex[:6]}"
+    install_plugin(tmp_path / "plugins", {name: "hook"}, "def hook(event): return 'ok'\n")
+    config = write(
+        tmp_path / "agents" / "a" / "hooks" / "audit.yaml",
+        f"kind: dll_hook\nhook: {name}\npath: ../../../plugins\non: [after_loop]\n",
+    )
+    (hook,) = load_config([config]).hooks
+    assert (hook.id, hook.event, hook.plugin) == ("audit", "on_complete", name)
+    assert hook.action(EVENT) == "ok"
