@@ -8,6 +8,16 @@ Example:
     ...     step.run_tool("calc", "add", {"a": 1, "b": 2}, lambda a, b: a + b)
 """
 
+from otelhooks._actions._webhook_config import WebhookConfig
+from otelhooks._actions._webhook_delivery import WebhookDeliverer
+from otelhooks._actions._webhook_payload import PayloadBuilder
+from otelhooks._config import (
+    AgentEventsConfig,
+    ConfigErrors,
+    ConfigSource,
+    LoadedConfig,
+    load_config,
+)
 from otelhooks._dispatch import HookRegistry
 from otelhooks._errors import (
     ConfigError,
@@ -17,6 +27,21 @@ from otelhooks._errors import (
     InvalidMatcherError,
     OtelHooksError,
     UnknownEventError,
+)
+from otelhooks._eventlog import (
+    AgentEvents,
+    EventBatch,
+    EventEntry,
+    EventLog,
+    EventLogClient,
+    EventLogError,
+    EventLogServer,
+    EventRecord,
+    Notice,
+    RingEventLog,
+    SqliteEventLog,
+    load_agent_events,
+    serve,
 )
 from otelhooks._events import (
     EVENTS,
@@ -34,6 +59,7 @@ from otelhooks._events import (
 from otelhooks._export import (
     CountingBatchSpanProcessor,
     OtlpJsonLinesSpanExporter,
+    WebhookSpanExporter,
     read_otlp_json_lines,
 )
 from otelhooks._fingerprint import args_fingerprint
@@ -59,6 +85,8 @@ __all__ = [
     "EVENTS",
     "AfterToolCallEvent",
     "AgentCall",
+    "AgentEvents",
+    "AgentEventsConfig",
     "AgentMetrics",
     "AgentTracer",
     "Approval",
@@ -66,10 +94,19 @@ __all__ = [
     "Compaction",
     "CompleteEvent",
     "ConfigError",
+    "ConfigErrors",
+    "ConfigSource",
     "CountingBatchSpanProcessor",
     "CriticalHookDeliveryError",
     "Dialect",
     "ErrorEvent",
+    "EventBatch",
+    "EventEntry",
+    "EventLog",
+    "EventLogClient",
+    "EventLogError",
+    "EventLogServer",
+    "EventRecord",
     "EventSpec",
     "Hook",
     "HookError",
@@ -79,23 +116,34 @@ __all__ = [
     "HookTimeoutError",
     "InvalidMatcherError",
     "LlmCall",
+    "LoadedConfig",
+    "Notice",
     "Operation",
     "OtelHooks",
     "OtelHooksError",
     "OtlpJsonLinesSpanExporter",
+    "PayloadBuilder",
+    "RingEventLog",
+    "SqliteEventLog",
     "Step",
     "ToolCall",
     "ToolCallEvent",
     "ToolResult",
     "UnknownEventError",
     "Verdict",
+    "WebhookConfig",
+    "WebhookDeliverer",
+    "WebhookSpanExporter",
     "add_trace_context",
     "all_event_names",
     "args_fingerprint",
     "compile_matcher",
     "configure",
     "configure_logging",
+    "load_agent_events",
+    "load_config",
     "metric_views",
     "read_otlp_json_lines",
     "resolve_event",
+    "serve",
 ]

@@ -16,6 +16,11 @@ INTENDED = {
     "ToolCall", "ToolCallEvent", "ToolResult", "UnknownEventError", "Verdict",
     "add_trace_context", "all_event_names", "args_fingerprint", "compile_matcher", "configure",
     "configure_logging", "metric_views", "read_otlp_json_lines", "resolve_event",
+    "WebhookConfig", "WebhookDeliverer", "PayloadBuilder", "WebhookSpanExporter",
+    "AgentEventsConfig", "ConfigErrors", "ConfigSource", "LoadedConfig", "load_config",
+    "AgentEvents", "EventBatch", "EventEntry", "EventLog", "EventLogClient", "EventLogError",
+    "EventLogServer", "EventRecord", "Notice", "RingEventLog", "SqliteEventLog",
+    "load_agent_events", "serve",
 }  # fmt: skip
 
 
