@@ -104,7 +104,7 @@ def test_rows_past_their_deadline_are_dropped_and_reported(tmp_path: Path) -> No
     reports: list[tuple[str, str, str]] = []
     box = Outbox(
         tmp_path / "o.db", retry_deadline_s=0.3, poll_s=0.02,
-        report=lambda hook, outcome, delivery, reason: reports.append((hook, outcome, reason)),
+        report=lambda hook, _event, outcome, _delivery, why: reports.append((hook, outcome, why)),
     )  # fmt: skip
     config = WebhookConfig.model_validate(
         {"url": f"http://127.0.0.1:{free_port()}/x", "delivery": "queue"}

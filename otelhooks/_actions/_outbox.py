@@ -39,6 +39,7 @@ CREATE TABLE IF NOT EXISTS outbox (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     hook_id TEXT NOT NULL,
     event_id TEXT NOT NULL,
+    event TEXT NOT NULL DEFAULT '',
     config TEXT NOT NULL,
     body BLOB NOT NULL,
     attempts INTEGER NOT NULL DEFAULT 0,
@@ -60,14 +61,15 @@ class _Row:
     id: int
     hook_id: str
     event_id: str
+    event: str
     config: str
     body: bytes
     attempts: int
     deadline_at: float
 
 
-Report = Callable[[str, str, Delivery | None, str], None]
-"""(hook id, outcome, last delivery, reason) for every row that finished."""
+Report = Callable[[str, str, str, Delivery | None, str], None]
+"""(hook id, event, outcome, last delivery, reason) for every row that finished."""
 
 
 class Outbox:
@@ -97,19 +99,24 @@ class Outbox:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(outbox)")}
+        if "event" not in columns:  # an outbox written by an earlier version
+            self._db.execute("ALTER TABLE outbox ADD COLUMN event TEXT NOT NULL DEFAULT ''")
         self._wake = threading.Event()
         self._stop = threading.Event()
         self._idle = threading.Condition()
         self._thread: threading.Thread | None = None
 
-    def put(self, hook_id: str, event_id: str, config: WebhookConfig, body: bytes) -> None:
+    def put(
+        self, hook_id: str, event_id: str, config: WebhookConfig, body: bytes, *, event: str = ""
+    ) -> None:
         """Store one delivery durably (committed when this returns) and wake the pump."""
         now = time.time()
         with self._lock:
             self._db.execute(
-                "INSERT INTO outbox (hook_id, event_id, config, body, next_at, deadline_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (hook_id, event_id, json.dumps(config.persisted()), body, now,
+                "INSERT INTO outbox (hook_id, event_id, event, config, body, next_at, deadline_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (hook_id, event_id, event, json.dumps(config.persisted()), body, now,
                  now + self.retry_deadline_s),
             )  # fmt: skip
         self._start()
@@ -152,8 +159,8 @@ class Outbox:
     def _due(self, now: float, limit: int) -> list[_Row]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT id, hook_id, event_id, config, body, attempts, deadline_at FROM outbox "
-                "WHERE next_at <= ? ORDER BY id LIMIT ?",
+                "SELECT id, hook_id, event_id, event, config, body, attempts, deadline_at "
+                "FROM outbox WHERE next_at <= ? ORDER BY id LIMIT ?",
                 (now, limit),
             ).fetchall()
         return [_Row(*row) for row in rows]
@@ -174,7 +181,7 @@ class Outbox:
         with self._lock:
             self._db.execute("DELETE FROM outbox WHERE id = ?", (row.id,))
         if self._report is not None:
-            self._report(row.hook_id, outcome, delivery, reason)
+            self._report(row.hook_id, row.event, outcome, delivery, reason)
 
     def _deliver(self, row: _Row) -> None:
         try:

@@ -124,7 +124,9 @@ class WebhookDeliverer:
         if body is None:
             return False
         try:
-            self.outbox().put(item.hook_id, item.payload.eventId, item.config, body)
+            self.outbox().put(
+                item.hook_id, item.payload.eventId, item.config, body, event=item.event
+            )
             return True
         except Exception as exc:
             if item.config.fallback == "none":
@@ -252,16 +254,19 @@ class WebhookDeliverer:
         attrs = {
             sc.ATTR_HOOK_ID: item.hook_id,
             sc.ATTR_HOOK_EVENT: item.event,
+            sc.ATTR_HOOK_KIND: "webhook",
             sc.ATTR_OUTCOME: outcome,
         }
         self.metrics.hook_invocations.add(1, attrs)
         self.metrics.hook_duration.record(duration_s, attrs)
 
     def _report_outbox(
-        self, hook_id: str, outcome: str, delivery: Delivery | None, reason: str
+        self, hook_id: str, event: str, outcome: str, delivery: Delivery | None, reason: str
     ) -> None:
         attrs: dict[str, Any] = {
             sc.ATTR_HOOK_ID: hook_id,
+            sc.ATTR_HOOK_EVENT: event,
+            sc.ATTR_HOOK_KIND: "webhook",
             sc.ATTR_OUTCOME: "ok" if outcome == "ok" else "error",
         }
         self.metrics.hook_invocations.add(1, attrs)

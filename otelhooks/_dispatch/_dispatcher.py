@@ -334,6 +334,11 @@ class Dispatcher:
         return result
 
     def _record(self, hook: Hook, outcome: str, duration_s: float) -> None:
-        attrs = {sc.ATTR_HOOK_ID: hook.id, sc.ATTR_HOOK_EVENT: hook.event, sc.ATTR_OUTCOME: outcome}
+        attrs = {
+            sc.ATTR_HOOK_ID: hook.id,
+            sc.ATTR_HOOK_EVENT: hook.event,
+            sc.ATTR_HOOK_KIND: hook.action.kind,
+            sc.ATTR_OUTCOME: outcome,
+        }
         self.metrics.hook_invocations.add(1, attrs)
         self.metrics.hook_duration.record(duration_s, attrs)
