@@ -61,35 +61,10 @@ def rotel_binary() -> Path | None:
 @contextmanager
 def rotel_collector(forward_to_http: str, workdir: Path) -> Iterator[tuple[int, int]]:
     """A real rotel collector receiving OTLP gRPC and HTTP, forwarding over OTLP/HTTP."""
-    binary = rotel_binary()
-    require("rotel", binary is not None)
-    assert binary is not None
     grpc_port, http_port = free_port(), free_port()
-    proc = subprocess.Popen(
-        [
-            str(binary), "start",
-            "--otlp-grpc-endpoint", f"127.0.0.1:{grpc_port}",
-            "--otlp-http-endpoint", f"127.0.0.1:{http_port}",
-            "--exporter", "otlp",
-            "--otlp-exporter-protocol", "http",
-            "--otlp-exporter-endpoint", forward_to_http,
-            "--pid-file", str(workdir / "rotel.pid"),
-            "--log-file", str(workdir / "rotel.log"),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
+    with rotel_collector_on(forward_to_http, workdir, http_port=http_port, grpc_port=grpc_port):
         wait_for_port(grpc_port)
-        wait_for_port(http_port)
         yield grpc_port, http_port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 class OtlpReceiver:

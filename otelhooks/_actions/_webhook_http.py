@@ -136,6 +136,43 @@ def _classify(status: int, body: bytes, accept: tuple[int, ...], started: float)
     return Delivery(False, status, "http_error", f"{kind} {status}", body, duration)
 
 
+class _Body:
+    """Reads a response body within the limits: shared by the sync and async senders."""
+
+    __slots__ = ("accept", "data", "limit", "started", "status", "timeout")
+
+    def __init__(
+        self, status: int, *, accept: tuple[int, ...], limit: int, timeout: float, started: float
+    ) -> None:
+        self.status = status
+        self.accept = accept
+        self.limit = limit
+        self.timeout = timeout
+        self.started = started
+        self.data = b""
+
+    def add(self, chunk: bytes) -> Delivery | None:
+        """Take one chunk; a Delivery when reading must stop (too slow or too large)."""
+        elapsed = time.perf_counter() - self.started
+        if elapsed > self.timeout:
+            # httpx's read timeout restarts with every chunk: a dripping peer is cut here.
+            return Delivery(False, self.status, "timeout", "response slower than the timeout",
+                            duration_s=elapsed)  # fmt: skip
+        self.data += chunk
+        if len(self.data) > self.limit:
+            return Delivery(False, self.status, "response_too_large",
+                            f"response over {self.limit} bytes", duration_s=elapsed)  # fmt: skip
+        return None
+
+    def done(self) -> Delivery:
+        return _classify(self.status, self.data, self.accept, self.started)
+
+
+def _failed(exc: httpx.HTTPError, started: float) -> Delivery:
+    error_class, message = _translate(exc)
+    return Delivery(False, None, error_class, message, duration_s=time.perf_counter() - started)
+
+
 def send(
     client: httpx.Client,
     config: WebhookConfig,
@@ -144,31 +181,26 @@ def send(
     accept: tuple[int, ...],
     limit: int,
 ) -> Delivery:
-    """POST ``prepared`` and read at most ``limit`` bytes of the answer."""
+    """POST ``prepared`` and read at most ``limit`` bytes of the answer within the timeout."""
     started = time.perf_counter()
     try:
         with client.stream(
             "POST", prepared.url, content=prepared.content, headers=prepared.headers,
             timeout=config.timeout,
         ) as response:  # fmt: skip
-            body = b""
+            body = _Body(
+                response.status_code,
+                accept=accept,
+                limit=limit,
+                timeout=config.timeout,
+                started=started,
+            )
             for chunk in response.iter_bytes():
-                if time.perf_counter() - started > config.timeout:
-                    # httpx's read timeout restarts with every chunk: a dripping peer is cut here
-                    return Delivery(
-                        False, response.status_code, "timeout", "response slower than the timeout",
-                        duration_s=time.perf_counter() - started,
-                    )  # fmt: skip
-                body += chunk
-                if len(body) > limit:
-                    return Delivery(
-                        False, response.status_code, "response_too_large",
-                        f"response over {limit} bytes", duration_s=time.perf_counter() - started,
-                    )  # fmt: skip
-            return _classify(response.status_code, body, accept, started)
+                if (stop := body.add(chunk)) is not None:
+                    return stop
+            return body.done()
     except httpx.HTTPError as exc:
-        error_class, message = _translate(exc)
-        return Delivery(False, None, error_class, message, duration_s=time.perf_counter() - started)
+        return _failed(exc, started)
 
 
 async def send_async(
@@ -186,21 +218,16 @@ async def send_async(
             "POST", prepared.url, content=prepared.content, headers=prepared.headers,
             timeout=config.timeout,
         ) as response:  # fmt: skip
-            body = b""
+            body = _Body(
+                response.status_code,
+                accept=accept,
+                limit=limit,
+                timeout=config.timeout,
+                started=started,
+            )
             async for chunk in response.aiter_bytes():
-                if time.perf_counter() - started > config.timeout:
-                    # httpx's read timeout restarts with every chunk: a dripping peer is cut here
-                    return Delivery(
-                        False, response.status_code, "timeout", "response slower than the timeout",
-                        duration_s=time.perf_counter() - started,
-                    )  # fmt: skip
-                body += chunk
-                if len(body) > limit:
-                    return Delivery(
-                        False, response.status_code, "response_too_large",
-                        f"response over {limit} bytes", duration_s=time.perf_counter() - started,
-                    )  # fmt: skip
-            return _classify(response.status_code, body, accept, started)
+                if (stop := body.add(chunk)) is not None:
+                    return stop
+            return body.done()
     except httpx.HTTPError as exc:
-        error_class, message = _translate(exc)
-        return Delivery(False, None, error_class, message, duration_s=time.perf_counter() - started)
+        return _failed(exc, started)

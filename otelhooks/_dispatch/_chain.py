@@ -46,9 +46,10 @@ DEFAULT_BLOCK_REASONS: dict[str, str] = {
 class InterceptChain:
     """State of one intercept dispatch: feed it each hook's result with :meth:`apply`."""
 
-    __slots__ = ("event", "soft_rank", "verdict")
+    __slots__ = ("event", "hooks", "soft_rank", "verdict")
 
     def __init__(self, event: str, payload: HookEvent, hooks: list[Hook]) -> None:
+        self.hooks = hooks
         self.event = event
         self.verdict = Verdict(payload=payload, matched=[h.id for h in hooks])
         self.soft_rank = 0  # set while a command's ask/defer block leaves the chain open (rule 6)

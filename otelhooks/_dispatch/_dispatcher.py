@@ -109,65 +109,73 @@ class Dispatcher:
 
     def intercept(self, live: LiveEvent) -> Verdict:
         """Run the interceptors of ``live`` now, on this thread, each under its deadline."""
-        hooks, live.critical = self._enqueue_notifications(live, self.match(live))
-        if not hooks:
-            live.verdict = Verdict(payload=None)
-            return live.verdict
-        chain = InterceptChain(live.name, live.payload(), hooks)
-        for hook in hooks:
+        chain = self._begin_chain(live)
+        if chain is None:
+            return self._end_chain(live, None)
+        for hook in chain.hooks:
             if chain.skips(hook):
                 continue
-            payload = chain.before_call(hook)
-            start = time.perf_counter()
+            payload, started = chain.before_call(hook), time.perf_counter()
             try:
                 result = self._call_with_deadline(hook, payload)
-            except DeadlinePassed:
-                stop, outcome = chain.fail(hook, f"timed out after {hook.deadline_s:g}s", "timeout")
-            except HookTimeoutError as exc:  # the action enforced its own timeout (a command)
-                stop, outcome = chain.fail(hook, str(exc), "timeout")
             except Exception as exc:
-                stop, outcome = chain.fail(hook, f"{type(exc).__name__}: {exc}")
-                _log.warning(
-                    "hook failed", hook_id=hook.id, lifecycle_event=live.name, error=str(exc)
-                )
+                stop = self._hook_failed(chain, hook, live, exc, started)
             else:
-                stop, outcome = chain.apply(hook, result)
-            self._record(hook, outcome, time.perf_counter() - start)
+                stop = self._hook_returned(chain, hook, result, started)
             if stop:
                 break
-        live.verdict = chain.verdict
-        return chain.verdict
+        return self._end_chain(live, chain)
 
     async def intercept_async(self, live: LiveEvent) -> Verdict:
         """As :meth:`intercept`, without blocking the event loop while hooks run."""
-        hooks, live.critical = self._enqueue_notifications(live, self.match(live))
-        if not hooks:
-            live.verdict = Verdict(payload=None)
-            return live.verdict
-        chain = InterceptChain(live.name, live.payload(), hooks)
-        for hook in hooks:
+        chain = self._begin_chain(live)
+        if chain is None:
+            return self._end_chain(live, None)
+        for hook in chain.hooks:
             if chain.skips(hook):
                 continue
-            payload = chain.before_call(hook)
-            start = time.perf_counter()
+            payload, started = chain.before_call(hook), time.perf_counter()
             try:
                 result = await self._acall_with_deadline(hook, payload)
-            except DeadlinePassed:
-                stop, outcome = chain.fail(hook, f"timed out after {hook.deadline_s:g}s", "timeout")
-            except HookTimeoutError as exc:  # the action enforced its own timeout (a command)
-                stop, outcome = chain.fail(hook, str(exc), "timeout")
             except Exception as exc:
-                stop, outcome = chain.fail(hook, f"{type(exc).__name__}: {exc}")
-                _log.warning(
-                    "hook failed", hook_id=hook.id, lifecycle_event=live.name, error=str(exc)
-                )
+                stop = self._hook_failed(chain, hook, live, exc, started)
             else:
-                stop, outcome = chain.apply(hook, result)
-            self._record(hook, outcome, time.perf_counter() - start)
+                stop = self._hook_returned(chain, hook, result, started)
             if stop:
                 break
-        live.verdict = chain.verdict
-        return chain.verdict
+        return self._end_chain(live, chain)
+
+    # The two loops above differ only in how a hook is called; the rules live here and in
+    # InterceptChain.
+
+    def _begin_chain(self, live: LiveEvent) -> InterceptChain | None:
+        hooks, live.critical = self._enqueue_notifications(live, self.match(live))
+        return InterceptChain(live.name, live.payload(), hooks) if hooks else None
+
+    @staticmethod
+    def _end_chain(live: LiveEvent, chain: InterceptChain | None) -> Verdict:
+        live.verdict = chain.verdict if chain is not None else Verdict(payload=None)
+        return live.verdict
+
+    def _hook_returned(
+        self, chain: InterceptChain, hook: Hook, result: Any, started: float
+    ) -> bool:
+        stop, outcome = chain.apply(hook, result)
+        self._record(hook, outcome, time.perf_counter() - started)
+        return stop
+
+    def _hook_failed(
+        self, chain: InterceptChain, hook: Hook, live: LiveEvent, exc: Exception, started: float
+    ) -> bool:
+        if isinstance(exc, DeadlinePassed):
+            stop, outcome = chain.fail(hook, f"timed out after {hook.deadline_s:g}s", "timeout")
+        elif isinstance(exc, HookTimeoutError):  # the action enforced its own timeout (a command)
+            stop, outcome = chain.fail(hook, str(exc), "timeout")
+        else:
+            stop, outcome = chain.fail(hook, f"{type(exc).__name__}: {exc}")
+            _log.warning("hook failed", hook_id=hook.id, lifecycle_event=live.name, error=str(exc))
+        self._record(hook, outcome, time.perf_counter() - started)
+        return stop
 
     # -- observe: queued, never awaited by the runtime -------------------------------------------
 

@@ -201,6 +201,12 @@ class HookRegistry:
         """Hooks for ``event`` whose matcher accepts one of ``values``, in registration order."""
         return [h for _, h in self._entries(event, values, operation_id)]
 
+    def any_match(
+        self, event: str, values: tuple[str, ...], *, operation_id: str | None = None
+    ) -> bool:
+        """Whether :meth:`match` would find a hook (the cheap question the hot path asks)."""
+        return bool(self._entries(event, values, operation_id))
+
     def matched_ids(
         self,
         events: tuple[str, ...],
