@@ -5,12 +5,19 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
-from otelhooks._cli import _demo_cmd, _events_cmd, _hooks_cmd, _serve_cmd, _validate_cmd
+from otelhooks._cli import (
+    _claude_code_cmd,
+    _demo_cmd,
+    _events_cmd,
+    _hooks_cmd,
+    _serve_cmd,
+    _validate_cmd,
+)
 
 __all__ = ["build_parser", "main"]
 
 # Each command module has add_parser(subparsers); add new commands to this tuple.
-COMMANDS = (_demo_cmd, _events_cmd, _serve_cmd, _validate_cmd, _hooks_cmd)
+COMMANDS = (_demo_cmd, _events_cmd, _serve_cmd, _validate_cmd, _hooks_cmd, _claude_code_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,50 @@
+"""What every part of the bridge shares: the agent name, the answer to Claude Code, observing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import structlog
+
+from otelhooks._dispatch import Dispatcher
+from otelhooks._errors import CriticalHookDeliveryError
+from otelhooks._events import HookEvent
+from otelhooks._live import LiveEvent
+
+__all__ = ["AGENT", "DenyMode", "HookResponse", "Observe", "observer", "text"]
+
+AGENT = "claude-code"
+DenyMode = Literal["json", "exit2"]
+Observe = Callable[[str, HookEvent, tuple[str, ...]], None]
+
+_log = structlog.get_logger("otelhooks")
+
+
+@dataclass(frozen=True, slots=True)
+class HookResponse:
+    """What the hook process tells Claude Code: exit code, stdout (JSON) and stderr."""
+
+    exit_code: int = 0
+    stdout: str = ""
+    stderr: str = ""
+
+
+def text(value: Any) -> str:
+    """A tool response as text (JSON unless it is a string)."""
+    return value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+
+
+def observer(dispatcher: Dispatcher) -> Observe:
+    """Queue an observer event (payload already built) on ``dispatcher``."""
+
+    def observe(event: str, payload: HookEvent, values: tuple[str, ...]) -> None:
+        live = LiveEvent(event, lambda: payload, values=values, operation_id=payload.operationId)
+        try:
+            dispatcher.observe(live)
+        except CriticalHookDeliveryError:
+            _log.exception("critical hook delivery failed", event=event)
+
+    return observe

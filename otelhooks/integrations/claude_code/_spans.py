@@ -1,0 +1,168 @@
+"""Spans with ids and start times chosen by the bridge, exported through the SDK.
+
+A span of a Claude Code tool use starts in one process and ends in another, so it is made at the
+end, through an ordinary SDK ``Tracer`` whose id generator hands out the ids decided earlier (the
+trace id from the session id, the span id from the state file) and with the recorded start time.
+The SDK then does what it always does: resource, limits, processors, exporters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import os
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter, SpanExportResult
+from opentelemetry.sdk.trace.id_generator import IdGenerator, RandomIdGenerator
+from opentelemetry.trace import (
+    NonRecordingSpan,
+    SpanContext,
+    SpanKind,
+    Status,
+    StatusCode,
+    TraceFlags,
+)
+from opentelemetry.util.types import AttributeValue
+
+__all__ = ["LockedFileExporter", "SpanRecord", "SpanWriter", "session_trace_id"]
+
+
+def session_trace_id(session_id: str) -> int:
+    """The trace id of a Claude Code session: the first 128 bits of SHA-256 of its id."""
+    digest = hashlib.sha256(f"otelhooks/claude-code/{session_id}".encode()).digest()
+    return int.from_bytes(digest[:16], "big") or 1
+
+
+class _PresetIds(IdGenerator):
+    """Returns the ids set for the next span, random ones otherwise."""
+
+    def __init__(self) -> None:
+        self.trace_id = 0
+        self.span_id = 0
+        self._random = RandomIdGenerator()
+
+    def generate_span_id(self) -> int:
+        return self.span_id or self._random.generate_span_id()
+
+    def generate_trace_id(self) -> int:
+        return self.trace_id or self._random.generate_trace_id()
+
+
+@dataclass
+class SpanRecord:
+    """One span to write, with everything decided by the caller."""
+
+    name: str
+    trace_id: int
+    span_id: int
+    parent_span_id: int | None
+    start_ns: int
+    end_ns: int
+    attributes: Mapping[str, AttributeValue] = field(default_factory=dict)
+    kind: SpanKind = SpanKind.INTERNAL
+    error: str | None = None
+    error_type: str | None = None
+    events: Sequence[tuple[str, Mapping[str, AttributeValue]]] = ()
+
+
+class SpanWriter:
+    """Writes :class:`SpanRecord` s through a private provider and the given exporters.
+
+    Args:
+        exporters: where spans go (each behind a ``SimpleSpanProcessor``: a hook process is
+            short-lived and exports before it exits).
+        resource: the provider's resource.
+    """
+
+    def __init__(self, exporters: Sequence[SpanExporter], resource: Resource) -> None:
+        self._ids = _PresetIds()
+        self._lock = threading.Lock()
+        self.provider = TracerProvider(
+            resource=resource, id_generator=self._ids, shutdown_on_exit=False
+        )
+        for exporter in exporters:
+            self.provider.add_span_processor(SimpleSpanProcessor(exporter))
+        self._tracer = self.provider.get_tracer("otelhooks.integrations.claude_code")
+
+    def write(self, record: SpanRecord) -> None:
+        parent = otel_context.Context()
+        if record.parent_span_id is not None:
+            remote = SpanContext(
+                record.trace_id,
+                record.parent_span_id,
+                is_remote=True,
+                trace_flags=TraceFlags(TraceFlags.SAMPLED),
+            )
+            parent = trace.set_span_in_context(NonRecordingSpan(remote), parent)
+        with self._lock:
+            self._ids.trace_id, self._ids.span_id = record.trace_id, record.span_id
+            try:
+                span = self._tracer.start_span(
+                    record.name,
+                    context=parent,
+                    kind=record.kind,
+                    attributes=record.attributes,
+                    start_time=record.start_ns,
+                )
+            finally:
+                self._ids.trace_id = self._ids.span_id = 0
+        for name, attrs in record.events:
+            span.add_event(name, attrs, timestamp=record.end_ns)
+        if record.error is not None:
+            span.set_status(Status(StatusCode.ERROR, record.error))
+            span.set_attribute("error.type", record.error_type or "error")
+        span.end(end_time=max(record.end_ns, record.start_ns))
+
+    def shutdown(self) -> None:
+        self.provider.shutdown()
+
+
+class LockedFileExporter(SpanExporter):
+    """An exporter whose exports hold an exclusive ``flock`` on ``lock_path``.
+
+    Several hook processes append to one traces file; the lock keeps their lines whole whatever
+    the file system does with concurrent appends.
+    """
+
+    def __init__(self, inner: SpanExporter, lock_path: str | os.PathLike[str]) -> None:
+        self.inner = inner
+        self.lock_path = os.fspath(lock_path)
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        with open(self.lock_path, "a+b") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        with self._locked():
+            return self.inner.export(spans)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+
+def attribute_map(values: Mapping[str, Any]) -> dict[str, AttributeValue]:
+    """Only the values OpenTelemetry attributes can hold (lists become tuples)."""
+    out: dict[str, AttributeValue] = {}
+    for key, value in values.items():
+        if isinstance(value, list):
+            value = tuple(value)
+        if isinstance(value, str | bool | int | float | tuple):
+            out[key] = value
+    return out

@@ -1,0 +1,270 @@
+"""What one Claude Code hook process leaves for the next: open turns and open tool uses.
+
+Claude Code starts a new process for every hook event, so a span that begins at ``PreToolUse``
+and ends at ``PostToolUse`` is carried across processes in a small SQLite file (WAL mode). Every
+read-and-change is one ``BEGIN IMMEDIATE`` transaction, so concurrent hook processes (Claude Code
+runs the hooks of parallel tool calls at the same time) never lose or double an entry; a busy
+database is waited for (30 s), not failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from random import getrandbits
+from typing import Any
+
+__all__ = ["DEFAULT_STATE_PATH", "STATE_ENV", "BridgeState", "OpenOperation", "OpenTool"]
+
+STATE_ENV = "OTELHOOKS_CLAUDE_STATE"
+DEFAULT_STATE_PATH = Path("~/.otelhooks/claude-code.sqlite3")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS operations (
+    session_id   TEXT PRIMARY KEY,
+    operation_id TEXT NOT NULL,
+    span_id      INTEGER NOT NULL,
+    start_ns     INTEGER NOT NULL,
+    prompt       TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS tools (
+    session_id     TEXT NOT NULL,
+    tool_use_id    TEXT NOT NULL,
+    span_id        INTEGER NOT NULL,
+    parent_span_id INTEGER NOT NULL,
+    operation_id   TEXT NOT NULL,
+    start_ns       INTEGER NOT NULL,
+    tool_name      TEXT NOT NULL,
+    tool_input     TEXT NOT NULL,
+    call_index     INTEGER NOT NULL,
+    attributes     TEXT NOT NULL,
+    PRIMARY KEY (session_id, tool_use_id)
+);
+CREATE TABLE IF NOT EXISTS counters (
+    session_id TEXT PRIMARY KEY,
+    tool_calls INTEGER NOT NULL
+);
+"""
+
+
+def _span_id() -> int:
+    # 63 bits: SQLite integers are signed 64-bit
+    return getrandbits(63) or 1
+
+
+@dataclass(frozen=True, slots=True)
+class OpenOperation:
+    """A Claude Code turn (``UserPromptSubmit`` to ``Stop``): an ``invoke_agent`` span."""
+
+    session_id: str
+    operation_id: str
+    span_id: int
+    start_ns: int
+    prompt: str
+
+
+@dataclass(frozen=True, slots=True)
+class OpenTool:
+    """A tool use between ``PreToolUse`` and ``PostToolUse``: an ``execute_tool`` span."""
+
+    session_id: str
+    tool_use_id: str
+    span_id: int
+    parent_span_id: int
+    operation_id: str
+    start_ns: int
+    tool_name: str
+    tool_input: dict[str, Any]
+    call_index: int
+    attributes: dict[str, Any]
+
+
+def _tool(row: sqlite3.Row) -> OpenTool:
+    return OpenTool(
+        row["session_id"],
+        row["tool_use_id"],
+        row["span_id"],
+        row["parent_span_id"],
+        row["operation_id"],
+        row["start_ns"],
+        row["tool_name"],
+        json.loads(row["tool_input"]),
+        row["call_index"],
+        json.loads(row["attributes"]),
+    )
+
+
+def _operation(row: sqlite3.Row) -> OpenOperation:
+    return OpenOperation(
+        row["session_id"], row["operation_id"], row["span_id"], row["start_ns"], row["prompt"]
+    )
+
+
+class BridgeState:
+    """The state file. Each method is one transaction; nothing is held between calls.
+
+    Args:
+        path: the SQLite file (created with its folder); ``$OTELHOOKS_CLAUDE_STATE`` or
+            ``~/.otelhooks/claude-code.sqlite3`` when omitted.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        chosen = path or os.environ.get(STATE_ENV) or DEFAULT_STATE_PATH
+        self.path = Path(chosen).expanduser()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
+        try:
+            db.row_factory = sqlite3.Row
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.executescript(_SCHEMA)
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                yield db
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+            db.execute("COMMIT")
+        finally:
+            db.close()
+
+    # -- turns -------------------------------------------------------------------------------------
+
+    def start_operation(
+        self, session_id: str, prompt: str
+    ) -> tuple[OpenOperation, OpenOperation | None]:
+        """Open a new turn; returns it and the turn it replaces (one that never saw ``Stop``)."""
+        new = OpenOperation(
+            session_id, f"op_{uuid.uuid4().hex[:16]}", _span_id(), time.time_ns(), prompt
+        )
+        with self._tx() as db:
+            row = db.execute(
+                "DELETE FROM operations WHERE session_id = ? RETURNING *", (session_id,)
+            ).fetchone()
+            db.execute(
+                "INSERT INTO operations VALUES (?, ?, ?, ?, ?)",
+                (new.session_id, new.operation_id, new.span_id, new.start_ns, new.prompt),
+            )
+        return new, _operation(row) if row is not None else None
+
+    def current_operation(self, session_id: str) -> OpenOperation:
+        """The open turn, opened now if there is none (hooks installed mid-session)."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT * FROM operations WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if row is not None:
+                return _operation(row)
+            new = OpenOperation(
+                session_id, f"op_{uuid.uuid4().hex[:16]}", _span_id(), time.time_ns(), ""
+            )
+            db.execute(
+                "INSERT INTO operations VALUES (?, ?, ?, ?, ?)",
+                (new.session_id, new.operation_id, new.span_id, new.start_ns, new.prompt),
+            )
+            return new
+
+    def peek_operation(self, session_id: str) -> OpenOperation | None:
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT * FROM operations WHERE session_id = ?", (session_id,)
+            ).fetchone()
+        return _operation(row) if row is not None else None
+
+    def end_operation(self, session_id: str) -> OpenOperation | None:
+        """Close the open turn (``Stop``); ``None`` if there was none."""
+        with self._tx() as db:
+            row = db.execute(
+                "DELETE FROM operations WHERE session_id = ? RETURNING *", (session_id,)
+            ).fetchone()
+        return _operation(row) if row is not None else None
+
+    # -- tool uses ---------------------------------------------------------------------------------
+
+    def start_tool(
+        self,
+        operation: OpenOperation,
+        tool_use_id: str,
+        tool_name: str,
+        tool_input: dict[str, Any],
+    ) -> OpenTool:
+        """Record a tool use as it starts (a repeated ``PreToolUse`` gets the first record)."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT * FROM tools WHERE session_id = ? AND tool_use_id = ?",
+                (operation.session_id, tool_use_id),
+            ).fetchone()
+            if row is not None:
+                return _tool(row)
+            index = db.execute(
+                "INSERT INTO counters VALUES (?, 1) ON CONFLICT(session_id) "
+                "DO UPDATE SET tool_calls = tool_calls + 1 RETURNING tool_calls - 1",
+                (operation.session_id,),
+            ).fetchone()[0]
+            tool = OpenTool(
+                operation.session_id,
+                tool_use_id,
+                _span_id(),
+                operation.span_id,
+                operation.operation_id,
+                time.time_ns(),
+                tool_name,
+                tool_input,
+                index,
+                {},
+            )
+            db.execute(
+                "INSERT INTO tools VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    tool.session_id,
+                    tool.tool_use_id,
+                    tool.span_id,
+                    tool.parent_span_id,
+                    tool.operation_id,
+                    tool.start_ns,
+                    tool.tool_name,
+                    json.dumps(tool_input, default=str),
+                    tool.call_index,
+                    "{}",
+                ),
+            )
+            return tool
+
+    def set_tool_attributes(self, tool: OpenTool, attributes: dict[str, Any]) -> None:
+        """Keep the attributes decided at ``PreToolUse`` (hook verdict) for the span's end."""
+        with self._tx() as db:
+            db.execute(
+                "UPDATE tools SET attributes = ? WHERE session_id = ? AND tool_use_id = ?",
+                (json.dumps(attributes), tool.session_id, tool.tool_use_id),
+            )
+
+    def end_tool(self, session_id: str, tool_use_id: str) -> OpenTool | None:
+        """Remove and return the open tool use (``PostToolUse`` / ``PostToolUseFailure``)."""
+        with self._tx() as db:
+            row = db.execute(
+                "DELETE FROM tools WHERE session_id = ? AND tool_use_id = ? RETURNING *",
+                (session_id, tool_use_id),
+            ).fetchone()
+        return _tool(row) if row is not None else None
+
+    def end_session(self, session_id: str) -> tuple[OpenOperation | None, list[OpenTool]]:
+        """Remove everything of a session (``SessionEnd``): the open turn and tool uses."""
+        with self._tx() as db:
+            op = db.execute(
+                "DELETE FROM operations WHERE session_id = ? RETURNING *", (session_id,)
+            ).fetchone()
+            tools = db.execute(
+                "DELETE FROM tools WHERE session_id = ? RETURNING *", (session_id,)
+            ).fetchall()
+            db.execute("DELETE FROM counters WHERE session_id = ?", (session_id,))
+        return (_operation(op) if op is not None else None), [_tool(t) for t in tools]

@@ -1,0 +1,399 @@
+"""``OtelHooksCallbackHandler``: LangChain / LangGraph callbacks as otelhooks spans and events.
+
+The mapping (one place):
+
+==================================  =============================================================
+LangChain callback                  otelhooks
+==================================  =============================================================
+a root run (graph, chain, model)    operation ``invoke_agent {name}`` (the graph's name, or
+                                    ``agent_name``); ``on_chain_error`` of it fires ``on_error``
+                                    (a LangGraph interrupt ends it ``interrupted``)
+chat model / LLM start and end      a new ``step {n}`` and its ``chat {model}`` span, usage from
+                                    ``usage_metadata`` (or ``llm_output.token_usage``)
+tool start, end, error              ``execute_tool {tool}`` in the current step (matcher value
+                                    ``{identifier}/{tool}``, or the tool name); errors fire
+                                    ``on_tool_call_error``
+==================================  =============================================================
+
+Nested chains (graph nodes, sub-chains) are not spans of their own; their model and tool calls
+belong to the root run's operation. The ``before_tool_call`` hooks run at tool start; only a
+tool wrapped with :func:`~otelhooks.integrations.langchain.hook_tool` obeys a deny or a mock
+(a callback cannot stop a tool): for any other tool the decision is recorded and a warning says
+it was not enforced.
+
+LangChain calls a synchronous handler from a worker thread in async runs, so interceptors never
+run on the event loop thread.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+from uuid import UUID
+
+import structlog
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
+
+from otelhooks._instrument import AgentTracer, LlmCall, Operation, Step, ToolCall
+from otelhooks.integrations._scopes import DetachedScope
+
+__all__ = ["HOOKED_METADATA_KEY", "PROVIDER", "OtelHooksCallbackHandler", "ToolRun"]
+
+PROVIDER = "langchain"
+HOOKED_METADATA_KEY = "otelhooks_hooked"
+_INTERRUPTS = frozenset({"GraphInterrupt", "NodeInterrupt"})
+
+_log = structlog.get_logger("otelhooks")
+
+
+@dataclass
+class ToolRun:
+    """One tool run the handler opened: its span scope and whether a wrapper enforces hooks.
+
+    Attributes:
+        scope: the ``execute_tool`` scope.
+        hooked: the tool is an otelhooks wrapper (it obeys denials and mocks).
+        tool_call_id: the model's tool call id, when the tool was called with one.
+        result_set: the wrapper already recorded the result.
+    """
+
+    scope: DetachedScope[ToolCall]
+    hooked: bool
+    tool_call_id: str | None
+    result_set: bool = False
+
+    @property
+    def call(self) -> ToolCall:
+        return self.scope.scope
+
+
+@dataclass
+class _Run:
+    """A root run's operation, its current step and what is still open in the step."""
+
+    owner: UUID
+    operation: DetachedScope[Operation]
+    step: DetachedScope[Step] | None = None
+    open_in_step: int = 0
+    members: set[UUID] = field(default_factory=set)
+
+
+def _text(output: Any) -> str:
+    content = getattr(output, "content", output)
+    return content if isinstance(content, str) else str(content)
+
+
+def _model_name(serialized: dict[str, Any] | None, kwargs: dict[str, Any]) -> str:
+    params = kwargs.get("invocation_params") or {}
+    metadata = kwargs.get("metadata") or {}
+    for value in (
+        params.get("model"),
+        params.get("model_name"),
+        metadata.get("ls_model_name"),
+        kwargs.get("name"),
+        (serialized or {}).get("name"),
+    ):
+        if isinstance(value, str) and value:
+            return value
+    return "chat"
+
+
+def _record(call: LlmCall, response: LLMResult) -> None:
+    """Record the first generation: text, usage, response model and finish reason."""
+    gen = response.generations[0][0] if response.generations and response.generations[0] else None
+    text = gen.text if gen is not None else ""
+    finish = (gen.generation_info or {}).get("finish_reason") if gen is not None else None
+    llm_output = response.llm_output or {}
+    token_usage = llm_output.get("token_usage") or {}
+    tokens = (
+        int(token_usage.get("prompt_tokens", 0)),
+        int(token_usage.get("completion_tokens", 0)),
+    )
+    model = llm_output.get("model_name")
+    if isinstance(gen, ChatGeneration):
+        message = gen.message
+        meta = message.response_metadata
+        finish = meta.get("finish_reason", finish)
+        model = meta.get("model_name") or meta.get("model") or model
+        if getattr(message, "tool_calls", None) and not finish:
+            finish = "tool_calls"
+        usage = getattr(message, "usage_metadata", None)
+        if usage:
+            tokens = (usage.get("input_tokens", 0), usage.get("output_tokens", 0))
+    call.record(
+        text,
+        input_tokens=tokens[0],
+        output_tokens=tokens[1],
+        response_model=model if isinstance(model, str) else None,
+        finish_reason=finish if isinstance(finish, str) else None,
+    )
+
+
+class OtelHooksCallbackHandler(BaseCallbackHandler):
+    """Turns LangChain / LangGraph runs into otelhooks operations, steps, chats and tools.
+
+    Args:
+        tracer: the :class:`~otelhooks.AgentTracer` (``otelhooks.configure().tracer``).
+        agent_name: the operation's agent name (default: the root run's name, e.g. ``LangGraph``).
+        session_id, user_id: recorded on every operation (``gen_ai.conversation.id``); the
+            session defaults to the run's ``thread_id`` metadata when there is one.
+        identifier: the ``identifier`` half of tool matcher values (``identifier/apiName``);
+            empty by default, so matchers see the tool name.
+
+    Example:
+        >>> handler = OtelHooksCallbackHandler(oh.tracer, agent_name="researcher")
+        >>> graph.invoke({"messages": [...]}, config={"callbacks": [handler]})
+    """
+
+    raise_error = False
+    run_inline = False
+
+    def __init__(
+        self,
+        tracer: AgentTracer,
+        *,
+        agent_name: str | None = None,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        identifier: str = "",
+    ) -> None:
+        self.tracer = tracer
+        self.agent_name = agent_name
+        self.session_id = session_id
+        self.user_id = user_id
+        self.identifier = identifier
+        self._lock = threading.RLock()
+        self._root_of: dict[UUID, UUID] = {}
+        self._runs: dict[UUID, _Run] = {}
+        self._llms: dict[UUID, DetachedScope[LlmCall]] = {}
+        self._tools: dict[UUID, ToolRun] = {}
+
+    # -- bookkeeping ------------------------------------------------------------------------------
+
+    def tool_run(self, run_id: UUID) -> ToolRun | None:
+        """The open tool run ``run_id`` (what the tool wrapper consults)."""
+        with self._lock:
+            return self._tools.get(run_id)
+
+    def _root(self, run_id: UUID, parent: UUID | None) -> UUID:
+        root = run_id if parent is None else self._root_of.get(parent, parent)
+        self._root_of[run_id] = root
+        return root
+
+    def _ensure_run(self, run_id: UUID, parent: UUID | None, name: str, kwargs: Any) -> _Run:
+        root = self._root(run_id, parent)
+        run = self._runs.get(root)
+        if run is None:
+            metadata = kwargs.get("metadata") or {}
+            thread = metadata.get("thread_id")
+            op = self.tracer.operation(
+                self.agent_name or name,
+                provider=PROVIDER,
+                session_id=self.session_id or (str(thread) if thread is not None else None),
+                user_id=self.user_id,
+            )
+            run = _Run(owner=run_id, operation=DetachedScope(op, None))
+            run.operation.enter()
+            self._runs[root] = run
+        run.members.add(run_id)
+        return run
+
+    def _new_step(self, run: _Run) -> Step:
+        if run.step is not None and run.open_in_step == 0:
+            run.step.exit()
+            run.step = None
+        op = run.operation.scope
+        run.step = DetachedScope(op.step(), op.span)
+        run.open_in_step = 0
+        return run.step.enter()
+
+    def _current_step(self, run: _Run) -> Step:
+        return run.step.scope if run.step is not None else self._new_step(run)
+
+    def _end_member(self, run_id: UUID, exc: BaseException | None = None) -> None:
+        root = self._root_of.pop(run_id, None)
+        if root is None or root not in self._runs or self._runs[root].owner != run_id:
+            return
+        run = self._runs.pop(root)
+        for member in run.members:
+            self._root_of.pop(member, None)
+        interrupted = exc is not None and type(exc).__name__ in _INTERRUPTS
+        if interrupted:
+            run.operation.scope.complete("interrupted")
+            exc = None
+        if run.step is not None:
+            run.step.exit(exc)
+        run.operation.exit(exc)
+
+    # -- chains ------------------------------------------------------------------------------------
+
+    def on_chain_start(
+        self,
+        serialized: dict[str, Any] | None,
+        inputs: dict[str, Any] | Any,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        with _Guard("on_chain_start"), self._lock:
+            if parent_run_id is None:
+                name = kwargs.get("name") or (serialized or {}).get("name") or "chain"
+                self._ensure_run(run_id, None, str(name), kwargs)
+            else:
+                self._root(run_id, parent_run_id)
+
+    def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        with _Guard("on_chain_end"), self._lock:
+            self._end_member(run_id)
+
+    def on_chain_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        with _Guard("on_chain_error"), self._lock:
+            self._end_member(run_id, error)
+
+    # -- model calls -------------------------------------------------------------------------------
+
+    def _llm_start(
+        self,
+        serialized: dict[str, Any] | None,
+        messages: list[dict[str, Any]],
+        run_id: UUID,
+        parent_run_id: UUID | None,
+        kwargs: dict[str, Any],
+    ) -> None:
+        with self._lock:
+            model = _model_name(serialized, kwargs)
+            run = self._ensure_run(run_id, parent_run_id, model, kwargs)
+            step = self._new_step(run)
+            run.open_in_step += 1
+            scope = DetachedScope(step.llm(model, messages=messages), step.span)
+            self._llms[run_id] = scope
+        scope.enter()
+
+    def on_chat_model_start(
+        self,
+        serialized: dict[str, Any] | None,
+        messages: list[list[BaseMessage]],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        with _Guard("on_chat_model_start"):
+            flat = [{"role": m.type, "content": m.content} for batch in messages for m in batch]
+            self._llm_start(serialized, flat, run_id, parent_run_id, kwargs)
+
+    def on_llm_start(
+        self,
+        serialized: dict[str, Any] | None,
+        prompts: list[str],
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        **kwargs: Any,
+    ) -> None:
+        with _Guard("on_llm_start"):
+            flat = [{"role": "user", "content": p} for p in prompts]
+            self._llm_start(serialized, flat, run_id, parent_run_id, kwargs)
+
+    def _llm_done(self, run_id: UUID, exc: BaseException | None) -> None:
+        with self._lock:
+            scope = self._llms.pop(run_id, None)
+            root = self._root_of.get(run_id)
+            run = self._runs.get(root) if root is not None else None
+            if run is not None:
+                run.open_in_step = max(0, run.open_in_step - 1)
+        if scope is not None:
+            scope.exit(exc)
+        with self._lock:
+            self._end_member(run_id, exc)
+
+    def on_llm_end(self, response: LLMResult, *, run_id: UUID, **kwargs: Any) -> None:
+        with _Guard("on_llm_end"):
+            scope = self._llms.get(run_id)
+            if scope is not None:
+                _record(scope.scope, response)
+            self._llm_done(run_id, None)
+
+    def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        with _Guard("on_llm_error"):
+            self._llm_done(run_id, error)
+
+    # -- tools -------------------------------------------------------------------------------------
+
+    def on_tool_start(
+        self,
+        serialized: dict[str, Any] | None,
+        input_str: str,
+        *,
+        run_id: UUID,
+        parent_run_id: UUID | None = None,
+        inputs: dict[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        with _Guard("on_tool_start"):
+            with self._lock:
+                if parent_run_id is not None and parent_run_id in self._tools:
+                    self._root(run_id, parent_run_id)  # the wrapper's inner tool: one span only
+                    return
+                name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
+                run = self._ensure_run(run_id, parent_run_id, name, kwargs)
+                step = self._current_step(run)
+                run.open_in_step += 1
+                tool_call_id = kwargs.get("tool_call_id")
+                args = dict(inputs) if isinstance(inputs, dict) else {"input": input_str}
+                call = step.tool_call(self.identifier, name, args, tool_call_id=tool_call_id)
+                hooked = bool((kwargs.get("metadata") or {}).get(HOOKED_METADATA_KEY))
+                tool = ToolRun(DetachedScope(call, step.span), hooked, tool_call_id)
+                self._tools[run_id] = tool
+            tool.scope.enter()
+            if not hooked and not call.should_run:
+                _log.warning(
+                    "a tool hook decided, but the tool is not wrapped: not enforced",
+                    tool=name,
+                    denied=call.denied,
+                    mocked=call.mocked,
+                    fix="wrap it with otelhooks.integrations.langchain.hook_tool",
+                )
+
+    def _tool_done(self, run_id: UUID, output: Any, exc: BaseException | None) -> None:
+        with self._lock:
+            tool = self._tools.pop(run_id, None)
+            root = self._root_of.get(run_id)
+            run = self._runs.get(root) if root is not None else None
+            if tool is not None and run is not None:
+                run.open_in_step = max(0, run.open_in_step - 1)
+        if tool is not None:
+            call = tool.call
+            if exc is None and not tool.result_set and call.should_run:
+                call.set_result(_text(output))
+            tool.scope.exit(exc)
+        with self._lock:
+            self._end_member(run_id, exc)
+
+    def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
+        with _Guard("on_tool_end"):
+            self._tool_done(run_id, output, None)
+
+    def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
+        with _Guard("on_tool_error"):
+            self._tool_done(run_id, None, error)
+
+
+class _Guard:
+    """Log and swallow a failure of the handler: telemetry must not break the run."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
+        if isinstance(exc, Exception):
+            _log.error("langchain adapter failed", callback=self.what, exc_info=exc)
+            return True
+        return False

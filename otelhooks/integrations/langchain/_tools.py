@@ -1,0 +1,142 @@
+"""``hook_tool``: a LangChain tool that obeys otelhooks' ``before_tool_call`` decisions.
+
+The :class:`~otelhooks.integrations.langchain.OtelHooksCallbackHandler` opens the tool's
+``execute_tool`` span at ``on_tool_start`` (the interceptors run there); the wrapper, called right
+after, looks the decision up by its run id and then:
+
+* denied: returns a ``ToolMessage`` with ``status="error"``, the reason as content and
+  ``response_metadata["otelhooks"] = {"classification": "hook_denied", ...}``; the inner tool
+  is never called and the graph goes on;
+* mocked: returns the mock's content, the inner tool is never called;
+* otherwise: calls the inner tool with the (possibly rewritten) arguments and passes the result
+  through ``tool_result_persist``.
+
+Without the handler in the run's callbacks the wrapper simply calls the inner tool.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.callbacks import (
+    AsyncCallbackManagerForToolRun,
+    BaseCallbackHandler,
+    CallbackManagerForToolRun,
+)
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool
+from pydantic import ConfigDict
+
+from otelhooks import _semconv as sc
+from otelhooks._instrument import ToolCall
+from otelhooks.integrations.langchain._handler import (
+    HOOKED_METADATA_KEY,
+    OtelHooksCallbackHandler,
+    ToolRun,
+)
+
+__all__ = ["HookedTool", "hook_tool"]
+
+Manager = CallbackManagerForToolRun | AsyncCallbackManagerForToolRun
+
+
+def _text(output: Any) -> str:
+    content = getattr(output, "content", output)
+    return content if isinstance(content, str) else str(content)
+
+
+def _find_run(manager: Manager | None) -> ToolRun | None:
+    if manager is None:
+        return None
+    handlers: list[BaseCallbackHandler] = list(manager.handlers)
+    for handler in handlers:
+        if isinstance(handler, OtelHooksCallbackHandler):
+            return handler.tool_run(manager.run_id)
+    return None
+
+
+def _refusal(tool: ToolRun, name: str) -> Any:
+    """What the model sees instead of the tool's output: a denial or a mock."""
+    call: ToolCall = tool.call
+    if call.mocked:
+        return call.result.content
+    reason = call.deny_reason or call.result.content
+    if tool.tool_call_id is None:
+        return reason
+    return ToolMessage(
+        content=reason,
+        tool_call_id=tool.tool_call_id,
+        name=name,
+        status="error",
+        response_metadata={
+            "otelhooks": {
+                "classification": sc.CLASSIFICATION_HOOK_DENIED,
+                "reason": reason,
+                "decidedBy": (call.result.state or {}).get("decidedBy"),
+            }
+        },
+    )
+
+
+class HookedTool(BaseTool):
+    """``inner`` behind otelhooks' tool hooks (build it with :func:`hook_tool`)."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    inner: BaseTool
+
+    def _child_config(self, manager: Manager | None) -> dict[str, Any]:
+        return {"callbacks": manager.get_child()} if manager is not None else {}
+
+    def _kept(self, tool: ToolRun, output: Any, kept: str) -> Any:
+        tool.result_set = True
+        return output if kept == _text(output) else kept
+
+    def _run(
+        self, *args: Any, run_manager: CallbackManagerForToolRun | None = None, **kwargs: Any
+    ) -> Any:
+        tool = _find_run(run_manager)
+        config = self._child_config(run_manager)
+        if tool is None:
+            return self.inner.invoke(kwargs, config=config)  # type: ignore[arg-type]
+        if not tool.call.should_run:
+            return _refusal(tool, self.name)
+        # the validated input (injected arguments included), then any rewritten arguments
+        output = self.inner.invoke({**kwargs, **tool.call.args}, config=config)  # type: ignore[arg-type]
+        return self._kept(tool, output, tool.call.set_result(_text(output)).content)
+
+    async def _arun(
+        self,
+        *args: Any,
+        run_manager: AsyncCallbackManagerForToolRun | None = None,
+        **kwargs: Any,
+    ) -> Any:
+        tool = _find_run(run_manager)
+        config = self._child_config(run_manager)
+        if tool is None:
+            return await self.inner.ainvoke(kwargs, config=config)  # type: ignore[arg-type]
+        if not tool.call.should_run:
+            return _refusal(tool, self.name)
+        merged = {**kwargs, **tool.call.args}
+        output = await self.inner.ainvoke(merged, config=config)  # type: ignore[arg-type]
+        kept = await tool.call.aset_result(_text(output))
+        return self._kept(tool, output, kept.content)
+
+
+def hook_tool(tool: BaseTool) -> BaseTool:
+    """``tool`` wrapped so otelhooks' denials and mocks really stop it (see the module doc).
+
+    The wrapper keeps the tool's name, description and argument schema, so the model sees the
+    same tool. Wrapping a wrapped tool returns it unchanged.
+    """
+    if isinstance(tool, HookedTool):
+        return tool
+    return HookedTool(
+        name=tool.name,
+        description=tool.description,
+        args_schema=tool.args_schema,
+        return_direct=tool.return_direct,
+        metadata={**(tool.metadata or {}), HOOKED_METADATA_KEY: True},
+        tags=tool.tags,
+        inner=tool,
+    )

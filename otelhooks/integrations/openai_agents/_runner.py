@@ -1,0 +1,407 @@
+"""``HookedRunner``: an OpenAI Agents SDK run as an otelhooks operation.
+
+The mapping (one place):
+
+=====================================  ==========================================================
+Agents SDK                             otelhooks
+=====================================  ==========================================================
+``Runner.run`` of the starting agent   operation ``invoke_agent {agent}`` (input interceptors
+                                       may rewrite a string input or refuse the run)
+a model call (``on_llm_start/end``)    a new ``step {n}`` with its ``chat {model}`` span, usage
+                                       from ``ModelResponse.usage``
+a function tool (hooked copy)          ``execute_tool {tool}`` in the current step, matcher value
+                                       ``{agent}/{tool}``; deny or mock stops the function
+a handoff (``on_handoff``)             ``call_agent {to}`` in the current step and a child
+                                       ``invoke_agent {to}`` linked to the parent operation; the
+                                       following turns are steps of the child
+input/output guardrail tripwire        the operation fails: ``on_error`` with ``error.type``
+                                       ``InputGuardrailTripwireTriggered`` / ``Output...``, and
+                                       ``otelhooks.guardrail.name`` on the span
+tool input guardrail ``reject_content``  an ``on_tool_call_denied`` event (decided by
+                                       ``guardrail:{name}``) and a ``tool_guardrail`` span event
+``MaxTurnsExceeded``                   complete reason ``max_steps`` (the exception propagates)
+=====================================  ==========================================================
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from agents import (
+    Agent,
+    InputGuardrailTripwireTriggered,
+    ItemHelpers,
+    MaxTurnsExceeded,
+    OutputGuardrailTripwireTriggered,
+    RunHooks,
+    Runner,
+    Tool,
+)
+from agents.items import ModelResponse, TResponseInputItem
+from agents.models.interface import Model
+from agents.result import RunResult
+from agents.run_context import AgentHookContext, RunContextWrapper
+from agents.tool_context import ToolContext
+from agents.tracing import get_current_span
+from opentelemetry import trace
+
+from otelhooks import _semconv as sc
+from otelhooks._errors import OtelHooksError
+from otelhooks._events import ToolCallDeniedEvent
+from otelhooks._fingerprint import canonical_json
+from otelhooks._instrument import AgentCall, AgentTracer, LlmCall, Operation, Step
+from otelhooks._live import LiveEvent
+from otelhooks.integrations._scopes import DetachedScope
+from otelhooks.integrations.openai_agents._tools import CURRENT_RUN, Invoker, hook_agent, parse_args
+
+__all__ = ["PROVIDER", "AgentRun", "HookedRunner", "RunBlockedError"]
+
+PROVIDER = "openai-agents"
+GUARDRAIL_NAME = "otelhooks.guardrail.name"
+
+_log = structlog.get_logger("otelhooks")
+
+
+class RunBlockedError(OtelHooksError):
+    """A ``before_agent_start`` hook refused the run; the SDK was never called.
+
+    Attributes:
+        reason: the hook's reason.
+    """
+
+    def __init__(self, reason: str | None) -> None:
+        super().__init__(reason or "the run was blocked by a before_agent_start hook")
+        self.reason = reason
+
+
+def _model_name(agent: Agent[Any]) -> str:
+    model = agent.model
+    if isinstance(model, str):
+        return model
+    if isinstance(model, Model):
+        name = getattr(model, "model", None)
+        return name if isinstance(name, str) else type(model).__name__
+    return "default"
+
+
+def _messages(system_prompt: str | None, items: list[TResponseInputItem]) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    if system_prompt:
+        messages.append({"role": "system", "content": system_prompt})
+    for item in items:
+        messages.append(dict(item) if isinstance(item, dict) else {"content": str(item)})
+    return messages
+
+
+@dataclass
+class _Frame:
+    """One agent of the run: the root operation, or a handed-off child and its ``call_agent``."""
+
+    operation: Operation
+    agent: str
+    op_scope: DetachedScope[Operation] | None = None
+    call: DetachedScope[AgentCall] | None = None
+    step: DetachedScope[Step] | None = None
+    llm: DetachedScope[LlmCall] | None = None
+
+    def close_llm(self, exc: BaseException | None = None) -> None:
+        if self.llm is not None:
+            self.llm.exit(exc)
+            self.llm = None
+
+    def close_step(self, exc: BaseException | None = None) -> None:
+        self.close_llm(exc)
+        if self.step is not None:
+            self.step.exit(exc)
+            self.step = None
+
+    def open_step(self) -> Step:
+        if self.step is None:
+            op = self.operation
+            self.step = DetachedScope(op.step(), op.span)
+            self.step.enter()
+        return self.step.scope
+
+
+class AgentRun:
+    """The otelhooks side of one ``Runner.run``: the frames and the tool entry point."""
+
+    def __init__(self, tracer: AgentTracer, root: Operation, agent: str) -> None:
+        self.tracer = tracer
+        self.frames = [_Frame(root, agent)]
+
+    @property
+    def frame(self) -> _Frame:
+        return self.frames[-1]
+
+    # -- model calls ---------------------------------------------------------------------------
+
+    def llm_start(self, agent: Agent[Any], system_prompt: str | None, items: list[Any]) -> None:
+        frame = self.frame
+        frame.close_step()
+        step = frame.open_step()
+        call = step.llm(_model_name(agent), messages=_messages(system_prompt, items))
+        frame.llm = DetachedScope(call, step.span)
+        frame.llm.enter()
+
+    def llm_end(self, response: ModelResponse) -> None:
+        frame = self.frame
+        if frame.llm is None:
+            return
+        calls = [i for i in response.output if getattr(i, "type", None) == "function_call"]
+        frame.llm.scope.record(
+            "".join(ItemHelpers.extract_last_text(i) or "" for i in response.output),
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+            finish_reason="tool_calls" if calls else "stop",
+        )
+        frame.close_llm()
+
+    # -- handoffs -------------------------------------------------------------------------------
+
+    async def handoff(self, to_agent: Agent[Any]) -> None:
+        frame = self.frame
+        step = frame.open_step()
+        call = DetachedScope(step.call_agent(to_agent.name), step.span)
+        call.enter()
+        child = call.scope.operation(to_agent.name, provider=PROVIDER)
+        op_scope = DetachedScope(child, call.scope.span)
+        await op_scope.aenter()
+        frame.close_llm()
+        self.frames.append(_Frame(child, to_agent.name, op_scope=op_scope, call=call))
+
+    def close(self, exc: BaseException | None) -> None:
+        """End every open scope, innermost first (the root operation is the runner's)."""
+        while self.frames:
+            frame = self.frames.pop()
+            frame.close_step(exc)
+            if frame.op_scope is not None:
+                frame.op_scope.exit(exc)
+            if frame.call is not None:
+                frame.call.exit(exc)
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    async def invoke_tool(
+        self,
+        name: str,
+        identifier: str | None,
+        original: Invoker,
+        ctx: ToolContext[Any],
+        raw_args: str,
+    ) -> Any:
+        """Run one hooked tool call as an ``execute_tool`` span in the current step."""
+        frame = self.frame
+        step = frame.open_step()
+        args = parse_args(raw_args)
+        ident = identifier if identifier is not None else frame.agent
+        with trace.use_span(step.span, end_on_exit=False):
+            async with step.tool_call(ident, name, args, tool_call_id=ctx.tool_call_id) as call:
+                if not call.should_run:
+                    return call.result.content
+                changed = call.args != args
+                output = await original(ctx, json.dumps(call.args) if changed else raw_args)
+                error = getattr(get_current_span(), "error", None)
+                if error:
+                    # The SDK's failure handler turned an exception into a message for the model.
+                    call.fail(RuntimeError(str(error.get("message", "tool failed"))))
+                    return output
+                kept = await call.aset_result(output)
+                as_text = output if isinstance(output, str) else canonical_json(output)
+                # a tool_result_persist hook may have filtered the result; else keep the object
+                return output if kept.content == as_text else kept.content
+
+    def guardrail_rejected(
+        self, tool: str, call_id: str, args: dict[str, Any], guardrail: str, message: str
+    ) -> None:
+        """An SDK tool input guardrail rejected a call: the function did not run."""
+        frame = self.frame
+        op = frame.operation
+        step = frame.step.scope if frame.step is not None else None
+        if step is not None:
+            step.span.add_event(
+                "tool_guardrail",
+                {sc.GEN_AI_TOOL_NAME: tool, GUARDRAIL_NAME: guardrail, sc.HOOK_DECISION: "deny"},
+            )
+        payload = ToolCallDeniedEvent(
+            **op.common(),
+            toolCallId=call_id,
+            identifier=frame.agent,
+            apiName=tool,
+            args=args,
+            agentId=op.agent_id,
+            stepIndex=step.index if step is not None else 0,
+            reason=message,
+            decidedBy=f"guardrail:{guardrail}",
+        )
+        live = LiveEvent(
+            "on_tool_call_denied",
+            lambda: payload,
+            values=(f"{frame.agent}/{tool}", tool),
+            operation_id=op.operation_id,
+        )
+        if step is not None:
+            live.span_context = step.span.get_span_context()
+        self.tracer.observe(live)
+        self.tracer.metrics.tool_calls.add(
+            1, {sc.GEN_AI_TOOL_NAME: tool, sc.ATTR_OUTCOME: "denied"}
+        )
+
+
+class _RunHooks(RunHooks[Any]):
+    """The SDK's run hooks, feeding :class:`AgentRun` (and then the caller's own hooks)."""
+
+    def __init__(self, run: AgentRun, inner: RunHooks[Any] | None) -> None:
+        self.run = run
+        self.inner = inner
+
+    def _guard(self, what: str, fn: Any, *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:  # a telemetry problem must not fail the agent run
+            _log.exception("openai-agents adapter failed", callback=what)
+
+    async def on_llm_start(
+        self,
+        context: RunContextWrapper[Any],
+        agent: Agent[Any],
+        system_prompt: str | None,
+        input_items: list[TResponseInputItem],
+    ) -> None:
+        self._guard("on_llm_start", self.run.llm_start, agent, system_prompt, input_items)
+        if self.inner is not None:
+            await self.inner.on_llm_start(context, agent, system_prompt, input_items)
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        self._guard("on_llm_end", self.run.llm_end, response)
+        if self.inner is not None:
+            await self.inner.on_llm_end(context, agent, response)
+
+    async def on_handoff(
+        self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
+    ) -> None:
+        try:
+            await self.run.handoff(to_agent)
+        except Exception:
+            _log.exception("openai-agents adapter failed", callback="on_handoff")
+        if self.inner is not None:
+            await self.inner.on_handoff(context, from_agent, to_agent)
+
+    async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
+        if self.inner is not None:
+            await self.inner.on_agent_start(context, agent)
+
+    async def on_agent_end(
+        self, context: AgentHookContext[Any], agent: Agent[Any], output: Any
+    ) -> None:
+        if self.inner is not None:
+            await self.inner.on_agent_end(context, agent, output)
+
+    async def on_tool_start(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
+    ) -> None:
+        if self.inner is not None:
+            await self.inner.on_tool_start(context, agent, tool)
+
+    async def on_tool_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object
+    ) -> None:
+        if self.inner is not None:
+            await self.inner.on_tool_end(context, agent, tool, result)
+
+
+class HookedRunner:
+    """Runs OpenAI Agents SDK agents as otelhooks operations.
+
+    Args:
+        tracer: the :class:`~otelhooks.AgentTracer` (``otelhooks.configure().tracer``).
+        hook_tools: run the agents' function tools through otelhooks' tool hooks (a hooked
+            clone of the agent is run; the agent you pass is not changed).
+
+    Example:
+        >>> runner = HookedRunner(oh.tracer)
+        >>> result = await runner.run(agent, "What is 2 + 3?", session_id="s-1")
+    """
+
+    def __init__(self, tracer: AgentTracer, *, hook_tools: bool = True) -> None:
+        self.tracer = tracer
+        self.hook_tools = hook_tools
+
+    async def run(
+        self,
+        agent: Agent[Any],
+        input: str | list[TResponseInputItem],
+        *,
+        session_id: str | None = None,
+        user_id: str | None = None,
+        hooks: RunHooks[Any] | None = None,
+        **runner_options: Any,
+    ) -> RunResult:
+        """``Runner.run(agent, input, ...)`` inside an ``invoke_agent`` operation.
+
+        Args:
+            agent: the starting agent.
+            input: the input; a string may be rewritten by ``before_agent_start`` hooks.
+            session_id, user_id: recorded on the operation (``gen_ai.conversation.id``).
+            hooks: your own ``RunHooks``; they are called after otelhooks'.
+            runner_options: passed to ``Runner.run`` (``max_turns``, ``run_config``, ...).
+
+        Raises:
+            RunBlockedError: a ``before_agent_start`` hook refused the run.
+            Exception: whatever ``Runner.run`` raises (recorded on the operation first).
+        """
+        text = input if isinstance(input, str) else ""
+        runnable = hook_agent(agent) if self.hook_tools else agent
+        operation = self.tracer.operation(
+            agent.name, provider=PROVIDER, session_id=session_id, user_id=user_id, input=text
+        )
+        async with operation as op:
+            if not op.blocked:
+                result, max_turns = await self._execute(op, runnable, input, hooks, runner_options)
+        if op.blocked:
+            raise RunBlockedError(op.block_reason)
+        if max_turns is not None:
+            raise max_turns
+        assert result is not None
+        return result
+
+    async def _execute(
+        self,
+        op: Operation,
+        agent: Agent[Any],
+        input: str | list[TResponseInputItem],
+        hooks: RunHooks[Any] | None,
+        options: dict[str, Any],
+    ) -> tuple[RunResult | None, MaxTurnsExceeded | None]:
+        run = AgentRun(self.tracer, op, op.agent)
+        token = CURRENT_RUN.set(run)
+        error: BaseException | None = None
+        try:
+            prompt = op.input if isinstance(input, str) else input
+            return await Runner.run(agent, prompt, hooks=_RunHooks(run, hooks), **options), None
+        except MaxTurnsExceeded as exc:
+            error = exc
+            op.complete("max_steps")
+            return None, exc
+        except (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered) as exc:
+            error = exc
+            op.span.set_attribute(GUARDRAIL_NAME, exc.guardrail_result.guardrail.get_name())
+            raise
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            CURRENT_RUN.reset(token)
+            run.close(error)
+
+    def run_sync(
+        self, agent: Agent[Any], input: str | list[TResponseInputItem], **options: Any
+    ) -> RunResult:
+        """:meth:`run` from synchronous code (starts an event loop)."""
+        return asyncio.run(self.run(agent, input, **options))

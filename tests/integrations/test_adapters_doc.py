@@ -1,0 +1,98 @@
+"""``docs/adapters.md`` stays true: its Claude Code snippets load, and the public surface of each
+adapter is the intended one."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import re
+import shlex
+from pathlib import Path
+
+import pytest
+
+from otelhooks._cli import build_parser
+from otelhooks._config import load_config
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "adapters.md"
+
+
+def blocks(language: str) -> list[str]:
+    return re.findall(rf"```{language}\n(.*?)```", DOC.read_text(), flags=re.DOTALL)
+
+
+def test_the_settings_snippet_registers_the_bridge_for_the_hook_events() -> None:
+    (snippet,) = blocks("json")
+    settings = json.loads(snippet)
+    events = set(settings["hooks"])
+    assert {"PreToolUse", "PostToolUse", "PostToolUseFailure", "UserPromptSubmit", "Stop"} <= events
+    for groups in settings["hooks"].values():
+        for group in groups:
+            (entry,) = group["hooks"]
+            argv = shlex.split(entry["command"])
+            assert argv[:2] == ["otelhooks", "claude-code"]
+            args = build_parser().parse_args(argv[1:])
+            assert args.hooks == [".claude/otelhooks.yaml"]
+
+
+def test_the_hooks_file_of_the_claude_code_section_loads(tmp_path: Path) -> None:
+    (yaml_block,) = [b for b in blocks("yaml") if "no-rm" in b]
+    path = tmp_path / "otelhooks.yaml"
+    path.write_text(yaml_block)
+    assert [h.id for h in load_config([path]).hooks] == ["no-rm", "tool-audit"]
+
+
+@pytest.mark.parametrize(
+    ("module", "names"),
+    [
+        (
+            "otelhooks.integrations.openai_agents",
+            [
+                "GUARDRAIL_NAME",
+                "PROVIDER",
+                "HookedRunner",
+                "RunBlockedError",
+                "hook_agent",
+                "hook_tool",
+            ],
+        ),
+        (
+            "otelhooks.integrations.langchain",
+            [
+                "HOOKED_METADATA_KEY",
+                "PROVIDER",
+                "HookedTool",
+                "OtelHooksCallbackHandler",
+                "ToolRun",
+                "hook_tool",
+            ],
+        ),
+        (
+            "otelhooks.integrations.claude_code",
+            [
+                "AGENT",
+                "DEFAULT_STATE_PATH",
+                "STATE_ENV",
+                "BridgeState",
+                "ClaudeCodeBridge",
+                "DenyMode",
+                "HookResponse",
+                "session_trace_id",
+            ],
+        ),
+    ],
+)
+def test_each_adapter_exports_exactly_its_public_names(module: str, names: list[str]) -> None:
+    assert sorted(importlib.import_module(module).__all__) == sorted(names)
+
+
+def test_importing_otelhooks_imports_no_framework() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, otelhooks, otelhooks.integrations; "
+        "print(sorted(m for m in ('agents', 'langchain_core', 'langgraph') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

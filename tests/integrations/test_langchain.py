@@ -1,0 +1,290 @@
+"""The LangChain / LangGraph adapter, in a real LangGraph agent graph with a fake chat model."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.tools import BaseTool, tool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
+
+from otelhooks import Block, HookEvent, ToolCallEvent
+from otelhooks._actions._webhook_delivery import WebhookDeliverer
+from otelhooks.integrations.langchain import OtelHooksCallbackHandler, hook_tool
+from tests._webhook_server import WebhookServer
+from tests.conftest import Pipeline, Recorder, hook
+
+
+class ToolCallingFake(GenericFakeChatModel):
+    """The fake chat model, accepting ``bind_tools`` as a tool-calling model does."""
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ToolCallingFake:
+        return self
+
+
+def ai(*calls: tuple[str, dict[str, Any], str], text: str = "") -> AIMessage:
+    return AIMessage(
+        content=text,
+        tool_calls=[{"name": n, "args": a, "id": i, "type": "tool_call"} for n, a, i in calls],
+        usage_metadata={"input_tokens": 30, "output_tokens": 5, "total_tokens": 35},
+        response_metadata={"model_name": "fake-gpt"},
+    )
+
+
+@dataclass
+class World:
+    ran: list[str] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=lambda: {"a.txt": "hello otel hooks"})
+    seen: list[list[BaseMessage]] = field(default_factory=list)
+
+
+def make_tools(world: World) -> list[BaseTool]:
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        world.ran.append("add")
+        return a + b
+
+    @tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        world.ran.append("read_file")
+        return world.files[path]
+
+    @tool
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        world.ran.append("delete_file")
+        del world.files[path]
+        return "deleted"
+
+    @tool
+    def search(query: str) -> str:
+        """Search the web."""
+        world.ran.append("search")
+        return "live results"
+
+    return [add, read_file, delete_file, search]
+
+
+SCRIPT = [
+    ai(("add", {"a": 2, "b": 3}, "t1"), ("read_file", {"path": "a.txt"}, "t2")),
+    ai(("delete_file", {"path": "a.txt"}, "t3"), ("search", {"query": "otel"}, "t4")),
+    ai(text="5, and the file says hello"),
+]
+
+
+def graph(
+    world: World, tools: list[BaseTool], script: list[AIMessage], *, handle_errors: bool = True
+) -> CompiledStateGraph[Any]:
+    model = ToolCallingFake(messages=iter(script)).bind_tools(tools)
+
+    def agent(state: MessagesState) -> dict[str, Any]:
+        world.seen.append(list(state["messages"]))
+        return {"messages": [model.invoke(state["messages"])]}
+
+    async def aagent(state: MessagesState) -> dict[str, Any]:
+        world.seen.append(list(state["messages"]))
+        return {"messages": [await model.ainvoke(state["messages"])]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("agent", agent, afunc=aagent)  # type: ignore[call-overload]
+    builder.add_node("tools", ToolNode(tools, handle_tool_errors=handle_errors))
+    builder.add_edge(START, "agent")
+    builder.add_conditional_edges("agent", tools_condition)
+    builder.add_edge("tools", "agent")
+    return builder.compile()
+
+
+def no_delete(event: HookEvent) -> Block:
+    return Block("deleting files is not allowed")
+
+
+def offline_search(event: ToolCallEvent) -> None:
+    event.mock("cached: otel is great")
+
+
+GUARDS = (
+    hook("no-delete", "PreToolUse", no_delete, matcher="delete_file"),
+    hook("offline-search", "beforeToolCall", offline_search, matcher="search"),
+)
+
+
+def run(pipe: Pipeline, world: World, *, hooked: bool = True, use_async: bool = False) -> Any:
+    tools = make_tools(world)
+    if hooked:
+        tools = [hook_tool(t) for t in tools]
+    app = graph(world, tools, list(SCRIPT))
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher", session_id="s-7")
+    state = {"messages": [("user", "add 2 and 3, read a.txt, then clean up")]}
+    config: Any = {"callbacks": [handler]}
+    if use_async:
+        return asyncio.run(app.ainvoke(state, config=config))
+    return app.invoke(state, config=config)
+
+
+def children(pipe: Pipeline, parent: ReadableSpan) -> list[ReadableSpan]:
+    assert parent.context is not None
+    return sorted(
+        (s for s in pipe.spans() if s.parent and s.parent.span_id == parent.context.span_id),
+        key=lambda s: s.start_time or 0,
+    )
+
+
+def tool_message(result: Any, call_id: str) -> ToolMessage:
+    (found,) = [
+        m for m in result["messages"] if isinstance(m, ToolMessage) and m.tool_call_id == call_id
+    ]
+    return found
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_graph_run_is_one_operation_of_steps_chats_and_tools(
+    pipe: Pipeline, use_async: bool
+) -> None:
+    pipe.register(*GUARDS)
+    result = run(pipe, World(), use_async=use_async)
+
+    assert result["messages"][-1].content == "5, and the file says hello"
+    assert len({s.context.trace_id for s in pipe.spans() if s.context}) == 1
+    op = pipe.span("invoke_agent researcher")
+    assert op.parent is None
+    assert op.attributes is not None
+    assert op.attributes["gen_ai.conversation.id"] == "s-7"
+    assert op.attributes["gen_ai.provider.name"] == "langchain"
+    assert op.attributes["otelhooks.operation.complete_reason"] == "done"
+    assert op.attributes["gen_ai.usage.input_tokens"] == 90
+    steps = children(pipe, op)
+    shape = [sorted(c.name for c in children(pipe, s)) for s in steps]
+    assert shape == [
+        ["chat ToolCallingFake", "execute_tool add", "execute_tool read_file"],
+        ["chat ToolCallingFake", "execute_tool delete_file", "execute_tool search"],
+        ["chat ToolCallingFake"],
+    ]
+    chat = children(pipe, steps[0])[0]
+    assert chat.attributes is not None
+    assert chat.attributes["gen_ai.response.model"] == "fake-gpt"
+    assert chat.attributes["gen_ai.usage.output_tokens"] == 5
+    assert chat.attributes["gen_ai.response.finish_reasons"] == ("tool_calls",)
+    add = pipe.span("execute_tool add")
+    assert add.attributes is not None
+    assert (add.attributes["gen_ai.tool.call.id"], add.attributes["otelhooks.tool.outcome"]) == (
+        "t1",
+        "success",
+    )
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_denied_tool_never_runs_and_the_graph_goes_on_with_a_hook_denied_message(
+    pipe: Pipeline, use_async: bool
+) -> None:
+    pipe.register(*GUARDS)
+    world = World()
+    result = run(pipe, world, use_async=use_async)
+
+    assert "delete_file" not in world.ran
+    assert world.files == {"a.txt": "hello otel hooks"}
+    denied = tool_message(result, "t3")
+    assert (denied.status, denied.content) == ("error", "deleting files is not allowed")
+    assert denied.response_metadata["otelhooks"]["classification"] == "hook_denied"
+    assert denied.response_metadata["otelhooks"]["decidedBy"] == "no-delete"
+    assert denied in world.seen[-1]  # the model's next turn saw the denial
+    span = pipe.span("execute_tool delete_file")
+    assert span.attributes is not None
+    assert span.attributes["otelhooks.hook.decision"] == "deny"
+    assert span.attributes["otelhooks.tool.outcome"] == "denied"
+
+
+def test_a_mocked_tool_never_runs_and_returns_the_mock(pipe: Pipeline) -> None:
+    pipe.register(*GUARDS)
+    world = World()
+    result = run(pipe, world)
+
+    assert "search" not in world.ran
+    assert tool_message(result, "t4").content == "cached: otel is great"
+    assert world.ran == ["add", "read_file"]
+
+
+def test_rewritten_arguments_reach_the_tool(pipe: Pipeline) -> None:
+    world = World(files={"a.txt": "hello otel hooks", "safe.txt": "the safe copy"})
+
+    def redirect(event: Any) -> dict[str, Any] | None:
+        if event.apiName == "read_file":
+            return {"args": {"path": "safe.txt"}}
+        return None
+
+    pipe.register(*GUARDS, hook("redirect", "before_tool_call", redirect))
+    result = run(pipe, world)
+
+    assert tool_message(result, "t2").content == "the safe copy"
+
+
+def test_tool_events_reach_a_webhook_on_a_real_local_server(
+    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+) -> None:
+    pipe.register(
+        *GUARDS,
+        {"id": "notify", "type": "afterToolCall", "webhook": {"url": server.url + "/tools"}},
+    )
+    run(pipe, World())
+    pipe.flush()
+    assert deliverer.flush(10)
+
+    bodies = {r.json()["apiName"]: r.json() for r in server.requests("/tools")}
+    assert sorted(bodies) == ["add", "delete_file", "read_file", "search"]
+    assert (bodies["add"]["content"], bodies["add"]["sessionKey"]) == ("5", "s-7")
+    assert bodies["search"]["mocked"] is True
+    assert bodies["delete_file"]["result"]["state"]["classification"] == "hook_denied"
+
+
+def test_a_failing_tool_fires_on_tool_call_error_and_the_failed_graph_fires_on_error(
+    pipe: Pipeline, recorder: Recorder
+) -> None:
+    @tool
+    def flaky() -> str:
+        """Always fails."""
+        raise ConnectionError("upstream down")
+
+    world = World()
+    tools = [hook_tool(flaky)]
+    app = graph(world, tools, [ai(("flaky", {}, "f1"))], handle_errors=False)  # fail the graph
+    pipe.register(hook("tool-err", "onToolCallError", recorder), hook("err", "onError", recorder))
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="fragile")
+    with pytest.raises(ConnectionError):
+        app.invoke({"messages": [("user", "go")]}, config={"callbacks": [handler]})
+    pipe.flush()
+
+    assert pipe.span("execute_tool flaky").status.status_code is StatusCode.ERROR
+    op = pipe.span("invoke_agent fragile")
+    assert op.status.status_code is StatusCode.ERROR
+    assert recorder.names == ["on_tool_call_error", "on_error"]
+    assert recorder.fields("errorType", event="on_error") == [("ConnectionError",)]
+
+
+def test_an_unwrapped_tool_is_traced_but_a_deny_is_not_enforced(
+    pipe: Pipeline, recorder: Recorder
+) -> None:
+    pipe.register(*GUARDS, hook("rec", "afterToolCall", recorder))
+    world = World()
+    run(pipe, world, hooked=False)
+    pipe.flush()
+
+    assert "delete_file" in world.ran  # a callback cannot stop a tool: wrap it to enforce
+    assert sorted(e.apiName for e in recorder.of("after_tool_call")) == [  # type: ignore[attr-defined]
+        "add",
+        "delete_file",
+        "read_file",
+        "search",
+    ]

@@ -1,0 +1,385 @@
+"""The OpenAI Agents SDK adapter, with the real SDK and a scripted model (no network)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents")
+
+from agents import (
+    Agent,
+    GuardrailFunctionOutput,
+    InputGuardrailTripwireTriggered,
+    MaxTurnsExceeded,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrailData,
+    function_tool,
+    input_guardrail,
+    set_trace_processors,
+    tool_input_guardrail,
+)
+from agents.testing import assistant_message, function_call
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.trace import StatusCode
+
+from otelhooks import Block, HookEvent, ToolCallEvent
+from otelhooks._actions._webhook_delivery import WebhookDeliverer
+from otelhooks.integrations.openai_agents import HookedRunner, RunBlockedError, hook_tool
+from tests._webhook_server import WebhookServer
+from tests.conftest import Pipeline, Recorder, hook
+from tests.integrations._agents_model import ScriptedModel
+
+
+@pytest.fixture(autouse=True)
+def _no_sdk_trace_export() -> None:
+    # The SDK's default trace processor would send traces to OpenAI when a key is set.
+    set_trace_processors([])
+
+
+@dataclass
+class World:
+    """The tools' side effects: what really ran."""
+
+    ran: list[str] = field(default_factory=list)
+    files: dict[str, str] = field(default_factory=lambda: {"a.txt": "hello otel hooks"})
+
+
+def build(world: World) -> tuple[Agent[Any], ScriptedModel, ScriptedModel]:
+    @function_tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        world.ran.append("add")
+        return a + b
+
+    @function_tool
+    def read_file(path: str) -> str:
+        """Read a file."""
+        world.ran.append("read_file")
+        return world.files[path]
+
+    @function_tool
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        world.ran.append("delete_file")
+        del world.files[path]
+        return "deleted"
+
+    @function_tool
+    def search(query: str) -> str:
+        """Search the web."""
+        world.ran.append("search")
+        return "live results"
+
+    @function_tool
+    def word_count(text: str) -> int:
+        """Count words."""
+        world.ran.append("word_count")
+        return len(text.split())
+
+    summarizer_model = ScriptedModel(
+        "scripted-small",
+        [
+            [function_call("word_count", {"text": "hello otel hooks"}, call_id="c6")],
+            [assistant_message("3 words, 1 file kept")],
+        ],
+    )
+    summarizer = Agent(name="summarizer", model=summarizer_model, tools=[word_count])
+    planner_model = ScriptedModel(
+        "scripted-large",
+        [
+            [
+                function_call("add", {"a": 2, "b": 3}, call_id="c1"),
+                function_call("read_file", {"path": "a.txt"}, call_id="c2"),
+            ],
+            [
+                function_call("delete_file", {"path": "a.txt"}, call_id="c3"),
+                function_call("search", {"query": "otel"}, call_id="c4"),
+            ],
+            [function_call("transfer_to_summarizer", {}, call_id="c5")],
+        ],
+    )
+    planner = Agent(
+        name="planner",
+        model=planner_model,
+        tools=[add, read_file, delete_file, search],
+        handoffs=[summarizer],
+    )
+    return planner, planner_model, summarizer_model
+
+
+def no_delete(event: HookEvent) -> Block | None:
+    return Block("deleting files is not allowed")
+
+
+def offline_search(event: ToolCallEvent) -> None:
+    event.mock("cached: otel is great")
+
+
+GUARDS = (
+    hook("no-delete", "beforeToolCall", no_delete, matcher="delete_file$"),
+    hook("offline-search", "before_tool_call", offline_search, matcher="search"),
+)
+
+
+def run(pipe: Pipeline, world: World, **options: Any) -> Any:
+    planner, _, _ = build(world)
+    runner = HookedRunner(pipe.tracer)
+    return asyncio.run(runner.run(planner, "plan it", session_id="s-42", **options))
+
+
+def children(pipe: Pipeline, parent: ReadableSpan) -> list[ReadableSpan]:
+    assert parent.context is not None
+    return sorted(
+        (s for s in pipe.spans() if s.parent and s.parent.span_id == parent.context.span_id),
+        key=lambda s: s.start_time or 0,
+    )
+
+
+def test_a_run_is_one_trace_of_steps_chats_tools_and_a_linked_handoff(pipe: Pipeline) -> None:
+    pipe.register(*GUARDS)
+    result = run(pipe, World())
+
+    assert result.final_output == "3 words, 1 file kept"
+    assert len({s.context.trace_id for s in pipe.spans() if s.context}) == 1
+    planner = pipe.span("invoke_agent planner")
+    assert planner.parent is None
+    assert planner.attributes is not None
+    assert planner.attributes["gen_ai.conversation.id"] == "s-42"
+    assert planner.attributes["otelhooks.operation.complete_reason"] == "done"
+    steps = children(pipe, planner)
+    assert [s.name for s in steps] == ["step 0", "step 1", "step 2"]
+    assert [c.name for c in children(pipe, steps[0])] == [
+        "chat scripted-large",
+        "execute_tool add",
+        "execute_tool read_file",
+    ]
+    chat = children(pipe, steps[0])[0]
+    assert chat.attributes is not None
+    assert (
+        chat.attributes["gen_ai.usage.input_tokens"],
+        chat.attributes["gen_ai.usage.output_tokens"],
+    ) == (21, 7)
+    add = children(pipe, steps[0])[1]
+    assert add.attributes is not None
+    assert add.attributes["otelhooks.tool.matcher_value"] == "planner/add"
+    assert add.attributes["gen_ai.tool.call.id"] == "c1"
+    assert [c.name for c in children(pipe, steps[2])] == [
+        "chat scripted-large",
+        "call_agent summarizer",
+    ]
+    call = children(pipe, steps[2])[1]
+    child = pipe.span("invoke_agent summarizer")
+    assert child.parent is not None
+    assert call.context is not None
+    assert child.parent.span_id == call.context.span_id
+    assert planner.context is not None
+    assert child.links[0].context.span_id == planner.context.span_id
+    sub_steps = children(pipe, child)
+    assert [[c.name for c in children(pipe, s)] for s in sub_steps] == [
+        ["chat scripted-small", "execute_tool word_count"],
+        ["chat scripted-small"],
+    ]
+    # usage adds up on each operation (three planner turns, two summarizer turns)
+    assert planner.attributes["gen_ai.usage.output_tokens"] == 21
+    assert child.attributes is not None
+    assert child.attributes["gen_ai.usage.output_tokens"] == 14
+
+
+def test_a_denied_tool_never_runs_and_the_model_is_told_why(pipe: Pipeline) -> None:
+    pipe.register(*GUARDS)
+    world = World()
+    planner, planner_model, _ = build(world)
+    asyncio.run(HookedRunner(pipe.tracer).run(planner, "plan it"))
+
+    assert "delete_file" not in world.ran
+    assert world.files == {"a.txt": "hello otel hooks"}
+    assert planner_model.tool_outputs()["c3"] == "deleting files is not allowed"
+    span = pipe.span("execute_tool delete_file")
+    assert span.attributes is not None
+    assert span.attributes["otelhooks.hook.decision"] == "deny"
+    assert span.attributes["otelhooks.hook.classification"] == "hook_denied"
+    assert span.attributes["otelhooks.hook.decided_by"] == "no-delete"
+
+
+def test_a_mocked_tool_never_runs_and_the_model_gets_the_mock(pipe: Pipeline) -> None:
+    pipe.register(*GUARDS)
+    world = World()
+    planner, planner_model, _ = build(world)
+    asyncio.run(HookedRunner(pipe.tracer).run(planner, "plan it"))
+
+    assert "search" not in world.ran
+    assert planner_model.tool_outputs()["c4"] == "cached: otel is great"
+    assert pipe.span("execute_tool search").attributes["otelhooks.tool.outcome"] == "mocked"  # type: ignore[index]
+
+
+def test_tools_that_ran_fire_after_tool_call_with_their_results(
+    pipe: Pipeline, recorder: Recorder
+) -> None:
+    pipe.register(*GUARDS, hook("rec", "afterToolCall", recorder))
+    world = World()
+    run(pipe, world)
+    pipe.flush()
+
+    assert world.ran == ["add", "read_file", "word_count"]
+    got = {e.apiName: (e.content, e.mocked) for e in recorder.of("after_tool_call")}  # type: ignore[attr-defined]
+    assert got["add"] == ("5", False)
+    assert got["read_file"] == ("hello otel hooks", False)
+    assert got["search"] == ("cached: otel is great", True)
+
+
+def test_tool_events_reach_a_webhook_on_a_real_local_server(
+    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+) -> None:
+    pipe.register(
+        *GUARDS,
+        {"id": "notify", "type": "afterToolCall", "webhook": {"url": server.url + "/tools"}},
+        {"id": "denied", "type": "PermissionDenied", "webhook": {"url": server.url + "/denied"}},
+    )
+    run(pipe, World())
+    pipe.flush()
+    assert deliverer.flush(10)
+
+    tools = sorted(r.json()["apiName"] for r in server.requests("/tools"))
+    assert tools == ["add", "delete_file", "read_file", "search", "word_count"]
+    (denied,) = [r.json() for r in server.requests("/denied")]
+    assert (denied["apiName"], denied["reason"], denied["sessionKey"]) == (
+        "delete_file",
+        "deleting files is not allowed",
+        "s-42",
+    )
+    planner = pipe.span("invoke_agent planner").context
+    assert planner is not None
+    assert denied["traceId"] == format(planner.trace_id, "032x")
+
+
+def test_a_tool_that_raises_fires_on_tool_call_error(pipe: Pipeline, recorder: Recorder) -> None:
+    @function_tool
+    def flaky() -> str:
+        """Always fails."""
+        raise ConnectionError("upstream down")
+
+    model = ScriptedModel(
+        "m", [[function_call("flaky", {}, call_id="f1")], [assistant_message("gave up")]]
+    )
+    agent = Agent(name="bot", model=model, tools=[flaky])
+    pipe.register(hook("err", "onToolCallError", recorder))
+    asyncio.run(HookedRunner(pipe.tracer).run(agent, "go"))
+    pipe.flush()
+
+    span = pipe.span("execute_tool flaky")
+    assert span.status.status_code is StatusCode.ERROR
+    assert [e.apiName for e in recorder.of("on_tool_call_error")] == ["flaky"]  # type: ignore[attr-defined]
+
+
+def test_an_input_guardrail_trip_fails_the_operation_with_on_error(
+    pipe: Pipeline, recorder: Recorder
+) -> None:
+    @input_guardrail
+    def no_secrets(ctx: Any, agent: Any, input: Any) -> GuardrailFunctionOutput:
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered="secret" in str(input))
+
+    model = ScriptedModel("m", [[assistant_message("never")]])
+    agent = Agent(name="guarded", model=model, input_guardrails=[no_secrets])
+    pipe.register(hook("err", "onError", recorder))
+    with pytest.raises(InputGuardrailTripwireTriggered):
+        asyncio.run(HookedRunner(pipe.tracer).run(agent, "tell me the secret"))
+    pipe.flush()
+
+    span = pipe.span("invoke_agent guarded")
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes is not None
+    assert span.attributes["otelhooks.guardrail.name"] == "no_secrets"
+    assert [e.errorType for e in recorder.of("on_error")] == ["InputGuardrailTripwireTriggered"]  # type: ignore[attr-defined]
+
+
+def test_a_tool_guardrail_rejection_is_a_denial_event_and_the_function_never_runs(
+    pipe: Pipeline, recorder: Recorder
+) -> None:
+    ran: list[str] = []
+
+    @tool_input_guardrail
+    def no_root(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        if "/root" in data.context.tool_arguments:
+            return ToolGuardrailFunctionOutput.reject_content("no access to /root")
+        return ToolGuardrailFunctionOutput.allow()
+
+    @function_tool(tool_input_guardrails=[no_root])
+    def list_dir(path: str) -> str:
+        """List a directory."""
+        ran.append(path)
+        return "a b c"
+
+    model = ScriptedModel(
+        "m",
+        [[function_call("list_dir", {"path": "/root"}, call_id="g1")], [assistant_message("ok")]],
+    )
+    agent = Agent(name="bot", model=model, tools=[list_dir])
+    pipe.register(hook("denied", "on_tool_call_denied", recorder))
+    asyncio.run(HookedRunner(pipe.tracer).run(agent, "go"))
+    pipe.flush()
+
+    assert ran == []
+    (denied,) = recorder.of("on_tool_call_denied")
+    assert (denied.apiName, denied.decidedBy, denied.reason) == (  # type: ignore[attr-defined]
+        "list_dir",
+        "guardrail:no_root",
+        "no access to /root",
+    )
+    step = pipe.span("step 0")
+    assert [e.name for e in step.events] == ["tool_guardrail"]
+
+
+def test_a_blocked_run_never_calls_the_model(pipe: Pipeline) -> None:
+    model = ScriptedModel("m", [[assistant_message("never")]])
+    agent = Agent(name="bot", model=model)
+    pipe.register(hook("gate", "before_agent_start", lambda e: Block("closed for today")))
+    with pytest.raises(RunBlockedError, match="closed for today"):
+        asyncio.run(HookedRunner(pipe.tracer).run(agent, "hello"))
+
+    assert model.inputs == []
+    span = pipe.span("invoke_agent bot")
+    assert span.attributes is not None
+    assert span.attributes["otelhooks.operation.complete_reason"] == "interrupted"
+
+
+def test_a_rewritten_input_is_what_the_model_receives(pipe: Pipeline) -> None:
+    model = ScriptedModel("m", [[assistant_message("ok")]])
+    agent = Agent(name="bot", model=model)
+
+    def add_context(event: Any) -> dict[str, Any]:
+        return {"input": event.input + " (answer briefly)"}
+
+    pipe.register(hook("ctx", "before_agent_start", add_context))
+    asyncio.run(HookedRunner(pipe.tracer).run(agent, "hello"))
+
+    assert "hello (answer briefly)" in str(model.inputs[0])
+
+
+def test_max_turns_ends_the_operation_with_max_steps(pipe: Pipeline) -> None:
+    world = World()
+    planner, _, _ = build(world)
+    with pytest.raises(MaxTurnsExceeded):
+        asyncio.run(HookedRunner(pipe.tracer).run(planner, "go", max_turns=1))
+
+    span = pipe.span("invoke_agent planner")
+    assert span.attributes is not None
+    assert span.attributes["otelhooks.operation.complete_reason"] == "max_steps"
+
+
+def test_a_hooked_tool_outside_a_hooked_run_behaves_as_the_original(pipe: Pipeline) -> None:
+    world = World()
+    planner, _, _ = build(world)
+    tool = hook_tool(planner.tools[0])  # type: ignore[arg-type]
+    assert hook_tool(tool) is tool
+    model = ScriptedModel(
+        "m", [[function_call("add", {"a": 1, "b": 1}, call_id="x")], [assistant_message("2")]]
+    )
+    from agents import Runner
+
+    asyncio.run(Runner.run(Agent(name="plain", model=model, tools=[tool]), "go"))
+    assert world.ran == ["add"]
+    assert pipe.spans() == []
