@@ -99,6 +99,9 @@ class LiveEvent:
                 payload.traceId = format(ctx.trace_id, "032x")
                 payload.spanId = format(ctx.span_id, "016x")
             self._payload = payload
+            # The builder's closure may hold the whole scope (its span, its step): an event
+            # waiting in the observer queue must keep only its payload.
+            self._build = _built
         return self._payload
 
     def follow(self, name: str, build: Callable[[], HookEvent]) -> None:
@@ -106,6 +109,10 @@ class LiveEvent:
         follow = LiveEvent(name, build, values=self.values, operation_id=self.operation_id)
         follow.span_context = self.span_context
         self.followups.append(follow)
+
+
+def _built() -> HookEvent:
+    raise AssertionError("a LiveEvent builds its payload once")  # pragma: no cover
 
 
 def live_event_from(ctx: otel_context.Context | None) -> LiveEvent | None:

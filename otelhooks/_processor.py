@@ -35,6 +35,10 @@ class HookSpanProcessor(SpanProcessor):
         registry: the hooks; a new empty registry when omitted.
         metrics: the instruments hook invocations are counted in.
         observe_foreign_spans: fire observers for GenAI spans otelhooks did not create.
+        max_queue_size: observer events waiting for their hooks at most; beyond it new ones
+            are dropped and counted in ``otelhooks.dropped{source="observer_queue"}``. Each
+            waiting event holds its built payload (about 4 KB), so the default (4,096) bounds
+            the memory slow observers can take to about 16 MB (see ``benchmarks/README.md``).
 
     Example:
         >>> from opentelemetry.sdk.trace import TracerProvider
@@ -50,7 +54,7 @@ class HookSpanProcessor(SpanProcessor):
         *,
         metrics: AgentMetrics | None = None,
         observe_foreign_spans: bool = True,
-        max_queue_size: int = 65_536,
+        max_queue_size: int = 4_096,
     ) -> None:
         self.dispatcher = Dispatcher(registry, metrics=metrics, max_queue_size=max_queue_size)
         self._observe_foreign = observe_foreign_spans
@@ -82,7 +86,7 @@ class HookSpanProcessor(SpanProcessor):
         live.handled = True
         if live.deferred:
             return
-        if not self.dispatcher.registry.match(
+        if not self.dispatcher.registry.any_match(
             live.name, live.values, operation_id=live.operation_id
         ):
             return  # no hook to run or to list on the span: the common case, kept cheap

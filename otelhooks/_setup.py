@@ -10,16 +10,19 @@ Exporters, by what is configured:
 
 Every exporter sits behind a :class:`CountingBatchSpanProcessor` whose drops are counted in
 ``otelhooks.dropped{source="span_export"}``. Shutdown (also at interpreter exit) flushes with a
-deadline.
+deadline: it returns within ``timeout_s`` however dead the collector or a webhook endpoint is.
 """
 
 from __future__ import annotations
 
 import atexit
 import os
-from collections.abc import Iterable, Mapping, Sequence
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+import structlog
 from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
@@ -43,6 +46,41 @@ from otelhooks._metrics import AgentMetrics, metric_views
 from otelhooks._processor import HookSpanProcessor
 
 __all__ = ["OtelHooks", "configure"]
+
+_log = structlog.get_logger("otelhooks")
+
+_Step = Callable[[float], object]
+
+
+def _side_by_side(deadline: float, steps: Sequence[_Step]) -> bool:
+    """Run each step on its own thread, given the seconds left until ``deadline``; wait for
+    them until ``deadline`` (monotonic clock).
+
+    Side by side, so a dead OTLP collector cannot use up the time a local file exporter or a
+    webhook needs; on daemon threads, so a step still waiting on the network at the deadline
+    cannot hold the caller, or interpreter exit, past it.
+
+    Returns:
+        True when every step finished in time and none returned ``False`` or raised.
+    """
+    results: list[bool] = []
+
+    def run(step: _Step) -> None:
+        try:
+            results.append(step(max(0.0, deadline - time.monotonic())) is not False)
+        except Exception as exc:  # e.g. the SDK's "deadline already exceeded"
+            _log.warning("flush or shutdown step failed", error=str(exc))
+            results.append(False)
+
+    threads = [
+        threading.Thread(target=run, args=(step,), name="otelhooks-flush", daemon=True)
+        for step in steps
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(max(0.0, deadline - time.monotonic()))
+    return len(results) == len(steps) and all(results)
 
 
 def _otlp_configured() -> bool:
@@ -116,24 +154,53 @@ class OtelHooks:
         """Start an agent run; see :class:`Operation`."""
         return self.tracer.operation(agent, **options)
 
-    def force_flush(self, timeout_s: float = 30.0) -> bool:
-        """Run queued observers, then export every ended span and collect metrics."""
-        ok = self.hooks.force_flush(int(timeout_s * 1000))
+    def _flush_steps(self, deadline: float) -> list[_Step]:
+        def observers_then_metrics(left: float) -> bool:
+            # Observers count their invocations in metrics: collect those after they ran.
+            ok = self.hooks.force_flush(int(left * 1000))
+            left = max(0.0, deadline - time.monotonic())
+            return self.meter_provider.force_flush(int(left * 1000)) and ok
+
+        steps: list[_Step] = [
+            observers_then_metrics,
+            lambda left: self.tracer_provider.force_flush(int(left * 1000)),
+        ]
         if self.webhooks is not None:
-            ok = self.webhooks.flush(timeout_s) and ok
-        ok = self.tracer_provider.force_flush(int(timeout_s * 1000)) and ok
-        return self.meter_provider.force_flush(int(timeout_s * 1000)) and ok
+            steps.append(self.webhooks.flush)
+        return steps
+
+    def force_flush(self, timeout_s: float = 30.0) -> bool:
+        """Run queued observers and collect metrics, export every ended span and deliver queued
+        webhooks, side by side, all within ``timeout_s``.
+
+        Returns:
+            True when everything was flushed in time.
+        """
+        deadline = time.monotonic() + timeout_s
+        return _side_by_side(deadline, self._flush_steps(deadline))
 
     def shutdown(self, timeout_s: float = 10.0) -> None:
-        """Flush everything with a deadline and stop the workers. Safe to call twice."""
+        """Flush everything and stop the workers, returning within ``timeout_s`` (also when it
+        runs at interpreter exit). Safe to call twice.
+
+        What is not exported or delivered by the deadline is dropped (queued ``delivery: queue``
+        webhooks stay in the outbox for the next start).
+        """
         if self._shut:
             return
         self._shut = True
-        self.force_flush(timeout_s)
-        self.tracer_provider.shutdown()
+        deadline = time.monotonic() + timeout_s
+        flushed = _side_by_side(deadline, self._flush_steps(deadline))
+        steps: list[_Step] = [
+            lambda left: self.tracer_provider.shutdown(),
+            lambda left: self.meter_provider.shutdown(timeout_millis=left * 1000),
+        ]
         if self.webhooks is not None:
-            self.webhooks.shutdown(timeout_s)
-        self.meter_provider.shutdown(timeout_millis=timeout_s * 1000)
+            steps.append(self.webhooks.shutdown)
+        if not (_side_by_side(deadline, steps) and flushed):
+            _log.warning(
+                "shutdown deadline passed before everything was flushed", timeout_s=timeout_s
+            )
 
 
 def configure(
@@ -185,9 +252,13 @@ def configure(
     use_otlp = _otlp_configured() if otlp is None else otlp
     if use_otlp:
         readers.append(otlp_metric_reader())
-    meter_provider = MeterProvider(resource=resource, metric_readers=readers, views=metric_views())
+    # The providers' own atexit shutdowns are off: OtelHooks.shutdown (registered below) shuts
+    # them down within its deadline; theirs would wait again on a dead collector.
+    meter_provider = MeterProvider(
+        resource=resource, metric_readers=readers, views=metric_views(), shutdown_on_exit=False
+    )
     agent_metrics = AgentMetrics(meter_provider)
-    tracer_provider = TracerProvider(resource=resource)
+    tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     hook_processor = HookSpanProcessor(metrics=agent_metrics)
     tracer_provider.add_span_processor(hook_processor)
     exporters: list[SpanExporter] = list(span_exporters)

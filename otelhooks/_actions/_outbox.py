@@ -198,7 +198,7 @@ class Outbox:
             if isinstance(prepared, Delivery)
             else send(sync_client(), config, prepared, accept=tuple(range(200, 300)), limit=65536)
         )
-        if delivery.ok:
+        if delivery.delivered:
             self._finish(row, "ok", delivery, "")
             return
         now = time.time()

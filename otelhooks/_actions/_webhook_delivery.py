@@ -226,7 +226,7 @@ class WebhookDeliverer:
             delivery = await send_async(
                 self._client, config, prepared, accept=_SUCCESS, limit=65536
             )
-            if delivery.ok or not delivery.retryable:
+            if delivery.delivered or not delivery.retryable:
                 return delivery
             pause = backoff_s(attempt)
             if time.monotonic() + pause > deadline:
@@ -235,7 +235,7 @@ class WebhookDeliverer:
             await asyncio.sleep(pause)
 
     def _settle(self, item: _Item, delivery: Delivery, duration_s: float) -> None:
-        if delivery.ok:
+        if delivery.delivered:
             self._record(item, "ok", duration_s)
             return
         reason = "retry_deadline" if delivery.retryable else (delivery.error_class or "error")

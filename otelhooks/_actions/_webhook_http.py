@@ -10,6 +10,7 @@ de-duplicate at-least-once deliveries. httpx errors are translated here, at one 
 from __future__ import annotations
 
 import os
+import re
 import threading
 import time
 from dataclasses import dataclass
@@ -36,6 +37,8 @@ ErrorClass = Literal[
 ]  # fmt: skip
 CONTROL_RESPONSE_LIMIT: Final = 64 * 1024
 USER_AGENT: Final = "otelhooks-webhook/1"
+# A header value the HTTP client will send: visible ASCII, inner spaces and tabs, no CR/LF.
+_HEADER_VALUE: Final = re.compile(r"(?:[!-~]+(?:[ \t]+[!-~]+)*)?")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +51,12 @@ class Delivery:
     message: str = ""
     body: bytes = b""
     duration_s: float = 0.0
+
+    @property
+    def delivered(self) -> bool:
+        """A notification's success: any 2xx. Its answer is ignored, so a body too large or too
+        slow to read in full does not make an accepted delivery fail (or be sent again)."""
+        return self.ok or (self.status is not None and 200 <= self.status < 300)
 
     @property
     def retryable(self) -> bool:
@@ -74,6 +83,11 @@ def prepare(config: WebhookConfig, content: bytes, idempotency_key: str) -> Prep
         headers = resolve_headers(config)
     except LookupError as exc:
         return Delivery(False, error_class="configuration", message=str(exc))
+    for name, value in headers.items():
+        if not _HEADER_VALUE.fullmatch(value):
+            # Never quote the value (httpx's own error would): it comes from the environment.
+            message = f"header {name!r} is not a valid HTTP header value once resolved"
+            return Delivery(False, error_class="configuration", message=message)
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,

@@ -205,7 +205,13 @@ class HookRegistry:
         self, event: str, values: tuple[str, ...], *, operation_id: str | None = None
     ) -> bool:
         """Whether :meth:`match` would find a hook (the cheap question the hot path asks)."""
-        return bool(self._entries(event, values, operation_id))
+        index = self._global
+        if event in index.buckets and index.match(event, values):
+            return True
+        if operation_id is None or not self._ops:
+            return False
+        op = self._ops.get(operation_id)
+        return op is not None and event in op.buckets and bool(op.match(event, values))
 
     def matched_ids(
         self,

@@ -115,8 +115,8 @@ class AgentTracer:
     def matches(self, event: str, values: tuple[str, ...], operation_id: str | None) -> bool:
         """Whether any registered hook matches ``event`` now (a cached lookup)."""
         hooks = self.hooks
-        return hooks is not None and bool(
-            hooks.registry.match(event, values, operation_id=operation_id)
+        return hooks is not None and hooks.registry.any_match(
+            event, values, operation_id=operation_id
         )
 
     def end_events(self, live: LiveEvent) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -25,10 +25,8 @@ from otelhooks._events import (
 )
 from otelhooks._hooks import Hook
 from otelhooks._instrument._base import AgentTracer, SpanScope
+from otelhooks._instrument._step import Step
 from otelhooks._live import LiveEvent, Verdict
-
-if TYPE_CHECKING:
-    from otelhooks._instrument._step import Step
 
 __all__ = ["CompleteReason", "Operation"]
 
@@ -232,8 +230,6 @@ class Operation(SpanScope):
 
     def step(self) -> Step:
         """The next step of the run: a ``step {n}`` child span."""
-        from otelhooks._instrument._step import Step
-
         index = self.step_count
         self.step_count += 1
         return Step(self, index)

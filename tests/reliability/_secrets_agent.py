@@ -1,0 +1,126 @@
+"""The agent process of the secrets test: the demo with every exporter and hook kind on.
+
+Run as ``python _secrets_agent.py SETTINGS_JSON``. The secret to keep is in the environment
+(``RELIABILITY_SECRET_TOKEN``); the content secrets (a tool argument and a tool result) are in
+the settings. Everything it can only see from inside (the Prometheus page, the event log over
+HTTP, the SQLite files while open) is written to ``workdir`` for the test to search; its log
+lines are its stdout and stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from otelhooks import AgentEvents, EventLogServer, configure, load_config
+from otelhooks._cli._demo_cmd import _PrometheusEndpoint
+from otelhooks._demo import missing_events, run_demo
+from otelhooks._runtime import AgentSpec, ModelReply, ScriptedModel, Tool, ToolRequest, exec_agent
+
+POINTS = ["after_tool_result", "after_turn", "after_loop", "on_terminate", "on_error",
+          "on_budget_threshold"]  # fmt: skip
+COMMAND = (
+    "import json, os, sys, uuid\n"
+    "data = {'stdin': sys.stdin.read(),\n"
+    "        'env': {k: v for k, v in os.environ.items() if k.startswith('HOOK_')}}\n"
+    "with open(os.path.join(sys.argv[1], 'command-' + uuid.uuid4().hex + '.json'), 'w') as f:\n"
+    "    json.dump(data, f)\n"
+)
+
+
+def hook_files(settings: dict[str, Any], workdir: Path) -> list[Path]:
+    """The hooks, as a user writes them: an otelhooks/LobeHub list and an agent_events doc."""
+    url = settings["webhook_url"]
+    secret_header = "Bearer ${RELIABILITY_SECRET_TOKEN}"
+    allowed = ["RELIABILITY_SECRET_TOKEN"]
+    hooks = [
+        {"id": "notify", "type": "afterToolCall",
+         "webhook": {"url": f"{url}/notify", "headers": {"Authorization": secret_header},
+                     "allowedEnvVars": allowed}},
+        {"id": "queued", "type": "afterToolCall",
+         "webhook": {"url": f"{url}/queued", "delivery": "queue",
+                     "headers": {"X-Api-Key": "${RELIABILITY_SECRET_TOKEN}"},
+                     "allowedEnvVars": allowed}},
+        {"id": "control", "type": "beforeToolCall", "matcher": "^vault/",
+         "webhook": {"url": f"{url}/control", "responseHandling": "toolCall",
+                     "headers": {"Authorization": secret_header}, "allowedEnvVars": allowed}},
+        {"id": "plain", "type": "afterToolCall",
+         "webhook": {"url": f"{url}/plain", "eventFields": ["toolCallId", "apiName", "success"]}},
+        {"id": "recorder", "type": "afterToolCall", "matcher": "^vault/",
+         "command": [sys.executable, "-c", COMMAND, str(workdir / "commands")]},
+    ]  # fmt: skip
+    events = {"kind": "agent_events", "name": "reliability", "on": POINTS, "durable": True,
+              "path": "events.sqlite3", "show_notice": True}  # fmt: skip
+    (workdir / "hooks.yaml").write_text(yaml.safe_dump({"hooks": hooks}))
+    (workdir / "events.yaml").write_text(yaml.safe_dump(events))
+    return [workdir / "hooks.yaml", workdir / "events.yaml"]
+
+
+def files_bytes(path: Path) -> bytes:
+    """A SQLite file with its ``-wal`` and ``-shm`` companions, as bytes."""
+    return b"".join(p.read_bytes() for p in sorted(path.parent.glob(path.name + "*")))
+
+
+def main() -> int:
+    settings = json.loads(sys.argv[1])
+    workdir = Path(settings["workdir"])
+    (workdir / "commands").mkdir()
+    loaded = load_config(hook_files(settings, workdir))
+    prometheus = _PrometheusEndpoint(settings["prometheus_port"])
+    oh = configure(
+        service_name="reliability-secrets",
+        traces_out=workdir / "traces.jsonl",
+        otlp=True,
+        metric_readers=[prometheus.reader],
+        capture_content=settings["capture"],
+        outbox_path=workdir / "outbox.sqlite3",
+    )
+    events = AgentEvents(loaded.agent_events[0])
+    events.install(oh.hooks)
+    report = run_demo(oh, extra_hooks=loaded.hooks)
+    vault = Tool("vault", "lookup", lambda query: f"the key is {settings['result_secret']}")
+    spec = AgentSpec(
+        "vault-agent",
+        ScriptedModel(
+            [
+                ModelReply(
+                    "looking it up",
+                    (ToolRequest("vault", "lookup", {"query": settings["arg_secret"]}),),
+                ),
+                ModelReply("found it"),
+            ]
+        ),
+        tools=[vault],
+    )
+    result = exec_agent(oh.tracer, spec, "find the key", session_id="vault", user_id="user-1")
+    assert result.reason == "done", result
+    # The endpoint holds the vault event's queued delivery for a while: its row is pending now.
+    (workdir / "outbox-pending.bin").write_bytes(files_bytes(workdir / "outbox.sqlite3"))
+    assert oh.force_flush(30)
+    (workdir / "prometheus.txt").write_text(
+        httpx.get(f"http://127.0.0.1:{prometheus.port}/metrics", timeout=10).text
+    )
+    with EventLogServer([events.log], token="reliability-admin") as server:
+        answer = httpx.get(
+            f"{server.url}/v1/events?limit=1000",
+            headers={"Authorization": "Bearer reliability-admin"},
+            timeout=10,
+        )
+    (workdir / "events.json").write_text(answer.text)
+    records = answer.json()["events"]
+    (workdir / "eventlog-open.bin").write_bytes(files_bytes(workdir / "events.sqlite3"))
+    oh.shutdown()
+    events.log.close()
+    prometheus.stop()
+    summary = {"missing": missing_events(report), "records": len(records)}
+    (workdir / "summary.json").write_text(json.dumps(summary))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
