@@ -1,4 +1,8 @@
-"""The README's Python examples run as written."""
+"""The README's Python examples run as written.
+
+Blocks fenced ```` ```py ```` (the framework adapters) call a real model provider and are run
+offline with scripted models by ``tests/integrations/`` instead.
+"""
 
 from __future__ import annotations
 
