@@ -279,6 +279,7 @@ class LlmCall(SpanScope):
             sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
             sc.GEN_AI_PROVIDER_NAME: self.provider,
             sc.GEN_AI_REQUEST_MODEL: self.model,
+            sc.GEN_AI_AGENT_NAME: op.agent,
         }
         if exc is not None:
             attrs[sc.ERROR_TYPE] = type(exc).__qualname__

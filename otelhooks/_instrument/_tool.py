@@ -26,18 +26,19 @@ __all__ = ["ToolCall"]
 
 # The events whose hooks ``otelhooks.hook.matched`` lists, the call's own event first.
 _TOOL_EVENTS = ("before_tool_call", "after_tool_call", "on_tool_call_error", "tool_result_persist")
-_METRIC_ATTRS: dict[tuple[str, str], dict[str, Any]] = {}
+_METRIC_ATTRS: dict[tuple[str, str, str], dict[str, Any]] = {}
 _METRIC_ATTRS_LIMIT = 1024
 
 
-def _metric_attrs(tool: str, outcome: str) -> dict[str, Any]:
-    """The tool metrics' attribute set, built once per (tool, outcome): never mutate it."""
-    attrs = _METRIC_ATTRS.get((tool, outcome))
+def _metric_attrs(agent: str, tool: str, outcome: str) -> dict[str, Any]:
+    """The tool metrics' attribute set, built once per (agent, tool, outcome): never mutate it."""
+    key = (agent, tool, outcome)
+    attrs = _METRIC_ATTRS.get(key)
     if attrs is None:
         if len(_METRIC_ATTRS) >= _METRIC_ATTRS_LIMIT:
             _METRIC_ATTRS.clear()
-        attrs = {sc.GEN_AI_TOOL_NAME: tool, sc.ATTR_OUTCOME: outcome}
-        _METRIC_ATTRS[(tool, outcome)] = attrs
+        attrs = {sc.GEN_AI_AGENT_NAME: agent, sc.GEN_AI_TOOL_NAME: tool, sc.ATTR_OUTCOME: outcome}
+        _METRIC_ATTRS[key] = attrs
     return attrs
 
 
@@ -312,6 +313,7 @@ class ToolCall(SpanScope):
         }
         self.step.tool_calls.append(summary)
         self.step.tool_results.append({**summary, "success": result.success, "outcome": outcome})
-        metrics, attrs = self.tracer.metrics, _metric_attrs(self.api_name, outcome)
+        attrs = _metric_attrs(self.step.operation.agent, self.api_name, outcome)
+        metrics = self.tracer.metrics
         metrics.tool_calls.add(1, attrs)
         metrics.tool_duration.record(self.elapsed_s, attrs)
