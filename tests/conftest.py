@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,6 +23,8 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import Sampler
 
 from otelhooks import AgentMetrics, AgentTracer, HookEvent, HookSpanProcessor
+from otelhooks._actions._webhook_delivery import WebhookDeliverer, set_default_deliverer
+from tests._webhook_server import WebhookServer, webhook_server
 
 DataPoint = NumberDataPoint | HistogramDataPoint
 
@@ -174,3 +177,21 @@ def attribute_values(spans: Sequence[ReadableSpan]) -> list[str]:
         for attrs in sources:
             out.extend(str(v) for v in attrs.values())
     return out
+
+
+@pytest.fixture
+def server() -> Iterator[WebhookServer]:
+    """A real HTTP server on 127.0.0.1 whose answers the test scripts per path."""
+    with webhook_server() as s:
+        yield s
+
+
+@pytest.fixture
+def deliverer(pipe: Pipeline, tmp_path: Path) -> Iterator[WebhookDeliverer]:
+    """A fresh webhook deliverer recording into ``pipe``'s metrics, installed as the default."""
+    d = WebhookDeliverer(
+        metrics=pipe.metrics, retry_deadline_s=3.0, outbox_path=tmp_path / "outbox.db"
+    )
+    set_default_deliverer(d)
+    yield d
+    d.shutdown(5)

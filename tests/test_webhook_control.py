@@ -6,21 +6,14 @@ import asyncio
 import json
 import socket
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from otelhooks import ToolResult
 from otelhooks._actions._webhook_http import CONTROL_RESPONSE_LIMIT
-from tests._webhook_server import Reply, WebhookServer, webhook_server
+from tests._webhook_server import Reply, WebhookServer
 from tests.conftest import Pipeline
-
-
-@pytest.fixture
-def server() -> Iterator[WebhookServer]:
-    with webhook_server() as s:
-        yield s
 
 
 def control(server: WebhookServer, path: str = "/control", **webhook: Any) -> dict[str, Any]:

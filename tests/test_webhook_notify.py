@@ -6,7 +6,6 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -16,24 +15,8 @@ import structlog
 from otelhooks import ToolResult
 from otelhooks._actions._webhook_delivery import WebhookDeliverer, set_default_deliverer
 from otelhooks._actions._webhook_payload import RESULT_LIMIT, EmailCache, PayloadBuilder
-from tests._webhook_server import Reply, WebhookServer, webhook_server
+from tests._webhook_server import Reply, WebhookServer
 from tests.conftest import Pipeline
-
-
-@pytest.fixture
-def server() -> Iterator[WebhookServer]:
-    with webhook_server() as s:
-        yield s
-
-
-@pytest.fixture
-def deliverer(pipe: Pipeline, tmp_path: Path) -> Iterator[WebhookDeliverer]:
-    d = WebhookDeliverer(
-        metrics=pipe.metrics, retry_deadline_s=3.0, outbox_path=tmp_path / "outbox.db"
-    )
-    set_default_deliverer(d)
-    yield d
-    d.shutdown(5)
 
 
 def notify(

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,14 +17,8 @@ from otelhooks import CriticalHookDeliveryError
 from otelhooks._actions._outbox import Outbox, backoff_s
 from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_delivery import WebhookDeliverer, set_default_deliverer
-from tests._webhook_server import Reply, WebhookServer, webhook_server
+from tests._webhook_server import Reply, WebhookServer
 from tests.conftest import Pipeline
-
-
-@pytest.fixture
-def server() -> Iterator[WebhookServer]:
-    with webhook_server() as s:
-        yield s
 
 
 def free_port() -> int:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Self
@@ -139,7 +140,7 @@ class AgentTracer:
             self.hooks.dispatcher.observe(live)
 
 
-class SpanScope:
+class SpanScope(ABC):
     """A span with a lifecycle event, usable with ``with`` and ``async with``."""
 
     live: LiveEvent
@@ -151,15 +152,17 @@ class SpanScope:
         self._started = 0.0
         self._error: BaseException | None = None
 
-    # Subclasses implement these three.
+    # Subclasses implement _open and _close, and override _after_verdict when they intercept.
+    @abstractmethod
     def _open(self, *, deferred: bool) -> None:
-        raise NotImplementedError  # pragma: no cover - abstract
+        """Start the span with its lifecycle event (``deferred``: the caller awaits intercepts)."""
 
-    def _after_verdict(self, verdict: Verdict | None) -> None:
+    def _after_verdict(self, verdict: Verdict | None) -> None:  # noqa: B027 - optional hook
         """Apply intercept results (only scopes that start an interceptable event override)."""
 
+    @abstractmethod
     def _close(self, exc: BaseException | None) -> None:
-        raise NotImplementedError  # pragma: no cover - abstract
+        """Record the outcome and queue the end events, before the span ends."""
 
     def _follow(self, name: str, build: Callable[[], HookEvent]) -> None:
         """Queue the end event ``name`` on this scope's event, if a hook matches it.
