@@ -91,6 +91,7 @@ class Dispatcher:
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
         self._abandoned: dict[Future[Any], ThreadPoolExecutor] = {}
+        self._closed = False
         self._observers: BoundedWorker[tuple[LiveEvent, list[Hook]]] = BoundedWorker(
             "otelhooks-observers",
             self._run_observer_batch,
@@ -226,12 +227,20 @@ class Dispatcher:
         return self._observers.flush(timeout_s)
 
     def shutdown(self, timeout_s: float = 30.0) -> None:
-        self._observers.shutdown(timeout_s)
+        self._observers.shutdown(timeout_s)  # flushes within the deadline first
+        self._closed = True
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _run_observer_batch(self, batch: list[tuple[LiveEvent, list[Hook]]]) -> None:
-        for live, hooks in batch:
+        for index, (live, hooks) in enumerate(batch):
+            if self._closed:
+                # Past the shutdown deadline the pool is gone: count what is left, once.
+                self.metrics.dropped.add(
+                    len(batch) - index,
+                    {sc.ATTR_DROP_SOURCE: "observer_queue", sc.ATTR_DROP_REASON: "shutdown"},
+                )
+                return
             payload = live.payload()
             # Actions marked ``concurrent`` (commands) start together and run beside the others,
             # which keep registration order; every hook of the event settles, each under its own
