@@ -1,0 +1,20 @@
+"""otelhooks' metrics: the instruments (:mod:`._instruments`) and the in-process aggregation that
+feeds them to metric readers (:mod:`._local`)."""
+
+from otelhooks._metrics._instruments import (
+    DURATION_BUCKETS_S,
+    TOKEN_BUCKETS,
+    AgentMetrics,
+    metric_views,
+)
+from otelhooks._metrics._local import LocalCounter, LocalHistogram, LocalMetricProducer
+
+__all__ = [
+    "DURATION_BUCKETS_S",
+    "TOKEN_BUCKETS",
+    "AgentMetrics",
+    "LocalCounter",
+    "LocalHistogram",
+    "LocalMetricProducer",
+    "metric_views",
+]

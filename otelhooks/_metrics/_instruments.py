@@ -1,0 +1,159 @@
+"""The instruments otelhooks records: through the SDK's meter, or aggregated in process.
+
+Durations are in seconds with explicit bucket boundaries that fit agent work (the SDK's default
+boundaries 0, 5, 10 … 10000 are useless for seconds): see :func:`metric_views`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Final, Protocol
+
+from opentelemetry import metrics
+from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+
+from otelhooks import _semconv as sc
+from otelhooks._metrics._local import LocalMetricProducer
+
+__all__ = ["DURATION_BUCKETS_S", "TOKEN_BUCKETS", "Adds", "AgentMetrics", "Records", "metric_views"]
+
+DURATION_BUCKETS_S: Final[Sequence[float]] = (
+    0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
+)  # fmt: skip
+TOKEN_BUCKETS: Final[Sequence[float]] = (
+    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304,
+)  # fmt: skip
+
+
+def metric_views() -> list[View]:
+    """Views giving every otelhooks duration histogram second-scale buckets."""
+    duration = ExplicitBucketHistogramAggregation(boundaries=DURATION_BUCKETS_S)
+    names = (
+        sc.METRIC_OPERATION_DURATION,
+        sc.METRIC_INVOKE_AGENT_DURATION,
+        sc.METRIC_EXECUTE_TOOL_DURATION,
+        sc.METRIC_STEP_DURATION,
+        sc.METRIC_HOOK_DURATION,
+    )
+    views = [View(instrument_name=n, aggregation=duration) for n in names]
+    views.append(
+        View(
+            instrument_name=sc.METRIC_TOKEN_USAGE,
+            aggregation=ExplicitBucketHistogramAggregation(boundaries=TOKEN_BUCKETS),
+        )
+    )
+    return views
+
+
+class Adds(Protocol):
+    """A counter: the SDK's or a :class:`~otelhooks._metrics.LocalCounter`."""
+
+    def add(self, amount: float, attributes: Mapping[str, Any] | None = None) -> None: ...
+
+
+class Records(Protocol):
+    """A histogram: the SDK's or a :class:`~otelhooks._metrics.LocalHistogram`."""
+
+    def record(self, value: float, attributes: Mapping[str, Any] | None = None) -> None: ...
+
+
+class AgentMetrics:
+    """Every instrument, named from :mod:`otelhooks._semconv`. See the README's metric table.
+
+    With a ``producer`` (what :func:`otelhooks.configure` does) the instruments aggregate in
+    process and reach the readers the producer is attached to; otherwise they are the SDK's
+    instruments on ``meter_provider`` (the global one by default), where views and exemplars
+    apply.
+
+    Example:
+        >>> metrics = AgentMetrics(MeterProvider(metric_readers=[reader], views=metric_views()))
+        >>> metrics.tool_calls.add(1, {"gen_ai.tool.name": "readFile"})
+    """
+
+    def __init__(
+        self,
+        meter_provider: metrics.MeterProvider | None = None,
+        *,
+        producer: LocalMetricProducer | None = None,
+    ) -> None:
+        counter: Callable[[str, str, str], Adds]
+        histogram: Callable[[str, str, str, Sequence[float]], Records]
+        if producer is not None:
+            local = producer
+
+            def counter(name: str, unit: str, description: str) -> Adds:
+                return local.counter(name, unit=unit, description=description)
+
+            def histogram(
+                name: str, unit: str, description: str, bounds: Sequence[float]
+            ) -> Records:
+                return local.histogram(name, bounds=bounds, unit=unit, description=description)
+
+        else:
+            meter = (meter_provider or metrics.get_meter_provider()).get_meter("otelhooks")
+
+            def counter(name: str, unit: str, description: str) -> Adds:
+                return meter.create_counter(name, unit=unit, description=description)
+
+            def histogram(
+                name: str, unit: str, description: str, bounds: Sequence[float]
+            ) -> Records:
+                # The bounds come from metric_views() on the provider.
+                return meter.create_histogram(name, unit=unit, description=description)
+
+        seconds = DURATION_BUCKETS_S
+        self.operations = counter(
+            sc.METRIC_OPERATIONS, "{operation}", "Agent operations by outcome."
+        )
+        self.errors = counter(sc.METRIC_ERRORS, "1", "Agent errors (on_error); alerts fire on it.")
+        self.invoke_agent_duration = histogram(
+            sc.METRIC_INVOKE_AGENT_DURATION, "s", "Duration of agent operations.", seconds
+        )
+        self.step_duration = histogram(
+            sc.METRIC_STEP_DURATION, "s", "Duration of agent steps.", seconds
+        )
+        self.operation_duration = histogram(
+            sc.METRIC_OPERATION_DURATION, "s", "GenAI client operation duration.", seconds
+        )
+        self.token_usage = histogram(
+            sc.METRIC_TOKEN_USAGE, "{token}", "Tokens used per LLM call.", TOKEN_BUCKETS
+        )
+        self.tool_calls = counter(sc.METRIC_TOOL_CALLS, "{call}", "Tool calls by tool and outcome.")
+        self.tool_duration = histogram(
+            sc.METRIC_EXECUTE_TOOL_DURATION, "s", "Duration of tool calls.", seconds
+        )
+        self.compactions = counter(sc.METRIC_COMPACTIONS, "{compaction}", "Context compactions.")
+        self.tokens_saved = counter(
+            sc.METRIC_COMPACT_TOKENS_SAVED, "{token}", "Tokens saved by compaction."
+        )
+        self.human_interventions = counter(
+            sc.METRIC_HUMAN_INTERVENTIONS, "{intervention}", "Human interventions by action."
+        )
+        self.hook_invocations = counter(
+            sc.METRIC_HOOK_INVOCATIONS,
+            "{invocation}",
+            "Hook invocations by hook, event and outcome.",
+        )
+        self.hook_duration = histogram(sc.METRIC_HOOK_DURATION, "s", "Hook run time.", seconds)
+        self.dropped = counter(
+            sc.METRIC_DROPPED,
+            "{item}",
+            "Spans, observer events and deliveries dropped, by source and reason.",
+        )
+
+    def drop_counter(self, source: str) -> _DropRecorder:
+        """A callback ``(count, reason)`` for bounded queues that counts drops from ``source``."""
+        return _DropRecorder(self, source)
+
+
+class _DropRecorder:
+    __slots__ = ("_metrics", "_source")
+
+    def __init__(self, m: AgentMetrics, source: str) -> None:
+        self._metrics = m
+        self._source = source
+
+    def __call__(self, count: int, reason: str) -> None:
+        self._metrics.dropped.add(
+            count, {sc.ATTR_DROP_SOURCE: self._source, sc.ATTR_DROP_REASON: reason}
+        )
