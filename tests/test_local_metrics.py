@@ -20,7 +20,9 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
 )
 from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import otelhooks
 from otelhooks import _semconv as sc
 from otelhooks._metrics import AgentMetrics, LocalMetricProducer, metric_views
 from otelhooks._metrics._local import CARDINALITY_LIMIT
@@ -35,9 +37,7 @@ class Pair:
     def __init__(self, temporality: dict[type, AggregationTemporality] | None = None) -> None:
         self.sdk_reader = InMemoryMetricReader(preferred_temporality=temporality)
         self.sdk = AgentMetrics(
-            MeterProvider(
-                resource=RESOURCE, metric_readers=[self.sdk_reader], views=metric_views()
-            )
+            MeterProvider(resource=RESOURCE, metric_readers=[self.sdk_reader], views=metric_views())
         )
         self.local_reader = InMemoryMetricReader(preferred_temporality=temporality)
         producer = LocalMetricProducer(RESOURCE)
@@ -131,7 +131,8 @@ def test_delta_data_equals_the_sdk_instruments_with_interval_min_and_max() -> No
     sdk, local = pair.collect()
     assert local == sdk
     (point,) = local[sc.METRIC_EXECUTE_TOOL_DURATION][1].values()
-    assert point[0] == 1 and point[4] == point[5] == 0.05  # this interval only
+    assert point[0] == 1
+    assert point[4] == point[5] == 0.05  # min and max of this interval only
     assert set(local) == {sc.METRIC_EXECUTE_TOOL_DURATION}  # nothing new elsewhere
 
 
@@ -229,9 +230,44 @@ def test_sdk_metrics_of_the_same_provider_are_kept_beside_the_local_ones() -> No
     assert data is not None
     (rm,) = data.resource_metrics
     scopes = {sm.scope.name: [m.name for m in sm.metrics] for sm in rm.scope_metrics}
-    assert scopes == {"app": ["app.requests"], "otelhooks": ["otelhooks.extra", sc.METRIC_OPERATIONS]}
+    assert scopes == {
+        "app": ["app.requests"],
+        "otelhooks": ["otelhooks.extra", sc.METRIC_OPERATIONS],
+    }
 
 
 def test_attach_refuses_a_reader_that_is_on_no_provider() -> None:
     with pytest.raises(ValueError, match="not registered on a MeterProvider"):
         LocalMetricProducer().attach(InMemoryMetricReader())
+
+
+@pytest.mark.parametrize("sdk_metrics", [False, True])
+def test_configure_exports_the_same_metrics_either_way(sdk_metrics: bool) -> None:
+
+
+    reader = InMemoryMetricReader()
+    oh = otelhooks.configure(
+        service_name="either-way",
+        span_exporters=[InMemorySpanExporter()],
+        metric_readers=[reader],
+        set_global=False,
+        structured_logging=False,
+        otlp=False,
+        sdk_metrics=sdk_metrics,
+    )
+    try:
+        with oh.tracer.operation("agent") as op, op.step() as step:
+            for _ in range(3):
+                with step.tool_call("fs", "readFile", {"path": "a"}) as call:
+                    call.set_result("text")
+        data = normalize(reader.get_metrics_data())
+    finally:
+        oh.shutdown(timeout_s=5.0)
+    calls = data[sc.METRIC_TOOL_CALLS][1]
+    assert sum(calls.values()) == 3
+    assert [p[0] for p in data[sc.METRIC_EXECUTE_TOOL_DURATION][1].values()] == [3]
+    assert {sc.METRIC_STEP_DURATION, sc.METRIC_INVOKE_AGENT_DURATION, sc.METRIC_OPERATIONS} <= set(
+        data
+    )
+    assert {shape[-1] for shape, _ in data.values()} == {"otelhooks"}
+    assert {shape[-2] for shape, _ in data.values()} == {"either-way"}
