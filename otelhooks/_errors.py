@@ -19,6 +19,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from otelhooks._redact import scrub
+
 __all__ = [
     "ConfigError",
     "CriticalHookDeliveryError",
@@ -100,12 +102,16 @@ class InvalidMatcherError(ConfigError):
 
 
 class HookError(OtelHooksError):
-    """A hook failed while running. Carries the hook id and the event it ran for."""
+    """A hook failed while running. Carries the hook id and the event it ran for.
+
+    Known secrets in ``message`` (a command's stderr, say) are replaced by ``[REDACTED]``: the
+    message ends up in logs and on spans.
+    """
 
     def __init__(self, message: str, *, hook_id: str, event: str) -> None:
         self.hook_id = hook_id
         self.event = event
-        super().__init__(f"hook {hook_id!r} on {event}: {message}")
+        super().__init__(scrub(f"hook {hook_id!r} on {event}: {message}"))
 
 
 class HookTimeoutError(HookError):

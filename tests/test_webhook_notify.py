@@ -41,10 +41,10 @@ def test_a_notification_carries_the_event_with_hook_id_and_type(
     run(pipe)
     assert deliverer.flush(10)
     body = server.requests("/n")[0].json()
-    assert (body["event"], body["apiName"], body["content"]) == (
+    assert (body["event"], body["apiName"], body["success"]) == (
         "after_tool_call",
         "readFile",
-        "ok",
+        True,
     )
     assert (body["hookId"], body["hookType"]) == ("n-n", "afterToolCall")
     assert body["eventId"]
@@ -72,6 +72,7 @@ def test_event_fields_select_and_body_merges_with_body_winning(
 def test_tool_results_pass_through_redaction_before_leaving(
     pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
+    deliverer.builder.capture_content = True  # content in the body at all
     pipe.register(notify(server))
     run(pipe, output="x" * (RESULT_LIMIT * 3))
     deliverer.flush(10)
@@ -83,6 +84,7 @@ def test_tool_results_pass_through_redaction_before_leaving(
 def test_workspace_format_sends_the_workspace_body(
     pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
+    deliverer.builder.capture_content = True  # toolInput and toolResult filled in
     pipe.register(notify(server, type="PostToolUse", format="workspace", workspaceId="ws-1"))
     run(pipe)
     deliverer.flush(10)

@@ -34,8 +34,11 @@ PRODUCER = textwrap.dedent(
     from opentelemetry.sdk.trace import TracerProvider
     from otelhooks import AgentTracer, HookSpanProcessor
     from otelhooks._actions._webhook_delivery import WebhookDeliverer, set_default_deliverer
+    from otelhooks._actions._webhook_payload import PayloadBuilder
 
-    set_default_deliverer(WebhookDeliverer(outbox_path=sys.argv[1]))
+    # content capture on, so the bodies carry the arguments that tell the events apart
+    set_default_deliverer(WebhookDeliverer(
+        outbox_path=sys.argv[1], builder=PayloadBuilder(capture_content=True)))
     provider = TracerProvider()
     hooks = HookSpanProcessor()
     provider.add_span_processor(hooks)

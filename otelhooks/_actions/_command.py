@@ -7,13 +7,17 @@ How a command runs:
   ``HOOK_*`` environment variables and on stdin, so ``$(touch pwned)`` in a tool argument stays
   text.
 - The process inherits the environment plus the ``HOOK_*`` variables of :func:`hook_environment`
-  and gets :func:`stdin_document` (the event JSON plus Claude Code's snake_case fields) on stdin.
+  and gets :func:`stdin_document` (the event JSON plus Claude Code's snake_case fields) on stdin,
+  content included whatever the capture switch: it is the user's own code on this machine, and
+  both protocols require those fields.
 - It runs in its own session (process group). At its timeout (10 s by default, 30 s at most) the
   whole group gets ``SIGKILL`` and the process is reaped: nothing it started is left running and
   no zombie of ours remains. A process that exits on its own may leave deliberately detached
   background work behind, as ``exec`` does.
 - stdout and stderr are read as they come and kept up to :data:`OUTPUT_CAP_BYTES` each (the rest
-  is read and counted, never stored); logs show a short excerpt.
+  is read and counted, never stored); logs show a short excerpt. Known secrets
+  (:mod:`otelhooks._redact`) are scrubbed from whatever of it otelhooks writes (log lines, the
+  error, a block reason); the process itself may print anything.
 
 What the exit tells the dispatcher (the handler return protocol):
 
@@ -51,6 +55,7 @@ from otelhooks._actions._command_env import excerpt, hook_environment, stdin_doc
 from otelhooks._errors import ConfigError, HookError, HookTimeoutError
 from otelhooks._events import EVENTS, HookEvent, ToolCallEvent
 from otelhooks._hooks import Block
+from otelhooks._redact import scrub
 
 if TYPE_CHECKING:
     from otelhooks._hooks import Hook
@@ -383,10 +388,10 @@ class CommandAction:
                 "command hook failed",
                 hook_id=self.hook.id,
                 lifecycle_event=payload.event,
-                problem=verdict.problem,
+                problem=scrub(verdict.problem),
                 exit_code=outcome.exit_code,
-                stdout=excerpt(outcome.stdout),
-                stderr=excerpt(outcome.stderr),
+                stdout=scrub(excerpt(outcome.stdout)),
+                stderr=scrub(excerpt(outcome.stderr)),
                 output_bytes=outcome.stdout_bytes + outcome.stderr_bytes,
             )
             if outcome.timed_out:

@@ -12,6 +12,7 @@ from otelhooks._actions._webhook_control import ControlWebhookAction
 from otelhooks._actions._webhook_delivery import default_deliverer
 from otelhooks._errors import ConfigError
 from otelhooks._events import HookEvent
+from otelhooks._redact import register_env_secrets
 
 if TYPE_CHECKING:
     from otelhooks._hooks import Hook
@@ -40,7 +41,12 @@ class NotifyWebhookAction:
 
 
 def webhook_config(hook: Hook) -> WebhookConfig:
-    """Validate ``hook.webhook`` and the rules that involve the rest of the hook."""
+    """Validate ``hook.webhook`` and the rules that involve the rest of the hook.
+
+    The values of its ``allowedEnvVars`` are registered as secrets now, at load time, so a hook
+    that fails quoting one (a command printing its environment) is scrubbed before any request
+    was ever sent.
+    """
     raw: Any = hook.webhook
     try:
         config = raw if isinstance(raw, WebhookConfig) else WebhookConfig.model_validate(raw)
@@ -57,6 +63,7 @@ def webhook_config(hook: Hook) -> WebhookConfig:
             )
         if hook.handler is not None:
             raise ConfigError("a control hook cannot also have a handler", field="handler")
+    register_env_secrets(config.allowed_env_vars)
     return config
 
 

@@ -12,7 +12,9 @@ are errors.
 
 Header values may contain ``${VAR}`` templates. They are stored as written and resolved only at
 send time, only from ``allowedEnvVars``: a template naming any other variable is a config error,
-and resolved values never appear in a config dump, a span, a log line or an event record.
+and resolved values never appear in a config dump, a span, a log line or an event record. Every
+value resolved is registered as a secret (:mod:`otelhooks._redact`), so text that quotes it (a
+hook's error output) is scrubbed before otelhooks writes it anywhere.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any, Final, Literal
 from urllib.parse import urljoin, urlsplit
 
 from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from otelhooks._redact import register_secret
 
 __all__ = [
     "FORBIDDEN_HEADERS",
@@ -157,7 +161,8 @@ class WebhookConfig(BaseModel):
 
 
 def resolve_headers(config: WebhookConfig) -> dict[str, str]:
-    """Resolve ``${VAR}`` templates from the environment, only for ``allowedEnvVars``.
+    """Resolve ``${VAR}`` templates from the environment, only for ``allowedEnvVars``; each value
+    resolved is registered as a secret (a token rotated since the hook was loaded included).
 
     Raises:
         LookupError: an allowed variable is not set (a ``configuration`` delivery error).
@@ -171,6 +176,7 @@ def resolve_headers(config: WebhookConfig) -> dict[str, str]:
         resolved = os.environ.get(var)
         if resolved is None:
             raise LookupError(f"environment variable {var} is not set")
+        register_secret(resolved)
         return resolved
 
     return {name: TEMPLATE.sub(value, header) for name, header in config.headers.items()}

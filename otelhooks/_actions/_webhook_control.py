@@ -8,6 +8,10 @@ reason gets ``Blocked by beforeToolCall hook.``; extra fields are ignored (``upd
 redirect, invalid JSON, a missing or unknown decision, the old nested ``hookSpecificOutput``
 format, a body over 64 KiB, a timeout or a network error. An empty response is never an allow.
 Control requests are never retried.
+
+The request carries the whole event, arguments included, whatever the content-capture switch:
+the endpoint exists to decide on the call, and a policy server must see the command it denies
+(notification bodies follow the capture rule of :mod:`._webhook_payload`).
 """
 
 from __future__ import annotations

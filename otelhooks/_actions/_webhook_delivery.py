@@ -34,6 +34,7 @@ from otelhooks._actions._webhook_http import Delivery, async_client, prepare, se
 from otelhooks._actions._webhook_payload import PayloadBuilder
 from otelhooks._events import HookEvent
 from otelhooks._metrics import AgentMetrics
+from otelhooks._redact import scrub
 from otelhooks._worker import BoundedWorker
 
 __all__ = ["WebhookDeliverer", "default_deliverer", "set_default_deliverer"]
@@ -132,7 +133,9 @@ class WebhookDeliverer:
             if item.config.fallback == "none":
                 raise
             _log.warning(
-                "outbox unavailable, falling back to fetch", hook_id=item.hook_id, error=str(exc)
+                "outbox unavailable, falling back to fetch",
+                hook_id=item.hook_id,
+                error=scrub(str(exc)),
             )
             return self._worker.submit(item)
 
@@ -177,7 +180,7 @@ class WebhookDeliverer:
             try:
                 body = self._body(item)
             except Exception as exc:
-                _log.warning("webhook payload failed", hook_id=item.hook_id, error=str(exc))
+                _log.warning("webhook payload failed", hook_id=item.hook_id, error=scrub(str(exc)))
                 self._record(item, "error", 0.0)
                 continue
             if body is None:
@@ -203,7 +206,9 @@ class WebhookDeliverer:
             for item in send.items:
                 self._settle(item, delivery, duration)
         except Exception as exc:  # never let one delivery kill the loop
-            _log.warning("webhook delivery crashed", hook_id=send.items[0].hook_id, error=str(exc))
+            _log.warning(
+                "webhook delivery crashed", hook_id=send.items[0].hook_id, error=scrub(str(exc))
+            )
         finally:
             # Released only after the outcome is recorded, so flush() sees the metrics.
             self._slots.release()

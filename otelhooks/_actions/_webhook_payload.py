@@ -1,8 +1,20 @@
-"""Webhook bodies: LobeHub's payload builder and the workspace engine's body shape.
+"""Notification webhook bodies: LobeHub's payload builder and the workspace engine's body shape.
 
-LobeHub order: serialize the event, pass tool results through the redaction chain, select
-``eventFields`` (``eventId`` always stays: receivers de-duplicate on it), add ``hookId`` and
-``hookType``, enrich ``userEmail`` when it is selected, then merge ``body`` (body wins).
+LobeHub order: serialize the event, pass tool results through the redaction chain, leave content
+out unless it was asked for (below), select ``eventFields`` (``eventId`` always stays: receivers
+de-duplicate on it), add ``hookId`` and ``hookType``, enrich ``userEmail`` when it is selected,
+then merge ``body`` (body wins).
+
+Content leaves the process over the network only where the user turned it on. The fields of
+:data:`CONTENT_FIELDS` (tool arguments and results, prompts, messages, model input and output)
+are omitted from a notification body unless content capture is on (the GenAI switch
+``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``, or the builder's ``capture_content``) or
+the hook's ``eventFields`` names the field (an explicit opt-in per hook). A structured tool
+``result`` keeps its non-content facts (``success``, ``executionTime``, ``error``, ``state``)
+and loses only its ``content``. Ids, names, timings, outcomes, sizes and fingerprints stay.
+The durable outbox stores these same bodies, so what it keeps follows the same rule. Control
+webhooks (:mod:`._webhook_control`) and local hooks get the whole event: they exist to decide
+on it, or run on this machine as the user's own code.
 
 Email enrichment resolves the effective ``userId`` through a pluggable resolver with a shared
 cache (at most 1,000 users, 5 minutes). An invalid id, a missing email or a lookup error leaves
@@ -11,25 +23,30 @@ the email out; a cancelled lookup cancels the delivery (``build`` returns ``None
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any, Final
 
 import structlog
 
+from otelhooks import _semconv as sc
 from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._events import HookEvent
 
 __all__ = [
+    "CONTENT_FIELDS",
     "RESULT_LIMIT",
     "EmailCache",
     "EmailResolver",
     "PayloadBuilder",
     "Redactor",
+    "capture_from_env",
     "truncate_results",
+    "without_content",
 ]
 
 _log = structlog.get_logger("otelhooks")
@@ -39,6 +56,62 @@ Redactor = Callable[[dict[str, Any]], dict[str, Any]]
 EmailResolver = Callable[[str], "str | None"]
 _VALID_USER_ID: Final = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 _RESULT_KEYS: Final = ("content", "toolOutput", "toolResult")
+# What a structured tool result (LobeHub's) says besides its content: how it went.
+_RESULT_FACTS: Final = ("success", "executionTime", "error", "state")
+
+CONTENT_FIELDS: Final = frozenset(
+    {
+        # tool arguments (LobeHub, kernel, Claude Code names)
+        "args",
+        "toolInput",
+        "tool_input",
+        # tool results, and the text of messages and steps
+        "content",
+        "result",
+        "toolOutput",
+        "toolResult",
+        "tool_response",
+        # what goes to and comes from the model
+        "messages",
+        "response",
+        # prompts and instructions
+        "input",
+        "userMessage",
+        "fullPrompt",
+        "prompt",
+        "instruction",
+        # a compaction summary is the conversation, condensed
+        "summary",
+    }
+)
+"""Payload fields that carry content: left out of notification bodies unless asked for."""
+
+
+def capture_from_env() -> bool:
+    """Whether the GenAI content-capture variable turns content capture on."""
+    return os.environ.get(sc.ENV_CAPTURE_CONTENT, "").strip().lower() in ("1", "true", "yes")
+
+
+def without_content(data: dict[str, Any], keep: Collection[str] = ()) -> dict[str, Any]:
+    """``data`` without its :data:`CONTENT_FIELDS`, except those named in ``keep``.
+
+    A ``result`` object keeps only the facts of LobeHub's structured result (``success``,
+    ``executionTime``, ``error``, ``state``), never its content or anything else a tool put in
+    it; the ``data`` of an event without a field list (``GenericEvent``) is filtered the same
+    way, one level down.
+    """
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        if key in keep or key not in CONTENT_FIELDS:
+            out[key] = value
+        elif key == "result" and isinstance(value, dict):
+            facts = {k: value[k] for k in _RESULT_FACTS if k in value}
+            if facts:
+                out[key] = facts
+    nested = out.get("data")
+    if isinstance(nested, dict) and "data" not in keep:
+        out["data"] = {k: v for k, v in nested.items() if k not in CONTENT_FIELDS}
+    return out
 
 
 def _trim(value: Any) -> Any:
@@ -106,6 +179,9 @@ class PayloadBuilder:
     Args:
         redactors: applied in order to every serialized payload before it leaves the process.
         email_resolver: user id → email (``None`` disables enrichment).
+        capture_content: whether bodies carry :data:`CONTENT_FIELDS` (the same switch as the
+            tracer's); ``None`` reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``
+            now. Off, a hook gets a content field only when its ``eventFields`` names it.
     """
 
     def __init__(
@@ -113,9 +189,11 @@ class PayloadBuilder:
         *,
         redactors: Sequence[Redactor] = (truncate_results,),
         email_resolver: EmailResolver | None = None,
+        capture_content: bool | None = None,
     ) -> None:
         self.redactors = tuple(redactors)
         self.emails = EmailCache(email_resolver) if email_resolver is not None else None
+        self.capture_content = capture_from_env() if capture_content is None else capture_content
 
     def build(
         self,
@@ -126,12 +204,15 @@ class PayloadBuilder:
         *,
         cancel: threading.Event | None = None,
     ) -> dict[str, Any] | None:
+        """The body of one notification, or ``None`` when an email lookup was cancelled."""
         data = payload.model_dump(mode="json", by_alias=True, exclude_none=True)
         for redact in self.redactors:
             data = redact(data)
+        fields = config.event_fields
+        if not self.capture_content:
+            data = without_content(data, keep=fields or ())
         if config.format == "workspace":
             return self._workspace(hook_type, config, data)
-        fields = config.event_fields
         if fields is not None:
             data = {k: data[k] for k in ("eventId", *fields) if k in data}
         data["hookId"] = hook_id
@@ -156,7 +237,8 @@ class PayloadBuilder:
     @staticmethod
     def _workspace(hook_type: str, config: WebhookConfig, data: dict[str, Any]) -> dict[str, Any]:
         """The workspace engine's body: event, toolName, matcherValue, toolInput, toolResult,
-        payload, timestamp, workspaceId."""
+        payload, timestamp, workspaceId. The shape has every key: content left out is ``null``
+        in ``toolInput``/``toolResult``, as for an event that is not a tool's."""
         tool = data.get("apiName") or data.get("toolName")
         return {
             "event": hook_type,

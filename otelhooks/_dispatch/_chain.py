@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from otelhooks._events import HookEvent, ToolCallEvent
 from otelhooks._hooks import Block, Hook
 from otelhooks._live import Verdict
+from otelhooks._redact import scrub
 
 __all__ = ["DEFAULT_BLOCK_REASONS", "InterceptChain"]
 
@@ -99,11 +100,13 @@ class InterceptChain:
         return False, "rewritten"
 
     def fail(self, hook: Hook, problem: str, outcome: str = "error") -> tuple[bool, str]:
-        """Record a failed hook and apply its ``on_error`` policy.
+        """Record a failed hook and apply its ``on_error`` policy. Known secrets in ``problem``
+        are scrubbed: it goes on the span (``otelhooks.hook.errors``) and maybe into a block reason.
 
         The failed handler may still be running (abandoned at its deadline): later hooks get a
         copy of the payload, and the original refuses mocks, so nothing it does afterwards counts.
         """
+        problem = scrub(problem)
         self.verdict.errors.append(f"{hook.id}: {problem}")
         payload = self.payload
         if isinstance(payload, ToolCallEvent):
@@ -121,6 +124,8 @@ class InterceptChain:
 
     def _block(self, hook: Hook, reason: str | None) -> bool:
         self.verdict.blocked = True
+        # A reason may be a command's stderr: it reaches the span, the agent and the event log.
+        reason = scrub(reason) if reason else None
         self.verdict.reason = reason or DEFAULT_BLOCK_REASONS.get(self.event, "Blocked by hook.")
         self.verdict.decided_by = hook.id
         return True

@@ -29,6 +29,7 @@ from otelhooks._events import HookEvent
 from otelhooks._hooks import Hook
 from otelhooks._live import LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
+from otelhooks._redact import scrub
 from otelhooks._worker import BoundedWorker
 
 __all__ = ["MAX_ABANDONED", "Dispatcher", "HookPoolExhaustedError"]
@@ -174,7 +175,9 @@ class Dispatcher:
             stop, outcome = chain.fail(hook, str(exc), "timeout")
         else:
             stop, outcome = chain.fail(hook, f"{type(exc).__name__}: {exc}")
-            _log.warning("hook failed", hook_id=hook.id, lifecycle_event=live.name, error=str(exc))
+            _log.warning(
+                "hook failed", hook_id=hook.id, lifecycle_event=live.name, error=scrub(str(exc))
+            )
         self._record(hook, outcome, time.perf_counter() - started)
         return stop
 
@@ -218,7 +221,7 @@ class Dispatcher:
                     self._record(hook, "dropped", 0.0)
             except Exception as exc:
                 self._record(hook, "error", 0.0)
-                _log.warning("hook delivery failed", hook_id=hook.id, error=str(exc))
+                _log.warning("hook delivery failed", hook_id=hook.id, error=scrub(str(exc)))
                 failures.append(HookError(str(exc), hook_id=hook.id, event=live.name))
         return rest, CriticalHookDeliveryError(failures, event=live.name) if failures else None
 
@@ -274,7 +277,7 @@ class Dispatcher:
                 "observer hook failed",
                 hook_id=hook.id,
                 lifecycle_event=live.name,
-                error=str(exc),
+                error=scrub(str(exc)),
             )
         self._record(hook, outcome, time.perf_counter() - start)
 

@@ -83,6 +83,7 @@ class Claude:
         env = {**os.environ, "HOME": str(self.tmp)}
         env.pop("OTEL_EXPORTER_OTLP_ENDPOINT", None)
         env.pop("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", None)
+        env.pop("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", None)  # content capture off
         proc = subprocess.Popen(
             self._cmd(deny_mode),
             stdin=subprocess.PIPE,
@@ -299,8 +300,9 @@ def test_hook_webhooks_reach_a_real_local_server(scenario: Scenario) -> None:
     # as in process, a denied call ends with an after_tool_call carrying the blocked result
     assert sorted(done) == ["toolu_1", "toolu_2", "toolu_4", "toolu_5", "toolu_9"]
     assert done["toolu_4"]["result"]["state"]["classification"] == "hook_denied"
-    assert done["toolu_2"]["args"] == {"command": "pytest -q"}
-    assert done["toolu_2"]["toolOutput"] == {"stdout": "3 passed"}
+    # Content capture is off in these hook processes: no arguments or output leave by webhook.
+    assert not {"args", "toolInput", "toolOutput", "content"} & set(done["toolu_2"])
+    assert (done["toolu_2"]["apiName"], done["toolu_2"]["success"]) == ("Bash", True)
     assert (done["toolu_2"]["sessionKey"], done["toolu_2"]["traceId"]) == ("sess-A", a_trace)
     (failed,) = [r.json() for r in server.requests("/failed")]
     assert (failed["toolCallId"], failed["error"]) == ("toolu_3", "timeout")

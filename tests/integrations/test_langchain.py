@@ -234,6 +234,7 @@ def test_rewritten_arguments_reach_the_tool(pipe: Pipeline) -> None:
 def test_tool_events_reach_a_webhook_on_a_real_local_server(
     pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
+    deliverer.builder.capture_content = True  # results in the bodies
     pipe.register(
         *GUARDS,
         {"id": "notify", "type": "afterToolCall", "webhook": {"url": server.url + "/tools"}},

@@ -5,11 +5,16 @@ Run as ``python _secrets_agent.py SETTINGS_JSON``. The secret to keep is in the 
 the settings. Everything it can only see from inside (the Prometheus page, the event log over
 HTTP, the SQLite files while open) is written to ``workdir`` for the test to search; its log
 lines are its stdout and stderr.
+
+Besides the hooks that work, three fail quoting the environment secret: a command interceptor
+that prints it to stderr and exits 1, and a Python interceptor and a Python observer that raise
+with it in their message.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -17,7 +22,7 @@ from typing import Any
 import httpx
 import yaml
 
-from otelhooks import AgentEvents, EventLogServer, configure, load_config
+from otelhooks import AgentEvents, EventLogServer, HookEvent, configure, load_config
 from otelhooks._cli._demo_cmd import _PrometheusEndpoint
 from otelhooks._demo import missing_events, run_demo
 from otelhooks._runtime import AgentSpec, ModelReply, ScriptedModel, Tool, ToolRequest, exec_agent
@@ -31,6 +36,12 @@ COMMAND = (
     "with open(os.path.join(sys.argv[1], 'command-' + uuid.uuid4().hex + '.json'), 'w') as f:\n"
     "    json.dump(data, f)\n"
 )
+LEAKY_COMMAND = 'echo "vault token: $RELIABILITY_SECRET_TOKEN" >&2; exit 1'
+
+
+def leaky_handler(event: HookEvent) -> None:
+    """A Python hook that fails quoting the secret (a connection string in an error, say)."""
+    raise RuntimeError(f"cannot reach the vault with {os.environ['RELIABILITY_SECRET_TOKEN']}")
 
 
 def hook_files(settings: dict[str, Any], workdir: Path) -> list[Path]:
@@ -51,6 +62,10 @@ def hook_files(settings: dict[str, Any], workdir: Path) -> list[Path]:
                      "headers": {"Authorization": secret_header}, "allowedEnvVars": allowed}},
         {"id": "plain", "type": "afterToolCall",
          "webhook": {"url": f"{url}/plain", "eventFields": ["toolCallId", "apiName", "success"]}},
+        {"id": "opt-in", "type": "afterToolCall", "matcher": "^vault/",
+         "webhook": {"url": f"{url}/opt-in", "eventFields": ["toolCallId", "apiName", "args"]}},
+        {"id": "leaky-command", "type": "beforeToolCall", "matcher": "^vault/",
+         "command": LEAKY_COMMAND},
         {"id": "recorder", "type": "afterToolCall", "matcher": "^vault/",
          "command": [sys.executable, "-c", COMMAND, str(workdir / "commands")]},
     ]  # fmt: skip
@@ -83,6 +98,14 @@ def main() -> int:
     events = AgentEvents(loaded.agent_events[0])
     events.install(oh.hooks)
     report = run_demo(oh, extra_hooks=loaded.hooks)
+    oh.register(
+        [
+            {"id": "leaky-interceptor", "type": "beforeToolCall", "matcher": "^vault/",
+             "handler": leaky_handler},
+            {"id": "leaky-observer", "type": "afterToolCall", "matcher": "^vault/",
+             "handler": leaky_handler},
+        ]
+    )  # fmt: skip
     vault = Tool("vault", "lookup", lambda query: f"the key is {settings['result_secret']}")
     spec = AgentSpec(
         "vault-agent",

@@ -7,14 +7,18 @@ subprocess (``_secrets_agent.py``: the demo scenario plus one tool call carrying
 secrets) with: OTLP JSON lines to a file, OTLP/HTTP to a real receiver that keeps whole
 requests, the Prometheus endpoint, structlog lines on its stdout/stderr, a durable event log
 served over ``/v1/events``, a notification webhook, a queue-mode webhook (SQLite outbox), a
-control webhook, a notification webhook limited by ``eventFields`` and a command hook that writes
-down what it was given. It runs once with content capture off and once with it on.
+control webhook, a notification webhook limited by ``eventFields``, one whose ``eventFields``
+names the arguments, a command hook that writes down what it was given, and three hooks that
+fail quoting the environment secret (a command printing it to stderr, two Python hooks raising
+with it). It runs once with content capture off and once with it on.
 
-The rule tested: the environment secret is only ever in the header of the requests to the
-endpoints whose template names it. Content (arguments, results) reaches telemetry only with
-capture on, and then only in the ``gen_ai.*`` content attributes; hook deliveries (webhook
-bodies, outbox rows, a command's stdin and ``HOOK_*`` variables) carry the event they were
-configured to receive, arguments and results included, in their payload fields only.
+The rules tested: the environment secret is only ever in the header of the requests to the
+endpoints whose template names it; a hook's error text that quotes it is recorded with
+``[REDACTED]`` in its place. Content (arguments, results) reaches telemetry only with capture on,
+and then only in the ``gen_ai.*`` content attributes. Content leaves over the network only where
+the user turned it on: notification bodies and their outbox rows carry it only with capture on
+(in their payload fields) or where ``eventFields`` names it; the control webhook (it decides on
+the call) and the command hook (the user's own code, on this machine) get the whole event.
 """
 
 from __future__ import annotations
@@ -53,6 +57,10 @@ CONTENT_ATTRIBUTES = {
 }
 # The payload fields of a LobeHub body that carry a tool's arguments or result.
 BODY_CONTENT_FIELDS = {"args", "toolInput", "content", "result", "toolOutput"}
+NOTIFICATIONS = ("/notify", "/queued", "/plain", "/opt-in")
+# The hooks that fail quoting the environment secret, and where their failure is recorded.
+LEAKY_INTERCEPTORS = ("leaky-command", "leaky-interceptor")
+LEAKY_HOOKS = (*LEAKY_INTERCEPTORS, "leaky-observer")
 COMMAND_CONTENT_VARIABLES = {"HOOK_EVENT_PAYLOAD", "HOOK_TOOL_INPUT", "HOOK_TOOL_RESULT"}
 
 
@@ -139,7 +147,10 @@ def run_agent(workdir: Path, *, capture: bool) -> AgentRun:
             "OTEL_EXPORTER_OTLP_ENDPOINT": sink.endpoint,
             "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
         }
+        # The GenAI switch, which the webhook deliverer reads too (configure() gets it as well).
         env.pop("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", None)
+        if capture:
+            env["OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"] = "true"
         proc = subprocess.run(
             [sys.executable, str(AGENT), json.dumps(settings)],
             capture_output=True, text=True, env=env, timeout=90, cwd=workdir,
@@ -231,7 +242,7 @@ def test_the_run_fired_every_hook_type_and_fed_every_exporter(either: AgentRun) 
     assert b"otelhooks_tool_calls" in either.file("prometheus.txt")
     assert either.summary["records"] > 20
     assert b"vault/lookup" in either.file("events.json")
-    for path in ("/notify", "/queued", "/control", "/plain"):
+    for path in (*NOTIFICATIONS, "/control"):
         assert either.requests_to(path), f"nothing reached {path}"
     assert either.commands()
     assert b"agent event" in either.stdout.encode()  # notices and other log lines were written
@@ -277,6 +288,31 @@ def test_the_command_hook_gets_no_env_secret_from_otelhooks(either: AgentRun) ->
         assert not [k for k, v in given["env"].items() if either.env_secret in v]
 
 
+def test_hook_failures_quoting_the_env_secret_are_recorded_redacted(either: AgentRun) -> None:
+    # The failures are recorded (so their absence elsewhere is no accident), the secret replaced.
+    lines = [json.loads(line) for line in either.file("traces.jsonl").decode().splitlines()]
+    errors = [
+        error
+        for line in lines
+        for rs in line["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+        for attribute in span.get("attributes", [])
+        if attribute["key"] == "otelhooks.hook.errors"
+        for error in [v["stringValue"] for v in attribute["value"]["arrayValue"]["values"]]
+    ]
+    for hook_id in LEAKY_INTERCEPTORS:
+        (error,) = [e for e in errors if e.startswith(f"{hook_id}: ")]
+        assert "[REDACTED]" in error, error
+    logs = either.stdout + either.stderr
+    for hook_id in LEAKY_HOOKS:
+        failures = [line for line in logs.splitlines() if hook_id in line and "failed" in line]
+        assert failures, hook_id
+        assert all("[REDACTED]" in line for line in failures), failures
+    assert "vault token: [REDACTED]" in logs  # the command's stderr excerpt
+    assert either.env_secret not in logs
+
+
 # -- content, capture off --------------------------------------------------------------------------
 
 
@@ -288,16 +324,37 @@ def test_without_capture_no_content_reaches_any_telemetry(
 
 
 @pytest.mark.parametrize("secret", ["arg_secret", "result_secret"])
-def test_webhook_bodies_carry_content_only_in_their_payload_fields(
-    either: AgentRun, secret: str
+def test_without_capture_notification_bodies_carry_no_content(
+    capture_off: AgentRun, secret: str
 ) -> None:
-    needle = getattr(either, secret)
-    carried = False
-    for request in either.webhooks:
-        paths = json_paths(request.json(), needle)
-        carried = carried or bool(paths)
-        assert {p.split("/")[1] for p in paths} <= BODY_CONTENT_FIELDS, (request.path, paths)
-    assert carried
+    needle = getattr(capture_off, secret).encode()
+    for path in ("/notify", "/queued", "/plain"):
+        requests = capture_off.requests_to(path)
+        assert requests
+        assert [r for r in requests if needle in r.body] == [], path
+    vault = [r.json() for r in capture_off.requests_to("/notify") if b"vault" in r.body]
+    assert [(b["apiName"], b["success"], b["result"]["success"]) for b in vault] == [
+        ("lookup", True, True)  # the call is reported, without its content
+    ]
+
+
+def test_the_pending_outbox_row_carries_content_only_with_capture_on(
+    capture_off: AgentRun, capture_on: AgentRun
+) -> None:
+    for run in (capture_off, capture_on):
+        pending = run.file("outbox-pending.bin")
+        assert b"vault" in pending  # the row of the secret tool call is in the copy
+        assert (run.arg_secret.encode() in pending) is run.capture
+        assert (run.result_secret.encode() in pending) is run.capture
+
+
+# -- content, whatever the capture switch ----------------------------------------------------------
+
+
+def test_a_webhook_whose_event_fields_name_the_arguments_receives_them(either: AgentRun) -> None:
+    bodies = [r.json() for r in either.requests_to("/opt-in")]
+    assert [(b["apiName"], b["args"]) for b in bodies] == [("lookup", {"query": either.arg_secret})]
+    assert either.result_secret not in json.dumps(bodies)  # the result was not named
 
 
 def test_a_webhook_limited_by_event_fields_receives_no_content(either: AgentRun) -> None:
@@ -310,10 +367,6 @@ def test_a_control_webhook_sees_the_arguments_but_not_yet_a_result(either: Agent
     bodies = [r.json() for r in either.requests_to("/control")]
     assert [b["args"] for b in bodies] == [{"query": either.arg_secret}]
     assert either.result_secret not in json.dumps(bodies)
-
-
-def test_the_pending_outbox_row_carries_the_event_as_its_body(either: AgentRun) -> None:
-    assert either.arg_secret.encode() in either.file("outbox-pending.bin")
 
 
 @pytest.mark.parametrize("secret", ["arg_secret", "result_secret"])
@@ -332,6 +385,24 @@ def test_the_command_hook_gets_content_only_in_its_payload_channels(
 
 
 # -- content, capture on ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("secret", ["arg_secret", "result_secret"])
+def test_notification_bodies_carry_content_only_with_capture_on_in_their_payload_fields(
+    capture_off: AgentRun, capture_on: AgentRun, secret: str
+) -> None:
+    carriers: dict[bool, set[str]] = {}
+    for run in (capture_off, capture_on):
+        needle = getattr(run, secret)
+        carriers[run.capture] = set()
+        for request in run.webhooks:
+            paths = json_paths(request.json(), needle)
+            if paths and request.path in NOTIFICATIONS:
+                carriers[run.capture].add(request.path)
+            assert {p.split("/")[1] for p in paths} <= BODY_CONTENT_FIELDS, (request.path, paths)
+    opted_in = {"/opt-in"} if secret == "arg_secret" else set()  # its eventFields name args
+    assert carriers[False] == opted_in
+    assert carriers[True] == {"/notify", "/queued"} | opted_in
 
 
 @pytest.mark.parametrize("secret", ["arg_secret", "result_secret"])
