@@ -75,7 +75,7 @@ from otelhooks._instrument import (
     ToolCall,
 )
 from otelhooks._live import Verdict
-from otelhooks._logging import add_trace_context, configure_logging
+from otelhooks._logging import add_trace_context, configure_logging, scrub_secrets
 from otelhooks._matchers import compile_matcher
 from otelhooks._metrics import AgentMetrics, metric_views
 from otelhooks._processor import HookSpanProcessor
@@ -145,5 +145,6 @@ __all__ = [
     "metric_views",
     "read_otlp_json_lines",
     "resolve_event",
+    "scrub_secrets",
     "serve",
 ]

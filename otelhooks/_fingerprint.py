@@ -14,6 +14,8 @@ else :func:`fnv1a_64_python`, the definition; the tests hold the two to the same
 from __future__ import annotations
 
 import json
+import json.encoder
+from collections.abc import Callable
 from typing import Any, Final
 
 __all__ = [
@@ -35,9 +37,22 @@ _MASK: Final = 0xFFFFFFFFFFFFFFFF
 _ENCODER: Final = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
 )
+# Cheaper still: the C encoder ``JSONEncoder.encode`` builds on every call, built once. Without a
+# markers dict it keeps no state at all (a self-referencing value then fails with RecursionError
+# instead of ValueError; tool arguments come from JSON and cannot refer to themselves).
+_make_c_encoder: Callable[..., Callable[[Any, int], list[str]]] | None = getattr(
+    json.encoder, "c_make_encoder", None
+)
+_C_ENCODER: Final = (
+    _make_c_encoder(None, str, json.encoder.encode_basestring, None, ":", ",", True, False, True)
+    if _make_c_encoder is not None
+    else None
+)
 
 
 def canonical_json(value: Any) -> str:
+    if _C_ENCODER is not None:
+        return "".join(_C_ENCODER(value, 0))
     return _ENCODER.encode(value)
 
 

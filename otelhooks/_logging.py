@@ -47,6 +47,9 @@ def scrub_secrets(
     A hook's error text or output can quote an environment secret; this is the last place to
     catch it before a line is written. Put it just before the renderer. With ``exc_info`` the
     traceback is formatted here (when a secret is registered), so its text is scrubbed too.
+
+    Example (your own structlog chain):
+        >>> structlog.configure(processors=[..., otelhooks.scrub_secrets, JSONRenderer()])
     """
     if not len(registry):
         return event_dict

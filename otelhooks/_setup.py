@@ -231,7 +231,8 @@ def configure(
         otlp: export over OTLP; ``None`` means "when the OTel endpoint variables are set".
         span_exporters: more exporters, each behind its own counting batch processor.
         metric_readers: metric readers (e.g. a Prometheus reader); OTLP adds its own.
-        capture_content: record prompts, completions, tool arguments and results.
+        capture_content: record prompts, completions, tool arguments and results in spans, and
+            send them in notification webhook bodies (``None``: the GenAI capture variable).
         max_queue_size, max_export_batch_size: batch export bounds (``OTEL_BSP_*`` otherwise).
         resource_attributes: more resource attributes.
         redactors: applied to every webhook body before it leaves the process (tool results are
@@ -288,7 +289,9 @@ def configure(
         batchers.append(batcher)
     deliverer = WebhookDeliverer(
         metrics=agent_metrics,
-        builder=PayloadBuilder(redactors=redactors, email_resolver=email_resolver),
+        builder=PayloadBuilder(
+            redactors=redactors, email_resolver=email_resolver, capture_content=capture_content
+        ),
         outbox_path=outbox_path,
     )
     set_default_deliverer(deliverer)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import given
@@ -53,3 +54,22 @@ def test_fingerprint_ignores_key_order_and_is_16_hex_digits() -> None:
 
 def test_fingerprint_differs_for_different_arguments() -> None:
     assert args_fingerprint({"a": 1}) != args_fingerprint({"a": 2})
+
+
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+)
+
+
+@given(_json)
+def test_canonical_json_is_the_documented_encoding(value: object) -> None:
+    import json
+
+    expected = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    assert canonical_json(value) == expected
+
+
+def test_canonical_json_turns_other_values_into_their_str() -> None:
+    assert canonical_json({"p": Path("a/b"), "n": float("nan")}) == '{"n":NaN,"p":"a/b"}'

@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import otelhooks
 from otelhooks import HookEvent, ToolResult, WebhookConfig
 from otelhooks import _semconv as sc
 from otelhooks._actions._webhook_delivery import WebhookDeliverer
@@ -254,3 +256,40 @@ def test_without_capture_the_control_webhook_and_a_command_hook_get_the_argument
     assert (given["args"], given["tool_input"]) == ({"query": arg}, {"query": arg})
     assert result in json.dumps(given["tool_response"])
     assert arg.encode() not in server.requests("/n")[0].body  # while the notification has none
+
+
+# -- configure() sets the same switch for spans and bodies ------------------------------------
+
+
+@pytest.mark.parametrize(("argument", "variable"), [(True, ""), (False, "true")])
+def test_configure_capture_content_decides_for_bodies_over_the_variable(
+    server: WebhookServer,
+    arg: str,
+    result: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    argument: bool,
+    variable: str,
+) -> None:
+
+    monkeypatch.setenv(sc.ENV_CAPTURE_CONTENT, variable)
+    spans = InMemorySpanExporter()
+    oh = otelhooks.configure(
+        hooks=[notify(server, "/c")],
+        span_exporters=[spans],
+        capture_content=argument,
+        outbox_path=tmp_path / "outbox.sqlite3",
+        set_global=False,
+        structured_logging=False,
+        otlp=False,
+    )
+    try:
+        with oh.tracer.operation("agent") as op, op.step() as step:
+            step.run_tool("vault", "lookup", {"query": arg}, lambda query: result)
+        body = json.dumps(body_of(server, "/c"))
+    finally:
+        oh.shutdown(timeout_s=5.0)
+    exported = json.dumps([dict(s.attributes or {}) for s in spans.get_finished_spans()])
+    # the argument wins over the variable, for spans and webhook bodies alike
+    assert (arg in body) is argument
+    assert (arg in exported) is argument
