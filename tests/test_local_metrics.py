@@ -244,7 +244,6 @@ def test_attach_refuses_a_reader_that_is_on_no_provider() -> None:
 @pytest.mark.parametrize("sdk_metrics", [False, True])
 def test_configure_exports_the_same_metrics_either_way(sdk_metrics: bool) -> None:
 
-
     reader = InMemoryMetricReader()
     oh = otelhooks.configure(
         service_name="either-way",
