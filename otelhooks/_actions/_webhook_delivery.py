@@ -73,7 +73,8 @@ class WebhookDeliverer:
     Args:
         metrics: where invocations, latency and drops are counted.
         builder: the payload builder (redaction, email enrichment).
-        max_queue_size: bound of the in-memory queue.
+        max_queue_size: bound of the in-memory queue. Each waiting event holds its payload
+            (~3.5 KB), so the default of 4,096 keeps a dead endpoint's backlog near 14 MB.
         concurrency: requests in flight at most.
         retry_deadline_s: how long a failing delivery is retried (fetch mode).
         outbox_path: SQLite file of the durable queue for ``delivery: queue`` hooks.
@@ -84,7 +85,7 @@ class WebhookDeliverer:
         *,
         metrics: AgentMetrics | None = None,
         builder: PayloadBuilder | None = None,
-        max_queue_size: int = 65_536,
+        max_queue_size: int = 4_096,
         concurrency: int = 8,
         retry_deadline_s: float = 60.0,
         outbox_path: str | os.PathLike[str] | None = None,
@@ -94,6 +95,10 @@ class WebhookDeliverer:
         self.retry_deadline_s = retry_deadline_s
         self._slots = threading.BoundedSemaphore(concurrency)
         self._in_flight = 0
+        # Items taken off the queue and not yet settled (waiting for a slot or in flight):
+        # shutdown counts them as dropped, so nothing is given up on uncounted.
+        self._held = 0
+        self._closed = False
         self._idle = threading.Condition()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: httpx.AsyncClient | None = None
@@ -166,11 +171,25 @@ class WebhookDeliverer:
 
     def _handle_batch(self, batch: list[_Item]) -> None:
         loop = self._ensure_loop()
-        for send in self._group(batch):
+        with self._idle:
+            self._held += len(batch)
+        sends = self._group(batch)
+        self._release(len(batch) - sum(len(send.items) for send in sends))  # settled in _group
+        for send in sends:
             self._slots.acquire()  # bounded concurrency: back-pressure onto the bounded queue
             with self._idle:
+                if self._closed:
+                    return  # shutdown counted what is still held
                 self._in_flight += 1
             asyncio.run_coroutine_threadsafe(self._deliver(send), loop)
+
+    def _release(self, count: int) -> bool:
+        """Settle ``count`` held items; False when shutdown already counted them as dropped."""
+        with self._idle:
+            if self._closed:
+                return False
+            self._held -= count
+            return True
 
     def _group(self, batch: list[_Item]) -> list[_Send]:
         """One send per item, or per ``batchSize`` items of one hook when it batches."""
@@ -203,12 +222,15 @@ class WebhookDeliverer:
         try:
             delivery = await self._attempts(send)
             duration = time.perf_counter() - started
-            for item in send.items:
-                self._settle(item, delivery, duration)
+            if self._release(len(send.items)):
+                for item in send.items:
+                    self._settle(item, delivery, duration)
         except Exception as exc:  # never let one delivery kill the loop
             _log.warning(
                 "webhook delivery crashed", hook_id=send.items[0].hook_id, error=scrub(str(exc))
             )
+            if self._release(len(send.items)):
+                self._count_dropped(len(send.items), "error")
         finally:
             # Released only after the outcome is recorded, so flush() sees the metrics.
             self._slots.release()
@@ -253,7 +275,12 @@ class WebhookDeliverer:
             reason=reason,
         )
         self._record(item, "error", duration_s)
-        self.metrics.dropped.add(1, {sc.ATTR_DROP_SOURCE: "webhook", sc.ATTR_DROP_REASON: reason})
+        self._count_dropped(1, reason)
+
+    def _count_dropped(self, count: int, reason: str) -> None:
+        self.metrics.dropped.add(
+            count, {sc.ATTR_DROP_SOURCE: "webhook", sc.ATTR_DROP_REASON: reason}
+        )
 
     def _record(self, item: _Item, outcome: str, duration_s: float) -> None:
         attrs = {
@@ -302,6 +329,12 @@ class WebhookDeliverer:
     def shutdown(self, timeout_s: float = 10.0) -> None:
         self.flush(timeout_s)
         self._worker.shutdown(0.1)
+        with self._idle:
+            self._closed = True
+            held, self._held = self._held, 0
+        if held:
+            # Waiting for a slot or still retrying: given up on now, so counted now.
+            self._count_dropped(held, "shutdown")
         loop = self._loop
         if loop is not None and not loop.is_closed():
             if self._client is not None:

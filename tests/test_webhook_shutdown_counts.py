@@ -1,0 +1,47 @@
+"""A deliverer shut down while its endpoint is down counts every event it gives up on: those
+still queued, and those already taken off the queue (waiting for a slot, or being retried)."""
+
+from __future__ import annotations
+
+import socket
+import time
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+from otelhooks._actions._webhook_config import WebhookConfig
+from otelhooks._actions._webhook_delivery import WebhookDeliverer
+from otelhooks._events import HookEvent
+from otelhooks._metrics import AgentMetrics
+
+
+def _dropped(reader: InMemoryMetricReader) -> dict[str, int]:
+    out: dict[str, int] = {}
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics if data else ():
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                if metric.name == "otelhooks.dropped":
+                    for point in metric.data.data_points:
+                        reason = str((point.attributes or {})["otelhooks.drop.reason"])
+                        out[reason] = out.get(reason, 0) + int(point.value)
+    return out
+
+
+def test_events_held_at_shutdown_are_counted_as_dropped() -> None:
+    reader = InMemoryMetricReader()
+    deliverer = WebhookDeliverer(
+        metrics=AgentMetrics(MeterProvider(metric_readers=[reader])), max_queue_size=1000
+    )
+    with socket.socket() as dead:  # bound, never listening: every connection is refused
+        dead.bind(("127.0.0.1", 0))
+        config = WebhookConfig(url=f"http://127.0.0.1:{dead.getsockname()[1]}/x")
+        for i in range(200):
+            event = HookEvent(event="after_tool_call", eventId=f"e{i}")
+            assert deliverer.enqueue("dead", "afterToolCall", config, event)
+        deadline = time.monotonic() + 5
+        while deliverer._worker.queued and time.monotonic() < deadline:
+            time.sleep(0.01)  # the worker takes them all (one batch), 8 go in flight
+        deliverer.shutdown(timeout_s=0.2)
+    assert sum(_dropped(reader).values()) == 200
+    assert _dropped(reader)["shutdown"] == 200
