@@ -10,8 +10,9 @@ known from its first use). Values shorter than :data:`MIN_SECRET_LENGTH` charact
 replacing ``1`` or ``on`` everywhere would mangle every line and protect nothing.
 
 Where it is applied: hook error messages (:class:`~otelhooks.HookError`), the ``otelhooks.hook.*``
-attributes and block reasons that carry hook text, captured command output excerpts, and every
-structlog line through :func:`otelhooks._logging.scrub_secrets`. Never on the agent's hot path:
+attributes and block reasons that carry hook text, captured command output excerpts, errors the
+agent's tools and operations raise (:func:`error_text`: span status, exception events, error
+fields of results and payloads), and every structlog line through :func:`otelhooks._logging.scrub_secrets`. Never on the agent's hot path:
 only where hook or error text is written, and :func:`scrub` is a single attribute read when no
 secret is registered.
 
@@ -30,6 +31,7 @@ __all__ = [
     "MIN_SECRET_LENGTH",
     "REDACTED",
     "SecretRegistry",
+    "error_text",
     "register_env_secrets",
     "register_secret",
     "registry",
@@ -106,3 +108,9 @@ def register_env_secrets(names: Iterable[str]) -> None:
 def scrub(text: str) -> str:
     """``text`` with every secret of the process's registry replaced by ``[REDACTED]``."""
     return registry.scrub(text)
+
+
+def error_text(exc: BaseException) -> str:
+    """``str(exc)`` with known secrets scrubbed: what telemetry and hook payloads record of an
+    error (a tool's exception can quote a token it was given)."""
+    return scrub(str(exc))

@@ -296,3 +296,30 @@ def test_a_block_reason_quoting_the_secret_is_redacted(pipe: Pipeline, token: st
     assert (tool.attributes or {})[sc.HOOK_DECISION_REASON] == f"no: {REDACTED}"
     assert [t for t in span_texts(pipe.spans()) if token in t] == []
     assert token not in json.dumps(logs, default=str)
+
+
+def test_a_tool_error_quoting_the_secret_is_recorded_redacted(pipe: Pipeline, token: str) -> None:
+    seen: list[HookEvent] = []
+    pipe.register(
+        webhook_with_token(),
+        {"id": "errors", "type": "on_tool_call_error", "handler": seen.append},
+        {"id": "failed", "type": "on_error", "handler": seen.append},
+    )
+
+    def lookup(q: str) -> str:
+        raise PermissionError(f"vault refused token {token}")
+
+    with capture_logs() as logs, pipe.tracer.operation("agent") as op, op.step() as step:
+        result = step.run_tool("vault", "lookup", {"q": "x"}, lookup)
+    pipe.flush()
+    assert result.success is False
+    assert result.error == f"vault refused token {REDACTED}"
+    tool = pipe.span("execute_tool lookup")
+    assert tool.status.description == f"vault refused token {REDACTED}"
+    (exception,) = [e for e in tool.events if e.name == "exception"]
+    attrs = exception.attributes or {}
+    assert attrs["exception.message"] == f"vault refused token {REDACTED}"
+    assert REDACTED in str(attrs["exception.stacktrace"])
+    assert [t for t in span_texts(pipe.spans()) if token in t] == []
+    assert token not in json.dumps([e.model_dump() for e in seen], default=str)
+    assert token not in json.dumps(logs, default=str)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 import time
+import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from types import TracebackType
@@ -26,6 +27,7 @@ from otelhooks._events import HookEvent
 from otelhooks._live import LIVE_EVENT_KEY, LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._processor import HookSpanProcessor
+from otelhooks._redact import scrub
 from otelhooks._span_mapping import apply_verdict
 
 if TYPE_CHECKING:
@@ -187,8 +189,21 @@ class SpanScope(ABC):
     def fail(self, exc: BaseException) -> None:
         """Record ``exc`` as this scope's error without raising it."""
         self._error = exc
-        self.span.set_status(Status(StatusCode.ERROR, str(exc)))
-        self.span.record_exception(exc)
+        message = str(exc)
+        scrubbed = scrub(message)
+        self.span.set_status(Status(StatusCode.ERROR, scrubbed))
+        if scrubbed == message:
+            self.span.record_exception(exc)
+        else:
+            # A tool's error can quote a known secret (a token it was given): keep it off the span.
+            trace_text = "".join(traceback.format_exception(exc))
+            self.span.record_exception(
+                exc,
+                attributes={
+                    "exception.message": scrubbed,
+                    "exception.stacktrace": scrub(trace_text),
+                },
+            )
         self.span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
 
     def _finish(self) -> None:

@@ -27,6 +27,7 @@ from otelhooks._hooks import Hook
 from otelhooks._instrument._base import AgentTracer, SpanScope
 from otelhooks._instrument._step import Step
 from otelhooks._live import LiveEvent, Verdict
+from otelhooks._redact import error_text
 
 __all__ = ["CompleteReason", "Operation"]
 
@@ -191,7 +192,7 @@ class Operation(SpanScope):
         common = self.common()
         if exc is not None:
             error_type = type(exc).__qualname__
-            message = str(exc)
+            message = error_text(exc)
             self.live.follow(
                 "on_error",
                 lambda: ErrorEvent(
@@ -210,7 +211,7 @@ class Operation(SpanScope):
                 runId=self.operation_id,
                 reason=reason,
                 success=reason == "done",
-                error=str(exc) if exc is not None else self.block_reason,
+                error=error_text(exc) if exc is not None else self.block_reason,
                 duration=duration,
                 tokenUsage=usage,
             ),
@@ -291,7 +292,7 @@ class Operation(SpanScope):
                     ),
                 )
         except Exception as exc:
-            span.set_status(Status(StatusCode.ERROR, str(exc)))
+            span.set_status(Status(StatusCode.ERROR, error_text(exc)))
             span.record_exception(exc)
             span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
             raise

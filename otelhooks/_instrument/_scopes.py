@@ -23,6 +23,7 @@ from otelhooks._events import (
 )
 from otelhooks._instrument._base import SpanScope
 from otelhooks._live import LiveEvent
+from otelhooks._redact import error_text
 
 if TYPE_CHECKING:
     from otelhooks._instrument._operation import Operation
@@ -177,7 +178,7 @@ class Compaction(SpanScope):
             exc = RuntimeError("compaction ended without done()")
             self.fail(exc)
         if exc is not None:
-            error = str(exc)
+            error = error_text(exc)
             self.live.follow(
                 "on_compact_error",
                 lambda: CompactErrorEvent(
@@ -271,7 +272,7 @@ class AgentCall(SpanScope):
             exc = child.error
             self.fail(exc)
         if exc is not None:
-            error = str(exc)
+            error = error_text(exc)
             self.live.follow(
                 "on_call_agent_error",
                 lambda: CallAgentErrorEvent(**common, agentId=self.agent_id, error=error),

@@ -18,6 +18,7 @@ from otelhooks._events import (
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._instrument._base import SpanScope
 from otelhooks._live import LiveEvent, Verdict
+from otelhooks._redact import error_text
 
 if TYPE_CHECKING:
     from otelhooks._instrument._step import Step
@@ -265,7 +266,7 @@ class ToolCall(SpanScope):
         """Record that the tool raised ``exc``; the agent sees a failed result."""
         super().fail(exc)
         self._result = ToolResult(
-            content=f"{type(exc).__name__}: {exc}", success=False, error=str(exc)
+            content=f"{type(exc).__name__}: {exc}", success=False, error=error_text(exc)
         )
 
     def _close(self, exc: BaseException | None) -> None:
@@ -273,7 +274,7 @@ class ToolCall(SpanScope):
         result = self.result
         if exc is not None:
             outcome = "error"
-            message, error_type = str(exc), type(exc).__qualname__
+            message, error_type = error_text(exc), type(exc).__qualname__
             self._follow(
                 "on_tool_call_error",
                 lambda: ToolCallErrorEvent(**self._context(), error=message, errorType=error_type),
