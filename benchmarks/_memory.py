@@ -10,9 +10,9 @@ A sink is a function returning :class:`Sink` (the hooks to register and a ``clos
 
 * ``slow-observer``: an observer on every observer event of the loop that takes 10 ms per call.
   The observer queue is bounded, so it fills and then drops (and counts).
-
-The webhook round plugs in here with a ``webhook-down`` sink: a notification webhook to a
-127.0.0.1 port nothing listens on, registered the same way.
+* ``webhook-down``: a notification webhook on the same events to a 127.0.0.1 port nothing listens
+  on (bound, never listening: every connection is refused). Deliveries are retried to their
+  deadline, so the webhook queue fills and then drops (and counts).
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import gc
 import json
 import logging
 import os
+import socket
 import sys
 import time
 from collections.abc import Callable
@@ -38,13 +39,26 @@ OBSERVED_PER_STEP = 7  # before_step, llm_input, llm_output, 3 x after_tool_call
 OBSERVED_EVENTS = ("before_step", "after_step", "llm_input", "llm_output", "after_tool_call")
 
 
+def _observer_queue(oh: Any) -> Any:
+    return oh.hooks.dispatcher._observers
+
+
+def _stop_observers(oh: Any, timeout_s: float) -> None:
+    oh.hooks.dispatcher.shutdown(timeout_s=timeout_s)
+
+
 @dataclass
 class Sink:
-    """What a memory case registers, and how to stop it."""
+    """What a memory case registers, and how to stop it. ``queue`` finds the bounded queue the
+    sink fills in the configured pipeline (its own counter cross-checks the metric); ``stop``
+    shuts that queue down within a deadline, so what is left is counted before the pipeline
+    goes."""
 
     description: str
     hooks: list[dict[str, Any]]
     close: Callable[[], None] = field(default=lambda: None)
+    queue: Callable[[Any], Any] = _observer_queue
+    stop: Callable[[Any, float], None] = _stop_observers
 
 
 def slow_observer(delay_s: float = 0.010) -> Sink:
@@ -55,7 +69,25 @@ def slow_observer(delay_s: float = 0.010) -> Sink:
     return Sink(f"observers taking {delay_s * 1000:g} ms per event on {OBSERVED_EVENTS}", hooks)
 
 
-SINKS: dict[str, Callable[[], Sink]] = {"slow-observer": slow_observer}
+def webhook_down() -> Sink:
+    # Bound but never listening: connections are refused, and no other program takes the port.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/hooks"
+    hooks = [{"id": f"down-{e}", "type": e, "webhook": {"url": url}} for e in OBSERVED_EVENTS]
+    return Sink(
+        f"notification webhooks to {url} (refused) on {OBSERVED_EVENTS}",
+        hooks,
+        close=sock.close,
+        queue=lambda oh: oh.webhooks._worker,
+        stop=lambda oh, timeout_s: oh.webhooks.shutdown(timeout_s),
+    )
+
+
+SINKS: dict[str, Callable[[], Sink]] = {
+    "slow-observer": slow_observer,
+    "webhook-down": webhook_down,
+}
 
 
 def rss_bytes() -> tuple[int, int]:
@@ -132,9 +164,9 @@ def run(events: int, sink_name: str, shutdown_s: float) -> dict[str, Any]:
     gc.collect()
     after, peak = rss_bytes()
     drops = dropped(reader)
-    worker = oh.hooks.dispatcher._observers  # cross-check of the metric, and what is still queued
+    worker = sink.queue(oh)  # cross-check of the metric, and what is still queued
     queued, counted = worker.queued, worker.dropped
-    oh.hooks.dispatcher.shutdown(timeout_s=shutdown_s)
+    sink.stop(oh, shutdown_s)
     drops_after_shutdown = dropped(reader)
     oh.shutdown(timeout_s=shutdown_s)
     sink.close()
@@ -143,15 +175,15 @@ def run(events: int, sink_name: str, shutdown_s: float) -> dict[str, Any]:
         "sink_description": sink.description,
         "lifecycle_events": steps * EVENTS_PER_STEP,
         "steps": steps,
-        "observer_submissions": steps * OBSERVED_PER_STEP,
+        "submissions": steps * OBSERVED_PER_STEP,
         "seconds": round(elapsed, 2),
         "rss_before_mb": round(before / 2**20, 1),
         "rss_after_mb": round(after / 2**20, 1),
         "rss_peak_mb": round(peak / 2**20, 1),
         "rss_growth_mb": round((after - before) / 2**20, 1),
         "dropped_during_run": drops,
-        "observer_queue_dropped_counter": counted,
-        "observer_queue_left": queued,
+        "queue_dropped_counter": counted,
+        "queue_left": queued,
         "dropped_after_shutdown": drops_after_shutdown,
     }
 

@@ -10,8 +10,12 @@ Runs, in this order, and prints one table per part:
 2. Instructions (``valgrind --tool=callgrind``, stable from run to run here): per case
    ``(I(N) - I(0)) / N`` from two runs of ``_callgrind.py``, so start-up, set-up and warm-up
    cancel out. The ratio targets are judged on these.
-3. Memory: ``_memory.py`` in a fresh process, resident memory over many lifecycle events with slow
-   observers, drops read from the ``otelhooks.dropped`` metric.
+3. Webhooks (``_webhooks.py``): delivery throughput to a local HTTP server on 127.0.0.1, the
+   agent loop with a slow or dead endpoint against the same loop without webhooks, and the
+   control-hook round trip.
+4. Memory: ``_memory.py`` in a fresh process, resident memory over many lifecycle events with slow
+   observers, and with the webhook endpoint down; drops read from the ``otelhooks.dropped``
+   metric.
 
 Peers run when ``benchmarks/.venv-peers`` exists (``python benchmarks/run.py --setup-peers``
 creates it): the script then re-runs itself with that venv's interpreter, which sees the system
@@ -38,6 +42,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _cases import CASES, Bench, Case  # noqa: E402
+from _webhooks import print_webhooks, run_all  # noqa: E402
 
 PEER_VENV = HERE / ".venv-peers"
 PEER_PYTHON = PEER_VENV / "bin" / "python"
@@ -220,15 +225,15 @@ def print_memory(mem: dict[str, Any]) -> None:
     print(f"\nMemory ({mem['sink']}: {mem['sink_description']})")
     for key in (
         "lifecycle_events",
-        "observer_submissions",
+        "submissions",
         "seconds",
         "rss_before_mb",
         "rss_after_mb",
         "rss_peak_mb",
         "rss_growth_mb",
         "dropped_during_run",
-        "observer_queue_dropped_counter",
-        "observer_queue_left",
+        "queue_dropped_counter",
+        "queue_left",
         "dropped_after_shutdown",
     ):
         print(f"  {key:22} {mem[key]}")
@@ -263,6 +268,7 @@ def main() -> None:
     parser.add_argument("--no-peers", action="store_true", help="skip the peer libraries")
     parser.add_argument("--no-callgrind", action="store_true")
     parser.add_argument("--no-memory", action="store_true")
+    parser.add_argument("--no-webhooks", action="store_true", help="skip the webhook cases")
     parser.add_argument("--cases", help="comma-separated case keys (default: all)")
     parser.add_argument("--setup-peers", action="store_true", help=f"create {PEER_VENV.name}")
     args = parser.parse_args()
@@ -321,11 +327,20 @@ def main() -> None:
         report["callgrind"] = {"n": sizes, "instructions_per_unit": instr}
         print_callgrind(instr, labels, n)
 
+    if not args.no_webhooks:
+        print("\nwebhooks ...", file=sys.stderr)
+        report["webhooks"] = run_all(quick=args.quick)
+        print_webhooks(report["webhooks"])
+
     if not args.no_memory:
         print("\nmemory ...", file=sys.stderr)
         mem = memory(events, "slow-observer")
         report["memory"] = mem
         print_memory(mem)
+        if not args.no_webhooks:
+            mem = memory(events, "webhook-down")
+            report["memory_webhook_down"] = mem
+            print_memory(mem)
 
     if missing:
         print("\npeers not measured: " + "; ".join(f"{k} ({v})" for k, v in missing.items()))
