@@ -12,9 +12,9 @@ replacing ``1`` or ``on`` everywhere would mangle every line and protect nothing
 Where it is applied: hook error messages (:class:`~otelhooks.HookError`), the ``otelhooks.hook.*``
 attributes and block reasons that carry hook text, captured command output excerpts, errors the
 agent's tools and operations raise (:func:`error_text`: span status, exception events, error
-fields of results and payloads), and every structlog line through :func:`otelhooks._logging.scrub_secrets`. Never on the agent's hot path:
-only where hook or error text is written, and :func:`scrub` is a single attribute read when no
-secret is registered.
+fields of results and payloads), and every structlog line through
+:func:`otelhooks._logging.scrub_secrets`. Never on the agent's hot path: only where hook or error
+text is written, and :func:`scrub` is a single attribute read when no secret is registered.
 
 Only the value as written is recognised; an encoded form (base64, URL- or JSON-escaped) is not.
 """
