@@ -269,7 +269,7 @@ class ThroughputMode:
     sent: int = 0
 
 
-def _deliver_all(mode: ThroughputMode, payloads: list[Any], server: Server) -> float:
+def _deliver_all(mode: ThroughputMode, payloads: list[Any]) -> float:
     """Enqueue every payload and wait for the deliveries; seconds from first enqueue to done."""
     gc.collect()
     enqueue, worker = mode.deliverer.enqueue, mode.deliverer._worker
@@ -315,7 +315,7 @@ def throughput(server: Server, *, rounds: int, quick: bool) -> dict[str, Any]:
         for key in order:
             mode = by_key[key]
             before = server.stats().get(mode.path, (0, 0))
-            seconds = _deliver_all(mode, payloads[: mode.events], server)
+            seconds = _deliver_all(mode, payloads[: mode.events])
             after = server.stats()[mode.path]
             if after[1] - before[1] != mode.events:
                 raise RuntimeError(f"{key}: server got {after[1] - before[1]} of {mode.events}")
