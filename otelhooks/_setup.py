@@ -294,6 +294,9 @@ def configure(
         ),
         outbox_path=outbox_path,
     )
+    # This pipeline's hooks deliver through its own deliverer; it also becomes the process's
+    # default, for actions run outside a pipeline (WebhookSpanExporter, `otelhooks hooks test`).
+    hook_processor.dispatcher.deliverer = deliverer
     set_default_deliverer(deliverer)
     hook_processor.registry.register(hooks)
     if set_global:

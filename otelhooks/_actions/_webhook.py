@@ -9,7 +9,7 @@ from pydantic import ValidationError
 from otelhooks._actions import register_action_kind
 from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_control import ControlWebhookAction
-from otelhooks._actions._webhook_delivery import default_deliverer
+from otelhooks._actions._webhook_delivery import WebhookDeliverer, default_deliverer
 from otelhooks._errors import ConfigError
 from otelhooks._events import HookEvent
 from otelhooks._redact import register_env_secrets
@@ -33,8 +33,9 @@ class NotifyWebhookAction:
         self.hook_type = hook_type
         self.config = config
 
-    def enqueue(self, payload: HookEvent) -> bool:
-        return default_deliverer().enqueue(self.hook_id, self.hook_type, self.config, payload)
+    def enqueue(self, payload: HookEvent, deliverer: WebhookDeliverer | None = None) -> bool:
+        deliverer = deliverer or default_deliverer()
+        return deliverer.enqueue(self.hook_id, self.hook_type, self.config, payload)
 
     def __call__(self, payload: HookEvent) -> None:
         self.enqueue(payload)

@@ -140,7 +140,7 @@ def _run_with_deadline(hook: Hook, payload: HookEvent) -> Any:
 
 def _fire(hook: Hook, payload: HookEvent) -> tuple[Any, list[str]]:
     """Run one hook. Returns (result or the exception, detail lines)."""
-    from otelhooks._actions import Enqueueing
+    from otelhooks._actions import enqueues
     from otelhooks._actions._command import CommandAction
 
     action = hook.action
@@ -176,7 +176,7 @@ def _fire(hook: Hook, payload: HookEvent) -> tuple[Any, list[str]]:
             )
             return error, detail
         return decision.result, detail
-    if isinstance(action, Enqueueing):
+    if enqueues(action):
         queued = action.enqueue(payload)
         return _Queued(queued), ["queued for delivery" if queued else "dropped: queue full"]
     try:

@@ -16,12 +16,12 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
 from otelhooks import _semconv as sc
-from otelhooks._actions import Enqueueing
+from otelhooks._actions import enqueues
 from otelhooks._dispatch._chain import InterceptChain
 from otelhooks._dispatch._registry import HookRegistry
 from otelhooks._errors import CriticalHookDeliveryError, HookError, HookTimeoutError
@@ -31,6 +31,9 @@ from otelhooks._live import LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
 from otelhooks._worker import BoundedWorker
+
+if TYPE_CHECKING:
+    from otelhooks._actions._webhook_delivery import WebhookDeliverer
 
 __all__ = ["MAX_ABANDONED", "Dispatcher", "HookPoolExhaustedError"]
 
@@ -88,6 +91,9 @@ class Dispatcher:
     ) -> None:
         self.registry = registry if registry is not None else HookRegistry()
         self.metrics = metrics or AgentMetrics()
+        # Where this pipeline's notification webhooks deliver (configure() sets its own, so two
+        # pipelines in one process keep their queues and metrics apart); None: the default.
+        self.deliverer: WebhookDeliverer | None = None
         self._pool_size = pool_size
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
@@ -206,18 +212,18 @@ class Dispatcher:
         """Hand hooks that deliver by themselves (notification webhooks) their event; return
         the others, and the critical failure to raise once they have run. Observation never
         gates execution, also on intercept events."""
-        if not any(isinstance(h.action, Enqueueing) for h in hooks):
+        if not any(enqueues(h.action) for h in hooks):
             return hooks, None
         rest: list[Hook] = []
         failures: list[HookError] = []
         payload = live.payload()
         for hook in hooks:
             action = hook.action
-            if not isinstance(action, Enqueueing):
+            if not enqueues(action):
                 rest.append(hook)
                 continue
             try:
-                if not action.enqueue(payload):
+                if not action.enqueue(payload, self.deliverer):
                     self._record(hook, "dropped", 0.0)
             except Exception as exc:
                 self._record(hook, "error", 0.0)

@@ -16,7 +16,7 @@ from typing import Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from otelhooks._actions import Enqueueing
+from otelhooks._actions import enqueues
 from otelhooks._dispatch import HookRegistry
 from otelhooks._hooks import Hook
 from otelhooks._span_mapping import events_from_foreign_span
@@ -43,7 +43,7 @@ class WebhookSpanExporter(SpanExporter):
         self.registry = HookRegistry()
         registered = self.registry.register(hooks)
         for hook in registered:
-            if not isinstance(hook.action, Enqueueing):
+            if not enqueues(hook.action):
                 from otelhooks._errors import ConfigError
 
                 raise ConfigError(
@@ -64,7 +64,7 @@ class WebhookSpanExporter(SpanExporter):
                 payload = live.payload()
                 for hook in hooks:
                     action = hook.action
-                    if isinstance(action, Enqueueing):
+                    if enqueues(action):
                         action.enqueue(payload)
         return SpanExportResult.SUCCESS
 
