@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from functools import cached_property
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError
@@ -110,16 +111,21 @@ class Hook(BaseModel):
     def __repr__(self) -> str:
         return f"Hook(id={self.id!r}, type={self.type!r}, ...)"
 
-    @property
+    # The read-only views below are cached_property: a pydantic private attribute costs ~1.8 µs
+    # per read (attribute lookup fails, then __getattr__), and the dispatcher reads them for every
+    # hook of every event. The model is frozen and they are set once in model_post_init, so a
+    # cached copy in the instance __dict__ (which pydantic leaves out of fields) never goes stale.
+
+    @cached_property
     def event(self) -> str:
         """The canonical event name."""
         return self._spec.name
 
-    @property
+    @cached_property
     def spec(self) -> EventSpec:
         return self._spec
 
-    @property
+    @cached_property
     def compiled_matcher(self) -> Matcher:
         return self._matcher
 
@@ -133,28 +139,28 @@ class Hook(BaseModel):
             webhook = webhook.persisted()
         return {"id": self.id, "type": self.type, "webhook": webhook, "matcher": self.matcher}
 
-    @property
+    @cached_property
     def action(self) -> Action:
         """What the hook does (see :mod:`otelhooks._actions`)."""
         return self._action
 
-    @property
+    @cached_property
     def deadline_s(self) -> float:
         """How long a call of this hook may take (a webhook's own timeout wins)."""
         own: float | None = getattr(self._action, "deadline_s", None)
         return own if own is not None else self.timeout
 
-    @property
+    @cached_property
     def error_policy(self) -> str:
         """``continue`` or ``block`` when the hook fails (a webhook's ``onError`` wins)."""
         own: str | None = getattr(self._action, "on_error", None)
         return own if own is not None else self.on_error
 
-    @property
+    @cached_property
     def is_async(self) -> bool:
         return self._action.is_async
 
-    @property
+    @cached_property
     def intercepts(self) -> bool:
         """Runs inline, before the action, and may change or block it."""
         return self._spec.intercept

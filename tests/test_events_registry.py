@@ -540,3 +540,17 @@ def test_otelhooks_attributes_live_under_one_namespace() -> None:
     }
     assert ours
     assert {k: v for k, v in ours.items() if not v.startswith("otelhooks.")} == {}
+
+
+def test_event_ids_are_random_uuid4_hex_and_unique() -> None:
+    import uuid
+
+    from otelhooks import HookEvent
+
+    ids = [HookEvent(event="gateway_start").eventId for _ in range(2000)]
+    assert len(set(ids)) == len(ids)
+    for event_id in ids:
+        parsed = uuid.UUID(hex=event_id)
+        assert parsed.hex == event_id  # 32 lowercase hex digits, as uuid4().hex
+        assert parsed.version == 4
+        assert parsed.variant == uuid.RFC_4122
