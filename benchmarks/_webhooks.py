@@ -364,7 +364,7 @@ def notify_hooks(url: str) -> list[dict[str, Any]]:
 def _loop_bench_class() -> type:
     from _cases import OtelhooksStep
 
-    from otelhooks._actions._webhook_delivery import WebhookDeliverer, set_default_deliverer
+    from otelhooks._actions._webhook_delivery import WebhookDeliverer
 
     class LoopBench(OtelhooksStep):  # type: ignore[misc]
         """The agent step of ``_cases.py``; each step timed on its own, so the tail shows too.
@@ -390,7 +390,6 @@ def _loop_bench_class() -> type:
             return self.retired_drops + self.deliverer._worker.dropped
 
         def _fill_queue(self) -> None:
-            set_default_deliverer(self.deliverer)
             worker = self.deliverer._worker
             super().round_start()
             while worker.dropped == 0:
@@ -410,9 +409,9 @@ def _loop_bench_class() -> type:
         def round_start(self) -> None:
             if self.queue == "filling":
                 self._renew_if_half_full()
-            # Notification actions look the deliverer up per event: configure() made the last
-            # pipeline's the process default, so each case installs its own for its round.
-            set_default_deliverer(self.deliverer)
+            # The pipeline's hooks deliver through its dispatcher's deliverer: point it at the
+            # renewed one.
+            self.oh.hooks.dispatcher.deliverer = self.deliverer
             super().round_start()
 
         def round_end(self) -> None:

@@ -224,9 +224,9 @@ class Dispatcher:
                 continue
             try:
                 if not action.enqueue(payload, self.deliverer):
-                    self._record(hook, "dropped", 0.0)
+                    self._record(hook, "dropped", None)
             except Exception as exc:
-                self._record(hook, "error", 0.0)
+                self._record(hook, "error", None)
                 _log.warning("hook delivery failed", hook_id=hook.id, error=scrub(str(exc)))
                 failures.append(HookError(str(exc), hook_id=hook.id, event=live.name))
         return rest, CriticalHookDeliveryError(failures, event=live.name) if failures else None
@@ -359,7 +359,9 @@ class Dispatcher:
             return await _within(result, hook.deadline_s)
         return result
 
-    def _record(self, hook: Hook, outcome: str, duration_s: float) -> None:
+    def _record(self, hook: Hook, outcome: str, duration_s: float | None) -> None:
+        """Count one invocation; its run time too, unless it never ran (``None``: dropped or
+        refused at the queue, which would otherwise pile zeros into the duration histogram)."""
         attrs = {
             sc.ATTR_HOOK_ID: hook.id,
             sc.ATTR_HOOK_EVENT: hook.event,
@@ -367,4 +369,5 @@ class Dispatcher:
             sc.ATTR_OUTCOME: outcome,
         }
         self.metrics.hook_invocations.add(1, attrs)
-        self.metrics.hook_duration.record(duration_s, attrs)
+        if duration_s is not None:
+            self.metrics.hook_duration.record(duration_s, attrs)

@@ -147,13 +147,17 @@ class AgentMetrics:
 
 
 class _DropRecorder:
-    __slots__ = ("_metrics", "_source")
+    __slots__ = ("_attrs", "_metrics", "_source")
 
     def __init__(self, m: AgentMetrics, source: str) -> None:
         self._metrics = m
         self._source = source
+        # One attribute dict per reason, built once: a full queue drops on every event.
+        self._attrs: dict[str, dict[str, str]] = {}
 
     def __call__(self, count: int, reason: str) -> None:
-        self._metrics.dropped.add(
-            count, {sc.ATTR_DROP_SOURCE: self._source, sc.ATTR_DROP_REASON: reason}
-        )
+        attrs = self._attrs.get(reason)
+        if attrs is None:
+            attrs = {sc.ATTR_DROP_SOURCE: self._source, sc.ATTR_DROP_REASON: reason}
+            self._attrs[reason] = attrs
+        self._metrics.dropped.add(count, attrs)
