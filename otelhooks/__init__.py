@@ -77,7 +77,7 @@ from otelhooks._instrument import (
 from otelhooks._live import Verdict
 from otelhooks._logging import add_trace_context, configure_logging, scrub_secrets
 from otelhooks._matchers import compile_matcher
-from otelhooks._metrics import AgentMetrics, metric_views
+from otelhooks._metrics import AgentMetrics, LocalMetricProducer, metric_views
 from otelhooks._processor import HookSpanProcessor
 from otelhooks._setup import OtelHooks, configure
 
@@ -117,6 +117,7 @@ __all__ = [
     "InvalidMatcherError",
     "LlmCall",
     "LoadedConfig",
+    "LocalMetricProducer",
     "Notice",
     "Operation",
     "OtelHooks",
