@@ -115,6 +115,11 @@ class ToolCall(SpanScope):
             "callIndex": self.call_index,
             "stepIndex": self.step.index,
             "agentId": op.agent_id,
+            # the kernel's names for the same facts, given here so the payload model's mirroring
+            # validator has nothing to assign (a pydantic __setattr__ each)
+            "toolName": self.api_name,
+            "toolInput": self.args,
+            "runId": op.operation_id,
         }
 
     def _before_event(self) -> ToolCallEvent:
