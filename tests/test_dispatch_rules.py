@@ -445,6 +445,95 @@ def test_message_sent_fires_after_delivery(pipe: Pipeline, recorder: Recorder) -
     assert recorder.fields("content") == [("hi",)]
 
 
+def test_asend_message_awaits_an_async_rewrite_and_an_async_deliver(
+    pipe: Pipeline, recorder: Recorder
+) -> None:
+    delivered: list[str] = []
+
+    async def upper(data: MessageSendingEvent) -> dict[str, Any]:
+        await asyncio.sleep(0)
+        return {**data.model_dump(), "content": data.content.upper()}
+
+    async def deliver(content: str) -> None:
+        await asyncio.sleep(0)
+        delivered.append(content)
+
+    pipe.register(
+        hook("up", "message_sending", upper, intercept=True),
+        hook("sent", "message_sent", recorder),
+    )
+
+    async def main() -> str | None:
+        async with pipe.tracer.operation("a") as op:
+            return await op.asend_message("slack", "#ops", "hello", deliver=deliver)
+
+    assert asyncio.run(main()) == "HELLO"
+    assert delivered == ["HELLO"]
+    pipe.flush()
+    assert recorder.fields("content") == [("HELLO",)]
+    span = pipe.span("send_message slack")
+    assert span.attributes[sc.HOOK_MATCHED] == ("up",)  # type: ignore[index]
+    assert span.attributes[sc.MESSAGE_BLOCKED] is False  # type: ignore[index]
+
+
+def test_asend_message_block_sends_nothing(pipe: Pipeline, recorder: Recorder) -> None:
+    delivered: list[str] = []
+    pipe.register(
+        hook("drop", "message_sending", lambda d: None, intercept=True),
+        hook("sent", "message_sent", recorder),
+    )
+
+    async def main() -> str | None:
+        async with pipe.tracer.operation("a") as op:
+            return await op.asend_message("slack", "#ops", "spam", deliver=delivered.append)
+
+    assert asyncio.run(main()) is None
+    pipe.flush()
+    assert delivered == []
+    assert recorder.events == []
+    assert pipe.span("send_message slack").attributes[sc.MESSAGE_BLOCKED] is True  # type: ignore[index]
+
+
+def test_a_slow_message_interceptor_does_not_block_the_event_loop(pipe: Pipeline) -> None:
+    def slow_sync_check(data: MessageSendingEvent) -> None:
+        time.sleep(0.3)  # a sync interceptor: run in a thread, never on the loop
+
+    pipe.register(hook("slow", "message_sending", slow_sync_check))
+    ticks: list[float] = []
+
+    async def ticker() -> None:
+        for _ in range(20):
+            ticks.append(time.perf_counter())
+            await asyncio.sleep(0.01)
+
+    async def main() -> str | None:
+        async with pipe.tracer.operation("a") as op:
+            tick = asyncio.create_task(ticker())
+            sent = await op.asend_message("slack", "#ops", "hi")
+            await tick
+            return sent
+
+    started = time.perf_counter()
+    assert asyncio.run(main()) == "hi"
+    during = [t for t in ticks if t < started + 0.3]
+    assert len(during) >= 5  # the loop kept running while the interceptor slept
+
+
+def test_asend_message_deliver_failure_is_recorded_and_raised(pipe: Pipeline) -> None:
+    async def broken(content: str) -> None:
+        raise ConnectionError("slack is down")
+
+    async def main() -> None:
+        async with pipe.tracer.operation("a") as op:
+            await op.asend_message("slack", "#ops", "hi", deliver=broken)
+
+    with pytest.raises(ConnectionError):
+        asyncio.run(main())
+    span = pipe.span("send_message slack")
+    assert span.status.status_code is StatusCode.ERROR
+    assert span.attributes[sc.ERROR_TYPE] == "ConnectionError"  # type: ignore[index]
+
+
 def test_before_agent_start_rewrites_the_input(pipe: Pipeline) -> None:
     def add_context(data: BeforeAgentStartEvent) -> dict[str, Any]:
         return {"input": f"[ctx] {data.input}"}

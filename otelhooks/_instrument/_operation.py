@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import uuid
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from opentelemetry import context as otel_context
@@ -28,6 +29,7 @@ from otelhooks._instrument._base import AgentTracer, SpanScope
 from otelhooks._instrument._step import Step
 from otelhooks._live import LiveEvent, Verdict
 from otelhooks._redact import error_text
+from otelhooks._span_mapping import apply_verdict
 
 __all__ = ["CompleteReason", "Operation"]
 
@@ -248,57 +250,61 @@ class Operation(SpanScope):
 
         Returns the content actually sent (rewritten by interceptors), or ``None`` when an
         interceptor blocked it. ``deliver`` is called with the final content inside the span.
+
+        Example:
+            >>> sent = op.send_message("slack", "#ops", "deploy done", deliver=post_to_slack)
         """
-        common = self.common()
-        meta = dict(metadata or {})
-
-        def build() -> HookEvent:
-            return MessageSendingEvent(
-                **common, channelId=channel, target=target, content=content, metadata=meta
-            )
-
-        live = LiveEvent(
-            "message_sending", build, values=(channel, target), operation_id=self.operation_id
-        )
-        span = self.tracer.start_span(
-            f"{sc.OP_SEND_MESSAGE} {channel}",
-            live,
-            attributes={
-                sc.GEN_AI_OPERATION_NAME: sc.OP_SEND_MESSAGE,
-                sc.MESSAGE_CHANNEL: channel,
-                sc.MESSAGE_TARGET: target,
-                sc.OPERATION_ID: self.operation_id,
-            },
-            kind=SpanKind.PRODUCER,
-        )
-        verdict = live.verdict or Verdict()
-        final: str | None = content
-        if verdict.blocked:
-            final = None
-        elif verdict.rewritten_by and isinstance(verdict.payload, MessageSendingEvent):
-            final = verdict.payload.content
-        span.set_attribute(sc.MESSAGE_BLOCKED, final is None)
+        message = _Message(self, channel, target, content, metadata, deferred=False)
+        final = message.decide(message.live.verdict or Verdict())
         try:
-            if final is not None:
-                span.set_attribute(sc.MESSAGE_SIZE, len(final))
-                if deliver is not None:
-                    with trace.use_span(span, end_on_exit=False):
-                        deliver(final)
-                sent = final
-                live.follow(
-                    "message_sent",
-                    lambda: MessageSentEvent(
-                        **common, channelId=channel, target=target, content=sent
-                    ),
-                )
+            if final is not None and deliver is not None:
+                with trace.use_span(message.span, end_on_exit=False):
+                    deliver(final)
+            message.sent(final)
         except Exception as exc:
-            span.set_status(Status(StatusCode.ERROR, error_text(exc)))
-            span.record_exception(exc)
-            span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+            message.failed(exc)
             raise
         finally:
-            span.end()
-            self.tracer.end_events(live)
+            message.end()
+        return final
+
+    async def asend_message(
+        self,
+        channel: str,
+        target: str,
+        content: str,
+        *,
+        deliver: Callable[[str], Awaitable[None] | None] | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> str | None:
+        """As :meth:`send_message`, for async runtimes: the interceptors are awaited (async
+        handlers on the loop, sync ones in a thread), so a slow one never blocks the event loop;
+        ``deliver`` may be a coroutine function.
+
+        Example:
+            >>> sent = await op.asend_message("slack", "#ops", "deploy done", deliver=apost)
+        """
+        message = _Message(self, channel, target, content, metadata, deferred=True)
+        verdict = Verdict()
+        hooks = self.tracer.hooks
+        if message.live.deferred and hooks is not None:
+            verdict = await hooks.dispatcher.intercept_async(message.live)
+            if verdict.matched:
+                message.span.set_attribute(sc.HOOK_MATCHED, verdict.matched)
+                apply_verdict(message.span, message.live.name, verdict)
+        final = message.decide(verdict)
+        try:
+            if final is not None and deliver is not None:
+                with trace.use_span(message.span, end_on_exit=False):
+                    delivered = deliver(final)
+                    if inspect.isawaitable(delivered):
+                        await delivered
+            message.sent(final)
+        except Exception as exc:
+            message.failed(exc)
+            raise
+        finally:
+            message.end()
         return final
 
     def emit(self, event: str, **fields: Any) -> HookEvent:
@@ -349,3 +355,80 @@ def emit_event(
         short.end()
         tracer.end_events(live)
     return payload
+
+
+class _Message:
+    """One outbound message: the ``send_message {channel}`` span whose start is the
+    ``message_sending`` event; shared by the sync and async senders, which differ only in how
+    the interceptors run and how ``deliver`` is called."""
+
+    def __init__(
+        self,
+        op: Operation,
+        channel: str,
+        target: str,
+        content: str,
+        metadata: Mapping[str, Any] | None,
+        *,
+        deferred: bool,
+    ) -> None:
+        self.op = op
+        self.channel = channel
+        self.target = target
+        self.content = content
+        common = self.common = op.common()
+        meta = dict(metadata or {})
+
+        def build() -> HookEvent:
+            return MessageSendingEvent(
+                **common, channelId=channel, target=target, content=content, metadata=meta
+            )
+
+        self.live = LiveEvent(
+            "message_sending",
+            build,
+            values=(channel, target),
+            operation_id=op.operation_id,
+            deferred=deferred,
+        )
+        self.span = op.tracer.start_span(
+            f"{sc.OP_SEND_MESSAGE} {channel}",
+            self.live,
+            attributes={
+                sc.GEN_AI_OPERATION_NAME: sc.OP_SEND_MESSAGE,
+                sc.MESSAGE_CHANNEL: channel,
+                sc.MESSAGE_TARGET: target,
+                sc.OPERATION_ID: op.operation_id,
+            },
+            kind=SpanKind.PRODUCER,
+        )
+
+    def decide(self, verdict: Verdict) -> str | None:
+        """The content to send after the interceptors, or ``None`` when one blocked it."""
+        final: str | None = self.content
+        if verdict.blocked:
+            final = None
+        elif verdict.rewritten_by and isinstance(verdict.payload, MessageSendingEvent):
+            final = verdict.payload.content
+        self.span.set_attribute(sc.MESSAGE_BLOCKED, final is None)
+        if final is not None:
+            self.span.set_attribute(sc.MESSAGE_SIZE, len(final))
+        return final
+
+    def sent(self, final: str | None) -> None:
+        if final is None:
+            return
+        common, channel, target = self.common, self.channel, self.target
+        self.live.follow(
+            "message_sent",
+            lambda: MessageSentEvent(**common, channelId=channel, target=target, content=final),
+        )
+
+    def failed(self, exc: BaseException) -> None:
+        self.span.set_status(Status(StatusCode.ERROR, error_text(exc)))
+        self.span.record_exception(exc)
+        self.span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+
+    def end(self) -> None:
+        self.span.end()
+        self.op.tracer.end_events(self.live)
