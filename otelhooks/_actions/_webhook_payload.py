@@ -23,7 +23,6 @@ the email out; a cancelled lookup cancels the delivery (``build`` returns ``None
 
 from __future__ import annotations
 
-import os
 import re
 import threading
 import time
@@ -33,8 +32,8 @@ from typing import Any, Final
 
 import structlog
 
-from otelhooks import _semconv as sc
 from otelhooks._actions._webhook_config import WebhookConfig
+from otelhooks._capture import capture_from_env
 from otelhooks._events import HookEvent
 
 __all__ = [
@@ -85,11 +84,6 @@ CONTENT_FIELDS: Final = frozenset(
     }
 )
 """Payload fields that carry content: left out of notification bodies unless asked for."""
-
-
-def capture_from_env() -> bool:
-    """Whether the GenAI content-capture variable turns content capture on."""
-    return os.environ.get(sc.ENV_CAPTURE_CONTENT, "").strip().lower() in ("1", "true", "yes")
 
 
 def without_content(data: dict[str, Any], keep: Collection[str] = ()) -> dict[str, Any]:

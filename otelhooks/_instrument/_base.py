@@ -8,7 +8,6 @@ code the intercept hooks are awaited instead of run on the calling thread.
 
 from __future__ import annotations
 
-import os
 import time
 import traceback
 from abc import ABC, abstractmethod
@@ -23,6 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 from otelhooks import _semconv as sc
+from otelhooks._capture import capture_from_env
 from otelhooks._events import HookEvent
 from otelhooks._live import LIVE_EVENT_KEY, LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
@@ -34,10 +34,6 @@ if TYPE_CHECKING:
     from otelhooks._instrument._operation import Operation
 
 __all__ = ["AgentTracer", "SpanScope"]
-
-
-def _capture_from_env() -> bool:
-    return os.environ.get(sc.ENV_CAPTURE_CONTENT, "").strip().lower() in ("1", "true", "yes")
 
 
 class AgentTracer:
@@ -72,7 +68,7 @@ class AgentTracer:
         if metrics is None:
             metrics = hooks.dispatcher.metrics if hooks is not None else AgentMetrics()
         self.metrics = metrics
-        self.capture_content = _capture_from_env() if capture_content is None else capture_content
+        self.capture_content = capture_from_env() if capture_content is None else capture_content
         self._provider = provider if isinstance(provider, TracerProvider) else None
 
     def operation(self, agent: str, **options: Any) -> Operation:
