@@ -712,6 +712,54 @@ def test_slow_observer_is_recorded_as_timeout_and_later_observers_run(
     assert recorder.names == ["after_tool_call"]
 
 
+def test_a_hung_observer_times_out_once_and_everything_after_it_runs(
+    pipe: Pipeline, release: threading.Event
+) -> None:
+    # Observers of consecutive events run together on one pool thread: a hung one must cost
+    # only its own deadline, and the hooks after it (same event, later events) still run.
+    seen: list[tuple[str, str]] = []
+    calls = 0
+
+    def hangs_once(event: Any) -> None:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            release.wait(10)
+
+    pipe.register(
+        hook("first", "afterToolCall", lambda e: seen.append(("first", e.apiName))),
+        hook("hangs", "afterToolCall", hangs_once, timeout=0.2),
+        hook("last", "afterToolCall", lambda e: seen.append(("last", e.apiName))),
+    )
+    started = time.perf_counter()
+    with pipe.tracer.operation("a") as op, op.step() as step:
+        for name in ("one", "two", "three", "four"):
+            step.run_tool("fs", name, {}, _ok)
+    pipe.flush()
+    assert time.perf_counter() - started < 3  # the 10 s hang cost its 0.2 s deadline only
+    names = ("one", "two", "three", "four")
+    assert seen == [(h, n) for n in names for h in ("first", "last")]
+    assert invocations(pipe, "hangs", "timeout") == 1
+    assert invocations(pipe, "hangs", "ok") == 3
+    release.set()  # the abandoned call returns now: it must not be recorded again
+    time.sleep(0.1)
+    assert invocations(pipe, "hangs", "ok") == 3
+    assert invocations(pipe, "hangs", "timeout") == 1
+
+
+def test_observers_slower_than_nothing_but_within_their_deadline_are_not_timeouts(
+    pipe: Pipeline,
+) -> None:
+    # Each hook's deadline is its own, not shared by the events run together.
+    pipe.register(hook("steady", "afterToolCall", lambda e: time.sleep(0.03), timeout=0.1))
+    with pipe.tracer.operation("a") as op, op.step() as step:
+        for _ in range(10):  # 0.3 s in all, three times one deadline
+            step.run_tool("fs", "readFile", {}, _ok)
+    pipe.flush()
+    assert invocations(pipe, "steady", "ok") == 10
+    assert invocations(pipe, "steady", "timeout") == 0
+
+
 def test_hung_handlers_do_not_starve_later_hooks(pipe: Pipeline, release: threading.Event) -> None:
     pipe.register(
         hook("hung", "beforeToolCall", lambda e: release.wait(10), matcher="^slow/", timeout=0.05),
