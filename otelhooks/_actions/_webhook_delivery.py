@@ -337,11 +337,21 @@ class WebhookDeliverer:
             self._count_dropped(held, "shutdown")
         loop = self._loop
         if loop is not None and not loop.is_closed():
+            # Deliveries still running past the deadline (a slow endpoint) were counted above;
+            # cancel them so none is left pending on a stopped loop.
+            asyncio.run_coroutine_threadsafe(_cancel_other_tasks(), loop).result(5)
             if self._client is not None:
                 asyncio.run_coroutine_threadsafe(self._client.aclose(), loop).result(5)
             loop.call_soon_threadsafe(loop.stop)
         if self._outbox is not None:
             self._outbox.close()
+
+
+async def _cancel_other_tasks() -> None:
+    tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 _default: WebhookDeliverer | None = None
