@@ -51,64 +51,6 @@ def _run_coroutine(fn: Callable[..., Any], payload: HookEvent) -> Any:
     return asyncio.run(fn(payload))
 
 
-async def _awaited(awaitable: Any) -> Any:
-    return await awaitable
-
-
-def _run_awaitable(awaitable: Any) -> Any:
-    return asyncio.run(_awaited(awaitable))
-
-
-def _raise(error: BaseException | None) -> None:
-    """What :meth:`Dispatcher._observe_one` calls for an outcome already known."""
-    if error is not None:
-        raise error
-
-
-def _call_inline(hook: Hook, payload: HookEvent) -> Any:
-    action = hook.action
-    if action.is_async:
-        return _run_coroutine(action, payload)
-    result = action(payload)
-    if inspect.isawaitable(result):  # a sync callable that returned a coroutine
-        return _run_awaitable(result)
-    return result
-
-
-class _Progress:
-    """Which observer a pool thread is running, for the thread that watches its deadline."""
-
-    __slots__ = ("abandoned", "lock", "position", "started")
-
-    def __init__(self) -> None:
-        self.lock = threading.Lock()
-        self.position: tuple[int, int] | None = None
-        self.started = 0.0
-        self.abandoned = False
-
-    def begin(self, position: tuple[int, int], started: float) -> bool:
-        """Mark ``position`` running; False when the watcher has given this task up."""
-        with self.lock:
-            if self.abandoned:
-                return False
-            self.position, self.started = position, started
-            return True
-
-    def end(self) -> bool:
-        """Mark the running hook done; False when the watcher recorded it as timed out."""
-        with self.lock:
-            if self.abandoned:
-                return False
-            self.position = None
-            return True
-
-    def give_up(self, position: tuple[int, int], started: float) -> bool:
-        """Abandon the task if ``position`` (started at ``started``) is still running."""
-        with self.lock:
-            self.abandoned = self.position == position and self.started == started
-            return self.abandoned
-
-
 class DeadlinePassed(Exception):
     """A hook ran past its deadline (distinct from a TimeoutError the hook raised itself)."""
 
@@ -300,119 +242,31 @@ class Dispatcher:
             self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _run_observer_batch(self, batch: list[tuple[LiveEvent, list[Hook]]]) -> None:
-        # Events whose observers all run one after another go to a pool thread together (one
-        # task per run of such events, not a Future per handler: that hop cost more than the
-        # handlers); an event with commands, which start together, is handled here. Order holds:
-        # every hook of an event settles before the next event starts.
-        run: list[tuple[LiveEvent, list[Hook]]] = []
-        for index, item in enumerate(batch):
+        for index, (live, hooks) in enumerate(batch):
             if self._closed:
-                self._supervise(run)
-                self._count_closed(len(batch) - index)
-                return
-            if any(hook.action.concurrent for hook in item[1]):
-                self._supervise(run)
-                run = []
-                self._observe_with_commands(*item)
-            else:
-                run.append(item)
-        self._supervise(run)
-
-    def _count_closed(self, count: int) -> None:
-        # Past the shutdown deadline the pool is gone: count what is left, once.
-        self.metrics.dropped.add(
-            count, {sc.ATTR_DROP_SOURCE: "observer_queue", sc.ATTR_DROP_REASON: "shutdown"}
-        )
-
-    def _supervise(self, items: list[tuple[LiveEvent, list[Hook]]]) -> None:
-        """Run ``items``' observers in order on a pool thread, each under its own deadline.
-
-        This thread watches: it sleeps until the running hook's deadline and, if that hook is
-        still the one running, records the timeout, abandons the pool thread (Python cannot stop
-        it) and hands the rest of the items to a new task.
-        """
-        while items:
-            progress = _Progress()
-            try:
-                submitted = self._submit(self._run_in_order, items, progress)
-            except HookPoolExhaustedError as exc:
-                for live, hooks in items:
-                    for hook in hooks:
-                        self._observe_one(live, hook, time.perf_counter(), _raise, exc)
-                return
-            items = self._watch(submitted, items, progress)
-
-    def _watch(
-        self,
-        submitted: tuple[Future[Any], ThreadPoolExecutor],
-        items: list[tuple[LiveEvent, list[Hook]]],
-        progress: _Progress,
-    ) -> list[tuple[LiveEvent, list[Hook]]]:
-        """Wait for the task; the items still to run when a hook overran, else ``[]``."""
-        future, pool = submitted
-        while True:
-            with progress.lock:
-                position, started = progress.position, progress.started
-            if position is None:
-                wait = 0.005  # between two hooks (or not started): look again shortly
-            else:
-                event_index, hook_index = position
-                hook = items[event_index][1][hook_index]
-                wait = hook.deadline_s - (time.perf_counter() - started)
-                if wait <= 0:
-                    if progress.give_up(position, started):
-                        live = items[event_index][0]
-                        self._observe_one(live, hook, started, _raise, DeadlinePassed())
-                        with self._pool_lock:
-                            self._abandoned[future] = pool
-                        rest = items[event_index][1][hook_index + 1 :]
-                        later = items[event_index + 1 :]
-                        return [(live, rest), *later] if rest else later
-                    continue
-            try:
-                future.result(timeout=wait)
-                return []
-            except FutureTimeout:
-                continue
-
-    def _run_in_order(self, items: list[tuple[LiveEvent, list[Hook]]], progress: _Progress) -> None:
-        """The pool thread's side of :meth:`_supervise`."""
-        for event_index, (live, hooks) in enumerate(items):
-            if self._closed:
-                self._count_closed(len(items) - event_index)
+                # Past the shutdown deadline the pool is gone: count what is left, once.
+                self.metrics.dropped.add(
+                    len(batch) - index,
+                    {sc.ATTR_DROP_SOURCE: "observer_queue", sc.ATTR_DROP_REASON: "shutdown"},
+                )
                 return
             payload = live.payload()
-            for hook_index, hook in enumerate(hooks):
-                start = time.perf_counter()
-                if not progress.begin((event_index, hook_index), start):
-                    return
-                error: Exception | None = None
-                try:
-                    _call_inline(hook, payload)
-                except Exception as exc:
-                    error = exc
-                if not progress.end():
-                    return  # the watcher recorded this hook's timeout and moved on
-                self._observe_one(live, hook, start, _raise, error)
-
-    def _observe_with_commands(self, live: LiveEvent, hooks: list[Hook]) -> None:
-        """One event with commands: they start together and run beside the other hooks, which
-        keep registration order; every hook settles, each under its own deadline (the workspace
-        engine's Promise.allSettled)."""
-        payload = live.payload()
-        parallel: dict[int, tuple[float, Any]] = {}
-        for hook in hooks:
-            if hook.action.concurrent:
-                parallel[id(hook)] = (time.perf_counter(), self._try_start(hook, payload))
-        for hook in hooks:
-            if not hook.action.concurrent:
-                start = time.perf_counter()
-                self._observe_one(live, hook, start, self._call_with_deadline, hook, payload)
-        for hook in hooks:
-            if hook.action.concurrent:
-                start, started = parallel[id(hook)]
-                left = max(0.0, hook.deadline_s - (time.perf_counter() - start))
-                self._observe_one(live, hook, start, self._finish, hook, started, left)
+            # Actions marked ``concurrent`` (commands) start together and run beside the others,
+            # which keep registration order; every hook of the event settles, each under its own
+            # deadline, before the next event (the workspace engine's Promise.allSettled).
+            parallel: dict[int, tuple[float, Any]] = {}
+            for hook in hooks:
+                if hook.action.concurrent:
+                    parallel[id(hook)] = (time.perf_counter(), self._try_start(hook, payload))
+            for hook in hooks:
+                if not hook.action.concurrent:
+                    start = time.perf_counter()
+                    self._observe_one(live, hook, start, self._call_with_deadline, hook, payload)
+            for hook in hooks:
+                if hook.action.concurrent:
+                    start, started = parallel[id(hook)]
+                    left = max(0.0, hook.deadline_s - (time.perf_counter() - start))
+                    self._observe_one(live, hook, start, self._finish, hook, started, left)
 
     def _observe_one(
         self, live: LiveEvent, hook: Hook, start: float, call: Callable[..., Any], *args: Any
