@@ -3,9 +3,11 @@ still queued, and those already taken off the queue (waiting for a slot, or bein
 
 from __future__ import annotations
 
+import gc
 import socket
 import time
 
+import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
@@ -13,6 +15,7 @@ from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from otelhooks._events import HookEvent
 from otelhooks._metrics import AgentMetrics
+from tests._webhook_server import Reply, webhook_server
 
 
 def _dropped(reader: InMemoryMetricReader) -> dict[str, int]:
@@ -45,3 +48,22 @@ def test_events_held_at_shutdown_are_counted_as_dropped() -> None:
         deliverer.shutdown(timeout_s=0.2)
     assert sum(_dropped(reader).values()) == 200
     assert _dropped(reader)["shutdown"] == 200
+
+
+def test_a_slow_delivery_is_cancelled_at_shutdown_and_a_second_shutdown_does_nothing(
+    recwarn: pytest.WarningsRecorder,
+) -> None:
+    reader = InMemoryMetricReader()
+    deliverer = WebhookDeliverer(metrics=AgentMetrics(MeterProvider(metric_readers=[reader])))
+    with webhook_server() as server:
+        server.routes["/slow"] = Reply(status=204, delay_s=2.0)
+        config = WebhookConfig(url=server.url + "/slow")
+        assert deliverer.enqueue("slow", "afterToolCall", config, HookEvent(event="gateway_start"))
+        server.wait_for("/slow")  # in flight now, answering in 2 s
+        started = time.monotonic()
+        deliverer.shutdown(timeout_s=0.2)
+        deliverer.shutdown(timeout_s=0.2)  # e.g. OtelHooks.shutdown after the owner's own
+        assert time.monotonic() - started < 1.5
+    gc.collect()  # a task left pending on the stopped loop would warn when collected
+    assert [str(w.message) for w in recwarn if "never awaited" in str(w.message)] == []
+    assert _dropped(reader) == {"shutdown": 1}

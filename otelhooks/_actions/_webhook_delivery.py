@@ -327,6 +327,11 @@ class WebhookDeliverer:
         return ok
 
     def shutdown(self, timeout_s: float = 10.0) -> None:
+        """Deliver what can be delivered within ``timeout_s``, count the rest as dropped, stop.
+        Calling it again does nothing."""
+        with self._idle:
+            if self._closed:
+                return
         self.flush(timeout_s)
         self._worker.shutdown(0.1)
         with self._idle:
@@ -336,7 +341,7 @@ class WebhookDeliverer:
             # Waiting for a slot or still retrying: given up on now, so counted now.
             self._count_dropped(held, "shutdown")
         loop = self._loop
-        if loop is not None and not loop.is_closed():
+        if loop is not None and loop.is_running():
             # Deliveries still running past the deadline (a slow endpoint) were counted above;
             # cancel them so none is left pending on a stopped loop.
             asyncio.run_coroutine_threadsafe(_cancel_other_tasks(), loop).result(5)
