@@ -597,3 +597,94 @@ def test_any_workspace_rules_raise_only_config_errors(rules: Any, enabled: Any) 
     load_only_config_errors(
         "w.hook.json", json.dumps({"name": "w", "enabled": enabled, "hooks": rules})
     )
+
+
+# -- Claude Code settings.json ----------------------------------------------------------------
+
+CLAUDE_SETTINGS = """
+{
+  "permissions": {"allow": ["Bash(npm test)"]},
+  "env": {"FOO": "bar"},
+  "hooks": {
+    "PreToolUse": [
+      {
+        "matcher": "Edit|Write",
+        "hooks": [
+          {"type": "command", "command": "echo edit", "timeout": 5},
+          {"type": "command", "command": "echo again"}
+        ]
+      },
+      {"matcher": "Bash", "hooks": [{"type": "command", "command": "GUARD"}]}
+    ],
+    "Stop": [{"hooks": [{"type": "command", "command": "echo done"}]}]
+  }
+}
+"""
+
+
+def claude_settings(tmp_path: Path, text: str = CLAUDE_SETTINGS) -> Path:
+    return write(tmp_path / ".claude" / "settings.json", text)
+
+
+def test_claude_code_settings_load_with_ids_events_and_timeouts_in_seconds(tmp_path: Path) -> None:
+    path = claude_settings(tmp_path)
+    (source,) = inspect_config([path])
+    assert source.format == "claude_settings"
+    hooks = load_config([path]).hooks
+    assert [(h.id, h.event, h.timeout) for h in hooks] == [
+        ("settings:PreToolUse[0].hooks[0]", "before_tool_call", 5.0),
+        ("settings:PreToolUse[0].hooks[1]", "before_tool_call", 30.0),
+        ("settings:PreToolUse[1].hooks[0]", "before_tool_call", 30.0),
+        ("settings:Stop[0].hooks[0]", "on_complete", 30.0),
+    ]
+    assert all(isinstance(h.action, CommandAction) for h in hooks)
+
+
+def test_claude_code_matchers_are_regexes_and_a_group_without_one_matches_all(
+    tmp_path: Path,
+) -> None:
+    edit, _, bash, stop = load_config([claude_settings(tmp_path)]).hooks
+    assert edit.compiled_matcher.matches(("Write",))
+    assert edit.compiled_matcher.matches(("Edit",))
+    assert not edit.compiled_matcher.matches(("Read",))
+    assert bash.compiled_matcher.matches(("Bash",))
+    assert stop.compiled_matcher.matches(("anything",))
+
+
+def test_a_claude_code_guard_from_settings_denies_the_tool_call(
+    tmp_path: Path, pipe: Pipeline
+) -> None:
+    guard = 'echo "no shell in CI" >&2; exit 2'  # Claude Code's blocking exit code
+    text = CLAUDE_SETTINGS.replace('"GUARD"', json.dumps(guard))
+    pipe.register(*load_config([claude_settings(tmp_path, text)]).hooks)
+    with pipe.tracer.operation("a") as op, op.step() as step:
+        denied = step.run_tool("shell", "Bash", {"command": "rm -rf /"}, lambda command: "ran")
+        allowed = step.run_tool("fs", "Read", {"path": "a"}, lambda path: "text")
+    assert (denied.success, denied.content) == (False, "no shell in CI")
+    assert allowed.content == "text"
+
+
+@pytest.mark.parametrize(
+    ("change", "hook_id", "field", "says"),
+    [
+        (('"echo again"}', '"echo again", "timeout": 60}'), "settings:PreToolUse[0].hooks[1]",
+         "timeout", "seconds"),
+        (('{"type": "command", "command": "echo done"}', '{"type": "prompt", "prompt": "ok?"}'),
+         "settings:Stop[0].hooks[0]", "type", "only command handlers"),
+        (('"Stop":', '"Stopp":'), None, "hooks.Stopp", "Stop"),
+    ],
+)  # fmt: skip
+def test_claude_code_settings_errors_name_file_hook_field_and_line(
+    tmp_path: Path, change: tuple[str, str], hook_id: str | None, field: str, says: str
+) -> None:
+    path = claude_settings(tmp_path, CLAUDE_SETTINGS.replace(*change))
+    with pytest.raises(ConfigError) as info:
+        load_config([path])
+    found = info.value.errors if isinstance(info.value, ConfigErrors) else [info.value]
+    errors = [e for e in found if e.field == field]
+    assert errors, info.value
+    error = errors[0]
+    assert error.file == str(path)
+    assert error.hook_id == hook_id
+    assert error.line is not None
+    assert says in error.problem

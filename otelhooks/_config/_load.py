@@ -9,6 +9,8 @@ workspace engine, only those are read. Each file's format is found by name and c
 format         recognised by
 ============== =====================================================================
 ``workspace``  a name ending in ``.hook.json``, or an object whose ``hooks`` is an object
+``claude_settings`` Claude Code's ``settings.json``: ``hooks`` maps events to matcher groups,
+               each with a ``hooks`` list of handlers (the rest of the file is ignored)
 ``agent_os``   an object with ``kind`` (``agent_events``, ``script_hook``, ``dll_hook``)
 ``kernel_app`` an object with ``capabilities`` (the kernel manifest) and its ``hooks``
 ``hook_list``  a list of hooks, or an object whose ``hooks`` is a list (otelhooks/LobeHub)
@@ -29,6 +31,7 @@ from typing import Final
 
 from otelhooks._config._agent_os import AgentEventsConfig
 from otelhooks._config._agent_os_load import load_agent_os
+from otelhooks._config._claude_settings import is_claude_settings, load_claude_settings
 from otelhooks._config._kernel import load_kernel_app
 from otelhooks._config._native import load_hook_list
 from otelhooks._config._parse import JSON_SUFFIXES, YAML_SUFFIXES, Document, parse_file
@@ -47,7 +50,7 @@ __all__ = [
     "load_config",
 ]
 
-FORMATS: Final = ("workspace", "agent_os", "kernel_app", "hook_list")
+FORMATS: Final = ("workspace", "claude_settings", "agent_os", "kernel_app", "hook_list")
 
 PathLike = str | os.PathLike[str]
 
@@ -141,12 +144,15 @@ def detect_format(doc: Document) -> str:
             return "agent_os"
         if "capabilities" in data:
             return "kernel_app"
+        if is_claude_settings(data):
+            return "claude_settings"
         if isinstance(data.get("hooks"), dict):
             return "workspace"
         if "hooks" in data:
             return "hook_list"
     raise doc.error(
         "not a hook config: expected a workspace file {name, enabled, hooks: {Event: [...]}}, "
+        "a Claude Code settings file {hooks: {Event: [{matcher, hooks: [...]}]}}, "
         "an agent-OS document with 'kind', a kernel app with 'capabilities' and 'hooks', "
         "or a list of hooks"
     )
@@ -172,6 +178,8 @@ def _inspect_file(path: Path) -> ConfigSource:
         if kind == "workspace":
             found, skipped = load_workspace(doc, errors)
             hooks.extend(found)
+        elif kind == "claude_settings":
+            hooks.extend(load_claude_settings(doc, errors))
         elif kind == "agent_os":
             found, configs = load_agent_os(doc, errors)
             hooks.extend(found)
