@@ -270,3 +270,25 @@ def test_configure_exports_the_same_metrics_either_way(sdk_metrics: bool) -> Non
     )
     assert {shape[-1] for shape, _ in data.values()} == {"otelhooks"}
     assert {shape[-2] for shape, _ in data.values()} == {"either-way"}
+
+
+def test_each_reader_overflows_on_its_own() -> None:
+    producer = LocalMetricProducer(RESOURCE)
+    metrics = AgentMetrics(producer=producer)
+    cumulative, delta = InMemoryMetricReader(), InMemoryMetricReader(preferred_temporality=DELTA)
+    MeterProvider(resource=RESOURCE, metric_readers=[cumulative, delta])
+    producer.attach(cumulative)
+    producer.attach(delta)
+    for i in range(CARDINALITY_LIMIT):
+        metrics.tool_calls.add(1, {sc.GEN_AI_TOOL_NAME: f"tool-{i}"})
+    cumulative.get_metrics_data()
+    delta.get_metrics_data()
+    metrics.tool_calls.add(1, {sc.GEN_AI_TOOL_NAME: "fresh"})
+    # the delta reader's interval has room: it sees the new set as it is
+    assert normalize(delta.get_metrics_data())[sc.METRIC_TOOL_CALLS][1] == {
+        ((sc.GEN_AI_TOOL_NAME, "fresh"),): 1
+    }
+    # the cumulative reader is full: the new set goes to its overflow series
+    points = normalize(cumulative.get_metrics_data())[sc.METRIC_TOOL_CALLS][1]
+    assert points[(("otel.metric.overflow", "True"),)] == 1
+    assert ((sc.GEN_AI_TOOL_NAME, "fresh"),) not in points

@@ -18,8 +18,9 @@ own metrics plus these, under the provider's resource and the ``otelhooks`` scop
 Behaviour matches the SDK's defaults for the same instruments: monotonic sums and explicit-bucket
 histograms (upper bounds inclusive, min and max kept), cumulative or delta as each reader prefers,
 at most 2,000 attribute sets per instrument (the rest go to the ``otel.metric.overflow=true``
-series), negative amounts dropped with a warning. What differs, as the spec says of producers:
-the provider's views do not apply (bucket boundaries are given here) and there are no exemplars.
+series), negative amounts dropped with a warning. What differs: as the spec says of producers,
+the provider's views do not apply (bucket boundaries are given here) and there are no exemplars;
+and a delta reader's limit holds per collection interval (the SDK keeps every set it ever saw).
 """
 
 from __future__ import annotations
@@ -142,17 +143,16 @@ class _LocalInstrument:
         for series in taken.values():
             key = _normal_key(series.attributes)
             for table in tables:
-                kept = table.get(key)
+                # Each table overflows on its own: a delta reader's pending table may have room
+                # where the cumulative one has none.
+                slot = key
+                kept = table.get(slot)
+                if kept is None and len(table) >= CARDINALITY_LIMIT:
+                    slot = _OVERFLOW_KEY
+                    kept = table.get(slot)
                 if kept is None:
-                    if len(table) >= CARDINALITY_LIMIT and key != _OVERFLOW_KEY:
-                        key = _OVERFLOW_KEY
-                        kept = table.get(key)
-                    if kept is None:
-                        kept = table[key] = _Series(
-                            series.attributes if key != _OVERFLOW_KEY else _OVERFLOW,
-                            len(self._bounds) + 1,
-                            series.start_ns,
-                        )
+                    attributes = series.attributes if slot == key else _OVERFLOW
+                    kept = table[slot] = _Series(attributes, len(self._bounds) + 1, series.start_ns)
                 kept.merge(series)
 
     def data(
