@@ -105,13 +105,15 @@ class WebhookDeliverer:
         self._loop_lock = threading.Lock()
         self._outbox_path = outbox_path
         self._outbox: Outbox | None = None
+        # One drop recorder for the queue and for deliveries given up on (attributes built once).
+        self._count_dropped = self.metrics.drop_counter("webhook")
         self._worker: BoundedWorker[_Item] = BoundedWorker(
             "otelhooks-webhooks",
             self._handle_batch,
             max_queue_size=max_queue_size,
             max_batch_size=min(256, max_queue_size),
             schedule_delay_s=0.05,
-            on_drop=self.metrics.drop_counter("webhook"),
+            on_drop=self._count_dropped,
         )
 
     # -- the agent's side -------------------------------------------------------------------------
@@ -276,11 +278,6 @@ class WebhookDeliverer:
         )
         self._record(item, "error", duration_s)
         self._count_dropped(1, reason)
-
-    def _count_dropped(self, count: int, reason: str) -> None:
-        self.metrics.dropped.add(
-            count, {sc.ATTR_DROP_SOURCE: "webhook", sc.ATTR_DROP_REASON: reason}
-        )
 
     def _record(self, item: _Item, outcome: str, duration_s: float) -> None:
         attrs = {

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from abc import ABC, abstractmethod
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
 from time import time_ns
@@ -94,7 +95,7 @@ class _Series:
             self.buckets = [a + b for a, b in zip(self.buckets, other.buckets, strict=True)]
 
 
-class _LocalInstrument:
+class _LocalInstrument(ABC):
     """What counters and histograms share: the hot table, and the folding a collection does.
 
     Measurements land in ``_current``, keyed by the attribute dict's items in insertion order
@@ -155,10 +156,12 @@ class _LocalInstrument:
                     kept = table[slot] = _Series(attributes, len(self._bounds) + 1, series.start_ns)
                 kept.merge(series)
 
+    @abstractmethod
     def data(
         self, series: Sequence[_Series], temporality: AggregationTemporality, start: int, now: int
-    ) -> Any:
-        raise NotImplementedError
+    ) -> Sum | Histogram:
+        """The OTel data of ``series`` as a reader with ``temporality`` wants it (``start``: the
+        previous collection for delta, 0 for cumulative: each series' own start)."""
 
 
 class LocalCounter(_LocalInstrument):
