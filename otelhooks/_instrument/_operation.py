@@ -92,6 +92,8 @@ class Operation(SpanScope):
         self.reason: CompleteReason = "done"
         self.usage = TokenUsage()
         self.step_count = 0
+        self.llm_calls = 0
+        self.tool_call_count = 0
         self.error: BaseException | None = None
 
     # -- identity shared with every child scope --------------------------------------------------
@@ -198,13 +200,18 @@ class Operation(SpanScope):
             self.live.follow(
                 "on_error",
                 lambda: ErrorEvent(
-                    **common, agentId=self.agent_id, errorMessage=message, errorType=error_type
+                    **common,
+                    agentId=self.agent_id,
+                    errorMessage=message,
+                    errorType=error_type,
+                    errorDetail=f"{error_type}: {message}",
                 ),
             )
             self.tracer.metrics.errors.add(
                 1, {sc.GEN_AI_AGENT_NAME: self.agent, sc.ERROR_TYPE: error_type}
             )
         usage = self.usage.model_copy()
+        steps, llm_calls, tool_calls = self.step_count, self.llm_calls, self.tool_call_count
         self.live.follow(
             "on_complete",
             lambda: CompleteEvent(
@@ -216,6 +223,9 @@ class Operation(SpanScope):
                 error=error_text(exc) if exc is not None else self.block_reason,
                 duration=duration,
                 tokenUsage=usage,
+                steps=steps,
+                llmCalls=llm_calls,
+                toolCalls=tool_calls,
             ),
         )
         attrs = {sc.GEN_AI_AGENT_NAME: self.agent, sc.ATTR_OUTCOME: reason}

@@ -81,16 +81,26 @@ class Step(SpanScope):
 
     def _after_event(self) -> Callable[[], HookEvent]:
         """The ``after_step`` builder, over a snapshot of the step as it ends."""
-        common = self.operation.common()
+        op = self.operation
+        common = op.common()
         content, usage = self.content, self.usage.model_copy()
         calls, results = list(self.tool_calls), list(self.tool_results)
+        # The run's totals as this step ends (LobeHub's totalInputTokens, totalSteps, ...).
+        elapsed_ms, steps, tool_calls = self.elapsed_s * 1000, op.step_count, op.tool_call_count
+        run_usage = op.usage.model_copy()
         return lambda: AfterStepEvent(
             **common,
+            executionTimeMs=elapsed_ms,
+            totalInputTokens=run_usage.input,
+            totalOutputTokens=run_usage.output,
+            totalSteps=steps,
+            totalToolCalls=tool_calls,
             stepIndex=self.index,
-            agentId=self.operation.agent_id,
+            agentId=op.agent_id,
             content=content,
-            toolCalls=calls,
-            toolResults=results,
+            toolCalls=len(calls),
+            toolsCalling=calls,
+            toolsResult=results,
             usage=usage,
         )
 
@@ -261,6 +271,7 @@ class LlmCall(SpanScope):
         for total in (self.step.usage, op.usage):
             total.input += usage.input
             total.output += usage.output
+        op.llm_calls += 1
         self.step.content = self.response
         response = self.response
         self._follow(

@@ -318,6 +318,7 @@ class ToolCall(SpanScope):
             "apiName": self.api_name,
         }
         self.step.tool_calls.append(summary)
+        self.step.operation.tool_call_count += 1
         self.step.tool_results.append({**summary, "success": result.success, "outcome": outcome})
         attrs = _metric_attrs(self.step.operation.agent, self.api_name, outcome)
         metrics = self.tracer.metrics
