@@ -221,6 +221,7 @@ def configure(
     set_global: bool = True,
     structured_logging: bool = True,
     sdk_metrics: bool = False,
+    provider: str | None = None,
 ) -> OtelHooks:
     """Set up tracing, hooks, export and metrics in one call.
 
@@ -245,6 +246,8 @@ def configure(
         sdk_metrics: record otelhooks' metrics through the SDK's synchronous instruments (the
             provider's views and exemplars apply; each measurement costs about 30 times more)
             instead of aggregating them in process and handing them to the readers.
+        provider: the default ``gen_ai.provider.name`` (``openai``, ``anthropic``, ...) of
+            operations and model calls that do not name theirs; otherwise it is left out.
 
     Example:
         >>> oh = configure(traces_out="traces.jsonl")
@@ -309,6 +312,7 @@ def configure(
         hooks=hook_processor,
         metrics=agent_metrics,
         capture_content=capture_content,
+        provider=provider,
     )
     configured = OtelHooks(
         tracer_provider, meter_provider, hook_processor, tracer, batchers, deliverer

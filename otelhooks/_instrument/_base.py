@@ -8,6 +8,7 @@ code the intercept hooks are awaited instead of run on the calling thread.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
 from abc import ABC, abstractmethod
@@ -33,7 +34,36 @@ from otelhooks._span_mapping import apply_verdict
 if TYPE_CHECKING:
     from otelhooks._instrument._operation import Operation
 
-__all__ = ["AgentTracer", "SpanScope"]
+__all__ = ["AgentTracer", "SpanScope", "record_failure"]
+
+# Set on an exception once a span has its ``exception`` event.
+_RECORDED = "_otelhooks_exception_recorded"
+
+
+def record_failure(span: Span, exc: BaseException) -> None:
+    """Mark ``span`` failed by ``exc``: status ``ERROR`` and ``error.type`` on every span the
+    exception leaves, the ``exception`` event only on the first (where it happened).
+
+    The conventions ask that the same exception be recorded once; the parents it propagates
+    through (step, ``invoke_agent``, ``call_agent``) say they failed through their status.
+    """
+    message = str(exc)
+    scrubbed = scrub(message)
+    span.set_status(Status(StatusCode.ERROR, scrubbed))
+    span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+    if getattr(exc, _RECORDED, False):
+        return
+    if scrubbed == message:
+        span.record_exception(exc)
+    else:
+        # A tool's error can quote a known secret (a token it was given): keep it off the span.
+        trace_text = "".join(traceback.format_exception(exc))
+        span.record_exception(
+            exc,
+            attributes={"exception.message": scrubbed, "exception.stacktrace": scrub(trace_text)},
+        )
+    with contextlib.suppress(AttributeError, TypeError):  # a type without instance attributes
+        setattr(exc, _RECORDED, True)
 
 
 class AgentTracer:
@@ -47,6 +77,9 @@ class AgentTracer:
         capture_content: record prompts, completions, tool arguments and results as span
             attributes. Off by default; ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``
             turns it on.
+        provider: the ``gen_ai.provider.name`` (``openai``, ``anthropic``, ...) of operations
+            and model calls that do not name their own. ``None``: the attribute is left out
+            where nobody said which provider serves the model (otelhooks never guesses).
 
     Example:
         >>> tracer = AgentTracer(hooks=HookSpanProcessor())
@@ -61,15 +94,17 @@ class AgentTracer:
         hooks: HookSpanProcessor | None = None,
         metrics: AgentMetrics | None = None,
         capture_content: bool | None = None,
+        provider: str | None = None,
     ) -> None:
-        provider = tracer_provider or trace.get_tracer_provider()
-        self._tracer = provider.get_tracer("otelhooks", schema_url=None)
+        self.provider = provider
+        tracer_provider = tracer_provider or trace.get_tracer_provider()
+        self._tracer = tracer_provider.get_tracer("otelhooks", schema_url=None)
         self.hooks = hooks
         if metrics is None:
             metrics = hooks.dispatcher.metrics if hooks is not None else AgentMetrics()
         self.metrics = metrics
         self.capture_content = capture_from_env() if capture_content is None else capture_content
-        self._provider = provider if isinstance(provider, TracerProvider) else None
+        self._provider = tracer_provider if isinstance(tracer_provider, TracerProvider) else None
 
     def operation(self, agent: str, **options: Any) -> Operation:
         """One agent run: the root ``invoke_agent {agent}`` span. See :class:`Operation`."""
@@ -185,22 +220,7 @@ class SpanScope(ABC):
     def fail(self, exc: BaseException) -> None:
         """Record ``exc`` as this scope's error without raising it."""
         self._error = exc
-        message = str(exc)
-        scrubbed = scrub(message)
-        self.span.set_status(Status(StatusCode.ERROR, scrubbed))
-        if scrubbed == message:
-            self.span.record_exception(exc)
-        else:
-            # A tool's error can quote a known secret (a token it was given): keep it off the span.
-            trace_text = "".join(traceback.format_exception(exc))
-            self.span.record_exception(
-                exc,
-                attributes={
-                    "exception.message": scrubbed,
-                    "exception.stacktrace": scrub(trace_text),
-                },
-            )
-        self.span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+        record_failure(self.span, exc)
 
     def _finish(self) -> None:
         if self._token is not None:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, SpanKind
 
 from otelhooks import _semconv as sc
 from otelhooks._errors import ConfigError
@@ -25,7 +25,7 @@ from otelhooks._events import (
     resolve_event,
 )
 from otelhooks._hooks import Hook
-from otelhooks._instrument._base import AgentTracer, SpanScope
+from otelhooks._instrument._base import AgentTracer, SpanScope, record_failure
 from otelhooks._instrument._step import Step
 from otelhooks._live import LiveEvent, Verdict
 from otelhooks._redact import error_text
@@ -61,7 +61,7 @@ class Operation(SpanScope):
         agent: str,
         *,
         agent_id: str | None = None,
-        provider: str = "otelhooks",
+        provider: str | None = None,
         operation_id: str | None = None,
         session_id: str | None = None,
         user_id: str | None = None,
@@ -76,7 +76,8 @@ class Operation(SpanScope):
         super().__init__(tracer)
         self.agent = agent
         self.agent_id = agent_id or agent
-        self.provider = provider
+        # The model provider (gen_ai.provider.name): the caller's, else the tracer's default.
+        self.provider = provider or tracer.provider
         self.operation_id = operation_id or f"op_{uuid.uuid4().hex[:16]}"
         self.session_id = session_id
         self.user_id = user_id
@@ -120,11 +121,12 @@ class Operation(SpanScope):
             self.tracer.hooks.registry.register(self._hooks, operation_id=self.operation_id)
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-            sc.GEN_AI_PROVIDER_NAME: self.provider,
             sc.GEN_AI_AGENT_NAME: self.agent,
             sc.GEN_AI_AGENT_ID: self.agent_id,
             sc.OPERATION_ID: self.operation_id,
         }
+        if self.provider:
+            attrs[sc.GEN_AI_PROVIDER_NAME] = self.provider
         if self.session_id:
             attrs[sc.GEN_AI_CONVERSATION_ID] = self.session_id
             attrs[sc.SESSION_ID] = self.session_id
@@ -229,6 +231,8 @@ class Operation(SpanScope):
             ),
         )
         attrs = {sc.GEN_AI_AGENT_NAME: self.agent, sc.ATTR_OUTCOME: reason}
+        if exc is not None:
+            attrs[sc.ERROR_TYPE] = type(exc).__qualname__  # the spec's failure dimension
         self.tracer.metrics.operations.add(1, attrs)
         self.tracer.metrics.invoke_agent_duration.record(duration, attrs)
 
@@ -344,7 +348,7 @@ def emit_event(
     matcher_value = getattr(payload, "matcherValue", None)
     event_values = (matcher_value,) if isinstance(matcher_value, str) else values
     span = trace.get_current_span()
-    attrs = {sc.EVENT_NAME: spec.name, "event.id": payload.eventId}
+    attrs = {sc.EVENT_NAME: spec.name, sc.EVENT_ID: payload.eventId}
     if span.is_recording():
         span.add_event(spec.name, attrs)
         point = LiveEvent(
@@ -435,9 +439,7 @@ class _Message:
         )
 
     def failed(self, exc: BaseException) -> None:
-        self.span.set_status(Status(StatusCode.ERROR, error_text(exc)))
-        self.span.record_exception(exc)
-        self.span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+        record_failure(self.span, exc)
 
     def end(self) -> None:
         self.span.end()

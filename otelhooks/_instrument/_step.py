@@ -114,7 +114,11 @@ class Step(SpanScope):
     def llm(
         self, model: str, *, messages: Sequence[Mapping[str, Any]] = (), provider: str | None = None
     ) -> LlmCall:
-        """An LLM call: a ``chat {model}`` span firing ``llm_input`` and ``llm_output``."""
+        """An LLM call: a ``chat {model}`` span firing ``llm_input`` and ``llm_output``.
+
+        ``provider`` is the ``gen_ai.provider.name`` of the service that runs the model
+        (``openai``, ``anthropic``, ``aws.bedrock``, ...); the operation's when omitted.
+        """
         return LlmCall(self, model, messages=messages, provider=provider)
 
     def tool_call(
@@ -235,9 +239,16 @@ class LlmCall(SpanScope):
         op = self.step.operation
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
-            sc.GEN_AI_PROVIDER_NAME: self.provider,
             sc.GEN_AI_REQUEST_MODEL: self.model,
         }
+        if self.provider:
+            attrs[sc.GEN_AI_PROVIDER_NAME] = self.provider
+            if not op.provider:
+                # The run learns its provider from its first model call that names one.
+                op.provider = self.provider
+                op.span.set_attribute(sc.GEN_AI_PROVIDER_NAME, self.provider)
+        if op.session_id:
+            attrs[sc.GEN_AI_CONVERSATION_ID] = op.session_id
         if self.tracer.capture_content:
             attrs[sc.GEN_AI_INPUT_MESSAGES] = json.dumps(self.messages, default=str)
 
@@ -288,10 +299,11 @@ class LlmCall(SpanScope):
         m = self.tracer.metrics
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
-            sc.GEN_AI_PROVIDER_NAME: self.provider,
             sc.GEN_AI_REQUEST_MODEL: self.model,
             sc.GEN_AI_AGENT_NAME: op.agent,
         }
+        if self.provider:
+            attrs[sc.GEN_AI_PROVIDER_NAME] = self.provider
         if exc is not None:
             attrs[sc.ERROR_TYPE] = type(exc).__qualname__
         m.operation_duration.record(self.elapsed_s, attrs)

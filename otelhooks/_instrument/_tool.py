@@ -27,18 +27,32 @@ __all__ = ["ToolCall"]
 
 # The events whose hooks ``otelhooks.hook.matched`` lists, the call's own event first.
 _TOOL_EVENTS = ("before_tool_call", "after_tool_call", "on_tool_call_error", "tool_result_persist")
-_METRIC_ATTRS: dict[tuple[str, str, str], dict[str, Any]] = {}
+_METRIC_ATTRS: dict[tuple[str, str, str, str, str | None], dict[str, Any]] = {}
 _METRIC_ATTRS_LIMIT = 1024
+# error.type of a tool that returned a failed result without raising: the conventions' fallback.
+ERROR_TYPE_OTHER = "_OTHER"
 
 
-def _metric_attrs(agent: str, tool: str, outcome: str) -> dict[str, Any]:
-    """The tool metrics' attribute set, built once per (agent, tool, outcome): never mutate it."""
-    key = (agent, tool, outcome)
+def _metric_attrs(
+    agent: str, tool: str, outcome: str, tool_type: str, error_type: str | None
+) -> dict[str, Any]:
+    """The tool metrics' attribute set, built once per combination: never mutate it.
+
+    ``error.type`` is there only when the call failed (the GenAI conventions' condition).
+    """
+    key = (agent, tool, outcome, tool_type, error_type)
     attrs = _METRIC_ATTRS.get(key)
     if attrs is None:
         if len(_METRIC_ATTRS) >= _METRIC_ATTRS_LIMIT:
             _METRIC_ATTRS.clear()
-        attrs = {sc.GEN_AI_AGENT_NAME: agent, sc.GEN_AI_TOOL_NAME: tool, sc.ATTR_OUTCOME: outcome}
+        attrs = {
+            sc.GEN_AI_AGENT_NAME: agent,
+            sc.GEN_AI_TOOL_NAME: tool,
+            sc.GEN_AI_TOOL_TYPE: tool_type,
+            sc.ATTR_OUTCOME: outcome,
+        }
+        if error_type is not None:
+            attrs[sc.ERROR_TYPE] = error_type
         _METRIC_ATTRS[key] = attrs
     return attrs
 
@@ -320,7 +334,16 @@ class ToolCall(SpanScope):
         self.step.tool_calls.append(summary)
         self.step.operation.tool_call_count += 1
         self.step.tool_results.append({**summary, "success": result.success, "outcome": outcome})
-        attrs = _metric_attrs(self.step.operation.agent, self.api_name, outcome)
+        failure: str | None = None
+        if exc is not None:
+            failure = type(exc).__qualname__
+        elif outcome == "error":
+            failure = ERROR_TYPE_OTHER
+        if exc is None and outcome == "error":
+            self.span.set_attribute(sc.ERROR_TYPE, ERROR_TYPE_OTHER)
+        attrs = _metric_attrs(
+            self.step.operation.agent, self.api_name, outcome, self.tool_type, failure
+        )
         metrics = self.tracer.metrics
         metrics.tool_calls.add(1, attrs)
         metrics.tool_duration.record(self.elapsed_s, attrs)

@@ -58,6 +58,7 @@ from otelhooks._live import LiveEvent
 from otelhooks._setup import configure
 from otelhooks.integrations.claude_code._common import (
     AGENT,
+    PROVIDER,
     DenyMode,
     HookResponse,
     observer,
@@ -163,7 +164,7 @@ class ClaudeCodeBridge:
     def _op_attributes(self, op: OpenOperation, reason: str) -> dict[str, types.AttributeValue]:
         return {
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-            sc.GEN_AI_PROVIDER_NAME: AGENT,
+            sc.GEN_AI_PROVIDER_NAME: PROVIDER,
             sc.GEN_AI_AGENT_NAME: AGENT,
             sc.GEN_AI_AGENT_ID: AGENT,
             sc.GEN_AI_CONVERSATION_ID: op.session_id,

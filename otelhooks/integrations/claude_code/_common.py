@@ -14,9 +14,11 @@ from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._events import HookEvent
 from otelhooks._live import LiveEvent
 
-__all__ = ["AGENT", "DenyMode", "HookResponse", "Observe", "observer", "text"]
+__all__ = ["AGENT", "PROVIDER", "DenyMode", "HookResponse", "Observe", "observer", "text"]
 
 AGENT = "claude-code"
+# gen_ai.provider.name of the bridge's spans: Claude Code's models are Anthropic's.
+PROVIDER = "anthropic"
 DenyMode = Literal["json", "exit2"]
 Observe = Callable[[str, HookEvent, tuple[str, ...]], None]
 
