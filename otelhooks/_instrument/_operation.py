@@ -76,8 +76,10 @@ class Operation(SpanScope):
         super().__init__(tracer)
         self.agent = agent
         self.agent_id = agent_id or agent
-        # The model provider (gen_ai.provider.name): the caller's, else the tracer's default.
+        # The model provider (gen_ai.provider.name): the caller's, else the tracer's default,
+        # which the first model call that names its provider replaces.
         self.provider = provider or tracer.provider
+        self.provider_named = provider is not None
         self.operation_id = operation_id or f"op_{uuid.uuid4().hex[:16]}"
         self.session_id = session_id
         self.user_id = user_id

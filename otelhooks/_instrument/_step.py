@@ -215,6 +215,7 @@ class LlmCall(SpanScope):
         self.model = model
         self.messages = [dict(m) for m in messages]
         self.provider = provider or step.operation.provider
+        self.provider_named = provider is not None
         self.response = ""
         self.response_model: str | None = None
         self.finish_reason: str | None = None
@@ -243,9 +244,10 @@ class LlmCall(SpanScope):
         }
         if self.provider:
             attrs[sc.GEN_AI_PROVIDER_NAME] = self.provider
-            if not op.provider:
-                # The run learns its provider from its first model call that names one.
-                op.provider = self.provider
+            if self.provider_named and not op.provider_named:
+                # A run that did not name its provider learns it from its first model call
+                # that does (over the tracer's default).
+                op.provider, op.provider_named = self.provider, True
                 op.span.set_attribute(sc.GEN_AI_PROVIDER_NAME, self.provider)
         if op.session_id:
             attrs[sc.GEN_AI_CONVERSATION_ID] = op.session_id

@@ -6,6 +6,8 @@ import time
 from random import getrandbits
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry.trace import Status, StatusCode
+
 from otelhooks import _semconv as sc
 from otelhooks._events import (
     AfterToolCallEvent,
@@ -18,7 +20,7 @@ from otelhooks._events import (
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._instrument._base import SpanScope
 from otelhooks._live import LiveEvent, Verdict
-from otelhooks._redact import error_text
+from otelhooks._redact import error_text, scrub
 
 if TYPE_CHECKING:
     from otelhooks._instrument._step import Step
@@ -340,6 +342,8 @@ class ToolCall(SpanScope):
         elif outcome == "error":
             failure = ERROR_TYPE_OTHER
         if exc is None and outcome == "error":
+            # A failed result is a failed call: status and error.type, no exception event.
+            self.span.set_status(Status(StatusCode.ERROR, scrub(result.error or "")))
             self.span.set_attribute(sc.ERROR_TYPE, ERROR_TYPE_OTHER)
         attrs = _metric_attrs(
             self.step.operation.agent, self.api_name, outcome, self.tool_type, failure
