@@ -220,6 +220,7 @@ class LlmCall(SpanScope):
         self.response_model: str | None = None
         self.finish_reason: str | None = None
         self.usage = TokenUsage()
+        self.usage_reported = False
 
     def record(
         self,
@@ -233,6 +234,7 @@ class LlmCall(SpanScope):
         """Record what the model answered and what it cost."""
         self.response = response
         self.usage = TokenUsage(input=input_tokens, output=output_tokens)
+        self.usage_reported = True
         self.response_model = response_model
         self.finish_reason = finish_reason
 
@@ -269,11 +271,10 @@ class LlmCall(SpanScope):
     def _close(self, exc: BaseException | None) -> None:
         op = self.step.operation
         usage = self.usage
-        end: dict[str, Any] = {
-            sc.GEN_AI_USAGE_INPUT_TOKENS: usage.input,
-            sc.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output,
-            sc.GEN_AI_RESPONSE_MODEL: self.response_model or self.model,
-        }
+        end: dict[str, Any] = {sc.GEN_AI_RESPONSE_MODEL: self.response_model or self.model}
+        if self.usage_reported:
+            end[sc.GEN_AI_USAGE_INPUT_TOKENS] = usage.input
+            end[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output
         if self.finish_reason:
             end[sc.GEN_AI_RESPONSE_FINISH_REASONS] = [self.finish_reason]
         if self.tracer.capture_content:
@@ -309,5 +310,6 @@ class LlmCall(SpanScope):
         if exc is not None:
             attrs[sc.ERROR_TYPE] = type(exc).__qualname__
         m.operation_duration.record(self.elapsed_s, attrs)
-        m.token_usage.record(usage.input, {**attrs, sc.GEN_AI_TOKEN_TYPE: "input"})
-        m.token_usage.record(usage.output, {**attrs, sc.GEN_AI_TOKEN_TYPE: "output"})
+        if self.usage_reported:  # the spec: no usage metric when the counts are not known
+            m.token_usage.record(usage.input, {**attrs, sc.GEN_AI_TOKEN_TYPE: "input"})
+            m.token_usage.record(usage.output, {**attrs, sc.GEN_AI_TOKEN_TYPE: "output"})

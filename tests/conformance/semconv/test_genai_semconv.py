@@ -178,6 +178,15 @@ def test_provider_name_is_left_out_when_nobody_knows_it(pipe: Pipeline) -> None:
         assert "gen_ai.provider.name" not in (span.attributes or {}), span.name
 
 
+def test_token_usage_is_not_reported_when_the_counts_are_unknown(pipe: Pipeline) -> None:
+    # gen-ai-metrics.md: without the counts the instrumentation MUST NOT report the usage metric.
+    with pipe.tracer.operation("a") as op, op.step() as step, step.llm("m", provider="openai"):
+        pass
+    assert pipe.metric_points("gen_ai.client.token.usage") == []
+    assert "gen_ai.usage.input_tokens" not in (pipe.span("chat m").attributes or {})
+    assert pipe.metric_total("gen_ai.client.operation.duration") == 1
+
+
 def test_chat_spans_carry_the_conversation_id(telemetry: Telemetry) -> None:
     assert (telemetry.named("chat gpt-4o").attributes or {})["gen_ai.conversation.id"] == "conv-1"
 
