@@ -126,6 +126,9 @@ class OtelHooks:
         hooks: the :class:`HookSpanProcessor`; ``register()`` adds global hooks.
         tracer: the :class:`AgentTracer` for instrumenting a runtime.
         metrics: the agent instruments.
+
+    ``metric_readers`` (what :func:`configure` passes) lets a flush push the push readers'
+    metrics without collecting the pull readers; without it a flush collects every reader.
     """
 
     def __init__(
@@ -136,6 +139,8 @@ class OtelHooks:
         tracer: AgentTracer,
         exporters: Sequence[CountingBatchSpanProcessor],
         deliverer: WebhookDeliverer | None = None,
+        *,
+        metric_readers: Sequence[MetricReader] | None = None,
     ) -> None:
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
@@ -144,6 +149,7 @@ class OtelHooks:
         self.metrics = tracer.metrics
         self.exporters = tuple(exporters)
         self.webhooks = deliverer
+        self._readers = None if metric_readers is None else tuple(metric_readers)
         self._shut = False
 
     def register(self, hooks: Iterable[Hook | Mapping[str, Any]]) -> list[Hook]:
@@ -159,7 +165,7 @@ class OtelHooks:
             # Observers count their invocations in metrics: collect those after they ran.
             ok = self.hooks.force_flush(int(left * 1000))
             left = max(0.0, deadline - time.monotonic())
-            return self.meter_provider.force_flush(int(left * 1000)) and ok
+            return self._flush_metrics(int(left * 1000)) and ok
 
         steps: list[_Step] = [
             observers_then_metrics,
@@ -168,6 +174,22 @@ class OtelHooks:
         if self.webhooks is not None:
             steps.append(self.webhooks.flush)
         return steps
+
+    def _flush_metrics(self, timeout_ms: int) -> bool:
+        """Push what the push readers hold; leave the pull readers alone.
+
+        A pull reader (Prometheus, in-memory) collects when it is read. Collecting it here too
+        queued a batch that the SDK's Prometheus reader served next to the scrape's own: the
+        first scrape after a flush listed every family twice (two ``target_info``), which
+        Prometheus and ``promtool check metrics`` reject.
+        """
+        if self._readers is None:
+            return self.meter_provider.force_flush(timeout_ms)
+        ok = True
+        for reader in self._readers:
+            if isinstance(reader, PeriodicExportingMetricReader):
+                ok = reader.force_flush(timeout_ms) and ok
+        return ok
 
     def force_flush(self, timeout_s: float = 30.0) -> bool:
         """Run queued observers and collect metrics, export every ended span and deliver queued
@@ -315,7 +337,13 @@ def configure(
         provider=provider,
     )
     configured = OtelHooks(
-        tracer_provider, meter_provider, hook_processor, tracer, batchers, deliverer
+        tracer_provider,
+        meter_provider,
+        hook_processor,
+        tracer,
+        batchers,
+        deliverer,
+        metric_readers=readers,
     )
     atexit.register(configured.shutdown)
     return configured

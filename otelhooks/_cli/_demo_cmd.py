@@ -97,14 +97,12 @@ class _PrometheusEndpoint:
     """
 
     def __init__(self, port: int) -> None:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
         from prometheus_client import CollectorRegistry, start_http_server
-
-        from otelhooks._metrics._prometheus import LatestPrometheusMetricReader
 
         registry = CollectorRegistry()
         self.port = port
-        # Not the plain reader: the demo flushes before the first scrape (see that module).
-        self.reader = LatestPrometheusMetricReader(
+        self.reader = PrometheusMetricReader(
             registry=registry, resource_attribute_filter=lambda key: key == "service.name"
         )
         self._server, self._thread = start_http_server(port, addr="127.0.0.1", registry=registry)
