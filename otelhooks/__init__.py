@@ -19,6 +19,7 @@ from otelhooks._config import (
     load_config,
 )
 from otelhooks._dispatch import HookRegistry
+from otelhooks._engine import HooksEngine, matcher_values
 from otelhooks._errors import (
     ConfigError,
     CriticalHookDeliveryError,
@@ -74,7 +75,7 @@ from otelhooks._instrument import (
     Step,
     ToolCall,
 )
-from otelhooks._live import Verdict
+from otelhooks._live import HookStep, Verdict
 from otelhooks._logging import add_trace_context, configure_logging, scrub_secrets
 from otelhooks._matchers import compile_matcher
 from otelhooks._metrics import AgentMetrics, LocalMetricProducer, metric_views
@@ -113,7 +114,9 @@ __all__ = [
     "HookEvent",
     "HookRegistry",
     "HookSpanProcessor",
+    "HookStep",
     "HookTimeoutError",
+    "HooksEngine",
     "InvalidMatcherError",
     "LlmCall",
     "LoadedConfig",
@@ -143,6 +146,7 @@ __all__ = [
     "configure_logging",
     "load_agent_events",
     "load_config",
+    "matcher_values",
     "metric_views",
     "read_otlp_json_lines",
     "resolve_event",

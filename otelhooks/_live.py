@@ -20,9 +20,25 @@ from opentelemetry.trace import SpanContext
 
 from otelhooks._events import HookEvent, ToolResult
 
-__all__ = ["LIVE_EVENT_KEY", "LiveEvent", "Verdict", "live_event_from"]
+__all__ = ["LIVE_EVENT_KEY", "HookStep", "LiveEvent", "Verdict", "live_event_from"]
 
 LIVE_EVENT_KEY: Final = otel_context.create_key("otelhooks.live_event")
+
+
+@dataclass(slots=True, frozen=True)
+class HookStep:
+    """What one intercept hook did in a chain.
+
+    Attributes:
+        hook_id, kind: the hook and its action kind (``handler``, ``command``, ``webhook``...).
+        outcome: ``ok``, ``rewritten``, ``blocked``, ``mocked``, ``error`` or ``timeout``.
+        error: the problem, for ``error`` and ``timeout`` (known secrets scrubbed).
+    """
+
+    hook_id: str
+    kind: str
+    outcome: str
+    error: str | None = None
 
 
 @dataclass(slots=True)
@@ -37,6 +53,9 @@ class Verdict:
         rewritten_by: hook ids that changed the payload, in order.
         mock: the accepted mock result of a tool call, and ``mocked_by`` its hook.
         errors: ``hook id: problem`` for each hook that failed.
+        matched: ids of the intercept hooks that matched, in the order they ran.
+        would_call: control webhooks a dry run (``HooksEngine.decide``) did not call.
+        steps: what each hook that ran did, in order.
     """
 
     payload: HookEvent | None = None
@@ -48,6 +67,8 @@ class Verdict:
     mocked_by: str | None = None
     errors: list[str] = field(default_factory=list)
     matched: list[str] = field(default_factory=list)
+    would_call: list[str] = field(default_factory=list)
+    steps: list[HookStep] = field(default_factory=list)
 
 
 class LiveEvent:

@@ -21,6 +21,7 @@ INTENDED = {
     "AgentEvents", "EventBatch", "EventEntry", "EventLog", "EventLogClient", "EventLogError",
     "EventLogServer", "EventRecord", "Notice", "RingEventLog", "SqliteEventLog",
     "load_agent_events", "serve", "scrub_secrets", "LocalMetricProducer",
+    "HooksEngine", "HookStep", "matcher_values",
 }  # fmt: skip
 
 

@@ -27,7 +27,7 @@ from otelhooks._dispatch._registry import HookRegistry
 from otelhooks._errors import CriticalHookDeliveryError, HookError, HookTimeoutError
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Hook
-from otelhooks._live import LiveEvent, Verdict
+from otelhooks._live import HookStep, LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
 from otelhooks._worker import BoundedWorker
@@ -94,6 +94,9 @@ class Dispatcher:
         # Where this pipeline's notification webhooks deliver (configure() sets its own, so two
         # pipelines in one process keep their queues and metrics apart); None: the default.
         self.deliverer: WebhookDeliverer | None = None
+        # Called for a deliverer when a notification is queued and none was set (the engine
+        # creates its own); without one, the action's own default.
+        self.deliverer_factory: Callable[[], WebhookDeliverer] | None = None
         self._pool_size = pool_size
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
@@ -115,13 +118,21 @@ class Dispatcher:
 
     # -- intercept: sync and async, the same rules -----------------------------------------------
 
-    def intercept(self, live: LiveEvent) -> Verdict:
-        """Run the interceptors of ``live`` now, on this thread, each under its deadline."""
-        chain = self._begin_chain(live)
+    def intercept(
+        self, live: LiveEvent, *, dry_run: bool = False, call_webhooks: bool = True
+    ) -> Verdict:
+        """Run the interceptors of ``live`` now, on this thread, each under its deadline.
+
+        ``dry_run``: what these hooks would decide, with no side effect beyond the hooks
+        themselves: notification webhooks are not enqueued and nothing is counted in metrics.
+        ``call_webhooks=False``: control webhooks are listed in ``Verdict.would_call`` instead
+        of called.
+        """
+        chain = self._begin_chain(live, dry_run, call_webhooks)
         if chain is None:
             return self._end_chain(live, None)
         for hook in chain.hooks:
-            if chain.skips(hook):
+            if self._skips(chain, hook):
                 continue
             payload, started = chain.before_call(hook), time.perf_counter()
             try:
@@ -134,13 +145,15 @@ class Dispatcher:
                 break
         return self._end_chain(live, chain)
 
-    async def intercept_async(self, live: LiveEvent) -> Verdict:
+    async def intercept_async(
+        self, live: LiveEvent, *, dry_run: bool = False, call_webhooks: bool = True
+    ) -> Verdict:
         """As :meth:`intercept`, without blocking the event loop while hooks run."""
-        chain = self._begin_chain(live)
+        chain = self._begin_chain(live, dry_run, call_webhooks)
         if chain is None:
             return self._end_chain(live, None)
         for hook in chain.hooks:
-            if chain.skips(hook):
+            if self._skips(chain, hook):
                 continue
             payload, started = chain.before_call(hook), time.perf_counter()
             try:
@@ -156,9 +169,29 @@ class Dispatcher:
     # The two loops above differ only in how a hook is called; the rules live here and in
     # InterceptChain.
 
-    def _begin_chain(self, live: LiveEvent) -> InterceptChain | None:
-        hooks, live.critical = self._enqueue_notifications(live, self.match(live))
-        return InterceptChain(live.name, live.payload(), hooks) if hooks else None
+    def _begin_chain(
+        self, live: LiveEvent, dry_run: bool = False, call_webhooks: bool = True
+    ) -> InterceptChain | None:
+        matched = self.match(live)
+        if dry_run:
+            # Notifications observe; a dry run decides only.
+            hooks = [h for h in matched if not enqueues(h.action)]
+        else:
+            hooks, live.critical = self._enqueue_notifications(live, matched)
+        chain = InterceptChain(live.name, live.payload(), hooks) if hooks else None
+        if chain is not None:
+            chain.dry_run = dry_run
+            chain.call_webhooks = call_webhooks
+        return chain
+
+    @staticmethod
+    def _skips(chain: InterceptChain, hook: Hook) -> bool:
+        if chain.skips(hook):
+            return True
+        if not chain.call_webhooks and hook.action.kind == "webhook":
+            chain.verdict.would_call.append(hook.id)  # a control webhook: reported, not called
+            return True
+        return False
 
     @staticmethod
     def _end_chain(live: LiveEvent, chain: InterceptChain | None) -> Verdict:
@@ -169,22 +202,28 @@ class Dispatcher:
         self, chain: InterceptChain, hook: Hook, result: Any, started: float
     ) -> bool:
         stop, outcome = chain.apply(hook, result)
-        self._record(hook, outcome, time.perf_counter() - started)
+        chain.verdict.steps.append(HookStep(hook.id, hook.action.kind, outcome))
+        if not chain.dry_run:
+            self._record(hook, outcome, time.perf_counter() - started)
         return stop
 
     def _hook_failed(
         self, chain: InterceptChain, hook: Hook, live: LiveEvent, exc: Exception, started: float
     ) -> bool:
         if isinstance(exc, DeadlinePassed):
-            stop, outcome = chain.fail(hook, f"timed out after {hook.deadline_s:g}s", "timeout")
+            problem, outcome = f"timed out after {hook.deadline_s:g}s", "timeout"
         elif isinstance(exc, HookTimeoutError):  # the action enforced its own timeout (a command)
-            stop, outcome = chain.fail(hook, str(exc), "timeout")
+            problem, outcome = str(exc), "timeout"
         else:
-            stop, outcome = chain.fail(hook, f"{type(exc).__name__}: {exc}")
+            problem, outcome = f"{type(exc).__name__}: {exc}", "error"
+        stop, outcome = chain.fail(hook, problem, outcome)
+        chain.verdict.steps.append(HookStep(hook.id, hook.action.kind, outcome, scrub(problem)))
+        if outcome == "error":
             _log.warning(
                 "hook failed", hook_id=hook.id, lifecycle_event=live.name, error=scrub(str(exc))
             )
-        self._record(hook, outcome, time.perf_counter() - started)
+        if not chain.dry_run:
+            self._record(hook, outcome, time.perf_counter() - started)
         return stop
 
     # -- observe: queued, never awaited by the runtime -------------------------------------------
@@ -217,6 +256,8 @@ class Dispatcher:
         rest: list[Hook] = []
         failures: list[HookError] = []
         payload = live.payload()
+        if self.deliverer is None and self.deliverer_factory is not None:
+            self.deliverer = self.deliverer_factory()
         for hook in hooks:
             action = hook.action
             if not enqueues(action):
