@@ -47,9 +47,9 @@ class Action(Protocol):
 @runtime_checkable
 class Enqueueing(Protocol):
     """An action that, as an observer, delivers off the agent's path by itself, through the
-    pipeline's deliverer (the process's default when ``None``)."""
+    engine's deliverer."""
 
-    def enqueue(self, payload: HookEvent, deliverer: WebhookDeliverer | None = None) -> bool: ...
+    def enqueue(self, payload: HookEvent, deliverer: WebhookDeliverer) -> bool: ...
 
 
 _ENQUEUEING: dict[type, bool] = {}

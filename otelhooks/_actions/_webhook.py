@@ -9,8 +9,8 @@ from pydantic import ValidationError
 from otelhooks._actions import register_action_kind
 from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_control import ControlWebhookAction
-from otelhooks._actions._webhook_delivery import WebhookDeliverer, default_deliverer
-from otelhooks._errors import ConfigError
+from otelhooks._actions._webhook_delivery import WebhookDeliverer
+from otelhooks._errors import ConfigError, HookError
 from otelhooks._events import HookEvent
 from otelhooks._redact import register_env_secrets
 
@@ -33,12 +33,17 @@ class NotifyWebhookAction:
         self.hook_type = hook_type
         self.config = config
 
-    def enqueue(self, payload: HookEvent, deliverer: WebhookDeliverer | None = None) -> bool:
-        deliverer = deliverer or default_deliverer()
+    def enqueue(self, payload: HookEvent, deliverer: WebhookDeliverer) -> bool:
         return deliverer.enqueue(self.hook_id, self.hook_type, self.config, payload)
 
     def __call__(self, payload: HookEvent) -> None:
-        self.enqueue(payload)
+        # Engines hand notifications to their deliverer (enqueue); there is no process-wide one
+        # to fall back on, so a direct call is a wiring mistake, reported as a hook failure.
+        raise HookError(
+            "a notification webhook is delivered through an engine's deliverer, not called",
+            hook_id=self.hook_id,
+            event=payload.event,
+        )
 
 
 def webhook_config(hook: Hook) -> WebhookConfig:
