@@ -139,7 +139,9 @@ def test_fallback_none_raises_one_critical_error_after_sibling_hooks(
 ) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the outbox folder should be")
-    pipe.hooks.engine.deliverer = WebhookDeliverer(metrics=pipe.metrics, outbox_path=blocker / "o.db")
+    pipe.hooks.engine.deliverer = WebhookDeliverer(
+        metrics=pipe.metrics, outbox_path=blocker / "o.db"
+    )
     seen: list[str] = []
     pipe.register(
         {"id": "critical", "type": "afterToolCall",
