@@ -50,7 +50,6 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import structlog
 
-from otelhooks._actions import register_action_kind
 from otelhooks._actions._command_env import excerpt, hook_environment, stdin_document, to_json
 from otelhooks._actions._notes import note
 from otelhooks._errors import ConfigError, HookError, HookTimeoutError
@@ -400,6 +399,3 @@ class CommandAction:
                 raise HookTimeoutError(verdict.problem, hook_id=self.hook.id, event=payload.event)
             raise HookError(verdict.problem, hook_id=self.hook.id, event=payload.event)
         return verdict.result
-
-
-register_action_kind("command", CommandAction)

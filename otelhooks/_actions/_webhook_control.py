@@ -89,6 +89,8 @@ class ControlWebhookAction:
         self.hook_id = hook_id
         self.hook_type = hook_type
         self.config = config
+        # made known secrets when the hook is registered (HookRegistry.register)
+        self.secret_env = tuple(config.allowed_env_vars)
         self.on_error = config.on_error
         self.deadline_s = config.timeout + 1.0  # the HTTP timeout fires first
 

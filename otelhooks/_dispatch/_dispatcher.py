@@ -21,12 +21,11 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from otelhooks import _semconv as sc
-from otelhooks._actions import enqueues
 from otelhooks._dispatch._chain import InterceptChain
 from otelhooks._dispatch._registry import HookRegistry
 from otelhooks._errors import CriticalHookDeliveryError, HookError, HookTimeoutError
 from otelhooks._events import HookEvent
-from otelhooks._hooks import Hook
+from otelhooks._hooks import Hook, enqueues
 from otelhooks._live import HookStep, LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub

@@ -16,11 +16,10 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from otelhooks._actions import enqueues
 from otelhooks._dispatch import HookRegistry
 from otelhooks._engine import HooksEngine
 from otelhooks._errors import ConfigError
-from otelhooks._hooks import Hook
+from otelhooks._hooks import Hook, enqueues
 from otelhooks._span_mapping import events_from_foreign_span
 
 if TYPE_CHECKING:
