@@ -21,7 +21,10 @@ if TYPE_CHECKING:
         WebhookDeliverer,
     )
     from otelhooks._actions._webhook_payload import (
+        EmailResolver,
         PayloadBuilder,
+        Redactor,
+        truncate_results,
     )
     from otelhooks._config import (
         AgentEventsConfig,
@@ -39,8 +42,10 @@ if TYPE_CHECKING:
     )
     from otelhooks._errors import (
         ConfigError,
+        ControlProtocolError,
         CriticalHookDeliveryError,
         HookError,
+        HookPoolExhaustedError,
         HookTimeoutError,
         InvalidMatcherError,
         OtelHooksError,
@@ -126,6 +131,11 @@ if TYPE_CHECKING:
 # (PEP 562), so `import otelhooks` costs about what the OpenTelemetry SDK costs, and a run
 # pays only for what it touches (benchmarks/README.md, "import time").
 _WHERE: dict[str, str] = {
+    "truncate_results": "otelhooks._actions._webhook_payload",
+    "EmailResolver": "otelhooks._actions._webhook_payload",
+    "Redactor": "otelhooks._actions._webhook_payload",
+    "HookPoolExhaustedError": "otelhooks._errors",
+    "ControlProtocolError": "otelhooks._errors",
     "AfterToolCallEvent": "otelhooks._events",
     "AgentCall": "otelhooks._instrument",
     "AgentEvents": "otelhooks._eventlog",
@@ -212,9 +222,11 @@ __all__ = [
     "ConfigError",
     "ConfigErrors",
     "ConfigSource",
+    "ControlProtocolError",
     "CountingBatchSpanProcessor",
     "CriticalHookDeliveryError",
     "Dialect",
+    "EmailResolver",
     "ErrorEvent",
     "EventBatch",
     "EventEntry",
@@ -227,6 +239,7 @@ __all__ = [
     "Hook",
     "HookError",
     "HookEvent",
+    "HookPoolExhaustedError",
     "HookRegistry",
     "HookSpanProcessor",
     "HookStep",
@@ -242,6 +255,7 @@ __all__ = [
     "OtelHooksError",
     "OtlpJsonLinesSpanExporter",
     "PayloadBuilder",
+    "Redactor",
     "RingEventLog",
     "SqliteEventLog",
     "Step",
@@ -267,6 +281,7 @@ __all__ = [
     "resolve_event",
     "scrub_secrets",
     "serve",
+    "truncate_results",
 ]
 
 

@@ -21,7 +21,8 @@ INTENDED = {
     "AgentEvents", "EventBatch", "EventEntry", "EventLog", "EventLogClient", "EventLogError",
     "EventLogServer", "EventRecord", "Notice", "RingEventLog", "SqliteEventLog",
     "load_agent_events", "serve", "scrub_secrets", "LocalMetricProducer",
-    "HooksEngine", "HookStep", "matcher_values",
+    "HooksEngine", "HookStep", "matcher_values", "ControlProtocolError", "HookPoolExhaustedError",
+    "Redactor", "EmailResolver", "truncate_results",
 }  # fmt: skip
 
 

@@ -23,7 +23,13 @@ import structlog
 from otelhooks import _semconv as sc
 from otelhooks._dispatch._chain import InterceptChain
 from otelhooks._dispatch._registry import HookRegistry
-from otelhooks._errors import CriticalHookDeliveryError, HookError, HookTimeoutError
+from otelhooks._errors import (
+    CriticalHookDeliveryError,
+    DeadlinePassed,
+    HookError,
+    HookPoolExhaustedError,
+    HookTimeoutError,
+)
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Hook, enqueues
 from otelhooks._live import HookStep, LiveEvent, Verdict
@@ -39,19 +45,11 @@ __all__ = ["MAX_ABANDONED", "Dispatcher", "HookPoolExhaustedError"]
 MAX_ABANDONED = 64
 
 
-class HookPoolExhaustedError(RuntimeError):
-    """Too many handlers are stuck past their deadline to start another one."""
-
-
 _log = structlog.get_logger("otelhooks")
 
 
 def _run_coroutine(fn: Callable[..., Any], payload: HookEvent) -> Any:
     return asyncio.run(fn(payload))
-
-
-class DeadlinePassed(Exception):
-    """A hook ran past its deadline (distinct from a TimeoutError the hook raised itself)."""
 
 
 async def _within(awaitable: Any, timeout: float) -> Any:
