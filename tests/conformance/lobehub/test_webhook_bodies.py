@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from otelhooks._actions._webhook_delivery import WebhookDeliverer, set_default_deliverer
+from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from tests._webhook_server import webhook_server
 from tests.conftest import Pipeline, close_pipeline, make_pipeline
 
@@ -87,7 +87,7 @@ def bodies(
     outbox = tmp_path_factory.mktemp("outbox") / "outbox.db"
     deliverer = WebhookDeliverer(metrics=pipe.metrics, retry_deadline_s=3.0, outbox_path=outbox)
     deliverer.builder.capture_content = request.param
-    set_default_deliverer(deliverer)
+    pipe.hooks.engine.deliverer = deliverer
     try:
         with webhook_server() as server:
             pipe.register(
