@@ -213,15 +213,22 @@ class SpanScope(ABC):
     def _close(self, exc: BaseException | None) -> None:
         """Record the outcome and queue the end events, before the span ends."""
 
-    def _follow(self, name: str, build: Callable[[], HookEvent]) -> None:
+    def _follow(
+        self,
+        name: str,
+        build: Callable[[], HookEvent],
+        *,
+        capture: Callable[[], Callable[[], HookEvent]] | None = None,
+    ) -> None:
         """Queue the end event ``name`` on this scope's event, if a hook matches it.
 
         Matching happens again when the span ends; checking here (just before) spares building
-        the event's closure, and what it captures, for the calls no hook watches.
+        the event's closure, and what it captures, for the calls no hook watches. ``capture``:
+        see :class:`~otelhooks._live.LiveEvent`.
         """
         live = self.live
         if self.tracer.matches(name, live.values, live.operation_id):
-            live.follow(name, build)
+            live.follow(name, build, capture=capture)
 
     def _begin(self, name: str, live: LiveEvent, **kwargs: Any) -> None:
         self.live = live

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from random import getrandbits
 from typing import TYPE_CHECKING, Any
 
@@ -11,6 +12,7 @@ from opentelemetry.trace import Status, StatusCode
 from otelhooks import _semconv as sc
 from otelhooks._events import (
     AfterToolCallEvent,
+    HookEvent,
     ToolCallDeniedEvent,
     ToolCallErrorEvent,
     ToolCallEvent,
@@ -311,19 +313,28 @@ class ToolCall(SpanScope):
                 else "error"
             )
             mocked = self.mocked
-            self._follow(
-                "after_tool_call",
-                lambda: AfterToolCallEvent(
-                    **self._context(),
-                    content=result.content,
-                    success=result.success,
-                    mocked=mocked,
-                    executionTimeMs=elapsed_ms,
-                    duration=elapsed_ms / 1000,
-                    result=result.model_copy(update={"executionTime": elapsed_ms}),
-                    toolOutput=result.content,
-                ),
-            )
+
+            def capture_after() -> Callable[[], HookEvent]:
+                # On the agent's thread: copy what the payload holds (the arguments are the
+                # agent's own dict); the observer worker validates it into the model.
+                fields = self._context()
+                fields["args"] = fields["toolInput"] = dict(self.args)
+
+                def build() -> HookEvent:
+                    return AfterToolCallEvent(
+                        **fields,
+                        content=result.content,
+                        success=result.success,
+                        mocked=mocked,
+                        executionTimeMs=elapsed_ms,
+                        duration=elapsed_ms / 1000,
+                        result=result.model_copy(update={"executionTime": elapsed_ms}),
+                        toolOutput=result.content,
+                    )
+
+                return build
+
+            self._follow("after_tool_call", lambda: capture_after()(), capture=capture_after)
         end: dict[str, Any] = {sc.TOOL_OUTCOME: outcome, sc.TOOL_RESULT_SIZE: len(result.content)}
         if self.tracer.capture_content:
             end[sc.GEN_AI_TOOL_CALL_RESULT] = result.content
