@@ -22,7 +22,9 @@ from typing import Any
 
 import pytest
 
+from otelhooks import _semconv as sc
 from otelhooks import read_otlp_json_lines
+from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook, session_trace_id
 from otelhooks.integrations.claude_code._mapping import EVENTS
 from tests._webhook_server import WebhookServer, webhook_server
@@ -315,3 +317,15 @@ def test_a_blocked_prompt_has_the_documented_top_level_decision(project: Project
     assert result.code == 0
     assert _shape(result.json()) == _shape(example)
     assert result.json() == {"decision": "block", "reason": "no secrets in prompts"}
+
+
+def test_a_post_tool_use_without_its_start_keeps_the_arguments_fingerprint(
+    tmp_path: Path,
+) -> None:
+    documented = documented_input("PostToolUse")
+    options = BridgeOptions(traces_out=str(tmp_path / "t.jsonl"), state=str(tmp_path / "s.db"))
+    response = run_hook(json.dumps({**documented, "session_id": "late"}), options, environ={})
+    assert response.exit_code == 0, response.stderr
+    (span,) = read_otlp_json_lines(tmp_path / "t.jsonl")
+    encoded = canonical_json(documented["tool_input"]).encode()
+    assert span["attributes"][sc.TOOL_ARGS_FINGERPRINT] == f"{fnv1a_64(encoded):016x}"
