@@ -353,3 +353,27 @@ def test_every_documented_tool_input_starts_and_ends_one_tool_span(tmp_path: Pat
         shapes = tools[span["name"].removeprefix("execute_tool ")]
         encoded = canonical_json(shapes["tool_input"]).encode()
         assert span["attributes"][sc.TOOL_ARGS_FINGERPRINT] == f"{fnv1a_64(encoded):016x}"
+
+
+def test_the_inputs_a_real_claude_code_sent_are_handled(tmp_path: Path) -> None:
+    """``fixtures/real_client_inputs.json``: what Claude Code 2.1.197 wrote to a hook's stdin in
+    one offline run (the fixture says how); replayed, the guard denies the same call."""
+    real = fixture("real_client_inputs.json")["inputs"]
+    options = BridgeOptions(
+        hooks=(str(tmp_path / "hooks.yaml"),),
+        traces_out=str(tmp_path / "t.jsonl"),
+        state=str(tmp_path / "s.db"),
+    )
+    (tmp_path / "hooks.yaml").write_text("hooks:" + GUARDS)
+    answers = {i["hook_event_name"]: run_hook(json.dumps(i), options, environ={}) for i in real}
+    assert {n: a.exit_code for n, a in answers.items()} == {n: 0 for n in answers}
+    denied = json.loads(answers["PreToolUse"].stdout)["hookSpecificOutput"]
+    assert denied["permissionDecision"] == "deny"
+    names = [s["name"] for s in read_otlp_json_lines(tmp_path / "t.jsonl")]
+    assert names == [
+        "agent_lifecycle session_start",
+        "execute_tool Bash",
+        "agent_lifecycle after_tool_batch",
+        "invoke_agent claude-code",
+        "agent_lifecycle session_end",
+    ]
