@@ -45,6 +45,7 @@ from __future__ import annotations
 import warnings
 from typing import Any, Final
 
+from otelhooks._actions import build_hook as bind_hook
 from otelhooks._actions._command import MAX_COMMAND_TIMEOUT_S
 from otelhooks._config._build import build_hook
 from otelhooks._config._claude_http import ClaudeHttpHandler
@@ -213,9 +214,11 @@ def _gated(
     timeout = float(fields["timeout"])
     if inner is None:  # a command: its own action, inside the gate
         try:
-            command = Hook(
-                id=hook_id, type=event, command=fields["command"], timeout=timeout,
-                dialect="claude",
+            command = bind_hook(
+                Hook(
+                    id=hook_id, type=event, command=fields["command"], timeout=timeout,
+                    dialect="claude",
+                )
             )  # fmt: skip
         except (ConfigError, ValueError) as exc:
             bad(f"invalid command handler: {exc}", "command")

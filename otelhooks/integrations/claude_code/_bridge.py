@@ -331,5 +331,6 @@ class ClaudeCodeBridge:
                 "event not dispatched: payload does not fit", hook_event=name, error=str(exc)
             )
             return HookResponse()
-        self.observe(event.event, event, (matcher_value(known, payload),))
+        if known is not None:  # an event Claude Code added later has no hooks to run yet
+            self.observe(event.event, event, (matcher_value(known, payload),))
         return HookResponse()
