@@ -1,0 +1,177 @@
+"""The recorded spans again, as OTLP JSON lines, annotated with what the policy decides now.
+
+Every span keeps its ids, times, attributes and events, so the file opens next to the original
+in any OTLP JSON reader (Jaeger's upload, ``otelhooks.read_otlp_json_lines``). A replayed span
+gets, for its first event (``before_tool_call``, ``message_sending``, ``before_agent_start``),
+``otelhooks.replay.decision``, ``.decided_by``, ``.reason``, ``.recorded_decision``,
+``.changed``, ``.content_recorded`` (and ``.diff``, ``.errors``, ``.would_call`` when there are
+any), and one span event ``otelhooks.replay`` per replayed event (a tool span has two: the call
+and its persisted result) with the same attributes and ``otelhooks.replay.event``.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import os
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from otelhooks import _semconv as sc
+from otelhooks.replay._run import ReplayOutcome
+
+__all__ = ["AnnotationWriter", "annotation_attributes"]
+
+_SPANS_PER_LINE = 512
+_FLAT_KEYS = ("attributes", "resource", "scope", "events", "links")
+
+
+def annotation_attributes(outcome: ReplayOutcome) -> dict[str, Any]:
+    """The ``otelhooks.replay.*`` attributes for one replayed event.
+
+    Example:
+        >>> from otelhooks.replay import ReplayOutcome  # doctest: +SKIP
+        >>> annotation_attributes(outcome)[sc.REPLAY_DECISION]  # doctest: +SKIP
+        'deny'
+    """
+    now = outcome.now
+    event = outcome.recorded
+    attrs: dict[str, Any] = {
+        sc.REPLAY_LIFECYCLE_EVENT: event.event,
+        sc.REPLAY_DECISION: now.action,
+        sc.REPLAY_DECIDED_BY: list(now.by),
+        sc.REPLAY_RECORDED_DECISION: event.recorded.action,
+        sc.REPLAY_CHANGED: outcome.changed,
+        sc.REPLAY_CONTENT_RECORDED: event.content_recorded,
+    }
+    if now.reason:
+        attrs[sc.REPLAY_REASON] = now.reason
+    if outcome.diff:
+        attrs[sc.REPLAY_DIFF] = json.dumps(outcome.diff, default=str, ensure_ascii=False)
+    if outcome.errors:
+        attrs[sc.REPLAY_ERRORS] = list(outcome.errors)
+    if outcome.would_call:
+        attrs[sc.REPLAY_WOULD_CALL] = list(outcome.would_call)
+    return attrs
+
+
+class AnnotationWriter:
+    """Collects outcomes, then writes every span of the recordings with its annotations.
+
+    Args:
+        path: the OTLP JSON lines file to write (replaced).
+        policy: the policy files, recorded as the resource attribute ``otelhooks.replay.policy``.
+
+    Example:
+        >>> writer = AnnotationWriter("replayed.jsonl", policy=["policy.yaml"])
+        >>> # writer.add(outcome) for each outcome, then writer.write(spans)
+    """
+
+    def __init__(self, path: str | os.PathLike[str], *, policy: Iterable[str] = ()) -> None:
+        self.path = os.fspath(path)
+        self.policy = list(policy)
+        self._notes: dict[tuple[str, str], list[dict[str, Any]]] = {}
+
+    def add(self, outcome: ReplayOutcome) -> None:
+        """Remember the annotation of one replayed event."""
+        event = outcome.recorded
+        key = (event.trace_id, event.span_id)
+        self._notes.setdefault(key, []).append(annotation_attributes(outcome))
+
+    def write(self, spans: Iterable[Mapping[str, Any]]) -> int:
+        """Write ``spans`` (as :func:`read_recording` gave them) annotated; return how many."""
+        count = 0
+        with open(self.path, "w", encoding="utf-8") as file:
+            batch: list[Mapping[str, Any]] = []
+            for span in spans:
+                batch.append(span)
+                if len(batch) == _SPANS_PER_LINE:
+                    file.write(self._line(batch) + "\n")
+                    count += len(batch)
+                    batch = []
+            if batch:
+                file.write(self._line(batch) + "\n")
+                count += len(batch)
+        return count
+
+    def _line(self, spans: list[Mapping[str, Any]]) -> str:
+        groups: dict[str, dict[str, Any]] = {}
+        for span in spans:
+            resource = dict(span.get("resource") or {})
+            if self.policy:
+                resource[sc.REPLAY_POLICY] = self.policy
+            resource_key = json.dumps(resource, sort_keys=True, default=str)
+            group = groups.get(resource_key)
+            if group is None:
+                group = groups[resource_key] = {
+                    "resource": {"attributes": _key_values(resource)},
+                    "scopes": {},
+                }
+            scope = str(span.get("scope") or "")
+            spans_out = group["scopes"].setdefault(scope, [])
+            spans_out.append(self._span(span))
+        request = {
+            "resourceSpans": [
+                {
+                    "resource": group["resource"],
+                    "scopeSpans": [
+                        {"scope": {"name": scope} if scope else {}, "spans": out}
+                        for scope, out in group["scopes"].items()
+                    ],
+                }
+                for group in groups.values()
+            ]
+        }
+        return json.dumps(request, separators=(",", ":"), ensure_ascii=False)
+
+    def _span(self, span: Mapping[str, Any]) -> dict[str, Any]:
+        out = {k: v for k, v in span.items() if k not in _FLAT_KEYS}
+        attrs = dict(span.get("attributes") or {})
+        events = [dict(e) for e in span.get("events") or ()]
+        notes = self._notes.get((str(span.get("traceId", "")), str(span.get("spanId", ""))))
+        if notes:
+            attrs.update(notes[0])
+            attrs[sc.REPLAY_CHANGED] = any(n[sc.REPLAY_CHANGED] for n in notes)
+            end = span.get("endTimeUnixNano") or span.get("startTimeUnixNano") or "0"
+            events += [
+                {"timeUnixNano": end, "name": sc.REPLAY_EVENT, "attributes": n} for n in notes
+            ]
+        out["attributes"] = _key_values(attrs)
+        if events:
+            out["events"] = [
+                {**e, "attributes": _key_values(e.get("attributes") or {})} for e in events
+            ]
+        if span.get("links"):
+            out["links"] = [
+                {**link, "attributes": _key_values(link.get("attributes") or {})}
+                for link in span["links"]
+            ]
+        return out
+
+
+def _key_values(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:
+    return [{"key": key, "value": _any_value(value)} for key, value in attrs.items()]
+
+
+def _any_value(value: Any) -> dict[str, Any]:
+    # The inverse of otelhooks._export._otlp_json._any_value (OTLP/JSON: int64 as a string).
+    if value is None:
+        return {}
+    if isinstance(value, bool):
+        return {"boolValue": value}
+    if isinstance(value, int):
+        return {"intValue": str(value)}
+    if isinstance(value, float):
+        if math.isnan(value) or math.isinf(value):
+            return {"doubleValue": str(value).replace("inf", "Infinity").replace("nan", "NaN")}
+        return {"doubleValue": value}
+    if isinstance(value, str):
+        return {"stringValue": value}
+    if isinstance(value, bytes):
+        return {"bytesValue": base64.b64encode(value).decode()}
+    if isinstance(value, Mapping):
+        return {"kvlistValue": {"values": _key_values(value)}}
+    if isinstance(value, list | tuple):
+        return {"arrayValue": {"values": [_any_value(v) for v in value]}}
+    return {"stringValue": str(value)}
