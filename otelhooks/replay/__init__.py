@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from otelhooks._engine import HooksEngine
 from otelhooks.replay._events import Decision, RecordedEvent, recorded_events
 from otelhooks.replay._otlp import AnnotationWriter, annotation_attributes
-from otelhooks.replay._read import RecordingError, read_recording
+from otelhooks.replay._read import RecordingError, iter_requests, read_recording
 from otelhooks.replay._report import ReplayReport, Tally
 from otelhooks.replay._run import CHANGES, ReplayOutcome, decision_of, diff_values, replay_events
 
@@ -36,6 +36,7 @@ __all__ = [
     "annotation_attributes",
     "decision_of",
     "diff_values",
+    "iter_requests",
     "read_recording",
     "recorded_events",
     "replay",
@@ -84,7 +85,7 @@ def replay(
             if writer is not None:
                 writer.add(outcome)
         if writer is not None:
-            writer.write(spans)
+            writer.write(recordings)
     finally:
         if not isinstance(hooks, HooksEngine):
             engine.shutdown(1.0)

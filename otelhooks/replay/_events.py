@@ -22,7 +22,7 @@ marked ``content_recorded=False``.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,7 +75,8 @@ class RecordedEvent:
 
     Attributes:
         event: the canonical intercept event (``before_tool_call``...).
-        payload: its payload, rebuilt from the span.
+        build: makes its payload from the span (:attr:`payload` calls it once, when a hook
+            matches: as live, no payload is built for an event no hook wants).
         values: what matchers compare (as the live instrumentation offers them).
         recorded: what the hooks decided when the span was recorded.
         trace_id, span_id: the span (lowercase hex).
@@ -87,7 +88,7 @@ class RecordedEvent:
     """
 
     event: str
-    payload: HookEvent
+    build: Callable[[], HookEvent]
     values: tuple[str, ...]
     recorded: Decision
     trace_id: str
@@ -96,6 +97,14 @@ class RecordedEvent:
     subject: str
     content_recorded: bool
     span: dict[str, Any]
+    _payload: HookEvent | None = None
+
+    @property
+    def payload(self) -> HookEvent:
+        """The event's payload, rebuilt from the span (built on first use)."""
+        if self._payload is None:
+            self._payload = self.build()
+        return self._payload
 
 
 def recorded_events(spans: Sequence[dict[str, Any]]) -> Iterator[RecordedEvent]:
@@ -181,7 +190,7 @@ def _event(
     span: dict[str, Any],
     facts: Mapping[str, str],
     event: str,
-    payload: HookEvent,
+    build: Callable[[], HookEvent],
     values: tuple[str, ...],
     recorded: Decision,
     subject: str,
@@ -189,7 +198,7 @@ def _event(
 ) -> RecordedEvent:
     return RecordedEvent(
         event,
-        payload,
+        build,
         values,
         recorded,
         span.get("traceId", ""),
@@ -230,7 +239,9 @@ def _tool_events(
     index = attrs.get(sc.TOOL_CALL_INDEX)
     if isinstance(index, int):
         common["callIndex"] = index
-    args, has_args = _arguments(attrs)
+    raw_args = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+    # Without capture the arguments are unknown, unless their size says they were "{}".
+    has_args = raw_args is not None or attrs.get(sc.TOOL_ARGS_SIZE) == _EMPTY_ARGS_SIZE
     outcome = attrs.get(sc.TOOL_OUTCOME)
     if attrs.get(sc.HOOK_DECISION) == "deny" or outcome == "denied":
         recorded = _blocked(attrs, (), True)
@@ -243,7 +254,7 @@ def _tool_events(
         span,
         facts,
         "before_tool_call",
-        ToolCallEvent(**common, args=args),
+        lambda: ToolCallEvent(**common, args=_arguments(raw_args)),
         values,
         recorded,
         subject,
@@ -265,29 +276,35 @@ def _tool_events(
                 event_attrs.get(sc.HOOK_REWRITTEN_BY),
                 event_attrs.get(sc.MESSAGE_BLOCKED) is True,
             )
-    payload = ToolResultPersistEvent(
+    persist_fields = {
         **_common(span, facts),
-        toolName=api,
-        toolCallId=tool["toolCallId"],
-        identifier=identifier,
-        apiName=api,
-        result=result,
-    )
+        "toolName": api,
+        "toolCallId": tool["toolCallId"],
+        "identifier": identifier,
+        "apiName": api,
+        "result": result,
+    }
     yield _event(
-        span, facts, "tool_result_persist", payload, values, persisted, subject, has_result
+        span,
+        facts,
+        "tool_result_persist",
+        lambda: ToolResultPersistEvent(**persist_fields),
+        values,
+        persisted,
+        subject,
+        has_result,
     )
 
 
-def _arguments(attrs: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
-    raw = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+def _arguments(raw: Any) -> dict[str, Any]:
     if raw is None:
-        return {}, attrs.get(sc.TOOL_ARGS_SIZE) == _EMPTY_ARGS_SIZE
+        return {}
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
         except ValueError:
-            return {"input": raw}, True  # not JSON: hooks see the text as it was recorded
-    return (raw if isinstance(raw, dict) else {"input": raw}), True
+            return {"input": raw}  # not JSON: hooks see the text as it was recorded
+    return raw if isinstance(raw, dict) else {"input": raw}
 
 
 def _message_event(
@@ -297,16 +314,21 @@ def _message_event(
     channel = str(attrs.get(sc.MESSAGE_CHANNEL) or str(span.get("name", "")).partition(" ")[2])
     target = str(attrs.get(sc.MESSAGE_TARGET) or "")
     content = _output_text(attrs.get(sc.GEN_AI_OUTPUT_MESSAGES))
-    payload = MessageSendingEvent(
-        **_common(span, facts), channelId=channel, target=target, content=content or ""
-    )
+    fields = {**_common(span, facts), "channelId": channel, "target": target}
     recorded = _blocked(
         attrs, attrs.get(sc.HOOK_REWRITTEN_BY), attrs.get(sc.MESSAGE_BLOCKED) is True
     )
     subject = f"{channel} -> {target}" if target else channel
     values = (channel, target) if target else (channel,)
     return _event(
-        span, facts, "message_sending", payload, values, recorded, subject, content is not None
+        span,
+        facts,
+        "message_sending",
+        lambda: MessageSendingEvent(**fields, content=content or ""),
+        values,
+        recorded,
+        subject,
+        content is not None,
     )
 
 
@@ -317,18 +339,22 @@ def _agent_event(
     name = str(attrs.get(sc.GEN_AI_AGENT_NAME) or str(span.get("name", "")).partition(" ")[2])
     agent_id = str(attrs.get(sc.GEN_AI_AGENT_ID) or name)
     text = _input_text(attrs.get(sc.GEN_AI_INPUT_MESSAGES))
-    payload = BeforeAgentStartEvent(
-        **_common(span, facts),
-        agentId=agent_id,
-        input=text or "",
-        userMessage=text or "",
-        fullPrompt=text or "",
-    )
+    fields = {**_common(span, facts), "agentId": agent_id}
+    prompt = text or ""
     recorded = _blocked(attrs, attrs.get(sc.HOOK_REWRITTEN_BY), bool(attrs.get(sc.HOOK_DECIDED_BY)))
     # As the instrumentation offers them: the agent's name, then its id.
     values = (name, agent_id)
     return _event(
-        span, facts, "before_agent_start", payload, values, recorded, name, text is not None
+        span,
+        facts,
+        "before_agent_start",
+        lambda: BeforeAgentStartEvent(
+            **fields, input=prompt, userMessage=prompt, fullPrompt=prompt
+        ),
+        values,
+        recorded,
+        name,
+        text is not None,
     )
 
 

@@ -1,6 +1,7 @@
 """The recorded spans again, as OTLP JSON lines, annotated with what the policy decides now.
 
-Every span keeps its ids, times, attributes and events, so the file opens next to the original
+Every recorded request is written again as one line (a protobuf dump becomes JSON lines); every
+span keeps its ids, times, attributes and events, so the file opens next to the original
 in any OTLP JSON reader (Jaeger's upload, ``otelhooks.read_otlp_json_lines``). A replayed span
 gets, for its first event (``before_tool_call``, ``message_sending``, ``before_agent_start``),
 ``otelhooks.replay.decision``, ``.decided_by``, ``.reason``, ``.recorded_decision``,
@@ -19,12 +20,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from otelhooks import _semconv as sc
+from otelhooks.replay._read import iter_requests
 from otelhooks.replay._run import ReplayOutcome
 
 __all__ = ["AnnotationWriter", "annotation_attributes"]
-
-_SPANS_PER_LINE = 512
-_FLAT_KEYS = ("attributes", "resource", "scope", "events", "links")
 
 
 def annotation_attributes(outcome: ReplayOutcome) -> dict[str, Any]:
@@ -65,7 +64,7 @@ class AnnotationWriter:
 
     Example:
         >>> writer = AnnotationWriter("replayed.jsonl", policy=["policy.yaml"])
-        >>> # writer.add(outcome) for each outcome, then writer.write(spans)
+        >>> # writer.add(outcome) for each outcome, then writer.write(["traces.jsonl"])
     """
 
     def __init__(self, path: str | os.PathLike[str], *, policy: Iterable[str] = ()) -> None:
@@ -79,75 +78,40 @@ class AnnotationWriter:
         key = (event.trace_id, event.span_id)
         self._notes.setdefault(key, []).append(annotation_attributes(outcome))
 
-    def write(self, spans: Iterable[Mapping[str, Any]]) -> int:
-        """Write ``spans`` (as :func:`read_recording` gave them) annotated; return how many."""
+    def write(self, recordings: Iterable[str | os.PathLike[str]]) -> int:
+        """Write the spans of ``recordings`` annotated, one line per recorded request; return
+        how many spans were written."""
         count = 0
+        policy = _any_value(self.policy) if self.policy else None
         with open(self.path, "w", encoding="utf-8") as file:
-            batch: list[Mapping[str, Any]] = []
-            for span in spans:
-                batch.append(span)
-                if len(batch) == _SPANS_PER_LINE:
-                    file.write(self._line(batch) + "\n")
-                    count += len(batch)
-                    batch = []
-            if batch:
-                file.write(self._line(batch) + "\n")
-                count += len(batch)
+            for recording in recordings:
+                for _, request in iter_requests(recording):
+                    for resource_spans in request.get("resourceSpans", ()):
+                        if policy is not None:
+                            resource = resource_spans.setdefault("resource", {})
+                            resource.setdefault("attributes", []).append(
+                                {"key": sc.REPLAY_POLICY, "value": policy}
+                            )
+                        for scope_spans in resource_spans.get("scopeSpans", ()):
+                            for span in scope_spans.get("spans", ()):
+                                self._annotate(span)
+                                count += 1
+                    file.write(json.dumps(request, separators=(",", ":"), ensure_ascii=False))
+                    file.write("\n")
         return count
 
-    def _line(self, spans: list[Mapping[str, Any]]) -> str:
-        groups: dict[str, dict[str, Any]] = {}
-        for span in spans:
-            resource = dict(span.get("resource") or {})
-            if self.policy:
-                resource[sc.REPLAY_POLICY] = self.policy
-            resource_key = json.dumps(resource, sort_keys=True, default=str)
-            group = groups.get(resource_key)
-            if group is None:
-                group = groups[resource_key] = {
-                    "resource": {"attributes": _key_values(resource)},
-                    "scopes": {},
-                }
-            scope = str(span.get("scope") or "")
-            spans_out = group["scopes"].setdefault(scope, [])
-            spans_out.append(self._span(span))
-        request = {
-            "resourceSpans": [
-                {
-                    "resource": group["resource"],
-                    "scopeSpans": [
-                        {"scope": {"name": scope} if scope else {}, "spans": out}
-                        for scope, out in group["scopes"].items()
-                    ],
-                }
-                for group in groups.values()
-            ]
-        }
-        return json.dumps(request, separators=(",", ":"), ensure_ascii=False)
-
-    def _span(self, span: Mapping[str, Any]) -> dict[str, Any]:
-        out = {k: v for k, v in span.items() if k not in _FLAT_KEYS}
-        attrs = dict(span.get("attributes") or {})
-        events = [dict(e) for e in span.get("events") or ()]
+    def _annotate(self, span: dict[str, Any]) -> None:
+        # Only the new attributes are encoded: the recorded ones stay exactly as they were.
         notes = self._notes.get((str(span.get("traceId", "")), str(span.get("spanId", ""))))
-        if notes:
-            attrs.update(notes[0])
-            attrs[sc.REPLAY_CHANGED] = any(n[sc.REPLAY_CHANGED] for n in notes)
-            end = span.get("endTimeUnixNano") or span.get("startTimeUnixNano") or "0"
-            events += [
-                {"timeUnixNano": end, "name": sc.REPLAY_EVENT, "attributes": n} for n in notes
-            ]
-        out["attributes"] = _key_values(attrs)
-        if events:
-            out["events"] = [
-                {**e, "attributes": _key_values(e.get("attributes") or {})} for e in events
-            ]
-        if span.get("links"):
-            out["links"] = [
-                {**link, "attributes": _key_values(link.get("attributes") or {})}
-                for link in span["links"]
-            ]
-        return out
+        if not notes:
+            return
+        first = {**notes[0], sc.REPLAY_CHANGED: any(n[sc.REPLAY_CHANGED] for n in notes)}
+        span.setdefault("attributes", []).extend(_key_values(first))
+        end = span.get("endTimeUnixNano") or span.get("startTimeUnixNano") or "0"
+        span.setdefault("events", []).extend(
+            {"timeUnixNano": end, "name": sc.REPLAY_EVENT, "attributes": _key_values(n)}
+            for n in notes
+        )
 
 
 def _key_values(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:

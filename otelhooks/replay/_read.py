@@ -15,6 +15,7 @@ Compressed files (the file exporter's ``compression: zstd``) are not read: decom
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from typing import Any
@@ -26,9 +27,9 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
 
-from otelhooks._export._otlp_json import _flatten_request, _ids_to_hex, read_otlp_json_lines
+from otelhooks._export._otlp_json import _flatten_request, _ids_to_hex
 
-__all__ = ["RecordingError", "read_recording"]
+__all__ = ["RecordingError", "iter_requests", "read_recording"]
 
 # A bare ExportTraceServiceRequest starts with field 1 (resource_spans), wire type 2.
 _RESOURCE_SPANS_TAG = 0x0A
@@ -55,21 +56,45 @@ def read_recording(path: str | os.PathLike[str]) -> list[dict[str, Any]]:
         'execute_tool'
     """
     name = os.fspath(path)
+    spans: list[dict[str, Any]] = []
+    for number, request in iter_requests(name):
+        try:
+            spans.extend(_flatten_request(request))
+        except (ValueError, TypeError, AttributeError, KeyError) as exc:
+            raise RecordingError(f"{name}:{number}: not an OTLP/JSON line") from exc
+    return spans
+
+
+def iter_requests(path: str | os.PathLike[str]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Each ``ExportTraceServiceRequest`` of a recording in the OTLP/JSON shape (hex ids),
+    with its line (JSON lines) or message (protobuf) number.
+
+    Raises:
+        OSError: the file cannot be read.
+        RecordingError: the file is in none of the formats.
+    """
+    name = os.fspath(path)
     with open(name, "rb") as file:
         head = file.read(64).lstrip()
     if not head:
-        return []
+        return
     if head[:1] == b"{":
-        try:
-            return read_otlp_json_lines(name)
-        except ValueError as exc:
-            raise RecordingError(str(exc)) from exc
+        with open(name, encoding="utf-8") as lines:
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    request = json.loads(line)
+                except ValueError as exc:
+                    raise RecordingError(f"{name}:{number}: not an OTLP/JSON line") from exc
+                if not isinstance(request, dict):
+                    raise RecordingError(f"{name}:{number}: not an OTLP/JSON line")
+                yield number, request
+        return
     with open(name, "rb") as file:
         data = file.read()
-    spans: list[dict[str, Any]] = []
-    for message in _messages(name, data):
-        spans.extend(_flatten_request(_as_dict(message)))
-    return spans
+    for number, message in enumerate(_messages(name, data), start=1):
+        yield number, _as_dict(message)
 
 
 def _messages(name: str, data: bytes) -> list[ExportTraceServiceRequest]:
