@@ -17,6 +17,7 @@ import json
 import math
 import os
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from otelhooks import _semconv as sc
@@ -70,13 +71,23 @@ class AnnotationWriter:
     def __init__(self, path: str | os.PathLike[str], *, policy: Iterable[str] = ()) -> None:
         self.path = os.fspath(path)
         self.policy = list(policy)
-        self._notes: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        self._notes: dict[tuple[str, str], list[_Note]] = {}
+        # Most events of a recording annotate alike (same decision, same hooks): each distinct
+        # annotation is encoded once and shared.
+        self._encoded: dict[tuple[Any, ...], _Note] = {}
 
     def add(self, outcome: ReplayOutcome) -> None:
         """Remember the annotation of one replayed event."""
         event = outcome.recorded
-        key = (event.trace_id, event.span_id)
-        self._notes.setdefault(key, []).append(annotation_attributes(outcome))
+        attrs = annotation_attributes(outcome)
+        key = tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in attrs.items())
+        note = self._encoded.get(key)
+        if note is None:
+            changed = attrs.pop(sc.REPLAY_CHANGED)
+            rest = _key_values(attrs)
+            changed_kv = {"key": sc.REPLAY_CHANGED, "value": {"boolValue": changed}}
+            note = self._encoded[key] = _Note(changed, rest, [*rest, changed_kv])
+        self._notes.setdefault((event.trace_id, event.span_id), []).append(note)
 
     def write(self, recordings: Iterable[str | os.PathLike[str]]) -> int:
         """Write the spans of ``recordings`` annotated, one line per recorded request; return
@@ -105,13 +116,25 @@ class AnnotationWriter:
         notes = self._notes.get((str(span.get("traceId", "")), str(span.get("spanId", ""))))
         if not notes:
             return
-        first = {**notes[0], sc.REPLAY_CHANGED: any(n[sc.REPLAY_CHANGED] for n in notes)}
-        span.setdefault("attributes", []).extend(_key_values(first))
+        changed = any(n.changed for n in notes)
+        attributes = span.setdefault("attributes", [])
+        attributes.extend(notes[0].attributes)
+        attributes.append({"key": sc.REPLAY_CHANGED, "value": {"boolValue": changed}})
         end = span.get("endTimeUnixNano") or span.get("startTimeUnixNano") or "0"
         span.setdefault("events", []).extend(
-            {"timeUnixNano": end, "name": sc.REPLAY_EVENT, "attributes": _key_values(n)}
+            {"timeUnixNano": end, "name": sc.REPLAY_EVENT, "attributes": n.event_attributes}
             for n in notes
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Note:
+    """One event's annotation, encoded: without ``changed`` for the span (which says whether
+    any of its events changed), with it for the span event."""
+
+    changed: bool
+    attributes: list[dict[str, Any]]
+    event_attributes: list[dict[str, Any]]
 
 
 def _key_values(attrs: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -74,10 +74,17 @@ class ReplayReport:
     def add(self, outcome: ReplayOutcome) -> None:
         """Count ``outcome`` (and keep it when it is worth reporting)."""
         event = outcome.recorded
-        now = outcome.now
-        change = outcome.change
         self.events += 1
         self.by_event[event.event] += 1
+        if not outcome.matched and not outcome.changed:  # the common case: nothing to count
+            if event.event == "before_tool_call":
+                tool = self.tools.get(event.subject)
+                if tool is None:
+                    tool = self.tools[event.subject] = Tally()
+                tool.seen += 1
+            return
+        now = outcome.now
+        change = outcome.change
         if change is not None:
             self.changes[change] += 1
         missing = outcome.content_missing
