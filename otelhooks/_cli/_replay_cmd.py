@@ -35,6 +35,7 @@ def _replay(args: argparse.Namespace) -> int:
             args.hooks,
             live_webhooks=args.live_webhooks,
             otlp_out=args.otlp_out,
+            pooled=args.pooled,
         )
     except ConfigError as exc:
         print(f"otelhooks replay: {exc}", file=sys.stderr)
@@ -97,5 +98,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--live-webhooks",
         action="store_true",
         help="call control webhooks (default: report them as 'would call')",
+    )
+    cmd.add_argument(
+        "--pooled",
+        action="store_true",
+        help="run Python hooks on the handler pool, cut off at their deadlines as live "
+        "(default: on the replay thread, deadlines judged when they return; faster)",
     )
     cmd.set_defaults(func=_replay)

@@ -50,6 +50,7 @@ def replay(
     *,
     live_webhooks: bool = False,
     otlp_out: str | os.PathLike[str] | None = None,
+    pooled: bool = False,
 ) -> ReplayReport:
     """Replay ``recordings`` through a policy and report what would change.
 
@@ -60,6 +61,8 @@ def replay(
         live_webhooks: call control webhooks (otherwise reported as "would call").
         otlp_out: also write the recorded spans, annotated with the new decisions, as OTLP
             JSON lines to this file.
+        pooled: run Python hooks on the engine's handler pool, cut off at their deadlines as
+            live (see :func:`replay_events`); slower, for policies whose hooks may hang.
 
     Raises:
         OSError: a file cannot be read or written.
@@ -80,7 +83,10 @@ def replay(
         )
         report.spans = len(spans)
         writer = AnnotationWriter(otlp_out, policy=policy) if otlp_out is not None else None
-        for outcome in replay_events(engine, recorded_events(spans), live_webhooks=live_webhooks):
+        outcomes = replay_events(
+            engine, recorded_events(spans), live_webhooks=live_webhooks, pooled=pooled
+        )
+        for outcome in outcomes:
             report.add(outcome)
             if writer is not None:
                 writer.add(outcome)

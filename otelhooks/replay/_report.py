@@ -240,8 +240,15 @@ def _tally_table(label: str, seen: str, tallies: dict[str, Tally]) -> list[str]:
         return ["  none"]
     width = max(len(label), *(len(name) for name in tallies))
     heads = (seen, "deny", "mock", "rewrite", "errors", "would call", "changed")
-    rows = [f"  {label:<{width}}  " + "  ".join(f"{h:>7}" for h in heads)]
+    widths = [max(7, len(h)) for h in heads]
+
+    def row(name: str, cells: Sequence[object]) -> str:
+        padded = (f"{c:>{w}}" for c, w in zip(cells, widths, strict=True))
+        return f"  {name:<{width}}  " + "  ".join(padded)
+
+    rows = [row(label, heads)]
     for name, t in tallies.items():
-        cells = (t.seen, t.deny, t.mock, t.rewrite, t.errors, t.would_call, t.changed)
-        rows.append(f"  {name:<{width}}  " + "  ".join(f"{c:>7}" for c in cells))
+        rows.append(
+            row(name, (t.seen, t.deny, t.mock, t.rewrite, t.errors, t.would_call, t.changed))
+        )
     return rows

@@ -76,3 +76,20 @@ def test_inline_decide_judges_a_deadline_when_the_hook_returns() -> None:
         assert verdict.mock is None  # a mock after the deadline does not count, either way
         assert [s.outcome for s in verdict.steps] == ["timeout"]
         assert verdict.errors == ["slow: timed out after 0.1s"]
+
+
+def test_the_replay_package_exports_documented_objects_only() -> None:
+    import otelhooks.replay as replay_pkg
+
+    assert set(replay_pkg.__all__) == {
+        "CHANGES", "AnnotationWriter", "Decision", "RecordedEvent", "RecordingError",
+        "ReplayOutcome", "ReplayReport", "Tally", "annotation_attributes", "decision_of",
+        "diff_values", "iter_requests", "read_recording", "recorded_events", "replay",
+        "replay_events",
+    }  # fmt: skip
+    undocumented = [
+        name
+        for name in replay_pkg.__all__
+        if callable(getattr(replay_pkg, name)) and not getattr(replay_pkg, name).__doc__
+    ]
+    assert undocumented == []
