@@ -70,10 +70,11 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     cmd.add_argument("recordings", nargs="+", metavar="RECORDING", help="a recording file")
     cmd.add_argument(
         "--hooks",
-        action="append",
+        action="extend",
+        nargs="+",
         required=True,
         metavar="POLICY",
-        help="the policy: a hook config file or folder (repeatable)",
+        help="the policy: hook config files or folders (after the recordings; repeatable)",
     )
     cmd.add_argument(
         "--format",
