@@ -412,7 +412,7 @@ class Dispatcher:
         started = time.perf_counter()
         # In a copy of the context, as in the pool: a hook's context variables stay its own.
         result = contextvars.copy_context().run(action, payload)
-        if inspect.isawaitable(result):  # a sync callable that returned a coroutine
+        if result is not None and inspect.isawaitable(result):  # a sync callable's coroutine
             return self._wait(self._submit(asyncio.run, result), hook.deadline_s)
         if time.perf_counter() - started > hook.deadline_s:
             raise DeadlinePassed
