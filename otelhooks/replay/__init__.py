@@ -14,8 +14,10 @@ Example:
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from otelhooks._engine import HooksEngine
 from otelhooks.replay._events import Decision, RecordedEvent, recorded_events
@@ -37,6 +39,7 @@ __all__ = [
     "decision_of",
     "diff_values",
     "iter_requests",
+    "loaded_once",
     "read_recording",
     "recorded_events",
     "replay",
@@ -76,7 +79,8 @@ def replay(
     policy = [] if isinstance(hooks, HooksEngine) else [os.fspath(p) for p in hooks]
     engine = hooks if isinstance(hooks, HooksEngine) else HooksEngine.from_files(policy)
     try:
-        spans = [span for path in recordings for span in read_recording(path)]
+        with loaded_once():
+            spans = [span for path in recordings for span in read_recording(path)]
         report = ReplayReport(
             [hook.id for hook in engine.registry.hooks() if hook.intercepts],
             sources={"recordings": [os.fspath(p) for p in recordings], "policy": policy},
@@ -93,6 +97,25 @@ def replay(
         if writer is not None:
             writer.write(recordings)
     finally:
+        gc.unfreeze()
         if not isinstance(hooks, HooksEngine):
             engine.shutdown(1.0)
     return report
+
+
+@contextlib.contextmanager
+def loaded_once() -> Iterator[None]:
+    """Load a recording without the cyclic garbage collector, then freeze what was loaded.
+
+    A recording is hundreds of thousands of small dicts and lists that live until the end and
+    hold no cycles; every full collection would scan them all again (it more than halved the
+    time to read and map 100,000 spans). Call ``gc.unfreeze()`` when they may be collected.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()
