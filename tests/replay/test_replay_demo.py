@@ -11,7 +11,7 @@ import pytest
 
 from otelhooks import _semconv as sc
 from otelhooks import read_otlp_json_lines
-from tests.replay.conftest import Run, run_replay
+from tests.replay.conftest import Run, replay_main, run_replay
 
 
 @pytest.fixture(scope="module")
@@ -165,7 +165,7 @@ def _span_of(spans: list[dict[str, Any]], path: str) -> str:
 
 
 def test_the_table_names_changes_hooks_and_tools(captured_demo: Path, policy: Path) -> None:
-    run = run_replay(captured_demo, "--hooks", policy)
+    run = replay_main(captured_demo, "--hooks", policy)
     assert run.code == 0, run.stderr
     text = run.stdout
     assert text.startswith("otelhooks replay: 63 spans, 29 events replayed")
@@ -184,13 +184,36 @@ def test_the_table_names_changes_hooks_and_tools(captured_demo: Path, policy: Pa
 def test_fail_on_sets_the_exit_status(
     captured_demo: Path, policy: Path, fail_on: str, code: int
 ) -> None:
-    run = run_replay(captured_demo, "--hooks", policy, "--format", "json", "--fail-on", fail_on)
+    run = replay_main(captured_demo, "--hooks", policy, "--format", "json", "--fail-on", fail_on)
     assert run.code == code, run.stderr
     if code:
         assert "the policy changes recorded decisions" in run.stderr
 
 
 def test_an_unknown_fail_on_kind_is_a_usage_error(captured_demo: Path, policy: Path) -> None:
-    run = run_replay(captured_demo, "--hooks", policy, "--fail-on", "deny,explode")
+    run = replay_main(captured_demo, "--hooks", policy, "--fail-on", "deny,explode")
     assert run.code == 2
     assert "unknown change explode" in run.stderr
+
+
+def test_several_policy_files_after_one_hooks_flag(
+    captured_demo: Path, policy: Path, tmp_path: Path
+) -> None:
+    (tmp_path / "msg.py").write_text("def quiet(event):\n    return None\n")
+    messages = tmp_path / "messages.yaml"
+    messages.write_text(
+        "hooks:\n  - {id: quiet, type: message_sending, intercept: true, script: msg.py:quiet}\n"
+    )
+    run = replay_main(captured_demo, "--hooks", policy, messages, "--format", "json")
+    assert run.code == 0, run.stderr
+    assert [r["hook"] for r in run.records() if r["type"] == "hook"][-1] == "quiet"
+    # Returning None blocks under the kernel's contract: every recorded message would be dropped,
+    # decided without its text, which otelhooks never records.
+    dropped = [e for e in run.events() if e["event"] == "message_sending"]
+    assert len(dropped) == 3
+    for event in dropped:
+        assert event["change"] == "deny"
+        assert event["now"]["by"] == ["quiet"]
+        assert event["content_recorded"] is False
+        assert event["subject"] == "chat -> user-1"
+    assert run.one("summary")["content_not_recorded"] == 3

@@ -20,7 +20,7 @@ from otelhooks import _semconv as sc
 from otelhooks.integrations.claude_code import session_trace_id
 from otelhooks.replay import RecordingError, read_recording, replay
 from otelhooks.replay._read import iter_requests
-from tests.replay.conftest import run_replay
+from tests.replay.conftest import replay_main
 
 # -- content not recorded -------------------------------------------------------------------------
 
@@ -28,7 +28,7 @@ from tests.replay.conftest import run_replay
 def test_without_content_hooks_decide_on_names_and_the_report_says_so(
     uncaptured_demo: Path, policy: Path
 ) -> None:
-    run = run_replay(uncaptured_demo, "--hooks", policy, "--format", "json")
+    run = replay_main(uncaptured_demo, "--hooks", policy, "--format", "json")
     assert run.code == 0, run.stderr
     reads = [e for e in run.events() if e["subject"] == "fs/readFile"]
     assert {e["event"] for e in reads} == {"before_tool_call", "tool_result_persist"}
@@ -44,7 +44,7 @@ def test_without_content_hooks_decide_on_names_and_the_report_says_so(
     assert deny["content_recorded"] is False
     summary = run.one("summary")
     assert summary["content_not_recorded"] == 9  # 2 reads, 1 delete, 5 calc, 1 shell: matched
-    table = run_replay(uncaptured_demo, "--hooks", policy).stdout
+    table = replay_main(uncaptured_demo, "--hooks", policy).stdout
     assert "Content not recorded (9): hooks saw names, matcher values and fingerprints" in table
 
 
@@ -89,43 +89,47 @@ NEW_SETTINGS = {
 }
 
 
-def _bridge(tmp: Path, traces: Path, event: str, **fields: Any) -> None:
-    payload = {
-        "session_id": "sess-1",
-        "transcript_path": str(tmp / "t.jsonl"),
-        "cwd": str(tmp),
-        "permission_mode": "default",
-        "hook_event_name": event,
-        **fields,
-    }
+def _bridge(tmp: Path, traces: Path, *events: tuple[str, dict[str, Any]]) -> None:
+    """Hook processes started together (as Claude Code runs the hooks of parallel tools)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env["HOME"] = str(tmp)
     env[sc.ENV_CAPTURE_CONTENT] = "true"
-    proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "otelhooks",
-            "claude-code",
-            "--hooks",
-            str(tmp / "hooks.yaml"),
-            "--traces-out",
-            str(traces),
-            "--state",
-            str(tmp / "state.sqlite3"),
-        ],
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr
+    command = [
+        sys.executable, "-m", "otelhooks", "claude-code", "--hooks", str(tmp / "hooks.yaml"),
+        "--traces-out", str(traces), "--state", str(tmp / "state.sqlite3"),
+    ]  # fmt: skip
+    procs = []
+    for event, fields in events:
+        payload = {
+            "session_id": "sess-1",
+            "transcript_path": str(tmp / "t.jsonl"),
+            "cwd": str(tmp),
+            "permission_mode": "default",
+            "hook_event_name": event,
+            **fields,
+        }
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(payload))
+        proc.stdin.close()
+        procs.append(proc)
+    for proc in procs:
+        assert proc.wait(60) == 0, proc.stderr.read() if proc.stderr else ""
+        for stream in (proc.stdout, proc.stderr):
+            if stream is not None:
+                stream.close()
 
 
 @pytest.fixture(scope="module")
 def bridge_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A Claude Code session through ``otelhooks claude-code``, one process per hook event."""
+    """A Claude Code turn through ``otelhooks claude-code``, one process per hook event."""
     tmp = tmp_path_factory.mktemp("claude")
     (tmp / "hooks.yaml").write_text(BRIDGE_HOOKS)
     traces = tmp / "traces.jsonl"
@@ -133,16 +137,20 @@ def bridge_recording(tmp_path_factory: pytest.TempPathFactory) -> Path:
     def pre(use: str, tool: str, **tool_input: Any) -> dict[str, Any]:
         return {"tool_name": tool, "tool_input": tool_input, "tool_use_id": use}
 
-    _bridge(tmp, traces, "SessionStart", source="startup")
-    _bridge(tmp, traces, "UserPromptSubmit", prompt="clean up")
-    _bridge(tmp, traces, "PreToolUse", **pre("tu1", "Bash", command="ls -la"))
-    _bridge(tmp, traces, "PostToolUse", **pre("tu1", "Bash", command="ls -la"), tool_response="a")
-    _bridge(tmp, traces, "PreToolUse", **pre("tu2", "Bash", command="rm -rf build"))
-    _bridge(tmp, traces, "PreToolUse", **pre("tu3", "Read", file_path="/w/a.py"))
-    _bridge(
-        tmp, traces, "PostToolUse", **pre("tu3", "Read", file_path="/w/a.py"), tool_response="x"
+    listing, removal, read = (
+        pre("tu1", "Bash", command="ls -la"),
+        pre("tu2", "Bash", command="rm -rf build"),
+        pre("tu3", "Read", file_path="/w/a.py"),
     )
-    _bridge(tmp, traces, "Stop", stop_hook_active=False)
+    _bridge(tmp, traces, ("UserPromptSubmit", {"prompt": "clean up"}))
+    _bridge(tmp, traces, ("PreToolUse", listing), ("PreToolUse", removal), ("PreToolUse", read))
+    _bridge(
+        tmp,
+        traces,
+        ("PostToolUse", {**listing, "tool_response": "a"}),
+        ("PostToolUse", {**read, "tool_response": "x"}),
+    )
+    _bridge(tmp, traces, ("Stop", {"stop_hook_active": False}))
     return traces
 
 
@@ -151,7 +159,9 @@ def test_a_claude_code_bridge_recording_replays_through_a_command_hook(
 ) -> None:
     settings = tmp_path / "settings.json"
     settings.write_text(json.dumps(NEW_SETTINGS))
-    run = run_replay(bridge_recording, "--hooks", settings, "--format", "json", "--fail-on", "deny")
+    run = replay_main(
+        bridge_recording, "--hooks", settings, "--format", "json", "--fail-on", "deny"
+    )
     assert run.code == 1, run.stderr
     trace = format(session_trace_id("sess-1"), "032x")
     listing = run.one("event", event="before_tool_call", change="deny")
@@ -250,6 +260,6 @@ def test_a_file_in_no_known_format_is_refused(tmp_path: Path, policy: Path) -> N
     junk.write_bytes(b"\x07not a recording at all")
     with pytest.raises(RecordingError, match=r"junk\.bin"):
         list(iter_requests(junk))
-    run = run_replay(junk, "--hooks", policy)
+    run = replay_main(junk, "--hooks", policy)
     assert run.code == 2
     assert "neither OTLP JSON lines nor an OTLP protobuf" in run.stderr
