@@ -13,6 +13,7 @@ and its persisted result) with the same attributes and ``otelhooks.replay.event`
 from __future__ import annotations
 
 import base64
+import gc
 import json
 import math
 import os
@@ -94,6 +95,20 @@ class AnnotationWriter:
         how many spans were written."""
         count = 0
         policy = _any_value(self.policy) if self.policy else None
+        # Decoded JSON holds no cycles: collections would only rescan everything replay keeps.
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            count = self._write(recordings, policy)
+        finally:
+            if enabled:
+                gc.enable()
+        return count
+
+    def _write(
+        self, recordings: Iterable[str | os.PathLike[str]], policy: dict[str, Any] | None
+    ) -> int:
+        count = 0
         with open(self.path, "w", encoding="utf-8") as file:
             for recording in recordings:
                 for _, request in iter_requests(recording):
