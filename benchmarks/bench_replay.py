@@ -250,6 +250,9 @@ def main() -> int:
     parser.add_argument("--calls", type=int, default=100_000)
     parser.add_argument("--calls-per-run", type=int, default=1_000)
     parser.add_argument("--all-match", action="store_true", help="all 20 hooks match every call")
+    parser.add_argument(
+        "--pooled", action="store_true", help="hooks on the handler pool (replay --pooled)"
+    )
     parser.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     args = parser.parse_args()
 
@@ -265,6 +268,7 @@ def main() -> int:
             "calls": args.calls,
             "spans": spans_written,
             "all_match": args.all_match,
+            "pooled": args.pooled,
             "python": platform.python_version(),
             "cpus": os.cpu_count(),
             "load_avg_1m": round(os.getloadavg()[0], 2),
@@ -276,7 +280,7 @@ def main() -> int:
         engine = HooksEngine.from_files([policy])
         report = ReplayReport([h.id for h in engine.registry.hooks()])
         events = 0
-        for outcome in replay_events(engine, recorded_events(spans)):
+        for outcome in replay_events(engine, recorded_events(spans), pooled=args.pooled):
             report.add(outcome)
             events += 1
         results["map_and_decide"] = clock.lap()
@@ -288,7 +292,7 @@ def main() -> int:
         gc.unfreeze()
 
         clock.lap()
-        whole = replay([recording], [policy], otlp_out=root / "annotated.jsonl")
+        whole = replay([recording], [policy], otlp_out=root / "annotated.jsonl", pooled=args.pooled)
         results["replay_with_otlp_out"] = total = clock.lap()
         results["us_per_call"] = {k: round(v / args.calls * 1e6, 1) for k, v in total.items()}
         results["whole_changes"] = dict(whole.changes)
