@@ -319,7 +319,7 @@ def _message_event(
         attrs, attrs.get(sc.HOOK_REWRITTEN_BY), attrs.get(sc.MESSAGE_BLOCKED) is True
     )
     subject = f"{channel} -> {target}" if target else channel
-    values = (channel, target) if target else (channel,)
+    values = tuple(v for v in (channel, target) if v) or ("*",)
     return _event(
         span,
         facts,
@@ -342,8 +342,9 @@ def _agent_event(
     fields = {**_common(span, facts), "agentId": agent_id}
     prompt = text or ""
     recorded = _blocked(attrs, attrs.get(sc.HOOK_REWRITTEN_BY), bool(attrs.get(sc.HOOK_DECIDED_BY)))
-    # As the instrumentation offers them: the agent's name, then its id.
-    values = (name, agent_id)
+    # As the instrumentation offers them: the agent's name, then its id ("*" for neither, as
+    # matcher_values says for an event without one).
+    values = tuple(v for v in (name, agent_id) if v) or ("*",)
     return _event(
         span,
         facts,

@@ -93,3 +93,24 @@ def test_the_replay_package_exports_documented_objects_only() -> None:
         if callable(getattr(replay_pkg, name)) and not getattr(replay_pkg, name).__doc__
     ]
     assert undocumented == []
+
+
+def test_spans_that_lack_names_replay_with_the_values_matchers_expect() -> None:
+    from otelhooks import _semconv as sc
+    from otelhooks.replay import recorded_events
+
+    spans: list[dict[str, Any]] = [
+        {"traceId": "t", "spanId": "a", "name": "invoke_agent", "attributes": {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT}},
+        {"traceId": "t", "spanId": "m", "parentSpanId": "a", "name": "send_message",
+         "attributes": {sc.GEN_AI_OPERATION_NAME: sc.OP_SEND_MESSAGE}},
+        {"traceId": "t", "spanId": "x", "parentSpanId": "a", "name": "execute_tool fs/rm",
+         "attributes": {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
+                        sc.GEN_AI_TOOL_CALL_ARGUMENTS: "not json"}},
+    ]  # fmt: skip
+    agent, message, call, persist = recorded_events(spans)
+    assert agent.values == ("*",)
+    assert message.values == ("*",)
+    assert (call.values, call.subject) == (("fs/rm", "rm"), "fs/rm")
+    assert call.payload.args == {"input": "not json"}  # type: ignore[attr-defined]
+    assert not persist.content_recorded  # neither a result nor its size was recorded
