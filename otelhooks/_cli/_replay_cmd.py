@@ -7,6 +7,7 @@ recording or a policy file cannot be read.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
 from otelhooks._errors import ConfigError
@@ -43,11 +44,16 @@ def _replay(args: argparse.Namespace) -> int:
     except (OSError, RecordingError) as exc:
         print(f"otelhooks replay: {exc}", file=sys.stderr)
         return 2
-    if args.format == "json":
-        for line in report.json_lines():
-            print(line)
-    else:
-        print(report.table())
+    try:
+        if args.format == "json":
+            for line in report.json_lines():
+                print(line)
+        else:
+            print(report.table())
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left (`| head`): the verdict below still decides the exit status.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if args.otlp_out:
         print(f"annotated spans written as OTLP JSON lines to {args.otlp_out}", file=sys.stderr)
     failed = report.failed(args.fail_on)

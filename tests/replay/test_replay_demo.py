@@ -217,3 +217,30 @@ def test_several_policy_files_after_one_hooks_flag(
         assert event["content_recorded"] is False
         assert event["subject"] == "chat -> user-1"
     assert run.one("summary")["content_not_recorded"] == 3
+
+
+def test_a_reader_that_stops_early_leaves_the_exit_status_to_fail_on(
+    captured_demo: Path, policy: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    # The same run 12 times over: a report larger than the pipe's buffer.
+    args = [*[str(captured_demo)] * 12, "--hooks", str(policy), "--fail-on", "deny"]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "otelhooks", "replay", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    assert proc.stdout.readline().startswith(b"otelhooks replay:")
+    proc.stdout.close()  # as `| head -1` does
+    assert proc.wait(60) == 1
+    stderr = proc.stderr.read().decode()
+    proc.stderr.close()
+    assert "Traceback" not in stderr
+    assert "the policy changes recorded decisions: 12 deny" in stderr
