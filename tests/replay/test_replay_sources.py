@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otelhooks import _semconv as sc
+from otelhooks import read_otlp_json_lines
 from otelhooks.integrations.claude_code import session_trace_id
 from otelhooks.replay import RecordingError, read_recording, replay
 from otelhooks.replay._read import iter_requests
@@ -236,6 +237,7 @@ def test_protobuf_dumps_read_as_the_json_lines_of_the_same_spans(
     dump = tmp_path / "spans.pb"
     dump.write_bytes(_dump(sdk_spans, framing))
     key = lambda s: s["spanId"]  # noqa: E731
+    assert read_recording(jsonl) == read_otlp_json_lines(jsonl)
     assert sorted(read_recording(dump), key=key) == sorted(read_recording(jsonl), key=key)
 
 
