@@ -78,6 +78,20 @@ HOOK_REWRITTEN_BY: Final = "otelhooks.hook.rewritten_by"
 HOOK_ERRORS: Final = "otelhooks.hook.errors"
 CLASSIFICATION_HOOK_DENIED: Final = "hook_denied"
 
+# `otelhooks replay`: a recorded span annotated with what a policy decides now.
+REPLAY_EVENT: Final = "otelhooks.replay"  # span event, one per replayed lifecycle event
+REPLAY_LIFECYCLE_EVENT: Final = "otelhooks.replay.event"
+REPLAY_DECISION: Final = "otelhooks.replay.decision"
+REPLAY_DECIDED_BY: Final = "otelhooks.replay.decided_by"
+REPLAY_REASON: Final = "otelhooks.replay.reason"
+REPLAY_RECORDED_DECISION: Final = "otelhooks.replay.recorded_decision"
+REPLAY_CHANGED: Final = "otelhooks.replay.changed"
+REPLAY_CONTENT_RECORDED: Final = "otelhooks.replay.content_recorded"
+REPLAY_DIFF: Final = "otelhooks.replay.diff"
+REPLAY_ERRORS: Final = "otelhooks.replay.errors"
+REPLAY_WOULD_CALL: Final = "otelhooks.replay.would_call"
+REPLAY_POLICY: Final = "otelhooks.replay.policy"  # resource attribute: the policy files
+
 APPROVAL_ACTION: Final = "otelhooks.approval.action"
 APPROVAL_TOOL_CALL_ID: Final = "otelhooks.approval.tool_call_id"
 APPROVAL_REJECTION_REASON: Final = "otelhooks.approval.rejection_reason"

@@ -30,7 +30,7 @@ from otelhooks._events import (
 )
 from otelhooks._live import LiveEvent, Verdict
 
-__all__ = ["events_from_foreign_span", "span_ids", "verdict_attributes"]
+__all__ = ["events_from_foreign_span", "span_ids", "tool_identity", "verdict_attributes"]
 
 _COMPLETE_REASONS = ("done", "error", "interrupted", "max_steps", "cost_limit")
 
@@ -71,6 +71,28 @@ def _int(attrs: Mapping[str, Any], key: str) -> int:
     return value if isinstance(value, int) else 0
 
 
+def tool_identity(attrs: Mapping[str, Any], span_name: str, span_id: str) -> dict[str, Any]:
+    """The tool a span of ``execute_tool`` ran: ``toolCallId``, ``identifier``, ``apiName`` and
+    ``argsFp``, from otelhooks' attributes or, for other instrumentations, from
+    ``gen_ai.tool.name`` (an ``identifier/apiName`` name is split) and the span name.
+
+    Example:
+        >>> tool_identity({"gen_ai.tool.name": "fs/rm"}, "execute_tool fs/rm", "ab")["apiName"]
+        'rm'
+    """
+    name = str(attrs.get(sc.GEN_AI_TOOL_NAME, span_name.removeprefix("execute_tool ")))
+    identifier = str(attrs.get(sc.TOOL_IDENTIFIER, ""))
+    api = name
+    if not identifier and "/" in name:
+        identifier, _, api = name.partition("/")
+    return {
+        "toolCallId": str(attrs.get(sc.GEN_AI_TOOL_CALL_ID, span_id)),
+        "identifier": identifier,
+        "apiName": api,
+        "argsFp": str(attrs.get(sc.TOOL_ARGS_FINGERPRINT, "")),
+    }
+
+
 def events_from_foreign_span(span: ReadableSpan) -> list[LiveEvent]:
     """The observer events for a GenAI span that otelhooks did not create (maybe none)."""
     attrs = span.attributes or {}
@@ -92,18 +114,8 @@ def events_from_foreign_span(span: ReadableSpan) -> list[LiveEvent]:
         common["userId"] = user
 
     if op == sc.OP_EXECUTE_TOOL:
-        name = str(attrs.get(sc.GEN_AI_TOOL_NAME, span.name.removeprefix("execute_tool ")))
-        identifier = str(attrs.get(sc.TOOL_IDENTIFIER, ""))
-        api = name
-        if not identifier and "/" in name:
-            identifier, _, api = name.partition("/")
-        tool: dict[str, Any] = {
-            **common,
-            "toolCallId": str(attrs.get(sc.GEN_AI_TOOL_CALL_ID, span_id)),
-            "identifier": identifier,
-            "apiName": api,
-            "argsFp": str(attrs.get(sc.TOOL_ARGS_FINGERPRINT, "")),
-        }
+        tool: dict[str, Any] = {**common, **tool_identity(attrs, span.name, span_id)}
+        identifier, api = tool["identifier"], tool["apiName"]
         values = (f"{identifier}/{api}", api) if identifier else (api,)
         outcome = attrs.get(sc.TOOL_OUTCOME)
         if failed:

@@ -199,6 +199,7 @@ class HooksEngine:
         values: tuple[str, ...] | None = None,
         operation_id: str | None = None,
         call_webhooks: bool = False,
+        inline: bool = False,
     ) -> Verdict:
         """What these hooks would decide for ``event``, without acting on it.
 
@@ -206,11 +207,17 @@ class HooksEngine:
         scripts). Nothing is queued for observers and nothing is counted; control webhooks are
         listed in ``Verdict.would_call`` unless ``call_webhooks``. For an event that is not an
         intercept point the verdict is empty (observers cannot change anything).
+
+        ``inline=True`` calls sync Python hooks on this thread instead of the handler pool and
+        judges their deadlines when they return: the same verdict, many times faster for bulk
+        callers (replay), but a hook that never returns blocks the caller.
         """
         live = self._live(event, payload, values, operation_id)
         if not EVENTS[live.name].intercept:
             return Verdict(payload=live.payload())
-        return self._dispatcher.intercept(live, dry_run=True, call_webhooks=call_webhooks)
+        return self._dispatcher.intercept(
+            live, dry_run=True, call_webhooks=call_webhooks, inline=inline
+        )
 
     async def adecide(
         self,

@@ -1,0 +1,115 @@
+"""``otelhooks replay``: what a hook policy would have done to recorded runs (see docs/replay.md).
+
+Exit status: 0 when nothing listed in ``--fail-on`` changed; 1 when something did; 2 when a
+recording or a policy file cannot be read.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from otelhooks._errors import ConfigError
+
+__all__ = ["add_parser"]
+
+
+def _kinds(text: str) -> list[str]:
+    from otelhooks.replay import CHANGES
+
+    kinds = [k.strip() for k in text.split(",") if k.strip()]
+    unknown = [k for k in kinds if k not in CHANGES]
+    if unknown:
+        raise argparse.ArgumentTypeError(
+            f"unknown change {', '.join(unknown)} (choose from {', '.join(CHANGES)})"
+        )
+    return kinds
+
+
+def _replay(args: argparse.Namespace) -> int:
+    from otelhooks.replay import RecordingError, replay
+
+    try:
+        report = replay(
+            args.recordings,
+            args.hooks,
+            live_webhooks=args.live_webhooks,
+            otlp_out=args.otlp_out,
+            pooled=args.pooled,
+        )
+    except ConfigError as exc:
+        print(f"otelhooks replay: {exc}", file=sys.stderr)
+        return 2
+    except (OSError, RecordingError) as exc:
+        print(f"otelhooks replay: {exc}", file=sys.stderr)
+        return 2
+    try:
+        if args.format == "json":
+            for line in report.json_lines():
+                print(line)
+        else:
+            print(report.table())
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # The reader left (`| head`): the verdict below still decides the exit status.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if args.otlp_out:
+        print(f"annotated spans written as OTLP JSON lines to {args.otlp_out}", file=sys.stderr)
+    failed = report.failed(args.fail_on)
+    if failed:
+        listed = ", ".join(f"{count} {kind}" for kind, count in failed.items())
+        print(f"otelhooks replay: the policy changes recorded decisions: {listed}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    cmd = sub.add_parser(
+        "replay",
+        help="test a hook policy against recorded agent runs",
+        description="Run every recorded intercept event (tool calls, persisted results, "
+        "messages, run starts) through the policy's hooks, exactly as live, and report what "
+        "would change. Recordings: OTLP JSON lines (--traces-out, the Collector's file "
+        "exporter), OTLP protobuf dumps, Claude Code bridge traces.",
+    )
+    cmd.add_argument("recordings", nargs="+", metavar="RECORDING", help="a recording file")
+    cmd.add_argument(
+        "--hooks",
+        action="extend",
+        nargs="+",
+        required=True,
+        metavar="POLICY",
+        help="the policy: hook config files or folders (after the recordings; repeatable)",
+    )
+    cmd.add_argument(
+        "--format",
+        choices=("table", "json"),
+        default="table",
+        help="the report as a table (default) or JSON lines",
+    )
+    cmd.add_argument(
+        "--otlp-out",
+        metavar="FILE",
+        help="also write the recorded spans annotated with the new decisions (OTLP JSON lines)",
+    )
+    cmd.add_argument(
+        "--fail-on",
+        type=_kinds,
+        default=[],
+        metavar="CHANGES",
+        help="exit 1 when any of these changes happens: comma-separated deny, mock, rewrite, "
+        "allow (a recorded deny, mock or rewrite no longer happens), error (a hook failed)",
+    )
+    cmd.add_argument(
+        "--live-webhooks",
+        action="store_true",
+        help="call control webhooks (default: report them as 'would call')",
+    )
+    cmd.add_argument(
+        "--pooled",
+        action="store_true",
+        help="run Python hooks on the handler pool, cut off at their deadlines as live "
+        "(default: on the replay thread, deadlines judged when they return; faster)",
+    )
+    cmd.set_defaults(func=_replay)

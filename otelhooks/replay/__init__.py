@@ -1,0 +1,121 @@
+"""Replay: what would a hook policy have done to recorded agent runs?
+
+Recorded spans (OTLP JSON lines, an OTLP protobuf dump, Claude Code bridge traces) become the
+intercept events they stood for; each goes through the policy's :class:`~otelhooks.HooksEngine`
+``decide`` (the chain a live agent runs) and is compared with the decision recorded then.
+
+Example:
+    >>> from otelhooks.replay import replay
+    >>> report = replay(["traces.jsonl"], ["policy.yaml"])  # doctest: +SKIP
+    >>> print(report.table())  # doctest: +SKIP
+    >>> report.failed(["deny", "rewrite"])  # doctest: +SKIP
+    {'deny': 3}
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+from collections.abc import Iterator, Sequence
+
+from otelhooks._engine import HooksEngine
+from otelhooks.replay._events import Decision, RecordedEvent, recorded_events
+from otelhooks.replay._otlp import AnnotationWriter, annotation_attributes
+from otelhooks.replay._read import RecordingError, iter_requests, read_recording
+from otelhooks.replay._report import ReplayReport, Tally
+from otelhooks.replay._run import CHANGES, ReplayOutcome, decision_of, diff_values, replay_events
+
+__all__ = [
+    "CHANGES",
+    "AnnotationWriter",
+    "Decision",
+    "RecordedEvent",
+    "RecordingError",
+    "ReplayOutcome",
+    "ReplayReport",
+    "Tally",
+    "annotation_attributes",
+    "decision_of",
+    "diff_values",
+    "iter_requests",
+    "loaded_once",
+    "read_recording",
+    "recorded_events",
+    "replay",
+    "replay_events",
+]
+
+
+def replay(
+    recordings: Sequence[str | os.PathLike[str]],
+    hooks: Sequence[str | os.PathLike[str]] | HooksEngine,
+    *,
+    live_webhooks: bool = False,
+    otlp_out: str | os.PathLike[str] | None = None,
+    pooled: bool = False,
+) -> ReplayReport:
+    """Replay ``recordings`` through a policy and report what would change.
+
+    Args:
+        recordings: OTLP JSON lines files, OTLP protobuf dumps or Claude Code bridge traces.
+        hooks: the policy's config files (any format :func:`otelhooks.load_config` reads), or
+            an engine of your own.
+        live_webhooks: call control webhooks (otherwise reported as "would call").
+        otlp_out: also write the recorded spans, annotated with the new decisions, as OTLP
+            JSON lines to this file.
+        pooled: run Python hooks on the engine's handler pool, cut off at their deadlines as
+            live (see :func:`replay_events`); slower, for policies whose hooks may hang.
+
+    Raises:
+        OSError: a file cannot be read or written.
+        RecordingError: a recording is in no known format.
+        ConfigErrors: a policy file has problems.
+
+    Example:
+        >>> report = replay(["traces.jsonl"], ["policy.yaml"], otlp_out="replayed.jsonl")
+        ... # doctest: +SKIP
+    """
+    policy = [] if isinstance(hooks, HooksEngine) else [os.fspath(p) for p in hooks]
+    engine = hooks if isinstance(hooks, HooksEngine) else HooksEngine.from_files(policy)
+    try:
+        with loaded_once():
+            spans = [span for path in recordings for span in read_recording(path)]
+        report = ReplayReport(
+            [hook.id for hook in engine.registry.hooks() if hook.intercepts],
+            sources={"recordings": [os.fspath(p) for p in recordings], "policy": policy},
+        )
+        report.spans = len(spans)
+        writer = AnnotationWriter(otlp_out, policy=policy) if otlp_out is not None else None
+        outcomes = replay_events(
+            engine, recorded_events(spans), live_webhooks=live_webhooks, pooled=pooled
+        )
+        for outcome in outcomes:
+            report.add(outcome)
+            if writer is not None:
+                writer.add(outcome)
+        if writer is not None:
+            writer.write(recordings)
+    finally:
+        gc.unfreeze()
+        if not isinstance(hooks, HooksEngine):
+            engine.shutdown(1.0)
+    return report
+
+
+@contextlib.contextmanager
+def loaded_once() -> Iterator[None]:
+    """Load a recording without the cyclic garbage collector, then freeze what was loaded.
+
+    A recording is hundreds of thousands of small dicts and lists that live until the end and
+    hold no cycles; every full collection would scan them all again (it more than halved the
+    time to read and map 100,000 spans). Call ``gc.unfreeze()`` when they may be collected.
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.freeze()
+        if enabled:
+            gc.enable()

@@ -1,0 +1,397 @@
+"""Recorded spans back into the intercept events they stood for, with what was decided then.
+
+=====================================  =========================================================
+span (``gen_ai.operation.name``)       replayed event
+=====================================  =========================================================
+``execute_tool``                       ``before_tool_call`` (arguments from
+                                       ``gen_ai.tool.call.arguments``), and, when the tool
+                                       returned, ``tool_result_persist`` (the result from
+                                       ``gen_ai.tool.call.result``, as it was persisted)
+``send_message``                       ``message_sending`` (channel and target; otelhooks does
+                                       not record the message text)
+``invoke_agent``                       ``before_agent_start`` (the input from
+                                       ``gen_ai.input.messages`` when the span has it)
+=====================================  =========================================================
+
+Spans of other GenAI instrumentations map the same way wherever their attributes carry the
+event (``gen_ai.tool.name``, ``gen_ai.tool.call.arguments``...). What a span lacks is not
+guessed: the event is replayed with the names, matcher values and fingerprints it has, and
+marked ``content_recorded=False``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from otelhooks import _semconv as sc
+from otelhooks._events import (
+    BeforeAgentStartEvent,
+    HookEvent,
+    MessageSendingEvent,
+    ToolCallEvent,
+    ToolResultPersistEvent,
+)
+from otelhooks._span_mapping import tool_identity
+
+__all__ = ["Decision", "RecordedEvent", "recorded_events"]
+
+_STATUS_ERROR = 2  # OTLP Status.code STATUS_CODE_ERROR
+_EMPTY_ARGS_SIZE = 2  # len("{}"): arguments known to be empty even without capture
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """What intercept hooks decided for one event.
+
+    Attributes:
+        action: ``allow``, ``deny`` (also a blocked message or run), ``mock`` or ``rewrite``.
+        by: the deciding hook ids (every rewriting hook for ``rewrite``).
+        reason: why, for ``deny``.
+
+    Example:
+        >>> str(Decision("deny", ("no-shell",), "no shell"))
+        'deny by no-shell: no shell'
+    """
+
+    action: str = "allow"
+    by: tuple[str, ...] = ()
+    reason: str | None = None
+
+    def __str__(self) -> str:
+        text = self.action
+        if self.by:
+            text += f" by {', '.join(self.by)}"
+        if self.reason:
+            text += f": {self.reason}"
+        return text
+
+
+@dataclass(slots=True)
+class RecordedEvent:
+    """One recorded event to replay.
+
+    Attributes:
+        event: the canonical intercept event (``before_tool_call``...).
+        build: makes its payload from the span (:attr:`payload` calls it once, when a hook
+            matches: as live, no payload is built for an event no hook wants).
+        values: what matchers compare (as the live instrumentation offers them).
+        recorded: what the hooks decided when the span was recorded.
+        trace_id, span_id: the span (lowercase hex).
+        agent: the agent that ran it (the nearest ``invoke_agent`` span), if known.
+        subject: the tool (``identifier/apiName``), message (``channel -> target``) or agent.
+        content_recorded: False when the span lacks the content the payload needs (capture
+            was off): hooks saw names, matcher values and fingerprints only.
+        span: the recorded span (as :func:`read_recording` gives it).
+    """
+
+    event: str
+    build: Callable[[], HookEvent]
+    values: tuple[str, ...]
+    recorded: Decision
+    trace_id: str
+    span_id: str
+    agent: str | None
+    subject: str
+    content_recorded: bool
+    span: dict[str, Any]
+    _payload: HookEvent | None = None
+
+    @property
+    def payload(self) -> HookEvent:
+        """The event's payload, rebuilt from the span (built on first use)."""
+        if self._payload is None:
+            self._payload = self.build()
+        return self._payload
+
+
+def recorded_events(spans: Sequence[dict[str, Any]]) -> Iterator[RecordedEvent]:
+    """The intercept events of ``spans`` (one recording, or several), in span order.
+
+    Example:
+        >>> from otelhooks.replay import read_recording
+        >>> for ev in recorded_events(read_recording("traces.jsonl")):  # doctest: +SKIP
+        ...     print(ev.event, ev.subject, ev.recorded)
+    """
+    context = _Context(spans)
+    for span in spans:
+        attrs = span.get("attributes") or {}
+        op = attrs.get(sc.GEN_AI_OPERATION_NAME)
+        if op == sc.OP_EXECUTE_TOOL:
+            yield from _tool_events(span, attrs, context)
+        elif op == sc.OP_SEND_MESSAGE:
+            yield _message_event(span, attrs, context)
+        elif op == sc.OP_INVOKE_AGENT:
+            yield _agent_event(span, attrs, context)
+
+
+class _Context:
+    """Facts a span inherits from its ancestors: agent, operation, session, user."""
+
+    _KEYS = (
+        (sc.GEN_AI_AGENT_NAME, "agent"),
+        (sc.GEN_AI_AGENT_ID, "agentId"),
+        (sc.OPERATION_ID, "operationId"),
+        (sc.PARENT_OPERATION_ID, "parentOperationId"),
+        (sc.GEN_AI_CONVERSATION_ID, "sessionKey"),
+        (sc.SESSION_ID, "sessionKey"),
+        (sc.USER_ID, "userId"),
+    )
+
+    def __init__(self, spans: Sequence[dict[str, Any]]) -> None:
+        self._spans = {(s.get("traceId", ""), s.get("spanId", "")): s for s in spans}
+        self._memo: dict[tuple[str, str], dict[str, str]] = {}
+
+    def of(self, span: dict[str, Any]) -> dict[str, str]:
+        key = (span.get("traceId", ""), span.get("spanId", ""))
+        found = self._memo.get(key)
+        if found is not None:
+            return found
+        # Iterative walk up to the first ancestor already known (deep trees, no recursion).
+        chain: list[tuple[tuple[str, str], dict[str, Any]]] = []
+        node: dict[str, Any] | None = span
+        inherited: dict[str, str] = {}
+        while node is not None:
+            node_key = (node.get("traceId", ""), node.get("spanId", ""))
+            if node_key in self._memo:
+                inherited = self._memo[node_key]
+                break
+            chain.append((node_key, node))
+            parent = node.get("parentSpanId")
+            node = self._spans.get((node_key[0], parent)) if parent else None
+            if len(chain) > 10_000:  # a cycle in a malformed file
+                break
+        for node_key, node in reversed(chain):
+            own = dict(inherited)
+            attrs = node.get("attributes") or {}
+            for attr, field in self._KEYS:
+                value = attrs.get(attr)
+                if isinstance(value, str) and value:
+                    own[field] = value
+            self._memo[node_key] = inherited = own
+        return inherited
+
+
+def _common(span: dict[str, Any], facts: Mapping[str, str]) -> dict[str, Any]:
+    fields: dict[str, Any] = {
+        "traceId": span.get("traceId"),
+        "spanId": span.get("spanId"),
+        "timestamp": int(span.get("startTimeUnixNano") or 0) // 1_000_000,
+    }
+    for field in ("operationId", "parentOperationId", "sessionKey", "userId"):
+        if field in facts:
+            fields[field] = facts[field]
+    return fields
+
+
+def _event(
+    span: dict[str, Any],
+    facts: Mapping[str, str],
+    event: str,
+    build: Callable[[], HookEvent],
+    values: tuple[str, ...],
+    recorded: Decision,
+    subject: str,
+    content_recorded: bool,
+) -> RecordedEvent:
+    return RecordedEvent(
+        event,
+        build,
+        values,
+        recorded,
+        span.get("traceId", ""),
+        span.get("spanId", ""),
+        facts.get("agent") or facts.get("agentId"),
+        subject,
+        content_recorded,
+        span,
+    )
+
+
+def _ids(value: Any) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,) if value else ()
+    if isinstance(value, list | tuple):
+        return tuple(str(v) for v in value if v)
+    return ()
+
+
+def _blocked(attrs: Mapping[str, Any], rewritten: Any, blocked: bool) -> Decision:
+    if blocked:
+        reason = attrs.get(sc.HOOK_DECISION_REASON)
+        return Decision("deny", _ids(attrs.get(sc.HOOK_DECIDED_BY)), reason or None)
+    by = _ids(rewritten)
+    return Decision("rewrite", by) if by else Decision()
+
+
+def _tool_events(
+    span: dict[str, Any], attrs: Mapping[str, Any], context: _Context
+) -> Iterator[RecordedEvent]:
+    facts = context.of(span)
+    tool = tool_identity(attrs, str(span.get("name", "")), str(span.get("spanId", "")))
+    identifier, api = tool["identifier"], tool["apiName"]
+    subject = f"{identifier}/{api}" if identifier else api
+    common = {**_common(span, facts), **tool}
+    if "agentId" in facts:
+        common["agentId"] = facts["agentId"]
+    index = attrs.get(sc.TOOL_CALL_INDEX)
+    if isinstance(index, int):
+        common["callIndex"] = index
+    raw_args = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+    # Without capture the arguments are unknown, unless their size says they were "{}".
+    has_args = raw_args is not None or attrs.get(sc.TOOL_ARGS_SIZE) == _EMPTY_ARGS_SIZE
+    outcome = attrs.get(sc.TOOL_OUTCOME)
+    if attrs.get(sc.HOOK_DECISION) == "deny" or outcome == "denied":
+        recorded = _blocked(attrs, (), True)
+    elif attrs.get(sc.HOOK_MOCKED) is True or outcome == "mocked":
+        recorded = Decision("mock", _ids(attrs.get(sc.HOOK_MOCKED_BY)))
+    else:
+        recorded = _blocked(attrs, attrs.get(sc.HOOK_REWRITTEN_BY), False)
+    values = (subject, api)
+    yield _event(
+        span,
+        facts,
+        "before_tool_call",
+        lambda: ToolCallEvent(**common, args=_arguments(raw_args)),
+        values,
+        recorded,
+        subject,
+        has_args,
+    )
+    failed = (span.get("status") or {}).get("code") == _STATUS_ERROR
+    if failed or outcome not in (None, "success", "error"):
+        return  # denied, mocked or raised: nothing was persisted
+    content = attrs.get(sc.GEN_AI_TOOL_CALL_RESULT)
+    size = attrs.get(sc.TOOL_RESULT_SIZE)
+    has_result = isinstance(content, str) or size == 0
+    result = {"content": content if isinstance(content, str) else "", "success": outcome != "error"}
+    persisted = Decision()
+    for span_event in span.get("events") or ():
+        if span_event.get("name") == "tool_result_persist":
+            event_attrs = span_event.get("attributes") or {}
+            persisted = _blocked(
+                event_attrs,
+                event_attrs.get(sc.HOOK_REWRITTEN_BY),
+                event_attrs.get(sc.MESSAGE_BLOCKED) is True,
+            )
+    persist_fields = {
+        **_common(span, facts),
+        "toolName": api,
+        "toolCallId": tool["toolCallId"],
+        "identifier": identifier,
+        "apiName": api,
+        "result": result,
+    }
+    yield _event(
+        span,
+        facts,
+        "tool_result_persist",
+        lambda: ToolResultPersistEvent(**persist_fields),
+        values,
+        persisted,
+        subject,
+        has_result,
+    )
+
+
+def _arguments(raw: Any) -> dict[str, Any]:
+    if raw is None:
+        return {}
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except ValueError:
+            return {"input": raw}  # not JSON: hooks see the text as it was recorded
+    return raw if isinstance(raw, dict) else {"input": raw}
+
+
+def _message_event(
+    span: dict[str, Any], attrs: Mapping[str, Any], context: _Context
+) -> RecordedEvent:
+    facts = context.of(span)
+    channel = str(attrs.get(sc.MESSAGE_CHANNEL) or str(span.get("name", "")).partition(" ")[2])
+    target = str(attrs.get(sc.MESSAGE_TARGET) or "")
+    content = _output_text(attrs.get(sc.GEN_AI_OUTPUT_MESSAGES))
+    fields = {**_common(span, facts), "channelId": channel, "target": target}
+    recorded = _blocked(
+        attrs, attrs.get(sc.HOOK_REWRITTEN_BY), attrs.get(sc.MESSAGE_BLOCKED) is True
+    )
+    subject = f"{channel} -> {target}" if target else channel
+    values = tuple(v for v in (channel, target) if v) or ("*",)
+    return _event(
+        span,
+        facts,
+        "message_sending",
+        lambda: MessageSendingEvent(**fields, content=content or ""),
+        values,
+        recorded,
+        subject,
+        content is not None,
+    )
+
+
+def _agent_event(
+    span: dict[str, Any], attrs: Mapping[str, Any], context: _Context
+) -> RecordedEvent:
+    facts = context.of(span)
+    name = str(attrs.get(sc.GEN_AI_AGENT_NAME) or str(span.get("name", "")).partition(" ")[2])
+    agent_id = str(attrs.get(sc.GEN_AI_AGENT_ID) or name)
+    text = _input_text(attrs.get(sc.GEN_AI_INPUT_MESSAGES))
+    fields = {**_common(span, facts), "agentId": agent_id}
+    prompt = text or ""
+    recorded = _blocked(attrs, attrs.get(sc.HOOK_REWRITTEN_BY), bool(attrs.get(sc.HOOK_DECIDED_BY)))
+    # As the instrumentation offers them: the agent's name, then its id ("*" for neither, as
+    # matcher_values says for an event without one).
+    values = tuple(v for v in (name, agent_id) if v) or ("*",)
+    return _event(
+        span,
+        facts,
+        "before_agent_start",
+        lambda: BeforeAgentStartEvent(
+            **fields, input=prompt, userMessage=prompt, fullPrompt=prompt
+        ),
+        values,
+        recorded,
+        name,
+        text is not None,
+    )
+
+
+def _messages(value: Any) -> list[Any] | None:
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
+    return value if isinstance(value, list) else None
+
+
+def _text_of(message: Any) -> str:
+    if not isinstance(message, dict):
+        return str(message)
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    parts = message.get("parts")  # the GenAI conventions' structured messages
+    if isinstance(parts, list):
+        return "".join(str(p.get("content", "")) for p in parts if isinstance(p, dict))
+    return ""
+
+
+def _input_text(value: Any) -> str | None:
+    """The last user message of ``gen_ai.input.messages`` (None: not recorded)."""
+    messages = _messages(value)
+    if messages is None:
+        return None
+    users = [m for m in messages if isinstance(m, dict) and m.get("role") == "user"]
+    return _text_of(users[-1]) if users else ""
+
+
+def _output_text(value: Any) -> str | None:
+    """The text of ``gen_ai.output.messages`` on a span (None: not recorded)."""
+    messages = _messages(value)
+    if messages is None:
+        return None
+    return "\n".join(_text_of(m) for m in messages)

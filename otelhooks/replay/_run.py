@@ -1,0 +1,174 @@
+"""Recorded events through a policy: ``HooksEngine.decide``, the chain the live agent runs.
+
+Nothing here matches or runs hooks itself: each event goes to :meth:`HooksEngine.decide` (same
+matchers, order, handlers, commands and scripts as live; nothing queued for observers, nothing
+counted), and the verdict is compared with the decision the span recorded.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from otelhooks._engine import HooksEngine
+from otelhooks._live import HookStep, Verdict
+from otelhooks.replay._events import Decision, RecordedEvent
+
+__all__ = ["CHANGES", "ReplayOutcome", "decision_of", "replay_events"]
+
+# What a replayed event can change to (the values ``--fail-on`` takes), and "error": a hook of
+# the policy failed on the event.
+CHANGES = ("deny", "mock", "rewrite", "allow", "error")
+
+_ALLOW = Decision()
+
+# The payload field each intercept event's rewrites are diffed on.
+_REWRITTEN_FIELD = {
+    "before_tool_call": "args",
+    "message_sending": "content",
+    "before_agent_start": "input",
+    "tool_result_persist": "result",
+}
+
+
+@dataclass(slots=True)
+class ReplayOutcome:
+    """One recorded event and what the policy decides for it now.
+
+    Attributes:
+        recorded: the event, with the decision recorded then (``recorded.recorded``).
+        now: what the policy decides now.
+        changed: ``now.action`` differs from the recorded action.
+        diff: for a rewrite, the changes to the payload (``{"path", "op", "from", "to"}``,
+            ``op`` one of ``add``, ``remove``, ``replace``).
+        errors: ``hook id: problem`` for each hook that failed.
+        matched: the intercept hooks that matched, in the order they ran.
+        would_call: control webhooks that were not called (no ``--live-webhooks``).
+        steps: what each hook did.
+    """
+
+    recorded: RecordedEvent
+    now: Decision
+    changed: bool
+    diff: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    matched: list[str] = field(default_factory=list)
+    would_call: list[str] = field(default_factory=list)
+    steps: list[HookStep] = field(default_factory=list)
+
+    @property
+    def change(self) -> str | None:
+        """What changed: the new action (``deny``, ``mock``, ``rewrite``, ``allow``), else
+        ``error`` when a hook failed, else None."""
+        if self.changed:
+            return self.now.action
+        return "error" if self.errors else None
+
+    @property
+    def content_missing(self) -> bool:
+        """Hooks matched an event recorded without its content: they decided on names only."""
+        return not self.recorded.content_recorded and bool(self.matched)
+
+
+def decision_of(verdict: Verdict) -> Decision:
+    """The :class:`Decision` a verdict amounts to (a block wins, then a mock, then rewrites).
+
+    Example:
+        >>> from otelhooks import Verdict
+        >>> str(decision_of(Verdict(blocked=True, decided_by="no-rm", reason="no")))
+        'deny by no-rm: no'
+    """
+    if verdict.blocked:
+        return Decision("deny", (verdict.decided_by,) if verdict.decided_by else (), verdict.reason)
+    if verdict.mock is not None:
+        return Decision("mock", (verdict.mocked_by,) if verdict.mocked_by else ())
+    if verdict.rewritten_by:
+        return Decision("rewrite", tuple(verdict.rewritten_by))
+    return Decision()
+
+
+def replay_events(
+    engine: HooksEngine,
+    events: Iterable[RecordedEvent],
+    *,
+    live_webhooks: bool = False,
+    pooled: bool = False,
+) -> Iterator[ReplayOutcome]:
+    """Decide every event with ``engine`` and compare with what was recorded.
+
+    Args:
+        engine: the policy (``HooksEngine.from_files(...)``).
+        events: from :func:`recorded_events`.
+        live_webhooks: call control webhooks; otherwise they are listed in ``would_call``.
+        pooled: call Python hooks on the engine's handler pool under their deadlines, as live
+            (a hook that hangs is cut off). By default they run on this thread and their
+            deadlines are judged when they return: the same verdicts, several times faster.
+
+    Example:
+        >>> engine = HooksEngine.from_files(["policy.yaml"])  # doctest: +SKIP
+        >>> spans = read_recording("traces.jsonl")  # doctest: +SKIP
+        >>> changed = [o for o in replay_events(engine, recorded_events(spans)) if o.changed]
+    """
+    for event in events:
+        if not engine.matches(event.event, event.values):
+            # The engine's own cached lookup: no hook wants the event, so (as live) no payload
+            # is built and the verdict is the empty one.
+            yield ReplayOutcome(event, _ALLOW, event.recorded.action != "allow")
+            continue
+        name = _REWRITTEN_FIELD[event.event]
+        before = _snapshot(getattr(event.payload, name))
+        verdict = engine.decide(
+            event.event,
+            event.payload,
+            values=event.values,
+            call_webhooks=live_webhooks,
+            inline=not pooled,
+        )
+        now = decision_of(verdict)
+        diff: list[dict[str, Any]] = []
+        if now.action == "rewrite" and verdict.payload is not None:
+            diff = diff_values(before, getattr(verdict.payload, name, None), name)
+        yield ReplayOutcome(
+            event,
+            now,
+            now.action != event.recorded.action,
+            diff,
+            list(verdict.errors),
+            list(verdict.matched),
+            list(verdict.would_call),
+            list(verdict.steps),
+        )
+
+
+def _snapshot(value: Any) -> Any:
+    """A copy a hook cannot change behind our back (a flat dict, the usual case, cheaply)."""
+    if isinstance(value, dict):
+        if all(isinstance(v, str | int | float | bool | None) for v in value.values()):
+            return dict(value)
+        return copy.deepcopy(value)
+    return value  # str: immutable
+
+
+def diff_values(old: Any, new: Any, path: str) -> list[dict[str, Any]]:
+    """The changes from ``old`` to ``new``, key by key through nested dicts.
+
+    Example:
+        >>> diff_values({"cmd": "rm -rf /", "n": 1}, {"cmd": "ls", "n": 1}, "args")
+        [{'path': 'args.cmd', 'op': 'replace', 'from': 'rm -rf /', 'to': 'ls'}]
+    """
+    if isinstance(old, dict) and isinstance(new, dict):
+        changes: list[dict[str, Any]] = []
+        for key in old.keys() | new.keys():
+            sub = f"{path}.{key}"
+            if key not in new:
+                changes.append({"path": sub, "op": "remove", "from": old[key]})
+            elif key not in old:
+                changes.append({"path": sub, "op": "add", "to": new[key]})
+            else:
+                changes += diff_values(old[key], new[key], sub)
+        return sorted(changes, key=lambda c: str(c["path"]))
+    if old == new:
+        return []
+    return [{"path": path, "op": "replace", "from": old, "to": new}]

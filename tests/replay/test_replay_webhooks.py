@@ -1,0 +1,47 @@
+"""Control webhooks in a replayed policy: reported as "would call" unless ``--live-webhooks``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from otelhooks.replay import replay
+from tests._webhook_server import Reply, WebhookServer
+
+
+def _guarded_policy(folder: Path, url: str) -> Path:
+    policy = folder / "guard.yaml"
+    policy.write_text(
+        "hooks:\n"
+        "  - id: guard\n"
+        "    type: beforeToolCall\n"
+        '    matcher: "^fs/readFile$"\n'
+        f"    webhook: {{url: '{url}/decide', responseHandling: toolCall, timeout: 5}}\n"
+    )
+    return policy
+
+
+def test_control_webhooks_are_not_called_without_live_webhooks(
+    captured_demo: Path, server: WebhookServer, tmp_path: Path
+) -> None:
+    server.routes["/decide"] = Reply.json({"decision": "deny", "reason": "not today"})
+    report = replay([captured_demo], [_guarded_policy(tmp_path, server.url)])
+    assert server.requests("/decide") == []
+    waiting = [o for o in report.reported if o.would_call]
+    assert [o.recorded.subject for o in waiting] == ["fs/readFile", "fs/readFile"]
+    assert all(o.would_call == ["guard"] and o.now.action == "allow" for o in waiting)
+    assert report.hooks["guard"].would_call == 2
+    assert "guard: 2 event(s)" in report.table()
+
+
+def test_live_webhooks_call_the_endpoint_and_its_decision_counts(
+    captured_demo: Path, server: WebhookServer, tmp_path: Path
+) -> None:
+    server.routes["/decide"] = Reply.json({"decision": "deny", "reason": "not today"})
+    report = replay([captured_demo], [_guarded_policy(tmp_path, server.url)], live_webhooks=True)
+    calls = server.requests("/decide")
+    assert [c.json()["apiName"] for c in calls] == ["readFile", "readFile"]
+    assert {c.json()["args"]["path"] for c in calls} == {"notes.md", "big.log"}
+    denied = [o for o in report.reported if o.change == "deny"]
+    assert len(denied) == 2
+    assert {str(o.now) for o in denied} == {"deny by guard: not today"}
+    assert report.failed(["deny"]) == {"deny": 2}
