@@ -19,15 +19,13 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 import structlog
-import yaml
 from opentelemetry.sdk.trace import SpanProcessor
 
-from otelhooks._config import AgentEventsConfig, load_hook_files
+from otelhooks._config import AgentEventsConfig, load_config
 from otelhooks._errors import ConfigError
 from otelhooks._eventlog._agent_events import AgentEvents, NoticeSink
 from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS, EventLogApp
 from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES
-from otelhooks._eventlog._load import load_agent_events, read_yaml
 from otelhooks._eventlog._model import EventLog
 from otelhooks._processor import HookSpanProcessor
 
@@ -237,14 +235,6 @@ def warn_intercept_hooks(processor: HookSpanProcessor) -> list[str]:
     return ids
 
 
-def _is_agent_events(path: Path) -> bool:
-    try:
-        data = read_yaml(path)
-    except (OSError, yaml.YAMLError):
-        return False  # the hook-list loader reports the problem with its own message
-    return isinstance(data, dict) and data.get("kind") == "agent_events"
-
-
 def serve(
     hook_files: Iterable[str | os.PathLike[str]] = (),
     *,
@@ -259,8 +249,9 @@ def serve(
     """Build what ``otelhooks serve`` runs from hook files, and start it (unless ``start``
     is False, for :meth:`EventLogServer.serve_forever`).
 
-    ``kind: agent_events`` files become event logs with their observer hooks; other files are
-    hook lists (:func:`~otelhooks._config.load_hook_files`). Without any ``agent_events``
+    Every file is read once by :func:`~otelhooks.load_config` (what ``otelhooks validate``
+    checks): ``kind: agent_events`` documents become event logs with their observer hooks; the
+    other documents' hooks are registered. Without any ``agent_events``
     file one default in-memory log is served. Received spans run through one
     :class:`HookSpanProcessor` holding all those hooks, then through ``span_processors``.
 
@@ -270,10 +261,11 @@ def serve(
     token = token or os.environ.get(ADMIN_TOKEN_ENV)
     if not token:  # checked before any log file is opened
         raise ConfigError(f"the event log API needs an admin token: set {ADMIN_TOKEN_ENV}")
-    paths = [Path(p) for p in hook_files]
-    configs = [load_agent_events(p) for p in paths if _is_agent_events(p)]
-    hook_lists = [p for p in paths if not _is_agent_events(p)]
-    hooks = load_hook_files(hook_lists)
+    # One parse of each file, by the loader ``otelhooks validate`` uses: the same bounds, the
+    # same problems (every one of them), and the ``kind: agent_events`` configs with the hooks.
+    loaded = load_config([Path(p) for p in hook_files])
+    configs = list(loaded.agent_events)
+    hooks = list(loaded.hooks)
     if not configs:
         configs = [AgentEventsConfig()]
     names = [c.name for c in configs]
