@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 
 __all__ = ["add_parser", "report_lines"]
 
@@ -62,8 +63,22 @@ def report_lines(paths: list[str], *, strict: bool = False) -> tuple[list[str], 
     return lines, problems
 
 
+_REPORTED_BY_VALIDATE = frozenset({"invalid regex matcher, falling back to exact match"})
+
+
 def _validate(args: argparse.Namespace) -> int:
-    lines, problems = report_lines(args.paths, strict=args.strict)
+    import structlog.testing
+
+    # Building a hook logs the runtime's own warning for an invalid regex; validate reports it
+    # located instead, so that line is held back (any other log line goes to stderr).
+    with structlog.testing.capture_logs() as logged:
+        lines, problems = report_lines(args.paths, strict=args.strict)
+    for entry in logged:
+        if entry.get("event") not in _REPORTED_BY_VALIDATE:
+            details = " ".join(f"{k}={v!r}" for k, v in entry.items() if k != "event")
+            print(
+                f"{entry.get('log_level', 'info')}: {entry.get('event')} {details}", file=sys.stderr
+            )
     print("\n".join(lines))
     return 1 if problems else 0
 
