@@ -231,6 +231,17 @@ class Dispatcher:
                 failures.append(HookError(str(exc), hook_id=hook.id, event=live.name))
         return rest, CriticalHookDeliveryError(failures, event=live.name) if failures else None
 
+    @property
+    def observer_room(self) -> int:
+        """Observer events that can be queued now before one is dropped (a receiver waits for
+        room instead of acknowledging events it would drop)."""
+        return self._observers.room
+
+    @property
+    def observers_dropped(self) -> int:
+        """Observer events dropped so far (queue full or shut down)."""
+        return self._observers.dropped
+
     def flush(self, timeout_s: float = 30.0) -> bool:
         """Wait until every queued observer event has been handled (or the deadline passes)."""
         return self._observers.flush(timeout_s)

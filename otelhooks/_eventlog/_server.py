@@ -28,6 +28,7 @@ from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS, EventLogApp
 from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES
 from otelhooks._eventlog._model import EventLog
 from otelhooks._processor import HookSpanProcessor
+from otelhooks._redact import register_env_secrets, register_secret
 
 if TYPE_CHECKING:
     import uvicorn
@@ -81,11 +82,16 @@ class EventLogServer:
         token = token or os.environ.get(ADMIN_TOKEN_ENV)
         if not token:
             raise ConfigError(f"the event log API needs an admin token: set {ADMIN_TOKEN_ENV}")
+        ingest_token = ingest_token or os.environ.get(INGEST_TOKEN_ENV) or None
+        # Known secrets from now on: scrubbed from every log line, hook error and span text
+        # (a command hook that prints its environment would otherwise print them).
+        register_secret(token)
+        register_secret(ingest_token)
         named = logs if isinstance(logs, Mapping) else {log.name: log for log in logs}
         self.app = EventLogApp(
             named,
             token=token,
-            ingest_token=ingest_token or os.environ.get(INGEST_TOKEN_ENV) or None,
+            ingest_token=ingest_token,
             span_processors=span_processors,
             max_waiters=max_waiters,
             max_body_bytes=max_body_bytes,
@@ -261,6 +267,8 @@ def serve(
     token = token or os.environ.get(ADMIN_TOKEN_ENV)
     if not token:  # checked before any log file is opened
         raise ConfigError(f"the event log API needs an admin token: set {ADMIN_TOKEN_ENV}")
+    register_secret(token)  # before any hook is loaded or run
+    register_env_secrets([INGEST_TOKEN_ENV])
     # One parse of each file, by the loader ``otelhooks validate`` uses: the same bounds, the
     # same problems (every one of them), and the ``kind: agent_events`` configs with the hooks.
     loaded = load_config([Path(p) for p in hook_files])
