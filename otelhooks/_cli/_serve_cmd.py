@@ -8,6 +8,7 @@ import sys
 from types import FrameType
 
 from otelhooks._errors import ConfigError
+from otelhooks._eventlog._guard import DEFAULT_HEADER_TIMEOUT_S
 from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS
 
 __all__ = ["add_parser"]
@@ -33,6 +34,8 @@ def _serve(args: argparse.Namespace) -> int:
             port=args.port,
             max_waiters=args.max_waiters,
             start=False,
+            max_connections=args.max_connections,
+            header_timeout_s=args.header_timeout,
         )
     except ConfigError as exc:
         print(f"otelhooks serve: {exc}", file=sys.stderr)
@@ -83,6 +86,22 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=DEFAULT_MAX_WAITERS,
         metavar="N",
         help=f"long-polls allowed to wait at once; more get 503 (default {DEFAULT_MAX_WAITERS})",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        metavar="N",
+        help="open connections at most; past it the oldest idle one is closed "
+        "(default: half the file descriptor limit, at most 4096)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=float,
+        default=DEFAULT_HEADER_TIMEOUT_S,
+        metavar="SECONDS",
+        help="time a connection has to send its request headers "
+        f"(default {DEFAULT_HEADER_TIMEOUT_S:g})",
     )
     serve.add_argument("--log-json", action="store_true", help="log lines as JSON")
     serve.set_defaults(func=_serve)

@@ -9,6 +9,7 @@ logs see them; intercept hooks cannot act on spans that already ended, and a war
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import threading
@@ -24,6 +25,11 @@ from opentelemetry.sdk.trace import SpanProcessor
 from otelhooks._config import AgentEventsConfig, load_config
 from otelhooks._errors import ConfigError
 from otelhooks._eventlog._agent_events import AgentEvents, NoticeSink
+from otelhooks._eventlog._guard import (
+    DEFAULT_HEADER_TIMEOUT_S,
+    ConnectionGuard,
+    RateLimitedLoopErrors,
+)
 from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS, EventLogApp
 from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES
 from otelhooks._eventlog._model import EventLog
@@ -55,6 +61,10 @@ class EventLogServer:
         host, port: where to listen; port 0 picks a free port (see :attr:`port`).
         max_waiters: concurrent long-polls allowed (one more gets 503).
         max_body_bytes: largest OTLP request body, before and after gunzip (else 413).
+        max_connections: open connections at most; past it the oldest idle one is closed
+            (default: half the descriptor limit, at most 4,096). See
+            :mod:`otelhooks._eventlog._guard`.
+        header_timeout_s: time a connection has to send a request head (default 10 s).
         owned: closed by :meth:`stop` after the HTTP server (logs closed, processors shut down).
 
     Raises:
@@ -77,6 +87,8 @@ class EventLogServer:
         port: int = 0,
         max_waiters: int = DEFAULT_MAX_WAITERS,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_connections: int | None = None,
+        header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
         owned: Sequence[EventLog | AgentEvents | SpanProcessor] = (),
     ) -> None:
         token = token or os.environ.get(ADMIN_TOKEN_ENV)
@@ -97,6 +109,9 @@ class EventLogServer:
             max_body_bytes=max_body_bytes,
         )
         self.span_processors = tuple(span_processors)
+        self.guard = ConnectionGuard(
+            max_connections=max_connections, header_timeout_s=header_timeout_s
+        )
         self.host = host
         self._requested_port = port
         self._owned = tuple(owned)
@@ -137,13 +152,14 @@ class EventLogServer:
         self.bind()
         config = uvicorn.Config(
             self.app,
+            http=self.guard.protocol_class(),
             log_config=None,
             access_log=False,
             lifespan="on",
             timeout_graceful_shutdown=5,
-            timeout_keep_alive=30,
+            timeout_keep_alive=5,
         )
-        self._server = uvicorn.Server(config)
+        self._server = _server_class()(config)
         return self._server
 
     def start(self, timeout_s: float = 10.0) -> Self:
@@ -211,6 +227,22 @@ class EventLogServer:
         self.stop()
 
 
+def _server_class() -> type[uvicorn.Server]:
+    import uvicorn
+
+    class GuardedServer(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            # Accept failures (EMFILE) and other loop errors: one line a second, not one each.
+            asyncio.get_running_loop().set_exception_handler(RateLimitedLoopErrors())
+            await super().startup(sockets)
+
+    return GuardedServer
+
+
+def _Server(config: uvicorn.Config) -> uvicorn.Server:
+    return _server_class()(config)
+
+
 def _listen(host: str, port: int) -> socket.socket:
     # The protocol must be IPPROTO_TCP, not 0 as socket.create_server leaves it: asyncio sets
     # TCP_NODELAY only on such sockets, and without it a response written as headers then body
@@ -251,6 +283,8 @@ def serve(
     max_waiters: int = DEFAULT_MAX_WAITERS,
     span_processors: Sequence[SpanProcessor] = (),
     start: bool = True,
+    max_connections: int | None = None,
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
 ) -> EventLogServer:
     """Build what ``otelhooks serve`` runs from hook files, and start it (unless ``start``
     is False, for :meth:`EventLogServer.serve_forever`).
@@ -292,6 +326,8 @@ def serve(
         host=host,
         port=port,
         max_waiters=max_waiters,
+        max_connections=max_connections,
+        header_timeout_s=header_timeout_s,
         owned=[processor, *events],
     )
     return server.start() if start else server
