@@ -142,7 +142,7 @@ def test_acknowledged_spans_survive_kill_9_in_durable_mode(tmp_path: Path) -> No
     server = ServeProc(tmp_path, "--hooks", config)
     acknowledged = 0
     try:
-        for batch in range(8):
+        for batch in range(4):
             response = post_traces(server.url, tool_spans_json(1000, start=batch * 1000))
             assert response.status_code == 200
             assert "partialSuccess" not in response.json()
