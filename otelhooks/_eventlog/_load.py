@@ -41,7 +41,7 @@ def load_agent_events(path: str | Path) -> AgentEventsConfig:
     Example:
         >>> config = load_agent_events("examples/agent-os/hooks/events.yaml")
         >>> config.name
-        'agent_events'
+        'demo_events'
     """
     path = Path(path)
     document = parse_file(path)[0]
