@@ -81,8 +81,7 @@ def test_every_field_of_a_webhook_is_checked(
 ) -> None:
     path = write(
         tmp_path / "wh.yaml",
-        "- id: w\n  type: onComplete\n  webhook:\n    urll: http://127.0.0.1:9/\n"
-        "    timeout: -1\n",
+        "- id: w\n  type: onComplete\n  webhook:\n    urll: http://127.0.0.1:9/\n    timeout: -1\n",
     )
     code, lines = validate(capsys, path)
     assert code == 1
