@@ -33,6 +33,7 @@ import threading
 import time
 import zlib
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import structlog
 from opentelemetry.sdk.trace import SpanProcessor
@@ -104,6 +105,7 @@ class OtlpIngest:
             metrics = self._hooks[0].dispatcher.metrics if self._hooks else AgentMetrics()
         self._count_drop = metrics.drop_counter("otlp_receiver")
         self._lock = threading.Lock()  # one request at a time: the room it waited for is its own
+        self._pool: ThreadPoolExecutor | None = None
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         ctype = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
@@ -131,7 +133,8 @@ class OtlpIngest:
                 body = {"error": "too_large", "message": f"at most {limit} bytes"}
                 await send_json(send, 413, body)
                 return
-            rejected = await asyncio.to_thread(self.ingest, data, ctype)
+            loop = asyncio.get_running_loop()
+            rejected = await loop.run_in_executor(self._executor(), self.ingest, data, ctype)
         except (OtlpDecodeError, zlib.error) as exc:
             await send_json(send, 400, {"error": "bad_request", "message": str(exc)})
             return
@@ -145,6 +148,13 @@ class OtlpIngest:
             rejected
         )
         await respond(send, 200, otlp_response(ctype, rejected, message), ctype.encode())
+
+    def _executor(self) -> ThreadPoolExecutor:
+        # Its own thread, not asyncio's default pool: requests waiting for queue room or a
+        # commit must not take the threads the durable log's /v1/events reads run on.
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="otelhooks-ingest")
+        return self._pool
 
     def ingest(self, body: bytes, content_type: str) -> int:
         """Decode ``body`` and run the processors on its spans; returns the rejected count.
