@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from otelhooks._actions import ACTION_KINDS
+from otelhooks._actions import build_hook as bind_hook
 from otelhooks._config._parse import Document, Loc
 from otelhooks._errors import ConfigError
 from otelhooks._events import resolve_event
@@ -156,7 +157,7 @@ def _validate_all(data: dict[str, Any]) -> tuple[Hook | None, list[ConfigError]]
     fields: set[str] = set()
     for _ in range(_MAX_PASSES):
         try:
-            hook = Hook.model_validate(data)
+            hook = bind_hook(Hook.model_validate(data))  # validated, then its action bound
         except (Exception, SystemExit) as raw:
             found = _problems_of(raw) if isinstance(raw, Exception) else [problem_from(raw)]
             if isinstance(data.get("webhook"), dict) and any(

@@ -47,13 +47,15 @@ DEFAULT_BLOCK_REASONS: dict[str, str] = {
 class InterceptChain:
     """State of one intercept dispatch: feed it each hook's result with :meth:`apply`."""
 
-    __slots__ = ("event", "hooks", "soft_rank", "verdict")
+    __slots__ = ("call_webhooks", "dry_run", "event", "hooks", "soft_rank", "verdict")
 
     def __init__(self, event: str, payload: HookEvent, hooks: list[Hook]) -> None:
         self.hooks = hooks
         self.event = event
         self.verdict = Verdict(payload=payload, matched=[h.id for h in hooks])
         self.soft_rank = 0  # set while a command's ask/defer block leaves the chain open (rule 6)
+        self.dry_run = False  # deciding only (HooksEngine.decide): nothing is counted
+        self.call_webhooks = True  # False: control webhooks are reported as "would call"
 
     def skips(self, hook: Hook) -> bool:
         """Whether ``hook`` no longer runs: after an ask/defer block only commands do."""

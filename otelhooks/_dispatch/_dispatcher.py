@@ -21,13 +21,18 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from otelhooks import _semconv as sc
-from otelhooks._actions import enqueues
 from otelhooks._dispatch._chain import InterceptChain
 from otelhooks._dispatch._registry import HookRegistry
-from otelhooks._errors import CriticalHookDeliveryError, HookError, HookTimeoutError
+from otelhooks._errors import (
+    CriticalHookDeliveryError,
+    DeadlinePassed,
+    HookError,
+    HookPoolExhaustedError,
+    HookTimeoutError,
+)
 from otelhooks._events import HookEvent
-from otelhooks._hooks import Hook
-from otelhooks._live import LiveEvent, Verdict
+from otelhooks._hooks import Hook, enqueues
+from otelhooks._live import HookStep, LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
 from otelhooks._worker import BoundedWorker
@@ -40,19 +45,11 @@ __all__ = ["MAX_ABANDONED", "Dispatcher", "HookPoolExhaustedError"]
 MAX_ABANDONED = 64
 
 
-class HookPoolExhaustedError(RuntimeError):
-    """Too many handlers are stuck past their deadline to start another one."""
-
-
 _log = structlog.get_logger("otelhooks")
 
 
 def _run_coroutine(fn: Callable[..., Any], payload: HookEvent) -> Any:
     return asyncio.run(fn(payload))
-
-
-class DeadlinePassed(Exception):
-    """A hook ran past its deadline (distinct from a TimeoutError the hook raised itself)."""
 
 
 async def _within(awaitable: Any, timeout: float) -> Any:
@@ -94,6 +91,9 @@ class Dispatcher:
         # Where this pipeline's notification webhooks deliver (configure() sets its own, so two
         # pipelines in one process keep their queues and metrics apart); None: the default.
         self.deliverer: WebhookDeliverer | None = None
+        # Called for a deliverer when a notification is queued and none was set (the engine
+        # creates its own on first use, so pipelines without webhooks start no event loop).
+        self.deliverer_factory: Callable[[], WebhookDeliverer] | None = None
         self._pool_size = pool_size
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
@@ -115,13 +115,21 @@ class Dispatcher:
 
     # -- intercept: sync and async, the same rules -----------------------------------------------
 
-    def intercept(self, live: LiveEvent) -> Verdict:
-        """Run the interceptors of ``live`` now, on this thread, each under its deadline."""
-        chain = self._begin_chain(live)
+    def intercept(
+        self, live: LiveEvent, *, dry_run: bool = False, call_webhooks: bool = True
+    ) -> Verdict:
+        """Run the interceptors of ``live`` now, on this thread, each under its deadline.
+
+        ``dry_run``: what these hooks would decide, with no side effect beyond the hooks
+        themselves: notification webhooks are not enqueued and nothing is counted in metrics.
+        ``call_webhooks=False``: control webhooks are listed in ``Verdict.would_call`` instead
+        of called.
+        """
+        chain = self._begin_chain(live, dry_run, call_webhooks)
         if chain is None:
             return self._end_chain(live, None)
         for hook in chain.hooks:
-            if chain.skips(hook):
+            if self._skips(chain, hook):
                 continue
             payload, started = chain.before_call(hook), time.perf_counter()
             try:
@@ -134,13 +142,15 @@ class Dispatcher:
                 break
         return self._end_chain(live, chain)
 
-    async def intercept_async(self, live: LiveEvent) -> Verdict:
+    async def intercept_async(
+        self, live: LiveEvent, *, dry_run: bool = False, call_webhooks: bool = True
+    ) -> Verdict:
         """As :meth:`intercept`, without blocking the event loop while hooks run."""
-        chain = self._begin_chain(live)
+        chain = self._begin_chain(live, dry_run, call_webhooks)
         if chain is None:
             return self._end_chain(live, None)
         for hook in chain.hooks:
-            if chain.skips(hook):
+            if self._skips(chain, hook):
                 continue
             payload, started = chain.before_call(hook), time.perf_counter()
             try:
@@ -156,35 +166,68 @@ class Dispatcher:
     # The two loops above differ only in how a hook is called; the rules live here and in
     # InterceptChain.
 
-    def _begin_chain(self, live: LiveEvent) -> InterceptChain | None:
-        hooks, live.critical = self._enqueue_notifications(live, self.match(live))
-        return InterceptChain(live.name, live.payload(), hooks) if hooks else None
+    def _begin_chain(
+        self, live: LiveEvent, dry_run: bool = False, call_webhooks: bool = True
+    ) -> InterceptChain | None:
+        matched = self.match(live)
+        notified: list[HookStep] = []
+        if dry_run:
+            # Notifications observe; a dry run decides only.
+            hooks = [h for h in matched if not enqueues(h.action)]
+        else:
+            hooks, live.critical = self._enqueue_notifications(live, matched, notified)
+        if not hooks:
+            live.verdict = Verdict(matched=[h.id for h in matched], steps=notified)
+            return None
+        chain = InterceptChain(live.name, live.payload(), hooks)
+        chain.verdict.steps.extend(notified)
+        chain.dry_run = dry_run
+        chain.call_webhooks = call_webhooks
+        return chain
+
+    @staticmethod
+    def _skips(chain: InterceptChain, hook: Hook) -> bool:
+        if chain.skips(hook):
+            return True
+        if not chain.call_webhooks and hook.action.kind == "webhook":
+            chain.verdict.would_call.append(hook.id)  # a control webhook: reported, not called
+            return True
+        return False
 
     @staticmethod
     def _end_chain(live: LiveEvent, chain: InterceptChain | None) -> Verdict:
-        live.verdict = chain.verdict if chain is not None else Verdict(payload=None)
+        if chain is not None:
+            live.verdict = chain.verdict
+        elif live.verdict is None:
+            live.verdict = Verdict()
         return live.verdict
 
     def _hook_returned(
         self, chain: InterceptChain, hook: Hook, result: Any, started: float
     ) -> bool:
         stop, outcome = chain.apply(hook, result)
-        self._record(hook, outcome, time.perf_counter() - started)
+        chain.verdict.steps.append(HookStep(hook.id, hook.action.kind, outcome))
+        if not chain.dry_run:
+            self._record(hook, outcome, time.perf_counter() - started)
         return stop
 
     def _hook_failed(
         self, chain: InterceptChain, hook: Hook, live: LiveEvent, exc: Exception, started: float
     ) -> bool:
         if isinstance(exc, DeadlinePassed):
-            stop, outcome = chain.fail(hook, f"timed out after {hook.deadline_s:g}s", "timeout")
+            problem, outcome = f"timed out after {hook.deadline_s:g}s", "timeout"
         elif isinstance(exc, HookTimeoutError):  # the action enforced its own timeout (a command)
-            stop, outcome = chain.fail(hook, str(exc), "timeout")
+            problem, outcome = str(exc), "timeout"
         else:
-            stop, outcome = chain.fail(hook, f"{type(exc).__name__}: {exc}")
+            problem, outcome = f"{type(exc).__name__}: {exc}", "error"
+        stop, outcome = chain.fail(hook, problem, outcome)
+        chain.verdict.steps.append(HookStep(hook.id, hook.action.kind, outcome, scrub(problem)))
+        if outcome == "error":
             _log.warning(
                 "hook failed", hook_id=hook.id, lifecycle_event=live.name, error=scrub(str(exc))
             )
-        self._record(hook, outcome, time.perf_counter() - started)
+        if not chain.dry_run:
+            self._record(hook, outcome, time.perf_counter() - started)
         return stop
 
     # -- observe: queued, never awaited by the runtime -------------------------------------------
@@ -207,28 +250,42 @@ class Dispatcher:
         return matched
 
     def _enqueue_notifications(
-        self, live: LiveEvent, hooks: list[Hook]
+        self, live: LiveEvent, hooks: list[Hook], steps: list[HookStep] | None = None
     ) -> tuple[list[Hook], CriticalHookDeliveryError | None]:
         """Hand hooks that deliver by themselves (notification webhooks) their event; return
         the others, and the critical failure to raise once they have run. Observation never
-        gates execution, also on intercept events."""
+        gates execution, also on intercept events. ``steps`` collects what became of each."""
         if not any(enqueues(h.action) for h in hooks):
             return hooks, None
         rest: list[Hook] = []
         failures: list[HookError] = []
         payload = live.payload()
+        deliverer = self.deliverer
+        if deliverer is None:
+            if self.deliverer_factory is not None:
+                deliverer = self.deliverer_factory()
+            else:
+                from otelhooks._actions._webhook_delivery import WebhookDeliverer
+
+                deliverer = WebhookDeliverer(metrics=self.metrics)
+            self.deliverer = deliverer
         for hook in hooks:
             action = hook.action
             if not enqueues(action):
                 rest.append(hook)
                 continue
+            outcome, problem = "queued", None
             try:
-                if not action.enqueue(payload, self.deliverer):
+                if not action.enqueue(payload, deliverer):
+                    outcome = "dropped"
                     self._record(hook, "dropped", None)
             except Exception as exc:
+                outcome, problem = "error", scrub(str(exc))
                 self._record(hook, "error", None)
-                _log.warning("hook delivery failed", hook_id=hook.id, error=scrub(str(exc)))
+                _log.warning("hook delivery failed", hook_id=hook.id, error=problem)
                 failures.append(HookError(str(exc), hook_id=hook.id, event=live.name))
+            if steps is not None:
+                steps.append(HookStep(hook.id, hook.action.kind, outcome, problem))
         return rest, CriticalHookDeliveryError(failures, event=live.name) if failures else None
 
     @property
@@ -241,6 +298,32 @@ class Dispatcher:
     def observers_dropped(self) -> int:
         """Observer events dropped so far (queue full or shut down)."""
         return self._observers.dropped
+
+    def observe_now(self, live: LiveEvent) -> Verdict:
+        """Run the observers of ``live`` on this thread, each under its deadline, and say what
+        each did (``otelhooks hooks test``); notification webhooks are queued as usual."""
+        matched = self.match(live)
+        steps: list[HookStep] = []
+        rest, critical = self._enqueue_notifications(live, matched, steps)
+        payload = live.payload()
+        for hook in rest:
+            started = time.perf_counter()
+            outcome, problem = "ok", None
+            try:
+                self._call_with_deadline(hook, payload)
+            except (DeadlinePassed, HookTimeoutError) as exc:
+                outcome = "timeout"
+                problem = (
+                    f"timed out after {hook.deadline_s:g}s"
+                    if isinstance(exc, DeadlinePassed)
+                    else scrub(str(exc))
+                )
+            except Exception as exc:
+                outcome, problem = "error", scrub(f"{type(exc).__name__}: {exc}")
+            self._record(hook, outcome, time.perf_counter() - started)
+            steps.append(HookStep(hook.id, hook.action.kind, outcome, problem))
+        live.critical = critical
+        return Verdict(payload=payload, matched=[h.id for h in matched], steps=steps)
 
     def flush(self, timeout_s: float = 30.0) -> bool:
         """Wait until every queued observer event has been handled (or the deadline passes)."""

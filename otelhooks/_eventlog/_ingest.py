@@ -102,7 +102,7 @@ class OtlpIngest:
         self._hooks = [p for p in self.span_processors if isinstance(p, HookSpanProcessor)]
         self._durable = [log for log in logs if log.durable]
         if metrics is None:
-            metrics = self._hooks[0].dispatcher.metrics if self._hooks else AgentMetrics()
+            metrics = self._hooks[0].engine.metrics if self._hooks else AgentMetrics()
         self._count_drop = metrics.drop_counter("otlp_receiver")
         self._lock = threading.Lock()  # one request at a time: the room it waited for is its own
         self._pool: ThreadPoolExecutor | None = None
@@ -194,19 +194,19 @@ class OtlpIngest:
         return invalid + refused + lost
 
     def _lost(self) -> int:
-        lost = sum(p.dispatcher.observers_dropped for p in self._hooks)
+        lost = sum(p.engine.observers_dropped for p in self._hooks)
         return lost + sum(log.stats().dropped for log in self._durable)
 
     def _wait_for_room(self) -> bool:
         if not self._hooks:
             return True
         deadline = time.monotonic() + self.admission_timeout_s
-        room = min(p.dispatcher.observer_room for p in self._hooks)
+        room = min(p.engine.observer_room for p in self._hooks)
         while room < _ROOM_PER_SPAN:
             if time.monotonic() > deadline:
                 return False
             time.sleep(0.002)
-            now = min(p.dispatcher.observer_room for p in self._hooks)
+            now = min(p.engine.observer_room for p in self._hooks)
             if now > room:  # progress: the observers are draining, keep waiting
                 deadline = time.monotonic() + self.admission_timeout_s
             room = now
@@ -216,7 +216,7 @@ class OtlpIngest:
         deadline = time.monotonic() + self.commit_timeout_s
         for processor in self._hooks:
             left = max(0.0, deadline - time.monotonic())
-            if not processor.dispatcher.flush(left):
+            if not processor.engine.flush_observers(left):
                 raise NotCommitted(f"observers did not finish in {self.commit_timeout_s:g}s")
         for log in self._durable:
             left = max(0.0, deadline - time.monotonic())

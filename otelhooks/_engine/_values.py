@@ -1,0 +1,44 @@
+"""The values an event offers to hook matchers, derived from its payload.
+
+The instrumentation knows them as it builds an event (a tool call's ``identifier/apiName``, an
+operation's agent); callers that hold only a payload (the MCP gateway, replay, the Claude Code
+bridge, ``hooks test``) derive them here by the same rule, so a matcher sees the same values
+whichever road the event took.
+"""
+
+from __future__ import annotations
+
+from otelhooks._events import HookEvent
+
+__all__ = ["matcher_values"]
+
+
+def matcher_values(payload: HookEvent) -> tuple[str, ...]:
+    """What hook matchers compare for ``payload``.
+
+    Rules, first that applies: a generic event's ``matcherValue``; a tool event's
+    ``identifier/apiName`` and ``apiName`` (the bare name when there is no identifier); a
+    message's channel and target; a model call's model; the agent's id; else ``("*",)``.
+
+    Example:
+        >>> from otelhooks.events import ToolCallEvent
+        >>> matcher_values(ToolCallEvent(identifier="fs", apiName="rm", args={}))
+        ('fs/rm', 'rm')
+    """
+    data = payload.__dict__
+    value = data.get("matcherValue")
+    if isinstance(value, str) and value:
+        return (value,)
+    api = data.get("apiName")
+    if isinstance(api, str) and api:
+        identifier = data.get("identifier")
+        return (f"{identifier}/{api}", api) if identifier else (api,)
+    channel = data.get("channelId")
+    if isinstance(channel, str) and channel:
+        target = data.get("target")
+        return (channel, target) if isinstance(target, str) and target else (channel,)
+    for name in ("model", "agentId"):
+        value = data.get(name)
+        if isinstance(value, str) and value:
+            return (value,)
+    return ("*",)
