@@ -110,7 +110,7 @@ def test_serve_refuses_an_oversized_file_at_once(tmp_path: Path) -> None:
     assert served.code == 2, (served.code, served.stderr[-2000:])
     assert "larger than 1,048,576 bytes" in served.stderr
     assert served.seconds < 10
-    assert served.max_rss_mb < 200, served.max_rss_mb
+    assert served.max_rss_mb < 400, served.max_rss_mb  # the old code took 3.4 GB
 
 
 def test_serve_reports_every_problem_validate_reports(tmp_path: Path) -> None:
