@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from collections.abc import Callable
 from types import FrameType
 
 from otelhooks._errors import ConfigError
@@ -61,6 +62,20 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
+
+
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     serve = sub.add_parser(
         "serve",
@@ -89,7 +104,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     serve.add_argument(
         "--max-connections",
-        type=int,
+        type=_positive(int),
         default=None,
         metavar="N",
         help="open connections at most; past it the oldest idle one is closed "
@@ -97,7 +112,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     serve.add_argument(
         "--header-timeout",
-        type=float,
+        type=_positive(float),
         default=DEFAULT_HEADER_TIMEOUT_S,
         metavar="SECONDS",
         help="time a connection has to send its request headers "

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 
+from tests.reliability._procs import run_cli
 from tests.reliability._serve_proc import (
     ADMIN,
     INGEST,
@@ -185,3 +186,12 @@ def test_tokens_are_scrubbed_from_a_hook_that_prints_its_environment(tmp_path: P
     assert "OTELHOOKS_ADMIN_TOKEN=[REDACTED]" in output  # the hook printed it, scrubbed
     assert ADMIN not in output
     assert INGEST not in output
+
+
+def test_the_guard_options_refuse_nonsense_naming_the_flag() -> None:
+    done = run_cli("serve", "--max-connections", "0", "--port", "0")
+    assert done.code == 2
+    assert "argument --max-connections: must be positive, not 0" in done.stderr
+    done = run_cli("serve", "--header-timeout", "-1", "--port", "0")
+    assert done.code == 2
+    assert "argument --header-timeout: must be positive, not -1" in done.stderr
