@@ -15,7 +15,8 @@ long as it likes, and 20,000 of them exhaust the process's descriptors, after wh
   one closed instead. A real client, which sends its request as soon as it connects, is
   therefore served even while thousands of idle sockets keep arriving.
 - **Loop errors.** ``accept`` failures (``EMFILE``) and other event-loop errors are logged at
-  most once per second, with the count of lines held back.
+  most once per second, with the count of lines held back; so are the HTTP server's own
+  warnings (``Invalid HTTP request received.``, one per garbage request otherwise).
 
 Example:
     >>> guard = ConnectionGuard(max_connections=1000, header_timeout_s=10)
@@ -26,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import resource
 import time
 from collections import OrderedDict
@@ -33,7 +35,13 @@ from typing import Any
 
 import structlog
 
-__all__ = ["DEFAULT_HEADER_TIMEOUT_S", "ConnectionGuard", "RateLimitedLoopErrors"]
+__all__ = [
+    "DEFAULT_HEADER_TIMEOUT_S",
+    "ConnectionGuard",
+    "RateLimitedLog",
+    "RateLimitedLoopErrors",
+    "limit_server_log",
+]
 
 DEFAULT_HEADER_TIMEOUT_S = 10.0
 
@@ -211,3 +219,34 @@ class RateLimitedLoopErrors:
             error=f"{type(exc).__name__}: {exc}" if exc is not None else None,
             suppressed_since_last=held,
         )
+
+
+class RateLimitedLog(logging.Filter):
+    """A logging filter that lets each message through at most once per ``interval_s``; the next
+    one that passes says how many were held back."""
+
+    def __init__(self, interval_s: float = 1.0) -> None:
+        super().__init__()
+        self.interval_s = interval_s
+        self._last: dict[str, float] = {}
+        self._held: dict[str, int] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = str(record.msg)
+        now = time.monotonic()
+        if now - self._last.get(key, -float("inf")) < self.interval_s:
+            self._held[key] = self._held.get(key, 0) + 1
+            return False
+        self._last[key] = now
+        held = self._held.pop(key, 0)
+        if held:
+            record.msg = f"{record.getMessage()} ({held} more held back)"
+            record.args = ()
+        return True
+
+
+def limit_server_log() -> None:
+    """Rate-limit the HTTP server's own log (``uvicorn.error``); idempotent."""
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, RateLimitedLog) for f in logger.filters):
+        logger.addFilter(RateLimitedLog())

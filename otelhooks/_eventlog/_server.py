@@ -29,6 +29,7 @@ from otelhooks._eventlog._guard import (
     DEFAULT_HEADER_TIMEOUT_S,
     ConnectionGuard,
     RateLimitedLoopErrors,
+    limit_server_log,
 )
 from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS, EventLogApp
 from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES
@@ -234,6 +235,7 @@ def _server_class() -> type[uvicorn.Server]:
         async def startup(self, sockets: list[socket.socket] | None = None) -> None:
             # Accept failures (EMFILE) and other loop errors: one line a second, not one each.
             asyncio.get_running_loop().set_exception_handler(RateLimitedLoopErrors())
+            limit_server_log()  # and its own warnings, one per garbage request otherwise
             await super().startup(sockets)
 
     return GuardedServer

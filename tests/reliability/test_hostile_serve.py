@@ -195,3 +195,23 @@ def test_the_guard_options_refuse_nonsense_naming_the_flag() -> None:
     done = run_cli("serve", "--header-timeout", "-1", "--port", "0")
     assert done.code == 2
     assert "argument --header-timeout: must be positive, not -1" in done.stderr
+
+
+def test_garbage_requests_do_not_flood_the_log(tmp_path: Path) -> None:
+    def garbage(port: int) -> None:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(b"\x16\x03\x01 not http\r\n\r\n")
+            with contextlib.suppress(OSError):
+                sock.recv(100)
+
+    with serving(tmp_path) as server:
+        for _ in range(300):
+            garbage(server.port)
+        time.sleep(1.2)
+        garbage(server.port)  # the next line after the interval says how many were held back
+        time.sleep(0.3)
+        output = server.output()
+    lines = [line for line in output.splitlines() if "Invalid HTTP request" in line]
+    assert lines  # reported ...
+    assert len(lines) <= 10, len(lines)  # ... about once a second, with the count held back
+    assert "more held back" in output
