@@ -67,10 +67,17 @@ class Verdict:
 
 
 class LiveEvent:
-    """One lifecycle event on its way through the processor."""
+    """One lifecycle event on its way to the engine.
+
+    ``build`` makes the payload when a hook needs it. ``capture`` (optional) splits that in two
+    for events that are only observed: called on the agent's thread, it copies the few values
+    the payload needs and returns the builder, which the observer worker calls later. Observing
+    an event then costs the agent a dict copy instead of a pydantic validation.
+    """
 
     __slots__ = (
         "_build",
+        "_capture",
         "_payload",
         "critical",
         "deferred",
@@ -90,9 +97,11 @@ class LiveEvent:
         values: tuple[str, ...] = ("*",),
         operation_id: str | None = None,
         deferred: bool = False,
+        capture: Callable[[], Callable[[], HookEvent]] | None = None,
     ) -> None:
         self.name = name
         self._build = build
+        self._capture = capture
         self._payload: HookEvent | None = None
         self.values = values
         self.operation_id = operation_id
@@ -116,9 +125,27 @@ class LiveEvent:
             self._build = _built
         return self._payload
 
-    def follow(self, name: str, build: Callable[[], HookEvent]) -> None:
+    def freeze(self) -> None:
+        """Fix what the payload will hold, now, without building it when a ``capture`` allows
+        (the payload is then built by whoever calls :meth:`payload` first)."""
+        if self._payload is not None:
+            return
+        if self._capture is not None:
+            self._build, self._capture = self._capture(), None
+        else:
+            self.payload()
+
+    def follow(
+        self,
+        name: str,
+        build: Callable[[], HookEvent],
+        *,
+        capture: Callable[[], Callable[[], HookEvent]] | None = None,
+    ) -> None:
         """Queue an event that happens when this event's span ends."""
-        follow = LiveEvent(name, build, values=self.values, operation_id=self.operation_id)
+        follow = LiveEvent(
+            name, build, values=self.values, operation_id=self.operation_id, capture=capture
+        )
         follow.span_context = self.span_context
         self.followups.append(follow)
 

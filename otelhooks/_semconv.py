@@ -101,6 +101,8 @@ MESSAGE_BLOCKED: Final = "otelhooks.message.blocked"
 MESSAGE_SIZE: Final = "otelhooks.message.size"
 
 EVENT_NAME: Final = "otelhooks.event"
+# The event's id: the spec's event.* namespace defines no id, so it lives under ours.
+EVENT_ID: Final = "otelhooks.event.id"
 LINK_RELATION: Final = "otelhooks.link.relation"
 LINK_PARENT_OPERATION: Final = "parent_operation"
 

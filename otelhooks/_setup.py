@@ -129,6 +129,9 @@ class OtelHooks:
             GenAI spans on the provider.
         tracer: the :class:`AgentTracer` for instrumenting a runtime.
         metrics: the agent instruments.
+
+    ``metric_readers`` (what :func:`configure` passes) lets a flush push the push readers'
+    metrics without collecting the pull readers; without it a flush collects every reader.
     """
 
     def __init__(
@@ -139,6 +142,8 @@ class OtelHooks:
         tracer: AgentTracer,
         exporters: Sequence[CountingBatchSpanProcessor],
         deliverer: WebhookDeliverer | None = None,
+        *,
+        metric_readers: Sequence[MetricReader] | None = None,
     ) -> None:
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
@@ -148,6 +153,7 @@ class OtelHooks:
         self.metrics = tracer.metrics
         self.exporters = tuple(exporters)
         self.webhooks = deliverer
+        self._readers = None if metric_readers is None else tuple(metric_readers)
         self._shut = False
 
     def register(self, hooks: Iterable[Hook | Mapping[str, Any]]) -> list[Hook]:
@@ -163,7 +169,7 @@ class OtelHooks:
             # Observers count their invocations in metrics: collect those after they ran.
             ok = self.engine.flush(left)
             left = max(0.0, deadline - time.monotonic())
-            return self.meter_provider.force_flush(int(left * 1000)) and ok
+            return self._flush_metrics(int(left * 1000)) and ok
 
         steps: list[_Step] = [
             observers_then_metrics,
@@ -172,6 +178,22 @@ class OtelHooks:
         if self.webhooks is not None:
             steps.append(self.webhooks.flush)
         return steps
+
+    def _flush_metrics(self, timeout_ms: int) -> bool:
+        """Push what the push readers hold; leave the pull readers alone.
+
+        A pull reader (Prometheus, in-memory) collects when it is read. Collecting it here too
+        queued a batch that the SDK's Prometheus reader served next to the scrape's own: the
+        first scrape after a flush listed every family twice (two ``target_info``), which
+        Prometheus and ``promtool check metrics`` reject.
+        """
+        if self._readers is None:
+            return self.meter_provider.force_flush(timeout_ms)
+        ok = True
+        for reader in self._readers:
+            if isinstance(reader, PeriodicExportingMetricReader):
+                ok = reader.force_flush(timeout_ms) and ok
+        return ok
 
     def force_flush(self, timeout_s: float = 30.0) -> bool:
         """Run queued observers and collect metrics, export every ended span and deliver queued
@@ -225,6 +247,7 @@ def configure(
     set_global: bool = True,
     structured_logging: bool = True,
     sdk_metrics: bool = False,
+    provider: str | None = None,
 ) -> OtelHooks:
     """Set up tracing, hooks, export and metrics in one call.
 
@@ -249,6 +272,8 @@ def configure(
         sdk_metrics: record otelhooks' metrics through the SDK's synchronous instruments (the
             provider's views and exemplars apply; each measurement costs about 30 times more)
             instead of aggregating them in process and handing them to the readers.
+        provider: the default ``gen_ai.provider.name`` (``openai``, ``anthropic``, ...) of
+            operations and model calls that do not name theirs; otherwise it is left out.
 
     Example:
         >>> oh = configure(traces_out="traces.jsonl")
@@ -311,9 +336,16 @@ def configure(
         engine=engine,
         metrics=agent_metrics,
         capture_content=capture_content,
+        provider=provider,
     )
     configured = OtelHooks(
-        tracer_provider, meter_provider, hook_processor, tracer, batchers, deliverer
+        tracer_provider,
+        meter_provider,
+        hook_processor,
+        tracer,
+        batchers,
+        deliverer,
+        metric_readers=readers,
     )
     atexit.register(configured.shutdown)
     return configured

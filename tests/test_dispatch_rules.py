@@ -1054,7 +1054,7 @@ def test_observer_payload_is_built_when_the_event_happens(
         with op.step() as step:
             step.run_tool("fs", "writeFile", {}, _ok)
     pipe.flush()
-    calls = [[c["apiName"] for c in getattr(e, "toolCalls", [])] for e in recorder.events]
+    calls = [[c["apiName"] for c in getattr(e, "toolsCalling", [])] for e in recorder.events]
     assert calls == [["readFile"], ["writeFile"]]
 
 

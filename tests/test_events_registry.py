@@ -377,12 +377,20 @@ PAYLOADS: list[Any] = [
     ),
     pytest.param(
         AfterStepEvent(operationId="op_1", stepIndex=0),
-        {"operationId", "stepIndex", "content", "toolCalls", "toolResults", "usage"},
+        {
+            "operationId",
+            "stepIndex",
+            "content",
+            "toolCalls",
+            "toolsCalling",
+            "toolsResult",
+            "usage",
+        },
         id="afterStep",
     ),
     pytest.param(
         CompleteEvent(operationId="op_1", reason="max_steps"),
-        {"operationId", "reason", "runId", "success", "error", "duration", "tokenUsage"},
+        {"operationId", "reason", "status", "runId", "success", "error", "duration", "tokenUsage"},
         id="onComplete",
     ),
     pytest.param(

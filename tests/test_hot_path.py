@@ -125,3 +125,37 @@ def test_a_built_payload_no_longer_holds_its_builder() -> None:
 def test_the_observer_queue_is_bounded_to_4096_events_by_default() -> None:
     processor = HookSpanProcessor()
     assert processor.engine._dispatcher._observers._max_queue_size == 4_096
+
+
+def test_an_observed_tool_result_is_built_off_the_agent_thread_from_values_fixed_at_the_end(
+    pipe: Pipeline,
+) -> None:
+    import threading
+
+    seen: list[tuple[dict[str, Any], str]] = []
+
+    def watch(event: Any) -> None:
+        seen.append((dict(event.args), threading.current_thread().name))
+
+    builders: list[str] = []
+    from otelhooks.events import AfterToolCallEvent
+
+    original_init = AfterToolCallEvent.__init__
+
+    def traced_init(self: Any, **data: Any) -> None:
+        builders.append(threading.current_thread().name)
+        original_init(self, **data)
+
+    pipe.register(hook("watch", "after_tool_call", watch))
+    args = {"path": "a.txt"}
+    AfterToolCallEvent.__init__ = traced_init  # type: ignore[method-assign]
+    try:
+        with pipe.tracer.operation("agent") as op, op.step() as step:
+            step.run_tool("fs", "readFile", args, lambda path: "text")
+            args["path"] = "changed after the call"  # the agent reuses its dict
+        pipe.flush()
+    finally:
+        AfterToolCallEvent.__init__ = original_init  # type: ignore[method-assign]
+    assert seen == [({"path": "a.txt"}, seen[0][1])]
+    assert builders
+    assert threading.main_thread().name not in builders

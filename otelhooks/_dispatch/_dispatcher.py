@@ -241,7 +241,9 @@ class Dispatcher:
         """
         matched = self.match(live)
         if matched:
-            live.payload()  # built now: the runtime may change its inputs after this returns
+            # Fixed now (the runtime may change its inputs after this returns), built by the
+            # worker when the event allows it: the agent pays for a copy, not a validation.
+            live.freeze()
             rest, critical = self._enqueue_notifications(live, matched)
             if rest:
                 self._observers.submit((live, rest))

@@ -106,7 +106,7 @@ def _detail(payload: HookEvent) -> tuple[bool, str]:
         by = getattr(payload, "decidedBy", None)
         return False, f"denied by {by}" if by else "denied"
     if name == "after_step":
-        calls = len(getattr(payload, "toolCalls", ()) or ())
+        calls = getattr(payload, "toolCalls", 0) or 0  # LobeHub's count
         return True, f"step {getattr(payload, 'stepIndex', 0)}, {calls} tool calls"
     if name == "on_complete":
         return bool(getattr(payload, "success", True)), str(getattr(payload, "reason", "done"))

@@ -8,7 +8,8 @@ kept equal, so a user of either system reads the names they know.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import json
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
@@ -106,26 +107,70 @@ class BeforeAgentStartEvent(HookEvent):
 
 
 class CompleteEvent(HookEvent):
-    """The operation reached a terminal state (LobeHub ``onComplete``, kernel ``agent_end``)."""
+    """The operation reached a terminal state (LobeHub ``onComplete``, kernel ``agent_end``).
+
+    LobeHub's fields: ``reason``, ``status`` (``done`` for the step and cost caps too, as
+    LobeHub stores them), ``steps``, ``llmCalls``, ``toolCalls`` (a count), ``totalTokens`` and
+    ``cost`` when known. ``success``, ``error``, ``runId`` and ``tokenUsage`` are otelhooks'
+    additions; ``duration`` is in seconds (LobeHub's is milliseconds: docs/webhooks.md).
+    """
 
     event: Literal["on_complete"] = "on_complete"
     agentId: str | None = None
     runId: str | None = None
     reason: Literal["done", "error", "interrupted", "max_steps", "cost_limit"] = "done"
+    status: str | None = None
+    steps: int | None = None
+    llmCalls: int | None = None
+    toolCalls: int | None = None
+    totalTokens: int | None = None
+    cost: float | None = None
     success: bool = True
     error: str | None = None
     duration: float = 0.0
     tokenUsage: TokenUsage | None = None
 
+    @model_validator(mode="after")
+    def _lobehub_status(self) -> CompleteEvent:
+        if self.status is None:
+            self.status = _STATUS_OF_REASON[self.reason]
+        if self.totalTokens is None and self.tokenUsage is not None:
+            self.totalTokens = self.tokenUsage.input + self.tokenUsage.output
+        return self
+
+
+# LobeHub's terminal status of each reason: the step and cost caps end "done" (they produced a
+# deliverable), per CompletionLifecycle.statusForReason.
+_STATUS_OF_REASON: Final = {
+    "done": "done",
+    "error": "error",
+    "interrupted": "interrupted",
+    "max_steps": "done",
+    "cost_limit": "done",
+}
+
 
 class ErrorEvent(HookEvent):
-    """The operation failed (LobeHub ``onError``)."""
+    """The operation failed (LobeHub ``onError``).
+
+    ``errorDetail`` is a string, as in LobeHub's ``hooks.ts`` (the error as text, secrets
+    scrubbed); ``errorType`` is the stable error code or exception type.
+    """
 
     event: Literal["on_error"] = "on_error"
     agentId: str | None = None
     errorMessage: str
     errorType: str | None = None
-    errorDetail: dict[str, Any] = Field(default_factory=dict)
+    errorDetail: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _detail_as_text(cls, data: Any) -> Any:
+        # Callers of older otelhooks passed an object; LobeHub's type is a string.
+        if isinstance(data, dict) and isinstance(data.get("errorDetail"), dict):
+            detail = data["errorDetail"]
+            data = {**data, "errorDetail": json.dumps(detail, default=str) if detail else None}
+        return data
 
 
 class BudgetThresholdEvent(HookEvent):
@@ -150,15 +195,41 @@ class StepEvent(HookEvent):
 
 
 class AfterStepEvent(HookEvent):
-    """After a step: content, tool calls and results, usage totals (LobeHub ``afterStep``)."""
+    """After a step: content, tool calls and results, usage totals (LobeHub ``afterStep``).
+
+    As in LobeHub's ``hooks.ts``: ``toolCalls`` is the number of tool calls of the step,
+    ``toolsCalling`` the calls and ``toolsResult`` their results (id, tool and outcome, never
+    content); ``totalInputTokens``/``totalOutputTokens``/``totalSteps``/``totalToolCalls`` are
+    the run's totals so far. ``usage`` (this step's tokens) is otelhooks' addition.
+    """
 
     event: Literal["after_step"] = "after_step"
     stepIndex: int
     agentId: str | None = None
     content: str = ""
-    toolCalls: list[dict[str, Any]] = Field(default_factory=list)
-    toolResults: list[dict[str, Any]] = Field(default_factory=list)
+    toolCalls: int = 0
+    toolsCalling: list[dict[str, Any]] = Field(default_factory=list)
+    toolsResult: list[dict[str, Any]] = Field(default_factory=list)
+    executionTimeMs: float | None = None
+    totalInputTokens: int | None = None
+    totalOutputTokens: int | None = None
+    totalSteps: int | None = None
+    totalToolCalls: int | None = None
     usage: TokenUsage = Field(default_factory=TokenUsage)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _lobehub_names(cls, data: Any) -> Any:
+        # Older otelhooks took the lists as toolCalls/toolResults: accept them under the new names.
+        if isinstance(data, dict):
+            data = dict(data)
+            if isinstance(data.get("toolCalls"), list):
+                data.setdefault("toolsCalling", data.pop("toolCalls"))
+            if "toolResults" in data:
+                data.setdefault("toolsResult", data.pop("toolResults"))
+            if "toolCalls" not in data:
+                data["toolCalls"] = len(data.get("toolsCalling") or ())
+        return data
 
 
 class LlmInputEvent(HookEvent):
@@ -368,6 +439,7 @@ class BeforeCompactEvent(HookEvent):
     """Before context compression (LobeHub ``beforeCompact``, kernel ``before_compaction``)."""
 
     event: Literal["before_compact"] = "before_compact"
+    agentId: str | None = None
     stepIndex: int = 0
     messageCount: int
     tokenCount: int
@@ -377,6 +449,7 @@ class AfterCompactEvent(HookEvent):
     """After context compression (LobeHub ``afterCompact``, kernel ``after_compaction``)."""
 
     event: Literal["after_compact"] = "after_compact"
+    agentId: str | None = None
     stepIndex: int = 0
     groupId: str
     messagesBefore: int
@@ -397,6 +470,7 @@ class CompactErrorEvent(HookEvent):
     """Compression failed (LobeHub ``onCompactError``)."""
 
     event: Literal["on_compact_error"] = "on_compact_error"
+    agentId: str | None = None
     stepIndex: int = 0
     tokenCount: int = 0
     error: str

@@ -8,6 +8,7 @@ code the intercept hooks are awaited instead of run on the calling thread.
 
 from __future__ import annotations
 
+import contextlib
 import time
 import traceback
 from abc import ABC, abstractmethod
@@ -31,7 +32,7 @@ from otelhooks._span_mapping import verdict_attributes
 if TYPE_CHECKING:
     from otelhooks._instrument._operation import Operation
 
-__all__ = ["AgentTracer", "SpanScope", "record_verdict"]
+__all__ = ["AgentTracer", "SpanScope", "record_failure", "record_verdict"]
 
 
 class _HasEngine(Protocol):
@@ -39,6 +40,36 @@ class _HasEngine(Protocol):
 
     @property
     def engine(self) -> HooksEngine: ...
+
+
+# Set on an exception once a span has its ``exception`` event.
+_RECORDED = "_otelhooks_exception_recorded"
+
+
+def record_failure(span: Span, exc: BaseException) -> None:
+    """Mark ``span`` failed by ``exc``: status ``ERROR`` and ``error.type`` on every span the
+    exception leaves, the ``exception`` event only on the first (where it happened).
+
+    The conventions ask that the same exception be recorded once; the parents it propagates
+    through (step, ``invoke_agent``, ``call_agent``) say they failed through their status.
+    """
+    message = str(exc)
+    scrubbed = scrub(message)
+    span.set_status(Status(StatusCode.ERROR, scrubbed))
+    span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+    if getattr(exc, _RECORDED, False):
+        return
+    if scrubbed == message:
+        span.record_exception(exc)
+    else:
+        # A tool's error can quote a known secret (a token it was given): keep it off the span.
+        trace_text = "".join(traceback.format_exception(exc))
+        span.record_exception(
+            exc,
+            attributes={"exception.message": scrubbed, "exception.stacktrace": scrub(trace_text)},
+        )
+    with contextlib.suppress(AttributeError, TypeError):  # a type without instance attributes
+        setattr(exc, _RECORDED, True)
 
 
 class AgentTracer:
@@ -56,6 +87,9 @@ class AgentTracer:
         capture_content: record prompts, completions, tool arguments and results as span
             attributes. Off by default; ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``
             turns it on.
+        provider: the ``gen_ai.provider.name`` (``openai``, ``anthropic``, ...) of operations
+            and model calls that do not name their own. ``None``: the attribute is left out
+            where nobody said which provider serves the model (otelhooks never guesses).
 
     Example:
         >>> engine = HooksEngine()
@@ -72,9 +106,11 @@ class AgentTracer:
         hooks: _HasEngine | None = None,
         metrics: AgentMetrics | None = None,
         capture_content: bool | None = None,
+        provider: str | None = None,
     ) -> None:
-        provider = tracer_provider or trace.get_tracer_provider()
-        self._tracer = provider.get_tracer("otelhooks", schema_url=None)
+        self.provider = provider
+        tracer_provider = tracer_provider or trace.get_tracer_provider()
+        self._tracer = tracer_provider.get_tracer("otelhooks", schema_url=None)
         if engine is None:
             engine = hooks.engine if hooks is not None else HooksEngine(metrics=metrics)
         self.engine = engine
@@ -177,15 +213,22 @@ class SpanScope(ABC):
     def _close(self, exc: BaseException | None) -> None:
         """Record the outcome and queue the end events, before the span ends."""
 
-    def _follow(self, name: str, build: Callable[[], HookEvent]) -> None:
+    def _follow(
+        self,
+        name: str,
+        build: Callable[[], HookEvent],
+        *,
+        capture: Callable[[], Callable[[], HookEvent]] | None = None,
+    ) -> None:
         """Queue the end event ``name`` on this scope's event, if a hook matches it.
 
         Matching happens again when the span ends; checking here (just before) spares building
-        the event's closure, and what it captures, for the calls no hook watches.
+        the event's closure, and what it captures, for the calls no hook watches. ``capture``:
+        see :class:`~otelhooks._live.LiveEvent`.
         """
         live = self.live
         if self.tracer.matches(name, live.values, live.operation_id):
-            live.follow(name, build)
+            live.follow(name, build, capture=capture)
 
     def _begin(self, name: str, live: LiveEvent, **kwargs: Any) -> None:
         self.live = live
@@ -200,22 +243,7 @@ class SpanScope(ABC):
     def fail(self, exc: BaseException) -> None:
         """Record ``exc`` as this scope's error without raising it."""
         self._error = exc
-        message = str(exc)
-        scrubbed = scrub(message)
-        self.span.set_status(Status(StatusCode.ERROR, scrubbed))
-        if scrubbed == message:
-            self.span.record_exception(exc)
-        else:
-            # A tool's error can quote a known secret (a token it was given): keep it off the span.
-            trace_text = "".join(traceback.format_exception(exc))
-            self.span.record_exception(
-                exc,
-                attributes={
-                    "exception.message": scrubbed,
-                    "exception.stacktrace": scrub(trace_text),
-                },
-            )
-        self.span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+        record_failure(self.span, exc)
 
     def _finish(self) -> None:
         if self._token is not None:

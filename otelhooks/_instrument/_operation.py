@@ -9,7 +9,7 @@ from typing import Any, Literal
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Link, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, SpanKind
 
 from otelhooks import _semconv as sc
 from otelhooks._errors import ConfigError
@@ -25,7 +25,7 @@ from otelhooks._events import (
     resolve_event,
 )
 from otelhooks._hooks import Hook
-from otelhooks._instrument._base import AgentTracer, SpanScope, record_verdict
+from otelhooks._instrument._base import AgentTracer, SpanScope, record_failure, record_verdict
 from otelhooks._instrument._step import Step
 from otelhooks._live import LiveEvent, Verdict
 from otelhooks._redact import error_text
@@ -60,7 +60,7 @@ class Operation(SpanScope):
         agent: str,
         *,
         agent_id: str | None = None,
-        provider: str = "otelhooks",
+        provider: str | None = None,
         operation_id: str | None = None,
         session_id: str | None = None,
         user_id: str | None = None,
@@ -75,7 +75,10 @@ class Operation(SpanScope):
         super().__init__(tracer)
         self.agent = agent
         self.agent_id = agent_id or agent
-        self.provider = provider
+        # The model provider (gen_ai.provider.name): the caller's, else the tracer's default,
+        # which the first model call that names its provider replaces.
+        self.provider = provider or tracer.provider
+        self.provider_named = provider is not None
         self.operation_id = operation_id or f"op_{uuid.uuid4().hex[:16]}"
         self.session_id = session_id
         self.user_id = user_id
@@ -91,6 +94,8 @@ class Operation(SpanScope):
         self.reason: CompleteReason = "done"
         self.usage = TokenUsage()
         self.step_count = 0
+        self.llm_calls = 0
+        self.tool_call_count = 0
         self.error: BaseException | None = None
 
     # -- identity shared with every child scope --------------------------------------------------
@@ -115,11 +120,12 @@ class Operation(SpanScope):
             self.tracer.engine.register(self._hooks, operation_id=self.operation_id)
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-            sc.GEN_AI_PROVIDER_NAME: self.provider,
             sc.GEN_AI_AGENT_NAME: self.agent,
             sc.GEN_AI_AGENT_ID: self.agent_id,
             sc.OPERATION_ID: self.operation_id,
         }
+        if self.provider:
+            attrs[sc.GEN_AI_PROVIDER_NAME] = self.provider
         if self.session_id:
             attrs[sc.GEN_AI_CONVERSATION_ID] = self.session_id
             attrs[sc.SESSION_ID] = self.session_id
@@ -195,13 +201,18 @@ class Operation(SpanScope):
             self.live.follow(
                 "on_error",
                 lambda: ErrorEvent(
-                    **common, agentId=self.agent_id, errorMessage=message, errorType=error_type
+                    **common,
+                    agentId=self.agent_id,
+                    errorMessage=message,
+                    errorType=error_type,
+                    errorDetail=f"{error_type}: {message}",
                 ),
             )
             self.tracer.metrics.errors.add(
                 1, {sc.GEN_AI_AGENT_NAME: self.agent, sc.ERROR_TYPE: error_type}
             )
         usage = self.usage.model_copy()
+        steps, llm_calls, tool_calls = self.step_count, self.llm_calls, self.tool_call_count
         self.live.follow(
             "on_complete",
             lambda: CompleteEvent(
@@ -213,9 +224,14 @@ class Operation(SpanScope):
                 error=error_text(exc) if exc is not None else self.block_reason,
                 duration=duration,
                 tokenUsage=usage,
+                steps=steps,
+                llmCalls=llm_calls,
+                toolCalls=tool_calls,
             ),
         )
         attrs = {sc.GEN_AI_AGENT_NAME: self.agent, sc.ATTR_OUTCOME: reason}
+        if exc is not None:
+            attrs[sc.ERROR_TYPE] = type(exc).__qualname__  # the spec's failure dimension
         self.tracer.metrics.operations.add(1, attrs)
         self.tracer.metrics.invoke_agent_duration.record(duration, attrs)
 
@@ -326,7 +342,7 @@ def emit_event(
     matcher_value = getattr(payload, "matcherValue", None)
     event_values = (matcher_value,) if isinstance(matcher_value, str) else values
     span = trace.get_current_span()
-    attrs = {sc.EVENT_NAME: spec.name, "event.id": payload.eventId}
+    attrs = {sc.EVENT_NAME: spec.name, sc.EVENT_ID: payload.eventId}
     if span.is_recording():
         span.add_event(spec.name, attrs)
         point = LiveEvent(
@@ -417,9 +433,7 @@ class _Message:
         )
 
     def failed(self, exc: BaseException) -> None:
-        self.span.set_status(Status(StatusCode.ERROR, error_text(exc)))
-        self.span.record_exception(exc)
-        self.span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+        record_failure(self.span, exc)
 
     def end(self) -> None:
         self.span.end()

@@ -152,6 +152,7 @@ class Compaction(SpanScope):
         def build() -> HookEvent:
             return BeforeCompactEvent(
                 **common,
+                agentId=op.agent_id,
                 stepIndex=self.step.index,
                 messageCount=self.message_count,
                 tokenCount=self.token_count,
@@ -182,7 +183,11 @@ class Compaction(SpanScope):
             self.live.follow(
                 "on_compact_error",
                 lambda: CompactErrorEvent(
-                    **common, stepIndex=self.step.index, tokenCount=self.token_count, error=error
+                    **common,
+                    agentId=op.agent_id,
+                    stepIndex=self.step.index,
+                    tokenCount=self.token_count,
+                    error=error,
                 ),
             )
             m.compactions.add(1, {sc.GEN_AI_AGENT_NAME: op.agent, sc.ATTR_OUTCOME: "error"})
@@ -201,6 +206,7 @@ class Compaction(SpanScope):
             "after_compact",
             lambda: AfterCompactEvent(
                 **common,
+                agentId=op.agent_id,
                 stepIndex=self.step.index,
                 groupId=group,
                 messagesBefore=self.message_count,

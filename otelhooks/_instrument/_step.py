@@ -81,16 +81,26 @@ class Step(SpanScope):
 
     def _after_event(self) -> Callable[[], HookEvent]:
         """The ``after_step`` builder, over a snapshot of the step as it ends."""
-        common = self.operation.common()
+        op = self.operation
+        common = op.common()
         content, usage = self.content, self.usage.model_copy()
         calls, results = list(self.tool_calls), list(self.tool_results)
+        # The run's totals as this step ends (LobeHub's totalInputTokens, totalSteps, ...).
+        elapsed_ms, steps, tool_calls = self.elapsed_s * 1000, op.step_count, op.tool_call_count
+        run_usage = op.usage.model_copy()
         return lambda: AfterStepEvent(
             **common,
+            executionTimeMs=elapsed_ms,
+            totalInputTokens=run_usage.input,
+            totalOutputTokens=run_usage.output,
+            totalSteps=steps,
+            totalToolCalls=tool_calls,
             stepIndex=self.index,
-            agentId=self.operation.agent_id,
+            agentId=op.agent_id,
             content=content,
-            toolCalls=calls,
-            toolResults=results,
+            toolCalls=len(calls),
+            toolsCalling=calls,
+            toolsResult=results,
             usage=usage,
         )
 
@@ -104,7 +114,11 @@ class Step(SpanScope):
     def llm(
         self, model: str, *, messages: Sequence[Mapping[str, Any]] = (), provider: str | None = None
     ) -> LlmCall:
-        """An LLM call: a ``chat {model}`` span firing ``llm_input`` and ``llm_output``."""
+        """An LLM call: a ``chat {model}`` span firing ``llm_input`` and ``llm_output``.
+
+        ``provider`` is the ``gen_ai.provider.name`` of the service that runs the model
+        (``openai``, ``anthropic``, ``aws.bedrock``, ...); the operation's when omitted.
+        """
         return LlmCall(self, model, messages=messages, provider=provider)
 
     def tool_call(
@@ -201,10 +215,12 @@ class LlmCall(SpanScope):
         self.model = model
         self.messages = [dict(m) for m in messages]
         self.provider = provider or step.operation.provider
+        self.provider_named = provider is not None
         self.response = ""
         self.response_model: str | None = None
         self.finish_reason: str | None = None
         self.usage = TokenUsage()
+        self.usage_reported = False
 
     def record(
         self,
@@ -218,6 +234,7 @@ class LlmCall(SpanScope):
         """Record what the model answered and what it cost."""
         self.response = response
         self.usage = TokenUsage(input=input_tokens, output=output_tokens)
+        self.usage_reported = True
         self.response_model = response_model
         self.finish_reason = finish_reason
 
@@ -225,9 +242,17 @@ class LlmCall(SpanScope):
         op = self.step.operation
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
-            sc.GEN_AI_PROVIDER_NAME: self.provider,
             sc.GEN_AI_REQUEST_MODEL: self.model,
         }
+        if self.provider:
+            attrs[sc.GEN_AI_PROVIDER_NAME] = self.provider
+            if self.provider_named and not op.provider_named:
+                # A run that did not name its provider learns it from its first model call
+                # that does (over the tracer's default).
+                op.provider, op.provider_named = self.provider, True
+                op.span.set_attribute(sc.GEN_AI_PROVIDER_NAME, self.provider)
+        if op.session_id:
+            attrs[sc.GEN_AI_CONVERSATION_ID] = op.session_id
         if self.tracer.capture_content:
             attrs[sc.GEN_AI_INPUT_MESSAGES] = json.dumps(self.messages, default=str)
 
@@ -246,11 +271,10 @@ class LlmCall(SpanScope):
     def _close(self, exc: BaseException | None) -> None:
         op = self.step.operation
         usage = self.usage
-        end: dict[str, Any] = {
-            sc.GEN_AI_USAGE_INPUT_TOKENS: usage.input,
-            sc.GEN_AI_USAGE_OUTPUT_TOKENS: usage.output,
-            sc.GEN_AI_RESPONSE_MODEL: self.response_model or self.model,
-        }
+        end: dict[str, Any] = {sc.GEN_AI_RESPONSE_MODEL: self.response_model or self.model}
+        if self.usage_reported:
+            end[sc.GEN_AI_USAGE_INPUT_TOKENS] = usage.input
+            end[sc.GEN_AI_USAGE_OUTPUT_TOKENS] = usage.output
         if self.finish_reason:
             end[sc.GEN_AI_RESPONSE_FINISH_REASONS] = [self.finish_reason]
         if self.tracer.capture_content:
@@ -261,6 +285,7 @@ class LlmCall(SpanScope):
         for total in (self.step.usage, op.usage):
             total.input += usage.input
             total.output += usage.output
+        op.llm_calls += 1
         self.step.content = self.response
         response = self.response
         self._follow(
@@ -277,12 +302,14 @@ class LlmCall(SpanScope):
         m = self.tracer.metrics
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
-            sc.GEN_AI_PROVIDER_NAME: self.provider,
             sc.GEN_AI_REQUEST_MODEL: self.model,
             sc.GEN_AI_AGENT_NAME: op.agent,
         }
+        if self.provider:
+            attrs[sc.GEN_AI_PROVIDER_NAME] = self.provider
         if exc is not None:
             attrs[sc.ERROR_TYPE] = type(exc).__qualname__
         m.operation_duration.record(self.elapsed_s, attrs)
-        m.token_usage.record(usage.input, {**attrs, sc.GEN_AI_TOKEN_TYPE: "input"})
-        m.token_usage.record(usage.output, {**attrs, sc.GEN_AI_TOKEN_TYPE: "output"})
+        if self.usage_reported:  # the spec: no usage metric when the counts are not known
+            m.token_usage.record(usage.input, {**attrs, sc.GEN_AI_TOKEN_TYPE: "input"})
+            m.token_usage.record(usage.output, {**attrs, sc.GEN_AI_TOKEN_TYPE: "output"})

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from random import getrandbits
 from typing import TYPE_CHECKING, Any
+
+from opentelemetry.trace import Status, StatusCode
 
 from otelhooks import _semconv as sc
 from otelhooks._events import (
     AfterToolCallEvent,
+    HookEvent,
     ToolCallDeniedEvent,
     ToolCallErrorEvent,
     ToolCallEvent,
@@ -18,7 +22,7 @@ from otelhooks._events import (
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._instrument._base import SpanScope
 from otelhooks._live import LiveEvent, Verdict
-from otelhooks._redact import error_text
+from otelhooks._redact import error_text, scrub
 
 if TYPE_CHECKING:
     from otelhooks._instrument._step import Step
@@ -27,18 +31,32 @@ __all__ = ["ToolCall"]
 
 # The events whose hooks ``otelhooks.hook.matched`` lists, the call's own event first.
 _TOOL_EVENTS = ("before_tool_call", "after_tool_call", "on_tool_call_error", "tool_result_persist")
-_METRIC_ATTRS: dict[tuple[str, str, str], dict[str, Any]] = {}
+_METRIC_ATTRS: dict[tuple[str, str, str, str, str | None], dict[str, Any]] = {}
 _METRIC_ATTRS_LIMIT = 1024
+# error.type of a tool that returned a failed result without raising: the conventions' fallback.
+ERROR_TYPE_OTHER = "_OTHER"
 
 
-def _metric_attrs(agent: str, tool: str, outcome: str) -> dict[str, Any]:
-    """The tool metrics' attribute set, built once per (agent, tool, outcome): never mutate it."""
-    key = (agent, tool, outcome)
+def _metric_attrs(
+    agent: str, tool: str, outcome: str, tool_type: str, error_type: str | None
+) -> dict[str, Any]:
+    """The tool metrics' attribute set, built once per combination: never mutate it.
+
+    ``error.type`` is there only when the call failed (the GenAI conventions' condition).
+    """
+    key = (agent, tool, outcome, tool_type, error_type)
     attrs = _METRIC_ATTRS.get(key)
     if attrs is None:
         if len(_METRIC_ATTRS) >= _METRIC_ATTRS_LIMIT:
             _METRIC_ATTRS.clear()
-        attrs = {sc.GEN_AI_AGENT_NAME: agent, sc.GEN_AI_TOOL_NAME: tool, sc.ATTR_OUTCOME: outcome}
+        attrs = {
+            sc.GEN_AI_AGENT_NAME: agent,
+            sc.GEN_AI_TOOL_NAME: tool,
+            sc.GEN_AI_TOOL_TYPE: tool_type,
+            sc.ATTR_OUTCOME: outcome,
+        }
+        if error_type is not None:
+            attrs[sc.ERROR_TYPE] = error_type
         _METRIC_ATTRS[key] = attrs
     return attrs
 
@@ -295,19 +313,28 @@ class ToolCall(SpanScope):
                 else "error"
             )
             mocked = self.mocked
-            self._follow(
-                "after_tool_call",
-                lambda: AfterToolCallEvent(
-                    **self._context(),
-                    content=result.content,
-                    success=result.success,
-                    mocked=mocked,
-                    executionTimeMs=elapsed_ms,
-                    duration=elapsed_ms / 1000,
-                    result=result.model_copy(update={"executionTime": elapsed_ms}),
-                    toolOutput=result.content,
-                ),
-            )
+
+            def capture_after() -> Callable[[], HookEvent]:
+                # On the agent's thread: copy what the payload holds (the arguments are the
+                # agent's own dict); the observer worker validates it into the model.
+                fields = self._context()
+                fields["args"] = fields["toolInput"] = dict(self.args)
+
+                def build() -> HookEvent:
+                    return AfterToolCallEvent(
+                        **fields,
+                        content=result.content,
+                        success=result.success,
+                        mocked=mocked,
+                        executionTimeMs=elapsed_ms,
+                        duration=elapsed_ms / 1000,
+                        result=result.model_copy(update={"executionTime": elapsed_ms}),
+                        toolOutput=result.content,
+                    )
+
+                return build
+
+            self._follow("after_tool_call", lambda: capture_after()(), capture=capture_after)
         end: dict[str, Any] = {sc.TOOL_OUTCOME: outcome, sc.TOOL_RESULT_SIZE: len(result.content)}
         if self.tracer.capture_content:
             end[sc.GEN_AI_TOOL_CALL_RESULT] = result.content
@@ -318,8 +345,20 @@ class ToolCall(SpanScope):
             "apiName": self.api_name,
         }
         self.step.tool_calls.append(summary)
+        self.step.operation.tool_call_count += 1
         self.step.tool_results.append({**summary, "success": result.success, "outcome": outcome})
-        attrs = _metric_attrs(self.step.operation.agent, self.api_name, outcome)
+        failure: str | None = None
+        if exc is not None:
+            failure = type(exc).__qualname__
+        elif outcome == "error":
+            failure = ERROR_TYPE_OTHER
+        if exc is None and outcome == "error":
+            # A failed result is a failed call: status and error.type, no exception event.
+            self.span.set_status(Status(StatusCode.ERROR, scrub(result.error or "")))
+            self.span.set_attribute(sc.ERROR_TYPE, ERROR_TYPE_OTHER)
+        attrs = _metric_attrs(
+            self.step.operation.agent, self.api_name, outcome, self.tool_type, failure
+        )
         metrics = self.tracer.metrics
         metrics.tool_calls.add(1, attrs)
         metrics.tool_duration.record(self.elapsed_s, attrs)

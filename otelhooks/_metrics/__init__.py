@@ -2,7 +2,9 @@
 feeds them to metric readers (:mod:`._local`)."""
 
 from otelhooks._metrics._instruments import (
+    CLIENT_DURATION_BUCKETS_S,
     DURATION_BUCKETS_S,
+    INVOKE_AGENT_BUCKETS_S,
     TOKEN_BUCKETS,
     AgentMetrics,
     metric_views,
@@ -10,7 +12,9 @@ from otelhooks._metrics._instruments import (
 from otelhooks._metrics._local import LocalCounter, LocalHistogram, LocalMetricProducer
 
 __all__ = [
+    "CLIENT_DURATION_BUCKETS_S",
     "DURATION_BUCKETS_S",
+    "INVOKE_AGENT_BUCKETS_S",
     "TOKEN_BUCKETS",
     "AgentMetrics",
     "LocalCounter",

@@ -1,7 +1,11 @@
 """The instruments otelhooks records: through the SDK's meter, or aggregated in process.
 
-Durations are in seconds with explicit bucket boundaries that fit agent work (the SDK's default
-boundaries 0, 5, 10 … 10000 are useless for seconds): see :func:`metric_views`.
+Durations are in seconds with explicit bucket boundaries (the SDK's default boundaries 0, 5,
+10 … 10000 are useless for seconds): the GenAI metrics use the boundaries their semantic
+conventions give (``docs/gen-ai/gen-ai-metrics.md`` in the ``semantic-conventions-genai``
+repository), otelhooks' own durations :data:`DURATION_BUCKETS_S`; see :func:`metric_views`.
+Counts use curly-brace units (``{error}``, ``{call}``), never ``1``, which a Prometheus
+exporter following the spec turns into a ``_ratio`` suffix.
 """
 
 from __future__ import annotations
@@ -15,33 +19,48 @@ from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, V
 from otelhooks import _semconv as sc
 from otelhooks._metrics._local import LocalMetricProducer
 
-__all__ = ["DURATION_BUCKETS_S", "TOKEN_BUCKETS", "Adds", "AgentMetrics", "Records", "metric_views"]
+__all__ = [
+    "CLIENT_DURATION_BUCKETS_S",
+    "DURATION_BUCKETS_S",
+    "INVOKE_AGENT_BUCKETS_S",
+    "TOKEN_BUCKETS",
+    "Adds",
+    "AgentMetrics",
+    "Records",
+    "metric_views",
+]
 
 DURATION_BUCKETS_S: Final[Sequence[float]] = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300,
 )  # fmt: skip
+# The GenAI conventions' boundaries: gen_ai.client.token.usage; gen_ai.client.operation.duration
+# and gen_ai.execute_tool.duration; gen_ai.invoke_agent.duration.
 TOKEN_BUCKETS: Final[Sequence[float]] = (
-    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304,
+    1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304, 16777216, 67108864,
 )  # fmt: skip
+CLIENT_DURATION_BUCKETS_S: Final[Sequence[float]] = (
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+)  # fmt: skip
+INVOKE_AGENT_BUCKETS_S: Final[Sequence[float]] = (
+    0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 51.2, 102.4, 204.8, 409.6,
+)  # fmt: skip
+_SPEC_BUCKETS: Final[dict[str, Sequence[float]]] = {
+    sc.METRIC_TOKEN_USAGE: TOKEN_BUCKETS,
+    sc.METRIC_OPERATION_DURATION: CLIENT_DURATION_BUCKETS_S,
+    sc.METRIC_EXECUTE_TOOL_DURATION: CLIENT_DURATION_BUCKETS_S,
+    sc.METRIC_INVOKE_AGENT_DURATION: INVOKE_AGENT_BUCKETS_S,
+}
 
 
 def metric_views() -> list[View]:
-    """Views giving every otelhooks duration histogram second-scale buckets."""
-    duration = ExplicitBucketHistogramAggregation(boundaries=DURATION_BUCKETS_S)
-    names = (
-        sc.METRIC_OPERATION_DURATION,
-        sc.METRIC_INVOKE_AGENT_DURATION,
-        sc.METRIC_EXECUTE_TOOL_DURATION,
-        sc.METRIC_STEP_DURATION,
-        sc.METRIC_HOOK_DURATION,
-    )
-    views = [View(instrument_name=n, aggregation=duration) for n in names]
-    views.append(
-        View(
-            instrument_name=sc.METRIC_TOKEN_USAGE,
-            aggregation=ExplicitBucketHistogramAggregation(boundaries=TOKEN_BUCKETS),
-        )
-    )
+    """Views giving each GenAI histogram its spec's boundaries, otelhooks' own second-scale ones."""
+    views = [
+        View(instrument_name=name, aggregation=ExplicitBucketHistogramAggregation(bounds))
+        for name, bounds in _SPEC_BUCKETS.items()
+    ]
+    own = ExplicitBucketHistogramAggregation(boundaries=DURATION_BUCKETS_S)
+    for name in (sc.METRIC_STEP_DURATION, sc.METRIC_HOOK_DURATION):
+        views.append(View(instrument_name=name, aggregation=own))
     return views
 
 
@@ -105,22 +124,33 @@ class AgentMetrics:
         self.operations = counter(
             sc.METRIC_OPERATIONS, "{operation}", "Agent operations by outcome."
         )
-        self.errors = counter(sc.METRIC_ERRORS, "1", "Agent errors (on_error); alerts fire on it.")
+        self.errors = counter(
+            sc.METRIC_ERRORS, "{error}", "Agent errors (on_error); alerts fire on it."
+        )
         self.invoke_agent_duration = histogram(
-            sc.METRIC_INVOKE_AGENT_DURATION, "s", "Duration of agent operations.", seconds
+            sc.METRIC_INVOKE_AGENT_DURATION,
+            "s",
+            "Duration of agent operations.",
+            INVOKE_AGENT_BUCKETS_S,
         )
         self.step_duration = histogram(
             sc.METRIC_STEP_DURATION, "s", "Duration of agent steps.", seconds
         )
         self.operation_duration = histogram(
-            sc.METRIC_OPERATION_DURATION, "s", "GenAI client operation duration.", seconds
+            sc.METRIC_OPERATION_DURATION,
+            "s",
+            "GenAI client operation duration.",
+            CLIENT_DURATION_BUCKETS_S,
         )
         self.token_usage = histogram(
             sc.METRIC_TOKEN_USAGE, "{token}", "Tokens used per LLM call.", TOKEN_BUCKETS
         )
         self.tool_calls = counter(sc.METRIC_TOOL_CALLS, "{call}", "Tool calls by tool and outcome.")
         self.tool_duration = histogram(
-            sc.METRIC_EXECUTE_TOOL_DURATION, "s", "Duration of tool calls.", seconds
+            sc.METRIC_EXECUTE_TOOL_DURATION,
+            "s",
+            "Duration of tool calls.",
+            CLIENT_DURATION_BUCKETS_S,
         )
         self.compactions = counter(sc.METRIC_COMPACTIONS, "{compaction}", "Context compactions.")
         self.tokens_saved = counter(

@@ -34,6 +34,8 @@ class AgentSpec:
     """Everything an agent needs to run: its model, tools and limits.
 
     Attributes:
+        provider: ``gen_ai.provider.name`` of the service behind ``model`` (``openai``, ...);
+            ``None`` leaves it to the tracer's default (the attribute is omitted if none).
         token_budget: compact the context when its estimated tokens pass this.
         cost_limit: stop with reason ``cost_limit`` when the cost passes this (tokens x price).
         budget_threshold: fire ``on_budget_threshold`` when cost passes this fraction of the limit.
@@ -44,7 +46,7 @@ class AgentSpec:
     model: Model
     tools: Sequence[Tool] = ()
     model_name: str = "scripted-model"
-    provider: str = "otelhooks"
+    provider: str | None = None
     max_steps: int = 8
     token_budget: int | None = None
     cost_limit: float | None = None

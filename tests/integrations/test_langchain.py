@@ -33,6 +33,10 @@ class ToolCallingFake(GenericFakeChatModel):
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> ToolCallingFake:
         return self
 
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> Any:
+        # A provider package names its provider here (langchain-mistralai: "mistralai").
+        return {**super()._get_ls_params(stop=stop, **kwargs), "ls_provider": "mistralai"}
+
 
 def ai(*calls: tuple[str, dict[str, Any], str], text: str = "") -> AIMessage:
     return AIMessage(
@@ -163,7 +167,8 @@ def test_a_graph_run_is_one_operation_of_steps_chats_and_tools(
     assert op.parent is None
     assert op.attributes is not None
     assert op.attributes["gen_ai.conversation.id"] == "s-7"
-    assert op.attributes["gen_ai.provider.name"] == "langchain"
+    # The model call's provider, in the GenAI conventions' spelling; LangChain is not one.
+    assert op.attributes["gen_ai.provider.name"] == "mistral_ai"
     assert op.attributes["otelhooks.operation.complete_reason"] == "done"
     assert op.attributes["gen_ai.usage.input_tokens"] == 90
     steps = children(pipe, op)

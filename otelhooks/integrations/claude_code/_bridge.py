@@ -1,6 +1,6 @@
 """``ClaudeCodeBridge``: one Claude Code hook event in, spans, hooks and Claude's answer out.
 
-The mapping (one place):
+The mapping (one place; the full event table is :data:`._mapping.EVENTS`):
 
 ===========================  ====================================================================
 Claude Code event            otelhooks
@@ -19,8 +19,11 @@ Claude Code event            otelhooks
 ``Stop`` / ``StopFailure``   the turn ends: ``on_complete`` (and ``on_error``)
 ``SessionStart/End``         ``session_start`` / ``session_end``, ``agent_lifecycle`` spans; at
                              the end every open span of the session is closed
-any other event              its observers (``Notification``, ``PreCompact``, ...) and a short
-                             ``agent_lifecycle {event}`` span in the turn
+every other event            its canonical event for the observers (``PreCompact`` is
+                             ``before_compact``, ...) and a short ``agent_lifecycle {event}``
+                             span in the turn with a span event named after the Claude event;
+                             a name the table does not know is the same, as
+                             ``claude_code_event``
 ===========================  ====================================================================
 
 Nothing is answered unless a hook decided: an empty answer leaves Claude Code's own permission
@@ -42,34 +45,34 @@ from opentelemetry.util import types
 from pydantic import ValidationError
 
 from otelhooks import _semconv as sc
-from otelhooks._errors import UnknownEventError
 from otelhooks._events import (
     BeforeAgentStartEvent,
     CompleteEvent,
     ErrorEvent,
-    GenericEvent,
-    HookEvent,
     SessionEndEvent,
     SessionStartEvent,
-    resolve_event,
 )
 from otelhooks._hooks import Hook
 from otelhooks._setup import configure
 from otelhooks.integrations.claude_code._common import (
     AGENT,
+    PROVIDER,
     DenyMode,
     HookResponse,
     observer,
+)
+from otelhooks.integrations.claude_code._mapping import (
+    EVENTS,
+    claude_fields,
+    lifecycle_attributes,
+    matcher_value,
+    point_payload,
 )
 from otelhooks.integrations.claude_code._spans import SpanRecord, SpanWriter, session_trace_id
 from otelhooks.integrations.claude_code._state import BridgeState, OpenOperation
 from otelhooks.integrations.claude_code._tools import ToolUses
 
 __all__ = ["ClaudeCodeBridge"]
-
-_COMMON_KEYS = frozenset(
-    {"session_id", "transcript_path", "cwd", "permission_mode", "hook_event_name"}
-)
 
 _log = structlog.get_logger("otelhooks")
 
@@ -88,6 +91,14 @@ class ClaudeCodeBridge:
         deny_mode: answer a denial with JSON ``permissionDecision: deny`` (``json``) or with
             exit code 2 and the reason on stderr (``exit2``).
         service_name: ``service.name`` of the spans.
+        capture: record content (prompts, tool arguments and results) on spans and in the state
+            file; ``None`` reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
+
+    Example:
+        >>> bridge = ClaudeCodeBridge(state=BridgeState("/tmp/cc.sqlite3"))
+        >>> bridge.handle({"hook_event_name": "Stop", "session_id": "s-1"}).exit_code
+        0
+        >>> bridge.close()
     """
 
     def __init__(
@@ -98,10 +109,11 @@ class ClaudeCodeBridge:
         exporters: Sequence[SpanExporter] = (),
         deny_mode: DenyMode = "json",
         service_name: str = AGENT,
+        capture: bool | None = None,
     ) -> None:
         self.state = state
         self.deny_mode = deny_mode
-        self.capture = _capture_content()
+        self.capture = _capture_content() if capture is None else capture
         self.oh = configure(
             service_name=service_name,
             hooks=hooks,
@@ -162,7 +174,7 @@ class ClaudeCodeBridge:
     def _op_attributes(self, op: OpenOperation, reason: str) -> dict[str, types.AttributeValue]:
         return {
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-            sc.GEN_AI_PROVIDER_NAME: AGENT,
+            sc.GEN_AI_PROVIDER_NAME: PROVIDER,
             sc.GEN_AI_AGENT_NAME: AGENT,
             sc.GEN_AI_AGENT_ID: AGENT,
             sc.GEN_AI_CONVERSATION_ID: op.session_id,
@@ -172,7 +184,12 @@ class ClaudeCodeBridge:
         }
 
     def _end_operation(
-        self, op: OpenOperation, reason: Literal["done", "error", "interrupted"], error: str | None
+        self,
+        op: OpenOperation,
+        reason: Literal["done", "error", "interrupted"],
+        error: str | None,
+        *,
+        error_type: str = "StopFailure",
     ) -> None:
         end = time.time_ns()
         self.writer.write(
@@ -185,14 +202,14 @@ class ClaudeCodeBridge:
                 end,
                 self._op_attributes(op, reason),
                 error=error,
-                error_type="StopFailure" if error else None,
+                error_type=error_type if error else None,
             )
         )
         common = self._common(op.session_id, op, op.span_id)
         if error is not None:
             self.observe(
                 "on_error",
-                ErrorEvent(**common, agentId=AGENT, errorMessage=error, errorType="StopFailure"),
+                ErrorEvent(**common, agentId=AGENT, errorMessage=error, errorType=error_type),
                 (AGENT,),
             )
         complete = CompleteEvent(
@@ -208,7 +225,8 @@ class ClaudeCodeBridge:
 
     def _prompt(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
         prompt = str(payload.get("prompt") or "")
-        op, previous = self.state.start_operation(session, prompt)
+        # the state file keeps the prompt only when content is captured (data at rest)
+        op, previous = self.state.start_operation(session, prompt if self.capture else "")
         if previous is not None:
             self._end_operation(previous, "interrupted", None)
         event = BeforeAgentStartEvent(
@@ -232,16 +250,31 @@ class ClaudeCodeBridge:
         return HookResponse(stdout=json.dumps({"decision": "block", "reason": reason}))
 
     def _stop(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
+        failed = name == "StopFailure"
+        if failed:
+            # a failed turn is reported even if its start was not seen (hooks added mid-turn)
+            self.state.current_operation(session)
         op = self.state.end_operation(session)
-        if op is not None:
-            failed = name == "StopFailure"
-            error = str(payload.get("error") or "the turn failed") if failed else None
-            self._end_operation(op, "error" if failed else "done", error)
+        if op is None:
+            return HookResponse()
+        if not failed:
+            self._end_operation(op, "done", None)
+            return HookResponse()
+        kind = str(payload.get("error") or "unknown")  # rate_limit, overloaded, ...
+        details = payload.get("error_details")
+        error = f"{kind}: {details}" if isinstance(details, str) and details else kind
+        self._end_operation(op, "error", error, error_type=kind)
         return HookResponse()
 
     # -- sessions and point events -----------------------------------------------------------------
 
-    def _lifecycle_span(self, session: str, event: str, op: OpenOperation | None) -> int:
+    def _lifecycle_span(
+        self,
+        session: str,
+        event: str,
+        op: OpenOperation | None,
+        events: Sequence[tuple[str, Mapping[str, types.AttributeValue]]] = (),
+    ) -> int:
         now = time.time_ns()
         record = SpanRecord(
             f"{sc.OP_LIFECYCLE} {event}",
@@ -255,13 +288,14 @@ class ClaudeCodeBridge:
                 sc.EVENT_NAME: event,
                 sc.GEN_AI_CONVERSATION_ID: session,
             },
+            events=events,
         )
         self.writer.write(record)
         return record.span_id
 
     def _session_start(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
         span_id = self._lifecycle_span(session, "session_start", None)
-        extra = {k: v for k, v in payload.items() if k not in _COMMON_KEYS}
+        extra = claude_fields(payload, capture=self.capture)
         event = SessionStartEvent(
             **self._common(session, None, span_id), agentId=AGENT, metadata=extra
         )
@@ -282,32 +316,20 @@ class ClaudeCodeBridge:
         return HookResponse()
 
     def _point(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
-        try:
-            spec, _ = resolve_event(name)
-        except UnknownEventError:
-            spec = None
+        """Any event without spans of its own: a short span, a span event, its observers."""
+        known = EVENTS.get(name)
+        canonical = known.canonical if known is not None else "claude_code_event"
         op = self.state.peek_operation(session)
-        span_id = self._lifecycle_span(session, spec.name if spec else name or "unknown", op)
-        if spec is None or spec.intercept:
-            return HookResponse()
-        extra = {k: v for k, v in payload.items() if k not in _COMMON_KEYS}
-        matcher = str(
-            payload.get("tool_name")
-            or payload.get("notification_type")
-            or payload.get("trigger")
-            or payload.get("agent_type")
-            or "*"
-        )
-        fields: dict[str, Any] = {**self._common(session, op, span_id), "event": spec.name}
+        marker = (name or "unknown", lifecycle_attributes(payload, capture=self.capture))
+        span_id = self._lifecycle_span(session, canonical, op, (marker,))
+        common = self._common(session, op, span_id)
         try:
-            if spec.payload is GenericEvent:
-                event: HookEvent = GenericEvent(
-                    **fields, agentId=AGENT, matcherValue=matcher, data=extra
-                )
-            else:
-                event = spec.payload.model_validate({**extra, **fields, "agentId": AGENT})
+            event = point_payload(known, payload, common, capture=self.capture)
         except ValidationError as exc:
-            _log.warning("event not dispatched: payload does not fit", event=name, error=str(exc))
+            # ``event`` is structlog's own first argument: the hook event goes under another key
+            _log.warning(
+                "event not dispatched: payload does not fit", hook_event=name, error=str(exc)
+            )
             return HookResponse()
-        self.observe(spec.name, event, (matcher,))
+        self.observe(event.event, event, (matcher_value(known, payload),))
         return HookResponse()

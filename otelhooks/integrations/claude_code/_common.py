@@ -13,9 +13,11 @@ from otelhooks._engine import HooksEngine
 from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._events import HookEvent
 
-__all__ = ["AGENT", "DenyMode", "HookResponse", "Observe", "observer", "text"]
+__all__ = ["AGENT", "PROVIDER", "DenyMode", "HookResponse", "Observe", "observer", "text"]
 
 AGENT = "claude-code"
+# gen_ai.provider.name of the bridge's spans: Claude Code's models are Anthropic's.
+PROVIDER = "anthropic"
 DenyMode = Literal["json", "exit2"]
 Observe = Callable[[str, HookEvent, tuple[str, ...]], None]
 
@@ -43,6 +45,7 @@ def observer(engine: HooksEngine) -> Observe:
         try:
             engine.dispatch(event, payload, values=values)
         except CriticalHookDeliveryError:
-            _log.exception("critical hook delivery failed", event=event)
+            # ``event`` is structlog's own first argument: the hook event goes under another key
+            _log.exception("critical hook delivery failed", hook_event=event)
 
     return observe

@@ -42,7 +42,21 @@ from otelhooks.integrations._scopes import DetachedScope
 
 __all__ = ["HOOKED_METADATA_KEY", "PROVIDER", "OtelHooksCallbackHandler", "ToolRun"]
 
-PROVIDER = "langchain"
+# LangChain is not a model provider: the provider comes from each model call's ``ls_provider``
+# (LangChain's tracing metadata), in the GenAI conventions' spelling where they name it.
+PROVIDER: str | None = None
+_PROVIDERS = {
+    "azure": "azure.ai.openai",
+    "azure_openai": "azure.ai.openai",
+    "bedrock": "aws.bedrock",
+    "amazon_bedrock": "aws.bedrock",
+    "google_genai": "gcp.gen_ai",
+    "google_vertexai": "gcp.vertex_ai",
+    "vertexai": "gcp.vertex_ai",
+    "mistralai": "mistral_ai",
+    "xai": "x_ai",
+    "ibm": "ibm.watsonx.ai",
+}
 HOOKED_METADATA_KEY = "otelhooks_hooked"
 _INTERRUPTS = frozenset({"GraphInterrupt", "NodeInterrupt"})
 
@@ -99,6 +113,14 @@ def _model_name(serialized: dict[str, Any] | None, kwargs: dict[str, Any]) -> st
         if isinstance(value, str) and value:
             return value
     return "chat"
+
+
+def _provider_name(kwargs: dict[str, Any]) -> str | None:
+    """The call's ``gen_ai.provider.name``: LangChain's ``ls_provider``, in the spec's names."""
+    provider = (kwargs.get("metadata") or {}).get("ls_provider")
+    if not isinstance(provider, str) or not provider:
+        return None
+    return _PROVIDERS.get(provider, provider)
 
 
 def _record(call: LlmCall, response: LLMResult) -> None:
@@ -269,7 +291,8 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
             run = self._ensure_run(run_id, parent_run_id, model, kwargs)
             step = self._new_step(run)
             run.open_in_step += 1
-            scope = DetachedScope(step.llm(model, messages=messages), step.span)
+            call = step.llm(model, messages=messages, provider=_provider_name(kwargs))
+            scope = DetachedScope(call, step.span)
             self._llms[run_id] = scope
         scope.enter()
 

@@ -60,7 +60,8 @@ from otelhooks.integrations.openai_agents._tools import CURRENT_RUN, Invoker, ho
 
 __all__ = ["PROVIDER", "AgentRun", "HookedRunner", "RunBlockedError"]
 
-PROVIDER = "openai-agents"
+# gen_ai.provider.name: the Agents SDK calls OpenAI's models unless told otherwise.
+PROVIDER = "openai"
 GUARDRAIL_NAME = "otelhooks.guardrail.name"
 
 _log = structlog.get_logger("otelhooks")
