@@ -92,16 +92,23 @@ class ConfigError(OtelHooksError, ValueError):
 
 
 class UnknownEventError(ConfigError):
-    """An event name that neither otelhooks nor any dialect defines."""
+    """An event name that neither otelhooks nor any dialect defines.
+
+    The message names the closest valid name when there is one, and then not the full list
+    (``valid``; ``otelhooks events`` prints the table); a name close to none gets the list.
+    """
 
     def __init__(self, name: str, *, suggestion: str | None, valid: Sequence[str]) -> None:
         self.name = name
         self.suggestion = suggestion
         self.valid = tuple(valid)
-        hint = f" Did you mean {suggestion!r}?" if suggestion else ""
-        super().__init__(
-            f"unknown event {name!r}.{hint} Valid names: {', '.join(self.valid)}", field="type"
+        # A typo gets its correction only; a name like nothing known gets the whole list.
+        hint = (
+            f"Did you mean {suggestion!r}? (`otelhooks events` lists every name)"
+            if suggestion
+            else f"Valid names: {', '.join(self.valid)}"
         )
+        super().__init__(f"unknown event {name!r}. {hint}", field="type")
 
 
 class InvalidMatcherError(ConfigError):

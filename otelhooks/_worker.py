@@ -118,6 +118,13 @@ class BoundedWorker(Generic[T]):
         """Items waiting to be handled (not counting a batch being handled right now)."""
         return len(self._queue)
 
+    @property
+    def room(self) -> int:
+        """Items that can be queued right now before one is dropped (0 once shut down)."""
+        if self._stopped:
+            return 0
+        return max(0, self._max_queue_size - len(self._queue))
+
     def submit(self, item: T) -> bool:
         """Queue ``item`` without blocking.
 

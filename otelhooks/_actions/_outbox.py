@@ -21,7 +21,6 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
 import structlog
@@ -29,6 +28,7 @@ from pydantic import ValidationError
 
 from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_http import Delivery, prepare, send, sync_client
+from otelhooks._private_files import private_file
 
 __all__ = ["Outbox", "backoff_s"]
 
@@ -76,7 +76,7 @@ class Outbox:
     """A durable queue of webhook deliveries with its own pump thread.
 
     Args:
-        path: the SQLite file (created with its folder).
+        path: the SQLite file (created ``0600`` with its folder, ``0700``).
         retry_deadline_s: how long a row may keep failing before it is dropped.
         report: told of every delivered or dropped row (metrics and logs hang off it).
     """
@@ -89,8 +89,7 @@ class Outbox:
         poll_s: float = 0.2,
         report: Report | None = None,
     ) -> None:
-        self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = private_file(path)  # 0600 in a 0700 folder: payloads are at rest here
         self.retry_deadline_s = retry_deadline_s
         self._poll_s = poll_s
         self._report = report

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import signal
 import sys
+from collections.abc import Callable
 from types import FrameType
 
 from otelhooks._errors import ConfigError
+from otelhooks._eventlog._guard import DEFAULT_HEADER_TIMEOUT_S
 from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS
 
 __all__ = ["add_parser"]
@@ -33,6 +35,8 @@ def _serve(args: argparse.Namespace) -> int:
             port=args.port,
             max_waiters=args.max_waiters,
             start=False,
+            max_connections=args.max_connections,
+            header_timeout_s=args.header_timeout,
         )
     except ConfigError as exc:
         print(f"otelhooks serve: {exc}", file=sys.stderr)
@@ -56,6 +60,20 @@ def _serve(args: argparse.Namespace) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        try:
+            value = kind(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+        if value <= 0:
+            raise argparse.ArgumentTypeError(f"must be positive, not {text}")
+        return value
+
+    parse.__name__ = kind.__name__  # argparse names the type in its messages
+    return parse
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -83,6 +101,22 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         default=DEFAULT_MAX_WAITERS,
         metavar="N",
         help=f"long-polls allowed to wait at once; more get 503 (default {DEFAULT_MAX_WAITERS})",
+    )
+    serve.add_argument(
+        "--max-connections",
+        type=_positive(int),
+        default=None,
+        metavar="N",
+        help="open connections at most; past it the oldest idle one is closed "
+        "(default: half the file descriptor limit, at most 4096)",
+    )
+    serve.add_argument(
+        "--header-timeout",
+        type=_positive(float),
+        default=DEFAULT_HEADER_TIMEOUT_S,
+        metavar="SECONDS",
+        help="time a connection has to send its request headers "
+        f"(default {DEFAULT_HEADER_TIMEOUT_S:g})",
     )
     serve.add_argument("--log-json", action="store_true", help="log lines as JSON")
     serve.set_defaults(func=_serve)

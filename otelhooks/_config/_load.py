@@ -31,6 +31,7 @@ from typing import Final
 
 from otelhooks._config._agent_os import AgentEventsConfig
 from otelhooks._config._agent_os_load import load_agent_os
+from otelhooks._config._build import ConfigWarning
 from otelhooks._config._claude_settings import is_claude_settings, load_claude_settings
 from otelhooks._config._kernel import load_kernel_app
 from otelhooks._config._native import load_hook_list
@@ -89,6 +90,8 @@ class ConfigSource:
         hooks: its hooks (none when it has problems: files load all or nothing).
         agent_events: its ``kind: agent_events`` configs.
         problems: every problem found in it.
+        warnings: what loads but may not mean what its author meant (an invalid regex
+            matcher that falls back to exact matching); ``validate --strict`` fails on them.
         skipped: why it gave nothing although valid (``disabled``, an empty folder).
         workspace_id: the workspace of a ``<workspace-id>/hooks/*.hook.json`` file.
     """
@@ -100,6 +103,7 @@ class ConfigSource:
     problems: tuple[ConfigError, ...] = ()
     skipped: str | None = None
     workspace_id: str | None = None
+    warnings: tuple[ConfigError, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -190,8 +194,16 @@ def _inspect_file(path: Path) -> ConfigSource:
             hooks.extend(load_hook_list(doc, errors))
     kind_name = "+".join(dict.fromkeys(formats)) or None
     workspace = workspace_id_of(documents[0]) if "workspace" in formats else None
+    warnings = tuple(e for e in errors if isinstance(e, ConfigWarning))
+    errors = [e for e in errors if not isinstance(e, ConfigWarning)]
     if errors:
-        return ConfigSource(str(path), kind_name, problems=tuple(errors), workspace_id=workspace)
+        return ConfigSource(
+            str(path),
+            kind_name,
+            problems=tuple(errors),
+            workspace_id=workspace,
+            warnings=warnings,
+        )
     return ConfigSource(
         str(path),
         kind_name,
@@ -199,6 +211,7 @@ def _inspect_file(path: Path) -> ConfigSource:
         agent_events=tuple(events),
         skipped=skipped,
         workspace_id=workspace,
+        warnings=warnings,
     )
 
 
@@ -256,6 +269,7 @@ def _check_unique_ids(sources: list[ConfigSource]) -> list[ConfigSource]:
                 source.format,
                 problems=(*source.problems, *duplicates),
                 workspace_id=source.workspace_id,
+                warnings=source.warnings,
             )
         checked.append(source)
     return checked

@@ -7,6 +7,18 @@ known-valid text records the line of each object key and array item. YAML is com
 
 Every failure here is a :class:`~otelhooks.ConfigError` naming the file (and the line when the
 parser knows it); nothing else escapes.
+
+Bounds, so that a small hostile file cannot cost gigabytes or a traceback (issue 13):
+
+- a file is at most :data:`MAX_FILE_BYTES` (1 MiB) and no more than that is ever read;
+- objects and lists nest at most :data:`MAX_DEPTH` (64) levels, checked while the text is read
+  (before a recursive parser could hit Python's recursion limit), with the line where it
+  happens;
+- YAML aliases may not make a document expand beyond :data:`MAX_EXPANDED` (4,000,000): the
+  expanded size counts one per node plus the characters of every scalar, each time an alias
+  repeats it. An alias-free file under the size cap is always within it; a "billion laughs"
+  (1.4 KB expanding to gigabytes) is refused with the line of the node that crosses the bound.
+  A recursive alias (a node that contains itself) is refused too.
 """
 
 from __future__ import annotations
@@ -25,17 +37,45 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from otelhooks._errors import ConfigError
 
-__all__ = ["JSON_SUFFIXES", "YAML_SUFFIXES", "Document", "Loc", "parse_file"]
+__all__ = [
+    "JSON_SUFFIXES",
+    "MAX_DEPTH",
+    "MAX_EXPANDED",
+    "MAX_FILE_BYTES",
+    "YAML_SUFFIXES",
+    "Document",
+    "Loc",
+    "parse_file",
+]
 
 Loc = tuple[str | int, ...]
 
 JSON_SUFFIXES: Final = (".json",)
 YAML_SUFFIXES: Final = (".yaml", ".yml")
-MAX_FILE_BYTES: Final = 10 * 1024 * 1024
+MAX_FILE_BYTES: Final = 1024 * 1024
+MAX_DEPTH: Final = 64
+MAX_EXPANDED: Final = 4_000_000
+
+
+class _TooDeep(yaml.MarkedYAMLError):
+    """Raised by the composer past :data:`MAX_DEPTH` (a MarkedYAMLError, so it has a line)."""
 
 
 class _Loader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2 booleans."""
+    """SafeLoader with YAML 1.2 booleans and a nesting bound."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        # PyYAML's composer recurses once per level: bound it before Python's recursion limit.
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise _TooDeep(problem=f"nested deeper than {MAX_DEPTH} levels", problem_mark=mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 _BOOL = "tag:yaml.org,2002:bool"
@@ -149,7 +189,27 @@ class _JsonLines:
         return match.end()
 
 
+_JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+
+
+def _check_json_depth(path: Path, text: str) -> None:
+    """Refuse nesting past :data:`MAX_DEPTH` before :mod:`json` recurses into it."""
+    depth = 0
+    for match in _JSON_TOKEN.finditer(text):
+        char = match.group()
+        if char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                line = text.count("\n", 0, match.start()) + 1
+                raise ConfigError(
+                    f"nested deeper than {MAX_DEPTH} levels", file=str(path), line=line
+                )
+        elif char in "]}":
+            depth -= 1
+
+
 def _json_document(path: Path, text: str) -> Document:
+    _check_json_depth(path, text)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -188,6 +248,53 @@ def _node_lines(root: Node) -> dict[Loc, int]:
     return lines
 
 
+def _check_expansion(path: Path, root: Node) -> None:
+    """Refuse a document whose aliases expand it past :data:`MAX_EXPANDED` (or into itself).
+
+    Each node's expanded size is computed once (post-order over the node graph), so the check
+    is linear in the file even when the expansion is exponential.
+    """
+    size: dict[int, int] = {}
+    active: set[int] = set()
+    stack: list[tuple[Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        key = id(node)
+        if done:
+            active.discard(key)
+            if isinstance(node, MappingNode):
+                children = [n for pair in node.value for n in pair]
+            elif isinstance(node, SequenceNode):
+                children = list(node.value)
+            else:
+                children = []
+            total = 1 + (len(node.value) if isinstance(node, ScalarNode) else 0)
+            total += sum(size[id(child)] for child in children)
+            if total > MAX_EXPANDED:
+                raise ConfigError(
+                    f"YAML aliases expand this document past {MAX_EXPANDED:,} nodes and "
+                    "characters (an alias bomb?)",
+                    file=str(path),
+                    line=node.start_mark.line + 1,
+                )
+            size[key] = total
+            continue
+        if key in size:
+            continue
+        if key in active:
+            raise ConfigError(
+                "a YAML alias refers to a node that contains it (recursive data)",
+                file=str(path),
+                line=node.start_mark.line + 1,
+            )
+        active.add(key)
+        stack.append((node, True))
+        if isinstance(node, MappingNode):
+            stack.extend((n, False) for pair in node.value for n in pair)
+        elif isinstance(node, SequenceNode):
+            stack.extend((n, False) for n in node.value)
+
+
 def _yaml_documents(path: Path, text: str) -> list[Document]:
     documents: list[Document] = []
     loader: _Loader | None = None
@@ -197,8 +304,11 @@ def _yaml_documents(path: Path, text: str) -> list[Document]:
             node = loader.get_node()
             if node is None:
                 continue
+            _check_expansion(path, node)
             data = loader.construct_document(node)
             documents.append(Document(path, data, _node_lines(node), index=len(documents)))
+    except ConfigError:
+        raise
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = mark.line + 1 if mark is not None else None
@@ -228,11 +338,14 @@ def parse_file(path: Path) -> list[Document]:
             "unsupported file type: config files end in .json, .yaml or .yml", file=str(path)
         )
     try:
-        raw = path.read_bytes()
+        with path.open("rb") as file:
+            raw = file.read(MAX_FILE_BYTES + 1)  # never more: a 50 MB file costs 1 MiB
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
     if len(raw) > MAX_FILE_BYTES:
-        raise ConfigError(f"larger than {MAX_FILE_BYTES} bytes", file=str(path))
+        raise ConfigError(
+            f"larger than {MAX_FILE_BYTES:,} bytes (the config file size cap)", file=str(path)
+        )
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:

@@ -297,6 +297,17 @@ class Dispatcher:
                 steps.append(HookStep(hook.id, hook.action.kind, outcome, problem))
         return rest, CriticalHookDeliveryError(failures, event=live.name) if failures else None
 
+    @property
+    def observer_room(self) -> int:
+        """Observer events that can be queued now before one is dropped (a receiver waits for
+        room instead of acknowledging events it would drop)."""
+        return self._observers.room
+
+    @property
+    def observers_dropped(self) -> int:
+        """Observer events dropped so far (queue full or shut down)."""
+        return self._observers.dropped
+
     def observe_now(self, live: LiveEvent) -> Verdict:
         """Run the observers of ``live`` on this thread, each under its deadline, and say what
         each did (``otelhooks hooks test``); notification webhooks are queued as usual."""

@@ -109,6 +109,17 @@ class HooksEngine:
         return self._dispatcher.metrics
 
     @property
+    def observer_room(self) -> int:
+        """Observer events that can be queued now before one is dropped (the OTLP receiver waits
+        for room instead of acknowledging spans whose events it would drop)."""
+        return self._dispatcher.observer_room
+
+    @property
+    def observers_dropped(self) -> int:
+        """Observer events dropped so far (queue full or shut down)."""
+        return self._dispatcher.observers_dropped
+
+    @property
     def deliverer(self) -> WebhookDeliverer:
         """This engine's webhook deliverer (created on first use when none was given)."""
         deliverer = self._dispatcher.deliverer
@@ -316,6 +327,10 @@ class HooksEngine:
         return Verdict(matched=[h.id for h in matched]) if matched else _NO_HOOKS
 
     # -- lifecycle -------------------------------------------------------------------------------
+
+    def flush_observers(self, timeout_s: float = 30.0) -> bool:
+        """Run queued observers within ``timeout_s`` (queued webhooks are not waited for)."""
+        return self._dispatcher.flush(timeout_s)
 
     def flush(self, timeout_s: float = 30.0) -> bool:
         """Run queued observers and deliver queued webhooks, within ``timeout_s``."""

@@ -54,7 +54,9 @@ class EventLogApp:
         if not token:
             raise ValueError("the event log API needs an admin token")
         self.logs = dict(logs)
-        self.ingest = OtlpIngest(span_processors, max_body_bytes=max_body_bytes)
+        self.ingest = OtlpIngest(
+            span_processors, max_body_bytes=max_body_bytes, logs=list(self.logs.values())
+        )
         self.max_waiters = max_waiters
         self._token = token.encode()
         self._ingest_token = (ingest_token or token).encode()

@@ -3,42 +3,109 @@
 The body (``application/x-protobuf`` or ``application/json``, optionally
 ``Content-Encoding: gzip``) is bounded before and after inflating, decoded on a worker thread,
 and each span is handed to ``on_end`` of every processor in order, each processor's failure
-logged and isolated. Answers follow OTLP/HTTP: 200 with an ``ExportTraceServiceResponse``
-(``partialSuccess`` when spans were rejected), 400 for an undecodable body, 413 past the size
-bound, 415 for another media type or encoding.
+logged and isolated.
+
+The receiver never acknowledges what it will not keep:
+
+- Before each span it waits (up to ``admission_timeout_s`` without progress) for room in the
+  observer queue of every :class:`~otelhooks.HookSpanProcessor`, instead of letting a full queue
+  drop what it would then acknowledge. Requests are taken one at a time, so that room is theirs.
+- When no span of a request could be admitted, the answer is ``503`` with ``Retry-After``
+  (retryable: nothing of the request was taken). When the queue stayed full part-way, the
+  answer is ``200`` with OTLP ``partialSuccess.rejectedSpans`` counting the spans not taken
+  (plus ids of the wrong length, and any event the queues still lost).
+- With a durable event log, ``200`` means committed: the observers have run and the log's
+  transaction is on disk (survives ``kill -9`` of the server). A commit that does not finish
+  within ``commit_timeout_s`` is a ``503``: the spans may still be stored, so a retry can
+  duplicate records (at-least-once).
+
+Every span not taken is counted in ``otelhooks.dropped{otelhooks.drop.source="otlp_receiver"}``
+with reason ``queue_full`` (also for a ``503``: the client may send them again) or ``invalid``.
+Other answers: 400 for an undecodable body (nesting too deep included), 408 when the body
+does not arrive within ``body_timeout_s``, 413 past the size bound, 415 for another media type
+or encoding.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
+import time
 import zlib
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 
 import structlog
 from opentelemetry.sdk.trace import SpanProcessor
 
 from otelhooks._eventlog._asgi import Receive, Scope, Send, header, respond, send_json
+from otelhooks._eventlog._model import EventLog
 from otelhooks._eventlog._otlp import JSON, PROTOBUF, OtlpDecodeError, decode_traces
 from otelhooks._eventlog._otlp import encode_response as otlp_response
+from otelhooks._metrics import AgentMetrics
+from otelhooks._processor import HookSpanProcessor
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "OtlpIngest"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "NotCommitted", "OtlpIngest", "QueueFull"]
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
+RETRY_AFTER_S = 1
+# Room a span needs in an observer queue: one event per matching hook set (a span maps to at
+# most a few events). The exact count of anything still lost is added to the rejected count.
+_ROOM_PER_SPAN = 4
 
 _log = structlog.get_logger("otelhooks")
 
 
+class QueueFull(Exception):
+    """No span of the request could be queued within the admission timeout (answer 503)."""
+
+
+class NotCommitted(Exception):
+    """The durable log did not commit the request's records within the commit timeout."""
+
+
 class OtlpIngest:
-    """Receives OTLP trace requests and runs ``span_processors`` on their spans."""
+    """Receives OTLP trace requests and runs ``span_processors`` on their spans.
+
+    Args:
+        span_processors: what each span is handed to (``on_end``), in order.
+        max_body_bytes: largest body, before and after gunzip (else 413).
+        logs: the event logs the processors fill; with a durable one, an answer waits for the
+            commit of what the request produced.
+        admission_timeout_s: how long a span waits for room in a full observer queue (the
+            wait restarts whenever room appears).
+        commit_timeout_s: how long a durable commit may take before the answer is 503.
+        body_timeout_s: how long the body may take to arrive (else 408).
+        metrics: where rejections are counted; the first HookSpanProcessor's when omitted.
+
+    Example:
+        >>> ingest = OtlpIngest([processor], logs=[durable_log])
+        >>> rejected = ingest.ingest(request_bytes, "application/x-protobuf")
+    """
 
     def __init__(
         self,
         span_processors: Sequence[SpanProcessor],
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        logs: Sequence[EventLog] = (),
+        admission_timeout_s: float = 10.0,
+        commit_timeout_s: float = 30.0,
+        body_timeout_s: float = 30.0,
+        metrics: AgentMetrics | None = None,
     ) -> None:
         self.span_processors = tuple(span_processors)
         self.max_body_bytes = max_body_bytes
+        self.admission_timeout_s = admission_timeout_s
+        self.commit_timeout_s = commit_timeout_s
+        self.body_timeout_s = body_timeout_s
+        self._hooks = [p for p in self.span_processors if isinstance(p, HookSpanProcessor)]
+        self._durable = [log for log in logs if log.durable]
+        if metrics is None:
+            metrics = self._hooks[0].engine.metrics if self._hooks else AgentMetrics()
+        self._count_drop = metrics.drop_counter("otlp_receiver")
+        self._lock = threading.Lock()  # one request at a time: the room it waited for is its own
+        self._pool: ThreadPoolExecutor | None = None
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
         ctype = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
@@ -52,7 +119,13 @@ class OtlpIngest:
             await send_json(send, 415, body)
             return
         limit = self.max_body_bytes
-        data = await _body(receive, limit)
+        try:
+            data = await asyncio.wait_for(_body(receive, limit), self.body_timeout_s)
+        except TimeoutError:
+            body = {"error": "timeout", "message": f"body not received in {self.body_timeout_s}s"}
+            await send_json(send, 408, body, [(b"connection", b"close")])
+            return
+        retry = [(b"retry-after", str(RETRY_AFTER_S).encode())]
         try:
             if data and encoding == "gzip":
                 data = _gunzip(data, limit)
@@ -60,23 +133,95 @@ class OtlpIngest:
                 body = {"error": "too_large", "message": f"at most {limit} bytes"}
                 await send_json(send, 413, body)
                 return
-            rejected = await asyncio.to_thread(self.ingest, data, ctype)
+            loop = asyncio.get_running_loop()
+            rejected = await loop.run_in_executor(self._executor(), self.ingest, data, ctype)
         except (OtlpDecodeError, zlib.error) as exc:
             await send_json(send, 400, {"error": "bad_request", "message": str(exc)})
             return
-        message = "span or parent ids of the wrong length" if rejected else ""
+        except QueueFull as exc:
+            await send_json(send, 503, {"error": "queue_full", "message": str(exc)}, retry)
+            return
+        except NotCommitted as exc:
+            await send_json(send, 503, {"error": "not_committed", "message": str(exc)}, retry)
+            return
+        message = "spans not kept (queue full or invalid ids); see otelhooks.dropped" * bool(
+            rejected
+        )
         await respond(send, 200, otlp_response(ctype, rejected, message), ctype.encode())
 
+    def _executor(self) -> ThreadPoolExecutor:
+        # Its own thread, not asyncio's default pool: requests waiting for queue room or a
+        # commit must not take the threads the durable log's /v1/events reads run on.
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="otelhooks-ingest")
+        return self._pool
+
     def ingest(self, body: bytes, content_type: str) -> int:
-        """Decode ``body`` and run the processors on its spans; returns the rejected count."""
-        spans, rejected = decode_traces(body, content_type)
-        for span in spans:
-            for processor in self.span_processors:
-                try:
-                    processor.on_end(span)
-                except Exception:
-                    _log.exception("span processor failed on a received span", span=span.name)
-        return rejected
+        """Decode ``body`` and run the processors on its spans; returns the rejected count.
+
+        Raises:
+            OtlpDecodeError: the body does not decode.
+            QueueFull: no span could be queued (nothing of the request was taken).
+            NotCommitted: the durable log did not commit in time.
+        """
+        spans, invalid = decode_traces(body, content_type)
+        if invalid:
+            self._count_drop(invalid, "invalid")
+        with self._lock:
+            lost_before = self._lost()
+            admitted = 0
+            for span in spans:
+                if not self._wait_for_room():
+                    break
+                for processor in self.span_processors:
+                    try:
+                        processor.on_end(span)
+                    except Exception:
+                        _log.exception("span processor failed on a received span", span=span.name)
+                admitted += 1
+            refused = len(spans) - admitted
+            if refused:
+                self._count_drop(refused, "queue_full")
+                _log.warning("observer queue full: spans refused", refused=refused, of=len(spans))
+            if admitted == 0 and spans:
+                raise QueueFull(
+                    f"the observer queue stayed full for {self.admission_timeout_s:g}s; "
+                    f"retry after {RETRY_AFTER_S}s"
+                )
+            if self._durable and admitted:
+                self._commit()
+            lost = self._lost() - lost_before  # already counted where they were dropped
+        return invalid + refused + lost
+
+    def _lost(self) -> int:
+        lost = sum(p.engine.observers_dropped for p in self._hooks)
+        return lost + sum(log.stats().dropped for log in self._durable)
+
+    def _wait_for_room(self) -> bool:
+        if not self._hooks:
+            return True
+        deadline = time.monotonic() + self.admission_timeout_s
+        room = min(p.engine.observer_room for p in self._hooks)
+        while room < _ROOM_PER_SPAN:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.002)
+            now = min(p.engine.observer_room for p in self._hooks)
+            if now > room:  # progress: the observers are draining, keep waiting
+                deadline = time.monotonic() + self.admission_timeout_s
+            room = now
+        return True
+
+    def _commit(self) -> None:
+        deadline = time.monotonic() + self.commit_timeout_s
+        for processor in self._hooks:
+            left = max(0.0, deadline - time.monotonic())
+            if not processor.engine.flush_observers(left):
+                raise NotCommitted(f"observers did not finish in {self.commit_timeout_s:g}s")
+        for log in self._durable:
+            left = max(0.0, deadline - time.monotonic())
+            if not log.flush(left):
+                raise NotCommitted(f"event log {log.name!r} did not commit in time")
 
 
 async def _body(receive: Receive, limit: int) -> bytes | None:

@@ -62,7 +62,7 @@ def decode_traces(body: bytes, content_type: str) -> tuple[list[ReadableSpan], i
     if content_type == PROTOBUF:
         try:
             request.ParseFromString(body)
-        except DecodeError as exc:
+        except (DecodeError, RecursionError) as exc:
             raise OtlpDecodeError(f"not an OTLP protobuf trace request: {exc}") from None
     else:
         try:
@@ -76,7 +76,13 @@ def decode_traces(body: bytes, content_type: str) -> tuple[list[ReadableSpan], i
             json_format.ParseDict(data, request, ignore_unknown_fields=True)
         except (ValueError, TypeError, AttributeError, json_format.ParseError) as exc:
             raise OtlpDecodeError(f"not an OTLP/JSON trace request: {exc}") from None
-    return spans_from_request(request)
+        except RecursionError:
+            # json.loads recurses once per nesting level: a deep body is the client's error.
+            raise OtlpDecodeError("not an OTLP/JSON trace request: nested too deeply") from None
+    try:
+        return spans_from_request(request)
+    except RecursionError:
+        raise OtlpDecodeError("an attribute value is nested too deeply") from None
 
 
 def encode_response(content_type: str, rejected: int, message: str = "") -> bytes:

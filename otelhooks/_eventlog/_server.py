@@ -9,6 +9,7 @@ logs see them; intercept hooks cannot act on spans that already ended, and a war
 
 from __future__ import annotations
 
+import asyncio
 import os
 import socket
 import threading
@@ -19,17 +20,22 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Self
 
 import structlog
-import yaml
 from opentelemetry.sdk.trace import SpanProcessor
 
 from otelhooks._config import AgentEventsConfig, load_config
 from otelhooks._errors import ConfigError
 from otelhooks._eventlog._agent_events import AgentEvents, NoticeSink
+from otelhooks._eventlog._guard import (
+    DEFAULT_HEADER_TIMEOUT_S,
+    ConnectionGuard,
+    RateLimitedLoopErrors,
+    limit_server_log,
+)
 from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS, EventLogApp
 from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES
-from otelhooks._eventlog._load import load_agent_events, read_yaml
 from otelhooks._eventlog._model import EventLog
 from otelhooks._processor import HookSpanProcessor
+from otelhooks._redact import register_env_secrets, register_secret
 
 if TYPE_CHECKING:
     import uvicorn
@@ -56,6 +62,10 @@ class EventLogServer:
         host, port: where to listen; port 0 picks a free port (see :attr:`port`).
         max_waiters: concurrent long-polls allowed (one more gets 503).
         max_body_bytes: largest OTLP request body, before and after gunzip (else 413).
+        max_connections: open connections at most; past it the oldest idle one is closed
+            (default: half the descriptor limit, at most 4,096). See
+            :mod:`otelhooks._eventlog._guard`.
+        header_timeout_s: time a connection has to send a request head (default 10 s).
         owned: closed by :meth:`stop` after the HTTP server (logs closed, processors shut down).
 
     Raises:
@@ -78,21 +88,31 @@ class EventLogServer:
         port: int = 0,
         max_waiters: int = DEFAULT_MAX_WAITERS,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_connections: int | None = None,
+        header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
         owned: Sequence[EventLog | AgentEvents | SpanProcessor] = (),
     ) -> None:
         token = token or os.environ.get(ADMIN_TOKEN_ENV)
         if not token:
             raise ConfigError(f"the event log API needs an admin token: set {ADMIN_TOKEN_ENV}")
+        ingest_token = ingest_token or os.environ.get(INGEST_TOKEN_ENV) or None
+        # Known secrets from now on: scrubbed from every log line, hook error and span text
+        # (a command hook that prints its environment would otherwise print them).
+        register_secret(token)
+        register_secret(ingest_token)
         named = logs if isinstance(logs, Mapping) else {log.name: log for log in logs}
         self.app = EventLogApp(
             named,
             token=token,
-            ingest_token=ingest_token or os.environ.get(INGEST_TOKEN_ENV) or None,
+            ingest_token=ingest_token,
             span_processors=span_processors,
             max_waiters=max_waiters,
             max_body_bytes=max_body_bytes,
         )
         self.span_processors = tuple(span_processors)
+        self.guard = ConnectionGuard(
+            max_connections=max_connections, header_timeout_s=header_timeout_s
+        )
         self.host = host
         self._requested_port = port
         self._owned = tuple(owned)
@@ -133,13 +153,14 @@ class EventLogServer:
         self.bind()
         config = uvicorn.Config(
             self.app,
+            http=self.guard.protocol_class(),
             log_config=None,
             access_log=False,
             lifespan="on",
             timeout_graceful_shutdown=5,
-            timeout_keep_alive=30,
+            timeout_keep_alive=5,
         )
-        self._server = uvicorn.Server(config)
+        self._server = _server_class()(config)
         return self._server
 
     def start(self, timeout_s: float = 10.0) -> Self:
@@ -207,6 +228,23 @@ class EventLogServer:
         self.stop()
 
 
+def _server_class() -> type[uvicorn.Server]:
+    import uvicorn
+
+    class GuardedServer(uvicorn.Server):
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            # Accept failures (EMFILE) and other loop errors: one line a second, not one each.
+            asyncio.get_running_loop().set_exception_handler(RateLimitedLoopErrors())
+            limit_server_log()  # and its own warnings, one per garbage request otherwise
+            await super().startup(sockets)
+
+    return GuardedServer
+
+
+def _Server(config: uvicorn.Config) -> uvicorn.Server:
+    return _server_class()(config)
+
+
 def _listen(host: str, port: int) -> socket.socket:
     # The protocol must be IPPROTO_TCP, not 0 as socket.create_server leaves it: asyncio sets
     # TCP_NODELAY only on such sockets, and without it a response written as headers then body
@@ -237,14 +275,6 @@ def warn_intercept_hooks(processor: HookSpanProcessor) -> list[str]:
     return ids
 
 
-def _is_agent_events(path: Path) -> bool:
-    try:
-        data = read_yaml(path)
-    except (OSError, yaml.YAMLError):
-        return False  # the hook-list loader reports the problem with its own message
-    return isinstance(data, dict) and data.get("kind") == "agent_events"
-
-
 def serve(
     hook_files: Iterable[str | os.PathLike[str]] = (),
     *,
@@ -255,12 +285,15 @@ def serve(
     max_waiters: int = DEFAULT_MAX_WAITERS,
     span_processors: Sequence[SpanProcessor] = (),
     start: bool = True,
+    max_connections: int | None = None,
+    header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
 ) -> EventLogServer:
     """Build what ``otelhooks serve`` runs from hook files, and start it (unless ``start``
     is False, for :meth:`EventLogServer.serve_forever`).
 
-    ``kind: agent_events`` files become event logs with their observer hooks; other files are
-    hook lists (:func:`~otelhooks.load_config`). Without any ``agent_events``
+    Every file is read once by :func:`~otelhooks.load_config` (what ``otelhooks validate``
+    checks): ``kind: agent_events`` documents become event logs with their observer hooks; the
+    other documents' hooks are registered. Without any ``agent_events``
     file one default in-memory log is served. Received spans run through one
     :class:`HookSpanProcessor` holding all those hooks, then through ``span_processors``.
 
@@ -270,10 +303,13 @@ def serve(
     token = token or os.environ.get(ADMIN_TOKEN_ENV)
     if not token:  # checked before any log file is opened
         raise ConfigError(f"the event log API needs an admin token: set {ADMIN_TOKEN_ENV}")
-    paths = [Path(p) for p in hook_files]
-    configs = [load_agent_events(p) for p in paths if _is_agent_events(p)]
-    hook_lists = [p for p in paths if not _is_agent_events(p)]
-    hooks = load_config(hook_lists).hooks if hook_lists else ()
+    register_secret(token)  # before any hook is loaded or run
+    register_env_secrets([INGEST_TOKEN_ENV])
+    # One parse of each file, by the loader ``otelhooks validate`` uses: the same bounds, the
+    # same problems (every one of them), and the ``kind: agent_events`` configs with the hooks.
+    loaded = load_config([Path(p) for p in hook_files])
+    configs = list(loaded.agent_events)
+    hooks = list(loaded.hooks)
     if not configs:
         configs = [AgentEventsConfig()]
     names = [c.name for c in configs]
@@ -292,6 +328,8 @@ def serve(
         host=host,
         port=port,
         max_waiters=max_waiters,
+        max_connections=max_connections,
+        header_timeout_s=header_timeout_s,
         owned=[processor, *events],
     )
     return server.start() if start else server

@@ -20,12 +20,12 @@ Schema (``events`` keyed by ``seq``; ``meta`` holds ``epoch`` and ``head``)::
 
 from __future__ import annotations
 
+import fcntl
 import os
 import sqlite3
 import threading
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 
 import structlog
 
@@ -38,9 +38,10 @@ from otelhooks._eventlog._model import (
     batch_from_rows,
 )
 from otelhooks._eventlog._signal import AppendSignal
+from otelhooks._private_files import private_file
 from otelhooks._worker import BoundedWorker, DropReason
 
-__all__ = ["SqliteEventLog"]
+__all__ = ["EventLogInUse", "SqliteEventLog"]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -58,11 +59,43 @@ _INSERT = f"INSERT INTO events ({_COLUMNS}) VALUES ({', '.join('?' * 13)})"
 _SELECT = f"SELECT {_COLUMNS} FROM events WHERE seq > ? AND seq <= ?"
 
 
+class EventLogInUse(OSError):
+    """Another writer holds the durable log's file (a second ``otelhooks serve`` on it)."""
+
+
+def _lock_writer(path: str) -> int:
+    """Take the writer lock of ``path`` (``<path>.lock``, ``flock``); the fd holds it until
+    closed, and the kernel releases it when the process dies (``kill -9`` included).
+
+    Raises:
+        EventLogInUse: another process (or another log in this one) writes the file.
+    """
+    lock_path = private_file(f"{path}.lock")
+    fd = os.open(lock_path, os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+        os.close(fd)
+        raise EventLogInUse(
+            f"{path} is already written by another event log (pid {holder}): one writer per "
+            "durable file; stop the other `otelhooks serve` or give this one its own path"
+        ) from None
+    except BaseException:
+        os.close(fd)
+        raise
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    return fd
+
+
 class SqliteEventLog(EventLog):
     """Records in a SQLite file, the newest ``retention`` of them; survives restarts.
 
     Args:
-        path: the SQLite file (created with its directory if missing).
+        path: the SQLite file (created ``0600`` with its directory, ``0700``, if missing).
+            One writer per file: ``<path>.lock`` holds an exclusive ``flock`` while the log
+            is open, and a second log on the same file raises :class:`EventLogInUse`.
         retention: records kept; older ones are deleted and reported as ``dropped_window``.
         name: the ``agent_events`` hook the log belongs to.
         commit_interval_s: longest a record waits for its transaction (the worker commits
@@ -96,12 +129,19 @@ class SqliteEventLog(EventLog):
         self._closed = False
         self._written = 0
         self._failed = 0
-        Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self._conn = self._connect()
+        # One writer per file: a second one would fail every write (and drop what it acked).
+        self._lock_fd = _lock_writer(self.path)
+        try:
+            private_file(self.path)  # 0600 in a 0700 folder, before SQLite creates it
+            self._conn = self._connect()
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
         try:
             self._epoch, self._head, self._oldest = self._open_file()
         except BaseException:
             self._conn.close()
+            os.close(self._lock_fd)
             raise
         self._worker: BoundedWorker[EventEntry] = BoundedWorker(
             f"otelhooks-eventlog-{name}",
@@ -226,3 +266,4 @@ class SqliteEventLog(EventLog):
                 conn.close()
             except sqlite3.Error:
                 _log.exception("closing event log failed", log=self.name)
+        os.close(self._lock_fd)  # releases the writer lock

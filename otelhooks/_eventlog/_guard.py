@@ -1,0 +1,252 @@
+"""What keeps ``otelhooks serve`` answering under abuse: a header deadline, a connection limit that
+evicts idle connections first, and event-loop errors (accept failures) logged at a bounded rate.
+
+uvicorn's HTTP/1.1 protocol has a keep-alive timeout but no deadline for a request's headers: a
+client that connects and sends nothing (or one byte a minute) holds a file descriptor for as
+long as it likes, and 20,000 of them exhaust the process's descriptors, after which every
+``accept`` fails and a real client is locked out. Here:
+
+- **Header deadline.** A connection must deliver a whole request head within
+  ``header_timeout_s`` of connecting (or of its previous response, on keep-alive), else it is
+  closed. Bytes that trickle in do not extend it.
+- **Connection limit.** At most ``max_connections`` connections are open. A new connection
+  beyond the limit closes the *oldest idle* one (no request in progress: idle keep-alive or
+  still waiting for its headers); only when every connection is serving a request is the new
+  one closed instead. A real client, which sends its request as soon as it connects, is
+  therefore served even while thousands of idle sockets keep arriving.
+- **Loop errors.** ``accept`` failures (``EMFILE``) and other event-loop errors are logged at
+  most once per second, with the count of lines held back; so are the HTTP server's own
+  warnings (``Invalid HTTP request received.``, one per garbage request otherwise).
+
+Example:
+    >>> guard = ConnectionGuard(max_connections=1000, header_timeout_s=10)
+    >>> config = uvicorn.Config(app, http=guard.protocol_class())
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import logging
+import resource
+import time
+from collections import OrderedDict
+from typing import Any
+
+import structlog
+
+__all__ = [
+    "DEFAULT_HEADER_TIMEOUT_S",
+    "ConnectionGuard",
+    "RateLimitedLog",
+    "RateLimitedLoopErrors",
+    "limit_server_log",
+]
+
+DEFAULT_HEADER_TIMEOUT_S = 10.0
+
+_log = structlog.get_logger("otelhooks")
+
+
+def default_max_connections() -> int:
+    """Half the process's descriptor limit (the rest: logs, SQLite, hook processes), capped at
+    4,096 and at least 64."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return 4096
+    return max(64, min(4096, soft // 2))
+
+
+class ConnectionGuard:
+    """The connection limit and header deadline shared by one server's connections.
+
+    Args:
+        max_connections: open connections allowed (see the module docstring for who gives way).
+        header_timeout_s: time a connection has to deliver a request head.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_connections: int | None = None,
+        header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
+    ) -> None:
+        if max_connections is not None and max_connections <= 0:
+            raise ValueError("max_connections must be positive")
+        if header_timeout_s <= 0:
+            raise ValueError("header_timeout_s must be positive")
+        self.max_connections = max_connections or default_max_connections()
+        self.header_timeout_s = header_timeout_s
+        self.open = 0
+        self.evicted = 0
+        self.refused = 0
+        self.timed_out = 0
+        self._idle: OrderedDict[Any, None] = OrderedDict()
+
+    def protocol_class(self) -> type[Any]:
+        """The uvicorn ``http`` protocol class (an ``H11Protocol``) bound to this guard."""
+        return type("GuardedH11Protocol", (_guarded_base(),), {"_guard": self})
+
+    # -- called by the protocol ------------------------------------------------------------------
+
+    def admit(self, conn: Any) -> bool:
+        self.open += 1
+        if self.open > self.max_connections:
+            if self._idle:
+                oldest, _ = self._idle.popitem(last=False)
+                self.evicted += 1
+                oldest.drop()
+            else:
+                self.refused += 1
+                return False
+        self._idle[conn] = None
+        return True
+
+    def busy(self, conn: Any) -> None:
+        self._idle.pop(conn, None)
+
+    def idle(self, conn: Any) -> None:
+        if not conn.dropped:
+            self._idle[conn] = None
+            self._idle.move_to_end(conn)
+
+    def closed(self, conn: Any) -> None:
+        self._idle.pop(conn, None)
+
+
+@functools.cache
+def _guarded_base() -> type[Any]:
+    """uvicorn's h11 protocol with the guard's deadline and limit (imported on first use:
+    importing otelhooks does not import uvicorn)."""
+    from uvicorn.protocols.http.h11_impl import H11Protocol
+
+    class Guarded(H11Protocol):
+        """Subclassed per guard (``_guard``)."""
+
+        _guard: ConnectionGuard
+
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self._head_timer: asyncio.TimerHandle | None = None
+            self.dropped = False
+
+        def _waiting_for_head(self) -> bool:
+            return self.cycle is None or self.cycle.response_complete
+
+        def _arm(self) -> None:
+            if self._head_timer is None:
+                timeout = self._guard.header_timeout_s
+                self._head_timer = self.loop.call_later(timeout, self._too_slow)
+
+        def _disarm(self) -> None:
+            if self._head_timer is not None:
+                self._head_timer.cancel()
+                self._head_timer = None
+
+        def _too_slow(self) -> None:
+            self._head_timer = None
+            if self._waiting_for_head() and not self.transport.is_closing():
+                self._guard.timed_out += 1
+                self.drop()
+
+        def drop(self) -> None:
+            """Close now, without a response (evicted, refused or too slow)."""
+            if not self.dropped:
+                self.dropped = True
+                self._guard.open -= 1
+                self._guard.closed(self)
+            self._disarm()
+            self.transport.abort()
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            if not self._guard.admit(self):
+                self.drop()
+                return
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            if self.dropped:
+                return
+            if self._waiting_for_head():
+                self._arm()  # a keep-alive connection's next request: the deadline starts now
+            super().data_received(data)
+            if not self._waiting_for_head():
+                self._disarm()
+                self._guard.busy(self)
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            if not self.dropped and not self.transport.is_closing():
+                self._guard.idle(self)
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._disarm()
+            if not self.dropped:
+                self.dropped = True
+                self._guard.open -= 1
+                self._guard.closed(self)
+            super().connection_lost(exc)
+
+    return Guarded
+
+
+class RateLimitedLoopErrors:
+    """An event-loop exception handler that logs at most one line per ``interval_s``.
+
+    A process out of descriptors fails ``accept`` for every waiting connection; asyncio's default
+    handler writes a traceback for each (200 MB of log in 40 s). Here the first error of each
+    interval is logged with the number held back since the last line.
+    """
+
+    def __init__(self, interval_s: float = 1.0) -> None:
+        self.interval_s = interval_s
+        self.suppressed = 0
+        self.total = 0
+        self._last = -float("inf")
+
+    def __call__(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        self.total += 1
+        now = time.monotonic()
+        if now - self._last < self.interval_s:
+            self.suppressed += 1
+            return
+        held, self.suppressed, self._last = self.suppressed, 0, now
+        exc = context.get("exception")
+        _log.error(
+            "event loop error",
+            message=context.get("message", ""),
+            error=f"{type(exc).__name__}: {exc}" if exc is not None else None,
+            suppressed_since_last=held,
+        )
+
+
+class RateLimitedLog(logging.Filter):
+    """A logging filter that lets each message through at most once per ``interval_s``; the next
+    one that passes says how many were held back."""
+
+    def __init__(self, interval_s: float = 1.0) -> None:
+        super().__init__()
+        self.interval_s = interval_s
+        self._last: dict[str, float] = {}
+        self._held: dict[str, int] = {}
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = str(record.msg)
+        now = time.monotonic()
+        if now - self._last.get(key, -float("inf")) < self.interval_s:
+            self._held[key] = self._held.get(key, 0) + 1
+            return False
+        self._last[key] = now
+        held = self._held.pop(key, 0)
+        if held:
+            record.msg = f"{record.getMessage()} ({held} more held back)"
+            record.args = ()
+        return True
+
+
+def limit_server_log() -> None:
+    """Rate-limit the HTTP server's own log (``uvicorn.error``); idempotent."""
+    logger = logging.getLogger("uvicorn.error")
+    if not any(isinstance(f, RateLimitedLog) for f in logger.filters):
+        logger.addFilter(RateLimitedLog())

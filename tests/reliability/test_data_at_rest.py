@@ -1,0 +1,74 @@
+"""Files otelhooks creates to keep data at rest are private (issue 13, deliverable 6): the durable
+event log and the webhook outbox (with SQLite's ``-wal``/``-shm`` files and the writer lock) are
+``0600``, in folders otelhooks creates ``0700``; folders that already existed keep their mode."""
+
+from __future__ import annotations
+
+import os
+import stat
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from otelhooks._actions._outbox import Outbox
+from otelhooks._eventlog import SqliteEventLog
+from otelhooks._eventlog._model import EventEntry
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.fixture(autouse=True)
+def _usual_umask() -> Iterator[None]:
+    previous = os.umask(0o022)  # the common default, under which files were 0644
+    yield
+    os.umask(previous)
+
+
+def test_the_durable_event_log_is_private(tmp_path: Path) -> None:
+    tmp_path.chmod(0o755)
+    db = tmp_path / "state" / "logs" / "events.sqlite3"
+    log = SqliteEventLog(db)
+    try:
+        entry = EventEntry(
+            1, "bot", None, None, "t", "after_tool_result", False, True, "", "ok", None, None
+        )
+        log.append(entry)
+        assert log.flush(10)
+        files = sorted(p.name for p in db.parent.iterdir())
+        assert files == [
+            "events.sqlite3",
+            "events.sqlite3-shm",
+            "events.sqlite3-wal",
+            "events.sqlite3.lock",
+        ]
+        for name in files:
+            assert mode(db.parent / name) == 0o600, name
+        assert mode(db.parent) == 0o700
+        assert mode(db.parent.parent) == 0o700
+        assert mode(tmp_path) == 0o755  # not ours: left alone
+    finally:
+        log.close()
+
+
+def test_an_existing_world_readable_log_is_tightened(tmp_path: Path) -> None:
+    db = tmp_path / "events.sqlite3"
+    SqliteEventLog(db).close()
+    db.chmod(0o644)
+    SqliteEventLog(db).close()
+    assert mode(db) == 0o600
+
+
+def test_the_webhook_outbox_is_private(tmp_path: Path) -> None:
+    path = tmp_path / "home" / ".otelhooks" / "outbox.sqlite3"
+    outbox = Outbox(path)
+    try:
+        for file in path.parent.iterdir():
+            assert mode(file) == 0o600, file.name
+        assert mode(path) == 0o600
+        assert mode(path.parent) == 0o700
+        assert mode(path.parent.parent) == 0o700
+    finally:
+        outbox.close()

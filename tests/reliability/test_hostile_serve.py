@@ -1,0 +1,217 @@
+"""``otelhooks serve`` under abuse (issue 13, deliverable 5), against a real serve process and real
+sockets on 127.0.0.1: idle and half-sent connections, deep JSON, a burst larger than the observer
+queue, ``kill -9`` right after an acknowledgement, a second writer on a durable file, and the
+tokens in a hook's output."""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+from tests.reliability._procs import run_cli
+from tests.reliability._serve_proc import (
+    ADMIN,
+    INGEST,
+    ServeProc,
+    post_traces,
+    tool_spans_json,
+)
+
+
+@contextlib.contextmanager
+def serving(tmp_path: Path, *args: str, nofile: int | None = None) -> Iterator[ServeProc]:
+    server = ServeProc(tmp_path, *args, nofile=nofile)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def events_file(tmp_path: Path, text: str) -> str:
+    path = tmp_path / "events.yaml"
+    path.write_text(text)
+    return str(path)
+
+
+def idle_sockets(port: int, count: int) -> list[socket.socket]:
+    """``count`` connections that never send a byte (non-blocking connects: a full backlog must
+    not hang the test)."""
+    opened = []
+    for _ in range(count):
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        sock.connect_ex(("127.0.0.1", port))
+        opened.append(sock)
+    return opened
+
+
+def test_thousands_of_idle_sockets_do_not_lock_out_a_real_client(tmp_path: Path) -> None:
+    # The server may hold 1,024 descriptors: 3,000 idle sockets would take them all.
+    with serving(tmp_path, nofile=1024) as server:
+        attackers = idle_sockets(server.port, 3000)
+        try:
+            time.sleep(1.0)  # let the server accept what it can
+            started = time.monotonic()
+            response = httpx.get(
+                f"{server.url}/v1/events",
+                params={"mode": "version"},
+                headers={"Authorization": f"Bearer {ADMIN}"},
+                timeout=10,
+            )
+            assert response.status_code == 200
+            assert time.monotonic() - started < 5
+        finally:
+            for sock in attackers:
+                sock.close()
+        assert "Traceback" not in server.output()
+
+
+def test_a_connection_that_never_finishes_its_headers_is_closed(tmp_path: Path) -> None:
+    with serving(tmp_path, "--header-timeout", "1") as server:
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        try:
+            sock.sendall(b"GET /v1/events HTTP/1.1\r\nHost: x\r\n")
+            started = time.monotonic()
+            closed = False
+            while time.monotonic() - started < 6:
+                try:
+                    sock.sendall(b"X")  # a byte at a time does not extend the deadline
+                    sock.settimeout(0.3)
+                    if sock.recv(1024) == b"":
+                        closed = True
+                        break
+                except TimeoutError:
+                    continue
+                except OSError:
+                    closed = True
+                    break
+            assert closed, "the half-sent request was still open after 6 s"
+            assert time.monotonic() - started < 4
+        finally:
+            sock.close()
+
+
+def test_accept_errors_are_logged_at_a_bounded_rate(tmp_path: Path) -> None:
+    # More connections allowed than descriptors: accept() fails with EMFILE for seconds.
+    with serving(tmp_path, "--max-connections", "100000", nofile=256) as server:
+        attackers = idle_sockets(server.port, 1500)
+        try:
+            time.sleep(3.0)
+        finally:
+            for sock in attackers:
+                sock.close()
+        time.sleep(0.5)
+        output = server.output()
+    lines = [line for line in output.splitlines() if "event loop error" in line]
+    assert lines, output[-3000:]  # the failures happened and were reported ...
+    assert len(lines) <= 6, len(lines)  # ... about once a second, not once per failure
+    assert len(output) < 50_000
+    assert "suppressed_since_last" in output
+
+
+def test_deeply_nested_json_is_a_400(tmp_path: Path) -> None:
+    body = b'{"resourceSpans": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    with serving(tmp_path) as server:
+        response = post_traces(server.url, body)
+        assert response.status_code == 400
+        assert "nested too deeply" in response.json()["message"]
+        assert "RecursionError" not in server.output()
+        assert "Traceback" not in server.output()
+
+
+def test_one_request_of_8192_tool_spans_is_kept_whole(tmp_path: Path) -> None:
+    config = events_file(tmp_path, "kind: agent_events\ncapacity: 20000\n")
+    with serving(tmp_path, "--hooks", config) as server:
+        response = post_traces(server.url, tool_spans_json(8192))
+        assert response.status_code == 200
+        assert "partialSuccess" not in response.json()
+        deadline = time.monotonic() + 60
+        while server.version()["head"] < 8192 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert server.version()["head"] == 8192
+
+
+def test_acknowledged_spans_survive_kill_9_in_durable_mode(tmp_path: Path) -> None:
+    db = tmp_path / "log" / "events.sqlite3"
+    config = events_file(tmp_path, f"kind: agent_events\ndurable: true\npath: {db}\n")
+    server = ServeProc(tmp_path, "--hooks", config)
+    acknowledged = 0
+    try:
+        for batch in range(4):
+            response = post_traces(server.url, tool_spans_json(1000, start=batch * 1000))
+            assert response.status_code == 200
+            assert "partialSuccess" not in response.json()
+            acknowledged += 1000
+    finally:
+        server.kill9()  # right after the last acknowledgement
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        (stored,) = conn.execute("SELECT COUNT(*) FROM events").fetchone()
+    assert stored == acknowledged
+
+
+def test_a_second_serve_on_the_same_durable_file_is_refused(tmp_path: Path) -> None:
+    db = tmp_path / "events.sqlite3"
+    config = events_file(tmp_path, f"kind: agent_events\ndurable: true\npath: {db}\n")
+    with serving(tmp_path, "--hooks", config) as first:
+        second = ServeProc(tmp_path, "--hooks", config, wait=False)
+        try:
+            assert second.proc.wait(30) == 2
+        finally:
+            second.stop()
+        message = second.output()
+        assert f"{db} is already written by another event log (pid {first.proc.pid})" in message
+        assert "Traceback" not in message
+        assert first.version()["durable"] is True  # the first one still serves
+
+
+def test_tokens_are_scrubbed_from_a_hook_that_prints_its_environment(tmp_path: Path) -> None:
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(
+        "hooks:\n  - id: leaky\n    type: afterToolCall\n    command: 'env >&2; exit 3'\n"
+    )
+    with serving(tmp_path, "--hooks", str(hooks)) as server:
+        response = post_traces(server.url, tool_spans_json(1))
+        assert response.status_code == 200
+        deadline = time.monotonic() + 30
+        while "observer hook failed" not in server.output() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        output = server.output()
+    assert "observer hook failed" in output
+    assert "OTELHOOKS_ADMIN_TOKEN=[REDACTED]" in output  # the hook printed it, scrubbed
+    assert ADMIN not in output
+    assert INGEST not in output
+
+
+def test_the_guard_options_refuse_nonsense_naming_the_flag() -> None:
+    done = run_cli("serve", "--max-connections", "0", "--port", "0")
+    assert done.code == 2
+    assert "argument --max-connections: must be positive, not 0" in done.stderr
+    done = run_cli("serve", "--header-timeout", "-1", "--port", "0")
+    assert done.code == 2
+    assert "argument --header-timeout: must be positive, not -1" in done.stderr
+
+
+def test_garbage_requests_do_not_flood_the_log(tmp_path: Path) -> None:
+    def garbage(port: int) -> None:
+        with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+            sock.sendall(b"\x16\x03\x01 not http\r\n\r\n")
+            with contextlib.suppress(OSError):
+                sock.recv(100)
+
+    with serving(tmp_path) as server:
+        for _ in range(300):
+            garbage(server.port)
+        time.sleep(1.2)
+        garbage(server.port)  # the next line after the interval says how many were held back
+        time.sleep(0.3)
+        output = server.output()
+    lines = [line for line in output.splitlines() if "Invalid HTTP request" in line]
+    assert lines  # reported ...
+    assert len(lines) <= 10, len(lines)  # ... about once a second, with the count held back
+    assert "more held back" in output
