@@ -16,16 +16,17 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Protocol, Self
 
 import structlog
 import yaml
 from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter
 
 from otelhooks._config import AgentEventsConfig, load_hook_files
 from otelhooks._errors import ConfigError
 from otelhooks._eventlog._agent_events import AgentEvents, NoticeSink
-from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS, EventLogApp
+from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS, EventLogApp, Route
 from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES
 from otelhooks._eventlog._load import load_agent_events, read_yaml
 from otelhooks._eventlog._model import EventLog
@@ -40,6 +41,10 @@ ADMIN_TOKEN_ENV = "OTELHOOKS_ADMIN_TOKEN"
 INGEST_TOKEN_ENV = "OTELHOOKS_INGEST_TOKEN"
 
 _log = structlog.get_logger("otelhooks")
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
 
 
 class EventLogServer:
@@ -57,6 +62,7 @@ class EventLogServer:
         max_waiters: concurrent long-polls allowed (one more gets 503).
         max_body_bytes: largest OTLP request body, before and after gunzip (else 413).
         owned: closed by :meth:`stop` after the HTTP server (logs closed, processors shut down).
+        routes: more ``POST`` routes (ingest token), e.g. Claude Code's hook route.
 
     Raises:
         ConfigError: no token was given or found in the environment.
@@ -78,7 +84,8 @@ class EventLogServer:
         port: int = 0,
         max_waiters: int = DEFAULT_MAX_WAITERS,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-        owned: Sequence[EventLog | AgentEvents | SpanProcessor] = (),
+        owned: Sequence[EventLog | AgentEvents | SpanProcessor | _Closable] = (),
+        routes: Mapping[str, Route] | None = None,
     ) -> None:
         token = token or os.environ.get(ADMIN_TOKEN_ENV)
         if not token:
@@ -91,6 +98,7 @@ class EventLogServer:
             span_processors=span_processors,
             max_waiters=max_waiters,
             max_body_bytes=max_body_bytes,
+            routes=routes,
         )
         self.span_processors = tuple(span_processors)
         self.host = host
@@ -255,6 +263,9 @@ def serve(
     max_waiters: int = DEFAULT_MAX_WAITERS,
     span_processors: Sequence[SpanProcessor] = (),
     start: bool = True,
+    claude_code: bool = True,
+    span_exporters: Sequence[SpanExporter] = (),
+    fail_closed: bool = False,
 ) -> EventLogServer:
     """Build what ``otelhooks serve`` runs from hook files, and start it (unless ``start``
     is False, for :meth:`EventLogServer.serve_forever`).
@@ -263,6 +274,13 @@ def serve(
     hook lists (:func:`~otelhooks._config.load_hook_files`). Without any ``agent_events``
     file one default in-memory log is served. Received spans run through one
     :class:`HookSpanProcessor` holding all those hooks, then through ``span_processors``.
+
+    With ``claude_code`` (the default) the server also answers Claude Code's HTTP hooks
+    (``POST /v1/hooks/claude-code``, the hook lists' intercept hooks deciding), accepts OTLP
+    logs and metrics, and joins Claude Code's telemetry with its sessions; hook spans and
+    joined spans go to ``span_exporters`` and to OTLP when the ``OTEL_EXPORTER_OTLP_*``
+    endpoint is set. Sessions survive a restart when an ``agent_events`` log is durable.
+    ``fail_closed`` makes a failing hook deny ``PreToolUse`` instead of answering 500.
 
     Raises:
         ConfigError: a file is invalid, two logs share a name, or there is no admin token.
@@ -285,13 +303,34 @@ def serve(
     events = [AgentEvents(c, notice_sink=notice_sink) for c in configs]
     for item in events:
         item.install(processor)
+    received: list[SpanProcessor] = [processor, *span_processors]
+    owned: list[EventLog | AgentEvents | SpanProcessor | _Closable] = [processor, *events]
+    routes: dict[str, Route] = {}
+    if claude_code:
+        from otelhooks.integrations.claude_code._serve import (
+            claude_code_routes,
+            sessions_path_beside,
+        )
+
+        durable = next((c.path for c in configs if c.durable and c.path), None)
+        serving = claude_code_routes(
+            processor,
+            downstream=received,
+            sessions_path=sessions_path_beside(durable) if durable else None,
+            exporters=span_exporters,
+            fail_closed=fail_closed,
+        )
+        received = [serving.span_processor]
+        routes = serving.routes
+        owned.append(serving)
     server = EventLogServer(
         [item.log for item in events],
-        span_processors=[processor, *span_processors],
+        span_processors=received,
         token=token,
         host=host,
         port=port,
         max_waiters=max_waiters,
-        owned=[processor, *events],
+        owned=owned,
+        routes=routes,
     )
     return server.start() if start else server

@@ -42,6 +42,7 @@ from opentelemetry.util import types
 from pydantic import ValidationError
 
 from otelhooks import _semconv as sc
+from otelhooks._dispatch import Dispatcher
 from otelhooks._errors import UnknownEventError
 from otelhooks._events import (
     BeforeAgentStartEvent,
@@ -89,6 +90,9 @@ class ClaudeCodeBridge:
         deny_mode: answer a denial with JSON ``permissionDecision: deny`` (``json``) or with
             exit code 2 and the reason on stderr (``exit2``).
         service_name: ``service.name`` of the spans.
+        dispatcher: run these hooks' dispatcher instead of one made from ``hooks`` (a server
+            shares its own; the caller then owns its shutdown).
+        writer: write spans through this writer instead of one made from ``exporters``.
     """
 
     def __init__(
@@ -99,21 +103,26 @@ class ClaudeCodeBridge:
         exporters: Sequence[SpanExporter] = (),
         deny_mode: DenyMode = "json",
         service_name: str = AGENT,
+        dispatcher: Dispatcher | None = None,
+        writer: SpanWriter | None = None,
     ) -> None:
         self.state = state
         self.deny_mode = deny_mode
         self.capture = _capture_content()
-        self.oh = configure(
-            service_name=service_name,
-            hooks=hooks,
-            otlp=False,
-            set_global=False,
-            structured_logging=False,
-        )
-        self.dispatcher = self.oh.hooks.dispatcher
+        self.oh = None
+        if dispatcher is None:
+            self.oh = configure(
+                service_name=service_name,
+                hooks=hooks,
+                otlp=False,
+                set_global=False,
+                structured_logging=False,
+            )
+            dispatcher = self.oh.hooks.dispatcher
+        self.dispatcher = dispatcher
         self.observe = observer(self.dispatcher)
         resource = Resource.create({"service.name": service_name})
-        self.writer = SpanWriter(exporters, resource)
+        self.writer = writer if writer is not None else SpanWriter(exporters, resource)
         self.tools = ToolUses(
             state=state,
             dispatcher=self.dispatcher,
@@ -125,7 +134,8 @@ class ClaudeCodeBridge:
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Run the queued observers and webhooks, export the spans."""
-        self.oh.shutdown(timeout_s)
+        if self.oh is not None:
+            self.oh.shutdown(timeout_s)
         self.writer.shutdown()
 
     # -- dispatch ----------------------------------------------------------------------------------
