@@ -667,10 +667,10 @@ def test_a_claude_code_guard_from_settings_denies_the_tool_call(
 @pytest.mark.parametrize(
     ("change", "hook_id", "field", "says"),
     [
-        (('"echo again"}', '"echo again", "timeout": 60}'), "settings:PreToolUse[0].hooks[1]",
+        (('"echo again"}', '"echo again", "timeout": "60"}'), "settings:PreToolUse[0].hooks[1]",
          "timeout", "seconds"),
-        (('{"type": "command", "command": "echo done"}', '{"type": "prompt", "prompt": "ok?"}'),
-         "settings:Stop[0].hooks[0]", "type", "only command handlers"),
+        (('"command": "echo done"}', '"command": "echo done", "async": "yes"}'),
+         "settings:Stop[0].hooks[0]", "async", "true or false"),
         (('"Stop":', '"Stopp":'), None, "hooks.Stopp", "Stop"),
     ],
 )  # fmt: skip

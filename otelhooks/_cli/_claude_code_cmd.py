@@ -3,26 +3,18 @@
 Register it for every hook event in ``.claude/settings.json`` (see ``docs/adapters.md``). It
 reads the event JSON on stdin, writes Claude Code's answer on stdout (JSON) or stderr (exit 2),
 and logs only to stderr. A problem of the bridge itself (bad JSON, a broken hooks file) exits 1,
-which Claude Code treats as a non-blocking error: it is shown, and the tool is not stopped.
+which Claude Code treats as a non-blocking error: it is shown, and the tool is not stopped;
+with ``--fail-closed`` a ``PreToolUse`` answers deny instead. All the work is
+:func:`otelhooks.integrations.claude_code.run_hook`.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
-from typing import TYPE_CHECKING, Any
-
-from otelhooks._errors import ConfigError
-
-if TYPE_CHECKING:
-    from opentelemetry.sdk.trace.export import SpanExporter
 
 __all__ = ["add_parser"]
-
-HOOKS_ENV = "OTELHOOKS_HOOKS"
-TRACES_ENV = "OTELHOOKS_TRACES_OUT"
 
 
 def _log_to_stderr() -> None:
@@ -34,56 +26,21 @@ def _log_to_stderr() -> None:
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
 
 
-def _hook_paths(args: argparse.Namespace) -> list[str]:
-    paths = list(args.hooks)
-    env = os.environ.get(HOOKS_ENV, "")
-    paths.extend(p for p in env.split(os.pathsep) if p)
-    return paths
-
-
 def _claude_code(args: argparse.Namespace) -> int:
-    import structlog
-
     _log_to_stderr()
-    from otelhooks._config import load_config
-    from otelhooks._export import OtlpJsonLinesSpanExporter
-    from otelhooks._setup import _otlp_configured, otlp_span_exporter
-    from otelhooks.integrations.claude_code import BridgeState, ClaudeCodeBridge
-    from otelhooks.integrations.claude_code._spans import LockedFileExporter
+    from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 
-    try:
-        payload: Any = json.loads(sys.stdin.read() or "null")
-    except ValueError as exc:
-        print(f"otelhooks claude-code: the hook input is not JSON: {exc}", file=sys.stderr)
-        return 1
-    if not isinstance(payload, dict):
-        print("otelhooks claude-code: the hook input is not a JSON object", file=sys.stderr)
-        return 1
-    try:
-        hooks = load_config(_hook_paths(args)).hooks
-    except ConfigError as exc:
-        print(f"otelhooks claude-code: {exc}", file=sys.stderr)
-        return 1
-    exporters: list[SpanExporter] = []
-    if args.traces_out:
-        path = os.fspath(args.traces_out)
-        exporters.append(LockedFileExporter(OtlpJsonLinesSpanExporter(path), f"{path}.lock"))
-    if _otlp_configured():
-        exporters.append(otlp_span_exporter())
-    bridge = ClaudeCodeBridge(
-        hooks=hooks,
-        state=BridgeState(args.state),
-        exporters=exporters,
+    options = BridgeOptions(
+        hooks=tuple(args.hooks),
+        traces_out=args.traces_out,
+        state=args.state,
+        export_env=args.export_env,
         deny_mode=args.deny_mode,
+        fail_closed=args.fail_closed,
         service_name=args.service_name,
     )
-    try:
-        response = bridge.handle(payload)
-    except Exception:
-        structlog.get_logger("otelhooks").exception("claude-code bridge failed")
-        return 1
-    finally:
-        bridge.close()
+    # bytes, decoded leniently by the bridge: a stray invalid byte is not a reason to fail open
+    response = run_hook(sys.stdin.buffer.read(), options)
     if response.stdout:
         print(response.stdout)
     if response.stderr:
@@ -97,21 +54,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="the Claude Code hook bridge: register it for every hook event",
         description="Read one Claude Code hook event on stdin: spans (one trace per session, "
         "one execute_tool span per tool use across processes), otelhooks hooks, and Claude "
-        "Code's answer for PreToolUse and UserPromptSubmit.",
+        "Code's answer for PreToolUse and UserPromptSubmit. Relative paths resolve against "
+        "$CLAUDE_PROJECT_DIR when Claude Code sets it.",
     )
     cmd.add_argument(
         "--hooks",
         action="append",
         default=[],
         metavar="PATH",
-        help=f"hook config file or folder (repeatable; also ${HOOKS_ENV}, {os.pathsep}-separated)",
+        help="hook config file or folder (repeatable; also $OTELHOOKS_HOOKS, "
+        f"{os.pathsep}-separated)",
     )
     cmd.add_argument(
         "--traces-out",
-        default=os.environ.get(TRACES_ENV),
         metavar="PATH",
-        help=f"append spans as OTLP JSON lines to PATH (default: ${TRACES_ENV}); the "
-        "OTEL_EXPORTER_OTLP_* variables add OTLP export",
+        help="append spans as OTLP JSON lines to PATH (default: $OTELHOOKS_TRACES_OUT)",
     )
     cmd.add_argument(
         "--state",
@@ -120,11 +77,23 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "~/.otelhooks/claude-code.sqlite3)",
     )
     cmd.add_argument(
+        "--export-env",
+        metavar="PATH",
+        help="export settings file (OTEL_*/OTELHOOKS_* KEY=VALUE lines; default: "
+        "otelhooks.env next to the --hooks files, or $OTELHOOKS_EXPORT_ENV)",
+    )
+    cmd.add_argument(
         "--deny-mode",
         choices=("json", "exit2"),
         default="json",
         help="answer a denial with hookSpecificOutput.permissionDecision JSON (default) or "
         "with exit code 2 and the reason on stderr",
+    )
+    cmd.add_argument(
+        "--fail-closed",
+        action="store_true",
+        help="when the bridge cannot load its hooks or read its input on PreToolUse, answer "
+        "deny with the reason (default: exit 1, which Claude Code does not treat as a block)",
     )
     cmd.add_argument("--service-name", default="claude-code", help="service.name of the spans")
     cmd.set_defaults(func=_claude_code)

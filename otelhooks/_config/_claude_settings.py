@@ -13,38 +13,81 @@
     }
 
 It differs from the workspace engine's ``*.hook.json`` (same event names) in nesting: an event
-holds matcher groups, each with its list of handlers. Rules:
+holds matcher groups, each with its list of handlers. Every field of Claude Code's handler schema
+(hooks reference, read 2026-11-30) is accepted:
 
 - Only ``hooks`` is read; the rest of a settings file (``permissions``, ``env``, ``model``...)
   is Claude Code's business and is left alone.
 - Matchers follow Claude Code: absent, empty or ``*`` match everything, else a regex
   (``Edit|Write`` is one), with the ``claude`` dialect.
-- A handler is ``{"type": "command", "command": ..., "timeout": seconds}``. otelhooks runs a
-  command hook for at most 30 s (:data:`~otelhooks._actions._command.MAX_COMMAND_TIMEOUT_S`),
-  so a handler without a timeout gets 30 s (Claude Code's default is 60 s) and a longer one is
-  refused at load, never cut short silently. Other handler types (``prompt``) need Claude
-  Code's own model and are refused with the reason.
+- ``type: "command"`` runs (``command``, with ``args`` the exec form; ``async``,
+  ``asyncRewake``, ``shell: "bash"`` accepted). ``type: "http"`` runs as a control webhook that
+  speaks Claude Code's own request and answer (:mod:`._claude_http`; ``url``, ``headers``,
+  ``allowedEnvVars``). ``prompt``, ``agent`` and ``mcp_tool`` need Claude Code's model or MCP
+  connections: a :class:`ClaudeSettingsWarning` naming the file, line and hook, and the handler
+  is skipped. An unknown type or key is a warning too (Claude Code adds fields); a wrong value
+  of a known field is an error.
+- ``timeout`` is in seconds. Claude Code's default is 600 s for ``command`` and ``http``;
+  otelhooks runs a command hook for at most 30 s
+  (:data:`~otelhooks._actions._command.MAX_COMMAND_TIMEOUT_S`) and a webhook for at most 300 s,
+  so the default becomes that limit and a longer explicit value runs with the limit and a
+  warning.
+- ``statusMessage`` and ``once`` are accepted and change nothing (``once`` is only honoured in
+  skill frontmatter, by Claude Code too). ``if`` is not evaluated: on a tool event the handler
+  runs on every match of its matcher (a warning says so); on other events Claude Code never runs
+  a handler with ``if``, so it is skipped.
 - Handlers get ids ``<file stem>:<Event>[<group>].hooks[<handler>]``
   (``settings:PreToolUse[0].hooks[1]``).
 """
 
 from __future__ import annotations
 
+import warnings
 from typing import Any, Final
 
 from otelhooks._actions._command import MAX_COMMAND_TIMEOUT_S
 from otelhooks._config._build import build_hook
-from otelhooks._config._parse import Document
+from otelhooks._config._claude_http import ClaudeHttpHandler
+from otelhooks._config._parse import Document, Loc
 from otelhooks._errors import ConfigError
 from otelhooks._events import resolve_event
 from otelhooks._hooks import Hook
 
-__all__ = ["is_claude_settings", "load_claude_settings"]
+__all__ = ["ClaudeSettingsWarning", "is_claude_settings", "load_claude_settings"]
 
 _GROUP_KEYS: Final = ("matcher", "hooks")
-_HANDLER_KEYS: Final = ("type", "command", "timeout")
-_DEFAULT_TIMEOUT_S: Final = MAX_COMMAND_TIMEOUT_S
+_COMMON_KEYS: Final = ("type", "if", "timeout", "statusMessage", "once")
+_TYPE_KEYS: Final[dict[str, tuple[str, ...]]] = {
+    "command": ("command", "args", "async", "asyncRewake", "shell"),
+    "http": ("url", "headers", "allowedEnvVars"),
+    "mcp_tool": ("server", "tool", "input"),
+    "prompt": ("prompt", "model"),
+    "agent": ("prompt", "model"),
+}
+_NOT_RUN: Final = {
+    "prompt": "a prompt handler needs Claude Code's model",
+    "agent": "an agent handler needs Claude Code's model and tools",
+    "mcp_tool": "an mcp_tool handler needs Claude Code's MCP connections",
+}
+_MAX_WEBHOOK_TIMEOUT_S: Final = 300.0
+_CLAUDE_DEFAULT_TIMEOUT_S: Final = 600.0
+_TOOL_EVENTS: Final = frozenset(
+    {"before_tool_call", "after_tool_call", "on_tool_call_error", "on_tool_call_denied"}
+)
 _FIELD_MAP: Final = {"command": "command", "timeout": "timeout", "matcher": "matcher"}
+
+
+class ClaudeSettingsWarning(UserWarning):
+    """Something in a Claude Code settings file that otelhooks accepts but does not run as
+    Claude Code would (the message names the file, line, hook and field)."""
+
+
+def _warn(doc: Document, loc: Loc, hook_id: str, problem: str) -> None:
+    line = doc.line(loc) or 0
+    # warn_explicit: the warning points at the settings file and line, not at this module
+    warnings.warn_explicit(
+        f"hook {hook_id}: {problem}", ClaudeSettingsWarning, filename=str(doc.path), lineno=line
+    )
 
 
 def is_claude_settings(data: Any) -> bool:
@@ -60,42 +103,148 @@ def is_claude_settings(data: Any) -> bool:
     )
 
 
+def _check(handler: dict[str, Any], bad: Any) -> None:
+    """Type checks of the known fields (a wrong value is an error, as in Claude Code)."""
+    for key in ("if", "statusMessage", "shell", "url", "server", "tool", "prompt", "model"):
+        if key in handler and not isinstance(handler[key], str):
+            bad(f"{key} must be a string", key)
+    for key in ("async", "asyncRewake", "once"):
+        if key in handler and not isinstance(handler[key], bool):
+            bad(f"{key} must be true or false", key)
+    args = handler.get("args")
+    if args is not None and not (isinstance(args, list) and all(isinstance(a, str) for a in args)):
+        bad("args must be a list of strings", "args")
+    headers = handler.get("headers")
+    if headers is not None and not (
+        isinstance(headers, dict) and all(isinstance(v, str) for v in headers.values())
+    ):
+        bad("headers must map names to strings", "headers")
+    allowed = handler.get("allowedEnvVars")
+    if allowed is not None and not (
+        isinstance(allowed, list) and all(isinstance(a, str) for a in allowed)
+    ):
+        bad("allowedEnvVars must be a list of variable names", "allowedEnvVars")
+    if "timeout" in handler:
+        timeout = handler["timeout"]
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            bad("timeout must be a number of seconds, more than 0", "timeout")
+
+
+def _timeout(
+    doc: Document, handler: dict[str, Any], where: Loc, hook_id: str, limit: float, what: str
+) -> float:
+    """Claude Code's timeout (600 s default) within otelhooks' limit for ``what``."""
+    timeout = float(handler.get("timeout", _CLAUDE_DEFAULT_TIMEOUT_S))
+    if timeout > limit and "timeout" in handler:
+        _warn(
+            doc,
+            (*where, "timeout"),
+            hook_id,
+            f"timeout {timeout:g} s is more than otelhooks runs {what} ({limit:g} s): "
+            f"it runs for at most {limit:g} s",
+        )
+    return min(timeout, limit)
+
+
 def _handler_fields(
-    doc: Document, handler: Any, where: tuple[str | int, ...], hook_id: str
+    doc: Document, handler: Any, where: Loc, hook_id: str, event: str
 ) -> tuple[dict[str, Any] | None, list[ConfigError]]:
+    """The Hook fields of one handler; ``None`` when it is not run (problems, or a warning)."""
     problems: list[ConfigError] = []
 
     def bad(problem: str, key: str) -> None:
         problems.append(doc.error(problem, (*where, key), hook_id=hook_id, field=key))
 
     if not isinstance(handler, dict):
-        problem = "a handler is an object {type, command, timeout}"
+        problem = "a handler is an object {type, ...}"
         return None, [doc.error(problem, where, hook_id=hook_id)]
-    for key in handler:
-        if key not in _HANDLER_KEYS:
-            bad(f"unknown key; a handler has {', '.join(_HANDLER_KEYS)}", str(key))
     kind = handler.get("type")
-    if kind != "command":
-        bad(
-            f"type {kind!r} is not supported: only command handlers run outside Claude Code "
-            "(prompt handlers need its model)",
-            "type",
-        )
+    if not isinstance(kind, str) or not kind:
+        bad("a handler needs 'type': command, http, mcp_tool, prompt or agent", "type")
+        return None, problems
+    if kind not in _TYPE_KEYS:
+        _warn(doc, (*where, "type"), hook_id, f"type {kind!r} is unknown to otelhooks: skipped")
+        return None, problems
+    known = (*_COMMON_KEYS, *_TYPE_KEYS[kind])
+    for key in handler:
+        if key not in known:
+            _warn(doc, (*where, str(key)), hook_id, f"unknown key {key!r} for a {kind} handler")
+    _check(handler, bad)
+    if kind in _NOT_RUN:
+        if not problems:
+            _warn(doc, (*where, "type"), hook_id, f"{_NOT_RUN[kind]}: otelhooks skips it")
+        return None, problems
+    spec, _ = resolve_event(event)
+    if "if" in handler and spec.name not in _TOOL_EVENTS:
+        if not problems:
+            _warn(doc, (*where, "if"), hook_id, "'if' on a non-tool event: Claude Code never "
+                  "runs this handler, so otelhooks skips it too")  # fmt: skip
+        return None, problems
+    if "if" in handler:
+        _warn(doc, (*where, "if"), hook_id, f"'if' ({handler['if']}) is not evaluated by "
+              "otelhooks: the handler runs on every match of its matcher")  # fmt: skip
+    if kind == "http":
+        return _http_fields(doc, handler, where, hook_id, bad, problems)
+    return _command_fields(doc, handler, where, hook_id, spec.intercept, bad, problems)
+
+
+def _command_fields(
+    doc: Document,
+    handler: dict[str, Any],
+    where: Loc,
+    hook_id: str,
+    intercept: bool,
+    bad: Any,
+    problems: list[ConfigError],
+) -> tuple[dict[str, Any] | None, list[ConfigError]]:
     command = handler.get("command")
     if not isinstance(command, str) or not command.strip():
         bad("a command handler needs 'command' (a non-empty string)", "command")
-    timeout = handler.get("timeout", _DEFAULT_TIMEOUT_S)
-    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
-        bad("timeout must be a number of seconds", "timeout")
-    elif not 0 < timeout <= MAX_COMMAND_TIMEOUT_S:
-        bad(
-            f"timeout is in seconds: more than 0 and at most {MAX_COMMAND_TIMEOUT_S:g} "
-            "(otelhooks' limit for command hooks)",
-            "timeout",
-        )
+    if handler.get("shell", "bash") not in ("bash", "powershell"):
+        bad("shell is 'bash' or 'powershell'", "shell")
     if problems:
         return None, problems
-    return {"command": command, "timeout": float(timeout)}, problems
+    if handler.get("shell") == "powershell":
+        _warn(doc, (*where, "shell"), hook_id, "otelhooks runs commands with /bin/sh, not "
+              "PowerShell: skipped")  # fmt: skip
+        return None, problems
+    if intercept and (handler.get("async") or handler.get("asyncRewake")):
+        _warn(doc, (*where, "async"), hook_id, "async on an event that can block: otelhooks "
+              "runs the command before the action and honours its answer")  # fmt: skip
+    args = handler.get("args")
+    timeout = _timeout(doc, handler, where, hook_id, MAX_COMMAND_TIMEOUT_S, "a command hook")
+    # exec form (``args``): the program and its arguments, no shell, as Claude Code runs it
+    run: str | list[str] = [str(command), *args] if isinstance(args, list) else str(command)
+    return {"command": run, "timeout": timeout}, problems
+
+
+def _http_fields(
+    doc: Document,
+    handler: dict[str, Any],
+    where: Loc,
+    hook_id: str,
+    bad: Any,
+    problems: list[ConfigError],
+) -> tuple[dict[str, Any] | None, list[ConfigError]]:
+    url = handler.get("url")
+    if not isinstance(url, str) or not url.strip():
+        bad("an http handler needs 'url' (a non-empty string)", "url")
+    if problems:
+        return None, problems
+    timeout = _timeout(doc, handler, where, hook_id, _MAX_WEBHOOK_TIMEOUT_S, "a webhook")
+    try:
+        run = ClaudeHttpHandler(
+            str(url),
+            headers=handler.get("headers"),
+            allowed_env_vars=handler.get("allowedEnvVars") or (),
+            timeout=timeout,
+        )
+    except ValueError as exc:
+        detail = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)
+        bad(f"invalid http handler: {detail}", "url")
+        return None, problems
+    # the Hook's own deadline is a safety net past the HTTP timeout, as for any webhook
+    return {"handler": run, "timeout": min(timeout + 1.0, _MAX_WEBHOOK_TIMEOUT_S)}, problems
 
 
 def load_claude_settings(doc: Document, errors: list[ConfigError]) -> list[Hook]:
@@ -150,7 +299,7 @@ def load_claude_settings(doc: Document, errors: list[ConfigError]) -> list[Hook]
             for h, handler in enumerate(group["hooks"]):
                 hook_id = f"{group_id}.hooks[{h}]"
                 where = (*group_loc, "hooks", h)
-                fields, problems = _handler_fields(doc, handler, where, hook_id)
+                fields, problems = _handler_fields(doc, handler, where, hook_id, str(event))
                 errors.extend(problems)
                 if fields is None:
                     continue

@@ -3,12 +3,13 @@
 Register the command for every hook event in ``.claude/settings.json``; each invocation reads
 one event on stdin, keeps the session as one trace and each tool use as one ``execute_tool``
 span across processes, runs the otelhooks hooks that match and answers ``PreToolUse`` in Claude
-Code's own format. See ``docs/adapters.md`` for the settings snippet and
-:mod:`otelhooks.integrations.claude_code._bridge` for the mapping.
+Code's own format. :func:`run_hook` is the one entry point (the CLI and an HTTP route alike).
+See ``docs/adapters.md`` for the settings snippet and the event table.
 """
 
 from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
 from otelhooks.integrations.claude_code._common import AGENT, DenyMode, HookResponse
+from otelhooks.integrations.claude_code._run import BridgeOptions, run_hook
 from otelhooks.integrations.claude_code._spans import session_trace_id
 from otelhooks.integrations.claude_code._state import DEFAULT_STATE_PATH, STATE_ENV, BridgeState
 
@@ -16,9 +17,11 @@ __all__ = [
     "AGENT",
     "DEFAULT_STATE_PATH",
     "STATE_ENV",
+    "BridgeOptions",
     "BridgeState",
     "ClaudeCodeBridge",
     "DenyMode",
     "HookResponse",
+    "run_hook",
     "session_trace_id",
 ]

@@ -1,6 +1,6 @@
 """``ClaudeCodeBridge``: one Claude Code hook event in, spans, hooks and Claude's answer out.
 
-The mapping (one place):
+The mapping (one place; the full event table is :data:`._mapping.EVENTS`):
 
 ===========================  ====================================================================
 Claude Code event            otelhooks
@@ -19,8 +19,11 @@ Claude Code event            otelhooks
 ``Stop`` / ``StopFailure``   the turn ends: ``on_complete`` (and ``on_error``)
 ``SessionStart/End``         ``session_start`` / ``session_end``, ``agent_lifecycle`` spans; at
                              the end every open span of the session is closed
-any other event              its observers (``Notification``, ``PreCompact``, ...) and a short
-                             ``agent_lifecycle {event}`` span in the turn
+every other event            its canonical event for the observers (``PreCompact`` is
+                             ``before_compact``, ...) and a short ``agent_lifecycle {event}``
+                             span in the turn with a span event named after the Claude event;
+                             a name the table does not know is the same, as
+                             ``claude_code_event``
 ===========================  ====================================================================
 
 Nothing is answered unless a hook decided: an empty answer leaves Claude Code's own permission
@@ -43,16 +46,12 @@ from pydantic import ValidationError
 
 from otelhooks import _semconv as sc
 from otelhooks._dispatch import Dispatcher
-from otelhooks._errors import UnknownEventError
 from otelhooks._events import (
     BeforeAgentStartEvent,
     CompleteEvent,
     ErrorEvent,
-    GenericEvent,
-    HookEvent,
     SessionEndEvent,
     SessionStartEvent,
-    resolve_event,
 )
 from otelhooks._hooks import Hook
 from otelhooks._live import LiveEvent
@@ -63,15 +62,18 @@ from otelhooks.integrations.claude_code._common import (
     HookResponse,
     observer,
 )
+from otelhooks.integrations.claude_code._mapping import (
+    EVENTS,
+    claude_fields,
+    lifecycle_attributes,
+    matcher_value,
+    point_payload,
+)
 from otelhooks.integrations.claude_code._spans import SpanRecord, SpanWriter, session_trace_id
 from otelhooks.integrations.claude_code._state import BridgeState, OpenOperation
 from otelhooks.integrations.claude_code._tools import ToolUses
 
 __all__ = ["ClaudeCodeBridge"]
-
-_COMMON_KEYS = frozenset(
-    {"session_id", "transcript_path", "cwd", "permission_mode", "hook_event_name"}
-)
 
 _log = structlog.get_logger("otelhooks")
 
@@ -93,6 +95,14 @@ class ClaudeCodeBridge:
         dispatcher: run these hooks' dispatcher instead of one made from ``hooks`` (a server
             shares its own; the caller then owns its shutdown).
         writer: write spans through this writer instead of one made from ``exporters``.
+        capture: record content (prompts, tool arguments and results) on spans and in the state
+            file; ``None`` reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
+
+    Example:
+        >>> bridge = ClaudeCodeBridge(state=BridgeState("/tmp/cc.sqlite3"))
+        >>> bridge.handle({"hook_event_name": "Stop", "session_id": "s-1"}).exit_code
+        0
+        >>> bridge.close()
     """
 
     def __init__(
@@ -103,12 +113,13 @@ class ClaudeCodeBridge:
         exporters: Sequence[SpanExporter] = (),
         deny_mode: DenyMode = "json",
         service_name: str = AGENT,
+        capture: bool | None = None,
         dispatcher: Dispatcher | None = None,
         writer: SpanWriter | None = None,
     ) -> None:
         self.state = state
         self.deny_mode = deny_mode
-        self.capture = _capture_content()
+        self.capture = _capture_content() if capture is None else capture
         self.oh = None
         if dispatcher is None:
             self.oh = configure(
@@ -219,7 +230,8 @@ class ClaudeCodeBridge:
 
     def _prompt(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
         prompt = str(payload.get("prompt") or "")
-        op, previous = self.state.start_operation(session, prompt)
+        # the state file keeps the prompt only when content is captured (data at rest)
+        op, previous = self.state.start_operation(session, prompt if self.capture else "")
         if previous is not None:
             self._end_operation(previous, "interrupted", None)
         event = BeforeAgentStartEvent(
@@ -254,7 +266,13 @@ class ClaudeCodeBridge:
 
     # -- sessions and point events -----------------------------------------------------------------
 
-    def _lifecycle_span(self, session: str, event: str, op: OpenOperation | None) -> int:
+    def _lifecycle_span(
+        self,
+        session: str,
+        event: str,
+        op: OpenOperation | None,
+        events: Sequence[tuple[str, Mapping[str, types.AttributeValue]]] = (),
+    ) -> int:
         now = time.time_ns()
         record = SpanRecord(
             f"{sc.OP_LIFECYCLE} {event}",
@@ -268,13 +286,14 @@ class ClaudeCodeBridge:
                 sc.EVENT_NAME: event,
                 sc.GEN_AI_CONVERSATION_ID: session,
             },
+            events=events,
         )
         self.writer.write(record)
         return record.span_id
 
     def _session_start(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
         span_id = self._lifecycle_span(session, "session_start", None)
-        extra = {k: v for k, v in payload.items() if k not in _COMMON_KEYS}
+        extra = claude_fields(payload, capture=self.capture)
         event = SessionStartEvent(
             **self._common(session, None, span_id), agentId=AGENT, metadata=extra
         )
@@ -295,32 +314,20 @@ class ClaudeCodeBridge:
         return HookResponse()
 
     def _point(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
-        try:
-            spec, _ = resolve_event(name)
-        except UnknownEventError:
-            spec = None
+        """Any event without spans of its own: a short span, a span event, its observers."""
+        known = EVENTS.get(name)
+        canonical = known.canonical if known is not None else "claude_code_event"
         op = self.state.peek_operation(session)
-        span_id = self._lifecycle_span(session, spec.name if spec else name or "unknown", op)
-        if spec is None or spec.intercept:
-            return HookResponse()
-        extra = {k: v for k, v in payload.items() if k not in _COMMON_KEYS}
-        matcher = str(
-            payload.get("tool_name")
-            or payload.get("notification_type")
-            or payload.get("trigger")
-            or payload.get("agent_type")
-            or "*"
-        )
-        fields: dict[str, Any] = {**self._common(session, op, span_id), "event": spec.name}
+        marker = (name or "unknown", lifecycle_attributes(payload, capture=self.capture))
+        span_id = self._lifecycle_span(session, canonical, op, (marker,))
+        common = self._common(session, op, span_id)
         try:
-            if spec.payload is GenericEvent:
-                event: HookEvent = GenericEvent(
-                    **fields, agentId=AGENT, matcherValue=matcher, data=extra
-                )
-            else:
-                event = spec.payload.model_validate({**extra, **fields, "agentId": AGENT})
+            event = point_payload(known, payload, common, capture=self.capture)
         except ValidationError as exc:
-            _log.warning("event not dispatched: payload does not fit", event=name, error=str(exc))
+            # ``event`` is structlog's own first argument: the hook event goes under another key
+            _log.warning(
+                "event not dispatched: payload does not fit", hook_event=name, error=str(exc)
+            )
             return HookResponse()
-        self.observe(spec.name, event, (matcher,))
+        self.observe(event.event, event, (matcher_value(known, payload),))
         return HookResponse()

@@ -45,6 +45,7 @@ def observer(dispatcher: Dispatcher) -> Observe:
         try:
             dispatcher.observe(live)
         except CriticalHookDeliveryError:
-            _log.exception("critical hook delivery failed", event=event)
+            # ``event`` is structlog's own first argument: the hook event goes under another key
+            _log.exception("critical hook delivery failed", hook_event=event)
 
     return observe

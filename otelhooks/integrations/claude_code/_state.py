@@ -5,6 +5,10 @@ and ends at ``PostToolUse`` is carried across processes in a small SQLite file (
 read-and-change is one ``BEGIN IMMEDIATE`` transaction, so concurrent hook processes (Claude Code
 runs the hooks of parallel tool calls at the same time) never lose or double an entry; a busy
 database is waited for (30 s), not failed.
+
+Data at rest: the file is created ``0600`` (SQLite gives its ``-wal`` and ``-shm`` files the same
+mode) and missing folders ``0700``; the default folder ``~/.otelhooks`` is kept ``0700``. Prompts
+and tool arguments are written only when content capture is on (the bridge decides).
 """
 
 from __future__ import annotations
@@ -118,7 +122,14 @@ class BridgeState:
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         chosen = path or os.environ.get(STATE_ENV) or DEFAULT_STATE_PATH
         self.path = Path(chosen).expanduser()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        folder = self.path.parent
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        if folder == DEFAULT_STATE_PATH.expanduser().parent:
+            folder.chmod(0o700)  # our own folder: tighten one an older version left open
+        # create the file owner-only before SQLite opens it (it keeps an existing file's mode)
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        if self.path.stat().st_mode & 0o077:
+            self.path.chmod(0o600)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:

@@ -106,8 +106,17 @@ class ToolUses:
             "executor": "client",
         }
 
+    @staticmethod
+    def _args_attributes(args: dict[str, Any]) -> dict[str, types.AttributeValue]:
+        """Fingerprint and size of the arguments: kept in the state file instead of the
+        arguments themselves when content capture is off."""
+        encoded = canonical_json(args).encode("utf-8", "replace")
+        return {
+            sc.TOOL_ARGS_FINGERPRINT: format(fnv1a_64(encoded), "016x"),
+            sc.TOOL_ARGS_SIZE: len(encoded),
+        }
+
     def _start_attributes(self, tool: OpenTool) -> dict[str, types.AttributeValue]:
-        encoded = canonical_json(tool.tool_input).encode("utf-8")
         attrs: dict[str, types.AttributeValue] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
             sc.GEN_AI_TOOL_NAME: tool.tool_name,
@@ -117,12 +126,11 @@ class ToolUses:
             sc.TOOL_IDENTIFIER: "",
             sc.TOOL_MATCHER_VALUE: tool.tool_name,
             sc.TOOL_CALL_INDEX: tool.call_index,
-            sc.TOOL_ARGS_FINGERPRINT: format(fnv1a_64(encoded), "016x"),
-            sc.TOOL_ARGS_SIZE: len(encoded),
+            **self._args_attributes(tool.tool_input),
             sc.OPERATION_ID: tool.operation_id,
         }
         if self.capture:
-            attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = encoded.decode("utf-8")
+            attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = canonical_json(tool.tool_input)
         return attrs
 
     def end_tool(
@@ -163,17 +171,18 @@ class ToolUses:
     def pre(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
         op = self.state.current_operation(session)
         tool_name, args, use_id = _args(payload)
-        tool = self.state.start_tool(op, use_id, tool_name, args)
-        event = ToolCallEvent(**self._tool_event(tool))
+        # the state file keeps the arguments only when content is captured (data at rest)
+        tool = self.state.start_tool(op, use_id, tool_name, args if self.capture else {})
+        event = ToolCallEvent(**self._tool_event(tool, args))
         verdict = self.dispatcher.intercept(
             LiveEvent(
                 "before_tool_call", lambda: event, values=(tool_name,), operation_id=op.operation_id
             )
         )
-        attrs = self._verdict_attributes(verdict)
+        attrs = {**self._args_attributes(args), **self._verdict_attributes(verdict)}
         if verdict.blocked or verdict.mock is not None:
             self.state.end_tool(session, use_id)
-            return self._refuse(tool, attrs, verdict)
+            return self._refuse(tool, attrs, verdict, args)
         response = HookResponse()
         rewritten = verdict.payload
         if verdict.rewritten_by and isinstance(rewritten, ToolCallEvent) and rewritten.args != args:
@@ -190,12 +199,15 @@ class ToolUses:
                     }
                 )
             )
-        if attrs:
-            self.state.set_tool_attributes(tool, dict(attrs))
+        self.state.set_tool_attributes(tool, dict(attrs))
         return response
 
     def _refuse(
-        self, tool: OpenTool, attrs: dict[str, types.AttributeValue], verdict: Verdict
+        self,
+        tool: OpenTool,
+        attrs: dict[str, types.AttributeValue],
+        verdict: Verdict,
+        args: dict[str, Any],
     ) -> HookResponse:
         """A hook denied (or mocked) the call: Claude Code must not run the tool."""
         denied = verdict.blocked
@@ -206,7 +218,7 @@ class ToolUses:
             assert mock is not None
             reason = f"mocked by {verdict.mocked_by or 'a hook'}: {mock.content}"
         self._end_tool_refused(tool, attrs, "denied" if denied else "mocked", reason)
-        context = self._tool_event(tool)
+        context = self._tool_event(tool, args)
         if denied:
             self.observe(
                 "on_tool_call_denied",
@@ -265,15 +277,20 @@ class ToolUses:
         tool = self.state.end_tool(session, use_id)
         if tool is None:
             op = self.state.current_operation(session)
-            self.state.start_tool(op, use_id, tool_name, args)
+            self.state.start_tool(op, use_id, tool_name, args if self.capture else {})
             tool = self.state.end_tool(session, use_id)
             assert tool is not None
         return tool
 
     def post(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
         tool = self._take_tool(session, payload)
-        elapsed_ms = (time.time_ns() - tool.start_ns) / 1e6
-        context = self._tool_event(tool)
+        measured = payload.get("duration_ms")  # Claude Code's own timing, when it sends one
+        elapsed_ms = (
+            float(measured)
+            if isinstance(measured, int | float) and not isinstance(measured, bool)
+            else (time.time_ns() - tool.start_ns) / 1e6
+        )
+        context = self._tool_event(tool, _args(payload)[1])
         if name == "PostToolUseFailure":
             error = str(payload.get("error") or "the tool failed")
             error_type = "interrupted" if payload.get("is_interrupt") else "ToolError"
@@ -303,9 +320,10 @@ class ToolUses:
         tool = self._take_tool(session, payload)
         reason = str(payload.get("reason") or "denied by Claude Code")
         self.end_tool(tool, "denied", result=reason)
+        context = self._tool_event(tool, _args(payload)[1])
         self.observe(
             "on_tool_call_denied",
-            ToolCallDeniedEvent(**self._tool_event(tool), reason=reason, decidedBy=AGENT),
+            ToolCallDeniedEvent(**context, reason=reason, decidedBy=AGENT),
             (tool.tool_name,),
         )
         return HookResponse()

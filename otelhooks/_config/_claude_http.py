@@ -1,0 +1,156 @@
+"""Claude Code ``http`` hook handlers, run by otelhooks: Claude Code's request and answer.
+
+A ``settings.json`` handler ``{"type": "http", "url": ..., "headers": ..., "allowedEnvVars": ...,
+"timeout": ...}`` runs as a control webhook that speaks Claude Code's protocol, as its hooks
+reference describes it:
+
+- the request is a POST of the event in Claude Code's *input* format (``session_id``,
+  ``hook_event_name``, ``tool_name``, ``tool_input``, ``tool_use_id``, ``prompt``, ...), with
+  ``Content-Type: application/json``;
+- a 2xx with an empty body is no decision; a 2xx JSON object is read as Claude Code's JSON
+  output: ``hookSpecificOutput.permissionDecision: "deny"`` (with ``permissionDecisionReason``)
+  or a top-level ``decision: "block"`` (with ``reason``) blocks; anything else in it decides
+  nothing;
+- any other answer (a non-2xx status, a body that is not a JSON object, a connection failure, a
+  timeout) is a *non-blocking error*, as in Claude Code: recorded, and the action goes on.
+
+Header values take ``$VAR`` or ``${VAR}``; only variables in ``allowedEnvVars`` are resolved, the
+others become empty strings (Claude Code's rule). The body is capped at 64 KiB and the whole
+exchange at the handler's timeout, through otelhooks' webhook client.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
+
+from otelhooks._actions._webhook_config import WebhookConfig
+from otelhooks._actions._webhook_http import (
+    CONTROL_RESPONSE_LIMIT,
+    Delivery,
+    prepare,
+    send,
+    sync_client,
+)
+from otelhooks._events import HookEvent, resolve_event
+from otelhooks._events._registry import Dialect
+from otelhooks._hooks import Block
+
+__all__ = ["ClaudeHttpError", "ClaudeHttpHandler", "claude_headers", "claude_input"]
+
+_VAR: Final = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+_OK: Final = tuple(range(200, 300))
+
+
+class ClaudeHttpError(Exception):
+    """The endpoint's answer is not one Claude Code would act on (a non-blocking error)."""
+
+
+def claude_headers(headers: Mapping[str, str], allowed: Sequence[str]) -> dict[str, str]:
+    """Headers with ``$VAR`` written as ``${VAR}`` and unlisted variables removed (empty)."""
+    permitted = set(allowed)
+
+    def one(match: re.Match[str]) -> str:
+        name = match.group(1) or match.group(2)
+        return f"${{{name}}}" if name in permitted else ""
+
+    return {name: _VAR.sub(one, value) for name, value in headers.items()}
+
+
+def _claude_name(event: str) -> str:
+    spec, _ = resolve_event(event)
+    names = spec.aliases.get(Dialect.WORKSPACE)
+    return names[0] if names else event
+
+
+def claude_input(payload: HookEvent) -> dict[str, Any]:
+    """The event in Claude Code's hook input format (what its own ``http`` hooks receive)."""
+    data = payload.model_dump(mode="json", by_alias=True, exclude_none=True)
+    body: dict[str, Any] = {
+        "session_id": data.get("sessionKey") or "",
+        "cwd": os.getcwd(),
+        "hook_event_name": _claude_name(payload.event),
+    }
+    if "apiName" in data:  # a tool event
+        body["tool_name"] = data["apiName"]
+        body["tool_input"] = data.get("args", {})
+        if data.get("toolCallId"):
+            body["tool_use_id"] = data["toolCallId"]
+        if "toolOutput" in data:
+            body["tool_response"] = data["toolOutput"]
+        if "error" in data and payload.event == "on_tool_call_error":
+            body["error"] = data["error"]
+    if payload.event == "before_agent_start":
+        body["prompt"] = data.get("userMessage") or data.get("input") or ""
+    original = data.get("claudeCode")
+    if isinstance(original, dict):  # an event the Claude Code bridge read: its own fields
+        body.update({k: v for k, v in original.items() if k != "hookEventName"})
+    return body
+
+
+def _decision(data: Mapping[str, Any]) -> Block | None:
+    specific = data.get("hookSpecificOutput")
+    if isinstance(specific, Mapping) and specific.get("permissionDecision") == "deny":
+        reason = specific.get("permissionDecisionReason")
+        return Block(reason if isinstance(reason, str) and reason else None)
+    if data.get("decision") == "block":
+        reason = data.get("reason")
+        return Block(reason if isinstance(reason, str) and reason else None)
+    return None
+
+
+class ClaudeHttpHandler:
+    """Runs one Claude Code ``http`` handler (see the module docstring).
+
+    Args:
+        url: where to POST.
+        headers: header values with ``$VAR`` / ``${VAR}`` templates.
+        allowed_env_vars: the variables the templates may read.
+        timeout: seconds for the whole exchange (at most 300).
+
+    Example:
+        >>> handler = ClaudeHttpHandler("http://127.0.0.1:8080/hooks", timeout=5)
+        >>> handler.config.timeout
+        5.0
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        allowed_env_vars: Sequence[str] = (),
+        timeout: float = 30.0,
+    ) -> None:
+        self.config = WebhookConfig(
+            url=url,
+            headers=claude_headers(headers or {}, allowed_env_vars),
+            allowed_env_vars=list(allowed_env_vars),
+            timeout=timeout,
+        )
+
+    def __repr__(self) -> str:
+        return f"ClaudeHttpHandler({self.config.url!r}, timeout={self.config.timeout:g})"
+
+    def __call__(self, payload: HookEvent) -> Block | None:
+        content = json.dumps(claude_input(payload), separators=(",", ":"), default=str).encode()
+        prepared = prepare(self.config, content, payload.eventId)
+        if isinstance(prepared, Delivery):
+            raise ClaudeHttpError(prepared.message or "cannot prepare the request")
+        delivery = send(
+            sync_client(), self.config, prepared, accept=_OK, limit=CONTROL_RESPONSE_LIMIT
+        )
+        if not delivery.ok:
+            raise ClaudeHttpError(delivery.message or f"status {delivery.status}")
+        if not delivery.body.strip():
+            return None
+        try:
+            data: Any = json.loads(delivery.body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            raise ClaudeHttpError(f"the answer is not JSON: {exc}") from None
+        if not isinstance(data, dict):
+            raise ClaudeHttpError("the answer is not a JSON object")
+        return _decision(data)

@@ -1,0 +1,273 @@
+"""Claude Code's hook events, one row each: the canonical event, the matcher field, the payload.
+
+The table is the documented event list of Claude Code's hooks reference (31 events, read
+2026-11-30; see ``docs/adapters.md``). The bridge handles the tool, turn and session events with
+their own spans (:mod:`._tools`, :mod:`._bridge`); every other event, and any name the table does
+not know, is a *point event*: a short ``agent_lifecycle`` span in the session trace carrying a
+span event named after the Claude Code event, and its canonical event for the observers.
+
+Building a payload never fails on Claude Code's input: fields are read by name with defaults,
+unknown fields are kept in ``claudeCode`` (content-like fields only with content capture on),
+and a canonical field Claude Code does not report (a compaction's message count) is ``0``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import PurePath
+from typing import Any, Final
+
+from opentelemetry.util import types
+
+from otelhooks._events import (
+    AfterCallAgentEvent,
+    AfterCompactEvent,
+    BeforeCallAgentEvent,
+    BeforeCompactEvent,
+    BeforeHumanInterventionEvent,
+    GenericEvent,
+    HookEvent,
+    MessageSentEvent,
+    PendingTool,
+    ToolBatchEvent,
+)
+
+__all__ = [
+    "COMMON_KEYS",
+    "CONTENT_KEYS",
+    "EVENTS",
+    "ClaudeEvent",
+    "claude_fields",
+    "lifecycle_attributes",
+    "matcher_value",
+    "point_payload",
+]
+
+COMMON_KEYS: Final = frozenset(
+    {
+        "session_id",
+        "transcript_path",
+        "cwd",
+        "permission_mode",
+        "hook_event_name",
+        "prompt_id",
+        "effort",
+        "agent_id",
+        "agent_type",
+    }
+)
+
+# Fields that hold what the person or the model wrote: kept out of spans and out of the payload's
+# ``claudeCode`` copy unless content capture is on.
+CONTENT_KEYS: Final = frozenset(
+    {
+        "prompt",
+        "custom_instructions",
+        "compact_summary",
+        "last_assistant_message",
+        "delta",
+        "message",
+        "title",
+        "tool_input",
+        "tool_response",
+        "tool_calls",
+        "command_args",
+        "content",
+        "requested_schema",
+        "task_subject",
+        "task_description",
+        "error_details",
+        "permission_suggestions",
+        "background_tasks",
+        "session_crons",
+    }
+)
+
+Build = Callable[[Mapping[str, Any], dict[str, Any]], HookEvent]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeEvent:
+    """One documented Claude Code hook event.
+
+    Attributes:
+        name: Claude Code's event name.
+        canonical: the otelhooks event it maps to.
+        handled_by: ``tools``, ``turn`` or ``session`` (own spans), or ``point``.
+        matcher: the input field Claude Code's matcher filters on (``None``: no matcher).
+        answer: what the bridge may answer (documentation; ``""`` when it never answers).
+    """
+
+    name: str
+    canonical: str
+    handled_by: str
+    matcher: str | None
+    answer: str = ""
+
+
+def _str(payload: Mapping[str, Any], key: str) -> str:
+    value = payload.get(key)
+    return value if isinstance(value, str) else ""
+
+
+def _generic(payload: Mapping[str, Any], fields: dict[str, Any]) -> HookEvent:
+    return GenericEvent(**fields)
+
+
+def _permission_request(payload: Mapping[str, Any], fields: dict[str, Any]) -> HookEvent:
+    tool = PendingTool(identifier="", apiName=_str(payload, "tool_name") or "tool")
+    return BeforeHumanInterventionEvent(**fields, pendingTools=[tool])
+
+
+def _tool_batch(payload: Mapping[str, Any], fields: dict[str, Any]) -> HookEvent:
+    calls = payload.get("tool_calls")
+    listed = [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+    return ToolBatchEvent(**fields, stepIndex=0, toolCalls=listed)
+
+
+def _pre_compact(payload: Mapping[str, Any], fields: dict[str, Any]) -> HookEvent:
+    # Claude Code does not report the message or token count of the context it compacts.
+    return BeforeCompactEvent(**fields, messageCount=0, tokenCount=0)
+
+
+def _post_compact(payload: Mapping[str, Any], fields: dict[str, Any]) -> HookEvent:
+    return AfterCompactEvent(
+        **fields,
+        groupId=_str(payload, "trigger") or "compact",
+        messagesBefore=0,
+        messagesAfter=0,
+        summary=_str(payload, "compact_summary"),
+    )
+
+
+def _subagent_start(payload: Mapping[str, Any], fields: dict[str, Any]) -> HookEvent:
+    return BeforeCallAgentEvent(**fields, agentId=_str(payload, "agent_type") or "subagent")
+
+
+def _subagent_stop(payload: Mapping[str, Any], fields: dict[str, Any]) -> HookEvent:
+    return AfterCallAgentEvent(
+        **fields,
+        agentId=_str(payload, "agent_type") or "subagent",
+        subOperationId=_str(payload, "agent_id") or None,
+    )
+
+
+def _message_display(payload: Mapping[str, Any], fields: dict[str, Any]) -> HookEvent:
+    return MessageSentEvent(
+        **fields, channelId="claude-code", target="display", content=_str(payload, "delta")
+    )
+
+
+_POINT_BUILDERS: Final[dict[str, Build]] = {
+    "before_human_intervention": _permission_request,
+    "after_tool_batch": _tool_batch,
+    "before_compact": _pre_compact,
+    "after_compact": _post_compact,
+    "before_call_agent": _subagent_start,
+    "after_call_agent": _subagent_stop,
+    "message_sent": _message_display,
+}
+
+_DENY = "PreToolUse deny: hookSpecificOutput.permissionDecision (or exit 2)"
+_REWRITE = "PreToolUse ask + updatedInput when a hook rewrote the arguments"
+
+EVENTS: Final[dict[str, ClaudeEvent]] = {
+    e.name: e
+    for e in (
+        ClaudeEvent("SessionStart", "session_start", "session", "source"),
+        ClaudeEvent("Setup", "setup", "point", "trigger"),
+        ClaudeEvent("InstructionsLoaded", "instructions_loaded", "point", "load_reason"),
+        ClaudeEvent(
+            "UserPromptSubmit",
+            "before_agent_start",
+            "turn",
+            None,
+            'decision "block" + reason (or exit 2)',
+        ),
+        ClaudeEvent("UserPromptExpansion", "user_prompt_expansion", "point", "command_name"),
+        ClaudeEvent("MessageDisplay", "message_sent", "point", None),
+        ClaudeEvent("PreToolUse", "before_tool_call", "tools", "tool_name", f"{_DENY}; {_REWRITE}"),
+        ClaudeEvent("PermissionRequest", "before_human_intervention", "point", "tool_name"),
+        ClaudeEvent("PermissionDenied", "on_tool_call_denied", "tools", "tool_name"),
+        ClaudeEvent("PostToolUse", "after_tool_call", "tools", "tool_name"),
+        ClaudeEvent("PostToolUseFailure", "on_tool_call_error", "tools", "tool_name"),
+        ClaudeEvent("PostToolBatch", "after_tool_batch", "point", None),
+        ClaudeEvent("Notification", "notification", "point", "notification_type"),
+        ClaudeEvent("SubagentStart", "before_call_agent", "point", "agent_type"),
+        ClaudeEvent("SubagentStop", "after_call_agent", "point", "agent_type"),
+        ClaudeEvent("TaskCreated", "task_created", "point", None),
+        ClaudeEvent("TaskCompleted", "task_completed", "point", None),
+        ClaudeEvent("Stop", "on_complete", "turn", None),
+        ClaudeEvent("StopFailure", "on_error", "turn", "error"),
+        ClaudeEvent("TeammateIdle", "teammate_idle", "point", None),
+        ClaudeEvent("ConfigChange", "config_change", "point", "source"),
+        ClaudeEvent("CwdChanged", "cwd_changed", "point", None),
+        ClaudeEvent("DirectoryAdded", "directory_added", "point", "source"),
+        ClaudeEvent("FileChanged", "file_changed", "point", "file_path"),
+        ClaudeEvent("WorktreeCreate", "worktree_create", "point", None),
+        ClaudeEvent("WorktreeRemove", "worktree_remove", "point", None),
+        ClaudeEvent("PreCompact", "before_compact", "point", "trigger"),
+        ClaudeEvent("PostCompact", "after_compact", "point", "trigger"),
+        ClaudeEvent("Elicitation", "elicitation", "point", "mcp_server_name"),
+        ClaudeEvent("ElicitationResult", "elicitation_result", "point", "mcp_server_name"),
+        ClaudeEvent("SessionEnd", "session_end", "session", "reason"),
+    )
+}
+
+
+def matcher_value(event: ClaudeEvent | None, payload: Mapping[str, Any]) -> str:
+    """What an otelhooks matcher runs against for this input (``*`` when nothing)."""
+    if event is None or event.matcher is None:
+        return "*"
+    value = _str(payload, event.matcher)
+    if event.matcher == "file_path" and value:
+        return PurePath(value).name  # FileChanged matchers name files, not paths
+    return value or "*"
+
+
+def claude_fields(payload: Mapping[str, Any], *, capture: bool) -> dict[str, Any]:
+    """The event's own fields (not the common ones); content-like fields only with capture."""
+    return {
+        k: v
+        for k, v in payload.items()
+        if k not in COMMON_KEYS and (capture or k not in CONTENT_KEYS)
+    }
+
+
+def point_payload(
+    event: ClaudeEvent | None,
+    payload: Mapping[str, Any],
+    common: dict[str, Any],
+    *,
+    capture: bool,
+) -> HookEvent:
+    """The canonical payload of a point event (a :class:`GenericEvent` for unknown names)."""
+    extra = claude_fields(payload, capture=capture)
+    name = event.canonical if event is not None else "claude_code_event"
+    fields: dict[str, Any] = {
+        **common,
+        "event": name,
+        "claudeCode": {"hookEventName": _str(payload, "hook_event_name"), **extra},
+    }
+    build = _POINT_BUILDERS.get(name)
+    if build is None:
+        return GenericEvent(
+            **fields, agentId="claude-code", matcherValue=matcher_value(event, payload), data=extra
+        )
+    return build(payload, fields)
+
+
+def lifecycle_attributes(
+    payload: Mapping[str, Any], *, capture: bool
+) -> dict[str, types.AttributeValue]:
+    """The span-event attributes of a point event: its scalar fields as ``claude_code.<field>``."""
+    attrs: dict[str, types.AttributeValue] = {}
+    for key, value in claude_fields(payload, capture=capture).items():
+        if isinstance(value, bool | int | float) or (isinstance(value, str) and len(value) <= 4096):
+            attrs[f"claude_code.{key}"] = value
+    for key in ("agent_id", "agent_type", "prompt_id"):
+        value = payload.get(key)
+        if isinstance(value, str):
+            attrs[f"claude_code.{key}"] = value
+    return attrs

@@ -1,0 +1,172 @@
+"""One hook input in, Claude Code's answer out: :func:`run_hook`, the bridge's single entry point.
+
+``otelhooks claude-code`` calls it with stdin; an HTTP route (Claude Code's ``http`` hooks) can
+call it with the request body and answer with the result: ``stdout`` is the JSON body, and an
+``exit_code`` of 2 is a block whose reason is ``stderr``.
+
+Problems of the bridge itself (input that is not JSON, a hooks file that does not load, a state
+file that cannot be written) answer as Claude Code expects from a failing hook: exit 1, the
+problem on stderr, a *non-blocking* error (Claude Code shows it and goes on). With
+``fail_closed`` a ``PreToolUse`` (or an input whose event cannot be read) answers *deny* with the
+problem as the reason instead, so a guard that cannot run never looks like "no objection".
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from otelhooks._errors import ConfigError
+from otelhooks.integrations.claude_code._common import AGENT, DenyMode, HookResponse
+from otelhooks.integrations.claude_code._environment import (
+    export_settings,
+    otlp_exporter,
+    project_path,
+)
+from otelhooks.integrations.claude_code._input import InputProblem, event_name_of, parse_input
+from otelhooks.integrations.claude_code._state import STATE_ENV
+
+__all__ = ["HOOKS_ENV", "TRACES_ENV", "BridgeOptions", "run_hook"]
+
+HOOKS_ENV = "OTELHOOKS_HOOKS"
+TRACES_ENV = "OTELHOOKS_TRACES_OUT"
+EXPORT_ENV = "OTELHOOKS_EXPORT_ENV"
+_CAPTURE_ENV = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
+
+_log = structlog.get_logger("otelhooks")
+
+
+@dataclass(frozen=True, slots=True)
+class BridgeOptions:
+    """How the bridge runs (the ``otelhooks claude-code`` flags).
+
+    Attributes:
+        hooks: hook config files or folders (``$OTELHOOKS_HOOKS`` adds more).
+        traces_out: OTLP JSON lines file (default ``$OTELHOOKS_TRACES_OUT``).
+        state: the state file (default ``$OTELHOOKS_CLAUDE_STATE``, then
+            ``~/.otelhooks/claude-code.sqlite3``).
+        export_env: the export file (default ``otelhooks.env`` next to the hooks).
+        deny_mode: ``json`` (``permissionDecision``) or ``exit2``.
+        fail_closed: answer ``PreToolUse`` with a deny when the bridge itself fails.
+        service_name: ``service.name`` of the spans.
+
+    Example:
+        >>> BridgeOptions(hooks=(".claude/otelhooks.yaml",), fail_closed=True).fail_closed
+        True
+    """
+
+    hooks: Sequence[str] = ()
+    traces_out: str | None = None
+    state: str | None = None
+    export_env: str | None = None
+    deny_mode: DenyMode = "json"
+    fail_closed: bool = False
+    service_name: str = AGENT
+    extra_exporters: Sequence[SpanExporter] = field(default_factory=tuple)
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes")
+
+
+def _refusal(event: str | None, problem: str, options: BridgeOptions) -> HookResponse:
+    """What a bridge problem answers: deny when fail-closed guards this event, else exit 1."""
+    if options.fail_closed and event in ("PreToolUse", None):
+        reason = f"otelhooks could not check this tool call (fail-closed): {problem}"
+        if options.deny_mode == "exit2" and event == "PreToolUse":
+            return HookResponse(2, stderr=reason)
+        decision = {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }
+        return HookResponse(stdout=json.dumps({"hookSpecificOutput": decision}), stderr=problem)
+    return HookResponse(1, stderr=f"otelhooks claude-code: {problem}")
+
+
+def run_hook(
+    raw: str | bytes | Mapping[str, Any],
+    options: BridgeOptions,
+    *,
+    environ: Mapping[str, str] | None = None,
+) -> HookResponse:
+    """Handle one Claude Code hook input (JSON text, or the parsed object) and answer it.
+
+    Args:
+        raw: the hook input as Claude Code sends it (stdin of a command hook, body of an
+            ``http`` hook).
+        options: the bridge's flags.
+        environ: the environment to read (``os.environ`` when omitted); relative paths resolve
+            against its ``CLAUDE_PROJECT_DIR``.
+
+    Returns:
+        exit code, stdout (Claude Code's JSON answer, or empty) and stderr.
+
+    Example:
+        >>> run_hook('{"hook_event_name": "Stop", "session_id": "s"}', BridgeOptions(
+        ...     state="/tmp/cc-doc.sqlite3")).exit_code
+        0
+    """
+    env = os.environ if environ is None else environ
+    if isinstance(raw, Mapping):
+        payload = dict(raw)
+    else:
+        try:
+            payload = parse_input(raw)
+        except InputProblem as exc:
+            return _refusal(event_name_of(raw), str(exc), options)
+    name = payload.get("hook_event_name")
+    event = name if isinstance(name, str) else None
+    try:
+        return _handle(payload, options, env)
+    except ConfigError as exc:
+        return _refusal(event, str(exc), options)
+    except Exception as exc:
+        _log.exception("claude-code bridge failed", hook_event=event)
+        return _refusal(event, f"{type(exc).__name__}: {exc}", options)
+
+
+def _handle(
+    payload: dict[str, Any], options: BridgeOptions, env: Mapping[str, str]
+) -> HookResponse:
+    from otelhooks._config import load_config
+    from otelhooks._export import OtlpJsonLinesSpanExporter
+    from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
+    from otelhooks.integrations.claude_code._spans import LockedFileExporter
+    from otelhooks.integrations.claude_code._state import BridgeState
+
+    listed = [*options.hooks, *(p for p in env.get(HOOKS_ENV, "").split(os.pathsep) if p)]
+    hook_paths = [project_path(p, env) for p in listed]
+    explicit = options.export_env or env.get(EXPORT_ENV)
+    settings = export_settings(hook_paths, project_path(explicit, env) if explicit else None, env)
+    # the export file may name more hooks (it is read for OTELHOOKS_* too)
+    if HOOKS_ENV not in env and settings.get(HOOKS_ENV):
+        hook_paths += [project_path(p, env) for p in settings[HOOKS_ENV].split(os.pathsep) if p]
+    hooks = load_config(hook_paths).hooks
+    exporters: list[SpanExporter] = list(options.extra_exporters)
+    traces_out = options.traces_out or settings.get(TRACES_ENV)
+    if traces_out:
+        path = os.fspath(project_path(traces_out, env))
+        exporters.append(LockedFileExporter(OtlpJsonLinesSpanExporter(path), f"{path}.lock"))
+    otlp = otlp_exporter(settings)
+    if otlp is not None:
+        exporters.append(otlp)
+    state_path = options.state or settings.get(STATE_ENV)
+    bridge = ClaudeCodeBridge(
+        hooks=hooks,
+        state=BridgeState(project_path(state_path, env) if state_path else None),
+        exporters=exporters,
+        deny_mode=options.deny_mode,
+        service_name=settings.get("OTEL_SERVICE_NAME") or options.service_name,
+        capture=_truthy(settings.get(_CAPTURE_ENV)),
+    )
+    try:
+        return bridge.handle(payload)
+    finally:
+        bridge.close()
