@@ -9,22 +9,24 @@ __all__ = ["add_subcommands"]
 
 
 def _how_to_see(http: str | None, hooks_file: str) -> str:
-    if http is not None:
+    if http is None:
         return (
-            f"  run:   OTELHOOKS_ADMIN_TOKEN=... otelhooks serve --hooks {hooks_file}\n"
-            "  and give Claude Code the same token: export OTELHOOKS_INGEST_TOKEN=...\n"
-            "  Claude Code's own telemetry, joined by session and tool_use_id:\n"
-            "    CLAUDE_CODE_ENABLE_TELEMETRY=1 OTEL_LOGS_EXPORTER=otlp OTEL_METRICS_EXPORTER=otlp\n"
-            "    OTEL_TRACES_EXPORTER=otlp CLAUDE_CODE_ENHANCED_TELEMETRY_BETA=1\n"
-            f"    OTEL_EXPORTER_OTLP_ENDPOINT={http.rstrip('/').removesuffix('/v1/hooks/claude-code')}"
-            " OTEL_EXPORTER_OTLP_PROTOCOL=http/json\n"
-            '    OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer $OTELHOOKS_INGEST_TOKEN"\n'
-            "  traces: set OTEL_EXPORTER_OTLP_ENDPOINT for `otelhooks serve` (Jaeger: one trace per "
-            "session); events: GET /v1/events"
+            f"  put your hooks in {hooks_file}; spans: add --traces-out FILE to the commands\n"
+            "  or set OTEL_EXPORTER_OTLP_ENDPOINT where Claude Code runs (one trace per session)"
         )
-    return (
-        f"  put your hooks in {hooks_file}; spans: add --traces-out FILE to the commands or set\n"
-        "  OTEL_EXPORTER_OTLP_ENDPOINT where Claude Code runs (one trace per session)"
+    base = http.rstrip("/").removesuffix("/v1/hooks/claude-code")
+    return "\n".join(
+        [
+            f"  run:   OTELHOOKS_ADMIN_TOKEN=... otelhooks serve --hooks {hooks_file}",
+            "  give Claude Code the ingest token: export OTELHOOKS_INGEST_TOKEN=...",
+            "  Claude Code's own telemetry, joined by session and tool_use_id:",
+            "    CLAUDE_CODE_ENABLE_TELEMETRY=1 CLAUDE_CODE_ENHANCED_TELEMETRY_BETA=1",
+            "    OTEL_LOGS_EXPORTER=otlp OTEL_METRICS_EXPORTER=otlp OTEL_TRACES_EXPORTER=otlp",
+            f"    OTEL_EXPORTER_OTLP_ENDPOINT={base} OTEL_EXPORTER_OTLP_PROTOCOL=http/json",
+            '    OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer $OTELHOOKS_INGEST_TOKEN"',
+            "  traces: give `otelhooks serve` an OTEL_EXPORTER_OTLP_ENDPOINT (e.g. Jaeger):",
+            "  one trace per session; decisions: GET /v1/events",
+        ]
     )
 
 

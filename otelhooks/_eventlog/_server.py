@@ -135,9 +135,12 @@ class EventLogServer:
     def _prepare(self) -> uvicorn.Server:
         import uvicorn
 
+        hooked = "/v1/hooks/claude-code" in self.app.routes
         for processor in self.span_processors:
-            if isinstance(processor, HookSpanProcessor):
-                warn_intercept_hooks(processor)
+            # a processor in front of others (Claude Code's join) names them ``downstream``
+            for inner in (processor, *getattr(processor, "downstream", ())):
+                if isinstance(inner, HookSpanProcessor):
+                    warn_intercept_hooks(inner, claude_code=hooked)
         self.bind()
         config = uvicorn.Config(
             self.app,
@@ -233,13 +236,18 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def warn_intercept_hooks(processor: HookSpanProcessor) -> list[str]:
+def warn_intercept_hooks(processor: HookSpanProcessor, *, claude_code: bool = False) -> list[str]:
     """Log a warning naming the intercept hooks a receiver cannot run; returns their ids."""
     ids = [hook.id for hook in processor.registry.hooks() if hook.intercepts]
     if ids:
+        where = (
+            "; they do decide Claude Code's http hooks (POST /v1/hooks/claude-code)"
+            if claude_code
+            else ""
+        )
         _log.warning(
             "intercept hooks cannot act on received spans: the call already happened in the "
-            "agent's process, so these hooks never run here; register them in that process",
+            "agent's process, so these hooks never run here; register them in that process" + where,
             hook_ids=ids,
         )
     return ids

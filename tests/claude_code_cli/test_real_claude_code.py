@@ -88,8 +88,11 @@ def _run_claude(
         **extra,
     }
     result = subprocess.run(
-        [str(claude), "-p", "clean up", "--permission-mode", "bypassPermissions"]
-        + ["--output-format", "json"],
+        [
+            str(claude),
+            *("-p", "clean up", "--permission-mode", "bypassPermissions"),
+            *("--output-format", "json"),
+        ],
         cwd=project,
         env=env,
         capture_output=True,
@@ -185,8 +188,16 @@ def otelhooks_serve(project: Path, tmp_path: Path) -> Iterator[tuple[str, Webhoo
             "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
         }
         proc = subprocess.Popen(
-            [sys.executable, "-m", "otelhooks", "serve", "--hooks", str(hooks_file)]
-            + ["--port", str(port)],
+            [
+                sys.executable,
+                "-m",
+                "otelhooks",
+                "serve",
+                "--hooks",
+                str(hooks_file),
+                "--port",
+                str(port),
+            ],
             env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -249,7 +260,8 @@ def test_http_hooks_into_serve_deny_allow_and_join_claude_telemetry(
     for span in claude_tools:
         linked = {link.context.span_id for link in span.links}
         assert linked & hook_tool_spans, "Claude Code's tool span is not linked to the hook span"
-        assert span.attributes is not None and "claude_code.trace_id" in span.attributes
+        assert span.attributes is not None
+        assert "claude_code.trace_id" in span.attributes
 
 
 def _get_events(url: str) -> list[dict[str, Any]]:
@@ -279,4 +291,3 @@ def _exported_spans(sink: WebhookServer, done: Any) -> list[Any]:
         if any(done(s) for s in spans) or time.monotonic() > deadline:
             return spans
         time.sleep(0.2)
-
