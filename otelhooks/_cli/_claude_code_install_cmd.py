@@ -68,6 +68,22 @@ def _uninstall(args: argparse.Namespace) -> int:
     return 0
 
 
+def _daemon(args: argparse.Namespace) -> int:
+    from otelhooks.integrations.claude_code import BridgeOptions
+    from otelhooks.integrations.claude_code._daemon import run_daemon
+
+    options = BridgeOptions(
+        hooks=tuple(args.hooks),
+        traces_out=args.traces_out,
+        state=args.state,
+        export_env=args.export_env,
+        deny_mode=args.deny_mode,
+        fail_closed=args.fail_closed,
+        service_name=args.service_name,
+    )
+    return run_daemon(args.socket, options)
+
+
 def _where(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--user", action="store_true", help="~/.claude/settings.json instead of the project's"
@@ -112,3 +128,11 @@ def add_subcommands(cmd: argparse.ArgumentParser) -> None:
     )
     _where(uninstall)
     uninstall.set_defaults(func=_uninstall)
+    daemon = sub.add_parser(
+        "daemon",
+        help="the bridge daemon the fast command form starts by itself (not run by hand)",
+        description="Serve the bridge (the options given before `daemon`) on a Unix socket "
+        "until idle; started by the hook client that `install` writes.",
+    )
+    daemon.add_argument("--socket", required=True, metavar="PATH", help="the Unix socket")
+    daemon.set_defaults(func=_daemon)

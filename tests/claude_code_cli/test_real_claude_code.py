@@ -139,6 +139,7 @@ def test_command_bridge_denies_rm_and_runs_the_harmless_call(
     extra = {
         "OTELHOOKS_TRACES_OUT": str(traces),
         "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
+        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",  # the bridge daemon leaves soon after the test
     }
     with webhook_server() as hooks_server:
         (project / ".claude" / "otelhooks.yaml").write_text(HOOKS.format(webhook=hooks_server.url))

@@ -76,7 +76,10 @@ def test_command_form_runs_only_safe_observers_async(settings: Path) -> None:
     ours = _ours(json.loads(settings.read_text()))
     async_events = {e for e, hs in ours.items() if hs[0].get("async")}
     assert async_events == {"Notification", "PreCompact", "PostCompact", "SubagentStart"}
-    assert ours["PreToolUse"][0]["command"] == "otelhooks claude-code --hooks cfg/hooks.yaml"
+    command = ours["PreToolUse"][0]["command"]
+    assert command.endswith(
+        "/otelhooks/integrations/claude_code/hook_client.py --hooks cfg/hooks.yaml"
+    )
 
 
 def test_install_warns_that_guards_fail_open(settings: Path) -> None:

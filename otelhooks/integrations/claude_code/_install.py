@@ -9,7 +9,9 @@ they leave empty).
 
 Two forms:
 
-- **command** (default): each event starts ``otelhooks claude-code --hooks FILE``. Point events
+- **command** (default): each event starts the standard-library hook client
+  (:mod:`~otelhooks.integrations.claude_code.hook_client`, run by path with this interpreter),
+  which hands it to a bridge daemon it starts on first use. Point events
   that end no span and decide nothing (``Notification``, ``PreCompact``, ``PostCompact``,
   ``SubagentStart``) run as Claude Code ``async`` hooks, off Claude's path. Tool and session
   events stay synchronous: ``PreToolUse`` decides, and the bridge carries each tool span from
@@ -29,6 +31,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import sys
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -49,6 +52,7 @@ __all__ = [
 TOKEN_ENV = "OTELHOOKS_INGEST_TOKEN"
 ROUTE = "/v1/hooks/claude-code"
 COMMAND = "otelhooks claude-code"
+CLIENT_FILE = "otelhooks/integrations/claude_code/hook_client.py"
 
 # Every event the bridge maps (Claude Code 2.1), in Claude's lifecycle order.
 EVENTS: tuple[str, ...] = (
@@ -98,10 +102,18 @@ def is_ours(handler: Any) -> bool:
     if not isinstance(handler, dict):
         return False
     if handler.get("type") == "command":
-        return COMMAND in str(handler.get("command") or "")
+        command = str(handler.get("command") or "")
+        return COMMAND in command or CLIENT_FILE in command
     if handler.get("type") == "http":
         return str(handler.get("url") or "").rstrip("/").endswith(ROUTE)
     return False
+
+
+def client_command() -> str:
+    """The fast hook command: this interpreter running the standard-library hook client."""
+    from otelhooks.integrations.claude_code import hook_client
+
+    return f"{shlex.quote(sys.executable)} -I -S {shlex.quote(hook_client.__file__)}"
 
 
 def hook_url(base: str) -> str:
@@ -119,7 +131,7 @@ def _handler(event: str, *, http: str | None, hooks_file: str, fail_closed: bool
             "allowedEnvVars": [TOKEN_ENV],
             "timeout": 10,
         }
-    command = f"{COMMAND} --hooks {shlex.quote(hooks_file)}"
+    command = f"{client_command()} --hooks {shlex.quote(hooks_file)}"
     if fail_closed and event in GUARD_EVENTS:
         command += " --fail-closed"
     handler: dict[str, Any] = {"type": "command", "command": command, "timeout": 30}

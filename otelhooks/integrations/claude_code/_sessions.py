@@ -55,7 +55,10 @@ class ServerSessions(BridgeState):
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         self._db = sqlite3.connect(
-            _MEMORY if path is None else self.path, isolation_level=None, check_same_thread=False
+            _MEMORY if path is None else self.path,
+            timeout=30.0,
+            isolation_level=None,
+            check_same_thread=False,
         )
         self._db.row_factory = sqlite3.Row
         if path is not None:
