@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 
 REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))  # this checkout's otelhooks, whatever is installed
 TOKEN = "bench-token"
 GUARD = """\
 from otelhooks import Block
@@ -94,6 +95,12 @@ def _burst(url: str, sessions: int, tools: int, tag: str) -> list[float]:
     return latencies
 
 
+def _cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) a process used so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -136,9 +143,11 @@ def http_round_trip(sessions: int, tools: int, rounds: int) -> dict[str, Any]:
                         raise
                     time.sleep(0.05)
             _burst(url, sessions, tools, "warm")
+            cpu_before = _cpu_s(proc.pid)
             latencies: list[float] = []
             for r in range(rounds):
                 latencies += _burst(url, sessions, tools, f"r{r}")
+            cpu = _cpu_s(proc.pid) - cpu_before
         finally:
             proc.terminate()
             proc.wait(20)
@@ -148,6 +157,7 @@ def http_round_trip(sessions: int, tools: int, rounds: int) -> dict[str, Any]:
         "p50_ms": round(_percentile(latencies, 0.50) * 1000, 2),
         "p99_ms": round(_percentile(latencies, 0.99) * 1000, 2),
         "max_ms": round(max(latencies) * 1000, 2),
+        "server_cpu_ms_per_request": round(cpu / len(latencies) * 1000, 3),
     }
 
 

@@ -17,8 +17,9 @@ the bridge failed           500 (a non-blocking error for Claude Code: shown, th
 not JSON / not an object    400 (also non-blocking)
 ==========================  ======================================================================
 
-The bridge runs on a worker thread: a control webhook or a command hook it waits for never
-blocks the server's event loop.
+Events whose hooks decide (``PreToolUse``, ``UserPromptSubmit``, ``PermissionRequest``) run on a
+worker thread: a control webhook or a command hook they wait for never blocks the server's event
+loop. The others only record (session state, a span, queued observers) and are answered inline.
 """
 
 from __future__ import annotations
@@ -40,6 +41,9 @@ HOOK_ROUTE = "/v1/hooks/claude-code"
 DEFAULT_MAX_HOOK_BODY = 4 * 1024 * 1024  # tool inputs and responses (file contents) included
 
 _log = structlog.get_logger("otelhooks")
+
+# events whose hooks decide (intercept chains); every other event's hooks are observers
+_DECIDING = frozenset({"PreToolUse", "UserPromptSubmit", "PermissionRequest"})
 
 
 def _deny(event: str, reason: str) -> dict[str, Any]:
@@ -124,7 +128,13 @@ class ClaudeCodeHookRoute:
             body = {"error": "bad_request", "message": "the hook input is not a JSON object"}
             await send_json(send, 400, body)
             return
-        status, answer = await asyncio.to_thread(self.answer, payload)
+        if str(payload.get("hook_event_name")) in _DECIDING:
+            # intercept hooks may wait (commands, control webhooks): never on the event loop
+            status, answer = await asyncio.to_thread(self.answer, payload)
+        else:
+            # the rest only records (session state in memory, a span, queued observers):
+            # answered inline, without a thread hop on Claude Code's path
+            status, answer = self.answer(payload)
         await respond(send, status, answer, b"application/json")
 
 
