@@ -4,10 +4,11 @@
 
 1. **HTTP hooks.** A real ``otelhooks serve`` process on 127.0.0.1 with a ``before_tool_call``
    guard (a script hook that blocks ``rm -rf``) and the default event log. ``--sessions``
-   concurrent sessions (one thread and one keep-alive connection each, as Claude Code holds
-   one) each post a whole turn at once, as fast as answers come back: ``UserPromptSubmit``,
-   ``--tools`` x (``PreToolUse`` + ``PostToolUse``), ``Stop``. Every request's round trip is
-   timed on the client; p50/p99 over all of them, after one warm-up burst.
+   concurrent sessions (each its own process with one keep-alive connection, as each Claude
+   Code process holds one) start together and post a whole turn as fast as answers come back:
+   ``UserPromptSubmit``, ``--tools`` x (``PreToolUse`` + ``PostToolUse``), ``Stop``. Every
+   request's round trip is timed in its session; p50/p99 over all of them, after one warm-up
+   burst; and the server's CPU time per request.
 2. **Command bridge.** One ``PreToolUse`` event on stdin, timed from spawn to exit, of the hook
    command ``install`` writes (the standard-library client handing the event to its bridge
    daemon, already running) and of the one-process ``python -m otelhooks claude-code``,
@@ -25,7 +26,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -69,29 +69,48 @@ def _session_events(session: str, tools: int) -> list[dict[str, Any]]:
     return events
 
 
+def _session(url: str, session: str, tools: int, barrier: Any, out: Any) -> None:
+    """One Claude Code session: its own process and keep-alive connection, as the real one."""
+    import http.client
+
+    host, port = url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port))
+    headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
+    bodies = [json.dumps(event).encode() for event in _session_events(session, tools)]
+    conn.request("GET", "/v1/events?mode=version", headers=headers)  # connect before the burst
+    conn.getresponse().read()
+    barrier.wait()
+    mine: list[float] = []
+    for body in bodies:
+        t0 = time.perf_counter()
+        conn.request("POST", "/v1/hooks/claude-code", body=body, headers=headers)
+        response = conn.getresponse()
+        response.read()
+        mine.append(time.perf_counter() - t0)
+        if response.status != 200:
+            raise RuntimeError(f"HTTP {response.status}")
+    conn.close()
+    out.put(mine)
+
+
 def _burst(url: str, sessions: int, tools: int, tag: str) -> list[float]:
+    """All sessions start together (a barrier) and post their turns as fast as answered."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(sessions)
+    out = ctx.Queue()
+    procs = [
+        ctx.Process(target=_session, args=(url, f"{tag}-{n}", tools, barrier, out))
+        for n in range(sessions)
+    ]
+    for proc in procs:
+        proc.start()
     latencies: list[float] = []
-    lock = threading.Lock()
-    start = threading.Barrier(sessions)
-
-    def run(n: int) -> None:
-        mine: list[float] = []
-        with httpx.Client(headers={"Authorization": f"Bearer {TOKEN}"}) as client:
-            client.get(url + "/v1/events?mode=version")  # connect before the burst
-            start.wait()
-            for body in _session_events(f"{tag}-{n}", tools):
-                t0 = time.perf_counter()
-                response = client.post(url + "/v1/hooks/claude-code", json=body)
-                mine.append(time.perf_counter() - t0)
-                response.raise_for_status()
-        with lock:
-            latencies.extend(mine)
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(sessions)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    for _ in procs:
+        latencies.extend(out.get(timeout=120))
+    for proc in procs:
+        proc.join()
     return latencies
 
 
@@ -220,12 +239,16 @@ def main() -> None:
     parser.add_argument("--tools", type=int, default=8)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--runs", type=int, default=15)
+    parser.add_argument("--only", choices=("http", "bridge"), help="run one of the two parts")
     args = parser.parse_args()
-    load = os.getloadavg()[0]
-    http = http_round_trip(args.sessions, args.tools, args.rounds)
-    print(json.dumps({"http_hooks": http, "load_avg_1m": load}))
-    bridge = command_bridge(args.runs)
-    print(json.dumps({"command_bridge": bridge, "load_avg_1m": os.getloadavg()[0]}))
+    if args.only != "bridge":
+        load = os.getloadavg()[0]
+        http = http_round_trip(args.sessions, args.tools, args.rounds)
+        print(json.dumps({"http_hooks": http, "load_avg_1m": round(load, 1)}))
+    if args.only != "http":
+        load = os.getloadavg()[0]
+        bridge = command_bridge(args.runs)
+        print(json.dumps({"command_bridge": bridge, "load_avg_1m": round(load, 1)}))
 
 
 if __name__ == "__main__":

@@ -84,6 +84,23 @@ def _daemon(args: argparse.Namespace) -> int:
     return run_daemon(args.socket, options)
 
 
+def _tree(args: argparse.Namespace) -> int:
+    from otelhooks._demo_tree import render_trees
+    from otelhooks._export._otlp_json import read_otlp_json_lines
+    from otelhooks.integrations.claude_code import session_trace_id
+
+    try:
+        spans = read_otlp_json_lines(args.path)
+    except OSError as exc:
+        print(f"otelhooks claude-code tree: {exc}", file=sys.stderr)
+        return 1
+    if args.session:
+        trace = format(session_trace_id(args.session), "032x")
+        spans = [s for s in spans if s.get("traceId") == trace]
+    print(render_trees(spans))
+    return 0
+
+
 def _where(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--user", action="store_true", help="~/.claude/settings.json instead of the project's"
@@ -95,7 +112,7 @@ def _where(parser: argparse.ArgumentParser) -> None:
 
 def add_subcommands(cmd: argparse.ArgumentParser) -> None:
     """Add ``install`` and ``uninstall`` under ``otelhooks claude-code``."""
-    sub = cmd.add_subparsers(dest="action", required=False, metavar="{install,uninstall}")
+    sub = cmd.add_subparsers(dest="action", required=False, metavar="{install,uninstall,tree}")
     install = sub.add_parser(
         "install",
         help="write otelhooks hooks into Claude Code's settings (merged, idempotent)",
@@ -128,6 +145,15 @@ def add_subcommands(cmd: argparse.ArgumentParser) -> None:
     )
     _where(uninstall)
     uninstall.set_defaults(func=_uninstall)
+    tree = sub.add_parser(
+        "tree",
+        help="print the spans of a traces file as trees, one per Claude Code session",
+        description="Print OTLP JSON lines (serve --traces-out, or the bridge's --traces-out) "
+        "as trace trees: the hook spans and Claude Code's own spans joined into them.",
+    )
+    tree.add_argument("path", metavar="PATH", help="the OTLP JSON lines file")
+    tree.add_argument("--session", metavar="ID", help="only this Claude Code session")
+    tree.set_defaults(func=_tree)
     daemon = sub.add_parser(
         "daemon",
         help="the bridge daemon the fast command form starts by itself (not run by hand)",

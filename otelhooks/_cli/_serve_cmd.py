@@ -22,10 +22,16 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from opentelemetry.sdk.trace.export import SpanExporter
+
     from otelhooks._eventlog._server import serve
+    from otelhooks._export import OtlpJsonLinesSpanExporter
     from otelhooks._logging import configure_logging
 
     configure_logging(json=args.log_json)
+    exporters: list[SpanExporter] = []
+    if args.traces_out:
+        exporters.append(OtlpJsonLinesSpanExporter(args.traces_out))
     try:
         server = serve(
             args.hooks,
@@ -35,6 +41,7 @@ def _serve(args: argparse.Namespace) -> int:
             start=False,
             claude_code=not args.no_claude_code,
             fail_closed=args.fail_closed,
+            span_exporters=exporters,
         )
     except ConfigError as exc:
         print(f"otelhooks serve: {exc}", file=sys.stderr)
@@ -96,6 +103,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         action="store_true",
         help="Claude Code hooks: when a hook fails on PreToolUse, answer deny (default: 500, "
         "which Claude Code treats as a non-blocking error and runs the tool)",
+    )
+    serve.add_argument(
+        "--traces-out",
+        metavar="PATH",
+        help="append the Claude Code hook spans and the joined Claude Code spans to PATH as "
+        "OTLP JSON lines (`otelhooks claude-code tree PATH` prints them)",
     )
     serve.add_argument(
         "--no-claude-code",

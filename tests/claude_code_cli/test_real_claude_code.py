@@ -190,14 +190,8 @@ def otelhooks_serve(project: Path, tmp_path: Path) -> Iterator[tuple[str, Webhoo
         }
         proc = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "otelhooks",
-                "serve",
-                "--hooks",
-                str(hooks_file),
-                "--port",
-                str(port),
+                *(sys.executable, "-m", "otelhooks", "serve", "--hooks", str(hooks_file)),
+                *("--port", str(port), "--traces-out", str(tmp_path / "serve-traces.jsonl")),
             ],
             env=env,
             stdout=subprocess.PIPE,
@@ -263,6 +257,38 @@ def test_http_hooks_into_serve_deny_allow_and_join_claude_telemetry(
         assert linked & hook_tool_spans, "Claude Code's tool span is not linked to the hook span"
         assert span.attributes is not None
         assert "claude_code.trace_id" in span.attributes
+
+    # The same, as the tree `otelhooks claude-code tree` prints from serve's --traces-out.
+    tree = _tree(tmp_path / "serve-traces.jsonl", session)
+    assert f"trace {trace:032x}" in tree
+    assert "execute_tool Bash" in tree
+    assert "DENIED by no-rm" in tree
+    assert "claude_code.tool" in tree
+    assert "link -> hook span" in tree
+
+
+def _tree(path: Path, session: str) -> str:
+    deadline = time.monotonic() + 10
+    while True:  # serve writes the joined spans in batches (every 0.5 s)
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "otelhooks",
+                "claude-code",
+                "tree",
+                str(path),
+                "--session",
+                session,
+            ],
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if "link -> hook span" in result.stdout or time.monotonic() > deadline:
+            return result.stdout
+        time.sleep(0.3)
 
 
 def _get_events(url: str) -> list[dict[str, Any]]:
