@@ -162,6 +162,7 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
     server = uvicorn.Server(config)
 
     async def watch_idle() -> None:
+        app.last = time.monotonic()  # idle from when it serves, not from when it was built
         while not server.should_exit:
             await asyncio.sleep(min(1.0, idle / 4))
             if time.monotonic() - app.last > idle:

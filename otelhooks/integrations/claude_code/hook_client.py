@@ -8,7 +8,8 @@ the webhook client) costs that process about 0.6 s of CPU, so instead
     /usr/bin/python3 -I -S .../otelhooks/integrations/claude_code/hook_client.py --hooks FILE
 
 It hands the event to a per-user bridge daemon over a Unix socket (``0600`` in a ``0700``
-folder) and prints the daemon's answer exactly as the bridge would. The first event, when no
+folder the user owns; in any other folder no socket is trusted and the one-process bridge
+answers) and prints the daemon's answer exactly as the bridge would. The first event, when no
 daemon is listening, starts one in the background (``otelhooks claude-code ... daemon``) and
 is answered by the ordinary one-process bridge meanwhile. The daemon keeps sessions in the same
 state file as the one-process bridge, so either can handle any event; it exits after
@@ -105,12 +106,19 @@ def _ask(path: str, body: bytes) -> dict[str, object] | None:
     return answer if isinstance(answer, dict) else None
 
 
-def _start_daemon(argv: list[str], path: str) -> None:
+def _private_folder(path: str) -> bool:
+    """Whether the socket's folder exists (made now if not) and is this user's alone: a socket
+    in a folder others can write to could be someone else's, answering "allow"."""
     folder = os.path.dirname(path)
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    info = os.stat(folder)
-    if info.st_uid != os.getuid() or info.st_mode & 0o077:
-        return  # someone else's folder: never put a socket there; the slow path still works
+    try:
+        os.makedirs(folder, mode=0o700, exist_ok=True)
+        info = os.lstat(folder)
+    except OSError:
+        return False
+    return info.st_uid == os.getuid() and not info.st_mode & 0o077 and os.path.isdir(folder)
+
+
+def _start_daemon(argv: list[str], path: str) -> None:
     log = open(path[: -len(".sock")] + ".log", "ab")  # noqa: SIM115 - handed to the child
     with log:
         subprocess.Popen(
@@ -127,15 +135,19 @@ def main(argv: list[str] | None = None) -> int:
     args = _normalized(list(sys.argv[1:] if argv is None else argv))
     body = sys.stdin.buffer.read()
     path = socket_path(args)
-    try:
-        answer = _ask(path, body)
-    except (OSError, ValueError):
-        answer = None
+    private = _private_folder(path)
+    answer = None
+    if private:
+        try:
+            answer = _ask(path, body)
+        except (OSError, ValueError):
+            answer = None
     if answer is None:
-        try:  # noqa: SIM105 - contextlib is one more import on every hook's path
-            _start_daemon(args, path)
-        except OSError:
-            pass
+        if private:
+            try:  # noqa: SIM105 - contextlib is one more import on every hook's path
+                _start_daemon(args, path)
+            except OSError:
+                pass
         done = subprocess.run(
             [sys.executable, "-m", "otelhooks", "claude-code", *args], input=body, check=False
         )
