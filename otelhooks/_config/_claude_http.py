@@ -14,9 +14,11 @@ reference describes it:
 - any other answer (a non-2xx status, a body that is not a JSON object, a connection failure, a
   timeout) is a *non-blocking error*, as in Claude Code: recorded, and the action goes on.
 
-Header values take ``$VAR`` or ``${VAR}``; only variables in ``allowedEnvVars`` are resolved, the
-others become empty strings (Claude Code's rule). The body is capped at 64 KiB and the whole
-exchange at the handler's timeout, through otelhooks' webhook client.
+Header values take ``$VAR`` or ``${VAR}``; only variables in ``allowedEnvVars`` are resolved (at
+send time, an unset one as an empty string), the others become empty strings (Claude Code's
+rule). Resolved values are registered as secrets, so no log or span quotes them. The body is
+capped at 64 KiB and the whole exchange at the handler's timeout, through otelhooks' webhook
+client.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from otelhooks._actions._webhook_http import (
 from otelhooks._events import HookEvent, resolve_event
 from otelhooks._events._registry import Dialect
 from otelhooks._hooks import Block
+from otelhooks._redact import register_secret
 
 __all__ = ["ClaudeHttpError", "ClaudeHttpHandler", "claude_headers", "claude_input"]
 
@@ -49,15 +52,31 @@ class ClaudeHttpError(Exception):
     """The endpoint's answer is not one Claude Code would act on (a non-blocking error)."""
 
 
-def claude_headers(headers: Mapping[str, str], allowed: Sequence[str]) -> dict[str, str]:
-    """Headers with ``$VAR`` written as ``${VAR}`` and unlisted variables removed (empty)."""
+def claude_headers(
+    headers: Mapping[str, str], allowed: Sequence[str], environ: Mapping[str, str]
+) -> dict[str, str]:
+    """Header values resolved as Claude Code does: listed variables from ``environ`` (unset:
+    empty), unlisted ones empty.
+
+    Raises:
+        ClaudeHttpError: a resolved value cannot be sent as a header (a line break in it).
+    """
     permitted = set(allowed)
 
     def one(match: re.Match[str]) -> str:
         name = match.group(1) or match.group(2)
-        return f"${{{name}}}" if name in permitted else ""
+        value = environ.get(name, "") if name in permitted else ""
+        if value:
+            register_secret(value)
+        return value
 
-    return {name: _VAR.sub(one, value) for name, value in headers.items()}
+    # an empty variable leaves "Bearer ": HTTP forbids the trailing space
+    resolved = {name: _VAR.sub(one, value).strip() for name, value in headers.items()}
+    for name, value in resolved.items():
+        if not value.isprintable():
+            # never quote the value: it comes from the environment
+            raise ClaudeHttpError(f"header {name!r} is not a valid header value once resolved")
+    return resolved
 
 
 def _claude_name(event: str) -> str:
@@ -125,12 +144,11 @@ class ClaudeHttpHandler:
         allowed_env_vars: Sequence[str] = (),
         timeout: float = 30.0,
     ) -> None:
-        self.config = WebhookConfig(
-            url=url,
-            headers=claude_headers(headers or {}, allowed_env_vars),
-            allowed_env_vars=list(allowed_env_vars),
-            timeout=timeout,
-        )
+        # the headers are resolved per request (Claude Code's rules, not the webhook config's)
+        self.headers = dict(headers or {})
+        self.allowed_env_vars = tuple(allowed_env_vars)
+        self.config = WebhookConfig(url=url, timeout=timeout)
+        WebhookConfig(url=url, headers=self.headers)  # header names checked at load
 
     def __repr__(self) -> str:
         return f"ClaudeHttpHandler({self.config.url!r}, timeout={self.config.timeout:g})"
@@ -140,6 +158,7 @@ class ClaudeHttpHandler:
         prepared = prepare(self.config, content, payload.eventId)
         if isinstance(prepared, Delivery):
             raise ClaudeHttpError(prepared.message or "cannot prepare the request")
+        prepared.headers.update(claude_headers(self.headers, self.allowed_env_vars, os.environ))
         delivery = send(
             sync_client(), self.config, prepared, accept=_OK, limit=CONTROL_RESPONSE_LIMIT
         )

@@ -194,7 +194,12 @@ class ClaudeCodeBridge:
         }
 
     def _end_operation(
-        self, op: OpenOperation, reason: Literal["done", "error", "interrupted"], error: str | None
+        self,
+        op: OpenOperation,
+        reason: Literal["done", "error", "interrupted"],
+        error: str | None,
+        *,
+        error_type: str = "StopFailure",
     ) -> None:
         end = time.time_ns()
         self.writer.write(
@@ -207,14 +212,14 @@ class ClaudeCodeBridge:
                 end,
                 self._op_attributes(op, reason),
                 error=error,
-                error_type="StopFailure" if error else None,
+                error_type=error_type if error else None,
             )
         )
         common = self._common(op.session_id, op, op.span_id)
         if error is not None:
             self.observe(
                 "on_error",
-                ErrorEvent(**common, agentId=AGENT, errorMessage=error, errorType="StopFailure"),
+                ErrorEvent(**common, agentId=AGENT, errorMessage=error, errorType=error_type),
                 (AGENT,),
             )
         complete = CompleteEvent(
@@ -257,11 +262,20 @@ class ClaudeCodeBridge:
         return HookResponse(stdout=json.dumps({"decision": "block", "reason": reason}))
 
     def _stop(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
+        failed = name == "StopFailure"
+        if failed:
+            # a failed turn is reported even if its start was not seen (hooks added mid-turn)
+            self.state.current_operation(session)
         op = self.state.end_operation(session)
-        if op is not None:
-            failed = name == "StopFailure"
-            error = str(payload.get("error") or "the turn failed") if failed else None
-            self._end_operation(op, "error" if failed else "done", error)
+        if op is None:
+            return HookResponse()
+        if not failed:
+            self._end_operation(op, "done", None)
+            return HookResponse()
+        kind = str(payload.get("error") or "unknown")  # rate_limit, overloaded, ...
+        details = payload.get("error_details")
+        error = f"{kind}: {details}" if isinstance(details, str) and details else kind
+        self._end_operation(op, "error", error, error_type=kind)
         return HookResponse()
 
     # -- sessions and point events -----------------------------------------------------------------

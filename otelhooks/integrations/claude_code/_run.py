@@ -169,4 +169,8 @@ def _handle(
     try:
         return bridge.handle(payload)
     finally:
-        bridge.close()
+        try:
+            bridge.close()
+        except Exception:
+            # an export that fails after the decision must not turn a deny into exit 1
+            _log.exception("claude-code bridge: closing failed")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from opentelemetry.trace import INVALID_SPAN_CONTEXT, NonRecordingSpan
@@ -280,6 +281,9 @@ class ToolUses:
             self.state.start_tool(op, use_id, tool_name, args if self.capture else {})
             tool = self.state.end_tool(session, use_id)
             assert tool is not None
+        if sc.TOOL_ARGS_FINGERPRINT not in tool.attributes:
+            # a start this process did not see: the Post* input carries the arguments too
+            tool = replace(tool, attributes={**self._args_attributes(args), **tool.attributes})
         return tool
 
     def post(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:

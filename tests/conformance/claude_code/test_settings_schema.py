@@ -1,0 +1,203 @@
+"""Claude Code's ``settings.json`` hook schema, as its documentation writes it.
+
+``fixtures/settings_from_docs.json`` is every settings example of the hooks reference and guide,
+merged; ``fixtures/settings_fields.json`` has one handler per documented handler field (both name
+their source). ``otelhooks validate`` accepts both; ``command`` and ``http`` handlers run, and the
+others are warnings naming the file, line and hook.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otelhooks import load_config
+from otelhooks._config._claude_settings import ClaudeSettingsWarning
+from otelhooks.integrations.claude_code import BridgeOptions, run_hook
+from tests._webhook_server import Reply, WebhookServer, webhook_server
+from tests.conformance.claude_code._bridge_cli import FIXTURES, REPO, fixture
+
+FROM_DOCS = FIXTURES / "settings_from_docs.json"
+FIELDS = FIXTURES / "settings_fields.json"
+
+
+def validate(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "otelhooks", "validate", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=120,
+    )
+
+
+def load_with_warnings(path: Path) -> tuple[list[Any], list[str]]:
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        hooks = list(load_config([path]).hooks)
+    found = [str(w.message) for w in caught if issubclass(w.category, ClaudeSettingsWarning)]
+    return hooks, found
+
+
+@pytest.mark.parametrize("path", [FROM_DOCS, FIELDS], ids=["docs-examples", "every-field"])
+def test_validate_accepts_the_documented_settings(path: Path) -> None:
+    result = validate(path)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "0 problems" in result.stdout
+
+
+def test_validate_warns_for_handlers_it_cannot_run_naming_file_line_and_hook() -> None:
+    result = validate(FIELDS)
+    lines = [line for line in result.stderr.splitlines() if "ClaudeSettingsWarning" in line]
+    skipped = {
+        "settings_fields:PostToolUse[0].hooks[0]": "mcp_tool",
+        "settings_fields:Stop[0].hooks[0]": "prompt",
+        "settings_fields:Stop[0].hooks[1]": "agent",
+    }
+    for hook_id, kind in skipped.items():
+        (line,) = [x for x in lines if f"hook {hook_id}:" in x and kind in x]
+        assert line.startswith(f"{FIELDS}:")
+        assert line.split(":")[1].isdigit()  # the line in the settings file
+
+
+def test_every_documented_handler_of_a_runnable_type_becomes_a_hook() -> None:
+    data = fixture("settings_from_docs.json")["hooks"]
+    runnable = sum(
+        1
+        for groups in data.values()
+        for group in groups
+        for handler in group["hooks"]
+        if handler["type"] in ("command", "http") and handler.get("shell") != "powershell"
+        and not ("if" in handler and not _tool_event(_event_of(data, handler)))
+    )  # fmt: skip
+    hooks, _ = load_with_warnings(FROM_DOCS)
+    assert len(hooks) == runnable
+
+
+def _event_of(data: dict[str, Any], handler: dict[str, Any]) -> str:
+    return next(e for e, gs in data.items() for g in gs if handler in g["hooks"])
+
+
+def _tool_event(event: str) -> bool:
+    return event in {
+        "PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"
+    }  # fmt: skip
+
+
+def test_handler_fields_map_to_what_runs() -> None:
+    hooks, found = load_with_warnings(FIELDS)
+    by_id = {h.id: h for h in hooks}
+    gated = by_id["settings_fields:PreToolUse[0].hooks[0]"]
+    assert gated.timeout == 30.0  # 120 s asked: otelhooks' command limit, with a warning
+    assert any("timeout 120 s" in w and "hooks[0]" in w for w in found)
+    assert any("'if' (Bash(git *)) is not evaluated" in w for w in found)
+    exec_form = by_id["settings_fields:PreToolUse[0].hooks[1]"]
+    assert exec_form.command == ["node", "${CLAUDE_PLUGIN_ROOT}/scripts/format.js", "--fix"]
+    assert exec_form.timeout == 30.0  # Claude Code's 600 s default, within the limit
+    http = by_id["settings_fields:PreToolUse[0].hooks[4]"]
+    assert http.handler is not None
+    assert http.handler.config.timeout == 30.0
+    assert {"settings_fields:Stop[0].hooks[0]", "settings_fields:Stop[0].hooks[1]"}.isdisjoint(
+        by_id
+    )
+
+
+def test_a_wrong_value_of_a_known_field_is_still_an_error(tmp_path: Path) -> None:
+    bad = {"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "x", "once": "yes"}]}]}}
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(bad))
+    result = validate(path)
+    assert result.returncode == 1
+    assert "settings:Stop[0].hooks[0]" in result.stdout
+    assert "once" in result.stdout
+
+
+# -- http handlers: Claude Code's request and answer, against a real server ------------------------
+
+
+def http_settings(tmp_path: Path, url: str) -> Path:
+    """The reference's own http example (HTTP hook fields), pointed at the local server."""
+    settings = {
+        "hooks": {
+            "PreToolUse": [
+                {
+                    "matcher": "Bash",
+                    "hooks": [
+                        {
+                            "type": "http",
+                            "url": f"{url}/hooks/pre-tool-use",
+                            "timeout": 30,
+                            "headers": {"Authorization": "Bearer $MY_TOKEN"},
+                            "allowedEnvVars": ["MY_TOKEN"],
+                        }
+                    ],
+                }
+            ]
+        }
+    }
+    path = tmp_path / ".claude" / "settings.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(settings))
+    return path
+
+
+@pytest.fixture
+def server() -> Any:
+    with webhook_server() as running:
+        yield running
+
+
+def ask(tmp_path: Path, server: WebhookServer, command: str) -> Any:
+    documented = next(
+        i["input"] for i in fixture("hook_inputs.json")["inputs"] if i["event"] == "PreToolUse"
+    )
+    payload = {**documented, "tool_input": {"command": command}}
+    options = BridgeOptions(
+        hooks=(str(http_settings(tmp_path, server.url)),), state=str(tmp_path / "state.db")
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClaudeSettingsWarning)
+        return run_hook(json.dumps(payload), options, environ={})
+
+
+def test_an_http_handler_gets_claude_codes_input_and_its_deny_is_honoured(
+    tmp_path: Path, server: WebhookServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MY_TOKEN", "tok-123")
+    example = next(
+        o["output"]
+        for o in fixture("hook_outputs.json")["outputs"]
+        if o["section"] == "Decision control" and "hookSpecificOutput" in o["output"]
+    )  # the reference's PreToolUse deny: "Database writes are not allowed"
+    server.routes["/hooks/pre-tool-use"] = Reply.json(example)
+    response = ask(tmp_path, server, "psql -c 'drop table users'")
+    decision = json.loads(response.stdout)["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "deny"
+    assert decision["permissionDecisionReason"] == "Database writes are not allowed"
+    (got,) = server.requests("/hooks/pre-tool-use")
+    body = got.json()
+    assert (body["hook_event_name"], body["tool_name"]) == ("PreToolUse", "Bash")
+    assert body["tool_input"] == {"command": "psql -c 'drop table users'"}
+    assert body["session_id"] == "abc123"
+    assert got.headers["authorization"] == "Bearer tok-123"
+    assert got.headers["content-type"] == "application/json"
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [Reply(200), Reply(500), Reply(200, b"plain text")],
+    ids=["empty-2xx-no-decision", "non-2xx-non-blocking", "not-json-non-blocking"],
+)
+def test_an_http_handler_without_a_decision_lets_the_call_through(
+    tmp_path: Path, server: WebhookServer, reply: Reply
+) -> None:
+    server.routes["/hooks/pre-tool-use"] = reply
+    response = ask(tmp_path, server, "ls")
+    assert (response.exit_code, response.stdout) == (0, "")
+    assert len(server.requests("/hooks/pre-tool-use")) == 1
