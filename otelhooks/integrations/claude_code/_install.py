@@ -11,12 +11,12 @@ Two forms:
 
 - **command** (default): each event starts the standard-library hook client
   (:mod:`~otelhooks.integrations.claude_code.hook_client`, run by path with this interpreter),
-  which hands it to a bridge daemon it starts on first use. Point events
-  that end no span and decide nothing (``Notification``, ``PreCompact``, ``PostCompact``,
-  ``SubagentStart``) run as Claude Code ``async`` hooks, off Claude's path. Tool and session
-  events stay synchronous: ``PreToolUse`` decides, and the bridge carries each tool span from
-  ``PreToolUse`` to ``PostToolUse``, which ``SessionEnd`` closes: run in the background they
-  could arrive out of order.
+  which hands it to a bridge daemon it starts on first use. Point events that decide nothing and
+  open or close no span (``Notification``, ``PreCompact``, ``SubagentStart``, ...:
+  :data:`ASYNC_EVENTS`) run as Claude Code ``async`` hooks, off Claude's path. Tool, turn and
+  session events stay synchronous: ``PreToolUse`` decides, and the bridge carries each tool span
+  from ``PreToolUse`` to ``PostToolUse``, which ``SessionEnd`` closes: run in the background
+  they could arrive out of order.
 - **http** (``--http URL``): each event is an ``http`` hook posting to ``otelhooks serve``, the
   token read from ``$OTELHOOKS_INGEST_TOKEN`` through ``headers`` + ``allowedEnvVars`` (the
   token itself is never written to the file).
@@ -54,24 +54,58 @@ ROUTE = "/v1/hooks/claude-code"
 COMMAND = "otelhooks claude-code"
 CLIENT_FILE = "otelhooks/integrations/claude_code/hook_client.py"
 
-# Every event the bridge maps (Claude Code 2.1), in Claude's lifecycle order.
+# Every event the bridge maps (Claude Code 2.1), in Claude's lifecycle order, except
+# WorktreeCreate (Claude Code takes that hook's stdout as the worktree path) and MessageDisplay
+# (a hook per batch of displayed lines).
 EVENTS: tuple[str, ...] = (
+    "Setup",
     "SessionStart",
+    "InstructionsLoaded",
     "UserPromptSubmit",
+    "UserPromptExpansion",
     "PreToolUse",
+    "PermissionRequest",
     "PermissionDenied",
     "PostToolUse",
     "PostToolUseFailure",
+    "PostToolBatch",
     "Notification",
     "SubagentStart",
     "SubagentStop",
+    "TaskCreated",
+    "TaskCompleted",
+    "TeammateIdle",
+    "ConfigChange",
+    "CwdChanged",
+    "DirectoryAdded",
+    "FileChanged",
+    "WorktreeRemove",
     "PreCompact",
     "PostCompact",
+    "Elicitation",
+    "ElicitationResult",
     "Stop",
+    "StopFailure",
     "SessionEnd",
 )
-TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionDenied"})
-ASYNC_EVENTS = frozenset({"Notification", "PreCompact", "PostCompact", "SubagentStart"})
+TOOL_EVENTS = frozenset(
+    {"PreToolUse", "PermissionRequest", "PermissionDenied", "PostToolUse", "PostToolUseFailure"}
+)
+# Synchronous: events that decide, that open or close a turn or a tool span, or that start or
+# end the session (out of order, or after Claude Code exits, they would break the spans).
+SYNC_EVENTS = frozenset(
+    {
+        "Setup",
+        "SessionStart",
+        "UserPromptSubmit",
+        "UserPromptExpansion",
+        "Stop",
+        "StopFailure",
+        "SessionEnd",
+        *TOOL_EVENTS,
+    }
+)
+ASYNC_EVENTS = frozenset(EVENTS) - SYNC_EVENTS
 GUARD_EVENTS = ("PreToolUse", "UserPromptSubmit")
 
 
