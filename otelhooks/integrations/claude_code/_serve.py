@@ -27,6 +27,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
+from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from otelhooks._eventlog._http import Route
 from otelhooks._eventlog._otlp_signals import OtlpSignalIngest
 from otelhooks._processor import HookSpanProcessor
@@ -51,6 +52,7 @@ class ClaudeCodeServing:
     sessions: ServerSessions
     route: ClaudeCodeHookRoute
     _export: list[SpanProcessor] = field(default_factory=list)
+    _deliverer: WebhookDeliverer | None = None
 
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Export what the batch processors hold."""
@@ -61,6 +63,8 @@ class ClaudeCodeServing:
         self.bridge.writer.shutdown()
         self.span_processor.shutdown()
         self.sessions.close()
+        if self._deliverer is not None:  # after the hook processor queued its last webhooks
+            self._deliverer.shutdown()
 
 
 def sessions_path_beside(log_path: str | os.PathLike[str]) -> Path:
@@ -93,6 +97,11 @@ def claude_code_routes(
         >>> sorted(serving.routes)
         ['/v1/hooks/claude-code', '/v1/logs', '/v1/metrics']
     """
+    deliverer = None
+    if processor.dispatcher.deliverer is None:
+        # The server's webhooks get a deliverer of their own: the process-wide default is
+        # whatever the last configure() left, possibly already shut down.
+        deliverer = processor.dispatcher.deliverer = WebhookDeliverer()
     chosen = list(exporters)
     if _otlp_configured():
         chosen.append(otlp_span_exporter())
@@ -120,4 +129,4 @@ def claude_code_routes(
         "/v1/logs": OtlpSignalIngest("logs", [telemetry.on_logs]),
         "/v1/metrics": OtlpSignalIngest("metrics", [telemetry.on_metrics]),
     }
-    return ClaudeCodeServing(routes, telemetry, bridge, sessions, route, export)
+    return ClaudeCodeServing(routes, telemetry, bridge, sessions, route, export, deliverer)
