@@ -321,8 +321,63 @@ def test_claude_codes_tool_span_joins_the_session_trace_linked_to_the_hook_span(
     for body in (_bash("PreToolUse", "toolu_8", "ls"), _bash("PostToolUse", "toolu_8", "ls")):
         assert httpx.post(server.url + ROUTE, json=body, headers=AUTH).status_code == 200
     theirs = "7712486b0041c681551858be97ca473f"
+    request = _claude_tool_span_request(theirs, SESSION, "toolu_8")
+    headers = {**AUTH, "Content-Type": "application/json"}
+    response = httpx.post(server.url + "/v1/traces", json=request, headers=headers)
+    assert response.status_code == 200
+    spans = _spans(server, exported)
+    (hook,) = [s for s in spans if s.name == "execute_tool Bash"]
+    (joined,) = [s for s in spans if s.name == "claude_code.tool"]
+    assert joined.context is not None
+    assert hook.context is not None
+    assert joined.context.trace_id == hook.context.trace_id == session_trace_id(SESSION)
+    assert joined.parent is not None
+    assert format(joined.parent.span_id, "016x") == ("f19001d0706f79f6")
+    assert [link.context.span_id for link in joined.links] == [hook.context.span_id]
+    assert joined.attributes is not None
+    assert joined.attributes["claude_code.trace_id"] == theirs
+
+
+def _records(server: EventLogServer, session: str) -> list[dict[str, Any]]:
+    (log,) = server.app.logs.values()
+    deadline = time.monotonic() + 5
+    while True:
+        records = [r.to_json() for r in log.read(0, 1000).records]
+        mine = [r for r in records if r["session"] == session]
+        if mine or time.monotonic() > deadline:
+            time.sleep(0.3)  # a duplicate would arrive right after the first
+            records = [r.to_json() for r in log.read(0, 1000).records]
+            return [r for r in records if r["session"] == session]
+        time.sleep(0.05)
+
+
+def test_a_tool_use_reaches_the_event_log_once_from_hooks_and_telemetry(
+    server: EventLogServer,
+) -> None:
+    for body in (_bash("PreToolUse", "toolu_9", "ls"), _bash("PostToolUse", "toolu_9", "ls")):
+        assert httpx.post(server.url + ROUTE, json=body, headers=AUTH).status_code == 200
+    request = _claude_tool_span_request("7712486b0041c681551858be97ca473f", SESSION, "toolu_9")
+    headers = {**AUTH, "Content-Type": "application/json"}
+    assert httpx.post(server.url + "/v1/traces", json=request, headers=headers).status_code == 200
+    assert [(r["kind"], r["tool"]) for r in _records(server, SESSION)] == [
+        ("after_tool_result", "Bash")
+    ]
+
+
+def test_claude_codes_tool_span_without_hooks_still_reaches_the_event_log(
+    server: EventLogServer,
+) -> None:
+    request = _claude_tool_span_request("8812486b0041c681551858be97ca473f", "no-hooks", "toolu_z")
+    headers = {**AUTH, "Content-Type": "application/json"}
+    assert httpx.post(server.url + "/v1/traces", json=request, headers=headers).status_code == 200
+    assert [(r["kind"], r["tool"]) for r in _records(server, "no-hooks")] == [
+        ("after_tool_result", "Bash")
+    ]
+
+
+def _claude_tool_span_request(trace: str, session: str, use_id: str) -> dict[str, Any]:
     claude_span = {
-        "traceId": theirs,
+        "traceId": trace,
         "spanId": "a000f98b4dff3898",
         "parentSpanId": "f19001d0706f79f6",
         "name": "claude_code.tool",
@@ -330,8 +385,11 @@ def test_claude_codes_tool_span_joins_the_session_trace_linked_to_the_hook_span(
         "startTimeUnixNano": str(time.time_ns() - 1_000_000),
         "endTimeUnixNano": str(time.time_ns()),
         "attributes": [
-            {"key": "session.id", "value": {"stringValue": SESSION}},
-            {"key": "tool_use_id", "value": {"stringValue": "toolu_8"}},
+            {"key": "session.id", "value": {"stringValue": session}},
+            {"key": "tool_use_id", "value": {"stringValue": use_id}},
+            {"key": "gen_ai.tool.name", "value": {"stringValue": "Bash"}},
+            {"key": "gen_ai.tool.call.id", "value": {"stringValue": use_id}},
+            {"key": "gen_ai.conversation.id", "value": {"stringValue": session}},
             {"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
         ],
     }
@@ -347,17 +405,4 @@ def test_claude_codes_tool_span_joins_the_session_trace_linked_to_the_hook_span(
             }
         ]
     }
-    headers = {**AUTH, "Content-Type": "application/json"}
-    response = httpx.post(server.url + "/v1/traces", json=request, headers=headers)
-    assert response.status_code == 200
-    spans = _spans(server, exported)
-    (hook,) = [s for s in spans if s.name == "execute_tool Bash"]
-    (joined,) = [s for s in spans if s.name == "claude_code.tool"]
-    assert joined.context is not None
-    assert hook.context is not None
-    assert joined.context.trace_id == hook.context.trace_id == session_trace_id(SESSION)
-    assert joined.parent is not None
-    assert format(joined.parent.span_id, "016x") == ("f19001d0706f79f6")
-    assert [link.context.span_id for link in joined.links] == [hook.context.span_id]
-    assert joined.attributes is not None
-    assert joined.attributes["claude_code.trace_id"] == theirs
+    return request

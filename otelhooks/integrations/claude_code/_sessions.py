@@ -68,6 +68,7 @@ class ServerSessions(BridgeState):
         self._lock = threading.Lock()
         self._remember = remember
         self._ended: OrderedDict[tuple[str, str], int] = OrderedDict()
+        self._seen: OrderedDict[str, None] = OrderedDict()
 
     @property
     def durable(self) -> bool:
@@ -97,6 +98,28 @@ class ServerSessions(BridgeState):
             self._ended[(tool.session_id, tool.tool_use_id)] = tool.span_id
             while len(self._ended) > self._remember:
                 self._ended.popitem(last=False)
+
+    def _see(self, session_id: str) -> None:
+        with self._lock:
+            self._seen[session_id] = None
+            self._seen.move_to_end(session_id)
+            while len(self._seen) > self._remember:
+                self._seen.popitem(last=False)
+
+    def saw(self, session_id: str) -> bool:
+        """Whether hook events of this session reached the store (recently, in this process)."""
+        with self._lock:
+            return session_id in self._seen
+
+    def start_operation(
+        self, session_id: str, prompt: str
+    ) -> tuple[OpenOperation, OpenOperation | None]:
+        self._see(session_id)
+        return super().start_operation(session_id, prompt)
+
+    def current_operation(self, session_id: str) -> OpenOperation:
+        self._see(session_id)
+        return super().current_operation(session_id)
 
     def tool_span(self, session_id: str, tool_use_id: str) -> int | None:
         """The span id of the ``execute_tool`` span of a tool use (open or recently ended)."""

@@ -17,8 +17,9 @@ Claude Code exports carries that id as ``session.id``, so:
 - **metrics** (``/v1/metrics``) are counted per metric (:attr:`ClaudeTelemetry.metrics`).
 
 Observer hooks and event logs see each fact once: the facts the hook route already reported
-(its tool uses, through ``after_tool_call``) and the LLM requests the logs report are not sent
-to them a second time from Claude Code's spans; those spans are still joined and exported.
+(its tool uses through ``after_tool_call``, its turns through ``on_complete``) and the LLM
+requests the logs report are not sent to them a second time from Claude Code's spans; those
+spans are still joined and exported.
 """
 
 from __future__ import annotations
@@ -151,7 +152,13 @@ class ClaudeTelemetry(SpanProcessor):
         reported = False
         if joined is not None:
             attrs = joined.attributes or {}
-            reported = HOOK_SPAN_ID in attrs or attrs.get("span.type") in _REPORTED_BY_LOGS
+            kind = attrs.get("span.type")
+            reported = (
+                HOOK_SPAN_ID in attrs
+                or kind in _REPORTED_BY_LOGS
+                # the turn's on_complete came from the Stop hook already
+                or (kind == "interaction" and self.sessions.saw(str(attrs.get(SESSION_ID))))
+            )
             for processor in self.export:
                 self._run(processor, joined)
         if not reported:
