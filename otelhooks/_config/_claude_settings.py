@@ -33,9 +33,9 @@ holds matcher groups, each with its list of handlers. Every field of Claude Code
   so the default becomes that limit and a longer explicit value runs with the limit and a
   warning.
 - ``statusMessage`` and ``once`` are accepted and change nothing (``once`` is only honoured in
-  skill frontmatter, by Claude Code too). ``if`` is not evaluated: on a tool event the handler
-  runs on every match of its matcher (a warning says so); on other events Claude Code never runs
-  a handler with ``if``, so it is skipped.
+  skill frontmatter, by Claude Code too). ``if`` gates a handler on a tool event with Claude
+  Code's permission-rule syntax (:mod:`._claude_if`, failing open as Claude Code does); on other
+  events Claude Code never runs a handler with ``if``, so it is skipped with a warning.
 - Handlers get ids ``<file stem>:<Event>[<group>].hooks[<handler>]``
   (``settings:PreToolUse[0].hooks[1]``).
 """
@@ -48,6 +48,7 @@ from typing import Any, Final
 from otelhooks._actions._command import MAX_COMMAND_TIMEOUT_S
 from otelhooks._config._build import build_hook
 from otelhooks._config._claude_http import ClaudeHttpHandler
+from otelhooks._config._claude_if import IfGate, IfRule, parse_if
 from otelhooks._config._parse import Document, Loc
 from otelhooks._errors import ConfigError
 from otelhooks._events import resolve_event
@@ -180,12 +181,49 @@ def _handler_fields(
             _warn(doc, (*where, "if"), hook_id, "'if' on a non-tool event: Claude Code never "
                   "runs this handler, so otelhooks skips it too")  # fmt: skip
         return None, problems
-    if "if" in handler:
-        _warn(doc, (*where, "if"), hook_id, f"'if' ({handler['if']}) is not evaluated by "
-              "otelhooks: the handler runs on every match of its matcher")  # fmt: skip
+    rule: IfRule | None = None
+    if "if" in handler and not problems:
+        try:
+            rule = parse_if(handler["if"])
+        except ValueError as exc:
+            bad(str(exc), "if")
     if kind == "http":
-        return _http_fields(doc, handler, where, hook_id, bad, problems)
-    return _command_fields(doc, handler, where, hook_id, spec.intercept, bad, problems)
+        fields, problems = _http_fields(doc, handler, where, hook_id, bad, problems)
+    else:
+        fields, problems = _command_fields(
+            doc, handler, where, hook_id, spec.intercept, bad, problems
+        )
+    if fields is None or rule is None:
+        return fields, problems
+    return _gated(doc, fields, where, hook_id, event, rule, bad, problems)
+
+
+def _gated(
+    doc: Document,
+    fields: dict[str, Any],
+    where: Loc,
+    hook_id: str,
+    event: str,
+    rule: IfRule,
+    bad: Any,
+    problems: list[ConfigError],
+) -> tuple[dict[str, Any] | None, list[ConfigError]]:
+    """A handler behind its ``if`` rule: the action runs only for calls the rule matches."""
+    inner: Any = fields.get("handler")
+    timeout = float(fields["timeout"])
+    if inner is None:  # a command: its own action, inside the gate
+        try:
+            command = Hook(
+                id=hook_id, type=event, command=fields["command"], timeout=timeout,
+                dialect="claude",
+            )  # fmt: skip
+        except (ConfigError, ValueError) as exc:
+            bad(f"invalid command handler: {exc}", "command")
+            return None, problems
+        inner = command.action
+        timeout += 1.0  # the command is killed at its own timeout first
+    gate = IfGate(rule, inner)
+    return {"handler": gate, "timeout": min(timeout, _MAX_WEBHOOK_TIMEOUT_S)}, problems
 
 
 def _command_fields(

@@ -30,7 +30,7 @@ from otelhooks.integrations.claude_code._environment import (
     project_path,
 )
 from otelhooks.integrations.claude_code._input import InputProblem, event_name_of, parse_input
-from otelhooks.integrations.claude_code._state import STATE_ENV
+from otelhooks.integrations.claude_code._state import DEFAULT_STATE_PATH, STATE_ENV
 
 __all__ = ["HOOKS_ENV", "TRACES_ENV", "BridgeOptions", "run_hook"]
 
@@ -160,7 +160,8 @@ def _handle(
     state_path = options.state or settings.get(STATE_ENV)
     bridge = ClaudeCodeBridge(
         hooks=hooks,
-        state=BridgeState(project_path(state_path, env) if state_path else None),
+        # the environment given decides, not the process's own (an HTTP route passes its own)
+        state=BridgeState(project_path(state_path or DEFAULT_STATE_PATH, env)),
         exporters=exporters,
         deny_mode=options.deny_mode,
         service_name=settings.get("OTEL_SERVICE_NAME") or options.service_name,

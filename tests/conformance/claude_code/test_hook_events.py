@@ -329,3 +329,51 @@ def test_a_post_tool_use_without_its_start_keeps_the_arguments_fingerprint(
     (span,) = read_otlp_json_lines(tmp_path / "t.jsonl")
     encoded = canonical_json(documented["tool_input"]).encode()
     assert span["attributes"][sc.TOOL_ARGS_FINGERPRINT] == f"{fnv1a_64(encoded):016x}"
+
+
+def test_every_documented_tool_input_starts_and_ends_one_tool_span(tmp_path: Path) -> None:
+    """The per-tool ``tool_input`` tables of the reference (``fixtures/tool_inputs.json``)."""
+    tools = fixture("tool_inputs.json")["tools"]
+    options = BridgeOptions(traces_out=str(tmp_path / "t.jsonl"), state=str(tmp_path / "s.db"))
+    pre, post = documented_input("PreToolUse"), documented_input("PostToolUse")
+    for n, (tool, shapes) in enumerate(tools.items()):
+        use = {"tool_name": tool, "tool_input": shapes["tool_input"], "tool_use_id": f"toolu_{n}"}
+        started = run_hook(json.dumps({**pre, **use, "session_id": "tools"}), options, environ={})
+        ended = run_hook(
+            json.dumps(
+                {**post, **use, "session_id": "tools", "tool_response": shapes["tool_response"]}
+            ),
+            options,
+            environ={},
+        )
+        assert (started.exit_code, started.stdout, ended.exit_code, ended.stdout) == (0, "", 0, "")
+    spans = read_otlp_json_lines(tmp_path / "t.jsonl")
+    assert sorted(s["name"] for s in spans) == sorted(f"execute_tool {t}" for t in tools)
+    for span in spans:
+        shapes = tools[span["name"].removeprefix("execute_tool ")]
+        encoded = canonical_json(shapes["tool_input"]).encode()
+        assert span["attributes"][sc.TOOL_ARGS_FINGERPRINT] == f"{fnv1a_64(encoded):016x}"
+
+
+def test_the_inputs_a_real_claude_code_sent_are_handled(tmp_path: Path) -> None:
+    """``fixtures/real_client_inputs.json``: what Claude Code 2.1.197 wrote to a hook's stdin in
+    one offline run (the fixture says how); replayed, the guard denies the same call."""
+    real = fixture("real_client_inputs.json")["inputs"]
+    options = BridgeOptions(
+        hooks=(str(tmp_path / "hooks.yaml"),),
+        traces_out=str(tmp_path / "t.jsonl"),
+        state=str(tmp_path / "s.db"),
+    )
+    (tmp_path / "hooks.yaml").write_text("hooks:" + GUARDS)
+    answers = {i["hook_event_name"]: run_hook(json.dumps(i), options, environ={}) for i in real}
+    assert {n: a.exit_code for n, a in answers.items()} == {n: 0 for n in answers}
+    denied = json.loads(answers["PreToolUse"].stdout)["hookSpecificOutput"]
+    assert denied["permissionDecision"] == "deny"
+    names = [s["name"] for s in read_otlp_json_lines(tmp_path / "t.jsonl")]
+    assert names == [
+        "agent_lifecycle session_start",
+        "execute_tool Bash",
+        "agent_lifecycle after_tool_batch",
+        "invoke_agent claude-code",
+        "agent_lifecycle session_end",
+    ]

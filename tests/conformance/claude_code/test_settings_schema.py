@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from otelhooks import load_config
+from otelhooks._config._claude_if import IfGate, IfRule
 from otelhooks._config._claude_settings import ClaudeSettingsWarning
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from tests._webhook_server import Reply, WebhookServer, webhook_server
@@ -94,9 +95,9 @@ def test_handler_fields_map_to_what_runs() -> None:
     hooks, found = load_with_warnings(FIELDS)
     by_id = {h.id: h for h in hooks}
     gated = by_id["settings_fields:PreToolUse[0].hooks[0]"]
-    assert gated.timeout == 30.0  # 120 s asked: otelhooks' command limit, with a warning
+    assert isinstance(gated.handler, IfGate)  # "if": "Bash(git *)" gates the command
+    assert gated.handler.inner.timeout == 30.0  # 120 s asked: otelhooks' limit, with a warning
     assert any("timeout 120 s" in w and "hooks[0]" in w for w in found)
-    assert any("'if' (Bash(git *)) is not evaluated" in w for w in found)
     exec_form = by_id["settings_fields:PreToolUse[0].hooks[1]"]
     assert exec_form.command == ["node", "${CLAUDE_PLUGIN_ROOT}/scripts/format.js", "--fix"]
     assert exec_form.timeout == 30.0  # Claude Code's 600 s default, within the limit
@@ -201,3 +202,80 @@ def test_an_http_handler_without_a_decision_lets_the_call_through(
     response = ask(tmp_path, server, "ls")
     assert (response.exit_code, response.stdout) == (0, "")
     assert len(server.requests("/hooks/pre-tool-use")) == 1
+
+
+# -- the ``if`` field: the reference's own Bash table, and a guard behind it -----------------------
+
+IF_ROWS = fixture("if_rules.json")["rows"]
+
+
+@pytest.mark.parametrize("row", IF_ROWS, ids=[f"{r['if']} {r['command']}" for r in IF_ROWS])
+def test_if_rules_decide_as_the_references_bash_table_says(row: dict[str, Any]) -> None:
+    assert IfRule(row["if"]).matches("Bash", {"command": row["command"]}) is row["runs"]
+
+
+@pytest.mark.parametrize(
+    ("rule", "tool", "args", "runs"),
+    [
+        ("Edit(*.ts)", "Edit", {"file_path": "src/a/b.ts"}, True),
+        ("Edit(*.ts)", "Edit", {"file_path": "src/a/b.py"}, False),
+        ("Edit(src/**)", "Edit", {"file_path": "src/a/b.py"}, True),
+        ("Edit(src/**)", "Edit", {"file_path": "lib/src/b.py"}, False),
+        ("Edit(**/src/**)", "Edit", {"file_path": "lib/src/b.py"}, True),
+        ("Bash(git *)", "Write", {"file_path": "x"}, False),
+        ("Bash", "Bash", {"command": "anything"}, True),
+        ("mcp__memory", "mcp__memory__create_entities", {}, True),
+        ("WebFetch(domain:example.com)", "WebFetch", {"url": "https://docs.example.com/a"}, True),
+        ("WebFetch(domain:example.com)", "WebFetch", {"url": "https://example.org/"}, False),
+        ("Bash(npm run test:*)", "Bash", {"command": "npm run test:unit"}, True),
+        ("Bash(git *)", "Bash", {"command": 7}, True),  # cannot tell: fails open
+    ],
+)
+def test_if_rules_of_the_permission_syntax(
+    rule: str, tool: str, args: dict[str, Any], runs: bool
+) -> None:
+    assert IfRule(rule).matches(tool, args) is runs
+
+
+def guard_settings(tmp_path: Path) -> Path:
+    """The reference's example shape: a blocking script behind ``"if": "Bash(rm *)"``."""
+    settings = {
+        "hooks": {
+            "PreToolUse": [
+                {
+                    "matcher": "Bash",
+                    "hooks": [
+                        {
+                            "type": "command",
+                            "if": "Bash(rm *)",
+                            "command": "echo 'Blocked: rm commands are not allowed' >&2; exit 2",
+                        }
+                    ],
+                }
+            ]
+        }
+    }
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps(settings))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("command", "denied"),
+    [("echo $(rm -rf /)", True), ("echo $(date)", False), ("FOO=1 rm -rf build", True)],
+)
+def test_a_command_behind_if_runs_only_for_matching_calls(
+    tmp_path: Path, command: str, denied: bool
+) -> None:
+    documented = next(
+        i["input"] for i in fixture("hook_inputs.json")["inputs"] if i["event"] == "PreToolUse"
+    )
+    options = BridgeOptions(hooks=(str(guard_settings(tmp_path)),), state=str(tmp_path / "s.db"))
+    payload = {**documented, "tool_input": {"command": command}}
+    response = run_hook(json.dumps(payload), options, environ={})
+    assert response.exit_code == 0, response.stderr
+    if denied:
+        decision = json.loads(response.stdout)["hookSpecificOutput"]
+        assert decision["permissionDecisionReason"] == "Blocked: rm commands are not allowed"
+    else:
+        assert response.stdout == ""

@@ -1,0 +1,190 @@
+"""Claude Code's handler ``if`` field: one permission rule that gates a handler on a tool event.
+
+``"if": "Bash(git *)"`` runs the handler only when the tool call matches the rule, in Claude
+Code's permission-rule syntax (hooks reference, "Common fields" and the Bash ``if`` table, read
+2026-11-30). Claude Code calls the filter best effort and lets it *fail open* (the handler runs)
+when it cannot decide; so does this one:
+
+- ``Tool`` or ``Tool(*)``: the tool name (``*`` wildcards; ``mcp__server`` covers the server's
+  tools).
+- ``Bash(pattern)`` / ``PowerShell(pattern)``: the pattern (``*`` matches anything, a trailing
+  ``:*`` is a prefix) against every subcommand: the command is split at ``&&``, ``||``, ``;``,
+  ``|`` and line breaks, commands inside ``$(...)`` and backticks are checked too, and leading
+  ``VAR=value`` assignments are stripped. A pattern that names more than the command runs the
+  handler anyway when the command holds ``$(``, a backtick or ``$VAR``.
+- File tools (``Read``, ``Edit``, ``Write``, ``MultiEdit``, ``NotebookEdit``, ``Glob``,
+  ``Grep``): a gitignore-style glob against the path relative to the working folder (``*.ts``
+  at any depth, ``src/**`` under ``src``, ``//abs/**`` absolute, ``~/`` the home folder).
+- ``WebFetch(domain:example.com)``: the URL's host or a subdomain.
+- Anything else with a pattern: runs (fail open).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+from collections.abc import Mapping
+from pathlib import PurePosixPath
+from typing import Any, Final
+from urllib.parse import urlsplit
+
+from otelhooks._events import HookEvent
+
+__all__ = ["IfGate", "IfRule", "parse_if"]
+
+_RULE: Final = re.compile(r"^\s*(?P<tool>[^()\s]+)\s*(?:\((?P<spec>.*)\))?\s*$", re.DOTALL)
+_SHELLS: Final = frozenset({"Bash", "PowerShell"})
+_FILE_TOOLS: Final = frozenset(
+    {"Read", "Edit", "Write", "MultiEdit", "NotebookEdit", "Glob", "Grep"}
+)
+_SUBSTITUTION: Final = re.compile(r"\$\(([^()]*)\)|`([^`]*)`")
+_SEPARATORS: Final = re.compile(r"&&|\|\||;|\||\n")
+_ASSIGNMENT: Final = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|\"[^\"]*\"|\S*)\s+)+")
+_DYNAMIC: Final = re.compile(r"\$\(|`|\$[A-Za-z_{]")
+
+
+def _star_regex(pattern: str) -> re.Pattern[str]:
+    """A permission pattern where only ``*`` is special (it matches anything)."""
+    return re.compile("".join(".*" if c == "*" else re.escape(c) for c in pattern), re.DOTALL)
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    """A gitignore-style glob: ``**`` any depth, ``*`` within a name, ``?`` one character."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out), re.DOTALL)
+
+
+def _subcommands(command: str) -> list[str]:
+    found: list[str] = []
+    pending = [command]
+    while pending:
+        text = pending.pop()
+        for match in _SUBSTITUTION.finditer(text):
+            pending.append(match.group(1) if match.group(1) is not None else match.group(2))
+        for part in _SEPARATORS.split(_SUBSTITUTION.sub(" ", text)):
+            part = _ASSIGNMENT.sub("", part.strip())
+            if part:
+                found.append(part)
+    return found
+
+
+class IfRule:
+    """One parsed ``if`` rule; :meth:`matches` says whether the handler runs for a call.
+
+    Example:
+        >>> IfRule("Bash(git *)").matches("Bash", {"command": "npm test && git push"})
+        True
+    """
+
+    __slots__ = ("raw", "spec", "tool")
+
+    def __init__(self, raw: str) -> None:
+        found = _RULE.match(raw)
+        if found is None:
+            raise ValueError(f"not a permission rule like 'Bash(git *)': {raw!r}")
+        self.raw = raw
+        self.tool: str = found.group("tool")
+        spec = found.group("spec")
+        self.spec = None if spec is None or spec.strip() in ("", "*") else spec.strip()
+
+    def _tool_matches(self, tool: str) -> bool:
+        if fnmatch.fnmatchcase(tool, self.tool):
+            return True
+        # ``mcp__server`` names every tool of that server
+        return self.tool.startswith("mcp__") and tool.startswith(f"{self.tool}__")
+
+    def _shell(self, spec: str, args: Mapping[str, Any]) -> bool:
+        command = args.get("command")
+        if not isinstance(command, str):
+            return True  # cannot tell: fail open, as Claude Code does
+        core = spec[:-1].rstrip() if spec.endswith("*") else spec
+        if " " in core and _DYNAMIC.search(command):
+            return True  # more than a command name, and a dynamic part: Claude Code runs it
+        if spec.endswith(":*"):
+            prefix = spec[:-2]
+            return any(sub.startswith(prefix) for sub in _subcommands(command))
+        regex = _star_regex(spec)
+        return any(regex.fullmatch(sub) for sub in _subcommands(command))
+
+    def _file(self, spec: str, args: Mapping[str, Any]) -> bool:
+        path = args.get("file_path") or args.get("notebook_path") or args.get("path")
+        if not isinstance(path, str) or not path:
+            return True
+        if spec.startswith("//"):
+            return bool(_glob_regex(spec[1:]).fullmatch(path))
+        if spec.startswith("~/"):
+            return bool(_glob_regex(os.path.expanduser("~") + spec[1:]).fullmatch(path))
+        here = PurePosixPath(os.getcwd())
+        full = PurePosixPath(path)
+        relative = str(full.relative_to(here)) if full.is_relative_to(here) else path
+        pattern = spec.lstrip("/").removeprefix("./")
+        if "/" not in pattern:  # a bare name pattern matches at any depth (gitignore)
+            return bool(_glob_regex(pattern).fullmatch(PurePosixPath(relative).name))
+        return bool(_glob_regex(pattern).fullmatch(relative))
+
+    def matches(self, tool: str, args: Mapping[str, Any]) -> bool:
+        """Whether a call of ``tool`` with ``args`` passes the rule (``True`` when unsure)."""
+        if not self._tool_matches(tool):
+            return False
+        spec = self.spec
+        if spec is None:
+            return True
+        if self.tool in _SHELLS:
+            return self._shell(spec, args)
+        if self.tool in _FILE_TOOLS:
+            return self._file(spec, args)
+        if self.tool == "WebFetch" and spec.startswith("domain:"):
+            url = args.get("url")
+            if not isinstance(url, str):
+                return True
+            host = (urlsplit(url).hostname or "").lower()
+            domain = spec[len("domain:") :].strip().lower()
+            return host == domain or host.endswith(f".{domain}")
+        return True
+
+
+def parse_if(raw: str) -> IfRule:
+    """Parse an ``if`` rule. Raises ``ValueError`` when it is not one."""
+    return IfRule(raw)
+
+
+class IfGate:
+    """A handler that runs ``inner`` only for tool calls that match ``rule``.
+
+    ``inner`` is an action with the handler return protocol (a command or an ``http`` handler);
+    a call the rule does not match is left alone (``None``: no decision).
+    """
+
+    def __init__(self, rule: IfRule, inner: Any) -> None:
+        self.rule = rule
+        self.inner = inner
+
+    def __repr__(self) -> str:
+        return f"IfGate({self.rule.raw!r}, {self.inner!r})"
+
+    def __call__(self, payload: HookEvent) -> Any:
+        tool = getattr(payload, "apiName", None)
+        args = getattr(payload, "args", None)
+        if isinstance(tool, str) and not self.rule.matches(
+            tool, args if isinstance(args, Mapping) else {}
+        ):
+            return None
+        return self.inner(payload)
