@@ -45,6 +45,9 @@ hooks:
   - id: tool-audit
     type: PostToolUse
     webhook: {{url: "{webhook}/tools"}}
+  - id: llm-audit
+    type: llm_output
+    webhook: {{url: "{webhook}/llm"}}
 """
 
 
@@ -241,6 +244,12 @@ def test_http_hooks_into_serve_deny_allow_and_join_claude_telemetry(
 
     # A webhook at a real local server: the PostToolUse observer of the allowed call.
     assert sink.wait_for("/tools", 1)
+
+    # Claude Code's api_request log events reached the observer hooks, in the session's trace.
+    llm = [json.dumps(r.json()) for r in sink.wait_for("/llm", 3)]
+    mine = [text for text in llm if session in text]
+    assert len(mine) >= 3  # one per model request of the scripted conversation
+    assert all(f"{trace:032x}" in text and "costUsd" in text for text in mine)
 
     # One trace per session: the hook spans and Claude Code's own spans, joined.
     spans = _exported_spans(sink, lambda s: s.name == "claude_code.interaction")
