@@ -36,7 +36,7 @@ def _details(span: dict[str, Any]) -> str:
     elif op == sc.OP_CHAT:
         parts.append(_tokens(a))
     elif op == sc.OP_EXECUTE_TOOL:
-        parts.append(str(a.get(sc.TOOL_MATCHER_VALUE)))
+        parts.append(str(a.get(sc.TOOL_MATCHER_VALUE) or a.get(sc.GEN_AI_TOOL_NAME)))
         outcome = a.get(sc.TOOL_OUTCOME)
         if outcome == "denied":
             parts.append(
@@ -44,7 +44,7 @@ def _details(span: dict[str, Any]) -> str:
             )
         elif outcome == "mocked":
             parts.append(f"MOCKED by {a.get(sc.HOOK_MOCKED_BY)}")
-        else:
+        elif outcome is not None:  # spans of other instrumentations have none
             parts.append(str(outcome))
     elif op == sc.OP_HUMAN_APPROVAL:
         parts.append(f"pending={','.join(a.get(sc.APPROVAL_PENDING_TOOLS, ()))}")
@@ -68,6 +68,9 @@ def _details(span: dict[str, Any]) -> str:
     for link in span.get("links", []):
         if link.get("attributes", {}).get(sc.LINK_RELATION) == sc.LINK_PARENT_OPERATION:
             parts.append(f"link -> parent op span {link.get('spanId', '')[:8]}")
+        elif link.get("attributes", {}).get("otelhooks.link") == "hook_decision":
+            # Claude Code's own tool span, joined with the hook span that decided it
+            parts.append(f"link -> hook span {link.get('spanId', '')[:8]}")
     for event in span.get("events", []):
         ea = event.get("attributes", {})
         if event.get("name") == "exception":

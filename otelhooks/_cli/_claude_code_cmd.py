@@ -96,4 +96,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "deny with the reason (default: exit 1, which Claude Code does not treat as a block)",
     )
     cmd.add_argument("--service-name", default="claude-code", help="service.name of the spans")
+    from otelhooks._cli._claude_code_install_cmd import add_subcommands
+
+    add_subcommands(cmd)
     cmd.set_defaults(func=_claude_code)

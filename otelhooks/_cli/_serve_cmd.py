@@ -24,10 +24,16 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from opentelemetry.sdk.trace.export import SpanExporter
+
     from otelhooks._eventlog._server import serve
+    from otelhooks._export import OtlpJsonLinesSpanExporter
     from otelhooks._logging import configure_logging
 
     configure_logging(json=args.log_json)
+    exporters: list[SpanExporter] = []
+    if args.traces_out:
+        exporters.append(OtlpJsonLinesSpanExporter(args.traces_out))
     try:
         server = serve(
             args.hooks,
@@ -37,6 +43,9 @@ def _serve(args: argparse.Namespace) -> int:
             start=False,
             max_connections=args.max_connections,
             header_timeout_s=args.header_timeout,
+            claude_code=not args.no_claude_code,
+            fail_closed=args.fail_closed,
+            span_exporters=exporters,
         )
     except ConfigError as exc:
         print(f"otelhooks serve: {exc}", file=sys.stderr)
@@ -48,8 +57,9 @@ def _serve(args: argparse.Namespace) -> int:
         print(f"otelhooks serve: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
         return 1
     names = ", ".join(server.app.logs)
+    posts = ", ".join(["/v1/traces", *server.app.routes])
     print(
-        f"otelhooks serve: listening on {server.url} (GET /v1/events: {names}; POST /v1/traces)",
+        f"otelhooks serve: listening on {server.url} (GET /v1/events: {names}; POST {posts})",
         flush=True,
     )
     previous = signal.signal(signal.SIGTERM, _terminate)
@@ -82,7 +92,10 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         help="serve the agent event log (GET /v1/events) and receive OTLP spans",
         description="Serve GET /v1/events (admin token from OTELHOOKS_ADMIN_TOKEN) and accept "
         "OTLP/HTTP POST /v1/traces (protobuf or JSON), running the observer hooks and event "
-        "logs of the --hooks files on every received span.",
+        "logs of the --hooks files on every received span; OTLP logs and metrics (POST "
+        "/v1/logs, /v1/metrics) and Claude Code's http hooks (POST /v1/hooks/claude-code, "
+        "token from OTELHOOKS_INGEST_TOKEN, else the admin token), whose decisions the "
+        "--hooks files' intercept hooks make.",
     )
     serve.add_argument(
         "--hooks",
@@ -119,4 +132,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         f"(default {DEFAULT_HEADER_TIMEOUT_S:g})",
     )
     serve.add_argument("--log-json", action="store_true", help="log lines as JSON")
+    serve.add_argument(
+        "--fail-closed",
+        action="store_true",
+        help="Claude Code hooks: when a hook fails on PreToolUse, answer deny (default: 500, "
+        "which Claude Code treats as a non-blocking error and runs the tool)",
+    )
+    serve.add_argument(
+        "--traces-out",
+        metavar="PATH",
+        help="append the Claude Code hook spans and the joined Claude Code spans to PATH as "
+        "OTLP JSON lines (`otelhooks claude-code tree PATH` prints them)",
+    )
+    serve.add_argument(
+        "--no-claude-code",
+        action="store_true",
+        help="do not serve POST /v1/hooks/claude-code, /v1/logs and /v1/metrics",
+    )
     serve.set_defaults(func=_serve)

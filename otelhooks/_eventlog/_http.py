@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from opentelemetry.sdk.trace import SpanProcessor
@@ -24,9 +24,11 @@ from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES, OtlpIngest
 from otelhooks._eventlog._model import EventBatch, EventLog
 from otelhooks._eventlog._params import BadParameter, EventsQuery, parse_query
 
-__all__ = ["DEFAULT_MAX_WAITERS", "EventLogApp"]
+__all__ = ["DEFAULT_MAX_WAITERS", "EventLogApp", "Route"]
 
 DEFAULT_MAX_WAITERS = 64
+
+Route = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 
 class EventLogApp:
@@ -39,6 +41,8 @@ class EventLogApp:
         span_processors: what received spans are fed to (``on_end``), in order.
         max_waiters: long-polls allowed to wait at the same time.
         max_body_bytes: largest OTLP body accepted, before and after gunzip (else 413).
+        routes: more ``POST`` routes by path (``/v1/logs``, ``/v1/hooks/claude-code``...),
+            each an ASGI handler called once the ingest token was checked.
     """
 
     def __init__(
@@ -50,6 +54,7 @@ class EventLogApp:
         span_processors: Sequence[SpanProcessor] = (),
         max_waiters: int = DEFAULT_MAX_WAITERS,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        routes: Mapping[str, Route] | None = None,
     ) -> None:
         if not token:
             raise ValueError("the event log API needs an admin token")
@@ -58,6 +63,7 @@ class EventLogApp:
             span_processors, max_body_bytes=max_body_bytes, logs=list(self.logs.values())
         )
         self.max_waiters = max_waiters
+        self.routes = dict(routes or {})
         self._token = token.encode()
         self._ingest_token = (ingest_token or token).encode()
         self._waiting = 0
@@ -89,6 +95,7 @@ class EventLogApp:
             return
         path, method = scope["path"], scope["method"]
         route = {"/v1/events": ("GET", self._token), "/v1/traces": ("POST", self._ingest_token)}
+        route.update((extra, ("POST", self._ingest_token)) for extra in self.routes)
         if path not in route:
             await send_json(send, 404, {"error": "not_found", "message": f"no route {path[:80]}"})
             return
@@ -103,6 +110,8 @@ class EventLogApp:
             return
         if path == "/v1/events":
             await self._events(scope, receive, send)
+        elif path in self.routes:
+            await self.routes[path](scope, receive, send)
         else:
             await self.ingest.handle(scope, receive, send)
 

@@ -17,10 +17,11 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Self
+from typing import TYPE_CHECKING, Protocol, Self
 
 import structlog
 from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter
 
 from otelhooks._config import AgentEventsConfig, load_config
 from otelhooks._errors import ConfigError
@@ -31,7 +32,7 @@ from otelhooks._eventlog._guard import (
     RateLimitedLoopErrors,
     limit_server_log,
 )
-from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS, EventLogApp
+from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS, EventLogApp, Route
 from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES
 from otelhooks._eventlog._model import EventLog
 from otelhooks._processor import HookSpanProcessor
@@ -46,6 +47,10 @@ ADMIN_TOKEN_ENV = "OTELHOOKS_ADMIN_TOKEN"
 INGEST_TOKEN_ENV = "OTELHOOKS_INGEST_TOKEN"
 
 _log = structlog.get_logger("otelhooks")
+
+
+class _Closable(Protocol):
+    def close(self) -> None: ...
 
 
 class EventLogServer:
@@ -67,6 +72,7 @@ class EventLogServer:
             :mod:`otelhooks._eventlog._guard`.
         header_timeout_s: time a connection has to send a request head (default 10 s).
         owned: closed by :meth:`stop` after the HTTP server (logs closed, processors shut down).
+        routes: more ``POST`` routes (ingest token), e.g. Claude Code's hook route.
 
     Raises:
         ConfigError: no token was given or found in the environment.
@@ -90,7 +96,8 @@ class EventLogServer:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         max_connections: int | None = None,
         header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
-        owned: Sequence[EventLog | AgentEvents | SpanProcessor] = (),
+        owned: Sequence[EventLog | AgentEvents | SpanProcessor | _Closable] = (),
+        routes: Mapping[str, Route] | None = None,
     ) -> None:
         token = token or os.environ.get(ADMIN_TOKEN_ENV)
         if not token:
@@ -108,6 +115,7 @@ class EventLogServer:
             span_processors=span_processors,
             max_waiters=max_waiters,
             max_body_bytes=max_body_bytes,
+            routes=routes,
         )
         self.span_processors = tuple(span_processors)
         self.guard = ConnectionGuard(
@@ -147,9 +155,12 @@ class EventLogServer:
     def _prepare(self) -> uvicorn.Server:
         import uvicorn
 
+        hooked = "/v1/hooks/claude-code" in self.app.routes
         for processor in self.span_processors:
-            if isinstance(processor, HookSpanProcessor):
-                warn_intercept_hooks(processor)
+            # a processor in front of others (Claude Code's join) names them ``downstream``
+            for inner in (processor, *getattr(processor, "downstream", ())):
+                if isinstance(inner, HookSpanProcessor):
+                    warn_intercept_hooks(inner, claude_code=hooked)
         self.bind()
         config = uvicorn.Config(
             self.app,
@@ -263,13 +274,18 @@ def _listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def warn_intercept_hooks(processor: HookSpanProcessor) -> list[str]:
+def warn_intercept_hooks(processor: HookSpanProcessor, *, claude_code: bool = False) -> list[str]:
     """Log a warning naming the intercept hooks a receiver cannot run; returns their ids."""
     ids = [hook.id for hook in processor.registry.hooks() if hook.intercepts]
     if ids:
+        where = (
+            "; they do decide Claude Code's http hooks (POST /v1/hooks/claude-code)"
+            if claude_code
+            else ""
+        )
         _log.warning(
             "intercept hooks cannot act on received spans: the call already happened in the "
-            "agent's process, so these hooks never run here; register them in that process",
+            "agent's process, so these hooks never run here; register them in that process" + where,
             hook_ids=ids,
         )
     return ids
@@ -287,6 +303,9 @@ def serve(
     start: bool = True,
     max_connections: int | None = None,
     header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
+    claude_code: bool = True,
+    span_exporters: Sequence[SpanExporter] = (),
+    fail_closed: bool = False,
 ) -> EventLogServer:
     """Build what ``otelhooks serve`` runs from hook files, and start it (unless ``start``
     is False, for :meth:`EventLogServer.serve_forever`).
@@ -296,6 +315,13 @@ def serve(
     other documents' hooks are registered. Without any ``agent_events``
     file one default in-memory log is served. Received spans run through one
     :class:`HookSpanProcessor` holding all those hooks, then through ``span_processors``.
+
+    With ``claude_code`` (the default) the server also answers Claude Code's HTTP hooks
+    (``POST /v1/hooks/claude-code``, the hook lists' intercept hooks deciding), accepts OTLP
+    logs and metrics, and joins Claude Code's telemetry with its sessions; hook spans and
+    joined spans go to ``span_exporters`` and to OTLP when the ``OTEL_EXPORTER_OTLP_*``
+    endpoint is set. Sessions survive a restart when an ``agent_events`` log is durable.
+    ``fail_closed`` makes a failing hook deny ``PreToolUse`` instead of answering 500.
 
     Raises:
         ConfigError: a file is invalid, two logs share a name, or there is no admin token.
@@ -321,15 +347,36 @@ def serve(
     events = [AgentEvents(c, notice_sink=notice_sink) for c in configs]
     for item in events:
         item.install(processor)
+    received: list[SpanProcessor] = [processor, *span_processors]
+    owned: list[EventLog | AgentEvents | SpanProcessor | _Closable] = [processor, *events]
+    routes: dict[str, Route] = {}
+    if claude_code:
+        from otelhooks.integrations.claude_code._serve import (
+            claude_code_routes,
+            sessions_path_beside,
+        )
+
+        durable = next((c.path for c in configs if c.durable and c.path), None)
+        serving = claude_code_routes(
+            processor,
+            downstream=received,
+            sessions_path=sessions_path_beside(durable) if durable else None,
+            exporters=span_exporters,
+            fail_closed=fail_closed,
+        )
+        received = [serving.span_processor]
+        routes = serving.routes
+        owned.append(serving)
     server = EventLogServer(
         [item.log for item in events],
-        span_processors=[processor, *span_processors],
+        span_processors=received,
         token=token,
         host=host,
         port=port,
         max_waiters=max_waiters,
         max_connections=max_connections,
         header_timeout_s=header_timeout_s,
-        owned=[processor, *events],
+        owned=owned,
+        routes=routes,
     )
     return server.start() if start else server

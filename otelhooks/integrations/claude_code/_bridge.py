@@ -45,6 +45,7 @@ from opentelemetry.util import types
 from pydantic import ValidationError
 
 from otelhooks import _semconv as sc
+from otelhooks._engine import HooksEngine
 from otelhooks._events import (
     BeforeAgentStartEvent,
     CompleteEvent,
@@ -91,6 +92,9 @@ class ClaudeCodeBridge:
         deny_mode: answer a denial with JSON ``permissionDecision: deny`` (``json``) or with
             exit code 2 and the reason on stderr (``exit2``).
         service_name: ``service.name`` of the spans.
+        engine: run this hooks engine instead of one made from ``hooks`` (a server shares
+            its own; the caller then owns its shutdown).
+        writer: write spans through this writer instead of one made from ``exporters``.
         capture: record content (prompts, tool arguments and results) on spans and in the state
             file; ``None`` reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
 
@@ -110,21 +114,26 @@ class ClaudeCodeBridge:
         deny_mode: DenyMode = "json",
         service_name: str = AGENT,
         capture: bool | None = None,
+        engine: HooksEngine | None = None,
+        writer: SpanWriter | None = None,
     ) -> None:
         self.state = state
         self.deny_mode = deny_mode
         self.capture = _capture_content() if capture is None else capture
-        self.oh = configure(
-            service_name=service_name,
-            hooks=hooks,
-            otlp=False,
-            set_global=False,
-            structured_logging=False,
-        )
-        self.engine = self.oh.engine
+        self.oh = None
+        if engine is None:
+            self.oh = configure(
+                service_name=service_name,
+                hooks=hooks,
+                otlp=False,
+                set_global=False,
+                structured_logging=False,
+            )
+            engine = self.oh.engine
+        self.engine = engine
         self.observe = observer(self.engine)
         resource = Resource.create({"service.name": service_name})
-        self.writer = SpanWriter(exporters, resource)
+        self.writer = writer if writer is not None else SpanWriter(exporters, resource)
         self.tools = ToolUses(
             state=state,
             engine=self.engine,
@@ -136,7 +145,8 @@ class ClaudeCodeBridge:
 
     def close(self, timeout_s: float = 10.0) -> None:
         """Run the queued observers and webhooks, export the spans."""
-        self.oh.shutdown(timeout_s)
+        if self.oh is not None:
+            self.oh.shutdown(timeout_s)
         self.writer.shutdown()
 
     # -- dispatch ----------------------------------------------------------------------------------

@@ -1,0 +1,277 @@
+"""``POST /v1/logs`` and ``POST /v1/metrics``: OTLP/HTTP logs and metrics, protobuf or JSON.
+
+An agent that exports all three signals to one endpoint (Claude Code does, with
+``OTEL_EXPORTER_OTLP_ENDPOINT``) needs the server to accept logs and metrics as well as traces.
+Bodies are handled like ``/v1/traces`` (bounded before and after gunzip, chunked or not, decoded
+on a worker thread); each request becomes plain records handed to the sinks:
+
+- a log record: :class:`ReceivedLog` (event name, attributes, trace and span ids, resource);
+- a metric data point: :class:`ReceivedPoint` (metric name, attributes, value, resource).
+
+Answers follow OTLP/HTTP: 200 with an empty ``Export*ServiceResponse``, 400 for a body that does
+not decode, 413 past the bound, 415 for another media type or encoding.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+import re
+import zlib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import structlog
+
+from otelhooks._eventlog._asgi import Receive, Scope, Send, header, respond, send_json
+from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES, _body, _gunzip
+from otelhooks._eventlog._otlp import JSON, PROTOBUF, OtlpDecodeError
+
+__all__ = [
+    "LogSink",
+    "MetricSink",
+    "OtlpSignalIngest",
+    "ReceivedLog",
+    "ReceivedPoint",
+    "decode_logs",
+    "decode_metrics",
+]
+
+_log = structlog.get_logger("otelhooks")
+_HEX = re.compile(r"[0-9a-fA-F]*")
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedLog:
+    """One received OTLP log record.
+
+    ``event_name`` is the record's ``event_name`` field, else its ``event.name`` attribute.
+    """
+
+    event_name: str
+    attributes: dict[str, Any]
+    body: Any
+    time_unix_nano: int
+    trace_id: int
+    span_id: int
+    severity_text: str = ""
+    resource: dict[str, Any] = field(default_factory=dict)
+    scope: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ReceivedPoint:
+    """One received OTLP metric data point (sum, gauge: the value; histograms: the sum)."""
+
+    metric: str
+    attributes: dict[str, Any]
+    value: float
+    time_unix_nano: int
+    resource: dict[str, Any] = field(default_factory=dict)
+
+
+LogSink = Callable[[Sequence[ReceivedLog]], None]
+MetricSink = Callable[[Sequence[ReceivedPoint]], None]
+
+
+def _ids_to_base64(message: dict[str, Any], fields: Iterable[str]) -> None:
+    for name in fields:
+        value = message.get(name)
+        if isinstance(value, str) and len(value) in (16, 32) and _HEX.fullmatch(value):
+            message[name] = base64.b64encode(bytes.fromhex(value)).decode()
+
+
+def _parse(body: bytes, content_type: str, request: Any, what: str) -> None:
+    from google.protobuf import json_format
+    from google.protobuf.message import DecodeError
+
+    if content_type == PROTOBUF:
+        try:
+            request.ParseFromString(body)
+        except DecodeError as exc:
+            raise OtlpDecodeError(f"not an OTLP protobuf {what} request: {exc}") from None
+        return
+    try:
+        data = json.loads(body)
+        if not isinstance(data, dict):
+            raise ValueError("the body is not a JSON object")
+        for rl in data.get("resourceLogs") or ():
+            for sl in rl.get("scopeLogs") or ():
+                for record in sl.get("logRecords") or ():
+                    _ids_to_base64(record, ("traceId", "spanId"))
+        json_format.ParseDict(data, request, ignore_unknown_fields=True)
+    except (ValueError, TypeError, AttributeError, json_format.ParseError) as exc:
+        raise OtlpDecodeError(f"not an OTLP/JSON {what} request: {exc}") from None
+
+
+def _value(value: Any) -> Any:
+    kind = value.WhichOneof("value")
+    if kind is None:
+        return None
+    if kind == "array_value":
+        return [_value(v) for v in value.array_value.values]
+    if kind == "kvlist_value":
+        return _attributes(value.kvlist_value.values)
+    return getattr(value, kind)
+
+
+def _attributes(key_values: Iterable[Any]) -> dict[str, Any]:
+    return {kv.key: _value(kv.value) for kv in key_values}
+
+
+def decode_logs(body: bytes, content_type: str) -> list[ReceivedLog]:
+    """Decode an ``ExportLogsServiceRequest`` into its log records.
+
+    Raises:
+        OtlpDecodeError: the body does not parse.
+    """
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    request = ExportLogsServiceRequest()
+    _parse(body, content_type, request, "logs")
+    out: list[ReceivedLog] = []
+    for rl in request.resource_logs:
+        resource = _attributes(rl.resource.attributes)
+        for sl in rl.scope_logs:
+            for record in sl.log_records:
+                attributes = _attributes(record.attributes)
+                name = record.event_name or str(attributes.get("event.name") or "")
+                out.append(
+                    ReceivedLog(
+                        event_name=name,
+                        attributes=attributes,
+                        body=_value(record.body),
+                        time_unix_nano=record.time_unix_nano or record.observed_time_unix_nano,
+                        trace_id=int.from_bytes(record.trace_id, "big") if record.trace_id else 0,
+                        span_id=int.from_bytes(record.span_id, "big") if record.span_id else 0,
+                        severity_text=record.severity_text,
+                        resource=resource,
+                        scope=sl.scope.name,
+                    )
+                )
+    return out
+
+
+def decode_metrics(body: bytes, content_type: str) -> list[ReceivedPoint]:
+    """Decode an ``ExportMetricsServiceRequest`` into its data points.
+
+    Raises:
+        OtlpDecodeError: the body does not parse.
+    """
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+        ExportMetricsServiceRequest,
+    )
+
+    request = ExportMetricsServiceRequest()
+    _parse(body, content_type, request, "metrics")
+    out: list[ReceivedPoint] = []
+    for rm in request.resource_metrics:
+        resource = _attributes(rm.resource.attributes)
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                kind = metric.WhichOneof("data")
+                if kind is None:
+                    continue
+                for point in getattr(metric, kind).data_points:
+                    if kind in ("sum", "gauge"):
+                        number = point.WhichOneof("value")
+                        value = float(getattr(point, number)) if number else 0.0
+                    else:  # histogram, exponential_histogram, summary: the sum
+                        value = float(point.sum)
+                    out.append(
+                        ReceivedPoint(
+                            metric.name,
+                            _attributes(point.attributes),
+                            value,
+                            point.time_unix_nano,
+                            resource,
+                        )
+                    )
+    return out
+
+
+def _response(kind: Literal["logs", "metrics"], content_type: str) -> bytes:
+    if content_type != PROTOBUF:
+        return b"{}"
+    if kind == "logs":
+        from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
+            ExportLogsServiceResponse,
+        )
+
+        return ExportLogsServiceResponse().SerializeToString()
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+        ExportMetricsServiceResponse,
+    )
+
+    return ExportMetricsServiceResponse().SerializeToString()
+
+
+class OtlpSignalIngest:
+    """The ASGI handler of ``POST /v1/logs`` or ``POST /v1/metrics`` (auth checked by the app).
+
+    Args:
+        kind: ``logs`` or ``metrics``.
+        sinks: called with each request's records, in order; a failing sink is logged and
+            the others still run.
+        max_body_bytes: largest body, before and after gunzip (else 413).
+
+    Example:
+        >>> seen = []
+        >>> ingest = OtlpSignalIngest("logs", [seen.extend])
+        >>> ingest.ingest(b'{"resourceLogs": []}', "application/json")
+        0
+    """
+
+    def __init__(
+        self,
+        kind: Literal["logs", "metrics"],
+        sinks: Sequence[Callable[[Any], None]] = (),
+        *,
+        max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    ) -> None:
+        self.kind = kind
+        self.sinks = list(sinks)
+        self.max_body_bytes = max_body_bytes
+        self.received = 0
+
+    def ingest(self, body: bytes, content_type: str) -> int:
+        """Decode ``body`` and hand its records to the sinks; returns how many there were."""
+        records: Sequence[Any] = (
+            decode_logs(body, content_type)
+            if self.kind == "logs"
+            else decode_metrics(body, content_type)
+        )
+        self.received += len(records)
+        for sink in self.sinks:
+            try:
+                sink(records)
+            except Exception:
+                _log.exception("OTLP sink failed", signal=self.kind)
+        return len(records)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        ctype = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
+        if ctype not in (PROTOBUF, JSON):
+            body = {"error": "unsupported_media_type", "message": f"use {PROTOBUF} or {JSON}"}
+            await send_json(send, 415, body)
+            return
+        encoding = (header(scope, b"content-encoding") or "identity").strip().lower()
+        if encoding not in ("identity", "gzip"):
+            body = {"error": "unsupported_encoding", "message": "use gzip or no encoding"}
+            await send_json(send, 415, body)
+            return
+        limit = self.max_body_bytes
+        data = await _body(receive, limit)
+        try:
+            if data and encoding == "gzip":
+                data = _gunzip(data, limit)
+            if data is None:
+                await send_json(send, 413, {"error": "too_large", "message": f"at most {limit}"})
+                return
+            await asyncio.to_thread(self.ingest, data, ctype)
+        except (OtlpDecodeError, zlib.error) as exc:
+            await send_json(send, 400, {"error": "bad_request", "message": str(exc)})
+            return
+        await respond(send, 200, _response(self.kind, ctype), ctype.encode())

@@ -1,0 +1,187 @@
+"""The bridge daemon behind :mod:`~otelhooks.integrations.claude_code.hook_client`.
+
+One long-lived :class:`ClaudeCodeBridge` (hooks loaded once, observers and webhooks on its
+background worker instead of delaying the hook's exit) answers ``POST /bridge`` on a Unix
+socket with the bridge's exact answer as JSON: ``{"exit_code", "stdout", "stderr"}``. Its
+sessions are :class:`ServerSessions` over the **same** state file as the one-process bridge, so
+an event handled by either continues the other's spans. Only one daemon serves a socket (an
+exclusive ``flock`` on ``SOCKET.lock``); it leaves after ``idle_s`` seconds without events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import socket
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from otelhooks._eventlog._asgi import Receive, Scope, Send, send_json
+from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
+from otelhooks.integrations.claude_code._common import HookResponse
+from otelhooks.integrations.claude_code._http import _body
+from otelhooks.integrations.claude_code._input import InputProblem, event_name_of, parse_input
+from otelhooks.integrations.claude_code._run import (
+    _CAPTURE_ENV,
+    EXPORT_ENV,
+    HOOKS_ENV,
+    TRACES_ENV,
+    BridgeOptions,
+    _refusal,
+    _truthy,
+)
+from otelhooks.integrations.claude_code._sessions import ServerSessions
+from otelhooks.integrations.claude_code._state import DEFAULT_STATE_PATH, STATE_ENV
+
+__all__ = ["DEFAULT_IDLE_S", "build_bridge", "run_daemon"]
+
+DEFAULT_IDLE_S = 900.0
+
+_log = structlog.get_logger("otelhooks")
+
+
+def build_bridge(options: BridgeOptions, env: Mapping[str, str]) -> ClaudeCodeBridge:
+    """The bridge the one-process form builds per event, built once (state in memory + file)."""
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace.export import (
+        BatchSpanProcessor,
+        SimpleSpanProcessor,
+        SpanExporter,
+    )
+
+    from otelhooks._config import load_config
+    from otelhooks._export import OtlpJsonLinesSpanExporter
+    from otelhooks.integrations.claude_code._environment import (
+        export_settings,
+        otlp_exporter,
+        project_path,
+    )
+    from otelhooks.integrations.claude_code._spans import LockedFileExporter, SpanWriter
+
+    listed = [*options.hooks, *(p for p in env.get(HOOKS_ENV, "").split(os.pathsep) if p)]
+    hook_paths = [project_path(p, env) for p in listed]
+    explicit = options.export_env or env.get(EXPORT_ENV)
+    settings = export_settings(hook_paths, project_path(explicit, env) if explicit else None, env)
+    if HOOKS_ENV not in env and settings.get(HOOKS_ENV):
+        hook_paths += [project_path(p, env) for p in settings[HOOKS_ENV].split(os.pathsep) if p]
+    hooks = load_config(hook_paths).hooks
+    service = settings.get("OTEL_SERVICE_NAME") or options.service_name
+    writer = SpanWriter((), Resource.create({"service.name": service}))
+    traces_out = options.traces_out or settings.get(TRACES_ENV)
+    if traces_out:
+        path = os.fspath(project_path(traces_out, env))
+        file_exporter: SpanExporter = LockedFileExporter(
+            OtlpJsonLinesSpanExporter(path), f"{path}.lock"
+        )
+        # written as each span ends: a reader (or the one-process bridge) sees it at once
+        writer.provider.add_span_processor(SimpleSpanProcessor(file_exporter))
+    otlp = otlp_exporter(settings)
+    if otlp is not None:
+        writer.provider.add_span_processor(BatchSpanProcessor(otlp, schedule_delay_millis=500))
+    state = options.state or settings.get(STATE_ENV)
+    state_path = project_path(state, env) if state else DEFAULT_STATE_PATH.expanduser()
+    return ClaudeCodeBridge(
+        hooks=hooks,
+        state=ServerSessions(state_path),
+        writer=writer,
+        deny_mode=options.deny_mode,
+        service_name=service,
+        capture=_truthy(settings.get(_CAPTURE_ENV)),
+    )
+
+
+class _DaemonApp:
+    def __init__(self, bridge: ClaudeCodeBridge, options: BridgeOptions) -> None:
+        self.bridge = bridge
+        self.options = options
+        self.last = time.monotonic()
+
+    def answer(self, raw: bytes) -> HookResponse:
+        try:
+            payload = parse_input(raw)
+        except InputProblem as exc:
+            return _refusal(event_name_of(raw), str(exc), self.options)
+        name = payload.get("hook_event_name")
+        try:
+            return self.bridge.handle(payload)
+        except Exception as exc:
+            _log.exception("claude-code bridge failed", hook_event=name)
+            event = name if isinstance(name, str) else None
+            return _refusal(event, f"{type(exc).__name__}: {exc}", self.options)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        self.last = time.monotonic()
+        raw = await _body(receive, 64 * 1024 * 1024)
+        response = await asyncio.to_thread(self.answer, raw or b"")
+        self.last = time.monotonic()
+        body: dict[str, Any] = {
+            "exit_code": response.exit_code,
+            "stdout": response.stdout,
+            "stderr": response.stderr,
+        }
+        await send_json(send, 200, body)
+
+
+def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None = None) -> int:
+    """Serve ``socket_path`` until idle; returns 0 (also when another daemon already serves)."""
+    import uvicorn
+
+    from otelhooks.integrations.claude_code.hook_client import IDLE_ENV
+
+    idle = idle_s if idle_s is not None else float(os.environ.get(IDLE_ENV) or DEFAULT_IDLE_S)
+    path = Path(socket_path)
+    lock = open(f"{path}.lock", "a+b")  # noqa: SIM115 - held for the daemon's life
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        lock.close()
+        return 0  # another daemon serves this socket
+    bridge = build_bridge(options, os.environ)
+    app = _DaemonApp(bridge, options)
+    path.unlink(missing_ok=True)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    sock.listen(256)
+    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on")
+    server = uvicorn.Server(config)
+
+    async def watch_idle() -> None:
+        app.last = time.monotonic()  # idle from when it serves, not from when it was built
+        while not server.should_exit:
+            await asyncio.sleep(min(1.0, idle / 4))
+            if time.monotonic() - app.last > idle:
+                server.should_exit = True
+
+    async def main() -> None:
+        watcher = asyncio.ensure_future(watch_idle())
+        try:
+            await server.serve(sockets=[sock])
+        finally:
+            watcher.cancel()
+
+    try:
+        asyncio.run(main())
+    finally:
+        path.unlink(missing_ok=True)
+        sock.close()
+        bridge.close()
+        if isinstance(bridge.state, ServerSessions):
+            bridge.state.close()
+        lock.close()
+    return 0

@@ -1,0 +1,129 @@
+"""What ``otelhooks serve`` adds for Claude Code: the hook route, OTLP logs and metrics, the join.
+
+:func:`claude_code_routes` builds, around the server's own :class:`HookSpanProcessor` (so the
+``--hooks`` files' intercept hooks guard Claude Code's tool calls and their observers and event
+logs see every event):
+
+- ``POST /v1/hooks/claude-code``: :class:`ClaudeCodeHookRoute` over one long-lived
+  :class:`ClaudeCodeBridge` whose sessions live in :class:`ServerSessions`;
+- ``POST /v1/logs`` and ``POST /v1/metrics``: :class:`OtlpSignalIngest` into
+  :class:`ClaudeTelemetry`;
+- the span processor for ``POST /v1/traces``: :class:`ClaudeTelemetry` in front of the hook
+  processor, joining Claude Code's spans with the sessions.
+
+The hook route's spans and the joined Claude Code spans are exported in batches (never on the
+request's path) to ``exporters`` and, when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or the traces
+variant) is set, to OTLP.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+
+from otelhooks._actions._webhook_delivery import WebhookDeliverer
+from otelhooks._eventlog._http import Route
+from otelhooks._eventlog._otlp_signals import OtlpSignalIngest
+from otelhooks._processor import HookSpanProcessor
+from otelhooks._setup import _otlp_configured, otlp_span_exporter
+from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
+from otelhooks.integrations.claude_code._common import AGENT
+from otelhooks.integrations.claude_code._http import HOOK_ROUTE, ClaudeCodeHookRoute
+from otelhooks.integrations.claude_code._sessions import ServerSessions
+from otelhooks.integrations.claude_code._spans import SpanWriter
+from otelhooks.integrations.claude_code._telemetry import ClaudeTelemetry
+
+__all__ = ["ClaudeCodeServing", "claude_code_routes", "sessions_path_beside"]
+
+
+@dataclass
+class ClaudeCodeServing:
+    """The Claude Code parts of a server (see :func:`claude_code_routes`)."""
+
+    routes: dict[str, Route]
+    span_processor: ClaudeTelemetry
+    bridge: ClaudeCodeBridge
+    sessions: ServerSessions
+    route: ClaudeCodeHookRoute
+    _export: list[SpanProcessor] = field(default_factory=list)
+    _deliverer: WebhookDeliverer | None = None
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Export what the batch processors hold."""
+        return all(p.force_flush(int(timeout_s * 1000)) for p in self._export)
+
+    def close(self) -> None:
+        """Export what is left and close the session store (the hook processor is not ours)."""
+        self.bridge.writer.shutdown()
+        self.span_processor.shutdown()
+        self.sessions.close()
+        if self._deliverer is not None:  # after the hook processor queued its last webhooks
+            self._deliverer.shutdown()
+
+
+def sessions_path_beside(log_path: str | os.PathLike[str]) -> Path:
+    """Where a durable server keeps its Claude Code sessions: next to its durable event log."""
+    path = Path(log_path).expanduser()
+    return path.with_name(f"{path.name}.claude-sessions.sqlite3")
+
+
+def claude_code_routes(
+    processor: HookSpanProcessor,
+    *,
+    downstream: Sequence[SpanProcessor] = (),
+    sessions_path: str | os.PathLike[str] | None = None,
+    exporters: Sequence[SpanExporter] = (),
+    fail_closed: bool = False,
+    service_name: str = AGENT,
+) -> ClaudeCodeServing:
+    """Build the Claude Code routes of a server around its hook processor.
+
+    Args:
+        processor: the server's hook processor: its hooks run for Claude Code's events.
+        downstream: the processors received spans reach (the hook processor first).
+        sessions_path: keep sessions in this SQLite file (survives a restart); memory if None.
+        exporters: where the hook spans and joined Claude Code spans go (batched).
+        fail_closed: deny a ``PreToolUse`` when the bridge fails (instead of a 500).
+        service_name: ``service.name`` of the hook spans.
+
+    Example:
+        >>> serving = claude_code_routes(HookSpanProcessor())
+        >>> sorted(serving.routes)
+        ['/v1/hooks/claude-code', '/v1/logs', '/v1/metrics']
+    """
+    # The server's engine delivers its own webhooks (created on first use, shut down with it).
+    deliverer = None
+    chosen = list(exporters)
+    if _otlp_configured():
+        chosen.append(otlp_span_exporter())
+    export: list[SpanProcessor] = [BatchSpanProcessor(e, schedule_delay_millis=500) for e in chosen]
+    writer = SpanWriter((), Resource.create({"service.name": service_name}))
+    for item in export:
+        writer.provider.add_span_processor(item)
+    sessions = ServerSessions(sessions_path)
+    bridge = ClaudeCodeBridge(
+        state=sessions,
+        engine=processor.engine,
+        writer=writer,
+        deny_mode="json",
+        service_name=service_name,
+    )
+    route = ClaudeCodeHookRoute(bridge, fail_closed=fail_closed)
+    telemetry = ClaudeTelemetry(
+        sessions,
+        engine=processor.engine,
+        downstream=downstream or (processor,),
+        export=export,
+    )
+    routes: dict[str, Route] = {
+        HOOK_ROUTE: route,
+        "/v1/logs": OtlpSignalIngest("logs", [telemetry.on_logs]),
+        "/v1/metrics": OtlpSignalIngest("metrics", [telemetry.on_metrics]),
+    }
+    return ClaudeCodeServing(routes, telemetry, bridge, sessions, route, export, deliverer)

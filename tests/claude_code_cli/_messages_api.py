@@ -1,0 +1,183 @@
+"""A scripted Anthropic Messages API on 127.0.0.1 for the real Claude Code CLI.
+
+The main conversation (the request that offers the ``Bash`` tool) is answered from a script: one
+``tool_use`` block per step, then a closing text once every step got its ``tool_result``. Any
+other request Claude Code makes (titles, topic checks) gets a short text. Answers are real SSE
+streams (``message_start`` ... ``message_stop``), as Claude Code asks for ``"stream": true``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolStep:
+    """One scripted assistant turn: call ``name`` with ``input`` as ``tool_use`` ``id``."""
+
+    id: str
+    name: str
+    input: dict[str, Any]
+
+
+@dataclass
+class MessagesApi:
+    """The scripted API; ``requests`` keeps every JSON body received."""
+
+    steps: Sequence[ToolStep]
+    final_text: str = "All done."
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def answer(self, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        tools = {t.get("name") for t in body.get("tools") or () if isinstance(t, dict)}
+        if "Bash" not in tools:
+            return _text_events("ok", input_tokens=5)
+        answered = _tool_results(body.get("messages") or ())
+        for step in self.steps:
+            if step.id not in answered:
+                return _tool_events(step)
+        return _text_events(self.final_text, input_tokens=40)
+
+
+def _tool_results(messages: Sequence[Any]) -> set[str]:
+    ids: set[str] = set()
+    for message in messages:
+        content = message.get("content") if isinstance(message, dict) else None
+        if isinstance(content, list):
+            for block in content:
+                if isinstance(block, dict) and block.get("type") == "tool_result":
+                    ids.add(str(block.get("tool_use_id")))
+    return ids
+
+
+def _start(input_tokens: int) -> tuple[str, dict[str, Any]]:
+    message = {
+        "id": "msg_scripted",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": [],
+        "stop_reason": None,
+        "stop_sequence": None,
+        "usage": {"input_tokens": input_tokens, "output_tokens": 1},
+    }
+    return "message_start", {"type": "message_start", "message": message}
+
+
+def _end(stop_reason: str, output_tokens: int) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": None},
+                "usage": {"output_tokens": output_tokens},
+            },
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]
+
+
+def _text_events(text: str, *, input_tokens: int) -> list[tuple[str, dict[str, Any]]]:
+    return [
+        _start(input_tokens),
+        (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": 0,
+                "content_block": {"type": "text", "text": ""},
+            },
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "text_delta", "text": text},
+            },
+        ),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        *_end("end_turn", 3),
+    ]
+
+
+def _tool_events(step: ToolStep) -> list[tuple[str, dict[str, Any]]]:
+    block = {"type": "tool_use", "id": step.id, "name": step.name, "input": {}}
+    partial = json.dumps(step.input)
+    return [
+        _start(30),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": block},
+        ),
+        (
+            "content_block_delta",
+            {
+                "type": "content_block_delta",
+                "index": 0,
+                "delta": {"type": "input_json_delta", "partial_json": partial},
+            },
+        ),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        *_end("tool_use", 12),
+    ]
+
+
+@contextmanager
+def serve_messages_api(api: MessagesApi) -> Iterator[str]:
+    """Serve ``api`` on 127.0.0.1; yields its base URL (for ``ANTHROPIC_BASE_URL``)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def do_HEAD(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = {}
+            if not self.path.startswith("/v1/messages") or "count_tokens" in self.path:
+                data = json.dumps({"input_tokens": 10}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
+            api.requests.append(body)
+            events = api.answer(body)
+            stream = "".join(
+                f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events
+            ).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(stream)))
+            self.send_header("request-id", "req_scripted")
+            self.end_headers()
+            self.wfile.write(stream)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

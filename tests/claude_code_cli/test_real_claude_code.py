@@ -1,0 +1,329 @@
+"""The real Claude Code CLI against otelhooks: the command bridge and HTTP hooks into ``serve``.
+
+Each session asks (through a scripted Messages API on 127.0.0.1) for ``rm -rf victim`` and then
+for a harmless ``touch``. A ``no-rm`` command hook denies the first: the Bash tool never runs
+(``victim/`` survives), the second runs (its file exists). The hooks are written by
+``otelhooks claude-code install`` itself, so Claude Code accepting that file is tested too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otelhooks._eventlog._otlp import decode_traces
+from otelhooks.integrations.claude_code import session_trace_id
+from otelhooks.integrations.claude_code._install import install
+from tests._realparts import free_port, require, wait_for_port
+from tests._webhook_server import WebhookServer, webhook_server
+from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+
+pytestmark = pytest.mark.timeout(60)
+
+HERE = Path(__file__).parent
+CLAUDE = HERE / "node_modules" / ".bin" / "claude"
+REPO = HERE.parent.parent
+TOKEN = "t0ken-claude-native"
+
+HOOKS = """\
+hooks:
+  - id: no-rm
+    type: PreToolUse
+    matcher: Bash
+    command: >-
+      case "$HOOK_TOOL_INPUT" in *'rm -rf'*)
+      echo 'rm -rf is not allowed here' >&2; exit 2;; esac
+  - id: tool-audit
+    type: PostToolUse
+    webhook: {{url: "{webhook}/tools"}}
+  - id: llm-audit
+    type: llm_output
+    webhook: {{url: "{webhook}/llm"}}
+"""
+
+
+@pytest.fixture(scope="module")
+def claude() -> Path:
+    require("the Claude Code CLI (npm ci --prefix tests/claude_code_cli)", CLAUDE.exists())
+    return CLAUDE
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / ".claude").mkdir(parents=True)
+    (root / "victim").mkdir()
+    (root / "victim" / "keep.txt").write_text("precious")
+    return root
+
+
+def _steps() -> list[ToolStep]:
+    return [
+        ToolStep("toolu_rm", "Bash", {"command": "rm -rf victim", "description": "clean"}),
+        ToolStep("toolu_ok", "Bash", {"command": "touch harmless.txt", "description": "touch"}),
+    ]
+
+
+def _run_claude(
+    claude: Path, project: Path, api_url: str, home: Path, extra: dict[str, str]
+) -> dict[str, Any]:
+    python_bin = str(Path(sys.executable).parent)
+    env = {
+        "PATH": f"{python_bin}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(REPO),
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": api_url,
+        "ANTHROPIC_API_KEY": "sk-ant-fake",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "IS_SANDBOX": "1",  # CI runs as root
+        **extra,
+    }
+    result = subprocess.run(
+        [
+            str(claude),
+            *("-p", "clean up", "--permission-mode", "bypassPermissions"),
+            *("--output-format", "json"),
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=40,
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    out: dict[str, Any] = json.loads(result.stdout)
+    return out
+
+
+def _tool_results(api: MessagesApi) -> dict[str, dict[str, Any]]:
+    results: dict[str, dict[str, Any]] = {}
+    for body in api.requests:
+        for message in body.get("messages") or ():
+            content = message.get("content")
+            for block in content if isinstance(content, list) else ():
+                if block.get("type") == "tool_result":
+                    results[block["tool_use_id"]] = block
+    return results
+
+
+def _assert_deny_and_allow(project: Path, api: MessagesApi) -> None:
+    # The deny: Bash never ran (its side effect is absent) and Claude was told why.
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    results = _tool_results(api)
+    assert results["toolu_rm"]["is_error"] is True
+    assert "rm -rf is not allowed here" in str(results["toolu_rm"]["content"])
+    # The allowed call ran.
+    assert (project / "harmless.txt").exists()
+    assert results["toolu_ok"].get("is_error") is False
+
+
+def _tool_webhooks(server: WebhookServer) -> list[dict[str, Any]]:
+    bodies = [r.json() for r in server.wait_for("/tools", 1)]
+    return [b.get("data", b) if isinstance(b, dict) else b for b in bodies]
+
+
+def test_command_bridge_denies_rm_and_runs_the_harmless_call(
+    claude: Path, project: Path, tmp_path: Path
+) -> None:
+    traces = tmp_path / "traces.jsonl"
+    install(project / ".claude" / "settings.json")  # the command form
+    extra = {
+        "OTELHOOKS_TRACES_OUT": str(traces),
+        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
+        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",  # the bridge daemon leaves soon after the test
+    }
+    with webhook_server() as hooks_server:
+        (project / ".claude" / "otelhooks.yaml").write_text(HOOKS.format(webhook=hooks_server.url))
+        api = MessagesApi(_steps())
+        with serve_messages_api(api) as url:
+            out = _run_claude(claude, project, url, tmp_path / "home", extra)
+        _assert_deny_and_allow(project, api)
+        webhook = hooks_server.wait_for("/tools", 1)
+        assert webhook, "the PostToolUse webhook was not delivered"
+    session = out["session_id"]
+    spans = [json.loads(line) for line in traces.read_text().splitlines()]
+    tools = [s for s in _flat_json_spans(spans) if s["name"] == "execute_tool Bash"]
+    trace = format(session_trace_id(session), "032x")
+    assert {s["traceId"] for s in tools} == {trace}
+    outcomes = sorted(_attr(s, "otelhooks.tool.outcome") for s in tools)
+    assert outcomes == ["denied", "success"]
+
+
+def _flat_json_spans(lines: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    spans: list[dict[str, Any]] = []
+    for line in lines:
+        for rs in line.get("resourceSpans") or ():
+            for ss in rs.get("scopeSpans") or ():
+                spans.extend(ss.get("spans") or ())
+    return spans
+
+
+def _attr(span: dict[str, Any], key: str) -> Any:
+    for kv in span.get("attributes") or ():
+        if kv["key"] == key:
+            return next(iter(kv["value"].values()))
+    return None
+
+
+@pytest.fixture
+def otelhooks_serve(project: Path, tmp_path: Path) -> Iterator[tuple[str, WebhookServer, Path]]:
+    """A real ``otelhooks serve`` process exporting its spans over OTLP to a capture server."""
+    with webhook_server() as sink:
+        hooks_file = project / ".claude" / "otelhooks.yaml"
+        hooks_file.write_text(HOOKS.format(webhook=sink.url))
+        port = free_port()
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            "OTELHOOKS_ADMIN_TOKEN": TOKEN,
+            "OTEL_EXPORTER_OTLP_ENDPOINT": sink.url,
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
+        }
+        proc = subprocess.Popen(
+            [
+                *(sys.executable, "-m", "otelhooks", "serve", "--hooks", str(hooks_file)),
+                *("--port", str(port), "--traces-out", str(tmp_path / "serve-traces.jsonl")),
+            ],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+        )
+        try:
+            wait_for_port(port, 15)
+            yield f"http://127.0.0.1:{port}", sink, hooks_file
+        finally:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+                proc.wait(10)
+
+
+def test_http_hooks_into_serve_deny_allow_and_join_claude_telemetry(
+    claude: Path, project: Path, tmp_path: Path, otelhooks_serve: tuple[str, WebhookServer, Path]
+) -> None:
+    url, sink, _ = otelhooks_serve
+    change = install(project / ".claude" / "settings.json", http=url)
+    assert change.warnings  # the http guard fails open when the server is down, and says so
+    api = MessagesApi(_steps())
+    telemetry = {
+        "OTELHOOKS_INGEST_TOKEN": TOKEN,
+        "CLAUDE_CODE_ENABLE_TELEMETRY": "1",
+        "CLAUDE_CODE_ENHANCED_TELEMETRY_BETA": "1",
+        "OTEL_TRACES_EXPORTER": "otlp",
+        "OTEL_LOGS_EXPORTER": "otlp",
+        "OTEL_METRICS_EXPORTER": "otlp",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "http/json",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": url,
+        "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer {TOKEN}",
+    }
+    with serve_messages_api(api) as api_url:
+        out = _run_claude(claude, project, api_url, tmp_path / "home", telemetry)
+    _assert_deny_and_allow(project, api)
+    session = out["session_id"]
+    trace = session_trace_id(session)
+
+    # The event log holds the hook decisions of this session.
+    events = _get_events(url)
+    records = [e for e in events if e["session"] == session]
+    assert sorted((r["tool"], r["success"]) for r in records)[:2] == [
+        ("Bash", False),
+        ("Bash", True),
+    ]
+    assert any(r["detail"] == "denied by no-rm" for r in records)
+
+    # A webhook at a real local server: the PostToolUse observer of the allowed call.
+    assert sink.wait_for("/tools", 1)
+
+    # Claude Code's api_request log events reached the observer hooks, in the session's trace.
+    llm = [json.dumps(r.json()) for r in sink.wait_for("/llm", 3)]
+    mine = [text for text in llm if session in text]
+    assert len(mine) >= 3  # one per model request of the scripted conversation
+    assert all(f"{trace:032x}" in text and "costUsd" in text for text in mine)
+
+    # One trace per session: the hook spans and Claude Code's own spans, joined.
+    spans = _exported_spans(sink, lambda s: s.name == "claude_code.interaction")
+    ours = {s.name: s for s in spans if s.name.startswith("execute_tool")}
+    in_trace = [s for s in spans if s.context.trace_id == trace]
+    names = {s.name for s in in_trace}
+    assert {"execute_tool Bash", "invoke_agent claude-code", "claude_code.tool"} <= names
+    assert ours
+    hook_tool_spans = {s.context.span_id for s in in_trace if s.name == "execute_tool Bash"}
+    claude_tools = [s for s in in_trace if s.name == "claude_code.tool"]
+    assert len(claude_tools) == 2
+    for span in claude_tools:
+        linked = {link.context.span_id for link in span.links}
+        assert linked & hook_tool_spans, "Claude Code's tool span is not linked to the hook span"
+        assert span.attributes is not None
+        assert "claude_code.trace_id" in span.attributes
+
+    # The same, as the tree `otelhooks claude-code tree` prints from serve's --traces-out.
+    tree = _tree(tmp_path / "serve-traces.jsonl", session)
+    assert f"trace {trace:032x}" in tree
+    assert "execute_tool Bash" in tree
+    assert "DENIED by no-rm" in tree
+    assert "claude_code.tool" in tree
+    assert "link -> hook span" in tree
+
+
+def _tree(path: Path, session: str) -> str:
+    deadline = time.monotonic() + 10
+    while True:  # serve writes the joined spans in batches (every 0.5 s)
+        result = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "otelhooks",
+                "claude-code",
+                "tree",
+                str(path),
+                "--session",
+                session,
+            ],
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if "link -> hook span" in result.stdout or time.monotonic() > deadline:
+            return result.stdout
+        time.sleep(0.3)
+
+
+def _get_events(url: str) -> list[dict[str, Any]]:
+    import httpx
+
+    deadline = time.monotonic() + 10
+    while True:
+        response = httpx.get(
+            f"{url}/v1/events",
+            params={"mode": "drain", "since": 0},
+            headers={"Authorization": f"Bearer {TOKEN}"},
+        )
+        response.raise_for_status()
+        events: list[dict[str, Any]] = response.json()["events"]
+        if len(events) >= 2 or time.monotonic() > deadline:
+            return events
+        time.sleep(0.1)
+
+
+def _exported_spans(sink: WebhookServer, done: Any) -> list[Any]:
+    deadline = time.monotonic() + 10
+    while True:
+        spans = []
+        for request in sink.requests("/v1/traces"):
+            decoded, _ = decode_traces(request.body, "application/x-protobuf")
+            spans.extend(decoded)
+        if any(done(s) for s in spans) or time.monotonic() > deadline:
+            return spans
+        time.sleep(0.2)
