@@ -15,7 +15,12 @@ How a command runs:
   no zombie of ours remains. A process that exits on its own may leave deliberately detached
   background work behind, as ``exec`` does.
 - stdout and stderr are read as they come and kept up to :data:`OUTPUT_CAP_BYTES` each (the rest
-  is read and counted, never stored); logs show a short excerpt. Known secrets
+  is read and counted, never stored); logs show a short excerpt. A block reason is cut to
+  :data:`REASON_CAP_CHARS` characters (Claude Code's own cap for hook output in its UI) with
+  the marker of :func:`cut_reason`. Output cut at the cap still decides: a JSON answer cut short
+  is read for its decision (``permissionDecision``, ``"decision": "block"``) and its reason, so
+  a deny longer than the cap still denies; a cut answer that would allow (its ``updatedInput``
+  is lost) is a failure, which follows ``on_error``. Known secrets
   (:mod:`otelhooks._redact`) are scrubbed from whatever of it otelhooks writes (log lines, the
   error, a block reason); the process itself may print anything.
 
@@ -41,6 +46,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -63,14 +69,17 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_COMMAND_TIMEOUT_S",
     "OUTPUT_CAP_BYTES",
+    "REASON_CAP_CHARS",
     "CommandAction",
     "CommandBlock",
     "CommandDecision",
     "CommandOutcome",
+    "cut_reason",
 ]
 
 MAX_COMMAND_TIMEOUT_S: Final = 30.0
 OUTPUT_CAP_BYTES: Final = 1 << 20
+REASON_CAP_CHARS: Final = 10_000
 _READ_CHUNK: Final = 64 * 1024
 
 Decision = Literal["allow", "deny", "ask", "defer"]
@@ -136,6 +145,54 @@ class CommandDecision:
     reason: str | None = None
     problem: str | None = None
     updated_input: dict[str, Any] | None = None
+
+
+def cut_reason(reason: str | None, *, total_bytes: int | None = None) -> str | None:
+    """``reason`` cut to :data:`REASON_CAP_CHARS` characters, with a marker when it was cut.
+
+    ``total_bytes`` is how much the command wrote, when more than the text at hand.
+
+    Example:
+        >>> cut_reason("x" * 10_005)[-40:]
+        'xxxxxxxx… [otelhooks: cut at 10000 of 10005 chars]'
+    """
+    if reason is None:
+        return None
+    if len(reason) <= REASON_CAP_CHARS and total_bytes is None:
+        return reason
+    whole = f"{total_bytes} bytes" if total_bytes is not None else f"{len(reason)} chars"
+    if len(reason) <= REASON_CAP_CHARS:
+        return f"{reason}… [otelhooks: cut, {whole} in all]"
+    return f"{reason[:REASON_CAP_CHARS]}… [otelhooks: cut at {REASON_CAP_CHARS} of {whole}]"
+
+
+# Read from a JSON answer cut at the cap: the first decision and reason it states.
+_CUT_PERMISSION: Final = re.compile(r'"permissionDecision"\s*:\s*"(allow|deny|ask|defer)"')
+_CUT_BLOCK: Final = re.compile(r'"decision"\s*:\s*"block"')
+_CUT_REASON: Final = re.compile(r'"(?:permissionDecisionReason|reason)"\s*:\s*"((?:[^"\\]|\\.)*)')
+
+
+def _salvage(prefix: str) -> dict[str, Any] | None:
+    """The answer a JSON document cut at the cap gave, as far as it can be read; None if none."""
+    found = _CUT_REASON.search(prefix)
+    reason: str | None = None
+    if found is not None:
+        raw = found.group(1)
+        try:
+            reason = json.loads(f'"{raw}"')
+        except ValueError:  # cut inside an escape: take the text as it is
+            reason = raw
+    permission = _CUT_PERMISSION.search(prefix)
+    if permission is not None:
+        return {
+            "hookSpecificOutput": {
+                "permissionDecision": permission.group(1),
+                "permissionDecisionReason": reason,
+            }
+        }
+    if _CUT_BLOCK.search(prefix) is not None:
+        return {"decision": "block", "reason": reason}
+    return None
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -261,7 +318,7 @@ class CommandAction:
             **os.environ,
             **hook_environment(self.hook, payload, workspace_id=self.workspace_id),
         }
-        data = to_json(stdin_document(self.hook, payload)).encode("utf-8", "surrogatepass")
+        data = to_json(stdin_document(self.hook, payload)).encode("utf-8")
         started = time.monotonic()
         deadline = started + self.timeout
         try:
@@ -319,6 +376,11 @@ class CommandAction:
         intercept = EVENTS[payload.event].intercept
         if code == 2:
             reason = outcome.stderr.strip() or None
+            if outcome.stderr_bytes > OUTPUT_CAP_BYTES or (
+                reason and len(reason) > REASON_CAP_CHARS
+            ):
+                cut = outcome.stderr_bytes if outcome.stderr_bytes > OUTPUT_CAP_BYTES else None
+                reason = cut_reason(reason or "", total_bytes=cut)
             if not intercept:
                 return CommandDecision(result=payload)
             return CommandDecision(
@@ -332,7 +394,7 @@ class CommandAction:
         if not text.startswith("{"):
             return CommandDecision(result=payload)
         if outcome.stdout_bytes > OUTPUT_CAP_BYTES:
-            return CommandDecision(problem=f"JSON output over {OUTPUT_CAP_BYTES} bytes: ignored")
+            return self._decide_cut(text, outcome.stdout_bytes, payload, intercept=intercept)
         try:
             answer = json.loads(text)
         except ValueError as exc:
@@ -341,6 +403,27 @@ class CommandAction:
             return CommandDecision(result=payload)
         return self._decide(answer, payload)
 
+    def _decide_cut(
+        self, prefix: str, total: int, payload: HookEvent, *, intercept: bool
+    ) -> CommandDecision:
+        """Decide on a JSON answer cut at the cap: a deny (or block, ask, defer) still holds."""
+        if not intercept:
+            return CommandDecision(result=payload)
+        answer = _salvage(prefix)
+        specific = answer.get("hookSpecificOutput") if answer is not None else None
+        allows = isinstance(specific, dict) and specific.get("permissionDecision") == "allow"
+        if answer is None or allows:
+            return CommandDecision(
+                problem=f"JSON output of {total} bytes is over the {OUTPUT_CAP_BYTES}-byte cap "
+                "and gives no decision that can be taken from its first part"
+            )
+        verdict = self._decide(answer, payload)
+        if verdict.reason is not None or verdict.decision is not None:
+            reason = cut_reason(verdict.reason or "", total_bytes=total)
+            block = CommandBlock(reason, decision=verdict.decision or "deny")
+            return CommandDecision(result=block, decision=block.decision, reason=reason)
+        return verdict
+
     def _decide(self, answer: dict[str, Any], payload: HookEvent) -> CommandDecision:
         specific = answer.get("hookSpecificOutput")
         is_tool_call = isinstance(payload, ToolCallEvent)
@@ -348,7 +431,7 @@ class CommandAction:
             return self._permission(specific, payload)
         if answer.get("decision") == "block":
             reason = answer.get("reason")
-            reason = reason if isinstance(reason, str) and reason else None
+            reason = cut_reason(reason) if isinstance(reason, str) and reason else None
             return CommandDecision(
                 result=CommandBlock(reason, decision="deny"), decision="deny", reason=reason
             )
@@ -362,7 +445,7 @@ class CommandAction:
                 f"not {decision!r}"
             )
         reason = specific.get("permissionDecisionReason")
-        reason = reason if isinstance(reason, str) and reason else None
+        reason = cut_reason(reason) if isinstance(reason, str) and reason else None
         updated = specific.get("updatedInput")
         if updated is not None and not isinstance(updated, dict):
             return CommandDecision(problem="updatedInput must be a JSON object")

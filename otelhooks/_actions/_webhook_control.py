@@ -5,7 +5,9 @@ The protocol, exactly (LobeHub ``agentHookResponse``): HTTP 200 with a JSON obje
 reason gets ``Blocked by beforeToolCall hook.``; extra fields are ignored (``updatedInput`` and
 ``additionalContext`` change nothing). Everything else is a protocol error, handled by the hook's
 ``onError`` (``continue`` by default, or ``block``): an empty body, 204 or any other status, a
-redirect, invalid JSON, a missing or unknown decision, the old nested ``hookSpecificOutput``
+redirect, invalid JSON, JSON that repeats a key at any level (``{"decision": "deny",
+"decision": "allow"}``: parsers disagree on which one wins, so neither does), a missing or unknown
+decision, the old nested ``hookSpecificOutput``
 format, a body over 64 KiB, a timeout or a network error. An empty response is never an allow.
 Control requests are never retried.
 
@@ -31,6 +33,7 @@ from otelhooks._actions._webhook_http import (
 from otelhooks._dispatch._chain import DEFAULT_BLOCK_REASONS
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Block
+from otelhooks._json import dumps, event_json
 
 __all__ = ["ControlProtocolError", "ControlWebhookAction", "parse_control_response"]
 
@@ -45,6 +48,20 @@ class ControlProtocolError(Exception):
         super().__init__(f"{error_class}: {message}")
 
 
+class _DuplicateKeyError(ValueError):
+    pass
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object that names each key once; a repeated key is a protocol error."""
+    data: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in data:
+            raise _DuplicateKeyError(f"the answer repeats the key {key!r}")
+        data[key] = value
+    return data
+
+
 def parse_control_response(delivery: Delivery) -> Block | None:
     """``None`` for allow, :class:`Block` for deny; raises ControlProtocolError otherwise."""
     if not delivery.ok:
@@ -54,8 +71,10 @@ def parse_control_response(delivery: Delivery) -> Block | None:
     if not delivery.body.strip():
         raise ControlProtocolError("invalid_response", "empty body (never an allow)")
     try:
-        data: Any = json.loads(delivery.body)
-    except (ValueError, UnicodeDecodeError) as exc:
+        data: Any = json.loads(delivery.body, object_pairs_hook=_unique_keys)
+    except _DuplicateKeyError as exc:
+        raise ControlProtocolError("invalid_response", str(exc)) from None
+    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
         raise ControlProtocolError("invalid_response", f"invalid JSON: {exc}") from None
     if not isinstance(data, dict):
         raise ControlProtocolError("invalid_response", "the response is not a JSON object")
@@ -93,10 +112,10 @@ class ControlWebhookAction:
         self.deadline_s = config.timeout + 1.0  # the HTTP timeout fires first
 
     def __call__(self, payload: HookEvent) -> Block | None:
-        data = payload.model_dump(mode="json", by_alias=True, exclude_none=True)
+        data = event_json(payload, exclude_none=True)
         data["hookId"] = self.hook_id
         data["hookType"] = self.hook_type
-        content = json.dumps(data, separators=(",", ":"), default=str).encode()
+        content = dumps(data).encode()
         prepared = prepare(self.config, content, payload.eventId)
         if isinstance(prepared, Delivery):
             raise ControlProtocolError(prepared.error_class or "configuration", prepared.message)
