@@ -22,6 +22,7 @@ from otelhooks._dispatch import HookRegistry
 from otelhooks._errors import (
     ConfigError,
     CriticalHookDeliveryError,
+    HookCapacityError,
     HookError,
     HookTimeoutError,
     InvalidMatcherError,
@@ -109,6 +110,7 @@ __all__ = [
     "EventRecord",
     "EventSpec",
     "Hook",
+    "HookCapacityError",
     "HookError",
     "HookEvent",
     "HookRegistry",

@@ -8,6 +8,7 @@
     │   └── InvalidMatcherError
     └── HookError              a hook failed while it ran (carries the hook id and event)
         ├── HookTimeoutError
+        ├── HookCapacityError  too many calls of this hook are stuck past their deadline
         └── CriticalHookDeliveryError  raised once, after sibling hooks ran, for ``fallback: none``
 
 Hooks failing is normal operation: dispatch records it on the span and in the
@@ -24,6 +25,7 @@ from otelhooks._redact import scrub
 __all__ = [
     "ConfigError",
     "CriticalHookDeliveryError",
+    "HookCapacityError",
     "HookError",
     "HookTimeoutError",
     "InvalidMatcherError",
@@ -116,6 +118,15 @@ class HookError(OtelHooksError):
 
 class HookTimeoutError(HookError):
     """A hook ran past its timeout; its result (if any) is ignored."""
+
+
+class HookCapacityError(HookError):
+    """Too many calls of this hook are stuck past their deadline to start another one.
+
+    Counted per hook: one hook stuck on a slow endpoint or a hung function never takes the
+    capacity of another (a local guard keeps running). It is a hook failure like any other:
+    the hook's ``on_error`` decides what it means.
+    """
 
 
 class CriticalHookDeliveryError(HookError):

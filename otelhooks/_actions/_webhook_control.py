@@ -18,6 +18,7 @@ the endpoint exists to decide on the call, and a policy server must see the comm
 
 from __future__ import annotations
 
+import asyncio
 import json
 from typing import Any
 
@@ -26,9 +27,12 @@ from otelhooks._actions._webhook_http import (
     CONTROL_RESPONSE_LIMIT,
     Delivery,
     ErrorClass,
+    Prepared,
+    io_client,
     prepare,
+    run_on_io_loop,
     send,
-    sync_client,
+    send_async,
 )
 from otelhooks._dispatch._chain import DEFAULT_BLOCK_REASONS
 from otelhooks._events import HookEvent
@@ -96,13 +100,16 @@ def parse_control_response(delivery: Delivery) -> Block | None:
 class ControlWebhookAction:
     """Sends the event and returns the endpoint's decision (the handler return protocol).
 
-    It is a sync action on the shared pooled client: sync runtimes call it inline under the
-    hook's deadline, async runtimes through ``asyncio.to_thread``, so the event loop never blocks.
+    The request runs on the process's webhook I/O loop under one deadline (connect, headers and
+    body), so the action holds no thread past it (``self_bounded``): sync runtimes call it on
+    their own thread, which waits at most the timeout; async runtimes await :meth:`acall`, which
+    takes no thread at all (neither the application's executor nor ours).
     """
 
     kind = "webhook"
     is_async = False
     concurrent = False
+    self_bounded = True
 
     def __init__(self, hook_id: str, hook_type: str, config: WebhookConfig) -> None:
         self.hook_id = hook_id
@@ -111,15 +118,29 @@ class ControlWebhookAction:
         self.on_error = config.on_error
         self.deadline_s = config.timeout + 1.0  # the HTTP timeout fires first
 
-    def __call__(self, payload: HookEvent) -> Block | None:
+    def _prepared(self, payload: HookEvent) -> Prepared:
         data = event_json(payload, exclude_none=True)
         data["hookId"] = self.hook_id
         data["hookType"] = self.hook_type
-        content = dumps(data).encode()
-        prepared = prepare(self.config, content, payload.eventId)
+        prepared = prepare(self.config, dumps(data).encode(), payload.eventId)
         if isinstance(prepared, Delivery):
             raise ControlProtocolError(prepared.error_class or "configuration", prepared.message)
-        delivery = send(
-            sync_client(), self.config, prepared, accept=(200,), limit=CONTROL_RESPONSE_LIMIT
+        return prepared
+
+    def __call__(self, payload: HookEvent) -> Block | None:
+        """Ask the endpoint, waiting on this thread (at most the timeout, plus a second)."""
+        prepared = self._prepared(payload)
+        delivery = send(self.config, prepared, accept=(200,), limit=CONTROL_RESPONSE_LIMIT)
+        return parse_control_response(delivery)
+
+    async def acall(self, payload: HookEvent) -> Block | None:
+        """As calling it, awaited: the request runs on the webhook I/O loop, no thread waits."""
+        prepared = self._prepared(payload)
+        delivery = await asyncio.wrap_future(
+            run_on_io_loop(_send_on_io_loop(self.config, prepared, CONTROL_RESPONSE_LIMIT))
         )
         return parse_control_response(delivery)
+
+
+async def _send_on_io_loop(config: WebhookConfig, prepared: Prepared, limit: int) -> Delivery:
+    return await send_async(io_client(), config, prepared, accept=(200,), limit=limit)
