@@ -153,7 +153,7 @@ def cut_reason(reason: str | None, *, total_bytes: int | None = None) -> str | N
     ``total_bytes`` is how much the command wrote, when more than the text at hand.
 
     Example:
-        >>> cut_reason("x" * 10_005)[-40:]
+        >>> cut_reason("x" * 10_005)[-50:]
         'xxxxxxxx… [otelhooks: cut at 10000 of 10005 chars]'
     """
     if reason is None:

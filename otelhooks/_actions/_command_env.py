@@ -1,8 +1,8 @@
 """What a command hook's process gets: the ``HOOK_*`` environment and the stdin document.
 
-Both come from the one JSON form of the event (:func:`otelhooks._json.event_json`, which never
-fails: lone surrogates, depth, NaN have a defined encoding). Payload values go only here, never
-into a command line.
+Both come from the one JSON form of the event (:func:`otelhooks._encoding.event_json`, which
+never fails: lone surrogates, depth, NaN have a defined encoding). Payload values go only here,
+never into a command line.
 
 Stdin always carries the whole event, however large. A ``HOOK_*`` variable cannot (Linux refuses
 one ``NAME=value`` over 128 KiB): a value over :data:`ENV_VALUE_CAP_BYTES` is replaced by
@@ -17,6 +17,7 @@ import os
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from otelhooks._encoding import clean_text, dumps, event_json
 from otelhooks._events import (
     EVENTS,
     AfterToolCallEvent,
@@ -27,7 +28,6 @@ from otelhooks._events import (
     ToolCallErrorEvent,
     ToolResultPersistEvent,
 )
-from otelhooks._json import clean_text, dumps, event_json
 
 if TYPE_CHECKING:
     from otelhooks._hooks import Hook
@@ -52,7 +52,7 @@ def excerpt(text: str, limit: int = LOG_EXCERPT_CHARS) -> str:
 
 
 def to_json(value: Any) -> str:
-    """Compact JSON by the one encoding of :mod:`otelhooks._json` (never raises)."""
+    """Compact JSON by the one encoding of :mod:`otelhooks._encoding` (never raises)."""
     return dumps(value)
 
 

@@ -35,9 +35,9 @@ from otelhooks._actions._webhook_http import (
     send_async,
 )
 from otelhooks._dispatch._chain import DEFAULT_BLOCK_REASONS
+from otelhooks._encoding import dumps, event_json
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Block
-from otelhooks._json import dumps, event_json
 
 __all__ = ["ControlProtocolError", "ControlWebhookAction", "parse_control_response"]
 

@@ -31,8 +31,8 @@ from otelhooks._actions._outbox import Outbox, backoff_s
 from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_http import Delivery, async_client, prepare, send_async
 from otelhooks._actions._webhook_payload import PayloadBuilder
+from otelhooks._encoding import dumps
 from otelhooks._events import HookEvent
-from otelhooks._json import dumps
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
 from otelhooks._worker import BoundedWorker

@@ -34,8 +34,8 @@ import structlog
 
 from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._capture import capture_from_env
+from otelhooks._encoding import event_json
 from otelhooks._events import HookEvent
-from otelhooks._json import event_json
 
 __all__ = [
     "CONTENT_FIELDS",
