@@ -158,13 +158,13 @@ def test_a_100_mb_stderr_deny_gives_a_reason_cut_to_the_documented_cap(pipe: Pip
 
 def _dispatch_seconds(pipe: Pipeline, name: str, rounds: int) -> float:
     started = time.perf_counter()
-    for _ in range(rounds):
-        run(pipe, {}, name=name)
+    for index in range(rounds):
+        run(pipe, {}, name=f"{name}{index}")  # a new name each time: matches are cached
     return time.perf_counter() - started
 
 
 def test_a_pathological_matcher_costs_about_what_a_plain_one_costs(pipe: Pipeline) -> None:
-    hostile_name = "a" * 27 + "!"  # (a+)+$ on it: 9 s on a backtracking engine
+    hostile_name = "a" * 27 + "!"  # (a+)+$ on it: 9 s on a backtracking engine (and "!0" ...)
     seen: list[str] = []
     pipe.register(
         {"id": "plain", "type": "beforeToolCall", "matcher": "^nothing$", "handler": seen.append},
