@@ -3,7 +3,9 @@
 Register it for every hook event in ``.claude/settings.json`` (see ``docs/adapters.md``). It
 reads the event JSON on stdin, writes Claude Code's answer on stdout (JSON) or stderr (exit 2),
 and logs only to stderr. A problem of the bridge itself (bad JSON, a broken hooks file) exits 1,
-which Claude Code treats as a non-blocking error: it is shown, and the tool is not stopped.
+which Claude Code treats as a non-blocking error: it is shown, and the tool is not stopped. The
+one exception: a ``PreToolUse`` input nested too deeply for the JSON parser (its tool input is
+the attacker's) exits 2, a deny, when a ``before_tool_call`` hook has ``on_error: block``.
 """
 
 from __future__ import annotations
@@ -11,13 +13,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
-from typing import TYPE_CHECKING, Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 from otelhooks._errors import ConfigError
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
+
+    from otelhooks._hooks import Hook
 
 __all__ = ["add_parser"]
 
@@ -41,6 +47,23 @@ def _hook_paths(args: argparse.Namespace) -> list[str]:
     return paths
 
 
+_TOO_DEEP: Final = object()
+_PRE_TOOL_USE: Final = re.compile(r'"hook_event_name"\s*:\s*"PreToolUse"')
+
+
+def _unreadable_input(text: str, hooks: Sequence[Hook]) -> int:
+    """An input nested too deeply for the JSON parser (the tool input is the attacker's): on a
+    ``PreToolUse`` with a guard set to ``on_error: block``, deny (exit 2), as a guard that
+    cannot decide must; otherwise a non-blocking error (exit 1)."""
+    problem = "the hook input is nested too deeply to read"
+    guarded = any(h.spec.name == "before_tool_call" and h.error_policy == "block" for h in hooks)
+    if _PRE_TOOL_USE.search(text) and guarded:
+        print(f"Blocked by otelhooks: {problem}", file=sys.stderr)
+        return 2
+    print(f"otelhooks claude-code: {problem}", file=sys.stderr)
+    return 1
+
+
 def _claude_code(args: argparse.Namespace) -> int:
     import structlog
 
@@ -51,18 +74,23 @@ def _claude_code(args: argparse.Namespace) -> int:
     from otelhooks.integrations.claude_code import BridgeState, ClaudeCodeBridge
     from otelhooks.integrations.claude_code._spans import LockedFileExporter
 
+    text = sys.stdin.read()
     try:
-        payload: Any = json.loads(sys.stdin.read() or "null")
+        payload: Any = json.loads(text or "null")
+    except RecursionError:
+        payload = _TOO_DEEP
     except ValueError as exc:
         print(f"otelhooks claude-code: the hook input is not JSON: {exc}", file=sys.stderr)
-        return 1
-    if not isinstance(payload, dict):
-        print("otelhooks claude-code: the hook input is not a JSON object", file=sys.stderr)
         return 1
     try:
         hooks = load_config(_hook_paths(args)).hooks
     except ConfigError as exc:
         print(f"otelhooks claude-code: {exc}", file=sys.stderr)
+        return 1
+    if payload is _TOO_DEEP:
+        return _unreadable_input(text, hooks)
+    if not isinstance(payload, dict):
+        print("otelhooks claude-code: the hook input is not a JSON object", file=sys.stderr)
         return 1
     exporters: list[SpanExporter] = []
     if args.traces_out:

@@ -7,6 +7,8 @@ wall-clock ratios with generous bounds.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -195,3 +197,40 @@ def test_without_re2_a_backtracking_matcher_is_refused_naming_file_hook_and_fiel
     assert "evil" in text
     assert "matcher" in text
     assert "exponential" in text
+
+
+BRIDGE_GUARD = """hooks:
+  - id: no-rm
+    type: PreToolUse
+    matcher: Bash
+    on_error: block
+    command: >-
+      case "$(cat)" in *'rm -rf'*)
+      echo 'rm -rf is not allowed here' >&2; exit 2;; esac
+"""
+
+
+@pytest.mark.parametrize("depth", [300, 1200, 100_000])
+def test_the_claude_code_bridge_denies_a_deeply_nested_tool_input(
+    tmp_path: Path, depth: int
+) -> None:
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(BRIDGE_GUARD)
+    command = '{"a":' * depth + '"rm -rf /"' + "}" * depth
+    event = (
+        '{"session_id":"s1","hook_event_name":"PreToolUse","tool_name":"Bash",'
+        f'"tool_use_id":"t1","cwd":"/tmp","tool_input":{{"command":{command}}}}}'
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", str(hooks),
+         "--state", str(tmp_path / "state.sqlite3")],
+        input=event, capture_output=True, text=True, timeout=60,
+        cwd=Path(__file__).parents[2],
+    )  # fmt: skip
+    if done.returncode == 2:  # Claude Code's blocking exit
+        assert "nested too deeply" in done.stderr
+        return
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer = json.loads(done.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny"
+    assert answer["permissionDecisionReason"] == "rm -rf is not allowed here"
