@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 RE2_AVAILABLE: Final = _re2 is not None
-MAX_FALLBACK_INPUT: Final = 256
+MAX_FALLBACK_INPUT: Final = 128
 MAX_FALLBACK_QUANTIFIERS: Final = 2
 
 _log = structlog.get_logger("otelhooks")
