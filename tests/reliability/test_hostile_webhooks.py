@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from conftest import Pipeline
 
-from otelhooks import Block, ToolCallEvent, ToolResult
+from otelhooks import Block, ToolCallEvent, ToolResult, WebhookDeliverer
 from tests._webhook_server import Reply, WebhookServer
 
 # -- compression bombs ----------------------------------------------------------------------------
@@ -372,3 +372,42 @@ def test_duplicate_keys_in_a_control_answer_are_a_protocol_error_never_an_allow(
     span = pipe.span("execute_tool exec")
     errors = str((span.attributes or {}).get("otelhooks.hook.errors"))
     assert "repeats the key" in errors
+
+
+# -- the event encoding in webhook bodies ---------------------------------------------------------
+
+
+def test_control_and_notification_bodies_are_strict_json_whatever_the_arguments(
+    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+) -> None:
+    server.routes["/control"] = Reply.json({"decision": "deny", "reason": "seen"})
+    server.routes["/notify"] = Reply(204)
+    hook = control(server.url + "/control", timeout=5, matcher="exec")
+    pipe.register(
+        hook,
+        {
+            "id": "notify",
+            "type": "beforeToolCall",
+            "webhook": {"url": server.url + "/notify", "eventFields": ["args"]},
+        },
+    )
+    deep: Any = "rm -rf /"
+    for _ in range(5000):
+        deep = {"a": deep}
+    args = {"cmd": deep, "s": "a\ud800", "n": float("nan")}
+    ran: list[str] = []
+    with pipe.tracer.operation("agent") as op, op.step() as step:
+        result = step.run_tool("shell", "exec", args, lambda **kw: ran.append("exec"))
+    assert ran == []
+    assert result.content == "seen"  # the endpoint got the call and denied it
+    assert deliverer.flush(10)
+
+    def no_constants(name: str) -> Any:
+        raise AssertionError(f"{name} is not JSON")
+
+    for path in ("/control", "/notify"):
+        (request,) = server.requests(path)
+        body = json.loads(request.body.decode("utf-8"), parse_constant=no_constants)
+        assert body["args"]["s"] == "a\ufffd"
+        assert body["args"]["n"] is None
+        assert "rm -rf /" in json.dumps(body["args"]["cmd"])
