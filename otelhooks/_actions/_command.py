@@ -46,7 +46,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import re
 import selectors
 import signal
 import subprocess
@@ -58,6 +57,13 @@ import structlog
 
 from otelhooks._actions import register_action_kind
 from otelhooks._actions._command_env import excerpt, hook_environment, stdin_document, to_json
+from otelhooks._actions._command_output import (
+    OUTPUT_CAP_BYTES,
+    REASON_CAP_CHARS,
+    Capture,
+    cut_reason,
+    salvage,
+)
 from otelhooks._errors import ConfigError, HookError, HookTimeoutError
 from otelhooks._events import EVENTS, HookEvent, ToolCallEvent
 from otelhooks._hooks import Block
@@ -78,8 +84,6 @@ __all__ = [
 ]
 
 MAX_COMMAND_TIMEOUT_S: Final = 30.0
-OUTPUT_CAP_BYTES: Final = 1 << 20
-REASON_CAP_CHARS: Final = 10_000
 _READ_CHUNK: Final = 64 * 1024
 
 Decision = Literal["allow", "deny", "ask", "defer"]
@@ -147,54 +151,6 @@ class CommandDecision:
     updated_input: dict[str, Any] | None = None
 
 
-def cut_reason(reason: str | None, *, total_bytes: int | None = None) -> str | None:
-    """``reason`` cut to :data:`REASON_CAP_CHARS` characters, with a marker when it was cut.
-
-    ``total_bytes`` is how much the command wrote, when more than the text at hand.
-
-    Example:
-        >>> cut_reason("x" * 10_005)[-50:]
-        'xxxxxxxx… [otelhooks: cut at 10000 of 10005 chars]'
-    """
-    if reason is None:
-        return None
-    if len(reason) <= REASON_CAP_CHARS and total_bytes is None:
-        return reason
-    whole = f"{total_bytes} bytes" if total_bytes is not None else f"{len(reason)} chars"
-    if len(reason) <= REASON_CAP_CHARS:
-        return f"{reason}… [otelhooks: cut, {whole} in all]"
-    return f"{reason[:REASON_CAP_CHARS]}… [otelhooks: cut at {REASON_CAP_CHARS} of {whole}]"
-
-
-# Read from a JSON answer cut at the cap: the first decision and reason it states.
-_CUT_PERMISSION: Final = re.compile(r'"permissionDecision"\s*:\s*"(allow|deny|ask|defer)"')
-_CUT_BLOCK: Final = re.compile(r'"decision"\s*:\s*"block"')
-_CUT_REASON: Final = re.compile(r'"(?:permissionDecisionReason|reason)"\s*:\s*"((?:[^"\\]|\\.)*)')
-
-
-def _salvage(prefix: str) -> dict[str, Any] | None:
-    """The answer a JSON document cut at the cap gave, as far as it can be read; None if none."""
-    found = _CUT_REASON.search(prefix)
-    reason: str | None = None
-    if found is not None:
-        raw = found.group(1)
-        try:
-            reason = json.loads(f'"{raw}"')
-        except ValueError:  # cut inside an escape: take the text as it is
-            reason = raw
-    permission = _CUT_PERMISSION.search(prefix)
-    if permission is not None:
-        return {
-            "hookSpecificOutput": {
-                "permissionDecision": permission.group(1),
-                "permissionDecisionReason": reason,
-            }
-        }
-    if _CUT_BLOCK.search(prefix) is not None:
-        return {"decision": "block", "reason": reason}
-    return None
-
-
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, signal.SIGKILL)  # the process and everything it started
@@ -202,25 +158,9 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
 
 
-class _Capture:
-    """One output stream: the first OUTPUT_CAP_BYTES kept, the rest only counted."""
-
-    __slots__ = ("kept", "seen")
-
-    def __init__(self) -> None:
-        self.kept = bytearray()
-        self.seen = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.seen += len(chunk)
-        room = OUTPUT_CAP_BYTES - len(self.kept)
-        if room > 0:
-            self.kept += chunk[:room]
-
-
 def _exchange(
     proc: subprocess.Popen[bytes], data: bytes, deadline: float
-) -> tuple[_Capture, _Capture, bool]:
+) -> tuple[Capture, Capture, bool]:
     """Feed stdin and read stdout and stderr until both close or the deadline passes.
 
     Returns (stdout, stderr, timed_out).
@@ -229,7 +169,7 @@ def _exchange(
     assert stdin is not None
     assert stdout is not None
     assert stderr is not None
-    captures = {stdout.fileno(): _Capture(), stderr.fileno(): _Capture()}
+    captures = {stdout.fileno(): Capture(), stderr.fileno(): Capture()}
     out, err = captures[stdout.fileno()], captures[stderr.fileno()]
     offset = 0
     with selectors.DefaultSelector() as sel:
@@ -409,7 +349,7 @@ class CommandAction:
         """Decide on a JSON answer cut at the cap: a deny (or block, ask, defer) still holds."""
         if not intercept:
             return CommandDecision(result=payload)
-        answer = _salvage(prefix)
+        answer = salvage(prefix)
         specific = answer.get("hookSpecificOutput") if answer is not None else None
         allows = isinstance(specific, dict) and specific.get("permissionDecision") == "allow"
         if answer is None or allows:
