@@ -19,7 +19,11 @@ from conftest import Pipeline
 import otelhooks._matchers as matchers
 from otelhooks import ConfigError, ToolResult, load_config
 from otelhooks._actions._command import OUTPUT_CAP_BYTES, REASON_CAP_CHARS
+from otelhooks._config import AgentEventsConfig
 from otelhooks._encoding import MAX_DEPTH
+from otelhooks._eventlog import SqliteEventLog, entry_from_event
+from otelhooks._eventlog._agent_events import open_event_log
+from otelhooks._events import AfterToolCallEvent
 
 EXAMPLE = Path(__file__).parents[2] / "examples/workspaces/demo-workspace/hooks/audit.hook.json"
 
@@ -234,3 +238,32 @@ def test_the_claude_code_bridge_denies_a_deeply_nested_tool_input(
     answer = json.loads(done.stdout)["hookSpecificOutput"]
     assert answer["permissionDecision"] == "deny"
     assert answer["permissionDecisionReason"] == "rm -rf is not allowed here"
+
+
+def test_the_durable_event_log_records_a_call_with_hostile_names_and_arguments(
+    tmp_path: Path,
+) -> None:
+    config = AgentEventsConfig(durable=True, path=str(tmp_path / "events.sqlite3"))
+    log = open_event_log(config)
+    try:
+        event = AfterToolCallEvent(
+            toolCallId="c1",
+            identifier="shell\ud800",
+            apiName="exec",
+            args={"cmd": nested(5000, "rm -rf /"), "s": "\udfff"},
+            sessionKey="s\ud800",
+        )
+        entry = entry_from_event(config, event)
+        assert entry is not None
+        log.append(entry)
+    finally:
+        log.close()
+    reopened = SqliteEventLog(str(tmp_path / "events.sqlite3"))
+    try:
+        (record,) = reopened.read(0, 10).records
+    finally:
+        reopened.close()
+    assert record.tool == "shell\ufffd/exec"
+    assert record.session == "s\ufffd"
+    assert record.args_fp is not None
+    assert len(record.args_fp) == 16
