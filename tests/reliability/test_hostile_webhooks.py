@@ -192,11 +192,14 @@ def test_requests_ask_for_identity_and_the_cap_counts_what_is_kept(
 
 
 class DripServer:
-    """Accepts, reads the request, then sends its status line a byte every ``interval_s``,
-    forever; records when each connection started and when the client went away."""
+    """Accepts, reads the request, then sends its status line a byte every ``interval_s`` (the
+    headers never end) for ``lifetime_s``, then hangs up; records when each connection started
+    and when the client went away (``None``: the client held it until the server hung up).
+    The lifetime only bounds how long a client that never gives up stays stuck."""
 
-    def __init__(self, interval_s: float = 0.1) -> None:
+    def __init__(self, interval_s: float = 0.1, lifetime_s: float = 4.0) -> None:
         self.interval_s = interval_s
+        self.lifetime_s = lifetime_s
         self.connections: list[list[float | None]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -225,9 +228,12 @@ class DripServer:
             conn.settimeout(1)
             try:
                 conn.recv(65536)
+                started = time.monotonic()
                 for byte in status:
                     if self._stop.wait(self.interval_s):
                         return
+                    if time.monotonic() - started > self.lifetime_s:
+                        return  # hang up: the client held on past any deadline
                     conn.sendall(bytes([byte]))
             except OSError:
                 record[1] = time.monotonic()  # the client closed: send failed
@@ -315,7 +321,8 @@ def test_80_dripping_calls_leave_the_local_guard_its_capacity_sync(
     time.sleep(0.5)  # the drip notices a closed socket at its next byte
     with drip._lock:
         connections = list(drip.connections)
-    assert len(connections) >= CALLS
+    # Up to 64 connect at once (the client's pool); the rest time out waiting for a connection.
+    assert len(connections) >= 32
     held = [end - start for start, end in connections if end is not None and start is not None]
     assert len(held) == len(connections), "a request was still holding its connection"
     assert max(held) < TIMEOUT_S + 2.5
@@ -411,3 +418,32 @@ def test_control_and_notification_bodies_are_strict_json_whatever_the_arguments(
         assert body["args"]["s"] == "a\ufffd"
         assert body["args"]["n"] is None
         assert "rm -rf /" in json.dumps(body["args"]["cmd"])
+
+
+def test_a_hung_python_hook_exhausts_only_its_own_capacity(pipe: Pipeline) -> None:
+    release = threading.Event()
+
+    def hang(event: ToolCallEvent) -> None:
+        release.wait(30)
+
+    pipe.register(
+        {"id": "hang", "type": "beforeToolCall", "matcher": "fetch", "handler": hang,
+         "timeout": 0.02},
+        GUARD,
+    )  # fmt: skip
+    try:
+        for _ in range(70):  # one at a time: each starts, then is abandoned at its deadline
+            run_tool(pipe, "fetch")
+        runs = 0
+        for _ in range(20):
+            result_exec, ran = run_tool(pipe, "exec", "rm -rf /")
+            runs += len(ran)
+            assert denied(result_exec), result_exec.content
+        assert runs == 0
+    finally:
+        release.set()
+    errors = [
+        str((span.attributes or {}).get("otelhooks.hook.errors"))
+        for span in pipe.spans("execute_tool fetch")
+    ]
+    assert any("calls of this hook are stuck past their deadline" in e for e in errors), errors[-3:]
