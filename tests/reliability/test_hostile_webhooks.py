@@ -292,24 +292,34 @@ CALLS = 80
 TIMEOUT_S = 1.0
 
 
-def test_80_dripping_calls_leave_the_local_guard_its_capacity_sync(
-    pipe: Pipeline, drip: DripServer
-) -> None:
-    pipe.register(control(drip.url, timeout=TIMEOUT_S), GUARD)
+def test_84_dripping_calls_end_at_the_deadline_and_leave_the_guard_its_capacity_sync(pipe: Pipeline) -> None:
+    drip = DripServer(lifetime_s=30)  # longer than the test: a stuck client stays stuck
+    try:
+        _dripping_calls_then_the_guard(pipe, drip)
+    finally:
+        drip.close()
+
+
+def _dripping_calls_then_the_guard(pipe: Pipeline, drip: DripServer) -> None:
+    timeout = 0.3
+    pipe.register(control(drip.url, timeout=timeout), GUARD)
     durations: list[float] = []
 
-    def one() -> None:
-        started = time.monotonic()
-        run_tool(pipe, "fetch")
-        durations.append(time.monotonic() - started)
+    def agent() -> None:  # one call after another, as an agent's tool calls come
+        for _ in range(12):
+            started = time.monotonic()
+            run_tool(pipe, "fetch")
+            durations.append(time.monotonic() - started)
 
-    threads = [threading.Thread(target=one) for _ in range(CALLS)]
+    # 7 agents x 12 calls: 84 calls, never more than 7 at once, so each really starts (a call
+    # still queued at its deadline is never started, and would prove nothing).
+    threads = [threading.Thread(target=agent) for _ in range(7)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(30)
-    assert len(durations) == CALLS
-    assert max(durations) < TIMEOUT_S + 2.5, max(durations)  # one deadline: connect+headers+body
+        thread.join(60)
+    assert len(durations) == 84
+    assert max(durations) < timeout + 2.5, max(durations)  # one deadline: connect+headers+body
 
     runs = 0
     for _ in range(CALLS):
@@ -321,11 +331,10 @@ def test_80_dripping_calls_leave_the_local_guard_its_capacity_sync(
     time.sleep(0.5)  # the drip notices a closed socket at its next byte
     with drip._lock:
         connections = list(drip.connections)
-    # Up to 64 connect at once (the client's pool); the rest time out waiting for a connection.
-    assert len(connections) >= 32
+    assert len(connections) == 84
     held = [end - start for start, end in connections if end is not None and start is not None]
     assert len(held) == len(connections), "a request was still holding its connection"
-    assert max(held) < TIMEOUT_S + 2.5
+    assert max(held) < timeout + 2.5
 
 
 def test_80_dripping_calls_leave_the_local_guard_and_the_app_threads_alone_async(
