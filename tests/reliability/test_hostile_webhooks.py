@@ -11,6 +11,7 @@ import asyncio
 import functools
 import gzip
 import json
+import os
 import socket
 import struct
 import subprocess
@@ -168,6 +169,8 @@ def test_a_compression_bomb_leaves_the_agent_rss_flat(
             text=True,
             timeout=120,
             cwd=Path(__file__).parents[2],
+            # few malloc arenas: each reserves 64 MiB of address space under the RLIMIT_AS
+            env={**os.environ, "MALLOC_ARENA_MAX": "2"},
         )
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads(done.stdout.strip().splitlines()[-1])
@@ -292,7 +295,9 @@ CALLS = 80
 TIMEOUT_S = 1.0
 
 
-def test_84_dripping_calls_end_at_the_deadline_and_leave_the_guard_its_capacity_sync(pipe: Pipeline) -> None:
+def test_84_dripping_calls_end_at_the_deadline_and_leave_the_guard_its_capacity_sync(
+    pipe: Pipeline,
+) -> None:
     drip = DripServer(lifetime_s=30)  # longer than the test: a stuck client stays stuck
     try:
         _dripping_calls_then_the_guard(pipe, drip)
