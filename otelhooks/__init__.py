@@ -44,6 +44,7 @@ if TYPE_CHECKING:
         ConfigError,
         ControlProtocolError,
         CriticalHookDeliveryError,
+        HookCapacityError,
         HookError,
         HookPoolExhaustedError,
         HookTimeoutError,
@@ -131,6 +132,7 @@ if TYPE_CHECKING:
 # (PEP 562), so `import otelhooks` costs about what the OpenTelemetry SDK costs, and a run
 # pays only for what it touches (benchmarks/README.md, "import time").
 _WHERE: dict[str, str] = {
+    "HookCapacityError": "otelhooks._errors",
     "truncate_results": "otelhooks._actions._webhook_payload",
     "EmailResolver": "otelhooks._actions._webhook_payload",
     "Redactor": "otelhooks._actions._webhook_payload",
@@ -237,6 +239,7 @@ __all__ = [
     "EventRecord",
     "EventSpec",
     "Hook",
+    "HookCapacityError",
     "HookError",
     "HookEvent",
     "HookPoolExhaustedError",

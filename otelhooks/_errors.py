@@ -8,9 +8,10 @@
     │   └── InvalidMatcherError
     ├── HookError              a hook failed while it ran (carries the hook id and event)
     │   ├── HookTimeoutError
+    │   ├── HookCapacityError  too many calls of this hook are stuck past their deadline
+    │   │                      (``HookPoolExhaustedError`` is its old name)
     │   └── CriticalHookDeliveryError  raised once, after sibling hooks ran, for ``fallback: none``
     ├── ControlProtocolError   a control webhook answered outside the protocol (error class)
-    ├── HookPoolExhaustedError too many handlers stuck past their deadline to start another
     ├── DeadlinePassed         the engine's own deadline for one hook passed (never escapes it)
     └── EventLogError          an event log request failed (``otelhooks.EventLogClient``)
 
@@ -30,6 +31,7 @@ __all__ = [
     "ControlProtocolError",
     "CriticalHookDeliveryError",
     "DeadlinePassed",
+    "HookCapacityError",
     "HookError",
     "HookPoolExhaustedError",
     "HookTimeoutError",
@@ -132,6 +134,15 @@ class HookTimeoutError(HookError):
     """A hook ran past its timeout; its result (if any) is ignored."""
 
 
+class HookCapacityError(HookError):
+    """Too many calls of this hook are stuck past their deadline to start another one.
+
+    Counted per hook: one hook stuck on a slow endpoint or a hung function never takes the
+    capacity of another (a local guard keeps running). It is a hook failure like any other:
+    the hook's ``on_error`` decides what it means.
+    """
+
+
 class CriticalHookDeliveryError(HookError):
     """One or more ``fallback: none`` hooks failed. Raised after all sibling hooks ran."""
 
@@ -151,10 +162,10 @@ class ControlProtocolError(OtelHooksError):
         super().__init__(f"{error_class}: {message}")
 
 
-class HookPoolExhaustedError(OtelHooksError):
-    """Too many handlers are stuck past their deadline to start another one."""
-
-
 class DeadlinePassed(OtelHooksError):
     """A hook ran past the deadline the engine gave it (distinct from a ``TimeoutError`` the
     hook raised itself); recorded as a ``timeout`` outcome, never raised to the caller."""
+
+
+# The name of earlier releases: capacity is counted per hook now, not per pool.
+HookPoolExhaustedError = HookCapacityError

@@ -2,7 +2,10 @@
 
 Canonical encoding, so another implementation can reproduce it: JSON with object keys sorted,
 separators ``,`` and ``:`` (no spaces), non-ASCII characters kept as UTF-8 (not ``\\u`` escapes),
-values that are not JSON turned into their ``str()``; then FNV-1a 64 (offset basis
+values that are not JSON turned into their ``str()``. Arguments that encoding cannot take (nesting
+past Python's recursion limit, ints over 4,300 digits, lone surrogates) are encoded by the one
+event encoding of :mod:`otelhooks._encoding` (keys sorted the same way), so a hostile argument
+never makes a tool call fail here; then FNV-1a 64 (offset basis
 ``0xcbf29ce484222325``, prime ``0x100000001b3``) over the UTF-8 bytes, written as 16 lowercase
 hex digits.
 
@@ -51,9 +54,25 @@ _C_ENCODER: Final = (
 
 
 def canonical_json(value: Any) -> str:
-    if _C_ENCODER is not None:
-        return "".join(_C_ENCODER(value, 0))
-    return _ENCODER.encode(value)
+    """The canonical JSON text of ``value`` (see the module docstring); always valid UTF-8."""
+    try:
+        text = "".join(_C_ENCODER(value, 0)) if _C_ENCODER is not None else _ENCODER.encode(value)
+    except (RecursionError, ValueError):
+        return _safe_canonical(value)
+    if not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            return _safe_canonical(value)
+    return text
+
+
+def _safe_canonical(value: Any) -> str:
+    from otelhooks._encoding import jsonable  # only for hostile input
+
+    return json.dumps(
+        jsonable(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=True
+    )
 
 
 def fnv1a_64_python(data: bytes) -> int:

@@ -14,18 +14,54 @@ otelhooks  as claude, plus ``/re/`` regexes and ``/`` inside names (``fs/readFil
 
 An invalid regex never raises: a warning is logged and the matcher falls back to exact matching,
 as the workspace engine does.
+
+**Bounded time.** A user's regex runs on RE2 (the ``google-re2`` package, ``otelhooks[re2]``),
+whose matching time is linear in the input: ``(a+)+$`` costs microseconds on any tool name. What
+RE2 cannot run (lookarounds; also every regex when the package is not installed) runs on Python's
+``re`` only if it cannot backtrack catastrophically (:func:`backtracking_risk`: no backreference,
+no quantifier or alternation inside a quantified group, at most
+:data:`MAX_FALLBACK_QUANTIFIERS` quantifiers) and then on the first :data:`MAX_FALLBACK_INPUT`
+characters of each value; a pattern that fails that check is an
+:class:`~otelhooks.InvalidMatcherError` at load time, naming the hook and the ``matcher`` field
+(the loaders add the file and line).
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Final
+from typing import Any, Final, Protocol
 
 import structlog
 
-__all__ = ["MatchKind", "Matcher", "compile_matcher"]
+from otelhooks._encoding import clean_text
+from otelhooks._errors import InvalidMatcherError
+
+# The regex parser of the standard library (untyped, private since 3.11; its API is stable).
+_sre: Any = importlib.import_module("re._constants")
+_sre_parse: Any = importlib.import_module("re._parser")
+
+_re2: Any
+try:  # optional: linear-time matching (otelhooks[re2])
+    _re2 = importlib.import_module("re2")
+except ImportError:  # pragma: no cover - depends on the installation
+    _re2 = None
+
+__all__ = [
+    "MAX_FALLBACK_INPUT",
+    "MAX_FALLBACK_QUANTIFIERS",
+    "RE2_AVAILABLE",
+    "MatchKind",
+    "Matcher",
+    "backtracking_risk",
+    "compile_matcher",
+]
+
+RE2_AVAILABLE: Final = _re2 is not None
+MAX_FALLBACK_INPUT: Final = 128
+MAX_FALLBACK_QUANTIFIERS: Final = 2
 
 _log = structlog.get_logger("otelhooks")
 
@@ -39,14 +75,25 @@ class MatchKind(StrEnum):
     REGEX = "regex"
 
 
+class Searcher(Protocol):
+    """A compiled regex: RE2's or (bounded) Python's."""
+
+    def search(self, text: str) -> Any: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Matcher:
-    """A compiled matcher. ``matches`` takes every value the event can be matched on."""
+    """A compiled matcher. ``matches`` takes every value the event can be matched on.
+
+    ``engine`` says what runs a regex: ``re2`` (linear time) or ``re`` (a pattern that passed
+    :func:`backtracking_risk`, on at most :data:`MAX_FALLBACK_INPUT` characters of a value).
+    """
 
     source: str | None
     kind: MatchKind
     names: frozenset[str] = frozenset()
-    pattern: re.Pattern[str] | None = None
+    pattern: Searcher | None = None
+    engine: str | None = None
 
     def matches(self, values: tuple[str, ...]) -> bool:
         if self.kind is MatchKind.ALL:
@@ -54,16 +101,124 @@ class Matcher:
         if self.kind is MatchKind.NAMES:
             return any(v in self.names for v in values)
         assert self.pattern is not None
+        if self.engine == "re":
+            return any(self.pattern.search(v[:MAX_FALLBACK_INPUT]) is not None for v in values)
         return any(self.pattern.search(v) is not None for v in values)
 
 
 ALL: Final = Matcher(None, MatchKind.ALL)
 
 
+_REPEATS: Final = (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT)
+
+
+def backtracking_risk(pattern: str) -> str | None:
+    """Why Python's ``re`` could take exponential (or high polynomial) time on ``pattern``, or
+    ``None`` when it cannot: a backreference, a quantifier or an alternation inside a quantified
+    group, or more than :data:`MAX_FALLBACK_QUANTIFIERS` quantifiers. ``None`` too for a pattern
+    that does not parse (that is handled as an invalid regex).
+
+    Example:
+        >>> backtracking_risk("(a+)+$")
+        'a quantifier inside a quantified group'
+        >>> backtracking_risk("^fs/(readFile|writeFile)$") is None
+        True
+    """
+    try:
+        tree = _sre_parse.parse(pattern)
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return None
+    count = 0
+    # (items, inside a quantified group); walked without recursion (patterns may nest deeply)
+    stack: list[tuple[Any, bool]] = [(tree, False)]
+    while stack:
+        items, in_repeat = stack.pop()
+        for op, av in items:
+            if op in _REPEATS:
+                _low, high, sub = av
+                if high is _sre.MAXREPEAT or high > 1:
+                    if in_repeat:
+                        return "a quantifier inside a quantified group"
+                    count += 1
+                    stack.append((sub, True))
+                else:
+                    stack.append((sub, in_repeat))
+            elif op is _sre.SUBPATTERN:
+                stack.append((av[-1], in_repeat))
+            elif op is _sre.ATOMIC_GROUP:
+                stack.append((av, in_repeat))
+            elif op in (_sre.ASSERT, _sre.ASSERT_NOT):
+                stack.append((av[1], in_repeat))
+            elif op is _sre.BRANCH:
+                if in_repeat:
+                    return "an alternation inside a quantified group"
+                stack.extend((alternative, in_repeat) for alternative in av[1])
+            elif op in (_sre.GROUPREF, _sre.GROUPREF_EXISTS):
+                return "a backreference"
+    if count > MAX_FALLBACK_QUANTIFIERS:
+        return f"more than {MAX_FALLBACK_QUANTIFIERS} quantifiers"
+    return None
+
+
+class _Re2Search:
+    """An RE2 regex asked only whether it occurs in a value.
+
+    RE2's own DFA answers that in about a microsecond; the package's ``search`` builds a match
+    object with group spans on top, ten to thirty times as much, so this calls the compiled
+    regex directly when the package exposes it (and its public ``search`` otherwise).
+    """
+
+    __slots__ = ("_anchor", "_compiled", "_regexp")
+
+    def __init__(self, pattern: str) -> None:
+        assert _re2 is not None
+        options = _re2.Options()
+        options.log_errors = False  # an unsupported pattern is ours to report, not RE2's stderr
+        options.never_capture = True  # groups change nothing to whether it matches
+        self._compiled = _re2.compile(pattern, options)  # re2.error: not for RE2
+        self._regexp = getattr(self._compiled, "_regexp", None)
+        native = getattr(_re2, "_re2", None)
+        self._anchor = native.RE2.Anchor.UNANCHORED if native is not None else None
+        if self._anchor is None or not hasattr(self._regexp, "Match"):
+            self._regexp = None
+
+    def search(self, text: str) -> bool | None:
+        text = clean_text(text)  # a lone surrogate cannot be encoded for RE2
+        if self._regexp is None:
+            return True if self._compiled.search(text) is not None else None
+        data = text.encode("utf-8")
+        spans = self._regexp.Match(self._anchor, data, 0, len(data))
+        return True if spans[0][0] != -1 else None
+
+
+def _compile_bounded(pattern: str, source: str, hook_id: str | None) -> Matcher:
+    """A regex matcher that runs in bounded time (see the module docstring); raises re.error
+    for an invalid pattern and InvalidMatcherError for one that could backtrack."""
+    if _re2 is not None:
+        try:
+            compiled = _Re2Search(pattern)
+        except _re2.error:
+            pass  # a construct RE2 lacks (a lookaround), or invalid: Python's re decides
+        else:
+            return Matcher(source, MatchKind.REGEX, pattern=compiled, engine="re2")
+    fallback = re.compile(pattern)  # re.error: invalid, handled by the caller
+    risk = backtracking_risk(pattern)
+    if risk is not None:
+        engine = "RE2 cannot run it" if _re2 is not None else "RE2 (otelhooks[re2]) is absent"
+        raise InvalidMatcherError(
+            f"the regex {source!r} can take exponential time ({risk}) and {engine}; "
+            "simplify it (no nested quantifiers, alternations inside a quantified group or "
+            "backreferences)",
+            hook_id=hook_id,
+            field="matcher",
+        )
+    return Matcher(source, MatchKind.REGEX, pattern=fallback, engine="re")
+
+
 def _regex_or_exact(source: str, pattern: str, *, hook_id: str | None) -> Matcher:
     try:
-        return Matcher(source, MatchKind.REGEX, pattern=re.compile(pattern))
-    except re.error as exc:
+        return _compile_bounded(pattern, source, hook_id)
+    except (re.error, RecursionError, OverflowError) as exc:
         _log.warning(
             "invalid regex matcher, falling back to exact match",
             hook_id=hook_id,

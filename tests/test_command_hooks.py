@@ -171,9 +171,12 @@ def test_workspace_id_comes_from_the_environment_when_not_configured(
     assert dump(tmp_path, tool_event())["env"]["HOOK_WORKSPACE_ID"] == "ws-9"
 
 
-def test_oversized_values_are_left_empty_and_named(tmp_path: Path) -> None:
+def test_oversized_values_hold_a_truncation_marker_and_are_named(tmp_path: Path) -> None:
     data = dump(tmp_path, tool_event(blob="x" * 100_000))
-    assert data["env"]["HOOK_TOOL_INPUT"] == ""
+    marker = data["env"]["HOOK_TOOL_INPUT"]
+    assert marker.startswith("[otelhooks:truncated HOOK_TOOL_INPUT ")
+    assert marker.endswith("read the whole event on stdin]")
+    assert "xxxx" not in marker
     assert set(data["env"]["HOOK_TRUNCATED"].split(",")) == {
         "HOOK_TOOL_INPUT",
         "HOOK_EVENT_PAYLOAD",

@@ -13,7 +13,7 @@ INTENDED = {
     "CriticalHookDeliveryError", "Dialect", "ErrorEvent", "EventSpec", "Hook", "HookError",
     "HookEvent", "HookRegistry", "HookSpanProcessor", "HookTimeoutError", "InvalidMatcherError",
     "LlmCall", "Operation", "OtelHooks", "OtelHooksError", "OtlpJsonLinesSpanExporter", "Step",
-    "ToolCall", "ToolCallEvent", "ToolResult", "UnknownEventError", "Verdict",
+    "ToolCall", "ToolCallEvent", "ToolResult", "UnknownEventError", "Verdict", "HookCapacityError",
     "add_trace_context", "all_event_names", "args_fingerprint", "compile_matcher", "configure",
     "configure_logging", "metric_views", "read_otlp_json_lines", "resolve_event",
     "WebhookConfig", "WebhookDeliverer", "PayloadBuilder", "WebhookSpanExporter",

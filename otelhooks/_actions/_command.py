@@ -15,7 +15,12 @@ How a command runs:
   no zombie of ours remains. A process that exits on its own may leave deliberately detached
   background work behind, as ``exec`` does.
 - stdout and stderr are read as they come and kept up to :data:`OUTPUT_CAP_BYTES` each (the rest
-  is read and counted, never stored); logs show a short excerpt. Known secrets
+  is read and counted, never stored); logs show a short excerpt. A block reason is cut to
+  :data:`REASON_CAP_CHARS` characters (Claude Code's own cap for hook output in its UI) with
+  the marker of :func:`cut_reason`. Output cut at the cap still decides: a JSON answer cut short
+  is read for its decision (``permissionDecision``, ``"decision": "block"``) and its reason, so
+  a deny longer than the cap still denies; a cut answer that would allow (its ``updatedInput``
+  is lost) is a failure, which follows ``on_error``. Known secrets
   (:mod:`otelhooks._redact`) are scrubbed from whatever of it otelhooks writes (log lines, the
   error, a block reason); the process itself may print anything.
 
@@ -51,6 +56,13 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import structlog
 
 from otelhooks._actions._command_env import excerpt, hook_environment, stdin_document, to_json
+from otelhooks._actions._command_output import (
+    OUTPUT_CAP_BYTES,
+    REASON_CAP_CHARS,
+    Capture,
+    cut_reason,
+    salvage,
+)
 from otelhooks._actions._notes import note
 from otelhooks._errors import ConfigError, HookError, HookTimeoutError
 from otelhooks._events import EVENTS, HookEvent, ToolCallEvent
@@ -63,14 +75,15 @@ if TYPE_CHECKING:
 __all__ = [
     "MAX_COMMAND_TIMEOUT_S",
     "OUTPUT_CAP_BYTES",
+    "REASON_CAP_CHARS",
     "CommandAction",
     "CommandBlock",
     "CommandDecision",
     "CommandOutcome",
+    "cut_reason",
 ]
 
 MAX_COMMAND_TIMEOUT_S: Final = 30.0
-OUTPUT_CAP_BYTES: Final = 1 << 20
 _READ_CHUNK: Final = 64 * 1024
 
 Decision = Literal["allow", "deny", "ask", "defer"]
@@ -145,25 +158,9 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.kill()
 
 
-class _Capture:
-    """One output stream: the first OUTPUT_CAP_BYTES kept, the rest only counted."""
-
-    __slots__ = ("kept", "seen")
-
-    def __init__(self) -> None:
-        self.kept = bytearray()
-        self.seen = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.seen += len(chunk)
-        room = OUTPUT_CAP_BYTES - len(self.kept)
-        if room > 0:
-            self.kept += chunk[:room]
-
-
 def _exchange(
     proc: subprocess.Popen[bytes], data: bytes, deadline: float
-) -> tuple[_Capture, _Capture, bool]:
+) -> tuple[Capture, Capture, bool]:
     """Feed stdin and read stdout and stderr until both close or the deadline passes.
 
     Returns (stdout, stderr, timed_out).
@@ -172,7 +169,7 @@ def _exchange(
     assert stdin is not None
     assert stdout is not None
     assert stderr is not None
-    captures = {stdout.fileno(): _Capture(), stderr.fileno(): _Capture()}
+    captures = {stdout.fileno(): Capture(), stderr.fileno(): Capture()}
     out, err = captures[stdout.fileno()], captures[stderr.fileno()]
     offset = 0
     with selectors.DefaultSelector() as sel:
@@ -261,7 +258,7 @@ class CommandAction:
             **os.environ,
             **hook_environment(self.hook, payload, workspace_id=self.workspace_id),
         }
-        data = to_json(stdin_document(self.hook, payload)).encode("utf-8", "surrogatepass")
+        data = to_json(stdin_document(self.hook, payload)).encode("utf-8")
         started = time.monotonic()
         deadline = started + self.timeout
         try:
@@ -319,6 +316,11 @@ class CommandAction:
         intercept = EVENTS[payload.event].intercept
         if code == 2:
             reason = outcome.stderr.strip() or None
+            if outcome.stderr_bytes > OUTPUT_CAP_BYTES or (
+                reason and len(reason) > REASON_CAP_CHARS
+            ):
+                cut = outcome.stderr_bytes if outcome.stderr_bytes > OUTPUT_CAP_BYTES else None
+                reason = cut_reason(reason or "", total_bytes=cut)
             if not intercept:
                 return CommandDecision(result=payload)
             return CommandDecision(
@@ -332,7 +334,7 @@ class CommandAction:
         if not text.startswith("{"):
             return CommandDecision(result=payload)
         if outcome.stdout_bytes > OUTPUT_CAP_BYTES:
-            return CommandDecision(problem=f"JSON output over {OUTPUT_CAP_BYTES} bytes: ignored")
+            return self._decide_cut(text, outcome.stdout_bytes, payload, intercept=intercept)
         try:
             answer = json.loads(text)
         except ValueError as exc:
@@ -341,6 +343,27 @@ class CommandAction:
             return CommandDecision(result=payload)
         return self._decide(answer, payload)
 
+    def _decide_cut(
+        self, prefix: str, total: int, payload: HookEvent, *, intercept: bool
+    ) -> CommandDecision:
+        """Decide on a JSON answer cut at the cap: a deny (or block, ask, defer) still holds."""
+        if not intercept:
+            return CommandDecision(result=payload)
+        answer = salvage(prefix)
+        specific = answer.get("hookSpecificOutput") if answer is not None else None
+        allows = isinstance(specific, dict) and specific.get("permissionDecision") == "allow"
+        if answer is None or allows:
+            return CommandDecision(
+                problem=f"JSON output of {total} bytes is over the {OUTPUT_CAP_BYTES}-byte cap "
+                "and gives no decision that can be taken from its first part"
+            )
+        verdict = self._decide(answer, payload)
+        if verdict.reason is not None or verdict.decision is not None:
+            reason = cut_reason(verdict.reason or "", total_bytes=total)
+            block = CommandBlock(reason, decision=verdict.decision or "deny")
+            return CommandDecision(result=block, decision=block.decision, reason=reason)
+        return verdict
+
     def _decide(self, answer: dict[str, Any], payload: HookEvent) -> CommandDecision:
         specific = answer.get("hookSpecificOutput")
         is_tool_call = isinstance(payload, ToolCallEvent)
@@ -348,7 +371,7 @@ class CommandAction:
             return self._permission(specific, payload)
         if answer.get("decision") == "block":
             reason = answer.get("reason")
-            reason = reason if isinstance(reason, str) and reason else None
+            reason = cut_reason(reason) if isinstance(reason, str) and reason else None
             return CommandDecision(
                 result=CommandBlock(reason, decision="deny"), decision="deny", reason=reason
             )
@@ -362,7 +385,7 @@ class CommandAction:
                 f"not {decision!r}"
             )
         reason = specific.get("permissionDecisionReason")
-        reason = reason if isinstance(reason, str) and reason else None
+        reason = cut_reason(reason) if isinstance(reason, str) and reason else None
         updated = specific.get("updatedInput")
         if updated is not None and not isinstance(updated, dict):
             return CommandDecision(problem="updatedInput must be a JSON object")

@@ -1,16 +1,23 @@
 """What a command hook's process gets: the ``HOOK_*`` environment and the stdin document.
 
-Both come from the one JSON form of the event (``model_dump(mode="json", by_alias=True)``).
-Payload values go only here, never into a command line.
+Both come from the one JSON form of the event (:func:`otelhooks._encoding.event_json`, which
+never fails: lone surrogates, depth, NaN have a defined encoding). Payload values go only here,
+never into a command line.
+
+Stdin always carries the whole event, however large. A ``HOOK_*`` variable cannot (Linux refuses
+one ``NAME=value`` over 128 KiB): a value over :data:`ENV_VALUE_CAP_BYTES` is replaced by
+:func:`truncation_marker`, which says so and points to stdin, and its name is listed in
+``HOOK_TRUNCATED``. A guard reads the input from stdin (``input=$(cat)``), never from
+``HOOK_TOOL_INPUT`` alone.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
+from otelhooks._encoding import clean_text, dumps, event_json
 from otelhooks._events import (
     EVENTS,
     AfterToolCallEvent,
@@ -32,6 +39,7 @@ __all__ = [
     "hook_environment",
     "stdin_document",
     "to_json",
+    "truncation_marker",
 ]
 
 ENV_VALUE_CAP_BYTES: Final = 64 * 1024  # Linux refuses a single "NAME=value" over 128 KiB
@@ -44,12 +52,25 @@ def excerpt(text: str, limit: int = LOG_EXCERPT_CHARS) -> str:
 
 
 def to_json(value: Any) -> str:
-    """Compact JSON; what JSON cannot hold becomes its ``str``."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+    """Compact JSON by the one encoding of :mod:`otelhooks._encoding` (never raises)."""
+    return dumps(value)
+
+
+def truncation_marker(name: str, size: int) -> str:
+    """What a ``HOOK_*`` variable holds in place of a value too large for the environment.
+
+    It holds none of the value (a prefix would look like the whole input to a guard):
+
+    Example:
+        >>> truncation_marker("HOOK_TOOL_INPUT", 70000)
+        '[otelhooks:truncated HOOK_TOOL_INPUT 70000 bytes > 65536; read the whole event on stdin]'
+    """
+    cap = ENV_VALUE_CAP_BYTES
+    return f"[otelhooks:truncated {name} {size} bytes > {cap}; read the whole event on stdin]"
 
 
 def _payload_json(payload: HookEvent) -> dict[str, Any]:
-    return payload.model_dump(mode="json", by_alias=True, fallback=str)
+    return event_json(payload)
 
 
 def _claude_name(event: str) -> str | None:
@@ -70,7 +91,7 @@ def _tool_facts(payload: HookEvent) -> tuple[str, str, str]:
         return "", "", ""
     tool_input = to_json(getattr(payload, "args", {}))
     if isinstance(payload, AfterToolCallEvent):
-        return name, tool_input, to_json(payload.result.model_dump(mode="json", exclude_none=True))
+        return name, tool_input, to_json(event_json(payload.result, exclude_none=True))
     if isinstance(payload, ToolCallErrorEvent):
         error = {"success": False, "error": payload.error, "errorType": payload.errorType}
         return name, tool_input, to_json(error)
@@ -78,10 +99,12 @@ def _tool_facts(payload: HookEvent) -> tuple[str, str, str]:
 
 
 def _capped(name: str, value: str, truncated: list[str]) -> str:
-    if len(value.encode("utf-8", "surrogatepass")) <= ENV_VALUE_CAP_BYTES:
+    value = clean_text(value)
+    size = len(value.encode("utf-8"))
+    if size <= ENV_VALUE_CAP_BYTES:
         return value
     truncated.append(name)
-    return ""
+    return truncation_marker(name, size)
 
 
 def hook_environment(
@@ -95,9 +118,10 @@ def hook_environment(
     ``HOOK_WORKSPACE_ID``, ``HOOK_TRIGGERED_AT`` (ISO 8601, UTC). Ours besides:
     ``HOOK_CANONICAL_EVENT``, ``HOOK_ID``, ``HOOK_EVENT_ID``, ``HOOK_SESSION_ID``,
     ``HOOK_OPERATION_ID``, ``HOOK_TOOL_USE_ID``, ``HOOK_TOOL_IDENTIFIER``, ``HOOK_TRACE_ID``,
-    ``HOOK_SPAN_ID``, and ``HOOK_TRUNCATED``: the names of variables left empty because their
-    value was over 64 KiB (the whole event is always on stdin). Variables that do not apply are
-    empty strings, never missing.
+    ``HOOK_SPAN_ID``, and ``HOOK_TRUNCATED``: the names of variables whose value was over 64 KiB
+    and holds :func:`truncation_marker` instead (the whole event is always on stdin). Variables
+    that do not apply are empty strings, never missing. Lone surrogates become U+FFFD and NUL
+    characters are dropped (an environment string can hold neither).
     """
     tool_name, tool_input, tool_result = _tool_facts(payload)
     truncated: list[str] = []
@@ -106,11 +130,11 @@ def hook_environment(
     env = {
         "HOOK_EVENT_NAME": hook.type,
         "HOOK_CANONICAL_EVENT": payload.event,
-        "HOOK_EVENT_PAYLOAD": _capped("HOOK_EVENT_PAYLOAD", document, truncated),
+        "HOOK_EVENT_PAYLOAD": document,
         "HOOK_MATCHER_VALUE": tool_name or "*",
         "HOOK_TOOL_NAME": tool_name,
-        "HOOK_TOOL_INPUT": _capped("HOOK_TOOL_INPUT", tool_input, truncated),
-        "HOOK_TOOL_RESULT": _capped("HOOK_TOOL_RESULT", tool_result, truncated),
+        "HOOK_TOOL_INPUT": tool_input,
+        "HOOK_TOOL_RESULT": tool_result,
         "HOOK_WORKSPACE_ID": workspace_id or os.environ.get("OTELHOOKS_WORKSPACE_ID", ""),
         "HOOK_TRIGGERED_AT": triggered,
         "HOOK_ID": hook.id,
@@ -122,9 +146,10 @@ def hook_environment(
         "HOOK_TRACE_ID": payload.traceId or "",
         "HOOK_SPAN_ID": payload.spanId or "",
     }
-    env["HOOK_TRUNCATED"] = ",".join(truncated)
     # An environment string cannot hold NUL; JSON values escape it, raw names might not.
-    return {k: v.replace("\x00", "") for k, v in env.items()}
+    env = {k: _capped(k, v.replace("\x00", ""), truncated) for k, v in env.items()}
+    env["HOOK_TRUNCATED"] = ",".join(truncated)
+    return env
 
 
 def stdin_document(hook: Hook, payload: HookEvent) -> dict[str, Any]:

@@ -27,7 +27,7 @@ import structlog
 from pydantic import ValidationError
 
 from otelhooks._actions._webhook_config import WebhookConfig
-from otelhooks._actions._webhook_http import Delivery, prepare, send, sync_client
+from otelhooks._actions._webhook_http import Delivery, prepare, send
 from otelhooks._private_files import private_file
 
 __all__ = ["Outbox", "backoff_s"]
@@ -195,7 +195,7 @@ class Outbox:
         delivery = (
             prepared
             if isinstance(prepared, Delivery)
-            else send(sync_client(), config, prepared, accept=tuple(range(200, 300)), limit=65536)
+            else send(config, prepared, accept=tuple(range(200, 300)), limit=65536)
         )
         if delivery.delivered:
             self._finish(row, "ok", delivery, "")

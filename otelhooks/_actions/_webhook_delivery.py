@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import os
 import threading
 import time
@@ -32,6 +31,7 @@ from otelhooks._actions._outbox import Outbox, backoff_s
 from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_http import Delivery, async_client, prepare, send_async
 from otelhooks._actions._webhook_payload import PayloadBuilder
+from otelhooks._encoding import dumps
 from otelhooks._events import HookEvent
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
@@ -158,7 +158,7 @@ class WebhookDeliverer:
         data = self.builder.build(item.hook_id, item.hook_type, item.config, item.payload)
         if data is None:
             return None  # cancelled (email lookup): the delivery stops
-        return json.dumps(data, separators=(",", ":"), default=str).encode()
+        return dumps(data).encode()
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         with self._loop_lock:

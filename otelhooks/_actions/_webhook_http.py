@@ -5,16 +5,33 @@ Error classes (LobeHub's): ``configuration`` (bad URL base, unset header variabl
 ``network_error``, ``timeout``, ``invalid_response``, ``response_too_large`` (a body read beyond
 ``limit``). Requests carry ``Idempotency-Key`` (the event's stable id) so receivers can
 de-duplicate at-least-once deliveries. httpx errors are translated here, at one boundary.
+
+Limits that hold whatever the endpoint does:
+
+- **One deadline** (``timeout``) covers connect, response headers and body together: the request
+  runs as a task that is cancelled at the deadline (httpx's own timeouts restart with every
+  read, so a peer that drips its headers a byte a second would hold it forever). A sync caller
+  waits on the process's webhook I/O loop (one daemon thread, recreated after a fork), so no
+  thread of the agent is ever held past the deadline.
+- **Bytes, not decoded bytes**: requests say ``Accept-Encoding: identity`` and the body is read
+  raw, so ``limit`` counts exactly what is kept in memory. An answer with any other
+  ``Content-Encoding`` (gzip, zstd, br, ``gzip, gzip``: a compression bomb is a few KB on the
+  wire and gigabytes decoded) is never decoded: it is an ``invalid_response`` ("encoded answer
+  refused"), with its status (a notification's 2xx still counts as delivered: its answer is
+  ignored anyway).
 """
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import os
 import re
 import threading
 import time
+from collections.abc import Coroutine
 from dataclasses import dataclass
-from typing import Final, Literal
+from typing import Any, Final, Literal, TypeVar
 
 import httpx
 
@@ -24,11 +41,13 @@ __all__ = [
     "CONTROL_RESPONSE_LIMIT",
     "Delivery",
     "ErrorClass",
+    "Prepared",
     "async_client",
+    "io_client",
     "prepare",
+    "run_on_io_loop",
     "send",
     "send_async",
-    "sync_client",
 ]
 
 ErrorClass = Literal[
@@ -91,45 +110,65 @@ def prepare(config: WebhookConfig, content: bytes, idempotency_key: str) -> Prep
     headers = {
         "Content-Type": "application/json",
         "User-Agent": USER_AGENT,
+        "Accept-Encoding": "identity",
         "Idempotency-Key": idempotency_key,
         **headers,
     }
     return Prepared(url, headers, content)
 
 
-class _Clients:
-    """Process-wide pooled clients (keep-alive), recreated after a fork."""
+_T = TypeVar("_T")
+
+
+class _IoLoop:
+    """The process's webhook I/O loop: a daemon thread running an event loop, with one pooled
+    async client (keep-alive) for sync callers. Recreated after a fork."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._pid = os.getpid()
-        self._sync: httpx.Client | None = None
+        self._pid = -1
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: httpx.AsyncClient | None = None
 
-    def sync(self) -> httpx.Client:
+    def loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
-            if self._sync is None or self._pid != os.getpid():
+            if self._loop is None or self._pid != os.getpid() or self._loop.is_closed():
                 self._pid = os.getpid()
-                self._sync = httpx.Client(
-                    follow_redirects=False,
-                    limits=httpx.Limits(max_connections=64, max_keepalive_connections=32),
-                    trust_env=False,
-                )
-            return self._sync
+                self._client = None
+                loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=loop.run_forever, name="otelhooks-webhook-sync-io", daemon=True
+                ).start()
+                self._loop = loop
+            return self._loop
+
+    def client(self) -> httpx.AsyncClient:
+        """The loop's client (call on the loop)."""
+        if self._client is None:
+            self._client = async_client(max_connections=64)
+        return self._client
 
 
-_CLIENTS = _Clients()
+_IO = _IoLoop()
 
 
-def sync_client() -> httpx.Client:
-    """The shared sync client (thread-safe, pooled)."""
-    return _CLIENTS.sync()
+def io_client() -> httpx.AsyncClient:
+    """The webhook I/O loop's pooled client (call it on that loop)."""
+    return _IO.client()
 
 
-def async_client() -> httpx.AsyncClient:
+def run_on_io_loop(coro: Coroutine[Any, Any, _T]) -> concurrent.futures.Future[_T]:
+    """Run ``coro`` on the process's webhook I/O loop; the caller waits on the future."""
+    return asyncio.run_coroutine_threadsafe(coro, _IO.loop())
+
+
+def async_client(*, max_connections: int = 128) -> httpx.AsyncClient:
     """A new pooled async client; the caller owns it (one per event loop)."""
     return httpx.AsyncClient(
         follow_redirects=False,
-        limits=httpx.Limits(max_connections=128, max_keepalive_connections=64),
+        limits=httpx.Limits(
+            max_connections=max_connections, max_keepalive_connections=max_connections // 2
+        ),
         trust_env=False,
     )
 
@@ -188,33 +227,33 @@ def _failed(exc: httpx.HTTPError, started: float) -> Delivery:
 
 
 def send(
-    client: httpx.Client,
-    config: WebhookConfig,
-    prepared: Prepared,
-    *,
-    accept: tuple[int, ...],
-    limit: int,
+    config: WebhookConfig, prepared: Prepared, *, accept: tuple[int, ...], limit: int
 ) -> Delivery:
-    """POST ``prepared`` and read at most ``limit`` bytes of the answer within the timeout."""
-    started = time.perf_counter()
+    """POST ``prepared`` on the webhook I/O loop and wait for the outcome: at most ``limit`` bytes
+    of the answer, all of it within ``config.timeout`` (the calling thread is free by then)."""
+
+    async def on_loop() -> Delivery:
+        return await send_async(io_client(), config, prepared, accept=accept, limit=limit)
+
+    future = run_on_io_loop(on_loop())
     try:
-        with client.stream(
-            "POST", prepared.url, content=prepared.content, headers=prepared.headers,
-            timeout=config.timeout,
-        ) as response:  # fmt: skip
-            body = _Body(
-                response.status_code,
-                accept=accept,
-                limit=limit,
-                timeout=config.timeout,
-                started=started,
-            )
-            for chunk in response.iter_bytes():
-                if (stop := body.add(chunk)) is not None:
-                    return stop
-            return body.done()
-    except httpx.HTTPError as exc:
-        return _failed(exc, started)
+        # send_async ends itself at the deadline; the grace covers a loop busy with others.
+        return future.result(timeout=config.timeout + 1.0)
+    except concurrent.futures.TimeoutError:
+        future.cancel()
+        return Delivery(False, None, "timeout", _DEADLINE_MESSAGE, duration_s=config.timeout)
+
+
+_DEADLINE_MESSAGE: Final = "no whole answer within the timeout (connect, headers and body)"
+
+
+class _Progress:
+    """What a request got before its deadline: the status, once the headers are in."""
+
+    __slots__ = ("status",)
+
+    def __init__(self) -> None:
+        self.status: int | None = None
 
 
 async def send_async(
@@ -225,13 +264,45 @@ async def send_async(
     accept: tuple[int, ...],
     limit: int,
 ) -> Delivery:
-    """As :func:`send`, on an async client."""
+    """POST ``prepared``; read at most ``limit`` raw bytes of the answer; all within one
+    deadline of ``config.timeout`` seconds that covers connect, headers and body."""
     started = time.perf_counter()
+    progress = _Progress()
+    try:
+        return await asyncio.wait_for(
+            _exchange(client, config, prepared, accept, limit, started, progress),
+            config.timeout,
+        )
+    except TimeoutError:
+        return Delivery(
+            False, progress.status, "timeout", _DEADLINE_MESSAGE,
+            duration_s=time.perf_counter() - started,
+        )  # fmt: skip
+
+
+async def _exchange(
+    client: httpx.AsyncClient,
+    config: WebhookConfig,
+    prepared: Prepared,
+    accept: tuple[int, ...],
+    limit: int,
+    started: float,
+    progress: _Progress,
+) -> Delivery:
     try:
         async with client.stream(
             "POST", prepared.url, content=prepared.content, headers=prepared.headers,
             timeout=config.timeout,
         ) as response:  # fmt: skip
+            progress.status = response.status_code
+            encoding = response.headers.get("content-encoding", "").strip().lower()
+            if encoding not in ("", "identity"):
+                return Delivery(
+                    False, response.status_code, "invalid_response",
+                    f"encoded answer refused (Content-Encoding: {encoding[:40]}); "
+                    "the request asked for identity",
+                    duration_s=time.perf_counter() - started,
+                )  # fmt: skip
             body = _Body(
                 response.status_code,
                 accept=accept,
@@ -239,7 +310,7 @@ async def send_async(
                 timeout=config.timeout,
                 started=started,
             )
-            async for chunk in response.aiter_bytes():
+            async for chunk in response.aiter_raw():
                 if (stop := body.add(chunk)) is not None:
                     return stop
             return body.done()

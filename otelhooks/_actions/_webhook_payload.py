@@ -34,6 +34,7 @@ import structlog
 
 from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._capture import capture_from_env
+from otelhooks._encoding import event_json
 from otelhooks._events import HookEvent
 
 __all__ = [
@@ -222,7 +223,7 @@ class PayloadBuilder:
         cancel: threading.Event | None = None,
     ) -> dict[str, Any] | None:
         """The body of one notification, or ``None`` when an email lookup was cancelled."""
-        data = payload.model_dump(mode="json", by_alias=True, exclude_none=True)
+        data = event_json(payload, exclude_none=True)
         for redact in self.redactors:
             data = redact(data)
         fields = config.event_fields

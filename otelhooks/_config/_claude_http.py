@@ -35,8 +35,8 @@ from otelhooks._actions._webhook_http import (
     Delivery,
     prepare,
     send,
-    sync_client,
 )
+from otelhooks._encoding import dumps
 from otelhooks._events import HookEvent, resolve_event
 from otelhooks._events._registry import Dialect
 from otelhooks._hooks import Block
@@ -154,14 +154,13 @@ class ClaudeHttpHandler:
         return f"ClaudeHttpHandler({self.config.url!r}, timeout={self.config.timeout:g})"
 
     def __call__(self, payload: HookEvent) -> Block | None:
-        content = json.dumps(claude_input(payload), separators=(",", ":"), default=str).encode()
+        content = dumps(claude_input(payload)).encode()  # never fails (hostile input)
         prepared = prepare(self.config, content, payload.eventId)
         if isinstance(prepared, Delivery):
             raise ClaudeHttpError(prepared.message or "cannot prepare the request")
         prepared.headers.update(claude_headers(self.headers, self.allowed_env_vars, os.environ))
-        delivery = send(
-            sync_client(), self.config, prepared, accept=_OK, limit=CONTROL_RESPONSE_LIMIT
-        )
+        # one deadline for connect, headers and body, on the webhook I/O loop (hostile answers)
+        delivery = send(self.config, prepared, accept=_OK, limit=CONTROL_RESPONSE_LIMIT)
         if not delivery.ok:
             raise ClaudeHttpError(delivery.message or f"status {delivery.status}")
         if not delivery.body.strip():

@@ -1,9 +1,16 @@
 """Running hooks: interceptors inline (sync, or awaited in async runtimes), observers off the path.
 
 Interceptors decide before the action, so the runtime waits for them, but never longer than each
-hook's ``timeout``: a sync handler runs on a small thread pool and is abandoned at its deadline
-(Python cannot kill a thread; the late result is ignored). Observers never make the runtime wait:
-the event and the matched hooks go into a bounded queue; a full queue drops and counts.
+hook's ``timeout``: a sync handler runs on a small thread pool of ours (never the application's
+``asyncio.to_thread`` executor) and is abandoned at its deadline (Python cannot kill a thread; the
+late result is ignored). Capacity is per hook: past :data:`MAX_ABANDONED` calls of one hook stuck
+past their deadline, that hook fails fast (:class:`~otelhooks.HookCapacityError`, which follows
+its ``on_error``) while every other hook keeps running. An action that ends itself at its own
+deadline without holding a thread (``self_bounded``: control webhooks, whose requests run on the
+webhook I/O loop) is called directly, and awaited through its ``acall`` in async runtimes.
+
+Observers never make the runtime wait: the event and the matched hooks go into a bounded queue;
+a full queue drops and counts.
 """
 
 from __future__ import annotations
@@ -26,8 +33,8 @@ from otelhooks._dispatch._registry import HookRegistry
 from otelhooks._errors import (
     CriticalHookDeliveryError,
     DeadlinePassed,
+    HookCapacityError,
     HookError,
-    HookPoolExhaustedError,
     HookTimeoutError,
 )
 from otelhooks._events import HookEvent
@@ -40,9 +47,15 @@ from otelhooks._worker import BoundedWorker
 if TYPE_CHECKING:
     from otelhooks._actions._webhook_delivery import WebhookDeliverer
 
-__all__ = ["MAX_ABANDONED", "Dispatcher", "HookPoolExhaustedError"]
+__all__ = [
+    "MAX_ABANDONED",
+    "Dispatcher",
+    "HookCapacityError",
+    "HookPoolExhaustedError",
+]
 
-MAX_ABANDONED = 64
+MAX_ABANDONED = 64  # per hook
+HookPoolExhaustedError = HookCapacityError  # the name of earlier releases
 
 
 _log = structlog.get_logger("otelhooks")
@@ -50,6 +63,16 @@ _log = structlog.get_logger("otelhooks")
 
 def _run_coroutine(fn: Callable[..., Any], payload: HookEvent) -> Any:
     return asyncio.run(fn(payload))
+
+
+class _Bounded:
+    """A call of a ``self_bounded`` action, made on the caller's thread when it is finished."""
+
+    __slots__ = ("action", "payload")
+
+    def __init__(self, action: Any, payload: HookEvent) -> None:
+        self.action = action
+        self.payload = payload
 
 
 async def _within(awaitable: Any, timeout: float) -> Any:
@@ -97,7 +120,8 @@ class Dispatcher:
         self._pool_size = pool_size
         self._pool: ThreadPoolExecutor | None = None
         self._pool_lock = threading.Lock()
-        self._abandoned: dict[Future[Any], ThreadPoolExecutor] = {}
+        # Calls abandoned at their deadline and still running: their pool and their hook.
+        self._abandoned: dict[Future[Any], tuple[ThreadPoolExecutor, str]] = {}
         self._closed = False
         self._observers: BoundedWorker[tuple[LiveEvent, list[Hook]]] = BoundedWorker(
             "otelhooks-observers",
@@ -392,17 +416,21 @@ class Dispatcher:
 
     # -- calling a handler under a deadline ------------------------------------------------------
 
-    def _executor(self) -> ThreadPoolExecutor:
+    def _executor(self, hook: Hook, event: str) -> ThreadPoolExecutor:
         with self._pool_lock:
             # Threads abandoned at their deadline still occupy the pool: when they could starve
             # the next handler, later calls go to a fresh pool (the stuck threads end on their
-            # own). Past MAX_ABANDONED stuck handlers, calls fail fast instead of leaking more.
-            self._abandoned = {f: p for f, p in self._abandoned.items() if not f.done()}
-            if len(self._abandoned) >= MAX_ABANDONED:
-                raise HookPoolExhaustedError(
-                    f"{len(self._abandoned)} hook handlers are stuck past their deadline"
+            # own). Past MAX_ABANDONED stuck calls of one hook, that hook fails fast instead of
+            # leaking more; other hooks are not counted against it.
+            self._abandoned = {f: v for f, v in self._abandoned.items() if not f.done()}
+            mine = sum(1 for _, hook_id in self._abandoned.values() if hook_id == hook.id)
+            if mine >= MAX_ABANDONED:
+                raise HookCapacityError(
+                    f"{mine} calls of this hook are stuck past their deadline",
+                    hook_id=hook.id,
+                    event=event,
                 )
-            stuck_here = sum(1 for p in self._abandoned.values() if p is self._pool)
+            stuck_here = sum(1 for p, _ in self._abandoned.values() if p is self._pool)
             if self._pool is None or stuck_here >= self._pool_size - 1:
                 if self._pool is not None:
                     self._pool.shutdown(wait=False)
@@ -411,28 +439,37 @@ class Dispatcher:
                 )
             return self._pool
 
-    def _submit(self, fn: Callable[..., Any], *args: Any) -> tuple[Future[Any], ThreadPoolExecutor]:
-        pool = self._executor()
-        return pool.submit(contextvars.copy_context().run, fn, *args), pool
+    def _submit(
+        self, hook: Hook, event: str, fn: Callable[..., Any], *args: Any
+    ) -> tuple[Future[Any], ThreadPoolExecutor, Hook]:
+        pool = self._executor(hook, event)
+        return pool.submit(contextvars.copy_context().run, fn, *args), pool, hook
 
-    def _wait(self, submitted: tuple[Future[Any], ThreadPoolExecutor], timeout: float) -> Any:
-        future, pool = submitted
+    def _abandon(self, submitted: tuple[Future[Any], ThreadPoolExecutor, Hook]) -> None:
+        """Count a call past its deadline against its hook, unless it never started."""
+        future, pool, hook = submitted
+        if future.done() or future.cancel():
+            return  # finished in time after all, or still queued: it will never start late
+        with self._pool_lock:
+            self._abandoned[future] = (pool, hook.id)
+
+    def _wait(self, submitted: tuple[Future[Any], ThreadPoolExecutor, Hook], timeout: float) -> Any:
+        future = submitted[0]
         try:
             return future.result(timeout=timeout)
         except FutureTimeout:
             if future.done():
                 raise  # the handler itself raised TimeoutError: an error, not our deadline
-            if future.cancel():
-                raise DeadlinePassed from None  # still queued: it will never start late
-            with self._pool_lock:
-                self._abandoned[future] = pool
+            self._abandon(submitted)
             raise DeadlinePassed from None
 
-    def _start(self, hook: Hook, payload: HookEvent) -> tuple[Future[Any], ThreadPoolExecutor]:
+    def _start(self, hook: Hook, payload: HookEvent) -> Any:
         action = hook.action
+        if getattr(action, "self_bounded", False):
+            return _Bounded(action, payload)  # called in _finish, on the caller's thread
         if action.is_async:
-            return self._submit(_run_coroutine, action, payload)
-        return self._submit(action, payload)
+            return self._submit(hook, payload.event, _run_coroutine, action, payload)
+        return self._submit(hook, payload.event, action, payload)
 
     def _try_start(self, hook: Hook, payload: HookEvent) -> Any:
         """:meth:`_start`, with a failure to start kept for :meth:`_finish` to raise."""
@@ -444,9 +481,11 @@ class Dispatcher:
     def _finish(self, hook: Hook, started: Any, timeout: float) -> Any:
         if isinstance(started, Exception):
             raise started
+        if isinstance(started, _Bounded):
+            return started.action(started.payload)
         result = self._wait(started, timeout)
         if inspect.isawaitable(result):  # a sync callable that returned a coroutine
-            return self._wait(self._submit(asyncio.run, result), hook.deadline_s)
+            return self._wait(self._submit(hook, hook.event, asyncio.run, result), hook.deadline_s)
         return result
 
     def _call_with_deadline(self, hook: Hook, payload: HookEvent) -> Any:
@@ -468,17 +507,27 @@ class Dispatcher:
         # In a copy of the context, as in the pool: a hook's context variables stay its own.
         result = contextvars.copy_context().run(action, payload)
         if result is not None and inspect.isawaitable(result):  # a sync callable's coroutine
-            return self._wait(self._submit(asyncio.run, result), hook.deadline_s)
+            return self._wait(self._submit(hook, hook.event, asyncio.run, result), hook.deadline_s)
         if time.perf_counter() - started > hook.deadline_s:
             raise DeadlinePassed
         return result
 
     async def _acall_with_deadline(self, hook: Hook, payload: HookEvent) -> Any:
         action = hook.action
-        if action.is_async:
+        acall = getattr(action, "acall", None)
+        if acall is not None:  # holds no thread: awaited on this loop
+            result = await _within(acall(payload), hook.deadline_s)
+        elif action.is_async:
             result = await _within(action(payload), hook.deadline_s)
         else:
-            result = await _within(asyncio.to_thread(action, payload), hook.deadline_s)
+            # Our pool, never the application's default executor (asyncio.to_thread): a hook
+            # stuck past its deadline must not take the application's threads.
+            submitted = self._submit(hook, payload.event, action, payload)
+            try:
+                result = await _within(asyncio.wrap_future(submitted[0]), hook.deadline_s)
+            except DeadlinePassed:
+                self._abandon(submitted)
+                raise
         if inspect.isawaitable(result):
             return await _within(result, hook.deadline_s)
         return result

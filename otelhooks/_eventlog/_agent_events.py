@@ -31,6 +31,7 @@ import structlog
 
 from otelhooks._config import AgentEventsConfig
 from otelhooks._dispatch import HookRegistry
+from otelhooks._encoding import clean_text
 from otelhooks._errors import ConfigError
 from otelhooks._eventlog._model import EventEntry, EventLog
 from otelhooks._eventlog._ring import RingEventLog
@@ -152,20 +153,26 @@ def entry_from_event(config: AgentEventsConfig, payload: HookEvent) -> EventEntr
         carried = getattr(payload, "argsFp", None)
         args_fp = carried if carried is not None else args_fingerprint(getattr(payload, "args", {}))
     success, detail = _detail(payload)
+    # Text from the agent may hold lone surrogates, which SQLite and UTF-8 JSON cannot store:
+    # the one event encoding's rule (U+FFFD) applies here too.
     return EventEntry(
         payload.timestamp,
         config.agent or config.name,
-        payload.sessionKey,
-        payload.userId,
-        tool,
+        _text(payload.sessionKey),
+        _text(payload.userId),
+        _text(tool),
         point,
         mutating,
         success,
         args_fp,
-        detail,
+        clean_text(detail),
         payload.traceId,
         payload.spanId,
     )
+
+
+def _text(value: str | None) -> str | None:
+    return clean_text(value) if value is not None else None
 
 
 def _check_template(template: str) -> None:
