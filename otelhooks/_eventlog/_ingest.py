@@ -99,7 +99,7 @@ class OtlpIngest:
         self.admission_timeout_s = admission_timeout_s
         self.commit_timeout_s = commit_timeout_s
         self.body_timeout_s = body_timeout_s
-        self._hooks = [p for p in self.span_processors if isinstance(p, HookSpanProcessor)]
+        self._hooks = _hook_processors(self.span_processors)
         self._durable = [log for log in logs if log.durable]
         if metrics is None:
             metrics = self._hooks[0].engine.metrics if self._hooks else AgentMetrics()
@@ -250,3 +250,15 @@ def _gunzip(data: bytes, limit: int) -> bytes | None:
     if not inflater.eof:
         raise zlib.error("truncated gzip body")
     return out
+
+
+def _hook_processors(processors: Sequence[SpanProcessor]) -> list[HookSpanProcessor]:
+    """The hook processors received spans reach, also behind a processor that forwards to
+    ``downstream`` ones (Claude Code's telemetry join sits in front of the server's hooks)."""
+    found: list[HookSpanProcessor] = []
+    for processor in processors:
+        if isinstance(processor, HookSpanProcessor):
+            found.append(processor)
+        else:
+            found.extend(_hook_processors(getattr(processor, "downstream", ())))
+    return found
