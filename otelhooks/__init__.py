@@ -62,6 +62,7 @@ from otelhooks._export import (
     WebhookSpanExporter,
     read_otlp_json_lines,
 )
+from otelhooks._export._report import DeliveryReport, DestinationReport
 from otelhooks._fingerprint import args_fingerprint
 from otelhooks._hooks import Block, Hook
 from otelhooks._instrument import (
@@ -80,6 +81,7 @@ from otelhooks._matchers import compile_matcher
 from otelhooks._metrics import AgentMetrics, LocalMetricProducer, metric_views
 from otelhooks._processor import HookSpanProcessor
 from otelhooks._setup import OtelHooks, configure
+from otelhooks._version import __version__
 
 __all__ = [
     "EVENTS",
@@ -98,6 +100,8 @@ __all__ = [
     "ConfigSource",
     "CountingBatchSpanProcessor",
     "CriticalHookDeliveryError",
+    "DeliveryReport",
+    "DestinationReport",
     "Dialect",
     "ErrorEvent",
     "EventBatch",
@@ -135,6 +139,7 @@ __all__ = [
     "WebhookConfig",
     "WebhookDeliverer",
     "WebhookSpanExporter",
+    "__version__",
     "add_trace_context",
     "all_event_names",
     "args_fingerprint",

@@ -21,6 +21,7 @@ INTENDED = {
     "AgentEvents", "EventBatch", "EventEntry", "EventLog", "EventLogClient", "EventLogError",
     "EventLogServer", "EventRecord", "Notice", "RingEventLog", "SqliteEventLog",
     "load_agent_events", "serve", "scrub_secrets", "LocalMetricProducer",
+    "DeliveryReport", "DestinationReport", "__version__",
 }  # fmt: skip
 
 
@@ -47,3 +48,9 @@ def test_importing_the_package_starts_no_thread_and_opens_no_socket() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_version_is_the_distribution_version() -> None:
+    from importlib.metadata import version
+
+    assert otelhooks.__version__ == version("otelhooks")

@@ -14,6 +14,7 @@ import re
 import threading
 import time
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Final, Literal
 
 import httpx
@@ -25,6 +26,7 @@ __all__ = [
     "Delivery",
     "ErrorClass",
     "async_client",
+    "failure_reason",
     "prepare",
     "send",
     "send_async",
@@ -245,3 +247,21 @@ async def send_async(
             return body.done()
     except httpx.HTTPError as exc:
         return _failed(exc, started)
+
+
+def failure_reason(delivery: Delivery) -> tuple[str, bool]:
+    """A short reason for a failed delivery ("connection refused", "401 Unauthorized"), and
+    whether the endpoint did not answer at all (refused, unreachable, timed out)."""
+    if delivery.status is not None:
+        try:
+            phrase = HTTPStatus(delivery.status).phrase
+        except ValueError:
+            phrase = ""
+        return f"{delivery.status} {phrase}".strip(), False
+    message = delivery.message
+    if delivery.error_class == "timeout":
+        return "no answer (timed out)", True
+    if "refused" in message.lower() or "Errno 111" in message:
+        return "connection refused", True
+    dead = delivery.error_class == "network_error"
+    return message or (delivery.error_class or "failed"), dead

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 from typing import TYPE_CHECKING, Any
@@ -19,9 +20,12 @@ from otelhooks._errors import ConfigError
 if TYPE_CHECKING:
     from opentelemetry.sdk.trace.export import SpanExporter
 
+    from otelhooks._export._report import DeliveryTracker
+
 __all__ = ["add_parser"]
 
 HOOKS_ENV = "OTELHOOKS_HOOKS"
+BRIDGE_SHUTDOWN_TIMEOUT_S = 1.0
 TRACES_ENV = "OTELHOOKS_TRACES_OUT"
 
 
@@ -47,7 +51,9 @@ def _claude_code(args: argparse.Namespace) -> int:
     _log_to_stderr()
     from otelhooks._config import load_config
     from otelhooks._export import OtlpJsonLinesSpanExporter
-    from otelhooks._setup import _otlp_configured, otlp_span_exporter
+    from otelhooks._export._otlp import otlp_configured, otlp_span_exporter, summarise_sdk_logs
+    from otelhooks._export._report import DeliveryTracker
+    from otelhooks._setup import shutdown_timeout
     from otelhooks.integrations.claude_code import BridgeState, ClaudeCodeBridge
     from otelhooks.integrations.claude_code._spans import LockedFileExporter
 
@@ -64,18 +70,26 @@ def _claude_code(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"otelhooks claude-code: {exc}", file=sys.stderr)
         return 1
+    # Claude Code waits for this process (SessionEnd hooks get 1.5 s): a dead endpoint is
+    # given up on at once, a silent one within the deadline.
+    timeout_s = shutdown_timeout(BRIDGE_SHUTDOWN_TIMEOUT_S)
     exporters: list[SpanExporter] = []
     if args.traces_out:
         path = os.fspath(args.traces_out)
         exporters.append(LockedFileExporter(OtlpJsonLinesSpanExporter(path), f"{path}.lock"))
-    if _otlp_configured():
-        exporters.append(otlp_span_exporter())
+    otlp: DeliveryTracker | None = None
+    if otlp_configured():
+        summarise_sdk_logs(math.inf)
+        otlp = DeliveryTracker("spans", "", fail_fast=True, request_timeout_s=timeout_s)
+        exporters.append(_counted(otlp_span_exporter(otlp), otlp))
     bridge = ClaudeCodeBridge(
         hooks=hooks,
         state=BridgeState(args.state),
         exporters=exporters,
         deny_mode=args.deny_mode,
         service_name=args.service_name,
+        shutdown_timeout_s=timeout_s,
+        fail_fast=True,
     )
     try:
         response = bridge.handle(payload)
@@ -83,12 +97,37 @@ def _claude_code(args: argparse.Namespace) -> int:
         structlog.get_logger("otelhooks").exception("claude-code bridge failed")
         return 1
     finally:
-        bridge.close()
+        delivery = list(bridge.close())
+        if otlp is not None:
+            delivery.insert(0, otlp.report())
+        # Only what went wrong, on stderr: Claude Code shows a hook's stderr to the user.
+        for destination in delivery:
+            if not destination.ok:
+                print(f"otelhooks claude-code: {destination.line()}", file=sys.stderr)
     if response.stdout:
         print(response.stdout)
     if response.stderr:
         print(response.stderr, file=sys.stderr)
     return response.exit_code
+
+
+def _counted(exporter: SpanExporter, tracker: DeliveryTracker) -> SpanExporter:
+    """``exporter`` with every span it is given and accepts counted on ``tracker``."""
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    export = exporter.export
+
+    def counted(spans: Any) -> SpanExportResult:
+        tracker.sent(len(spans))
+        result = export(spans)
+        if result is SpanExportResult.SUCCESS:
+            tracker.delivered(len(spans))
+        else:
+            tracker.failed(len(spans))
+        return result
+
+    exporter.export = counted  # type: ignore[method-assign]
+    return exporter
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -18,6 +18,8 @@ import types
 import typing
 from typing import TYPE_CHECKING, Any
 
+from otelhooks._cli._common import EXIT_UNDELIVERED
+
 if TYPE_CHECKING:
     from otelhooks._dispatch._chain import InterceptChain
     from otelhooks._events import EventSpec, HookEvent
@@ -190,12 +192,21 @@ class _Queued:
         self.queued = queued
 
 
-def _flush_deliveries() -> None:
-    try:
-        from otelhooks._actions._webhook_delivery import default_deliverer
-    except ImportError:
-        return
-    default_deliverer().flush(30.0)
+def _deliver_queued() -> bool:
+    """Deliver the queued webhooks within the command's shutdown deadline, fail-fast, and print
+    one line per URL. Returns True when every one was delivered."""
+    from otelhooks._actions._webhook_delivery import default_deliverer
+    from otelhooks._cli._common import CLI_SHUTDOWN_TIMEOUT_S
+    from otelhooks._setup import shutdown_timeout
+
+    deliverer = default_deliverer()
+    timeout_s = shutdown_timeout(CLI_SHUTDOWN_TIMEOUT_S)
+    deliverer.shutdown(timeout_s)
+    reports = deliverer.reports()
+    print("Delivery:")
+    for report in reports:
+        print(f"  {report.line()}")
+    return all(report.ok for report in reports)
 
 
 def _verdict(chain: InterceptChain, original: HookEvent) -> str:
@@ -220,15 +231,27 @@ def _test(args: argparse.Namespace) -> int:
     from otelhooks._events import resolve_event
 
     try:
-        loaded = load_config(args.paths)
-        spec, _ = resolve_event(args.event)
         extra = json.loads(args.args) if args.args else {}
-        if not isinstance(extra, dict):
-            raise ConfigError("--args must be a JSON object")
+    except ValueError as exc:
+        print(f"otelhooks hooks test: --args is not valid JSON: {exc}")
+        return 2
+    if not isinstance(extra, dict):
+        print("otelhooks hooks test: --args must be a JSON object")
+        return 2
+    try:
+        spec, _ = resolve_event(args.event)
+    except (ConfigError, ValueError) as exc:
+        print(f"otelhooks hooks test: --event: {exc}")
+        return 2
+    try:
+        loaded = load_config(args.paths)
         payload, values = sample_event(spec, tool=args.tool, args=extra)
     except (ConfigError, ValueError) as exc:
         print(f"otelhooks hooks test: {exc}")
         return 2
+    from otelhooks._actions._webhook_delivery import default_deliverer
+
+    default_deliverer().fail_fast = True  # a command: a dead URL is reported, not waited for
     registry = HookRegistry()
     registry.register(loaded.hooks)
     hooks = registry.match(spec.name, values)
@@ -269,16 +292,20 @@ def _test(args: argparse.Namespace) -> int:
             for rest in hooks[position + 1 :]:
                 print(f"- {rest.id} [{rest.action.kind}]: not run (the chain has ended)")
             break
-    if queued:
-        _flush_deliveries()
+    delivered = _deliver_queued() if queued else True
     if chain is not None:
         print(_verdict(chain, payload))
-    return 1 if failed else 0
+    if failed:
+        return 1
+    return 0 if delivered else EXIT_UNDELIVERED
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from otelhooks._cli import help_of
+
     hooks = sub.add_parser("hooks", help="work with the hooks of config files")
-    actions = hooks.add_subparsers(dest="hooks_command", required=True)
+    actions = hooks.add_subparsers(dest="hooks_command", metavar="ACTION")
+    hooks.set_defaults(func=help_of(hooks))
     test = actions.add_parser(
         "test",
         help="fire the matching hooks with a sample event and show what each did",

@@ -53,6 +53,7 @@ from otelhooks._events import (
     SessionStartEvent,
     resolve_event,
 )
+from otelhooks._export._report import DeliveryReport
 from otelhooks._hooks import Hook
 from otelhooks._live import LiveEvent
 from otelhooks._setup import configure
@@ -89,6 +90,9 @@ class ClaudeCodeBridge:
         deny_mode: answer a denial with JSON ``permissionDecision: deny`` (``json``) or with
             exit code 2 and the reason on stderr (``exit2``).
         service_name: ``service.name`` of the spans.
+        shutdown_timeout_s: how long :meth:`close` may take (Claude Code gives some hooks,
+            ``SessionEnd`` among them, 1.5 s).
+        fail_fast: do not retry a refused or silent webhook (a hook process is short-lived).
     """
 
     def __init__(
@@ -99,6 +103,8 @@ class ClaudeCodeBridge:
         exporters: Sequence[SpanExporter] = (),
         deny_mode: DenyMode = "json",
         service_name: str = AGENT,
+        shutdown_timeout_s: float = 10.0,
+        fail_fast: bool = False,
     ) -> None:
         self.state = state
         self.deny_mode = deny_mode
@@ -109,6 +115,8 @@ class ClaudeCodeBridge:
             otlp=False,
             set_global=False,
             structured_logging=False,
+            shutdown_timeout_s=shutdown_timeout_s,
+            fail_fast=fail_fast,
         )
         self.dispatcher = self.oh.hooks.dispatcher
         self.observe = observer(self.dispatcher)
@@ -123,10 +131,16 @@ class ClaudeCodeBridge:
             capture=self.capture,
         )
 
-    def close(self, timeout_s: float = 10.0) -> None:
-        """Run the queued observers and webhooks, export the spans."""
-        self.oh.shutdown(timeout_s)
+    def close(self, timeout_s: float | None = None) -> DeliveryReport:
+        """Run the queued observers and webhooks, export the spans (the exporters were given
+        to the constructor; their own outcome is theirs to report).
+
+        Returns:
+            What reached each webhook URL.
+        """
+        report = self.oh.shutdown(timeout_s, log=False)
         self.writer.shutdown()
+        return report
 
     # -- dispatch ----------------------------------------------------------------------------------
 
