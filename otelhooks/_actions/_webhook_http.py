@@ -136,9 +136,21 @@ def async_client() -> httpx.AsyncClient:
     )
 
 
+def _refused(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _translate(exc: Exception) -> tuple[ErrorClass, str]:
     if isinstance(exc, httpx.TimeoutException):
         return "timeout", f"timed out ({type(exc).__name__})"
+    if _refused(exc):
+        # The async client says "All connection attempts failed"; the cause says why.
+        return "network_error", "connection refused"
     if isinstance(exc, httpx.TransportError):
         return "network_error", f"{type(exc).__name__}: {exc}"
     return "network_error", f"{type(exc).__name__}: {exc}"

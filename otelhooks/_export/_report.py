@@ -86,7 +86,7 @@ class DestinationReport:
             parts.append(f"{dropped} dropped")
         if parts and self.kind == "webhooks":
             text += f" ({', '.join(parts)})"
-        text += f": {self.reason or 'not delivered before the shutdown deadline'}"
+        text += f": {self.reason or 'no answer before the shutdown deadline'}"
         if self.hint:
             text += f" ({self.hint})"
         return text
