@@ -265,7 +265,8 @@ def test_bare_command_and_bare_group_print_their_help(
     code, out, _ = run(capsys)
     assert code == 0
     assert out.startswith("usage: otelhooks")
-    assert "demo" in out and "hooks" in out
+    assert "demo" in out
+    assert "hooks" in out
     code, out, _ = run(capsys, "hooks")
     assert code == 0
     assert out.startswith("usage: otelhooks hooks")
