@@ -118,6 +118,19 @@ def _otlp_configured() -> bool:
     return otlp_configured()
 
 
+def _otlp_metrics_wanted(*, explicit: bool) -> bool:
+    """Metrics go over OTLP unless ``OTEL_METRICS_EXPORTER=none``, or only a traces endpoint
+    is set (e.g. ``otelhooks serve``, which takes traces and nothing else)."""
+    if os.environ.get("OTEL_METRICS_EXPORTER", "").strip().lower() == "none":
+        return False
+    if explicit:
+        return True
+    return any(
+        os.environ.get(v)
+        for v in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
+    )
+
+
 def _destination(exporter: SpanExporter) -> str:
     if isinstance(exporter, OtlpJsonLinesSpanExporter):
         return str(Path(exporter.path).absolute())
@@ -333,7 +346,7 @@ def configure(
     readers = list(metric_readers)
     use_otlp = _otlp_configured() if otlp is None else otlp
     metric_trackers: list[DeliveryTracker] = []
-    if use_otlp:
+    if use_otlp and _otlp_metrics_wanted(explicit=otlp is True):
         # One line per retry of a dead collector would drown the run's own output.
         summarise_sdk_logs()
         metric_trackers.append(

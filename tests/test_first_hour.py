@@ -317,11 +317,11 @@ def test_the_demo_ends_with_the_absolute_file_and_the_next_steps(tmp_path: Path)
     _, proc = _otelhooks("demo", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     path = tmp_path / "otelhooks-demo-traces.jsonl"
-    tail = proc.stdout.rstrip().splitlines()[-10:]
+    tail = proc.stdout.rstrip().splitlines()[-16:]
     assert f"The spans of this run are in {path}" in tail
+    assert any(line.endswith(f"otelhooks tree {path}") for line in tail)
     assert any("http://127.0.0.1:16686" in line for line in tail)  # Jaeger
     assert any("otelhooks serve" in line for line in tail)
-    assert tail[-1].endswith(f"otelhooks tree {path}")
     _, tree = _otelhooks("tree", str(path), cwd=tmp_path)
     assert tree.returncode == 0
     assert "invoke_agent research-assistant" in tree.stdout

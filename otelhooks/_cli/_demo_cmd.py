@@ -111,17 +111,22 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def next_steps(traces_out: Path) -> str:
-    """Where to look at the run next: the file, Jaeger, ``otelhooks serve``, the tree."""
+    """Where to look at the run next: the tree, Jaeger, ``otelhooks serve``."""
     return f"""
 The spans of this run are in {traces_out}
 Next:
-  see it in Jaeger:     docker compose up -d, then
-                        OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 otelhooks demo
-                        and open http://127.0.0.1:16686 (service otelhooks-demo)
-  see it in the event log: otelhooks serve --hooks examples/agent-os/hooks/events.yaml
-                        in another terminal, then the demo with that endpoint and
-                        -H "Authorization: Bearer $OTELHOOKS_ADMIN_TOKEN" (docs/eventlog.md)
-  the tree again:       otelhooks tree {traces_out}"""
+  the tree again:  otelhooks tree {traces_out}
+  in Jaeger:       docker compose up -d    (from a checkout: collector, Jaeger, Grafana...)
+                   OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 otelhooks demo
+                   then open http://127.0.0.1:16686, service otelhooks-demo
+  in the event log of otelhooks serve (docs/eventlog.md):
+                   export OTELHOOKS_ADMIN_TOKEN=$(openssl rand -hex 24)
+                   otelhooks serve --hooks examples/agent-os/hooks/events.yaml --port 4319 &
+                   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4319/v1/traces \\
+                   OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20$OTELHOOKS_ADMIN_TOKEN" \\
+                   otelhooks demo
+                   curl -H "Authorization: Bearer $OTELHOOKS_ADMIN_TOKEN" \\
+                        "http://127.0.0.1:4319/v1/events?mode=drain&since=0\""""
 
 
 class _PrometheusEndpoint:

@@ -30,7 +30,7 @@ def permanent_status(status: int) -> bool:
 _HINTS = {
     401: "set OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20<token>",
     403: "check the credentials in OTEL_EXPORTER_OTLP_HEADERS",
-    404: "check the path: OTEL_EXPORTER_OTLP_ENDPOINT takes the base URL, without /v1/traces",
+    404: "no such path there; OTEL_EXPORTER_OTLP_ENDPOINT takes the base URL, without /v1/...",
 }
 
 
