@@ -325,3 +325,22 @@ def test_the_demo_ends_with_the_absolute_file_and_the_next_steps(tmp_path: Path)
     _, tree = _otelhooks("tree", str(path), cwd=tmp_path)
     assert tree.returncode == 0
     assert "invoke_agent research-assistant" in tree.stdout
+
+
+def test_the_bridge_reports_an_unwritable_traces_out_in_one_line(tmp_path: Path) -> None:
+    event = {"session_id": "s", "hook_event_name": "PostToolUse", "tool_name": "Read"}
+    _, proc = _otelhooks(
+        "claude-code",
+        "--traces-out",
+        "no/such/dir/x.jsonl",
+        "--state",
+        str(tmp_path / "state.sqlite3"),
+        cwd=tmp_path,
+        stdin=json.dumps(event),
+        HOME=str(tmp_path),
+    )
+    assert proc.returncode == 1  # Claude Code: a non-blocking error, shown
+    assert proc.stderr.strip().splitlines() == [
+        "otelhooks claude-code: --traces-out no/such/dir/x.jsonl: no such directory: "
+        f"{tmp_path / 'no/such/dir'}"
+    ]

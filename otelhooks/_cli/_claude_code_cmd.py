@@ -13,8 +13,10 @@ import json
 import math
 import os
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from otelhooks._cli._common import writable_file_problem
 from otelhooks._errors import ConfigError
 
 if TYPE_CHECKING:
@@ -76,6 +78,11 @@ def _claude_code(args: argparse.Namespace) -> int:
     exporters: list[SpanExporter] = []
     if args.traces_out:
         path = os.fspath(args.traces_out)
+        problem = writable_file_problem(Path(path).absolute())
+        if problem is not None:
+            # Exit 1: Claude Code shows it as a non-blocking error, and the tool goes on.
+            print(f"otelhooks claude-code: --traces-out {path}: {problem}", file=sys.stderr)
+            return 1
         exporters.append(LockedFileExporter(OtlpJsonLinesSpanExporter(path), f"{path}.lock"))
     otlp: DeliveryTracker | None = None
     if otlp_configured():
