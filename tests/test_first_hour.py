@@ -344,3 +344,20 @@ def test_the_bridge_reports_an_unwritable_traces_out_in_one_line(tmp_path: Path)
         "otelhooks claude-code: --traces-out no/such/dir/x.jsonl: no such directory: "
         f"{tmp_path / 'no/such/dir'}"
     ]
+
+
+def test_partial_losses_are_reported_but_only_a_dead_destination_sets_exit_three(
+    tmp_path: Path,
+) -> None:
+    # A one-span queue drops most of the demo's spans: reported, yet the file got some.
+    _, proc = _otelhooks(
+        "demo",
+        "--quiet",
+        cwd=tmp_path,
+        OTEL_BSP_MAX_QUEUE_SIZE="1",
+        OTEL_BSP_MAX_EXPORT_BATCH_SIZE="1",
+    )
+    assert proc.returncode == 0, proc.stderr
+    (line,) = [line for line in proc.stdout.splitlines() if "spans exported to" in line]
+    assert " of 63 spans exported to " in line
+    assert line.endswith(": queue full")

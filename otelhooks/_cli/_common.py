@@ -18,7 +18,7 @@ __all__ = [
 # OTELHOOKS_SHUTDOWN_TIMEOUT variable overrides this default.
 CLI_SHUTDOWN_TIMEOUT_S = 2.0
 
-# The run itself went as planned, but a destination did not accept everything it was sent.
+# The run itself went as planned, but a destination accepted none of what it was sent.
 EXIT_UNDELIVERED = 3
 
 

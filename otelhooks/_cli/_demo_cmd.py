@@ -107,7 +107,7 @@ def _demo(args: argparse.Namespace) -> int:
     if missing:
         print(f"not every lifecycle hook fired: {', '.join(missing)}", file=sys.stderr)
         return 1
-    return 0 if delivery.ok else EXIT_UNDELIVERED
+    return EXIT_UNDELIVERED if delivery.dead else 0
 
 
 def next_steps(traces_out: Path) -> str:

@@ -194,7 +194,7 @@ class _Queued:
 
 def _deliver_queued() -> bool:
     """Deliver the queued webhooks within the command's shutdown deadline, fail-fast, and print
-    one line per URL. Returns True when every one was delivered."""
+    one line per URL. Returns False when a URL accepted none of its deliveries."""
     from otelhooks._actions._webhook_delivery import default_deliverer
     from otelhooks._cli._common import CLI_SHUTDOWN_TIMEOUT_S
     from otelhooks._setup import shutdown_timeout
@@ -206,7 +206,7 @@ def _deliver_queued() -> bool:
     print("Delivery:")
     for report in reports:
         print(f"  {report.line()}")
-    return all(report.ok for report in reports)
+    return not any(report.nothing_delivered for report in reports)
 
 
 def _verdict(chain: InterceptChain, original: HookEvent) -> str:

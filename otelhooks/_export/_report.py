@@ -69,6 +69,11 @@ class DestinationReport:
         """Everything sent here was accepted."""
         return self.delivered >= self.sent and not self.failed and not self.dropped
 
+    @property
+    def nothing_delivered(self) -> bool:
+        """Items were sent here and none was accepted."""
+        return self.sent > 0 and self.delivered == 0
+
     def line(self) -> str:
         """One human line: what was delivered, and why not everything was."""
         verb = {"webhooks": "delivered to", "metric exports": "accepted by"}.get(
@@ -114,6 +119,12 @@ class DeliveryReport:
     def ok(self) -> bool:
         """Every destination accepted everything it was sent."""
         return all(d.ok for d in self.destinations)
+
+    @property
+    def dead(self) -> tuple[DestinationReport, ...]:
+        """The destinations that accepted nothing of what they were sent (the commands exit 3
+        when there is one)."""
+        return tuple(d for d in self.destinations if d.nothing_delivered)
 
     def lines(self) -> list[str]:
         """One line per destination."""
