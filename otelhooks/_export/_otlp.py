@@ -152,9 +152,10 @@ def otlp_metric_reader(tracker: DeliveryTracker | None = None) -> MetricReader:
     if grpc:
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as G
 
-        if tracker is not None and tracker.fail_fast:
-            return PeriodicExportingMetricReader(G(timeout=tracker.timeout(None)))
-        return PeriodicExportingMetricReader(G())
+        if tracker is None:
+            return PeriodicExportingMetricReader(G())
+        grpc_exporter = G(timeout=tracker.timeout(None)) if tracker.fail_fast else G()
+        return PeriodicExportingMetricReader(_count_exports(grpc_exporter, tracker))
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as H
 
     exporter = H(session=_TrackedSession(tracker)) if tracker is not None else H()
@@ -179,7 +180,9 @@ def _count_exports(inner: Any, tracker: DeliveryTracker) -> Any:
         if result is MetricExportResult.SUCCESS:
             tracker.delivered()
         else:
-            tracker.failed(1, tracker.reason)
+            if tracker.reason is None:
+                tracker.error("the exporter reported a failure")
+            tracker.failed(1)
         return result
 
     inner.export = counted
