@@ -311,6 +311,10 @@ def test_a_missing_extra_names_the_pip_install(
     code, _, err = run(capsys, "demo", "--prometheus-port", "9")
     assert code == 2
     assert "pip install 'otelhooks[prometheus]'" in err
+    monkeypatch.setitem(sys.modules, "uvicorn", None)
+    code, _, err = run(capsys, "serve")
+    assert code == 2
+    assert err.strip() == "otelhooks serve: needs the server extra: pip install 'otelhooks[server]'"
 
 
 def test_the_demo_ends_with_the_absolute_file_and_the_next_steps(tmp_path: Path) -> None:

@@ -22,6 +22,11 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from otelhooks._cli._common import missing_extra
+
+    if (needed := missing_extra("server", "uvicorn")) is not None:
+        print(f"otelhooks serve: needs {needed}", file=sys.stderr)
+        return 2
     from otelhooks._eventlog._server import serve
     from otelhooks._logging import configure_logging
 
