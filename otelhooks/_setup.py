@@ -46,14 +46,27 @@ from otelhooks._export._otlp import (
     otlp_span_exporter,
     summarise_sdk_logs,
 )
-from otelhooks._export._report import DeliveryReport, DeliveryTracker
+from otelhooks._export._report import (
+    DEFAULT_SHUTDOWN_TIMEOUT_S,
+    SHUTDOWN_TIMEOUT_ENV,
+    DeliveryReport,
+    DeliveryTracker,
+    shutdown_timeout,
+)
 from otelhooks._hooks import Hook
 from otelhooks._instrument import AgentTracer, Operation
 from otelhooks._logging import configure_logging
 from otelhooks._metrics import AgentMetrics, LocalMetricProducer, metric_views
 from otelhooks._processor import HookSpanProcessor
 
-__all__ = ["OtelHooks", "configure", "otlp_metric_reader", "otlp_span_exporter"]
+__all__ = [
+    "SHUTDOWN_TIMEOUT_ENV",
+    "OtelHooks",
+    "configure",
+    "otlp_metric_reader",
+    "otlp_span_exporter",
+    "shutdown_timeout",
+]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -89,29 +102,6 @@ def _side_by_side(deadline: float, steps: Sequence[_Step]) -> bool:
     for thread in threads:
         thread.join(max(0.0, deadline - time.monotonic()))
     return len(results) == len(steps) and all(results)
-
-
-SHUTDOWN_TIMEOUT_ENV = "OTELHOOKS_SHUTDOWN_TIMEOUT"
-DEFAULT_SHUTDOWN_TIMEOUT_S = 10.0
-
-
-def shutdown_timeout(default: float = DEFAULT_SHUTDOWN_TIMEOUT_S) -> float:
-    """Seconds ``shutdown()`` may take: ``$OTELHOOKS_SHUTDOWN_TIMEOUT``, else ``default``.
-
-    Commands pass a short default (2 s; 1 s for the Claude Code bridge); ``configure()`` uses
-    10 s. An invalid value is logged and ignored.
-    """
-    raw = os.environ.get(SHUTDOWN_TIMEOUT_ENV, "").strip()
-    if not raw:
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        value = -1.0
-    if not 0 <= value < float("inf"):
-        _log.warning("invalid environment variable, using default", var=SHUTDOWN_TIMEOUT_ENV)
-        return default
-    return value
 
 
 def _otlp_configured() -> bool:

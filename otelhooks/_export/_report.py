@@ -14,12 +14,48 @@ would only delay the exit.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-__all__ = ["DeliveryReport", "DeliveryTracker", "DestinationReport", "permanent_status"]
+import structlog
+
+__all__ = [
+    "DEFAULT_SHUTDOWN_TIMEOUT_S",
+    "SHUTDOWN_TIMEOUT_ENV",
+    "DeliveryReport",
+    "DeliveryTracker",
+    "DestinationReport",
+    "permanent_status",
+    "shutdown_timeout",
+]
+
+_log = structlog.get_logger("otelhooks")
+
+
+SHUTDOWN_TIMEOUT_ENV = "OTELHOOKS_SHUTDOWN_TIMEOUT"
+DEFAULT_SHUTDOWN_TIMEOUT_S = 10.0
+
+
+def shutdown_timeout(default: float = DEFAULT_SHUTDOWN_TIMEOUT_S) -> float:
+    """Seconds ``shutdown()`` may take: ``$OTELHOOKS_SHUTDOWN_TIMEOUT``, else ``default``.
+
+    Commands pass a short default (2 s; 1 s for the Claude Code bridge); ``configure()`` uses
+    10 s. An invalid value is logged and ignored.
+    """
+    raw = os.environ.get(SHUTDOWN_TIMEOUT_ENV, "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < float("inf"):
+        _log.warning("invalid environment variable, using default", var=SHUTDOWN_TIMEOUT_ENV)
+        return default
+    return value
 
 
 def permanent_status(status: int) -> bool:
