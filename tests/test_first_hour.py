@@ -365,3 +365,19 @@ def test_partial_losses_are_reported_but_only_a_dead_destination_sets_exit_three
     (line,) = [line for line in proc.stdout.splitlines() if "spans exported to" in line]
     assert " of 63 spans exported to " in line
     assert line.endswith(": queue full")
+
+
+def test_a_script_with_an_unwritable_traces_file_gets_one_line_and_the_reason(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    oh = otelhooks.configure(traces_out=tmp_path / "no" / "t.jsonl", set_global=False)
+    for _ in range(3):
+        with oh.operation("helper"):
+            pass
+        oh.force_flush(0.3)  # the batch is retried meanwhile: the same error, not logged again
+    report = oh.shutdown(timeout_s=2.0, log=False)
+    assert report.lines() == [
+        f"0 of 3 spans exported to {tmp_path / 'no' / 't.jsonl'}: No such file or directory"
+    ]
+    logged = capsys.readouterr()
+    assert (logged.out + logged.err).count("writing spans failed") == 1

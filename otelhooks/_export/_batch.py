@@ -216,7 +216,8 @@ class CountingBatchSpanProcessor(SpanProcessor):
                 break
             if tracker is not None and tracker.reason is None:
                 # An exporter without a tracked session (gRPC, a file, yours) says only this.
-                tracker.error("the exporter reported a failure")
+                said = getattr(self._exporter, "last_error", None)
+                tracker.error(str(said) if said else "the exporter reported a failure")
             pause = random.uniform(0, min(_RETRY_CAP_S, _RETRY_BASE_S * 2**attempt))
             gave_up = tracker is not None and not tracker.retryable
             if gave_up or self._shutdown or time.monotonic() + pause >= deadline:
