@@ -86,6 +86,7 @@ if TYPE_CHECKING:
         WebhookSpanExporter,
         read_otlp_json_lines,
     )
+    from otelhooks._export._report import DeliveryReport, DestinationReport
     from otelhooks._fingerprint import (
         args_fingerprint,
     )
@@ -127,11 +128,15 @@ if TYPE_CHECKING:
         OtelHooks,
         configure,
     )
+    from otelhooks._version import __version__
 
 # Importing the package imports nothing else: each public name loads its module on first use
 # (PEP 562), so `import otelhooks` costs about what the OpenTelemetry SDK costs, and a run
 # pays only for what it touches (benchmarks/README.md, "import time").
 _WHERE: dict[str, str] = {
+    "__version__": "otelhooks._version",
+    "DestinationReport": "otelhooks._export._report",
+    "DeliveryReport": "otelhooks._export._report",
     "HookCapacityError": "otelhooks._errors",
     "truncate_results": "otelhooks._actions._webhook_payload",
     "EmailResolver": "otelhooks._actions._webhook_payload",
@@ -227,6 +232,8 @@ __all__ = [
     "ControlProtocolError",
     "CountingBatchSpanProcessor",
     "CriticalHookDeliveryError",
+    "DeliveryReport",
+    "DestinationReport",
     "Dialect",
     "EmailResolver",
     "ErrorEvent",
@@ -270,6 +277,7 @@ __all__ = [
     "WebhookConfig",
     "WebhookDeliverer",
     "WebhookSpanExporter",
+    "__version__",
     "add_trace_context",
     "all_event_names",
     "args_fingerprint",

@@ -20,6 +20,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -40,13 +41,33 @@ from otelhooks._actions._webhook_payload import (
 )
 from otelhooks._engine import HooksEngine
 from otelhooks._export import CountingBatchSpanProcessor, OtlpJsonLinesSpanExporter
+from otelhooks._export._otlp import (
+    otlp_configured,
+    otlp_metric_reader,
+    otlp_span_exporter,
+    summarise_sdk_logs,
+)
+from otelhooks._export._report import (
+    DEFAULT_SHUTDOWN_TIMEOUT_S,
+    SHUTDOWN_TIMEOUT_ENV,
+    DeliveryReport,
+    DeliveryTracker,
+    shutdown_timeout,
+)
 from otelhooks._hooks import Hook
 from otelhooks._instrument import AgentTracer, Operation
 from otelhooks._logging import configure_logging
 from otelhooks._metrics import AgentMetrics, LocalMetricProducer, metric_views
 from otelhooks._processor import HookSpanProcessor
 
-__all__ = ["OtelHooks", "configure"]
+__all__ = [
+    "SHUTDOWN_TIMEOUT_ENV",
+    "OtelHooks",
+    "configure",
+    "otlp_metric_reader",
+    "otlp_span_exporter",
+    "shutdown_timeout",
+]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -85,38 +106,26 @@ def _side_by_side(deadline: float, steps: Sequence[_Step]) -> bool:
 
 
 def _otlp_configured() -> bool:
+    return otlp_configured()
+
+
+def _otlp_metrics_wanted(*, explicit: bool) -> bool:
+    """Metrics go over OTLP unless ``OTEL_METRICS_EXPORTER=none``, or only a traces endpoint
+    is set (e.g. ``otelhooks serve``, which takes traces and nothing else)."""
+    if os.environ.get("OTEL_METRICS_EXPORTER", "").strip().lower() == "none":
+        return False
+    if explicit:
+        return True
     return any(
         os.environ.get(v)
-        for v in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        for v in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT")
     )
 
 
-def _protocol(signal: str) -> str:
-    raw = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL") or os.environ.get(
-        "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"
-    )
-    return raw.strip().lower()
-
-
-def otlp_span_exporter() -> SpanExporter:
-    """The OTLP span exporter the standard environment variables ask for."""
-    if _protocol("TRACES") == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as Grpc
-
-        return Grpc()
-    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as Http
-
-    return Http()
-
-
-def otlp_metric_reader() -> MetricReader:
-    if _protocol("METRICS") == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as G
-
-        return PeriodicExportingMetricReader(G())
-    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as H
-
-    return PeriodicExportingMetricReader(H())
+def _destination(exporter: SpanExporter) -> str:
+    if isinstance(exporter, OtlpJsonLinesSpanExporter):
+        return str(Path(exporter.path).absolute())
+    return type(exporter).__name__
 
 
 class OtelHooks:
@@ -129,9 +138,18 @@ class OtelHooks:
             GenAI spans on the provider.
         tracer: the :class:`AgentTracer` for instrumenting a runtime.
         metrics: the agent instruments.
+        shutdown_timeout_s: how long :meth:`shutdown` may take by default.
 
     ``metric_readers`` (what :func:`configure` passes) lets a flush push the push readers'
     metrics without collecting the pull readers; without it a flush collects every reader.
+
+    Example:
+        >>> import otelhooks
+        >>> oh = otelhooks.configure(traces_out="traces.jsonl", set_global=False)
+        >>> with oh.operation("helper"):
+        ...     pass
+        >>> print(oh.shutdown())  # doctest: +ELLIPSIS
+        1 spans exported to .../traces.jsonl
     """
 
     def __init__(
@@ -144,6 +162,8 @@ class OtelHooks:
         deliverer: WebhookDeliverer | None = None,
         *,
         metric_readers: Sequence[MetricReader] | None = None,
+        metric_trackers: Sequence[DeliveryTracker] = (),
+        shutdown_timeout_s: float = DEFAULT_SHUTDOWN_TIMEOUT_S,
     ) -> None:
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
@@ -154,7 +174,10 @@ class OtelHooks:
         self.exporters = tuple(exporters)
         self.webhooks = deliverer
         self._readers = None if metric_readers is None else tuple(metric_readers)
+        self.shutdown_timeout_s = shutdown_timeout_s
+        self._metric_trackers = tuple(metric_trackers)
         self._shut = False
+        self._report: DeliveryReport | None = None
 
     def register(self, hooks: Iterable[Hook | Mapping[str, Any]]) -> list[Hook]:
         """Register global hooks (they apply to every operation)."""
@@ -195,38 +218,86 @@ class OtelHooks:
                 ok = reader.force_flush(timeout_ms) and ok
         return ok
 
-    def force_flush(self, timeout_s: float = 30.0) -> bool:
+    def force_flush(self, timeout_s: float | None = None) -> bool:
         """Run queued observers and collect metrics, export every ended span and deliver queued
-        webhooks, side by side, all within ``timeout_s``.
+        webhooks, side by side, all within ``timeout_s`` (default: the shutdown timeout).
 
         Returns:
             True when everything was flushed in time.
         """
+        if timeout_s is None:
+            timeout_s = self.shutdown_timeout_s
         deadline = time.monotonic() + timeout_s
         return _side_by_side(deadline, self._flush_steps(deadline))
 
-    def shutdown(self, timeout_s: float = 10.0) -> None:
-        """Flush everything and stop the workers, returning within ``timeout_s`` (also when it
-        runs at interpreter exit). Safe to call twice.
+    def _trackers(self) -> list[DeliveryTracker]:
+        span_trackers = [b.tracker for b in self.exporters if b.tracker is not None]
+        return [*span_trackers, *self._metric_trackers]
 
+    def delivery_report(self) -> DeliveryReport:
+        """What reached each destination so far: spans per exporter, metric exports per OTLP
+        endpoint, webhooks per URL. After :meth:`shutdown`, the final report.
+
+        Example:
+            >>> import otelhooks
+            >>> oh = otelhooks.configure(traces_out="traces.jsonl", set_global=False)
+            >>> oh.delivery_report().ok
+            True
+            >>> _ = oh.shutdown()
+        """
+        if self._report is not None:
+            return self._report
+        reports = [t.report() for t in self._trackers()]
+        if self.webhooks is not None:
+            reports.extend(self.webhooks.reports())
+        return DeliveryReport(tuple(reports))
+
+    def shutdown(self, timeout_s: float | None = None, *, log: bool = True) -> DeliveryReport:
+        """Flush everything and stop the workers, returning within ``timeout_s`` (default:
+        ``shutdown_timeout_s``, i.e. ``$OTELHOOKS_SHUTDOWN_TIMEOUT`` or 10 s), also when it runs
+        at interpreter exit. Safe to call twice.
+
+        From the first moment of shutdown every destination is *fail-fast*: a refused
+        connection is not retried, and one that refused or timed out once is not tried again.
         What is not exported or delivered by the deadline is dropped (queued ``delivery: queue``
         webhooks stay in the outbox for the next start).
+
+        Args:
+            timeout_s: the deadline, in seconds from now.
+            log: log one warning per destination that did not accept everything.
+
+        Returns:
+            The :class:`DeliveryReport`: one line per destination, ``report.ok`` when every
+            destination accepted everything.
         """
         if self._shut:
-            return
+            return self.delivery_report()
         self._shut = True
+        if timeout_s is None:
+            timeout_s = self.shutdown_timeout_s
         deadline = time.monotonic() + timeout_s
-        flushed = _side_by_side(deadline, self._flush_steps(deadline))
+        for batcher in self.exporters:
+            batcher.start_shutdown(deadline)
+        for tracker in self._metric_trackers:
+            tracker.start_shutdown(deadline)
+        if self.webhooks is not None:
+            self.webhooks.start_shutdown(deadline)
+        _side_by_side(deadline, self._flush_steps(deadline))
         steps: list[_Step] = [
             lambda left: self.tracer_provider.shutdown(),
-            lambda left: self.meter_provider.shutdown(timeout_millis=left * 1000),
+            lambda left: self.meter_provider.shutdown(timeout_millis=max(left, 0.05) * 1000),
         ]
         if self.webhooks is not None:
             steps.append(self.webhooks.shutdown)
-        if not (_side_by_side(deadline, steps) and flushed):
-            _log.warning(
-                "shutdown deadline passed before everything was flushed", timeout_s=timeout_s
-            )
+        # What missed the deadline shows in the report (and its warnings), once.
+        _side_by_side(deadline, steps)
+        report = self.delivery_report()
+        self._report = report
+        if log:
+            for destination in report:
+                if not destination.ok:
+                    _log.warning("not everything was delivered", report=destination.line())
+        return report
 
 
 def configure(
@@ -248,6 +319,8 @@ def configure(
     structured_logging: bool = True,
     sdk_metrics: bool = False,
     provider: str | None = None,
+    shutdown_timeout_s: float | None = None,
+    fail_fast: bool = False,
 ) -> OtelHooks:
     """Set up tracing, hooks, export and metrics in one call.
 
@@ -274,6 +347,11 @@ def configure(
             instead of aggregating them in process and handing them to the readers.
         provider: the default ``gen_ai.provider.name`` (``openai``, ``anthropic``, ...) of
             operations and model calls that do not name theirs; otherwise it is left out.
+        shutdown_timeout_s: how long ``shutdown()`` (also at interpreter exit) may take;
+            ``None``: ``$OTELHOOKS_SHUTDOWN_TIMEOUT``, else 10 s.
+        fail_fast: for short-lived processes: never retry a refused connection or a timeout,
+            and skip a destination that failed that way (long-running processes keep the
+            default, retrying until shutdown, when every destination turns fail-fast).
 
     Example:
         >>> oh = configure(traces_out="traces.jsonl")
@@ -282,10 +360,17 @@ def configure(
         >>> oh.shutdown()
     """
     resource = Resource.create({"service.name": service_name, **(resource_attributes or {})})
+    timeout_s = shutdown_timeout() if shutdown_timeout_s is None else shutdown_timeout_s
     readers = list(metric_readers)
     use_otlp = _otlp_configured() if otlp is None else otlp
-    if use_otlp:
-        readers.append(otlp_metric_reader())
+    metric_trackers: list[DeliveryTracker] = []
+    if use_otlp and _otlp_metrics_wanted(explicit=otlp is True):
+        # One line per retry of a dead collector would drown the run's own output.
+        summarise_sdk_logs()
+        metric_trackers.append(
+            DeliveryTracker("metric exports", "", fail_fast=fail_fast, request_timeout_s=timeout_s)
+        )
+        readers.append(otlp_metric_reader(metric_trackers[-1]))
     # The providers' own atexit shutdowns are off: OtelHooks.shutdown (registered below) shuts
     # them down within its deadline; theirs would wait again on a dead collector.
     meter_provider = MeterProvider(
@@ -305,23 +390,34 @@ def configure(
             redactors=redactors, email_resolver=email_resolver, capture_content=capture_content
         ),
         outbox_path=outbox_path,
+        fail_fast=fail_fast,
     )
     # One engine per pipeline, wired here: its hooks deliver through this pipeline's deliverer.
     engine = HooksEngine(metrics=agent_metrics, deliverer=deliverer)
     hook_processor = HookSpanProcessor(engine)
     tracer_provider.add_span_processor(hook_processor)
-    exporters: list[SpanExporter] = list(span_exporters)
+    exporters: list[tuple[SpanExporter, DeliveryTracker]] = []
+
+    def tracker() -> DeliveryTracker:
+        return DeliveryTracker("spans", "", fail_fast=fail_fast, request_timeout_s=timeout_s)
+
+    for given in span_exporters:
+        exporters.append((given, tracker()))
     if traces_out is not None:
-        exporters.append(OtlpJsonLinesSpanExporter(traces_out))
+        exporters.append((OtlpJsonLinesSpanExporter(traces_out), tracker()))
+    for exporter, span_tracker in exporters:
+        span_tracker.destination = _destination(exporter)
     if use_otlp:
-        exporters.append(otlp_span_exporter())
+        otlp_tracker = tracker()
+        exporters.append((otlp_span_exporter(otlp_tracker), otlp_tracker))
     batchers = []
-    for exporter in exporters:
+    for exporter, span_tracker in exporters:
         batcher = CountingBatchSpanProcessor(
             exporter,
             max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,
             on_drop=agent_metrics.drop_counter("span_export"),
+            tracker=span_tracker,
         )
         tracer_provider.add_span_processor(batcher)
         batchers.append(batcher)
@@ -346,6 +442,8 @@ def configure(
         batchers,
         deliverer,
         metric_readers=readers,
+        metric_trackers=metric_trackers,
+        shutdown_timeout_s=timeout_s,
     )
     atexit.register(configured.shutdown)
     return configured

@@ -23,6 +23,7 @@ INTENDED = {
     "load_agent_events", "serve", "scrub_secrets", "LocalMetricProducer",
     "HooksEngine", "HookStep", "matcher_values", "ControlProtocolError", "HookPoolExhaustedError",
     "Redactor", "EmailResolver", "truncate_results",
+    "DeliveryReport", "DestinationReport", "__version__",
 }  # fmt: skip
 
 
@@ -125,3 +126,9 @@ def test_importing_otelhooks_loads_no_submodule_until_a_name_is_used() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, check=True
     ).stdout.splitlines()
     assert out == ["[]", "True"]
+
+
+def test_version_is_the_distribution_version() -> None:
+    from importlib.metadata import version
+
+    assert otelhooks.__version__ == version("otelhooks")

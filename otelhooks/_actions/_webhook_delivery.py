@@ -29,10 +29,17 @@ import structlog
 from otelhooks import _semconv as sc
 from otelhooks._actions._outbox import Outbox, backoff_s
 from otelhooks._actions._webhook_config import WebhookConfig
-from otelhooks._actions._webhook_http import Delivery, async_client, prepare, send_async
+from otelhooks._actions._webhook_http import (
+    Delivery,
+    async_client,
+    failure_reason,
+    prepare,
+    send_async,
+)
 from otelhooks._actions._webhook_payload import PayloadBuilder
 from otelhooks._encoding import dumps
 from otelhooks._events import HookEvent
+from otelhooks._export._report import DeliveryTracker, DestinationReport
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
 from otelhooks._worker import BoundedWorker
@@ -78,6 +85,8 @@ class WebhookDeliverer:
         concurrency: requests in flight at most.
         retry_deadline_s: how long a failing delivery is retried (fetch mode).
         outbox_path: SQLite file of the durable queue for ``delivery: queue`` hooks.
+        fail_fast: do not retry a refused connection or a timeout, and skip a URL that failed
+            that way (short-lived commands; every deliverer turns fail-fast at shutdown).
     """
 
     def __init__(
@@ -89,8 +98,13 @@ class WebhookDeliverer:
         concurrency: int = 8,
         retry_deadline_s: float = 60.0,
         outbox_path: str | os.PathLike[str] | None = None,
+        fail_fast: bool = False,
     ) -> None:
         self.metrics = metrics or AgentMetrics()
+        self.fail_fast = fail_fast
+        self._shutting_down = False
+        # One tracker per URL (without query string), for the delivery report.
+        self._trackers: dict[str, DeliveryTracker] = {}
         self.builder = builder or PayloadBuilder()
         self.retry_deadline_s = retry_deadline_s
         self._slots = threading.BoundedSemaphore(concurrency)
@@ -125,7 +139,28 @@ class WebhookDeliverer:
         item = _Item(hook_id, hook_type, payload.event, config, payload)
         if config.delivery == "queue":
             return self._enqueue_durable(item)
-        return self._worker.submit(item)
+        tracker = self._tracker(config)
+        tracker.sent()
+        queued = self._worker.submit(item)
+        if not queued:
+            tracker.dropped(1, "queue full")
+        return queued
+
+    def _tracker(self, config: WebhookConfig) -> DeliveryTracker:
+        from otelhooks._export._otlp import public_url
+
+        key = public_url(config.url)
+        tracker = self._trackers.get(key)
+        if tracker is None:
+            tracker = self._trackers.setdefault(
+                key, DeliveryTracker("webhooks", key, fail_fast=self.fail_fast)
+            )
+        return tracker
+
+    def reports(self) -> list[DestinationReport]:
+        """What reached each webhook URL so far (``delivery: queue`` hooks not included: their
+        events wait in the outbox)."""
+        return [tracker.report() for tracker in list(self._trackers.values())]
 
     def _enqueue_durable(self, item: _Item) -> bool:
         body = self._body(item)
@@ -247,15 +282,25 @@ class WebhookDeliverer:
         config = send.items[0].config
         content, key = send.content()
         deadline = time.monotonic() + self.retry_deadline_s
+        tracker = self._tracker(config)
         attempt = 0
         while True:
+            if tracker.dead:
+                # Refused or silent once while fail-fast: known to be down, not tried again.
+                return Delivery(False, error_class="network_error", message=tracker.reason or "")
             prepared = prepare(config, content, key)
             if isinstance(prepared, Delivery):
+                tracker.error(prepared.message or "configuration error")
                 return prepared
             delivery = await send_async(
                 self._client, config, prepared, accept=_SUCCESS, limit=65536
             )
+            if not delivery.delivered:
+                reason, dead = failure_reason(delivery)
+                tracker.error(reason, status=delivery.status, dead=dead)
             if delivery.delivered or not delivery.retryable:
+                return delivery
+            if tracker.fail_fast:
                 return delivery
             pause = backoff_s(attempt)
             if time.monotonic() + pause > deadline:
@@ -264,18 +309,29 @@ class WebhookDeliverer:
             await asyncio.sleep(pause)
 
     def _settle(self, item: _Item, delivery: Delivery, duration_s: float) -> None:
+        tracker = self._tracker(item.config)
         if delivery.delivered:
+            tracker.delivered()
             self._record(item, "ok", duration_s)
             return
-        reason = "retry_deadline" if delivery.retryable else (delivery.error_class or "error")
-        _log.warning(
-            "webhook delivery failed",
-            hook_id=item.hook_id,
-            lifecycle_event=item.event,
-            error_class=delivery.error_class,
-            status=delivery.status,
-            reason=reason,
-        )
+        tracker.failed(1)
+        reason: str
+        if not delivery.retryable:
+            reason = delivery.error_class or "error"
+        elif self._shutting_down:
+            reason = "shutdown"  # given up on because the process is exiting
+        else:
+            reason = "endpoint_down" if tracker.fail_fast else "retry_deadline"
+        if not tracker.fail_fast:
+            # Fail-fast (a command, or shutdown): the delivery report says it once per URL.
+            _log.warning(
+                "webhook delivery failed",
+                hook_id=item.hook_id,
+                lifecycle_event=item.event,
+                error_class=delivery.error_class,
+                status=delivery.status,
+                reason=reason,
+            )
         self._record(item, "error", duration_s)
         self._count_dropped(1, reason)
 
@@ -323,12 +379,21 @@ class WebhookDeliverer:
             ok = self._outbox.flush(max(0.0, deadline - time.monotonic())) and ok
         return ok
 
+    def start_shutdown(self, deadline: float) -> None:
+        """Fail fast from now on: a refused or silent URL is not retried (``deadline`` is on
+        the monotonic clock)."""
+        self.fail_fast = True
+        self._shutting_down = True
+        for tracker in list(self._trackers.values()):
+            tracker.start_shutdown(deadline)
+
     def shutdown(self, timeout_s: float = 10.0) -> None:
         """Deliver what can be delivered within ``timeout_s``, count the rest as dropped, stop.
         Calling it again does nothing."""
         with self._idle:
             if self._closed:
                 return
+        self.start_shutdown(time.monotonic() + timeout_s)
         self.flush(timeout_s)
         self._worker.shutdown(0.1)
         with self._idle:

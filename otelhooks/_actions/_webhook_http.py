@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
+from http import HTTPStatus
 from typing import Any, Final, Literal, TypeVar
 
 import httpx
@@ -43,6 +44,7 @@ __all__ = [
     "ErrorClass",
     "Prepared",
     "async_client",
+    "failure_reason",
     "io_client",
     "prepare",
     "run_on_io_loop",
@@ -173,9 +175,21 @@ def async_client(*, max_connections: int = 128) -> httpx.AsyncClient:
     )
 
 
+def _refused(exc: BaseException) -> bool:
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
 def _translate(exc: Exception) -> tuple[ErrorClass, str]:
     if isinstance(exc, httpx.TimeoutException):
         return "timeout", f"timed out ({type(exc).__name__})"
+    if _refused(exc):
+        # The async client says "All connection attempts failed"; the cause says why.
+        return "network_error", "connection refused"
     if isinstance(exc, httpx.TransportError):
         return "network_error", f"{type(exc).__name__}: {exc}"
     return "network_error", f"{type(exc).__name__}: {exc}"
@@ -316,3 +330,21 @@ async def _exchange(
             return body.done()
     except httpx.HTTPError as exc:
         return _failed(exc, started)
+
+
+def failure_reason(delivery: Delivery) -> tuple[str, bool]:
+    """A short reason for a failed delivery ("connection refused", "401 Unauthorized"), and
+    whether the endpoint did not answer at all (refused, unreachable, timed out)."""
+    if delivery.status is not None:
+        try:
+            phrase = HTTPStatus(delivery.status).phrase
+        except ValueError:
+            phrase = ""
+        return f"{delivery.status} {phrase}".strip(), False
+    message = delivery.message
+    if delivery.error_class == "timeout":
+        return "no answer (timed out)", True
+    if "refused" in message.lower() or "Errno 111" in message:
+        return "connection refused", True
+    dead = delivery.error_class == "network_error"
+    return message or (delivery.error_class or "failed"), dead

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from otelhooks._cli import (
     _claude_code_cmd,
@@ -12,10 +12,11 @@ from otelhooks._cli import (
     _hooks_cmd,
     _replay_cmd,
     _serve_cmd,
+    _tree_cmd,
     _validate_cmd,
 )
 
-__all__ = ["build_parser", "main"]
+__all__ = ["build_parser", "help_of", "main"]
 
 # Each command module has add_parser(subparsers); add new commands to this tuple.
 COMMANDS = (
@@ -26,17 +27,32 @@ COMMANDS = (
     _hooks_cmd,
     _claude_code_cmd,
     _replay_cmd,
+    _tree_cmd,
 )
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from otelhooks._version import __version__
+
     parser = argparse.ArgumentParser(
         prog="otelhooks", description="Agent lifecycle hooks as OpenTelemetry span processors."
     )
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"otelhooks {__version__}")
+    # Not required: a bare `otelhooks` (or a bare group such as `otelhooks hooks`) prints its
+    # help rather than argparse's "the following arguments are required: command".
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    parser.set_defaults(func=help_of(parser))
     for command in COMMANDS:
         command.add_parser(sub)
     return parser
+
+
+def help_of(parser: argparse.ArgumentParser) -> Callable[[argparse.Namespace], int]:
+    def show(args: argparse.Namespace) -> int:
+        parser.print_help()
+        return 0
+
+    return show
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -4,12 +4,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import math
 import os
 import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from otelhooks._cli._common import (
+    CLI_SHUTDOWN_TIMEOUT_S,
+    EXIT_UNDELIVERED,
+    missing_extra,
+    writable_file_problem,
+)
 from otelhooks._config import load_config
 from otelhooks._errors import ConfigError
 
@@ -27,7 +34,8 @@ def _demo(args: argparse.Namespace) -> int:
     from otelhooks._demo import KERNEL_INTERCEPTS, LOBEHUB_TYPES, missing_events, run_demo
     from otelhooks._demo_tree import render_trees
     from otelhooks._export import read_otlp_json_lines
-    from otelhooks._setup import _otlp_configured, configure
+    from otelhooks._export._otlp import summarise_sdk_logs
+    from otelhooks._setup import configure, shutdown_timeout
 
     if args.linger and args.prometheus_port is None:
         print("otelhooks demo: --linger needs --prometheus-port", file=sys.stderr)
@@ -37,17 +45,29 @@ def _demo(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         print(f"otelhooks demo: {exc}", file=sys.stderr)
         return 2
+    traces_out = Path(args.traces_out).absolute()
+    problem = writable_file_problem(traces_out)
+    if problem is not None:
+        print(f"otelhooks demo: --traces-out {args.traces_out}: {problem}", file=sys.stderr)
+        return 2
     reader = InMemoryMetricReader()
     readers: list[MetricReader] = [reader]
     endpoint = None
     if args.prometheus_port is not None:
+        if (
+            extra_needed := missing_extra(
+                "prometheus", "prometheus_client", "opentelemetry.exporter.prometheus"
+            )
+        ) is not None:
+            print(f"otelhooks demo: --prometheus-port needs {extra_needed}", file=sys.stderr)
+            return 2
         try:
             endpoint = _PrometheusEndpoint(args.prometheus_port)
         except OSError as exc:  # the port is taken, or not ours to bind
             print(f"otelhooks demo: cannot serve metrics: {exc}", file=sys.stderr)
             return 2
         readers.append(endpoint.reader)
-    traces_out = Path(args.traces_out)
+    summarise_sdk_logs(math.inf)  # the delivery report at the end says it once
     if traces_out.exists():
         traces_out.unlink()  # one demo run per file, so the tree shows this run only
     try:
@@ -56,12 +76,15 @@ def _demo(args: argparse.Namespace) -> int:
             traces_out=traces_out,
             metric_readers=readers,
             structured_logging=not args.quiet,
+            # A short-lived command: a dead endpoint is reported, not waited for.
+            fail_fast=True,
+            shutdown_timeout_s=shutdown_timeout(CLI_SHUTDOWN_TIMEOUT_S),
         )
         report = run_demo(oh, extra_hooks=extra)
         if endpoint is not None:
             endpoint.linger(args.linger)
         # Before the endpoint stops: shutting the meter provider down empties it.
-        oh.shutdown()
+        delivery = oh.shutdown(log=False)
     finally:
         if endpoint is not None:
             endpoint.stop()
@@ -75,14 +98,35 @@ def _demo(args: argparse.Namespace) -> int:
         for point in KERNEL_INTERCEPTS:
             print(f"  {point:<28} {report.intercepts[point]}")
         print(_metrics_summary(reader))
-    print(f"{len(spans)} spans written as OTLP JSON lines to {traces_out}")
-    if _otlp_configured():
-        print("and exported over OTLP to the endpoint in OTEL_EXPORTER_OTLP_*")
+    print("Delivery:")
+    for line in delivery.lines():
+        print(f"  {line}")
+    if not args.quiet:
+        print(next_steps(traces_out))
     missing = missing_events(report)
     if missing:
         print(f"not every lifecycle hook fired: {', '.join(missing)}", file=sys.stderr)
         return 1
-    return 0
+    return EXIT_UNDELIVERED if delivery.dead else 0
+
+
+def next_steps(traces_out: Path) -> str:
+    """Where to look at the run next: the tree, Jaeger, ``otelhooks serve``."""
+    return f"""
+The spans of this run are in {traces_out}
+Next:
+  the tree again:  otelhooks tree {traces_out}
+  in Jaeger:       docker compose up -d    (from a checkout: collector, Jaeger, Grafana...)
+                   OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 otelhooks demo
+                   then open http://127.0.0.1:16686, service otelhooks-demo
+  in the event log of otelhooks serve (docs/eventlog.md):
+                   export OTELHOOKS_ADMIN_TOKEN=$(openssl rand -hex 24)
+                   otelhooks serve --hooks examples/agent-os/hooks/events.yaml --port 4319 &
+                   OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4319/v1/traces \\
+                   OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20$OTELHOOKS_ADMIN_TOKEN" \\
+                   otelhooks demo
+                   curl -H "Authorization: Bearer $OTELHOOKS_ADMIN_TOKEN" \\
+                        "http://127.0.0.1:4319/v1/events?mode=drain&since=0\""""
 
 
 class _PrometheusEndpoint:

@@ -16,6 +16,8 @@ import types
 import typing
 from typing import TYPE_CHECKING, Any
 
+from otelhooks._cli._common import EXIT_UNDELIVERED
+
 if TYPE_CHECKING:
     from otelhooks._events import EventSpec, HookEvent
     from otelhooks._hooks import Hook
@@ -155,22 +157,36 @@ def _verdict_line(verdict: Verdict, original: HookEvent) -> str:
 
 def _test(args: argparse.Namespace) -> int:
     from otelhooks._actions._notes import collecting
+    from otelhooks._actions._webhook_delivery import WebhookDeliverer
+    from otelhooks._cli._common import CLI_SHUTDOWN_TIMEOUT_S
     from otelhooks._config import load_config
     from otelhooks._engine import HooksEngine
     from otelhooks._errors import ConfigError
     from otelhooks._events import resolve_event
+    from otelhooks._setup import shutdown_timeout
 
     try:
-        loaded = load_config(args.paths)
-        spec, _ = resolve_event(args.event)
         extra = json.loads(args.args) if args.args else {}
-        if not isinstance(extra, dict):
-            raise ConfigError("--args must be a JSON object")
+    except ValueError as exc:
+        print(f"otelhooks hooks test: --args is not valid JSON: {exc}")
+        return 2
+    if not isinstance(extra, dict):
+        print("otelhooks hooks test: --args must be a JSON object")
+        return 2
+    try:
+        spec, _ = resolve_event(args.event)
+    except (ConfigError, ValueError) as exc:
+        print(f"otelhooks hooks test: --event: {exc}")
+        return 2
+    try:
+        loaded = load_config(args.paths)
         payload, values = sample_event(spec, tool=args.tool, args=extra)
     except (ConfigError, ValueError) as exc:
         print(f"otelhooks hooks test: {exc}")
         return 2
-    engine = HooksEngine(loaded.hooks)
+    # A command: a dead URL is reported at the end, not waited for.
+    deliverer = WebhookDeliverer(fail_fast=True)
+    engine = HooksEngine(loaded.hooks, deliverer=deliverer)
     hooks = engine.registry.match(spec.name, values)
     shown = f"{args.event} ({spec.name})" if args.event != spec.name else spec.name
     where = f" for {values[0]}" if values != ("*",) else ""
@@ -180,6 +196,7 @@ def _test(args: argparse.Namespace) -> int:
     count = "1 hook matches" if len(hooks) == 1 else f"{len(hooks)} hooks match"
     print(f"{count} {shown}{where}")
     original = payload.model_copy(deep=True)
+    timeout_s = shutdown_timeout(CLI_SHUTDOWN_TIMEOUT_S)
     try:
         with collecting() as notes:
             verdict = engine.trial(spec.name, payload, values=values)
@@ -187,9 +204,18 @@ def _test(args: argparse.Namespace) -> int:
         if spec.intercept:
             print(_verdict_line(verdict, original))
     finally:
-        engine.shutdown(30.0)  # delivers what was queued, within the deadline
-    failed = any(step.outcome in ("error", "timeout") for step in verdict.steps)
-    return 1 if failed else 0
+        engine.shutdown(timeout_s)
+    delivered = True
+    if any(step.outcome == "queued" for step in verdict.steps):
+        deliverer.shutdown(timeout_s)  # delivers what was queued, within the deadline
+        reports = deliverer.reports()
+        print("Delivery:")
+        for report in reports:
+            print(f"  {report.line()}")
+        delivered = not any(report.nothing_delivered for report in reports)
+    if any(step.outcome in ("error", "timeout") for step in verdict.steps):
+        return 1
+    return 0 if delivered else EXIT_UNDELIVERED
 
 
 def _report(hooks: list[Hook], verdict: Verdict, notes: list[tuple[str, object]]) -> None:
@@ -216,8 +242,11 @@ def _report(hooks: list[Hook], verdict: Verdict, notes: list[tuple[str, object]]
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    from otelhooks._cli import help_of
+
     hooks = sub.add_parser("hooks", help="work with the hooks of config files")
-    actions = hooks.add_subparsers(dest="hooks_command", required=True)
+    actions = hooks.add_subparsers(dest="hooks_command", metavar="ACTION")
+    hooks.set_defaults(func=help_of(hooks))
     test = actions.add_parser(
         "test",
         help="fire the matching hooks with a sample event and show what each did",

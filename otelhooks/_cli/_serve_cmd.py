@@ -24,6 +24,11 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from otelhooks._cli._common import missing_extra
+
+    if (needed := missing_extra("server", "uvicorn")) is not None:
+        print(f"otelhooks serve: needs {needed}", file=sys.stderr)
+        return 2
     from opentelemetry.sdk.trace.export import SpanExporter
 
     from otelhooks._eventlog._server import serve

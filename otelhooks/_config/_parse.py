@@ -331,6 +331,9 @@ def parse_file(path: Path) -> list[Document]:
     Raises:
         ConfigError: unreadable, too large, not UTF-8, not parseable, empty, or another suffix.
     """
+    if not path.exists():
+        # Before the suffix check: a typo in a path is "no such file", not a file type problem.
+        raise ConfigError("no such file or directory", file=str(path))
     name = path.name.lower()
     is_json = name.endswith(JSON_SUFFIXES)
     if not is_json and not name.endswith(YAML_SUFFIXES):

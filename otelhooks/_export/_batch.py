@@ -26,6 +26,7 @@ from opentelemetry.sdk.environment_variables import (
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from otelhooks._export._report import DeliveryTracker
 from otelhooks._worker import BoundedWorker
 
 __all__ = ["CountingBatchSpanProcessor"]
@@ -34,6 +35,10 @@ _logger = structlog.get_logger("otelhooks")
 
 _V = TypeVar("_V", int, float)
 
+_DROP_REASONS = {
+    "queue_full": "queue full",
+    "shutdown": "still queued at the shutdown deadline",
+}
 _RETRY_BASE_S = 0.5
 _RETRY_CAP_S = 10.0
 _DEFAULT_MAX_QUEUE_SIZE = 65_536
@@ -65,6 +70,9 @@ class CountingBatchSpanProcessor(SpanProcessor):
         log_interval_s: At most one drop warning per this many seconds.
         retry_failed_s: How long a batch whose export failed is retried before it is dropped
             (counted with reason ``"export_failed"``).
+        tracker: Counts what reached the exporter's destination, for the delivery report. A
+            failure it calls permanent (a 4xx other than 408/429) or that happens while it is
+            fail-fast is not retried.
 
     Raises:
         ValueError: If the batch size exceeds the queue size, or a size is not positive.
@@ -81,8 +89,10 @@ class CountingBatchSpanProcessor(SpanProcessor):
         on_drop: Callable[[int, str], None] | None = None,
         log_interval_s: float = 10.0,
         retry_failed_s: float = 300.0,
+        tracker: DeliveryTracker | None = None,
     ) -> None:
         self._exporter = exporter
+        self.tracker = tracker
         self._retry_failed_s = retry_failed_s
         self._retry_wake = threading.Event()
         self._on_drop = on_drop
@@ -152,6 +162,8 @@ class CountingBatchSpanProcessor(SpanProcessor):
         """Queue ``span`` for export if it is sampled; never blocks."""
         context = span.context
         if context is not None and context.trace_flags.sampled:
+            if self.tracker is not None:
+                self.tracker.sent()
             self._worker.submit(span)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
@@ -163,6 +175,13 @@ class CountingBatchSpanProcessor(SpanProcessor):
         flushed = self._worker.flush(timeout_millis / 1000)
         self._log_drops(force=False)
         return flushed
+
+    def start_shutdown(self, deadline: float) -> None:
+        """Fail fast from now on (``deadline`` on the monotonic clock): a batch waiting for its
+        next retry tries once more now, and a failure is not retried again."""
+        if self.tracker is not None:
+            self.tracker.start_shutdown(deadline)
+        self._retry_wake.set()
 
     def shutdown(self) -> None:
         """Export what is queued within ``export_timeout_s``, then shut the exporter down."""
@@ -185,12 +204,26 @@ class CountingBatchSpanProcessor(SpanProcessor):
         deadline = time.monotonic() + self._retry_failed_s
         attempt = 0
         while True:
+            tracker = self.tracker
+            if tracker is not None and tracker.dead:
+                # Known to be down (fail-fast): the batch is given up on without a try.
+                self._record_drop(len(batch), "export_failed")
+                break
             result = self._exporter.export(batch)
             if result is SpanExportResult.SUCCESS:
+                if tracker is not None:
+                    tracker.delivered(len(batch))
                 break
+            if tracker is not None and tracker.reason is None:
+                # An exporter without a tracked session (gRPC, a file, yours) says only this.
+                said = getattr(self._exporter, "last_error", None)
+                tracker.error(str(said) if said else "the exporter reported a failure")
             pause = random.uniform(0, min(_RETRY_CAP_S, _RETRY_BASE_S * 2**attempt))
-            if self._shutdown or time.monotonic() + pause >= deadline:
-                _logger.warning("span export failed", spans=len(batch), attempts=attempt + 1)
+            gave_up = tracker is not None and not tracker.retryable
+            if gave_up or self._shutdown or time.monotonic() + pause >= deadline:
+                # With a tracker the delivery report says it once, for the whole run.
+                if tracker is None:
+                    _logger.warning("span export failed", spans=len(batch), attempts=attempt + 1)
                 self._record_drop(len(batch), "export_failed")
                 break
             attempt += 1
@@ -198,6 +231,11 @@ class CountingBatchSpanProcessor(SpanProcessor):
         self._log_drops(force=False)
 
     def _record_drop(self, count: int, reason: str) -> None:
+        if self.tracker is not None:
+            if reason == "export_failed":
+                self.tracker.failed(count)
+            else:
+                self.tracker.dropped(count, _DROP_REASONS.get(reason, reason))
         if self._on_drop is not None:
             try:
                 self._on_drop(count, reason)
@@ -218,7 +256,9 @@ class CountingBatchSpanProcessor(SpanProcessor):
                 return
             counts, self._unlogged = self._unlogged, {}
             self._last_log = now
-        _logger.warning("spans dropped", dropped=sum(counts.values()), reasons=counts)
+        # Fail-fast (a command, or shutdown): the delivery report tells it, once.
+        if self.tracker is None or not self.tracker.fail_fast:
+            _logger.warning("spans dropped", dropped=sum(counts.values()), reasons=counts)
 
 
 def _resolve(argument: _V | None, env_var: str, default: _V, parse: Callable[[str], _V]) -> _V:

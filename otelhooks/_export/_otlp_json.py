@@ -46,6 +46,8 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
         self._lock = threading.Lock()
         self._file: IO[bytes] | None = None
         self._shutdown = False
+        #: The last I/O error, e.g. "No such file or directory" (None after none).
+        self.last_error: str | None = None
 
     @property
     def path(self) -> str:
@@ -76,8 +78,14 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
                     # Unbuffered: each line reaches the OS in one write, whole, as it is made.
                     self._file = open(self._path, "ab", buffering=0)  # noqa: SIM115
                 _write_all(self._file, line)
-            except OSError:
-                _logger.exception("writing spans failed", path=self._path, spans=len(spans))
+            except OSError as exc:
+                reason = f"{exc.strerror or exc}"
+                if reason != self.last_error:
+                    # One line per distinct error: a retried batch would repeat it otherwise.
+                    _logger.warning(
+                        "writing spans failed", path=self._path, spans=len(spans), error=reason
+                    )
+                self.last_error = reason
                 return SpanExportResult.FAILURE
         return SpanExportResult.SUCCESS
 

@@ -47,6 +47,6 @@ def test_without_linger_the_demo_serves_during_the_run_and_exits(tmp_path: Path)
     port = free_port()
     proc = demo("--prometheus-port", str(port), cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "spans written" in proc.stdout
+    assert "63 spans exported to" in proc.stdout
     with socket.socket() as probe:
         assert probe.connect_ex(("127.0.0.1", port)) != 0  # the endpoint is gone

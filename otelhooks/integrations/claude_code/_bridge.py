@@ -53,6 +53,7 @@ from otelhooks._events import (
     SessionEndEvent,
     SessionStartEvent,
 )
+from otelhooks._export._report import DeliveryReport, merge
 from otelhooks._hooks import Hook
 from otelhooks._setup import configure
 from otelhooks.integrations.claude_code._common import (
@@ -98,6 +99,10 @@ class ClaudeCodeBridge:
         capture: record content (prompts, tool arguments and results) on spans and in the state
             file; ``None`` reads ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT``.
 
+        shutdown_timeout_s: how long :meth:`close` may take (Claude Code gives some hooks,
+            ``SessionEnd`` among them, 1.5 s).
+        fail_fast: do not retry a refused or silent webhook (a hook process is short-lived).
+
     Example:
         >>> bridge = ClaudeCodeBridge(state=BridgeState("/tmp/cc.sqlite3"))
         >>> bridge.handle({"hook_event_name": "Stop", "session_id": "s-1"}).exit_code
@@ -116,6 +121,8 @@ class ClaudeCodeBridge:
         capture: bool | None = None,
         engine: HooksEngine | None = None,
         writer: SpanWriter | None = None,
+        shutdown_timeout_s: float = 10.0,
+        fail_fast: bool = False,
     ) -> None:
         self.state = state
         self.deny_mode = deny_mode
@@ -128,6 +135,8 @@ class ClaudeCodeBridge:
                 otlp=False,
                 set_global=False,
                 structured_logging=False,
+                shutdown_timeout_s=shutdown_timeout_s,
+                fail_fast=fail_fast,
             )
             engine = self.oh.engine
         self.engine = engine
@@ -143,11 +152,17 @@ class ClaudeCodeBridge:
             capture=self.capture,
         )
 
-    def close(self, timeout_s: float = 10.0) -> None:
-        """Run the queued observers and webhooks, export the spans."""
-        if self.oh is not None:
-            self.oh.shutdown(timeout_s)
+    def close(self, timeout_s: float | None = None) -> DeliveryReport:
+        """Run the queued observers and webhooks, export the spans (the exporters were given
+        to the constructor; their own outcome is theirs to report).
+
+        Returns:
+            What reached each webhook URL (nothing, for a bridge on a server's engine: the
+            server owns that engine and reports its deliveries).
+        """
+        report = self.oh.shutdown(timeout_s, log=False) if self.oh is not None else merge(())
         self.writer.shutdown()
+        return report
 
     # -- dispatch ----------------------------------------------------------------------------------
 

@@ -31,7 +31,7 @@ from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from otelhooks._eventlog._http import Route
 from otelhooks._eventlog._otlp_signals import OtlpSignalIngest
 from otelhooks._processor import HookSpanProcessor
-from otelhooks._setup import _otlp_configured, otlp_span_exporter
+from otelhooks._export._otlp import otlp_configured, otlp_span_exporter
 from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
 from otelhooks.integrations.claude_code._common import AGENT
 from otelhooks.integrations.claude_code._http import HOOK_ROUTE, ClaudeCodeHookRoute
@@ -100,7 +100,7 @@ def claude_code_routes(
     # The server's engine delivers its own webhooks (created on first use, shut down with it).
     deliverer = None
     chosen = list(exporters)
-    if _otlp_configured():
+    if otlp_configured():
         chosen.append(otlp_span_exporter())
     export: list[SpanProcessor] = [BatchSpanProcessor(e, schedule_delay_millis=500) for e in chosen]
     writer = SpanWriter((), Resource.create({"service.name": service_name}))

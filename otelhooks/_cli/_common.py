@@ -1,0 +1,58 @@
+"""What every command shares: exit codes, the short shutdown deadline, early checks."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+__all__ = [
+    "CLI_SHUTDOWN_TIMEOUT_S",
+    "EXIT_UNDELIVERED",
+    "missing_extra",
+    "no_such_path",
+    "writable_file_problem",
+]
+
+# Commands are short-lived: a dead endpoint is reported at the end, not waited for. The
+# OTELHOOKS_SHUTDOWN_TIMEOUT variable overrides this default.
+CLI_SHUTDOWN_TIMEOUT_S = 2.0
+
+# The run itself went as planned, but a destination accepted none of what it was sent.
+EXIT_UNDELIVERED = 3
+
+
+def missing_extra(extra: str, *modules: str) -> str | None:
+    """``pip install 'otelhooks[extra]'`` when one of ``modules`` is not installed, else None."""
+    for module in modules:
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            return f"the {extra} extra: pip install 'otelhooks[{extra}]'"
+    return None
+
+
+def writable_file_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be written (created or appended to), or None when it can."""
+    if path.is_dir():
+        return "is a directory"
+    parent = path.parent
+    if not parent.exists():
+        return f"no such directory: {parent}"
+    if not parent.is_dir():
+        return f"not a directory: {parent}"
+    if path.exists() and not os.access(path, os.W_OK):
+        return "not writable"
+    if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
+        return f"directory not writable: {parent}"
+    return None
+
+
+def no_such_path(paths: list[str]) -> str | None:
+    """The first of ``paths`` that does not exist, as "no such file or directory: PATH"."""
+    for path in paths:
+        if not Path(path).exists():
+            return f"no such file or directory: {path}"
+    return None

@@ -1,0 +1,256 @@
+"""The OTLP exporters the standard environment asks for, each reporting to a tracker.
+
+The SDK's HTTP exporters retry a refused connection with backoff until their timeout (10 s),
+logging one line per attempt. Ours take the SDK exporter as it is and give it a
+``requests.Session`` (a documented argument) that records every answer on a
+:class:`DeliveryTracker` and, while the tracker is fail-fast, turns a refused connection or a
+timeout into an error the SDK does not retry. gRPC exporters get no retryable codes and a capped
+timeout while fail-fast.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import threading
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+import requests
+from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from otelhooks._export._report import DeliveryTracker
+
+__all__ = [
+    "GiveUp",
+    "describe_request_error",
+    "otlp_configured",
+    "otlp_metric_reader",
+    "otlp_span_exporter",
+    "public_url",
+    "summarise_sdk_logs",
+]
+
+
+class GiveUp(Exception):
+    """Raised inside the SDK's retry loop: a type it does not retry."""
+
+
+def otlp_configured() -> bool:
+    """Whether the OTel endpoint variables ask for OTLP export."""
+    return any(
+        os.environ.get(v)
+        for v in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    )
+
+
+def _protocol(signal: str) -> str:
+    raw = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_PROTOCOL") or os.environ.get(
+        "OTEL_EXPORTER_OTLP_PROTOCOL", "http/protobuf"
+    )
+    return raw.strip().lower()
+
+
+def public_url(url: str) -> str:
+    """``url`` without credentials or query string (safe to print)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    port = f":{parts.port}" if parts.port else ""
+    return f"{parts.scheme}://{host}{port}{parts.path}" if parts.scheme else url
+
+
+def _endpoint(signal: str, path: str, grpc: bool) -> str:
+    specific = os.environ.get(f"OTEL_EXPORTER_OTLP_{signal}_ENDPOINT")
+    if specific:
+        return public_url(specific)
+    base = os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or (
+        "http://localhost:4317" if grpc else "http://localhost:4318"
+    )
+    if grpc:
+        return public_url(base)
+    return public_url(base.rstrip("/") + "/" + path)
+
+
+def describe_request_error(exc: BaseException, timeout: float | None = None) -> str:
+    """A short reason for a failed request: "connection refused", "no answer within 2 s"."""
+    if isinstance(exc, requests.exceptions.ConnectTimeout):
+        return "connect timed out"
+    if isinstance(exc, requests.exceptions.Timeout):
+        return f"no answer within {timeout:g} s" if timeout else "no answer (timed out)"
+    seen: BaseException | None = exc
+    text = str(exc)
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return "connection refused"
+        seen = seen.__cause__ or seen.__context__
+    if "Connection refused" in text or "[Errno 111]" in text:
+        return "connection refused"
+    if "Name or service not known" in text or "nodename nor servname" in text:
+        return "unknown host"
+    return f"connection failed ({type(exc).__name__})"
+
+
+class _TrackedSession(requests.Session):
+    """Records each answer on the tracker; gives up at once while fail-fast."""
+
+    def __init__(self, tracker: DeliveryTracker) -> None:
+        super().__init__()
+        self.tracker = tracker
+
+    def request(  # type: ignore[override]
+        self, method: str, url: str, *args: Any, **kwargs: Any
+    ) -> requests.Response:
+        tracker = self.tracker
+        if tracker.dead:
+            raise GiveUp(tracker.reason or "the destination did not answer")
+        timeout = tracker.timeout(kwargs.get("timeout"))
+        kwargs["timeout"] = timeout
+        try:
+            response: requests.Response = super().request(method, url, *args, **kwargs)
+        except requests.RequestException as exc:
+            reason = describe_request_error(exc, timeout)
+            tracker.error(reason, dead=True)
+            if tracker.fail_fast:
+                raise GiveUp(reason) from exc
+            raise
+        if not 200 <= response.status_code < 300:
+            tracker.error(
+                f"{response.status_code} {response.reason}".strip(), status=response.status_code
+            )
+        return response
+
+
+def otlp_span_exporter(tracker: DeliveryTracker | None = None) -> SpanExporter:
+    """The OTLP span exporter the standard environment variables ask for.
+
+    Args:
+        tracker: counts and fail-fast state of this destination; its ``destination`` is set
+            to the endpoint URL.
+    """
+    grpc = _protocol("TRACES") == "grpc"
+    if tracker is not None:
+        tracker.destination = _endpoint("TRACES", "v1/traces", grpc)
+    if grpc:
+        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as G
+
+        if tracker is not None and tracker.fail_fast:
+            return G(timeout=tracker.timeout(None), retryable_error_codes=())
+        return G()
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as H
+
+    return H(session=_TrackedSession(tracker)) if tracker is not None else H()
+
+
+def otlp_metric_reader(tracker: DeliveryTracker | None = None) -> MetricReader:
+    """A periodic reader with the OTLP metric exporter the environment asks for."""
+    grpc = _protocol("METRICS") == "grpc"
+    if tracker is not None:
+        tracker.destination = _endpoint("METRICS", "v1/metrics", grpc)
+    if grpc:
+        from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as G
+
+        if tracker is None:
+            return PeriodicExportingMetricReader(G())
+        grpc_exporter = G(timeout=tracker.timeout(None)) if tracker.fail_fast else G()
+        return PeriodicExportingMetricReader(_count_exports(grpc_exporter, tracker))
+    from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as H
+
+    exporter = H(session=_TrackedSession(tracker)) if tracker is not None else H()
+    if tracker is None:
+        return PeriodicExportingMetricReader(exporter)
+    return PeriodicExportingMetricReader(_count_exports(exporter, tracker))
+
+
+def _count_exports(inner: Any, tracker: DeliveryTracker) -> Any:
+    """Wrap ``inner.export`` so each export with data points is counted on ``tracker`` (the
+    reader reads the exporter's preferences from its private attributes, so a wrapper object
+    would lose them)."""
+    export = inner.export
+
+    def counted(metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> Any:
+        from opentelemetry.sdk.metrics.export import MetricExportResult
+
+        if not _has_points(metrics_data):
+            return MetricExportResult.SUCCESS
+        tracker.sent()
+        result = export(metrics_data, timeout_millis=timeout_millis, **kwargs)
+        if result is MetricExportResult.SUCCESS:
+            tracker.delivered()
+        else:
+            if tracker.reason is None:
+                tracker.error("the exporter reported a failure")
+            tracker.failed(1)
+        return result
+
+    inner.export = counted
+    return inner
+
+
+def _has_points(metrics_data: Any) -> bool:
+    try:
+        return any(
+            metric.data.data_points
+            for rm in metrics_data.resource_metrics
+            for sm in rm.scope_metrics
+            for metric in sm.metrics
+        )
+    except AttributeError:
+        return True
+
+
+# -- the SDK's own log lines ----------------------------------------------------------------------
+
+_SDK_LOGGERS = (
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry.exporter.otlp.proto.http.metric_exporter",
+    "opentelemetry.exporter.otlp.common.http",
+    "opentelemetry.exporter.otlp.proto.grpc.exporter",
+    "opentelemetry.sdk.metrics._internal.export",
+)
+
+
+class _Summary(logging.Filter):
+    """Lets one record per message template through every ``interval_s``; counts the rest."""
+
+    def __init__(self, interval_s: float) -> None:
+        super().__init__()
+        self.interval_s = interval_s
+        self.suppressed = 0
+        self._last: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno < logging.WARNING:
+            return True
+        if self.interval_s == math.inf:  # a command prints its delivery report instead
+            self.suppressed += 1
+            return False
+        key = f"{record.name}:{record.msg}"
+        now = time.monotonic()
+        with self._lock:
+            last = self._last.get(key)
+            if last is not None and now - last < self.interval_s:
+                self.suppressed += 1
+                return False
+            self._last[key] = now
+        return True
+
+
+_summary: _Summary | None = None
+
+
+def summarise_sdk_logs(interval_s: float | None = None) -> None:
+    """Show each of the OTLP exporters' retry and failure messages at most once per
+    ``interval_s`` (a dead collector otherwise prints one line per attempt); ``math.inf`` hides
+    them (a command prints its delivery report instead). ``None`` installs the filter with 60 s
+    if it is not installed yet and otherwise changes nothing."""
+    global _summary
+    if _summary is None:
+        _summary = _Summary(60.0 if interval_s is None else interval_s)
+        for name in _SDK_LOGGERS:
+            logging.getLogger(name).addFilter(_summary)
+    elif interval_s is not None:
+        _summary.interval_s = interval_s
