@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
+
+from otelhooks._paths import writable_file_problem
 
 __all__ = [
     "CLI_SHUTDOWN_TIMEOUT_S",
@@ -31,22 +32,6 @@ def missing_extra(extra: str, *modules: str) -> str | None:
             found = False
         if not found:
             return f"the {extra} extra: pip install 'otelhooks[{extra}]'"
-    return None
-
-
-def writable_file_problem(path: Path) -> str | None:
-    """Why ``path`` cannot be written (created or appended to), or None when it can."""
-    if path.is_dir():
-        return "is a directory"
-    parent = path.parent
-    if not parent.exists():
-        return f"no such directory: {parent}"
-    if not parent.is_dir():
-        return f"not a directory: {parent}"
-    if path.exists() and not os.access(path, os.W_OK):
-        return "not writable"
-    if not path.exists() and not os.access(parent, os.W_OK | os.X_OK):
-        return f"directory not writable: {parent}"
     return None
 
 

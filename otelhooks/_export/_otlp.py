@@ -32,6 +32,7 @@ __all__ = [
     "otlp_span_exporter",
     "public_url",
     "summarise_sdk_logs",
+    "tracked_session",
 ]
 
 
@@ -121,6 +122,12 @@ class _TrackedSession(requests.Session):
                 f"{response.status_code} {response.reason}".strip(), status=response.status_code
             )
         return response
+
+
+def tracked_session(tracker: DeliveryTracker) -> requests.Session:
+    """A session for the SDK's OTLP/HTTP exporters that records each answer on ``tracker`` and,
+    while it is fail-fast, gives up at once instead of letting the SDK back off and retry."""
+    return _TrackedSession(tracker)
 
 
 def otlp_span_exporter(tracker: DeliveryTracker | None = None) -> SpanExporter:

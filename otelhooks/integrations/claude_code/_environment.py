@@ -29,6 +29,8 @@ from urllib.parse import unquote
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from otelhooks._errors import ConfigError
+from otelhooks._export._otlp import tracked_session
+from otelhooks._export._report import DeliveryTracker
 from otelhooks._redact import register_secret
 
 __all__ = [
@@ -129,11 +131,15 @@ def _headers(settings: Mapping[str, str]) -> dict[str, str]:
     return headers
 
 
-def otlp_exporter(settings: Mapping[str, str]) -> SpanExporter | None:
+def otlp_exporter(
+    settings: Mapping[str, str], tracker: DeliveryTracker | None = None
+) -> SpanExporter | None:
     """An OTLP span exporter configured from ``settings`` (``None`` without an endpoint).
 
     Reads the standard variables: ``OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT``, ``..._PROTOCOL``
-    (``http/protobuf`` default, or ``grpc``) and ``..._HEADERS``; the export timeout is 10 s.
+    (``http/protobuf`` default, or ``grpc``) and ``..._HEADERS``. With a ``tracker`` (fail-fast,
+    as a hook process must be: Claude Code gives ``SessionEnd`` hooks 1.5 s) a refused or silent
+    collector is given up on at once and reported; the export timeout is the tracker's.
     """
     traces = settings.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "").strip()
     base = settings.get("OTEL_EXPORTER_OTLP_ENDPOINT", "").strip()
@@ -145,13 +151,25 @@ def otlp_exporter(settings: Mapping[str, str]) -> SpanExporter | None:
         or "http/protobuf"
     ).strip()
     timeout = 10.0  # seconds; a hook process must not outlive Claude Code's patience
+    if tracker is not None:
+        timeout = tracker.timeout(timeout) or timeout
     headers = _headers(settings)
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as G
 
+        if tracker is not None:
+            tracker.destination = traces or base
+            return G(
+                endpoint=traces or base, headers=headers, timeout=timeout, retryable_error_codes=()
+            )
         return G(endpoint=traces or base, headers=headers, timeout=timeout)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as H
 
     # the base endpoint gets the signal path appended, as the specification says
     endpoint = traces or f"{base.rstrip('/')}/v1/traces"
+    if tracker is not None:
+        tracker.destination = endpoint
+        return H(
+            endpoint=endpoint, headers=headers, timeout=timeout, session=tracked_session(tracker)
+        )
     return H(endpoint=endpoint, headers=headers, timeout=timeout)

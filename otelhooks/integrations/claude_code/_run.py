@@ -14,15 +14,20 @@ problem as the reason instead, so a guard that cannot run never looks like "no o
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import structlog
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from otelhooks._errors import ConfigError
+from otelhooks._export._otlp import summarise_sdk_logs
+from otelhooks._export._report import DeliveryTracker, shutdown_timeout
+from otelhooks._paths import writable_file_problem
 from otelhooks.integrations.claude_code._common import AGENT, DenyMode, HookResponse
 from otelhooks.integrations.claude_code._environment import (
     export_settings,
@@ -34,6 +39,9 @@ from otelhooks.integrations.claude_code._state import DEFAULT_STATE_PATH, STATE_
 
 __all__ = ["HOOKS_ENV", "TRACES_ENV", "BridgeOptions", "run_hook"]
 
+# Claude Code waits for the hook process (``SessionEnd`` hooks get 1.5 s in all): a dead
+# endpoint is given up on at once, a silent one within this (``$OTELHOOKS_SHUTDOWN_TIMEOUT``).
+BRIDGE_SHUTDOWN_TIMEOUT_S = 1.0
 HOOKS_ENV = "OTELHOOKS_HOOKS"
 TRACES_ENV = "OTELHOOKS_TRACES_OUT"
 EXPORT_ENV = "OTELHOOKS_EXPORT_ENV"
@@ -149,14 +157,20 @@ def _handle(
     if HOOKS_ENV not in env and settings.get(HOOKS_ENV):
         hook_paths += [project_path(p, env) for p in settings[HOOKS_ENV].split(os.pathsep) if p]
     hooks = load_config(hook_paths).hooks
+    timeout_s = shutdown_timeout(BRIDGE_SHUTDOWN_TIMEOUT_S)
     exporters: list[SpanExporter] = list(options.extra_exporters)
     traces_out = options.traces_out or settings.get(TRACES_ENV)
     if traces_out:
         path = os.fspath(project_path(traces_out, env))
+        problem = writable_file_problem(Path(path).absolute())
+        if problem is not None:  # one line, before any work (Claude Code shows it to the user)
+            raise ConfigError(f"--traces-out {path}: {problem}")
         exporters.append(LockedFileExporter(OtlpJsonLinesSpanExporter(path), f"{path}.lock"))
-    otlp = otlp_exporter(settings)
+    tracker = DeliveryTracker("spans", "", fail_fast=True, request_timeout_s=timeout_s)
+    otlp = otlp_exporter(settings, tracker)
     if otlp is not None:
-        exporters.append(otlp)
+        summarise_sdk_logs(math.inf)  # the report line says it once; no retry lines
+        exporters.append(_counted(otlp, tracker))
     state_path = options.state or settings.get(STATE_ENV)
     bridge = ClaudeCodeBridge(
         hooks=hooks,
@@ -166,12 +180,43 @@ def _handle(
         deny_mode=options.deny_mode,
         service_name=settings.get("OTEL_SERVICE_NAME") or options.service_name,
         capture=_truthy(settings.get(_CAPTURE_ENV)),
+        shutdown_timeout_s=timeout_s,
+        fail_fast=True,
     )
+    response = HookResponse(1, stderr="otelhooks claude-code: the bridge did not answer")
     try:
-        return bridge.handle(payload)
+        response = bridge.handle(payload)
     finally:
+        failed: list[str] = []
         try:
-            bridge.close()
+            delivery = list(bridge.close())
+            if otlp is not None:
+                delivery.insert(0, tracker.report())
+            # Only what went wrong: Claude Code shows a hook's stderr to the user.
+            failed = [f"otelhooks claude-code: {d.line()}" for d in delivery if not d.ok]
         except Exception:
             # an export that fails after the decision must not turn a deny into exit 1
             _log.exception("claude-code bridge: closing failed")
+    if failed:
+        stderr = "\n".join([response.stderr, *failed] if response.stderr else failed)
+        response = HookResponse(response.exit_code, response.stdout, stderr)
+    return response
+
+
+def _counted(exporter: SpanExporter, tracker: DeliveryTracker) -> SpanExporter:
+    """``exporter`` with every span it is given, and accepts, counted on ``tracker``."""
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    export = exporter.export
+
+    def counted(spans: Any) -> SpanExportResult:
+        tracker.sent(len(spans))
+        result = export(spans)
+        if result is SpanExportResult.SUCCESS:
+            tracker.delivered(len(spans))
+        else:
+            tracker.failed(len(spans))
+        return result
+
+    exporter.export = counted  # type: ignore[method-assign]
+    return exporter

@@ -30,8 +30,8 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from otelhooks._eventlog._http import Route
 from otelhooks._eventlog._otlp_signals import OtlpSignalIngest
-from otelhooks._processor import HookSpanProcessor
 from otelhooks._export._otlp import otlp_configured, otlp_span_exporter
+from otelhooks._processor import HookSpanProcessor
 from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
 from otelhooks.integrations.claude_code._common import AGENT
 from otelhooks.integrations.claude_code._http import HOOK_ROUTE, ClaudeCodeHookRoute
