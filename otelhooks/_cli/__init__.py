@@ -10,6 +10,7 @@ from otelhooks._cli import (
     _demo_cmd,
     _events_cmd,
     _hooks_cmd,
+    _mcp_cmd,
     _serve_cmd,
     _validate_cmd,
 )
@@ -17,7 +18,15 @@ from otelhooks._cli import (
 __all__ = ["build_parser", "main"]
 
 # Each command module has add_parser(subparsers); add new commands to this tuple.
-COMMANDS = (_demo_cmd, _events_cmd, _serve_cmd, _validate_cmd, _hooks_cmd, _claude_code_cmd)
+COMMANDS = (
+    _demo_cmd,
+    _events_cmd,
+    _serve_cmd,
+    _validate_cmd,
+    _hooks_cmd,
+    _claude_code_cmd,
+    _mcp_cmd,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,508 @@
+"""The hook and telemetry layer of the MCP gateway, independent of the transport.
+
+:class:`McpGateway` holds what every session shares (the hooks engine, the tracer, the server
+name); :class:`McpSession` follows one MCP session: it reads each message as it crosses, and says
+what to send on (:class:`Relay`). Transports (stdio, Streamable HTTP) only move bytes.
+
+The rules, in order of precedence:
+
+1. A message no hook acts on is forwarded as the bytes it arrived as.
+2. ``tools/call`` runs the ``before_tool_call`` chain with the matcher values
+   ``("<server>/<tool>", "<tool>")``: a deny answers the client with a tool result
+   ``isError: true`` carrying the reason (the server never sees the call); a mock answers with
+   the mocked content; a rewrite forwards the request with the rewritten arguments.
+3. The answer of a forwarded call is observed: ``after_tool_call`` (or ``on_tool_call_error``
+   for ``isError`` results and JSON-RPC errors) is queued for observers; a denial queues
+   ``on_tool_call_denied``.
+4. When the hooks themselves fail (an exception out of the engine), the client gets a JSON-RPC
+   error that says so: the call is neither forwarded nor changed silently.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import structlog
+from opentelemetry.trace import Span, Tracer
+
+from otelhooks import _semconv as sc
+from otelhooks._engine import HooksEngine
+from otelhooks._events import (
+    AfterToolCallEvent,
+    ToolCallDeniedEvent,
+    ToolCallErrorEvent,
+    ToolCallEvent,
+    ToolResult,
+)
+from otelhooks._live import Verdict
+from otelhooks._span_mapping import apply_verdict
+from otelhooks.mcp._filter import filter_tools
+from otelhooks.mcp._jsonrpc import (
+    INTERNAL_ERROR,
+    UPSTREAM_ERROR,
+    Message,
+    encode,
+    error_response,
+    parse,
+    result_response,
+)
+from otelhooks.mcp._spans import MCP_SESSION_ID, McpSpans
+
+__all__ = ["McpGateway", "McpSession", "Relay"]
+
+_log = structlog.get_logger("otelhooks.mcp")
+
+DEFAULT_SERVER_NAME: Final = "mcp"
+
+
+@dataclass(slots=True)
+class Relay:
+    """What to send after a message crossed.
+
+    Attributes:
+        to_server, to_client: frames to send now, in order.
+        later: a decision still running (a hook chain); await it and send its relay too.
+    """
+
+    to_server: list[bytes] = field(default_factory=list)
+    to_client: list[bytes] = field(default_factory=list)
+    later: Awaitable[Relay] | None = None
+
+
+@dataclass(slots=True)
+class _Pending:
+    method: str
+    span: Span
+    started: float
+    call: ToolCallEvent | None = None
+    cancelled: bool = False
+
+
+class McpGateway:
+    """Hooks and spans for MCP sessions between any client and any server.
+
+    Args:
+        engine: the hooks (``before_tool_call`` intercepts; observers see results).
+        tracer: where the MCP spans go.
+        name: the server's name in matcher values (``<name>/<tool>``); the ``serverInfo.name``
+            of the server's ``initialize`` answer when omitted.
+        transport: ``pipe`` (stdio) or ``tcp`` (HTTP), recorded as ``network.transport``.
+        filter_tools: drop from ``tools/list`` answers the tools whose ``before_tool_call``
+            chain denies a call with no arguments (see ``docs/mcp.md``).
+
+    Example:
+        >>> from opentelemetry.trace import NoOpTracer
+        >>> gateway = McpGateway(HooksEngine(), NoOpTracer(), name="files")
+        >>> session = gateway.session()
+        >>> relay = session.from_client(b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+        >>> relay.to_server
+        [b'{"jsonrpc":"2.0","id":1,"method":"ping"}']
+    """
+
+    def __init__(
+        self,
+        engine: HooksEngine,
+        tracer: Tracer,
+        *,
+        name: str | None = None,
+        transport: str = "pipe",
+        filter_tools: bool = False,
+    ) -> None:
+        self.engine = engine
+        self.name = name
+        self.filter_tools = filter_tools
+        self.spans = McpSpans(tracer, transport=transport)
+
+    def session(self, session_id: str | None = None) -> McpSession:
+        """Start following a session (``session_id`` generated when the transport has none)."""
+        return McpSession(self, session_id or uuid.uuid4().hex)
+
+
+class McpSession:
+    """One MCP session through the gateway: call :meth:`from_client` / :meth:`from_server` with
+    each message, send what the returned :class:`Relay` says, and :meth:`close` at the end."""
+
+    def __init__(self, gateway: McpGateway, session_id: str) -> None:
+        self.gateway = gateway
+        self.session_id = session_id
+        self.server_name = gateway.name or DEFAULT_SERVER_NAME
+        self.protocol_version: str | None = None
+        self._span = gateway.spans.session(session_id)
+        self._from_client: dict[str, _Pending] = {}  # requests the client sent, by id
+        self._from_server: dict[str, _Pending] = {}  # requests the server sent, by id
+        self.closed = False
+
+    # -- client → server -------------------------------------------------------------------------
+
+    def from_client(self, raw: bytes) -> Relay:
+        """A frame from the client: what to forward, answer, or still decide."""
+        msg = parse(raw)
+        if msg.kind == "batch":
+            return self._batch(msg)
+        if msg.kind == "request":
+            return self._client_request(msg)
+        if msg.kind == "notification":
+            self._notification(msg, from_server=False)
+        elif msg.kind == "response":
+            self._answered(self._from_server, msg)
+        return Relay(to_server=[raw])
+
+    def _client_request(self, msg: Message) -> Relay:
+        pending = self._start(self._from_client, msg, from_server=False)
+        if msg.method == "initialize":
+            self._on_initialize(msg)
+        if msg.method != "tools/call":
+            return Relay(to_server=[msg.raw])
+        call, values = self._tool_call(msg, pending)
+        pending.call = call
+        if not self.gateway.engine.matches("before_tool_call", values):
+            return Relay(to_server=[msg.raw])  # the common case: nothing to decide
+        return Relay(later=self._decided(msg, pending, values))
+
+    async def _decided(self, msg: Message, pending: _Pending, values: tuple[str, ...]) -> Relay:
+        forward, answer = await self._decide(msg, pending, values)
+        return Relay(
+            to_server=[forward] if forward is not None else [],
+            to_client=[answer] if answer is not None else [],
+        )
+
+    async def _decide(
+        self, msg: Message, pending: _Pending, values: tuple[str, ...]
+    ) -> tuple[bytes | None, bytes | None]:
+        """Run the ``before_tool_call`` chain: ``(frame to forward, frame to answer)``."""
+        call = pending.call
+        assert call is not None
+        try:
+            verdict = await self.gateway.engine.adispatch("before_tool_call", call, values=values)
+        except Exception as exc:  # the hooks failed: say so, never forward a changed call
+            _log.error("before_tool_call hooks failed", tool=call.apiName, error=str(exc))
+            answer = error_response(msg.id, INTERNAL_ERROR, f"otelhooks: hooks failed: {exc}")
+            self._finish(self._from_client, msg.id, parse(answer))
+            return None, answer
+        if pending.cancelled:  # the client gave up while the hooks ran: nothing to send
+            return None, None
+        span = pending.span
+        if verdict.matched:
+            span.set_attribute(sc.HOOK_MATCHED, verdict.matched)
+            apply_verdict(span, "before_tool_call", verdict)
+        if verdict.blocked:
+            return None, self._deny(msg, call, verdict)
+        if verdict.mock is not None:
+            return None, self._mock(msg, pending, verdict.mock)
+        return self._rewritten(msg, call, verdict), None
+
+    def _deny(self, msg: Message, call: ToolCallEvent, verdict: Verdict) -> bytes:
+        reason = verdict.reason or "denied by a hook"
+        answer = result_response(
+            msg.id, {"content": [{"type": "text", "text": reason}], "isError": True}
+        )
+        self._observe(
+            "on_tool_call_denied",
+            call,
+            lambda: ToolCallDeniedEvent(
+                **_context(call), reason=reason, decidedBy=verdict.decided_by
+            ),
+        )
+        self._finish(self._from_client, msg.id, parse(answer), observe=False)
+        return answer
+
+    def _mock(self, msg: Message, pending: _Pending, mock: ToolResult) -> bytes:
+        result: dict[str, Any] = {
+            "content": [{"type": "text", "text": mock.content}],
+            "isError": not mock.success,
+        }
+        extra = mock.model_extra or {}
+        if isinstance(extra.get("structuredContent"), dict):
+            result["structuredContent"] = extra["structuredContent"]
+        answer = result_response(msg.id, result)
+        self._finish(self._from_client, msg.id, parse(answer), mocked=True)
+        return answer
+
+    @staticmethod
+    def _rewritten(msg: Message, call: ToolCallEvent, verdict: Verdict) -> bytes:
+        payload = verdict.payload
+        args = payload.args if isinstance(payload, ToolCallEvent) else call.args
+        if args == msg.params.get("arguments", {}):
+            return msg.raw  # unchanged: the original bytes
+        data = dict(msg.data)
+        data["params"] = {**msg.params, "arguments": args}
+        return encode(data)
+
+    def _batch(self, msg: Message) -> Relay:
+        """A JSON-RPC batch (protocol 2025-03-26): each element as if it came alone. Forwarded
+        unchanged unless a hook acts on one of its calls; answers of denied or mocked calls go
+        back to the client as a batch of their own."""
+        relays = [self.from_client(item.raw) for item in msg.items()]
+        if all(r.later is None and r.to_client == [] for r in relays):
+            return Relay(to_server=[msg.raw])
+
+        async def decided() -> Relay:
+            done = [await r.later if r.later is not None else r for r in relays]
+            forward = [json.loads(f) for r in done for f in r.to_server]
+            answers = [json.loads(a) for r in done for a in r.to_client]
+            return Relay(
+                to_server=[encode(forward)] if forward else [],
+                to_client=[encode(answers)] if answers else [],
+            )
+
+        return Relay(later=decided())
+
+    # -- server → client -------------------------------------------------------------------------
+
+    def from_server(self, raw: bytes) -> Relay:
+        """A frame from the server: what to pass to the client."""
+        msg = parse(raw)
+        if msg.kind == "response":
+            pending = self._from_client.get(_key(msg.id))
+            if pending is not None and pending.method == "initialize":
+                self._on_initialized(msg)
+            if (
+                pending is not None
+                and pending.method == "tools/list"
+                and self.gateway.filter_tools
+                and not pending.cancelled
+            ):
+                self._from_client.pop(_key(msg.id), None)
+                return Relay(later=self._filtered(msg, pending))
+            self._answered(self._from_client, msg)
+        elif msg.kind == "request":
+            self._start(self._from_server, msg, from_server=True)
+        elif msg.kind == "notification":
+            self._notification(msg, from_server=True)
+        elif msg.kind == "batch":
+            for item in msg.items():
+                self.from_server(item.raw)  # observed only: a batch passes as it came
+        return Relay(to_client=[raw])
+
+    async def _filtered(self, msg: Message, pending: _Pending) -> Relay:
+        try:
+            out = await filter_tools(self.gateway.engine, msg, self.server_name)
+        except Exception as exc:  # the filter failed: the list passes unfiltered, and we say so
+            _log.error("tools/list filter failed; the list passes unfiltered", error=str(exc))
+            out = msg.raw
+        self.gateway.spans.end(pending.span, msg)
+        return Relay(to_client=[out])
+
+    # -- the session's bookkeeping ---------------------------------------------------------------
+
+    def _start(self, table: dict[str, _Pending], msg: Message, *, from_server: bool) -> _Pending:
+        span = self.gateway.spans.message(
+            msg,
+            session=self._span,
+            session_id=self.session_id,
+            protocol_version=self.protocol_version,
+            server_name=self.server_name,
+            from_server=from_server,
+        )
+        pending = _Pending(msg.method or "", span, time.perf_counter())
+        table[_key(msg.id)] = pending
+        return pending
+
+    def _notification(self, msg: Message, *, from_server: bool) -> None:
+        if msg.method == "notifications/cancelled":
+            request_id = msg.params.get("requestId")
+            table = self._from_server if from_server else self._from_client
+            pending = table.pop(_key(request_id), None)
+            if pending is not None:
+                pending.cancelled = True
+                self.gateway.spans.end(pending.span, None, error_type="cancelled")
+        span = self.gateway.spans.message(
+            msg,
+            session=self._span,
+            session_id=self.session_id,
+            protocol_version=self.protocol_version,
+            server_name=self.server_name,
+            from_server=from_server,
+        )
+        span.end()
+
+    def _answered(self, table: dict[str, _Pending], msg: Message) -> None:
+        self._finish(table, msg.id, msg)
+
+    def _finish(
+        self,
+        table: dict[str, _Pending],
+        request_id: Any,
+        answer: Message,
+        *,
+        mocked: bool = False,
+        observe: bool = True,
+    ) -> None:
+        pending = table.pop(_key(request_id), None)
+        if pending is None:
+            return  # an answer to a request we never saw (or already cancelled)
+        if observe and pending.call is not None:
+            self._observe_result(pending, answer, mocked=mocked)
+        self.gateway.spans.end(pending.span, answer)
+
+    def _observe_result(self, pending: _Pending, answer: Message, *, mocked: bool) -> None:
+        call = pending.call
+        assert call is not None
+        elapsed_ms = (time.perf_counter() - pending.started) * 1000
+        data = answer.data if isinstance(answer.data, dict) else {}
+        error = data.get("error")
+        if isinstance(error, dict):
+            self._observe(
+                "on_tool_call_error",
+                call,
+                lambda: ToolCallErrorEvent(
+                    **_context(call),
+                    error=str(error.get("message", "")),
+                    errorType=str(error.get("code", "error")),
+                ),
+            )
+            return
+        result = data.get("result") if isinstance(data.get("result"), dict) else {}
+        assert isinstance(result, dict)
+        text = _text(result)
+        if result.get("isError") is True:
+            self._observe(
+                "on_tool_call_error",
+                call,
+                lambda: ToolCallErrorEvent(**_context(call), error=text, errorType="tool_error"),
+            )
+            return
+        self._observe(
+            "after_tool_call",
+            call,
+            lambda: AfterToolCallEvent(
+                **_context(call),
+                content=text,
+                success=True,
+                mocked=mocked,
+                executionTimeMs=elapsed_ms,
+                duration=elapsed_ms / 1000,
+                result=ToolResult(content=text, success=True, executionTime=elapsed_ms),
+                toolOutput=result,
+            ),
+        )
+
+    def _observe(self, event: str, call: ToolCallEvent, build: Callable[[], Any]) -> None:
+        values = (call.matcher_value, call.apiName)
+        engine = self.gateway.engine
+        if not engine.matches(event, values):
+            return  # no observer: no payload built
+        try:
+            engine.dispatch(event, build(), values=values)
+        except Exception as exc:  # an observer's queue problem never changes the relay
+            _log.error("observer hooks failed", hook_event=event, error=str(exc))
+
+    def _tool_call(self, msg: Message, pending: _Pending) -> tuple[ToolCallEvent, tuple[str, ...]]:
+        params = msg.params
+        name = params.get("name")
+        tool = name if isinstance(name, str) else ""
+        args = params.get("arguments")
+        ctx = pending.span.get_span_context()
+        call = ToolCallEvent(
+            toolCallId=f"{self.session_id}:{msg.id}",
+            identifier=self.server_name,
+            apiName=tool,
+            args=args if isinstance(args, dict) else {},
+            executor="mcp",
+            toolSource="mcp",
+            sessionKey=self.session_id,
+            traceId=format(ctx.trace_id, "032x") if ctx.is_valid else None,
+            spanId=format(ctx.span_id, "016x") if ctx.is_valid else None,
+        )
+        return call, (f"{self.server_name}/{tool}", tool)
+
+    def _on_initialize(self, msg: Message) -> None:
+        version = msg.params.get("protocolVersion")
+        if isinstance(version, str):
+            self.protocol_version = version
+
+    def _on_initialized(self, msg: Message) -> None:
+        result = msg.data.get("result") if isinstance(msg.data, dict) else None
+        if not isinstance(result, dict):
+            return
+        if isinstance(result.get("protocolVersion"), str):
+            self.protocol_version = result["protocolVersion"]
+        info = result.get("serverInfo")
+        if self.gateway.name is None and isinstance(info, dict) and info.get("name"):
+            self.server_name = str(info["name"])
+
+    def rename(self, session_id: str) -> None:
+        """The transport learned the session's id (HTTP: the server's ``Mcp-Session-Id``)."""
+        self.session_id = session_id
+        self._span.set_attribute(MCP_SESSION_ID, session_id)
+
+    def fail(self, frame: bytes, reason: str, *, error_type: str) -> list[bytes]:
+        """The upstream failed ``frame``: each of its requests still waiting gets a JSON-RPC
+        error (returned, for the transport to send) and its span ends with ``error_type``."""
+        answers: list[bytes] = []
+        for item in parse(frame).items():
+            if item.kind == "request":
+                answer = self._fail_one(_key(item.id), reason, error_type=error_type)
+                if answer is not None:
+                    answers.append(answer)
+        return answers
+
+    def _fail_one(self, key: str, reason: str, *, error_type: str) -> bytes | None:
+        pending = self._from_client.pop(key, None)
+        if pending is None:
+            return None
+        answer = error_response(json.loads(key), UPSTREAM_ERROR, reason)
+        if pending.call is not None:
+            self._observe_result(pending, parse(answer), mocked=False)
+        self.gateway.spans.end(pending.span, None, error_type=error_type)
+        return answer
+
+    def close(self, reason: str | None = None) -> list[bytes]:
+        """End the session. With ``reason`` (the server is gone), the client's requests still
+        waiting get a JSON-RPC error each, returned here for the transport to send."""
+        if self.closed:
+            return []
+        self.closed = True
+        answers: list[bytes] = []
+        for key in list(self._from_client):
+            if reason is None:
+                pending = self._from_client.pop(key)
+                self.gateway.spans.end(pending.span, None, error_type="session_closed")
+                continue
+            answer = self._fail_one(key, reason, error_type="server_exited")
+            if answer is not None:
+                answers.append(answer)
+        for pending in self._from_server.values():
+            self.gateway.spans.end(pending.span, None, error_type="session_closed")
+        self._from_server.clear()
+        self._span.end()
+        return answers
+
+
+def _key(request_id: Any) -> str:
+    # 1 and "1" are different JSON-RPC ids: key them by their JSON text
+    return json.dumps(request_id)
+
+
+def _context(call: ToolCallEvent) -> dict[str, Any]:
+    """The tool context an observer event shares with its ``before_tool_call``."""
+    return call.model_dump(
+        include={
+            "toolCallId",
+            "identifier",
+            "apiName",
+            "args",
+            "executor",
+            "toolSource",
+            "sessionKey",
+            "traceId",
+            "spanId",
+        }
+    )
+
+
+def _text(result: dict[str, Any]) -> str:
+    """The text parts of a tool result's ``content``, joined by newlines."""
+    content = result.get("content")
+    if not isinstance(content, list):
+        return ""
+    return "\n".join(
+        str(part.get("text", ""))
+        for part in content
+        if isinstance(part, dict) and part.get("type") == "text"
+    )
