@@ -51,7 +51,12 @@ from otelhooks.mcp._jsonrpc import (
     parse,
     result_response,
 )
-from otelhooks.mcp._spans import MCP_SESSION_ID, McpSpans
+from otelhooks.mcp._spans import (
+    MCP_PROTOCOL_VERSION,
+    MCP_SERVER_NAME,
+    MCP_SESSION_ID,
+    McpSpans,
+)
 
 __all__ = ["McpGateway", "McpSession", "Relay"]
 
@@ -425,11 +430,18 @@ class McpSession:
         info = result.get("serverInfo")
         if self.gateway.name is None and isinstance(info, dict) and info.get("name"):
             self.server_name = str(info["name"])
+        pending = self._from_client.get(_key(msg.id))
+        if pending is not None:
+            pending.span.set_attribute(MCP_SERVER_NAME, self.server_name)
+            if self.protocol_version:
+                pending.span.set_attribute(MCP_PROTOCOL_VERSION, self.protocol_version)
 
     def rename(self, session_id: str) -> None:
         """The transport learned the session's id (HTTP: the server's ``Mcp-Session-Id``)."""
         self.session_id = session_id
         self._span.set_attribute(MCP_SESSION_ID, session_id)
+        for pending in self._from_client.values():  # the initialize request, still open
+            pending.span.set_attribute(MCP_SESSION_ID, session_id)
 
     def fail(self, frame: bytes, reason: str, *, error_type: str) -> list[bytes]:
         """The upstream failed ``frame``: each of its requests still waiting gets a JSON-RPC

@@ -33,6 +33,7 @@ def env(log: Path) -> dict[str, str]:
     out = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     out["PYTHONPATH"] = str(ROOT)
     out["MCP_TEST_LOG"] = str(log)
+    out["OTEL_BSP_SCHEDULE_DELAY"] = "100"  # spans reach the file while the gateway runs
     return out
 
 

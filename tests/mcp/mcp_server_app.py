@@ -56,6 +56,15 @@ async def count(steps: int, ctx: Context) -> str:
 
 
 @app.tool(structured_output=False)
+def auth_header(ctx: Context) -> str:
+    """The Authorization header this call arrived with (HTTP only)."""
+    _record("auth_header")
+    request = getattr(ctx.request_context, "request", None)
+    headers = getattr(request, "headers", None) or {}
+    return str(headers.get("authorization", "<none>"))
+
+
+@app.tool(structured_output=False)
 def crash() -> str:
     """Die mid-call, as a broken server does."""
     _record("crash")
