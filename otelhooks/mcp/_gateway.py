@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -84,6 +84,10 @@ class _Pending:
     method: str
     span: Span
     started: float
+    request_id: Any = None
+    # tools/call only: the matcher values, the request (its event is built when a hook needs it)
+    values: tuple[str, ...] | None = None
+    msg: Message | None = None
     call: ToolCallEvent | None = None
     cancelled: bool = False
 
@@ -138,8 +142,8 @@ class McpSession:
         self.server_name = gateway.name or DEFAULT_SERVER_NAME
         self.protocol_version: str | None = None
         self._span = gateway.spans.session(session_id)
-        self._from_client: dict[str, _Pending] = {}  # requests the client sent, by id
-        self._from_server: dict[str, _Pending] = {}  # requests the server sent, by id
+        self._from_client: dict[Hashable, _Pending] = {}  # requests the client sent, by id
+        self._from_server: dict[Hashable, _Pending] = {}  # requests the server sent, by id
         self.closed = False
 
     # -- client → server -------------------------------------------------------------------------
@@ -163,8 +167,10 @@ class McpSession:
             self._on_initialize(msg)
         if msg.method != "tools/call":
             return Relay(to_server=[msg.raw])
-        call, values = self._tool_call(msg, pending)
-        pending.call = call
+        name = msg.params.get("name")
+        tool = name if isinstance(name, str) else ""
+        values = pending.values = (f"{self.server_name}/{tool}", tool)
+        pending.msg = msg
         if not self.gateway.engine.matches("before_tool_call", values):
             return Relay(to_server=[msg.raw])  # the common case: nothing to decide
         return Relay(later=self._decided(msg, pending, values))
@@ -180,8 +186,7 @@ class McpSession:
         self, msg: Message, pending: _Pending, values: tuple[str, ...]
     ) -> tuple[bytes | None, bytes | None]:
         """Run the ``before_tool_call`` chain: ``(frame to forward, frame to answer)``."""
-        call = pending.call
-        assert call is not None
+        call = self._call(pending)
         try:
             verdict = await self.gateway.engine.adispatch("before_tool_call", call, values=values)
         except Exception as exc:  # the hooks failed: say so, never forward a changed call
@@ -196,20 +201,20 @@ class McpSession:
             span.set_attribute(sc.HOOK_MATCHED, verdict.matched)
             apply_verdict(span, "before_tool_call", verdict)
         if verdict.blocked:
-            return None, self._deny(msg, call, verdict)
+            return None, self._deny(msg, pending, verdict)
         if verdict.mock is not None:
             return None, self._mock(msg, pending, verdict.mock)
         return self._rewritten(msg, call, verdict), None
 
-    def _deny(self, msg: Message, call: ToolCallEvent, verdict: Verdict) -> bytes:
+    def _deny(self, msg: Message, pending: _Pending, verdict: Verdict) -> bytes:
         reason = verdict.reason or "denied by a hook"
         answer = result_response(
             msg.id, {"content": [{"type": "text", "text": reason}], "isError": True}
         )
         self._observe(
             "on_tool_call_denied",
-            call,
-            lambda: ToolCallDeniedEvent(
+            pending,
+            lambda call: ToolCallDeniedEvent(
                 **_context(call), reason=reason, decidedBy=verdict.decided_by
             ),
         )
@@ -295,7 +300,9 @@ class McpSession:
 
     # -- the session's bookkeeping ---------------------------------------------------------------
 
-    def _start(self, table: dict[str, _Pending], msg: Message, *, from_server: bool) -> _Pending:
+    def _start(
+        self, table: dict[Hashable, _Pending], msg: Message, *, from_server: bool
+    ) -> _Pending:
         span = self.gateway.spans.message(
             msg,
             session=self._span,
@@ -304,7 +311,7 @@ class McpSession:
             server_name=self.server_name,
             from_server=from_server,
         )
-        pending = _Pending(msg.method or "", span, time.perf_counter())
+        pending = _Pending(msg.method or "", span, time.perf_counter(), msg.id)
         table[_key(msg.id)] = pending
         return pending
 
@@ -326,12 +333,12 @@ class McpSession:
         )
         span.end()
 
-    def _answered(self, table: dict[str, _Pending], msg: Message) -> None:
+    def _answered(self, table: dict[Hashable, _Pending], msg: Message) -> None:
         self._finish(table, msg.id, msg)
 
     def _finish(
         self,
-        table: dict[str, _Pending],
+        table: dict[Hashable, _Pending],
         request_id: Any,
         answer: Message,
         *,
@@ -341,21 +348,19 @@ class McpSession:
         pending = table.pop(_key(request_id), None)
         if pending is None:
             return  # an answer to a request we never saw (or already cancelled)
-        if observe and pending.call is not None:
+        if observe and pending.values is not None:
             self._observe_result(pending, answer, mocked=mocked)
         self.gateway.spans.end(pending.span, answer)
 
     def _observe_result(self, pending: _Pending, answer: Message, *, mocked: bool) -> None:
-        call = pending.call
-        assert call is not None
         elapsed_ms = (time.perf_counter() - pending.started) * 1000
         data = answer.data if isinstance(answer.data, dict) else {}
         error = data.get("error")
         if isinstance(error, dict):
             self._observe(
                 "on_tool_call_error",
-                call,
-                lambda: ToolCallErrorEvent(
+                pending,
+                lambda call: ToolCallErrorEvent(
                     **_context(call),
                     error=str(error.get("message", "")),
                     errorType=str(error.get("code", "error")),
@@ -368,14 +373,16 @@ class McpSession:
         if result.get("isError") is True:
             self._observe(
                 "on_tool_call_error",
-                call,
-                lambda: ToolCallErrorEvent(**_context(call), error=text, errorType="tool_error"),
+                pending,
+                lambda call: ToolCallErrorEvent(
+                    **_context(call), error=text, errorType="tool_error"
+                ),
             )
             return
         self._observe(
             "after_tool_call",
-            call,
-            lambda: AfterToolCallEvent(
+            pending,
+            lambda call: AfterToolCallEvent(
                 **_context(call),
                 content=text,
                 success=True,
@@ -387,26 +394,33 @@ class McpSession:
             ),
         )
 
-    def _observe(self, event: str, call: ToolCallEvent, build: Callable[[], Any]) -> None:
-        values = (call.matcher_value, call.apiName)
+    def _observe(
+        self, event: str, pending: _Pending, build: Callable[[ToolCallEvent], Any]
+    ) -> None:
+        values = pending.values
         engine = self.gateway.engine
-        if not engine.matches(event, values):
+        if values is None or not engine.matches(event, values):
             return  # no observer: no payload built
         try:
-            engine.dispatch(event, build(), values=values)
+            engine.dispatch(event, build(self._call(pending)), values=values)
         except Exception as exc:  # an observer's queue problem never changes the relay
             _log.error("observer hooks failed", hook_event=event, error=str(exc))
 
-    def _tool_call(self, msg: Message, pending: _Pending) -> tuple[ToolCallEvent, tuple[str, ...]]:
+    def _call(self, pending: _Pending) -> ToolCallEvent:
+        """The ``before_tool_call`` payload of a pending ``tools/call`` (built once, on first
+        use: a call no hook matches never builds one)."""
+        if pending.call is not None:
+            return pending.call
+        msg = pending.msg
+        assert msg is not None
+        assert pending.values is not None
         params = msg.params
-        name = params.get("name")
-        tool = name if isinstance(name, str) else ""
         args = params.get("arguments")
         ctx = pending.span.get_span_context()
-        call = ToolCallEvent(
+        call = pending.call = ToolCallEvent(
             toolCallId=f"{self.session_id}:{msg.id}",
             identifier=self.server_name,
-            apiName=tool,
+            apiName=pending.values[1],
             args=args if isinstance(args, dict) else {},
             executor="mcp",
             toolSource="mcp",
@@ -414,7 +428,7 @@ class McpSession:
             traceId=format(ctx.trace_id, "032x") if ctx.is_valid else None,
             spanId=format(ctx.span_id, "016x") if ctx.is_valid else None,
         )
-        return call, (f"{self.server_name}/{tool}", tool)
+        return call
 
     def _on_initialize(self, msg: Message) -> None:
         version = msg.params.get("protocolVersion")
@@ -454,12 +468,12 @@ class McpSession:
                     answers.append(answer)
         return answers
 
-    def _fail_one(self, key: str, reason: str, *, error_type: str) -> bytes | None:
+    def _fail_one(self, key: Hashable, reason: str, *, error_type: str) -> bytes | None:
         pending = self._from_client.pop(key, None)
         if pending is None:
             return None
-        answer = error_response(json.loads(key), UPSTREAM_ERROR, reason)
-        if pending.call is not None:
+        answer = error_response(pending.request_id, UPSTREAM_ERROR, reason)
+        if pending.values is not None:
             self._observe_result(pending, parse(answer), mocked=False)
         self.gateway.spans.end(pending.span, None, error_type=error_type)
         return answer
@@ -486,9 +500,11 @@ class McpSession:
         return answers
 
 
-def _key(request_id: Any) -> str:
-    # 1 and "1" are different JSON-RPC ids: key them by their JSON text
-    return json.dumps(request_id)
+def _key(request_id: Any) -> Hashable:
+    # 1 and "1" are different JSON-RPC ids: the key keeps them apart
+    if isinstance(request_id, str | int | float) or request_id is None:
+        return (request_id.__class__ is str, request_id)
+    return ("other", repr(request_id))  # not a valid id; still never a crash
 
 
 def _context(call: ToolCallEvent) -> dict[str, Any]:
