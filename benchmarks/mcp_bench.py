@@ -208,7 +208,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             }
             results["latency"][f"{server}: {label}"] = row
             print(
-                f"{server:>4} {label:<26} p50 {row['p50_us']:8.0f} µs   p99 {row['p99_us']:8.0f} µs",
+                f"{server:>4} {label:<26} p50 {row['p50_us']:8.0f} µs"
+                f"   p99 {row['p99_us']:8.0f} µs",
                 flush=True,
             )
     for label in ("direct", "gateway", "gateway + spans to file"):

@@ -46,7 +46,7 @@ def gateway_args(hooks: Sequence[Path], traces: Path, extra: Sequence[str] = ())
 
 @asynccontextmanager
 async def stdio_session(
-    tmp: Path, hooks: Sequence[Path] = (), extra: Sequence[str] = ()
+    tmp: Path, hooks: Sequence[Path] = (), extra: Sequence[str] = (), **client: Any
 ) -> AsyncIterator[ClientSession]:
     """The SDK client → ``otelhooks mcp -- python mcp_server_app.py`` (both real processes)."""
     args = [
@@ -60,7 +60,7 @@ async def stdio_session(
     )
     async with (
         stdio_client(params) as (read, write),
-        ClientSession(read, write) as session,
+        ClientSession(read, write, **client) as session,
     ):
         await session.initialize()
         yield session

@@ -13,6 +13,7 @@ import os
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import SamplingMessage, TextContent
 
 app = MCPServer("testsrv")
 
@@ -62,6 +63,15 @@ def auth_header(ctx: Context) -> str:
     request = getattr(ctx.request_context, "request", None)
     headers = getattr(request, "headers", None) or {}
     return str(headers.get("authorization", "<none>"))
+
+
+@app.tool(structured_output=False)
+async def ask(question: str, ctx: Context) -> str:
+    """Ask the client's model (a server-initiated sampling request)."""
+    _record("ask", question=question)
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=question))
+    result = await ctx.session.create_message([message], max_tokens=16)
+    return getattr(result.content, "text", "")
 
 
 @app.tool(structured_output=False)

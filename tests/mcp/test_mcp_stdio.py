@@ -9,7 +9,7 @@ from typing import Any
 
 import anyio
 import pytest
-from mcp.types import TextContent
+from mcp.types import CreateMessageResult, TextContent
 
 from otelhooks import read_otlp_json_lines
 from tests._webhook_server import Reply, webhook_server
@@ -246,6 +246,28 @@ def test_progress_notifications_pass_through(tmp_path: Path) -> None:
     result = anyio.run(scenario)
     assert _text(result) == "counted 3"
     assert seen == [1, 2, 3]
+
+
+def test_server_initiated_sampling_request_round_trips(tmp_path: Path) -> None:
+    asked: list[str] = []
+
+    async def sampling(context: Any, params: Any) -> Any:
+        asked.append(params.messages[0].content.text)
+        return CreateMessageResult(
+            role="assistant", content=TextContent(type="text", text="sampled!"), model="fake"
+        )
+
+    async def scenario() -> object:
+        async with stdio_session(tmp_path, sampling_callback=sampling) as session:
+            return await session.call_tool("ask", {"question": "why?"})
+
+    result = anyio.run(scenario)
+    assert asked == ["why?"]
+    assert _text(result) == "sampled!"
+    spans = _spans_eventually(tmp_path / "traces.jsonl", "mcp.session")
+    sampling_span = next(s for s in spans if s["name"] == "sampling/createMessage")
+    assert sampling_span["kind"] == 3  # CLIENT: the server asked, through the gateway
+    assert "error.type" not in _attrs(sampling_span)
 
 
 def _attrs(span: dict[str, Any]) -> dict[str, Any]:
