@@ -294,7 +294,11 @@ async def run_http(
     *,
     headers: Mapping[str, str] | None = None,
 ) -> int:
-    """Serve the gateway on ``host:port`` until interrupted (uvicorn; logs on stderr)."""
+    """Serve the gateway on ``host:port`` until interrupted (uvicorn; logs on stderr).
+
+    Example:
+        >>> asyncio.run(run_http(gateway, "127.0.0.1", 9000, "https://host/mcp"))  # doctest: +SKIP
+    """
     import uvicorn
 
     proxy = McpHttpProxy(gateway, upstream, headers=headers)

@@ -86,6 +86,15 @@ async def run_stdio(
 ) -> int:
     """Relay between this process's stdin/stdout and the MCP server ``command``.
 
+    Example:
+        >>> import asyncio, sys
+        >>> from opentelemetry.trace import NoOpTracer
+        >>> from otelhooks import HooksEngine
+        >>> hooks = HooksEngine.from_files(["hooks.yaml"])  # doctest: +SKIP
+        >>> gateway = McpGateway(hooks, NoOpTracer())  # doctest: +SKIP
+        >>> server = ["npx", "server-filesystem", "/tmp"]
+        >>> sys.exit(asyncio.run(run_stdio(gateway, server)))  # doctest: +SKIP
+
     Returns:
         The exit code: the server's when it exited on its own, 0 when the client closed first.
     """
