@@ -23,24 +23,29 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import structlog
-from opentelemetry.trace import Span, Tracer
+from opentelemetry.trace import Tracer
 
 from otelhooks import _semconv as sc
 from otelhooks._engine import HooksEngine
-from otelhooks._events import (
-    AfterToolCallEvent,
-    ToolCallDeniedEvent,
-    ToolCallErrorEvent,
-    ToolCallEvent,
-    ToolResult,
-)
+from otelhooks._events import ToolCallDeniedEvent, ToolResult
 from otelhooks._live import Verdict
 from otelhooks._span_mapping import apply_verdict
+from otelhooks.mcp._calls import (
+    Pending,
+    deny_answer,
+    mock_answer,
+    observe,
+    observe_result,
+    request_key,
+    rewritten_frame,
+    tool_call_event,
+    tool_context,
+)
 from otelhooks.mcp._filter import filter_tools
 from otelhooks.mcp._jsonrpc import (
     INTERNAL_ERROR,
@@ -49,7 +54,6 @@ from otelhooks.mcp._jsonrpc import (
     encode,
     error_response,
     parse,
-    result_response,
 )
 from otelhooks.mcp._spans import (
     MCP_PROTOCOL_VERSION,
@@ -77,19 +81,6 @@ class Relay:
     to_server: list[bytes] = field(default_factory=list)
     to_client: list[bytes] = field(default_factory=list)
     later: Awaitable[Relay] | None = None
-
-
-@dataclass(slots=True)
-class _Pending:
-    method: str
-    span: Span
-    started: float
-    request_id: Any = None
-    # tools/call only: the matcher values, the request (its event is built when a hook needs it)
-    values: tuple[str, ...] | None = None
-    msg: Message | None = None
-    call: ToolCallEvent | None = None
-    cancelled: bool = False
 
 
 class McpGateway:
@@ -142,14 +133,24 @@ class McpSession:
         self.server_name = gateway.name or DEFAULT_SERVER_NAME
         self.protocol_version: str | None = None
         self._span = gateway.spans.session(session_id)
-        self._from_client: dict[Hashable, _Pending] = {}  # requests the client sent, by id
-        self._from_server: dict[Hashable, _Pending] = {}  # requests the server sent, by id
+        self._from_client: dict[Hashable, Pending] = {}  # requests the client sent, by id
+        self._from_server: dict[Hashable, Pending] = {}  # requests the server sent, by id
         self.closed = False
 
     # -- client → server -------------------------------------------------------------------------
 
     def from_client(self, raw: bytes) -> Relay:
-        """A frame from the client: what to forward, answer, or still decide."""
+        """A frame from the client: what to forward, answer, or still decide.
+
+        A failure of the gateway itself (not of the hooks) forwards the frame unchanged and
+        logs the problem: telemetry trouble never blocks or alters the session."""
+        try:
+            return self._client_frame(raw)
+        except Exception as exc:
+            _log.error("the gateway failed on a client frame; forwarded unchanged", error=str(exc))
+            return Relay(to_server=[raw])
+
+    def _client_frame(self, raw: bytes) -> Relay:
         msg = parse(raw)
         if msg.kind == "batch":
             return self._batch(msg)
@@ -171,11 +172,12 @@ class McpSession:
         tool = name if isinstance(name, str) else ""
         values = pending.values = (f"{self.server_name}/{tool}", tool)
         pending.msg = msg
+        pending.session_id, pending.server = self.session_id, self.server_name
         if not self.gateway.engine.matches("before_tool_call", values):
             return Relay(to_server=[msg.raw])  # the common case: nothing to decide
         return Relay(later=self._decided(msg, pending, values))
 
-    async def _decided(self, msg: Message, pending: _Pending, values: tuple[str, ...]) -> Relay:
+    async def _decided(self, msg: Message, pending: Pending, values: tuple[str, ...]) -> Relay:
         forward, answer = await self._decide(msg, pending, values)
         return Relay(
             to_server=[forward] if forward is not None else [],
@@ -183,10 +185,10 @@ class McpSession:
         )
 
     async def _decide(
-        self, msg: Message, pending: _Pending, values: tuple[str, ...]
+        self, msg: Message, pending: Pending, values: tuple[str, ...]
     ) -> tuple[bytes | None, bytes | None]:
         """Run the ``before_tool_call`` chain: ``(frame to forward, frame to answer)``."""
-        call = self._call(pending)
+        call = tool_call_event(pending)
         try:
             verdict = await self.gateway.engine.adispatch("before_tool_call", call, values=values)
         except Exception as exc:  # the hooks failed: say so, never forward a changed call
@@ -203,51 +205,33 @@ class McpSession:
         if verdict.blocked:
             return None, self._deny(msg, pending, verdict)
         if verdict.mock is not None:
-            return None, self._mock(msg, pending, verdict.mock)
-        return self._rewritten(msg, call, verdict), None
+            return None, self._mock(msg, verdict.mock)
+        return rewritten_frame(msg, call, verdict), None
 
-    def _deny(self, msg: Message, pending: _Pending, verdict: Verdict) -> bytes:
+    def _deny(self, msg: Message, pending: Pending, verdict: Verdict) -> bytes:
         reason = verdict.reason or "denied by a hook"
-        answer = result_response(
-            msg.id, {"content": [{"type": "text", "text": reason}], "isError": True}
-        )
-        self._observe(
+        answer = deny_answer(msg.id, reason)
+        observe(
+            self.gateway.engine,
             "on_tool_call_denied",
             pending,
             lambda call: ToolCallDeniedEvent(
-                **_context(call), reason=reason, decidedBy=verdict.decided_by
+                **tool_context(call), reason=reason, decidedBy=verdict.decided_by
             ),
         )
         self._finish(self._from_client, msg.id, parse(answer), observe=False)
         return answer
 
-    def _mock(self, msg: Message, pending: _Pending, mock: ToolResult) -> bytes:
-        result: dict[str, Any] = {
-            "content": [{"type": "text", "text": mock.content}],
-            "isError": not mock.success,
-        }
-        extra = mock.model_extra or {}
-        if isinstance(extra.get("structuredContent"), dict):
-            result["structuredContent"] = extra["structuredContent"]
-        answer = result_response(msg.id, result)
+    def _mock(self, msg: Message, mock: ToolResult) -> bytes:
+        answer = mock_answer(msg.id, mock)
         self._finish(self._from_client, msg.id, parse(answer), mocked=True)
         return answer
-
-    @staticmethod
-    def _rewritten(msg: Message, call: ToolCallEvent, verdict: Verdict) -> bytes:
-        payload = verdict.payload
-        args = payload.args if isinstance(payload, ToolCallEvent) else call.args
-        if args == msg.params.get("arguments", {}):
-            return msg.raw  # unchanged: the original bytes
-        data = dict(msg.data)
-        data["params"] = {**msg.params, "arguments": args}
-        return encode(data)
 
     def _batch(self, msg: Message) -> Relay:
         """A JSON-RPC batch (protocol 2025-03-26): each element as if it came alone. Forwarded
         unchanged unless a hook acts on one of its calls; answers of denied or mocked calls go
         back to the client as a batch of their own."""
-        relays = [self.from_client(item.raw) for item in msg.items()]
+        relays = [self._client_frame(item.raw) for item in msg.items()]
         if all(r.later is None and r.to_client == [] for r in relays):
             return Relay(to_server=[msg.raw])
 
@@ -265,10 +249,18 @@ class McpSession:
     # -- server → client -------------------------------------------------------------------------
 
     def from_server(self, raw: bytes) -> Relay:
-        """A frame from the server: what to pass to the client."""
+        """A frame from the server: what to pass to the client (unchanged, and logged, when the
+        gateway itself fails on it)."""
+        try:
+            return self._server_frame(raw)
+        except Exception as exc:
+            _log.error("the gateway failed on a server frame; passed unchanged", error=str(exc))
+            return Relay(to_client=[raw])
+
+    def _server_frame(self, raw: bytes) -> Relay:
         msg = parse(raw)
         if msg.kind == "response":
-            pending = self._from_client.get(_key(msg.id))
+            pending = self._from_client.get(request_key(msg.id))
             if pending is not None and pending.method == "initialize":
                 self._on_initialized(msg)
             if (
@@ -277,7 +269,7 @@ class McpSession:
                 and self.gateway.filter_tools
                 and not pending.cancelled
             ):
-                self._from_client.pop(_key(msg.id), None)
+                self._from_client.pop(request_key(msg.id), None)
                 return Relay(later=self._filtered(msg, pending))
             self._answered(self._from_client, msg)
         elif msg.kind == "request":
@@ -286,10 +278,10 @@ class McpSession:
             self._notification(msg, from_server=True)
         elif msg.kind == "batch":
             for item in msg.items():
-                self.from_server(item.raw)  # observed only: a batch passes as it came
+                self._server_frame(item.raw)  # observed only: a batch passes as it came
         return Relay(to_client=[raw])
 
-    async def _filtered(self, msg: Message, pending: _Pending) -> Relay:
+    async def _filtered(self, msg: Message, pending: Pending) -> Relay:
         try:
             out = await filter_tools(self.gateway.engine, msg, self.server_name)
         except Exception as exc:  # the filter failed: the list passes unfiltered, and we say so
@@ -300,9 +292,7 @@ class McpSession:
 
     # -- the session's bookkeeping ---------------------------------------------------------------
 
-    def _start(
-        self, table: dict[Hashable, _Pending], msg: Message, *, from_server: bool
-    ) -> _Pending:
+    def _start(self, table: dict[Hashable, Pending], msg: Message, *, from_server: bool) -> Pending:
         span = self.gateway.spans.message(
             msg,
             session=self._span,
@@ -311,15 +301,15 @@ class McpSession:
             server_name=self.server_name,
             from_server=from_server,
         )
-        pending = _Pending(msg.method or "", span, time.perf_counter(), msg.id)
-        table[_key(msg.id)] = pending
+        pending = Pending(msg.method or "", span, time.perf_counter(), msg.id)
+        table[request_key(msg.id)] = pending
         return pending
 
     def _notification(self, msg: Message, *, from_server: bool) -> None:
         if msg.method == "notifications/cancelled":
             request_id = msg.params.get("requestId")
             table = self._from_server if from_server else self._from_client
-            pending = table.pop(_key(request_id), None)
+            pending = table.pop(request_key(request_id), None)
             if pending is not None:
                 pending.cancelled = True
                 self.gateway.spans.end(pending.span, None, error_type="cancelled")
@@ -333,102 +323,27 @@ class McpSession:
         )
         span.end()
 
-    def _answered(self, table: dict[Hashable, _Pending], msg: Message) -> None:
+    def _answered(self, table: dict[Hashable, Pending], msg: Message) -> None:
         self._finish(table, msg.id, msg)
 
     def _finish(
         self,
-        table: dict[Hashable, _Pending],
+        table: dict[Hashable, Pending],
         request_id: Any,
         answer: Message,
         *,
         mocked: bool = False,
         observe: bool = True,
     ) -> None:
-        pending = table.pop(_key(request_id), None)
+        pending = table.pop(request_key(request_id), None)
         if pending is None:
             return  # an answer to a request we never saw (or already cancelled)
         if observe and pending.values is not None:
             self._observe_result(pending, answer, mocked=mocked)
         self.gateway.spans.end(pending.span, answer)
 
-    def _observe_result(self, pending: _Pending, answer: Message, *, mocked: bool) -> None:
-        elapsed_ms = (time.perf_counter() - pending.started) * 1000
-        data = answer.data if isinstance(answer.data, dict) else {}
-        error = data.get("error")
-        if isinstance(error, dict):
-            self._observe(
-                "on_tool_call_error",
-                pending,
-                lambda call: ToolCallErrorEvent(
-                    **_context(call),
-                    error=str(error.get("message", "")),
-                    errorType=str(error.get("code", "error")),
-                ),
-            )
-            return
-        result = data.get("result") if isinstance(data.get("result"), dict) else {}
-        assert isinstance(result, dict)
-        text = _text(result)
-        if result.get("isError") is True:
-            self._observe(
-                "on_tool_call_error",
-                pending,
-                lambda call: ToolCallErrorEvent(
-                    **_context(call), error=text, errorType="tool_error"
-                ),
-            )
-            return
-        self._observe(
-            "after_tool_call",
-            pending,
-            lambda call: AfterToolCallEvent(
-                **_context(call),
-                content=text,
-                success=True,
-                mocked=mocked,
-                executionTimeMs=elapsed_ms,
-                duration=elapsed_ms / 1000,
-                result=ToolResult(content=text, success=True, executionTime=elapsed_ms),
-                toolOutput=result,
-            ),
-        )
-
-    def _observe(
-        self, event: str, pending: _Pending, build: Callable[[ToolCallEvent], Any]
-    ) -> None:
-        values = pending.values
-        engine = self.gateway.engine
-        if values is None or not engine.matches(event, values):
-            return  # no observer: no payload built
-        try:
-            engine.dispatch(event, build(self._call(pending)), values=values)
-        except Exception as exc:  # an observer's queue problem never changes the relay
-            _log.error("observer hooks failed", hook_event=event, error=str(exc))
-
-    def _call(self, pending: _Pending) -> ToolCallEvent:
-        """The ``before_tool_call`` payload of a pending ``tools/call`` (built once, on first
-        use: a call no hook matches never builds one)."""
-        if pending.call is not None:
-            return pending.call
-        msg = pending.msg
-        assert msg is not None
-        assert pending.values is not None
-        params = msg.params
-        args = params.get("arguments")
-        ctx = pending.span.get_span_context()
-        call = pending.call = ToolCallEvent(
-            toolCallId=f"{self.session_id}:{msg.id}",
-            identifier=self.server_name,
-            apiName=pending.values[1],
-            args=args if isinstance(args, dict) else {},
-            executor="mcp",
-            toolSource="mcp",
-            sessionKey=self.session_id,
-            traceId=format(ctx.trace_id, "032x") if ctx.is_valid else None,
-            spanId=format(ctx.span_id, "016x") if ctx.is_valid else None,
-        )
-        return call
+    def _observe_result(self, pending: Pending, answer: Message, *, mocked: bool) -> None:
+        observe_result(self.gateway.engine, pending, answer, mocked=mocked)
 
     def _on_initialize(self, msg: Message) -> None:
         version = msg.params.get("protocolVersion")
@@ -444,7 +359,7 @@ class McpSession:
         info = result.get("serverInfo")
         if self.gateway.name is None and isinstance(info, dict) and info.get("name"):
             self.server_name = str(info["name"])
-        pending = self._from_client.get(_key(msg.id))
+        pending = self._from_client.get(request_key(msg.id))
         if pending is not None:
             pending.span.set_attribute(MCP_SERVER_NAME, self.server_name)
             if self.protocol_version:
@@ -463,7 +378,7 @@ class McpSession:
         answers: list[bytes] = []
         for item in parse(frame).items():
             if item.kind == "request":
-                answer = self._fail_one(_key(item.id), reason, error_type=error_type)
+                answer = self._fail_one(request_key(item.id), reason, error_type=error_type)
                 if answer is not None:
                     answers.append(answer)
         return answers
@@ -498,39 +413,3 @@ class McpSession:
         self._from_server.clear()
         self._span.end()
         return answers
-
-
-def _key(request_id: Any) -> Hashable:
-    # 1 and "1" are different JSON-RPC ids: the key keeps them apart
-    if isinstance(request_id, str | int | float) or request_id is None:
-        return (request_id.__class__ is str, request_id)
-    return ("other", repr(request_id))  # not a valid id; still never a crash
-
-
-def _context(call: ToolCallEvent) -> dict[str, Any]:
-    """The tool context an observer event shares with its ``before_tool_call``."""
-    return call.model_dump(
-        include={
-            "toolCallId",
-            "identifier",
-            "apiName",
-            "args",
-            "executor",
-            "toolSource",
-            "sessionKey",
-            "traceId",
-            "spanId",
-        }
-    )
-
-
-def _text(result: dict[str, Any]) -> str:
-    """The text parts of a tool result's ``content``, joined by newlines."""
-    content = result.get("content")
-    if not isinstance(content, list):
-        return ""
-    return "\n".join(
-        str(part.get("text", ""))
-        for part in content
-        if isinstance(part, dict) and part.get("type") == "text"
-    )

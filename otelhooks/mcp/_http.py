@@ -144,7 +144,7 @@ class McpHttpProxy:
         receive: Receive | None = None,
     ) -> None:
         out = {k: v for k, v in headers.items() if k not in _HOP}
-        out.update(self.headers)
+        out.update((k.lower(), v) for k, v in self.headers.items())  # configured ones win
         request = self.client.build_request(method, self.upstream, content=body, headers=out)
         try:
             response = await self.client.send(request, stream=True)

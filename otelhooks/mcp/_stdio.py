@@ -96,7 +96,7 @@ async def run_stdio(
         >>> sys.exit(asyncio.run(run_stdio(gateway, server)))  # doctest: +SKIP
 
     Returns:
-        The exit code: the server's when it exited on its own, 0 when the client closed first.
+        The exit code: the server's when it exited first, 0 when the client closed first.
     """
     try:
         child = await asyncio.create_subprocess_exec(
@@ -164,7 +164,7 @@ async def run_stdio(
         client_task.cancel()
         stop_task.cancel()
         _close(client_out_writer)
-        return code if code != 0 else 1
+        return code
     # The client closed stdin (or we were told to stop): let decisions finish, then stop the
     # server the MCP way: close its stdin, wait, terminate, kill.
     stop_task.cancel()
