@@ -75,9 +75,8 @@ class RawClient:
     """Newline-delimited JSON-RPC over a child's pipes, one frame at a time."""
 
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen(
-            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, bufsize=0
-        )
+        # buffered pipes: an unbuffered stdout would make readline() read a byte per syscall
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
         assert self.proc.stdin is not None
         assert self.proc.stdout is not None
         self.stdin: IO[bytes] = self.proc.stdin
@@ -90,10 +89,12 @@ class RawClient:
         if params is not None:
             frame["params"] = params
         self.stdin.write(json.dumps(frame).encode() + b"\n")
+        self.stdin.flush()
         return self.next_id
 
     def notify(self, method: str) -> None:
         self.stdin.write(json.dumps({"jsonrpc": "2.0", "method": method}).encode() + b"\n")
+        self.stdin.flush()
 
     def read(self) -> dict[str, Any]:
         while True:

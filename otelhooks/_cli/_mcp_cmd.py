@@ -36,11 +36,9 @@ def _fail(message: str) -> int:
 
 
 def _mcp(args: argparse.Namespace) -> int:
-    _log_to_stderr()
     from otelhooks._config import load_config
     from otelhooks._engine import HooksEngine
-    from otelhooks._setup import configure
-    from otelhooks.mcp import McpGateway, UpstreamHeaders
+    from otelhooks.mcp import UpstreamHeaders
 
     command = list(args.command)
     if command[:1] == ["--"]:
@@ -52,14 +50,30 @@ def _mcp(args: argparse.Namespace) -> int:
     if not args.listen and not command:
         return _fail("no server command: otelhooks mcp [options] -- <command> [args...]")
     try:
+        address = _address(args.listen) if args.listen else None
         headers = UpstreamHeaders.parse(args.header, allowed_env_vars=args.allowed_env_var)
-    except ValueError as exc:
+        resolved = headers.resolve()
+    except (ValueError, LookupError) as exc:
         return _fail(str(exc))
     paths = list(args.hooks) + [p for p in os.environ.get(HOOKS_ENV, "").split(os.pathsep) if p]
     try:
         engine = HooksEngine(load_config(paths).hooks)
     except ConfigError as exc:
         return _fail(str(exc))
+    return _run(args, engine, command, address, resolved)
+
+
+def _run(
+    args: argparse.Namespace,
+    engine: Any,
+    command: list[str],
+    address: tuple[str, int] | None,
+    headers: dict[str, str],
+) -> int:
+    from otelhooks._setup import configure
+    from otelhooks.mcp import McpGateway
+
+    _log_to_stderr()
     oh = configure(
         service_name=args.service_name,
         traces_out=args.traces_out,
@@ -70,19 +84,15 @@ def _mcp(args: argparse.Namespace) -> int:
         engine,
         oh.tracer_provider.get_tracer("otelhooks.mcp"),
         name=args.name,
-        transport="tcp" if args.listen else "pipe",
+        transport="tcp" if address else "pipe",
         filter_tools=args.filter_tools,
     )
     try:
-        if args.listen:
+        if address is not None:
             from otelhooks.mcp._http import run_http
 
-            try:
-                host, port = _address(args.listen)
-                resolved = headers.resolve()
-            except (ValueError, LookupError) as exc:
-                return _fail(str(exc))
-            return asyncio.run(run_http(gateway, host, port, args.upstream, headers=resolved))
+            host, port = address
+            return asyncio.run(run_http(gateway, host, port, args.upstream, headers=headers))
         from otelhooks.mcp._stdio import run_stdio
 
         return asyncio.run(run_stdio(gateway, command))
