@@ -85,6 +85,7 @@ def _run(
         oh.tracer_provider.get_tracer("otelhooks.mcp"),
         name=args.name,
         transport="tcp" if address else "pipe",
+        upstream=_upstream(args.upstream) if address else None,
         filter_tools=args.filter_tools,
     )
     try:
@@ -99,6 +100,15 @@ def _run(
     finally:
         engine.shutdown(5.0)
         oh.shutdown(5.0)
+
+
+def _upstream(url: str) -> tuple[str, int] | None:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if not parts.hostname:
+        return None
+    return parts.hostname, parts.port or (443 if parts.scheme == "https" else 80)
 
 
 def _address(listen: str) -> tuple[str, int]:

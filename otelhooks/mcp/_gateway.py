@@ -92,6 +92,7 @@ class McpGateway:
         name: the server's name in matcher values (``<name>/<tool>``); the ``serverInfo.name``
             of the server's ``initialize`` answer when omitted.
         transport: ``pipe`` (stdio) or ``tcp`` (HTTP), recorded as ``network.transport``.
+        upstream: the HTTP server's host and port (``server.address``, ``server.port``).
         filter_tools: drop from ``tools/list`` answers the tools whose ``before_tool_call``
             chain denies a call with no arguments (see ``docs/mcp.md``).
 
@@ -111,12 +112,13 @@ class McpGateway:
         *,
         name: str | None = None,
         transport: str = "pipe",
+        upstream: tuple[str, int] | None = None,
         filter_tools: bool = False,
     ) -> None:
         self.engine = engine
         self.name = name
         self.filter_tools = filter_tools
-        self.spans = McpSpans(tracer, transport=transport)
+        self.spans = McpSpans(tracer, transport=transport, server=upstream)
 
     def session(self, session_id: str | None = None) -> McpSession:
         """Start following a session (``session_id`` generated when the transport has none)."""

@@ -29,6 +29,8 @@ __all__ = [
     "MCP_SESSION_ID",
     "NETWORK_TRANSPORT",
     "RPC_RESPONSE_STATUS_CODE",
+    "SERVER_ADDRESS",
+    "SERVER_PORT",
     "SESSION_SPAN_NAME",
     "McpSpans",
     "span_name",
@@ -42,6 +44,8 @@ JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
 RPC_RESPONSE_STATUS_CODE: Final = "rpc.response.status_code"
 GEN_AI_PROMPT_NAME: Final = "gen_ai.prompt.name"
 NETWORK_TRANSPORT: Final = "network.transport"
+SERVER_ADDRESS: Final = "server.address"
+SERVER_PORT: Final = "server.port"
 # not in the conventions: which server the gateway fronts (also the matcher's first part)
 MCP_SERVER_NAME: Final = "otelhooks.mcp.server.name"
 SESSION_SPAN_NAME: Final = "mcp.session"
@@ -71,11 +75,19 @@ class McpSpans:
     Args:
         tracer: where spans go (a tracer of a configured ``TracerProvider``).
         transport: ``network.transport``: ``pipe`` for stdio, ``tcp`` for HTTP.
+        server: ``server.address`` and ``server.port`` of the upstream (HTTP), recorded on the
+            spans of client requests, as the conventions ask for "the server behind any
+            intermediaries".
     """
 
-    def __init__(self, tracer: Tracer, *, transport: str) -> None:
+    def __init__(
+        self, tracer: Tracer, *, transport: str, server: tuple[str, int] | None = None
+    ) -> None:
         self._tracer = tracer
         self._transport = transport
+        self._server: dict[str, Any] = (
+            {SERVER_ADDRESS: server[0], SERVER_PORT: server[1]} if server else {}
+        )
 
     def session(self, session_id: str) -> Span:
         """The root span of a session: every request of the session is its child."""
@@ -107,6 +119,8 @@ class McpSpans:
         }
         if msg.kind == "request" and msg.id is not None:
             attrs[JSONRPC_REQUEST_ID] = str(msg.id)
+        if not from_server:
+            attrs.update(self._server)
         if protocol_version:
             attrs[MCP_PROTOCOL_VERSION] = protocol_version
         target_attr = _TARGETS.get(method)

@@ -119,6 +119,8 @@ def test_http_spans_carry_the_servers_session_id(gateway: tuple[str, Path]) -> N
     call = next(s for s in spans if s["name"] == "tools/call add")
     attrs = call["attributes"]
     assert attrs["network.transport"] == "tcp"
+    assert attrs["server.address"] == "127.0.0.1"
+    assert isinstance(attrs["server.port"], int)
     assert len(attrs["mcp.session.id"]) == 32  # the server's Mcp-Session-Id
     same_session = [s for s in spans if s["traceId"] == call["traceId"]]
     init = next(s for s in same_session if s["name"] == "initialize")
