@@ -168,6 +168,10 @@ async def run_stdio(
     # The client closed stdin (or we were told to stop): let decisions finish, then stop the
     # server the MCP way: close its stdin, wait, terminate, kill.
     stop_task.cancel()
+    _log.info(
+        "stopping the MCP server",
+        why="signal" if stop.is_set() else "the client closed the connection",
+    )
     if decisions:
         await asyncio.wait(decisions, timeout=GRACE_S)
     _close(child.stdin)

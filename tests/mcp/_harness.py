@@ -127,7 +127,17 @@ def calls(tmp: Path) -> list[dict[str, Any]]:
     path = tmp / "calls.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines() if line]
+    records = [json.loads(line) for line in path.read_text().splitlines() if line]
+    for record in records:
+        record.pop("pid", None)
+    return records
+
+
+def server_pids(tmp: Path) -> set[int]:
+    """The pids of the server processes that recorded a call."""
+    path = tmp / "calls.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return {json.loads(line)["pid"] for line in lines if line}
 
 
 def write_hooks(tmp: Path, yaml_text: str, script: str = "") -> Path:

@@ -22,7 +22,7 @@ def _record(tool: str, **args: object) -> None:
     path = os.environ.get("MCP_TEST_LOG")
     if path:
         with open(path, "a", encoding="utf-8") as f:
-            f.write(json.dumps({"tool": tool, "args": args}) + "\n")
+            f.write(json.dumps({"tool": tool, "args": args, "pid": os.getpid()}) + "\n")
 
 
 @app.tool()
