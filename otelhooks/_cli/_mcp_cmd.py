@@ -96,7 +96,8 @@ def _run(
             return asyncio.run(run_http(gateway, host, port, args.upstream, headers=headers))
         from otelhooks.mcp._stdio import run_stdio
 
-        return asyncio.run(run_stdio(gateway, command))
+        flush = lambda: oh.tracer_provider.force_flush(1_000)  # noqa: E731
+        return asyncio.run(run_stdio(gateway, command, flush=flush))
     finally:
         engine.shutdown(5.0)
         oh.shutdown(5.0)

@@ -302,8 +302,15 @@ async def run_http(
     import uvicorn
 
     proxy = McpHttpProxy(gateway, upstream, headers=headers)
+    # Open GET streams would hold a graceful shutdown forever: give them a few seconds.
     config = uvicorn.Config(
-        proxy, host=host, port=port, log_level="warning", lifespan="off", access_log=False
+        proxy,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="off",
+        access_log=False,
+        timeout_graceful_shutdown=3,
     )
     server = uvicorn.Server(config)
     try:

@@ -14,7 +14,7 @@ import contextlib
 import os
 import signal
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Final
 
 import structlog
@@ -83,8 +83,14 @@ async def run_stdio(
     command: Sequence[str],
     *,
     env: Mapping[str, str] | None = None,
+    flush: Callable[[], object] | None = None,
 ) -> int:
     """Relay between this process's stdin/stdout and the MCP server ``command``.
+
+    ``flush`` is called as soon as the session's spans have ended, before the server is
+    stopped: clients signal a stdio server and kill it a fraction of a second later (Claude
+    Code: SIGINT, SIGTERM 150 ms later, SIGKILL 400 ms after that), so export cannot wait for
+    the server to exit.
 
     Example:
         >>> import asyncio, sys
@@ -160,6 +166,7 @@ async def run_stdio(
         code = await child.wait()
         _log.error("the MCP server exited", code=code, command=list(command))
         client_out.send(session.close(f"MCP server exited with code {code}"))
+        _flush(flush)
         await client_out.drain()
         client_task.cancel()
         stop_task.cancel()
@@ -168,21 +175,36 @@ async def run_stdio(
     # The client closed stdin (or we were told to stop): let decisions finish, then stop the
     # server the MCP way: close its stdin, wait, terminate, kill.
     stop_task.cancel()
+    signalled = stop.is_set()
     _log.info(
         "stopping the MCP server",
-        why="signal" if stop.is_set() else "the client closed the connection",
+        why="signal" if signalled else "the client closed the connection",
     )
+    if signalled:  # the kill may follow at once: record the session first
+        session.close()
+        _flush(flush)
     if decisions:
-        await asyncio.wait(decisions, timeout=GRACE_S)
+        await asyncio.wait(decisions, timeout=0.1 if signalled else GRACE_S)
     _close(child.stdin)
     await _stop_child(child)
     if not server_task.done():
         with contextlib.suppress(asyncio.TimeoutError):
             await asyncio.wait_for(server_task, GRACE_S)
     client_task.cancel()
-    session.close()
+    if not session.closed:
+        session.close()
+        _flush(flush)
     _close(client_out_writer)
     return 0
+
+
+def _flush(flush: Callable[[], object] | None) -> None:
+    if flush is None:
+        return
+    try:
+        flush()
+    except Exception as exc:  # export trouble never stops the shutdown
+        _log.warning("flushing spans failed", error=str(exc))
 
 
 async def _stop_child(child: asyncio.subprocess.Process) -> int | None:

@@ -1,10 +1,11 @@
-"""A client that dies mid-call: the gateway stops the server and exits, and the open call's span
-ends as an error."""
+"""A client that goes away: the gateway stops the server and exits, and what it saw is exported
+before a client's kill can land."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -22,7 +23,7 @@ def _frame(**fields: object) -> bytes:
     return json.dumps({"jsonrpc": "2.0", **fields}).encode() + b"\n"
 
 
-def test_client_gone_mid_call_stops_the_server_and_the_gateway(tmp_path: Path) -> None:
+def _start(tmp_path: Path) -> subprocess.Popen[bytes]:
     args = [*gateway_args([], tmp_path / "traces.jsonl"), "--", sys.executable, str(SERVER_APP)]
     gateway = subprocess.Popen(
         [sys.executable, *args],
@@ -37,6 +38,27 @@ def test_client_gone_mid_call_stops_the_server_and_the_gateway(tmp_path: Path) -
     gateway.stdin.write(_frame(id=1, method="initialize", params=init))
     gateway.stdin.flush()
     assert json.loads(gateway.stdout.readline())["id"] == 1
+    return gateway
+
+
+def test_signal_then_kill_like_claude_code_still_exports_the_session(tmp_path: Path) -> None:
+    gateway = _start(tmp_path)
+    gateway.send_signal(signal.SIGINT)  # Claude Code: SIGINT, SIGTERM, SIGKILL within ~0.5 s
+    time.sleep(0.15)
+    if gateway.poll() is None:
+        gateway.send_signal(signal.SIGTERM)
+    time.sleep(0.4)
+    if gateway.poll() is None:
+        gateway.kill()
+    gateway.wait(10)
+    names = [s["name"] for s in read_otlp_json_lines(tmp_path / "traces.jsonl")]
+    assert "initialize" in names
+    assert "mcp.session" in names
+
+
+def test_client_gone_mid_call_stops_the_server_and_the_gateway(tmp_path: Path) -> None:
+    gateway = _start(tmp_path)
+    assert gateway.stdin is not None
     gateway.stdin.write(_frame(method="notifications/initialized"))
     call = {"name": "slow", "arguments": {"tag": "never", "seconds": 60}}
     gateway.stdin.write(_frame(id=2, method="tools/call", params=call))
