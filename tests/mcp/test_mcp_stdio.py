@@ -248,6 +248,22 @@ def test_progress_notifications_pass_through(tmp_path: Path) -> None:
     assert seen == [1, 2, 3]
 
 
+def test_cancelled_call_passes_the_cancellation_and_the_session_goes_on(tmp_path: Path) -> None:
+    async def scenario() -> object:
+        async with stdio_session(tmp_path) as session:
+            with anyio.move_on_after(2):  # the SDK client sends notifications/cancelled
+                await session.call_tool("slow", {"tag": "late", "seconds": 30})
+            return await session.call_tool("add", {"a": 1, "b": 1})
+
+    result = anyio.run(scenario)
+    assert _text(result) == "2"  # the session still works after the cancellation
+    spans = _spans_eventually(tmp_path / "traces.jsonl", "mcp.session")
+    names = [s["name"] for s in spans]
+    assert "notifications/cancelled" in names
+    (slow,) = [s for s in spans if s["name"] == "tools/call slow"]
+    assert _attrs(slow)["error.type"] == "cancelled"
+
+
 def test_server_initiated_sampling_request_round_trips(tmp_path: Path) -> None:
     asked: list[str] = []
 
