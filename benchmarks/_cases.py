@@ -13,6 +13,7 @@ batches to a no-op exporter.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -119,9 +120,11 @@ def tool_span_shape() -> tuple[str, dict[str, Any], dict[str, Any]]:
 
 
 class FloorTool(Bench):
-    """Bare SDK: one current span, same name and attributes, one event, batch + no-op export."""
+    """Bare SDK: one current span of exactly otelhooks' shape (name, start and end attributes; no
+    span event, as otelhooks' span has none), batch + no-op export. ``distinct``: a new tool
+    name per call, as the cold-lookup case has."""
 
-    def __init__(self, *, event: bool = True) -> None:
+    def __init__(self, *, event: bool = False, distinct: bool = False) -> None:
         self.provider = TracerProvider()
         self.provider.add_span_processor(_batch())
         tracer = self.provider.get_tracer("floor")
@@ -130,11 +133,18 @@ class FloorTool(Bench):
         self._token: object | None = None
         self._parent: trace.Span | None = None
 
+        names = _distinct_names("execute_tool ") if distinct else None
         if event:
 
             def unit() -> None:
                 with tracer.start_as_current_span(name, attributes=start) as span:
                     span.add_event("tool_result")
+                    span.set_attributes(end)
+
+        elif names is not None:
+
+            def unit() -> None:
+                with tracer.start_as_current_span(next(names), attributes=start) as span:
                     span.set_attributes(end)
 
         else:
@@ -201,7 +211,6 @@ class FloorStep(Bench):
                     )
                 for _ in range(3):
                     with tracer.start_as_current_span(name, attributes=start) as span:
-                        span.add_event("tool_result")
                         span.set_attributes(end)
                 step.set_attribute("otelhooks.step.tool_calls", 3)
 
@@ -226,6 +235,14 @@ class FloorStep(Bench):
 
 def _noop(event: Any) -> None:
     return None
+
+
+# More distinct tool names than the registry's match cache holds (4,096): every lookup is cold.
+DISTINCT_TOOLS = 10_000
+
+
+def _distinct_names(prefix: str) -> Any:
+    return itertools.cycle([f"{prefix}tool_{i:05d}" for i in range(DISTINCT_TOOLS)])
 
 
 def nonmatching_hooks(count: int) -> list[dict[str, Any]]:
@@ -263,7 +280,9 @@ class OtelhooksBench(Bench):
     batch processor with a no-op exporter, and (``metrics=True``) a real ``MeterProvider`` with a
     reader. ``metrics=False`` records into the no-op meter provider instead."""
 
-    def __init__(self, *, hooks: list[dict[str, Any]], metrics: bool = True) -> None:
+    def __init__(
+        self, *, hooks: list[dict[str, Any]], metrics: bool = True, sdk_metrics: bool = False
+    ) -> None:
         self.reader: InMemoryMetricReader | None = None
         if metrics:
             self.reader = InMemoryMetricReader()
@@ -276,6 +295,7 @@ class OtelhooksBench(Bench):
                 set_global=False,
                 structured_logging=False,
                 otlp=False,
+                sdk_metrics=sdk_metrics,
             )
             self.tracer: AgentTracer = self.oh.tracer
             self.provider: TracerProvider = self.oh.tracer_provider
@@ -313,15 +333,24 @@ class OtelhooksBench(Bench):
 
 class OtelhooksTool(OtelhooksBench):
     """One tool call: ``before_tool_call`` + ``tool_result_persist`` + ``after_tool_call`` on one
-    ``execute_tool`` span, inside an open step."""
+    ``execute_tool`` span, inside an open step. ``distinct``: a new tool name per call."""
 
-    def __init__(self, **kwargs: Any) -> None:
+    def __init__(self, *, distinct: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
+        if distinct:
+            names = _distinct_names("")
 
-        def unit() -> None:
-            with self._step.tool_call("fs", "readFile", ARGS) as call:
-                if call.should_run:
-                    call.set_result(RESULT)
+            def unit() -> None:
+                with self._step.tool_call("fs", next(names), ARGS) as call:
+                    if call.should_run:
+                        call.set_result(RESULT)
+
+        else:
+
+            def unit() -> None:
+                with self._step.tool_call("fs", "readFile", ARGS) as call:
+                    if call.should_run:
+                        call.set_result(RESULT)
 
         self.unit = unit
 
@@ -352,15 +381,34 @@ class OtelhooksStep(OtelhooksBench):
 
 
 CASES: list[Case] = [
-    Case("floor", "bare OTel SDK span (floor)", "tool", FloorTool),
+    Case("floor", "bare OTel SDK span, otelhooks' exact shape (floor)", "tool", FloorTool),
     Case(
-        "floor_no_event",
-        "bare OTel SDK span, no event",
+        "floor_event",
+        "bare OTel SDK span + a span event (the old floor)",
         "tool",
-        lambda: FloorTool(event=False),
+        lambda: FloorTool(event=True),
+        tags=("extra",),
+    ),
+    Case(
+        "floor_distinct",
+        "bare OTel SDK span, a new tool name per call",
+        "tool",
+        lambda: FloorTool(distinct=True),
         tags=("extra",),
     ),
     Case("oh_0", "otelhooks, 0 hooks", "tool", lambda: OtelhooksTool(hooks=[])),
+    Case(
+        "oh_0_sdk_metrics",
+        "otelhooks, 0 hooks, metrics through the SDK",
+        "tool",
+        lambda: OtelhooksTool(hooks=[], sdk_metrics=True),
+    ),
+    Case(
+        "oh_1_observer",
+        "otelhooks, 1 matching no-op observer",
+        "tool",
+        lambda: OtelhooksTool(hooks=matching_observers(1)),
+    ),
     Case(
         "oh_0_nometrics",
         "otelhooks, 0 hooks, no metrics",
@@ -378,6 +426,12 @@ CASES: list[Case] = [
         "otelhooks, 100 non-matching hooks",
         "tool",
         lambda: OtelhooksTool(hooks=nonmatching_hooks(100)),
+    ),
+    Case(
+        "oh_100_cold",
+        "otelhooks, 100 non-matching hooks, a new tool name per call",
+        "tool",
+        lambda: OtelhooksTool(hooks=nonmatching_hooks(100), distinct=True),
     ),
     Case(
         "oh_100_nometrics",

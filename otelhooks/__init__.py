@@ -8,79 +8,204 @@ Example:
     ...     step.run_tool("calc", "add", {"a": 1, "b": 2}, lambda a, b: a + b)
 """
 
-from otelhooks._actions._webhook_config import WebhookConfig
-from otelhooks._actions._webhook_delivery import WebhookDeliverer
-from otelhooks._actions._webhook_payload import PayloadBuilder
-from otelhooks._config import (
-    AgentEventsConfig,
-    ConfigErrors,
-    ConfigSource,
-    LoadedConfig,
-    load_config,
-)
-from otelhooks._dispatch import HookRegistry
-from otelhooks._engine import HooksEngine, matcher_values
-from otelhooks._errors import (
-    ConfigError,
-    CriticalHookDeliveryError,
-    HookError,
-    HookTimeoutError,
-    InvalidMatcherError,
-    OtelHooksError,
-    UnknownEventError,
-)
-from otelhooks._eventlog import (
-    AgentEvents,
-    EventBatch,
-    EventEntry,
-    EventLog,
-    EventLogClient,
-    EventLogError,
-    EventLogServer,
-    EventRecord,
-    Notice,
-    RingEventLog,
-    SqliteEventLog,
-    load_agent_events,
-    serve,
-)
-from otelhooks._events import (
-    EVENTS,
-    AfterToolCallEvent,
-    CompleteEvent,
-    Dialect,
-    ErrorEvent,
-    EventSpec,
-    HookEvent,
-    ToolCallEvent,
-    ToolResult,
-    all_event_names,
-    resolve_event,
-)
-from otelhooks._export import (
-    CountingBatchSpanProcessor,
-    OtlpJsonLinesSpanExporter,
-    WebhookSpanExporter,
-    read_otlp_json_lines,
-)
-from otelhooks._fingerprint import args_fingerprint
-from otelhooks._hooks import Block, Hook
-from otelhooks._instrument import (
-    AgentCall,
-    AgentTracer,
-    Approval,
-    Compaction,
-    LlmCall,
-    Operation,
-    Step,
-    ToolCall,
-)
-from otelhooks._live import HookStep, Verdict
-from otelhooks._logging import add_trace_context, configure_logging, scrub_secrets
-from otelhooks._matchers import compile_matcher
-from otelhooks._metrics import AgentMetrics, LocalMetricProducer, metric_views
-from otelhooks._processor import HookSpanProcessor
-from otelhooks._setup import OtelHooks, configure
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from otelhooks._actions._webhook_config import (
+        WebhookConfig,
+    )
+    from otelhooks._actions._webhook_delivery import (
+        WebhookDeliverer,
+    )
+    from otelhooks._actions._webhook_payload import (
+        EmailResolver,
+        PayloadBuilder,
+        Redactor,
+        truncate_results,
+    )
+    from otelhooks._config import (
+        AgentEventsConfig,
+        ConfigErrors,
+        ConfigSource,
+        LoadedConfig,
+        load_config,
+    )
+    from otelhooks._dispatch import (
+        HookRegistry,
+    )
+    from otelhooks._engine import (
+        HooksEngine,
+        matcher_values,
+    )
+    from otelhooks._errors import (
+        ConfigError,
+        ControlProtocolError,
+        CriticalHookDeliveryError,
+        HookError,
+        HookPoolExhaustedError,
+        HookTimeoutError,
+        InvalidMatcherError,
+        OtelHooksError,
+        UnknownEventError,
+    )
+    from otelhooks._eventlog import (
+        AgentEvents,
+        EventBatch,
+        EventEntry,
+        EventLog,
+        EventLogClient,
+        EventLogError,
+        EventLogServer,
+        EventRecord,
+        Notice,
+        RingEventLog,
+        SqliteEventLog,
+        load_agent_events,
+        serve,
+    )
+    from otelhooks._events import (
+        EVENTS,
+        AfterToolCallEvent,
+        CompleteEvent,
+        Dialect,
+        ErrorEvent,
+        EventSpec,
+        HookEvent,
+        ToolCallEvent,
+        ToolResult,
+        all_event_names,
+        resolve_event,
+    )
+    from otelhooks._export import (
+        CountingBatchSpanProcessor,
+        OtlpJsonLinesSpanExporter,
+        WebhookSpanExporter,
+        read_otlp_json_lines,
+    )
+    from otelhooks._fingerprint import (
+        args_fingerprint,
+    )
+    from otelhooks._hooks import (
+        Block,
+        Hook,
+    )
+    from otelhooks._instrument import (
+        AgentCall,
+        AgentTracer,
+        Approval,
+        Compaction,
+        LlmCall,
+        Operation,
+        Step,
+        ToolCall,
+    )
+    from otelhooks._live import (
+        HookStep,
+        Verdict,
+    )
+    from otelhooks._logging import (
+        add_trace_context,
+        configure_logging,
+        scrub_secrets,
+    )
+    from otelhooks._matchers import (
+        compile_matcher,
+    )
+    from otelhooks._metrics import (
+        AgentMetrics,
+        LocalMetricProducer,
+        metric_views,
+    )
+    from otelhooks._processor import (
+        HookSpanProcessor,
+    )
+    from otelhooks._setup import (
+        OtelHooks,
+        configure,
+    )
+
+# Importing the package imports nothing else: each public name loads its module on first use
+# (PEP 562), so `import otelhooks` costs about what the OpenTelemetry SDK costs, and a run
+# pays only for what it touches (benchmarks/README.md, "import time").
+_WHERE: dict[str, str] = {
+    "truncate_results": "otelhooks._actions._webhook_payload",
+    "EmailResolver": "otelhooks._actions._webhook_payload",
+    "Redactor": "otelhooks._actions._webhook_payload",
+    "HookPoolExhaustedError": "otelhooks._errors",
+    "ControlProtocolError": "otelhooks._errors",
+    "AfterToolCallEvent": "otelhooks._events",
+    "AgentCall": "otelhooks._instrument",
+    "AgentEvents": "otelhooks._eventlog",
+    "AgentEventsConfig": "otelhooks._config",
+    "AgentMetrics": "otelhooks._metrics",
+    "AgentTracer": "otelhooks._instrument",
+    "Approval": "otelhooks._instrument",
+    "Block": "otelhooks._hooks",
+    "Compaction": "otelhooks._instrument",
+    "CompleteEvent": "otelhooks._events",
+    "ConfigError": "otelhooks._errors",
+    "ConfigErrors": "otelhooks._config",
+    "ConfigSource": "otelhooks._config",
+    "CountingBatchSpanProcessor": "otelhooks._export",
+    "CriticalHookDeliveryError": "otelhooks._errors",
+    "Dialect": "otelhooks._events",
+    "EVENTS": "otelhooks._events",
+    "ErrorEvent": "otelhooks._events",
+    "EventBatch": "otelhooks._eventlog",
+    "EventEntry": "otelhooks._eventlog",
+    "EventLog": "otelhooks._eventlog",
+    "EventLogClient": "otelhooks._eventlog",
+    "EventLogError": "otelhooks._eventlog",
+    "EventLogServer": "otelhooks._eventlog",
+    "EventRecord": "otelhooks._eventlog",
+    "EventSpec": "otelhooks._events",
+    "Hook": "otelhooks._hooks",
+    "HookError": "otelhooks._errors",
+    "HookEvent": "otelhooks._events",
+    "HookRegistry": "otelhooks._dispatch",
+    "HookSpanProcessor": "otelhooks._processor",
+    "HookStep": "otelhooks._live",
+    "HookTimeoutError": "otelhooks._errors",
+    "HooksEngine": "otelhooks._engine",
+    "InvalidMatcherError": "otelhooks._errors",
+    "LlmCall": "otelhooks._instrument",
+    "LoadedConfig": "otelhooks._config",
+    "LocalMetricProducer": "otelhooks._metrics",
+    "Notice": "otelhooks._eventlog",
+    "Operation": "otelhooks._instrument",
+    "OtelHooks": "otelhooks._setup",
+    "OtelHooksError": "otelhooks._errors",
+    "OtlpJsonLinesSpanExporter": "otelhooks._export",
+    "PayloadBuilder": "otelhooks._actions._webhook_payload",
+    "RingEventLog": "otelhooks._eventlog",
+    "SqliteEventLog": "otelhooks._eventlog",
+    "Step": "otelhooks._instrument",
+    "ToolCall": "otelhooks._instrument",
+    "ToolCallEvent": "otelhooks._events",
+    "ToolResult": "otelhooks._events",
+    "UnknownEventError": "otelhooks._errors",
+    "Verdict": "otelhooks._live",
+    "WebhookConfig": "otelhooks._actions._webhook_config",
+    "WebhookDeliverer": "otelhooks._actions._webhook_delivery",
+    "WebhookSpanExporter": "otelhooks._export",
+    "add_trace_context": "otelhooks._logging",
+    "all_event_names": "otelhooks._events",
+    "args_fingerprint": "otelhooks._fingerprint",
+    "compile_matcher": "otelhooks._matchers",
+    "configure": "otelhooks._setup",
+    "configure_logging": "otelhooks._logging",
+    "load_agent_events": "otelhooks._eventlog",
+    "load_config": "otelhooks._config",
+    "matcher_values": "otelhooks._engine",
+    "metric_views": "otelhooks._metrics",
+    "read_otlp_json_lines": "otelhooks._export",
+    "resolve_event": "otelhooks._events",
+    "scrub_secrets": "otelhooks._logging",
+    "serve": "otelhooks._eventlog",
+}
 
 __all__ = [
     "EVENTS",
@@ -97,9 +222,11 @@ __all__ = [
     "ConfigError",
     "ConfigErrors",
     "ConfigSource",
+    "ControlProtocolError",
     "CountingBatchSpanProcessor",
     "CriticalHookDeliveryError",
     "Dialect",
+    "EmailResolver",
     "ErrorEvent",
     "EventBatch",
     "EventEntry",
@@ -112,6 +239,7 @@ __all__ = [
     "Hook",
     "HookError",
     "HookEvent",
+    "HookPoolExhaustedError",
     "HookRegistry",
     "HookSpanProcessor",
     "HookStep",
@@ -127,6 +255,7 @@ __all__ = [
     "OtelHooksError",
     "OtlpJsonLinesSpanExporter",
     "PayloadBuilder",
+    "Redactor",
     "RingEventLog",
     "SqliteEventLog",
     "Step",
@@ -152,4 +281,18 @@ __all__ = [
     "resolve_event",
     "scrub_secrets",
     "serve",
+    "truncate_results",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module 'otelhooks' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups are plain attribute reads
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -6,9 +6,13 @@
     ├── ConfigError            bad hook definition or config file: names file, hook and field
     │   ├── UnknownEventError  an event name no dialect knows (lists the valid ones)
     │   └── InvalidMatcherError
-    └── HookError              a hook failed while it ran (carries the hook id and event)
-        ├── HookTimeoutError
-        └── CriticalHookDeliveryError  raised once, after sibling hooks ran, for ``fallback: none``
+    ├── HookError              a hook failed while it ran (carries the hook id and event)
+    │   ├── HookTimeoutError
+    │   └── CriticalHookDeliveryError  raised once, after sibling hooks ran, for ``fallback: none``
+    ├── ControlProtocolError   a control webhook answered outside the protocol (error class)
+    ├── HookPoolExhaustedError too many handlers stuck past their deadline to start another
+    ├── DeadlinePassed         the engine's own deadline for one hook passed (never escapes it)
+    └── EventLogError          an event log request failed (``otelhooks.EventLogClient``)
 
 Hooks failing is normal operation: dispatch records it on the span and in the
 ``otelhooks.hook.invocations`` metric and goes on. Only ``CriticalHookDeliveryError`` is raised
@@ -23,8 +27,11 @@ from otelhooks._redact import scrub
 
 __all__ = [
     "ConfigError",
+    "ControlProtocolError",
     "CriticalHookDeliveryError",
+    "DeadlinePassed",
     "HookError",
+    "HookPoolExhaustedError",
     "HookTimeoutError",
     "InvalidMatcherError",
     "OtelHooksError",
@@ -125,3 +132,22 @@ class CriticalHookDeliveryError(HookError):
         self.failures = tuple(failures)
         ids = ", ".join(f.hook_id for f in self.failures)
         super().__init__(f"critical delivery failed for {ids}", hook_id=ids, event=event)
+
+
+class ControlProtocolError(OtelHooksError):
+    """A control webhook did not answer with a valid decision. ``error_class`` says how
+    (``http_error``, ``invalid_response``, ``timeout``, ...); the chain then follows the hook's
+    ``onError``."""
+
+    def __init__(self, error_class: str, message: str) -> None:
+        self.error_class = error_class
+        super().__init__(f"{error_class}: {message}")
+
+
+class HookPoolExhaustedError(OtelHooksError):
+    """Too many handlers are stuck past their deadline to start another one."""
+
+
+class DeadlinePassed(OtelHooksError):
+    """A hook ran past the deadline the engine gave it (distinct from a ``TimeoutError`` the
+    hook raised itself); recorded as a ``timeout`` outcome, never raised to the caller."""

@@ -1,10 +1,9 @@
-"""The lifecycle event in flight: what rides in the OTel Context from the runtime to the processor.
+"""The lifecycle event in flight, and what the hooks decided about it.
 
-The instrumentation puts a :class:`LiveEvent` in the Context it passes to ``tracer.start_span``;
-the SDK hands that Context to every processor's ``on_start``, so :class:`HookSpanProcessor` finds
-the event, runs intercept hooks and leaves the verdict here before ``start_span`` returns. Events
-that happen when the span ends (``after_tool_call``, ``on_complete``, ...) are queued on
-``followups`` and dispatched from ``on_end``.
+The instrumentation builds a :class:`LiveEvent` as an action starts and hands it to the
+:class:`~otelhooks.HooksEngine` (``start``); the engine runs its interceptors and returns a
+:class:`Verdict`. Events that happen when the span ends (``after_tool_call``, ``on_complete``,
+...) are queued on ``followups`` and handed over by ``end``.
 
 Payloads are built lazily: when no hook matches, no pydantic model is ever created.
 """
@@ -13,16 +12,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Final
 
-from opentelemetry import context as otel_context
 from opentelemetry.trace import SpanContext
 
 from otelhooks._events import HookEvent, ToolResult
 
-__all__ = ["LIVE_EVENT_KEY", "HookStep", "LiveEvent", "Verdict", "live_event_from"]
-
-LIVE_EVENT_KEY: Final = otel_context.create_key("otelhooks.live_event")
+__all__ = ["HookStep", "LiveEvent", "Verdict"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -80,10 +75,8 @@ class LiveEvent:
         "critical",
         "deferred",
         "followups",
-        "handled",
         "name",
         "operation_id",
-        "processed",
         "span_context",
         "values",
         "verdict",
@@ -104,8 +97,6 @@ class LiveEvent:
         self.values = values
         self.operation_id = operation_id
         self.deferred = deferred
-        self.handled = False
-        self.processed = False  # seen by a HookSpanProcessor's on_start (so on_end will follow)
         self.verdict: Verdict | None = None
         self.followups: list[LiveEvent] = []
         # A fallback-none delivery failed: the instrumentation raises it once the span is safe.
@@ -134,10 +125,3 @@ class LiveEvent:
 
 def _built() -> HookEvent:
     raise AssertionError("a LiveEvent builds its payload once")  # pragma: no cover
-
-
-def live_event_from(ctx: otel_context.Context | None) -> LiveEvent | None:
-    if ctx is None:
-        return None
-    value: Any = ctx.get(LIVE_EVENT_KEY)
-    return value if isinstance(value, LiveEvent) else None

@@ -31,13 +31,14 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from otelhooks._actions._webhook_delivery import WebhookDeliverer, set_default_deliverer
+from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from otelhooks._actions._webhook_payload import (
     EmailResolver,
     PayloadBuilder,
     Redactor,
     truncate_results,
 )
+from otelhooks._engine import HooksEngine
 from otelhooks._export import CountingBatchSpanProcessor, OtlpJsonLinesSpanExporter
 from otelhooks._hooks import Hook
 from otelhooks._instrument import AgentTracer, Operation
@@ -123,7 +124,9 @@ class OtelHooks:
 
     Attributes:
         tracer_provider, meter_provider: the providers (global too, unless ``set_global=False``).
-        hooks: the :class:`HookSpanProcessor`; ``register()`` adds global hooks.
+        engine: the pipeline's :class:`HooksEngine`; ``register()`` adds global hooks.
+        hooks: the :class:`HookSpanProcessor` that fires observers for other instrumentations'
+            GenAI spans on the provider.
         tracer: the :class:`AgentTracer` for instrumenting a runtime.
         metrics: the agent instruments.
     """
@@ -140,6 +143,7 @@ class OtelHooks:
         self.tracer_provider = tracer_provider
         self.meter_provider = meter_provider
         self.hooks = hooks
+        self.engine = tracer.engine
         self.tracer = tracer
         self.metrics = tracer.metrics
         self.exporters = tuple(exporters)
@@ -148,7 +152,7 @@ class OtelHooks:
 
     def register(self, hooks: Iterable[Hook | Mapping[str, Any]]) -> list[Hook]:
         """Register global hooks (they apply to every operation)."""
-        return self.hooks.registry.register(hooks)
+        return self.engine.register(hooks)
 
     def operation(self, agent: str, **options: Any) -> Operation:
         """Start an agent run; see :class:`Operation`."""
@@ -157,7 +161,7 @@ class OtelHooks:
     def _flush_steps(self, deadline: float) -> list[_Step]:
         def observers_then_metrics(left: float) -> bool:
             # Observers count their invocations in metrics: collect those after they ran.
-            ok = self.hooks.force_flush(int(left * 1000))
+            ok = self.engine.flush(left)
             left = max(0.0, deadline - time.monotonic())
             return self.meter_provider.force_flush(int(left * 1000)) and ok
 
@@ -270,7 +274,16 @@ def configure(
         for reader in readers:
             producer.attach(reader)
     tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
-    hook_processor = HookSpanProcessor(metrics=agent_metrics)
+    deliverer = WebhookDeliverer(
+        metrics=agent_metrics,
+        builder=PayloadBuilder(
+            redactors=redactors, email_resolver=email_resolver, capture_content=capture_content
+        ),
+        outbox_path=outbox_path,
+    )
+    # One engine per pipeline, wired here: its hooks deliver through this pipeline's deliverer.
+    engine = HooksEngine(metrics=agent_metrics, deliverer=deliverer)
+    hook_processor = HookSpanProcessor(engine)
     tracer_provider.add_span_processor(hook_processor)
     exporters: list[SpanExporter] = list(span_exporters)
     if traces_out is not None:
@@ -287,18 +300,7 @@ def configure(
         )
         tracer_provider.add_span_processor(batcher)
         batchers.append(batcher)
-    deliverer = WebhookDeliverer(
-        metrics=agent_metrics,
-        builder=PayloadBuilder(
-            redactors=redactors, email_resolver=email_resolver, capture_content=capture_content
-        ),
-        outbox_path=outbox_path,
-    )
-    # This pipeline's hooks deliver through its own deliverer; it also becomes the process's
-    # default, for actions run outside a pipeline (WebhookSpanExporter, `otelhooks hooks test`).
-    hook_processor.dispatcher.deliverer = deliverer
-    set_default_deliverer(deliverer)
-    hook_processor.registry.register(hooks)
+    engine.register(hooks)
     if set_global:
         trace.set_tracer_provider(tracer_provider)
         otel_metrics.set_meter_provider(meter_provider)
@@ -306,7 +308,7 @@ def configure(
         configure_logging()
     tracer = AgentTracer(
         tracer_provider=tracer_provider,
-        hooks=hook_processor,
+        engine=engine,
         metrics=agent_metrics,
         capture_content=capture_content,
     )

@@ -1,6 +1,6 @@
 """Pure mapping between lifecycle events and spans, in one place.
 
-* :func:`apply_verdict` writes an intercept verdict onto the span of the event.
+* :func:`verdict_attributes` returns the attributes that record what the hooks of an event did.
 * :func:`events_from_foreign_span` turns a span another GenAI instrumentation created
   (``gen_ai.operation.name`` = ``execute_tool`` / ``invoke_agent`` / ``chat``) into the observer
   events otelhooks would have fired for it.
@@ -13,9 +13,11 @@ from typing import Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Span, StatusCode
+from opentelemetry.util.types import AttributeValue
 
 from otelhooks import _semconv as sc
 from otelhooks._events import (
+    EVENTS,
     AfterToolCallEvent,
     CompleteEvent,
     ErrorEvent,
@@ -28,7 +30,7 @@ from otelhooks._events import (
 )
 from otelhooks._live import LiveEvent, Verdict
 
-__all__ = ["apply_verdict", "events_from_foreign_span", "span_ids"]
+__all__ = ["events_from_foreign_span", "span_ids", "verdict_attributes"]
 
 _COMPLETE_REASONS = ("done", "error", "interrupted", "max_steps", "cost_limit")
 
@@ -39,11 +41,14 @@ def span_ids(span: Span | ReadableSpan) -> tuple[str, str]:
     return format(ctx.trace_id, "032x"), format(ctx.span_id, "016x")
 
 
-def apply_verdict(span: Span, event: str, verdict: Verdict) -> None:
-    """Record what the intercept hooks decided on the span of ``event``."""
-    if not span.is_recording():
-        return
-    attrs: dict[str, Any] = {}
+def verdict_attributes(event: str, verdict: Verdict) -> dict[str, AttributeValue]:
+    """The span attributes that record what the hooks of ``event`` did (pure: the caller
+    writes them on a live span, a span record or a replayed span alike)."""
+    attrs: dict[str, AttributeValue] = {}
+    if verdict.matched:
+        attrs[sc.HOOK_MATCHED] = list(verdict.matched)
+    if not EVENTS[event].intercept:
+        return attrs
     if event == "before_tool_call":
         attrs[sc.HOOK_DECISION] = "deny" if verdict.blocked else "allow"
         attrs[sc.HOOK_MOCKED] = verdict.mock is not None
@@ -55,10 +60,10 @@ def apply_verdict(span: Span, event: str, verdict: Verdict) -> None:
     if verdict.mocked_by:
         attrs[sc.HOOK_MOCKED_BY] = verdict.mocked_by
     if verdict.rewritten_by:
-        attrs[sc.HOOK_REWRITTEN_BY] = verdict.rewritten_by
+        attrs[sc.HOOK_REWRITTEN_BY] = list(verdict.rewritten_by)
     if verdict.errors:
-        attrs[sc.HOOK_ERRORS] = verdict.errors
-    span.set_attributes(attrs)
+        attrs[sc.HOOK_ERRORS] = list(verdict.errors)
+    return attrs
 
 
 def _int(attrs: Mapping[str, Any], key: str) -> int:

@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.sdk.trace.sampling import Sampler
 
 from otelhooks import AgentMetrics, AgentTracer, HookEvent, HookSpanProcessor
-from otelhooks._actions._webhook_delivery import WebhookDeliverer, set_default_deliverer
+from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from tests._webhook_server import WebhookServer, webhook_server
 
 DataPoint = NumberDataPoint | HistogramDataPoint
@@ -192,6 +192,6 @@ def deliverer(pipe: Pipeline, tmp_path: Path) -> Iterator[WebhookDeliverer]:
     d = WebhookDeliverer(
         metrics=pipe.metrics, retry_deadline_s=3.0, outbox_path=tmp_path / "outbox.db"
     )
-    set_default_deliverer(d)
+    pipe.hooks.engine.deliverer = d
     yield d
     d.shutdown(5)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from otelhooks import ConfigError
-from otelhooks._config import import_handler, load_hook_files, load_hooks
+from otelhooks import ConfigError, load_config
+from otelhooks._config import import_handler
 
 
 def test_yaml_hook_list_loads_with_handler_import_paths(tmp_path: Path) -> None:
@@ -18,7 +18,7 @@ def test_yaml_hook_list_loads_with_handler_import_paths(tmp_path: Path) -> None:
         "  - id: a\n    type: afterToolCall\n    matcher: '^fs/'\n    handler: json:dumps\n"
         "  - id: b\n    type: PreToolUse\n    handler: os.path.basename\n"
     )
-    hooks = load_hooks(path)
+    hooks = load_config([path]).hooks
     assert [(h.id, h.event) for h in hooks] == [("a", "after_tool_call"), ("b", "before_tool_call")]
     assert hooks[0].handler is json.dumps
 
@@ -26,14 +26,14 @@ def test_yaml_hook_list_loads_with_handler_import_paths(tmp_path: Path) -> None:
 def test_json_list_without_wrapper_loads(tmp_path: Path) -> None:
     path = tmp_path / "hooks.json"
     path.write_text(json.dumps([{"id": "x", "type": "onComplete", "handler": "json:dumps"}]))
-    assert [h.id for h in load_hooks(path)] == ["x"]
+    assert [h.id for h in load_config([path]).hooks] == ["x"]
 
 
 def test_invalid_json_names_the_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text('[\n  {"id": "x",\n  oops}\n]')
     with pytest.raises(ConfigError) as info:
-        load_hooks(path)
+        load_config([path])
     assert info.value.file == str(path)
     assert info.value.line == 3
     assert f"{path}:3" in str(info.value)
@@ -43,7 +43,7 @@ def test_invalid_yaml_names_the_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.yaml"
     path.write_text("hooks:\n  - id: a\n   type: [unclosed\n")
     with pytest.raises(ConfigError) as info:
-        load_hooks(path)
+        load_config([path])
     assert info.value.line is not None
 
 
@@ -51,7 +51,7 @@ def test_unknown_event_names_hook_and_field_and_suggests(tmp_path: Path) -> None
     path = tmp_path / "hooks.json"
     path.write_text(json.dumps([{"id": "oops", "type": "afterToolcall", "handler": "json:dumps"}]))
     with pytest.raises(ConfigError) as info:
-        load_hooks(path)
+        load_config([path])
     message = str(info.value)
     assert (info.value.hook_id, info.value.field) == ("oops", "type")
     assert "Did you mean 'afterToolCall'?" in message
@@ -62,7 +62,7 @@ def test_unimportable_handler_names_the_field(tmp_path: Path) -> None:
     path = tmp_path / "hooks.json"
     path.write_text(json.dumps([{"id": "h", "type": "afterStep", "handler": "no_such_mod:fn"}]))
     with pytest.raises(ConfigError) as info:
-        load_hooks(path)
+        load_config([path])
     assert (info.value.hook_id, info.value.field) == ("h", "handler")
 
 
@@ -70,7 +70,7 @@ def test_unknown_keys_are_errors(tmp_path: Path) -> None:
     path = tmp_path / "hooks.json"
     path.write_text(json.dumps([{"id": "h", "type": "afterStep", "handler": "json:dumps", "x": 1}]))
     with pytest.raises(ConfigError) as info:
-        load_hooks(path)
+        load_config([path])
     assert info.value.field == "x"
 
 
@@ -80,7 +80,7 @@ def test_duplicate_ids_across_files_are_refused(tmp_path: Path) -> None:
             json.dumps([{"id": "same", "type": "afterStep", "handler": "json:dumps"}])
         )
     with pytest.raises(ConfigError, match="duplicate hook id"):
-        load_hook_files([tmp_path / "a.json", tmp_path / "b.json"])
+        load_config([tmp_path / "a.json", tmp_path / "b.json"])
 
 
 def test_import_handler_requires_a_callable() -> None:

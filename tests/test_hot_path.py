@@ -124,4 +124,4 @@ def test_a_built_payload_no_longer_holds_its_builder() -> None:
 
 def test_the_observer_queue_is_bounded_to_4096_events_by_default() -> None:
     processor = HookSpanProcessor()
-    assert processor.dispatcher._observers._max_queue_size == 4_096
+    assert processor.engine._dispatcher._observers._max_queue_size == 4_096

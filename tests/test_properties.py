@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from otelhooks import EVENTS, Block, ConfigError, compile_matcher
-from otelhooks._actions._webhook_control import ControlProtocolError, parse_control_response
+from otelhooks._actions._webhook_control import parse_control_response
 from otelhooks._actions._webhook_http import Delivery
+from otelhooks._errors import ControlProtocolError
 from otelhooks._matchers import MatchKind
 
 json_values = st.recursive(
@@ -113,7 +114,7 @@ HOOK_KEYS = ["id", "type", "matcher", "timeout", "intercept", "on_error", "diale
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(hook=st.dictionaries(st.sampled_from(HOOK_KEYS), json_values, max_size=6))
 def test_hook_definitions_are_valid_or_a_config_error(hook: dict[str, Any]) -> None:
-    from otelhooks._hooks import coerce_hook
+    from otelhooks._actions import build_hook as coerce_hook
 
     with contextlib.suppress(ConfigError):
         coerce_hook({**hook, "handler": print} if "webhook" not in hook else hook)

@@ -21,7 +21,8 @@ INTENDED = {
     "AgentEvents", "EventBatch", "EventEntry", "EventLog", "EventLogClient", "EventLogError",
     "EventLogServer", "EventRecord", "Notice", "RingEventLog", "SqliteEventLog",
     "load_agent_events", "serve", "scrub_secrets", "LocalMetricProducer",
-    "HooksEngine", "HookStep", "matcher_values",
+    "HooksEngine", "HookStep", "matcher_values", "ControlProtocolError", "HookPoolExhaustedError",
+    "Redactor", "EmailResolver", "truncate_results",
 }  # fmt: skip
 
 
@@ -48,3 +49,79 @@ def test_importing_the_package_starts_no_thread_and_opens_no_socket() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_every_event_model_is_public_in_otelhooks_events() -> None:
+    import otelhooks.events
+    from otelhooks._events import _payloads
+
+    models = {
+        name
+        for name, value in vars(_payloads).items()
+        if isinstance(value, type)
+        and not name.startswith("_")
+        and value.__module__ == _payloads.__name__
+    }
+    assert models <= set(otelhooks.events.__all__)
+    for name in otelhooks.events.EVENTS.values():
+        assert name.payload.__name__ in otelhooks.events.__all__
+
+
+def test_otelhooks_testing_offers_its_helpers() -> None:
+    import otelhooks.testing
+
+    assert set(otelhooks.testing.__all__) == {
+        "EventCapture",
+        "SequentialIdGenerator",
+        "TestPipeline",
+        "capture_events",
+        "deterministic",
+        "pipeline",
+    }
+
+
+def test_a_guard_tested_with_the_public_pipeline_helper_denies(otelhooks_pipeline: object) -> None:
+    from otelhooks import Block
+    from otelhooks.testing import TestPipeline, capture_events
+
+    assert isinstance(otelhooks_pipeline, TestPipeline)
+    pipe = otelhooks_pipeline
+    # registered first: an intercept event reaches the capture before the guard ends the chain
+    captured = capture_events(pipe.oh, events=["before_tool_call", "on_tool_call_denied"])
+    guard = {"id": "no-rm", "type": "beforeToolCall", "matcher": "rm", "handler": lambda e: Block()}
+    pipe.oh.register([guard])
+    ran: list[str] = []
+    with pipe.oh.operation("helper") as op, op.step() as step:
+        step.run_tool("", "rm", {"path": "/"}, lambda path: ran.append(path))
+    assert ran == []
+    (span,) = pipe.spans("execute_tool rm")
+    assert span.attributes is not None
+    assert span.attributes["otelhooks.hook.decision"] == "deny"
+    assert captured.names() == ["before_tool_call", "on_tool_call_denied"]
+    denied = {"otelhooks.hook.id": "no-rm", "otelhooks.outcome": "blocked"}
+    assert pipe.metric_total("otelhooks.hook.invocations", denied) == 1
+
+
+def test_deterministic_ids_and_clock_make_payloads_repeatable() -> None:
+    from otelhooks.events import ToolCallEvent
+    from otelhooks.testing import deterministic
+
+    def two() -> list[tuple[str, int]]:
+        with deterministic(start_ms=1_000, step_ms=10):
+            events = [ToolCallEvent(toolCallId=str(i), identifier="", apiName="x") for i in (1, 2)]
+        return [(e.eventId, e.timestamp) for e in events]
+
+    assert two() == two() == [(f"{1:032x}", 1_000), (f"{2:032x}", 1_010)]
+
+
+def test_importing_otelhooks_loads_no_submodule_until_a_name_is_used() -> None:
+    code = (
+        "import sys, otelhooks; "
+        "loaded = sorted(m for m in sys.modules if m.startswith('otelhooks.')); "
+        "print(loaded); otelhooks.configure; "
+        "print('otelhooks._setup' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out == ["[]", "True"]

@@ -21,10 +21,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from structlog.testing import capture_logs
 
 import otelhooks._logging
-from otelhooks import HookEvent, WebhookConfig
+from otelhooks import HookEvent, HooksEngine, WebhookConfig
 from otelhooks import _semconv as sc
 from otelhooks._actions._webhook_config import resolve_headers
-from otelhooks._hooks import coerce_hook
 from otelhooks._logging import configure_logging, scrub_secrets
 from otelhooks._redact import MIN_SECRET_LENGTH, REDACTED, SecretRegistry, registry, scrub
 from tests.conftest import Pipeline
@@ -125,8 +124,8 @@ def test_registering_while_scrubbing_on_other_threads_is_safe() -> None:
 # -- when values are registered ----------------------------------------------------------------
 
 
-def test_loading_a_webhook_hook_registers_its_allowed_variables(token: str) -> None:
-    coerce_hook(webhook_with_token())
+def test_registering_a_webhook_hook_makes_its_allowed_variables_secrets(token: str) -> None:
+    HooksEngine().register([webhook_with_token()])
     assert token in registry
     assert scrub(f"Bearer {token}") == f"Bearer {REDACTED}"
 
@@ -155,7 +154,7 @@ def structlog_restored() -> Iterator[None]:
 def test_the_log_processor_scrubs_every_value_and_the_message(
     token: str, structlog_restored: None
 ) -> None:
-    coerce_hook(webhook_with_token())
+    HooksEngine().register([webhook_with_token()])
     out = io.StringIO()
     configure_logging(json=True)
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(out))
@@ -170,7 +169,7 @@ def test_the_log_processor_scrubs_every_value_and_the_message(
 
 
 def test_the_log_processor_scrubs_a_traceback(token: str, structlog_restored: None) -> None:
-    coerce_hook(webhook_with_token())
+    HooksEngine().register([webhook_with_token()])
     out = io.StringIO()
     configure_logging(json=True)
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(out))

@@ -11,11 +11,13 @@ from otelhooks._actions._webhook_config import WebhookConfig, resolve_headers
 
 
 def webhook_hook(webhook: dict[str, Any], **options: Any) -> Hook:
-    return Hook.model_validate({"id": "w", "type": "afterToolCall", "webhook": webhook, **options})
+    from otelhooks._actions import build_hook
+
+    return build_hook({"id": "w", "type": "afterToolCall", "webhook": webhook, **options})
 
 
 def error_of(webhook: dict[str, Any], **options: Any) -> ConfigError:
-    from otelhooks._hooks import coerce_hook
+    from otelhooks._actions import build_hook as coerce_hook
 
     with pytest.raises(ConfigError) as info:
         coerce_hook({"id": "w", "type": "afterToolCall", "webhook": webhook, **options})
@@ -165,14 +167,14 @@ def test_a_hook_with_handler_and_webhook_runs_the_handler_and_persists_the_webho
     assert hook.action.kind == "handler"
     persisted = hook.serializable()
     assert set(persisted) == {"id", "type", "webhook", "matcher"}
-    restored = Hook.model_validate(persisted)
+    restored = webhook_hook(persisted["webhook"])
     assert restored.action.kind == "webhook"
 
 
 def test_the_persisted_form_is_revalidated_when_restored() -> None:
     persisted = webhook_hook({"url": "http://h.test"}).serializable()
     persisted["webhook"] = {**persisted["webhook"], "url": "ftp://nope"}
-    from otelhooks._hooks import coerce_hook
+    from otelhooks._actions import build_hook
 
     with pytest.raises(ConfigError):
-        coerce_hook(persisted)
+        build_hook(persisted)

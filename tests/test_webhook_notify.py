@@ -13,7 +13,7 @@ import pytest
 import structlog
 
 from otelhooks import ToolResult
-from otelhooks._actions._webhook_delivery import WebhookDeliverer, set_default_deliverer
+from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from otelhooks._actions._webhook_payload import RESULT_LIMIT, EmailCache, PayloadBuilder
 from tests._webhook_server import Reply, WebhookServer
 from tests.conftest import Pipeline
@@ -231,7 +231,7 @@ def test_the_client_is_reused_across_deliveries(
 
 def test_a_full_queue_drops_and_counts(pipe: Pipeline, server: WebhookServer) -> None:
     small = WebhookDeliverer(metrics=pipe.metrics, max_queue_size=2)
-    set_default_deliverer(small)
+    pipe.hooks.engine.deliverer = small
     gate = threading.Event()
     server.routes["/n"] = lambda got: (gate.wait(5), Reply(204))[1]
     pipe.register(notify(server))
@@ -255,7 +255,7 @@ def test_email_enrichment_resolves_the_effective_user_once_per_cache_period(
         return f"{user_id}@example.test"
 
     d = WebhookDeliverer(metrics=pipe.metrics, builder=PayloadBuilder(email_resolver=resolver))
-    set_default_deliverer(d)
+    pipe.hooks.engine.deliverer = d
     pipe.register(notify(server, eventFields=["userId", "userEmail"]))
     try:
         for _ in range(3):
@@ -320,7 +320,7 @@ def test_webhook_span_exporter_delivers_for_plain_genai_spans(
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-    from otelhooks._export import WebhookSpanExporter
+    from otelhooks import WebhookSpanExporter
 
     provider = TracerProvider()
     exporter = WebhookSpanExporter(
@@ -331,7 +331,8 @@ def test_webhook_span_exporter_delivers_for_plain_genai_spans(
                 "matcher": "get_weather",
                 "webhook": {"url": server.url + "/wx"},
             }
-        ]
+        ],
+        deliverer=deliverer,
     )
     provider.add_span_processor(BatchSpanProcessor(exporter))
     tracer = provider.get_tracer("some.genai.instrumentation")

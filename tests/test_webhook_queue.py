@@ -16,7 +16,7 @@ import pytest
 from otelhooks import CriticalHookDeliveryError
 from otelhooks._actions._outbox import Outbox, backoff_s
 from otelhooks._actions._webhook_config import WebhookConfig
-from otelhooks._actions._webhook_delivery import WebhookDeliverer, set_default_deliverer
+from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from tests._webhook_server import Reply, WebhookServer
 from tests.conftest import Pipeline
 
@@ -32,15 +32,14 @@ PRODUCER = textwrap.dedent(
     """
     import os, sys
     from opentelemetry.sdk.trace import TracerProvider
-    from otelhooks import AgentTracer, HookSpanProcessor
-    from otelhooks._actions._webhook_delivery import WebhookDeliverer, set_default_deliverer
-    from otelhooks._actions._webhook_payload import PayloadBuilder
+    from otelhooks import AgentTracer, HookSpanProcessor, HooksEngine, PayloadBuilder
+    from otelhooks import WebhookDeliverer
 
     # content capture on, so the bodies carry the arguments that tell the events apart
-    set_default_deliverer(WebhookDeliverer(
-        outbox_path=sys.argv[1], builder=PayloadBuilder(capture_content=True)))
+    deliverer = WebhookDeliverer(
+        outbox_path=sys.argv[1], builder=PayloadBuilder(capture_content=True))
     provider = TracerProvider()
-    hooks = HookSpanProcessor()
+    hooks = HookSpanProcessor(HooksEngine(deliverer=deliverer))
     provider.add_span_processor(hooks)
     hooks.register([{"id": "q", "type": "afterToolCall",
                      "webhook": {"url": sys.argv[2], "delivery": "queue"}}])
@@ -140,7 +139,9 @@ def test_fallback_none_raises_one_critical_error_after_sibling_hooks(
 ) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the outbox folder should be")
-    set_default_deliverer(WebhookDeliverer(metrics=pipe.metrics, outbox_path=blocker / "o.db"))
+    pipe.hooks.engine.deliverer = WebhookDeliverer(
+        metrics=pipe.metrics, outbox_path=blocker / "o.db"
+    )
     seen: list[str] = []
     pipe.register(
         {"id": "critical", "type": "afterToolCall",
@@ -167,7 +168,7 @@ def test_queue_without_fallback_none_falls_back_to_fetch(
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")
     d = WebhookDeliverer(metrics=pipe.metrics, outbox_path=blocker / "o.db")
-    set_default_deliverer(d)
+    pipe.hooks.engine.deliverer = d
     pipe.register(
         {
             "id": "q",

@@ -50,8 +50,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import structlog
 
-from otelhooks._actions import register_action_kind
 from otelhooks._actions._command_env import excerpt, hook_environment, stdin_document, to_json
+from otelhooks._actions._notes import note
 from otelhooks._errors import ConfigError, HookError, HookTimeoutError
 from otelhooks._events import EVENTS, HookEvent, ToolCallEvent
 from otelhooks._hooks import Block
@@ -383,6 +383,7 @@ class CommandAction:
         """Run the command and return the handler return protocol (or raise a HookError)."""
         outcome = self.run(payload)
         verdict = self.interpret(outcome, payload)
+        note(self.hook.id, (outcome, verdict))  # exit code and output, for `otelhooks hooks test`
         if verdict.problem is not None:
             _log.warning(
                 "command hook failed",
@@ -398,6 +399,3 @@ class CommandAction:
                 raise HookTimeoutError(verdict.problem, hook_id=self.hook.id, event=payload.event)
             raise HookError(verdict.problem, hook_id=self.hook.id, event=payload.event)
         return verdict.result
-
-
-register_action_kind("command", CommandAction)

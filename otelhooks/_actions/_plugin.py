@@ -20,7 +20,6 @@ from collections.abc import Callable
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any, Final
 
-from otelhooks._actions import register_action_kind
 from otelhooks._actions._handler import HandlerAction
 from otelhooks._errors import ConfigError
 
@@ -93,6 +92,3 @@ class PluginAction(HandlerAction):
 
     def __repr__(self) -> str:
         return f"PluginAction({self.name!r})"
-
-
-register_action_kind("plugin", PluginAction)

@@ -22,7 +22,6 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from otelhooks._actions import register_action_kind
 from otelhooks._actions._handler import HandlerAction
 from otelhooks._errors import ConfigError
 
@@ -118,6 +117,3 @@ class ScriptAction(HandlerAction):
 
     def __repr__(self) -> str:
         return f"ScriptAction({self.ref!r})"
-
-
-register_action_kind("script", ScriptAction)

@@ -6,18 +6,16 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from otelhooks._actions import register_action_kind
 from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_control import ControlWebhookAction
-from otelhooks._actions._webhook_delivery import WebhookDeliverer, default_deliverer
-from otelhooks._errors import ConfigError
+from otelhooks._actions._webhook_delivery import WebhookDeliverer
+from otelhooks._errors import ConfigError, HookError
 from otelhooks._events import HookEvent
-from otelhooks._redact import register_env_secrets
 
 if TYPE_CHECKING:
     from otelhooks._hooks import Hook
 
-__all__ = ["NotifyWebhookAction", "webhook_config"]
+__all__ = ["NotifyWebhookAction", "build_webhook_action", "webhook_config"]
 
 
 class NotifyWebhookAction:
@@ -32,21 +30,28 @@ class NotifyWebhookAction:
         self.hook_id = hook_id
         self.hook_type = hook_type
         self.config = config
+        # made known secrets when the hook is registered (HookRegistry.register)
+        self.secret_env = tuple(config.allowed_env_vars)
 
-    def enqueue(self, payload: HookEvent, deliverer: WebhookDeliverer | None = None) -> bool:
-        deliverer = deliverer or default_deliverer()
+    def enqueue(self, payload: HookEvent, deliverer: WebhookDeliverer) -> bool:
         return deliverer.enqueue(self.hook_id, self.hook_type, self.config, payload)
 
     def __call__(self, payload: HookEvent) -> None:
-        self.enqueue(payload)
+        # Engines hand notifications to their deliverer (enqueue); there is no process-wide one
+        # to fall back on, so a direct call is a wiring mistake, reported as a hook failure.
+        raise HookError(
+            "a notification webhook is delivered through an engine's deliverer, not called",
+            hook_id=self.hook_id,
+            event=payload.event,
+        )
 
 
 def webhook_config(hook: Hook) -> WebhookConfig:
     """Validate ``hook.webhook`` and the rules that involve the rest of the hook.
 
-    The values of its ``allowedEnvVars`` are registered as secrets now, at load time, so a hook
-    that fails quoting one (a command printing its environment) is scrubbed before any request
-    was ever sent.
+    Pure: the values of its ``allowedEnvVars`` become known secrets when the hook is registered
+    (``secret_env`` of the action), so one that fails quoting them is scrubbed before any
+    request was ever sent.
     """
     raw: Any = hook.webhook
     try:
@@ -64,15 +69,12 @@ def webhook_config(hook: Hook) -> WebhookConfig:
             )
         if hook.handler is not None:
             raise ConfigError("a control hook cannot also have a handler", field="handler")
-    register_env_secrets(config.allowed_env_vars)
     return config
 
 
-def _build(hook: Hook) -> ControlWebhookAction | NotifyWebhookAction:
+def build_webhook_action(hook: Hook) -> ControlWebhookAction | NotifyWebhookAction:
+    """A control webhook (``responseHandling: toolCall``) or a notification, as configured."""
     config = webhook_config(hook)
     if config.is_control:
         return ControlWebhookAction(hook.id, hook.type, config)
     return NotifyWebhookAction(hook.id, hook.type, config)
-
-
-register_action_kind("webhook", _build)

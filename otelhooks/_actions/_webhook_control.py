@@ -23,26 +23,18 @@ from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_http import (
     CONTROL_RESPONSE_LIMIT,
     Delivery,
-    ErrorClass,
     prepare,
     send,
     sync_client,
 )
 from otelhooks._dispatch._chain import DEFAULT_BLOCK_REASONS
+from otelhooks._errors import ControlProtocolError
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Block
 
 __all__ = ["ControlProtocolError", "ControlWebhookAction", "parse_control_response"]
 
 DEFAULT_DENY_REASON = DEFAULT_BLOCK_REASONS["before_tool_call"]
-
-
-class ControlProtocolError(Exception):
-    """The endpoint did not answer with a valid decision. ``error_class`` says how."""
-
-    def __init__(self, error_class: ErrorClass, message: str) -> None:
-        self.error_class = error_class
-        super().__init__(f"{error_class}: {message}")
 
 
 def parse_control_response(delivery: Delivery) -> Block | None:
@@ -89,6 +81,8 @@ class ControlWebhookAction:
         self.hook_id = hook_id
         self.hook_type = hook_type
         self.config = config
+        # made known secrets when the hook is registered (HookRegistry.register)
+        self.secret_env = tuple(config.allowed_env_vars)
         self.on_error = config.on_error
         self.deadline_s = config.timeout + 1.0  # the HTTP timeout fires first
 

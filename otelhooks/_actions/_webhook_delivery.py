@@ -37,7 +37,7 @@ from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
 from otelhooks._worker import BoundedWorker
 
-__all__ = ["WebhookDeliverer", "default_deliverer", "set_default_deliverer"]
+__all__ = ["WebhookDeliverer"]
 
 _log = structlog.get_logger("otelhooks")
 _SUCCESS = tuple(range(200, 300))
@@ -354,22 +354,3 @@ async def _cancel_other_tasks() -> None:
     for task in tasks:
         task.cancel()
     await asyncio.gather(*tasks, return_exceptions=True)
-
-
-_default: WebhookDeliverer | None = None
-_default_lock = threading.Lock()
-
-
-def default_deliverer() -> WebhookDeliverer:
-    """The process's deliverer (created on first use; ``configure()`` replaces it)."""
-    global _default
-    with _default_lock:
-        if _default is None:
-            _default = WebhookDeliverer()
-        return _default
-
-
-def set_default_deliverer(deliverer: WebhookDeliverer) -> None:
-    global _default
-    with _default_lock:
-        _default = deliverer

@@ -27,8 +27,8 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Collection, Sequence
-from typing import Any, Final
+from collections.abc import Collection, Sequence
+from typing import Any, Final, Protocol
 
 import structlog
 
@@ -51,8 +51,31 @@ __all__ = [
 _log = structlog.get_logger("otelhooks")
 
 RESULT_LIMIT: Final = 4096
-Redactor = Callable[[dict[str, Any]], dict[str, Any]]
-EmailResolver = Callable[[str], "str | None"]
+
+
+class Redactor(Protocol):
+    """Rewrites a webhook body before it leaves the process; returns the body to send.
+
+    Example:
+        >>> def drop_prompts(body: dict) -> dict:
+        ...     return {k: v for k, v in body.items() if k not in ("input", "userMessage")}
+        >>> oh = configure(redactors=[drop_prompts, truncate_results])
+    """
+
+    def __call__(self, data: dict[str, Any], /) -> dict[str, Any]: ...
+
+
+class EmailResolver(Protocol):
+    """Maps a user id to an email address (``None``: unknown), for webhooks that select
+    ``userEmail``; results are cached per user.
+
+    Example:
+        >>> oh = configure(email_resolver=lambda user_id: directory.get(user_id))
+    """
+
+    def __call__(self, user_id: str, /) -> str | None: ...
+
+
 _VALID_USER_ID: Final = re.compile(r"^[A-Za-z0-9_.:@\-]{1,128}$")
 _RESULT_KEYS: Final = ("content", "toolOutput", "toolResult")
 # What a structured tool result (LobeHub's) says besides its content: how it went.

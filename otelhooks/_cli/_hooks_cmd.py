@@ -11,17 +11,15 @@ payload) and the final verdict is printed.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
-import threading
 import types
 import typing
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from otelhooks._dispatch._chain import InterceptChain
     from otelhooks._events import EventSpec, HookEvent
     from otelhooks._hooks import Hook
+    from otelhooks._live import Verdict
 
 __all__ = ["add_parser", "sample_event"]
 
@@ -109,113 +107,56 @@ def sample_event(
     return model.model_validate(data), values
 
 
-def _call(hook: Hook, payload: HookEvent) -> Any:
-    action = hook.action
-    result = action(payload)
-    if asyncio.iscoroutine(result):
-        return asyncio.run(result)
-    return result
+def _command_detail(detail: object) -> list[str]:
+    """What a command hook did, from the note its action left (exit code, output, decision)."""
+    from otelhooks._actions._command import CommandDecision, CommandOutcome
 
-
-def _run_with_deadline(hook: Hook, payload: HookEvent) -> Any:
-    """Call a Python action on a daemon thread: one stuck past its deadline cannot keep the
-    command from exiting."""
-    box: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            box["result"] = _call(hook, payload)
-        except Exception as exc:
-            box["error"] = exc
-
-    thread = threading.Thread(target=target, name=f"otelhooks-test {hook.id}", daemon=True)
-    thread.start()
-    thread.join(hook.deadline_s)
-    if thread.is_alive():
-        raise TimeoutError(f"timed out after {hook.deadline_s:g}s")
-    if "error" in box:
-        raise box["error"]
-    return box.get("result")
-
-
-def _fire(hook: Hook, payload: HookEvent) -> tuple[Any, list[str]]:
-    """Run one hook. Returns (result or the exception, detail lines)."""
-    from otelhooks._actions import enqueues
-    from otelhooks._actions._command import CommandAction
-
-    action = hook.action
-    if isinstance(action, CommandAction):
-        outcome = action.run(payload)
-        decision = action.interpret(outcome, payload)
-        detail = [f"command: {action.argv()!r}"]
-        if outcome.start_error:
-            detail.append(outcome.start_error)
-        else:
-            code = "killed at the timeout" if outcome.timed_out else f"exit {outcome.exit_code}"
-            detail.append(f"{code} after {outcome.duration_s * 1000:.0f} ms")
-        for name, text, size in (
-            ("stdout", outcome.stdout, outcome.stdout_bytes),
-            ("stderr", outcome.stderr, outcome.stderr_bytes),
-        ):
-            shown = text.strip()
-            if shown:
-                cut = len(shown) > 500 or size > len(text.encode("utf-8", "replace"))
-                shown = shown[:500] + "…" if len(shown) > 500 else shown
-                detail.append(
-                    f"{name} ({size} bytes, shortened): {shown}" if cut else f"{name}: {shown}"
-                )
-        if decision.decision:
-            detail.append(f"decision: {decision.decision}")
-        if decision.updated_input is not None:
-            detail.append(f"updatedInput: {json.dumps(decision.updated_input)}")
-        if decision.problem:
-            error: Exception = (
-                TimeoutError(decision.problem)
-                if outcome.timed_out
-                else RuntimeError(decision.problem)
+    if not isinstance(detail, tuple) or len(detail) != 2:
+        return []
+    outcome, decision = detail
+    if not isinstance(outcome, CommandOutcome) or not isinstance(decision, CommandDecision):
+        return []
+    lines: list[str] = []
+    if outcome.start_error:
+        lines.append(outcome.start_error)
+    else:
+        code = "killed at the timeout" if outcome.timed_out else f"exit {outcome.exit_code}"
+        lines.append(f"{code} after {outcome.duration_s * 1000:.0f} ms")
+    for name, text, size in (
+        ("stdout", outcome.stdout, outcome.stdout_bytes),
+        ("stderr", outcome.stderr, outcome.stderr_bytes),
+    ):
+        shown = text.strip()
+        if shown:
+            cut = len(shown) > 500 or size > len(text.encode("utf-8", "replace"))
+            shown = shown[:500] + "…" if len(shown) > 500 else shown
+            lines.append(
+                f"{name} ({size} bytes, shortened): {shown}" if cut else f"{name}: {shown}"
             )
-            return error, detail
-        return decision.result, detail
-    if enqueues(action):
-        queued = action.enqueue(payload)
-        return _Queued(queued), ["queued for delivery" if queued else "dropped: queue full"]
-    try:
-        return _run_with_deadline(hook, payload), []
-    except Exception as exc:
-        return exc, []
+    if decision.decision:
+        lines.append(f"decision: {decision.decision}")
+    if decision.updated_input is not None:
+        lines.append(f"updatedInput: {json.dumps(decision.updated_input)}")
+    return lines
 
 
-class _Queued:
-    def __init__(self, queued: bool) -> None:
-        self.queued = queued
-
-
-def _flush_deliveries() -> None:
-    try:
-        from otelhooks._actions._webhook_delivery import default_deliverer
-    except ImportError:
-        return
-    default_deliverer().flush(30.0)
-
-
-def _verdict(chain: InterceptChain, original: HookEvent) -> str:
-    verdict = chain.verdict
+def _verdict_line(verdict: Verdict, original: HookEvent) -> str:
     if verdict.blocked:
         return f"verdict: blocked by {verdict.decided_by}: {verdict.reason}"
     if verdict.mock is not None:
         return f"verdict: mocked by {verdict.mocked_by}: {verdict.mock.content!r}"
-    if verdict.rewritten_by:
+    if verdict.rewritten_by and verdict.payload is not None:
         before = original.model_dump(mode="json", by_alias=True, fallback=str)
-        after = chain.payload.model_dump(mode="json", by_alias=True, fallback=str)
+        after = verdict.payload.model_dump(mode="json", by_alias=True, fallback=str)
         changed = {k: v for k, v in after.items() if before.get(k) != v}
         return f"verdict: allowed, rewritten by {', '.join(verdict.rewritten_by)}: {changed}"
     return "verdict: allowed"
 
 
 def _test(args: argparse.Namespace) -> int:
+    from otelhooks._actions._notes import collecting
     from otelhooks._config import load_config
-    from otelhooks._dispatch import HookRegistry
-    from otelhooks._dispatch._chain import InterceptChain
+    from otelhooks._engine import HooksEngine
     from otelhooks._errors import ConfigError
     from otelhooks._events import resolve_event
 
@@ -229,9 +170,8 @@ def _test(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"otelhooks hooks test: {exc}")
         return 2
-    registry = HookRegistry()
-    registry.register(loaded.hooks)
-    hooks = registry.match(spec.name, values)
+    engine = HooksEngine(loaded.hooks)
+    hooks = engine.registry.match(spec.name, values)
     shown = f"{args.event} ({spec.name})" if args.event != spec.name else spec.name
     where = f" for {values[0]}" if values != ("*",) else ""
     if not hooks:
@@ -239,41 +179,40 @@ def _test(args: argparse.Namespace) -> int:
         return 1
     count = "1 hook matches" if len(hooks) == 1 else f"{len(hooks)} hooks match"
     print(f"{count} {shown}{where}")
-    chain = InterceptChain(spec.name, payload, hooks) if spec.intercept else None
-    failed = queued = False
-    for position, hook in enumerate(hooks):
-        label = f"{hook.id} [{hook.action.kind}]"
-        if chain is not None and chain.skips(hook):
-            print(f"- {label}: skipped (the call is already blocked)")
-            continue
-        given = chain.before_call(hook) if chain is not None else payload
-        result, detail = _fire(hook, given)
-        stop = False
-        if isinstance(result, _Queued):
-            outcome = "queued" if result.queued else "dropped"
-            queued = queued or result.queued
-        elif isinstance(result, Exception):
-            failed = True
-            outcome = "timeout" if isinstance(result, TimeoutError) else "error"
-            detail.append(f"{type(result).__name__}: {result}")
-            if chain is not None:
-                stop, _ = chain.fail(hook, str(result), outcome)
-        elif chain is not None:
-            stop, outcome = chain.apply(hook, result)
-        else:
-            outcome = "ok"
-        print(f"- {label}: {outcome}")
-        for line in detail:
-            print(f"    {line}")
-        if stop:
-            for rest in hooks[position + 1 :]:
-                print(f"- {rest.id} [{rest.action.kind}]: not run (the chain has ended)")
-            break
-    if queued:
-        _flush_deliveries()
-    if chain is not None:
-        print(_verdict(chain, payload))
+    original = payload.model_copy(deep=True)
+    try:
+        with collecting() as notes:
+            verdict = engine.trial(spec.name, payload, values=values)
+        _report(hooks, verdict, notes)
+        if spec.intercept:
+            print(_verdict_line(verdict, original))
+    finally:
+        engine.shutdown(30.0)  # delivers what was queued, within the deadline
+    failed = any(step.outcome in ("error", "timeout") for step in verdict.steps)
     return 1 if failed else 0
+
+
+def _report(hooks: list[Hook], verdict: Verdict, notes: list[tuple[str, object]]) -> None:
+    steps = {step.hook_id: step for step in verdict.steps}
+    details: dict[str, list[str]] = {}
+    for hook_id, detail in notes:
+        details.setdefault(hook_id, []).extend(_command_detail(detail))
+    for hook in hooks:
+        label = f"{hook.id} [{hook.action.kind}]"
+        step = steps.get(hook.id)
+        if step is None:
+            print(f"- {label}: not run (the chain had ended)")
+            continue
+        print(f"- {label}: {step.outcome}")
+        lines = list(details.get(hook.id, ()))
+        if step.outcome == "queued":
+            lines.append("queued for delivery")
+        elif step.outcome == "dropped":
+            lines.append("dropped: queue full")
+        if step.error:
+            lines.append(step.error)
+        for line in lines:
+            print(f"    {line}")
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -16,7 +16,7 @@ from otelhooks._config._load import (
     inspect_config,
     load_config,
 )
-from otelhooks._config._native import import_handler, load_hook_files, load_hooks
+from otelhooks._config._native import import_handler
 
 __all__ = [
     "AGENT_EVENTS_POINTS",
@@ -32,6 +32,4 @@ __all__ = [
     "import_handler",
     "inspect_config",
     "load_config",
-    "load_hook_files",
-    "load_hooks",
 ]

@@ -7,9 +7,10 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from otelhooks._actions import build_hook as bind_hook
 from otelhooks._config._parse import Document, Loc
 from otelhooks._errors import ConfigError
-from otelhooks._hooks import Hook, coerce_hook
+from otelhooks._hooks import Hook
 
 __all__ = ["absolute_script", "build_hook", "import_handler", "problem_from"]
 
@@ -84,7 +85,7 @@ def build_hook(
     try:
         if prepare is not None:
             prepare(data)
-        return coerce_hook(data)
+        return bind_hook(data)
     except (Exception, SystemExit) as raw:
         exc = problem_from(raw)
     field = exc.field

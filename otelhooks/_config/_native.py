@@ -22,8 +22,7 @@ Example file (``hooks.yaml``)::
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 from otelhooks._config._build import absolute_script, build_hook, import_handler
@@ -31,7 +30,7 @@ from otelhooks._config._parse import Document, Loc
 from otelhooks._errors import ConfigError
 from otelhooks._hooks import Hook
 
-__all__ = ["hook_entries", "import_handler", "load_hook_files", "load_hook_list", "load_hooks"]
+__all__ = ["hook_entries", "import_handler", "load_hook_list"]
 
 
 def hook_entries(
@@ -91,22 +90,3 @@ def load_hook_list(doc: Document, errors: list[ConfigError]) -> list[Hook]:
         return hook_entries(doc, data.get("hooks"), ("hooks",), errors)
     errors.append(doc.error("expected a list of hooks or {'hooks': [...]}"))
     return []
-
-
-def load_hooks(path: str | Path) -> list[Hook]:
-    """Load and validate every hook in one file, of any supported format (all or nothing).
-
-    Raises:
-        ConfigError: the first problem (several: :class:`~otelhooks._config.ConfigErrors`).
-    """
-    from otelhooks._config._load import load_config
-
-    return list(load_config([path]).hooks)
-
-
-def load_hook_files(paths: Iterable[str | Path]) -> list[Hook]:
-    """Load several files; ids must be unique across all of them (kept for existing callers:
-    :func:`~otelhooks._config.load_config` also returns ``agent_events`` configs and sources)."""
-    from otelhooks._config._load import load_config
-
-    return list(load_config(list(paths)).hooks)

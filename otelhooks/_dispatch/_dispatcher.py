@@ -21,12 +21,17 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from otelhooks import _semconv as sc
-from otelhooks._actions import enqueues
 from otelhooks._dispatch._chain import InterceptChain
 from otelhooks._dispatch._registry import HookRegistry
-from otelhooks._errors import CriticalHookDeliveryError, HookError, HookTimeoutError
+from otelhooks._errors import (
+    CriticalHookDeliveryError,
+    DeadlinePassed,
+    HookError,
+    HookPoolExhaustedError,
+    HookTimeoutError,
+)
 from otelhooks._events import HookEvent
-from otelhooks._hooks import Hook
+from otelhooks._hooks import Hook, enqueues
 from otelhooks._live import HookStep, LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
@@ -40,19 +45,11 @@ __all__ = ["MAX_ABANDONED", "Dispatcher", "HookPoolExhaustedError"]
 MAX_ABANDONED = 64
 
 
-class HookPoolExhaustedError(RuntimeError):
-    """Too many handlers are stuck past their deadline to start another one."""
-
-
 _log = structlog.get_logger("otelhooks")
 
 
 def _run_coroutine(fn: Callable[..., Any], payload: HookEvent) -> Any:
     return asyncio.run(fn(payload))
-
-
-class DeadlinePassed(Exception):
-    """A hook ran past its deadline (distinct from a TimeoutError the hook raised itself)."""
 
 
 async def _within(awaitable: Any, timeout: float) -> Any:
@@ -95,7 +92,7 @@ class Dispatcher:
         # pipelines in one process keep their queues and metrics apart); None: the default.
         self.deliverer: WebhookDeliverer | None = None
         # Called for a deliverer when a notification is queued and none was set (the engine
-        # creates its own); without one, the action's own default.
+        # creates its own on first use, so pipelines without webhooks start no event loop).
         self.deliverer_factory: Callable[[], WebhookDeliverer] | None = None
         self._pool_size = pool_size
         self._pool: ThreadPoolExecutor | None = None
@@ -173,15 +170,19 @@ class Dispatcher:
         self, live: LiveEvent, dry_run: bool = False, call_webhooks: bool = True
     ) -> InterceptChain | None:
         matched = self.match(live)
+        notified: list[HookStep] = []
         if dry_run:
             # Notifications observe; a dry run decides only.
             hooks = [h for h in matched if not enqueues(h.action)]
         else:
-            hooks, live.critical = self._enqueue_notifications(live, matched)
-        chain = InterceptChain(live.name, live.payload(), hooks) if hooks else None
-        if chain is not None:
-            chain.dry_run = dry_run
-            chain.call_webhooks = call_webhooks
+            hooks, live.critical = self._enqueue_notifications(live, matched, notified)
+        if not hooks:
+            live.verdict = Verdict(matched=[h.id for h in matched], steps=notified)
+            return None
+        chain = InterceptChain(live.name, live.payload(), hooks)
+        chain.verdict.steps.extend(notified)
+        chain.dry_run = dry_run
+        chain.call_webhooks = call_webhooks
         return chain
 
     @staticmethod
@@ -195,7 +196,10 @@ class Dispatcher:
 
     @staticmethod
     def _end_chain(live: LiveEvent, chain: InterceptChain | None) -> Verdict:
-        live.verdict = chain.verdict if chain is not None else Verdict(payload=None)
+        if chain is not None:
+            live.verdict = chain.verdict
+        elif live.verdict is None:
+            live.verdict = Verdict()
         return live.verdict
 
     def _hook_returned(
@@ -246,31 +250,69 @@ class Dispatcher:
         return matched
 
     def _enqueue_notifications(
-        self, live: LiveEvent, hooks: list[Hook]
+        self, live: LiveEvent, hooks: list[Hook], steps: list[HookStep] | None = None
     ) -> tuple[list[Hook], CriticalHookDeliveryError | None]:
         """Hand hooks that deliver by themselves (notification webhooks) their event; return
         the others, and the critical failure to raise once they have run. Observation never
-        gates execution, also on intercept events."""
+        gates execution, also on intercept events. ``steps`` collects what became of each."""
         if not any(enqueues(h.action) for h in hooks):
             return hooks, None
         rest: list[Hook] = []
         failures: list[HookError] = []
         payload = live.payload()
-        if self.deliverer is None and self.deliverer_factory is not None:
-            self.deliverer = self.deliverer_factory()
+        deliverer = self.deliverer
+        if deliverer is None:
+            if self.deliverer_factory is not None:
+                deliverer = self.deliverer_factory()
+            else:
+                from otelhooks._actions._webhook_delivery import WebhookDeliverer
+
+                deliverer = WebhookDeliverer(metrics=self.metrics)
+            self.deliverer = deliverer
         for hook in hooks:
             action = hook.action
             if not enqueues(action):
                 rest.append(hook)
                 continue
+            outcome, problem = "queued", None
             try:
-                if not action.enqueue(payload, self.deliverer):
+                if not action.enqueue(payload, deliverer):
+                    outcome = "dropped"
                     self._record(hook, "dropped", None)
             except Exception as exc:
+                outcome, problem = "error", scrub(str(exc))
                 self._record(hook, "error", None)
-                _log.warning("hook delivery failed", hook_id=hook.id, error=scrub(str(exc)))
+                _log.warning("hook delivery failed", hook_id=hook.id, error=problem)
                 failures.append(HookError(str(exc), hook_id=hook.id, event=live.name))
+            if steps is not None:
+                steps.append(HookStep(hook.id, hook.action.kind, outcome, problem))
         return rest, CriticalHookDeliveryError(failures, event=live.name) if failures else None
+
+    def observe_now(self, live: LiveEvent) -> Verdict:
+        """Run the observers of ``live`` on this thread, each under its deadline, and say what
+        each did (``otelhooks hooks test``); notification webhooks are queued as usual."""
+        matched = self.match(live)
+        steps: list[HookStep] = []
+        rest, critical = self._enqueue_notifications(live, matched, steps)
+        payload = live.payload()
+        for hook in rest:
+            started = time.perf_counter()
+            outcome, problem = "ok", None
+            try:
+                self._call_with_deadline(hook, payload)
+            except (DeadlinePassed, HookTimeoutError) as exc:
+                outcome = "timeout"
+                problem = (
+                    f"timed out after {hook.deadline_s:g}s"
+                    if isinstance(exc, DeadlinePassed)
+                    else scrub(str(exc))
+                )
+            except Exception as exc:
+                outcome, problem = "error", scrub(f"{type(exc).__name__}: {exc}")
+            self._record(hook, outcome, time.perf_counter() - started)
+            steps.append(HookStep(hook.id, hook.action.kind, outcome, problem))
+        live.critical = critical
+        return Verdict(payload=payload, matched=[h.id for h in matched], steps=steps)
 
     def flush(self, timeout_s: float = 30.0) -> bool:
         """Wait until every queued observer event has been handled (or the deadline passes)."""

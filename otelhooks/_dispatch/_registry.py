@@ -19,9 +19,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from otelhooks._actions import build_hook
 from otelhooks._errors import ConfigError
 from otelhooks._hooks import Hook
 from otelhooks._matchers import MatchKind
+from otelhooks._redact import register_env_secrets
 
 __all__ = ["HookRegistry"]
 
@@ -152,9 +154,11 @@ class HookRegistry:
         Raises:
             ConfigError: a hook is invalid or its id is already registered in that scope.
         """
-        from otelhooks._hooks import coerce_hook
-
-        new = [coerce_hook(h) for h in hooks]
+        new = [build_hook(h) for h in hooks]
+        for hook in new:
+            # A webhook's allowedEnvVars hold tokens: known secrets from the moment the hook can
+            # fire, so an error quoting one (a command printing its environment) is scrubbed.
+            register_env_secrets(getattr(hook.action, "secret_env", ()))
         with self._lock:
             current = self._ops.get(operation_id, _EMPTY) if operation_id else self._global
             seen = {h.id for _, h in current.hooks}

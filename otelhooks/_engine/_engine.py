@@ -79,6 +79,10 @@ class HooksEngine:
         # find this engine's deliverer through the dispatcher, never a process-wide one.
         self._dispatcher.deliverer_factory = lambda: self.deliverer
         self._owns_deliverer = False
+        # Instrumentation scopes whose spans this engine saw start (AgentTracer's): their events
+        # were dispatched already, so a span processor must not map them again. Held by identity,
+        # so spans received from elsewhere under the same scope name still count as foreign.
+        self._own_scopes: tuple[object, ...] = ()
         if hooks:
             self.registry.register(hooks)
 
@@ -115,6 +119,13 @@ class HooksEngine:
             self._owns_deliverer = True
         return deliverer
 
+    @deliverer.setter
+    def deliverer(self, deliverer: WebhookDeliverer) -> None:
+        """Deliver this engine's notification webhooks through ``deliverer`` (its owner shuts it
+        down; the engine only flushes what it created itself)."""
+        self._dispatcher.deliverer = deliverer
+        self._owns_deliverer = False
+
     def register(
         self, hooks: Iterable[Hook | Mapping[str, Any]], *, operation_id: str | None = None
     ) -> list[Hook]:
@@ -124,6 +135,15 @@ class HooksEngine:
     def matches(self, event: str, values: tuple[str, ...], operation_id: str | None = None) -> bool:
         """Whether any hook matches ``event`` now (a cached lookup: cheap on the hot path)."""
         return self.registry.any_match(event, values, operation_id=operation_id)
+
+    def claim_scope(self, scope: object) -> None:
+        """Mark the spans of an instrumentation scope object as dispatched by this engine."""
+        if scope is not None and not self.is_own_scope(scope):
+            self._own_scopes = (*self._own_scopes, scope)
+
+    def is_own_scope(self, scope: object) -> bool:
+        """Whether spans of ``scope`` (the object, not its name) were dispatched here."""
+        return any(scope is own for own in self._own_scopes)
 
     # -- events as payloads ----------------------------------------------------------------------
 
@@ -153,6 +173,7 @@ class HooksEngine:
         live = self._live(event, payload, values, operation_id)
         verdict = self.start(live)
         self.end(live)
+        _raise_critical(live)
         return verdict
 
     async def adispatch(
@@ -167,6 +188,7 @@ class HooksEngine:
         live = self._live(event, payload, values, operation_id)
         verdict = await self.astart(live)
         self.end(live)
+        _raise_critical(live)
         return verdict
 
     def decide(
@@ -206,6 +228,25 @@ class HooksEngine:
         return await self._dispatcher.intercept_async(
             live, dry_run=True, call_webhooks=call_webhooks
         )
+
+    def trial(
+        self,
+        event: str,
+        payload: HookEvent | Mapping[str, Any],
+        *,
+        values: tuple[str, ...] | None = None,
+    ) -> Verdict:
+        """Fire every hook that matches ``event`` once, for real, and say what each did.
+
+        Interceptors form the live chain (commands run, control webhooks are called); observers
+        run on this thread instead of the queue, so their outcome is known; notification
+        webhooks are queued on the engine's deliverer. ``Verdict.steps`` has one entry per hook
+        that ran or was queued. This is ``otelhooks hooks test``.
+        """
+        live = self._live(event, payload, values, None)
+        if EVENTS[live.name].intercept:
+            return self._dispatcher.intercept(live)
+        return self._dispatcher.observe_now(live)
 
     @staticmethod
     def _live(
@@ -286,3 +327,9 @@ class HooksEngine:
 
 # Returned for every event no hook matched (the hot path allocates nothing); callers only read it.
 _NO_HOOKS = Verdict()
+
+
+def _raise_critical(live: LiveEvent) -> None:
+    if live.critical is not None:
+        critical, live.critical = live.critical, None
+        raise critical

@@ -22,7 +22,7 @@ import structlog
 import yaml
 from opentelemetry.sdk.trace import SpanProcessor
 
-from otelhooks._config import AgentEventsConfig, load_hook_files
+from otelhooks._config import AgentEventsConfig, load_config
 from otelhooks._errors import ConfigError
 from otelhooks._eventlog._agent_events import AgentEvents, NoticeSink
 from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS, EventLogApp
@@ -260,7 +260,7 @@ def serve(
     is False, for :meth:`EventLogServer.serve_forever`).
 
     ``kind: agent_events`` files become event logs with their observer hooks; other files are
-    hook lists (:func:`~otelhooks._config.load_hook_files`). Without any ``agent_events``
+    hook lists (:func:`~otelhooks.load_config`). Without any ``agent_events``
     file one default in-memory log is served. Received spans run through one
     :class:`HookSpanProcessor` holding all those hooks, then through ``span_processors``.
 
@@ -273,7 +273,7 @@ def serve(
     paths = [Path(p) for p in hook_files]
     configs = [load_agent_events(p) for p in paths if _is_agent_events(p)]
     hook_lists = [p for p in paths if not _is_agent_events(p)]
-    hooks = load_hook_files(hook_lists)
+    hooks = load_config(hook_lists).hooks if hook_lists else ()
     if not configs:
         configs = [AgentEventsConfig()]
     names = [c.name for c in configs]

@@ -8,11 +8,11 @@ kept equal, so a user of either system reads the names they know.
 
 from __future__ import annotations
 
-import time
-from random import getrandbits
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+
+from otelhooks._sources import SOURCES
 
 __all__ = [
     "AfterCallAgentEvent",
@@ -55,19 +55,11 @@ __all__ = [
 
 
 def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-_UUID4_CLEAR: Final = ~((0xF000 << 64) | (0xC000 << 48))
-_UUID4_SET: Final = (0x4000 << 64) | (0x8000 << 48)
+    return SOURCES.now_ms()
 
 
 def _event_id() -> str:
-    """A random UUID v4 as 32 hex digits (what ``uuid.uuid4().hex`` gives), at a sixth of the
-    cost: ``uuid4`` reads ``os.urandom`` and builds a ``UUID`` for every event. The id is a
-    receiver's idempotency key, unique, not secret, so the ``random`` generator is enough (it is
-    reseeded in a forked child)."""
-    return f"{(getrandbits(128) & _UUID4_CLEAR) | _UUID4_SET:032x}"
+    return SOURCES.event_id()
 
 
 class HookEvent(BaseModel):
@@ -76,7 +68,10 @@ class HookEvent(BaseModel):
     ``eventId`` is stable for the event and serves receivers as an idempotency key.
     """
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, validate_assignment=False)
+    # defer_build: the 36 schemas are built on first use, not at import (0.4 s of `import`).
+    model_config = ConfigDict(
+        extra="allow", populate_by_name=True, validate_assignment=False, defer_build=True
+    )
 
     event: str
     eventId: str = Field(default_factory=_event_id)

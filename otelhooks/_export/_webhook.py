@@ -11,15 +11,19 @@ webhook deliverer, never in ``export``: an exporter must not block its processor
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from otelhooks._actions import enqueues
 from otelhooks._dispatch import HookRegistry
-from otelhooks._hooks import Hook
+from otelhooks._engine import HooksEngine
+from otelhooks._errors import ConfigError
+from otelhooks._hooks import Hook, enqueues
 from otelhooks._span_mapping import events_from_foreign_span
+
+if TYPE_CHECKING:
+    from otelhooks._actions._webhook_delivery import WebhookDeliverer
 
 __all__ = ["WebhookSpanExporter"]
 
@@ -30,6 +34,8 @@ class WebhookSpanExporter(SpanExporter):
     Args:
         hooks: webhook hooks (``{id, type, matcher, webhook}``); control hooks make no sense
             here (the tool already ran) and are refused.
+        deliverer: where the webhooks deliver (the exporter's own engine creates one when
+            omitted, and shuts it down with the exporter).
 
     Example:
         >>> from opentelemetry.sdk.trace.export import BatchSpanProcessor
@@ -39,13 +45,15 @@ class WebhookSpanExporter(SpanExporter):
         >>> provider.add_span_processor(BatchSpanProcessor(exporter))
     """
 
-    def __init__(self, hooks: Iterable[Hook | Mapping[str, Any]]) -> None:
-        self.registry = HookRegistry()
-        registered = self.registry.register(hooks)
-        for hook in registered:
+    def __init__(
+        self,
+        hooks: Iterable[Hook | Mapping[str, Any]],
+        *,
+        deliverer: WebhookDeliverer | None = None,
+    ) -> None:
+        self.engine = HooksEngine(deliverer=deliverer)
+        for hook in self.engine.register(hooks):
             if not enqueues(hook.action):
-                from otelhooks._errors import ConfigError
-
                 raise ConfigError(
                     "a WebhookSpanExporter takes notification webhooks only",
                     hook_id=hook.id,
@@ -53,25 +61,21 @@ class WebhookSpanExporter(SpanExporter):
                 )
         self._shutdown = False
 
+    @property
+    def registry(self) -> HookRegistry:
+        return self.engine.registry
+
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         if self._shutdown:
             return SpanExportResult.FAILURE
         for span in spans:
             for live in events_from_foreign_span(span):
-                hooks = self.registry.match(live.name, live.values)
-                if not hooks:
-                    continue
-                payload = live.payload()
-                for hook in hooks:
-                    action = hook.action
-                    if enqueues(action):
-                        action.enqueue(payload)
+                self.engine.observe(live)  # a bounded-queue append per matching webhook
         return SpanExportResult.SUCCESS
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        from otelhooks._actions._webhook_delivery import default_deliverer
-
-        return default_deliverer().flush(timeout_millis / 1000)
+        return self.engine.flush(timeout_millis / 1000)
 
     def shutdown(self) -> None:
         self._shutdown = True
+        self.engine.shutdown()

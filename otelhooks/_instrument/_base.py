@@ -13,43 +13,53 @@ import traceback
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Self
+from typing import TYPE_CHECKING, Any, Protocol, Self
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.sdk.trace import Span as SdkSpan
-from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode
 
 from otelhooks import _semconv as sc
 from otelhooks._capture import capture_from_env
+from otelhooks._engine import HooksEngine
 from otelhooks._events import HookEvent
-from otelhooks._live import LIVE_EVENT_KEY, LiveEvent, Verdict
+from otelhooks._live import LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
-from otelhooks._processor import HookSpanProcessor
 from otelhooks._redact import scrub
-from otelhooks._span_mapping import apply_verdict
+from otelhooks._span_mapping import verdict_attributes
 
 if TYPE_CHECKING:
     from otelhooks._instrument._operation import Operation
 
-__all__ = ["AgentTracer", "SpanScope"]
+__all__ = ["AgentTracer", "SpanScope", "record_verdict"]
+
+
+class _HasEngine(Protocol):
+    """What ``AgentTracer(hooks=...)`` needs of a hook processor: its engine."""
+
+    @property
+    def engine(self) -> HooksEngine: ...
 
 
 class AgentTracer:
     """The runtime-facing API: creates operations, whose scopes create every other span.
 
+    Every lifecycle event goes to one :class:`~otelhooks.HooksEngine` as its span starts and
+    ends; the tracer never relies on a span processor to see it, so hooks hold whatever the
+    sampler decides and whichever processors the provider has.
+
     Args:
         tracer_provider: the provider to create spans on (the global one when omitted).
-        hooks: the :class:`HookSpanProcessor` on that provider; hooks fire through it, and
-            directly when a span is sampled out, so interceptors hold whatever the sampler says.
-        metrics: where agent metrics are recorded (the hook processor's when omitted).
+        engine: the hooks engine (a new, empty one when omitted).
+        hooks: instead of ``engine``: a :class:`~otelhooks.HookSpanProcessor` whose engine to use.
+        metrics: where agent metrics are recorded (the engine's when omitted).
         capture_content: record prompts, completions, tool arguments and results as span
             attributes. Off by default; ``OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true``
             turns it on.
 
     Example:
-        >>> tracer = AgentTracer(hooks=HookSpanProcessor())
+        >>> engine = HooksEngine()
+        >>> tracer = AgentTracer(engine=engine)
         >>> with tracer.operation("helper") as op, op.step() as step:
         ...     result = step.run_tool("calc", "add", {"a": 1, "b": 2}, lambda a, b: a + b)
     """
@@ -58,18 +68,19 @@ class AgentTracer:
         self,
         *,
         tracer_provider: trace.TracerProvider | None = None,
-        hooks: HookSpanProcessor | None = None,
+        engine: HooksEngine | None = None,
+        hooks: _HasEngine | None = None,
         metrics: AgentMetrics | None = None,
         capture_content: bool | None = None,
     ) -> None:
         provider = tracer_provider or trace.get_tracer_provider()
         self._tracer = provider.get_tracer("otelhooks", schema_url=None)
-        self.hooks = hooks
-        if metrics is None:
-            metrics = hooks.dispatcher.metrics if hooks is not None else AgentMetrics()
-        self.metrics = metrics
+        if engine is None:
+            engine = hooks.engine if hooks is not None else HooksEngine(metrics=metrics)
+        self.engine = engine
+        self._scope_claimed = False
+        self.metrics = metrics if metrics is not None else engine.metrics
         self.capture_content = capture_from_env() if capture_content is None else capture_content
-        self._provider = provider if isinstance(provider, TracerProvider) else None
 
     def operation(self, agent: str, **options: Any) -> Operation:
         """One agent run: the root ``invoke_agent {agent}`` span. See :class:`Operation`."""
@@ -99,43 +110,47 @@ class AgentTracer:
         links: Sequence[Link] = (),
         parent: otel_context.Context | None = None,
     ) -> Span:
-        base = parent if parent is not None else otel_context.get_current()
-        ctx = otel_context.set_value(LIVE_EVENT_KEY, live, base)
+        """Start the span of ``live`` and dispatch it: interceptors run now (unless the caller
+        awaits them: ``live.deferred``), observers are queued, and what the hooks did is
+        written on the span."""
         span = self._tracer.start_span(
-            name, context=ctx, kind=kind, attributes=attributes, links=links
+            name, context=parent, kind=kind, attributes=attributes, links=links
         )
-        if live.span_context is None:
-            live.span_context = span.get_span_context()
-        if not live.handled and self.hooks is not None:
-            # Sampled out, or the processor is not on this provider: dispatch directly.
-            self.hooks.start_event(live, span if isinstance(span, SdkSpan) else None)
+        live.span_context = span.get_span_context()
+        if not self._scope_claimed:
+            # Spans of this scope object are dispatched here; processors on the engine skip them.
+            self.engine.claim_scope(getattr(span, "instrumentation_scope", None))
+            self._scope_claimed = True
+        if not live.deferred:
+            record_verdict(span, live.name, self.engine.start(live))
         return span
 
     def matches(self, event: str, values: tuple[str, ...], operation_id: str | None) -> bool:
         """Whether any registered hook matches ``event`` now (a cached lookup)."""
-        hooks = self.hooks
-        return hooks is not None and hooks.registry.any_match(
-            event, values, operation_id=operation_id
-        )
+        return self.engine.matches(event, values, operation_id)
 
     def end_events(self, live: LiveEvent) -> None:
-        if self.hooks is not None and not live.processed:
-            self.hooks.end_event(live)
+        self.engine.end(live)
 
     def intercept_inline(self, live: LiveEvent) -> Verdict:
         """Run interceptors of an event that is not a span start (``tool_result_persist``)."""
-        if self.hooks is None:
-            return Verdict()
-        return self.hooks.dispatcher.intercept(live)
+        return self.engine.start(live)
 
     async def intercept_inline_async(self, live: LiveEvent) -> Verdict:
-        if self.hooks is None:
-            return Verdict()
-        return await self.hooks.dispatcher.intercept_async(live)
+        return await self.engine.astart(live)
 
     def observe(self, live: LiveEvent) -> None:
-        if self.hooks is not None:
-            self.hooks.dispatcher.observe(live)
+        """Queue a point event for its observers; raise a ``fallback: none`` failure."""
+        self.engine.observe(live)
+        if live.critical is not None:
+            critical, live.critical = live.critical, None
+            raise critical
+
+
+def record_verdict(span: Span, event: str, verdict: Verdict) -> None:
+    """Write what the hooks of ``event`` did on its span (nothing when none matched)."""
+    if verdict.matched and span.is_recording():
+        span.set_attributes(verdict_attributes(event, verdict))
 
 
 class SpanScope(ABC):
@@ -233,12 +248,8 @@ class SpanScope(ABC):
 
     async def __aenter__(self) -> Self:
         self._open(deferred=True)
-        verdict = None
-        if self.live.deferred and self.tracer.hooks is not None:
-            verdict = await self.tracer.hooks.dispatcher.intercept_async(self.live)
-            if verdict.matched:
-                self.span.set_attribute(sc.HOOK_MATCHED, verdict.matched)
-                apply_verdict(self.span, self.live.name, verdict)
+        verdict = await self.tracer.engine.astart(self.live)
+        record_verdict(self.span, self.live.name, verdict)
         self._after_verdict(verdict)
         return self
 

@@ -25,11 +25,10 @@ from otelhooks._events import (
     resolve_event,
 )
 from otelhooks._hooks import Hook
-from otelhooks._instrument._base import AgentTracer, SpanScope
+from otelhooks._instrument._base import AgentTracer, SpanScope, record_verdict
 from otelhooks._instrument._step import Step
 from otelhooks._live import LiveEvent, Verdict
 from otelhooks._redact import error_text
-from otelhooks._span_mapping import apply_verdict
 
 __all__ = ["CompleteReason", "Operation"]
 
@@ -113,9 +112,7 @@ class Operation(SpanScope):
 
     def _open(self, *, deferred: bool) -> None:
         if self._hooks:
-            if self.tracer.hooks is None:
-                raise ConfigError("per-operation hooks need a HookSpanProcessor", field="hooks")
-            self.tracer.hooks.registry.register(self._hooks, operation_id=self.operation_id)
+            self.tracer.engine.register(self._hooks, operation_id=self.operation_id)
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
             sc.GEN_AI_PROVIDER_NAME: self.provider,
@@ -226,8 +223,8 @@ class Operation(SpanScope):
         try:
             super()._finish()
         finally:
-            if self._hooks and self.tracer.hooks is not None:
-                self.tracer.hooks.registry.unregister(self.operation_id)
+            if self._hooks:
+                self.tracer.engine.registry.unregister(self.operation_id)
 
     # -- children --------------------------------------------------------------------------------
 
@@ -285,13 +282,8 @@ class Operation(SpanScope):
             >>> sent = await op.asend_message("slack", "#ops", "deploy done", deliver=apost)
         """
         message = _Message(self, channel, target, content, metadata, deferred=True)
-        verdict = Verdict()
-        hooks = self.tracer.hooks
-        if message.live.deferred and hooks is not None:
-            verdict = await hooks.dispatcher.intercept_async(message.live)
-            if verdict.matched:
-                message.span.set_attribute(sc.HOOK_MATCHED, verdict.matched)
-                apply_verdict(message.span, message.live.name, verdict)
+        verdict = await self.tracer.engine.astart(message.live)
+        record_verdict(message.span, message.live.name, verdict)
         final = message.decide(verdict)
         try:
             if final is not None and deliver is not None:

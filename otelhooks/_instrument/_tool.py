@@ -184,10 +184,10 @@ class ToolCall(SpanScope):
 
     def _record_observers(self) -> None:
         """List every hook that matched this call (interceptors and later observers) on the span."""
-        hooks = self.tracer.hooks
-        if hooks is None or not hooks.registry.has_any() or not self.span.is_recording():
+        registry = self.tracer.engine.registry
+        if not registry.has_any() or not self.span.is_recording():
             return
-        ids = hooks.registry.matched_ids(
+        ids = registry.matched_ids(
             _TOOL_EVENTS, self._values, operation_id=self.step.operation.operation_id
         )
         if ids:

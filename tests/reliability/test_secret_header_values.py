@@ -20,7 +20,7 @@ import pytest
 import structlog
 
 from otelhooks import ToolResult
-from otelhooks._actions._webhook_delivery import WebhookDeliverer, set_default_deliverer
+from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from tests._webhook_server import Reply, WebhookServer, webhook_server
 from tests.conftest import Pipeline
 
@@ -97,7 +97,7 @@ def test_a_notification_is_dropped_at_once_as_a_configuration_error_without_the_
         retry_deadline_s=30.0,
         outbox_path=Path(tempfile.mkdtemp()) / "outbox.sqlite3",
     )
-    set_default_deliverer(deliverer)
+    pipe.hooks.engine.deliverer = deliverer
     pipe.register({"id": "notify", "type": "afterToolCall", "webhook": webhook(server, "/n")})
     try:
         with structlog.testing.capture_logs() as logs:

@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otelhooks import AgentMetrics, AgentTracer, CountingBatchSpanProcessor, HookSpanProcessor
 from otelhooks._actions._outbox import Outbox
 from otelhooks._actions._webhook_config import WebhookConfig
-from otelhooks._actions._webhook_delivery import WebhookDeliverer, set_default_deliverer
+from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from otelhooks._actions._webhook_http import CONTROL_RESPONSE_LIMIT
 from otelhooks._runtime import (
     AgentResult,
@@ -150,7 +150,7 @@ def faulty_run(
             retry_deadline_s=RETRY_DEADLINE_S,
             outbox_path=tmp_path_factory.mktemp("outbox") / "outbox.sqlite3",
         )
-        set_default_deliverer(deliverer)
+        hooks.engine.deliverer = deliverer
         webhook = {"timeout": TIMEOUT_S}
         hooks.register(
             [

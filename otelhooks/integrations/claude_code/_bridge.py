@@ -54,7 +54,6 @@ from otelhooks._events import (
     resolve_event,
 )
 from otelhooks._hooks import Hook
-from otelhooks._live import LiveEvent
 from otelhooks._setup import configure
 from otelhooks.integrations.claude_code._common import (
     AGENT,
@@ -110,13 +109,13 @@ class ClaudeCodeBridge:
             set_global=False,
             structured_logging=False,
         )
-        self.dispatcher = self.oh.hooks.dispatcher
-        self.observe = observer(self.dispatcher)
+        self.engine = self.oh.engine
+        self.observe = observer(self.engine)
         resource = Resource.create({"service.name": service_name})
         self.writer = SpanWriter(exporters, resource)
         self.tools = ToolUses(
             state=state,
-            dispatcher=self.dispatcher,
+            engine=self.engine,
             observe=self.observe,
             writer=self.writer,
             deny_mode=deny_mode,
@@ -220,10 +219,8 @@ class ClaudeCodeBridge:
             fullPrompt=prompt,
             metadata={k: payload.get(k) for k in ("cwd", "permission_mode", "transcript_path")},
         )
-        verdict = self.dispatcher.intercept(
-            LiveEvent(
-                "before_agent_start", lambda: event, values=(AGENT,), operation_id=op.operation_id
-            )
+        verdict = self.engine.dispatch(
+            "before_agent_start", event, values=(AGENT,), operation_id=op.operation_id
         )
         if not verdict.blocked:
             return HookResponse()

@@ -9,10 +9,9 @@ from typing import Any, Literal
 
 import structlog
 
-from otelhooks._dispatch import Dispatcher
+from otelhooks._engine import HooksEngine
 from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._events import HookEvent
-from otelhooks._live import LiveEvent
 
 __all__ = ["AGENT", "DenyMode", "HookResponse", "Observe", "observer", "text"]
 
@@ -37,13 +36,12 @@ def text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
 
 
-def observer(dispatcher: Dispatcher) -> Observe:
-    """Queue an observer event (payload already built) on ``dispatcher``."""
+def observer(engine: HooksEngine) -> Observe:
+    """Queue an observer event (payload already built) on ``engine``."""
 
     def observe(event: str, payload: HookEvent, values: tuple[str, ...]) -> None:
-        live = LiveEvent(event, lambda: payload, values=values, operation_id=payload.operationId)
         try:
-            dispatcher.observe(live)
+            engine.dispatch(event, payload, values=values)
         except CriticalHookDeliveryError:
             _log.exception("critical hook delivery failed", event=event)
 

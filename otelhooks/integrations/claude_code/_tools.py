@@ -12,11 +12,10 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from opentelemetry.trace import INVALID_SPAN_CONTEXT, NonRecordingSpan
 from opentelemetry.util import types
 
 from otelhooks import _semconv as sc
-from otelhooks._dispatch import Dispatcher
+from otelhooks._engine import HooksEngine
 from otelhooks._events import (
     AfterToolCallEvent,
     ToolCallDeniedEvent,
@@ -25,8 +24,8 @@ from otelhooks._events import (
     ToolResult,
 )
 from otelhooks._fingerprint import canonical_json, fnv1a_64
-from otelhooks._live import LiveEvent, Verdict
-from otelhooks._span_mapping import apply_verdict
+from otelhooks._live import Verdict
+from otelhooks._span_mapping import verdict_attributes
 from otelhooks.integrations.claude_code._common import (
     AGENT,
     DenyMode,
@@ -45,23 +44,6 @@ from otelhooks.integrations.claude_code._state import BridgeState, OpenTool
 __all__ = ["ToolUses"]
 
 
-class _AttributeSink(NonRecordingSpan):
-    """Collects what :func:`apply_verdict` writes, for a span that is created later."""
-
-    def __init__(self) -> None:
-        super().__init__(INVALID_SPAN_CONTEXT)
-        self.attributes: dict[str, types.AttributeValue] = {}
-
-    def is_recording(self) -> bool:
-        return True
-
-    def set_attributes(self, attributes: Mapping[str, types.AttributeValue]) -> None:
-        self.attributes.update(attributes)
-
-    def set_attribute(self, key: str, value: types.AttributeValue) -> None:
-        self.attributes[key] = value
-
-
 def _args(payload: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
     """(tool name, tool input, tool use id) of a tool event."""
     name = str(payload.get("tool_name") or "tool")
@@ -78,14 +60,14 @@ class ToolUses:
         self,
         *,
         state: BridgeState,
-        dispatcher: Dispatcher,
+        engine: HooksEngine,
         observe: Observe,
         writer: SpanWriter,
         deny_mode: DenyMode,
         capture: bool,
     ) -> None:
         self.state = state
-        self.dispatcher = dispatcher
+        self.engine = engine
         self.observe = observe
         self.writer = writer
         self.deny_mode = deny_mode
@@ -153,22 +135,17 @@ class ToolUses:
             )
         )
 
-    def _verdict_attributes(self, verdict: Verdict) -> dict[str, types.AttributeValue]:
-        sink = _AttributeSink()
-        if verdict.matched:
-            sink.set_attribute(sc.HOOK_MATCHED, tuple(verdict.matched))
-            apply_verdict(sink, "before_tool_call", verdict)
-        return sink.attributes
+    @staticmethod
+    def _verdict_attributes(verdict: Verdict) -> dict[str, types.AttributeValue]:
+        return verdict_attributes("before_tool_call", verdict) if verdict.matched else {}
 
     def pre(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
         op = self.state.current_operation(session)
         tool_name, args, use_id = _args(payload)
         tool = self.state.start_tool(op, use_id, tool_name, args)
         event = ToolCallEvent(**self._tool_event(tool))
-        verdict = self.dispatcher.intercept(
-            LiveEvent(
-                "before_tool_call", lambda: event, values=(tool_name,), operation_id=op.operation_id
-            )
+        verdict = self.engine.dispatch(
+            "before_tool_call", event, values=(tool_name,), operation_id=op.operation_id
         )
         attrs = self._verdict_attributes(verdict)
         if verdict.blocked or verdict.mock is not None:

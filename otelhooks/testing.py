@@ -1,0 +1,221 @@
+"""Helpers for testing your own hooks the way otelhooks tests its own.
+
+- :func:`pipeline`: a complete in-memory pipeline (``configure()`` with an in-memory span
+  exporter and metric reader, nothing global, nothing on the network), with the spans and metric
+  totals it recorded.
+- :func:`capture_events`: every lifecycle event an engine dispatches, as payloads.
+- :func:`deterministic`: sequential event ids and a stepping clock for payloads, and
+  :class:`SequentialIdGenerator` for trace and span ids, so recorded output can be compared whole.
+
+With pytest, the ``otelhooks_pipeline`` fixture (registered by the package's pytest plugin) gives
+a fresh :class:`TestPipeline` per test.
+
+Example:
+    >>> from otelhooks import Block
+    >>> from otelhooks.testing import pipeline
+    >>> guard = {"id": "no-rm", "type": "beforeToolCall", "matcher": "rm",
+    ...          "handler": lambda event: Block("rm is not allowed")}
+    >>> with pipeline(hooks=[guard]) as pipe:
+    ...     with pipe.oh.operation("helper") as op, op.step() as step:
+    ...         result = step.run_tool("", "rm", {"path": "/"}, lambda path: "removed")
+    ...     pipe.spans("execute_tool rm")[0].attributes["otelhooks.hook.decision"]
+    'deny'
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.sdk.metrics.export import (
+    HistogramDataPoint,
+    InMemoryMetricReader,
+    NumberDataPoint,
+)
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.sdk.trace.id_generator import IdGenerator
+
+from otelhooks._engine import HooksEngine
+from otelhooks._events import EVENTS, HookEvent
+from otelhooks._hooks import Hook
+from otelhooks._setup import OtelHooks, configure
+from otelhooks._sources import SOURCES
+
+__all__ = [
+    "EventCapture",
+    "SequentialIdGenerator",
+    "TestPipeline",
+    "capture_events",
+    "deterministic",
+    "pipeline",
+]
+
+
+@dataclass
+class TestPipeline:
+    """What :func:`pipeline` set up, and what it recorded.
+
+    Attributes:
+        oh: the configured pipeline (``oh.operation(...)``, ``oh.register(...)``, ``oh.engine``).
+        exporter: the in-memory span exporter.
+        reader: the in-memory metric reader.
+    """
+
+    __test__ = False  # a helper, not a test class, for pytest's collector
+
+    oh: OtelHooks
+    exporter: InMemorySpanExporter
+    reader: InMemoryMetricReader
+
+    def spans(self, name: str | None = None) -> list[ReadableSpan]:
+        """Ended spans (named ``name`` only, when given), after exporting what is queued."""
+        self.oh.force_flush(10.0)
+        spans = list(self.exporter.get_finished_spans())
+        return [s for s in spans if s.name == name] if name is not None else spans
+
+    def metric_total(self, name: str, attributes: Mapping[str, Any] | None = None) -> float:
+        """A counter's sum, or a histogram's count, over the points whose attributes include
+        ``attributes``."""
+        self.oh.engine.flush(10.0)  # observers count their invocations when they have run
+        data = self.reader.get_metrics_data()
+        total = 0.0
+        wanted = dict(attributes or {})
+        for resource in data.resource_metrics if data is not None else ():
+            for scope in resource.scope_metrics:
+                for metric in scope.metrics:
+                    if metric.name != name:
+                        continue
+                    for point in metric.data.data_points:
+                        attrs = dict(point.attributes or {})
+                        if not all(attrs.get(k) == v for k, v in wanted.items()):
+                            continue
+                        if isinstance(point, NumberDataPoint):
+                            total += point.value
+                        elif isinstance(point, HistogramDataPoint):
+                            total += point.count
+        return total
+
+    def close(self) -> None:
+        self.oh.shutdown(10.0)
+
+
+@contextmanager
+def pipeline(
+    *,
+    hooks: Iterable[Hook | Mapping[str, Any]] = (),
+    capture_content: bool = False,
+    service_name: str = "otelhooks-test",
+) -> Iterator[TestPipeline]:
+    """A complete pipeline in memory: no global providers, no OTLP, no structlog changes.
+
+    Args:
+        hooks: global hooks to register.
+        capture_content: record prompts, arguments and results on spans and webhook bodies.
+        service_name: ``service.name`` of the resource.
+    """
+    exporter = InMemorySpanExporter()
+    reader = InMemoryMetricReader()
+    oh = configure(
+        service_name=service_name,
+        hooks=hooks,
+        otlp=False,
+        span_exporters=[exporter],
+        metric_readers=[reader],
+        capture_content=capture_content,
+        set_global=False,
+        structured_logging=False,
+    )
+    pipe = TestPipeline(oh, exporter, reader)
+    try:
+        yield pipe
+    finally:
+        pipe.close()
+
+
+@dataclass
+class EventCapture:
+    """The payloads of the events an engine dispatched, in the order observers saw them."""
+
+    engine: HooksEngine
+    _events: list[HookEvent] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def record(self, event: HookEvent) -> None:
+        with self._lock:
+            self._events.append(event)
+
+    @property
+    def events(self) -> list[HookEvent]:
+        """Every captured payload, once queued observers have run."""
+        self.engine.flush(10.0)
+        with self._lock:
+            return list(self._events)
+
+    def names(self) -> list[str]:
+        """The canonical names of the captured events, in order."""
+        return [e.event for e in self.events]
+
+    def of(self, name: str) -> list[HookEvent]:
+        """The captured payloads of one canonical event."""
+        return [e for e in self.events if e.event == name]
+
+
+def capture_events(engine: HooksEngine | OtelHooks, *, events: Iterable[str] = ()) -> EventCapture:
+    """Capture every event ``engine`` dispatches (or only ``events``, canonical names).
+
+    It registers one hook per event (ids ``otelhooks.testing:<event>``) that records the payload
+    and changes nothing; those ids appear in ``otelhooks.hook.matched`` like any hook's. On
+    intercept events the capture is a member of the chain: call this before registering hooks
+    that may block, or a blocked event ends the chain before it reaches the capture.
+    """
+    target = engine.engine if isinstance(engine, OtelHooks) else engine
+    capture = EventCapture(target)
+    wanted = list(events) or [name for name in EVENTS if not name.startswith("_")]
+    target.register(
+        {"id": f"otelhooks.testing:{name}", "type": name, "handler": capture.record}
+        for name in wanted
+    )
+    return capture
+
+
+class SequentialIdGenerator(IdGenerator):
+    """Trace and span ids 1, 2, 3, ... for a ``TracerProvider(id_generator=...)``."""
+
+    def __init__(self) -> None:
+        self._spans = itertools.count(1)
+        self._traces = itertools.count(1)
+
+    def generate_span_id(self) -> int:
+        return next(self._spans)
+
+    def generate_trace_id(self) -> int:
+        return next(self._traces)
+
+
+@contextmanager
+def deterministic(*, start_ms: int = 1_700_000_000_000, step_ms: int = 1) -> Iterator[None]:
+    """Sequential event ids (``000…001``, ``000…002``, …) and a clock that starts at
+    ``start_ms`` and advances ``step_ms`` per reading, for every payload built in the block."""
+    ids = itertools.count(1)
+    ticks = itertools.count(0)
+    lock = threading.Lock()
+
+    def event_id() -> str:
+        with lock:
+            return f"{next(ids):032x}"
+
+    def now_ms() -> int:
+        with lock:
+            return start_ms + step_ms * next(ticks)
+
+    saved = (SOURCES.event_id, SOURCES.now_ms)
+    SOURCES.event_id, SOURCES.now_ms = event_id, now_ms
+    try:
+        yield
+    finally:
+        SOURCES.event_id, SOURCES.now_ms = saved
