@@ -30,11 +30,10 @@ from typing import Any, Final
 import structlog
 from opentelemetry.trace import Tracer
 
-from otelhooks import _semconv as sc
 from otelhooks._engine import HooksEngine
 from otelhooks._events import ToolCallDeniedEvent, ToolResult
 from otelhooks._live import Verdict
-from otelhooks._span_mapping import apply_verdict
+from otelhooks._span_mapping import verdict_attributes
 from otelhooks.mcp._calls import (
     Pending,
     deny_answer,
@@ -202,8 +201,7 @@ class McpSession:
             return None, None
         span = pending.span
         if verdict.matched:
-            span.set_attribute(sc.HOOK_MATCHED, verdict.matched)
-            apply_verdict(span, "before_tool_call", verdict)
+            span.set_attributes(verdict_attributes("before_tool_call", verdict))
         if verdict.blocked:
             return None, self._deny(msg, pending, verdict)
         if verdict.mock is not None:
