@@ -11,9 +11,13 @@ import argparse
 import asyncio
 import os
 import sys
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from otelhooks._errors import ConfigError
+
+if TYPE_CHECKING:
+    from otelhooks._hooks import Hook
 
 __all__ = ["add_parser"]
 
@@ -37,7 +41,6 @@ def _fail(message: str) -> int:
 
 def _mcp(args: argparse.Namespace) -> int:
     from otelhooks._config import load_config
-    from otelhooks._engine import HooksEngine
     from otelhooks.mcp import UpstreamHeaders
 
     command = list(args.command)
@@ -57,15 +60,15 @@ def _mcp(args: argparse.Namespace) -> int:
         return _fail(str(exc))
     paths = list(args.hooks) + [p for p in os.environ.get(HOOKS_ENV, "").split(os.pathsep) if p]
     try:
-        engine = HooksEngine(load_config(paths).hooks)
+        hooks = load_config(paths).hooks
     except ConfigError as exc:
         return _fail(str(exc))
-    return _run(args, engine, command, address, resolved)
+    return _run(args, hooks, command, address, resolved)
 
 
 def _run(
     args: argparse.Namespace,
-    engine: Any,
+    hooks: Sequence[Hook],
     command: list[str],
     address: tuple[str, int] | None,
     headers: dict[str, str],
@@ -74,14 +77,17 @@ def _run(
     from otelhooks.mcp import McpGateway
 
     _log_to_stderr()
+    # One pipeline: the hooks run on its engine, deliver through its webhook deliverer and are
+    # counted in its metrics; the gateway's spans go to its exporters.
     oh = configure(
         service_name=args.service_name,
+        hooks=hooks,
         traces_out=args.traces_out,
         set_global=False,
         structured_logging=False,
     )
     gateway = McpGateway(
-        engine,
+        oh.engine,
         oh.tracer_provider.get_tracer("otelhooks.mcp"),
         name=args.name,
         transport="tcp" if address else "pipe",
@@ -99,8 +105,8 @@ def _run(
         flush = lambda: oh.tracer_provider.force_flush(1_000)  # noqa: E731
         return asyncio.run(run_stdio(gateway, command, flush=flush))
     finally:
-        engine.shutdown(5.0)
         oh.shutdown(5.0)
+        oh.engine.shutdown(1.0)
 
 
 def _upstream(url: str) -> tuple[str, int] | None:

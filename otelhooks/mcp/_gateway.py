@@ -134,6 +134,9 @@ class McpSession:
         self.server_name = gateway.name or DEFAULT_SERVER_NAME
         self.protocol_version: str | None = None
         self._span = gateway.spans.session(session_id)
+        # The engine's span processor (when the tracer is its pipeline's) must not take the
+        # gateway's execute_tool spans for another instrumentation's and observe them again.
+        gateway.engine.claim_scope(getattr(self._span, "instrumentation_scope", None))
         self._from_client: dict[Hashable, Pending] = {}  # requests the client sent, by id
         self._from_server: dict[Hashable, Pending] = {}  # requests the server sent, by id
         self.closed = False
