@@ -266,6 +266,18 @@ def test_cancelled_call_passes_the_cancellation_and_the_session_goes_on(tmp_path
     assert _attrs(slow)["error.type"] == "cancelled"
 
 
+def test_filter_tools_hides_the_denied_tool_from_the_list(tmp_path: Path) -> None:
+    hooks = write_hooks(tmp_path, DENY_NOTES, DENY_SCRIPT)
+
+    async def scenario() -> list[str]:
+        async with stdio_session(tmp_path, [hooks], ["--filter-tools"]) as session:
+            return [tool.name for tool in (await session.list_tools()).tools]
+
+    names = anyio.run(scenario)
+    assert "write_note" not in names
+    assert {"add", "slow", "count"} <= set(names)
+
+
 def test_server_initiated_sampling_request_round_trips(tmp_path: Path) -> None:
     asked: list[str] = []
 
