@@ -10,6 +10,7 @@ from otelhooks._cli import (
     _demo_cmd,
     _events_cmd,
     _hooks_cmd,
+    _mcp_cmd,
     _replay_cmd,
     _serve_cmd,
     _tree_cmd,
@@ -28,6 +29,7 @@ COMMANDS = (
     _claude_code_cmd,
     _replay_cmd,
     _tree_cmd,
+    _mcp_cmd,
 )
 
 

@@ -1,0 +1,418 @@
+"""The hook and telemetry layer of the MCP gateway, independent of the transport.
+
+:class:`McpGateway` holds what every session shares (the hooks engine, the tracer, the server
+name); :class:`McpSession` follows one MCP session: it reads each message as it crosses, and says
+what to send on (:class:`Relay`). Transports (stdio, Streamable HTTP) only move bytes.
+
+The rules, in order of precedence:
+
+1. A message no hook acts on is forwarded as the bytes it arrived as.
+2. ``tools/call`` runs the ``before_tool_call`` chain with the matcher values
+   ``("<server>/<tool>", "<tool>")``: a deny answers the client with a tool result
+   ``isError: true`` carrying the reason (the server never sees the call); a mock answers with
+   the mocked content; a rewrite forwards the request with the rewritten arguments.
+3. The answer of a forwarded call is observed: ``after_tool_call`` (or ``on_tool_call_error``
+   for ``isError`` results and JSON-RPC errors) is queued for observers; a denial queues
+   ``on_tool_call_denied``.
+4. When the hooks themselves fail (an exception out of the engine), the client gets a JSON-RPC
+   error that says so: the call is neither forwarded nor changed silently.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Awaitable, Hashable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import structlog
+from opentelemetry.trace import Tracer
+
+from otelhooks._engine import HooksEngine
+from otelhooks._events import ToolCallDeniedEvent, ToolResult
+from otelhooks._live import Verdict
+from otelhooks._span_mapping import verdict_attributes
+from otelhooks.mcp._calls import (
+    Pending,
+    deny_answer,
+    mock_answer,
+    observe,
+    observe_result,
+    request_key,
+    rewritten_frame,
+    tool_call_event,
+    tool_context,
+)
+from otelhooks.mcp._filter import filter_tools
+from otelhooks.mcp._jsonrpc import (
+    INTERNAL_ERROR,
+    UPSTREAM_ERROR,
+    Message,
+    encode,
+    error_response,
+    parse,
+)
+from otelhooks.mcp._spans import (
+    MCP_PROTOCOL_VERSION,
+    MCP_SERVER_NAME,
+    MCP_SESSION_ID,
+    McpSpans,
+)
+
+__all__ = ["McpGateway", "McpSession", "Relay"]
+
+_log = structlog.get_logger("otelhooks.mcp")
+
+DEFAULT_SERVER_NAME: Final = "mcp"
+
+
+@dataclass(slots=True)
+class Relay:
+    """What to send after a message crossed.
+
+    Attributes:
+        to_server, to_client: frames to send now, in order.
+        later: a decision still running (a hook chain); await it and send its relay too.
+    """
+
+    to_server: list[bytes] = field(default_factory=list)
+    to_client: list[bytes] = field(default_factory=list)
+    later: Awaitable[Relay] | None = None
+
+
+class McpGateway:
+    """Hooks and spans for MCP sessions between any client and any server.
+
+    Args:
+        engine: the hooks (``before_tool_call`` intercepts; observers see results).
+        tracer: where the MCP spans go.
+        name: the server's name in matcher values (``<name>/<tool>``); the ``serverInfo.name``
+            of the server's ``initialize`` answer when omitted.
+        transport: ``pipe`` (stdio) or ``tcp`` (HTTP), recorded as ``network.transport``.
+        upstream: the HTTP server's host and port (``server.address``, ``server.port``).
+        filter_tools: drop from ``tools/list`` answers the tools whose ``before_tool_call``
+            chain denies a call with no arguments (see ``docs/mcp.md``).
+
+    Example:
+        >>> from opentelemetry.trace import NoOpTracer
+        >>> gateway = McpGateway(HooksEngine(), NoOpTracer(), name="files")
+        >>> session = gateway.session()
+        >>> relay = session.from_client(b'{"jsonrpc":"2.0","id":1,"method":"ping"}')
+        >>> relay.to_server
+        [b'{"jsonrpc":"2.0","id":1,"method":"ping"}']
+    """
+
+    def __init__(
+        self,
+        engine: HooksEngine,
+        tracer: Tracer,
+        *,
+        name: str | None = None,
+        transport: str = "pipe",
+        upstream: tuple[str, int] | None = None,
+        filter_tools: bool = False,
+    ) -> None:
+        self.engine = engine
+        self.name = name
+        self.filter_tools = filter_tools
+        self.spans = McpSpans(tracer, transport=transport, server=upstream)
+
+    def session(self, session_id: str | None = None) -> McpSession:
+        """Start following a session (``session_id`` generated when the transport has none)."""
+        return McpSession(self, session_id or uuid.uuid4().hex)
+
+
+class McpSession:
+    """One MCP session through the gateway: call :meth:`from_client` / :meth:`from_server` with
+    each message, send what the returned :class:`Relay` says, and :meth:`close` at the end."""
+
+    def __init__(self, gateway: McpGateway, session_id: str) -> None:
+        self.gateway = gateway
+        self.session_id = session_id
+        self.server_name = gateway.name or DEFAULT_SERVER_NAME
+        self.protocol_version: str | None = None
+        self._span = gateway.spans.session(session_id)
+        # The engine's span processor (when the tracer is its pipeline's) must not take the
+        # gateway's execute_tool spans for another instrumentation's and observe them again.
+        gateway.engine.claim_scope(getattr(self._span, "instrumentation_scope", None))
+        self._from_client: dict[Hashable, Pending] = {}  # requests the client sent, by id
+        self._from_server: dict[Hashable, Pending] = {}  # requests the server sent, by id
+        self.closed = False
+
+    # -- client → server -------------------------------------------------------------------------
+
+    def from_client(self, raw: bytes) -> Relay:
+        """A frame from the client: what to forward, answer, or still decide.
+
+        A failure of the gateway itself (not of the hooks) forwards the frame unchanged and
+        logs the problem: telemetry trouble never blocks or alters the session."""
+        try:
+            return self._client_frame(raw)
+        except Exception as exc:
+            _log.error("the gateway failed on a client frame; forwarded unchanged", error=str(exc))
+            return Relay(to_server=[raw])
+
+    def _client_frame(self, raw: bytes) -> Relay:
+        msg = parse(raw)
+        if msg.kind == "batch":
+            return self._batch(msg)
+        if msg.kind == "request":
+            return self._client_request(msg)
+        if msg.kind == "notification":
+            self._notification(msg, from_server=False)
+        elif msg.kind == "response":
+            self._answered(self._from_server, msg)
+        return Relay(to_server=[raw])
+
+    def _client_request(self, msg: Message) -> Relay:
+        pending = self._start(self._from_client, msg, from_server=False)
+        if msg.method == "initialize":
+            self._on_initialize(msg)
+        if msg.method != "tools/call":
+            return Relay(to_server=[msg.raw])
+        name = msg.params.get("name")
+        tool = name if isinstance(name, str) else ""
+        values = pending.values = (f"{self.server_name}/{tool}", tool)
+        pending.msg = msg
+        pending.session_id, pending.server = self.session_id, self.server_name
+        if not self.gateway.engine.matches("before_tool_call", values):
+            return Relay(to_server=[msg.raw])  # the common case: nothing to decide
+        return Relay(later=self._decided(msg, pending, values))
+
+    async def _decided(self, msg: Message, pending: Pending, values: tuple[str, ...]) -> Relay:
+        forward, answer = await self._decide(msg, pending, values)
+        return Relay(
+            to_server=[forward] if forward is not None else [],
+            to_client=[answer] if answer is not None else [],
+        )
+
+    async def _decide(
+        self, msg: Message, pending: Pending, values: tuple[str, ...]
+    ) -> tuple[bytes | None, bytes | None]:
+        """Run the ``before_tool_call`` chain: ``(frame to forward, frame to answer)``."""
+        call = tool_call_event(pending)
+        try:
+            verdict = await self.gateway.engine.adispatch("before_tool_call", call, values=values)
+        except Exception as exc:  # the hooks failed: say so, never forward a changed call
+            _log.error("before_tool_call hooks failed", tool=call.apiName, error=str(exc))
+            answer = error_response(msg.id, INTERNAL_ERROR, f"otelhooks: hooks failed: {exc}")
+            self._finish(self._from_client, msg.id, parse(answer))
+            return None, answer
+        if pending.cancelled:  # the client gave up while the hooks ran: nothing to send
+            return None, None
+        span = pending.span
+        if verdict.matched:
+            span.set_attributes(verdict_attributes("before_tool_call", verdict))
+        if verdict.blocked:
+            return None, self._deny(msg, pending, verdict)
+        if verdict.mock is not None:
+            return None, self._mock(msg, verdict.mock)
+        return rewritten_frame(msg, call, verdict), None
+
+    def _deny(self, msg: Message, pending: Pending, verdict: Verdict) -> bytes:
+        reason = verdict.reason or "denied by a hook"
+        answer = deny_answer(msg.id, reason)
+        observe(
+            self.gateway.engine,
+            "on_tool_call_denied",
+            pending,
+            lambda call: ToolCallDeniedEvent(
+                **tool_context(call), reason=reason, decidedBy=verdict.decided_by
+            ),
+        )
+        self._finish(self._from_client, msg.id, parse(answer), observe=False)
+        return answer
+
+    def _mock(self, msg: Message, mock: ToolResult) -> bytes:
+        answer = mock_answer(msg.id, mock)
+        self._finish(self._from_client, msg.id, parse(answer), mocked=True)
+        return answer
+
+    def _batch(self, msg: Message) -> Relay:
+        """A JSON-RPC batch (protocol 2025-03-26): each element as if it came alone. Forwarded
+        unchanged unless a hook acts on one of its calls; answers of denied or mocked calls go
+        back to the client as a batch of their own."""
+        relays = [self._client_frame(item.raw) for item in msg.items()]
+        if all(r.later is None and r.to_client == [] for r in relays):
+            return Relay(to_server=[msg.raw])
+
+        async def decided() -> Relay:
+            done = [await r.later if r.later is not None else r for r in relays]
+            forward = [json.loads(f) for r in done for f in r.to_server]
+            answers = [json.loads(a) for r in done for a in r.to_client]
+            return Relay(
+                to_server=[encode(forward)] if forward else [],
+                to_client=[encode(answers)] if answers else [],
+            )
+
+        return Relay(later=decided())
+
+    # -- server → client -------------------------------------------------------------------------
+
+    def from_server(self, raw: bytes) -> Relay:
+        """A frame from the server: what to pass to the client (unchanged, and logged, when the
+        gateway itself fails on it)."""
+        try:
+            return self._server_frame(raw)
+        except Exception as exc:
+            _log.error("the gateway failed on a server frame; passed unchanged", error=str(exc))
+            return Relay(to_client=[raw])
+
+    def _server_frame(self, raw: bytes) -> Relay:
+        msg = parse(raw)
+        if msg.kind == "response":
+            pending = self._from_client.get(request_key(msg.id))
+            if pending is not None and pending.method == "initialize":
+                self._on_initialized(msg)
+            if (
+                pending is not None
+                and pending.method == "tools/list"
+                and self.gateway.filter_tools
+                and not pending.cancelled
+            ):
+                self._from_client.pop(request_key(msg.id), None)
+                return Relay(later=self._filtered(msg, pending))
+            self._answered(self._from_client, msg)
+        elif msg.kind == "request":
+            self._start(self._from_server, msg, from_server=True)
+        elif msg.kind == "notification":
+            self._notification(msg, from_server=True)
+        elif msg.kind == "batch":
+            for item in msg.items():
+                self._server_frame(item.raw)  # observed only: a batch passes as it came
+        return Relay(to_client=[raw])
+
+    async def _filtered(self, msg: Message, pending: Pending) -> Relay:
+        try:
+            out = await filter_tools(self.gateway.engine, msg, self.server_name)
+        except Exception as exc:  # the filter failed: the list passes unfiltered, and we say so
+            _log.error("tools/list filter failed; the list passes unfiltered", error=str(exc))
+            out = msg.raw
+        self.gateway.spans.end(pending.span, msg)
+        return Relay(to_client=[out])
+
+    # -- the session's bookkeeping ---------------------------------------------------------------
+
+    def _start(self, table: dict[Hashable, Pending], msg: Message, *, from_server: bool) -> Pending:
+        span = self.gateway.spans.message(
+            msg,
+            session=self._span,
+            session_id=self.session_id,
+            protocol_version=self.protocol_version,
+            server_name=self.server_name,
+            from_server=from_server,
+        )
+        pending = Pending(msg.method or "", span, time.perf_counter(), msg.id)
+        table[request_key(msg.id)] = pending
+        return pending
+
+    def _notification(self, msg: Message, *, from_server: bool) -> None:
+        if msg.method == "notifications/cancelled":
+            request_id = msg.params.get("requestId")
+            table = self._from_server if from_server else self._from_client
+            pending = table.pop(request_key(request_id), None)
+            if pending is not None:
+                pending.cancelled = True
+                self.gateway.spans.end(pending.span, None, error_type="cancelled")
+        span = self.gateway.spans.message(
+            msg,
+            session=self._span,
+            session_id=self.session_id,
+            protocol_version=self.protocol_version,
+            server_name=self.server_name,
+            from_server=from_server,
+        )
+        span.end()
+
+    def _answered(self, table: dict[Hashable, Pending], msg: Message) -> None:
+        self._finish(table, msg.id, msg)
+
+    def _finish(
+        self,
+        table: dict[Hashable, Pending],
+        request_id: Any,
+        answer: Message,
+        *,
+        mocked: bool = False,
+        observe: bool = True,
+    ) -> None:
+        pending = table.pop(request_key(request_id), None)
+        if pending is None:
+            return  # an answer to a request we never saw (or already cancelled)
+        if observe and pending.values is not None:
+            self._observe_result(pending, answer, mocked=mocked)
+        self.gateway.spans.end(pending.span, answer)
+
+    def _observe_result(self, pending: Pending, answer: Message, *, mocked: bool) -> None:
+        observe_result(self.gateway.engine, pending, answer, mocked=mocked)
+
+    def _on_initialize(self, msg: Message) -> None:
+        version = msg.params.get("protocolVersion")
+        if isinstance(version, str):
+            self.protocol_version = version
+
+    def _on_initialized(self, msg: Message) -> None:
+        result = msg.data.get("result") if isinstance(msg.data, dict) else None
+        if not isinstance(result, dict):
+            return
+        if isinstance(result.get("protocolVersion"), str):
+            self.protocol_version = result["protocolVersion"]
+        info = result.get("serverInfo")
+        if self.gateway.name is None and isinstance(info, dict) and info.get("name"):
+            self.server_name = str(info["name"])
+        pending = self._from_client.get(request_key(msg.id))
+        if pending is not None:
+            pending.span.set_attribute(MCP_SERVER_NAME, self.server_name)
+            if self.protocol_version:
+                pending.span.set_attribute(MCP_PROTOCOL_VERSION, self.protocol_version)
+
+    def rename(self, session_id: str) -> None:
+        """The transport learned the session's id (HTTP: the server's ``Mcp-Session-Id``)."""
+        self.session_id = session_id
+        self._span.set_attribute(MCP_SESSION_ID, session_id)
+        for pending in self._from_client.values():  # the initialize request, still open
+            pending.span.set_attribute(MCP_SESSION_ID, session_id)
+
+    def fail(self, frame: bytes, reason: str, *, error_type: str) -> list[bytes]:
+        """The upstream failed ``frame``: each of its requests still waiting gets a JSON-RPC
+        error (returned, for the transport to send) and its span ends with ``error_type``."""
+        answers: list[bytes] = []
+        for item in parse(frame).items():
+            if item.kind == "request":
+                answer = self._fail_one(request_key(item.id), reason, error_type=error_type)
+                if answer is not None:
+                    answers.append(answer)
+        return answers
+
+    def _fail_one(self, key: Hashable, reason: str, *, error_type: str) -> bytes | None:
+        pending = self._from_client.pop(key, None)
+        if pending is None:
+            return None
+        answer = error_response(pending.request_id, UPSTREAM_ERROR, reason)
+        if pending.values is not None:
+            self._observe_result(pending, parse(answer), mocked=False)
+        self.gateway.spans.end(pending.span, None, error_type=error_type)
+        return answer
+
+    def close(self, reason: str | None = None) -> list[bytes]:
+        """End the session. With ``reason`` (the server is gone), the client's requests still
+        waiting get a JSON-RPC error each, returned here for the transport to send."""
+        if self.closed:
+            return []
+        self.closed = True
+        answers: list[bytes] = []
+        for key in list(self._from_client):
+            if reason is None:
+                pending = self._from_client.pop(key)
+                self.gateway.spans.end(pending.span, None, error_type="session_closed")
+                continue
+            answer = self._fail_one(key, reason, error_type="server_exited")
+            if answer is not None:
+                answers.append(answer)
+        for pending in self._from_server.values():
+            self.gateway.spans.end(pending.span, None, error_type="session_closed")
+        self._from_server.clear()
+        self._span.end()
+        return answers

@@ -1,0 +1,149 @@
+"""Real processes for the gateway tests: the SDK server (stdio or Streamable HTTP), the gateway
+(``python -m otelhooks mcp``) and the SDK's client in front of it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+ROOT = Path(__file__).resolve().parents[2]
+SERVER_APP = Path(__file__).with_name("mcp_server_app.py")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def env(log: Path) -> dict[str, str]:
+    out = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    out["PYTHONPATH"] = str(ROOT)
+    out["MCP_TEST_LOG"] = str(log)
+    out["OTEL_BSP_SCHEDULE_DELAY"] = "100"  # spans reach the file while the gateway runs
+    return out
+
+
+def gateway_args(hooks: Sequence[Path], traces: Path, extra: Sequence[str] = ()) -> list[str]:
+    args = ["-m", "otelhooks", "mcp", "--traces-out", str(traces), *extra]
+    for path in hooks:
+        args += ["--hooks", str(path)]
+    return args
+
+
+@asynccontextmanager
+async def stdio_session(
+    tmp: Path, hooks: Sequence[Path] = (), extra: Sequence[str] = (), **client: Any
+) -> AsyncIterator[ClientSession]:
+    """The SDK client → ``otelhooks mcp -- python mcp_server_app.py`` (both real processes)."""
+    args = [
+        *gateway_args(hooks, tmp / "traces.jsonl", extra),
+        "--",
+        sys.executable,
+        str(SERVER_APP),
+    ]
+    params = StdioServerParameters(
+        command=sys.executable, args=args, env=env(tmp / "calls.jsonl"), cwd=str(tmp)
+    )
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, **client) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def wait_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"process exited with {proc.returncode} before listening")
+        with socket.socket() as s:
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise TimeoutError(f"nothing listens on {port}")
+
+
+@contextmanager
+def process(args: Sequence[str], log: Path, port: int) -> Iterator[subprocess.Popen[bytes]]:
+    proc = subprocess.Popen([sys.executable, *args], env=env(log))
+    try:
+        wait_port(port, proc)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+
+
+@contextmanager
+def http_gateway(tmp: Path, hooks: Sequence[Path] = (), extra: Sequence[str] = ()) -> Iterator[str]:
+    """The SDK server over Streamable HTTP and ``otelhooks mcp --listen --upstream`` in front of
+    it; yields the gateway's URL. Spans are in ``tmp/traces.jsonl`` once this exits."""
+    server_port, gateway_port = free_port(), free_port()
+    log = tmp / "calls.jsonl"
+    with process([str(SERVER_APP), "http", str(server_port)], log, server_port):
+        args = [
+            *gateway_args(hooks, tmp / "traces.jsonl", extra),
+            "--listen",
+            f"127.0.0.1:{gateway_port}",
+            "--upstream",
+            f"http://127.0.0.1:{server_port}/mcp",
+        ]
+        with process(args, log, gateway_port):
+            yield f"http://127.0.0.1:{gateway_port}/mcp"
+
+
+@asynccontextmanager
+async def http_session(url: str) -> AsyncIterator[ClientSession]:
+    async with (
+        streamable_http_client(url) as (read, write),
+        ClientSession(read, write) as session,
+    ):
+        await session.initialize()
+        yield session
+
+
+def calls(tmp: Path) -> list[dict[str, Any]]:
+    """What reached the server: one record per tool call."""
+    path = tmp / "calls.jsonl"
+    if not path.exists():
+        return []
+    records = [json.loads(line) for line in path.read_text().splitlines() if line]
+    for record in records:
+        record.pop("pid", None)
+    return records
+
+
+def server_pids(tmp: Path) -> set[int]:
+    """The pids of the server processes that recorded a call."""
+    path = tmp / "calls.jsonl"
+    lines = path.read_text().splitlines() if path.exists() else []
+    return {json.loads(line)["pid"] for line in lines if line}
+
+
+def write_hooks(tmp: Path, yaml_text: str, script: str = "") -> Path:
+    """A hooks file (and its ``hooks.py`` for ``script:`` hooks) in ``tmp``."""
+    if script:
+        (tmp / "hooks.py").write_text(script)
+    path = tmp / "hooks.yaml"
+    path.write_text(yaml_text)
+    return path

@@ -1,0 +1,88 @@
+"""An MCP server written with the SDK's server API, for the gateway tests.
+
+``python mcp_server_app.py stdio`` or ``python mcp_server_app.py http PORT``. Every tool call is
+appended to the file named by ``MCP_TEST_LOG`` (one JSON line: tool and arguments), so a test
+sees what reached the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import SamplingMessage, TextContent
+
+app = MCPServer("testsrv")
+
+
+def _record(tool: str, **args: object) -> None:
+    path = os.environ.get("MCP_TEST_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps({"tool": tool, "args": args, "pid": os.getpid()}) + "\n")
+
+
+@app.tool()
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    _record("add", a=a, b=b)
+    return a + b
+
+
+@app.tool(structured_output=False)
+def write_note(text: str) -> str:
+    """Write a note (a side effect the tests can see)."""
+    _record("write_note", text=text)
+    return f"noted: {text}"
+
+
+@app.tool(structured_output=False)
+async def slow(tag: str, seconds: float = 0.2) -> str:
+    """Answer ``tag`` after ``seconds``."""
+    _record("slow", tag=tag)
+    await asyncio.sleep(seconds)
+    return tag
+
+
+@app.tool(structured_output=False)
+async def count(steps: int, ctx: Context) -> str:
+    """Report progress ``steps`` times."""
+    _record("count", steps=steps)
+    for i in range(steps):
+        await ctx.report_progress(i + 1, steps)
+    return f"counted {steps}"
+
+
+@app.tool(structured_output=False)
+def auth_header(ctx: Context) -> str:
+    """The Authorization header this call arrived with (HTTP only)."""
+    _record("auth_header")
+    request = getattr(ctx.request_context, "request", None)
+    headers = getattr(request, "headers", None) or {}
+    return str(headers.get("authorization", "<none>"))
+
+
+@app.tool(structured_output=False)
+async def ask(question: str, ctx: Context) -> str:
+    """Ask the client's model (a server-initiated sampling request)."""
+    _record("ask", question=question)
+    message = SamplingMessage(role="user", content=TextContent(type="text", text=question))
+    result = await ctx.session.create_message([message], max_tokens=16)
+    return getattr(result.content, "text", "")
+
+
+@app.tool(structured_output=False)
+def crash() -> str:
+    """Die mid-call, as a broken server does."""
+    _record("crash")
+    os._exit(3)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["http"]:
+        app.run("streamable-http", host="127.0.0.1", port=int(sys.argv[2]))
+    else:
+        app.run()
