@@ -40,11 +40,11 @@ OBSERVED_EVENTS = ("before_step", "after_step", "llm_input", "llm_output", "afte
 
 
 def _observer_queue(oh: Any) -> Any:
-    return oh.hooks.dispatcher._observers
+    return oh.engine._dispatcher._observers
 
 
 def _stop_observers(oh: Any, timeout_s: float) -> None:
-    oh.hooks.dispatcher.shutdown(timeout_s=timeout_s)
+    oh.engine.shutdown(timeout_s)
 
 
 @dataclass

@@ -409,15 +409,15 @@ def _loop_bench_class() -> type:
         def round_start(self) -> None:
             if self.queue == "filling":
                 self._renew_if_half_full()
-            # The pipeline's hooks deliver through its dispatcher's deliverer: point it at the
+            # The pipeline's hooks deliver through its engine's deliverer: point it at the
             # renewed one.
-            self.oh.hooks.dispatcher.deliverer = self.deliverer
+            self.oh.engine.deliverer = self.deliverer
             super().round_start()
 
         def round_end(self) -> None:
             super().round_end()
             if self.queue == "drain":
-                self.oh.hooks.dispatcher.flush(30.0)
+                self.oh.engine.flush_observers(30.0)
                 self.deliverer.flush(30.0)
 
         def run(self, n: int) -> None:

@@ -7,7 +7,18 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
-__all__ = ["Message", "Receive", "Scope", "Send", "check_auth", "header", "respond", "send_json"]
+__all__ = [
+    "Message",
+    "Receive",
+    "Scope",
+    "Send",
+    "check_auth",
+    "header",
+    "otlp_request_format",
+    "read_body",
+    "respond",
+    "send_json",
+]
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -58,3 +69,39 @@ async def respond(
         head.append((b"www-authenticate", b'Bearer realm="otelhooks"'))
     await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": body})
+
+
+async def read_body(receive: Receive, limit: int) -> bytes | None:
+    """The request body (chunked or not), ``None`` past ``limit`` bytes; empty when the client
+    went away."""
+    chunks: list[bytes] = []
+    size = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return b""
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > limit:
+            return None
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def otlp_request_format(
+    scope: Scope, send: Send, content_types: Sequence[str]
+) -> tuple[str, str] | None:
+    """(content type, content encoding) of an OTLP request; ``None`` once a 415 was sent for
+    a type not in ``content_types`` or an encoding other than gzip or none."""
+    ctype = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
+    if ctype not in content_types:
+        wanted = " or ".join(content_types)
+        await send_json(send, 415, {"error": "unsupported_media_type", "message": f"use {wanted}"})
+        return None
+    encoding = (header(scope, b"content-encoding") or "identity").strip().lower()
+    if encoding not in ("identity", "gzip"):
+        body = {"error": "unsupported_encoding", "message": "use gzip or no encoding"}
+        await send_json(send, 415, body)
+        return None
+    return ctype, encoding

@@ -38,7 +38,15 @@ from concurrent.futures import ThreadPoolExecutor
 import structlog
 from opentelemetry.sdk.trace import SpanProcessor
 
-from otelhooks._eventlog._asgi import Receive, Scope, Send, header, respond, send_json
+from otelhooks._eventlog._asgi import (
+    Receive,
+    Scope,
+    Send,
+    otlp_request_format,
+    read_body,
+    respond,
+    send_json,
+)
 from otelhooks._eventlog._model import EventLog
 from otelhooks._eventlog._otlp import JSON, PROTOBUF, OtlpDecodeError, decode_traces
 from otelhooks._eventlog._otlp import encode_response as otlp_response
@@ -108,19 +116,13 @@ class OtlpIngest:
         self._pool: ThreadPoolExecutor | None = None
 
     async def handle(self, scope: Scope, receive: Receive, send: Send) -> None:
-        ctype = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
-        if ctype not in (PROTOBUF, JSON):
-            body = {"error": "unsupported_media_type", "message": f"use {PROTOBUF} or {JSON}"}
-            await send_json(send, 415, body)
+        request_format = await otlp_request_format(scope, send, (PROTOBUF, JSON))
+        if request_format is None:
             return
-        encoding = (header(scope, b"content-encoding") or "identity").strip().lower()
-        if encoding not in ("identity", "gzip"):
-            body = {"error": "unsupported_encoding", "message": "use gzip or no encoding"}
-            await send_json(send, 415, body)
-            return
+        ctype, encoding = request_format
         limit = self.max_body_bytes
         try:
-            data = await asyncio.wait_for(_body(receive, limit), self.body_timeout_s)
+            data = await asyncio.wait_for(read_body(receive, limit), self.body_timeout_s)
         except TimeoutError:
             body = {"error": "timeout", "message": f"body not received in {self.body_timeout_s}s"}
             await send_json(send, 408, body, [(b"connection", b"close")])
@@ -222,23 +224,6 @@ class OtlpIngest:
             left = max(0.0, deadline - time.monotonic())
             if not log.flush(left):
                 raise NotCommitted(f"event log {log.name!r} did not commit in time")
-
-
-async def _body(receive: Receive, limit: int) -> bytes | None:
-    """The request body, ``None`` past ``limit`` bytes."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return b""
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
 
 
 def _gunzip(data: bytes, limit: int) -> bytes | None:

@@ -25,8 +25,16 @@ from typing import Any, Literal
 
 import structlog
 
-from otelhooks._eventlog._asgi import Receive, Scope, Send, header, respond, send_json
-from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES, _body, _gunzip
+from otelhooks._eventlog._asgi import (
+    Receive,
+    Scope,
+    Send,
+    otlp_request_format,
+    read_body,
+    respond,
+    send_json,
+)
+from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES, _gunzip
 from otelhooks._eventlog._otlp import JSON, PROTOBUF, OtlpDecodeError
 
 __all__ = [
@@ -252,18 +260,12 @@ class OtlpSignalIngest:
         return len(records)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        ctype = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
-        if ctype not in (PROTOBUF, JSON):
-            body = {"error": "unsupported_media_type", "message": f"use {PROTOBUF} or {JSON}"}
-            await send_json(send, 415, body)
+        request_format = await otlp_request_format(scope, send, (PROTOBUF, JSON))
+        if request_format is None:
             return
-        encoding = (header(scope, b"content-encoding") or "identity").strip().lower()
-        if encoding not in ("identity", "gzip"):
-            body = {"error": "unsupported_encoding", "message": "use gzip or no encoding"}
-            await send_json(send, 415, body)
-            return
+        ctype, encoding = request_format
         limit = self.max_body_bytes
-        data = await _body(receive, limit)
+        data = await read_body(receive, limit)
         try:
             if data and encoding == "gzip":
                 data = _gunzip(data, limit)

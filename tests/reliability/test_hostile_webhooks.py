@@ -117,7 +117,6 @@ import json, resource, sys
 resource.setrlimit(resource.RLIMIT_AS, (1536 << 20, 1536 << 20))
 from opentelemetry.sdk.trace import TracerProvider
 from otelhooks import AgentTracer, HookSpanProcessor
-from otelhooks._actions._webhook_delivery import default_deliverer
 
 url = sys.argv[1]
 hooks = HookSpanProcessor()
@@ -140,12 +139,12 @@ def call(name):
         return step.run_tool("t", name, {"cmd": "ls"}, lambda **kw: "ran")
 
 call("warm")  # imports, threads, clients: the baseline includes them
-default_deliverer().flush(20)
+hooks.engine.flush(20)
 before = peak_kib()
 results = [call("guarded") for _ in range(3)]
 for _ in range(3):
     call("notified")
-default_deliverer().flush(30)
+hooks.engine.flush(30)
 print(json.dumps({
     "before_kib": before,
     "after_kib": peak_kib(),

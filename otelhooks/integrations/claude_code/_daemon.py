@@ -21,15 +21,12 @@ from typing import Any
 
 import structlog
 
-from otelhooks._eventlog._asgi import Receive, Scope, Send, send_json
+from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, send_json
 from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
 from otelhooks.integrations.claude_code._common import HookResponse
-from otelhooks.integrations.claude_code._http import _body
 from otelhooks.integrations.claude_code._input import InputProblem, event_name_of, parse_input
 from otelhooks.integrations.claude_code._run import (
     _CAPTURE_ENV,
-    EXPORT_ENV,
-    HOOKS_ENV,
     TRACES_ENV,
     BridgeOptions,
     _refusal,
@@ -56,19 +53,11 @@ def build_bridge(options: BridgeOptions, env: Mapping[str, str]) -> ClaudeCodeBr
 
     from otelhooks._config import load_config
     from otelhooks._export import OtlpJsonLinesSpanExporter
-    from otelhooks.integrations.claude_code._environment import (
-        export_settings,
-        otlp_exporter,
-        project_path,
-    )
+    from otelhooks.integrations.claude_code._environment import otlp_exporter, project_path
+    from otelhooks.integrations.claude_code._run import hooks_and_settings
     from otelhooks.integrations.claude_code._spans import LockedFileExporter, SpanWriter
 
-    listed = [*options.hooks, *(p for p in env.get(HOOKS_ENV, "").split(os.pathsep) if p)]
-    hook_paths = [project_path(p, env) for p in listed]
-    explicit = options.export_env or env.get(EXPORT_ENV)
-    settings = export_settings(hook_paths, project_path(explicit, env) if explicit else None, env)
-    if HOOKS_ENV not in env and settings.get(HOOKS_ENV):
-        hook_paths += [project_path(p, env) for p in settings[HOOKS_ENV].split(os.pathsep) if p]
+    hook_paths, settings = hooks_and_settings(options, env)
     hooks = load_config(hook_paths).hooks
     service = settings.get("OTEL_SERVICE_NAME") or options.service_name
     writer = SpanWriter((), Resource.create({"service.name": service}))
@@ -123,7 +112,7 @@ class _DaemonApp:
         if scope["type"] != "http":
             return
         self.last = time.monotonic()
-        raw = await _body(receive, 64 * 1024 * 1024)
+        raw = await read_body(receive, 64 * 1024 * 1024)
         response = await asyncio.to_thread(self.answer, raw or b"")
         self.last = time.monotonic()
         body: dict[str, Any] = {

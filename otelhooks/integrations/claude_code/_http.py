@@ -31,7 +31,7 @@ from typing import Any
 
 import structlog
 
-from otelhooks._eventlog._asgi import Receive, Scope, Send, respond, send_json
+from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond, send_json
 from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
 from otelhooks.integrations.claude_code._common import HookResponse
 
@@ -114,7 +114,7 @@ class ClaudeCodeHookRoute:
         return http_answer(event, response)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        raw = await _body(receive, self.max_body_bytes)
+        raw = await read_body(receive, self.max_body_bytes)
         if raw is None:
             body = {"error": "too_large", "message": f"at most {self.max_body_bytes} bytes"}
             await send_json(send, 413, body)
@@ -136,20 +136,3 @@ class ClaudeCodeHookRoute:
             # answered inline, without a thread hop on Claude Code's path
             status, answer = self.answer(payload)
         await respond(send, status, answer, b"application/json")
-
-
-async def _body(receive: Receive, limit: int) -> bytes | None:
-    """The request body (chunked or not), ``None`` past ``limit`` bytes."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] == "http.disconnect":
-            return b""
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)

@@ -140,6 +140,21 @@ def run_hook(
         return _refusal(event, f"{type(exc).__name__}: {exc}", options)
 
 
+def hooks_and_settings(
+    options: BridgeOptions, env: Mapping[str, str]
+) -> tuple[list[Path], dict[str, str]]:
+    """The hook files that apply and the export settings (the export file's values under the
+    process's own variables), relative paths resolved against ``$CLAUDE_PROJECT_DIR``."""
+    listed = [*options.hooks, *(p for p in env.get(HOOKS_ENV, "").split(os.pathsep) if p)]
+    hook_paths = [project_path(p, env) for p in listed]
+    explicit = options.export_env or env.get(EXPORT_ENV)
+    settings = export_settings(hook_paths, project_path(explicit, env) if explicit else None, env)
+    # the export file may name more hooks (it is read for OTELHOOKS_* too)
+    if HOOKS_ENV not in env and settings.get(HOOKS_ENV):
+        hook_paths += [project_path(p, env) for p in settings[HOOKS_ENV].split(os.pathsep) if p]
+    return hook_paths, settings
+
+
 def _handle(
     payload: dict[str, Any], options: BridgeOptions, env: Mapping[str, str]
 ) -> HookResponse:
@@ -149,13 +164,7 @@ def _handle(
     from otelhooks.integrations.claude_code._spans import LockedFileExporter
     from otelhooks.integrations.claude_code._state import BridgeState
 
-    listed = [*options.hooks, *(p for p in env.get(HOOKS_ENV, "").split(os.pathsep) if p)]
-    hook_paths = [project_path(p, env) for p in listed]
-    explicit = options.export_env or env.get(EXPORT_ENV)
-    settings = export_settings(hook_paths, project_path(explicit, env) if explicit else None, env)
-    # the export file may name more hooks (it is read for OTELHOOKS_* too)
-    if HOOKS_ENV not in env and settings.get(HOOKS_ENV):
-        hook_paths += [project_path(p, env) for p in settings[HOOKS_ENV].split(os.pathsep) if p]
+    hook_paths, settings = hooks_and_settings(options, env)
     hooks = load_config(hook_paths).hooks
     timeout_s = shutdown_timeout(BRIDGE_SHUTDOWN_TIMEOUT_S)
     exporters: list[SpanExporter] = list(options.extra_exporters)
