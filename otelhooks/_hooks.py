@@ -109,7 +109,7 @@ class Hook(BaseModel):
     handler: Callable[..., Any] | None = None
     matcher: str | None = None
     intercept: bool = False
-    timeout: float = Field(default=10.0, gt=0, le=300)
+    timeout: float = Field(default=10.0, gt=0, le=600)
     on_error: Literal["continue", "block"] = "continue"
     dialect: Literal["otelhooks", "lobehub", "kernel", "workspace", "claude"] | None = None
     command: str | list[str] | None = None

@@ -633,9 +633,9 @@ def test_claude_code_settings_load_with_ids_events_and_timeouts_in_seconds(tmp_p
     hooks = load_config([path]).hooks
     assert [(h.id, h.event, h.timeout) for h in hooks] == [
         ("settings:PreToolUse[0].hooks[0]", "before_tool_call", 5.0),
-        ("settings:PreToolUse[0].hooks[1]", "before_tool_call", 30.0),
-        ("settings:PreToolUse[1].hooks[0]", "before_tool_call", 30.0),
-        ("settings:Stop[0].hooks[0]", "on_complete", 30.0),
+        ("settings:PreToolUse[0].hooks[1]", "before_tool_call", 600.0),
+        ("settings:PreToolUse[1].hooks[0]", "before_tool_call", 600.0),
+        ("settings:Stop[0].hooks[0]", "on_complete", 600.0),
     ]
     assert all(isinstance(h.action, CommandAction) for h in hooks)
 

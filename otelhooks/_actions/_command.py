@@ -10,10 +10,11 @@ How a command runs:
   and gets :func:`stdin_document` (the event JSON plus Claude Code's snake_case fields) on stdin,
   content included whatever the capture switch: it is the user's own code on this machine, and
   both protocols require those fields.
-- It runs in its own session (process group). At its timeout (10 s by default, 30 s at most) the
-  whole group gets ``SIGKILL`` and the process is reaped: nothing it started is left running and
-  no zombie of ours remains. A process that exits on its own may leave deliberately detached
-  background work behind, as ``exec`` does.
+- It runs in its own session (process group). At its timeout (10 s by default, 30 s at most;
+  600 s in Claude Code's dialect, as its settings allow) the whole group gets ``SIGKILL`` and
+  the process is reaped: nothing it started is left running and no zombie of ours remains. A
+  process that exits on its own may leave deliberately detached background work behind, as
+  ``exec`` does.
 - stdout and stderr are read as they come and kept up to :data:`OUTPUT_CAP_BYTES` each (the rest
   is read and counted, never stored); logs show a short excerpt. A block reason is cut to
   :data:`REASON_CAP_CHARS` characters (Claude Code's own cap for hook output in its UI) with
@@ -73,6 +74,7 @@ if TYPE_CHECKING:
     from otelhooks._hooks import Hook
 
 __all__ = [
+    "MAX_CLAUDE_COMMAND_TIMEOUT_S",
     "MAX_COMMAND_TIMEOUT_S",
     "OUTPUT_CAP_BYTES",
     "REASON_CAP_CHARS",
@@ -84,6 +86,8 @@ __all__ = [
 ]
 
 MAX_COMMAND_TIMEOUT_S: Final = 30.0
+# Claude Code's settings give command hooks 600 s by default: hooks in its dialect keep its limit.
+MAX_CLAUDE_COMMAND_TIMEOUT_S: Final = 600.0
 _READ_CHUNK: Final = 64 * 1024
 
 Decision = Literal["allow", "deny", "ask", "defer"]
@@ -229,10 +233,10 @@ class CommandAction:
             raise ConfigError(
                 "a command list needs a program and non-empty string arguments", field="command"
             )
-        if hook.timeout > MAX_COMMAND_TIMEOUT_S:
+        limit = MAX_CLAUDE_COMMAND_TIMEOUT_S if hook.dialect == "claude" else MAX_COMMAND_TIMEOUT_S
+        if hook.timeout > limit:
             raise ConfigError(
-                f"a command hook may run at most {MAX_COMMAND_TIMEOUT_S:g} s, "
-                f"not {hook.timeout:g} s",
+                f"a command hook may run at most {limit:g} s, not {hook.timeout:g} s",
                 field="timeout",
             )
         self.hook = hook

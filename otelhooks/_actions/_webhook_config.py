@@ -77,7 +77,7 @@ class WebhookConfig(BaseModel):
     response_handling: Literal["ignore", "tool_call"] = Field(
         default="ignore", validation_alias=AliasChoices("responseHandling", "response_handling")
     )
-    timeout: float = Field(default=30.0, gt=0, le=300)
+    timeout: float = Field(default=30.0, gt=0, le=600)
     format: Literal["lobehub", "workspace"] = "lobehub"
     batch_size: int = Field(
         default=1, ge=1, le=1000, validation_alias=AliasChoices("batchSize", "batch_size")

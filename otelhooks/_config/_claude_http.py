@@ -128,7 +128,7 @@ class ClaudeHttpHandler:
         url: where to POST.
         headers: header values with ``$VAR`` / ``${VAR}`` templates.
         allowed_env_vars: the variables the templates may read.
-        timeout: seconds for the whole exchange (at most 300).
+        timeout: seconds for the whole exchange (at most 600).
 
     Example:
         >>> handler = ClaudeHttpHandler("http://127.0.0.1:8080/hooks", timeout=5)

@@ -27,11 +27,9 @@ holds matcher groups, each with its list of handlers. Every field of Claude Code
   connections: a :class:`ClaudeSettingsWarning` naming the file, line and hook, and the handler
   is skipped. An unknown type or key is a warning too (Claude Code adds fields); a wrong value
   of a known field is an error.
-- ``timeout`` is in seconds. Claude Code's default is 600 s for ``command`` and ``http``;
-  otelhooks runs a command hook for at most 30 s
-  (:data:`~otelhooks._actions._command.MAX_COMMAND_TIMEOUT_S`) and a webhook for at most 300 s,
-  so the default becomes that limit and a longer explicit value runs with the limit and a
-  warning.
+- ``timeout`` is in seconds, as Claude Code has it: 600 s by default for ``command`` and
+  ``http``, and up to 600 s (:data:`~otelhooks._actions._command.MAX_CLAUDE_COMMAND_TIMEOUT_S`);
+  a longer explicit value runs with 600 s and a warning.
 - ``statusMessage`` and ``once`` are accepted and change nothing (``once`` is only honoured in
   skill frontmatter, by Claude Code too). ``if`` gates a handler on a tool event with Claude
   Code's permission-rule syntax (:mod:`._claude_if`, failing open as Claude Code does); on other
@@ -46,7 +44,7 @@ import warnings
 from typing import Any, Final
 
 from otelhooks._actions import build_hook as bind_hook
-from otelhooks._actions._command import MAX_COMMAND_TIMEOUT_S
+from otelhooks._actions._command import MAX_CLAUDE_COMMAND_TIMEOUT_S
 from otelhooks._config._build import build_hook
 from otelhooks._config._claude_http import ClaudeHttpHandler
 from otelhooks._config._claude_if import IfGate, IfRule, parse_if
@@ -71,7 +69,7 @@ _NOT_RUN: Final = {
     "agent": "an agent handler needs Claude Code's model and tools",
     "mcp_tool": "an mcp_tool handler needs Claude Code's MCP connections",
 }
-_MAX_WEBHOOK_TIMEOUT_S: Final = 300.0
+_MAX_WEBHOOK_TIMEOUT_S: Final = 600.0
 _CLAUDE_DEFAULT_TIMEOUT_S: Final = 600.0
 _TOOL_EVENTS: Final = frozenset(
     {"before_tool_call", "after_tool_call", "on_tool_call_error", "on_tool_call_denied"}
@@ -253,7 +251,7 @@ def _command_fields(
         _warn(doc, (*where, "async"), hook_id, "async on an event that can block: otelhooks "
               "runs the command before the action and honours its answer")  # fmt: skip
     args = handler.get("args")
-    timeout = _timeout(doc, handler, where, hook_id, MAX_COMMAND_TIMEOUT_S, "a command hook")
+    timeout = _timeout(doc, handler, where, hook_id, MAX_CLAUDE_COMMAND_TIMEOUT_S, "a command hook")
     # exec form (``args``): the program and its arguments, no shell, as Claude Code runs it
     run: str | list[str] = [str(command), *args] if isinstance(args, list) else str(command)
     return {"command": run, "timeout": timeout}, problems
