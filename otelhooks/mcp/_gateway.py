@@ -66,6 +66,10 @@ __all__ = ["McpGateway", "McpSession", "Relay"]
 _log = structlog.get_logger("otelhooks.mcp")
 
 DEFAULT_SERVER_NAME: Final = "mcp"
+# The requests that open a session and whose answer names the server: the handshake of
+# protocols up to 2025-11-25, and the discovery of the stateless 2026-07-28 protocol.
+_HANDSHAKES: Final = frozenset({"initialize", "server/discover"})
+_SERVER_INFO_META: Final = "io.modelcontextprotocol/serverInfo"
 
 
 @dataclass(slots=True)
@@ -168,7 +172,7 @@ class McpSession:
 
     def _client_request(self, msg: Message) -> Relay:
         pending = self._start(self._from_client, msg, from_server=False)
-        if msg.method == "initialize":
+        if msg.method in _HANDSHAKES:
             self._on_initialize(msg)
         if msg.method != "tools/call":
             return Relay(to_server=[msg.raw])
@@ -264,7 +268,7 @@ class McpSession:
         msg = parse(raw)
         if msg.kind == "response":
             pending = self._from_client.get(request_key(msg.id))
-            if pending is not None and pending.method == "initialize":
+            if pending is not None and pending.method in _HANDSHAKES:
                 self._on_initialized(msg)
             if (
                 pending is not None
@@ -360,6 +364,11 @@ class McpSession:
         if isinstance(result.get("protocolVersion"), str):
             self.protocol_version = result["protocolVersion"]
         info = result.get("serverInfo")
+        meta = result.get("_meta")
+        if not isinstance(info, dict) and isinstance(meta, dict):
+            # protocol 2026-07-28: ``server/discover`` (and every result) names the server in
+            # ``_meta``; a guard matching ``<server>/<tool>`` must see the same name either way
+            info = meta.get(_SERVER_INFO_META)
         if self.gateway.name is None and isinstance(info, dict) and info.get("name"):
             self.server_name = str(info["name"])
         pending = self._from_client.get(request_key(msg.id))

@@ -72,14 +72,34 @@ class FakeAnthropic:
         tools = [t.get("name") for t in body.get("tools") or []]
         if "toolu_mcp" in results:
             return _message({"type": "text", "text": "done"}, "end_turn")
-        if self.tool in tools:
+        # Claude Code 2.1.3xx defers MCP tools behind ToolSearch: once a search returned the
+        # tool's schema, it is callable.
+        if self.tool in tools or self.tool in self._searched(body):
             use = {"type": "tool_use", "id": "toolu_mcp", "name": self.tool, "input": self.args}
             return _message(use, "tool_use")
+        if "ToolSearch" in tools and len(results) < 10:
+            search = {"type": "tool_use", "id": f"toolu_search{len(results)}",
+                      "name": "ToolSearch", "input": {"query": f"select:{self.tool}"}}  # fmt: skip
+            return _message(search, "tool_use")
         if "WaitForMcpServers" in tools and len(results) < 10:
             wait = {"type": "tool_use", "id": f"toolu_wait{len(results)}",
                     "name": "WaitForMcpServers", "input": {}}  # fmt: skip
             return _message(wait, "tool_use")
         return _message({"type": "text", "text": "no tool"}, "end_turn")
+
+    @staticmethod
+    def _searched(body: dict[str, Any]) -> str:
+        """The text of the ToolSearch results in the conversation so far."""
+        found = [
+            json.dumps(c.get("content"))
+            for m in body.get("messages", [])
+            if isinstance(m.get("content"), list)
+            for c in m["content"]
+            if isinstance(c, dict)
+            and c.get("type") == "tool_result"
+            and str(c.get("tool_use_id", "")).startswith("toolu_search")
+        ]
+        return "".join(found)
 
     def tool_result(self) -> dict[str, Any] | None:
         """The result Claude Code sent back for the MCP tool call."""

@@ -23,7 +23,15 @@ from tests.mcp._harness import ROOT, SERVER_APP, calls, write_hooks
 
 pytestmark = pytest.mark.timeout(150)
 
-CLAUDE = os.environ.get("OTELHOOKS_CLAUDE_BIN") or shutil.which("claude")
+# the CLI `.ci/run` installs (tests/claude_code_cli/package-lock.json), else one of your own
+_PINNED = (
+    Path(__file__).resolve().parents[1] / "claude_code_cli" / "node_modules" / ".bin" / "claude"
+)
+CLAUDE = (
+    os.environ.get("OTELHOOKS_CLAUDE_BIN")
+    or (str(_PINNED) if _PINNED.exists() else None)
+    or shutil.which("claude")
+)
 
 HOOKS = """
 hooks:

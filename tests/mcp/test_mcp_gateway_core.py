@@ -198,3 +198,36 @@ def test_sse_events_split_across_chunks_keep_their_bytes() -> None:
     assert b"".join(e.raw for e in got) == b"".join(stream)
     assert [e.data for e in got] == [b'{"a":1}', None, b"{}"]
     assert with_data(got[0], b'{"b":2}') == b'event: message\nid: 1\ndata: {"b":2}\n\n'
+
+
+@pytest.mark.parametrize(
+    ("handshake", "result"),
+    [
+        ("initialize", {"protocolVersion": "2025-11-25", "serverInfo": {"name": "files"}}),
+        # protocol 2026-07-28 (Claude Code 2.1.3xx): discovery, the name in the result's _meta
+        (
+            "server/discover",
+            {
+                "supportedVersions": ["2026-07-28"],
+                "capabilities": {},
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "files"}},
+            },
+        ),
+    ],
+)
+def test_the_server_name_of_either_handshake_makes_the_guard_match(
+    handshake: str, result: dict[str, Any]
+) -> None:
+    guard = {"id": "no-rm", "type": "beforeToolCall", "matcher": "files/rm",
+             "handler": lambda e: Block("rm is off")}  # fmt: skip
+    h = Harness([guard])
+    h.gateway.name = None  # learned from the server, as without --name
+    session = h.gateway.session("s2")
+    opening = {"jsonrpc": "2.0", "id": 1, "method": handshake, "params": {}}
+    session.from_client(json.dumps(opening).encode())
+    session.from_server(json.dumps({"jsonrpc": "2.0", "id": 1, "result": result}).encode())
+    relay = settle(session.from_client(call(2, "rm", path="/")))
+    assert relay.to_server == []  # denied: never reaches the server
+    (answer,) = relay.to_client
+    assert json.loads(answer)["result"]["isError"] is True
+    h.engine.shutdown(2)
