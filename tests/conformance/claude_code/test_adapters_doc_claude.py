@@ -1,5 +1,6 @@
 """``docs/adapters.md``'s Claude Code section says what the bridge does: every documented event in
-its table with the event it maps to, and the guard entry failing closed."""
+its table with the event it maps to, and the guard entry failing closed. The documented events
+come from the fixtures, whose source is Claude Code's hooks reference (github.com mirror)."""
 
 from __future__ import annotations
 

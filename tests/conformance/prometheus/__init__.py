@@ -1,0 +1,1 @@
+"""Prometheus exposition checked by the real promtool (source: the Prometheus text format)."""

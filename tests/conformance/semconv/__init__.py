@@ -1,0 +1,1 @@
+"""GenAI semantic conventions, source: github.com/open-telemetry/semantic-conventions-genai."""
