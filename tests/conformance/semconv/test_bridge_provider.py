@@ -2,8 +2,8 @@
 (a well-known value of the GenAI conventions), not the agent's name: checked on the spans the
 real ``otelhooks claude-code`` process writes for a turn.
 
-The source: github.com/open-telemetry/semantic-conventions-genai, the ``gen_ai.provider.name`` well-known values
-(``anthropic``), read 2026-11-30."""
+The source: github.com/open-telemetry/semantic-conventions-genai, the well-known values of
+``gen_ai.provider.name`` (``anthropic``), read 2026-11-30."""
 
 from __future__ import annotations
 
