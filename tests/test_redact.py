@@ -322,3 +322,32 @@ def test_a_tool_error_quoting_the_secret_is_recorded_redacted(pipe: Pipeline, to
     assert [t for t in span_texts(pipe.spans()) if token in t] == []
     assert token not in json.dumps([e.model_dump() for e in seen], default=str)
     assert token not in json.dumps(logs, default=str)
+
+
+def test_a_secret_cut_by_the_log_excerpt_leaves_no_prefix_behind(
+    pipe: Pipeline, token: str
+) -> None:
+    from otelhooks._actions._command_env import LOG_EXCERPT_CHARS
+
+    # the token starts a few characters before the excerpt's end: cut first, it would survive
+    # as a prefix that no longer matches the registered secret
+    pad = "x" * (LOG_EXCERPT_CHARS - 5)
+    leak = f'printf "%s%s" "{pad}" "$REDACT_TOKEN" >&2; exit 1'
+    pipe.register(webhook_with_token(), {"id": "leaky", "type": "PostToolUse", "command": leak})
+    with capture_logs() as logs:
+        assert run_vault(pipe) == "found"
+        pipe.flush()
+    (failed,) = [e for e in logs if e["event"] == "command hook failed"]
+    assert token[:5] not in failed["stderr"]
+    assert failed["stderr"].startswith(pad)
+
+
+def test_a_block_reason_cut_at_the_cap_keeps_no_prefix_of_a_secret(token: str) -> None:
+    from otelhooks import HooksEngine
+    from otelhooks._actions._command_output import REASON_CAP_CHARS, cut_reason
+
+    HooksEngine().register([webhook_with_token()])  # the token is a known secret now
+    reason = "x" * (REASON_CAP_CHARS - 5) + token
+    cut = cut_reason(reason)
+    assert cut is not None
+    assert token[:5] not in cut

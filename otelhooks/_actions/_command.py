@@ -418,8 +418,10 @@ class CommandAction:
                 lifecycle_event=payload.event,
                 problem=scrub(verdict.problem),
                 exit_code=outcome.exit_code,
-                stdout=scrub(excerpt(outcome.stdout)),
-                stderr=scrub(excerpt(outcome.stderr)),
+                # scrubbed whole, then shortened: a cut through a secret would leave its
+                # prefix, which no longer matches the secret
+                stdout=excerpt(scrub(outcome.stdout)),
+                stderr=excerpt(scrub(outcome.stderr)),
                 output_bytes=outcome.stdout_bytes + outcome.stderr_bytes,
             )
             if outcome.timed_out:

@@ -13,6 +13,8 @@ import json
 import re
 from typing import Any, Final
 
+from otelhooks._redact import scrub
+
 __all__ = ["OUTPUT_CAP_BYTES", "REASON_CAP_CHARS", "Capture", "cut_reason", "salvage"]
 
 OUTPUT_CAP_BYTES: Final = 1 << 20
@@ -30,6 +32,8 @@ def cut_reason(reason: str | None, *, total_bytes: int | None = None) -> str | N
     """
     if reason is None:
         return None
+    # Known secrets go before the cut: a secret cut in two would survive as its prefix.
+    reason = scrub(reason)
     if len(reason) <= REASON_CAP_CHARS and total_bytes is None:
         return reason
     whole = f"{total_bytes} bytes" if total_bytes is not None else f"{len(reason)} chars"

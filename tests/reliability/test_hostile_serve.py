@@ -173,7 +173,10 @@ def test_a_second_serve_on_the_same_durable_file_is_refused(tmp_path: Path) -> N
 def test_tokens_are_scrubbed_from_a_hook_that_prints_its_environment(tmp_path: Path) -> None:
     hooks = tmp_path / "hooks.yaml"
     hooks.write_text(
-        "hooks:\n  - id: leaky\n    type: afterToolCall\n    command: 'env >&2; exit 3'\n"
+        # only our variables: the log keeps an excerpt, and a machine's whole environment (CI's
+        # is long) would push them out of it
+        "hooks:\n  - id: leaky\n    type: afterToolCall\n"
+        "    command: 'env | grep ^OTELHOOKS_ >&2; exit 3'\n"
     )
     with serving(tmp_path, "--hooks", str(hooks)) as server:
         response = post_traces(server.url, tool_spans_json(1))
