@@ -22,8 +22,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Sampler
 
-from otelhooks import AgentMetrics, AgentTracer, HookEvent, HookSpanProcessor
-from otelhooks._actions._webhook_delivery import WebhookDeliverer
+from otelhooks import AgentMetrics, AgentTracer, HookEvent, HookSpanProcessor, WebhookDeliverer
 from tests._webhook_server import WebhookServer, webhook_server
 
 DataPoint = NumberDataPoint | HistogramDataPoint

@@ -17,7 +17,7 @@ from opentelemetry.trace import Link, SpanKind
 from opentelemetry.util.types import Attributes
 from structlog.testing import capture_logs
 
-from otelhooks._export._batch import CountingBatchSpanProcessor
+from otelhooks import CountingBatchSpanProcessor
 
 NEVER = 60.0
 ENV_VARS = (

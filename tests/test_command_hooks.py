@@ -20,11 +20,10 @@ from typing import Any
 import pytest
 from conftest import Pipeline
 
-from otelhooks import ConfigError, Hook, ToolCallEvent, ToolResult
+from otelhooks import AfterToolCallEvent, ConfigError, Hook, ToolCallEvent, ToolResult
 from otelhooks import _semconv as sc
 from otelhooks._actions import build_hook as coerce_hook
 from otelhooks._actions._command import OUTPUT_CAP_BYTES, CommandAction, CommandBlock
-from otelhooks._events import AfterToolCallEvent
 
 DUMP = """
 import json, os, sys

@@ -28,7 +28,7 @@ from otelhooks._config import (
     load_config,
 )
 from otelhooks._config._parse import parse_file
-from otelhooks._events import StepEvent
+from otelhooks.events import StepEvent
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

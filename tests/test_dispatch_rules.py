@@ -30,7 +30,7 @@ from otelhooks import (
     UnknownEventError,
 )
 from otelhooks import _semconv as sc
-from otelhooks._events import BeforeAgentStartEvent, MessageSendingEvent, ToolResultPersistEvent
+from otelhooks.events import BeforeAgentStartEvent, MessageSendingEvent, ToolResultPersistEvent
 
 INVOCATIONS = sc.METRIC_HOOK_INVOCATIONS
 

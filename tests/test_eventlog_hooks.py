@@ -10,9 +10,8 @@ import pytest
 from conftest import Pipeline
 from structlog.testing import capture_logs
 
-from otelhooks import AfterToolCallEvent, Block, ConfigError, args_fingerprint
+from otelhooks import AfterToolCallEvent, AgentEventsConfig, Block, ConfigError, args_fingerprint
 from otelhooks import _semconv as sc
-from otelhooks._config import AgentEventsConfig
 from otelhooks._eventlog import (
     AgentEvents,
     EventRecord,
@@ -22,7 +21,7 @@ from otelhooks._eventlog import (
     entry_from_event,
     load_agent_events,
 )
-from otelhooks._events import ToolCallDeniedEvent, ToolCallErrorEvent, ToolResult
+from otelhooks.events import ToolCallDeniedEvent, ToolCallErrorEvent, ToolResult
 
 SEED_YAML = """\
 kind: agent_events

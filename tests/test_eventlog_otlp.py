@@ -22,9 +22,8 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from structlog.testing import capture_logs
 
-from otelhooks import Block, HookSpanProcessor
+from otelhooks import AgentEventsConfig, Block, HookSpanProcessor
 from otelhooks import _semconv as sc
-from otelhooks._config import AgentEventsConfig
 from otelhooks._eventlog import (
     AgentEvents,
     EventLogClient,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from otelhooks._eventlog import EventEntry, RingEventLog, SqliteEventLog
+from otelhooks import EventEntry, RingEventLog, SqliteEventLog
 
 
 def entry(detail: str = "ok", *, tool: str | None = "calc/add", ts: int = 1) -> EventEntry:

@@ -12,11 +12,10 @@ from typing import Any
 
 from conftest import Pipeline, Recorder, hook
 
-from otelhooks import HookEvent, HookSpanProcessor
-from otelhooks._dispatch import HookRegistry
-from otelhooks._events import StepEvent
+from otelhooks import HookEvent, HookRegistry, HookSpanProcessor
 from otelhooks._fingerprint import fnv1a_64
 from otelhooks._live import LiveEvent
+from otelhooks.events import StepEvent
 
 VALUES = ("fs/readFile", "readFile")
 

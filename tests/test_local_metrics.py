@@ -23,8 +23,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otelhooks
+from otelhooks import AgentMetrics, LocalMetricProducer, metric_views
 from otelhooks import _semconv as sc
-from otelhooks._metrics import AgentMetrics, LocalMetricProducer, metric_views
 from otelhooks._metrics._local import CARDINALITY_LIMIT
 
 DELTA = {Counter: AggregationTemporality.DELTA, Histogram: AggregationTemporality.DELTA}

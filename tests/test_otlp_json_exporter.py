@@ -20,7 +20,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from structlog.testing import capture_logs
 
-from otelhooks._export._otlp_json import OtlpJsonLinesSpanExporter, read_otlp_json_lines
+from otelhooks import OtlpJsonLinesSpanExporter, read_otlp_json_lines
 
 SPAN_ATTRIBUTES: dict[str, Any] = {
     "str": "hello",

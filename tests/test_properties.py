@@ -10,10 +10,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from otelhooks import EVENTS, Block, ConfigError, InvalidMatcherError, compile_matcher
+from otelhooks import (
+    EVENTS,
+    Block,
+    ConfigError,
+    ControlProtocolError,
+    InvalidMatcherError,
+    compile_matcher,
+)
 from otelhooks._actions._webhook_control import parse_control_response
 from otelhooks._actions._webhook_http import Delivery
-from otelhooks._errors import ControlProtocolError
 from otelhooks._matchers import MatchKind
 
 json_values = st.recursive(

@@ -21,10 +21,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from structlog.testing import capture_logs
 
 import otelhooks._logging
-from otelhooks import HookEvent, HooksEngine, WebhookConfig
+from otelhooks import HookEvent, HooksEngine, WebhookConfig, configure_logging, scrub_secrets
 from otelhooks import _semconv as sc
 from otelhooks._actions._webhook_config import resolve_headers
-from otelhooks._logging import configure_logging, scrub_secrets
 from otelhooks._redact import MIN_SECRET_LENGTH, REDACTED, SecretRegistry, registry, scrub
 from tests.conftest import Pipeline
 

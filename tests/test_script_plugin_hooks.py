@@ -17,13 +17,11 @@ from pathlib import Path
 import pytest
 from conftest import Pipeline
 
-from otelhooks import ConfigError, ToolResult
+from otelhooks import ConfigError, Hook, ToolResult, load_config
 from otelhooks._actions import build_hook as coerce_hook
 from otelhooks._actions._plugin import ENTRY_POINT_GROUP, PluginAction
 from otelhooks._actions._script import ScriptAction
-from otelhooks._config import load_config
-from otelhooks._events import StepEvent
-from otelhooks._hooks import Hook
+from otelhooks.events import StepEvent
 
 EVENT = StepEvent(stepIndex=0)  # any event, for calling actions directly
 

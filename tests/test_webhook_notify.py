@@ -12,8 +12,7 @@ from typing import Any
 import pytest
 import structlog
 
-from otelhooks import ToolResult
-from otelhooks._actions._webhook_delivery import WebhookDeliverer
+from otelhooks import ToolResult, WebhookDeliverer
 from otelhooks._actions._webhook_payload import RESULT_LIMIT, EmailCache, PayloadBuilder
 from tests._webhook_server import Reply, WebhookServer
 from tests.conftest import Pipeline
@@ -283,8 +282,7 @@ def test_email_cache_holds_at_most_1000_users_for_five_minutes() -> None:
 
 
 def test_invalid_ids_missing_emails_and_lookup_errors_leave_the_email_out(pipe: Pipeline) -> None:
-    from otelhooks import ToolCallEvent
-    from otelhooks._actions._webhook_config import WebhookConfig
+    from otelhooks import ToolCallEvent, WebhookConfig
 
     def resolver(user_id: str) -> str | None:
         if user_id == "boom":
@@ -303,8 +301,7 @@ def test_invalid_ids_missing_emails_and_lookup_errors_leave_the_email_out(pipe: 
 
 
 def test_a_cancelled_email_lookup_cancels_the_delivery() -> None:
-    from otelhooks import ToolCallEvent
-    from otelhooks._actions._webhook_config import WebhookConfig
+    from otelhooks import ToolCallEvent, WebhookConfig
 
     cancel = threading.Event()
     cancel.set()
@@ -350,8 +347,7 @@ def test_webhook_span_exporter_delivers_for_plain_genai_spans(
 
 
 def test_webhook_span_exporter_refuses_control_hooks() -> None:
-    from otelhooks import ConfigError
-    from otelhooks._export import WebhookSpanExporter
+    from otelhooks import ConfigError, WebhookSpanExporter
 
     with pytest.raises(ConfigError, match="notification webhooks only"):
         WebhookSpanExporter(

@@ -20,9 +20,8 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otelhooks
-from otelhooks import HookEvent, ToolResult, WebhookConfig
+from otelhooks import HookEvent, ToolResult, WebhookConfig, WebhookDeliverer
 from otelhooks import _semconv as sc
-from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from otelhooks._actions._webhook_payload import CONTENT_FIELDS, PayloadBuilder
 from otelhooks._events import (
     AfterCompactEvent,

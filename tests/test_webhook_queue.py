@@ -13,10 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from otelhooks import CriticalHookDeliveryError
+from otelhooks import CriticalHookDeliveryError, WebhookConfig, WebhookDeliverer
 from otelhooks._actions._outbox import Outbox, backoff_s
-from otelhooks._actions._webhook_config import WebhookConfig
-from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from tests._webhook_server import Reply, WebhookServer
 from tests.conftest import Pipeline
 

@@ -11,10 +11,7 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from otelhooks._actions._webhook_config import WebhookConfig
-from otelhooks._actions._webhook_delivery import WebhookDeliverer
-from otelhooks._events import HookEvent
-from otelhooks._metrics import AgentMetrics
+from otelhooks import AgentMetrics, HookEvent, WebhookConfig, WebhookDeliverer
 from tests._webhook_server import Reply, webhook_server
 
 

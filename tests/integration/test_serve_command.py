@@ -16,7 +16,7 @@ import pytest
 from conftest import close_pipeline, make_pipeline
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otelhooks._eventlog import EventLogClient, EventRecord
+from otelhooks import EventLogClient, EventRecord
 from otelhooks._export import encode_otlp_json
 from tests._realparts import free_port, wait_for_port
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from otelhooks import load_config
 from otelhooks._cli import build_parser
-from otelhooks._config import load_config
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "adapters.md"
 

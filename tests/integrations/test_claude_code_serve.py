@@ -19,7 +19,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otelhooks._eventlog._server import EventLogServer, serve
+from otelhooks import EventLogServer, serve
 from otelhooks.integrations.claude_code import session_trace_id
 from tests._webhook_server import WebhookServer, webhook_server
 

@@ -20,8 +20,7 @@ from agents import Agent, Runner, function_tool, set_trace_processors
 from agents.testing import assistant_message, function_call
 from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
-from otelhooks import AgentEvents, AgentEventsConfig
-from otelhooks._actions._webhook_delivery import WebhookDeliverer
+from otelhooks import AgentEvents, AgentEventsConfig, WebhookDeliverer
 from tests._webhook_server import WebhookServer
 from tests.conftest import Pipeline, Recorder, hook
 from tests.integrations._agents_model import ScriptedModel

@@ -20,8 +20,7 @@ from langgraph.prebuilt import ToolNode, tools_condition
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
-from otelhooks import Block, HookEvent, ToolCallEvent
-from otelhooks._actions._webhook_delivery import WebhookDeliverer
+from otelhooks import Block, HookEvent, ToolCallEvent, WebhookDeliverer
 from otelhooks.integrations.langchain import OtelHooksCallbackHandler, hook_tool
 from tests._webhook_server import WebhookServer
 from tests.conftest import Pipeline, Recorder, hook

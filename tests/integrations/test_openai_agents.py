@@ -26,8 +26,7 @@ from agents.testing import assistant_message, function_call
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
-from otelhooks import Block, HookEvent, ToolCallEvent
-from otelhooks._actions._webhook_delivery import WebhookDeliverer
+from otelhooks import Block, HookEvent, ToolCallEvent, WebhookDeliverer
 from otelhooks.integrations.openai_agents import HookedRunner, RunBlockedError, hook_tool
 from tests._webhook_server import WebhookServer
 from tests.conftest import Pipeline, Recorder, hook

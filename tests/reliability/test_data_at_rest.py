@@ -11,9 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from otelhooks import EventEntry, SqliteEventLog
 from otelhooks._actions._outbox import Outbox
-from otelhooks._eventlog import SqliteEventLog
-from otelhooks._eventlog._model import EventEntry
 
 
 def mode(path: Path) -> int:

@@ -13,10 +13,8 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from otelhooks import HookSpanProcessor
+from otelhooks import AgentMetrics, EventLogServer, HookSpanProcessor, RingEventLog
 from otelhooks import _semconv as sc
-from otelhooks._eventlog import EventLogServer, RingEventLog
-from otelhooks._metrics import AgentMetrics
 from tests.reliability._serve_proc import INGEST, post_traces, tool_spans_json
 
 TOKEN = "receiver-admin-token"

@@ -19,8 +19,7 @@ from typing import Any
 import pytest
 import structlog
 
-from otelhooks import ToolResult
-from otelhooks._actions._webhook_delivery import WebhookDeliverer
+from otelhooks import ToolResult, WebhookDeliverer
 from tests._webhook_server import Reply, WebhookServer, webhook_server
 from tests.conftest import Pipeline
 

@@ -26,10 +26,15 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otelhooks import AgentMetrics, AgentTracer, CountingBatchSpanProcessor, HookSpanProcessor
+from otelhooks import (
+    AgentMetrics,
+    AgentTracer,
+    CountingBatchSpanProcessor,
+    HookSpanProcessor,
+    WebhookConfig,
+    WebhookDeliverer,
+)
 from otelhooks._actions._outbox import Outbox
-from otelhooks._actions._webhook_config import WebhookConfig
-from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from otelhooks._actions._webhook_http import CONTROL_RESPONSE_LIMIT
 from otelhooks._runtime import (
     AgentResult,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import yaml
 
-from otelhooks._events import EVENTS
+from otelhooks import EVENTS
 from tests._realparts import promtool_binary, require
 from tests.stack._stack import (
     PROMETHEUS_CONFIG,

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from otelhooks._actions._webhook_delivery import WebhookDeliverer
+from otelhooks import WebhookDeliverer
 from tests._webhook_server import webhook_server
 from tests.conftest import Pipeline, close_pipeline, make_pipeline
 

@@ -28,8 +28,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from otelhooks import configure
-from otelhooks._instrument import AgentTracer
+from otelhooks import AgentTracer, configure
 from tests.conftest import Pipeline
 
 SPEC = json.loads((Path(__file__).parent / "genai_requirements.json").read_text())
