@@ -112,6 +112,35 @@ ALL: Final = Matcher(None, MatchKind.ALL)
 _REPEATS: Final = (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT)
 
 
+def anchored_prefix(pattern: str) -> str | None:
+    r"""The literal text every match of ``pattern`` starts the value with (``^db/...`` gives
+    ``db/``), or ``None`` when there is none or the pattern has flags. A value without it cannot
+    match, which a ``str.startswith`` says in tens of nanoseconds: most matchers are anchored
+    names, and a registry with many of them looks each up for every new tool name.
+
+    Example:
+        >>> anchored_prefix(r"^shell\/.*$")
+        'shell/'
+        >>> anchored_prefix("fs/read") is None
+        True
+    """
+    try:
+        tree = _sre_parse.parse(pattern)
+    except (re.error, RecursionError, OverflowError, ValueError):
+        return None
+    if tree.state.flags & ~(re.UNICODE | re.ASCII):  # (?i), (?m), (?s)... change what ^ means
+        return None
+    items = list(tree)
+    if not items or items[0] != (_sre.AT, _sre.AT_BEGINNING):
+        return None
+    prefix = []
+    for op, arg in items[1:]:
+        if op is not _sre.LITERAL:
+            break
+        prefix.append(chr(arg))
+    return "".join(prefix) or None
+
+
 def backtracking_risk(pattern: str) -> str | None:
     """Why Python's ``re`` could take exponential (or high polynomial) time on ``pattern``, or
     ``None`` when it cannot: a backreference, a quantifier or an alternation inside a quantified
@@ -168,10 +197,11 @@ class _Re2Search:
     regex directly when the package exposes it (and its public ``search`` otherwise).
     """
 
-    __slots__ = ("_anchor", "_compiled", "_regexp")
+    __slots__ = ("_anchor", "_compiled", "_prefix", "_regexp")
 
     def __init__(self, pattern: str) -> None:
         assert _re2 is not None
+        self._prefix = anchored_prefix(pattern)
         options = _re2.Options()
         options.log_errors = False  # an unsupported pattern is ours to report, not RE2's stderr
         options.never_capture = True  # groups change nothing to whether it matches
@@ -183,6 +213,8 @@ class _Re2Search:
             self._regexp = None
 
     def search(self, text: str) -> bool | None:
+        if self._prefix is not None and not text.startswith(self._prefix):
+            return None  # cannot match: spares the call into RE2 (~0.9 µs against ~0.05 µs)
         text = clean_text(text)  # a lone surrogate cannot be encoded for RE2
         if self._regexp is None:
             return True if self._compiled.search(text) is not None else None

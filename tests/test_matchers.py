@@ -217,3 +217,21 @@ def test_canonical_type_name_selects_otelhooks_rules() -> None:
     hook = Hook(id="h", type="before_tool_call", handler=print, matcher="fs/readFile")
     assert hook.compiled_matcher.kind is MatchKind.NAMES
     assert hook.compiled_matcher.matches(READ)
+
+
+def test_the_anchored_prefix_shortcut_decides_as_the_regex_does() -> None:
+    import re
+
+    from otelhooks._matchers import RE2_AVAILABLE, _Re2Search, anchored_prefix
+
+    patterns = [r"^shell9\/.*$", "^db9/", "^fs/(read|write)$", r"^ab*c", "(?i)^FS/", "^fs|^db"]
+    values = ["shell9/x", "shell9", "xshell9/x", "db9/q", "db9", "fs/read", "fs/readx", "ac",
+              "abbbc", "fs/Read", "FS/x", "db/x", "", "ab"]  # fmt: skip
+    for pattern in patterns:
+        prefix = anchored_prefix(pattern)
+        for value in values:
+            expected = re.search(pattern, value) is not None
+            if prefix is not None and not value.startswith(prefix):
+                assert not expected, (pattern, value)  # the shortcut never hides a match
+            if RE2_AVAILABLE:
+                assert (_Re2Search(pattern).search(value) is not None) == expected, (pattern, value)
