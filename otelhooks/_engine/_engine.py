@@ -185,7 +185,7 @@ class HooksEngine:
         verdict = self.start(live)
         self.end(live)
         _raise_critical(live)
-        return verdict
+        return _own(verdict, live)
 
     async def adispatch(
         self,
@@ -200,7 +200,7 @@ class HooksEngine:
         verdict = await self.astart(live)
         self.end(live)
         _raise_critical(live)
-        return verdict
+        return _own(verdict, live)
 
     def decide(
         self,
@@ -355,3 +355,8 @@ def _raise_critical(live: LiveEvent) -> None:
     if live.critical is not None:
         critical, live.critical = live.critical, None
         raise critical
+
+
+def _own(verdict: Verdict, live: LiveEvent) -> Verdict:
+    """A verdict the caller may keep and change: never the shared no-hook one."""
+    return Verdict(payload=live.payload()) if verdict is _NO_HOOKS else verdict

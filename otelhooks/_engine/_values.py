@@ -22,7 +22,7 @@ def matcher_values(payload: HookEvent) -> tuple[str, ...]:
 
     Example:
         >>> from otelhooks.events import ToolCallEvent
-        >>> matcher_values(ToolCallEvent(identifier="fs", apiName="rm", args={}))
+        >>> matcher_values(ToolCallEvent(toolCallId="c1", identifier="fs", apiName="rm"))
         ('fs/rm', 'rm')
     """
     data = payload.__dict__
