@@ -145,6 +145,9 @@ class HookRegistry:
         self._lock = threading.Lock()
         self._global = _EMPTY
         self._ops: dict[str, _Index] = {}
+        # Bumped by every change: a caller holding an answer (a tool call's hooked events) asks
+        # again only when this moved, instead of re-matching at every point of the call.
+        self.version = 0
 
     def register(
         self, hooks: Iterable[Hook | Mapping[str, Any]], *, operation_id: str | None = None
@@ -171,12 +174,14 @@ class HookRegistry:
                 self._ops[operation_id] = index
             else:
                 self._global = index
+            self.version += 1
         return new
 
     def unregister(self, operation_id: str) -> None:
         """Remove every hook registered for ``operation_id`` (at completion, error or interrupt)."""
         with self._lock:
-            self._ops.pop(operation_id, None)
+            if self._ops.pop(operation_id, None) is not None:
+                self.version += 1
 
     def remove(self, hook_id: str) -> bool:
         """Remove one global hook by id. Returns whether it was there."""
@@ -185,12 +190,14 @@ class HookRegistry:
             if len(kept) == len(self._global.hooks):
                 return False
             self._global = _Index(kept)
+            self.version += 1
             return True
 
     def clear(self) -> None:
         with self._lock:
             self._global = _EMPTY
             self._ops.clear()
+            self.version += 1
 
     def hooks(self, *, operation_id: str | None = None) -> list[Hook]:
         index = self._ops.get(operation_id, _EMPTY) if operation_id else self._global

@@ -147,6 +147,21 @@ class HooksEngine:
         """Whether any hook matches ``event`` now (a cached lookup: cheap on the hot path)."""
         return self.registry.any_match(event, values, operation_id=operation_id)
 
+    def hooked(
+        self, events: tuple[str, ...], values: tuple[str, ...], operation_id: str | None = None
+    ) -> frozenset[str]:
+        """Which of ``events`` have a hook matching ``values`` now.
+
+        One question for the whole life of an action (a tool call's four events), asked again
+        only when :attr:`HookRegistry.version` moves; with no hook registered it costs nothing.
+        """
+        registry = self.registry
+        if not registry.has_any():
+            return _NOTHING
+        return frozenset(
+            [e for e in events if registry.any_match(e, values, operation_id=operation_id)]
+        )
+
     def claim_scope(self, scope: object) -> None:
         """Mark the spans of an instrumentation scope object as dispatched by this engine."""
         if scope is not None and not self.is_own_scope(scope):
@@ -347,6 +362,7 @@ class HooksEngine:
             self._dispatcher.deliverer.shutdown(timeout_s)
 
 
+_NOTHING: frozenset[str] = frozenset()
 # Returned for every event no hook matched (the hot path allocates nothing); callers only read it.
 _NO_HOOKS = Verdict()
 

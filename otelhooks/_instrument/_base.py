@@ -139,7 +139,7 @@ class AgentTracer:
     def start_span(
         self,
         name: str,
-        live: LiveEvent,
+        live: LiveEvent | None,
         *,
         attributes: dict[str, Any],
         kind: SpanKind = SpanKind.INTERNAL,
@@ -148,17 +148,18 @@ class AgentTracer:
     ) -> Span:
         """Start the span of ``live`` and dispatch it: interceptors run now (unless the caller
         awaits them: ``live.deferred``), observers are queued, and what the hooks did is
-        written on the span."""
+        written on the span. ``live`` is None when the caller knows no hook watches the start."""
         span = self._tracer.start_span(
             name, context=parent, kind=kind, attributes=attributes, links=links
         )
-        live.span_context = span.get_span_context()
         if not self._scope_claimed:
             # Spans of this scope object are dispatched here; processors on the engine skip them.
             self.engine.claim_scope(getattr(span, "instrumentation_scope", None))
             self._scope_claimed = True
-        if not live.deferred:
-            record_verdict(span, live.name, self.engine.start(live))
+        if live is not None:
+            live.span_context = span.get_span_context()
+            if not live.deferred:
+                record_verdict(span, live.name, self.engine.start(live))
         return span
 
     def matches(self, event: str, values: tuple[str, ...], operation_id: str | None) -> bool:
@@ -192,14 +193,29 @@ def record_verdict(span: Span, event: str, verdict: Verdict) -> None:
 class SpanScope(ABC):
     """A span with a lifecycle event, usable with ``with`` and ``async with``."""
 
-    live: LiveEvent
     span: Span
+    # Class-level defaults: a scope is made per action, and every attribute stored in
+    # ``__init__`` is paid on the agent's hot path.
+    _live: LiveEvent | None = None
+    _token: object | None = None
+    _started = 0.0
+    _error: BaseException | None = None
 
     def __init__(self, tracer: AgentTracer) -> None:
         self.tracer = tracer
-        self._token: object | None = None
-        self._started = 0.0
-        self._error: BaseException | None = None
+
+    @property
+    def live(self) -> LiveEvent:
+        """This scope's lifecycle event (made on first use by a scope that started without one
+        because no hook watched its start: see :meth:`_quiet_event`)."""
+        live = self._live
+        if live is None:
+            live = self._live = self._quiet_event()
+        return live
+
+    def _quiet_event(self) -> LiveEvent:
+        """The event of a scope that started without one, to hang end events on."""
+        raise TypeError(f"{type(self).__name__} always starts with its event")
 
     # Subclasses implement _open and _close, and override _after_verdict when they intercept.
     @abstractmethod
@@ -230,8 +246,8 @@ class SpanScope(ABC):
         if self.tracer.matches(name, live.values, live.operation_id):
             live.follow(name, build, capture=capture)
 
-    def _begin(self, name: str, live: LiveEvent, **kwargs: Any) -> None:
-        self.live = live
+    def _begin(self, name: str, live: LiveEvent | None, **kwargs: Any) -> None:
+        self._live = live
         self._started = time.perf_counter()
         self.span = self.tracer.start_span(name, live, **kwargs)
         self._token = otel_context.attach(trace.set_span_in_context(self.span))
@@ -250,15 +266,18 @@ class SpanScope(ABC):
             otel_context.detach(self._token)  # type: ignore[arg-type]
             self._token = None
         self.span.end()
-        self.tracer.end_events(self.live)
-        if self.live.critical is not None:
-            # A fallback-none hook asked for this: raised once the span is complete.
-            critical, self.live.critical = self.live.critical, None
-            raise critical
+        live = self._live
+        if live is not None:
+            self.tracer.end_events(live)
+            if live.critical is not None:
+                # A fallback-none hook asked for this: raised once the span is complete.
+                critical, live.critical = live.critical, None
+                raise critical
 
     def __enter__(self) -> Self:
         self._open(deferred=False)
-        self._after_verdict(self.live.verdict)
+        live = self._live
+        self._after_verdict(live.verdict if live is not None else None)
         return self
 
     def __exit__(
@@ -276,8 +295,11 @@ class SpanScope(ABC):
 
     async def __aenter__(self) -> Self:
         self._open(deferred=True)
-        verdict = await self.tracer.engine.astart(self.live)
-        record_verdict(self.span, self.live.name, verdict)
+        live = self._live
+        verdict = None
+        if live is not None:
+            verdict = await self.tracer.engine.astart(live)
+            record_verdict(self.span, live.name, verdict)
         self._after_verdict(verdict)
         return self
 

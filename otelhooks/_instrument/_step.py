@@ -45,8 +45,9 @@ class Step(SpanScope):
         self.index = index
         self.content = ""
         self.usage = TokenUsage()
-        self.tool_calls: list[dict[str, Any]] = []
-        self.tool_results: list[dict[str, Any]] = []
+        # (toolCallId, identifier, apiName, success, outcome) per finished call: the payload
+        # dicts of tool_calls / tool_results are built only when someone reads them.
+        self._finished: list[tuple[str, str, str, bool, str]] = []
         self._next_call = 0
 
     def _open(self, *, deferred: bool) -> None:
@@ -71,7 +72,7 @@ class Step(SpanScope):
         )
 
     def _close(self, exc: BaseException | None) -> None:
-        self.span.set_attribute(sc.STEP_TOOL_CALLS, len(self.tool_calls))
+        self.span.set_attribute(sc.STEP_TOOL_CALLS, len(self._finished))
         live = self.live
         if self.tracer.matches("after_step", live.values, live.operation_id):
             live.follow("after_step", self._after_event())
@@ -84,7 +85,7 @@ class Step(SpanScope):
         op = self.operation
         common = op.common()
         content, usage = self.content, self.usage.model_copy()
-        calls, results = list(self.tool_calls), list(self.tool_results)
+        calls, results = self.tool_calls, self.tool_results
         # The run's totals as this step ends (LobeHub's totalInputTokens, totalSteps, ...).
         elapsed_ms, steps, tool_calls = self.elapsed_s * 1000, op.step_count, op.tool_call_count
         run_usage = op.usage.model_copy()
@@ -103,6 +104,33 @@ class Step(SpanScope):
             toolsResult=results,
             usage=usage,
         )
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]]:
+        """The step's finished tool calls (LobeHub's ``toolsCalling``), in finishing order."""
+        return [
+            {"toolCallId": call_id, "identifier": identifier, "apiName": api_name}
+            for call_id, identifier, api_name, _, _ in self._finished
+        ]
+
+    @property
+    def tool_results(self) -> list[dict[str, Any]]:
+        """Their results (LobeHub's ``toolsResult``): the call, ``success`` and ``outcome``."""
+        return [
+            {
+                "toolCallId": call_id,
+                "identifier": identifier,
+                "apiName": api_name,
+                "success": success,
+                "outcome": outcome,
+            }
+            for call_id, identifier, api_name, success, outcome in self._finished
+        ]
+
+    def finished_call(self, call: tuple[str, str, str, bool, str]) -> None:
+        """A tool call of this step ended: (toolCallId, identifier, apiName, success, outcome)."""
+        self._finished.append(call)
+        self.operation.tool_call_count += 1
 
     def next_call_index(self) -> int:
         index = self._next_call

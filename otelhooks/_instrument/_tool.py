@@ -80,6 +80,14 @@ class ToolCall(SpanScope):
         >>> call.result.content
     """
 
+    # Defaults at class level: set on the instance only when a hook changes them.
+    denied = False
+    deny_reason: str | None = None
+    mocked = False
+    persist_blocked = False
+    _result: ToolResult | None = None
+    _tool_started = 0.0
+
     def __init__(
         self,
         step: Step,
@@ -90,21 +98,18 @@ class ToolCall(SpanScope):
         tool_call_id: str | None,
         tool_type: str,
     ) -> None:
-        super().__init__(step.tracer)
+        self.tracer = step.tracer
         self.step = step
         self.identifier = identifier
         self.api_name = api_name
         self.args = args
-        self.tool_call_id = tool_call_id or f"call_{getrandbits(64):016x}"
+        self.tool_call_id = tool_call_id or "call_" + getrandbits(64).to_bytes(8).hex()
         self.tool_type = tool_type
         self._values = (f"{identifier}/{api_name}" if identifier else api_name, api_name)
         self.call_index = step.next_call_index()
-        self.denied = False
-        self.deny_reason: str | None = None
-        self.mocked = False
-        self.persist_blocked = False
-        self._result: ToolResult | None = None
-        self._tool_started = 0.0
+        # Which of the tool events have hooks for this call, as of registry version _version.
+        self._hooks_on: frozenset[str] = frozenset()
+        self._version = -1
 
     @property
     def matcher_value(self) -> str:
@@ -145,6 +150,28 @@ class ToolCall(SpanScope):
         # processor or the awaited chain), so it sees the arguments as the call began.
         return ToolCallEvent(**self._context())
 
+    def _hooked(self, event: str) -> bool:
+        """Whether a hook matches ``event`` of this call now: one registry question per call,
+        asked again only when the registrations change while the call runs."""
+        if self.tracer.engine.registry.version != self._version:
+            self._ask_hooks()
+        return event in self._hooks_on
+
+    def _ask_hooks(self) -> None:
+        engine = self.tracer.engine
+        self._version = engine.registry.version
+        self._hooks_on = engine.hooked(_TOOL_EVENTS, self._values, self.step.operation.operation_id)
+
+    def _quiet_event(self) -> LiveEvent:
+        live = LiveEvent(
+            "before_tool_call",
+            self._before_event,
+            values=self._values,
+            operation_id=self.step.operation.operation_id,
+        )
+        live.span_context = self.span.get_span_context()
+        return live
+
     def _open(self, *, deferred: bool) -> None:
         values = self._values
         text = canonical_json(self.args)
@@ -156,18 +183,21 @@ class ToolCall(SpanScope):
             sc.GEN_AI_TOOL_TYPE: self.tool_type,
             sc.TOOL_IDENTIFIER: self.identifier,
             sc.TOOL_MATCHER_VALUE: values[0],
-            sc.TOOL_ARGS_FINGERPRINT: format(fnv1a_64(encoded), "016x"),
+            sc.TOOL_ARGS_FINGERPRINT: fnv1a_64(encoded).to_bytes(8).hex(),
             sc.TOOL_ARGS_SIZE: len(encoded),
         }
         if self.tracer.capture_content:
             attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = text
-        live = LiveEvent(
-            "before_tool_call",
-            self._before_event,
-            values=values,
-            operation_id=self.step.operation.operation_id,
-            deferred=deferred,
-        )
+        self._ask_hooks()
+        live = None
+        if "before_tool_call" in self._hooks_on:
+            live = LiveEvent(
+                "before_tool_call",
+                self._before_event,
+                values=values,
+                operation_id=self.step.operation.operation_id,
+                deferred=deferred,
+            )
         self._begin(f"{sc.OP_EXECUTE_TOOL} {self.api_name}", live, attributes=attrs)
         self._tool_started = time.perf_counter()
 
@@ -202,14 +232,17 @@ class ToolCall(SpanScope):
 
     def _record_observers(self) -> None:
         """List every hook that matched this call (interceptors and later observers) on the span."""
-        registry = self.tracer.engine.registry
-        if not registry.has_any() or not self.span.is_recording():
+        if not self._hooks_on or not self.span.is_recording():
             return
-        ids = registry.matched_ids(
+        ids = self.tracer.engine.registry.matched_ids(
             _TOOL_EVENTS, self._values, operation_id=self.step.operation.operation_id
         )
         if ids:
             self.span.set_attribute(sc.HOOK_MATCHED, list(ids))
+
+    def _follow_if_hooked(self, name: str, build: Callable[[], HookEvent]) -> None:
+        if self._hooked(name):
+            self.live.follow(name, build)
 
     # -- results ---------------------------------------------------------------------------------
 
@@ -235,9 +268,7 @@ class ToolCall(SpanScope):
     def _persist_hooked(self) -> bool:
         """Whether a ``tool_result_persist`` hook matches this call (else the result is kept as
         it is, with no event to build)."""
-        return self.tracer.matches(
-            "tool_result_persist", self._values, self.step.operation.operation_id
-        )
+        return self._hooked("tool_result_persist")
 
     def _apply_persist(self, result: ToolResult, verdict: Verdict) -> ToolResult:
         if verdict.blocked:
@@ -298,7 +329,7 @@ class ToolCall(SpanScope):
         if exc is not None:
             outcome = "error"
             message, error_type = error_text(exc), type(exc).__qualname__
-            self._follow(
+            self._follow_if_hooked(
                 "on_tool_call_error",
                 lambda: ToolCallErrorEvent(**self._context(), error=message, errorType=error_type),
             )
@@ -334,19 +365,17 @@ class ToolCall(SpanScope):
 
                 return build
 
-            self._follow("after_tool_call", lambda: capture_after()(), capture=capture_after)
+            if self._hooked("after_tool_call"):
+                self.live.follow(
+                    "after_tool_call", lambda: capture_after()(), capture=capture_after
+                )
         end: dict[str, Any] = {sc.TOOL_OUTCOME: outcome, sc.TOOL_RESULT_SIZE: len(result.content)}
         if self.tracer.capture_content:
             end[sc.GEN_AI_TOOL_CALL_RESULT] = result.content
         self.span.set_attributes(end)
-        summary = {
-            "toolCallId": self.tool_call_id,
-            "identifier": self.identifier,
-            "apiName": self.api_name,
-        }
-        self.step.tool_calls.append(summary)
-        self.step.operation.tool_call_count += 1
-        self.step.tool_results.append({**summary, "success": result.success, "outcome": outcome})
+        self.step.finished_call(
+            (self.tool_call_id, self.identifier, self.api_name, result.success, outcome)
+        )
         failure: str | None = None
         if exc is not None:
             failure = type(exc).__qualname__
