@@ -324,9 +324,11 @@ class HooksEngine:
         Interceptors of end events run inline, in the instrumentation, so they are skipped here."""
         for follow in live.followups:
             if not EVENTS[follow.name].intercept:
-                self._observe(follow)
-                if follow.critical is not None and live.critical is None:
-                    live.critical = follow.critical
+                try:
+                    self._dispatcher.observe(follow)  # no verdict: nobody reads it here
+                except CriticalHookDeliveryError as exc:
+                    if live.critical is None:
+                        live.critical = exc
 
     def observe(self, live: LiveEvent) -> Verdict:
         """Queue ``live`` for its observers (interceptors are not run: the event already

@@ -87,6 +87,7 @@ class ToolCall(SpanScope):
     persist_blocked = False
     _result: ToolResult | None = None
     _tool_started = 0.0
+    _matched: list[str] | None = None
 
     def __init__(
         self,
@@ -190,6 +191,14 @@ class ToolCall(SpanScope):
             attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = text
         self._ask_hooks()
         live = None
+        if self._hooks_on:
+            # Every hook this call's events match (interceptors and later observers), known
+            # before the span starts: written with the start attributes, in one pass.
+            ids = self.tracer.engine.registry.matched_ids(
+                _TOOL_EVENTS, values, operation_id=self.step.operation.operation_id
+            )
+            if ids:
+                attrs[sc.HOOK_MATCHED] = self._matched = list(ids)
         if "before_tool_call" in self._hooks_on:
             live = LiveEvent(
                 "before_tool_call",
@@ -202,9 +211,11 @@ class ToolCall(SpanScope):
         self._tool_started = time.perf_counter()
 
     def _after_verdict(self, verdict: Verdict | None) -> None:
-        self._record_observers()
         if verdict is None:
             return
+        if verdict.matched and self._matched:
+            # The verdict wrote its interceptors over the start attribute: every hook again.
+            self.span.set_attribute(sc.HOOK_MATCHED, self._matched)
         if verdict.blocked:
             self.denied = True
             self.deny_reason = verdict.reason
@@ -229,16 +240,6 @@ class ToolCall(SpanScope):
             self._result = verdict.mock
         if not self.denied and verdict.rewritten_by and isinstance(verdict.payload, ToolCallEvent):
             self.args = dict(verdict.payload.args)
-
-    def _record_observers(self) -> None:
-        """List every hook that matched this call (interceptors and later observers) on the span."""
-        if not self._hooks_on or not self.span.is_recording():
-            return
-        ids = self.tracer.engine.registry.matched_ids(
-            _TOOL_EVENTS, self._values, operation_id=self.step.operation.operation_id
-        )
-        if ids:
-            self.span.set_attribute(sc.HOOK_MATCHED, list(ids))
 
     def _follow_if_hooked(self, name: str, build: Callable[[], HookEvent]) -> None:
         if self._hooked(name):
@@ -346,12 +347,14 @@ class ToolCall(SpanScope):
             mocked = self.mocked
 
             def capture_after() -> Callable[[], HookEvent]:
-                # On the agent's thread: copy what the payload holds (the arguments are the
-                # agent's own dict); the observer worker validates it into the model.
-                fields = self._context()
-                fields["args"] = fields["toolInput"] = dict(self.args)
+                # On the agent's thread: copy what may still change (the arguments are the
+                # agent's own dict); everything else the payload holds is fixed once the call
+                # ends, so the observer worker gathers and validates it.
+                args = dict(self.args)
 
                 def build() -> HookEvent:
+                    fields = self._context()
+                    fields["args"] = fields["toolInput"] = args
                     return AfterToolCallEvent(
                         **fields,
                         content=result.content,
