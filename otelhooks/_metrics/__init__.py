@@ -9,7 +9,12 @@ from otelhooks._metrics._instruments import (
     AgentMetrics,
     metric_views,
 )
-from otelhooks._metrics._local import LocalCounter, LocalHistogram, LocalMetricProducer
+from otelhooks._metrics._local import (
+    LocalCounter,
+    LocalHistogram,
+    LocalMetricProducer,
+    exemplar_filter_from_env,
+)
 
 __all__ = [
     "CLIENT_DURATION_BUCKETS_S",
@@ -20,5 +25,6 @@ __all__ = [
     "LocalCounter",
     "LocalHistogram",
     "LocalMetricProducer",
+    "exemplar_filter_from_env",
     "metric_views",
 ]

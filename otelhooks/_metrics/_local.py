@@ -26,13 +26,24 @@ and a delta reader's limit holds per collection interval (the SDK keeps every se
 from __future__ import annotations
 
 import logging
+import os
 import threading
 from abc import ABC, abstractmethod
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
+from random import random
 from time import time_ns
 from typing import Any, Final
 
+from opentelemetry.context import get_current
+from opentelemetry.sdk.environment_variables import OTEL_METRICS_EXEMPLAR_FILTER
+from opentelemetry.sdk.metrics import (
+    AlwaysOffExemplarFilter,
+    AlwaysOnExemplarFilter,
+    Exemplar,
+    ExemplarFilter,
+    TraceBasedExemplarFilter,
+)
 from opentelemetry.sdk.metrics._internal.instrument import _Counter, _Histogram
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
@@ -48,8 +59,9 @@ from opentelemetry.sdk.metrics.export import (
 )
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import INVALID_SPAN, get_current_span
 
-__all__ = ["LocalCounter", "LocalHistogram", "LocalMetricProducer"]
+__all__ = ["LocalCounter", "LocalHistogram", "LocalMetricProducer", "exemplar_filter_from_env"]
 
 _log = logging.getLogger(__name__)
 
@@ -59,6 +71,8 @@ _OVERFLOW_KEY: Final = (("otel.metric.overflow", True),)
 
 _Key = tuple[tuple[str, Any], ...]
 _Collect = Callable[..., MetricsData | None]
+# An exemplar candidate: value, time, the measurement's attributes, span id, trace id.
+_Sample = tuple[float, int, Mapping[str, Any] | None, int | None, int | None]
 
 
 def _hashable(value: Any) -> Any:
@@ -71,9 +85,21 @@ def _normal_key(attributes: Mapping[str, Any]) -> _Key:
 
 
 class _Series:
-    """One attribute set's aggregate: a sum (``value``) or a histogram (the rest)."""
+    """One attribute set's aggregate: a sum (``value``) or a histogram (the rest), and the
+    exemplar candidates kept since the last fold (``samples`` by bucket, of ``seen`` offered)."""
 
-    __slots__ = ("attributes", "buckets", "count", "max", "min", "start_ns", "sum", "value")
+    __slots__ = (
+        "attributes",
+        "buckets",
+        "count",
+        "max",
+        "min",
+        "samples",
+        "seen",
+        "start_ns",
+        "sum",
+        "value",
+    )
 
     def __init__(self, attributes: Mapping[str, Any], buckets: int, start_ns: int) -> None:
         self.attributes = attributes
@@ -84,6 +110,8 @@ class _Series:
         self.min = float("inf")
         self.max = float("-inf")
         self.buckets = [0] * buckets
+        self.seen = 0
+        self.samples: dict[int, _Sample] = {}
 
     def merge(self, other: _Series) -> None:
         self.value += other.value
@@ -93,6 +121,82 @@ class _Series:
             self.min = min(self.min, other.min)
             self.max = max(self.max, other.max)
             self.buckets = [a + b for a, b in zip(self.buckets, other.buckets, strict=True)]
+
+
+class _Reservoir:
+    """One reader's exemplars of one series since that reader last collected."""
+
+    __slots__ = ("samples", "seen")
+
+    def __init__(self) -> None:
+        self.seen = 0
+        self.samples: dict[int, _Sample] = {}
+
+
+def _sampler(exemplar_filter: ExemplarFilter | None) -> Callable[..., _Sample | None] | None:
+    """``(value, attributes) -> sample or None``: what ``exemplar_filter`` lets through, with
+    the current span's ids, as the SDK's filter and reservoirs take them; None: no exemplars."""
+    if exemplar_filter is None or isinstance(exemplar_filter, AlwaysOffExemplarFilter):
+        return None
+    if isinstance(exemplar_filter, TraceBasedExemplarFilter):
+
+        def trace_based(value: float, attributes: Mapping[str, Any] | None) -> _Sample | None:
+            # The SDK's default: only measurements made inside a sampled span.
+            span = get_current_span()
+            if span is INVALID_SPAN:
+                return None
+            ctx = span.get_span_context()
+            if not ctx.trace_flags.sampled:
+                return None
+            return (value, time_ns(), attributes, ctx.span_id, ctx.trace_id)
+
+        return trace_based
+    chosen = exemplar_filter
+
+    def filtered(value: float, attributes: Mapping[str, Any] | None) -> _Sample | None:
+        now = time_ns()
+        context = get_current()
+        if not isinstance(chosen, AlwaysOnExemplarFilter) and not chosen.should_sample(
+            value, now, attributes, context
+        ):
+            return None
+        span = get_current_span(context)
+        if span is INVALID_SPAN:
+            return (value, now, attributes, None, None)
+        ctx = span.get_span_context()
+        return (value, now, attributes, ctx.span_id, ctx.trace_id)
+
+    return filtered
+
+
+def exemplar_filter_from_env() -> ExemplarFilter:
+    """The exemplar filter a ``MeterProvider`` built without one uses:
+    ``OTEL_METRICS_EXEMPLAR_FILTER`` (``trace_based`` when unset, ``always_on``, ``always_off``)."""
+    name = os.environ.get(OTEL_METRICS_EXEMPLAR_FILTER, "trace_based")
+    filters: dict[str, type[ExemplarFilter]] = {
+        "trace_based": TraceBasedExemplarFilter,
+        "always_on": AlwaysOnExemplarFilter,
+        "always_off": AlwaysOffExemplarFilter,
+    }
+    if name not in filters:
+        raise ValueError(f"Unknown exemplar filter '{name}'.")  # the SDK's words
+    return filters[name]()
+
+
+def _exemplars(reservoir: _Reservoir | None, point: Mapping[str, Any]) -> list[Exemplar]:
+    """The reservoir's exemplars by bucket, each with the measurement's attributes that the
+    point does not carry (the SDK's ``filtered_attributes``: ``{}`` unless it overflowed)."""
+    if reservoir is None:
+        return []
+    out = []
+    for _, (value, at, attributes, span_id, trace_id) in sorted(reservoir.samples.items()):
+        rest = (
+            {k: _hashable(v) for k, v in attributes.items() if k not in point}
+            if attributes
+            else None
+        )
+        out.append(Exemplar(rest, value, at, span_id, trace_id))
+    return out
 
 
 class _LocalInstrument(ABC):
@@ -106,7 +210,13 @@ class _LocalInstrument(ABC):
 
     _bounds: Sequence[float] = ()
 
-    def __init__(self, name: str, unit: str, description: str) -> None:
+    def __init__(
+        self,
+        name: str,
+        unit: str,
+        description: str,
+        exemplar_filter: ExemplarFilter | None = None,
+    ) -> None:
         self.name = name
         self.unit = unit
         self.description = description
@@ -114,6 +224,11 @@ class _LocalInstrument(ABC):
         self._current: dict[_Key, _Series] = {}
         self.cumulative: dict[_Key, _Series] = {}
         self.pending: dict[int, dict[_Key, _Series]] = {}
+        # Exemplars, per reader (each reader's reservoirs restart when it collects, as the
+        # SDK's do), keyed like the reader's table; the readers that read ``cumulative``.
+        self.reservoirs: dict[int, dict[_Key, _Reservoir]] = {}
+        self.cumulative_readers: list[int] = []
+        self._sample = _sampler(exemplar_filter)
 
     def _series(self, attributes: Mapping[str, Any] | None) -> _Series:
         """The hot series for ``attributes``; call with the lock held."""
@@ -140,10 +255,13 @@ class _LocalInstrument(ABC):
         """Move what was measured since the last fold into the cumulative and pending tables."""
         with self._lock:
             taken, self._current = self._current, {}
-        tables = [self.cumulative, *self.pending.values()]
+        tables = [
+            (self.cumulative, self.cumulative_readers),
+            *((table, (reader,)) for reader, table in self.pending.items()),
+        ]
         for series in taken.values():
             key = _normal_key(series.attributes)
-            for table in tables:
+            for table, readers in tables:
                 # Each table overflows on its own: a delta reader's pending table may have room
                 # where the cumulative one has none.
                 slot = key
@@ -155,13 +273,32 @@ class _LocalInstrument(ABC):
                     attributes = series.attributes if slot == key else _OVERFLOW
                     kept = table[slot] = _Series(attributes, len(self._bounds) + 1, series.start_ns)
                 kept.merge(series)
+                if series.seen:
+                    for reader in readers:
+                        reservoir = self.reservoirs[reader].get(slot)
+                        if reservoir is None:
+                            reservoir = self.reservoirs[reader][slot] = _Reservoir()
+                        self._keep(reservoir, series)
+
+    @staticmethod
+    def _keep(reservoir: _Reservoir, series: _Series) -> None:
+        """Fold ``series``' exemplar candidates into a reader's reservoir: the latest per
+        bucket (the SDK's ``AlignedHistogramBucketExemplarReservoir``)."""
+        reservoir.samples.update(series.samples)
+        reservoir.seen += series.seen
 
     @abstractmethod
     def data(
-        self, series: Sequence[_Series], temporality: AggregationTemporality, start: int, now: int
+        self,
+        series: Sequence[tuple[_Key, _Series]],
+        reservoirs: Mapping[_Key, _Reservoir],
+        temporality: AggregationTemporality,
+        start: int,
+        now: int,
     ) -> Sum | Histogram:
-        """The OTel data of ``series`` as a reader with ``temporality`` wants it (``start``: the
-        previous collection for delta, 0 for cumulative: each series' own start)."""
+        """The OTel data of ``series`` (with the exemplars in ``reservoirs``) as a reader with
+        ``temporality`` wants it (``start``: the previous collection for delta, 0 for
+        cumulative: each series' own start)."""
 
 
 class LocalCounter(_LocalInstrument):
@@ -176,11 +313,33 @@ class LocalCounter(_LocalInstrument):
         if amount < 0:
             _log.warning("Add amount must be non-negative on Counter %s.", self.name)
             return
+        sample = self._sample(amount, attributes) if self._sample is not None else None
         with self._lock:
-            self._series(attributes).value += amount
+            series = self._series(attributes)
+            series.value += amount
+            if sample is not None:
+                # The SDK's SimpleFixedSizeExemplarReservoir (size 1): the n-th offer replaces
+                # the kept one with probability 1/n, a uniform pick of the interval's offers.
+                series.seen += 1
+                if series.seen == 1 or random() * series.seen < 1:
+                    series.samples[0] = sample
+
+    @staticmethod
+    def _keep(reservoir: _Reservoir, series: _Series) -> None:
+        """Fold ``series``' pick into a reader's reservoir so it stays a uniform pick of all
+        offers: the newer one wins with probability newer offers / all offers."""
+        seen = reservoir.seen + series.seen
+        if series.samples and (not reservoir.samples or random() * seen < series.seen):
+            reservoir.samples = dict(series.samples)
+        reservoir.seen = seen
 
     def data(
-        self, series: Sequence[_Series], temporality: AggregationTemporality, start: int, now: int
+        self,
+        series: Sequence[tuple[_Key, _Series]],
+        reservoirs: Mapping[_Key, _Reservoir],
+        temporality: AggregationTemporality,
+        start: int,
+        now: int,
     ) -> Sum:
         points = [
             NumberDataPoint(
@@ -188,8 +347,9 @@ class LocalCounter(_LocalInstrument):
                 start_time_unix_nano=start or s.start_ns,
                 time_unix_nano=now,
                 value=s.value,
+                exemplars=_exemplars(reservoirs.get(key), s.attributes),
             )
-            for s in series
+            for key, s in series
         ]
         return Sum(data_points=points, aggregation_temporality=temporality, is_monotonic=True)
 
@@ -202,8 +362,15 @@ class LocalHistogram(_LocalInstrument):
         >>> duration.record(0.25, {"gen_ai.tool.name": "readFile"})
     """
 
-    def __init__(self, name: str, unit: str, description: str, bounds: Sequence[float]) -> None:
-        super().__init__(name, unit, description)
+    def __init__(
+        self,
+        name: str,
+        unit: str,
+        description: str,
+        bounds: Sequence[float],
+        exemplar_filter: ExemplarFilter | None = None,
+    ) -> None:
+        super().__init__(name, unit, description, exemplar_filter)
         self._bounds = tuple(bounds)
 
     def record(self, value: float, attributes: Mapping[str, Any] | None = None) -> None:
@@ -211,6 +378,7 @@ class LocalHistogram(_LocalInstrument):
             _log.warning("Record amount must be non-negative on Histogram %s.", self.name)
             return
         bucket = bisect_left(self._bounds, value)  # upper bounds inclusive, as the SDK does
+        sample = self._sample(value, attributes) if self._sample is not None else None
         with self._lock:
             series = self._series(attributes)
             series.count += 1
@@ -220,9 +388,18 @@ class LocalHistogram(_LocalInstrument):
             if value > series.max:
                 series.max = value
             series.buckets[bucket] += 1
+            if sample is not None:
+                # The SDK's AlignedHistogramBucketExemplarReservoir: the latest per bucket.
+                series.seen += 1
+                series.samples[bucket] = sample
 
     def data(
-        self, series: Sequence[_Series], temporality: AggregationTemporality, start: int, now: int
+        self,
+        series: Sequence[tuple[_Key, _Series]],
+        reservoirs: Mapping[_Key, _Reservoir],
+        temporality: AggregationTemporality,
+        start: int,
+        now: int,
     ) -> Histogram:
         points = [
             HistogramDataPoint(
@@ -235,8 +412,9 @@ class LocalHistogram(_LocalInstrument):
                 explicit_bounds=self._bounds,
                 min=s.min,
                 max=s.max,
+                exemplars=_exemplars(reservoirs.get(key), s.attributes),
             )
-            for s in series
+            for key, s in series
             if s.count
         ]
         return Histogram(data_points=points, aggregation_temporality=temporality)
@@ -259,6 +437,14 @@ class _Reader:
             return self.counter_temporality
         return self.histogram_temporality
 
+    def add(self, reader_id: int, instrument: _LocalInstrument) -> None:
+        """Give ``instrument`` this reader's tables."""
+        instrument.reservoirs[reader_id] = {}
+        if self.temporality(instrument) is AggregationTemporality.DELTA:
+            instrument.pending[reader_id] = {}
+        else:
+            instrument.cumulative_readers.append(reader_id)
+
 
 class LocalMetricProducer:
     """The ``otelhooks`` scope's instruments, aggregated in process and produced for readers.
@@ -273,22 +459,29 @@ class LocalMetricProducer:
         >>> producer.attach(reader)
     """
 
-    def __init__(self, resource: Resource | None = None, scope: str = "otelhooks") -> None:
+    def __init__(
+        self,
+        resource: Resource | None = None,
+        scope: str = "otelhooks",
+        *,
+        exemplar_filter: ExemplarFilter | None = None,
+    ) -> None:
         self._resource = resource or Resource.create()
         self._scope = InstrumentationScope(scope)
+        self._exemplar_filter = exemplar_filter
         self._instruments: list[_LocalInstrument] = []
         self._readers: dict[int, _Reader] = {}
         self._collect_lock = threading.Lock()
 
     def counter(self, name: str, *, unit: str = "", description: str = "") -> LocalCounter:
-        counter = LocalCounter(name, unit, description)
+        counter = LocalCounter(name, unit, description, self._exemplar_filter)
         self._register(counter)
         return counter
 
     def histogram(
         self, name: str, *, bounds: Sequence[float], unit: str = "", description: str = ""
     ) -> LocalHistogram:
-        histogram = LocalHistogram(name, unit, description, bounds)
+        histogram = LocalHistogram(name, unit, description, bounds, self._exemplar_filter)
         self._register(histogram)
         return histogram
 
@@ -296,8 +489,7 @@ class LocalMetricProducer:
         with self._collect_lock:
             self._instruments.append(instrument)
             for reader_id, state in self._readers.items():
-                if state.temporality(instrument) is AggregationTemporality.DELTA:
-                    instrument.pending[reader_id] = {}
+                state.add(reader_id, instrument)
 
     def attach(self, reader: MetricReader) -> None:
         """Make every collection of ``reader`` (already on its ``MeterProvider``) include these
@@ -308,8 +500,7 @@ class LocalMetricProducer:
         with self._collect_lock:
             state = self._readers[id(reader)] = _Reader(reader, time_ns())
             for instrument in self._instruments:
-                if state.temporality(instrument) is AggregationTemporality.DELTA:
-                    instrument.pending[id(reader)] = {}
+                state.add(id(reader), instrument)
 
         def collect_with_local(
             metric_reader: MetricReader, timeout_millis: float = 10_000
@@ -334,7 +525,9 @@ class LocalMetricProducer:
                 else:
                     table = instrument.cumulative
                     start = 0
-                data = instrument.data(list(table.values()), temporality, start, now)
+                reservoirs = instrument.reservoirs[id(reader)]
+                instrument.reservoirs[id(reader)] = {}
+                data = instrument.data(list(table.items()), reservoirs, temporality, start, now)
                 if data.data_points:
                     metrics.append(
                         Metric(
