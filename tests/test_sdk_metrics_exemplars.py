@@ -277,3 +277,73 @@ def test_configure_sdk_metrics_exports_what_the_sdk_instruments_did(temporality:
         "execute_tool writeFile"
     }
     assert kept[sc.METRIC_TOOL_CALLS]
+
+
+def counted_run(m: AgentMetrics, *, fused: bool) -> None:
+    """The pairs a tool call, an operation and a hook record, in one call or two."""
+    tool = {sc.GEN_AI_AGENT_NAME: "a", sc.GEN_AI_TOOL_NAME: "readFile", sc.ATTR_OUTCOME: "ok"}
+    pairs = [
+        (m.tool_call, m.tool_calls, m.tool_duration),
+        (m.operation, m.operations, m.invoke_agent_duration),
+        (m.hook_run, m.hook_invocations, m.hook_duration),
+    ]
+    for one, counter, histogram in pairs:
+        for value, attrs in [
+            (0.005, tool),
+            (0.3, tool),
+            (2.5, {"list": [1, 2]}),  # not hashable as it is
+            (0.1, None),
+            (-1.0, tool),  # counted, not timed, with the SDK's warning
+        ]:
+            if fused:
+                one.record(value, attrs)
+            else:
+                counter.add(1, attrs)
+                histogram.record(value, attrs)
+    for i in range(CARDINALITY_LIMIT + 2):
+        attrs = {sc.GEN_AI_TOOL_NAME: f"tool-{i}"}
+        if fused:
+            m.tool_call.record(0.5, attrs)
+        else:
+            m.tool_calls.add(1, attrs)
+            m.tool_duration.record(0.5, attrs)
+
+
+@pytest.mark.parametrize("exemplar_filter", [None, TraceBasedExemplarFilter()])
+@pytest.mark.parametrize("temporality", [None, DELTA], ids=["cumulative", "delta"])
+def test_one_call_for_a_count_and_a_duration_equals_two(
+    exemplar_filter: ExemplarFilter | None, temporality: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(local_metrics, "random", lambda: 0.0)  # counters keep their latest
+    span = TRACER.start_span("s")
+    data = []
+    for fused in (False, True):
+        reader = InMemoryMetricReader(preferred_temporality=temporality)
+        producer = LocalMetricProducer(RESOURCE, exemplar_filter=exemplar_filter)
+        metrics = AgentMetrics(producer=producer)
+        MeterProvider(resource=RESOURCE, metric_readers=[reader])
+        producer.attach(reader)
+        with trace.use_span(span):
+            counted_run(metrics, fused=fused)
+        collected = reader.get_metrics_data()
+        data.append((normalize(collected), exemplars(collected)))
+    assert data[1] == data[0]
+    assert data[0][0][sc.METRIC_HOOK_DURATION]  # not vacuous
+    assert bool(data[0][1]) is (exemplar_filter is not None)
+
+
+def test_one_call_on_the_sdk_instruments_records_both() -> None:
+    reader = InMemoryMetricReader()
+    metrics = AgentMetrics(
+        MeterProvider(resource=RESOURCE, metric_readers=[reader], views=metric_views())
+    )
+    metrics.tool_call.record(0.3, {sc.GEN_AI_TOOL_NAME: "t"})
+    data = normalize(reader.get_metrics_data())
+    assert data[sc.METRIC_TOOL_CALLS][1] == {((sc.GEN_AI_TOOL_NAME, "t"),): 1}
+    assert [p[0] for p in data[sc.METRIC_EXECUTE_TOOL_DURATION][1].values()] == [1]
+
+
+def test_counted_takes_only_its_own_producers_instruments() -> None:
+    mine, other = LocalMetricProducer(RESOURCE), LocalMetricProducer(RESOURCE)
+    with pytest.raises(ValueError, match="instruments of this producer"):
+        mine.counted(other.counter("c"), mine.histogram("h", bounds=(1,)))

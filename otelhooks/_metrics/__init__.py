@@ -10,6 +10,7 @@ from otelhooks._metrics._instruments import (
     metric_views,
 )
 from otelhooks._metrics._local import (
+    LocalCountedHistogram,
     LocalCounter,
     LocalHistogram,
     LocalMetricProducer,
@@ -22,6 +23,7 @@ __all__ = [
     "INVOKE_AGENT_BUCKETS_S",
     "TOKEN_BUCKETS",
     "AgentMetrics",
+    "LocalCountedHistogram",
     "LocalCounter",
     "LocalHistogram",
     "LocalMetricProducer",

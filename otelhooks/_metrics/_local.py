@@ -61,7 +61,13 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import INVALID_SPAN, get_current_span
 
-__all__ = ["LocalCounter", "LocalHistogram", "LocalMetricProducer", "exemplar_filter_from_env"]
+__all__ = [
+    "LocalCountedHistogram",
+    "LocalCounter",
+    "LocalHistogram",
+    "LocalMetricProducer",
+    "exemplar_filter_from_env",
+]
 
 _log = logging.getLogger(__name__)
 
@@ -133,11 +139,15 @@ class _Reservoir:
         self.samples: dict[int, _Sample] = {}
 
 
-def _sampler(exemplar_filter: ExemplarFilter | None) -> Callable[..., _Sample | None] | None:
+_Sampler = Callable[[float, Mapping[str, Any] | None], _Sample | None]
+
+
+def _sampler(exemplar_filter: ExemplarFilter | None) -> tuple[_Sampler | None, bool]:
     """``(value, attributes) -> sample or None``: what ``exemplar_filter`` lets through, with
-    the current span's ids, as the SDK's filter and reservoirs take them; None: no exemplars."""
+    the current span's ids, as the SDK's filter and reservoirs take them (None: no exemplars);
+    and whether the decision ignores the value (then one decision serves two instruments)."""
     if exemplar_filter is None or isinstance(exemplar_filter, AlwaysOffExemplarFilter):
-        return None
+        return None, True
     if isinstance(exemplar_filter, TraceBasedExemplarFilter):
 
         def trace_based(value: float, attributes: Mapping[str, Any] | None) -> _Sample | None:
@@ -150,7 +160,7 @@ def _sampler(exemplar_filter: ExemplarFilter | None) -> Callable[..., _Sample | 
                 return None
             return (value, time_ns(), attributes, ctx.span_id, ctx.trace_id)
 
-        return trace_based
+        return trace_based, True
     chosen = exemplar_filter
 
     def filtered(value: float, attributes: Mapping[str, Any] | None) -> _Sample | None:
@@ -166,7 +176,7 @@ def _sampler(exemplar_filter: ExemplarFilter | None) -> Callable[..., _Sample | 
         ctx = span.get_span_context()
         return (value, now, attributes, ctx.span_id, ctx.trace_id)
 
-    return filtered
+    return filtered, isinstance(chosen, AlwaysOnExemplarFilter)
 
 
 def exemplar_filter_from_env() -> ExemplarFilter:
@@ -228,7 +238,7 @@ class _LocalInstrument(ABC):
         # SDK's do), keyed like the reader's table; the readers that read ``cumulative``.
         self.reservoirs: dict[int, dict[_Key, _Reservoir]] = {}
         self.cumulative_readers: list[int] = []
-        self._sample = _sampler(exemplar_filter)
+        self._sample, self._value_blind = _sampler(exemplar_filter)
 
     def _series(self, attributes: Mapping[str, Any] | None) -> _Series:
         """The hot series for ``attributes``; call with the lock held."""
@@ -239,6 +249,16 @@ class _LocalInstrument(ABC):
             key = _normal_key(attributes or {})
             series = self._current.get(key)
         return series if series is not None else self._new(key, attributes)
+
+    def _keyed(self, key: _Key, attributes: Mapping[str, Any] | None) -> tuple[_Key, _Series]:
+        """:meth:`_series` for a key built by the caller, and the key it ended up using; call
+        with the lock held."""
+        try:
+            series = self._current.get(key)
+        except TypeError:
+            key = _normal_key(attributes or {})
+            series = self._current.get(key)
+        return key, series if series is not None else self._new(key, attributes)
 
     def _new(self, key: _Key, attributes: Mapping[str, Any] | None) -> _Series:
         if len(self._current) >= CARDINALITY_LIMIT:
@@ -313,16 +333,8 @@ class LocalCounter(_LocalInstrument):
         if amount < 0:
             _log.warning("Add amount must be non-negative on Counter %s.", self.name)
             return
-        sample = self._sample(amount, attributes) if self._sample is not None else None
         with self._lock:
-            series = self._series(attributes)
-            series.value += amount
-            if sample is not None:
-                # The SDK's SimpleFixedSizeExemplarReservoir (size 1): the n-th offer replaces
-                # the kept one with probability 1/n, a uniform pick of the interval's offers.
-                series.seen += 1
-                if series.seen == 1 or random() * series.seen < 1:
-                    series.samples[0] = sample
+            self._series(attributes).value += amount
 
     @staticmethod
     def _keep(reservoir: _Reservoir, series: _Series) -> None:
@@ -378,7 +390,6 @@ class LocalHistogram(_LocalInstrument):
             _log.warning("Record amount must be non-negative on Histogram %s.", self.name)
             return
         bucket = bisect_left(self._bounds, value)  # upper bounds inclusive, as the SDK does
-        sample = self._sample(value, attributes) if self._sample is not None else None
         with self._lock:
             series = self._series(attributes)
             series.count += 1
@@ -388,10 +399,6 @@ class LocalHistogram(_LocalInstrument):
             if value > series.max:
                 series.max = value
             series.buckets[bucket] += 1
-            if sample is not None:
-                # The SDK's AlignedHistogramBucketExemplarReservoir: the latest per bucket.
-                series.seen += 1
-                series.samples[bucket] = sample
 
     def data(
         self,
@@ -418,6 +425,128 @@ class LocalHistogram(_LocalInstrument):
             if s.count
         ]
         return Histogram(data_points=points, aggregation_temporality=temporality)
+
+
+# With an exemplar filter the instruments are these subclasses, so the plain ones' hot path
+# does not even test for sampling.
+
+
+def _offer_uniform(series: _Series, sample: _Sample) -> None:
+    """The SDK's SimpleFixedSizeExemplarReservoir (size 1): the n-th offer replaces the kept
+    one with probability 1/n, a uniform pick of the interval's offers."""
+    series.seen += 1
+    if series.seen == 1 or random() * series.seen < 1:
+        series.samples[0] = sample
+
+
+class _SampledCounter(LocalCounter):
+    def add(self, amount: float, attributes: Mapping[str, Any] | None = None) -> None:
+        if amount < 0:
+            _log.warning("Add amount must be non-negative on Counter %s.", self.name)
+            return
+        sample = self._sample(amount, attributes) if self._sample is not None else None
+        with self._lock:
+            series = self._series(attributes)
+            series.value += amount
+            if sample is not None:
+                _offer_uniform(series, sample)
+
+
+class _SampledHistogram(LocalHistogram):
+    def record(self, value: float, attributes: Mapping[str, Any] | None = None) -> None:
+        if value < 0:
+            _log.warning("Record amount must be non-negative on Histogram %s.", self.name)
+            return
+        bucket = bisect_left(self._bounds, value)
+        sample = self._sample(value, attributes) if self._sample is not None else None
+        with self._lock:
+            series = self._series(attributes)
+            series.count += 1
+            series.sum += value
+            if value < series.min:
+                series.min = value
+            if value > series.max:
+                series.max = value
+            series.buckets[bucket] += 1
+            if sample is not None:
+                # The SDK's AlignedHistogramBucketExemplarReservoir: the latest per bucket.
+                series.seen += 1
+                series.samples[bucket] = sample
+
+
+class LocalCountedHistogram:
+    """``record(value, attributes)``: ``counter.add(1, attributes)`` and
+    ``histogram.record(value, attributes)`` (a tool call's count and duration), with the same
+    data, for one attribute key and one exemplar decision instead of two.
+
+    Example:
+        >>> tool_call = producer.counted(calls, duration)
+        >>> tool_call.record(0.25, {"gen_ai.tool.name": "readFile"})
+    """
+
+    __slots__ = ("_counter", "_histogram")
+
+    def __init__(self, counter: LocalCounter, histogram: LocalHistogram) -> None:
+        self._counter = counter
+        self._histogram = histogram
+        # One lock for the pair, so a call takes it once (each fold still takes it alone).
+        histogram._lock = counter._lock
+
+    def record(self, value: float, attributes: Mapping[str, Any] | None = None) -> None:
+        counter, histogram = self._counter, self._histogram
+        if value < 0:
+            counter.add(1, attributes)
+            histogram.record(value, attributes)  # warns and drops, as apart
+            return
+        bucket = bisect_left(histogram._bounds, value)
+        key: _Key = tuple(attributes.items()) if attributes else ()
+        with counter._lock:
+            key, series = counter._keyed(key, attributes)
+            series.value += 1
+            series = histogram._keyed(key, attributes)[1]
+            series.count += 1
+            series.sum += value
+            if value < series.min:
+                series.min = value
+            if value > series.max:
+                series.max = value
+            series.buckets[bucket] += 1
+
+
+class _SampledCountedHistogram(LocalCountedHistogram):
+    """With exemplars: one exemplar decision (span look-up) for both when the filter ignores
+    the value, as the SDK's default trace-based one does."""
+
+    __slots__ = ()
+
+    def record(self, value: float, attributes: Mapping[str, Any] | None = None) -> None:
+        counter, histogram = self._counter, self._histogram
+        sample_of = counter._sample
+        if value < 0 or sample_of is None or not counter._value_blind:
+            counter.add(1, attributes)
+            histogram.record(value, attributes)
+            return
+        sample = sample_of(1, attributes)
+        bucket = bisect_left(histogram._bounds, value)
+        key: _Key = tuple(attributes.items()) if attributes else ()
+        with counter._lock:
+            key, series = counter._keyed(key, attributes)
+            series.value += 1
+            if sample is not None:
+                series.seen += 1
+                if series.seen == 1 or random() * series.seen < 1:
+                    series.samples[0] = sample
+            series = histogram._keyed(key, attributes)[1]
+            series.count += 1
+            series.sum += value
+            if value < series.min:
+                series.min = value
+            if value > series.max:
+                series.max = value
+            series.buckets[bucket] += 1
+            if sample is not None:
+                series.seen += 1
+                series.samples[bucket] = (value, *sample[1:])
 
 
 class _Reader:
@@ -474,16 +603,27 @@ class LocalMetricProducer:
         self._collect_lock = threading.Lock()
 
     def counter(self, name: str, *, unit: str = "", description: str = "") -> LocalCounter:
-        counter = LocalCounter(name, unit, description, self._exemplar_filter)
+        kind = LocalCounter if self._exemplar_filter is None else _SampledCounter
+        counter = kind(name, unit, description, self._exemplar_filter)
         self._register(counter)
         return counter
 
     def histogram(
         self, name: str, *, bounds: Sequence[float], unit: str = "", description: str = ""
     ) -> LocalHistogram:
-        histogram = LocalHistogram(name, unit, description, bounds, self._exemplar_filter)
+        kind = LocalHistogram if self._exemplar_filter is None else _SampledHistogram
+        histogram = kind(name, unit, description, bounds, self._exemplar_filter)
         self._register(histogram)
         return histogram
+
+    def counted(self, counter: LocalCounter, histogram: LocalHistogram) -> LocalCountedHistogram:
+        """One call for ``counter.add(1, attrs)`` and ``histogram.record(value, attrs)``, both
+        instruments of this producer."""
+        if counter not in self._instruments or histogram not in self._instruments:
+            raise ValueError("counted() takes instruments of this producer")
+        if self._exemplar_filter is None:
+            return LocalCountedHistogram(counter, histogram)
+        return _SampledCountedHistogram(counter, histogram)
 
     def _register(self, instrument: _LocalInstrument) -> None:
         with self._collect_lock:
