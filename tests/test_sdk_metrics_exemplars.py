@@ -30,8 +30,8 @@ from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
 import otelhooks
 from otelhooks import AgentMetrics, LocalMetricProducer, metric_views
 from otelhooks import _semconv as sc
+from otelhooks._metrics import MetricAttributes, exemplar_filter_from_env
 from otelhooks._metrics import _local as local_metrics
-from otelhooks._metrics import exemplar_filter_from_env
 from otelhooks._metrics._local import CARDINALITY_LIMIT
 from tests.test_local_metrics import DELTA, RESOURCE, normalize, typical_run
 
@@ -347,3 +347,27 @@ def test_counted_takes_only_its_own_producers_instruments() -> None:
     mine, other = LocalMetricProducer(RESOURCE), LocalMetricProducer(RESOURCE)
     with pytest.raises(ValueError, match="instruments of this producer"):
         mine.counted(other.counter("c"), mine.histogram("h", bounds=(1,)))
+
+
+def test_metric_attributes_measure_like_the_dict_they_were_built_from() -> None:
+    frozen = MetricAttributes({sc.GEN_AI_TOOL_NAME: "t", "list": [1, 2]})
+    with pytest.raises(TypeError, match="cannot change"):
+        frozen[sc.ATTR_OUTCOME] = "ok"
+    with pytest.raises(TypeError, match="cannot change"):
+        frozen.update({})
+    assert frozen == {sc.GEN_AI_TOOL_NAME: "t", "list": [1, 2]}
+    data = []
+    for attrs in (dict(frozen), frozen):
+        reader = InMemoryMetricReader()
+        producer = LocalMetricProducer(RESOURCE)
+        metrics = AgentMetrics(producer=producer)
+        MeterProvider(resource=RESOURCE, metric_readers=[reader])
+        producer.attach(reader)
+        metrics.tool_call.record(0.3, attrs)
+        metrics.tool_calls.add(2, attrs)
+        metrics.tool_duration.record(0.01, attrs)
+        # the same set as a plain dict in another order lands in the same series
+        metrics.tool_calls.add(1, {"list": [1, 2], sc.GEN_AI_TOOL_NAME: "t"})
+        data.append(normalize(reader.get_metrics_data()))
+    assert data[1] == data[0]
+    assert list(data[0][sc.METRIC_TOOL_CALLS][1].values()) == [4]

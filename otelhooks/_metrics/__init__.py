@@ -14,6 +14,7 @@ from otelhooks._metrics._local import (
     LocalCounter,
     LocalHistogram,
     LocalMetricProducer,
+    MetricAttributes,
     exemplar_filter_from_env,
 )
 
@@ -27,6 +28,7 @@ __all__ = [
     "LocalCounter",
     "LocalHistogram",
     "LocalMetricProducer",
+    "MetricAttributes",
     "exemplar_filter_from_env",
     "metric_views",
 ]

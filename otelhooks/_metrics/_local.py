@@ -66,6 +66,7 @@ __all__ = [
     "LocalCounter",
     "LocalHistogram",
     "LocalMetricProducer",
+    "MetricAttributes",
     "exemplar_filter_from_env",
 ]
 
@@ -88,6 +89,29 @@ def _hashable(value: Any) -> Any:
 def _normal_key(attributes: Mapping[str, Any]) -> _Key:
     """The key of an attribute set whatever the insertion order (sequence values as tuples)."""
     return tuple(sorted((k, _hashable(v)) for k, v in attributes.items()))
+
+
+class MetricAttributes(dict[str, Any]):
+    """An attribute set built once, never changed, and measured with again and again (a tool
+    call's ``{agent, tool, outcome}``): the local instruments take its key, computed here once,
+    instead of building one from the items on every measurement. Any other mapping works too.
+
+    Example:
+        >>> attrs = MetricAttributes({"gen_ai.tool.name": "readFile", "otelhooks.outcome": "ok"})
+        >>> metrics.tool_call.record(0.25, attrs)
+    """
+
+    __slots__ = ("key",)
+
+    def __init__(self, attributes: Mapping[str, Any]) -> None:
+        super().__init__(attributes)
+        self.key: _Key = _normal_key(self)
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("MetricAttributes cannot change: its key was computed when it was built")
+
+    __setitem__ = __delitem__ = _read_only
+    clear = pop = popitem = setdefault = update = __ior__ = _read_only
 
 
 class _Series:
@@ -242,7 +266,15 @@ class _LocalInstrument(ABC):
 
     def _series(self, attributes: Mapping[str, Any] | None) -> _Series:
         """The hot series for ``attributes``; call with the lock held."""
-        key: _Key = tuple(attributes.items()) if attributes else ()
+        key: _Key = (
+            # A MetricAttributes carries its key; otherwise the items in insertion order (the
+            # same set in another order is merged when folded).
+            attributes.key
+            if type(attributes) is MetricAttributes
+            else tuple(attributes.items())
+            if attributes
+            else ()
+        )
         try:
             series = self._current.get(key)
         except TypeError:  # a list value: not hashable as it is
@@ -499,7 +531,15 @@ class LocalCountedHistogram:
             histogram.record(value, attributes)  # warns and drops, as apart
             return
         bucket = bisect_left(histogram._bounds, value)
-        key: _Key = tuple(attributes.items()) if attributes else ()
+        key: _Key = (
+            # A MetricAttributes carries its key; otherwise the items in insertion order (the
+            # same set in another order is merged when folded).
+            attributes.key
+            if type(attributes) is MetricAttributes
+            else tuple(attributes.items())
+            if attributes
+            else ()
+        )
         with counter._lock:
             key, series = counter._keyed(key, attributes)
             series.value += 1
@@ -528,7 +568,15 @@ class _SampledCountedHistogram(LocalCountedHistogram):
             return
         sample = sample_of(1, attributes)
         bucket = bisect_left(histogram._bounds, value)
-        key: _Key = tuple(attributes.items()) if attributes else ()
+        key: _Key = (
+            # A MetricAttributes carries its key; otherwise the items in insertion order (the
+            # same set in another order is merged when folded).
+            attributes.key
+            if type(attributes) is MetricAttributes
+            else tuple(attributes.items())
+            if attributes
+            else ()
+        )
         with counter._lock:
             key, series = counter._keyed(key, attributes)
             series.value += 1
