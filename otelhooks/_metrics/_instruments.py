@@ -80,9 +80,14 @@ class AgentMetrics:
     """Every instrument, named from :mod:`otelhooks._semconv`. See the README's metric table.
 
     With a ``producer`` (what :func:`otelhooks.configure` does) the instruments aggregate in
-    process and reach the readers the producer is attached to; otherwise they are the SDK's
-    instruments on ``meter_provider`` (the global one by default), where views and exemplars
-    apply.
+    process and reach the readers the producer is attached to (with exemplars when the producer
+    has an exemplar filter); otherwise they are the SDK's instruments on ``meter_provider`` (the
+    global one by default), where the provider's views and exemplars apply, at about 100,000
+    instructions a measurement.
+
+    ``tool_call``, ``operation`` and ``hook_run`` record a count and a duration with the same
+    attributes in one call (``record(seconds, attrs)``); pass a :class:`MetricAttributes` built
+    once for attribute sets that repeat.
 
     Example:
         >>> metrics = AgentMetrics(MeterProvider(metric_readers=[reader], views=metric_views()))
