@@ -57,7 +57,12 @@ from otelhooks._export._report import (
 from otelhooks._hooks import Hook
 from otelhooks._instrument import AgentTracer, Operation
 from otelhooks._logging import configure_logging
-from otelhooks._metrics import AgentMetrics, LocalMetricProducer, metric_views
+from otelhooks._metrics import (
+    AgentMetrics,
+    LocalMetricProducer,
+    exemplar_filter_from_env,
+    metric_views,
+)
 from otelhooks._processor import HookSpanProcessor
 
 __all__ = [
@@ -342,9 +347,13 @@ def configure(
             ``~/.otelhooks/outbox.sqlite3``.
         set_global: install the providers as the global ones.
         structured_logging: configure structlog to add ``trace_id``/``span_id`` to log lines.
-        sdk_metrics: record otelhooks' metrics through the SDK's synchronous instruments (the
-            provider's views and exemplars apply; each measurement costs about 30 times more)
-            instead of aggregating them in process and handing them to the readers.
+        sdk_metrics: give otelhooks' metrics exemplars (the trace and span of a sampled
+            measurement), exactly as the SDK's synchronous instruments on this provider would:
+            the provider's exemplar filter (``OTEL_METRICS_EXEMPLAR_FILTER``, trace-based by
+            default), the last measurement per histogram bucket, one uniform pick per counter
+            series, per reader and collection. Still aggregated in process (the SDK's own
+            instruments cost about 30 times more per measurement; build
+            ``AgentMetrics(meter_provider)`` for those, e.g. with views of your own).
         provider: the default ``gen_ai.provider.name`` (``openai``, ``anthropic``, ...) of
             operations and model calls that do not name theirs; otherwise it is left out.
         shutdown_timeout_s: how long ``shutdown()`` (also at interpreter exit) may take;
@@ -376,13 +385,17 @@ def configure(
     meter_provider = MeterProvider(
         resource=resource, metric_readers=readers, views=metric_views(), shutdown_on_exit=False
     )
-    if sdk_metrics:
-        agent_metrics = AgentMetrics(meter_provider)
-    else:
-        producer = LocalMetricProducer(resource)
-        agent_metrics = AgentMetrics(producer=producer)
-        for reader in readers:
-            producer.attach(reader)
+    # Both ways aggregate in process (a measurement through the SDK's instruments costs 30
+    # times more on the agent's thread). The provider's only views are metric_views(), whose
+    # boundaries the local histograms use, so with sdk_metrics the one thing the SDK would add
+    # is exemplars: kept here as its default reservoirs keep them, under the filter the
+    # provider itself uses (OTEL_METRICS_EXEMPLAR_FILTER).
+    producer = LocalMetricProducer(
+        resource, exemplar_filter=exemplar_filter_from_env() if sdk_metrics else None
+    )
+    agent_metrics = AgentMetrics(producer=producer)
+    for reader in readers:
+        producer.attach(reader)
     tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     deliverer = WebhookDeliverer(
         metrics=agent_metrics,

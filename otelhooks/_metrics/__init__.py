@@ -9,7 +9,14 @@ from otelhooks._metrics._instruments import (
     AgentMetrics,
     metric_views,
 )
-from otelhooks._metrics._local import LocalCounter, LocalHistogram, LocalMetricProducer
+from otelhooks._metrics._local import (
+    LocalCountedHistogram,
+    LocalCounter,
+    LocalHistogram,
+    LocalMetricProducer,
+    MetricAttributes,
+    exemplar_filter_from_env,
+)
 
 __all__ = [
     "CLIENT_DURATION_BUCKETS_S",
@@ -17,8 +24,11 @@ __all__ = [
     "INVOKE_AGENT_BUCKETS_S",
     "TOKEN_BUCKETS",
     "AgentMetrics",
+    "LocalCountedHistogram",
     "LocalCounter",
     "LocalHistogram",
     "LocalMetricProducer",
+    "MetricAttributes",
+    "exemplar_filter_from_env",
     "metric_views",
 ]
