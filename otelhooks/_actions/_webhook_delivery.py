@@ -342,8 +342,7 @@ class WebhookDeliverer:
             sc.ATTR_HOOK_KIND: "webhook",
             sc.ATTR_OUTCOME: outcome,
         }
-        self.metrics.hook_invocations.add(1, attrs)
-        self.metrics.hook_duration.record(duration_s, attrs)
+        self.metrics.hook_run.record(duration_s, attrs)
 
     def _report_outbox(
         self, hook_id: str, event: str, outcome: str, delivery: Delivery | None, reason: str

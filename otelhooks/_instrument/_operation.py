@@ -232,8 +232,7 @@ class Operation(SpanScope):
         attrs = {sc.GEN_AI_AGENT_NAME: self.agent, sc.ATTR_OUTCOME: reason}
         if exc is not None:
             attrs[sc.ERROR_TYPE] = type(exc).__qualname__  # the spec's failure dimension
-        self.tracer.metrics.operations.add(1, attrs)
-        self.tracer.metrics.invoke_agent_duration.record(duration, attrs)
+        self.tracer.metrics.operation.record(duration, attrs)
 
     def _finish(self) -> None:
         try:

@@ -22,6 +22,7 @@ from otelhooks._events import (
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._instrument._base import SpanScope
 from otelhooks._live import LiveEvent, Verdict
+from otelhooks._metrics import MetricAttributes
 from otelhooks._redact import error_text, scrub
 
 if TYPE_CHECKING:
@@ -57,7 +58,7 @@ def _metric_attrs(
         }
         if error_type is not None:
             attrs[sc.ERROR_TYPE] = error_type
-        _METRIC_ATTRS[key] = attrs
+        attrs = _METRIC_ATTRS[key] = MetricAttributes(attrs)
     return attrs
 
 
@@ -391,6 +392,4 @@ class ToolCall(SpanScope):
         attrs = _metric_attrs(
             self.step.operation.agent, self.api_name, outcome, self.tool_type, failure
         )
-        metrics = self.tracer.metrics
-        metrics.tool_calls.add(1, attrs)
-        metrics.tool_duration.record(self.elapsed_s, attrs)
+        self.tracer.metrics.tool_call.record(self.elapsed_s, attrs)
