@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +29,7 @@ __all__ = ["HookRegistry"]
 
 _seq = itertools.count()
 _CACHE_LIMIT = 4096
+_IDS_LIMIT = 64  # per plan: one entry per events tuple a caller asks about (program constants)
 
 
 @dataclass(slots=True)
@@ -47,11 +48,14 @@ class _Bucket:
         else:
             self.regex.append((seq, hook))
 
-    def match(self, values: tuple[str, ...]) -> list[tuple[int, Hook]]:
+    def match(self, values: tuple[str, ...], regex: bool) -> list[tuple[int, Hook]]:
+        """The entries matching ``values``; ``regex=False`` skips the regex hooks (the caller's
+        prefilter has ruled every one of them out)."""
         found = list(self.all)
         for v in values:
             found.extend(self.names.get(v, ()))
-        found.extend(e for e in self.regex if e[1].compiled_matcher.matches(values))
+        if regex:
+            found.extend(e for e in self.regex if e[1].compiled_matcher.matches(values))
         return found
 
 
@@ -59,9 +63,11 @@ _Entries = tuple[tuple[int, Hook], ...]
 _NONE: _Entries = ()
 
 
-def _ordered(entries: Iterable[tuple[int, Hook]]) -> _Entries:
+def _ordered(entries: Sequence[tuple[int, Hook]]) -> _Entries:
     """Entries in registration order, each hook once (a name list can index one hook under
     several names, and one ``Hook`` object can be registered globally and for an operation)."""
+    if len(entries) < 2:
+        return tuple(entries)  # the common case: nothing to sort or dedupe
     seen: set[int] = set()
     out = []
     for entry in sorted(entries, key=_seq_of):
@@ -75,56 +81,132 @@ def _seq_of(entry: tuple[int, Hook]) -> int:
     return entry[0]
 
 
-class _Index:
-    """An immutable snapshot of a set of hooks, indexed by event.
+class _Plan:
+    """What one set of matcher values matches, for every event of one index.
 
-    ``cache`` maps (event, values) to the matching entries, ordered and unique, and ``ids`` maps
-    (events, values) to the ids of the hooks matching any of those events. Both are filled on
-    first use; concurrent fills compute the same value, so they need no lock.
+    ``by_event`` maps an event to its matching entries, ordered and unique; ``ids`` maps a tuple
+    of events to the ids of the hooks matching any of them. A plan with ``index`` set is filled
+    on first use of each event (concurrent fills compute the same value, so they need no lock);
+    one without is complete: an event it lacks matches nothing.
     """
 
-    __slots__ = ("buckets", "cache", "hooks", "ids")
+    __slots__ = ("by_event", "ids", "index", "regex", "values")
+
+    def __init__(
+        self,
+        by_event: dict[str, _Entries],
+        index: _Index | None = None,
+        values: tuple[str, ...] = (),
+        regex: bool = False,
+    ) -> None:
+        self.by_event = by_event
+        self.ids: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self.index = index
+        self.values = values
+        self.regex = regex
+
+    def entries(self, event: str) -> _Entries:
+        hit = self.by_event.get(event)
+        if hit is None:
+            if self.index is None:
+                return _NONE
+            bucket = self.index.buckets.get(event)
+            hit = _ordered(bucket.match(self.values, self.regex)) if bucket else _NONE
+            self.by_event[event] = hit
+        return hit
+
+    def matched_ids(self, events: tuple[str, ...]) -> tuple[str, ...]:
+        hit = self.ids.get(events)
+        if hit is None:
+            hit = _ids_of(self.entries, events)
+            if len(self.ids) >= _IDS_LIMIT:
+                self.ids.clear()
+            self.ids[events] = hit
+        return hit
+
+
+class _Index:
+    """An immutable snapshot of a set of hooks, indexed by event, with a cache of plans.
+
+    Most lookups are of values no hook names (a cold tool name included), so the index first
+    asks, across all events at once, whether anything but the match-everything hooks could
+    match: is a value one of the names any hook lists, or does it start with the anchored
+    literal prefix of a regex hook (``^db/``; a regex without one always counts as a maybe)?
+    No: the answer is ``base``, one plan shared by all such values and never cached, so a cold
+    lookup costs a few dictionary and ``str.startswith`` calls, whatever the number of hooks.
+    Yes: a plan of its own, scanning only the buckets of the events asked about, kept in
+    ``plans`` (cleared when full). ``last`` holds the latest (values, plan) pair, for the
+    several events one tool call asks about with the same values tuple.
+    """
+
+    __slots__ = ("base", "buckets", "hooks", "last", "names", "open_regex", "plans", "prefixes")
 
     def __init__(self, hooks: _Entries) -> None:
         self.hooks = hooks
         self.buckets: dict[str, _Bucket] = {}
         for seq, hook in hooks:
             self.buckets.setdefault(hook.event, _Bucket()).add(seq, hook)
-        self.cache: dict[tuple[str, tuple[str, ...]], _Entries] = {}
-        self.ids: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
+        names: set[str] = set()
+        prefixes: list[str] = []
+        open_regex = False
+        for bucket in self.buckets.values():
+            names.update(bucket.names)
+            for _, hook in bucket.regex:
+                prefix = hook.compiled_matcher.prefix
+                if prefix is None:
+                    open_regex = True
+                else:
+                    prefixes.append(prefix)
+        self.names = frozenset(names)
+        self.prefixes = tuple(dict.fromkeys(prefixes))
+        self.open_regex = open_regex
+        self.base = _Plan({e: _ordered(b.all) for e, b in self.buckets.items() if b.all})
+        self.plans: dict[tuple[str, ...], _Plan] = {}
+        self.last: tuple[tuple[str, ...] | None, _Plan] = (None, self.base)
+
+    def plan(self, values: tuple[str, ...]) -> _Plan:
+        last = self.last  # one read: another thread may replace the pair, never half of it
+        if last[0] is values:
+            return last[1]
+        plan = self.plans.get(values)
+        if plan is None:
+            plan = self._resolve(values)
+        self.last = (values, plan)
+        return plan
+
+    def _resolve(self, values: tuple[str, ...]) -> _Plan:
+        regex = self.open_regex
+        named = False
+        prefixes = self.prefixes
+        for v in values:
+            if v in self.names:
+                named = True
+            if v.startswith(prefixes):  # False for an empty tuple
+                regex = True
+        if not (named or regex):
+            return self.base
+        plan = _Plan({}, self, values, regex)
+        if len(self.plans) >= _CACHE_LIMIT:
+            self.plans.clear()
+        self.plans[values] = plan
+        return plan
 
     def match(self, event: str, values: tuple[str, ...]) -> _Entries:
         if event not in self.buckets:
             return _NONE
-        key = (event, values)
-        hit = self.cache.get(key)
-        if hit is None:
-            hit = _ordered(self.buckets[event].match(values))
-            if len(self.cache) >= _CACHE_LIMIT:
-                self.cache.clear()
-            self.cache[key] = hit
-        return hit
+        return self.plan(values).entries(event)
 
     def matched_ids(self, events: tuple[str, ...], values: tuple[str, ...]) -> tuple[str, ...]:
-        key = (events, values)
-        hit = self.ids.get(key)
-        if hit is None:
-            hit = _ids_of(self.match, events, values)
-            if len(self.ids) >= _CACHE_LIMIT:
-                self.ids.clear()
-            self.ids[key] = hit
-        return hit
+        return self.plan(values).matched_ids(events)
 
 
 def _ids_of(
-    match: Callable[[str, tuple[str, ...]], Iterable[tuple[int, Hook]]],
-    events: tuple[str, ...],
-    values: tuple[str, ...],
+    match: Callable[[str], Iterable[tuple[int, Hook]]], events: tuple[str, ...]
 ) -> tuple[str, ...]:
     first, *rest = events
-    ids = [h.id for _, h in match(first, values)]
+    ids = [h.id for _, h in match(first)]
     for event in rest:
-        ids.extend(h.id for _, h in match(event, values) if h.id not in ids)
+        ids.extend(h.id for _, h in match(event) if h.id not in ids)
     return tuple(ids)
 
 
@@ -210,12 +292,12 @@ class HookRegistry:
     ) -> bool:
         """Whether :meth:`match` would find a hook (the cheap question the hot path asks)."""
         index = self._global
-        if event in index.buckets and index.match(event, values):
+        if event in index.buckets and index.plan(values).entries(event):
             return True
         if operation_id is None or not self._ops:
             return False
         op = self._ops.get(operation_id)
-        return op is not None and event in op.buckets and bool(op.match(event, values))
+        return op is not None and event in op.buckets and bool(op.plan(values).entries(event))
 
     def matched_ids(
         self,
@@ -229,7 +311,7 @@ class HookRegistry:
         op = self._ops.get(operation_id) if operation_id is not None else None
         if op is None:
             return self._global.matched_ids(events, values)
-        return _ids_of(lambda e, v: self._entries(e, v, operation_id), events, values)
+        return _ids_of(lambda e: self._entries(e, values, operation_id), events)
 
     def _entries(self, event: str, values: tuple[str, ...], operation_id: str | None) -> _Entries:
         found = self._global.match(event, values)
