@@ -81,44 +81,43 @@ def _seq_of(entry: tuple[int, Hook]) -> int:
     return entry[0]
 
 
-class _Plan:
-    """What one set of matcher values matches, for every event of one index.
+class _Plan(dict[str, _Entries]):
+    """What one set of matcher values matches, for every event of one index: ``plan[event]``
+    is the matching entries, ordered and unique (a plain dictionary read when known).
 
-    ``by_event`` maps an event to its matching entries, ordered and unique; ``ids`` maps a tuple
-    of events to the ids of the hooks matching any of them. A plan with ``index`` set is filled
-    on first use of each event (concurrent fills compute the same value, so they need no lock);
-    one without is complete: an event it lacks matches nothing.
+    A plan with ``index`` set fills an event on first use (concurrent fills compute the same
+    value, so they need no lock); one without is complete: an event it lacks matches nothing.
+    ``ids`` maps a tuple of events to the ids of the hooks matching any of them.
     """
 
-    __slots__ = ("by_event", "ids", "index", "regex", "values")
+    __slots__ = ("ids", "index", "regex", "subject")
 
     def __init__(
         self,
-        by_event: dict[str, _Entries],
+        known: Mapping[str, _Entries],
         index: _Index | None = None,
         values: tuple[str, ...] = (),
         regex: bool = False,
     ) -> None:
-        self.by_event = by_event
+        super().__init__(known)
         self.ids: dict[tuple[str, ...], tuple[str, ...]] = {}
         self.index = index
-        self.values = values
+        self.subject = values  # not "values": a dict's method
         self.regex = regex
 
-    def entries(self, event: str) -> _Entries:
-        hit = self.by_event.get(event)
-        if hit is None:
-            if self.index is None:
-                return _NONE
-            bucket = self.index.buckets.get(event)
-            hit = _ordered(bucket.match(self.values, self.regex)) if bucket else _NONE
-            self.by_event[event] = hit
+    def __missing__(self, event: str) -> _Entries:
+        index = self.index
+        bucket = index.buckets.get(event) if index is not None else None
+        if bucket is None:
+            return _NONE  # not stored: callers may ask about any string
+        hit = _ordered(bucket.match(self.subject, self.regex))
+        self[event] = hit
         return hit
 
     def matched_ids(self, events: tuple[str, ...]) -> tuple[str, ...]:
         hit = self.ids.get(events)
         if hit is None:
-            hit = _ids_of(self.entries, events)
+            hit = _ids_of(self.__getitem__, events)
             if len(self.ids) >= _IDS_LIMIT:
                 self.ids.clear()
             self.ids[events] = hit
@@ -132,10 +131,10 @@ class _Index:
     asks, across all events at once, whether anything but the match-everything hooks could
     match: is a value one of the names any hook lists, or does it start with the anchored
     literal prefix of a regex hook (``^db/``; a regex without one always counts as a maybe)?
-    No: the answer is ``base``, one plan shared by all such values and never cached, so a cold
-    lookup costs a few dictionary and ``str.startswith`` calls, whatever the number of hooks.
-    Yes: a plan of its own, scanning only the buckets of the events asked about, kept in
-    ``plans`` (cleared when full). ``last`` holds the latest (values, plan) pair, for the
+    No: the answer is ``base``, one complete plan shared by all such values and never cached,
+    so a cold lookup costs a few set and ``str.startswith`` calls, whatever the number of
+    hooks. Yes: a plan of its own, scanning only the buckets of the events asked about, kept
+    in ``plans`` (cleared when full). ``last`` holds the latest (values, plan) pair, for the
     several events one tool call asks about with the same values tuple.
     """
 
@@ -158,9 +157,15 @@ class _Index:
                 else:
                     prefixes.append(prefix)
         self.names = frozenset(names)
-        self.prefixes = tuple(dict.fromkeys(prefixes))
+        # Prefixes by first character: one dictionary read rules most values out, where a
+        # ``startswith`` over every prefix costs some 20 ns a prefix.
+        by_first: dict[str, list[str]] = {}
+        for prefix in dict.fromkeys(prefixes):
+            by_first.setdefault(prefix[0], []).append(prefix)
+        self.prefixes = {first: tuple(group) for first, group in by_first.items()}
         self.open_regex = open_regex
-        self.base = _Plan({e: _ordered(b.all) for e, b in self.buckets.items() if b.all})
+        # Every event with hooks is listed, so a read of ``base`` never calls __missing__.
+        self.base = _Plan({e: _ordered(b.all) for e, b in self.buckets.items()})
         self.plans: dict[tuple[str, ...], _Plan] = {}
         self.last: tuple[tuple[str, ...] | None, _Plan] = (None, self.base)
 
@@ -168,36 +173,46 @@ class _Index:
         last = self.last  # one read: another thread may replace the pair, never half of it
         if last[0] is values:
             return last[1]
-        plan = self.plans.get(values)
-        if plan is None:
-            plan = self._resolve(values)
+        plan = self.base
+        if self.open_regex:
+            plan = self._plan(values)
+        else:
+            # Inline, not a helper per value: this loop is all a cold lookup costs.
+            names, prefixes = self.names, self.prefixes
+            for v in values:
+                if v in names:
+                    plan = self._plan(values)
+                    break
+                if prefixes and v:  # v[0], not v[:1]: indexing is the cheaper of the two
+                    group = prefixes.get(v[0])
+                    if group is not None and v.startswith(group):
+                        plan = self._plan(values)
+                        break
         self.last = (values, plan)
         return plan
 
-    def _resolve(self, values: tuple[str, ...]) -> _Plan:
-        regex = self.open_regex
-        named = False
-        prefixes = self.prefixes
-        for v in values:
-            if v in self.names:
-                named = True
-            if v.startswith(prefixes):  # False for an empty tuple
-                regex = True
-        if not (named or regex):
-            return self.base
-        plan = _Plan({}, self, values, regex)
-        if len(self.plans) >= _CACHE_LIMIT:
-            self.plans.clear()
-        self.plans[values] = plan
+    @staticmethod
+    def _prefixed(value: str, prefixes: dict[str, tuple[str, ...]]) -> bool:
+        """Whether ``value`` starts with the anchored prefix of a regex hook (no prefix is
+        empty, so neither does an empty value)."""
+        group = prefixes.get(value[:1])
+        return group is not None and value.startswith(group)
+
+    def _plan(self, values: tuple[str, ...]) -> _Plan:
+        plan = self.plans.get(values)
+        if plan is None:
+            prefixes = self.prefixes
+            regex = self.open_regex or any(self._prefixed(v, prefixes) for v in values)
+            plan = _Plan({}, self, values, regex)
+            if len(self.plans) >= _CACHE_LIMIT:
+                self.plans.clear()
+            self.plans[values] = plan
         return plan
 
     def match(self, event: str, values: tuple[str, ...]) -> _Entries:
         if event not in self.buckets:
             return _NONE
-        return self.plan(values).entries(event)
-
-    def matched_ids(self, events: tuple[str, ...], values: tuple[str, ...]) -> tuple[str, ...]:
-        return self.plan(values).matched_ids(events)
+        return self.plan(values)[event]
 
 
 def _ids_of(
@@ -292,12 +307,14 @@ class HookRegistry:
     ) -> bool:
         """Whether :meth:`match` would find a hook (the cheap question the hot path asks)."""
         index = self._global
-        if event in index.buckets and index.plan(values).entries(event):
-            return True
+        if event in index.buckets:
+            last = index.last  # the latest values' plan, read inline: the hot path's question
+            if (last[1] if last[0] is values else index.plan(values))[event]:
+                return True
         if operation_id is None or not self._ops:
             return False
         op = self._ops.get(operation_id)
-        return op is not None and event in op.buckets and bool(op.plan(values).entries(event))
+        return op is not None and event in op.buckets and bool(op.plan(values)[event])
 
     def matched_ids(
         self,
@@ -308,9 +325,13 @@ class HookRegistry:
     ) -> tuple[str, ...]:
         """Ids of the hooks matching any of ``events``: those of the first event in registration
         order, then each later event's hooks not listed yet (cached like :meth:`match`)."""
-        op = self._ops.get(operation_id) if operation_id is not None else None
+        op = self._ops.get(operation_id) if operation_id is not None and self._ops else None
         if op is None:
-            return self._global.matched_ids(events, values)
+            index = self._global
+            last = index.last
+            plan = last[1] if last[0] is values else index.plan(values)
+            hit = plan.ids.get(events)
+            return hit if hit is not None else plan.matched_ids(events)
         return _ids_of(lambda e: self._entries(e, values, operation_id), events)
 
     def _entries(self, event: str, values: tuple[str, ...], operation_id: str | None) -> _Entries:
