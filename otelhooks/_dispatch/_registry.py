@@ -4,11 +4,17 @@ Ordering rule: hooks run in registration order. Each registration gets a sequenc
 counter, so a global hook registered before an operation's hooks runs before them, and a global
 hook registered later runs after them.
 
-Matching is indexed by event name and, for exact-name matchers, by name: an event looks up the
-hooks matching everything, the hooks naming one of its matcher values, and scans only the regex
-hooks of that event. Results are cached per (event, values) until the registrations change,
-already in registration order and without repeats, so a repeated event (the same tool called
-again) costs one dictionary lookup, however many hooks are registered.
+Matching is resolved once per set of matcher values, for every event at once, into a *plan*
+(event -> matching hooks, in registration order and without repeats). Most values match nothing
+but the match-everything hooks: no hook names them, and none of them starts with the anchored
+literal prefix of a regex hook (``^db/``, ``/^shell\\/.*$/``). Telling so takes a set lookup and a
+dictionary read per value, whatever the number of hooks, and such values share one precomputed
+plan that is never cached, so a stream of new tool names neither scans the hooks nor churns a
+cache. Other values get a plan of their own, cached until the registrations change (cleared when
+full), which fills an event on first use from that event's hooks matching everything, the hooks
+naming one of the values, and, unless no prefix could match, a scan of its regex hooks. The
+latest (values, plan) pair is kept too, so the several events one tool call asks about with the
+same values tuple cost one identity check each.
 """
 
 from __future__ import annotations
