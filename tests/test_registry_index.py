@@ -235,3 +235,32 @@ def test_an_unanchored_regex_is_still_scanned() -> None:
     reg.register([{"id": "r", "type": "beforeToolCall", "handler": _noop, "matcher": "File$"}])
     assert reg.any_match("before_tool_call", ("fs/readFile", "readFile"))
     assert not reg.any_match("before_tool_call", ("fs/read", "read"))
+
+
+def test_threads_sharing_the_latest_lookup_memo_get_their_own_answers() -> None:
+    """Reads take no lock: threads asking about different values at once (each pair of
+    values, plan is replaced whole) never see another thread's answer."""
+    import threading
+
+    reg = HookRegistry()
+    reg.register(
+        [
+            {"id": "r", "type": "before_tool_call", "handler": _noop, "matcher": "/^fs\\//"},
+            {"id": "n", "type": "before_tool_call", "handler": _noop, "matcher": "tool_7"},
+        ]
+    )
+    errors: list[tuple[str, ...]] = []
+
+    def ask(identifier: str) -> None:
+        for i in range(3000):
+            values = _values(identifier, f"tool_{i % 50}")
+            want = (("r",) if identifier == "fs" else ()) + (("n",) if i % 50 == 7 else ())
+            if reg.matched_ids(EVENTS, values) != want:
+                errors.append(values)
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in ("fs", "db", "fs", "")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
