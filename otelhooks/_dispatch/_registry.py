@@ -138,8 +138,8 @@ class _Index:
     match: is a value one of the names any hook lists, or does it start with the anchored
     literal prefix of a regex hook (``^db/``; a regex without one always counts as a maybe)?
     No: the answer is ``base``, one complete plan shared by all such values and never cached,
-    so a cold lookup costs a few set and ``str.startswith`` calls, whatever the number of
-    hooks. Yes: a plan of its own, scanning only the buckets of the events asked about, kept
+    so a cold lookup costs a set lookup and a dictionary read per value, whatever the number
+    of hooks. Yes: a plan of its own, scanning only the buckets of the events asked about, kept
     in ``plans`` (cleared when full). ``last`` holds the latest (values, plan) pair, for the
     several events one tool call asks about with the same values tuple.
     """
