@@ -87,6 +87,8 @@ class Matcher:
 
     ``engine`` says what runs a regex: ``re2`` (linear time) or ``re`` (a pattern that passed
     :func:`backtracking_risk`, on at most :data:`MAX_FALLBACK_INPUT` characters of a value).
+    ``prefix`` is a regex's :func:`anchored_prefix`: a value not starting with it never matches
+    (the registry's index rules out many regex hooks at once by it).
     """
 
     source: str | None
@@ -94,6 +96,7 @@ class Matcher:
     names: frozenset[str] = frozenset()
     pattern: Searcher | None = None
     engine: str | None = None
+    prefix: str | None = None
 
     def matches(self, values: tuple[str, ...]) -> bool:
         if self.kind is MatchKind.ALL:
@@ -199,9 +202,9 @@ class _Re2Search:
 
     __slots__ = ("_anchor", "_compiled", "_prefix", "_regexp")
 
-    def __init__(self, pattern: str) -> None:
+    def __init__(self, pattern: str, prefix: str | None) -> None:
         assert _re2 is not None
-        self._prefix = anchored_prefix(pattern)
+        self._prefix = prefix
         options = _re2.Options()
         options.log_errors = False  # an unsupported pattern is ours to report, not RE2's stderr
         options.never_capture = True  # groups change nothing to whether it matches
@@ -226,13 +229,14 @@ class _Re2Search:
 def _compile_bounded(pattern: str, source: str, hook_id: str | None) -> Matcher:
     """A regex matcher that runs in bounded time (see the module docstring); raises re.error
     for an invalid pattern and InvalidMatcherError for one that could backtrack."""
+    prefix = anchored_prefix(pattern)
     if _re2 is not None:
         try:
-            compiled = _Re2Search(pattern)
+            compiled = _Re2Search(pattern, prefix)
         except _re2.error:
             pass  # a construct RE2 lacks (a lookaround), or invalid: Python's re decides
         else:
-            return Matcher(source, MatchKind.REGEX, pattern=compiled, engine="re2")
+            return Matcher(source, MatchKind.REGEX, pattern=compiled, engine="re2", prefix=prefix)
     fallback = re.compile(pattern)  # re.error: invalid, handled by the caller
     risk = backtracking_risk(pattern)
     if risk is not None:
@@ -244,7 +248,9 @@ def _compile_bounded(pattern: str, source: str, hook_id: str | None) -> Matcher:
             hook_id=hook_id,
             field="matcher",
         )
-    return Matcher(source, MatchKind.REGEX, pattern=fallback, engine="re")
+    # Python's re on the first MAX_FALLBACK_INPUT characters: a match there starts the value
+    # with the prefix too, so the registry may rule the hook out by it all the same.
+    return Matcher(source, MatchKind.REGEX, pattern=fallback, engine="re", prefix=prefix)
 
 
 def _regex_or_exact(source: str, pattern: str, *, hook_id: str | None) -> Matcher:

@@ -234,4 +234,7 @@ def test_the_anchored_prefix_shortcut_decides_as_the_regex_does() -> None:
             if prefix is not None and not value.startswith(prefix):
                 assert not expected, (pattern, value)  # the shortcut never hides a match
             if RE2_AVAILABLE:
-                assert (_Re2Search(pattern).search(value) is not None) == expected, (pattern, value)
+                assert (_Re2Search(pattern, prefix).search(value) is not None) == expected, (
+                    pattern,
+                    value,
+                )

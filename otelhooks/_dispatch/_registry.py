@@ -4,18 +4,24 @@ Ordering rule: hooks run in registration order. Each registration gets a sequenc
 counter, so a global hook registered before an operation's hooks runs before them, and a global
 hook registered later runs after them.
 
-Matching is indexed by event name and, for exact-name matchers, by name: an event looks up the
-hooks matching everything, the hooks naming one of its matcher values, and scans only the regex
-hooks of that event. Results are cached per (event, values) until the registrations change,
-already in registration order and without repeats, so a repeated event (the same tool called
-again) costs one dictionary lookup, however many hooks are registered.
+Matching is resolved once per set of matcher values, for every event at once, into a *plan*
+(event -> matching hooks, in registration order and without repeats). Most values match nothing
+but the match-everything hooks: no hook names them, and none of them starts with the anchored
+literal prefix of a regex hook (``^db/``, ``/^shell\\/.*$/``). Telling so takes a set lookup and a
+dictionary read per value, whatever the number of hooks, and such values share one precomputed
+plan that is never cached, so a stream of new tool names neither scans the hooks nor churns a
+cache. Other values get a plan of their own, cached until the registrations change (cleared when
+full), which fills an event on first use from that event's hooks matching everything, the hooks
+naming one of the values, and, unless no prefix could match, a scan of its regex hooks. The
+latest (values, plan) pair is kept too, so the several events one tool call asks about with the
+same values tuple cost one identity check each.
 """
 
 from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +35,7 @@ __all__ = ["HookRegistry"]
 
 _seq = itertools.count()
 _CACHE_LIMIT = 4096
+_IDS_LIMIT = 64  # per plan: one entry per events tuple a caller asks about (program constants)
 
 
 @dataclass(slots=True)
@@ -47,11 +54,14 @@ class _Bucket:
         else:
             self.regex.append((seq, hook))
 
-    def match(self, values: tuple[str, ...]) -> list[tuple[int, Hook]]:
+    def match(self, values: tuple[str, ...], regex: bool) -> list[tuple[int, Hook]]:
+        """The entries matching ``values``; ``regex=False`` skips the regex hooks (the caller's
+        prefilter has ruled every one of them out)."""
         found = list(self.all)
         for v in values:
             found.extend(self.names.get(v, ()))
-        found.extend(e for e in self.regex if e[1].compiled_matcher.matches(values))
+        if regex:
+            found.extend(e for e in self.regex if e[1].compiled_matcher.matches(values))
         return found
 
 
@@ -59,9 +69,11 @@ _Entries = tuple[tuple[int, Hook], ...]
 _NONE: _Entries = ()
 
 
-def _ordered(entries: Iterable[tuple[int, Hook]]) -> _Entries:
+def _ordered(entries: Sequence[tuple[int, Hook]]) -> _Entries:
     """Entries in registration order, each hook once (a name list can index one hook under
     several names, and one ``Hook`` object can be registered globally and for an operation)."""
+    if len(entries) < 2:
+        return tuple(entries)  # the common case: nothing to sort or dedupe
     seen: set[int] = set()
     out = []
     for entry in sorted(entries, key=_seq_of):
@@ -75,56 +87,147 @@ def _seq_of(entry: tuple[int, Hook]) -> int:
     return entry[0]
 
 
-class _Index:
-    """An immutable snapshot of a set of hooks, indexed by event.
+class _Plan(dict[str, _Entries]):
+    """What one set of matcher values matches, for every event of one index: ``plan[event]``
+    is the matching entries, ordered and unique (a plain dictionary read when known).
 
-    ``cache`` maps (event, values) to the matching entries, ordered and unique, and ``ids`` maps
-    (events, values) to the ids of the hooks matching any of those events. Both are filled on
-    first use; concurrent fills compute the same value, so they need no lock.
+    A plan with ``index`` set fills an event on first use (concurrent fills compute the same
+    value, so they need no lock); one without is complete: an event it lacks matches nothing.
+    ``ids`` maps a tuple of events to the ids of the hooks matching any of them.
     """
 
-    __slots__ = ("buckets", "cache", "hooks", "ids")
+    __slots__ = ("ids", "index", "regex", "subject")
+
+    def __init__(
+        self,
+        known: Mapping[str, _Entries],
+        index: _Index | None = None,
+        values: tuple[str, ...] = (),
+        regex: bool = False,
+    ) -> None:
+        super().__init__(known)
+        self.ids: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self.index = index
+        self.subject = values  # not "values": a dict's method
+        self.regex = regex
+
+    def __missing__(self, event: str) -> _Entries:
+        index = self.index
+        bucket = index.buckets.get(event) if index is not None else None
+        if bucket is None:
+            return _NONE  # not stored: callers may ask about any string
+        hit = _ordered(bucket.match(self.subject, self.regex))
+        self[event] = hit
+        return hit
+
+    def matched_ids(self, events: tuple[str, ...]) -> tuple[str, ...]:
+        hit = self.ids.get(events)
+        if hit is None:
+            hit = _ids_of(self.__getitem__, events)
+            if len(self.ids) >= _IDS_LIMIT:
+                self.ids.clear()
+            self.ids[events] = hit
+        return hit
+
+
+class _Index:
+    """An immutable snapshot of a set of hooks, indexed by event, with a cache of plans.
+
+    Most lookups are of values no hook names (a cold tool name included), so the index first
+    asks, across all events at once, whether anything but the match-everything hooks could
+    match: is a value one of the names any hook lists, or does it start with the anchored
+    literal prefix of a regex hook (``^db/``; a regex without one always counts as a maybe)?
+    No: the answer is ``base``, one complete plan shared by all such values and never cached,
+    so a cold lookup costs a set lookup and a dictionary read per value, whatever the number
+    of hooks. Yes: a plan of its own, scanning only the buckets of the events asked about, kept
+    in ``plans`` (cleared when full). ``last`` holds the latest (values, plan) pair, for the
+    several events one tool call asks about with the same values tuple.
+    """
+
+    __slots__ = ("base", "buckets", "hooks", "last", "names", "open_regex", "plans", "prefixes")
 
     def __init__(self, hooks: _Entries) -> None:
         self.hooks = hooks
         self.buckets: dict[str, _Bucket] = {}
         for seq, hook in hooks:
             self.buckets.setdefault(hook.event, _Bucket()).add(seq, hook)
-        self.cache: dict[tuple[str, tuple[str, ...]], _Entries] = {}
-        self.ids: dict[tuple[tuple[str, ...], tuple[str, ...]], tuple[str, ...]] = {}
+        names: set[str] = set()
+        prefixes: list[str] = []
+        open_regex = False
+        for bucket in self.buckets.values():
+            names.update(bucket.names)
+            for _, hook in bucket.regex:
+                prefix = hook.compiled_matcher.prefix
+                if prefix is None:
+                    open_regex = True
+                else:
+                    prefixes.append(prefix)
+        self.names = frozenset(names)
+        # Prefixes by first character: one dictionary read rules most values out, where a
+        # ``startswith`` over every prefix costs some 20 ns a prefix.
+        by_first: dict[str, list[str]] = {}
+        for prefix in dict.fromkeys(prefixes):
+            by_first.setdefault(prefix[0], []).append(prefix)
+        self.prefixes = {first: tuple(group) for first, group in by_first.items()}
+        self.open_regex = open_regex
+        # Every event with hooks is listed, so a read of ``base`` never calls __missing__.
+        self.base = _Plan({e: _ordered(b.all) for e, b in self.buckets.items()})
+        self.plans: dict[tuple[str, ...], _Plan] = {}
+        self.last: tuple[tuple[str, ...] | None, _Plan] = (None, self.base)
+
+    def plan(self, values: tuple[str, ...]) -> _Plan:
+        last = self.last  # one read: another thread may replace the pair, never half of it
+        if last[0] is values:
+            return last[1]
+        plan = self.base
+        if self.open_regex:
+            plan = self._plan(values)
+        else:
+            # Inline, not a helper per value: this loop is all a cold lookup costs.
+            names, prefixes = self.names, self.prefixes
+            for v in values:
+                if v in names:
+                    plan = self._plan(values)
+                    break
+                if prefixes and v:  # v[0], not v[:1]: indexing is the cheaper of the two
+                    group = prefixes.get(v[0])
+                    if group is not None and v.startswith(group):
+                        plan = self._plan(values)
+                        break
+        self.last = (values, plan)
+        return plan
+
+    @staticmethod
+    def _prefixed(value: str, prefixes: dict[str, tuple[str, ...]]) -> bool:
+        """Whether ``value`` starts with the anchored prefix of a regex hook (no prefix is
+        empty, so neither does an empty value)."""
+        group = prefixes.get(value[:1])
+        return group is not None and value.startswith(group)
+
+    def _plan(self, values: tuple[str, ...]) -> _Plan:
+        plan = self.plans.get(values)
+        if plan is None:
+            prefixes = self.prefixes
+            regex = self.open_regex or any(self._prefixed(v, prefixes) for v in values)
+            plan = _Plan({}, self, values, regex)
+            if len(self.plans) >= _CACHE_LIMIT:
+                self.plans.clear()
+            self.plans[values] = plan
+        return plan
 
     def match(self, event: str, values: tuple[str, ...]) -> _Entries:
         if event not in self.buckets:
             return _NONE
-        key = (event, values)
-        hit = self.cache.get(key)
-        if hit is None:
-            hit = _ordered(self.buckets[event].match(values))
-            if len(self.cache) >= _CACHE_LIMIT:
-                self.cache.clear()
-            self.cache[key] = hit
-        return hit
-
-    def matched_ids(self, events: tuple[str, ...], values: tuple[str, ...]) -> tuple[str, ...]:
-        key = (events, values)
-        hit = self.ids.get(key)
-        if hit is None:
-            hit = _ids_of(self.match, events, values)
-            if len(self.ids) >= _CACHE_LIMIT:
-                self.ids.clear()
-            self.ids[key] = hit
-        return hit
+        return self.plan(values)[event]
 
 
 def _ids_of(
-    match: Callable[[str, tuple[str, ...]], Iterable[tuple[int, Hook]]],
-    events: tuple[str, ...],
-    values: tuple[str, ...],
+    match: Callable[[str], Iterable[tuple[int, Hook]]], events: tuple[str, ...]
 ) -> tuple[str, ...]:
     first, *rest = events
-    ids = [h.id for _, h in match(first, values)]
+    ids = [h.id for _, h in match(first)]
     for event in rest:
-        ids.extend(h.id for _, h in match(event, values) if h.id not in ids)
+        ids.extend(h.id for _, h in match(event) if h.id not in ids)
     return tuple(ids)
 
 
@@ -217,12 +320,14 @@ class HookRegistry:
     ) -> bool:
         """Whether :meth:`match` would find a hook (the cheap question the hot path asks)."""
         index = self._global
-        if event in index.buckets and index.match(event, values):
-            return True
+        if event in index.buckets:
+            last = index.last  # the latest values' plan, read inline: the hot path's question
+            if (last[1] if last[0] is values else index.plan(values))[event]:
+                return True
         if operation_id is None or not self._ops:
             return False
         op = self._ops.get(operation_id)
-        return op is not None and event in op.buckets and bool(op.match(event, values))
+        return op is not None and event in op.buckets and bool(op.plan(values)[event])
 
     def matched_ids(
         self,
@@ -233,10 +338,14 @@ class HookRegistry:
     ) -> tuple[str, ...]:
         """Ids of the hooks matching any of ``events``: those of the first event in registration
         order, then each later event's hooks not listed yet (cached like :meth:`match`)."""
-        op = self._ops.get(operation_id) if operation_id is not None else None
+        op = self._ops.get(operation_id) if operation_id is not None and self._ops else None
         if op is None:
-            return self._global.matched_ids(events, values)
-        return _ids_of(lambda e, v: self._entries(e, v, operation_id), events, values)
+            index = self._global
+            last = index.last
+            plan = last[1] if last[0] is values else index.plan(values)
+            hit = plan.ids.get(events)
+            return hit if hit is not None else plan.matched_ids(events)
+        return _ids_of(lambda e: self._entries(e, values, operation_id), events)
 
     def _entries(self, event: str, values: tuple[str, ...], operation_id: str | None) -> _Entries:
         found = self._global.match(event, values)
