@@ -22,6 +22,7 @@ from typing import Any
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.metrics import NoOpMeterProvider
+from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
@@ -35,7 +36,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 import otelhooks
 from otelhooks import AgentTracer, HookSpanProcessor
 from otelhooks._export import CountingBatchSpanProcessor
-from otelhooks._metrics import AgentMetrics
+from otelhooks._metrics import AgentMetrics, metric_views
 
 __all__ = ["ARGS", "CASES", "Bench", "Case", "NoopExporter", "tool_span_shape"]
 
@@ -281,10 +282,31 @@ class OtelhooksBench(Bench):
     reader. ``metrics=False`` records into the no-op meter provider instead."""
 
     def __init__(
-        self, *, hooks: list[dict[str, Any]], metrics: bool = True, sdk_metrics: bool = False
+        self,
+        *,
+        hooks: list[dict[str, Any]],
+        metrics: bool = True,
+        sdk_metrics: bool = False,
+        user_meter_provider: bool = False,
     ) -> None:
         self.reader: InMemoryMetricReader | None = None
-        if metrics:
+        if user_meter_provider:
+            # A user's own SDK MeterProvider (their reader, otelhooks' views): every measurement
+            # goes through the SDK's synchronous instruments.
+            self.oh = None
+            self.reader = InMemoryMetricReader()
+            self.meter_provider = MeterProvider(
+                metric_readers=[self.reader], views=metric_views()
+            )
+            self.provider = TracerProvider()
+            processor = HookSpanProcessor(metrics=AgentMetrics(self.meter_provider))
+            processor.register(hooks)
+            self.provider.add_span_processor(processor)
+            self.provider.add_span_processor(
+                CountingBatchSpanProcessor(NoopExporter(), max_queue_size=QUEUE)
+            )
+            self.tracer = AgentTracer(tracer_provider=self.provider, hooks=processor)
+        elif metrics:
             self.reader = InMemoryMetricReader()
             self.oh: Any = otelhooks.configure(
                 service_name="bench",
@@ -402,6 +424,19 @@ CASES: list[Case] = [
         "otelhooks, 0 hooks, metrics through the SDK",
         "tool",
         lambda: OtelhooksTool(hooks=[], sdk_metrics=True),
+    ),
+    Case(
+        "oh_0_user_meter_provider",
+        "otelhooks, 0 hooks, AgentMetrics on a user's SDK MeterProvider",
+        "tool",
+        lambda: OtelhooksTool(hooks=[], user_meter_provider=True),
+    ),
+    Case(
+        "oh_0_cold",
+        "otelhooks, 0 hooks, a new tool name per call",
+        "tool",
+        lambda: OtelhooksTool(hooks=[], distinct=True),
+        tags=("extra",),
     ),
     Case(
         "oh_1_observer",
