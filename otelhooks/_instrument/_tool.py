@@ -62,12 +62,19 @@ def _metric_attrs(
     return attrs
 
 
+# The model's own validator, without BaseModel.__init__'s keyword packing: the same model for
+# less (one is made per tool result, on the agent's thread).
+_validate_result: Callable[[dict[str, Any]], ToolResult] = (
+    ToolResult.__pydantic_validator__.validate_python
+)
+
+
 def _as_result(value: Any) -> ToolResult:
     if isinstance(value, ToolResult):
         return value
     if isinstance(value, str):
-        return ToolResult(content=value)
-    return ToolResult(content=canonical_json(value))
+        return _validate_result({"content": value})
+    return _validate_result({"content": canonical_json(value)})
 
 
 class ToolCall(SpanScope):

@@ -97,7 +97,12 @@ def _hashable(value: Any) -> Any:
 
 def _normal_key(attributes: Mapping[str, Any]) -> _Key:
     """The key of an attribute set whatever the insertion order (sequence values as tuples)."""
-    return tuple(sorted((k, _hashable(v)) for k, v in attributes.items()))
+    key = tuple(sorted(attributes.items()))  # keys are unique: values are never compared
+    try:
+        hash(key)
+    except TypeError:  # a list value: the slower way, rarely
+        return tuple(sorted((k, _hashable(v)) for k, v in attributes.items()))
+    return key
 
 
 class MetricAttributes(dict[str, Any]):
