@@ -1,4 +1,4 @@
-"""``Model.trusted(**values)`` gives the model validation gives, for every payload model.
+"""``Model.trusted(values)`` gives the model validation gives, for every payload model.
 
 The instrumentation may build payloads through ``trusted`` (no validation of values whose types
 it knows); these tests hold the result equal to ``Model(**values)`` in type, dump, fields set,
@@ -101,15 +101,15 @@ def _same(a: BaseModel, b: BaseModel) -> None:
 @pytest.mark.parametrize("full", [True, False], ids=["every_field", "required_only"])
 def test_trusted_equals_validation(model: type[Any], full: bool) -> None:
     values = _values(model, full=full)
-    _same(model.trusted(**values), model(**values))
+    _same(model.trusted(values), model(**values))
 
 
 def test_the_models_the_instrumentation_builds_take_the_fast_path() -> None:
     # A model that lost its plan would still be correct, only slow: say so here.
     for model in (AfterToolCallEvent, ToolCallEvent, ToolResult, CompleteEvent, HookEvent):
-        model.trusted(**_values(model, full=False))
+        model.trusted(_values(model, full=False))
         assert _PLANS[model] is not None, model
-    ErrorEvent.trusted(errorMessage="x")
+    ErrorEvent.trusted({"errorMessage": "x"})
     assert _PLANS[ErrorEvent] is None  # a "before" validator: always validated
 
 
@@ -139,7 +139,7 @@ def test_after_tool_call_as_the_instrumentation_builds_it() -> None:
         "result": result.model_copy(update={"executionTime": 1.25}),
         "toolOutput": result.content,
     }
-    fast, slow = AfterToolCallEvent.trusted(**values), AfterToolCallEvent(**values)
+    fast, slow = AfterToolCallEvent.trusted(values), AfterToolCallEvent(**values)
     _same(fast, slow)
     assert fast.args is not args  # copied, as validation copies it
     assert fast.result is values["result"]  # a model instance is kept, as validation keeps it
@@ -158,7 +158,7 @@ def test_after_tool_call_as_the_instrumentation_builds_it() -> None:
     ],
 )
 def test_values_it_cannot_vouch_for_are_validated(model: type[Any], values: dict[str, Any]) -> None:
-    _same(model.trusted(**values), model(**values))
+    _same(model.trusted(values), model(**values))
 
 
 @pytest.mark.parametrize(
@@ -173,9 +173,26 @@ def test_invalid_values_raise_as_validation_does(values: dict[str, Any]) -> None
     with pytest.raises(ValidationError) as expected:
         AfterToolCallEvent(**values)
     with pytest.raises(ValidationError) as got:
-        AfterToolCallEvent.trusted(**values)
+        AfterToolCallEvent.trusted(values)
     assert got.value.errors() == expected.value.errors()
 
 
 def test_trusted_is_reachable_as_a_function() -> None:
     _same(trusted(ToolResult, {"content": "x"}), ToolResult(content="x"))
+
+
+@pytest.mark.parametrize(
+    ("model", "update"),
+    [
+        (ToolResult(content="x"), {"executionTime": 1.5}),
+        (ToolResult(content="x", state={"a": 1}, surprise=2), {"success": False, "error": "e"}),
+        (ToolResult(content="x"), {"notAField": 1}),  # an extra: model_copy itself
+        (ToolCallEvent(toolCallId="c", identifier="i", apiName="a"), {"args": {"b": 2}}),
+    ],
+)
+def test_copy_with_equals_model_copy(model: Any, update: dict[str, Any]) -> None:
+    got, expected = model.copy_with(update), model.model_copy(update=update)
+    _same(got, expected)
+    assert got is not model
+    assert got.__dict__ is not model.__dict__
+    assert got.model_fields_set is not model.model_fields_set

@@ -67,7 +67,10 @@ HookPoolExhaustedError = HookCapacityError  # the name of earlier releases
 # How often the watchdog looks at the inline observer call while a batch runs (at the call's
 # deadline, if that comes sooner): how late past its deadline a stuck observer is abandoned.
 _WATCH_POLL_S = 0.05
-# An idle watchdog thread ends after this long and starts again with the next batch.
+# The watchdog goes on polling this long after the last batch (batches come every
+# schedule_delay_s under load: waking it for each would cost more than the polls), then sleeps
+# until the next batch; asleep this long, its thread ends.
+_WATCH_LINGER_S = 0.5
 _WATCH_IDLE_S = 5.0
 _ATTRS_LIMIT = 1024
 
@@ -178,6 +181,7 @@ class Dispatcher:
         self._watchdog: threading.Thread | None = None
         self._current: _ObserverRun | None = None  # the observer batch running
         self._watching = False  # the watchdog polls (a batch runs); guarded by _watch_lock
+        self._batches = 0  # batches started, for the watchdog to tell it is idle
         self._init_watch()
         if hasattr(os, "register_at_fork"):
             # The watchdog thread does not exist in a forked child and its lock may be held.
@@ -439,7 +443,8 @@ class Dispatcher:
         run = _ObserverRun(batch)
         with self._watch_lock:
             self._current = run
-            if not self._watching:  # once per batch at most: the watchdog was asleep
+            self._batches += 1
+            if not self._watching:  # the watchdog was asleep
                 self._watching = True
                 self._wake_watchdog()
         self._continue(run, 0)
@@ -450,7 +455,7 @@ class Dispatcher:
         batch = run.batch
         while run.index < len(batch):
             live, hooks = batch[run.index]
-            order = run.order
+            order, payload = run.order, run.payload
             if order is None:
                 if self._closed:
                     # Past the shutdown deadline the pool is gone: count what is left, once.
@@ -459,9 +464,9 @@ class Dispatcher:
                         {sc.ATTR_DROP_SOURCE: "observer_queue", sc.ATTR_DROP_REASON: "shutdown"},
                     )
                     break
-                run.payload = live.payload()
+                payload = run.payload = live.payload()
                 order = run.order = self._plan_event(run, hooks)
-            payload = typing.cast("HookEvent", run.payload)
+            assert payload is not None
             while run.step < len(order):
                 hook = order[run.step]
                 run.step += 1  # first: a replacement thread goes on after this hook
@@ -600,9 +605,16 @@ class Dispatcher:
                         self._watchdog = None if self._watchdog is me else self._watchdog
                         return  # long idle: the next batch starts a new watchdog
                 continue
+            seen, idle_since = -1, 0.0
             while not self._closed:
                 run = self._current
                 if run is None:
+                    now = time.perf_counter()
+                    if seen != self._batches:
+                        seen, idle_since = self._batches, now
+                    if now - idle_since < _WATCH_LINGER_S:
+                        time.sleep(_WATCH_POLL_S)
+                        continue
                     with self._watch_lock:
                         if self._current is None:
                             self._watching = False
