@@ -452,6 +452,13 @@ class Dispatcher:
     def _continue(self, run: _ObserverRun, gen: int) -> None:
         """Run ``run`` from where it is, on the thread that owns ``gen``, until it ends or this
         thread is abandoned (another one goes on)."""
+        try:
+            self._advance(run, gen)
+        finally:
+            if run.gen == gen:  # ended (or a payload failed to build): the watchdog may rest
+                self._current = None
+
+    def _advance(self, run: _ObserverRun, gen: int) -> None:
         batch = run.batch
         while run.index < len(batch):
             live, hooks = batch[run.index]
@@ -484,7 +491,6 @@ class Dispatcher:
                     return  # abandoned at the deadline: the replacement thread goes on
             run.index += 1
             run.step, run.order, run.parallel, run.payload = 0, None, None, None
-        self._current = None
 
     def _plan_event(self, run: _ObserverRun, hooks: list[Hook]) -> list[Hook]:
         """The order the hooks of one event run in; starts the ``concurrent`` ones.
