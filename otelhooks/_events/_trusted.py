@@ -26,6 +26,7 @@ __all__ = ["copy_with", "trusted"]
 M = TypeVar("M", bound=BaseModel)
 
 _object_setattr = object.__setattr__
+_object_new = object.__new__  # what a model's __new__ is, without the lookup on its metaclass
 _NoneType: Final = type(None)
 # Config keys that change nothing a trusted build does; any other key set on a model (strict,
 # str_strip_whitespace, validate_default, ...) makes it validate always.
@@ -171,6 +172,7 @@ def _plan_of(cls: type[BaseModel]) -> _Plan | None:
 
 
 _PLANS: dict[type[BaseModel], _Plan | None] = {}
+_FIELDS: dict[type[BaseModel], frozenset[str]] = {}
 
 
 def trusted(cls: type[M], values: dict[str, Any]) -> M:
@@ -213,7 +215,7 @@ def trusted(cls: type[M], values: dict[str, Any]) -> M:
             return cls.model_validate(values)
     for name, factory in recipe.factories:
         data[name] = factory()
-    model = cls.__new__(cls)
+    model = _object_new(cls)
     _object_setattr(model, "__dict__", data)
     _object_setattr(model, "__pydantic_fields_set__", recipe.fields_set.copy())
     _object_setattr(model, "__pydantic_extra__", {} if plan.extra else None)
@@ -230,11 +232,15 @@ def copy_with(model: M, update: dict[str, Any]) -> M:
     cost (pydantic's copy is generic Python). Like ``model_copy``, nothing is validated; any
     other key goes through ``model_copy`` itself."""
     cls = type(model)
-    fields = cls.model_fields
+    try:
+        fields = _FIELDS[cls]
+    except KeyError:
+        # The class property model_fields costs as much as the rest of the copy: once per class.
+        fields = _FIELDS[cls] = frozenset(cls.model_fields)
     for name in update:
         if name not in fields:
             return model.model_copy(update=update)
-    copied = cls.__new__(cls)
+    copied = _object_new(cls)
     data = model.__dict__.copy()
     data.update(update)
     _object_setattr(copied, "__dict__", data)
