@@ -13,6 +13,9 @@ hooks both submit items here and return immediately. The rules, each covered by 
   produces spans that would fire hooks again. Its exceptions are logged and swallowed.
 * In a forked child the queue is emptied and the lock, events and thread are replaced; the
   thread starts again lazily.
+* A handler stuck inside ``handle_batch`` can be replaced (``replace_thread``, from another
+  thread): a new thread finishes that batch and serves the queue; the stuck one, when it
+  returns, counts nothing and takes no further item.
 """
 
 from __future__ import annotations
@@ -107,6 +110,7 @@ class BoundedWorker(Generic[T]):
         self._submitted = 0
         self._handled = 0
         self._flush_target = 0
+        self._delivering = 0  # items of the batch handle_batch has now
 
     @property
     def dropped(self) -> int:
@@ -174,6 +178,7 @@ class BoundedWorker(Generic[T]):
                 self._flush_target = max(self._flush_target, target)
                 self._wake.set()
             while self._handled < target:
+                thread = self._thread or thread  # a replaced thread may end; its successor works
                 if not thread.is_alive():
                     return False
                 if deadline is None:
@@ -208,6 +213,7 @@ class BoundedWorker(Generic[T]):
             self._queue.clear()
             self._dropped += abandoned
         self._wake.set()
+        thread = self._thread or thread  # the successor, if a stuck thread was replaced
         if thread is not None and thread is not threading.current_thread():
             thread.join(max(0.0, deadline - time.monotonic()))
         if abandoned:
@@ -220,6 +226,36 @@ class BoundedWorker(Generic[T]):
         thread = threading.Thread(target=self._run, name=self._name, daemon=True)
         self._thread = thread
         thread.start()
+
+    def replace_thread(self, resume: Callable[[], None]) -> None:
+        """Hand the worker to a new thread because the current one is stuck in ``handle_batch``.
+
+        Call it (from any thread) only while the worker thread is inside ``handle_batch``, and
+        keep that thread from returning out of it until this returns (hold a lock it takes
+        first). The new thread calls ``resume``, which finishes what the stuck call left of its
+        batch (with instrumentation suppressed, its exceptions logged), counts that batch
+        handled, and serves the queue. The stuck thread, once ``handle_batch`` returns, leaves
+        without counting the batch or taking another item.
+        """
+        with self._lock:
+            thread = threading.Thread(
+                target=self._resume,
+                args=(resume, self._delivering),
+                name=self._name,
+                daemon=True,
+            )
+            self._thread = thread
+            thread.start()
+
+    def _resume(self, resume: Callable[[], None], count: int) -> None:
+        me = threading.current_thread()
+        self._deliver(resume)
+        if self._thread is not me:
+            return  # stuck again and replaced in turn: the successor counts the batch
+        with self._done:
+            self._handled += count
+            self._done.notify_all()
+        self._run()
 
     def _report_drop(self, count: int, reason: DropReason) -> None:
         if self._on_drop is None:
@@ -234,7 +270,8 @@ class BoundedWorker(Generic[T]):
 
     def _run(self) -> None:
         wake = self._wake
-        while not self._exit:
+        me = threading.current_thread()
+        while not self._exit and self._thread is me:
             if not self._queue:
                 # Idle: sleep until the first item rather than polling every schedule_delay_s.
                 wake.wait()
@@ -247,9 +284,9 @@ class BoundedWorker(Generic[T]):
             ):
                 timed_out = not wake.wait(self._schedule_delay_s)
                 wake.clear()
-            self._drain(take_partial=timed_out)
+            self._drain(me, take_partial=timed_out)
 
-    def _drain(self, *, take_partial: bool) -> None:
+    def _drain(self, me: threading.Thread, *, take_partial: bool) -> None:
         queue = self._queue
         while True:
             with self._lock:
@@ -265,16 +302,19 @@ class BoundedWorker(Generic[T]):
                     return
                 count = min(len(queue), self._max_batch_size)
                 batch = [queue.popleft() for _ in range(count)]
-            self._deliver(batch)
+                self._delivering = count
+            self._deliver(self._handle_batch, batch)
+            if self._thread is not me:
+                return  # replaced while stuck in the batch: the successor counts it
             with self._done:
                 self._handled += count
                 self._done.notify_all()
 
-    def _deliver(self, batch: list[T]) -> None:
+    def _deliver(self, handle: Callable[..., None], *args: list[T]) -> None:
         token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
-            self._handle_batch(batch)
+            handle(*args)
         except Exception:
-            _logger.exception("handle_batch failed", worker=self._name, items=len(batch))
+            _logger.exception("handle_batch failed", worker=self._name, items=self._delivering)
         finally:
             detach(token)

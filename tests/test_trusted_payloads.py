@@ -1,0 +1,198 @@
+"""``Model.trusted(values)`` gives the model validation gives, for every payload model.
+
+The instrumentation may build payloads through ``trusted`` (no validation of values whose types
+it knows); these tests hold the result equal to ``Model(**values)`` in type, dump, fields set,
+extras and private attributes, and show that anything unexpected is validated as usual.
+"""
+
+from __future__ import annotations
+
+import types
+from collections import OrderedDict
+from collections.abc import Iterator
+from typing import Any, Literal, Union, get_args, get_origin
+
+import pytest
+from pydantic import BaseModel, ValidationError
+
+import otelhooks.events as events_module
+from otelhooks._events._trusted import _PLANS, trusted
+from otelhooks._sources import SOURCES
+from otelhooks.events import (
+    AfterToolCallEvent,
+    CompleteEvent,
+    ErrorEvent,
+    HookEvent,
+    TokenUsage,
+    ToolCallEvent,
+    ToolResult,
+)
+
+MODELS = [
+    obj
+    for name in events_module.__all__
+    if isinstance(obj := getattr(events_module, name), type)
+    and issubclass(obj, BaseModel)
+    and hasattr(obj, "trusted")
+]
+
+
+@pytest.fixture(autouse=True)
+def _pinned_sources() -> Iterator[None]:
+    # Default factories (eventId, timestamp, deliveredAt) must give the same value both ways.
+    saved = (SOURCES.event_id, SOURCES.now_ms)
+    SOURCES.event_id, SOURCES.now_ms = (lambda: "e" * 32), (lambda: 1_700_000_000_000)
+    try:
+        yield
+    finally:
+        SOURCES.event_id, SOURCES.now_ms = saved
+
+
+def _sample(annotation: Any, depth: int = 0) -> Any:
+    """A value of ``annotation`` of the type a trusted build accepts as it is."""
+    if annotation is Any:
+        return {"any": [1, "two"]}
+    if annotation is str:
+        return "text"
+    if annotation is bool:
+        return True
+    if annotation is int:
+        return 7
+    if annotation is float:
+        return 2.5
+    origin = get_origin(annotation)
+    if origin is Literal:
+        return get_args(annotation)[-1]
+    if origin in (Union, types.UnionType):
+        return _sample(next(a for a in get_args(annotation) if a is not type(None)), depth)
+    if origin is dict:
+        return {"k": "v", "n": 1}
+    if origin is list:
+        return []
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation(**_values(annotation, full=True, depth=depth + 1))
+    raise AssertionError(f"no sample for {annotation!r}")
+
+
+def _values(model: type[BaseModel], *, full: bool, depth: int = 0) -> dict[str, Any]:
+    values = {}
+    for name, info in model.model_fields.items():
+        if name == "event" and not info.is_required():
+            continue  # the Literal default
+        if full or info.is_required():
+            values[name] = _sample(info.annotation, depth)
+    return values
+
+
+def _same(a: BaseModel, b: BaseModel) -> None:
+    assert type(a) is type(b)
+    assert a.model_dump() == b.model_dump()
+    assert list(a.__dict__) == list(b.__dict__)
+    assert a.model_fields_set == b.model_fields_set
+    assert a.__pydantic_extra__ == b.__pydantic_extra__
+    assert a.__pydantic_private__ == b.__pydantic_private__
+    for name, value in a.__dict__.items():
+        if isinstance(value, dict):
+            # validation copies dict fields: a trusted build must not share the caller's dict
+            assert type(value) is type(b.__dict__[name])
+
+
+@pytest.mark.parametrize("model", MODELS, ids=lambda m: m.__name__)
+@pytest.mark.parametrize("full", [True, False], ids=["every_field", "required_only"])
+def test_trusted_equals_validation(model: type[Any], full: bool) -> None:
+    values = _values(model, full=full)
+    _same(model.trusted(values), model(**values))
+
+
+def test_the_models_the_instrumentation_builds_take_the_fast_path() -> None:
+    # A model that lost its plan would still be correct, only slow: say so here.
+    for model in (AfterToolCallEvent, ToolCallEvent, ToolResult, CompleteEvent, HookEvent):
+        model.trusted(_values(model, full=False))
+        assert _PLANS[model] is not None, model
+    ErrorEvent.trusted({"errorMessage": "x"})
+    assert _PLANS[ErrorEvent] is None  # a "before" validator: always validated
+
+
+def test_after_tool_call_as_the_instrumentation_builds_it() -> None:
+    result = ToolResult(content="hello, world")
+    args = {"path": "notes/a.txt"}
+    values: dict[str, Any] = {
+        "operationId": "op-1",
+        "parentOperationId": None,
+        "sessionKey": None,
+        "userId": None,
+        "toolCallId": "call_1",
+        "identifier": "fs",
+        "apiName": "readFile",
+        "args": args,
+        "callIndex": 0,
+        "stepIndex": 2,
+        "agentId": "bench",
+        "toolName": "readFile",
+        "toolInput": args,
+        "runId": "op-1",
+        "content": result.content,
+        "success": result.success,
+        "mocked": False,
+        "executionTimeMs": 1.25,
+        "duration": 0.00125,
+        "result": result.model_copy(update={"executionTime": 1.25}),
+        "toolOutput": result.content,
+    }
+    fast, slow = AfterToolCallEvent.trusted(values), AfterToolCallEvent(**values)
+    _same(fast, slow)
+    assert fast.args is not args  # copied, as validation copies it
+    assert fast.result is values["result"]  # a model instance is kept, as validation keeps it
+
+
+@pytest.mark.parametrize(
+    ("model", "values"),
+    [
+        (ToolResult, {"content": "x", "executionTime": 3}),  # an int where a float is declared
+        (ToolResult, {"content": "x", "state": OrderedDict(a=1)}),  # a dict subclass
+        (ToolResult, {"content": "x", "surprise": 1}),  # an extra
+        (AfterToolCallEvent, {"toolCallId": "c", "identifier": "i", "apiName": "a", "result": {}}),
+        (AfterToolCallEvent, {"toolCallId": "c", "identifier": "i", "apiName": "a", "runId": None}),
+        (CompleteEvent, {"reason": "max_steps", "tokenUsage": TokenUsage(input=1, output=2)}),
+        (HookEvent, {"event": "x", "operationId": "op"}),
+    ],
+)
+def test_values_it_cannot_vouch_for_are_validated(model: type[Any], values: dict[str, Any]) -> None:
+    _same(model.trusted(values), model(**values))
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"identifier": "i", "apiName": "a"},  # toolCallId missing
+        {"toolCallId": 1, "identifier": "i", "apiName": "a"},
+        {"toolCallId": "c", "identifier": "i", "apiName": "a", "event": "before_tool_call"},
+    ],
+)
+def test_invalid_values_raise_as_validation_does(values: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError) as expected:
+        AfterToolCallEvent(**values)
+    with pytest.raises(ValidationError) as got:
+        AfterToolCallEvent.trusted(values)
+    assert got.value.errors() == expected.value.errors()
+
+
+def test_trusted_is_reachable_as_a_function() -> None:
+    _same(trusted(ToolResult, {"content": "x"}), ToolResult(content="x"))
+
+
+@pytest.mark.parametrize(
+    ("model", "update"),
+    [
+        (ToolResult(content="x"), {"executionTime": 1.5}),
+        (ToolResult(content="x", state={"a": 1}, surprise=2), {"success": False, "error": "e"}),
+        (ToolResult(content="x"), {"notAField": 1}),  # an extra: model_copy itself
+        (ToolCallEvent(toolCallId="c", identifier="i", apiName="a"), {"args": {"b": 2}}),
+    ],
+)
+def test_copy_with_equals_model_copy(model: Any, update: dict[str, Any]) -> None:
+    got, expected = model.copy_with(update), model.model_copy(update=update)
+    _same(got, expected)
+    assert got is not model
+    assert got.__dict__ is not model.__dict__
+    assert got.model_fields_set is not model.model_fields_set
