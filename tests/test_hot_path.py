@@ -139,22 +139,24 @@ def test_an_observed_tool_result_is_built_off_the_agent_thread_from_values_fixed
     builders: list[str] = []
     from otelhooks.events import AfterToolCallEvent
 
-    original_init = AfterToolCallEvent.__init__
+    original = AfterToolCallEvent.trusted  # inherited: bound to the class
 
-    def traced_init(self: Any, **data: Any) -> None:
+    def traced(cls: Any, values: dict[str, Any]) -> Any:
         builders.append(threading.current_thread().name)
-        original_init(self, **data)
+        return original(values)
 
     pipe.register(hook("watch", "after_tool_call", watch))
     args = {"path": "a.txt"}
-    AfterToolCallEvent.__init__ = traced_init  # type: ignore[method-assign]
+    # the instrumentation builds the payload with trusted() (values of the declared types)
+    AfterToolCallEvent.trusted = classmethod(traced)  # type: ignore[method-assign,assignment]
     try:
         with pipe.tracer.operation("agent") as op, op.step() as step:
             step.run_tool("fs", "readFile", args, lambda path: "text")
             args["path"] = "changed after the call"  # the agent reuses its dict
         pipe.flush()
     finally:
-        AfterToolCallEvent.__init__ = original_init  # type: ignore[method-assign]
+        del AfterToolCallEvent.trusted
+    assert "trusted" not in AfterToolCallEvent.__dict__
     assert seen == [({"path": "a.txt"}, seen[0][1])]
     assert builders
     assert threading.main_thread().name not in builders

@@ -47,7 +47,7 @@ from otelhooks._errors import (
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Hook, enqueues
 from otelhooks._live import HookStep, LiveEvent, Verdict
-from otelhooks._metrics import AgentMetrics
+from otelhooks._metrics import AgentMetrics, MetricAttributes
 from otelhooks._redact import scrub
 from otelhooks._worker import BoundedWorker
 
@@ -177,7 +177,7 @@ class Dispatcher:
         self._abandoned: dict[Future[Any], tuple[ThreadPoolExecutor | None, str]] = {}
         self._closed = False
         # Metric attributes per (hook, outcome), built once: never mutated.
-        self._attrs: dict[tuple[str, str, str, str], dict[str, Any]] = {}
+        self._attrs: dict[tuple[str, str, str, str], MetricAttributes] = {}
         self._watchdog: threading.Thread | None = None
         self._current: _ObserverRun | None = None  # the observer batch running
         self._watching = False  # the watchdog polls (a batch runs); guarded by _watch_lock
@@ -786,12 +786,15 @@ class Dispatcher:
         if attrs is None:
             if len(self._attrs) >= _ATTRS_LIMIT:
                 self._attrs.clear()
-            attrs = self._attrs[key] = {
-                sc.ATTR_HOOK_ID: hook.id,
-                sc.ATTR_HOOK_EVENT: hook.event,
-                sc.ATTR_HOOK_KIND: kind,
-                sc.ATTR_OUTCOME: outcome,
-            }
-        self.metrics.hook_invocations.add(1, attrs)
-        if duration_s is not None:
-            self.metrics.hook_duration.record(duration_s, attrs)
+            attrs = self._attrs[key] = MetricAttributes(
+                {
+                    sc.ATTR_HOOK_ID: hook.id,
+                    sc.ATTR_HOOK_EVENT: hook.event,
+                    sc.ATTR_HOOK_KIND: kind,
+                    sc.ATTR_OUTCOME: outcome,
+                }
+            )
+        if duration_s is None:
+            self.metrics.hook_invocations.add(1, attrs)
+        else:
+            self.metrics.hook_run.record(duration_s, attrs)

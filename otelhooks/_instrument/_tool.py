@@ -357,22 +357,20 @@ class ToolCall(SpanScope):
             def capture_after() -> Callable[[], HookEvent]:
                 # On the agent's thread: copy what may still change (the arguments are the
                 # agent's own dict); everything else the payload holds is fixed once the call
-                # ends, so the observer worker gathers and validates it.
+                # ends, so the observer worker gathers it and builds the model, from values of
+                # the declared types (trusted: not validated again).
                 args = dict(self.args)
 
                 def build() -> HookEvent:
                     fields = self._context()
                     fields["args"] = fields["toolInput"] = args
-                    return AfterToolCallEvent(
-                        **fields,
-                        content=result.content,
-                        success=result.success,
-                        mocked=mocked,
-                        executionTimeMs=elapsed_ms,
-                        duration=elapsed_ms / 1000,
-                        result=result.model_copy(update={"executionTime": elapsed_ms}),
-                        toolOutput=result.content,
-                    )
+                    fields["content"] = fields["toolOutput"] = result.content
+                    fields["success"] = result.success
+                    fields["mocked"] = mocked
+                    fields["executionTimeMs"] = elapsed_ms
+                    fields["duration"] = elapsed_ms / 1000
+                    fields["result"] = result.copy_with({"executionTime": elapsed_ms})
+                    return AfterToolCallEvent.trusted(fields)
 
                 return build
 
