@@ -136,6 +136,10 @@ def _check(
         merged = _expected(order + op_order, event, values)
         assert reg.match(event, values, operation_id="op") == merged, (event, values)
         assert reg.any_match(event, values, operation_id="op") == bool(merged), (event, values)
+    assert reg.hooked(EVENTS, values) == {e for e in EVENTS if _expected(order, e, values)}
+    assert reg.hooked(EVENTS, values, operation_id="op") == {
+        e for e in EVENTS if _expected(order + op_order, e, values)
+    }
     assert reg.matched_ids(EVENTS, values) == _expected_ids(order, EVENTS, values)
     assert reg.matched_ids(EVENTS, values, operation_id="op") == _expected_ids(
         order + op_order, EVENTS, values

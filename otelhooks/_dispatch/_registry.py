@@ -93,10 +93,11 @@ class _Plan(dict[str, _Entries]):
 
     A plan with ``index`` set fills an event on first use (concurrent fills compute the same
     value, so they need no lock); one without is complete: an event it lacks matches nothing.
-    ``ids`` maps a tuple of events to the ids of the hooks matching any of them.
+    ``ids`` maps a tuple of events to the ids of the hooks matching any of them, ``on`` to
+    those of the events that have a matching hook.
     """
 
-    __slots__ = ("ids", "index", "regex", "subject")
+    __slots__ = ("ids", "index", "on", "regex", "subject")
 
     def __init__(
         self,
@@ -107,6 +108,7 @@ class _Plan(dict[str, _Entries]):
     ) -> None:
         super().__init__(known)
         self.ids: dict[tuple[str, ...], tuple[str, ...]] = {}
+        self.on: dict[tuple[str, ...], frozenset[str]] = {}
         self.index = index
         self.subject = values  # not "values": a dict's method
         self.regex = regex
@@ -118,6 +120,15 @@ class _Plan(dict[str, _Entries]):
             return _NONE  # not stored: callers may ask about any string
         hit = _ordered(bucket.match(self.subject, self.regex))
         self[event] = hit
+        return hit
+
+    def hooked(self, events: tuple[str, ...]) -> frozenset[str]:
+        hit = self.on.get(events)
+        if hit is None:
+            hit = frozenset([e for e in events if self[e]])
+            if len(self.on) >= _IDS_LIMIT:
+                self.on.clear()
+            self.on[events] = hit
         return hit
 
     def matched_ids(self, events: tuple[str, ...]) -> tuple[str, ...]:
@@ -328,6 +339,22 @@ class HookRegistry:
             return False
         op = self._ops.get(operation_id)
         return op is not None and event in op.buckets and bool(op.plan(values)[event])
+
+    def hooked(
+        self, events: tuple[str, ...], values: tuple[str, ...], *, operation_id: str | None = None
+    ) -> frozenset[str]:
+        """Those of ``events`` for which :meth:`any_match` is true (one question for all the
+        events of an action; cached with the values' plan)."""
+        op = self._ops.get(operation_id) if operation_id is not None and self._ops else None
+        if op is None:
+            index = self._global
+            last = index.last
+            plan = last[1] if last[0] is values else index.plan(values)
+            hit = plan.on.get(events)
+            return hit if hit is not None else plan.hooked(events)
+        return frozenset(
+            [e for e in events if self.any_match(e, values, operation_id=operation_id)]
+        )
 
     def matched_ids(
         self,

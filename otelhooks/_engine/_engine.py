@@ -158,9 +158,7 @@ class HooksEngine:
         registry = self.registry
         if not registry.has_any():
             return _NOTHING
-        return frozenset(
-            [e for e in events if registry.any_match(e, values, operation_id=operation_id)]
-        )
+        return registry.hooked(events, values, operation_id=operation_id)
 
     def claim_scope(self, scope: object) -> None:
         """Mark the spans of an instrumentation scope object as dispatched by this engine."""
