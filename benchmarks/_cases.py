@@ -295,9 +295,7 @@ class OtelhooksBench(Bench):
             # goes through the SDK's synchronous instruments.
             self.oh = None
             self.reader = InMemoryMetricReader()
-            self.meter_provider = MeterProvider(
-                metric_readers=[self.reader], views=metric_views()
-            )
+            self.meter_provider = MeterProvider(metric_readers=[self.reader], views=metric_views())
             self.provider = TracerProvider()
             processor = HookSpanProcessor(metrics=AgentMetrics(self.meter_provider))
             processor.register(hooks)
