@@ -18,15 +18,9 @@ from conftest import Pipeline
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from otelhooks import ConfigError
+from otelhooks import AgentEventsConfig, ConfigError, ConfigErrors, load_config
 from otelhooks._actions._command import CommandAction
-from otelhooks._config import (
-    AgentEventsConfig,
-    ConfigErrors,
-    detect_format,
-    inspect_config,
-    load_config,
-)
+from otelhooks._config import detect_format, inspect_config
 from otelhooks._config._parse import parse_file
 from otelhooks.events import StepEvent
 

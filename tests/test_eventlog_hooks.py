@@ -10,17 +10,21 @@ import pytest
 from conftest import Pipeline
 from structlog.testing import capture_logs
 
-from otelhooks import AfterToolCallEvent, AgentEventsConfig, Block, ConfigError, args_fingerprint
-from otelhooks import _semconv as sc
-from otelhooks._eventlog import (
+from otelhooks import (
+    AfterToolCallEvent,
     AgentEvents,
+    AgentEventsConfig,
+    Block,
+    ConfigError,
     EventRecord,
     Notice,
     RingEventLog,
     SqliteEventLog,
-    entry_from_event,
+    args_fingerprint,
     load_agent_events,
 )
+from otelhooks import _semconv as sc
+from otelhooks._eventlog import entry_from_event
 from otelhooks.events import ToolCallDeniedEvent, ToolCallErrorEvent, ToolResult
 
 SEED_YAML = """\

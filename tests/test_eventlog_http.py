@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from otelhooks._eventlog import (
+from otelhooks import (
     EventEntry,
     EventLog,
     EventLogClient,

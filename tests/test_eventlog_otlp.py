@@ -22,15 +22,17 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExportResult
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from structlog.testing import capture_logs
 
-from otelhooks import AgentEventsConfig, Block, HookSpanProcessor
-from otelhooks import _semconv as sc
-from otelhooks._eventlog import (
+from otelhooks import (
     AgentEvents,
+    AgentEventsConfig,
+    Block,
     EventLogClient,
     EventLogServer,
     EventRecord,
+    HookSpanProcessor,
     serve,
 )
+from otelhooks import _semconv as sc
 from otelhooks._export import encode_otlp_json
 
 TOKEN = "ingest-test-token"

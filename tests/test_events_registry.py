@@ -14,29 +14,30 @@ from pydantic import BaseModel
 
 from otelhooks import (
     EVENTS,
+    AfterToolCallEvent,
+    CompleteEvent,
     ConfigError,
     Dialect,
+    ErrorEvent,
+    HookEvent,
+    ToolCallEvent,
     UnknownEventError,
     all_event_names,
     resolve_event,
 )
 from otelhooks import _semconv as sc
-from otelhooks._events import (
+from otelhooks.events import (
     AfterCallAgentEvent,
     AfterCompactEvent,
     AfterHumanInterventionEvent,
     AfterStepEvent,
-    AfterToolCallEvent,
     BeforeAgentStartEvent,
     BeforeCallAgentEvent,
     BeforeCompactEvent,
     BeforeHumanInterventionEvent,
     CallAgentErrorEvent,
     CompactErrorEvent,
-    CompleteEvent,
-    ErrorEvent,
     GenericEvent,
-    HookEvent,
     LlmOutputEvent,
     MessageReceivedEvent,
     MessageSendingEvent,
@@ -44,7 +45,6 @@ from otelhooks._events import (
     StepEvent,
     StopByHumanInterventionEvent,
     ToolCallErrorEvent,
-    ToolCallEvent,
     ToolResultPersistEvent,
 )
 

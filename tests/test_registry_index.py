@@ -10,9 +10,8 @@ from typing import Any
 
 import pytest
 
-from otelhooks import Hook
+from otelhooks import Hook, HookRegistry
 from otelhooks._dispatch import _registry
-from otelhooks._dispatch._registry import HookRegistry
 
 EVENTS = ("before_tool_call", "after_tool_call", "on_tool_call_error", "tool_result_persist")
 DIALECTS = ("otelhooks", "lobehub", "workspace", "claude")

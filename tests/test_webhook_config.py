@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from otelhooks import ConfigError, Hook
-from otelhooks._actions._webhook_config import WebhookConfig, resolve_headers
+from otelhooks import ConfigError, Hook, WebhookConfig
+from otelhooks._actions._webhook_config import resolve_headers
 
 
 def webhook_hook(webhook: dict[str, Any], **options: Any) -> Hook:

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 import structlog
 
-from otelhooks import ToolResult, WebhookDeliverer
-from otelhooks._actions._webhook_payload import RESULT_LIMIT, EmailCache, PayloadBuilder
+from otelhooks import PayloadBuilder, ToolResult, WebhookDeliverer
+from otelhooks._actions._webhook_payload import RESULT_LIMIT, EmailCache
 from tests._webhook_server import Reply, WebhookServer
 from tests.conftest import Pipeline
 

@@ -20,10 +20,10 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otelhooks
-from otelhooks import HookEvent, ToolResult, WebhookConfig, WebhookDeliverer
+from otelhooks import HookEvent, PayloadBuilder, ToolResult, WebhookConfig, WebhookDeliverer
 from otelhooks import _semconv as sc
-from otelhooks._actions._webhook_payload import CONTENT_FIELDS, PayloadBuilder
-from otelhooks._events import (
+from otelhooks._actions._webhook_payload import CONTENT_FIELDS
+from otelhooks.events import (
     AfterCompactEvent,
     AfterStepEvent,
     BeforeAgentStartEvent,

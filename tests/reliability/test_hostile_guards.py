@@ -17,10 +17,17 @@ import pytest
 from conftest import Pipeline
 
 import otelhooks._matchers as matchers
-from otelhooks import AfterToolCallEvent, AgentEventsConfig, ConfigError, ToolResult, load_config
+from otelhooks import (
+    AfterToolCallEvent,
+    AgentEventsConfig,
+    ConfigError,
+    SqliteEventLog,
+    ToolResult,
+    load_config,
+)
 from otelhooks._actions._command import OUTPUT_CAP_BYTES, REASON_CAP_CHARS
 from otelhooks._encoding import MAX_DEPTH
-from otelhooks._eventlog import SqliteEventLog, entry_from_event
+from otelhooks._eventlog import entry_from_event
 from otelhooks._eventlog._agent_events import open_event_log
 
 EXAMPLE = Path(__file__).parents[2] / "examples/workspaces/demo-workspace/hooks/audit.hook.json"
