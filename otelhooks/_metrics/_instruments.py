@@ -17,7 +17,8 @@ from opentelemetry import metrics
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 
 from otelhooks import _semconv as sc
-from otelhooks._metrics._local import LocalCounter, LocalHistogram, LocalMetricProducer
+from otelhooks._metrics._local import LocalCounter, LocalHistogram
+from otelhooks._metrics._producer import LocalMetricProducer
 
 __all__ = [
     "CLIENT_DURATION_BUCKETS_S",

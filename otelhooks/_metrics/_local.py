@@ -10,14 +10,9 @@ additions under one lock, and the work the SDK does per measurement is done once
 set per collection instead. :class:`LocalCountedHistogram` records a count and a duration that
 share their attributes with one key and one lock; a :class:`MetricAttributes` brings its key.
 
-The OpenTelemetry specification's seam for data aggregated outside the SDK is a
-``MetricProducer`` registered on each ``MetricReader``; the Python SDK does not have it yet
-(open-telemetry/opentelemetry-python#4768). :meth:`LocalMetricProducer.attach` therefore wraps
-the collect callback a ``MeterProvider`` gives each of its readers: every collection (periodic
-OTLP export, a Prometheus scrape, ``InMemoryMetricReader.get_metrics_data``) returns the SDK's
-own metrics plus these, under the provider's resource and the ``otelhooks`` scope. SDK internals
-this relies on: the reader's ``_collect``/``_set_collect_callback`` and
-``_instrument_class_temporality``, and the ``_Counter``/``_Histogram`` classes that key it.
+:class:`~otelhooks._metrics._producer.LocalMetricProducer` makes these instruments and hands
+their data to a ``MeterProvider``'s readers; the exemplars, when asked for, are kept as
+:mod:`._exemplars` describes.
 
 Behaviour matches the SDK's defaults for the same instruments: monotonic sums and explicit-bucket
 histograms (upper bounds inclusive, min and max kept), cumulative or delta as each reader prefers,
@@ -35,7 +30,6 @@ saw).
 from __future__ import annotations
 
 import logging
-import os
 import threading
 from abc import ABC, abstractmethod
 from bisect import bisect_left
@@ -44,39 +38,31 @@ from random import random
 from time import time_ns
 from typing import Any, Final
 
-from opentelemetry.context import get_current
-from opentelemetry.sdk.environment_variables import OTEL_METRICS_EXEMPLAR_FILTER
 from opentelemetry.sdk.metrics import (
-    AlwaysOffExemplarFilter,
-    AlwaysOnExemplarFilter,
-    Exemplar,
     ExemplarFilter,
-    TraceBasedExemplarFilter,
 )
-from opentelemetry.sdk.metrics._internal.instrument import _Counter, _Histogram
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
     Histogram,
     HistogramDataPoint,
-    Metric,
-    MetricReader,
     MetricsData,
     NumberDataPoint,
-    ResourceMetrics,
-    ScopeMetrics,
     Sum,
 )
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import INVALID_SPAN, get_current_span
+
+from otelhooks._metrics._exemplars import (
+    _exemplars,
+    _hashable,
+    _Reservoir,
+    _Sample,
+    _sampler,
+)
 
 __all__ = [
     "LocalCountedHistogram",
     "LocalCounter",
     "LocalHistogram",
-    "LocalMetricProducer",
     "MetricAttributes",
-    "exemplar_filter_from_env",
 ]
 
 _log = logging.getLogger(__name__)
@@ -87,12 +73,6 @@ _OVERFLOW_KEY: Final = (("otel.metric.overflow", True),)
 
 _Key = tuple[tuple[str, Any], ...]
 _Collect = Callable[..., MetricsData | None]
-# An exemplar candidate: value, time, the measurement's attributes, span id, trace id.
-_Sample = tuple[float, int, Mapping[str, Any] | None, int | None, int | None]
-
-
-def _hashable(value: Any) -> Any:
-    return tuple(value) if isinstance(value, list) else value
 
 
 def _normal_key(attributes: Mapping[str, Any]) -> _Key:
@@ -165,86 +145,6 @@ class _Series:
             self.min = min(self.min, other.min)
             self.max = max(self.max, other.max)
             self.buckets = [a + b for a, b in zip(self.buckets, other.buckets, strict=True)]
-
-
-class _Reservoir:
-    """One reader's exemplars of one series since that reader last collected."""
-
-    __slots__ = ("samples", "seen")
-
-    def __init__(self) -> None:
-        self.seen = 0
-        self.samples: dict[int, _Sample] = {}
-
-
-_Sampler = Callable[[float, Mapping[str, Any] | None], _Sample | None]
-
-
-def _sampler(exemplar_filter: ExemplarFilter | None) -> tuple[_Sampler | None, bool]:
-    """``(value, attributes) -> sample or None``: what ``exemplar_filter`` lets through, with
-    the current span's ids, as the SDK's filter and reservoirs take them (None: no exemplars);
-    and whether the decision ignores the value (then one decision serves two instruments)."""
-    if exemplar_filter is None or isinstance(exemplar_filter, AlwaysOffExemplarFilter):
-        return None, True
-    if isinstance(exemplar_filter, TraceBasedExemplarFilter):
-
-        def trace_based(value: float, attributes: Mapping[str, Any] | None) -> _Sample | None:
-            # The SDK's default: only measurements made inside a sampled span.
-            span = get_current_span()
-            if span is INVALID_SPAN:
-                return None
-            ctx = span.get_span_context()
-            if not ctx.trace_flags.sampled:
-                return None
-            return (value, time_ns(), attributes, ctx.span_id, ctx.trace_id)
-
-        return trace_based, True
-    chosen = exemplar_filter
-
-    def filtered(value: float, attributes: Mapping[str, Any] | None) -> _Sample | None:
-        now = time_ns()
-        context = get_current()
-        if not isinstance(chosen, AlwaysOnExemplarFilter) and not chosen.should_sample(
-            value, now, attributes, context
-        ):
-            return None
-        span = get_current_span(context)
-        if span is INVALID_SPAN:
-            return (value, now, attributes, None, None)
-        ctx = span.get_span_context()
-        return (value, now, attributes, ctx.span_id, ctx.trace_id)
-
-    return filtered, isinstance(chosen, AlwaysOnExemplarFilter)
-
-
-def exemplar_filter_from_env() -> ExemplarFilter:
-    """The exemplar filter a ``MeterProvider`` built without one uses:
-    ``OTEL_METRICS_EXEMPLAR_FILTER`` (``trace_based`` when unset, ``always_on``, ``always_off``)."""
-    name = os.environ.get(OTEL_METRICS_EXEMPLAR_FILTER, "trace_based")
-    filters: dict[str, type[ExemplarFilter]] = {
-        "trace_based": TraceBasedExemplarFilter,
-        "always_on": AlwaysOnExemplarFilter,
-        "always_off": AlwaysOffExemplarFilter,
-    }
-    if name not in filters:
-        raise ValueError(f"Unknown exemplar filter '{name}'.")  # the SDK's words
-    return filters[name]()
-
-
-def _exemplars(reservoir: _Reservoir | None, point: Mapping[str, Any]) -> list[Exemplar]:
-    """The reservoir's exemplars by bucket, each with the measurement's attributes that the
-    point does not carry (the SDK's ``filtered_attributes``: ``{}`` unless it overflowed)."""
-    if reservoir is None:
-        return []
-    out = []
-    for _, (value, at, attributes, span_id, trace_id) in sorted(reservoir.samples.items()):
-        rest = (
-            {k: _hashable(v) for k, v in attributes.items() if k not in point}
-            if attributes
-            else None
-        )
-        out.append(Exemplar(rest, value, at, span_id, trace_id))
-    return out
 
 
 class _LocalInstrument(ABC):
@@ -609,166 +509,3 @@ class _SampledCountedHistogram(LocalCountedHistogram):
             if sample is not None:
                 series.seen += 1
                 series.samples[bucket] = (value, *sample[1:])
-
-
-class _Reader:
-    """A reader the producer is attached to: its temporality per instrument kind."""
-
-    __slots__ = ("counter_temporality", "histogram_temporality", "last_ns")
-
-    def __init__(self, reader: MetricReader, now: int) -> None:
-        preferred = getattr(reader, "_instrument_class_temporality", {})
-        cumulative = AggregationTemporality.CUMULATIVE
-        self.counter_temporality: AggregationTemporality = preferred.get(_Counter, cumulative)
-        self.histogram_temporality: AggregationTemporality = preferred.get(_Histogram, cumulative)
-        self.last_ns = now
-
-    def temporality(self, instrument: _LocalInstrument) -> AggregationTemporality:
-        if isinstance(instrument, LocalCounter):
-            return self.counter_temporality
-        return self.histogram_temporality
-
-    def add(self, reader_id: int, instrument: _LocalInstrument) -> None:
-        """Give ``instrument`` this reader's tables."""
-        instrument.reservoirs[reader_id] = {}
-        if self.temporality(instrument) is AggregationTemporality.DELTA:
-            instrument.pending[reader_id] = {}
-        else:
-            instrument.cumulative_readers.append(reader_id)
-
-
-class LocalMetricProducer:
-    """The ``otelhooks`` scope's instruments, aggregated in process and produced for readers.
-
-    Create the instruments, build the ``MeterProvider`` with the readers, then :meth:`attach`
-    each reader; every collection of that reader then includes these metrics.
-
-    Example:
-        >>> producer = LocalMetricProducer(resource)
-        >>> calls = producer.counter("otelhooks.tool.calls", unit="{call}")
-        >>> provider = MeterProvider(resource=resource, metric_readers=[reader])
-        >>> producer.attach(reader)
-    """
-
-    def __init__(
-        self,
-        resource: Resource | None = None,
-        scope: str = "otelhooks",
-        *,
-        exemplar_filter: ExemplarFilter | None = None,
-    ) -> None:
-        self._resource = resource or Resource.create()
-        self._scope = InstrumentationScope(scope)
-        self._exemplar_filter = exemplar_filter
-        self._instruments: list[_LocalInstrument] = []
-        self._readers: dict[int, _Reader] = {}
-        self._collect_lock = threading.Lock()
-
-    def counter(self, name: str, *, unit: str = "", description: str = "") -> LocalCounter:
-        kind = LocalCounter if self._exemplar_filter is None else _SampledCounter
-        counter = kind(name, unit, description, self._exemplar_filter)
-        self._register(counter)
-        return counter
-
-    def histogram(
-        self, name: str, *, bounds: Sequence[float], unit: str = "", description: str = ""
-    ) -> LocalHistogram:
-        kind = LocalHistogram if self._exemplar_filter is None else _SampledHistogram
-        histogram = kind(name, unit, description, bounds, self._exemplar_filter)
-        self._register(histogram)
-        return histogram
-
-    def counted(self, counter: LocalCounter, histogram: LocalHistogram) -> LocalCountedHistogram:
-        """One call for ``counter.add(1, attrs)`` and ``histogram.record(value, attrs)``, both
-        instruments of this producer."""
-        if counter not in self._instruments or histogram not in self._instruments:
-            raise ValueError("counted() takes instruments of this producer")
-        if self._exemplar_filter is None:
-            return LocalCountedHistogram(counter, histogram)
-        return _SampledCountedHistogram(counter, histogram)
-
-    def _register(self, instrument: _LocalInstrument) -> None:
-        with self._collect_lock:
-            self._instruments.append(instrument)
-            for reader_id, state in self._readers.items():
-                state.add(reader_id, instrument)
-
-    def attach(self, reader: MetricReader) -> None:
-        """Make every collection of ``reader`` (already on its ``MeterProvider``) include these
-        metrics."""
-        collect: _Collect | None = getattr(reader, "_collect", None)
-        if collect is None:
-            raise ValueError(f"{type(reader).__name__} is not registered on a MeterProvider yet")
-        with self._collect_lock:
-            state = self._readers[id(reader)] = _Reader(reader, time_ns())
-            for instrument in self._instruments:
-                state.add(id(reader), instrument)
-
-        def collect_with_local(
-            metric_reader: MetricReader, timeout_millis: float = 10_000
-        ) -> MetricsData | None:
-            return self._merge(collect(metric_reader, timeout_millis=timeout_millis), reader)
-
-        # The SDK types the callback's second argument as a temporality; it passes the timeout.
-        reader._set_collect_callback(collect_with_local)  # type: ignore[arg-type]
-
-    def _produce(self, reader: MetricReader) -> list[Metric]:
-        with self._collect_lock:
-            state = self._readers[id(reader)]
-            now = time_ns()
-            metrics = []
-            for instrument in self._instruments:
-                instrument.fold()
-                temporality = state.temporality(instrument)
-                if temporality is AggregationTemporality.DELTA:
-                    table = instrument.pending[id(reader)]
-                    instrument.pending[id(reader)] = {}
-                    start = state.last_ns
-                else:
-                    table = instrument.cumulative
-                    start = 0
-                reservoirs = instrument.reservoirs[id(reader)]
-                instrument.reservoirs[id(reader)] = {}
-                data = instrument.data(list(table.items()), reservoirs, temporality, start, now)
-                if data.data_points:
-                    metrics.append(
-                        Metric(
-                            name=instrument.name,
-                            description=instrument.description,
-                            unit=instrument.unit,
-                            data=data,
-                        )
-                    )
-            state.last_ns = now
-            return metrics
-
-    def _merge(self, data: MetricsData | None, reader: MetricReader) -> MetricsData | None:
-        metrics = self._produce(reader)
-        if not metrics:
-            return data
-        if data is None or not data.resource_metrics:
-            ours = ScopeMetrics(scope=self._scope, metrics=metrics, schema_url="")
-            resource = self._resource
-            return MetricsData(
-                resource_metrics=[
-                    ResourceMetrics(
-                        resource=resource, scope_metrics=[ours], schema_url=resource.schema_url
-                    )
-                ]
-            )
-        first, *rest = data.resource_metrics
-        scopes = list(first.scope_metrics)
-        for i, scoped in enumerate(scopes):
-            if scoped.scope.name == self._scope.name and not scoped.scope.version:
-                scopes[i] = ScopeMetrics(
-                    scope=scoped.scope,
-                    metrics=[*scoped.metrics, *metrics],
-                    schema_url=scoped.schema_url,
-                )
-                break
-        else:
-            scopes.append(ScopeMetrics(scope=self._scope, metrics=metrics, schema_url=""))
-        merged = ResourceMetrics(
-            resource=first.resource, scope_metrics=scopes, schema_url=first.schema_url
-        )
-        return MetricsData(resource_metrics=[merged, *rest])
