@@ -6,7 +6,9 @@ import argparse
 import contextlib
 import math
 import os
+import signal
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -161,8 +163,22 @@ class _PrometheusEndpoint:
             file=sys.stderr,
             flush=True,
         )
-        with contextlib.suppress(KeyboardInterrupt):
-            time.sleep(seconds)
+        if threading.current_thread() is not threading.main_thread():
+            with contextlib.suppress(KeyboardInterrupt):
+                time.sleep(seconds)
+            return
+        # Ctrl-C or a SIGTERM ends the wait, also when the shell that started the demo in the
+        # background left SIGINT ignored (Python then never raises KeyboardInterrupt).
+        done = threading.Event()
+        previous = {
+            signum: signal.signal(signum, lambda *_: done.set())
+            for signum in (signal.SIGINT, signal.SIGTERM)
+        }
+        try:
+            done.wait(seconds)
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
 
     def stop(self) -> None:
         self._server.shutdown()
