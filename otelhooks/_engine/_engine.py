@@ -154,6 +154,12 @@ class HooksEngine:
 
         One question for the whole life of an action (a tool call's four events), asked again
         only when :attr:`HookRegistry.version` moves; with no hook registered it costs nothing.
+
+        Example:
+            >>> engine = HooksEngine([{"id": "w", "type": "PostToolUse", "matcher": "rm",
+            ...                        "handler": print}])
+            >>> sorted(engine.hooked(("before_tool_call", "after_tool_call"), ("rm",)))
+            ['after_tool_call']
         """
         registry = self.registry
         if not registry.has_any():
