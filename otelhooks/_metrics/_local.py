@@ -108,6 +108,15 @@ class MetricAttributes(dict[str, Any]):
     clear = pop = popitem = setdefault = update = __ior__ = _read_only
 
 
+def _key_of(attributes: Mapping[str, Any] | None) -> _Key:
+    """The hot table's key: a MetricAttributes carries its own; otherwise the items in insertion
+    order (the same set in another order is merged when folded). Inlined in
+    :meth:`LocalCountedHistogram.record`, the default hot path."""
+    if type(attributes) is MetricAttributes:
+        return attributes.key
+    return tuple(attributes.items()) if attributes else ()
+
+
 class _Series:
     """One attribute set's aggregate: a sum (``value``) or a histogram (the rest), and the
     exemplar candidates kept since the last fold (``samples`` by bucket, of ``seen`` offered)."""
@@ -136,6 +145,18 @@ class _Series:
         self.buckets = [0] * buckets
         self.seen = 0
         self.samples: dict[int, _Sample] = {}
+
+    def observe(self, value: float, bucket: int) -> None:
+        """One histogram measurement (``bucket``: its index among the bounds). The default hot
+        paths (:meth:`LocalHistogram.record`, :meth:`LocalCountedHistogram.record`) inline
+        this rule: a method call there is a few per cent of a tool call."""
+        self.count += 1
+        self.sum += value
+        if value < self.min:
+            self.min = value
+        if value > self.max:
+            self.max = value
+        self.buckets[bucket] += 1
 
     def merge(self, other: _Series) -> None:
         self.value += other.value
@@ -180,15 +201,7 @@ class _LocalInstrument(ABC):
 
     def _series(self, attributes: Mapping[str, Any] | None) -> _Series:
         """The hot series for ``attributes``; call with the lock held."""
-        key: _Key = (
-            # A MetricAttributes carries its key; otherwise the items in insertion order (the
-            # same set in another order is merged when folded).
-            attributes.key
-            if type(attributes) is MetricAttributes
-            else tuple(attributes.items())
-            if attributes
-            else ()
-        )
+        key = _key_of(attributes)
         try:
             series = self._current.get(key)
         except TypeError:  # a list value: not hashable as it is
@@ -407,13 +420,7 @@ class _SampledHistogram(LocalHistogram):
         sample = self._sample(value, attributes) if self._sample is not None else None
         with self._lock:
             series = self._series(attributes)
-            series.count += 1
-            series.sum += value
-            if value < series.min:
-                series.min = value
-            if value > series.max:
-                series.max = value
-            series.buckets[bucket] += 1
+            series.observe(value, bucket)
             if sample is not None:
                 # The SDK's AlignedHistogramBucketExemplarReservoir: the latest per bucket.
                 series.seen += 1
@@ -445,6 +452,7 @@ class LocalCountedHistogram:
             histogram.record(value, attributes)  # warns and drops, as apart
             return
         bucket = bisect_left(histogram._bounds, value)
+        # _key_of, inlined: the default hot path (a tool call's count and duration).
         key: _Key = (
             # A MetricAttributes carries its key; otherwise the items in insertion order (the
             # same set in another order is merged when folded).
@@ -482,30 +490,13 @@ class _SampledCountedHistogram(LocalCountedHistogram):
             return
         sample = sample_of(1, attributes)
         bucket = bisect_left(histogram._bounds, value)
-        key: _Key = (
-            # A MetricAttributes carries its key; otherwise the items in insertion order (the
-            # same set in another order is merged when folded).
-            attributes.key
-            if type(attributes) is MetricAttributes
-            else tuple(attributes.items())
-            if attributes
-            else ()
-        )
         with counter._lock:
-            key, series = counter._keyed(key, attributes)
+            key, series = counter._keyed(_key_of(attributes), attributes)
             series.value += 1
             if sample is not None:
-                series.seen += 1
-                if series.seen == 1 or random() * series.seen < 1:
-                    series.samples[0] = sample
+                _offer_uniform(series, sample)
             series = histogram._keyed(key, attributes)[1]
-            series.count += 1
-            series.sum += value
-            if value < series.min:
-                series.min = value
-            if value > series.max:
-                series.max = value
-            series.buckets[bucket] += 1
+            series.observe(value, bucket)
             if sample is not None:
                 series.seen += 1
                 series.samples[bucket] = (value, *sample[1:])
