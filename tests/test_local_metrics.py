@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.metrics import Counter, Histogram, MeterProvider
+from opentelemetry.sdk.metrics import Counter, ExemplarFilter, Histogram, MeterProvider
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
     InMemoryMetricReader,
@@ -34,13 +34,24 @@ RESOURCE = Resource.create({"service.name": "local-metrics-test"})
 class Pair:
     """The same AgentMetrics API on the SDK path and on the local path, each with a reader."""
 
-    def __init__(self, temporality: dict[type, AggregationTemporality] | None = None) -> None:
+    def __init__(
+        self,
+        temporality: dict[type, AggregationTemporality] | None = None,
+        exemplar_filter: ExemplarFilter | None = None,
+    ) -> None:
         self.sdk_reader = InMemoryMetricReader(preferred_temporality=temporality)
         self.sdk = AgentMetrics(
-            MeterProvider(resource=RESOURCE, metric_readers=[self.sdk_reader], views=metric_views())
+            MeterProvider(
+                resource=RESOURCE,
+                metric_readers=[self.sdk_reader],
+                views=metric_views(),
+                # the SDK's default filter when None (the local side then keeps no exemplars,
+                # and collect() compares points only)
+                **({"exemplar_filter": exemplar_filter} if exemplar_filter else {}),
+            )
         )
         self.local_reader = InMemoryMetricReader(preferred_temporality=temporality)
-        producer = LocalMetricProducer(RESOURCE)
+        producer = LocalMetricProducer(RESOURCE, exemplar_filter=exemplar_filter)
         self.local = AgentMetrics(producer=producer)
         MeterProvider(resource=RESOURCE, metric_readers=[self.local_reader])
         producer.attach(self.local_reader)

@@ -8,7 +8,6 @@ span and trace ids), read through real ``InMemoryMetricReader``s.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -33,34 +32,17 @@ from otelhooks import _semconv as sc
 from otelhooks._metrics import MetricAttributes, exemplar_filter_from_env
 from otelhooks._metrics import _local as local_metrics
 from otelhooks._metrics._local import CARDINALITY_LIMIT
-from tests.test_local_metrics import DELTA, RESOURCE, normalize, typical_run
+from tests.test_local_metrics import DELTA, RESOURCE, Pair, normalize, typical_run
 
 TRACER = TracerProvider().get_tracer("exemplar-test")
 UNSAMPLED = TracerProvider(sampler=ALWAYS_OFF).get_tracer("unsampled")
 
 
-class ExemplarPair:
+class ExemplarPair(Pair):
     """The SDK's instruments and the in-process ones with the same exemplar filter."""
 
     def __init__(self, exemplar_filter: ExemplarFilter, temporality: Any = None) -> None:
-        self.sdk_reader = InMemoryMetricReader(preferred_temporality=temporality)
-        self.sdk = AgentMetrics(
-            MeterProvider(
-                resource=RESOURCE,
-                metric_readers=[self.sdk_reader],
-                views=metric_views(),
-                exemplar_filter=exemplar_filter,
-            )
-        )
-        self.local_reader = InMemoryMetricReader(preferred_temporality=temporality)
-        producer = LocalMetricProducer(RESOURCE, exemplar_filter=exemplar_filter)
-        self.local = AgentMetrics(producer=producer)
-        MeterProvider(resource=RESOURCE, metric_readers=[self.local_reader])
-        producer.attach(self.local_reader)
-
-    def apply(self, measure: Callable[[AgentMetrics], None]) -> None:
-        measure(self.sdk)
-        measure(self.local)
+        super().__init__(temporality, exemplar_filter)
 
     def collect(self) -> tuple[dict[str, Any], dict[str, Any]]:
         sdk_data = self.sdk_reader.get_metrics_data()
