@@ -168,14 +168,21 @@ class _PrometheusEndpoint:
                 time.sleep(seconds)
             return
         # Ctrl-C or a SIGTERM ends the wait, also when the shell that started the demo in the
-        # background left SIGINT ignored (Python then never raises KeyboardInterrupt).
-        done = threading.Event()
+        # background left SIGINT ignored (Python then never raises KeyboardInterrupt). The
+        # handler only sets a flag: one that took a lock (Event.set) could deadlock against the
+        # very wait it interrupts, which holds that lock for a moment.
+        stop = [False]
+
+        def end(signum: int, frame: object) -> None:
+            stop[0] = True
+
         previous = {
-            signum: signal.signal(signum, lambda *_: done.set())
-            for signum in (signal.SIGINT, signal.SIGTERM)
+            signum: signal.signal(signum, end) for signum in (signal.SIGINT, signal.SIGTERM)
         }
         try:
-            done.wait(seconds)
+            until = time.monotonic() + seconds
+            while not stop[0] and (left := until - time.monotonic()) > 0:
+                time.sleep(min(left, 0.1))
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
