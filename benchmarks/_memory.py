@@ -40,7 +40,7 @@ OBSERVED_EVENTS = ("before_step", "after_step", "llm_input", "llm_output", "afte
 
 
 def _observer_queue(oh: Any) -> Any:
-    return oh.engine._dispatcher._observers
+    return oh.engine._dispatcher._observers.queue
 
 
 def _stop_observers(oh: Any, timeout_s: float) -> None:

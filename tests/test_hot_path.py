@@ -123,7 +123,7 @@ def test_a_built_payload_no_longer_holds_its_builder() -> None:
 
 def test_the_observer_queue_is_bounded_to_4096_events_by_default() -> None:
     processor = HookSpanProcessor()
-    assert processor.engine._dispatcher._observers._max_queue_size == 4_096
+    assert processor.engine._dispatcher._observers.queue._max_queue_size == 4_096
 
 
 def test_an_observed_tool_result_is_built_off_the_agent_thread_from_values_fixed_at_the_end(

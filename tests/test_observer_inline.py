@@ -18,7 +18,7 @@ import pytest
 from conftest import Pipeline, hook
 
 from otelhooks import _semconv as sc
-from otelhooks._dispatch import _dispatcher
+from otelhooks._dispatch import _calls, _observers
 
 INVOCATIONS = "otelhooks.hook.invocations"
 
@@ -132,7 +132,7 @@ def test_an_abandoned_thread_that_returns_leaves_the_queue_to_its_replacement(
 def test_stuck_inline_calls_count_against_the_hook_cap(
     pipe: Pipeline, release: threading.Event, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_dispatcher, "MAX_ABANDONED", 2)
+    monkeypatch.setattr(_calls, "MAX_ABANDONED", 2)
     others: list[str] = []
     pipe.register(
         hook("hangs", "afterToolCall", lambda e: release.wait(10), timeout=0.05),
@@ -146,7 +146,7 @@ def test_stuck_inline_calls_count_against_the_hook_cap(
 
     release.set()  # the stuck calls return: the hook runs again
     deadline = time.monotonic() + 5
-    while pipe.hooks.engine._dispatcher._abandoned and time.monotonic() < deadline:
+    while pipe.hooks.engine._dispatcher._calls.stuck and time.monotonic() < deadline:
         time.sleep(0.01)
     run_tools(pipe, "five")
     pipe.flush()
@@ -185,15 +185,15 @@ def test_a_late_return_within_the_watchdog_poll_is_a_timeout(pipe: Pipeline) -> 
 def test_the_idle_watchdog_ends_and_comes_back(
     pipe: Pipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(_dispatcher, "_WATCH_IDLE_S", 0.05)
+    monkeypatch.setattr(_observers, "_WATCH_IDLE_S", 0.05)
     pipe.register(hook("w", "afterToolCall", lambda e: None))
-    dispatcher = pipe.hooks.engine._dispatcher
+    runner = pipe.hooks.engine._dispatcher._observers
     run_tools(pipe, "one")
     pipe.flush()
     deadline = time.monotonic() + 5
-    while dispatcher._watchdog is not None and time.monotonic() < deadline:
+    while runner._watchdog is not None and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert dispatcher._watchdog is None
+    assert runner._watchdog is None
     run_tools(pipe, "two")
     pipe.flush()
     assert invocations(pipe, "w", "ok") == 2

@@ -1,0 +1,228 @@
+"""Calling one hook under its deadline, and the cap on calls stuck past it.
+
+A sync handler runs on a small thread pool of ours (never the application's ``asyncio.to_thread``
+executor) and is abandoned at its deadline: Python cannot kill a thread, so the late result is
+ignored and the thread counted as stuck until it returns. Capacity is per hook: past
+:data:`MAX_ABANDONED` stuck calls of one hook, that hook fails fast
+(:class:`~otelhooks.HookCapacityError`, which follows its ``on_error``) while every other hook
+keeps running. An action that ends itself at its own deadline without holding a thread
+(``self_bounded``: control webhooks, whose requests run on the webhook I/O loop) is called
+directly, and awaited through its ``acall`` in async runtimes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import inspect
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
+
+from otelhooks._errors import DeadlinePassed, HookCapacityError
+from otelhooks._events import HookEvent
+from otelhooks._hooks import Hook
+
+__all__ = ["MAX_ABANDONED", "HookCalls"]
+
+MAX_ABANDONED = 64  # per hook
+
+# A submitted pool call: its future, the pool it runs on, its hook.
+_Submitted = tuple["Future[Any]", ThreadPoolExecutor, Hook]
+
+
+def _run_coroutine(fn: Callable[..., Any], payload: HookEvent) -> Any:
+    return asyncio.run(fn(payload))
+
+
+class _Bounded:
+    """A call of a ``self_bounded`` action, made on the caller's thread when it is finished."""
+
+    __slots__ = ("action", "payload")
+
+    def __init__(self, action: Any, payload: HookEvent) -> None:
+        self.action = action
+        self.payload = payload
+
+
+async def _within(awaitable: Any, timeout: float) -> Any:
+    async def guarded() -> tuple[bool, Any]:
+        try:
+            return True, await awaitable
+        except Exception as exc:
+            return False, exc
+
+    try:
+        ok, value = await asyncio.wait_for(guarded(), timeout)
+    except TimeoutError:
+        raise DeadlinePassed from None
+    if not ok:
+        raise value
+    return value
+
+
+class HookCalls:
+    """Calls hooks under their deadlines (``hook.deadline_s``); raises
+    :class:`~otelhooks._errors.DeadlinePassed` for a call past it.
+
+    Two-phase for hooks that run side by side: :meth:`try_start` starts one, :meth:`finish`
+    waits for it with the time it has left.
+    """
+
+    def __init__(self, pool_size: int = 8) -> None:
+        self._pool_size = pool_size
+        self._pool: ThreadPoolExecutor | None = None
+        self._lock = threading.Lock()
+        # Calls abandoned at their deadline and still running: their pool (None: an inline
+        # observer call, on an abandoned worker thread) and their hook.
+        self._abandoned: dict[Future[Any], tuple[ThreadPoolExecutor | None, str]] = {}
+
+    @property
+    def stuck(self) -> bool:
+        """Whether any call was abandoned and may still run (only then can a hook be at its
+        cap)."""
+        return bool(self._abandoned)
+
+    def check_capacity(self, hook: Hook, event: str) -> None:
+        """Raise :class:`~otelhooks.HookCapacityError` when ``hook`` is at its cap of stuck
+        calls."""
+        with self._lock:
+            self._check_capacity(hook, event)
+
+    def count_stuck(self, done_when_returned: Future[None], hook: Hook) -> None:
+        """Count a call abandoned elsewhere (an inline observer's thread) against ``hook`` until
+        ``done_when_returned`` is done."""
+        with self._lock:
+            self._abandoned[done_when_returned] = (None, hook.id)
+
+    def call(self, hook: Hook, payload: HookEvent) -> Any:
+        """Call ``hook`` and wait for it, at most until its deadline."""
+        return self.finish(hook, self._start(hook, payload), hook.deadline_s)
+
+    def call_inline(self, hook: Hook, payload: HookEvent) -> Any:
+        """Call a sync hook on this thread and judge its deadline after it returns.
+
+        The verdict is the one the pooled call gives for every hook that returns (one past its
+        deadline is a timeout, and what it did late does not count), without two thread
+        hand-offs per hook, which cost more than most handlers (replay runs whole recordings).
+        A hook that never returns blocks the caller: only for callers that accept that.
+        Commands and webhooks enforce their own timeouts either way.
+        """
+        action = hook.action
+        if action.is_async:
+            return self.call(hook, payload)
+        started = time.perf_counter()
+        # In a copy of the context, as in the pool: a hook's context variables stay its own.
+        result = contextvars.copy_context().run(action, payload)
+        if result is not None and inspect.isawaitable(result):  # a sync callable's coroutine
+            return self.run_coroutine(hook, result)
+        if time.perf_counter() - started > hook.deadline_s:
+            raise DeadlinePassed
+        return result
+
+    async def acall(self, hook: Hook, payload: HookEvent) -> Any:
+        """As :meth:`call`, without blocking the event loop."""
+        action = hook.action
+        acall = getattr(action, "acall", None)
+        if acall is not None:  # holds no thread: awaited on this loop
+            result = await _within(acall(payload), hook.deadline_s)
+        elif action.is_async:
+            result = await _within(action(payload), hook.deadline_s)
+        else:
+            # Our pool, never the application's default executor (asyncio.to_thread): a hook
+            # stuck past its deadline must not take the application's threads.
+            submitted = self._submit(hook, payload.event, action, payload)
+            try:
+                result = await _within(asyncio.wrap_future(submitted[0]), hook.deadline_s)
+            except DeadlinePassed:
+                self._abandon(submitted)
+                raise
+        if inspect.isawaitable(result):
+            return await _within(result, hook.deadline_s)
+        return result
+
+    def run_coroutine(self, hook: Hook, coroutine: Any) -> Any:
+        """Run the coroutine a sync handler returned, on the pool, under the hook's deadline."""
+        return self._wait(self._submit(hook, hook.event, asyncio.run, coroutine), hook.deadline_s)
+
+    def try_start(self, hook: Hook, payload: HookEvent) -> Any:
+        """Start ``hook``; a failure to start is kept for :meth:`finish` to raise."""
+        try:
+            return self._start(hook, payload)
+        except Exception as exc:
+            return exc
+
+    def finish(self, hook: Hook, started: Any, timeout: float) -> Any:
+        """Wait up to ``timeout`` for a call :meth:`try_start` started; its result."""
+        if isinstance(started, Exception):
+            raise started
+        if isinstance(started, _Bounded):
+            return started.action(started.payload)
+        result = self._wait(started, timeout)
+        if inspect.isawaitable(result):  # a sync callable that returned a coroutine
+            return self.run_coroutine(hook, result)
+        return result
+
+    def shutdown(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _check_capacity(self, hook: Hook, event: str) -> None:
+        """Past MAX_ABANDONED stuck calls of one hook, that hook fails fast instead of leaking
+        more threads; other hooks are not counted against it. Call with the lock held."""
+        self._abandoned = {f: v for f, v in self._abandoned.items() if not f.done()}
+        mine = sum(1 for _, hook_id in self._abandoned.values() if hook_id == hook.id)
+        if mine >= MAX_ABANDONED:
+            raise HookCapacityError(
+                f"{mine} calls of this hook are stuck past their deadline",
+                hook_id=hook.id,
+                event=event,
+            )
+
+    def _executor(self, hook: Hook, event: str) -> ThreadPoolExecutor:
+        with self._lock:
+            # Threads abandoned at their deadline still occupy the pool: when they could starve
+            # the next handler, later calls go to a fresh pool (the stuck threads end on their
+            # own).
+            self._check_capacity(hook, event)
+            stuck_here = sum(1 for p, _ in self._abandoned.values() if p is self._pool)
+            if self._pool is None or stuck_here >= self._pool_size - 1:
+                if self._pool is not None:
+                    self._pool.shutdown(wait=False)
+                self._pool = ThreadPoolExecutor(
+                    self._pool_size, thread_name_prefix="otelhooks-hook"
+                )
+            return self._pool
+
+    def _submit(self, hook: Hook, event: str, fn: Callable[..., Any], *args: Any) -> _Submitted:
+        pool = self._executor(hook, event)
+        return pool.submit(contextvars.copy_context().run, fn, *args), pool, hook
+
+    def _abandon(self, submitted: _Submitted) -> None:
+        """Count a call past its deadline against its hook, unless it never started."""
+        future, pool, hook = submitted
+        if future.done() or future.cancel():
+            return  # finished in time after all, or still queued: it will never start late
+        with self._lock:
+            self._abandoned[future] = (pool, hook.id)
+
+    def _wait(self, submitted: _Submitted, timeout: float) -> Any:
+        future = submitted[0]
+        try:
+            return future.result(timeout=timeout)
+        except FutureTimeout:
+            if future.done():
+                raise  # the handler itself raised TimeoutError: an error, not our deadline
+            self._abandon(submitted)
+            raise DeadlinePassed from None
+
+    def _start(self, hook: Hook, payload: HookEvent) -> Any:
+        action = hook.action
+        if getattr(action, "self_bounded", False):
+            return _Bounded(action, payload)  # called in finish, on the caller's thread
+        if action.is_async:
+            return self._submit(hook, payload.event, _run_coroutine, action, payload)
+        return self._submit(hook, payload.event, action, payload)
