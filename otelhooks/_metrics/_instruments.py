@@ -141,7 +141,7 @@ class AgentMetrics:
             def histogram(
                 name: str, unit: str, description: str, bounds: Sequence[float]
             ) -> Records:
-                # The bounds come from metric_views() on the provider.
+                # The bounds come from the provider's views (metric_views()) or the SDK.
                 return meter.create_histogram(name, unit=unit, description=description)
 
         seconds = DURATION_BUCKETS_S
