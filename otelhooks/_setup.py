@@ -63,6 +63,7 @@ from otelhooks._metrics import (
     exemplar_filter_from_env,
     metric_views,
 )
+from otelhooks._metrics._provider import adopt as adopt_producer
 from otelhooks._processor import HookSpanProcessor
 
 __all__ = [
@@ -352,8 +353,9 @@ def configure(
             the provider's exemplar filter (``OTEL_METRICS_EXEMPLAR_FILTER``, trace-based by
             default), the last measurement per histogram bucket, one uniform pick per counter
             series, per reader and collection. Still aggregated in process (the SDK's own
-            instruments cost about 30 times more per measurement; build
-            ``AgentMetrics(meter_provider)`` for those, e.g. with views of your own).
+            instruments cost about 30 times more per measurement: build
+            ``AgentMetrics(your_meter_provider, sdk_instruments=True)`` for those; views of your
+            own apply to ``AgentMetrics(your_meter_provider)``).
         provider: the default ``gen_ai.provider.name`` (``openai``, ``anthropic``, ...) of
             operations and model calls that do not name theirs; otherwise it is left out.
         shutdown_timeout_s: how long ``shutdown()`` (also at interpreter exit) may take;
@@ -396,6 +398,9 @@ def configure(
     agent_metrics = AgentMetrics(producer=producer)
     for reader in readers:
         producer.attach(reader)
+    # AgentMetrics on this provider (AgentMetrics() once it is the global one) share these
+    # instruments rather than attach a second set of the same names.
+    adopt_producer(meter_provider, producer)
     tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     deliverer = WebhookDeliverer(
         metrics=agent_metrics,

@@ -48,7 +48,8 @@ class Pair:
                 # the SDK's default filter when None (the local side then keeps no exemplars,
                 # and collect() compares points only)
                 **({"exemplar_filter": exemplar_filter} if exemplar_filter else {}),
-            )
+            ),
+            sdk_instruments=True,
         )
         self.local_reader = InMemoryMetricReader(preferred_temporality=temporality)
         producer = LocalMetricProducer(RESOURCE, exemplar_filter=exemplar_filter)

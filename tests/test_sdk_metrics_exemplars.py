@@ -222,7 +222,8 @@ def test_configure_sdk_metrics_exports_what_the_sdk_instruments_did(temporality:
     before_provider.add_span_processor(SimpleSpanProcessor(before_spans))
     before_reader = InMemoryMetricReader(preferred_temporality=temporality)
     before = AgentMetrics(
-        MeterProvider(resource=RESOURCE, metric_readers=[before_reader], views=metric_views())
+        MeterProvider(resource=RESOURCE, metric_readers=[before_reader], views=metric_views()),
+        sdk_instruments=True,
     )
     try:
         with oh.tracer.operation("agent") as op, op.step() as step:
@@ -317,7 +318,8 @@ def test_one_call_for_a_count_and_a_duration_equals_two(
 def test_one_call_on_the_sdk_instruments_records_both() -> None:
     reader = InMemoryMetricReader()
     metrics = AgentMetrics(
-        MeterProvider(resource=RESOURCE, metric_readers=[reader], views=metric_views())
+        MeterProvider(resource=RESOURCE, metric_readers=[reader], views=metric_views()),
+        sdk_instruments=True,
     )
     metrics.tool_call.record(0.3, {sc.GEN_AI_TOOL_NAME: "t"})
     data = normalize(reader.get_metrics_data())

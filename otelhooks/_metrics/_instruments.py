@@ -19,6 +19,7 @@ from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, V
 from otelhooks import _semconv as sc
 from otelhooks._metrics._local import LocalCounter, LocalHistogram
 from otelhooks._metrics._producer import LocalMetricProducer
+from otelhooks._metrics._provider import _ProducerSource, instrument_source
 
 __all__ = [
     "CLIENT_DURATION_BUCKETS_S",
@@ -80,11 +81,18 @@ class Records(Protocol):
 class AgentMetrics:
     """Every instrument, named from :mod:`otelhooks._semconv`. See the README's metric table.
 
-    With a ``producer`` (what :func:`otelhooks.configure` does) the instruments aggregate in
-    process and reach the readers the producer is attached to (with exemplars when the producer
-    has an exemplar filter); otherwise they are the SDK's instruments on ``meter_provider`` (the
-    global one by default), where the provider's views and exemplars apply, at about 100,000
-    instructions a measurement.
+    On ``meter_provider`` (the global one by default): an SDK ``MeterProvider`` gets each
+    instrument aggregated in process, attached to its readers, wherever that exports exactly
+    what the SDK's instrument would (names, boundaries, temporality per reader, exemplars under
+    the provider's exemplar filter, resource, cardinality limit; boundaries from its views,
+    :func:`metric_views` or its own, or the SDK's defaults), for a fraction of the SDK's
+    100,000 instructions a measurement; an instrument the provider's views or readers change
+    otherwise (renamed, dropped, re-keyed, exponential histograms...) is the SDK's, and so are
+    all on any other provider. Every ``AgentMetrics`` on one provider shares its instruments;
+    the first decides. ``sdk_instruments=True`` forces the SDK's instruments (pass it to the
+    first ``AgentMetrics`` on the provider). With a ``producer`` (what
+    :func:`otelhooks.configure` does) the instruments are that producer's, reaching the
+    readers it is attached to (with exemplars when it has an exemplar filter).
 
     ``tool_call``, ``operation`` and ``hook_run`` record a count and a duration with the same
     attributes in one call (``record(seconds, attrs)``); pass a :class:`MetricAttributes` built
@@ -93,6 +101,8 @@ class AgentMetrics:
     Example:
         >>> metrics = AgentMetrics(MeterProvider(metric_readers=[reader], views=metric_views()))
         >>> metrics.tool_calls.add(1, {"gen_ai.tool.name": "readFile"})
+        >>> # the SDK's own instruments, measurement by measurement, whatever the provider:
+        >>> sdk = AgentMetrics(MeterProvider(metric_readers=[other]), sdk_instruments=True)
     """
 
     def __init__(
@@ -100,28 +110,30 @@ class AgentMetrics:
         meter_provider: metrics.MeterProvider | None = None,
         *,
         producer: LocalMetricProducer | None = None,
+        sdk_instruments: bool = False,
     ) -> None:
+        source: _ProducerSource | None
+        if producer is not None:
+            if sdk_instruments:
+                raise ValueError("sdk_instruments=True takes a provider, not a producer")
+            source = _ProducerSource(producer)
+        else:
+            provider = meter_provider or metrics.get_meter_provider()
+            source = instrument_source(provider, sdk_instruments=sdk_instruments)
         counter: Callable[[str, str, str], Adds]
         histogram: Callable[[str, str, str, Sequence[float]], Records]
         counted: Callable[[Adds, Records], Records] = _Counted
-        if producer is not None:
-            local = producer
+        if source is not None:
+            local = source.producer
+            counter, histogram = source.counter, source.histogram
 
             def counted(calls: Adds, durations: Records) -> Records:
                 if isinstance(calls, LocalCounter) and isinstance(durations, LocalHistogram):
                     return local.counted(calls, durations)
                 return _Counted(calls, durations)
 
-            def counter(name: str, unit: str, description: str) -> Adds:
-                return local.counter(name, unit=unit, description=description)
-
-            def histogram(
-                name: str, unit: str, description: str, bounds: Sequence[float]
-            ) -> Records:
-                return local.histogram(name, bounds=bounds, unit=unit, description=description)
-
         else:
-            meter = (meter_provider or metrics.get_meter_provider()).get_meter("otelhooks")
+            meter = provider.get_meter("otelhooks")
 
             def counter(name: str, unit: str, description: str) -> Adds:
                 return meter.create_counter(name, unit=unit, description=description)
@@ -129,7 +141,7 @@ class AgentMetrics:
             def histogram(
                 name: str, unit: str, description: str, bounds: Sequence[float]
             ) -> Records:
-                # The bounds come from metric_views() on the provider.
+                # The bounds come from the provider's views (metric_views()) or the SDK.
                 return meter.create_histogram(name, unit=unit, description=description)
 
         seconds = DURATION_BUCKETS_S

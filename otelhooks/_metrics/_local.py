@@ -21,10 +21,12 @@ series), negative amounts dropped with a warning. With an ``exemplar_filter`` (w
 ``configure(sdk_metrics=True)`` passes: the provider's own, from ``OTEL_METRICS_EXEMPLAR_FILTER``)
 the exemplars are the SDK default reservoirs': per reader and collection, a histogram keeps the
 latest measurement per bucket, a counter a uniform pick of its measurements, each with the span
-and trace current when it was made and the attributes the point does not carry. What differs:
-as the spec says of producers, the provider's views do not apply (bucket boundaries are given
-here); and a delta reader's limit holds per collection interval (the SDK keeps every set it ever
-saw).
+and trace current when it was made and the attributes the point does not carry; a delta
+reader's limit holds per collection interval, as the SDK's (1.45) does. What differs: as the spec
+says of producers, the provider's views do not apply (bucket boundaries are given here;
+``AgentMetrics`` on a user's provider takes these instruments only where its views and readers
+would not change the data, see :mod:`._provider`); a non-finite amount is not dropped (the SDK
+drops it with a warning; durations and counts otelhooks records are finite).
 """
 
 from __future__ import annotations
