@@ -69,21 +69,22 @@ class Verdict:
 class LiveEvent:
     """One lifecycle event on its way to the engine.
 
-    ``build`` makes the payload when a hook needs it. ``capture`` (optional) splits that in two
-    for events that are only observed: called on the agent's thread, it copies the few values
-    the payload needs and returns the builder, which the observer worker calls later. Observing
-    an event then costs the agent a dict copy instead of a pydantic validation.
+    ``build`` makes the payload when a hook needs it. With ``snapshot=True`` it holds its own
+    copy of every value the payload needs, taken when the event happened (a ``partial`` of
+    plain values, not a closure over the scope): an observed event is then queued as it is and
+    the observer worker builds the model, so observing costs the agent a few copies instead of
+    a pydantic build, and the scope and its span are not kept alive while the event waits.
     """
 
     __slots__ = (
         "_build",
-        "_capture",
         "_payload",
         "critical",
         "deferred",
         "followups",
         "name",
         "operation_id",
+        "snapshot",
         "span_context",
         "values",
         "verdict",
@@ -97,11 +98,11 @@ class LiveEvent:
         values: tuple[str, ...] = ("*",),
         operation_id: str | None = None,
         deferred: bool = False,
-        capture: Callable[[], Callable[[], HookEvent]] | None = None,
+        snapshot: bool = False,
     ) -> None:
         self.name = name
         self._build = build
-        self._capture = capture
+        self.snapshot = snapshot
         self._payload: HookEvent | None = None
         self.values = values
         self.operation_id = operation_id
@@ -117,8 +118,7 @@ class LiveEvent:
             payload = self._build()
             ctx = self.span_context
             if ctx is not None and ctx.is_valid and payload.traceId is None:
-                payload.traceId = format(ctx.trace_id, "032x")
-                payload.spanId = format(ctx.span_id, "016x")
+                _set_ids(payload, ctx.trace_id.to_bytes(16).hex(), ctx.span_id.to_bytes(8).hex())
             self._payload = payload
             # The builder's closure may hold the whole scope (its span, its step): an event
             # waiting in the observer queue must keep only its payload.
@@ -126,29 +126,50 @@ class LiveEvent:
         return self._payload
 
     def freeze(self) -> None:
-        """Fix what the payload will hold, now, without building it when a ``capture`` allows
-        (the payload is then built by whoever calls :meth:`payload` first)."""
-        if self._payload is not None:
-            return
-        if self._capture is not None:
-            self._build, self._capture = self._capture(), None
-        else:
+        """Fix what the payload will hold, now: build it, unless ``build`` is a snapshot (then
+        whoever calls :meth:`payload` first builds it)."""
+        if self._payload is None and not self.snapshot:
             self.payload()
+
+    def release(self) -> None:
+        """Forget the builder and the end events once the event was handed over (the engine
+        queued what it needed). Both may hold the scope that holds this event: a reference
+        cycle that would keep the scope, its span and its step alive until the garbage
+        collector ran, which costs an observed tool call more than all its other bookkeeping."""
+        if self._payload is None:
+            self._build = _released
+        self.followups = []
 
     def follow(
         self,
         name: str,
         build: Callable[[], HookEvent],
         *,
-        capture: Callable[[], Callable[[], HookEvent]] | None = None,
+        snapshot: bool = False,
     ) -> None:
         """Queue an event that happens when this event's span ends."""
         follow = LiveEvent(
-            name, build, values=self.values, operation_id=self.operation_id, capture=capture
+            name, build, values=self.values, operation_id=self.operation_id, snapshot=snapshot
         )
         follow.span_context = self.span_context
         self.followups.append(follow)
 
 
+def _set_ids(payload: HookEvent, trace_id: str, span_id: str) -> None:
+    """``payload.traceId = trace_id`` and ``payload.spanId = span_id``: what pydantic's
+    ``__setattr__`` does for declared fields of a model that does not validate assignment,
+    without its generic checks (a fifth of building an observed tool call's payload)."""
+    if type(payload).model_config.get("validate_assignment"):
+        payload.traceId, payload.spanId = trace_id, span_id
+        return
+    values = payload.__dict__
+    values["traceId"], values["spanId"] = trace_id, span_id
+    payload.__pydantic_fields_set__.update(("traceId", "spanId"))
+
+
 def _built() -> HookEvent:
     raise AssertionError("a LiveEvent builds its payload once")  # pragma: no cover
+
+
+def _released() -> HookEvent:
+    raise RuntimeError("this event was released when its span ended; its payload was not built")

@@ -196,3 +196,19 @@ def test_copy_with_equals_model_copy(model: Any, update: dict[str, Any]) -> None
     assert got is not model
     assert got.__dict__ is not model.__dict__
     assert got.model_fields_set is not model.model_fields_set
+
+
+@pytest.mark.parametrize(
+    "model",
+    [m for m in MODELS if issubclass(m, HookEvent)],
+    ids=lambda m: m.__name__,
+)
+def test_a_live_event_sets_its_span_ids_as_assignment_does(model: type[Any]) -> None:
+    # LiveEvent.payload writes traceId/spanId without pydantic's __setattr__: same model.
+    from otelhooks._live import _set_ids
+
+    values = _values(model, full=False)
+    assigned, written = model(**values), model(**values)
+    assigned.traceId, assigned.spanId = "ab" * 16, "cd" * 8
+    _set_ids(written, "ab" * 16, "cd" * 8)
+    _same(written, assigned)

@@ -234,17 +234,17 @@ class SpanScope(ABC):
         name: str,
         build: Callable[[], HookEvent],
         *,
-        capture: Callable[[], Callable[[], HookEvent]] | None = None,
+        snapshot: bool = False,
     ) -> None:
         """Queue the end event ``name`` on this scope's event, if a hook matches it.
 
         Matching happens again when the span ends; checking here (just before) spares building
-        the event's closure, and what it captures, for the calls no hook watches. ``capture``:
+        the event's closure, and what it captures, for the calls no hook watches. ``snapshot``:
         see :class:`~otelhooks._live.LiveEvent`.
         """
         live = self.live
         if self.tracer.matches(name, live.values, live.operation_id):
-            live.follow(name, build, capture=capture)
+            live.follow(name, build, snapshot=snapshot)
 
     def _begin(self, name: str, live: LiveEvent | None, **kwargs: Any) -> None:
         self._live = live
@@ -269,6 +269,7 @@ class SpanScope(ABC):
         live = self._live
         if live is not None:
             self.tracer.end_events(live)
+            live.release()
             if live.critical is not None:
                 # A fallback-none hook asked for this: raised once the span is complete.
                 critical, live.critical = live.critical, None

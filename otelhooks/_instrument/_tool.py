@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from functools import partial
 from random import getrandbits
 from typing import TYPE_CHECKING, Any
 
-from opentelemetry.trace import Status, StatusCode
+from opentelemetry.trace import SpanContext, Status, StatusCode
 
 from otelhooks import _semconv as sc
 from otelhooks._events import (
@@ -67,6 +68,32 @@ def _metric_attrs(
 _validate_result: Callable[[dict[str, Any]], ToolResult] = (
     ToolResult.__pydantic_validator__.validate_python
 )
+
+
+def _after_tool_call(
+    fields: dict[str, Any],
+    args: dict[str, Any],
+    result: ToolResult,
+    elapsed_ms: float,
+    mocked: bool,
+    span: SpanContext,
+) -> HookEvent:
+    """The ``after_tool_call`` payload from a call's snapshot (called on the observer worker).
+
+    ``fields`` is the call's context, made for this event alone; every value has the declared
+    type, so the model is built trusted (not validated again).
+    """
+    fields["args"] = fields["toolInput"] = args
+    fields["content"] = fields["toolOutput"] = result.content
+    fields["success"] = result.success
+    fields["mocked"] = mocked
+    fields["executionTimeMs"] = elapsed_ms
+    fields["duration"] = elapsed_ms / 1000
+    fields["result"] = result.copy_with({"executionTime": elapsed_ms})
+    if span.is_valid:
+        fields["traceId"] = span.trace_id.to_bytes(16).hex()
+        fields["spanId"] = span.span_id.to_bytes(8).hex()
+    return AfterToolCallEvent.trusted(fields)
 
 
 def _as_result(value: Any) -> ToolResult:
@@ -352,31 +379,22 @@ class ToolCall(SpanScope):
                 if result.success
                 else "error"
             )
-            mocked = self.mocked
-
-            def capture_after() -> Callable[[], HookEvent]:
-                # On the agent's thread: copy what may still change (the arguments are the
-                # agent's own dict); everything else the payload holds is fixed once the call
-                # ends, so the observer worker gathers it and builds the model, from values of
-                # the declared types (trusted: not validated again).
-                args = dict(self.args)
-
-                def build() -> HookEvent:
-                    fields = self._context()
-                    fields["args"] = fields["toolInput"] = args
-                    fields["content"] = fields["toolOutput"] = result.content
-                    fields["success"] = result.success
-                    fields["mocked"] = mocked
-                    fields["executionTimeMs"] = elapsed_ms
-                    fields["duration"] = elapsed_ms / 1000
-                    fields["result"] = result.copy_with({"executionTime": elapsed_ms})
-                    return AfterToolCallEvent.trusted(fields)
-
-                return build
-
             if self._hooked("after_tool_call"):
+                # A snapshot, taken on the agent's thread: the arguments are the agent's own
+                # dict (copied); every other value is fixed once the call ends. The observer
+                # worker builds the model from it, and this scope and its span are free to go.
                 self.live.follow(
-                    "after_tool_call", lambda: capture_after()(), capture=capture_after
+                    "after_tool_call",
+                    partial(
+                        _after_tool_call,
+                        self._context(),
+                        dict(self.args),
+                        result,
+                        elapsed_ms,
+                        self.mocked,
+                        self.span.get_span_context(),
+                    ),
+                    snapshot=True,
                 )
         end: dict[str, Any] = {sc.TOOL_OUTCOME: outcome, sc.TOOL_RESULT_SIZE: len(result.content)}
         if self.tracer.capture_content:
