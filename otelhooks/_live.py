@@ -108,7 +108,9 @@ class LiveEvent:
         self.operation_id = operation_id
         self.deferred = deferred
         self.verdict: Verdict | None = None
-        self.followups: list[LiveEvent] = []
+        # A list once an event follows: most events have none, and the shared empty tuple
+        # spares allocating a list for each of them.
+        self.followups: list[LiveEvent] | tuple[()] = ()
         # A fallback-none delivery failed: the instrumentation raises it once the span is safe.
         self.critical: Exception | None = None
         self.span_context: SpanContext | None = None  # of the event's span, once started
@@ -138,7 +140,7 @@ class LiveEvent:
         collector ran, which costs an observed tool call more than all its other bookkeeping."""
         if self._payload is None:
             self._build = _released
-        self.followups = []
+        self.followups = ()
 
     def follow(
         self,
@@ -152,7 +154,10 @@ class LiveEvent:
             name, build, values=self.values, operation_id=self.operation_id, snapshot=snapshot
         )
         follow.span_context = self.span_context
-        self.followups.append(follow)
+        if self.followups:
+            self.followups.append(follow)  # a list once non-empty
+        else:
+            self.followups = [follow]
 
 
 def _set_ids(payload: HookEvent, trace_id: str, span_id: str) -> None:

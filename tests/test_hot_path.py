@@ -89,7 +89,7 @@ def test_an_end_event_no_hook_watches_is_not_queued(pipe: Pipeline) -> None:
     with pipe.tracer.operation("agent") as op, op.step() as step:
         with step.tool_call("fs", "readFile", {}) as call:
             call.set_result("ok")
-        assert call.live.followups == []
+        assert not call.live.followups
 
 
 def test_an_end_event_registered_during_the_call_still_fires(

@@ -238,7 +238,10 @@ class Dispatcher:
         """Hand hooks that deliver by themselves (notification webhooks) their event; return
         the others, and the critical failure to raise once they have run. Observation never
         gates execution, also on intercept events. ``steps`` collects what became of each."""
-        if not any(enqueues(h.action) for h in hooks):
+        for hook in hooks:  # a loop, not any(genexpr): asked for every observed event
+            if enqueues(hook.action):
+                break
+        else:
             return hooks, None
         rest: list[Hook] = []
         failures: list[HookError] = []

@@ -122,7 +122,7 @@ class ToolCall(SpanScope):
     persist_blocked = False
     _result: ToolResult | None = None
     _tool_started = 0.0
-    _matched: list[str] | None = None
+    _matched: tuple[str, ...] | None = None
 
     def __init__(
         self,
@@ -233,7 +233,7 @@ class ToolCall(SpanScope):
                 _TOOL_EVENTS, values, operation_id=self.step.operation.operation_id
             )
             if ids:
-                attrs[sc.HOOK_MATCHED] = self._matched = list(ids)
+                attrs[sc.HOOK_MATCHED] = self._matched = ids  # a tuple, as the SDK keeps it
         if "before_tool_call" in self._hooks_on:
             live = LiveEvent(
                 "before_tool_call",
