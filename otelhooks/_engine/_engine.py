@@ -327,12 +327,19 @@ class HooksEngine:
         """Queue the events that happened when ``live``'s span ended (``after_tool_call``...).
         Interceptors of end events run inline, in the instrumentation, so they are skipped here."""
         for follow in live.followups:
-            if not EVENTS[follow.name].intercept:
-                try:
-                    self._dispatcher.observe(follow)  # no verdict: nobody reads it here
-                except CriticalHookDeliveryError as exc:
-                    if live.critical is None:
-                        live.critical = exc
+            self.ended(follow)
+            if follow.critical is not None and live.critical is None:
+                live.critical = follow.critical
+
+    def ended(self, live: LiveEvent) -> None:
+        """Queue ``live``, an event that happened as a span ended, for its observers (as
+        :meth:`end` does for each of its follow-ups); a ``fallback: none`` failure is parked on
+        ``live.critical``."""
+        if not EVENTS[live.name].intercept:
+            try:
+                self._dispatcher.observe(live)  # no verdict: nobody reads it here
+            except CriticalHookDeliveryError as exc:
+                live.critical = exc
 
     def observe(self, live: LiveEvent) -> Verdict:
         """Queue ``live`` for its observers (interceptors are not run: the event already

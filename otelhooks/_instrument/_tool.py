@@ -123,6 +123,7 @@ class ToolCall(SpanScope):
     _result: ToolResult | None = None
     _tool_started = 0.0
     _matched: tuple[str, ...] | None = None
+    _after: LiveEvent | None = None  # the after_tool_call event, when a hook watches it
 
     def __init__(
         self,
@@ -280,6 +281,19 @@ class ToolCall(SpanScope):
         if self._hooked(name):
             self.live.follow(name, build)
 
+    def _finish(self) -> None:
+        after = self._after
+        if after is None:
+            super()._finish()
+            return
+        self._after = None
+        try:
+            super()._finish()  # the start's follow-ups (a denial, an error) come first
+        finally:
+            self.tracer.engine.ended(after)
+        if after.critical is not None:
+            raise after.critical
+
     # -- results ---------------------------------------------------------------------------------
 
     def _persist_event(self, result: ToolResult) -> LiveEvent:
@@ -383,7 +397,9 @@ class ToolCall(SpanScope):
                 # A snapshot, taken on the agent's thread: the arguments are the agent's own
                 # dict (copied); every other value is fixed once the call ends. The observer
                 # worker builds the model from it, and this scope and its span are free to go.
-                self.live.follow(
+                # The event is handed over on its own (see _finish), not as a follow-up of the
+                # start event, which a call no hook watched at its start does not have.
+                self._after = LiveEvent(
                     "after_tool_call",
                     partial(
                         _after_tool_call,
@@ -394,6 +410,8 @@ class ToolCall(SpanScope):
                         self.mocked,
                         self.span.get_span_context(),
                     ),
+                    values=self._values,
+                    operation_id=self.step.operation.operation_id,
                     snapshot=True,
                 )
         end: dict[str, Any] = {sc.TOOL_OUTCOME: outcome, sc.TOOL_RESULT_SIZE: len(result.content)}
