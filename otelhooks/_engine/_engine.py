@@ -334,7 +334,12 @@ class HooksEngine:
     def ended(self, live: LiveEvent) -> None:
         """Queue ``live``, an event that happened as a span ended, for its observers (as
         :meth:`end` does for each of its follow-ups); a ``fallback: none`` failure is parked on
-        ``live.critical``."""
+        ``live.critical``.
+
+        Example:
+            >>> done = LiveEvent("after_step", lambda: AfterStepEvent(stepIndex=0))
+            >>> engine.ended(done)  # queued for the after_step observers, if any
+        """
         if not EVENTS[live.name].intercept:
             try:
                 self._dispatcher.observe(live)  # no verdict: nobody reads it here
