@@ -27,6 +27,7 @@ from otelhooks._metrics import MetricAttributes
 from otelhooks._redact import error_text, scrub
 
 if TYPE_CHECKING:
+    from otelhooks._instrument._operation import Operation
     from otelhooks._instrument._step import Step
 
 __all__ = ["ToolCall"]
@@ -70,20 +71,51 @@ _validate_result: Callable[[dict[str, Any]], ToolResult] = (
 )
 
 
-def _after_tool_call(
-    fields: dict[str, Any],
+def _tool_context(
+    op: Operation,
+    tool_call_id: str,
+    identifier: str,
+    api_name: str,
     args: dict[str, Any],
+    call_index: int,
+    step_index: int,
+) -> dict[str, Any]:
+    """The fields every tool event carries."""
+    return {
+        **op.common(),
+        "toolCallId": tool_call_id,
+        "identifier": identifier,
+        "apiName": api_name,
+        "args": args,
+        "callIndex": call_index,
+        "stepIndex": step_index,
+        "agentId": op.agent_id,
+        # the kernel's names for the same facts, given here so the payload model's mirroring
+        # validator has nothing to assign (a pydantic __setattr__ each)
+        "toolName": api_name,
+        "toolInput": args,
+        "runId": op.operation_id,
+    }
+
+
+def _after_tool_call(
+    op: Operation,
+    tool_call_id: str,
+    identifier: str,
+    api_name: str,
+    args: dict[str, Any],
+    call_index: int,
+    step_index: int,
     result: ToolResult,
     elapsed_ms: float,
     mocked: bool,
     span: SpanContext,
 ) -> HookEvent:
-    """The ``after_tool_call`` payload from a call's snapshot (called on the observer worker).
-
-    ``fields`` is the call's context, made for this event alone; every value has the declared
-    type, so the model is built trusted (not validated again).
-    """
-    fields["args"] = fields["toolInput"] = args
+    """The ``after_tool_call`` payload from a call's snapshot, on the observer worker: plain
+    values fixed when the call ended (``args`` a copy of the agent's dict; the operation's own
+    fields never change), each of the declared type, so the model is built trusted (not
+    validated again)."""
+    fields = _tool_context(op, tool_call_id, identifier, api_name, args, call_index, step_index)
     fields["content"] = fields["toolOutput"] = result.content
     fields["success"] = result.success
     fields["mocked"] = mocked
@@ -165,22 +197,15 @@ class ToolCall(SpanScope):
         return self._result
 
     def _context(self) -> dict[str, Any]:
-        op = self.step.operation
-        return {
-            **op.common(),
-            "toolCallId": self.tool_call_id,
-            "identifier": self.identifier,
-            "apiName": self.api_name,
-            "args": self.args,
-            "callIndex": self.call_index,
-            "stepIndex": self.step.index,
-            "agentId": op.agent_id,
-            # the kernel's names for the same facts, given here so the payload model's mirroring
-            # validator has nothing to assign (a pydantic __setattr__ each)
-            "toolName": self.api_name,
-            "toolInput": self.args,
-            "runId": op.operation_id,
-        }
+        return _tool_context(
+            self.step.operation,
+            self.tool_call_id,
+            self.identifier,
+            self.api_name,
+            self.args,
+            self.call_index,
+            self.step.index,
+        )
 
     def _before_event(self) -> ToolCallEvent:
         # Built only when a hook matches, and then at once, while the span starts (the sync
@@ -403,8 +428,13 @@ class ToolCall(SpanScope):
                     "after_tool_call",
                     partial(
                         _after_tool_call,
-                        self._context(),
+                        self.step.operation,
+                        self.tool_call_id,
+                        self.identifier,
+                        self.api_name,
                         dict(self.args),
+                        self.call_index,
+                        self.step.index,
                         result,
                         elapsed_ms,
                         self.mocked,
