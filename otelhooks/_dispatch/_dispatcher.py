@@ -222,9 +222,16 @@ class Dispatcher:
         """
         matched = self.match(live)
         if matched:
-            # Fixed now (the runtime may change its inputs after this returns), built by the
-            # worker when the event allows it: the agent pays for a copy, not a validation.
-            live.freeze()
+            if not live.snapshot:
+                # Fixed now (the runtime may change its inputs after this returns); a snapshot
+                # is, and the worker builds it: the agent pays for a copy, not a validation.
+                live.freeze()
+            for hook in matched:  # inline, not a call: asked for every observed event
+                if enqueues(hook.action):
+                    break
+            else:
+                self._observers.submit(live, matched)
+                return matched
             rest, critical = self._enqueue_notifications(live, matched)
             if rest:
                 self._observers.submit(live, rest)
@@ -238,10 +245,7 @@ class Dispatcher:
         """Hand hooks that deliver by themselves (notification webhooks) their event; return
         the others, and the critical failure to raise once they have run. Observation never
         gates execution, also on intercept events. ``steps`` collects what became of each."""
-        for hook in hooks:  # a loop, not any(genexpr): asked for every observed event
-            if enqueues(hook.action):
-                break
-        else:
+        if not any(enqueues(h.action) for h in hooks):
             return hooks, None
         rest: list[Hook] = []
         failures: list[HookError] = []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import typing
 from collections.abc import Callable
 from functools import partial
 from random import getrandbits
@@ -27,6 +28,7 @@ from otelhooks._metrics import MetricAttributes
 from otelhooks._redact import error_text, scrub
 
 if TYPE_CHECKING:
+    from otelhooks._dispatch import HookRegistry
     from otelhooks._instrument._operation import Operation
     from otelhooks._instrument._step import Step
 
@@ -156,6 +158,10 @@ class ToolCall(SpanScope):
     _tool_started = 0.0
     _matched: tuple[str, ...] | None = None
     _after: LiveEvent | None = None  # the after_tool_call event, when a hook watches it
+    # Which of the tool events have hooks for this call, as of _registry's version _version.
+    _hooks_on: frozenset[str] = frozenset()
+    _registry: HookRegistry | None = None
+    _version = -1
 
     def __init__(
         self,
@@ -176,9 +182,6 @@ class ToolCall(SpanScope):
         self.tool_type = tool_type
         self._values = (f"{identifier}/{api_name}" if identifier else api_name, api_name)
         self.call_index = step.next_call_index()
-        # Which of the tool events have hooks for this call, as of registry version _version.
-        self._hooks_on: frozenset[str] = frozenset()
-        self._version = -1
 
     @property
     def matcher_value(self) -> str:
@@ -215,13 +218,15 @@ class ToolCall(SpanScope):
     def _hooked(self, event: str) -> bool:
         """Whether a hook matches ``event`` of this call now: one registry question per call,
         asked again only when the registrations change while the call runs."""
-        if self.tracer.engine.registry.version != self._version:
+        registry = self._registry
+        if registry is None or registry.version != self._version:
             self._ask_hooks()
         return event in self._hooks_on
 
     def _ask_hooks(self) -> None:
         engine = self.tracer.engine
-        self._version = engine.registry.version
+        registry = self._registry = engine.registry
+        self._version = registry.version
         self._hooks_on = engine.hooked(_TOOL_EVENTS, self._values, self.step.operation.operation_id)
 
     def _quiet_event(self) -> LiveEvent:
@@ -255,7 +260,7 @@ class ToolCall(SpanScope):
         if self._hooks_on:
             # Every hook this call's events match (interceptors and later observers), known
             # before the span starts: written with the start attributes, in one pass.
-            ids = self.tracer.engine.registry.matched_ids(
+            ids = typing.cast("HookRegistry", self._registry).matched_ids(
                 _TOOL_EVENTS, values, operation_id=self.step.operation.operation_id
             )
             if ids:
