@@ -12,10 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from opentelemetry.trace import SpanContext
 
 from otelhooks._events import HookEvent, ToolResult
+
+if TYPE_CHECKING:
+    from otelhooks._hooks import Hook
 
 __all__ = ["HookStep", "LiveEvent", "Verdict"]
 
@@ -82,6 +86,7 @@ class LiveEvent:
         "critical",
         "deferred",
         "followups",
+        "hooks",
         "name",
         "operation_id",
         "snapshot",
@@ -99,8 +104,12 @@ class LiveEvent:
         operation_id: str | None = None,
         deferred: bool = False,
         snapshot: bool = False,
+        hooks: list[Hook] | None = None,
     ) -> None:
         self.name = name
+        # The hooks that match it, when the caller asked the registry already (for this event,
+        # with these values, at the current registry version): not matched again.
+        self.hooks = hooks
         self._build = build
         self.snapshot = snapshot
         self._payload: HookEvent | None = None

@@ -135,9 +135,12 @@ def _check(
         merged = _expected(order + op_order, event, values)
         assert reg.match(event, values, operation_id="op") == merged, (event, values)
         assert reg.any_match(event, values, operation_id="op") == bool(merged), (event, values)
-    assert reg.hooked(EVENTS, values) == {e for e in EVENTS if _expected(order, e, values)}
+    # which events have hooks, and which: what match() gives for each
+    assert reg.hooked(EVENTS, values) == {
+        e: hooks for e in EVENTS if (hooks := _expected(order, e, values))
+    }
     assert reg.hooked(EVENTS, values, operation_id="op") == {
-        e for e in EVENTS if _expected(order + op_order, e, values)
+        e: hooks for e in EVENTS if (hooks := _expected(order + op_order, e, values))
     }
     assert reg.matched_ids(EVENTS, values) == _expected_ids(order, EVENTS, values)
     assert reg.matched_ids(EVENTS, values, operation_id="op") == _expected_ids(
@@ -267,3 +270,13 @@ def test_threads_sharing_the_latest_lookup_memo_get_their_own_answers() -> None:
     for t in threads:
         t.join()
     assert errors == []
+
+
+def test_the_hooked_answer_is_shared_and_read_only() -> None:
+    reg = HookRegistry()
+    reg.register([{"id": "w", "type": "after_tool_call", "matcher": "rm", "handler": print}])
+    first = reg.hooked(EVENTS, ("rm",))
+    assert reg.hooked(EVENTS, ("rm",)) is first  # cached with the values' plan
+    assert [h.id for h in first["after_tool_call"]] == ["w"]
+    with pytest.raises(TypeError):
+        first["before_tool_call"] = []  # type: ignore[index]

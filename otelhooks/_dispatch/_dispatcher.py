@@ -220,7 +220,7 @@ class Dispatcher:
             CriticalHookDeliveryError: a ``fallback: none`` hook could not be queued durably
                 (after every sibling hook was queued).
         """
-        matched = self.match(live)
+        matched = live.hooks if live.hooks is not None else self.match(live)
         if matched:
             if not live.snapshot:
                 # Fixed now (the runtime may change its inputs after this returns); a snapshot

@@ -87,6 +87,19 @@ def _seq_of(entry: tuple[int, Hook]) -> int:
     return entry[0]
 
 
+class _Hooked(dict[str, list[Hook]]):
+    """The events of an action that have hooks, each with its hooks in registration order: an
+    answer shared by every caller with the same values, so it cannot be changed."""
+
+    __slots__ = ()
+
+    def _read_only(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a registry answer is shared: copy it to change it")
+
+    __setitem__ = __delitem__ = _read_only
+    clear = pop = popitem = setdefault = update = __ior__ = _read_only
+
+
 class _Plan(dict[str, _Entries]):
     """What one set of matcher values matches, for every event of one index: ``plan[event]``
     is the matching entries, ordered and unique (a plain dictionary read when known).
@@ -94,7 +107,7 @@ class _Plan(dict[str, _Entries]):
     A plan with ``index`` set fills an event on first use (concurrent fills compute the same
     value, so they need no lock); one without is complete: an event it lacks matches nothing.
     ``ids`` maps a tuple of events to the ids of the hooks matching any of them, ``on`` to
-    those of the events that have a matching hook.
+    those of the events that have a matching hook, with their hooks.
     """
 
     __slots__ = ("ids", "index", "on", "regex", "subject")
@@ -108,7 +121,7 @@ class _Plan(dict[str, _Entries]):
     ) -> None:
         super().__init__(known)
         self.ids: dict[tuple[str, ...], tuple[str, ...]] = {}
-        self.on: dict[tuple[str, ...], frozenset[str]] = {}
+        self.on: dict[tuple[str, ...], Mapping[str, list[Hook]]] = {}
         self.index = index
         self.subject = values  # not "values": a dict's method
         self.regex = regex
@@ -122,10 +135,11 @@ class _Plan(dict[str, _Entries]):
         self[event] = hit
         return hit
 
-    def hooked(self, events: tuple[str, ...]) -> frozenset[str]:
+    def hooked(self, events: tuple[str, ...]) -> Mapping[str, list[Hook]]:
         hit = self.on.get(events)
         if hit is None:
-            hit = frozenset([e for e in events if self[e]])
+            found = {e: [h for _, h in self[e]] for e in events}
+            hit = _Hooked({e: hooks for e, hooks in found.items() if hooks})
             if len(self.on) >= _IDS_LIMIT:
                 self.on.clear()
             self.on[events] = hit
@@ -342,9 +356,10 @@ class HookRegistry:
 
     def hooked(
         self, events: tuple[str, ...], values: tuple[str, ...], *, operation_id: str | None = None
-    ) -> frozenset[str]:
-        """Those of ``events`` for which :meth:`any_match` is true (one question for all the
-        events of an action; cached with the values' plan)."""
+    ) -> Mapping[str, list[Hook]]:
+        """Those of ``events`` for which :meth:`any_match` is true, each with what
+        :meth:`match` gives for it (one question for all the events of an action; cached with
+        the values' plan, so the answer is shared: never change it)."""
         op = self._ops.get(operation_id) if operation_id is not None and self._ops else None
         if op is None:
             index = self._global
@@ -352,9 +367,8 @@ class HookRegistry:
             plan = last[1] if last[0] is values else index.plan(values)
             hit = plan.on.get(events)
             return hit if hit is not None else plan.hooked(events)
-        return frozenset(
-            [e for e in events if self.any_match(e, values, operation_id=operation_id)]
-        )
+        found = {e: self.match(e, values, operation_id=operation_id) for e in events}
+        return _Hooked({e: hooks for e, hooks in found.items() if hooks})
 
     def matched_ids(
         self,

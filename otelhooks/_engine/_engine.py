@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from otelhooks._dispatch import Dispatcher, HookRegistry
@@ -149,8 +150,9 @@ class HooksEngine:
 
     def hooked(
         self, events: tuple[str, ...], values: tuple[str, ...], operation_id: str | None = None
-    ) -> frozenset[str]:
-        """Which of ``events`` have a hook matching ``values`` now.
+    ) -> Mapping[str, list[Hook]]:
+        """Which of ``events`` have a hook matching ``values`` now, each with its hooks in the
+        order they run (a shared answer: read it, never change it).
 
         One question for the whole life of an action (a tool call's four events), asked again
         only when :attr:`HookRegistry.version` moves; with no hook registered it costs nothing.
@@ -380,7 +382,7 @@ class HooksEngine:
             self._dispatcher.deliverer.shutdown(timeout_s)
 
 
-_NOTHING: frozenset[str] = frozenset()
+_NOTHING: Mapping[str, list[Hook]] = MappingProxyType({})
 # Returned for every event no hook matched (the hot path allocates nothing); callers only read it.
 _NO_HOOKS = Verdict()
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import time
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import partial
 from random import getrandbits
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from opentelemetry.trace import SpanContext, Status, StatusCode
@@ -29,6 +30,7 @@ from otelhooks._redact import error_text, scrub
 
 if TYPE_CHECKING:
     from otelhooks._dispatch import HookRegistry
+    from otelhooks._hooks import Hook
     from otelhooks._instrument._operation import Operation
     from otelhooks._instrument._step import Step
 
@@ -159,7 +161,7 @@ class ToolCall(SpanScope):
     _matched: tuple[str, ...] | None = None
     _after: LiveEvent | None = None  # the after_tool_call event, when a hook watches it
     # Which of the tool events have hooks for this call, as of _registry's version _version.
-    _hooks_on: frozenset[str] = frozenset()
+    _hooks_on: Mapping[str, list[Hook]] = MappingProxyType({})
     _registry: HookRegistry | None = None
     _version = -1
 
@@ -448,6 +450,7 @@ class ToolCall(SpanScope):
                     values=self._values,
                     operation_id=self.step.operation.operation_id,
                     snapshot=True,
+                    hooks=self._hooks_on["after_tool_call"],
                 )
         end: dict[str, Any] = {sc.TOOL_OUTCOME: outcome, sc.TOOL_RESULT_SIZE: len(result.content)}
         if self.tracer.capture_content:
