@@ -72,6 +72,7 @@ _log = logging.getLogger(__name__)
 CARDINALITY_LIMIT: Final = 2000  # the SDK's default, per instrument
 _OVERFLOW: Final[Mapping[str, Any]] = {"otel.metric.overflow": True}
 _OVERFLOW_KEY: Final = (("otel.metric.overflow", True),)
+_INF: Final = float("inf")
 
 _Key = tuple[tuple[str, Any], ...]
 _Collect = Callable[..., MetricsData | None]
@@ -142,8 +143,8 @@ class _Series:
         self.value: float = 0
         self.count = 0
         self.sum: float = 0
-        self.min = float("inf")
-        self.max = float("-inf")
+        self.min = _INF  # not float("inf"): a series is made per new attribute set
+        self.max = -_INF
         self.buckets = [0] * buckets
         self.seen = 0
         self.samples: dict[int, _Sample] = {}
@@ -227,8 +228,14 @@ class _LocalInstrument(ABC):
             series = self._current.get(key)
             if series is not None:
                 return series
-        # A copy, sequences as tuples (as the SDK cleans them), so a caller's dict can change.
-        frozen = {k: _hashable(v) for k, v in attributes.items()} if attributes else {}
+        # A copy, so a caller's dict can change, with sequences as tuples (as the SDK cleans
+        # them). Copied whole, and cleaned value by value only if a value is unhashable (a
+        # list): the clean way alone cost a new set (a new tool name) 7,000 instructions.
+        frozen = dict(attributes) if attributes else {}
+        try:
+            hash(tuple(frozen.values()))
+        except TypeError:
+            frozen = {k: _hashable(v) for k, v in frozen.items()}
         series = self._current[key] = _Series(frozen, len(self._bounds) + 1, time_ns())
         return series
 
