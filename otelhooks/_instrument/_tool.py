@@ -147,6 +147,10 @@ class ToolCall(SpanScope):
     _result: ToolResult | None = None
     _tool_started = 0.0
     _matched: tuple[str, ...] | None = None
+    # Which of the tool events have hooks for this call, as of registry version _version (set
+    # when the call starts).
+    _hooks_on: frozenset[str] = frozenset()
+    _version = -1
 
     def __init__(
         self,
@@ -167,9 +171,6 @@ class ToolCall(SpanScope):
         self.tool_type = tool_type
         self._values = (f"{identifier}/{api_name}" if identifier else api_name, api_name)
         self.call_index = step.next_call_index()
-        # Which of the tool events have hooks for this call, as of registry version _version.
-        self._hooks_on: frozenset[str] = frozenset()
-        self._version = -1
 
     @property
     def matcher_value(self) -> str:
@@ -213,14 +214,16 @@ class ToolCall(SpanScope):
     def _hooked(self, event: str) -> bool:
         """Whether a hook matches ``event`` of this call now: one registry question per call,
         asked again only when the registrations change while the call runs."""
-        if self.tracer.engine.registry.version != self._version:
+        if self.tracer.registry.version != self._version:
             self._ask_hooks()
         return event in self._hooks_on
 
     def _ask_hooks(self) -> None:
-        engine = self.tracer.engine
-        self._version = engine.registry.version
-        self._hooks_on = engine.hooked(_TOOL_EVENTS, self._values, self.step.operation.operation_id)
+        registry = self.tracer.registry
+        self._version = registry.version
+        self._hooks_on = registry.hooked(
+            _TOOL_EVENTS, self._values, operation_id=self.step.operation.operation_id
+        )
 
     def _quiet_event(self) -> LiveEvent:
         live = LiveEvent(
@@ -253,7 +256,7 @@ class ToolCall(SpanScope):
         if self._hooks_on:
             # Every hook this call's events match (interceptors and later observers), known
             # before the span starts: written with the start attributes, in one pass.
-            ids = self.tracer.engine.registry.matched_ids(
+            ids = self.tracer.registry.matched_ids(
                 _TOOL_EVENTS, values, operation_id=self.step.operation.operation_id
             )
             if ids:
