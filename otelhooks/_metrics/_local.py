@@ -472,9 +472,18 @@ class LocalCountedHistogram:
             else ()
         )
         with counter._lock:
-            key, series = counter._keyed(key, attributes)
-            series.value += 1
-            series = histogram._keyed(key, attributes)[1]
+            # _keyed, inlined too (a method call each was a fifth of the measurement).
+            try:
+                total = counter._current.get(key)
+                series = histogram._current.get(key)
+            except TypeError:  # a list value: _keyed builds the key that hashes
+                key, total = counter._keyed(key, attributes)
+                series = histogram._keyed(key, attributes)[1]
+            if total is None:
+                total = counter._new(key, attributes)
+            if series is None:
+                series = histogram._new(key, attributes)
+            total.value += 1
             series.count += 1
             series.sum += value
             if value < series.min:
