@@ -172,6 +172,29 @@ def test_cardinality_beyond_the_limit_goes_to_the_overflow_series_like_the_sdk()
     assert sum(points.values()) == CARDINALITY_LIMIT + 150
 
 
+def test_a_series_keeps_a_copy_of_what_was_measured_like_the_sdk() -> None:
+    pair = Pair()
+
+    def measure(m: AgentMetrics) -> None:
+        plain: dict[str, Any] = {sc.GEN_AI_TOOL_NAME: "t"}
+        listed: dict[str, Any] = {sc.GEN_AI_TOOL_NAME: "u", "tags": ["a", "b"]}
+        for attrs in (plain, listed):
+            m.tool_calls.add(1, attrs)
+            m.tool_call.record(0.5, attrs)
+            m.step_duration.record(0.1, attrs)
+            # the caller reuses its dicts: the series must not see it
+            attrs[sc.GEN_AI_TOOL_NAME] = "changed"
+            attrs.setdefault("tags", []).append("c")
+
+    pair.apply(measure)
+    sdk, local = pair.collect()
+    assert local == sdk
+    assert set(local[sc.METRIC_TOOL_CALLS][1]) == {
+        ((sc.GEN_AI_TOOL_NAME, "t"),),
+        ((sc.GEN_AI_TOOL_NAME, "u"), ("tags", "('a', 'b')")),
+    }
+
+
 def test_a_cumulative_and_a_delta_reader_on_one_producer_each_get_their_view() -> None:
     producer = LocalMetricProducer(RESOURCE)
     metrics = AgentMetrics(producer=producer)

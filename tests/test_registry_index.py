@@ -191,6 +191,24 @@ def test_the_index_answers_as_every_hooks_own_matcher(
         _check(reg, order, [], v)
 
 
+def test_hooks_of_an_operation_alone_are_found_for_that_operation_only() -> None:
+    """No global hook: the registry answers from the operation's hooks (or nothing at all)."""
+    rng = random.Random(99)
+    reg = HookRegistry()
+    values = _all_values()
+    for v in values:
+        _check(reg, [], [], v)  # nothing registered
+    op_hooks = _random_hooks(rng, 12, "o")
+    reg.register(op_hooks, operation_id="op")
+    op_order = list(enumerate(op_hooks))
+    for _ in range(2):  # cold, then warm
+        for v in values:
+            _check(reg, [], op_order, v)
+    reg.unregister("op")
+    for v in values:
+        _check(reg, [], [], v)
+
+
 def test_one_values_tuple_asked_about_every_event_in_turn() -> None:
     """The latest-lookup memo answers per event, not with the previous event's answer."""
     reg = HookRegistry()

@@ -257,6 +257,7 @@ def _ids_of(
 
 
 _EMPTY = _Index(())
+_NO_EVENTS = _Hooked()  # the answer when no hook is registered
 
 
 class HookRegistry:
@@ -363,6 +364,8 @@ class HookRegistry:
         op = self._ops.get(operation_id) if operation_id is not None and self._ops else None
         if op is None:
             index = self._global
+            if not index.buckets:
+                return _NO_EVENTS  # no hook at all: no plan to look for
             last = index.last
             plan = last[1] if last[0] is values else index.plan(values)
             hit = plan.on.get(events)

@@ -114,6 +114,9 @@ class AgentTracer:
         if engine is None:
             engine = hooks.engine if hooks is not None else HooksEngine(metrics=metrics)
         self.engine = engine
+        # The scopes ask the registry directly which of their events have hooks (a tool call
+        # asks once, and checks its version twice more).
+        self.registry = engine.registry
         self._scope_claimed = False
         self.metrics = metrics if metrics is not None else engine.metrics
         self.capture_content = capture_from_env() if capture_content is None else capture_content

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-import typing
 from collections.abc import Callable, Mapping
 from functools import partial
 from random import getrandbits
@@ -29,7 +28,6 @@ from otelhooks._metrics import MetricAttributes
 from otelhooks._redact import error_text, scrub
 
 if TYPE_CHECKING:
-    from otelhooks._dispatch import HookRegistry
     from otelhooks._hooks import Hook
     from otelhooks._instrument._operation import Operation
     from otelhooks._instrument._step import Step
@@ -38,33 +36,57 @@ __all__ = ["ToolCall"]
 
 # The events whose hooks ``otelhooks.hook.matched`` lists, the call's own event first.
 _TOOL_EVENTS = ("before_tool_call", "after_tool_call", "on_tool_call_error", "tool_result_persist")
-_METRIC_ATTRS: dict[tuple[str, str, str, str, str | None], dict[str, Any]] = {}
+_METRIC_ATTRS: dict[tuple[str, str, str, str, str | None], MetricAttributes] = {}
 _METRIC_ATTRS_LIMIT = 1024
+# Tool names measured once so far (strings only: nothing for the garbage collector to visit).
+_TOOLS_SEEN: set[str] = set()
+_TOOLS_SEEN_LIMIT = 4096
 # error.type of a tool that returned a failed result without raising: the conventions' fallback.
 ERROR_TYPE_OTHER = "_OTHER"
 
 
 def _metric_attrs(
     agent: str, tool: str, outcome: str, tool_type: str, error_type: str | None
-) -> dict[str, Any]:
+) -> Mapping[str, Any]:
     """The tool metrics' attribute set, built once per combination: never mutate it.
 
     ``error.type`` is there only when the call failed (the GenAI conventions' condition).
+
+    A tool name seen for the first time is measured with a plain dict, not cached: most names
+    seen once are never seen again (a stream of new tool names), and caching each would churn
+    the cache, hold its objects for the garbage collector to visit over and over, and pay for
+    the key a :class:`MetricAttributes` computes, which only pays off from the second use on.
     """
     key = (agent, tool, outcome, tool_type, error_type)
     attrs = _METRIC_ATTRS.get(key)
-    if attrs is None:
-        if len(_METRIC_ATTRS) >= _METRIC_ATTRS_LIMIT:
-            _METRIC_ATTRS.clear()
-        attrs = {
+    if attrs is not None:
+        return attrs
+    # In name order (error.type < gen_ai.* < otelhooks.*): a plain dict's table key is its items
+    # in insertion order, a MetricAttributes' its items sorted, so both land in one series.
+    fresh: dict[str, Any]
+    if error_type is None:
+        fresh = {
             sc.GEN_AI_AGENT_NAME: agent,
             sc.GEN_AI_TOOL_NAME: tool,
             sc.GEN_AI_TOOL_TYPE: tool_type,
             sc.ATTR_OUTCOME: outcome,
         }
-        if error_type is not None:
-            attrs[sc.ERROR_TYPE] = error_type
-        attrs = _METRIC_ATTRS[key] = MetricAttributes(attrs)
+    else:
+        fresh = {
+            sc.ERROR_TYPE: error_type,
+            sc.GEN_AI_AGENT_NAME: agent,
+            sc.GEN_AI_TOOL_NAME: tool,
+            sc.GEN_AI_TOOL_TYPE: tool_type,
+            sc.ATTR_OUTCOME: outcome,
+        }
+    if tool not in _TOOLS_SEEN:
+        if len(_TOOLS_SEEN) >= _TOOLS_SEEN_LIMIT:
+            _TOOLS_SEEN.clear()
+        _TOOLS_SEEN.add(tool)
+        return fresh
+    if len(_METRIC_ATTRS) >= _METRIC_ATTRS_LIMIT:
+        _METRIC_ATTRS.clear()
+    attrs = _METRIC_ATTRS[key] = MetricAttributes(fresh)
     return attrs
 
 
@@ -160,9 +182,9 @@ class ToolCall(SpanScope):
     _tool_started = 0.0
     _matched: tuple[str, ...] | None = None
     _after: LiveEvent | None = None  # the after_tool_call event, when a hook watches it
-    # Which of the tool events have hooks for this call, as of _registry's version _version.
+    # Which of the tool events have hooks for this call, and which hooks, as of registry
+    # version _version (set when the call starts).
     _hooks_on: Mapping[str, list[Hook]] = MappingProxyType({})
-    _registry: HookRegistry | None = None
     _version = -1
 
     def __init__(
@@ -220,16 +242,16 @@ class ToolCall(SpanScope):
     def _hooked(self, event: str) -> bool:
         """Whether a hook matches ``event`` of this call now: one registry question per call,
         asked again only when the registrations change while the call runs."""
-        registry = self._registry
-        if registry is None or registry.version != self._version:
+        if self.tracer.registry.version != self._version:
             self._ask_hooks()
         return event in self._hooks_on
 
     def _ask_hooks(self) -> None:
-        engine = self.tracer.engine
-        registry = self._registry = engine.registry
+        registry = self.tracer.registry
         self._version = registry.version
-        self._hooks_on = engine.hooked(_TOOL_EVENTS, self._values, self.step.operation.operation_id)
+        self._hooks_on = registry.hooked(
+            _TOOL_EVENTS, self._values, operation_id=self.step.operation.operation_id
+        )
 
     def _quiet_event(self) -> LiveEvent:
         live = LiveEvent(
@@ -262,7 +284,7 @@ class ToolCall(SpanScope):
         if self._hooks_on:
             # Every hook this call's events match (interceptors and later observers), known
             # before the span starts: written with the start attributes, in one pass.
-            ids = typing.cast("HookRegistry", self._registry).matched_ids(
+            ids = self.tracer.registry.matched_ids(
                 _TOOL_EVENTS, values, operation_id=self.step.operation.operation_id
             )
             if ids:
