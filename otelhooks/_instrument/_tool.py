@@ -125,23 +125,17 @@ def _tool_context(
 
 
 def _after_tool_call(
-    op: Operation,
-    tool_call_id: str,
-    identifier: str,
-    api_name: str,
-    args: dict[str, Any],
-    call_index: int,
-    step_index: int,
+    context: tuple[Operation, str, str, str, dict[str, Any], int, int],
     result: ToolResult,
     elapsed_ms: float,
     mocked: bool,
     span: SpanContext,
 ) -> HookEvent:
     """The ``after_tool_call`` payload from a call's snapshot, on the observer worker: plain
-    values fixed when the call ended (``args`` a copy of the agent's dict; the operation's own
-    fields never change), each of the declared type, so the model is built trusted (not
-    validated again)."""
-    fields = _tool_context(op, tool_call_id, identifier, api_name, args, call_index, step_index)
+    values fixed when the call ended (``context``: :func:`_tool_context`'s arguments, the
+    arguments a copy of the agent's dict; the operation's own fields never change), each of
+    the declared type, so the model is built trusted (not validated again)."""
+    fields = _tool_context(*context)
     fields["content"] = fields["toolOutput"] = result.content
     fields["success"] = result.success
     fields["mocked"] = mocked
@@ -457,13 +451,15 @@ class ToolCall(SpanScope):
                     "after_tool_call",
                     partial(
                         _after_tool_call,
-                        self.step.operation,
-                        self.tool_call_id,
-                        self.identifier,
-                        self.api_name,
-                        dict(self.args),
-                        self.call_index,
-                        self.step.index,
+                        (
+                            self.step.operation,
+                            self.tool_call_id,
+                            self.identifier,
+                            self.api_name,
+                            dict(self.args),
+                            self.call_index,
+                            self.step.index,
+                        ),
                         result,
                         elapsed_ms,
                         self.mocked,
