@@ -232,22 +232,15 @@ class SpanScope(ABC):
     def _close(self, exc: BaseException | None) -> None:
         """Record the outcome and queue the end events, before the span ends."""
 
-    def _follow(
-        self,
-        name: str,
-        build: Callable[[], HookEvent],
-        *,
-        snapshot: bool = False,
-    ) -> None:
+    def _follow(self, name: str, build: Callable[[], HookEvent]) -> None:
         """Queue the end event ``name`` on this scope's event, if a hook matches it.
 
         Matching happens again when the span ends; checking here (just before) spares building
-        the event's closure, and what it captures, for the calls no hook watches. ``snapshot``:
-        see :class:`~otelhooks._live.LiveEvent`.
+        the event's closure, and what it captures, for the calls no hook watches.
         """
         live = self.live
         if self.tracer.matches(name, live.values, live.operation_id):
-            live.follow(name, build, snapshot=snapshot)
+            live.follow(name, build)
 
     def _begin(self, name: str, live: LiveEvent | None, **kwargs: Any) -> None:
         self._live = live
