@@ -157,13 +157,8 @@ class _PrometheusEndpoint:
         """Keep serving for ``seconds`` (Ctrl-C ends it early), so Prometheus can scrape."""
         if seconds <= 0:
             return
-        print(
-            f"serving metrics on http://127.0.0.1:{self.port}/metrics for {seconds:g} s "
-            "(Ctrl-C stops)",
-            file=sys.stderr,
-            flush=True,
-        )
         if threading.current_thread() is not threading.main_thread():
+            self._announce(seconds)
             with contextlib.suppress(KeyboardInterrupt):
                 time.sleep(seconds)
             return
@@ -179,6 +174,9 @@ class _PrometheusEndpoint:
         previous = {
             signum: signal.signal(signum, end) for signum in (signal.SIGINT, signal.SIGTERM)
         }
+        # Announced once the handlers are in place: a signal sent on seeing the line must end
+        # the wait (before, one sent in between was ignored and the demo lingered on).
+        self._announce(seconds)
         try:
             until = time.monotonic() + seconds
             while not stop[0] and (left := until - time.monotonic()) > 0:
@@ -186,6 +184,14 @@ class _PrometheusEndpoint:
         finally:
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+    def _announce(self, seconds: float) -> None:
+        print(
+            f"serving metrics on http://127.0.0.1:{self.port}/metrics for {seconds:g} s "
+            "(Ctrl-C stops)",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def stop(self) -> None:
         self._server.shutdown()
