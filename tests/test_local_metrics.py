@@ -195,6 +195,28 @@ def test_a_series_keeps_a_copy_of_what_was_measured_like_the_sdk() -> None:
     }
 
 
+def test_a_counted_record_overflows_each_instrument_on_its_own_like_the_sdk() -> None:
+    pair = Pair()
+
+    def measure(m: AgentMetrics) -> None:
+        for i in range(CARDINALITY_LIMIT):
+            m.tool_calls.add(1, {sc.GEN_AI_TOOL_NAME: f"counted-{i}"})
+        # the counter is full, the histogram is not: the set is new only to the histogram
+        m.tool_call.record(0.5, {sc.GEN_AI_TOOL_NAME: "fresh", "tags": ["a", "b"]})
+        for i in range(CARDINALITY_LIMIT):
+            m.tool_duration.record(0.1, {sc.GEN_AI_TOOL_NAME: f"timed-{i}"})
+        m.tool_call.record(0.7, {sc.GEN_AI_TOOL_NAME: "fresher"})  # both full now
+
+    pair.apply(measure)
+    sdk, local = pair.collect()
+    assert local == sdk
+    overflow = (("otel.metric.overflow", "True"),)
+    assert local[sc.METRIC_TOOL_CALLS][1][overflow] == 2
+    durations = local[sc.METRIC_EXECUTE_TOOL_DURATION][1]
+    assert durations[((sc.GEN_AI_TOOL_NAME, "fresh"), ("tags", "('a', 'b')"))][0] == 1
+    assert durations[overflow][0] == 2  # the last timed set, then the counted one
+
+
 def test_a_cumulative_and_a_delta_reader_on_one_producer_each_get_their_view() -> None:
     producer = LocalMetricProducer(RESOURCE)
     metrics = AgentMetrics(producer=producer)

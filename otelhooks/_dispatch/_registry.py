@@ -202,7 +202,8 @@ class _Index:
 
     def plan(self, values: tuple[str, ...]) -> _Plan:
         last = self.last  # one read: another thread may replace the pair, never half of it
-        if last[0] is values:
+        if last[0] is values or last[0] == values:
+            # Equal counts too: each call of the same tool asks with a tuple of its own.
             return last[1]
         plan = self.base
         if self.open_regex:

@@ -226,7 +226,8 @@ class SpanScope(ABC):
         """Start the span with its lifecycle event (``deferred``: the caller awaits intercepts)."""
 
     def _after_verdict(self, verdict: Verdict | None) -> None:  # noqa: B027 - optional hook
-        """Apply intercept results (only scopes that start an interceptable event override)."""
+        """Apply intercept results (only scopes that start an interceptable event override).
+        Called only for a scope that started with its event."""
 
     @abstractmethod
     def _close(self, exc: BaseException | None) -> None:
@@ -242,10 +243,22 @@ class SpanScope(ABC):
         if self.tracer.matches(name, live.values, live.operation_id):
             live.follow(name, build)
 
-    def _begin(self, name: str, live: LiveEvent | None, **kwargs: Any) -> None:
+    def _begin(
+        self,
+        name: str,
+        live: LiveEvent | None,
+        *,
+        attributes: dict[str, Any],
+        kind: SpanKind = SpanKind.INTERNAL,
+        links: Sequence[Link] = (),
+        parent: otel_context.Context | None = None,
+    ) -> None:
+        # The options spelled out, not **kwargs: that packed and unpacked a dict per span.
         self._live = live
         self._started = time.perf_counter()
-        self.span = self.tracer.start_span(name, live, **kwargs)
+        self.span = self.tracer.start_span(
+            name, live, attributes=attributes, kind=kind, links=links, parent=parent
+        )
         self._token = otel_context.attach(trace.set_span_in_context(self.span))
 
     @property
@@ -274,7 +287,8 @@ class SpanScope(ABC):
     def __enter__(self) -> Self:
         self._open(deferred=False)
         live = self._live
-        self._after_verdict(live.verdict if live is not None else None)
+        if live is not None:  # else no hook watched the start: nothing to apply
+            self._after_verdict(live.verdict)
         return self
 
     def __exit__(
@@ -293,11 +307,10 @@ class SpanScope(ABC):
     async def __aenter__(self) -> Self:
         self._open(deferred=True)
         live = self._live
-        verdict = None
         if live is not None:
             verdict = await self.tracer.engine.astart(live)
             record_verdict(self.span, live.name, verdict)
-        self._after_verdict(verdict)
+            self._after_verdict(verdict)
         return self
 
     async def __aexit__(

@@ -363,11 +363,6 @@ class ToolCall(SpanScope):
         live.span_context = self.span.get_span_context()
         return live
 
-    def _persist_hooked(self) -> bool:
-        """Whether a ``tool_result_persist`` hook matches this call (else the result is kept as
-        it is, with no event to build)."""
-        return self._hooked("tool_result_persist")
-
     def _apply_persist(self, result: ToolResult, verdict: Verdict) -> ToolResult:
         if verdict.blocked:
             self.persist_blocked = True
@@ -397,7 +392,7 @@ class ToolCall(SpanScope):
         result = _as_result(value)
         if not success:
             result = result.model_copy(update={"success": False})
-        if not self._persist_hooked():
+        if not self._hooked("tool_result_persist"):  # kept as it is, no event to build
             self._result = result
             return result
         verdict = self.tracer.intercept_inline(self._persist_event(result))
@@ -408,7 +403,7 @@ class ToolCall(SpanScope):
         result = _as_result(value)
         if not success:
             result = result.model_copy(update={"success": False})
-        if not self._persist_hooked():
+        if not self._hooked("tool_result_persist"):  # kept as it is, no event to build
             self._result = result
             return result
         verdict = await self.tracer.intercept_inline_async(self._persist_event(result))
@@ -422,7 +417,8 @@ class ToolCall(SpanScope):
         )
 
     def _close(self, exc: BaseException | None) -> None:
-        elapsed_ms = (time.perf_counter() - self._tool_started) * 1000
+        now = time.perf_counter()  # one clock read for the payload's and the metric's times
+        elapsed_ms = (now - self._tool_started) * 1000
         result = self.result
         if exc is not None:
             outcome = "error"
@@ -489,4 +485,4 @@ class ToolCall(SpanScope):
         attrs = _metric_attrs(
             self.step.operation.agent, self.api_name, outcome, self.tool_type, failure
         )
-        self.tracer.metrics.tool_call.record(self.elapsed_s, attrs)
+        self.tracer.metrics.tool_call.record(now - self._started, attrs)

@@ -73,6 +73,7 @@ CARDINALITY_LIMIT: Final = 2000  # the SDK's default, per instrument
 _OVERFLOW: Final[Mapping[str, Any]] = {"otel.metric.overflow": True}
 _OVERFLOW_KEY: Final = (("otel.metric.overflow", True),)
 _INF: Final = float("inf")
+_NEG_INF: Final = -_INF
 
 _Key = tuple[tuple[str, Any], ...]
 _Collect = Callable[..., MetricsData | None]
@@ -144,7 +145,7 @@ class _Series:
         self.count = 0
         self.sum: float = 0
         self.min = _INF  # not float("inf"): a series is made per new attribute set
-        self.max = -_INF
+        self.max = _NEG_INF
         self.buckets = [0] * buckets
         self.seen = 0
         self.samples: dict[int, _Sample] = {}
@@ -222,20 +223,31 @@ class _LocalInstrument(ABC):
             series = self._current.get(key)
         return key, series if series is not None else self._new(key, attributes)
 
-    def _new(self, key: _Key, attributes: Mapping[str, Any] | None) -> _Series:
+    def _new(
+        self,
+        key: _Key,
+        attributes: Mapping[str, Any] | None,
+        frozen: Mapping[str, Any] | None = None,
+    ) -> _Series:
+        """The series of a key the hot table lacks, made now (call with the lock held): the
+        overflow series once the table is full. ``frozen``: the set's attributes copied and
+        cleaned already (by its series in the other table of a counted pair)."""
         if len(self._current) >= CARDINALITY_LIMIT:
-            key, attributes = _OVERFLOW_KEY, _OVERFLOW
-            series = self._current.get(key)
-            if series is not None:
-                return series
-        # A copy, so a caller's dict can change, with sequences as tuples (as the SDK cleans
-        # them). Copied whole, and cleaned value by value only if a value is unhashable (a
-        # list): the clean way alone cost a new set (a new tool name) 7,000 instructions.
-        frozen = dict(attributes) if attributes else {}
-        try:
-            hash(tuple(frozen.values()))
-        except TypeError:
-            frozen = {k: _hashable(v) for k, v in frozen.items()}
+            series = self._current.get(_OVERFLOW_KEY)
+            if series is None:
+                series = self._current[_OVERFLOW_KEY] = _Series(
+                    _OVERFLOW, len(self._bounds) + 1, time_ns()
+                )
+            return series
+        if frozen is None:
+            # A copy, so a caller's dict can change, with sequences as tuples (as the SDK cleans
+            # them). Copied whole, and cleaned value by value only if a value is unhashable (a
+            # list): the clean way alone cost a new set (a new tool name) 7,000 instructions.
+            frozen = dict(attributes) if attributes else {}
+            try:
+                hash(tuple(frozen.values()))
+            except TypeError:
+                frozen = {k: _hashable(v) for k, v in frozen.items()}
         series = self._current[key] = _Series(frozen, len(self._bounds) + 1, time_ns())
         return series
 
@@ -482,7 +494,9 @@ class LocalCountedHistogram:
             if total is None:
                 total = counter._new(key, attributes)
             if series is None:
-                series = histogram._new(key, attributes)
+                # The counter's copy of the set serves here too (unless it overflowed).
+                shared = total.attributes
+                series = histogram._new(key, attributes, None if shared is _OVERFLOW else shared)
             total.value += 1
             series.count += 1
             series.sum += value
