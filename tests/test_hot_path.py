@@ -137,26 +137,25 @@ def test_an_observed_tool_result_is_built_off_the_agent_thread_from_values_fixed
         seen.append((dict(event.args), threading.current_thread().name))
 
     builders: list[str] = []
-    from otelhooks.events import AfterToolCallEvent
+    from otelhooks._instrument import _tool
 
-    original = AfterToolCallEvent.trusted  # inherited: bound to the class
+    original = _tool._after_tool_call
 
-    def traced(cls: Any, values: dict[str, Any]) -> Any:
+    def traced(*args: Any) -> Any:
         builders.append(threading.current_thread().name)
-        return original(values)
+        return original(*args)
 
     pipe.register(hook("watch", "after_tool_call", watch))
     args = {"path": "a.txt"}
-    # the instrumentation builds the payload with trusted() (values of the declared types)
-    AfterToolCallEvent.trusted = classmethod(traced)  # type: ignore[method-assign,assignment]
+    # the snapshot is a partial of the builder, which runs where the payload is built
+    _tool._after_tool_call = traced  # type: ignore[assignment]
     try:
         with pipe.tracer.operation("agent") as op, op.step() as step:
             step.run_tool("fs", "readFile", args, lambda path: "text")
             args["path"] = "changed after the call"  # the agent reuses its dict
         pipe.flush()
     finally:
-        del AfterToolCallEvent.trusted
-    assert "trusted" not in AfterToolCallEvent.__dict__
+        _tool._after_tool_call = original  # type: ignore[assignment]
     assert seen == [({"path": "a.txt"}, seen[0][1])]
     assert builders
     assert threading.main_thread().name not in builders

@@ -21,7 +21,7 @@ from typing import Any, Final, Literal, TypeVar, Union, get_args, get_origin
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-__all__ = ["copy_with", "trusted"]
+__all__ = ["builder", "copy_with", "trusted"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -33,82 +33,90 @@ _NoneType: Final = type(None)
 _KNOWN_CONFIG: Final = frozenset(
     {"extra", "populate_by_name", "validate_assignment", "defer_build", "title"}
 )
-_RECIPES_LIMIT: Final = 64  # value signatures remembered per model
+_BUILDERS_LIMIT: Final = 64  # sets of given fields remembered per model
 
-# What a value of a given type needs to be stored in a field: nothing (True), a check of its
-# keys and a copy (_COPY_DICT: dict[str, Any], which validation copies), a check that it is one
-# of the options (a tuple: Literal), or validation (None).
-_COPY_DICT: Final = "copy"
-_Accept = Callable[[type], "bool | str | tuple[Any, ...] | None"]
+# How a field checks a value it may keep without validation, as Python source over the value's
+# variable ``v``: an exact type test (validation would convert anything else), None when values
+# of that annotation always need validation. ``consts`` collects the objects the test refers to.
+_Check = Callable[[str, dict[str, Any]], "str | None"]
 
 
-def _accept_for(annotation: Any) -> _Accept:
-    """What the field of ``annotation`` needs for a value of each type."""
+def _check_for(annotation: Any) -> tuple[_Check, bool] | None:
+    """The check of a field of ``annotation``, and whether a kept value must be copied (a
+    ``dict[str, Any]``: validation copies it, after checking that its keys are ``str``); None
+    when the field must always be validated."""
     if annotation is Any:
-        return lambda kind: True
+        return (lambda v, consts: "True"), False
     if annotation in (str, int, float, bool):
-        return lambda kind: True if kind is annotation else None
+        return (lambda v, consts: f"type({v}) is {_const(consts, annotation)}"), False
     if isinstance(annotation, type) and issubclass(annotation, BaseModel):
         if annotation.model_config.get("revalidate_instances", "never") != "never":
-            return lambda kind: None
+            return None
         # An instance of exactly this model is kept as it is (revalidate_instances="never").
-        return lambda kind: True if kind is annotation else None
+        return (lambda v, consts: f"type({v}) is {_const(consts, annotation)}"), False
     origin = get_origin(annotation)
     if origin is Literal:
         options = get_args(annotation)
-        return lambda kind: options if any(kind is type(o) for o in options) else None
+
+        def literal(v: str, consts: dict[str, Any]) -> str:
+            # equal and of the option's own type: True is not 1
+            tests = (
+                f"({v} == {_const(consts, o)} and type({v}) is {_const(consts, type(o))})"
+                for o in options
+            )
+            return "(" + " or ".join(tests) + ")"
+
+        return literal, False
     if origin is dict and get_args(annotation) == (str, Any):
-        return lambda kind: _COPY_DICT if kind is dict else None
+        return (lambda v, consts: f"type({v}) is {_const(consts, dict)}"), True
     if origin in (Union, types.UnionType):
         args = get_args(annotation)
         if _NoneType in args and len(args) == 2:
-            inner = _accept_for(next(a for a in args if a is not _NoneType))
-            return lambda kind: True if kind is _NoneType else inner(kind)
-    return lambda kind: None
+            inner = _check_for(next(a for a in args if a is not _NoneType))
+            if inner is None:
+                return None
+            check, copies = inner
+            return (lambda v, consts: f"({v} is None or {check(v, consts)})"), copies
+    return None
 
 
-class _Recipe:
-    """How values of one signature (their keys and types) become the model's ``__dict__``."""
-
-    __slots__ = ("copies", "factories", "fields_set", "literals")
-
-    def __init__(
-        self,
-        copies: tuple[str, ...],
-        literals: tuple[tuple[str, tuple[Any, ...]], ...],
-        factories: tuple[tuple[str, Callable[[], Any]], ...],
-        fields_set: set[str],
-    ) -> None:
-        self.copies = copies
-        self.literals = literals
-        self.factories = factories
-        self.fields_set = fields_set  # copied for each model (a copy of a set skips hashing)
+def _const(consts: dict[str, Any], value: Any) -> str:
+    """The name the generated source gives ``value``."""
+    for name, known in consts.items():
+        if known is value:
+            return name
+    name = f"_c{len(consts)}"
+    consts[name] = value
+    return name
 
 
 class _Plan:
-    """How one model class is built without validation: its fields in order with their
-    defaults (the ``template`` of every ``__dict__``), and a recipe per value signature."""
+    """How one model class is built without validation: its fields in order with their checks
+    and defaults, and a builder per set of given fields (in their order)."""
 
     __slots__ = (
-        "accepts",
         "afters",
+        "builders",
+        "checks",
+        "cls",
+        "defaults",
         "extra",
-        "factories",
         "post_init",
-        "recipes",
         "required",
-        "template",
     )
 
     def __init__(self, cls: type[BaseModel]) -> None:
-        self.template: dict[str, Any] = {}
-        self.accepts: dict[str, _Accept] = {}
-        self.factories: dict[str, Callable[[], Any]] = {}
+        self.cls = cls
+        self.checks: dict[str, tuple[_Check, bool] | None] = {}
+        # Per field: ("value", default) or ("factory", callable).
+        self.defaults: dict[str, tuple[str, Any]] = {}
         for name, info in cls.model_fields.items():
-            self.accepts[name] = _accept_for(info.annotation)
-            self.template[name] = None if info.default is PydanticUndefined else info.default
+            self.checks[name] = _check_for(info.annotation)
             if info.default_factory is not None:
-                self.factories[name] = typing.cast("Callable[[], Any]", info.default_factory)
+                self.defaults[name] = ("factory", info.default_factory)
+            else:
+                default = None if info.default is PydanticUndefined else info.default
+                self.defaults[name] = ("value", default)
         self.required = frozenset(
             name for name, info in cls.model_fields.items() if info.is_required()
         )
@@ -118,28 +126,102 @@ class _Plan:
         self.afters: tuple[Callable[[Any], Any], ...] = tuple(
             d.func for d in decorators.model_validators.values()
         )
-        self.recipes: dict[tuple[tuple[str, ...], tuple[type, ...]], _Recipe | None] = {}
+        self.builders: dict[tuple[str, ...], Callable[..., Any]] = {}
 
-    def recipe(self, names: tuple[str, ...], kinds: tuple[type, ...]) -> _Recipe | None:
-        """The recipe for values with these keys and types, or None: validate them."""
-        if not self.required <= set(names):
-            return None  # a required field missing: validation says so
+    def builder(self, names: tuple[str, ...]) -> Callable[..., Any]:
+        """The builder for values of these fields, given in this order (memoised)."""
+        try:
+            return self.builders[names]
+        except KeyError:
+            pass
+        if len(self.builders) >= _BUILDERS_LIMIT:
+            self.builders.clear()
+        build = self.builders[names] = self._compile(names) or _validating(self.cls, names)
+        return build
+
+    def _compile(self, names: tuple[str, ...]) -> Callable[..., Any] | None:
+        """A function of the values of ``names`` (positional, in that order) that checks each
+        with an exact type test and builds the model from them, or validates all of them when
+        one fails; None when values of these fields always need validation (an extra, an
+        alias, a required field missing, a type it does not know)."""
+        if len(set(names)) != len(names) or not self.required <= set(names):
+            return None
+        consts: dict[str, Any] = {
+            "_cls": self.cls,
+            "_new": _object_new,
+            "_set": _object_setattr,
+            "_names": names,
+            "_validate": self.cls.model_validate,
+            "_given": set(names),
+        }
+        params = [f"_{i}" for i in range(len(names))]
+        fallback = f"return _validate(dict(zip(_names, ({', '.join(params)},))))"
+        tests: list[str] = []
         copies: list[str] = []
-        literals: list[tuple[str, tuple[Any, ...]]] = []
-        for name, kind in zip(names, kinds, strict=True):
-            accept = self.accepts.get(name)
-            if accept is None:
+        for name, v in zip(names, params, strict=True):
+            if name not in self.checks:
                 return None  # an extra, or an alias
-            need = accept(kind)
-            if need is None:
+            entry = self.checks[name]
+            if entry is None:
                 return None
-            if need == _COPY_DICT:
-                copies.append(name)
-            elif isinstance(need, tuple):
-                literals.append((name, need))
-        given = set(names)
-        factories = tuple((n, f) for n, f in self.factories.items() if n not in given)
-        return _Recipe(tuple(copies), tuple(literals), factories, given)
+            check, copy = entry
+            test = check(v, consts)
+            if test != "True":
+                tests.append(test)
+            if copy:
+                copies.append(v)
+        lines = [f"def build({', '.join(params)}):"]
+        if tests:
+            lines += ["    if not (" + "\n        and ".join(tests) + "):", f"        {fallback}"]
+        for v in copies:
+            # validation copies a dict[str, Any] field, once it checked that its keys are str
+            lines += [
+                f"    if {v} is not None:",
+                f"        for _k in {v}:",
+                "            if type(_k) is not str:",
+                f"                {fallback}",
+                f"        {v} = {v}.copy()",
+            ]
+        # The defaults in field order, copied (a copy of a dict costs a tenth of a display of
+        # thirty keys), then the given values and the factories' written over them.
+        template: dict[str, Any] = {}
+        stores: list[str] = []
+        given = dict(zip(names, params, strict=True))
+        for name, (how, default) in self.defaults.items():
+            template[name] = None if how == "factory" else default
+            if name in given:
+                stores.append(f"    _d[{name!r}] = {given[name]}")
+            elif how == "factory":
+                stores.append(f"    _d[{name!r}] = {_const(consts, default)}()")
+        consts["_template"] = template
+        lines += [
+            "    _d = _template.copy()",
+            *stores,
+            "    _m = _new(_cls)",
+            "    _set(_m, '__dict__', _d)",
+            "    _set(_m, '__pydantic_fields_set__', _given.copy())",
+            f"    _set(_m, '__pydantic_extra__', {'{}' if self.extra else 'None'})",
+            "    _set(_m, '__pydantic_private__', None)",
+        ]
+        if self.post_init:
+            lines.append("    _m.model_post_init(None)")
+        for after in self.afters:
+            lines.append(f"    _m = {_const(consts, after)}(_m)")
+        lines.append("    return _m")
+        namespace = dict(consts)
+        # Source of our own making: field names appear only as string literals (repr), every
+        # other object is bound by name in the namespace.
+        exec("\n".join(lines), namespace)
+        build = typing.cast("Callable[..., Any]", namespace["build"])
+        build.__qualname__ = f"{self.cls.__qualname__}.trusted[{', '.join(names)}]"
+        return build
+
+
+def _validating(cls: type[BaseModel], names: tuple[str, ...]) -> Callable[..., Any]:
+    def build(*values: Any) -> Any:
+        return cls.model_validate(dict(zip(names, values, strict=True)))
+
+    return build
 
 
 def _plan_of(cls: type[BaseModel]) -> _Plan | None:
@@ -175,6 +257,14 @@ _PLANS: dict[type[BaseModel], _Plan | None] = {}
 _FIELDS: dict[type[BaseModel], frozenset[str]] = {}
 
 
+def _plan(cls: type[BaseModel]) -> _Plan | None:
+    try:
+        return _PLANS[cls]
+    except KeyError:
+        plan = _PLANS[cls] = _plan_of(cls)
+        return plan
+
+
 def trusted(cls: type[M], values: dict[str, Any]) -> M:
     """``cls(**values)``, the model validation gives, without validating what needs no check.
 
@@ -182,49 +272,20 @@ def trusted(cls: type[M], values: dict[str, Any]) -> M:
     ``cls.model_validate(values)`` for anything it cannot vouch for, so a wrong value raises the
     same ``ValidationError``.
     """
-    try:
-        plan = _PLANS[cls]
-    except KeyError:
-        plan = _PLANS[cls] = _plan_of(cls)
+    plan = _PLANS.get(cls) or _plan(cls)
     if plan is None:
         return cls.model_validate(values)
-    # The keys and the exact types of the values decide everything but dict keys and Literal
-    # options, so the per-field work is done once per signature.
-    names, kinds = tuple(values), tuple(map(type, values.values()))
-    recipes = plan.recipes
-    try:
-        recipe = recipes[names, kinds]
-    except KeyError:
-        if len(recipes) >= _RECIPES_LIMIT:
-            recipes.clear()
-        recipe = recipes[names, kinds] = plan.recipe(names, kinds)
-    if recipe is None:
-        return cls.model_validate(values)
-    data = plan.template.copy()
-    data.update(values)  # every key is a field: the fields keep their declared order
-    for name in recipe.copies:
-        value = data[name]
-        if value is not None:
-            for key in value:
-                if type(key) is not str:
-                    return cls.model_validate(values)
-            data[name] = value.copy()
-    for name, options in recipe.literals:
-        value = data[name]
-        if not any(value == o and type(value) is type(o) for o in options):
-            return cls.model_validate(values)
-    for name, factory in recipe.factories:
-        data[name] = factory()
-    model = _object_new(cls)
-    _object_setattr(model, "__dict__", data)
-    _object_setattr(model, "__pydantic_fields_set__", recipe.fields_set.copy())
-    _object_setattr(model, "__pydantic_extra__", {} if plan.extra else None)
-    _object_setattr(model, "__pydantic_private__", None)
-    if plan.post_init:
-        model.model_post_init(None)
-    for after in plan.afters:
-        model = after(model)
-    return model
+    return typing.cast("M", plan.builder(tuple(values))(*values.values()))
+
+
+def builder(cls: type[M], names: tuple[str, ...]) -> Callable[..., M]:
+    """``build(*values)``: ``trusted(cls, dict(zip(names, values)))`` without the dict, for a
+    caller that always gives the same fields in the same order (the values' types are still
+    checked, one by one)."""
+    plan = _plan(cls)
+    if plan is None:
+        return typing.cast("Callable[..., M]", _validating(cls, names))
+    return typing.cast("Callable[..., M]", plan.builder(names))
 
 
 def copy_with(model: M, update: dict[str, Any]) -> M:
