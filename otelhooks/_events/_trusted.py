@@ -38,7 +38,7 @@ _BUILDERS_LIMIT: Final = 64  # sets of given fields remembered per model
 # How a field checks a value it may keep without validation, as Python source over the value's
 # variable ``v``: an exact type test (validation would convert anything else), None when values
 # of that annotation always need validation. ``consts`` collects the objects the test refers to.
-_Check = Callable[[str, dict[str, Any]], "str | None"]
+_Check = Callable[[str, dict[str, Any]], str]
 
 
 def _check_for(annotation: Any) -> tuple[_Check, bool] | None:
