@@ -13,7 +13,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from opentelemetry.sdk.metrics import Counter, ExemplarFilter, Histogram, MeterProvider
+from opentelemetry.sdk.metrics import (
+    AlwaysOnExemplarFilter,
+    Counter,
+    ExemplarFilter,
+    Histogram,
+    MeterProvider,
+)
 from opentelemetry.sdk.metrics.export import (
     AggregationTemporality,
     InMemoryMetricReader,
@@ -349,3 +355,23 @@ def test_each_reader_overflows_on_its_own() -> None:
     points = normalize(cumulative.get_metrics_data())[sc.METRIC_TOOL_CALLS][1]
     assert points[(("otel.metric.overflow", "True"),)] == 1
     assert ((sc.GEN_AI_TOOL_NAME, "fresh"),) not in points
+
+
+@pytest.mark.parametrize("exemplars", [False, True], ids=["plain", "sampled"])
+def test_record_many_equals_a_record_each_like_the_sdk(exemplars: bool) -> None:
+    # The observer worker counts a batch's run times per hook with record_many.
+    pair = Pair(exemplar_filter=AlwaysOnExemplarFilter() if exemplars else None)
+    attrs = {sc.ATTR_HOOK_ID: "watch", sc.ATTR_OUTCOME: "ok"}
+    seconds = [0.0004, 0.001, 0.3, 0.0011, 9000.0]
+
+    def many(m: AgentMetrics) -> None:
+        m.hook_run.record_many(seconds, attrs)
+        m.hook_run.record_many([], attrs)  # nothing: no series
+        m.hook_run.record_many([0.5, -1.0], {sc.ATTR_HOOK_ID: "neg"})  # dropped like the SDK
+
+    pair.apply(many)
+    sdk, local = pair.collect()
+    assert local == sdk
+    counts = local[sc.METRIC_HOOK_INVOCATIONS][1]
+    assert sorted(counts.values()) == [2, 5]
+    assert [p[0] for p in local[sc.METRIC_HOOK_DURATION][1].values()] == [5, 1]

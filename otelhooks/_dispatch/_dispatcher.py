@@ -79,7 +79,11 @@ class Dispatcher:
         # Metric attributes per (hook, outcome), built once: never mutated.
         self._attrs: dict[tuple[str, str, str, str], MetricAttributes] = {}
         self._observers = ObserverRunner(
-            self._calls, self._record, self.metrics, max_queue_size=max_queue_size
+            self._calls,
+            self._record,
+            self._record_many,
+            self.metrics,
+            max_queue_size=max_queue_size,
         )
 
     # -- matching -------------------------------------------------------------------------------
@@ -326,6 +330,18 @@ class Dispatcher:
     def _record(self, hook: Hook, outcome: str, duration_s: float | None) -> None:
         """Count one invocation; its run time too, unless it never ran (``None``: dropped or
         refused at the queue, which would otherwise pile zeros into the duration histogram)."""
+        attrs = self._attrs_of(hook, outcome)
+        if duration_s is None:
+            self.metrics.hook_invocations.add(1, attrs)
+        else:
+            self.metrics.hook_run.record(duration_s, attrs)
+
+    def _record_many(self, hook: Hook, outcome: str, durations: list[float]) -> None:
+        """Count invocations of ``hook`` that ran for ``durations`` (the observer worker's
+        batch: one series look-up for all of them)."""
+        self.metrics.hook_run.record_many(durations, self._attrs_of(hook, outcome))
+
+    def _attrs_of(self, hook: Hook, outcome: str) -> MetricAttributes:
         kind = hook.action.kind
         key = (hook.id, hook.event, kind, outcome)
         attrs = self._attrs.get(key)
@@ -340,7 +356,4 @@ class Dispatcher:
                     sc.ATTR_OUTCOME: outcome,
                 }
             )
-        if duration_s is None:
-            self.metrics.hook_invocations.add(1, attrs)
-        else:
-            self.metrics.hook_run.record(duration_s, attrs)
+        return attrs

@@ -50,9 +50,13 @@ _log = structlog.get_logger("otelhooks")
 
 Record = Callable[[Hook, str, "float | None"], None]
 """Counts one invocation of a hook: ``(hook, outcome, seconds or None)``."""
+RecordMany = Callable[[Hook, str, list[float]], None]
+"""Counts invocations of a hook with one outcome: ``(hook, outcome, seconds of each)``."""
 
-# An inline call in flight: (hook, deadline, gen, live, started).
-_Inflight = tuple[Hook, float, int, LiveEvent, float]
+# An inline call in flight: (hook, deadline, gen, live, started, claim). Whoever pops ``claim``
+# first owns the call's outcome: the worker when it returns, the watchdog when it abandons it.
+# list.pop is atomic, so a returned call costs no lock (the watchdog pops with its lock held).
+_Inflight = tuple[Hook, float, int, LiveEvent, float, list[bool]]
 
 
 class _ObserverRun:
@@ -61,9 +65,9 @@ class _ObserverRun:
     Shared by the worker thread that runs it, the watchdog, and the thread that replaces a stuck
     worker; ``gen`` says which thread owns it (a stuck thread's ``gen`` is stale). ``index`` and
     ``step`` point at the next event and the next of its hooks (``order``): a replacement thread
-    goes on from there. ``inflight`` is ``(hook, deadline, gen, live, started)`` during an inline
-    call; ``stuck`` holds, per abandoned ``gen``, the future counted against its hook, done when
-    its call returns.
+    goes on from there. ``inflight`` is ``(hook, deadline, gen, live, started, claim)`` during
+    an inline call; ``stuck`` holds, per abandoned ``gen``, the future counted against its hook,
+    done when its call returns.
     """
 
     __slots__ = (
@@ -74,6 +78,7 @@ class _ObserverRun:
         "order",
         "parallel",
         "payload",
+        "ran",
         "step",
         "stuck",
     )
@@ -88,6 +93,9 @@ class _ObserverRun:
         self.payload: HookEvent | None = None
         self.inflight: _Inflight | None = None
         self.stuck: dict[int, Future[None]] = {}
+        # (hook, seconds) of each inline call that returned in time: counted when the batch
+        # ends, a series look-up per hook rather than per call.
+        self.ran: list[tuple[Hook, float]] = []
 
 
 class ObserverRunner:
@@ -96,6 +104,7 @@ class ObserverRunner:
     Args:
         calls: calls hooks that do not run inline, and counts stuck calls against their hook.
         record: counts each invocation (outcome and run time).
+        record_many: counts the inline calls of a batch that returned in time, per hook.
         metrics: counts what is dropped.
         max_queue_size: bound of the queue.
     """
@@ -104,12 +113,14 @@ class ObserverRunner:
         self,
         calls: HookCalls,
         record: Record,
+        record_many: RecordMany,
         metrics: AgentMetrics,
         *,
         max_queue_size: int = 65_536,
     ) -> None:
         self._calls = calls
         self._record = record
+        self._record_many = record_many
         self._metrics = metrics
         self._closed = False
         self._watchdog: threading.Thread | None = None
@@ -168,6 +179,19 @@ class ObserverRunner:
         finally:
             if run.gen == gen:  # ended (or a payload failed to build): the watchdog may rest
                 self._current = None
+                self._count_ran(run)
+
+    def _count_ran(self, run: _ObserverRun) -> None:
+        ran, run.ran = run.ran, []
+        durations: dict[int, tuple[Hook, list[float]]] = {}  # by id: a Hook hashes its fields
+        for hook, seconds in ran:
+            entry = durations.get(id(hook))
+            if entry is None:
+                durations[id(hook)] = (hook, [seconds])
+            else:
+                entry[1].append(seconds)
+        for hook, each in durations.values():
+            self._record_many(hook, "ok", each)
 
     def _advance(self, run: _ObserverRun, gen: int) -> None:
         batch = run.batch
@@ -211,9 +235,12 @@ class ObserverRunner:
         keep registration order; every hook of the event settles, each under its own deadline,
         before the next event (the workspace engine's Promise.allSettled).
         """
+        for hook in hooks:
+            if hook.action.concurrent:
+                break
+        else:
+            return hooks  # the common case, without building a list
         concurrent = [hook for hook in hooks if hook.action.concurrent]
-        if not concurrent:
-            return hooks
         payload = typing.cast("HookEvent", run.payload)
         run.parallel = {
             id(hook): (time.perf_counter(), self._calls.try_start(hook, payload))
@@ -236,7 +263,8 @@ class ObserverRunner:
             except HookCapacityError as exc:
                 self._observed(live, hook, start, exc)
                 return True
-        run.inflight = (hook, start + hook.deadline_s, gen, live, start)
+        claim = [True]
+        run.inflight = (hook, start + hook.deadline_s, gen, live, start, claim)
         mine = False
         try:
             # In a copy of the context, as in the pool: a hook's context variables stay its own.
@@ -244,25 +272,31 @@ class ObserverRunner:
         except Exception as exc:
             error = exc
         finally:
-            with self._watch_lock:
-                mine = run.gen == gen
-                if mine:
-                    run.inflight = None
-            if not mine:
-                # The watchdog recorded the timeout; let the hook's count of stuck calls drop.
-                stuck = run.stuck.pop(gen, None)
+            try:
+                claim.pop()
+                mine = True
+                run.inflight = None
+            except IndexError:
+                # The watchdog abandoned the call and recorded the timeout (all of it with its
+                # lock held): let the hook's count of stuck calls drop.
+                with self._watch_lock:
+                    stuck = run.stuck.pop(gen, None)
                 if stuck is not None:
                     stuck.set_result(None)
         if not mine:
             return False
+        elapsed = time.perf_counter() - start
         if error is None:
-            try:
-                if result is not None and inspect.isawaitable(result):  # a sync callable's
-                    self._calls.run_coroutine(hook, result)  # coroutine
-                elif time.perf_counter() - start > hook.deadline_s:
-                    raise DeadlinePassed  # returned, but late: as the pool judges it
-            except Exception as exc:
-                error = exc
+            if result is None or not inspect.isawaitable(result):
+                if elapsed <= hook.deadline_s:
+                    run.ran.append((hook, elapsed))  # counted with the batch's others
+                    return True
+                error = DeadlinePassed()  # returned, but late: as the pool judges it
+            else:
+                try:
+                    self._calls.run_coroutine(hook, result)  # a sync callable's coroutine
+                except Exception as exc:
+                    error = exc
         self._observed(live, hook, start, error)
         return True
 
@@ -347,10 +381,14 @@ class ObserverRunner:
                     self._abandon_inline(run, slot)
 
     def _abandon_inline(self, run: _ObserverRun, slot: _Inflight) -> None:
-        hook, _, gen, live, start = slot
+        hook, _, gen, live, start, claim = slot
         with self._watch_lock:
             if run.inflight is not slot or run.gen != gen:
                 return  # it returned meanwhile
+            try:
+                claim.pop()
+            except IndexError:
+                return  # it returns now: the worker owns its outcome
             run.inflight = None
             run.gen = gen + 1
             stuck: Future[None] = Future()

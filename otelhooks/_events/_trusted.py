@@ -298,9 +298,8 @@ def copy_with(model: M, update: dict[str, Any]) -> M:
     except KeyError:
         # The class property model_fields costs as much as the rest of the copy: once per class.
         fields = _FIELDS[cls] = frozenset(cls.model_fields)
-    for name in update:
-        if name not in fields:
-            return model.model_copy(update=update)
+    if not fields.issuperset(update):
+        return model.model_copy(update=update)
     copied = _object_new(cls)
     data = model.__dict__.copy()
     data.update(update)

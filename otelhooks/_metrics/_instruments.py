@@ -78,6 +78,15 @@ class Records(Protocol):
     def record(self, value: float, attributes: Mapping[str, Any] | None = None) -> None: ...
 
 
+class Counts(Records, Protocol):
+    """A count and a duration recorded together (:class:`~otelhooks._metrics.LocalCountedHistogram`
+    or a pair of the SDK's instruments)."""
+
+    def record_many(
+        self, values: Sequence[float], attributes: Mapping[str, Any] | None = None
+    ) -> None: ...
+
+
 class AgentMetrics:
     """Every instrument, named from :mod:`otelhooks._semconv`. See the README's metric table.
 
@@ -122,12 +131,12 @@ class AgentMetrics:
             source = instrument_source(provider, sdk_instruments=sdk_instruments)
         counter: Callable[[str, str, str], Adds]
         histogram: Callable[[str, str, str, Sequence[float]], Records]
-        counted: Callable[[Adds, Records], Records] = _Counted
+        counted: Callable[[Adds, Records], Counts] = _Counted
         if source is not None:
             local = source.producer
             counter, histogram = source.counter, source.histogram
 
-            def counted(calls: Adds, durations: Records) -> Records:
+            def counted(calls: Adds, durations: Records) -> Counts:
                 if isinstance(calls, LocalCounter) and isinstance(durations, LocalHistogram):
                     return local.counted(calls, durations)
                 return _Counted(calls, durations)
@@ -221,6 +230,12 @@ class _Counted:
     def record(self, value: float, attributes: Mapping[str, Any] | None = None) -> None:
         self._counter.add(1, attributes)
         self._histogram.record(value, attributes)
+
+    def record_many(
+        self, values: Sequence[float], attributes: Mapping[str, Any] | None = None
+    ) -> None:
+        for value in values:
+            self.record(value, attributes)
 
 
 class _DropRecorder:
