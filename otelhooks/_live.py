@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.trace import SpanContext
 
@@ -73,14 +73,15 @@ class Verdict:
 class LiveEvent:
     """One lifecycle event on its way to the engine.
 
-    ``build`` makes the payload when a hook needs it. With ``snapshot=True`` it holds its own
-    copy of every value the payload needs, taken when the event happened (a ``partial`` of
+    ``build(*args)`` makes the payload when a hook needs it. With ``snapshot=True`` it holds
+    its own copy of every value the payload needs, taken when the event happened (``args``,
     plain values, not a closure over the scope): an observed event is then queued as it is and
     the observer worker builds the model, so observing costs the agent a few copies instead of
     a pydantic build, and the scope and its span are not kept alive while the event waits.
     """
 
     __slots__ = (
+        "_args",
         "_build",
         "_payload",
         "critical",
@@ -98,19 +99,25 @@ class LiveEvent:
     def __init__(
         self,
         name: str,
-        build: Callable[[], HookEvent],
+        build: Callable[..., HookEvent],
         *,
         values: tuple[str, ...] = ("*",),
         operation_id: str | None = None,
         deferred: bool = False,
         snapshot: bool = False,
         hooks: list[Hook] | None = None,
+        args: tuple[Any, ...] = (),
     ) -> None:
         self.name = name
         # The hooks that match it, when the caller asked the registry already (for this event,
-        # with these values, at the current registry version): not matched again.
+        # with these values, at the current registry version): not matched again. Once queued
+        # for observers: those the observer worker runs.
         self.hooks = hooks
         self._build = build
+        # build's arguments: a snapshot's plain values, held here rather than in a partial
+        # (one object less for each observed event waiting in the queue, which the garbage
+        # collector's young generation traverses until the worker takes it).
+        self._args = args
         self.snapshot = snapshot
         self._payload: HookEvent | None = None
         self.values = values
@@ -126,14 +133,14 @@ class LiveEvent:
 
     def payload(self) -> HookEvent:
         if self._payload is None:
-            payload = self._build()
+            payload = self._build(*self._args)
             ctx = self.span_context
             if ctx is not None and ctx.is_valid and payload.traceId is None:
                 _set_ids(payload, ctx.trace_id.to_bytes(16).hex(), ctx.span_id.to_bytes(8).hex())
             self._payload = payload
             # The builder's closure may hold the whole scope (its span, its step): an event
             # waiting in the observer queue must keep only its payload.
-            self._build = _built
+            self._build, self._args = _built, ()
         return self._payload
 
     def freeze(self) -> None:
@@ -148,7 +155,7 @@ class LiveEvent:
         cycle that would keep the scope, its span and its step alive until the garbage
         collector ran (about 12,000 instructions per observed tool call, measured)."""
         if self._payload is None:
-            self._build = _released
+            self._build, self._args = _released, ()
         self.followups = ()
 
     def follow(

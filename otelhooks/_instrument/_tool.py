@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from functools import partial
 from random import getrandbits
 from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
-from opentelemetry.trace import SpanContext, Status, StatusCode
+from opentelemetry.trace import INVALID_SPAN_ID, INVALID_TRACE_ID, Status, StatusCode
 
 from otelhooks import _semconv as sc
 from otelhooks._events import (
@@ -154,17 +153,23 @@ _AFTER_WITH_IDS: Final = (*_AFTER_FIELDS, "traceId", "spanId")
 
 
 def _after_tool_call(
-    context: tuple[Operation, str, str, str, dict[str, Any], int, int],
+    op: Operation,
+    tool_call_id: str,
+    identifier: str,
+    api_name: str,
+    args: dict[str, Any],
+    call_index: int,
+    step_index: int,
     result: ToolResult,
     elapsed_ms: float,
     mocked: bool,
-    span: SpanContext,
+    trace_id: int,
+    span_id: int,
 ) -> HookEvent:
     """The ``after_tool_call`` payload from a call's snapshot, on the observer worker: plain
-    values fixed when the call ended (``context``: :func:`_tool_context`'s arguments, the
-    arguments a copy of the agent's dict; the operation's own fields never change), each of
-    the declared type, so the model is built trusted (checked by type, not validated)."""
-    op, tool_call_id, identifier, api_name, args, call_index, step_index = context
+    values fixed when the call ended (the arguments a copy of the agent's dict; the
+    operation's own fields never change; the span's ids 0 when it has none), each of the
+    declared type, so the model is built trusted (checked by type, not validated)."""
     parent = op.parent
     content = result.content
     values = (
@@ -192,7 +197,7 @@ def _after_tool_call(
         elapsed_ms / 1000,
         result.copy_with({"executionTime": elapsed_ms}),
     )
-    valid = span.is_valid
+    valid = trace_id != INVALID_TRACE_ID and span_id != INVALID_SPAN_ID
     try:
         build = _AFTER_BUILDERS[valid]
     except KeyError:  # compiled on first use, not at import
@@ -200,7 +205,7 @@ def _after_tool_call(
             AfterToolCallEvent, _AFTER_WITH_IDS if valid else _AFTER_FIELDS
         )
     if valid:
-        return build(*values, span.trace_id.to_bytes(16).hex(), span.span_id.to_bytes(8).hex())
+        return build(*values, trace_id.to_bytes(16).hex(), span_id.to_bytes(8).hex())
     return build(*values)
 
 
@@ -506,23 +511,23 @@ class ToolCall(SpanScope):
                 # worker builds the model from it, and this scope and its span are free to go.
                 # The event is handed over on its own (see _finish), not as a follow-up of the
                 # start event, which a call no hook watched at its start does not have.
+                ctx = self.span.get_span_context()
                 self._after = LiveEvent(
                     "after_tool_call",
-                    partial(
-                        _after_tool_call,
-                        (
-                            self.step.operation,
-                            self.tool_call_id,
-                            self.identifier,
-                            self.api_name,
-                            dict(self.args),
-                            self.call_index,
-                            self.step.index,
-                        ),
+                    _after_tool_call,
+                    args=(
+                        self.step.operation,
+                        self.tool_call_id,
+                        self.identifier,
+                        self.api_name,
+                        dict(self.args),
+                        self.call_index,
+                        self.step.index,
                         result,
                         elapsed_ms,
                         self.mocked,
-                        self.span.get_span_context(),
+                        ctx.trace_id,
+                        ctx.span_id,
                     ),
                     values=self._values,
                     operation_id=self.step.operation.operation_id,
