@@ -16,7 +16,7 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 import otelhooks.events as events_module
-from otelhooks._events._trusted import _PLANS, trusted
+from otelhooks._events._trusted import _PLANS, builder, trusted
 from otelhooks._sources import SOURCES
 from otelhooks.events import (
     AfterToolCallEvent,
@@ -212,3 +212,37 @@ def test_a_live_event_sets_its_span_ids_as_assignment_does(model: type[Any]) -> 
     assigned.traceId, assigned.spanId = "ab" * 16, "cd" * 8
     _set_ids(written, "ab" * 16, "cd" * 8)
     _same(written, assigned)
+
+
+def test_the_instrumentations_positional_builder_equals_validation() -> None:
+    # What an observed tool call's worker builds: after_tool_call from positional values, with
+    # the span's ids and without them.
+    from otelhooks._instrument._tool import _AFTER_FIELDS, _AFTER_WITH_IDS
+
+    result = ToolResult(content="hello")
+    args = {"path": "a.txt"}
+    base = (
+        "op-1", None, None, "u", "call_1", "fs", "readFile", args, 0, 2, "bench",
+        "readFile", args, "op-1", "hello", "hello", True, False, 1.5, 0.0015, result,
+    )  # fmt: skip
+    for names, values in ((_AFTER_FIELDS, base), (_AFTER_WITH_IDS, (*base, "ab" * 16, "cd" * 8))):
+        expected = AfterToolCallEvent(**dict(zip(names, values, strict=True)))
+        got = builder(AfterToolCallEvent, names)(*values)
+        _same(got, expected)
+        assert got.args is not args
+
+
+def test_a_positional_builder_validates_what_it_cannot_vouch_for() -> None:
+    build = builder(ToolResult, ("content", "executionTime", "state"))
+    # an int for a float; a dict subclass
+    _same(build("x", 3, None), ToolResult(content="x", executionTime=3, state=None))
+    _same(
+        build("x", None, OrderedDict(a=1)),
+        ToolResult(content="x", executionTime=None, state=OrderedDict(a=1)),
+    )
+    for values in ((["not", "text"], None, None), ("x", None, {1: "a"})):  # a key not a str
+        with pytest.raises(ValidationError) as got:
+            build(*values)
+        with pytest.raises(ValidationError) as expected:
+            ToolResult(**dict(zip(("content", "executionTime", "state"), values, strict=True)))
+        assert got.value.errors() == expected.value.errors()
