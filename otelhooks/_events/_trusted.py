@@ -8,6 +8,11 @@ the model's ``after`` validators, which gives the model validation would give (s
 ``model_fields_set``, extras and private attributes: ``tests/test_trusted_payloads.py`` holds
 them equal for every payload model). Whenever it is unsure (a value of another type, an unknown
 key, a model with ``before`` or field validators or a config it does not know) it validates.
+
+The work is compiled once per model and set of given fields, as ``dataclasses`` generates an
+``__init__``: a function of the values with each field's type test inline and the defaults copied
+from a template (:func:`builder` hands it to a caller that always gives the same fields, which
+then builds without a dict).
 """
 
 from __future__ import annotations
