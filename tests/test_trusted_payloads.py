@@ -246,3 +246,31 @@ def test_a_positional_builder_validates_what_it_cannot_vouch_for() -> None:
         with pytest.raises(ValidationError) as expected:
             ToolResult(**dict(zip(("content", "executionTime", "state"), values, strict=True)))
         assert got.value.errors() == expected.value.errors()
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        ToolResult(content="hello"),
+        ToolResult(content="no", success=False, error="boom"),
+        ToolResult(content="x", executionTime=3.0),  # replaced, as model_copy replaces it
+        ToolResult.model_validate({"content": "x", "success": True}),
+        ToolResult(),
+        # crosses as the model: state, extras, a subclass
+        ToolResult(content="x", state={"type": "blocked"}),
+        ToolResult(content="x", surprise=1),  # type: ignore[call-arg]
+        type("MyResult", (ToolResult,), {})(content="x"),
+    ],
+    ids=["plain", "failed", "timed", "validated", "empty", "state", "extra", "subclass"],
+)
+def test_an_observed_result_is_what_model_copy_gives(result: ToolResult) -> None:
+    # The observer worker rebuilds the result it records with the call's executionTime.
+    from otelhooks._instrument._tool import _result_snapshot, _timed_result
+
+    snapshot = _result_snapshot(result)
+    model, rest = snapshot[0], snapshot[1:]
+    got = model.copy_with({"executionTime": 7.5}) if model else _timed_result(*rest, 7.5)
+    _same(got, result.model_copy(update={"executionTime": 7.5}))
+    assert (model is None) == (
+        type(result) is ToolResult and not result.state and not result.__pydantic_extra__
+    )
