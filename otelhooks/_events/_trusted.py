@@ -277,7 +277,7 @@ def trusted(cls: type[M], values: dict[str, Any]) -> M:
     ``cls.model_validate(values)`` for anything it cannot vouch for, so a wrong value raises the
     same ``ValidationError``.
     """
-    plan = _PLANS.get(cls) or _plan(cls)
+    plan = _plan(cls)
     if plan is None:
         return cls.model_validate(values)
     return typing.cast("M", plan.builder(tuple(values))(*values.values()))

@@ -239,13 +239,15 @@ def _result_snapshot(
     itself, no state, no extras, values of the declared types), else ``(result, ...)``: the
     model crosses as it is."""
     content, success, error = result.content, result.success, result.error
+    extra = result.__pydantic_extra__
     if (
         type(result) is ToolResult
         and type(content) is str
         and type(success) is bool
         and (error is None or type(error) is str)
         and result.state is None
-        and result.__pydantic_extra__ == {}  # not None, not an extra
+        and type(extra) is dict
+        and not extra  # an empty dict: not None, no extra
         and result.__pydantic_private__ is None
     ):
         fields = result.__pydantic_fields_set__
