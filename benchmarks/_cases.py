@@ -96,11 +96,18 @@ class Case:
 # -- the shape of an otelhooks tool span ---------------------------------------------------------
 
 
-def tool_span_shape() -> tuple[str, dict[str, Any], dict[str, Any]]:
-    """Name, start attributes and end attributes of a real otelhooks ``execute_tool`` span."""
+def tool_span_shape(
+    hooks_config: list[dict[str, Any]] | None = None,
+) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """Name, start attributes and end attributes of a real otelhooks ``execute_tool`` span, with
+    ``hooks_config`` registered (a matching hook adds ``otelhooks.hook.matched``). A sequence
+    attribute is given as a list, as otelhooks gives it: the SDK checks a tuple at a higher cost
+    (see ``ToolCall._open``), and the floor must not be the dearer way to write the same span."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     hooks = HookSpanProcessor(metrics=AgentMetrics(NoOpMeterProvider()))
+    if hooks_config:
+        hooks.register(hooks_config)
     provider.add_span_processor(hooks)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     tracer = AgentTracer(tracer_provider=provider, hooks=hooks, capture_content=False)
@@ -111,7 +118,7 @@ def tool_span_shape() -> tuple[str, dict[str, Any], dict[str, Any]]:
     ):
         call.set_result(RESULT)
     span: ReadableSpan = next(s for s in exporter.get_finished_spans() if s.name.startswith("ex"))
-    attrs = dict(span.attributes or {})
+    attrs = {k: list(v) if isinstance(v, tuple) else v for k, v in (span.attributes or {}).items()}
     end = {k: attrs.pop(k) for k in END_KEYS}
     provider.shutdown()
     return span.name, attrs, end
@@ -123,13 +130,20 @@ def tool_span_shape() -> tuple[str, dict[str, Any], dict[str, Any]]:
 class FloorTool(Bench):
     """Bare SDK: one current span of exactly otelhooks' shape (name, start and end attributes; no
     span event, as otelhooks' span has none), batch + no-op export. ``distinct``: a new tool
-    name per call, as the cold-lookup case has."""
+    name per call, as the cold-lookup case has. ``hooks``: the shape of the span with those hooks
+    registered (one more attribute when they match)."""
 
-    def __init__(self, *, event: bool = False, distinct: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        event: bool = False,
+        distinct: bool = False,
+        hooks: list[dict[str, Any]] | None = None,
+    ) -> None:
         self.provider = TracerProvider()
         self.provider.add_span_processor(_batch())
         tracer = self.provider.get_tracer("floor")
-        name, start, end = tool_span_shape()
+        name, start, end = tool_span_shape(hooks)
         self._tracer = tracer
         self._token: object | None = None
         self._parent: trace.Span | None = None
@@ -414,6 +428,13 @@ CASES: list[Case] = [
         "bare OTel SDK span, a new tool name per call",
         "tool",
         lambda: FloorTool(distinct=True),
+        tags=("extra",),
+    ),
+    Case(
+        "floor_observed",
+        "bare OTel SDK span, the shape of an observed call (+ otelhooks.hook.matched)",
+        "tool",
+        lambda: FloorTool(hooks=matching_observers(1)),
         tags=("extra",),
     ),
     Case("oh_0", "otelhooks, 0 hooks", "tool", lambda: OtelhooksTool(hooks=[])),

@@ -53,6 +53,7 @@ CALLGRIND_CASES = (
     "floor",
     "floor_event",
     "floor_distinct",
+    "floor_observed",
     "oh_0",
     "oh_0_sdk_metrics",
     "oh_0_nometrics",
@@ -73,8 +74,11 @@ TARGETS = {
     "oh_100_cold": 1.3,
     "oh_1_observer": 1.5,
 }
-# Cases compared with a floor of their own shape (a new span name per call costs the SDK too).
-FLOOR_OF = {"oh_100_cold": "floor_distinct"}
+# Cases compared with a floor of their own shape (a new span name per call costs the SDK too; an
+# observed call's span carries otelhooks.hook.matched, which the SDK cleans and keeps).
+FLOOR_OF = {"oh_100_cold": "floor_distinct", "oh_1_observer": "floor_observed"}
+# The observer's share on the agent's thread: its extra there over 0 hooks.
+AGENT_EXTRA_TARGET = 0.2
 
 
 @dataclass
@@ -265,6 +269,26 @@ def print_callgrind(instr: dict[str, tuple[int, int]], labels: dict[str, Case], 
         print(
             f"{case.label:60} {case.group:5} {count:10,} {ratio:8.2f} {agent_ratio:8.2f} {mark:>10}"
         )
+    print_observer_share(instr)
+
+
+def print_observer_share(instr: dict[str, tuple[int, int]]) -> None:
+    """The observer's extra on the agent's thread over 0 hooks, against both floors: the plain
+    one, and the observed shape's (net of what the SDK spends on the one more attribute)."""
+    if not {"floor", "floor_observed", "oh_0", "oh_1_observer"} <= set(instr):
+        return
+    floor, floor_agent = instr["floor"]
+    shaped, shaped_agent = instr["floor_observed"]
+    extra = instr["oh_1_observer"][1] - instr["oh_0"][1]
+    net = extra - (shaped_agent - floor_agent)
+    target = AGENT_EXTRA_TARGET
+    print(
+        f"one observer, its extra on the agent's thread over 0 hooks: {extra:,} instructions,"
+        f" {extra / floor:.3f} x floor; net of the SDK's cost of otelhooks.hook.matched"
+        f" ({shaped_agent - floor_agent:,}) {net / shaped:.3f} x floor_observed"
+        f" (target <= {target}{' ok' if net / shaped <= target else ' MISS'});"
+        f" all threads {instr['oh_1_observer'][0] / floor:.3f} x floor"
+    )
 
 
 def print_memory(mem: dict[str, Any]) -> None:

@@ -217,19 +217,32 @@ def test_a_live_event_sets_its_span_ids_as_assignment_does(model: type[Any]) -> 
 def test_the_instrumentations_positional_builder_equals_validation() -> None:
     # What an observed tool call's worker builds: after_tool_call from positional values, with
     # the span's ids and without them.
-    from otelhooks._instrument._tool import _AFTER_FIELDS, _AFTER_WITH_IDS
+    # The instrumentation's builder skips the mirroring validator and the copy of the
+    # arguments it owns: the same model, for every api name (an empty one included).
+    from otelhooks._instrument._tool import _AFTER_BUILD, _AFTER_FIELDS, _AFTER_WITH_IDS
 
     result = ToolResult(content="hello")
-    args = {"path": "a.txt"}
-    base = (
-        "op-1", None, None, "u", "call_1", "fs", "readFile", args, 0, 2, "bench",
-        "readFile", args, "op-1", "hello", "hello", True, False, 1.5, 0.0015, result,
-    )  # fmt: skip
-    for names, values in ((_AFTER_FIELDS, base), (_AFTER_WITH_IDS, (*base, "ab" * 16, "cd" * 8))):
-        expected = AfterToolCallEvent(**dict(zip(names, values, strict=True)))
-        got = builder(AfterToolCallEvent, names)(*values)
-        _same(got, expected)
-        assert got.args is not args
+    for api in ("readFile", ""):
+        args = {"path": "a.txt"}
+        base = (
+            "op-1", None, None, "u", "call_1", "fs", api, args, 0, 2, "bench",
+            api, args, "op-1", "hello", "hello", True, False, 1.5, 0.0015, result,
+        )  # fmt: skip
+        with_ids = (*base, "ab" * 16, "cd" * 8)
+        for names, values in ((_AFTER_FIELDS, base), (_AFTER_WITH_IDS, with_ids)):
+            expected = AfterToolCallEvent(**dict(zip(names, values, strict=True)))
+            got = builder(AfterToolCallEvent, names)(*values)
+            _same(got, expected)
+            assert got.args is not args
+            _same(builder(AfterToolCallEvent, names, **_AFTER_BUILD)(*values), expected)
+
+
+def test_an_owned_dict_is_checked_not_copied() -> None:
+    build = builder(ToolResult, ("content", "state"), owned=frozenset({"state"}))
+    state = {"type": "blocked"}
+    assert build("x", state).state is state
+    with pytest.raises(ValidationError):
+        build("x", {1: "a"})  # a key not a str: validated, as ever
 
 
 def test_a_positional_builder_validates_what_it_cannot_vouch_for() -> None:
@@ -264,13 +277,23 @@ def test_a_positional_builder_validates_what_it_cannot_vouch_for() -> None:
     ids=["plain", "failed", "timed", "validated", "empty", "state", "extra", "subclass"],
 )
 def test_an_observed_result_is_what_model_copy_gives(result: ToolResult) -> None:
-    # The observer worker rebuilds the result it records with the call's executionTime.
-    from otelhooks._instrument._tool import _result_snapshot, _timed_result
+    # The observer worker rebuilds the result it records with the call's executionTime, from
+    # the snapshot a real tool call takes as it ends.
+    from opentelemetry.sdk.trace import TracerProvider
 
-    snapshot = _result_snapshot(result)
-    model, rest = snapshot[0], snapshot[1:]
-    got = model.copy_with({"executionTime": 7.5}) if model else _timed_result(*rest, 7.5)
-    _same(got, result.model_copy(update={"executionTime": 7.5}))
-    assert (model is None) == (
+    from otelhooks import AgentTracer
+    from otelhooks._instrument._tool import _after_args, _after_tool_call
+
+    tracer = AgentTracer(tracer_provider=TracerProvider())
+    with (
+        tracer.operation("t") as op,
+        op.step() as step,
+        step.tool_call("fs", "readFile", {"path": "a"}) as call,
+    ):
+        snapshot = _after_args(call, result, 7.5)
+    payload = _after_tool_call(*snapshot)
+    assert isinstance(payload, AfterToolCallEvent)
+    _same(payload.result, result.model_copy(update={"executionTime": 7.5}))
+    assert (snapshot[7] is None) == (  # crossed as values, not as the model
         type(result) is ToolResult and not result.state and not result.__pydantic_extra__
     )

@@ -2,6 +2,13 @@
 
 from otelhooks._dispatch._chain import DEFAULT_BLOCK_REASONS, InterceptChain
 from otelhooks._dispatch._dispatcher import Dispatcher
-from otelhooks._dispatch._registry import HookRegistry
+from otelhooks._dispatch._registry import NO_EVENTS, Hooked, HookRegistry
 
-__all__ = ["DEFAULT_BLOCK_REASONS", "Dispatcher", "HookRegistry", "InterceptChain"]
+__all__ = [
+    "DEFAULT_BLOCK_REASONS",
+    "NO_EVENTS",
+    "Dispatcher",
+    "HookRegistry",
+    "Hooked",
+    "InterceptChain",
+]

@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from otelhooks._dispatch import Dispatcher, HookRegistry
+from otelhooks._dispatch import NO_EVENTS, Dispatcher, Hooked, HookRegistry
 from otelhooks._engine._values import matcher_values
 from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._events import EVENTS, HookEvent, resolve_event
@@ -150,7 +149,7 @@ class HooksEngine:
 
     def hooked(
         self, events: tuple[str, ...], values: tuple[str, ...], operation_id: str | None = None
-    ) -> Mapping[str, list[Hook]]:
+    ) -> Hooked:
         """Which of ``events`` have a hook matching ``values`` now, each with its hooks in the
         order they run (a shared answer: read it, never change it).
 
@@ -165,7 +164,7 @@ class HooksEngine:
         """
         registry = self.registry
         if not registry.has_any():
-            return _NOTHING
+            return NO_EVENTS
         return registry.hooked(events, values, operation_id=operation_id)
 
     def claim_scope(self, scope: object) -> None:
@@ -382,7 +381,6 @@ class HooksEngine:
             self._dispatcher.deliverer.shutdown(timeout_s)
 
 
-_NOTHING: Mapping[str, list[Hook]] = MappingProxyType({})
 # Returned for every event no hook matched (the hot path allocates nothing); callers only read it.
 _NO_HOOKS = Verdict()
 

@@ -131,24 +131,31 @@ class _Plan:
         self.afters: tuple[Callable[[Any], Any], ...] = tuple(
             d.func for d in decorators.model_validators.values()
         )
-        self.builders: dict[tuple[str, ...], Callable[..., Any]] = {}
+        self.builders: dict[tuple[Any, ...], Callable[..., Any]] = {}
 
-    def builder(self, names: tuple[str, ...]) -> Callable[..., Any]:
+    def builder(
+        self, names: tuple[str, ...], run_after: bool = True, owned: frozenset[str] = frozenset()
+    ) -> Callable[..., Any]:
         """The builder for values of these fields, given in this order (memoised)."""
+        key = (names, run_after, owned)
         try:
-            return self.builders[names]
+            return self.builders[key]
         except KeyError:
             pass
         if len(self.builders) >= _BUILDERS_LIMIT:
             self.builders.clear()
-        build = self.builders[names] = self._compile(names) or _validating(self.cls, names)
+        build = self._compile(names, run_after, owned) or _validating(self.cls, names)
+        self.builders[key] = build
         return build
 
-    def _compile(self, names: tuple[str, ...]) -> Callable[..., Any] | None:
+    def _compile(
+        self, names: tuple[str, ...], run_after: bool, owned: frozenset[str]
+    ) -> Callable[..., Any] | None:
         """A function of the values of ``names`` (positional, in that order) that checks each
         with an exact type test and builds the model from them, or validates all of them when
         one fails; None when values of these fields always need validation (an extra, an
-        alias, a required field missing, a type it does not know)."""
+        alias, a required field missing, a type it does not know). ``run_after`` and ``owned``
+        as :func:`builder` takes them."""
         if len(set(names)) != len(names) or not self.required <= set(names):
             return None
         consts: dict[str, Any] = {
@@ -162,7 +169,7 @@ class _Plan:
         params = [f"_{i}" for i in range(len(names))]
         fallback = f"return _validate(dict(zip(_names, ({', '.join(params)},))))"
         tests: list[str] = []
-        copies: list[str] = []
+        copies: list[tuple[str, bool]] = []
         for name, v in zip(names, params, strict=True):
             if name not in self.checks:
                 return None  # an extra, or an alias
@@ -174,19 +181,20 @@ class _Plan:
             if test != "True":
                 tests.append(test)
             if copy:
-                copies.append(v)
+                copies.append((v, name not in owned))
         lines = [f"def build({', '.join(params)}):"]
         if tests:
             lines += ["    if not (" + "\n        and ".join(tests) + "):", f"        {fallback}"]
-        for v in copies:
+        for v, copied in copies:
             # validation copies a dict[str, Any] field, once it checked that its keys are str
             lines += [
                 f"    if {v} is not None:",
                 f"        for _k in {v}:",
                 "            if type(_k) is not str:",
                 f"                {fallback}",
-                f"        {v} = {v}.copy()",
             ]
+            if copied:
+                lines.append(f"        {v} = {v}.copy()")
         # The defaults in field order, copied (a copy of a dict costs a tenth of a display of
         # thirty keys), then the given values and the factories' written over them.
         template: dict[str, Any] = {}
@@ -210,7 +218,7 @@ class _Plan:
         ]
         if self.post_init:
             lines.append("    _m.model_post_init(None)")
-        for after in self.afters:
+        for after in self.afters if run_after else ():
             lines.append(f"    _m = {_const(consts, after)}(_m)")
         lines.append("    return _m")
         namespace = dict(consts)
@@ -283,14 +291,26 @@ def trusted(cls: type[M], values: dict[str, Any]) -> M:
     return typing.cast("M", plan.builder(tuple(values))(*values.values()))
 
 
-def builder(cls: type[M], names: tuple[str, ...]) -> Callable[..., M]:
+def builder(
+    cls: type[M],
+    names: tuple[str, ...],
+    *,
+    run_after: bool = True,
+    owned: frozenset[str] = frozenset(),
+) -> Callable[..., M]:
     """``build(*values)``: ``trusted(cls, dict(zip(names, values)))`` without the dict, for a
     caller that always gives the same fields in the same order (the values' types are still
-    checked, one by one)."""
+    checked, one by one).
+
+    A caller that knows more says so (and a test holds it to it): ``run_after=False``, its
+    values are ones the model's ``after`` validators leave as they are (they are not called);
+    ``owned``, the ``dict`` fields it hands over, copies of its own that nobody else holds
+    (their keys are checked, they are not copied again).
+    """
     plan = _plan(cls)
     if plan is None:
         return typing.cast("Callable[..., M]", _validating(cls, names))
-    return typing.cast("Callable[..., M]", plan.builder(names))
+    return typing.cast("Callable[..., M]", plan.builder(names, run_after, owned))
 
 
 def copy_with(model: M, update: dict[str, Any]) -> M:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from random import getrandbits
-from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Final
 
 from opentelemetry.trace import INVALID_SPAN_ID, INVALID_TRACE_ID, Status, StatusCode
 
 from otelhooks import _semconv as sc
+from otelhooks._engine import NO_EVENTS, Hooked
 from otelhooks._events import (
     AfterToolCallEvent,
     HookEvent,
@@ -28,7 +28,6 @@ from otelhooks._metrics import MetricAttributes
 from otelhooks._redact import error_text, scrub
 
 if TYPE_CHECKING:
-    from otelhooks._hooks import Hook
     from otelhooks._instrument._operation import Operation
     from otelhooks._instrument._step import Step
 
@@ -173,7 +172,7 @@ def _after_tool_call(
     """The ``after_tool_call`` payload from a call's snapshot, on the observer worker: plain
     values fixed when the call ended (the arguments a copy of the agent's dict; the
     operation's own fields never change; the span's ids 0 when it has none; the tool result
-    as :func:`_result_snapshot` gives it), each of the declared type, so the model is built
+    as :func:`_after_args` gives it), each of the declared type, so the model is built
     trusted (checked by type, not validated)."""
     parent = op.parent
     if result is None:
@@ -211,7 +210,7 @@ def _after_tool_call(
         build = _AFTER_BUILDERS[valid]
     except KeyError:  # compiled on first use, not at import
         build = _AFTER_BUILDERS[valid] = builder(
-            AfterToolCallEvent, _AFTER_WITH_IDS if valid else _AFTER_FIELDS
+            AfterToolCallEvent, _AFTER_WITH_IDS if valid else _AFTER_FIELDS, **_AFTER_BUILD
         )
     if valid:
         return build(*values, trace_id.to_bytes(16).hex(), span_id.to_bytes(8).hex())
@@ -219,6 +218,11 @@ def _after_tool_call(
 
 
 _AFTER_BUILDERS: dict[bool, Callable[..., AfterToolCallEvent]] = {}
+# What _after_tool_call vouches for: it gives the kernel's names (toolName, toolInput, runId)
+# as the model's mirroring validator would set them, so the validator is not called (3,000
+# instructions an event, measured), and the arguments are the snapshot's copy, which only the
+# payload holds (not copied again).
+_AFTER_BUILD: Final[dict[str, Any]] = {"run_after": False, "owned": frozenset({"args"})}
 
 # A plain tool result crosses to the observer worker as its values, not as the model: objects
 # the agent's thread allocates and the worker's frees make the garbage collector's young
@@ -232,12 +236,15 @@ _NO_FIELDS: Final[frozenset[str]] = frozenset()
 _CONTENT_ONLY: Final = frozenset({"content"})
 
 
-def _result_snapshot(
-    result: ToolResult,
-) -> tuple[ToolResult | None, str, bool, str | None, frozenset[str]]:
-    """``(None, content, success, error, set fields)`` for a plain result (a ``ToolResult``
-    itself, no state, no extras, values of the declared types), else ``(result, ...)``: the
-    model crosses as it is."""
+def _after_args(call: ToolCall, result: ToolResult, elapsed_ms: float) -> tuple[Any, ...]:
+    """:func:`_after_tool_call`'s arguments for ``call``, ended with ``result``: one tuple, built
+    at once. A plain result (a ``ToolResult`` itself, no state, no extras, values of the declared
+    types) crosses as ``(None, content, success, error, set fields)``, any other as
+    ``(result, "", True, None, frozenset())``: the model crosses as it is. The arguments are
+    the agent's own dict, copied; every other value is fixed once the call ends."""
+    args = call.args
+    args = args.copy() if type(args) is dict else dict(args)
+    ctx = call.span.get_span_context()
     content, success, error = result.content, result.success, result.error
     extra = result.__pydantic_extra__
     if (
@@ -250,20 +257,43 @@ def _result_snapshot(
         and not extra  # an empty dict: not None, no extra
         and result.__pydantic_private__ is None
     ):
-        fields = result.__pydantic_fields_set__
+        given = result.__pydantic_fields_set__
+        fields: frozenset[str]
         # the common set (a tool's text) without building a frozenset to look it up
-        if fields == _CONTENT_ONLY:
-            return None, content, success, error, _CONTENT_ONLY
-        frozen = frozenset(fields)
-        return None, content, success, error, _RESULT_FIELD_SETS.setdefault(frozen, frozen)
-    return result, "", True, None, _NO_FIELDS
+        if given == _CONTENT_ONLY:
+            fields = _CONTENT_ONLY
+        else:
+            frozen = frozenset(given)
+            fields = _RESULT_FIELD_SETS.setdefault(frozen, frozen)
+        kept: ToolResult | None = None
+    else:
+        kept, content, success, error, fields = result, "", True, None, _NO_FIELDS
+    step = call.step
+    return (
+        step.operation,
+        call.tool_call_id,
+        call.identifier,
+        call.api_name,
+        args,
+        call.call_index,
+        step.index,
+        kept,
+        content,
+        success,
+        error,
+        fields,
+        elapsed_ms,
+        call.mocked,
+        ctx.trace_id,
+        ctx.span_id,
+    )
 
 
 def _timed_result(
     content: str, success: bool, error: str | None, fields: frozenset[str], elapsed_ms: float
 ) -> ToolResult:
     """What ``result.model_copy(update={"executionTime": elapsed_ms})`` gives for the plain
-    result :func:`_result_snapshot` took apart."""
+    result :func:`_after_args` took apart."""
     global _build_result  # compiled on first use, not at import
     if _build_result is None:
         _build_result = builder(ToolResult, _RESULT_FIELDS)
@@ -307,7 +337,7 @@ class ToolCall(SpanScope):
     _after: LiveEvent | None = None  # the after_tool_call event, when a hook watches it
     # Which of the tool events have hooks for this call, and which hooks, as of registry
     # version _version (set when the call starts).
-    _hooks_on: Mapping[str, list[Hook]] = MappingProxyType({})
+    _hooks_on: Hooked = NO_EVENTS
     _version = -1
 
     def __init__(
@@ -406,16 +436,12 @@ class ToolCall(SpanScope):
         live = None
         if self._hooks_on:
             # Every hook this call's events match (interceptors and later observers), known
-            # before the span starts: written with the start attributes, in one pass.
-            ids = self.tracer.registry.matched_ids(
-                _TOOL_EVENTS, values, operation_id=self.step.operation.operation_id
-            )
-            if ids:
-                # A list, though the SDK keeps a tuple: it checks a sequence with
-                # isinstance(value, Sequence), which the ABC cache answers for a list but not
-                # for a tuple (registered directly: Python's ABCMeta.__subclasscheck__ runs
-                # every time). 5,700 instructions a call, measured.
-                attrs[sc.HOOK_MATCHED] = self._matched = list(ids)
+            # before the span starts (with the answer above): written with the start
+            # attributes, in one pass. A list (shared: never changed), though the SDK keeps a
+            # tuple: it checks a sequence with isinstance(value, Sequence), which the ABC cache
+            # answers for a list but not for a tuple (registered directly: Python's
+            # ABCMeta.__subclasscheck__ runs every time). 5,700 instructions a call, measured.
+            attrs[sc.HOOK_MATCHED] = self._matched = self._hooks_on.ids
         if "before_tool_call" in self._hooks_on:
             live = LiveEvent(
                 "before_tool_call",
@@ -576,28 +602,13 @@ class ToolCall(SpanScope):
                 # worker builds the model from it, and this scope and its span are free to go.
                 # The event is handed over on its own (see _finish), not as a follow-up of the
                 # start event, which a call no hook watched at its start does not have.
-                ctx = self.span.get_span_context()
-                self._after = LiveEvent(
+                self._after = LiveEvent.from_snapshot(
                     "after_tool_call",
                     _after_tool_call,
-                    args=(
-                        self.step.operation,
-                        self.tool_call_id,
-                        self.identifier,
-                        self.api_name,
-                        dict(self.args),
-                        self.call_index,
-                        self.step.index,
-                        *_result_snapshot(result),
-                        elapsed_ms,
-                        self.mocked,
-                        ctx.trace_id,
-                        ctx.span_id,
-                    ),
-                    values=self._values,
-                    operation_id=self.step.operation.operation_id,
-                    snapshot=True,
-                    hooks=self._hooks_on["after_tool_call"],
+                    _after_args(self, result, elapsed_ms),
+                    self._values,
+                    self.step.operation.operation_id,
+                    self._hooks_on["after_tool_call"],
                 )
         end: dict[str, Any] = {sc.TOOL_OUTCOME: outcome, sc.TOOL_RESULT_SIZE: len(result.content)}
         if self.tracer.capture_content:
