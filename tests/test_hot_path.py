@@ -139,7 +139,7 @@ def test_an_observed_tool_result_is_built_off_the_agent_thread_from_values_fixed
     builders: list[str] = []
     from otelhooks._instrument import _tool
 
-    original = _tool._after_tool_call
+    original = _tool.after_tool_call
 
     def traced(*args: Any) -> Any:
         builders.append(threading.current_thread().name)
@@ -147,15 +147,15 @@ def test_an_observed_tool_result_is_built_off_the_agent_thread_from_values_fixed
 
     pipe.register(hook("watch", "after_tool_call", watch))
     args = {"path": "a.txt"}
-    # the snapshot is a partial of the builder, which runs where the payload is built
-    _tool._after_tool_call = traced  # type: ignore[assignment]
+    # the snapshot holds the builder, which runs where the payload is built
+    _tool.after_tool_call = traced  # type: ignore[assignment]
     try:
         with pipe.tracer.operation("agent") as op, op.step() as step:
             step.run_tool("fs", "readFile", args, lambda path: "text")
             args["path"] = "changed after the call"  # the agent reuses its dict
         pipe.flush()
     finally:
-        _tool._after_tool_call = original  # type: ignore[assignment]
+        _tool.after_tool_call = original  # type: ignore[assignment]
     assert seen == [({"path": "a.txt"}, seen[0][1])]
     assert builders
     assert threading.main_thread().name not in builders

@@ -219,7 +219,7 @@ def test_the_instrumentations_positional_builder_equals_validation() -> None:
     # the span's ids and without them.
     # The instrumentation's builder skips the mirroring validator and the copy of the
     # arguments it owns: the same model, for every api name (an empty one included).
-    from otelhooks._instrument._tool import _AFTER_BUILD, _AFTER_FIELDS, _AFTER_WITH_IDS
+    from otelhooks._instrument._observed import AFTER_BUILD, AFTER_FIELDS, AFTER_WITH_IDS
 
     result = ToolResult(content="hello")
     for api in ("readFile", ""):
@@ -229,12 +229,12 @@ def test_the_instrumentations_positional_builder_equals_validation() -> None:
             api, args, "op-1", "hello", "hello", True, False, 1.5, 0.0015, result,
         )  # fmt: skip
         with_ids = (*base, "ab" * 16, "cd" * 8)
-        for names, values in ((_AFTER_FIELDS, base), (_AFTER_WITH_IDS, with_ids)):
+        for names, values in ((AFTER_FIELDS, base), (AFTER_WITH_IDS, with_ids)):
             expected = AfterToolCallEvent(**dict(zip(names, values, strict=True)))
             got = builder(AfterToolCallEvent, names)(*values)
             _same(got, expected)
             assert got.args is not args
-            _same(builder(AfterToolCallEvent, names, **_AFTER_BUILD)(*values), expected)
+            _same(builder(AfterToolCallEvent, names, **AFTER_BUILD)(*values), expected)
 
 
 def test_an_owned_dict_is_checked_not_copied() -> None:
@@ -282,7 +282,7 @@ def test_an_observed_result_is_what_model_copy_gives(result: ToolResult) -> None
     from opentelemetry.sdk.trace import TracerProvider
 
     from otelhooks import AgentTracer
-    from otelhooks._instrument._tool import _after_args, _after_tool_call
+    from otelhooks._instrument._observed import after_args, after_tool_call
 
     tracer = AgentTracer(tracer_provider=TracerProvider())
     with (
@@ -290,8 +290,11 @@ def test_an_observed_result_is_what_model_copy_gives(result: ToolResult) -> None
         op.step() as step,
         step.tool_call("fs", "readFile", {"path": "a"}) as call,
     ):
-        snapshot = _after_args(call, result, 7.5)
-    payload = _after_tool_call(*snapshot)
+        snapshot = after_args(
+            op, call.tool_call_id, "fs", "readFile", call.args, call.call_index, step.index,
+            result, 7.5, False, call.span.get_span_context(),
+        )  # fmt: skip
+    payload = after_tool_call(*snapshot)
     assert isinstance(payload, AfterToolCallEvent)
     _same(payload.result, result.model_copy(update={"executionTime": 7.5}))
     assert (snapshot[7] is None) == (  # crossed as values, not as the model

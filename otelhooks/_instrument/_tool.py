@@ -5,14 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Mapping
 from random import getrandbits
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
-from opentelemetry.trace import INVALID_SPAN_ID, INVALID_TRACE_ID, Status, StatusCode
+from opentelemetry.trace import Status, StatusCode
 
 from otelhooks import _semconv as sc
 from otelhooks._engine import NO_EVENTS, Hooked
 from otelhooks._events import (
-    AfterToolCallEvent,
     HookEvent,
     ToolCallDeniedEvent,
     ToolCallErrorEvent,
@@ -20,9 +19,9 @@ from otelhooks._events import (
     ToolResult,
     ToolResultPersistEvent,
 )
-from otelhooks._events._trusted import builder
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._instrument._base import SpanScope
+from otelhooks._instrument._observed import after_args, after_tool_call
 from otelhooks._live import LiveEvent, Verdict
 from otelhooks._metrics import MetricAttributes
 from otelhooks._redact import error_text, scrub
@@ -121,190 +120,6 @@ def _tool_context(
         "toolInput": args,
         "runId": op.operation_id,
     }
-
-
-# The fields of an observed call's after_tool_call payload, in the order _after_tool_call gives
-# them (with the span's ids, or without when the span has none).
-_AFTER_FIELDS: Final = (
-    "operationId",
-    "parentOperationId",
-    "sessionKey",
-    "userId",
-    "toolCallId",
-    "identifier",
-    "apiName",
-    "args",
-    "callIndex",
-    "stepIndex",
-    "agentId",
-    "toolName",
-    "toolInput",
-    "runId",
-    "content",
-    "toolOutput",
-    "success",
-    "mocked",
-    "executionTimeMs",
-    "duration",
-    "result",
-)
-_AFTER_WITH_IDS: Final = (*_AFTER_FIELDS, "traceId", "spanId")
-
-
-def _after_tool_call(
-    op: Operation,
-    tool_call_id: str,
-    identifier: str,
-    api_name: str,
-    args: dict[str, Any],
-    call_index: int,
-    step_index: int,
-    result: ToolResult | None,
-    content: str,
-    success: bool,
-    error: str | None,
-    result_fields: frozenset[str],
-    elapsed_ms: float,
-    mocked: bool,
-    trace_id: int,
-    span_id: int,
-) -> HookEvent:
-    """The ``after_tool_call`` payload from a call's snapshot, on the observer worker: plain
-    values fixed when the call ended (the arguments a copy of the agent's dict; the
-    operation's own fields never change; the span's ids 0 when it has none; the tool result
-    as :func:`_after_args` gives it), each of the declared type, so the model is built
-    trusted (checked by type, not validated)."""
-    parent = op.parent
-    if result is None:
-        timed = _timed_result(content, success, error, result_fields, elapsed_ms)
-    else:
-        content, success = result.content, result.success
-        timed = result.copy_with({"executionTime": elapsed_ms})
-    values = (
-        op.operation_id,
-        parent.operation_id if parent else None,
-        op.session_id,
-        op.user_id,
-        tool_call_id,
-        identifier,
-        api_name,
-        args,
-        call_index,
-        step_index,
-        op.agent_id,
-        # the kernel's names for the same facts, given here so the payload model's mirroring
-        # validator has nothing to assign
-        api_name,
-        args,
-        op.operation_id,
-        content,
-        content,
-        success,
-        mocked,
-        elapsed_ms,
-        elapsed_ms / 1000,
-        timed,
-    )
-    valid = trace_id != INVALID_TRACE_ID and span_id != INVALID_SPAN_ID
-    try:
-        build = _AFTER_BUILDERS[valid]
-    except KeyError:  # compiled on first use, not at import
-        build = _AFTER_BUILDERS[valid] = builder(
-            AfterToolCallEvent, _AFTER_WITH_IDS if valid else _AFTER_FIELDS, **_AFTER_BUILD
-        )
-    if valid:
-        return build(*values, trace_id.to_bytes(16).hex(), span_id.to_bytes(8).hex())
-    return build(*values)
-
-
-_AFTER_BUILDERS: dict[bool, Callable[..., AfterToolCallEvent]] = {}
-# What _after_tool_call vouches for: it gives the kernel's names (toolName, toolInput, runId)
-# as the model's mirroring validator would set them, so the validator is not called (3,000
-# instructions an event, measured), and the arguments are the snapshot's copy, which only the
-# payload holds (not copied again).
-_AFTER_BUILD: Final[dict[str, Any]] = {"run_after": False, "owned": frozenset({"args"})}
-
-# A plain tool result crosses to the observer worker as its values, not as the model: objects
-# the agent's thread allocates and the worker's frees make the garbage collector's young
-# generation fill sooner (the count it triggers on stops at zero when the worker frees a batch),
-# and the collections run on the agent's thread (about 6,000 instructions per observed call on
-# the agent's thread, measured, net of taking the result apart). _RESULT_FIELD_SETS interns the
-# names a result has set (at most 32 sets).
-_RESULT_FIELD_SETS: dict[frozenset[str], frozenset[str]] = {}
-_RESULT_FIELDS: Final = ("content", "success", "executionTime", "error", "state")
-_NO_FIELDS: Final[frozenset[str]] = frozenset()
-_CONTENT_ONLY: Final = frozenset({"content"})
-
-
-def _after_args(call: ToolCall, result: ToolResult, elapsed_ms: float) -> tuple[Any, ...]:
-    """:func:`_after_tool_call`'s arguments for ``call``, ended with ``result``: one tuple, built
-    at once. A plain result (a ``ToolResult`` itself, no state, no extras, values of the declared
-    types) crosses as ``(None, content, success, error, set fields)``, any other as
-    ``(result, "", True, None, frozenset())``: the model crosses as it is. The arguments are
-    the agent's own dict, copied; every other value is fixed once the call ends."""
-    args = call.args
-    args = args.copy() if type(args) is dict else dict(args)
-    ctx = call.span.get_span_context()
-    content, success, error = result.content, result.success, result.error
-    extra = result.__pydantic_extra__
-    if (
-        type(result) is ToolResult
-        and type(content) is str
-        and type(success) is bool
-        and (error is None or type(error) is str)
-        and result.state is None
-        and type(extra) is dict
-        and not extra  # an empty dict: not None, no extra
-        and result.__pydantic_private__ is None
-    ):
-        given = result.__pydantic_fields_set__
-        fields: frozenset[str]
-        # the common set (a tool's text) without building a frozenset to look it up
-        if given == _CONTENT_ONLY:
-            fields = _CONTENT_ONLY
-        else:
-            frozen = frozenset(given)
-            fields = _RESULT_FIELD_SETS.setdefault(frozen, frozen)
-        kept: ToolResult | None = None
-    else:
-        kept, content, success, error, fields = result, "", True, None, _NO_FIELDS
-    step = call.step
-    return (
-        step.operation,
-        call.tool_call_id,
-        call.identifier,
-        call.api_name,
-        args,
-        call.call_index,
-        step.index,
-        kept,
-        content,
-        success,
-        error,
-        fields,
-        elapsed_ms,
-        call.mocked,
-        ctx.trace_id,
-        ctx.span_id,
-    )
-
-
-def _timed_result(
-    content: str, success: bool, error: str | None, fields: frozenset[str], elapsed_ms: float
-) -> ToolResult:
-    """What ``result.model_copy(update={"executionTime": elapsed_ms})`` gives for the plain
-    result :func:`_after_args` took apart."""
-    global _build_result  # compiled on first use, not at import
-    if _build_result is None:
-        _build_result = builder(ToolResult, _RESULT_FIELDS)
-    timed = _build_result(content, success, elapsed_ms, error, None)
-    fields_set = set(fields)
-    fields_set.add("executionTime")
-    object.__setattr__(timed, "__pydantic_fields_set__", fields_set)
-    return timed
-
-
-_build_result: Callable[..., ToolResult] | None = None
 
 
 def _as_result(value: Any) -> ToolResult:
@@ -604,8 +419,20 @@ class ToolCall(SpanScope):
                 # start event, which a call no hook watched at its start does not have.
                 self._after = LiveEvent.from_snapshot(
                     "after_tool_call",
-                    _after_tool_call,
-                    _after_args(self, result, elapsed_ms),
+                    after_tool_call,
+                    after_args(
+                        self.step.operation,
+                        self.tool_call_id,
+                        self.identifier,
+                        self.api_name,
+                        self.args,
+                        self.call_index,
+                        self.step.index,
+                        result,
+                        elapsed_ms,
+                        self.mocked,
+                        self.span.get_span_context(),
+                    ),
                     self._values,
                     self.step.operation.operation_id,
                     self._hooks_on["after_tool_call"],
