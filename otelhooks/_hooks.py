@@ -222,6 +222,18 @@ class Hook(BaseModel):
         return self.action.is_async
 
     @cached_property
+    def inline(self) -> Callable[[HookEvent], Any] | None:
+        """What the observer worker calls on its own thread, under its watchdog, for this hook;
+        None when the hook runs another way: async, ``concurrent`` (started beside its
+        siblings) or ``self_bounded`` (it bounds its own time). An action that offers
+        ``direct`` (a Python handler: its function) is called through it, one frame less."""
+        action = self.action
+        if action.is_async or action.concurrent or getattr(action, "self_bounded", False):
+            return None
+        direct: Callable[[HookEvent], Any] | None = getattr(action, "direct", None)
+        return direct if direct is not None else action
+
+    @cached_property
     def intercepts(self) -> bool:
         """Runs inline, before the action, and may change or block it."""
         return self._spec.intercept

@@ -83,6 +83,7 @@ class BoundedWorker(Generic[T]):
         self._on_drop = on_drop
         self._dropped = 0
         self._stopped = False
+        self._accepting = max_queue_size  # items the queue takes: 0 once shut down
         self._shutdown_result = True
         self._init_state()
         if hasattr(os, "register_at_fork"):
@@ -108,6 +109,7 @@ class BoundedWorker(Generic[T]):
         self._exit = False
         # Sequence numbers of accepted items: flush waits until _handled reaches _submitted.
         self._submitted = 0
+        self._refused = 0  # items dropped as they were submitted
         self._handled = 0
         self._flush_target = 0
         self._delivering = 0  # items of the batch handle_batch has now
@@ -116,6 +118,11 @@ class BoundedWorker(Generic[T]):
     def dropped(self) -> int:
         """Items dropped so far, for any reason."""
         return self._dropped
+
+    @property
+    def offered(self) -> int:
+        """Items submitted so far, queued or dropped on arrival (since a fork, in a child)."""
+        return self._submitted + self._refused
 
     @property
     def queued(self) -> int:
@@ -135,24 +142,26 @@ class BoundedWorker(Generic[T]):
         Returns:
             True when queued; False when dropped (queue full or worker shut down).
         """
-        reason: DropReason
         with self._lock:
-            if self._stopped:
-                reason = "shutdown"
-            elif len(self._queue) >= self._max_queue_size:
-                reason = "queue_full"
-            else:
-                self._queue.append(item)
+            queue = self._queue
+            queued = len(queue)
+            if queued < self._accepting:  # the queue's bound, or 0 once shut down
+                queue.append(item)
                 self._submitted += 1
-                if self._thread is None:
-                    self._start_thread()
-                # Wake the idle worker on the first item and the waiting one when a batch
-                # fills; only the crossings, so the common case touches no Event.
-                queued = len(self._queue)
-                if queued == 1 or queued == self._max_batch_size:
+                # Wake the idle worker on the first item (starting its thread on the very
+                # first: an empty queue is where every thread's life begins) and the waiting
+                # one when a batch fills; only the crossings, so the common case touches
+                # no Event.
+                if queued == 0:
+                    if self._thread is None:
+                        self._start_thread()
+                    self._wake.set()
+                elif queued == self._max_batch_size - 1:
                     self._wake.set()
                 return True
             self._dropped += 1
+            self._refused += 1
+            reason: DropReason = "shutdown" if self._stopped else "queue_full"
         self._report_drop(1, reason)
         return False
 
@@ -204,6 +213,7 @@ class BoundedWorker(Generic[T]):
             if self._stopped:
                 return self._shutdown_result
             self._stopped = True
+            self._accepting = 0
             thread = self._thread
         deadline = time.monotonic() + timeout_s
         flushed = self.flush(timeout_s)

@@ -332,3 +332,39 @@ def test_a_model_with_slots_of_its_own_is_built_without_the_blank() -> None:
 
     assert not _Plan(Slotted).blank
     _same(builder(Slotted, ("name",))("n"), Slotted(name="n"))
+
+
+def test_a_vouched_field_is_not_checked() -> None:
+    # The contract a caller signs with ``vouched``: its values are not looked at again.
+    build = builder(ToolResult, ("content", "executionTime"), vouched=frozenset({"executionTime"}))
+    assert build("x", 3).executionTime == 3  # an int kept as given: validation would make 3.0
+    assert type(build("x", 3).executionTime) is int
+
+
+@pytest.mark.parametrize("mocked", [False, True])
+def test_what_the_instrumentation_vouches_for_is_of_the_declared_type(mocked: bool) -> None:
+    # The fields an observed call's build does not check, from a real tool call's snapshot:
+    # each exactly what validation would make of it.
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from otelhooks import AgentTracer
+    from otelhooks._instrument._observed import AFTER_BUILD, after_args, after_tool_call
+
+    tracer = AgentTracer(tracer_provider=TracerProvider())
+    with (
+        tracer.operation("t") as op,
+        op.step() as step,
+        step.tool_call("fs", "readFile", {"path": "a"}) as call,
+    ):
+        call.set_result("text")
+        snapshot = after_args(
+            op, call.tool_call_id, "fs", "readFile", call.args, call.call_index, step.index,
+            call.result, 7.5, mocked, call.span.get_span_context(),
+        )  # fmt: skip
+    payload = after_tool_call(*snapshot)
+    validated = AfterToolCallEvent.model_validate(
+        {name: getattr(payload, name) for name in payload.model_fields_set}
+    )
+    _same(payload, validated)
+    for name in AFTER_BUILD["vouched"]:
+        assert type(getattr(payload, name)) is type(getattr(validated, name)), name

@@ -25,3 +25,10 @@ class HandlerAction:
 
     def __call__(self, payload: Any) -> Any:
         return self.fn(payload)
+
+    @property
+    def direct(self) -> Callable[[Any], Any]:
+        """What a call of this action calls: the function itself, for a caller that would
+        rather skip this wrapper's frame (the observer worker); the action for a subclass that
+        calls something else."""
+        return self.fn if type(self).__call__ is HandlerAction.__call__ else self

@@ -85,6 +85,9 @@ class Dispatcher:
             self.metrics,
             max_queue_size=max_queue_size,
         )
+        # A snapshot event whose live.hooks all run on the observer worker (a registry
+        # answer's ``queued`` events), queued as it is: what observe() comes to for it.
+        self.queue_observed: Callable[[LiveEvent], bool] = self._observers.queue.submit
 
     # -- matching -------------------------------------------------------------------------------
 

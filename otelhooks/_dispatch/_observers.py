@@ -12,15 +12,14 @@ together) go through :class:`~._calls.HookCalls`.
 
 from __future__ import annotations
 
-import contextvars
 import inspect
 import os
 import threading
 import time
-import typing
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextvars import copy_context as _copy_context
 from typing import Any
 
 import structlog
@@ -47,6 +46,8 @@ _WATCH_LINGER_S = 0.5
 _WATCH_IDLE_S = 5.0
 
 _log = structlog.get_logger("otelhooks")
+_clock = time.perf_counter
+_NO_HOOKS: list[Hook] = []
 
 Record = Callable[[Hook, str, "float | None"], None]
 """Counts one invocation of a hook: ``(hook, outcome, seconds or None)``."""
@@ -83,8 +84,9 @@ class _ObserverRun:
         "stuck",
     )
 
-    def __init__(self, batch: list[LiveEvent | None]) -> None:
-        self.batch = batch
+    def __init__(self, batch: list[LiveEvent]) -> None:
+        # Each event's slot is set to None once its hooks ran (so Any: no cast on the way).
+        self.batch: list[Any] = batch
         self.gen = 0
         self.index = 0
         self.step = 0
@@ -166,7 +168,7 @@ class ObserverRunner:
 
     def _run_batch(self, batch: list[LiveEvent]) -> None:
         # Each event's slot is emptied once its hooks ran (see _advance).
-        run = _ObserverRun(typing.cast("list[LiveEvent | None]", batch))
+        run = _ObserverRun(batch)
         with self._watch_lock:
             self._current = run
             self._batches += 1
@@ -192,9 +194,8 @@ class ObserverRunner:
 
     def _advance(self, run: _ObserverRun, gen: int) -> None:
         batch = run.batch
-        calls = self._calls
         while run.index < len(batch):
-            live = typing.cast("LiveEvent", batch[run.index])
+            live: LiveEvent = batch[run.index]
             order, payload = run.order, run.payload
             if order is None:
                 if self._closed:
@@ -205,23 +206,26 @@ class ObserverRunner:
                     )
                     break
                 payload = run.payload = live.payload()
-                order = run.order = self._plan_event(run, live.hooks or [])
+                order = live.hooks or _NO_HOOKS
+                for hook in order:  # inline, not a call: asked for every event
+                    if hook.inline is None and hook.action.concurrent:
+                        order = self._plan_event(run, order)
+                        break
+                run.order = order
             assert payload is not None
             while run.step < len(order):
                 hook = order[run.step]
                 run.step += 1  # first: a replacement thread goes on after this hook
-                action = hook.action
-                if action.concurrent:
-                    start, started = typing.cast("dict[int, tuple[float, Any]]", run.parallel)[
-                        id(hook)
-                    ]
-                    left = max(0.0, hook.deadline_s - (time.perf_counter() - start))
-                    self._observe_one(live, hook, start, calls.finish, hook, started, left)
-                elif action.is_async or getattr(action, "self_bounded", False):
-                    start = time.perf_counter()
-                    self._observe_one(live, hook, start, calls.call, hook, payload)
-                elif not self._observe_inline(run, gen, live, hook, payload):
-                    return  # abandoned at the deadline: the replacement thread goes on
+                call = hook.inline
+                if call is not None:
+                    if not self._observe_inline(run, gen, live, hook, call, payload):
+                        return  # abandoned at the deadline: the replacement thread goes on
+                elif hook.action.concurrent:
+                    start, started = run.parallel[id(hook)]  # type: ignore[index]
+                    left = max(0.0, hook.deadline_s - (_clock() - start))
+                    self._observe_one(live, hook, start, self._calls.finish, hook, started, left)
+                else:  # async, or bounding its own time
+                    self._observe_one(live, hook, _clock(), self._calls.call, hook, payload)
             # Let the event and its payload go now, not with the batch: kept to its end, 256
             # payloads would outlive a collection of the young generation and be promoted, and
             # more full collections follow (measured: about half again as many collections).
@@ -230,46 +234,46 @@ class ObserverRunner:
             run.step, run.order, run.parallel, run.payload = 0, None, None, None
 
     def _plan_event(self, run: _ObserverRun, hooks: list[Hook]) -> list[Hook]:
-        """The order the hooks of one event run in; starts the ``concurrent`` ones.
+        """The order the hooks of one event run in, some of them ``concurrent``; starts those.
 
         Actions marked ``concurrent`` (commands) start together and run beside the others, which
         keep registration order; every hook of the event settles, each under its own deadline,
         before the next event (the workspace engine's Promise.allSettled).
         """
-        for hook in hooks:
-            if hook.action.concurrent:
-                break
-        else:
-            return hooks  # the common case, without building a list
         concurrent = [hook for hook in hooks if hook.action.concurrent]
-        payload = typing.cast("HookEvent", run.payload)
+        payload: HookEvent = run.payload  # type: ignore[assignment]
         run.parallel = {
-            id(hook): (time.perf_counter(), self._calls.try_start(hook, payload))
-            for hook in concurrent
+            id(hook): (_clock(), self._calls.try_start(hook, payload)) for hook in concurrent
         }
         return [hook for hook in hooks if not hook.action.concurrent] + concurrent
 
     def _observe_inline(
-        self, run: _ObserverRun, gen: int, live: LiveEvent, hook: Hook, payload: HookEvent
+        self,
+        run: _ObserverRun,
+        gen: int,
+        live: LiveEvent,
+        hook: Hook,
+        call: Callable[[HookEvent], Any],
+        payload: HookEvent,
     ) -> bool:
-        """Call a sync observer on this thread under the watchdog; False when this thread was
-        abandoned meanwhile (its outcome is recorded, by the watchdog, and the batch goes on on
-        another thread)."""
-        start = time.perf_counter()
-        error: Exception | None = None
-        result: Any = None
+        """Call a sync observer (``call``: its :attr:`~otelhooks.Hook.inline`) on this thread
+        under the watchdog; False when this thread was abandoned meanwhile (its outcome is
+        recorded, by the watchdog, and the batch goes on on another thread)."""
         if self._calls.stuck:  # only then can a hook be at its cap of stuck calls
             try:
                 self._calls.check_capacity(hook, live.name)
             except HookCapacityError as exc:
-                self._observed(live, hook, start, exc)
+                self._observed(live, hook, _clock(), exc)
                 return True
         claim = [True]
+        start = _clock()
         run.inflight = (hook, start + hook.deadline_s, gen, live, start, claim)
+        error: Exception | None = None
+        result: Any = None
         mine = False
         try:
             # In a copy of the context, as in the pool: a hook's context variables stay its own.
-            result = contextvars.copy_context().run(hook.action, payload)
+            result = _copy_context().run(call, payload)
         except Exception as exc:
             error = exc
         finally:
@@ -286,7 +290,7 @@ class ObserverRunner:
                     stuck.set_result(None)
         if not mine:
             return False
-        elapsed = time.perf_counter() - start
+        elapsed = _clock() - start
         if error is None:
             if result is None or not inspect.isawaitable(result):
                 if elapsed <= hook.deadline_s:
@@ -329,7 +333,7 @@ class ObserverRunner:
                 lifecycle_event=live.name,
                 error=scrub(str(error)),
             )
-        self._record(hook, outcome, time.perf_counter() - start)
+        self._record(hook, outcome, _clock() - start)
 
     # -- the watchdog of inline calls ------------------------------------------------------------
 
@@ -364,7 +368,7 @@ class ObserverRunner:
             while not self._closed:
                 run = self._current
                 if run is None:
-                    now = time.perf_counter()
+                    now = _clock()
                     if seen != self._batches:
                         seen, idle_since = self._batches, now
                     if now - idle_since < _WATCH_LINGER_S:
@@ -377,7 +381,7 @@ class ObserverRunner:
                             break
                     continue
                 slot = run.inflight
-                now = time.perf_counter()
+                now = _clock()
                 if slot is None:
                     time.sleep(_WATCH_POLL_S)
                 elif now < slot[1]:

