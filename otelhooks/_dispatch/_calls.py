@@ -78,13 +78,16 @@ class HookCalls:
         self._lock = threading.Lock()
         # Calls abandoned at their deadline and still running: their pool (None: an inline
         # observer call, on an abandoned worker thread) and their hook.
-        self._abandoned: dict[Future[Any], tuple[ThreadPoolExecutor | None, str]] = {}
+        # Calls abandoned at their deadline that may still run, with their pool and hook id:
+        # read without the lock as a truth value on every observer call (a property's frame
+        # cost more than the question); changed only with the lock held.
+        self.abandoned: dict[Future[Any], tuple[ThreadPoolExecutor | None, str]] = {}
 
     @property
     def stuck(self) -> bool:
         """Whether any call was abandoned and may still run (only then can a hook be at its
         cap)."""
-        return bool(self._abandoned)
+        return bool(self.abandoned)
 
     def check_capacity(self, hook: Hook, event: str) -> None:
         """Raise :class:`~otelhooks.HookCapacityError` when ``hook`` is at its cap of stuck
@@ -96,7 +99,7 @@ class HookCalls:
         """Count a call abandoned elsewhere (an inline observer's thread) against ``hook`` until
         ``done_when_returned`` is done."""
         with self._lock:
-            self._abandoned[done_when_returned] = (None, hook.id)
+            self.abandoned[done_when_returned] = (None, hook.id)
 
     def call(self, hook: Hook, payload: HookEvent) -> Any:
         """Call ``hook`` and wait for it, at most until its deadline."""
@@ -173,8 +176,8 @@ class HookCalls:
     def _check_capacity(self, hook: Hook, event: str) -> None:
         """Past MAX_ABANDONED stuck calls of one hook, that hook fails fast instead of leaking
         more threads; other hooks are not counted against it. Call with the lock held."""
-        self._abandoned = {f: v for f, v in self._abandoned.items() if not f.done()}
-        mine = sum(1 for _, hook_id in self._abandoned.values() if hook_id == hook.id)
+        self.abandoned = {f: v for f, v in self.abandoned.items() if not f.done()}
+        mine = sum(1 for _, hook_id in self.abandoned.values() if hook_id == hook.id)
         if mine >= MAX_ABANDONED:
             raise HookCapacityError(
                 f"{mine} calls of this hook are stuck past their deadline",
@@ -188,7 +191,7 @@ class HookCalls:
             # the next handler, later calls go to a fresh pool (the stuck threads end on their
             # own).
             self._check_capacity(hook, event)
-            stuck_here = sum(1 for p, _ in self._abandoned.values() if p is self._pool)
+            stuck_here = sum(1 for p, _ in self.abandoned.values() if p is self._pool)
             if self._pool is None or stuck_here >= self._pool_size - 1:
                 if self._pool is not None:
                     self._pool.shutdown(wait=False)
@@ -207,7 +210,7 @@ class HookCalls:
         if future.done() or future.cancel():
             return  # finished in time after all, or still queued: it will never start late
         with self._lock:
-            self._abandoned[future] = (pool, hook.id)
+            self.abandoned[future] = (pool, hook.id)
 
     def _wait(self, submitted: _Submitted, timeout: float) -> Any:
         future = submitted[0]

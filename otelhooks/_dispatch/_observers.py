@@ -259,7 +259,7 @@ class ObserverRunner:
         """Call a sync observer (``call``: its :attr:`~otelhooks.Hook.inline`) on this thread
         under the watchdog; False when this thread was abandoned meanwhile (its outcome is
         recorded, by the watchdog, and the batch goes on on another thread)."""
-        if self._calls.stuck:  # only then can a hook be at its cap of stuck calls
+        if self._calls.abandoned:  # only then can a hook be at its cap of stuck calls
             try:
                 self._calls.check_capacity(hook, live.name)
             except HookCapacityError as exc:
