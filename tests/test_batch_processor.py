@@ -339,3 +339,27 @@ def test_constructing_the_processor_starts_no_thread(exporter: SlowExporter) -> 
     processor = CountingBatchSpanProcessor(exporter)
     assert "otelhooks-span-export" not in {t.name for t in threading.enumerate()}
     processor.shutdown()
+
+
+def test_the_delivery_report_counts_every_span_offered_kept_or_dropped(
+    provider: TracerProvider,
+) -> None:
+    # The tracker reads "sent" off the queue's own count: spans the queue dropped on arrival are
+    # sent and not delivered, as when the processor counted each one itself.
+    from otelhooks._export._report import DeliveryTracker
+
+    exporter = GatedExporter()
+    tracker = DeliveryTracker("spans", "memory")
+    processor = CountingBatchSpanProcessor(
+        exporter, max_queue_size=2, max_export_batch_size=1, schedule_delay_s=0.0, tracker=tracker
+    )
+    provider.add_span_processor(processor)
+    make_spans(provider, 1)
+    assert exporter.entered.wait(5)  # the first is being exported: the queue holds two more
+    make_spans(provider, 4)
+    exporter.gate.set()
+    assert processor.force_flush(5_000)
+    report = tracker.report()
+    assert (report.sent, report.delivered, report.dropped) == (5, 3, 2)
+    assert report.line() == "3 of 5 spans exported to memory: queue full"
+    processor.shutdown()

@@ -212,3 +212,47 @@ def test_metric_attributes_are_built_once_per_hook_and_outcome(pipe: Pipeline) -
             sc.ATTR_OUTCOME: "ok",
         }
     ]
+
+
+def test_what_the_worker_calls_inline_for_each_kind_of_hook() -> None:
+    from otelhooks import Hook
+    from otelhooks._actions import build_hook
+    from otelhooks._actions._handler import HandlerAction
+
+    def fn(event: Any) -> None:
+        return None
+
+    async def afn(event: Any) -> None:
+        return None
+
+    class Wrapped(HandlerAction):
+        def __call__(self, payload: Any) -> Any:
+            return ("wrapped", self.fn(payload))
+
+    plain = build_hook(Hook(id="p", type="afterToolCall", handler=fn))
+    assert plain.inline is fn  # the function itself: no wrapper frame
+    assert build_hook(Hook(id="a", type="afterToolCall", handler=afn)).inline is None
+    command = build_hook(Hook(id="c", type="afterToolCall", command=["true"]))
+    assert command.inline is None  # concurrent: started beside its siblings
+    wrapped = Hook(id="w", type="afterToolCall", handler=fn)
+    wrapped.bind(Wrapped(fn))
+    assert wrapped.inline is wrapped.action  # a subclass that calls something else
+
+
+def test_a_wrapped_handler_runs_as_its_action_says(pipe: Pipeline) -> None:
+    from otelhooks import Hook
+    from otelhooks._actions._handler import HandlerAction
+
+    calls: list[str] = []
+
+    class Counting(HandlerAction):
+        def __call__(self, payload: Any) -> Any:
+            calls.append("action")
+            return self.fn(payload)
+
+    hooked = Hook(id="c", type="afterToolCall", handler=lambda e: calls.append("fn"))
+    hooked.bind(Counting(hooked.handler))  # type: ignore[arg-type]
+    pipe.register(hooked)
+    run_tools(pipe, "one")
+    pipe.flush()
+    assert calls == ["action", "fn"]

@@ -354,3 +354,18 @@ def test_webhook_span_exporter_refuses_control_hooks() -> None:
             [{"id": "c", "type": "beforeToolCall",
               "webhook": {"url": "http://127.0.0.1:9/c", "responseHandling": "toolCall"}}]
         )  # fmt: skip
+
+
+def test_a_notification_beside_a_handler_observer_reaches_both(
+    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+) -> None:
+    # The registry answer says these hooks do not all run on the observer worker (the webhook
+    # delivers by itself), so the call's end takes the dispatcher's route, not the queue alone.
+    seen: list[str] = []
+    pipe.register(notify(server))
+    pipe.register({"id": "h", "type": "afterToolCall", "handler": seen.append})
+    run(pipe)
+    assert deliverer.flush(10)
+    pipe.flush()
+    assert [body.json()["apiName"] for body in server.requests("/n")] == ["readFile"]
+    assert [event.apiName for event in seen] == ["readFile"]  # type: ignore[attr-defined]

@@ -120,10 +120,24 @@ def test_full_queue_drops_new_items_and_reports_each(recorder: Recorder) -> None
     assert drops == [(1, "queue_full")] * 5
     assert worker.dropped == 5
     assert worker.queued == 10
+    assert worker.offered == 16  # kept or dropped, every item offered counts
     recorder.gate.set()
     assert worker.flush(5)
     assert recorder.items == ["in-flight", *range(10)]  # the first queued were kept
     worker.shutdown()
+
+
+def test_a_shut_down_worker_refuses_and_counts_what_it_is_offered(recorder: Recorder) -> None:
+    drops: list[tuple[int, str]] = []
+    worker = BoundedWorker[object](
+        "refuses", recorder, on_drop=lambda count, reason: drops.append((count, reason))
+    )
+    assert worker.submit("kept")
+    assert worker.shutdown(5)
+    assert not worker.submit("late")
+    assert drops == [(1, "shutdown")]
+    assert (worker.offered, worker.dropped, worker.room) == (2, 1, 0)
+    assert recorder.items == ["kept"]
 
 
 def test_flush_waits_until_submitted_items_are_handled(recorder: Recorder) -> None:
