@@ -261,6 +261,28 @@ def test_a_positional_builder_validates_what_it_cannot_vouch_for() -> None:
         assert got.value.errors() == expected.value.errors()
 
 
+def _snapshot(result: ToolResult | None, mocked: bool = False) -> tuple[Any, ...]:
+    """What a real tool call's end hands the observer worker (``result`` None: the call's own,
+    from ``set_result("text")``), 7.5 ms after it started."""
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from otelhooks import AgentTracer
+    from otelhooks._instrument._observed import after_args
+
+    tracer = AgentTracer(tracer_provider=TracerProvider())
+    with (
+        tracer.operation("t") as op,
+        op.step() as step,
+        step.tool_call("fs", "readFile", {"path": "a"}) as call,
+    ):
+        if result is None:
+            result = call.set_result("text")
+        return after_args(
+            op, call.tool_call_id, "fs", "readFile", call.args, call.call_index, step.index,
+            result, 7.5, mocked, call.span.get_span_context(),
+        )  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "result",
     [
@@ -279,21 +301,9 @@ def test_a_positional_builder_validates_what_it_cannot_vouch_for() -> None:
 def test_an_observed_result_is_what_model_copy_gives(result: ToolResult) -> None:
     # The observer worker rebuilds the result it records with the call's executionTime, from
     # the snapshot a real tool call takes as it ends.
-    from opentelemetry.sdk.trace import TracerProvider
+    from otelhooks._instrument._observed import after_tool_call
 
-    from otelhooks import AgentTracer
-    from otelhooks._instrument._observed import after_args, after_tool_call
-
-    tracer = AgentTracer(tracer_provider=TracerProvider())
-    with (
-        tracer.operation("t") as op,
-        op.step() as step,
-        step.tool_call("fs", "readFile", {"path": "a"}) as call,
-    ):
-        snapshot = after_args(
-            op, call.tool_call_id, "fs", "readFile", call.args, call.call_index, step.index,
-            result, 7.5, False, call.span.get_span_context(),
-        )  # fmt: skip
+    snapshot = _snapshot(result)
     payload = after_tool_call(*snapshot)
     assert isinstance(payload, AfterToolCallEvent)
     _same(payload.result, result.model_copy(update={"executionTime": 7.5}))
@@ -345,23 +355,9 @@ def test_a_vouched_field_is_not_checked() -> None:
 def test_what_the_instrumentation_vouches_for_is_of_the_declared_type(mocked: bool) -> None:
     # The fields an observed call's build does not check, from a real tool call's snapshot:
     # each exactly what validation would make of it.
-    from opentelemetry.sdk.trace import TracerProvider
+    from otelhooks._instrument._observed import AFTER_BUILD, after_tool_call
 
-    from otelhooks import AgentTracer
-    from otelhooks._instrument._observed import AFTER_BUILD, after_args, after_tool_call
-
-    tracer = AgentTracer(tracer_provider=TracerProvider())
-    with (
-        tracer.operation("t") as op,
-        op.step() as step,
-        step.tool_call("fs", "readFile", {"path": "a"}) as call,
-    ):
-        call.set_result("text")
-        snapshot = after_args(
-            op, call.tool_call_id, "fs", "readFile", call.args, call.call_index, step.index,
-            call.result, 7.5, mocked, call.span.get_span_context(),
-        )  # fmt: skip
-    payload = after_tool_call(*snapshot)
+    payload = after_tool_call(*_snapshot(None, mocked))
     validated = AfterToolCallEvent.model_validate(
         {name: getattr(payload, name) for name in payload.model_fields_set}
     )
