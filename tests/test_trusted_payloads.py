@@ -364,3 +364,22 @@ def test_what_the_instrumentation_vouches_for_is_of_the_declared_type(mocked: bo
     _same(payload, validated)
     for name in AFTER_BUILD["vouched"]:
         assert type(getattr(payload, name)) is type(getattr(validated, name)), name
+
+
+def test_an_observed_call_without_a_span_gives_no_span_ids() -> None:
+    # Tracing off: the span context is invalid (ids 0). The payload is the one validation
+    # gives without the ids: None, and not among the fields set.
+    from otelhooks._instrument._observed import after_tool_call
+
+    snapshot = (*_snapshot(None)[:-2], 0, 0)
+    payload = after_tool_call(*snapshot)
+    assert (payload.traceId, payload.spanId) == (None, None)
+    assert not {"traceId", "spanId"} & payload.model_fields_set
+    _same(
+        payload,
+        AfterToolCallEvent.model_validate(
+            {name: getattr(payload, name) for name in payload.model_fields_set}
+        ),
+    )
+    with_ids = after_tool_call(*_snapshot(None))
+    assert {"traceId", "spanId"} <= with_ids.model_fields_set

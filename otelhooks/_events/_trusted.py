@@ -56,6 +56,9 @@ class _Blank(BaseModel):
     if not TYPE_CHECKING:
         __setattr__ = object.__setattr__
         __delattr__ = object.__delattr__
+        # Called, the class makes a blank at once: object's own __new__ and __init__, without
+        # object.__new__(cls)'s wrapper (it slices its arguments into a new tuple).
+        __init__ = object.__init__
 
 
 def _fits_blank(cls: type[BaseModel]) -> bool:
@@ -252,7 +255,7 @@ class _Plan:
         extra = "{}" if self.extra else "None"
         if self.blank:
             lines += [
-                "    _m = _new(_Blank)",
+                "    _m = _Blank()",
                 "    _m.__dict__ = _d",
                 "    _m.__pydantic_fields_set__ = _given.copy()",
                 f"    _m.__pydantic_extra__ = {extra}",
