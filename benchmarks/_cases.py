@@ -81,8 +81,8 @@ class Bench:
         return None
 
     def dropped(self) -> int:
-        """Events or spans this case's pipeline dropped so far: a run that drops measured less
-        work than it claims (``_callgrind.py`` refuses it)."""
+        """Observer events this case's pipeline dropped so far: a run that drops measured less
+        work than it claims (``_callgrind.py`` refuses it). Spans have a queue of 65,536."""
         return 0
 
 

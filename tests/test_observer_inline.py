@@ -146,7 +146,7 @@ def test_stuck_inline_calls_count_against_the_hook_cap(
 
     release.set()  # the stuck calls return: the hook runs again
     deadline = time.monotonic() + 5
-    while pipe.hooks.engine._dispatcher._calls.stuck and time.monotonic() < deadline:
+    while pipe.hooks.engine._dispatcher._calls.abandoned and time.monotonic() < deadline:
         time.sleep(0.01)
     run_tools(pipe, "five")
     pipe.flush()

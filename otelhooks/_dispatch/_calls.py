@@ -76,18 +76,11 @@ class HookCalls:
         self._pool_size = pool_size
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
-        # Calls abandoned at their deadline and still running: their pool (None: an inline
-        # observer call, on an abandoned worker thread) and their hook.
-        # Calls abandoned at their deadline that may still run, with their pool and hook id:
-        # read without the lock as a truth value on every observer call (a property's frame
-        # cost more than the question); changed only with the lock held.
+        # Calls abandoned at their deadline that may still run: their pool (None: an inline
+        # observer call, on an abandoned worker thread) and their hook's id. Non-empty: a hook
+        # may be at its cap of stuck calls. Read without the lock, as a truth value, on every
+        # observer call; changed only with the lock held.
         self.abandoned: dict[Future[Any], tuple[ThreadPoolExecutor | None, str]] = {}
-
-    @property
-    def stuck(self) -> bool:
-        """Whether any call was abandoned and may still run (only then can a hook be at its
-        cap)."""
-        return bool(self.abandoned)
 
     def check_capacity(self, hook: Hook, event: str) -> None:
         """Raise :class:`~otelhooks.HookCapacityError` when ``hook`` is at its cap of stuck

@@ -120,13 +120,13 @@ def after_tool_call(
 
 _build: Callable[..., AfterToolCallEvent] | None = None
 _SPAN_IDS: Final = ("traceId", "spanId")
-# What after_tool_call vouches for: it gives the kernel's names (toolName, toolInput, runId)
-# as the model's mirroring validator would set them, so the validator is not called (3,000
-# instructions an event, measured), and the arguments are the snapshot's copy, which only the
-# payload holds (not copied again).
-# Its own numbers, flag, times and span ids, and the fields that repeat another's value (the
-# kernel's names), are of the declared types already: not checked again (1,200 instructions an
-# event, measured); what the agent gave (names, ids, the arguments, the result) is.
+# What after_tool_call vouches for (tests/test_trusted_payloads.py holds it to it):
+# - run_after: it gives the kernel's names (toolName, toolInput, runId) as the model's
+#   mirroring validator would set them, so the validator is not called (3,000 instructions);
+# - owned: the arguments are the snapshot's copy, which only the payload holds (not copied);
+# - vouched: its own numbers, flag, times and span ids, and the fields repeating another's
+#   value, are of the declared types already (not checked: 1,200 instructions). What the agent
+#   gave (names, ids, the arguments, the result) is checked.
 AFTER_BUILD: Final[dict[str, Any]] = {
     "run_after": False,
     "owned": frozenset({"args"}),
