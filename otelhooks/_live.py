@@ -3,7 +3,7 @@
 The instrumentation builds a :class:`LiveEvent` as an action starts and hands it to the
 :class:`~otelhooks.HooksEngine` (``start``); the engine runs its interceptors and returns a
 :class:`Verdict`. Events that happen when the span ends (``after_tool_call``, ``on_complete``,
-...) are queued on ``followups`` and handed over by ``end``.
+...) are added with ``follow`` and handed over by ``end``.
 
 Payloads are built lazily: when no hook matches, no pydantic model is ever created.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from opentelemetry.trace import SpanContext
 
@@ -22,8 +22,6 @@ if TYPE_CHECKING:
     from otelhooks._hooks import Hook
 
 __all__ = ["HookStep", "LiveEvent", "Verdict"]
-
-_object_new = object.__new__
 
 
 @dataclass(slots=True, frozen=True)
@@ -55,7 +53,7 @@ class Verdict:
         mock: the accepted mock result of a tool call, and ``mocked_by`` its hook.
         errors: ``hook id: problem`` for each hook that failed.
         matched: ids of the intercept hooks that matched, in the order they ran.
-        would_call: control webhooks a dry run (``HooksEngine.decide``) did not call.
+        would_call: control webhooks a dry run (``HooksEngine.dry_run``) did not call.
         steps: what each hook that ran did, in order.
     """
 
@@ -75,15 +73,19 @@ class Verdict:
 class LiveEvent:
     """One lifecycle event on its way to the engine.
 
-    ``build(*args)`` makes the payload when a hook needs it. With ``snapshot=True`` it holds
-    its own copy of every value the payload needs, taken when the event happened (``args``,
-    plain values, not a closure over the scope): an observed event is then queued as it is and
-    the observer worker builds the model, so observing costs the agent a few copies instead of
-    a pydantic build, and the scope and its span are not kept alive while the event waits.
+    ``build()`` makes the payload when a hook needs it, so an event no hook matches costs no
+    pydantic model. The engine builds it before this returns to the runtime, whose inputs may
+    change afterwards, unless ``snapshot`` says that ``build`` holds its own copy of every value
+    it needs: then the observer worker builds it, off the agent's thread.
+
+    Example:
+        >>> from otelhooks.events import AfterStepEvent
+        >>> live = LiveEvent("after_step", lambda: AfterStepEvent(stepIndex=0))
+        >>> live.payload().stepIndex
+        0
     """
 
     __slots__ = (
-        "_args",
         "_build",
         "_payload",
         "critical",
@@ -101,126 +103,55 @@ class LiveEvent:
     def __init__(
         self,
         name: str,
-        build: Callable[..., HookEvent],
+        build: Callable[[], HookEvent],
         *,
         values: tuple[str, ...] = ("*",),
         operation_id: str | None = None,
         deferred: bool = False,
         snapshot: bool = False,
-        hooks: list[Hook] | None = None,
-        args: tuple[Any, ...] = (),
     ) -> None:
         self.name = name
-        # The hooks that match it, when the caller asked the registry already (for this event,
-        # with these values, at the current registry version): not matched again. Once queued
-        # for observers: those the observer worker runs.
-        self.hooks = hooks
-        self._build = build
-        # build's arguments: a snapshot's plain values, held here rather than in a partial
-        # (one object less for each observed event waiting in the queue, which the garbage
-        # collector's young generation traverses until the worker takes it).
-        self._args = args
-        self.snapshot = snapshot
+        self._build: Callable[[], HookEvent] | None = build
         self._payload: HookEvent | None = None
         self.values = values
         self.operation_id = operation_id
         self.deferred = deferred
+        self.snapshot = snapshot
+        # The observers the engine queued it for (set by the engine; the worker runs them).
+        self.hooks: list[Hook] = []
         self.verdict: Verdict | None = None
-        # A list once an event follows: most events have none, and the shared empty tuple
-        # spares allocating a list for each of them.
-        self.followups: list[LiveEvent] | tuple[()] = ()
+        self.followups: list[LiveEvent] = []
         # A fallback-none delivery failed: the instrumentation raises it once the span is safe.
         self.critical: Exception | None = None
         self.span_context: SpanContext | None = None  # of the event's span, once started
 
-    @classmethod
-    def from_snapshot(
-        cls,
-        name: str,
-        build: Callable[..., HookEvent],
-        args: tuple[Any, ...],
-        values: tuple[str, ...],
-        operation_id: str | None,
-        hooks: list[Hook],
-    ) -> LiveEvent:
-        """``LiveEvent(name, build, args=args, values=values, operation_id=operation_id,
-        snapshot=True, hooks=hooks)``, at half the cost: an event that happened, with the
-        values its payload needs and the hooks that match it, for the hot path (an observed
-        tool call's end). Calling the class with keywords builds a dict of them and goes
-        through ``type.__call__``: about 3,000 instructions of the agent's, measured.
-        ``tests/test_live_event.py`` holds the two equal, slot by slot."""
-        live = _object_new(cls)
-        live.name = name
-        live.hooks = hooks
-        live._build = build
-        live._args = args
-        live.snapshot = True
-        live._payload = None
-        live.values = values
-        live.operation_id = operation_id
-        live.deferred = False
-        live.verdict = None
-        live.followups = ()
-        live.critical = None
-        live.span_context = None
-        return live
-
     def payload(self) -> HookEvent:
+        """The event's payload, built on first use (with its span's ids, when it has a span)."""
         if self._payload is None:
-            payload = self._build(*self._args)
+            if self._build is None:
+                raise RuntimeError("this event was released when its span ended, unbuilt")
+            payload = self._build()
             ctx = self.span_context
             if ctx is not None and ctx.is_valid and payload.traceId is None:
-                _set_ids(payload, ctx.trace_id.to_bytes(16).hex(), ctx.span_id.to_bytes(8).hex())
+                payload.traceId = format(ctx.trace_id, "032x")
+                payload.spanId = format(ctx.span_id, "016x")
             self._payload = payload
-            # The builder's closure may hold the whole scope (its span, its step): an event
-            # waiting in the observer queue must keep only its payload.
-            self._build, self._args = _built, ()
+            # The builder may hold the whole scope (its span, its step): an event waiting in
+            # the observer queue keeps only its payload.
+            self._build = None
         return self._payload
 
-    def freeze(self) -> None:
-        """Fix what the payload will hold, now: build it, unless ``build`` is a snapshot (then
-        whoever calls :meth:`payload` first builds it)."""
-        if self._payload is None and not self.snapshot:
-            self.payload()
-
     def release(self) -> None:
-        """Forget the builder and the end events once the event was handed over (the engine
-        queued what it needed). Both may hold the scope that holds this event: a reference
-        cycle that would keep the scope, its span and its step alive until the garbage
-        collector ran (about 12,000 instructions per observed tool call, measured)."""
-        if self._payload is None:
-            self._build, self._args = _released, ()
-        self.followups = ()
+        """Forget the builder and the end events once the engine has what it needs: both may
+        hold the scope that holds this event, a cycle only the garbage collector would free."""
+        self._build = None
+        self.followups = []
 
-    def follow(
-        self,
-        name: str,
-        build: Callable[[], HookEvent],
-    ) -> None:
-        """Queue an event that happens when this event's span ends."""
-        follow = LiveEvent(name, build, values=self.values, operation_id=self.operation_id)
+    def follow(self, name: str, build: Callable[[], HookEvent], *, snapshot: bool = False) -> None:
+        """Add an event that happens when this event's span ends (handed over by
+        ``HooksEngine.end``)."""
+        follow = LiveEvent(
+            name, build, values=self.values, operation_id=self.operation_id, snapshot=snapshot
+        )
         follow.span_context = self.span_context
-        if self.followups:
-            self.followups.append(follow)  # a list once non-empty
-        else:
-            self.followups = [follow]
-
-
-def _set_ids(payload: HookEvent, trace_id: str, span_id: str) -> None:
-    """``payload.traceId = trace_id`` and ``payload.spanId = span_id``: what pydantic's
-    ``__setattr__`` does for declared fields of a model that does not validate assignment,
-    without its generic checks (a fifth of building an observed tool call's payload)."""
-    if type(payload).model_config.get("validate_assignment"):
-        payload.traceId, payload.spanId = trace_id, span_id
-        return
-    values = payload.__dict__
-    values["traceId"], values["spanId"] = trace_id, span_id
-    payload.__pydantic_fields_set__.update(("traceId", "spanId"))
-
-
-def _built() -> HookEvent:
-    raise AssertionError("a LiveEvent builds its payload once")  # pragma: no cover
-
-
-def _released() -> HookEvent:
-    raise RuntimeError("this event was released when its span ended; its payload was not built")
+        self.followups.append(follow)

@@ -10,7 +10,6 @@ engine on an existing provider: add the processor, and build an ``AgentTracer`` 
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -19,7 +18,6 @@ from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 
 from otelhooks._dispatch import HookRegistry
 from otelhooks._engine import HooksEngine
-from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._hooks import Hook
 from otelhooks._metrics import AgentMetrics
 from otelhooks._span_mapping import events_from_foreign_span
@@ -78,9 +76,9 @@ class HookSpanProcessor(SpanProcessor):
         if self.engine.is_own_scope(span.instrumentation_scope):
             return  # an AgentTracer of this engine dispatched its events already
         for event in events_from_foreign_span(span):
-            # Nobody to raise a critical failure to (someone else's span); it was logged.
-            with contextlib.suppress(CriticalHookDeliveryError):
-                self.engine.observe(event)
+            # A critical failure stays parked on the event: nobody to raise it to (someone
+            # else's span), and it was logged.
+            self.engine.start(event)
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         return self.engine.flush(timeout_millis / 1000)

@@ -298,17 +298,3 @@ def test_the_hooked_answer_is_shared_and_read_only() -> None:
     assert [h.id for h in first["after_tool_call"]] == ["w"]
     with pytest.raises(TypeError):
         first["before_tool_call"] = []  # type: ignore[index]
-
-
-def test_the_answer_names_the_events_whose_hooks_all_run_on_the_observer_worker() -> None:
-    reg = HookRegistry()
-    reg.register(
-        [
-            {"id": "w", "type": "after_tool_call", "handler": print},
-            {"id": "b", "type": "before_tool_call", "handler": print},
-            {"id": "n", "type": "on_tool_call_error", "webhook": {"url": "http://127.0.0.1:9/n"}},
-        ]
-    )
-    answer = reg.hooked(EVENTS, ("rm",))
-    # A notification webhook delivers by itself: its event goes the dispatcher's way.
-    assert answer.queued == {"after_tool_call", "before_tool_call"}

@@ -199,7 +199,7 @@ def _test(args: argparse.Namespace) -> int:
     timeout_s = shutdown_timeout(CLI_SHUTDOWN_TIMEOUT_S)
     try:
         with collecting() as notes:
-            verdict = engine.trial(spec.name, payload, values=values)
+            verdict = engine.fire(spec.name, payload, values=values)
         _report(hooks, verdict, notes)
         if spec.intercept:
             print(_verdict_line(verdict, original))

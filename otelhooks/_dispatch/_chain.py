@@ -54,7 +54,7 @@ class InterceptChain:
         self.event = event
         self.verdict = Verdict(payload=payload, matched=[h.id for h in hooks])
         self.soft_rank = 0  # set while a command's ask/defer block leaves the chain open (rule 6)
-        self.dry_run = False  # deciding only (HooksEngine.decide): nothing is counted
+        self.dry_run = False  # deciding only (HooksEngine.dry_run): nothing is counted
         self.call_webhooks = True  # False: control webhooks are reported as "would call"
 
     def skips(self, hook: Hook) -> bool:

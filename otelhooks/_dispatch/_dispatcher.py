@@ -85,9 +85,6 @@ class Dispatcher:
             self.metrics,
             max_queue_size=max_queue_size,
         )
-        # A snapshot event whose live.hooks all run on the observer worker (a registry
-        # answer's ``queued`` events), queued as it is: what observe() comes to for it.
-        self.queue_observed: Callable[[LiveEvent], bool] = self._observers.queue.submit
 
     # -- matching -------------------------------------------------------------------------------
 
@@ -221,29 +218,19 @@ class Dispatcher:
     # -- observe: queued, never awaited by the runtime -------------------------------------------
 
     def observe(self, live: LiveEvent) -> list[Hook]:
-        """Queue ``live`` for its matching observers. Builds the payload only if one matches.
-
-        Raises:
-            CriticalHookDeliveryError: a ``fallback: none`` hook could not be queued durably
-                (after every sibling hook was queued).
-        """
-        matched = live.hooks if live.hooks is not None else self.match(live)
+        """Queue ``live`` for its matching observers and return them. Builds the payload only
+        if one matches. A ``fallback: none`` hook that could not be queued durably parks its
+        :class:`CriticalHookDeliveryError` on ``live.critical`` (after every sibling was
+        queued)."""
+        matched = self.match(live)
         if matched:
             if not live.snapshot:
-                # Fixed now (the runtime may change its inputs after this returns); a snapshot
-                # is, and the worker builds it: the agent pays for a copy, not a validation.
-                live.freeze()
-            for hook in matched:  # inline, not a call: asked for every observed event
-                if enqueues(hook.action):
-                    break
-            else:
-                self._observers.submit(live, matched)
-                return matched
-            rest, critical = self._enqueue_notifications(live, matched)
+                # Fixed now: the runtime may change its inputs after this returns. A snapshot
+                # holds its own copies, and the observer worker builds it.
+                live.payload()
+            rest, live.critical = self._enqueue_notifications(live, matched)
             if rest:
                 self._observers.submit(live, rest)
-            if critical is not None:
-                raise critical
         return matched
 
     def _enqueue_notifications(
@@ -251,7 +238,10 @@ class Dispatcher:
     ) -> tuple[list[Hook], CriticalHookDeliveryError | None]:
         """Hand hooks that deliver by themselves (notification webhooks) their event; return
         the others, and the critical failure to raise once they have run. Observation never
-        gates execution, also on intercept events. ``steps`` collects what became of each."""
+        gates execution, also on intercept events. ``steps`` collects what became of each.
+
+        This is the one place that tells a notification from a hook the caller or the observer
+        worker runs."""
         if not any(enqueues(h.action) for h in hooks):
             return hooks, None
         rest: list[Hook] = []

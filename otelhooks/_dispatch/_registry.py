@@ -27,7 +27,7 @@ from typing import Any, Final
 
 from otelhooks._actions import build_hook
 from otelhooks._errors import ConfigError
-from otelhooks._hooks import Hook, enqueues
+from otelhooks._hooks import Hook
 from otelhooks._matchers import MatchKind
 from otelhooks._redact import register_env_secrets
 
@@ -91,27 +91,16 @@ class Hooked(dict[str, list[Hook]]):
     """The events of an action that have hooks, each with its hooks in registration order: an
     answer shared by every caller with the same values, so it cannot be changed. ``ids`` lists
     the ids of all those hooks, each once: the first event's, then each later event's not
-    listed yet (what :meth:`HookRegistry.matched_ids` gives). ``queued`` names the events
-    whose hooks all run on the observer worker (none of them delivers by itself, as a
-    notification webhook does): an ended event of those goes to the observer queue as it is
-    (``HooksEngine.queue_observed``)."""
+    listed yet (what :meth:`HookRegistry.matched_ids` gives)."""
 
-    __slots__ = ("ids", "queued")
+    __slots__ = ("ids",)
 
     def __init__(self, hooks: dict[str, list[Hook]] | None = None) -> None:
         super().__init__(hooks or {})
-        # What matched_ids gives for the same events and values, known with the answer: one
-        # registry question per tool call instead of two (about 2,000 instructions, measured).
-        # A list because that is what a span attribute is cheapest from (see ToolCall._open).
         ids: list[str] = []
         for event_hooks in self.values():
             ids.extend(h.id for h in event_hooks if h.id not in ids)
         self.ids = ids
-        self.queued = frozenset(
-            event
-            for event, event_hooks in self.items()
-            if not any(enqueues(h.action) for h in event_hooks)
-        )
 
     def _read_only(self, *args: Any, **kwargs: Any) -> Any:
         raise TypeError("a registry answer is shared: copy it to change it")

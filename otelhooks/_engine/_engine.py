@@ -6,25 +6,30 @@ the framework adapters, the Claude Code bridge, the MCP gateway and replay. The 
 registry, the dispatcher (its handler pool and observer worker) and the webhook deliverer, wired
 when it is built; nothing here is a process-wide default that a later caller replaces.
 
-The operations, sync and async alike:
+The caller says what happened; the engine alone decides which hooks run, inline or queued, and
+through which deliverer. One call per moment, sync and async in pairs where a hook may be
+awaited:
 
-- :meth:`dispatch` / :meth:`adispatch`: an event happens. Intercept events run their chain now
-  and return the verdict; other events are queued for their observers.
-- :meth:`decide` / :meth:`adecide`: what these hooks *would* decide, with no side effect beyond
-  the hooks themselves (no observer queued, nothing counted; control webhooks only on request).
-- :meth:`start` / :meth:`astart` / :meth:`end`: the same for the instrumentation's
-  :class:`~otelhooks._live.LiveEvent`, whose payload is built only when a hook matches.
+- :meth:`start` / :meth:`astart`: an event happens (an action is about to run, or a point
+  event). Its interceptors decide now and the verdict is returned; its observers are queued.
+- :meth:`end`: the event's span ended: the events that followed it (``after_tool_call``,
+  ``on_complete``...) are queued for their observers. Nothing waits, so there is no async twin.
+- :meth:`dispatch` / :meth:`adispatch`: ``start`` and ``end`` for a caller holding a payload
+  rather than a :class:`~otelhooks._live.LiveEvent` (the MCP gateway, the Claude Code bridge).
+
+Two questions that are not events: :meth:`dry_run` / :meth:`adry_run` (what these hooks *would*
+decide, for replay and tool filtering) and :meth:`fire` (run every matching hook once and report
+each, for ``otelhooks hooks test``).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from otelhooks._dispatch import NO_EVENTS, Dispatcher, Hooked, HookRegistry
 from otelhooks._engine._values import matcher_values
-from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._events import EVENTS, HookEvent, resolve_event
 from otelhooks._hooks import Hook
 from otelhooks._live import LiveEvent, Verdict
@@ -57,7 +62,7 @@ class HooksEngine:
         ...     "handler": lambda e: Block("rm is not allowed"),
         ... }])
         >>> call = ToolCallEvent(toolCallId="c1", identifier="", apiName="rm", args={})
-        >>> engine.decide("before_tool_call", call).reason
+        >>> engine.dry_run("before_tool_call", call).reason
         'rm is not allowed'
     """
 
@@ -84,11 +89,6 @@ class HooksEngine:
         # so spans received from elsewhere under the same scope name still count as foreign.
         self._own_scopes: tuple[object, ...] = ()
         self._own_scope_ids: frozenset[int] = frozenset()  # theirs, held alive by _own_scopes
-        # queue_observed(live): an ended snapshot event, every hook of whose live.hooks runs on
-        # the observer worker (the registry answer's ``queued`` events), queued as it is: what
-        # ended() comes to for it, without its four calls on the agent's thread (an observed
-        # tool call's end). False: dropped, and counted, as ended() drops it.
-        self.queue_observed: Callable[[LiveEvent], bool] = self._dispatcher.queue_observed
         if hooks:
             self.registry.register(hooks)
 
@@ -181,9 +181,50 @@ class HooksEngine:
 
     def is_own_scope(self, scope: object) -> bool:
         """Whether spans of ``scope`` (the object, not its name) were dispatched here."""
-        # By identity: a set of ids, not any(... is ...), whose generator cost every span ended
-        # through the processor about 1,000 instructions (measured).
         return id(scope) in self._own_scope_ids
+
+    # -- events in flight (the instrumentation's road) -------------------------------------------
+
+    def start(self, live: LiveEvent) -> Verdict:
+        """``live`` happens: its interceptors decide now, its observers are queued.
+
+        A ``fallback: none`` delivery failure is parked on ``live.critical`` for the caller to
+        raise once its span is complete (never inside the SDK's callbacks).
+
+        Example:
+            >>> from otelhooks._live import LiveEvent
+            >>> from otelhooks.events import AfterStepEvent
+            >>> engine = HooksEngine([{"id": "w", "type": "afterStep", "handler": print}])
+            >>> engine.start(LiveEvent("after_step", lambda: AfterStepEvent(stepIndex=0))).matched
+            ['w']
+        """
+        if not self.registry.any_match(live.name, live.values, operation_id=live.operation_id):
+            return _NO_HOOKS  # the common case, kept to one cached lookup
+        if EVENTS[live.name].intercept:
+            return self._dispatcher.intercept(live)
+        return self._observe(live)
+
+    async def astart(self, live: LiveEvent) -> Verdict:
+        """As :meth:`start`, awaiting interceptors without blocking the event loop."""
+        if not self.registry.any_match(live.name, live.values, operation_id=live.operation_id):
+            return _NO_HOOKS
+        if EVENTS[live.name].intercept:
+            return await self._dispatcher.intercept_async(live)
+        return self._observe(live)
+
+    def end(self, live: LiveEvent) -> None:
+        """``live``'s span ended: queue the events that followed it for their observers (their
+        interceptors, if any, ran inline in the instrumentation). The first ``fallback: none``
+        failure is parked on ``live.critical``."""
+        for follow in live.followups:
+            if not EVENTS[follow.name].intercept:
+                self._observe(follow)
+            if follow.critical is not None and live.critical is None:
+                live.critical = follow.critical
+
+    def _observe(self, live: LiveEvent) -> Verdict:
+        matched = self._dispatcher.observe(live)
+        return Verdict(matched=[h.id for h in matched]) if matched else _NO_HOOKS
 
     # -- events as payloads ----------------------------------------------------------------------
 
@@ -211,10 +252,7 @@ class HooksEngine:
             CriticalHookDeliveryError: a ``fallback: none`` webhook could not be queued durably.
         """
         live = self._live(event, payload, values, operation_id)
-        verdict = self.start(live)
-        self.end(live)
-        _raise_critical(live)
-        return _own(verdict, live)
+        return _settled(self.start(live), live)
 
     async def adispatch(
         self,
@@ -226,12 +264,9 @@ class HooksEngine:
     ) -> Verdict:
         """As :meth:`dispatch`, awaiting interceptors without blocking the event loop."""
         live = self._live(event, payload, values, operation_id)
-        verdict = await self.astart(live)
-        self.end(live)
-        _raise_critical(live)
-        return _own(verdict, live)
+        return _settled(await self.astart(live), live)
 
-    def decide(
+    def dry_run(
         self,
         event: str,
         payload: HookEvent | Mapping[str, Any],
@@ -259,7 +294,7 @@ class HooksEngine:
             live, dry_run=True, call_webhooks=call_webhooks, inline=inline
         )
 
-    async def adecide(
+    async def adry_run(
         self,
         event: str,
         payload: HookEvent | Mapping[str, Any],
@@ -268,7 +303,7 @@ class HooksEngine:
         operation_id: str | None = None,
         call_webhooks: bool = False,
     ) -> Verdict:
-        """As :meth:`decide`, awaiting interceptors without blocking the event loop."""
+        """As :meth:`dry_run`, awaiting interceptors without blocking the event loop."""
         live = self._live(event, payload, values, operation_id)
         if not EVENTS[live.name].intercept:
             return Verdict(payload=live.payload())
@@ -276,7 +311,7 @@ class HooksEngine:
             live, dry_run=True, call_webhooks=call_webhooks
         )
 
-    def trial(
+    def fire(
         self,
         event: str,
         payload: HookEvent | Mapping[str, Any],
@@ -311,64 +346,6 @@ class HooksEngine:
             operation_id=operation_id if operation_id is not None else model.operationId,
         )
 
-    # -- events in flight (the instrumentation's road) -------------------------------------------
-
-    def start(self, live: LiveEvent) -> Verdict:
-        """``live`` happens: interceptors run now; observers are queued.
-
-        A ``fallback: none`` delivery failure is parked on ``live.critical`` for the caller to
-        raise once its span is complete (never inside the SDK's callbacks).
-        """
-        if not self.registry.any_match(live.name, live.values, operation_id=live.operation_id):
-            return _NO_HOOKS  # the common case, kept to one cached lookup
-        if EVENTS[live.name].intercept:
-            return self._dispatcher.intercept(live)
-        return self._observe(live)
-
-    async def astart(self, live: LiveEvent) -> Verdict:
-        """As :meth:`start`, awaiting interceptors without blocking the event loop."""
-        if not self.registry.any_match(live.name, live.values, operation_id=live.operation_id):
-            return _NO_HOOKS
-        if EVENTS[live.name].intercept:
-            return await self._dispatcher.intercept_async(live)
-        return self._observe(live)
-
-    def end(self, live: LiveEvent) -> None:
-        """Queue the events that happened when ``live``'s span ended (``after_tool_call``...).
-        Interceptors of end events run inline, in the instrumentation, so they are skipped here."""
-        for follow in live.followups:
-            self.ended(follow)
-            if follow.critical is not None and live.critical is None:
-                live.critical = follow.critical
-
-    def ended(self, live: LiveEvent) -> None:
-        """Queue ``live``, an event that happened as a span ended, for its observers (as
-        :meth:`end` does for each of its follow-ups); a ``fallback: none`` failure is parked on
-        ``live.critical``.
-
-        Example:
-            >>> done = LiveEvent("after_step", lambda: AfterStepEvent(stepIndex=0))
-            >>> engine.ended(done)  # queued for the after_step observers, if any
-        """
-        if not EVENTS[live.name].intercept:
-            try:
-                self._dispatcher.observe(live)  # no verdict: nobody reads it here
-            except CriticalHookDeliveryError as exc:
-                live.critical = exc
-
-    def observe(self, live: LiveEvent) -> Verdict:
-        """Queue ``live`` for its observers (interceptors are not run: the event already
-        happened, as for spans other instrumentations made)."""
-        return self._observe(live)
-
-    def _observe(self, live: LiveEvent) -> Verdict:
-        try:
-            matched = self._dispatcher.observe(live)
-        except CriticalHookDeliveryError as exc:
-            live.critical = exc
-            return Verdict(matched=[])
-        return Verdict(matched=[h.id for h in matched]) if matched else _NO_HOOKS
-
     # -- lifecycle -------------------------------------------------------------------------------
 
     def flush_observers(self, timeout_s: float = 30.0) -> bool:
@@ -394,12 +371,10 @@ class HooksEngine:
 _NO_HOOKS = Verdict()
 
 
-def _raise_critical(live: LiveEvent) -> None:
+def _settled(verdict: Verdict, live: LiveEvent) -> Verdict:
+    """``verdict`` as a caller may keep and change it (never the shared no-hook one), after
+    raising a ``fallback: none`` failure."""
     if live.critical is not None:
         critical, live.critical = live.critical, None
         raise critical
-
-
-def _own(verdict: Verdict, live: LiveEvent) -> Verdict:
-    """A verdict the caller may keep and change: never the shared no-hook one."""
     return Verdict(payload=live.payload()) if verdict is _NO_HOOKS else verdict

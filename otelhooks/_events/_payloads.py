@@ -9,14 +9,10 @@ kept equal, so a user of either system reads the names they know.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
-from functools import partial
-from operator import methodcaller
-from typing import Any, Final, Literal, Self
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from otelhooks._events._trusted import copy_with, trusted
 from otelhooks._sources import SOURCES
 
 __all__ = [
@@ -59,35 +55,15 @@ __all__ = [
 ]
 
 
-# The default factories ask SOURCES at every call (tests swap its functions), through C-level
-# callables: a Python function calling SOURCES.now_ms() would be one more frame for every
-# payload built (1,400 instructions an observed tool call for the two, measured).
-_now_ms: Callable[[], int] = partial(methodcaller("now_ms"), SOURCES)
-_event_id: Callable[[], str] = partial(methodcaller("event_id"), SOURCES)
+def _now_ms() -> int:
+    return SOURCES.now_ms()  # asked at every call: tests swap the clock
 
 
-class _Trusted(BaseModel):
-    """The models the instrumentation builds from values it knows the types of."""
-
-    @classmethod
-    def trusted(cls, values: dict[str, Any], /) -> Self:
-        """``cls(**values)`` without validating values whose types are as declared.
-
-        For the instrumentation, which assembles events from values of known types: the model
-        is the one validation gives (same values, ``model_fields_set``, extras), and anything
-        else (an unexpected type, an unknown key, a missing field) is validated as usual. Takes
-        a dict, not keywords: unpacking twenty keywords costs as much as the checks. ``values``
-        is not kept. See :mod:`otelhooks._events._trusted`.
-        """
-        return trusted(cls, values)
-
-    def copy_with(self, update: dict[str, Any], /) -> Self:
-        """``self.model_copy(update=update)``, cheaper for declared fields (nothing validated,
-        as with ``model_copy``)."""
-        return copy_with(self, update)
+def _event_id() -> str:
+    return SOURCES.event_id()
 
 
-class HookEvent(_Trusted):
+class HookEvent(BaseModel):
     """Fields every event carries. ``event`` is the canonical event name (the discriminator).
 
     ``eventId`` is stable for the event and serves receivers as an idempotency key.
@@ -280,7 +256,7 @@ class LlmOutputEvent(HookEvent):
 # -- tools --------------------------------------------------------------------------------------
 
 
-class ToolResult(_Trusted):
+class ToolResult(BaseModel):
     """LobeHub's structured tool result (``content``, ``success``, ``executionTime``, ``state``)."""
 
     model_config = ConfigDict(extra="allow")

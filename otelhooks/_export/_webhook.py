@@ -70,7 +70,7 @@ class WebhookSpanExporter(SpanExporter):
             return SpanExportResult.FAILURE
         for span in spans:
             for live in events_from_foreign_span(span):
-                self.engine.observe(live)  # a bounded-queue append per matching webhook
+                self.engine.start(live)  # a bounded-queue append per matching webhook
         return SpanExportResult.SUCCESS
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:

@@ -1,9 +1,10 @@
 """The span scope every instrumentation context manager is built on, and ``AgentTracer``.
 
-A scope starts its span with its lifecycle event in the Context (so the processor can intercept
-before ``start_span`` returns), makes the span current, and on exit records errors, queues the
-end events and ends the span. The same scope works with ``with`` and ``async with``; in async
-code the intercept hooks are awaited instead of run on the calling thread.
+A scope starts its span through the SDK and hands its lifecycle event to the tracer's
+:class:`~otelhooks.HooksEngine` (``start``), makes the span current, and on exit records errors,
+ends the span and hands the events that followed to the engine (``end``). The same scope works
+with ``with`` and ``async with``; in async code the intercept hooks are awaited instead of run on
+the calling thread.
 """
 
 from __future__ import annotations
@@ -114,9 +115,6 @@ class AgentTracer:
         if engine is None:
             engine = hooks.engine if hooks is not None else HooksEngine(metrics=metrics)
         self.engine = engine
-        # The scopes ask the registry directly which of their events have hooks (a tool call
-        # asks once, and checks its version twice more).
-        self.registry = engine.registry
         self._scope_claimed = False
         self.metrics = metrics if metrics is not None else engine.metrics
         self.capture_content = capture_from_env() if capture_content is None else capture_content
@@ -169,19 +167,9 @@ class AgentTracer:
         """Whether any registered hook matches ``event`` now (a cached lookup)."""
         return self.engine.matches(event, values, operation_id)
 
-    def end_events(self, live: LiveEvent) -> None:
-        self.engine.end(live)
-
-    def intercept_inline(self, live: LiveEvent) -> Verdict:
-        """Run interceptors of an event that is not a span start (``tool_result_persist``)."""
-        return self.engine.start(live)
-
-    async def intercept_inline_async(self, live: LiveEvent) -> Verdict:
-        return await self.engine.astart(live)
-
     def observe(self, live: LiveEvent) -> None:
-        """Queue a point event for its observers; raise a ``fallback: none`` failure."""
-        self.engine.observe(live)
+        """Hand a point event to the engine; raise a ``fallback: none`` failure."""
+        self.engine.start(live)
         if live.critical is not None:
             critical, live.critical = live.critical, None
             raise critical
@@ -277,7 +265,7 @@ class SpanScope(ABC):
         self.span.end()
         live = self._live
         if live is not None:
-            self.tracer.end_events(live)
+            self.tracer.engine.end(live)
             live.release()
             if live.critical is not None:
                 # A fallback-none hook asked for this: raised once the span is complete.

@@ -360,7 +360,7 @@ def emit_event(
             attributes={sc.GEN_AI_OPERATION_NAME: sc.OP_LIFECYCLE, **attrs},
         )
         short.end()
-        tracer.end_events(live)
+        tracer.engine.end(live)
     return payload
 
 
@@ -436,4 +436,4 @@ class _Message:
 
     def end(self) -> None:
         self.span.end()
-        self.op.tracer.end_events(self.live)
+        self.op.tracer.engine.end(self.live)

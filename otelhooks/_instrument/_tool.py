@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from random import getrandbits
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +13,7 @@ from opentelemetry.trace import Status, StatusCode
 from otelhooks import _semconv as sc
 from otelhooks._engine import NO_EVENTS, Hooked
 from otelhooks._events import (
+    AfterToolCallEvent,
     HookEvent,
     ToolCallDeniedEvent,
     ToolCallErrorEvent,
@@ -21,7 +23,6 @@ from otelhooks._events import (
 )
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._instrument._base import SpanScope
-from otelhooks._instrument._observed import after_args, after_tool_call
 from otelhooks._live import LiveEvent, Verdict
 from otelhooks._metrics import MetricAttributes
 from otelhooks._redact import error_text, scrub
@@ -88,13 +89,6 @@ def _metric_attrs(
     return attrs
 
 
-# The model's own validator, without BaseModel.__init__'s keyword packing: the same model for
-# less (one is made per tool result, on the agent's thread).
-_validate_result: Callable[[dict[str, Any]], ToolResult] = (
-    ToolResult.__pydantic_validator__.validate_python
-)
-
-
 def _tool_context(
     op: Operation,
     tool_call_id: str,
@@ -114,20 +108,31 @@ def _tool_context(
         "callIndex": call_index,
         "stepIndex": step_index,
         "agentId": op.agent_id,
-        # the kernel's names for the same facts, given here so the payload model's mirroring
-        # validator has nothing to assign (a pydantic __setattr__ each)
-        "toolName": api_name,
-        "toolInput": args,
-        "runId": op.operation_id,
     }
+
+
+def _after_tool_call(
+    fields: dict[str, Any], result: ToolResult, elapsed_ms: float
+) -> AfterToolCallEvent:
+    """The ``after_tool_call`` payload, built by the observer worker from what the call's end
+    copied (``fields``, with the arguments as a dict of their own)."""
+    return AfterToolCallEvent(
+        **fields,
+        content=result.content,
+        toolOutput=result.content,
+        success=result.success,
+        executionTimeMs=elapsed_ms,
+        duration=elapsed_ms / 1000,
+        result=result.model_copy(update={"executionTime": elapsed_ms}),
+    )
 
 
 def _as_result(value: Any) -> ToolResult:
     if isinstance(value, ToolResult):
         return value
     if isinstance(value, str):
-        return _validate_result({"content": value})
-    return _validate_result({"content": canonical_json(value)})
+        return ToolResult(content=value)
+    return ToolResult(content=canonical_json(value))
 
 
 class ToolCall(SpanScope):
@@ -149,12 +154,8 @@ class ToolCall(SpanScope):
     _result: ToolResult | None = None
     _tool_started = 0.0
     _matched: list[str] | None = None
-    _after: LiveEvent | None = None  # the after_tool_call event, when a hook watches it
-    _after_queued = False  # ... and its hooks all run on the observer worker
-    # Which of the tool events have hooks for this call, and which hooks, as of registry
-    # version _version (set when the call starts).
+    # Which of the tool events had hooks for this call when it started, and which hooks.
     _hooks_on: Hooked = NO_EVENTS
-    _version = -1
 
     def __init__(
         self,
@@ -209,18 +210,9 @@ class ToolCall(SpanScope):
         return ToolCallEvent(**self._context())
 
     def _hooked(self, event: str) -> bool:
-        """Whether a hook matches ``event`` of this call now: one registry question per call,
-        asked again only when the registrations change while the call runs."""
-        if self.tracer.registry.version != self._version:
-            self._ask_hooks()
-        return event in self._hooks_on
-
-    def _ask_hooks(self) -> None:
-        registry = self.tracer.registry
-        self._version = registry.version
-        self._hooks_on = registry.hooked(
-            _TOOL_EVENTS, self._values, operation_id=self.step.operation.operation_id
-        )
+        """Whether a hook matches ``event`` of this call now (hooks may be registered while the
+        call runs)."""
+        return self.tracer.engine.matches(event, self._values, self.step.operation.operation_id)
 
     def _quiet_event(self) -> LiveEvent:
         live = LiveEvent(
@@ -248,15 +240,13 @@ class ToolCall(SpanScope):
         }
         if self.tracer.capture_content:
             attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = text
-        self._ask_hooks()
+        self._hooks_on = self.tracer.engine.hooked(
+            _TOOL_EVENTS, values, self.step.operation.operation_id
+        )
         live = None
         if self._hooks_on:
-            # Every hook this call's events match (interceptors and later observers), known
-            # before the span starts (with the answer above): written with the start
-            # attributes, in one pass. A list (shared: never changed), though the SDK keeps a
-            # tuple: it checks a sequence with isinstance(value, Sequence), which the ABC cache
-            # answers for a list but not for a tuple (registered directly: Python's
-            # ABCMeta.__subclasscheck__ runs every time). 5,700 instructions a call, measured.
+            # Every hook this call's events match (interceptors and later observers), written
+            # with the start attributes (a shared answer: never changed).
             attrs[sc.HOOK_MATCHED] = self._matched = self._hooks_on.ids
         if "before_tool_call" in self._hooks_on:
             live = LiveEvent(
@@ -303,22 +293,6 @@ class ToolCall(SpanScope):
     def _follow_if_hooked(self, name: str, build: Callable[[], HookEvent]) -> None:
         if self._hooked(name):
             self.live.follow(name, build)
-
-    def _finish(self) -> None:
-        after = self._after
-        if after is None:
-            super()._finish()
-            return
-        self._after = None
-        try:
-            super()._finish()  # the start's follow-ups (a denial, an error) come first
-        finally:
-            if self._after_queued:
-                self.tracer.engine.queue_observed(after)  # its hooks all run on the worker
-            else:
-                self.tracer.engine.ended(after)
-        if after.critical is not None:
-            raise after.critical
 
     # -- results ---------------------------------------------------------------------------------
 
@@ -373,7 +347,7 @@ class ToolCall(SpanScope):
         if not self._hooked("tool_result_persist"):  # kept as it is, no event to build
             self._result = result
             return result
-        verdict = self.tracer.intercept_inline(self._persist_event(result))
+        verdict = self.tracer.engine.start(self._persist_event(result))
         return self._apply_persist(result, verdict)
 
     async def aset_result(self, value: Any, *, success: bool = True) -> ToolResult:
@@ -384,7 +358,7 @@ class ToolCall(SpanScope):
         if not self._hooked("tool_result_persist"):  # kept as it is, no event to build
             self._result = result
             return result
-        verdict = await self.tracer.intercept_inline_async(self._persist_event(result))
+        verdict = await self.tracer.engine.astart(self._persist_event(result))
         return self._apply_persist(result, verdict)
 
     def fail(self, exc: BaseException) -> None:
@@ -416,32 +390,14 @@ class ToolCall(SpanScope):
                 else "error"
             )
             if self._hooked("after_tool_call"):
-                # A snapshot, taken on the agent's thread: the arguments are the agent's own
-                # dict (copied); every other value is fixed once the call ends. The observer
-                # worker builds the model from it, and this scope and its span are free to go.
-                # The event is handed over on its own (see _finish), not as a follow-up of the
-                # start event, which a call no hook watched at its start does not have.
-                self._after = LiveEvent.from_snapshot(
+                # Copied now (the agent may change its arguments after the call), built by the
+                # observer worker: the agent's thread pays for a dict, not for validation.
+                fields = {**self._context(), "args": dict(self.args), "mocked": self.mocked}
+                self.live.follow(
                     "after_tool_call",
-                    after_tool_call,
-                    after_args(
-                        self.step.operation,
-                        self.tool_call_id,
-                        self.identifier,
-                        self.api_name,
-                        self.args,
-                        self.call_index,
-                        self.step.index,
-                        result,
-                        elapsed_ms,
-                        self.mocked,
-                        self.span.get_span_context(),
-                    ),
-                    self._values,
-                    self.step.operation.operation_id,
-                    self._hooks_on["after_tool_call"],
+                    partial(_after_tool_call, fields, result, elapsed_ms),
+                    snapshot=True,
                 )
-                self._after_queued = "after_tool_call" in self._hooks_on.queued
         end: dict[str, Any] = {sc.TOOL_OUTCOME: outcome, sc.TOOL_RESULT_SIZE: len(result.content)}
         if self.tracer.capture_content:
             end[sc.GEN_AI_TOOL_CALL_RESULT] = result.content

@@ -1,6 +1,6 @@
 """``tools/list`` filtering: hide the tools a policy denies outright (opt-in, ``--filter-tools``).
 
-A tool is hidden when its ``before_tool_call`` chain, asked with :meth:`HooksEngine.adecide`
+A tool is hidden when its ``before_tool_call`` chain, asked with :meth:`HooksEngine.adry_run`
 (no side effect: nothing queued, control webhooks not called), blocks a call with no
 arguments. That is exact for deny rules that look only at the tool (a matcher and a handler or
 command that always blocks); a hook that judges the arguments is asked about an empty call, so
@@ -43,5 +43,5 @@ async def _denied(engine: HooksEngine, server: str, tool: str) -> bool:
     if not engine.matches("before_tool_call", values):
         return False
     call = ToolCallEvent(toolCallId="tools/list", identifier=server, apiName=tool, args={})
-    verdict = await engine.adecide("before_tool_call", call, values=values)
+    verdict = await engine.adry_run("before_tool_call", call, values=values)
     return verdict.blocked

@@ -2,7 +2,7 @@
 
 Recorded spans (OTLP JSON lines, an OTLP protobuf dump, Claude Code bridge traces) become the
 intercept events they stood for; each goes through the policy's :class:`~otelhooks.HooksEngine`
-``decide`` (the chain a live agent runs) and is compared with the decision recorded then.
+``dry_run`` (the chain a live agent runs) and is compared with the decision recorded then.
 
 Example:
     >>> from otelhooks.replay import replay

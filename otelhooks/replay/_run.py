@@ -1,6 +1,6 @@
-"""Recorded events through a policy: ``HooksEngine.decide``, the chain the live agent runs.
+"""Recorded events through a policy: ``HooksEngine.dry_run``, the chain the live agent runs.
 
-Nothing here matches or runs hooks itself: each event goes to :meth:`HooksEngine.decide` (same
+Nothing here matches or runs hooks itself: each event goes to :meth:`HooksEngine.dry_run` (same
 matchers, order, handlers, commands and scripts as live; nothing queued for observers, nothing
 counted), and the verdict is compared with the decision the span recorded.
 """
@@ -119,7 +119,7 @@ def replay_events(
             continue
         name = _REWRITTEN_FIELD[event.event]
         before = _snapshot(getattr(event.payload, name))
-        verdict = engine.decide(
+        verdict = engine.dry_run(
             event.event,
             event.payload,
             values=event.values,

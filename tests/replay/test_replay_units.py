@@ -50,7 +50,7 @@ def test_inline_decide_gives_the_pooled_verdicts() -> None:
     )
     try:
         for inline in (False, True):
-            verdict = engine.decide("before_tool_call", _call(), inline=inline)
+            verdict = engine.dry_run("before_tool_call", _call(), inline=inline)
             assert verdict.rewritten_by == ["rewrite"]
             assert verdict.mocked_by == "mock"
             assert verdict.mock is not None
@@ -69,7 +69,7 @@ def test_inline_decide_judges_a_deadline_when_the_hook_returns() -> None:
         [{"id": "slow", "type": "beforeToolCall", "handler": slow_mock, "timeout": 0.1}]
     )
     try:
-        verdicts = [engine.decide("before_tool_call", _call(), inline=i) for i in (False, True)]
+        verdicts = [engine.dry_run("before_tool_call", _call(), inline=i) for i in (False, True)]
     finally:
         engine.shutdown(1.0)
     for verdict in verdicts:

@@ -1,0 +1,110 @@
+"""What an ``after_tool_call`` observer receives, and that the agent never waits for it."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from otelhooks.events import AfterToolCallEvent, ToolResult
+from otelhooks.testing import capture_events, pipeline
+
+
+def _read(path: str) -> str:
+    return f"text of {path}"
+
+
+def test_an_observer_receives_every_field_of_the_call_by_name() -> None:
+    with pipeline() as pipe:
+        seen = capture_events(pipe.oh, events=["after_tool_call"])
+        with pipe.oh.operation("agent", session_id="s-1") as op, op.step() as step:
+            step.run_tool("fs", "readFile", {"path": "a.txt"}, _read)
+            step.run_tool("fs", "readFile", {"path": "b.txt"}, _read)
+        first, second = seen.of("after_tool_call")
+        (span, _) = pipe.spans("execute_tool readFile")
+    assert isinstance(second, AfterToolCallEvent)
+    # the second call of step 0: the two indexes are told apart
+    assert (first.callIndex, first.stepIndex) == (0, 0)
+    assert (second.callIndex, second.stepIndex) == (1, 0)
+    assert second.model_dump(include={"identifier", "apiName", "args", "content"}) == {
+        "identifier": "fs",
+        "apiName": "readFile",
+        "args": {"path": "b.txt"},
+        "content": "text of b.txt",
+    }
+    assert (second.toolName, second.toolInput, second.runId) == (
+        "readFile",
+        {"path": "b.txt"},
+        second.operationId,
+    )
+    assert second.sessionKey == "s-1"
+    assert second.success is True
+    assert second.mocked is False
+    assert second.result.content == "text of b.txt"
+    assert second.result.executionTime == second.executionTimeMs > 0
+    assert second.duration == second.executionTimeMs / 1000
+    ctx = span.get_span_context()
+    assert ctx is not None
+    assert (first.traceId, first.spanId) == (f"{ctx.trace_id:032x}", f"{ctx.span_id:016x}")
+
+
+def test_the_step_index_of_a_later_step_reaches_the_observer() -> None:
+    with pipeline() as pipe:
+        seen = capture_events(pipe.oh, events=["after_tool_call"])
+        with pipe.oh.operation("agent") as op:
+            with op.step() as step:
+                step.run_tool("fs", "readFile", {"path": "a"}, _read)
+            with op.step() as step:
+                step.run_tool("fs", "readFile", {"path": "b"}, _read)
+                step.run_tool("fs", "readFile", {"path": "c"}, _read)
+        got = [(e.callIndex, e.stepIndex) for e in seen.of("after_tool_call")]
+    assert got == [(0, 0), (0, 1), (1, 1)]
+
+
+def test_an_observer_sees_the_arguments_as_they_were_when_the_call_ended() -> None:
+    with pipeline() as pipe:
+        seen = capture_events(pipe.oh, events=["after_tool_call"])
+        args = {"path": "a.txt"}
+        with pipe.oh.operation("agent") as op, op.step() as step:
+            step.run_tool("fs", "readFile", args, _read)
+            args["path"] = "changed after the call"  # the agent reuses its dict
+        (event,) = seen.of("after_tool_call")
+    assert event.args == {"path": "a.txt"}
+
+
+def test_an_observer_sees_a_mocked_result_as_mocked() -> None:
+    mock = {
+        "id": "mock",
+        "type": "beforeToolCall",
+        "handler": lambda e: e.mock(ToolResult(content="mocked", state={"k": 1})),
+    }
+    with pipeline(hooks=[mock]) as pipe:
+        seen = capture_events(pipe.oh, events=["after_tool_call"])
+        with pipe.oh.operation("agent") as op, op.step() as step:
+            step.run_tool("fs", "readFile", {"path": "a"}, _read)
+        (event,) = seen.of("after_tool_call")
+    assert (event.mocked, event.content, event.result.state) == (True, "mocked", {"k": 1})
+
+
+def test_the_agent_thread_never_waits_for_an_observer() -> None:
+    release = threading.Event()
+    entered = threading.Event()
+    threads: list[str] = []
+
+    def slow(event: Any) -> None:
+        threads.append(threading.current_thread().name)
+        entered.set()
+        release.wait(5)
+
+    watch = {"id": "slow", "type": "afterToolCall", "handler": slow, "timeout": 10}
+    with pipeline(hooks=[watch]) as pipe:
+        try:
+            with pipe.oh.operation("agent") as op, op.step() as step:
+                for _ in range(3):
+                    step.run_tool("fs", "readFile", {"path": "a"}, _read)
+            # the run ended while the first observer call is still blocked
+            assert entered.wait(5)
+            assert not release.is_set()
+        finally:
+            release.set()
+    assert threads
+    assert threading.current_thread().name not in threads
