@@ -1,8 +1,7 @@
 /* FNV-1a 64 in C: the accelerator for otelhooks._fingerprint.
  *
- * Why: FNV-1a is byte-serial, so pure Python pays a big-integer multiply per byte (~1,100
- * instructions); a tool call's 41-byte arguments cost a fifth of a whole span and a 10 KB
- * argument ~0.7 ms on the agent's path. The definition lives in _fingerprint.py; this module is
+ * Why: FNV-1a is byte-serial, so pure Python pays a big-integer multiply per byte on the
+ * agent's thread, for every tool call (benchmarks/README.md has the numbers). The definition lives in _fingerprint.py; this module is
  * optional (the build skips it where no compiler is present) and must give identical results.
  */
 #define PY_SSIZE_T_CLEAN

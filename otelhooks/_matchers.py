@@ -217,7 +217,7 @@ class _Re2Search:
 
     def search(self, text: str) -> bool | None:
         if self._prefix is not None and not text.startswith(self._prefix):
-            return None  # cannot match: spares the call into RE2 (~0.9 µs against ~0.05 µs)
+            return None  # cannot match: no call into RE2
         text = clean_text(text)  # a lone surrogate cannot be encoded for RE2
         if self._regexp is None:
             return True if self._compiled.search(text) is not None else None

@@ -228,7 +228,7 @@ class ObserverRunner:
                     self._observe_one(live, hook, _clock(), self._calls.call, hook, payload)
             # Let the event and its payload go now, not with the batch: kept to its end, 256
             # payloads would outlive a collection of the young generation and be promoted, and
-            # more full collections follow (measured: about half again as many collections).
+            # more full collections follow.
             batch[run.index] = None
             run.index += 1
             run.step, run.order, run.parallel, run.payload = 0, None, None, None

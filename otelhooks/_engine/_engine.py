@@ -159,8 +159,8 @@ class HooksEngine:
         """Which of ``events`` have a hook matching ``values`` now, each with its hooks in the
         order they run (a shared answer: read it, never change it).
 
-        One question for the whole life of an action (a tool call's four events), asked again
-        only when :attr:`HookRegistry.version` moves; with no hook registered it costs nothing.
+        One question for all the events of an action (a tool call's four), for the hooks
+        it writes on its span; with no hook registered it costs nothing.
 
         Example:
             >>> engine = HooksEngine([{"id": "w", "type": "PostToolUse", "matcher": "rm",

@@ -205,8 +205,8 @@ class ToolCall(SpanScope):
         )
 
     def _before_event(self) -> ToolCallEvent:
-        # Built only when a hook matches, and then at once, while the span starts (the sync
-        # processor or the awaited chain), so it sees the arguments as the call began.
+        # Built only when a hook matches, by the engine as the span starts (its chain run now,
+        # or awaited in async code), so it sees the arguments as the call began.
         return ToolCallEvent(**self._context())
 
     def _hooked(self, event: str) -> bool:
