@@ -167,8 +167,9 @@ class Hook(BaseModel):
         return f"Hook(id={self.id!r}, type={self.type!r}, ...)"
 
     # The read-only views below are cached_property: a pydantic private attribute is read through
-    # __getattr__, and the dispatcher reads them for every hook of every event. The model is frozen and they are set once in model_post_init, so a
-    # cached copy in the instance __dict__ (which pydantic leaves out of fields) never goes stale.
+    # __getattr__, and the dispatcher reads them for every hook of every event. The model is
+    # frozen and they are set once in model_post_init, so a cached copy in the instance __dict__
+    # (which pydantic leaves out of fields) never goes stale.
 
     @cached_property
     def event(self) -> str:

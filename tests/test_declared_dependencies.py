@@ -49,9 +49,7 @@ def imported() -> dict[str, set[str]]:
             else:
                 continue
             for module in modules:
-                found.setdefault(module.partition(".")[0], set()).add(
-                    str(path.relative_to(ROOT))
-                )
+                found.setdefault(module.partition(".")[0], set()).add(str(path.relative_to(ROOT)))
     return found
 
 
