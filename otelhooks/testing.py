@@ -3,7 +3,9 @@
 - :func:`pipeline`: a complete in-memory pipeline (``configure()`` with an in-memory span
   exporter and metric reader, nothing global, nothing on the network), with the spans and metric
   totals it recorded.
-- :func:`capture_events`: every lifecycle event an engine dispatches, as payloads.
+- :func:`capture_events`: every lifecycle event an engine dispatches, as payloads;
+  :class:`Recorder`, the hook handler behind it, for hooks you register yourself.
+- :func:`metric_points` / :func:`metric_total`: what an in-memory metric reader holds.
 - :func:`deterministic`: sequential event ids and a stepping clock for payloads, and
   :class:`SequentialIdGenerator` for trace and span ids, so recorded output can be compared whole.
 
@@ -28,7 +30,7 @@ import itertools
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from opentelemetry.sdk.metrics.export import (
@@ -48,12 +50,57 @@ from otelhooks._sources import SOURCES
 
 __all__ = [
     "EventCapture",
+    "Recorder",
     "SequentialIdGenerator",
     "TestPipeline",
     "capture_events",
     "deterministic",
+    "metric_points",
+    "metric_total",
     "pipeline",
 ]
+
+DataPoint = NumberDataPoint | HistogramDataPoint
+
+
+def metric_points(
+    reader: InMemoryMetricReader, name: str, attributes: Mapping[str, Any] | None = None
+) -> list[DataPoint]:
+    """The data points of metric ``name`` whose attributes include ``attributes``.
+
+    Example:
+        >>> from opentelemetry.sdk.metrics import MeterProvider
+        >>> reader = InMemoryMetricReader()
+        >>> counter = MeterProvider(metric_readers=[reader]).get_meter("m").create_counter("c")
+        >>> counter.add(2, {"k": "v"})
+        >>> [p.value for p in metric_points(reader, "c", {"k": "v"})]
+        [2]
+    """
+    wanted = dict(attributes or {})
+    data = reader.get_metrics_data()
+    points: list[DataPoint] = []
+    for resource in data.resource_metrics if data is not None else ():
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name != name:
+                    continue
+                for point in metric.data.data_points:
+                    attrs = dict(point.attributes or {})
+                    wanted_here = all(attrs.get(k) == v for k, v in wanted.items())
+                    if wanted_here and isinstance(point, NumberDataPoint | HistogramDataPoint):
+                        points.append(point)
+    return points
+
+
+def metric_total(
+    reader: InMemoryMetricReader, name: str, attributes: Mapping[str, Any] | None = None
+) -> float:
+    """A counter's sum, or a histogram's count, over the points whose attributes include
+    ``attributes`` (see :func:`metric_points`)."""
+    return sum(
+        p.count if isinstance(p, HistogramDataPoint) else p.value
+        for p in metric_points(reader, name, attributes)
+    )
 
 
 @dataclass
@@ -82,23 +129,7 @@ class TestPipeline:
         """A counter's sum, or a histogram's count, over the points whose attributes include
         ``attributes``."""
         self.oh.engine.flush(10.0)  # observers count their invocations when they have run
-        data = self.reader.get_metrics_data()
-        total = 0.0
-        wanted = dict(attributes or {})
-        for resource in data.resource_metrics if data is not None else ():
-            for scope in resource.scope_metrics:
-                for metric in scope.metrics:
-                    if metric.name != name:
-                        continue
-                    for point in metric.data.data_points:
-                        attrs = dict(point.attributes or {})
-                        if not all(attrs.get(k) == v for k, v in wanted.items()):
-                            continue
-                        if isinstance(point, NumberDataPoint):
-                            total += point.value
-                        elif isinstance(point, HistogramDataPoint):
-                            total += point.count
-        return total
+        return metric_total(self.reader, name, attributes)
 
     def close(self) -> None:
         self.oh.shutdown(10.0)
@@ -137,32 +168,65 @@ def pipeline(
         pipe.close()
 
 
-@dataclass
-class EventCapture:
-    """The payloads of the events an engine dispatched, in the order observers saw them."""
+class Recorder:
+    """A thread-safe hook handler that keeps every payload it is given, in order.
 
-    engine: HooksEngine
-    _events: list[HookEvent] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
+    Example:
+        >>> from otelhooks import HooksEngine
+        >>> from otelhooks.events import AfterStepEvent
+        >>> seen = Recorder()
+        >>> engine = HooksEngine([{"id": "r", "type": "afterStep", "handler": seen}])
+        >>> _ = engine.dispatch("after_step", AfterStepEvent(stepIndex=2))
+        >>> engine.flush()
+        True
+        >>> seen.fields("stepIndex")
+        [(2,)]
+    """
 
-    def record(self, event: HookEvent) -> None:
+    def __init__(self) -> None:
+        self._events: list[HookEvent] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, event: HookEvent) -> None:
         with self._lock:
             self._events.append(event)
 
     @property
     def events(self) -> list[HookEvent]:
-        """Every captured payload, once queued observers have run."""
-        self.engine.flush(10.0)
+        """Every payload recorded so far."""
         with self._lock:
             return list(self._events)
 
     def names(self) -> list[str]:
-        """The canonical names of the captured events, in order."""
+        """The canonical names of the recorded events, in order."""
         return [e.event for e in self.events]
 
     def of(self, name: str) -> list[HookEvent]:
-        """The captured payloads of one canonical event."""
+        """The recorded payloads of one canonical event."""
         return [e for e in self.events if e.event == name]
+
+    def fields(self, *names: str, event: str | None = None) -> list[tuple[Any, ...]]:
+        """``names`` of each recorded event (of ``event`` only, if given), ``None`` if absent."""
+        chosen = [e for e in self.events if event is None or e.event == event]
+        return [tuple(getattr(e, n, None) for n in names) for e in chosen]
+
+
+class EventCapture(Recorder):
+    """The payloads of the events an engine dispatched, in the order observers saw them
+    (reading them first runs what is queued)."""
+
+    def __init__(self, engine: HooksEngine) -> None:
+        super().__init__()
+        self.engine = engine
+
+    def record(self, event: HookEvent) -> None:
+        self(event)
+
+    @property
+    def events(self) -> list[HookEvent]:
+        """Every captured payload, once queued observers have run."""
+        self.engine.flush(10.0)
+        return super().events
 
 
 def capture_events(engine: HooksEngine | OtelHooks, *, events: Iterable[str] = ()) -> EventCapture:

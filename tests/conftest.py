@@ -4,28 +4,22 @@ in-memory metric reader) with an ``AgentTracer`` on it. Nothing here touches the
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import (
-    HistogramDataPoint,
-    InMemoryMetricReader,
-    NumberDataPoint,
-)
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.sdk.trace.sampling import Sampler
 
-from otelhooks import AgentMetrics, AgentTracer, HookEvent, HookSpanProcessor, WebhookDeliverer
+from otelhooks import AgentMetrics, AgentTracer, HookSpanProcessor, WebhookDeliverer
+from otelhooks.testing import DataPoint, Recorder, metric_points, metric_total
 from tests._webhook_server import WebhookServer, webhook_server
-
-DataPoint = NumberDataPoint | HistogramDataPoint
 
 
 @dataclass
@@ -67,28 +61,11 @@ class Pipeline:
         self, name: str, attributes: Mapping[str, Any] | None = None
     ) -> list[DataPoint]:
         """Data points of metric ``name`` whose attributes include ``attributes``."""
-        want = dict(attributes or {})
-        data = self.reader.get_metrics_data()
-        points: list[DataPoint] = []
-        if data is None:
-            return points
-        for rm in data.resource_metrics:
-            for sm in rm.scope_metrics:
-                for metric in sm.metrics:
-                    if metric.name != name:
-                        continue
-                    for point in metric.data.data_points:
-                        attrs = dict(point.attributes or {})
-                        if all(attrs.get(k) == v for k, v in want.items()):
-                            points.append(point)  # type: ignore[arg-type]
-        return points
+        return metric_points(self.reader, name, attributes)
 
     def metric_total(self, name: str, attributes: Mapping[str, Any] | None = None) -> float:
         """Sum of a counter's points, or of a histogram's counts, matching ``attributes``."""
-        total = 0.0
-        for point in self.metric_points(name, attributes):
-            total += point.count if isinstance(point, HistogramDataPoint) else point.value
-        return total
+        return metric_total(self.reader, name, attributes)
 
 
 def make_pipeline(*, sampler: Sampler | None = None, capture_content: bool = False) -> Pipeline:
@@ -126,34 +103,6 @@ def pipe() -> Iterator[Pipeline]:
 @pytest.fixture
 def tracer(pipe: Pipeline) -> AgentTracer:
     return pipe.tracer
-
-
-@dataclass
-class Recorder:
-    """A thread-safe hook handler that keeps every payload it is given."""
-
-    events: list[HookEvent] = field(default_factory=list)
-    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
-
-    def __call__(self, event: HookEvent) -> None:
-        with self._lock:
-            self.events.append(event)
-
-    @property
-    def names(self) -> list[str]:
-        """The canonical names of the recorded events, in order."""
-        with self._lock:
-            return [e.event for e in self.events]
-
-    def of(self, name: str) -> list[HookEvent]:
-        with self._lock:
-            return [e for e in self.events if e.event == name]
-
-    def fields(self, *names: str, event: str | None = None) -> list[tuple[Any, ...]]:
-        """``names`` of each recorded event (of ``event`` only, if given), ``None`` if absent."""
-        with self._lock:
-            chosen = [e for e in self.events if event is None or e.event == event]
-        return [tuple(getattr(e, n, None) for n in names) for e in chosen]
 
 
 @pytest.fixture

@@ -152,7 +152,7 @@ def test_operation_on_complete_hook_fires_although_removed_at_completion(
     with pipe.tracer.operation("a", hooks=[hook("done", "onComplete", recorder)]):
         pass
     pipe.flush()
-    assert recorder.names == ["on_complete"]
+    assert recorder.names() == ["on_complete"]
 
 
 def test_removed_operation_hooks_do_not_fire_for_the_next_operation(
@@ -655,7 +655,7 @@ def test_raising_observer_does_not_stop_later_observers(pipe: Pipeline, recorder
     )
     run_one_tool(pipe)
     pipe.flush()
-    assert recorder.names == ["after_tool_call"]
+    assert recorder.names() == ["after_tool_call"]
 
 
 def test_raising_observer_counts_an_error_invocation(pipe: Pipeline) -> None:
@@ -709,7 +709,7 @@ def test_slow_observer_is_recorded_as_timeout_and_later_observers_run(
     run_one_tool(pipe)
     pipe.flush()
     assert invocations(pipe, "slow", "timeout") == 1
-    assert recorder.names == ["after_tool_call"]
+    assert recorder.names() == ["after_tool_call"]
 
 
 def test_a_hung_observer_times_out_once_and_everything_after_it_runs(
@@ -1014,7 +1014,7 @@ def test_hook_objects_register_like_dicts(pipe: Pipeline, recorder: Recorder) ->
     pipe.hooks.register([Hook(id="obj", type="afterToolCall", handler=recorder)])
     run_one_tool(pipe)
     pipe.flush()
-    assert recorder.names == ["after_tool_call"]
+    assert recorder.names() == ["after_tool_call"]
 
 
 # -- observers are off the hot path ----------------------------------------------------------
@@ -1149,7 +1149,7 @@ def test_own_spans_do_not_fire_foreign_observers_twice(pipe: Pipeline, recorder:
     pipe.register(hook("after", "afterToolCall", recorder))
     run_one_tool(pipe)
     pipe.flush()
-    assert recorder.names == ["after_tool_call"]
+    assert recorder.names() == ["after_tool_call"]
 
 
 # -- sampling ----------------------------------------------------------------------------------
@@ -1188,7 +1188,7 @@ def test_sampled_out_operation_still_fires_observers(
     )
     run_one_tool(unsampled)
     unsampled.flush()
-    assert recorder.names == ["after_tool_call", "on_complete"]
+    assert recorder.names() == ["after_tool_call", "on_complete"]
 
 
 def test_sampled_out_async_operation_still_enforces_deny_hooks(unsampled: Pipeline) -> None:

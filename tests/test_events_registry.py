@@ -492,7 +492,7 @@ def test_lobehub_events_reach_handlers_with_seed_field_names(
         raise KeyError("k")
     pipe.flush()
 
-    assert set(recorder.names) == set(LOBEHUB.values())
+    assert set(recorder.names()) == set(LOBEHUB.values())
     for event in recorder.events:
         fields = _FIELDS_BY_EVENT.get(event.event)
         if fields is not None:

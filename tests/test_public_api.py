@@ -73,6 +73,9 @@ def test_otelhooks_testing_offers_its_helpers() -> None:
 
     assert set(otelhooks.testing.__all__) == {
         "EventCapture",
+        "Recorder",
+        "metric_points",
+        "metric_total",
         "SequentialIdGenerator",
         "TestPipeline",
         "capture_events",

@@ -521,7 +521,7 @@ def test_on_complete_reason_interrupted_by_a_rejected_approval(
     ):
         approval.reject("no", tool_call_id="call_1")
     pipe.flush()
-    assert recorder.names == ["on_stop_by_human_intervention", "on_complete"]
+    assert recorder.names() == ["on_stop_by_human_intervention", "on_complete"]
     assert _complete_reasons(recorder) == ["interrupted"]
     assert pipe.span("invoke_agent a").attributes[sc.COMPLETE_REASON] == "interrupted"  # type: ignore[index]
 

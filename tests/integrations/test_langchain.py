@@ -274,7 +274,7 @@ def test_a_failing_tool_fires_on_tool_call_error_and_the_failed_graph_fires_on_e
     assert pipe.span("execute_tool flaky").status.status_code is StatusCode.ERROR
     op = pipe.span("invoke_agent fragile")
     assert op.status.status_code is StatusCode.ERROR
-    assert recorder.names == ["on_tool_call_error", "on_error"]
+    assert recorder.names() == ["on_tool_call_error", "on_error"]
     assert recorder.fields("errorType", event="on_error") == [("ConnectionError",)]
 
 
