@@ -218,7 +218,7 @@ def test_a_mocked_tool_never_runs_and_returns_the_mock(pipe: Pipeline) -> None:
 
     assert "search" not in world.ran
     assert tool_message(result, "t4").content == "cached: otel is great"
-    assert world.ran == ["add", "read_file"]
+    assert sorted(world.ran) == ["add", "read_file"]  # parallel tool calls: in no set order
 
 
 def test_rewritten_arguments_reach_the_tool(pipe: Pipeline) -> None:
