@@ -82,6 +82,7 @@ class TestPipeline:
         """A counter's sum, or a histogram's count, over the points whose attributes include
         ``attributes``."""
         self.oh.engine.flush(10.0)  # observers count their invocations when they have run
+        self.oh.metrics.flush(10.0)  # and the metrics worker records what was counted
         data = self.reader.get_metrics_data()
         total = 0.0
         wanted = dict(attributes or {})
