@@ -67,6 +67,7 @@ class Pipeline:
         self, name: str, attributes: Mapping[str, Any] | None = None
     ) -> list[DataPoint]:
         """Data points of metric ``name`` whose attributes include ``attributes``."""
+        assert self.metrics.flush(10.0), "metrics queue did not drain"
         want = dict(attributes or {})
         data = self.reader.get_metrics_data()
         points: list[DataPoint] = []
@@ -112,6 +113,7 @@ def make_pipeline(*, sampler: Sampler | None = None, capture_content: bool = Fal
 
 def close_pipeline(pipeline: Pipeline) -> None:
     pipeline.provider.shutdown()
+    pipeline.metrics.shutdown(5.0)
     pipeline.meter_provider.shutdown()
 
 

@@ -161,33 +161,17 @@ def test_an_observed_tool_result_is_built_off_the_agent_thread_from_values_fixed
     assert threading.main_thread().name not in builders
 
 
-def test_a_tool_name_seen_first_is_measured_uncached_then_cached_in_the_same_series(
+def test_calls_of_one_tool_and_outcome_are_one_series_from_the_first_call_on(
     pipe: Pipeline,
 ) -> None:
     from otelhooks import _semconv as sc
-    from otelhooks._instrument._tool import _metric_attrs
-    from otelhooks._metrics import LocalCounter, MetricAttributes
-    from otelhooks._metrics._local import _key_of
-
-    # the plain dict of a first sighting and the cached set of later ones share the table key
-    for error_type in (None, "_OTHER"):
-        tool = f"first-sighting-{error_type}"
-        first = _metric_attrs("agent", tool, "error", "function", error_type)
-        later = _metric_attrs("agent", tool, "error", "function", error_type)
-        assert type(first) is dict
-        assert type(later) is MetricAttributes
-        assert later == first
-        assert _key_of(later) == _key_of(first)
-        assert _metric_attrs("agent", tool, "error", "function", error_type) is later
 
     name = "seen-first-in-this-test"
     with pipe.tracer.operation("agent") as op, op.step() as step:
         for success in (True, True, False, False, True):
             with step.tool_call("fs", name, {}) as call:
                 call.set_result("x", success=success)
-    calls = pipe.metrics.tool_calls
-    assert isinstance(calls, LocalCounter)
-    assert len(calls._current) == 2  # one series per outcome: first sightings included
+    assert len(pipe.metric_points(sc.METRIC_TOOL_CALLS, {sc.GEN_AI_TOOL_NAME: name})) == 2
     ok = {sc.GEN_AI_TOOL_NAME: name, sc.ATTR_OUTCOME: "success"}
     failed = {sc.GEN_AI_TOOL_NAME: name, sc.ATTR_OUTCOME: "error", sc.ERROR_TYPE: "_OTHER"}
     assert pipe.metric_total(sc.METRIC_TOOL_CALLS, ok) == 3
