@@ -6,6 +6,8 @@ shutdown, overflow and fork."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 import threading
 import urllib.request
 from collections.abc import Iterator, Sequence
@@ -368,6 +370,27 @@ def test_attributes_are_copied_when_the_measurement_is_made() -> None:
         metrics.tool_calls.add(1, attrs)
     assert metrics.flush(10.0)
     assert len(points(reader, sc.METRIC_TOOL_CALLS)) == 3
+
+
+AT_EXIT = """
+import sys
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import ConsoleMetricExporter, PeriodicExportingMetricReader
+from otelhooks import AgentMetrics
+exporter = ConsoleMetricExporter(out=sys.stdout)
+reader = PeriodicExportingMetricReader(exporter, export_interval_millis=600_000)
+metrics = AgentMetrics(MeterProvider(metric_readers=[reader]))
+metrics.tool_call.record(0.25, {"gen_ai.tool.name": "readFile"})
+"""
+
+
+def test_what_is_queued_at_exit_reaches_the_providers_exit_export() -> None:
+    # A user's own provider, shut down by the SDK at interpreter exit; nobody calls flush().
+    out = subprocess.run(
+        [sys.executable, "-c", AT_EXIT], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert '"name": "otelhooks.tool.calls"' in out.stdout
+    assert '"name": "gen_ai.execute_tool.duration"' in out.stdout
 
 
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")

@@ -22,7 +22,9 @@ Prometheus exporter following the spec turns into a ``_ratio`` suffix.
 
 from __future__ import annotations
 
+import atexit
 import warnings
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
@@ -97,6 +99,12 @@ def _record_batch(batch: list[_Item]) -> None:
         if span_context.is_valid:
             context = trace.set_span_in_context(NonRecordingSpan(span_context), _NO_SPAN)
         record(value, attributes, context)
+
+
+def _flush_at_exit(ref: weakref.ref[AgentMetrics]) -> None:
+    metrics = ref()
+    if metrics is not None:
+        metrics.flush(2.0)
 
 
 class _Queued:
@@ -199,6 +207,9 @@ class AgentMetrics:
             on_drop=self._count_own_drop,
         )
         submit = self._worker.submit
+        # What is still queued at exit reaches the provider before its own exit-time shutdown
+        # collects it: exit handlers run last registered first, and the provider came first.
+        atexit.register(_flush_at_exit, weakref.ref(self))
 
         def counter(name: str, unit: str, description: str) -> QueuedCounter:
             sdk = meter.create_counter(name, unit=unit, description=description)
