@@ -362,6 +362,7 @@ class OtelhooksBench(Bench):
             scope.__exit__(None, None, None)
         self._scopes = []
         self.provider.force_flush()
+        self.tracer.metrics.flush()  # the metrics worker records what the round measured
 
     def close(self) -> None:
         if self.oh is not None:
@@ -370,7 +371,7 @@ class OtelhooksBench(Bench):
             self.provider.shutdown()
 
     def dropped(self) -> int:
-        return self.tracer.engine.observers_dropped
+        return self.tracer.engine.observers_dropped + self.tracer.metrics.queue_dropped
 
 
 class OtelhooksTool(OtelhooksBench):

@@ -118,7 +118,6 @@ if TYPE_CHECKING:
     )
     from otelhooks._metrics import (
         AgentMetrics,
-        LocalMetricProducer,
         metric_views,
     )
     from otelhooks._processor import (
@@ -180,7 +179,6 @@ _WHERE: dict[str, str] = {
     "InvalidMatcherError": "otelhooks._errors",
     "LlmCall": "otelhooks._instrument",
     "LoadedConfig": "otelhooks._config",
-    "LocalMetricProducer": "otelhooks._metrics",
     "Notice": "otelhooks._eventlog",
     "Operation": "otelhooks._instrument",
     "OtelHooks": "otelhooks._setup",
@@ -258,7 +256,6 @@ __all__ = [
     "InvalidMatcherError",
     "LlmCall",
     "LoadedConfig",
-    "LocalMetricProducer",
     "Notice",
     "Operation",
     "OtelHooks",

@@ -19,6 +19,7 @@ import atexit
 import os
 import threading
 import time
+import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -57,13 +58,7 @@ from otelhooks._export._report import (
 from otelhooks._hooks import Hook
 from otelhooks._instrument import AgentTracer, Operation
 from otelhooks._logging import configure_logging
-from otelhooks._metrics import (
-    AgentMetrics,
-    LocalMetricProducer,
-    exemplar_filter_from_env,
-    metric_views,
-)
-from otelhooks._metrics._provider import adopt as adopt_producer
+from otelhooks._metrics import AgentMetrics, metric_views
 from otelhooks._processor import HookSpanProcessor
 
 __all__ = [
@@ -195,8 +190,10 @@ class OtelHooks:
 
     def _flush_steps(self, deadline: float) -> list[_Step]:
         def observers_then_metrics(left: float) -> bool:
-            # Observers count their invocations in metrics: collect those after they ran.
+            # Observers count their invocations in metrics, which the metrics worker records:
+            # collect those after both have run.
             ok = self.engine.flush(left)
+            ok = self.metrics.flush(max(0.0, deadline - time.monotonic())) and ok
             left = max(0.0, deadline - time.monotonic())
             return self._flush_metrics(int(left * 1000)) and ok
 
@@ -289,10 +286,14 @@ class OtelHooks:
         if self.webhooks is not None:
             self.webhooks.start_shutdown(deadline)
         _side_by_side(deadline, self._flush_steps(deadline))
-        steps: list[_Step] = [
-            lambda left: self.tracer_provider.shutdown(),
-            lambda left: self.meter_provider.shutdown(timeout_millis=max(left, 0.05) * 1000),
-        ]
+
+        def metrics_then_provider(left: float) -> bool:
+            ok = self.metrics.shutdown(left)
+            left = max(0.0, deadline - time.monotonic())
+            self.meter_provider.shutdown(timeout_millis=max(left, 0.05) * 1000)
+            return ok
+
+        steps: list[_Step] = [lambda left: self.tracer_provider.shutdown(), metrics_then_provider]
         if self.webhooks is not None:
             steps.append(self.webhooks.shutdown)
         # What missed the deadline shows in the report (and its warnings), once.
@@ -323,7 +324,7 @@ def configure(
     outbox_path: str | os.PathLike[str] | None = None,
     set_global: bool = True,
     structured_logging: bool = True,
-    sdk_metrics: bool = False,
+    sdk_metrics: bool | None = None,
     provider: str | None = None,
     shutdown_timeout_s: float | None = None,
     fail_fast: bool = False,
@@ -348,14 +349,9 @@ def configure(
             ``~/.otelhooks/outbox.sqlite3``.
         set_global: install the providers as the global ones.
         structured_logging: configure structlog to add ``trace_id``/``span_id`` to log lines.
-        sdk_metrics: give otelhooks' metrics exemplars (the trace and span of a sampled
-            measurement), exactly as the SDK's synchronous instruments on this provider would:
-            the provider's exemplar filter (``OTEL_METRICS_EXEMPLAR_FILTER``, trace-based by
-            default), the last measurement per histogram bucket, one uniform pick per counter
-            series, per reader and collection. Still aggregated in process (the SDK's own
-            instruments cost about 30 times more per measurement: build
-            ``AgentMetrics(your_meter_provider, sdk_instruments=True)`` for those; views of your
-            own apply to ``AgentMetrics(your_meter_provider)``).
+        sdk_metrics: deprecated, no effect: otelhooks' metrics are always the SDK's
+            instruments, with the exemplars the provider's filter asks for
+            (``OTEL_METRICS_EXEMPLAR_FILTER``, trace-based by default).
         provider: the default ``gen_ai.provider.name`` (``openai``, ``anthropic``, ...) of
             operations and model calls that do not name theirs; otherwise it is left out.
         shutdown_timeout_s: how long ``shutdown()`` (also at interpreter exit) may take;
@@ -370,6 +366,13 @@ def configure(
         ...     pass
         >>> oh.shutdown()
     """
+    if sdk_metrics is not None:
+        warnings.warn(
+            "configure(sdk_metrics=...) is deprecated and does nothing: otelhooks' metrics are "
+            "always recorded through the SDK's instruments",
+            DeprecationWarning,
+            stacklevel=2,
+        )
     resource = Resource.create({"service.name": service_name, **(resource_attributes or {})})
     timeout_s = shutdown_timeout() if shutdown_timeout_s is None else shutdown_timeout_s
     readers = list(metric_readers)
@@ -387,20 +390,7 @@ def configure(
     meter_provider = MeterProvider(
         resource=resource, metric_readers=readers, views=metric_views(), shutdown_on_exit=False
     )
-    # Both ways aggregate in process (a measurement through the SDK's instruments costs 30
-    # times more on the agent's thread). The provider's only views are metric_views(), whose
-    # boundaries the local histograms use, so with sdk_metrics the one thing the SDK would add
-    # is exemplars: kept here as its default reservoirs keep them, under the filter the
-    # provider itself uses (OTEL_METRICS_EXEMPLAR_FILTER).
-    producer = LocalMetricProducer(
-        resource, exemplar_filter=exemplar_filter_from_env() if sdk_metrics else None
-    )
-    agent_metrics = AgentMetrics(producer=producer)
-    for reader in readers:
-        producer.attach(reader)
-    # AgentMetrics on this provider (AgentMetrics() once it is the global one) share these
-    # instruments rather than attach a second set of the same names.
-    adopt_producer(meter_provider, producer)
+    agent_metrics = AgentMetrics(meter_provider)
     tracer_provider = TracerProvider(resource=resource, shutdown_on_exit=False)
     deliverer = WebhookDeliverer(
         metrics=agent_metrics,

@@ -129,6 +129,7 @@ class TestPipeline:
         """A counter's sum, or a histogram's count, over the points whose attributes include
         ``attributes``."""
         self.oh.engine.flush(10.0)  # observers count their invocations when they have run
+        self.oh.metrics.flush(10.0)  # and the metrics worker records what was counted
         return metric_total(self.reader, name, attributes)
 
     def close(self) -> None:

@@ -61,10 +61,12 @@ class Pipeline:
         self, name: str, attributes: Mapping[str, Any] | None = None
     ) -> list[DataPoint]:
         """Data points of metric ``name`` whose attributes include ``attributes``."""
+        assert self.metrics.flush(10.0), "metrics queue did not drain"
         return metric_points(self.reader, name, attributes)
 
     def metric_total(self, name: str, attributes: Mapping[str, Any] | None = None) -> float:
         """Sum of a counter's points, or of a histogram's counts, matching ``attributes``."""
+        assert self.metrics.flush(10.0), "metrics queue did not drain"
         return metric_total(self.reader, name, attributes)
 
 
@@ -89,6 +91,7 @@ def make_pipeline(*, sampler: Sampler | None = None, capture_content: bool = Fal
 
 def close_pipeline(pipeline: Pipeline) -> None:
     pipeline.provider.shutdown()
+    pipeline.metrics.shutdown(5.0)
     pipeline.meter_provider.shutdown()
 
 

@@ -136,6 +136,7 @@ def test_a_tool_name_seen_first_and_seen_again_lands_in_one_series_per_outcome(
         for success in (True, True, False, False, True):
             with step.tool_call("fs", name, {}) as call:
                 call.set_result("x", success=success)
+    assert len(pipe.metric_points(sc.METRIC_TOOL_CALLS, {sc.GEN_AI_TOOL_NAME: name})) == 2
     ok = {sc.GEN_AI_TOOL_NAME: name, sc.ATTR_OUTCOME: "success"}
     failed = {sc.GEN_AI_TOOL_NAME: name, sc.ATTR_OUTCOME: "error", sc.ERROR_TYPE: "_OTHER"}
     assert pipe.metric_total(sc.METRIC_TOOL_CALLS, ok) == 3

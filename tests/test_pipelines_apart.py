@@ -63,6 +63,9 @@ def test_each_pipeline_delivers_through_its_own_deliverer(tmp_path: Path) -> Non
             with second.tracer.operation("agent") as op, op.step() as step:
                 step.run_tool("fs", "read", {"p": "b"}, lambda p: "text")
             second_server.wait_for("/n", count=2)
+            assert second.webhooks is not None
+            assert second.webhooks.flush(5.0)
+            assert second.metrics.flush(5.0)
             assert hook_ids(second_reader) == {"second-hook"}
             assert len(first_server.requests("/n")) == 1
         finally:

@@ -206,6 +206,7 @@ def span_texts(spans: list[ReadableSpan]) -> list[str]:
 
 
 def metric_labels(pipe: Pipeline) -> list[str]:
+    assert pipe.metrics.flush(10.0)
     data = pipe.reader.get_metrics_data()
     assert data is not None
     return [

@@ -30,9 +30,8 @@ def _dropped(reader: InMemoryMetricReader) -> dict[str, int]:
 
 def test_events_held_at_shutdown_are_counted_as_dropped() -> None:
     reader = InMemoryMetricReader()
-    deliverer = WebhookDeliverer(
-        metrics=AgentMetrics(MeterProvider(metric_readers=[reader])), max_queue_size=1000
-    )
+    metrics = AgentMetrics(MeterProvider(metric_readers=[reader]))
+    deliverer = WebhookDeliverer(metrics=metrics, max_queue_size=1000)
     with socket.socket() as dead:  # bound, never listening: every connection is refused
         dead.bind(("127.0.0.1", 0))
         config = WebhookConfig(url=f"http://127.0.0.1:{dead.getsockname()[1]}/x")
@@ -43,6 +42,7 @@ def test_events_held_at_shutdown_are_counted_as_dropped() -> None:
         while deliverer._worker.queued and time.monotonic() < deadline:
             time.sleep(0.01)  # the worker takes them all (one batch), 8 go in flight
         deliverer.shutdown(timeout_s=0.2)
+    assert metrics.flush(5.0)
     assert sum(_dropped(reader).values()) == 200
     assert _dropped(reader)["shutdown"] == 200
 
@@ -51,7 +51,8 @@ def test_a_slow_delivery_is_cancelled_at_shutdown_and_a_second_shutdown_does_not
     recwarn: pytest.WarningsRecorder,
 ) -> None:
     reader = InMemoryMetricReader()
-    deliverer = WebhookDeliverer(metrics=AgentMetrics(MeterProvider(metric_readers=[reader])))
+    metrics = AgentMetrics(MeterProvider(metric_readers=[reader]))
+    deliverer = WebhookDeliverer(metrics=metrics)
     with webhook_server() as server:
         server.routes["/slow"] = Reply(status=204, delay_s=2.0)
         config = WebhookConfig(url=server.url + "/slow")
@@ -63,4 +64,5 @@ def test_a_slow_delivery_is_cancelled_at_shutdown_and_a_second_shutdown_does_not
         assert time.monotonic() - started < 1.5
     gc.collect()  # a task left pending on the stopped loop would warn when collected
     assert [str(w.message) for w in recwarn if "never awaited" in str(w.message)] == []
+    assert metrics.flush(5.0)
     assert _dropped(reader) == {"shutdown": 1}

@@ -29,7 +29,7 @@ from otelhooks._errors import (
 )
 from otelhooks._hooks import Hook, enqueues
 from otelhooks._live import HookStep, LiveEvent, Verdict
-from otelhooks._metrics import AgentMetrics, MetricAttributes
+from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
 
 if TYPE_CHECKING:
@@ -77,7 +77,7 @@ class Dispatcher:
         self.deliverer_factory: Callable[[], WebhookDeliverer] | None = None
         self._calls = HookCalls(pool_size)
         # Metric attributes per (hook, outcome), built once: never mutated.
-        self._attrs: dict[tuple[str, str, str, str], MetricAttributes] = {}
+        self._attrs: dict[tuple[str, str, str, str], dict[str, str]] = {}
         self._observers = ObserverRunner(
             self._calls,
             self._record,
@@ -331,22 +331,20 @@ class Dispatcher:
 
     def _record_many(self, hook: Hook, outcome: str, durations: list[float]) -> None:
         """Count invocations of ``hook`` that ran for ``durations`` (the observer worker's
-        batch: one series look-up for all of them)."""
+        batch)."""
         self.metrics.hook_run.record_many(durations, self._attrs_of(hook, outcome))
 
-    def _attrs_of(self, hook: Hook, outcome: str) -> MetricAttributes:
+    def _attrs_of(self, hook: Hook, outcome: str) -> dict[str, str]:
         kind = hook.action.kind
         key = (hook.id, hook.event, kind, outcome)
         attrs = self._attrs.get(key)
         if attrs is None:
             if len(self._attrs) >= _ATTRS_LIMIT:
                 self._attrs.clear()
-            attrs = self._attrs[key] = MetricAttributes(
-                {
-                    sc.ATTR_HOOK_ID: hook.id,
-                    sc.ATTR_HOOK_EVENT: hook.event,
-                    sc.ATTR_HOOK_KIND: kind,
-                    sc.ATTR_OUTCOME: outcome,
-                }
-            )
+            attrs = self._attrs[key] = {
+                sc.ATTR_HOOK_ID: hook.id,
+                sc.ATTR_HOOK_EVENT: hook.event,
+                sc.ATTR_HOOK_KIND: kind,
+                sc.ATTR_OUTCOME: outcome,
+            }
         return attrs

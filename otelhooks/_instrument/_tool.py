@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from functools import partial
 from random import getrandbits
 from typing import TYPE_CHECKING, Any
@@ -24,7 +24,6 @@ from otelhooks._events import (
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._instrument._base import SpanScope
 from otelhooks._live import LiveEvent, Verdict
-from otelhooks._metrics import MetricAttributes
 from otelhooks._redact import error_text, scrub
 
 if TYPE_CHECKING:
@@ -35,57 +34,23 @@ __all__ = ["ToolCall"]
 
 # The events whose hooks ``otelhooks.hook.matched`` lists, the call's own event first.
 _TOOL_EVENTS = ("before_tool_call", "after_tool_call", "on_tool_call_error", "tool_result_persist")
-_METRIC_ATTRS: dict[tuple[str, str, str, str, str | None], MetricAttributes] = {}
-_METRIC_ATTRS_LIMIT = 1024
-# Tool names measured once so far (strings only: nothing for the garbage collector to visit).
-_TOOLS_SEEN: set[str] = set()
-_TOOLS_SEEN_LIMIT = 4096
 # error.type of a tool that returned a failed result without raising: the conventions' fallback.
 ERROR_TYPE_OTHER = "_OTHER"
 
 
 def _metric_attrs(
     agent: str, tool: str, outcome: str, tool_type: str, error_type: str | None
-) -> Mapping[str, Any]:
-    """The tool metrics' attribute set, built once per combination: never mutate it.
-
-    ``error.type`` is there only when the call failed (the GenAI conventions' condition).
-
-    A tool name seen for the first time is measured with a plain dict, not cached: most names
-    seen once are never seen again (a stream of new tool names), and caching each would churn
-    the cache, hold its objects for the garbage collector to visit over and over, and pay for
-    the key a :class:`MetricAttributes` computes, which only pays off from the second use on.
-    """
-    key = (agent, tool, outcome, tool_type, error_type)
-    attrs = _METRIC_ATTRS.get(key)
-    if attrs is not None:
-        return attrs
-    # In name order (error.type < gen_ai.* < otelhooks.*): a plain dict's table key is its items
-    # in insertion order, a MetricAttributes' its items sorted, so both land in one series.
-    fresh: dict[str, Any]
-    if error_type is None:
-        fresh = {
-            sc.GEN_AI_AGENT_NAME: agent,
-            sc.GEN_AI_TOOL_NAME: tool,
-            sc.GEN_AI_TOOL_TYPE: tool_type,
-            sc.ATTR_OUTCOME: outcome,
-        }
-    else:
-        fresh = {
-            sc.ERROR_TYPE: error_type,
-            sc.GEN_AI_AGENT_NAME: agent,
-            sc.GEN_AI_TOOL_NAME: tool,
-            sc.GEN_AI_TOOL_TYPE: tool_type,
-            sc.ATTR_OUTCOME: outcome,
-        }
-    if tool not in _TOOLS_SEEN:
-        if len(_TOOLS_SEEN) >= _TOOLS_SEEN_LIMIT:
-            _TOOLS_SEEN.clear()
-        _TOOLS_SEEN.add(tool)
-        return fresh
-    if len(_METRIC_ATTRS) >= _METRIC_ATTRS_LIMIT:
-        _METRIC_ATTRS.clear()
-    attrs = _METRIC_ATTRS[key] = MetricAttributes(fresh)
+) -> dict[str, Any]:
+    """The tool metrics' attribute set; ``error.type`` only when the call failed (the GenAI
+    conventions' condition)."""
+    attrs: dict[str, Any] = {
+        sc.GEN_AI_AGENT_NAME: agent,
+        sc.GEN_AI_TOOL_NAME: tool,
+        sc.GEN_AI_TOOL_TYPE: tool_type,
+        sc.ATTR_OUTCOME: outcome,
+    }
+    if error_type is not None:
+        attrs[sc.ERROR_TYPE] = error_type
     return attrs
 
 

@@ -1,34 +1,47 @@
-"""The instruments otelhooks records: through the SDK's meter, or aggregated in process.
+"""The instruments otelhooks records: the SDK's own, fed from a queue off the agent's thread.
+
+A measurement through the OpenTelemetry SDK's synchronous instruments is dear (see
+benchmarks/README.md, "Metrics on the SDK's public API"), and a tool call records two. So each
+instrument here only queues the measurement, a copy of its attributes and the span context
+current when it was made, on a :class:`~otelhooks._worker.BoundedWorker`; the worker records it
+through the SDK's instrument with ``context=`` a context carrying that span, so the exemplars are
+the ones the SDK would have kept had the measurement been made in place. Aggregation,
+temporality, views, the exemplar filter and reservoirs and the cardinality limit are the SDK's.
+A reader sees a measurement once the worker has recorded it: :meth:`AgentMetrics.flush` waits
+for that (``OtelHooks.force_flush`` and ``otelhooks.testing`` call it). A full queue drops the
+measurement and counts it in ``otelhooks.dropped{otelhooks.drop.source="metrics"}``.
 
 Durations are in seconds with explicit bucket boundaries (the SDK's default boundaries 0, 5,
 10 … 10000 are useless for seconds): the GenAI metrics use the boundaries their semantic
 conventions give (``docs/gen-ai/gen-ai-metrics.md`` in the ``semantic-conventions-genai``
-repository), otelhooks' own durations :data:`DURATION_BUCKETS_S`; see :func:`metric_views`.
-Counts use curly-brace units (``{error}``, ``{call}``), never ``1``, which a Prometheus
-exporter following the spec turns into a ``_ratio`` suffix.
+repository), otelhooks' own durations :data:`DURATION_BUCKETS_S`. Each histogram advises its
+boundaries to the SDK (``explicit_bucket_boundaries_advisory``), and :func:`metric_views` gives
+the same as views. Counts use curly-brace units (``{error}``, ``{call}``), never ``1``, which a
+Prometheus exporter following the spec turns into a ``_ratio`` suffix.
 """
 
 from __future__ import annotations
 
+import atexit
+import warnings
+import weakref
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final, TypeAlias
 
-from opentelemetry import metrics
+from opentelemetry import metrics, trace
+from opentelemetry.context import Context
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+from opentelemetry.trace import NonRecordingSpan, SpanContext
 
 from otelhooks import _semconv as sc
-from otelhooks._metrics._local import LocalCounter, LocalHistogram
-from otelhooks._metrics._producer import LocalMetricProducer
-from otelhooks._metrics._provider import _ProducerSource, instrument_source
+from otelhooks._worker import BoundedWorker, DropReason
 
 __all__ = [
     "CLIENT_DURATION_BUCKETS_S",
     "DURATION_BUCKETS_S",
     "INVOKE_AGENT_BUCKETS_S",
     "TOKEN_BUCKETS",
-    "Adds",
     "AgentMetrics",
-    "Records",
     "metric_views",
 ]
 
@@ -46,114 +59,186 @@ CLIENT_DURATION_BUCKETS_S: Final[Sequence[float]] = (
 INVOKE_AGENT_BUCKETS_S: Final[Sequence[float]] = (
     0.1, 0.2, 0.4, 0.8, 1.6, 3.2, 6.4, 12.8, 25.6, 51.2, 102.4, 204.8, 409.6,
 )  # fmt: skip
-_SPEC_BUCKETS: Final[dict[str, Sequence[float]]] = {
+_BUCKETS: Final[dict[str, Sequence[float]]] = {
     sc.METRIC_TOKEN_USAGE: TOKEN_BUCKETS,
     sc.METRIC_OPERATION_DURATION: CLIENT_DURATION_BUCKETS_S,
     sc.METRIC_EXECUTE_TOOL_DURATION: CLIENT_DURATION_BUCKETS_S,
     sc.METRIC_INVOKE_AGENT_DURATION: INVOKE_AGENT_BUCKETS_S,
+    sc.METRIC_STEP_DURATION: DURATION_BUCKETS_S,
+    sc.METRIC_HOOK_DURATION: DURATION_BUCKETS_S,
 }
 
 
 def metric_views() -> list[View]:
-    """Views giving each GenAI histogram its spec's boundaries, otelhooks' own second-scale ones."""
-    views = [
+    """Views giving each histogram its boundaries: the GenAI spec's, otelhooks' own second-scale
+    ones. The histograms advise the same boundaries themselves; these views make them hold on a
+    provider whose readers prefer other boundaries.
+
+    Example:
+        >>> from opentelemetry.sdk.metrics import MeterProvider
+        >>> provider = MeterProvider(views=metric_views())
+    """
+    return [
         View(instrument_name=name, aggregation=ExplicitBucketHistogramAggregation(bounds))
-        for name, bounds in _SPEC_BUCKETS.items()
+        for name, bounds in _BUCKETS.items()
     ]
-    own = ExplicitBucketHistogramAggregation(boundaries=DURATION_BUCKETS_S)
-    for name in (sc.METRIC_STEP_DURATION, sc.METRIC_HOOK_DURATION):
-        views.append(View(instrument_name=name, aggregation=own))
-    return views
 
 
-class Adds(Protocol):
-    """A counter: the SDK's or a :class:`~otelhooks._metrics.LocalCounter`."""
+Attributes: TypeAlias = Mapping[str, Any] | None
+# What the worker calls for a queued measurement: (value, attributes, context).
+_Record: TypeAlias = Callable[[Any, Attributes, Context], None]
+_Item: TypeAlias = tuple[_Record, Any, Attributes, SpanContext]
 
-    def add(self, amount: float, attributes: Mapping[str, Any] | None = None) -> None: ...
-
-
-class Records(Protocol):
-    """A histogram: the SDK's or a :class:`~otelhooks._metrics.LocalHistogram`."""
-
-    def record(self, value: float, attributes: Mapping[str, Any] | None = None) -> None: ...
+_NO_SPAN: Final = Context()
 
 
-class Counts(Records, Protocol):
-    """A count and a duration recorded together (:class:`~otelhooks._metrics.LocalCountedHistogram`
-    or a pair of the SDK's instruments)."""
+def _record_batch(batch: list[_Item]) -> None:
+    """The worker's handler: record each measurement with the span it was made in."""
+    for record, value, attributes, span_context in batch:
+        context = _NO_SPAN
+        if span_context.is_valid:
+            context = trace.set_span_in_context(NonRecordingSpan(span_context), _NO_SPAN)
+        record(value, attributes, context)
 
-    def record_many(
-        self, values: Sequence[float], attributes: Mapping[str, Any] | None = None
-    ) -> None: ...
+
+def _flush_at_exit(ref: weakref.ref[AgentMetrics]) -> None:
+    metrics = ref()
+    if metrics is not None:
+        metrics.flush(2.0)
+
+
+class _Queued:
+    """An SDK instrument whose measurements the metrics worker records."""
+
+    __slots__ = ("_record", "_submit")
+
+    def __init__(self, record: _Record, submit: Callable[[_Item], bool]) -> None:
+        self._record = record
+        self._submit = submit
+
+    def _queue(self, value: Any, attributes: Attributes) -> None:
+        # A copy: the worker reads the attributes later, and a caller may reuse its dict.
+        attrs = dict(attributes) if attributes else None
+        self._submit((self._record, value, attrs, trace.get_current_span().get_span_context()))
+
+
+class QueuedCounter(_Queued):
+    """A monotonic counter: ``add(amount, attributes)``, as the SDK's ``Counter``."""
+
+    __slots__ = ()
+
+    def add(self, amount: float, attributes: Attributes = None) -> None:
+        self._queue(amount, attributes)
+
+
+class QueuedHistogram(_Queued):
+    """A histogram: ``record(value, attributes)``, as the SDK's ``Histogram``."""
+
+    __slots__ = ()
+
+    def record(self, value: float, attributes: Attributes = None) -> None:
+        self._queue(value, attributes)
+
+
+class CountedHistogram(_Queued):
+    """A count and a duration with the same attributes (a tool call's, a hook run's):
+    ``record(seconds, attributes)`` adds 1 to the counter and records the duration."""
+
+    __slots__ = ()
+
+    def record(self, value: float, attributes: Attributes = None) -> None:
+        self._queue(value, attributes)
+
+    def record_many(self, values: Sequence[float], attributes: Attributes = None) -> None:
+        """``record(value, attributes)`` for each of ``values`` (a batch's hook run times)."""
+        for value in values:
+            self._queue(value, attributes)
 
 
 class AgentMetrics:
-    """Every instrument, named from :mod:`otelhooks._semconv`. See the README's metric table.
+    """Every instrument otelhooks records, named from :mod:`otelhooks._semconv` (see
+    docs/telemetry.md), on ``meter_provider``'s ``otelhooks`` meter (the global provider by
+    default), recorded on a worker thread.
 
-    On ``meter_provider`` (the global one by default): an SDK ``MeterProvider`` gets each
-    instrument aggregated in process, attached to its readers, wherever that exports exactly
-    what the SDK's instrument would (names, boundaries, temporality per reader, exemplars under
-    the provider's exemplar filter, resource, cardinality limit; boundaries from its views,
-    :func:`metric_views` or its own, or the SDK's defaults), for a fraction of the SDK's
-    100,000 instructions a measurement; an instrument the provider's views or readers change
-    otherwise (renamed, dropped, re-keyed, exponential histograms...) is the SDK's, and so are
-    all on any other provider. Every ``AgentMetrics`` on one provider shares its instruments;
-    the first decides. ``sdk_instruments=True`` forces the SDK's instruments (pass it to the
-    first ``AgentMetrics`` on the provider). With a ``producer`` (what
-    :func:`otelhooks.configure` does) the instruments are that producer's, reaching the
-    readers it is attached to (with exemplars when it has an exemplar filter).
+    ``tool_call``, ``operation`` and ``hook_run`` count one and record a duration with the same
+    attributes in one call (``record(seconds, attrs)``). Attributes are copied when a
+    measurement is made; call :meth:`flush` before reading a reader, :meth:`shutdown` when done.
 
-    ``tool_call``, ``operation`` and ``hook_run`` record a count and a duration with the same
-    attributes in one call (``record(seconds, attrs)``); pass a :class:`MetricAttributes` built
-    once for attribute sets that repeat.
+    Args:
+        meter_provider: where the instruments come from (``get_meter("otelhooks")``, its only
+            use of the provider).
+        max_queue_size: measurements waiting for the worker at most; more are dropped and
+            counted.
+        sdk_instruments: deprecated, no effect: the instruments are always the SDK's.
 
     Example:
-        >>> metrics = AgentMetrics(MeterProvider(metric_readers=[reader], views=metric_views()))
-        >>> metrics.tool_calls.add(1, {"gen_ai.tool.name": "readFile"})
-        >>> # the SDK's own instruments, measurement by measurement, whatever the provider:
-        >>> sdk = AgentMetrics(MeterProvider(metric_readers=[other]), sdk_instruments=True)
+        >>> from opentelemetry.sdk.metrics import MeterProvider
+        >>> from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        >>> reader = InMemoryMetricReader()
+        >>> metrics = AgentMetrics(MeterProvider(metric_readers=[reader]))
+        >>> metrics.tool_call.record(0.25, {"gen_ai.tool.name": "readFile"})
+        >>> metrics.flush()
+        True
+        >>> [m.name for m in reader.get_metrics_data().resource_metrics[0].scope_metrics[0].metrics]
+        ['otelhooks.tool.calls', 'gen_ai.execute_tool.duration']
     """
 
     def __init__(
         self,
         meter_provider: metrics.MeterProvider | None = None,
         *,
-        producer: LocalMetricProducer | None = None,
-        sdk_instruments: bool = False,
+        max_queue_size: int = 65_536,
+        sdk_instruments: bool | None = None,
     ) -> None:
-        source: _ProducerSource | None
-        if producer is not None:
-            if sdk_instruments:
-                raise ValueError("sdk_instruments=True takes a provider, not a producer")
-            source = _ProducerSource(producer)
-        else:
-            provider = meter_provider or metrics.get_meter_provider()
-            source = instrument_source(provider, sdk_instruments=sdk_instruments)
-        counter: Callable[[str, str, str], Adds]
-        histogram: Callable[[str, str, str, Sequence[float]], Records]
-        counted: Callable[[Adds, Records], Counts] = _Counted
-        if source is not None:
-            local = source.producer
-            counter, histogram = source.counter, source.histogram
+        if sdk_instruments is not None:
+            warnings.warn(
+                "AgentMetrics(sdk_instruments=...) is deprecated and does nothing: otelhooks' "
+                "metrics are always recorded through the SDK's instruments",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+        meter = (meter_provider or metrics.get_meter_provider()).get_meter("otelhooks")
+        self._worker: BoundedWorker[_Item] = BoundedWorker(
+            "otelhooks-metrics",
+            _record_batch,
+            max_queue_size=max_queue_size,
+            max_batch_size=min(512, max_queue_size),
+            schedule_delay_s=0.5,
+            on_drop=self._count_own_drop,
+        )
+        submit = self._worker.submit
+        # What is still queued at exit reaches the provider before its own exit-time shutdown
+        # collects it: exit handlers run last registered first, and the provider came first.
+        atexit.register(_flush_at_exit, weakref.ref(self))
 
-            def counted(calls: Adds, durations: Records) -> Counts:
-                if isinstance(calls, LocalCounter) and isinstance(durations, LocalHistogram):
-                    return local.counted(calls, durations)
-                return _Counted(calls, durations)
+        def counter(name: str, unit: str, description: str) -> QueuedCounter:
+            sdk = meter.create_counter(name, unit=unit, description=description)
+            return QueuedCounter(lambda v, a, c: sdk.add(v, a, context=c), submit)
 
-        else:
-            meter = provider.get_meter("otelhooks")
+        def histogram(name: str, unit: str, description: str) -> QueuedHistogram:
+            sdk = meter.create_histogram(
+                name,
+                unit=unit,
+                description=description,
+                explicit_bucket_boundaries_advisory=_BUCKETS[name],
+            )
+            return QueuedHistogram(lambda v, a, c: sdk.record(v, a, context=c), submit)
 
-            def counter(name: str, unit: str, description: str) -> Adds:
-                return meter.create_counter(name, unit=unit, description=description)
+        def counted(calls: QueuedCounter, durations: QueuedHistogram) -> CountedHistogram:
+            add, record = calls._record, durations._record
 
-            def histogram(
-                name: str, unit: str, description: str, bounds: Sequence[float]
-            ) -> Records:
-                # The bounds come from the provider's views (metric_views()) or the SDK.
-                return meter.create_histogram(name, unit=unit, description=description)
+            def both(value: float, attributes: Attributes, context: Context) -> None:
+                add(1, attributes, context)
+                record(value, attributes, context)
 
-        seconds = DURATION_BUCKETS_S
+            return CountedHistogram(both, submit)
+
+        # The one measurement recorded in place: the metrics queue's own drops.
+        self._dropped = meter.create_counter(
+            sc.METRIC_DROPPED,
+            unit="{item}",
+            description="Spans, observer events and deliveries dropped, by source and reason.",
+        )
         self.operations = counter(
             sc.METRIC_OPERATIONS, "{operation}", "Agent operations by outcome."
         )
@@ -161,29 +246,16 @@ class AgentMetrics:
             sc.METRIC_ERRORS, "{error}", "Agent errors (on_error); alerts fire on it."
         )
         self.invoke_agent_duration = histogram(
-            sc.METRIC_INVOKE_AGENT_DURATION,
-            "s",
-            "Duration of agent operations.",
-            INVOKE_AGENT_BUCKETS_S,
+            sc.METRIC_INVOKE_AGENT_DURATION, "s", "Duration of agent operations."
         )
-        self.step_duration = histogram(
-            sc.METRIC_STEP_DURATION, "s", "Duration of agent steps.", seconds
-        )
+        self.step_duration = histogram(sc.METRIC_STEP_DURATION, "s", "Duration of agent steps.")
         self.operation_duration = histogram(
-            sc.METRIC_OPERATION_DURATION,
-            "s",
-            "GenAI client operation duration.",
-            CLIENT_DURATION_BUCKETS_S,
+            sc.METRIC_OPERATION_DURATION, "s", "GenAI client operation duration."
         )
-        self.token_usage = histogram(
-            sc.METRIC_TOKEN_USAGE, "{token}", "Tokens used per LLM call.", TOKEN_BUCKETS
-        )
+        self.token_usage = histogram(sc.METRIC_TOKEN_USAGE, "{token}", "Tokens used per LLM call.")
         self.tool_calls = counter(sc.METRIC_TOOL_CALLS, "{call}", "Tool calls by tool and outcome.")
         self.tool_duration = histogram(
-            sc.METRIC_EXECUTE_TOOL_DURATION,
-            "s",
-            "Duration of tool calls.",
-            CLIENT_DURATION_BUCKETS_S,
+            sc.METRIC_EXECUTE_TOOL_DURATION, "s", "Duration of tool calls."
         )
         self.compactions = counter(sc.METRIC_COMPACTIONS, "{compaction}", "Context compactions.")
         self.tokens_saved = counter(
@@ -197,15 +269,10 @@ class AgentMetrics:
             "{invocation}",
             "Hook invocations by hook, event and outcome.",
         )
-        self.hook_duration = histogram(sc.METRIC_HOOK_DURATION, "s", "Hook run time.", seconds)
-        self.dropped = counter(
-            sc.METRIC_DROPPED,
-            "{item}",
-            "Spans, observer events and deliveries dropped, by source and reason.",
+        self.hook_duration = histogram(sc.METRIC_HOOK_DURATION, "s", "Hook run time.")
+        self.dropped = QueuedCounter(
+            lambda v, a, c: self._dropped.add(v, a, context=c), self._worker.submit
         )
-
-        # One call each where a count and a duration share their attributes: locally one key
-        # and one exemplar decision instead of two (see LocalCountedHistogram).
         self.tool_call = counted(self.tool_calls, self.tool_duration)
         """``record(seconds, attrs)``: ``tool_calls`` + 1 and ``tool_duration``."""
         self.operation = counted(self.operations, self.invoke_agent_duration)
@@ -213,43 +280,43 @@ class AgentMetrics:
         self.hook_run = counted(self.hook_invocations, self.hook_duration)
         """``record(seconds, attrs)``: ``hook_invocations`` + 1 and ``hook_duration``."""
 
-    def drop_counter(self, source: str) -> _DropRecorder:
-        """A callback ``(count, reason)`` for bounded queues that counts drops from ``source``."""
-        return _DropRecorder(self, source)
+    def drop_counter(self, source: str) -> Callable[[int, str], None]:
+        """A callback ``(count, reason)`` for bounded queues that counts drops from ``source``.
 
+        Example:
+            >>> on_drop = metrics.drop_counter("observer_queue")
+            >>> on_drop(1, "queue_full")
+        """
+        dropped = self.dropped
 
-class _Counted:
-    """A counter's ``add(1, attrs)`` and a histogram's ``record(value, attrs)`` in one call."""
+        def count(amount: int, reason: str) -> None:
+            dropped.add(amount, {sc.ATTR_DROP_SOURCE: source, sc.ATTR_DROP_REASON: reason})
 
-    __slots__ = ("_counter", "_histogram")
+        return count
 
-    def __init__(self, counter: Adds, histogram: Records) -> None:
-        self._counter = counter
-        self._histogram = histogram
+    def flush(self, timeout_s: float = 30.0) -> bool:
+        """Wait until every measurement made before this call is recorded in the SDK.
 
-    def record(self, value: float, attributes: Mapping[str, Any] | None = None) -> None:
-        self._counter.add(1, attributes)
-        self._histogram.record(value, attributes)
+        Returns:
+            True when all were recorded within ``timeout_s``.
+        """
+        return self._worker.flush(timeout_s)
 
-    def record_many(
-        self, values: Sequence[float], attributes: Mapping[str, Any] | None = None
-    ) -> None:
-        for value in values:
-            self.record(value, attributes)
+    def shutdown(self, timeout_s: float = 30.0) -> bool:
+        """Record what is queued (within ``timeout_s``) and stop the worker; later measurements
+        are dropped and counted. Idempotent.
 
+        Returns:
+            True when everything queued was recorded in time.
+        """
+        return self._worker.shutdown(timeout_s)
 
-class _DropRecorder:
-    __slots__ = ("_attrs", "_metrics", "_source")
+    @property
+    def queue_dropped(self) -> int:
+        """Measurements the queue dropped (full, or after :meth:`shutdown`)."""
+        return self._worker.dropped
 
-    def __init__(self, m: AgentMetrics, source: str) -> None:
-        self._metrics = m
-        self._source = source
-        # One attribute dict per reason, built once: a full queue drops on every event.
-        self._attrs: dict[str, dict[str, str]] = {}
-
-    def __call__(self, count: int, reason: str) -> None:
-        attrs = self._attrs.get(reason)
-        if attrs is None:
-            attrs = {sc.ATTR_DROP_SOURCE: self._source, sc.ATTR_DROP_REASON: reason}
-            self._attrs[reason] = attrs
-        self._metrics.dropped.add(count, attrs)
+    def _count_own_drop(self, count: int, reason: DropReason) -> None:
+        self._dropped.add(
+            count, {sc.ATTR_DROP_SOURCE: "metrics", sc.ATTR_DROP_REASON: reason}, context=_NO_SPAN
+        )

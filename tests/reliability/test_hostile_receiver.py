@@ -25,7 +25,7 @@ class Held:
 
     def __init__(self) -> None:
         self.reader = InMemoryMetricReader()
-        metrics = AgentMetrics(MeterProvider(metric_readers=[self.reader]))
+        metrics = self.metrics = AgentMetrics(MeterProvider(metric_readers=[self.reader]))
         self.processor = HookSpanProcessor(metrics=metrics, max_queue_size=256)
         self.gate = threading.Event()
         self.seen: list[str] = []
@@ -47,6 +47,7 @@ class Held:
         self.server.app.ingest.admission_timeout_s = 0.3
 
     def dropped(self, reason: str) -> int:
+        assert self.metrics.flush(10.0)
         data = self.reader.get_metrics_data()
         total = 0
         for rm in data.resource_metrics if data else ():

@@ -171,6 +171,7 @@ def faulty_run(
             result = exec_agent(tracer, agent_spec(ran), "compute")
             assert deliverer.flush(RETRY_DEADLINE_S + 10)
         assert provider.force_flush(10_000)
+        assert metrics.flush(10.0)
         spans = list(ended.get_finished_spans())
         yield FaultyRun(fault, result, ran, spans, sink, server, reader, logs)
         deliverer.shutdown(5)
