@@ -10,11 +10,12 @@ How a command runs:
   and gets :func:`stdin_document` (the event JSON plus Claude Code's snake_case fields) on stdin,
   content included whatever the capture switch: it is the user's own code on this machine, and
   both protocols require those fields.
-- It runs in its own session (process group). At its timeout (10 s by default, 30 s at most;
-  600 s in Claude Code's dialect, as its settings allow) the whole group gets ``SIGKILL`` and
-  the process is reaped: nothing it started is left running and no zombie of ours remains. A
-  process that exits on its own may leave deliberately detached background work behind, as
-  ``exec`` does.
+- It runs in its own session, under the reaper of :mod:`._command_process` on Linux: when the
+  hook exits, every process it started (``&``, ``nohup``, ``setsid``, double-forked) is killed
+  and reaped, and its output is read until it exits, then drained for at most 0.2 s, so a child
+  holding stdout open never holds the answer back. At its timeout (10 s by default, 30 s at
+  most; 600 s in Claude Code's dialect, as its settings allow) the same happens, and the whole
+  group gets ``SIGKILL``; no zombie of ours remains.
 - stdout and stderr are read as they come and kept up to :data:`OUTPUT_CAP_BYTES` each (the rest
   is read and counted, never stored); logs show a short excerpt. A block reason is cut to
   :data:`REASON_CAP_CHARS` characters (Claude Code's own cap for hook output in its UI) with
@@ -25,18 +26,29 @@ How a command runs:
   (:mod:`otelhooks._redact`) are scrubbed from whatever of it otelhooks writes (log lines, the
   error, a block reason); the process itself may print anything.
 
-What the exit tells the dispatcher (the handler return protocol):
+What the output tells the dispatcher (Claude Code hooks reference, "Exit code output", "Other
+exit codes", "JSON output"), as the handler return protocol:
 
-- exit 0: success. A stdout that is a JSON object may decide a ``before_tool_call`` Claude-style
-  (``hookSpecificOutput.permissionDecision``): ``deny`` blocks with ``permissionDecisionReason``;
-  ``allow`` lets the call run and applies ``updatedInput`` as the new arguments; ``ask`` and
-  ``defer`` also keep the call from running (otelhooks cannot ask a person from inside a hook
-  chain, and has no paused run to resume later), with a reason that says which. On any intercept
-  event ``{"decision": "block", "reason": ...}`` blocks too. Other stdout is just output.
-- exit 2: block, stderr is the reason (intercept events; on observed events it is only logged).
-- any other exit, a signal, a timeout, a process that cannot start, or an invalid JSON decision:
-  a :class:`~otelhooks.HookError`, which the dispatcher records and then follows the hook's
-  ``on_error`` policy (``continue`` by default).
+- A stdout that starts with ``{`` and is a valid JSON object is read on **every** exit code and
+  decides on its own (a deny printed before ``exit 1`` denies). On ``before_tool_call``
+  ``hookSpecificOutput.permissionDecision`` decides: ``deny`` blocks with
+  ``permissionDecisionReason``; ``allow`` lets the call run and applies ``updatedInput`` as the
+  new arguments; ``ask`` and ``defer`` also keep the call from running (otelhooks cannot ask a
+  person from inside a hook chain, and has no paused run to resume later), with a reason that
+  says which. On any intercept event ``{"decision": "block", "reason": ...}`` blocks, and
+  ``{"continue": false, "stopReason": ...}`` blocks whatever else the answer says. Stdout that
+  starts with ``{`` but is not valid JSON is plain text, which decides nothing.
+- A JSON object that breaks Claude Code's output schema (a field of the wrong type, a
+  ``decision`` other than ``approve``/``block``, an unknown ``permissionDecision``) is a
+  non-blocking error: a :class:`~otelhooks.HookError`, never a silent allow, never a deny.
+- exit 0 without a decision: success. exit 2: block (intercept events; on observed events it is
+  only logged); the reason is the JSON's (``permissionDecisionReason``, ``reason``,
+  ``stopReason``) when stdout is a JSON object that gives one, stderr otherwise.
+- any other exit whose output decides nothing, a signal, a timeout, a process that cannot start:
+  a :class:`~otelhooks.HookError`, which the dispatcher records (span attribute
+  ``otelhooks.hook.errors``, ``otelhooks.hook.invocations{outcome=error|timeout}``, a
+  ``command hook failed`` log line) and then follows the hook's ``on_error`` policy
+  (``continue`` by default).
 
 When several command hooks of one ``before_tool_call`` disagree, Claude Code's precedence holds:
 deny > defer > ask > allow (see :mod:`otelhooks._dispatch._chain`).
