@@ -9,6 +9,8 @@ Rules (each has its own test):
 3. The first block wins and ends the chain; a tool call's default reason is LobeHub's
    ``Blocked by beforeToolCall hook.``
 4. ``event.mock(result)`` on ``before_tool_call``: the first accepted mock wins and ends the chain.
+   ``event.deny(reason)`` blocks as returning ``Block(reason)`` does, whatever the handler then
+   returns (and wins over a mock it made); a deny made before the handler failed stands.
 5. A handler that raises, times out or returns the wrong type is recorded as an error and then
    follows its ``on_error`` policy: ``continue`` (ignored) or ``block``.
 6. Command hooks decide Claude-style, and Claude's precedence deny > defer > ask > allow holds
@@ -75,6 +77,10 @@ class InterceptChain:
 
     def apply(self, hook: Hook, result: Any) -> tuple[bool, str]:
         """Apply a handler's return value. Returns (stop, outcome)."""
+        payload = self.payload
+        if isinstance(payload, ToolCallEvent) and payload._denied:
+            result = Block(payload._deny_reason)  # event.deny(): a block, whatever it returned
+            payload._closed = True
         if isinstance(result, Block):
             rank = _DECISION_RANK.get(getattr(result, "decision", "deny"), _DENY)
             if self.soft_rank and rank <= self.soft_rank:
@@ -84,7 +90,6 @@ class InterceptChain:
             return rank == _DENY, "blocked"
         if self.soft_rank:
             return False, "ok"  # already blocked by an ask/defer: an allow changes nothing
-        payload = self.payload
         if isinstance(payload, ToolCallEvent) and payload.mocked_result is not None:
             self.verdict.mock = payload.mocked_result
             self.verdict.mocked_by = payload._mocked_by
@@ -111,13 +116,20 @@ class InterceptChain:
         problem = scrub(problem)
         self.verdict.errors.append(f"{hook.id}: {problem}")
         payload = self.payload
+        denied = False
         if isinstance(payload, ToolCallEvent):
             payload._closed = True
+            denied = payload._denied  # a deny made before the failure stands
             fresh = payload.model_copy()
             fresh._mock = None
             fresh._mocked_by = None
             fresh._closed = False
+            fresh._denied = False
             self.verdict.payload = fresh
+            if denied:
+                self._block(hook, payload._deny_reason)
+                self.soft_rank = 0
+                return True, outcome
         if hook.error_policy == "block":
             self._block(hook, f"hook {hook.id} failed: {problem}")
             self.soft_rank = 0
