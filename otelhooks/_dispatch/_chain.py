@@ -19,6 +19,9 @@ Rules (each has its own test):
    block); a later, stronger decision replaces it (the earliest of equal ones stands), and a deny
    ends the chain. A block from any other hook counts as a deny. An ``allow`` never lifts a
    block, so its ``updatedInput`` only takes effect when no command objected.
+7. A hook in ``mode: permissive`` gets its own deep copy of the payload; what it would do (block,
+   mock, rewrite, fail under ``on_error: block``) is recorded in its step's ``permissive`` and
+   never applied: the chain goes on as if it had allowed.
 """
 
 from __future__ import annotations
@@ -49,7 +52,16 @@ DEFAULT_BLOCK_REASONS: dict[str, str] = {
 class InterceptChain:
     """State of one intercept dispatch: feed it each hook's result with :meth:`apply`."""
 
-    __slots__ = ("call_webhooks", "dry_run", "event", "hooks", "soft_rank", "verdict")
+    __slots__ = (
+        "call_webhooks",
+        "dry_run",
+        "event",
+        "hooks",
+        "permissive",
+        "scratch",
+        "soft_rank",
+        "verdict",
+    )
 
     def __init__(self, event: str, payload: HookEvent, hooks: list[Hook]) -> None:
         self.hooks = hooks
@@ -58,6 +70,8 @@ class InterceptChain:
         self.soft_rank = 0  # set while a command's ask/defer block leaves the chain open (rule 6)
         self.dry_run = False  # deciding only (HooksEngine.decide): nothing is counted
         self.call_webhooks = True  # False: control webhooks are reported as "would call"
+        self.scratch: HookEvent | None = None  # the copy a permissive hook was given (rule 7)
+        self.permissive: str | None = None  # what the last permissive hook would have done
 
     def skips(self, hook: Hook) -> bool:
         """Whether ``hook`` no longer runs: after an ask/defer block only commands do."""
@@ -69,14 +83,19 @@ class InterceptChain:
         return self.verdict.payload
 
     def before_call(self, hook: Hook) -> HookEvent:
-        """The payload to hand to ``hook`` (marking who may mock)."""
+        """The payload to hand to ``hook`` (marking who may mock); a permissive hook's own copy."""
         payload = self.payload
+        self.permissive = None
+        if hook.mode == "permissive":
+            payload = self.scratch = _scratch_copy(payload)
         if isinstance(payload, ToolCallEvent):
             payload._current_hook = hook.id
         return payload
 
     def apply(self, hook: Hook, result: Any) -> tuple[bool, str]:
         """Apply a handler's return value. Returns (stop, outcome)."""
+        if hook.mode == "permissive":
+            return False, self._would(hook, result)
         payload = self.payload
         if isinstance(payload, ToolCallEvent) and payload._denied:
             result = Block(payload._deny_reason)  # event.deny(): a block, whatever it returned
@@ -115,6 +134,11 @@ class InterceptChain:
         """
         problem = scrub(problem)
         self.verdict.errors.append(f"{hook.id}: {problem}")
+        if hook.mode == "permissive":  # rule 7: it had only a copy, and it never blocks
+            self.scratch = None
+            block = hook.error_policy == "block"
+            self.permissive = f"error: would block: {problem}" if block else f"error: {problem}"
+            return False, outcome
         payload = self.payload
         denied = False
         if isinstance(payload, ToolCallEvent):
@@ -135,6 +159,36 @@ class InterceptChain:
             self.soft_rank = 0
             return True, outcome
         return False, outcome
+
+    def _would(self, hook: Hook, result: Any) -> str:
+        """Rule 7: what a permissive hook's result would do, recorded in ``permissive``; returns
+        the outcome it would have had."""
+        scratch, self.scratch = self.scratch, None
+        if isinstance(scratch, ToolCallEvent) and scratch._denied:
+            result = Block(scratch._deny_reason)
+        if isinstance(result, Block):
+            decision = getattr(result, "decision", "deny")
+            reason = scrub(result.reason) if result.reason else None
+            self.permissive = f"{decision}: {reason}" if reason else decision
+            return "blocked"
+        if isinstance(scratch, ToolCallEvent) and scratch.mocked_result is not None:
+            self.permissive = "mock"
+            return "mocked"
+        if result is None or result is scratch:
+            if hook.intercept and result is None:
+                self.permissive = "deny"
+                return "blocked"
+            if scratch is not None and scratch.model_dump() != self.payload.model_dump():
+                self.permissive = "rewrite"  # changed in place, as kernel handlers may
+                return "rewritten"
+            self.permissive = "allow"
+            return "ok"
+        if self._rewrite(self.payload, result) is None:
+            self.permissive = f"error: returned {type(result).__name__}, which is not a payload"
+            self.verdict.errors.append(f"{hook.id}: {self.permissive[7:]}")
+            return "error"
+        self.permissive = "rewrite"
+        return "rewritten"
 
     def _block(self, hook: Hook, reason: str | None) -> bool:
         self.verdict.blocked = True
@@ -158,6 +212,19 @@ class InterceptChain:
             return model.model_validate({**payload.model_dump(by_alias=True), **update})
         except ValidationError:
             return None
+
+
+def _scratch_copy(payload: HookEvent) -> HookEvent:
+    """A copy a permissive hook may change, mock or deny freely: nothing of it reaches the
+    payload the chain goes on with."""
+    copy = payload.model_copy(deep=True)
+    if isinstance(copy, ToolCallEvent):
+        copy._mock = None
+        copy._mocked_by = None
+        copy._closed = False
+        copy._denied = False
+        copy._deny_reason = None
+    return copy
 
 
 def _reconcile_tool_arguments(payload: ToolCallEvent, update: dict[str, Any]) -> None:
