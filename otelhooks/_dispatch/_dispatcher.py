@@ -196,7 +196,7 @@ class Dispatcher:
         stop, outcome = chain.apply(hook, result)
         step = HookStep(hook.id, hook.action.kind, outcome, permissive=chain.permissive)
         chain.verdict.steps.append(step)
-        if chain.permissive not in (None, "allow"):
+        if chain.permissive not in (None, "allow") and not chain.dry_run:  # replay reports it
             _log.info(
                 "permissive hook not enforced",
                 hook_id=hook.id,
