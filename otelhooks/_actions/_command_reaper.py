@@ -14,12 +14,13 @@ What it cannot catch: a process the hook has another program start for it (``sys
 and imports nothing from otelhooks (``-S``: not even site-packages).
 """
 
+# try/except/pass rather than contextlib.suppress: contextlib's imports would cost every hook run.
+# ruff: noqa: SIM105
+
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import os
-import resource
 import signal
 import sys
 
@@ -67,22 +68,39 @@ def _end_everything() -> None:
         except ChildProcessError:
             return
         for child in _children(me):
-            with contextlib.suppress(ProcessLookupError):
+            try:
                 os.kill(child, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         try:
             os.waitpid(-1, 0)
         except ChildProcessError:
             return
 
 
+def _let_go_of_the_pipes() -> None:
+    """Only the hook holds its stdin, stdout and stderr: when it and its children are gone,
+    otelhooks sees end of file."""
+    null = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
 def _exit_as(status: int) -> None:
     """Exit with the hook's exit code, or die of the signal that ended it."""
     if os.WIFSIGNALED(status):
         sig = os.WTERMSIG(status)
-        with contextlib.suppress(OSError, ValueError):  # SIGKILL and SIGSTOP have no handler
+        try:
             signal.signal(sig, signal.SIG_DFL)
-        with contextlib.suppress(OSError, ValueError):  # the hook dumped its core, if any
-            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        except (OSError, ValueError):  # SIGKILL and SIGSTOP have no handler
+            pass
+        try:
+            import resource  # only here: each import costs every hook run
+
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # the hook dumped its core, if any
+        except (ImportError, OSError, ValueError):
+            pass
         os.kill(os.getpid(), sig)
         os._exit(128 + sig)
     os._exit(os.waitstatus_to_exitcode(status))
@@ -91,19 +109,25 @@ def _exit_as(status: int) -> None:
 def main(argv: list[str]) -> None:
     """Run ``argv`` as the hook; end everything below it when it ends (see the module)."""
     signal.signal(signal.SIGTERM, _stop)
-    with contextlib.suppress(OSError, AttributeError):
+    try:
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass  # not Linux after all: the process group is still killed
     status: int | None = None
     try:
         pid = os.fork()
         if pid == 0:
             try:
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                # What subprocess's restore_signals does: Python ignores SIGPIPE and SIGXFSZ,
+                # and an ignored signal stays ignored across exec.
+                for sig in (signal.SIGTERM, signal.SIGPIPE, signal.SIGXFSZ):
+                    signal.signal(sig, signal.SIG_DFL)
                 os.execvp(argv[0], argv)
             except OSError as exc:
                 os.write(2, f"otelhooks: cannot start {argv[0]!r}: {exc.strerror}\n".encode())
             finally:
                 os._exit(_EXEC_FAILED)
+        _let_go_of_the_pipes()
         _, status = os.waitpid(pid, 0)
     except _Stop:
         pass

@@ -204,3 +204,17 @@ def test_without_the_reaper_a_deny_still_stands_at_once_and_the_group_is_killed(
         for pid in pids:
             if is_running(pid):
                 os.kill(pid, signal.SIGKILL)
+
+
+def test_the_hook_runs_with_the_default_signal_dispositions(tmp_path: Path) -> None:
+    # Python ignores SIGPIPE and SIGXFSZ; the reaper, a Python process, must not pass that on
+    # (a `yes | head -1` in a guard would then fail with EPIPE instead of ending quietly).
+    from otelhooks import ToolCallEvent
+    from otelhooks._actions import build_hook
+
+    hook = build_hook({"id": "sig", "type": "PreToolUse", "command": "grep SigIgn /proc/$$/status"})
+    event = ToolCallEvent(toolCallId="c", identifier="fs", apiName="readFile")
+    outcome = hook.action.run(event)  # type: ignore[attr-defined]
+    ignored = int(outcome.stdout.split()[1], 16)
+    assert ignored & (1 << (signal.SIGPIPE - 1)) == 0
+    assert ignored & (1 << (signal.SIGXFSZ - 1)) == 0
