@@ -193,14 +193,18 @@ class Hook(BaseModel):
         return self._matcher
 
     def serializable(self) -> dict[str, Any]:
-        """The part of the hook that can be persisted (LobeHub: ``{id, type, webhook, matcher}``).
+        """The part of the hook that can be persisted (LobeHub: ``{id, type, webhook, matcher}``,
+        and ``mode`` when it is not ``enforce``, so a permissive hook stays permissive).
 
         Restore it with ``Hook.model_validate(...)``, which validates it again.
         """
         webhook = self.webhook
         if webhook is not None and hasattr(webhook, "persisted"):
             webhook = webhook.persisted()
-        return {"id": self.id, "type": self.type, "webhook": webhook, "matcher": self.matcher}
+        persisted = {"id": self.id, "type": self.type, "webhook": webhook, "matcher": self.matcher}
+        if self.mode != "enforce":
+            persisted["mode"] = self.mode
+        return persisted
 
     @cached_property
     def action(self) -> Action:

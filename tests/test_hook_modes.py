@@ -263,3 +263,17 @@ def test_every_dialect_refuses_an_unknown_mode_naming_the_field(
         load_config([path])
     assert "mode" in str(caught.value)
     assert path.name in str(caught.value)
+
+
+def test_a_persisted_webhook_hook_keeps_its_mode() -> None:
+    from otelhooks._actions import build_hook
+
+    hook = build_hook(
+        {
+            "id": "w",
+            "type": "beforeToolCall",
+            "webhook": {"url": "http://127.0.0.1:9/hook"},
+            "mode": "permissive",
+        }
+    )
+    assert build_hook(hook.serializable()).mode == "permissive"
