@@ -232,10 +232,8 @@ def _report(hooks: list[Hook], verdict: Verdict, notes: list[tuple[str, object]]
         if step is None:
             print(f"- {label}: not run (the chain had ended)")
             continue
-        if step.permissive is not None:
-            print(f"- {label} (permissive): {step.outcome}")
-        else:
-            print(f"- {label}: {step.outcome}")
+        mode = " (permissive)" if hook.mode == "permissive" else ""
+        print(f"- {label}{mode}: {step.outcome}")
         lines = list(details.get(hook.id, ()))
         if step.permissive is not None:
             lines.append(f"permissive: would {step.permissive}; not enforced")

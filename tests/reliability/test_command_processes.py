@@ -181,14 +181,18 @@ def test_a_setsid_child_of_a_hook_that_times_out_is_gone_too(
                 os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polling"])
 def test_without_the_reaper_a_deny_still_stands_at_once_and_the_group_is_killed(
-    pipe: Pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pipe: Pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pidfd: bool
 ) -> None:
     # Where the reaper cannot run (not Linux): the process group is killed when the hook
-    # exits, and a child holding stdout is drained for DRAIN_S, never waited for.
+    # exits, and a child holding stdout is drained for DRAIN_S, never waited for; where no
+    # pidfd can be opened, the exit is polled for.
     from otelhooks._actions import _command_process
 
     monkeypatch.setattr(_command_process, "_reaper_argv", lambda: None)
+    if not pidfd:
+        monkeypatch.setattr(_command_process, "_pidfd", lambda proc: None)
     pid_file = tmp_path / "pids"
     monkeypatch.setenv("PIDS", str(pid_file))
     command = f"{CHILDREN['ampersand']}; {DENY}; exit 0"
