@@ -19,7 +19,7 @@ import pytest
 from tests.conftest import Pipeline
 from tests.reliability._parts import is_running, zombie_children
 
-TIMEOUT_S = 0.5
+TIMEOUT_S = 1.0  # a Python reaper starts first: room for it on a loaded machine
 
 # Each command writes the pid of every process it starts, one a line, to $PIDS.
 COMMANDS = {
@@ -123,7 +123,7 @@ def test_a_deny_stands_at_once_whatever_a_child_holding_stdout_does(
     pid_file = tmp_path / "pids"
     monkeypatch.setenv("PIDS", str(pid_file))
     command = f"{CHILDREN[child]}; {DENY}; exit 0"
-    pipe.register({"id": "guard", "type": "PreToolUse", "command": command, "timeout": 5})
+    pipe.register({"id": "guard", "type": "PreToolUse", "command": command, "timeout": 10})
     started = time.monotonic()
     content, ran = run_tool_seen(pipe)
     took = time.monotonic() - started
@@ -131,7 +131,7 @@ def test_a_deny_stands_at_once_whatever_a_child_holding_stdout_does(
     try:
         assert ran == [], "the denied tool ran"
         assert content == "no reads"
-        assert took < 2.5, f"the deny waited {took:.1f}s for the child"
+        assert took < 5, f"the deny waited {took:.1f}s for the child (timeout 10 s)"
         assert pids, "the child did not start"
         assert wait_until_gone(pids) == [], "a child of the hook outlived it"
     finally:
@@ -196,13 +196,13 @@ def test_without_the_reaper_a_deny_still_stands_at_once_and_the_group_is_killed(
     pid_file = tmp_path / "pids"
     monkeypatch.setenv("PIDS", str(pid_file))
     command = f"{CHILDREN['ampersand']}; {DENY}; exit 0"
-    pipe.register({"id": "guard", "type": "PreToolUse", "command": command, "timeout": 5})
+    pipe.register({"id": "guard", "type": "PreToolUse", "command": command, "timeout": 10})
     started = time.monotonic()
     content, ran = run_tool_seen(pipe)
     pids = pids_in(pid_file)
     try:
         assert (content, ran) == ("no reads", [])
-        assert time.monotonic() - started < 2.5
+        assert time.monotonic() - started < 5
         assert wait_until_gone(pids) == []
     finally:
         for pid in pids:
