@@ -277,3 +277,34 @@ def test_a_persisted_webhook_hook_keeps_its_mode() -> None:
         }
     )
     assert build_hook(hook.serializable()).mode == "permissive"
+
+
+# -- the Claude Code bridge ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", ["enforce", "permissive"])
+def test_the_claude_code_bridge_answers_what_the_mode_says(tmp_path: Path, mode: str) -> None:
+    from otelhooks.integrations.claude_code import BridgeOptions, run_hook
+
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "hooks:\n  - id: no-rm\n    type: PreToolUse\n"
+        f"    mode: {mode}\n    command: \"echo 'no rm' >&2; exit 2\"\n"
+    )
+    options = BridgeOptions(
+        hooks=(str(policy),),
+        traces_out=str(tmp_path / "traces.jsonl"),
+        state=str(tmp_path / "state.sqlite3"),
+    )
+    pre_tool_use = {
+        "session_id": "s-1",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf /"},
+        "tool_use_id": "toolu_1",
+        "cwd": str(tmp_path),
+    }
+    response = run_hook(pre_tool_use, options, environ={})
+    assert response.exit_code == 0, response.stderr
+    denied = '"permissionDecision":"deny"' in response.stdout.replace(" ", "")
+    assert denied is (mode == "enforce")
