@@ -20,9 +20,10 @@ from otelhooks._matchers import Matcher, compile_matcher
 if TYPE_CHECKING:
     from otelhooks._actions._webhook_delivery import WebhookDeliverer
 
-__all__ = ["ACTION_KINDS", "Action", "Block", "Enqueueing", "Hook", "enqueues"]
+__all__ = ["ACTION_KINDS", "HOOK_MODES", "Action", "Block", "Enqueueing", "Hook", "enqueues"]
 
 ACTION_KINDS = ("handler", "command", "script", "plugin", "webhook")
+HOOK_MODES = ("enforce", "permissive", "disabled")  # the names of IBM's MCP ContextForge gateway
 
 
 @runtime_checkable
@@ -96,6 +97,12 @@ class Hook(BaseModel):
         timeout: seconds a handler may run; past it the result is ignored and an error recorded.
         on_error: what a failing interceptor means: ``continue`` (ignore it) or ``block``.
         dialect: matcher rules; defaults to the dialect of the ``type`` name.
+        mode: ``enforce`` (the default): what the hook decides is done. ``permissive``: the
+            hook runs and its would-be decision is recorded (span attribute
+            ``otelhooks.hook.permissive``, a log line, the ``otelhooks.hook.mode`` metric
+            attribute, ``hooks test`` and ``replay`` output) but never acted on: it blocks,
+            mocks and rewrites nothing, and ``on_error: block`` does not block. ``disabled``:
+            validated, never run.
 
     Example:
         >>> Hook(id="log-tools", type="afterToolCall", handler=print, matcher="^fs/")
@@ -112,6 +119,7 @@ class Hook(BaseModel):
     timeout: float = Field(default=10.0, gt=0, le=600)
     on_error: Literal["continue", "block"] = "continue"
     dialect: Literal["otelhooks", "lobehub", "kernel", "workspace", "claude"] | None = None
+    mode: Literal["enforce", "permissive", "disabled"] = "enforce"
     command: str | list[str] | None = None
     script: str | None = None
     plugin: str | None = None
@@ -185,14 +193,18 @@ class Hook(BaseModel):
         return self._matcher
 
     def serializable(self) -> dict[str, Any]:
-        """The part of the hook that can be persisted (LobeHub: ``{id, type, webhook, matcher}``).
+        """The part of the hook that can be persisted (LobeHub: ``{id, type, webhook, matcher}``,
+        and ``mode`` when it is not ``enforce``, so a permissive hook stays permissive).
 
         Restore it with ``Hook.model_validate(...)``, which validates it again.
         """
         webhook = self.webhook
         if webhook is not None and hasattr(webhook, "persisted"):
             webhook = webhook.persisted()
-        return {"id": self.id, "type": self.type, "webhook": webhook, "matcher": self.matcher}
+        persisted = {"id": self.id, "type": self.type, "webhook": webhook, "matcher": self.matcher}
+        if self.mode != "enforce":
+            persisted["mode"] = self.mode
+        return persisted
 
     @cached_property
     def action(self) -> Action:

@@ -76,6 +76,8 @@ HOOK_DECIDED_BY: Final = "otelhooks.hook.decided_by"
 HOOK_CLASSIFICATION: Final = "otelhooks.hook.classification"
 HOOK_REWRITTEN_BY: Final = "otelhooks.hook.rewritten_by"
 HOOK_ERRORS: Final = "otelhooks.hook.errors"
+# "hook-id: would-be decision" of each hook in mode: permissive (recorded, never enforced)
+HOOK_PERMISSIVE: Final = "otelhooks.hook.permissive"
 CLASSIFICATION_HOOK_DENIED: Final = "hook_denied"
 
 # `otelhooks replay`: a recorded span annotated with what a policy decides now.
@@ -146,6 +148,7 @@ ATTR_OUTCOME: Final = "otelhooks.outcome"
 ATTR_HOOK_ID: Final = "otelhooks.hook.id"
 ATTR_HOOK_EVENT: Final = "otelhooks.hook.event"
 ATTR_HOOK_KIND: Final = "otelhooks.hook.kind"
+ATTR_HOOK_MODE: Final = "otelhooks.hook.mode"  # only on hooks in mode: permissive
 ATTR_DROP_SOURCE: Final = "otelhooks.drop.source"
 ATTR_DROP_REASON: Final = "otelhooks.drop.reason"
 ATTR_APPROVAL_ACTION: Final = APPROVAL_ACTION

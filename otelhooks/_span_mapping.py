@@ -63,6 +63,9 @@ def verdict_attributes(event: str, verdict: Verdict) -> dict[str, AttributeValue
         attrs[sc.HOOK_REWRITTEN_BY] = list(verdict.rewritten_by)
     if verdict.errors:
         attrs[sc.HOOK_ERRORS] = list(verdict.errors)
+    permissive = [f"{s.hook_id}: {s.permissive}" for s in verdict.steps if s.permissive]
+    if permissive:
+        attrs[sc.HOOK_PERMISSIVE] = permissive
     return attrs
 
 

@@ -246,7 +246,7 @@ def test_list_command_runs_without_a_shell(in_tmp: Path) -> None:
 
 def test_hanging_command_and_its_child_are_killed_at_the_timeout(tmp_path: Path) -> None:
     pid_file = tmp_path / "child.pid"
-    hook = command_hook(f'sleep 60 & echo $! > "{pid_file}"; sleep 60', timeout=0.5)
+    hook = command_hook(f'sleep 60 & echo $! > "{pid_file}"; sleep 60', timeout=1.0)
     started = time.monotonic()
     outcome = action_of(hook).run(tool_event())
     assert outcome.timed_out
@@ -259,12 +259,16 @@ def test_hanging_command_and_its_child_are_killed_at_the_timeout(tmp_path: Path)
         os.waitpid(outcome.pid, os.WNOHANG)  # already reaped: no zombie of ours
 
 
-def test_child_holding_the_output_open_is_killed_too(tmp_path: Path) -> None:
+def test_child_holding_the_output_open_neither_delays_the_answer_nor_survives(
+    tmp_path: Path,
+) -> None:
     pid_file = tmp_path / "child.pid"
     # The command itself exits at once; its child keeps stdout open and would outlive it.
-    hook = command_hook(f'sleep 60 & echo $! > "{pid_file}"; exit 0', timeout=0.5)
+    hook = command_hook(f'sleep 60 & echo $! > "{pid_file}"; exit 0', timeout=10)
     outcome = action_of(hook).run(tool_event())
-    assert outcome.timed_out
+    assert not outcome.timed_out
+    assert outcome.exit_code == 0
+    assert outcome.duration_s < 5
     assert is_dead(int(pid_file.read_text()))
 
 
@@ -281,7 +285,7 @@ def test_nothing_a_timed_out_interceptor_started_outlives_the_event(
 ) -> None:
     pid_file = tmp_path / "child.pid"
     command = f'sleep 60 & echo $! > "{pid_file}"; sleep 60'
-    pipe.register({"id": "slow", "type": "PreToolUse", "command": command, "timeout": 0.3})
+    pipe.register({"id": "slow", "type": "PreToolUse", "command": command, "timeout": 1.0})
     run_tool(pipe)
     assert is_dead(int(pid_file.read_text()), within_s=0.5)
 
@@ -494,11 +498,12 @@ def test_unknown_permission_decision_is_an_error(pipe: Pipeline, tmp_path: Path)
     assert "permissionDecision must be one of" in tool_span(pipe)[sc.HOOK_ERRORS][0]
 
 
-def test_invalid_json_stdout_is_an_error(pipe: Pipeline) -> None:
+def test_stdout_starting_with_a_brace_but_not_json_is_plain_text(pipe: Pipeline) -> None:
+    # Claude Code hooks reference, "JSON output": output that is not valid JSON is plain text.
     pipe.register({"id": "j", "type": "PreToolUse", "command": "echo '{not json'"})
     result, _ = run_tool(pipe)
     assert result.content == "ran"
-    assert invocations(pipe, "j", "error") == 1
+    assert invocations(pipe, "j", "ok") == 1
 
 
 def test_top_level_block_decision_blocks_an_intercept_event(pipe: Pipeline, tmp_path: Path) -> None:

@@ -10,11 +10,12 @@ How a command runs:
   and gets :func:`stdin_document` (the event JSON plus Claude Code's snake_case fields) on stdin,
   content included whatever the capture switch: it is the user's own code on this machine, and
   both protocols require those fields.
-- It runs in its own session (process group). At its timeout (10 s by default, 30 s at most;
-  600 s in Claude Code's dialect, as its settings allow) the whole group gets ``SIGKILL`` and
-  the process is reaped: nothing it started is left running and no zombie of ours remains. A
-  process that exits on its own may leave deliberately detached background work behind, as
-  ``exec`` does.
+- It runs in its own session, under the reaper of :mod:`._command_process` on Linux: when the
+  hook exits, every process it started (``&``, ``nohup``, ``setsid``, double-forked) is killed
+  and reaped, and its output is read until it exits, then drained for at most 0.2 s, so a child
+  holding stdout open never holds the answer back. At its timeout (10 s by default, 30 s at
+  most; 600 s in Claude Code's dialect, as its settings allow) the same happens, and the whole
+  group gets ``SIGKILL``; no zombie of ours remains.
 - stdout and stderr are read as they come and kept up to :data:`OUTPUT_CAP_BYTES` each (the rest
   is read and counted, never stored); logs show a short excerpt. A block reason is cut to
   :data:`REASON_CAP_CHARS` characters (Claude Code's own cap for hook output in its UI) with
@@ -25,18 +26,29 @@ How a command runs:
   (:mod:`otelhooks._redact`) are scrubbed from whatever of it otelhooks writes (log lines, the
   error, a block reason); the process itself may print anything.
 
-What the exit tells the dispatcher (the handler return protocol):
+What the output tells the dispatcher (Claude Code hooks reference, "Exit code output", "Other
+exit codes", "JSON output"), as the handler return protocol:
 
-- exit 0: success. A stdout that is a JSON object may decide a ``before_tool_call`` Claude-style
-  (``hookSpecificOutput.permissionDecision``): ``deny`` blocks with ``permissionDecisionReason``;
-  ``allow`` lets the call run and applies ``updatedInput`` as the new arguments; ``ask`` and
-  ``defer`` also keep the call from running (otelhooks cannot ask a person from inside a hook
-  chain, and has no paused run to resume later), with a reason that says which. On any intercept
-  event ``{"decision": "block", "reason": ...}`` blocks too. Other stdout is just output.
-- exit 2: block, stderr is the reason (intercept events; on observed events it is only logged).
-- any other exit, a signal, a timeout, a process that cannot start, or an invalid JSON decision:
-  a :class:`~otelhooks.HookError`, which the dispatcher records and then follows the hook's
-  ``on_error`` policy (``continue`` by default).
+- A stdout that starts with ``{`` and is a valid JSON object is read on **every** exit code and
+  decides on its own (a deny printed before ``exit 1`` denies). On ``before_tool_call``
+  ``hookSpecificOutput.permissionDecision`` decides: ``deny`` blocks with
+  ``permissionDecisionReason``; ``allow`` lets the call run and applies ``updatedInput`` as the
+  new arguments; ``ask`` and ``defer`` also keep the call from running (otelhooks cannot ask a
+  person from inside a hook chain, and has no paused run to resume later), with a reason that
+  says which. On any intercept event ``{"decision": "block", "reason": ...}`` blocks, and
+  ``{"continue": false, "stopReason": ...}`` blocks whatever else the answer says. Stdout that
+  starts with ``{`` but is not valid JSON is plain text, which decides nothing.
+- A JSON object that breaks Claude Code's output schema (a field of the wrong type, a
+  ``decision`` other than ``approve``/``block``, an unknown ``permissionDecision``) is a
+  non-blocking error: a :class:`~otelhooks.HookError`, never a silent allow, never a deny.
+- exit 0 without a decision: success. exit 2: block (intercept events; on observed events it is
+  only logged); the reason is the JSON's (``permissionDecisionReason``, ``reason``,
+  ``stopReason``) when stdout is a JSON object that gives one, stderr otherwise.
+- any other exit whose output decides nothing, a signal, a timeout, a process that cannot start:
+  a :class:`~otelhooks.HookError`, which the dispatcher records (span attribute
+  ``otelhooks.hook.errors``, ``otelhooks.hook.invocations{outcome=error|timeout}``, a
+  ``command hook failed`` log line) and then follows the hook's ``on_error`` policy
+  (``continue`` by default).
 
 When several command hooks of one ``before_tool_call`` disagree, Claude Code's precedence holds:
 deny > defer > ask > allow (see :mod:`otelhooks._dispatch._chain`).
@@ -44,12 +56,8 @@ deny > defer > ask > allow (see :mod:`otelhooks._dispatch._chain`).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import selectors
-import signal
-import subprocess
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -60,10 +68,12 @@ from otelhooks._actions._command_env import excerpt, hook_environment, stdin_doc
 from otelhooks._actions._command_output import (
     OUTPUT_CAP_BYTES,
     REASON_CAP_CHARS,
-    Capture,
+    Answer,
     cut_reason,
     salvage,
+    schema_problem,
 )
+from otelhooks._actions._command_process import exchange, kill_group, spawn, terminate
 from otelhooks._actions._notes import note
 from otelhooks._errors import ConfigError, HookError, HookTimeoutError
 from otelhooks._events import EVENTS, HookEvent, ToolCallEvent
@@ -88,7 +98,6 @@ __all__ = [
 MAX_COMMAND_TIMEOUT_S: Final = 30.0
 # Claude Code's settings give command hooks 600 s by default: hooks in its dialect keep its limit.
 MAX_CLAUDE_COMMAND_TIMEOUT_S: Final = 600.0
-_READ_CHUNK: Final = 64 * 1024
 
 Decision = Literal["allow", "deny", "ask", "defer"]
 _DECISIONS: Final = ("allow", "deny", "ask", "defer")
@@ -155,59 +164,6 @@ class CommandDecision:
     updated_input: dict[str, Any] | None = None
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, signal.SIGKILL)  # the process and everything it started
-    with contextlib.suppress(ProcessLookupError):
-        proc.kill()
-
-
-def _exchange(
-    proc: subprocess.Popen[bytes], data: bytes, deadline: float
-) -> tuple[Capture, Capture, bool]:
-    """Feed stdin and read stdout and stderr until both close or the deadline passes.
-
-    Returns (stdout, stderr, timed_out).
-    """
-    stdin, stdout, stderr = proc.stdin, proc.stdout, proc.stderr
-    assert stdin is not None
-    assert stdout is not None
-    assert stderr is not None
-    captures = {stdout.fileno(): Capture(), stderr.fileno(): Capture()}
-    out, err = captures[stdout.fileno()], captures[stderr.fileno()]
-    offset = 0
-    with selectors.DefaultSelector() as sel:
-        sel.register(stdout, selectors.EVENT_READ)
-        sel.register(stderr, selectors.EVENT_READ)
-        if data:
-            os.set_blocking(stdin.fileno(), False)
-            sel.register(stdin, selectors.EVENT_WRITE)
-        else:
-            stdin.close()
-        while sel.get_map():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return out, err, True
-            for key, _ in sel.select(remaining):
-                if key.fileobj is not stdin:
-                    chunk = os.read(key.fd, _READ_CHUNK)
-                    if chunk:
-                        captures[key.fd].add(chunk)
-                    else:
-                        sel.unregister(key.fileobj)
-                    continue
-                try:
-                    offset += os.write(key.fd, data[offset : offset + _READ_CHUNK])
-                except BlockingIOError:
-                    continue
-                except BrokenPipeError:
-                    offset = len(data)  # the command does not read its stdin: fine
-                if offset >= len(data):
-                    sel.unregister(stdin)
-                    stdin.close()
-    return out, err, False
-
-
 class CommandAction:
     """Runs the hook's command as a process (see the module docstring for every rule).
 
@@ -266,15 +222,7 @@ class CommandAction:
         started = time.monotonic()
         deadline = started + self.timeout
         try:
-            proc = subprocess.Popen(
-                self.argv(),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                env=env,
-                start_new_session=True,
-                close_fds=True,
-            )
+            proc = spawn(self.argv(), env)
         except (OSError, ValueError) as exc:
             problem = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             return CommandOutcome(
@@ -282,18 +230,18 @@ class CommandAction:
                 start_error=f"cannot start {self.argv()[0]!r}: {problem}",
                 duration_s=time.monotonic() - started,
             )
-        timed_out = False
+        timed_out = True
         try:
-            out, err, timed_out = _exchange(proc, data, deadline)
-            if not timed_out:
-                try:
-                    proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-                except subprocess.TimeoutExpired:
-                    timed_out = True
+            talk = exchange(proc, data, deadline)
+            timed_out = talk.timed_out
+            out, err = talk.out, talk.err
         finally:
-            # Killed before it is reaped, so the group id cannot have been reused.
-            if timed_out or proc.returncode is None:
-                _kill_group(proc)
+            # Ended before it is reaped, so the group id cannot have been reused; whatever it
+            # started goes with it, whether it exited or timed out.
+            if timed_out:
+                terminate(proc)
+            else:
+                kill_group(proc)
             for stream in (proc.stdin, proc.stdout, proc.stderr):
                 if stream is not None:
                     stream.close()
@@ -310,7 +258,7 @@ class CommandAction:
         )
 
     def interpret(self, outcome: CommandOutcome, payload: HookEvent) -> CommandDecision:
-        """Read an outcome by the exit-code and JSON rules of the module docstring."""
+        """Read an outcome by Claude Code's rules (see the module docstring)."""
         if outcome.start_error is not None:
             return CommandDecision(problem=outcome.start_error)
         if outcome.timed_out:
@@ -318,50 +266,87 @@ class CommandAction:
         code = outcome.exit_code
         assert code is not None
         intercept = EVENTS[payload.event].intercept
+        text = outcome.stdout.strip()
+        answer = self._answer(text, outcome.stdout_bytes) if text.startswith("{") else None
         if code == 2:
+            return self._exit_two(outcome, answer, payload, intercept=intercept)
+        if answer is not None:
+            verdict = self._read(answer, payload, intercept=intercept)
+            # A JSON object decides on its own, whatever the exit code (exit 1 included); one
+            # that decides nothing leaves a failing exit code to be reported below.
+            if code == 0 or verdict.problem is not None or verdict.decision is not None:
+                return verdict
+        if code != 0:
+            how = f"was killed by signal {-code}" if code < 0 else f"exited with {code}"
+            detail = outcome.stderr.strip()
+            return CommandDecision(problem=f"{how}: {excerpt(detail)}" if detail else how)
+        return CommandDecision(result=payload)
+
+    @staticmethod
+    def _answer(text: str, total: int) -> Answer | None:
+        """stdout as a JSON object, or None when it is plain text (``{`` but not valid JSON)."""
+        if total > OUTPUT_CAP_BYTES:
+            salvaged = salvage(text)
+            return Answer(salvaged or {}, cut_at=total, readable=salvaged is not None)
+        try:
+            answer = json.loads(text)
+        except ValueError:
+            return None
+        return Answer(answer) if isinstance(answer, dict) else None
+
+    def _exit_two(
+        self,
+        outcome: CommandOutcome,
+        answer: Answer | None,
+        payload: HookEvent,
+        *,
+        intercept: bool,
+    ) -> CommandDecision:
+        """Exit 2 blocks; the reason is the JSON's when it gives one, stderr otherwise."""
+        if not intercept:
+            return CommandDecision(result=payload)
+        reason = answer.reason() if answer is not None else None
+        if reason is not None:
+            reason = cut_reason(reason, total_bytes=answer.cut_at if answer else None)
+        else:
             reason = outcome.stderr.strip() or None
             if outcome.stderr_bytes > OUTPUT_CAP_BYTES or (
                 reason and len(reason) > REASON_CAP_CHARS
             ):
                 cut = outcome.stderr_bytes if outcome.stderr_bytes > OUTPUT_CAP_BYTES else None
                 reason = cut_reason(reason or "", total_bytes=cut)
-            if not intercept:
-                return CommandDecision(result=payload)
+        return CommandDecision(
+            result=CommandBlock(reason, decision="deny"), decision="deny", reason=reason
+        )
+
+    def _read(self, answer: Answer, payload: HookEvent, *, intercept: bool) -> CommandDecision:
+        """What a JSON object on stdout decides (a schema-invalid one is a failure)."""
+        if answer.cut_at is not None:
+            return self._decide_cut(answer, payload, intercept=intercept)
+        problem = schema_problem(answer.fields)
+        if problem is not None:
             return CommandDecision(
-                result=CommandBlock(reason, decision="deny"), decision="deny", reason=reason
+                problem=f"JSON output is not Claude Code's hook output: {problem}"
             )
-        if code != 0:
-            how = f"was killed by signal {-code}" if code < 0 else f"exited with {code}"
-            detail = outcome.stderr.strip()
-            return CommandDecision(problem=f"{how}: {excerpt(detail)}" if detail else how)
-        text = outcome.stdout.strip()
-        if not text.startswith("{"):
+        if not intercept:
             return CommandDecision(result=payload)
-        if outcome.stdout_bytes > OUTPUT_CAP_BYTES:
-            return self._decide_cut(text, outcome.stdout_bytes, payload, intercept=intercept)
-        try:
-            answer = json.loads(text)
-        except ValueError as exc:
-            return CommandDecision(problem=f"stdout is not valid JSON: {exc}")
-        if not isinstance(answer, dict) or not intercept:
-            return CommandDecision(result=payload)
-        return self._decide(answer, payload)
+        return self._decide(answer.fields, payload)
 
     def _decide_cut(
-        self, prefix: str, total: int, payload: HookEvent, *, intercept: bool
+        self, answer: Answer, payload: HookEvent, *, intercept: bool
     ) -> CommandDecision:
         """Decide on a JSON answer cut at the cap: a deny (or block, ask, defer) still holds."""
         if not intercept:
             return CommandDecision(result=payload)
-        answer = salvage(prefix)
-        specific = answer.get("hookSpecificOutput") if answer is not None else None
+        total = answer.cut_at
+        specific = answer.fields.get("hookSpecificOutput")
         allows = isinstance(specific, dict) and specific.get("permissionDecision") == "allow"
-        if answer is None or allows:
+        if not answer.readable or allows:
             return CommandDecision(
                 problem=f"JSON output of {total} bytes is over the {OUTPUT_CAP_BYTES}-byte cap "
                 "and gives no decision that can be taken from its first part"
             )
-        verdict = self._decide(answer, payload)
+        verdict = self._decide(answer.fields, payload)
         if verdict.reason is not None or verdict.decision is not None:
             reason = cut_reason(verdict.reason or "", total_bytes=total)
             block = CommandBlock(reason, decision=verdict.decision or "deny")
@@ -371,6 +356,13 @@ class CommandAction:
     def _decide(self, answer: dict[str, Any], payload: HookEvent) -> CommandDecision:
         specific = answer.get("hookSpecificOutput")
         is_tool_call = isinstance(payload, ToolCallEvent)
+        if answer.get("continue") is False:
+            # Claude Code: `continue: false` stops everything and wins over any decision.
+            reason = answer.get("stopReason")
+            reason = cut_reason(reason) if isinstance(reason, str) and reason else None
+            return CommandDecision(
+                result=CommandBlock(reason, decision="deny"), decision="deny", reason=reason
+            )
         if is_tool_call and isinstance(specific, dict) and "permissionDecision" in specific:
             return self._permission(specific, payload)
         if answer.get("decision") == "block":

@@ -15,7 +15,15 @@ from typing import Any, Final
 
 from otelhooks._redact import scrub
 
-__all__ = ["OUTPUT_CAP_BYTES", "REASON_CAP_CHARS", "Capture", "cut_reason", "salvage"]
+__all__ = [
+    "OUTPUT_CAP_BYTES",
+    "REASON_CAP_CHARS",
+    "Answer",
+    "Capture",
+    "cut_reason",
+    "salvage",
+    "schema_problem",
+]
 
 OUTPUT_CAP_BYTES: Final = 1 << 20
 REASON_CAP_CHARS: Final = 10_000
@@ -85,3 +93,86 @@ class Capture:
         room = OUTPUT_CAP_BYTES - len(self.kept)
         if room > 0:
             self.kept += chunk[:room]
+
+
+class Answer:
+    """A JSON object a command printed: its fields, and whether it was cut at the cap.
+
+    ``cut_at`` is how many bytes the command wrote when it went past the cap (``fields`` is then
+    what :func:`salvage` read from its first part, and ``readable`` whether it read anything).
+    """
+
+    __slots__ = ("cut_at", "fields", "readable")
+
+    def __init__(
+        self, fields: dict[str, Any], *, cut_at: int | None = None, readable: bool = True
+    ) -> None:
+        self.fields = fields
+        self.cut_at = cut_at
+        self.readable = readable
+
+    def reason(self) -> str | None:
+        """The reason the answer gives, the first of ``permissionDecisionReason``, ``reason``
+        and ``stopReason`` that is a non-empty string."""
+        specific = self.fields.get("hookSpecificOutput")
+        candidates = [
+            specific.get("permissionDecisionReason") if isinstance(specific, dict) else None,
+            self.fields.get("reason"),
+            self.fields.get("stopReason"),
+        ]
+        return next((c for c in candidates if isinstance(c, str) and c), None)
+
+
+# Claude Code's hook output schema (hooks reference, "JSON output"): the type of each field it
+# defines. Fields it does not define are left alone, as Claude Code leaves them.
+_FIELD_TYPES: Final[dict[str, type]] = {
+    "continue": bool,
+    "suppressOutput": bool,
+    "stopReason": str,
+    "systemMessage": str,
+    "decision": str,
+    "reason": str,
+    "hookSpecificOutput": dict,
+}
+_SPECIFIC_TYPES: Final[dict[str, type]] = {
+    "hookEventName": str,
+    "permissionDecision": str,
+    "permissionDecisionReason": str,
+    "updatedInput": dict,
+    "additionalContext": str,
+}
+_TOP_DECISIONS: Final = ("approve", "block")
+_PERMISSION_DECISIONS: Final = ("allow", "deny", "ask", "defer")
+
+
+def schema_problem(answer: dict[str, Any]) -> str | None:
+    """What makes ``answer`` invalid against Claude Code's hook output schema, or None.
+
+    Example:
+        >>> schema_problem({"continue": "no"})
+        "'continue' must be a boolean, not str"
+        >>> schema_problem({"decision": "block", "reason": "no"}) is None
+        True
+    """
+    for fields, types, where in (
+        (answer, _FIELD_TYPES, ""),
+        (answer.get("hookSpecificOutput"), _SPECIFIC_TYPES, "hookSpecificOutput."),
+    ):
+        if not isinstance(fields, dict):
+            continue
+        for name, kind in types.items():
+            value = fields.get(name)
+            if value is not None and not isinstance(value, kind):
+                expected = {bool: "a boolean", str: "a string", dict: "a JSON object"}[kind]
+                return f"'{where}{name}' must be {expected}, not {type(value).__name__}"
+    decision = answer.get("decision")
+    if decision is not None and decision not in _TOP_DECISIONS:
+        return f"'decision' must be one of {', '.join(_TOP_DECISIONS)}, not {decision!r}"
+    specific = answer.get("hookSpecificOutput")
+    permission = specific.get("permissionDecision") if isinstance(specific, dict) else None
+    if permission is not None and permission not in _PERMISSION_DECISIONS:
+        return (
+            f"permissionDecision must be one of {', '.join(_PERMISSION_DECISIONS)}, "
+            f"not {permission!r}"
+        )
+    return None

@@ -203,6 +203,9 @@ def _test(args: argparse.Namespace) -> int:
         _report(hooks, verdict, notes)
         if spec.intercept:
             print(_verdict_line(verdict, original))
+            for step in verdict.steps:
+                if step.permissive not in (None, "allow"):
+                    print(f"permissive: {step.hook_id} would {step.permissive} (not enforced)")
     finally:
         engine.shutdown(timeout_s)
     delivered = True
@@ -229,8 +232,11 @@ def _report(hooks: list[Hook], verdict: Verdict, notes: list[tuple[str, object]]
         if step is None:
             print(f"- {label}: not run (the chain had ended)")
             continue
-        print(f"- {label}: {step.outcome}")
+        mode = " (permissive)" if hook.mode == "permissive" else ""
+        print(f"- {label}{mode}: {step.outcome}")
         lines = list(details.get(hook.id, ()))
+        if step.permissive is not None:
+            lines.append(f"permissive: would {step.permissive}; not enforced")
         if step.outcome == "queued":
             lines.append("queued for delivery")
         elif step.outcome == "dropped":

@@ -102,7 +102,7 @@ def _as_list(value: Any) -> Any:
 
 class _HookKind(BaseModel):
     """Fields shared by ``script_hook`` and ``dll_hook`` (beyond the seed: ``matcher``,
-    ``timeout``, ``on_error``, with the otelhooks meanings)."""
+    ``timeout``, ``on_error``, ``mode``, with the otelhooks meanings)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -111,6 +111,7 @@ class _HookKind(BaseModel):
     matcher: str | None = None
     timeout: float = Field(default=10.0, gt=0, le=300)
     on_error: Literal["continue", "block"] = "continue"
+    mode: Literal["enforce", "permissive", "disabled"] = "enforce"
 
     @field_validator("on", mode="before")
     @classmethod

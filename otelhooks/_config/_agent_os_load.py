@@ -114,6 +114,7 @@ def load_agent_os(
             "matcher": config.matcher,
             "timeout": config.timeout,
             "on_error": config.on_error,
+            "mode": config.mode,
         }
         if isinstance(config, ScriptHookConfig):
             entry["script"] = absolute_script(_script_ref(config, point), doc.path.parent)

@@ -56,7 +56,8 @@ from otelhooks._hooks import Hook
 __all__ = ["ClaudeSettingsWarning", "is_claude_settings", "load_claude_settings"]
 
 _GROUP_KEYS: Final = ("matcher", "hooks")
-_COMMON_KEYS: Final = ("type", "if", "timeout", "statusMessage", "once")
+# `mode` is otelhooks' (enforce | permissive | disabled), not Claude Code's
+_COMMON_KEYS: Final = ("type", "if", "timeout", "statusMessage", "once", "mode")
 _TYPE_KEYS: Final[dict[str, tuple[str, ...]]] = {
     "command": ("command", "args", "async", "asyncRewake", "shell"),
     "http": ("url", "headers", "allowedEnvVars"),
@@ -74,7 +75,12 @@ _CLAUDE_DEFAULT_TIMEOUT_S: Final = 600.0
 _TOOL_EVENTS: Final = frozenset(
     {"before_tool_call", "after_tool_call", "on_tool_call_error", "on_tool_call_denied"}
 )
-_FIELD_MAP: Final = {"command": "command", "timeout": "timeout", "matcher": "matcher"}
+_FIELD_MAP: Final = {
+    "command": "command",
+    "timeout": "timeout",
+    "matcher": "matcher",
+    "mode": "mode",
+}
 
 
 class ClaudeSettingsWarning(UserWarning):
@@ -349,6 +355,8 @@ def load_claude_settings(doc: Document, errors: list[ConfigError]) -> list[Hook]
                     "matcher": None if matcher in (None, "", "*") else matcher,
                     **fields,
                 }
+                if isinstance(handler, dict) and "mode" in handler:
+                    entry["mode"] = handler["mode"]  # validated by Hook, reported at this key
                 hook = build_hook(
                     doc,
                     entry,

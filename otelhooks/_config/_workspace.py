@@ -50,7 +50,7 @@ __all__ = ["WORKSPACE_SUFFIX", "load_workspace", "workspace_id_of"]
 
 WORKSPACE_SUFFIX: Final = ".hook.json"
 _FILE_KEYS: Final = ("name", "description", "enabled", "hooks")
-_RULE_KEYS: Final = ("matcher", "type", "command", "url", "function", "timeout")
+_RULE_KEYS: Final = ("matcher", "type", "command", "url", "function", "timeout", "mode")
 _ACTION_KEY: Final = {"command": "command", "webhook": "url", "script": "function"}
 _COMMAND_DEFAULT_MS: Final = 10_000
 _COMMAND_MAX_MS: Final = 30_000
@@ -61,6 +61,7 @@ _FIELD_MAP: Final = {
     "webhook": "url",
     "timeout": "timeout",
     "matcher": "matcher",
+    "mode": "mode",
 }
 
 
@@ -138,6 +139,8 @@ def _rule_fields(
     if problems:
         return None, problems
     fields: dict[str, Any] = {"matcher": matcher}
+    if "mode" in rule:
+        fields["mode"] = rule["mode"]  # validated by Hook, reported against this key
     if kind == "command":
         fields["command"] = value
         fields["timeout"] = (timeout_ms or _COMMAND_DEFAULT_MS) / 1000

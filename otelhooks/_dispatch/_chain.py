@@ -9,6 +9,8 @@ Rules (each has its own test):
 3. The first block wins and ends the chain; a tool call's default reason is LobeHub's
    ``Blocked by beforeToolCall hook.``
 4. ``event.mock(result)`` on ``before_tool_call``: the first accepted mock wins and ends the chain.
+   ``event.deny(reason)`` blocks as returning ``Block(reason)`` does, whatever the handler then
+   returns (and wins over a mock it made); a deny made before the handler failed stands.
 5. A handler that raises, times out or returns the wrong type is recorded as an error and then
    follows its ``on_error`` policy: ``continue`` (ignored) or ``block``.
 6. Command hooks decide Claude-style, and Claude's precedence deny > defer > ask > allow holds
@@ -17,6 +19,9 @@ Rules (each has its own test):
    block); a later, stronger decision replaces it (the earliest of equal ones stands), and a deny
    ends the chain. A block from any other hook counts as a deny. An ``allow`` never lifts a
    block, so its ``updatedInput`` only takes effect when no command objected.
+7. A hook in ``mode: permissive`` gets its own deep copy of the payload; what it would do (block,
+   mock, rewrite, fail under ``on_error: block``) is recorded in its step's ``permissive`` and
+   never applied: the chain goes on as if it had allowed.
 """
 
 from __future__ import annotations
@@ -47,7 +52,16 @@ DEFAULT_BLOCK_REASONS: dict[str, str] = {
 class InterceptChain:
     """State of one intercept dispatch: feed it each hook's result with :meth:`apply`."""
 
-    __slots__ = ("call_webhooks", "dry_run", "event", "hooks", "soft_rank", "verdict")
+    __slots__ = (
+        "call_webhooks",
+        "dry_run",
+        "event",
+        "hooks",
+        "permissive",
+        "scratch",
+        "soft_rank",
+        "verdict",
+    )
 
     def __init__(self, event: str, payload: HookEvent, hooks: list[Hook]) -> None:
         self.hooks = hooks
@@ -56,6 +70,8 @@ class InterceptChain:
         self.soft_rank = 0  # set while a command's ask/defer block leaves the chain open (rule 6)
         self.dry_run = False  # deciding only (HooksEngine.dry_run): nothing is counted
         self.call_webhooks = True  # False: control webhooks are reported as "would call"
+        self.scratch: HookEvent | None = None  # the copy a permissive hook was given (rule 7)
+        self.permissive: str | None = None  # what the last permissive hook would have done
 
     def skips(self, hook: Hook) -> bool:
         """Whether ``hook`` no longer runs: after an ask/defer block only commands do."""
@@ -67,14 +83,23 @@ class InterceptChain:
         return self.verdict.payload
 
     def before_call(self, hook: Hook) -> HookEvent:
-        """The payload to hand to ``hook`` (marking who may mock)."""
+        """The payload to hand to ``hook`` (marking who may mock); a permissive hook's own copy."""
         payload = self.payload
+        self.permissive = None
+        if hook.mode == "permissive":
+            payload = self.scratch = _scratch_copy(payload)
         if isinstance(payload, ToolCallEvent):
             payload._current_hook = hook.id
         return payload
 
     def apply(self, hook: Hook, result: Any) -> tuple[bool, str]:
         """Apply a handler's return value. Returns (stop, outcome)."""
+        if hook.mode == "permissive":
+            return False, self._would(hook, result)
+        payload = self.payload
+        if isinstance(payload, ToolCallEvent) and payload._denied:
+            result = Block(payload._deny_reason)  # event.deny(): a block, whatever it returned
+            payload._closed = True
         if isinstance(result, Block):
             rank = _DECISION_RANK.get(getattr(result, "decision", "deny"), _DENY)
             if self.soft_rank and rank <= self.soft_rank:
@@ -84,7 +109,6 @@ class InterceptChain:
             return rank == _DENY, "blocked"
         if self.soft_rank:
             return False, "ok"  # already blocked by an ask/defer: an allow changes nothing
-        payload = self.payload
         if isinstance(payload, ToolCallEvent) and payload.mocked_result is not None:
             self.verdict.mock = payload.mocked_result
             self.verdict.mocked_by = payload._mocked_by
@@ -110,19 +134,61 @@ class InterceptChain:
         """
         problem = scrub(problem)
         self.verdict.errors.append(f"{hook.id}: {problem}")
+        if hook.mode == "permissive":  # rule 7: it had only a copy, and it never blocks
+            self.scratch = None
+            block = hook.error_policy == "block"
+            self.permissive = f"error: would block: {problem}" if block else f"error: {problem}"
+            return False, outcome
         payload = self.payload
+        denied = False
         if isinstance(payload, ToolCallEvent):
             payload._closed = True
+            denied = payload._denied  # a deny made before the failure stands
             fresh = payload.model_copy()
             fresh._mock = None
             fresh._mocked_by = None
             fresh._closed = False
+            fresh._denied = False
             self.verdict.payload = fresh
+            if denied:
+                self._block(hook, payload._deny_reason)
+                self.soft_rank = 0
+                return True, outcome
         if hook.error_policy == "block":
             self._block(hook, f"hook {hook.id} failed: {problem}")
             self.soft_rank = 0
             return True, outcome
         return False, outcome
+
+    def _would(self, hook: Hook, result: Any) -> str:
+        """Rule 7: what a permissive hook's result would do, recorded in ``permissive``; returns
+        the outcome it would have had."""
+        scratch, self.scratch = self.scratch, None
+        if isinstance(scratch, ToolCallEvent) and scratch._denied:
+            result = Block(scratch._deny_reason)
+        if isinstance(result, Block):
+            decision = getattr(result, "decision", "deny")
+            reason = scrub(result.reason) if result.reason else None
+            self.permissive = f"{decision}: {reason}" if reason else decision
+            return "blocked"
+        if isinstance(scratch, ToolCallEvent) and scratch.mocked_result is not None:
+            self.permissive = "mock"
+            return "mocked"
+        if result is None or result is scratch:
+            if hook.intercept and result is None:
+                self.permissive = "deny"
+                return "blocked"
+            if scratch is not None and scratch.model_dump() != self.payload.model_dump():
+                self.permissive = "rewrite"  # changed in place, as kernel handlers may
+                return "rewritten"
+            self.permissive = "allow"
+            return "ok"
+        if self._rewrite(self.payload, result) is None:
+            self.permissive = f"error: returned {type(result).__name__}, which is not a payload"
+            self.verdict.errors.append(f"{hook.id}: {self.permissive[7:]}")
+            return "error"
+        self.permissive = "rewrite"
+        return "rewritten"
 
     def _block(self, hook: Hook, reason: str | None) -> bool:
         self.verdict.blocked = True
@@ -146,6 +212,19 @@ class InterceptChain:
             return model.model_validate({**payload.model_dump(by_alias=True), **update})
         except ValidationError:
             return None
+
+
+def _scratch_copy(payload: HookEvent) -> HookEvent:
+    """A copy a permissive hook may change, mock or deny freely: nothing of it reaches the
+    payload the chain goes on with."""
+    copy = payload.model_copy(deep=True)
+    if isinstance(copy, ToolCallEvent):
+        copy._mock = None
+        copy._mocked_by = None
+        copy._closed = False
+        copy._denied = False
+        copy._deny_reason = None
+    return copy
 
 
 def _reconcile_tool_arguments(payload: ToolCallEvent, update: dict[str, Any]) -> None:

@@ -191,7 +191,15 @@ class Dispatcher:
         self, chain: InterceptChain, hook: Hook, result: Any, started: float
     ) -> bool:
         stop, outcome = chain.apply(hook, result)
-        chain.verdict.steps.append(HookStep(hook.id, hook.action.kind, outcome))
+        step = HookStep(hook.id, hook.action.kind, outcome, permissive=chain.permissive)
+        chain.verdict.steps.append(step)
+        if chain.permissive not in (None, "allow") and not chain.dry_run:  # replay reports it
+            _log.info(
+                "permissive hook not enforced",
+                hook_id=hook.id,
+                lifecycle_event=chain.event,
+                would=chain.permissive,
+            )
         if not chain.dry_run:
             self._record(hook, outcome, time.perf_counter() - started)
         return stop
@@ -206,7 +214,9 @@ class Dispatcher:
         else:
             problem, outcome = f"{type(exc).__name__}: {exc}", "error"
         stop, outcome = chain.fail(hook, problem, outcome)
-        chain.verdict.steps.append(HookStep(hook.id, hook.action.kind, outcome, scrub(problem)))
+        chain.verdict.steps.append(
+            HookStep(hook.id, hook.action.kind, outcome, scrub(problem), chain.permissive)
+        )
         if outcome == "error":
             _log.warning(
                 "hook failed", hook_id=hook.id, lifecycle_event=live.name, error=scrub(str(exc))
@@ -341,10 +351,13 @@ class Dispatcher:
         if attrs is None:
             if len(self._attrs) >= _ATTRS_LIMIT:
                 self._attrs.clear()
-            attrs = self._attrs[key] = {
+            values = {
                 sc.ATTR_HOOK_ID: hook.id,
                 sc.ATTR_HOOK_EVENT: hook.event,
                 sc.ATTR_HOOK_KIND: kind,
                 sc.ATTR_OUTCOME: outcome,
             }
+            if hook.mode == "permissive":  # its outcome was recorded, not enforced
+                values[sc.ATTR_HOOK_MODE] = hook.mode
+            attrs = self._attrs[key] = values
         return attrs

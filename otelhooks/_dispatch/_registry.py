@@ -288,7 +288,9 @@ class HookRegistry:
                 if hook.id in seen:
                     raise ConfigError("duplicate hook id", hook_id=hook.id, field="id")
                 seen.add(hook.id)
-            index = _Index(current.hooks + tuple((next(_seq), h) for h in new))
+            # mode: disabled: validated and bound like any hook, never matched (never runs)
+            runs = tuple((next(_seq), h) for h in new if h.mode != "disabled")
+            index = _Index(current.hooks + runs)
             if operation_id:
                 self._ops[operation_id] = index
             else:

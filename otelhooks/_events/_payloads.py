@@ -308,12 +308,16 @@ class _ToolContext(HookEvent):
 class ToolCallEvent(_ToolContext):
     """Before a tool executes (LobeHub ``beforeToolCall``, kernel ``before_tool_call``).
 
-    Handlers may call :meth:`mock` (first accepted mock wins) or :meth:`deny`.
+    Handlers may call :meth:`mock` (first accepted mock wins) or :meth:`deny` (the call does
+    not run; a deny wins over a mock).
 
     Example:
         >>> def no_network(event: ToolCallEvent) -> None:
         ...     if event.identifier == "web":
         ...         event.mock({"content": "offline", "success": True})
+        >>> def no_rm(event: ToolCallEvent) -> None:
+        ...     if event.apiName == "rm":
+        ...         event.deny("rm is not allowed")
     """
 
     event: Literal["before_tool_call"] = "before_tool_call"
@@ -321,6 +325,32 @@ class ToolCallEvent(_ToolContext):
     _mocked_by: str | None = PrivateAttr(default=None)
     _closed: bool = PrivateAttr(default=False)
     _current_hook: str | None = PrivateAttr(default=None)
+    _denied: bool = PrivateAttr(default=False)
+    _deny_reason: str | None = PrivateAttr(default=None)
+
+    def deny(self, reason: str | None = None) -> bool:
+        """Refuse the tool call: it does not run, and the agent is told ``reason`` (LobeHub's
+        ``Blocked by beforeToolCall hook.`` without one). The same as returning
+        :class:`~otelhooks.Block`, from anywhere in the handler.
+
+        Returns ``True`` when the deny counts, ``False`` when it comes too late (the hook ran
+        past its deadline, or the chain has already decided).
+
+        Example:
+            >>> event = ToolCallEvent(toolCallId="c1", identifier="fs", apiName="rm")
+            >>> event.deny("rm is not allowed")
+            True
+        """
+        if self._closed:
+            return False
+        self._denied = True
+        self._deny_reason = reason
+        return True
+
+    @property
+    def denied(self) -> bool:
+        """Whether a handler called :meth:`deny`."""
+        return self._denied
 
     def mock(self, result: ToolResult | dict[str, Any] | str) -> dict[str, Any] | None:
         """Supply the tool's result instead of running it. The first accepted mock wins.
@@ -328,7 +358,7 @@ class ToolCallEvent(_ToolContext):
         Returns LobeHub's ``{"isMocked": True, "result": ...}`` when accepted, ``None`` when an
         earlier hook already mocked the call (or the hook ran past its deadline).
         """
-        if self._mock is not None or self._closed:
+        if self._mock is not None or self._closed or self._denied:
             return None
         if isinstance(result, str):
             result = ToolResult(content=result)

@@ -46,7 +46,9 @@ class ReplayReport:
     """Collects :class:`ReplayOutcome` s; keeps only the events worth reporting.
 
     An event is reported when its decision changed, a hook failed on it, a control webhook was
-    not called for it, or hooks decided it without its content (``content not recorded``).
+    not called for it, a hook in ``mode: permissive`` would have acted on it (``permissive``,
+    never part of the decision), or hooks decided it without its content
+    (``content not recorded``).
 
     Args:
         hook_ids: the policy's hooks, in registration order (every one gets a summary row).
@@ -90,7 +92,7 @@ class ReplayReport:
         missing = outcome.content_missing
         if missing:
             self.content_missing += 1
-        if change is not None or missing or outcome.would_call:
+        if change is not None or missing or outcome.would_call or _permissive(outcome):
             self.reported.append(outcome)
         failed = {s.hook_id for s in outcome.steps if s.outcome in _FAILED_STEPS}
         for hook_id in outcome.matched:
@@ -153,6 +155,13 @@ class ReplayReport:
                     f"  {event.event} {event.subject}  trace {event.trace_id} "
                     f"span {event.span_id}  matched {', '.join(outcome.matched)}"
                 )
+        permissive = [o for o in self.reported if _permissive(o)]
+        if permissive:
+            lines += ["", f"Permissive, not enforced ({len(permissive)})"]
+            for outcome in permissive:
+                event = outcome.recorded
+                lines.append(f"  {event.event} {event.subject}  trace {event.trace_id}")
+                lines += [f"    permissive: {entry}" for entry in _permissive(outcome)]
         waiting = [o for o in self.reported if o.would_call]
         if waiting:
             calls = Counter(hook for o in waiting for hook in o.would_call)
@@ -209,7 +218,17 @@ def _event_record(outcome: ReplayOutcome) -> dict[str, Any]:
         "would_call": outcome.would_call,
         "matched": outcome.matched,
         "content_recorded": event.content_recorded,
+        "permissive": _permissive(outcome),
     }
+
+
+def _permissive(outcome: ReplayOutcome) -> list[str]:
+    """What the hooks in ``mode: permissive`` would have done (allowing aside), never done."""
+    return [
+        f"{step.hook_id} would {step.permissive}"
+        for step in outcome.steps
+        if step.permissive not in (None, "allow")
+    ]
 
 
 def _event_lines(outcome: ReplayOutcome) -> list[str]:

@@ -1,5 +1,6 @@
 """Command hooks that hang, crash, flood their output or start children: nothing they started
-outlives the event (unless deliberately detached), and no zombie of this process is left.
+outlives the hook (``&``, ``nohup``, ``setsid`` and double-forked children included), a deny
+it printed stands at once whatever its children do, and no zombie of this process is left.
 
 Checked from ``/proc``: every process a command started writes its pid to a file; afterwards
 none of them runs, and this process has no new zombie child. Each case runs as an interceptor
@@ -18,7 +19,7 @@ import pytest
 from tests.conftest import Pipeline
 from tests.reliability._parts import is_running, zombie_children
 
-TIMEOUT_S = 0.5
+TIMEOUT_S = 1.0  # a Python reaper starts first: room for it on a loaded machine
 
 # Each command writes the pid of every process it starts, one a line, to $PIDS.
 COMMANDS = {
@@ -80,22 +81,144 @@ def test_nothing_a_command_started_outlives_the_event_and_no_zombie_is_left(
                 os.kill(pid, signal.SIGKILL)
 
 
-def test_a_deliberately_detached_child_keeps_running_but_is_never_our_zombie(
-    pipe: Pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+DENY = (
+    'printf \'%s\' \'{"hookSpecificOutput": {"hookEventName": "PreToolUse", '
+    '"permissionDecision": "deny", "permissionDecisionReason": "no reads"}}\''
+)
+
+# A child that keeps the hook's stdout open, started each way a shell script starts one.
+CHILDREN = {
+    "ampersand": 'sleep 60 & echo $! >> "$PIDS"',
+    "nohup": 'nohup sleep 60 & echo $! >> "$PIDS"',
+    "setsid": 'setsid sleep 60 & echo $! >> "$PIDS"',
+    "setsid-double-fork": "(setsid sh -c 'echo $$ >> \"$PIDS\"; exec sleep 60' &)",
+}
+
+
+def run_tool_seen(pipe: Pipeline) -> tuple[str, list[str]]:
+    """One tool call: what the agent saw, and whether the tool ran."""
+    ran: list[str] = []
+
+    def tool(path: str) -> str:
+        ran.append(path)
+        return "text"
+
+    with pipe.tracer.operation("agent") as op, op.step() as step:
+        result = step.run_tool("fs", "readFile", {"path": "a.txt"}, tool)
+    pipe.flush()
+    return result.content, ran
+
+
+def wait_for_pids(path: Path, count: int, within_s: float = 2.0) -> list[int]:
+    deadline = time.monotonic() + within_s
+    while len(pids := pids_in(path)) < count and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return pids
+
+
+@pytest.mark.parametrize("child", sorted(CHILDREN))
+def test_a_deny_stands_at_once_whatever_a_child_holding_stdout_does(
+    pipe: Pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, child: str
+) -> None:
+    pid_file = tmp_path / "pids"
+    monkeypatch.setenv("PIDS", str(pid_file))
+    command = f"{CHILDREN[child]}; {DENY}; exit 0"
+    pipe.register({"id": "guard", "type": "PreToolUse", "command": command, "timeout": 10})
+    started = time.monotonic()
+    content, ran = run_tool_seen(pipe)
+    took = time.monotonic() - started
+    pids = wait_for_pids(pid_file, 1)
+    try:
+        assert ran == [], "the denied tool ran"
+        assert content == "no reads"
+        assert took < 5, f"the deny waited {took:.1f}s for the child (timeout 10 s)"
+        assert pids, "the child did not start"
+        assert wait_until_gone(pids) == [], "a child of the hook outlived it"
+    finally:
+        for pid in pids:  # only if an assertion failed: they are ours to end
+            if is_running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("child", sorted(CHILDREN))
+def test_a_child_with_its_output_detached_is_gone_with_the_hook_and_never_our_zombie(
+    pipe: Pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, child: str
 ) -> None:
     pid_file = tmp_path / "pids"
     monkeypatch.setenv("PIDS", str(pid_file))
     zombies_before = set(zombie_children())
-    # Output detached from the hook: documented to be left running, as the shell's `&` does.
-    command = 'sleep 60 >/dev/null 2>&1 </dev/null & echo $! >> "$PIDS"; exit 0'
+    detached = f"{{ {CHILDREN[child]}; }} >/dev/null 2>&1 </dev/null"
+    command = f'{detached}; while [ ! -s "$PIDS" ]; do sleep 0.01; done; exit 0'
     pipe.register({"id": "detach", "type": "PostToolUse", "command": command, "timeout": 5})
     run_tool(pipe)
-    (child,) = pids_in(pid_file)
+    pids = pids_in(pid_file)
     try:
-        assert is_running(child)
-        ppid = int(Path(f"/proc/{child}/stat").read_text().rsplit(")", 1)[1].split()[1])
-        assert ppid != os.getpid()  # reparented: its exit is reaped by its new parent
+        assert pids, "the child did not start"
+        assert wait_until_gone(pids) == [], "a detached child of the hook outlived it"
+        assert set(zombie_children()) - zombies_before == set()
     finally:
-        os.kill(child, signal.SIGKILL)
-    assert wait_until_gone([child]) == []
-    assert set(zombie_children()) - zombies_before == set()
+        for pid in pids:
+            if is_running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_a_setsid_child_of_a_hook_that_times_out_is_gone_too(
+    pipe: Pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pid_file = tmp_path / "pids"
+    monkeypatch.setenv("PIDS", str(pid_file))
+    command = f"{CHILDREN['setsid']}; sleep 60"
+    pipe.register({"id": "slow", "type": "PreToolUse", "command": command, "timeout": TIMEOUT_S})
+    _, ran = run_tool_seen(pipe)
+    pids = pids_in(pid_file)
+    try:
+        assert ran == ["a.txt"]  # a timeout is a non-blocking error
+        assert pids
+        assert wait_until_gone(pids) == []
+    finally:
+        for pid in pids:
+            if is_running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polling"])
+def test_without_the_reaper_a_deny_still_stands_at_once_and_the_group_is_killed(
+    pipe: Pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pidfd: bool
+) -> None:
+    # Where the reaper cannot run (not Linux): the process group is killed when the hook
+    # exits, and a child holding stdout is drained for DRAIN_S, never waited for; where no
+    # pidfd can be opened, the exit is polled for.
+    from otelhooks._actions import _command_process
+
+    monkeypatch.setattr(_command_process, "_reaper_argv", lambda: None)
+    if not pidfd:
+        monkeypatch.setattr(_command_process, "_pidfd", lambda proc: None)
+    pid_file = tmp_path / "pids"
+    monkeypatch.setenv("PIDS", str(pid_file))
+    command = f"{CHILDREN['ampersand']}; {DENY}; exit 0"
+    pipe.register({"id": "guard", "type": "PreToolUse", "command": command, "timeout": 10})
+    started = time.monotonic()
+    content, ran = run_tool_seen(pipe)
+    pids = pids_in(pid_file)
+    try:
+        assert (content, ran) == ("no reads", [])
+        assert time.monotonic() - started < 5
+        assert wait_until_gone(pids) == []
+    finally:
+        for pid in pids:
+            if is_running(pid):
+                os.kill(pid, signal.SIGKILL)
+
+
+def test_the_hook_runs_with_the_default_signal_dispositions(tmp_path: Path) -> None:
+    # Python ignores SIGPIPE and SIGXFSZ; the reaper, a Python process, must not pass that on
+    # (a `yes | head -1` in a guard would then fail with EPIPE instead of ending quietly).
+    from otelhooks import ToolCallEvent
+    from otelhooks._actions import build_hook
+
+    hook = build_hook({"id": "sig", "type": "PreToolUse", "command": "grep SigIgn /proc/$$/status"})
+    event = ToolCallEvent(toolCallId="c", identifier="fs", apiName="readFile")
+    outcome = hook.action.run(event)  # type: ignore[attr-defined]
+    ignored = int(outcome.stdout.split()[1], 16)
+    assert ignored & (1 << (signal.SIGPIPE - 1)) == 0
+    assert ignored & (1 << (signal.SIGXFSZ - 1)) == 0
