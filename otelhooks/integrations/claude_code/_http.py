@@ -65,7 +65,7 @@ def http_answer(event: str, response: HookResponse) -> tuple[int, bytes]:
         200
     """
     if response.exit_code == 0:
-        body = response.stdout.strip() or "{}"
+        body = (response.http_body or response.stdout).strip() or "{}"
         return 200, body.encode()
     if response.exit_code == 2:
         reason = response.stderr.strip() or "Blocked by an otelhooks hook."

@@ -7,7 +7,6 @@ deny or a mock ends the span at once and is answered in Claude Code's format. ``
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -16,6 +15,7 @@ from typing import Any
 from opentelemetry.util import types
 
 from otelhooks import _semconv as sc
+from otelhooks._config._claude_answer import HookAnswer, block_answer
 from otelhooks._engine import HooksEngine
 from otelhooks._events import (
     AfterToolCallEvent,
@@ -23,10 +23,12 @@ from otelhooks._events import (
     ToolCallErrorEvent,
     ToolCallEvent,
     ToolResult,
+    ToolResultPersistEvent,
 )
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._live import Verdict
 from otelhooks._span_mapping import verdict_attributes
+from otelhooks.integrations.claude_code._answers import combine, respond, run_hooks, shaped
 from otelhooks.integrations.claude_code._common import (
     AGENT,
     DenyMode,
@@ -154,29 +156,32 @@ class ToolUses:
         # the state file keeps the arguments only when content is captured (data at rest)
         tool = self.state.start_tool(op, use_id, tool_name, args if self.capture else {})
         event = ToolCallEvent(**self._tool_event(tool, args))
-        verdict = self.engine.dispatch(
-            "before_tool_call", event, values=(tool_name,), operation_id=op.operation_id
+        verdict, answers = run_hooks(
+            self.engine, "before_tool_call", event, (tool_name,), operation_id=op.operation_id
         )
         attrs = {**self._args_attributes(args), **self._verdict_attributes(verdict)}
-        if verdict.blocked or verdict.mock is not None:
-            self.state.end_tool(session, use_id)
-            return self._refuse(tool, attrs, verdict, args)
-        response = HookResponse()
+        mock = verdict.mock
+        if mock is not None:
+            # Claude Code cannot take a result in place of running the tool: the nearest is a
+            # deny whose reason (which the model reads) is the mocked result
+            by = verdict.mocked_by or "a hook"
+            answers.append(block_answer(by, f"mocked by {by}: {mock.content}"))
         rewritten = verdict.payload
-        if verdict.rewritten_by and isinstance(rewritten, ToolCallEvent) and rewritten.args != args:
-            by = ", ".join(verdict.rewritten_by)
-            response = HookResponse(
-                stdout=json.dumps(
-                    {
-                        "hookSpecificOutput": {
-                            "hookEventName": "PreToolUse",
-                            "permissionDecision": "ask",
-                            "permissionDecisionReason": f"arguments rewritten by {by}",
-                            "updatedInput": rewritten.args,
-                        }
-                    }
-                )
-            )
+        updated = (
+            rewritten.args
+            if verdict.rewritten_by
+            and isinstance(rewritten, ToolCallEvent)
+            and rewritten.args != args
+            else None
+        )
+        output, lost = combine("PreToolUse", answers, updated_input=updated)
+        response = respond("PreToolUse", output, lost, deny_mode=self.deny_mode)
+        specific = output.get("hookSpecificOutput") or {}
+        if specific.get("permissionDecision") == "deny":
+            self.state.end_tool(session, use_id)
+            reason = str(specific.get("permissionDecisionReason") or "")
+            self._refuse(tool, attrs, verdict, args, reason, mocked=mock is not None)
+            return response
         self.state.set_tool_attributes(tool, dict(attrs))
         return response
 
@@ -186,33 +191,31 @@ class ToolUses:
         attrs: dict[str, types.AttributeValue],
         verdict: Verdict,
         args: dict[str, Any],
-    ) -> HookResponse:
-        """A hook denied (or mocked) the call: Claude Code must not run the tool."""
-        denied = verdict.blocked
-        mock = verdict.mock
-        if denied:
-            reason = verdict.reason or "Blocked by beforeToolCall hook."
-        else:
-            assert mock is not None
-            reason = f"mocked by {verdict.mocked_by or 'a hook'}: {mock.content}"
+        reason: str,
+        *,
+        mocked: bool,
+    ) -> None:
+        """A hook denied (or mocked) the call: Claude Code does not run the tool."""
+        denied = not mocked
         self._end_tool_refused(tool, attrs, "denied" if denied else "mocked", reason)
         context = self._tool_event(tool, args)
+        decided_by = verdict.decided_by or verdict.mocked_by
         if denied:
             self.observe(
                 "on_tool_call_denied",
-                ToolCallDeniedEvent(**context, reason=reason, decidedBy=verdict.decided_by),
+                ToolCallDeniedEvent(**context, reason=reason, decidedBy=decided_by),
                 (tool.tool_name,),
             )
         state = {
             "type": "blocked",
             "classification": sc.CLASSIFICATION_HOOK_DENIED,
             "reason": reason,
-            "decidedBy": verdict.decided_by,
+            "decidedBy": decided_by,
         }
         result = (
             ToolResult(content=reason, success=False, error=reason, state=state)
             if denied
-            else (mock or ToolResult())
+            else (verdict.mock or ToolResult())
         )
         after = AfterToolCallEvent(
             **context,
@@ -223,14 +226,6 @@ class ToolUses:
             toolOutput=result.content,
         )
         self.observe("after_tool_call", after, (tool.tool_name,))
-        if self.deny_mode == "exit2":
-            return HookResponse(2, stderr=reason)
-        decision = {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }
-        return HookResponse(stdout=json.dumps({"hookSpecificOutput": decision}))
 
     def _end_tool_refused(
         self, tool: OpenTool, attrs: dict[str, types.AttributeValue], outcome: str, reason: str
@@ -263,6 +258,34 @@ class ToolUses:
             tool = replace(tool, attributes={**self._args_attributes(args), **tool.attributes})
         return tool
 
+    def _persist(
+        self, tool: OpenTool, response: Any
+    ) -> tuple[Any, list[HookAnswer], dict[str, Any]]:
+        """Run ``tool_result_persist`` interceptors (the kernel's result filter) on the output:
+        a rewrite or a block becomes ``updatedToolOutput`` in the tool's own output shape."""
+        values = (tool.tool_name,)
+        if not self.engine.matches("tool_result_persist", values):
+            return response, [], {}
+        event = ToolResultPersistEvent(
+            sessionKey=tool.session_id,
+            operationId=tool.operation_id,
+            toolName=tool.tool_name,
+            toolCallId=tool.tool_use_id,
+            apiName=tool.tool_name,
+            result=response,
+        )
+        verdict, answers = run_hooks(self.engine, "tool_result_persist", event, values)
+        if verdict.blocked:
+            note = f"[tool output withheld by hook {verdict.decided_by}: {verdict.reason}]"
+            updated = shaped(response, note)
+        elif verdict.rewritten_by and isinstance(verdict.payload, ToolResultPersistEvent):
+            updated = shaped(response, verdict.payload.result)
+        else:
+            return response, answers, {}
+        if updated == response:
+            return response, answers, {}
+        return updated, answers, {"updatedToolOutput": updated}
+
     def post(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
         tool = self._take_tool(session, payload)
         measured = payload.get("duration_ms")  # Claude Code's own timing, when it sends one
@@ -276,13 +299,12 @@ class ToolUses:
             error = str(payload.get("error") or "the tool failed")
             error_type = "interrupted" if payload.get("is_interrupt") else "ToolError"
             self.end_tool(tool, "error", result=error, error=error, error_type=error_type)
-            self.observe(
-                "on_tool_call_error",
-                ToolCallErrorEvent(**context, error=error, errorType=error_type),
-                (tool.tool_name,),
-            )
-            return HookResponse()
-        response = payload.get("tool_response")
+            failed = ToolCallErrorEvent(**context, error=error, errorType=error_type)
+            _, answers = run_hooks(self.engine, "on_tool_call_error", failed, (tool.tool_name,))
+            output, lost = combine(name, answers)
+            return respond(name, output, lost, deny_mode=self.deny_mode)
+        # what the model will see (after a tool_result_persist rewrite) is what is recorded
+        response, answers, extra = self._persist(tool, payload.get("tool_response"))
         content = text(response)
         self.end_tool(tool, "success", result=content)
         after = AfterToolCallEvent(
@@ -294,17 +316,16 @@ class ToolUses:
             result=ToolResult(content=content, success=True, executionTime=elapsed_ms),
             toolOutput=response,
         )
-        self.observe("after_tool_call", after, (tool.tool_name,))
-        return HookResponse()
+        _, more = run_hooks(self.engine, "after_tool_call", after, (tool.tool_name,))
+        output, lost = combine(name, [*answers, *more], extra=extra)
+        return respond(name, output, lost, deny_mode=self.deny_mode)
 
     def permission_denied(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
         tool = self._take_tool(session, payload)
         reason = str(payload.get("reason") or "denied by Claude Code")
         self.end_tool(tool, "denied", result=reason)
         context = self._tool_event(tool, _args(payload)[1])
-        self.observe(
-            "on_tool_call_denied",
-            ToolCallDeniedEvent(**context, reason=reason, decidedBy=AGENT),
-            (tool.tool_name,),
-        )
-        return HookResponse()
+        denied = ToolCallDeniedEvent(**context, reason=reason, decidedBy=AGENT)
+        _, answers = run_hooks(self.engine, "on_tool_call_denied", denied, (tool.tool_name,))
+        output, lost = combine("PermissionDenied", answers)
+        return respond("PermissionDenied", output, lost, deny_mode=self.deny_mode)
