@@ -327,3 +327,68 @@ def _exported_spans(sink: WebhookServer, done: Any) -> list[Any]:
         if any(done(s) for s in spans) or time.monotonic() > deadline:
             return spans
         time.sleep(0.2)
+
+
+# Hooks as a user writes them for Claude Code, run by otelhooks: each prints Claude Code's own
+# JSON answer (its hooks reference, "PostToolUse decision control", "UserPromptSubmit decision
+# control", "Stop decision control"); the bridge must pass every answer on.
+_REDACT = (
+    "import json, sys; e = json.load(sys.stdin); r = dict(e['tool_response']); "
+    "r['stdout'] = r['stdout'].replace('S-42', '[redacted]'); "
+    "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PostToolUse', "
+    "'updatedToolOutput': r, 'additionalContext': 'CTX-TOOL-17'}}))"
+)
+_STOP_ONCE = (
+    "import json, sys; e = json.load(sys.stdin); "
+    "print('' if e.get('stop_hook_active') else "
+    "json.dumps({'decision': 'block', 'reason': 'STOP-REASON-53: run the tests first'}))"
+)
+_CONTEXT = (
+    "import json, sys; sys.stdin.read(); print(json.dumps({'hookSpecificOutput': "
+    "{'hookEventName': 'UserPromptSubmit', 'additionalContext': 'CTX-PROMPT-31'}}))"
+)
+ANSWERS = """\
+hooks:
+  - id: redact
+    type: PostToolUse
+    matcher: Bash
+    command: [{python}, -c, {redact}]
+  - id: prompt-context
+    type: UserPromptSubmit
+    command: [{python}, -c, {context}]
+  - id: stop-once
+    type: Stop
+    command: [{python}, -c, {stop}]
+"""
+
+
+def test_command_bridge_passes_on_redaction_context_and_a_stop_block(
+    claude: Path, project: Path, tmp_path: Path
+) -> None:
+    """What the scripted model API received: the secret the PostToolUse hook redacted never
+    arrives, the UserPromptSubmit and PostToolUse contexts do, and so does the Stop reason."""
+    install(project / ".claude" / "settings.json")
+    (project / ".claude" / "otelhooks.yaml").write_text(
+        ANSWERS.format(
+            python=json.dumps(sys.executable),
+            redact=json.dumps(_REDACT),
+            context=json.dumps(_CONTEXT),
+            stop=json.dumps(_STOP_ONCE),
+        )
+    )
+    extra = {
+        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
+        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
+    }
+    # the secret is computed by the shell: the command line the model sent does not hold it
+    api = MessagesApi([ToolStep("toolu_echo", "Bash", {"command": "echo S-$((6*7))"})])
+    with serve_messages_api(api) as url:
+        _run_claude(claude, project, url, tmp_path / "home", extra)
+    sent = json.dumps(api.requests)
+    result = _tool_results(api)["toolu_echo"]
+    assert "[redacted]" in json.dumps(result)
+    assert "S-42" not in sent
+    assert "CTX-TOOL-17" in sent
+    assert "CTX-PROMPT-31" in sent
+    # the Stop block kept Claude working: its reason is in a request after the first end
+    assert "STOP-REASON-53" in json.dumps(api.requests[-1])

@@ -36,6 +36,7 @@ from otelhooks.integrations.claude_code._common import (
     Observe,
     text,
 )
+from otelhooks.integrations.claude_code._mapping import claude_fields
 from otelhooks.integrations.claude_code._spans import (
     SpanRecord,
     SpanWriter,
@@ -150,12 +151,20 @@ class ToolUses:
     def _verdict_attributes(verdict: Verdict) -> dict[str, types.AttributeValue]:
         return verdict_attributes("before_tool_call", verdict) if verdict.matched else {}
 
+    def _own(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """Claude Code's own fields of the input (content ones with capture), for hooks
+        written for Claude Code (they read ``permission_mode``, ``tool_response``...)."""
+        return {
+            "hookEventName": payload.get("hook_event_name"),
+            **claude_fields(payload, capture=self.capture),
+        }
+
     def pre(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
         op = self.state.current_operation(session)
         tool_name, args, use_id = _args(payload)
         # the state file keeps the arguments only when content is captured (data at rest)
         tool = self.state.start_tool(op, use_id, tool_name, args if self.capture else {})
-        event = ToolCallEvent(**self._tool_event(tool, args))
+        event = ToolCallEvent(**self._tool_event(tool, args), claudeCode=self._own(payload))
         verdict, answers = run_hooks(
             self.engine, "before_tool_call", event, (tool_name,), operation_id=op.operation_id
         )
@@ -294,7 +303,7 @@ class ToolUses:
             if isinstance(measured, int | float) and not isinstance(measured, bool)
             else (time.time_ns() - tool.start_ns) / 1e6
         )
-        context = self._tool_event(tool, _args(payload)[1])
+        context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
         if name == "PostToolUseFailure":
             error = str(payload.get("error") or "the tool failed")
             error_type = "interrupted" if payload.get("is_interrupt") else "ToolError"
@@ -324,7 +333,7 @@ class ToolUses:
         tool = self._take_tool(session, payload)
         reason = str(payload.get("reason") or "denied by Claude Code")
         self.end_tool(tool, "denied", result=reason)
-        context = self._tool_event(tool, _args(payload)[1])
+        context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
         denied = ToolCallDeniedEvent(**context, reason=reason, decidedBy=AGENT)
         _, answers = run_hooks(self.engine, "on_tool_call_denied", denied, (tool.tool_name,))
         output, lost = combine("PermissionDenied", answers)
