@@ -316,7 +316,12 @@ class ClaudeCodeBridge:
             reason="done",
             success=True,
             duration=(time.time_ns() - op.start_ns) / 1e9 if op is not None else 0.0,
-            claudeCode={"hookEventName": name, **claude_fields(payload, capture=self.capture)},
+            **{
+                "claudeCode": {
+                    "hookEventName": name,
+                    **claude_fields(payload, capture=self.capture),
+                }
+            },
         )
         _, answers = run_hooks(self.engine, "on_complete", complete, (AGENT,))
         output, lost = combine(name, answers)
