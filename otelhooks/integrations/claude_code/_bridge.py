@@ -309,19 +309,20 @@ class ClaudeCodeBridge:
             return HookResponse()  # Claude Code ignores StopFailure's output
         # Stop hooks may keep the turn going (decision: block): they run before it ends
         op = self.state.peek_operation(session)
-        complete = CompleteEvent(
-            **self._common(session, op, op.span_id if op is not None else None),
-            agentId=AGENT,
-            runId=op.operation_id if op is not None else session,
-            reason="done",
-            success=True,
-            duration=(time.time_ns() - op.start_ns) / 1e9 if op is not None else 0.0,
-            **{
-                "claudeCode": {
-                    "hookEventName": name,
-                    **claude_fields(payload, capture=self.capture),
-                }
-            },
+        own: dict[str, Any] = {
+            "hookEventName": name,
+            **claude_fields(payload, capture=self.capture),
+        }
+        complete = CompleteEvent.model_validate(
+            {
+                **self._common(session, op, op.span_id if op is not None else None),
+                "agentId": AGENT,
+                "runId": op.operation_id if op is not None else session,
+                "reason": "done",
+                "success": True,
+                "duration": (time.time_ns() - op.start_ns) / 1e9 if op is not None else 0.0,
+                "claudeCode": own,
+            }
         )
         _, answers = run_hooks(self.engine, "on_complete", complete, (AGENT,))
         output, lost = combine(name, answers)

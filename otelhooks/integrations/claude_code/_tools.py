@@ -164,7 +164,8 @@ class ToolUses:
         tool_name, args, use_id = _args(payload)
         # the state file keeps the arguments only when content is captured (data at rest)
         tool = self.state.start_tool(op, use_id, tool_name, args if self.capture else {})
-        event = ToolCallEvent(**self._tool_event(tool, args), **{"claudeCode": self._own(payload)})
+        fields: dict[str, Any] = {**self._tool_event(tool, args), "claudeCode": self._own(payload)}
+        event = ToolCallEvent(**fields)
         verdict, answers = run_hooks(
             self.engine, "before_tool_call", event, (tool_name,), operation_id=op.operation_id
         )
