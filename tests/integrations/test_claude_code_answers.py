@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from otelhooks import Block
-from otelhooks.events import HookEvent
+from otelhooks._events import HookEvent
 from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
 from otelhooks.integrations.claude_code._common import HookResponse
 from otelhooks.integrations.claude_code._state import BridgeState
@@ -121,7 +121,8 @@ def _answer(tmp_path: Path, event: str, hooks: list[dict[str, Any]]) -> HookResp
 
 def _at(doc: Any, path: str) -> Any:
     for key in path.split("."):
-        assert isinstance(doc, dict) and key in doc, (path, doc)
+        assert isinstance(doc, dict), (path, doc)
+        assert key in doc, (path, doc)
         doc = doc[key]
     return doc
 
@@ -142,7 +143,8 @@ def test_each_hook_form_of_the_table_gives_its_field(
 ) -> None:
     response = _answer(tmp_path, event, _hooks(event, field, form, ref))
     if field == "exit code 2":
-        assert response.exit_code == 2 and response.stderr, response
+        assert response.exit_code == 2, response
+        assert response.stderr
         return
     if event == "WorktreeCreate":
         assert (response.exit_code, response.stdout) == (0, "/tmp/worktree-7")
@@ -159,7 +161,8 @@ def test_continue_false_wins_over_an_allow_and_denies_the_tool() -> None:
     allow = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
     stop = {"continue": False, "stopReason": "build failed"}
     out, _ = combine("PreToolUse", [HookAnswer("a", allow), HookAnswer("b", stop)])
-    assert out["continue"] is False and out["stopReason"] == "build failed"
+    assert out["continue"] is False
+    assert out["stopReason"] == "build failed"
     assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
