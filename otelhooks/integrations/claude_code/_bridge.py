@@ -56,6 +56,7 @@ from otelhooks._events import (
 )
 from otelhooks._export._report import DeliveryReport, merge
 from otelhooks._hooks import Hook
+from otelhooks._matchers import tool_aliases
 from otelhooks._setup import configure
 from otelhooks.integrations.claude_code._answers import (
     ANSWERING_EVENTS,
@@ -401,7 +402,8 @@ class ClaudeCodeBridge:
             return HookResponse()
         if known is None:  # an event Claude Code added later has no hooks to run yet
             return HookResponse()
-        values = (matcher_value(known, payload),)
+        value = matcher_value(known, payload)
+        values = (value, *tool_aliases(value)) if known.matcher == "tool_name" else (value,)
         if name not in ANSWERING_EVENTS:
             self.observe(event.event, event, values)
             return HookResponse()

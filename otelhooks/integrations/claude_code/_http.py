@@ -19,7 +19,8 @@ not JSON / not an object    400 (also non-blocking)
 
 Events whose hooks decide (``PreToolUse``, ``Stop``, ``PostToolUse``... every event of
 :data:`ANSWERING_EVENTS`) run on a worker thread: a control webhook or a command hook they wait
-for never blocks the server's event loop. The others only record (session state, a span, queued observers) and are answered inline.
+for never blocks the server's event loop. The others only record (session state, a span, queued
+observers) and are answered inline.
 """
 
 from __future__ import annotations

@@ -27,6 +27,7 @@ from otelhooks._events import (
 )
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._live import Verdict
+from otelhooks._matchers import tool_aliases
 from otelhooks._span_mapping import verdict_attributes
 from otelhooks.integrations.claude_code._answers import combine, respond, run_hooks, shaped
 from otelhooks.integrations.claude_code._common import (
@@ -55,6 +56,12 @@ def _args(payload: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
     args = dict(raw) if isinstance(raw, Mapping) else {"input": raw}
     use_id = str(payload.get("tool_use_id") or f"{name}:{canonical_json(args)}")
     return name, args, use_id
+
+
+def _values(tool_name: str) -> tuple[str, ...]:
+    """What matchers see: the name, and for an MCP tool (``mcp__server__tool``) the names the
+    MCP gateway gives it (``server/tool``, ``tool``), so one guard fires in both."""
+    return (tool_name, *tool_aliases(tool_name))
 
 
 class ToolUses:
@@ -167,7 +174,7 @@ class ToolUses:
         fields: dict[str, Any] = {**self._tool_event(tool, args), "claudeCode": self._own(payload)}
         event = ToolCallEvent(**fields)
         verdict, answers = run_hooks(
-            self.engine, "before_tool_call", event, (tool_name,), operation_id=op.operation_id
+            self.engine, "before_tool_call", event, _values(tool_name), operation_id=op.operation_id
         )
         attrs = {**self._args_attributes(args), **self._verdict_attributes(verdict)}
         mock = verdict.mock
@@ -214,7 +221,7 @@ class ToolUses:
             self.observe(
                 "on_tool_call_denied",
                 ToolCallDeniedEvent(**context, reason=reason, decidedBy=decided_by),
-                (tool.tool_name,),
+                _values(tool.tool_name),
             )
         state = {
             "type": "blocked",
@@ -235,7 +242,7 @@ class ToolUses:
             result=result,
             toolOutput=result.content,
         )
-        self.observe("after_tool_call", after, (tool.tool_name,))
+        self.observe("after_tool_call", after, _values(tool.tool_name))
 
     def _end_tool_refused(
         self, tool: OpenTool, attrs: dict[str, types.AttributeValue], outcome: str, reason: str
@@ -273,7 +280,7 @@ class ToolUses:
     ) -> tuple[Any, list[HookAnswer], dict[str, Any]]:
         """Run ``tool_result_persist`` interceptors (the kernel's result filter) on the output:
         a rewrite or a block becomes ``updatedToolOutput`` in the tool's own output shape."""
-        values = (tool.tool_name,)
+        values = _values(tool.tool_name)
         if not self.engine.matches("tool_result_persist", values):
             return response, [], {}
         event = ToolResultPersistEvent(
@@ -310,7 +317,9 @@ class ToolUses:
             error_type = "interrupted" if payload.get("is_interrupt") else "ToolError"
             self.end_tool(tool, "error", result=error, error=error, error_type=error_type)
             failed = ToolCallErrorEvent(**context, error=error, errorType=error_type)
-            _, answers = run_hooks(self.engine, "on_tool_call_error", failed, (tool.tool_name,))
+            _, answers = run_hooks(
+                self.engine, "on_tool_call_error", failed, _values(tool.tool_name)
+            )
             output, lost = combine(name, answers)
             return respond(name, output, lost, deny_mode=self.deny_mode)
         # what the model will see (after a tool_result_persist rewrite) is what is recorded
@@ -326,7 +335,7 @@ class ToolUses:
             result=ToolResult(content=content, success=True, executionTime=elapsed_ms),
             toolOutput=response,
         )
-        _, more = run_hooks(self.engine, "after_tool_call", after, (tool.tool_name,))
+        _, more = run_hooks(self.engine, "after_tool_call", after, _values(tool.tool_name))
         output, lost = combine(name, [*answers, *more], extra=extra)
         return respond(name, output, lost, deny_mode=self.deny_mode)
 
@@ -336,6 +345,6 @@ class ToolUses:
         self.end_tool(tool, "denied", result=reason)
         context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
         denied = ToolCallDeniedEvent(**context, reason=reason, decidedBy=AGENT)
-        _, answers = run_hooks(self.engine, "on_tool_call_denied", denied, (tool.tool_name,))
+        _, answers = run_hooks(self.engine, "on_tool_call_denied", denied, _values(tool.tool_name))
         output, lost = combine("PermissionDenied", answers)
         return respond("PermissionDenied", output, lost, deny_mode=self.deny_mode)
