@@ -490,3 +490,15 @@ def shaped(original: Any, new: Any) -> Any:
     if isinstance(new, str) and isinstance(original, dict | list):
         return withheld_like(original, new)
     return new
+
+
+def denied_by(answers: Sequence[HookAnswer]) -> str | None:
+    """The hook whose answer stops a tool call: the first ``continue: false``, else the first
+    deny (the one :func:`combine` reports)."""
+    for answer in answers:
+        if answer.output.get("continue") is False:
+            return answer.hook_id
+    for answer in answers:
+        if _permission(answer)[0] == "deny":
+            return answer.hook_id
+    return None

@@ -29,7 +29,13 @@ from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._live import Verdict
 from otelhooks._matchers import tool_aliases
 from otelhooks._span_mapping import verdict_attributes
-from otelhooks.integrations.claude_code._answers import combine, respond, run_hooks, shaped
+from otelhooks.integrations.claude_code._answers import (
+    combine,
+    denied_by,
+    respond,
+    run_hooks,
+    shaped,
+)
 from otelhooks.integrations.claude_code._common import (
     AGENT,
     DenyMode,
@@ -194,7 +200,15 @@ class ToolUses:
         output, lost = combine("PreToolUse", answers, updated_input=updated)
         response = respond("PreToolUse", output, lost, deny_mode=self.deny_mode)
         specific = output.get("hookSpecificOutput") or {}
-        if specific.get("permissionDecision") == "deny":
+        decision = specific.get("permissionDecision")
+        if decision is not None:
+            # the span says what Claude Code was told, and by whom (continue: false included)
+            attrs[sc.HOOK_DECISION] = str(decision)
+        if decision == "deny" and not verdict.blocked and mock is None:
+            attrs[sc.HOOK_DECIDED_BY] = denied_by(answers) or ""
+            attrs[sc.HOOK_DECISION_REASON] = str(specific.get("permissionDecisionReason") or "")
+            attrs[sc.HOOK_CLASSIFICATION] = sc.CLASSIFICATION_HOOK_DENIED
+        if decision == "deny":
             self.state.end_tool(session, use_id)
             reason = str(specific.get("permissionDecisionReason") or "")
             self._refuse(tool, attrs, verdict, args, reason, mocked=mock is not None)
@@ -216,7 +230,9 @@ class ToolUses:
         denied = not mocked
         self._end_tool_refused(tool, attrs, "denied" if denied else "mocked", reason)
         context = self._tool_event(tool, args)
-        decided_by = verdict.decided_by or verdict.mocked_by
+        decided_by = (
+            verdict.decided_by or verdict.mocked_by or str(attrs.get(sc.HOOK_DECIDED_BY, ""))
+        )
         if denied:
             self.observe(
                 "on_tool_call_denied",
