@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -209,9 +210,17 @@ def _claude_http_route(case: Case) -> tuple[bool, str]:
 
 
 def _mcp_trace(case: Case) -> str:
-    spans = read_otlp_json_lines(case.tmp / "traces.jsonl")
-    tool = next(s for s in spans if s["name"] == "execute_tool write_note")
-    return str(tool["attributes"].get(HOOK_DECIDED_BY))
+    """The gateway's span of the call (``tools/call write_note``; it flushes as it exits)."""
+    path = case.tmp / "traces.jsonl"
+    deadline = time.monotonic() + 20.0
+    while True:
+        spans = read_otlp_json_lines(path) if path.exists() else []
+        tools = [s for s in spans if s["attributes"].get("gen_ai.tool.name") == "write_note"]
+        if tools or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    assert tools, "the gateway exported no span of the tool call"
+    return str(tools[0]["attributes"].get(HOOK_DECIDED_BY))
 
 
 def _mcp_stdio(case: Case) -> tuple[bool, str]:
