@@ -1,4 +1,4 @@
-"""The deny matrix: every way to deny a tool call × every runtime path. One table, one test.
+"""The deny matrix: every way to deny a tool call by every runtime path. One table, one test.
 
 For each (way, path): a guard of that way alone, a tool call on that path; the tool never runs
 (the function is not called, Claude Code is told ``deny``, the MCP server records no call, the
@@ -181,7 +181,8 @@ def _pre_tool_use() -> dict[str, Any]:
 
 
 def _denied(answer: dict[str, Any]) -> bool:
-    return answer.get("hookSpecificOutput", {}).get("permissionDecision") == "deny"
+    specific: dict[str, Any] = answer.get("hookSpecificOutput", {})
+    return specific.get("permissionDecision") == "deny"
 
 
 def _claude_bridge(case: Case) -> tuple[bool, str]:
