@@ -87,7 +87,17 @@ WAYS: dict[str, str] = {
         }
     ),
 }
-PATHS = ("sync", "async", "claude-bridge", "claude-http-route", "mcp-stdio", "mcp-http", "replay")
+PATHS = (
+    "sync",
+    "async",
+    "claude-bridge",
+    "claude-http-route",
+    "mcp-stdio",
+    "mcp-http",
+    "openai-agents",
+    "langgraph",
+    "replay",
+)
 CLAUDE_PATHS = ("claude-bridge", "claude-http-route")
 
 
@@ -243,6 +253,32 @@ def _mcp_http(case: Case) -> tuple[bool, str]:
     return bool(calls(case.tmp)), _mcp_trace(case)
 
 
+def _openai_agents(case: Case) -> tuple[bool, str]:
+    from otelhooks.integrations.openai_agents import HookedRunner
+    from tests.integrations.test_openai_agents import World, build
+
+    world = World()
+    with pipeline(hooks=_hooks(case)) as pipe:
+        planner, _, _ = build(world)
+        asyncio.run(HookedRunner(pipe.oh.tracer).run(planner, "plan it", session_id="s"))
+        span = pipe.spans("execute_tool delete_file")[0]
+    return "delete_file" in world.ran, str((span.attributes or {}).get(HOOK_DECIDED_BY))
+
+
+def _langgraph(case: Case) -> tuple[bool, str]:
+    from otelhooks.integrations.langchain import OtelHooksCallbackHandler, hook_tool
+    from tests.integrations.test_langchain import World, ai, graph, make_tools
+
+    world = World()
+    script = [ai(("delete_file", {"path": "a.txt"}, "t1")), ai(text="done")]
+    with pipeline(hooks=_hooks(case)) as pipe:
+        app = graph(world, [hook_tool(t) for t in make_tools(world)], script)
+        handler = OtelHooksCallbackHandler(pipe.oh.tracer, agent_name="agent", session_id="s")
+        app.invoke({"messages": [("user", "clean up")]}, config={"callbacks": [handler]})
+        span = pipe.spans("execute_tool delete_file")[0]
+    return "delete_file" in world.ran, str((span.attributes or {}).get(HOOK_DECIDED_BY))
+
+
 def _replay(case: Case) -> tuple[bool, str]:
     from otelhooks import configure
     from otelhooks._export import OtlpJsonLinesSpanExporter
@@ -271,6 +307,8 @@ RUN: dict[str, Callable[[Case], tuple[bool, str]]] = {
     "claude-http-route": _claude_http_route,
     "mcp-stdio": _mcp_stdio,
     "mcp-http": _mcp_http,
+    "openai-agents": _openai_agents,
+    "langgraph": _langgraph,
     "replay": _replay,
 }
 
