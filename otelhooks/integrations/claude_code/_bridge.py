@@ -13,10 +13,13 @@ Claude Code event            otelhooks
                              Claude cannot take as a result) answers ``permissionDecision: deny``
                              (or exit 2 with the reason on stderr), rewritten arguments answer
                              ``ask`` with ``updatedInput`` (the person confirms the change)
-``PostToolUse``              the tool span ends (another process): ``after_tool_call``
+``PostToolUse``              the tool span ends (another process): ``tool_result_persist``
+                             interceptors (a rewrite or block is ``updatedToolOutput``), then
+                             ``after_tool_call``
 ``PostToolUseFailure``       the tool span ends with an error: ``on_tool_call_error``
 ``PermissionDenied``         ``on_tool_call_denied``; an open tool span ends ``denied``
-``Stop`` / ``StopFailure``   the turn ends: ``on_complete`` (and ``on_error``)
+``Stop`` / ``StopFailure``   the turn ends: ``on_complete`` (and ``on_error``); a Stop hook's
+                             block keeps the turn open
 ``SessionStart/End``         ``session_start`` / ``session_end``, ``agent_lifecycle`` spans; at
                              the end every open span of the session is closed
 every other event            its canonical event for the observers (``PreCompact`` is
@@ -26,8 +29,10 @@ every other event            its canonical event for the observers (``PreCompact
                              ``claude_code_event``
 ===========================  ====================================================================
 
-Nothing is answered unless a hook decided: an empty answer leaves Claude Code's own permission
-rules in charge.
+The hooks of every event Claude Code lets a hook decide (:data:`._answers.ANSWERING_EVENTS`) run
+before the answer, observers included, and each hook's answer is combined with the others' as
+Claude Code combines them (:mod:`._answers`). Nothing is answered unless a hook decided: an empty
+answer leaves Claude Code's own permission rules in charge.
 """
 
 from __future__ import annotations
