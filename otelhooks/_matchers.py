@@ -15,6 +15,12 @@ otelhooks  as claude, plus ``/re/`` regexes and ``/`` inside names (``fs/readFil
 An invalid regex never raises: a warning is logged and the matcher falls back to exact matching,
 as the workspace engine does.
 
+**One name for one tool.** Claude Code names an MCP tool ``mcp__<server>__<tool>``; the MCP
+gateway and the other runtimes name it ``<server>/<tool>`` (and ``<tool>``). A matcher written
+either way matches the tool under the other name too (:func:`tool_aliases`): names are compiled
+with their alias, a regex is also tried on the aliases of the values, and the registry's prefix
+index knows a regex's aliased prefix (:attr:`Matcher.index_prefixes`).
+
 **Bounded time.** A user's regex runs on RE2 (the ``google-re2`` package, ``otelhooks[re2]``),
 whose matching time is linear in the input: ``(a+)+$`` costs microseconds on any tool name. What
 RE2 cannot run (lookarounds; also every regex when the package is not installed) runs on Python's
@@ -57,6 +63,8 @@ __all__ = [
     "Matcher",
     "backtracking_risk",
     "compile_matcher",
+    "never_matches",
+    "tool_aliases",
 ]
 
 RE2_AVAILABLE: Final = _re2 is not None
@@ -66,6 +74,36 @@ MAX_FALLBACK_QUANTIFIERS: Final = 2
 _log = structlog.get_logger("otelhooks")
 
 _CLAUDE_NAMES: Final = re.compile(r"^[A-Za-z0-9_\-, |]+$")
+MCP_PREFIX: Final = "mcp__"
+
+
+def tool_aliases(value: str) -> tuple[str, ...]:
+    """The other names of the tool ``value`` names: ``server/tool`` for Claude Code's
+    ``mcp__server__tool`` (and the bare ``tool``, as the gateway offers it), and the reverse.
+
+    Example:
+        >>> tool_aliases("mcp__memory__create_entities")
+        ('memory/create_entities', 'create_entities')
+        >>> tool_aliases("memory/create_entities")
+        ('mcp__memory__create_entities',)
+        >>> tool_aliases("Bash")
+        ()
+    """
+    if value.startswith(MCP_PREFIX):
+        server, sep, tool = value[len(MCP_PREFIX) :].partition("__")
+        return (f"{server}/{tool}", tool) if sep and server and tool else ()
+    server, sep, tool = value.partition("/")
+    if sep and server and tool and "/" not in tool:
+        return (f"{MCP_PREFIX}{server}__{tool}",)
+    return ()
+
+
+def _with_aliases(names: frozenset[str]) -> frozenset[str]:
+    """Exact names and the ``server/tool`` or ``mcp__server__tool`` twin of each (not the bare
+    tool: ``mcp__memory__create`` names the memory server's tool, not every ``create``)."""
+    return names | {alias for name in names for alias in tool_aliases(name)[:1]}
+
+
 _NATIVE_NAMES: Final = re.compile(r"^[A-Za-z0-9_\-, |/.:]+$")
 
 
@@ -103,10 +141,42 @@ class Matcher:
             return True
         if self.kind is MatchKind.NAMES:
             return any(v in self.names for v in values)
+        if self._search(values):
+            return True
+        # the same tool under its other name (mcp__server__tool <-> server/tool)
+        aliases = tuple(a for v in values for a in tool_aliases(v))
+        return bool(aliases) and self._search(aliases)
+
+    def _search(self, values: tuple[str, ...]) -> bool:
         assert self.pattern is not None
         if self.engine == "re":
             return any(self.pattern.search(v[:MAX_FALLBACK_INPUT]) is not None for v in values)
         return any(self.pattern.search(v) is not None for v in values)
+
+    @property
+    def index_prefixes(self) -> tuple[str, ...] | None:
+        """Prefixes one of which a value (or its alias) starts with if this regex can match it;
+        ``None``: any value may match. The anchored prefix and that of the tool's other name.
+
+        Example:
+            >>> compile_matcher("/^db\\/.*/", "otelhooks").index_prefixes
+            ('db/', 'mcp__db__')
+        """
+        prefix = self.prefix
+        if prefix is None:
+            return None
+        if prefix.startswith(MCP_PREFIX):
+            rest = prefix[len(MCP_PREFIX) :]
+            server, sep, tool = rest.partition("__")
+            if sep:
+                return (prefix, f"{server}/{tool}")
+            return (prefix, rest) if rest else None
+        if MCP_PREFIX.startswith(prefix):
+            return None  # "mcp_": any Claude Code MCP name, or any name an alias starts with
+        if "/" in prefix:
+            server, _, tool = prefix.partition("/")
+            return (prefix, f"{MCP_PREFIX}{server}__{tool}")
+        return (prefix, MCP_PREFIX)  # a bare tool name ends Claude Code's MCP names
 
 
 ALL: Final = Matcher(None, MatchKind.ALL)
@@ -287,14 +357,42 @@ def compile_matcher(source: str | None, dialect: str, *, hook_id: str | None = N
             return _regex_or_exact(source, source[1:-1], hook_id=hook_id)
         # Tool names never contain "|": reading "Edit|Write" as a list (Claude Code's meaning)
         # keeps every exact name working and lets Claude-style configs run unchanged.
-        return Matcher(source, MatchKind.NAMES, names=frozenset(n for n in source.split("|") if n))
+        names = frozenset(n for n in source.split("|") if n)
+        return Matcher(source, MatchKind.NAMES, names=_with_aliases(names))
     if dialect == "claude":
         if _CLAUDE_NAMES.match(source):
-            return Matcher(source, MatchKind.NAMES, names=_split_names(source))
+            return Matcher(source, MatchKind.NAMES, names=_with_aliases(_split_names(source)))
         return _regex_or_exact(source, source, hook_id=hook_id)
     # otelhooks (and the kernel, which has no matchers of its own)
     if is_slashed:
         return _regex_or_exact(source, source[1:-1], hook_id=hook_id)
     if _NATIVE_NAMES.match(source):
-        return Matcher(source, MatchKind.NAMES, names=_split_names(source))
+        return Matcher(source, MatchKind.NAMES, names=_with_aliases(_split_names(source)))
     return _regex_or_exact(source, source, hook_id=hook_id)
+
+
+def never_matches(source: str | None, *, tool_event: bool) -> str | None:
+    """Why a matcher can never match anything a runtime emits, or ``None``.
+
+    Two mistakes are caught: a Claude Code MCP name without its tool part (``mcp__memory``, an
+    exact name no tool has; Claude Code's reference says to write ``mcp__memory__.*``), and a
+    tool name (``mcp__...`` or ``server/tool``) on an event that carries no tool name.
+
+    Example:
+        >>> never_matches("mcp__memory", tool_event=True).split(":")[0]
+        "'mcp__memory' names no tool"
+    """
+    if source is None:
+        return None
+    names = [n.strip() for n in re.split(r"[|,]", source.strip("/")) if n.strip()]
+    for name in names:
+        if name.startswith(MCP_PREFIX) and _CLAUDE_NAMES.match(name):
+            server, sep, tool = name[len(MCP_PREFIX) :].partition("__")
+            if not (sep and server and tool):
+                return (
+                    f"{name!r} names no tool: Claude Code names MCP tools "
+                    f"mcp__<server>__<tool>; write {name.rstrip('_')}__.* for all of its tools"
+                )
+    if not tool_event and any(n.startswith(MCP_PREFIX) for n in names):
+        return f"{source!r} names an MCP tool, and this event carries no tool name"
+    return None

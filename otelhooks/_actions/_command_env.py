@@ -178,7 +178,12 @@ def stdin_document(hook: Hook, payload: HookEvent) -> dict[str, Any]:
             tool_use_id=getattr(payload, "toolCallId", None),
         )
     if isinstance(payload, AfterToolCallEvent):
-        document["tool_response"] = document.get("result")
+        # the tool's own output shape when the runtime gave it (Claude Code's tool_response)
+        raw = document.get("toolOutput")
+        document["tool_response"] = raw if raw is not None else document.get("result")
     if isinstance(payload, BeforeAgentStartEvent):
         document["prompt"] = payload.userMessage or payload.input
+    original = document.get("claudeCode")
+    if isinstance(original, dict):  # read by the Claude Code bridge: Claude's own input fields
+        document.update({k: v for k, v in original.items() if k != "hookEventName"})
     return document

@@ -4,6 +4,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from otelhooks._hooks import Hook
 
 __all__ = ["add_parser", "report_lines"]
 
@@ -28,14 +33,15 @@ def report_lines(paths: list[str], *, strict: bool = False) -> tuple[list[str], 
     sources = inspect_config(paths)
     for source in sources:
         kind = source.format or "?"
-        count = len(source.problems) + (len(source.warnings) if strict else 0)
-        warnings = [] if strict else list(source.warnings)
+        found = [*source.warnings, *_matcher_warnings(source.hooks)]
+        count = len(source.problems) + (len(found) if strict else 0)
+        warnings = [] if strict else found
         if count:
             problems += count
             lines.append(f"FAIL {source.path} [{kind}]: {count} problem{'s' * (count != 1)}")
             lines.extend(f"  {problem}" for problem in source.problems)
             if strict:
-                lines.extend(f"  {warning}" for warning in source.warnings)
+                lines.extend(f"  {warning}" for warning in found)
             lines.extend(f"  warning: {warning}" for warning in warnings)
             warned += len(warnings)
             continue
@@ -61,6 +67,23 @@ def report_lines(paths: list[str], *, strict: bool = False) -> tuple[list[str], 
         summary += f", {warned} warning{'s' * (warned != 1)}"
     lines.append(summary)
     return lines, problems
+
+
+def _matcher_warnings(hooks: Sequence[Hook]) -> list[str]:
+    """A warning for each matcher that can never match what a runtime emits
+    (:func:`otelhooks._matchers.never_matches`)."""
+    from otelhooks._events import EVENTS
+    from otelhooks._matchers import never_matches
+
+    found = []
+    for hook in hooks:
+        spec = EVENTS.get(hook.event)
+        # Claude Code's PermissionRequest matches tool names too
+        tools = spec is None or spec.tool_event or spec.name == "before_human_intervention"
+        why = never_matches(hook.matcher, tool_event=tools)
+        if why is not None:
+            found.append(f"hook {hook.id} ({hook.event}): matcher never matches: {why}")
+    return found
 
 
 _REPORTED_BY_VALIDATE = frozenset({"invalid regex matcher, falling back to exact match"})

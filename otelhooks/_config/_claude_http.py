@@ -29,6 +29,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from otelhooks._actions._notes import note
 from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_http import (
     CONTROL_RESPONSE_LIMIT,
@@ -36,6 +37,7 @@ from otelhooks._actions._webhook_http import (
     prepare,
     send,
 )
+from otelhooks._config._claude_answer import http_answer
 from otelhooks._encoding import dumps
 from otelhooks._events import HookEvent, resolve_event
 from otelhooks._events._registry import Dialect
@@ -129,6 +131,8 @@ class ClaudeHttpHandler:
         headers: header values with ``$VAR`` / ``${VAR}`` templates.
         allowed_env_vars: the variables the templates may read.
         timeout: seconds for the whole exchange (at most 600).
+        hook_id: the hook it runs for: its whole answer (``additionalContext``,
+            ``updatedToolOutput``...) is left as a note for the Claude Code bridge.
 
     Example:
         >>> handler = ClaudeHttpHandler("http://127.0.0.1:8080/hooks", timeout=5)
@@ -143,7 +147,9 @@ class ClaudeHttpHandler:
         headers: Mapping[str, str] | None = None,
         allowed_env_vars: Sequence[str] = (),
         timeout: float = 30.0,
+        hook_id: str = "",
     ) -> None:
+        self.hook_id = hook_id
         # the headers are resolved per request (Claude Code's rules, not the webhook config's)
         self.headers = dict(headers or {})
         self.allowed_env_vars = tuple(allowed_env_vars)
@@ -171,4 +177,5 @@ class ClaudeHttpHandler:
             raise ClaudeHttpError(f"the answer is not JSON: {exc}") from None
         if not isinstance(data, dict):
             raise ClaudeHttpError("the answer is not a JSON object")
+        note(self.hook_id, http_answer(self.hook_id, data))
         return _decision(data)

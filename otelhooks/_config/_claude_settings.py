@@ -283,6 +283,7 @@ def _http_fields(
             headers=handler.get("headers"),
             allowed_env_vars=handler.get("allowedEnvVars") or (),
             timeout=timeout,
+            hook_id=hook_id,
         )
     except ValueError as exc:
         detail = exc.errors()[0]["msg"] if hasattr(exc, "errors") else str(exc)

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import structlog
 
 from otelhooks import _semconv as sc
+from otelhooks._actions._notes import note
 from otelhooks._dispatch._calls import MAX_ABANDONED, HookCalls
 from otelhooks._dispatch._chain import InterceptChain
 from otelhooks._dispatch._observers import ObserverRunner
@@ -27,7 +28,7 @@ from otelhooks._errors import (
     HookError,
     HookTimeoutError,
 )
-from otelhooks._hooks import Hook, enqueues
+from otelhooks._hooks import Block, Hook, enqueues
 from otelhooks._live import HookStep, LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
@@ -307,7 +308,11 @@ class Dispatcher:
             started = time.perf_counter()
             outcome, problem = "ok", None
             try:
-                self._calls.call(hook, payload)
+                result = self._calls.call(hook, payload)
+                if isinstance(result, Block):
+                    # an observer cannot block; the Claude Code bridge can deliver it (Stop...)
+                    outcome = "blocked"
+                    note(hook.id, result)
             except (DeadlinePassed, HookTimeoutError) as exc:
                 outcome = "timeout"
                 problem = (

@@ -181,11 +181,11 @@ class _Index:
         for bucket in self.buckets.values():
             names.update(bucket.names)
             for _, hook in bucket.regex:
-                prefix = hook.compiled_matcher.prefix
-                if prefix is None:
+                found = hook.compiled_matcher.index_prefixes  # a tool's other name too
+                if found is None:
                     open_regex = True
                 else:
-                    prefixes.append(prefix)
+                    prefixes.extend(found)
         self.names = frozenset(names)
         # Prefixes by first character: one dictionary read rules most values out, instead of a
         # ``startswith`` per prefix.

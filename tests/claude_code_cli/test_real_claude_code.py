@@ -24,7 +24,7 @@ from otelhooks._eventlog._otlp import decode_traces
 from otelhooks.integrations.claude_code import session_trace_id
 from otelhooks.integrations.claude_code._install import install
 from tests._realparts import free_port, require, wait_for_port
-from tests._webhook_server import WebhookServer, webhook_server
+from tests._webhook_server import Reply, WebhookServer, webhook_server
 from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
 
 pytestmark = pytest.mark.timeout(60)
@@ -74,7 +74,13 @@ def _steps() -> list[ToolStep]:
 
 
 def _run_claude(
-    claude: Path, project: Path, api_url: str, home: Path, extra: dict[str, str]
+    claude: Path,
+    project: Path,
+    api_url: str,
+    home: Path,
+    extra: dict[str, str],
+    *,
+    timeout_s: float = 40,
 ) -> dict[str, Any]:
     python_bin = str(Path(sys.executable).parent)
     env = {
@@ -100,7 +106,7 @@ def _run_claude(
         env=env,
         capture_output=True,
         text=True,
-        timeout=40,
+        timeout=timeout_s,
     )
     assert result.returncode == 0, result.stderr[-2000:]
     out: dict[str, Any] = json.loads(result.stdout)
@@ -327,3 +333,221 @@ def _exported_spans(sink: WebhookServer, done: Any) -> list[Any]:
         if any(done(s) for s in spans) or time.monotonic() > deadline:
             return spans
         time.sleep(0.2)
+
+
+# Hooks as a user writes them for Claude Code, run by otelhooks: each prints Claude Code's own
+# JSON answer (its hooks reference, "PostToolUse decision control", "UserPromptSubmit decision
+# control", "Stop decision control"); the bridge must pass every answer on.
+_REDACT = (
+    "import json, sys; e = json.load(sys.stdin); r = dict(e['tool_response']); "
+    "r['stdout'] = r['stdout'].replace('S-42', '[redacted]'); "
+    "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'PostToolUse', "
+    "'updatedToolOutput': r, 'additionalContext': 'CTX-TOOL-17'}}))"
+)
+_STOP_ONCE = (
+    "import json, sys; e = json.load(sys.stdin); "
+    "print('' if e.get('stop_hook_active') else "
+    "json.dumps({'decision': 'block', 'reason': 'STOP-REASON-53: run the tests first'}))"
+)
+_CONTEXT = (
+    "import json, sys; sys.stdin.read(); print(json.dumps({'hookSpecificOutput': "
+    "{'hookEventName': 'UserPromptSubmit', 'additionalContext': 'CTX-PROMPT-31'}}))"
+)
+ANSWERS = """\
+hooks:
+  - id: redact
+    type: PostToolUse
+    matcher: Bash
+    command: [{python}, -c, {redact}]
+  - id: prompt-context
+    type: UserPromptSubmit
+    command: [{python}, -c, {context}]
+  - id: stop-once
+    type: Stop
+    command: [{python}, -c, {stop}]
+"""
+
+
+def test_command_bridge_passes_on_redaction_context_and_a_stop_block(
+    claude: Path, project: Path, tmp_path: Path
+) -> None:
+    """What the scripted model API received: the secret the PostToolUse hook redacted never
+    arrives, the UserPromptSubmit and PostToolUse contexts do, and so does the Stop reason."""
+    install(project / ".claude" / "settings.json")
+    (project / ".claude" / "otelhooks.yaml").write_text(
+        ANSWERS.format(
+            python=json.dumps(sys.executable),
+            redact=json.dumps(_REDACT),
+            context=json.dumps(_CONTEXT),
+            stop=json.dumps(_STOP_ONCE),
+        )
+    )
+    extra = {
+        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
+        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
+    }
+    # the secret is computed by the shell: the command line the model sent does not hold it
+    api = MessagesApi([ToolStep("toolu_echo", "Bash", {"command": "echo S-$((6*7))"})])
+    with serve_messages_api(api) as url:
+        _run_claude(claude, project, url, tmp_path / "home", extra)
+    sent = json.dumps(api.requests)
+    result = _tool_results(api)["toolu_echo"]
+    assert "[redacted]" in json.dumps(result)
+    assert "S-42" not in sent
+    assert "CTX-TOOL-17" in sent
+    assert "CTX-PROMPT-31" in sent
+    # the Stop block kept Claude working: its reason is in a request after the first end
+    assert "STOP-REASON-53" in json.dumps(api.requests[-1])
+
+
+# The deny matrix's Claude Code rows with the real CLI: each way to deny guards one Bash call of
+# its own (`touch victim-<way>`), all in one session; none of the files may exist afterwards, and
+# what the scripted API received says each call was denied with its reason.
+_MATRIX_SCRIPT = """
+from otelhooks import Block
+
+def _mine(event, way):
+    return f"victim-{way}" in str(event.args.get("command", ""))
+
+def block(event):
+    return Block("stopped by python-block") if _mine(event, "python-block") else None
+
+def deny(event):
+    if _mine(event, "python-deny"):
+        event.deny("stopped by python-deny")
+
+def kernel(event):
+    return None if _mine(event, "kernel-none") else event
+"""
+
+
+def _matrix_command(way: str, printed: str, code: int) -> str:
+    test = f"grep -q 'victim-{way}' || exit 0"
+    return json.dumps(f"{test}; printf '%s' '{printed}'; echo 'stopped by {way}' >&2; exit {code}")
+
+
+def _deny_json(way: str) -> str:
+    return json.dumps(
+        {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": f"stopped by {way}",
+            }
+        }
+    )
+
+
+def _matrix_hooks(url: str, ways: list[str]) -> str:
+    lines = ["hooks:"]
+    scripts = {"python-block": "block", "python-deny": "deny", "kernel-none": "kernel"}
+    for way in ways:
+        if way in scripts:
+            extra = ", intercept: true" if way == "kernel-none" else ""
+            lines.append(
+                f"  - {{id: {way}, type: before_tool_call, script: hooks.py:{scripts[way]}{extra}}}"
+            )
+        elif way == "lobehub-webhook":
+            lines.append(
+                f"  - {{id: {way}, type: beforeToolCall, "
+                f"webhook: {{url: '{url}/control', responseHandling: toolCall}}}}"
+            )
+        else:
+            printed, code = {
+                "command-exit2": ("", 2),
+                "deny-json-exit0": (_deny_json(way), 0),
+                "deny-json-exit1": (_deny_json(way), 1),
+                "continue-false": (
+                    json.dumps({"continue": False, "stopReason": f"stopped by {way}"}),
+                    0,
+                ),
+            }[way]
+            command = _matrix_command(way, printed, code)
+            lines.append(f"  - {{id: {way}, type: PreToolUse, command: {command}}}")
+    return "\n".join(lines) + "\n"
+
+
+def _control(received: Any) -> Reply:
+    if "victim-lobehub-webhook" in received.body.decode():
+        return Reply.json({"decision": "deny", "reason": "stopped by lobehub-webhook"})
+    return Reply.json({"decision": "allow"})
+
+
+@pytest.mark.timeout(240)  # nine guarded calls in one session, each a bridge process or more
+def test_every_way_to_deny_stops_the_real_claude_code(
+    claude: Path, project: Path, tmp_path: Path
+) -> None:
+    from otelhooks._events import ToolCallEvent
+
+    ways = [
+        "python-block",
+        "kernel-none",
+        "lobehub-webhook",
+        "command-exit2",
+        "deny-json-exit0",
+        "deny-json-exit1",
+        "http-hook",
+    ]
+    if hasattr(ToolCallEvent, "deny"):  # event.deny() comes with the "command" work
+        ways.append("python-deny")
+    ways.append("continue-false")  # last: it ends the session (no further call is asked for)
+    settings = project / ".claude" / "settings.json"
+    traces = tmp_path / "traces.jsonl"
+    with webhook_server() as server:
+        server.routes["/control"] = _control
+        server.routes["/claude"] = Reply.json(json.loads(_deny_json("http-hook")))
+        install(settings)
+        # Claude Code's own http hook, run by otelhooks from a settings file of its own
+        (project / ".claude" / "guard-settings.json").write_text(
+            json.dumps(
+                {
+                    "hooks": {
+                        "PreToolUse": [
+                            {
+                                "matcher": "Bash",
+                                "hooks": [
+                                    {
+                                        "type": "http",
+                                        "if": "Bash(touch victim-http-hook*)",
+                                        "url": f"{server.url}/claude",
+                                    }
+                                ],
+                            }
+                        ]
+                    }
+                }
+            )
+        )
+        (project / ".claude" / "hooks.py").write_text(_MATRIX_SCRIPT)
+        (project / ".claude" / "otelhooks.yaml").write_text(
+            _matrix_hooks(server.url, [w for w in ways if w != "http-hook"])
+        )
+        extra = {
+            "OTELHOOKS_HOOKS": str(project / ".claude" / "guard-settings.json"),
+            "OTELHOOKS_TRACES_OUT": str(traces),
+            "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
+            "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
+        }
+        steps = [
+            ToolStep(f"toolu_{i}", "Bash", {"command": f"touch victim-{way}"})
+            for i, way in enumerate(ways)
+        ]
+        api = MessagesApi(steps)
+        with serve_messages_api(api) as url:
+            _run_claude(claude, project, url, tmp_path / "home", extra, timeout_s=200)
+    results = _tool_results(api)
+    ran = [way for way in ways if (project / f"victim-{way}").exists()]
+    assert ran == []
+    # continue: false stopped Claude Code: no tool result follows, and no further request
+    assert f"toolu_{len(ways) - 1}" not in results
+    for i, way in enumerate(ways[:-1]):
+        # a kernel interceptor's None has no reason: the default one
+        reason = "Blocked by beforeToolCall hook." if way == "kernel-none" else f"stopped by {way}"
+        assert reason in json.dumps(results[f"toolu_{i}"]), way
+    spans = [json.loads(line) for line in traces.read_text().splitlines()]
+    decided = {
+        _attr(s, "otelhooks.hook.decided_by")
+        for s in _flat_json_spans(spans)
+        if s["name"] == "execute_tool Bash"
+    }
+    assert {w for w in ways if w != "http-hook"} <= decided

@@ -13,10 +13,13 @@ Claude Code event            otelhooks
                              Claude cannot take as a result) answers ``permissionDecision: deny``
                              (or exit 2 with the reason on stderr), rewritten arguments answer
                              ``ask`` with ``updatedInput`` (the person confirms the change)
-``PostToolUse``              the tool span ends (another process): ``after_tool_call``
+``PostToolUse``              the tool span ends (another process): ``tool_result_persist``
+                             interceptors (a rewrite or block is ``updatedToolOutput``), then
+                             ``after_tool_call``
 ``PostToolUseFailure``       the tool span ends with an error: ``on_tool_call_error``
 ``PermissionDenied``         ``on_tool_call_denied``; an open tool span ends ``denied``
-``Stop`` / ``StopFailure``   the turn ends: ``on_complete`` (and ``on_error``)
+``Stop`` / ``StopFailure``   the turn ends: ``on_complete`` (and ``on_error``); a Stop hook's
+                             block keeps the turn open
 ``SessionStart/End``         ``session_start`` / ``session_end``, ``agent_lifecycle`` spans; at
                              the end every open span of the session is closed
 every other event            its canonical event for the observers (``PreCompact`` is
@@ -26,13 +29,14 @@ every other event            its canonical event for the observers (``PreCompact
                              ``claude_code_event``
 ===========================  ====================================================================
 
-Nothing is answered unless a hook decided: an empty answer leaves Claude Code's own permission
-rules in charge.
+The hooks of every event Claude Code lets a hook decide (:data:`._answers.ANSWERING_EVENTS`) run
+before the answer, observers included, and each hook's answer is combined with the others' as
+Claude Code combines them (:mod:`._answers`). Nothing is answered unless a hook decided: an empty
+answer leaves Claude Code's own permission rules in charge.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -45,17 +49,26 @@ from opentelemetry.util import types
 from pydantic import ValidationError
 
 from otelhooks import _semconv as sc
+from otelhooks._config._claude_answer import HookAnswer, block_answer
 from otelhooks._engine import HooksEngine
 from otelhooks._events import (
     BeforeAgentStartEvent,
     CompleteEvent,
     ErrorEvent,
+    MessageSendingEvent,
     SessionEndEvent,
     SessionStartEvent,
 )
 from otelhooks._export._report import DeliveryReport, merge
 from otelhooks._hooks import Hook
+from otelhooks._matchers import tool_aliases
 from otelhooks._setup import configure
+from otelhooks.integrations.claude_code._answers import (
+    ANSWERING_EVENTS,
+    combine,
+    respond,
+    run_hooks,
+)
 from otelhooks.integrations.claude_code._common import (
     AGENT,
     PROVIDER,
@@ -215,6 +228,7 @@ class ClaudeCodeBridge:
         error: str | None,
         *,
         error_type: str = "StopFailure",
+        completed: bool = False,
     ) -> None:
         end = time.time_ns()
         self.writer.write(
@@ -237,6 +251,8 @@ class ClaudeCodeBridge:
                 ErrorEvent(**common, agentId=AGENT, errorMessage=error, errorType=error_type),
                 (AGENT,),
             )
+        if completed:
+            return  # its hooks ran before Claude Code was answered (Stop)
         complete = CompleteEvent(
             **common,
             agentId=AGENT,
@@ -262,34 +278,65 @@ class ClaudeCodeBridge:
             fullPrompt=prompt,
             metadata={k: payload.get(k) for k in ("cwd", "permission_mode", "transcript_path")},
         )
-        verdict = self.engine.dispatch(
-            "before_agent_start", event, values=(AGENT,), operation_id=op.operation_id
+        verdict, answers = run_hooks(
+            self.engine, "before_agent_start", event, (AGENT,), operation_id=op.operation_id
         )
-        if not verdict.blocked:
-            return HookResponse()
-        self.state.end_operation(session)
-        self._end_operation(op, "interrupted", None)
-        reason = verdict.reason or "Blocked by a before_agent_start hook."
-        if self.deny_mode == "exit2":
-            return HookResponse(2, stderr=reason)
-        return HookResponse(stdout=json.dumps({"decision": "block", "reason": reason}))
+        rewritten = verdict.payload
+        if (
+            verdict.rewritten_by
+            and isinstance(rewritten, BeforeAgentStartEvent)
+            and (rewritten.userMessage, rewritten.input) != (prompt, prompt)
+        ):
+            # Claude Code cannot replace a prompt (its reference: UserPromptSubmit "can't replace
+            # the prompt"): the prompt the hook rewrote must not reach the model as it was
+            by = ", ".join(verdict.rewritten_by)
+            new = rewritten.userMessage if rewritten.userMessage != prompt else rewritten.input
+            reason = (
+                f"hook {by} rewrote this prompt, and Claude Code cannot replace a prompt; "
+                f"submit the rewritten one instead: {new}"
+            )
+            answers.append(block_answer(by, reason))
+        output, lost = combine(name, answers)
+        if output.get("decision") == "block" or output.get("continue") is False:
+            self.state.end_operation(session)
+            self._end_operation(op, "interrupted", None)
+        return respond(name, output, lost, deny_mode=self.deny_mode)
 
     def _stop(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
-        failed = name == "StopFailure"
-        if failed:
+        if name == "StopFailure":
             # a failed turn is reported even if its start was not seen (hooks added mid-turn)
             self.state.current_operation(session)
-        op = self.state.end_operation(session)
-        if op is None:
-            return HookResponse()
-        if not failed:
-            self._end_operation(op, "done", None)
-            return HookResponse()
-        kind = str(payload.get("error") or "unknown")  # rate_limit, overloaded, ...
-        details = payload.get("error_details")
-        error = f"{kind}: {details}" if isinstance(details, str) and details else kind
-        self._end_operation(op, "error", error, error_type=kind)
-        return HookResponse()
+            failed = self.state.end_operation(session)
+            if failed is not None:
+                kind = str(payload.get("error") or "unknown")  # rate_limit, overloaded, ...
+                details = payload.get("error_details")
+                error = f"{kind}: {details}" if isinstance(details, str) and details else kind
+                self._end_operation(failed, "error", error, error_type=kind)
+            return HookResponse()  # Claude Code ignores StopFailure's output
+        # Stop hooks may keep the turn going (decision: block): they run before it ends
+        op = self.state.peek_operation(session)
+        own: dict[str, Any] = {
+            "hookEventName": name,
+            **claude_fields(payload, capture=self.capture),
+        }
+        complete = CompleteEvent.model_validate(
+            {
+                **self._common(session, op, op.span_id if op is not None else None),
+                "agentId": AGENT,
+                "runId": op.operation_id if op is not None else session,
+                "reason": "done",
+                "success": True,
+                "duration": (time.time_ns() - op.start_ns) / 1e9 if op is not None else 0.0,
+                "claudeCode": own,
+            }
+        )
+        _, answers = run_hooks(self.engine, "on_complete", complete, (AGENT,))
+        output, lost = combine(name, answers)
+        if output.get("decision") != "block":
+            ended = self.state.end_operation(session)
+            if ended is not None:
+                self._end_operation(ended, "done", None, completed=True)
+        return respond(name, output, lost, deny_mode=self.deny_mode)
 
     # -- sessions and point events -----------------------------------------------------------------
 
@@ -324,8 +371,10 @@ class ClaudeCodeBridge:
         event = SessionStartEvent(
             **self._common(session, None, span_id), agentId=AGENT, metadata=extra
         )
-        self.observe("session_start", event, (str(payload.get("source") or "*"),))
-        return HookResponse()
+        values = (str(payload.get("source") or "*"),)
+        _, answers = run_hooks(self.engine, "session_start", event, values)
+        output, lost = combine(name, answers)
+        return respond(name, output, lost, deny_mode=self.deny_mode)
 
     def _session_end(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
         op, tools = self.state.end_session(session)
@@ -356,6 +405,38 @@ class ClaudeCodeBridge:
                 "event not dispatched: payload does not fit", hook_event=name, error=str(exc)
             )
             return HookResponse()
-        if known is not None:  # an event Claude Code added later has no hooks to run yet
-            self.observe(event.event, event, (matcher_value(known, payload),))
-        return HookResponse()
+        if known is None:  # an event Claude Code added later has no hooks to run yet
+            return HookResponse()
+        value = matcher_value(known, payload)
+        values = (value, *tool_aliases(value)) if known.matcher == "tool_name" else (value,)
+        if name not in ANSWERING_EVENTS:
+            self.observe(event.event, event, values)
+            return HookResponse()
+        answers: list[HookAnswer] = []
+        extra: dict[str, Any] = {}
+        if name == "MessageDisplay":
+            extra, answers = self._message_sending(session, payload, common)
+        _, more = run_hooks(self.engine, event.event, event, values)
+        output, lost = combine(name, [*answers, *more], extra=extra)
+        return respond(name, output, lost, deny_mode=self.deny_mode)
+
+    def _message_sending(
+        self, session: str, payload: Mapping[str, Any], common: dict[str, Any]
+    ) -> tuple[dict[str, Any], list[HookAnswer]]:
+        """``message_sending`` interceptors on the text Claude Code is about to display: a
+        rewrite is ``displayContent`` (the nearest field: Claude Code cannot change what is
+        stored or what Claude sees), a block displays a note in its place."""
+        values = ("claude-code",)
+        if not self.engine.matches("message_sending", values):
+            return {}, []
+        delta = str(payload.get("delta") or "")
+        sending = MessageSendingEvent(
+            **common, channelId="claude-code", target="display", content=delta
+        )
+        verdict, _ = run_hooks(self.engine, "message_sending", sending, values)
+        if verdict.blocked:
+            return {"displayContent": f"[withheld by hook {verdict.decided_by}]"}, []
+        new = verdict.payload
+        if isinstance(new, MessageSendingEvent) and new.content != delta:
+            return {"displayContent": new.content}, []
+        return {}, []

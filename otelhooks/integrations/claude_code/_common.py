@@ -26,11 +26,16 @@ _log = structlog.get_logger("otelhooks")
 
 @dataclass(frozen=True, slots=True)
 class HookResponse:
-    """What the hook process tells Claude Code: exit code, stdout (JSON) and stderr."""
+    """What the hook process tells Claude Code: exit code, stdout (JSON) and stderr.
+
+    ``http_body`` is the answer of an ``http`` hook when it differs from a command's stdout
+    (``WorktreeCreate``: a command prints the path, an ``http`` hook answers JSON).
+    """
 
     exit_code: int = 0
     stdout: str = ""
     stderr: str = ""
+    http_body: str | None = None
 
 
 def text(value: Any) -> str:

@@ -17,9 +17,10 @@ the bridge failed           500 (a non-blocking error for Claude Code: shown, th
 not JSON / not an object    400 (also non-blocking)
 ==========================  ======================================================================
 
-Events whose hooks decide (``PreToolUse``, ``UserPromptSubmit``, ``PermissionRequest``) run on a
-worker thread: a control webhook or a command hook they wait for never blocks the server's event
-loop. The others only record (session state, a span, queued observers) and are answered inline.
+Events whose hooks decide (``PreToolUse``, ``Stop``, ``PostToolUse``... every event of
+:data:`ANSWERING_EVENTS`) run on a worker thread: a control webhook or a command hook they wait
+for never blocks the server's event loop. The others only record (session state, a span, queued
+observers) and are answered inline.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from typing import Any
 import structlog
 
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond, send_json
+from otelhooks.integrations.claude_code._answers import ANSWERING_EVENTS
 from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
 from otelhooks.integrations.claude_code._common import HookResponse
 
@@ -42,8 +44,8 @@ DEFAULT_MAX_HOOK_BODY = 4 * 1024 * 1024  # tool inputs and responses (file conte
 
 _log = structlog.get_logger("otelhooks")
 
-# events whose hooks decide (intercept chains); every other event's hooks are observers
-_DECIDING = frozenset({"PreToolUse", "UserPromptSubmit", "PermissionRequest"})
+# events whose hooks decide: they run before the answer (every other event's hooks are queued)
+_DECIDING = ANSWERING_EVENTS
 
 
 def _deny(event: str, reason: str) -> dict[str, Any]:
@@ -65,7 +67,7 @@ def http_answer(event: str, response: HookResponse) -> tuple[int, bytes]:
         200
     """
     if response.exit_code == 0:
-        body = response.stdout.strip() or "{}"
+        body = (response.http_body or response.stdout).strip() or "{}"
         return 200, body.encode()
     if response.exit_code == 2:
         reason = response.stderr.strip() or "Blocked by an otelhooks hook."

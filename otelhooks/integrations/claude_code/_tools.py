@@ -7,7 +7,6 @@ deny or a mock ends the span at once and is answered in Claude Code's format. ``
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -16,6 +15,7 @@ from typing import Any
 from opentelemetry.util import types
 
 from otelhooks import _semconv as sc
+from otelhooks._config._claude_answer import HookAnswer, block_answer
 from otelhooks._engine import HooksEngine
 from otelhooks._events import (
     AfterToolCallEvent,
@@ -23,10 +23,19 @@ from otelhooks._events import (
     ToolCallErrorEvent,
     ToolCallEvent,
     ToolResult,
+    ToolResultPersistEvent,
 )
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._live import Verdict
+from otelhooks._matchers import tool_aliases
 from otelhooks._span_mapping import verdict_attributes
+from otelhooks.integrations.claude_code._answers import (
+    combine,
+    denied_by,
+    respond,
+    run_hooks,
+    shaped,
+)
 from otelhooks.integrations.claude_code._common import (
     AGENT,
     DenyMode,
@@ -34,6 +43,7 @@ from otelhooks.integrations.claude_code._common import (
     Observe,
     text,
 )
+from otelhooks.integrations.claude_code._mapping import claude_fields
 from otelhooks.integrations.claude_code._spans import (
     SpanRecord,
     SpanWriter,
@@ -52,6 +62,12 @@ def _args(payload: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
     args = dict(raw) if isinstance(raw, Mapping) else {"input": raw}
     use_id = str(payload.get("tool_use_id") or f"{name}:{canonical_json(args)}")
     return name, args, use_id
+
+
+def _values(tool_name: str) -> tuple[str, ...]:
+    """What matchers see: the name, and for an MCP tool (``mcp__server__tool``) the names the
+    MCP gateway gives it (``server/tool``, ``tool``), so one guard fires in both."""
+    return (tool_name, *tool_aliases(tool_name))
 
 
 class ToolUses:
@@ -148,35 +164,55 @@ class ToolUses:
     def _verdict_attributes(verdict: Verdict) -> dict[str, types.AttributeValue]:
         return verdict_attributes("before_tool_call", verdict) if verdict.matched else {}
 
+    def _own(self, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """Claude Code's own fields of the input (content ones with capture), for hooks
+        written for Claude Code (they read ``permission_mode``, ``tool_response``...)."""
+        return {
+            "hookEventName": payload.get("hook_event_name"),
+            **claude_fields(payload, capture=self.capture),
+        }
+
     def pre(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
         op = self.state.current_operation(session)
         tool_name, args, use_id = _args(payload)
         # the state file keeps the arguments only when content is captured (data at rest)
         tool = self.state.start_tool(op, use_id, tool_name, args if self.capture else {})
-        event = ToolCallEvent(**self._tool_event(tool, args))
-        verdict = self.engine.dispatch(
-            "before_tool_call", event, values=(tool_name,), operation_id=op.operation_id
+        fields: dict[str, Any] = {**self._tool_event(tool, args), "claudeCode": self._own(payload)}
+        event = ToolCallEvent(**fields)
+        verdict, answers = run_hooks(
+            self.engine, "before_tool_call", event, _values(tool_name), operation_id=op.operation_id
         )
         attrs = {**self._args_attributes(args), **self._verdict_attributes(verdict)}
-        if verdict.blocked or verdict.mock is not None:
-            self.state.end_tool(session, use_id)
-            return self._refuse(tool, attrs, verdict, args)
-        response = HookResponse()
+        mock = verdict.mock
+        if mock is not None:
+            # Claude Code cannot take a result in place of running the tool: the nearest is a
+            # deny whose reason (which the model reads) is the mocked result
+            by = verdict.mocked_by or "a hook"
+            answers.append(block_answer(by, f"mocked by {by}: {mock.content}"))
         rewritten = verdict.payload
-        if verdict.rewritten_by and isinstance(rewritten, ToolCallEvent) and rewritten.args != args:
-            by = ", ".join(verdict.rewritten_by)
-            response = HookResponse(
-                stdout=json.dumps(
-                    {
-                        "hookSpecificOutput": {
-                            "hookEventName": "PreToolUse",
-                            "permissionDecision": "ask",
-                            "permissionDecisionReason": f"arguments rewritten by {by}",
-                            "updatedInput": rewritten.args,
-                        }
-                    }
-                )
-            )
+        updated = (
+            rewritten.args
+            if verdict.rewritten_by
+            and isinstance(rewritten, ToolCallEvent)
+            and rewritten.args != args
+            else None
+        )
+        output, lost = combine("PreToolUse", answers, updated_input=updated)
+        response = respond("PreToolUse", output, lost, deny_mode=self.deny_mode)
+        specific = output.get("hookSpecificOutput") or {}
+        decision = specific.get("permissionDecision")
+        if decision is not None:
+            # the span says what Claude Code was told, and by whom (continue: false included)
+            attrs[sc.HOOK_DECISION] = str(decision)
+        if decision == "deny" and not verdict.blocked and mock is None:
+            attrs[sc.HOOK_DECIDED_BY] = denied_by(answers) or ""
+            attrs[sc.HOOK_DECISION_REASON] = str(specific.get("permissionDecisionReason") or "")
+            attrs[sc.HOOK_CLASSIFICATION] = sc.CLASSIFICATION_HOOK_DENIED
+        if decision == "deny":
+            self.state.end_tool(session, use_id)
+            reason = str(specific.get("permissionDecisionReason") or "")
+            self._refuse(tool, attrs, verdict, args, reason, mocked=mock is not None)
+            return response
         self.state.set_tool_attributes(tool, dict(attrs))
         return response
 
@@ -186,33 +222,33 @@ class ToolUses:
         attrs: dict[str, types.AttributeValue],
         verdict: Verdict,
         args: dict[str, Any],
-    ) -> HookResponse:
-        """A hook denied (or mocked) the call: Claude Code must not run the tool."""
-        denied = verdict.blocked
-        mock = verdict.mock
-        if denied:
-            reason = verdict.reason or "Blocked by beforeToolCall hook."
-        else:
-            assert mock is not None
-            reason = f"mocked by {verdict.mocked_by or 'a hook'}: {mock.content}"
+        reason: str,
+        *,
+        mocked: bool,
+    ) -> None:
+        """A hook denied (or mocked) the call: Claude Code does not run the tool."""
+        denied = not mocked
         self._end_tool_refused(tool, attrs, "denied" if denied else "mocked", reason)
         context = self._tool_event(tool, args)
+        decided_by = (
+            verdict.decided_by or verdict.mocked_by or str(attrs.get(sc.HOOK_DECIDED_BY, ""))
+        )
         if denied:
             self.observe(
                 "on_tool_call_denied",
-                ToolCallDeniedEvent(**context, reason=reason, decidedBy=verdict.decided_by),
-                (tool.tool_name,),
+                ToolCallDeniedEvent(**context, reason=reason, decidedBy=decided_by),
+                _values(tool.tool_name),
             )
         state = {
             "type": "blocked",
             "classification": sc.CLASSIFICATION_HOOK_DENIED,
             "reason": reason,
-            "decidedBy": verdict.decided_by,
+            "decidedBy": decided_by,
         }
         result = (
             ToolResult(content=reason, success=False, error=reason, state=state)
             if denied
-            else (mock or ToolResult())
+            else (verdict.mock or ToolResult())
         )
         after = AfterToolCallEvent(
             **context,
@@ -222,15 +258,7 @@ class ToolUses:
             result=result,
             toolOutput=result.content,
         )
-        self.observe("after_tool_call", after, (tool.tool_name,))
-        if self.deny_mode == "exit2":
-            return HookResponse(2, stderr=reason)
-        decision = {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }
-        return HookResponse(stdout=json.dumps({"hookSpecificOutput": decision}))
+        self.observe("after_tool_call", after, _values(tool.tool_name))
 
     def _end_tool_refused(
         self, tool: OpenTool, attrs: dict[str, types.AttributeValue], outcome: str, reason: str
@@ -263,6 +291,34 @@ class ToolUses:
             tool = replace(tool, attributes={**self._args_attributes(args), **tool.attributes})
         return tool
 
+    def _persist(
+        self, tool: OpenTool, response: Any
+    ) -> tuple[Any, list[HookAnswer], dict[str, Any]]:
+        """Run ``tool_result_persist`` interceptors (the kernel's result filter) on the output:
+        a rewrite or a block becomes ``updatedToolOutput`` in the tool's own output shape."""
+        values = _values(tool.tool_name)
+        if not self.engine.matches("tool_result_persist", values):
+            return response, [], {}
+        event = ToolResultPersistEvent(
+            sessionKey=tool.session_id,
+            operationId=tool.operation_id,
+            toolName=tool.tool_name,
+            toolCallId=tool.tool_use_id,
+            apiName=tool.tool_name,
+            result=response,
+        )
+        verdict, answers = run_hooks(self.engine, "tool_result_persist", event, values)
+        if verdict.blocked:
+            note = f"[tool output withheld by hook {verdict.decided_by}: {verdict.reason}]"
+            updated = shaped(response, note)
+        elif verdict.rewritten_by and isinstance(verdict.payload, ToolResultPersistEvent):
+            updated = shaped(response, verdict.payload.result)
+        else:
+            return response, answers, {}
+        if updated == response:
+            return response, answers, {}
+        return updated, answers, {"updatedToolOutput": updated}
+
     def post(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
         tool = self._take_tool(session, payload)
         measured = payload.get("duration_ms")  # Claude Code's own timing, when it sends one
@@ -271,18 +327,19 @@ class ToolUses:
             if isinstance(measured, int | float) and not isinstance(measured, bool)
             else (time.time_ns() - tool.start_ns) / 1e6
         )
-        context = self._tool_event(tool, _args(payload)[1])
+        context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
         if name == "PostToolUseFailure":
             error = str(payload.get("error") or "the tool failed")
             error_type = "interrupted" if payload.get("is_interrupt") else "ToolError"
             self.end_tool(tool, "error", result=error, error=error, error_type=error_type)
-            self.observe(
-                "on_tool_call_error",
-                ToolCallErrorEvent(**context, error=error, errorType=error_type),
-                (tool.tool_name,),
+            failed = ToolCallErrorEvent(**context, error=error, errorType=error_type)
+            _, answers = run_hooks(
+                self.engine, "on_tool_call_error", failed, _values(tool.tool_name)
             )
-            return HookResponse()
-        response = payload.get("tool_response")
+            output, lost = combine(name, answers)
+            return respond(name, output, lost, deny_mode=self.deny_mode)
+        # what the model will see (after a tool_result_persist rewrite) is what is recorded
+        response, answers, extra = self._persist(tool, payload.get("tool_response"))
         content = text(response)
         self.end_tool(tool, "success", result=content)
         after = AfterToolCallEvent(
@@ -294,17 +351,16 @@ class ToolUses:
             result=ToolResult(content=content, success=True, executionTime=elapsed_ms),
             toolOutput=response,
         )
-        self.observe("after_tool_call", after, (tool.tool_name,))
-        return HookResponse()
+        _, more = run_hooks(self.engine, "after_tool_call", after, _values(tool.tool_name))
+        output, lost = combine(name, [*answers, *more], extra=extra)
+        return respond(name, output, lost, deny_mode=self.deny_mode)
 
     def permission_denied(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
         tool = self._take_tool(session, payload)
         reason = str(payload.get("reason") or "denied by Claude Code")
         self.end_tool(tool, "denied", result=reason)
-        context = self._tool_event(tool, _args(payload)[1])
-        self.observe(
-            "on_tool_call_denied",
-            ToolCallDeniedEvent(**context, reason=reason, decidedBy=AGENT),
-            (tool.tool_name,),
-        )
-        return HookResponse()
+        context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
+        denied = ToolCallDeniedEvent(**context, reason=reason, decidedBy=AGENT)
+        _, answers = run_hooks(self.engine, "on_tool_call_denied", denied, _values(tool.tool_name))
+        output, lost = combine("PermissionDenied", answers)
+        return respond("PermissionDenied", output, lost, deny_mode=self.deny_mode)
