@@ -163,8 +163,11 @@ class ClaudeCodeHookRoute:
             use_id = payload.get("tool_use_id")
             if not isinstance(use_id, str) or not sessions.has_open_tool(session, use_id):
                 return f"tool_use_id {str(use_id)[:80]!r} is not open in this session"
-        if event == "SessionEnd" and not sessions.saw(session):
-            return "this session is not known to the server"
+        if event == "SessionEnd":
+            if not sessions.saw(session):
+                return "this session is not known to the server"
+        elif event not in _TOOL_ENDS:
+            sessions.note(session)
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:

@@ -87,6 +87,7 @@ def claude_code_routes(
     fail_closed: bool = False,
     service_name: str = AGENT,
     decision_timeout_s: float = DEFAULT_DECISION_TIMEOUT_S,
+    sessions: ServerSessions | None = None,
 ) -> ClaudeCodeServing:
     """Build the Claude Code routes of a server around its hook processor.
 
@@ -99,6 +100,8 @@ def claude_code_routes(
         service_name: ``service.name`` of the hook spans.
         decision_timeout_s: a deciding hook event not answered by then gets the failure answer
             (a deny with ``fail_closed``, else 500), before Claude Code's own timeout.
+        sessions: the session store (its bounds chosen by the caller); else one built from
+            ``sessions_path`` with the default bounds.
 
     Example:
         >>> serving = claude_code_routes(HookSpanProcessor())
@@ -114,9 +117,9 @@ def claude_code_routes(
     writer = SpanWriter((), Resource.create({"service.name": service_name}))
     for item in export:
         writer.provider.add_span_processor(item)
-    sessions = ServerSessions(
-        sessions_path, on_drop=processor.engine.metrics.drop_counter("claude_code_sessions")
-    )
+    if sessions is None:
+        drops = processor.engine.metrics.drop_counter("claude_code_sessions")
+        sessions = ServerSessions(sessions_path, on_drop=drops)
     bridge = ClaudeCodeBridge(
         state=sessions,
         engine=processor.engine,

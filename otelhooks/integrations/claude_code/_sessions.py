@@ -175,6 +175,10 @@ class ServerSessions(BridgeState):
         with self._lock:
             self._seen.put(session_id, 0, len(session_id) + _ROW_BYTES)
 
+    def note(self, session_id: str) -> None:
+        """Remember that a hook event of ``session_id`` arrived (see :meth:`saw`)."""
+        self._see(session_id)
+
     def saw(self, session_id: str) -> bool:
         """Whether hook events of this session reached the store (recently, in this process)."""
         with self._lock:
