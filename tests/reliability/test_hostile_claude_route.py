@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
+import sys
 import time
 import tracemalloc
 from collections.abc import Iterator
@@ -19,8 +21,10 @@ import pytest
 
 from otelhooks._eventlog._otlp_signals import ReceivedLog, ReceivedPoint
 from otelhooks._processor import HookSpanProcessor
+from otelhooks.integrations.claude_code import hook_client
 from otelhooks.integrations.claude_code._serve import claude_code_routes
 from otelhooks.integrations.claude_code._sessions import ServerSessions
+from tests.reliability._procs import cli_env
 from tests.reliability._serve_proc import ADMIN, INGEST, ServeProc
 
 pytestmark = pytest.mark.timeout(120)
@@ -280,3 +284,57 @@ def test_a_deeply_nested_otlp_logs_body_is_a_400(server: ServeProc) -> None:
     )
     assert response.status_code == 400
     assert json.loads(response.text)["error"] == "bad_request"
+
+
+# -- the command form's daemon ------------------------------------------------------------------
+
+
+@pytest.fixture
+def daemon(tmp_path: Path) -> Iterator[str]:
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(POLICY)
+    sock = str(tmp_path / "d.sock")
+    argv = ["--hooks", str(policy), "--fail-closed", "--state", str(tmp_path / "state.sqlite3")]
+    env = cli_env(OTELHOOKS_CLAUDE_DAEMON_ANSWER_S=str(HOOK_TIMEOUT_S))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "otelhooks", "claude-code", *argv, "daemon", "--socket", sock],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=(tmp_path / "daemon.err").open("wb"),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not Path(sock).exists():
+            assert proc.poll() is None, (tmp_path / "daemon.err").read_text()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        yield sock
+    finally:
+        proc.terminate()
+        proc.wait(30)
+
+
+def _ask_daemon(sock: str, body: dict[str, Any]) -> dict[str, Any]:
+    answer = hook_client._ask(sock, json.dumps(body).encode())
+    assert answer is not None
+    return answer
+
+
+def test_the_daemon_answers_another_sessions_guard_past_one_sessions_slow_calls(
+    daemon: str,
+) -> None:
+    with ThreadPoolExecutor(max_workers=40) as pool:
+        slow = [
+            pool.submit(_ask_daemon, daemon, _pre("s-slow", f"toolu_{n}", "Slow", {}))
+            for n in range(34)
+        ]
+        time.sleep(0.3)
+        started = time.monotonic()
+        victim = _ask_daemon(daemon, _pre("s-victim", "toolu_rm", "Bash", {"command": "rm -rf /"}))
+        victim_s = time.monotonic() - started
+        slow_answers = [future.result() for future in slow]
+        slow_s = time.monotonic() - started
+    assert "rm -rf is not allowed" in json.dumps(victim)
+    assert victim_s < 1.5
+    assert slow_s < HOOK_TIMEOUT_S + 1.5  # before the 30 s install writes, far before
+    assert all('"deny"' in str(answer["stdout"]) for answer in slow_answers)
