@@ -1,11 +1,25 @@
 """``otelhooks claude-code install`` / ``uninstall``: our hook entries in Claude Code's settings.
 
-:func:`install` merges one matcher group per hook event into ``.claude/settings.json`` (or
-``~/.claude/settings.json``), idempotently: it first removes the entries that are ours, then adds
-the current ones, and never touches any other hook, key or group. An entry is ours when it is a
-``command`` hook running ``otelhooks claude-code`` or an ``http`` hook posting to
-``/v1/hooks/claude-code``. :func:`uninstall` removes exactly those (and the groups and events
-they leave empty).
+:func:`install` merges one matcher group per hook event into a settings file, idempotently: it
+first removes the entries that are ours, then adds the current ones, and never touches any other
+hook, key or group. :func:`uninstall` removes exactly ours (and the groups and events they leave
+empty). Each edit is a minimal splice of the file's text, under a lock, through symlinks
+(:mod:`._settings_file`): removing what install added gives back the file's bytes and mode, and
+no file where there was none. A file that cannot be edited without loss (a key given twice,
+not strict JSON) is refused, untouched.
+
+**Ours** means written by ``install``, recognised by a mark: a command ends with the shell
+comment :data:`MARK`, an ``http`` hook carries the header :data:`MARK_HEADER`. Entries an older
+version wrote carry no mark; they are recognised by their exact form (the hook client run by
+path with ``-I -S``; the ``http`` hook with exactly the header, variable and timeout it wrote).
+A user's own ``otelhooks claude-code --hooks ...`` entry is never ours.
+
+:func:`install_project` is what the CLI runs: the command form's entries name this machine's
+interpreter and checkout, so on a project they go to ``.claude/settings.local.json`` (Claude
+Code's file for one machine, kept out of git), never the shared ``.claude/settings.json``; the
+``http`` form has nothing machine-specific and goes to the shared file. A project without a hook
+file gets the starter one (:func:`otelhooks._starter.starter_hooks_yaml`); the command form
+records spans to :data:`DEFAULT_TRACES` (``otelhooks claude-code tree`` reads it by default).
 
 Two forms:
 
@@ -32,27 +46,40 @@ import json
 import os
 import shlex
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from otelhooks._private_files import private_folder
+from otelhooks._starter import starter_hooks_yaml
+from otelhooks.integrations.claude_code._json_text import Node, apply, parse, rebuild
+from otelhooks.integrations.claude_code._settings_file import Edited, edit_settings
+
 __all__ = [
     "ASYNC_EVENTS",
+    "DEFAULT_HOOKS_FILE",
+    "DEFAULT_TRACES",
     "EVENTS",
+    "MARK",
+    "MARK_HEADER",
     "TOKEN_ENV",
     "Change",
     "install",
+    "install_project",
     "is_ours",
     "settings_path",
     "uninstall",
+    "uninstall_project",
 ]
 
 TOKEN_ENV = "OTELHOOKS_INGEST_TOKEN"
 ROUTE = "/v1/hooks/claude-code"
-COMMAND = "otelhooks claude-code"
 CLIENT_FILE = "otelhooks/integrations/claude_code/hook_client.py"
+MARK = "# otelhooks:installed"
+MARK_HEADER = "X-Otelhooks-Installed"
+DEFAULT_HOOKS_FILE = ".claude/otelhooks.yaml"
+DEFAULT_TRACES = "~/.otelhooks/claude-code-traces.jsonl"
 
 # Every event the bridge maps (Claude Code 2.1), in Claude's lifecycle order, except
 # WorktreeCreate (Claude Code takes that hook's stdout as the worktree path) and MessageDisplay
@@ -117,29 +144,77 @@ class Change:
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    before: bytes | None = None
+    after: bytes | None = None
 
     @property
     def changed(self) -> bool:
-        """Whether the file's hooks differ from before (a re-install of the same is no change)."""
-        return sorted(self.added) != sorted(self.removed)
+        """Whether the file's bytes differ from before (a re-install of the same is no change)."""
+        return self.before != self.after
+
+    @property
+    def verb(self) -> str:
+        """``created``, ``updated``, ``deleted`` or ``unchanged``: what happened to the file."""
+        if not self.changed:
+            return "unchanged"
+        if self.before is None:
+            return "created"
+        return "deleted" if self.after is None else "updated"
 
 
-def settings_path(*, user: bool = False, project: str | os.PathLike[str] = ".") -> Path:
-    """``~/.claude/settings.json`` with ``user``, else ``PROJECT/.claude/settings.json``."""
+def settings_path(
+    *, user: bool = False, project: str | os.PathLike[str] = ".", local: bool = False
+) -> Path:
+    """``~/.claude/settings.json`` with ``user``, else ``PROJECT/.claude/settings.json`` (or
+    ``settings.local.json`` with ``local``)."""
     if user:
         return Path("~/.claude/settings.json").expanduser()
-    return Path(project) / ".claude" / "settings.json"
+    name = "settings.local.json" if local else "settings.json"
+    return Path(project) / ".claude" / name
+
+
+def _legacy_command(command: str) -> bool:
+    """The exact command an earlier ``install`` wrote: the hook client run by path."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return (
+        len(words) in (6, 7)
+        and words[1:3] == ["-I", "-S"]
+        and words[3].endswith(CLIENT_FILE)
+        and words[4] == "--hooks"
+        and (len(words) == 6 or words[6] == "--fail-closed")
+    )
+
+
+def _legacy_http(handler: dict[str, Any]) -> bool:
+    """The exact ``http`` hook an earlier ``install`` wrote."""
+    return (
+        set(handler) == {"type", "url", "headers", "allowedEnvVars", "timeout"}
+        and str(handler.get("url") or "").rstrip("/").endswith(ROUTE)
+        and handler.get("headers") == {"Authorization": f"Bearer ${TOKEN_ENV}"}
+        and handler.get("allowedEnvVars") == [TOKEN_ENV]
+        and handler.get("timeout") == 10
+    )
 
 
 def is_ours(handler: Any) -> bool:
-    """Whether a hook handler entry was written by :func:`install`."""
+    """Whether a hook handler entry was written by :func:`install` (this or an older version).
+
+    Example:
+        >>> is_ours({"type": "command", "command": "otelhooks claude-code --fail-closed"})
+        False
+    """
     if not isinstance(handler, dict):
         return False
     if handler.get("type") == "command":
         command = str(handler.get("command") or "")
-        return COMMAND in command or CLIENT_FILE in command
+        return command.rstrip().endswith(MARK) or _legacy_command(command)
     if handler.get("type") == "http":
-        return str(handler.get("url") or "").rstrip("/").endswith(ROUTE)
+        headers = handler.get("headers")
+        marked = isinstance(headers, dict) and MARK_HEADER in headers
+        return marked or _legacy_http(handler)
     return False
 
 
@@ -156,111 +231,213 @@ def hook_url(base: str) -> str:
     return base if base.endswith(ROUTE) else base + ROUTE
 
 
-def _handler(event: str, *, http: str | None, hooks_file: str, fail_closed: bool) -> dict[str, Any]:
+def _handler(
+    event: str,
+    *,
+    http: str | None,
+    hooks_file: str,
+    fail_closed: bool,
+    traces_out: str | None,
+) -> dict[str, Any]:
     if http is not None:
         return {
             "type": "http",
             "url": hook_url(http),
-            "headers": {"Authorization": f"Bearer ${TOKEN_ENV}"},
+            "headers": {"Authorization": f"Bearer ${TOKEN_ENV}", MARK_HEADER: "1"},
             "allowedEnvVars": [TOKEN_ENV],
             "timeout": 10,
         }
     command = f"{client_command()} --hooks {shlex.quote(hooks_file)}"
+    if traces_out:
+        command += f" --traces-out {shlex.quote(traces_out)}"
     if fail_closed and event in GUARD_EVENTS:
         command += " --fail-closed"
-    handler: dict[str, Any] = {"type": "command", "command": command, "timeout": 30}
+    handler: dict[str, Any] = {"type": "command", "command": f"{command} {MARK}", "timeout": 30}
     if event in ASYNC_EVENTS:
         handler["async"] = True
     return handler
 
 
-def _load(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    text = path.read_text(encoding="utf-8")
-    data = json.loads(text) if text.strip() else {}
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} is not a JSON object")
-    return data
+def _handler_value(text: str, node: Node) -> Any:
+    return json.loads(text[node.start : node.end]) if node.kind == "object" else None
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # write then rename: Claude Code may read the file at any moment
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".settings.", suffix=".json")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2)
-        handle.write("\n")
-    os.replace(tmp, path)
-
-
-def _strip(hooks: dict[str, Any]) -> list[str]:
-    """Remove our handlers from a ``hooks`` mapping in place; returns the events touched."""
-    removed: list[str] = []
-    for event in list(hooks):
-        groups = hooks[event]
-        if not isinstance(groups, list):
-            continue
-        kept_groups = []
-        for group in groups:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            if not isinstance(handlers, list):
-                kept_groups.append(group)
+def _strip_handlers(text: str, hooks: Node) -> list[tuple[int, int, str]]:
+    """Splices removing our handlers from groups that also hold someone else's."""
+    splices = []
+    for member in hooks.members:
+        for group in member.value.items if member.value.kind == "array" else ():
+            handlers = group.get("hooks") if group.kind == "object" else None
+            if handlers is None or handlers.kind != "array":
                 continue
-            kept = [h for h in handlers if not is_ours(h)]
-            if len(kept) != len(handlers):
-                removed.append(event)
-            if kept:
-                kept_groups.append({**group, "hooks": kept})
-        if kept_groups:
-            hooks[event] = kept_groups
-        else:
-            del hooks[event]
-    return removed
+            ours = [is_ours(_handler_value(text, h)) for h in handlers.items]
+            if any(ours) and not all(ours):
+                splices.append(rebuild(text, handlers, [not o for o in ours], []))
+    return splices
+
+
+def _ours_only(text: str, group: Node) -> bool:
+    handlers = group.get("hooks") if group.kind == "object" else None
+    if handlers is None or handlers.kind != "array" or not handlers.items:
+        return False
+    return all(is_ours(_handler_value(text, h)) for h in handlers.items)
+
+
+def _touched(text: str, hooks: Node) -> list[str]:
+    """The events holding any handler of ours."""
+    touched = []
+    for member in hooks.members:
+        for group in member.value.items if member.value.kind == "array" else ():
+            handlers = group.get("hooks") if group.kind == "object" else None
+            if handlers is not None and any(
+                is_ours(_handler_value(text, h)) for h in handlers.items
+            ):
+                touched.append(member.key)
+                break
+    return touched
+
+
+def _strip(text: str, path: Path) -> tuple[str, list[str]]:
+    """``text`` without our handlers, groups and the events and ``hooks`` they leave empty."""
+    root = parse(text)
+    hooks = root.get("hooks")
+    if hooks is None:
+        return text, []
+    if hooks.kind != "object":
+        raise ValueError(f"{path}: 'hooks' is not an object")
+    removed = _touched(text, hooks)
+    if not removed:
+        return text, []
+    text = apply(text, _strip_handlers(text, hooks))
+    hooks = _hooks(text)
+    emptied: set[str] = set()
+    splices = []
+    for member in hooks.members:
+        if member.value.kind != "array" or not member.value.items:
+            continue
+        keep = [not _ours_only(text, group) for group in member.value.items]
+        if not any(keep):
+            emptied.add(member.key)
+        elif not all(keep):
+            splices.append(rebuild(text, member.value, keep, []))
+    text = apply(text, splices)
+    if emptied:
+        root = parse(text)
+        hooks = _hooks(text)
+        keep_events = [m.key not in emptied for m in hooks.members]
+        if any(keep_events):
+            text = apply(text, [rebuild(text, hooks, keep_events, [])])
+        else:  # we emptied the hooks object: the member goes too
+            text = apply(text, [rebuild(text, root, [m.key != "hooks" for m in root.members], [])])
+    return text, removed
+
+
+def _hooks(text: str) -> Node:
+    hooks = parse(text).get("hooks")
+    assert hooks is not None
+    return hooks
+
+
+def _add(text: str, path: Path, groups: dict[str, dict[str, Any]]) -> str:
+    """``text`` with one group appended per event (events and ``hooks`` created as needed)."""
+    if not groups:
+        return text
+    root = parse(text)
+    hooks = root.get("hooks")
+    if hooks is None:
+        fresh = {event: [group] for event, group in groups.items()}
+        return apply(text, [rebuild(text, root, [True] * len(root.members), [("hooks", fresh)])])
+    splices = []
+    for member in hooks.members:
+        group = groups.get(member.key)
+        if group is None:
+            continue
+        if member.value.kind != "array":
+            raise ValueError(f"{path}: hooks.{member.key} is not a list")
+        splices.append(rebuild(text, member.value, [True] * len(member.value.items), [group]))
+    text = apply(text, splices)
+    known = {m.key for m in hooks.members}
+    new = [(event, [group]) for event, group in groups.items() if event not in known]
+    if new:
+        hooks = _hooks(text)
+        text = apply(text, [rebuild(text, hooks, [True] * len(hooks.members), new)])
+    return text
+
+
+def _groups(
+    events: Sequence[str],
+    *,
+    http: str | None,
+    hooks_file: str,
+    fail_closed: bool,
+    traces_out: str | None,
+) -> dict[str, dict[str, Any]]:
+    groups: dict[str, dict[str, Any]] = {}
+    for event in events:
+        handler = _handler(
+            event, http=http, hooks_file=hooks_file, fail_closed=fail_closed, traces_out=traces_out
+        )
+        group: dict[str, Any] = {"hooks": [handler]}
+        if event in TOOL_EVENTS:
+            group = {"matcher": "*", **group}
+        groups[event] = group
+    return groups
+
+
+def _warnings(events: Sequence[str], http: str | None, fail_closed: bool) -> list[str]:
+    guards = [e for e in GUARD_EVENTS if e in events]
+    if guards and http is not None:
+        return [
+            f"the {'/'.join(guards)} guards fail open when {hook_url(http)} is down: Claude "
+            "Code reports a non-blocking hook error and runs the tool anyway; keep `otelhooks "
+            "serve` running (with --fail-closed, a slow or failing hook denies), or use the "
+            "command form with --fail-closed"
+        ]
+    if guards and not fail_closed:
+        return [
+            f"the {'/'.join(guards)} guards fail open: if the bridge itself fails (a broken "
+            "hooks file, a crash) Claude Code runs the tool anyway; add --fail-closed to deny"
+        ]
+    return []
+
+
+def _record(change: Change, edited: Edited) -> Change:
+    change.before, change.after = edited.before, edited.after
+    return change
 
 
 def install(
     path: Path,
     *,
     http: str | None = None,
-    hooks_file: str = ".claude/otelhooks.yaml",
+    hooks_file: str = DEFAULT_HOOKS_FILE,
     events: Sequence[str] = EVENTS,
     fail_closed: bool = False,
+    traces_out: str | None = None,
 ) -> Change:
     """Merge our hook entries into the settings file at ``path`` (see the module doc).
+
+    Raises:
+        ValueError: the file cannot be edited without loss (it is left untouched).
 
     Example:
         >>> change = install(Path("/tmp/p/.claude/settings.json"), http="http://127.0.0.1:4318")
         >>> "PreToolUse" in change.added
         True
     """
-    data = _load(path)
-    hooks = data.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise ValueError(f"{path}: 'hooks' is not an object")
-    change = Change(path, removed=_strip(hooks))
-    for event in events:
-        group: dict[str, Any] = {
-            "hooks": [_handler(event, http=http, hooks_file=hooks_file, fail_closed=fail_closed)]
-        }
-        if event in TOOL_EVENTS:
-            group = {"matcher": "*", **group}
-        hooks.setdefault(event, []).append(group)
-        change.added.append(event)
-    _write(path, data)
-    guards = [e for e in GUARD_EVENTS if e in events]
-    if guards and http is not None:
-        change.warnings.append(
-            f"the {'/'.join(guards)} guards fail open: when {hook_url(http)} is down or slow, "
-            "Claude Code reports a non-blocking hook error and runs the tool anyway; keep "
-            "`otelhooks serve` running, or use the command form with --fail-closed"
-        )
-    elif guards and not fail_closed:
-        change.warnings.append(
-            f"the {'/'.join(guards)} guards fail open: if the bridge itself fails (a broken "
-            "hooks file, a crash) Claude Code runs the tool anyway; add --fail-closed to deny"
-        )
-    return change
+    change = Change(path, warnings=_warnings(events, http, fail_closed))
+    groups = _groups(
+        events, http=http, hooks_file=hooks_file, fail_closed=fail_closed, traces_out=traces_out
+    )
+
+    def edit(text: str, root: Node | None) -> str:
+        if root is None:
+            text = "{}\n"
+        stripped, change.removed = _strip(text, path)
+        change.added = list(groups)
+        return _add(stripped, path, groups)
+
+    return _record(change, edit_settings(path, edit))
 
 
 def uninstall(path: Path) -> Change:
@@ -271,15 +448,90 @@ def uninstall(path: Path) -> Change:
         ['SessionStart', ...]
     """
     change = Change(path)
-    if not path.exists():
-        return change
-    data = _load(path)
-    hooks = data.get("hooks")
-    if not isinstance(hooks, dict):
-        return change
-    change.removed = _strip(hooks)
-    if not hooks:
-        del data["hooks"]
-    if change.removed:
-        _write(path, data)
-    return change
+
+    def edit(text: str, root: Node | None) -> str | None:
+        if root is None:
+            return None
+        stripped, change.removed = _strip(text, path)
+        return stripped
+
+    return _record(change, edit_settings(path, edit, create=False))
+
+
+@dataclass
+class ProjectChange:
+    """What :func:`install_project` or :func:`uninstall_project` did, file by file."""
+
+    changes: list[Change] = field(default_factory=list)
+    hooks_file: Path | None = None
+    hooks_file_verb: str = "unchanged"
+    traces: str | None = None
+
+
+def install_project(
+    *,
+    project: str | os.PathLike[str] = ".",
+    user: bool = False,
+    http: str | None = None,
+    hooks_file: str = DEFAULT_HOOKS_FILE,
+    fail_closed: bool = False,
+    traces_out: str | None = DEFAULT_TRACES,
+) -> ProjectChange:
+    """Install where the form belongs (see the module doc), a starter hook file if none.
+
+    Raises:
+        ValueError: a settings file cannot be edited without loss (none was written).
+        OSError: a file cannot be read or written.
+    """
+    result = ProjectChange()
+    traces = traces_out if http is None else None
+    if traces and traces.startswith("~"):
+        private_folder(Path(traces).expanduser().parent)
+    result.traces = traces
+    if user:
+        target, other = settings_path(user=True), None
+    else:
+        shared = settings_path(project=project)
+        local = settings_path(project=project, local=True)
+        # the command form names this machine's interpreter: never in the shared file
+        target, other = (shared, local) if http is not None else (local, shared)
+    if other is not None:
+        result.changes.append(uninstall(other))
+    result.changes.append(
+        install(
+            target, http=http, hooks_file=hooks_file, fail_closed=fail_closed, traces_out=traces
+        )
+    )
+    if not user and not Path(hooks_file).is_absolute():
+        starter = Path(project) / hooks_file
+        result.hooks_file = starter
+        if not starter.exists():
+            starter.parent.mkdir(parents=True, exist_ok=True)
+            with starter.open("x", encoding="utf-8") as handle:
+                handle.write(starter_hooks_yaml())
+            result.hooks_file_verb = "created"
+    return result
+
+
+def uninstall_project(
+    *,
+    project: str | os.PathLike[str] = ".",
+    user: bool = False,
+    hooks_file: str = DEFAULT_HOOKS_FILE,
+) -> ProjectChange:
+    """Remove ours from every settings file install may have written; the starter hook file
+    too, when it is still exactly the starter (an edited one is the user's)."""
+    result = ProjectChange()
+    if user:
+        result.changes.append(uninstall(settings_path(user=True)))
+        return result
+    for local in (False, True):
+        result.changes.append(uninstall(settings_path(project=project, local=local)))
+    starter = Path(project) / hooks_file
+    try:
+        if starter.read_text(encoding="utf-8") == starter_hooks_yaml():
+            starter.unlink()
+            result.hooks_file, result.hooks_file_verb = starter, "deleted"
+    except (OSError, UnicodeDecodeError):
+        pass
+    return result
