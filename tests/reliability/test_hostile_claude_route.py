@@ -338,3 +338,18 @@ def test_the_daemon_answers_another_sessions_guard_past_one_sessions_slow_calls(
     assert victim_s < 1.5
     assert slow_s < HOOK_TIMEOUT_S + 1.5  # before the 30 s install writes, far before
     assert all('"deny"' in str(answer["stdout"]) for answer in slow_answers)
+
+
+def test_a_durable_store_counts_what_it_kept_from_an_earlier_run(tmp_path: Path) -> None:
+    path = tmp_path / "sessions.sqlite3"
+    first = ServerSessions(path)
+    op = first.current_operation("kept")
+    first.start_tool(op, "toolu_1", "Bash", {"command": "x" * 10_000})
+    first.close()
+    again = ServerSessions(path, max_bytes=1_000, on_drop=lambda n, why: None)
+    count, held = again.held
+    assert count == 1
+    assert held > 10_000  # counted against the budget: the next use forgets it
+    again.current_operation("new")
+    assert not again.has_open_tool("kept", "toolu_1")
+    again.close()

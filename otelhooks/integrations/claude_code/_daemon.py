@@ -167,6 +167,8 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
         lock.close()
         return 0  # another daemon serves this socket
     bridge = build_bridge(options, os.environ)
+    if isinstance(bridge.state, ServerSessions):
+        bridge.state.on_drop = bridge.engine.metrics.drop_counter("claude_code_sessions")
     app = _DaemonApp(bridge, options, answer_s=answer_s)
     path.unlink(missing_ok=True)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

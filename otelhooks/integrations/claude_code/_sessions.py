@@ -137,11 +137,13 @@ class ServerSessions(BridgeState):
         self.max_sessions = max_sessions
         self.max_tools_per_session = max_tools_per_session
         self.max_bytes = max_bytes
-        self._on_drop = on_drop or _no_drop
+        self.on_drop = on_drop or _no_drop
         self._ended = _Recent(remember, max_bytes // 2)
         self._seen = _Recent(remember, max_bytes // 2)
         self._held: OrderedDict[str, _Held] = OrderedDict()
         self._held_bytes = 0
+        if path is not None:
+            self._count_kept()
 
     @property
     def durable(self) -> bool:
@@ -235,7 +237,24 @@ class ServerSessions(BridgeState):
                 super().end_tool(*what)
             else:
                 super().end_session(what)
-            self._on_drop(1, reason)
+            self.on_drop(1, reason)
+
+    def _count_kept(self) -> None:
+        """Account what a durable file kept from an earlier run (its clock restarts now)."""
+        now = time.monotonic()
+        rows = self._db.execute(
+            "SELECT session_id, tool_use_id, length(tool_use_id) + length(tool_name) "
+            "+ length(tool_input) FROM tools ORDER BY start_ns"
+        ).fetchall()
+        sessions = self._db.execute("SELECT session_id FROM operations").fetchall()
+        for session_id, *_ in [*rows, *sessions]:
+            if session_id not in self._held:
+                self._held[session_id] = _Held(now, bytes=len(session_id) + _ROW_BYTES)
+                self._held_bytes += len(session_id) + _ROW_BYTES
+        for session_id, tool_use_id, size in rows:
+            self._held[session_id].tools[tool_use_id] = int(size) + _ROW_BYTES
+            self._held[session_id].bytes += int(size) + _ROW_BYTES
+            self._held_bytes += int(size) + _ROW_BYTES
 
     def _release_tool(self, session_id: str, tool_use_id: str) -> None:
         with self._lock:
