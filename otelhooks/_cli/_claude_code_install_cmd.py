@@ -57,7 +57,7 @@ def _report(change: Change) -> str:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from otelhooks.integrations.claude_code._install import install_project
+    from otelhooks.integrations.claude_code._install_project import install_project
 
     try:
         result = install_project(
@@ -87,7 +87,7 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _uninstall(args: argparse.Namespace) -> int:
-    from otelhooks.integrations.claude_code._install import uninstall_project
+    from otelhooks.integrations.claude_code._install_project import uninstall_project
 
     try:
         result = uninstall_project(project=args.project, user=args.user, hooks_file=args.hooks_file)

@@ -14,12 +14,13 @@ version wrote carry no mark; they are recognised by their exact form (the hook c
 path with ``-I -S``; the ``http`` hook with exactly the header, variable and timeout it wrote).
 A user's own ``otelhooks claude-code --hooks ...`` entry is never ours.
 
-:func:`install_project` is what the CLI runs: the command form's entries name this machine's
-interpreter and checkout, so on a project they go to ``.claude/settings.local.json`` (Claude
-Code's file for one machine, kept out of git), never the shared ``.claude/settings.json``; the
-``http`` form has nothing machine-specific and goes to the shared file. A project without a hook
-file gets the starter one (:func:`otelhooks._starter.starter_hooks_yaml`); the command form
-records spans to :data:`DEFAULT_TRACES` (``otelhooks claude-code tree`` reads it by default).
+:func:`~._install_project.install_project` is what the CLI runs: the command form's entries
+name this machine's interpreter and checkout, so on a project they go to
+``.claude/settings.local.json`` (Claude Code's file for one machine, kept out of git), never the
+shared ``.claude/settings.json``; the ``http`` form has nothing machine-specific and goes to the
+shared file. A project without a hook file gets the starter one
+(:func:`otelhooks._starter.starter_hooks_yaml`); the command form records spans to
+:data:`DEFAULT_TRACES` (``otelhooks claude-code tree`` reads it by default).
 
 Two forms:
 
@@ -42,7 +43,6 @@ says so; the command form's ``--fail-closed`` turns a crashed bridge into a deny
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
@@ -51,9 +51,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from otelhooks._private_files import private_folder
-from otelhooks._starter import starter_hooks_yaml
-from otelhooks.integrations.claude_code._json_text import Node, apply, parse, rebuild
+from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_ours
+from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import Edited, edit_settings
 
 __all__ = [
@@ -66,11 +65,9 @@ __all__ = [
     "TOKEN_ENV",
     "Change",
     "install",
-    "install_project",
     "is_ours",
     "settings_path",
     "uninstall",
-    "uninstall_project",
 ]
 
 TOKEN_ENV = "OTELHOOKS_INGEST_TOKEN"
@@ -258,112 +255,6 @@ def _handler(
     return handler
 
 
-def _handler_value(text: str, node: Node) -> Any:
-    return json.loads(text[node.start : node.end]) if node.kind == "object" else None
-
-
-def _strip_handlers(text: str, hooks: Node) -> list[tuple[int, int, str]]:
-    """Splices removing our handlers from groups that also hold someone else's."""
-    splices = []
-    for member in hooks.members:
-        for group in member.value.items if member.value.kind == "array" else ():
-            handlers = group.get("hooks") if group.kind == "object" else None
-            if handlers is None or handlers.kind != "array":
-                continue
-            ours = [is_ours(_handler_value(text, h)) for h in handlers.items]
-            if any(ours) and not all(ours):
-                splices.append(rebuild(text, handlers, [not o for o in ours], []))
-    return splices
-
-
-def _ours_only(text: str, group: Node) -> bool:
-    handlers = group.get("hooks") if group.kind == "object" else None
-    if handlers is None or handlers.kind != "array" or not handlers.items:
-        return False
-    return all(is_ours(_handler_value(text, h)) for h in handlers.items)
-
-
-def _touched(text: str, hooks: Node) -> list[str]:
-    """The events holding any handler of ours."""
-    touched = []
-    for member in hooks.members:
-        for group in member.value.items if member.value.kind == "array" else ():
-            handlers = group.get("hooks") if group.kind == "object" else None
-            if handlers is not None and any(
-                is_ours(_handler_value(text, h)) for h in handlers.items
-            ):
-                touched.append(member.key)
-                break
-    return touched
-
-
-def _strip(text: str, path: Path) -> tuple[str, list[str]]:
-    """``text`` without our handlers, groups and the events and ``hooks`` they leave empty."""
-    root = parse(text)
-    hooks = root.get("hooks")
-    if hooks is None:
-        return text, []
-    if hooks.kind != "object":
-        raise ValueError(f"{path}: 'hooks' is not an object")
-    removed = _touched(text, hooks)
-    if not removed:
-        return text, []
-    text = apply(text, _strip_handlers(text, hooks))
-    hooks = _hooks(text)
-    emptied: set[str] = set()
-    splices = []
-    for member in hooks.members:
-        if member.value.kind != "array" or not member.value.items:
-            continue
-        keep = [not _ours_only(text, group) for group in member.value.items]
-        if not any(keep):
-            emptied.add(member.key)
-        elif not all(keep):
-            splices.append(rebuild(text, member.value, keep, []))
-    text = apply(text, splices)
-    if emptied:
-        root = parse(text)
-        hooks = _hooks(text)
-        keep_events = [m.key not in emptied for m in hooks.members]
-        if any(keep_events):
-            text = apply(text, [rebuild(text, hooks, keep_events, [])])
-        else:  # we emptied the hooks object: the member goes too
-            text = apply(text, [rebuild(text, root, [m.key != "hooks" for m in root.members], [])])
-    return text, removed
-
-
-def _hooks(text: str) -> Node:
-    hooks = parse(text).get("hooks")
-    assert hooks is not None
-    return hooks
-
-
-def _add(text: str, path: Path, groups: dict[str, dict[str, Any]]) -> str:
-    """``text`` with one group appended per event (events and ``hooks`` created as needed)."""
-    if not groups:
-        return text
-    root = parse(text)
-    hooks = root.get("hooks")
-    if hooks is None:
-        fresh = {event: [group] for event, group in groups.items()}
-        return apply(text, [rebuild(text, root, [True] * len(root.members), [("hooks", fresh)])])
-    splices = []
-    for member in hooks.members:
-        group = groups.get(member.key)
-        if group is None:
-            continue
-        if member.value.kind != "array":
-            raise ValueError(f"{path}: hooks.{member.key} is not a list")
-        splices.append(rebuild(text, member.value, [True] * len(member.value.items), [group]))
-    text = apply(text, splices)
-    known = {m.key for m in hooks.members}
-    new = [(event, [group]) for event, group in groups.items() if event not in known]
-    if new:
-        hooks = _hooks(text)
-        text = apply(text, [rebuild(text, hooks, [True] * len(hooks.members), new)])
-    return text
-
-
 def _groups(
     events: Sequence[str],
     *,
@@ -433,9 +324,9 @@ def install(
     def edit(text: str, root: Node | None) -> str:
         if root is None:
             text = "{}\n"
-        stripped, change.removed = _strip(text, path)
+        stripped, change.removed = strip_ours(text, path, is_ours)
         change.added = list(groups)
-        return _add(stripped, path, groups)
+        return add_groups(stripped, path, groups)
 
     return _record(change, edit_settings(path, edit))
 
@@ -452,86 +343,7 @@ def uninstall(path: Path) -> Change:
     def edit(text: str, root: Node | None) -> str | None:
         if root is None:
             return None
-        stripped, change.removed = _strip(text, path)
+        stripped, change.removed = strip_ours(text, path, is_ours)
         return stripped
 
     return _record(change, edit_settings(path, edit, create=False))
-
-
-@dataclass
-class ProjectChange:
-    """What :func:`install_project` or :func:`uninstall_project` did, file by file."""
-
-    changes: list[Change] = field(default_factory=list)
-    hooks_file: Path | None = None
-    hooks_file_verb: str = "unchanged"
-    traces: str | None = None
-
-
-def install_project(
-    *,
-    project: str | os.PathLike[str] = ".",
-    user: bool = False,
-    http: str | None = None,
-    hooks_file: str = DEFAULT_HOOKS_FILE,
-    fail_closed: bool = False,
-    traces_out: str | None = DEFAULT_TRACES,
-) -> ProjectChange:
-    """Install where the form belongs (see the module doc), a starter hook file if none.
-
-    Raises:
-        ValueError: a settings file cannot be edited without loss (none was written).
-        OSError: a file cannot be read or written.
-    """
-    result = ProjectChange()
-    traces = traces_out if http is None else None
-    if traces and traces.startswith("~"):
-        private_folder(Path(traces).expanduser().parent)
-    result.traces = traces
-    if user:
-        target, other = settings_path(user=True), None
-    else:
-        shared = settings_path(project=project)
-        local = settings_path(project=project, local=True)
-        # the command form names this machine's interpreter: never in the shared file
-        target, other = (shared, local) if http is not None else (local, shared)
-    if other is not None:
-        result.changes.append(uninstall(other))
-    result.changes.append(
-        install(
-            target, http=http, hooks_file=hooks_file, fail_closed=fail_closed, traces_out=traces
-        )
-    )
-    if not user and not Path(hooks_file).is_absolute():
-        starter = Path(project) / hooks_file
-        result.hooks_file = starter
-        if not starter.exists():
-            starter.parent.mkdir(parents=True, exist_ok=True)
-            with starter.open("x", encoding="utf-8") as handle:
-                handle.write(starter_hooks_yaml())
-            result.hooks_file_verb = "created"
-    return result
-
-
-def uninstall_project(
-    *,
-    project: str | os.PathLike[str] = ".",
-    user: bool = False,
-    hooks_file: str = DEFAULT_HOOKS_FILE,
-) -> ProjectChange:
-    """Remove ours from every settings file install may have written; the starter hook file
-    too, when it is still exactly the starter (an edited one is the user's)."""
-    result = ProjectChange()
-    if user:
-        result.changes.append(uninstall(settings_path(user=True)))
-        return result
-    for local in (False, True):
-        result.changes.append(uninstall(settings_path(project=project, local=local)))
-    starter = Path(project) / hooks_file
-    try:
-        if starter.read_text(encoding="utf-8") == starter_hooks_yaml():
-            starter.unlink()
-            result.hooks_file, result.hooks_file_verb = starter, "deleted"
-    except (OSError, UnicodeDecodeError):
-        pass
-    return result
