@@ -43,6 +43,16 @@ __all__ = ["ServerSessions"]
 _MEMORY = ":memory:"
 _ROW_BYTES = 128  # what a row costs beyond its strings (ids, integers, SQLite's own)
 
+
+def _session_bytes(session_id: str) -> int:
+    # a session's id is stored four times: the operations and counters rows and their keys
+    return 4 * len(session_id) + 2 * _ROW_BYTES
+
+
+def _tool_bytes(session_id: str, tool_use_id: str, name: str, tool_input: int) -> int:
+    # a tool row, and its (session_id, tool_use_id) key again in the primary key's index
+    return 2 * (len(session_id) + len(tool_use_id)) + len(name) + tool_input + _ROW_BYTES
+
 DropCounter = Callable[[int, str], None]
 
 
@@ -113,7 +123,7 @@ class ServerSessions(BridgeState):
         ttl_s: float = 24 * 3600.0,
         max_sessions: int = 10_000,
         max_tools_per_session: int = 1_024,
-        max_bytes: int = 256 * 1024 * 1024,
+        max_bytes: int = 64 * 1024 * 1024,
         on_drop: DropCounter | None = None,
     ):
         # BridgeState.__init__ is not called: it prepares a file for per-transaction connections.
@@ -202,7 +212,7 @@ class ServerSessions(BridgeState):
         with self._lock:
             held = self._held.get(session_id)
             if held is None:
-                held = self._held[session_id] = _Held(now, bytes=len(session_id) + _ROW_BYTES)
+                held = self._held[session_id] = _Held(now, bytes=_session_bytes(session_id))
                 self._held_bytes += held.bytes
             held.touched = now
             self._held.move_to_end(session_id)
@@ -243,18 +253,19 @@ class ServerSessions(BridgeState):
         """Account what a durable file kept from an earlier run (its clock restarts now)."""
         now = time.monotonic()
         rows = self._db.execute(
-            "SELECT session_id, tool_use_id, length(tool_use_id) + length(tool_name) "
-            "+ length(tool_input) FROM tools ORDER BY start_ns"
+            "SELECT session_id, tool_use_id, length(tool_name), length(tool_input) FROM tools "
+            "ORDER BY start_ns"
         ).fetchall()
         sessions = self._db.execute("SELECT session_id FROM operations").fetchall()
         for session_id, *_ in [*rows, *sessions]:
             if session_id not in self._held:
-                self._held[session_id] = _Held(now, bytes=len(session_id) + _ROW_BYTES)
-                self._held_bytes += len(session_id) + _ROW_BYTES
-        for session_id, tool_use_id, size in rows:
-            self._held[session_id].tools[tool_use_id] = int(size) + _ROW_BYTES
-            self._held[session_id].bytes += int(size) + _ROW_BYTES
-            self._held_bytes += int(size) + _ROW_BYTES
+                self._held[session_id] = _Held(now, bytes=_session_bytes(session_id))
+                self._held_bytes += _session_bytes(session_id)
+        for session_id, tool_use_id, name_length, input_length in rows:
+            size = _tool_bytes(session_id, tool_use_id, "", name_length + input_length)
+            self._held[session_id].tools[tool_use_id] = size
+            self._held[session_id].bytes += size
+            self._held_bytes += size
 
     def _release_tool(self, session_id: str, tool_use_id: str) -> None:
         with self._lock:
@@ -299,9 +310,8 @@ class ServerSessions(BridgeState):
         tool_input: dict[str, Any],
     ) -> OpenTool:
         tool = super().start_tool(operation, tool_use_id, tool_name, tool_input)
-        size = len(tool_use_id) + len(tool_name) + _ROW_BYTES
-        if tool_input:
-            size += len(json.dumps(tool_input, default=str))
+        stored = len(json.dumps(tool_input, default=str)) if tool_input else 2
+        size = _tool_bytes(operation.session_id, tool_use_id, tool_name, stored)
         self._hold(operation.session_id, (tool_use_id, size))
         return tool
 
