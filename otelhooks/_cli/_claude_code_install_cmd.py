@@ -75,6 +75,9 @@ def _install(args: argparse.Namespace) -> int:
         if change.before is None and change.after is None:
             continue  # no file before, none now
         print(_report(change))
+    local = [c for c in result.changes if c.path.name == "settings.local.json" and c.after]
+    if local and local[0].before is None:
+        print(f"  keep {local[0].path} out of git: it names this machine's Python")
     if result.hooks_file is not None and result.hooks_file_verb == "created":
         print(f"{result.hooks_file}: created (a starter hook file: a guard against rm -rf)")
     form = f"http hooks to {args.http}" if args.http else "command hooks"
@@ -128,6 +131,10 @@ def _tree(args: argparse.Namespace) -> int:
     path = args.path or os.path.expanduser(DEFAULT_TRACES)
     try:
         spans = read_otlp_json_lines(path)
+    except FileNotFoundError:
+        hint = "" if args.path else ": `otelhooks claude-code install`, then a Claude Code session"
+        print(f"otelhooks claude-code tree: no traces yet at {path}{hint}", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"otelhooks claude-code tree: {exc}", file=sys.stderr)
         return 1

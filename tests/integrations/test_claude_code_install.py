@@ -225,3 +225,12 @@ def test_uninstall_keeps_a_starter_file_the_user_edited(fresh: Path) -> None:
     starter.write_text(starter.read_text() + "# mine\n")
     assert main(["claude-code", "uninstall", "--project", str(fresh)]) == 0
     assert starter.exists()
+
+
+def test_tree_without_traces_says_where_it_looked_and_what_records_them(
+    fresh: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["claude-code", "tree"]) == 1
+    err = capsys.readouterr().err
+    assert "claude-code-traces.jsonl" in err
+    assert "otelhooks claude-code install" in err

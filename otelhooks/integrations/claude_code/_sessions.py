@@ -53,6 +53,7 @@ def _tool_bytes(session_id: str, tool_use_id: str, name: str, tool_input: int) -
     # a tool row, and its (session_id, tool_use_id) key again in the primary key's index
     return 2 * (len(session_id) + len(tool_use_id)) + len(name) + tool_input + _ROW_BYTES
 
+
 DropCounter = Callable[[int, str], None]
 
 
