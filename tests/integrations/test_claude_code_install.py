@@ -234,3 +234,17 @@ def test_tree_without_traces_says_where_it_looked_and_what_records_them(
     err = capsys.readouterr().err
     assert "claude-code-traces.jsonl" in err
     assert "otelhooks claude-code install" in err
+
+
+def test_a_handler_the_user_added_to_our_group_stays_through_reinstall_and_uninstall(
+    settings: Path,
+) -> None:
+    install(settings, http="http://127.0.0.1:4318")
+    data = json.loads(settings.read_text())
+    data["hooks"]["PreToolUse"][-1]["hooks"].append({"type": "command", "command": "mine"})
+    settings.write_text(json.dumps(data, indent=2))
+    install(settings, http="http://127.0.0.1:4318")
+    uninstall(settings)
+    groups = json.loads(settings.read_text())["hooks"]["PreToolUse"]
+    assert groups[-1]["hooks"] == [{"type": "command", "command": "mine"}]
+    assert not _ours(json.loads(settings.read_text()))
