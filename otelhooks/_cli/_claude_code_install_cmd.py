@@ -47,12 +47,14 @@ def _how_to_see(http: str | None, hooks_file: str, traces: str | None) -> str:
 
 def _report(change: Change) -> str:
     what = f"{change.path}: {change.verb}"
+    if change.added and not change.changed:
+        return f"{what} (the otelhooks hooks of {len(change.added)} events are already there)"
     if change.removed and change.added:
         return f"{what} (replaced the otelhooks hooks of {len(change.added)} events)"
     if change.added:
         return f"{what} (otelhooks hooks for {len(change.added)} events)"
     if change.removed:
-        return f"{what} (removed the otelhooks hooks of {', '.join(change.removed)})"
+        return f"{what} (removed the otelhooks hooks of {len(change.removed)} events)"
     return f"{what} (no otelhooks hooks in it)"
 
 
