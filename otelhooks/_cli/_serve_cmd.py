@@ -50,6 +50,7 @@ def _serve(args: argparse.Namespace) -> int:
             header_timeout_s=args.header_timeout,
             claude_code=not args.no_claude_code,
             fail_closed=args.fail_closed,
+            hook_timeout_s=args.hook_timeout,
             span_exporters=exporters,
         )
     except ConfigError as exc:
@@ -142,6 +143,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         action="store_true",
         help="Claude Code hooks: when a hook fails on PreToolUse, answer deny (default: 500, "
         "which Claude Code treats as a non-blocking error and runs the tool)",
+    )
+    serve.add_argument(
+        "--hook-timeout",
+        type=_positive(float),
+        default=8.0,
+        metavar="SECONDS",
+        help="Claude Code hooks: a decision not made by then is answered as a failure (deny "
+        "with --fail-closed, else 500); keep it below the hook timeout Claude Code is given "
+        "(install --http writes 10) (default 8)",
     )
     serve.add_argument(
         "--traces-out",

@@ -98,7 +98,7 @@ def _parse(body: bytes, content_type: str, request: Any, what: str) -> None:
     if content_type == PROTOBUF:
         try:
             request.ParseFromString(body)
-        except DecodeError as exc:
+        except (DecodeError, RecursionError) as exc:
             raise OtlpDecodeError(f"not an OTLP protobuf {what} request: {exc}") from None
         return
     try:
@@ -112,6 +112,9 @@ def _parse(body: bytes, content_type: str, request: Any, what: str) -> None:
         json_format.ParseDict(data, request, ignore_unknown_fields=True)
     except (ValueError, TypeError, AttributeError, json_format.ParseError) as exc:
         raise OtlpDecodeError(f"not an OTLP/JSON {what} request: {exc}") from None
+    except RecursionError:
+        # json.loads recurses once per nesting level: a deep body is the client's error
+        raise OtlpDecodeError(f"not an OTLP/JSON {what} request: nested too deeply") from None
 
 
 def _value(value: Any) -> Any:
@@ -273,7 +276,7 @@ class OtlpSignalIngest:
                 await send_json(send, 413, {"error": "too_large", "message": f"at most {limit}"})
                 return
             await asyncio.to_thread(self.ingest, data, ctype)
-        except (OtlpDecodeError, zlib.error) as exc:
+        except (OtlpDecodeError, zlib.error, RecursionError) as exc:
             await send_json(send, 400, {"error": "bad_request", "message": str(exc)})
             return
         await respond(send, 200, _response(self.kind, ctype), ctype.encode())

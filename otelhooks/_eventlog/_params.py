@@ -51,10 +51,11 @@ class EventsQuery:
 
 
 def _int(name: str, raw: str, low: int, high: int | None) -> int:
-    try:
-        value = int(raw, 10)
-    except ValueError:
-        raise BadParameter(name, f"{name} must be an integer, not {raw[:40]!r}") from None
+    # Plain ASCII digits only: int() also takes "5_000", "+7", " 5" and other scripts' digits,
+    # forms no client means and a cache or a proxy in front may read differently.
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 20:
+        raise BadParameter(name, f"{name} must be a decimal integer, not {raw[:40]!r}")
+    value = int(raw, 10)
     if value < low or (high is not None and value > high):
         bound = f"between {low} and {high}" if high is not None else f"at least {low}"
         raise BadParameter(name, f"{name} must be {bound}, not {value}")

@@ -306,6 +306,7 @@ def serve(
     claude_code: bool = True,
     span_exporters: Sequence[SpanExporter] = (),
     fail_closed: bool = False,
+    hook_timeout_s: float = 8.0,
 ) -> EventLogServer:
     """Build what ``otelhooks serve`` runs from hook files, and start it (unless ``start``
     is False, for :meth:`EventLogServer.serve_forever`).
@@ -321,7 +322,8 @@ def serve(
     logs and metrics, and joins Claude Code's telemetry with its sessions; hook spans and
     joined spans go to ``span_exporters`` and to OTLP when the ``OTEL_EXPORTER_OTLP_*``
     endpoint is set. Sessions survive a restart when an ``agent_events`` log is durable.
-    ``fail_closed`` makes a failing hook deny ``PreToolUse`` instead of answering 500.
+    ``fail_closed`` makes a failing hook deny ``PreToolUse`` instead of answering 500;
+    ``hook_timeout_s`` is when a deciding Claude Code hook not answered yet counts as failed.
 
     Raises:
         ConfigError: a file is invalid, two logs share a name, or there is no admin token.
@@ -363,6 +365,7 @@ def serve(
             sessions_path=sessions_path_beside(durable) if durable else None,
             exporters=span_exporters,
             fail_closed=fail_closed,
+            decision_timeout_s=hook_timeout_s,
         )
         received = [serving.span_processor]
         routes = serving.routes

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import stat
 import threading
 from collections.abc import Sequence
 from typing import IO, Any
@@ -36,6 +37,8 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
 
     The file is opened for append on the first export, so constructing the exporter touches
     nothing. Lines are written whole under a lock, so concurrent exports never interleave.
+    The file is created ``0600`` (an existing regular file is tightened to it): spans carry
+    prompts and tool arguments, kept as privately as the event log.
 
     Args:
         path: The file to append to. Its directory must exist.
@@ -76,7 +79,13 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
             try:
                 if self._file is None:
                     # Unbuffered: each line reaches the OS in one write, whole, as it is made.
-                    self._file = open(self._path, "ab", buffering=0)  # noqa: SIM115
+                    # Created 0600 like every file otelhooks keeps data in (spans carry
+                    # prompts and tool arguments); a file of an older version is tightened.
+                    fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                    mode = os.fstat(fd).st_mode
+                    if stat.S_ISREG(mode) and stat.S_IMODE(mode) & 0o077:
+                        os.fchmod(fd, 0o600)  # never a pipe or a terminal (/dev/stdout)
+                    self._file = open(fd, "ab", buffering=0)  # noqa: SIM115
                 _write_all(self._file, line)
             except OSError as exc:
                 reason = f"{exc.strerror or exc}"

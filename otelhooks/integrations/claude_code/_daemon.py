@@ -6,6 +6,11 @@ socket with the bridge's exact answer as JSON: ``{"exit_code", "stdout", "stderr
 sessions are :class:`ServerSessions` over the **same** state file as the one-process bridge, so
 an event handled by either continues the other's spans. Only one daemon serves a socket (an
 exclusive ``flock`` on ``SOCKET.lock``); it leaves after ``idle_s`` seconds without events.
+
+Events run on a :class:`~otelhooks.integrations.claude_code._fair.FairRunner` keyed by session:
+one session's slow hooks never hold another's, and an event not answered within ``answer_s``
+(25 s by default, inside the 30 s ``install`` writes for the command form) is answered as the
+bridge answers a failure (a deny under ``--fail-closed``, else exit 1) and logged as an error.
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import os
+import re
 import socket
 import time
 from collections.abc import Mapping
@@ -24,6 +30,7 @@ import structlog
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, send_json
 from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
 from otelhooks.integrations.claude_code._common import HookResponse
+from otelhooks.integrations.claude_code._fair import FairRunner, Late
 from otelhooks.integrations.claude_code._input import InputProblem, event_name_of, parse_input
 from otelhooks.integrations.claude_code._run import (
     _CAPTURE_ENV,
@@ -35,9 +42,14 @@ from otelhooks.integrations.claude_code._run import (
 from otelhooks.integrations.claude_code._sessions import ServerSessions
 from otelhooks.integrations.claude_code._state import DEFAULT_STATE_PATH, STATE_ENV
 
-__all__ = ["DEFAULT_IDLE_S", "build_bridge", "run_daemon"]
+__all__ = ["DEFAULT_ANSWER_S", "DEFAULT_IDLE_S", "build_bridge", "run_daemon"]
 
 DEFAULT_IDLE_S = 900.0
+# ``install`` gives the command form 30 s: the daemon answers by 25, leaving the client its time
+DEFAULT_ANSWER_S = 25.0
+ANSWER_ENV = "OTELHOOKS_CLAUDE_DAEMON_ANSWER_S"
+# the fairness key, read without parsing (Claude Code writes session_id first)
+_SESSION = re.compile(rb'"session_id"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
 
 _log = structlog.get_logger("otelhooks")
 
@@ -85,9 +97,13 @@ def build_bridge(options: BridgeOptions, env: Mapping[str, str]) -> ClaudeCodeBr
 
 
 class _DaemonApp:
-    def __init__(self, bridge: ClaudeCodeBridge, options: BridgeOptions) -> None:
+    def __init__(
+        self, bridge: ClaudeCodeBridge, options: BridgeOptions, *, answer_s: float
+    ) -> None:
         self.bridge = bridge
         self.options = options
+        self.answer_s = answer_s
+        self.runner = FairRunner(on_drop=bridge.engine.metrics.drop_counter("claude_code_hooks"))
         self.last = time.monotonic()
 
     def answer(self, raw: bytes) -> HookResponse:
@@ -112,8 +128,20 @@ class _DaemonApp:
         if scope["type"] != "http":
             return
         self.last = time.monotonic()
-        raw = await read_body(receive, 64 * 1024 * 1024)
-        response = await asyncio.to_thread(self.answer, raw or b"")
+        raw = await read_body(receive, 64 * 1024 * 1024) or b""
+        found = _SESSION.search(raw, 0, 1 << 16)
+        key = found.group(1).decode("utf-8", "replace") if found else ""
+        try:
+            response = await self.runner.run(key, lambda: self.answer(raw), timeout_s=self.answer_s)
+        except Late as late:
+            event = event_name_of(raw)
+            _log.error(
+                "claude-code hook gave no answer in time: answered as a failure",
+                hook_event=event,
+                reason=late.reason,
+                fail_closed=self.options.fail_closed,
+            )
+            response = _refusal(event, f"no answer: {late}", self.options)
         self.last = time.monotonic()
         body: dict[str, Any] = {
             "exit_code": response.exit_code,
@@ -130,6 +158,7 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
     from otelhooks.integrations.claude_code.hook_client import IDLE_ENV
 
     idle = idle_s if idle_s is not None else float(os.environ.get(IDLE_ENV) or DEFAULT_IDLE_S)
+    answer_s = float(os.environ.get(ANSWER_ENV) or DEFAULT_ANSWER_S)
     path = Path(socket_path)
     lock = open(f"{path}.lock", "a+b")  # noqa: SIM115 - held for the daemon's life
     try:
@@ -138,7 +167,9 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
         lock.close()
         return 0  # another daemon serves this socket
     bridge = build_bridge(options, os.environ)
-    app = _DaemonApp(bridge, options)
+    if isinstance(bridge.state, ServerSessions):
+        bridge.state.on_drop = bridge.engine.metrics.drop_counter("claude_code_sessions")
+    app = _DaemonApp(bridge, options, answer_s=answer_s)
     path.unlink(missing_ok=True)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
@@ -169,6 +200,7 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
     finally:
         path.unlink(missing_ok=True)
         sock.close()
+        app.runner.close()
         bridge.close()
         if isinstance(bridge.state, ServerSessions):
             bridge.state.close()

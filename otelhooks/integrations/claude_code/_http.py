@@ -12,35 +12,59 @@ exit 0, JSON on stdout      200 with that JSON (``{}`` when there is nothing to 
 exit 2, reason on stderr    200 with the JSON form of the block: ``permissionDecision: deny`` for
                             ``PreToolUse``, ``{"decision": "block"}`` otherwise (an HTTP hook
                             cannot answer with an exit code)
-the bridge failed           500 (a non-blocking error for Claude Code: shown, the tool runs) or,
-                            with ``fail_closed``, 200 with a deny for ``PreToolUse``
-not JSON / not an object    400 (also non-blocking)
+the bridge failed, or gave  500 (a non-blocking error for Claude Code: shown, the tool runs) or,
+no answer by the deadline   with ``fail_closed``, 200 with a deny for ``PreToolUse``
+not JSON / not an object    400 (also non-blocking); with ``fail_closed`` a deny when the event
+                            is (or may be) ``PreToolUse``
+a ``Post*`` event for a     409: the ``tool_use_id`` is not open in the session it names (a
+tool use its session never  forged or misrouted event ends nothing and reaches no observer)
+opened, a ``SessionEnd``
+of a session never seen
 ==========================  ======================================================================
 
+The body is read by :func:`~otelhooks.integrations.claude_code._input.parse_input`, as the
+command form reads stdin: a value nested deeper than its limit reaches the hooks as its JSON text,
+never as a ``RecursionError``.
+
 Events whose hooks decide (``PreToolUse``, ``Stop``, ``PostToolUse``... every event of
-:data:`ANSWERING_EVENTS`) run on a worker thread: a control webhook or a command hook they wait
-for never blocks the server's event loop. The others only record (session state, a span, queued
-observers) and are answered inline.
+:data:`ANSWERING_EVENTS`) run on a
+:class:`~otelhooks.integrations.claude_code._fair.FairRunner`: a control webhook or a command hook
+they wait for never blocks the server's event loop, one session's slow calls never hold another
+session's, and an answer that would come after ``decision_timeout_s`` (kept below the 10 s
+timeout ``install --http`` writes) is given up on and answered as a failure, logged as an error.
+The others only record (session state, a span, queued observers) and are answered inline.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping
 from typing import Any
 
 import structlog
 
-from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond, send_json
+from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
 from otelhooks.integrations.claude_code._answers import ANSWERING_EVENTS
 from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
 from otelhooks.integrations.claude_code._common import HookResponse
+from otelhooks.integrations.claude_code._fair import FairRunner, Late
+from otelhooks.integrations.claude_code._input import InputProblem, event_name_of, parse_input
+from otelhooks.integrations.claude_code._sessions import ServerSessions
 
-__all__ = ["DEFAULT_MAX_HOOK_BODY", "HOOK_ROUTE", "ClaudeCodeHookRoute", "http_answer"]
+__all__ = [
+    "DEFAULT_DECISION_TIMEOUT_S",
+    "DEFAULT_MAX_HOOK_BODY",
+    "HOOK_ROUTE",
+    "ClaudeCodeHookRoute",
+    "http_answer",
+]
 
 HOOK_ROUTE = "/v1/hooks/claude-code"
 DEFAULT_MAX_HOOK_BODY = 4 * 1024 * 1024  # tool inputs and responses (file contents) included
+# ``install --http`` writes a 10 s timeout: answer by 8 s, so a late answer is still ours to give
+DEFAULT_DECISION_TIMEOUT_S = 8.0
+# events that end a tool use: they must name one their session opened
+_TOOL_ENDS = frozenset({"PostToolUse", "PostToolUseFailure", "PermissionDenied"})
 
 _log = structlog.get_logger("otelhooks")
 
@@ -81,9 +105,12 @@ class ClaudeCodeHookRoute:
 
     Args:
         bridge: the long-lived bridge (``state`` a :class:`ServerSessions`).
-        fail_closed: when the bridge itself fails on a ``PreToolUse``, deny the tool instead
-            of answering 500 (which Claude Code treats as "no objection").
+        fail_closed: when the bridge itself fails on a ``PreToolUse`` (or gives no answer in
+            time), deny the tool instead of answering 500 (which Claude Code treats as "no
+            objection").
         max_body_bytes: largest hook input accepted (else 413, a non-blocking error).
+        decision_timeout_s: a deciding event not answered by then gets the failure answer.
+        runner: where deciding events run (a :class:`FairRunner` of 32 threads by default).
 
     Example:
         >>> route = ClaudeCodeHookRoute(bridge)
@@ -97,44 +124,92 @@ class ClaudeCodeHookRoute:
         *,
         fail_closed: bool = False,
         max_body_bytes: int = DEFAULT_MAX_HOOK_BODY,
+        decision_timeout_s: float = DEFAULT_DECISION_TIMEOUT_S,
+        runner: FairRunner | None = None,
     ) -> None:
         self.bridge = bridge
         self.fail_closed = fail_closed
         self.max_body_bytes = max_body_bytes
+        self.decision_timeout_s = decision_timeout_s
+        drops = bridge.engine.metrics.drop_counter("claude_code_hooks")
+        self.runner = runner or FairRunner(on_drop=drops)
+
+    def _failure(self, event: str | None, problem: str, status: int = 500) -> tuple[int, bytes]:
+        """The answer when no hook decided: a deny when fail-closed guards it, else ``status``."""
+        if self.fail_closed and event in ("PreToolUse", None):
+            reason = f"otelhooks could not check this tool call (fail-closed): {problem}"
+            return 200, json.dumps(_deny("PreToolUse", reason)).encode()
+        error = "hook_failed" if status == 500 else "bad_request"
+        return status, json.dumps({"error": error, "message": problem}).encode()
 
     def answer(self, payload: Mapping[str, Any]) -> tuple[int, bytes]:
         """Handle one hook input; returns the HTTP status and body."""
         event = str(payload.get("hook_event_name") or "")
+        refused = self._foreign(event, payload)
+        if refused is not None:
+            return 409, json.dumps({"error": "conflict", "message": refused}).encode()
         try:
             response = self.bridge.handle(payload)
         except Exception as exc:
             _log.exception("claude-code hook failed", hook_event=event)
-            if self.fail_closed and event == "PreToolUse":
-                reason = f"otelhooks could not check this tool call ({type(exc).__name__})"
-                return 200, json.dumps(_deny(event, reason)).encode()
-            return 500, json.dumps({"error": "hook_failed", "message": str(exc)}).encode()
+            return self._failure(event or None, f"{type(exc).__name__}: {exc}")
         return http_answer(event, response)
+
+    def _foreign(self, event: str, payload: Mapping[str, Any]) -> str | None:
+        """Why an event that ends something names what its session never opened, or ``None``."""
+        sessions = self.bridge.state
+        if not isinstance(sessions, ServerSessions):
+            return None
+        session = str(payload.get("session_id") or "unknown-session")
+        if event in _TOOL_ENDS:
+            use_id = payload.get("tool_use_id")
+            if not isinstance(use_id, str) or not sessions.has_open_tool(session, use_id):
+                return f"tool_use_id {str(use_id)[:80]!r} is not open in this session"
+        if event == "SessionEnd":
+            if not sessions.saw(session):
+                return "this session is not known to the server"
+        elif event not in _TOOL_ENDS:
+            sessions.note(session)
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         raw = await read_body(receive, self.max_body_bytes)
         if raw is None:
-            body = {"error": "too_large", "message": f"at most {self.max_body_bytes} bytes"}
-            await send_json(send, 413, body)
+            problem = f"the hook input is larger than {self.max_body_bytes} bytes"
+            status, answer = self._failure(None, problem, 413)
+            if status == 413:
+                answer = json.dumps({"error": "too_large", "message": problem}).encode()
+            await respond(send, status, answer, b"application/json")
             return
         try:
-            payload = json.loads(raw)
-        except ValueError as exc:
-            await send_json(send, 400, {"error": "bad_request", "message": f"not JSON: {exc}"})
+            payload = parse_input(raw)
+        except InputProblem as exc:
+            status, answer = self._failure(event_name_of(raw), str(exc), 400)
+            await respond(send, status, answer, b"application/json")
             return
-        if not isinstance(payload, dict):
-            body = {"error": "bad_request", "message": "the hook input is not a JSON object"}
-            await send_json(send, 400, body)
-            return
-        if str(payload.get("hook_event_name")) in _DECIDING:
-            # intercept hooks may wait (commands, control webhooks): never on the event loop
-            status, answer = await asyncio.to_thread(self.answer, payload)
+        event = str(payload.get("hook_event_name") or "")
+        if event in _DECIDING:
+            # intercept hooks may wait (commands, control webhooks): never on the event loop,
+            # never behind another session's calls, never past the client's timeout
+            session = str(payload.get("session_id") or "unknown-session")
+            try:
+                status, answer = await self.runner.run(
+                    session, lambda: self.answer(payload), timeout_s=self.decision_timeout_s
+                )
+            except Late as late:
+                _log.error(
+                    "claude-code hook gave no answer in time: answered as a failure",
+                    hook_event=event,
+                    reason=late.reason,
+                    fail_closed=self.fail_closed,
+                )
+                status, answer = self._failure(event, f"otelhooks: {late}")
         else:
             # the rest only records (session state in memory, a span, queued observers):
             # answered inline, without a thread hop on Claude Code's path
             status, answer = self.answer(payload)
         await respond(send, status, answer, b"application/json")
+
+    def close(self) -> None:
+        """Stop the runner's threads (after the calls it holds)."""
+        self.runner.close()

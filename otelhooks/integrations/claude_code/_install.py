@@ -1,11 +1,26 @@
 """``otelhooks claude-code install`` / ``uninstall``: our hook entries in Claude Code's settings.
 
-:func:`install` merges one matcher group per hook event into ``.claude/settings.json`` (or
-``~/.claude/settings.json``), idempotently: it first removes the entries that are ours, then adds
-the current ones, and never touches any other hook, key or group. An entry is ours when it is a
-``command`` hook running ``otelhooks claude-code`` or an ``http`` hook posting to
-``/v1/hooks/claude-code``. :func:`uninstall` removes exactly those (and the groups and events
-they leave empty).
+:func:`install` merges one matcher group per hook event into a settings file, idempotently: it
+first removes the entries that are ours, then adds the current ones, and never touches any other
+hook, key or group. :func:`uninstall` removes exactly ours (and the groups and events they leave
+empty). Each edit is a minimal splice of the file's text, under a lock, through symlinks
+(:mod:`._settings_file`): removing what install added gives back the file's bytes and mode, and
+no file where there was none. A file that cannot be edited without loss (a key given twice,
+not strict JSON) is refused, untouched.
+
+**Ours** means written by ``install``, recognised by a mark: a command ends with the shell
+comment :data:`MARK`, an ``http`` hook carries the header :data:`MARK_HEADER`. Entries an older
+version wrote carry no mark; they are recognised by their exact form (the hook client run by
+path with ``-I -S``; the ``http`` hook with exactly the header, variable and timeout it wrote).
+A user's own ``otelhooks claude-code --hooks ...`` entry is never ours.
+
+:func:`~._install_project.install_project` is what the CLI runs: the command form's entries
+name this machine's interpreter and checkout, so on a project they go to
+``.claude/settings.local.json`` (Claude Code's file for one machine, kept out of git), never the
+shared ``.claude/settings.json``; the ``http`` form has nothing machine-specific and goes to the
+shared file. A project without a hook file gets the starter one
+(:func:`otelhooks._starter.starter_hooks_yaml`); the command form records spans to
+:data:`DEFAULT_TRACES` (``otelhooks claude-code tree`` reads it by default).
 
 Two forms:
 
@@ -28,19 +43,25 @@ says so; the command form's ``--fail-closed`` turns a crashed bridge into a deny
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_ours
+from otelhooks.integrations.claude_code._json_text import Node
+from otelhooks.integrations.claude_code._settings_file import Edited, edit_settings
+
 __all__ = [
     "ASYNC_EVENTS",
+    "DEFAULT_HOOKS_FILE",
+    "DEFAULT_TRACES",
     "EVENTS",
+    "MARK",
+    "MARK_HEADER",
     "TOKEN_ENV",
     "Change",
     "install",
@@ -51,8 +72,11 @@ __all__ = [
 
 TOKEN_ENV = "OTELHOOKS_INGEST_TOKEN"
 ROUTE = "/v1/hooks/claude-code"
-COMMAND = "otelhooks claude-code"
 CLIENT_FILE = "otelhooks/integrations/claude_code/hook_client.py"
+MARK = "# otelhooks:installed"
+MARK_HEADER = "X-Otelhooks-Installed"
+DEFAULT_HOOKS_FILE = ".claude/otelhooks.yaml"
+DEFAULT_TRACES = "~/.otelhooks/claude-code-traces.jsonl"
 
 # Every event the bridge maps (Claude Code 2.1), in Claude's lifecycle order, except
 # WorktreeCreate (Claude Code takes that hook's stdout as the worktree path) and MessageDisplay
@@ -117,29 +141,77 @@ class Change:
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    before: bytes | None = None
+    after: bytes | None = None
 
     @property
     def changed(self) -> bool:
-        """Whether the file's hooks differ from before (a re-install of the same is no change)."""
-        return sorted(self.added) != sorted(self.removed)
+        """Whether the file's bytes differ from before (a re-install of the same is no change)."""
+        return self.before != self.after
+
+    @property
+    def verb(self) -> str:
+        """``created``, ``updated``, ``deleted`` or ``unchanged``: what happened to the file."""
+        if not self.changed:
+            return "unchanged"
+        if self.before is None:
+            return "created"
+        return "deleted" if self.after is None else "updated"
 
 
-def settings_path(*, user: bool = False, project: str | os.PathLike[str] = ".") -> Path:
-    """``~/.claude/settings.json`` with ``user``, else ``PROJECT/.claude/settings.json``."""
+def settings_path(
+    *, user: bool = False, project: str | os.PathLike[str] = ".", local: bool = False
+) -> Path:
+    """``~/.claude/settings.json`` with ``user``, else ``PROJECT/.claude/settings.json`` (or
+    ``settings.local.json`` with ``local``)."""
     if user:
         return Path("~/.claude/settings.json").expanduser()
-    return Path(project) / ".claude" / "settings.json"
+    name = "settings.local.json" if local else "settings.json"
+    return Path(project) / ".claude" / name
+
+
+def _legacy_command(command: str) -> bool:
+    """The exact command an earlier ``install`` wrote: the hook client run by path."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return (
+        len(words) in (6, 7)
+        and words[1:3] == ["-I", "-S"]
+        and words[3].endswith(CLIENT_FILE)
+        and words[4] == "--hooks"
+        and (len(words) == 6 or words[6] == "--fail-closed")
+    )
+
+
+def _legacy_http(handler: dict[str, Any]) -> bool:
+    """The exact ``http`` hook an earlier ``install`` wrote."""
+    return (
+        set(handler) == {"type", "url", "headers", "allowedEnvVars", "timeout"}
+        and str(handler.get("url") or "").rstrip("/").endswith(ROUTE)
+        and handler.get("headers") == {"Authorization": f"Bearer ${TOKEN_ENV}"}
+        and handler.get("allowedEnvVars") == [TOKEN_ENV]
+        and handler.get("timeout") == 10
+    )
 
 
 def is_ours(handler: Any) -> bool:
-    """Whether a hook handler entry was written by :func:`install`."""
+    """Whether a hook handler entry was written by :func:`install` (this or an older version).
+
+    Example:
+        >>> is_ours({"type": "command", "command": "otelhooks claude-code --fail-closed"})
+        False
+    """
     if not isinstance(handler, dict):
         return False
     if handler.get("type") == "command":
         command = str(handler.get("command") or "")
-        return COMMAND in command or CLIENT_FILE in command
+        return command.rstrip().endswith(MARK) or _legacy_command(command)
     if handler.get("type") == "http":
-        return str(handler.get("url") or "").rstrip("/").endswith(ROUTE)
+        headers = handler.get("headers")
+        marked = isinstance(headers, dict) and MARK_HEADER in headers
+        return marked or _legacy_http(handler)
     return False
 
 
@@ -156,111 +228,107 @@ def hook_url(base: str) -> str:
     return base if base.endswith(ROUTE) else base + ROUTE
 
 
-def _handler(event: str, *, http: str | None, hooks_file: str, fail_closed: bool) -> dict[str, Any]:
+def _handler(
+    event: str,
+    *,
+    http: str | None,
+    hooks_file: str,
+    fail_closed: bool,
+    traces_out: str | None,
+) -> dict[str, Any]:
     if http is not None:
         return {
             "type": "http",
             "url": hook_url(http),
-            "headers": {"Authorization": f"Bearer ${TOKEN_ENV}"},
+            "headers": {"Authorization": f"Bearer ${TOKEN_ENV}", MARK_HEADER: "1"},
             "allowedEnvVars": [TOKEN_ENV],
             "timeout": 10,
         }
     command = f"{client_command()} --hooks {shlex.quote(hooks_file)}"
+    if traces_out:
+        command += f" --traces-out {shlex.quote(traces_out)}"
     if fail_closed and event in GUARD_EVENTS:
         command += " --fail-closed"
-    handler: dict[str, Any] = {"type": "command", "command": command, "timeout": 30}
+    handler: dict[str, Any] = {"type": "command", "command": f"{command} {MARK}", "timeout": 30}
     if event in ASYNC_EVENTS:
         handler["async"] = True
     return handler
 
 
-def _load(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        return {}
-    text = path.read_text(encoding="utf-8")
-    data = json.loads(text) if text.strip() else {}
-    if not isinstance(data, dict):
-        raise ValueError(f"{path} is not a JSON object")
-    return data
+def _groups(
+    events: Sequence[str],
+    *,
+    http: str | None,
+    hooks_file: str,
+    fail_closed: bool,
+    traces_out: str | None,
+) -> dict[str, dict[str, Any]]:
+    groups: dict[str, dict[str, Any]] = {}
+    for event in events:
+        handler = _handler(
+            event, http=http, hooks_file=hooks_file, fail_closed=fail_closed, traces_out=traces_out
+        )
+        group: dict[str, Any] = {"hooks": [handler]}
+        if event in TOOL_EVENTS:
+            group = {"matcher": "*", **group}
+        groups[event] = group
+    return groups
 
 
-def _write(path: Path, data: dict[str, Any]) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    # write then rename: Claude Code may read the file at any moment
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".settings.", suffix=".json")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2)
-        handle.write("\n")
-    os.replace(tmp, path)
+def _warnings(events: Sequence[str], http: str | None, fail_closed: bool) -> list[str]:
+    guards = [e for e in GUARD_EVENTS if e in events]
+    if guards and http is not None:
+        return [
+            f"the {'/'.join(guards)} guards fail open when {hook_url(http)} is down: Claude "
+            "Code reports a non-blocking hook error and runs the tool anyway; keep `otelhooks "
+            "serve` running (with --fail-closed, a slow or failing hook denies), or use the "
+            "command form with --fail-closed"
+        ]
+    if guards and not fail_closed:
+        return [
+            f"the {'/'.join(guards)} guards fail open: if the bridge itself fails (a broken "
+            "hooks file, a crash) Claude Code runs the tool anyway; add --fail-closed to deny"
+        ]
+    return []
 
 
-def _strip(hooks: dict[str, Any]) -> list[str]:
-    """Remove our handlers from a ``hooks`` mapping in place; returns the events touched."""
-    removed: list[str] = []
-    for event in list(hooks):
-        groups = hooks[event]
-        if not isinstance(groups, list):
-            continue
-        kept_groups = []
-        for group in groups:
-            handlers = group.get("hooks") if isinstance(group, dict) else None
-            if not isinstance(handlers, list):
-                kept_groups.append(group)
-                continue
-            kept = [h for h in handlers if not is_ours(h)]
-            if len(kept) != len(handlers):
-                removed.append(event)
-            if kept:
-                kept_groups.append({**group, "hooks": kept})
-        if kept_groups:
-            hooks[event] = kept_groups
-        else:
-            del hooks[event]
-    return removed
+def _record(change: Change, edited: Edited) -> Change:
+    change.before, change.after = edited.before, edited.after
+    return change
 
 
 def install(
     path: Path,
     *,
     http: str | None = None,
-    hooks_file: str = ".claude/otelhooks.yaml",
+    hooks_file: str = DEFAULT_HOOKS_FILE,
     events: Sequence[str] = EVENTS,
     fail_closed: bool = False,
+    traces_out: str | None = None,
 ) -> Change:
     """Merge our hook entries into the settings file at ``path`` (see the module doc).
+
+    Raises:
+        ValueError: the file cannot be edited without loss (it is left untouched).
 
     Example:
         >>> change = install(Path("/tmp/p/.claude/settings.json"), http="http://127.0.0.1:4318")
         >>> "PreToolUse" in change.added
         True
     """
-    data = _load(path)
-    hooks = data.setdefault("hooks", {})
-    if not isinstance(hooks, dict):
-        raise ValueError(f"{path}: 'hooks' is not an object")
-    change = Change(path, removed=_strip(hooks))
-    for event in events:
-        group: dict[str, Any] = {
-            "hooks": [_handler(event, http=http, hooks_file=hooks_file, fail_closed=fail_closed)]
-        }
-        if event in TOOL_EVENTS:
-            group = {"matcher": "*", **group}
-        hooks.setdefault(event, []).append(group)
-        change.added.append(event)
-    _write(path, data)
-    guards = [e for e in GUARD_EVENTS if e in events]
-    if guards and http is not None:
-        change.warnings.append(
-            f"the {'/'.join(guards)} guards fail open: when {hook_url(http)} is down or slow, "
-            "Claude Code reports a non-blocking hook error and runs the tool anyway; keep "
-            "`otelhooks serve` running, or use the command form with --fail-closed"
-        )
-    elif guards and not fail_closed:
-        change.warnings.append(
-            f"the {'/'.join(guards)} guards fail open: if the bridge itself fails (a broken "
-            "hooks file, a crash) Claude Code runs the tool anyway; add --fail-closed to deny"
-        )
-    return change
+    change = Change(path, warnings=_warnings(events, http, fail_closed))
+    groups = _groups(
+        events, http=http, hooks_file=hooks_file, fail_closed=fail_closed, traces_out=traces_out
+    )
+
+    def edit(text: str, root: Node | None) -> str:
+        if root is None:
+            text = "{}\n"
+        stripped, change.removed = strip_ours(text, path, is_ours)
+        change.added = list(groups)
+        return add_groups(stripped, path, groups)
+
+    return _record(change, edit_settings(path, edit))
 
 
 def uninstall(path: Path) -> Change:
@@ -271,15 +339,11 @@ def uninstall(path: Path) -> Change:
         ['SessionStart', ...]
     """
     change = Change(path)
-    if not path.exists():
-        return change
-    data = _load(path)
-    hooks = data.get("hooks")
-    if not isinstance(hooks, dict):
-        return change
-    change.removed = _strip(hooks)
-    if not hooks:
-        del data["hooks"]
-    if change.removed:
-        _write(path, data)
-    return change
+
+    def edit(text: str, root: Node | None) -> str | None:
+        if root is None:
+            return None
+        stripped, change.removed = strip_ours(text, path, is_ours)
+        return stripped
+
+    return _record(change, edit_settings(path, edit, create=False))

@@ -34,7 +34,11 @@ from otelhooks._export._otlp import otlp_configured, otlp_span_exporter
 from otelhooks._processor import HookSpanProcessor
 from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
 from otelhooks.integrations.claude_code._common import AGENT
-from otelhooks.integrations.claude_code._http import HOOK_ROUTE, ClaudeCodeHookRoute
+from otelhooks.integrations.claude_code._http import (
+    DEFAULT_DECISION_TIMEOUT_S,
+    HOOK_ROUTE,
+    ClaudeCodeHookRoute,
+)
 from otelhooks.integrations.claude_code._sessions import ServerSessions
 from otelhooks.integrations.claude_code._spans import SpanWriter
 from otelhooks.integrations.claude_code._telemetry import ClaudeTelemetry
@@ -60,6 +64,7 @@ class ClaudeCodeServing:
 
     def close(self) -> None:
         """Export what is left and close the session store (the hook processor is not ours)."""
+        self.route.close()
         self.bridge.writer.shutdown()
         self.span_processor.shutdown()
         self.sessions.close()
@@ -81,6 +86,8 @@ def claude_code_routes(
     exporters: Sequence[SpanExporter] = (),
     fail_closed: bool = False,
     service_name: str = AGENT,
+    decision_timeout_s: float = DEFAULT_DECISION_TIMEOUT_S,
+    sessions: ServerSessions | None = None,
 ) -> ClaudeCodeServing:
     """Build the Claude Code routes of a server around its hook processor.
 
@@ -91,6 +98,10 @@ def claude_code_routes(
         exporters: where the hook spans and joined Claude Code spans go (batched).
         fail_closed: deny a ``PreToolUse`` when the bridge fails (instead of a 500).
         service_name: ``service.name`` of the hook spans.
+        decision_timeout_s: a deciding hook event not answered by then gets the failure answer
+            (a deny with ``fail_closed``, else 500), before Claude Code's own timeout.
+        sessions: the session store (its bounds chosen by the caller); else one built from
+            ``sessions_path`` with the default bounds.
 
     Example:
         >>> serving = claude_code_routes(HookSpanProcessor())
@@ -106,7 +117,9 @@ def claude_code_routes(
     writer = SpanWriter((), Resource.create({"service.name": service_name}))
     for item in export:
         writer.provider.add_span_processor(item)
-    sessions = ServerSessions(sessions_path)
+    if sessions is None:
+        drops = processor.engine.metrics.drop_counter("claude_code_sessions")
+        sessions = ServerSessions(sessions_path, on_drop=drops)
     bridge = ClaudeCodeBridge(
         state=sessions,
         engine=processor.engine,
@@ -114,7 +127,9 @@ def claude_code_routes(
         deny_mode="json",
         service_name=service_name,
     )
-    route = ClaudeCodeHookRoute(bridge, fail_closed=fail_closed)
+    route = ClaudeCodeHookRoute(
+        bridge, fail_closed=fail_closed, decision_timeout_s=decision_timeout_s
+    )
     telemetry = ClaudeTelemetry(
         sessions,
         engine=processor.engine,

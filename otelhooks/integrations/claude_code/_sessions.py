@@ -11,23 +11,85 @@ The store also remembers, for a bounded number of recently ended tool uses, whic
 ``execute_tool`` span each ``tool_use_id`` became: Claude Code exports its own telemetry at
 exit, after the hook events, and :class:`~otelhooks.integrations.claude_code.ClaudeTelemetry`
 links its tool spans to ours through it.
+
+Bounds (a client chooses session ids, tool use ids and tool inputs): every session the store
+holds is accounted in count and bytes, and expires. A session idle longer than ``ttl_s``, the
+oldest one past ``max_sessions`` or past ``max_bytes`` (ids and tool inputs it keeps), and the
+oldest open tool use of a session past ``max_tools_per_session`` are forgotten: their rows are
+deleted (their spans are never ended) and each is counted by ``on_drop`` (``otelhooks.dropped``,
+source ``claude_code_sessions``, reason ``expired``, ``too_many_sessions``, ``too_many_bytes``
+or ``too_many_tools``). The join memory (ended tool uses, recently seen sessions) is bounded
+the same way, by count and bytes, oldest first.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from otelhooks.integrations.claude_code._state import _SCHEMA, BridgeState, OpenOperation, OpenTool
 
 __all__ = ["ServerSessions"]
 
 _MEMORY = ":memory:"
+_ROW_BYTES = 128  # what a row costs beyond its strings (ids, integers, SQLite's own)
+
+
+def _session_bytes(session_id: str) -> int:
+    # a session's id is stored four times: the operations and counters rows and their keys
+    return 4 * len(session_id) + 2 * _ROW_BYTES
+
+
+def _tool_bytes(session_id: str, tool_use_id: str, name: str, tool_input: int) -> int:
+    # a tool row, and its (session_id, tool_use_id) key again in the primary key's index
+    return 2 * (len(session_id) + len(tool_use_id)) + len(name) + tool_input + _ROW_BYTES
+
+
+DropCounter = Callable[[int, str], None]
+
+
+def _no_drop(count: int, reason: str) -> None:
+    pass
+
+
+class _Recent:
+    """Keys remembered most recent last, bounded in count and bytes (oldest forgotten)."""
+
+    def __init__(self, max_count: int, max_bytes: int) -> None:
+        self.items: OrderedDict[Any, int] = OrderedDict()
+        self.sizes: dict[Any, int] = {}
+        self.bytes = 0
+        self.max_count = max_count
+        self.max_bytes = max_bytes
+
+    def put(self, key: Any, value: int, size: int) -> None:
+        if key in self.items:
+            self.bytes -= self.sizes[key]
+        self.items[key] = value
+        self.items.move_to_end(key)
+        self.sizes[key] = size
+        self.bytes += size
+        while self.items and (len(self.items) > self.max_count or self.bytes > self.max_bytes):
+            old, _ = self.items.popitem(last=False)
+            self.bytes -= self.sizes.pop(old)
+
+
+@dataclass(slots=True)
+class _Held:
+    """What the store holds for one session: when it was last used and its open tools' bytes."""
+
+    touched: float
+    tools: OrderedDict[str, int] = field(default_factory=OrderedDict)
+    bytes: int = 0
 
 
 class ServerSessions(BridgeState):
@@ -37,6 +99,12 @@ class ServerSessions(BridgeState):
         path: a SQLite file that keeps the sessions across restarts; ``None`` keeps them in
             memory.
         remember: how many ended tool uses keep their span id for joining (oldest forgotten).
+        ttl_s: a session unused this long is forgotten.
+        max_sessions: sessions held at most (oldest forgotten).
+        max_tools_per_session: open tool uses of one session at most (oldest forgotten).
+        max_bytes: bytes of ids and tool inputs held at most, all sessions (oldest forgotten);
+            the join memory may hold as much again.
+        on_drop: ``(count, reason)`` for each session or tool use forgotten.
 
     Example:
         >>> sessions = ServerSessions()
@@ -48,7 +116,17 @@ class ServerSessions(BridgeState):
         True
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, remember: int = 65_536):
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        remember: int = 65_536,
+        ttl_s: float = 24 * 3600.0,
+        max_sessions: int = 10_000,
+        max_tools_per_session: int = 1_024,
+        max_bytes: int = 64 * 1024 * 1024,
+        on_drop: DropCounter | None = None,
+    ):
         # BridgeState.__init__ is not called: it prepares a file for per-transaction connections.
         self.path = Path(path).expanduser() if path is not None else Path(_MEMORY)
         if path is not None:
@@ -66,9 +144,17 @@ class ServerSessions(BridgeState):
             self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         self._lock = threading.Lock()
-        self._remember = remember
-        self._ended: OrderedDict[tuple[str, str], int] = OrderedDict()
-        self._seen: OrderedDict[str, None] = OrderedDict()
+        self.ttl_s = ttl_s
+        self.max_sessions = max_sessions
+        self.max_tools_per_session = max_tools_per_session
+        self.max_bytes = max_bytes
+        self.on_drop = on_drop or _no_drop
+        self._ended = _Recent(remember, max_bytes // 2)
+        self._seen = _Recent(remember, max_bytes // 2)
+        self._held: OrderedDict[str, _Held] = OrderedDict()
+        self._held_bytes = 0
+        if path is not None:
+            self._count_kept()
 
     @property
     def durable(self) -> bool:
@@ -94,37 +180,146 @@ class ServerSessions(BridgeState):
     # -- joining -----------------------------------------------------------------------------------
 
     def _keep(self, tool: OpenTool) -> None:
+        size = len(tool.session_id) + len(tool.tool_use_id) + _ROW_BYTES
         with self._lock:
-            self._ended[(tool.session_id, tool.tool_use_id)] = tool.span_id
-            while len(self._ended) > self._remember:
-                self._ended.popitem(last=False)
+            self._ended.put((tool.session_id, tool.tool_use_id), tool.span_id, size)
 
     def _see(self, session_id: str) -> None:
         with self._lock:
-            self._seen[session_id] = None
-            self._seen.move_to_end(session_id)
-            while len(self._seen) > self._remember:
-                self._seen.popitem(last=False)
+            self._seen.put(session_id, 0, len(session_id) + _ROW_BYTES)
+
+    def note(self, session_id: str) -> None:
+        """Remember that a hook event of ``session_id`` arrived (see :meth:`saw`)."""
+        self._see(session_id)
 
     def saw(self, session_id: str) -> bool:
         """Whether hook events of this session reached the store (recently, in this process)."""
         with self._lock:
-            return session_id in self._seen
+            return session_id in self._seen.items
+
+    # -- bounds ------------------------------------------------------------------------------------
+
+    @property
+    def held(self) -> tuple[int, int]:
+        """Sessions held and the bytes of ids and tool inputs they hold (see the class doc)."""
+        with self._lock:
+            return len(self._held), self._held_bytes
+
+    def _hold(self, session_id: str, tool: tuple[str, int] | None = None) -> None:
+        """Account a use of ``session_id`` (and an open tool of ``size`` bytes); then forget
+        what is past a bound."""
+        now = time.monotonic()
+        drops: list[tuple[str | tuple[str, str], str]] = []
+        with self._lock:
+            held = self._held.get(session_id)
+            if held is None:
+                held = self._held[session_id] = _Held(now, bytes=_session_bytes(session_id))
+                self._held_bytes += held.bytes
+            held.touched = now
+            self._held.move_to_end(session_id)
+            if tool is not None and tool[0] not in held.tools:
+                held.tools[tool[0]] = tool[1]
+                held.bytes += tool[1]
+                self._held_bytes += tool[1]
+                while len(held.tools) > 1 and (
+                    len(held.tools) > self.max_tools_per_session or held.bytes > self.max_bytes
+                ):
+                    old, size = held.tools.popitem(last=False)
+                    held.bytes -= size
+                    self._held_bytes -= size
+                    many = len(held.tools) >= self.max_tools_per_session
+                    why = "too_many_tools" if many else "too_many_bytes"
+                    drops.append(((session_id, old), why))
+            while self._held:
+                oldest, first = next(iter(self._held.items()))
+                if now - first.touched > self.ttl_s:
+                    reason = "expired"
+                elif len(self._held) > self.max_sessions:
+                    reason = "too_many_sessions"
+                elif self._held_bytes > self.max_bytes and oldest != session_id:
+                    reason = "too_many_bytes"
+                else:
+                    break
+                del self._held[oldest]
+                self._held_bytes -= first.bytes
+                drops.append((oldest, reason))
+        for what, reason in drops:
+            if isinstance(what, tuple):
+                super().end_tool(*what)
+            else:
+                super().end_session(what)
+            self.on_drop(1, reason)
+
+    def _count_kept(self) -> None:
+        """Account what a durable file kept from an earlier run (its clock restarts now)."""
+        now = time.monotonic()
+        rows = self._db.execute(
+            "SELECT session_id, tool_use_id, length(tool_name), length(tool_input) FROM tools "
+            "ORDER BY start_ns"
+        ).fetchall()
+        sessions = self._db.execute("SELECT session_id FROM operations").fetchall()
+        for session_id, *_ in [*rows, *sessions]:
+            if session_id not in self._held:
+                self._held[session_id] = _Held(now, bytes=_session_bytes(session_id))
+                self._held_bytes += _session_bytes(session_id)
+        for session_id, tool_use_id, name_length, input_length in rows:
+            size = _tool_bytes(session_id, tool_use_id, "", name_length + input_length)
+            self._held[session_id].tools[tool_use_id] = size
+            self._held[session_id].bytes += size
+            self._held_bytes += size
+
+    def _release_tool(self, session_id: str, tool_use_id: str) -> None:
+        with self._lock:
+            held = self._held.get(session_id)
+            size = held.tools.pop(tool_use_id, None) if held is not None else None
+            if held is not None and size is not None:
+                held.bytes -= size
+                self._held_bytes -= size
+
+    def _release(self, session_id: str) -> None:
+        with self._lock:
+            held = self._held.pop(session_id, None)
+            if held is not None:
+                self._held_bytes -= held.bytes
+
+    def has_open_tool(self, session_id: str, tool_use_id: str) -> bool:
+        """Whether ``tool_use_id`` was started in ``session_id`` and has not ended."""
+        with self._tx() as db:
+            row = db.execute(
+                "SELECT 1 FROM tools WHERE session_id = ? AND tool_use_id = ?",
+                (session_id, tool_use_id),
+            ).fetchone()
+        return row is not None
 
     def start_operation(
         self, session_id: str, prompt: str
     ) -> tuple[OpenOperation, OpenOperation | None]:
         self._see(session_id)
+        self._hold(session_id)
         return super().start_operation(session_id, prompt)
 
     def current_operation(self, session_id: str) -> OpenOperation:
         self._see(session_id)
+        self._hold(session_id)
         return super().current_operation(session_id)
+
+    def start_tool(
+        self,
+        operation: OpenOperation,
+        tool_use_id: str,
+        tool_name: str,
+        tool_input: dict[str, Any],
+    ) -> OpenTool:
+        tool = super().start_tool(operation, tool_use_id, tool_name, tool_input)
+        stored = len(json.dumps(tool_input, default=str)) if tool_input else 2
+        size = _tool_bytes(operation.session_id, tool_use_id, tool_name, stored)
+        self._hold(operation.session_id, (tool_use_id, size))
+        return tool
 
     def tool_span(self, session_id: str, tool_use_id: str) -> int | None:
         """The span id of the ``execute_tool`` span of a tool use (open or recently ended)."""
         with self._lock:
-            ended = self._ended.get((session_id, tool_use_id))
+            ended = self._ended.items.get((session_id, tool_use_id))
         if ended is not None:
             return ended
         with self._tx() as db:
@@ -137,11 +332,13 @@ class ServerSessions(BridgeState):
     def end_tool(self, session_id: str, tool_use_id: str) -> OpenTool | None:
         tool = super().end_tool(session_id, tool_use_id)
         if tool is not None:
+            self._release_tool(session_id, tool_use_id)
             self._keep(tool)
         return tool
 
     def end_session(self, session_id: str) -> tuple[OpenOperation | None, list[OpenTool]]:
         op, tools = super().end_session(session_id)
+        self._release(session_id)
         for tool in tools:
             self._keep(tool)
         return op, tools

@@ -16,6 +16,13 @@ Claude Code exports carries that id as ``session.id``, so:
   next to the hook's own ``after_tool_call``.
 - **metrics** (``/v1/metrics``) are counted per metric (:attr:`ClaudeTelemetry.metrics`).
 
+Bounds (a client chooses metric names, session ids and record sizes): at most ``max_metrics``
+metric names are summed (points of a new name past it are dropped), and the kept log records
+are bounded by count (``remember`` tool uses) and bytes (``max_log_bytes``, oldest tool use
+forgotten first; one record larger than a tenth of that is not kept). Each drop is counted by
+``otelhooks.dropped`` (source ``claude_code_telemetry``, reason ``too_many_metrics``,
+``evicted_oldest`` or ``record_too_large``).
+
 Observer hooks and event logs see each fact once: the facts the hook route already reported
 (its tool uses through ``after_tool_call``, its turns through ``on_complete``) and the LLM
 requests the logs report are not sent to them a second time from Claude Code's spans; those
@@ -58,6 +65,11 @@ def _is_claude(span: ReadableSpan) -> bool:
     return scope.startswith("com.anthropic.claude_code") or service == AGENT
 
 
+def _record_size(attrs: dict[str, Any]) -> int:
+    """Bytes a record's attributes take, estimated as their text (what a client can inflate)."""
+    return sum(len(str(key)) + len(str(value)) for key, value in attrs.items())
+
+
 def _int(value: Any) -> int:
     try:
         return int(value)
@@ -78,6 +90,8 @@ class ClaudeTelemetry(SpanProcessor):
         downstream: processors of received spans (observer hooks, event logs).
         export: processors that export the joined Claude Code spans.
         remember: tool uses whose log records are kept (oldest forgotten).
+        max_log_bytes: bytes of kept log records at most (oldest tool use forgotten).
+        max_metrics: metric names summed at most (new names past it dropped).
 
     Example:
         >>> telemetry = ClaudeTelemetry(ServerSessions(), engine=HooksEngine())
@@ -92,15 +106,28 @@ class ClaudeTelemetry(SpanProcessor):
         downstream: Sequence[SpanProcessor] = (),
         export: Sequence[SpanProcessor] = (),
         remember: int = 65_536,
+        max_log_bytes: int = 64 * 1024 * 1024,
+        max_metrics: int = 1_024,
     ) -> None:
         self.sessions = sessions
         self.engine = engine
         self.downstream = tuple(downstream)
         self.export = tuple(export)
         self.metrics: dict[str, float] = {}
+        self.max_metrics = max_metrics
+        self.max_log_bytes = max_log_bytes
         self._tools: OrderedDict[tuple[str, str], dict[str, dict[str, Any]]] = OrderedDict()
+        self._sizes: dict[tuple[str, str], int] = {}
+        self._log_bytes = 0
         self._remember = remember
         self._lock = threading.Lock()
+        self._count_drop = engine.metrics.drop_counter("claude_code_telemetry")
+
+    @property
+    def log_bytes(self) -> int:
+        """Bytes of the log records kept (an estimate: keys and values as text)."""
+        with self._lock:
+            return self._log_bytes
 
     # -- spans -----------------------------------------------------------------------------------
 
@@ -195,13 +222,28 @@ class ClaudeTelemetry(SpanProcessor):
             name = record.event_name.removeprefix("claude_code.")
             use_id = attrs.get("tool_use_id")
             if isinstance(use_id, str):
-                with self._lock:
-                    self._tools.setdefault((session, use_id), {})[name] = attrs
-                    self._tools.move_to_end((session, use_id))
-                    while len(self._tools) > self._remember:
-                        self._tools.popitem(last=False)
+                self._keep((session, use_id), name, attrs)
             if name == "api_request":
                 self._llm_output(session, record)
+
+    def _keep(self, key: tuple[str, str], name: str, attrs: dict[str, Any]) -> None:
+        size = len(key[0]) + len(key[1]) + len(name) + _record_size(attrs)
+        if size > self.max_log_bytes // 10:
+            self._count_drop(1, "record_too_large")
+            return
+        dropped = 0
+        with self._lock:
+            records = self._tools.setdefault(key, {})
+            self._sizes[key] = self._sizes.get(key, 0) + size
+            self._log_bytes += size  # a replaced record stays counted: an overestimate at most
+            records[name] = attrs
+            self._tools.move_to_end(key)
+            while len(self._tools) > self._remember or self._log_bytes > self.max_log_bytes:
+                old, _ = self._tools.popitem(last=False)
+                self._log_bytes -= self._sizes.pop(old)
+                dropped += 1
+        if dropped:
+            self._count_drop(dropped, "evicted_oldest")
 
     def _llm_output(self, session: str, record: ReceivedLog) -> None:
         attrs = record.attributes
@@ -233,6 +275,12 @@ class ClaudeTelemetry(SpanProcessor):
 
     def on_metrics(self, points: Sequence[ReceivedPoint]) -> None:
         """Count received metric points per metric (the ``/v1/metrics`` sink)."""
+        dropped = 0
         with self._lock:
             for point in points:
+                if point.metric not in self.metrics and len(self.metrics) >= self.max_metrics:
+                    dropped += 1
+                    continue
                 self.metrics[point.metric] = self.metrics.get(point.metric, 0.0) + point.value
+        if dropped:
+            self._count_drop(dropped, "too_many_metrics")

@@ -1,0 +1,143 @@
+"""One Claude Code settings file, changed safely: locked, through symlinks, atomically, minimally.
+
+:func:`edit_settings` reads the file, asks ``change(text, root)`` for the new text (``None``: no
+change) and writes it:
+
+- **through symlinks**: the file written is the link's final target (a dotfiles checkout stays
+  the one file), never a regular file put in the link's place;
+- **atomically**: a temporary file beside the target, ``fsync``, then ``rename`` over it, with the
+  target's mode (a new file gets ``0644`` less the umask, as an editor would create it);
+- **locked**: an exclusive ``flock`` on the target's folder is held from the read to the rename,
+  so two ``install``/``uninstall`` runs (or any tool taking the same lock) never lose each other's
+  change. An editor that does not take the lock can still race: its save between our read and
+  our rename would be lost, so the file is read again just before the rename and the edit starts
+  over (up to five times) when it changed; what remains is a window of one ``stat`` and one
+  ``rename``;
+- **minimally**: ``change`` splices the text (see :mod:`._json_text`), so every byte it does not
+  need to change is kept.
+
+A file that holds nothing but what the change removed (``{}``) is deleted when the change
+empties it: ``uninstall`` leaves no file where ``install`` made one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from otelhooks.integrations.claude_code._json_text import Node, parse
+
+__all__ = ["Edited", "edit_settings"]
+
+_EMPTY = ("{}", "{}\n")
+_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class Edited:
+    """The bytes of a settings file before and after an edit (``None``: no file)."""
+
+    path: Path
+    before: bytes | None
+    after: bytes | None
+
+    @property
+    def changed(self) -> bool:
+        return self.before != self.after
+
+
+def _read(path: Path) -> tuple[bytes | None, tuple[int, int, int] | None]:
+    try:
+        with path.open("rb") as handle:
+            info = os.fstat(handle.fileno())
+            return handle.read(), (info.st_ino, info.st_size, info.st_mtime_ns)
+    except FileNotFoundError:
+        return None, None
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        info = path.stat()
+    except FileNotFoundError:
+        return None
+    return info.st_ino, info.st_size, info.st_mtime_ns
+
+
+def _new_mode() -> int:
+    umask = os.umask(0)
+    os.umask(umask)
+    return 0o666 & ~umask
+
+
+def _write(target: Path, data: bytes) -> None:
+    try:
+        mode = stat.S_IMODE(target.stat().st_mode)
+    except FileNotFoundError:
+        mode = _new_mode()
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+            os.fchmod(handle.fileno(), mode)
+        os.replace(tmp, target)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def edit_settings(
+    path: Path, change: Callable[[str, Node | None], str | None], *, create: bool = True
+) -> Edited:
+    """Apply ``change`` to the settings file at ``path`` (see the module doc).
+
+    ``change(text, root)`` gets the file's text and its parsed root (``"" , None`` when there is
+    no file) and returns the new text, or ``None`` for no change.
+
+    Raises:
+        ValueError: the file is not UTF-8 JSON that can be edited without loss (the message
+            says why; nothing was written).
+        OSError: it cannot be read or written.
+    """
+    target = Path(os.path.realpath(path))  # a symlink's final target is the file we write
+    if not target.parent.is_dir():
+        if not create:
+            return Edited(path, None, None)
+        target.parent.mkdir(parents=True, exist_ok=True)
+    folder = os.open(target.parent, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(folder, fcntl.LOCK_EX)
+        for _ in range(_ATTEMPTS):
+            raw, signature = _read(target)
+            if raw is None and not create:
+                return Edited(path, None, None)
+            try:
+                text = raw.decode("utf-8") if raw is not None else ""
+            except UnicodeDecodeError as exc:
+                raise ValueError(f"{path}: not UTF-8 ({exc.reason})") from None
+            try:
+                root = parse(text) if text.strip() else None
+            except ValueError as exc:
+                raise ValueError(f"{path}: cannot be edited without loss: {exc}") from None
+            if root is not None and root.kind != "object":
+                raise ValueError(f"{path}: not a JSON object")
+            new = change(text, root)
+            if new is None or new == text:
+                return Edited(path, raw, raw)
+            if _signature(target) != signature:
+                continue  # an editor saved meanwhile: start over from its text
+            if new.strip() in _EMPTY and raw is not None and text.strip() not in _EMPTY:
+                target.unlink()  # nothing but what we had added: no file, as before
+                return Edited(path, raw, None)
+            data = new.encode("utf-8")
+            _write(target, data)
+            return Edited(path, raw, data)
+        raise ValueError(f"{path}: kept changing while it was edited; nothing was written")
+    finally:
+        os.close(folder)  # releases the lock

@@ -1,0 +1,104 @@
+"""The fair runner behind serve's and the daemon's deciding hook events: per-key limits, turns,
+deadlines and a bounded queue (deterministic: the blocking calls wait on events we set)."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import pytest
+
+from otelhooks.integrations.claude_code._fair import FairRunner, Late
+
+
+def test_a_key_at_its_limit_waits_while_another_key_runs_at_once() -> None:
+    runner = FairRunner(workers=8, per_key=2)
+    release = threading.Event()
+    started: list[str] = []
+    lock = threading.Lock()
+
+    def slow(name: str) -> str:
+        with lock:
+            started.append(name)
+        release.wait(10)
+        return name
+
+    try:
+        held = [runner.submit("a", lambda n=n: slow(f"a{n}")) for n in range(5)]
+        other = runner.submit("b", lambda: "b")
+        assert other.result(5) == "b"  # not behind a's backlog
+        assert sum(name.startswith("a") for name in started) == 2  # a's limit, not 5
+        release.set()
+        assert sorted(f.result(5) for f in held) == [f"a{n}" for n in range(5)]
+    finally:
+        release.set()
+        runner.close()
+
+
+def test_a_call_past_its_deadline_raises_late_and_a_queued_one_never_runs() -> None:
+    runner = FairRunner(workers=2, per_key=1)
+    release = threading.Event()
+    ran: list[str] = []
+
+    async def scenario() -> None:
+        first = asyncio.ensure_future(runner.run("a", lambda: release.wait(10), timeout_s=0.2))
+        await asyncio.sleep(0.05)  # the first call is submitted and holds a's one slot
+        with pytest.raises(Late) as late:
+            await runner.run("a", lambda: ran.append("queued"), timeout_s=0.2)
+        assert late.value.reason == "deadline"
+        with pytest.raises(Late):
+            await first
+
+    try:
+        asyncio.run(scenario())
+        release.set()
+        runner.close()
+        assert ran == []  # given up on before it started: never run
+        assert runner.late == 2
+    finally:
+        release.set()
+
+
+def test_a_full_queue_refuses_at_once_and_counts_it() -> None:
+    drops: list[str] = []
+    runner = FairRunner(
+        workers=1, per_key=1, max_queued_per_key=2, on_drop=lambda n, why: drops.append(why)
+    )
+    release, started = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        started.set()
+        release.wait(10)
+
+    try:
+        running = runner.submit("a", hold)
+        assert started.wait(5)  # taken by the thread: no longer waiting
+        queued = [runner.submit("a", lambda: None) for _ in range(2)]
+        with pytest.raises(Late) as refused:
+            runner.submit("a", lambda: None)
+        assert refused.value.reason == "queue_full"
+        assert drops == ["queue_full"]
+        release.set()
+        running.result(5)
+        for future in queued:
+            future.result(5)
+    finally:
+        release.set()
+        runner.close()
+
+
+def test_free_threads_take_keys_in_turn() -> None:
+    runner = FairRunner(workers=1, per_key=1)
+    gate = threading.Event()
+    order: list[str] = []
+    try:
+        blocker = runner.submit("x", lambda: gate.wait(10))
+        futures = [runner.submit(key, lambda key=key: order.append(key)) for key in "aaab"]
+        gate.set()
+        blocker.result(5)
+        for future in futures:
+            future.result(5)
+        assert order.index("b") < 3  # b does not wait for all of a's calls
+    finally:
+        gate.set()
+        runner.close()
