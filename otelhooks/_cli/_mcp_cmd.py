@@ -102,6 +102,10 @@ def _run(
     from otelhooks.mcp import McpGateway
 
     _log_to_stderr()
+    if args.traces_out:
+        from otelhooks._private_files import private_file
+
+        private_file(args.traces_out)  # spans carry tool names and errors: 0600, as serve's
     # One pipeline: the hooks run on its engine, deliver through its webhook deliverer and are
     # counted in its metrics; the gateway's spans go to its exporters.
     oh = configure(

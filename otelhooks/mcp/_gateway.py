@@ -67,6 +67,7 @@ from otelhooks.mcp._spans import (
     MCP_SERVER_NAME,
     MCP_SESSION_ID,
     McpSpans,
+    set_attributes,
 )
 
 __all__ = ["McpGateway", "McpSession", "Relay"]
@@ -236,7 +237,7 @@ class McpSession:
             return None, None
         span = pending.span
         if verdict.matched:
-            span.set_attributes(verdict_attributes("before_tool_call", verdict))
+            set_attributes(span, verdict_attributes("before_tool_call", verdict))
         if verdict.blocked:
             return None, self._deny(msg, pending, verdict)
         if verdict.mock is not None:
@@ -415,16 +416,16 @@ class McpSession:
             self.server_name = str(info["name"])
         pending = self._from_client.get(request_key(msg.id))
         if pending is not None:
-            pending.span.set_attribute(MCP_SERVER_NAME, self.server_name)
+            set_attributes(pending.span, {MCP_SERVER_NAME: self.server_name})
             if self.protocol_version:
-                pending.span.set_attribute(MCP_PROTOCOL_VERSION, self.protocol_version)
+                set_attributes(pending.span, {MCP_PROTOCOL_VERSION: self.protocol_version})
 
     def rename(self, session_id: str) -> None:
         """The transport learned the session's id (HTTP: the server's ``Mcp-Session-Id``)."""
         self.session_id = session_id
-        self._span.set_attribute(MCP_SESSION_ID, session_id)
+        set_attributes(self._span, {MCP_SESSION_ID: session_id})
         for pending in self._from_client.values():  # the initialize request, still open
-            pending.span.set_attribute(MCP_SESSION_ID, session_id)
+            set_attributes(pending.span, {MCP_SESSION_ID: session_id})
 
     def fail_all(self, reason: str, *, error_type: str) -> list[bytes]:
         """Every client request still waiting gets a JSON-RPC error (returned, for the

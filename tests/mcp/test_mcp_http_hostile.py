@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import http.client
+import json
 import os
 import subprocess
 import sys
@@ -17,6 +18,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -270,3 +272,67 @@ def test_an_event_that_never_ends_is_scanned_once_and_cut_at_the_limit() -> None
 
     # 16 MiB offered in 4 KiB chunks: rescanning the buffer on each chunk reads ~8 GB
     assert asyncio.run(read()) < 2.0
+
+
+# -- secrets in what the gateway records -------------------------------------------------------
+
+
+@contextmanager
+def echoing_upstream() -> Iterator[str]:
+    """An MCP endpoint that answers every request with an error quoting the Authorization
+    header it received (what a careless server's error message does)."""
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+            if "id" not in body:
+                self.send_response(202)
+                self.send_header("content-length", "0")
+                self.end_headers()
+                return
+            echo = f"unauthorized: {self.headers.get('authorization')}"
+            answer = {
+                "jsonrpc": "2.0",
+                "id": body["id"],
+                "error": {"code": -32001, "message": echo},
+            }
+            data = json.dumps(answer).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return None
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/mcp"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_echoed_header_token_never_reaches_the_traces_file_which_is_private(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    secret = "upstream-s3cret-" + uuid.uuid4().hex
+    monkeypatch.setenv("UP_TOKEN", secret)
+    port = free_port()
+    traces = tmp_path / "traces.jsonl"
+    with echoing_upstream() as upstream:
+        args = ["-m", "otelhooks", "mcp", "--traces-out", str(traces)]
+        args += ["--listen", f"127.0.0.1:{port}", "--upstream", upstream]
+        args += ["--header", "Authorization: Bearer ${UP_TOKEN}", "--allowed-env-var", "UP_TOKEN"]
+        with process(args, tmp_path / "calls.jsonl", port), httpx.Client(timeout=30) as client:
+            call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "x"}}
+            answer = client.post(f"http://127.0.0.1:{port}/mcp", json=call, headers=ACCEPT)
+            assert secret in answer.text  # the client gets the server's answer as it was
+    text = traces.read_text()
+    assert "tools/call x" in text
+    assert secret not in text
+    assert "[REDACTED]" in text
+    assert traces.stat().st_mode & 0o777 == 0o600
