@@ -23,7 +23,13 @@ from typing import Any
 from otelhooks._engine import HooksEngine
 from otelhooks.replay._events import Decision, RecordedEvent, SpanContext, recorded_events
 from otelhooks.replay._otlp import AnnotationWriter, annotation_attributes
-from otelhooks.replay._read import RecordingError, iter_requests, iter_spans, read_recording
+from otelhooks.replay._read import (
+    RecordingError,
+    iter_ancestry,
+    iter_requests,
+    iter_spans,
+    read_recording,
+)
 from otelhooks.replay._report import ReplayReport, Tally
 from otelhooks.replay._run import CHANGES, ReplayOutcome, decision_of, diff_values, replay_events
 
@@ -93,7 +99,7 @@ def replay(
         # its children), then the events; nothing holds the recording.
         context = SpanContext()
         for path in recordings:
-            for span in iter_spans(path, problems=report.unreadable):
+            for span in iter_ancestry(path, context.wanted, problems=report.unreadable):
                 context.add(span)
                 report.spans += 1
         writer = AnnotationWriter(otlp_out, policy=policy) if otlp_out is not None else None

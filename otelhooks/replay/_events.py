@@ -162,6 +162,8 @@ class SpanContext:
         (sc.USER_ID, "userId"),
     )
     _NO_FACTS: dict[str, str] = {}
+    wanted = frozenset(attr for attr, _ in _KEYS)
+    """The attributes :meth:`add` reads (what a first pass needs to keep of a span)."""
 
     def __init__(self) -> None:
         # (trace id, span id) -> (parent span id, the span's own facts)

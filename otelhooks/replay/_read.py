@@ -21,7 +21,7 @@ protobuf parser's limit) is described in ``problems`` and skipped when the calle
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Collection, Iterator
 from typing import Any, BinaryIO, Final
 
 # protobuf ships no type hints (see otelhooks._export._otlp_json).
@@ -34,7 +34,14 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from otelhooks._export._otlp_json import _flatten_request, _ids_to_hex
 from otelhooks._json import JsonProblem, loads_bounded
 
-__all__ = ["BARE_MESSAGE_LIMIT", "RecordingError", "iter_requests", "iter_spans", "read_recording"]
+__all__ = [
+    "BARE_MESSAGE_LIMIT",
+    "RecordingError",
+    "iter_ancestry",
+    "iter_requests",
+    "iter_spans",
+    "read_recording",
+]
 
 # A bare ExportTraceServiceRequest starts with field 1 (resource_spans), wire type 2.
 _RESOURCE_SPANS_TAG = 0x0A
@@ -95,6 +102,60 @@ def iter_spans(
         yield from spans
 
 
+def iter_ancestry(
+    path: str | os.PathLike[str], wanted: Collection[str], *, problems: list[str] | None = None
+) -> Iterator[dict[str, Any]]:
+    """What a first pass over a recording needs of each span, read without decoding the rest:
+    ``traceId``, ``spanId``, ``parentSpanId`` (hex) and the string attributes named in
+    ``wanted``. Problems are reported as :func:`iter_spans` reports them."""
+    name = os.fspath(path)
+    for number, request in _raw_requests(name, problems):
+        try:
+            if isinstance(request, ExportTraceServiceRequest):
+                yield from _proto_ancestry(request, wanted)
+            else:
+                yield from _json_ancestry(request, wanted)
+        except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
+            _problem(problems, f"{name}:{number}: not an OTLP trace request ({exc})")
+
+
+def _proto_ancestry(
+    request: ExportTraceServiceRequest, wanted: Collection[str]
+) -> Iterator[dict[str, Any]]:
+    for resource_spans in request.resource_spans:
+        for scope_spans in resource_spans.scope_spans:
+            for span in scope_spans.spans:
+                attrs = {
+                    kv.key: kv.value.string_value
+                    for kv in span.attributes
+                    if kv.key in wanted and kv.value.WhichOneof("value") == "string_value"
+                }
+                yield {
+                    "traceId": span.trace_id.hex(),
+                    "spanId": span.span_id.hex(),
+                    "parentSpanId": span.parent_span_id.hex(),
+                    "attributes": attrs,
+                }
+
+
+def _json_ancestry(request: dict[str, Any], wanted: Collection[str]) -> Iterator[dict[str, Any]]:
+    for resource_spans in request.get("resourceSpans", ()):
+        for scope_spans in resource_spans.get("scopeSpans", ()):
+            for span in scope_spans.get("spans", ()):
+                attrs = {}
+                for kv in span.get("attributes") or ():
+                    if kv.get("key") in wanted:
+                        value = (kv.get("value") or {}).get("stringValue")
+                        if isinstance(value, str):
+                            attrs[kv["key"]] = value
+                yield {
+                    "traceId": span.get("traceId", ""),
+                    "spanId": span.get("spanId", ""),
+                    "parentSpanId": span.get("parentSpanId", ""),
+                    "attributes": attrs,
+                }
+
+
 def _problem(problems: list[str] | None, text: str) -> None:
     if problems is None:
         raise RecordingError(text)
@@ -121,6 +182,20 @@ def iter_requests(
             or frame cannot be read).
     """
     name = os.fspath(path)
+    for number, request in _raw_requests(name, problems):
+        if not isinstance(request, ExportTraceServiceRequest):
+            yield number, request
+            continue
+        try:
+            yield number, _as_dict(request)
+        except (ValueError, TypeError, RecursionError) as exc:
+            _problem(problems, f"{name}: message {number}: cannot be read ({exc})")
+
+
+def _raw_requests(
+    name: str, problems: list[str] | None
+) -> Iterator[tuple[int, dict[str, Any] | ExportTraceServiceRequest]]:
+    """Each request as read: a decoded JSON line, or a parsed protobuf message."""
     with open(name, "rb") as file:
         head = file.read(64).lstrip()
         if not head:
@@ -140,11 +215,7 @@ def iter_requests(
                     continue
                 yield number, request
             return
-        for number, message in _messages(name, file, problems):
-            try:
-                yield number, _as_dict(message)
-            except (ValueError, TypeError, RecursionError) as exc:
-                _problem(problems, f"{name}: message {number}: cannot be read ({exc})")
+        yield from _messages(name, file, problems)
 
 
 def _messages(
