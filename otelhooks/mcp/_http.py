@@ -22,18 +22,29 @@ is not forwarded upstream).
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import hmac
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 import httpx
 import structlog
 
 from otelhooks._json import loads_bounded
+from otelhooks.mcp._asgi import (
+    Receive,
+    Scope,
+    Send,
+    raw_headers,
+    read_body,
+    read_upstream,
+    request_headers,
+    respond,
+    too_large,
+    unauthorized,
+    until_disconnect,
+)
 from otelhooks.mcp._gateway import McpGateway, McpSession, Relay
 from otelhooks.mcp._jsonrpc import PARSE_ERROR, encode, error_response, parse, recover_id
 from otelhooks.mcp._sse import EventTooLarge, events, frame_event, with_data
@@ -62,10 +73,6 @@ _HOP: Final = frozenset(
         "accept-encoding",
     }
 )
-
-Scope = Mapping[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 
 class McpHttpProxy:
@@ -123,32 +130,32 @@ class McpHttpProxy:
         if scope["type"] != "http":
             return
         method = scope["method"]
-        request_headers = _headers(scope)
+        incoming = request_headers(scope)
         if self.token is not None:
-            refused = _unauthorized(request_headers.pop("authorization", None), self.token)
+            refused = unauthorized(incoming.pop("authorization", None), self.token)
             if refused is not None:
-                await _respond(send, *refused)
+                await respond(send, *refused)
                 return
-        session_id = request_headers.get(SESSION_HEADER)
+        session_id = incoming.get(SESSION_HEADER)
         if method not in ("POST", "GET", "DELETE"):
-            await _respond(send, 405, b"", {"allow": "GET, POST, DELETE"})
+            await respond(send, 405, b"", {"allow": "GET, POST, DELETE"})
             return
         body = b""
         if method == "POST":
-            declared = request_headers.get("content-length", "")
+            declared = incoming.get("content-length", "")
             if declared.isdigit() and int(declared) > self.max_body_bytes:
-                await _too_large(send, self.max_body_bytes)
+                await too_large(send, self.max_body_bytes)
                 return
-            read = await _body(receive, self.max_body_bytes)
+            read = await read_body(receive, self.max_body_bytes)
             if read is None:
-                await _too_large(send, self.max_body_bytes)
+                await too_large(send, self.max_body_bytes)
                 return
             body = read
             msg = parse(body)
             if msg.kind == "unreadable":  # never forwarded: the hooks could not read it
                 problem = f"Parse error: {msg.problem}"
                 answer = error_response(recover_id(body), PARSE_ERROR, problem)
-                await _respond(send, 400, answer, {"content-type": "application/json"})
+                await respond(send, 400, answer, {"content-type": "application/json"})
                 return
             fresh = session_id is None and msg.method == "initialize"
             session = self.gateway.session() if fresh else self._session(session_id)
@@ -156,9 +163,9 @@ class McpHttpProxy:
             session = self._session(session_id)
         try:
             if method == "POST":
-                await self._post(session, body, request_headers, send)
+                await self._post(session, body, incoming, send)
             else:
-                await self._forward(session, method, b"", request_headers, send, receive=receive)
+                await self._forward(session, method, b"", incoming, send, receive=receive)
         finally:
             if method == "DELETE":
                 self.sessions.pop(session_id, None)
@@ -209,9 +216,9 @@ class McpHttpProxy:
             relay = Relay(relay.to_server + done.to_server, relay.to_client + done.to_client)
         if not relay.to_server:  # hooks answered (denied or mocked), or the call was cancelled
             if relay.to_client:
-                await _respond(send, 200, relay.to_client[0], {"content-type": "application/json"})
+                await respond(send, 200, relay.to_client[0], {"content-type": "application/json"})
             else:
-                await _respond(send, 202, b"", {})
+                await respond(send, 202, b"", {})
             return
         await self._forward(
             session, "POST", relay.to_server[0], headers, send, extra=relay.to_client
@@ -262,7 +269,7 @@ class McpHttpProxy:
             await self._whole(session, body, response, send, back, kind, extra)
             return
         await send({"type": "http.response.start", "status": response.status_code,
-                    "headers": _raw_headers(back)})  # fmt: skip
+                    "headers": raw_headers(back)})  # fmt: skip
         for frame in extra:
             await send(
                 {"type": "http.response.body", "body": frame_event(frame), "more_body": True}
@@ -271,7 +278,7 @@ class McpHttpProxy:
         if receive is None:
             await stream
         else:  # a GET stream lasts until the client leaves: stop reading upstream then
-            await _until_disconnect(stream, receive)
+            await until_disconnect(stream, receive)
         with contextlib.suppress(Exception):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
 
@@ -286,7 +293,7 @@ class McpHttpProxy:
         extra: list[bytes],
     ) -> None:
         """An upstream answer that is not a stream: read whole (up to the limit), then sent."""
-        content = await _read(response, self.max_body_bytes)
+        content = await read_upstream(response, self.max_body_bytes)
         if content is None:
             reason = f"the MCP server's answer is longer than {self.max_body_bytes} bytes"
             await self._failed(session, body, send, reason, error_type="invalid_response")
@@ -294,12 +301,12 @@ class McpHttpProxy:
         if response.status_code >= 400:
             reason = f"the MCP server answered HTTP {response.status_code}"
             session.fail(body, reason, error_type=str(response.status_code))
-            await _respond(send, response.status_code, content, back)
+            await respond(send, response.status_code, content, back)
         elif kind == "application/json":
             frames = await _frames(session, content)
-            await _respond(send, response.status_code, _merge(frames + extra), back)
+            await respond(send, response.status_code, _merge(frames + extra), back)
         else:  # 202 Accepted and friends
-            await _respond(send, response.status_code, content, back)
+            await respond(send, response.status_code, content, back)
 
     async def _stream(
         self, session: McpSession, body: bytes, response: httpx.Response, send: Send
@@ -329,9 +336,9 @@ class McpHttpProxy:
     ) -> None:
         answers = session.fail(body, reason, error_type=error_type)
         if answers:
-            await _respond(send, 200, _merge(answers), {"content-type": "application/json"})
+            await respond(send, 200, _merge(answers), {"content-type": "application/json"})
         else:
-            await _respond(send, 502, reason.encode(), {"content-type": "text/plain"})
+            await respond(send, 502, reason.encode(), {"content-type": "text/plain"})
 
 
 async def _frames(session: McpSession, data: bytes) -> list[bytes]:
@@ -350,86 +357,6 @@ def _merge(frames: list[bytes]) -> bytes:
         value = loads_bounded(frame)
         items.extend(value if isinstance(value, list) else [value])
     return encode(items)
-
-
-async def _until_disconnect(stream: Awaitable[None], receive: Receive) -> None:
-    reader = asyncio.ensure_future(stream)
-
-    async def disconnected() -> None:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-
-    watcher = asyncio.ensure_future(disconnected())
-    await asyncio.wait({reader, watcher}, return_when=asyncio.FIRST_COMPLETED)
-    for task in (reader, watcher):
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-
-
-def _raw_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
-    return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
-
-
-async def _body(receive: Receive, limit: int) -> bytes | None:
-    """The request body; ``None`` as soon as it passes ``limit`` bytes (the rest is not read)."""
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-        if not message.get("more_body"):
-            return b"".join(chunks)
-
-
-async def _read(response: httpx.Response, limit: int) -> bytes | None:
-    """The upstream's answer; ``None`` as soon as it passes ``limit`` bytes."""
-    chunks: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_raw():
-        size += len(chunk)
-        if size > limit:
-            return None
-        chunks.append(chunk)
-    return b"".join(chunks)
-
-
-def _unauthorized(value: str | None, token: bytes) -> tuple[int, bytes, dict[str, str]] | None:
-    """``None`` for ``Bearer <token>``; else 401 (no bearer token) or 403 (another one)."""
-    scheme, _, credential = (value or "").partition(" ")
-    credential = credential.strip()
-    if scheme.lower() != "bearer" or not credential:
-        return (
-            401,
-            b"a bearer token is required\n",
-            {
-                "content-type": "text/plain",
-                "www-authenticate": 'Bearer realm="otelhooks"',
-            },
-        )
-    if not hmac.compare_digest(credential.encode(), token):
-        return 403, b"the token is not valid\n", {"content-type": "text/plain"}
-    return None
-
-
-async def _too_large(send: Send, limit: int) -> None:
-    text = f"the request body is longer than {limit} bytes\n".encode()
-    await _respond(send, 413, text, {"content-type": "text/plain", "connection": "close"})
-
-
-async def _respond(send: Send, status: int, body: bytes, headers: Mapping[str, str]) -> None:
-    out = dict(headers)
-    out["content-length"] = str(len(body))
-    await send({"type": "http.response.start", "status": status, "headers": _raw_headers(out)})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 async def run_http(
