@@ -23,6 +23,9 @@ __all__ = ["add_parser"]
 
 HOOKS_ENV = "OTELHOOKS_HOOKS"
 TRACES_ENV = "OTELHOOKS_TRACES_OUT"
+# The bearer token HTTP clients must present; from the environment only, as serve's admin
+# token (a command line is visible to every user of the machine).
+TOKEN_ENV = "OTELHOOKS_MCP_TOKEN"
 
 
 def _log_to_stderr() -> None:
@@ -58,12 +61,33 @@ def _mcp(args: argparse.Namespace) -> int:
         resolved = headers.resolve()
     except (ValueError, LookupError) as exc:
         return _fail(str(exc))
+    token = os.environ.get(TOKEN_ENV) or None
+    if address is not None and token is None and not _loopback(address[0]):
+        return _fail(
+            f"--listen {args.listen} is not a loopback address: set {TOKEN_ENV} to the bearer "
+            "token clients must present"
+        )
+    if token is not None:
+        from otelhooks._redact import register_secret
+
+        register_secret(token)  # scrubbed from every log line and span the gateway writes
     paths = list(args.hooks) + [p for p in os.environ.get(HOOKS_ENV, "").split(os.pathsep) if p]
     try:
         hooks = load_config(paths).hooks
     except ConfigError as exc:
         return _fail(str(exc))
-    return _run(args, hooks, command, address, resolved)
+    return _run(args, hooks, command, address, resolved, token)
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a host name: it may resolve to anything
 
 
 def _run(
@@ -72,11 +96,16 @@ def _run(
     command: list[str],
     address: tuple[str, int] | None,
     headers: dict[str, str],
+    token: str | None,
 ) -> int:
     from otelhooks._setup import configure
     from otelhooks.mcp import McpGateway
 
     _log_to_stderr()
+    if args.traces_out:
+        from otelhooks._private_files import private_file
+
+        private_file(args.traces_out)  # spans carry tool names and errors: 0600, as serve's
     # One pipeline: the hooks run on its engine, deliver through its webhook deliverer and are
     # counted in its metrics; the gateway's spans go to its exporters.
     oh = configure(
@@ -99,7 +128,9 @@ def _run(
             from otelhooks.mcp._http import run_http
 
             host, port = address
-            return asyncio.run(run_http(gateway, host, port, args.upstream, headers=headers))
+            return asyncio.run(
+                run_http(gateway, host, port, args.upstream, headers=headers, token=token)
+            )
         from otelhooks.mcp._stdio import run_stdio
 
         flush = lambda: oh.tracer_provider.force_flush(1_000)  # noqa: E731
@@ -159,7 +190,12 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
         action="store_true",
         help="hide from tools/list the tools whose before_tool_call hooks deny a call outright",
     )
-    cmd.add_argument("--listen", metavar="HOST:PORT", help="serve Streamable HTTP here")
+    cmd.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help=f"serve Streamable HTTP here; clients present the bearer token ${TOKEN_ENV} when it "
+        "is set, which a non-loopback address requires",
+    )
     cmd.add_argument("--upstream", metavar="URL", help="the MCP server's Streamable HTTP URL")
     cmd.add_argument(
         "--header",

@@ -1,7 +1,8 @@
 """``otelhooks replay``: what a hook policy would have done to recorded runs (see docs/replay.md).
 
 Exit status: 0 when nothing listed in ``--fail-on`` changed; 1 when something did; 2 when a
-recording or a policy file cannot be read.
+recording or a policy file cannot be read, or part of a recording could not be (the report
+covers the rest and names each line or frame that was skipped).
 """
 
 from __future__ import annotations
@@ -56,6 +57,15 @@ def _replay(args: argparse.Namespace) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if args.otlp_out:
         print(f"annotated spans written as OTLP JSON lines to {args.otlp_out}", file=sys.stderr)
+    if report.unreadable.total:
+        for problem in report.unreadable:
+            print(f"otelhooks replay: could not read {problem}", file=sys.stderr)
+        print(
+            f"otelhooks replay: {report.unreadable.total} line(s), frame(s) or event(s) could "
+            "not be read; the report covers the rest",
+            file=sys.stderr,
+        )
+        return 2
     failed = report.failed(args.fail_on)
     if failed:
         listed = ", ".join(f"{count} {kind}" for kind, count in failed.items())

@@ -16,6 +16,12 @@ The rules, in order of precedence:
    ``on_tool_call_denied``.
 4. When the hooks themselves fail (an exception out of the engine), the client gets a JSON-RPC
    error that says so: the call is neither forwarded nor changed silently.
+5. Nothing is forwarded unread. A client frame that cannot be parsed (invalid UTF-8, not JSON,
+   an integer too long to convert) is answered with a JSON-RPC parse error (-32700, with its
+   id when its first bytes show it) and never reaches the server; values nested deeper than
+   64 levels reach the hooks as their JSON text. A server frame that cannot be parsed is not
+   passed on: the request it answers (when its id can be told) gets a JSON-RPC error. A
+   failure of the gateway itself on a client frame answers it with an internal error.
 """
 
 from __future__ import annotations
@@ -48,17 +54,20 @@ from otelhooks.mcp._calls import (
 from otelhooks.mcp._filter import filter_tools
 from otelhooks.mcp._jsonrpc import (
     INTERNAL_ERROR,
+    PARSE_ERROR,
     UPSTREAM_ERROR,
     Message,
     encode,
     error_response,
     parse,
+    recover_id,
 )
 from otelhooks.mcp._spans import (
     MCP_PROTOCOL_VERSION,
     MCP_SERVER_NAME,
     MCP_SESSION_ID,
     McpSpans,
+    set_attributes,
 )
 
 __all__ = ["McpGateway", "McpSession", "Relay"]
@@ -150,16 +159,36 @@ class McpSession:
     def from_client(self, raw: bytes) -> Relay:
         """A frame from the client: what to forward, answer, or still decide.
 
-        A failure of the gateway itself (not of the hooks) forwards the frame unchanged and
-        logs the problem: telemetry trouble never blocks or alters the session."""
+        A failure of the gateway itself answers the frame with a JSON-RPC internal error and
+        logs the problem: a frame the gateway could not read is never forwarded."""
         try:
             return self._client_frame(raw)
         except Exception as exc:
-            _log.error("the gateway failed on a client frame; forwarded unchanged", error=str(exc))
-            return Relay(to_server=[raw])
+            _log.error(
+                "the gateway failed on a client frame; answered with an error", error=str(exc)
+            )
+            return Relay(
+                to_client=[
+                    error_response(
+                        recover_id(raw), INTERNAL_ERROR, f"otelhooks: gateway failed: {exc}"
+                    )
+                ]
+            )
+
+    def refuse(self, raw: bytes, problem: str) -> Relay:
+        """Answer a client frame that cannot be read (``problem`` says why) with a JSON-RPC
+        parse error; nothing is forwarded."""
+        _log.warning(
+            "a client frame could not be read; answered with a parse error", problem=problem
+        )
+        return Relay(
+            to_client=[error_response(recover_id(raw), PARSE_ERROR, f"Parse error: {problem}")]
+        )
 
     def _client_frame(self, raw: bytes) -> Relay:
         msg = parse(raw)
+        if msg.kind == "unreadable":
+            return self.refuse(raw, msg.problem or "not JSON")
         if msg.kind == "batch":
             return self._batch(msg)
         if msg.kind == "request":
@@ -208,7 +237,7 @@ class McpSession:
             return None, None
         span = pending.span
         if verdict.matched:
-            span.set_attributes(verdict_attributes("before_tool_call", verdict))
+            set_attributes(span, verdict_attributes("before_tool_call", verdict))
         if verdict.blocked:
             return None, self._deny(msg, pending, verdict)
         if verdict.mock is not None:
@@ -264,8 +293,22 @@ class McpSession:
             _log.error("the gateway failed on a server frame; passed unchanged", error=str(exc))
             return Relay(to_client=[raw])
 
+    def server_garbage(self, raw: bytes, problem: str) -> Relay:
+        """A server frame that cannot be read (``problem`` says why): not passed on; the
+        client's request it answers, when its id can be told, gets a JSON-RPC error."""
+        _log.error("the MCP server sent a frame that cannot be read; dropped", problem=problem)
+        key = request_key(recover_id(raw))
+        answer = self._fail_one(
+            key,
+            f"the MCP server sent an answer that cannot be read: {problem}",
+            error_type="invalid_response",
+        )
+        return Relay(to_client=[answer] if answer is not None else [])
+
     def _server_frame(self, raw: bytes) -> Relay:
         msg = parse(raw)
+        if msg.kind == "unreadable":
+            return self.server_garbage(raw, msg.problem or "not JSON")
         if msg.kind == "response":
             pending = self._from_client.get(request_key(msg.id))
             if pending is not None and pending.method in _HANDSHAKES:
@@ -373,16 +416,24 @@ class McpSession:
             self.server_name = str(info["name"])
         pending = self._from_client.get(request_key(msg.id))
         if pending is not None:
-            pending.span.set_attribute(MCP_SERVER_NAME, self.server_name)
+            set_attributes(pending.span, {MCP_SERVER_NAME: self.server_name})
             if self.protocol_version:
-                pending.span.set_attribute(MCP_PROTOCOL_VERSION, self.protocol_version)
+                set_attributes(pending.span, {MCP_PROTOCOL_VERSION: self.protocol_version})
 
     def rename(self, session_id: str) -> None:
         """The transport learned the session's id (HTTP: the server's ``Mcp-Session-Id``)."""
         self.session_id = session_id
-        self._span.set_attribute(MCP_SESSION_ID, session_id)
+        set_attributes(self._span, {MCP_SESSION_ID: session_id})
         for pending in self._from_client.values():  # the initialize request, still open
-            pending.span.set_attribute(MCP_SESSION_ID, session_id)
+            set_attributes(pending.span, {MCP_SESSION_ID: session_id})
+
+    def fail_all(self, reason: str, *, error_type: str) -> list[bytes]:
+        """Every client request still waiting gets a JSON-RPC error (returned, for the
+        transport to send): the server's stream can no longer be trusted to answer them."""
+        answers = [
+            self._fail_one(key, reason, error_type=error_type) for key in list(self._from_client)
+        ]
+        return [a for a in answers if a is not None]
 
     def fail(self, frame: bytes, reason: str, *, error_type: str) -> list[bytes]:
         """The upstream failed ``frame``: each of its requests still waiting gets a JSON-RPC

@@ -9,27 +9,54 @@ session) are relayed the same way. Sessions are told apart by ``Mcp-Session-Id``
 
 When the upstream cannot be reached or drops a stream, each request still waiting gets a
 JSON-RPC error naming the problem; an HTTP error status of the upstream passes through as is.
+
+Bounds, as a reverse proxy keeps them: a request body past ``max_body_bytes`` is refused with 413
+(by its ``Content-Length`` before it is read, or as it arrives), and an upstream answer or event
+past the same size fails the requests it answers; a body that is not UTF-8 JSON gets 400 and a
+JSON-RPC parse error, and is not forwarded. Sessions are kept only once the upstream named them
+(its ``Mcp-Session-Id``), at most ``max_sessions``, each dropped after ``session_idle_s`` without
+a request (a client-chosen id the upstream does not know is never kept). With a ``token``, every
+request needs ``Authorization: Bearer <token>`` (401 without one, 403 for another; the header
+is not forwarded upstream).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Mapping
+import time
+from collections import OrderedDict
+from collections.abc import Mapping
 from typing import Any, Final
 
 import httpx
 import structlog
 
+from otelhooks._json import loads_bounded
+from otelhooks.mcp._asgi import (
+    Receive,
+    Scope,
+    Send,
+    raw_headers,
+    read_body,
+    read_upstream,
+    request_headers,
+    respond,
+    too_large,
+    unauthorized,
+    until_disconnect,
+)
 from otelhooks.mcp._gateway import McpGateway, McpSession, Relay
-from otelhooks.mcp._jsonrpc import encode, parse
-from otelhooks.mcp._sse import events, frame_event, with_data
+from otelhooks.mcp._jsonrpc import PARSE_ERROR, encode, error_response, parse, recover_id
+from otelhooks.mcp._sse import EventTooLarge, events, frame_event, with_data
 
 __all__ = ["McpHttpProxy", "run_http"]
 
 _log = structlog.get_logger("otelhooks.mcp")
 
 SESSION_HEADER: Final = "mcp-session-id"
+MAX_BODY_BYTES: Final = 64 * 1024 * 1024
+MAX_SESSIONS: Final = 1024
+SESSION_IDLE_S: Final = 3600.0
 # Not forwarded in either direction: hop-by-hop, or recomputed for the new connection.
 _HOP: Final = frozenset(
     {
@@ -47,10 +74,6 @@ _HOP: Final = frozenset(
     }
 )
 
-Scope = Mapping[str, Any]
-Receive = Callable[[], Awaitable[dict[str, Any]]]
-Send = Callable[[dict[str, Any]], Awaitable[None]]
-
 
 class McpHttpProxy:
     """An ASGI application: the gateway in front of the Streamable HTTP server at ``upstream``.
@@ -60,6 +83,10 @@ class McpHttpProxy:
         upstream: the server's MCP endpoint URL.
         headers: sent upstream with every request (already resolved from their templates).
         client: the HTTP client to the upstream (one of its own when omitted).
+        token: the bearer token clients must present (none asked when omitted).
+        max_body_bytes: the largest request body, upstream answer or event (else 413 / an error).
+        max_sessions: sessions kept at most (the least recently used one is dropped).
+        session_idle_s: a session without a request for this long is dropped.
 
     Example:
         >>> import uvicorn
@@ -74,6 +101,10 @@ class McpHttpProxy:
         *,
         headers: Mapping[str, str] | None = None,
         client: httpx.AsyncClient | None = None,
+        token: str | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
+        max_sessions: int = MAX_SESSIONS,
+        session_idle_s: float = SESSION_IDLE_S,
     ) -> None:
         self.gateway = gateway
         self.upstream = upstream
@@ -81,10 +112,16 @@ class McpHttpProxy:
         self.client = client or httpx.AsyncClient(
             timeout=httpx.Timeout(30.0, read=None), follow_redirects=False
         )
-        self.sessions: dict[str | None, McpSession] = {}
+        self.token = token.encode() if token else None
+        self.max_body_bytes = max_body_bytes
+        self.max_sessions = max_sessions
+        self.session_idle_s = session_idle_s
+        # By the upstream's session id, least recently used first: (session, last request).
+        self.sessions: OrderedDict[str | None, tuple[McpSession, float]] = OrderedDict()
+        self.sessions_dropped = 0
 
     async def aclose(self) -> None:
-        for session in self.sessions.values():
+        for session, _ in self.sessions.values():
             session.close()
         self.sessions.clear()
         await self.client.aclose()
@@ -93,27 +130,82 @@ class McpHttpProxy:
         if scope["type"] != "http":
             return
         method = scope["method"]
-        request_headers = _headers(scope)
-        session_id = request_headers.get(SESSION_HEADER)
+        incoming = request_headers(scope)
+        if self.token is not None:
+            refused = unauthorized(incoming.pop("authorization", None), self.token)
+            if refused is not None:
+                await respond(send, *refused)
+                return
+        session_id = incoming.get(SESSION_HEADER)
+        if method not in ("POST", "GET", "DELETE"):
+            await respond(send, 405, b"", {"allow": "GET, POST, DELETE"})
+            return
+        body = b""
         if method == "POST":
-            body = await _body(receive)
-            fresh = session_id is None and parse(body).method == "initialize"
+            declared = incoming.get("content-length", "")
+            if declared.isdigit() and int(declared) > self.max_body_bytes:
+                await too_large(send, self.max_body_bytes)
+                return
+            read = await read_body(receive, self.max_body_bytes)
+            if read is None:
+                await too_large(send, self.max_body_bytes)
+                return
+            body = read
+            msg = parse(body)
+            if msg.kind == "unreadable":  # never forwarded: the hooks could not read it
+                problem = f"Parse error: {msg.problem}"
+                answer = error_response(recover_id(body), PARSE_ERROR, problem)
+                await respond(send, 400, answer, {"content-type": "application/json"})
+                return
+            fresh = session_id is None and msg.method == "initialize"
             session = self.gateway.session() if fresh else self._session(session_id)
-            await self._post(session, body, request_headers, send)
-        elif method in ("GET", "DELETE"):
+        else:
             session = self._session(session_id)
-            await self._forward(session, method, b"", request_headers, send, receive=receive)
+        try:
+            if method == "POST":
+                await self._post(session, body, incoming, send)
+            else:
+                await self._forward(session, method, b"", incoming, send, receive=receive)
+        finally:
             if method == "DELETE":
                 self.sessions.pop(session_id, None)
-                session.close()
-        else:
-            await _respond(send, 405, b"", {"allow": "GET, POST, DELETE"})
+            if method == "DELETE" or not self._kept(session):
+                session.close()  # a session the upstream did not name ends with its request
 
     def _session(self, session_id: str | None) -> McpSession:
-        session = self.sessions.get(session_id)
-        if session is None or session.closed:
-            session = self.sessions[session_id] = self.gateway.session(session_id)
-        return session
+        """The kept session ``session_id``, or a new one that is kept only if the upstream
+        names it in its answer (a client-chosen id alone keeps nothing)."""
+        self._expire()
+        kept = self.sessions.get(session_id)
+        if kept is not None and not kept[0].closed:
+            self.sessions[session_id] = (kept[0], time.monotonic())
+            self.sessions.move_to_end(session_id)
+            return kept[0]
+        return self.gateway.session(session_id)
+
+    def _kept(self, session: McpSession) -> bool:
+        return any(s is session for s, _ in self.sessions.values())
+
+    def _keep(self, session_id: str | None, session: McpSession) -> None:
+        self.sessions[session_id] = (session, time.monotonic())
+        self.sessions.move_to_end(session_id)
+        while len(self.sessions) > self.max_sessions:
+            _, (oldest, _) = self.sessions.popitem(last=False)
+            self._drop(oldest, "the gateway keeps at most max_sessions sessions")
+
+    def _expire(self) -> None:
+        cutoff = time.monotonic() - self.session_idle_s
+        while self.sessions:
+            session_id, (session, seen) = next(iter(self.sessions.items()))
+            if seen > cutoff:
+                return
+            del self.sessions[session_id]
+            self._drop(session, "idle")
+
+    def _drop(self, session: McpSession, why: str) -> None:
+        self.sessions_dropped += 1
+        _log.warning("an MCP session was dropped", why=why, dropped=self.sessions_dropped)
+        session.close()
 
     async def _post(
         self, session: McpSession, body: bytes, headers: dict[str, str], send: Send
@@ -124,9 +216,9 @@ class McpHttpProxy:
             relay = Relay(relay.to_server + done.to_server, relay.to_client + done.to_client)
         if not relay.to_server:  # hooks answered (denied or mocked), or the call was cancelled
             if relay.to_client:
-                await _respond(send, 200, relay.to_client[0], {"content-type": "application/json"})
+                await respond(send, 200, relay.to_client[0], {"content-type": "application/json"})
             else:
-                await _respond(send, 202, b"", {})
+                await respond(send, 202, b"", {})
             return
         await self._forward(
             session, "POST", relay.to_server[0], headers, send, extra=relay.to_client
@@ -166,27 +258,18 @@ class McpHttpProxy:
         receive: Receive | None,
     ) -> None:
         new_id = response.headers.get(SESSION_HEADER)
-        if self.sessions.get(new_id) is not session:  # a new session: keep it by its id
-            self.sessions[new_id] = session
+        kept = self.sessions.get(new_id)
+        if response.status_code < 400 and (kept is None or kept[0] is not session):
+            self._keep(new_id, session)  # the upstream named (or accepted) this session
             if new_id:
                 session.rename(new_id)
         back = {k: v for k, v in response.headers.items() if k.lower() not in _HOP}
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        if response.status_code >= 400:
-            reason = f"the MCP server answered HTTP {response.status_code}"
-            session.fail(body, reason, error_type=str(response.status_code))
-            await _respond(send, response.status_code, await response.aread(), back)
-            return
-        if kind == "application/json":
-            frames = await _frames(session, await response.aread())
-            merged = _merge(frames + extra)
-            await _respond(send, response.status_code, merged, back)
-            return
-        if kind != "text/event-stream":  # 202 Accepted and friends
-            await _respond(send, response.status_code, await response.aread(), back)
+        if kind != "text/event-stream" or response.status_code >= 400:
+            await self._whole(session, body, response, send, back, kind, extra)
             return
         await send({"type": "http.response.start", "status": response.status_code,
-                    "headers": _raw_headers(back)})  # fmt: skip
+                    "headers": raw_headers(back)})  # fmt: skip
         for frame in extra:
             await send(
                 {"type": "http.response.body", "body": frame_event(frame), "more_body": True}
@@ -195,22 +278,48 @@ class McpHttpProxy:
         if receive is None:
             await stream
         else:  # a GET stream lasts until the client leaves: stop reading upstream then
-            await _until_disconnect(stream, receive)
+            await until_disconnect(stream, receive)
         with contextlib.suppress(Exception):
             await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _whole(
+        self,
+        session: McpSession,
+        body: bytes,
+        response: httpx.Response,
+        send: Send,
+        back: dict[str, str],
+        kind: str,
+        extra: list[bytes],
+    ) -> None:
+        """An upstream answer that is not a stream: read whole (up to the limit), then sent."""
+        content = await read_upstream(response, self.max_body_bytes)
+        if content is None:
+            reason = f"the MCP server's answer is longer than {self.max_body_bytes} bytes"
+            await self._failed(session, body, send, reason, error_type="invalid_response")
+            return
+        if response.status_code >= 400:
+            reason = f"the MCP server answered HTTP {response.status_code}"
+            session.fail(body, reason, error_type=str(response.status_code))
+            await respond(send, response.status_code, content, back)
+        elif kind == "application/json":
+            frames = await _frames(session, content)
+            await respond(send, response.status_code, _merge(frames + extra), back)
+        else:  # 202 Accepted and friends
+            await respond(send, response.status_code, content, back)
 
     async def _stream(
         self, session: McpSession, body: bytes, response: httpx.Response, send: Send
     ) -> None:
         try:
-            async for event in events(response.aiter_raw()):
+            async for event in events(response.aiter_raw(), limit=self.max_body_bytes):
                 out = event.raw
                 if event.data is not None and event.data.strip():
                     frames = await _frames(session, event.data)
                     if frames != [event.data]:
                         out = b"".join(with_data(event, f) for f in frames)
                 await send({"type": "http.response.body", "body": out, "more_body": True})
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, EventTooLarge) as exc:
             reason = f"the MCP server dropped the stream: {exc}"
             _log.error("upstream stream failed", error=str(exc))
             for answer in session.fail(body, reason, error_type="server_disconnected"):
@@ -220,11 +329,16 @@ class McpHttpProxy:
 
     async def _unreachable(self, session: McpSession, body: bytes, send: Send, reason: str) -> None:
         _log.error("upstream unreachable", upstream=self.upstream, error=reason)
-        answers = session.fail(body, reason, error_type="server_unreachable")
+        await self._failed(session, body, send, reason, error_type="server_unreachable")
+
+    async def _failed(
+        self, session: McpSession, body: bytes, send: Send, reason: str, *, error_type: str
+    ) -> None:
+        answers = session.fail(body, reason, error_type=error_type)
         if answers:
-            await _respond(send, 200, _merge(answers), {"content-type": "application/json"})
+            await respond(send, 200, _merge(answers), {"content-type": "application/json"})
         else:
-            await _respond(send, 502, reason.encode(), {"content-type": "text/plain"})
+            await respond(send, 502, reason.encode(), {"content-type": "text/plain"})
 
 
 async def _frames(session: McpSession, data: bytes) -> list[bytes]:
@@ -238,52 +352,11 @@ async def _frames(session: McpSession, data: bytes) -> list[bytes]:
 def _merge(frames: list[bytes]) -> bytes:
     if len(frames) == 1:
         return frames[0]
-    import json
-
     items: list[Any] = []
     for frame in frames:
-        value = json.loads(frame)
+        value = loads_bounded(frame)
         items.extend(value if isinstance(value, list) else [value])
     return encode(items)
-
-
-async def _until_disconnect(stream: Awaitable[None], receive: Receive) -> None:
-    reader = asyncio.ensure_future(stream)
-
-    async def disconnected() -> None:
-        while (await receive())["type"] != "http.disconnect":
-            pass
-
-    watcher = asyncio.ensure_future(disconnected())
-    await asyncio.wait({reader, watcher}, return_when=asyncio.FIRST_COMPLETED)
-    for task in (reader, watcher):
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError, Exception):
-            await task
-
-
-def _headers(scope: Scope) -> dict[str, str]:
-    return {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-
-
-def _raw_headers(headers: Mapping[str, str]) -> list[tuple[bytes, bytes]]:
-    return [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
-
-
-async def _body(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            return b"".join(chunks)
-
-
-async def _respond(send: Send, status: int, body: bytes, headers: Mapping[str, str]) -> None:
-    out = dict(headers)
-    out["content-length"] = str(len(body))
-    await send({"type": "http.response.start", "status": status, "headers": _raw_headers(out)})
-    await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
 async def run_http(
@@ -293,6 +366,7 @@ async def run_http(
     upstream: str,
     *,
     headers: Mapping[str, str] | None = None,
+    token: str | None = None,
 ) -> int:
     """Serve the gateway on ``host:port`` until interrupted (uvicorn; logs on stderr).
 
@@ -301,7 +375,7 @@ async def run_http(
     """
     import uvicorn
 
-    proxy = McpHttpProxy(gateway, upstream, headers=headers)
+    proxy = McpHttpProxy(gateway, upstream, headers=headers, token=token)
     # Open GET streams would hold a graceful shutdown forever: give them a few seconds.
     config = uvicorn.Config(
         proxy,

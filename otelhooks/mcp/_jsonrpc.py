@@ -7,11 +7,15 @@ hook changes the message, so what the peer receives is byte-for-byte what was se
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from otelhooks._json import JsonProblem, loads_bounded
+
 __all__ = [
     "INTERNAL_ERROR",
+    "INVALID_REQUEST",
     "PARSE_ERROR",
     "REQUEST_CANCELLED",
     "UPSTREAM_ERROR",
@@ -19,16 +23,23 @@ __all__ = [
     "encode",
     "error_response",
     "parse",
+    "recover_id",
     "result_response",
 ]
 
 PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
 INTERNAL_ERROR: Final = -32603
 # Implementation-defined server errors (-32000..-32099): the upstream server is gone or failed.
 UPSTREAM_ERROR: Final = -32000
 REQUEST_CANCELLED: Final = -32800
 
-Kind = Literal["request", "notification", "response", "batch", "invalid"]
+Kind = Literal["request", "notification", "response", "batch", "invalid", "unreadable"]
+
+# How much of an unreadable frame is searched for its id.
+_ID_SEARCH_BYTES: Final = 4096
+_ID_TOKENS: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+_ID_VALUE: Final = re.compile(r'\s*:\s*(-?\d{1,18}(?![\d.eE])|"(?:[^"\\]|\\.){0,256}")')
 
 
 @dataclass(slots=True)
@@ -37,13 +48,17 @@ class Message:
 
     Attributes:
         raw: the bytes it was read from, without the line terminator.
-        data: the decoded JSON value (``None`` when ``raw`` is not JSON).
-        kind: ``request``, ``notification``, ``response``, ``batch`` or ``invalid``.
+        data: the decoded JSON value (``None`` when ``raw`` is not JSON); values nested more
+            than 64 levels deep are kept as their JSON text (see :mod:`otelhooks._json`).
+        kind: ``request``, ``notification``, ``response``, ``batch``, ``invalid`` (JSON, but
+            not a JSON-RPC message) or ``unreadable`` (not UTF-8 JSON that can be read).
+        problem: why an ``unreadable`` message could not be read.
     """
 
     raw: bytes
     data: Any
     kind: Kind
+    problem: str | None = None
 
     @property
     def method(self) -> str | None:
@@ -80,22 +95,56 @@ def _classify(raw: bytes, data: Any) -> Message:
 
 
 def parse(raw: bytes) -> Message:
-    """Classify ``raw`` (one JSON value); a message that is not JSON is ``invalid``.
+    """Classify ``raw`` (one JSON value); one that cannot be read (invalid UTF-8, not JSON, an
+    integer too long to convert) is ``unreadable``. Any depth is read (deep values as text).
 
     Example:
         >>> parse(b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}').kind
         'request'
+        >>> parse(b'{"id":1,"method":"tools/call","params":{"name":"w\\xff"}}').kind
+        'unreadable'
     """
     try:
-        data = json.loads(raw)
-    except ValueError:
-        return Message(raw, None, "invalid")
+        data = loads_bounded(raw)
+    except JsonProblem as exc:
+        return Message(raw, None, "unreadable", str(exc))
     return _classify(raw, data)
 
 
+def recover_id(raw: bytes) -> str | int | None:
+    """The top-level ``id`` of a frame that could not be parsed, when its first bytes show it
+    (what a parse error answer carries; ``None`` when it cannot be told).
+
+    Example:
+        >>> recover_id(b'{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"x":\\xff}}')
+        7
+    """
+    text = raw[:_ID_SEARCH_BYTES].decode("utf-8", "replace")
+    depth = 0
+    for match in _ID_TOKENS.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+        elif token in "]}":
+            depth -= 1
+        elif depth == 1 and token == '"id"':
+            value = _ID_VALUE.match(text, match.end())
+            if value is None:
+                return None
+            try:
+                found = json.loads(value.group(1))
+            except ValueError:
+                return None
+            return found if isinstance(found, str | int) else None
+    return None
+
+
 def encode(data: Any) -> bytes:
-    """Compact JSON without a line terminator (stdio frames are one line each)."""
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
+    """Compact JSON without a line terminator (stdio frames are one line each); a lone
+    surrogate a peer sent as an escape is written as an escape again."""
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode(
+        "utf-8", "backslashreplace"
+    )
 
 
 def result_response(request_id: Any, result: dict[str, Any]) -> bytes:

@@ -5,6 +5,10 @@ One span per JSON-RPC request or notification that crosses the gateway, named
 ``mcp.session`` span per MCP session, so a session is one trace. A request whose ``params._meta``
 carries a W3C ``traceparent`` continues the client's trace instead and links the session span
 (the conventions' rule for servers: the ``_meta`` context is the parent, the ambient one a link).
+
+Every text the gateway records (attributes, status messages) goes through
+:func:`otelhooks._redact.scrub` first: a peer may echo a known secret (the ``--header`` token an
+upstream puts in an error message), and the spans are written to files and exporters.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, Tracer
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from otelhooks import _semconv as sc
+from otelhooks._redact import scrub
 from otelhooks.mcp._jsonrpc import Message
 
 __all__ = [
@@ -33,6 +38,8 @@ __all__ = [
     "SERVER_PORT",
     "SESSION_SPAN_NAME",
     "McpSpans",
+    "clean_attributes",
+    "set_attributes",
     "span_name",
 ]
 
@@ -56,6 +63,23 @@ _RESOURCE_METHODS: Final = frozenset(
     {"resources/read", "resources/subscribe", "resources/unsubscribe"}
 )
 _PROPAGATOR: Final = TraceContextTextMapPropagator()
+
+
+def clean_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
+    """``attributes`` with known secrets scrubbed from every string (and list of strings)."""
+    out: dict[str, Any] = {}
+    for key, value in attributes.items():
+        if isinstance(value, str):
+            value = scrub(value)
+        elif isinstance(value, list | tuple):
+            value = [scrub(v) if isinstance(v, str) else v for v in value]
+        out[key] = value
+    return out
+
+
+def set_attributes(span: Span, attributes: Mapping[str, Any]) -> None:
+    """Set ``attributes`` on ``span``, scrubbed."""
+    span.set_attributes(clean_attributes(attributes))
 
 
 def span_name(method: str, params: Mapping[str, Any]) -> str:
@@ -94,7 +118,9 @@ class McpSpans:
         return self._tracer.start_span(
             SESSION_SPAN_NAME,
             kind=SpanKind.INTERNAL,
-            attributes={MCP_SESSION_ID: session_id, NETWORK_TRANSPORT: self._transport},
+            attributes=clean_attributes(
+                {MCP_SESSION_ID: session_id, NETWORK_TRANSPORT: self._transport}
+            ),
         )
 
     def message(
@@ -135,10 +161,10 @@ class McpSpans:
         parent = _remote_parent(params)
         links = [Link(session.get_span_context())] if parent is not None else None
         return self._tracer.start_span(
-            span_name(method, params),
+            scrub(span_name(method, params)),
             context=parent if parent is not None else session_ctx,
             kind=SpanKind.CLIENT if from_server else SpanKind.SERVER,
-            attributes=attrs,
+            attributes=clean_attributes(attrs),
             links=links,
         )
 
@@ -153,7 +179,7 @@ class McpSpans:
             error = data.get("error")
             if isinstance(error, dict):
                 code = str(error.get("code", "error"))
-                span.set_attribute(RPC_RESPONSE_STATUS_CODE, code)
+                span.set_attribute(RPC_RESPONSE_STATUS_CODE, scrub(code))
                 error_type = code
                 message = str(error.get("message", "")) or None
             else:
@@ -161,8 +187,8 @@ class McpSpans:
                 if isinstance(result, dict) and result.get("isError") is True:
                     error_type = "tool_error"
         if error_type is not None:
-            span.set_attribute(sc.ERROR_TYPE, error_type)
-            span.set_status(Status(StatusCode.ERROR, message or error_type))
+            span.set_attribute(sc.ERROR_TYPE, scrub(error_type))
+            span.set_status(Status(StatusCode.ERROR, scrub(message or error_type)))
         span.end()
 
 

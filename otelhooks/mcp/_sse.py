@@ -11,8 +11,10 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["SseEvent", "events", "frame_event", "with_data"]
+__all__ = ["EVENT_LIMIT", "EventTooLarge", "SseEvent", "events", "frame_event", "with_data"]
 
+# One event carries one JSON-RPC frame: the same limit as a stdio line.
+EVENT_LIMIT: Final = 64 * 1024 * 1024
 _BOUNDARY: Final = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 _LINE: Final = re.compile(rb"\r\n|\n|\r")
 
@@ -37,16 +39,36 @@ def _parse(raw: bytes) -> SseEvent:
     return SseEvent(raw, b"\n".join(data) if data else None)
 
 
-async def events(chunks: AsyncIterator[bytes]) -> AsyncIterator[SseEvent]:
-    """The events of a byte stream, each as soon as its blank line arrives."""
-    buffer = b""
+class EventTooLarge(ValueError):
+    """An event grew past the limit without ending (the stream cannot be trusted further)."""
+
+
+async def events(
+    chunks: AsyncIterator[bytes], *, limit: int = EVENT_LIMIT
+) -> AsyncIterator[SseEvent]:
+    """The events of a byte stream, each as soon as its blank line arrives.
+
+    Each byte is scanned once (a search resumes where the last one stopped), and an event is
+    held only up to ``limit`` bytes.
+
+    Raises:
+        EventTooLarge: an event passed ``limit`` bytes.
+    """
+    buffer = bytearray()
+    scanned = 0  # no boundary starts before this offset
     async for chunk in chunks:
         buffer += chunk
-        while (match := _BOUNDARY.search(buffer)) is not None:
-            raw, buffer = buffer[: match.end()], buffer[match.end() :]
+        while (match := _BOUNDARY.search(buffer, scanned)) is not None:
+            raw = bytes(buffer[: match.end()])
+            del buffer[: match.end()]
+            scanned = 0
             yield _parse(raw)
-    if buffer.strip():
-        yield _parse(buffer + b"\n\n")
+        if len(buffer) > limit:
+            raise EventTooLarge(f"a server-sent event longer than {limit} bytes")
+        # a boundary is at most 4 bytes: the next search starts just before the new data
+        scanned = max(0, len(buffer) - 3)
+    if bytes(buffer).strip():
+        yield _parse(bytes(buffer) + b"\n\n")
 
 
 def with_data(event: SseEvent, data: bytes) -> bytes:

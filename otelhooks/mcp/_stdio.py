@@ -2,9 +2,14 @@
 JSON-RPC between its own stdin/stdout (the client) and the child's.
 
 Nothing but protocol frames is written to stdout; the child's stderr is the gateway's stderr.
-When the server exits, every request still waiting gets a JSON-RPC error and the gateway exits
-with the server's code; when the client closes stdin, the server's stdin is closed, then it is
-terminated after a grace period (the MCP stdio shutdown sequence).
+When the server exits (or closes its stdout), every request still waiting gets a JSON-RPC error
+and the gateway exits with the server's code; when the client closes stdin, the server's stdin
+is closed, then it is terminated after a grace period (the MCP stdio shutdown sequence).
+
+A frame is one line of at most :data:`LINE_LIMIT` bytes. A longer client line is answered with a
+JSON-RPC parse error and never forwarded; a longer server line is dropped and the request it
+answers gets a JSON-RPC error (every waiting request, when its id cannot be told). Either way
+the rest of the line is skipped as it arrives, without holding it, and the session goes on.
 """
 
 from __future__ import annotations
@@ -15,18 +20,23 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Final
 
 import structlog
 
-from otelhooks.mcp._gateway import McpGateway, Relay
+from otelhooks.mcp._gateway import McpGateway, McpSession, Relay
 
-__all__ = ["run_stdio"]
+__all__ = ["LINE_LIMIT", "Oversize", "run_stdio"]
 
 _log = structlog.get_logger("otelhooks.mcp")
 
 # One frame may carry a large tool result (images, files): read lines up to this size.
 LINE_LIMIT: Final = 64 * 1024 * 1024
+CHUNK_BYTES: Final = 1 << 16
+HEAD_BYTES: Final = 4096
+# What a stream reader buffers before it stops reading the pipe (the frame is kept by _Lines).
+READ_BUFFER: Final = 1 << 20
 GRACE_S: Final = 2.0
 
 
@@ -50,7 +60,7 @@ class _Out:
 
 async def _stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=LINE_LIMIT)
+    reader = asyncio.StreamReader(limit=READ_BUFFER)
     await loop.connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(sys.stdin.fileno(), "rb", 0)
     )
@@ -61,21 +71,57 @@ async def _stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     return reader, writer
 
 
-async def _lines(reader: asyncio.StreamReader) -> list[bytes] | None:
-    """The next frame (``None`` at end of stream); blank lines are skipped."""
-    while True:
-        try:
-            line = await reader.readuntil(b"\n")
-        except asyncio.IncompleteReadError as exc:
-            line = exc.partial
-            if not line.strip():
-                return None
-        except asyncio.LimitOverrunError:
-            _log.error("a frame exceeded the line limit; the stream is closed", limit=LINE_LIMIT)
-            return None
-        frame = line.rstrip(b"\r\n")
-        if frame.strip():
-            return [frame]
+@dataclass(frozen=True, slots=True)
+class Oversize:
+    """A line longer than the limit: its first bytes (for its id), the rest was discarded."""
+
+    head: bytes
+
+
+class _Lines:
+    """Newline-delimited frames of a stream, holding at most ``limit`` bytes of one frame: a
+    longer line is reported as :class:`Oversize` and the rest of it skipped as it arrives."""
+
+    def __init__(self, reader: asyncio.StreamReader, limit: int = LINE_LIMIT) -> None:
+        self._reader = reader
+        self._limit = limit
+        self._buffer = bytearray()
+        self._scanned = 0  # no newline in self._buffer[:self._scanned]
+        self._skipping = False
+
+    async def next(self) -> bytes | Oversize | None:
+        """The next frame (blank lines skipped); ``None`` at the end of the stream."""
+        while True:
+            end = self._buffer.find(b"\n", self._scanned)
+            if end >= 0:
+                line = bytes(self._buffer[:end])
+                del self._buffer[: end + 1]
+                self._scanned = 0
+                if self._skipping:  # the end of an oversize line, already reported
+                    self._skipping = False
+                    continue
+                if end > self._limit:
+                    return Oversize(line[:HEAD_BYTES])
+                frame = line.rstrip(b"\r")
+                if frame.strip():
+                    return frame
+                continue
+            if self._skipping:
+                self._buffer.clear()
+            elif len(self._buffer) > self._limit:
+                head = bytes(self._buffer[:HEAD_BYTES])
+                self._buffer.clear()
+                self._skipping = True
+                self._scanned = 0
+                return Oversize(head)
+            self._scanned = len(self._buffer)
+            chunk = await self._reader.read(CHUNK_BYTES)
+            if not chunk:
+                rest, self._skipping = bytes(self._buffer), False
+                self._buffer.clear()
+                self._scanned = 0
+                return rest.rstrip(b"\r") if rest.strip() else None
+            self._buffer += chunk
 
 
 async def run_stdio(
@@ -110,7 +156,7 @@ async def run_stdio(
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             env=dict(env) if env is not None else None,
-            limit=LINE_LIMIT,
+            limit=READ_BUFFER,
         )
     except OSError as exc:
         _log.error("cannot start the MCP server", command=list(command), error=str(exc))
@@ -143,16 +189,22 @@ async def run_stdio(
         await client_out.drain()
 
     async def from_client() -> None:
-        while (frames := await _lines(client_in)) is not None:
-            for frame in frames:
+        lines = _Lines(client_in)
+        while (frame := await lines.next()) is not None:
+            if isinstance(frame, Oversize):
+                deliver(session.refuse(frame.head, f"a frame longer than {LINE_LIMIT} bytes"))
+            else:
                 deliver(session.from_client(frame))
             await server_in.drain()
             await client_out.drain()
 
     async def from_server() -> None:
         assert child.stdout is not None
-        while (frames := await _lines(child.stdout)) is not None:
-            for frame in frames:
+        lines = _Lines(child.stdout)
+        while (frame := await lines.next()) is not None:
+            if isinstance(frame, Oversize):
+                deliver(_oversize_answer(session, frame))
+            else:
                 deliver(session.from_server(frame))
             await client_out.drain()
 
@@ -163,7 +215,7 @@ async def run_stdio(
         {client_task, server_task, stop_task}, return_when=asyncio.FIRST_COMPLETED
     )
     if server_task in done:  # the server exited (or closed its stdout): report, then leave
-        code = await child.wait()
+        code = await _stop_child(child)
         _log.error("the MCP server exited", code=code, command=list(command))
         client_out.send(session.close(f"MCP server exited with code {code}"))
         _flush(flush)
@@ -171,7 +223,7 @@ async def run_stdio(
         client_task.cancel()
         stop_task.cancel()
         _close(client_out_writer)
-        return code
+        return code if code is not None else 1
     # The client closed stdin (or we were told to stop): let decisions finish, then stop the
     # server the MCP way: close its stdin, wait, terminate, kill.
     stop_task.cancel()
@@ -207,7 +259,20 @@ def _flush(flush: Callable[[], object] | None) -> None:
         _log.warning("flushing spans failed", error=str(exc))
 
 
+def _oversize_answer(session: McpSession, frame: Oversize) -> Relay:
+    """A server line past the limit: the request it answers gets an error, or, when its id
+    cannot be told, every request still waiting does (any of them may have been answered)."""
+    problem = f"a frame longer than {LINE_LIMIT} bytes"
+    relay = session.server_garbage(frame.head, problem)
+    if not relay.to_client:
+        reason = f"the MCP server sent an answer that cannot be read: {problem}"
+        relay.to_client = session.fail_all(reason, error_type="invalid_response")
+    return relay
+
+
 async def _stop_child(child: asyncio.subprocess.Process) -> int | None:
+    """Wait for ``child`` to exit, then terminate it, then kill it (``GRACE_S`` each): a server
+    that closed its stdout but stays alive is stopped too, so the gateway always ends."""
     for action in (None, child.terminate, child.kill):
         if action is not None:
             with contextlib.suppress(ProcessLookupError):

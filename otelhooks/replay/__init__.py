@@ -18,11 +18,18 @@ import contextlib
 import gc
 import os
 from collections.abc import Iterator, Sequence
+from typing import Any
 
 from otelhooks._engine import HooksEngine
-from otelhooks.replay._events import Decision, RecordedEvent, recorded_events
+from otelhooks.replay._events import Decision, RecordedEvent, SpanContext, recorded_events
 from otelhooks.replay._otlp import AnnotationWriter, annotation_attributes
-from otelhooks.replay._read import RecordingError, iter_requests, read_recording
+from otelhooks.replay._read import (
+    RecordingError,
+    iter_ancestry,
+    iter_requests,
+    iter_spans,
+    read_recording,
+)
 from otelhooks.replay._report import ReplayReport, Tally
 from otelhooks.replay._run import CHANGES, ReplayOutcome, decision_of, diff_values, replay_events
 
@@ -34,11 +41,13 @@ __all__ = [
     "RecordingError",
     "ReplayOutcome",
     "ReplayReport",
+    "SpanContext",
     "Tally",
     "annotation_attributes",
     "decision_of",
     "diff_values",
     "iter_requests",
+    "iter_spans",
     "loaded_once",
     "read_recording",
     "recorded_events",
@@ -67,6 +76,9 @@ def replay(
         pooled: run Python hooks on the engine's handler pool, cut off at their deadlines as
             live (see :func:`replay_events`); slower, for policies whose hooks may hang.
 
+    Lines, frames and events that cannot be read are skipped and listed in the report's
+    :attr:`~ReplayReport.unreadable`; the report covers the rest.
+
     Raises:
         OSError: a file cannot be read or written.
         RecordingError: a recording is in no known format.
@@ -79,16 +91,24 @@ def replay(
     policy = [] if isinstance(hooks, HooksEngine) else [os.fspath(p) for p in hooks]
     engine = hooks if isinstance(hooks, HooksEngine) else HooksEngine.from_files(policy)
     try:
-        with loaded_once():
-            spans = [span for path in recordings for span in read_recording(path)]
         report = ReplayReport(
             [hook.id for hook in engine.registry.hooks() if hook.intercepts],
             sources={"recordings": [os.fspath(p) for p in recordings], "policy": policy},
         )
-        report.spans = len(spans)
+        # Streamed twice: the ancestry of every span first (a parent is often written after
+        # its children), then the events; nothing holds the recording.
+        context = SpanContext()
+        for path in recordings:
+            for span in iter_ancestry(path, context.wanted, problems=report.unreadable):
+                context.add(span)
+                report.spans += 1
         writer = AnnotationWriter(otlp_out, policy=policy) if otlp_out is not None else None
         outcomes = replay_events(
-            engine, recorded_events(spans), live_webhooks=live_webhooks, pooled=pooled
+            engine,
+            recorded_events(_spans(recordings), context=context),
+            live_webhooks=live_webhooks,
+            pooled=pooled,
+            problems=report.unreadable,
         )
         for outcome in outcomes:
             report.add(outcome)
@@ -97,10 +117,15 @@ def replay(
         if writer is not None:
             writer.write(recordings)
     finally:
-        gc.unfreeze()
         if not isinstance(hooks, HooksEngine):
             engine.shutdown(1.0)
     return report
+
+
+def _spans(recordings: Sequence[str | os.PathLike[str]]) -> Iterator[dict[str, Any]]:
+    """The recordings' spans again (what could not be read was reported in the first pass)."""
+    for path in recordings:
+        yield from iter_spans(path, problems=[])
 
 
 @contextlib.contextmanager

@@ -21,8 +21,8 @@ marked ``content_recorded=False``.
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Iterator, Mapping, Sequence
+import sys
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,9 +34,10 @@ from otelhooks._events import (
     ToolCallEvent,
     ToolResultPersistEvent,
 )
+from otelhooks._json import JsonProblem, loads_bounded
 from otelhooks._span_mapping import tool_identity
 
-__all__ = ["Decision", "RecordedEvent", "recorded_events"]
+__all__ = ["Decision", "RecordedEvent", "SpanContext", "recorded_events"]
 
 _STATUS_ERROR = 2  # OTLP Status.code STATUS_CODE_ERROR
 _EMPTY_ARGS_SIZE = 2  # len("{}"): arguments known to be empty even without capture
@@ -107,15 +108,26 @@ class RecordedEvent:
         return self._payload
 
 
-def recorded_events(spans: Sequence[dict[str, Any]]) -> Iterator[RecordedEvent]:
+def recorded_events(
+    spans: Iterable[dict[str, Any]], *, context: SpanContext | None = None
+) -> Iterator[RecordedEvent]:
     """The intercept events of ``spans`` (one recording, or several), in span order.
+
+    Args:
+        spans: the spans; held whole unless ``context`` is given.
+        context: the ancestry of every span (:meth:`SpanContext.add` each span first, e.g. in
+            a first pass over a streamed recording); built from ``spans`` when omitted.
 
     Example:
         >>> from otelhooks.replay import read_recording
         >>> for ev in recorded_events(read_recording("traces.jsonl")):  # doctest: +SKIP
         ...     print(ev.event, ev.subject, ev.recorded)
     """
-    context = _Context(spans)
+    if context is None:
+        spans = list(spans)
+        context = SpanContext()
+        for span in spans:
+            context.add(span)
     for span in spans:
         attrs = span.get("attributes") or {}
         op = attrs.get(sc.GEN_AI_OPERATION_NAME)
@@ -127,8 +139,18 @@ def recorded_events(spans: Sequence[dict[str, Any]]) -> Iterator[RecordedEvent]:
             yield _agent_event(span, attrs, context)
 
 
-class _Context:
-    """Facts a span inherits from its ancestors: agent, operation, session, user."""
+class SpanContext:
+    """Facts a span inherits from its ancestors: agent, operation, session, user.
+
+    Only what that needs is kept of each span added (its parent and those few attributes), so
+    a recording can be streamed twice (ancestry first, then events) without being held.
+
+    Example:
+        >>> context = SpanContext()
+        >>> context.add({"traceId": "t", "spanId": "a", "attributes": {"gen_ai.agent.name": "x"}})
+        >>> context.of({"traceId": "t", "spanId": "b", "parentSpanId": "a"})
+        {'agent': 'x'}
+    """
 
     _KEYS = (
         (sc.GEN_AI_AGENT_NAME, "agent"),
@@ -139,39 +161,71 @@ class _Context:
         (sc.SESSION_ID, "sessionKey"),
         (sc.USER_ID, "userId"),
     )
+    _NO_FACTS: dict[str, str] = {}
+    wanted = frozenset(attr for attr, _ in _KEYS)
+    """The attributes :meth:`add` reads (what a first pass needs to keep of a span)."""
 
-    def __init__(self, spans: Sequence[dict[str, Any]]) -> None:
-        self._spans = {(s.get("traceId", ""), s.get("spanId", "")): s for s in spans}
+    def __init__(self) -> None:
+        # (trace id, span id) -> (parent span id, the span's own facts)
+        self._spans: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
         self._memo: dict[tuple[str, str], dict[str, str]] = {}
 
-    def of(self, span: dict[str, Any]) -> dict[str, str]:
-        key = (span.get("traceId", ""), span.get("spanId", ""))
+    def add(self, span: Mapping[str, Any]) -> None:
+        """Remember ``span``'s parent and its own facts."""
+        attrs = span.get("attributes") or {}
+        own = self._NO_FACTS
+        for attr, field in self._KEYS:
+            value = attrs.get(attr)
+            if isinstance(value, str) and value:
+                if own is self._NO_FACTS:
+                    own = {}
+                own[field] = value
+        trace = sys.intern(str(span.get("traceId", "")))
+        parent = span.get("parentSpanId")
+        self._spans[trace, str(span.get("spanId", ""))] = (
+            parent if isinstance(parent, str) else "",
+            own,
+        )
+
+    def of(self, span: Mapping[str, Any]) -> dict[str, str]:
+        """What ``span`` inherits (its own facts win over its ancestors')."""
+        key = (str(span.get("traceId", "")), str(span.get("spanId", "")))
         found = self._memo.get(key)
         if found is not None:
             return found
         # Iterative walk up to the first ancestor already known (deep trees, no recursion).
-        chain: list[tuple[tuple[str, str], dict[str, Any]]] = []
-        node: dict[str, Any] | None = span
+        chain: list[tuple[tuple[str, str], dict[str, str]]] = []
         inherited: dict[str, str] = {}
+        node: tuple[str, str] | None = key
         while node is not None:
-            node_key = (node.get("traceId", ""), node.get("spanId", ""))
-            if node_key in self._memo:
-                inherited = self._memo[node_key]
+            if node in self._memo:
+                inherited = self._memo[node]
                 break
-            chain.append((node_key, node))
-            parent = node.get("parentSpanId")
-            node = self._spans.get((node_key[0], parent)) if parent else None
+            known = self._spans.get(node)
+            if known is None and node == key:  # not added: read the span itself
+                parent_id = span.get("parentSpanId")
+                known = (parent_id if isinstance(parent_id, str) else "", self._own(span))
+            if known is None:
+                break
+            parent, own = known
+            chain.append((node, own))
+            node = (node[0], parent) if parent else None
             if len(chain) > 10_000:  # a cycle in a malformed file
                 break
-        for node_key, node in reversed(chain):
-            own = dict(inherited)
-            attrs = node.get("attributes") or {}
-            for attr, field in self._KEYS:
-                value = attrs.get(attr)
-                if isinstance(value, str) and value:
-                    own[field] = value
-            self._memo[node_key] = inherited = own
+        for node_key, own in reversed(chain):
+            if own:
+                inherited = {**inherited, **own}
+            self._memo[node_key] = inherited
         return inherited
+
+    def _own(self, span: Mapping[str, Any]) -> dict[str, str]:
+        attrs = span.get("attributes") or {}
+        own: dict[str, str] = {}
+        for attr, field in self._KEYS:
+            value = attrs.get(attr)
+            if isinstance(value, str) and value:
+                own[field] = value
+        return own
 
 
 def _common(span: dict[str, Any], facts: Mapping[str, str]) -> dict[str, Any]:
@@ -227,7 +281,7 @@ def _blocked(attrs: Mapping[str, Any], rewritten: Any, blocked: bool) -> Decisio
 
 
 def _tool_events(
-    span: dict[str, Any], attrs: Mapping[str, Any], context: _Context
+    span: dict[str, Any], attrs: Mapping[str, Any], context: SpanContext
 ) -> Iterator[RecordedEvent]:
     facts = context.of(span)
     tool = tool_identity(attrs, str(span.get("name", "")), str(span.get("spanId", "")))
@@ -301,14 +355,14 @@ def _arguments(raw: Any) -> dict[str, Any]:
         return {}
     if isinstance(raw, str):
         try:
-            raw = json.loads(raw)
-        except ValueError:
+            raw = loads_bounded(raw)  # arguments nested past 64 levels: kept as their text
+        except JsonProblem:
             return {"input": raw}  # not JSON: hooks see the text as it was recorded
     return raw if isinstance(raw, dict) else {"input": raw}
 
 
 def _message_event(
-    span: dict[str, Any], attrs: Mapping[str, Any], context: _Context
+    span: dict[str, Any], attrs: Mapping[str, Any], context: SpanContext
 ) -> RecordedEvent:
     facts = context.of(span)
     channel = str(attrs.get(sc.MESSAGE_CHANNEL) or str(span.get("name", "")).partition(" ")[2])
@@ -333,7 +387,7 @@ def _message_event(
 
 
 def _agent_event(
-    span: dict[str, Any], attrs: Mapping[str, Any], context: _Context
+    span: dict[str, Any], attrs: Mapping[str, Any], context: SpanContext
 ) -> RecordedEvent:
     facts = context.of(span)
     name = str(attrs.get(sc.GEN_AI_AGENT_NAME) or str(span.get("name", "")).partition(" ")[2])
@@ -362,8 +416,8 @@ def _agent_event(
 def _messages(value: Any) -> list[Any] | None:
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except ValueError:
+            value = loads_bounded(value)
+        except JsonProblem:
             return None
     return value if isinstance(value, list) else None
 

@@ -111,7 +111,7 @@ class AnnotationWriter:
         count = 0
         with open(self.path, "w", encoding="utf-8") as file:
             for recording in recordings:
-                for _, request in iter_requests(recording):
+                for _, request in iter_requests(recording, problems=[]):  # reported already
                     for resource_spans in request.get("resourceSpans", ()):
                         if policy is not None:
                             resource = resource_spans.setdefault("resource", {})

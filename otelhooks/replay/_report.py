@@ -16,9 +16,25 @@ from typing import Any
 from otelhooks.replay._events import Decision
 from otelhooks.replay._run import ReplayOutcome
 
-__all__ = ["ReplayReport", "Tally"]
+__all__ = ["Problems", "ReplayReport", "Tally"]
 
 _FAILED_STEPS = ("error", "timeout")
+
+
+class Problems(list[str]):
+    """What could not be read, in order: the first :attr:`keep` descriptions, and a count of
+    all (a recording of a million bad lines is not a million strings kept)."""
+
+    keep = 1000
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.total = 0
+
+    def append(self, text: str) -> None:
+        self.total += 1
+        if len(self) < self.keep:
+            super().append(text)
 
 
 @dataclass(slots=True)
@@ -72,6 +88,8 @@ class ReplayReport:
         self.reported: list[ReplayOutcome] = []
         self.hooks: dict[str, Tally] = {hook_id: Tally() for hook_id in hook_ids}
         self.tools: dict[str, Tally] = {}
+        # Lines, frames and events that could not be read (``otelhooks replay`` exits 2).
+        self.unreadable = Problems()
 
     def add(self, outcome: ReplayOutcome) -> None:
         """Count ``outcome`` (and keep it when it is worth reporting)."""
@@ -128,6 +146,8 @@ class ReplayReport:
             "by_event": dict(self.by_event),
             "changes": {kind: self.changes[kind] for kind in sorted(self.changes)},
             "content_not_recorded": self.content_missing,
+            "unreadable": self.unreadable.total,
+            "unreadable_first": list(self.unreadable),
             **self.sources,
         }
 
@@ -167,6 +187,11 @@ class ReplayReport:
             calls = Counter(hook for o in waiting for hook in o.would_call)
             lines += ["", "Would call (control webhooks, not called without --live-webhooks)"]
             lines += [f"  {hook}: {count} event(s)" for hook, count in calls.items()]
+        if self.unreadable.total:
+            lines += ["", f"Could not be read ({self.unreadable.total}): not replayed"]
+            lines += [f"  {problem}" for problem in self.unreadable]
+            if self.unreadable.total > len(self.unreadable):
+                lines.append(f"  ... and {self.unreadable.total - len(self.unreadable)} more")
         lines += ["", "Per hook", *_tally_table("hook", "seen", self.hooks)]
         lines += ["", "Per tool", *_tally_table("tool", "calls", dict(sorted(self.tools.items())))]
         return "\n".join(lines)
@@ -181,6 +206,8 @@ class ReplayReport:
         )
         if self.content_missing:
             head += f"; {self.content_missing} decided without recorded content"
+        if self.unreadable.total:
+            head += f"; {self.unreadable.total} could not be read"
         return head
 
 

@@ -95,6 +95,7 @@ def replay_events(
     *,
     live_webhooks: bool = False,
     pooled: bool = False,
+    problems: list[str] | None = None,
 ) -> Iterator[ReplayOutcome]:
     """Decide every event with ``engine`` and compare with what was recorded.
 
@@ -105,6 +106,8 @@ def replay_events(
         pooled: call Python hooks on the engine's handler pool under their deadlines, as live
             (a hook that hangs is cut off). By default they run on this thread and their
             deadlines are judged when they return: the same verdicts, several times faster.
+        problems: where an event whose payload cannot be built from its span is described
+            and skipped; without it, the error is raised.
 
     Example:
         >>> engine = HooksEngine.from_files(["policy.yaml"])  # doctest: +SKIP
@@ -117,29 +120,47 @@ def replay_events(
             # is built and the verdict is the empty one.
             yield ReplayOutcome(event, _ALLOW, event.recorded.action != "allow")
             continue
-        name = _REWRITTEN_FIELD[event.event]
-        before = _snapshot(getattr(event.payload, name))
-        verdict = engine.dry_run(
-            event.event,
-            event.payload,
-            values=event.values,
-            call_webhooks=live_webhooks,
-            inline=not pooled,
-        )
-        now = decision_of(verdict)
-        diff: list[dict[str, Any]] = []
-        if now.action == "rewrite" and verdict.payload is not None:
-            diff = diff_values(before, getattr(verdict.payload, name, None), name)
-        yield ReplayOutcome(
-            event,
-            now,
-            now.action != event.recorded.action,
-            diff,
-            list(verdict.errors),
-            list(verdict.matched),
-            list(verdict.would_call),
-            list(verdict.steps),
-        )
+        try:
+            outcome = _decided(engine, event, live_webhooks=live_webhooks, pooled=pooled)
+        except (ValueError, TypeError, RecursionError, MemoryError) as exc:
+            # A recorded value the payload cannot hold (pydantic refused it, or it is too
+            # deep): this event cannot be replayed; the others still are.
+            if problems is None:
+                raise
+            problems.append(
+                f"trace {event.trace_id} span {event.span_id}: {event.event} cannot be "
+                f"replayed ({type(exc).__name__}: {str(exc)[:200]})"
+            )
+            continue
+        yield outcome
+
+
+def _decided(
+    engine: HooksEngine, event: RecordedEvent, *, live_webhooks: bool, pooled: bool
+) -> ReplayOutcome:
+    name = _REWRITTEN_FIELD[event.event]
+    before = _snapshot(getattr(event.payload, name))
+    verdict = engine.dry_run(
+        event.event,
+        event.payload,
+        values=event.values,
+        call_webhooks=live_webhooks,
+        inline=not pooled,
+    )
+    now = decision_of(verdict)
+    diff: list[dict[str, Any]] = []
+    if now.action == "rewrite" and verdict.payload is not None:
+        diff = diff_values(before, getattr(verdict.payload, name, None), name)
+    return ReplayOutcome(
+        event,
+        now,
+        now.action != event.recorded.action,
+        diff,
+        list(verdict.errors),
+        list(verdict.matched),
+        list(verdict.would_call),
+        list(verdict.steps),
+    )
 
 
 def _snapshot(value: Any) -> Any:

@@ -83,9 +83,9 @@ def test_the_replay_package_exports_documented_objects_only() -> None:
 
     assert set(replay_pkg.__all__) == {
         "CHANGES", "AnnotationWriter", "Decision", "RecordedEvent", "RecordingError",
-        "ReplayOutcome", "ReplayReport", "Tally", "annotation_attributes", "decision_of",
-        "diff_values", "iter_requests", "loaded_once", "read_recording", "recorded_events",
-        "replay", "replay_events",
+        "ReplayOutcome", "ReplayReport", "SpanContext", "Tally", "annotation_attributes",
+        "decision_of", "diff_values", "iter_requests", "iter_spans", "loaded_once",
+        "read_recording", "recorded_events", "replay", "replay_events",
     }  # fmt: skip
     undocumented = [
         name

@@ -10,48 +10,19 @@ bounded depth.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any, Final
 
+from otelhooks._json import MAX_DEPTH, JsonProblem, loads_bounded
+
 __all__ = ["MAX_DEPTH", "InputProblem", "event_name_of", "parse_input"]
 
-MAX_DEPTH: Final = 64
-
-# Tokens that change the nesting: strings (skipped whole, so brackets inside them do not count)
-# and the four brackets. The regex engine walks the text in C; Python only sees these tokens.
-_TOKENS: Final = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
 _EVENT_NAME: Final = re.compile(r'"hook_event_name"\s*:\s*"([A-Za-z0-9_]{1,64})"')
 _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
 
 
 class InputProblem(ValueError):
     """The hook input is not a JSON object (the message says why)."""
-
-
-def _flatten_deep(text: str, limit: int) -> str:
-    """``text`` with every value that opens deeper than ``limit`` replaced by its text, quoted."""
-    out: list[str] = []
-    depth = 0
-    copied = 0  # text[:copied] is in ``out`` already
-    cut_start = -1  # where the value being cut opened, or -1
-    for match in _TOKENS.finditer(text):
-        token = match.group()
-        if token[0] == '"':
-            continue
-        if token in "[{":
-            depth += 1
-            if depth == limit + 1 and cut_start < 0:
-                cut_start = match.start()
-        else:
-            if depth == limit + 1 and cut_start >= 0:
-                out.append(text[copied:cut_start])
-                out.append(json.dumps(text[cut_start : match.end()], ensure_ascii=False))
-                copied = match.end()
-                cut_start = -1
-            depth -= 1
-    out.append(text[copied:])
-    return "".join(out)
 
 
 def parse_input(raw: str | bytes) -> dict[str, Any]:
@@ -66,11 +37,8 @@ def parse_input(raw: str | bytes) -> dict[str, Any]:
     """
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
     try:
-        # fewer brackets than the limit cannot nest deeper than it: skip the scan (str.count is C)
-        if text.count("{") + text.count("[") > MAX_DEPTH:
-            text = _flatten_deep(text, MAX_DEPTH)
-        data: Any = json.loads(text if text.strip() else "null")
-    except (ValueError, RecursionError) as exc:
+        data: Any = loads_bounded(text if text.strip() else "null", max_depth=MAX_DEPTH)
+    except JsonProblem as exc:
         raise InputProblem(f"the hook input is not JSON: {exc}") from None
     if not isinstance(data, dict):
         raise InputProblem("the hook input is not a JSON object")

@@ -1,0 +1,224 @@
+"""Frames the gateway's JSON parser could not read were forwarded unread: a denied call ran on
+the SDK server. Now every client frame reaches the hooks as data or is answered with a JSON-RPC
+parse error; a server that breaks its stream cannot leave a call (or the gateway) hanging.
+
+The gateway is a real ``python -m otelhooks mcp`` process in front of the SDK's server; the
+client writes raw frames (the SDK's client cannot send malformed ones)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.mcp._harness import SERVER_APP, calls, env, gateway_args, write_hooks
+
+pytestmark = pytest.mark.timeout(90)
+
+DENY_NOTES = """
+hooks:
+  - id: no-notes
+    type: beforeToolCall
+    matcher: "testsrv/write_note"
+    script: hooks.py:deny
+"""
+DENY_SCRIPT = """
+from otelhooks import Block
+
+def deny(event):
+    return Block("notes are read-only here")
+"""
+INIT = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "raw", "version": "1"},
+}
+
+
+def _frame(**fields: Any) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", **fields}).encode()
+
+
+def _note_call(request_id: int, arguments: bytes) -> bytes:
+    head = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"write_note",'
+    return head % request_id + b'"arguments":' + arguments + b"}}"
+
+
+class RawClient:
+    """A client that writes frames as bytes to a gateway process and reads its answers."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        self.proc = proc
+        self.stdin = proc.stdin
+        self.stdout = proc.stdout
+
+    def send(self, frame: bytes) -> None:
+        self.stdin.write(frame + b"\n")
+        self.stdin.flush()
+
+    def answer(self) -> dict[str, Any]:
+        line = self.stdout.readline()
+        assert line, "the gateway closed its stdout"
+        value: dict[str, Any] = json.loads(line)
+        return value
+
+
+BROKEN_SERVER = Path(__file__).with_name("broken_server.py")
+
+
+@contextmanager
+def raw_gateway(tmp_path: Path, *, broken: bool = False) -> Iterator[RawClient]:
+    paths = [] if broken else [write_hooks(tmp_path, DENY_NOTES, DENY_SCRIPT)]
+    server = BROKEN_SERVER if broken else SERVER_APP
+    args = [*gateway_args(paths, tmp_path / "traces.jsonl"), "--", sys.executable, str(server)]
+    proc = subprocess.Popen(
+        [sys.executable, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env(tmp_path / "calls.jsonl"),
+        cwd=tmp_path,
+    )
+    client = RawClient(proc)
+    try:
+        client.send(_frame(id=0, method="initialize", params=INIT))
+        assert client.answer()["id"] == 0
+        client.send(_frame(method="notifications/initialized"))
+        yield client
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)
+
+
+UNREADABLE = {
+    "invalid UTF-8": b'{"text": "\xff rm -rf /"}',
+    "a 5,000-digit integer": b'{"text": "hello", "n": ' + b"7" * 5000 + b"}",
+}
+
+
+@pytest.mark.parametrize("shape", list(UNREADABLE))
+def test_an_unreadable_call_is_answered_with_a_parse_error_and_never_forwarded(
+    tmp_path: Path, shape: str
+) -> None:
+    with raw_gateway(tmp_path) as client:
+        client.send(_note_call(7, UNREADABLE[shape]))
+        answer = client.answer()
+        client.send(
+            _frame(id=8, method="tools/call", params={"name": "add", "arguments": {"a": 1, "b": 2}})
+        )
+        after = client.answer()
+    assert answer["id"] == 7
+    assert answer["error"]["code"] == -32700
+    assert after["result"]["content"][0]["text"] == "3"  # the session goes on
+    assert [c["tool"] for c in calls(tmp_path)] == ["add"]  # write_note never ran
+
+
+def test_an_unreadable_frame_without_an_id_gets_a_parse_error_with_a_null_id(
+    tmp_path: Path,
+) -> None:
+    with raw_gateway(tmp_path) as client:
+        client.send(b'{"params": {"arguments": {"text": "\xff"}}, "method": "tools/call", "id"')
+        answer = client.answer()
+    assert answer["id"] is None
+    assert answer["error"]["code"] == -32700
+    assert calls(tmp_path) == []
+
+
+def test_arguments_1500_deep_reach_the_guard_as_data(tmp_path: Path) -> None:
+    deep = b'{"text": ' + b'{"a": ' * 1500 + b'"rm -rf /"' + b"}" * 1500 + b"}"
+    with raw_gateway(tmp_path) as client:
+        client.send(_note_call(3, deep))
+        answer = client.answer()
+    assert answer["id"] == 3
+    assert answer["result"]["isError"] is True
+    assert answer["result"]["content"][0]["text"] == "notes are read-only here"
+    assert calls(tmp_path) == []
+
+
+def test_a_deep_value_reaches_a_guard_as_its_text(tmp_path: Path) -> None:
+    script = """
+from otelhooks import Block
+
+def deny(event):
+    if "rm -rf" in str(event.args):
+        return Block("no rm -rf, at any depth")
+"""
+    hooks = write_hooks(tmp_path, DENY_NOTES, script)
+    args = [
+        *gateway_args([hooks], tmp_path / "traces.jsonl"),
+        "--",
+        sys.executable,
+        str(SERVER_APP),
+    ]
+    deep = b'{"text": "x", "more": ' + b"[" * 1500 + b'"rm -rf /"' + b"]" * 1500 + b"}"
+    proc = subprocess.Popen(
+        [sys.executable, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env(tmp_path / "calls.jsonl"),
+        cwd=tmp_path,
+    )
+    client = RawClient(proc)
+    try:
+        client.send(_frame(id=0, method="initialize", params=INIT))
+        client.answer()
+        client.send(_note_call(4, deep))
+        answer = client.answer()
+    finally:
+        proc.kill()
+        proc.wait(10)
+    assert answer["result"]["content"][0]["text"] == "no rm -rf, at any depth"
+
+
+def test_a_client_line_past_the_limit_is_refused_and_the_session_goes_on(tmp_path: Path) -> None:
+    from otelhooks.mcp._stdio import LINE_LIMIT
+
+    huge = b'{"text": "' + b"x" * (LINE_LIMIT + 10) + b'"}'
+    with raw_gateway(tmp_path) as client:
+        client.send(_note_call(5, huge))
+        answer = client.answer()
+        client.send(_frame(id=6, method="ping"))
+        pong = client.answer()
+    assert answer["id"] == 5
+    assert answer["error"]["code"] == -32700
+    assert pong == {"jsonrpc": "2.0", "id": 6, "result": {}}
+    assert calls(tmp_path) == []
+
+
+def test_a_server_line_past_the_limit_fails_the_call_and_the_gateway_ends_with_its_client(
+    tmp_path: Path,
+) -> None:
+    with raw_gateway(tmp_path, broken=True) as client:
+        client.send(
+            _frame(
+                id=9, method="tools/call", params={"name": "flood", "arguments": {"megabytes": 65}}
+            )
+        )
+        answer = client.answer()  # the server stays alive, its line never ends
+        assert answer["id"] == 9
+        assert answer["error"]["code"] == -32000
+        assert "cannot be read" in answer["error"]["message"]
+        client.send(_frame(id=10, method="ping"))  # a server that never reads again: no answer
+        client.stdin.close()  # the client leaves
+        started = time.monotonic()
+        code = client.proc.wait(30)
+    assert code == 0
+    assert time.monotonic() - started < 15
+
+
+def test_an_unreadable_server_answer_fails_its_call_at_once(tmp_path: Path) -> None:
+    with raw_gateway(tmp_path, broken=True) as client:
+        client.send(_frame(id=11, method="tools/call", params={"name": "garble", "arguments": {}}))
+        answer = client.answer()
+    assert answer["id"] == 11
+    assert answer["error"]["code"] == -32000
+    assert "cannot be read" in answer["error"]["message"]
