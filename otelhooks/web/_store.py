@@ -1,0 +1,397 @@
+"""``TraceIndex``: what the web view shows, kept in memory and bounded.
+
+``otelhooks serve`` keeps no spans of its own: received spans run through the hook processor
+(observers, event logs) and leave. The web view needs the recent ones, so this span processor
+(fed the received spans, and as an exporter the spans serve writes for Claude Code's hooks)
+keeps the newest ``max_traces`` traces and at most ``max_spans`` spans in all: past either bound
+the trace seen longest ago goes, whole. A trace holds at most ``max_trace_spans`` spans; more
+are counted (``dropped``) and not kept.
+
+Each span is kept as the JSON object the page reads (short keys, times in microseconds), and
+each trace as one summary row (agent, service, start, duration, tool calls, errors, decisions,
+tokens, cost), updated as its spans arrive. Content attributes (prompts, completions, tool
+arguments and results) are kept only when ``capture_content`` is on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from otelhooks import _semconv as sc
+from otelhooks._eventlog._signal import AppendSignal
+
+__all__ = ["CONTENT_ATTRIBUTES", "TraceIndex", "TraceSummary", "decision_of"]
+
+CONTENT_ATTRIBUTES = frozenset(
+    {
+        sc.GEN_AI_INPUT_MESSAGES,
+        sc.GEN_AI_OUTPUT_MESSAGES,
+        sc.GEN_AI_TOOL_CALL_ARGUMENTS,
+        sc.GEN_AI_TOOL_CALL_RESULT,
+        "gen_ai.system_instructions",
+        "gen_ai.prompt",
+        "gen_ai.completion",
+    }
+)
+_COST = ("gen_ai.usage.cost", "otelhooks.usage.cost", "cost_usd", "claude_code.cost.usage")
+_MAX_VALUE_CHARS = 4096  # one attribute value shown; the rest is cut (the page is not an archive)
+
+
+def decision_of(
+    attrs: Mapping[str, Any], events: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """What the hooks decided on one span, for the page: ``{"kind", "by", "why"}`` or ``{}``.
+
+    ``kind`` is ``denied``, ``mocked``, ``rewritten``, ``asked`` (a person was asked: an
+    approval, or Claude Code's ``ask``) or ``permissive`` (a hook failed and its ``on_error:
+    continue`` let the call through).
+
+    Example:
+        >>> decision_of({"otelhooks.tool.outcome": "denied", "otelhooks.hook.decided_by": "g"})
+        {'kind': 'denied', 'by': 'g', 'why': ''}
+    """
+    outcome = attrs.get(sc.TOOL_OUTCOME)
+    by = str(attrs.get(sc.HOOK_DECIDED_BY) or "")
+    why = str(attrs.get(sc.HOOK_DECISION_REASON) or "")
+    if (
+        outcome == "denied"
+        or attrs.get(sc.HOOK_DECISION) == "deny"
+        or (
+            by
+            and (
+                attrs.get(sc.MESSAGE_BLOCKED)
+                or attrs.get(sc.GEN_AI_OPERATION_NAME) != sc.OP_EXECUTE_TOOL
+            )
+        )
+    ):
+        return {"kind": "denied", "by": by, "why": why}
+    if outcome == "mocked" or attrs.get(sc.HOOK_MOCKED) is True:
+        return {"kind": "mocked", "by": str(attrs.get(sc.HOOK_MOCKED_BY) or ""), "why": ""}
+    asked = [e for e in events if e.get("n") in (sc.EVENT_APPROVE, sc.EVENT_REJECT)]
+    if asked:
+        last = asked[-1].get("a", {})
+        return {
+            "kind": "asked",
+            "by": str(last.get("otelhooks.approval.hook_id", "")),
+            "why": f"{asked[-1]['n']} by {last.get('otelhooks.approval.answered_by', '?')}",
+        }
+    rewritten = attrs.get(sc.HOOK_REWRITTEN_BY)
+    if rewritten:
+        return {"kind": "rewritten", "by": ", ".join(map(str, rewritten)), "why": ""}
+    if attrs.get(sc.HOOK_ERRORS):
+        errors = list(map(str, attrs[sc.HOOK_ERRORS]))
+        return {"kind": "permissive", "by": errors[0].split(":")[0], "why": "; ".join(errors)}
+    return {}
+
+
+def _hex(value: int, width: int) -> str:
+    return format(value, f"0{width}x")
+
+
+def _value(value: Any) -> Any:
+    if isinstance(value, str):
+        return value[:_MAX_VALUE_CHARS]
+    if isinstance(value, (tuple, list)):
+        return [_value(v) for v in value]
+    return value
+
+
+def _attrs(attributes: Mapping[str, Any] | None, capture: bool) -> dict[str, Any]:
+    if not attributes:
+        return {}
+    return {k: _value(v) for k, v in attributes.items() if capture or k not in CONTENT_ATTRIBUTES}
+
+
+@dataclass
+class TraceSummary:
+    """One row of the operations list (a trace), updated as its spans arrive."""
+
+    trace_id: str
+    seq: int
+    agent: str = ""
+    service: str = ""
+    session: str = ""
+    root: str = ""
+    start_us: int = 0
+    end_us: int = 0
+    spans: int = 0
+    tool_calls: int = 0
+    errors: int = 0
+    denials: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = None
+    tools: set[str] = field(default_factory=set)
+    decisions: set[str] = field(default_factory=set)
+    updated: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "trace_id": self.trace_id,
+            "agent": self.agent,
+            "service": self.service,
+            "session": self.session,
+            "root": self.root,
+            "start_us": self.start_us,
+            "duration_us": max(0, self.end_us - self.start_us),
+            "spans": self.spans,
+            "tool_calls": self.tool_calls,
+            "errors": self.errors,
+            "denials": self.denials,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost": self.cost,
+            "tools": sorted(self.tools),
+            "decisions": sorted(self.decisions),
+            "updated": self.updated,
+        }
+
+    def add(self, span: dict[str, Any], service: str) -> None:
+        attrs = span["a"]
+        op = attrs.get(sc.GEN_AI_OPERATION_NAME)
+        self.spans += 1
+        self.start_us = min(self.start_us, span["t0"]) if self.start_us else span["t0"]
+        self.end_us = max(self.end_us, span["t1"])
+        if not self.service or span["p"] is None:
+            self.service = service
+        agent = attrs.get(sc.GEN_AI_AGENT_NAME)
+        if agent and (not self.agent or (op == sc.OP_INVOKE_AGENT and span["p"] is None)):
+            self.agent = str(agent)
+        session = attrs.get(sc.GEN_AI_CONVERSATION_ID) or attrs.get(sc.SESSION_ID)
+        if session and not self.session:
+            self.session = str(session)
+        if span["p"] is None or not self.root:
+            self.root = span["n"]
+        if op == sc.OP_EXECUTE_TOOL:
+            self.tool_calls += 1
+            tool = attrs.get(sc.TOOL_MATCHER_VALUE) or attrs.get(sc.GEN_AI_TOOL_NAME)
+            if tool:
+                self.tools.add(str(tool))
+        if span["st"] == 2:
+            self.errors += 1
+        kind = span["d"].get("kind")
+        if kind:
+            self.decisions.add(kind)
+            if kind == "denied":
+                self.denials += 1
+        # tokens: counted on model calls only (an invoke_agent span sums its own calls)
+        if op == sc.OP_CHAT or (op != sc.OP_INVOKE_AGENT and sc.GEN_AI_USAGE_INPUT_TOKENS in attrs):
+            self.tokens_in += _int(attrs.get(sc.GEN_AI_USAGE_INPUT_TOKENS))
+            self.tokens_out += _int(attrs.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS))
+        for key in _COST:
+            value = attrs.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.cost = (self.cost or 0.0) + float(value)
+                break
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+@dataclass
+class _Trace:
+    summary: TraceSummary
+    spans: list[dict[str, Any]] = field(default_factory=list)
+    dropped: int = 0
+
+
+class TraceIndex(SpanProcessor, SpanExporter):
+    """The newest traces and their spans, bounded (see the module docstring).
+
+    A span processor (``on_end``) for received spans and a span exporter (``export``) for spans
+    written in the server; both are thread-safe. :attr:`signal` wakes long-polls when
+    :attr:`version` moves.
+
+    Args:
+        max_traces: traces kept.
+        max_spans: spans kept in all.
+        max_trace_spans: spans kept of one trace.
+        capture_content: keep prompts, completions and tool arguments and results.
+
+    Example:
+        >>> index = TraceIndex(max_traces=100)
+        >>> index.operations(limit=10)["operations"]
+        []
+    """
+
+    def __init__(
+        self,
+        *,
+        max_traces: int = 10_000,
+        max_spans: int = 200_000,
+        max_trace_spans: int = 50_000,
+        capture_content: bool = False,
+    ) -> None:
+        if min(max_traces, max_spans, max_trace_spans) <= 0:
+            raise ValueError("the bounds of the trace index must be positive")
+        self.max_traces = max_traces
+        self.max_spans = max_spans
+        self.max_trace_spans = max_trace_spans
+        self.capture_content = capture_content
+        self.signal = AppendSignal()
+        self.version = 0
+        self.evicted = 0
+        self._spans = 0
+        self._seq = 0
+        self._lock = threading.Lock()
+        self._traces: OrderedDict[str, _Trace] = OrderedDict()
+
+    # -- SpanProcessor / SpanExporter ---------------------------------------------------------
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        pass
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.add([span])
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.add(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def add(self, spans: Iterable[ReadableSpan]) -> None:
+        """Index ``spans`` (whatever their trace), evicting the oldest traces past the bounds."""
+        rows = [row for row in map(self._row, spans) if row is not None]
+        if not rows:
+            return
+        with self._lock:
+            for trace_id, service, row in rows:
+                trace = self._traces.get(trace_id)
+                if trace is None:
+                    self._seq += 1
+                    trace = self._traces[trace_id] = _Trace(TraceSummary(trace_id, self._seq))
+                if len(trace.spans) >= self.max_trace_spans:
+                    trace.dropped += 1
+                    continue
+                trace.spans.append(row)
+                trace.summary.add(row, service)
+                self.version += 1
+                trace.summary.updated = self.version
+                self._spans += 1
+            self._evict()
+        self.signal.notify()
+
+    def _evict(self) -> None:
+        while len(self._traces) > self.max_traces or (
+            self._spans > self.max_spans and len(self._traces) > 1
+        ):
+            _, gone = self._traces.popitem(last=False)
+            self._spans -= len(gone.spans)
+            self.evicted += 1
+
+    def _row(self, span: ReadableSpan) -> tuple[str, str, dict[str, Any]] | None:
+        ctx = span.context
+        if ctx is None:
+            return None
+        capture = self.capture_content
+        attrs = _attrs(span.attributes, capture)
+        events = [
+            {"n": e.name, "t": e.timestamp // 1000, "a": _attrs(e.attributes, capture)}
+            for e in span.events
+        ]
+        links = [
+            {
+                "t": _hex(link.context.trace_id, 32),
+                "s": _hex(link.context.span_id, 16),
+                "a": _attrs(link.attributes, capture),
+            }
+            for link in span.links
+        ]
+        start = (span.start_time or 0) // 1000
+        service = span.resource.attributes.get("service.name", "") if span.resource else ""
+        row = {
+            "s": _hex(ctx.span_id, 16),
+            "p": _hex(span.parent.span_id, 16) if span.parent is not None else None,
+            "n": span.name,
+            "t0": start,
+            "t1": max(start, (span.end_time or span.start_time or 0) // 1000),
+            "st": span.status.status_code.value,
+            "sm": span.status.description or "",
+            "k": span.kind.name.lower(),
+            "a": attrs,
+            "e": events,
+            "l": links,
+        }
+        row["d"] = decision_of(attrs, events)
+        return _hex(ctx.trace_id, 32), str(service), row
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def operations(
+        self,
+        *,
+        agent: str = "",
+        tool: str = "",
+        decision: str = "",
+        errors: bool = False,
+        before: int = 0,
+        limit: int = 100,
+    ) -> dict[str, Any]:
+        """The traces newest first (by first seen), filtered; ``before`` pages on (a ``seq``)."""
+        with self._lock:
+            summaries = [t.summary for t in reversed(self._traces.values())]
+            version = self.version
+        rows: list[dict[str, Any]] = []
+        matched = 0
+        for s in summaries:
+            if agent and s.agent != agent:
+                continue
+            if tool and tool not in s.tools:
+                continue
+            if decision and decision not in s.decisions:
+                continue
+            if errors and not s.errors:
+                continue
+            matched += 1
+            if before and s.seq >= before:
+                continue
+            if len(rows) < limit:
+                row = s.to_json()
+                row["seq"] = s.seq
+                rows.append(row)
+        return {
+            "version": version,
+            "total": len(summaries),
+            "matched": matched,
+            "operations": rows,
+            "next_before": rows[-1]["seq"] if len(rows) == limit else None,
+            "agents": sorted({s.agent for s in summaries if s.agent}),
+            "tools": sorted({t for s in summaries for t in s.tools})[:500],
+        }
+
+    def trace(self, trace_id: str) -> dict[str, Any] | None:
+        """One trace: its summary and spans (oldest first); ``None`` when not kept."""
+        with self._lock:
+            trace = self._traces.get(trace_id)
+            if trace is None:
+                return None
+            spans = list(trace.spans)
+            summary = trace.summary.to_json()
+            dropped = trace.dropped
+        return {"summary": summary, "spans": spans, "dropped": dropped}
+
+    def stats(self) -> dict[str, int]:
+        """Traces and spans kept, traces evicted, and the version."""
+        with self._lock:
+            return {
+                "traces": len(self._traces),
+                "spans": self._spans,
+                "evicted": self.evicted,
+                "version": self.version,
+            }
