@@ -41,7 +41,7 @@ from otelhooks._errors import ConfigError, HookError
 from otelhooks._events import HookEvent, ToolCallEvent
 from otelhooks._hooks import Block
 
-__all__ = ["APPROVALS_URL_ENV", "ApprovalAction", "ApprovalConfig"]
+__all__ = ["APPROVALS_URL_ENV", "ApprovalAction", "ApprovalConfig", "longest_approval"]
 
 APPROVALS_URL_ENV = "OTELHOOKS_APPROVALS_URL"
 _POLL_S = 25.0  # one long-poll; shorter than proxies' idle timeouts
@@ -219,3 +219,22 @@ def _json(response: httpx.Response, accept: tuple[int, ...]) -> dict[str, Any]:
     if not isinstance(body, dict) or "state" not in body:
         raise ValueError("the answer is not an approval")
     return body
+
+
+def longest_approval(path: os.PathLike[str] | str) -> float:
+    """The longest ``approval.timeout`` of the hooks in the file at ``path`` (0 when there is
+    none, or the file is missing or invalid): what a runtime's own hook timeout must exceed."""
+    from pathlib import Path
+
+    from otelhooks._config import load_config
+
+    if not Path(path).is_file():
+        return 0.0
+    try:
+        hooks = load_config([Path(path)]).hooks
+    except (ConfigError, OSError):
+        return 0.0
+    return max(
+        (h.action.config.timeout for h in hooks if isinstance(h.action, ApprovalAction)),
+        default=0.0,
+    )

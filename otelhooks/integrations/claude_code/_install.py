@@ -29,6 +29,7 @@ says so; the command form's ``--fail-closed`` turns a crashed bridge into a deny
 from __future__ import annotations
 
 import json
+import math
 import os
 import shlex
 import sys
@@ -37,6 +38,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from otelhooks._actions._approval import longest_approval
 
 __all__ = [
     "ASYNC_EVENTS",
@@ -107,6 +110,14 @@ SYNC_EVENTS = frozenset(
 )
 ASYNC_EVENTS = frozenset(EVENTS) - SYNC_EVENTS
 GUARD_EVENTS = ("PreToolUse", "UserPromptSubmit")
+# events whose hooks may wait for a person (an ``approval:`` hook): their timeout is longer
+APPROVAL_EVENTS = ("PreToolUse", "UserPromptSubmit", "PermissionRequest")
+
+
+def _project_file(settings: Path, hooks_file: str) -> Path:
+    """``hooks_file`` as Claude Code's hooks resolve it: relative to the project folder."""
+    given = Path(hooks_file).expanduser()
+    return given if given.is_absolute() else settings.parent.parent / given
 
 
 @dataclass
@@ -156,19 +167,23 @@ def hook_url(base: str) -> str:
     return base if base.endswith(ROUTE) else base + ROUTE
 
 
-def _handler(event: str, *, http: str | None, hooks_file: str, fail_closed: bool) -> dict[str, Any]:
+def _handler(
+    event: str, *, http: str | None, hooks_file: str, fail_closed: bool, wait_s: float = 0.0
+) -> dict[str, Any]:
+    # An approval hook holds the call until a person answers: Claude Code must wait longer.
+    longer = math.ceil(wait_s) + 15 if wait_s and event in APPROVAL_EVENTS else 0
     if http is not None:
         return {
             "type": "http",
             "url": hook_url(http),
             "headers": {"Authorization": f"Bearer ${TOKEN_ENV}"},
             "allowedEnvVars": [TOKEN_ENV],
-            "timeout": 10,
+            "timeout": max(10, longer),
         }
     command = f"{client_command()} --hooks {shlex.quote(hooks_file)}"
     if fail_closed and event in GUARD_EVENTS:
         command += " --fail-closed"
-    handler: dict[str, Any] = {"type": "command", "command": command, "timeout": 30}
+    handler: dict[str, Any] = {"type": "command", "command": command, "timeout": max(30, longer)}
     if event in ASYNC_EVENTS:
         handler["async"] = True
     return handler
@@ -239,10 +254,12 @@ def install(
     if not isinstance(hooks, dict):
         raise ValueError(f"{path}: 'hooks' is not an object")
     change = Change(path, removed=_strip(hooks))
+    wait_s = longest_approval(_project_file(path, hooks_file))
     for event in events:
-        group: dict[str, Any] = {
-            "hooks": [_handler(event, http=http, hooks_file=hooks_file, fail_closed=fail_closed)]
-        }
+        handler = _handler(
+            event, http=http, hooks_file=hooks_file, fail_closed=fail_closed, wait_s=wait_s
+        )
+        group: dict[str, Any] = {"hooks": [handler]}
         if event in TOOL_EVENTS:
             group = {"matcher": "*", **group}
         hooks.setdefault(event, []).append(group)

@@ -1,6 +1,6 @@
 'use strict';
 // Shared by the pages. Every value that comes from a span or an approval is put on the page with
-// textContent (never innerHTML): tool arguments and span names are attacker-controlled.
+// textContent, never parsed as HTML: tool arguments and span names are attacker-controlled.
 const oh = (() => {
   const state = { session: null, version: -1, approvals: -1 };
 
