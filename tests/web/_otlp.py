@@ -48,7 +48,10 @@ def _kv(key: str, value: Any) -> dict[str, Any]:
     if isinstance(value, int):
         return {"key": key, "value": {"intValue": str(value)}}
     if isinstance(value, list):
-        return {"key": key, "value": {"arrayValue": {"values": [{"stringValue": v} for v in value]}}}
+        return {
+            "key": key,
+            "value": {"arrayValue": {"values": [{"stringValue": v} for v in value]}},
+        }
     return {"key": key, "value": {"stringValue": str(value)}}
 
 
@@ -90,14 +93,43 @@ def agent_run(agent: str, *, denied_tool: str | None = None) -> list[dict[str, A
             "otelhooks.hook.decision_reason": "rm is not allowed",
         }
     return [
-        span(trace_id, root, f"invoke_agent {agent}", start_ns=now, duration_ns=9_000_000,
-             attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent}),
-        span(trace_id, step, "step 0", parent=root, start_ns=now + 10_000,
-             duration_ns=8_000_000, attributes={"gen_ai.operation.name": "step"}),
-        span(trace_id, chat, "chat gpt", parent=step, start_ns=now + 20_000,
-             duration_ns=3_000_000, attributes={"gen_ai.operation.name": "chat",
-                                                "gen_ai.usage.input_tokens": 120,
-                                                "gen_ai.usage.output_tokens": 30}),
-        span(trace_id, tool, f"execute_tool {denied_tool or 'calc'}", parent=step,
-             start_ns=now + 4_000_000, duration_ns=1_000_000, attributes=tool_attrs),
+        span(
+            trace_id,
+            root,
+            f"invoke_agent {agent}",
+            start_ns=now,
+            duration_ns=9_000_000,
+            attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": agent},
+        ),
+        span(
+            trace_id,
+            step,
+            "step 0",
+            parent=root,
+            start_ns=now + 10_000,
+            duration_ns=8_000_000,
+            attributes={"gen_ai.operation.name": "step"},
+        ),
+        span(
+            trace_id,
+            chat,
+            "chat gpt",
+            parent=step,
+            start_ns=now + 20_000,
+            duration_ns=3_000_000,
+            attributes={
+                "gen_ai.operation.name": "chat",
+                "gen_ai.usage.input_tokens": 120,
+                "gen_ai.usage.output_tokens": 30,
+            },
+        ),
+        span(
+            trace_id,
+            tool,
+            f"execute_tool {denied_tool or 'calc'}",
+            parent=step,
+            start_ns=now + 4_000_000,
+            duration_ns=1_000_000,
+            attributes=tool_attrs,
+        ),
     ]

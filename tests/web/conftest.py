@@ -46,7 +46,9 @@ def api(server: EventLogServer) -> Iterator[httpx.Client]:
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
-    require("Chromium (apt-get install chromium chromium-driver)", shutil.which(CHROMIUM) is not None)
+    require(
+        "Chromium (apt-get install chromium chromium-driver)", shutil.which(CHROMIUM) is not None
+    )
     try:
         from playwright.sync_api import sync_playwright
     except ImportError:

@@ -28,8 +28,18 @@ def test_operations_filter_by_agent_tool_decision_and_error(api: httpx.Client) -
     post(api, agent_run("a-bot"))
     post(api, agent_run("b-bot", denied_tool="rm"))
     trace_id, span_id = ids()
-    post(api, [span(trace_id, span_id, "invoke_agent c-bot", error=True,
-                    attributes={"gen_ai.agent.name": "c-bot"})])
+    post(
+        api,
+        [
+            span(
+                trace_id,
+                span_id,
+                "invoke_agent c-bot",
+                error=True,
+                attributes={"gen_ai.agent.name": "c-bot"},
+            )
+        ],
+    )
 
     def agents(**query: str) -> list[str]:
         ops = api.get("/v1/ui/operations", params=query).json()["operations"]
@@ -49,7 +59,10 @@ def test_operations_page_with_before(api: httpx.Client) -> None:
         "/v1/ui/operations", params={"limit": 2, "before": first["next_before"]}
     ).json()
     assert [op["agent"] for op in first["operations"] + second["operations"]] == [
-        "bot-4", "bot-3", "bot-2", "bot-1",
+        "bot-4",
+        "bot-3",
+        "bot-2",
+        "bot-1",
     ]
 
 
@@ -64,10 +77,20 @@ def test_trace_route_marks_the_hook_decision_with_who_and_why(api: httpx.Client)
 
 def test_content_attributes_are_not_kept_without_content_capture(api: httpx.Client) -> None:
     trace_id, span_id = ids()
-    post(api, [span(trace_id, span_id, "execute_tool sh", attributes={
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.call.arguments": '{"password": "hunter2"}',
-    })])
+    post(
+        api,
+        [
+            span(
+                trace_id,
+                span_id,
+                "execute_tool sh",
+                attributes={
+                    "gen_ai.operation.name": "execute_tool",
+                    "gen_ai.tool.call.arguments": '{"password": "hunter2"}',
+                },
+            )
+        ],
+    )
     body = api.get(f"/v1/ui/traces/{trace_id}").json()
     assert "gen_ai.tool.call.arguments" not in body["spans"][0]["a"]
     assert "hunter2" not in api.get(f"/v1/ui/traces/{trace_id}").text
@@ -83,16 +106,26 @@ def test_changes_long_poll_returns_when_a_span_arrives(
 
         timer = threading.Timer(0.3, lambda: post(other, agent_run("late-bot")))
         timer.start()
-        moved = api.get("/v1/ui/changes", params={
-            "since": now["version"], "approvals": now["approvals"], "timeout": 5,
-        }).json()
+        moved = api.get(
+            "/v1/ui/changes",
+            params={
+                "since": now["version"],
+                "approvals": now["approvals"],
+                "timeout": 5,
+            },
+        ).json()
         timer.join()
     assert moved["version"] > now["version"]
     assert time.monotonic() - started < 3
 
 
 def test_every_route_wants_the_admin_token(server: EventLogServer) -> None:
-    for path in ("/v1/ui/operations", "/v1/ui/session", "/v1/approvals", f"/v1/ui/traces/{'a' * 32}"):
+    for path in (
+        "/v1/ui/operations",
+        "/v1/ui/session",
+        "/v1/approvals",
+        f"/v1/ui/traces/{'a' * 32}",
+    ):
         assert httpx.get(f"{server.url}{path}").status_code == 401
         wrong = httpx.get(f"{server.url}{path}", headers={"Authorization": "Bearer nope"})
         assert wrong.status_code == 401
@@ -184,8 +217,15 @@ def test_static_html_has_no_inline_script_or_event_handler() -> None:
 
 
 def _ask(server: EventLogServer, **fields: object) -> dict[str, object]:
-    body = {"hook_id": "ask", "tool": "Bash", "timeout_s": 30, "default": "deny",
-            "args": {"command": "ls"}, "editable": True, **fields}
+    body = {
+        "hook_id": "ask",
+        "tool": "Bash",
+        "timeout_s": 30,
+        "default": "deny",
+        "args": {"command": "ls"},
+        "editable": True,
+        **fields,
+    }
     response = httpx.post(f"{server.url}/v1/approvals", json=body, headers=AUTH)
     assert response.status_code == 201, response.text
     created: dict[str, object] = response.json()
