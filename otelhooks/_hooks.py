@@ -86,9 +86,9 @@ class Hook(BaseModel):
         type: the event, by its canonical name or any dialect's name (``beforeToolCall``,
             ``before_tool_call``, ``PreToolUse``, ``after_tool_result``, ...).
         handler: a sync or async callable that gets the event payload.
-        command, script, plugin, webhook, approval: the other actions (exactly one action per hook, except
-            that LobeHub allows a handler with a webhook: the handler runs in process and the
-            webhook is what the queue delivers).
+        command, script, plugin, webhook, approval: the other actions (exactly one action per
+            hook, except that LobeHub allows a handler with a webhook: the handler runs in
+            process and the webhook is what the queue delivers).
         matcher: which tools the hook applies to, in the rules of ``dialect``.
         intercept: the kernel's intercept contract: the return value replaces the event data
             and ``None`` blocks. Without it a handler returns ``None`` to change nothing, a payload

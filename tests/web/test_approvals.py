@@ -155,7 +155,8 @@ def test_an_async_call_in_another_process_gets_the_edited_arguments(
         worker = threading.Thread(target=asyncio.run, args=(run(pipe),))
         worker.start()
         (item,) = _pending(client)
-        assert item["args"] == {"path": "/data"} and item["editable"] is True
+        assert item["args"] == {"path": "/data"}
+        assert item["editable"] is True
         client.post(
             f"/v1/approvals/{item['id']}", json={"decision": "allow", "args": {"path": "/data/tmp"}}
         )
@@ -170,7 +171,8 @@ def test_a_serve_that_cannot_be_reached_blocks_the_call() -> None:
         _run_rm(pipe, ran)
         attrs = pipe.spans("execute_tool rm")[0].attributes
     assert ran == []
-    assert attrs is not None and attrs["otelhooks.hook.decision"] == "deny"
+    assert attrs is not None
+    assert attrs["otelhooks.hook.decision"] == "deny"
 
 
 def test_an_agent_token_may_ask_but_not_answer(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -156,7 +156,9 @@ def test_login_sets_an_httponly_samesite_strict_session_cookie(server: EventLogS
     with httpx.Client(base_url=server.url) as client:
         response = client.post("/login", data={"token": TOKEN}, headers={"origin": server.url})
     cookie = response.headers["set-cookie"]
-    assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and "Path=/" in cookie
+    assert "HttpOnly" in cookie
+    assert "SameSite=Strict" in cookie
+    assert "Path=/" in cookie
     assert TOKEN not in cookie
     assert response.headers["location"] == "/"
 
@@ -196,7 +198,8 @@ def test_pages_carry_a_csp_without_inline_scripts(server: EventLogServer) -> Non
         for path in ("/", "/approvals", "/login"):
             response = client.get(path)
             csp = response.headers["content-security-policy"]
-            assert "script-src 'self'" in csp and "unsafe-inline" not in csp
+            assert "script-src 'self'" in csp
+            assert "unsafe-inline" not in csp
             assert response.headers["x-frame-options"] == "DENY"
 
 
