@@ -15,6 +15,8 @@ import pytest
 from otelhooks._eventlog._server import EventLogServer, serve
 from tests._realparts import require
 
+IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+
 TOKEN = "web-admin-t0ken-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 CHROMIUM = os.environ.get("OTELHOOKS_CHROMIUM", "/usr/bin/chromium")

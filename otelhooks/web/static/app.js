@@ -107,7 +107,7 @@
     const nodes = [];
     for (let i = first; i < last; i++) {
       const { span: s, depth, kids } = rows[i];
-      const row = el('div', `wf-row ${kindOf(s)}`);
+      const row = el('div', `wf-row k-${kindOf(s)}`);
       row.dataset.span = s.s;
       row.style.top = `${i * ROW}px`;
       if (s.s === page.selected) row.classList.add('selected');
@@ -120,7 +120,7 @@
         page.rows = flatten(page.trace.spans);
         renderRows();
       });
-      name.append(toggle, el('span', `kind ${kindOf(s)}`, kindOf(s)), el('span', 'span-name', s.n));
+      name.append(toggle, el('span', 'kind', kindOf(s)), el('span', 'span-name', s.n));
       if (s.d && s.d.kind) {
         const badge = el('span', `dec ${s.d.kind}`, s.d.kind);
         badge.title = `${s.d.kind}${s.d.by ? ` by ${s.d.by}` : ''}${s.d.why ? `: ${s.d.why}` : ''}`;
@@ -128,7 +128,7 @@
       }
       if (s.st === 2) name.append(el('span', 'dec error', 'error'));
       const lane = el('div', 'wf-lane');
-      const bar = el('div', `wf-bar ${kindOf(s)}${s.st === 2 ? ' err' : ''}`);
+      const bar = el('div', `wf-bar k-${kindOf(s)}${s.st === 2 ? ' err' : ''}`);
       bar.style.left = `${((s.t0 - t0) / span) * 100}%`;
       bar.style.width = `${Math.max(0.2, ((s.t1 - s.t0) / span) * 100)}%`;
       lane.append(bar, el('span', 'wf-dur', duration(s.t1 - s.t0)));

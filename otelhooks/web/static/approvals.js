@@ -6,7 +6,7 @@
   const cards = new Map(); // approval id -> {card, timer node, item}
 
   function card(item, content) {
-    const box = el('article', 'approval');
+    const box = el('article', 'approval-card');
     box.dataset.approval = item.id;
     const head = el('div', 'approval-head');
     head.append(el('strong', 'tool', item.tool), el('span', 'muted', ` asked by hook ${item.hook_id}`));

@@ -37,7 +37,9 @@ const oh = (() => {
 
   function when(us) {
     const d = new Date(us / 1000);
-    return d.toLocaleString(undefined, { hour12: false });
+    const time = d.toLocaleTimeString(undefined, { hour12: false });
+    if (d.toDateString() === new Date().toDateString()) return time;
+    return `${d.toLocaleDateString()} ${time}`;
   }
 
   async function start(onChange) {
