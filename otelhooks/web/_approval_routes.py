@@ -23,7 +23,9 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import time
 from typing import Any
+from urllib.parse import parse_qs
 
 from otelhooks._actions._approval_inbox import ApprovalInbox, InboxFull
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
@@ -32,13 +34,21 @@ from otelhooks.web._auth import SECURITY_HEADERS, WebAuth
 __all__ = ["ApprovalRoutes"]
 
 _ONE = re.compile(r"^/v1/approvals/([0-9a-f]{32})$")
-_MAX_BODY = 1024 * 1024
+_MAX_BODY = 256 * 1024  # one call's arguments; 256 waiting calls at most (the inbox's bound)
 _MAX_TEXT = 1000
+_MAX_WAITERS = 256
+_HEX = re.compile(r"^[0-9a-f]*$")
 
 
 async def _json(send: Send, status: int, body: Any) -> None:
     data = json.dumps(body, separators=(",", ":"), default=str).encode()
     await respond(send, status, data, b"application/json", SECURITY_HEADERS)
+
+
+def _hex(value: Any, width: int) -> str:
+    """A span or trace id as sent, or "" when it is not ``width`` lowercase hex digits."""
+    text = value if isinstance(value, str) else ""
+    return text if len(text) == width and _HEX.match(text) else ""
 
 
 def _text(value: Any, default: str = "") -> str:
@@ -52,6 +62,7 @@ class ApprovalRoutes:
         self.inbox = inbox
         self.auth = auth
         self.capture_content = capture_content
+        self.waiting = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
@@ -124,8 +135,8 @@ class ApprovalRoutes:
                 agent=_text(body.get("agent")),
                 session=_text(body.get("session")),
                 user=_text(body.get("user")),
-                trace_id=_text(body.get("trace_id")),
-                span_id=_text(body.get("span_id")),
+                trace_id=_hex(body.get("trace_id"), 32),
+                span_id=_hex(body.get("span_id"), 16),
                 editable=body.get("editable") is True,
             )
         except InboxFull as exc:
@@ -134,18 +145,25 @@ class ApprovalRoutes:
         await _json(send, 201, item.to_json(content=True))
 
     async def _one(self, approval_id: str, scope: Scope, receive: Receive, send: Send) -> None:
-        from otelhooks.web._app import query
 
         item = self.inbox.get(approval_id)
         if item is None:
             await _json(send, 404, {"error": "not_found"})
             return
         try:
-            wait = min(max(float(query(scope).get("wait") or 0), 0.0), 60.0)
+            raw = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("wait", ["0"])
+            wait = min(max(float(raw[0]), 0.0), 60.0)
         except ValueError:
             wait = 0.0
         if wait and item.state == "pending":
-            await asyncio.wait_for(asyncio.shield(_answered(self.inbox, item, wait)), wait + 1)
+            if self.waiting >= _MAX_WAITERS:
+                await _json(send, 503, {"error": "too_many_waiters"})
+                return
+            self.waiting += 1
+            try:
+                await asyncio.wait_for(_answered(self.inbox, item, wait), wait + 1)
+            finally:
+                self.waiting -= 1
         # the asker gets the edited arguments whatever the display rule: they are its answer
         await _json(send, 200, item.to_json(content=True))
 
@@ -193,6 +211,4 @@ async def _answered(inbox: ApprovalInbox, item: Any, wait: float) -> None:
 
 
 def _now_s() -> float:
-    import time
-
     return time.time()

@@ -42,7 +42,10 @@ CONTENT_ATTRIBUTES = frozenset(
     }
 )
 _COST = ("gen_ai.usage.cost", "otelhooks.usage.cost", "cost_usd", "claude_code.cost.usage")
-_MAX_VALUE_CHARS = 4096  # one attribute value shown; the rest is cut (the page is not an archive)
+# What one span may hold in the index (the page is not an archive): a value's characters, an
+# array's items, a span's attributes, events and links. With the span bounds these bound memory.
+_MAX_VALUE_CHARS = 4096
+_MAX_ITEMS = 128
 
 
 def decision_of(
@@ -303,7 +306,7 @@ class TraceIndex(SpanProcessor, SpanExporter):
         attrs = _attrs(span.attributes, capture)
         events = [
             {"n": e.name, "t": e.timestamp // 1000, "a": _attrs(e.attributes, capture)}
-            for e in span.events
+            for e in span.events[:_MAX_ITEMS]
         ]
         links = [
             {
@@ -311,14 +314,14 @@ class TraceIndex(SpanProcessor, SpanExporter):
                 "s": _hex(link.context.span_id, 16),
                 "a": _attrs(link.attributes, capture),
             }
-            for link in span.links
+            for link in span.links[:_MAX_ITEMS]
         ]
         start = (span.start_time or 0) // 1000
         service = span.resource.attributes.get("service.name", "") if span.resource else ""
         row = {
             "s": _hex(ctx.span_id, 16),
             "p": _hex(span.parent.span_id, 16) if span.parent is not None else None,
-            "n": span.name,
+            "n": span.name[:_MAX_VALUE_CHARS],
             "t0": start,
             "t1": max(start, (span.end_time or span.start_time or 0) // 1000),
             "st": span.status.status_code.value,
