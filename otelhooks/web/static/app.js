@@ -28,10 +28,11 @@
     const tr = el('tr', 'op');
     tr.dataset.trace = op.trace_id;
     if (op.trace_id === page.open) tr.classList.add('selected');
+    const agent = el('td', 'agent');
+    agent.append(el('span', 'agent-name', op.agent || op.root));
     tr.append(
       el('td', 'nowrap', when(op.start_us)),
-      el('td', 'agent', op.agent || op.root),
-      el('td', null, op.service),
+      agent,
       el('td', 'num', duration(op.duration_us)),
       el('td', 'num', op.tool_calls),
       el('td', op.errors ? 'num bad' : 'num', op.errors),
@@ -39,9 +40,8 @@
       el('td', 'num', op.tokens_in || op.tokens_out ? `${op.tokens_in}/${op.tokens_out}` : ''),
       el('td', 'num', op.cost === null ? '' : `$${op.cost.toFixed(4)}`),
     );
-    const decisions = el('span', 'decs');
-    for (const d of op.decisions) decisions.append(el('span', `dec ${d}`, d));
-    tr.children[1].append(decisions);
+    for (const d of op.decisions) agent.append(el('span', `dec ${d}`, d));
+    agent.append(el('div', 'svc muted', op.service));
     tr.addEventListener('click', () => openTrace(op.trace_id));
     return tr;
   }
