@@ -20,9 +20,12 @@ from tests._realparts import free_port
 from tests.web.conftest import AUTH, TOKEN
 
 
+HOOK_ID = "ask-a-person"
+
+
 def _approval_hook(**approval: Any) -> dict[str, Any]:
     return {
-        "id": "ask-a-person",
+        "id": HOOK_ID,
         "type": "before_tool_call",
         "matcher": "rm",
         "approval": {"timeout": 10, "default": "deny", "reason": "rm needs a person", **approval},
@@ -32,7 +35,10 @@ def _approval_hook(**approval: Any) -> dict[str, Any]:
 def _pending(client: httpx.Client, count: int = 1) -> list[dict[str, Any]]:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
-        pending: list[dict[str, Any]] = client.get("/v1/approvals").json()["pending"]
+        # the inbox is the process's: only this module's hook counts
+        pending: list[dict[str, Any]] = [
+            a for a in client.get("/v1/approvals").json()["pending"] if a["hook_id"] == HOOK_ID
+        ]
         if len(pending) >= count:
             return pending
         time.sleep(0.02)
@@ -190,6 +196,11 @@ def test_an_agent_token_may_ask_but_not_answer(monkeypatch: pytest.MonkeyPatch) 
         )
         assert answer.status_code == 403
         assert httpx.get(f"{server.url}/v1/approvals", headers=agent).status_code == 403
+        httpx.post(
+            f"{server.url}/v1/approvals/{created.json()['id']}",
+            json={"decision": "deny"},
+            headers=AUTH,
+        )
     finally:
         server.stop()
 
@@ -235,3 +246,25 @@ def test_claude_code_install_waits_longer_than_the_longest_approval(tmp_path: Pa
     post = data["hooks"]["PostToolUse"][0]["hooks"][0]
     assert pre["timeout"] > 120
     assert post["timeout"] == 10
+
+
+def test_an_async_call_in_serves_process_waits_without_a_thread(api: httpx.Client) -> None:
+    ran: list[dict[str, Any]] = []
+
+    async def run(pipe: TestPipeline) -> None:
+        async with pipe.oh.operation("careful-bot") as op, op.step() as step:
+            await step.arun_tool("fs", "rm", {"path": "/data"}, lambda **kw: ran.append(kw))
+
+    def hook_threads() -> set[int | None]:
+        return {t.ident for t in threading.enumerate() if t.name.startswith("otelhooks-hook")}
+
+    before = hook_threads()
+    with pipeline(hooks=[_approval_hook()]) as pipe:
+        worker = threading.Thread(target=asyncio.run, args=(run(pipe),))
+        worker.start()
+        (item,) = _pending(api)
+        waiting = hook_threads() - before
+        api.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
+        worker.join(10)
+    assert ran == []
+    assert waiting == set()  # awaited in the inbox: no pool thread holds the call

@@ -114,7 +114,7 @@ def test_a_click_on_deny_stops_the_real_claude_code_tool(
         page = log_in(browser, approving_server.url)
         try:
             page.goto(f"{approving_server.url}/approvals")
-            card = page.locator(".approval-card").first
+            card = page.locator(".approval-card", has_text="ask-before-shell").first
             card.wait_for(timeout=60_000)
             assert "rm -rf victim" in card.locator("textarea.args").input_value()
             card.locator("input.reason").fill("never delete the victim folder")

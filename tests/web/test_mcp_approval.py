@@ -33,7 +33,11 @@ def _answer(url: str, decisions: list[str]) -> None:
         for decision in decisions:
             deadline = time.monotonic() + 30
             while time.monotonic() < deadline:
-                pending = client.get("/v1/approvals").json()["pending"]
+                pending = [
+                    a
+                    for a in client.get("/v1/approvals").json()["pending"]
+                    if a["hook_id"] == "ask-for-notes"  # the inbox is the process's
+                ]
                 if pending:
                     client.post(
                         f"/v1/approvals/{pending[0]['id']}",

@@ -25,8 +25,10 @@ loop. The others only record (session state, a span, queued observers) and are a
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import structlog
@@ -39,6 +41,7 @@ __all__ = ["DEFAULT_MAX_HOOK_BODY", "HOOK_ROUTE", "ClaudeCodeHookRoute", "http_a
 
 HOOK_ROUTE = "/v1/hooks/claude-code"
 DEFAULT_MAX_HOOK_BODY = 4 * 1024 * 1024  # tool inputs and responses (file contents) included
+DECIDING_THREADS = 64  # deciding hook calls answered at once (each may wait for an approval)
 
 _log = structlog.get_logger("otelhooks")
 
@@ -99,6 +102,15 @@ class ClaudeCodeHookRoute:
         self.bridge = bridge
         self.fail_closed = fail_closed
         self.max_body_bytes = max_body_bytes
+        # Deciding hooks may wait long (an approval waits for a person): on threads of their
+        # own, never the loop's small default executor that every other to_thread shares.
+        self._deciding = ThreadPoolExecutor(
+            DECIDING_THREADS, thread_name_prefix="otelhooks-claude-decide"
+        )
+
+    def close(self) -> None:
+        """Stop the deciding threads (calls still waiting finish on their own)."""
+        self._deciding.shutdown(wait=False)
 
     def answer(self, payload: Mapping[str, Any]) -> tuple[int, bytes]:
         """Handle one hook input; returns the HTTP status and body."""
@@ -130,7 +142,9 @@ class ClaudeCodeHookRoute:
             return
         if str(payload.get("hook_event_name")) in _DECIDING:
             # intercept hooks may wait (commands, control webhooks): never on the event loop
-            status, answer = await asyncio.to_thread(self.answer, payload)
+            loop = asyncio.get_running_loop()
+            call = contextvars.copy_context().run  # as to_thread: the caller's context
+            status, answer = await loop.run_in_executor(self._deciding, call, self.answer, payload)
         else:
             # the rest only records (session state in memory, a span, queued observers):
             # answered inline, without a thread hop on Claude Code's path
