@@ -19,7 +19,6 @@ from otelhooks.testing import TestPipeline, pipeline
 from tests._realparts import free_port
 from tests.web.conftest import AUTH, TOKEN
 
-
 HOOK_ID = "ask-a-person"
 
 
