@@ -103,14 +103,20 @@ def _value(value: Any) -> Any:
     if isinstance(value, str):
         return value[:_MAX_VALUE_CHARS]
     if isinstance(value, (tuple, list)):
-        return [_value(v) for v in value]
+        return [_value(v) for v in value[:_MAX_ITEMS]]
     return value
 
 
 def _attrs(attributes: Mapping[str, Any] | None, capture: bool) -> dict[str, Any]:
     if not attributes:
         return {}
-    return {k: _value(v) for k, v in attributes.items() if capture or k not in CONTENT_ATTRIBUTES}
+    kept: dict[str, Any] = {}
+    for key, value in attributes.items():
+        if len(kept) >= _MAX_ITEMS:
+            break
+        if capture or key not in CONTENT_ATTRIBUTES:
+            kept[key[:256]] = _value(value)
+    return kept
 
 
 @dataclass

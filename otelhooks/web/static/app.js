@@ -59,7 +59,7 @@
     $('ops-more').hidden = !page.next;
     $('ops-empty').hidden = body.total > 0;
     $('ops-count').textContent = `${body.matched} of ${body.total} runs`;
-    $('stats').textContent = '';
+    return body;
   }
 
   // -- the trace ---------------------------------------------------------------------------
@@ -227,8 +227,10 @@
     if (change.approvals) oh.pendingCount().catch(() => null);
     if (!change.spans || refreshing) return;
     refreshing = (async () => {
-      await loadOps(false);
-      if (page.open) await openTrace(page.open, true);
+      const ops = await loadOps(false);
+      // the open trace is fetched again only when it changed (a 10,000-span trace is megabytes)
+      const open = page.open && ops.operations.find((op) => op.trace_id === page.open);
+      if (open && page.trace && open.updated !== page.trace.updated) await openTrace(page.open, true);
     })();
     try { await refreshing; } finally { refreshing = null; }
   }
