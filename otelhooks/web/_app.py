@@ -11,7 +11,8 @@ route                              what
 ``GET /v1/ui/session``             the CSRF token and the Jaeger/Grafana base URLs
 ``GET /v1/ui/operations``          traces newest first; ``agent``, ``tool``, ``decision``,
                                    ``errors=1``, ``before`` (paging), ``limit``
-``GET /v1/ui/traces/{trace_id}``   one trace's spans
+``GET /v1/ui/traces/{trace_id}``   one trace's spans (``view=outline``: without attributes,
+                                   events and links); ``.../spans/{span_id}``: one span whole
 ``GET /v1/ui/changes``             long-poll: returns when ``version`` or ``approvals`` moved
 ``/v1/approvals...``               :mod:`otelhooks.web._approval_routes`
 =================================  ===============================================================
@@ -45,7 +46,7 @@ _STATIC_TYPES = {
     ".svg": b"image/svg+xml",
 }
 _PUBLIC = frozenset({"/login", "/static/style.css", "/static/login.js"})
-_TRACE = re.compile(r"^/v1/ui/traces/([0-9a-f]{32})$")
+_TRACE = re.compile(r"^/v1/ui/traces/([0-9a-f]{32})(?:/spans/([0-9a-f]{16}))?$")
 _MAX_WAITERS = 64
 
 
@@ -142,11 +143,15 @@ class WebApp:
         elif path == "/v1/ui/changes":
             await self._changes(scope, receive, send)
         elif (match := _TRACE.match(path)) is not None:
-            trace = self.index.trace(match.group(1))
-            if trace is None:
-                await send_json(send, 404, {"error": "not_found", "message": "trace not kept"})
+            if match.group(2):
+                found = self.index.span(match.group(1), match.group(2))
             else:
-                await send_json(send, 200, trace)
+                outline = query(scope).get("view") == "outline"
+                found = self.index.trace(match.group(1), outline=outline)
+            if found is None:
+                await send_json(send, 404, {"error": "not_found", "message": "not kept"})
+            else:
+                await send_json(send, 200, found)
         else:
             await send_json(send, 404, {"error": "not_found"})
 

@@ -46,6 +46,7 @@ _COST = ("gen_ai.usage.cost", "otelhooks.usage.cost", "cost_usd", "claude_code.c
 # array's items, a span's attributes, events and links. With the span bounds these bound memory.
 _MAX_VALUE_CHARS = 4096
 _MAX_ITEMS = 128
+_OUTLINE = ("s", "p", "n", "t0", "t1", "st", "o", "d")
 
 
 def decision_of(
@@ -333,6 +334,7 @@ class TraceIndex(SpanProcessor, SpanExporter):
             "st": span.status.status_code.value,
             "sm": span.status.description or "",
             "k": span.kind.name.lower(),
+            "o": str(attrs.get(sc.GEN_AI_OPERATION_NAME, "")),
             "a": attrs,
             "e": events,
             "l": links,
@@ -384,8 +386,12 @@ class TraceIndex(SpanProcessor, SpanExporter):
             "tools": sorted({t for s in summaries for t in s.tools})[:500],
         }
 
-    def trace(self, trace_id: str) -> dict[str, Any] | None:
-        """One trace: its summary and spans (oldest first); ``None`` when not kept."""
+    def trace(self, trace_id: str, *, outline: bool = False) -> dict[str, Any] | None:
+        """One trace: its summary and spans (oldest first); ``None`` when not kept.
+
+        With ``outline`` each span is what the waterfall draws (no attributes, events or links:
+        :meth:`span` gives those), a fraction of a big trace's bytes.
+        """
         with self._lock:
             trace = self._traces.get(trace_id)
             if trace is None:
@@ -393,7 +399,16 @@ class TraceIndex(SpanProcessor, SpanExporter):
             spans = list(trace.spans)
             summary = trace.summary.to_json()
             dropped = trace.dropped
+        if outline:
+            spans = [{k: row[k] for k in _OUTLINE} for row in spans]
         return {"summary": summary, "spans": spans, "dropped": dropped}
+
+    def span(self, trace_id: str, span_id: str) -> dict[str, Any] | None:
+        """One kept span, whole; ``None`` when not kept."""
+        with self._lock:
+            trace = self._traces.get(trace_id)
+            spans = list(trace.spans) if trace is not None else []
+        return next((row for row in spans if row["s"] == span_id), None)
 
     def stats(self) -> dict[str, int]:
         """Traces and spans kept, traces evicted, and the version."""

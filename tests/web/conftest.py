@@ -42,7 +42,9 @@ def server(tmp_path: Path) -> Iterator[EventLogServer]:
 
 @pytest.fixture
 def api(server: EventLogServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, headers=AUTH, timeout=10) as client:
+    # serve's ingest runs every received span through its hooks (about a millisecond a span
+    # here): a 10,000-span request takes seconds on a loaded machine
+    with httpx.Client(base_url=server.url, headers=AUTH, timeout=120) as client:
         yield client
 
 

@@ -65,7 +65,7 @@
   // -- the trace ---------------------------------------------------------------------------
 
   function kindOf(span) {
-    const op = span.a['gen_ai.operation.name'] || '';
+    const op = span.o || '';
     return { chat: 'model', execute_tool: 'tool', invoke_agent: 'agent', step: 'step',
       compress_context: 'compaction', call_agent: 'subagent', request_human_approve: 'approval',
       send_message: 'message', agent_lifecycle: 'lifecycle' }[op] || (op ? op : 'span');
@@ -146,8 +146,16 @@
     table.append(tr);
   }
 
-  function select(s) {
-    page.selected = s.s;
+  async function select(outline) {
+    page.selected = outline.s;
+    renderRows();
+    let s;
+    try {
+      s = await api(`/v1/ui/traces/${page.open}/spans/${outline.s}`);
+    } catch (err) {
+      return;
+    }
+    if (page.selected !== s.s) return; // another row was clicked meanwhile
     const box = $('detail');
     box.hidden = false;
     const head = el('h3', null, s.n);
@@ -184,13 +192,12 @@
       parts.push(links);
     }
     box.replaceChildren(...parts);
-    renderRows();
   }
 
   async function openTrace(traceId, keepScroll) {
     let body;
     try {
-      body = await api(`/v1/ui/traces/${traceId}`);
+      body = await api(`/v1/ui/traces/${traceId}?view=outline`);
     } catch (err) {
       $('trace').hidden = false;
       $('trace-title').textContent = `trace ${traceId}: ${err.message}`;
