@@ -8,7 +8,8 @@ import pytest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 
-from otelhooks.web._store import TraceIndex, decision_of
+from otelhooks.web._store import TraceIndex
+from otelhooks.web._summary import decision_of
 
 
 def _traces(index: TraceIndex, count: int, spans_each: int = 1) -> None:
