@@ -34,6 +34,7 @@ import time
 from typing import Any, Literal
 
 import httpx
+import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, InboxFull, process_inbox
@@ -44,6 +45,7 @@ from otelhooks._hooks import Block
 __all__ = ["APPROVALS_URL_ENV", "ApprovalAction", "ApprovalConfig", "longest_approval"]
 
 APPROVALS_URL_ENV = "OTELHOOKS_APPROVALS_URL"
+_log = structlog.get_logger("otelhooks")
 _POLL_S = 25.0  # one long-poll; shorter than proxies' idle timeouts
 _EVENTS = ("before_tool_call", "before_agent_start", "message_sending")
 
@@ -134,6 +136,14 @@ class ApprovalAction:
 
     def _local(self, payload: HookEvent) -> Approval:
         inbox = self._inbox or process_inbox()
+        if not inbox.served:
+            # nobody can answer: the call waits its whole timeout for the default
+            _log.warning(
+                "no otelhooks serve in this process lists approvals: set the hook's approval.url "
+                f"(or {APPROVALS_URL_ENV}) to a serve; the default applies at the timeout",
+                hook_id=self.hook_id,
+                default=self.config.default,
+            )
         try:
             return inbox.request(**self._request(payload))
         except InboxFull as exc:

@@ -152,6 +152,11 @@ class ApprovalInbox:
         with self._lock:
             self._listeners = [*self._listeners, listener]
 
+    @property
+    def served(self) -> bool:
+        """Whether something (``otelhooks serve``'s web view) lists and answers this inbox."""
+        return bool(self._listeners)
+
     def remove_listener(self, listener: Callable[[Approval], None]) -> None:
         """Stop calling ``listener``."""
         with self._lock:

@@ -267,3 +267,13 @@ def test_an_async_call_in_serves_process_waits_without_a_thread(api: httpx.Clien
         worker.join(10)
     assert ran == []
     assert waiting == set()  # awaited in the inbox: no pool thread holds the call
+
+
+def test_an_approval_nobody_can_answer_says_so() -> None:
+    from structlog.testing import capture_logs
+
+    # no serve runs in this test: nothing lists the process's inbox
+    with capture_logs() as logs, pipeline(hooks=[_approval_hook(timeout=0.2)]) as pipe:
+        _run_rm(pipe, [])
+    warning = next(line for line in logs if line["log_level"] == "warning")
+    assert "no otelhooks serve in this process lists approvals" in warning["event"]
