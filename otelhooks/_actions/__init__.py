@@ -57,12 +57,19 @@ def _webhook(hook: Hook) -> Action:
     return build_webhook_action(hook)
 
 
+def _approval(hook: Hook) -> Action:
+    from otelhooks._actions._approval import ApprovalAction
+
+    return ApprovalAction(hook.id, hook.event, hook.approval)
+
+
 _BUILDERS: dict[str, Callable[[Hook], Action]] = {
     "handler": _handler,
     "command": _command,
     "script": _script,
     "plugin": _plugin,
     "webhook": _webhook,
+    "approval": _approval,
 }
 
 

@@ -52,6 +52,9 @@ def _serve(args: argparse.Namespace) -> int:
             fail_closed=args.fail_closed,
             hook_timeout_s=args.hook_timeout,
             span_exporters=exporters,
+            web=not args.no_web,
+            jaeger_url=args.jaeger_url,
+            grafana_url=args.grafana_url,
         )
     except ConfigError as exc:
         print(f"otelhooks serve: {exc}", file=sys.stderr)
@@ -68,6 +71,8 @@ def _serve(args: argparse.Namespace) -> int:
         f"otelhooks serve: listening on {server.url} (GET /v1/events: {names}; POST {posts})",
         flush=True,
     )
+    if not args.no_web:
+        print(f"otelhooks serve: web view at {server.url}/ (log in with the admin token)")
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         server.serve_forever()
@@ -163,5 +168,21 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--no-claude-code",
         action="store_true",
         help="do not serve POST /v1/hooks/claude-code, /v1/logs and /v1/metrics",
+    )
+    serve.add_argument(
+        "--no-web",
+        action="store_true",
+        help="do not serve the web view (/, /approvals) and the approvals API (/v1/approvals)",
+    )
+    serve.add_argument(
+        "--jaeger-url",
+        metavar="URL",
+        help="the web view links trace ids to URL/trace/{id} (default: $OTELHOOKS_JAEGER_URL)",
+    )
+    serve.add_argument(
+        "--grafana-url",
+        metavar="URL",
+        help="the web view links metrics to Grafana's otelhooks dashboards at URL "
+        "(default: $OTELHOOKS_GRAFANA_URL)",
     )
     serve.set_defaults(func=_serve)

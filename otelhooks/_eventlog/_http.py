@@ -43,6 +43,7 @@ class EventLogApp:
         max_body_bytes: largest OTLP body accepted, before and after gunzip (else 413).
         routes: more ``POST`` routes by path (``/v1/logs``, ``/v1/hooks/claude-code``...),
             each an ASGI handler called once the ingest token was checked.
+        fallback: the handler of every other path (the web view), which checks its own auth.
     """
 
     def __init__(
@@ -55,6 +56,7 @@ class EventLogApp:
         max_waiters: int = DEFAULT_MAX_WAITERS,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         routes: Mapping[str, Route] | None = None,
+        fallback: Route | None = None,
     ) -> None:
         if not token:
             raise ValueError("the event log API needs an admin token")
@@ -64,6 +66,7 @@ class EventLogApp:
         )
         self.max_waiters = max_waiters
         self.routes = dict(routes or {})
+        self.fallback = fallback
         self._token = token.encode()
         self._ingest_token = (ingest_token or token).encode()
         self._waiting = 0
@@ -96,6 +99,9 @@ class EventLogApp:
         path, method = scope["path"], scope["method"]
         route = {"/v1/events": ("GET", self._token), "/v1/traces": ("POST", self._ingest_token)}
         route.update((extra, ("POST", self._ingest_token)) for extra in self.routes)
+        if path not in route and self.fallback is not None:
+            await self.fallback(scope, receive, send)
+            return
         if path not in route:
             await send_json(send, 404, {"error": "not_found", "message": f"no route {path[:80]}"})
             return

@@ -73,6 +73,7 @@ class EventLogServer:
         header_timeout_s: time a connection has to send a request head (default 10 s).
         owned: closed by :meth:`stop` after the HTTP server (logs closed, processors shut down).
         routes: more ``POST`` routes (ingest token), e.g. Claude Code's hook route.
+        fallback: the handler of every other path (the web view; it checks its own auth).
 
     Raises:
         ConfigError: no token was given or found in the environment.
@@ -98,6 +99,7 @@ class EventLogServer:
         header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
         owned: Sequence[EventLog | AgentEvents | SpanProcessor | _Closable] = (),
         routes: Mapping[str, Route] | None = None,
+        fallback: Route | None = None,
     ) -> None:
         token = token or os.environ.get(ADMIN_TOKEN_ENV)
         if not token:
@@ -116,6 +118,7 @@ class EventLogServer:
             max_waiters=max_waiters,
             max_body_bytes=max_body_bytes,
             routes=routes,
+            fallback=fallback,
         )
         self.span_processors = tuple(span_processors)
         self.guard = ConnectionGuard(
@@ -307,6 +310,9 @@ def serve(
     span_exporters: Sequence[SpanExporter] = (),
     fail_closed: bool = False,
     hook_timeout_s: float = 8.0,
+    web: bool = True,
+    jaeger_url: str | None = None,
+    grafana_url: str | None = None,
 ) -> EventLogServer:
     """Build what ``otelhooks serve`` runs from hook files, and start it (unless ``start``
     is False, for :meth:`EventLogServer.serve_forever`).
@@ -324,6 +330,8 @@ def serve(
     endpoint is set. Sessions survive a restart when an ``agent_events`` log is durable.
     ``fail_closed`` makes a failing hook deny ``PreToolUse`` instead of answering 500;
     ``hook_timeout_s`` is when a deciding Claude Code hook not answered yet counts as failed.
+    With ``web`` (the default) the server also serves the web view and the approvals inbox
+    (:mod:`otelhooks.web`), linking trace ids to ``jaeger_url`` and metrics to ``grafana_url``.
 
     Raises:
         ConfigError: a file is invalid, two logs share a name, or there is no admin token.
@@ -352,6 +360,22 @@ def serve(
     received: list[SpanProcessor] = [processor, *span_processors]
     owned: list[EventLog | AgentEvents | SpanProcessor | _Closable] = [processor, *events]
     routes: dict[str, Route] = {}
+    fallback: Route | None = None
+    exporters = list(span_exporters)
+    if web:
+        from otelhooks.web._serving import web_serving
+
+        viewing = web_serving(
+            token=token,
+            ingest_token=os.environ.get(INGEST_TOKEN_ENV) or None,
+            logs=[item.log for item in events],
+            jaeger_url=jaeger_url,
+            grafana_url=grafana_url,
+        )
+        received.append(viewing.index)
+        exporters.append(viewing.index)  # the spans serve writes for Claude Code's hooks
+        fallback = viewing.app
+        owned.append(viewing)
     if claude_code:
         from otelhooks.integrations.claude_code._serve import (
             claude_code_routes,
@@ -363,7 +387,7 @@ def serve(
             processor,
             downstream=received,
             sessions_path=sessions_path_beside(durable) if durable else None,
-            exporters=span_exporters,
+            exporters=exporters,
             fail_closed=fail_closed,
             decision_timeout_s=hook_timeout_s,
         )
@@ -381,5 +405,6 @@ def serve(
         header_timeout_s=header_timeout_s,
         owned=owned,
         routes=routes,
+        fallback=fallback,
     )
     return server.start() if start else server

@@ -43,6 +43,7 @@ from typing import Any
 
 import structlog
 
+from otelhooks._actions._approval import longest_approval_of
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
 from otelhooks.integrations.claude_code._answers import ANSWERING_EVENTS
 from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
@@ -65,6 +66,8 @@ DEFAULT_MAX_HOOK_BODY = 4 * 1024 * 1024  # tool inputs and responses (file conte
 DEFAULT_DECISION_TIMEOUT_S = 8.0
 # events that end a tool use: they must name one their session opened
 _TOOL_ENDS = frozenset({"PostToolUse", "PostToolUseFailure", "PermissionDenied"})
+# deciding calls answered at once, across sessions (each may wait for a person's approval)
+DECIDING_THREADS = 64
 
 _log = structlog.get_logger("otelhooks")
 
@@ -132,7 +135,7 @@ class ClaudeCodeHookRoute:
         self.max_body_bytes = max_body_bytes
         self.decision_timeout_s = decision_timeout_s
         drops = bridge.engine.metrics.drop_counter("claude_code_hooks")
-        self.runner = runner or FairRunner(on_drop=drops)
+        self.runner = runner or FairRunner(workers=DECIDING_THREADS, on_drop=drops)
 
     def _failure(self, event: str | None, problem: str, status: int = 500) -> tuple[int, bytes]:
         """The answer when no hook decided: a deny when fail-closed guards it, else ``status``."""
@@ -141,6 +144,12 @@ class ClaudeCodeHookRoute:
             return 200, json.dumps(_deny("PreToolUse", reason)).encode()
         error = "hook_failed" if status == 500 else "bad_request"
         return status, json.dumps({"error": error, "message": problem}).encode()
+
+    def _deadline_s(self) -> float:
+        """When a deciding call counts as failed: an approval hook holds it for a person, so
+        its timeout (and the margin its own deadline takes first) comes before ours."""
+        wait_s = longest_approval_of(self.bridge.engine.registry.hooks())
+        return max(self.decision_timeout_s, wait_s + 5.0) if wait_s else self.decision_timeout_s
 
     def answer(self, payload: Mapping[str, Any]) -> tuple[int, bytes]:
         """Handle one hook input; returns the HTTP status and body."""
@@ -194,7 +203,7 @@ class ClaudeCodeHookRoute:
             session = str(payload.get("session_id") or "unknown-session")
             try:
                 status, answer = await self.runner.run(
-                    session, lambda: self.answer(payload), timeout_s=self.decision_timeout_s
+                    session, lambda: self.answer(payload), timeout_s=self._deadline_s()
                 )
             except Late as late:
                 _log.error(

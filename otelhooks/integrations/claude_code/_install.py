@@ -43,6 +43,7 @@ says so; the command form's ``--fail-closed`` turns a crashed bridge into a deny
 
 from __future__ import annotations
 
+import math
 import os
 import shlex
 import sys
@@ -51,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from otelhooks._actions._approval import longest_approval
 from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_ours
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import Edited, edit_settings
@@ -131,6 +133,14 @@ SYNC_EVENTS = frozenset(
 )
 ASYNC_EVENTS = frozenset(EVENTS) - SYNC_EVENTS
 GUARD_EVENTS = ("PreToolUse", "UserPromptSubmit")
+# events whose hooks may wait for a person (an ``approval:`` hook): their timeout is longer
+APPROVAL_EVENTS = ("PreToolUse", "UserPromptSubmit", "PermissionRequest")
+
+
+def _project_file(settings: Path, hooks_file: str) -> Path:
+    """``hooks_file`` as Claude Code's hooks resolve it: relative to the project folder."""
+    given = Path(hooks_file).expanduser()
+    return given if given.is_absolute() else settings.parent.parent / given
 
 
 @dataclass
@@ -235,21 +245,28 @@ def _handler(
     hooks_file: str,
     fail_closed: bool,
     traces_out: str | None,
+    wait_s: float = 0.0,
 ) -> dict[str, Any]:
+    # An approval hook holds the call until a person answers: Claude Code must wait longer.
+    longer = math.ceil(wait_s) + 15 if wait_s and event in APPROVAL_EVENTS else 0
     if http is not None:
         return {
             "type": "http",
             "url": hook_url(http),
             "headers": {"Authorization": f"Bearer ${TOKEN_ENV}", MARK_HEADER: "1"},
             "allowedEnvVars": [TOKEN_ENV],
-            "timeout": 10,
+            "timeout": max(10, longer),
         }
     command = f"{client_command()} --hooks {shlex.quote(hooks_file)}"
     if traces_out:
         command += f" --traces-out {shlex.quote(traces_out)}"
     if fail_closed and event in GUARD_EVENTS:
         command += " --fail-closed"
-    handler: dict[str, Any] = {"type": "command", "command": f"{command} {MARK}", "timeout": 30}
+    handler: dict[str, Any] = {
+        "type": "command",
+        "command": f"{command} {MARK}",
+        "timeout": max(30, longer),
+    }
     if event in ASYNC_EVENTS:
         handler["async"] = True
     return handler
@@ -262,11 +279,17 @@ def _groups(
     hooks_file: str,
     fail_closed: bool,
     traces_out: str | None,
+    wait_s: float = 0.0,
 ) -> dict[str, dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
     for event in events:
         handler = _handler(
-            event, http=http, hooks_file=hooks_file, fail_closed=fail_closed, traces_out=traces_out
+            event,
+            http=http,
+            hooks_file=hooks_file,
+            fail_closed=fail_closed,
+            traces_out=traces_out,
+            wait_s=wait_s,
         )
         group: dict[str, Any] = {"hooks": [handler]}
         if event in TOOL_EVENTS:
@@ -318,7 +341,12 @@ def install(
     """
     change = Change(path, warnings=_warnings(events, http, fail_closed))
     groups = _groups(
-        events, http=http, hooks_file=hooks_file, fail_closed=fail_closed, traces_out=traces_out
+        events,
+        http=http,
+        hooks_file=hooks_file,
+        fail_closed=fail_closed,
+        traces_out=traces_out,
+        wait_s=longest_approval(_project_file(path, hooks_file)),
     )
 
     def edit(text: str, root: Node | None) -> str:

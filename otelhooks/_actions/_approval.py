@@ -1,0 +1,262 @@
+"""The ``approval`` action kind: an intercept that waits for a person.
+
+.. code-block:: yaml
+
+    - id: ask-before-shell
+      type: before_tool_call
+      matcher: Bash
+      approval:
+        timeout: 120        # seconds a person has to answer
+        default: deny       # what applies when nobody answered in time (allow | deny)
+        reason: a person approves shell commands   # optional; shown, and the deny reason
+        # url: http://127.0.0.1:4318   # a serve to ask (else OTELHOOKS_APPROVALS_URL, else
+        #                              # this process's own inbox, which serve serves)
+
+Each call puts an :class:`~otelhooks._actions._approval_inbox.Approval` in an inbox and waits:
+in this process's inbox (what ``otelhooks serve`` lists at ``/approvals``: Claude Code's hook
+route and the instrumentation of serve's own process), or, with a ``url``, in the inbox of the
+``serve`` there, reached with ``POST /v1/approvals`` (bearer: ``OTELHOOKS_INGEST_TOKEN``, else
+``OTELHOOKS_ADMIN_TOKEN``, or the variable named by ``token_env``) and long-polls of
+``GET /v1/approvals/{id}?wait=S``.
+
+The answer is the handler return protocol: allow returns the payload (with the person's edited
+arguments when given: a rewrite), deny returns :class:`~otelhooks.Block` with the person's
+reason (else the configured one). A failure to ask (the inbox is full, serve cannot be reached)
+blocks: the hook's ``on_error`` is ``block`` whatever the hook says, since a person who was never
+asked did not approve.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Iterable
+from typing import Any, Literal
+
+import httpx
+import structlog
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, InboxFull, process_inbox
+from otelhooks._errors import ConfigError, HookError
+from otelhooks._events import HookEvent, ToolCallEvent
+from otelhooks._hooks import Block, Hook
+
+__all__ = [
+    "APPROVALS_URL_ENV",
+    "ApprovalAction",
+    "ApprovalConfig",
+    "longest_approval",
+    "longest_approval_of",
+]
+
+APPROVALS_URL_ENV = "OTELHOOKS_APPROVALS_URL"
+_log = structlog.get_logger("otelhooks")
+_POLL_S = 25.0  # one long-poll; shorter than proxies' idle timeouts
+_EVENTS = ("before_tool_call", "before_agent_start", "message_sending")
+
+
+class ApprovalConfig(BaseModel):
+    """The ``approval:`` mapping of a hook."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    timeout: float = Field(gt=0, le=3600)
+    default: Literal["allow", "deny"]
+    reason: str | None = None
+    url: str | None = None
+    token_env: str | None = None
+
+
+def _tool(payload: HookEvent) -> str:
+    identifier = str(getattr(payload, "identifier", "") or "")
+    api = str(getattr(payload, "apiName", "") or "")
+    return f"{identifier}/{api}" if identifier and identifier != api else api or payload.event
+
+
+class ApprovalAction:
+    """Holds the call until a person answers (see the module docstring)."""
+
+    kind = "approval"
+    is_async = False
+    concurrent = False
+    self_bounded = True  # waits on its own deadline, in the inbox or on serve's long-poll
+    on_error = "block"
+
+    def __init__(self, hook_id: str, event: str, raw: Any) -> None:
+        try:
+            config = raw if isinstance(raw, ApprovalConfig) else ApprovalConfig.model_validate(raw)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            loc = ".".join(str(x) for x in first["loc"])
+            raise ConfigError(
+                first["msg"], field=f"approval.{loc}" if loc else "approval"
+            ) from None
+        if event not in _EVENTS:
+            raise ConfigError(
+                f"approval hooks hold a call, so they run on {', '.join(_EVENTS)}, not {event}",
+                field="type",
+            )
+        self.hook_id = hook_id
+        self.config = config
+        self.deadline_s = config.timeout + 10.0  # the approval's own deadline comes first
+        self._inbox: ApprovalInbox | None = None
+
+    @property
+    def url(self) -> str | None:
+        """The serve asked, or ``None`` for this process's inbox."""
+        return self.config.url or os.environ.get(APPROVALS_URL_ENV) or None
+
+    def _request(self, payload: HookEvent) -> dict[str, Any]:
+        args = getattr(payload, "args", None)
+        return {
+            "hook_id": self.hook_id,
+            "event": payload.event,
+            "tool": _tool(payload),
+            "args": args if isinstance(args, dict) else {},
+            "agent": str(getattr(payload, "agentId", "") or ""),
+            "session": payload.sessionKey or "",
+            "user": payload.userId or "",
+            "trace_id": payload.traceId or "",
+            "span_id": payload.spanId or "",
+            "timeout_s": self.config.timeout,
+            "default": self.config.default,
+            "reason": self.config.reason or "",
+            "editable": isinstance(payload, ToolCallEvent),
+        }
+
+    def _result(self, payload: HookEvent, answer: dict[str, Any]) -> Any:
+        if answer.get("decision") == "allow":
+            edited = answer.get("answer_args")
+            if isinstance(edited, dict) and isinstance(payload, ToolCallEvent):
+                return {"args": edited}
+            return payload
+        reason = answer.get("answer_reason") or ""
+        if answer.get("answered_by") == "timeout" or not reason:
+            reason = self.config.reason or "not approved"
+            if answer.get("answered_by") == "timeout":
+                reason = f"{reason} (no answer within {self.config.timeout:g}s)"
+        return Block(f"{reason} [denied by {answer.get('answered_by') or 'a person'}]")
+
+    # -- in this process ----------------------------------------------------------------------
+
+    def _local(self, payload: HookEvent) -> Approval:
+        inbox = self._inbox or process_inbox()
+        if not inbox.served:
+            # nobody can answer: the call waits its whole timeout for the default
+            _log.warning(
+                "no otelhooks serve in this process lists approvals: set the hook's approval.url "
+                f"(or {APPROVALS_URL_ENV}) to a serve; the default applies at the timeout",
+                hook_id=self.hook_id,
+                default=self.config.default,
+            )
+        try:
+            return inbox.request(**self._request(payload))
+        except InboxFull as exc:
+            raise HookError(str(exc), hook_id=self.hook_id, event=payload.event) from None
+
+    def __call__(self, payload: HookEvent) -> Any:
+        """Ask and wait on this thread (at most ``timeout``)."""
+        url = self.url
+        if url is None:
+            item = self._local(payload)
+            (self._inbox or process_inbox()).wait(item)
+            return self._result(payload, item.to_json())
+        return self._result(payload, self._remote_sync(url, payload))
+
+    async def acall(self, payload: HookEvent) -> Any:
+        """Ask and await the answer: no thread waits."""
+        url = self.url
+        if url is None:
+            item = self._local(payload)
+            await (self._inbox or process_inbox()).await_answer(item)
+            return self._result(payload, item.to_json())
+        return self._result(payload, await self._remote_async(url, payload))
+
+    # -- through a serve ----------------------------------------------------------------------
+
+    def _headers(self) -> dict[str, str]:
+        names = [self.config.token_env] if self.config.token_env else []
+        names += ["OTELHOOKS_INGEST_TOKEN", "OTELHOOKS_ADMIN_TOKEN"]
+        token = next((os.environ[n] for n in names if os.environ.get(n)), "")
+        return {"authorization": f"Bearer {token}"}
+
+    def _fail(self, payload: HookEvent, problem: str) -> HookError:
+        return HookError(f"cannot ask serve: {problem}", hook_id=self.hook_id, event=payload.event)
+
+    def _remote_sync(self, url: str, payload: HookEvent) -> dict[str, Any]:
+        deadline = time.monotonic() + self.config.timeout + 5
+        try:
+            with httpx.Client(base_url=url, headers=self._headers(), timeout=10) as client:
+                created = client.post("/v1/approvals", json=self._request(payload))
+                answer = _json(created, (201,))
+                while answer.get("state") == "pending":
+                    wait = max(0.0, min(_POLL_S, deadline - time.monotonic()))
+                    got = client.get(
+                        f"/v1/approvals/{answer['id']}",
+                        params={"wait": f"{wait:.3f}"},
+                        timeout=wait + 10,
+                    )
+                    answer = _json(got, (200,))
+                    if time.monotonic() > deadline and answer.get("state") == "pending":
+                        raise ValueError("serve did not apply the default in time")
+                return answer
+        except (httpx.HTTPError, ValueError, KeyError) as exc:
+            raise self._fail(payload, str(exc)) from None
+
+    async def _remote_async(self, url: str, payload: HookEvent) -> dict[str, Any]:
+        deadline = time.monotonic() + self.config.timeout + 5
+        try:
+            async with httpx.AsyncClient(
+                base_url=url, headers=self._headers(), timeout=10
+            ) as client:
+                created = await client.post("/v1/approvals", json=self._request(payload))
+                answer = _json(created, (201,))
+                while answer.get("state") == "pending":
+                    wait = max(0.0, min(_POLL_S, deadline - time.monotonic()))
+                    got = await client.get(
+                        f"/v1/approvals/{answer['id']}",
+                        params={"wait": f"{wait:.3f}"},
+                        timeout=wait + 10,
+                    )
+                    answer = _json(got, (200,))
+                    if time.monotonic() > deadline and answer.get("state") == "pending":
+                        raise ValueError("serve did not apply the default in time")
+                    await asyncio.sleep(0)
+                return answer
+        except (httpx.HTTPError, ValueError, KeyError) as exc:
+            raise self._fail(payload, str(exc)) from None
+
+
+def _json(response: httpx.Response, accept: tuple[int, ...]) -> dict[str, Any]:
+    if response.status_code not in accept:
+        raise ValueError(f"status {response.status_code}: {response.text[:200]}")
+    body = response.json()
+    if not isinstance(body, dict) or "state" not in body:
+        raise ValueError("the answer is not an approval")
+    return body
+
+
+def longest_approval(path: os.PathLike[str] | str) -> float:
+    """The longest ``approval.timeout`` of the hooks in the file at ``path`` (0 when there is
+    none, or the file is missing or invalid): what a runtime's own hook timeout must exceed."""
+    from pathlib import Path
+
+    from otelhooks._config import load_config
+
+    if not Path(path).is_file():
+        return 0.0
+    try:
+        hooks = load_config([Path(path)]).hooks
+    except (ConfigError, OSError):
+        return 0.0
+    return longest_approval_of(hooks)
+
+
+def longest_approval_of(hooks: Iterable[Hook]) -> float:
+    """The longest ``approval.timeout`` among ``hooks`` (0 when none asks for an approval)."""
+    return max(
+        (h.action.config.timeout for h in hooks if isinstance(h.action, ApprovalAction)),
+        default=0.0,
+    )

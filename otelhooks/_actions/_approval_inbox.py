@@ -1,0 +1,338 @@
+"""``ApprovalInbox``: calls waiting for a person, and their answers.
+
+An ``approval:`` hook puts one :class:`Approval` here per call it holds, and waits (on its thread
+or awaited) until a person answers it (``POST /v1/approvals/{id}``, the ``/approvals`` page) or
+its deadline passes, when the hook's ``default`` applies. Answering is first-wins under a lock:
+a late click, a second bot or the deadline cannot change an answer given.
+
+A process has one inbox (:func:`process_inbox`, created on first use and never replaced);
+``otelhooks serve`` serves it. Listeners see every answered approval (the span and the
+event-log record are written by them). At most ``max_pending`` calls wait at a time; one more is
+refused (an error the hook turns into a block: a full inbox never lets a call through).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import structlog
+
+from otelhooks._eventlog._signal import AppendSignal
+
+__all__ = ["Approval", "ApprovalInbox", "InboxFull", "process_inbox"]
+
+Decision = Literal["allow", "deny"]
+
+_log = structlog.get_logger("otelhooks")
+
+
+class InboxFull(Exception):
+    """The inbox holds ``max_pending`` waiting calls already."""
+
+
+@dataclass
+class Approval:
+    """One call waiting for a person, then its answer.
+
+    Attributes:
+        id: random, unguessable (it is the answer's address).
+        hook_id, event, tool: which hook asked, on which event, for which tool.
+        args: the call's arguments (shown only when the server captures content).
+        agent, session, user: who is calling, when known.
+        trace_id, span_id: the span of the call, when known.
+        created_ms, deadline_ms: Unix epoch milliseconds.
+        default: what applies at the deadline.
+        reason: why the hook asks (shown to the person; the deny reason by default).
+        editable: the runtime accepts edited arguments with an allow.
+        state: ``pending``, ``allowed``, ``denied``.
+        answered_by: ``who`` of the answer (``timeout`` when the default applied).
+        answered_ms, answer_reason, answer_args: the rest of the answer.
+    """
+
+    id: str
+    hook_id: str
+    event: str
+    tool: str
+    args: dict[str, Any]
+    agent: str
+    session: str
+    user: str
+    trace_id: str
+    span_id: str
+    created_ms: int
+    deadline_ms: int
+    default: Decision
+    reason: str
+    editable: bool
+    state: str = "pending"
+    answered_by: str = ""
+    answered_ms: int = 0
+    answer_reason: str = ""
+    answer_args: dict[str, Any] | None = None
+    _done: threading.Event = field(default_factory=threading.Event, repr=False)
+    _loops: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = field(
+        default_factory=list, repr=False
+    )
+
+    @property
+    def decision(self) -> Decision | None:
+        """``allow`` / ``deny`` once answered."""
+        return {"allowed": "allow", "denied": "deny"}.get(self.state)  # type: ignore[return-value]
+
+    def to_json(self, *, content: bool = True) -> dict[str, Any]:
+        """The JSON of ``GET /v1/approvals`` (arguments left out without ``content``)."""
+        body = {
+            "id": self.id,
+            "hook_id": self.hook_id,
+            "event": self.event,
+            "tool": self.tool,
+            "agent": self.agent,
+            "session": self.session,
+            "user": self.user,
+            "trace_id": self.trace_id,
+            "span_id": self.span_id,
+            "created_ms": self.created_ms,
+            "deadline_ms": self.deadline_ms,
+            "time_left_s": max(0.0, (self.deadline_ms - _now_ms()) / 1000),
+            "default": self.default,
+            "reason": self.reason,
+            "editable": self.editable and content,
+            "state": self.state,
+            "decision": self.decision,
+            "answered_by": self.answered_by,
+            "answered_ms": self.answered_ms,
+            "answer_reason": self.answer_reason,
+        }
+        if content:
+            body["args"] = self.args
+            body["answer_args"] = self.answer_args
+        return body
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class ApprovalInbox:
+    """Pending approvals and the last answered ones (see the module docstring).
+
+    Args:
+        max_pending: calls allowed to wait at a time.
+        keep_answered: answered approvals kept for the page's history.
+
+    Example:
+        >>> inbox = ApprovalInbox()
+        >>> item = inbox.request(hook_id="ask", event="before_tool_call", tool="Bash",
+        ...                      timeout_s=60, default="deny")
+        >>> inbox.answer(item.id, "allow", by="alice").state
+        'allowed'
+    """
+
+    def __init__(self, *, max_pending: int = 256, keep_answered: int = 200) -> None:
+        self.max_pending = max_pending
+        self.keep_answered = keep_answered
+        self.signal = AppendSignal()
+        self.version = 0
+        self._lock = threading.Lock()
+        self._pending: dict[str, Approval] = {}
+        self._answered: OrderedDict[str, Approval] = OrderedDict()
+        self._listeners: list[Callable[[Approval], None]] = []
+
+    def add_listener(self, listener: Callable[[Approval], None]) -> None:
+        """Call ``listener`` with every approval once it is answered (or its default applied).
+        Runs on the answering thread; an exception is logged and swallowed."""
+        with self._lock:
+            self._listeners = [*self._listeners, listener]
+
+    @property
+    def served(self) -> bool:
+        """Whether something (``otelhooks serve``'s web view) lists and answers this inbox."""
+        return bool(self._listeners)
+
+    def remove_listener(self, listener: Callable[[Approval], None]) -> None:
+        """Stop calling ``listener``."""
+        with self._lock:
+            self._listeners = [x for x in self._listeners if x is not listener]
+
+    def request(
+        self,
+        *,
+        hook_id: str,
+        event: str,
+        tool: str,
+        timeout_s: float,
+        default: Decision,
+        args: dict[str, Any] | None = None,
+        reason: str = "",
+        agent: str = "",
+        session: str = "",
+        user: str = "",
+        trace_id: str = "",
+        span_id: str = "",
+        editable: bool = False,
+    ) -> Approval:
+        """Add a pending approval; raises :class:`InboxFull` past ``max_pending``."""
+        now = _now_ms()
+        item = Approval(
+            id=uuid.uuid4().hex,
+            hook_id=hook_id,
+            event=event,
+            tool=tool,
+            args=dict(args or {}),
+            agent=agent,
+            session=session,
+            user=user,
+            trace_id=trace_id,
+            span_id=span_id,
+            created_ms=now,
+            deadline_ms=now + int(timeout_s * 1000),
+            default=default,
+            reason=reason,
+            editable=editable,
+        )
+        with self._lock:
+            self._expire_overdue()
+            if len(self._pending) >= self.max_pending:
+                raise InboxFull(f"{self.max_pending} approvals are waiting already")
+            self._pending[item.id] = item
+            self.version += 1
+        self.signal.notify()
+        return item
+
+    def get(self, approval_id: str) -> Approval | None:
+        """A pending or recently answered approval."""
+        with self._lock:
+            return self._pending.get(approval_id) or self._answered.get(approval_id)
+
+    def pending(self) -> list[Approval]:
+        """Waiting approvals, oldest first (overdue ones get their default now)."""
+        with self._lock:
+            expired = self._expire_overdue()
+            items = list(self._pending.values())
+        self._settled(expired)
+        return items
+
+    def answered(self) -> list[Approval]:
+        """The last answered approvals, newest first."""
+        with self._lock:
+            return list(reversed(self._answered.values()))
+
+    def answer(
+        self,
+        approval_id: str,
+        decision: Decision,
+        *,
+        by: str,
+        reason: str = "",
+        args: dict[str, Any] | None = None,
+    ) -> Approval | None:
+        """Answer a pending approval; ``None`` when it is unknown or was answered already."""
+        with self._lock:
+            item = self._pending.get(approval_id)
+            if item is None:
+                return None
+            if args is not None and not item.editable:
+                args = None  # a runtime that cannot take edited arguments never gets them
+            self._resolve(item, decision, by=by, reason=reason, args=args)
+        self._settled([item])
+        return item
+
+    def expire(self, approval_id: str) -> Approval | None:
+        """Apply the default to a pending approval (its waiter's deadline passed)."""
+        with self._lock:
+            item = self._pending.get(approval_id)
+            if item is None:
+                return self._answered.get(approval_id)
+            self._resolve(item, item.default, by="timeout", reason="no answer in time")
+        self._settled([item])
+        return item
+
+    def wait(self, item: Approval) -> Approval:
+        """Block until ``item`` is answered or its deadline passes (then its default)."""
+        left = (item.deadline_ms - _now_ms()) / 1000
+        if not item._done.wait(max(0.0, left)):
+            self.expire(item.id)
+        return item
+
+    async def await_answer(self, item: Approval) -> Approval:
+        """As :meth:`wait`, awaited: no thread waits."""
+        loop = asyncio.get_running_loop()
+        woken = asyncio.Event()
+        with self._lock:
+            if item.state == "pending":
+                item._loops.append((loop, woken))
+            else:
+                woken.set()
+        left = (item.deadline_ms - _now_ms()) / 1000
+        try:
+            await asyncio.wait_for(woken.wait(), max(0.0, left))
+        except TimeoutError:
+            self.expire(item.id)
+        return item
+
+    # -- inside -------------------------------------------------------------------------------
+
+    def _resolve(
+        self,
+        item: Approval,
+        decision: Decision,
+        *,
+        by: str,
+        reason: str,
+        args: dict[str, Any] | None = None,
+    ) -> None:
+        """Record the answer; call with the lock held."""
+        del self._pending[item.id]
+        item.state = "allowed" if decision == "allow" else "denied"
+        item.answered_by = by
+        item.answered_ms = _now_ms()
+        item.answer_reason = reason
+        item.answer_args = args if decision == "allow" else None
+        self._answered[item.id] = item
+        while len(self._answered) > self.keep_answered:
+            self._answered.popitem(last=False)
+        self.version += 1
+
+    def _expire_overdue(self) -> list[Approval]:
+        now = _now_ms()
+        overdue = [item for item in self._pending.values() if item.deadline_ms <= now]
+        for item in overdue:
+            self._resolve(item, item.default, by="timeout", reason="no answer in time")
+        return overdue
+
+    def _settled(self, items: list[Approval]) -> None:
+        """Wake the waiters of answered ``items`` and tell the listeners (outside the lock)."""
+        if not items:
+            return
+        for item in items:
+            item._done.set()
+            for loop, woken in item._loops:
+                with contextlib.suppress(RuntimeError):  # that loop closed: nobody waits
+                    loop.call_soon_threadsafe(woken.set)
+            for listener in self._listeners:
+                try:
+                    listener(item)
+                except Exception:
+                    _log.exception("approval listener failed", approval=item.id)
+        self.signal.notify()
+
+
+_PROCESS_INBOX: ApprovalInbox | None = None
+_PROCESS_LOCK = threading.Lock()
+
+
+def process_inbox() -> ApprovalInbox:
+    """This process's inbox: created on first use, never replaced (the one ``serve`` serves)."""
+    global _PROCESS_INBOX
+    with _PROCESS_LOCK:
+        if _PROCESS_INBOX is None:
+            _PROCESS_INBOX = ApprovalInbox()
+        return _PROCESS_INBOX

@@ -1,0 +1,261 @@
+"""``WebApp``: the page at ``/``, the inbox at ``/approvals`` and the JSON routes they read.
+
+Served by ``otelhooks serve`` for every path its event-log app does not route itself:
+
+=================================  ===============================================================
+route                              what
+=================================  ===============================================================
+``GET /``, ``GET /approvals``      the pages (a browser without a session is sent to ``/login``)
+``GET|POST /login``                the login form; ``POST /logout`` ends the session
+``GET /static/{file}``             the page's own scripts and style (no build step, no CDN)
+``GET /v1/ui/session``             the CSRF token and the Jaeger/Grafana base URLs
+``GET /v1/ui/operations``          traces newest first; ``agent``, ``tool``, ``decision``,
+                                   ``errors=1``, ``before`` (paging), ``limit``
+``GET /v1/ui/traces/{trace_id}``   one trace's spans (``view=outline``: without attributes,
+                                   events and links); ``.../spans/{span_id}``: one span whole
+``GET /v1/ui/changes``             long-poll: returns when ``version`` or ``approvals`` moved
+``/v1/approvals...``               :mod:`otelhooks.web._approval_routes`
+=================================  ===============================================================
+
+Every response carries the headers of :data:`~otelhooks.web._auth.SECURITY_HEADERS` (a
+Content-Security-Policy without inline scripts among them). Every route but ``/login`` and the
+style sheet wants the admin token (see :mod:`otelhooks.web._auth`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from importlib import resources
+from typing import Any
+from urllib.parse import parse_qs
+
+from otelhooks._actions._approval_inbox import ApprovalInbox
+from otelhooks._eventlog._asgi import Receive, Scope, Send, header, read_body, respond
+from otelhooks.web._approval_routes import ApprovalRoutes
+from otelhooks.web._auth import COOKIE, SECURITY_HEADERS, Caller, WebAuth
+from otelhooks.web._store import TraceIndex
+
+__all__ = ["WebApp"]
+
+_STATIC_TYPES = {
+    ".html": b"text/html; charset=utf-8",
+    ".js": b"text/javascript; charset=utf-8",
+    ".css": b"text/css; charset=utf-8",
+    ".svg": b"image/svg+xml",
+}
+_PUBLIC = frozenset({"/login", "/static/style.css", "/static/login.js"})
+_TRACE = re.compile(r"^/v1/ui/traces/([0-9a-f]{32})(?:/spans/([0-9a-f]{16}))?$")
+_MAX_WAITERS = 64
+
+
+def _static() -> dict[str, tuple[bytes, bytes]]:
+    folder = resources.files("otelhooks.web").joinpath("static")
+    files: dict[str, tuple[bytes, bytes]] = {}
+    for item in folder.iterdir():
+        suffix = "." + item.name.rsplit(".", 1)[-1]
+        if suffix in _STATIC_TYPES:
+            files[item.name] = (item.read_bytes(), _STATIC_TYPES[suffix])
+    return files
+
+
+async def send_json(send: Send, status: int, body: Any, *extra: tuple[bytes, bytes]) -> None:
+    """A JSON answer with the security headers."""
+    data = json.dumps(body, separators=(",", ":"), default=str).encode()
+    await respond(send, status, data, b"application/json", [*SECURITY_HEADERS, *extra])
+
+
+def query(scope: Scope) -> dict[str, str]:
+    """The query string's first value of each name."""
+    raw = scope.get("query_string", b"").decode("latin-1")
+    return {k: v[0] for k, v in parse_qs(raw, keep_blank_values=True).items()}
+
+
+class WebApp:
+    """The ASGI handler of the web view (see the module docstring).
+
+    Args:
+        index: the traces shown.
+        inbox: the approvals listed and answered.
+        auth: tokens and sessions.
+        jaeger_url, grafana_url: base URLs the page links trace ids and metrics to.
+        capture_content: show prompts and arguments (spans and approvals).
+    """
+
+    def __init__(
+        self,
+        index: TraceIndex,
+        inbox: ApprovalInbox,
+        auth: WebAuth,
+        *,
+        jaeger_url: str | None = None,
+        grafana_url: str | None = None,
+        capture_content: bool = False,
+    ) -> None:
+        self.index = index
+        self.inbox = inbox
+        self.auth = auth
+        self.jaeger_url = (jaeger_url or "").rstrip("/")
+        self.grafana_url = (grafana_url or "").rstrip("/")
+        self.capture_content = capture_content
+        self.approvals = ApprovalRoutes(inbox, auth, capture_content=capture_content)
+        self.waiting = 0
+        self._files = _static()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path, method = scope["path"], scope["method"]
+        if path.startswith("/v1/approvals"):
+            await self.approvals(scope, receive, send)
+            return
+        if path in _PUBLIC:
+            if path == "/login":
+                await (
+                    self._login(scope, receive, send)
+                    if method == "POST"
+                    else self._file(send, "login.html")
+                )
+            else:
+                await self._file(send, path.removeprefix("/static/"))
+            return
+        caller = self.auth.caller(scope)
+        page = path in ("/", "/approvals") or path.startswith("/static/")
+        if caller is None or not caller.admin:
+            if page and method == "GET" and caller is None:
+                await _redirect(send, "/login")
+            else:
+                await send_json(send, 401 if caller is None else 403, {"error": "unauthorized"})
+            return
+        if method == "POST" and path == "/logout":
+            await self._logout(scope, send, caller)
+        elif method != "GET":
+            await send_json(send, 405, {"error": "method_not_allowed"}, (b"allow", b"GET"))
+        elif path == "/":
+            await self._file(send, "index.html")
+        elif path == "/approvals":
+            await self._file(send, "approvals.html")
+        elif path.startswith("/static/") and path[8:] in self._files:
+            await self._file(send, path[8:])
+        elif path == "/v1/ui/session":
+            await send_json(send, 200, self._session(caller))
+        elif path == "/v1/ui/operations":
+            await self._operations(scope, send)
+        elif path == "/v1/ui/changes":
+            await self._changes(scope, receive, send)
+        elif (match := _TRACE.match(path)) is not None:
+            if match.group(2):
+                found = self.index.span(match.group(1), match.group(2))
+            else:
+                outline = query(scope).get("view") == "outline"
+                found = self.index.trace(match.group(1), outline=outline)
+            if found is None:
+                await send_json(send, 404, {"error": "not_found", "message": "not kept"})
+            else:
+                await send_json(send, 200, found)
+        else:
+            await send_json(send, 404, {"error": "not_found"})
+
+    async def _file(self, send: Send, name: str) -> None:
+        body, ctype = self._files[name]
+        await respond(send, 200, body, ctype, SECURITY_HEADERS)
+
+    def _session(self, caller: Caller) -> dict[str, Any]:
+        return {
+            "csrf": caller.csrf,
+            "via": caller.how,
+            "jaeger_url": self.jaeger_url,
+            "grafana_url": self.grafana_url,
+            "capture_content": self.capture_content,
+            "stats": self.index.stats(),
+        }
+
+    async def _operations(self, scope: Scope, send: Send) -> None:
+        q = query(scope)
+        try:
+            limit = min(max(int(q.get("limit") or 100), 1), 1000)
+            before = int(q.get("before") or 0)
+        except ValueError:
+            await send_json(send, 400, {"error": "bad_parameter"})
+            return
+        body = self.index.operations(
+            agent=q.get("agent", ""),
+            tool=q.get("tool", ""),
+            decision=q.get("decision", ""),
+            errors=q.get("errors") in ("1", "true"),
+            before=before,
+            limit=limit,
+        )
+        await send_json(send, 200, body)
+
+    async def _changes(self, scope: Scope, receive: Receive, send: Send) -> None:
+        q = query(scope)
+        try:
+            since = int(q.get("since") or 0)
+            seen = int(q.get("approvals") or 0)
+            timeout = min(max(float(q.get("timeout") or 25), 0.0), 60.0)
+        except ValueError:
+            await send_json(send, 400, {"error": "bad_parameter"})
+            return
+        if self.waiting >= _MAX_WAITERS:
+            await send_json(send, 503, {"error": "too_many_waiters"}, (b"retry-after", b"1"))
+            return
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        self.waiting += 1
+        gone = asyncio.ensure_future(_disconnected(receive))
+        try:
+            while True:
+                woken = [self.index.signal.arm(), self.inbox.signal.arm()]
+                now = {"version": self.index.version, "approvals": self.inbox.version}
+                left = deadline - loop.time()
+                if now["version"] != since or now["approvals"] != seen or left <= 0:
+                    await send_json(send, 200, now)
+                    return
+                waits = [asyncio.ensure_future(w.wait()) for w in woken]
+                try:
+                    done, _ = await asyncio.wait(
+                        [*waits, gone], timeout=left, return_when=asyncio.FIRST_COMPLETED
+                    )
+                finally:
+                    for w in waits:
+                        w.cancel()
+                if gone in done:
+                    return
+        finally:
+            self.waiting -= 1
+            gone.cancel()
+
+    async def _login(self, scope: Scope, receive: Receive, send: Send) -> None:
+        # a browser always sends Origin with a form POST: one from elsewhere is a login CSRF
+        if header(scope, b"origin") is not None and not self.auth.same_origin(scope):
+            await send_json(send, 403, {"error": "forbidden", "message": "cross-origin login"})
+            return
+        raw = await read_body(receive, 8192)
+        form = parse_qs((raw or b"").decode("utf-8", "replace"))
+        token = (form.get("token") or [""])[0]
+        sid = self.auth.login(token)
+        if sid is None:
+            where = "/login?locked=1" if self.auth.locked_out() else "/login?failed=1"
+            await _redirect(send, where)
+            return
+        cookie = f"{COOKIE}={sid}; HttpOnly; SameSite=Strict; Path=/"
+        await _redirect(send, "/", (b"set-cookie", cookie.encode()))
+
+    async def _logout(self, scope: Scope, send: Send, caller: Caller) -> None:
+        if not self.auth.allows_change(scope, caller):
+            await send_json(send, 403, {"error": "forbidden", "message": "CSRF check failed"})
+            return
+        self.auth.logout(caller.session)
+        cookie = f"{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"
+        await send_json(send, 200, {"ok": True}, (b"set-cookie", cookie.encode()))
+
+
+async def _redirect(send: Send, where: str, *extra: tuple[bytes, bytes]) -> None:
+    await respond(
+        send, 303, b"", b"text/plain", [*SECURITY_HEADERS, (b"location", where.encode()), *extra]
+    )
+
+
+async def _disconnected(receive: Receive) -> None:
+    while (await receive())["type"] != "http.disconnect":
+        pass

@@ -1,0 +1,214 @@
+"""``/v1/approvals``: the inbox over HTTP, for the page, bots and processes that hold a call.
+
+=====================================  ==========================================================
+route                                  who, what
+=====================================  ==========================================================
+``GET /v1/approvals``                  admin: ``{"pending": [...], "answered": [...]}``
+``POST /v1/approvals/{id}``            admin: ``{"decision": "allow" | "deny", "reason": "...",
+                                       "args": {...}, "by": "..."}`` answers one (409 when it
+                                       was answered already, 404 when unknown)
+``POST /v1/approvals``                 ingest or admin token (bearer only): a process asks; 201
+                                       with the approval
+``GET /v1/approvals/{id}?wait=S``      ingest or admin: the approval, after up to ``S`` seconds
+                                       of waiting for its answer (the default applies at its
+                                       deadline)
+=====================================  ==========================================================
+
+A browser answers with its session cookie, a same-origin ``Origin`` and the CSRF token; ``by``
+is recorded as given (a chat integration names its user), else ``browser`` or ``api``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from typing import Any
+from urllib.parse import parse_qs
+
+from otelhooks._actions._approval_inbox import ApprovalInbox, InboxFull
+from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
+from otelhooks.web._auth import SECURITY_HEADERS, WebAuth
+
+__all__ = ["ApprovalRoutes"]
+
+_ONE = re.compile(r"^/v1/approvals/([0-9a-f]{32})$")
+_MAX_BODY = 256 * 1024  # one call's arguments; 256 waiting calls at most (the inbox's bound)
+_MAX_TEXT = 1000
+_MAX_WAITERS = 256
+_HEX = re.compile(r"^[0-9a-f]*$")
+
+
+async def _json(send: Send, status: int, body: Any) -> None:
+    data = json.dumps(body, separators=(",", ":"), default=str).encode()
+    await respond(send, status, data, b"application/json", SECURITY_HEADERS)
+
+
+def _hex(value: Any, width: int) -> str:
+    """A span or trace id as sent, or "" when it is not ``width`` lowercase hex digits."""
+    text = value if isinstance(value, str) else ""
+    return text if len(text) == width and _HEX.match(text) else ""
+
+
+def _text(value: Any, default: str = "") -> str:
+    return str(value)[:_MAX_TEXT] if isinstance(value, (str, int, float)) else default
+
+
+class ApprovalRoutes:
+    """The ASGI handler of ``/v1/approvals`` and ``/v1/approvals/{id}``."""
+
+    def __init__(self, inbox: ApprovalInbox, auth: WebAuth, *, capture_content: bool) -> None:
+        self.inbox = inbox
+        self.auth = auth
+        self.capture_content = capture_content
+        self.waiting = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path, method = scope["path"], scope["method"]
+        caller = self.auth.caller(scope)
+        if caller is None:
+            await _json(send, 401, {"error": "unauthorized", "message": "a token is required"})
+            return
+        match = _ONE.match(path)
+        if path == "/v1/approvals" and method == "GET" and caller.admin:
+            await _json(send, 200, self._listing())
+        elif path == "/v1/approvals" and method == "POST" and caller.how == "bearer":
+            await self._create(receive, send)
+        elif match is not None and method == "GET":
+            await self._one(match.group(1), scope, receive, send)
+        elif match is not None and method == "POST" and caller.admin:
+            if not self.auth.allows_change(scope, caller):
+                await _json(send, 403, {"error": "forbidden", "message": "CSRF check failed"})
+                return
+            await self._answer(match.group(1), receive, send, caller.how)
+        elif match is None and path != "/v1/approvals":
+            await _json(send, 404, {"error": "not_found"})
+        else:
+            await _json(send, 403, {"error": "forbidden", "message": "not with this token"})
+
+    def _listing(self) -> dict[str, Any]:
+        content = self.capture_content
+        return {
+            "capture_content": content,
+            "version": self.inbox.version,
+            "pending": [a.to_json(content=content) for a in self.inbox.pending()],
+            "answered": [a.to_json(content=content) for a in self.inbox.answered()],
+        }
+
+    async def _body(self, receive: Receive, send: Send) -> dict[str, Any] | None:
+        raw = await read_body(receive, _MAX_BODY)
+        try:
+            body = json.loads(raw or b"")
+        except ValueError:
+            body = None
+        if not isinstance(body, dict):
+            await _json(send, 400, {"error": "bad_request", "message": "a JSON object is expected"})
+            return None
+        return body
+
+    async def _create(self, receive: Receive, send: Send) -> None:
+        body = await self._body(receive, send)
+        if body is None:
+            return
+        default = body.get("default")
+        timeout = body.get("timeout_s")
+        args = body.get("args", {})
+        if (
+            default not in ("allow", "deny")
+            or not isinstance(timeout, (int, float))
+            or not 0 < timeout <= 3600
+            or not isinstance(args, dict)
+        ):
+            message = "default (allow|deny), timeout_s (0-3600] and args (object) are required"
+            await _json(send, 400, {"error": "bad_request", "message": message})
+            return
+        try:
+            item = self.inbox.request(
+                hook_id=_text(body.get("hook_id"), "?"),
+                event=_text(body.get("event"), "before_tool_call"),
+                tool=_text(body.get("tool")),
+                timeout_s=float(timeout),
+                default=default,
+                args=args,
+                reason=_text(body.get("reason")),
+                agent=_text(body.get("agent")),
+                session=_text(body.get("session")),
+                user=_text(body.get("user")),
+                trace_id=_hex(body.get("trace_id"), 32),
+                span_id=_hex(body.get("span_id"), 16),
+                editable=body.get("editable") is True,
+            )
+        except InboxFull as exc:
+            await _json(send, 503, {"error": "inbox_full", "message": str(exc)})
+            return
+        await _json(send, 201, item.to_json(content=True))
+
+    async def _one(self, approval_id: str, scope: Scope, receive: Receive, send: Send) -> None:
+
+        item = self.inbox.get(approval_id)
+        if item is None:
+            await _json(send, 404, {"error": "not_found"})
+            return
+        try:
+            raw = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("wait", ["0"])
+            wait = min(max(float(raw[0]), 0.0), 60.0)
+        except ValueError:
+            wait = 0.0
+        if wait and item.state == "pending":
+            if self.waiting >= _MAX_WAITERS:
+                await _json(send, 503, {"error": "too_many_waiters"})
+                return
+            self.waiting += 1
+            try:
+                await asyncio.wait_for(_answered(self.inbox, item, wait), wait + 1)
+            finally:
+                self.waiting -= 1
+        # the asker gets the edited arguments whatever the display rule: they are its answer
+        await _json(send, 200, item.to_json(content=True))
+
+    async def _answer(self, approval_id: str, receive: Receive, send: Send, how: str) -> None:
+        body = await self._body(receive, send)
+        if body is None:
+            return
+        decision = body.get("decision")
+        args = body.get("args")
+        if decision not in ("allow", "deny") or (args is not None and not isinstance(args, dict)):
+            message = 'decision must be "allow" or "deny"; args, when given, an object'
+            await _json(send, 400, {"error": "bad_request", "message": message})
+            return
+        if args is not None and not self.capture_content:
+            args = None  # arguments the person could not see are not theirs to edit
+        by = _text(body.get("by")) or ("browser" if how == "cookie" else "api")
+        item = self.inbox.answer(
+            approval_id, decision, by=by, reason=_text(body.get("reason")), args=args
+        )
+        if item is None:
+            known = self.inbox.get(approval_id)
+            status = 404 if known is None else 409
+            await _json(send, status, {"error": "not_found" if known is None else "answered"})
+            return
+        await _json(send, 200, item.to_json(content=self.capture_content))
+
+
+async def _answered(inbox: ApprovalInbox, item: Any, wait: float) -> None:
+    """Wait up to ``wait`` seconds for ``item``'s answer; its deadline applies the default."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + wait
+    while item.state == "pending":
+        left = min(end - loop.time(), (item.deadline_ms / 1000) - _now_s())
+        if left <= 0:
+            if end - loop.time() > 0:
+                inbox.expire(item.id)
+            return
+        woken = inbox.signal.arm()
+        if item.state != "pending":
+            return
+        try:
+            await asyncio.wait_for(woken.wait(), left)
+        except TimeoutError:
+            continue
+
+
+def _now_s() -> float:
+    return time.time()

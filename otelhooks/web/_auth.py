@@ -1,0 +1,164 @@
+"""Who may see the web view and change anything through it.
+
+- **API clients** send ``Authorization: Bearer <admin token>``.
+- **Browsers** log in once at ``/login`` (a form posting the admin token); the answer sets a
+  random session id in an ``HttpOnly; SameSite=Strict`` cookie. The token never travels in a URL
+  and is never stored in the browser. Sessions live in memory (at most ``max_sessions``, each
+  for ``session_ttl_s``), so a restart logs everyone out.
+- **State-changing browser requests** (a ``POST`` carrying the cookie) need both a same-origin
+  ``Origin`` header and the session's CSRF token in ``X-CSRF-Token`` (the page reads it from
+  ``GET /v1/ui/session``). A bearer request has no ambient credential and needs neither.
+- Login failures are limited (``max_failures`` a minute), against guessing.
+"""
+
+from __future__ import annotations
+
+import hmac
+import secrets
+import threading
+import time
+from collections import OrderedDict, deque
+from dataclasses import dataclass
+
+from otelhooks._eventlog._asgi import Scope, header
+
+__all__ = ["COOKIE", "SECURITY_HEADERS", "Caller", "WebAuth"]
+
+COOKIE = "otelhooks_session"
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+    "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'"
+)
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", CSP.encode()),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"),  # no-referrer would make Origin "null"
+    (b"cross-origin-opener-policy", b"same-origin"),
+    (b"cross-origin-resource-policy", b"same-origin"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """An authenticated request: ``bearer`` (admin or ingest token) or ``cookie`` (a browser
+    session, with its CSRF token)."""
+
+    how: str
+    admin: bool
+    csrf: str = ""
+    session: str = ""
+
+
+@dataclass(slots=True)
+class _Session:
+    csrf: str
+    expires: float
+
+
+class WebAuth:
+    """Bearer tokens, browser sessions and CSRF checks (see the module docstring).
+
+    Example:
+        >>> auth = WebAuth("s3cret")
+        >>> session = auth.login("s3cret")
+        >>> session is not None
+        True
+    """
+
+    def __init__(
+        self,
+        token: str,
+        *,
+        ingest_token: str | None = None,
+        session_ttl_s: float = 12 * 3600,
+        max_sessions: int = 1000,
+        max_failures: int = 20,
+    ) -> None:
+        self._token = token.encode()
+        self._ingest = (ingest_token or token).encode()
+        self.session_ttl_s = session_ttl_s
+        self.max_sessions = max_sessions
+        self.max_failures = max_failures
+        self._lock = threading.Lock()
+        self._sessions: OrderedDict[str, _Session] = OrderedDict()
+        self._failures: deque[float] = deque()
+
+    def caller(self, scope: Scope) -> Caller | None:
+        """Who sent the request, or ``None`` (no valid bearer token or session cookie)."""
+        value = header(scope, b"authorization")
+        if value is not None:
+            scheme, _, credential = value.partition(" ")
+            raw = credential.strip().encode()
+            if scheme.lower() != "bearer" or not raw:
+                return None
+            if hmac.compare_digest(raw, self._token):
+                return Caller("bearer", admin=True)
+            if hmac.compare_digest(raw, self._ingest):
+                return Caller("bearer", admin=False)
+            return None
+        sid = _cookie(scope, COOKIE)
+        if not sid:
+            return None
+        with self._lock:
+            session = self._sessions.get(sid)
+            if session is None or session.expires < time.monotonic():
+                self._sessions.pop(sid, None)
+                return None
+            return Caller("cookie", admin=True, csrf=session.csrf, session=sid)
+
+    def login(self, token: str) -> str | None:
+        """A new session id for the right token; ``None`` otherwise (and counted)."""
+        now = time.monotonic()
+        with self._lock:
+            while self._failures and self._failures[0] < now - 60:
+                self._failures.popleft()
+            if len(self._failures) >= self.max_failures:
+                return None
+            if not hmac.compare_digest(token.encode(), self._token):
+                self._failures.append(now)
+                return None
+            sid = secrets.token_urlsafe(32)
+            self._sessions[sid] = _Session(secrets.token_urlsafe(32), now + self.session_ttl_s)
+            while len(self._sessions) > self.max_sessions:
+                self._sessions.popitem(last=False)
+            return sid
+
+    def locked_out(self) -> bool:
+        """Too many failed logins in the last minute."""
+        with self._lock:
+            now = time.monotonic()
+            return sum(1 for t in self._failures if t >= now - 60) >= self.max_failures
+
+    def logout(self, sid: str) -> None:
+        with self._lock:
+            self._sessions.pop(sid, None)
+
+    @staticmethod
+    def same_origin(scope: Scope) -> bool:
+        """The request's ``Origin`` (else ``Referer``) names this server's own host."""
+        host = header(scope, b"host")
+        origin = header(scope, b"origin") or header(scope, b"referer")
+        if not host or not origin or origin == "null":
+            return False
+        scheme, _, rest = origin.partition("://")
+        return scheme in ("http", "https") and rest.split("/", 1)[0] == host
+
+    def allows_change(self, scope: Scope, caller: Caller) -> bool:
+        """A state-changing request: bearer, or a cookie with same origin and the CSRF token."""
+        if caller.how == "bearer":
+            return True
+        sent = header(scope, b"x-csrf-token") or ""
+        return self.same_origin(scope) and hmac.compare_digest(sent.encode(), caller.csrf.encode())
+
+
+def _cookie(scope: Scope, name: str) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key.lower() != b"cookie":
+            continue
+        for part in bytes(value).decode("latin-1").split(";"):
+            k, _, v = part.strip().partition("=")
+            if k == name:
+                return v
+    return None

@@ -1,0 +1,287 @@
+"""``TraceIndex``: what the web view shows, kept in memory and bounded.
+
+``otelhooks serve`` keeps no spans of its own: received spans run through the hook processor
+(observers, event logs) and leave. The web view needs the recent ones, so this span processor
+(fed the received spans, and as an exporter the spans serve writes for Claude Code's hooks)
+keeps the newest ``max_traces`` traces and at most ``max_spans`` spans in all: past either bound
+the trace seen longest ago goes, whole. A trace holds at most ``max_trace_spans`` spans; more
+are counted (``dropped``) and not kept.
+
+Each span is kept as the JSON object the page reads (short keys, times in microseconds), and
+each trace as one summary row (agent, service, start, duration, tool calls, errors, decisions,
+tokens, cost), updated as its spans arrive. Content attributes (prompts, completions, tool
+arguments and results) are kept only when ``capture_content`` is on.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from opentelemetry.context import Context
+from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from otelhooks import _semconv as sc
+from otelhooks._eventlog._signal import AppendSignal
+from otelhooks.web._summary import TraceSummary, decision_of
+
+__all__ = ["CONTENT_ATTRIBUTES", "TraceIndex"]
+
+CONTENT_ATTRIBUTES = frozenset(
+    {
+        sc.GEN_AI_INPUT_MESSAGES,
+        sc.GEN_AI_OUTPUT_MESSAGES,
+        sc.GEN_AI_TOOL_CALL_ARGUMENTS,
+        sc.GEN_AI_TOOL_CALL_RESULT,
+        "gen_ai.system_instructions",
+        "gen_ai.prompt",
+        "gen_ai.completion",
+    }
+)
+# What one span may hold in the index (the page is not an archive): a value's characters, an
+# array's items, a span's attributes, events and links. With the span bounds these bound memory.
+_MAX_VALUE_CHARS = 4096
+_MAX_ITEMS = 128
+_OUTLINE = ("s", "p", "n", "t0", "t1", "st", "o", "d")
+
+
+def _hex(value: int, width: int) -> str:
+    return format(value, f"0{width}x")
+
+
+def _value(value: Any) -> Any:
+    if isinstance(value, str):
+        return value[:_MAX_VALUE_CHARS]
+    if isinstance(value, (tuple, list)):
+        return [_value(v) for v in value[:_MAX_ITEMS]]
+    return value
+
+
+def _attrs(attributes: Mapping[str, Any] | None, capture: bool) -> dict[str, Any]:
+    if not attributes:
+        return {}
+    kept: dict[str, Any] = {}
+    for key, value in attributes.items():
+        if len(kept) >= _MAX_ITEMS:
+            break
+        if capture or key not in CONTENT_ATTRIBUTES:
+            kept[key[:256]] = _value(value)
+    return kept
+
+
+@dataclass
+class _Trace:
+    summary: TraceSummary
+    spans: list[dict[str, Any]] = field(default_factory=list)
+    dropped: int = 0
+
+
+class TraceIndex(SpanProcessor, SpanExporter):
+    """The newest traces and their spans, bounded (see the module docstring).
+
+    A span processor (``on_end``) for received spans and a span exporter (``export``) for spans
+    written in the server; both are thread-safe. :attr:`signal` wakes long-polls when
+    :attr:`version` moves.
+
+    Args:
+        max_traces: traces kept.
+        max_spans: spans kept in all.
+        max_trace_spans: spans kept of one trace.
+        capture_content: keep prompts, completions and tool arguments and results.
+
+    Example:
+        >>> index = TraceIndex(max_traces=100)
+        >>> index.operations(limit=10)["operations"]
+        []
+    """
+
+    def __init__(
+        self,
+        *,
+        max_traces: int = 10_000,
+        max_spans: int = 200_000,
+        max_trace_spans: int = 50_000,
+        capture_content: bool = False,
+    ) -> None:
+        if min(max_traces, max_spans, max_trace_spans) <= 0:
+            raise ValueError("the bounds of the trace index must be positive")
+        self.max_traces = max_traces
+        self.max_spans = max_spans
+        self.max_trace_spans = max_trace_spans
+        self.capture_content = capture_content
+        self.signal = AppendSignal()
+        self.version = 0
+        self.evicted = 0
+        self._spans = 0
+        self._seq = 0
+        self._lock = threading.Lock()
+        self._traces: OrderedDict[str, _Trace] = OrderedDict()
+
+    # -- SpanProcessor / SpanExporter ---------------------------------------------------------
+
+    def on_start(self, span: Span, parent_context: Context | None = None) -> None:
+        pass
+
+    def on_end(self, span: ReadableSpan) -> None:
+        self.add([span])
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.add(spans)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        pass
+
+    def force_flush(self, timeout_millis: int = 30000) -> bool:
+        return True
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def add(self, spans: Iterable[ReadableSpan]) -> None:
+        """Index ``spans`` (whatever their trace), evicting the oldest traces past the bounds."""
+        rows = [row for row in map(self._row, spans) if row is not None]
+        if not rows:
+            return
+        with self._lock:
+            for trace_id, service, row in rows:
+                trace = self._traces.get(trace_id)
+                if trace is None:
+                    self._seq += 1
+                    trace = self._traces[trace_id] = _Trace(TraceSummary(trace_id, self._seq))
+                if len(trace.spans) >= self.max_trace_spans:
+                    trace.dropped += 1
+                    continue
+                trace.spans.append(row)
+                trace.summary.add(row, service)
+                self.version += 1
+                trace.summary.updated = self.version
+                self._spans += 1
+            self._evict()
+        self.signal.notify()
+
+    def _evict(self) -> None:
+        while len(self._traces) > self.max_traces or (
+            self._spans > self.max_spans and len(self._traces) > 1
+        ):
+            _, gone = self._traces.popitem(last=False)
+            self._spans -= len(gone.spans)
+            self.evicted += 1
+
+    def _row(self, span: ReadableSpan) -> tuple[str, str, dict[str, Any]] | None:
+        ctx = span.context
+        if ctx is None:
+            return None
+        capture = self.capture_content
+        attrs = _attrs(span.attributes, capture)
+        events = [
+            {"n": e.name, "t": e.timestamp // 1000, "a": _attrs(e.attributes, capture)}
+            for e in span.events[:_MAX_ITEMS]
+        ]
+        links = [
+            {
+                "t": _hex(link.context.trace_id, 32),
+                "s": _hex(link.context.span_id, 16),
+                "a": _attrs(link.attributes, capture),
+            }
+            for link in span.links[:_MAX_ITEMS]
+        ]
+        start = (span.start_time or 0) // 1000
+        service = span.resource.attributes.get("service.name", "") if span.resource else ""
+        row = {
+            "s": _hex(ctx.span_id, 16),
+            "p": _hex(span.parent.span_id, 16) if span.parent is not None else None,
+            "n": span.name[:_MAX_VALUE_CHARS],
+            "t0": start,
+            "t1": max(start, (span.end_time or span.start_time or 0) // 1000),
+            "st": span.status.status_code.value,
+            "sm": span.status.description or "",
+            "k": span.kind.name.lower(),
+            "o": str(attrs.get(sc.GEN_AI_OPERATION_NAME, "")),
+            "a": attrs,
+            "e": events,
+            "l": links,
+        }
+        row["d"] = decision_of(attrs, events)
+        return _hex(ctx.trace_id, 32), str(service), row
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def operations(
+        self,
+        *,
+        agent: str = "",
+        tool: str = "",
+        decision: str = "",
+        errors: bool = False,
+        before: int = 0,
+        limit: int = 100,
+    ) -> dict[str, Any]:
+        """The traces newest first (by first seen), filtered; ``before`` pages on (a ``seq``)."""
+        with self._lock:
+            summaries = [t.summary for t in reversed(self._traces.values())]
+            version = self.version
+        rows: list[dict[str, Any]] = []
+        matched = 0
+        for s in summaries:
+            if agent and s.agent != agent:
+                continue
+            if tool and tool not in s.tools:
+                continue
+            if decision and decision not in s.decisions:
+                continue
+            if errors and not s.errors:
+                continue
+            matched += 1
+            if before and s.seq >= before:
+                continue
+            if len(rows) < limit:
+                row = s.to_json()
+                row["seq"] = s.seq
+                rows.append(row)
+        return {
+            "version": version,
+            "total": len(summaries),
+            "matched": matched,
+            "operations": rows,
+            "next_before": rows[-1]["seq"] if len(rows) == limit else None,
+            "agents": sorted({s.agent for s in summaries if s.agent}),
+            "tools": sorted({t for s in summaries for t in s.tools})[:500],
+        }
+
+    def trace(self, trace_id: str, *, outline: bool = False) -> dict[str, Any] | None:
+        """One trace: its summary and spans (oldest first); ``None`` when not kept.
+
+        With ``outline`` each span is what the waterfall draws (no attributes, events or links:
+        :meth:`span` gives those), a fraction of a big trace's bytes.
+        """
+        with self._lock:
+            trace = self._traces.get(trace_id)
+            if trace is None:
+                return None
+            spans = list(trace.spans)
+            summary = trace.summary.to_json()
+            dropped = trace.dropped
+        if outline:
+            spans = [{k: row[k] for k in _OUTLINE} for row in spans]
+        return {"summary": summary, "spans": spans, "dropped": dropped}
+
+    def span(self, trace_id: str, span_id: str) -> dict[str, Any] | None:
+        """One kept span, whole; ``None`` when not kept."""
+        with self._lock:
+            trace = self._traces.get(trace_id)
+            spans = list(trace.spans) if trace is not None else []
+        return next((row for row in spans if row["s"] == span_id), None)
+
+    def stats(self) -> dict[str, int]:
+        """Traces and spans kept, traces evicted, and the version."""
+        with self._lock:
+            return {
+                "traces": len(self._traces),
+                "spans": self._spans,
+                "evicted": self.evicted,
+                "version": self.version,
+            }

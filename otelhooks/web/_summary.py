@@ -1,0 +1,148 @@
+"""What the web view says about a span and a trace: the hook decision on a span
+(:func:`decision_of`) and one row of the runs list (:class:`TraceSummary`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from otelhooks import _semconv as sc
+
+__all__ = ["TraceSummary", "decision_of"]
+
+_COST = ("gen_ai.usage.cost", "otelhooks.usage.cost", "cost_usd", "claude_code.cost.usage")
+
+
+def decision_of(
+    attrs: Mapping[str, Any], events: Sequence[Mapping[str, Any]] = ()
+) -> dict[str, Any]:
+    """What the hooks decided on one span, for the page: ``{"kind", "by", "why"}`` or ``{}``.
+
+    ``kind`` is ``denied``, ``mocked``, ``rewritten``, ``asked`` (a person was asked: an
+    approval, or Claude Code's ``ask``) or ``permissive`` (a hook failed and its ``on_error:
+    continue`` let the call through).
+
+    Example:
+        >>> decision_of({"otelhooks.tool.outcome": "denied", "otelhooks.hook.decided_by": "g"})
+        {'kind': 'denied', 'by': 'g', 'why': ''}
+    """
+    outcome = attrs.get(sc.TOOL_OUTCOME)
+    by = str(attrs.get(sc.HOOK_DECIDED_BY) or "")
+    why = str(attrs.get(sc.HOOK_DECISION_REASON) or "")
+    if (
+        outcome == "denied"
+        or attrs.get(sc.HOOK_DECISION) == "deny"
+        or (
+            by
+            and (
+                attrs.get(sc.MESSAGE_BLOCKED)
+                or attrs.get(sc.GEN_AI_OPERATION_NAME) != sc.OP_EXECUTE_TOOL
+            )
+        )
+    ):
+        return {"kind": "denied", "by": by, "why": why}
+    if outcome == "mocked" or attrs.get(sc.HOOK_MOCKED) is True:
+        return {"kind": "mocked", "by": str(attrs.get(sc.HOOK_MOCKED_BY) or ""), "why": ""}
+    asked = [e for e in events if e.get("n") in (sc.EVENT_APPROVE, sc.EVENT_REJECT)]
+    if asked:
+        last = asked[-1].get("a", {})
+        return {
+            "kind": "asked",
+            "by": str(last.get("otelhooks.approval.hook_id", "")),
+            "why": f"{asked[-1]['n']} by {last.get('otelhooks.approval.answered_by', '?')}",
+        }
+    rewritten = attrs.get(sc.HOOK_REWRITTEN_BY)
+    if rewritten:
+        return {"kind": "rewritten", "by": ", ".join(map(str, rewritten)), "why": ""}
+    if attrs.get(sc.HOOK_ERRORS):
+        errors = list(map(str, attrs[sc.HOOK_ERRORS]))
+        return {"kind": "permissive", "by": errors[0].split(":")[0], "why": "; ".join(errors)}
+    return {}
+
+
+@dataclass
+class TraceSummary:
+    """One row of the operations list (a trace), updated as its spans arrive."""
+
+    trace_id: str
+    seq: int
+    agent: str = ""
+    service: str = ""
+    session: str = ""
+    root: str = ""
+    start_us: int = 0
+    end_us: int = 0
+    spans: int = 0
+    tool_calls: int = 0
+    errors: int = 0
+    denials: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost: float | None = None
+    tools: set[str] = field(default_factory=set)
+    decisions: set[str] = field(default_factory=set)
+    updated: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "trace_id": self.trace_id,
+            "agent": self.agent,
+            "service": self.service,
+            "session": self.session,
+            "root": self.root,
+            "start_us": self.start_us,
+            "duration_us": max(0, self.end_us - self.start_us),
+            "spans": self.spans,
+            "tool_calls": self.tool_calls,
+            "errors": self.errors,
+            "denials": self.denials,
+            "tokens_in": self.tokens_in,
+            "tokens_out": self.tokens_out,
+            "cost": self.cost,
+            "tools": sorted(self.tools),
+            "decisions": sorted(self.decisions),
+            "updated": self.updated,
+        }
+
+    def add(self, span: dict[str, Any], service: str) -> None:
+        attrs = span["a"]
+        op = attrs.get(sc.GEN_AI_OPERATION_NAME)
+        self.spans += 1
+        self.start_us = min(self.start_us, span["t0"]) if self.start_us else span["t0"]
+        self.end_us = max(self.end_us, span["t1"])
+        if not self.service or span["p"] is None:
+            self.service = service
+        agent = attrs.get(sc.GEN_AI_AGENT_NAME)
+        if agent and (not self.agent or (op == sc.OP_INVOKE_AGENT and span["p"] is None)):
+            self.agent = str(agent)
+        session = attrs.get(sc.GEN_AI_CONVERSATION_ID) or attrs.get(sc.SESSION_ID)
+        if session and not self.session:
+            self.session = str(session)
+        if span["p"] is None or not self.root:
+            self.root = span["n"]
+        if op == sc.OP_EXECUTE_TOOL:
+            self.tool_calls += 1
+            tool = attrs.get(sc.TOOL_MATCHER_VALUE) or attrs.get(sc.GEN_AI_TOOL_NAME)
+            if tool:
+                self.tools.add(str(tool))
+        if span["st"] == 2:
+            self.errors += 1
+        kind = span["d"].get("kind")
+        if kind:
+            self.decisions.add(kind)
+            if kind == "denied":
+                self.denials += 1
+        # tokens: counted on model calls only (an invoke_agent span sums its own calls)
+        if op == sc.OP_CHAT or (op != sc.OP_INVOKE_AGENT and sc.GEN_AI_USAGE_INPUT_TOKENS in attrs):
+            self.tokens_in += _int(attrs.get(sc.GEN_AI_USAGE_INPUT_TOKENS))
+            self.tokens_out += _int(attrs.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS))
+        for key in _COST:
+            value = attrs.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool):
+                self.cost = (self.cost or 0.0) + float(value)
+                break
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

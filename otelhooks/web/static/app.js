@@ -1,0 +1,255 @@
+'use strict';
+// The runs page: the operations list (paged by the server) and one trace as a waterfall whose
+// rows are rendered only where the viewport is (a 10,000-span trace stays fast).
+(() => {
+  const { el, api, duration, when } = oh;
+  const ROW = 24;
+  const page = { next: null, open: null, trace: null, rows: [], collapsed: new Set(), selected: null };
+  const $ = (id) => document.getElementById(id);
+
+  function filters() {
+    const q = new URLSearchParams();
+    if ($('f-agent').value) q.set('agent', $('f-agent').value);
+    if ($('f-tool').value) q.set('tool', $('f-tool').value);
+    if ($('f-decision').value) q.set('decision', $('f-decision').value);
+    if ($('f-errors').checked) q.set('errors', '1');
+    return q;
+  }
+
+  function fillSelect(select, values) {
+    const keep = select.value;
+    while (select.options.length > 1) select.remove(1);
+    for (const v of values) select.add(new Option(v, v));
+    select.value = values.includes(keep) ? keep : '';
+    if (keep && !values.includes(keep)) { select.add(new Option(keep, keep)); select.value = keep; }
+  }
+
+  function opRow(op) {
+    const tr = el('tr', 'op');
+    tr.dataset.trace = op.trace_id;
+    if (op.trace_id === page.open) tr.classList.add('selected');
+    const agent = el('td', 'agent');
+    agent.append(el('span', 'agent-name', op.agent || op.root));
+    tr.append(
+      el('td', 'nowrap', when(op.start_us)),
+      agent,
+      el('td', 'num', duration(op.duration_us)),
+      el('td', 'num', op.tool_calls),
+      el('td', op.errors ? 'num bad' : 'num', op.errors),
+      el('td', op.denials ? 'num bad' : 'num', op.denials),
+      el('td', 'num', op.tokens_in || op.tokens_out ? `${op.tokens_in}/${op.tokens_out}` : ''),
+      el('td', 'num', op.cost === null ? '' : `$${op.cost.toFixed(4)}`),
+    );
+    for (const d of op.decisions) agent.append(el('span', `dec ${d}`, d));
+    agent.append(el('div', 'svc muted', op.service));
+    tr.addEventListener('click', () => openTrace(op.trace_id));
+    return tr;
+  }
+
+  async function loadOps(more) {
+    const q = filters();
+    if (more && page.next) q.set('before', page.next);
+    const body = await api(`/v1/ui/operations?${q}`);
+    fillSelect($('f-agent'), body.agents);
+    fillSelect($('f-tool'), body.tools);
+    const tbody = $('ops-body');
+    if (!more) tbody.replaceChildren();
+    for (const op of body.operations) tbody.append(opRow(op));
+    page.next = body.next_before;
+    $('ops-more').hidden = !page.next;
+    $('ops-empty').hidden = body.total > 0;
+    $('ops-count').textContent = `${body.matched} of ${body.total} runs`;
+    return body;
+  }
+
+  // -- the trace ---------------------------------------------------------------------------
+
+  function kindOf(span) {
+    const op = span.o || '';
+    return { chat: 'model', execute_tool: 'tool', invoke_agent: 'agent', step: 'step',
+      compress_context: 'compaction', call_agent: 'subagent', request_human_approve: 'approval',
+      send_message: 'message', agent_lifecycle: 'lifecycle' }[op] || (op ? op : 'span');
+  }
+
+  function flatten(spans) {
+    const ids = new Set(spans.map((s) => s.s));
+    const children = new Map();
+    const roots = [];
+    for (const s of spans) {
+      if (s.p && ids.has(s.p)) {
+        if (!children.has(s.p)) children.set(s.p, []);
+        children.get(s.p).push(s);
+      } else roots.push(s);
+    }
+    const byStart = (a, b) => a.t0 - b.t0;
+    roots.sort(byStart);
+    for (const list of children.values()) list.sort(byStart);
+    const rows = [];
+    const stack = roots.slice().reverse().map((s) => [s, 0]);
+    while (stack.length) {
+      const [s, depth] = stack.pop();
+      const kids = children.get(s.s) || [];
+      rows.push({ span: s, depth, kids: kids.length });
+      if (!page.collapsed.has(s.s)) for (let i = kids.length - 1; i >= 0; i--) stack.push([kids[i], depth + 1]);
+    }
+    return rows;
+  }
+
+  function renderRows() {
+    const box = $('wf');
+    const inner = $('wf-inner');
+    const rows = page.rows;
+    inner.style.height = `${rows.length * ROW}px`;
+    const first = Math.max(0, Math.floor(box.scrollTop / ROW) - 10);
+    const last = Math.min(rows.length, first + Math.ceil(box.clientHeight / ROW) + 20);
+    const t0 = page.trace.start;
+    const span = Math.max(1, page.trace.end - t0);
+    const nodes = [];
+    for (let i = first; i < last; i++) {
+      const { span: s, depth, kids } = rows[i];
+      const row = el('div', `wf-row k-${kindOf(s)}`);
+      row.dataset.span = s.s;
+      row.style.top = `${i * ROW}px`;
+      if (s.s === page.selected) row.classList.add('selected');
+      const name = el('div', 'wf-name');
+      name.style.paddingLeft = `${4 + depth * 14}px`;
+      const toggle = el('span', 'toggle', kids ? (page.collapsed.has(s.s) ? '▸' : '▾') : '');
+      toggle.addEventListener('click', (ev) => {
+        ev.stopPropagation();
+        if (page.collapsed.has(s.s)) page.collapsed.delete(s.s); else page.collapsed.add(s.s);
+        page.rows = flatten(page.trace.spans);
+        renderRows();
+      });
+      name.append(toggle, el('span', 'kind', kindOf(s)), el('span', 'span-name', s.n));
+      if (s.d && s.d.kind) {
+        const badge = el('span', `dec ${s.d.kind}`, s.d.kind);
+        badge.title = `${s.d.kind}${s.d.by ? ` by ${s.d.by}` : ''}${s.d.why ? `: ${s.d.why}` : ''}`;
+        name.append(badge);
+      }
+      if (s.st === 2) name.append(el('span', 'dec error', 'error'));
+      const lane = el('div', 'wf-lane');
+      const bar = el('div', `wf-bar k-${kindOf(s)}${s.st === 2 ? ' err' : ''}`);
+      bar.style.left = `${((s.t0 - t0) / span) * 100}%`;
+      bar.style.width = `${Math.max(0.2, ((s.t1 - s.t0) / span) * 100)}%`;
+      lane.append(bar, el('span', 'wf-dur', duration(s.t1 - s.t0)));
+      row.append(name, lane);
+      row.addEventListener('click', () => select(s));
+      nodes.push(row);
+    }
+    inner.replaceChildren(...nodes);
+  }
+
+  function kv(table, key, value) {
+    const tr = el('tr');
+    const text = typeof value === 'string' ? value : JSON.stringify(value);
+    tr.append(el('th', null, key), el('td', null, text));
+    table.append(tr);
+  }
+
+  async function select(outline) {
+    page.selected = outline.s;
+    renderRows();
+    let s;
+    try {
+      s = await api(`/v1/ui/traces/${page.open}/spans/${outline.s}`);
+    } catch (err) {
+      return;
+    }
+    if (page.selected !== s.s) return; // another row was clicked meanwhile
+    const box = $('detail');
+    box.hidden = false;
+    const head = el('h3', null, s.n);
+    const meta = el('table', 'kv');
+    kv(meta, 'span id', s.s);
+    kv(meta, 'parent', s.p || '(root)');
+    kv(meta, 'duration', duration(s.t1 - s.t0));
+    kv(meta, 'status', ['unset', 'ok', 'error'][s.st] + (s.sm ? `: ${s.sm}` : ''));
+    if (s.d && s.d.kind) {
+      kv(meta, 'hook decision', s.d.kind);
+      if (s.d.by) kv(meta, 'decided by', s.d.by);
+      if (s.d.why) kv(meta, 'why', s.d.why);
+    }
+    const attrs = el('table', 'kv');
+    for (const key of Object.keys(s.a).sort()) kv(attrs, key, s.a[key]);
+    const parts = [head, meta, el('h4', null, 'Attributes'), attrs];
+    if (s.e.length) {
+      parts.push(el('h4', null, 'Events'));
+      const events = el('table', 'kv');
+      for (const e of s.e) kv(events, e.n, e.a);
+      parts.push(events);
+    }
+    if (s.l.length) {
+      parts.push(el('h4', null, 'Links'));
+      const links = el('ul');
+      for (const l of s.l) {
+        const li = el('li');
+        const a = el('a', 'trace-link', `${l.t} / ${l.s}`);
+        a.href = `#trace=${l.t}`;
+        a.addEventListener('click', (ev) => { ev.preventDefault(); openTrace(l.t); });
+        li.append(a, el('span', 'muted', ` ${JSON.stringify(l.a)}`));
+        links.append(li);
+      }
+      parts.push(links);
+    }
+    box.replaceChildren(...parts);
+  }
+
+  async function openTrace(traceId, keepScroll) {
+    let body;
+    try {
+      body = await api(`/v1/ui/traces/${traceId}?view=outline`);
+    } catch (err) {
+      $('trace').hidden = false;
+      $('trace-title').textContent = `trace ${traceId}: ${err.message}`;
+      return;
+    }
+    const first = page.open !== traceId;
+    page.open = traceId;
+    if (first) { page.collapsed.clear(); page.selected = null; $('detail').hidden = true; }
+    let start = Infinity; let end = 0;
+    for (const s of body.spans) { if (s.t0 < start) start = s.t0; if (s.t1 > end) end = s.t1; }
+    page.trace = { id: traceId, spans: body.spans, start, end, updated: body.summary.updated };
+    page.rows = flatten(body.spans);
+    $('trace').hidden = false;
+    $('trace-title').textContent = `${body.summary.agent || body.summary.root} · ${traceId}`;
+    const dropped = body.dropped ? ` · ${body.dropped} spans not kept` : '';
+    $('trace-meta').textContent = `${body.spans.length} spans · ${duration(end - start)} · ${body.summary.service}${dropped}`;
+    const session = oh.state.session;
+    const jaeger = $('trace-jaeger');
+    jaeger.hidden = !session.jaeger_url;
+    if (session.jaeger_url) jaeger.href = `${session.jaeger_url}/trace/${traceId}`;
+    const grafana = $('trace-grafana');
+    grafana.hidden = !session.grafana_url;
+    if (session.grafana_url) {
+      grafana.href = `${session.grafana_url}/d/otelhooks-agent-overview?var-service=${encodeURIComponent(body.summary.service)}`;
+    }
+    if (first && !keepScroll) $('wf').scrollTop = 0;
+    renderRows();
+    for (const tr of document.querySelectorAll('#ops-body tr')) tr.classList.toggle('selected', tr.dataset.trace === traceId);
+    if (location.hash !== `#trace=${traceId}`) history.replaceState(null, '', `#trace=${traceId}`);
+  }
+
+  let refreshing = null;
+  async function onChange(change) {
+    if (change.approvals) oh.pendingCount().catch(() => null);
+    if (!change.spans || refreshing) return;
+    refreshing = (async () => {
+      const ops = await loadOps(false);
+      // the open trace is fetched again only when it changed (a 10,000-span trace is megabytes)
+      const open = page.open && ops.operations.find((op) => op.trace_id === page.open);
+      if (open && page.trace && open.updated !== page.trace.updated) await openTrace(page.open, true);
+    })();
+    try { await refreshing; } finally { refreshing = null; }
+  }
+
+  document.addEventListener('DOMContentLoaded', async () => {
+    for (const id of ['f-agent', 'f-tool', 'f-decision', 'f-errors']) $(id).addEventListener('change', () => loadOps(false));
+    $('ops-more').addEventListener('click', () => loadOps(true));
+    $('wf').addEventListener('scroll', () => { if (page.trace) requestAnimationFrame(renderRows); });
+    await oh.start(onChange);
+    await loadOps(false);
+    oh.pendingCount().catch(() => null);
+    const m = /^#trace=([0-9a-f]{32})$/.exec(location.hash);
+    if (m) openTrace(m[1]);
+  });
+})();

@@ -1,0 +1,114 @@
+'use strict';
+// The approvals inbox: pending calls with Approve / Deny, and the answered ones.
+(() => {
+  const { el, api, when } = oh;
+  const $ = (id) => document.getElementById(id);
+  const cards = new Map(); // approval id -> {card, timer node, item}
+
+  function card(item, content) {
+    const box = el('article', 'approval-card');
+    box.dataset.approval = item.id;
+    const head = el('div', 'approval-head');
+    head.append(el('strong', 'tool', item.tool), el('span', 'muted', ` asked by hook ${item.hook_id}`));
+    const left = el('span', 'time-left');
+    head.append(left);
+    const meta = el('table', 'kv');
+    const rows = [['agent', item.agent], ['session', item.session], ['user', item.user],
+      ['event', item.event], ['why', item.reason], ['if nobody answers', item.default],
+      ['trace', item.trace_id]];
+    for (const [k, v] of rows) {
+      if (!v) continue;
+      const tr = el('tr');
+      tr.append(el('th', null, k), el('td', null, v));
+      meta.append(tr);
+    }
+    box.append(head, meta);
+    let edit = null;
+    if (content) {
+      box.append(el('h4', null, 'Arguments'));
+      const text = JSON.stringify(item.args, null, 2);
+      if (item.editable) {
+        edit = el('textarea', 'args');
+        edit.value = text;
+        edit.rows = Math.min(12, text.split('\n').length + 1);
+        edit.setAttribute('aria-label', 'arguments (editable)');
+        box.append(edit);
+      } else box.append(el('pre', 'args', text));
+    }
+    const reason = el('input', 'reason');
+    reason.type = 'text';
+    reason.placeholder = 'reason (optional)';
+    reason.setAttribute('aria-label', 'reason');
+    const approve = el('button', 'approve', 'Approve');
+    const deny = el('button', 'deny', 'Deny');
+    approve.type = deny.type = 'button';
+    const problem = el('p', 'error');
+    problem.hidden = true;
+    async function answer(decision) {
+      const body = { decision, reason: reason.value };
+      if (edit && decision === 'allow') {
+        try {
+          const edited = JSON.parse(edit.value);
+          if (JSON.stringify(edited) !== JSON.stringify(item.args)) body.args = edited;
+        } catch (err) {
+          problem.textContent = `The arguments are not valid JSON: ${err.message}`;
+          problem.hidden = false;
+          return;
+        }
+      }
+      approve.disabled = deny.disabled = true;
+      try {
+        await api(`/v1/approvals/${item.id}`, { method: 'POST', body: JSON.stringify(body) });
+        await refresh();
+      } catch (err) {
+        problem.textContent = `Not answered: ${err.message}`;
+        problem.hidden = false;
+        approve.disabled = deny.disabled = false;
+      }
+    }
+    approve.addEventListener('click', () => answer('allow'));
+    deny.addEventListener('click', () => answer('deny'));
+    const actions = el('div', 'actions');
+    actions.append(reason, approve, deny);
+    box.append(actions, problem);
+    return { box, left, item, seenAt: Date.now() };
+  }
+
+  function tick() {
+    for (const entry of cards.values()) {
+      const left = Math.max(0, entry.item.time_left_s - (Date.now() - entry.seenAt) / 1000);
+      entry.left.textContent = `${Math.ceil(left)} s left, then ${entry.item.default}`;
+    }
+  }
+
+  async function refresh() {
+    const body = await oh.pendingCount();
+    $('content-note').hidden = body.capture_content;
+    const live = new Set(body.pending.map((a) => a.id));
+    for (const [id, entry] of cards) if (!live.has(id)) { entry.box.remove(); cards.delete(id); }
+    for (const item of body.pending) {
+      const known = cards.get(item.id);
+      if (known) { known.item = item; known.seenAt = Date.now(); continue; }
+      const entry = card(item, body.capture_content);
+      cards.set(item.id, entry);
+      $('pending').append(entry.box);
+    }
+    $('none-pending').hidden = body.pending.length > 0;
+    const rows = body.answered.map((a) => {
+      const tr = el('tr', `answered ${a.state}`);
+      tr.dataset.approval = a.id;
+      tr.append(el('td', 'nowrap', when(a.answered_ms * 1000)), el('td', null, a.tool),
+        el('td', null, a.hook_id), el('td', `dec ${a.state === 'allowed' ? 'allowed' : 'denied'}`, a.decision),
+        el('td', null, a.answered_by), el('td', null, a.answer_reason));
+      return tr;
+    });
+    $('answered').replaceChildren(...rows);
+    tick();
+  }
+
+  document.addEventListener('DOMContentLoaded', async () => {
+    await oh.start((change) => (change.approvals ? refresh() : null));
+    await refresh();
+    setInterval(tick, 1000);
+  });
+})();

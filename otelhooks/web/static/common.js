@@ -1,0 +1,85 @@
+'use strict';
+// Shared by the pages. Every value that comes from a span or an approval is put on the page with
+// textContent, never parsed as HTML: tool arguments and span names are attacker-controlled.
+const oh = (() => {
+  const state = { session: null, version: -1, approvals: -1 };
+
+  function el(tag, cls, text) {
+    const node = document.createElement(tag);
+    if (cls) node.className = cls;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  async function api(path, options) {
+    const opts = Object.assign({ credentials: 'same-origin' }, options || {});
+    opts.headers = Object.assign({ accept: 'application/json' }, opts.headers || {});
+    if (opts.method && opts.method !== 'GET' && state.session) {
+      opts.headers['x-csrf-token'] = state.session.csrf;
+      opts.headers['content-type'] = 'application/json';
+    }
+    const response = await fetch(path, opts);
+    if (response.status === 401) {
+      location.assign('/login');
+      throw new Error('not logged in');
+    }
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) throw new Error(body.message || body.error || String(response.status));
+    return body;
+  }
+
+  function duration(us) {
+    if (us < 1000) return `${us} µs`;
+    if (us < 1e6) return `${(us / 1000).toFixed(1)} ms`;
+    if (us < 6e7) return `${(us / 1e6).toFixed(2)} s`;
+    return `${Math.floor(us / 6e7)} min ${Math.round((us % 6e7) / 1e6)} s`;
+  }
+
+  function when(us) {
+    const d = new Date(us / 1000);
+    const time = d.toLocaleTimeString(undefined, { hour12: false });
+    if (d.toDateString() === new Date().toDateString()) return time;
+    return `${d.toLocaleDateString()} ${time}`;
+  }
+
+  async function start(onChange) {
+    state.session = await api('/v1/ui/session');
+    document.getElementById('logout').addEventListener('click', async () => {
+      await api('/logout', { method: 'POST', body: '{}' }).catch(() => null);
+      location.assign('/login');
+    });
+    live(onChange);
+    return state.session;
+  }
+
+  async function pendingCount() {
+    const body = await api('/v1/approvals');
+    const node = document.getElementById('pending-count');
+    node.textContent = body.pending.length ? String(body.pending.length) : '';
+    return body;
+  }
+
+  // Long-poll: returns as soon as spans or approvals changed (or every 25 s).
+  async function live(onChange) {
+    const badge = document.getElementById('live');
+    for (;;) {
+      try {
+        const q = `since=${state.version}&approvals=${state.approvals}&timeout=25`;
+        const now = await api(`/v1/ui/changes?${q}`);
+        badge.textContent = 'live';
+        badge.className = 'live on';
+        const spans = now.version !== state.version;
+        const approvals = now.approvals !== state.approvals;
+        state.version = now.version;
+        state.approvals = now.approvals;
+        if (spans || approvals) await onChange({ spans, approvals });
+      } catch (err) {
+        badge.textContent = 'reconnecting…';
+        badge.className = 'live off';
+        await new Promise((r) => setTimeout(r, 2000));
+      }
+    }
+  }
+
+  return { el, api, duration, when, start, pendingCount, state };
+})();

@@ -1,0 +1,77 @@
+"""Fixtures of the web view's tests: a real ``serve`` on 127.0.0.1, and Debian's Chromium driven
+through Playwright (never Playwright's own browser download)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from otelhooks._eventlog._server import EventLogServer, serve
+from tests._realparts import require
+
+IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+
+TOKEN = "web-admin-t0ken-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+CHROMIUM = os.environ.get("OTELHOOKS_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--headless",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[EventLogServer]:
+    started = serve(token=TOKEN)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture
+def api(server: EventLogServer) -> Iterator[httpx.Client]:
+    # serve's ingest runs every received span through its hooks (about a millisecond a span
+    # here): a 10,000-span request takes seconds on a loaded machine
+    with httpx.Client(base_url=server.url, headers=AUTH, timeout=120) as client:
+        yield client
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    require(
+        "Chromium (apt-get install chromium chromium-driver)", shutil.which(CHROMIUM) is not None
+    )
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        require("the playwright package", False)
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+def log_in(browser: Any, url: str) -> Any:
+    """A new page of a new browser context, logged in through the form."""
+    context = browser.new_context(viewport={"width": 1400, "height": 860})
+    page = context.new_page()
+    page.goto(f"{url}/")
+    page.wait_for_url(f"{url}/login")
+    page.fill("#token", TOKEN)
+    page.click("#login-submit")
+    page.wait_for_url(f"{url}/")
+    return page

@@ -1,0 +1,140 @@
+"""The real Claude Code CLI asks for a tool call; a person clicks Deny in the browser; the tool
+never runs.
+
+Claude Code posts its hooks to an in-process ``serve`` (``otelhooks claude-code install --http``),
+whose ``approval:`` hook on ``PreToolUse`` holds the ``Bash`` call in the inbox. The hook's
+default is *allow*, so only the click can deny it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otelhooks._eventlog._server import EventLogServer, serve
+from otelhooks.integrations.claude_code._install import install
+from tests._realparts import require
+from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.web.conftest import IMAGES, TOKEN, log_in
+
+pytestmark = pytest.mark.timeout(120)
+
+REPO = Path(__file__).resolve().parents[2]
+CLAUDE = REPO / "tests" / "claude_code_cli" / "node_modules" / ".bin" / "claude"
+
+HOOKS = """\
+hooks:
+  - id: ask-before-shell
+    type: PreToolUse
+    matcher: Bash
+    approval:
+      timeout: 60
+      default: allow
+      reason: a person approves shell commands
+"""
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / ".claude").mkdir(parents=True)
+    (root / "victim").mkdir()
+    (root / "victim" / "keep.txt").write_text("precious")
+    (root / ".claude" / "otelhooks.yaml").write_text(HOOKS)
+    return root
+
+
+@pytest.fixture
+def approving_server(project: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
+    # content capture on: the person sees the command they are asked about
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    started = serve([project / ".claude" / "otelhooks.yaml"], token=TOKEN)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def _claude(project: Path, api_url: str, home: Path, out: dict[str, Any]) -> None:
+    import subprocess
+
+    env = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(home),
+        "ANTHROPIC_BASE_URL": api_url,
+        "ANTHROPIC_API_KEY": "sk-ant-fake",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "IS_SANDBOX": "1",
+        "OTELHOOKS_INGEST_TOKEN": TOKEN,
+    }
+    result = subprocess.run(
+        [
+            str(CLAUDE),
+            "-p",
+            "clean up",
+            "--permission-mode",
+            "bypassPermissions",
+            "--output-format",
+            "json",
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=100,
+        check=False,
+    )
+    out["result"] = result
+
+
+def test_a_click_on_deny_stops_the_real_claude_code_tool(
+    browser: Any, approving_server: EventLogServer, project: Path, tmp_path: Path
+) -> None:
+    require("the Claude Code CLI (npm ci --prefix tests/claude_code_cli)", CLAUDE.exists())
+    settings = project / ".claude" / "settings.json"
+    install(settings, http=approving_server.url)
+    pre = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]
+    assert pre["timeout"] > 60  # Claude Code waits longer than the approval does
+    api = MessagesApi(
+        [ToolStep("toolu_rm", "Bash", {"command": "rm -rf victim", "description": "clean"})]
+    )
+    out: dict[str, Any] = {}
+    with serve_messages_api(api) as api_url:
+        run = threading.Thread(target=_claude, args=(project, api_url, tmp_path / "home", out))
+        run.start()
+        page = log_in(browser, approving_server.url)
+        try:
+            page.goto(f"{approving_server.url}/approvals")
+            card = page.locator(".approval-card", has_text="ask-before-shell").first
+            card.wait_for(timeout=60_000)
+            assert "rm -rf victim" in card.locator("textarea.args").input_value()
+            card.locator("input.reason").fill("never delete the victim folder")
+            page.screenshot(path=str(IMAGES / "web-approvals.png"))
+            card.locator("button.deny").click()
+            page.locator("#answered tr.denied").wait_for()
+        finally:
+            page.context.close()
+        run.join(100)
+    result = out["result"]
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    results = [
+        block
+        for body in api.requests
+        for message in body.get("messages") or ()
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+    (denied,) = [b for b in results if b["tool_use_id"] == "toolu_rm"]
+    assert denied["is_error"] is True
+    assert "never delete the victim folder" in json.dumps(denied["content"])

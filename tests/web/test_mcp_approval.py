@@ -1,0 +1,70 @@
+"""The MCP gateway (a process other than serve) holds a tool call in serve's inbox until a
+person answers: a deny never reaches the MCP server, an allow does."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from otelhooks._eventlog._server import EventLogServer
+from tests.mcp._harness import calls, stdio_session, write_hooks
+from tests.web.conftest import AUTH, TOKEN
+
+pytestmark = pytest.mark.timeout(120)
+
+HOOKS = """
+hooks:
+  - id: ask-for-notes
+    type: beforeToolCall
+    matcher: "testsrv/write_note"
+    approval: {{timeout: 30, default: allow, url: "{url}"}}
+"""
+
+
+def _answer(url: str, decisions: list[str]) -> None:
+    """Answer each approval that appears, in order, as a bot would."""
+    with httpx.Client(base_url=url, headers=AUTH, timeout=10) as client:
+        for decision in decisions:
+            deadline = time.monotonic() + 30
+            while time.monotonic() < deadline:
+                pending = [
+                    a
+                    for a in client.get("/v1/approvals").json()["pending"]
+                    if a["hook_id"] == "ask-for-notes"  # the inbox is the process's
+                ]
+                if pending:
+                    client.post(
+                        f"/v1/approvals/{pending[0]['id']}",
+                        json={"decision": decision, "reason": "checked", "by": "bot"},
+                    )
+                    break
+                time.sleep(0.05)
+
+
+def test_the_gateway_waits_for_the_answer_given_at_serve(
+    server: EventLogServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", TOKEN)
+    hooks = write_hooks(tmp_path, HOOKS.format(url=server.url))
+    answering = threading.Thread(target=_answer, args=(server.url, ["deny", "allow"]))
+    answering.start()
+
+    async def scenario() -> tuple[Any, Any]:
+        async with stdio_session(tmp_path, [hooks]) as session:
+            denied = await session.call_tool("write_note", {"text": "first"})
+            allowed = await session.call_tool("write_note", {"text": "second"})
+            return denied, allowed
+
+    denied, allowed = anyio.run(scenario)
+    answering.join(30)
+    assert getattr(denied, "is_error", None) is True
+    assert "checked" in str(denied.content)
+    assert getattr(allowed, "is_error", None) is False
+    notes = [c["args"]["text"] for c in calls(tmp_path) if c["tool"] == "write_note"]
+    assert notes == ["second"]
