@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -14,7 +13,7 @@ from pydantic import ValidationError
 from otelhooks._actions import ACTION_KINDS
 from otelhooks._actions import build_hook as bind_hook
 from otelhooks._config._parse import Document, Loc
-from otelhooks._errors import ConfigError
+from otelhooks._errors import ConfigError, unknown_field
 from otelhooks._events import resolve_event
 from otelhooks._hooks import Hook
 from otelhooks._matchers import MatchKind
@@ -86,11 +85,6 @@ def _placeholder_handler(payload: Any) -> None:
 _MAX_PASSES = 6  # each pass sets aside the fields it found wrong; a hook has few fields
 
 
-def _did_you_mean(name: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else f"; known fields: {', '.join(known)}"
-
-
 def _problems_of(exc: Exception) -> list[ConfigError]:
     """Every problem a failed ``Hook.model_validate`` reports (pydantic lists them all; our own
     checks in ``model_post_init`` arrive wrapped, one at a time)."""
@@ -105,7 +99,7 @@ def _problems_of(exc: Exception) -> list[ConfigError]:
         loc = [str(p) for p in error["loc"]]
         field = ".".join(loc) or None
         if error["type"] == "extra_forbidden" and len(loc) == 1:
-            message = "unknown field" + _did_you_mean(loc[0], Hook.model_fields)
+            message = unknown_field(loc[0], Hook.model_fields)
         else:
             message = str(error["msg"]).removeprefix("Value error, ")
         problems.append(ConfigError(message, field=field))
@@ -126,7 +120,7 @@ def _webhook_problems(raw: Any) -> list[ConfigError]:
         for error in exc.errors():
             loc = [str(p) for p in error["loc"]]
             if error["type"] == "extra_forbidden" and len(loc) == 1:
-                message = "unknown field" + _did_you_mean(loc[0], dict.fromkeys(names))
+                message = unknown_field(loc[0], dict.fromkeys(names))
             else:
                 message = str(error["msg"]).removeprefix("Value error, ")
             problems.append(ConfigError(message, field=".".join(["webhook", *loc])))

@@ -230,7 +230,7 @@ def install(
     """Merge our hook entries into the settings file at ``path`` (see the module doc).
 
     Example:
-        >>> change = install(Path("/tmp/p/.claude/settings.json"), http="http://127.0.0.1:4318")
+        >>> change = install(Path("/tmp/p/.claude/settings.json"), http="http://127.0.0.1:4319")
         >>> "PreToolUse" in change.added
         True
     """
