@@ -63,8 +63,6 @@ def _demo(args: argparse.Namespace) -> int:
             return 2
         readers.append(endpoint.reader)
     summarise_sdk_logs(math.inf)  # the delivery report at the end says it once
-    if traces_out.exists():
-        traces_out.unlink()  # one demo run per file, so the tree shows this run only
     try:
         oh = configure(
             service_name="otelhooks-demo",

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
-from collections.abc import Callable, Iterable, Mapping
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from pydantic import ValidationError
@@ -28,15 +31,20 @@ __all__ = [
 ]
 
 
-def import_handler(path: str) -> Callable[..., Any]:
-    """Import ``package.module:function`` (``:`` or the last ``.`` separates the attribute)."""
+def import_handler(path: str, *, beside: Path | None = None) -> Callable[..., Any]:
+    """Import ``package.module:function`` (``:`` or the last ``.`` separates the attribute).
+
+    A module the import system cannot find is looked for in ``beside`` (the hook file's
+    folder): ``handler: myhooks:guard`` imports ``myhooks.py`` next to the file, whatever the
+    working directory.
+    """
     module_name, sep, attr = path.partition(":")
     if not sep:
         module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
         raise ConfigError(f"handler {path!r} is not an import path like 'pkg.module:function'")
     try:
-        target: Any = importlib.import_module(module_name)
+        target: Any = _import_module(module_name, beside)
     except ImportError as exc:
         raise ConfigError(f"cannot import module {module_name!r}: {exc}") from None
     except (Exception, SystemExit) as exc:
@@ -50,6 +58,32 @@ def import_handler(path: str) -> Callable[..., Any]:
     if not callable(target):
         raise ConfigError(f"handler {path!r} is not callable")
     return target  # type: ignore[no-any-return]
+
+
+def _import_module(name: str, beside: Path | None) -> ModuleType:
+    top = name.partition(".")[0]
+    if beside is not None and top not in sys.modules and importlib.util.find_spec(top) is None:
+        # By file path (importlib's public API), not by a sys.path entry that would outlive
+        # this import and shadow other modules. Registered under its name, so that the
+        # package's submodules and a second hook naming the module find it.
+        for file, package in ((beside / top / "__init__.py", True), (beside / f"{top}.py", False)):
+            if not file.is_file():
+                continue
+            locations = [str(file.parent)] if package else None
+            spec = importlib.util.spec_from_file_location(
+                top, file, submodule_search_locations=locations
+            )
+            if spec is None or spec.loader is None:
+                break
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[top] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[top]
+                raise
+            break
+    return importlib.import_module(name)
 
 
 def absolute_script(ref: Any, base_dir: Path) -> Any:

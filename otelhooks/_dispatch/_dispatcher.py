@@ -212,7 +212,11 @@ class Dispatcher:
         chain.verdict.steps.append(HookStep(hook.id, hook.action.kind, outcome, scrub(problem)))
         if outcome == "error":
             _log.warning(
-                "hook failed", hook_id=hook.id, lifecycle_event=live.name, error=scrub(str(exc))
+                "hook failed",
+                hook_id=hook.id,
+                lifecycle_event=live.name,
+                error=scrub(str(exc)),
+                **live.log_ids(),
             )
         if not chain.dry_run:
             self._record(hook, outcome, time.perf_counter() - started)

@@ -34,15 +34,18 @@ _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 class OtlpJsonLinesSpanExporter(SpanExporter):
     """Append one OTLP/JSON ``ExportTraceServiceRequest`` line per ``export`` call to a file.
 
-    The file is opened for append on the first export, so constructing the exporter touches
-    nothing. Lines are written whole under a lock, so concurrent exports never interleave.
+    The file is opened on the first export, so constructing the exporter touches nothing.
+    Lines are written whole under a lock, so concurrent exports never interleave.
 
     Args:
-        path: The file to append to. Its directory must exist.
+        path: The file to write to. Its directory must exist.
+        append: keep what the file holds (the default); ``False`` empties it on the first
+            export, so the file holds this exporter's spans only (``configure(traces_out=)``).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, append: bool = True) -> None:
         self._path = os.fspath(path)
+        self._mode = "ab" if append else "wb"
         self._lock = threading.Lock()
         self._file: IO[bytes] | None = None
         self._shutdown = False
@@ -76,7 +79,7 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
             try:
                 if self._file is None:
                     # Unbuffered: each line reaches the OS in one write, whole, as it is made.
-                    self._file = open(self._path, "ab", buffering=0)  # noqa: SIM115
+                    self._file = open(self._path, self._mode, buffering=0)  # noqa: SIM115
                 _write_all(self._file, line)
             except OSError as exc:
                 reason = f"{exc.strerror or exc}"
