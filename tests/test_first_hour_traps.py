@@ -38,7 +38,7 @@ def _otelhooks(*args: str, cwd: Path, **kwargs: object) -> subprocess.CompletedP
     )
 
 
-# -- otelhooks init ---------------------------------------------------------------------------------
+# -- otelhooks init --------------------------------------------------------------------------------
 
 
 def test_init_writes_the_starter_file_and_names_the_three_commands_to_try(
@@ -55,7 +55,8 @@ def test_init_writes_the_starter_file_and_names_the_three_commands_to_try(
 
 def test_the_starter_file_validates_with_a_guard_an_observer_and_a_commented_webhook() -> None:
     text = starter_hooks_yaml()
-    assert "# - id: notify-done" in text and "#   webhook:" in text
+    assert "# - id: notify-done" in text
+    assert "#   webhook:" in text
     with_webhook = text.replace("  # - id:", "  - id:").replace("  #   ", "    ")
     for version in (text, with_webhook):  # as written, and with the webhook turned on
         path = Path(f"{os.environ.get('TMPDIR', '/tmp')}/otelhooks-starter-{os.getpid()}.yaml")
@@ -64,7 +65,8 @@ def test_the_starter_file_validates_with_a_guard_an_observer_and_a_commented_web
             hooks = otelhooks.load_config(path).hooks
         finally:
             path.unlink()
-        assert hooks[0].event == "before_tool_call" and hooks[1].event == "after_tool_call"
+        assert hooks[0].event == "before_tool_call"
+        assert hooks[1].event == "after_tool_call"
     assert [h.action_kinds for h in hooks] == [["command"], ["command"], ["webhook"]]
 
 
@@ -93,7 +95,7 @@ def test_init_refuses_to_overwrite_without_force(
     assert (tmp_path / "hooks.yaml").read_text() == starter_hooks_yaml()
 
 
-# -- a handler module beside its hook file --------------------------------------------------------
+# -- a handler module beside its hook file ---------------------------------------------------------
 
 
 def test_a_handler_module_beside_its_hook_file_imports_from_another_directory(
@@ -126,10 +128,11 @@ def test_a_handler_package_beside_its_hook_file_imports_its_submodule(tmp_path: 
         "hooks:\n  - id: audit\n    type: afterToolCall\n    handler: pkg_31.guards:audit\n"
     )
     (hook,) = otelhooks.load_config(tmp_path / "hooks.yaml").hooks
-    assert hook.handler is not None and hook.handler.__module__ == "pkg_31.guards"
+    assert hook.handler is not None
+    assert hook.handler.__module__ == "pkg_31.guards"
 
 
-# -- the small traps --------------------------------------------------------------------------------
+# -- the small traps -------------------------------------------------------------------------------
 
 
 def test_claude_code_typed_in_a_terminal_explains_itself_instead_of_waiting(
@@ -144,7 +147,8 @@ def test_claude_code_typed_in_a_terminal_explains_itself_instead_of_waiting(
     assert proc.returncode == 2
     assert proc.stdout == ""
     (line,) = proc.stderr.splitlines()
-    assert "Claude Code runs this" in line and "otelhooks claude-code install" in line
+    assert "Claude Code runs this" in line
+    assert "otelhooks claude-code install" in line
 
 
 def test_a_hook_typo_in_python_gets_the_same_suggestion_as_in_a_config_file(
@@ -231,4 +235,5 @@ def test_events_help_says_what_the_table_holds(capsys: pytest.CaptureFixture[str
     with pytest.raises(SystemExit):
         main(["events", "--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "Markdown table" in text and "four dialects" in text
+    assert "Markdown table" in text
+    assert "four dialects" in text
