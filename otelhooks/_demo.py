@@ -36,7 +36,7 @@ from otelhooks._runtime import (
 )
 from otelhooks._setup import OtelHooks
 
-__all__ = ["LOBEHUB_TYPES", "DemoReport", "policy_hooks", "run_demo", "tally_hooks"]
+__all__ = ["INTERCEPT_OF", "LOBEHUB_TYPES", "DemoReport", "policy_hooks", "run_demo", "tally_hooks"]
 
 LOBEHUB_TYPES = (
     "beforeStep", "afterStep", "onComplete", "onError",
@@ -68,7 +68,7 @@ class DemoReport:
 
     def counted(self, hook_id: str, handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
         """``handler``, counting each call at its intercept point."""
-        point = _INTERCEPT_OF[hook_id]
+        point = INTERCEPT_OF[hook_id]
 
         def call(event: Any) -> Any:
             self.intercepts[point] += 1
@@ -78,7 +78,7 @@ class DemoReport:
 
 
 # The demo-hooks.yaml hooks, by the intercept point each one serves.
-_INTERCEPT_OF = {
+INTERCEPT_OF = {
     "offline-web": "before_tool_call",
     "no-shell": "before_tool_call",
     "add-context": "before_agent_start",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from otelhooks import _semconv as sc
@@ -27,7 +27,7 @@ def _tokens(a: dict[str, Any]) -> str:
     return f"tokens in/out={usage_in or 0}/{usage_out or 0}"
 
 
-def _details(span: dict[str, Any]) -> str:
+def _details(span: dict[str, Any], hide_hooks: Collection[str]) -> str:
     a: dict[str, Any] = span.get("attributes", {})
     op = a.get(sc.GEN_AI_OPERATION_NAME)
     parts: list[str] = []
@@ -67,7 +67,7 @@ def _details(span: dict[str, Any]) -> str:
             parts.append(f"rewritten by {','.join(a[sc.HOOK_REWRITTEN_BY])}")
     if a.get(sc.HOOK_ERRORS):
         parts.append(f"hook errors: {'; '.join(a[sc.HOOK_ERRORS])}")
-    matched = a.get(sc.HOOK_MATCHED)
+    matched = [h for h in a.get(sc.HOOK_MATCHED, ()) if h not in hide_hooks]
     if matched:
         parts.append(f"hooks: {', '.join(matched)}")
     for link in span.get("links", []):
@@ -88,8 +88,9 @@ def _details(span: dict[str, Any]) -> str:
     return "  ".join(p for p in parts if p)
 
 
-def render_trees(spans: Iterable[dict[str, Any]]) -> str:
-    """Render spans (dicts as :func:`read_otlp_json_lines` returns) as trees, one per trace."""
+def render_trees(spans: Iterable[dict[str, Any]], *, hide_hooks: Collection[str] = ()) -> str:
+    """Render spans (dicts as :func:`read_otlp_json_lines` returns) as trees, one per trace;
+    the hooks that matched each span are listed, but for ``hide_hooks``."""
     spans = list(spans)
     by_id = {(s["traceId"], s["spanId"]): s for s in spans}
     children: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -108,7 +109,7 @@ def render_trees(spans: Iterable[dict[str, Any]]) -> str:
         head = f"{span['name']}  {_ms(span):.1f} ms" + (
             f"  [{status}]" if status == "ERROR" else ""
         )
-        details = _details(span)
+        details = _details(span, hide_hooks)
         branch = "" if top else ("└─ " if last else "├─ ")
         lines.append(f"{prefix}{branch}{head}" + (f"  {details}" if details else ""))
         kids = sorted(

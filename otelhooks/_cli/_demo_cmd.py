@@ -83,7 +83,9 @@ def _demo(args: argparse.Namespace) -> int:
             endpoint.stop()
     spans = read_otlp_json_lines(traces_out)
     if not args.quiet:
-        print(_verbose_report(spans, report, reader) if args.verbose else _first_screen(spans))
+        print(
+            _verbose_report(spans, report, reader) if args.verbose else _first_screen(spans, report)
+        )
     print("Delivery:")
     for line in delivery.lines():
         print(f"  {line}")
@@ -96,13 +98,24 @@ def _demo(args: argparse.Namespace) -> int:
     return EXIT_UNDELIVERED if delivery.dead else 0
 
 
-def _first_screen(spans: list[dict[str, Any]]) -> str:
+def _first_screen(spans: list[dict[str, Any]], report: DemoReport) -> str:
     """The first operation's tree and one line per operation: what fits on one screen."""
+    from otelhooks._demo import INTERCEPT_OF, tally_hooks
     from otelhooks._demo_tree import operation_summary, render_trees
 
     first = next(s for s in spans if s["name"] == "invoke_agent research-assistant")
     trace = [s for s in spans if s["traceId"] == first["traceId"]]
-    return "\n".join([render_trees(trace), operation_summary(spans)])
+    counters = {hook["id"] for hook in tally_hooks(report)}
+    return "\n".join(
+        [
+            render_trees(trace, hide_hooks=counters),
+            operation_summary(spans),
+            f"Hooks: {sum(report.intercepts.values())} runs of the {len(INTERCEPT_OF)} hooks "
+            f"of demo-hooks.yaml (named in the tree), and {sum(report.fired.values())} of the "
+            f"demo's\n  {len(counters)} counting hooks, one per LobeHub hook type "
+            "(shown by --verbose)",
+        ]
+    )
 
 
 def _verbose_report(spans: list[dict[str, Any]], report: DemoReport, reader: object) -> str:
