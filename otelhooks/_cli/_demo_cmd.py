@@ -269,7 +269,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         action="append",
         default=[],
         metavar="PATH",
-        help="load extra hooks from a config file (repeatable)",
+        help="load extra hooks from a config file (repeatable); they run before the demo's own",
     )
     demo.add_argument(
         "--verbose",
