@@ -37,12 +37,12 @@ hooks:
     timeout: 5                # seconds; a guard that cannot answer in time is ignored
     # on_error: block         # ...unless this line is on: then it denies instead
 
-  # Observer: append one line per finished tool call to otelhooks-tools.log (in the folder the
-  # agent runs in). It runs after the call, in the background: the agent never waits for it.
+  # Observer: append one line per finished tool call to otelhooks-tools.log in the temporary
+  # folder. It runs after the call, in the background: the agent never waits for it.
   - id: log-tools
     type: PostToolUse         # = afterToolCall = after_tool_call
     matcher: "*"
-    command: 'echo "$HOOK_TRIGGERED_AT $HOOK_TOOL_NAME" >> otelhooks-tools.log'
+    command: 'echo "$HOOK_TRIGGERED_AT $HOOK_TOOL_NAME" >> "${{TMPDIR:-/tmp}}/otelhooks-tools.log"'
 
   # Notification webhook: POST a JSON body each time a run completes. Uncomment it and set
   # the URL; deliveries are queued and retried in the background.
@@ -54,8 +54,9 @@ hooks:
 """
 
 
-def starter_hooks_yaml(name: str = STARTER_FILE_NAME) -> str:
-    """The commented starter hook file (YAML), naming itself ``name`` in its first line.
+def starter_hooks_yaml(name: str = "THIS-FILE") -> str:
+    """The commented starter hook file (YAML); its first line names it ``name`` (the path a
+    user would pass to ``otelhooks validate``).
 
     Example:
         >>> from otelhooks._starter import starter_hooks_yaml

@@ -47,7 +47,7 @@ def test_init_writes_the_starter_file_and_names_the_three_commands_to_try(
     monkeypatch.chdir(tmp_path)
     assert main(["init"]) == 0
     out = capsys.readouterr().out
-    assert (tmp_path / "hooks.yaml").read_text() == starter_hooks_yaml()
+    assert (tmp_path / "hooks.yaml").read_text() == starter_hooks_yaml("hooks.yaml")
     commands = [line.strip() for line in out.splitlines() if line.startswith("  otelhooks ")]
     assert [c.split()[1] for c in commands] == ["validate", "hooks", "demo"]
     assert commands[2] == "otelhooks demo --hooks hooks.yaml"
@@ -83,6 +83,22 @@ def test_the_starter_guard_denies_rm_rf_and_allows_the_rest(tmp_path: Path) -> N
     assert verdicts == ["verdict: blocked by no-rm-rf: rm -rf is not allowed", "verdict: allowed"]
 
 
+def test_the_starter_file_in_the_demo_denies_the_rm_rf_and_logs_each_tool_call(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "hooks.yaml").write_text(starter_hooks_yaml("hooks.yaml"))
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "OTELHOOKS_"))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "otelhooks", "demo", "--hooks", "hooks.yaml"],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+        env={**env, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)},
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert "DENIED by no-rm-rf: 'rm -rf is not allowed'" in proc.stdout
+    logged = (tmp_path / "otelhooks-tools.log").read_text().split()
+    assert {"readFile", "exec", "evaluate"} <= set(logged)
+
+
 def test_init_refuses_to_overwrite_without_force(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -92,7 +108,7 @@ def test_init_refuses_to_overwrite_without_force(
     assert "already exists; --force overwrites it" in capsys.readouterr().err
     assert (tmp_path / "hooks.yaml").read_text() == "mine\n"
     assert main(["init", "--force"]) == 0
-    assert (tmp_path / "hooks.yaml").read_text() == starter_hooks_yaml()
+    assert (tmp_path / "hooks.yaml").read_text() == starter_hooks_yaml("hooks.yaml")
 
 
 # -- a handler module beside its hook file ---------------------------------------------------------
