@@ -1,5 +1,7 @@
 """``otelhooks demo``: a complete agent run through every lifecycle event, hooks firing.
 
+The demo's policy (its intercept hooks) is the file ``demo-hooks.yaml`` beside this module,
+which a user can read and replay the demo's spans against; its observers only count.
 Four operations with the reference runtime and a scripted model:
 
 * ``research-assistant`` completes: its input is rewritten by a ``before_agent_start``
@@ -53,6 +55,16 @@ KERNEL_INTERCEPTS = (
 )
 
 
+# The demo-hooks.yaml hooks, by the intercept point each one serves.
+INTERCEPT_OF = {
+    "offline-web": "before_tool_call",
+    "no-shell": "before_tool_call",
+    "add-context": "before_agent_start",
+    "redact-secrets": "tool_result_persist",
+    "sign-messages": "message_sending",
+}
+
+
 class DemoReport:
     """What fired during the demo: hook invocations by hook type, and intercept decisions."""
 
@@ -66,25 +78,14 @@ class DemoReport:
 
         return record
 
-    def counted(self, hook_id: str, handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
-        """``handler``, counting each call at its intercept point."""
-        point = INTERCEPT_OF[hook_id]
+    def counted(self, point: str, handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """``handler``, counting each call at its intercept ``point``."""
 
         def call(event: Any) -> Any:
             self.intercepts[point] += 1
             return handler(event)
 
         return call
-
-
-# The demo-hooks.yaml hooks, by the intercept point each one serves.
-INTERCEPT_OF = {
-    "offline-web": "before_tool_call",
-    "no-shell": "before_tool_call",
-    "add-context": "before_agent_start",
-    "redact-secrets": "tool_result_persist",
-    "sign-messages": "message_sending",
-}
 
 
 def tally_hooks(report: DemoReport) -> list[dict[str, Any]]:
@@ -95,13 +96,16 @@ def tally_hooks(report: DemoReport) -> list[dict[str, Any]]:
     ]
 
 
-def policy_hooks(report: DemoReport) -> list[dict[str, Any]]:
-    """The intercept hooks of ``demo-hooks.yaml``, each counted as it runs."""
-    hooks: list[dict[str, Any]] = []
+def policy_hooks(report: DemoReport) -> list[Hook | dict[str, Any]]:
+    """The intercept hooks of ``demo-hooks.yaml``, each of the demo's own counted as it runs."""
+    hooks: list[Hook | dict[str, Any]] = []
     for hook in load_config(demo_hooks_file()).hooks:
-        assert hook.handler is not None  # every hook of the file is a Python handler
+        point = INTERCEPT_OF.get(hook.id)
+        if hook.handler is None or point is None:
+            hooks.append(hook)  # one added to the file: it runs as written, uncounted
+            continue
         fields = {name: getattr(hook, name) for name in hook.model_fields_set}
-        hooks.append({**fields, "handler": report.counted(hook.id, hook.handler)})
+        hooks.append({**fields, "handler": report.counted(point, hook.handler)})
     return hooks
 
 
