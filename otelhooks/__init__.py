@@ -302,5 +302,11 @@ def __getattr__(name: str) -> Any:
     return value
 
 
+# The public subpackages, imported by name (``import otelhooks.testing``).
+_SUBPACKAGES = ("events", "integrations", "mcp", "replay", "testing")
+
+
 def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+    # The public surface only: not this module's own imports (Any, importlib...) nor the
+    # private modules that importing a name loads.
+    return sorted({*__all__, *_SUBPACKAGES})

@@ -1,5 +1,7 @@
 """``otelhooks demo``: a complete agent run through every lifecycle event, hooks firing.
 
+The demo's policy (its intercept hooks) is the file ``demo-hooks.yaml`` beside this module,
+which a user can read and replay the demo's spans against; its observers only count.
 Four operations with the reference runtime and a scripted model:
 
 * ``research-assistant`` completes: its input is rewritten by a ``before_agent_start``
@@ -14,15 +16,16 @@ Four operations with the reference runtime and a scripted model:
 
 from __future__ import annotations
 
-import re
 import tempfile
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from otelhooks._events import HookEvent, ToolCallEvent
-from otelhooks._hooks import Block, Hook
+from otelhooks._config import load_config
+from otelhooks._demo_hooks import demo_hooks_file
+from otelhooks._events import HookEvent
+from otelhooks._hooks import Hook
 from otelhooks._runtime import (
     AgentSpec,
     ModelReply,
@@ -35,7 +38,7 @@ from otelhooks._runtime import (
 )
 from otelhooks._setup import OtelHooks
 
-__all__ = ["LOBEHUB_TYPES", "DemoReport", "demo_hooks", "run_demo"]
+__all__ = ["INTERCEPT_OF", "LOBEHUB_TYPES", "DemoReport", "policy_hooks", "run_demo", "tally_hooks"]
 
 LOBEHUB_TYPES = (
     "beforeStep", "afterStep", "onComplete", "onError",
@@ -51,7 +54,15 @@ KERNEL_INTERCEPTS = (
     "tool_result_persist",
 )
 
-_SECRET = re.compile(r"(?im)^(.*(password|token|secret)\s*[=:]\s*)\S+")
+
+# The demo-hooks.yaml hooks, by the intercept point each one serves.
+INTERCEPT_OF = {
+    "offline-web": "before_tool_call",
+    "no-shell": "before_tool_call",
+    "add-context": "before_agent_start",
+    "redact-secrets": "tool_result_persist",
+    "sign-messages": "message_sending",
+}
 
 
 class DemoReport:
@@ -61,65 +72,40 @@ class DemoReport:
         self.fired: Counter[str] = Counter()
         self.intercepts: Counter[str] = Counter()
 
-    def tally(self, hook_type: str) -> Any:
+    def tally(self, hook_type: str) -> Callable[[HookEvent], None]:
         def record(event: HookEvent) -> None:
             self.fired[hook_type] += 1
 
         return record
 
+    def counted(self, point: str, handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        """``handler``, counting each call at its intercept ``point``."""
 
-def demo_hooks(report: DemoReport) -> list[Hook | dict[str, Any]]:
-    """The demo's global hooks: one observer per LobeHub type, plus the interceptors."""
-    hooks: list[Hook | dict[str, Any]] = []
-    for hook_type in LOBEHUB_TYPES:
-        if hook_type == "beforeToolCall":
-            continue  # the beforeToolCall hooks below are real interceptors
-        hooks.append(
-            {"id": f"log-{hook_type}", "type": hook_type, "handler": report.tally(hook_type)}
-        )
+        def call(event: Any) -> Any:
+            self.intercepts[point] += 1
+            return handler(event)
 
-    def offline_web(event: ToolCallEvent) -> None:
-        report.fired["beforeToolCall"] += 1
-        report.intercepts["before_tool_call"] += 1
-        event.mock({"content": '{"results": ["cached: OpenTelemetry GenAI conventions"]}'})
+        return call
 
-    def no_shell(event: ToolCallEvent) -> Block:
-        report.fired["beforeToolCall"] += 1
-        report.intercepts["before_tool_call"] += 1
-        return Block("shell commands are disabled in the demo")
 
-    def add_context(data: HookEvent) -> dict[str, Any]:
-        report.intercepts["before_agent_start"] += 1
-        text = str(getattr(data, "input", ""))
-        return {"input": text + " (answer in one paragraph)"}
-
-    def redact(data: HookEvent) -> dict[str, Any]:
-        report.intercepts["tool_result_persist"] += 1
-        result = dict(getattr(data, "result", None) or {})
-        result["content"] = _SECRET.sub(r"\1[REDACTED]", str(result.get("content", "")))
-        return {"result": result}
-
-    def sign(data: HookEvent) -> dict[str, Any]:
-        report.intercepts["message_sending"] += 1
-        return {"content": f"{getattr(data, 'content', '')}\n-- sent via otelhooks"}
-
-    hooks += [
-        {"id": "offline-web", "type": "beforeToolCall", "matcher": "^web/", "handler": offline_web},
-        {"id": "no-shell", "type": "PreToolUse", "matcher": "exec", "handler": no_shell},
-        {
-            "id": "add-context",
-            "type": "before_agent_start",
-            "intercept": True,
-            "handler": add_context,
-        },
-        {
-            "id": "redact-secrets",
-            "type": "tool_result_persist",
-            "intercept": True,
-            "handler": redact,
-        },
-        {"id": "sign-messages", "type": "message_sending", "intercept": True, "handler": sign},
+def tally_hooks(report: DemoReport) -> list[dict[str, Any]]:
+    """One hook per LobeHub hook type that only counts (its ``None`` changes nothing)."""
+    return [
+        {"id": f"log-{hook_type}", "type": hook_type, "handler": report.tally(hook_type)}
+        for hook_type in LOBEHUB_TYPES
     ]
+
+
+def policy_hooks(report: DemoReport) -> list[Hook | dict[str, Any]]:
+    """The intercept hooks of ``demo-hooks.yaml``, each of the demo's own counted as it runs."""
+    hooks: list[Hook | dict[str, Any]] = []
+    for hook in load_config(demo_hooks_file()).hooks:
+        point = INTERCEPT_OF.get(hook.id)
+        if hook.handler is None or point is None:
+            hooks.append(hook)  # one added to the file: it runs as written, uncounted
+            continue
+        fields = {name: getattr(hook, name) for name in hook.model_fields_set}
+        hooks.append({**fields, "handler": report.counted(point, hook.handler)})
     return hooks
 
 
@@ -210,8 +196,11 @@ def _specs(root: Path) -> dict[str, AgentSpec]:
 def run_demo(oh: OtelHooks, *, extra_hooks: Sequence[Hook] = ()) -> DemoReport:
     """Run the four demo operations on ``oh`` and return what fired."""
     report = DemoReport()
-    oh.register(demo_hooks(report))
+    # The counters see every event; then the user's hooks, so that a deny or a mock of theirs
+    # decides before the demo's own policy.
+    oh.register(tally_hooks(report))
     oh.register(extra_hooks)
+    oh.register(policy_hooks(report))
     root = _workspace()
     specs = _specs(root)
     tracer = oh.tracer
@@ -249,9 +238,8 @@ def run_demo(oh: OtelHooks, *, extra_hooks: Sequence[Hook] = ()) -> DemoReport:
 def missing_events(report: DemoReport) -> list[str]:
     """LobeHub types and kernel intercept points that did not fire (empty for a whole demo)."""
     missing = [t for t in LOBEHUB_TYPES if report.fired[t] == 0]
-    missing += [
+    # before_tool_call is beforeToolCall, counted above: a user's hook (run first) may decide
+    # every tool call before the demo's own intercept hooks see one.
+    return missing + [
         k for k in KERNEL_INTERCEPTS if k != "before_tool_call" and report.intercepts[k] == 0
     ]
-    if report.fired["beforeToolCall"] == 0:
-        missing.append("before_tool_call")
-    return missing

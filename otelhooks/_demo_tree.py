@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any
 
 from otelhooks import _semconv as sc
 
-__all__ = ["render_trees"]
+__all__ = ["LIFECYCLE_PREFIX", "operation_summary", "render_trees"]
+
+# The span name of a lifecycle event outside any operation (gateway_start, session_end...).
+LIFECYCLE_PREFIX = "agent_lifecycle "
 
 _STATUS = {0: "", 1: "ok", 2: "ERROR"}
 
@@ -19,10 +22,12 @@ def _ms(span: dict[str, Any]) -> float:
 
 def _tokens(a: dict[str, Any]) -> str:
     usage_in, usage_out = a.get(sc.GEN_AI_USAGE_INPUT_TOKENS), a.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS)
-    return f"tokens in/out={usage_in}/{usage_out}"
+    if usage_in is None and usage_out is None:
+        return ""  # a call that failed before the model answered counted nothing
+    return f"tokens in/out={usage_in or 0}/{usage_out or 0}"
 
 
-def _details(span: dict[str, Any]) -> str:
+def _details(span: dict[str, Any], hide_hooks: Collection[str]) -> str:
     a: dict[str, Any] = span.get("attributes", {})
     op = a.get(sc.GEN_AI_OPERATION_NAME)
     parts: list[str] = []
@@ -62,7 +67,7 @@ def _details(span: dict[str, Any]) -> str:
             parts.append(f"rewritten by {','.join(a[sc.HOOK_REWRITTEN_BY])}")
     if a.get(sc.HOOK_ERRORS):
         parts.append(f"hook errors: {'; '.join(a[sc.HOOK_ERRORS])}")
-    matched = a.get(sc.HOOK_MATCHED)
+    matched = [h for h in a.get(sc.HOOK_MATCHED, ()) if h not in hide_hooks]
     if matched:
         parts.append(f"hooks: {', '.join(matched)}")
     for link in span.get("links", []):
@@ -83,8 +88,9 @@ def _details(span: dict[str, Any]) -> str:
     return "  ".join(p for p in parts if p)
 
 
-def render_trees(spans: Iterable[dict[str, Any]]) -> str:
-    """Render spans (dicts as :func:`read_otlp_json_lines` returns) as trees, one per trace."""
+def render_trees(spans: Iterable[dict[str, Any]], *, hide_hooks: Collection[str] = ()) -> str:
+    """Render spans (dicts as :func:`read_otlp_json_lines` returns) as trees, one per trace;
+    the hooks that matched each span are listed, but for ``hide_hooks``."""
     spans = list(spans)
     by_id = {(s["traceId"], s["spanId"]): s for s in spans}
     children: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
@@ -103,7 +109,7 @@ def render_trees(spans: Iterable[dict[str, Any]]) -> str:
         head = f"{span['name']}  {_ms(span):.1f} ms" + (
             f"  [{status}]" if status == "ERROR" else ""
         )
-        details = _details(span)
+        details = _details(span, hide_hooks)
         branch = "" if top else ("└─ " if last else "├─ ")
         lines.append(f"{prefix}{branch}{head}" + (f"  {details}" if details else ""))
         kids = sorted(
@@ -118,4 +124,56 @@ def render_trees(spans: Iterable[dict[str, Any]]) -> str:
         lines.append(f"trace {root['traceId']}")
         walk(root, "  ", True, True)
         lines.append("")
+    return "\n".join(lines)
+
+
+def operation_summary(spans: Iterable[dict[str, Any]]) -> str:
+    """One line per top-level operation: its end, tokens, tool calls and what went wrong."""
+    spans = list(spans)
+    ops = sorted(
+        (
+            s
+            for s in spans
+            if s["name"].startswith(f"{sc.OP_INVOKE_AGENT} ")
+            and not s.get("parentSpanId")
+            and not any(
+                link.get("attributes", {}).get(sc.LINK_RELATION) == sc.LINK_PARENT_OPERATION
+                for link in s.get("links", [])
+            )
+        ),
+        key=lambda s: int(s.get("startTimeUnixNano", 0)),
+    )
+    width = max((len(op["name"]) for op in ops), default=0) - len(sc.OP_INVOKE_AGENT) - 1
+    lines = [f"{len(ops)} operations, {len(spans)} spans in all:"]
+    for op in ops:
+        trace = [s for s in spans if s["traceId"] == op["traceId"]]
+        a = op.get("attributes", {})
+        tools = [s.get("attributes", {}) for s in trace if s["name"].startswith("execute_tool ")]
+        outcomes = [t.get(sc.TOOL_OUTCOME) for t in tools]
+        notes = [f"{len(tools)} tool call{'s' if len(tools) != 1 else ''}"]
+        notes += [
+            f"{outcomes.count(o)} {o}" for o in ("mocked", "denied", "error") if o in outcomes
+        ]
+        subagents = sum(1 for s in trace if s["name"].startswith(f"{sc.OP_CALL_AGENT} "))
+        if subagents:
+            notes.append(f"{subagents} sub-agent call{'s' if subagents != 1 else ''}")
+        for s in trace:
+            for event in s.get("events", []):
+                ea = event.get("attributes", {})
+                if event.get("name") == sc.EVENT_REJECT:
+                    notes.append(f"approval rejected ({ea.get(sc.APPROVAL_REJECTION_REASON)})")
+        if int(op.get("status", {}).get("code", 0)) == 2:
+            failed = [
+                e.get("attributes", {})
+                for s in trace
+                if s is not op
+                for e in s.get("events", [])
+                if e.get("name") == "exception"
+            ]
+            if failed:
+                notes.append(
+                    f"{failed[-1].get('exception.type')}: {failed[-1].get('exception.message')}"
+                )
+        name = op["name"].removeprefix(f"{sc.OP_INVOKE_AGENT} ")
+        lines.append(f"  {name:<{width}}  {a.get(sc.COMPLETE_REASON)!s:<12} {', '.join(notes)}")
     return "\n".join(lines)

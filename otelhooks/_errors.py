@@ -22,7 +22,8 @@ to the caller, because a ``fallback: none`` hook asked for exactly that.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import difflib
+from collections.abc import Iterable, Sequence
 
 from otelhooks._redact import scrub
 
@@ -38,11 +39,21 @@ __all__ = [
     "InvalidMatcherError",
     "OtelHooksError",
     "UnknownEventError",
+    "unknown_field",
 ]
 
 
 class OtelHooksError(Exception):
     """Base of every error otelhooks raises."""
+
+
+def unknown_field(name: str, known: Iterable[str]) -> str:
+    """The problem of an unknown field, with the closest known name: one rule for config files
+    (``otelhooks validate``) and the Python API (``Hook(matchr=...)``)."""
+    known = list(known)
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"did you mean {close[0]!r}?" if close else f"known fields: {', '.join(known)}"
+    return f"unknown field; {hint}"
 
 
 class ConfigError(OtelHooksError, ValueError):

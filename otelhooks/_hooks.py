@@ -7,13 +7,13 @@ action, when it is loaded or registered (pluggy keeps spec and implementation ap
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, runtime_checkable
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from otelhooks._errors import ConfigError
+from otelhooks._errors import ConfigError, unknown_field
 from otelhooks._events import EventSpec, HookEvent, resolve_event
 from otelhooks._matchers import Matcher, compile_matcher
 
@@ -129,6 +129,17 @@ class Hook(BaseModel):
     _spec: EventSpec = PrivateAttr()
     _matcher: Matcher = PrivateAttr()
     _action: Any = PrivateAttr(default=None)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        # A typo gets the closest field name, as in a config file, not pydantic's bare
+        # "Extra inputs are not permitted".
+        if isinstance(data, Mapping):
+            for key in data:
+                if key not in cls.model_fields:
+                    raise ConfigError(unknown_field(str(key), cls.model_fields), field=str(key))
+        return data
 
     def model_post_init(self, context: Any, /) -> None:
         spec, dialect = resolve_event(self.type)

@@ -129,6 +129,18 @@ class LiveEvent:
         self.critical: Exception | None = None
         self.span_context: SpanContext | None = None  # of the event's span, once started
 
+    def log_ids(self) -> dict[str, str]:
+        """``trace_id`` and ``span_id`` of the event's span, for a log line about one of its
+        hooks: the current span is the caller's (a tool call's interceptors run before its span
+        is current; observers run on a worker with no current span)."""
+        ctx = self.span_context
+        if ctx is not None and ctx.is_valid:
+            return {"trace_id": f"{ctx.trace_id:032x}", "span_id": f"{ctx.span_id:016x}"}
+        payload = self._payload  # a built payload carries its span's ids
+        if payload is not None and payload.traceId and payload.spanId:
+            return {"trace_id": payload.traceId, "span_id": payload.spanId}
+        return {}
+
     def payload(self) -> HookEvent:
         """The event's payload, built on first use (with its span's ids, when it has a span)."""
         if self._payload is None:

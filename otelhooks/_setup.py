@@ -184,9 +184,48 @@ class OtelHooks:
         """Register global hooks (they apply to every operation)."""
         return self.engine.register(hooks)
 
-    def operation(self, agent: str, **options: Any) -> Operation:
-        """Start an agent run; see :class:`Operation`."""
-        return self.tracer.operation(agent, **options)
+    def operation(
+        self,
+        agent: str,
+        *,
+        input: str = "",
+        session_id: str | None = None,
+        user_id: str | None = None,
+        hooks: Iterable[Hook | Mapping[str, Any]] = (),
+        metadata: Mapping[str, Any] | None = None,
+        agent_id: str | None = None,
+        provider: str | None = None,
+        operation_id: str | None = None,
+        full_prompt: str | None = None,
+        thread_id: str | None = None,
+    ) -> Operation:
+        """Start an agent run: the root ``invoke_agent {agent}`` span; see :class:`Operation`.
+
+        Args:
+            agent: the agent's name (``invoke_agent {agent}``).
+            input: the run's input (``before_agent_start`` interceptors may rewrite it).
+            session_id, user_id: the conversation and the user it belongs to.
+            hooks: hooks for this run only, removed when it ends.
+            metadata: free-form fields passed to the run's hook events.
+            agent_id: a stable id, when it differs from ``agent``.
+            provider: the model provider (``gen_ai.provider.name``), e.g. ``openai``.
+            operation_id: the run's id (a new one by default).
+            full_prompt: the prompt as sent to the model, when it is more than ``input``.
+            thread_id: the thread of an isolated run.
+        """
+        return self.tracer.operation(
+            agent,
+            input=input,
+            session_id=session_id,
+            user_id=user_id,
+            hooks=hooks,
+            metadata=metadata,
+            agent_id=agent_id,
+            provider=provider,
+            operation_id=operation_id,
+            full_prompt=full_prompt,
+            thread_id=thread_id,
+        )
 
     def _flush_steps(self, deadline: float) -> list[_Step]:
         def observers_then_metrics(left: float) -> bool:
@@ -334,7 +373,10 @@ def configure(
     Args:
         service_name: ``service.name`` of the resource.
         hooks: global hooks to register.
-        traces_out: write spans as OTLP JSON lines to this file.
+        traces_out: write spans as OTLP JSON lines to this file. It holds this run's spans
+            only: what an earlier run left there is replaced at the first export (as by
+            ``otelhooks demo``). To keep adding to one file across runs, pass
+            ``span_exporters=[OtlpJsonLinesSpanExporter(path)]`` instead (it appends).
         otlp: export over OTLP; ``None`` means "when the OTel endpoint variables are set".
         span_exporters: more exporters, each behind its own counting batch processor.
         metric_readers: metric readers (e.g. a Prometheus reader); OTLP adds its own.
@@ -412,7 +454,7 @@ def configure(
     for given in span_exporters:
         exporters.append((given, tracker()))
     if traces_out is not None:
-        exporters.append((OtlpJsonLinesSpanExporter(traces_out), tracker()))
+        exporters.append((OtlpJsonLinesSpanExporter(traces_out, append=False), tracker()))
     for exporter, span_tracker in exporters:
         span_tracker.destination = _destination(exporter)
     if use_otlp:

@@ -135,3 +135,10 @@ def test_version_is_the_distribution_version() -> None:
     from importlib.metadata import version
 
     assert otelhooks.__version__ == version("otelhooks")
+
+
+def test_dir_lists_the_public_surface_only() -> None:
+    otelhooks.configure  # noqa: B018 - loads private modules, which dir() must not show
+    public = set(dir(otelhooks))
+    assert public == set(otelhooks.__all__) | {"events", "integrations", "mcp", "replay", "testing"}
+    assert not {"Any", "TYPE_CHECKING", "importlib", "annotations"} & public

@@ -1,5 +1,5 @@
-"""The guardrails app's Python hooks (the kernel contract on intercepts: return the data, or
-None to block)."""
+"""The guardrails app's Python hooks (a kernel app's intercept hook returns the data, changed or
+not, or None to block)."""
 
 import os
 from pathlib import Path

@@ -10,6 +10,7 @@ from otelhooks._cli import (
     _demo_cmd,
     _events_cmd,
     _hooks_cmd,
+    _init_cmd,
     _mcp_cmd,
     _replay_cmd,
     _serve_cmd,
@@ -22,6 +23,7 @@ __all__ = ["build_parser", "help_of", "main"]
 # Each command module has add_parser(subparsers); add new commands to this tuple.
 COMMANDS = (
     _demo_cmd,
+    _init_cmd,
     _events_cmd,
     _serve_cmd,
     _validate_cmd,

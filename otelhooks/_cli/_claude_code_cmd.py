@@ -27,6 +27,13 @@ def _log_to_stderr() -> None:
 
 
 def _claude_code(args: argparse.Namespace) -> int:
+    if sys.stdin.isatty():  # typed in a terminal, it would wait for an event nobody sends
+        print(
+            "otelhooks claude-code: Claude Code runs this, one hook event (JSON) on stdin; "
+            "`otelhooks claude-code install` sets it up",
+            file=sys.stderr,
+        )
+        return 2
     _log_to_stderr()
     from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 

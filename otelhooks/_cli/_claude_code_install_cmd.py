@@ -172,7 +172,7 @@ def add_subcommands(cmd: argparse.ArgumentParser) -> None:
     install.add_argument(
         "--http",
         metavar="URL",
-        help="the otelhooks serve URL (e.g. http://127.0.0.1:4318): write http hooks",
+        help="the otelhooks serve URL (e.g. http://127.0.0.1:4319): write http hooks",
     )
     install.add_argument(
         "--hooks-file",

@@ -11,12 +11,11 @@ import sys
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from otelhooks._cli._common import (
     CLI_SHUTDOWN_TIMEOUT_S,
     EXIT_UNDELIVERED,
-    missing_extra,
     writable_file_problem,
 )
 from otelhooks._config import load_config
@@ -24,6 +23,8 @@ from otelhooks._errors import ConfigError
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.export import MetricReader
+
+    from otelhooks._demo import DemoReport
 
 __all__ = ["add_parser"]
 
@@ -33,8 +34,7 @@ DEFAULT_TRACES_OUT = "otelhooks-demo-traces.jsonl"
 def _demo(args: argparse.Namespace) -> int:
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-    from otelhooks._demo import KERNEL_INTERCEPTS, LOBEHUB_TYPES, missing_events, run_demo
-    from otelhooks._demo_tree import render_trees
+    from otelhooks._demo import missing_events, run_demo
     from otelhooks._export import read_otlp_json_lines
     from otelhooks._export._otlp import summarise_sdk_logs
     from otelhooks._setup import configure, shutdown_timeout
@@ -56,13 +56,6 @@ def _demo(args: argparse.Namespace) -> int:
     readers: list[MetricReader] = [reader]
     endpoint = None
     if args.prometheus_port is not None:
-        if (
-            extra_needed := missing_extra(
-                "prometheus", "prometheus_client", "opentelemetry.exporter.prometheus"
-            )
-        ) is not None:
-            print(f"otelhooks demo: --prometheus-port needs {extra_needed}", file=sys.stderr)
-            return 2
         try:
             endpoint = _PrometheusEndpoint(args.prometheus_port)
         except OSError as exc:  # the port is taken, or not ours to bind
@@ -70,8 +63,6 @@ def _demo(args: argparse.Namespace) -> int:
             return 2
         readers.append(endpoint.reader)
     summarise_sdk_logs(math.inf)  # the delivery report at the end says it once
-    if traces_out.exists():
-        traces_out.unlink()  # one demo run per file, so the tree shows this run only
     try:
         oh = configure(
             service_name="otelhooks-demo",
@@ -92,19 +83,14 @@ def _demo(args: argparse.Namespace) -> int:
             endpoint.stop()
     spans = read_otlp_json_lines(traces_out)
     if not args.quiet:
-        print(render_trees(spans))
-        print("Hook types fired (LobeHub names; count of hook invocations):")
-        for hook_type in LOBEHUB_TYPES:
-            print(f"  {hook_type:<28} {report.fired[hook_type]}")
-        print("Kernel intercept points:")
-        for point in KERNEL_INTERCEPTS:
-            print(f"  {point:<28} {report.intercepts[point]}")
-        print(_metrics_summary(reader))
+        print(
+            _verbose_report(spans, report, reader) if args.verbose else _first_screen(spans, report)
+        )
     print("Delivery:")
     for line in delivery.lines():
         print(f"  {line}")
     if not args.quiet:
-        print(next_steps(traces_out))
+        print(next_steps(traces_out, verbose=args.verbose))
     missing = missing_events(report)
     if missing:
         print(f"not every lifecycle hook fired: {', '.join(missing)}", file=sys.stderr)
@@ -112,18 +98,66 @@ def _demo(args: argparse.Namespace) -> int:
     return EXIT_UNDELIVERED if delivery.dead else 0
 
 
-def next_steps(traces_out: Path) -> str:
-    """Where to look at the run next: the tree, Jaeger, ``otelhooks serve``."""
-    return f"""
-The spans of this run are in {traces_out}
+def _first_screen(spans: list[dict[str, Any]], report: DemoReport) -> str:
+    """The first operation's tree and one line per operation: what fits on one screen."""
+    from otelhooks._demo import INTERCEPT_OF, tally_hooks
+    from otelhooks._demo_tree import operation_summary, render_trees
+
+    first = next(s for s in spans if s["name"] == "invoke_agent research-assistant")
+    trace = [s for s in spans if s["traceId"] == first["traceId"]]
+    counters = {hook["id"] for hook in tally_hooks(report)}
+    return "\n".join(
+        [
+            render_trees(trace, hide_hooks=counters),
+            operation_summary(spans),
+            f"Hooks: {sum(report.intercepts.values())} runs of the {len(INTERCEPT_OF)} hooks "
+            f"of demo-hooks.yaml (named in the tree), and {sum(report.fired.values())} of the "
+            f"demo's\n  {len(counters)} counting hooks, one per LobeHub hook type "
+            "(shown by --verbose)",
+        ]
+    )
+
+
+def _verbose_report(spans: list[dict[str, Any]], report: DemoReport, reader: object) -> str:
+    from otelhooks._demo import KERNEL_INTERCEPTS, LOBEHUB_TYPES
+    from otelhooks._demo_tree import LIFECYCLE_PREFIX, render_trees
+
+    runs = [s for s in spans if not s["name"].startswith(LIFECYCLE_PREFIX)]
+    lifecycle = [s["name"].removeprefix(LIFECYCLE_PREFIX) for s in spans if s not in runs]
+    lines = [render_trees(runs)]
+    if lifecycle:
+        lines.append(
+            "Lifecycle events outside any operation (one span each, a trace of its own): "
+            + ", ".join(lifecycle)
+        )
+    lines.append("Hook invocations by LobeHub hook type (the demo counts each type):")
+    lines += [f"  {hook_type:<28} {report.fired[hook_type]}" for hook_type in LOBEHUB_TYPES]
+    lines.append("Intercept hooks run, by event (demo-hooks.yaml):")
+    lines += [f"  {point:<28} {report.intercepts[point]}" for point in KERNEL_INTERCEPTS]
+    lines.append(_metrics_summary(reader))
+    return "\n".join(lines)
+
+
+def next_steps(traces_out: Path, *, verbose: bool = False) -> str:
+    """What to try after the demo: more of this run, a hook file of one's own, replay."""
+    from otelhooks._demo_hooks import demo_hooks_file
+
+    steps = f"""
 Next:
-  the tree again:  otelhooks tree {traces_out}
+  otelhooks demo --verbose       every trace of this run, the hooks fired, the counters
+  otelhooks tree {traces_out}
+  otelhooks init                 a starter hook file; then: otelhooks demo --hooks hooks.yaml
+  otelhooks replay {traces_out} --hooks {demo_hooks_file()}
+  Jaeger, Grafana, Prometheus (docker compose up -d), the event log (otelhooks serve): README"""
+    if not verbose:
+        return steps
+    return f"""{steps}
   in Jaeger:       docker compose up -d    (from a checkout: collector, Jaeger, Grafana...)
                    OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:4318 otelhooks demo
                    then open http://127.0.0.1:16686, service otelhooks-demo
   in the event log of otelhooks serve (docs/eventlog.md):
                    export OTELHOOKS_ADMIN_TOKEN=$(openssl rand -hex 24)
-                   otelhooks serve --hooks examples/agent-os/hooks/events.yaml --port 4319 &
+                   otelhooks serve --hooks examples/agent-os/hooks/events.yaml &
                    OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=http://127.0.0.1:4319/v1/traces \\
                    OTEL_EXPORTER_OTLP_HEADERS="Authorization=Bearer%20$OTELHOOKS_ADMIN_TOKEN" \\
                    otelhooks demo
@@ -235,9 +269,15 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         action="append",
         default=[],
         metavar="PATH",
-        help="load extra hooks from a config file (repeatable)",
+        help="load extra hooks from a config file (repeatable); they run before the demo's own",
     )
-    demo.add_argument("--quiet", action="store_true", help="print only the summary line")
+    demo.add_argument(
+        "--verbose",
+        action="store_true",
+        help="print every trace, the hooks fired by type and the counters (default: the first "
+        "operation's trace and a summary, one screen)",
+    )
+    demo.add_argument("--quiet", action="store_true", help="print only the delivery report")
     demo.add_argument(
         "--prometheus-port",
         type=int,

@@ -21,5 +21,13 @@ def _events(_: argparse.Namespace) -> int:
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    events = sub.add_parser("events", help="print the lifecycle event table (Markdown)")
+    events = sub.add_parser(
+        "events",
+        help="print the lifecycle event table (Markdown)",
+        description="Print every lifecycle event as a Markdown table: its canonical name, "
+        "whether an intercept hook can change or stop it, its names in the four dialects "
+        "(LobeHub, the kernel app manifest, the agent-OS event log, Claude Code and the "
+        "workspace engine), and the span or span event it becomes. A hook's `type` may be "
+        "any of these names.",
+    )
     events.set_defaults(func=_events)

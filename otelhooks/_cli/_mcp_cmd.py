@@ -98,6 +98,7 @@ def _run(
     headers: dict[str, str],
     token: str | None,
 ) -> int:
+    from otelhooks._export import OtlpJsonLinesSpanExporter
     from otelhooks._setup import configure
     from otelhooks.mcp import McpGateway
 
@@ -111,7 +112,9 @@ def _run(
     oh = configure(
         service_name=args.service_name,
         hooks=hooks,
-        traces_out=args.traces_out,
+        # Appended: an MCP client starts a gateway per session, and each keeps the others'
+        # spans (traces_out would hold the last session only).
+        span_exporters=[OtlpJsonLinesSpanExporter(args.traces_out)] if args.traces_out else [],
         set_global=False,
         structured_logging=False,
     )

@@ -14,7 +14,9 @@ from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS
 
 __all__ = ["add_parser"]
 
-DEFAULT_PORT = 4318  # the OTLP/HTTP port, so OTEL_EXPORTER_OTLP_ENDPOINT needs no path
+# Not 4318: that is the collector's OTLP/HTTP port in the compose stack, and both often run on
+# one machine. An agent points OTEL_EXPORTER_OTLP_ENDPOINT at http://127.0.0.1:4319.
+DEFAULT_PORT = 4319
 
 
 def _terminate(signum: int, frame: FrameType | None) -> None:
@@ -24,11 +26,6 @@ def _terminate(signum: int, frame: FrameType | None) -> None:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    from otelhooks._cli._common import missing_extra
-
-    if (needed := missing_extra("server", "uvicorn")) is not None:
-        print(f"otelhooks serve: needs {needed}", file=sys.stderr)
-        return 2
     from opentelemetry.sdk.trace.export import SpanExporter
 
     from otelhooks._eventlog._server import serve

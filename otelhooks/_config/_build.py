@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
+import importlib.util
 import re
-from collections.abc import Callable, Iterable, Mapping
+import sys
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from pydantic import ValidationError
@@ -14,7 +16,7 @@ from pydantic import ValidationError
 from otelhooks._actions import ACTION_KINDS
 from otelhooks._actions import build_hook as bind_hook
 from otelhooks._config._parse import Document, Loc
-from otelhooks._errors import ConfigError
+from otelhooks._errors import ConfigError, unknown_field
 from otelhooks._events import resolve_event
 from otelhooks._hooks import Hook
 from otelhooks._matchers import MatchKind
@@ -29,15 +31,20 @@ __all__ = [
 ]
 
 
-def import_handler(path: str) -> Callable[..., Any]:
-    """Import ``package.module:function`` (``:`` or the last ``.`` separates the attribute)."""
+def import_handler(path: str, *, beside: Path | None = None) -> Callable[..., Any]:
+    """Import ``package.module:function`` (``:`` or the last ``.`` separates the attribute).
+
+    A module the import system cannot find is looked for in ``beside`` (the hook file's
+    folder): ``handler: myhooks:guard`` imports ``myhooks.py`` next to the file, whatever the
+    working directory.
+    """
     module_name, sep, attr = path.partition(":")
     if not sep:
         module_name, _, attr = path.rpartition(".")
     if not module_name or not attr:
         raise ConfigError(f"handler {path!r} is not an import path like 'pkg.module:function'")
     try:
-        target: Any = importlib.import_module(module_name)
+        target: Any = _import_module(module_name, beside)
     except ImportError as exc:
         raise ConfigError(f"cannot import module {module_name!r}: {exc}") from None
     except (Exception, SystemExit) as exc:
@@ -51,6 +58,32 @@ def import_handler(path: str) -> Callable[..., Any]:
     if not callable(target):
         raise ConfigError(f"handler {path!r} is not callable")
     return target  # type: ignore[no-any-return]
+
+
+def _import_module(name: str, beside: Path | None) -> ModuleType:
+    top = name.partition(".")[0]
+    if beside is not None and top not in sys.modules and importlib.util.find_spec(top) is None:
+        # By file path (importlib's public API), not by a sys.path entry that would outlive
+        # this import and shadow other modules. Registered under its name, so that the
+        # package's submodules and a second hook naming the module find it.
+        for file, package in ((beside / top / "__init__.py", True), (beside / f"{top}.py", False)):
+            if not file.is_file():
+                continue
+            locations = [str(file.parent)] if package else None
+            spec = importlib.util.spec_from_file_location(
+                top, file, submodule_search_locations=locations
+            )
+            if spec is None or spec.loader is None:
+                break
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[top] = module
+            try:
+                spec.loader.exec_module(module)
+            except BaseException:
+                del sys.modules[top]
+                raise
+            break
+    return importlib.import_module(name)
 
 
 def absolute_script(ref: Any, base_dir: Path) -> Any:
@@ -86,11 +119,6 @@ def _placeholder_handler(payload: Any) -> None:
 _MAX_PASSES = 6  # each pass sets aside the fields it found wrong; a hook has few fields
 
 
-def _did_you_mean(name: str, known: Iterable[str]) -> str:
-    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else f"; known fields: {', '.join(known)}"
-
-
 def _problems_of(exc: Exception) -> list[ConfigError]:
     """Every problem a failed ``Hook.model_validate`` reports (pydantic lists them all; our own
     checks in ``model_post_init`` arrive wrapped, one at a time)."""
@@ -105,7 +133,7 @@ def _problems_of(exc: Exception) -> list[ConfigError]:
         loc = [str(p) for p in error["loc"]]
         field = ".".join(loc) or None
         if error["type"] == "extra_forbidden" and len(loc) == 1:
-            message = "unknown field" + _did_you_mean(loc[0], Hook.model_fields)
+            message = unknown_field(loc[0], Hook.model_fields)
         else:
             message = str(error["msg"]).removeprefix("Value error, ")
         problems.append(ConfigError(message, field=field))
@@ -126,7 +154,7 @@ def _webhook_problems(raw: Any) -> list[ConfigError]:
         for error in exc.errors():
             loc = [str(p) for p in error["loc"]]
             if error["type"] == "extra_forbidden" and len(loc) == 1:
-                message = "unknown field" + _did_you_mean(loc[0], dict.fromkeys(names))
+                message = unknown_field(loc[0], dict.fromkeys(names))
             else:
                 message = str(error["msg"]).removeprefix("Value error, ")
             problems.append(ConfigError(message, field=".".join(["webhook", *loc])))

@@ -3,7 +3,8 @@
 A file holds a list of hooks, or ``{"hooks": [...]}``. Each hook has the shape of
 :class:`~otelhooks.Hook` (LobeHub's ``AgentHook``: ``id``, ``type``, ``matcher``, ``webhook``,
 plus otelhooks' ``handler``, ``command``, ``script``, ``plugin``, ...). ``handler`` is an import
-path ``package.module:function``; ``script`` is ``file.py:function`` relative to the file's folder;
+path ``package.module:function`` (a module beside the file imports too); ``script`` is
+``file.py:function`` relative to the file's folder;
 ``webhook`` passes through as written (camelCase LobeHub keys included) to the webhook action,
 which validates it strictly.
 
@@ -58,7 +59,7 @@ def hook_entries(
         def prepare(item: dict[str, Any]) -> None:
             if isinstance(item.get("handler"), str):
                 try:
-                    item["handler"] = import_handler(item["handler"])
+                    item["handler"] = import_handler(item["handler"], beside=doc.path.parent)
                 except ConfigError as exc:
                     exc.field = exc.field or "handler"
                     raise

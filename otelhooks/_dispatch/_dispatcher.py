@@ -220,7 +220,11 @@ class Dispatcher:
         )
         if outcome == "error":
             _log.warning(
-                "hook failed", hook_id=hook.id, lifecycle_event=live.name, error=scrub(str(exc))
+                "hook failed",
+                hook_id=hook.id,
+                lifecycle_event=live.name,
+                error=scrub(str(exc)),
+                **live.log_ids(),
             )
         if not chain.dry_run:
             self._record(hook, outcome, time.perf_counter() - started)

@@ -324,7 +324,12 @@ class ObserverRunner:
         outcome = "ok"
         if isinstance(error, (DeadlinePassed, HookTimeoutError)):
             outcome = "timeout"
-            _log.warning("observer hook timed out", hook_id=hook.id, lifecycle_event=live.name)
+            _log.warning(
+                "observer hook timed out",
+                hook_id=hook.id,
+                lifecycle_event=live.name,
+                **live.log_ids(),
+            )
         elif error is not None:
             outcome = "error"
             _log.warning(
@@ -332,6 +337,7 @@ class ObserverRunner:
                 hook_id=hook.id,
                 lifecycle_event=live.name,
                 error=scrub(str(error)),
+                **live.log_ids(),
             )
         self._record(hook, outcome, _clock() - start)
 

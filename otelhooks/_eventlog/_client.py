@@ -73,7 +73,7 @@ class EventLogClient:
     """Reads one event log over HTTP, keeping the cursor.
 
     Args:
-        url: the server, e.g. ``http://127.0.0.1:4318``.
+        url: the server, e.g. ``http://127.0.0.1:4319``.
         token: the admin token; ``OTELHOOKS_ADMIN_TOKEN`` when omitted.
         log: the log name (needed only when the server serves several).
         since, epoch: a saved cursor and the epoch it belongs to, to resume.
@@ -82,7 +82,7 @@ class EventLogClient:
         http: an ``httpx.Client`` to use instead of a new one (not closed by :meth:`close`).
 
     Example:
-        >>> with EventLogClient("http://127.0.0.1:4318", token="s3cret") as client:
+        >>> with EventLogClient("http://127.0.0.1:4319", token="s3cret") as client:
         ...     for record in client.follow():
         ...         print(record.seq, record.kind, record.tool, record.success)
     """

@@ -35,17 +35,20 @@ _ID_FIELDS = ("traceId", "spanId", "parentSpanId")
 class OtlpJsonLinesSpanExporter(SpanExporter):
     """Append one OTLP/JSON ``ExportTraceServiceRequest`` line per ``export`` call to a file.
 
-    The file is opened for append on the first export, so constructing the exporter touches
+    The file is opened on the first export, so constructing the exporter touches
     nothing. Lines are written whole under a lock, so concurrent exports never interleave.
     The file is created ``0600`` (an existing regular file is tightened to it): spans carry
     prompts and tool arguments, kept as privately as the event log.
 
     Args:
-        path: The file to append to. Its directory must exist.
+        path: The file to write to. Its directory must exist.
+        append: keep what the file holds (the default); ``False`` empties it on the first
+            export, so the file holds this exporter's spans only (``configure(traces_out=)``).
     """
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, append: bool = True) -> None:
         self._path = os.fspath(path)
+        self._flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
         self._lock = threading.Lock()
         self._file: IO[bytes] | None = None
         self._shutdown = False
@@ -81,11 +84,11 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
                     # Unbuffered: each line reaches the OS in one write, whole, as it is made.
                     # Created 0600 like every file otelhooks keeps data in (spans carry
                     # prompts and tool arguments); a file of an older version is tightened.
-                    fd = os.open(self._path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                    fd = os.open(self._path, self._flags, 0o600)
                     mode = os.fstat(fd).st_mode
                     if stat.S_ISREG(mode) and stat.S_IMODE(mode) & 0o077:
                         os.fchmod(fd, 0o600)  # never a pipe or a terminal (/dev/stdout)
-                    self._file = open(fd, "ab", buffering=0)  # noqa: SIM115
+                    self._file = open(fd, "wb", buffering=0)  # noqa: SIM115
                 _write_all(self._file, line)
             except OSError as exc:
                 reason = f"{exc.strerror or exc}"

@@ -13,7 +13,7 @@ import contextlib
 import time
 import traceback
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol, Self
 
@@ -31,6 +31,7 @@ from otelhooks._redact import scrub
 from otelhooks._span_mapping import verdict_attributes
 
 if TYPE_CHECKING:
+    from otelhooks._hooks import Hook
     from otelhooks._instrument._operation import Operation
 
 __all__ = ["AgentTracer", "SpanScope", "record_failure", "record_verdict"]
@@ -119,11 +120,51 @@ class AgentTracer:
         self.metrics = metrics if metrics is not None else engine.metrics
         self.capture_content = capture_from_env() if capture_content is None else capture_content
 
-    def operation(self, agent: str, **options: Any) -> Operation:
-        """One agent run: the root ``invoke_agent {agent}`` span. See :class:`Operation`."""
+    def operation(
+        self,
+        agent: str,
+        *,
+        input: str = "",
+        session_id: str | None = None,
+        user_id: str | None = None,
+        hooks: Iterable[Hook | Mapping[str, Any]] = (),
+        metadata: Mapping[str, Any] | None = None,
+        agent_id: str | None = None,
+        provider: str | None = None,
+        operation_id: str | None = None,
+        full_prompt: str | None = None,
+        thread_id: str | None = None,
+    ) -> Operation:
+        """One agent run: the root ``invoke_agent {agent}`` span. See :class:`Operation`.
+
+        Args:
+            agent: the agent's name (``invoke_agent {agent}``).
+            input: the run's input (``before_agent_start`` interceptors may rewrite it).
+            session_id, user_id: the conversation and the user it belongs to.
+            hooks: hooks for this run only, removed when it ends.
+            metadata: free-form fields passed to the run's hook events.
+            agent_id: a stable id, when it differs from ``agent``.
+            provider: the model provider (``gen_ai.provider.name``), e.g. ``openai``.
+            operation_id: the run's id (a new one by default).
+            full_prompt: the prompt as sent to the model, when it is more than ``input``.
+            thread_id: the thread of an isolated run.
+        """
         from otelhooks._instrument._operation import Operation
 
-        return Operation(self, agent, **options)
+        return Operation(
+            self,
+            agent,
+            input=input,
+            session_id=session_id,
+            user_id=user_id,
+            hooks=hooks,
+            metadata=metadata,
+            agent_id=agent_id,
+            provider=provider,
+            operation_id=operation_id,
+            full_prompt=full_prompt,
+            thread_id=thread_id,
+        )
 
     def emit(self, event: str, **fields: Any) -> Any:
         """Record a point event outside any operation (``gateway_start``, ``session_start``...).

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -60,8 +61,8 @@ def test_demo_writes_one_export_request_per_line(tmp_path: Path) -> None:
     assert names >= DEMO_SPANS
 
 
-def test_demo_fires_every_lobehub_hook_type_and_prints_the_tree(tmp_path: Path) -> None:
-    proc = run_demo("--traces-out", str(tmp_path / "t.jsonl"))
+def test_demo_verbose_shows_every_lobehub_hook_type_fired_and_every_tree(tmp_path: Path) -> None:
+    proc = run_demo("--verbose", "--traces-out", str(tmp_path / "t.jsonl"))
     assert proc.returncode == 0, proc.stderr
     fired = {}
     for line in proc.stdout.splitlines():
@@ -84,6 +85,35 @@ def test_demo_fires_every_lobehub_hook_type_and_prints_the_tree(tmp_path: Path) 
     assert "DENIED by no-shell" in proc.stdout
     assert "reason=interrupted" in proc.stdout
     assert "├─ " in proc.stdout
+    assert "agent_lifecycle" not in proc.stdout  # named in one explained line instead
+    assert "Lifecycle events outside any operation" in proc.stdout
+
+
+def test_demo_prints_one_screen_by_default_with_nothing_unexplained(tmp_path: Path) -> None:
+    proc = run_demo("--traces-out", str(tmp_path / "t.jsonl"))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert len(lines) <= 50
+    assert lines[1].startswith("  invoke_agent research-assistant")
+    assert "agent_lifecycle" not in proc.stdout
+    assert "None" not in proc.stdout  # a failed model call has no token counts, not None/None
+    assert "4 operations, 63 spans in all:" in lines
+    assert "Delivery:" in lines
+    assert "Next:" in lines
+
+
+def test_replaying_the_demo_against_its_own_hook_file_changes_nothing(tmp_path: Path) -> None:
+    from otelhooks._demo_hooks import demo_hooks_file
+
+    traces = tmp_path / "t.jsonl"
+    assert run_demo("--quiet", "--traces-out", str(traces)).returncode == 0
+    proc = subprocess.run(
+        [sys.executable, "-m", "otelhooks", "replay", str(traces), "--hooks",
+         str(demo_hooks_file()), "--fail-on", "deny,mock,rewrite"],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "changes: none" in proc.stdout.splitlines()[0]
 
 
 def test_demo_default_file_is_written_in_the_working_directory(tmp_path: Path) -> None:
@@ -170,3 +200,43 @@ def test_demo_exports_over_otlp_grpc_through_a_real_collector(tmp_path: Path) ->
         assert "execute_tool search" in sink.span_names
     finally:
         sink.stop()
+
+
+def _normalised(text: str) -> list[str]:
+    """Demo output with what differs between runs and machines taken out: ids, durations,
+    and the folders of the files it names."""
+    text = re.sub(r"\b[0-9a-f]{32}\b", "<trace>", text)
+    text = re.sub(r"span [0-9a-f]{8}\b", "span <id>", text)
+    text = re.sub(r"\b\d+\.\d ms\b", "<t> ms", text)
+    text = re.sub(
+        r"/\S*/(otelhooks-demo-traces\.jsonl|otelhooks/demo-hooks\.yaml)", r"<dir>/\1", text
+    )
+    return [line.rstrip() for line in text.strip().splitlines()]
+
+
+def test_the_readme_sample_is_what_the_demo_prints(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = re.search(
+        r"<!-- demo-output -->\n```\n(.*?)```\n<!-- end of demo-output -->", readme, re.S
+    )
+    assert block is not None
+    proc = run_demo(cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert _normalised(proc.stdout) == _normalised(block.group(1))
+
+
+def test_the_replay_guides_policy_changes_exactly_its_own_decisions(tmp_path: Path) -> None:
+    from otelhooks._demo_hooks import demo_hooks_file
+
+    root = Path(__file__).resolve().parents[2]
+    traces = tmp_path / "t.jsonl"
+    capture = {"OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true"}
+    assert run_demo("--quiet", "--traces-out", str(traces), env=capture).returncode == 0
+    proc = subprocess.run(
+        [sys.executable, "-m", "otelhooks", "replay", str(traces), "--format", "json",
+         "--hooks", str(demo_hooks_file()), "--hooks", str(root / "examples/replay/policy.yaml")],
+        capture_output=True, text=True, timeout=120, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    summary = json.loads(proc.stdout.splitlines()[-1])
+    assert summary["changes"] == {"deny": 1, "mock": 5, "rewrite": 2}

@@ -154,7 +154,7 @@ def test_install_on_a_fresh_project_writes_a_starter_hook_file_that_validates(
 ) -> None:
     assert main(["claude-code", "install", "--project", str(fresh)]) == 0
     starter = fresh / ".claude" / "otelhooks.yaml"
-    assert starter.read_text() == starter_hooks_yaml()
+    assert starter.read_text() == starter_hooks_yaml(".claude/otelhooks.yaml")
     assert f"{starter}: created" in capsys.readouterr().out
     assert main(["validate", str(starter)]) == 0
 

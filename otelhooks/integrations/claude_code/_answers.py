@@ -398,7 +398,7 @@ def run_hooks(
     """Run the hooks of ``event`` now and collect what each answered.
 
     An intercept event runs its chain as live; any other event runs its observers on this
-    thread (:meth:`HooksEngine.trial`), so their answers are known before Claude Code is.
+    thread (:meth:`HooksEngine.fire`), so their answers are known before Claude Code is.
     A chain's block without an answer of its own (a Python ``Block``, a kernel ``None``, a
     control webhook, ``on_error: block``) is a block answer of the hook that decided.
     """
@@ -407,7 +407,7 @@ def run_hooks(
             if EVENT_SPECS[payload.event].intercept:
                 verdict = engine.dispatch(event, payload, values=values, operation_id=operation_id)
             else:
-                verdict = engine.trial(event, payload, values=values)
+                verdict = engine.fire(event, payload, values=values)
         except CriticalHookDeliveryError:
             _log.exception("critical hook delivery failed", hook_event=event)
             verdict = Verdict(payload=payload)

@@ -335,7 +335,7 @@ def install(
         ValueError: the file cannot be edited without loss (it is left untouched).
 
     Example:
-        >>> change = install(Path("/tmp/p/.claude/settings.json"), http="http://127.0.0.1:4318")
+        >>> change = install(Path("/tmp/p/.claude/settings.json"), http="http://127.0.0.1:4319")
         >>> "PreToolUse" in change.added
         True
     """

@@ -72,7 +72,7 @@ def install_project(
         if not starter.exists():
             starter.parent.mkdir(parents=True, exist_ok=True)
             with starter.open("x", encoding="utf-8") as handle:
-                handle.write(starter_hooks_yaml())
+                handle.write(starter_hooks_yaml(hooks_file))
             result.hooks_file_verb = "created"
     return result
 
@@ -93,7 +93,7 @@ def uninstall_project(
         result.changes.append(uninstall(settings_path(project=project, local=local)))
     starter = Path(project) / hooks_file
     try:
-        if starter.read_text(encoding="utf-8") == starter_hooks_yaml():
+        if starter.read_text(encoding="utf-8") == starter_hooks_yaml(hooks_file):
             starter.unlink()
             result.hooks_file, result.hooks_file_verb = starter, "deleted"
     except (OSError, UnicodeDecodeError):
