@@ -20,6 +20,7 @@ protobuf parser's limit) is described in ``problems`` and skipped when the calle
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable, Collection, Iterator
 from typing import Any, BinaryIO, Final
@@ -206,7 +207,7 @@ def _raw_requests(
                 if not line.strip():
                     continue
                 try:
-                    request = loads_bounded(line)
+                    request = _loads(line)
                 except JsonProblem as exc:
                     _problem(problems, f"{name}:{number}: not an OTLP/JSON line ({exc})")
                     continue
@@ -216,6 +217,17 @@ def _raw_requests(
                 yield number, request
             return
         yield from _messages(name, file, problems)
+
+
+def _loads(line: bytes) -> Any:
+    """One line: the C parser first (a recording's lines are large and almost never deep);
+    a line too deep for it is read again to a bounded depth."""
+    try:
+        return json.loads(line)
+    except RecursionError:
+        return loads_bounded(line)
+    except ValueError as exc:  # not JSON, not UTF-8, an integer too long to convert
+        raise JsonProblem(str(exc)) from None
 
 
 def _messages(

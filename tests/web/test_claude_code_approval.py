@@ -119,8 +119,9 @@ def test_a_click_on_deny_stops_the_real_claude_code_tool(
             assert "rm -rf victim" in card.locator("textarea.args").input_value()
             card.locator("input.reason").fill("never delete the victim folder")
             page.screenshot(path=str(IMAGES / "web-approvals.png"))
+            approval = card.get_attribute("data-approval")
             card.locator("button.deny").click()
-            page.locator("#answered tr.denied").wait_for()
+            page.locator(f'#answered tr.denied[data-approval="{approval}"]').wait_for()
         finally:
             page.context.close()
         run.join(100)
