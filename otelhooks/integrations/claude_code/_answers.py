@@ -39,6 +39,7 @@ from otelhooks._engine import HooksEngine
 from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._events import EVENTS as EVENT_SPECS
 from otelhooks._events import HookEvent
+from otelhooks._hooks import Block
 from otelhooks._live import Verdict
 from otelhooks.integrations.claude_code._common import DenyMode, HookResponse
 
@@ -129,8 +130,8 @@ def answers_from_notes(notes: Iterable[tuple[str, object]]) -> list[HookAnswer]:
         elif isinstance(detail, tuple) and detail and hasattr(detail[0], "exit_code"):
             outcome = detail[0]  # a command's (outcome, decision) note
             answer = command_answer(hook_id, outcome.exit_code, outcome.stdout, outcome.stderr)
-        elif hasattr(detail, "reason") and type(detail).__name__.endswith("Block"):
-            blocks[hook_id] = block_answer(hook_id, getattr(detail, "reason", None))
+        elif isinstance(detail, Block):  # an observer's block (HooksEngine.trial notes it)
+            blocks[hook_id] = block_answer(hook_id, detail.reason)
             continue
         if answer is not None:
             own[hook_id] = answer
