@@ -211,6 +211,7 @@ def test_sessions_with_huge_ids_stay_within_their_byte_bound() -> None:
     assert held <= 2 * 1024 * 1024
     assert count < 400
     assert "too_many_bytes" in drops
+    assert "join_forgotten" in drops  # the ids of sessions seen: bounded too, and counted
     # what stays: the held sessions plus the join memory (ids of recently seen sessions),
     # each bounded by the same budget
     assert grown < 8 * 1024 * 1024

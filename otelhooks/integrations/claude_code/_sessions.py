@@ -19,7 +19,7 @@ oldest open tool use of a session past ``max_tools_per_session`` are forgotten: 
 deleted (their spans are never ended) and each is counted by ``on_drop`` (``otelhooks.dropped``,
 source ``claude_code_sessions``, reason ``expired``, ``too_many_sessions``, ``too_many_bytes``
 or ``too_many_tools``). The join memory (ended tool uses, recently seen sessions) is bounded
-the same way, by count and bytes, oldest first.
+the same way, by count and bytes, oldest first (reason ``join_forgotten``).
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ def _no_drop(count: int, reason: str) -> None:
 class _Recent:
     """Keys remembered most recent last, bounded in count and bytes (oldest forgotten)."""
 
-    def __init__(self, max_count: int, max_bytes: int) -> None:
+    def __init__(self, max_count: int, max_bytes: int, on_drop: Callable[[], None]) -> None:
+        self.on_drop = on_drop
         self.items: OrderedDict[Any, int] = OrderedDict()
         self.sizes: dict[Any, int] = {}
         self.bytes = 0
@@ -81,6 +82,7 @@ class _Recent:
         while self.items and (len(self.items) > self.max_count or self.bytes > self.max_bytes):
             old, _ = self.items.popitem(last=False)
             self.bytes -= self.sizes.pop(old)
+            self.on_drop()
 
 
 @dataclass(slots=True)
@@ -149,8 +151,8 @@ class ServerSessions(BridgeState):
         self.max_tools_per_session = max_tools_per_session
         self.max_bytes = max_bytes
         self.on_drop = on_drop or _no_drop
-        self._ended = _Recent(remember, max_bytes // 2)
-        self._seen = _Recent(remember, max_bytes // 2)
+        self._ended = _Recent(remember, max_bytes // 2, self._forgot)
+        self._seen = _Recent(remember, max_bytes // 2, self._forgot)
         self._held: OrderedDict[str, _Held] = OrderedDict()
         self._held_bytes = 0
         if path is not None:
@@ -176,6 +178,9 @@ class ServerSessions(BridgeState):
         """Close the connection (the file keeps what is open for the next start)."""
         with self._lock:
             self._db.close()
+
+    def _forgot(self) -> None:
+        self.on_drop(1, "join_forgotten")
 
     # -- joining -----------------------------------------------------------------------------------
 
