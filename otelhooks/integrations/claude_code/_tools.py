@@ -34,7 +34,6 @@ from otelhooks.integrations.claude_code._answers import (
     denied_by,
     respond,
     run_hooks,
-    shaped,
 )
 from otelhooks.integrations.claude_code._common import (
     AGENT,
@@ -44,6 +43,7 @@ from otelhooks.integrations.claude_code._common import (
     text,
 )
 from otelhooks.integrations.claude_code._mapping import claude_fields
+from otelhooks.integrations.claude_code._shapes import shaped
 from otelhooks.integrations.claude_code._spans import (
     SpanRecord,
     SpanWriter,
