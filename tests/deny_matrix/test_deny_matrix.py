@@ -4,10 +4,6 @@ For each (way, path): a guard of that way alone, a tool call on that path; the t
 (the function is not called, Claude Code is told ``deny``, the MCP server records no call, the
 replayed decision is ``deny``) and the trace says which hook stopped it
 (``otelhooks.hook.decided_by`` on the ``execute_tool`` span, the replay's ``by``).
-
-Ways that depend on reading a command's output as Claude Code reads it (deny JSON with exit 1,
-``continue: false``) and ``event.deny()`` are expected failures where this build does not
-have them yet (probed, not assumed): the Claude Code bridge reads every command's answer itself.
 """
 
 from __future__ import annotations
@@ -25,10 +21,8 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otelhooks import read_otlp_json_lines
-from otelhooks._actions._command import CommandAction, CommandOutcome
 from otelhooks._config import load_config
-from otelhooks._events import ToolCallEvent
-from otelhooks._hooks import Block, Hook
+from otelhooks._hooks import Hook
 from otelhooks._semconv import HOOK_DECIDED_BY
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
@@ -97,28 +91,6 @@ PATHS = (
     "langgraph",
     "replay",
 )
-CLAUDE_PATHS = ("claude-bridge", "claude-http-route")
-
-
-def _command_reads(stdout: str, code: int) -> bool:
-    """Whether this build's command hooks deny on this output (the "command" work)."""
-    action = CommandAction(Hook(id="probe", type="PreToolUse", command="true"))
-    decision = action.interpret(
-        CommandOutcome(exit_code=code, stdout=stdout),
-        ToolCallEvent(toolCallId="c", identifier="", apiName="t"),
-    )
-    return isinstance(decision.result, Block)
-
-
-MISSING: dict[str, str | None] = {
-    "python-deny": None if hasattr(ToolCallEvent, "deny") else "event.deny() is not in this build",
-    "deny-json-exit1": None
-    if _command_reads(DENY_JSON, 1)
-    else "command hooks read JSON on exit 1 in the command work",
-    "continue-false": None
-    if _command_reads('{"continue": false}', 0)
-    else "command hooks read continue: false in the command work",
-}
 
 
 @dataclass
@@ -315,11 +287,7 @@ RUN: dict[str, Callable[[Case], tuple[bool, str]]] = {
 def _cases() -> Iterator[Any]:
     for way in WAYS:
         for path in PATHS:
-            # the Claude Code bridge reads every command's answer itself
-            bridged = path in CLAUDE_PATHS and way in ("deny-json-exit1", "continue-false")
-            missing = None if bridged else MISSING.get(way)
-            marks = [pytest.mark.xfail(strict=True, reason=missing)] if missing else []
-            yield pytest.param(way, path, marks=marks, id=f"{way}-{path}")
+            yield pytest.param(way, path, id=f"{way}-{path}")
 
 
 @pytest.mark.parametrize(("way", "path"), list(_cases()))
