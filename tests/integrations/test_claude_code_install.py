@@ -13,6 +13,7 @@ from otelhooks._cli import _claude_code_install_cmd as cli
 from otelhooks._cli import main
 from otelhooks._starter import starter_hooks_yaml
 from otelhooks.integrations.claude_code import _install
+from otelhooks.integrations.claude_code._answers import ANSWERING_EVENTS
 from otelhooks.integrations.claude_code._install import (
     EVENTS,
     MARK,
@@ -87,9 +88,11 @@ def test_command_form_runs_only_safe_observers_async(settings: Path) -> None:
     install(settings, hooks_file="cfg/hooks.yaml")
     ours = _ours(json.loads(settings.read_text()))
     async_events = {e for e, hs in ours.items() if hs[0].get("async")}
-    assert {"Notification", "PreCompact", "PostCompact", "SubagentStart"} <= async_events
-    deciding_or_ordered = {"PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionEnd"}
-    assert not deciding_or_ordered & async_events
+    assert {"Notification", "PostCompact", "FileChanged"} <= async_events
+    # Claude Code does not wait for an async hook: an event a hook can answer must be sync
+    assert not ANSWERING_EVENTS & async_events
+    ordered = {"PreToolUse", "PostToolUse", "UserPromptSubmit", "Stop", "SessionEnd"}
+    assert not ordered & async_events
     command = ours["PreToolUse"][0]["command"]
     assert command.endswith(
         f"/otelhooks/integrations/claude_code/hook_client.py --hooks cfg/hooks.yaml {MARK}"

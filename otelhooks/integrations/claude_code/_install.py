@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Any
 
 from otelhooks._actions._approval import longest_approval
+from otelhooks.integrations.claude_code._answers import ANSWERING_EVENTS
 from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_ours
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import Edited, edit_settings
@@ -117,10 +118,12 @@ EVENTS: tuple[str, ...] = (
 TOOL_EVENTS = frozenset(
     {"PreToolUse", "PermissionRequest", "PermissionDenied", "PostToolUse", "PostToolUseFailure"}
 )
-# Synchronous: events that decide, that open or close a turn or a tool span, or that start or
+# Synchronous: events whose hooks can decide (Claude Code does not wait for an async hook, so
+# its answer would never arrive), that open or close a turn or a tool span, or that start or
 # end the session (out of order, or after Claude Code exits, they would break the spans).
 SYNC_EVENTS = frozenset(
     {
+        *ANSWERING_EVENTS,
         "Setup",
         "SessionStart",
         "UserPromptSubmit",
