@@ -83,6 +83,11 @@ def _after_tool_call(
     copied (``fields``, with the arguments as a dict of their own)."""
     return AfterToolCallEvent(
         **fields,
+        # the kernel's names for the same facts, given so the model's mirroring validator has
+        # nothing to assign
+        toolName=fields["apiName"],
+        toolInput=fields["args"],
+        runId=fields["operationId"],
         content=result.content,
         toolOutput=result.content,
         success=result.success,
