@@ -412,7 +412,13 @@ def run_hooks(
         except CriticalHookDeliveryError:
             _log.exception("critical hook delivery failed", hook_event=event)
             verdict = Verdict(payload=payload)
-    answers = answers_from_notes(notes)
+    # a permissive hook's answer is recorded by the engine (its would-be decision), never
+    # passed on: Claude Code reads the bridge's answer, not the hook's own output
+    permissive = {h.id for h in engine.registry.hooks() if h.mode == "permissive"}
+    if operation_id is not None:
+        scoped = engine.registry.hooks(operation_id=operation_id)
+        permissive.update(h.id for h in scoped if h.mode == "permissive")
+    answers = [a for a in answers_from_notes(notes) if a.hook_id not in permissive]
     if verdict.blocked and not any(
         a.hook_id == verdict.decided_by and _decides(a) for a in answers
     ):

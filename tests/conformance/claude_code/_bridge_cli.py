@@ -79,9 +79,13 @@ def run_all(
     *,
     cwd: Path,
     env: Mapping[str, str],
-    width: int = 16,
+    width: int = 4,
 ) -> list[Run]:
-    """Several hook processes, ``width`` at a time (Claude Code runs hooks in parallel too)."""
+    """Several hook processes, ``width`` at a time (Claude Code runs hooks in parallel too).
+
+    Four at once still overlaps their state-file transactions; sixteen on a 2-core machine
+    starved each process past the bridge's 1 s webhook-delivery deadline, which the tests also
+    check."""
     runs: list[Run] = []
     for i in range(0, len(jobs), width):
         procs = [start(a, s, cwd=cwd, env=env) for a, s in jobs[i : i + width]]
