@@ -167,6 +167,27 @@ def test_claude_code_typed_in_a_terminal_explains_itself_instead_of_waiting(
     assert "otelhooks claude-code install" in line
 
 
+def test_the_installed_hook_client_typed_in_a_terminal_explains_itself(tmp_path: Path) -> None:
+    from otelhooks.integrations.claude_code import hook_client
+
+    controller, terminal = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [sys.executable, hook_client.__file__, "--hooks", "hooks.yaml"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            stdin=terminal,
+        )
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.splitlines()
+    assert "Claude Code runs this" in line
+
+
 def test_a_hook_typo_in_python_gets_the_same_suggestion_as_in_a_config_file(
     tmp_path: Path,
 ) -> None:

@@ -119,6 +119,8 @@ class McpHttpProxy:
         # By the upstream's session id, least recently used first: (session, last request).
         self.sessions: OrderedDict[str | None, tuple[McpSession, float]] = OrderedDict()
         self.sessions_dropped = 0
+        # counted in ``otelhooks.dropped`` (source ``mcp_sessions``) as well as logged
+        self._count_drop = gateway.engine.metrics.drop_counter("mcp_sessions")
 
     async def aclose(self) -> None:
         for session, _ in self.sessions.values():
@@ -205,6 +207,7 @@ class McpHttpProxy:
     def _drop(self, session: McpSession, why: str) -> None:
         self.sessions_dropped += 1
         _log.warning("an MCP session was dropped", why=why, dropped=self.sessions_dropped)
+        self._count_drop(1, why)
         session.close()
 
     async def _post(

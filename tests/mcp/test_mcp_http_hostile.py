@@ -29,11 +29,14 @@ import uvicorn
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.trace import NoOpTracer
 
-from otelhooks import HooksEngine
+from otelhooks import AgentMetrics, HooksEngine
 from otelhooks.mcp import McpGateway, McpHttpProxy
 from otelhooks.mcp._sse import EventTooLarge, events
+from otelhooks.testing import metric_total
 from tests.mcp._harness import (
     ROOT,
     SERVER_APP,
@@ -190,12 +193,14 @@ def test_the_cli_refuses_a_non_loopback_address_without_a_token(tmp_path: Path) 
 
 
 @contextmanager
-def in_process_proxy(tmp_path: Path, **options: Any) -> Iterator[tuple[str, McpHttpProxy]]:
+def in_process_proxy(
+    tmp_path: Path, *, metrics: AgentMetrics | None = None, **options: Any
+) -> Iterator[tuple[str, McpHttpProxy]]:
     server_port, port = free_port(), free_port()
     with process(
         [str(SERVER_APP), "http", str(server_port)], tmp_path / "calls.jsonl", server_port
     ):
-        gateway = McpGateway(HooksEngine(), NoOpTracer(), transport="tcp")
+        gateway = McpGateway(HooksEngine(metrics=metrics), NoOpTracer(), transport="tcp")
         proxy = McpHttpProxy(gateway, f"http://127.0.0.1:{server_port}/mcp", **options)
         config = uvicorn.Config(
             proxy, host="127.0.0.1", port=port, log_level="warning", lifespan="off"
@@ -223,8 +228,13 @@ def test_client_chosen_session_ids_are_not_kept(tmp_path: Path) -> None:
 
 
 def test_sessions_are_bounded_in_count_and_expire_when_idle(tmp_path: Path) -> None:
-    options = {"max_sessions": 3, "session_idle_s": 1.0}
-    with in_process_proxy(tmp_path, **options) as (url, proxy), httpx.Client(timeout=30) as client:
+    options: dict[str, Any] = {"max_sessions": 3, "session_idle_s": 1.0}
+    reader = InMemoryMetricReader()
+    metrics = AgentMetrics(MeterProvider(metric_readers=[reader], shutdown_on_exit=False))
+    with (
+        in_process_proxy(tmp_path, metrics=metrics, **options) as (url, proxy),
+        httpx.Client(timeout=30) as client,
+    ):
         for _ in range(5):
             _session(client, url)
         assert len(proxy.sessions) == 3
@@ -233,6 +243,9 @@ def test_sessions_are_bounded_in_count_and_expire_when_idle(tmp_path: Path) -> N
         _session(client, url)  # any request sweeps the idle ones
         assert len(proxy.sessions) == 1
         assert proxy.sessions_dropped == 5
+    assert metrics.flush(10.0)
+    source = {"otelhooks.drop.source": "mcp_sessions"}
+    assert metric_total(reader, "otelhooks.dropped", source) == 5
 
 
 def test_with_a_token_the_sdk_client_needs_it(tmp_path: Path) -> None:

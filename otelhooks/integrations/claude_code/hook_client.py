@@ -133,6 +133,13 @@ def _start_daemon(argv: list[str], path: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run one hook event (stdin) through the daemon, or the one-process bridge."""
     args = _normalized(list(sys.argv[1:] if argv is None else argv))
+    if sys.stdin.isatty():  # typed in a terminal, it would wait for an event nobody sends
+        print(
+            "otelhooks hook client: Claude Code runs this, one hook event (JSON) on stdin; "
+            "`otelhooks claude-code install` sets it up",
+            file=sys.stderr,
+        )
+        return 2
     body = sys.stdin.buffer.read()
     path = socket_path(args)
     private = _private_folder(path)
