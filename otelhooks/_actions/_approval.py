@@ -47,7 +47,6 @@ __all__ = [
     "APPROVALS_URL_ENV",
     "ApprovalAction",
     "ApprovalConfig",
-    "longest_approval",
     "longest_approval_of",
 ]
 
@@ -236,22 +235,6 @@ def _json(response: httpx.Response, accept: tuple[int, ...]) -> dict[str, Any]:
     if not isinstance(body, dict) or "state" not in body:
         raise ValueError("the answer is not an approval")
     return body
-
-
-def longest_approval(path: os.PathLike[str] | str) -> float:
-    """The longest ``approval.timeout`` of the hooks in the file at ``path`` (0 when there is
-    none, or the file is missing or invalid): what a runtime's own hook timeout must exceed."""
-    from pathlib import Path
-
-    from otelhooks._config import load_config
-
-    if not Path(path).is_file():
-        return 0.0
-    try:
-        hooks = load_config([Path(path)]).hooks
-    except (ConfigError, OSError):
-        return 0.0
-    return longest_approval_of(hooks)
 
 
 def longest_approval_of(hooks: Iterable[Hook]) -> float:

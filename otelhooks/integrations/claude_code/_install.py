@@ -52,7 +52,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from otelhooks._actions._approval import longest_approval
+from otelhooks._actions._approval import longest_approval_of
+from otelhooks._config import load_config
+from otelhooks._errors import ConfigError
 from otelhooks.integrations.claude_code._answers import ANSWERING_EVENTS
 from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_ours
 from otelhooks.integrations.claude_code._json_text import Node
@@ -144,6 +146,17 @@ def _project_file(settings: Path, hooks_file: str) -> Path:
     """``hooks_file`` as Claude Code's hooks resolve it: relative to the project folder."""
     given = Path(hooks_file).expanduser()
     return given if given.is_absolute() else settings.parent.parent / given
+
+
+def _longest_approval(hooks_file: Path) -> float:
+    """The longest ``approval.timeout`` in the hooks file (0 when there is none, or the file is
+    missing or invalid: ``validate`` reports that): Claude Code's own timeout must exceed it."""
+    if not hooks_file.is_file():
+        return 0.0
+    try:
+        return longest_approval_of(load_config([hooks_file]).hooks)
+    except (ConfigError, OSError):
+        return 0.0
 
 
 @dataclass
@@ -349,7 +362,7 @@ def install(
         hooks_file=hooks_file,
         fail_closed=fail_closed,
         traces_out=traces_out,
-        wait_s=longest_approval(_project_file(path, hooks_file)),
+        wait_s=_longest_approval(_project_file(path, hooks_file)),
     )
 
     def edit(text: str, root: Node | None) -> str:
