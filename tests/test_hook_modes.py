@@ -63,6 +63,26 @@ def test_a_permissive_block_is_recorded_and_not_enforced(pipe: Pipeline) -> None
     assert (line["hook_id"], line["would"]) == ("no-rm", "deny: no rm")
 
 
+def test_a_permissive_deny_is_in_the_event_log_record_and_what_observers_see(
+    pipe: Pipeline,
+) -> None:
+    from otelhooks import AgentEventsConfig
+    from otelhooks._eventlog import entry_from_event
+
+    seen: list[Any] = []
+    pipe.register(
+        hook("no-rm", "beforeToolCall", lambda e: Block("no rm"), mode="permissive"),
+        hook("watch", "afterToolCall", seen.append),
+    )
+    assert run_tool(pipe, []) == "ran"
+    pipe.flush()
+    (payload,) = seen
+    assert payload.permissive == ["no-rm: deny: no rm"]
+    entry = entry_from_event(AgentEventsConfig(), payload)
+    assert entry is not None
+    assert (entry.success, entry.detail) == (True, "ok (permissive: no-rm would deny)")
+
+
 def test_a_permissive_block_is_not_enforced_in_an_async_runtime(pipe: Pipeline) -> None:
     async def guard(event: ToolCallEvent) -> Block:
         await asyncio.sleep(0)

@@ -98,9 +98,15 @@ def _detail(payload: HookEvent) -> tuple[bool, str]:
     name = payload.event
     if name == "after_tool_call":
         success = bool(getattr(payload, "success", True))
-        if getattr(payload, "mocked", False):
-            return success, "mocked"
-        return success, "ok" if success else "failed"
+        detail = "mocked" if getattr(payload, "mocked", False) else "ok" if success else "failed"
+        would = getattr(payload, "permissive", None) or []
+        if would:  # "no-rm: deny: reason" -> "no-rm would deny" (a reason may quote content)
+            said = ", ".join(
+                f"{hook} would {what.split(':')[0]}"
+                for hook, _, what in (str(w).partition(": ") for w in would[:5])
+            )
+            detail = f"{detail} (permissive: {said})"
+        return success, detail
     if name == "on_tool_call_error":
         return False, str(getattr(payload, "errorType", None) or "error")
     if name == "on_tool_call_denied":

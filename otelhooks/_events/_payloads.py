@@ -381,6 +381,9 @@ class AfterToolCallEvent(_ToolContext):
     content: str = ""
     success: bool = True
     mocked: bool = False
+    # what hooks in ``mode: permissive`` would have done to this call, never done:
+    # ``"<hook id>: <would>"`` (``no-rm: deny: no rm here``)
+    permissive: list[str] = Field(default_factory=list)
     executionTimeMs: float = 0.0
     result: ToolResult = Field(default_factory=ToolResult)
     toolOutput: Any = None

@@ -120,6 +120,7 @@ class ToolCall(SpanScope):
     denied = False
     deny_reason: str | None = None
     mocked = False
+    permissive: tuple[str, ...] = ()  # what permissive hooks would have done (never done)
     persist_blocked = False
     _result: ToolResult | None = None
     _tool_started = 0.0
@@ -235,6 +236,9 @@ class ToolCall(SpanScope):
         if verdict.matched and self._matched:
             # The verdict wrote its interceptors over the start attribute: every hook again.
             self.span.set_attribute(sc.HOOK_MATCHED, self._matched)
+        self.permissive = tuple(
+            f"{s.hook_id}: {s.permissive}" for s in verdict.steps if s.permissive
+        )
         if verdict.blocked:
             self.denied = True
             self.deny_reason = verdict.reason
@@ -362,7 +366,12 @@ class ToolCall(SpanScope):
             if self._hooked("after_tool_call"):
                 # Copied now (the agent may change its arguments after the call), built by the
                 # observer worker: the agent's thread pays for a dict, not for validation.
-                fields = {**self._context(), "args": dict(self.args), "mocked": self.mocked}
+                fields = {
+                    **self._context(),
+                    "args": dict(self.args),
+                    "mocked": self.mocked,
+                    "permissive": list(self.permissive),
+                }
                 self.live.follow(
                     "after_tool_call",
                     partial(_after_tool_call, fields, result, elapsed_ms),

@@ -38,6 +38,9 @@ HEAD_BYTES: Final = 4096
 # What a stream reader buffers before it stops reading the pipe (the frame is kept by _Lines).
 READ_BUFFER: Final = 1 << 20
 GRACE_S: Final = 2.0
+# A server that has not taken what we wrote to its stdin by then has stopped reading: the
+# gateway would otherwise wait on it forever and never see its client leave.
+STALL_S: Final = 10.0
 
 
 class _Out:
@@ -188,15 +191,20 @@ async def run_stdio(
         await server_in.drain()
         await client_out.drain()
 
-    async def from_client() -> None:
+    async def from_client() -> bool:
+        """Relay the client's frames; False when the server stopped reading its stdin."""
         lines = _Lines(client_in)
         while (frame := await lines.next()) is not None:
             if isinstance(frame, Oversize):
                 deliver(session.refuse(frame.head, f"a frame longer than {LINE_LIMIT} bytes"))
             else:
                 deliver(session.from_client(frame))
-            await server_in.drain()
+            try:
+                await asyncio.wait_for(server_in.drain(), STALL_S)
+            except TimeoutError:
+                return False
             await client_out.drain()
+        return True
 
     async def from_server() -> None:
         assert child.stdout is not None
@@ -214,6 +222,18 @@ async def run_stdio(
     done, _ = await asyncio.wait(
         {client_task, server_task, stop_task}, return_when=asyncio.FIRST_COMPLETED
     )
+    if client_task in done and client_task.result() is False:
+        # the server stopped reading its stdin: every waiting call gets an error, then leave
+        _log.error("the MCP server stopped reading its input", command=list(command))
+        client_out.send(session.close(f"MCP server read no input for {STALL_S:g} s"))
+        _flush(flush)
+        await client_out.drain()
+        server_task.cancel()
+        stop_task.cancel()
+        child.kill()
+        await child.wait()
+        _close(client_out_writer)
+        return 1
     if server_task in done:  # the server exited (or closed its stdout): report, then leave
         code = await _stop_child(child)
         _log.error("the MCP server exited", code=code, command=list(command))

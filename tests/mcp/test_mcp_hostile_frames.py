@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from otelhooks.mcp._stdio import STALL_S
 from tests.mcp._harness import SERVER_APP, calls, env, gateway_args, write_hooks
 
 pytestmark = pytest.mark.timeout(90)
@@ -213,6 +214,24 @@ def test_a_server_line_past_the_limit_fails_the_call_and_the_gateway_ends_with_i
         code = client.proc.wait(30)
     assert code == 0
     assert time.monotonic() - started < 15
+
+
+def test_a_server_that_stops_reading_fails_every_waiting_call_and_the_gateway_ends(
+    tmp_path: Path,
+) -> None:
+    with raw_gateway(tmp_path, broken=True) as client:
+        client.send(_frame(id=12, method="tools/call", params={"name": "deaf", "arguments": {}}))
+        # more than a pipe holds: the gateway's write to the deaf server cannot complete
+        big = {"name": "garble", "arguments": {"pad": "x" * (1 << 20)}}
+        client.send(_frame(id=13, method="tools/call", params=big))
+        started = time.monotonic()
+        client.stdin.close()  # the client leaves
+        answers = [client.answer(), client.answer()]
+        code = client.proc.wait(30)
+    assert sorted(a["id"] for a in answers) == [12, 13]
+    assert all(a["error"]["code"] == -32000 for a in answers)
+    assert code == 1
+    assert time.monotonic() - started < STALL_S + 5
 
 
 def test_an_unreadable_server_answer_fails_its_call_at_once(tmp_path: Path) -> None:
