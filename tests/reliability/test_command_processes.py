@@ -91,7 +91,10 @@ CHILDREN = {
     "ampersand": 'sleep 60 & echo $! >> "$PIDS"',
     "nohup": 'nohup sleep 60 & echo $! >> "$PIDS"',
     "setsid": 'setsid sleep 60 & echo $! >> "$PIDS"',
-    "setsid-double-fork": "(setsid sh -c 'echo $$ >> \"$PIDS\"; exec sleep 60' &)",
+    # the grandchild writes its own pid: the hook waits for it (else the reaper may end the
+    # grandchild before it wrote, and the test could not tell it ever ran)
+    "setsid-double-fork": "(setsid sh -c 'echo $$ >> \"$PIDS\"; exec sleep 60' &); "
+    'until [ -s "$PIDS" ]; do sleep 0.01; done',
 }
 
 
