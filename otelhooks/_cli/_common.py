@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 
 from otelhooks._paths import writable_file_problem
@@ -10,7 +9,6 @@ from otelhooks._paths import writable_file_problem
 __all__ = [
     "CLI_SHUTDOWN_TIMEOUT_S",
     "EXIT_UNDELIVERED",
-    "missing_extra",
     "no_such_path",
     "writable_file_problem",
 ]
@@ -21,18 +19,6 @@ CLI_SHUTDOWN_TIMEOUT_S = 2.0
 
 # The run itself went as planned, but a destination accepted none of what it was sent.
 EXIT_UNDELIVERED = 3
-
-
-def missing_extra(extra: str, *modules: str) -> str | None:
-    """``pip install 'otelhooks[extra]'`` when one of ``modules`` is not installed, else None."""
-    for module in modules:
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        if not found:
-            return f"the {extra} extra: pip install 'otelhooks[{extra}]'"
-    return None
 
 
 def no_such_path(paths: list[str]) -> str | None:
