@@ -115,6 +115,9 @@ class ClaudeCodeBridge:
         shutdown_timeout_s: how long :meth:`close` may take (Claude Code gives some hooks,
             ``SessionEnd`` among them, 1.5 s).
         fail_fast: do not retry a refused or silent webhook (a hook process is short-lived).
+        agent: ``gen_ai.agent.name`` of the spans and the agent id of the events: the coding
+            agent whose dialect was translated (``claude-code``, ``codex``, ``gemini-cli``).
+        provider: ``gen_ai.provider.name`` of the spans (whose models that agent calls).
 
     Example:
         >>> bridge = ClaudeCodeBridge(state=BridgeState("/tmp/cc.sqlite3"))
@@ -136,7 +139,11 @@ class ClaudeCodeBridge:
         writer: SpanWriter | None = None,
         shutdown_timeout_s: float = 10.0,
         fail_fast: bool = False,
+        agent: str = AGENT,
+        provider: str = PROVIDER,
     ) -> None:
+        self.agent = agent
+        self.provider = provider
         self.state = state
         self.deny_mode = deny_mode
         self.capture = _capture_content() if capture is None else capture
@@ -163,6 +170,7 @@ class ClaudeCodeBridge:
             writer=self.writer,
             deny_mode=deny_mode,
             capture=self.capture,
+            agent=agent,
         )
 
     def close(self, timeout_s: float | None = None) -> DeliveryReport:
@@ -212,9 +220,9 @@ class ClaudeCodeBridge:
     def _op_attributes(self, op: OpenOperation, reason: str) -> dict[str, types.AttributeValue]:
         return {
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-            sc.GEN_AI_PROVIDER_NAME: PROVIDER,
-            sc.GEN_AI_AGENT_NAME: AGENT,
-            sc.GEN_AI_AGENT_ID: AGENT,
+            sc.GEN_AI_PROVIDER_NAME: self.provider,
+            sc.GEN_AI_AGENT_NAME: self.agent,
+            sc.GEN_AI_AGENT_ID: self.agent,
             sc.GEN_AI_CONVERSATION_ID: op.session_id,
             sc.SESSION_ID: op.session_id,
             sc.OPERATION_ID: op.operation_id,
@@ -233,7 +241,7 @@ class ClaudeCodeBridge:
         end = time.time_ns()
         self.writer.write(
             SpanRecord(
-                f"{sc.OP_INVOKE_AGENT} {AGENT}",
+                f"{sc.OP_INVOKE_AGENT} {self.agent}",
                 session_trace_id(op.session_id),
                 op.span_id,
                 None,
@@ -248,21 +256,21 @@ class ClaudeCodeBridge:
         if error is not None:
             self.observe(
                 "on_error",
-                ErrorEvent(**common, agentId=AGENT, errorMessage=error, errorType=error_type),
-                (AGENT,),
+                ErrorEvent(**common, agentId=self.agent, errorMessage=error, errorType=error_type),
+                (self.agent,),
             )
         if completed:
             return  # its hooks ran before Claude Code was answered (Stop)
         complete = CompleteEvent(
             **common,
-            agentId=AGENT,
+            agentId=self.agent,
             runId=op.operation_id,
             reason=reason,
             success=reason == "done",
             error=error,
             duration=(end - op.start_ns) / 1e9,
         )
-        self.observe("on_complete", complete, (AGENT,))
+        self.observe("on_complete", complete, (self.agent,))
 
     def _prompt(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
         prompt = str(payload.get("prompt") or "")
@@ -272,14 +280,14 @@ class ClaudeCodeBridge:
             self._end_operation(previous, "interrupted", None)
         event = BeforeAgentStartEvent(
             **self._common(session, op, op.span_id),
-            agentId=AGENT,
+            agentId=self.agent,
             input=prompt,
             userMessage=prompt,
             fullPrompt=prompt,
             metadata={k: payload.get(k) for k in ("cwd", "permission_mode", "transcript_path")},
         )
         verdict, answers = run_hooks(
-            self.engine, "before_agent_start", event, (AGENT,), operation_id=op.operation_id
+            self.engine, "before_agent_start", event, (self.agent,), operation_id=op.operation_id
         )
         rewritten = verdict.payload
         if (
@@ -322,7 +330,7 @@ class ClaudeCodeBridge:
         complete = CompleteEvent.model_validate(
             {
                 **self._common(session, op, op.span_id if op is not None else None),
-                "agentId": AGENT,
+                "agentId": self.agent,
                 "runId": op.operation_id if op is not None else session,
                 "reason": "done",
                 "success": True,
@@ -330,7 +338,7 @@ class ClaudeCodeBridge:
                 "claudeCode": own,
             }
         )
-        _, answers = run_hooks(self.engine, "on_complete", complete, (AGENT,))
+        _, answers = run_hooks(self.engine, "on_complete", complete, (self.agent,))
         output, lost = combine(name, answers)
         if output.get("decision") != "block":
             ended = self.state.end_operation(session)
@@ -369,7 +377,7 @@ class ClaudeCodeBridge:
         span_id = self._lifecycle_span(session, "session_start", None)
         extra = claude_fields(payload, capture=self.capture)
         event = SessionStartEvent(
-            **self._common(session, None, span_id), agentId=AGENT, metadata=extra
+            **self._common(session, None, span_id), agentId=self.agent, metadata=extra
         )
         values = (str(payload.get("source") or "*"),)
         _, answers = run_hooks(self.engine, "session_start", event, values)
