@@ -156,3 +156,15 @@ def test_gemini_run_is_one_trace_with_a_denied_execute_tool_span(
     assert [s["name"] for s in spans if s["name"].startswith("invoke_agent")] == [
         "invoke_agent gemini-cli"
     ]
+
+
+def test_codex_shell_kind_guard_stops_the_deletion(project: Path, tmp_path: Path) -> None:
+    run, _ = _codex(project, tmp_path, '"@shell"')
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    assert "deleting is not allowed here" in _codex_output(run)
+
+
+def test_gemini_shell_kind_guard_stops_the_deletion(project: Path, tmp_path: Path) -> None:
+    run, _ = _gemini(project, tmp_path, '"@shell"')
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    assert "deleting is not allowed here" in _gemini_response(run)
