@@ -3,22 +3,7 @@
 A hook written once (``matcher: "@shell"``) guards Claude Code's ``Bash``, Codex's ``Bash``
 (its hooks name the ``exec_command`` shell tool so), Gemini CLI's ``run_shell_command`` and the
 shell tools of the Python runtimes otelhooks instruments. The table (``docs/adapters.md`` shows
-it) lists each agent's names as its hooks report them:
-
-============  ==========================  ============================  ==========================  ===================================
-kind          Claude Code (+ Agent SDK)    Codex CLI                     Gemini CLI                  Python runtimes (their declared names)
-============  ==========================  ============================  ==========================  ===================================
-@shell        Bash                        Bash, exec_command, shell,    run_shell_command           shell, local_shell (OpenAI Agents),
-                                          local_shell                                               terminal (LangChain ShellTool)
-@file_write   Write                       apply_patch                   write_file                  write_file (LangChain WriteFileTool)
-@file_edit    Edit, MultiEdit,            apply_patch                   replace                     apply_patch (OpenAI Agents)
-              NotebookEdit
-@file_read    Read                        read_file                     read_file, read_many_files  read_file (LangChain ReadFileTool)
-@web_fetch    WebFetch                    —                             web_fetch                   —
-@web_search   WebSearch                   web_search                    google_web_search           web_search, web_search_preview
-                                                                                                    (OpenAI Agents WebSearchTool)
-@mcp          mcp__<server>__<tool>       mcp__<server>__<tool>         —                           <server>/<tool> (the MCP gateway)
-============  ==========================  ============================  ==========================  ===================================
+it) lists each agent's names as its hooks report them: :data:`KIND_NAMES` is that table.
 
 ``@mcp`` matches by name shape (Claude Code's and Codex's ``mcp__server__tool``, the gateway's
 ``server/tool`` through the alias rule of :mod:`otelhooks._matchers`); tool annotations are not

@@ -136,7 +136,8 @@ def test_codex_run_is_one_trace_with_a_denied_execute_tool_span(
     tools = [s for s in spans if s["name"] == "execute_tool Bash"]
     assert [_attr(s, "otelhooks.tool.outcome") for s in tools] == ["denied"]
     turns = [s for s in spans if s["name"] == "invoke_agent codex"]
-    assert len(turns) == 1 and tools[0]["parentSpanId"] == turns[0]["spanId"]
+    assert len(turns) == 1
+    assert tools[0]["parentSpanId"] == turns[0]["spanId"]
 
 
 def test_gemini_install_guard_stops_the_deletion(project: Path, tmp_path: Path) -> None:
