@@ -147,6 +147,7 @@ def run_codex(
     *,
     extra_env: dict[str, str] | None = None,
     timeout_s: float = 60,
+    bypass_hook_trust: bool = True,
 ) -> CliRun:
     """``codex exec`` in ``project`` against the scripted Responses API (``codex_config``
     must have written ``home/.codex/config.toml``)."""
@@ -162,7 +163,7 @@ def run_codex(
         "--dangerously-bypass-approvals-and-sandbox",
         # Codex runs a hook only once its content is trusted (reviewed in its TUI): exec
         # cannot review, so the tests pass Codex's own non-interactive override
-        "--dangerously-bypass-hook-trust",
+        *(["--dangerously-bypass-hook-trust"] if bypass_hook_trust else []),
         "clean up",
     ]
     # the API's port is known only inside the namespace: config.toml gets it there
