@@ -169,3 +169,15 @@ def test_gemini_shell_kind_guard_stops_the_deletion(project: Path, tmp_path: Pat
     run, _ = _gemini(project, tmp_path, '"@shell"')
     assert (project / "victim" / "keep.txt").read_text() == "precious"
     assert "deleting is not allowed here" in _gemini_response(run)
+
+
+def test_gemini_model_calls_are_chat_spans_in_the_turn(project: Path, tmp_path: Path) -> None:
+    run, traces = _gemini(project, tmp_path, "run_shell_command")
+    spans = _spans(traces)
+    turn = next(s for s in spans if s["name"] == "invoke_agent gemini-cli")
+    chats = [s for s in spans if s["name"] == "chat gemini-2.5-flash"]
+    # one per request the scripted API answered: the tool call, then the closing text
+    assert len(chats) == len(run.requests) == 2
+    assert {s["parentSpanId"] for s in chats} == {turn["spanId"]}
+    assert [_attr(s, "gen_ai.usage.input_tokens") for s in chats] == ["20", "20"]
+    assert {_attr(s, "gen_ai.provider.name") for s in chats} == {"gcp.gemini"}

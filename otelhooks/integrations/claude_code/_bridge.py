@@ -20,6 +20,8 @@ Claude Code event            otelhooks
 ``PermissionDenied``         ``on_tool_call_denied``; an open tool span ends ``denied``
 ``Stop`` / ``StopFailure``   the turn ends: ``on_complete`` (and ``on_error``); a Stop hook's
                              block keeps the turn open
+``BeforeModel/AfterModel``   (Gemini CLI) a ``chat {model}`` span in the turn, ``llm_input`` /
+                             ``llm_output`` observers (:mod:`._model_calls`)
 ``SessionStart/End``         ``session_start`` / ``session_end``, ``agent_lifecycle`` spans; at
                              the end every open span of the session is closed
 every other event            its canonical event for the observers (``PreCompact`` is
@@ -83,6 +85,7 @@ from otelhooks.integrations.claude_code._mapping import (
     matcher_value,
     point_payload,
 )
+from otelhooks.integrations.claude_code._model_calls import ModelCalls
 from otelhooks.integrations.claude_code._spans import SpanRecord, SpanWriter, session_trace_id
 from otelhooks.integrations.claude_code._state import BridgeState, OpenOperation
 from otelhooks.integrations.claude_code._tools import ToolUses
@@ -172,6 +175,14 @@ class ClaudeCodeBridge:
             capture=self.capture,
             agent=agent,
         )
+        self.models = ModelCalls(
+            state=state,
+            writer=self.writer,
+            observe=self.observe,
+            agent=agent,
+            provider=provider,
+            capture=self.capture,
+        )
 
     def close(self, timeout_s: float | None = None) -> DeliveryReport:
         """Run the queued observers and webhooks, export the spans (the exporters were given
@@ -197,6 +208,10 @@ class ClaudeCodeBridge:
             return self.tools.post(session, name, payload)
         if name == "PermissionDenied":
             return self.tools.permission_denied(session, payload)
+        if name == "BeforeModel":  # Gemini CLI's (see _model_calls)
+            return self.models.before(session, payload)
+        if name == "AfterModel":
+            return self.models.after(session, payload)
         handler = {
             "UserPromptSubmit": self._prompt,
             "Stop": self._stop,
