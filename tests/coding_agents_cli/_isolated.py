@@ -28,8 +28,12 @@ def main(spec_path: str, out_path: str) -> int:
     )
     with serve_api(api) as url:
         for template in spec.get("templates") or ():
+            # kept beside the file: a second run in the same home renders it again
             path = Path(template)
-            path.write_text(path.read_text().replace("{api}", url))
+            kept = path.with_name(f"{path.name}.template")
+            if not kept.exists():
+                kept.write_text(path.read_text())
+            path.write_text(kept.read_text().replace("{api}", url))
         env = {k: v.replace("{api}", url) for k, v in spec["env"].items()}
         try:
             done = subprocess.run(

@@ -102,6 +102,7 @@ def codex_config(home: Path, *, trusted: Path | None = None) -> Path:
     if trusted is not None:
         lines += ["", f"[projects.{json.dumps(str(trusted))}]", 'trust_level = "trusted"']
     (codex_home / "config.toml").write_text("\n".join(lines) + "\n")
+    (codex_home / "config.toml.template").unlink(missing_ok=True)
     return codex_home
 
 
