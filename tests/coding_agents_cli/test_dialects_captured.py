@@ -77,3 +77,57 @@ def test_unknown_tool_kind_is_a_config_error() -> None:
 
     with pytest.raises(InvalidMatcherError, match="unknown tool kind '@shel'"):
         compile_matcher("@shel", "otelhooks")
+
+
+def test_otelhooks_gemini_command_answers_a_captured_before_tool(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(DENY.format(matcher="@shell"))
+    command = [sys.executable, "-m", "otelhooks", "gemini", "--hooks", str(hooks)]
+    done = subprocess.run(
+        [*command, "--state", str(tmp_path / "state.sqlite3")],
+        input=(CAPTURED / "gemini-BeforeTool.json").read_text(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"decision": "deny", "reason": "no shell here"}
+
+
+def test_gemini_fail_closed_denies_in_geminis_format(tmp_path: Path) -> None:
+    options = BridgeOptions(
+        hooks=(str(tmp_path / "missing.yaml"),),
+        state=str(tmp_path / "state.sqlite3"),
+        dialect="gemini",
+        fail_closed=True,
+    )
+    response = run_hook(json.dumps(_captured("gemini-BeforeTool")), options, environ={})
+    answer = json.loads(response.stdout)
+    assert answer["decision"] == "deny"
+    assert "fail-closed" in answer["reason"]
+
+
+def test_gemini_after_agent_ends_the_turn_as_stop(tmp_path: Path) -> None:
+    traces = tmp_path / "traces.jsonl"
+    options = BridgeOptions(
+        state=str(tmp_path / "state.sqlite3"), dialect="gemini", traces_out=str(traces)
+    )
+    for name in ("gemini-BeforeAgent", "gemini-AfterAgent"):
+        assert run_hook(json.dumps(_captured(name)), options, environ={}).exit_code == 0
+    spans = [
+        span
+        for line in traces.read_text().splitlines()
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+    ]
+    assert [s["name"] for s in spans] == ["invoke_agent gemini-cli"]
+    reasons = [
+        a["value"]
+        for a in spans[0]["attributes"]
+        if a["key"] == "otelhooks.operation.complete_reason"
+    ]
+    assert reasons == [{"stringValue": "done"}]
