@@ -49,6 +49,7 @@ __all__ = [
     "CONTEXT_EVENTS",
     "answers_from_notes",
     "combine",
+    "permission_allows",
     "respond",
     "run_hooks",
 ]
@@ -317,6 +318,22 @@ def _permission_request(answers: Sequence[HookAnswer], specific: dict[str, Any])
             for k, v in allow.items()
             if k in ("behavior", "updatedInput", "updatedPermissions")
         }
+
+
+def permission_allows(verdict: Verdict) -> list[HookAnswer]:
+    """A person's allow of an ``approval:`` hook on ``PermissionRequest``, in its own output:
+    ``decision.behavior: allow`` with the edited arguments as ``updatedInput``. (A deny is the
+    chain's block, which :func:`run_hooks` already made an answer: ``behavior: deny``.)"""
+    if verdict.blocked:
+        return []
+    allows: list[HookAnswer] = []
+    for note in verdict.approvals:
+        if note.decision == "allow":
+            decision: dict[str, Any] = {"behavior": "allow"}
+            if note.args is not None:
+                decision["updatedInput"] = dict(note.args)
+            allows.append(HookAnswer(note.hook_id, {"hookSpecificOutput": {"decision": decision}}))
+    return allows
 
 
 def _elicitation(answers: Sequence[HookAnswer], specific: dict[str, Any]) -> None:
