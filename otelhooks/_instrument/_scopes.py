@@ -73,7 +73,11 @@ class Approval(SpanScope):
             )
 
         live = LiveEvent(
-            "before_human_intervention", build, values=op.values, operation_id=op.operation_id
+            "before_human_intervention",
+            build,
+            values=op.values,
+            operation_id=op.operation_id,
+            deferred=deferred,  # async: __aenter__ awaits the dispatch (once, not twice)
         )
         self._begin(
             sc.OP_HUMAN_APPROVAL,
@@ -182,7 +186,13 @@ class Compaction(SpanScope):
                 tokenCount=self.token_count,
             )
 
-        live = LiveEvent("before_compact", build, values=op.values, operation_id=op.operation_id)
+        live = LiveEvent(
+            "before_compact",
+            build,
+            values=op.values,
+            operation_id=op.operation_id,
+            deferred=deferred,
+        )
         self._begin(
             sc.OP_COMPACT,
             live,
@@ -281,7 +291,11 @@ class AgentCall(SpanScope):
             )
 
         live = LiveEvent(
-            "before_call_agent", build, values=(self.agent_id,), operation_id=op.operation_id
+            "before_call_agent",
+            build,
+            values=(self.agent_id,),
+            operation_id=op.operation_id,
+            deferred=deferred,
         )
         self._begin(
             f"{sc.OP_CALL_AGENT} {self.agent_id}",
