@@ -111,7 +111,8 @@ def test_a_denied_tool_call_span_carries_who_answered_when_and_why(api: httpx.Cl
     assert attrs["otelhooks.approval.timed_out"] is False
     assert attrs["otelhooks.approval.args_edited"] is False
     answered_ms = attrs["otelhooks.approval.answered_ms"]
-    assert isinstance(answered_ms, int) and answered_ms >= before_ms
+    assert isinstance(answered_ms, int)
+    assert answered_ms >= before_ms
     assert span.events[-1].timestamp == answered_ms * 1_000_000
 
 
@@ -201,7 +202,8 @@ def test_lobehub_before_human_intervention_allow_is_an_approve(api: httpx.Client
         )
         (span,) = pipe.spans("request_human_approve")
     assert (approval.action, approval.rejection_reason, reason) == ("approve", None, "done")
-    assert span.attributes is not None and span.attributes["otelhooks.approval.action"] == "approve"
+    assert span.attributes is not None
+    assert span.attributes["otelhooks.approval.action"] == "approve"
     assert _event(span, "approve")["otelhooks.approval.answered_by"] == "dan"
 
 
@@ -217,9 +219,13 @@ def test_lobehub_before_human_intervention_awaited_waits_without_blocking_the_lo
                 await asyncio.sleep(0.02)
 
         ticker = asyncio.create_task(tick())
-        async with pipe.oh.operation("lobe-agent") as op, op.step() as step:
-            async with step.approval([{"identifier": "fs", "apiName": "delete"}]) as approval:
-                pass
+        pending = [{"identifier": "fs", "apiName": "delete"}]
+        async with (
+            pipe.oh.operation("lobe-agent") as op,
+            op.step() as step,
+            step.approval(pending) as approval,
+        ):
+            pass
         ticker.cancel()
         return approval
 
