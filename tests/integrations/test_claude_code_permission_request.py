@@ -286,3 +286,38 @@ def test_install_gives_permission_request_more_time_than_its_approval(tmp_path: 
         handler = json.loads(settings.read_text())["hooks"]["PermissionRequest"][0]["hooks"][0]
         assert handler["timeout"] > 200, (name, handler)
         assert "async" not in handler  # Claude Code waits for its answer
+
+
+def test_a_persons_edited_allow_of_pretooluse_is_an_allow_with_updated_input(
+    tmp_path: Path, capture: None
+) -> None:
+    hooks = tmp_path / "pre.yaml"
+    hooks.write_text(
+        "hooks:\n  - id: ask-pre\n    type: PreToolUse\n    matcher: Bash\n"
+        "    approval: {timeout: 30, default: deny}\n"
+    )
+    server = serve([hooks], token=TOKEN)
+    body = {
+        "session_id": "s-pre",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf node_modules"},
+        "tool_use_id": "toolu_pre",
+    }
+    try:
+        with httpx.Client(base_url=server.url, headers=AUTH) as api:
+            output, _ = _while_pending(
+                api,
+                "ask-pre",
+                lambda: _post_hook(server.url, body),
+                {"decision": "allow", "by": "erin", "args": {"command": "ls node_modules"}},
+            )
+    finally:
+        server.stop()
+    # a person approved: allow (not ask), with the arguments they edited
+    assert output["hookSpecificOutput"] == {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "allow",
+        "permissionDecisionReason": "approved by erin",
+        "updatedInput": {"command": "ls node_modules"},
+    }

@@ -48,8 +48,8 @@ __all__ = [
     "BLOCKING_EVENTS",
     "CONTEXT_EVENTS",
     "answers_from_notes",
+    "approval_allows",
     "combine",
-    "permission_allows",
     "respond",
     "run_hooks",
 ]
@@ -320,19 +320,28 @@ def _permission_request(answers: Sequence[HookAnswer], specific: dict[str, Any])
         }
 
 
-def permission_allows(verdict: Verdict) -> list[HookAnswer]:
-    """A person's allow of an ``approval:`` hook on ``PermissionRequest``, in its own output:
-    ``decision.behavior: allow`` with the edited arguments as ``updatedInput``. (A deny is the
-    chain's block, which :func:`run_hooks` already made an answer: ``behavior: deny``.)"""
+def approval_allows(event: str, verdict: Verdict) -> list[HookAnswer]:
+    """A person's allow of an ``approval:`` hook, in the event's own output: on
+    ``PermissionRequest`` ``decision.behavior: allow`` with the edited arguments as
+    ``updatedInput``; on ``PreToolUse`` ``permissionDecision: allow`` (the edited arguments are
+    the chain's rewrite, which :func:`combine` sends as ``updatedInput``). A deny is the chain's
+    block, which :func:`run_hooks` already made an answer."""
     if verdict.blocked:
         return []
     allows: list[HookAnswer] = []
     for note in verdict.approvals:
-        if note.decision == "allow":
+        if note.decision != "allow":
+            continue
+        specific: dict[str, Any]
+        if event == "PermissionRequest":
             decision: dict[str, Any] = {"behavior": "allow"}
             if note.args is not None:
                 decision["updatedInput"] = dict(note.args)
-            allows.append(HookAnswer(note.hook_id, {"hookSpecificOutput": {"decision": decision}}))
+            specific = {"decision": decision}
+        else:
+            reason = f"approved by {note.answered_by or 'a person'}"
+            specific = {"permissionDecision": "allow", "permissionDecisionReason": reason}
+        allows.append(HookAnswer(note.hook_id, {"hookSpecificOutput": specific}))
     return allows
 
 

@@ -67,8 +67,8 @@ from otelhooks._setup import configure
 from otelhooks._span_mapping import approval_events
 from otelhooks.integrations.claude_code._answers import (
     ANSWERING_EVENTS,
+    approval_allows,
     combine,
-    permission_allows,
     respond,
     run_hooks,
 )
@@ -429,7 +429,7 @@ class ClaudeCodeBridge:
             extra, answers = self._message_sending(session, payload, common)
         verdict, more = run_hooks(self.engine, event.event, event, values)
         if later:
-            more = [*more, *permission_allows(verdict)]
+            more = [*more, *approval_allows(name, verdict)]
             approvals = [(n, a) for n, a, _ in approval_events(verdict)]
             self.writer.write(replace(record, events=[*record.events, *approvals]))
         output, lost = combine(name, [*answers, *more], extra=extra)

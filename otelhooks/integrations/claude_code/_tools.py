@@ -30,6 +30,7 @@ from otelhooks._live import Verdict
 from otelhooks._matchers import tool_aliases
 from otelhooks._span_mapping import approval_events, verdict_attributes
 from otelhooks.integrations.claude_code._answers import (
+    approval_allows,
     combine,
     denied_by,
     respond,
@@ -202,6 +203,7 @@ class ToolUses:
             and rewritten.args != args
             else None
         )
+        answers += approval_allows("PreToolUse", verdict)  # a person's allow is an allow
         output, lost = combine("PreToolUse", answers, updated_input=updated)
         response = respond("PreToolUse", output, lost, deny_mode=self.deny_mode)
         specific = output.get("hookSpecificOutput") or {}
