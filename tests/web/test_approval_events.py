@@ -194,6 +194,22 @@ def test_lobehub_before_human_intervention_waits_and_a_deny_is_a_reject(
     assert attrs["otelhooks.approval.answered_by"] == "carol"
 
 
+def test_lobehub_before_human_intervention_answer_is_an_event_log_record(
+    api: httpx.Client,
+) -> None:
+    hook = _hook("lobe-log", "beforeHumanIntervention", matcher=None)
+    with pipeline(hooks=[hook]) as pipe:
+        _answer_while(
+            api,
+            "lobe-log",
+            lambda: _approval_step(pipe),
+            {"decision": "deny", "reason": "later", "by": "fay"},
+        )
+    records = api.get("/v1/events", params={"mode": "drain"}).json()["events"]
+    (record,) = [r for r in records if r["kind"] == "approval" and r["tool"] == "fs/delete"]
+    assert (record["success"], record["detail"]) == (False, "rejected by fay: later")
+
+
 def test_lobehub_before_human_intervention_allow_is_an_approve(api: httpx.Client) -> None:
     hook = _hook("lobe-allow", "beforeHumanIntervention", matcher=None)
     with pipeline(hooks=[hook]) as pipe:
