@@ -48,7 +48,6 @@ __all__ = [
     "BLOCKING_EVENTS",
     "CONTEXT_EVENTS",
     "answers_from_notes",
-    "approval_allows",
     "combine",
     "respond",
     "run_hooks",
@@ -318,31 +317,6 @@ def _permission_request(answers: Sequence[HookAnswer], specific: dict[str, Any])
             for k, v in allow.items()
             if k in ("behavior", "updatedInput", "updatedPermissions")
         }
-
-
-def approval_allows(event: str, verdict: Verdict) -> list[HookAnswer]:
-    """A person's allow of an ``approval:`` hook, in the event's own output: on
-    ``PermissionRequest`` ``decision.behavior: allow`` with the edited arguments as
-    ``updatedInput``; on ``PreToolUse`` ``permissionDecision: allow`` (the edited arguments are
-    the chain's rewrite, which :func:`combine` sends as ``updatedInput``). A deny is the chain's
-    block, which :func:`run_hooks` already made an answer."""
-    if verdict.blocked:
-        return []
-    allows: list[HookAnswer] = []
-    for note in verdict.approvals:
-        if note.decision != "allow":
-            continue
-        specific: dict[str, Any]
-        if event == "PermissionRequest":
-            decision: dict[str, Any] = {"behavior": "allow"}
-            if note.args is not None:
-                decision["updatedInput"] = dict(note.args)
-            specific = {"decision": decision}
-        else:
-            reason = f"approved by {note.answered_by or 'a person'}"
-            specific = {"permissionDecision": "allow", "permissionDecisionReason": reason}
-        allows.append(HookAnswer(note.hook_id, {"hookSpecificOutput": specific}))
-    return allows
 
 
 def _elicitation(answers: Sequence[HookAnswer], specific: dict[str, Any]) -> None:

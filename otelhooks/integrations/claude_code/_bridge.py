@@ -67,11 +67,11 @@ from otelhooks._setup import configure
 from otelhooks._span_mapping import approval_events
 from otelhooks.integrations.claude_code._answers import (
     ANSWERING_EVENTS,
-    approval_allows,
     combine,
     respond,
     run_hooks,
 )
+from otelhooks.integrations.claude_code._approvals import approval_allows
 from otelhooks.integrations.claude_code._common import (
     AGENT,
     PROVIDER,

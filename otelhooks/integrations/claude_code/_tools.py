@@ -30,12 +30,12 @@ from otelhooks._live import Verdict
 from otelhooks._matchers import tool_aliases
 from otelhooks._span_mapping import approval_events, verdict_attributes
 from otelhooks.integrations.claude_code._answers import (
-    approval_allows,
     combine,
     denied_by,
     respond,
     run_hooks,
 )
+from otelhooks.integrations.claude_code._approvals import approval_allows
 from otelhooks.integrations.claude_code._common import (
     AGENT,
     DenyMode,
