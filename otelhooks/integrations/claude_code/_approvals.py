@@ -1,8 +1,8 @@
 """A person's allow of an ``approval:`` hook, as the Claude Code event's own answer.
 
-An approval's deny is the chain's block, which :func:`~otelhooks.integrations.claude_code._answers.run_hooks` turns into a block
-answer like any other; its allow has no answer of its own in the chain (the action returns the
-payload), so the bridge adds one here: Claude Code must hear that a person decided.
+An approval's deny is the chain's block, which ``run_hooks`` (:mod:`._answers`) turns into a
+block answer like any other; its allow has no answer of its own in the chain (the action returns
+the payload), so the bridge adds one here: Claude Code must hear that a person decided.
 """
 
 from __future__ import annotations
