@@ -19,9 +19,16 @@ route and the instrumentation of serve's own process), or, with a ``url``, in th
 ``OTELHOOKS_ADMIN_TOKEN``, or the variable named by ``token_env``) and long-polls of
 ``GET /v1/approvals/{id}?wait=S``.
 
+It holds the intercept events ``before_tool_call``, ``before_agent_start``, ``message_sending``
+and ``before_human_intervention`` (LobeHub's ``beforeHumanIntervention``, Claude Code's
+``PermissionRequest``).
+
 The answer is the handler return protocol: allow returns the payload (with the person's edited
 arguments when given: a rewrite), deny returns :class:`~otelhooks.Block` with the person's
-reason (else the configured one). A failure to ask (the inbox is full, serve cannot be reached)
+reason (else the configured one). Both come wrapped in :class:`~otelhooks._live.Answered`
+with an :class:`~otelhooks._live.ApprovalNote` (who answered, when, what): the dispatcher keeps
+the note in ``Verdict.approvals``, and the owner of the call's span writes it there as an
+``approve`` / ``reject`` span event. A failure to ask (the inbox is full, serve cannot be reached)
 blocks: the hook's ``on_error`` is ``block`` whatever the hook says, since a person who was never
 asked did not approve.
 """

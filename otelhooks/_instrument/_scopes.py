@@ -46,12 +46,11 @@ class Approval(SpanScope):
         self.pending = pending
         self.action: Literal["approve", "reject", "rejectAndContinue"] | None = None
         self.rejection_reason: str | None = None
-        self.edited_args: dict[str, Any] | None = None
 
     def _after_verdict(self, verdict: Verdict | None) -> None:
         """A ``beforeHumanIntervention`` hook decided (an ``approval:`` hook a person answered,
         or a handler's block): the scope records LobeHub's decision, which the caller reads in
-        :attr:`action`, :attr:`rejection_reason` and :attr:`edited_args`."""
+        :attr:`action` and :attr:`rejection_reason`."""
         if verdict is None:
             return
         noted = bool(verdict.approvals)  # record_verdict wrote who answered as the span event
@@ -59,8 +58,6 @@ class Approval(SpanScope):
             self._decide("reject", None, verdict.reason, event=not noted)
             self._stop(None, verdict.reason)
         elif any(n.decision == "allow" for n in verdict.approvals):
-            edited = next((n.args for n in verdict.approvals if n.args is not None), None)
-            self.edited_args = dict(edited) if edited is not None else None
             self._decide("approve", None, None, event=False)
 
     def _open(self, *, deferred: bool) -> None:
