@@ -321,3 +321,44 @@ def test_a_persons_edited_allow_of_pretooluse_is_an_allow_with_updated_input(
         "permissionDecisionReason": "approved by erin",
         "updatedInput": {"command": "ls node_modules"},
     }
+
+
+def test_an_approved_tool_use_span_ended_by_a_later_process_carries_the_approve_event(
+    asking_server: EventLogServer, tmp_path: Path, runtime_dir: Path
+) -> None:
+    # PreToolUse and PostToolUse run in two bridge processes: the event waits in the state file
+    hooks = tmp_path / "pre.json"
+    hook = {
+        "id": "ask-pre-bridge",
+        "type": "PreToolUse",
+        "matcher": "Bash",
+        "approval": {"timeout": 30, "default": "deny", "url": asking_server.url},
+    }
+    hooks.write_text(json.dumps({"hooks": [hook]}))
+    traces = tmp_path / "traces.jsonl"
+    argv = [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", str(hooks)]
+    argv += ["--traces-out", str(traces)]
+    env = _bridge_env(tmp_path, runtime_dir)
+    use = {
+        "session_id": "s-two",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+        "tool_use_id": "toolu_two",
+    }
+    with httpx.Client(base_url=asking_server.url, headers=AUTH) as api:
+        _while_pending(
+            api,
+            "ask-pre-bridge",
+            lambda: _run(argv, env, {**use, "hook_event_name": "PreToolUse"}),
+            {"decision": "allow", "by": "gus"},
+        )
+    written = _otlp_spans(traces) if traces.exists() else []
+    assert not any(s["name"] == "execute_tool Bash" for s in written)  # the tool is still open
+    post = {**use, "hook_event_name": "PostToolUse", "tool_response": "a b"}
+    done = subprocess.run(argv, input=json.dumps(post), env=env, text=True, timeout=60)
+    assert done.returncode == 0
+    (span,) = [s for s in _otlp_spans(traces) if s["name"] == "execute_tool Bash"]
+    (event,) = [e for e in span["events"] if e["name"] == "approve"]
+    attrs = {a["key"]: next(iter(a["value"].values())) for a in event["attributes"]}
+    assert attrs["otelhooks.approval.answered_by"] == "gus"
+    assert not any(a["key"].startswith("~") for a in span["attributes"])
