@@ -7,6 +7,12 @@ keeps the newest ``max_traces`` traces and at most ``max_spans`` spans in all: p
 the trace seen longest ago goes, whole. A trace holds at most ``max_trace_spans`` spans; more
 are counted (``dropped``) and not kept.
 
+One approval is one record: serve writes a stand-in span for each answered approval (for a
+caller whose spans never reach serve), and the runtime that waited writes the same approval as an
+``approve`` / ``reject`` event on the call's own span. Whichever arrives second, the index keeps
+the call's span: a stand-in of an approval already seen on a span is not kept, and a span that
+brings the event of a kept stand-in replaces it (matched by ``otelhooks.approval.id``).
+
 Each span is kept as the JSON object the page reads (short keys, times in microseconds), and
 each trace as one summary row (agent, service, start, duration, tool calls, errors, decisions,
 tokens, cost), updated as its spans arrive. Content attributes (prompts, completions, tool
@@ -29,7 +35,10 @@ from otelhooks import _semconv as sc
 from otelhooks._eventlog._signal import AppendSignal
 from otelhooks.web._summary import TraceSummary, decision_of
 
-__all__ = ["CONTENT_ATTRIBUTES", "TraceIndex"]
+__all__ = ["APPROVAL_ID", "APPROVAL_STAND_IN", "CONTENT_ATTRIBUTES", "TraceIndex"]
+
+APPROVAL_ID = "otelhooks.approval.id"
+APPROVAL_STAND_IN = "otelhooks.approval.stand_in"
 
 CONTENT_ATTRIBUTES = frozenset(
     {
@@ -73,11 +82,52 @@ def _attrs(attributes: Mapping[str, Any] | None, capture: bool) -> dict[str, Any
     return kept
 
 
+def _approval_ids(row: dict[str, Any]) -> list[str]:
+    return [
+        str(e["a"][APPROVAL_ID])
+        for e in row["e"]
+        if e["n"] in (sc.EVENT_APPROVE, sc.EVENT_REJECT) and e["a"].get(APPROVAL_ID)
+    ]
+
+
 @dataclass
 class _Trace:
     summary: TraceSummary
     spans: list[dict[str, Any]] = field(default_factory=list)
+    services: list[str] = field(default_factory=list)  # each kept span's, to rebuild the summary
     dropped: int = 0
+    stand_ins: dict[str, dict[str, Any]] = field(default_factory=dict)  # approval id -> row
+    answered: set[str] = field(default_factory=set)  # approval ids seen on a call's span
+
+    def keep(self, row: dict[str, Any], service: str) -> bool:
+        """Keep ``row`` (and count it in the summary) unless it is the stand-in of an approval
+        already kept: ``False`` then. A span bringing a kept stand-in's approval replaces it."""
+        ids = _approval_ids(row)
+        if row["a"].get(APPROVAL_STAND_IN) is True and ids:
+            if any(i in self.answered or i in self.stand_ins for i in ids):
+                return False
+            self.stand_ins[ids[0]] = row
+        else:
+            self.answered.update(ids)
+            replaced = [self.stand_ins.pop(i) for i in ids if i in self.stand_ins]
+            if replaced:
+                self._remove(replaced)
+        self.spans.append(row)
+        self.services.append(service)
+        self.summary.add(row, service)
+        return True
+
+    def _remove(self, rows: list[dict[str, Any]]) -> None:
+        gone = {id(r) for r in rows}
+        kept = [
+            (r, svc) for r, svc in zip(self.spans, self.services, strict=True) if id(r) not in gone
+        ]
+        self.spans = [r for r, _ in kept]
+        self.services = [svc for _, svc in kept]
+        summary = TraceSummary(self.summary.trace_id, self.summary.seq)
+        for row, service in kept:
+            summary.add(row, service)
+        self.summary = summary
 
 
 class TraceIndex(SpanProcessor, SpanExporter):
@@ -155,11 +205,12 @@ class TraceIndex(SpanProcessor, SpanExporter):
                 if len(trace.spans) >= self.max_trace_spans:
                     trace.dropped += 1
                     continue
-                trace.spans.append(row)
-                trace.summary.add(row, service)
+                before = len(trace.spans)
+                if not trace.keep(row, service):
+                    continue
                 self.version += 1
                 trace.summary.updated = self.version
-                self._spans += 1
+                self._spans += len(trace.spans) - before
             self._evict()
         self.signal.notify()
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -79,3 +80,60 @@ def test_a_pending_permission_request_shows_time_left_and_is_approved_by_a_click
         page.context.close()
     asking.join(60)
     assert out["answer"]["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+
+
+PERMISSION_SPAN = "agent_lifecycle before_human_intervention"
+
+
+def _carrying(server: EventLogServer, trace_id: str, approval: str | None) -> list[str]:
+    """The spans of the trace that hold an approve/reject event of ``approval``."""
+    trace = httpx.get(f"{server.url}/v1/ui/traces/{trace_id}", headers=AUTH).json()
+    return [
+        s["n"]
+        for s in trace["spans"]
+        if any(e["a"].get("otelhooks.approval.id") == approval for e in s["e"])
+    ]
+
+
+def test_an_approval_answered_from_the_page_is_one_asked_mark_in_its_trace(
+    browser: Any, asking_server: EventLogServer
+) -> None:
+    out: dict[str, Any] = {}
+    asking = threading.Thread(target=_ask, args=(asking_server, out))
+    asking.start()
+    page = log_in(browser, asking_server.url)
+    try:
+        page.goto(f"{asking_server.url}/approvals")
+        card = page.locator(".approval-card", has_text="ask-on-permission").first
+        card.wait_for(timeout=30_000)
+        approval = card.get_attribute("data-approval")
+        card.locator("button.approve").click()
+        page.locator(f'#answered tr.allowed[data-approval="{approval}"]').wait_for()
+        asking.join(60)
+        item = httpx.get(f"{asking_server.url}/v1/approvals/{approval}", headers=AUTH).json()
+        # at every moment one span holds the approval: serve's stand-in until the
+        # PermissionRequest span, which carries the runtime's event, replaces it
+        deadline = time.monotonic() + 10
+        carrying = _carrying(asking_server, item["trace_id"], approval)
+        while carrying != [PERMISSION_SPAN] and time.monotonic() < deadline:
+            assert len(carrying) <= 1, carrying
+            time.sleep(0.05)
+            carrying = _carrying(asking_server, item["trace_id"], approval)
+        assert carrying == [PERMISSION_SPAN]
+        # serve's stand-in and the PermissionRequest span's own event are one approval
+        page.goto(f"{asking_server.url}/#trace={item['trace_id']}")
+        page.locator(".wf-row").first.wait_for()
+        asked = page.locator(".wf-row .dec.asked")
+        asked.first.wait_for()
+        assert asked.count() == 1
+        asked.first.locator("xpath=..").click()
+        detail = page.locator("#detail")
+        page.wait_for_function(
+            "el => /approve by browser/.test(el.textContent)", arg=detail.element_handle()
+        )
+        text = detail.inner_text()
+        assert "asked" in text
+        assert "ask-on-permission" in text
+        assert '"otelhooks.approval.decision":"allow"' in text.replace(" ", "")
+    finally:
+        page.context.close()

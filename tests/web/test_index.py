@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 
@@ -78,3 +79,64 @@ def test_each_hook_decision_has_its_mark(
     attrs: dict[str, Any], events: list[dict[str, Any]], kind: str | None
 ) -> None:
     assert decision_of(attrs, events).get("kind") == kind
+
+
+def _approval_spans(index: TraceIndex, *, stand_in_first: bool) -> tuple[str, str]:
+    """One approval written twice, as serve and the runtime write it: serve's stand-in (a child
+    of the call's span) and the call's own span with the runtime's event; ``(trace, call span)``."""
+    provider = TracerProvider(resource=Resource.create({"service.name": "approvals"}))
+    provider.add_span_processor(index)
+    tracer = provider.get_tracer("tests")
+    event = {"otelhooks.approval.id": "a1", "otelhooks.approval.answered_by": "alice"}
+    call = tracer.start_span("execute_tool fs/rm", attributes={"gen_ai.operation.name": "x"})
+    call.add_event("reject", attributes=event)
+    ctx = call.get_span_context()
+
+    def stand_in() -> None:
+        parent = trace.set_span_in_context(trace.NonRecordingSpan(ctx))
+        span = tracer.start_span(
+            "request_human_approve fs/rm",
+            context=parent,
+            attributes={"otelhooks.approval.stand_in": True},
+        )
+        span.add_event("reject", attributes=event)
+        span.end()
+
+    if stand_in_first:
+        stand_in()
+        call.end()
+    else:
+        call.end()
+        stand_in()
+    return format(ctx.trace_id, "032x"), format(ctx.span_id, "016x")
+
+
+def _asked(index: TraceIndex, trace_id: str) -> list[str]:
+    found = index.trace(trace_id)
+    assert found is not None
+    return [s["n"] for s in found["spans"] if s["d"].get("kind") == "asked"]
+
+
+@pytest.mark.parametrize("stand_in_first", [True, False])
+def test_one_approval_is_one_span_whichever_arrives_first(stand_in_first: bool) -> None:
+    index = TraceIndex()
+    trace_id, _ = _approval_spans(index, stand_in_first=stand_in_first)
+    assert _asked(index, trace_id) == ["execute_tool fs/rm"]
+    found = index.trace(trace_id)
+    assert found is not None
+    assert found["summary"]["spans"] == len(found["spans"]) == 1
+    assert index.stats()["spans"] == sum(op["spans"] for op in index.operations()["operations"])
+
+
+def test_a_stand_in_is_kept_when_the_calls_span_never_arrives() -> None:
+    index = TraceIndex()
+    provider = TracerProvider()
+    provider.add_span_processor(index)
+    span = provider.get_tracer("tests").start_span(
+        "request_human_approve fs/rm", attributes={"otelhooks.approval.stand_in": True}
+    )
+    span.add_event("approve", attributes={"otelhooks.approval.id": "a2"})
+    span.end()
+    trace_id = format(span.get_span_context().trace_id, "032x")
+    assert _asked(index, trace_id) == ["request_human_approve fs/rm"]
+    assert "asked" in index.operations()["operations"][0]["decisions"]
