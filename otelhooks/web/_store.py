@@ -95,38 +95,21 @@ class _Trace:
     summary: TraceSummary
     spans: list[dict[str, Any]] = field(default_factory=list)
     services: list[str] = field(default_factory=list)  # each kept span's, to rebuild the summary
+    approvals: list[str] = field(default_factory=list)  # the approval ids its spans brought
     dropped: int = 0
-    stand_ins: dict[str, dict[str, Any]] = field(default_factory=dict)  # approval id -> row
-    answered: set[str] = field(default_factory=set)  # approval ids seen on a call's span
 
-    def keep(self, row: dict[str, Any], service: str) -> bool:
-        """Keep ``row`` (and count it in the summary) unless it is the stand-in of an approval
-        already kept: ``False`` then. A span bringing a kept stand-in's approval replaces it."""
-        ids = _approval_ids(row)
-        if row["a"].get(APPROVAL_STAND_IN) is True and ids:
-            if any(i in self.answered or i in self.stand_ins for i in ids):
-                return False
-            self.stand_ins[ids[0]] = row
-        else:
-            self.answered.update(ids)
-            replaced = [self.stand_ins.pop(i) for i in ids if i in self.stand_ins]
-            if replaced:
-                self._remove(replaced)
+    def keep(self, row: dict[str, Any], service: str) -> None:
         self.spans.append(row)
         self.services.append(service)
         self.summary.add(row, service)
-        return True
 
-    def _remove(self, rows: list[dict[str, Any]]) -> None:
-        gone = {id(r) for r in rows}
-        kept = [
-            (r, svc) for r, svc in zip(self.spans, self.services, strict=True) if id(r) not in gone
-        ]
-        self.spans = [r for r, _ in kept]
-        self.services = [svc for _, svc in kept]
+    def remove(self, row: dict[str, Any]) -> None:
+        """Drop ``row`` and count the summary again without it (rare: a replaced stand-in)."""
+        at = next(i for i, kept in enumerate(self.spans) if kept is row)
+        del self.spans[at], self.services[at]
         summary = TraceSummary(self.summary.trace_id, self.summary.seq)
-        for row, service in kept:
-            summary.add(row, service)
+        for kept, service in zip(self.spans, self.services, strict=True):
+            summary.add(kept, service)
         self.summary = summary
 
 
@@ -170,6 +153,8 @@ class TraceIndex(SpanProcessor, SpanExporter):
         self._seq = 0
         self._lock = threading.Lock()
         self._traces: OrderedDict[str, _Trace] = OrderedDict()
+        # approval id -> (its trace, serve's stand-in row or None once a call's span brought it)
+        self._approvals: dict[str, tuple[str, dict[str, Any] | None]] = {}
 
     # -- SpanProcessor / SpanExporter ---------------------------------------------------------
 
@@ -198,6 +183,10 @@ class TraceIndex(SpanProcessor, SpanExporter):
             return
         with self._lock:
             for trace_id, service, row in rows:
+                ids = _approval_ids(row)
+                stand_in = bool(ids) and row["a"].get(APPROVAL_STAND_IN) is True
+                if stand_in and any(i in self._approvals for i in ids):
+                    continue  # the call's span already holds this approval
                 trace = self._traces.get(trace_id)
                 if trace is None:
                     self._seq += 1
@@ -205,22 +194,41 @@ class TraceIndex(SpanProcessor, SpanExporter):
                 if len(trace.spans) >= self.max_trace_spans:
                     trace.dropped += 1
                     continue
-                before = len(trace.spans)
-                if not trace.keep(row, service):
-                    continue
+                for approval in ids:
+                    self._hold(approval, trace_id, row if stand_in else None)
+                trace.approvals.extend(ids)
+                trace.keep(row, service)
                 self.version += 1
                 trace.summary.updated = self.version
-                self._spans += len(trace.spans) - before
+                self._spans += 1
             self._evict()
         self.signal.notify()
+
+    def _hold(self, approval: str, trace_id: str, stand_in: dict[str, Any] | None) -> None:
+        """Record who holds ``approval``; a call's span replaces serve's stand-in, in whatever
+        trace serve put it (a caller that gave no trace id has its stand-in in a trace alone)."""
+        held = self._approvals.get(approval)
+        if held is not None and held[1] is not None:
+            old = self._traces.get(held[0])
+            if old is not None:
+                old.remove(held[1])
+                self._spans -= 1
+                self.version += 1
+                old.summary.updated = self.version
+                if not old.spans and held[0] != trace_id:
+                    del self._traces[held[0]]
+        self._approvals[approval] = (trace_id, stand_in)
 
     def _evict(self) -> None:
         while len(self._traces) > self.max_traces or (
             self._spans > self.max_spans and len(self._traces) > 1
         ):
-            _, gone = self._traces.popitem(last=False)
+            trace_id, gone = self._traces.popitem(last=False)
             self._spans -= len(gone.spans)
             self.evicted += 1
+            for approval in gone.approvals:
+                if self._approvals.get(approval, ("",))[0] == trace_id:
+                    del self._approvals[approval]
 
     def _row(self, span: ReadableSpan) -> tuple[str, str, dict[str, Any]] | None:
         ctx = span.context

@@ -140,3 +140,23 @@ def test_a_stand_in_is_kept_when_the_calls_span_never_arrives() -> None:
     trace_id = format(span.get_span_context().trace_id, "032x")
     assert _asked(index, trace_id) == ["request_human_approve fs/rm"]
     assert "asked" in index.operations()["operations"][0]["decisions"]
+
+
+def test_a_stand_in_alone_in_its_trace_goes_with_that_trace_when_the_call_arrives() -> None:
+    index = TraceIndex()
+    provider = TracerProvider()
+    provider.add_span_processor(index)
+    tracer = provider.get_tracer("tests")
+    event = {"otelhooks.approval.id": "a3"}
+    # the caller gave no trace id: serve's stand-in is the root of a trace of its own
+    stand_in = tracer.start_span(
+        "request_human_approve fs/rm", attributes={"otelhooks.approval.stand_in": True}
+    )
+    stand_in.add_event("approve", attributes=event)
+    stand_in.end()
+    call = tracer.start_span("execute_tool fs/rm")
+    call.add_event("approve", attributes=event)
+    call.end()
+    operations = index.operations()["operations"]
+    assert [op["root"] for op in operations] == ["execute_tool fs/rm"]
+    assert index.stats()["spans"] == 1
