@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +14,7 @@ import httpx
 import pytest
 
 from otelhooks._eventlog._server import EventLogServer, serve
-from tests.web.conftest import AUTH, TOKEN, log_in
+from tests.web.conftest import AUTH, TOKEN, approval_holder, log_in
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -85,16 +84,6 @@ def test_a_pending_permission_request_shows_time_left_and_is_approved_by_a_click
 PERMISSION_SPAN = "agent_lifecycle before_human_intervention"
 
 
-def _carrying(server: EventLogServer, trace_id: str, approval: str | None) -> list[str]:
-    """The spans of the trace that hold an approve/reject event of ``approval``."""
-    trace = httpx.get(f"{server.url}/v1/ui/traces/{trace_id}", headers=AUTH).json()
-    return [
-        s["n"]
-        for s in trace["spans"]
-        if any(e["a"].get("otelhooks.approval.id") == approval for e in s["e"])
-    ]
-
-
 def test_an_approval_answered_from_the_page_is_one_asked_mark_in_its_trace(
     browser: Any, asking_server: EventLogServer
 ) -> None:
@@ -111,15 +100,7 @@ def test_an_approval_answered_from_the_page_is_one_asked_mark_in_its_trace(
         page.locator(f'#answered tr.allowed[data-approval="{approval}"]').wait_for()
         asking.join(60)
         item = httpx.get(f"{asking_server.url}/v1/approvals/{approval}", headers=AUTH).json()
-        # at every moment one span holds the approval: serve's stand-in until the
-        # PermissionRequest span, which carries the runtime's event, replaces it
-        deadline = time.monotonic() + 10
-        carrying = _carrying(asking_server, item["trace_id"], approval)
-        while carrying != [PERMISSION_SPAN] and time.monotonic() < deadline:
-            assert len(carrying) <= 1, carrying
-            time.sleep(0.05)
-            carrying = _carrying(asking_server, item["trace_id"], approval)
-        assert carrying == [PERMISSION_SPAN]
+        assert approval_holder(asking_server, item["trace_id"], approval) == PERMISSION_SPAN
         # serve's stand-in and the PermissionRequest span's own event are one approval
         page.goto(f"{asking_server.url}/#trace={item['trace_id']}")
         page.locator(".wf-row").first.wait_for()

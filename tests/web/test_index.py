@@ -70,6 +70,16 @@ def test_long_values_and_many_attributes_are_cut() -> None:
         ({"otelhooks.hook.mocked": True, "otelhooks.hook.mocked_by": "m"}, [], "mocked"),
         ({"otelhooks.hook.rewritten_by": ["r"]}, [], "rewritten"),
         ({}, [{"n": "reject", "a": {"otelhooks.approval.answered_by": "alice"}}], "asked"),
+        (
+            {"otelhooks.tool.outcome": "denied", "otelhooks.hook.decided_by": "ask"},
+            [{"n": "reject", "a": {"otelhooks.approval.hook_id": "ask"}}],
+            "asked",
+        ),
+        (
+            {"otelhooks.tool.outcome": "denied", "otelhooks.hook.decided_by": "guard"},
+            [{"n": "approve", "a": {"otelhooks.approval.hook_id": "ask"}}],
+            "denied",
+        ),
         ({"otelhooks.hook.errors": ["h: boom"]}, [], "permissive"),
         ({"gen_ai.operation.name": "invoke_agent", "otelhooks.hook.decided_by": "b"}, [], "denied"),
         ({"otelhooks.tool.outcome": "success"}, [], None),
@@ -160,3 +170,36 @@ def test_a_stand_in_alone_in_its_trace_goes_with_that_trace_when_the_call_arrive
     operations = index.operations()["operations"]
     assert [op["root"] for op in operations] == ["execute_tool fs/rm"]
     assert index.stats()["spans"] == 1
+
+
+def test_a_call_a_person_denied_is_one_asked_mark_counted_as_a_denial() -> None:
+    index = TraceIndex()
+    provider = TracerProvider()
+    provider.add_span_processor(index)
+    span = provider.get_tracer("tests").start_span(
+        "execute_tool fs/rm",
+        attributes={
+            "gen_ai.operation.name": "execute_tool",
+            "otelhooks.tool.outcome": "denied",
+            "otelhooks.hook.decided_by": "ask",
+        },
+    )
+    span.add_event(
+        "reject",
+        attributes={
+            "otelhooks.approval.hook_id": "ask",
+            "otelhooks.approval.answered_by": "alice",
+            "otelhooks.approval.reason": "not on prod",
+        },
+    )
+    span.end()
+    (op,) = index.operations()["operations"]
+    found = index.trace(op["trace_id"])
+    assert found is not None
+    assert found["spans"][0]["d"] == {
+        "kind": "asked",
+        "by": "ask",
+        "why": "reject by alice: not on prod",
+        "blocked": True,
+    }
+    assert (op["denials"], op["decisions"]) == (1, ["asked", "denied"])
