@@ -78,14 +78,16 @@ def log_in(browser: Any, url: str) -> Any:
     return page
 
 
-def approval_holder(server: EventLogServer, trace_id: str, approval: str | None) -> str:
+def approval_holder(
+    server: EventLogServer, trace_id: str, approval: str | None, headers: dict[str, str] = AUTH
+) -> str:
     """The one span of a trace of one approval that holds its ``approve``/``reject`` event and
     its 'asked' mark, once the caller's span (not serve's ``request_human_approve`` stand-in)
     holds it: serve writes the stand-in as the answer is given, the caller's span arrives when it
     ends. Never two at once."""
     deadline = time.monotonic() + 10
     while True:
-        trace = httpx.get(f"{server.url}/v1/ui/traces/{trace_id}", headers=AUTH).json()
+        trace = httpx.get(f"{server.url}/v1/ui/traces/{trace_id}", headers=headers).json()
         holders = [
             s
             for s in trace["spans"]
