@@ -37,6 +37,8 @@ from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES
 from otelhooks._eventlog._model import EventLog
 from otelhooks._processor import HookSpanProcessor
 from otelhooks._redact import register_env_secrets, register_secret
+from otelhooks._store._base import open_store
+from otelhooks._store._errors import StoreError
 
 if TYPE_CHECKING:
     import uvicorn
@@ -313,6 +315,7 @@ def serve(
     web: bool = True,
     jaeger_url: str | None = None,
     grafana_url: str | None = None,
+    store: str | None = None,
 ) -> EventLogServer:
     """Build what ``otelhooks serve`` runs from hook files, and start it (unless ``start``
     is False, for :meth:`EventLogServer.serve_forever`).
@@ -333,8 +336,14 @@ def serve(
     With ``web`` (the default) the server also serves the web view and the approvals inbox
     (:mod:`otelhooks.web`), linking trace ids to ``jaeger_url`` and metrics to ``grafana_url``.
 
+    ``store`` (default: ``OTELHOOKS_STORE``) is where the state is kept: unset for the SQLite
+    default (each log its ring or file), or ``postgresql://user@host/db``: every event log is
+    then kept in PostgreSQL (schema created or migrated at start), shared with every other
+    instance on the same database.
+
     Raises:
-        ConfigError: a file is invalid, two logs share a name, or there is no admin token.
+        ConfigError: a file is invalid, two logs share a name, there is no admin token, or the
+            store cannot be opened (the message names it).
     """
     token = token or os.environ.get(ADMIN_TOKEN_ENV)
     if not token:  # checked before any log file is opened
@@ -354,7 +363,19 @@ def serve(
         raise ConfigError(f"two agent_events files are named {duplicate!r}", field="name")
     processor = HookSpanProcessor()
     processor.register(hooks)
-    events = [AgentEvents(c, notice_sink=notice_sink) for c in configs]
+    try:
+        state = open_store(store)
+    except StoreError as exc:
+        raise ConfigError(str(exc), field="store") from None
+    try:
+        logs = [state.event_log(c) for c in configs]
+    except StoreError as exc:
+        state.close()
+        raise ConfigError(str(exc), field="store") from None
+    events = [
+        AgentEvents(c, log=log, notice_sink=notice_sink)
+        for c, log in zip(configs, logs, strict=True)
+    ]
     for item in events:
         item.install(processor)
     received: list[SpanProcessor] = [processor, *span_processors]
@@ -382,7 +403,9 @@ def serve(
             sessions_path_beside,
         )
 
+        # Sessions beside a durable SQLite log; a shared store does not keep them yet.
         durable = next((c.path for c in configs if c.durable and c.path), None)
+        durable = None if state.shared else durable
         serving = claude_code_routes(
             processor,
             downstream=received,
@@ -394,6 +417,7 @@ def serve(
         received = [serving.span_processor]
         routes = serving.routes
         owned.append(serving)
+    owned.append(state)  # last: the logs it opened are closed before its connections
     server = EventLogServer(
         [item.log for item in events],
         span_processors=received,
