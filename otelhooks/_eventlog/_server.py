@@ -37,7 +37,6 @@ from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES
 from otelhooks._eventlog._model import EventLog
 from otelhooks._processor import HookSpanProcessor
 from otelhooks._redact import register_env_secrets, register_secret
-from otelhooks._store._base import open_store
 from otelhooks._store._errors import StoreError
 
 if TYPE_CHECKING:
@@ -363,6 +362,8 @@ def serve(
         raise ConfigError(f"two agent_events files are named {duplicate!r}", field="name")
     processor = HookSpanProcessor()
     processor.register(hooks)
+    from otelhooks._store._base import open_store  # the store imports the event log
+
     try:
         state = open_store(store)
     except StoreError as exc:

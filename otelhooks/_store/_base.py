@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import abc
 import os
+from typing import TYPE_CHECKING
 
-from otelhooks._config import AgentEventsConfig
-from otelhooks._eventlog._model import EventLog
 from otelhooks._store._errors import StoreError
+
+if TYPE_CHECKING:
+    from otelhooks._config import AgentEventsConfig
+    from otelhooks._eventlog._model import EventLog
 
 __all__ = ["STORE_ENV", "Store", "open_store"]
 
