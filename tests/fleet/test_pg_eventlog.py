@@ -50,7 +50,8 @@ def test_two_instances_append_into_one_gapless_seq_order(
         thread.start()
     for thread in threads:
         thread.join(60)
-    assert a.flush(30) and b.flush(30)
+    assert a.flush(30)
+    assert b.flush(30)
     batch = a.read(0, 10_000)
     assert [r.seq for r in batch.records] == list(range(1, 2 * per + 1))
     assert sorted(r.ts - 1_700_000_000_000 for r in batch.records) == list(range(2 * per))
@@ -71,7 +72,8 @@ def test_a_cursor_from_one_instance_continues_on_the_other(
     assert b.flush(10)
     rest = b.read(first.next_since, 100)
     assert [r.seq for r in first.records + rest.records] == list(range(1, 16))
-    assert rest.dropped_window == 0 and not rest.has_more
+    assert rest.dropped_window == 0
+    assert not rest.has_more
 
 
 def test_a_write_through_one_instance_wakes_the_other_within_a_second(
@@ -132,7 +134,8 @@ def test_retention_deletes_the_oldest_and_reports_the_gap(pg_url: str) -> None:
             assert log.flush(10)
         batch = log.read(0, 100)
         assert [r.seq for r in batch.records] == list(range(8, 13))
-        assert batch.oldest == 8 and batch.dropped_window == 7
+        assert batch.oldest == 8
+        assert batch.dropped_window == 7
         newest = log.read(0, 2, newest=True)
         assert [r.seq for r in newest.records] == [11, 12]
     finally:
