@@ -37,7 +37,6 @@ from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES
 from otelhooks._eventlog._model import EventLog
 from otelhooks._processor import HookSpanProcessor
 from otelhooks._redact import register_env_secrets, register_secret
-from otelhooks._store._errors import StoreError
 
 if TYPE_CHECKING:
     import uvicorn
@@ -362,17 +361,9 @@ def serve(
         raise ConfigError(f"two agent_events files are named {duplicate!r}", field="name")
     processor = HookSpanProcessor()
     processor.register(hooks)
-    from otelhooks._store._base import open_store  # the store imports the event log
+    from otelhooks._store._serve import open_state  # the store imports the event log
 
-    try:
-        state = open_store(store)
-    except StoreError as exc:
-        raise ConfigError(str(exc), field="store") from None
-    try:
-        logs = [state.event_log(c) for c in configs]
-    except StoreError as exc:
-        state.close()
-        raise ConfigError(str(exc), field="store") from None
+    state, logs, shared = open_state(store, configs, processor)
     events = [
         AgentEvents(c, log=log, notice_sink=notice_sink)
         for c, log in zip(configs, logs, strict=True)
@@ -380,7 +371,11 @@ def serve(
     for item in events:
         item.install(processor)
     received: list[SpanProcessor] = [processor, *span_processors]
-    owned: list[EventLog | AgentEvents | SpanProcessor | _Closable] = [processor, *events]
+    owned: list[EventLog | AgentEvents | SpanProcessor | _Closable] = [
+        processor,
+        *events,
+        *shared,
+    ]
     routes: dict[str, Route] = {}
     fallback: Route | None = None
     exporters = list(span_exporters)

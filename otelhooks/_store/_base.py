@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from otelhooks._store._errors import StoreError
 
 if TYPE_CHECKING:
+    from otelhooks._actions._outbox import DurableQueue, Report
     from otelhooks._config import AgentEventsConfig
     from otelhooks._eventlog._model import EventLog
 
@@ -51,6 +52,11 @@ class Store(abc.ABC):
         Raises:
             StoreError: the log cannot be opened.
         """
+
+    def outbox(self, report: Report) -> DurableQueue | None:
+        """The webhook outbox shared by the store's instances (``None``: each deliverer keeps
+        its own SQLite file, as without a store)."""
+        return None
 
     def close(self) -> None:  # noqa: B027 - nothing to release by default
         """Release connections (after the logs opened from the store are closed)."""

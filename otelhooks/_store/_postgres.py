@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     import psycopg
     from psycopg_pool import ConnectionPool
 
+    from otelhooks._actions._outbox import Report
     from otelhooks._store._pg_listen import Listener
+    from otelhooks._store._pg_outbox import PostgresOutbox
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresStore", "store_name"]
 
@@ -217,6 +219,11 @@ class PostgresStore(Store):
         log = PostgresEventLog(self, name=config.name, retention=retention)
         self._logs.append(log)
         return log
+
+    def outbox(self, report: Report) -> PostgresOutbox:
+        from otelhooks._store._pg_outbox import PostgresOutbox
+
+        return PostgresOutbox(self, report=report)
 
     def listener(self) -> Listener:
         """The store's one ``LISTEN`` connection (started on first use)."""
