@@ -53,9 +53,7 @@ def test_two_pumping_instances_deliver_each_row_once(pg_url: str, server: Webhoo
 CLAIMER = textwrap.dedent(
     """
     import os, sys
-    import psycopg
-
-from otelhooks import WebhookConfig
+    from otelhooks import WebhookConfig
     from otelhooks._store._base import open_store
     from otelhooks._store._pg_outbox import PostgresOutbox
 
