@@ -399,13 +399,13 @@ def serve(
             sessions_path_beside,
         )
 
-        # Sessions beside a durable SQLite log; a shared store does not keep them yet.
         durable = next((c.path for c in configs if c.durable and c.path), None)
-        durable = None if state.shared else durable
+        drops = processor.engine.metrics.drop_counter("claude_code_sessions")
         serving = claude_code_routes(
             processor,
             downstream=received,
             sessions_path=sessions_path_beside(durable) if durable else None,
+            sessions=state.claude_code_sessions(drops),
             exporters=exporters,
             fail_closed=fail_closed,
             decision_timeout_s=hook_timeout_s,

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from otelhooks._actions._outbox import DurableQueue, Report
     from otelhooks._config import AgentEventsConfig
     from otelhooks._eventlog._model import EventLog
+    from otelhooks.integrations.claude_code._sessions import DropCounter, ServerSessions
 
 __all__ = ["STORE_ENV", "Store", "open_store"]
 
@@ -56,6 +57,11 @@ class Store(abc.ABC):
     def outbox(self, report: Report) -> DurableQueue | None:
         """The webhook outbox shared by the store's instances (``None``: each deliverer keeps
         its own SQLite file, as without a store)."""
+        return None
+
+    def claude_code_sessions(self, on_drop: DropCounter | None = None) -> ServerSessions | None:
+        """Claude Code session state shared by the store's instances (``None``: each server
+        keeps its own, in memory or beside a durable log, as without a store)."""
         return None
 
     def close(self) -> None:  # noqa: B027 - nothing to release by default

@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from otelhooks._actions._outbox import Report
     from otelhooks._store._pg_listen import Listener
     from otelhooks._store._pg_outbox import PostgresOutbox
+    from otelhooks._store._pg_sessions import SharedSessions
+    from otelhooks.integrations.claude_code._sessions import DropCounter
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresStore", "store_name"]
 
@@ -84,6 +86,37 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
             last_error TEXT
         );
         CREATE INDEX otelhooks_outbox_due ON otelhooks_outbox (next_at);
+        """,
+    ),
+    (
+        2,
+        # Claude Code's session tables, under the names the bridge's SQL uses (its own schema).
+        """
+        CREATE SCHEMA otelhooks_claude_code;
+        CREATE TABLE otelhooks_claude_code.operations (
+            session_id   TEXT PRIMARY KEY,
+            operation_id TEXT NOT NULL,
+            span_id      BIGINT NOT NULL,
+            start_ns     BIGINT NOT NULL,
+            prompt       TEXT NOT NULL
+        );
+        CREATE TABLE otelhooks_claude_code.tools (
+            session_id     TEXT NOT NULL,
+            tool_use_id    TEXT NOT NULL,
+            span_id        BIGINT NOT NULL,
+            parent_span_id BIGINT NOT NULL,
+            operation_id   TEXT NOT NULL,
+            start_ns       BIGINT NOT NULL,
+            tool_name      TEXT NOT NULL,
+            tool_input     TEXT NOT NULL,
+            call_index     INTEGER NOT NULL,
+            attributes     TEXT NOT NULL,
+            PRIMARY KEY (session_id, tool_use_id)
+        );
+        CREATE TABLE otelhooks_claude_code.counters (
+            session_id TEXT PRIMARY KEY,
+            tool_calls INTEGER NOT NULL
+        );
         """,
     ),
 )
@@ -224,6 +257,11 @@ class PostgresStore(Store):
         from otelhooks._store._pg_outbox import PostgresOutbox
 
         return PostgresOutbox(self, report=report)
+
+    def claude_code_sessions(self, on_drop: DropCounter | None = None) -> SharedSessions:
+        from otelhooks._store._pg_sessions import SharedSessions
+
+        return SharedSessions(self, on_drop=on_drop)
 
     def listener(self) -> Listener:
         """The store's one ``LISTEN`` connection (started on first use)."""
