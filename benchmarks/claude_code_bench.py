@@ -64,7 +64,10 @@ def _session_events(session: str, tools: int) -> list[dict[str, Any]]:
         command = "rm -rf build" if i % 4 == 0 else f"ls dir{i}"
         tool = {"tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": f"t{i}"}
         events.append({**common, **tool, "hook_event_name": "PreToolUse"})
-        events.append({**common, **tool, "hook_event_name": "PostToolUse", "tool_response": "ok"})
+        if i % 4:  # a denied tool never runs: Claude Code sends no PostToolUse for it (409)
+            events.append(
+                {**common, **tool, "hook_event_name": "PostToolUse", "tool_response": "ok"}
+            )
     events.append({**common, "hook_event_name": "Stop"})
     return events
 

@@ -3,9 +3,10 @@
 
 :class:`SharedSessions` is :class:`~otelhooks.integrations.claude_code._sessions.ServerSessions`
 with one change: its transactions run on the store (the tables ``operations``, ``tools`` and
-``counters`` of the ``otelhooks_claude_code`` schema, the bridge's own), so the bridge logic is
-the same code. Each transaction first takes one advisory lock, which serializes the fleet's
-session changes as ``BEGIN IMMEDIATE`` serializes them in SQLite.
+``counters`` of the ``otelhooks_claude_code`` schema, the bridge's own, made the transaction's
+``search_path``), so the bridge logic is the same code. Each transaction first takes one
+advisory lock, which serializes the fleet's session changes as ``BEGIN IMMEDIATE`` serializes
+them in SQLite (the lock and the path in one round trip).
 
 What stays per instance: the bounds' accounting (sessions held, bytes, expiry) counts what this
 instance started, and the join memory of recently ended tool uses (Claude Code's own
@@ -85,6 +86,8 @@ class SharedSessions(ServerSessions):
     @contextmanager
     def _tx(self) -> Iterator[Any]:
         with self.store.transaction() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
-            conn.execute(f"SET LOCAL search_path = {SESSIONS_SCHEMA}".encode())
+            conn.execute(
+                "SELECT pg_advisory_xact_lock(%s), set_config('search_path', %s, true)",
+                (_LOCK, SESSIONS_SCHEMA),
+            )
             yield _Transaction(conn)

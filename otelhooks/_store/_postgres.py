@@ -183,8 +183,6 @@ class PostgresStore(Store):
             max_size=max_connections,
             timeout=pool_timeout_s,
             kwargs=self.connect_kwargs,
-            # A connection the server dropped (a restart) is replaced, not handed out.
-            check=ConnectionPool.check_connection,
             reconnect_timeout=0,  # never give up reconnecting: the store comes back
             name="otelhooks",
             open=False,
@@ -197,6 +195,9 @@ class PostgresStore(Store):
     def transaction(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
         """A pooled connection in a transaction, committed when the block ends.
 
+        A pooled connection the server dropped (it restarted) fails at ``BEGIN``, before
+        anything of the caller's ran: it is discarded and the block gets a fresh one, once.
+
         Raises:
             StoreUnavailable: no connection in time, or the connection was lost.
             StoreError: any other database error.
@@ -205,7 +206,14 @@ class PostgresStore(Store):
         from psycopg_pool import PoolTimeout
 
         try:
-            with self._pool.connection() as conn, conn.transaction():
+            with contextlib.ExitStack() as stack:
+                conn = stack.enter_context(self._pool.connection())
+                try:
+                    stack.enter_context(conn.transaction())
+                except psycopg.OperationalError:
+                    stack.close()  # back to the pool, which drops a broken connection
+                    conn = stack.enter_context(self._pool.connection())
+                    stack.enter_context(conn.transaction())
                 yield conn
         except PoolTimeout as exc:
             raise StoreUnavailable(self.name, f"no connection: {exc}") from None

@@ -96,3 +96,25 @@ def test_no_store_is_the_sqlite_default() -> None:
     store = open_store("")
     assert not store.shared
     assert store.name == "sqlite"
+
+
+def test_instances_starting_together_apply_each_migration_once(pg_url: str) -> None:
+    import threading
+
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            open_store(pg_url).close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert _versions(pg_url) == list(range(1, SCHEMA_VERSION + 1))
+    open_store(pg_url).close()  # and once more after: nothing to apply, no error
+    assert _versions(pg_url) == list(range(1, SCHEMA_VERSION + 1))
