@@ -36,7 +36,11 @@ def test_kill_9_of_one_instance_mid_burst_loses_and_duplicates_nothing(
     tmp_path: Path, pg_url: str
 ) -> None:
     a = start_instance(tmp_path, pg_url)
-    b = start_instance(tmp_path, pg_url)
+    try:
+        b = start_instance(tmp_path, pg_url)
+    except BaseException:
+        a.stop()
+        raise
     urls = [a.url, b.url]
     acked: list[int] = []  # request numbers answered 200
     retried: list[int] = []

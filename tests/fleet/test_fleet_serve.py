@@ -16,7 +16,11 @@ from tests.reliability._serve_proc import ServeProc, post_traces, tool_spans_jso
 @pytest.fixture
 def fleet(tmp_path: Path, pg_url: str) -> Iterator[tuple[ServeProc, ServeProc]]:
     a = start_instance(tmp_path, pg_url)
-    b = start_instance(tmp_path, pg_url)
+    try:
+        b = start_instance(tmp_path, pg_url)
+    except BaseException:
+        a.stop()
+        raise
     try:
         yield a, b
     finally:

@@ -107,7 +107,11 @@ def test_a_queued_webhook_of_serve_is_delivered_once_by_the_fleet(
         f"      url: {server.url}/hook\n      delivery: queue\n"
     )
     a = start_instance(tmp_path, pg_url, "--hooks", str(hooks))
-    b = start_instance(tmp_path, pg_url, "--hooks", str(hooks))
+    try:
+        b = start_instance(tmp_path, pg_url, "--hooks", str(hooks))
+    except BaseException:
+        a.stop()
+        raise
     try:
         assert post_traces(a.url, tool_spans_json(20)).status_code == 200
         assert post_traces(b.url, tool_spans_json(20, start=20)).status_code == 200
