@@ -118,3 +118,43 @@ def test_instances_starting_together_apply_each_migration_once(pg_url: str) -> N
     assert _versions(pg_url) == list(range(1, SCHEMA_VERSION + 1))
     open_store(pg_url).close()  # and once more after: nothing to apply, no error
     assert _versions(pg_url) == list(range(1, SCHEMA_VERSION + 1))
+
+
+def _run(store: PostgresStore, sql: str) -> None:
+    with store.transaction() as conn:
+        conn.execute(sql.encode())
+
+
+def test_a_query_past_the_statement_timeout_is_cancelled_and_names_the_store(
+    pg_url: str,
+) -> None:
+    import time
+
+    store = PostgresStore(pg_url, statement_timeout_s=0.2)
+    try:
+        started = time.monotonic()
+        with pytest.raises(
+            StoreUnavailable, match=r"store postgresql://postgres@.*statement timeout"
+        ):
+            _run(store, "SELECT pg_sleep(5)")
+        assert time.monotonic() - started < 3
+    finally:
+        store.close()
+
+
+def test_the_pool_is_bounded_and_a_caller_waits_at_most_the_pool_timeout(pg_url: str) -> None:
+    import contextlib
+    import time
+
+    store = PostgresStore(pg_url, max_connections=2, pool_timeout_s=0.5)
+    try:
+        with contextlib.ExitStack() as held:
+            for _ in range(2):
+                held.enter_context(store.transaction())
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailable, match="no connection"):
+                _run(store, "SELECT 1")
+            assert 0.4 < time.monotonic() - started < 3
+        _run(store, "SELECT 1")  # released: usable again
+    finally:
+        store.close()
