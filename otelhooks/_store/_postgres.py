@@ -183,7 +183,9 @@ class PostgresStore(Store):
             max_size=max_connections,
             timeout=pool_timeout_s,
             kwargs=self.connect_kwargs,
-            reconnect_timeout=0,  # never give up reconnecting: the store comes back
+            # A failed background reconnection is given up at once; the next caller that needs
+            # a connection makes the pool try again (tests/fleet: recovery after a restart).
+            reconnect_timeout=0,
             name="otelhooks",
             open=False,
         )
