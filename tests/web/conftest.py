@@ -18,6 +18,19 @@ from tests._realparts import require
 
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
 
+
+def screenshot(page: Any, name: str, tmp_path: Path) -> Path:
+    """Take a real screenshot of ``page``; the README's copy in docs/images is replaced only when
+    ``OTELHOOKS_UPDATE_SCREENSHOTS=1`` (a test run must not rewrite files of the checkout)."""
+    shot = tmp_path / name
+    page.screenshot(path=str(shot))
+    assert shot.read_bytes().startswith(b"\x89PNG")
+    if os.environ.get("OTELHOOKS_UPDATE_SCREENSHOTS") == "1":
+        IMAGES.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, IMAGES / name)
+    return shot
+
+
 TOKEN = "web-admin-t0ken-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
 CHROMIUM = os.environ.get("OTELHOOKS_CHROMIUM", "/usr/bin/chromium")
