@@ -64,7 +64,10 @@ def _session_events(session: str, tools: int) -> list[dict[str, Any]]:
         command = "rm -rf build" if i % 4 == 0 else f"ls dir{i}"
         tool = {"tool_name": "Bash", "tool_input": {"command": command}, "tool_use_id": f"t{i}"}
         events.append({**common, **tool, "hook_event_name": "PreToolUse"})
-        events.append({**common, **tool, "hook_event_name": "PostToolUse", "tool_response": "ok"})
+        if i % 4:  # a denied tool never runs: Claude Code sends no PostToolUse for it (409)
+            events.append(
+                {**common, **tool, "hook_event_name": "PostToolUse", "tool_response": "ok"}
+            )
     events.append({**common, "hook_event_name": "Stop"})
     return events
 
@@ -77,9 +80,11 @@ def _session(url: str, session: str, tools: int, barrier: Any, out: Any) -> None
     conn = http.client.HTTPConnection(host, int(port))
     headers = {"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"}
     bodies = [json.dumps(event).encode() for event in _session_events(session, tools)]
-    conn.request("GET", "/v1/events?mode=version", headers=headers)  # connect before the burst
-    conn.getresponse().read()
     barrier.wait()
+    # Connected after the barrier: forking hundreds of sessions can take longer than the
+    # server's keep-alive timeout (5 s), which would close a connection opened before it.
+    conn.request("GET", "/v1/events?mode=version", headers=headers)  # not timed
+    conn.getresponse().read()
     mine: list[float] = []
     for body in bodies:
         t0 = time.perf_counter()

@@ -21,7 +21,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, Protocol
 
 import structlog
 from pydantic import ValidationError
@@ -30,7 +30,7 @@ from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_http import Delivery, prepare, send
 from otelhooks._private_files import private_file
 
-__all__ = ["Outbox", "backoff_s"]
+__all__ = ["DurableQueue", "Outbox", "Report", "backoff_s"]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -70,6 +70,22 @@ class _Row:
 
 Report = Callable[[str, str, str, Delivery | None, str], None]
 """(hook id, event, outcome, last delivery, reason) for every row that finished."""
+
+
+class DurableQueue(Protocol):
+    """What a deliverer needs of an outbox: this SQLite one, or a shared store's."""
+
+    def put(
+        self, hook_id: str, event_id: str, config: WebhookConfig, body: bytes, *, event: str = ""
+    ) -> None: ...
+
+    def pending(self) -> int: ...
+
+    def start(self) -> None: ...
+
+    def flush(self, timeout_s: float = 30.0) -> bool: ...
+
+    def close(self, timeout_s: float = 5.0) -> None: ...
 
 
 class Outbox:

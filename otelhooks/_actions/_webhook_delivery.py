@@ -19,6 +19,7 @@ import hashlib
 import os
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ import httpx
 import structlog
 
 from otelhooks import _semconv as sc
-from otelhooks._actions._outbox import Outbox, backoff_s
+from otelhooks._actions._outbox import DurableQueue, Outbox, Report, backoff_s
 from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_http import (
     Delivery,
@@ -85,6 +86,8 @@ class WebhookDeliverer:
         concurrency: requests in flight at most.
         retry_deadline_s: how long a failing delivery is retried (fetch mode).
         outbox_path: SQLite file of the durable queue for ``delivery: queue`` hooks.
+        outbox_factory: builds the durable queue instead (given the report callback), e.g. a
+            PostgreSQL store's outbox shared by a fleet of ``serve`` instances.
         fail_fast: do not retry a refused connection or a timeout, and skip a URL that failed
             that way (short-lived commands; every deliverer turns fail-fast at shutdown).
     """
@@ -98,6 +101,7 @@ class WebhookDeliverer:
         concurrency: int = 8,
         retry_deadline_s: float = 60.0,
         outbox_path: str | os.PathLike[str] | None = None,
+        outbox_factory: Callable[[Report], DurableQueue] | None = None,
         fail_fast: bool = False,
     ) -> None:
         self.metrics = metrics or AgentMetrics()
@@ -118,7 +122,8 @@ class WebhookDeliverer:
         self._client: httpx.AsyncClient | None = None
         self._loop_lock = threading.Lock()
         self._outbox_path = outbox_path
-        self._outbox: Outbox | None = None
+        self._outbox_factory = outbox_factory
+        self._outbox: DurableQueue | None = None
         # One drop recorder for the queue and for deliveries given up on (attributes built once).
         self._count_dropped = self.metrics.drop_counter("webhook")
         self._worker: BoundedWorker[_Item] = BoundedWorker(
@@ -181,10 +186,13 @@ class WebhookDeliverer:
             )
             return self._worker.submit(item)
 
-    def outbox(self) -> Outbox:
+    def outbox(self) -> DurableQueue:
         if self._outbox is None:
-            path = self._outbox_path or Path.home() / ".otelhooks" / "outbox.sqlite3"
-            self._outbox = Outbox(path, report=self._report_outbox)
+            if self._outbox_factory is not None:
+                self._outbox = self._outbox_factory(self._report_outbox)
+            else:
+                path = self._outbox_path or Path.home() / ".otelhooks" / "outbox.sqlite3"
+                self._outbox = Outbox(path, report=self._report_outbox)
         return self._outbox
 
     # -- the worker's side ------------------------------------------------------------------------

@@ -15,6 +15,7 @@ from otelhooks._cli import (
     _mcp_cmd,
     _replay_cmd,
     _serve_cmd,
+    _store_cmd,
     _tree_cmd,
     _validate_cmd,
 )
@@ -27,6 +28,7 @@ COMMANDS = (
     _init_cmd,
     _events_cmd,
     _serve_cmd,
+    _store_cmd,
     _validate_cmd,
     _hooks_cmd,
     _claude_code_cmd,

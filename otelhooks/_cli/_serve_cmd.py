@@ -52,6 +52,7 @@ def _serve(args: argparse.Namespace) -> int:
             web=not args.no_web,
             jaeger_url=args.jaeger_url,
             grafana_url=args.grafana_url,
+            store=args.store,
         )
     except ConfigError as exc:
         print(f"otelhooks serve: {exc}", file=sys.stderr)
@@ -181,5 +182,12 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="URL",
         help="the web view links metrics to Grafana's otelhooks dashboards at URL "
         "(default: $OTELHOOKS_GRAFANA_URL)",
+    )
+    serve.add_argument(
+        "--store",
+        metavar="URL",
+        help="keep the state in PostgreSQL (postgresql://user@host/db), shared with every "
+        "instance on it; the schema is created or migrated at start (default: "
+        "$OTELHOOKS_STORE, else SQLite files and memory, one instance)",
     )
     serve.set_defaults(func=_serve)

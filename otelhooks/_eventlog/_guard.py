@@ -84,8 +84,8 @@ class ConnectionGuard:
         self._idle: OrderedDict[Any, None] = OrderedDict()
 
     def protocol_class(self) -> type[Any]:
-        """The uvicorn ``http`` protocol class (an ``H11Protocol``) bound to this guard."""
-        return type("GuardedH11Protocol", (_guarded_base(),), {"_guard": self})
+        """The uvicorn ``http`` protocol class (an ``HttpToolsProtocol``) bound to this guard."""
+        return type("GuardedHttpToolsProtocol", (_guarded_base(),), {"_guard": self})
 
     # -- called by the protocol ------------------------------------------------------------------
 
@@ -116,11 +116,12 @@ class ConnectionGuard:
 
 @functools.cache
 def _guarded_base() -> type[Any]:
-    """uvicorn's h11 protocol with the guard's deadline and limit (imported on first use:
-    importing otelhooks does not import uvicorn)."""
-    from uvicorn.protocols.http.h11_impl import H11Protocol
+    """uvicorn's httptools protocol (requests parsed in C, not by the pure-Python h11) with the
+    guard's deadline and limit (imported on first use: importing otelhooks does not import
+    uvicorn)."""
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-    class Guarded(H11Protocol):
+    class Guarded(HttpToolsProtocol):
         """Subclassed per guard (``_guard``)."""
 
         _guard: ConnectionGuard

@@ -8,25 +8,33 @@ that returns as soon as a record after ``since`` exists (woken through the log's
 :class:`~otelhooks._eventlog._signal.AppendSignal`) or empty at ``timeout``. At most
 ``max_waiters`` long-polls wait at a time; one more gets 503 with ``Retry-After: 1``.
 ``/v1/traces`` is :class:`~otelhooks._eventlog._ingest.OtlpIngest`.
+
+A route that meets a store which cannot answer right now (PostgreSQL restarting:
+:class:`~otelhooks._store._errors.StoreUnavailable`) answers ``503`` with ``Retry-After``;
+another store error is a ``500`` naming the store.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
+import structlog
 from opentelemetry.sdk.trace import SpanProcessor
 
 from otelhooks._eventlog._asgi import Receive, Scope, Send, check_auth, header, send_json
 from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES, OtlpIngest
 from otelhooks._eventlog._model import EventBatch, EventLog
 from otelhooks._eventlog._params import BadParameter, EventsQuery, parse_query
+from otelhooks._store._errors import StoreError, StoreUnavailable
 
 __all__ = ["DEFAULT_MAX_WAITERS", "EventLogApp", "Route"]
 
 DEFAULT_MAX_WAITERS = 64
+
+_log = structlog.get_logger("otelhooks")
 
 Route = Callable[[Scope, Receive, Send], Awaitable[None]]
 
@@ -91,6 +99,31 @@ class EventLogApp:
         return self._closing
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self._dispatch(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: MutableMapping[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self._dispatch(scope, receive, tracked)
+        except StoreError as exc:
+            _log.warning("store error answering a request", path=scope["path"], error=str(exc))
+            if started:  # the answer is on its way: the client sees a cut response
+                raise
+            if isinstance(exc, StoreUnavailable):
+                retry = [(b"retry-after", str(exc.retry_after_s).encode())]
+                await send_json(
+                    send, 503, {"error": "store_unavailable", "message": str(exc)}, retry
+                )
+            else:
+                await send_json(send, 500, {"error": "store_error", "message": str(exc)})
+
+    async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
             await self._lifespan(receive, send)
             return

@@ -17,7 +17,9 @@ The receiver never acknowledges what it will not keep:
 - With a durable event log, ``200`` means committed: the observers have run and the log's
   transaction is on disk (survives ``kill -9`` of the server). A commit that does not finish
   within ``commit_timeout_s`` is a ``503``: the spans may still be stored, so a retry can
-  duplicate records (at-least-once).
+  duplicate records (at-least-once; a PostgreSQL store skips records it already holds). A
+  commit that failed while the request was handled (the store is down or restarting) is a
+  ``503`` too: its records were not stored, and the client's retry stores them.
 
 Every span not taken is counted in ``otelhooks.dropped{otelhooks.drop.source="otlp_receiver"}``
 with reason ``queue_full`` (also for a ``503``: the client may send them again) or ``invalid``.
@@ -171,6 +173,7 @@ class OtlpIngest:
             self._count_drop(invalid, "invalid")
         with self._lock:
             lost_before = self._lost()
+            failed_before = self._commit_failures()
             admitted = 0
             for span in spans:
                 if not self._wait_for_room():
@@ -192,12 +195,19 @@ class OtlpIngest:
                 )
             if self._durable and admitted:
                 self._commit()
+                if self._commit_failures() > failed_before:
+                    raise NotCommitted(
+                        f"the event log store could not commit; retry after {RETRY_AFTER_S}s"
+                    )
             lost = self._lost() - lost_before  # already counted where they were dropped
         return invalid + refused + lost
 
     def _lost(self) -> int:
         lost = sum(p.engine.observers_dropped for p in self._hooks)
-        return lost + sum(log.stats().dropped for log in self._durable)
+        return lost + sum(log.lost for log in self._durable)
+
+    def _commit_failures(self) -> int:
+        return sum(log.commit_failures for log in self._durable)
 
     def _wait_for_room(self) -> bool:
         if not self._hooks:

@@ -184,6 +184,17 @@ class EventLog(abc.ABC):
     def stats(self) -> LogStats:
         """Head, oldest and counters, without reading records."""
 
+    @property
+    def commit_failures(self) -> int:
+        """Records a durable log accepted but could not commit (0 for in-memory logs)."""
+        return 0
+
+    @property
+    def lost(self) -> int:
+        """Records accepted or offered but not stored: ``stats().dropped`` (a log that can
+        count it without reading its store says so cheaper)."""
+        return self.stats().dropped
+
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Wait until every accepted record is readable (immediate for in-memory logs)."""
         return True

@@ -313,6 +313,7 @@ def serve(
     web: bool = True,
     jaeger_url: str | None = None,
     grafana_url: str | None = None,
+    store: str | None = None,
 ) -> EventLogServer:
     """Build what ``otelhooks serve`` runs from hook files, and start it (unless ``start``
     is False, for :meth:`EventLogServer.serve_forever`).
@@ -333,8 +334,14 @@ def serve(
     With ``web`` (the default) the server also serves the web view and the approvals inbox
     (:mod:`otelhooks.web`), linking trace ids to ``jaeger_url`` and metrics to ``grafana_url``.
 
+    ``store`` (default: ``OTELHOOKS_STORE``) is where the state is kept: unset for the SQLite
+    default (each log its ring or file), or ``postgresql://user@host/db``: every event log is
+    then kept in PostgreSQL (schema created or migrated at start), shared with every other
+    instance on the same database.
+
     Raises:
-        ConfigError: a file is invalid, two logs share a name, or there is no admin token.
+        ConfigError: a file is invalid, two logs share a name, there is no admin token, or the
+            store cannot be opened (the message names it).
     """
     token = token or os.environ.get(ADMIN_TOKEN_ENV)
     if not token:  # checked before any log file is opened
@@ -354,11 +361,21 @@ def serve(
         raise ConfigError(f"two agent_events files are named {duplicate!r}", field="name")
     processor = HookSpanProcessor()
     processor.register(hooks)
-    events = [AgentEvents(c, notice_sink=notice_sink) for c in configs]
+    from otelhooks._store._serve import open_state  # the store imports the event log
+
+    state, logs, shared = open_state(store, configs, processor)
+    events = [
+        AgentEvents(c, log=log, notice_sink=notice_sink)
+        for c, log in zip(configs, logs, strict=True)
+    ]
     for item in events:
         item.install(processor)
     received: list[SpanProcessor] = [processor, *span_processors]
-    owned: list[EventLog | AgentEvents | SpanProcessor | _Closable] = [processor, *events]
+    owned: list[EventLog | AgentEvents | SpanProcessor | _Closable] = [
+        processor,
+        *events,
+        *shared,
+    ]
     routes: dict[str, Route] = {}
     fallback: Route | None = None
     exporters = list(span_exporters)
@@ -383,10 +400,12 @@ def serve(
         )
 
         durable = next((c.path for c in configs if c.durable and c.path), None)
+        drops = processor.engine.metrics.drop_counter("claude_code_sessions")
         serving = claude_code_routes(
             processor,
             downstream=received,
             sessions_path=sessions_path_beside(durable) if durable else None,
+            sessions=state.claude_code_sessions(drops),
             exporters=exporters,
             fail_closed=fail_closed,
             decision_timeout_s=hook_timeout_s,
@@ -394,6 +413,7 @@ def serve(
         received = [serving.span_processor]
         routes = serving.routes
         owned.append(serving)
+    owned.append(state)  # last: the logs it opened are closed before its connections
     server = EventLogServer(
         [item.log for item in events],
         span_processors=received,

@@ -249,6 +249,10 @@ class SqliteEventLog(EventLog):
             head, oldest, written = self._head, self._oldest, self._written
         return LogStats(head, oldest, written, self._worker.dropped + self._failed)
 
+    @property
+    def commit_failures(self) -> int:
+        return self._failed
+
     def flush(self, timeout_s: float = 10.0) -> bool:
         """Wait until every accepted entry is committed and readable."""
         return self._worker.flush(timeout_s)

@@ -219,7 +219,7 @@ class BridgeState:
                 return _tool(row)
             index = db.execute(
                 "INSERT INTO counters VALUES (?, 1) ON CONFLICT(session_id) "
-                "DO UPDATE SET tool_calls = tool_calls + 1 RETURNING tool_calls - 1",
+                "DO UPDATE SET tool_calls = counters.tool_calls + 1 RETURNING tool_calls - 1",
                 (operation.session_id,),
             ).fetchone()[0]
             tool = OpenTool(

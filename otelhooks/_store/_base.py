@@ -1,0 +1,100 @@
+"""The store interface: what ``otelhooks serve`` keeps its state in, and the errors it raises.
+
+Two implementations: :class:`~otelhooks._store._sqlite.SqliteStore` (the embedded default, no
+flag, no server: each ``agent_events`` log is its ring or SQLite file, as before) and
+:class:`~otelhooks._store._postgres.PostgresStore` (``--store postgresql://...`` or
+``OTELHOOKS_STORE``), where every instance of a fleet shares the same logs.
+
+Errors (:mod:`otelhooks._store._errors`) name the store without its password.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+from typing import TYPE_CHECKING
+
+from otelhooks._store._errors import StoreError
+
+if TYPE_CHECKING:
+    from otelhooks._actions._outbox import DurableQueue, Report
+    from otelhooks._config import AgentEventsConfig
+    from otelhooks._eventlog._model import EventLog
+    from otelhooks.integrations.claude_code._sessions import DropCounter, ServerSessions
+
+__all__ = ["STORE_ENV", "Store", "open_store"]
+
+STORE_ENV = "OTELHOOKS_STORE"
+
+
+class Store(abc.ABC):
+    """Shared state of ``otelhooks serve``.
+
+    Attributes:
+        name: the store as error messages name it (no password).
+        shared: other ``serve`` instances on the same store see the same state.
+    """
+
+    name: str
+    shared: bool = False
+
+    @abc.abstractmethod
+    def migrate(self) -> int:
+        """Create or upgrade the schema; returns the schema version now in place.
+
+        Raises:
+            StoreError: the store is unreachable or holds a newer schema than this release.
+        """
+
+    @abc.abstractmethod
+    def event_log(self, config: AgentEventsConfig) -> EventLog:
+        """The event log of one ``agent_events`` config.
+
+        Raises:
+            StoreError: the log cannot be opened.
+        """
+
+    def outbox(self, report: Report) -> DurableQueue | None:
+        """The webhook outbox shared by the store's instances (``None``: each deliverer keeps
+        its own SQLite file, as without a store)."""
+        return None
+
+    def claude_code_sessions(self, on_drop: DropCounter | None = None) -> ServerSessions | None:
+        """Claude Code session state shared by the store's instances (``None``: each server
+        keeps its own, in memory or beside a durable log, as without a store)."""
+        return None
+
+    def close(self) -> None:  # noqa: B027 - nothing to release by default
+        """Release connections (after the logs opened from the store are closed)."""
+
+
+def open_store(url: str | None = None) -> Store:
+    """The store ``url`` names: ``postgresql://...`` (or ``postgres://...``) for PostgreSQL,
+    ``sqlite`` or nothing for the embedded default. ``url`` defaults to ``OTELHOOKS_STORE``.
+
+    Opening a PostgreSQL store connects and migrates its schema.
+
+    Raises:
+        StoreError: an unknown scheme, a missing ``postgresql`` extra, or an unreachable store.
+    """
+    url = url if url is not None else os.environ.get(STORE_ENV, "")
+    url = url.strip()
+    if url in ("", "sqlite"):
+        from otelhooks._store._sqlite import SqliteStore
+
+        return SqliteStore()
+    scheme = url.partition("://")[0].lower()
+    if scheme in ("postgresql", "postgres"):
+        from otelhooks._store._postgres import PostgresStore
+
+        store = PostgresStore(url)
+        try:
+            store.migrate()
+        except BaseException:
+            store.close()
+            raise
+        return store
+    raise StoreError(
+        scheme or url[:40],
+        "unknown store; use postgresql://user@host/db or leave it unset (SQLite)",
+    )

@@ -1,0 +1,28 @@
+"""The store's errors, in a module of their own (the HTTP layer and the stores both use them).
+
+Errors name the store (its URL without a password), so an operator reading a log line knows
+which database it is about. :class:`StoreUnavailable` means "cannot commit right now": the
+HTTP layer answers ``503`` with ``Retry-After`` and the client retries.
+"""
+
+from __future__ import annotations
+
+__all__ = ["StoreError", "StoreUnavailable"]
+
+
+class StoreError(Exception):
+    """The store failed (or is misconfigured). ``store`` is its password-free name."""
+
+    def __init__(self, store: str, message: str) -> None:
+        super().__init__(f"store {store}: {message}")
+        self.store = store
+
+
+class StoreUnavailable(StoreError):
+    """The store cannot commit right now (down, restarting, failing over); retry later.
+
+    Attributes:
+        retry_after_s: what ``Retry-After`` says.
+    """
+
+    retry_after_s = 1

@@ -1,0 +1,252 @@
+"""The event log in PostgreSQL: one ``seq`` order shared by every instance on the store.
+
+``append`` hands the entry to a :class:`~otelhooks._worker.BoundedWorker`, as the SQLite log
+does; the worker's thread writes each batch in one transaction that first locks the log's row
+in ``otelhooks_logs`` (``SELECT ... FOR UPDATE``). That lock orders the writers of all
+instances: a transaction takes ``head + 1 ...`` only after the previous one committed, so a
+reader never sees ``seq`` N+1 while N could still appear, and a ``since`` cursor means the same
+on every instance. ``epoch`` is the log row's, the same for every instance and every restart.
+
+The commit runs ``pg_notify``; every instance's :class:`~otelhooks._store._pg_listen.Listener`
+wakes its long-polls within the notification's delivery time.
+
+A record of a received span carries a ``dedupe`` key (a digest of the record); a batch skips
+keys the log already holds, so an OTLP request retried on another instance after the first
+committed it and died before answering does not store its records twice.
+
+A batch whose transaction fails is not retried here: its records are counted in
+:attr:`commit_failures` and the receiver, which waits for the commit, answers ``503`` so that
+the client sends them again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import uuid
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+import structlog
+
+from otelhooks._eventlog._model import (
+    EventBatch,
+    EventEntry,
+    EventLog,
+    EventRecord,
+    LogStats,
+    batch_from_rows,
+)
+from otelhooks._eventlog._signal import AppendSignal
+from otelhooks._store._errors import StoreError
+from otelhooks._store._pg_listen import CHANNEL
+from otelhooks._worker import BoundedWorker, DropReason
+
+if TYPE_CHECKING:
+    from otelhooks._store._postgres import PostgresStore
+
+__all__ = ["PostgresEventLog", "dedupe_key"]
+
+_log = structlog.get_logger("otelhooks")
+
+_COLUMNS = (
+    "seq, ts, agent, session, user_id, tool, kind, mutating, success, args_fp, detail, "
+    "trace_id, span_id"
+)
+_READ = (
+    "WITH h AS (SELECT head, oldest FROM otelhooks_logs WHERE name = %(log)s) "
+    f"SELECT h.head, h.oldest, e.* FROM h LEFT JOIN LATERAL (SELECT {_COLUMNS} "
+    "FROM otelhooks_events WHERE log = %(log)s AND seq > %(since)s AND seq <= h.head "
+    "ORDER BY seq {order} LIMIT %(limit)s) e ON true"
+)
+
+
+def dedupe_key(entry: EventEntry) -> str | None:
+    """A digest of a record that belongs to a span (``None`` for one that does not)."""
+    if not entry.trace_id or not entry.span_id:
+        return None
+    return hashlib.blake2b(repr(tuple(entry)).encode(), digest_size=12).hexdigest()
+
+
+class PostgresEventLog(EventLog):
+    """One named log in a :class:`~otelhooks._store._postgres.PostgresStore`.
+
+    Args:
+        store: the store (its pool, its listener).
+        name: the ``agent_events`` hook the log belongs to (its row in ``otelhooks_logs``).
+        retention: records kept; older ones are deleted and reported as ``dropped_window``.
+        commit_interval_s, max_queue_size, max_batch_size, on_drop: as for
+            :class:`~otelhooks._eventlog._sqlite.SqliteEventLog`.
+
+    Raises:
+        StoreError: the log's row cannot be created or read.
+    """
+
+    durable = True
+
+    def __init__(
+        self,
+        store: PostgresStore,
+        *,
+        name: str = "agent_events",
+        retention: int = 1_000_000,
+        commit_interval_s: float = 0.005,
+        max_queue_size: int = 65_536,
+        max_batch_size: int = 1024,
+        on_drop: Callable[[int, DropReason], None] | None = None,
+    ) -> None:
+        if retention <= 0:
+            raise ValueError("retention must be positive")
+        self.name = name
+        self.retention = retention
+        self.store = store
+        self.signal = AppendSignal()
+        self._lock = threading.Lock()
+        self._written = 0
+        self._failed = 0
+        self._skipped = 0
+        self._closed = False
+        with store.transaction() as conn:
+            conn.execute(
+                "INSERT INTO otelhooks_logs (name, epoch) VALUES (%s, %s) "
+                "ON CONFLICT (name) DO NOTHING",
+                (name, uuid.uuid4().hex[:16]),
+            )
+            row = conn.execute(
+                "SELECT epoch FROM otelhooks_logs WHERE name = %s", (name,)
+            ).fetchone()
+        assert row is not None
+        self._epoch = str(row[0])
+        store.listener().subscribe(name, self.signal.notify)
+        self._worker: BoundedWorker[EventEntry] = BoundedWorker(
+            f"otelhooks-eventlog-{name}",
+            self._write,
+            max_queue_size=max_queue_size,
+            max_batch_size=min(max_batch_size, max_queue_size),
+            schedule_delay_s=commit_interval_s,
+            on_drop=on_drop,
+        )
+
+    @property
+    def epoch(self) -> str:
+        return self._epoch
+
+    @property
+    def commit_failures(self) -> int:
+        """Records whose transaction failed (never stored; the receiver answered 503)."""
+        return self._failed
+
+    @property
+    def duplicates_skipped(self) -> int:
+        """Records not stored again because the log already held them (a retried request)."""
+        return self._skipped
+
+    def append(self, entry: EventEntry) -> bool:
+        """Queue ``entry`` for the writer. O(1); False (and counted) when the queue is full."""
+        return self._worker.submit(entry)
+
+    def _write(self, batch: list[EventEntry]) -> None:
+        keyed = [(dedupe_key(entry), entry) for entry in batch]
+        keys = [key for key, _ in keyed if key is not None]
+        try:
+            with self.store.transaction() as conn:
+                row = conn.execute(
+                    "SELECT head, oldest FROM otelhooks_logs WHERE name = %s FOR UPDATE",
+                    (self.name,),
+                ).fetchone()
+                assert row is not None
+                head, oldest = int(row[0]), int(row[1])  # type: ignore[call-overload]
+                seen: set[str] = set()
+                if keys:
+                    held = conn.execute(
+                        "SELECT dedupe FROM otelhooks_events WHERE log = %s AND dedupe = ANY(%s)",
+                        (self.name, keys),
+                    ).fetchall()
+                    seen = {str(r[0]) for r in held}
+                fresh: list[tuple[str | None, EventEntry]] = []
+                for key, entry in keyed:
+                    if key is not None:
+                        if key in seen:
+                            continue
+                        seen.add(key)
+                    fresh.append((key, entry))
+                new_head = head + len(fresh)
+                new_oldest = max(
+                    oldest or (head + 1 if fresh else 0), new_head - self.retention + 1
+                )
+                if fresh:
+                    with conn.cursor().copy(
+                        f"COPY otelhooks_events (log, {_COLUMNS}, dedupe) FROM STDIN"
+                    ) as copy:
+                        for seq, (key, entry) in enumerate(fresh, start=head + 1):
+                            copy.write_row((self.name, seq, *entry, key))
+                    conn.execute(
+                        "UPDATE otelhooks_logs SET head = %s, oldest = %s WHERE name = %s",
+                        (new_head, new_oldest, self.name),
+                    )
+                    if new_oldest > max(oldest, 1):
+                        conn.execute(
+                            "DELETE FROM otelhooks_events WHERE log = %s AND seq < %s",
+                            (self.name, new_oldest),
+                        )
+                    conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
+        except StoreError as exc:
+            with self._lock:
+                self._failed += len(batch)
+            _log.error("event log commit failed", log=self.name, records=len(batch), error=str(exc))
+            return
+        with self._lock:
+            self._written += len(fresh)
+            self._skipped += len(batch) - len(fresh)
+        self.signal.notify()  # this instance's waiters need not wait for the round trip
+
+    def read(self, since: int, limit: int, *, newest: bool = False) -> EventBatch:
+        """Records after ``since`` (see :class:`~otelhooks.EventLog`).
+
+        Raises:
+            StoreUnavailable: the store cannot be read right now.
+        """
+        if self._closed:
+            raise RuntimeError(f"event log {self.name!r} is closed")
+        query = _READ.format(order="DESC" if newest else "ASC")
+        with self.store.transaction() as conn:
+            fetched = conn.execute(
+                query.encode(), {"log": self.name, "since": since, "limit": limit}
+            ).fetchall()
+        head = int(fetched[0][0]) if fetched else 0  # type: ignore[call-overload]
+        oldest = int(fetched[0][1]) if fetched else 0  # type: ignore[call-overload]
+        rows = [EventRecord(*r[2:]) for r in fetched if r[2] is not None]  # type: ignore[arg-type]
+        if newest:
+            rows.reverse()
+        return batch_from_rows(
+            rows, since=since, head=head, oldest=oldest, epoch=self._epoch, newest=newest
+        )
+
+    def stats(self) -> LogStats:
+        """Head and oldest as the store has them; counters of this instance.
+
+        Raises:
+            StoreUnavailable: the store cannot be read right now.
+        """
+        with self.store.transaction() as conn:
+            row = conn.execute(
+                "SELECT head, oldest FROM otelhooks_logs WHERE name = %s", (self.name,)
+            ).fetchone()
+        head, oldest = (int(row[0]), int(row[1])) if row else (0, 0)  # type: ignore[call-overload]
+        with self._lock:
+            written, failed = self._written, self._failed
+        return LogStats(head, oldest, written, self._worker.dropped + failed)
+
+    @property
+    def lost(self) -> int:
+        with self._lock:
+            return self._worker.dropped + self._failed
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Wait until every accepted entry was written (or its transaction failed)."""
+        return self._worker.flush(timeout_s)
+
+    def close(self, timeout_s: float = 10.0) -> None:
+        """Commit what is queued (within ``timeout_s``). The store closes the connections."""
+        self._worker.shutdown(timeout_s)
+        self._closed = True

@@ -1,0 +1,292 @@
+"""The PostgreSQL store: a bounded connection pool, the schema and its version table.
+
+Every connection runs with ``statement_timeout`` (and ``lock_timeout``), so no query waits for
+ever; taking a connection from the pool waits at most ``pool_timeout_s``. Errors are
+translated here, at one boundary: a connection that cannot be had or is lost
+(``OperationalError``, a pool timeout) is :class:`StoreUnavailable` (``503``, retry), any
+other database error :class:`StoreError`; both name the store without its password.
+
+Schema migrations are numbered steps applied in one transaction under an advisory lock, so
+instances starting together do not race; ``otelhooks_schema`` records each applied version.
+A database with a version newer than this release knows is refused, not guessed at.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Final
+
+import structlog
+
+from otelhooks._config import AgentEventsConfig
+from otelhooks._eventlog._model import EventLog
+from otelhooks._store._base import Store
+from otelhooks._store._errors import StoreError, StoreUnavailable
+
+if TYPE_CHECKING:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+
+    from otelhooks._actions._outbox import Report
+    from otelhooks._store._pg_listen import Listener
+    from otelhooks._store._pg_outbox import PostgresOutbox
+    from otelhooks._store._pg_sessions import SharedSessions
+    from otelhooks.integrations.claude_code._sessions import DropCounter
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresStore", "store_name"]
+
+_log = structlog.get_logger("otelhooks")
+
+# Any constant both sides agree on: the advisory lock migrations hold.
+_MIGRATION_LOCK: Final = 0x6F74_6C68_6B73
+
+MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
+    (
+        1,
+        """
+        CREATE TABLE otelhooks_logs (
+            name TEXT PRIMARY KEY,
+            epoch TEXT NOT NULL,
+            head BIGINT NOT NULL DEFAULT 0,
+            oldest BIGINT NOT NULL DEFAULT 0
+        );
+        CREATE TABLE otelhooks_events (
+            log TEXT NOT NULL,
+            seq BIGINT NOT NULL,
+            ts BIGINT NOT NULL,
+            agent TEXT NOT NULL,
+            session TEXT,
+            user_id TEXT,
+            tool TEXT,
+            kind TEXT NOT NULL,
+            mutating BOOLEAN NOT NULL,
+            success BOOLEAN NOT NULL,
+            args_fp TEXT,
+            detail TEXT NOT NULL,
+            trace_id TEXT,
+            span_id TEXT,
+            dedupe TEXT,
+            PRIMARY KEY (log, seq)
+        );
+        CREATE UNIQUE INDEX otelhooks_events_dedupe ON otelhooks_events (log, dedupe)
+            WHERE dedupe IS NOT NULL;
+        CREATE TABLE otelhooks_outbox (
+            id BIGSERIAL PRIMARY KEY,
+            hook_id TEXT NOT NULL,
+            event_id TEXT NOT NULL,
+            event TEXT NOT NULL DEFAULT '',
+            config TEXT NOT NULL,
+            body BYTEA NOT NULL,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            next_at DOUBLE PRECISION NOT NULL,
+            deadline_at DOUBLE PRECISION NOT NULL,
+            leased_until DOUBLE PRECISION NOT NULL DEFAULT 0,
+            leased_by TEXT,
+            last_error TEXT
+        );
+        CREATE INDEX otelhooks_outbox_due ON otelhooks_outbox (next_at);
+        """,
+    ),
+    (
+        2,
+        # Claude Code's session tables, under the names the bridge's SQL uses (its own schema).
+        """
+        CREATE SCHEMA otelhooks_claude_code;
+        CREATE TABLE otelhooks_claude_code.operations (
+            session_id   TEXT PRIMARY KEY,
+            operation_id TEXT NOT NULL,
+            span_id      BIGINT NOT NULL,
+            start_ns     BIGINT NOT NULL,
+            prompt       TEXT NOT NULL
+        );
+        CREATE TABLE otelhooks_claude_code.tools (
+            session_id     TEXT NOT NULL,
+            tool_use_id    TEXT NOT NULL,
+            span_id        BIGINT NOT NULL,
+            parent_span_id BIGINT NOT NULL,
+            operation_id   TEXT NOT NULL,
+            start_ns       BIGINT NOT NULL,
+            tool_name      TEXT NOT NULL,
+            tool_input     TEXT NOT NULL,
+            call_index     INTEGER NOT NULL,
+            attributes     TEXT NOT NULL,
+            PRIMARY KEY (session_id, tool_use_id)
+        );
+        CREATE TABLE otelhooks_claude_code.counters (
+            session_id TEXT PRIMARY KEY,
+            tool_calls INTEGER NOT NULL
+        );
+        """,
+    ),
+)
+SCHEMA_VERSION: Final = MIGRATIONS[-1][0]
+
+
+def store_name(url: str) -> str:
+    """``postgresql://user@host:port/db`` of ``url``, without a password or options."""
+    try:
+        from psycopg.conninfo import conninfo_to_dict
+
+        info = conninfo_to_dict(url)
+    except Exception:
+        return "postgresql://?"
+    user = f"{info['user']}@" if info.get("user") else ""
+    port = f":{info['port']}" if info.get("port") else ""
+    return f"postgresql://{user}{info.get('host', '')}{port}/{info.get('dbname', '')}"
+
+
+class PostgresStore(Store):
+    """State in PostgreSQL, shared by every ``serve`` instance on the same database.
+
+    Args:
+        url: a libpq URL or conninfo string (``postgresql://user@host:5432/db``).
+        max_connections: the pool's bound (each instance holds at most this many).
+        statement_timeout_s: the longest any one query may run.
+        pool_timeout_s: how long a caller waits for a connection before the store counts as
+            unavailable.
+        connect_timeout_s: how long opening one connection may take.
+
+    Raises:
+        StoreError: the ``postgresql`` extra is not installed.
+    """
+
+    shared = True
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        max_connections: int = 8,
+        statement_timeout_s: float = 5.0,
+        pool_timeout_s: float = 2.0,
+        connect_timeout_s: float = 2.0,
+    ) -> None:
+        self.url = url
+        self.name = store_name(url)
+        try:
+            from psycopg_pool import ConnectionPool
+        except ImportError:
+            raise StoreError(
+                self.name, "needs the postgresql extra: pip install 'otelhooks[postgresql]'"
+            ) from None
+        timeout_ms = int(statement_timeout_s * 1000)
+        self.statement_timeout_s = statement_timeout_s
+        self.connect_kwargs: dict[str, object] = {
+            "connect_timeout": max(1, round(connect_timeout_s)),
+            "options": f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms}",
+            "application_name": "otelhooks",
+        }
+        self._pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]] = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max_connections,
+            timeout=pool_timeout_s,
+            kwargs=self.connect_kwargs,
+            # A failed background reconnection is given up at once; the next caller that needs
+            # a connection makes the pool try again (tests/fleet: recovery after a restart).
+            reconnect_timeout=0,
+            name="otelhooks",
+            open=False,
+        )
+        self._pool.open(wait=False)
+        self._logs: list[EventLog] = []
+        self._listener: Listener | None = None
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
+        """A pooled connection in a transaction, committed when the block ends.
+
+        A pooled connection the server dropped (it restarted) fails at ``BEGIN``, before
+        anything of the caller's ran: it is discarded and the block gets a fresh one, once.
+
+        Raises:
+            StoreUnavailable: no connection in time, or the connection was lost.
+            StoreError: any other database error.
+        """
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        try:
+            with contextlib.ExitStack() as stack:
+                conn = stack.enter_context(self._pool.connection())
+                try:
+                    stack.enter_context(conn.transaction())
+                except psycopg.OperationalError:
+                    stack.close()  # back to the pool, which drops a broken connection
+                    conn = stack.enter_context(self._pool.connection())
+                    stack.enter_context(conn.transaction())
+                yield conn
+        except PoolTimeout as exc:
+            raise StoreUnavailable(self.name, f"no connection: {exc}") from None
+        except (psycopg.OperationalError, psycopg.errors.QueryCanceled) as exc:
+            raise StoreUnavailable(self.name, _first_line(exc)) from None
+        except psycopg.Error as exc:
+            raise StoreError(self.name, _first_line(exc)) from None
+
+    def version(self) -> int:
+        """The schema version in the database (0 before the first migration)."""
+        with self.transaction() as conn:
+            found = conn.execute("SELECT to_regclass('otelhooks_schema') IS NOT NULL").fetchone()
+            if not found or not found[0]:
+                return 0
+            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM otelhooks_schema").fetchone()
+            return int(row[0]) if row else 0  # type: ignore[call-overload]
+
+    def migrate(self) -> int:
+        with self.transaction() as conn:
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS otelhooks_schema (version INTEGER PRIMARY KEY, "
+                "applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
+            )
+            row = conn.execute("SELECT COALESCE(MAX(version), 0) FROM otelhooks_schema").fetchone()
+            current = int(row[0]) if row else 0  # type: ignore[call-overload]
+            if current > SCHEMA_VERSION:
+                raise StoreError(
+                    self.name,
+                    f"schema version {current} is newer than this otelhooks knows "
+                    f"({SCHEMA_VERSION}); upgrade otelhooks",
+                )
+            for version, sql in MIGRATIONS:
+                if version > current:
+                    conn.execute(sql.encode())
+                    conn.execute("INSERT INTO otelhooks_schema (version) VALUES (%s)", (version,))
+                    _log.info("store schema migrated", store=self.name, version=version)
+        return max(current, SCHEMA_VERSION)
+
+    def event_log(self, config: AgentEventsConfig) -> EventLog:
+        from otelhooks._store._pg_eventlog import PostgresEventLog
+
+        retention = config.retention if config.durable else config.capacity
+        log = PostgresEventLog(self, name=config.name, retention=retention)
+        self._logs.append(log)
+        return log
+
+    def outbox(self, report: Report) -> PostgresOutbox:
+        from otelhooks._store._pg_outbox import PostgresOutbox
+
+        return PostgresOutbox(self, report=report)
+
+    def claude_code_sessions(self, on_drop: DropCounter | None = None) -> SharedSessions:
+        from otelhooks._store._pg_sessions import SharedSessions
+
+        return SharedSessions(self, on_drop=on_drop)
+
+    def listener(self) -> Listener:
+        """The store's one ``LISTEN`` connection (started on first use)."""
+        from otelhooks._store._pg_listen import Listener
+
+        if self._listener is None:
+            self._listener = Listener(self.url, self.connect_kwargs, store=self.name)
+        return self._listener
+
+    def close(self) -> None:
+        if self._listener is not None:
+            self._listener.close()
+        self._pool.close(timeout=5.0)
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__

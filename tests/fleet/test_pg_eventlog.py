@@ -1,0 +1,162 @@
+"""The event log in PostgreSQL, through the store API: two stores on one database stand for two
+``serve`` instances (each its own pool and ``LISTEN`` connection)."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+
+import pytest
+
+from otelhooks import AgentEventsConfig, EventEntry
+from otelhooks._store._base import open_store
+from otelhooks._store._pg_eventlog import PostgresEventLog
+from otelhooks._store._postgres import PostgresStore
+
+
+def _entry(n: int, *, trace: bool = True) -> EventEntry:
+    ids = (f"{n + 1:032x}", f"{n + 1:016x}") if trace else (None, None)
+    return EventEntry(1_700_000_000_000 + n, "bot", "s", None, "calc/add",
+                      "after_tool_result", False, True, f"{n:016x}", "ok", *ids)  # fmt: skip
+
+
+@pytest.fixture
+def instances(pg_url: str) -> Iterator[tuple[PostgresEventLog, PostgresEventLog]]:
+    stores = [open_store(pg_url), open_store(pg_url)]
+    config = AgentEventsConfig(name="fleet", capacity=100_000)
+    logs = [store.event_log(config) for store in stores]
+    try:
+        assert all(isinstance(log, PostgresEventLog) for log in logs)
+        yield logs[0], logs[1]  # type: ignore[misc]
+    finally:
+        for log in logs:
+            log.close()
+        for store in stores:
+            store.close()
+
+
+def test_two_instances_append_into_one_gapless_seq_order(
+    instances: tuple[PostgresEventLog, PostgresEventLog],
+) -> None:
+    a, b = instances
+    per = 500
+
+    def fill(log: PostgresEventLog, first: int) -> None:
+        for n in range(first, first + per):
+            assert log.append(_entry(n))
+
+    threads = [threading.Thread(target=fill, args=(log, i * per)) for i, log in enumerate((a, b))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert a.flush(30)
+    assert b.flush(30)
+    batch = a.read(0, 10_000)
+    assert [r.seq for r in batch.records] == list(range(1, 2 * per + 1))
+    assert sorted(r.ts - 1_700_000_000_000 for r in batch.records) == list(range(2 * per))
+    assert b.read(0, 10_000).records == batch.records
+    assert a.epoch == b.epoch == batch.epoch
+
+
+def test_a_cursor_from_one_instance_continues_on_the_other(
+    instances: tuple[PostgresEventLog, PostgresEventLog],
+) -> None:
+    a, b = instances
+    for n in range(10):
+        a.append(_entry(n))
+    assert a.flush(10)
+    first = a.read(0, 4)
+    for n in range(10, 15):
+        b.append(_entry(n))
+    assert b.flush(10)
+    rest = b.read(first.next_since, 100)
+    assert [r.seq for r in first.records + rest.records] == list(range(1, 16))
+    assert rest.dropped_window == 0
+    assert not rest.has_more
+
+
+def test_a_write_through_one_instance_wakes_the_other_within_a_second(
+    instances: tuple[PostgresEventLog, PostgresEventLog],
+) -> None:
+    import asyncio
+    import time
+
+    a, b = instances
+    store = b.store
+    assert isinstance(store, PostgresStore)
+    assert store.listener().connected.wait(10)
+
+    async def wait_for_wake() -> float:
+        woken = b.signal.arm()
+        started = time.monotonic()
+        threading.Thread(target=lambda: (a.append(_entry(1)), a.flush(5))).start()
+        await asyncio.wait_for(woken.wait(), 5)
+        return time.monotonic() - started
+
+    elapsed = asyncio.run(wait_for_wake())
+    assert elapsed < 1.0
+    assert [r.seq for r in b.read(0, 10).records] == [1]
+
+
+def test_a_retried_record_of_a_span_is_stored_once(
+    instances: tuple[PostgresEventLog, PostgresEventLog],
+) -> None:
+    a, b = instances
+    for n in range(5):
+        a.append(_entry(n))
+    assert a.flush(10)
+    for n in range(3, 8):  # 3 and 4 again, as a retry on the other instance would send them
+        b.append(_entry(n))
+    assert b.flush(10)
+    records = a.read(0, 100).records
+    assert [r.seq for r in records] == list(range(1, 9))
+    assert [r.span_id for r in records] == [f"{n + 1:016x}" for n in range(8)]
+    assert b.duplicates_skipped == 2
+
+
+def test_records_without_a_span_are_never_merged(
+    instances: tuple[PostgresEventLog, PostgresEventLog],
+) -> None:
+    a, _ = instances
+    for _ in range(3):
+        a.append(_entry(0, trace=False))
+    assert a.flush(10)
+    assert [r.seq for r in a.read(0, 10).records] == [1, 2, 3]
+
+
+def test_retention_deletes_the_oldest_and_reports_the_gap(pg_url: str) -> None:
+    store = open_store(pg_url)
+    log = store.event_log(AgentEventsConfig(name="short", durable=True, path="x", retention=5))
+    try:
+        for n in range(12):
+            log.append(_entry(n))
+            assert log.flush(10)
+        batch = log.read(0, 100)
+        assert [r.seq for r in batch.records] == list(range(8, 13))
+        assert batch.oldest == 8
+        assert batch.dropped_window == 7
+        newest = log.read(0, 2, newest=True)
+        assert [r.seq for r in newest.records] == [11, 12]
+    finally:
+        log.close()
+        store.close()
+
+
+def test_the_epoch_survives_reopening_the_log(pg_url: str) -> None:
+    config = AgentEventsConfig(name="kept")
+    first = open_store(pg_url)
+    log = first.event_log(config)
+    log.append(_entry(0))
+    assert log.flush(10)
+    epoch = log.epoch
+    log.close()
+    first.close()
+    second = open_store(pg_url)
+    again = second.event_log(config)
+    try:
+        assert again.epoch == epoch
+        assert [r.seq for r in again.read(0, 10).records] == [1]
+    finally:
+        again.close()
+        second.close()

@@ -1,0 +1,160 @@
+"""The PostgreSQL store's schema: created and migrated by ``otelhooks store migrate`` and by
+``serve`` itself, recorded in a version table, refused when newer than this release."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import psycopg
+import pytest
+
+from otelhooks._store._base import STORE_ENV, open_store
+from otelhooks._store._errors import StoreError, StoreUnavailable
+from otelhooks._store._postgres import SCHEMA_VERSION, PostgresStore
+from tests._realparts import free_port
+
+
+def _migrate_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "otelhooks", "store", "migrate", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+
+
+def _versions(url: str) -> list[int]:
+    with psycopg.connect(url) as conn:
+        return [r[0] for r in conn.execute("SELECT version FROM otelhooks_schema ORDER BY 1")]
+
+
+def test_store_migrate_creates_the_schema_and_records_its_version(pg_url: str) -> None:
+    done = _migrate_cli("--store", pg_url)
+    assert done.returncode == 0, done.stderr
+    assert f"schema version {SCHEMA_VERSION}" in done.stdout
+    assert _versions(pg_url) == list(range(1, SCHEMA_VERSION + 1))
+    with psycopg.connect(pg_url) as conn:
+        tables = {
+            r[0]
+            for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE tablename LIKE 'otelhooks_%'"
+            )
+        }
+    assert {"otelhooks_schema", "otelhooks_logs", "otelhooks_events", "otelhooks_outbox"} <= tables
+
+
+def test_store_migrate_reads_the_store_from_the_environment(pg_url: str) -> None:
+    import os
+
+    done = _migrate_cli(env={**os.environ, STORE_ENV: pg_url})
+    assert done.returncode == 0, done.stderr
+    assert _versions(pg_url) == list(range(1, SCHEMA_VERSION + 1))
+
+
+def test_migrating_twice_applies_nothing_again(pg_url: str) -> None:
+    assert _migrate_cli("--store", pg_url).returncode == 0
+    again = _migrate_cli("--store", pg_url)
+    assert again.returncode == 0, again.stderr
+    assert _versions(pg_url) == list(range(1, SCHEMA_VERSION + 1))
+
+
+def test_opening_the_store_migrates_it(pg_url: str) -> None:
+    store = open_store(pg_url)
+    try:
+        assert store.shared
+        assert isinstance(store, PostgresStore)
+        assert store.version() == SCHEMA_VERSION
+    finally:
+        store.close()
+
+
+def test_a_newer_schema_is_refused_naming_the_store(pg_url: str) -> None:
+    open_store(pg_url).close()
+    with psycopg.connect(pg_url) as conn:
+        conn.execute("INSERT INTO otelhooks_schema (version) VALUES (%s)", (SCHEMA_VERSION + 1,))
+    with pytest.raises(StoreError, match=r"store postgresql://postgres@127\.0\.0\.1:\d+/t_\w+: "
+                       r"schema version \d+ is newer"):  # fmt: skip
+        open_store(pg_url)
+
+
+def test_an_unreachable_store_is_unavailable_and_named_without_its_password() -> None:
+    url = f"postgresql://fleet:hunter2@127.0.0.1:{free_port()}/nowhere"
+    with pytest.raises(StoreUnavailable) as caught:
+        open_store(url)
+    assert "postgresql://fleet@127.0.0.1" in str(caught.value)
+    assert "hunter2" not in str(caught.value)
+
+
+def test_an_unknown_store_scheme_is_refused() -> None:
+    with pytest.raises(StoreError, match="unknown store"):
+        open_store("mysql://db")
+
+
+def test_no_store_is_the_sqlite_default() -> None:
+    store = open_store("")
+    assert not store.shared
+    assert store.name == "sqlite"
+
+
+def test_instances_starting_together_apply_each_migration_once(pg_url: str) -> None:
+    import threading
+
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            open_store(pg_url).close()
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert errors == []
+    assert _versions(pg_url) == list(range(1, SCHEMA_VERSION + 1))
+    open_store(pg_url).close()  # and once more after: nothing to apply, no error
+    assert _versions(pg_url) == list(range(1, SCHEMA_VERSION + 1))
+
+
+def _run(store: PostgresStore, sql: str) -> None:
+    with store.transaction() as conn:
+        conn.execute(sql.encode())
+
+
+def test_a_query_past_the_statement_timeout_is_cancelled_and_names_the_store(
+    pg_url: str,
+) -> None:
+    import time
+
+    store = PostgresStore(pg_url, statement_timeout_s=0.2)
+    try:
+        started = time.monotonic()
+        with pytest.raises(
+            StoreUnavailable, match=r"store postgresql://postgres@.*statement timeout"
+        ):
+            _run(store, "SELECT pg_sleep(5)")
+        assert time.monotonic() - started < 3
+    finally:
+        store.close()
+
+
+def test_the_pool_is_bounded_and_a_caller_waits_at_most_the_pool_timeout(pg_url: str) -> None:
+    import contextlib
+    import time
+
+    store = PostgresStore(pg_url, max_connections=2, pool_timeout_s=0.5)
+    try:
+        with contextlib.ExitStack() as held:
+            for _ in range(2):
+                held.enter_context(store.transaction())
+            started = time.monotonic()
+            with pytest.raises(StoreUnavailable, match="no connection"):
+                _run(store, "SELECT 1")
+            assert 0.4 < time.monotonic() - started < 3
+        _run(store, "SELECT 1")  # released: usable again
+    finally:
+        store.close()
