@@ -340,6 +340,34 @@ def _split_names(source: str) -> frozenset[str]:
     return frozenset(n.strip() for n in re.split(r"[|,]", source) if n.strip())
 
 
+_KINDS: Final = re.compile(r"^[@A-Za-z0-9_\-, |/.:]+$")
+
+
+def _kinds_matcher(source: str, hook_id: str | None) -> Matcher:
+    """``@shell|Read``: each tool kind expanded to its names (:mod:`otelhooks._tool_kinds`),
+    ``@mcp`` as a name-shape regex."""
+    from otelhooks._tool_kinds import MCP_KIND, MCP_PATTERN, kind_names
+
+    names: set[str] = set()
+    mcp = False
+    for name in _split_names(source):
+        if name == MCP_KIND:
+            mcp = True
+            continue
+        expanded = kind_names(name) if name.startswith("@") else frozenset({name})
+        if expanded is None:
+            raise InvalidMatcherError(
+                f"hook {hook_id or '?'}: matcher {source!r}: unknown tool kind {name!r} "
+                "(known: @shell, @file_write, @file_edit, @file_read, @web_fetch, "
+                "@web_search, @mcp)"
+            )
+        names |= expanded
+    if not mcp:
+        return Matcher(source, MatchKind.NAMES, names=_with_aliases(frozenset(names)))
+    exact = "".join(f"|{re.escape(n)}$" for n in sorted(names))
+    return _regex_or_exact(source, f"^(?:{MCP_PATTERN}{exact})", hook_id=hook_id)
+
+
 def compile_matcher(source: str | None, dialect: str, *, hook_id: str | None = None) -> Matcher:
     """Compile ``source`` by the rules of ``dialect`` (see the module docstring).
 
@@ -349,6 +377,8 @@ def compile_matcher(source: str | None, dialect: str, *, hook_id: str | None = N
     """
     if source is None or source.strip() in ("", "*"):
         return ALL
+    if "@" in source and _KINDS.match(source):
+        return _kinds_matcher(source, hook_id)
     if dialect == "lobehub":
         return _regex_or_exact(source, source, hook_id=hook_id)
     is_slashed = len(source) >= 2 and source.startswith("/") and source.endswith("/")

@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 
 from otelhooks._cli import (
     _claude_code_cmd,
+    _coding_agents_cmd,
     _demo_cmd,
     _events_cmd,
     _hooks_cmd,
@@ -31,6 +32,7 @@ COMMANDS = (
     _validate_cmd,
     _hooks_cmd,
     _claude_code_cmd,
+    _coding_agents_cmd,
     _replay_cmd,
     _tree_cmd,
     _mcp_cmd,

@@ -45,6 +45,7 @@ def _claude_code(args: argparse.Namespace) -> int:
         deny_mode=args.deny_mode,
         fail_closed=args.fail_closed,
         service_name=args.service_name,
+        dialect=args.dialect,
     )
     # bytes, decoded leniently by the bridge: a stray invalid byte is not a reason to fail open
     response = run_hook(sys.stdin.buffer.read(), options)
@@ -103,6 +104,13 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "deny with the reason (default: exit 1, which Claude Code does not treat as a block)",
     )
     cmd.add_argument("--service-name", default="claude-code", help="service.name of the spans")
+    cmd.add_argument(
+        "--dialect",
+        choices=("claude-code", "codex", "gemini"),
+        default="claude-code",
+        help="the hook schema of the input and the answer (`otelhooks codex install` and "
+        "`otelhooks gemini install` write theirs)",
+    )
     from otelhooks._cli._claude_code_install_cmd import add_subcommands
 
     add_subcommands(cmd)

@@ -121,6 +121,7 @@ def _daemon(args: argparse.Namespace) -> int:
         deny_mode=args.deny_mode,
         fail_closed=args.fail_closed,
         service_name=args.service_name,
+        dialect=args.dialect,
     )
     return run_daemon(args.socket, options)
 

@@ -20,6 +20,8 @@ Claude Code event            otelhooks
 ``PermissionDenied``         ``on_tool_call_denied``; an open tool span ends ``denied``
 ``Stop`` / ``StopFailure``   the turn ends: ``on_complete`` (and ``on_error``); a Stop hook's
                              block keeps the turn open
+``BeforeModel/AfterModel``   (Gemini CLI) a ``chat {model}`` span in the turn, ``llm_input`` /
+                             ``llm_output`` observers (:mod:`._model_calls`)
 ``SessionStart/End``         ``session_start`` / ``session_end``, ``agent_lifecycle`` spans; at
                              the end every open span of the session is closed
 every other event            its canonical event for the observers (``PreCompact`` is
@@ -86,6 +88,7 @@ from otelhooks.integrations.claude_code._mapping import (
     matcher_value,
     point_payload,
 )
+from otelhooks.integrations.claude_code._model_calls import ModelCalls
 from otelhooks.integrations.claude_code._spans import SpanRecord, SpanWriter, session_trace_id
 from otelhooks.integrations.claude_code._state import BridgeState, OpenOperation
 from otelhooks.integrations.claude_code._tools import ToolUses
@@ -118,6 +121,9 @@ class ClaudeCodeBridge:
         shutdown_timeout_s: how long :meth:`close` may take (Claude Code gives some hooks,
             ``SessionEnd`` among them, 1.5 s).
         fail_fast: do not retry a refused or silent webhook (a hook process is short-lived).
+        agent: ``gen_ai.agent.name`` of the spans and the agent id of the events: the coding
+            agent whose dialect was translated (``claude-code``, ``codex``, ``gemini-cli``).
+        provider: ``gen_ai.provider.name`` of the spans (whose models that agent calls).
 
     Example:
         >>> bridge = ClaudeCodeBridge(state=BridgeState("/tmp/cc.sqlite3"))
@@ -139,7 +145,11 @@ class ClaudeCodeBridge:
         writer: SpanWriter | None = None,
         shutdown_timeout_s: float = 10.0,
         fail_fast: bool = False,
+        agent: str = AGENT,
+        provider: str = PROVIDER,
     ) -> None:
+        self.agent = agent
+        self.provider = provider
         self.state = state
         self.deny_mode = deny_mode
         self.capture = _capture_content() if capture is None else capture
@@ -165,6 +175,15 @@ class ClaudeCodeBridge:
             observe=self.observe,
             writer=self.writer,
             deny_mode=deny_mode,
+            capture=self.capture,
+            agent=agent,
+        )
+        self.models = ModelCalls(
+            state=state,
+            writer=self.writer,
+            observe=self.observe,
+            agent=agent,
+            provider=provider,
             capture=self.capture,
         )
 
@@ -192,6 +211,10 @@ class ClaudeCodeBridge:
             return self.tools.post(session, name, payload)
         if name == "PermissionDenied":
             return self.tools.permission_denied(session, payload)
+        if name == "BeforeModel":  # Gemini CLI's (see _model_calls)
+            return self.models.before(session, payload)
+        if name == "AfterModel":
+            return self.models.after(session, payload)
         handler = {
             "UserPromptSubmit": self._prompt,
             "Stop": self._stop,
@@ -215,9 +238,9 @@ class ClaudeCodeBridge:
     def _op_attributes(self, op: OpenOperation, reason: str) -> dict[str, types.AttributeValue]:
         return {
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-            sc.GEN_AI_PROVIDER_NAME: PROVIDER,
-            sc.GEN_AI_AGENT_NAME: AGENT,
-            sc.GEN_AI_AGENT_ID: AGENT,
+            sc.GEN_AI_PROVIDER_NAME: self.provider,
+            sc.GEN_AI_AGENT_NAME: self.agent,
+            sc.GEN_AI_AGENT_ID: self.agent,
             sc.GEN_AI_CONVERSATION_ID: op.session_id,
             sc.SESSION_ID: op.session_id,
             sc.OPERATION_ID: op.operation_id,
@@ -236,7 +259,7 @@ class ClaudeCodeBridge:
         end = time.time_ns()
         self.writer.write(
             SpanRecord(
-                f"{sc.OP_INVOKE_AGENT} {AGENT}",
+                f"{sc.OP_INVOKE_AGENT} {self.agent}",
                 session_trace_id(op.session_id),
                 op.span_id,
                 None,
@@ -251,21 +274,21 @@ class ClaudeCodeBridge:
         if error is not None:
             self.observe(
                 "on_error",
-                ErrorEvent(**common, agentId=AGENT, errorMessage=error, errorType=error_type),
-                (AGENT,),
+                ErrorEvent(**common, agentId=self.agent, errorMessage=error, errorType=error_type),
+                (self.agent,),
             )
         if completed:
             return  # its hooks ran before Claude Code was answered (Stop)
         complete = CompleteEvent(
             **common,
-            agentId=AGENT,
+            agentId=self.agent,
             runId=op.operation_id,
             reason=reason,
             success=reason == "done",
             error=error,
             duration=(end - op.start_ns) / 1e9,
         )
-        self.observe("on_complete", complete, (AGENT,))
+        self.observe("on_complete", complete, (self.agent,))
 
     def _prompt(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
         prompt = str(payload.get("prompt") or "")
@@ -275,14 +298,14 @@ class ClaudeCodeBridge:
             self._end_operation(previous, "interrupted", None)
         event = BeforeAgentStartEvent(
             **self._common(session, op, op.span_id),
-            agentId=AGENT,
+            agentId=self.agent,
             input=prompt,
             userMessage=prompt,
             fullPrompt=prompt,
             metadata={k: payload.get(k) for k in ("cwd", "permission_mode", "transcript_path")},
         )
         verdict, answers = run_hooks(
-            self.engine, "before_agent_start", event, (AGENT,), operation_id=op.operation_id
+            self.engine, "before_agent_start", event, (self.agent,), operation_id=op.operation_id
         )
         rewritten = verdict.payload
         if (
@@ -325,7 +348,7 @@ class ClaudeCodeBridge:
         complete = CompleteEvent.model_validate(
             {
                 **self._common(session, op, op.span_id if op is not None else None),
-                "agentId": AGENT,
+                "agentId": self.agent,
                 "runId": op.operation_id if op is not None else session,
                 "reason": "done",
                 "success": True,
@@ -333,7 +356,7 @@ class ClaudeCodeBridge:
                 "claudeCode": own,
             }
         )
-        _, answers = run_hooks(self.engine, "on_complete", complete, (AGENT,))
+        _, answers = run_hooks(self.engine, "on_complete", complete, (self.agent,))
         output, lost = combine(name, answers)
         if output.get("decision") != "block":
             ended = self.state.end_operation(session)
@@ -375,7 +398,7 @@ class ClaudeCodeBridge:
         span_id = self._lifecycle_span(session, "session_start", None).span_id
         extra = claude_fields(payload, capture=self.capture)
         event = SessionStartEvent(
-            **self._common(session, None, span_id), agentId=AGENT, metadata=extra
+            **self._common(session, None, span_id), agentId=self.agent, metadata=extra
         )
         values = (str(payload.get("source") or "*"),)
         _, answers = run_hooks(self.engine, "session_start", event, values)

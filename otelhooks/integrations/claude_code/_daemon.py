@@ -21,7 +21,7 @@ import os
 import re
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -87,7 +87,12 @@ def build_bridge(options: BridgeOptions, env: Mapping[str, str]) -> ClaudeCodeBr
         writer.provider.add_span_processor(BatchSpanProcessor(otlp, schedule_delay_millis=500))
     state = options.state or settings.get(STATE_ENV)
     state_path = project_path(state, env) if state else DEFAULT_STATE_PATH.expanduser()
+    from otelhooks.integrations.coding_agents._dialects import dialect_named
+
+    dialect = dialect_named(options.dialect)
     return ClaudeCodeBridge(
+        agent=dialect.agent,
+        provider=dialect.provider,
         hooks=hooks,
         state=ServerSessions(state_path),
         writer=writer,
@@ -102,7 +107,10 @@ class _DaemonApp:
         self, bridge: ClaudeCodeBridge, options: BridgeOptions, *, answer_s: float
     ) -> None:
         self.bridge = bridge
+        from otelhooks.integrations.coding_agents._dialects import dialect_named
+
         self.options = options
+        self.dialect = dialect_named(options.dialect)
         self.answer_s = answer_s
         self.runner = FairRunner(on_drop=bridge.engine.metrics.drop_counter("claude_code_hooks"))
         self.last = time.monotonic()
@@ -115,10 +123,17 @@ class _DaemonApp:
         return max(self.answer_s, wait_s + 5.0) if wait_s else self.answer_s
 
     def answer(self, raw: bytes) -> HookResponse:
+        return self.dialect.answer(self._answer(raw, self.dialect.to_bridge))
+
+    def _answer(
+        self, raw: bytes, to_bridge: Callable[[dict[str, Any]], dict[str, Any]]
+    ) -> HookResponse:
         try:
-            payload = parse_input(raw)
+            payload = to_bridge(parse_input(raw))
         except InputProblem as exc:
-            return _refusal(event_name_of(raw), str(exc), self.options)
+            seen = event_name_of(raw)
+            event = self.dialect.events.get(seen, seen) if seen else None
+            return _refusal(event, str(exc), self.options)
         name = payload.get("hook_event_name")
         try:
             return self.bridge.handle(payload)
@@ -144,14 +159,15 @@ class _DaemonApp:
                 key, lambda: self.answer(raw), timeout_s=self._answer_s()
             )
         except Late as late:
-            event = event_name_of(raw)
+            seen = event_name_of(raw)
+            event = self.dialect.events.get(seen, seen) if seen else None
             _log.error(
                 "claude-code hook gave no answer in time: answered as a failure",
                 hook_event=event,
                 reason=late.reason,
                 fail_closed=self.options.fail_closed,
             )
-            response = _refusal(event, f"no answer: {late}", self.options)
+            response = self.dialect.answer(_refusal(event, f"no answer: {late}", self.options))
         self.last = time.monotonic()
         body: dict[str, Any] = {
             "exit_code": response.exit_code,

@@ -63,6 +63,8 @@ class BridgeOptions:
         deny_mode: ``json`` (``permissionDecision``) or ``exit2``.
         fail_closed: answer ``PreToolUse`` with a deny when the bridge itself fails.
         service_name: ``service.name`` of the spans.
+        dialect: the CLI whose hook schema the input and answer are in (``claude-code``,
+            ``codex``, ``gemini``: :mod:`otelhooks.integrations.coding_agents`).
 
     Example:
         >>> BridgeOptions(hooks=(".claude/otelhooks.yaml",), fail_closed=True).fail_closed
@@ -77,6 +79,7 @@ class BridgeOptions:
     fail_closed: bool = False
     service_name: str = AGENT
     extra_exporters: Sequence[SpanExporter] = field(default_factory=tuple)
+    dialect: str = "claude-code"
 
 
 def _truthy(value: str | None) -> bool:
@@ -121,14 +124,27 @@ def run_hook(
         ...     state="/tmp/cc-doc.sqlite3")).exit_code
         0
     """
-    env = os.environ if environ is None else environ
+    from otelhooks.integrations.coding_agents._dialects import dialect_named
+
+    dialect = dialect_named(options.dialect)
+    return dialect.answer(_run_hook(raw, options, os.environ if environ is None else environ))
+
+
+def _run_hook(
+    raw: str | bytes | Mapping[str, Any], options: BridgeOptions, env: Mapping[str, str]
+) -> HookResponse:
+    from otelhooks.integrations.coding_agents._dialects import dialect_named
+
+    dialect = dialect_named(options.dialect)
     if isinstance(raw, Mapping):
         payload = dict(raw)
     else:
         try:
             payload = parse_input(raw)
         except InputProblem as exc:
-            return _refusal(event_name_of(raw), str(exc), options)
+            seen = event_name_of(raw)
+            return _refusal(dialect.events.get(seen, seen) if seen else None, str(exc), options)
+    payload = dialect.to_bridge(payload)
     name = payload.get("hook_event_name")
     event = name if isinstance(name, str) else None
     try:
@@ -181,7 +197,12 @@ def _handle(
         summarise_sdk_logs(math.inf)  # the report line says it once; no retry lines
         exporters.append(_counted(otlp, tracker))
     state_path = options.state or settings.get(STATE_ENV)
+    from otelhooks.integrations.coding_agents._dialects import dialect_named
+
+    dialect = dialect_named(options.dialect)
     bridge = ClaudeCodeBridge(
+        agent=dialect.agent,
+        provider=dialect.provider,
         hooks=hooks,
         # the environment given decides, not the process's own (an HTTP route passes its own)
         state=BridgeState(project_path(state_path or DEFAULT_STATE_PATH, env)),

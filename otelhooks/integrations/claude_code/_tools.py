@@ -85,7 +85,9 @@ class ToolUses:
         writer: SpanWriter,
         deny_mode: DenyMode,
         capture: bool,
+        agent: str = AGENT,
     ) -> None:
+        self.agent = agent
         self.state = state
         self.engine = engine
         self.observe = observe
@@ -104,7 +106,7 @@ class ToolUses:
             "apiName": tool.tool_name,
             "args": tool.tool_input if args is None else args,
             "callIndex": tool.call_index,
-            "agentId": AGENT,
+            "agentId": self.agent,
             "executor": "client",
         }
 
@@ -371,7 +373,7 @@ class ToolUses:
         reason = str(payload.get("reason") or "denied by Claude Code")
         self.end_tool(tool, "denied", result=reason)
         context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
-        denied = ToolCallDeniedEvent(**context, reason=reason, decidedBy=AGENT)
+        denied = ToolCallDeniedEvent(**context, reason=reason, decidedBy=self.agent)
         _, answers = run_hooks(self.engine, "on_tool_call_denied", denied, _values(tool.tool_name))
         output, lost = combine("PermissionDenied", answers)
         return respond("PermissionDenied", output, lost, deny_mode=self.deny_mode)

@@ -1,0 +1,132 @@
+"""``hooks_for``: one async SDK callback per hook event, all on one in-process bridge."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import tempfile
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
+from otelhooks.integrations.claude_code._common import HookResponse
+from otelhooks.integrations.claude_code._sessions import ServerSessions
+from otelhooks.integrations.claude_code._spans import SpanWriter
+
+if TYPE_CHECKING:
+    from claude_agent_sdk import HookMatcher
+
+    from otelhooks._setup import OtelHooks
+
+__all__ = ["AGENT", "SDK_EVENTS", "hooks_for", "sdk_output"]
+
+AGENT = "claude-agent-sdk"
+# The events ``ClaudeAgentOptions(hooks=...)`` accepts (claude-agent-sdk 0.2): the SDK has no
+# SessionStart/SessionEnd hooks, so a session's spans end with its turn (Stop).
+SDK_EVENTS: tuple[str, ...] = (
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PermissionRequest",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Notification",
+    "SubagentStart",
+    "SubagentStop",
+    "PreCompact",
+    "Stop",
+)
+_TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure"})
+# Python keywords the SDK spells with a trailing underscore (it renames them for the CLI)
+_RENAMED = {"continue": "continue_", "async": "async_"}
+
+
+def sdk_output(event: str, response: HookResponse) -> dict[str, Any]:
+    """The bridge's answer (Claude Code's hook output) as an SDK callback returns it.
+
+    Example:
+        >>> out = sdk_output("PreToolUse", HookResponse(2, stderr="no"))
+        >>> out["hookSpecificOutput"]["permissionDecision"]
+        'deny'
+    """
+    if response.exit_code == 2:  # a block, its reason on stderr (the exit2 form)
+        if event == "PreToolUse":
+            decision = {
+                "hookEventName": event,
+                "permissionDecision": "deny",
+                "permissionDecisionReason": response.stderr,
+            }
+            return {"hookSpecificOutput": decision}
+        return {"decision": "block", "reason": response.stderr}
+    if not response.stdout.strip():
+        return {}
+    try:
+        data = json.loads(response.stdout)
+    except ValueError:
+        return {}
+    if not isinstance(data, dict):
+        return {}
+    return {str(_RENAMED.get(k, k)): v for k, v in data.items()}
+
+
+def hooks_for(
+    oh: OtelHooks,
+    *,
+    state: str | os.PathLike[str] | None = None,
+    timeout_s: float = 60.0,
+) -> dict[str, list[HookMatcher]]:
+    """The ``hooks`` of ``ClaudeAgentOptions`` running ``oh``'s hooks and tracing the run.
+
+    Args:
+        oh: what :func:`otelhooks.configure` returned: its engine runs the hooks, its span
+            processors export the spans (``oh.shutdown()`` flushes them).
+        state: the bridge's session file (a fresh temporary one when omitted).
+        timeout_s: how long the SDK waits for one callback.
+
+    Returns:
+        ``{event: [HookMatcher(matcher=..., hooks=[callback])]}`` for every event of
+        :data:`SDK_EVENTS`.
+    """
+    from claude_agent_sdk import HookMatcher
+
+    path = Path(state) if state is not None else Path(tempfile.mkdtemp()) / "sessions.sqlite3"
+    writer = SpanWriter((), oh.tracer_provider.resource)
+    for processor in oh.exporters:
+        # the same processors as oh's own spans: one pipeline, flushed by oh.shutdown()
+        writer.provider.add_span_processor(processor)
+    bridge = ClaudeCodeBridge(
+        engine=oh.engine,
+        state=ServerSessions(path),
+        writer=writer,
+        agent=AGENT,
+        provider="anthropic",
+    )
+    lock = threading.Lock()
+
+    def handle(payload: Mapping[str, Any]) -> HookResponse:
+        with lock:  # one event at a time: the bridge pairs a tool's start and end in order
+            return bridge.handle(payload)
+
+    def callback_for(event: str) -> Any:
+        async def callback(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+            payload = dict(input_data)
+            payload.setdefault("hook_event_name", event)
+            if tool_use_id and not payload.get("tool_use_id"):
+                payload["tool_use_id"] = tool_use_id
+            response = await asyncio.to_thread(handle, payload)
+            return sdk_output(event, response)
+
+        return callback
+
+    return {
+        event: [
+            HookMatcher(
+                matcher="*" if event in _TOOL_EVENTS else None,
+                hooks=[callback_for(event)],
+                timeout=timeout_s,
+            )
+        ]
+        for event in SDK_EVENTS
+    }

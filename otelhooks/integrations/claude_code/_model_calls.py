@@ -1,0 +1,143 @@
+"""Model calls a CLI's hooks expose (Gemini CLI's ``BeforeModel`` / ``AfterModel``): ``chat``
+spans in the turn, and the ``llm_input`` / ``llm_output`` observers.
+
+Claude Code and Codex have no such hooks. Gemini CLI calls its model one request at a time in a
+session, so the open call is kept in the state file under one reserved id per session (as a
+tool use is, which is why the session's tool ``call_index`` counts model calls too); an
+``AfterModel`` without its ``BeforeModel`` writes nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry.trace import SpanKind
+from opentelemetry.util import types
+
+from otelhooks import _semconv as sc
+from otelhooks._events import LlmInputEvent, LlmOutputEvent
+from otelhooks.integrations.claude_code._common import HookResponse, Observe
+from otelhooks.integrations.claude_code._spans import SpanRecord, SpanWriter, session_trace_id
+from otelhooks.integrations.claude_code._state import BridgeState
+
+__all__ = ["MODEL_CALL_ID", "ModelCalls"]
+
+MODEL_CALL_ID = "otelhooks:model-call"
+
+
+def _model(payload: Mapping[str, Any]) -> str:
+    request = payload.get("llm_request")
+    model = request.get("model") if isinstance(request, Mapping) else None
+    return str(model or "unknown")
+
+
+def _usage(payload: Mapping[str, Any]) -> tuple[int, int, list[str]]:
+    response = payload.get("llm_response")
+    response = response if isinstance(response, Mapping) else {}
+    usage = response.get("usageMetadata")
+    usage = usage if isinstance(usage, Mapping) else {}
+    reasons = [
+        str(c.get("finishReason"))
+        for c in response.get("candidates") or ()
+        if isinstance(c, Mapping) and c.get("finishReason")
+    ]
+    tokens_in = usage.get("promptTokenCount")
+    tokens_out = usage.get("candidatesTokenCount")
+    return (
+        tokens_in if isinstance(tokens_in, int) else 0,
+        tokens_out if isinstance(tokens_out, int) else 0,
+        reasons,
+    )
+
+
+class ModelCalls:
+    """The model-call half of the bridge (see the module docstring)."""
+
+    def __init__(
+        self,
+        *,
+        state: BridgeState,
+        writer: SpanWriter,
+        observe: Observe,
+        agent: str,
+        provider: str,
+        capture: bool,
+    ) -> None:
+        self.state = state
+        self.writer = writer
+        self.observe = observe
+        self.agent = agent
+        self.provider = provider
+        self.capture = capture
+
+    def _common(self, session: str, operation_id: str | None, span_id: int) -> dict[str, Any]:
+        return {
+            "sessionKey": session,
+            "operationId": operation_id,
+            "traceId": format(session_trace_id(session), "032x"),
+            "spanId": format(span_id, "016x"),
+        }
+
+    def before(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
+        """A model request starts: its span is opened, ``llm_input`` observers run."""
+        op = self.state.current_operation(session)
+        self.state.end_tool(session, MODEL_CALL_ID)  # a call whose AfterModel never came
+        call = self.state.start_tool(op, MODEL_CALL_ID, sc.OP_CHAT, {})
+        model = _model(payload)
+        request = payload.get("llm_request")
+        messages = request.get("messages") if isinstance(request, Mapping) else None
+        kept = [m for m in messages or () if isinstance(m, dict)] if self.capture else []
+        event = LlmInputEvent(
+            **self._common(session, op.operation_id, call.span_id),
+            agentId=self.agent,
+            model=model,
+            messages=kept,
+        )
+        self.observe("llm_input", event, (model,))
+        return HookResponse()
+
+    def after(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
+        """The model answered: the ``chat {model}`` span ends, ``llm_output`` observers run."""
+        call = self.state.end_tool(session, MODEL_CALL_ID)
+        if call is None:
+            return HookResponse()
+        model = _model(payload)
+        tokens_in, tokens_out, reasons = _usage(payload)
+        attributes: dict[str, types.AttributeValue] = {
+            sc.GEN_AI_OPERATION_NAME: sc.OP_CHAT,
+            sc.GEN_AI_PROVIDER_NAME: self.provider,
+            sc.GEN_AI_REQUEST_MODEL: model,
+            sc.GEN_AI_CONVERSATION_ID: session,
+            sc.GEN_AI_USAGE_INPUT_TOKENS: tokens_in,
+            sc.GEN_AI_USAGE_OUTPUT_TOKENS: tokens_out,
+            sc.OPERATION_ID: call.operation_id,
+        }
+        if reasons:
+            attributes[sc.GEN_AI_RESPONSE_FINISH_REASONS] = reasons
+        self.writer.write(
+            SpanRecord(
+                f"{sc.OP_CHAT} {model}",
+                session_trace_id(session),
+                call.span_id,
+                call.parent_span_id,
+                call.start_ns,
+                time.time_ns(),
+                attributes,
+                kind=SpanKind.CLIENT,
+            )
+        )
+        response = payload.get("llm_response")
+        text = response.get("text") if isinstance(response, Mapping) else None
+        event = LlmOutputEvent.model_validate(
+            {
+                **self._common(session, call.operation_id, call.span_id),
+                "agentId": self.agent,
+                "model": model,
+                "response": str(text or "") if self.capture else "",
+                "tokenUsage": {"input": tokens_in, "output": tokens_out},
+            }
+        )
+        self.observe("llm_output", event, (model,))
+        return HookResponse()

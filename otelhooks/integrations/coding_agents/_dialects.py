@@ -1,0 +1,172 @@
+"""Each coding agent's hook dialect, translated to and from the one bridge.
+
+The bridge (:class:`~otelhooks.integrations.claude_code.ClaudeCodeBridge`: sessions, tool-use
+pairing, spans, hooks, the daemon) speaks Claude Code's hook schema. A :class:`Dialect` is the
+thin part each other CLI needs: its input translated into that schema (event names, fields), and
+the bridge's answer translated into the CLI's own output format.
+
+- **Codex CLI** copies Claude Code's schema (same event names, ``tool_name: "Bash"`` with
+  ``tool_input.command``, ``permissionDecision: deny`` JSON and exit 2): both directions are the
+  identity, only the agent and provider names differ.
+- **Gemini CLI** has its own events (``BeforeTool`` ... ``AfterAgent``) and answers
+  (``{"decision": "deny", "reason": ...}``, ``hookSpecificOutput.tool_input`` to rewrite the
+  arguments); its tool events carry no call id, so the bridge pairs ``BeforeTool`` with
+  ``AfterTool`` by tool name and arguments (two identical calls at once in one session would be
+  paired in either order).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from otelhooks.integrations.claude_code._common import HookResponse
+
+__all__ = ["DIALECTS", "GEMINI_EVENTS", "Dialect", "dialect_named"]
+
+# Gemini CLI event -> the bridge's (Claude Code's) event; an event not listed keeps its name
+# and becomes an ``agent_lifecycle`` span with its observers (BeforeModel, AfterModel, ...).
+GEMINI_EVENTS: dict[str, str] = {
+    "SessionStart": "SessionStart",
+    "BeforeAgent": "UserPromptSubmit",
+    "BeforeTool": "PreToolUse",
+    "AfterTool": "PostToolUse",
+    "AfterAgent": "Stop",
+    "PreCompress": "PreCompact",
+    "Notification": "Notification",
+    "SessionEnd": "SessionEnd",
+}
+
+
+def _same(payload: dict[str, Any]) -> dict[str, Any]:
+    return payload
+
+
+def _same_answer(response: HookResponse) -> HookResponse:
+    return response
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """One CLI's hook dialect.
+
+    Attributes:
+        name: the ``--dialect`` value and the CLI's command (``codex``, ``gemini``).
+        agent: ``gen_ai.agent.name`` of its spans and the agent id of its events.
+        provider: ``gen_ai.provider.name`` (whose models the CLI calls).
+        to_bridge: its hook input, as the bridge reads it.
+        answer: the bridge's answer, as the CLI reads it.
+        events: its event names mapped to the bridge's (documentation, and the installer).
+    """
+
+    name: str
+    agent: str
+    provider: str
+    to_bridge: Callable[[dict[str, Any]], dict[str, Any]] = _same
+    answer: Callable[[HookResponse], HookResponse] = _same_answer
+    events: Mapping[str, str] = field(default_factory=dict)
+
+
+def _gemini_in(payload: dict[str, Any]) -> dict[str, Any]:
+    name = str(payload.get("hook_event_name") or "")
+    out = dict(payload)
+    out["gemini_hook_event_name"] = name
+    out["hook_event_name"] = GEMINI_EVENTS.get(name, name)
+    if name == "AfterAgent":
+        out.setdefault("last_assistant_message", payload.get("prompt_response"))
+    return out
+
+
+def _gemini_out(response: HookResponse) -> HookResponse:
+    """Claude Code's answer in Gemini CLI's words: a deny or block is ``decision: deny``, a
+    rewrite is ``hookSpecificOutput.tool_input``, additional context stays where it was."""
+    if not response.stdout.strip():
+        return response
+    try:
+        data = json.loads(response.stdout)
+    except ValueError:
+        return response
+    if not isinstance(data, dict):
+        return response
+    out: dict[str, Any] = {}
+    specific = data.get("hookSpecificOutput")
+    specific = specific if isinstance(specific, dict) else {}
+    decision = specific.get("permissionDecision") or data.get("decision")
+    reason = specific.get("permissionDecisionReason") or data.get("reason")
+    if decision in ("deny", "block"):
+        out["decision"] = "deny"
+    elif decision == "ask":
+        out["decision"] = "ask"
+    elif decision == "allow":
+        out["decision"] = "allow"
+    if reason:
+        out["reason"] = str(reason)
+    own: dict[str, Any] = {}
+    if isinstance(specific.get("updatedInput"), dict):
+        own["tool_input"] = specific["updatedInput"]
+    if isinstance(specific.get("additionalContext"), str):
+        own["additionalContext"] = specific["additionalContext"]
+    if own:
+        out["hookSpecificOutput"] = own
+    for key in ("continue", "stopReason", "systemMessage", "suppressOutput"):
+        if key in data:
+            out[key] = data[key]
+    text = json.dumps(out) if out else ""
+    return HookResponse(response.exit_code, text, response.stderr, response.http_body)
+
+
+DIALECTS: dict[str, Dialect] = {
+    "claude-code": Dialect("claude-code", "claude-code", "anthropic"),
+    "codex": Dialect(
+        "codex",
+        "codex",
+        "openai",
+        events={
+            e: e
+            for e in (
+                "SessionStart",
+                "UserPromptSubmit",
+                "PreToolUse",
+                "PermissionRequest",
+                "PostToolUse",
+                "PreCompact",
+                "PostCompact",
+                "SubagentStart",
+                "SubagentStop",
+                "Stop",
+                "SessionEnd",
+            )
+        },
+    ),
+    "gemini": Dialect(
+        "gemini",
+        "gemini-cli",
+        "gcp.gemini",
+        to_bridge=_gemini_in,
+        answer=_gemini_out,
+        events={
+            **GEMINI_EVENTS,
+            "BeforeModel": "BeforeModel",
+            "AfterModel": "AfterModel",
+            "BeforeToolSelection": "BeforeToolSelection",
+        },
+    ),
+}
+
+
+def dialect_named(name: str) -> Dialect:
+    """The dialect called ``name``.
+
+    Raises:
+        ValueError: no such dialect.
+
+    Example:
+        >>> dialect_named("gemini").agent
+        'gemini-cli'
+    """
+    try:
+        return DIALECTS[name]
+    except KeyError:
+        raise ValueError(f"unknown dialect {name!r} (known: {', '.join(DIALECTS)})") from None

@@ -1,0 +1,189 @@
+"""``otelhooks codex install`` / ``otelhooks gemini install``: our hooks in each CLI's file.
+
+The same splices and marks as ``otelhooks claude-code install``
+(:mod:`otelhooks.integrations.claude_code._install`): one matcher group per event merged into
+the file's ``hooks`` object, idempotently (ours removed, then the current ones added), every
+other hook, key and group left byte for byte; ``uninstall`` removes exactly ours (a command
+ending with the ``# otelhooks:installed`` mark) and gives back the file's earlier bytes, or no
+file where there was none.
+
+- **Codex CLI**: ``PROJECT/.codex/hooks.json``, or ``$CODEX_HOME/hooks.json`` (``~/.codex``)
+  with ``user``. Codex loads a project's hooks only for a project its ``config.toml`` marks
+  ``trust_level = "trusted"``, and runs a hook only once its content is trusted; an untrusted
+  hook is skipped **silently** (:func:`codex_trust_notes` says what to do).
+- **Gemini CLI**: the ``hooks`` of ``PROJECT/.gemini/settings.json``, or
+  ``~/.gemini/settings.json`` with ``user``; each handler is named ``otelhooks`` and its
+  timeout is in milliseconds (Gemini's unit). A project's hooks load only in a trusted folder.
+
+Both run the fast command bridge (the standard-library hook client and its daemon, with
+``--dialect``): neither CLI has an ``http`` hook type here (Codex 0.171 and Gemini 0.61 run
+``command`` hooks), so ``otelhooks serve``'s HTTP route is not used by them.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_ours
+from otelhooks.integrations.claude_code._install import MARK, Change, client_command, is_ours
+from otelhooks.integrations.claude_code._json_text import Node
+from otelhooks.integrations.claude_code._settings_file import edit_settings
+from otelhooks.integrations.coding_agents._dialects import dialect_named
+
+__all__ = [
+    "AgentInstall",
+    "codex_trust_notes",
+    "hooks_path",
+    "install_agent",
+    "uninstall_agent",
+]
+
+# the bridge decides within 25 s (its daemon's own limit): the CLI waits a little longer
+_TIMEOUT_S = 30
+_TOOL_EVENTS = frozenset(
+    {"PreToolUse", "PermissionRequest", "PostToolUse", "BeforeTool", "AfterTool"}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AgentInstall:
+    """Where one CLI's hooks go and how its handlers look."""
+
+    dialect: str
+    folder: str  # the project folder's config folder (.codex, .gemini)
+    file: str  # hooks.json, settings.json
+    timeout_scale: int  # Gemini counts milliseconds
+    named: bool  # Gemini handlers carry a name
+
+    def user_folder(self) -> Path:
+        if self.dialect == "codex":
+            return Path(os.environ.get("CODEX_HOME") or "~/.codex").expanduser()
+        return Path(f"~/{self.folder}").expanduser()
+
+
+_AGENTS = {
+    "codex": AgentInstall("codex", ".codex", "hooks.json", 1, named=False),
+    "gemini": AgentInstall("gemini", ".gemini", "settings.json", 1000, named=True),
+}
+
+
+def hooks_path(dialect: str, *, project: str | os.PathLike[str] = ".", user: bool = False) -> Path:
+    """The file ``install`` edits for ``dialect`` (``codex`` or ``gemini``).
+
+    Example:
+        >>> hooks_path("gemini", project="/work/p").as_posix()
+        '/work/p/.gemini/settings.json'
+    """
+    agent = _AGENTS[dialect]
+    folder = agent.user_folder() if user else Path(project) / agent.folder
+    return folder / agent.file
+
+
+def _command(dialect: str, hooks_file: Path, traces_out: str | None, fail_closed: bool) -> str:
+    command = f"{client_command()} --dialect {dialect} --hooks {shlex.quote(str(hooks_file))}"
+    if traces_out:
+        command += f" --traces-out {shlex.quote(traces_out)}"
+    if fail_closed:
+        command += " --fail-closed"
+    return f"{command} {MARK}"
+
+
+def _groups(agent: AgentInstall, events: Sequence[str], command: str) -> dict[str, dict[str, Any]]:
+    groups: dict[str, dict[str, Any]] = {}
+    for event in events:
+        handler: dict[str, Any] = {"type": "command", "command": command}
+        if agent.named:
+            handler = {"name": "otelhooks", **handler}
+        # Codex clamps a SessionEnd hook to 3 s (and says so on every run)
+        seconds = 3 if agent.dialect == "codex" and event == "SessionEnd" else _TIMEOUT_S
+        handler["timeout"] = seconds * agent.timeout_scale
+        group: dict[str, Any] = {"hooks": [handler]}
+        if event in _TOOL_EVENTS:
+            group = {"matcher": "*", **group}
+        groups[event] = group
+    return groups
+
+
+def codex_trust_notes(path: Path, project: Path | None) -> list[str]:
+    """What Codex needs before it runs the hooks written to ``path`` (it skips untrusted hooks
+    without a word)."""
+    notes = []
+    if project is not None:
+        notes.append(
+            "Codex loads a project's .codex/hooks.json only for a trusted project: "
+            f'$CODEX_HOME/config.toml needs [projects."{project.resolve()}"] '
+            'trust_level = "trusted"'
+        )
+    notes.append(
+        f"Codex runs a hook only once its content is trusted ({path}): review and trust "
+        "them in interactive Codex, or run `codex exec --dangerously-bypass-hook-trust`; "
+        "until then Codex skips them silently"
+    )
+    return notes
+
+
+def install_agent(
+    dialect: str,
+    *,
+    project: str | os.PathLike[str] = ".",
+    user: bool = False,
+    hooks_file: str | os.PathLike[str],
+    traces_out: str | None = None,
+    fail_closed: bool = False,
+) -> Change:
+    """Merge our hooks into ``dialect``'s file (see the module doc).
+
+    Raises:
+        ValueError: the file cannot be edited without loss (it is left untouched).
+    """
+    agent = _AGENTS[dialect]
+    path = hooks_path(dialect, project=project, user=user)
+    hooks = Path(hooks_file).expanduser()
+    hooks = hooks if hooks.is_absolute() else (Path(project) / hooks).absolute()
+    command = _command(dialect, hooks, traces_out, fail_closed)
+    groups = _groups(agent, list(dialect_named(dialect).events), command)
+    warnings = (
+        []
+        if fail_closed
+        else [
+            "the PreToolUse guards fail open: if the bridge itself fails (a broken hooks file, a "
+            "crash) the CLI runs the tool anyway; add --fail-closed to deny"
+        ]
+    )
+    if dialect == "codex":
+        warnings += codex_trust_notes(path, None if user else Path(project))
+    change = Change(path, warnings=warnings)
+
+    def edit(text: str, root: Node | None) -> str:
+        if root is None:
+            text = "{}\n"
+        stripped, change.removed = strip_ours(text, path, is_ours)
+        change.added = list(groups)
+        return add_groups(stripped, path, groups)
+
+    edited = edit_settings(path, edit)
+    change.before, change.after = edited.before, edited.after
+    return change
+
+
+def uninstall_agent(
+    dialect: str, *, project: str | os.PathLike[str] = ".", user: bool = False
+) -> Change:
+    """Remove exactly our hooks from ``dialect``'s file."""
+    path = hooks_path(dialect, project=project, user=user)
+    change = Change(path)
+
+    def edit(text: str, root: Node | None) -> str | None:
+        if root is None:
+            return None
+        stripped, change.removed = strip_ours(text, path, is_ours)
+        return stripped
+
+    edited = edit_settings(path, edit, create=False)
+    change.before, change.after = edited.before, edited.after
+    return change

@@ -1,0 +1,135 @@
+"""``hooks_for(oh)`` in a real Claude Agent SDK program against the scripted Anthropic API.
+
+The SDK (``claude-agent-sdk``, which bundles the Claude Code CLI) is asked, through the
+scripted Messages API of ``tests/claude_code_cli``, to ``rm -rf victim`` and then to ``touch``
+a harmless file. Without hooks the deletion happens (control); with ``hooks_for(oh)`` the
+``@shell`` guard of ``oh`` denies it, the harmless call runs, and the run is one trace with
+both ``execute_tool Bash`` spans, exported through ``oh``'s own span pipeline.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import otelhooks
+from tests._realparts import require
+from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+
+pytestmark = pytest.mark.timeout(120)
+
+GUARD = [
+    {
+        "id": "no-rm",
+        "type": "PreToolUse",
+        "matcher": "@shell",
+        "command": "case \"$HOOK_TOOL_INPUT\" in *'rm -rf'*) echo 'no deleting' >&2; exit 2;; esac",
+    }
+]
+
+
+def _sdk() -> Any:
+    try:
+        import claude_agent_sdk
+    except ImportError:
+        require("claude-agent-sdk (otelhooks[claude-agent-sdk])", False)
+        raise
+    return claude_agent_sdk
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "victim").mkdir(parents=True)
+    (root / "victim" / "keep.txt").write_text("precious")
+    return root
+
+
+def _steps() -> list[ToolStep]:
+    return [
+        ToolStep("toolu_rm", "Bash", {"command": "rm -rf victim", "description": "clean"}),
+        ToolStep("toolu_ok", "Bash", {"command": "touch harmless.txt", "description": "touch"}),
+    ]
+
+
+def _run(project: Path, home: Path, url: str, hooks: Any) -> list[Any]:
+    sdk = _sdk()
+    env = {
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_API_KEY": "sk-ant-fake",
+        "HOME": str(home),
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "IS_SANDBOX": "1",  # CI runs as root
+    }
+    home.mkdir(parents=True, exist_ok=True)
+    options = sdk.ClaudeAgentOptions(
+        permission_mode="bypassPermissions", cwd=str(project), env=env, hooks=hooks
+    )
+
+    async def main() -> list[Any]:
+        return [message async for message in sdk.query(prompt="clean up", options=options)]
+
+    return asyncio.run(asyncio.wait_for(main(), 90))
+
+
+def test_without_hooks_the_sdk_deletes_the_folder(project: Path, tmp_path: Path) -> None:
+    api = MessagesApi(_steps())
+    with serve_messages_api(api) as url:
+        _run(project, tmp_path / "home", url, None)
+    assert not (project / "victim").exists()
+    assert (project / "harmless.txt").exists()
+
+
+def _guarded(project: Path, tmp_path: Path) -> tuple[MessagesApi, InMemorySpanExporter]:
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    memory = InMemorySpanExporter()
+    oh = otelhooks.configure(
+        service_name="sdk-app", hooks=GUARD, otlp=False, set_global=False, span_exporters=[memory]
+    )
+    api = MessagesApi(_steps())
+    try:
+        with serve_messages_api(api) as url:
+            _run(project, tmp_path / "home", url, hooks_for(oh, state=tmp_path / "s.sqlite3"))
+    finally:
+        oh.shutdown()
+    return api, memory
+
+
+def test_hooks_for_guard_stops_the_deletion_and_runs_the_harmless_call(
+    project: Path, tmp_path: Path
+) -> None:
+    api, _ = _guarded(project, tmp_path)
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    assert (project / "harmless.txt").exists()
+    results = [
+        block
+        for body in api.requests
+        for message in body.get("messages") or ()
+        if isinstance(message.get("content"), list)
+        for block in message["content"]
+        if block.get("type") == "tool_result" and block.get("tool_use_id") == "toolu_rm"
+    ]
+    assert results
+    assert "no deleting" in str(results[-1]["content"])
+
+
+def test_hooks_for_traces_the_run_through_the_pipelines_processors(
+    project: Path, tmp_path: Path
+) -> None:
+    _, memory = _guarded(project, tmp_path)
+    spans = memory.get_finished_spans()
+    tools = [s for s in spans if s.name == "execute_tool Bash"]
+    outcomes = sorted(str((s.attributes or {}).get("otelhooks.tool.outcome")) for s in tools)
+    assert outcomes == ["denied", "success"]
+    assert len({s.context.trace_id for s in spans}) == 1
+    assert {s.resource.attributes.get("service.name") for s in spans} == {"sdk-app"}
+    _ = os  # the environment is passed explicitly, never inherited from the test process

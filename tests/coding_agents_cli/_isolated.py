@@ -1,0 +1,57 @@
+"""Run one CLI against its scripted model API, both inside a loopback-only network namespace.
+
+``unshare -n python -m tests.coding_agents_cli._isolated SPEC OUT``: brings ``lo`` up, serves
+the scripted API of SPEC on 127.0.0.1, runs SPEC's command with SPEC's environment (the API's
+URL substituted for ``{api}``), then writes the exit code, the CLI's output and every request
+the API received to OUT (JSON). Nothing in the namespace can reach another host.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from tests.coding_agents_cli._model_apis import GeminiApi, ResponsesApi, ShellStep, serve_api
+
+__all__ = ["main"]
+
+
+def main(spec_path: str, out_path: str) -> int:
+    spec: dict[str, Any] = json.loads(Path(spec_path).read_text())
+    subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
+    steps = [ShellStep(s["id"], s["command"]) for s in spec["steps"]]
+    api: ResponsesApi | GeminiApi = (
+        ResponsesApi(steps) if spec["api"] == "responses" else GeminiApi(steps)
+    )
+    with serve_api(api) as url:
+        for template in spec.get("templates") or ():
+            # kept beside the file: a second run in the same home renders it again
+            path = Path(template)
+            kept = path.with_name(f"{path.name}.template")
+            if not kept.exists():
+                kept.write_text(path.read_text())
+            path.write_text(kept.read_text().replace("{api}", url))
+        env = {k: v.replace("{api}", url) for k, v in spec["env"].items()}
+        try:
+            done = subprocess.run(
+                spec["argv"],
+                cwd=spec["cwd"],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=spec["timeout_s"],
+            )
+            code, stdout, stderr = done.returncode, done.stdout, done.stderr
+        except subprocess.TimeoutExpired as exc:
+            code, stdout, stderr = -1, str(exc.stdout or ""), f"timed out: {exc.stderr or ''}"
+    result = {"returncode": code, "stdout": stdout, "stderr": stderr, "requests": api.requests}
+    Path(out_path).write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1], sys.argv[2]))

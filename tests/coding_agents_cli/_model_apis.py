@@ -1,0 +1,255 @@
+"""Scripted model APIs on 127.0.0.1 for the real Codex CLI and Gemini CLI.
+
+Each serves one script: a shell command per step, asked for as the CLI's own shell tool call,
+then a closing text once every step was answered. Codex speaks OpenAI's Responses API
+(``POST /v1/responses``, an SSE stream of ``response.*`` events, its shell tool is
+``exec_command {"cmd": ...}``); Gemini speaks ``streamGenerateContent?alt=sse`` (``data:``
+chunks of ``candidates``, its shell tool is ``run_shell_command {"command": ...}``). Every
+request body is kept in ``requests`` so a test can read what the model was told (a tool's
+output, a hook's reason).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol
+
+__all__ = ["GeminiApi", "ResponsesApi", "ShellStep", "serve_api"]
+
+
+@dataclass(frozen=True)
+class ShellStep:
+    """One scripted model turn: run ``command`` in the CLI's shell tool, call id ``id``."""
+
+    id: str
+    command: str
+
+
+class _Api(Protocol):
+    requests: list[dict[str, Any]]
+
+    def stream(self, path: str, body: dict[str, Any]) -> bytes | None: ...
+
+
+def _sse(events: Sequence[tuple[str | None, dict[str, Any]]]) -> bytes:
+    lines = []
+    for name, data in events:
+        head = f"event: {name}\n" if name else ""
+        lines.append(f"{head}data: {json.dumps(data)}\n\n")
+    return "".join(lines).encode()
+
+
+@dataclass
+class ResponsesApi:
+    """OpenAI's Responses API as Codex streams it; one function call per step."""
+
+    steps: Sequence[ShellStep]
+    final_text: str = "All done."
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def stream(self, path: str, body: dict[str, Any]) -> bytes | None:
+        if not path.startswith("/v1/responses"):
+            return None
+        self.requests.append(body)
+        answered = {
+            str(item.get("call_id"))
+            for item in body.get("input") or ()
+            if isinstance(item, dict) and item.get("type") == "function_call_output"
+        }
+        for step in self.steps:
+            if step.id not in answered:
+                return self._call(step, len(self.requests))
+        return self._text(len(self.requests))
+
+    def outputs(self) -> dict[str, str]:
+        """Every ``function_call_output`` Codex sent back, by call id."""
+        found: dict[str, str] = {}
+        for body in self.requests:
+            for item in body.get("input") or ():
+                if isinstance(item, dict) and item.get("type") == "function_call_output":
+                    found[str(item.get("call_id"))] = json.dumps(item.get("output"))
+        return found
+
+    @staticmethod
+    def _envelope(n: int, status: str, output: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
+            "id": f"resp_{n}",
+            "object": "response",
+            "status": status,
+            "model": "gpt-5.5",
+            "output": output,
+            "usage": {
+                "input_tokens": 20,
+                "output_tokens": 5,
+                "total_tokens": 25,
+                "input_tokens_details": {"cached_tokens": 0},
+                "output_tokens_details": {"reasoning_tokens": 0},
+            },
+        }
+
+    def _call(self, step: ShellStep, n: int) -> bytes:
+        arguments = json.dumps({"cmd": step.command})
+        item = {
+            "type": "function_call",
+            "id": f"fc_{step.id}",
+            "call_id": step.id,
+            "name": "exec_command",
+            "arguments": arguments,
+            "status": "completed",
+        }
+        started = {**item, "arguments": "", "status": "in_progress"}
+        return _sse(
+            [
+                ("response.created", {"type": "response.created",
+                                      "response": self._envelope(n, "in_progress", [])}),
+                ("response.output_item.added", {"type": "response.output_item.added",
+                                                "output_index": 0, "item": started}),
+                ("response.function_call_arguments.delta", {
+                    "type": "response.function_call_arguments.delta", "item_id": item["id"],
+                    "output_index": 0, "delta": arguments}),
+                ("response.function_call_arguments.done", {
+                    "type": "response.function_call_arguments.done", "item_id": item["id"],
+                    "output_index": 0, "arguments": arguments}),
+                ("response.output_item.done", {"type": "response.output_item.done",
+                                               "output_index": 0, "item": item}),
+                ("response.completed", {"type": "response.completed",
+                                        "response": self._envelope(n, "completed", [item])}),
+            ]
+        )  # fmt: skip
+
+    def _text(self, n: int) -> bytes:
+        message = {
+            "type": "message",
+            "id": f"msg_{n}",
+            "role": "assistant",
+            "status": "completed",
+            "content": [{"type": "output_text", "text": self.final_text, "annotations": []}],
+        }
+        return _sse(
+            [
+                ("response.created", {"type": "response.created",
+                                      "response": self._envelope(n, "in_progress", [])}),
+                ("response.output_item.added", {"type": "response.output_item.added",
+                                                "output_index": 0, "item": message}),
+                ("response.output_text.delta", {"type": "response.output_text.delta",
+                                                "item_id": message["id"], "output_index": 0,
+                                                "content_index": 0, "delta": self.final_text}),
+                ("response.output_item.done", {"type": "response.output_item.done",
+                                               "output_index": 0, "item": message}),
+                ("response.completed", {"type": "response.completed",
+                                        "response": self._envelope(n, "completed", [message])}),
+            ]
+        )  # fmt: skip
+
+
+@dataclass
+class GeminiApi:
+    """Gemini's ``streamGenerateContent`` (SSE); one ``functionCall`` per step.
+
+    Gemini CLI also asks the model for other things (a next-speaker check, a routing choice):
+    a request that offers no ``run_shell_command`` tool gets a short text.
+    """
+
+    steps: Sequence[ShellStep]
+    final_text: str = "All done."
+    requests: list[dict[str, Any]] = field(default_factory=list)
+
+    def stream(self, path: str, body: dict[str, Any]) -> bytes | None:
+        if ":streamGenerateContent" not in path and ":generateContent" not in path:
+            return None
+        self.requests.append(body)
+        if not self._offers_shell(body):
+            return self._chunk([{"text": '{"next_speaker": "user", "reasoning": "done"}'}])
+        answered = self.responses()
+        for step in self.steps:
+            if step.command not in answered:
+                call = {"name": "run_shell_command", "args": {"command": step.command}}
+                return self._chunk([{"functionCall": call}])
+        return self._chunk([{"text": self.final_text}])
+
+    @staticmethod
+    def _offers_shell(body: dict[str, Any]) -> bool:
+        for tool in body.get("tools") or ():
+            for decl in tool.get("functionDeclarations") or () if isinstance(tool, dict) else ():
+                if isinstance(decl, dict) and decl.get("name") == "run_shell_command":
+                    return True
+        return False
+
+    def responses(self) -> dict[str, str]:
+        """Each ``functionResponse`` of the last request, keyed by the command it answered."""
+        if not self.requests:
+            return {}
+        calls: list[str] = []
+        found: dict[str, str] = {}
+        for content in self.requests[-1].get("contents") or ():
+            for part in content.get("parts") or () if isinstance(content, dict) else ():
+                if not isinstance(part, dict):
+                    continue
+                if "functionCall" in part:
+                    calls.append(str((part["functionCall"].get("args") or {}).get("command")))
+                elif "functionResponse" in part and calls:
+                    found[calls[-1]] = json.dumps(part["functionResponse"].get("response"))
+        return found
+
+    @staticmethod
+    def _chunk(parts: list[dict[str, Any]]) -> bytes:
+        data = {
+            "candidates": [
+                {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
+            ],
+            "usageMetadata": {
+                "promptTokenCount": 20,
+                "candidatesTokenCount": 5,
+                "totalTokenCount": 25,
+            },
+            "modelVersion": "gemini-2.5-flash",
+        }
+        return _sse([(None, data)])
+
+
+@contextmanager
+def serve_api(api: _Api) -> Iterator[str]:
+    """Serve ``api`` on 127.0.0.1; yields its base URL."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _send(self, status: int, kind: str, data: bytes) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", kind)
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            self._send(404, "application/json", b"{}")
+
+        def do_POST(self) -> None:
+            raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            try:
+                body = json.loads(raw or b"{}")
+            except ValueError:
+                body = {}
+            stream = api.stream(self.path, body if isinstance(body, dict) else {})
+            if stream is None:
+                self._send(404, "application/json", b'{"error": "not scripted"}')
+                return
+            self._send(200, "text/event-stream", stream)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,219 @@
+"""The real Codex CLI and Gemini CLI, configured offline and run in a loopback-only namespace.
+
+:func:`run_codex` and :func:`run_gemini` write each CLI's own configuration into a fresh home
+folder (``REAL-PARTS.md``'s recipes: no update checks, no analytics, the scripted API as the
+model provider), then run it non-interactively in ``project`` through :mod:`._isolated` under
+``unshare -n``. The hooks under test are whatever the project (or the home) holds.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from tests._realparts import require
+
+__all__ = [
+    "CODEX",
+    "GEMINI",
+    "REPO",
+    "CliRun",
+    "codex_config",
+    "need_cli",
+    "run_codex",
+    "run_gemini",
+]
+
+HERE = Path(__file__).parent
+REPO = HERE.parent.parent
+CODEX = HERE / "node_modules" / ".bin" / "codex"
+GEMINI = HERE / "node_modules" / ".bin" / "gemini"
+
+
+@dataclass(frozen=True)
+class CliRun:
+    """One finished CLI run: its exit code, output and the scripted API's requests."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+    requests: list[dict[str, Any]]
+
+
+def need_cli(path: Path) -> Path:
+    """The CLI at ``path``, and a loopback-only namespace to run it in (else skip, or fail
+    under CI)."""
+    require(f"{path.name} (npm ci --prefix tests/coding_agents_cli)", path.exists())
+    isolatable = shutil.which("unshare") is not None and shutil.which("ip") is not None
+    if isolatable and os.geteuid() != 0:
+        isolatable = _can_unshare()
+    require("a loopback-only network namespace (unshare -n, as root)", isolatable)
+    return path
+
+
+def _can_unshare() -> bool:
+    done = subprocess.run(["unshare", "-n", "true"], capture_output=True, timeout=10)
+    return done.returncode == 0
+
+
+def _base_env(home: Path) -> dict[str, str]:
+    python_bin = str(Path(sys.executable).parent)
+    return {
+        "PATH": f"{python_bin}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYTHONPATH": str(REPO),
+        "HOME": str(home),
+        "LANG": "C.UTF-8",
+    }
+
+
+def codex_config(home: Path, *, trusted: Path | None = None) -> Path:
+    """``$CODEX_HOME/config.toml`` for the scripted provider; ``trusted`` marks a project
+    trusted (Codex loads a project's ``.codex/hooks.json`` only then)."""
+    codex_home = home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    lines = [
+        'model = "gpt-5.5"',
+        'model_provider = "fake"',
+        'approval_policy = "never"',
+        'sandbox_mode = "danger-full-access"',
+        "check_for_update_on_startup = false",
+        "",
+        "[model_providers.fake]",
+        'name = "scripted"',
+        'base_url = "{api}/v1"',
+        'env_key = "FAKE_OPENAI_KEY"',
+        'wire_api = "responses"',
+        "request_max_retries = 0",
+        "stream_max_retries = 0",
+        "",
+        "[analytics]",
+        "enabled = false",
+        "",
+        "[features]",
+        "plugins = false",
+    ]
+    if trusted is not None:
+        lines += ["", f"[projects.{json.dumps(str(trusted))}]", 'trust_level = "trusted"']
+    (codex_home / "config.toml").write_text("\n".join(lines) + "\n")
+    (codex_home / "config.toml.template").unlink(missing_ok=True)
+    return codex_home
+
+
+def _isolated(
+    api: str,
+    argv: list[str],
+    cwd: Path,
+    env: dict[str, str],
+    steps: list[tuple[str, str]],
+    work: Path,
+    timeout_s: float,
+    templates: Sequence[Path] = (),
+) -> CliRun:
+    spec = {
+        "api": api,
+        "argv": argv,
+        "cwd": str(cwd),
+        "env": env,
+        "steps": [{"id": i, "command": c} for i, c in steps],
+        "timeout_s": timeout_s,
+        "templates": [str(t) for t in templates],
+    }
+    work.mkdir(parents=True, exist_ok=True)
+    spec_file, out_file = work / f"{api}-spec.json", work / f"{api}-out.json"
+    spec_file.write_text(json.dumps(spec))
+    out_file.unlink(missing_ok=True)
+    runner = [sys.executable, "-m", "tests.coding_agents_cli._isolated"]
+    subprocess.run(
+        ["unshare", "-n", *runner, str(spec_file), str(out_file)],
+        cwd=REPO,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        check=True,
+        timeout=timeout_s + 20,
+    )
+    out = json.loads(out_file.read_text())
+    return CliRun(out["returncode"], out["stdout"], out["stderr"], out["requests"])
+
+
+def run_codex(
+    project: Path,
+    home: Path,
+    steps: list[tuple[str, str]],
+    *,
+    extra_env: dict[str, str] | None = None,
+    timeout_s: float = 60,
+    bypass_hook_trust: bool = True,
+) -> CliRun:
+    """``codex exec`` in ``project`` against the scripted Responses API (``codex_config``
+    must have written ``home/.codex/config.toml``)."""
+    env = {
+        **_base_env(home),
+        "CODEX_HOME": str(home / ".codex"),
+        "FAKE_OPENAI_KEY": "sk-fake",
+        **(extra_env or {}),
+    }
+    argv = [
+        str(CODEX),
+        *("exec", "--json", "--skip-git-repo-check", "--ephemeral"),
+        "--dangerously-bypass-approvals-and-sandbox",
+        # Codex runs a hook only once its content is trusted (reviewed in its TUI): exec
+        # cannot review, so the tests pass Codex's own non-interactive override
+        *(["--dangerously-bypass-hook-trust"] if bypass_hook_trust else []),
+        "clean up",
+    ]
+    # the API's port is known only inside the namespace: config.toml gets it there
+    templates = [home / ".codex" / "config.toml"]
+    return _isolated("responses", argv, project, env, steps, home / "run", timeout_s, templates)
+
+
+def gemini_settings(home: Path) -> Path:
+    """``~/.gemini/settings.json`` for the scripted API (no updates, telemetry, IDE or trust
+    prompt; API-key auth, else headless mode exits 41)."""
+    folder = home / ".gemini"
+    folder.mkdir(parents=True, exist_ok=True)
+    settings = {
+        "general": {"enableAutoUpdate": False, "enableAutoUpdateNotification": False},
+        "privacy": {"usageStatisticsEnabled": False},
+        "telemetry": {"enabled": False},
+        "ide": {"enabled": False},
+        "security": {"folderTrust": {"enabled": False}, "auth": {"selectedType": "gemini-api-key"}},
+        "model": {"name": "gemini-2.5-flash"},
+    }
+    path = folder / "settings.json"
+    if not path.exists():
+        path.write_text(json.dumps(settings, indent=2) + "\n")
+    return path
+
+
+def run_gemini(
+    project: Path,
+    home: Path,
+    steps: list[tuple[str, str]],
+    *,
+    extra_env: dict[str, str] | None = None,
+    timeout_s: float = 90,
+) -> CliRun:
+    """``gemini -p ... --yolo`` in ``project`` against the scripted Gemini API."""
+    gemini_settings(home)
+    env = {
+        **_base_env(home),
+        "GOOGLE_GEMINI_BASE_URL": "{api}",
+        "GEMINI_API_KEY": "fake",
+        "GEMINI_TELEMETRY_ENABLED": "false",
+        "GEMINI_CLI_SYSTEM_SETTINGS_PATH": str(home / "no-system-settings.json"),
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+        **(extra_env or {}),
+    }
+    argv = [str(GEMINI), "-p", "clean up", "--yolo", "--output-format", "json"]
+    return _isolated("gemini", argv, project, env, steps, home / "run", timeout_s)
+
+
+def skip_reason(run: CliRun) -> str:
+    """A run's output, for an assertion message."""
+    return f"exit {run.returncode}\nstdout: {run.stdout[-1500:]}\nstderr: {run.stderr[-1500:]}"

@@ -1,0 +1,133 @@
+"""Each CLI's captured hook inputs (``captured/``, written by the real Codex CLI 0.171 and Gemini
+CLI 0.61) through the bridge: tool kinds match each agent's own tool name, and a decision is
+answered in that CLI's own format."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otelhooks._matchers import compile_matcher
+from otelhooks.integrations.claude_code import BridgeOptions, run_hook
+
+CAPTURED = Path(__file__).parent / "captured"
+DENY = """\
+hooks:
+  - id: no-shell
+    type: PreToolUse
+    matcher: "{matcher}"
+    command: "echo 'no shell here' >&2; exit 2"
+"""
+
+
+def _captured(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads((CAPTURED / f"{name}.json").read_text())
+    return data
+
+
+@pytest.mark.parametrize(
+    ("captured", "kind"),
+    [
+        ("codex-PreToolUse", "@shell"),
+        ("codex-PostToolUse", "@shell"),
+        ("gemini-BeforeTool", "@shell"),
+        ("gemini-AfterTool", "@shell"),
+    ],
+)
+def test_tool_kind_matches_the_captured_tool_name(captured: str, kind: str) -> None:
+    tool = _captured(captured)["tool_name"]
+    assert compile_matcher(kind, "otelhooks").matches((tool,))
+    assert not compile_matcher("@file_read", "otelhooks").matches((tool,))
+
+
+def _deny(tmp_path: Path, dialect: str, captured: str, matcher: str) -> Any:
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(DENY.format(matcher=matcher))
+    options = BridgeOptions(
+        hooks=(str(hooks),), state=str(tmp_path / "state.sqlite3"), dialect=dialect
+    )
+    return run_hook(json.dumps(_captured(captured)), options, environ={})
+
+
+def test_codex_pre_tool_use_deny_is_claude_codes_deny_json(tmp_path: Path) -> None:
+    response = _deny(tmp_path, "codex", "codex-PreToolUse", "@shell")
+    answer = json.loads(response.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny"
+    assert "no shell here" in answer["permissionDecisionReason"]
+
+
+def test_gemini_before_tool_deny_is_geminis_decision_json(tmp_path: Path) -> None:
+    response = _deny(tmp_path, "gemini", "gemini-BeforeTool", "@shell")
+    answer = json.loads(response.stdout)
+    assert answer["decision"] == "deny"
+    assert "no shell here" in answer["reason"]
+    assert "hookSpecificOutput" not in answer
+
+
+def test_gemini_before_tool_of_another_kind_is_not_answered(tmp_path: Path) -> None:
+    response = _deny(tmp_path, "gemini", "gemini-BeforeTool", "@web_fetch")
+    assert (response.exit_code, response.stdout) == (0, "")
+
+
+def test_unknown_tool_kind_is_a_config_error() -> None:
+    from otelhooks._errors import InvalidMatcherError
+
+    with pytest.raises(InvalidMatcherError, match="unknown tool kind '@shel'"):
+        compile_matcher("@shel", "otelhooks")
+
+
+def test_otelhooks_gemini_command_answers_a_captured_before_tool(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(DENY.format(matcher="@shell"))
+    command = [sys.executable, "-m", "otelhooks", "gemini", "--hooks", str(hooks)]
+    done = subprocess.run(
+        [*command, "--state", str(tmp_path / "state.sqlite3")],
+        input=(CAPTURED / "gemini-BeforeTool.json").read_text(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"decision": "deny", "reason": "no shell here"}
+
+
+def test_gemini_fail_closed_denies_in_geminis_format(tmp_path: Path) -> None:
+    options = BridgeOptions(
+        hooks=(str(tmp_path / "missing.yaml"),),
+        state=str(tmp_path / "state.sqlite3"),
+        dialect="gemini",
+        fail_closed=True,
+    )
+    response = run_hook(json.dumps(_captured("gemini-BeforeTool")), options, environ={})
+    answer = json.loads(response.stdout)
+    assert answer["decision"] == "deny"
+    assert "fail-closed" in answer["reason"]
+
+
+def test_gemini_after_agent_ends_the_turn_as_stop(tmp_path: Path) -> None:
+    traces = tmp_path / "traces.jsonl"
+    options = BridgeOptions(
+        state=str(tmp_path / "state.sqlite3"), dialect="gemini", traces_out=str(traces)
+    )
+    for name in ("gemini-BeforeAgent", "gemini-AfterAgent"):
+        assert run_hook(json.dumps(_captured(name)), options, environ={}).exit_code == 0
+    spans = [
+        span
+        for line in traces.read_text().splitlines()
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+    ]
+    assert [s["name"] for s in spans] == ["invoke_agent gemini-cli"]
+    reasons = [
+        a["value"]
+        for a in spans[0]["attributes"]
+        if a["key"] == "otelhooks.operation.complete_reason"
+    ]
+    assert reasons == [{"stringValue": "done"}]

@@ -1,0 +1,99 @@
+"""``otelhooks codex|gemini install`` and ``uninstall``: merged, idempotent, exact."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from otelhooks._config import load_config
+from otelhooks.integrations.claude_code._install import is_ours
+from otelhooks.integrations.coding_agents._install import (
+    hooks_path,
+    install_agent,
+    uninstall_agent,
+)
+
+THEIRS = """{
+  "model": {"name": "gemini-2.5-flash"},
+  "hooks": {
+    "BeforeTool": [
+      {"matcher": "write_file", "hooks": [{"name": "mine", "type": "command", "command": "lint"}]}
+    ]
+  }
+}
+"""
+
+
+@pytest.mark.parametrize("dialect", ["codex", "gemini"])
+def test_install_keeps_every_other_hook_and_key(dialect: str, tmp_path: Path) -> None:
+    path = hooks_path(dialect, project=tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(THEIRS)
+    install_agent(dialect, project=tmp_path, hooks_file="hooks.yaml")
+    data = json.loads(path.read_text())
+    assert data["model"] == {"name": "gemini-2.5-flash"}
+    theirs = data["hooks"]["BeforeTool"][0]
+    assert theirs["hooks"] == [{"name": "mine", "type": "command", "command": "lint"}]
+
+
+@pytest.mark.parametrize("dialect", ["codex", "gemini"])
+def test_install_twice_changes_nothing(dialect: str, tmp_path: Path) -> None:
+    install_agent(dialect, project=tmp_path, hooks_file="hooks.yaml")
+    again = install_agent(dialect, project=tmp_path, hooks_file="hooks.yaml")
+    assert again.verb == "unchanged"
+
+
+@pytest.mark.parametrize("dialect", ["codex", "gemini"])
+def test_uninstall_gives_back_the_bytes(dialect: str, tmp_path: Path) -> None:
+    path = hooks_path(dialect, project=tmp_path)
+    path.parent.mkdir(parents=True)
+    path.write_text(THEIRS)
+    install_agent(dialect, project=tmp_path, hooks_file="hooks.yaml")
+    uninstall_agent(dialect, project=tmp_path)
+    assert path.read_text() == THEIRS
+
+
+@pytest.mark.parametrize("dialect", ["codex", "gemini"])
+def test_uninstall_of_a_file_install_created_leaves_no_file(dialect: str, tmp_path: Path) -> None:
+    install_agent(dialect, project=tmp_path, hooks_file="hooks.yaml")
+    change = uninstall_agent(dialect, project=tmp_path)
+    assert change.verb == "deleted"
+    assert not hooks_path(dialect, project=tmp_path).exists()
+
+
+def test_codex_handlers_name_the_dialect_and_the_hooks_file_absolutely(tmp_path: Path) -> None:
+    install_agent("codex", project=tmp_path, hooks_file="hooks.yaml")
+    data = json.loads((tmp_path / ".codex" / "hooks.json").read_text())
+    handler = data["hooks"]["PreToolUse"][0]["hooks"][0]
+    assert is_ours(handler)
+    assert f"--dialect codex --hooks {tmp_path / 'hooks.yaml'}" in handler["command"]
+    assert data["hooks"]["PreToolUse"][0]["matcher"] == "*"
+    assert data["hooks"]["SessionEnd"][0]["hooks"][0]["timeout"] == 3  # Codex's own cap
+
+
+def test_gemini_handlers_are_named_and_count_milliseconds(tmp_path: Path) -> None:
+    install_agent("gemini", project=tmp_path, hooks_file="hooks.yaml")
+    data = json.loads((tmp_path / ".gemini" / "settings.json").read_text())
+    handler = data["hooks"]["BeforeTool"][0]["hooks"][0]
+    assert handler["name"] == "otelhooks"
+    assert handler["timeout"] == 30_000
+    assert "--dialect gemini" in handler["command"]
+
+
+def test_cli_install_says_what_codex_needs_to_trust(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "otelhooks", "codex", "install", "--project", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"HOME": str(tmp_path / "home"), "PATH": "/usr/bin:/bin"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert f'[projects."{tmp_path.resolve()}"] trust_level = "trusted"' in done.stdout
+    assert "--dangerously-bypass-hook-trust" in done.stdout
+    starter = tmp_path / ".codex" / "otelhooks.yaml"
+    assert load_config([starter]).hooks  # the starter hook file loads
