@@ -161,7 +161,8 @@ class Hook(BaseModel):
         if self.intercept and not spec.intercept:
             raise ConfigError(
                 f"{self.type} cannot be intercepted; interceptable events: "
-                "before_agent_start, before_tool_call, message_sending, tool_result_persist",
+                "before_agent_start, before_tool_call, message_sending, tool_result_persist, "
+                "before_human_intervention",
                 field="intercept",
             )
         self._spec = spec

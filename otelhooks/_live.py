@@ -10,18 +10,19 @@ Payloads are built lazily: when no hook matches, no pydantic model is ever creat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.trace import SpanContext
+from opentelemetry.util.types import AttributeValue
 
 from otelhooks._events import HookEvent, ToolResult
 
 if TYPE_CHECKING:
     from otelhooks._hooks import Hook
 
-__all__ = ["HookStep", "LiveEvent", "Verdict"]
+__all__ = ["Answered", "ApprovalNote", "HookStep", "LiveEvent", "Verdict"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -44,6 +45,63 @@ class HookStep:
     permissive: str | None = None
 
 
+@dataclass(slots=True, frozen=True)
+class ApprovalNote:
+    """How one ``approval:`` hook's call was answered: who, when, what.
+
+    The caller that owns the span of the call writes it there as an ``approve`` or ``reject``
+    span event (:meth:`attributes`), so it reaches every exporter of that span.
+
+    Attributes:
+        hook_id: the approval hook.
+        approval_id: the inbox's id of the approval.
+        tool: what was asked about (``identifier/apiName``, or the event).
+        decision: ``allow`` or ``deny``.
+        answered_by: the answer's ``by`` (``browser``, ``api``, a name), or ``timeout`` when the
+            hook's default applied.
+        answered_ms: when, Unix epoch milliseconds.
+        reason: the person's reason (empty when none was given).
+        args: the edited arguments of an allow (never written on a span), else None.
+    """
+
+    hook_id: str
+    approval_id: str
+    tool: str
+    decision: str
+    answered_by: str
+    answered_ms: int
+    reason: str = ""
+    args: Mapping[str, Any] | None = None
+
+    @property
+    def event_name(self) -> str:
+        """The span event's name: ``approve`` or ``reject``."""
+        return "approve" if self.decision == "allow" else "reject"
+
+    def attributes(self) -> dict[str, AttributeValue]:
+        """The span event's attributes (``otelhooks.approval.*``; no argument values)."""
+        return {
+            "otelhooks.approval.hook_id": self.hook_id,
+            "otelhooks.approval.id": self.approval_id,
+            "otelhooks.approval.tool": self.tool,
+            "otelhooks.approval.decision": self.decision,
+            "otelhooks.approval.answered_by": self.answered_by,
+            "otelhooks.approval.answered_ms": self.answered_ms,
+            "otelhooks.approval.reason": self.reason,
+            "otelhooks.approval.timed_out": self.answered_by == "timeout",
+            "otelhooks.approval.args_edited": self.args is not None,
+        }
+
+
+@dataclass(slots=True, frozen=True)
+class Answered:
+    """What an ``approval:`` action returns: its handler result and the note of the answer
+    (the dispatcher keeps the note in :attr:`Verdict.approvals` and applies the result)."""
+
+    result: Any
+    note: ApprovalNote
+
+
 @dataclass(slots=True)
 class Verdict:
     """What the intercept hooks decided.
@@ -59,6 +117,7 @@ class Verdict:
         matched: ids of the intercept hooks that matched, in the order they ran.
         would_call: control webhooks a dry run (``HooksEngine.dry_run``) did not call.
         steps: what each hook that ran did, in order.
+        approvals: how each ``approval:`` hook that ran was answered, in order.
     """
 
     payload: HookEvent | None = None
@@ -72,6 +131,7 @@ class Verdict:
     matched: list[str] = field(default_factory=list)
     would_call: list[str] = field(default_factory=list)
     steps: list[HookStep] = field(default_factory=list)
+    approvals: list[ApprovalNote] = field(default_factory=list)
 
 
 class LiveEvent:

@@ -30,7 +30,13 @@ from otelhooks._events import (
 )
 from otelhooks._live import LiveEvent, Verdict
 
-__all__ = ["events_from_foreign_span", "span_ids", "tool_identity", "verdict_attributes"]
+__all__ = [
+    "approval_events",
+    "events_from_foreign_span",
+    "span_ids",
+    "tool_identity",
+    "verdict_attributes",
+]
 
 _COMPLETE_REASONS = ("done", "error", "interrupted", "max_steps", "cost_limit")
 
@@ -67,6 +73,13 @@ def verdict_attributes(event: str, verdict: Verdict) -> dict[str, AttributeValue
     if permissive:
         attrs[sc.HOOK_PERMISSIVE] = permissive
     return attrs
+
+
+def approval_events(verdict: Verdict) -> list[tuple[str, dict[str, AttributeValue], int]]:
+    """The span events that record how each ``approval:`` hook was answered: ``(name,
+    attributes, timestamp in ns)``, for the caller to add to the span of the call that waited
+    (pure, like :func:`verdict_attributes`)."""
+    return [(n.event_name, n.attributes(), n.answered_ms * 1_000_000) for n in verdict.approvals]
 
 
 def _int(attrs: Mapping[str, Any], key: str) -> int:

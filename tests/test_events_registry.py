@@ -208,8 +208,11 @@ def test_kernel_intercept_points_are_exactly_the_four() -> None:
     assert intercepting == KERNEL_INTERCEPTS
 
 
-def test_canonical_intercept_events_are_exactly_the_kernel_four() -> None:
-    assert {name for name, spec in EVENTS.items() if spec.intercept} == KERNEL_INTERCEPTS
+def test_canonical_intercept_events_are_the_kernel_four_and_the_human_approval() -> None:
+    # before_human_intervention waits for a decision (LobeHub's approval point, Claude Code's
+    # PermissionRequest): an approval hook there answers it (issue #29)
+    intercepting = {name for name, spec in EVENTS.items() if spec.intercept}
+    assert intercepting == KERNEL_INTERCEPTS | {"before_human_intervention"}
 
 
 def test_lobehub_tool_events_are_the_only_lobehub_matcher_events() -> None:

@@ -19,9 +19,16 @@ route and the instrumentation of serve's own process), or, with a ``url``, in th
 ``OTELHOOKS_ADMIN_TOKEN``, or the variable named by ``token_env``) and long-polls of
 ``GET /v1/approvals/{id}?wait=S``.
 
+It holds the intercept events ``before_tool_call``, ``before_agent_start``, ``message_sending``
+and ``before_human_intervention`` (LobeHub's ``beforeHumanIntervention``, Claude Code's
+``PermissionRequest``).
+
 The answer is the handler return protocol: allow returns the payload (with the person's edited
 arguments when given: a rewrite), deny returns :class:`~otelhooks.Block` with the person's
-reason (else the configured one). A failure to ask (the inbox is full, serve cannot be reached)
+reason (else the configured one). Both come wrapped in :class:`~otelhooks._live.Answered`
+with an :class:`~otelhooks._live.ApprovalNote` (who answered, when, what): the dispatcher keeps
+the note in ``Verdict.approvals``, and the owner of the call's span writes it there as an
+``approve`` / ``reject`` span event. A failure to ask (the inbox is full, serve cannot be reached)
 blocks: the hook's ``on_error`` is ``block`` whatever the hook says, since a person who was never
 asked did not approve.
 """
@@ -40,8 +47,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, InboxFull, process_inbox
 from otelhooks._errors import ConfigError, HookError
-from otelhooks._events import HookEvent, ToolCallEvent
+from otelhooks._events import BeforeHumanInterventionEvent, HookEvent, ToolCallEvent
 from otelhooks._hooks import Block, Hook
+from otelhooks._live import Answered, ApprovalNote
 
 __all__ = [
     "APPROVALS_URL_ENV",
@@ -53,7 +61,12 @@ __all__ = [
 APPROVALS_URL_ENV = "OTELHOOKS_APPROVALS_URL"
 _log = structlog.get_logger("otelhooks")
 _POLL_S = 25.0  # one long-poll; shorter than proxies' idle timeouts
-_EVENTS = ("before_tool_call", "before_agent_start", "message_sending")
+_EVENTS = (
+    "before_tool_call",
+    "before_agent_start",
+    "message_sending",
+    "before_human_intervention",
+)
 
 
 class ApprovalConfig(BaseModel):
@@ -69,6 +82,11 @@ class ApprovalConfig(BaseModel):
 
 
 def _tool(payload: HookEvent) -> str:
+    if isinstance(payload, BeforeHumanInterventionEvent) and payload.pendingTools:
+        return ", ".join(
+            f"{t.identifier}/{t.apiName}" if t.identifier else t.apiName
+            for t in payload.pendingTools
+        )
     identifier = str(getattr(payload, "identifier", "") or "")
     api = str(getattr(payload, "apiName", "") or "")
     return f"{identifier}/{api}" if identifier and identifier != api else api or payload.event
@@ -108,12 +126,12 @@ class ApprovalAction:
         return self.config.url or os.environ.get(APPROVALS_URL_ENV) or None
 
     def _request(self, payload: HookEvent) -> dict[str, Any]:
-        args = getattr(payload, "args", None)
+        args = _args(payload)
         return {
             "hook_id": self.hook_id,
             "event": payload.event,
             "tool": _tool(payload),
-            "args": args if isinstance(args, dict) else {},
+            "args": args or {},
             "agent": str(getattr(payload, "agentId", "") or ""),
             "session": payload.sessionKey or "",
             "user": payload.userId or "",
@@ -122,15 +140,31 @@ class ApprovalAction:
             "timeout_s": self.config.timeout,
             "default": self.config.default,
             "reason": self.config.reason or "",
-            "editable": isinstance(payload, ToolCallEvent),
+            "editable": isinstance(payload, ToolCallEvent) or args is not None,
         }
 
-    def _result(self, payload: HookEvent, answer: dict[str, Any]) -> Any:
+    def _result(self, payload: HookEvent, answer: dict[str, Any]) -> Answered:
+        """The handler result of ``answer``, with the note of who answered, when and what."""
+        edited = answer.get("answer_args")
+        allowed = answer.get("decision") == "allow"
+        note = ApprovalNote(
+            hook_id=self.hook_id,
+            approval_id=str(answer.get("id") or ""),
+            tool=str(answer.get("tool") or _tool(payload)),
+            decision="allow" if allowed else "deny",
+            answered_by=str(answer.get("answered_by") or ""),
+            answered_ms=int(answer.get("answered_ms") or time.time_ns() // 1_000_000),
+            reason=str(answer.get("answer_reason") or ""),
+            args=edited if allowed and isinstance(edited, dict) else None,
+        )
+        return Answered(self._decided(payload, answer), note)
+
+    def _decided(self, payload: HookEvent, answer: dict[str, Any]) -> Any:
         if answer.get("decision") == "allow":
             edited = answer.get("answer_args")
             if isinstance(edited, dict) and isinstance(payload, ToolCallEvent):
                 return {"args": edited}
-            return payload
+            return payload  # edited arguments of another event travel in the note
         reason = answer.get("answer_reason") or ""
         if answer.get("answered_by") == "timeout" or not reason:
             reason = self.config.reason or "not approved"
@@ -226,6 +260,20 @@ class ApprovalAction:
                 return answer
         except (httpx.HTTPError, ValueError, KeyError) as exc:
             raise self._fail(payload, str(exc)) from None
+
+
+def _args(payload: HookEvent) -> dict[str, Any] | None:
+    """The arguments a person is asked about: a tool call's, or those of the tool Claude Code
+    asks permission for (``tool_input``, present only with content capture)."""
+    args = getattr(payload, "args", None)
+    if isinstance(args, dict):
+        return args
+    if isinstance(payload, BeforeHumanInterventionEvent):
+        own = getattr(payload, "claudeCode", None)
+        tool_input = own.get("tool_input") if isinstance(own, dict) else None
+        if isinstance(tool_input, dict):
+            return tool_input
+    return None
 
 
 def _json(response: httpx.Response, accept: tuple[int, ...]) -> dict[str, Any]:

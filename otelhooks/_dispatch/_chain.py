@@ -47,6 +47,7 @@ DEFAULT_BLOCK_REASONS: dict[str, str] = {
     "message_sending": "Blocked by message_sending hook.",
     "before_agent_start": "Blocked by before_agent_start hook.",
     "tool_result_persist": "Blocked by tool_result_persist hook.",
+    "before_human_intervention": "Rejected by beforeHumanIntervention hook.",
 }
 
 

@@ -29,7 +29,7 @@ from otelhooks._errors import (
     HookTimeoutError,
 )
 from otelhooks._hooks import Block, Hook, enqueues
-from otelhooks._live import HookStep, LiveEvent, Verdict
+from otelhooks._live import Answered, HookStep, LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
 
@@ -191,6 +191,9 @@ class Dispatcher:
     def _hook_returned(
         self, chain: InterceptChain, hook: Hook, result: Any, started: float
     ) -> bool:
+        if isinstance(result, Answered):  # an approval: who answered goes on the call's span
+            chain.verdict.approvals.append(result.note)
+            result = result.result
         stop, outcome = chain.apply(hook, result)
         step = HookStep(hook.id, hook.action.kind, outcome, permissive=chain.permissive)
         chain.verdict.steps.append(step)

@@ -188,9 +188,9 @@ _SPECS: Final[tuple[EventSpec, ...]] = (
     EventSpec(
         "before_human_intervention",
         "human",
-        False,
+        True,
         p.BeforeHumanInterventionEvent,
-        "start of a `request_human_approve` span",
+        "start of a `request_human_approve` span (intercept: a hook may approve or reject)",
         {L: ("beforeHumanIntervention",), W: ("PermissionRequest",)},
     ),
     EventSpec(

@@ -28,7 +28,7 @@ from otelhooks._events import HookEvent
 from otelhooks._live import LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
-from otelhooks._span_mapping import verdict_attributes
+from otelhooks._span_mapping import approval_events, verdict_attributes
 
 if TYPE_CHECKING:
     from otelhooks._hooks import Hook
@@ -220,6 +220,8 @@ def record_verdict(span: Span, event: str, verdict: Verdict) -> None:
     """Write what the hooks of ``event`` did on its span (nothing when none matched)."""
     if verdict.matched and span.is_recording():
         span.set_attributes(verdict_attributes(event, verdict))
+        for name, attrs, at in approval_events(verdict):  # who answered, on the call's span
+            span.add_event(name, attrs, timestamp=at)
 
 
 class SpanScope(ABC):

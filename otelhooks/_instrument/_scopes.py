@@ -22,7 +22,7 @@ from otelhooks._events import (
     StopByHumanInterventionEvent,
 )
 from otelhooks._instrument._base import SpanScope
-from otelhooks._live import LiveEvent
+from otelhooks._live import LiveEvent, Verdict
 from otelhooks._redact import error_text
 
 if TYPE_CHECKING:
@@ -45,6 +45,20 @@ class Approval(SpanScope):
         self.step = step
         self.pending = pending
         self.action: Literal["approve", "reject", "rejectAndContinue"] | None = None
+        self.rejection_reason: str | None = None
+
+    def _after_verdict(self, verdict: Verdict | None) -> None:
+        """A ``beforeHumanIntervention`` hook decided (an ``approval:`` hook a person answered,
+        or a handler's block): the scope records LobeHub's decision, which the caller reads in
+        :attr:`action` and :attr:`rejection_reason`."""
+        if verdict is None:
+            return
+        noted = bool(verdict.approvals)  # record_verdict wrote who answered as the span event
+        if verdict.blocked:
+            self._decide("reject", None, verdict.reason, event=not noted)
+            self._stop(None, verdict.reason)
+        elif any(n.decision == "allow" for n in verdict.approvals):
+            self._decide("approve", None, None, event=False)
 
     def _open(self, *, deferred: bool) -> None:
         op = self.step.operation
@@ -56,7 +70,11 @@ class Approval(SpanScope):
             )
 
         live = LiveEvent(
-            "before_human_intervention", build, values=op.values, operation_id=op.operation_id
+            "before_human_intervention",
+            build,
+            values=op.values,
+            operation_id=op.operation_id,
+            deferred=deferred,  # async: __aenter__ awaits the dispatch (once, not twice)
         )
         self._begin(
             sc.OP_HUMAN_APPROVAL,
@@ -73,15 +91,19 @@ class Approval(SpanScope):
         action: Literal["approve", "reject", "rejectAndContinue"],
         tool_call_id: str | None,
         reason: str | None,
+        *,
+        event: bool = True,
     ) -> None:
         op = self.step.operation
         self.action = action
+        self.rejection_reason = reason
         attrs: dict[str, Any] = {sc.APPROVAL_ACTION: action}
         if tool_call_id:
             attrs[sc.APPROVAL_TOOL_CALL_ID] = tool_call_id
         if reason:
             attrs[sc.APPROVAL_REJECTION_REASON] = reason
-        self.span.add_event(sc.EVENT_APPROVE if action == "approve" else sc.EVENT_REJECT, attrs)
+        if event:
+            self.span.add_event(sc.EVENT_APPROVE if action == "approve" else sc.EVENT_REJECT, attrs)
         self.span.set_attributes(attrs)
         common = op.common()
         self.live.follow(
@@ -104,15 +126,18 @@ class Approval(SpanScope):
         """The person rejected. ``stop`` halts the run (reason ``interrupted``)."""
         self._decide("reject" if stop else "rejectAndContinue", tool_call_id, reason)
         if stop:
-            op = self.step.operation
-            op.complete("interrupted")
-            common = op.common()
-            self.live.follow(
-                "on_stop_by_human_intervention",
-                lambda: StopByHumanInterventionEvent(
-                    **common, toolCallId=tool_call_id, rejectionReason=reason
-                ),
-            )
+            self._stop(tool_call_id, reason)
+
+    def _stop(self, tool_call_id: str | None, reason: str | None) -> None:
+        op = self.step.operation
+        op.complete("interrupted")
+        common = op.common()
+        self.live.follow(
+            "on_stop_by_human_intervention",
+            lambda: StopByHumanInterventionEvent(
+                **common, toolCallId=tool_call_id, rejectionReason=reason
+            ),
+        )
 
     def _close(self, exc: BaseException | None) -> None:
         return None
@@ -158,7 +183,13 @@ class Compaction(SpanScope):
                 tokenCount=self.token_count,
             )
 
-        live = LiveEvent("before_compact", build, values=op.values, operation_id=op.operation_id)
+        live = LiveEvent(
+            "before_compact",
+            build,
+            values=op.values,
+            operation_id=op.operation_id,
+            deferred=deferred,
+        )
         self._begin(
             sc.OP_COMPACT,
             live,
@@ -257,7 +288,11 @@ class AgentCall(SpanScope):
             )
 
         live = LiveEvent(
-            "before_call_agent", build, values=(self.agent_id,), operation_id=op.operation_id
+            "before_call_agent",
+            build,
+            values=(self.agent_id,),
+            operation_id=op.operation_id,
+            deferred=deferred,
         )
         self._begin(
             f"{sc.OP_CALL_AGENT} {self.agent_id}",

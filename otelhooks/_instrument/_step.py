@@ -60,6 +60,7 @@ class Step(SpanScope):
             build,
             values=self.operation.values,
             operation_id=self.operation.operation_id,
+            deferred=deferred,  # async: __aenter__ awaits the dispatch (once, not twice)
         )
         self._begin(
             f"{sc.OP_STEP} {self.index}",
@@ -293,7 +294,13 @@ class LlmCall(SpanScope):
                 messages=self.messages,
             )
 
-        live = LiveEvent("llm_input", build, values=(self.model,), operation_id=op.operation_id)
+        live = LiveEvent(
+            "llm_input",
+            build,
+            values=(self.model,),
+            operation_id=op.operation_id,
+            deferred=deferred,
+        )
         self._begin(f"{sc.OP_CHAT} {self.model}", live, attributes=attrs, kind=SpanKind.CLIENT)
 
     def _close(self, exc: BaseException | None) -> None:

@@ -39,7 +39,7 @@ from opentelemetry.trace import Tracer
 from otelhooks._engine import HooksEngine
 from otelhooks._events import ToolCallDeniedEvent, ToolResult
 from otelhooks._live import Verdict
-from otelhooks._span_mapping import verdict_attributes
+from otelhooks._span_mapping import approval_events, verdict_attributes
 from otelhooks.mcp._calls import (
     Pending,
     deny_answer,
@@ -238,6 +238,8 @@ class McpSession:
         span = pending.span
         if verdict.matched:
             set_attributes(span, verdict_attributes("before_tool_call", verdict))
+            for name, attrs, at in approval_events(verdict):  # who answered, on the call's span
+                span.add_event(name, attrs, timestamp=at)
         if verdict.blocked:
             return None, self._deny(msg, pending, verdict)
         if verdict.mock is not None:

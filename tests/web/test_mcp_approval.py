@@ -3,6 +3,7 @@ person answers: a deny never reaches the MCP server, an allow does."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
@@ -73,3 +74,40 @@ def test_the_gateway_waits_for_the_answer_given_at_serve(
     assert getattr(allowed, "is_error", None) is False
     notes = [c["args"]["text"] for c in calls(tmp_path) if c["tool"] == "write_note"]
     assert notes == ["second"]
+
+
+def test_the_gateway_writes_who_answered_on_the_calls_span(
+    server: EventLogServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", TOKEN)
+    hooks = write_hooks(tmp_path, HOOKS.format(url=server.url))
+    answering = threading.Thread(target=_answer, args=(server.url, ["deny"]))
+    answering.start()
+
+    async def scenario() -> Any:
+        async with stdio_session(tmp_path, [hooks]) as session:
+            return await session.call_tool("write_note", {"text": "first"})
+
+    results: list[Any] = []
+    client = threading.Thread(target=lambda: results.append(anyio.run(scenario)))
+    client.start()
+    client.join(90)
+    answering.join(30)
+    assert getattr(results[0], "is_error", None) is True
+    # the gateway's --traces-out (OTLP JSON lines): the reject event on the tools/call span
+    events = [
+        (span["name"], event)
+        for line in (tmp_path / "traces.jsonl").read_text().splitlines()
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+        for event in span.get("events", [])
+        if event["name"] == "reject"
+    ]
+    ((name, event),) = events
+    attrs = {a["key"]: next(iter(a["value"].values())) for a in event["attributes"]}
+    assert name.startswith("tools/call")
+    assert (attrs["otelhooks.approval.answered_by"], attrs["otelhooks.approval.reason"]) == (
+        "bot",
+        "checked",
+    )

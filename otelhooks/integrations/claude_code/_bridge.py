@@ -40,6 +40,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any, Literal
 
 import structlog
@@ -63,12 +64,14 @@ from otelhooks._export._report import DeliveryReport, merge
 from otelhooks._hooks import Hook
 from otelhooks._matchers import tool_aliases
 from otelhooks._setup import configure
+from otelhooks._span_mapping import approval_events
 from otelhooks.integrations.claude_code._answers import (
     ANSWERING_EVENTS,
     combine,
     respond,
     run_hooks,
 )
+from otelhooks.integrations.claude_code._approvals import approval_allows
 from otelhooks.integrations.claude_code._common import (
     AGENT,
     PROVIDER,
@@ -346,7 +349,9 @@ class ClaudeCodeBridge:
         event: str,
         op: OpenOperation | None,
         events: Sequence[tuple[str, Mapping[str, types.AttributeValue]]] = (),
-    ) -> int:
+        *,
+        write: bool = True,
+    ) -> SpanRecord:
         now = time.time_ns()
         record = SpanRecord(
             f"{sc.OP_LIFECYCLE} {event}",
@@ -362,11 +367,12 @@ class ClaudeCodeBridge:
             },
             events=events,
         )
-        self.writer.write(record)
-        return record.span_id
+        if write:
+            self.writer.write(record)
+        return record
 
     def _session_start(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
-        span_id = self._lifecycle_span(session, "session_start", None)
+        span_id = self._lifecycle_span(session, "session_start", None).span_id
         extra = claude_fields(payload, capture=self.capture)
         event = SessionStartEvent(
             **self._common(session, None, span_id), agentId=AGENT, metadata=extra
@@ -383,7 +389,7 @@ class ClaudeCodeBridge:
             self.tools.end_tool(tool, "error", error=message, error_type="SessionEnded")
         if op is not None:
             self._end_operation(op, "interrupted", None)
-        span_id = self._lifecycle_span(session, "session_end", None)
+        span_id = self._lifecycle_span(session, "session_end", None).span_id
         reason = str(payload.get("reason") or "")
         event = SessionEndEvent(**self._common(session, None, span_id), reason=reason)
         self.observe("session_end", event, (reason or "*",))
@@ -395,8 +401,11 @@ class ClaudeCodeBridge:
         canonical = known.canonical if known is not None else "claude_code_event"
         op = self.state.peek_operation(session)
         marker = (name or "unknown", lifecycle_attributes(payload, capture=self.capture))
-        span_id = self._lifecycle_span(session, canonical, op, (marker,))
-        common = self._common(session, op, span_id)
+        # a permission request's span is written once its hooks answered: a person's answer to
+        # an approval hook is a span event of it
+        later = name == "PermissionRequest"
+        record = self._lifecycle_span(session, canonical, op, (marker,), write=not later)
+        common = self._common(session, op, record.span_id)
         try:
             event = point_payload(known, payload, common, capture=self.capture)
         except ValidationError as exc:
@@ -404,8 +413,10 @@ class ClaudeCodeBridge:
             _log.warning(
                 "event not dispatched: payload does not fit", hook_event=name, error=str(exc)
             )
-            return HookResponse()
-        if known is None:  # an event Claude Code added later has no hooks to run yet
+            event = None
+        if event is None or known is None:  # known None: a newer event has no hooks to run yet
+            if later:
+                self.writer.write(record)
             return HookResponse()
         value = matcher_value(known, payload)
         values = (value, *tool_aliases(value)) if known.matcher == "tool_name" else (value,)
@@ -416,7 +427,11 @@ class ClaudeCodeBridge:
         extra: dict[str, Any] = {}
         if name == "MessageDisplay":
             extra, answers = self._message_sending(session, payload, common)
-        _, more = run_hooks(self.engine, event.event, event, values)
+        verdict, more = run_hooks(self.engine, event.event, event, values)
+        if later:
+            more = [*more, *approval_allows(name, verdict)]
+            approvals = [(n, a) for n, a, _ in approval_events(verdict)]
+            self.writer.write(replace(record, events=[*record.events, *approvals]))
         output, lost = combine(name, [*answers, *more], extra=extra)
         return respond(name, output, lost, deny_mode=self.deny_mode)
 

@@ -27,6 +27,7 @@ from typing import Any
 
 import structlog
 
+from otelhooks._actions._approval import longest_approval_of
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, send_json
 from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
 from otelhooks.integrations.claude_code._common import HookResponse
@@ -106,6 +107,13 @@ class _DaemonApp:
         self.runner = FairRunner(on_drop=bridge.engine.metrics.drop_counter("claude_code_hooks"))
         self.last = time.monotonic()
 
+    def _answer_s(self) -> float:
+        """When an event not answered yet counts as failed: an approval hook holds a call for
+        a person, so its timeout (and the margin its own deadline takes) comes first; ``install``
+        gives Claude Code's hook 15 s more than that."""
+        wait_s = longest_approval_of(self.bridge.engine.registry.hooks())
+        return max(self.answer_s, wait_s + 5.0) if wait_s else self.answer_s
+
     def answer(self, raw: bytes) -> HookResponse:
         try:
             payload = parse_input(raw)
@@ -132,7 +140,9 @@ class _DaemonApp:
         found = _SESSION.search(raw, 0, 1 << 16)
         key = found.group(1).decode("utf-8", "replace") if found else ""
         try:
-            response = await self.runner.run(key, lambda: self.answer(raw), timeout_s=self.answer_s)
+            response = await self.runner.run(
+                key, lambda: self.answer(raw), timeout_s=self._answer_s()
+            )
         except Late as late:
             event = event_name_of(raw)
             _log.error(

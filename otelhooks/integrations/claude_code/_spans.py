@@ -33,7 +33,14 @@ from opentelemetry.trace import (
 )
 from opentelemetry.util.types import AttributeValue
 
-__all__ = ["LockedFileExporter", "SpanRecord", "SpanWriter", "session_trace_id"]
+__all__ = [
+    "APPROVALS_KEY",
+    "LockedFileExporter",
+    "SpanRecord",
+    "SpanWriter",
+    "session_trace_id",
+    "stored_events",
+]
 
 
 def session_trace_id(session_id: str) -> int:
@@ -166,3 +173,19 @@ def attribute_map(values: Mapping[str, Any]) -> dict[str, AttributeValue]:
         if isinstance(value, str | bool | int | float | tuple):
             out[key] = value
     return out
+
+
+# The key under which an open tool's state keeps the span events of its approvals (the state
+# file holds JSON attributes; the events are written when the span ends).
+APPROVALS_KEY = "~otelhooks.approvals"
+
+
+def stored_events(value: Any) -> list[tuple[str, dict[str, AttributeValue]]]:
+    """The ``(name, attributes)`` span events kept under :data:`APPROVALS_KEY` (what is not
+    that shape is dropped: the state file is read back from disk)."""
+    events: list[tuple[str, dict[str, AttributeValue]]] = []
+    for item in value if isinstance(value, list) else ():
+        if isinstance(item, list) and len(item) == 2 and isinstance(item[0], str):
+            name, attrs = item
+            events.append((name, attribute_map(attrs if isinstance(attrs, dict) else {})))
+    return events

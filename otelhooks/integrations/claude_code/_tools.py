@@ -28,13 +28,14 @@ from otelhooks._events import (
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._live import Verdict
 from otelhooks._matchers import tool_aliases
-from otelhooks._span_mapping import verdict_attributes
+from otelhooks._span_mapping import approval_events, verdict_attributes
 from otelhooks.integrations.claude_code._answers import (
     combine,
     denied_by,
     respond,
     run_hooks,
 )
+from otelhooks.integrations.claude_code._approvals import approval_allows
 from otelhooks.integrations.claude_code._common import (
     AGENT,
     DenyMode,
@@ -45,10 +46,12 @@ from otelhooks.integrations.claude_code._common import (
 from otelhooks.integrations.claude_code._mapping import claude_fields
 from otelhooks.integrations.claude_code._shapes import shaped
 from otelhooks.integrations.claude_code._spans import (
+    APPROVALS_KEY,
     SpanRecord,
     SpanWriter,
     attribute_map,
     session_trace_id,
+    stored_events,
 )
 from otelhooks.integrations.claude_code._state import BridgeState, OpenTool
 
@@ -141,7 +144,9 @@ class ToolUses:
         error: str | None = None,
         error_type: str | None = None,
     ) -> None:
-        attrs = {**self._start_attributes(tool), **attribute_map(tool.attributes)}
+        kept = dict(tool.attributes)
+        approvals = kept.pop(APPROVALS_KEY, None)
+        attrs = {**self._start_attributes(tool), **attribute_map(kept)}
         attrs[sc.TOOL_OUTCOME] = outcome
         attrs[sc.TOOL_RESULT_SIZE] = len(result)
         if self.capture and result:
@@ -157,6 +162,7 @@ class ToolUses:
                 attrs,
                 error=error,
                 error_type=error_type,
+                events=stored_events(approvals),
             )
         )
 
@@ -197,6 +203,7 @@ class ToolUses:
             and rewritten.args != args
             else None
         )
+        answers += approval_allows("PreToolUse", verdict)  # a person's allow is an allow
         output, lost = combine("PreToolUse", answers, updated_input=updated)
         response = respond("PreToolUse", output, lost, deny_mode=self.deny_mode)
         specific = output.get("hookSpecificOutput") or {}
@@ -208,18 +215,22 @@ class ToolUses:
             attrs[sc.HOOK_DECIDED_BY] = denied_by(answers) or ""
             attrs[sc.HOOK_DECISION_REASON] = str(specific.get("permissionDecisionReason") or "")
             attrs[sc.HOOK_CLASSIFICATION] = sc.CLASSIFICATION_HOOK_DENIED
+        kept: dict[str, Any] = dict(attrs)
+        if verdict.approvals:
+            # who answered an approval hook: span events of this call's span, once it ends
+            kept[APPROVALS_KEY] = [[n, a] for n, a, _ in approval_events(verdict)]
         if decision == "deny":
             self.state.end_tool(session, use_id)
             reason = str(specific.get("permissionDecisionReason") or "")
-            self._refuse(tool, attrs, verdict, args, reason, mocked=mock is not None)
+            self._refuse(tool, kept, verdict, args, reason, mocked=mock is not None)
             return response
-        self.state.set_tool_attributes(tool, dict(attrs))
+        self.state.set_tool_attributes(tool, kept)
         return response
 
     def _refuse(
         self,
         tool: OpenTool,
-        attrs: dict[str, types.AttributeValue],
+        attrs: dict[str, Any],
         verdict: Verdict,
         args: dict[str, Any],
         reason: str,
@@ -261,7 +272,7 @@ class ToolUses:
         self.observe("after_tool_call", after, _values(tool.tool_name))
 
     def _end_tool_refused(
-        self, tool: OpenTool, attrs: dict[str, types.AttributeValue], outcome: str, reason: str
+        self, tool: OpenTool, attrs: dict[str, Any], outcome: str, reason: str
     ) -> None:
         kept = OpenTool(
             tool.session_id,

@@ -1,0 +1,364 @@
+"""Claude Code's ``PermissionRequest`` held by an ``approval:`` hook until a person answers, on
+both roads: the HTTP route of ``otelhooks serve`` and the command bridge (one process, and the
+daemon the hook client starts). The input is the documented one (the conformance fixture's
+``PermissionRequest input``); the answer is PermissionRequest's own output,
+``hookSpecificOutput.decision`` with ``behavior`` and ``updatedInput`` / ``message``; the answer
+is a span event on the request's span, in the SDK's export and in the ``--traces-out`` file."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+from otelhooks._eventlog._server import EventLogServer, serve
+from otelhooks.integrations.claude_code import hook_client
+from otelhooks.integrations.claude_code._install import install
+
+pytestmark = pytest.mark.timeout(90)
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "conformance" / "claude_code" / "fixtures"
+TOKEN = "perm-admin-t0ken-0123456789"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+SPAN = "agent_lifecycle before_human_intervention"
+
+
+def _documented_input(session: str) -> dict[str, Any]:
+    inputs = json.loads((FIXTURES / "hook_inputs.json").read_text())["inputs"]
+    (doc,) = [i for i in inputs if i["section"] == "PermissionRequest input"]
+    return {**doc["input"], "session_id": session}
+
+
+def _hooks_file(path: Path, hook_id: str, *, url: str | None = None, timeout: float = 30) -> Path:
+    approval: dict[str, Any] = {"timeout": timeout, "default": "deny", "reason": "asks a person"}
+    if url is not None:
+        approval["url"] = url
+    hooks = {"hooks": [{"id": hook_id, "type": "PermissionRequest", "matcher": "Bash", **{}}]}
+    hooks["hooks"][0]["approval"] = approval
+    path.write_text(json.dumps(hooks))
+    return path
+
+
+@pytest.fixture
+def capture(monkeypatch: pytest.MonkeyPatch) -> None:
+    # content capture on: the person sees the command and may edit it
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+
+
+def _pending(api: httpx.Client, hook_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for item in api.get("/v1/approvals").json()["pending"]:
+            if item["hook_id"] == hook_id:
+                return dict(item)
+        time.sleep(0.05)
+    raise AssertionError(f"no approval of {hook_id} became pending")
+
+
+def _while_pending(
+    api: httpx.Client,
+    hook_id: str,
+    ask: Callable[[], Any],
+    answer: dict[str, Any],
+    after_s: float = 0.0,
+) -> tuple[Any, dict[str, Any]]:
+    out: dict[str, Any] = {}
+    worker = threading.Thread(target=lambda: out.update(result=ask()))
+    worker.start()
+    item = _pending(api, hook_id)
+    time.sleep(after_s)
+    assert api.post(f"/v1/approvals/{item['id']}", json=answer).status_code == 200
+    worker.join(60)
+    assert not worker.is_alive()
+    return out["result"], item
+
+
+def _exported(exported: InMemorySpanExporter) -> Any:
+    """The request's span, once serve's batch exported it (every 0.5 s)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        spans = [s for s in exported.get_finished_spans() if s.name == SPAN]
+        if spans:
+            (span,) = spans
+            return span
+        time.sleep(0.05)
+    raise AssertionError(f"serve exported no {SPAN} span")
+
+
+def _event_of(spans: list[dict[str, Any]], name: str) -> dict[str, Any]:
+    (span,) = [s for s in spans if s["name"] == SPAN]
+    (event,) = [e for e in span["events"] if e["name"] == name]
+    return {a["key"]: next(iter(a["value"].values())) for a in event["attributes"]}
+
+
+def _otlp_spans(path: Path) -> list[dict[str, Any]]:
+    spans: list[dict[str, Any]] = []
+    for line in path.read_text().splitlines():
+        for rs in json.loads(line)["resourceSpans"]:
+            for ss in rs["scopeSpans"]:
+                spans.extend(ss["spans"])
+    return spans
+
+
+# -- the HTTP route -------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def route_server(tmp_path: Path, capture: None) -> Iterator[tuple[EventLogServer, Any]]:
+    exported = InMemorySpanExporter()
+    hooks = _hooks_file(tmp_path / "hooks.json", "ask-permission")
+    started = serve([hooks], token=TOKEN, span_exporters=[exported])
+    try:
+        yield started, exported
+    finally:
+        started.stop()
+
+
+def _post_hook(url: str, body: dict[str, Any]) -> dict[str, Any]:
+    answer = httpx.post(f"{url}/v1/hooks/claude-code", json=body, headers=AUTH, timeout=60)
+    assert answer.status_code == 200, answer.text
+    decided: dict[str, Any] = answer.json()
+    return decided
+
+
+def test_the_http_route_allows_a_permission_request_with_the_edited_command(
+    route_server: tuple[EventLogServer, InMemorySpanExporter],
+) -> None:
+    server, exported = route_server
+    with httpx.Client(base_url=server.url, headers=AUTH) as api:
+        output, item = _while_pending(
+            api,
+            "ask-permission",
+            lambda: _post_hook(server.url, _documented_input("s-route-allow")),
+            {"decision": "allow", "by": "alice", "args": {"command": "npm run lint"}},
+        )
+    assert item["tool"] == "Bash"
+    assert item["args"]["command"] == "rm -rf node_modules"  # what Claude Code asked about
+    assert output["hookSpecificOutput"] == {
+        "hookEventName": "PermissionRequest",
+        "decision": {"behavior": "allow", "updatedInput": {"command": "npm run lint"}},
+    }
+    span = _exported(exported)
+    (event,) = [e for e in span.events if e.name == "approve"]
+    assert event.attributes is not None
+    assert event.attributes["otelhooks.approval.answered_by"] == "alice"
+    assert event.attributes["otelhooks.approval.args_edited"] is True
+
+
+def test_the_http_route_denies_a_permission_request_with_the_persons_reason(
+    route_server: tuple[EventLogServer, InMemorySpanExporter],
+) -> None:
+    server, exported = route_server
+    with httpx.Client(base_url=server.url, headers=AUTH) as api:
+        output, _ = _while_pending(
+            api,
+            "ask-permission",
+            lambda: _post_hook(server.url, _documented_input("s-route-deny")),
+            {"decision": "deny", "by": "bob", "reason": "keep node_modules"},
+        )
+    decision = output["hookSpecificOutput"]["decision"]
+    assert decision["behavior"] == "deny"
+    assert "keep node_modules" in decision["message"]
+    assert "bob" in decision["message"]
+    span = _exported(exported)
+    (event,) = [e for e in span.events if e.name == "reject"]
+    assert event.attributes is not None
+    assert event.attributes["otelhooks.approval.reason"] == "keep node_modules"
+
+
+# -- the command bridge ---------------------------------------------------------------------------
+
+
+@pytest.fixture
+def asking_server(capture: None) -> Iterator[EventLogServer]:
+    started = serve(token=TOKEN)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.fixture
+def runtime_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="oh-"))  # short: a Unix socket path has 107 bytes
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _bridge_env(project: Path, runtime_dir: Path) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "XDG_RUNTIME_DIR": str(runtime_dir),
+        "CLAUDE_PROJECT_DIR": str(project),
+        "OTELHOOKS_CLAUDE_STATE": str(project / "state.sqlite3"),
+        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "5",  # the daemon leaves soon after the test
+        "OTELHOOKS_INGEST_TOKEN": TOKEN,
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true",
+    }
+
+
+def _run(argv: list[str], env: dict[str, str], body: dict[str, Any]) -> dict[str, Any]:
+    done = subprocess.run(
+        argv, input=json.dumps(body), env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    output: dict[str, Any] = json.loads(done.stdout)
+    return output
+
+
+def test_the_command_bridge_waits_and_answers_a_deny_into_its_traces_file(
+    asking_server: EventLogServer, tmp_path: Path, runtime_dir: Path
+) -> None:
+    hooks = _hooks_file(tmp_path / "hooks.json", "ask-bridge", url=asking_server.url)
+    traces = tmp_path / "traces.jsonl"
+    argv = [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", str(hooks)]
+    argv += ["--traces-out", str(traces)]
+    env = _bridge_env(tmp_path, runtime_dir)
+    with httpx.Client(base_url=asking_server.url, headers=AUTH) as api:
+        output, _ = _while_pending(
+            api,
+            "ask-bridge",
+            lambda: _run(argv, env, _documented_input("s-bridge")),
+            {"decision": "deny", "by": "carol", "reason": "not today"},
+        )
+    decision = output["hookSpecificOutput"]["decision"]
+    assert decision["behavior"] == "deny"
+    assert "not today" in decision["message"]
+    event = _event_of(_otlp_spans(traces), "reject")
+    assert event["otelhooks.approval.answered_by"] == "carol"
+    assert event["otelhooks.approval.decision"] == "deny"
+
+
+def test_the_bridge_daemon_waits_past_its_answer_deadline_for_an_approval(
+    asking_server: EventLogServer, tmp_path: Path, runtime_dir: Path
+) -> None:
+    hooks = _hooks_file(tmp_path / "hooks.json", "ask-daemon", url=asking_server.url, timeout=6)
+    env = {**_bridge_env(tmp_path, runtime_dir), "OTELHOOKS_CLAUDE_DAEMON_ANSWER_S": "1"}
+    argv = [sys.executable, "-I", "-S", hook_client.__file__, "--hooks", str(hooks)]
+    argv += ["--traces-out", str(tmp_path / "traces.jsonl")]
+    start = {"session_id": "s-daemon", "hook_event_name": "SessionStart", "source": "startup"}
+    subprocess.run(argv, input=json.dumps(start), env=env, text=True, timeout=30, check=True)
+    deadline = time.monotonic() + 20
+    while not list(runtime_dir.glob("cc-*.sock")) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert list(runtime_dir.glob("cc-*.sock")), "the bridge daemon never listened"
+    with httpx.Client(base_url=asking_server.url, headers=AUTH) as api:
+        # answered 2 s after it was asked: past the daemon's 1 s answer deadline
+        output, _ = _while_pending(
+            api,
+            "ask-daemon",
+            lambda: _run(argv, env, _documented_input("s-daemon")),
+            {"decision": "allow", "by": "dan", "args": {"command": "ls node_modules"}},
+            after_s=2.0,
+        )
+    assert output["hookSpecificOutput"]["decision"] == {
+        "behavior": "allow",
+        "updatedInput": {"command": "ls node_modules"},
+    }
+
+
+def test_install_gives_permission_request_more_time_than_its_approval(tmp_path: Path) -> None:
+    hooks = tmp_path / ".claude" / "otelhooks.yaml"
+    hooks.parent.mkdir()
+    hooks.write_text(
+        "hooks:\n  - id: ask\n    type: PermissionRequest\n    matcher: Bash\n"
+        "    approval: {timeout: 200, default: deny}\n"
+    )
+    for name, http in (("settings.json", "http://127.0.0.1:4318"), ("settings.local.json", None)):
+        settings = tmp_path / ".claude" / name
+        install(settings, http=http)
+        handler = json.loads(settings.read_text())["hooks"]["PermissionRequest"][0]["hooks"][0]
+        assert handler["timeout"] > 200, (name, handler)
+        assert "async" not in handler  # Claude Code waits for its answer
+
+
+def test_a_persons_edited_allow_of_pretooluse_is_an_allow_with_updated_input(
+    tmp_path: Path, capture: None
+) -> None:
+    hooks = tmp_path / "pre.yaml"
+    hooks.write_text(
+        "hooks:\n  - id: ask-pre\n    type: PreToolUse\n    matcher: Bash\n"
+        "    approval: {timeout: 30, default: deny}\n"
+    )
+    server = serve([hooks], token=TOKEN)
+    body = {
+        "session_id": "s-pre",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf node_modules"},
+        "tool_use_id": "toolu_pre",
+    }
+    try:
+        with httpx.Client(base_url=server.url, headers=AUTH) as api:
+            output, _ = _while_pending(
+                api,
+                "ask-pre",
+                lambda: _post_hook(server.url, body),
+                {"decision": "allow", "by": "erin", "args": {"command": "ls node_modules"}},
+            )
+    finally:
+        server.stop()
+    # a person approved: allow (not ask), with the arguments they edited
+    assert output["hookSpecificOutput"] == {
+        "hookEventName": "PreToolUse",
+        "permissionDecision": "allow",
+        "permissionDecisionReason": "approved by erin",
+        "updatedInput": {"command": "ls node_modules"},
+    }
+
+
+def test_an_approved_tool_use_span_ended_by_a_later_process_carries_the_approve_event(
+    asking_server: EventLogServer, tmp_path: Path, runtime_dir: Path
+) -> None:
+    # PreToolUse and PostToolUse run in two bridge processes: the event waits in the state file
+    hooks = tmp_path / "pre.json"
+    hook = {
+        "id": "ask-pre-bridge",
+        "type": "PreToolUse",
+        "matcher": "Bash",
+        "approval": {"timeout": 30, "default": "deny", "url": asking_server.url},
+    }
+    hooks.write_text(json.dumps({"hooks": [hook]}))
+    traces = tmp_path / "traces.jsonl"
+    argv = [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", str(hooks)]
+    argv += ["--traces-out", str(traces)]
+    env = _bridge_env(tmp_path, runtime_dir)
+    use = {
+        "session_id": "s-two",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+        "tool_use_id": "toolu_two",
+    }
+    with httpx.Client(base_url=asking_server.url, headers=AUTH) as api:
+        _while_pending(
+            api,
+            "ask-pre-bridge",
+            lambda: _run(argv, env, {**use, "hook_event_name": "PreToolUse"}),
+            {"decision": "allow", "by": "gus"},
+        )
+    written = _otlp_spans(traces) if traces.exists() else []
+    assert not any(s["name"] == "execute_tool Bash" for s in written)  # the tool is still open
+    post = {**use, "hook_event_name": "PostToolUse", "tool_response": "a b"}
+    done = subprocess.run(argv, input=json.dumps(post), env=env, text=True, timeout=60)
+    assert done.returncode == 0
+    (span,) = [s for s in _otlp_spans(traces) if s["name"] == "execute_tool Bash"]
+    (event,) = [e for e in span["events"] if e["name"] == "approve"]
+    attrs = {a["key"]: next(iter(a["value"].values())) for a in event["attributes"]}
+    assert attrs["otelhooks.approval.answered_by"] == "gus"
+    assert not any(a["key"].startswith("~") for a in span["attributes"])

@@ -1,0 +1,81 @@
+"""The ``/approvals`` page in Debian's Chromium: a pending Claude Code ``PermissionRequest``
+(asked by the bridge's documented input) shows who, which tool, the hook, the time left and the
+default; with content capture off its arguments are not on the page; Approve answers it."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from otelhooks._eventlog._server import EventLogServer, serve
+from tests.web.conftest import AUTH, TOKEN, log_in
+
+pytestmark = pytest.mark.timeout(90)
+
+FIXTURES = Path(__file__).resolve().parents[1] / "conformance" / "claude_code" / "fixtures"
+HOOKS = """\
+hooks:
+  - id: ask-on-permission
+    type: PermissionRequest
+    matcher: Bash
+    approval: {timeout: 60, default: deny, reason: a person approves shell commands}
+"""
+
+
+@pytest.fixture
+def asking_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    monkeypatch.delenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", raising=False)
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(HOOKS)
+    started = serve([hooks], token=TOKEN)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def _ask(server: EventLogServer, out: dict[str, Any]) -> None:
+    inputs = json.loads((FIXTURES / "hook_inputs.json").read_text())["inputs"]
+    (doc,) = [i for i in inputs if i["section"] == "PermissionRequest input"]
+    answer = httpx.post(
+        f"{server.url}/v1/hooks/claude-code",
+        json={**doc["input"], "session_id": "s-page"},
+        headers=AUTH,
+        timeout=80,
+    )
+    out["answer"] = answer.json()
+
+
+def test_a_pending_permission_request_shows_time_left_and_is_approved_by_a_click(
+    browser: Any, asking_server: EventLogServer
+) -> None:
+    out: dict[str, Any] = {}
+    asking = threading.Thread(target=_ask, args=(asking_server, out))
+    asking.start()
+    page = log_in(browser, asking_server.url)
+    try:
+        page.goto(f"{asking_server.url}/approvals")
+        card = page.locator(".approval-card", has_text="ask-on-permission").first
+        card.wait_for(timeout=30_000)
+        assert card.locator(".tool").inner_text() == "Bash"
+        left = card.locator(".time-left")
+        page.wait_for_function(
+            "el => /s left, then deny/.test(el.textContent)", arg=left.element_handle()
+        )
+        seconds = int(re.match(r"(\d+) s left", left.inner_text()).group(1))  # type: ignore[union-attr]
+        assert 0 < seconds <= 60
+        # content capture is off: the command Claude Code asks about is not on the page
+        assert card.locator(".args").count() == 0
+        assert "rm -rf node_modules" not in page.content()
+        card.locator("button.approve").click()
+        page.locator("#answered tr.allowed").first.wait_for()
+    finally:
+        page.context.close()
+    asking.join(60)
+    assert out["answer"]["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
