@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,7 +24,7 @@ from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.metrics import MeterProvider
-from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+from opentelemetry.sdk.metrics.export import HistogramDataPoint, InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import (
     BatchSpanProcessor,
@@ -35,10 +36,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import otelhooks
 from otelhooks import AgentTracer, HookSpanProcessor
+from otelhooks import _semconv as sc
 from otelhooks._export import CountingBatchSpanProcessor
 from otelhooks._metrics import AgentMetrics, metric_views
 
-__all__ = ["ARGS", "CASES", "Bench", "Case", "NoopExporter", "tool_span_shape"]
+__all__ = ["ARGS", "CASES", "Bench", "Case", "NoopExporter", "tool_metric_shape", "tool_span_shape"]
 
 QUEUE = 65_536  # every batch processor gets the same queue, so none drops in a burst
 ARGS: dict[str, Any] = {"path": "notes/a.txt", "encoding": "utf-8"}
@@ -129,6 +131,53 @@ def tool_span_shape(
     return span.name, attrs, end
 
 
+# The metrics one tool call records (its hooks' runs included); operations and steps record
+# theirs once per round, as the floor's enclosing span has none.
+_PER_CALL_METRICS = (
+    sc.METRIC_TOOL_CALLS,
+    sc.METRIC_EXECUTE_TOOL_DURATION,
+    sc.METRIC_HOOK_INVOCATIONS,
+    sc.METRIC_HOOK_DURATION,
+)
+
+
+def tool_metric_shape(
+    hooks_config: list[dict[str, Any]] | None = None,
+) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(kind, name, attributes)`` of every SDK measurement one otelhooks tool call makes with
+    ``hooks_config`` registered (kind ``counter`` or ``histogram``), read off a real run's
+    reader, so the metrics floor cannot drift from what otelhooks records."""
+    reader = InMemoryMetricReader()
+    metrics = AgentMetrics(MeterProvider(metric_readers=[reader], views=metric_views()))
+    provider = TracerProvider()
+    hooks = HookSpanProcessor(metrics=metrics)
+    if hooks_config:
+        hooks.register(hooks_config)
+    provider.add_span_processor(hooks)
+    tracer = AgentTracer(tracer_provider=provider, hooks=hooks, capture_content=False)
+    with (
+        tracer.operation("bench") as op,
+        op.step() as step,
+        step.tool_call("fs", "readFile", ARGS) as call,
+    ):
+        call.set_result(RESULT)
+    tracer.engine.flush(10.0)
+    metrics.flush(10.0)
+    data = reader.get_metrics_data()
+    shape: list[tuple[str, str, dict[str, Any]]] = []
+    for resource in data.resource_metrics if data else ():
+        for scope in resource.scope_metrics:
+            for metric in scope.metrics:
+                if metric.name not in _PER_CALL_METRICS:
+                    continue
+                for point in metric.data.data_points:
+                    kind = "histogram" if isinstance(point, HistogramDataPoint) else "counter"
+                    shape.append((kind, metric.name, dict(point.attributes or {})))
+    metrics.shutdown(5.0)
+    provider.shutdown()
+    return shape
+
+
 # -- the floor -----------------------------------------------------------------------------------
 
 
@@ -144,11 +193,18 @@ class FloorTool(Bench):
         event: bool = False,
         distinct: bool = False,
         hooks: list[dict[str, Any]] | None = None,
+        metrics: bool = False,
     ) -> None:
         self.provider = TracerProvider()
         self.provider.add_span_processor(_batch())
         tracer = self.provider.get_tracer("floor")
         name, start, end = tool_span_shape(hooks)
+        self._tracer = tracer
+        self._token: object | None = None
+        self._parent: trace.Span | None = None
+        if metrics:
+            self.unit = _measured_unit(tracer, name, start, end, hooks)
+            return
         self._tracer = tracer
         self._token: object | None = None
         self._parent: trace.Span | None = None
@@ -188,6 +244,38 @@ class FloorTool(Bench):
 
     def close(self) -> None:
         self.provider.shutdown()
+
+
+def _measured_unit(
+    tracer: trace.Tracer,
+    name: str,
+    start: dict[str, Any],
+    end: dict[str, Any],
+    hooks: list[dict[str, Any]] | None,
+) -> Callable[[], None]:
+    """The floor span plus, made in place inside it the idiomatic way, each SDK measurement an
+    otelhooks tool call makes (same instruments, names, boundaries and attributes), on a
+    ``MeterProvider`` with a reader."""
+    meter = MeterProvider(metric_readers=[InMemoryMetricReader()], views=metric_views()).get_meter(
+        "otelhooks"
+    )
+    calls: list[tuple[Callable[..., None], bool, dict[str, Any]]] = []
+    for kind, metric_name, attributes in tool_metric_shape(hooks):
+        if kind == "counter":
+            calls.append((meter.create_counter(metric_name).add, True, attributes))
+        else:
+            calls.append((meter.create_histogram(metric_name, unit="s").record, False, attributes))
+    clock = time.perf_counter
+
+    def unit() -> None:
+        began = clock()
+        with tracer.start_as_current_span(name, attributes=start) as span:
+            span.set_attributes(end)
+            elapsed = clock() - began
+            for measure, counts, attributes in calls:
+                measure(1 if counts else elapsed, attributes)
+
+    return unit
 
 
 class FloorStep(Bench):
@@ -444,6 +532,20 @@ CASES: list[Case] = [
         "bare OTel SDK span, the shape of an observed call (+ otelhooks.hook.matched)",
         "tool",
         lambda: FloorTool(hooks=matching_observers(1)),
+        tags=("extra",),
+    ),
+    Case(
+        "floor_metrics",
+        "bare OTel SDK span + the SDK measurements otelhooks makes per tool call, in place",
+        "tool",
+        lambda: FloorTool(metrics=True),
+        tags=("extra",),
+    ),
+    Case(
+        "floor_observed_metrics",
+        "floor_observed + the SDK measurements of an observed call (its hook run too), in place",
+        "tool",
+        lambda: FloorTool(hooks=matching_observers(1), metrics=True),
         tags=("extra",),
     ),
     Case("oh_0", "otelhooks, 0 hooks", "tool", lambda: OtelhooksTool(hooks=[])),

@@ -10,7 +10,7 @@ Payloads are built lazily: when no hook matches, no pydantic model is ever creat
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -182,9 +182,10 @@ class LiveEvent:
         self.deferred = deferred
         self.snapshot = snapshot
         # The observers the engine queued it for (set by the engine; the worker runs them).
-        self.hooks: list[Hook] = []
+        self.hooks: Sequence[Hook] = ()
         self.verdict: Verdict | None = None
-        self.followups: list[LiveEvent] = []
+        # The end events (``follow``): a list only once an event has one, as most have none.
+        self.followups: Sequence[LiveEvent] = ()
         # A fallback-none delivery failed: the instrumentation raises it once the span is safe.
         self.critical: Exception | None = None
         self.span_context: SpanContext | None = None  # of the event's span, once started
@@ -221,7 +222,7 @@ class LiveEvent:
         """Forget the builder and the end events once the engine has what it needs: both may
         hold the scope that holds this event, a cycle only the garbage collector would free."""
         self._build = None
-        self.followups = []
+        self.followups = ()
 
     def follow(self, name: str, build: Callable[[], HookEvent], *, snapshot: bool = False) -> None:
         """Add an event that happens when this event's span ends (handed over by
@@ -230,4 +231,7 @@ class LiveEvent:
             name, build, values=self.values, operation_id=self.operation_id, snapshot=snapshot
         )
         follow.span_context = self.span_context
-        self.followups.append(follow)
+        if isinstance(self.followups, list):
+            self.followups.append(follow)
+        else:
+            self.followups = [follow]

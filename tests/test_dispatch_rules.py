@@ -1199,3 +1199,31 @@ def test_sampled_out_async_operation_still_enforces_deny_hooks(unsampled: Pipeli
             return await step.arun_tool("fs", "readFile", {}, _ok)
 
     assert asyncio.run(main()).error == "no"
+
+
+def test_a_rewrite_by_a_model_copy_keeps_the_chain_deciding_on_the_copy() -> None:
+    # A handler may return a shallow copy of its event: the copy carries marks of its own, so a
+    # later hook's mock is the copy's and is credited to that hook.
+    from otelhooks import HooksEngine
+
+    engine = HooksEngine(
+        [
+            {
+                "id": "rewrite",
+                "type": "beforeToolCall",
+                "handler": lambda e: e.model_copy(update={"args": {"path": "b"}}),
+            },
+            {"id": "mock", "type": "beforeToolCall", "handler": lambda e: e.mock("fake")},
+        ]
+    )
+    try:
+        event = ToolCallEvent(toolCallId="c1", identifier="fs", apiName="readFile", args={})
+        verdict = engine.dispatch("before_tool_call", event)
+    finally:
+        engine.shutdown(5.0)
+    assert (verdict.mocked_by, verdict.rewritten_by) == ("mock", ["rewrite"])
+    assert verdict.mock is not None
+    assert verdict.mock.content == "fake"
+    assert isinstance(verdict.payload, ToolCallEvent)
+    assert verdict.payload.args == {"path": "b"}
+    assert event.mocked_result is None  # the handler's original saw no mock

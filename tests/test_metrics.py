@@ -372,6 +372,30 @@ def test_attributes_are_copied_when_the_measurement_is_made() -> None:
     assert len(points(reader, sc.METRIC_TOOL_CALLS)) == 3
 
 
+def test_counter_increments_sum_per_attribute_set_whatever_the_batch() -> None:
+    # The worker adds a batch's increments of one attribute set at once: the sums must be the
+    # calls' own, per set, and the histogram beside the counter keeps every measurement.
+    reader = InMemoryMetricReader()
+    metrics = AgentMetrics(MeterProvider(metric_readers=[reader]))
+    for i in range(900):
+        metrics.tool_call.record(0.01, {sc.GEN_AI_TOOL_NAME: "abc"[i % 3]})
+        metrics.tokens_saved.add(i % 4, {sc.GEN_AI_TOOL_NAME: "abc"[i % 3]})
+    assert metrics.flush(10.0)
+    for tool, saved in (("a", 450), ("b", 450), ("c", 450)):
+        assert total(reader, sc.METRIC_TOOL_CALLS, {sc.GEN_AI_TOOL_NAME: tool}) == 300
+        assert total(reader, sc.METRIC_EXECUTE_TOOL_DURATION, {sc.GEN_AI_TOOL_NAME: tool}) == 300
+        assert total(reader, sc.METRIC_COMPACT_TOKENS_SAVED, {sc.GEN_AI_TOOL_NAME: tool}) == saved
+
+
+def test_a_counter_with_a_sequence_attribute_still_counts_every_increment() -> None:
+    reader = InMemoryMetricReader()
+    metrics = AgentMetrics(MeterProvider(metric_readers=[reader]))
+    for _ in range(3):
+        metrics.tool_calls.add(2, {"otelhooks.hook.matched": ["a", "b"]})
+    assert metrics.flush(10.0)
+    assert total(reader, sc.METRIC_TOOL_CALLS, {}) == 6
+
+
 AT_EXIT = """
 import sys
 from opentelemetry.sdk.metrics import MeterProvider

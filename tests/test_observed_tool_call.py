@@ -85,6 +85,29 @@ def test_an_observer_sees_a_mocked_result_as_mocked() -> None:
     assert (event.mocked, event.content, event.result.state) == (True, "mocked", {"k": 1})
 
 
+def test_an_observer_sees_a_failed_results_every_field_and_its_extras() -> None:
+    with pipeline() as pipe:
+        seen = capture_events(pipe.oh, events=["after_tool_call"])
+        with (
+            pipe.oh.operation("agent") as op,
+            op.step() as step,
+            step.tool_call("db", "query", {"sql": "select 1"}) as call,
+        ):
+            failed = ToolResult(content="no", success=False, error="locked", state={"k": 2})
+            call.set_result(ToolResult.model_validate({**failed.model_dump(), "retry": 3}))
+        (event,) = seen.of("after_tool_call")
+    result = event.result
+    assert (result.content, result.success, result.error, result.state) == (
+        "no",
+        False,
+        "locked",
+        {"k": 2},
+    )
+    assert result.model_extra == {"retry": 3}
+    assert result.executionTime == event.executionTimeMs
+    assert event.success is False
+
+
 def test_the_agent_thread_never_waits_for_an_observer() -> None:
     release = threading.Event()
     entered = threading.Event()

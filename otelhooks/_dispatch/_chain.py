@@ -32,6 +32,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from otelhooks._events import HookEvent, ToolCallEvent
+from otelhooks._events._marks import ToolCallMarks
 from otelhooks._hooks import Block, Hook
 from otelhooks._live import Verdict
 from otelhooks._redact import scrub
@@ -58,6 +59,8 @@ class InterceptChain:
         "dry_run",
         "event",
         "hooks",
+        "marked",
+        "marks",
         "permissive",
         "scratch",
         "soft_rank",
@@ -73,6 +76,16 @@ class InterceptChain:
         self.call_webhooks = True  # False: control webhooks are reported as "would call"
         self.scratch: HookEvent | None = None  # the copy a permissive hook was given (rule 7)
         self.permissive: str | None = None  # what the last permissive hook would have done
+        # The marks of the tool call payload the chain holds now (``marked``), read once per
+        # payload rather than once per hook.
+        self.marked: HookEvent | None = None
+        self.marks: ToolCallMarks | None = None
+
+    def _marks_of(self, payload: ToolCallEvent) -> ToolCallMarks:
+        if payload is not self.marked:
+            self.marked, self.marks = payload, payload._marks
+        assert self.marks is not None
+        return self.marks
 
     def skips(self, hook: Hook) -> bool:
         """Whether ``hook`` no longer runs: after an ask/defer block only commands do."""
@@ -90,7 +103,7 @@ class InterceptChain:
         if hook.mode == "permissive":
             payload = self.scratch = _scratch_copy(payload)
         if isinstance(payload, ToolCallEvent):
-            payload._current_hook = hook.id
+            self._marks_of(payload).current_hook = hook.id
         return payload
 
     def apply(self, hook: Hook, result: Any) -> tuple[bool, str]:
@@ -98,9 +111,10 @@ class InterceptChain:
         if hook.mode == "permissive":
             return False, self._would(hook, result)
         payload = self.payload
-        if isinstance(payload, ToolCallEvent) and payload._denied:
-            result = Block(payload._deny_reason)  # event.deny(): a block, whatever it returned
-            payload._closed = True
+        marks = self._marks_of(payload) if isinstance(payload, ToolCallEvent) else None
+        if marks is not None and marks.denied:
+            result = Block(marks.deny_reason)  # event.deny(): a block, whatever it returned
+            marks.closed = True
         if isinstance(result, Block):
             rank = _DECISION_RANK.get(getattr(result, "decision", "deny"), _DENY)
             if self.soft_rank and rank <= self.soft_rank:
@@ -110,10 +124,10 @@ class InterceptChain:
             return rank == _DENY, "blocked"
         if self.soft_rank:
             return False, "ok"  # already blocked by an ask/defer: an allow changes nothing
-        if isinstance(payload, ToolCallEvent) and payload.mocked_result is not None:
-            self.verdict.mock = payload.mocked_result
-            self.verdict.mocked_by = payload._mocked_by
-            payload._closed = True
+        if marks is not None and marks.mock is not None:
+            self.verdict.mock = marks.mock
+            self.verdict.mocked_by = marks.mocked_by
+            marks.closed = True
             return True, "mocked"
         if result is None or result is payload:
             if hook.intercept and result is None:
@@ -122,6 +136,8 @@ class InterceptChain:
         rewritten = self._rewrite(payload, result)
         if rewritten is None:
             return self.fail(hook, f"returned {type(result).__name__}, which is not a payload")
+        if isinstance(rewritten, ToolCallEvent) and rewritten._marks is marks:
+            rewritten._marks = marks.copy()  # a shallow copy of the payload: marks of its own
         self.verdict.payload = rewritten
         self.verdict.rewritten_by.append(hook.id)
         return False, "rewritten"
@@ -143,16 +159,14 @@ class InterceptChain:
         payload = self.payload
         denied = False
         if isinstance(payload, ToolCallEvent):
-            payload._closed = True
-            denied = payload._denied  # a deny made before the failure stands
+            marks = self._marks_of(payload)
+            marks.closed = True
+            denied = marks.denied  # a deny made before the failure stands
             fresh = payload.model_copy()
-            fresh._mock = None
-            fresh._mocked_by = None
-            fresh._closed = False
-            fresh._denied = False
+            fresh._marks = ToolCallMarks()
             self.verdict.payload = fresh
             if denied:
-                self._block(hook, payload._deny_reason)
+                self._block(hook, marks.deny_reason)
                 self.soft_rank = 0
                 return True, outcome
         if hook.error_policy == "block":
@@ -165,14 +179,15 @@ class InterceptChain:
         """Rule 7: what a permissive hook's result would do, recorded in ``permissive``; returns
         the outcome it would have had."""
         scratch, self.scratch = self.scratch, None
-        if isinstance(scratch, ToolCallEvent) and scratch._denied:
-            result = Block(scratch._deny_reason)
+        scratch_marks = scratch._marks if isinstance(scratch, ToolCallEvent) else None
+        if scratch_marks is not None and scratch_marks.denied:
+            result = Block(scratch_marks.deny_reason)
         if isinstance(result, Block):
             decision = getattr(result, "decision", "deny")
             reason = scrub(result.reason) if result.reason else None
             self.permissive = f"{decision}: {reason}" if reason else decision
             return "blocked"
-        if isinstance(scratch, ToolCallEvent) and scratch.mocked_result is not None:
+        if scratch_marks is not None and scratch_marks.mock is not None:
             self.permissive = "mock"
             return "mocked"
         if result is None or result is scratch:
@@ -220,11 +235,7 @@ def _scratch_copy(payload: HookEvent) -> HookEvent:
     payload the chain goes on with."""
     copy = payload.model_copy(deep=True)
     if isinstance(copy, ToolCallEvent):
-        copy._mock = None
-        copy._mocked_by = None
-        copy._closed = False
-        copy._denied = False
-        copy._deny_reason = None
+        copy._marks = ToolCallMarks()
     return copy
 
 

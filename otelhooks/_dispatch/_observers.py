@@ -17,7 +17,7 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future
 from contextvars import copy_context as _copy_context
 from typing import Any
@@ -47,7 +47,7 @@ _WATCH_IDLE_S = 5.0
 
 _log = structlog.get_logger("otelhooks")
 _clock = time.perf_counter
-_NO_HOOKS: list[Hook] = []
+_NO_HOOKS: Sequence[Hook] = ()
 
 Record = Callable[[Hook, str, "float | None"], None]
 """Counts one invocation of a hook: ``(hook, outcome, seconds or None)``."""
@@ -90,7 +90,7 @@ class _ObserverRun:
         self.gen = 0
         self.index = 0
         self.step = 0
-        self.order: list[Hook] | None = None
+        self.order: Sequence[Hook] | None = None
         self.parallel: dict[int, tuple[float, Any]] | None = None
         self.payload: HookEvent | None = None
         self.inflight: _Inflight | None = None
@@ -233,7 +233,7 @@ class ObserverRunner:
             run.index += 1
             run.step, run.order, run.parallel, run.payload = 0, None, None, None
 
-    def _plan_event(self, run: _ObserverRun, hooks: list[Hook]) -> list[Hook]:
+    def _plan_event(self, run: _ObserverRun, hooks: Sequence[Hook]) -> list[Hook]:
         """The order the hooks of one event run in, some of them ``concurrent``; starts those.
 
         Actions marked ``concurrent`` (commands) start together and run beside the others, which

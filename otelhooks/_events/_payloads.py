@@ -13,6 +13,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
+from otelhooks._events._marks import ToolCallMarks
 from otelhooks._sources import SOURCES
 
 __all__ = [
@@ -321,12 +322,9 @@ class ToolCallEvent(_ToolContext):
     """
 
     event: Literal["before_tool_call"] = "before_tool_call"
-    _mock: ToolResult | None = PrivateAttr(default=None)
-    _mocked_by: str | None = PrivateAttr(default=None)
-    _closed: bool = PrivateAttr(default=False)
-    _current_hook: str | None = PrivateAttr(default=None)
-    _denied: bool = PrivateAttr(default=False)
-    _deny_reason: str | None = PrivateAttr(default=None)
+    # One plain object, which the intercept chain holds and reads per hook: a pydantic private
+    # attribute is read through the model's ``__getattr__``, dear on every hook of a replay.
+    _marks: ToolCallMarks = PrivateAttr(default_factory=ToolCallMarks)
 
     def deny(self, reason: str | None = None) -> bool:
         """Refuse the tool call: it does not run, and the agent is told ``reason`` (LobeHub's
@@ -341,16 +339,17 @@ class ToolCallEvent(_ToolContext):
             >>> event.deny("rm is not allowed")
             True
         """
-        if self._closed:
+        marks = self._marks
+        if marks.closed:
             return False
-        self._denied = True
-        self._deny_reason = reason
+        marks.denied = True
+        marks.deny_reason = reason
         return True
 
     @property
     def denied(self) -> bool:
         """Whether a handler called :meth:`deny`."""
-        return self._denied
+        return self._marks.denied
 
     def mock(self, result: ToolResult | dict[str, Any] | str) -> dict[str, Any] | None:
         """Supply the tool's result instead of running it. The first accepted mock wins.
@@ -358,20 +357,21 @@ class ToolCallEvent(_ToolContext):
         Returns LobeHub's ``{"isMocked": True, "result": ...}`` when accepted, ``None`` when an
         earlier hook already mocked the call (or the hook ran past its deadline).
         """
-        if self._mock is not None or self._closed or self._denied:
+        marks = self._marks
+        if marks.mock is not None or marks.closed or marks.denied:
             return None
         if isinstance(result, str):
             result = ToolResult(content=result)
         elif isinstance(result, dict):
             result = ToolResult.model_validate(result)
-        self._mock = result
-        self._mocked_by = self._current_hook
+        marks.mock = result
+        marks.mocked_by = marks.current_hook
         return {"isMocked": True, "result": result.model_dump(exclude_none=True)}
 
     @property
     def mocked_result(self) -> ToolResult | None:
         """The accepted mock, if any."""
-        return self._mock
+        return self._marks.mock
 
 
 class AfterToolCallEvent(_ToolContext):

@@ -81,19 +81,28 @@ def _after_tool_call(
 ) -> AfterToolCallEvent:
     """The ``after_tool_call`` payload, built by the observer worker from what the call's end
     copied (``fields``, with the arguments as a dict of their own)."""
-    return AfterToolCallEvent(
-        **fields,
-        # the kernel's names for the same facts, given so the model's mirroring validator has
-        # nothing to assign
-        toolName=fields["apiName"],
-        toolInput=fields["args"],
-        runId=fields["operationId"],
-        content=result.content,
-        toolOutput=result.content,
-        success=result.success,
-        executionTimeMs=elapsed_ms,
-        duration=elapsed_ms / 1000,
-        result=result.model_copy(update={"executionTime": elapsed_ms}),
+    # One validation of named fields: the kernel's names for the same facts are given, so the
+    # model's mirroring validator has nothing to assign, and the timed result is fields too.
+    return AfterToolCallEvent.model_validate(
+        {
+            **fields,
+            "toolName": fields["apiName"],
+            "toolInput": fields["args"],
+            "runId": fields["operationId"],
+            "content": result.content,
+            "toolOutput": result.content,
+            "success": result.success,
+            "executionTimeMs": elapsed_ms,
+            "duration": elapsed_ms / 1000,
+            "result": {
+                **(result.model_extra or {}),
+                "content": result.content,
+                "success": result.success,
+                "error": result.error,
+                "state": result.state,
+                "executionTime": elapsed_ms,
+            },
+        }
     )
 
 
