@@ -170,6 +170,9 @@ class PostgresStore(Store):
             raise StoreError(
                 self.name, "needs the postgresql extra: pip install 'otelhooks[postgresql]'"
             ) from None
+        from otelhooks._store._pg_logging import route_psycopg_logs
+
+        route_psycopg_logs(self.name)
         timeout_ms = int(statement_timeout_s * 1000)
         self.statement_timeout_s = statement_timeout_s
         self.connect_kwargs: dict[str, object] = {
