@@ -15,7 +15,13 @@ a single statement is atomic, so it needs no advisory lock, and it commits alone
 its statements and ``COMMIT``). A statement that loses a race to another instance inserting the
 same key finds nothing (its snapshot predates the other's row) and runs again.
 
-What stays per instance: the bounds' accounting (sessions held, bytes, expiry) counts what this
+Expiry reads the database, not one instance's memory: every turn opened or found records the
+session's last use in ``touched`` (the database's clock), and a session an instance would forget
+(idle past ``ttl_s`` in its memory, or past its count or byte bounds) is deleted only when no
+instance used it within ``ttl_s``; the same statement deletes every session idle that long,
+whoever held it.
+
+What stays per instance: the bounds' accounting (sessions held, bytes) counts what this
 instance started, and the join memory of recently ended tool uses (Claude Code's own
 telemetry joins its tool spans on the instance that ended them, or finds them open).
 """
@@ -52,9 +58,14 @@ _TOOL_COLUMNS: Final = (
     "session_id, tool_use_id, span_id, parent_span_id, operation_id, start_ns, tool_name, "
     "tool_input, call_index, attributes"
 )
+_NOW: Final = "EXTRACT(EPOCH FROM clock_timestamp())"
+_TOUCH: Final = f"""
+INSERT INTO {_S}.touched VALUES (%(s)s, {_NOW})
+ON CONFLICT (session_id) DO UPDATE SET at = EXCLUDED.at
+"""
 # The open turn, opened if there is none: the insert's row, or (on conflict) the one there.
 _CURRENT_OPERATION: Final = f"""
-WITH new AS (
+WITH touch AS ({_TOUCH}), new AS (
     INSERT INTO {_S}.operations VALUES (%(s)s, %(op)s, %(span)s, %(start)s, '')
     ON CONFLICT (session_id) DO NOTHING RETURNING {_OP_COLUMNS}
 )
@@ -75,6 +86,22 @@ WITH old AS (
     FROM n ON CONFLICT (session_id, tool_use_id) DO NOTHING RETURNING {_TOOL_COLUMNS}
 )
 SELECT {_TOOL_COLUMNS} FROM new UNION ALL SELECT {_TOOL_COLUMNS} FROM old
+""".encode()
+# Every session idle past the ttl (and the one asked about, if nothing says when it was used).
+_FORGET: Final = f"""
+WITH idle AS (
+    DELETE FROM {_S}.touched WHERE at < {_NOW} - %(ttl)s RETURNING session_id
+), gone AS (
+    SELECT session_id FROM idle
+    UNION SELECT %(s)s WHERE NOT EXISTS (SELECT 1 FROM {_S}.touched WHERE session_id = %(s)s)
+), o AS (
+    DELETE FROM {_S}.operations WHERE session_id IN (SELECT session_id FROM gone) RETURNING 1
+), t AS (
+    DELETE FROM {_S}.tools WHERE session_id IN (SELECT session_id FROM gone) RETURNING 1
+), c AS (
+    DELETE FROM {_S}.counters WHERE session_id IN (SELECT session_id FROM gone) RETURNING 1
+)
+SELECT session_id FROM gone
 """.encode()
 _SET_ATTRIBUTES: Final = (
     f"UPDATE {_S}.tools SET attributes = %s WHERE session_id = %s AND tool_use_id = %s".encode()
@@ -138,8 +165,10 @@ class SharedSessions(ServerSessions):
         on_drop, and the bounds: as for ``ServerSessions`` (accounted per instance).
     """
 
-    def __init__(self, store: PostgresStore, *, on_drop: DropCounter | None = None) -> None:
-        super().__init__(None, on_drop=on_drop)  # the in-memory tables stay empty
+    def __init__(
+        self, store: PostgresStore, *, on_drop: DropCounter | None = None, **bounds: Any
+    ) -> None:
+        super().__init__(None, on_drop=on_drop, **bounds)  # the in-memory tables stay empty
         self.store = store
 
     @property
@@ -202,6 +231,22 @@ class SharedSessions(ServerSessions):
         size = tool_bytes(operation.session_id, tool_use_id, tool_name, len(stored))
         self._hold(operation.session_id, (tool_use_id, size))
         return tool
+
+    def start_operation(
+        self, session_id: str, prompt: str
+    ) -> tuple[OpenOperation, OpenOperation | None]:
+        started = super().start_operation(session_id, prompt)
+        self.store.statement(_TOUCH.encode(), {"s": session_id})
+        return started
+
+    def _forget_session(self, session_id: str, reason: str) -> bool:
+        gone = {
+            str(r[0]) for r in self.store.statement(_FORGET, {"s": session_id, "ttl": self.ttl_s})
+        }
+        others = len(gone - {session_id})
+        if others:
+            self.on_drop(others, "expired")
+        return session_id in gone
 
     def set_tool_attributes(self, tool: OpenTool, attributes: dict[str, Any]) -> None:
         params = (json.dumps(attributes), tool.session_id, tool.tool_use_id)

@@ -119,6 +119,18 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
         );
         """,
     ),
+    (
+        3,
+        # When any instance last used a session (the database's clock): expiry reads it, so
+        # no instance deletes a session another one is using.
+        """
+        CREATE TABLE otelhooks_claude_code.touched (
+            session_id TEXT PRIMARY KEY,
+            at DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX otelhooks_claude_code_touched_at ON otelhooks_claude_code.touched (at);
+        """,
+    ),
 )
 SCHEMA_VERSION: Final = MIGRATIONS[-1][0]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -137,3 +138,50 @@ def test_a_verdict_kept_on_one_instance_is_read_with_the_tool_use_on_another(
     assert ended is not None
     assert ended.attributes == {"otelhooks.hook.decision": "allow"}
     assert not a.has_open_tool("sess-attrs", "toolu_a")
+
+
+@pytest.fixture
+def short_lived(pg_url: str) -> Iterator[tuple[list[SharedSessions], list[tuple[int, str]]]]:
+    """Two instances whose sessions expire after 1 s idle, and the drops they count."""
+    from otelhooks._store._postgres import PostgresStore
+
+    drops: list[tuple[int, str]] = []
+    stores = []
+    try:
+        for _ in range(2):
+            stores.append(open_store(pg_url))
+        made = [
+            SharedSessions(s, ttl_s=1.0, on_drop=lambda n, why: drops.append((n, why)))
+            for s in stores
+            if isinstance(s, PostgresStore)
+        ]
+        yield made, drops
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_expiry_keeps_a_session_another_instance_is_using(
+    short_lived: tuple[list[SharedSessions], list[tuple[int, str]]],
+) -> None:
+    (a, b), drops = short_lived
+    op = a.current_operation("sess-busy")
+    a.start_tool(op, "toolu_busy", "Bash", {})
+    for _ in range(8):  # idle in a's memory past the ttl, used on b all along
+        time.sleep(0.25)
+        b.current_operation("sess-busy")
+    a.current_operation("sess-other")  # a's bounds run: its memory says sess-busy expired
+    assert a.held[0] == 1  # a forgot it
+    assert b.has_open_tool("sess-busy", "toolu_busy")  # and deleted nothing b uses
+    assert drops == []
+
+
+def test_a_session_idle_on_every_instance_past_the_ttl_is_deleted(
+    short_lived: tuple[list[SharedSessions], list[tuple[int, str]]],
+) -> None:
+    (a, b), drops = short_lived
+    a.start_tool(a.current_operation("sess-idle"), "toolu_idle", "Bash", {})
+    time.sleep(1.5)
+    a.current_operation("sess-other")
+    assert not b.has_open_tool("sess-idle", "toolu_idle")
+    assert drops == [(1, "expired")]
