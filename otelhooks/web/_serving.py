@@ -1,6 +1,7 @@
 """What ``otelhooks serve`` builds for the web view: the index, the app, and what an answered
-approval leaves behind (a ``request_human_approve`` span with an ``approve``/``reject`` event, and
-an event-log record)."""
+approval leaves behind (an event-log record, and in the index a stand-in
+``request_human_approve`` span with an ``approve``/``reject`` event, which the call's own span
+replaces when it reaches serve: see :mod:`otelhooks.web._store`)."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from otelhooks._eventlog._model import EventEntry, EventLog
 from otelhooks._fingerprint import args_fingerprint
 from otelhooks.web._app import WebApp
 from otelhooks.web._auth import WebAuth
-from otelhooks.web._store import TraceIndex
+from otelhooks.web._store import APPROVAL_ID, APPROVAL_STAND_IN, TraceIndex
 
 __all__ = ["GRAFANA_URL_ENV", "JAEGER_URL_ENV", "WebServing", "web_serving"]
 
@@ -77,10 +78,13 @@ def _record_span(tracer: trace.Tracer, item: Approval) -> None:
             sc.APPROVAL_ACTION: "approve" if allowed else "reject",
             sc.APPROVAL_PENDING_TOOLS: [item.tool],
             APPROVAL_HOOK_ID: item.hook_id,
+            APPROVAL_STAND_IN: True,
         },
     )
     attrs: dict[str, str | bool] = {
         APPROVAL_HOOK_ID: item.hook_id,
+        APPROVAL_ID: item.id,
+        "otelhooks.approval.decision": "allow" if allowed else "deny",
         APPROVAL_ANSWERED_BY: item.answered_by,
         APPROVAL_REASON: item.answer_reason,
         APPROVAL_TIMED_OUT: item.answered_by == "timeout",

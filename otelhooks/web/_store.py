@@ -7,6 +7,12 @@ keeps the newest ``max_traces`` traces and at most ``max_spans`` spans in all: p
 the trace seen longest ago goes, whole. A trace holds at most ``max_trace_spans`` spans; more
 are counted (``dropped``) and not kept.
 
+One approval is one record: serve writes a stand-in span for each answered approval (for a
+caller whose spans never reach serve), and the runtime that waited writes the same approval as an
+``approve`` / ``reject`` event on the call's own span. Whichever arrives second, the index keeps
+the call's span: a stand-in of an approval already seen on a span is not kept, and a span that
+brings the event of a kept stand-in replaces it (matched by ``otelhooks.approval.id``).
+
 Each span is kept as the JSON object the page reads (short keys, times in microseconds), and
 each trace as one summary row (agent, service, start, duration, tool calls, errors, decisions,
 tokens, cost), updated as its spans arrive. Content attributes (prompts, completions, tool
@@ -29,7 +35,10 @@ from otelhooks import _semconv as sc
 from otelhooks._eventlog._signal import AppendSignal
 from otelhooks.web._summary import TraceSummary, decision_of
 
-__all__ = ["CONTENT_ATTRIBUTES", "TraceIndex"]
+__all__ = ["APPROVAL_ID", "APPROVAL_STAND_IN", "CONTENT_ATTRIBUTES", "TraceIndex"]
+
+APPROVAL_ID = "otelhooks.approval.id"
+APPROVAL_STAND_IN = "otelhooks.approval.stand_in"
 
 CONTENT_ATTRIBUTES = frozenset(
     {
@@ -73,11 +82,35 @@ def _attrs(attributes: Mapping[str, Any] | None, capture: bool) -> dict[str, Any
     return kept
 
 
+def _approval_ids(row: dict[str, Any]) -> list[str]:
+    return [
+        str(e["a"][APPROVAL_ID])
+        for e in row["e"]
+        if e["n"] in (sc.EVENT_APPROVE, sc.EVENT_REJECT) and e["a"].get(APPROVAL_ID)
+    ]
+
+
 @dataclass
 class _Trace:
     summary: TraceSummary
     spans: list[dict[str, Any]] = field(default_factory=list)
+    services: list[str] = field(default_factory=list)  # each kept span's, to rebuild the summary
+    approvals: list[str] = field(default_factory=list)  # the approval ids its spans brought
     dropped: int = 0
+
+    def keep(self, row: dict[str, Any], service: str) -> None:
+        self.spans.append(row)
+        self.services.append(service)
+        self.summary.add(row, service)
+
+    def remove(self, row: dict[str, Any]) -> None:
+        """Drop ``row`` and count the summary again without it (rare: a replaced stand-in)."""
+        at = next(i for i, kept in enumerate(self.spans) if kept is row)
+        del self.spans[at], self.services[at]
+        summary = TraceSummary(self.summary.trace_id, self.summary.seq)
+        for kept, service in zip(self.spans, self.services, strict=True):
+            summary.add(kept, service)
+        self.summary = summary
 
 
 class TraceIndex(SpanProcessor, SpanExporter):
@@ -120,6 +153,8 @@ class TraceIndex(SpanProcessor, SpanExporter):
         self._seq = 0
         self._lock = threading.Lock()
         self._traces: OrderedDict[str, _Trace] = OrderedDict()
+        # approval id -> (its trace, serve's stand-in row or None once a call's span brought it)
+        self._approvals: dict[str, tuple[str, dict[str, Any] | None]] = {}
 
     # -- SpanProcessor / SpanExporter ---------------------------------------------------------
 
@@ -148,6 +183,10 @@ class TraceIndex(SpanProcessor, SpanExporter):
             return
         with self._lock:
             for trace_id, service, row in rows:
+                ids = _approval_ids(row)
+                stand_in = bool(ids) and row["a"].get(APPROVAL_STAND_IN) is True
+                if stand_in and any(i in self._approvals for i in ids):
+                    continue  # the call's span already holds this approval
                 trace = self._traces.get(trace_id)
                 if trace is None:
                     self._seq += 1
@@ -155,21 +194,41 @@ class TraceIndex(SpanProcessor, SpanExporter):
                 if len(trace.spans) >= self.max_trace_spans:
                     trace.dropped += 1
                     continue
-                trace.spans.append(row)
-                trace.summary.add(row, service)
+                for approval in ids:
+                    self._hold(approval, trace_id, row if stand_in else None)
+                trace.approvals.extend(ids)
+                trace.keep(row, service)
                 self.version += 1
                 trace.summary.updated = self.version
                 self._spans += 1
             self._evict()
         self.signal.notify()
 
+    def _hold(self, approval: str, trace_id: str, stand_in: dict[str, Any] | None) -> None:
+        """Record who holds ``approval``; a call's span replaces serve's stand-in, in whatever
+        trace serve put it (a caller that gave no trace id has its stand-in in a trace alone)."""
+        held = self._approvals.get(approval)
+        if held is not None and held[1] is not None:
+            old = self._traces.get(held[0])
+            if old is not None:
+                old.remove(held[1])
+                self._spans -= 1
+                self.version += 1
+                old.summary.updated = self.version
+                if not old.spans and held[0] != trace_id:
+                    del self._traces[held[0]]
+        self._approvals[approval] = (trace_id, stand_in)
+
     def _evict(self) -> None:
         while len(self._traces) > self.max_traces or (
             self._spans > self.max_spans and len(self._traces) > 1
         ):
-            _, gone = self._traces.popitem(last=False)
+            trace_id, gone = self._traces.popitem(last=False)
             self._spans -= len(gone.spans)
             self.evicted += 1
+            for approval in gone.approvals:
+                if self._approvals.get(approval, ("",))[0] == trace_id:
+                    del self._approvals[approval]
 
     def _row(self, span: ReadableSpan) -> tuple[str, str, dict[str, Any]] | None:
         ctx = span.context

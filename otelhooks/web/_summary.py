@@ -21,7 +21,8 @@ def decision_of(
 
     ``kind`` is ``denied``, ``mocked``, ``rewritten``, ``asked`` (a person was asked: an
     approval, or Claude Code's ``ask``) or ``permissive`` (a hook failed and its ``on_error:
-    continue`` let the call through).
+    continue`` let the call through). A call a person denied is ``asked`` with ``"blocked":
+    True`` (one mark per approval; the runs list still counts it a denial).
 
     Example:
         >>> decision_of({"otelhooks.tool.outcome": "denied", "otelhooks.hook.decided_by": "g"})
@@ -30,7 +31,7 @@ def decision_of(
     outcome = attrs.get(sc.TOOL_OUTCOME)
     by = str(attrs.get(sc.HOOK_DECIDED_BY) or "")
     why = str(attrs.get(sc.HOOK_DECISION_REASON) or "")
-    if (
+    denied = (
         outcome == "denied"
         or attrs.get(sc.HOOK_DECISION) == "deny"
         or (
@@ -40,18 +41,20 @@ def decision_of(
                 or attrs.get(sc.GEN_AI_OPERATION_NAME) != sc.OP_EXECUTE_TOOL
             )
         )
-    ):
+    )
+    asked = [e for e in events if e.get("n") in (sc.EVENT_APPROVE, sc.EVENT_REJECT)]
+    last = asked[-1].get("a", {}) if asked else {}
+    hook = str(last.get("otelhooks.approval.hook_id", ""))
+    # a person's deny is one mark, 'asked' (who answered, what), still counted as a denial
+    if asked and (not denied or not by or by == hook):
+        answer = f"{asked[-1]['n']} by {last.get('otelhooks.approval.answered_by', '?')}"
+        reason = str(last.get("otelhooks.approval.reason") or "")
+        mark = {"kind": "asked", "by": hook, "why": f"{answer}: {reason}" if reason else answer}
+        return {**mark, "blocked": True} if denied else mark
+    if denied:
         return {"kind": "denied", "by": by, "why": why}
     if outcome == "mocked" or attrs.get(sc.HOOK_MOCKED) is True:
         return {"kind": "mocked", "by": str(attrs.get(sc.HOOK_MOCKED_BY) or ""), "why": ""}
-    asked = [e for e in events if e.get("n") in (sc.EVENT_APPROVE, sc.EVENT_REJECT)]
-    if asked:
-        last = asked[-1].get("a", {})
-        return {
-            "kind": "asked",
-            "by": str(last.get("otelhooks.approval.hook_id", "")),
-            "why": f"{asked[-1]['n']} by {last.get('otelhooks.approval.answered_by', '?')}",
-        }
     rewritten = attrs.get(sc.HOOK_REWRITTEN_BY)
     if rewritten:
         return {"kind": "rewritten", "by": ", ".join(map(str, rewritten)), "why": ""}
@@ -131,7 +134,8 @@ class TraceSummary:
         kind = span["d"].get("kind")
         if kind:
             self.decisions.add(kind)
-            if kind == "denied":
+            if kind == "denied" or span["d"].get("blocked"):
+                self.decisions.add("denied")
                 self.denials += 1
         # tokens: counted on model calls only (an invoke_agent span sums its own calls)
         if op == sc.OP_CHAT or (op != sc.OP_INVOKE_AGENT and sc.GEN_AI_USAGE_INPUT_TOKENS in attrs):

@@ -26,6 +26,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otelhooks._eventlog._server import EventLogServer, serve
 from otelhooks.integrations.claude_code import hook_client
 from otelhooks.integrations.claude_code._install import install
+from tests.web.conftest import approval_holder
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -362,3 +363,44 @@ def test_an_approved_tool_use_span_ended_by_a_later_process_carries_the_approve_
     attrs = {a["key"]: next(iter(a["value"].values())) for a in event["attributes"]}
     assert attrs["otelhooks.approval.answered_by"] == "gus"
     assert not any(a["key"].startswith("~") for a in span["attributes"])
+
+
+def test_the_bridges_tool_span_sent_to_serve_is_the_one_record_of_its_approval(
+    asking_server: EventLogServer, tmp_path: Path, runtime_dir: Path
+) -> None:
+    hooks = tmp_path / "pre.json"
+    hook = {
+        "id": "ask-pre-sent",
+        "type": "PreToolUse",
+        "matcher": "Bash",
+        "approval": {"timeout": 30, "default": "deny", "url": asking_server.url},
+    }
+    hooks.write_text(json.dumps({"hooks": [hook]}))
+    traces = tmp_path / "traces.jsonl"
+    argv = [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", str(hooks)]
+    argv += ["--traces-out", str(traces)]
+    env = _bridge_env(tmp_path, runtime_dir)
+    use = {
+        "session_id": "s-sent",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+        "tool_use_id": "toolu_sent",
+    }
+    with httpx.Client(base_url=asking_server.url, headers=AUTH) as api:
+        _, item = _while_pending(
+            api,
+            "ask-pre-sent",
+            lambda: _run(argv, env, {**use, "hook_event_name": "PreToolUse"}),
+            {"decision": "allow", "by": "gus"},
+        )
+        post = {**use, "hook_event_name": "PostToolUse", "tool_response": "a b"}
+        done = subprocess.run(argv, input=json.dumps(post), env=env, text=True, timeout=60)
+        assert done.returncode == 0
+        # the bridge's spans reach serve (its --traces-out lines, posted as OTLP/HTTP JSON)
+        for line in traces.read_text().splitlines():
+            sent = api.post(
+                "/v1/traces", content=line, headers={"content-type": "application/json"}
+            )
+            assert sent.status_code == 200
+    holder = approval_holder(asking_server, item["trace_id"], item["id"], headers=AUTH)
+    assert holder == "execute_tool Bash"

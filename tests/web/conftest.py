@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,19 @@ from otelhooks._eventlog._server import EventLogServer, serve
 from tests._realparts import require
 
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"
+
+
+def screenshot(page: Any, name: str, tmp_path: Path) -> Path:
+    """Take a real screenshot of ``page``; the README's copy in docs/images is replaced only when
+    ``OTELHOOKS_UPDATE_SCREENSHOTS=1`` (a test run must not rewrite files of the checkout)."""
+    shot = tmp_path / name
+    page.screenshot(path=str(shot))
+    assert shot.read_bytes().startswith(b"\x89PNG")
+    if os.environ.get("OTELHOOKS_UPDATE_SCREENSHOTS") == "1":
+        IMAGES.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(shot, IMAGES / name)
+    return shot
+
 
 TOKEN = "web-admin-t0ken-0123456789"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -75,3 +89,28 @@ def log_in(browser: Any, url: str) -> Any:
     page.click("#login-submit")
     page.wait_for_url(f"{url}/")
     return page
+
+
+def approval_holder(
+    server: EventLogServer, trace_id: str, approval: str | None, headers: dict[str, str] = AUTH
+) -> str:
+    """The one span of a trace of one approval that holds its ``approve``/``reject`` event and
+    its 'asked' mark, once the caller's span (not serve's ``request_human_approve`` stand-in)
+    holds it: serve writes the stand-in as the answer is given, the caller's span arrives when it
+    ends. Never two at once."""
+    deadline = time.monotonic() + 10
+    while True:
+        trace = httpx.get(f"{server.url}/v1/ui/traces/{trace_id}", headers=headers).json()
+        holders = [
+            s
+            for s in trace["spans"]
+            if any(e["a"].get("otelhooks.approval.id") == approval for e in s["e"])
+        ]
+        assert len(holders) <= 1, [s["n"] for s in holders]
+        asked = [s["n"] for s in trace["spans"] if s["d"].get("kind") == "asked"]
+        assert asked == [s["n"] for s in holders], asked
+        stand_in = holders and holders[0]["a"].get("otelhooks.approval.stand_in")
+        if (holders and not stand_in) or time.monotonic() > deadline:
+            assert holders, "no span holds the approval"
+            return str(holders[0]["n"])
+        time.sleep(0.05)

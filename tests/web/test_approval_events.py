@@ -18,9 +18,10 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otelhooks import load_config
-from otelhooks._eventlog._server import serve
+from otelhooks._eventlog._server import EventLogServer, serve
+from otelhooks._export._otlp_json import OtlpJsonLinesSpanExporter
 from otelhooks.testing import TestPipeline, pipeline
-from tests.web.conftest import AUTH, TOKEN
+from tests.web.conftest import AUTH, TOKEN, approval_holder
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -310,3 +311,20 @@ def test_a_kernel_message_sending_approval_allowed_delivers_it(
 
 def _has_event(span: ReadableSpan, name: str) -> bool:
     return any(e.name == name for e in span.events)
+
+
+def test_the_instrumentations_span_sent_to_serve_is_the_one_record_of_its_approval(
+    server: EventLogServer, api: httpx.Client, tmp_path: Path
+) -> None:
+    with pipeline(hooks=[_hook("ask-sent", "before_tool_call")]) as pipe:
+        _, item = _answer_while(
+            api, "ask-sent", lambda: _run_rm(pipe, []), {"decision": "deny", "by": "alice"}
+        )
+        spans = pipe.spans()
+    # the process's spans reach serve over OTLP/HTTP (JSON, as the project's exporter writes it)
+    lines = tmp_path / "spans.jsonl"
+    OtlpJsonLinesSpanExporter(str(lines)).export(spans)
+    for line in lines.read_text().splitlines():
+        sent = api.post("/v1/traces", content=line, headers={"content-type": "application/json"})
+        assert sent.status_code == 200
+    assert approval_holder(server, item["trace_id"], item["id"]) == "execute_tool rm"

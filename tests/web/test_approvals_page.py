@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from otelhooks._eventlog._server import EventLogServer, serve
-from tests.web.conftest import AUTH, TOKEN, log_in
+from tests.web.conftest import AUTH, TOKEN, approval_holder, log_in
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -79,3 +79,42 @@ def test_a_pending_permission_request_shows_time_left_and_is_approved_by_a_click
         page.context.close()
     asking.join(60)
     assert out["answer"]["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+
+
+PERMISSION_SPAN = "agent_lifecycle before_human_intervention"
+
+
+def test_an_approval_answered_from_the_page_is_one_asked_mark_in_its_trace(
+    browser: Any, asking_server: EventLogServer
+) -> None:
+    out: dict[str, Any] = {}
+    asking = threading.Thread(target=_ask, args=(asking_server, out))
+    asking.start()
+    page = log_in(browser, asking_server.url)
+    try:
+        page.goto(f"{asking_server.url}/approvals")
+        card = page.locator(".approval-card", has_text="ask-on-permission").first
+        card.wait_for(timeout=30_000)
+        approval = card.get_attribute("data-approval")
+        card.locator("button.approve").click()
+        page.locator(f'#answered tr.allowed[data-approval="{approval}"]').wait_for()
+        asking.join(60)
+        item = httpx.get(f"{asking_server.url}/v1/approvals/{approval}", headers=AUTH).json()
+        assert approval_holder(asking_server, item["trace_id"], approval) == PERMISSION_SPAN
+        # serve's stand-in and the PermissionRequest span's own event are one approval
+        page.goto(f"{asking_server.url}/#trace={item['trace_id']}")
+        page.locator(".wf-row").first.wait_for()
+        asked = page.locator(".wf-row .dec.asked")
+        asked.first.wait_for()
+        assert asked.count() == 1
+        asked.first.locator("xpath=..").click()
+        detail = page.locator("#detail")
+        page.wait_for_function(
+            "el => /approve by browser/.test(el.textContent)", arg=detail.element_handle()
+        )
+        text = detail.inner_text()
+        assert "asked" in text
+        assert "ask-on-permission" in text
+        assert '"otelhooks.approval.decision":"allow"' in text.replace(" ", "")
+    finally:
+        page.context.close()

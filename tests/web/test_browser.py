@@ -14,7 +14,7 @@ import pytest
 
 from otelhooks._eventlog._server import EventLogServer
 from tests.web._otlp import agent_run, ids, post, span
-from tests.web.conftest import IMAGES, TOKEN, log_in
+from tests.web.conftest import TOKEN, log_in, screenshot
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -68,8 +68,7 @@ def test_the_demo_sent_to_serve_shows_up_with_its_denial(
         assert "decided by" in detail.inner_text()
         page.select_option("#f-decision", "")
         page.locator("#ops-body tr.op").nth(3).wait_for()
-        IMAGES.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(IMAGES / "web-runs.png"))
+        screenshot(page, "web-runs.png", tmp_path)
     finally:
         page.context.close()
 

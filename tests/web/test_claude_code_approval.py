@@ -15,13 +15,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from otelhooks._eventlog._server import EventLogServer, serve
 from otelhooks.integrations.claude_code._install import install
 from tests._realparts import require
 from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
-from tests.web.conftest import IMAGES, TOKEN, log_in
+from tests.web.conftest import AUTH, TOKEN, approval_holder, log_in, screenshot
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -118,7 +119,7 @@ def test_a_click_on_deny_stops_the_real_claude_code_tool(
             card.wait_for(timeout=60_000)
             assert "rm -rf victim" in card.locator("textarea.args").input_value()
             card.locator("input.reason").fill("never delete the victim folder")
-            page.screenshot(path=str(IMAGES / "web-approvals.png"))
+            screenshot(page, "web-approvals.png", tmp_path)
             approval = card.get_attribute("data-approval")
             card.locator("button.deny").click()
             page.locator(f'#answered tr.denied[data-approval="{approval}"]').wait_for()
@@ -138,4 +139,7 @@ def test_a_click_on_deny_stops_the_real_claude_code_tool(
     ]
     (denied,) = [b for b in results if b["tool_use_id"] == "toolu_rm"]
     assert denied["is_error"] is True
+    item = httpx.get(f"{approving_server.url}/v1/approvals/{approval}", headers=AUTH).json()
+    # one record of the approval in serve's index: the Bash call's span, not serve's stand-in too
+    assert approval_holder(approving_server, item["trace_id"], approval) == "execute_tool Bash"
     assert "never delete the victim folder" in json.dumps(denied["content"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 
@@ -69,6 +70,16 @@ def test_long_values_and_many_attributes_are_cut() -> None:
         ({"otelhooks.hook.mocked": True, "otelhooks.hook.mocked_by": "m"}, [], "mocked"),
         ({"otelhooks.hook.rewritten_by": ["r"]}, [], "rewritten"),
         ({}, [{"n": "reject", "a": {"otelhooks.approval.answered_by": "alice"}}], "asked"),
+        (
+            {"otelhooks.tool.outcome": "denied", "otelhooks.hook.decided_by": "ask"},
+            [{"n": "reject", "a": {"otelhooks.approval.hook_id": "ask"}}],
+            "asked",
+        ),
+        (
+            {"otelhooks.tool.outcome": "denied", "otelhooks.hook.decided_by": "guard"},
+            [{"n": "approve", "a": {"otelhooks.approval.hook_id": "ask"}}],
+            "denied",
+        ),
         ({"otelhooks.hook.errors": ["h: boom"]}, [], "permissive"),
         ({"gen_ai.operation.name": "invoke_agent", "otelhooks.hook.decided_by": "b"}, [], "denied"),
         ({"otelhooks.tool.outcome": "success"}, [], None),
@@ -78,3 +89,117 @@ def test_each_hook_decision_has_its_mark(
     attrs: dict[str, Any], events: list[dict[str, Any]], kind: str | None
 ) -> None:
     assert decision_of(attrs, events).get("kind") == kind
+
+
+def _approval_spans(index: TraceIndex, *, stand_in_first: bool) -> tuple[str, str]:
+    """One approval written twice, as serve and the runtime write it: serve's stand-in (a child
+    of the call's span) and the call's own span with the runtime's event; ``(trace, call span)``."""
+    provider = TracerProvider(resource=Resource.create({"service.name": "approvals"}))
+    provider.add_span_processor(index)
+    tracer = provider.get_tracer("tests")
+    event = {"otelhooks.approval.id": "a1", "otelhooks.approval.answered_by": "alice"}
+    call = tracer.start_span("execute_tool fs/rm", attributes={"gen_ai.operation.name": "x"})
+    call.add_event("reject", attributes=event)
+    ctx = call.get_span_context()
+
+    def stand_in() -> None:
+        parent = trace.set_span_in_context(trace.NonRecordingSpan(ctx))
+        span = tracer.start_span(
+            "request_human_approve fs/rm",
+            context=parent,
+            attributes={"otelhooks.approval.stand_in": True},
+        )
+        span.add_event("reject", attributes=event)
+        span.end()
+
+    if stand_in_first:
+        stand_in()
+        call.end()
+    else:
+        call.end()
+        stand_in()
+    return format(ctx.trace_id, "032x"), format(ctx.span_id, "016x")
+
+
+def _asked(index: TraceIndex, trace_id: str) -> list[str]:
+    found = index.trace(trace_id)
+    assert found is not None
+    return [s["n"] for s in found["spans"] if s["d"].get("kind") == "asked"]
+
+
+@pytest.mark.parametrize("stand_in_first", [True, False])
+def test_one_approval_is_one_span_whichever_arrives_first(stand_in_first: bool) -> None:
+    index = TraceIndex()
+    trace_id, _ = _approval_spans(index, stand_in_first=stand_in_first)
+    assert _asked(index, trace_id) == ["execute_tool fs/rm"]
+    found = index.trace(trace_id)
+    assert found is not None
+    assert found["summary"]["spans"] == len(found["spans"]) == 1
+    assert index.stats()["spans"] == sum(op["spans"] for op in index.operations()["operations"])
+
+
+def test_a_stand_in_is_kept_when_the_calls_span_never_arrives() -> None:
+    index = TraceIndex()
+    provider = TracerProvider()
+    provider.add_span_processor(index)
+    span = provider.get_tracer("tests").start_span(
+        "request_human_approve fs/rm", attributes={"otelhooks.approval.stand_in": True}
+    )
+    span.add_event("approve", attributes={"otelhooks.approval.id": "a2"})
+    span.end()
+    trace_id = format(span.get_span_context().trace_id, "032x")
+    assert _asked(index, trace_id) == ["request_human_approve fs/rm"]
+    assert "asked" in index.operations()["operations"][0]["decisions"]
+
+
+def test_a_stand_in_alone_in_its_trace_goes_with_that_trace_when_the_call_arrives() -> None:
+    index = TraceIndex()
+    provider = TracerProvider()
+    provider.add_span_processor(index)
+    tracer = provider.get_tracer("tests")
+    event = {"otelhooks.approval.id": "a3"}
+    # the caller gave no trace id: serve's stand-in is the root of a trace of its own
+    stand_in = tracer.start_span(
+        "request_human_approve fs/rm", attributes={"otelhooks.approval.stand_in": True}
+    )
+    stand_in.add_event("approve", attributes=event)
+    stand_in.end()
+    call = tracer.start_span("execute_tool fs/rm")
+    call.add_event("approve", attributes=event)
+    call.end()
+    operations = index.operations()["operations"]
+    assert [op["root"] for op in operations] == ["execute_tool fs/rm"]
+    assert index.stats()["spans"] == 1
+
+
+def test_a_call_a_person_denied_is_one_asked_mark_counted_as_a_denial() -> None:
+    index = TraceIndex()
+    provider = TracerProvider()
+    provider.add_span_processor(index)
+    span = provider.get_tracer("tests").start_span(
+        "execute_tool fs/rm",
+        attributes={
+            "gen_ai.operation.name": "execute_tool",
+            "otelhooks.tool.outcome": "denied",
+            "otelhooks.hook.decided_by": "ask",
+        },
+    )
+    span.add_event(
+        "reject",
+        attributes={
+            "otelhooks.approval.hook_id": "ask",
+            "otelhooks.approval.answered_by": "alice",
+            "otelhooks.approval.reason": "not on prod",
+        },
+    )
+    span.end()
+    (op,) = index.operations()["operations"]
+    found = index.trace(op["trace_id"])
+    assert found is not None
+    assert found["spans"][0]["d"] == {
+        "kind": "asked",
+        "by": "ask",
+        "why": "reject by alice: not on prod",
+        "blocked": True,
+    }
+    assert (op["denials"], op["decisions"]) == (1, ["asked", "denied"])

@@ -15,7 +15,7 @@ import pytest
 
 from otelhooks._eventlog._server import EventLogServer
 from tests.mcp._harness import calls, stdio_session, write_hooks
-from tests.web.conftest import AUTH, TOKEN
+from tests.web.conftest import AUTH, TOKEN, approval_holder
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -111,3 +111,43 @@ def test_the_gateway_writes_who_answered_on_the_calls_span(
         "bot",
         "checked",
     )
+
+
+def test_the_gateways_span_sent_to_serve_is_the_one_record_of_its_approval(
+    server: EventLogServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", TOKEN)
+    hooks = write_hooks(tmp_path, HOOKS.format(url=server.url))
+    answering = threading.Thread(target=_answer, args=(server.url, ["deny"]))
+    answering.start()
+
+    async def scenario() -> Any:
+        async with stdio_session(tmp_path, [hooks]) as session:
+            return await session.call_tool("write_note", {"text": "first"})
+
+    results: list[Any] = []
+    client = threading.Thread(target=lambda: results.append(anyio.run(scenario)))
+    client.start()
+    client.join(90)
+    answering.join(30)
+    assert getattr(results[0], "is_error", None) is True
+    # the gateway's spans reach serve (here its --traces-out lines, posted as OTLP/HTTP JSON)
+    lines = (tmp_path / "traces.jsonl").read_text().splitlines()
+    for line in lines:
+        sent = httpx.post(
+            f"{server.url}/v1/traces",
+            content=line,
+            headers={**AUTH, "content-type": "application/json"},
+        )
+        assert sent.status_code == 200
+    ((trace_id, approval),) = [
+        (span["traceId"], attrs["otelhooks.approval.id"])
+        for line in lines
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+        for event in span.get("events", [])
+        if event["name"] == "reject"
+        for attrs in [{a["key"]: next(iter(a["value"].values())) for a in event["attributes"]}]
+    ]
+    assert approval_holder(server, trace_id, approval).startswith("tools/call")
