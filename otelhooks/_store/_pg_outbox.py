@@ -28,7 +28,7 @@ from pydantic import ValidationError
 from otelhooks._actions._outbox import Report, backoff_s
 from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_http import Delivery, prepare, send
-from otelhooks._store._errors import StoreError
+from otelhooks._store._errors import StoreError, StoreUnavailable
 
 if TYPE_CHECKING:
     from otelhooks._store._postgres import PostgresStore
@@ -137,6 +137,10 @@ class PostgresOutbox:
                     ).fetchone()
                 if row is not None and row[0] == 0:
                     return True
+            except StoreUnavailable:
+                # The rows are durable in the store: another instance, or this one after a
+                # restart, delivers them. Waiting out the timeout would only delay a shutdown.
+                return False
             except StoreError:
                 pass
             time.sleep(0.02)

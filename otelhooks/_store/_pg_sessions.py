@@ -8,18 +8,37 @@ with one change: its transactions run on the store (the tables ``operations``, `
 advisory lock, which serializes the fleet's session changes as ``BEGIN IMMEDIATE`` serializes
 them in SQLite (the lock and the path in one round trip).
 
-What stays per instance: the bounds' accounting (sessions held, bytes, expiry) counts what this
+The per-tool-use changes of every ``PreToolUse`` and ``PostToolUse`` (the turn opened or found,
+the tool use started, its verdict kept, checked open, ended) are one statement each instead:
+a single statement is atomic, so it needs no advisory lock, and it commits alone
+(:meth:`PostgresStore.statement`: one round trip, where a transaction takes ``BEGIN``, the lock,
+its statements and ``COMMIT``). A statement that loses a race to another instance inserting the
+same key finds nothing (its snapshot predates the other's row) and runs again.
+
+Expiry reads the database, not one instance's memory: every turn opened or found records the
+session's last use in ``touched`` (the database's clock), and a session an instance would forget
+(idle past ``ttl_s`` in its memory, or past its count or byte bounds) is deleted only when no
+instance used it within ``ttl_s``; the same statement deletes every session idle that long,
+whoever held it.
+
+What stays per instance: the bounds' accounting (sessions held, bytes) counts what this
 instance started, and the join memory of recently ended tool uses (Claude Code's own
 telemetry joins its tool spans on the instance that ended them, or finds them open).
 """
 
 from __future__ import annotations
 
+import json
+import time
+import uuid
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 from otelhooks.integrations.claude_code._sessions import DropCounter, ServerSessions
+from otelhooks.integrations.claude_code._sessions import _tool_bytes as tool_bytes
+from otelhooks.integrations.claude_code._state import OpenOperation, OpenTool
+from otelhooks.integrations.claude_code._state import _span_id as new_span_id
 
 if TYPE_CHECKING:
     import psycopg
@@ -30,6 +49,77 @@ __all__ = ["SESSIONS_SCHEMA", "SharedSessions"]
 
 SESSIONS_SCHEMA: Final = "otelhooks_claude_code"
 _LOCK: Final = 0x6F74_6C68_6B63
+# A race lost to another instance inserting the same key is run again, this many times at most.
+_RACES: Final = 3
+
+_S = SESSIONS_SCHEMA
+_OP_COLUMNS: Final = "session_id, operation_id, span_id, start_ns, prompt"
+_TOOL_COLUMNS: Final = (
+    "session_id, tool_use_id, span_id, parent_span_id, operation_id, start_ns, tool_name, "
+    "tool_input, call_index, attributes"
+)
+_NOW: Final = "EXTRACT(EPOCH FROM clock_timestamp())"
+_TOUCH: Final = f"""
+INSERT INTO {_S}.touched VALUES (%(s)s, {_NOW})
+ON CONFLICT (session_id) DO UPDATE SET at = EXCLUDED.at
+"""
+# The open turn, opened if there is none: the insert's row, or (on conflict) the one there.
+_CURRENT_OPERATION: Final = f"""
+WITH touch AS ({_TOUCH}), new AS (
+    INSERT INTO {_S}.operations VALUES (%(s)s, %(op)s, %(span)s, %(start)s, '')
+    ON CONFLICT (session_id) DO NOTHING RETURNING {_OP_COLUMNS}
+)
+SELECT {_OP_COLUMNS} FROM new
+UNION ALL SELECT {_OP_COLUMNS} FROM {_S}.operations WHERE session_id = %(s)s
+""".encode()
+# A tool use started: the recorded one if it exists, else counted and inserted.
+_START_TOOL: Final = f"""
+WITH old AS (
+    SELECT {_TOOL_COLUMNS} FROM {_S}.tools WHERE session_id = %(s)s AND tool_use_id = %(u)s
+), n AS (
+    INSERT INTO {_S}.counters AS c SELECT %(s)s, 1 WHERE NOT EXISTS (SELECT 1 FROM old)
+    ON CONFLICT (session_id) DO UPDATE SET tool_calls = c.tool_calls + 1
+    RETURNING c.tool_calls - 1 AS idx
+), new AS (
+    INSERT INTO {_S}.tools
+    SELECT %(s)s, %(u)s, %(span)s, %(parent)s, %(op)s, %(start)s, %(name)s, %(input)s, idx, '{{}}'
+    FROM n ON CONFLICT (session_id, tool_use_id) DO NOTHING RETURNING {_TOOL_COLUMNS}
+)
+SELECT {_TOOL_COLUMNS} FROM new UNION ALL SELECT {_TOOL_COLUMNS} FROM old
+""".encode()
+# Every session idle past the ttl (and the one asked about, if nothing says when it was used).
+_FORGET: Final = f"""
+WITH idle AS (
+    DELETE FROM {_S}.touched WHERE at < {_NOW} - %(ttl)s RETURNING session_id
+), gone AS (
+    SELECT session_id FROM idle
+    UNION SELECT %(s)s WHERE NOT EXISTS (SELECT 1 FROM {_S}.touched WHERE session_id = %(s)s)
+), o AS (
+    DELETE FROM {_S}.operations WHERE session_id IN (SELECT session_id FROM gone) RETURNING 1
+), t AS (
+    DELETE FROM {_S}.tools WHERE session_id IN (SELECT session_id FROM gone) RETURNING 1
+), c AS (
+    DELETE FROM {_S}.counters WHERE session_id IN (SELECT session_id FROM gone) RETURNING 1
+)
+SELECT session_id FROM gone
+""".encode()
+_SET_ATTRIBUTES: Final = (
+    f"UPDATE {_S}.tools SET attributes = %s WHERE session_id = %s AND tool_use_id = %s".encode()
+)
+_HAS_TOOL: Final = f"SELECT 1 FROM {_S}.tools WHERE session_id = %s AND tool_use_id = %s".encode()
+_TOOL_SPAN: Final = (
+    f"SELECT span_id FROM {_S}.tools WHERE session_id = %s AND tool_use_id = %s".encode()
+)
+_END_TOOL: Final = (
+    f"DELETE FROM {_S}.tools WHERE session_id = %s AND tool_use_id = %s RETURNING {_TOOL_COLUMNS}"
+).encode()
+
+
+def _open_tool(row: Sequence[Any]) -> OpenTool:
+    return OpenTool(
+        row[0], row[1], row[2], row[3], row[4], row[5], row[6],
+        json.loads(row[7]), row[8], json.loads(row[9]),
+    )  # fmt: skip
 
 
 class _Row(tuple[Any, ...]):
@@ -75,8 +165,10 @@ class SharedSessions(ServerSessions):
         on_drop, and the bounds: as for ``ServerSessions`` (accounted per instance).
     """
 
-    def __init__(self, store: PostgresStore, *, on_drop: DropCounter | None = None) -> None:
-        super().__init__(None, on_drop=on_drop)  # the in-memory tables stay empty
+    def __init__(
+        self, store: PostgresStore, *, on_drop: DropCounter | None = None, **bounds: Any
+    ) -> None:
+        super().__init__(None, on_drop=on_drop, **bounds)  # the in-memory tables stay empty
         self.store = store
 
     @property
@@ -91,3 +183,91 @@ class SharedSessions(ServerSessions):
                 (_LOCK, SESSIONS_SCHEMA),
             )
             yield _Transaction(conn)
+
+    # -- the per-tool-use changes, one statement each (see the module doc) ------------------------
+
+    def current_operation(self, session_id: str) -> OpenOperation:
+        self._see(session_id)
+        self._hold(session_id)
+        for _ in range(_RACES):
+            params = {
+                "s": session_id,
+                "op": f"op_{uuid.uuid4().hex[:16]}",
+                "span": new_span_id(),
+                "start": time.time_ns(),
+            }
+            rows = self.store.statement(_CURRENT_OPERATION, params)
+            if rows:
+                return OpenOperation(*rows[0])
+        return super().current_operation(session_id)  # still contended: the locked way
+
+    def start_tool(
+        self,
+        operation: OpenOperation,
+        tool_use_id: str,
+        tool_name: str,
+        tool_input: dict[str, Any],
+    ) -> OpenTool:
+        stored = json.dumps(tool_input, default=str)
+        params = {
+            "s": operation.session_id,
+            "u": tool_use_id,
+            "span": new_span_id(),
+            "parent": operation.span_id,
+            "op": operation.operation_id,
+            "start": time.time_ns(),
+            "name": tool_name,
+            "input": stored,
+        }
+        for _ in range(_RACES):
+            rows = self.store.statement(_START_TOOL, params)
+            if rows:
+                tool = _open_tool(rows[0])
+                break
+        else:  # still contended: the locked way
+            tool = super(ServerSessions, self).start_tool(
+                operation, tool_use_id, tool_name, tool_input
+            )
+        size = tool_bytes(operation.session_id, tool_use_id, tool_name, len(stored))
+        self._hold(operation.session_id, (tool_use_id, size))
+        return tool
+
+    def start_operation(
+        self, session_id: str, prompt: str
+    ) -> tuple[OpenOperation, OpenOperation | None]:
+        started = super().start_operation(session_id, prompt)
+        self.store.statement(_TOUCH.encode(), {"s": session_id})
+        return started
+
+    def _forget_session(self, session_id: str, reason: str) -> bool:
+        gone = {
+            str(r[0]) for r in self.store.statement(_FORGET, {"s": session_id, "ttl": self.ttl_s})
+        }
+        others = len(gone - {session_id})
+        if others:
+            self.on_drop(others, "expired")
+        return session_id in gone
+
+    def set_tool_attributes(self, tool: OpenTool, attributes: dict[str, Any]) -> None:
+        params = (json.dumps(attributes), tool.session_id, tool.tool_use_id)
+        self.store.statement(_SET_ATTRIBUTES, params)
+
+    def has_open_tool(self, session_id: str, tool_use_id: str) -> bool:
+        return bool(self.store.statement(_HAS_TOOL, (session_id, tool_use_id)))
+
+    def tool_span(self, session_id: str, tool_use_id: str) -> int | None:
+        with self._lock:
+            ended = self._ended.items.get((session_id, tool_use_id))
+        if ended is not None:
+            return ended
+        rows = self.store.statement(_TOOL_SPAN, (session_id, tool_use_id))
+        return int(rows[0][0]) if rows else None
+
+    def end_tool(self, session_id: str, tool_use_id: str) -> OpenTool | None:
+        rows = self.store.statement(_END_TOOL, (session_id, tool_use_id))
+        if not rows:
+            return None
+        tool = _open_tool(rows[0])
+        self._release_tool(session_id, tool_use_id)
+        self._keep(tool)
+        return tool

@@ -14,8 +14,8 @@ A database with a version newer than this release knows is refused, not guessed 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator
-from typing import TYPE_CHECKING, Final
+from collections.abc import Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 
@@ -119,6 +119,18 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
         );
         """,
     ),
+    (
+        3,
+        # When any instance last used a session (the database's clock): expiry reads it, so
+        # no instance deletes a session another one is using.
+        """
+        CREATE TABLE otelhooks_claude_code.touched (
+            session_id TEXT PRIMARY KEY,
+            at DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX otelhooks_claude_code_touched_at ON otelhooks_claude_code.touched (at);
+        """,
+    ),
 )
 SCHEMA_VERSION: Final = MIGRATIONS[-1][0]
 
@@ -170,6 +182,9 @@ class PostgresStore(Store):
             raise StoreError(
                 self.name, "needs the postgresql extra: pip install 'otelhooks[postgresql]'"
             ) from None
+        from otelhooks._store._pg_logging import route_psycopg_logs
+
+        route_psycopg_logs(self.name)
         timeout_ms = int(statement_timeout_s * 1000)
         self.statement_timeout_s = statement_timeout_s
         self.connect_kwargs: dict[str, object] = {
@@ -182,7 +197,8 @@ class PostgresStore(Store):
             min_size=1,
             max_size=max_connections,
             timeout=pool_timeout_s,
-            kwargs=self.connect_kwargs,
+            # transaction() says BEGIN itself; a lone statement (statement()) commits alone
+            kwargs={**self.connect_kwargs, "autocommit": True},
             # A failed background reconnection is given up at once; the next caller that needs
             # a connection makes the pool try again (tests/fleet: recovery after a restart).
             reconnect_timeout=0,
@@ -217,6 +233,33 @@ class PostgresStore(Store):
                     conn = stack.enter_context(self._pool.connection())
                     stack.enter_context(conn.transaction())
                 yield conn
+        except PoolTimeout as exc:
+            raise StoreUnavailable(self.name, f"no connection: {exc}") from None
+        except (psycopg.OperationalError, psycopg.errors.QueryCanceled) as exc:
+            raise StoreUnavailable(self.name, _first_line(exc)) from None
+        except psycopg.Error as exc:
+            raise StoreError(self.name, _first_line(exc)) from None
+
+    def statement(
+        self, sql: bytes, params: Mapping[str, object] | Sequence[object] = ()
+    ) -> list[tuple[Any, ...]]:
+        """Run one statement in a transaction of its own and return its rows: one round trip,
+        where :meth:`transaction` takes ``BEGIN``, the statements and ``COMMIT``.
+
+        Not retried: a connection lost while the statement ran may or may not have committed
+        it (the caller's statement says what a second run would do).
+
+        Raises:
+            StoreUnavailable: no connection in time, or the connection was lost.
+            StoreError: any other database error.
+        """
+        import psycopg
+        from psycopg_pool import PoolTimeout
+
+        try:
+            with self._pool.connection() as conn:
+                cursor = conn.execute(sql, params)
+                return cursor.fetchall() if cursor.description is not None else []
         except PoolTimeout as exc:
             raise StoreUnavailable(self.name, f"no connection: {exc}") from None
         except (psycopg.OperationalError, psycopg.errors.QueryCanceled) as exc:

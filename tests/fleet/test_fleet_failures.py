@@ -4,6 +4,7 @@ PostgreSQL restart (503 with ``Retry-After`` while it cannot commit, recovery wi
 from __future__ import annotations
 
 import itertools
+import signal
 import threading
 import time
 from pathlib import Path
@@ -123,3 +124,44 @@ def test_a_postgresql_restart_answers_503_with_retry_after_then_recovers(
     finally:
         a.stop()
     assert sorted(r["span_id"] for r in records) == [f"{n + 1:016x}" for n in range(10)]
+
+
+def test_serve_shuts_down_within_seconds_with_postgresql_gone(
+    tmp_path: Path, pg_url: str, cluster: PostgresCluster
+) -> None:
+    a = start_instance(tmp_path, pg_url)
+    try:
+        cluster.stop()
+        with httpx.Client(timeout=30) as client:
+            assert _post(client, a.url, tool_spans_json(1)) == 503
+        started = time.monotonic()
+        a.proc.send_signal(signal.SIGTERM)
+        a.proc.wait(30)
+        took = time.monotonic() - started
+    finally:
+        a.stop()
+        cluster.start()
+    assert took < 6, f"shutdown took {took:.1f} s"
+
+
+def test_the_pools_warnings_go_through_the_otelhooks_log_not_bare_stderr(
+    tmp_path: Path, pg_url: str, cluster: PostgresCluster
+) -> None:
+    a = start_instance(tmp_path, pg_url)
+    try:
+        cluster.stop()
+        with httpx.Client(timeout=30) as client:
+            assert _post(client, a.url, tool_spans_json(1)) == 503
+        deadline = time.monotonic() + 15
+        while "source=psycopg.pool" not in a.out_path.read_text(errors="replace"):
+            assert time.monotonic() < deadline, a.output()[-2000:]
+            time.sleep(0.2)
+    finally:
+        a.stop()
+        cluster.start()
+    structured = [
+        line for line in a.out_path.read_text().splitlines() if "source=psycopg.pool" in line
+    ]
+    assert all("store=postgresql://postgres@127.0.0.1" in line for line in structured)
+    assert "error connecting in" not in a.err_path.read_text(errors="replace")
+    assert "psycopg" not in a.err_path.read_text(errors="replace")

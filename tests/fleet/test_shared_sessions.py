@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+import time
 from collections.abc import Iterator
 from typing import Any
 
@@ -10,6 +12,8 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otelhooks import EventLogServer, serve
+from otelhooks._store._base import open_store
+from otelhooks._store._pg_sessions import SharedSessions
 
 TOKEN = "fleet-admin"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -67,3 +71,117 @@ def test_pre_tool_use_on_one_instance_and_post_tool_use_on_another_make_one_span
     assert spans[0] in in_b.get_finished_spans()
     assert spans[0].attributes is not None
     assert spans[0].attributes.get("gen_ai.tool.call.id") == "toolu_x"
+
+
+@pytest.fixture
+def two_stores(pg_url: str) -> Iterator[list[SharedSessions]]:
+    """The session state of two instances (two stores, two pools) on one database."""
+    stores = []
+    try:
+        for _ in range(2):
+            stores.append(open_store(pg_url))
+        yield [s.claude_code_sessions() for s in stores]  # type: ignore[misc]
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_a_pre_tool_use_repeated_on_two_instances_at_once_records_one_tool_use(
+    two_stores: list[SharedSessions],
+) -> None:
+    a, b = two_stores
+    op = a.current_operation("sess-race")
+    assert b.current_operation("sess-race") == op
+    started: list[int] = []
+    lock = threading.Lock()
+    barrier = threading.Barrier(8)
+
+    def start(sessions: SharedSessions) -> None:
+        barrier.wait(10)
+        tool = sessions.start_tool(op, "toolu_race", "Bash", {"command": "ls"})
+        with lock:
+            started.append(tool.span_id)
+
+    threads = [threading.Thread(target=start, args=(two_stores[n % 2],)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert len(started) == 8
+    assert len(set(started)) == 1  # every instance got the first record
+    ended = b.end_tool("sess-race", "toolu_race")
+    assert ended is not None
+    assert ended.span_id == started[0]
+    assert a.end_tool("sess-race", "toolu_race") is None  # ended once
+
+
+def test_tool_calls_started_on_two_instances_are_numbered_in_order(
+    two_stores: list[SharedSessions],
+) -> None:
+    a, b = two_stores
+    op = a.current_operation("sess-count")
+    indexes = [
+        (a if n % 2 else b).start_tool(op, f"toolu_{n}", "Bash", {}).call_index for n in range(6)
+    ]
+    assert indexes == list(range(6))
+
+
+def test_a_verdict_kept_on_one_instance_is_read_with_the_tool_use_on_another(
+    two_stores: list[SharedSessions],
+) -> None:
+    a, b = two_stores
+    tool = a.start_tool(a.current_operation("sess-attrs"), "toolu_a", "Bash", {})
+    a.set_tool_attributes(tool, {"otelhooks.hook.decision": "allow"})
+    assert b.has_open_tool("sess-attrs", "toolu_a")
+    assert b.tool_span("sess-attrs", "toolu_a") == tool.span_id
+    ended = b.end_tool("sess-attrs", "toolu_a")
+    assert ended is not None
+    assert ended.attributes == {"otelhooks.hook.decision": "allow"}
+    assert not a.has_open_tool("sess-attrs", "toolu_a")
+
+
+@pytest.fixture
+def short_lived(pg_url: str) -> Iterator[tuple[list[SharedSessions], list[tuple[int, str]]]]:
+    """Two instances whose sessions expire after 1 s idle, and the drops they count."""
+    from otelhooks._store._postgres import PostgresStore
+
+    drops: list[tuple[int, str]] = []
+    stores = []
+    try:
+        for _ in range(2):
+            stores.append(open_store(pg_url))
+        made = [
+            SharedSessions(s, ttl_s=1.0, on_drop=lambda n, why: drops.append((n, why)))
+            for s in stores
+            if isinstance(s, PostgresStore)
+        ]
+        yield made, drops
+    finally:
+        for store in stores:
+            store.close()
+
+
+def test_expiry_keeps_a_session_another_instance_is_using(
+    short_lived: tuple[list[SharedSessions], list[tuple[int, str]]],
+) -> None:
+    (a, b), drops = short_lived
+    op = a.current_operation("sess-busy")
+    a.start_tool(op, "toolu_busy", "Bash", {})
+    for _ in range(8):  # idle in a's memory past the ttl, used on b all along
+        time.sleep(0.25)
+        b.current_operation("sess-busy")
+    a.current_operation("sess-other")  # a's bounds run: its memory says sess-busy expired
+    assert a.held[0] == 1  # a forgot it
+    assert b.has_open_tool("sess-busy", "toolu_busy")  # and deleted nothing b uses
+    assert drops == []
+
+
+def test_a_session_idle_on_every_instance_past_the_ttl_is_deleted(
+    short_lived: tuple[list[SharedSessions], list[tuple[int, str]]],
+) -> None:
+    (a, b), drops = short_lived
+    a.start_tool(a.current_operation("sess-idle"), "toolu_idle", "Bash", {})
+    time.sleep(1.5)
+    a.current_operation("sess-other")
+    assert not b.has_open_tool("sess-idle", "toolu_idle")
+    assert drops == [(1, "expired")]

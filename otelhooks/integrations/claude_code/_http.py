@@ -14,6 +14,9 @@ exit 2, reason on stderr    200 with the JSON form of the block: ``permissionDec
                             cannot answer with an exit code)
 the bridge failed, or gave  500 (a non-blocking error for Claude Code: shown, the tool runs) or,
 no answer by the deadline   with ``fail_closed``, 200 with a deny for ``PreToolUse``
+the store cannot commit     503 with ``Retry-After`` (PostgreSQL restarting: as ``/v1/traces``
+right now                   and ``/v1/events`` answer); with ``fail_closed`` still a deny for
+                            ``PreToolUse``
 not JSON / not an object    400 (also non-blocking); with ``fail_closed`` a deny when the event
                             is (or may be) ``PreToolUse``
 a ``Post*`` event for a     409: the ``tool_use_id`` is not open in the session it names (a
@@ -45,6 +48,7 @@ import structlog
 
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
+from otelhooks._store._errors import StoreUnavailable
 from otelhooks.integrations.claude_code._answers import ANSWERING_EVENTS
 from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
 from otelhooks.integrations.claude_code._common import HookResponse
@@ -159,6 +163,11 @@ class ClaudeCodeHookRoute:
             return 409, json.dumps({"error": "conflict", "message": refused}).encode()
         try:
             response = self.bridge.handle(payload)
+        except StoreUnavailable as exc:
+            if self.fail_closed and event == "PreToolUse":
+                _log.warning("claude-code hook: store unavailable", error=str(exc))
+                return self._failure(event, str(exc))
+            raise  # answered 503 with Retry-After by __call__: the client may retry
         except Exception as exc:
             _log.exception("claude-code hook failed", hook_event=event)
             return self._failure(event or None, f"{type(exc).__name__}: {exc}")
@@ -182,6 +191,15 @@ class ClaudeCodeHookRoute:
         return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await self._serve(receive, send)
+        except StoreUnavailable as exc:
+            _log.warning("claude-code hook: store unavailable", error=str(exc))
+            body = json.dumps({"error": "store_unavailable", "message": str(exc)}).encode()
+            retry = [(b"retry-after", str(exc.retry_after_s).encode())]
+            await respond(send, 503, body, b"application/json", retry)
+
+    async def _serve(self, receive: Receive, send: Send) -> None:
         raw = await read_body(receive, self.max_body_bytes)
         if raw is None:
             problem = f"the hook input is larger than {self.max_body_bytes} bytes"

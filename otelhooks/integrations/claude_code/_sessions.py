@@ -251,9 +251,15 @@ class ServerSessions(BridgeState):
         for what, reason in drops:
             if isinstance(what, tuple):
                 super().end_tool(*what)
-            else:
-                super().end_session(what)
-            self.on_drop(1, reason)
+                self.on_drop(1, reason)
+            elif self._forget_session(what, reason):
+                self.on_drop(1, reason)
+
+    def _forget_session(self, session_id: str, reason: str) -> bool:
+        """Delete a session past a bound; whether it was deleted (a shared store keeps one
+        another instance still uses)."""
+        super().end_session(session_id)
+        return True
 
     def _count_kept(self) -> None:
         """Account what a durable file kept from an earlier run (its clock restarts now)."""
