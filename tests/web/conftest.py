@@ -62,7 +62,10 @@ def api(server: EventLogServer) -> Iterator[httpx.Client]:
         yield client
 
 
-@pytest.fixture(scope="session")
+# one browser per module, not per session: Playwright's sync API keeps its event loop set as
+# the thread's running loop while it is started, so a later test's asyncio.run() would fail
+# for as long as the browser lives
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     require(
         "Chromium (apt-get install chromium chromium-driver)", shutil.which(CHROMIUM) is not None
