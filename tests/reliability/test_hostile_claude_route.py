@@ -181,9 +181,13 @@ def test_since_accepts_only_plain_decimal_digits(server: ServeProc, since: str) 
 
 
 def test_the_traces_out_file_is_private(server: ServeProc) -> None:
+    # a tool use that ends: its span is exported, so the file exists whatever ran before
     _post(server, _pre("s-file", "toolu_file", "Bash", {"command": "ls"}))
+    end = {**_pre("s-file", "toolu_file", "Bash", {"command": "ls"})}
+    end.update(hook_event_name="PostToolUse", tool_response={"stdout": ""})
+    assert _post(server, end).status_code == 200
     traces: Path = server.traces  # type: ignore[attr-defined]
-    deadline = time.monotonic() + 10
+    deadline = time.monotonic() + 30
     while not traces.exists() and time.monotonic() < deadline:
         time.sleep(0.1)
     assert stat.S_IMODE(traces.stat().st_mode) == 0o600
