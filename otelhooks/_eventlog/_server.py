@@ -337,7 +337,7 @@ def serve(
     ``store`` (default: ``OTELHOOKS_STORE``) is where the state is kept: unset for the SQLite
     default (each log its ring or file), or ``postgresql://user@host/db``: every event log is
     then kept in PostgreSQL (schema created or migrated at start), shared with every other
-    instance on the same database.
+    instance on the same database, and so are the approvals the web view lists and answers.
 
     Raises:
         ConfigError: a file is invalid, two logs share a name, there is no admin token, or the
@@ -364,6 +364,13 @@ def serve(
     from otelhooks._store._serve import open_state  # the store imports the event log
 
     state, logs, shared = open_state(store, configs, processor)
+    inbox = state.approval_inbox()
+    if inbox is not None:
+        from otelhooks._actions._approval import ApprovalAction
+
+        for hook in processor.registry.hooks():
+            if isinstance(hook.action, ApprovalAction):
+                hook.action.use_inbox(inbox)  # the fleet's inbox, not this process's
     events = [
         AgentEvents(c, log=log, notice_sink=notice_sink)
         for c, log in zip(configs, logs, strict=True)
@@ -388,6 +395,7 @@ def serve(
             logs=[item.log for item in events],
             jaeger_url=jaeger_url,
             grafana_url=grafana_url,
+            inbox=inbox,
         )
         received.append(viewing.index)
         exporters.append(viewing.index)  # the spans serve writes for Claude Code's hooks

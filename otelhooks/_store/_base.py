@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 from otelhooks._store._errors import StoreError
 
 if TYPE_CHECKING:
+    from otelhooks._actions._approval_inbox import ApprovalInbox
     from otelhooks._actions._outbox import DurableQueue, Report
     from otelhooks._config import AgentEventsConfig
     from otelhooks._eventlog._model import EventLog
@@ -62,6 +63,11 @@ class Store(abc.ABC):
     def claude_code_sessions(self, on_drop: DropCounter | None = None) -> ServerSessions | None:
         """Claude Code session state shared by the store's instances (``None``: each server
         keeps its own, in memory or beside a durable log, as without a store)."""
+        return None
+
+    def approval_inbox(self) -> ApprovalInbox | None:
+        """The approval inbox shared by the store's instances (``None``: this process's own
+        inbox, as without a store)."""
         return None
 
     def close(self) -> None:  # noqa: B027 - nothing to release by default

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
     from otelhooks._actions._outbox import Report
+    from otelhooks._store._pg_approvals import SharedApprovalInbox
     from otelhooks._store._pg_listen import Listener
     from otelhooks._store._pg_outbox import PostgresOutbox
     from otelhooks._store._pg_sessions import SharedSessions
@@ -131,6 +132,43 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
         CREATE INDEX otelhooks_claude_code_touched_at ON otelhooks_claude_code.touched (at);
         """,
     ),
+    (
+        4,
+        # The approval inbox of the fleet; the head row numbers (and orders) every change.
+        """
+        CREATE TABLE otelhooks_approvals_head (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            changed BIGINT NOT NULL
+        );
+        INSERT INTO otelhooks_approvals_head (id, changed) VALUES (1, 0);
+        CREATE TABLE otelhooks_approvals (
+            id TEXT PRIMARY KEY,
+            changed BIGINT NOT NULL,
+            hook_id TEXT NOT NULL,
+            event TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            args TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            session TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            trace_id TEXT NOT NULL,
+            span_id TEXT NOT NULL,
+            created_ms BIGINT NOT NULL,
+            deadline_ms BIGINT NOT NULL,
+            default_decision TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            editable BOOLEAN NOT NULL,
+            state TEXT NOT NULL DEFAULT 'pending',
+            answered_by TEXT NOT NULL DEFAULT '',
+            answered_ms BIGINT NOT NULL DEFAULT 0,
+            answer_reason TEXT NOT NULL DEFAULT '',
+            answer_args TEXT
+        );
+        CREATE INDEX otelhooks_approvals_changed ON otelhooks_approvals (changed);
+        CREATE INDEX otelhooks_approvals_due ON otelhooks_approvals (deadline_ms)
+            WHERE state = 'pending';
+        """,
+    ),
 )
 SCHEMA_VERSION: Final = MIGRATIONS[-1][0]
 
@@ -208,6 +246,7 @@ class PostgresStore(Store):
         self._pool.open(wait=False)
         self._logs: list[EventLog] = []
         self._listener: Listener | None = None
+        self._inbox: SharedApprovalInbox | None = None
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
@@ -315,6 +354,14 @@ class PostgresStore(Store):
         from otelhooks._store._pg_sessions import SharedSessions
 
         return SharedSessions(self, on_drop=on_drop)
+
+    def approval_inbox(self) -> SharedApprovalInbox:
+        """The approval inbox every instance on the store lists and answers (one per store)."""
+        from otelhooks._store._pg_approvals import SharedApprovalInbox
+
+        if self._inbox is None:
+            self._inbox = SharedApprovalInbox(self)
+        return self._inbox
 
     def listener(self) -> Listener:
         """The store's one ``LISTEN`` connection (started on first use)."""
