@@ -337,7 +337,7 @@ def serve(
     ``store`` (default: ``OTELHOOKS_STORE``) is where the state is kept: unset for the SQLite
     default (each log its ring or file), or ``postgresql://user@host/db``: every event log is
     then kept in PostgreSQL (schema created or migrated at start), shared with every other
-    instance on the same database, and so are the approvals the web view lists and answers.
+    instance on the same database, and so are the approvals and the runs the web view lists.
 
     Raises:
         ConfigError: a file is invalid, two logs share a name, there is no admin token, or the
@@ -387,15 +387,19 @@ def serve(
     fallback: Route | None = None
     exporters = list(span_exporters)
     if web:
+        from otelhooks._capture import capture_from_env
         from otelhooks.web._serving import web_serving
 
+        capture = capture_from_env()
         viewing = web_serving(
             token=token,
             ingest_token=os.environ.get(INGEST_TOKEN_ENV) or None,
             logs=[item.log for item in events],
             jaeger_url=jaeger_url,
             grafana_url=grafana_url,
+            capture_content=capture,
             inbox=inbox,
+            index=state.trace_index(capture_content=capture),
         )
         received.append(viewing.index)
         exporters.append(viewing.index)  # the spans serve writes for Claude Code's hooks

@@ -44,6 +44,7 @@ class Listener:
         self._store = store
         self._lock = threading.Lock()
         self._callbacks: dict[tuple[str, str], list[Callable[[], None]]] = {}
+        self._followers: dict[str, list[Callable[[str | None], None]]] = {}
         self._stop = threading.Event()
         self.connected = threading.Event()
         self._thread = threading.Thread(target=self._run, name="otelhooks-listen", daemon=True)
@@ -56,15 +57,29 @@ class Listener:
         with self._lock:
             self._callbacks.setdefault((channel, payload), []).append(callback)
 
+    def follow(self, channel: str, callback: Callable[[str | None], None]) -> None:
+        """Call ``callback`` with the payload of every notification of ``channel`` (and with
+        ``None`` after a reconnection: what was sent meanwhile is lost)."""
+        with self._lock:
+            self._followers.setdefault(channel, []).append(callback)
+
     def _fire(self, channel: str | None, payload: str | None = None) -> None:
+        following: list[tuple[Callable[[str | None], None], str | None]]
         with self._lock:
             if channel is None:
                 chosen = [cb for cbs in self._callbacks.values() for cb in cbs]
+                following = [(cb, None) for cbs in self._followers.values() for cb in cbs]
             else:
                 chosen = list(self._callbacks.get((channel, payload or ""), ()))
+                following = [(cb, payload) for cb in self._followers.get(channel, ())]
         for callback in chosen:
             try:
                 callback()
+            except Exception:
+                _log.exception("store listener callback failed", store=self._store)
+        for follower, sent in following:
+            try:
+                follower(sent)
             except Exception:
                 _log.exception("store listener callback failed", store=self._store)
 
