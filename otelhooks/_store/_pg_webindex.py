@@ -243,17 +243,25 @@ class SharedTraceIndex(TraceIndex):
                 version, spans, traces = self._replace(
                     conn, held, (trace_id, number, successor, unwritten), (version, spans, traces)
                 )
-            for trace_id, trace in held.items():
-                s = trace.summary
-                conn.execute(
+            # in sorted order (no two writers wait on each other's rows) and pipelined: one
+            # round trip for the batch's traces, not one each
+            if held:
+                conn.cursor().executemany(
                     _UPSERT_TRACE,
-                    (
-                        trace_id, s.seq, s.agent, sorted(s.tools), sorted(s.decisions), s.errors,
-                        trace.spans, trace.dropped, json.dumps(s.state()),
-                    ),
+                    [
+                        (
+                            trace_id, s.seq, s.agent, sorted(s.tools), sorted(s.decisions),
+                            s.errors, trace.spans, trace.dropped, json.dumps(s.state()),
+                        )
+                        for trace_id, trace in sorted(held.items())
+                        for s in (trace.summary,)
+                    ],
                 )  # fmt: skip
-            for approval in sorted(changed_approvals):
-                conn.execute(_UPSERT_APPROVAL, (approval, *approvals[approval]))
+            if changed_approvals:
+                conn.cursor().executemany(
+                    _UPSERT_APPROVAL,
+                    [(a, *approvals[a]) for a in sorted(changed_approvals)],
+                )
             while traces > self.max_traces or (spans > self.max_spans and traces > 1):
                 gone: list[str] = []
                 for trace_id, count in conn.execute(_OLDEST, (min(traces, 256),)).fetchall():
