@@ -22,6 +22,7 @@ the client sends them again.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import uuid
 from collections.abc import Callable
@@ -54,20 +55,23 @@ _COLUMNS = (
     "trace_id, span_id"
 )
 _FIELDS = EventEntry._fields
-_TYPES = (
-    "bigint", "text", "text", "text", "text", "text", "boolean", "boolean", "text", "text", "text",
-    "text",
-)  # fmt: skip
+# each field's type, and the dedupe key's
+_TYPES = ("bigint", *("text",) * 5, "boolean", "boolean", *("text",) * 5)
 _LOCK_LOG = b"SELECT head, oldest FROM otelhooks_logs WHERE name = %s FOR UPDATE"
-# The batch's records numbered after ``head`` (under the row lock the previous statement took,
-# so this statement's snapshot holds every record committed before: the dedupe check is exact),
-# the head and the retention window moved (a record already out of it is not inserted), and the
-# other instances woken: one round trip where a COPY, the head's update, the trimming and the
-# notification took one each.
+_RECORDS = ", ".join(
+    f"(r->>{n})::{t} AS {name}"
+    for n, (name, t) in enumerate(zip((*_FIELDS, "dedupe"), _TYPES, strict=True))
+)
+# The batch's records (one JSON array of arrays: one C-encoded parameter, where COPY or arrays
+# format each value in Python) numbered after ``head`` (under the row lock the previous
+# statement took, so this statement's snapshot holds every record committed before: the dedupe
+# check is exact), the head and the retention window moved (a record already out of it is not
+# inserted), and the other instances woken: one round trip where a COPY, the head's update, the
+# trimming and the notification took one each.
 _APPEND = (
     "WITH i AS (SELECT *, row_number() OVER (PARTITION BY dedupe ORDER BY ord) AS nth FROM "
-    f"unnest({', '.join(f'%({n})s::{t}[]' for n, t in zip(_FIELDS, _TYPES, strict=True))}, "
-    f"%(dedupe)s::text[]) WITH ORDINALITY AS i({', '.join(_FIELDS)}, dedupe, ord)), "
+    f"(SELECT {_RECORDS}, ord FROM json_array_elements(%(rows)s::json) WITH ORDINALITY "
+    "AS j(r, ord)) x), "
     "f AS (SELECT i.*, row_number() OVER (ORDER BY ord) AS k FROM i WHERE dedupe IS NULL OR "
     "(nth = 1 AND NOT EXISTS (SELECT 1 FROM otelhooks_events e WHERE e.log = %(log)s "
     "AND e.dedupe = i.dedupe))), "
@@ -177,13 +181,8 @@ class PostgresEventLog(EventLog):
         return self._worker.submit(entry)
 
     def _write(self, batch: list[EventEntry]) -> None:
-        columns = list(zip(*batch, strict=True))
-        params = {
-            "log": self.name,
-            "retention": self.retention,
-            **{name: list(values) for name, values in zip(_FIELDS, columns, strict=True)},
-            "dedupe": [dedupe_key(entry) for entry in batch],
-        }
+        rows = json.dumps([(*entry, dedupe_key(entry)) for entry in batch])
+        params: dict[str, object] = {"log": self.name, "retention": self.retention, "rows": rows}
         try:
             with self.store.transaction() as conn:
                 row = conn.execute(_LOCK_LOG, (self.name,)).fetchone()
