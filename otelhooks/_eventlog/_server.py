@@ -404,7 +404,6 @@ def serve(
         received.append(viewing.index)
         exporters.append(viewing.index)  # the spans serve writes for Claude Code's hooks
         fallback = viewing.app
-        owned.append(viewing)
     if claude_code:
         from otelhooks.integrations.claude_code._serve import (
             claude_code_routes,
@@ -425,6 +424,9 @@ def serve(
         received = [serving.span_processor]
         routes = serving.routes
         owned.append(serving)
+    if web:
+        # after the Claude Code route: its last spans flush into the index before it closes
+        owned.append(viewing)
     owned.append(state)  # last: the logs it opened are closed before its connections
     server = EventLogServer(
         [item.log for item in events],
