@@ -16,6 +16,7 @@ from otelhooks import EventLogServer, serve
 from otelhooks._actions._approval_inbox import InboxFull
 from otelhooks._store._pg_approvals import SharedApprovalInbox
 from otelhooks._store._postgres import PostgresStore
+from tests._postgres import PostgresCluster
 from tests.reliability._serve_proc import ADMIN, INGEST, ServeProc
 
 pytestmark = pytest.mark.timeout(180)
@@ -343,3 +344,40 @@ def test_an_approval_asked_through_an_instance_killed_9_is_answered_through_anot
     finally:
         a.stop()
         b.stop()
+
+
+def test_while_postgresql_is_down_the_inbox_answers_503_then_recovers(
+    pair: list[EventLogServer], cluster: PostgresCluster
+) -> None:
+    a, _ = pair
+    asked = httpx.post(
+        f"{a.url}/v1/approvals",
+        json={"hook_id": "bot", "tool": "deploy", "timeout_s": 120, "default": "deny"},
+        headers=AUTH,
+    )
+    approval = asked.json()["id"]
+    cluster.stop()
+    try:
+        listed = httpx.get(f"{a.url}/v1/approvals", headers=AUTH, timeout=30)
+        assert listed.status_code == 503
+        assert listed.headers["retry-after"] == "1"
+        assert "store" in listed.json()["message"]
+        # an answer that cannot be committed is not given: never a 200 the store did not keep
+        answered = httpx.post(
+            f"{a.url}/v1/approvals/{approval}", json={"decision": "allow"}, headers=AUTH
+        )
+        assert answered.status_code == 503
+    finally:
+        cluster.start()
+    deadline = time.monotonic() + 30
+    while True:
+        listed = httpx.get(f"{a.url}/v1/approvals", headers=AUTH, timeout=30)
+        if listed.status_code == 200:
+            break
+        assert time.monotonic() < deadline, "the inbox did not recover after the restart"
+        time.sleep(0.2)
+    assert [x["id"] for x in listed.json()["pending"]] == [approval]
+    answered = httpx.post(
+        f"{a.url}/v1/approvals/{approval}", json={"decision": "allow"}, headers=AUTH
+    )
+    assert answered.status_code == 200
