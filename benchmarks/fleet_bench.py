@@ -48,9 +48,12 @@ from receiver_burst import spans_body  # noqa: E402
 TOKEN = "bench-token"
 
 
-def _start(tmp: Path, store: str | None) -> tuple[subprocess.Popen[bytes], str]:
+def _start(
+    tmp: Path, store: str | None, *, web: bool = False
+) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
-    argv = [sys.executable, "-m", "otelhooks", "serve", "--port", str(port), "--no-web"]
+    argv = [sys.executable, "-m", "otelhooks", "serve", "--port", str(port)]
+    argv += [] if web else ["--no-web"]
     argv += ["--hooks", str(tmp / "events.yaml"), "--hooks", str(tmp / "hooks.yaml")]
     if store:
         argv += ["--store", store]
@@ -132,7 +135,7 @@ def run(config: str, store: str | None, instances: int, args: argparse.Namespace
             "kind: agent_events\nname: bench\non: [after_tool_result]\ndurable: true\n"
             f"path: {tmp / 'events.sqlite3'}\nretention: 10000000\n"
         )
-        procs = [_start(tmp, store) for _ in range(instances)]
+        procs = [_start(tmp, store, web=args.web) for _ in range(instances)]
         urls = [url for _, url in procs]
         pids = [proc.pid for proc, _ in procs]
         result: dict[str, Any] = {"config": config, "instances": instances}
@@ -171,6 +174,7 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, nargs="+", default=[16, 64, 256],
                         dest="session_counts")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="10,000 spans, 16 sessions")
+    parser.add_argument("--web", action="store_true", help="with the web view (its index too)")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args()
     if args.quick:

@@ -120,6 +120,11 @@ class ApprovalAction:
         self.deadline_s = config.timeout + 10.0  # the approval's own deadline comes first
         self._inbox: ApprovalInbox | None = None
 
+    def use_inbox(self, inbox: ApprovalInbox) -> None:
+        """Ask in ``inbox`` instead of this process's own (``serve`` on a shared store gives
+        its hooks the inbox every instance lists). A ``url`` still wins: that serve is asked."""
+        self._inbox = inbox
+
     @property
     def url(self) -> str | None:
         """The serve asked, or ``None`` for this process's inbox."""
@@ -202,8 +207,9 @@ class ApprovalAction:
         """Ask and await the answer: no thread waits."""
         url = self.url
         if url is None:
-            item = self._local(payload)
-            await (self._inbox or process_inbox()).await_answer(item)
+            inbox = self._inbox or process_inbox()
+            item = await inbox.call(self._local, payload)
+            await inbox.await_answer(item)
             return self._result(payload, item.to_json())
         return self._result(payload, await self._remote_async(url, payload))
 

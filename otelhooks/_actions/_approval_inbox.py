@@ -21,7 +21,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import structlog
 
@@ -32,6 +32,8 @@ __all__ = ["Approval", "ApprovalInbox", "InboxFull", "process_inbox"]
 Decision = Literal["allow", "deny"]
 
 _log = structlog.get_logger("otelhooks")
+_T = TypeVar("_T")
+_NOT_YET_S = 0.05
 
 
 class InboxFull(Exception):
@@ -135,6 +137,12 @@ class ApprovalInbox:
         >>> inbox.answer(item.id, "allow", by="alice").state
         'allowed'
     """
+
+    #: Whether the methods wait for a database (then coroutines call them through :meth:`call`).
+    blocking = False
+    #: How often a waiter calls :meth:`recheck` (an inbox whose answers may come from elsewhere
+    #: looks again even when no wake-up came).
+    recheck_s = float("inf")
 
     def __init__(self, *, max_pending: int = 256, keep_answered: int = 200) -> None:
         self.max_pending = max_pending
@@ -255,15 +263,30 @@ class ApprovalInbox:
         self._settled([item])
         return item
 
+    def seconds_left(self, item: Approval) -> float:
+        """Seconds until ``item``'s deadline, by the clock that decides it (this process's)."""
+        return (item.deadline_ms - _now_ms()) / 1000
+
+    def recheck(self) -> None:
+        """Read answers given elsewhere (nothing to read here: every answer is given in this
+        process). A waiter calls it every :attr:`recheck_s` seconds."""
+
     def wait(self, item: Approval) -> Approval:
         """Block until ``item`` is answered or its deadline passes (then its default)."""
-        left = (item.deadline_ms - _now_ms()) / 1000
-        if not item._done.wait(max(0.0, left)):
+        while item.state == "pending":
+            left = self.seconds_left(item)
+            if left > 0:
+                if not item._done.wait(min(left, self.recheck_s)):
+                    self.recheck()
+                continue
             self.expire(item.id)
+            if item.state == "pending":  # the deciding clock says not yet: look again soon
+                item._done.wait(_NOT_YET_S)
         return item
 
     async def await_answer(self, item: Approval) -> Approval:
-        """As :meth:`wait`, awaited: no thread waits."""
+        """As :meth:`wait`, awaited: no thread waits (a :attr:`blocking` inbox's reads and
+        writes run on a worker thread, never on the event loop)."""
         loop = asyncio.get_running_loop()
         woken = asyncio.Event()
         with self._lock:
@@ -271,12 +294,25 @@ class ApprovalInbox:
                 item._loops.append((loop, woken))
             else:
                 woken.set()
-        left = (item.deadline_ms - _now_ms()) / 1000
-        try:
-            await asyncio.wait_for(woken.wait(), max(0.0, left))
-        except TimeoutError:
-            self.expire(item.id)
+        while item.state == "pending":
+            left = self.seconds_left(item)
+            if left > 0:
+                try:
+                    await asyncio.wait_for(woken.wait(), min(left, self.recheck_s))
+                except TimeoutError:
+                    await self.call(self.recheck)
+                continue
+            await self.call(self.expire, item.id)
+            if item.state == "pending":
+                await asyncio.sleep(_NOT_YET_S)
         return item
+
+    async def call(self, method: Callable[..., _T], /, *args: Any) -> _T:
+        """``method(*args)`` from a coroutine: on a worker thread when the inbox is
+        :attr:`blocking` (its methods wait for a database), else inline."""
+        if self.blocking:
+            return await asyncio.to_thread(method, *args)
+        return method(*args)
 
     # -- inside -------------------------------------------------------------------------------
 
@@ -308,8 +344,9 @@ class ApprovalInbox:
             self._resolve(item, item.default, by="timeout", reason="no answer in time")
         return overdue
 
-    def _settled(self, items: list[Approval]) -> None:
-        """Wake the waiters of answered ``items`` and tell the listeners (outside the lock)."""
+    def _settled(self, items: list[Approval], *, tell: bool = True) -> None:
+        """Wake the waiters of answered ``items`` and, with ``tell``, tell the listeners
+        (outside the lock)."""
         if not items:
             return
         for item in items:
@@ -317,7 +354,7 @@ class ApprovalInbox:
             for loop, woken in item._loops:
                 with contextlib.suppress(RuntimeError):  # that loop closed: nobody waits
                     loop.call_soon_threadsafe(woken.set)
-            for listener in self._listeners:
+            for listener in self._listeners if tell else ():
                 try:
                     listener(item)
                 except Exception:

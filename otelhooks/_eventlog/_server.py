@@ -337,7 +337,7 @@ def serve(
     ``store`` (default: ``OTELHOOKS_STORE``) is where the state is kept: unset for the SQLite
     default (each log its ring or file), or ``postgresql://user@host/db``: every event log is
     then kept in PostgreSQL (schema created or migrated at start), shared with every other
-    instance on the same database.
+    instance on the same database, and so are the approvals and the runs the web view lists.
 
     Raises:
         ConfigError: a file is invalid, two logs share a name, there is no admin token, or the
@@ -364,6 +364,13 @@ def serve(
     from otelhooks._store._serve import open_state  # the store imports the event log
 
     state, logs, shared = open_state(store, configs, processor)
+    inbox = state.approval_inbox()
+    if inbox is not None:
+        from otelhooks._actions._approval import ApprovalAction
+
+        for hook in processor.registry.hooks():
+            if isinstance(hook.action, ApprovalAction):
+                hook.action.use_inbox(inbox)  # the fleet's inbox, not this process's
     events = [
         AgentEvents(c, log=log, notice_sink=notice_sink)
         for c, log in zip(configs, logs, strict=True)
@@ -380,19 +387,23 @@ def serve(
     fallback: Route | None = None
     exporters = list(span_exporters)
     if web:
+        from otelhooks._capture import capture_from_env
         from otelhooks.web._serving import web_serving
 
+        capture = capture_from_env()
         viewing = web_serving(
             token=token,
             ingest_token=os.environ.get(INGEST_TOKEN_ENV) or None,
             logs=[item.log for item in events],
             jaeger_url=jaeger_url,
             grafana_url=grafana_url,
+            capture_content=capture,
+            inbox=inbox,
+            index=state.trace_index(capture_content=capture),
         )
         received.append(viewing.index)
         exporters.append(viewing.index)  # the spans serve writes for Claude Code's hooks
         fallback = viewing.app
-        owned.append(viewing)
     if claude_code:
         from otelhooks.integrations.claude_code._serve import (
             claude_code_routes,
@@ -413,6 +424,9 @@ def serve(
         received = [serving.span_processor]
         routes = serving.routes
         owned.append(serving)
+    if web:
+        # after the Claude Code route: its last spans flush into the index before it closes
+        owned.append(viewing)
     owned.append(state)  # last: the logs it opened are closed before its connections
     server = EventLogServer(
         [item.log for item in events],

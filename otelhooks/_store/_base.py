@@ -17,10 +17,12 @@ from typing import TYPE_CHECKING
 from otelhooks._store._errors import StoreError
 
 if TYPE_CHECKING:
+    from otelhooks._actions._approval_inbox import ApprovalInbox
     from otelhooks._actions._outbox import DurableQueue, Report
     from otelhooks._config import AgentEventsConfig
     from otelhooks._eventlog._model import EventLog
     from otelhooks.integrations.claude_code._sessions import DropCounter, ServerSessions
+    from otelhooks.web._store import TraceIndex
 
 __all__ = ["STORE_ENV", "Store", "open_store"]
 
@@ -62,6 +64,16 @@ class Store(abc.ABC):
     def claude_code_sessions(self, on_drop: DropCounter | None = None) -> ServerSessions | None:
         """Claude Code session state shared by the store's instances (``None``: each server
         keeps its own, in memory or beside a durable log, as without a store)."""
+        return None
+
+    def trace_index(self, *, capture_content: bool, **bounds: int) -> TraceIndex | None:
+        """What the web view lists, shared by the store's instances (``None``: each server
+        keeps its own index in memory). ``bounds`` are :class:`~otelhooks.web.TraceIndex`'s."""
+        return None
+
+    def approval_inbox(self) -> ApprovalInbox | None:
+        """The approval inbox shared by the store's instances (``None``: this process's own
+        inbox, as without a store)."""
         return None
 
     def close(self) -> None:  # noqa: B027 - nothing to release by default

@@ -22,6 +22,7 @@ the client sends them again.
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 import uuid
 from collections.abc import Callable
@@ -53,6 +54,40 @@ _COLUMNS = (
     "seq, ts, agent, session, user_id, tool, kind, mutating, success, args_fp, detail, "
     "trace_id, span_id"
 )
+_FIELDS = EventEntry._fields
+# each field's type, and the dedupe key's
+_TYPES = ("bigint", *("text",) * 5, "boolean", "boolean", *("text",) * 5)
+_LOCK_LOG = b"SELECT head, oldest FROM otelhooks_logs WHERE name = %s FOR UPDATE"
+_RECORDS = ", ".join(
+    f"(r->>{n})::{t} AS {name}"
+    for n, (name, t) in enumerate(zip((*_FIELDS, "dedupe"), _TYPES, strict=True))
+)
+# The batch's records (one JSON array of arrays: one C-encoded parameter, where COPY or arrays
+# format each value in Python) numbered after ``head`` (under the row lock the previous
+# statement took, so this statement's snapshot holds every record committed before: the dedupe
+# check is exact), the head and the retention window moved (a record already out of it is not
+# inserted), and the other instances woken: one round trip where a COPY, the head's update, the
+# trimming and the notification took one each.
+_APPEND = (
+    "WITH i AS (SELECT *, row_number() OVER (PARTITION BY dedupe ORDER BY ord) AS nth FROM "
+    f"(SELECT {_RECORDS}, ord FROM json_array_elements(%(rows)s::json) WITH ORDINALITY "
+    "AS j(r, ord)) x), "
+    "f AS (SELECT i.*, row_number() OVER (ORDER BY ord) AS k FROM i WHERE dedupe IS NULL OR "
+    "(nth = 1 AND NOT EXISTS (SELECT 1 FROM otelhooks_events e WHERE e.log = %(log)s "
+    "AND e.dedupe = i.dedupe))), "
+    "n AS (SELECT count(*) AS c FROM f), "
+    "w AS (SELECT n.c, %(head)s + n.c AS head, GREATEST(CASE WHEN %(oldest)s > 0 THEN "
+    "%(oldest)s::bigint WHEN n.c > 0 THEN %(head)s + 1 ELSE 0 END, %(head)s + n.c - "
+    "%(retention)s + 1) AS oldest FROM n), "
+    f"ins AS (INSERT INTO otelhooks_events (log, {_COLUMNS}, dedupe) "
+    f"SELECT %(log)s, %(head)s + k, {', '.join(_FIELDS)}, dedupe FROM f, w "
+    "WHERE %(head)s + k >= w.oldest), "
+    "u AS (UPDATE otelhooks_logs SET head = w.head, oldest = w.oldest FROM w "
+    "WHERE name = %(log)s AND w.c > 0), "
+    "d AS (DELETE FROM otelhooks_events WHERE log = %(log)s AND seq < (SELECT oldest FROM w "
+    "WHERE c > 0 AND oldest > GREATEST(%(oldest)s, 1))) "
+    f"SELECT w.c, (SELECT 1 FROM pg_notify('{CHANNEL}', %(log)s) WHERE w.c > 0) FROM w"
+).encode()
 _READ = (
     "WITH h AS (SELECT head, oldest FROM otelhooks_logs WHERE name = %(log)s) "
     f"SELECT h.head, h.oldest, e.* FROM h LEFT JOIN LATERAL (SELECT {_COLUMNS} "
@@ -146,58 +181,23 @@ class PostgresEventLog(EventLog):
         return self._worker.submit(entry)
 
     def _write(self, batch: list[EventEntry]) -> None:
-        keyed = [(dedupe_key(entry), entry) for entry in batch]
-        keys = [key for key, _ in keyed if key is not None]
+        rows = json.dumps([(*entry, dedupe_key(entry)) for entry in batch])
+        params: dict[str, object] = {"log": self.name, "retention": self.retention, "rows": rows}
         try:
             with self.store.transaction() as conn:
-                row = conn.execute(
-                    "SELECT head, oldest FROM otelhooks_logs WHERE name = %s FOR UPDATE",
-                    (self.name,),
-                ).fetchone()
+                row = conn.execute(_LOCK_LOG, (self.name,)).fetchone()
                 assert row is not None
-                head, oldest = int(row[0]), int(row[1])  # type: ignore[call-overload]
-                seen: set[str] = set()
-                if keys:
-                    held = conn.execute(
-                        "SELECT dedupe FROM otelhooks_events WHERE log = %s AND dedupe = ANY(%s)",
-                        (self.name, keys),
-                    ).fetchall()
-                    seen = {str(r[0]) for r in held}
-                fresh: list[tuple[str | None, EventEntry]] = []
-                for key, entry in keyed:
-                    if key is not None:
-                        if key in seen:
-                            continue
-                        seen.add(key)
-                    fresh.append((key, entry))
-                new_head = head + len(fresh)
-                new_oldest = max(
-                    oldest or (head + 1 if fresh else 0), new_head - self.retention + 1
-                )
-                if fresh:
-                    with conn.cursor().copy(
-                        f"COPY otelhooks_events (log, {_COLUMNS}, dedupe) FROM STDIN"
-                    ) as copy:
-                        for seq, (key, entry) in enumerate(fresh, start=head + 1):
-                            copy.write_row((self.name, seq, *entry, key))
-                    conn.execute(
-                        "UPDATE otelhooks_logs SET head = %s, oldest = %s WHERE name = %s",
-                        (new_head, new_oldest, self.name),
-                    )
-                    if new_oldest > max(oldest, 1):
-                        conn.execute(
-                            "DELETE FROM otelhooks_events WHERE log = %s AND seq < %s",
-                            (self.name, new_oldest),
-                        )
-                    conn.execute("SELECT pg_notify(%s, %s)", (CHANNEL, self.name))
+                params["head"], params["oldest"] = int(row[0]), int(row[1])  # type: ignore[call-overload]
+                written = conn.execute(_APPEND, params).fetchone()
         except StoreError as exc:
             with self._lock:
                 self._failed += len(batch)
             _log.error("event log commit failed", log=self.name, records=len(batch), error=str(exc))
             return
+        fresh = int(written[0]) if written else 0  # type: ignore[call-overload]
         with self._lock:
-            self._written += len(fresh)
-            self._skipped += len(batch) - len(fresh)
+            self._written += fresh
+            self._skipped += len(batch) - fresh
         self.signal.notify()  # this instance's waiters need not wait for the round trip
 
     def read(self, since: int, limit: int, *, newest: bool = False) -> EventBatch:

@@ -29,9 +29,11 @@ if TYPE_CHECKING:
     from psycopg_pool import ConnectionPool
 
     from otelhooks._actions._outbox import Report
+    from otelhooks._store._pg_approvals import SharedApprovalInbox
     from otelhooks._store._pg_listen import Listener
     from otelhooks._store._pg_outbox import PostgresOutbox
     from otelhooks._store._pg_sessions import SharedSessions
+    from otelhooks._store._pg_webindex import SharedTraceIndex
     from otelhooks.integrations.claude_code._sessions import DropCounter
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresStore", "store_name"]
@@ -131,6 +133,86 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
         CREATE INDEX otelhooks_claude_code_touched_at ON otelhooks_claude_code.touched (at);
         """,
     ),
+    (
+        4,
+        # The approval inbox of the fleet; the head row numbers (and orders) every change.
+        """
+        CREATE TABLE otelhooks_approvals_head (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            changed BIGINT NOT NULL
+        );
+        INSERT INTO otelhooks_approvals_head (id, changed) VALUES (1, 0);
+        CREATE TABLE otelhooks_approvals (
+            id TEXT PRIMARY KEY,
+            changed BIGINT NOT NULL,
+            hook_id TEXT NOT NULL,
+            event TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            args TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            session TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            trace_id TEXT NOT NULL,
+            span_id TEXT NOT NULL,
+            created_ms BIGINT NOT NULL,
+            deadline_ms BIGINT NOT NULL,
+            default_decision TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            editable BOOLEAN NOT NULL,
+            state TEXT NOT NULL DEFAULT 'pending',
+            answered_by TEXT NOT NULL DEFAULT '',
+            answered_ms BIGINT NOT NULL DEFAULT 0,
+            answer_reason TEXT NOT NULL DEFAULT '',
+            answer_args TEXT
+        );
+        CREATE INDEX otelhooks_approvals_changed ON otelhooks_approvals (changed);
+        CREATE INDEX otelhooks_approvals_due ON otelhooks_approvals (deadline_ms)
+            WHERE state = 'pending';
+        """,
+    ),
+    (
+        5,
+        # What the web view lists: a summary row per trace, the spans as the page reads them,
+        # and which span holds each approval; the head row orders the writers and the bounds.
+        """
+        CREATE TABLE otelhooks_web_head (
+            id INTEGER PRIMARY KEY CHECK (id = 1),
+            version BIGINT NOT NULL,
+            seq BIGINT NOT NULL,
+            n BIGINT NOT NULL,
+            traces BIGINT NOT NULL,
+            spans BIGINT NOT NULL,
+            evicted BIGINT NOT NULL
+        );
+        INSERT INTO otelhooks_web_head VALUES (1, 0, 0, 0, 0, 0, 0);
+        CREATE TABLE otelhooks_web_traces (
+            trace_id TEXT PRIMARY KEY,
+            seq BIGINT NOT NULL,
+            agent TEXT NOT NULL,
+            tools TEXT[] NOT NULL,
+            decisions TEXT[] NOT NULL,
+            errors INTEGER NOT NULL,
+            spans INTEGER NOT NULL,
+            dropped INTEGER NOT NULL,
+            summary TEXT NOT NULL
+        );
+        CREATE UNIQUE INDEX otelhooks_web_traces_seq ON otelhooks_web_traces (seq);
+        CREATE TABLE otelhooks_web_spans (
+            trace_id TEXT NOT NULL,
+            n BIGINT NOT NULL,
+            span_id TEXT NOT NULL,
+            service TEXT NOT NULL,
+            body TEXT NOT NULL,
+            PRIMARY KEY (trace_id, n)
+        );
+        CREATE TABLE otelhooks_web_approvals (
+            approval_id TEXT PRIMARY KEY,
+            trace_id TEXT NOT NULL,
+            stand_in BIGINT
+        );
+        CREATE INDEX otelhooks_web_approvals_trace ON otelhooks_web_approvals (trace_id);
+        """,
+    ),
 )
 SCHEMA_VERSION: Final = MIGRATIONS[-1][0]
 
@@ -208,6 +290,7 @@ class PostgresStore(Store):
         self._pool.open(wait=False)
         self._logs: list[EventLog] = []
         self._listener: Listener | None = None
+        self._inbox: SharedApprovalInbox | None = None
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
@@ -315,6 +398,19 @@ class PostgresStore(Store):
         from otelhooks._store._pg_sessions import SharedSessions
 
         return SharedSessions(self, on_drop=on_drop)
+
+    def trace_index(self, *, capture_content: bool, **bounds: int) -> SharedTraceIndex:
+        from otelhooks._store._pg_webindex import SharedTraceIndex
+
+        return SharedTraceIndex(self, capture_content=capture_content, **bounds)
+
+    def approval_inbox(self) -> SharedApprovalInbox:
+        """The approval inbox every instance on the store lists and answers (one per store)."""
+        from otelhooks._store._pg_approvals import SharedApprovalInbox
+
+        if self._inbox is None:
+            self._inbox = SharedApprovalInbox(self)
+        return self._inbox
 
     def listener(self) -> Listener:
         """The store's one ``LISTEN`` connection (started on first use)."""

@@ -58,6 +58,7 @@ def open_state(
         raise ConfigError(str(exc), field="store") from None
     try:
         logs = [state.event_log(c) for c in configs]
+        state.approval_inbox()  # made now, so that a store it cannot read fails the start
         closing = [share_outbox(processor, state)] if state.shared else []
     except StoreError as exc:
         state.close()

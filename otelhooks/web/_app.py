@@ -25,10 +25,12 @@ style sheet wants the admin token (see :mod:`otelhooks.web._auth`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
+from collections.abc import Callable
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import parse_qs
 
 from otelhooks._actions._approval_inbox import ApprovalInbox
@@ -38,6 +40,8 @@ from otelhooks.web._auth import COOKIE, SECURITY_HEADERS, Caller, WebAuth
 from otelhooks.web._store import TraceIndex
 
 __all__ = ["WebApp"]
+
+_T = TypeVar("_T")
 
 _STATIC_TYPES = {
     ".html": b"text/html; charset=utf-8",
@@ -137,23 +141,31 @@ class WebApp:
         elif path.startswith("/static/") and path[8:] in self._files:
             await self._file(send, path[8:])
         elif path == "/v1/ui/session":
-            await send_json(send, 200, self._session(caller))
+            await send_json(send, 200, await self._read(self._session, caller))
         elif path == "/v1/ui/operations":
             await self._operations(scope, send)
         elif path == "/v1/ui/changes":
             await self._changes(scope, receive, send)
         elif (match := _TRACE.match(path)) is not None:
             if match.group(2):
-                found = self.index.span(match.group(1), match.group(2))
+                found = await self._read(self.index.span, match.group(1), match.group(2))
             else:
                 outline = query(scope).get("view") == "outline"
-                found = self.index.trace(match.group(1), outline=outline)
+                read = functools.partial(self.index.trace, match.group(1), outline=outline)
+                found = await self._read(read)
             if found is None:
                 await send_json(send, 404, {"error": "not_found", "message": "not kept"})
             else:
                 await send_json(send, 200, found)
         else:
             await send_json(send, 404, {"error": "not_found"})
+
+    async def _read(self, method: Callable[..., _T], /, *args: Any) -> _T:
+        """``method(*args)`` of the index: on a worker thread when the index waits for a
+        database (a shared store's), never on the event loop."""
+        if self.index.blocking:
+            return await asyncio.to_thread(method, *args)
+        return method(*args)
 
     async def _file(self, send: Send, name: str) -> None:
         body, ctype = self._files[name]
@@ -177,7 +189,8 @@ class WebApp:
         except ValueError:
             await send_json(send, 400, {"error": "bad_parameter"})
             return
-        body = self.index.operations(
+        read = functools.partial(
+            self.index.operations,
             agent=q.get("agent", ""),
             tool=q.get("tool", ""),
             decision=q.get("decision", ""),
@@ -185,7 +198,7 @@ class WebApp:
             before=before,
             limit=limit,
         )
-        await send_json(send, 200, body)
+        await send_json(send, 200, await self._read(read))
 
     async def _changes(self, scope: Scope, receive: Receive, send: Send) -> None:
         q = query(scope)

@@ -21,9 +21,9 @@ is recorded as given (a chat integration names its user), else ``browser`` or ``
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
-import time
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -72,7 +72,7 @@ class ApprovalRoutes:
             return
         match = _ONE.match(path)
         if path == "/v1/approvals" and method == "GET" and caller.admin:
-            await _json(send, 200, self._listing())
+            await _json(send, 200, await self.inbox.call(self._listing))
         elif path == "/v1/approvals" and method == "POST" and caller.how == "bearer":
             await self._create(receive, send)
         elif match is not None and method == "GET":
@@ -124,20 +124,23 @@ class ApprovalRoutes:
             await _json(send, 400, {"error": "bad_request", "message": message})
             return
         try:
-            item = self.inbox.request(
-                hook_id=_text(body.get("hook_id"), "?"),
-                event=_text(body.get("event"), "before_tool_call"),
-                tool=_text(body.get("tool")),
-                timeout_s=float(timeout),
-                default=default,
-                args=args,
-                reason=_text(body.get("reason")),
-                agent=_text(body.get("agent")),
-                session=_text(body.get("session")),
-                user=_text(body.get("user")),
-                trace_id=_hex(body.get("trace_id"), 32),
-                span_id=_hex(body.get("span_id"), 16),
-                editable=body.get("editable") is True,
+            item = await self.inbox.call(
+                functools.partial(
+                    self.inbox.request,
+                    hook_id=_text(body.get("hook_id"), "?"),
+                    event=_text(body.get("event"), "before_tool_call"),
+                    tool=_text(body.get("tool")),
+                    timeout_s=float(timeout),
+                    default=default,
+                    args=args,
+                    reason=_text(body.get("reason")),
+                    agent=_text(body.get("agent")),
+                    session=_text(body.get("session")),
+                    user=_text(body.get("user")),
+                    trace_id=_hex(body.get("trace_id"), 32),
+                    span_id=_hex(body.get("span_id"), 16),
+                    editable=body.get("editable") is True,
+                )
             )
         except InboxFull as exc:
             await _json(send, 503, {"error": "inbox_full", "message": str(exc)})
@@ -145,8 +148,7 @@ class ApprovalRoutes:
         await _json(send, 201, item.to_json(content=True))
 
     async def _one(self, approval_id: str, scope: Scope, receive: Receive, send: Send) -> None:
-
-        item = self.inbox.get(approval_id)
+        item = await self.inbox.call(self.inbox.get, approval_id)
         if item is None:
             await _json(send, 404, {"error": "not_found"})
             return
@@ -180,11 +182,17 @@ class ApprovalRoutes:
         if args is not None and not self.capture_content:
             args = None  # arguments the person could not see are not theirs to edit
         by = _text(body.get("by")) or ("browser" if how == "cookie" else "api")
-        item = self.inbox.answer(
-            approval_id, decision, by=by, reason=_text(body.get("reason")), args=args
+        answer = functools.partial(
+            self.inbox.answer,
+            approval_id,
+            decision,
+            by=by,
+            reason=_text(body.get("reason")),
+            args=args,
         )
+        item = await self.inbox.call(answer)
         if item is None:
-            known = self.inbox.get(approval_id)
+            known = await self.inbox.call(self.inbox.get, approval_id)
             status = 404 if known is None else 409
             await _json(send, status, {"error": "not_found" if known is None else "answered"})
             return
@@ -192,23 +200,25 @@ class ApprovalRoutes:
 
 
 async def _answered(inbox: ApprovalInbox, item: Any, wait: float) -> None:
-    """Wait up to ``wait`` seconds for ``item``'s answer; its deadline applies the default."""
+    """Wait up to ``wait`` seconds for ``item``'s answer; its deadline applies the default (by
+    the inbox's clock: a shared inbox's is the database's, which may say "not yet")."""
     loop = asyncio.get_running_loop()
     end = loop.time() + wait
     while item.state == "pending":
-        left = min(end - loop.time(), (item.deadline_ms / 1000) - _now_s())
-        if left <= 0:
-            if end - loop.time() > 0:
-                inbox.expire(item.id)
+        waited = end - loop.time()
+        if waited <= 0:
             return
+        left = min(waited, inbox.seconds_left(item))
+        if left <= 0:
+            await inbox.call(inbox.expire, item.id)
+            if item.state == "pending":
+                await asyncio.sleep(0.05)
+            continue
         woken = inbox.signal.arm()
         if item.state != "pending":
             return
         try:
-            await asyncio.wait_for(woken.wait(), left)
+            await asyncio.wait_for(woken.wait(), min(left, inbox.recheck_s))
         except TimeoutError:
-            continue
-
-
-def _now_s() -> float:
-    return time.time()
+            if inbox.seconds_left(item) > 0:
+                await inbox.call(inbox.recheck)

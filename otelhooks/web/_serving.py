@@ -136,6 +136,7 @@ def web_serving(
     max_traces: int = 10_000,
     max_spans: int = 200_000,
     inbox: ApprovalInbox | None = None,
+    index: TraceIndex | None = None,
 ) -> WebServing:
     """Build the web view of a server.
 
@@ -148,6 +149,8 @@ def web_serving(
         capture_content: show prompts and arguments; the GenAI capture switch when omitted.
         max_traces, max_spans: the bounds of the trace index.
         inbox: the approvals inbox; this process's one when omitted.
+        index: the trace index (a shared store's); one in memory with ``max_traces``,
+            ``max_spans`` and ``capture_content`` when omitted.
 
     Example:
         >>> serving = web_serving(token="s3cret")
@@ -155,7 +158,8 @@ def web_serving(
         0
     """
     capture = capture_from_env() if capture_content is None else capture_content
-    index = TraceIndex(max_traces=max_traces, max_spans=max_spans, capture_content=capture)
+    if index is None:
+        index = TraceIndex(max_traces=max_traces, max_spans=max_spans, capture_content=capture)
     inbox = inbox if inbox is not None else process_inbox()
     provider = TracerProvider(resource=Resource.create({"service.name": "otelhooks-serve"}))
     provider.add_span_processor(index)

@@ -35,7 +35,14 @@ from otelhooks import _semconv as sc
 from otelhooks._eventlog._signal import AppendSignal
 from otelhooks.web._summary import TraceSummary, decision_of
 
-__all__ = ["APPROVAL_ID", "APPROVAL_STAND_IN", "CONTENT_ATTRIBUTES", "TraceIndex"]
+__all__ = [
+    "APPROVAL_ID",
+    "APPROVAL_STAND_IN",
+    "CONTENT_ATTRIBUTES",
+    "OUTLINE",
+    "TraceIndex",
+    "approval_ids",
+]
 
 APPROVAL_ID = "otelhooks.approval.id"
 APPROVAL_STAND_IN = "otelhooks.approval.stand_in"
@@ -55,7 +62,8 @@ CONTENT_ATTRIBUTES = frozenset(
 # array's items, a span's attributes, events and links. With the span bounds these bound memory.
 _MAX_VALUE_CHARS = 4096
 _MAX_ITEMS = 128
-_OUTLINE = ("s", "p", "n", "t0", "t1", "st", "o", "d")
+#: The keys of a span the waterfall draws (``view=outline``).
+OUTLINE = ("s", "p", "n", "t0", "t1", "st", "o", "d")
 
 
 def _hex(value: int, width: int) -> str:
@@ -82,7 +90,8 @@ def _attrs(attributes: Mapping[str, Any] | None, capture: bool) -> dict[str, Any
     return kept
 
 
-def _approval_ids(row: dict[str, Any]) -> list[str]:
+def approval_ids(row: dict[str, Any]) -> list[str]:
+    """The ``otelhooks.approval.id`` of each approve/reject event of a span's row."""
     return [
         str(e["a"][APPROVAL_ID])
         for e in row["e"]
@@ -131,6 +140,9 @@ class TraceIndex(SpanProcessor, SpanExporter):
         >>> index.operations(limit=10)["operations"]
         []
     """
+
+    #: Whether the reads wait for a database (then the web view reads on a worker thread).
+    blocking = False
 
     def __init__(
         self,
@@ -183,7 +195,7 @@ class TraceIndex(SpanProcessor, SpanExporter):
             return
         with self._lock:
             for trace_id, service, row in rows:
-                ids = _approval_ids(row)
+                ids = approval_ids(row)
                 stand_in = bool(ids) and row["a"].get(APPROVAL_STAND_IN) is True
                 if stand_in and any(i in self._approvals for i in ids):
                     continue  # the call's span already holds this approval
@@ -325,7 +337,7 @@ class TraceIndex(SpanProcessor, SpanExporter):
             summary = trace.summary.to_json()
             dropped = trace.dropped
         if outline:
-            spans = [{k: row[k] for k in _OUTLINE} for row in spans]
+            spans = [{k: row[k] for k in OUTLINE} for row in spans]
         return {"summary": summary, "spans": spans, "dropped": dropped}
 
     def span(self, trace_id: str, span_id: str) -> dict[str, Any] | None:

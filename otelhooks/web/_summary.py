@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from otelhooks import _semconv as sc
@@ -107,6 +107,26 @@ class TraceSummary:
             "decisions": sorted(self.decisions),
             "updated": self.updated,
         }
+
+    def state(self) -> dict[str, Any]:
+        """Every field as JSON values (sets as sorted lists): what a shared index stores, so
+        that another instance goes on adding spans to the same row (:meth:`from_state`)."""
+        return {
+            f.name: sorted(value) if isinstance(value, set) else value
+            for f in fields(self)
+            for value in (getattr(self, f.name),)
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> TraceSummary:
+        """The summary :meth:`state` gave."""
+        known = {f.name: f for f in fields(cls)}
+        values: dict[str, Any] = {
+            name: set(value) if known[name].default_factory is set else value
+            for name, value in state.items()
+            if name in known
+        }
+        return cls(**values)
 
     def add(self, span: dict[str, Any], service: str) -> None:
         attrs = span["a"]

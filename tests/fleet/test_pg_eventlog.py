@@ -143,6 +143,41 @@ def test_retention_deletes_the_oldest_and_reports_the_gap(pg_url: str) -> None:
         store.close()
 
 
+def test_a_record_twice_in_one_batch_is_stored_once(
+    instances: tuple[PostgresEventLog, PostgresEventLog],
+) -> None:
+    a, _ = instances
+    for n in (0, 1, 0, 2, 1):
+        a.append(_entry(n))
+    assert a.flush(10)
+    records = a.read(0, 100).records
+    assert [(r.seq, r.span_id) for r in records] == [
+        (1, f"{1:016x}"),
+        (2, f"{2:016x}"),
+        (3, f"{3:016x}"),
+    ]
+    assert a.duplicates_skipped == 2
+
+
+def test_a_batch_larger_than_the_retention_keeps_its_newest_records(pg_url: str) -> None:
+    store = open_store(pg_url)
+    log = store.event_log(AgentEventsConfig(name="tiny", durable=True, path="x", retention=3))
+    try:
+        log.append(_entry(100))
+        assert log.flush(10)
+        for n in range(10):  # one batch: written together
+            log.append(_entry(n))
+        assert log.flush(10)
+        batch = log.read(0, 100)
+        assert [r.seq for r in batch.records] == [9, 10, 11]
+        assert [r.span_id for r in batch.records] == [f"{n + 1:016x}" for n in (7, 8, 9)]
+        assert (batch.oldest, batch.dropped_window) == (9, 8)
+        assert log.stats().head == 11
+    finally:
+        log.close()
+        store.close()
+
+
 def test_the_epoch_survives_reopening_the_log(pg_url: str) -> None:
     config = AgentEventsConfig(name="kept")
     first = open_store(pg_url)

@@ -1,0 +1,360 @@
+"""The approval inbox in PostgreSQL: asked through one instance, answered through any other.
+
+Every approval is a row of ``otelhooks_approvals``; asking, answering and applying the default
+are each one transaction that first takes the row of ``otelhooks_approvals_head``
+(``UPDATE ... RETURNING``), numbering the change. That lock orders the writers of all
+instances, so ``changed`` numbers become visible in order and a reader that saw change N never
+misses a change below it. A change runs ``pg_notify('otelhooks_approvals', ...)``; every
+instance's listener then reads the rows changed since the last one it saw and updates its
+copies of them in place, which wakes whatever waits on them here: the ``approval:`` hook of a
+Claude Code call held by this instance, a ``GET /v1/approvals/{id}?wait=S``.
+
+Decided once: an answer is ``UPDATE ... WHERE state = 'pending' AND deadline_ms > <now>``, so
+of two answers (two instances, two people, an answer and the deadline) exactly one changes the
+row; the other finds it answered (``409``). The deadline is the database's clock: an answer a
+second after it loses to the default on every instance, whatever their clocks say. The
+instance whose statement changed the row tells its listeners (the event-log record, the
+stand-in span), so each answer is recorded once in the fleet.
+
+What is pending is bounded fleet-wide (``max_pending``, counted under the head lock); answered
+rows beyond the newest ``keep_answered`` are deleted by whoever answers.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from typing import TYPE_CHECKING, Any, Final
+
+import structlog
+
+from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, Decision, InboxFull
+from otelhooks._store._errors import StoreError
+from otelhooks._store._pg_listen import APPROVALS_CHANNEL
+
+if TYPE_CHECKING:
+    from otelhooks._store._postgres import PostgresStore
+
+__all__ = ["SharedApprovalInbox"]
+
+_log = structlog.get_logger("otelhooks")
+
+_NOW_MS: Final = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
+_COLUMNS: Final = (
+    "id, changed, hook_id, event, tool, args, agent, session, user_id, trace_id, span_id, "
+    "created_ms, deadline_ms, default_decision, reason, editable, state, answered_by, "
+    "answered_ms, answer_reason, answer_args"
+)
+_NEXT: Final = b"UPDATE otelhooks_approvals_head SET changed = changed + 1 RETURNING changed"
+_INSERT: Final = (
+    "INSERT INTO otelhooks_approvals (id, changed, hook_id, event, tool, args, agent, session, "
+    "user_id, trace_id, span_id, created_ms, deadline_ms, default_decision, reason, editable) "
+    "SELECT %(id)s, %(changed)s, %(hook_id)s, %(event)s, %(tool)s, %(args)s, %(agent)s, "
+    "%(session)s, %(user)s, %(trace_id)s, %(span_id)s, t.now, t.now + %(timeout_ms)s, "
+    f"%(default)s, %(reason)s, %(editable)s FROM (SELECT {_NOW_MS} AS now) t "
+    "WHERE (SELECT count(*) FROM otelhooks_approvals WHERE state = 'pending' "
+    f"AND deadline_ms > t.now) < %(max)s RETURNING {_COLUMNS}, {_NOW_MS}"
+).encode()
+_ANSWER: Final = (
+    "UPDATE otelhooks_approvals SET state = %(state)s, answered_by = %(by)s, "
+    f"answered_ms = {_NOW_MS}, answer_reason = %(reason)s, "
+    "answer_args = CASE WHEN editable THEN %(args)s::text END, changed = %(changed)s "
+    f"WHERE id = %(id)s AND state = 'pending' AND deadline_ms > {_NOW_MS} "
+    f"RETURNING {_COLUMNS}, {_NOW_MS}"
+).encode()
+_EXPIRE: Final = (
+    "UPDATE otelhooks_approvals SET state = CASE default_decision WHEN 'allow' "
+    "THEN 'allowed' ELSE 'denied' END, answered_by = 'timeout', "
+    f"answered_ms = {_NOW_MS}, answer_reason = 'no answer in time', changed = %(changed)s "
+    f"WHERE state = 'pending' AND deadline_ms <= {_NOW_MS} AND (%(id)s = '' OR id = %(id)s) "
+    f"RETURNING {_COLUMNS}, {_NOW_MS}"
+).encode()
+_OVERDUE: Final = (
+    f"SELECT EXISTS (SELECT 1 FROM otelhooks_approvals WHERE state = 'pending' "
+    f"AND deadline_ms <= {_NOW_MS})"
+).encode()
+_TRIM: Final = (
+    b"DELETE FROM otelhooks_approvals WHERE id IN (SELECT id FROM otelhooks_approvals "
+    b"WHERE state <> 'pending' ORDER BY changed DESC, id OFFSET %(keep)s)"
+)
+_CHANGES: Final = (
+    "SELECT h.changed, a.* FROM otelhooks_approvals_head h LEFT JOIN LATERAL "
+    f"(SELECT {_COLUMNS}, {_NOW_MS} FROM otelhooks_approvals WHERE changed > %(seen)s "
+    "ORDER BY changed LIMIT %(limit)s) a ON true"
+).encode()
+_NOTIFY: Final = b"SELECT pg_notify(%s, 'approvals')"
+_PAGE: Final = 1000
+_RECHECK_S: Final = 5.0  # a waiter reads the rows again even if a notification was lost
+
+
+def _row_to_approval(row: tuple[Any, ...]) -> Approval:
+    """An :class:`Approval` of a row in ``_COLUMNS`` order."""
+    answer_args = json.loads(row[20]) if row[20] is not None else None
+    return Approval(
+        id=row[0],
+        hook_id=row[2],
+        event=row[3],
+        tool=row[4],
+        args=json.loads(row[5]),
+        agent=row[6],
+        session=row[7],
+        user=row[8],
+        trace_id=row[9],
+        span_id=row[10],
+        created_ms=int(row[11]),
+        deadline_ms=int(row[12]),
+        default=row[13],
+        reason=row[14],
+        editable=bool(row[15]),
+        state=row[16],
+        answered_by=row[17],
+        answered_ms=int(row[18]),
+        answer_reason=row[19],
+        answer_args=answer_args,
+    )
+
+
+class SharedApprovalInbox(ApprovalInbox):
+    """The inbox of every ``serve`` instance on one PostgreSQL store (see the module docstring).
+
+    This instance keeps copies of the pending approvals and the last answered ones, brought up
+    to date by the store's notifications and before every listing; what it waits on is one of
+    those copies, updated in place. :attr:`version` is the fleet's change number, the same on
+    every instance.
+
+    Args:
+        store: the store (its pool, its listener).
+        max_pending: approvals allowed to wait at a time, in the whole fleet.
+        keep_answered: answered approvals kept for the page's history.
+
+    Raises:
+        StoreError: the store cannot be read.
+    """
+
+    blocking = True
+    recheck_s = _RECHECK_S
+
+    def __init__(
+        self, store: PostgresStore, *, max_pending: int = 256, keep_answered: int = 200
+    ) -> None:
+        super().__init__(max_pending=max_pending, keep_answered=keep_answered)
+        self.store = store
+        self._seen = 0
+        self._offset_ms = 0  # the database's clock minus ours, at the last statement
+        self._reading = threading.Lock()  # one reader of changes at a time, in order
+        store.listener().subscribe("approvals", self._woken, channel=APPROVALS_CHANNEL)
+        self.recheck()
+
+    # -- writing ------------------------------------------------------------------------------
+
+    def request(
+        self,
+        *,
+        hook_id: str,
+        event: str,
+        tool: str,
+        timeout_s: float,
+        default: Decision,
+        args: dict[str, Any] | None = None,
+        reason: str = "",
+        agent: str = "",
+        session: str = "",
+        user: str = "",
+        trace_id: str = "",
+        span_id: str = "",
+        editable: bool = False,
+    ) -> Approval:
+        """Add a pending approval, its deadline by the database's clock.
+
+        Raises:
+            InboxFull: ``max_pending`` approvals wait in the fleet already.
+            StoreUnavailable: the store cannot commit right now.
+        """
+        self._expire_due()
+        params = {
+            "id": uuid.uuid4().hex,
+            "hook_id": hook_id,
+            "event": event,
+            "tool": tool,
+            "args": json.dumps(dict(args or {}), default=str),
+            "agent": agent,
+            "session": session,
+            "user": user,
+            "trace_id": trace_id,
+            "span_id": span_id,
+            "timeout_ms": int(timeout_s * 1000),
+            "default": default,
+            "reason": reason,
+            "editable": editable,
+            "max": self.max_pending,
+        }
+        with self.store.transaction() as conn:
+            params["changed"] = _one_int(conn.execute(_NEXT).fetchone())
+            rows = conn.execute(_INSERT, params).fetchall()
+            if rows:
+                conn.execute(_NOTIFY, (APPROVALS_CHANNEL,))
+        if not rows:
+            raise InboxFull(f"{self.max_pending} approvals are waiting already")
+        self._clock(rows[0])
+        self.recheck()
+        with self._lock:
+            held = self._pending.get(str(rows[0][0]))
+        return held if held is not None else self._apply(rows, tell=False)[0]
+
+    def answer(
+        self,
+        approval_id: str,
+        decision: Decision,
+        *,
+        by: str,
+        reason: str = "",
+        args: dict[str, Any] | None = None,
+    ) -> Approval | None:
+        """Answer a pending approval unless another instance, a person or its deadline did
+        first; ``None`` when it is unknown or was answered already (then its default applies
+        now if its deadline passed)."""
+        allowed = decision == "allow"
+        params: dict[str, object] = {
+            "id": approval_id,
+            "state": "allowed" if allowed else "denied",
+            "by": by,
+            "reason": reason,
+            "args": json.dumps(args, default=str) if args is not None and allowed else None,
+        }
+        with self.store.transaction() as conn:
+            params["changed"] = _one_int(conn.execute(_NEXT).fetchone())
+            rows = conn.execute(_ANSWER, params).fetchall()
+            if rows:
+                conn.execute(_NOTIFY, (APPROVALS_CHANNEL,))
+                self._trim(conn)
+        if not rows:
+            self.expire(approval_id)  # a late answer: the default wins, and is recorded
+            return None
+        self._clock(rows[0])
+        return self._apply(rows, tell=True)[0]
+
+    def expire(self, approval_id: str) -> Approval | None:
+        """Apply the default to ``approval_id`` if its deadline passed by the database's clock;
+        the approval as it is now (still pending when the database says it is not due)."""
+        self._expire(approval_id)
+        return self.get(approval_id)
+
+    def _expire_due(self) -> None:
+        """Apply the default to every overdue approval (one read when none is)."""
+        found = self.store.statement(_OVERDUE)
+        if found and found[0][0]:
+            self._expire("")
+
+    def _expire(self, approval_id: str) -> None:
+        with self.store.transaction() as conn:
+            changed = _one_int(conn.execute(_NEXT).fetchone())
+            rows = conn.execute(_EXPIRE, {"changed": changed, "id": approval_id}).fetchall()
+            if rows:
+                conn.execute(_NOTIFY, (APPROVALS_CHANNEL,))
+                self._trim(conn)
+        if rows:
+            self._clock(rows[0])
+            self._apply(rows, tell=True)
+
+    def _trim(self, conn: Any) -> None:
+        conn.execute(_TRIM, {"keep": self.keep_answered})
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def get(self, approval_id: str) -> Approval | None:
+        """A pending or recently answered approval of any instance."""
+        self.recheck()
+        return super().get(approval_id)
+
+    def pending(self) -> list[Approval]:
+        """Waiting approvals of the fleet, oldest first (overdue ones get their default now)."""
+        self._expire_due()
+        self.recheck()
+        with self._lock:
+            return sorted(self._pending.values(), key=lambda a: (a.created_ms, a.id))
+
+    def answered(self) -> list[Approval]:
+        """The fleet's last answered approvals, newest first."""
+        self.recheck()
+        return super().answered()
+
+    def seconds_left(self, item: Approval) -> float:
+        """Seconds until ``item``'s deadline by the database's clock (as last seen)."""
+        now_db = time.time_ns() // 1_000_000 + self._offset_ms
+        return (item.deadline_ms - now_db) / 1000
+
+    def recheck(self) -> None:
+        """Read the rows changed since the last change seen and update the copies here.
+
+        Raises:
+            StoreUnavailable: the store cannot be read right now.
+        """
+        with self._reading:
+            while True:
+                rows = self.store.statement(_CHANGES, {"seen": self._seen, "limit": _PAGE})
+                head = _one_int(rows[0]) if rows else self._seen
+                changed = [row[1:] for row in rows if row[1] is not None]
+                if changed:
+                    self._clock(changed[-1])
+                    self._apply(changed, tell=False)
+                    self._seen = int(changed[-1][1])
+                if len(changed) < _PAGE:
+                    self._seen = max(self._seen, head)
+                    break
+        if self.version != self._seen:
+            self.version = self._seen
+            self.signal.notify()
+
+    def _woken(self) -> None:
+        try:
+            self.recheck()
+        except StoreError as exc:
+            _log.warning("approvals not read after a notification", error=str(exc))
+
+    # -- inside -------------------------------------------------------------------------------
+
+    def _clock(self, row: tuple[Any, ...]) -> None:
+        self._offset_ms = int(row[-1]) - time.time_ns() // 1_000_000
+
+    def _apply(self, rows: list[tuple[Any, ...]], *, tell: bool) -> list[Approval]:
+        """Bring this instance's copies in line with ``rows`` (the same objects are updated, so
+        their waiters wake); with ``tell`` the listeners hear of each one answered."""
+        items: list[Approval] = []
+        settled: list[Approval] = []
+        with self._lock:
+            for row in rows:
+                fresh = _row_to_approval(row)
+                item = self._pending.get(fresh.id) or self._answered.get(fresh.id)
+                if item is None:
+                    item = fresh
+                    if fresh.state == "pending":
+                        self._pending[item.id] = item
+                    else:
+                        self._keep_answered(item)
+                elif item.state == "pending" and fresh.state != "pending":
+                    for name in ("state", "answered_by", "answered_ms", "answer_reason"):
+                        setattr(item, name, getattr(fresh, name))
+                    item.answer_args = fresh.answer_args
+                    del self._pending[item.id]
+                    self._keep_answered(item)
+                    settled.append(item)
+                items.append(item)
+        # the listeners hear of an answer from the instance whose statement gave it
+        self._settled(settled, tell=False)
+        if tell:
+            self._settled([i for i in items if i.state != "pending"], tell=True)
+        return items
+
+    def _keep_answered(self, item: Approval) -> None:
+        self._answered[item.id] = item
+        self._answered.move_to_end(item.id)
+        while len(self._answered) > self.keep_answered:
+            self._answered.popitem(last=False)
+
+
+def _one_int(row: tuple[Any, ...] | None) -> int:
+    if row is None:
+        raise StoreError("postgresql", "the approvals' head row is missing")
+    return int(row[0])

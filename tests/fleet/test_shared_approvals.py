@@ -1,0 +1,383 @@
+"""Approvals on PostgreSQL: asked through one ``serve`` instance, listed, answered and resolved
+through another, decided once, due by the database's clock, and kept across a kill -9."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from otelhooks import EventLogServer, serve
+from otelhooks._actions._approval_inbox import InboxFull
+from otelhooks._store._pg_approvals import SharedApprovalInbox
+from otelhooks._store._postgres import PostgresStore
+from tests._postgres import PostgresCluster
+from tests.reliability._serve_proc import ADMIN, INGEST, ServeProc
+
+pytestmark = pytest.mark.timeout(180)
+
+TOKEN = "fleet-admin"
+AUTH = {"Authorization": f"Bearer {TOKEN}"}
+ROUTE = "/v1/hooks/claude-code"
+HOOKS = """\
+hooks:
+  - id: ask-before-shell
+    type: PreToolUse
+    matcher: Bash
+    approval:
+      timeout: {timeout}
+      default: allow
+      reason: a person approves shell commands
+"""
+
+
+def _hooks(tmp: Path, timeout: float = 60) -> Path:
+    path = tmp / f"hooks-{timeout:g}.yaml"
+    path.write_text(HOOKS.format(timeout=timeout))
+    return path
+
+
+def _pre_tool_use(use_id: str) -> dict[str, Any]:
+    return {
+        "session_id": f"sess-{use_id}",
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": "/tmp",
+        "permission_mode": "default",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf victim"},
+        "tool_use_id": use_id,
+    }
+
+
+def _pending(url: str, headers: dict[str, str] = AUTH, timeout_s: float = 20) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        listed = httpx.get(f"{url}/v1/approvals", headers=headers, timeout=10)
+        assert listed.status_code == 200, listed.text
+        if listed.json()["pending"]:
+            (item,) = listed.json()["pending"]
+            return dict(item)
+        time.sleep(0.02)
+    raise AssertionError(f"no approval became pending on {url}")
+
+
+class _Held:
+    """A Claude Code PreToolUse posted to one instance, its answer kept with when it came."""
+
+    def __init__(self, url: str, use_id: str) -> None:
+        self.response: httpx.Response | None = None
+        self.at = 0.0
+        self._thread = threading.Thread(target=self._post, args=(url, use_id))
+        self._thread.start()
+
+    def _post(self, url: str, use_id: str) -> None:
+        self.response = httpx.post(
+            url + ROUTE, json=_pre_tool_use(use_id), headers=AUTH, timeout=90
+        )
+        self.at = time.monotonic()
+
+    def join(self) -> httpx.Response:
+        self._thread.join(90)
+        assert self.response is not None
+        return self.response
+
+
+@pytest.fixture
+def pair(pg_url: str, tmp_path: Path) -> Iterator[list[EventLogServer]]:
+    made: list[EventLogServer] = []
+    try:
+        for _ in range(2):
+            made.append(serve([_hooks(tmp_path)], token=TOKEN, store=pg_url))
+        yield made
+    finally:
+        for server in made:
+            server.stop()
+
+
+def test_a_call_held_on_one_instance_is_denied_through_another_and_wakes_within_a_second(
+    pair: list[EventLogServer],
+) -> None:
+    a, b = pair
+    held = _Held(a.url, "toolu_1")
+    item = _pending(b.url)
+    assert (item["hook_id"], item["tool"], item["state"]) == ("ask-before-shell", "Bash", "pending")
+    answered = httpx.post(
+        f"{b.url}/v1/approvals/{item['id']}",
+        json={"decision": "deny", "reason": "not on prod", "by": "alice"},
+        headers=AUTH,
+    )
+    assert answered.status_code == 200, answered.text
+    at = time.monotonic()
+    response = held.join()
+    assert held.at - at < 1.0  # woken by the notification, not by a poll
+    decision = response.json()["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "deny"
+    assert "not on prod" in decision["permissionDecisionReason"]
+    assert "alice" in decision["permissionDecisionReason"]
+    on_a = httpx.get(f"{a.url}/v1/approvals", headers=AUTH).json()
+    assert on_a["pending"] == []
+    assert [(x["id"], x["state"], x["answered_by"]) for x in on_a["answered"]] == [
+        (item["id"], "denied", "alice")
+    ]
+
+
+def test_the_version_the_page_waits_on_is_the_same_on_every_instance(
+    pair: list[EventLogServer],
+) -> None:
+    a, b = pair
+    held = _Held(a.url, "toolu_v")
+    item = _pending(b.url)
+    httpx.post(f"{a.url}/v1/approvals/{item['id']}", json={"decision": "allow"}, headers=AUTH)
+    held.join()
+    versions = set()
+    for server in (a, b):
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            listed = httpx.get(f"{server.url}/v1/approvals", headers=AUTH).json()
+            if listed["answered"]:
+                versions.add(listed["version"])
+                break
+            time.sleep(0.02)
+    assert len(versions) == 1
+    assert versions.pop() > 0
+
+
+def test_an_approval_is_decided_once_whoever_answers_at_the_same_time(
+    pair: list[EventLogServer],
+) -> None:
+    a, b = pair
+    held = _Held(a.url, "toolu_2")
+    item = _pending(b.url)
+    statuses: list[tuple[str, int]] = []
+    lock = threading.Lock()
+    start = threading.Barrier(8)
+
+    def answer(server: EventLogServer, decision: str) -> None:
+        start.wait()
+        got = httpx.post(
+            f"{server.url}/v1/approvals/{item['id']}",
+            json={"decision": decision, "by": f"{decision}-{server.port}"},
+            headers=AUTH,
+            timeout=30,
+        )
+        with lock:
+            statuses.append((decision, got.status_code))
+
+    answers = [
+        threading.Thread(target=answer, args=(server, decision))
+        for server in (a, b)
+        for decision in ("allow", "deny", "allow", "deny")
+    ]
+    for t in answers:
+        t.start()
+    for t in answers:
+        t.join(30)
+    won = [d for d, status in statuses if status == 200]
+    assert len(won) == 1, statuses
+    assert sorted(status for _, status in statuses) == [200] + [409] * 7
+    response = held.join()
+    decision = response.json().get("hookSpecificOutput", {}).get("permissionDecision")
+    assert (decision == "deny") == (won[0] == "deny")
+    # a second answer afterwards is a clear conflict, on either instance
+    for server in (a, b):
+        late = httpx.post(
+            f"{server.url}/v1/approvals/{item['id']}", json={"decision": "allow"}, headers=AUTH
+        )
+        assert (late.status_code, late.json()["error"]) == (409, "answered")
+
+
+def test_the_answer_is_recorded_once_in_the_shared_event_log(pair: list[EventLogServer]) -> None:
+    a, b = pair
+    held = _Held(a.url, "toolu_3")
+    item = _pending(b.url)
+    httpx.post(f"{b.url}/v1/approvals/{item['id']}", json={"decision": "deny"}, headers=AUTH)
+    held.join()
+    deadline = time.monotonic() + 10
+    records: list[dict[str, Any]] = []
+    while time.monotonic() < deadline:
+        body = httpx.get(f"{a.url}/v1/events", params={"since": 0}, headers=AUTH).json()
+        records = [r for r in body["events"] if r["kind"] == "approval"]
+        if records:
+            break
+        time.sleep(0.05)
+    time.sleep(0.5)  # a second record, were there one, would be committed by now
+    body = httpx.get(f"{b.url}/v1/events", params={"since": 0}, headers=AUTH).json()
+    records = [r for r in body["events"] if r["kind"] == "approval"]
+    assert len(records) == 1, records
+    assert records[0]["detail"].startswith("rejected by api")
+
+
+def test_a_late_answer_loses_to_the_default_by_the_database_clock(
+    pg_url: str, tmp_path: Path
+) -> None:
+    a = serve([_hooks(tmp_path, timeout=1)], token=TOKEN, store=pg_url)
+    b = serve([_hooks(tmp_path, timeout=1)], token=TOKEN, store=pg_url)
+    try:
+        held = _Held(a.url, "toolu_4")
+        item = _pending(b.url)
+        assert item["deadline_ms"] - item["created_ms"] == 1000
+        response = held.join()
+        # default allow: Claude Code gets no objection
+        assert response.json().get("hookSpecificOutput", {}).get("permissionDecision") != "deny"
+        late = httpx.post(
+            f"{b.url}/v1/approvals/{item['id']}", json={"decision": "deny"}, headers=AUTH
+        )
+        assert late.status_code == 409
+        (answered,) = httpx.get(f"{b.url}/v1/approvals", headers=AUTH).json()["answered"]
+        assert (answered["state"], answered["answered_by"]) == ("allowed", "timeout")
+    finally:
+        a.stop()
+        b.stop()
+    store = PostgresStore(pg_url)
+    try:
+        (row,) = store.statement(
+            b"SELECT answered_ms >= deadline_ms, created_ms, "
+            b"(extract(epoch FROM clock_timestamp()) * 1000)::bigint FROM otelhooks_approvals"
+        )
+    finally:
+        store.close()
+    assert row[0] is True  # applied when the database's clock said the deadline had passed
+    assert abs(row[2] - row[1]) < 60_000
+
+
+def test_the_pending_bound_holds_for_the_fleet(pg_url: str) -> None:
+    stores = [PostgresStore(pg_url), PostgresStore(pg_url)]
+    try:
+        stores[0].migrate()
+        inboxes = [SharedApprovalInbox(s, max_pending=2) for s in stores]
+        ask = {"hook_id": "h", "event": "before_tool_call", "tool": "t", "timeout_s": 60}
+        inboxes[0].request(**ask, default="deny")
+        inboxes[1].request(**ask, default="deny")
+        with pytest.raises(InboxFull):
+            inboxes[0].request(**ask, default="deny")
+        assert len(inboxes[1].pending()) == 2
+    finally:
+        for s in stores:
+            s.close()
+
+
+def _serve_proc(tmp: Path, store: str) -> ServeProc:
+    return ServeProc(tmp, "--store", store, "--hooks", str(_hooks(tmp)))
+
+
+def _admin(url: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {ADMIN}"}
+
+
+def test_an_approval_outlives_a_kill_9_of_the_instance_that_answers_it(
+    pg_url: str, tmp_path: Path
+) -> None:
+    a = _serve_proc(tmp_path, pg_url)
+    b = _serve_proc(tmp_path, pg_url)
+    try:
+        asked = httpx.post(
+            f"{a.url}/v1/approvals",
+            json={"hook_id": "bot", "tool": "deploy", "timeout_s": 120, "default": "deny"},
+            headers={"Authorization": f"Bearer {INGEST}"},
+        )
+        assert asked.status_code == 201, asked.text
+        approval = asked.json()["id"]
+        assert _pending(b.url, _admin(b.url))["id"] == approval
+        b.kill9()
+        b = _serve_proc(tmp_path, pg_url)
+        assert _pending(b.url, _admin(b.url))["id"] == approval
+        waited: dict[str, Any] = {}
+
+        def long_poll() -> None:
+            got = httpx.get(
+                f"{a.url}/v1/approvals/{approval}",
+                params={"wait": "30"},
+                headers={"Authorization": f"Bearer {INGEST}"},
+                timeout=60,
+            )
+            waited["body"], waited["at"] = got.json(), time.monotonic()
+
+        poll = threading.Thread(target=long_poll)
+        poll.start()
+        time.sleep(0.5)  # the long-poll is waiting on a
+        answered = httpx.post(
+            f"{b.url}/v1/approvals/{approval}",
+            json={"decision": "allow", "by": "bob"},
+            headers=_admin(b.url),
+        )
+        assert answered.status_code == 200, answered.text
+        at = time.monotonic()
+        poll.join(40)
+        assert (waited["body"]["state"], waited["body"]["answered_by"]) == ("allowed", "bob")
+        assert waited["at"] - at < 1.0
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_an_approval_asked_through_an_instance_killed_9_is_answered_through_another(
+    pg_url: str, tmp_path: Path
+) -> None:
+    a = _serve_proc(tmp_path, pg_url)
+    b = _serve_proc(tmp_path, pg_url)
+    try:
+        asked = httpx.post(
+            f"{a.url}/v1/approvals",
+            json={"hook_id": "bot", "tool": "deploy", "timeout_s": 120, "default": "deny"},
+            headers={"Authorization": f"Bearer {INGEST}"},
+        )
+        approval = asked.json()["id"]
+        a.kill9()
+        assert _pending(b.url, _admin(b.url))["id"] == approval
+        answered = httpx.post(
+            f"{b.url}/v1/approvals/{approval}", json={"decision": "deny"}, headers=_admin(b.url)
+        )
+        assert answered.status_code == 200
+        # the asker, retrying its long-poll on the instance still up, reads the answer there
+        got = httpx.get(
+            f"{b.url}/v1/approvals/{approval}",
+            params={"wait": "5"},
+            headers={"Authorization": f"Bearer {INGEST}"},
+        )
+        assert got.json()["state"] == "denied"
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_while_postgresql_is_down_the_inbox_answers_503_then_recovers(
+    pair: list[EventLogServer], cluster: PostgresCluster
+) -> None:
+    a, _ = pair
+    asked = httpx.post(
+        f"{a.url}/v1/approvals",
+        json={"hook_id": "bot", "tool": "deploy", "timeout_s": 120, "default": "deny"},
+        headers=AUTH,
+    )
+    approval = asked.json()["id"]
+    cluster.stop()
+    try:
+        listed = httpx.get(f"{a.url}/v1/approvals", headers=AUTH, timeout=30)
+        assert listed.status_code == 503
+        assert listed.headers["retry-after"] == "1"
+        assert "store" in listed.json()["message"]
+        # an answer that cannot be committed is not given: never a 200 the store did not keep
+        answered = httpx.post(
+            f"{a.url}/v1/approvals/{approval}", json={"decision": "allow"}, headers=AUTH
+        )
+        assert answered.status_code == 503
+    finally:
+        cluster.start()
+    deadline = time.monotonic() + 30
+    while True:
+        listed = httpx.get(f"{a.url}/v1/approvals", headers=AUTH, timeout=30)
+        if listed.status_code == 200:
+            break
+        assert time.monotonic() < deadline, "the inbox did not recover after the restart"
+        time.sleep(0.2)
+    assert [x["id"] for x in listed.json()["pending"]] == [approval]
+    answered = httpx.post(
+        f"{a.url}/v1/approvals/{approval}", json={"decision": "allow"}, headers=AUTH
+    )
+    assert answered.status_code == 200
