@@ -11,6 +11,10 @@ from __future__ import annotations
 
 from typing import Final
 
+# The schema of the semantic conventions otelhooks' names follow, on each instrumentation scope
+# (the GenAI conventions have no release of their own: docs/semconv.md names the commits).
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.43.0"
+
 # -- GenAI operation names (values of gen_ai.operation.name) --------------------------------------
 OP_INVOKE_AGENT: Final = "invoke_agent"
 OP_CHAT: Final = "chat"
