@@ -127,9 +127,15 @@ LINK_RELATION: Final = "otelhooks.link.relation"
 LINK_PARENT_OPERATION: Final = "parent_operation"
 
 # -- span event names ----------------------------------------------------------------------------
+# The conventions' own name for an exception; every other span event otelhooks writes is in its
+# namespace (``otelhooks.``), or ``claude_code.`` for an event Claude Code names itself.
 EVENT_EXCEPTION: Final = "exception"
-EVENT_APPROVE: Final = "approve"
-EVENT_REJECT: Final = "reject"
+EVENT_APPROVE: Final = "otelhooks.approve"
+EVENT_REJECT: Final = "otelhooks.reject"
+EVENT_TOOL_RESULT_PERSIST: Final = "otelhooks.tool_result_persist"
+EVENT_TOOL_GUARDRAIL: Final = "otelhooks.tool_guardrail"
+EVENT_PREFIX: Final = "otelhooks."
+CLAUDE_CODE_EVENT_PREFIX: Final = "claude_code."
 
 # -- metrics -------------------------------------------------------------------------------------
 METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"

@@ -343,7 +343,7 @@ def emit_event(
     span = trace.get_current_span()
     attrs = {sc.EVENT_NAME: spec.name, sc.EVENT_ID: payload.eventId}
     if span.is_recording():
-        span.add_event(spec.name, attrs)
+        span.add_event(sc.EVENT_PREFIX + spec.name, attrs)
         point = LiveEvent(
             spec.name, lambda: payload, values=event_values, operation_id=payload.operationId
         )

@@ -309,7 +309,7 @@ class ToolCall(SpanScope):
             result = ToolResult.model_validate(new) if isinstance(new, dict) else _as_result(new)
         if verdict.matched:
             self.span.add_event(
-                "tool_result_persist",
+                sc.EVENT_TOOL_RESULT_PERSIST,
                 {
                     sc.MESSAGE_BLOCKED: verdict.blocked,
                     sc.HOOK_REWRITTEN_BY: verdict.rewritten_by,

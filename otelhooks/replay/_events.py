@@ -323,7 +323,7 @@ def _tool_events(
     result = {"content": content if isinstance(content, str) else "", "success": outcome != "error"}
     persisted = Decision()
     for span_event in span.get("events") or ():
-        if span_event.get("name") == "tool_result_persist":
+        if span_event.get("name") == sc.EVENT_TOOL_RESULT_PERSIST:
             event_attrs = span_event.get("attributes") or {}
             persisted = _blocked(
                 event_attrs,

@@ -246,7 +246,7 @@ def test_counts_use_curly_brace_units_never_one(telemetry: Telemetry) -> None:
 
 def test_event_ids_live_under_otelhooks_not_the_event_namespace(telemetry: Telemetry) -> None:
     planner = telemetry.named("invoke_agent planner")
-    (event,) = [e for e in planner.events if e.name == "message_received"]
+    (event,) = [e for e in planner.events if e.name == "otelhooks.message_received"]
     attrs = dict(event.attributes or {})
     assert "event.id" not in attrs
     assert re.fullmatch(r"[0-9a-f]{32}", str(attrs["otelhooks.event.id"]))
