@@ -15,6 +15,21 @@ from typing import Final
 # (the GenAI conventions have no release of their own: docs/semconv.md names the commits).
 SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.43.0"
 
+
+def error_type(exc: BaseException) -> str:
+    """``error.type`` of ``exc``: its canonical class name, module-qualified except for
+    builtins, exactly as the SDK's ``exception.type`` beside it (``httpx.ReadTimeout``,
+    ``TimeoutError``).
+
+    Example:
+        >>> error_type(TimeoutError()), error_type(KeyError())
+        ('TimeoutError', 'KeyError')
+    """
+    kind = type(exc)
+    module = kind.__module__
+    return f"{module}.{kind.__qualname__}" if module and module != "builtins" else kind.__qualname__
+
+
 # -- GenAI operation names (values of gen_ai.operation.name) --------------------------------------
 OP_INVOKE_AGENT: Final = "invoke_agent"
 OP_CHAT: Final = "chat"
@@ -34,11 +49,14 @@ GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"
 GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
 GEN_AI_AGENT_DESCRIPTION: Final = "gen_ai.agent.description"
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_CONVERSATION_COMPACTED: Final = "gen_ai.conversation.compacted"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
 GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
 GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
 GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
 GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"

@@ -29,6 +29,7 @@ from otelhooks._live import LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
 from otelhooks._span_mapping import approval_events, verdict_attributes
+from otelhooks._version import __version__
 
 if TYPE_CHECKING:
     from otelhooks._hooks import Hook
@@ -58,7 +59,7 @@ def record_failure(span: Span, exc: BaseException) -> None:
     message = str(exc)
     scrubbed = scrub(message)
     span.set_status(Status(StatusCode.ERROR, scrubbed))
-    span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+    span.set_attribute(sc.ERROR_TYPE, sc.error_type(exc))
     if getattr(exc, _RECORDED, False):
         return
     if scrubbed == message:
@@ -112,7 +113,9 @@ class AgentTracer:
     ) -> None:
         self.provider = provider
         tracer_provider = tracer_provider or trace.get_tracer_provider()
-        self._tracer = tracer_provider.get_tracer("otelhooks", schema_url=None)
+        self._tracer = tracer_provider.get_tracer(
+            "otelhooks", __version__, schema_url=sc.SCHEMA_URL
+        )
         if engine is None:
             engine = hooks.engine if hooks is not None else HooksEngine(metrics=metrics)
         self.engine = engine

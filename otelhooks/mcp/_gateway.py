@@ -156,6 +156,7 @@ class McpSession:
         # The transport's facts about the client of the message now crossing (HTTP:
         # client.address, client.port, network.protocol.*), set before each from_client.
         self.peer: dict[str, Any] = {}
+        self.agent_name: str | None = None  # the client's clientInfo.name
         self._started = time.perf_counter()
         self._span = gateway.spans.session(session_id)
         # The engine's span processor (when the tracer is its pipeline's) must not take the
@@ -365,6 +366,8 @@ class McpSession:
             from_server=from_server,
             peer=self.peer,
         )
+        if msg.method == "tools/call" and self.agent_name and not from_server:
+            set_attributes(span, {"gen_ai.agent.name": self.agent_name})
         pending = Pending(msg.method or "", span, time.perf_counter(), msg.id)
         pending.from_server, pending.attributes = from_server, attrs
         table[request_key(msg.id)] = pending
@@ -443,6 +446,10 @@ class McpSession:
         version = msg.params.get("protocolVersion")
         if isinstance(version, str):
             self.protocol_version = version
+        info = msg.params.get("clientInfo")
+        if isinstance(info, dict) and isinstance(info.get("name"), str) and info["name"]:
+            # the agent that executes the tools: gen_ai.agent.name of the tools/call spans
+            self.agent_name = info["name"]
 
     def _on_initialized(self, msg: Message) -> None:
         result = msg.data.get("result") if isinstance(msg.data, dict) else None

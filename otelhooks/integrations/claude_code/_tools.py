@@ -106,6 +106,8 @@ class ToolUses:
             "apiName": tool.tool_name,
             "args": tool.tool_input if args is None else args,
             "callIndex": tool.call_index,
+            # the turn's span stands for the assistant message that asked for the tool
+            "assistantMessageId": f"msg_{tool.parent_span_id:016x}",
             "agentId": self.agent,
             "executor": "client",
         }
@@ -127,6 +129,7 @@ class ToolUses:
             sc.GEN_AI_TOOL_CALL_ID: tool.tool_use_id,
             sc.GEN_AI_TOOL_TYPE: "function",
             sc.GEN_AI_CONVERSATION_ID: tool.session_id,
+            sc.GEN_AI_AGENT_NAME: self.agent,
             sc.TOOL_IDENTIFIER: "",
             sc.TOOL_MATCHER_VALUE: tool.tool_name,
             sc.TOOL_CALL_INDEX: tool.call_index,
