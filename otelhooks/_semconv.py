@@ -55,8 +55,6 @@ GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
 GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
 GEN_AI_USAGE_INPUT_TOKENS: Final = "gen_ai.usage.input_tokens"
 GEN_AI_USAGE_OUTPUT_TOKENS: Final = "gen_ai.usage.output_tokens"
-GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS: Final = "gen_ai.usage.cache_read.input_tokens"
-GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS: Final = "gen_ai.usage.cache_creation.input_tokens"
 GEN_AI_TOKEN_TYPE: Final = "gen_ai.token.type"
 GEN_AI_TOOL_NAME: Final = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID: Final = "gen_ai.tool.call.id"
@@ -66,6 +64,16 @@ GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
 ERROR_TYPE: Final = "error.type"
+
+# Experimental: ``gen_ai.security.finding`` span events for hook decisions, after the GenAI
+# conventions' open guardrail proposal (pull request 427 of semantic-conventions-genai, not
+# merged; its names may change). Off unless this variable is ``true`` or ``1``.
+ENV_EXPERIMENTAL_SECURITY_FINDINGS: Final = "OTELHOOKS_EXPERIMENTAL_SECURITY_FINDINGS"
+EVENT_SECURITY_FINDING: Final = "gen_ai.security.finding"
+GEN_AI_SECURITY_GUARDRAIL_NAME: Final = "gen_ai.security.guardrail.name"
+GEN_AI_SECURITY_POLICY_RULE_ID: Final = "gen_ai.security.policy.rule.id"
+GEN_AI_SECURITY_VERDICT_TYPE: Final = "gen_ai.security.verdict.type"
+GEN_AI_SECURITY_ACTION_TYPE: Final = "gen_ai.security.action.type"
 
 # The GenAI content-capture switch (the same variable the GenAI instrumentations read).
 ENV_CAPTURE_CONTENT: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"

@@ -28,7 +28,12 @@ from otelhooks._events import HookEvent
 from otelhooks._live import LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
-from otelhooks._span_mapping import approval_events, verdict_attributes
+from otelhooks._span_mapping import (
+    approval_events,
+    security_findings,
+    security_findings_enabled,
+    verdict_attributes,
+)
 from otelhooks._version import __version__
 
 if TYPE_CHECKING:
@@ -225,6 +230,9 @@ def record_verdict(span: Span, event: str, verdict: Verdict) -> None:
         span.set_attributes(verdict_attributes(event, verdict))
         for name, attrs, at in approval_events(verdict):  # who answered, on the call's span
             span.add_event(name, attrs, timestamp=at)
+        if security_findings_enabled():
+            for name, attrs in security_findings(verdict):
+                span.add_event(name, attrs)
 
 
 class SpanScope(ABC):

@@ -40,7 +40,12 @@ from opentelemetry.trace import Tracer
 from otelhooks._engine import HooksEngine
 from otelhooks._events import ToolCallDeniedEvent, ToolResult
 from otelhooks._live import Verdict
-from otelhooks._span_mapping import approval_events, verdict_attributes
+from otelhooks._span_mapping import (
+    approval_events,
+    security_findings,
+    security_findings_enabled,
+    verdict_attributes,
+)
 from otelhooks.mcp._calls import (
     Pending,
     deny_answer,
@@ -252,6 +257,9 @@ class McpSession:
             set_attributes(span, verdict_attributes("before_tool_call", verdict))
             for name, attrs, at in approval_events(verdict):  # who answered, on the call's span
                 span.add_event(name, attrs, timestamp=at)
+            if security_findings_enabled():
+                for name, attrs in security_findings(verdict):
+                    span.add_event(name, attrs)
         if verdict.blocked:
             return None, self._deny(msg, pending, verdict)
         if verdict.mock is not None:

@@ -28,7 +28,12 @@ from otelhooks._events import (
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._live import Verdict
 from otelhooks._matchers import tool_aliases
-from otelhooks._span_mapping import approval_events, verdict_attributes
+from otelhooks._span_mapping import (
+    approval_events,
+    security_findings,
+    security_findings_enabled,
+    verdict_attributes,
+)
 from otelhooks.integrations.claude_code._answers import (
     combine,
     denied_by,
@@ -226,9 +231,13 @@ class ToolUses:
             attrs[sc.HOOK_DECISION_REASON] = str(specific.get("permissionDecisionReason") or "")
             attrs[sc.HOOK_CLASSIFICATION] = sc.CLASSIFICATION_HOOK_DENIED
         kept: dict[str, Any] = dict(attrs)
-        if verdict.approvals:
-            # who answered an approval hook: span events of this call's span, once it ends
-            kept[APPROVALS_KEY] = [[n, a] for n, a, _ in approval_events(verdict)]
+        events = [[n, a] for n, a, _ in approval_events(verdict)]
+        if security_findings_enabled():
+            events += [[n, a] for n, a in security_findings(verdict)]
+        if events:
+            # who answered an approval hook (and, experimental, the findings): span events of
+            # this call's span, once it ends
+            kept[APPROVALS_KEY] = events
         if decision == "deny":
             self.state.end_tool(session, use_id)
             reason = str(specific.get("permissionDecisionReason") or "")
