@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import math
 import os
-import re
 import shlex
 import sys
 from collections.abc import Sequence
@@ -56,11 +55,11 @@ from typing import Any
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks._config import load_config
 from otelhooks._errors import ConfigError
-from otelhooks._events import resolve_event
 from otelhooks.integrations.claude_code._answers import ANSWERING_EVENTS
 from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_ours
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import Edited, edit_settings
+from otelhooks.integrations.claude_code._watch import DEFAULT_WATCH, watch_list
 
 __all__ = [
     "ASYNC_EVENTS",
@@ -148,45 +147,6 @@ def _project_file(settings: Path, hooks_file: str) -> Path:
     """``hooks_file`` as Claude Code's hooks resolve it: relative to the project folder."""
     given = Path(hooks_file).expanduser()
     return given if given.is_absolute() else settings.parent.parent / given
-
-
-# FileChanged's matcher is its watch list (Claude Code's hooks reference, "FileChanged"): the
-# literal file names, ``|``-separated, watched in the session's directory; ``*`` or none
-# watches nothing, so the hook would never fire. Without a file_changed hook of its own naming
-# files, the bridge watches the docs' example, the environment files.
-DEFAULT_WATCH = ".envrc|.env"
-_LITERAL_NAME = re.compile(r"[A-Za-z0-9_.-]+")
-
-
-def watch_list(hooks_file: Path) -> str:
-    """FileChanged's matcher: the file names the hooks file's ``file_changed`` hooks match
-    (literal names, ``|``-separated; paths give their last part), else :data:`DEFAULT_WATCH`.
-
-    Example:
-        >>> watch_list(Path("/nonexistent/otelhooks.yaml"))
-        '.envrc|.env'
-    """
-    names: list[str] = []
-    if hooks_file.is_file():
-        try:
-            hooks = load_config([hooks_file]).hooks
-        except (ConfigError, OSError):
-            hooks = ()
-        for hook in hooks:
-            if _canonical(hook.type) != "file_changed" or not isinstance(hook.matcher, str):
-                continue
-            for part in hook.matcher.split("|"):
-                name = part.strip().rsplit("/", 1)[-1]
-                if _LITERAL_NAME.fullmatch(name) and name not in (".", "..") and name not in names:
-                    names.append(name)
-    return "|".join(names) or DEFAULT_WATCH
-
-
-def _canonical(event: str) -> str:
-    try:
-        return resolve_event(event)[0].name
-    except ConfigError:  # an unknown event name: validate reports it
-        return event
 
 
 def _longest_approval(hooks_file: Path) -> float:
