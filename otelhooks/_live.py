@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.trace import SpanContext
 from opentelemetry.util.types import AttributeValue
 
+from otelhooks import _semconv as sc
 from otelhooks._events import HookEvent, ToolResult
 
 if TYPE_CHECKING:
@@ -75,8 +76,8 @@ class ApprovalNote:
 
     @property
     def event_name(self) -> str:
-        """The span event's name: ``approve`` or ``reject``."""
-        return "approve" if self.decision == "allow" else "reject"
+        """The span event's name: ``otelhooks.approve`` or ``otelhooks.reject``."""
+        return sc.EVENT_APPROVE if self.decision == "allow" else sc.EVENT_REJECT
 
     def attributes(self) -> dict[str, AttributeValue]:
         """The span event's attributes (``otelhooks.approval.*``; no argument values)."""

@@ -11,6 +11,25 @@ from __future__ import annotations
 
 from typing import Final
 
+# The schema of the semantic conventions otelhooks' names follow, on each instrumentation scope
+# (the GenAI conventions have no release of their own: docs/semconv.md names the commits).
+SCHEMA_URL: Final = "https://opentelemetry.io/schemas/1.43.0"
+
+
+def error_type(exc: BaseException) -> str:
+    """``error.type`` of ``exc``: its canonical class name, module-qualified except for
+    builtins, exactly as the SDK's ``exception.type`` beside it (``httpx.ReadTimeout``,
+    ``TimeoutError``).
+
+    Example:
+        >>> error_type(TimeoutError()), error_type(KeyError())
+        ('TimeoutError', 'KeyError')
+    """
+    kind = type(exc)
+    module = kind.__module__
+    return f"{module}.{kind.__qualname__}" if module and module != "builtins" else kind.__qualname__
+
+
 # -- GenAI operation names (values of gen_ai.operation.name) --------------------------------------
 OP_INVOKE_AGENT: Final = "invoke_agent"
 OP_CHAT: Final = "chat"
@@ -30,6 +49,7 @@ GEN_AI_AGENT_ID: Final = "gen_ai.agent.id"
 GEN_AI_AGENT_NAME: Final = "gen_ai.agent.name"
 GEN_AI_AGENT_DESCRIPTION: Final = "gen_ai.agent.description"
 GEN_AI_CONVERSATION_ID: Final = "gen_ai.conversation.id"
+GEN_AI_CONVERSATION_COMPACTED: Final = "gen_ai.conversation.compacted"
 GEN_AI_REQUEST_MODEL: Final = "gen_ai.request.model"
 GEN_AI_RESPONSE_MODEL: Final = "gen_ai.response.model"
 GEN_AI_RESPONSE_FINISH_REASONS: Final = "gen_ai.response.finish_reasons"
@@ -44,6 +64,16 @@ GEN_AI_TOOL_CALL_RESULT: Final = "gen_ai.tool.call.result"
 GEN_AI_INPUT_MESSAGES: Final = "gen_ai.input.messages"
 GEN_AI_OUTPUT_MESSAGES: Final = "gen_ai.output.messages"
 ERROR_TYPE: Final = "error.type"
+
+# Experimental: ``gen_ai.security.finding`` span events for hook decisions, after the GenAI
+# conventions' open guardrail proposal (pull request 427 of semantic-conventions-genai, not
+# merged; its names may change). Off unless this variable is ``true`` or ``1``.
+ENV_EXPERIMENTAL_SECURITY_FINDINGS: Final = "OTELHOOKS_EXPERIMENTAL_SECURITY_FINDINGS"
+EVENT_SECURITY_FINDING: Final = "gen_ai.security.finding"
+GEN_AI_SECURITY_GUARDRAIL_NAME: Final = "gen_ai.security.guardrail.name"
+GEN_AI_SECURITY_POLICY_RULE_ID: Final = "gen_ai.security.policy.rule.id"
+GEN_AI_SECURITY_VERDICT_TYPE: Final = "gen_ai.security.verdict.type"
+GEN_AI_SECURITY_ACTION_TYPE: Final = "gen_ai.security.action.type"
 
 # The GenAI content-capture switch (the same variable the GenAI instrumentations read).
 ENV_CAPTURE_CONTENT: Final = "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT"
@@ -123,9 +153,15 @@ LINK_RELATION: Final = "otelhooks.link.relation"
 LINK_PARENT_OPERATION: Final = "parent_operation"
 
 # -- span event names ----------------------------------------------------------------------------
+# The conventions' own name for an exception; every other span event otelhooks writes is in its
+# namespace (``otelhooks.``), or ``claude_code.`` for an event Claude Code names itself.
 EVENT_EXCEPTION: Final = "exception"
-EVENT_APPROVE: Final = "approve"
-EVENT_REJECT: Final = "reject"
+EVENT_APPROVE: Final = "otelhooks.approve"
+EVENT_REJECT: Final = "otelhooks.reject"
+EVENT_TOOL_RESULT_PERSIST: Final = "otelhooks.tool_result_persist"
+EVENT_TOOL_GUARDRAIL: Final = "otelhooks.tool_guardrail"
+EVENT_PREFIX: Final = "otelhooks."
+CLAUDE_CODE_EVENT_PREFIX: Final = "claude_code."
 
 # -- metrics -------------------------------------------------------------------------------------
 METRIC_TOKEN_USAGE: Final = "gen_ai.client.token.usage"

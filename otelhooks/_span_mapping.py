@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -33,6 +34,8 @@ from otelhooks._live import LiveEvent, Verdict
 __all__ = [
     "approval_events",
     "events_from_foreign_span",
+    "security_findings",
+    "security_findings_enabled",
     "span_ids",
     "tool_identity",
     "verdict_attributes",
@@ -80,6 +83,42 @@ def approval_events(verdict: Verdict) -> list[tuple[str, dict[str, AttributeValu
     attributes, timestamp in ns)``, for the caller to add to the span of the call that waited
     (pure, like :func:`verdict_attributes`)."""
     return [(n.event_name, n.attributes(), n.answered_ms * 1_000_000) for n in verdict.approvals]
+
+
+def security_findings_enabled() -> bool:
+    """Whether ``OTELHOOKS_EXPERIMENTAL_SECURITY_FINDINGS`` turns the experimental
+    ``gen_ai.security.finding`` span events on (read per call: decisions are rare)."""
+    flag = os.environ.get(sc.ENV_EXPERIMENTAL_SECURITY_FINDINGS, "")
+    return flag.strip().lower() in ("1", "true")
+
+
+def security_findings(verdict: Verdict) -> list[tuple[str, dict[str, AttributeValue]]]:
+    """**Experimental** (the GenAI conventions' guardrail proposal, pull request 427, not
+    merged): one ``gen_ai.security.finding`` span event per hook that blocked or rewrote, with
+    the guardrail (``otelhooks``), the rule (the hook's id), the verdict and what was done
+    (``block`` or ``modify``). Pure; the caller adds them when
+    :func:`security_findings_enabled`.
+
+    Example:
+        >>> security_findings(Verdict())
+        []
+    """
+    found: list[tuple[str, dict[str, AttributeValue]]] = []
+
+    def finding(hook: str, kind: str) -> None:
+        attrs: dict[str, AttributeValue] = {
+            sc.GEN_AI_SECURITY_GUARDRAIL_NAME: "otelhooks",
+            sc.GEN_AI_SECURITY_POLICY_RULE_ID: hook,
+            sc.GEN_AI_SECURITY_VERDICT_TYPE: kind,
+            sc.GEN_AI_SECURITY_ACTION_TYPE: kind,
+        }
+        found.append((sc.EVENT_SECURITY_FINDING, attrs))
+
+    if verdict.blocked:
+        finding(verdict.decided_by or "", "block")
+    for hook in verdict.rewritten_by:
+        finding(hook, "modify")
+    return found
 
 
 def _int(attrs: Mapping[str, Any], key: str) -> int:

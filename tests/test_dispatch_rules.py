@@ -599,7 +599,9 @@ def test_tool_result_persist_is_recorded_as_a_span_event(pipe: Pipeline) -> None
     pipe.register(hook("keep", "tool_result_persist", lambda d: None))
     run_one_tool(pipe)
     events = [
-        e for e in pipe.span("execute_tool readFile").events if e.name == "tool_result_persist"
+        e
+        for e in pipe.span("execute_tool readFile").events
+        if e.name == "otelhooks.tool_result_persist"
     ]
     assert len(events) == 1
     assert events[0].attributes[sc.HOOK_MATCHED] == ("keep",)  # type: ignore[index]

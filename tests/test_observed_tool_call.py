@@ -22,9 +22,9 @@ def test_an_observer_receives_every_field_of_the_call_by_name() -> None:
         first, second = seen.of("after_tool_call")
         (span, _) = pipe.spans("execute_tool readFile")
     assert isinstance(second, AfterToolCallEvent)
-    # the second call of step 0: the two indexes are told apart
-    assert (first.callIndex, first.stepIndex) == (0, 0)
-    assert (second.callIndex, second.stepIndex) == (1, 0)
+    # LobeHub's callIndex: calls of the same identifier/apiName so far in the operation, from 1
+    assert (first.callIndex, first.stepIndex) == (1, 0)
+    assert (second.callIndex, second.stepIndex) == (2, 0)
     assert second.model_dump(include={"identifier", "apiName", "args", "content"}) == {
         "identifier": "fs",
         "apiName": "readFile",
@@ -57,7 +57,8 @@ def test_the_step_index_of_a_later_step_reaches_the_observer() -> None:
                 step.run_tool("fs", "readFile", {"path": "b"}, _read)
                 step.run_tool("fs", "readFile", {"path": "c"}, _read)
         got = [(e.callIndex, e.stepIndex) for e in seen.of("after_tool_call")]
-    assert got == [(0, 0), (0, 1), (1, 1)]
+    # callIndex counts the tool's calls across the operation (LobeHub), not within the step
+    assert got == [(1, 0), (2, 1), (3, 1)]
 
 
 def test_an_observer_sees_the_arguments_as_they_were_when_the_call_ended() -> None:

@@ -93,7 +93,7 @@ def test_the_cost_limit_ends_the_run_after_the_budget_threshold_event(rig: Rig) 
     result = exec_agent(rig.tracer, spec, "go")
     assert result.reason == "cost_limit"
     events = [e.name for s in rig.exporter.get_finished_spans() for e in s.events]
-    assert "on_budget_threshold" in events
+    assert "otelhooks.on_budget_threshold" in events
 
 
 def test_a_rejected_approval_interrupts_the_run_and_the_tool_never_runs(

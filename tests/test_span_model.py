@@ -301,7 +301,7 @@ def test_approval_spans_are_children_of_the_step(scenario: Scenario) -> None:
 
 def test_approval_spans_carry_approve_and_reject_events(scenario: Scenario) -> None:
     events = [[e.name for e in s.events] for s in scenario.pipe.spans("request_human_approve")]
-    assert events == [["approve"], ["reject"]]
+    assert events == [["otelhooks.approve"], ["otelhooks.reject"]]
 
 
 def test_reject_event_carries_the_action_and_reason(scenario: Scenario) -> None:

@@ -118,9 +118,13 @@ def _run(
         set_global=False,
         structured_logging=False,
     )
+    from otelhooks import _semconv as sc
+    from otelhooks._version import __version__
+
     gateway = McpGateway(
         oh.engine,
-        oh.tracer_provider.get_tracer("otelhooks.mcp"),
+        oh.tracer_provider.get_tracer("otelhooks.mcp", __version__, schema_url=sc.SCHEMA_URL),
+        meter_provider=oh.meter_provider,
         name=args.name,
         transport="tcp" if address else "pipe",
         upstream=_upstream(args.upstream) if address else None,

@@ -7,6 +7,8 @@ import json
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any
 
+from otelhooks._eventlog._otlp_status import PROTOBUF, otlp_error
+
 __all__ = [
     "Message",
     "Receive",
@@ -18,6 +20,7 @@ __all__ = [
     "read_body",
     "respond",
     "send_json",
+    "send_otlp_error",
 ]
 
 Scope = MutableMapping[str, Any]
@@ -50,6 +53,19 @@ async def send_json(
     send: Send, status: int, body: Mapping[str, Any], headers: Sequence[tuple[bytes, bytes]] = ()
 ) -> None:
     await respond(send, status, json.dumps(body).encode(), b"application/json", headers)
+
+
+async def send_otlp_error(
+    send: Send,
+    status: int,
+    content_type: str,
+    reason: str,
+    message: str,
+    headers: Sequence[tuple[bytes, bytes]] = (),
+) -> None:
+    """An OTLP/HTTP failure: a ``google.rpc.Status`` encoded as ``content_type``."""
+    body = otlp_error(content_type, status, reason, message)
+    await respond(send, status, body, content_type.encode(), headers)
 
 
 async def respond(
@@ -95,13 +111,14 @@ async def otlp_request_format(
     """(content type, content encoding) of an OTLP request; ``None`` once a 415 was sent for
     a type not in ``content_types`` or an encoding other than gzip or none."""
     ctype = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
+    answer = PROTOBUF if ctype == PROTOBUF else "application/json"
     if ctype not in content_types:
         wanted = " or ".join(content_types)
-        await send_json(send, 415, {"error": "unsupported_media_type", "message": f"use {wanted}"})
+        await send_otlp_error(send, 415, answer, "unsupported_media_type", f"use {wanted}")
         return None
     encoding = (header(scope, b"content-encoding") or "identity").strip().lower()
     if encoding not in ("identity", "gzip"):
-        body = {"error": "unsupported_encoding", "message": "use gzip or no encoding"}
-        await send_json(send, 415, body)
+        message = "use gzip or no encoding"
+        await send_otlp_error(send, 415, answer, "unsupported_encoding", message)
         return None
     return ctype, encoding

@@ -24,13 +24,26 @@ from typing import Any
 import structlog
 from opentelemetry.sdk.trace import SpanProcessor
 
-from otelhooks._eventlog._asgi import Receive, Scope, Send, check_auth, header, send_json
+from otelhooks._eventlog._asgi import (
+    Receive,
+    Scope,
+    Send,
+    check_auth,
+    header,
+    send_json,
+    send_otlp_error,
+)
 from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES, OtlpIngest
 from otelhooks._eventlog._model import EventBatch, EventLog
+from otelhooks._eventlog._otlp_status import answer_type
 from otelhooks._eventlog._params import BadParameter, EventsQuery, parse_query
 from otelhooks._store._errors import StoreError, StoreUnavailable
 
 __all__ = ["DEFAULT_MAX_WAITERS", "EventLogApp", "Route"]
+
+# OTLP/HTTP routes: their failures are google.rpc.Status bodies (opentelemetry-proto's
+# specification); the other routes answer otelhooks' own JSON errors
+_OTLP_PATHS = frozenset({"/v1/traces", "/v1/logs", "/v1/metrics"})
 
 DEFAULT_MAX_WAITERS = 64
 
@@ -115,13 +128,15 @@ class EventLogApp:
             _log.warning("store error answering a request", path=scope["path"], error=str(exc))
             if started:  # the answer is on its way: the client sees a cut response
                 raise
+            status, reason = (503, "store_unavailable")
+            retry: list[tuple[bytes, bytes]] = []
             if isinstance(exc, StoreUnavailable):
                 retry = [(b"retry-after", str(exc.retry_after_s).encode())]
-                await send_json(
-                    send, 503, {"error": "store_unavailable", "message": str(exc)}, retry
-                )
             else:
-                await send_json(send, 500, {"error": "store_error", "message": str(exc)})
+                status, reason = (500, "store_error")
+            otlp = scope["path"] in _OTLP_PATHS
+            body = {"error": reason, "message": str(exc)}
+            await self._refuse(scope, send, otlp, status, body, retry)
 
     async def _dispatch(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -139,13 +154,14 @@ class EventLogApp:
             await send_json(send, 404, {"error": "not_found", "message": f"no route {path[:80]}"})
             return
         allowed, token = route[path]
+        otlp = path in _OTLP_PATHS
         if method != allowed:
             body = {"error": "method_not_allowed", "message": f"use {allowed}"}
-            await send_json(send, 405, body, [(b"allow", allowed.encode())])
+            await self._refuse(scope, send, otlp, 405, body, [(b"allow", allowed.encode())])
             return
         denied = check_auth(header(scope, b"authorization"), token)
         if denied is not None:
-            await send_json(send, *denied)
+            await self._refuse(scope, send, otlp, *denied)
             return
         if path == "/v1/events":
             await self._events(scope, receive, send)
@@ -153,6 +169,21 @@ class EventLogApp:
             await self.routes[path](scope, receive, send)
         else:
             await self.ingest.handle(scope, receive, send)
+
+    @staticmethod
+    async def _refuse(
+        scope: Scope,
+        send: Send,
+        otlp: bool,
+        status: int,
+        body: dict[str, Any],
+        headers: Sequence[tuple[bytes, bytes]] = (),
+    ) -> None:
+        if not otlp:
+            await send_json(send, status, body, headers)
+            return
+        ctype = answer_type(header(scope, b"content-type"))
+        await send_otlp_error(send, status, ctype, body["error"], body["message"], headers)
 
     async def _lifespan(self, receive: Receive, send: Send) -> None:
         while True:

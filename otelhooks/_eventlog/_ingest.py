@@ -23,9 +23,10 @@ The receiver never acknowledges what it will not keep:
 
 Every span not taken is counted in ``otelhooks.dropped{otelhooks.drop.source="otlp_receiver"}``
 with reason ``queue_full`` (also for a ``503``: the client may send them again) or ``invalid``.
-Other answers: 400 for an undecodable body (nesting too deep included), 408 when the body
-does not arrive within ``body_timeout_s``, 413 past the size bound, 415 for another media type
-or encoding.
+A failure's body is a ``google.rpc.Status`` in the request's encoding (see
+:mod:`otelhooks._eventlog._otlp_status`). Other answers: 400 for an undecodable body (nesting
+too deep included), 408 when the body does not arrive within ``body_timeout_s``, 413 past the
+size bound, 415 for another media type or encoding.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ from otelhooks._eventlog._asgi import (
     otlp_request_format,
     read_body,
     respond,
-    send_json,
+    send_otlp_error,
 )
 from otelhooks._eventlog._model import EventLog
 from otelhooks._eventlog._otlp import JSON, PROTOBUF, OtlpDecodeError, decode_traces
@@ -126,27 +127,26 @@ class OtlpIngest:
         try:
             data = await asyncio.wait_for(read_body(receive, limit), self.body_timeout_s)
         except TimeoutError:
-            body = {"error": "timeout", "message": f"body not received in {self.body_timeout_s}s"}
-            await send_json(send, 408, body, [(b"connection", b"close")])
+            message = f"body not received in {self.body_timeout_s}s"
+            await send_otlp_error(send, 408, ctype, "timeout", message, [(b"connection", b"close")])
             return
         retry = [(b"retry-after", str(RETRY_AFTER_S).encode())]
         try:
             if data and encoding == "gzip":
                 data = _gunzip(data, limit)
             if data is None:
-                body = {"error": "too_large", "message": f"at most {limit} bytes"}
-                await send_json(send, 413, body)
+                await send_otlp_error(send, 413, ctype, "too_large", f"at most {limit} bytes")
                 return
             loop = asyncio.get_running_loop()
             rejected = await loop.run_in_executor(self._executor(), self.ingest, data, ctype)
         except (OtlpDecodeError, zlib.error) as exc:
-            await send_json(send, 400, {"error": "bad_request", "message": str(exc)})
+            await send_otlp_error(send, 400, ctype, "bad_request", str(exc))
             return
         except QueueFull as exc:
-            await send_json(send, 503, {"error": "queue_full", "message": str(exc)}, retry)
+            await send_otlp_error(send, 503, ctype, "queue_full", str(exc), retry)
             return
         except NotCommitted as exc:
-            await send_json(send, 503, {"error": "not_committed", "message": str(exc)}, retry)
+            await send_otlp_error(send, 503, ctype, "not_committed", str(exc), retry)
             return
         message = "spans not kept (queue full or invalid ids); see otelhooks.dropped" * bool(
             rejected

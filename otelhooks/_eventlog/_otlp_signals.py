@@ -32,7 +32,7 @@ from otelhooks._eventlog._asgi import (
     otlp_request_format,
     read_body,
     respond,
-    send_json,
+    send_otlp_error,
 )
 from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES, _gunzip
 from otelhooks._eventlog._otlp import JSON, PROTOBUF, OtlpDecodeError
@@ -273,10 +273,10 @@ class OtlpSignalIngest:
             if data and encoding == "gzip":
                 data = _gunzip(data, limit)
             if data is None:
-                await send_json(send, 413, {"error": "too_large", "message": f"at most {limit}"})
+                await send_otlp_error(send, 413, ctype, "too_large", f"at most {limit} bytes")
                 return
             await asyncio.to_thread(self.ingest, data, ctype)
         except (OtlpDecodeError, zlib.error, RecursionError) as exc:
-            await send_json(send, 400, {"error": "bad_request", "message": str(exc)})
+            await send_otlp_error(send, 400, ctype, "bad_request", str(exc))
             return
         await respond(send, 200, _response(self.kind, ctype), ctype.encode())

@@ -89,7 +89,7 @@ _SPECS: Final[tuple[EventSpec, ...]] = (
         "agent",
         False,
         p.BudgetThresholdEvent,
-        "span event `on_budget_threshold` on `invoke_agent`",
+        "span event `otelhooks.on_budget_threshold` on `invoke_agent`",
         {A: ("on_budget_threshold",)},
     ),
     # steps and LLM
@@ -172,7 +172,8 @@ _SPECS: Final[tuple[EventSpec, ...]] = (
         "tool",
         True,
         p.ToolResultPersistEvent,
-        "span event `tool_result_persist` on `execute_tool` (intercept: filter the result)",
+        "span event `otelhooks.tool_result_persist` on `execute_tool` (intercept: filter the "
+        "result)",
         {K: ("tool_result_persist",)},
         tool_event=True,
     ),
@@ -181,7 +182,7 @@ _SPECS: Final[tuple[EventSpec, ...]] = (
         "tool",
         False,
         p.ToolBatchEvent,
-        "span event `after_tool_batch` on the step",
+        "span event `otelhooks.after_tool_batch` on the step",
         {W: ("PostToolBatch",)},
     ),
     # human intervention
@@ -198,7 +199,7 @@ _SPECS: Final[tuple[EventSpec, ...]] = (
         "human",
         False,
         p.AfterHumanInterventionEvent,
-        "`approve` / `reject` event and end of `request_human_approve`",
+        "`otelhooks.approve` / `otelhooks.reject` event and end of `request_human_approve`",
         {L: ("afterHumanIntervention",)},
     ),
     EventSpec(
@@ -265,7 +266,7 @@ _SPECS: Final[tuple[EventSpec, ...]] = (
         "message",
         False,
         p.MessageReceivedEvent,
-        "span event `message_received`",
+        "span event `otelhooks.message_received`",
         {K: ("message_received",)},
     ),
     EventSpec(
@@ -306,7 +307,7 @@ _SPECS: Final[tuple[EventSpec, ...]] = (
         "session",
         False,
         p.BeforeResetEvent,
-        "span event `before_reset`",
+        "span event `otelhooks.before_reset`",
         {K: ("before_reset",)},
     ),
     EventSpec(
@@ -332,7 +333,7 @@ _SPECS: Final[tuple[EventSpec, ...]] = (
             category,
             False,
             p.GenericEvent,
-            f"span event `{canonical}`",
+            f"span event `otelhooks.{canonical}`",
             {W: (claude,)},
             tool_event=tool,
         )

@@ -28,7 +28,13 @@ from otelhooks._events import HookEvent
 from otelhooks._live import LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
-from otelhooks._span_mapping import approval_events, verdict_attributes
+from otelhooks._span_mapping import (
+    approval_events,
+    security_findings,
+    security_findings_enabled,
+    verdict_attributes,
+)
+from otelhooks._version import __version__
 
 if TYPE_CHECKING:
     from otelhooks._hooks import Hook
@@ -58,7 +64,7 @@ def record_failure(span: Span, exc: BaseException) -> None:
     message = str(exc)
     scrubbed = scrub(message)
     span.set_status(Status(StatusCode.ERROR, scrubbed))
-    span.set_attribute(sc.ERROR_TYPE, type(exc).__qualname__)
+    span.set_attribute(sc.ERROR_TYPE, sc.error_type(exc))
     if getattr(exc, _RECORDED, False):
         return
     if scrubbed == message:
@@ -112,7 +118,9 @@ class AgentTracer:
     ) -> None:
         self.provider = provider
         tracer_provider = tracer_provider or trace.get_tracer_provider()
-        self._tracer = tracer_provider.get_tracer("otelhooks", schema_url=None)
+        self._tracer = tracer_provider.get_tracer(
+            "otelhooks", __version__, schema_url=sc.SCHEMA_URL
+        )
         if engine is None:
             engine = hooks.engine if hooks is not None else HooksEngine(metrics=metrics)
         self.engine = engine
@@ -222,6 +230,9 @@ def record_verdict(span: Span, event: str, verdict: Verdict) -> None:
         span.set_attributes(verdict_attributes(event, verdict))
         for name, attrs, at in approval_events(verdict):  # who answered, on the call's span
             span.add_event(name, attrs, timestamp=at)
+        if security_findings_enabled():
+            for name, attrs in security_findings(verdict):
+                span.add_event(name, attrs)
 
 
 class SpanScope(ABC):

@@ -96,6 +96,10 @@ class Operation(SpanScope):
         self.step_count = 0
         self.llm_calls = 0
         self.tool_call_count = 0
+        # calls so far per ``identifier/apiName``: LobeHub's callIndex counts them from 1
+        self.tool_calls_by_name: dict[str, int] = {}
+        # a compaction finished and no model call has run since (gen_ai.conversation.compacted)
+        self.compacted = False
         self.error: BaseException | None = None
 
     # -- identity shared with every child scope --------------------------------------------------
@@ -108,6 +112,13 @@ class Operation(SpanScope):
             "sessionKey": self.session_id,
             "userId": self.user_id,
         }
+
+    def next_call_index(self, name: str) -> int:
+        """LobeHub's ``callIndex`` of a new call of tool ``name`` (``identifier/apiName``): the
+        calls of that tool earlier in the operation, plus one (``toolPreparation.ts``)."""
+        index = self.tool_calls_by_name.get(name, 0) + 1
+        self.tool_calls_by_name[name] = index
+        return index
 
     @property
     def values(self) -> tuple[str, ...]:
@@ -209,7 +220,7 @@ class Operation(SpanScope):
                 ),
             )
             self.tracer.metrics.errors.add(
-                1, {sc.GEN_AI_AGENT_NAME: self.agent, sc.ERROR_TYPE: error_type}
+                1, {sc.GEN_AI_AGENT_NAME: self.agent, sc.ERROR_TYPE: sc.error_type(exc)}
             )
         usage = self.usage.model_copy()
         steps, llm_calls, tool_calls = self.step_count, self.llm_calls, self.tool_call_count
@@ -231,7 +242,7 @@ class Operation(SpanScope):
         )
         attrs = {sc.GEN_AI_AGENT_NAME: self.agent, sc.ATTR_OUTCOME: reason}
         if exc is not None:
-            attrs[sc.ERROR_TYPE] = type(exc).__qualname__  # the spec's failure dimension
+            attrs[sc.ERROR_TYPE] = sc.error_type(exc)  # the spec's failure dimension
         self.tracer.metrics.operation.record(duration, attrs)
 
     def _finish(self) -> None:
@@ -343,7 +354,7 @@ def emit_event(
     span = trace.get_current_span()
     attrs = {sc.EVENT_NAME: spec.name, sc.EVENT_ID: payload.eventId}
     if span.is_recording():
-        span.add_event(spec.name, attrs)
+        span.add_event(sc.EVENT_PREFIX + spec.name, attrs)
         point = LiveEvent(
             spec.name, lambda: payload, values=event_values, operation_id=payload.operationId
         )

@@ -248,6 +248,7 @@ class Compaction(SpanScope):
         )
         m.compactions.add(1, {sc.GEN_AI_AGENT_NAME: op.agent, sc.ATTR_OUTCOME: "success"})
         m.tokens_saved.add(saved, {sc.GEN_AI_AGENT_NAME: op.agent})
+        op.compacted = True  # the next model call sees the compacted conversation
 
 
 class AgentCall(SpanScope):

@@ -48,7 +48,6 @@ class Step(SpanScope):
         # (toolCallId, identifier, apiName, success, outcome) per finished call: the payload
         # dicts of tool_calls / tool_results are built only when someone reads them.
         self._finished: list[tuple[str, str, str, bool, str]] = []
-        self._next_call = 0
 
     def _open(self, *, deferred: bool) -> None:
         def build() -> HookEvent:  # only when a hook matches, at once, as the span starts
@@ -133,10 +132,11 @@ class Step(SpanScope):
         self._finished.append(call)
         self.operation.tool_call_count += 1
 
-    def next_call_index(self) -> int:
-        index = self._next_call
-        self._next_call += 1
-        return index
+    @property
+    def message_id(self) -> str:
+        """The id of the step's assistant turn (LobeHub's ``assistantMessageId`` of its tool
+        calls): ``msg_`` and the step span's id, which a recording keeps."""
+        return f"msg_{self.span.get_span_context().span_id:016x}"
 
     # -- children --------------------------------------------------------------------------------
 
@@ -282,6 +282,10 @@ class LlmCall(SpanScope):
                 op.span.set_attribute(sc.GEN_AI_PROVIDER_NAME, self.provider)
         if op.session_id:
             attrs[sc.GEN_AI_CONVERSATION_ID] = op.session_id
+        if op.compacted:
+            # The conventions' flag, on the first inference after a compaction of the run.
+            attrs[sc.GEN_AI_CONVERSATION_COMPACTED] = True
+            op.compacted = False
         if self.tracer.capture_content:
             attrs[sc.GEN_AI_INPUT_MESSAGES] = json.dumps(self.messages, default=str)
 
@@ -343,7 +347,9 @@ class LlmCall(SpanScope):
         if self.provider:
             attrs[sc.GEN_AI_PROVIDER_NAME] = self.provider
         if exc is not None:
-            attrs[sc.ERROR_TYPE] = type(exc).__qualname__
+            attrs[sc.ERROR_TYPE] = sc.error_type(exc)
+        # the model that answered, as on the span (the requested one when none was recorded)
+        attrs[sc.GEN_AI_RESPONSE_MODEL] = self.response_model or self.model
         m.operation_duration.record(self.elapsed_s, attrs)
         if self.usage_reported:  # the spec: no usage metric when the counts are not known
             m.token_usage.record(usage.input, {**attrs, sc.GEN_AI_TOKEN_TYPE: "input"})

@@ -62,6 +62,7 @@ def _tool_context(
     args: dict[str, Any],
     call_index: int,
     step_index: int,
+    message_id: str,
 ) -> dict[str, Any]:
     """The fields every tool event carries."""
     return {
@@ -72,6 +73,7 @@ def _tool_context(
         "args": args,
         "callIndex": call_index,
         "stepIndex": step_index,
+        "assistantMessageId": message_id,
         "agentId": op.agent_id,
     }
 
@@ -155,7 +157,7 @@ class ToolCall(SpanScope):
         self.tool_call_id = tool_call_id or "call_" + getrandbits(64).to_bytes(8).hex()
         self.tool_type = tool_type
         self._values = (f"{identifier}/{api_name}" if identifier else api_name, api_name)
-        self.call_index = step.next_call_index()
+        self.call_index = step.operation.next_call_index(self._values[0])
 
     @property
     def matcher_value(self) -> str:
@@ -182,6 +184,7 @@ class ToolCall(SpanScope):
             self.args,
             self.call_index,
             self.step.index,
+            self.step.message_id,
         )
 
     def _before_event(self) -> ToolCallEvent:
@@ -213,7 +216,10 @@ class ToolCall(SpanScope):
             sc.GEN_AI_TOOL_NAME: self.api_name,
             sc.GEN_AI_TOOL_CALL_ID: self.tool_call_id,
             sc.GEN_AI_TOOL_TYPE: self.tool_type,
+            # the conventions' "agent executing the tool" (conditionally required)
+            sc.GEN_AI_AGENT_NAME: self.step.operation.agent,
             sc.TOOL_IDENTIFIER: self.identifier,
+            sc.TOOL_CALL_INDEX: self.call_index,
             sc.TOOL_MATCHER_VALUE: values[0],
             sc.TOOL_ARGS_FINGERPRINT: fnv1a_64(encoded).to_bytes(8).hex(),
             sc.TOOL_ARGS_SIZE: len(encoded),
@@ -309,7 +315,7 @@ class ToolCall(SpanScope):
             result = ToolResult.model_validate(new) if isinstance(new, dict) else _as_result(new)
         if verdict.matched:
             self.span.add_event(
-                "tool_result_persist",
+                sc.EVENT_TOOL_RESULT_PERSIST,
                 {
                     sc.MESSAGE_BLOCKED: verdict.blocked,
                     sc.HOOK_REWRITTEN_BY: verdict.rewritten_by,
@@ -395,7 +401,7 @@ class ToolCall(SpanScope):
         )
         failure: str | None = None
         if exc is not None:
-            failure = type(exc).__qualname__
+            failure = sc.error_type(exc)
         elif outcome == "error":
             failure = ERROR_TYPE_OTHER
         if exc is None and outcome == "error":

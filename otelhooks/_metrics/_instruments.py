@@ -34,6 +34,7 @@ from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, V
 from opentelemetry.trace import NonRecordingSpan, SpanContext
 
 from otelhooks import _semconv as sc
+from otelhooks._version import __version__
 from otelhooks._worker import BoundedWorker, DropReason
 
 __all__ = [
@@ -241,7 +242,9 @@ class AgentMetrics:
                 DeprecationWarning,
                 stacklevel=2,
             )
-        meter = (meter_provider or metrics.get_meter_provider()).get_meter("otelhooks")
+        meter = (meter_provider or metrics.get_meter_provider()).get_meter(
+            "otelhooks", __version__, schema_url=sc.SCHEMA_URL
+        )
         self._worker: BoundedWorker[_Item] = BoundedWorker(
             "otelhooks-metrics",
             _record_batch,

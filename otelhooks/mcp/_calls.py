@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
@@ -50,6 +50,10 @@ class Pending:
     server: str = ""
     call: ToolCallEvent | None = None
     cancelled: bool = False
+    # the span's kind (a request from the server is a CLIENT span) and its start attributes,
+    # which the MCP operation metric records with what its end adds
+    from_server: bool = False
+    attributes: dict[str, Any] = field(default_factory=dict)
 
 
 def request_key(request_id: Any) -> Hashable:

@@ -34,12 +34,18 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 import structlog
+from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Tracer
 
 from otelhooks._engine import HooksEngine
 from otelhooks._events import ToolCallDeniedEvent, ToolResult
 from otelhooks._live import Verdict
-from otelhooks._span_mapping import approval_events, verdict_attributes
+from otelhooks._span_mapping import (
+    approval_events,
+    security_findings,
+    security_findings_enabled,
+    verdict_attributes,
+)
 from otelhooks.mcp._calls import (
     Pending,
     deny_answer,
@@ -62,6 +68,7 @@ from otelhooks.mcp._jsonrpc import (
     parse,
     recover_id,
 )
+from otelhooks.mcp._metrics import McpMetrics
 from otelhooks.mcp._spans import (
     MCP_PROTOCOL_VERSION,
     MCP_SERVER_NAME,
@@ -104,9 +111,11 @@ class McpGateway:
         name: the server's name in matcher values (``<name>/<tool>``); the ``serverInfo.name``
             of the server's ``initialize`` answer when omitted.
         transport: ``pipe`` (stdio) or ``tcp`` (HTTP), recorded as ``network.transport``.
-        upstream: the HTTP server's host and port (``server.address``, ``server.port``).
+        upstream: the HTTP server's host and port (on the session span).
         filter_tools: drop from ``tools/list`` answers the tools whose ``before_tool_call``
             chain denies a call with no arguments (see ``docs/mcp.md``).
+        meter_provider: where the MCP metrics go (``mcp.server.operation.duration``...); the
+            global provider when omitted.
 
     Example:
         >>> from opentelemetry.trace import NoOpTracer
@@ -126,11 +135,14 @@ class McpGateway:
         transport: str = "pipe",
         upstream: tuple[str, int] | None = None,
         filter_tools: bool = False,
+        meter_provider: MeterProvider | None = None,
     ) -> None:
         self.engine = engine
         self.name = name
         self.filter_tools = filter_tools
         self.spans = McpSpans(tracer, transport=transport, server=upstream)
+        self.metrics = McpMetrics(meter_provider)
+        self.transport = transport
 
     def session(self, session_id: str | None = None) -> McpSession:
         """Start following a session (``session_id`` generated when the transport has none)."""
@@ -146,6 +158,11 @@ class McpSession:
         self.session_id = session_id
         self.server_name = gateway.name or DEFAULT_SERVER_NAME
         self.protocol_version: str | None = None
+        # The transport's facts about the client of the message now crossing (HTTP:
+        # client.address, client.port, network.protocol.*), set before each from_client.
+        self.peer: dict[str, Any] = {}
+        self.agent_name: str | None = None  # the client's clientInfo.name
+        self._started = time.perf_counter()
         self._span = gateway.spans.session(session_id)
         # The engine's span processor (when the tracer is its pipeline's) must not take the
         # gateway's execute_tool spans for another instrumentation's and observe them again.
@@ -240,6 +257,9 @@ class McpSession:
             set_attributes(span, verdict_attributes("before_tool_call", verdict))
             for name, attrs, at in approval_events(verdict):  # who answered, on the call's span
                 span.add_event(name, attrs, timestamp=at)
+            if security_findings_enabled():
+                for name, attrs in security_findings(verdict):
+                    span.add_event(name, attrs)
         if verdict.blocked:
             return None, self._deny(msg, pending, verdict)
         if verdict.mock is not None:
@@ -257,7 +277,7 @@ class McpSession:
                 **tool_context(call), reason=reason, decidedBy=verdict.decided_by
             ),
         )
-        self._finish(self._from_client, msg.id, parse(answer), observe=False)
+        self._finish(self._from_client, msg.id, parse(answer), observe=False, denied=True)
         return answer
 
     def _mock(self, msg: Message, mock: ToolResult) -> bytes:
@@ -339,23 +359,51 @@ class McpSession:
         except Exception as exc:  # the filter failed: the list passes unfiltered, and we say so
             _log.error("tools/list filter failed; the list passes unfiltered", error=str(exc))
             out = msg.raw
-        self.gateway.spans.end(pending.span, msg)
+        self._end(pending, msg)
         return Relay(to_client=[out])
 
     # -- the session's bookkeeping ---------------------------------------------------------------
 
     def _start(self, table: dict[Hashable, Pending], msg: Message, *, from_server: bool) -> Pending:
-        span = self.gateway.spans.message(
+        span, attrs = self.gateway.spans.message(
             msg,
             session=self._span,
             session_id=self.session_id,
             protocol_version=self.protocol_version,
             server_name=self.server_name,
             from_server=from_server,
+            peer=self.peer,
         )
+        if msg.method == "tools/call" and self.agent_name and not from_server:
+            set_attributes(span, {"gen_ai.agent.name": self.agent_name})
         pending = Pending(msg.method or "", span, time.perf_counter(), msg.id)
+        pending.from_server, pending.attributes = from_server, attrs
         table[request_key(msg.id)] = pending
         return pending
+
+    def _end(
+        self,
+        pending: Pending,
+        answer: Message | None,
+        *,
+        error_type: str | None = None,
+        code: int | None = None,
+        denied: bool = False,
+    ) -> None:
+        """End a request's span and record its ``mcp.*.operation.duration``."""
+        added = self.gateway.spans.end(
+            pending.span,
+            answer,
+            error_type=error_type,
+            code=code,
+            from_server=pending.from_server,
+            denied=denied,
+        )
+        seconds = time.perf_counter() - pending.started
+        attrs = {**pending.attributes, **added}
+        if self.protocol_version:
+            attrs.setdefault(MCP_PROTOCOL_VERSION, self.protocol_version)
+        self.gateway.metrics.operation(seconds, attrs, from_server=pending.from_server)
 
     def _notification(self, msg: Message, *, from_server: bool) -> None:
         if msg.method == "notifications/cancelled":
@@ -364,16 +412,20 @@ class McpSession:
             pending = table.pop(request_key(request_id), None)
             if pending is not None:
                 pending.cancelled = True
-                self.gateway.spans.end(pending.span, None, error_type="cancelled")
-        span = self.gateway.spans.message(
+                self._end(pending, None, error_type="cancelled")
+        started = time.perf_counter()
+        span, attrs = self.gateway.spans.message(
             msg,
             session=self._span,
             session_id=self.session_id,
             protocol_version=self.protocol_version,
             server_name=self.server_name,
             from_server=from_server,
+            peer=self.peer,
         )
         span.end()
+        seconds = time.perf_counter() - started
+        self.gateway.metrics.operation(seconds, attrs, from_server=from_server)
 
     def _answered(self, table: dict[Hashable, Pending], msg: Message) -> None:
         self._finish(table, msg.id, msg)
@@ -386,13 +438,14 @@ class McpSession:
         *,
         mocked: bool = False,
         observe: bool = True,
+        denied: bool = False,
     ) -> None:
         pending = table.pop(request_key(request_id), None)
         if pending is None:
             return  # an answer to a request we never saw (or already cancelled)
         if observe and pending.values is not None:
             self._observe_result(pending, answer, mocked=mocked)
-        self.gateway.spans.end(pending.span, answer)
+        self._end(pending, answer, denied=denied)
 
     def _observe_result(self, pending: Pending, answer: Message, *, mocked: bool) -> None:
         observe_result(self.gateway.engine, pending, answer, mocked=mocked)
@@ -401,6 +454,10 @@ class McpSession:
         version = msg.params.get("protocolVersion")
         if isinstance(version, str):
             self.protocol_version = version
+        info = msg.params.get("clientInfo")
+        if isinstance(info, dict) and isinstance(info.get("name"), str) and info["name"]:
+            # the agent that executes the tools: gen_ai.agent.name of the tools/call spans
+            self.agent_name = info["name"]
 
     def _on_initialized(self, msg: Message) -> None:
         result = msg.data.get("result") if isinstance(msg.data, dict) else None
@@ -455,7 +512,7 @@ class McpSession:
         answer = error_response(pending.request_id, UPSTREAM_ERROR, reason)
         if pending.values is not None:
             self._observe_result(pending, parse(answer), mocked=False)
-        self.gateway.spans.end(pending.span, None, error_type=error_type)
+        self._end(pending, None, error_type=error_type, code=UPSTREAM_ERROR)
         return answer
 
     def close(self, reason: str | None = None) -> list[bytes]:
@@ -468,13 +525,19 @@ class McpSession:
         for key in list(self._from_client):
             if reason is None:
                 pending = self._from_client.pop(key)
-                self.gateway.spans.end(pending.span, None, error_type="session_closed")
+                self._end(pending, None, error_type="session_closed")
                 continue
             answer = self._fail_one(key, reason, error_type="server_exited")
             if answer is not None:
                 answers.append(answer)
         for pending in self._from_server.values():
-            self.gateway.spans.end(pending.span, None, error_type="session_closed")
+            self._end(pending, None, error_type="session_closed")
         self._from_server.clear()
         self._span.end()
+        attrs = {k: v for k, v in self.peer.items() if k == "network.protocol.name"}
+        if self.protocol_version:
+            attrs[MCP_PROTOCOL_VERSION] = self.protocol_version
+        if reason is not None:
+            attrs["error.type"] = "server_exited"
+        self.gateway.metrics.session(time.perf_counter() - self._started, attrs)
         return answers

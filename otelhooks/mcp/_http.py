@@ -163,6 +163,7 @@ class McpHttpProxy:
             session = self.gateway.session() if fresh else self._session(session_id)
         else:
             session = self._session(session_id)
+        session.peer = _peer(scope)
         try:
             if method == "POST":
                 await self._post(session, body, incoming, send)
@@ -395,3 +396,18 @@ async def run_http(
     finally:
         await proxy.aclose()
     return 0
+
+
+def _peer(scope: Scope) -> dict[str, Any]:
+    """``client.address``, ``client.port`` and ``network.protocol.*`` of the request in
+    ``scope`` (the MCP client's side of the gateway), as far as the ASGI server knows them."""
+    peer: dict[str, Any] = {"network.protocol.name": "http"}
+    version = scope.get("http_version")
+    if isinstance(version, str) and version:
+        peer["network.protocol.version"] = version
+    client = scope.get("client")
+    if isinstance(client, list | tuple) and len(client) == 2 and isinstance(client[0], str):
+        peer["client.address"] = client[0]
+        if isinstance(client[1], int):
+            peer["client.port"] = client[1]
+    return peer

@@ -6,6 +6,13 @@ One span per JSON-RPC request or notification that crosses the gateway, named
 carries a W3C ``traceparent`` continues the client's trace instead and links the session span
 (the conventions' rule for servers: the ``_meta`` context is the parent, the ambient one a link).
 
+Status by ``model/mcp/common.yaml``: on a SERVER span (a client request the gateway answers for
+the server) the JSON-RPC codes that say the caller sent what cannot be served (-32700, -32600,
+-32601, -32602, -32002) are recorded in ``rpc.response.status_code`` but are not errors; every
+other code is, and on a CLIENT span (a request from the server) every code is. A call a hook
+denied is not an error either (``otelhooks.hook.decision=deny`` says what happened): the same
+rule as otelhooks' own ``execute_tool`` spans (docs/semconv.md).
+
 Every text the gateway records (attributes, status messages) goes through
 :func:`otelhooks._redact.scrub` first: a peer may echo a known secret (the ``--header`` token an
 upstream puts in an error message), and the spans are written to files and exporters.
@@ -32,7 +39,10 @@ __all__ = [
     "MCP_RESOURCE_URI",
     "MCP_SERVER_NAME",
     "MCP_SESSION_ID",
+    "MCP_UPSTREAM_ADDRESS",
+    "MCP_UPSTREAM_PORT",
     "NETWORK_TRANSPORT",
+    "NOT_ERRORS_ON_SERVER",
     "RPC_RESPONSE_STATUS_CODE",
     "SERVER_ADDRESS",
     "SERVER_PORT",
@@ -53,8 +63,18 @@ GEN_AI_PROMPT_NAME: Final = "gen_ai.prompt.name"
 NETWORK_TRANSPORT: Final = "network.transport"
 SERVER_ADDRESS: Final = "server.address"
 SERVER_PORT: Final = "server.port"
+CLIENT_ADDRESS: Final = "client.address"
+CLIENT_PORT: Final = "client.port"
+NETWORK_PROTOCOL_NAME: Final = "network.protocol.name"
+NETWORK_PROTOCOL_VERSION: Final = "network.protocol.version"
 # not in the conventions: which server the gateway fronts (also the matcher's first part)
 MCP_SERVER_NAME: Final = "otelhooks.mcp.server.name"
+# The HTTP upstream behind the gateway: on the session span only. On a SERVER span
+# server.address would name the gateway itself, the server the client reached.
+MCP_UPSTREAM_ADDRESS: Final = "otelhooks.mcp.upstream.address"
+MCP_UPSTREAM_PORT: Final = "otelhooks.mcp.upstream.port"
+# JSON-RPC codes a server answers to a request it cannot serve: not errors on SERVER spans.
+NOT_ERRORS_ON_SERVER: Final = frozenset({-32700, -32600, -32601, -32602, -32002})
 SESSION_SPAN_NAME: Final = "mcp.session"
 
 # Methods whose params name a low-cardinality target for the span name.
@@ -99,9 +119,8 @@ class McpSpans:
     Args:
         tracer: where spans go (a tracer of a configured ``TracerProvider``).
         transport: ``network.transport``: ``pipe`` for stdio, ``tcp`` for HTTP.
-        server: ``server.address`` and ``server.port`` of the upstream (HTTP), recorded on the
-            spans of client requests, as the conventions ask for "the server behind any
-            intermediaries".
+        server: the HTTP upstream's host and port, recorded on the session span
+            (``otelhooks.mcp.upstream.address`` and ``.port``).
     """
 
     def __init__(
@@ -110,17 +129,14 @@ class McpSpans:
         self._tracer = tracer
         self._transport = transport
         self._server: dict[str, Any] = (
-            {SERVER_ADDRESS: server[0], SERVER_PORT: server[1]} if server else {}
+            {MCP_UPSTREAM_ADDRESS: server[0], MCP_UPSTREAM_PORT: server[1]} if server else {}
         )
 
     def session(self, session_id: str) -> Span:
         """The root span of a session: every request of the session is its child."""
+        attrs = {MCP_SESSION_ID: session_id, NETWORK_TRANSPORT: self._transport, **self._server}
         return self._tracer.start_span(
-            SESSION_SPAN_NAME,
-            kind=SpanKind.INTERNAL,
-            attributes=clean_attributes(
-                {MCP_SESSION_ID: session_id, NETWORK_TRANSPORT: self._transport}
-            ),
+            SESSION_SPAN_NAME, kind=SpanKind.INTERNAL, attributes=clean_attributes(attrs)
         )
 
     def message(
@@ -132,9 +148,12 @@ class McpSpans:
         protocol_version: str | None,
         server_name: str,
         from_server: bool = False,
-    ) -> Span:
-        """A span for a request or notification. Client→server messages are SERVER spans (the
-        gateway answers for the server); server-initiated ones are CLIENT spans."""
+        peer: Mapping[str, Any] | None = None,
+    ) -> tuple[Span, dict[str, Any]]:
+        """A span for a request or notification, and its attributes. Client→server messages
+        are SERVER spans (the gateway answers for the server), with ``peer``'s
+        ``client.address``, ``client.port`` and ``network.protocol.*`` (HTTP); server-initiated
+        ones are CLIENT spans."""
         method = msg.method or ""
         params = msg.params
         attrs: dict[str, Any] = {
@@ -145,8 +164,8 @@ class McpSpans:
         }
         if msg.kind == "request" and msg.id is not None:
             attrs[JSONRPC_REQUEST_ID] = str(msg.id)
-        if not from_server:
-            attrs.update(self._server)
+        if not from_server and peer:
+            attrs.update(peer)
         if protocol_version:
             attrs[MCP_PROTOCOL_VERSION] = protocol_version
         target_attr = _TARGETS.get(method)
@@ -160,36 +179,58 @@ class McpSpans:
         session_ctx = trace.set_span_in_context(session)
         parent = _remote_parent(params)
         links = [Link(session.get_span_context())] if parent is not None else None
-        return self._tracer.start_span(
+        attrs = clean_attributes(attrs)
+        span = self._tracer.start_span(
             scrub(span_name(method, params)),
             context=parent if parent is not None else session_ctx,
             kind=SpanKind.CLIENT if from_server else SpanKind.SERVER,
-            attributes=clean_attributes(attrs),
+            attributes=attrs,
             links=links,
         )
+        return span, attrs
 
     @staticmethod
-    def end(span: Span, response: Message | None, *, error_type: str | None = None) -> None:
-        """End ``span`` with what answered it: a JSON-RPC error sets ``error.type`` and
-        ``rpc.response.status_code`` to its code; a tool result with ``isError`` sets
-        ``error.type=tool_error``; ``error_type`` (``cancelled``, ``server_exited``...) wins."""
+    def end(
+        span: Span,
+        response: Message | None,
+        *,
+        error_type: str | None = None,
+        code: int | None = None,
+        from_server: bool = False,
+        denied: bool = False,
+    ) -> dict[str, Any]:
+        """End ``span`` with what answered it; returns the attributes the end added.
+
+        A JSON-RPC error (in ``response``, or the gateway's own ``code``) sets
+        ``rpc.response.status_code``, and when its code classifies as an error (see the module
+        doc) ``error.type`` to the code and status ``ERROR``; a tool result with ``isError``
+        sets ``error.type=tool_error``, unless a hook ``denied`` the call; ``error_type``
+        (``cancelled``, ``server_exited``...) names a failure no answer carries, and wins."""
+        added: dict[str, Any] = {}
         message: str | None = None
         data = response.data if response is not None else None
-        if error_type is None and isinstance(data, dict):
-            error = data.get("error")
-            if isinstance(error, dict):
-                code = str(error.get("code", "error"))
-                span.set_attribute(RPC_RESPONSE_STATUS_CODE, scrub(code))
-                error_type = code
-                message = str(error.get("message", "")) or None
-            else:
-                result = data.get("result")
-                if isinstance(result, dict) and result.get("isError") is True:
-                    error_type = "tool_error"
+        error = data.get("error") if isinstance(data, dict) else None
+        if isinstance(error, dict) and code is None:
+            code_value = error.get("code")
+            code = code_value if isinstance(code_value, int) else None
+            message = str(error.get("message", "")) or None
+            if code is None and error_type is None:
+                error_type = "_OTHER"  # an error object without an integer code
+        if code is not None:
+            added[RPC_RESPONSE_STATUS_CODE] = str(code)
+            if error_type is None and (from_server or code not in NOT_ERRORS_ON_SERVER):
+                error_type = str(code)
+        elif error_type is None and not denied and isinstance(data, dict):
+            result = data.get("result")
+            if isinstance(result, dict) and result.get("isError") is True:
+                error_type = "tool_error"
         if error_type is not None:
-            span.set_attribute(sc.ERROR_TYPE, scrub(error_type))
+            added[sc.ERROR_TYPE] = error_type
             span.set_status(Status(StatusCode.ERROR, scrub(message or error_type)))
+        added = clean_attributes(added)
+        span.set_attributes(added)
         span.end()
+        return added
 
 
 def _remote_parent(params: Mapping[str, Any]) -> Any:

@@ -293,6 +293,10 @@ def _tool_events(
     index = attrs.get(sc.TOOL_CALL_INDEX)
     if isinstance(index, int):
         common["callIndex"] = index
+    parent = span.get("parentSpanId")
+    if isinstance(parent, str) and parent:
+        # as recorded live: the id of the step (or turn) the call belongs to
+        common["assistantMessageId"] = f"msg_{parent}"
     raw_args = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
     # Without capture the arguments are unknown, unless their size says they were "{}".
     has_args = raw_args is not None or attrs.get(sc.TOOL_ARGS_SIZE) == _EMPTY_ARGS_SIZE
@@ -323,7 +327,7 @@ def _tool_events(
     result = {"content": content if isinstance(content, str) else "", "success": outcome != "error"}
     persisted = Decision()
     for span_event in span.get("events") or ():
-        if span_event.get("name") == "tool_result_persist":
+        if span_event.get("name") == sc.EVENT_TOOL_RESULT_PERSIST:
             event_attrs = span_event.get("attributes") or {}
             persisted = _blocked(
                 event_attrs,

@@ -19,6 +19,7 @@ from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, process_
 from otelhooks._capture import capture_from_env
 from otelhooks._eventlog._model import EventEntry, EventLog
 from otelhooks._fingerprint import args_fingerprint
+from otelhooks._version import __version__
 from otelhooks.web._app import WebApp
 from otelhooks.web._auth import WebAuth
 from otelhooks.web._store import APPROVAL_ID, APPROVAL_STAND_IN, TraceIndex
@@ -165,7 +166,7 @@ def web_serving(
     provider.add_span_processor(index)
     for processor in exporters:
         provider.add_span_processor(processor)
-    tracer = provider.get_tracer("otelhooks.approval")
+    tracer = provider.get_tracer("otelhooks.approval", __version__, schema_url=sc.SCHEMA_URL)
     served = list(logs)
     listeners: tuple[Callable[[Approval], None], ...] = (
         lambda item: _record_span(tracer, item),

@@ -47,7 +47,8 @@ def decision_of(
     hook = str(last.get("otelhooks.approval.hook_id", ""))
     # a person's deny is one mark, 'asked' (who answered, what), still counted as a denial
     if asked and (not denied or not by or by == hook):
-        answer = f"{asked[-1]['n']} by {last.get('otelhooks.approval.answered_by', '?')}"
+        action = str(asked[-1]["n"]).removeprefix(sc.EVENT_PREFIX)
+        answer = f"{action} by {last.get('otelhooks.approval.answered_by', '?')}"
         reason = str(last.get("otelhooks.approval.reason") or "")
         mark = {"kind": "asked", "by": hook, "why": f"{answer}: {reason}" if reason else answer}
         return {**mark, "blocked": True} if denied else mark

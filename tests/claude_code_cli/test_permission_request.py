@@ -185,4 +185,4 @@ def test_an_edited_allow_of_the_command_form_runs_the_edited_command(
         if s["name"] == "agent_lifecycle before_human_intervention"
         for e in s.get("events", [])
     ]
-    assert "approve" in events
+    assert "otelhooks.approve" in events

@@ -251,3 +251,30 @@ def test_a_handler_the_user_added_to_our_group_stays_through_reinstall_and_unins
     groups = json.loads(settings.read_text())["hooks"]["PreToolUse"]
     assert groups[-1]["hooks"] == [{"type": "command", "command": "mine"}]
     assert not _ours(json.loads(settings.read_text()))
+
+
+def test_file_changed_gets_its_watch_list_as_matcher(tmp_path: Path) -> None:
+    # Claude Code's FileChanged matcher is the list of file names it watches: "*" or none
+    # watches nothing and the hook never fires (hooks reference, "FileChanged")
+    settings = tmp_path / ".claude" / "settings.json"
+    install(settings, hooks_file="otelhooks.yaml")
+    (group,) = json.loads(settings.read_text())["hooks"]["FileChanged"]
+    assert group["matcher"] == ".envrc|.env"
+
+
+def test_file_changed_watches_the_files_the_hooks_file_names(tmp_path: Path) -> None:
+    (tmp_path / "otelhooks.yaml").write_text(
+        "hooks:\n"
+        "  - id: lockfile\n"
+        "    type: file_changed\n"
+        "    matcher: package-lock.json|/srv/app/.env\n"
+        "    command: 'true'\n"
+        "  - id: regex-only\n"
+        "    type: file_changed\n"
+        "    matcher: '^.*\\.py$'\n"
+        "    command: 'true'\n"
+    )
+    settings = tmp_path / ".claude" / "settings.json"
+    install(settings, hooks_file="otelhooks.yaml")
+    (group,) = json.loads(settings.read_text())["hooks"]["FileChanged"]
+    assert group["matcher"] == "package-lock.json|.env"

@@ -153,7 +153,7 @@ def test_the_http_route_allows_a_permission_request_with_the_edited_command(
         "decision": {"behavior": "allow", "updatedInput": {"command": "npm run lint"}},
     }
     span = _exported(exported)
-    (event,) = [e for e in span.events if e.name == "approve"]
+    (event,) = [e for e in span.events if e.name == "otelhooks.approve"]
     assert event.attributes is not None
     assert event.attributes["otelhooks.approval.answered_by"] == "alice"
     assert event.attributes["otelhooks.approval.args_edited"] is True
@@ -175,7 +175,7 @@ def test_the_http_route_denies_a_permission_request_with_the_persons_reason(
     assert "keep node_modules" in decision["message"]
     assert "bob" in decision["message"]
     span = _exported(exported)
-    (event,) = [e for e in span.events if e.name == "reject"]
+    (event,) = [e for e in span.events if e.name == "otelhooks.reject"]
     assert event.attributes is not None
     assert event.attributes["otelhooks.approval.reason"] == "keep node_modules"
 
@@ -241,7 +241,7 @@ def test_the_command_bridge_waits_and_answers_a_deny_into_its_traces_file(
     decision = output["hookSpecificOutput"]["decision"]
     assert decision["behavior"] == "deny"
     assert "not today" in decision["message"]
-    event = _event_of(_otlp_spans(traces), "reject")
+    event = _event_of(_otlp_spans(traces), "otelhooks.reject")
     assert event["otelhooks.approval.answered_by"] == "carol"
     assert event["otelhooks.approval.decision"] == "deny"
 
@@ -359,7 +359,7 @@ def test_an_approved_tool_use_span_ended_by_a_later_process_carries_the_approve_
     done = subprocess.run(argv, input=json.dumps(post), env=env, text=True, timeout=60)
     assert done.returncode == 0
     (span,) = [s for s in _otlp_spans(traces) if s["name"] == "execute_tool Bash"]
-    (event,) = [e for e in span["events"] if e["name"] == "approve"]
+    (event,) = [e for e in span["events"] if e["name"] == "otelhooks.approve"]
     attrs = {a["key"]: next(iter(a["value"].values())) for a in event["attributes"]}
     assert attrs["otelhooks.approval.answered_by"] == "gus"
     assert not any(a["key"].startswith("~") for a in span["attributes"])

@@ -229,6 +229,9 @@ def _api_request_log() -> ExportLogsServiceRequest:
         "model": "claude-sonnet-4-5",
         "input_tokens": 30,
         "output_tokens": 12,
+        # the names the real client (2.1) writes next to input_tokens, which excludes them
+        "cache_read_tokens": 1000,
+        "cache_creation_tokens": 200,
         "cost_usd": 0.00036,
     }.items():
         record.attributes.append(_kv(key, value))
@@ -269,7 +272,9 @@ def test_claude_code_log_events_reach_observer_hooks_in_the_session_trace(
     assert SESSION in text
     assert format(session_trace_id(SESSION), "032x") in text
     assert "0.00036" in text
-    assert '"input": 30' in text
+    # Anthropic's uncached input plus the cache's read and creation: the conventions' input
+    assert event["tokenUsage"]["input"] == 30 + 1000 + 200
+    assert (event["cacheReadTokens"], event["cacheCreationTokens"]) == (1000, 200)
 
 
 def test_otlp_json_logs_sent_chunked_are_accepted(

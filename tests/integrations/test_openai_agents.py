@@ -329,7 +329,7 @@ def test_a_tool_guardrail_rejection_is_a_denial_event_and_the_function_never_run
         "no access to /root",
     )
     step = pipe.span("step 0")
-    assert [e.name for e in step.events] == ["tool_guardrail"]
+    assert [e.name for e in step.events] == ["otelhooks.tool_guardrail"]
 
 
 def test_a_blocked_run_never_calls_the_model(pipe: Pipeline) -> None:

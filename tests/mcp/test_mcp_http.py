@@ -119,13 +119,19 @@ def test_http_spans_carry_the_servers_session_id(gateway: tuple[str, Path]) -> N
     call = next(s for s in spans if s["name"] == "tools/call add")
     attrs = call["attributes"]
     assert attrs["network.transport"] == "tcp"
-    assert attrs["server.address"] == "127.0.0.1"
-    assert isinstance(attrs["server.port"], int)
+    # a SERVER span names its client (the MCP client), never the gateway's upstream
+    assert attrs["client.address"] == "127.0.0.1"
+    assert isinstance(attrs["client.port"], int)
+    assert attrs["network.protocol.name"] == "http"
+    assert attrs["network.protocol.version"] == "1.1"
+    assert "server.address" not in attrs
     assert len(attrs["mcp.session.id"]) == 32  # the server's Mcp-Session-Id
     same_session = [s for s in spans if s["traceId"] == call["traceId"]]
     init = next(s for s in same_session if s["name"] == "initialize")
     assert init["attributes"]["mcp.session.id"] == attrs["mcp.session.id"]
     assert init["attributes"]["otelhooks.mcp.server.name"] == "testsrv"
+    session_span = next(s for s in same_session if s["name"] == "mcp.session")
+    assert session_span["attributes"]["otelhooks.mcp.upstream.address"] == "127.0.0.1"
 
 
 def test_upstream_headers_come_from_allowed_env_templates(

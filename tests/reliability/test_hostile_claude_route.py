@@ -288,7 +288,7 @@ def test_a_deeply_nested_otlp_logs_body_is_a_400(server: ServeProc) -> None:
         timeout=30,
     )
     assert response.status_code == 400
-    assert json.loads(response.text)["error"] == "bad_request"
+    assert json.loads(response.text)["details"][0]["reason"] == "BAD_REQUEST"
 
 
 # -- the command form's daemon ------------------------------------------------------------------

@@ -95,7 +95,7 @@ def test_a_queue_that_stays_full_is_a_retryable_503(held: Held) -> None:
     second = post_traces(held.server.url, tool_spans_json(10, start=1000))
     assert second.status_code == 503
     assert second.headers["retry-after"] == "1"
-    assert second.json()["error"] == "queue_full"
+    assert second.json()["details"][0]["reason"] == "QUEUE_FULL"  # a google.rpc.Status
     assert time.monotonic() - started < 5
     assert held.dropped("queue_full") == before + 10
 

@@ -103,7 +103,7 @@ def test_a_denied_tool_call_span_carries_who_answered_when_and_why(api: httpx.Cl
         )
         (span,) = pipe.spans("execute_tool rm")
     assert ran == []
-    attrs = _event(span, "reject")
+    attrs = _event(span, "otelhooks.reject")
     assert attrs["otelhooks.approval.answered_by"] == "alice"
     assert attrs["otelhooks.approval.decision"] == "deny"
     assert attrs["otelhooks.approval.reason"] == "not on prod"
@@ -135,7 +135,7 @@ def test_an_async_allow_with_edited_arguments_is_an_approve_event_marked_edited(
             {"decision": "allow", "by": "bob", "args": {"path": "/data/tmp"}},
         )
         (span,) = pipe.spans("execute_tool rm")
-    attrs = _event(span, "approve")
+    attrs = _event(span, "otelhooks.approve")
     assert ran == [{"path": "/data/tmp"}]
     assert (attrs["otelhooks.approval.answered_by"], attrs["otelhooks.approval.args_edited"]) == (
         "bob",
@@ -151,7 +151,7 @@ def test_an_unanswered_approval_is_an_event_answered_by_the_timeout(api: httpx.C
     with pipeline(hooks=[hook]) as pipe:
         _run_rm(pipe, ran)
         (span,) = pipe.spans("execute_tool rm")
-    attrs = _event(span, "approve")
+    attrs = _event(span, "otelhooks.approve")
     assert ran == [{"path": "/data"}]
     assert attrs["otelhooks.approval.answered_by"] == "timeout"
     assert attrs["otelhooks.approval.timed_out"] is True
@@ -191,7 +191,7 @@ def test_lobehub_before_human_intervention_waits_and_a_deny_is_a_reject(
     assert "no deletes today" in approval.rejection_reason
     assert reason == "interrupted"
     assert [e.rejectionReason for e in stopped] == [approval.rejection_reason]
-    attrs = _event(span, "reject")
+    attrs = _event(span, "otelhooks.reject")
     assert attrs["otelhooks.approval.answered_by"] == "carol"
 
 
@@ -221,7 +221,7 @@ def test_lobehub_before_human_intervention_allow_is_an_approve(api: httpx.Client
     assert (approval.action, approval.rejection_reason, reason) == ("approve", None, "done")
     assert span.attributes is not None
     assert span.attributes["otelhooks.approval.action"] == "approve"
-    assert _event(span, "approve")["otelhooks.approval.answered_by"] == "dan"
+    assert _event(span, "otelhooks.approve")["otelhooks.approval.answered_by"] == "dan"
 
 
 def test_lobehub_before_human_intervention_awaited_waits_without_blocking_the_loop(
@@ -288,11 +288,11 @@ def test_a_kernel_message_sending_approval_denied_is_a_message_not_sent(
         sent, item = _answer_while(
             api, "kernel-ask", lambda: send(pipe), {"decision": "deny", "by": "erin"}
         )
-        (span,) = [s for s in pipe.spans() if _has_event(s, "reject")]
+        (span,) = [s for s in pipe.spans() if _has_event(s, "otelhooks.reject")]
     # the kernel's shape: a blocked message_sending is no message (None), never delivered
     assert (sent, delivered) == (None, [])
     assert item["event"] == "message_sending"
-    assert _event(span, "reject")["otelhooks.approval.answered_by"] == "erin"
+    assert _event(span, "otelhooks.reject")["otelhooks.approval.answered_by"] == "erin"
 
 
 def test_a_kernel_message_sending_approval_allowed_delivers_it(

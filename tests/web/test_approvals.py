@@ -127,7 +127,7 @@ def test_an_answer_is_a_span_event_and_an_event_log_record(api: httpx.Client) ->
     approval = next(s for s in trace["spans"] if s["n"] == "request_human_approve fs/rm")
     assert approval["p"] == item["span_id"]
     (event,) = approval["e"]
-    assert event["n"] == "reject"
+    assert event["n"] == "otelhooks.reject"
     assert event["a"]["otelhooks.approval.answered_by"] == "bob"
     assert approval["d"]["kind"] == "asked"
 

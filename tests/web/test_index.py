@@ -69,15 +69,19 @@ def test_long_values_and_many_attributes_are_cut() -> None:
         ({"otelhooks.tool.outcome": "denied", "otelhooks.hook.decided_by": "g"}, [], "denied"),
         ({"otelhooks.hook.mocked": True, "otelhooks.hook.mocked_by": "m"}, [], "mocked"),
         ({"otelhooks.hook.rewritten_by": ["r"]}, [], "rewritten"),
-        ({}, [{"n": "reject", "a": {"otelhooks.approval.answered_by": "alice"}}], "asked"),
+        (
+            {},
+            [{"n": "otelhooks.reject", "a": {"otelhooks.approval.answered_by": "alice"}}],
+            "asked",
+        ),
         (
             {"otelhooks.tool.outcome": "denied", "otelhooks.hook.decided_by": "ask"},
-            [{"n": "reject", "a": {"otelhooks.approval.hook_id": "ask"}}],
+            [{"n": "otelhooks.reject", "a": {"otelhooks.approval.hook_id": "ask"}}],
             "asked",
         ),
         (
             {"otelhooks.tool.outcome": "denied", "otelhooks.hook.decided_by": "guard"},
-            [{"n": "approve", "a": {"otelhooks.approval.hook_id": "ask"}}],
+            [{"n": "otelhooks.approve", "a": {"otelhooks.approval.hook_id": "ask"}}],
             "denied",
         ),
         ({"otelhooks.hook.errors": ["h: boom"]}, [], "permissive"),
@@ -99,7 +103,7 @@ def _approval_spans(index: TraceIndex, *, stand_in_first: bool) -> tuple[str, st
     tracer = provider.get_tracer("tests")
     event = {"otelhooks.approval.id": "a1", "otelhooks.approval.answered_by": "alice"}
     call = tracer.start_span("execute_tool fs/rm", attributes={"gen_ai.operation.name": "x"})
-    call.add_event("reject", attributes=event)
+    call.add_event("otelhooks.reject", attributes=event)
     ctx = call.get_span_context()
 
     def stand_in() -> None:
@@ -109,7 +113,7 @@ def _approval_spans(index: TraceIndex, *, stand_in_first: bool) -> tuple[str, st
             context=parent,
             attributes={"otelhooks.approval.stand_in": True},
         )
-        span.add_event("reject", attributes=event)
+        span.add_event("otelhooks.reject", attributes=event)
         span.end()
 
     if stand_in_first:
@@ -145,7 +149,7 @@ def test_a_stand_in_is_kept_when_the_calls_span_never_arrives() -> None:
     span = provider.get_tracer("tests").start_span(
         "request_human_approve fs/rm", attributes={"otelhooks.approval.stand_in": True}
     )
-    span.add_event("approve", attributes={"otelhooks.approval.id": "a2"})
+    span.add_event("otelhooks.approve", attributes={"otelhooks.approval.id": "a2"})
     span.end()
     trace_id = format(span.get_span_context().trace_id, "032x")
     assert _asked(index, trace_id) == ["request_human_approve fs/rm"]
@@ -162,10 +166,10 @@ def test_a_stand_in_alone_in_its_trace_goes_with_that_trace_when_the_call_arrive
     stand_in = tracer.start_span(
         "request_human_approve fs/rm", attributes={"otelhooks.approval.stand_in": True}
     )
-    stand_in.add_event("approve", attributes=event)
+    stand_in.add_event("otelhooks.approve", attributes=event)
     stand_in.end()
     call = tracer.start_span("execute_tool fs/rm")
-    call.add_event("approve", attributes=event)
+    call.add_event("otelhooks.approve", attributes=event)
     call.end()
     operations = index.operations()["operations"]
     assert [op["root"] for op in operations] == ["execute_tool fs/rm"]
@@ -185,7 +189,7 @@ def test_a_call_a_person_denied_is_one_asked_mark_counted_as_a_denial() -> None:
         },
     )
     span.add_event(
-        "reject",
+        "otelhooks.reject",
         attributes={
             "otelhooks.approval.hook_id": "ask",
             "otelhooks.approval.answered_by": "alice",

@@ -102,7 +102,7 @@ def test_the_gateway_writes_who_answered_on_the_calls_span(
         for ss in rs["scopeSpans"]
         for span in ss["spans"]
         for event in span.get("events", [])
-        if event["name"] == "reject"
+        if event["name"] == "otelhooks.reject"
     ]
     ((name, event),) = events
     attrs = {a["key"]: next(iter(a["value"].values())) for a in event["attributes"]}
@@ -147,7 +147,7 @@ def test_the_gateways_span_sent_to_serve_is_the_one_record_of_its_approval(
         for ss in rs["scopeSpans"]
         for span in ss["spans"]
         for event in span.get("events", [])
-        if event["name"] == "reject"
+        if event["name"] == "otelhooks.reject"
         for attrs in [{a["key"]: next(iter(a["value"].values())) for a in event["attributes"]}]
     ]
     assert approval_holder(server, trace_id, approval).startswith("tools/call")

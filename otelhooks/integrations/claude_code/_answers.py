@@ -15,7 +15,8 @@ makes the one answer Claude Code gets, by the rules of its hooks reference (``JS
   ``updatedInput`` and ``updatedPermissions`` of the allow);
 - ``Elicitation`` / ``ElicitationResult``: cancel > decline > accept; exit 2 declines;
 - top-level ``decision: "block"`` events: one block, the reasons joined;
-- ``additionalContext``, ``systemMessage`` and ``stopReason`` of every hook are all delivered
+- ``additionalContext``, ``classifierContext`` (``PostToolUse``), ``systemMessage`` and
+  ``stopReason`` of every hook are all delivered
   (joined by a blank line); ``suppressOutput``, ``retry`` and ``reloadSkills`` if any hook says
   so; ``watchPaths`` united; other values (``sessionTitle``, ``displayContent``,
   ``updatedToolOutput``...) from the first hook that gives one.
@@ -246,6 +247,11 @@ def combine(
             event == "PreToolUse" and specific.get("permissionDecision") == "defer"
         ):
             specific["additionalContext"] = context
+    if event == "PostToolUse":
+        # every hook's note for the auto mode classifier, as additionalContext is for Claude
+        note = _join(_str(_specific(a).get("classifierContext")) for a in answers)
+        if note:
+            specific["classifierContext"] = note
     _first_values(event, answers, specific, lost)
     if specific:
         out["hookSpecificOutput"] = {"hookEventName": event, **specific}

@@ -423,7 +423,10 @@ class ClaudeCodeBridge:
         known = EVENTS.get(name)
         canonical = known.canonical if known is not None else "claude_code_event"
         op = self.state.peek_operation(session)
-        marker = (name or "unknown", lifecycle_attributes(payload, capture=self.capture))
+        marker = (
+            sc.CLAUDE_CODE_EVENT_PREFIX + (name or "unknown"),
+            lifecycle_attributes(payload, capture=self.capture),
+        )
         # a permission request's span is written once its hooks answered: a person's answer to
         # an approval hook is a span event of it
         later = name == "PermissionRequest"

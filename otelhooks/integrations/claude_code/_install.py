@@ -59,6 +59,7 @@ from otelhooks.integrations.claude_code._answers import ANSWERING_EVENTS
 from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_ours
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import Edited, edit_settings
+from otelhooks.integrations.claude_code._watch import DEFAULT_WATCH, watch_list
 
 __all__ = [
     "ASYNC_EVENTS",
@@ -296,6 +297,7 @@ def _groups(
     fail_closed: bool,
     traces_out: str | None,
     wait_s: float = 0.0,
+    watch: str = DEFAULT_WATCH,
 ) -> dict[str, dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
     for event in events:
@@ -310,6 +312,8 @@ def _groups(
         group: dict[str, Any] = {"hooks": [handler]}
         if event in TOOL_EVENTS:
             group = {"matcher": "*", **group}
+        elif event == "FileChanged":
+            group = {"matcher": watch, **group}
         groups[event] = group
     return groups
 
@@ -363,6 +367,7 @@ def install(
         fail_closed=fail_closed,
         traces_out=traces_out,
         wait_s=_longest_approval(_project_file(path, hooks_file)),
+        watch=watch_list(_project_file(path, hooks_file)),
     )
 
     def edit(text: str, root: Node | None) -> str:

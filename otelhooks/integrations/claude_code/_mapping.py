@@ -42,6 +42,7 @@ __all__ = [
     "lifecycle_attributes",
     "matcher_value",
     "point_payload",
+    "turn_attributes",
 ]
 
 COMMON_KEYS: Final = frozenset(
@@ -51,8 +52,6 @@ COMMON_KEYS: Final = frozenset(
         "cwd",
         "permission_mode",
         "hook_event_name",
-        "prompt_id",
-        "effort",
         "agent_id",
         "agent_type",
     }
@@ -266,8 +265,28 @@ def lifecycle_attributes(
     for key, value in claude_fields(payload, capture=capture).items():
         if isinstance(value, bool | int | float) or (isinstance(value, str) and len(value) <= 4096):
             attrs[f"claude_code.{key}"] = value
-    for key in ("agent_id", "agent_type", "prompt_id"):
+    for key in ("agent_id", "agent_type"):
         value = payload.get(key)
         if isinstance(value, str):
             attrs[f"claude_code.{key}"] = value
+    attrs.update(turn_attributes(payload))
+    return attrs
+
+
+def turn_attributes(payload: Mapping[str, Any]) -> dict[str, types.AttributeValue]:
+    """``claude_code.prompt_id`` (the prompt the event belongs to) and
+    ``claude_code.effort.level`` (the reasoning effort), when Claude Code sends them.
+
+    Example:
+        >>> turn_attributes({"prompt_id": "p-1", "effort": {"level": "high"}})
+        {'claude_code.prompt_id': 'p-1', 'claude_code.effort.level': 'high'}
+    """
+    attrs: dict[str, types.AttributeValue] = {}
+    prompt = payload.get("prompt_id")
+    if isinstance(prompt, str) and prompt:
+        attrs["claude_code.prompt_id"] = prompt[:256]
+    effort = payload.get("effort")
+    level = effort.get("level") if isinstance(effort, dict) else None
+    if isinstance(level, str) and level:
+        attrs["claude_code.effort.level"] = level[:64]
     return attrs

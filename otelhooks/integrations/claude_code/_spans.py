@@ -33,6 +33,9 @@ from opentelemetry.trace import (
 )
 from opentelemetry.util.types import AttributeValue
 
+from otelhooks import _semconv as sc
+from otelhooks._version import __version__
+
 __all__ = [
     "APPROVALS_KEY",
     "LockedFileExporter",
@@ -98,7 +101,9 @@ class SpanWriter:
         )
         for exporter in exporters:
             self.provider.add_span_processor(SimpleSpanProcessor(exporter))
-        self._tracer = self.provider.get_tracer("otelhooks.integrations.claude_code")
+        self._tracer = self.provider.get_tracer(
+            "otelhooks.integrations.claude_code", __version__, schema_url=sc.SCHEMA_URL
+        )
 
     def write(self, record: SpanRecord) -> None:
         parent = otel_context.Context()

@@ -11,9 +11,11 @@ Claude Code exports carries that id as ``session.id``, so:
   and the attribute ``otelhooks.hook.span_id``: in Jaeger both trees are in one trace and the
   tool span points at the decision.
 - **log events** (``/v1/logs``): ``claude_code.api_request`` becomes an ``llm_output`` observer
-  event (model, input/output tokens, ``costUsd``) in the session's trace; ``tool_result`` and
-  ``tool_decision`` records are kept per ``(session, tool_use_id)`` (:meth:`ClaudeTelemetry.tool`)
-  next to the hook's own ``after_tool_call``.
+  event (model, input/output tokens, ``costUsd``) in the session's trace; its input count is
+  Anthropic's ``input_tokens`` plus the cache's read and creation tokens (as the GenAI
+  conventions count input), each also given (``cacheReadTokens``, ``cacheCreationTokens``);
+  ``tool_result`` and ``tool_decision`` records are kept per ``(session, tool_use_id)``
+  (:meth:`ClaudeTelemetry.tool`) next to the hook's own ``after_tool_call``.
 - **metrics** (``/v1/metrics``) are counted per metric (:attr:`ClaudeTelemetry.metrics`).
 
 Bounds (a client chooses metric names, session ids and record sizes): at most ``max_metrics``
@@ -255,7 +257,17 @@ class ClaudeTelemetry(SpanProcessor):
             "requestId": attrs.get("request_id"),
             "promptId": attrs.get("prompt.id"),
             "source": "claude_code.api_request",
+            "cacheReadTokens": _int(attrs.get("cache_read_tokens")),
+            "cacheCreationTokens": _int(attrs.get("cache_creation_tokens")),
         }
+        # Anthropic's input_tokens excludes the cache: the GenAI conventions' input count (the
+        # Anthropic refinement of spans.yaml) is input + cache read + cache creation, which is
+        # what budgets and cost must see.
+        total_input = (
+            _int(attrs.get("input_tokens"))
+            + extra["cacheReadTokens"]
+            + extra["cacheCreationTokens"]
+        )
         event = LlmOutputEvent(
             **when,
             **extra,
@@ -264,9 +276,7 @@ class ClaudeTelemetry(SpanProcessor):
             spanId=format(record.span_id, "016x") if record.span_id else None,
             agentId=AGENT,
             model=str(attrs.get("model") or "") or None,
-            tokenUsage=TokenUsage(
-                input=_int(attrs.get("input_tokens")), output=_int(attrs.get("output_tokens"))
-            ),
+            tokenUsage=TokenUsage(input=total_input, output=_int(attrs.get("output_tokens"))),
         )
         try:
             self.engine.dispatch("llm_output", event, values=(event.model or "*",))

@@ -28,7 +28,12 @@ from otelhooks._events import (
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._live import Verdict
 from otelhooks._matchers import tool_aliases
-from otelhooks._span_mapping import approval_events, verdict_attributes
+from otelhooks._span_mapping import (
+    approval_events,
+    security_findings,
+    security_findings_enabled,
+    verdict_attributes,
+)
 from otelhooks.integrations.claude_code._answers import (
     combine,
     denied_by,
@@ -43,7 +48,7 @@ from otelhooks.integrations.claude_code._common import (
     Observe,
     text,
 )
-from otelhooks.integrations.claude_code._mapping import claude_fields
+from otelhooks.integrations.claude_code._mapping import claude_fields, turn_attributes
 from otelhooks.integrations.claude_code._shapes import shaped
 from otelhooks.integrations.claude_code._spans import (
     APPROVALS_KEY,
@@ -106,6 +111,8 @@ class ToolUses:
             "apiName": tool.tool_name,
             "args": tool.tool_input if args is None else args,
             "callIndex": tool.call_index,
+            # the turn's span stands for the assistant message that asked for the tool
+            "assistantMessageId": f"msg_{tool.parent_span_id:016x}",
             "agentId": self.agent,
             "executor": "client",
         }
@@ -127,6 +134,7 @@ class ToolUses:
             sc.GEN_AI_TOOL_CALL_ID: tool.tool_use_id,
             sc.GEN_AI_TOOL_TYPE: "function",
             sc.GEN_AI_CONVERSATION_ID: tool.session_id,
+            sc.GEN_AI_AGENT_NAME: self.agent,
             sc.TOOL_IDENTIFIER: "",
             sc.TOOL_MATCHER_VALUE: tool.tool_name,
             sc.TOOL_CALL_INDEX: tool.call_index,
@@ -145,10 +153,11 @@ class ToolUses:
         result: str = "",
         error: str | None = None,
         error_type: str | None = None,
+        extra: Mapping[str, types.AttributeValue] | None = None,
     ) -> None:
         kept = dict(tool.attributes)
         approvals = kept.pop(APPROVALS_KEY, None)
-        attrs = {**self._start_attributes(tool), **attribute_map(kept)}
+        attrs = {**self._start_attributes(tool), **attribute_map(kept), **(extra or {})}
         attrs[sc.TOOL_OUTCOME] = outcome
         attrs[sc.TOOL_RESULT_SIZE] = len(result)
         if self.capture and result:
@@ -190,7 +199,11 @@ class ToolUses:
         verdict, answers = run_hooks(
             self.engine, "before_tool_call", event, _values(tool_name), operation_id=op.operation_id
         )
-        attrs = {**self._args_attributes(args), **self._verdict_attributes(verdict)}
+        attrs = {
+            **turn_attributes(payload),
+            **self._args_attributes(args),
+            **self._verdict_attributes(verdict),
+        }
         mock = verdict.mock
         if mock is not None:
             # Claude Code cannot take a result in place of running the tool: the nearest is a
@@ -218,9 +231,13 @@ class ToolUses:
             attrs[sc.HOOK_DECISION_REASON] = str(specific.get("permissionDecisionReason") or "")
             attrs[sc.HOOK_CLASSIFICATION] = sc.CLASSIFICATION_HOOK_DENIED
         kept: dict[str, Any] = dict(attrs)
-        if verdict.approvals:
-            # who answered an approval hook: span events of this call's span, once it ends
-            kept[APPROVALS_KEY] = [[n, a] for n, a, _ in approval_events(verdict)]
+        events = [[n, a] for n, a, _ in approval_events(verdict)]
+        if security_findings_enabled():
+            events += [[n, a] for n, a in security_findings(verdict)]
+        if events:
+            # who answered an approval hook (and, experimental, the findings): span events of
+            # this call's span, once it ends
+            kept[APPROVALS_KEY] = events
         if decision == "deny":
             self.state.end_tool(session, use_id)
             reason = str(specific.get("permissionDecisionReason") or "")
@@ -335,16 +352,18 @@ class ToolUses:
     def post(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
         tool = self._take_tool(session, payload)
         measured = payload.get("duration_ms")  # Claude Code's own timing, when it sends one
-        elapsed_ms = (
-            float(measured)
-            if isinstance(measured, int | float) and not isinstance(measured, bool)
-            else (time.time_ns() - tool.start_ns) / 1e6
-        )
+        elapsed_ms = (time.time_ns() - tool.start_ns) / 1e6
+        ended: dict[str, types.AttributeValue] = {}
+        if isinstance(measured, int | float) and not isinstance(measured, bool):
+            elapsed_ms = float(measured)
+            ended["claude_code.duration_ms"] = elapsed_ms
         context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
         if name == "PostToolUseFailure":
             error = str(payload.get("error") or "the tool failed")
             error_type = "interrupted" if payload.get("is_interrupt") else "ToolError"
-            self.end_tool(tool, "error", result=error, error=error, error_type=error_type)
+            self.end_tool(
+                tool, "error", result=error, error=error, error_type=error_type, extra=ended
+            )
             failed = ToolCallErrorEvent(**context, error=error, errorType=error_type)
             _, answers = run_hooks(
                 self.engine, "on_tool_call_error", failed, _values(tool.tool_name)
@@ -354,7 +373,7 @@ class ToolUses:
         # what the model will see (after a tool_result_persist rewrite) is what is recorded
         response, answers, extra = self._persist(tool, payload.get("tool_response"))
         content = text(response)
-        self.end_tool(tool, "success", result=content)
+        self.end_tool(tool, "success", result=content, extra=ended)
         after = AfterToolCallEvent(
             **context,
             content=content,

@@ -18,7 +18,8 @@ input/output guardrail tripwire        the operation fails: ``on_error`` with ``
                                        ``InputGuardrailTripwireTriggered`` / ``Output...``, and
                                        ``otelhooks.guardrail.name`` on the span
 tool input guardrail ``reject_content``  an ``on_tool_call_denied`` event (decided by
-                                       ``guardrail:{name}``) and a ``tool_guardrail`` span event
+                                       ``guardrail:{name}``), a span event
+                                       ``otelhooks.tool_guardrail``
 ``MaxTurnsExceeded``                   complete reason ``max_steps`` (the exception propagates)
 =====================================  ==========================================================
 """
@@ -225,7 +226,7 @@ class AgentRun:
         step = frame.step.scope if frame.step is not None else None
         if step is not None:
             step.span.add_event(
-                "tool_guardrail",
+                sc.EVENT_TOOL_GUARDRAIL,
                 {sc.GEN_AI_TOOL_NAME: tool, GUARDRAIL_NAME: guardrail, sc.HOOK_DECISION: "deny"},
             )
         payload = ToolCallDeniedEvent(

@@ -208,7 +208,7 @@ def test_each_documented_event_leaves_telemetry_in_the_session_trace(
     missing = []
     for name, event in EVENTS.items():
         if event.handled_by == "point":
-            if name not in span_events:
+            if "claude_code." + name not in span_events:
                 missing.append(name)
         elif event.handled_by == "tools":
             if not any(n.startswith("execute_tool ") for n in names):
@@ -230,7 +230,7 @@ def test_the_generic_events_succeed_as_real_hook_processes(project: Project) -> 
     # each twice: once in process, once from its own hook process (PreCompact once more, with
     # unknown fields)
     point = ("PreCompact", "PostCompact", "PostToolBatch")
-    assert {n: span_events.count(n) for n in point} == {
+    assert {n: span_events.count("claude_code." + n) for n in point} == {
         "PreCompact": 3,
         "PostCompact": 2,
         "PostToolBatch": 2,
@@ -244,10 +244,10 @@ def test_point_event_fields_become_span_event_attributes_without_content(
     documented: list[tuple[dict[str, Any], Run]], project: Project
 ) -> None:
     events = {e["name"]: e for s in project.spans() for e in s.get("events", [])}
-    compact = events["PreCompact"]["attributes"]
+    compact = events["claude_code.PreCompact"]["attributes"]
     assert compact["claude_code.trigger"] == "manual"
     assert "claude_code.custom_instructions" not in compact  # content: capture is off
-    notification = events["Notification"]["attributes"]
+    notification = events["claude_code.Notification"]["attributes"]
     assert notification["claude_code.notification_type"] == "permission_prompt"
 
 
@@ -256,8 +256,8 @@ def test_an_unknown_event_with_unknown_fields_is_a_span_event_not_an_error(
 ) -> None:
     result = project.answers["unknown-event"]
     assert (result.code, result.stdout) == (0, "")
-    (span,) = [s for s in project.spans() if any(
-        e["name"] == "SomethingClaudeAddsLater" for e in s.get("events", []))]  # fmt: skip
+    later = "claude_code.SomethingClaudeAddsLater"
+    (span,) = [s for s in project.spans() if any(e["name"] == later for e in s.get("events", []))]
     assert span["name"] == "agent_lifecycle claude_code_event"
     assert span["events"][0]["attributes"]["claude_code.flag"] is True
 

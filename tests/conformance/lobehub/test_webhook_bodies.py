@@ -26,8 +26,6 @@ INTERFACES: dict[str, dict[str, dict[str, Any]]] = FIXTURE["interfaces"]
 # Required fields otelhooks leaves out, each with its reason in docs/webhooks.md.
 # Content is sent only with content capture on (or named in eventFields).
 CONTENT_OPT_IN = {"args", "content", "summary", "instruction"}
-# An in-process sub-agent shares its parent's conversation: no thread of its own.
-NOT_ISOLATED = {("afterCallAgent", "threadId")}
 
 
 def json_type(value: Any) -> str:
@@ -62,6 +60,7 @@ def _run(pipe: Pipeline) -> None:
             step.run_tool("fs", "readFile", {"path": "a.txt"}, lambda path: "hello")
             step.run_tool("fs", "explode", {}, lambda: fail_("disk on fire"))
         with op.step() as step:
+            step.run_tool("fs", "readFile", {"path": "b.txt"}, lambda path: "again")
             with step.approval([{"identifier": "fs", "apiName": "rm"}]) as approval:
                 approval.approve("call_1")
             with step.compact(message_count=40, token_count=9000) as compaction:
@@ -126,9 +125,7 @@ def test_required_fields_are_sent_but_the_documented_deviations(
 ) -> None:
     capture = "no-capture" not in request.node.callspec.id
     interface = INTERFACES[HOOK_TYPES[hook_type]]
-    allowed = {name for t, name in NOT_ISOLATED if t == hook_type}
-    if not capture:
-        allowed |= CONTENT_OPT_IN
+    allowed = set(CONTENT_OPT_IN) if not capture else set()
     for body in bodies[hook_type]:
         missing = {n for n, spec in interface.items() if spec["required"] and n not in body}
         assert missing <= allowed, f"{hook_type} lacks {sorted(missing - allowed)}"
@@ -156,9 +153,33 @@ def test_on_complete_carries_status_steps_llm_calls_and_total_tokens(
     assert (planner["reason"], planner["status"]) == ("error", "error")
     assert planner["steps"] == 3
     assert planner["llmCalls"] == 1
-    assert planner["toolCalls"] == 2
+    assert planner["toolCalls"] == 3
     assert planner["totalTokens"] == 15
     assert by_agent["researcher"]["status"] == "done"
+
+
+def test_call_index_counts_the_tools_earlier_calls_in_the_operation_from_one(
+    bodies: dict[str, list[Any]],
+) -> None:
+    # toolPreparation.ts: each tool (identifier/apiName) counts its own calls from 1
+    rule = FIXTURE["rules"]["callIndex"]
+    assert rule["source"].endswith("toolPreparation.ts")
+    calls = {(b["identifier"], b["apiName"], b["callIndex"]) for b in bodies["beforeToolCall"]}
+    assert calls == {("fs", "readFile", 1), ("fs", "readFile", 2), ("fs", "explode", 1)}
+
+
+def test_tool_events_name_their_assistant_message_and_executor(
+    bodies: dict[str, list[Any]],
+) -> None:
+    for hook_type in ("beforeToolCall", "afterToolCall", "onToolCallError"):
+        for body in bodies[hook_type]:
+            assert body["assistantMessageId"].startswith("msg_")
+            assert (
+                body["executor"] in INTERFACES["BeforeToolCallObservationEvent"]["executor"]["enum"]
+            )
+    # the two calls of the first step belong to one assistant message
+    first = {b["assistantMessageId"] for b in bodies["beforeToolCall"] if b["stepIndex"] == 0}
+    assert len(first) == 1
 
 
 def test_on_error_detail_is_a_string(bodies: dict[str, list[Any]]) -> None:

@@ -77,6 +77,19 @@ def _agent_runs(tracer: AgentTracer) -> None:
         step.llm("gemini-pro") as call,
     ):
         call.record("ok", input_tokens=1, output_tokens=1, finish_reason="stop")
+    with tracer.operation("summariser", session_id="conv-4") as op, op.step() as step:
+        with step.compact(message_count=40, token_count=9000) as compaction:
+            compaction.done(messages_after=4, tokens_after=800, summary="short")
+        with step.llm("gpt-4o-mini") as call:
+            call.record(
+                "after",
+                input_tokens=5,
+                output_tokens=1,
+                response_model="gpt-4o-mini-2",
+                finish_reason="stop",
+            )
+        with step.llm("gpt-4o-mini") as call:
+            call.record("later", input_tokens=5, output_tokens=1, finish_reason="stop")
 
 
 def _failing_model_call(op: Any) -> None:
@@ -130,6 +143,43 @@ def test_spans_carry_required_and_applicable_attributes(
         assert span.kind.name == rule["kind"]
         if not failed:
             assert "error.type" not in attrs, span.name
+
+
+def test_the_inference_after_a_compaction_says_the_conversation_was_compacted(
+    telemetry: Telemetry,
+) -> None:
+    name = "gen_ai.conversation.compacted"
+    assert name in SPEC["spans"]["gen_ai.inference.client"]["recommended_when"]
+    chats = [s for s in telemetry.of("chat") if s.name == "chat gpt-4o-mini"]
+    chats.sort(key=lambda s: s.start_time or 0)
+    assert [(s.attributes or {}).get(name) for s in chats] == [True, None]
+    assert all(name not in (s.attributes or {}) for s in telemetry.of("chat") if s not in chats)
+
+
+def test_execute_tool_spans_name_the_agent_executing_the_tool(telemetry: Telemetry) -> None:
+    tools = telemetry.of("execute_tool")
+    assert {(s.attributes or {}).get("gen_ai.agent.name") for s in tools} == {"planner"}
+
+
+def test_error_type_is_the_canonical_class_name_beside_exception_type(
+    telemetry: Telemetry,
+) -> None:
+    failed = [s for s in telemetry.spans if s.status.status_code is StatusCode.ERROR]
+    recorded = [(s, e) for s in failed for e in s.events if e.name == "exception"]
+    assert recorded
+    for span, event in recorded:
+        assert (span.attributes or {})["error.type"] == (event.attributes or {})["exception.type"]
+
+
+def test_the_scope_names_its_version_and_schema(telemetry: Telemetry) -> None:
+    scopes = {
+        (s.instrumentation_scope.name, s.instrumentation_scope.version)
+        for s in telemetry.spans
+        if s.instrumentation_scope
+    }
+    assert all(version for _, version in scopes)
+    urls = {s.instrumentation_scope.schema_url for s in telemetry.spans if s.instrumentation_scope}
+    assert urls == {"https://opentelemetry.io/schemas/1.43.0"}
 
 
 def test_failed_spans_have_status_error_and_error_type(telemetry: Telemetry) -> None:
@@ -222,6 +272,7 @@ def test_duration_metrics_carry_error_type_exactly_on_failures(telemetry: Teleme
         "planner": None,
         "fixer": "TimeoutError",
         "helper": None,
+        "summariser": None,
     }
     assert error_types("gen_ai.execute_tool.duration", "gen_ai.tool.name") == {
         "readFile": None,
@@ -232,6 +283,7 @@ def test_duration_metrics_carry_error_type_exactly_on_failures(telemetry: Teleme
         "gpt-4o": None,
         "claude-sonnet": "TimeoutError",
         "gemini-pro": None,
+        "gpt-4o-mini": None,
     }
 
 
@@ -246,7 +298,7 @@ def test_counts_use_curly_brace_units_never_one(telemetry: Telemetry) -> None:
 
 def test_event_ids_live_under_otelhooks_not_the_event_namespace(telemetry: Telemetry) -> None:
     planner = telemetry.named("invoke_agent planner")
-    (event,) = [e for e in planner.events if e.name == "message_received"]
+    (event,) = [e for e in planner.events if e.name == "otelhooks.message_received"]
     attrs = dict(event.attributes or {})
     assert "event.id" not in attrs
     assert re.fullmatch(r"[0-9a-f]{32}", str(attrs["otelhooks.event.id"]))
