@@ -103,7 +103,7 @@ def _approval_spans(
     call = _tracer(call_index).start_span(
         "execute_tool fs/rm", attributes={"gen_ai.operation.name": "x"}
     )
-    call.add_event("reject", attributes=event)
+    call.add_event("otelhooks.reject", attributes=event)
     ctx = call.get_span_context()
 
     def stand_in() -> None:
@@ -113,7 +113,7 @@ def _approval_spans(
             context=parent,
             attributes={"otelhooks.approval.stand_in": True},
         )
-        span.add_event("reject", attributes=event)
+        span.add_event("otelhooks.reject", attributes=event)
         span.end()
         assert stand_in_index.force_flush()
 
@@ -152,10 +152,10 @@ def test_a_stand_in_alone_in_its_trace_goes_with_it_when_the_call_arrives_in_one
     stand_in = tracer.start_span(
         "request_human_approve fs/rm", attributes={"otelhooks.approval.stand_in": True}
     )
-    stand_in.add_event("approve", attributes=event)
+    stand_in.add_event("otelhooks.approve", attributes=event)
     stand_in.end()
     call = tracer.start_span("execute_tool fs/rm")
-    call.add_event("approve", attributes=event)
+    call.add_event("otelhooks.approve", attributes=event)
     call.end()
     assert index.force_flush()
     assert [op["root"] for op in index.operations()["operations"]] == ["execute_tool fs/rm"]
