@@ -315,7 +315,7 @@ class AgentMetrics:
             sc.METRIC_LLM_CALLS, "{call}", "Model calls, otelhooks' own and instrumented SDKs'."
         )
         self.llm_cost = counter(
-            sc.METRIC_LLM_COST, "USD", "Cost of priced model calls (genai-prices), in dollars."
+            sc.METRIC_LLM_COST, "{USD}", "Cost of priced model calls (genai-prices), in US dollars."
         )
         self.dropped = QueuedCounter(
             _Sink(add=lambda v, a, c: self._dropped.add(v, a, context=c)), submit
