@@ -48,6 +48,7 @@ from otelhooks._export._otlp import (
     otlp_span_exporter,
     summarise_sdk_logs,
 )
+from otelhooks._export._priced import PricedSpanExporter
 from otelhooks._export._report import (
     DEFAULT_SHUTDOWN_TIMEOUT_S,
     SHUTDOWN_TIMEOUT_ENV,
@@ -472,7 +473,7 @@ def configure(
     batchers = []
     for exporter, span_tracker in exporters:
         batcher = CountingBatchSpanProcessor(
-            exporter,
+            PricedSpanExporter(exporter),
             max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,
             on_drop=agent_metrics.drop_counter("span_export"),

@@ -260,3 +260,21 @@ def test_a_call_outside_any_operation_is_observed_but_not_accounted(
     [out] = recorder.of("llm_output")
     assert out.operationId is None
     assert out.model == "gpt-4o"
+
+
+def test_the_web_view_lists_the_run_with_its_dollars(
+    pipe: Pipeline, tracer: AgentTracer, server: WebhookServer
+) -> None:
+    from otelhooks.web._store import TraceIndex
+
+    index = TraceIndex(max_traces=10)
+    pipe.provider.add_span_processor(index)
+    script(server, OPENAI_PATH, openai_completion("gpt-4o", "hi", 1000, 500))
+    with tracer.operation("helper") as op, op.step() as step:
+        _ask_openai(_openai(server))
+        with step.llm("gpt-4o", provider="openai") as call:
+            call.record("ok", input_tokens=1000, output_tokens=500)
+    [row] = index.operations(limit=10)["operations"]
+    # the SDK's call is priced by the processor (its span ended before it was), so the
+    # page takes the run's total from its invoke_agent span: both calls
+    assert row["cost"] == pytest.approx(2 * GPT_4O_COST)
