@@ -88,10 +88,23 @@ class _Frame:
         return await stack.enter_async_context(op.step())
 
 
+def _receiver(signature: inspect.Signature) -> str | None:
+    """The name of a method's ``self`` or ``cls``: passed to the call, not shown to hooks."""
+    first = next(iter(signature.parameters.values()), None)
+    if first is not None and first.name in ("self", "cls"):
+        return first.name
+    return None
+
+
 def _bind(
     signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> dict[str, Any]:
-    return dict(signature.bind(*args, **kwargs).arguments)
+    """The tool's arguments by name, as hooks see them (a method's receiver left out)."""
+    arguments = dict(signature.bind(*args, **kwargs).arguments)
+    receiver = _receiver(signature)
+    if receiver is not None:
+        arguments.pop(receiver, None)
+    return arguments
 
 
 def _call_args(
@@ -105,9 +118,21 @@ def _call_args(
     ``final`` (unchanged: the caller's own)."""
     if final == original:
         return args, kwargs
+    params = signature.parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    unknown = sorted(set(final) - set(params))
+    if unknown and not takes_any:
+        # Dropping them would run the tool with arguments other than the ones the hook chose.
+        raise TypeError(f"a hook rewrote the arguments with {', '.join(unknown)}, not taken")
     bound = signature.bind_partial()
-    bound.arguments.update(final)
-    return bound.args, bound.kwargs
+    receiver = _receiver(signature)
+    if receiver is not None:
+        bound.arguments[receiver] = signature.bind(*args, **kwargs).arguments[receiver]
+    for name in params:  # in the signature's order, as positional arguments must be
+        if name in final:
+            bound.arguments[name] = final[name]
+    extra = {k: v for k, v in final.items() if k not in params}
+    return bound.args, {**bound.kwargs, **extra}
 
 
 def _denied(call: ToolCall) -> ToolDenied:

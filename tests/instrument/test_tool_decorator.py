@@ -229,3 +229,52 @@ def test_the_step_follows_asyncio_tasks_and_copied_thread_contexts(
     span = pipe.span("execute_tool ping")
     assert span.parent is not None
     assert span.parent.span_id == step.context.span_id
+
+
+def test_a_method_is_a_tool_without_its_receiver_in_the_arguments(
+    pipe: Pipeline, tracer: AgentTracer
+) -> None:
+    seen: list[dict[str, Any]] = []
+    pipe.register(hook("see", "beforeToolCall", lambda e: seen.append(dict(e.args))))
+
+    class Files:
+        prefix = "/data"
+
+        @otelhooks.tool(identifier="fs", name="read")
+        def read(self, path: str) -> str:
+            return f"{self.prefix}/{path}"
+
+    with tracer.operation("x") as op, op.step():
+        assert Files().read("a.txt") == "/data/a.txt"
+    assert seen == [{"path": "a.txt"}]
+
+
+def test_a_rewrite_with_an_argument_the_function_does_not_take_fails_loudly(
+    pipe: Pipeline, tracer: AgentTracer
+) -> None:
+    def inject(event: ToolCallEvent) -> ToolCallEvent:
+        return event.model_copy(update={"args": {**event.args, "sudo": True}})
+
+    pipe.register(hook("inject", "beforeToolCall", inject))
+
+    @otelhooks.tool
+    def ls(path: str) -> str:
+        return "listing"
+
+    with tracer.operation("x") as op, op.step(), pytest.raises(TypeError, match="sudo, not taken"):
+        ls("/")
+    assert (pipe.span("execute_tool ls").attributes or {})["error.type"] == "TypeError"
+
+
+def test_positional_only_arguments_survive_a_rewrite(pipe: Pipeline, tracer: AgentTracer) -> None:
+    def double(event: ToolCallEvent) -> ToolCallEvent:
+        return event.model_copy(update={"args": {"a": event.args["a"] * 2, "b": event.args["b"]}})
+
+    pipe.register(hook("double", "beforeToolCall", double))
+
+    @otelhooks.tool
+    def sub(a: int, /, b: int) -> int:
+        return a - b
+
+    with tracer.operation("x") as op, op.step():
+        assert sub(5, 1) == 9
