@@ -1,0 +1,39 @@
+"""Claude Code's own ``cost_usd`` (its ``api_request`` log events, received by ``otelhooks
+serve``) is each call's ``costUsd`` and adds up to the session's running total."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from otelhooks import serve
+from tests._webhook_server import webhook_server
+from tests.integrations.test_claude_code_serve import AUTH, SESSION, TOKEN, _api_request_log
+
+
+def test_each_api_request_costs_what_claude_code_says_and_the_session_adds_up(
+    tmp_path: Path,
+) -> None:
+    with webhook_server() as sink:
+        path = tmp_path / "llm.yaml"
+        path.write_text(
+            "hooks:\n  - id: llm-audit\n    type: llm_output\n"
+            f'    webhook: {{url: "{sink.url}/llm"}}\n'
+        )
+        server = serve([path], token=TOKEN)
+        try:
+            headers = {**AUTH, "Content-Type": "application/x-protobuf"}
+            for _ in range(2):
+                body = _api_request_log().SerializeToString()
+                response = httpx.post(server.url + "/v1/logs", content=body, headers=headers)
+                assert response.status_code == 200
+            got = [r.json() for r in sink.wait_for("/llm", 2)]
+        finally:
+            server.stop()
+    events = [g.get("payload", g) for g in got]
+    assert [e["costUsd"] for e in events] == [pytest.approx(0.00036)] * 2
+    assert events[1]["sessionKey"] == SESSION
+    assert events[1]["spend"]["session"]["costUsd"] == pytest.approx(0.00072)
+    assert events[1]["spend"]["session"]["inputTokens"] == 60
