@@ -303,7 +303,6 @@ class LlmCall(SpanScope):
             attrs[sc.GEN_AI_INPUT_MESSAGES] = json.dumps(self.messages, default=str)
 
         provider = self.provider
-        spend = spend_of(op)
 
         def build() -> HookEvent:  # only when a hook matches, at once, as the span starts
             return LlmInputEvent(
@@ -313,7 +312,7 @@ class LlmCall(SpanScope):
                 model=self.model,
                 messages=self.messages,
                 provider=provider,
-                spend=spend,
+                spend=spend_of(op),
             )
 
         live = LiveEvent(
@@ -367,7 +366,10 @@ class LlmCall(SpanScope):
             )
             if cost is not None:
                 self.span.set_attribute(sc.LLM_COST_USD, cost)
-        spend = spend_of(op)
+        live = self.live
+        # the totals as this call ends, copied only when a hook will read them
+        hooked = self.tracer.matches("llm_output", live.values, live.operation_id)
+        spend = spend_of(op) if hooked else None
         provider = self.provider
         self._follow(
             "llm_output",
