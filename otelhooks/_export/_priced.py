@@ -71,6 +71,12 @@ class PricedSpanExporter(SpanExporter):
     def __init__(self, exporter: SpanExporter) -> None:
         self.exporter = exporter
 
+    @property
+    def last_error(self) -> str | None:
+        """The wrapped exporter's last failure, for the delivery report (when it keeps one)."""
+        said = getattr(self.exporter, "last_error", None)
+        return str(said) if said else None
+
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         return self.exporter.export([priced(span) for span in spans])
 
