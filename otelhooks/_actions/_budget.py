@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from otelhooks._errors import ConfigError
@@ -22,6 +23,8 @@ from otelhooks._events import HookEvent, RunningSpend
 from otelhooks._hooks import Block
 
 __all__ = ["BudgetAction", "BudgetConfig", "Limit"]
+
+_log = structlog.get_logger("otelhooks")
 
 
 class BudgetConfig(BaseModel):
@@ -108,6 +111,7 @@ class BudgetAction:
                 field = f"budget.{where}" if where else "budget"
                 raise ConfigError(first["msg"], field=field) from None
         self.hook_id = hook_id
+        self._told = False
 
     def passed(self, spend: RunningSpend | None) -> Limit | None:
         """The first limit ``spend`` has reached, or None."""
@@ -127,5 +131,17 @@ class BudgetAction:
                 yield scope, limit, spent
 
     def __call__(self, payload: HookEvent) -> Block | None:
-        passed = self.passed(getattr(payload, "spend", None))
+        spend = getattr(payload, "spend", None)
+        if spend is None:
+            if not self._told:
+                # A runtime that reports no spend on its tool calls (the Claude Code bridge,
+                # the MCP gateway, replay): said once, since the guard cannot limit anything.
+                self._told = True
+                _log.warning(
+                    "budget guard sees no spend here: nothing is limited",
+                    hook_id=self.hook_id,
+                    tool=getattr(payload, "matcher_value", None),
+                )
+            return None
+        passed = self.passed(spend)
         return Block(f"budget: {passed[3]}") if passed is not None else None

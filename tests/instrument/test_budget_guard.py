@@ -143,3 +143,20 @@ def test_hooks_see_the_running_spend_of_operation_and_session(
     assert second.spend.operation.costUsd == pytest.approx(GPT_4O_COST)  # type: ignore[attr-defined]
     assert second.spend.session.costUsd == pytest.approx(2 * GPT_4O_COST)  # type: ignore[attr-defined]
     assert second.spend.session.inputTokens == 2000  # type: ignore[attr-defined]
+
+
+def test_a_runtime_that_reports_no_spend_is_told_once_that_nothing_is_limited() -> None:
+    from structlog.testing import capture_logs
+
+    from otelhooks import HooksEngine
+    from otelhooks.events import ToolCallEvent
+
+    engine = HooksEngine([{"id": "cap", "type": "beforeToolCall", "budget": {"session_usd": 1}}])
+    with capture_logs() as logs:
+        for _ in range(3):
+            event = ToolCallEvent(identifier="fs", apiName="rm", toolCallId="c")
+            assert not engine.dispatch("before_tool_call", event).blocked
+    told = [e for e in logs if "budget guard sees no spend" in e["event"]]
+    assert len(told) == 1
+    assert told[0]["hook_id"] == "cap"
+    engine.shutdown()
