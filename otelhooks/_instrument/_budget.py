@@ -40,7 +40,18 @@ def spend_of(op: Operation) -> RunningSpend:
 
 def guards(op: Operation) -> list[tuple[str, BudgetAction]]:
     """``(hook id, action)`` of each enforced budget guard that applies to ``op`` (global ones,
-    then the operation's own), in registration order."""
+    then the operation's own), in registration order; looked up again only when the registry
+    changed (every model call asks)."""
+    registry = op.tracer.engine.registry
+    cached = op.budget_guards
+    if cached is not None and cached[0] == registry.version:
+        return cached[1]
+    found = _lookup(op)
+    op.budget_guards = (registry.version, found)
+    return found
+
+
+def _lookup(op: Operation) -> list[tuple[str, BudgetAction]]:
     from otelhooks._actions._budget import BudgetAction
 
     registry = op.tracer.engine.registry

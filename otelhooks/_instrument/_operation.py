@@ -98,6 +98,8 @@ class Operation(SpanScope):
         self.usage = TokenUsage()
         self.spend = Spend()
         self.session_spend = tracer.sessions.of(session_id) if session_id else None
+        # (registry version, its budget guards) for this run, asked by every model call
+        self.budget_guards: tuple[int, list[Any]] | None = None
         self.step_count = 0
         self.llm_calls = 0
         self.tool_call_count = 0
