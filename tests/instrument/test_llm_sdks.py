@@ -278,3 +278,99 @@ def test_the_web_view_lists_the_run_with_its_dollars(
     # the SDK's call is priced by the processor (its span ended before it was), so the
     # page takes the run's total from its invoke_agent span: both calls
     assert row["cost"] == pytest.approx(2 * GPT_4O_COST)
+
+
+def _sse(*chunks: dict[str, Any]) -> bytes:
+    import json
+
+    return b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + (
+        b"data: [DONE]\n\n"
+    )
+
+
+def test_a_streamed_openai_call_is_accounted_when_the_stream_is_read_to_its_end(
+    pipe: Pipeline, tracer: AgentTracer, server: WebhookServer
+) -> None:
+    from tests._webhook_server import Reply
+
+    base = {"id": "c1", "object": "chat.completion.chunk", "created": 0, "model": "gpt-4o"}
+    body = _sse(
+        {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": "h"}}]},
+        {**base, "choices": [{"index": 0, "delta": {"content": "i"}, "finish_reason": "stop"}]},
+        {
+            **base,
+            "choices": [],
+            "usage": {"prompt_tokens": 1000, "completion_tokens": 500, "total_tokens": 1500},
+        },
+    )
+    server.routes[OPENAI_PATH] = Reply(200, body, headers={"Content-Type": "text/event-stream"})
+    with tracer.operation("streamer") as op, op.step():
+        stream = _openai(server).chat.completions.create(
+            model="gpt-4o",
+            messages=[{"role": "user", "content": "hello"}],
+            stream=True,
+            stream_options={"include_usage": True},
+        )
+        text = "".join(c.choices[0].delta.content or "" for c in stream if c.choices)
+    assert text == "hi"
+    assert op.spend.calls == 1
+    assert op.spend.cost_usd == pytest.approx(GPT_4O_COST)
+
+
+def test_a_streamed_anthropic_call_is_accounted_when_the_stream_is_read_to_its_end(
+    pipe: Pipeline, tracer: AgentTracer, server: WebhookServer
+) -> None:
+    import json
+
+    from tests._webhook_server import Reply
+
+    model = "claude-3-5-haiku-20241022"
+    events = [
+        (
+            "message_start",
+            {
+                "type": "message_start",
+                "message": {
+                    "id": "msg_1", "type": "message", "role": "assistant", "model": model,
+                    "content": [], "stop_reason": None, "stop_sequence": None,
+                    "usage": {"input_tokens": 2000, "output_tokens": 1},
+                },
+            },
+        ),
+        (
+            "content_block_start",
+            {"type": "content_block_start", "index": 0,
+             "content_block": {"type": "text", "text": ""}},
+        ),
+        (
+            "content_block_delta",
+            {"type": "content_block_delta", "index": 0,
+             "delta": {"type": "text_delta", "text": "ok"}},
+        ),
+        ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+        (
+            "message_delta",
+            {"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": None},
+             "usage": {"output_tokens": 100}},
+        ),
+        ("message_stop", {"type": "message_stop"}),
+    ]  # fmt: skip
+    body = b"".join(
+        f"event: {name}\ndata: {json.dumps(data)}\n\n".encode() for name, data in events
+    )
+    server.routes[ANTHROPIC_PATH] = Reply(200, body, headers={"Content-Type": "text/event-stream"})
+    with tracer.operation("streamer") as op, op.step():
+        stream = _anthropic(server).messages.create(
+            model=model,
+            max_tokens=64,
+            messages=[{"role": "user", "content": "hello"}],
+            stream=True,
+        )
+        kinds = [event.type for event in stream]
+    assert kinds[-1] == "message_stop"
+    assert op.spend.calls == 1
+    assert op.spend.input_tokens == 2000
+    # OpenLLMetry adds message_start's output count (1) to message_delta's, which the API sends
+    # as a running total: otelhooks prices what the span says, as every backend will read it
+    assert op.spend.output_tokens == 101
+    assert op.spend.cost_usd == pytest.approx(2000 * 0.8e-6 + 101 * 4e-6)
