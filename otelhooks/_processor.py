@@ -33,7 +33,8 @@ class HookSpanProcessor(SpanProcessor):
         engine: the hooks engine (a new one, with ``registry``/``metrics``/``max_queue_size``,
             when omitted).
         registry, metrics, max_queue_size: for a new engine (see :class:`HooksEngine`).
-        observe_foreign_spans: fire observers for GenAI spans otelhooks did not create.
+        observe_foreign_spans: fire observers for GenAI spans otelhooks did not create (a model
+            call under an otelhooks step is priced, totalled and guarded either way).
 
     Example:
         >>> from opentelemetry.sdk.trace import TracerProvider
@@ -80,10 +81,10 @@ class HookSpanProcessor(SpanProcessor):
     def on_end(self, span: ReadableSpan) -> None:
         if self.engine.is_own_scope(span.instrumentation_scope):
             return  # an AgentTracer of this engine dispatched its events already
-        events = self._model_calls.ended(span)
+        events = self._model_calls.ended(span)  # accounted to its step, whatever follows
+        if not self._observe_foreign:
+            return
         if events is None:
-            if not self._observe_foreign:
-                return
             events = events_from_foreign_span(span)
         for event in events:
             # A critical failure stays parked on the event: nobody to raise it to (someone

@@ -84,3 +84,30 @@ def test_a_span_ended_on_another_thread_is_still_the_steps(
     thread.join()
     assert op.spend.calls == 1
     assert op.spend.cost_usd == pytest.approx(0.0075)
+
+
+def test_without_foreign_observers_a_model_call_under_a_step_is_still_accounted() -> None:
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from otelhooks import HookSpanProcessor
+
+    recorder = Recorder()
+    hooks = HookSpanProcessor(observe_foreign_spans=False)
+    hooks.register([hook("out", "llm_output", recorder)])
+    provider = TracerProvider(shutdown_on_exit=False)
+    provider.add_span_processor(hooks)
+    tracer = AgentTracer(tracer_provider=provider, engine=hooks.engine)
+    other = provider.get_tracer("some.instrumentation")
+    attrs = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.request.model": "gpt-4o",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.usage.input_tokens": 1000,
+        "gen_ai.usage.output_tokens": 500,
+    }
+    with tracer.operation("helper") as op, op.step():
+        other.start_span("chat gpt-4o", attributes=attrs).end()
+    assert hooks.force_flush()
+    assert recorder.of("llm_output") == []
+    assert op.spend.cost_usd == pytest.approx(0.0075)
+    provider.shutdown()
