@@ -40,3 +40,34 @@ def test_each_api_request_costs_what_claude_code_says_and_the_session_adds_up(
     totals = sorted((e["spend"]["session"] for e in events), key=lambda t: t["costUsd"])
     assert [t["costUsd"] for t in totals] == [pytest.approx(0.00036), pytest.approx(0.00072)]
     assert [t["inputTokens"] for t in totals] == [30, 60]
+
+
+def test_a_session_budget_denies_claude_codes_next_tool_call_once_its_cost_passed_it(
+    tmp_path: Path,
+) -> None:
+    from tests.integrations.test_claude_code_serve import ROUTE, _bash
+
+    path = tmp_path / "settings.json"
+    path.write_text(
+        '{"hooks": {"PreToolUse": [{"hooks": [{"type": "budget", "session_usd": 0.0003}]}]}}'
+    )
+    server = serve([path], token=TOKEN)
+    try:
+        allowed = httpx.post(
+            server.url + ROUTE, json=_bash("PreToolUse", "toolu_b1", "ls"), headers=AUTH
+        )
+        headers = {**AUTH, "Content-Type": "application/x-protobuf"}
+        body = _api_request_log().SerializeToString()  # Claude Code says: $0.00036
+        assert httpx.post(server.url + "/v1/logs", content=body, headers=headers).is_success
+        denied = httpx.post(
+            server.url + ROUTE, json=_bash("PreToolUse", "toolu_b2", "ls"), headers=AUTH
+        )
+    finally:
+        server.stop()
+    assert allowed.json() == {}
+    answer = denied.json()["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny"
+    assert (
+        "budget: session cost $0.0004, past its limit of $0.0003"
+        in (answer["permissionDecisionReason"])
+    )

@@ -121,6 +121,7 @@ class ClaudeTelemetry(SpanProcessor):
         remember: int = 65_536,
         max_log_bytes: int = 64 * 1024 * 1024,
         max_metrics: int = 1_024,
+        spend: SessionSpend | None = None,
     ) -> None:
         self.sessions = sessions
         self.engine = engine
@@ -136,7 +137,7 @@ class ClaudeTelemetry(SpanProcessor):
         self._lock = threading.Lock()
         self._count_drop = engine.metrics.drop_counter("claude_code_telemetry")
         # Each session's running cost, from Claude Code's own cost_usd (bounded, oldest out).
-        self.spend = SessionSpend()
+        self.spend = spend if spend is not None else SessionSpend()
 
     @property
     def log_bytes(self) -> int:
