@@ -53,18 +53,36 @@ def price_usd(
         >>> price_usd("a-model-nobody-prices", 1000, 500) is None
         True
     """
-    lib = _library()
-    if lib is None or not model or (input_tokens <= 0 and output_tokens <= 0):
+    if not model or (input_tokens <= 0 and output_tokens <= 0) or _library() is None:
         return None
-    usage = lib.Usage(
-        input_tokens=max(input_tokens, 0),
-        output_tokens=max(output_tokens, 0),
-        cache_read_tokens=max(cache_read_tokens, 0) or None,
-    )
     provider_id = _PROVIDER_IDS.get(provider or "", provider) or None
+    if (model, provider_id) in _UNKNOWN:
+        return None
+    return _price(
+        model, provider_id, max(input_tokens, 0), max(output_tokens, 0), max(cache_read_tokens, 0)
+    )
+
+
+# Models the library does not know, asked once each (a miss searches every model): bounded.
+_UNKNOWN: set[tuple[str, str | None]] = set()
+_MAX_UNKNOWN = 4_096
+
+
+# One price costs genai-prices about 0.25 ms of CPU (benchmarks/README.md): a call with the
+# same model and counts as an earlier one is not priced again.
+@lru_cache(maxsize=4_096)
+def _price(
+    model: str, provider_id: str | None, input_tokens: int, output_tokens: int, cache_read: int
+) -> float | None:
+    lib = _library()
+    usage = lib.Usage(
+        input_tokens=input_tokens, output_tokens=output_tokens, cache_read_tokens=cache_read or None
+    )
     try:
         calc = lib.calc_price(usage, model, provider_id=provider_id)
     except LookupError:
+        if len(_UNKNOWN) < _MAX_UNKNOWN:
+            _UNKNOWN.add((model, provider_id))
         return None
     except Exception:  # a price library failing must not fail the agent's call
         _log.warning("pricing a model call failed", model=model, exc_info=True)

@@ -2,8 +2,8 @@
 
 One text, so both commands hand a new user the same commented file: a guard that denies
 ``rm -rf`` (an intercept hook), an observer that logs each tool result, and a budget guard and
-a notification webhook left commented out. It uses only shell commands, so it loads and runs without any
-Python module of the user's, in the demo's runtime as in Claude Code.
+a notification webhook left commented out. It uses only shell commands, so it loads and runs
+without any Python module of the user's, in the demo's runtime as in Claude Code.
 """
 
 from __future__ import annotations
