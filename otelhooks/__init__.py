@@ -41,6 +41,7 @@ if TYPE_CHECKING:
         matcher_values,
     )
     from otelhooks._errors import (
+        BudgetExceeded,
         ConfigError,
         ControlProtocolError,
         CriticalHookDeliveryError,
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
         HookTimeoutError,
         InvalidMatcherError,
         OtelHooksError,
+        ToolDenied,
         UnknownEventError,
     )
     from otelhooks._eventlog import (
@@ -104,6 +106,7 @@ if TYPE_CHECKING:
         Step,
         ToolCall,
     )
+    from otelhooks._instrument._decorator import tool
     from otelhooks._live import (
         HookStep,
         Verdict,
@@ -123,6 +126,7 @@ if TYPE_CHECKING:
     from otelhooks._processor import (
         HookSpanProcessor,
     )
+    from otelhooks._sdks import instrument
     from otelhooks._setup import (
         OtelHooks,
         configure,
@@ -150,6 +154,10 @@ _WHERE: dict[str, str] = {
     "AgentTracer": "otelhooks._instrument",
     "Approval": "otelhooks._instrument",
     "Block": "otelhooks._hooks",
+    "BudgetExceeded": "otelhooks._errors",
+    "ToolDenied": "otelhooks._errors",
+    "tool": "otelhooks._instrument._decorator",
+    "instrument": "otelhooks._sdks",
     "Compaction": "otelhooks._instrument",
     "CompleteEvent": "otelhooks._events",
     "ConfigError": "otelhooks._errors",
@@ -222,6 +230,7 @@ __all__ = [
     "AgentTracer",
     "Approval",
     "Block",
+    "BudgetExceeded",
     "Compaction",
     "CompleteEvent",
     "ConfigError",
@@ -268,6 +277,7 @@ __all__ = [
     "Step",
     "ToolCall",
     "ToolCallEvent",
+    "ToolDenied",
     "ToolResult",
     "UnknownEventError",
     "Verdict",
@@ -281,6 +291,7 @@ __all__ = [
     "compile_matcher",
     "configure",
     "configure_logging",
+    "instrument",
     "load_agent_events",
     "load_config",
     "matcher_values",
@@ -289,6 +300,7 @@ __all__ = [
     "resolve_event",
     "scrub_secrets",
     "serve",
+    "tool",
     "truncate_results",
 ]
 

@@ -121,14 +121,21 @@ def _t(identifier: str, api: str, **args: Any) -> ToolRequest:
     return ToolRequest(identifier, api, args)
 
 
+# The demo's scripted models answer as gpt-4o-mini would be priced (genai-prices, the cost
+# extra): the tree and the summary show dollars.
+PRICED: dict[str, Any] = {"model_name": "gpt-4o-mini", "provider": "openai"}
+
+
 def _specs(root: Path) -> dict[str, AgentSpec]:
     tools = [*file_tools(root), *calculator_tools(), failing_tool()]
     summarizer = AgentSpec(
-        "summarizer", ScriptedModel([ModelReply("Summary: traces explain runs.")])
+        "summarizer", ScriptedModel([ModelReply("Summary: traces explain runs.")]), **PRICED
     )
-    translator = AgentSpec("translator", ScriptedModel([ModelReply("Resumen: las trazas ayudan.")]))
+    translator = AgentSpec(
+        "translator", ScriptedModel([ModelReply("Resumen: las trazas ayudan.")]), **PRICED
+    )
     flaky = AgentSpec(
-        "flaky-agent", ScriptedModel([], error=TimeoutError("model endpoint timed out"))
+        "flaky-agent", ScriptedModel([], error=TimeoutError("model endpoint timed out")), **PRICED
     )
     long_text = "word " * 400
     research = AgentSpec(
@@ -166,12 +173,14 @@ def _specs(root: Path) -> dict[str, AgentSpec]:
         tools=tools,
         token_budget=300,
         subagents={"summarizer": summarizer, "translator": translator, "flaky-agent": flaky},
+        **PRICED,
     )
     ops = AgentSpec(
         "ops-bot",
         ScriptedModel([ModelReply("Cleaning up.", (_t("fs", "deleteFile", path="notes.md"),))]),
         tools=tools,
         approver=lambda request: "never delete notes",
+        **PRICED,
     )
     brittle = AgentSpec(
         "brittle-bot",
@@ -181,6 +190,7 @@ def _specs(root: Path) -> dict[str, AgentSpec]:
         ),
         tools=tools,
         token_budget=200,
+        **PRICED,
     )
     looping = AgentSpec(
         "looping-bot",
@@ -188,7 +198,11 @@ def _specs(root: Path) -> dict[str, AgentSpec]:
             [ModelReply("again", (_t("calc", "evaluate", expression="2**10"),), 900, 100)]
         ),
         tools=tools,
-        cost_limit=0.05,
+        # gpt-4o-mini's price for its 1,000 tokens a step is $0.000195: the threshold (80 %)
+        # passes in step 4, the limit in step 5; the estimate matches without genai-prices
+        cost_limit=0.0009,
+        price_per_1k_tokens=0.000195,
+        **PRICED,
     )
     return {s.name: s for s in (research, ops, brittle, looping)}
 

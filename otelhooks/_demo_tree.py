@@ -8,7 +8,7 @@ from typing import Any
 
 from otelhooks import _semconv as sc
 
-__all__ = ["LIFECYCLE_PREFIX", "operation_summary", "render_trees"]
+__all__ = ["LIFECYCLE_PREFIX", "operation_summary", "render_trees", "usd"]
 
 # The span name of a lifecycle event outside any operation (gateway_start, session_end...).
 LIFECYCLE_PREFIX = "agent_lifecycle "
@@ -27,6 +27,16 @@ def _tokens(a: dict[str, Any]) -> str:
     return f"tokens in/out={usage_in or 0}/{usage_out or 0}"
 
 
+def usd(value: float) -> str:
+    """Dollars as the tree and the summary print them (model calls cost fractions of a cent)."""
+    return f"${value:.2f}" if value >= 1 else f"${value:.6f}"
+
+
+def _cost(a: dict[str, Any], name: str) -> str:
+    value = a.get(name)
+    return f"cost={usd(float(value))}" if isinstance(value, int | float) else ""
+
+
 def _details(span: dict[str, Any], hide_hooks: Collection[str]) -> str:
     a: dict[str, Any] = span.get("attributes", {})
     op = a.get(sc.GEN_AI_OPERATION_NAME)
@@ -34,12 +44,14 @@ def _details(span: dict[str, Any], hide_hooks: Collection[str]) -> str:
     if op == sc.OP_INVOKE_AGENT:
         parts.append(f"reason={a.get(sc.COMPLETE_REASON)}")
         parts.append(_tokens(a))
+        parts.append(_cost(a, sc.OPERATION_COST_USD))
         if a.get(sc.HOOK_REWRITTEN_BY):
             parts.append(f"input rewritten by {','.join(a[sc.HOOK_REWRITTEN_BY])}")
         if a.get(sc.HOOK_DECIDED_BY):
             parts.append(f"BLOCKED by {a[sc.HOOK_DECIDED_BY]}")
     elif op == sc.OP_CHAT:
         parts.append(_tokens(a))
+        parts.append(_cost(a, sc.LLM_COST_USD))
     elif op == sc.OP_EXECUTE_TOOL:
         parts.append(str(a.get(sc.TOOL_MATCHER_VALUE) or a.get(sc.GEN_AI_TOOL_NAME)))
         outcome = a.get(sc.TOOL_OUTCOME)
@@ -151,6 +163,9 @@ def operation_summary(spans: Iterable[dict[str, Any]]) -> str:
         tools = [s.get("attributes", {}) for s in trace if s["name"].startswith("execute_tool ")]
         outcomes = [t.get(sc.TOOL_OUTCOME) for t in tools]
         notes = [f"{len(tools)} tool call{'s' if len(tools) != 1 else ''}"]
+        cost = a.get(sc.OPERATION_COST_USD)
+        if isinstance(cost, int | float):
+            notes.insert(0, usd(float(cost)))
         notes += [
             f"{outcomes.count(o)} {o}" for o in ("mocked", "denied", "error") if o in outcomes
         ]

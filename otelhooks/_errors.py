@@ -13,6 +13,9 @@
     │   └── CriticalHookDeliveryError  raised once, after sibling hooks ran, for ``fallback: none``
     ├── ControlProtocolError   a control webhook answered outside the protocol (error class)
     ├── DeadlinePassed         the engine's own deadline for one hook passed (never escapes it)
+    ├── ToolDenied             a hook denied a call of an ``@otelhooks.tool`` function (reason)
+    ├── BudgetExceeded         a budget guard refused a model call: its operation or session
+    │                          passed the limit (reason, scope, limit, spent)
     └── EventLogError          an event log request failed (``otelhooks.EventLogClient``)
 
 Hooks failing is normal operation: dispatch records it on the span and in the
@@ -28,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from otelhooks._redact import scrub
 
 __all__ = [
+    "BudgetExceeded",
     "ConfigError",
     "ControlProtocolError",
     "CriticalHookDeliveryError",
@@ -38,6 +42,7 @@ __all__ = [
     "HookTimeoutError",
     "InvalidMatcherError",
     "OtelHooksError",
+    "ToolDenied",
     "UnknownEventError",
     "unknown_field",
 ]
@@ -176,6 +181,50 @@ class ControlProtocolError(OtelHooksError):
 class DeadlinePassed(OtelHooksError):
     """A hook ran past the deadline the engine gave it (distinct from a ``TimeoutError`` the
     hook raised itself); recorded as a ``timeout`` outcome, never raised to the caller."""
+
+
+class ToolDenied(OtelHooksError):
+    """A hook denied a call of an ``@otelhooks.tool`` function: the function did not run.
+
+    Agent frameworks treat an exception from a tool as the tool's error and show its message
+    to the model, so the reason reaches the model as a denial would.
+
+    Attributes:
+        reason: what the deciding hook said.
+        tool: the tool as matchers see it (``identifier/name``, or ``name``).
+        decided_by: the id of the hook that denied it.
+    """
+
+    def __init__(self, reason: str, *, tool: str, decided_by: str | None = None) -> None:
+        self.reason = reason
+        self.tool = tool
+        self.decided_by = decided_by
+        super().__init__(f"tool call {tool} denied: {reason}" if reason else f"{tool} denied")
+
+
+class BudgetExceeded(OtelHooksError):
+    """A budget guard refused a model call: its operation or session passed the limit.
+
+    Raised where the model call starts (an otelhooks ``step.llm()``, or the SDK call an
+    instrumented OpenAI or Anthropic client makes), before any request is sent.
+
+    Attributes:
+        reason: the guard's explanation (``operation cost $0.52 passed its limit $0.50``).
+        scope: the limit that was passed: ``operation``, ``session``, ``operation_tokens`` or
+            ``session_tokens``.
+        limit, spent: the limit and the total that passed it (dollars or tokens).
+        hook_id: the budget guard's hook id.
+    """
+
+    def __init__(
+        self, reason: str, *, scope: str, limit: float, spent: float, hook_id: str
+    ) -> None:
+        self.reason = reason
+        self.scope = scope
+        self.limit = limit
+        self.spent = spent
+        self.hook_id = hook_id
+        super().__init__(reason)
 
 
 # The name of earlier releases: capacity is counted per hook now, not per pool.

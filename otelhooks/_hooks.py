@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ACTION_KINDS", "HOOK_MODES", "Action", "Block", "Enqueueing", "Hook", "enqueues"]
 
-ACTION_KINDS = ("handler", "command", "script", "plugin", "webhook", "approval")
+ACTION_KINDS = ("handler", "command", "script", "plugin", "webhook", "approval", "budget")
 HOOK_MODES = ("enforce", "permissive", "disabled")  # the names of IBM's MCP ContextForge gateway
 
 
@@ -87,9 +87,9 @@ class Hook(BaseModel):
         type: the event, by its canonical name or any dialect's name (``beforeToolCall``,
             ``before_tool_call``, ``PreToolUse``, ``after_tool_result``, ...).
         handler: a sync or async callable that gets the event payload.
-        command, script, plugin, webhook, approval: the other actions (exactly one action per
-            hook, except that LobeHub allows a handler with a webhook: the handler runs in
-            process and the webhook is what the queue delivers).
+        command, script, plugin, webhook, approval, budget: the other actions (exactly one
+            action per hook, except that LobeHub allows a handler with a webhook: the handler
+            runs in process and the webhook is what the queue delivers).
         matcher: which tools the hook applies to, in the rules of ``dialect``.
         intercept: the kernel's intercept contract: the return value replaces the event data
             and ``None`` blocks. Without it a handler returns ``None`` to change nothing, a payload
@@ -125,6 +125,7 @@ class Hook(BaseModel):
     plugin: str | None = None
     webhook: Any = None  # a WebhookConfig (or its dict); validated by the webhook action
     approval: Any = None  # an ApprovalConfig (or its dict); validated by the approval action
+    budget: Any = None  # a BudgetConfig (or its dict); validated by the budget action
 
     _spec: EventSpec = PrivateAttr()
     _matcher: Matcher = PrivateAttr()
@@ -147,7 +148,8 @@ class Hook(BaseModel):
         kinds = self.action_kinds
         if not kinds:
             raise ConfigError(
-                "a hook needs an action: handler, command, script, plugin, webhook or approval",
+                "a hook needs an action: handler, command, script, plugin, webhook, approval "
+                "or budget",
                 field="handler",
             )
         # LobeHub: a hook may have both a handler (run locally) and a webhook (used when the

@@ -20,6 +20,7 @@ from otelhooks._dispatch import HookRegistry
 from otelhooks._engine import HooksEngine
 from otelhooks._hooks import Hook
 from otelhooks._metrics import AgentMetrics
+from otelhooks._model_spans import ForeignModelCalls
 from otelhooks._span_mapping import events_from_foreign_span
 
 __all__ = ["HookSpanProcessor"]
@@ -32,7 +33,8 @@ class HookSpanProcessor(SpanProcessor):
         engine: the hooks engine (a new one, with ``registry``/``metrics``/``max_queue_size``,
             when omitted).
         registry, metrics, max_queue_size: for a new engine (see :class:`HooksEngine`).
-        observe_foreign_spans: fire observers for GenAI spans otelhooks did not create.
+        observe_foreign_spans: fire observers for GenAI spans otelhooks did not create (a model
+            call under an otelhooks step is priced, totalled and guarded either way).
 
     Example:
         >>> from opentelemetry.sdk.trace import TracerProvider
@@ -56,6 +58,7 @@ class HookSpanProcessor(SpanProcessor):
             engine = HooksEngine(registry=registry, metrics=metrics, max_queue_size=max_queue_size)
         self.engine = engine
         self._observe_foreign = observe_foreign_spans
+        self._model_calls = ForeignModelCalls(engine)
 
     @property
     def registry(self) -> HookRegistry:
@@ -68,14 +71,22 @@ class HookSpanProcessor(SpanProcessor):
         return self.engine.register(hooks, operation_id=operation_id)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
-        return None
+        """A model call another instrumentation starts under one of this engine's steps is
+        remembered, and refused (``BudgetExceeded``) past a budget guard's limit
+        (see ``_model_spans``)."""
+        if self.engine.is_own_scope(span.instrumentation_scope):
+            return
+        self._model_calls.started(span, parent_context)
 
     def on_end(self, span: ReadableSpan) -> None:
-        if not self._observe_foreign:
-            return
         if self.engine.is_own_scope(span.instrumentation_scope):
             return  # an AgentTracer of this engine dispatched its events already
-        for event in events_from_foreign_span(span):
+        events = self._model_calls.ended(span)  # accounted to its step, whatever follows
+        if not self._observe_foreign:
+            return
+        if events is None:
+            events = events_from_foreign_span(span)
+        for event in events:
             # A critical failure stays parked on the event: nobody to raise it to (someone
             # else's span), and it was logged.
             self.engine.start(event)

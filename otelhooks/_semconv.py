@@ -146,6 +146,17 @@ MESSAGE_TARGET: Final = "otelhooks.message.target"
 MESSAGE_BLOCKED: Final = "otelhooks.message.blocked"
 MESSAGE_SIZE: Final = "otelhooks.message.size"
 
+# Cost (GenAI conventions have no cost attribute): priced with genai-prices, in US dollars.
+LLM_COST_USD: Final = "otelhooks.llm.cost_usd"  # one model call
+STEP_COST_USD: Final = "otelhooks.step.cost_usd"
+OPERATION_COST_USD: Final = "otelhooks.operation.cost_usd"
+SESSION_COST_USD: Final = "otelhooks.session.cost_usd"  # the session's total as the run ends
+LLM_UNPRICED_CALLS: Final = "otelhooks.llm.unpriced_calls"  # calls no price was found for
+BUDGET_SCOPE: Final = "otelhooks.budget.scope"
+BUDGET_LIMIT: Final = "otelhooks.budget.limit"
+BUDGET_SPENT: Final = "otelhooks.budget.spent"
+GEN_AI_SYSTEM: Final = "gen_ai.system"  # the older name of gen_ai.provider.name
+
 EVENT_NAME: Final = "otelhooks.event"
 # The event's id: the spec's event.* namespace defines no id, so it lives under ours.
 EVENT_ID: Final = "otelhooks.event.id"
@@ -178,6 +189,8 @@ METRIC_HUMAN_INTERVENTIONS: Final = "otelhooks.human_interventions"
 METRIC_HOOK_INVOCATIONS: Final = "otelhooks.hook.invocations"
 METRIC_HOOK_DURATION: Final = "otelhooks.hook.duration"
 METRIC_DROPPED: Final = "otelhooks.dropped"
+METRIC_LLM_CALLS: Final = "otelhooks.llm.calls"
+METRIC_LLM_COST: Final = "otelhooks.llm.cost"
 
 # Metric attribute keys that are ours.
 ATTR_OUTCOME: Final = "otelhooks.outcome"

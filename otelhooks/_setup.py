@@ -48,6 +48,7 @@ from otelhooks._export._otlp import (
     otlp_span_exporter,
     summarise_sdk_logs,
 )
+from otelhooks._export._priced import PricedSpanExporter
 from otelhooks._export._report import (
     DEFAULT_SHUTDOWN_TIMEOUT_S,
     SHUTDOWN_TIMEOUT_ENV,
@@ -57,9 +58,12 @@ from otelhooks._export._report import (
 )
 from otelhooks._hooks import Hook
 from otelhooks._instrument import AgentTracer, Operation
+from otelhooks._instrument._decorator import set_default_tracer
 from otelhooks._logging import configure_logging
 from otelhooks._metrics import AgentMetrics, metric_views
 from otelhooks._processor import HookSpanProcessor
+from otelhooks._sdks import Instrumented
+from otelhooks._sdks import instrument as instrument_sdks
 
 __all__ = [
     "SHUTDOWN_TIMEOUT_ENV",
@@ -179,6 +183,7 @@ class OtelHooks:
         self._metric_trackers = tuple(metric_trackers)
         self._shut = False
         self._report: DeliveryReport | None = None
+        self.instrumented = Instrumented({})
 
     def register(self, hooks: Iterable[Hook | Mapping[str, Any]]) -> list[Hook]:
         """Register global hooks (they apply to every operation)."""
@@ -315,6 +320,7 @@ class OtelHooks:
         if self._shut:
             return self.delivery_report()
         self._shut = True
+        self.instrumented.uninstrument()
         if timeout_s is None:
             timeout_s = self.shutdown_timeout_s
         deadline = time.monotonic() + timeout_s
@@ -367,6 +373,7 @@ def configure(
     provider: str | None = None,
     shutdown_timeout_s: float | None = None,
     fail_fast: bool = False,
+    instrument: Sequence[str] = (),
 ) -> OtelHooks:
     """Set up tracing, hooks, export and metrics in one call.
 
@@ -401,6 +408,9 @@ def configure(
         fail_fast: for short-lived processes: never retry a refused connection or a timeout,
             and skip a destination that failed that way (long-running processes keep the
             default, retrying until shutdown, when every destination turns fail-fast).
+        instrument: LLM SDKs to instrument on these providers (``"openai"``, ``"anthropic"``;
+            see :func:`otelhooks.instrument`): their calls become ``chat`` spans under the
+            current step, priced, counted and guarded. ``shutdown()`` uninstruments them.
 
     Example:
         >>> oh = configure(traces_out="traces.jsonl")
@@ -463,7 +473,7 @@ def configure(
     batchers = []
     for exporter, span_tracker in exporters:
         batcher = CountingBatchSpanProcessor(
-            exporter,
+            PricedSpanExporter(exporter),
             max_queue_size=max_queue_size,
             max_export_batch_size=max_export_batch_size,
             on_drop=agent_metrics.drop_counter("span_export"),
@@ -484,6 +494,9 @@ def configure(
         capture_content=capture_content,
         provider=provider,
     )
+    if set_global and trace.get_tracer_provider() is tracer_provider:
+        # Decorated tools outside any operation open theirs here: set once, like the globals.
+        set_default_tracer(tracer)
     configured = OtelHooks(
         tracer_provider,
         meter_provider,
@@ -495,5 +508,9 @@ def configure(
         metric_trackers=metric_trackers,
         shutdown_timeout_s=timeout_s,
     )
+    if instrument:
+        configured.instrumented = instrument_sdks(
+            instrument, tracer_provider=tracer_provider, meter_provider=meter_provider
+        )
     atexit.register(configured.shutdown)
     return configured

@@ -1,9 +1,9 @@
 """The starter hook file that ``otelhooks init`` (and the Claude Code installer) write.
 
 One text, so both commands hand a new user the same commented file: a guard that denies
-``rm -rf`` (an intercept hook), an observer that logs each tool result, and a notification
-webhook left commented out. It uses only shell commands, so it loads and runs without any
-Python module of the user's, in the demo's runtime as in Claude Code.
+``rm -rf`` (an intercept hook), an observer that logs each tool result, and a budget guard and
+a notification webhook left commented out. It uses only shell commands, so it loads and runs
+without any Python module of the user's, in the demo's runtime as in Claude Code.
 """
 
 from __future__ import annotations
@@ -43,6 +43,10 @@ hooks:
     type: PostToolUse         # = afterToolCall = after_tool_call
     matcher: "*"
     command: 'echo "$HOOK_TRIGGERED_AT $HOOK_TOOL_NAME" >> "${{TMPDIR:-/tmp}}/otelhooks-tools.log"'
+
+  # Budget guard: once a run has spent $0.50 on model calls (priced with genai-prices, the
+  # `cost` extra), deny its tool calls and refuse its model calls. Uncomment it to use it.
+  # - {{id: spend-cap, type: beforeToolCall, budget: {{operation_usd: 0.50}}}}
 
   # Notification webhook: POST a JSON body each time a run completes. Uncomment it and set
   # the URL; deliveries are queued and retried in the background.

@@ -55,7 +55,7 @@ def test_a_file_with_five_problems_reports_five(
         "'afterStep'? (`otelhooks events` lists every name)",
         f"  {path}:5, hook 'a', field 'timeout': Input should be greater than 0",
         f"  {path}:6, hook 'b', field 'handler': a hook needs an action: handler, command, "
-        "script, plugin, webhook or approval",
+        "script, plugin, webhook, approval or budget",
         f"  {path}:10, hook 'd', field 'matchr': unknown field; did you mean 'matcher'?",
         f"  {path}:12, hook 'd', field 'on_error': Input should be 'continue' or 'block'",
     ]

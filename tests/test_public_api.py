@@ -24,6 +24,7 @@ INTENDED = {
     "HooksEngine", "HookStep", "matcher_values", "ControlProtocolError", "HookPoolExhaustedError",
     "Redactor", "EmailResolver", "truncate_results",
     "DeliveryReport", "DestinationReport", "__version__",
+    "tool", "ToolDenied", "BudgetExceeded", "instrument",
 }  # fmt: skip
 
 

@@ -63,6 +63,12 @@ def _approval(hook: Hook) -> Action:
     return ApprovalAction(hook.id, hook.event, hook.approval)
 
 
+def _budget(hook: Hook) -> Action:
+    from otelhooks._actions._budget import BudgetAction
+
+    return BudgetAction(hook.id, hook.event, hook.budget)
+
+
 _BUILDERS: dict[str, Callable[[Hook], Action]] = {
     "handler": _handler,
     "command": _command,
@@ -70,6 +76,7 @@ _BUILDERS: dict[str, Callable[[Hook], Action]] = {
     "plugin": _plugin,
     "webhook": _webhook,
     "approval": _approval,
+    "budget": _budget,
 }
 
 

@@ -33,7 +33,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["AGENT_EVENTS_POINTS", "AgentEventsConfig", "DllHookConfig", "ScriptHookConfig"]
+__all__ = [
+    "AGENT_EVENTS_POINTS",
+    "AgentEventsConfig",
+    "BudgetHookConfig",
+    "DllHookConfig",
+    "ScriptHookConfig",
+]
 
 AGENT_EVENTS_POINTS = (
     "after_tool_result",
@@ -141,3 +147,20 @@ class DllHookConfig(_HookKind):
     kind: Literal["dll_hook"] = "dll_hook"
     hook: str = Field(min_length=1)
     path: str | None = Field(default=None, min_length=1)
+
+
+class BudgetHookConfig(BaseModel):
+    """A ``budget``: the budget guard (``kind: budget`` with its limits, e.g.
+    ``operation_usd: 0.50``); it denies model and tool calls once the limit is passed. The
+    limits are validated by the budget action (``otelhooks._actions._budget``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["budget"] = "budget"
+    name: str | None = Field(default=None, min_length=1)
+    mode: Literal["enforce", "permissive", "disabled"] = "enforce"
+    operation_usd: float | None = None
+    session_usd: float | None = None
+    operation_tokens: int | None = None
+    session_tokens: int | None = None
+    threshold: float | None = None

@@ -3,8 +3,8 @@
 ``agent_events`` documents are returned as validated :class:`AgentEventsConfig` objects (the
 event log is built from them elsewhere; a relative ``path`` is resolved against the file's
 folder). ``script_hook`` becomes one script hook per point in ``on``, ``dll_hook`` one plugin hook
-per point; their id is ``name`` (default: the file name), or ``name:point`` when ``on`` lists
-several points.
+per point, ``budget`` one budget guard; their id is ``name`` (default: the file name), or
+``name:point`` when ``on`` lists several points.
 """
 
 from __future__ import annotations
@@ -15,7 +15,12 @@ from typing import Any, Final
 
 from pydantic import BaseModel, ValidationError
 
-from otelhooks._config._agent_os import AgentEventsConfig, DllHookConfig, ScriptHookConfig
+from otelhooks._config._agent_os import (
+    AgentEventsConfig,
+    BudgetHookConfig,
+    DllHookConfig,
+    ScriptHookConfig,
+)
 from otelhooks._config._build import absolute_script, build_hook
 from otelhooks._config._parse import Document
 from otelhooks._errors import ConfigError
@@ -27,6 +32,7 @@ AGENT_OS_KINDS: Final[dict[str, type[BaseModel]]] = {
     "agent_events": AgentEventsConfig,
     "script_hook": ScriptHookConfig,
     "dll_hook": DllHookConfig,
+    "budget": BudgetHookConfig,
 }
 _FIELD_MAP: Final = {"type": "on", "plugin": "hook"}
 
@@ -101,6 +107,8 @@ def load_agent_os(
         if config.path and not Path(config.path).is_absolute():
             config = config.model_copy(update={"path": str(doc.path.parent / config.path)})
         return [], [config]
+    if isinstance(config, BudgetHookConfig):
+        return _budget_hook(doc, config, errors), []
     assert isinstance(config, ScriptHookConfig | DllHookConfig)
     if isinstance(config, DllHookConfig) and not _plugin_folder(doc, config, errors):
         return [], []
@@ -132,3 +140,14 @@ def load_agent_os(
         if hook is not None:
             hooks.append(hook)
     return hooks, []
+
+
+def _budget_hook(doc: Document, config: BudgetHookConfig, errors: list[ConfigError]) -> list[Hook]:
+    """``kind: budget``: one budget guard (a ``before_tool_call`` hook that also guards model
+    calls)."""
+    hook_id = config.name or _name(doc, doc.data)
+    limits = config.model_dump(exclude={"kind", "name", "mode"}, exclude_none=True)
+    entry = {"id": hook_id, "type": "before_tool_call", "mode": config.mode, "budget": limits}
+    field_map = {f"budget.{key}": key for key in limits}
+    hook = build_hook(doc, entry, (), hook_id=hook_id, field_map=field_map, errors=errors)
+    return [hook] if hook is not None else []

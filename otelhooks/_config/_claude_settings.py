@@ -64,6 +64,8 @@ _TYPE_KEYS: Final[dict[str, tuple[str, ...]]] = {
     "mcp_tool": ("server", "tool", "input"),
     "prompt": ("prompt", "model"),
     "agent": ("prompt", "model"),
+    # otelhooks' own: the budget guard (give such files to otelhooks, not to Claude Code)
+    "budget": ("operation_usd", "session_usd", "operation_tokens", "session_tokens", "threshold"),
 }
 _NOT_RUN: Final = {
     "prompt": "a prompt handler needs Claude Code's model",
@@ -80,6 +82,11 @@ _FIELD_MAP: Final = {
     "timeout": "timeout",
     "matcher": "matcher",
     "mode": "mode",
+    "budget.operation_usd": "operation_usd",
+    "budget.session_usd": "session_usd",
+    "budget.operation_tokens": "operation_tokens",
+    "budget.session_tokens": "session_tokens",
+    "budget.threshold": "threshold",
 }
 
 
@@ -192,6 +199,9 @@ def _handler_fields(
             rule = parse_if(handler["if"])
         except ValueError as exc:
             bad(str(exc), "if")
+    if kind == "budget":
+        limits = {k: handler[k] for k in _TYPE_KEYS["budget"] if k in handler}
+        return {"budget": limits}, problems
     if kind == "http":
         fields, problems = _http_fields(doc, handler, where, hook_id, bad, problems)
     else:

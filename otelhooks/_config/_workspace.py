@@ -51,6 +51,10 @@ __all__ = ["WORKSPACE_SUFFIX", "load_workspace", "workspace_id_of"]
 WORKSPACE_SUFFIX: Final = ".hook.json"
 _FILE_KEYS: Final = ("name", "description", "enabled", "hooks")
 _RULE_KEYS: Final = ("matcher", "type", "command", "url", "function", "timeout", "mode")
+# a `budget` rule (otelhooks' own type: the budget guard) carries its limits instead
+_BUDGET_KEYS: Final = (
+    "operation_usd", "session_usd", "operation_tokens", "session_tokens", "threshold",
+)  # fmt: skip
 _ACTION_KEY: Final = {"command": "command", "webhook": "url", "script": "function"}
 _COMMAND_DEFAULT_MS: Final = 10_000
 _COMMAND_MAX_MS: Final = 30_000
@@ -58,6 +62,11 @@ _FIELD_MAP: Final = {
     "command": "command",
     "script": "function",
     "webhook.timeout": "timeout",
+    "budget.operation_usd": "operation_usd",
+    "budget.session_usd": "session_usd",
+    "budget.operation_tokens": "operation_tokens",
+    "budget.session_tokens": "session_tokens",
+    "budget.threshold": "threshold",
     "webhook": "url",
     "timeout": "timeout",
     "matcher": "matcher",
@@ -112,12 +121,14 @@ def _rule_fields(
     def bad(problem: str, key: str) -> None:
         problems.append(doc.error(problem, (*where, key), hook_id=hook_id, field=key))
 
+    kind = rule.get("type")
+    if kind == "budget":
+        return _budget_fields(rule, bad, problems)
     for key in rule:
         if key not in _RULE_KEYS:
             bad(f"unknown key; a rule has {', '.join(_RULE_KEYS)}", str(key))
-    kind = rule.get("type")
     if kind not in _ACTION_KEY:
-        bad("type must be command, webhook or script", "type")
+        bad("type must be command, webhook, script or budget", "type")
         return None, problems
     action_key = _ACTION_KEY[kind]
     for other in set(_ACTION_KEY.values()) - {action_key}:
@@ -204,3 +215,18 @@ def load_workspace(doc: Document, errors: list[ConfigError]) -> tuple[list[Hook]
                 hook.action.workspace_id = workspace
             hooks.append(hook)
     return hooks, None
+
+
+def _budget_fields(
+    rule: dict[str, Any], bad: Any, problems: list[ConfigError]
+) -> tuple[dict[str, Any] | None, list[ConfigError]]:
+    """A ``budget`` rule: the budget guard's limits (validated by the budget action)."""
+    for key in rule:
+        if key not in ("type", "mode", *_BUDGET_KEYS):
+            bad(f"unknown key; a budget rule has type, mode, {', '.join(_BUDGET_KEYS)}", str(key))
+    if problems:
+        return None, problems
+    fields: dict[str, Any] = {"budget": {k: rule[k] for k in _BUDGET_KEYS if k in rule}}
+    if "mode" in rule:
+        fields["mode"] = rule["mode"]
+    return fields, problems

@@ -14,6 +14,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from otelhooks._events._marks import ToolCallMarks
+from otelhooks._events._spend import CostTotals, RunningSpend
 from otelhooks._sources import SOURCES
 
 __all__ = [
@@ -31,6 +32,7 @@ __all__ = [
     "CallAgentErrorEvent",
     "CompactErrorEvent",
     "CompleteEvent",
+    "CostTotals",
     "ErrorEvent",
     "GatewayStartEvent",
     "GatewayStopEvent",
@@ -42,6 +44,7 @@ __all__ = [
     "MessageSendingEvent",
     "MessageSentEvent",
     "PendingTool",
+    "RunningSpend",
     "SessionEndEvent",
     "SessionStartEvent",
     "StepEvent",
@@ -130,6 +133,7 @@ class CompleteEvent(HookEvent):
     error: str | None = None
     duration: float = 0.0
     tokenUsage: TokenUsage | None = None
+    spend: RunningSpend | None = None
 
     @model_validator(mode="after")
     def _lobehub_status(self) -> CompleteEvent:
@@ -182,6 +186,9 @@ class BudgetThresholdEvent(HookEvent):
     spent: float
     limit: float
     threshold: float
+    # what the limit is on: "operation" or "session" (cost in USD), or their "_tokens" twins
+    scope: str | None = None
+    spend: RunningSpend | None = None
 
 
 # -- steps and LLM calls ----------------------------------------------------------------------
@@ -217,6 +224,7 @@ class AfterStepEvent(HookEvent):
     totalSteps: int | None = None
     totalToolCalls: int | None = None
     usage: TokenUsage = Field(default_factory=TokenUsage)
+    spend: RunningSpend | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -241,6 +249,8 @@ class LlmInputEvent(HookEvent):
     stepIndex: int | None = None
     model: str
     messages: list[dict[str, Any]] = Field(default_factory=list)
+    provider: str | None = None
+    spend: RunningSpend | None = None
 
 
 class LlmOutputEvent(HookEvent):
@@ -252,6 +262,10 @@ class LlmOutputEvent(HookEvent):
     model: str | None = None
     response: str = ""
     tokenUsage: TokenUsage = Field(default_factory=TokenUsage)
+    provider: str | None = None
+    # this call's price in USD (genai-prices; Claude Code's own cost_usd); None: not priced
+    costUsd: float | None = None
+    spend: RunningSpend | None = None
 
 
 # -- tools --------------------------------------------------------------------------------------
@@ -322,6 +336,7 @@ class ToolCallEvent(_ToolContext):
     """
 
     event: Literal["before_tool_call"] = "before_tool_call"
+    spend: RunningSpend | None = None
     # One plain object, which the intercept chain holds and reads per hook: a pydantic private
     # attribute is read through the model's ``__getattr__``, dear on every hook of a replay.
     _marks: ToolCallMarks = PrivateAttr(default_factory=ToolCallMarks)

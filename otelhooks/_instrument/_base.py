@@ -25,6 +25,7 @@ from otelhooks import _semconv as sc
 from otelhooks._capture import capture_from_env
 from otelhooks._engine import HooksEngine
 from otelhooks._events import HookEvent
+from otelhooks._instrument._spend import SessionSpend
 from otelhooks._live import LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
@@ -127,6 +128,8 @@ class AgentTracer:
         self._scope_claimed = False
         self.metrics = metrics if metrics is not None else engine.metrics
         self.capture_content = capture_from_env() if capture_content is None else capture_content
+        # Sessions span operations: their running cost lives here (bounded, oldest out).
+        self.sessions = SessionSpend()
 
     def operation(
         self,
@@ -301,7 +304,12 @@ class SpanScope(ABC):
         self.span = self.tracer.start_span(
             name, live, attributes=attributes, kind=kind, links=links, parent=parent
         )
-        self._token = otel_context.attach(trace.set_span_in_context(self.span))
+        self._token = otel_context.attach(self._in_context(trace.set_span_in_context(self.span)))
+
+    def _in_context(self, ctx: otel_context.Context) -> otel_context.Context:
+        """The context this scope makes current: its span's, plus what the scope adds (an
+        operation and a step put themselves in it: see ``_current``)."""
+        return ctx
 
     @property
     def elapsed_s(self) -> float:

@@ -26,6 +26,9 @@ from otelhooks._events import (
 )
 from otelhooks._hooks import Hook
 from otelhooks._instrument._base import AgentTracer, SpanScope, record_failure, record_verdict
+from otelhooks._instrument._budget import spend_of
+from otelhooks._instrument._current import OPERATION_KEY, STEP_KEY
+from otelhooks._instrument._spend import Spend, complete_cost, cost_attributes
 from otelhooks._instrument._step import Step
 from otelhooks._live import LiveEvent, Verdict
 from otelhooks._redact import error_text
@@ -93,6 +96,10 @@ class Operation(SpanScope):
         self.block_reason: str | None = None
         self.reason: CompleteReason = "done"
         self.usage = TokenUsage()
+        self.spend = Spend()
+        self.session_spend = tracer.sessions.of(session_id) if session_id else None
+        # (registry version, its budget guards) for this run, asked by every model call
+        self.budget_guards: tuple[int, list[Any]] | None = None
         self.step_count = 0
         self.llm_calls = 0
         self.tool_call_count = 0
@@ -182,6 +189,12 @@ class Operation(SpanScope):
             parent=parent_ctx,
         )
 
+    def _in_context(self, ctx: otel_context.Context) -> otel_context.Context:
+        # A model call or an @otelhooks.tool directly in the run (no step) is the run's, not
+        # the step of an enclosing run that called this one.
+        ctx = otel_context.set_value(OPERATION_KEY, self, ctx)
+        return otel_context.set_value(STEP_KEY, None, ctx)
+
     def _after_verdict(self, verdict: Verdict | None) -> None:
         if verdict is None:
             return
@@ -204,6 +217,10 @@ class Operation(SpanScope):
         self.span.set_attribute(sc.COMPLETE_REASON, reason)
         self.span.set_attribute(sc.GEN_AI_USAGE_INPUT_TOKENS, self.usage.input)
         self.span.set_attribute(sc.GEN_AI_USAGE_OUTPUT_TOKENS, self.usage.output)
+        self.span.set_attributes(cost_attributes(self.spend, sc.OPERATION_COST_USD))
+        if self.session_spend is not None and self.session_spend.calls:
+            self.span.set_attribute(sc.SESSION_COST_USD, self.session_spend.cost_usd)
+        spend = spend_of(self)
         duration = self.elapsed_s
         common = self.common()
         if exc is not None:
@@ -238,6 +255,8 @@ class Operation(SpanScope):
                 steps=steps,
                 llmCalls=llm_calls,
                 toolCalls=tool_calls,
+                cost=complete_cost(self.spend),
+                spend=spend,
             ),
         )
         attrs = {sc.GEN_AI_AGENT_NAME: self.agent, sc.ATTR_OUTCOME: reason}

@@ -6,9 +6,11 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from opentelemetry import context as otel_context
 from opentelemetry.trace import SpanKind
 
 from otelhooks import _semconv as sc
+from otelhooks._errors import BudgetExceeded
 from otelhooks._events import (
     AfterStepEvent,
     HookEvent,
@@ -20,6 +22,14 @@ from otelhooks._events import (
     ToolResult,
 )
 from otelhooks._instrument._base import SpanScope
+from otelhooks._instrument._budget import (
+    account,
+    budget_denial_attributes,
+    check_model_call,
+    spend_of,
+)
+from otelhooks._instrument._current import STEP_KEY
+from otelhooks._instrument._spend import Spend, cost_attributes
 from otelhooks._instrument._tool import ToolCall
 from otelhooks._live import LiveEvent
 
@@ -45,6 +55,7 @@ class Step(SpanScope):
         self.index = index
         self.content = ""
         self.usage = TokenUsage()
+        self.spend = Spend()
         # (toolCallId, identifier, apiName, success, outcome) per finished call: the payload
         # dicts of tool_calls / tool_results are built only when someone reads them.
         self._finished: list[tuple[str, str, str, bool, str]] = []
@@ -71,8 +82,12 @@ class Step(SpanScope):
             },
         )
 
+    def _in_context(self, ctx: otel_context.Context) -> otel_context.Context:
+        return otel_context.set_value(STEP_KEY, self, ctx)
+
     def _close(self, exc: BaseException | None) -> None:
         self.span.set_attribute(sc.STEP_TOOL_CALLS, len(self._finished))
+        self.span.set_attributes(cost_attributes(self.spend, sc.STEP_COST_USD))
         live = self.live
         if self.tracer.matches("after_step", live.values, live.operation_id):
             live.follow("after_step", self._after_event())
@@ -89,6 +104,7 @@ class Step(SpanScope):
         # The run's totals as this step ends (LobeHub's totalInputTokens, totalSteps, ...).
         elapsed_ms, steps, tool_calls = self.elapsed_s * 1000, op.step_count, op.tool_call_count
         run_usage = op.usage.model_copy()
+        spend = spend_of(op)
         return lambda: AfterStepEvent(
             **common,
             executionTimeMs=elapsed_ms,
@@ -103,6 +119,7 @@ class Step(SpanScope):
             toolsCalling=calls,
             toolsResult=results,
             usage=usage,
+            spend=spend,
         )
 
     @property
@@ -289,6 +306,8 @@ class LlmCall(SpanScope):
         if self.tracer.capture_content:
             attrs[sc.GEN_AI_INPUT_MESSAGES] = json.dumps(self.messages, default=str)
 
+        provider = self.provider
+
         def build() -> HookEvent:  # only when a hook matches, at once, as the span starts
             return LlmInputEvent(
                 **op.common(),
@@ -296,6 +315,8 @@ class LlmCall(SpanScope):
                 stepIndex=self.step.index,
                 model=self.model,
                 messages=self.messages,
+                provider=provider,
+                spend=spend_of(op),
             )
 
         live = LiveEvent(
@@ -305,6 +326,16 @@ class LlmCall(SpanScope):
             operation_id=op.operation_id,
             deferred=deferred,
         )
+        try:
+            check_model_call(op)
+        except BudgetExceeded as exc:
+            # The call is refused before it starts: its span records the refusal, ends, and
+            # the caller gets the exception (``with`` never entered its body).
+            self._begin(f"{sc.OP_CHAT} {self.model}", None, attributes=attrs, kind=SpanKind.CLIENT)
+            self.span.set_attributes(budget_denial_attributes(exc))
+            self.fail(exc)
+            self._finish()
+            raise
         self._begin(f"{sc.OP_CHAT} {self.model}", live, attributes=attrs, kind=SpanKind.CLIENT)
 
     def _close(self, exc: BaseException | None) -> None:
@@ -327,6 +358,23 @@ class LlmCall(SpanScope):
         op.llm_calls += 1
         self.step.content = self.response
         response = self.response
+        cost: float | None = None
+        if self.usage_reported:
+            cost = account(
+                op,
+                self.step,
+                model=self.response_model or self.model,
+                provider=self.provider,
+                input_tokens=usage.input,
+                output_tokens=usage.output,
+            )
+            if cost is not None:
+                self.span.set_attribute(sc.LLM_COST_USD, cost)
+        live = self.live
+        # the totals as this call ends, copied only when a hook will read them
+        hooked = self.tracer.matches("llm_output", live.values, live.operation_id)
+        spend = spend_of(op) if hooked else None
+        provider = self.provider
         self._follow(
             "llm_output",
             lambda: LlmOutputEvent(
@@ -336,6 +384,9 @@ class LlmCall(SpanScope):
                 model=self.response_model or self.model,
                 response=response,
                 tokenUsage=usage,
+                provider=provider,
+                costUsd=cost,
+                spend=spend,
             ),
         )
         m = self.tracer.metrics

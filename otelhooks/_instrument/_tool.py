@@ -23,6 +23,7 @@ from otelhooks._events import (
 )
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._instrument._base import SpanScope
+from otelhooks._instrument._budget import spend_of
 from otelhooks._live import LiveEvent, Verdict
 from otelhooks._redact import error_text, scrub
 
@@ -190,7 +191,7 @@ class ToolCall(SpanScope):
     def _before_event(self) -> ToolCallEvent:
         # Built only when a hook matches, by the engine as the span starts (its chain run now,
         # or awaited in async code), so it sees the arguments as the call began.
-        return ToolCallEvent(**self._context())
+        return ToolCallEvent(**self._context(), spend=spend_of(self.step.operation))
 
     def _hooked(self, event: str) -> bool:
         """Whether a hook matches ``event`` of this call now (hooks may be registered while the

@@ -314,6 +314,12 @@ class AgentMetrics:
             "Hook invocations by hook, event and outcome.",
         )
         self.hook_duration = histogram(sc.METRIC_HOOK_DURATION, "s", "Hook run time.")
+        self.llm_calls = counter(
+            sc.METRIC_LLM_CALLS, "{call}", "Model calls, otelhooks' own and instrumented SDKs'."
+        )
+        self.llm_cost = counter(
+            sc.METRIC_LLM_COST, "{USD}", "Cost of priced model calls (genai-prices), in US dollars."
+        )
         self.dropped = QueuedCounter(
             _Sink(add=lambda v, a, c: self._dropped.add(v, a, context=c)), submit
         )

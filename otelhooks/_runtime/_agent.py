@@ -37,7 +37,8 @@ class AgentSpec:
         provider: ``gen_ai.provider.name`` of the service behind ``model`` (``openai``, ...);
             ``None`` leaves it to the tracer's default (the attribute is omitted if none).
         token_budget: compact the context when its estimated tokens pass this.
-        cost_limit: stop with reason ``cost_limit`` when the cost passes this (tokens x price).
+        cost_limit: stop with reason ``cost_limit`` when the cost passes this: the model calls'
+            price (genai-prices), or tokens x ``price_per_1k_tokens`` when a call is unpriced.
         budget_threshold: fire ``on_budget_threshold`` when cost passes this fraction of the limit.
         subagents: agents this one may call through the ``agents/call`` tool.
     """
@@ -139,7 +140,7 @@ def _loop(op: Operation, spec: AgentSpec, results: list[ToolResult]) -> str | No
             if reply.text:
                 messages.append({"role": "assistant", "content": reply.text})
             if spec.cost_limit is not None:
-                cost = (op.usage.input + op.usage.output) / 1000 * spec.price_per_1k_tokens
+                cost = _run_cost(op, spec)
                 if not warned and cost >= spec.cost_limit * spec.budget_threshold:
                     warned = True
                     op.emit(
@@ -163,6 +164,15 @@ def _loop(op: Operation, spec: AgentSpec, results: list[ToolResult]) -> str | No
             op.emit("after_tool_batch", stepIndex=step.index, toolCalls=step.tool_calls)
     op.complete("max_steps")
     return None
+
+
+def _run_cost(op: Operation, spec: AgentSpec) -> float:
+    """The run's cost so far: the priced dollars (genai-prices) when every model call was
+    priced, else the spec's estimate per 1,000 tokens."""
+    spend = op.spend
+    if spend.calls and not spend.unpriced_calls:
+        return spend.cost_usd
+    return (op.usage.input + op.usage.output) / 1000 * spec.price_per_1k_tokens
 
 
 def _maybe_compact(step: Step, messages: list[dict[str, Any]], budget: int) -> list[dict[str, Any]]:

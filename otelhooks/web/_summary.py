@@ -11,7 +11,15 @@ from otelhooks import _semconv as sc
 
 __all__ = ["TraceSummary", "decision_of"]
 
-_COST = ("gen_ai.usage.cost", "otelhooks.usage.cost", "cost_usd", "claude_code.cost.usage")
+# A model call's price: otelhooks' own (genai-prices) first, then what other producers write.
+# Only per-call names: a step's or an operation's total would count its calls twice.
+_COST = (
+    sc.LLM_COST_USD,
+    "gen_ai.usage.cost",
+    "otelhooks.usage.cost",
+    "cost_usd",
+    "claude_code.cost.usage",
+)
 
 
 def decision_of(
@@ -84,6 +92,8 @@ class TraceSummary:
     tokens_in: int = 0
     tokens_out: int = 0
     cost: float | None = None
+    run_cost: float | None = None
+    call_cost: float | None = None
     tools: set[str] = field(default_factory=set)
     decisions: set[str] = field(default_factory=set)
     updated: int = 0
@@ -162,11 +172,18 @@ class TraceSummary:
         if op == sc.OP_CHAT or (op != sc.OP_INVOKE_AGENT and sc.GEN_AI_USAGE_INPUT_TOKENS in attrs):
             self.tokens_in += _int(attrs.get(sc.GEN_AI_USAGE_INPUT_TOKENS))
             self.tokens_out += _int(attrs.get(sc.GEN_AI_USAGE_OUTPUT_TOKENS))
-        for key in _COST:
-            value = attrs.get(key)
-            if isinstance(value, (int, float)) and not isinstance(value, bool):
-                self.cost = (self.cost or 0.0) + float(value)
-                break
+        # dollars: each otelhooks operation's own total (its calls, an instrumented SDK's
+        # included; a sub-agent's run is its own operation), else the calls' prices
+        run_cost = attrs.get(sc.OPERATION_COST_USD) if op == sc.OP_INVOKE_AGENT else None
+        if isinstance(run_cost, (int, float)) and not isinstance(run_cost, bool):
+            self.run_cost = (self.run_cost or 0.0) + float(run_cost)
+        else:
+            for key in _COST:
+                value = attrs.get(key)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    self.call_cost = (self.call_cost or 0.0) + float(value)
+                    break
+        self.cost = self.run_cost if self.run_cost is not None else self.call_cost
 
 
 def _int(value: Any) -> int:

@@ -64,6 +64,7 @@ from otelhooks._events import (
 )
 from otelhooks._export._report import DeliveryReport, merge
 from otelhooks._hooks import Hook
+from otelhooks._instrument._spend import SessionSpend
 from otelhooks._matchers import tool_aliases
 from otelhooks._setup import configure
 from otelhooks._span_mapping import approval_events
@@ -147,6 +148,7 @@ class ClaudeCodeBridge:
         fail_fast: bool = False,
         agent: str = AGENT,
         provider: str = PROVIDER,
+        spend: SessionSpend | None = None,
     ) -> None:
         self.agent = agent
         self.provider = provider
@@ -177,6 +179,7 @@ class ClaudeCodeBridge:
             deny_mode=deny_mode,
             capture=self.capture,
             agent=agent,
+            spend=spend,
         )
         self.models = ModelCalls(
             state=state,

@@ -31,6 +31,7 @@ from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from otelhooks._eventlog._http import Route
 from otelhooks._eventlog._otlp_signals import OtlpSignalIngest
 from otelhooks._export._otlp import otlp_configured, otlp_span_exporter
+from otelhooks._instrument._spend import SessionSpend
 from otelhooks._processor import HookSpanProcessor
 from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
 from otelhooks.integrations.claude_code._common import AGENT
@@ -120,12 +121,15 @@ def claude_code_routes(
     if sessions is None:
         drops = processor.engine.metrics.drop_counter("claude_code_sessions")
         sessions = ServerSessions(sessions_path, on_drop=drops)
+    # Claude Code's own cost per session, from its telemetry, read by budget guards
+    spend = SessionSpend()
     bridge = ClaudeCodeBridge(
         state=sessions,
         engine=processor.engine,
         writer=writer,
         deny_mode="json",
         service_name=service_name,
+        spend=spend,
     )
     route = ClaudeCodeHookRoute(
         bridge, fail_closed=fail_closed, decision_timeout_s=decision_timeout_s
@@ -135,6 +139,7 @@ def claude_code_routes(
         engine=processor.engine,
         downstream=downstream or (processor,),
         export=export,
+        spend=spend,
     )
     routes: dict[str, Route] = {
         HOOK_ROUTE: route,

@@ -33,6 +33,7 @@ spans are still joined and exported.
 
 from __future__ import annotations
 
+import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -47,6 +48,7 @@ from otelhooks._engine import HooksEngine
 from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._eventlog._otlp_signals import ReceivedLog, ReceivedPoint
 from otelhooks._events import LlmOutputEvent, TokenUsage
+from otelhooks._instrument._spend import SessionSpend, add_call, running
 from otelhooks.integrations.claude_code._common import AGENT
 from otelhooks.integrations.claude_code._sessions import ServerSessions
 from otelhooks.integrations.claude_code._spans import session_trace_id
@@ -77,6 +79,17 @@ def _int(value: Any) -> int:
         return int(value)
     except (TypeError, ValueError):
         return 0
+
+
+def _cost(value: Any) -> float | None:
+    """Claude Code's ``cost_usd`` as dollars; None when it is missing or not a price."""
+    if isinstance(value, bool):
+        return None
+    try:
+        cost = float(value)
+    except (TypeError, ValueError):
+        return None
+    return cost if math.isfinite(cost) and cost >= 0 else None
 
 
 class ClaudeTelemetry(SpanProcessor):
@@ -110,6 +123,7 @@ class ClaudeTelemetry(SpanProcessor):
         remember: int = 65_536,
         max_log_bytes: int = 64 * 1024 * 1024,
         max_metrics: int = 1_024,
+        spend: SessionSpend | None = None,
     ) -> None:
         self.sessions = sessions
         self.engine = engine
@@ -124,6 +138,8 @@ class ClaudeTelemetry(SpanProcessor):
         self._remember = remember
         self._lock = threading.Lock()
         self._count_drop = engine.metrics.drop_counter("claude_code_telemetry")
+        # Each session's running cost, from Claude Code's own cost_usd (bounded, oldest out).
+        self.spend = spend if spend is not None else SessionSpend()
 
     @property
     def log_bytes(self) -> int:
@@ -252,22 +268,28 @@ class ClaudeTelemetry(SpanProcessor):
         when: dict[str, Any] = {}
         if record.time_unix_nano:
             when["timestamp"] = record.time_unix_nano // 1_000_000
-        extra: dict[str, Any] = {
-            "costUsd": attrs.get("cost_usd"),
-            "requestId": attrs.get("request_id"),
-            "promptId": attrs.get("prompt.id"),
-            "source": "claude_code.api_request",
-            "cacheReadTokens": _int(attrs.get("cache_read_tokens")),
-            "cacheCreationTokens": _int(attrs.get("cache_creation_tokens")),
-        }
+        cost = _cost(attrs.get("cost_usd"))
+        cache_read = max(0, _int(attrs.get("cache_read_tokens")))
+        cache_creation = max(0, _int(attrs.get("cache_creation_tokens")))
         # Anthropic's input_tokens excludes the cache: the GenAI conventions' input count (the
         # Anthropic refinement of spans.yaml) is input + cache read + cache creation, which is
         # what budgets and cost must see.
-        total_input = (
-            _int(attrs.get("input_tokens"))
-            + extra["cacheReadTokens"]
-            + extra["cacheCreationTokens"]
+        usage = TokenUsage(
+            input=max(0, _int(attrs.get("input_tokens"))) + cache_read + cache_creation,
+            output=max(0, _int(attrs.get("output_tokens"))),
         )
+        total = self.spend.of(session)
+        add_call((total,), cost, usage.input, usage.output)
+        extra: dict[str, Any] = {
+            "costUsd": cost,
+            # a Claude Code session is the operation otelhooks knows of it: no run of its own
+            "spend": running(total, total).model_copy(update={"operation": None}),
+            "requestId": attrs.get("request_id"),
+            "promptId": attrs.get("prompt.id"),
+            "source": "claude_code.api_request",
+            "cacheReadTokens": cache_read,
+            "cacheCreationTokens": cache_creation,
+        }
         event = LlmOutputEvent(
             **when,
             **extra,
@@ -276,7 +298,7 @@ class ClaudeTelemetry(SpanProcessor):
             spanId=format(record.span_id, "016x") if record.span_id else None,
             agentId=AGENT,
             model=str(attrs.get("model") or "") or None,
-            tokenUsage=TokenUsage(input=total_input, output=_int(attrs.get("output_tokens"))),
+            tokenUsage=usage,
         )
         try:
             self.engine.dispatch("llm_output", event, values=(event.model or "*",))

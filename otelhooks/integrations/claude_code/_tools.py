@@ -26,6 +26,7 @@ from otelhooks._events import (
     ToolResultPersistEvent,
 )
 from otelhooks._fingerprint import canonical_json, fnv1a_64
+from otelhooks._instrument._spend import SessionSpend, running
 from otelhooks._live import Verdict
 from otelhooks._matchers import tool_aliases
 from otelhooks._span_mapping import (
@@ -91,8 +92,12 @@ class ToolUses:
         deny_mode: DenyMode,
         capture: bool,
         agent: str = AGENT,
+        spend: SessionSpend | None = None,
     ) -> None:
         self.agent = agent
+        # the sessions' running cost (Claude Code's own cost_usd, from its telemetry under
+        # `serve`): what a budget guard reads on PreToolUse
+        self.spend = spend
         self.state = state
         self.engine = engine
         self.observe = observe
@@ -195,6 +200,9 @@ class ToolUses:
         # the state file keeps the arguments only when content is captured (data at rest)
         tool = self.state.start_tool(op, use_id, tool_name, args if self.capture else {})
         fields: dict[str, Any] = {**self._tool_event(tool, args), "claudeCode": self._own(payload)}
+        if self.spend is not None:
+            total = self.spend.of(session)
+            fields["spend"] = running(total, total).model_copy(update={"operation": None})
         event = ToolCallEvent(**fields)
         verdict, answers = run_hooks(
             self.engine, "before_tool_call", event, _values(tool_name), operation_id=op.operation_id

@@ -38,7 +38,7 @@
       el('td', op.errors ? 'num bad' : 'num', op.errors),
       el('td', op.denials ? 'num bad' : 'num', op.denials),
       el('td', 'num', op.tokens_in || op.tokens_out ? `${op.tokens_in}/${op.tokens_out}` : ''),
-      el('td', 'num', op.cost === null ? '' : `$${op.cost.toFixed(4)}`),
+      el('td', 'num', op.cost === null ? '' : `$${op.cost.toFixed(op.cost >= 1 ? 2 : 6)}`),
     );
     for (const d of op.decisions) agent.append(el('span', `dec ${d}`, d));
     agent.append(el('div', 'svc muted', op.service));

@@ -287,7 +287,7 @@ def test_duration_metrics_carry_error_type_exactly_on_failures(telemetry: Teleme
     }
 
 
-CURLY = re.compile(r"^\{[a-z_]+\}$")
+CURLY = re.compile(r"^\{[A-Za-z_]+\}$")  # {call}, {token}; {USD} for the cost counter
 
 
 def test_counts_use_curly_brace_units_never_one(telemetry: Telemetry) -> None:

@@ -1,0 +1,242 @@
+"""``@otelhooks.tool``: a function becomes a tool call of whatever step is running.
+
+Called inside an operation's step (found in the context: no ``step`` is passed around), a
+decorated function is an ``execute_tool`` span with every tool hook: matchers see
+``identifier/name``; a deny raises :class:`~otelhooks.ToolDenied` (what agent frameworks turn
+into a tool error for the model); a mock's content is returned instead of calling the function;
+arguments a hook rewrote are what the function is called with; a result a
+``tool_result_persist`` hook rewrote is what the caller receives. An exception of the function
+is recorded on the span and raised as it was. Outside any step (directly in an operation, or
+outside any), the call opens a step (and an operation named after the tool) of its own.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import threading
+from collections.abc import Callable
+from contextlib import AsyncExitStack, ExitStack
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+
+from otelhooks._errors import ToolDenied
+from otelhooks._events import ToolResult
+from otelhooks._instrument._current import current_operation, current_step
+
+if TYPE_CHECKING:
+    from otelhooks._instrument._base import AgentTracer
+    from otelhooks._instrument._step import Step
+    from otelhooks._instrument._tool import ToolCall
+
+__all__ = ["default_tracer", "set_default_tracer", "tool"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+_default: AgentTracer | None = None
+_default_lock = threading.Lock()
+
+
+def set_default_tracer(tracer: AgentTracer) -> bool:
+    """Make ``tracer`` the one decorated tools open their own operations with, once: like the
+    OpenTelemetry global providers, the first setting stays (``configure()`` sets it when it
+    installs the global providers). Returns whether it was set."""
+    global _default
+    with _default_lock:
+        if _default is not None:
+            return False
+        _default = tracer
+        return True
+
+
+def default_tracer() -> AgentTracer:
+    """The tracer of the ``configure()`` that installed the global providers; without one, a
+    tracer on the global provider with no hooks (spans only)."""
+    global _default
+    with _default_lock:
+        if _default is None:
+            from otelhooks._instrument._base import AgentTracer
+
+            _default = AgentTracer()
+        return _default
+
+
+class _Frame:
+    """Where a call runs: the current step, or a step (and operation) of its own."""
+
+    def __init__(self, name: str, tracer: AgentTracer | None) -> None:
+        self.name = name
+        self.tracer = tracer
+
+    def enter(self, stack: ExitStack) -> Step:
+        step = current_step()
+        if step is not None:
+            return step
+        op = current_operation()
+        if op is None:
+            op = stack.enter_context((self.tracer or default_tracer()).operation(self.name))
+        return stack.enter_context(op.step())
+
+    async def aenter(self, stack: AsyncExitStack) -> Step:
+        step = current_step()
+        if step is not None:
+            return step
+        op = current_operation()
+        if op is None:
+            tracer = self.tracer or default_tracer()
+            op = await stack.enter_async_context(tracer.operation(self.name))
+        return await stack.enter_async_context(op.step())
+
+
+def _receiver(signature: inspect.Signature) -> str | None:
+    """The name of a method's ``self`` or ``cls``: passed to the call, not shown to hooks."""
+    first = next(iter(signature.parameters.values()), None)
+    if first is not None and first.name in ("self", "cls"):
+        return first.name
+    return None
+
+
+def _bind(
+    signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> dict[str, Any]:
+    """The tool's arguments by name, as hooks see them (a method's receiver left out)."""
+    arguments = dict(signature.bind(*args, **kwargs).arguments)
+    receiver = _receiver(signature)
+    if receiver is not None:
+        arguments.pop(receiver, None)
+    return arguments
+
+
+def _call_args(
+    signature: inspect.Signature,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    original: dict[str, Any],
+    final: dict[str, Any],
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The call's positional and keyword arguments after hooks rewrote ``original`` into
+    ``final`` (unchanged: the caller's own)."""
+    if final == original:
+        return args, kwargs
+    params = signature.parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    unknown = sorted(set(final) - set(params))
+    if unknown and not takes_any:
+        # Dropping them would run the tool with arguments other than the ones the hook chose.
+        raise TypeError(f"a hook rewrote the arguments with {', '.join(unknown)}, not taken")
+    bound = signature.bind_partial()
+    receiver = _receiver(signature)
+    if receiver is not None:
+        bound.arguments[receiver] = signature.bind(*args, **kwargs).arguments[receiver]
+    for name in params:  # in the signature's order, as positional arguments must be
+        if name in final:
+            bound.arguments[name] = final[name]
+    extra = {k: v for k, v in final.items() if k not in params}
+    return bound.args, {**bound.kwargs, **extra}
+
+
+def _denied(call: ToolCall) -> ToolDenied:
+    state = call.result.state or {}
+    by = state.get("decidedBy")
+    return ToolDenied(
+        call.deny_reason or "", tool=call.matcher_value, decided_by=by if by else None
+    )
+
+
+def _returned(value: Any, persisted: ToolResult, as_result: Callable[[Any], ToolResult]) -> Any:
+    """What the caller receives: the function's own value, unless a ``tool_result_persist``
+    hook changed the result (then its content)."""
+    if persisted == as_result(value):
+        return value
+    return persisted.content
+
+
+@overload
+def tool(fn: Callable[P, R], /) -> Callable[P, R]: ...
+
+
+@overload
+def tool(
+    *, identifier: str = "", name: str | None = None, tracer: AgentTracer | None = None
+) -> Callable[[Callable[P, R]], Callable[P, R]]: ...
+
+
+def tool(
+    fn: Callable[P, R] | None = None,
+    /,
+    *,
+    identifier: str = "",
+    name: str | None = None,
+    tracer: AgentTracer | None = None,
+) -> Any:
+    """Make a sync or async function a tool call of the current step (see the module doc).
+
+    Args:
+        identifier: the tool's group (LobeHub's ``identifier``, e.g. ``fs``); matchers see
+            ``identifier/name``, or ``name`` when it is empty.
+        name: the tool's name (``apiName``, ``gen_ai.tool.name``); the function's by default.
+        tracer: the tracer to open an operation with when the call runs outside any; by
+            default the one ``configure()`` installed globally.
+
+    Raises (from the decorated function):
+        ToolDenied: a hook denied the call; the function did not run.
+
+    Example:
+        >>> @otelhooks.tool(identifier="fs", name="rm")
+        ... def remove(path: str) -> str:
+        ...     os.remove(path)
+        ...     return f"removed {path}"
+        >>> with oh.operation("cleaner") as op, op.step():
+        ...     remove("old.log")  # an execute_tool rm span; a deny raises ToolDenied
+    """
+
+    def decorate(func: Callable[P, R]) -> Callable[P, R]:
+        from otelhooks._instrument._tool import _as_result
+
+        api_name = name or func.__name__
+        signature = inspect.signature(func)
+        frame = _Frame(api_name, tracer)
+
+        if inspect.iscoroutinefunction(func):
+
+            @functools.wraps(func)
+            async def arun(*args: P.args, **kwargs: P.kwargs) -> Any:
+                original = _bind(signature, args, kwargs)
+                async with AsyncExitStack() as stack:
+                    step = await frame.aenter(stack)
+                    # A denial is raised once the call's span has ended as "denied": raised
+                    # inside it, the span would record the caller's exception as the tool's.
+                    async with step.tool_call(identifier, api_name, dict(original)) as call:
+                        if call.should_run:
+                            a, kw = _call_args(signature, args, kwargs, original, call.args)
+                            value = await func(*a, **kw)
+                            persisted = await call.aset_result(value)
+                if call.denied:
+                    raise _denied(call)
+                if call.mocked:
+                    return call.result.content
+                return _returned(value, persisted, _as_result)
+
+            return arun  # type: ignore[return-value]
+
+        @functools.wraps(func)
+        def run(*args: P.args, **kwargs: P.kwargs) -> Any:
+            original = _bind(signature, args, kwargs)
+            with ExitStack() as stack:
+                step = frame.enter(stack)
+                with step.tool_call(identifier, api_name, dict(original)) as call:
+                    if call.should_run:
+                        a, kw = _call_args(signature, args, kwargs, original, call.args)
+                        value = func(*a, **kw)
+                        persisted = call.set_result(value)
+            if call.denied:
+                raise _denied(call)
+            if call.mocked:
+                return call.result.content
+            return _returned(value, persisted, _as_result)
+
+        return run
+
+    if fn is not None:
+        return decorate(fn)
+    return decorate

@@ -1,0 +1,73 @@
+"""Claude Code's own ``cost_usd`` (its ``api_request`` log events, received by ``otelhooks
+serve``) is each call's ``costUsd`` and adds up to the session's running total."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+
+from otelhooks import serve
+from tests._webhook_server import webhook_server
+from tests.integrations.test_claude_code_serve import AUTH, SESSION, TOKEN, _api_request_log
+
+
+def test_each_api_request_costs_what_claude_code_says_and_the_session_adds_up(
+    tmp_path: Path,
+) -> None:
+    with webhook_server() as sink:
+        path = tmp_path / "llm.yaml"
+        path.write_text(
+            "hooks:\n  - id: llm-audit\n    type: llm_output\n"
+            f'    webhook: {{url: "{sink.url}/llm"}}\n'
+        )
+        server = serve([path], token=TOKEN)
+        try:
+            headers = {**AUTH, "Content-Type": "application/x-protobuf"}
+            for _ in range(2):
+                body = _api_request_log().SerializeToString()
+                response = httpx.post(server.url + "/v1/logs", content=body, headers=headers)
+                assert response.status_code == 200
+            got = [r.json() for r in sink.wait_for("/llm", 2, timeout_s=60)]
+        finally:
+            server.stop()
+    events = [g.get("payload", g) for g in got]
+    assert len(events) == 2
+    assert [e["costUsd"] for e in events] == [pytest.approx(0.00036)] * 2
+    assert {e["sessionKey"] for e in events} == {SESSION}
+    # deliveries may arrive in either order: the totals as each call was received
+    totals = sorted((e["spend"]["session"] for e in events), key=lambda t: t["costUsd"])
+    assert [t["costUsd"] for t in totals] == [pytest.approx(0.00036), pytest.approx(0.00072)]
+    assert [t["inputTokens"] for t in totals] == [30, 60]
+
+
+def test_a_session_budget_denies_claude_codes_next_tool_call_once_its_cost_passed_it(
+    tmp_path: Path,
+) -> None:
+    from tests.integrations.test_claude_code_serve import ROUTE, _bash
+
+    path = tmp_path / "settings.json"
+    path.write_text(
+        '{"hooks": {"PreToolUse": [{"hooks": [{"type": "budget", "session_usd": 0.0003}]}]}}'
+    )
+    server = serve([path], token=TOKEN)
+    try:
+        allowed = httpx.post(
+            server.url + ROUTE, json=_bash("PreToolUse", "toolu_b1", "ls"), headers=AUTH
+        )
+        headers = {**AUTH, "Content-Type": "application/x-protobuf"}
+        body = _api_request_log().SerializeToString()  # Claude Code says: $0.00036
+        assert httpx.post(server.url + "/v1/logs", content=body, headers=headers).is_success
+        denied = httpx.post(
+            server.url + ROUTE, json=_bash("PreToolUse", "toolu_b2", "ls"), headers=AUTH
+        )
+    finally:
+        server.stop()
+    assert allowed.json() == {}
+    answer = denied.json()["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny"
+    assert (
+        "budget: session cost $0.0004, past its limit of $0.0003"
+        in (answer["permissionDecisionReason"])
+    )

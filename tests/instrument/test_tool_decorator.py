@@ -1,0 +1,280 @@
+"""``@otelhooks.tool``: a decorated function is a tool call of the step in the context."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+import otelhooks
+from otelhooks import AgentTracer, Block, ToolDenied
+from otelhooks.events import ToolCallEvent
+from tests.conftest import Pipeline, hook
+
+
+def _deny_rm(event: ToolCallEvent) -> Block | None:
+    return Block("rm is not allowed") if event.apiName == "rm" else None
+
+
+def test_a_call_inside_a_step_is_an_execute_tool_span_under_it(
+    pipe: Pipeline, tracer: AgentTracer
+) -> None:
+    @otelhooks.tool(identifier="calc", name="add")
+    def add(a: int, b: int) -> int:
+        return a + b
+
+    with tracer.operation("helper") as op, op.step():
+        assert add(2, 3) == 5
+    span = pipe.span("execute_tool add")
+    step = pipe.span("step 0")
+    assert span.parent is not None
+    assert span.parent.span_id == step.context.span_id
+    assert span.attributes is not None
+    assert span.attributes["otelhooks.tool.matcher_value"] == "calc/add"
+    assert span.attributes["otelhooks.tool.outcome"] == "success"
+
+
+def test_a_deny_raises_tool_denied_with_the_reason_and_the_function_does_not_run(
+    pipe: Pipeline, tracer: AgentTracer
+) -> None:
+    ran: list[str] = []
+    pipe.register(hook("no-rm", "beforeToolCall", _deny_rm, matcher="^fs/rm$"))
+
+    @otelhooks.tool(identifier="fs", name="rm")
+    def remove(path: str) -> str:
+        ran.append(path)
+        return "removed"
+
+    with tracer.operation("cleaner") as op, op.step(), pytest.raises(ToolDenied) as denied:
+        remove("/etc/passwd")
+    assert ran == []
+    assert denied.value.reason == "rm is not allowed"
+    assert denied.value.tool == "fs/rm"
+    assert denied.value.decided_by == "no-rm"
+    attrs = pipe.span("execute_tool rm").attributes or {}
+    assert attrs["otelhooks.tool.outcome"] == "denied"
+    assert attrs["otelhooks.hook.decision"] == "deny"
+
+
+def test_matchers_see_identifier_slash_name_and_not_other_tools(
+    pipe: Pipeline, tracer: AgentTracer
+) -> None:
+    seen: list[str] = []
+    pipe.register(
+        hook("fs-only", "beforeToolCall", lambda e: seen.append(e.matcher_value), matcher="^fs/")
+    )
+
+    @otelhooks.tool(identifier="fs", name="read")
+    def read(path: str) -> str:
+        return "text"
+
+    @otelhooks.tool(identifier="web", name="get")
+    def get(url: str) -> str:
+        return "page"
+
+    with tracer.operation("reader") as op, op.step():
+        read("a.txt")
+        get("http://127.0.0.1/")
+    assert seen == ["fs/read"]
+
+
+def test_a_mock_returns_its_content_instead_of_calling_the_function(
+    pipe: Pipeline, tracer: AgentTracer
+) -> None:
+    def offline(event: ToolCallEvent) -> None:
+        event.mock({"content": "cached page", "success": True})
+
+    pipe.register(hook("offline", "beforeToolCall", offline, matcher="^web/"))
+    calls: list[str] = []
+
+    @otelhooks.tool(identifier="web", name="get")
+    def get(url: str) -> str:
+        calls.append(url)
+        return "live page"
+
+    with tracer.operation("browser") as op, op.step():
+        assert get("http://127.0.0.1/") == "cached page"
+    assert calls == []
+    assert (pipe.span("execute_tool get").attributes or {})["otelhooks.tool.outcome"] == "mocked"
+
+
+def test_rewritten_arguments_are_what_the_function_gets(
+    pipe: Pipeline, tracer: AgentTracer
+) -> None:
+    def sandbox(event: ToolCallEvent) -> ToolCallEvent:
+        return event.model_copy(update={"args": {**event.args, "path": "/sandbox/a.txt"}})
+
+    pipe.register(hook("sandbox", "beforeToolCall", sandbox))
+
+    @otelhooks.tool(identifier="fs", name="write")
+    def write(path: str, text: str = "") -> str:
+        return f"wrote {path}"
+
+    with tracer.operation("writer") as op, op.step():
+        assert write("/etc/a.txt", text="x") == "wrote /sandbox/a.txt"
+
+
+def test_a_rewritten_result_is_what_the_caller_receives(
+    pipe: Pipeline, tracer: AgentTracer
+) -> None:
+    def redact(event: Any) -> dict[str, Any]:
+        return {"result": {"content": "[redacted]", "success": True}}
+
+    pipe.register(hook("redact", "tool_result_persist", redact))
+
+    @otelhooks.tool(identifier="vault", name="read")
+    def read_secret() -> str:
+        return "s3cr3t"
+
+    with tracer.operation("reader") as op, op.step():
+        assert read_secret() == "[redacted]"
+
+
+def test_an_unchanged_result_is_the_functions_own_value(tracer: AgentTracer) -> None:
+    @otelhooks.tool
+    def pair() -> tuple[int, int]:
+        return (1, 2)
+
+    with tracer.operation("x") as op, op.step():
+        assert pair() == (1, 2)
+
+
+def test_an_exception_of_the_function_is_raised_as_it_was_and_recorded(
+    pipe: Pipeline, tracer: AgentTracer
+) -> None:
+    @otelhooks.tool
+    def broken() -> str:
+        raise KeyError("missing")
+
+    with tracer.operation("x") as op, op.step(), pytest.raises(KeyError):
+        broken()
+    attrs = pipe.span("execute_tool broken").attributes or {}
+    assert attrs["error.type"] == "KeyError"
+
+
+def test_async_functions_are_tools_too_deny_mock_and_result(
+    pipe: Pipeline, tracer: AgentTracer
+) -> None:
+    pipe.register(hook("no-rm", "beforeToolCall", _deny_rm))
+
+    @otelhooks.tool(identifier="fs", name="rm")
+    async def remove(path: str) -> str:
+        await asyncio.sleep(0)
+        return "removed"
+
+    @otelhooks.tool(identifier="fs", name="stat")
+    async def stat(path: str) -> dict[str, int]:
+        await asyncio.sleep(0)
+        return {"size": 3}
+
+    async def agent() -> None:
+        async with tracer.operation("async-agent") as op, op.step():
+            assert await stat("a") == {"size": 3}
+            with pytest.raises(ToolDenied, match="rm is not allowed"):
+                await remove("a")
+
+    asyncio.run(agent())
+    assert (pipe.span("execute_tool rm").attributes or {})["otelhooks.tool.outcome"] == "denied"
+    assert (pipe.span("execute_tool stat").attributes or {})["otelhooks.tool.outcome"] == "success"
+
+
+def test_outside_any_operation_a_call_opens_one_of_its_own(
+    pipe: Pipeline, tracer: AgentTracer
+) -> None:
+    pipe.register(hook("no-rm", "beforeToolCall", _deny_rm))
+
+    @otelhooks.tool(identifier="fs", name="rm", tracer=tracer)
+    def remove(path: str) -> str:
+        return "removed"
+
+    with pytest.raises(ToolDenied):
+        remove("a")
+    op = pipe.span("invoke_agent rm")
+    tool_span = pipe.span("execute_tool rm")
+    assert tool_span.context.trace_id == op.context.trace_id
+    assert (tool_span.attributes or {})["otelhooks.tool.outcome"] == "denied"
+
+
+def test_directly_in_an_operation_a_call_opens_a_step_of_it(
+    pipe: Pipeline, tracer: AgentTracer
+) -> None:
+    @otelhooks.tool
+    def ping() -> str:
+        return "pong"
+
+    with tracer.operation("x"):
+        assert ping() == "pong"
+    step = pipe.span("step 0")
+    assert (pipe.span("execute_tool ping").parent or step.context).span_id == step.context.span_id
+    assert len(pipe.spans("invoke_agent x")) == 1
+
+
+def test_the_step_follows_asyncio_tasks_and_copied_thread_contexts(
+    pipe: Pipeline, tracer: AgentTracer
+) -> None:
+    import contextvars
+    import threading
+
+    @otelhooks.tool
+    def ping() -> str:
+        return "pong"
+
+    with tracer.operation("x") as op, op.step():
+        ctx = contextvars.copy_context()
+        thread = threading.Thread(target=ctx.run, args=(ping,))
+        thread.start()
+        thread.join()
+    step = pipe.span("step 0")
+    span = pipe.span("execute_tool ping")
+    assert span.parent is not None
+    assert span.parent.span_id == step.context.span_id
+
+
+def test_a_method_is_a_tool_without_its_receiver_in_the_arguments(
+    pipe: Pipeline, tracer: AgentTracer
+) -> None:
+    seen: list[dict[str, Any]] = []
+    pipe.register(hook("see", "beforeToolCall", lambda e: seen.append(dict(e.args))))
+
+    class Files:
+        prefix = "/data"
+
+        @otelhooks.tool(identifier="fs", name="read")
+        def read(self, path: str) -> str:
+            return f"{self.prefix}/{path}"
+
+    with tracer.operation("x") as op, op.step():
+        assert Files().read("a.txt") == "/data/a.txt"
+    assert seen == [{"path": "a.txt"}]
+
+
+def test_a_rewrite_with_an_argument_the_function_does_not_take_fails_loudly(
+    pipe: Pipeline, tracer: AgentTracer
+) -> None:
+    def inject(event: ToolCallEvent) -> ToolCallEvent:
+        return event.model_copy(update={"args": {**event.args, "sudo": True}})
+
+    pipe.register(hook("inject", "beforeToolCall", inject))
+
+    @otelhooks.tool
+    def ls(path: str) -> str:
+        return "listing"
+
+    with tracer.operation("x") as op, op.step(), pytest.raises(TypeError, match="sudo, not taken"):
+        ls("/")
+    assert (pipe.span("execute_tool ls").attributes or {})["error.type"] == "TypeError"
+
+
+def test_positional_only_arguments_survive_a_rewrite(pipe: Pipeline, tracer: AgentTracer) -> None:
+    def double(event: ToolCallEvent) -> ToolCallEvent:
+        return event.model_copy(update={"args": {"a": event.args["a"] * 2, "b": event.args["b"]}})
+
+    pipe.register(hook("double", "beforeToolCall", double))
+
+    @otelhooks.tool
+    def sub(a: int, /, b: int) -> int:
+        return a - b
+
+    with tracer.operation("x") as op, op.step():
+        assert sub(5, 1) == 9
