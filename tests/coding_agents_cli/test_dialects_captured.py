@@ -131,3 +131,40 @@ def test_gemini_after_agent_ends_the_turn_as_stop(tmp_path: Path) -> None:
         if a["key"] == "otelhooks.operation.complete_reason"
     ]
     assert reasons == [{"stringValue": "done"}]
+
+
+def _spans(traces: Path) -> list[dict[str, Any]]:
+    return [
+        span
+        for line in traces.read_text().splitlines()
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+    ]
+
+
+def _attribute(span: dict[str, Any], key: str) -> Any:
+    found = [a["value"] for a in span["attributes"] if a["key"] == key]
+    return next(iter(found[0].values())) if found else None
+
+
+def test_gemini_model_calls_between_tool_calls_take_no_tool_call_index(tmp_path: Path) -> None:
+    traces = tmp_path / "traces.jsonl"
+    options = BridgeOptions(
+        state=str(tmp_path / "state.sqlite3"), dialect="gemini", traces_out=str(traces)
+    )
+    events = [_captured("gemini-BeforeAgent")]
+    for n in range(3):
+        events += [_captured("gemini-BeforeModel"), _captured("gemini-AfterModel")]
+        for name in ("gemini-BeforeTool", "gemini-AfterTool"):
+            event = _captured(name)
+            event["tool_input"] = {"command": f"echo {n}"}
+            events.append(event)
+    events.append(_captured("gemini-AfterAgent"))
+    for event in events:
+        assert run_hook(json.dumps(event), options, environ={}).exit_code == 0
+    spans = _spans(traces)
+    tools = [s for s in spans if s["name"].startswith("execute_tool")]
+    assert len([s for s in spans if s["name"].startswith("chat ")]) == 3
+    indexes = [int(_attribute(s, "otelhooks.tool.call_index")) for s in tools]
+    assert indexes == [0, 1, 2]

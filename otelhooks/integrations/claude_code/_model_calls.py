@@ -3,8 +3,9 @@ spans in the turn, and the ``llm_input`` / ``llm_output`` observers.
 
 Claude Code and Codex have no such hooks. Gemini CLI calls its model one request at a time in a
 session, so the open call is kept in the state file under one reserved id per session (as a
-tool use is, which is why the session's tool ``call_index`` counts model calls too); an
-``AfterModel`` without its ``BeforeModel`` writes nothing.
+tool use is, but uncounted: the session's tool uses keep their ``call_index`` 0, 1, 2 ...
+whatever model calls run between them); an ``AfterModel`` without its ``BeforeModel`` writes
+nothing.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ class ModelCalls:
         """A model request starts: its span is opened, ``llm_input`` observers run."""
         op = self.state.current_operation(session)
         self.state.end_tool(session, MODEL_CALL_ID)  # a call whose AfterModel never came
-        call = self.state.start_tool(op, MODEL_CALL_ID, sc.OP_CHAT, {})
+        call = self.state.start_tool(op, MODEL_CALL_ID, sc.OP_CHAT, {}, counted=False)
         model = _model(payload)
         request = payload.get("llm_request")
         messages = request.get("messages") if isinstance(request, Mapping) else None

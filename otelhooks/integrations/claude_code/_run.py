@@ -98,7 +98,7 @@ def _refusal(event: str | None, problem: str, options: BridgeOptions) -> HookRes
             "permissionDecisionReason": reason,
         }
         return HookResponse(stdout=json.dumps({"hookSpecificOutput": decision}), stderr=problem)
-    return HookResponse(1, stderr=f"otelhooks claude-code: {problem}")
+    return HookResponse(1, stderr=f"otelhooks {options.dialect}: {problem}")
 
 
 def run_hook(
@@ -213,7 +213,7 @@ def _handle(
         shutdown_timeout_s=timeout_s,
         fail_fast=True,
     )
-    response = HookResponse(1, stderr="otelhooks claude-code: the bridge did not answer")
+    response = HookResponse(1, stderr=f"otelhooks {dialect.name}: the bridge did not answer")
     try:
         response = bridge.handle(payload)
     finally:
@@ -223,7 +223,7 @@ def _handle(
             if otlp is not None:
                 delivery.insert(0, tracker.report())
             # Only what went wrong: Claude Code shows a hook's stderr to the user.
-            failed = [f"otelhooks claude-code: {d.line()}" for d in delivery if not d.ok]
+            failed = [f"otelhooks {dialect.name}: {d.line()}" for d in delivery if not d.ok]
         except Exception:
             # an export that fails after the decision must not turn a deny into exit 1
             _log.exception("claude-code bridge: closing failed")

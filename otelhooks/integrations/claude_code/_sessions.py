@@ -320,8 +320,10 @@ class ServerSessions(BridgeState):
         tool_use_id: str,
         tool_name: str,
         tool_input: dict[str, Any],
+        *,
+        counted: bool = True,
     ) -> OpenTool:
-        tool = super().start_tool(operation, tool_use_id, tool_name, tool_input)
+        tool = super().start_tool(operation, tool_use_id, tool_name, tool_input, counted=counted)
         stored = len(json.dumps(tool_input, default=str)) if tool_input else 2
         size = _tool_bytes(operation.session_id, tool_use_id, tool_name, stored)
         self._hold(operation.session_id, (tool_use_id, size))
