@@ -168,3 +168,44 @@ def test_gemini_model_calls_between_tool_calls_take_no_tool_call_index(tmp_path:
     assert len([s for s in spans if s["name"].startswith("chat ")]) == 3
     indexes = [int(_attribute(s, "otelhooks.tool.call_index")) for s in tools]
     assert indexes == [0, 1, 2]
+
+
+def _gemini_mcp_call() -> dict[str, Any]:
+    # Gemini CLI 0.61's BeforeTool of an MCP tool: its name mcp_<server>_<tool>, and the
+    # mcp_context its executeToolWithHooks adds (extractMcpContext in its bundle)
+    event = _captured("gemini-BeforeTool")
+    event["tool_name"] = "mcp_note_server_write_note"
+    event["tool_input"] = {"text": "secret"}
+    event["mcp_context"] = {
+        "server_name": "note_server",
+        "tool_name": "write_note",
+        "command": "python3",
+        "args": ["server.py"],
+    }
+    return event
+
+
+@pytest.mark.parametrize(
+    "matcher", ["@mcp", "mcp__note_server__write_note", "note_server/write_note"]
+)
+def test_a_gemini_mcp_tool_is_matched_by_the_names_the_other_clis_give_it(
+    tmp_path: Path, matcher: str
+) -> None:
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(DENY.format(matcher=matcher))
+    options = BridgeOptions(
+        hooks=(str(hooks),), state=str(tmp_path / "state.sqlite3"), dialect="gemini"
+    )
+    response = run_hook(json.dumps(_gemini_mcp_call()), options, environ={})
+    assert json.loads(response.stdout) == {"decision": "deny", "reason": "no shell here"}
+
+
+def test_a_gemini_tool_without_mcp_context_is_not_an_mcp_tool(tmp_path: Path) -> None:
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(DENY.format(matcher="@mcp"))
+    options = BridgeOptions(
+        hooks=(str(hooks),), state=str(tmp_path / "state.sqlite3"), dialect="gemini"
+    )
+    event = _gemini_mcp_call()
+    del event["mcp_context"]
+    assert (run_hook(json.dumps(event), options, environ={}).stdout) == ""
