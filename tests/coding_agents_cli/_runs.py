@@ -21,12 +21,15 @@ from typing import Any
 from tests._realparts import require
 
 __all__ = [
+    "CLAUDE",
     "CODEX",
     "GEMINI",
     "REPO",
     "CliRun",
+    "Steps",
     "codex_config",
     "need_cli",
+    "run_claude",
     "run_codex",
     "run_gemini",
 ]
@@ -35,6 +38,11 @@ HERE = Path(__file__).parent
 REPO = HERE.parent.parent
 CODEX = HERE / "node_modules" / ".bin" / "codex"
 GEMINI = HERE / "node_modules" / ".bin" / "gemini"
+CLAUDE = REPO / "tests" / "claude_code_cli" / "node_modules" / ".bin" / "claude"
+
+
+# each scripted turn: (call id, shell command), or the fields of a ShellStep (another tool)
+Steps = Sequence[tuple[str, str] | dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -111,7 +119,7 @@ def _isolated(
     argv: list[str],
     cwd: Path,
     env: dict[str, str],
-    steps: list[tuple[str, str]],
+    steps: Steps,
     work: Path,
     timeout_s: float,
     templates: Sequence[Path] = (),
@@ -121,7 +129,7 @@ def _isolated(
         "argv": argv,
         "cwd": str(cwd),
         "env": env,
-        "steps": [{"id": i, "command": c} for i, c in steps],
+        "steps": [s if isinstance(s, dict) else {"id": s[0], "command": s[1]} for s in steps],
         "timeout_s": timeout_s,
         "templates": [str(t) for t in templates],
     }
@@ -144,7 +152,7 @@ def _isolated(
 def run_codex(
     project: Path,
     home: Path,
-    steps: list[tuple[str, str]],
+    steps: Steps,
     *,
     extra_env: dict[str, str] | None = None,
     timeout_s: float = 60,
@@ -194,7 +202,7 @@ def gemini_settings(home: Path) -> Path:
 def run_gemini(
     project: Path,
     home: Path,
-    steps: list[tuple[str, str]],
+    steps: Steps,
     *,
     extra_env: dict[str, str] | None = None,
     timeout_s: float = 90,
@@ -212,6 +220,32 @@ def run_gemini(
     }
     argv = [str(GEMINI), "-p", "clean up", "--yolo", "--output-format", "json"]
     return _isolated("gemini", argv, project, env, steps, home / "run", timeout_s)
+
+
+def run_claude(
+    project: Path,
+    home: Path,
+    steps: Steps,
+    *,
+    timeout_s: float = 90,
+) -> CliRun:
+    """``claude -p ...`` in ``project`` against the scripted Messages API of
+    ``tests/claude_code_cli`` (``REAL-PARTS.md``'s recipe), in the same namespace; each step is
+    ``{"id", "tool", "args"}`` (a ``tool_use`` block)."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = {
+        **_base_env(home),
+        "ANTHROPIC_BASE_URL": "{api}",
+        "ANTHROPIC_API_KEY": "sk-ant-fake",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "IS_SANDBOX": "1",  # CI runs as root
+    }
+    argv = [str(CLAUDE), "-p", "clean up", "--permission-mode", "bypassPermissions"]
+    argv += ["--output-format", "json"]
+    return _isolated("messages", argv, project, env, steps, home / "run", timeout_s)
 
 
 def skip_reason(run: CliRun) -> str:
