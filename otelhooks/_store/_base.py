@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from otelhooks._actions._outbox import DurableQueue, Report
     from otelhooks._config import AgentEventsConfig
     from otelhooks._eventlog._model import EventLog
-    from otelhooks.integrations.claude_code._sessions import DropCounter, ServerSessions
+    from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
 
 __all__ = ["STORE_ENV", "Store", "open_store"]
 

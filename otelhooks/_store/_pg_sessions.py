@@ -1,7 +1,7 @@
 """Claude Code session state in PostgreSQL: a ``PreToolUse`` answered by one instance and its
 ``PostToolUse`` by another end the same ``execute_tool`` span.
 
-:class:`SharedSessions` is :class:`~otelhooks.integrations.claude_code._sessions.ServerSessions`
+:class:`SharedSessions` is :class:`~otelhooks.integrations.coding_agents._sessions.ServerSessions`
 with one change: its transactions run on the store (the tables ``operations``, ``tools`` and
 ``counters`` of the ``otelhooks_claude_code`` schema, the bridge's own, made the transaction's
 ``search_path``), so the bridge logic is the same code. Each transaction first takes one
@@ -35,10 +35,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
-from otelhooks.integrations.claude_code._sessions import DropCounter, ServerSessions
-from otelhooks.integrations.claude_code._sessions import _tool_bytes as tool_bytes
-from otelhooks.integrations.claude_code._state import UNCOUNTED, OpenOperation, OpenTool
-from otelhooks.integrations.claude_code._state import _span_id as new_span_id
+from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
+from otelhooks.integrations.coding_agents._sessions import _tool_bytes as tool_bytes
+from otelhooks.integrations.coding_agents._state import UNCOUNTED, OpenOperation, OpenTool
+from otelhooks.integrations.coding_agents._state import _span_id as new_span_id
 
 if TYPE_CHECKING:
     import psycopg

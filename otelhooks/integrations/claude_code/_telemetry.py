@@ -45,9 +45,9 @@ from otelhooks._engine import HooksEngine
 from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._eventlog._otlp_signals import ReceivedLog, ReceivedPoint
 from otelhooks._events import LlmOutputEvent, TokenUsage
-from otelhooks.integrations.claude_code._common import AGENT
-from otelhooks.integrations.claude_code._sessions import ServerSessions
-from otelhooks.integrations.claude_code._spans import session_trace_id
+from otelhooks.integrations.coding_agents._common import AGENT
+from otelhooks.integrations.coding_agents._sessions import ServerSessions
+from otelhooks.integrations.coding_agents._spans import session_trace_id
 
 __all__ = ["HOOK_SPAN_ID", "ORIGINAL_TRACE_ID", "ClaudeTelemetry"]
 

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from otelhooks.integrations.claude_code._common import HookResponse
+from otelhooks.integrations.coding_agents._common import HookResponse
 
 __all__ = ["DIALECTS", "GEMINI_EVENTS", "Dialect", "dialect_named"]
 

@@ -67,31 +67,31 @@ from otelhooks._hooks import Hook
 from otelhooks._matchers import tool_aliases
 from otelhooks._setup import configure
 from otelhooks._span_mapping import approval_events
-from otelhooks.integrations.claude_code._answers import (
+from otelhooks.integrations.coding_agents._answers import (
     ANSWERING_EVENTS,
     combine,
     respond,
     run_hooks,
 )
-from otelhooks.integrations.claude_code._approvals import approval_allows
-from otelhooks.integrations.claude_code._common import (
+from otelhooks.integrations.coding_agents._approvals import approval_allows
+from otelhooks.integrations.coding_agents._common import (
     AGENT,
     PROVIDER,
     DenyMode,
     HookResponse,
     observer,
 )
-from otelhooks.integrations.claude_code._mapping import (
+from otelhooks.integrations.coding_agents._mapping import (
     EVENTS,
     claude_fields,
     lifecycle_attributes,
     matcher_value,
     point_payload,
 )
-from otelhooks.integrations.claude_code._model_calls import ModelCalls
-from otelhooks.integrations.claude_code._spans import SpanRecord, SpanWriter, session_trace_id
-from otelhooks.integrations.claude_code._state import BridgeState, OpenOperation
-from otelhooks.integrations.claude_code._tools import ToolUses
+from otelhooks.integrations.coding_agents._model_calls import ModelCalls
+from otelhooks.integrations.coding_agents._spans import SpanRecord, SpanWriter, session_trace_id
+from otelhooks.integrations.coding_agents._state import BridgeState, OpenOperation
+from otelhooks.integrations.coding_agents._tools import ToolUses
 
 __all__ = ["ClaudeCodeBridge"]
 

@@ -36,7 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from otelhooks.integrations.claude_code._state import _SCHEMA, BridgeState, OpenOperation, OpenTool
+from otelhooks.integrations.coding_agents._state import (
+    _SCHEMA,
+    BridgeState,
+    OpenOperation,
+    OpenTool,
+)
 
 __all__ = ["ServerSessions"]
 

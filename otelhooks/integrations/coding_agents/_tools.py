@@ -29,23 +29,23 @@ from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._live import Verdict
 from otelhooks._matchers import tool_aliases
 from otelhooks._span_mapping import approval_events, verdict_attributes
-from otelhooks.integrations.claude_code._answers import (
+from otelhooks.integrations.coding_agents._answers import (
     combine,
     denied_by,
     respond,
     run_hooks,
 )
-from otelhooks.integrations.claude_code._approvals import approval_allows
-from otelhooks.integrations.claude_code._common import (
+from otelhooks.integrations.coding_agents._approvals import approval_allows
+from otelhooks.integrations.coding_agents._common import (
     AGENT,
     DenyMode,
     HookResponse,
     Observe,
     text,
 )
-from otelhooks.integrations.claude_code._mapping import claude_fields
-from otelhooks.integrations.claude_code._shapes import shaped
-from otelhooks.integrations.claude_code._spans import (
+from otelhooks.integrations.coding_agents._mapping import claude_fields
+from otelhooks.integrations.coding_agents._shapes import shaped
+from otelhooks.integrations.coding_agents._spans import (
     APPROVALS_KEY,
     SpanRecord,
     SpanWriter,
@@ -53,7 +53,7 @@ from otelhooks.integrations.claude_code._spans import (
     session_trace_id,
     stored_events,
 )
-from otelhooks.integrations.claude_code._state import BridgeState, OpenTool
+from otelhooks.integrations.coding_agents._state import BridgeState, OpenTool
 
 __all__ = ["ToolUses"]
 

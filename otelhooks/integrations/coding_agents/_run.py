@@ -28,14 +28,14 @@ from otelhooks._errors import ConfigError
 from otelhooks._export._otlp import summarise_sdk_logs
 from otelhooks._export._report import DeliveryTracker, shutdown_timeout
 from otelhooks._paths import writable_file_problem
-from otelhooks.integrations.claude_code._common import AGENT, DenyMode, HookResponse
-from otelhooks.integrations.claude_code._environment import (
+from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse
+from otelhooks.integrations.coding_agents._environment import (
     export_settings,
     otlp_exporter,
     project_path,
 )
-from otelhooks.integrations.claude_code._input import InputProblem, event_name_of, parse_input
-from otelhooks.integrations.claude_code._state import DEFAULT_STATE_PATH, STATE_ENV
+from otelhooks.integrations.coding_agents._input import InputProblem, event_name_of, parse_input
+from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV
 
 __all__ = ["HOOKS_ENV", "TRACES_ENV", "BridgeOptions", "run_hook"]
 
@@ -176,9 +176,9 @@ def _handle(
 ) -> HookResponse:
     from otelhooks._config import load_config
     from otelhooks._export import OtlpJsonLinesSpanExporter
-    from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
-    from otelhooks.integrations.claude_code._spans import LockedFileExporter
-    from otelhooks.integrations.claude_code._state import BridgeState
+    from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+    from otelhooks.integrations.coding_agents._spans import LockedFileExporter
+    from otelhooks.integrations.coding_agents._state import BridgeState
 
     hook_paths, settings = hooks_and_settings(options, env)
     hooks = load_config(hook_paths).hooks

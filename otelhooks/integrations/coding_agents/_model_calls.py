@@ -19,9 +19,9 @@ from opentelemetry.util import types
 
 from otelhooks import _semconv as sc
 from otelhooks._events import LlmInputEvent, LlmOutputEvent
-from otelhooks.integrations.claude_code._common import HookResponse, Observe
-from otelhooks.integrations.claude_code._spans import SpanRecord, SpanWriter, session_trace_id
-from otelhooks.integrations.claude_code._state import BridgeState
+from otelhooks.integrations.coding_agents._common import HookResponse, Observe
+from otelhooks.integrations.coding_agents._spans import SpanRecord, SpanWriter, session_trace_id
+from otelhooks.integrations.coding_agents._state import BridgeState
 
 __all__ = ["MODEL_CALL_ID", "ModelCalls"]
 
