@@ -3,14 +3,19 @@
 ``unshare -n python -m tests.coding_agents_cli._isolated SPEC OUT``: brings ``lo`` up, serves
 the scripted API of SPEC on 127.0.0.1, runs SPEC's command with SPEC's environment (the API's
 URL substituted for ``{api}``), then writes the exit code, the CLI's output and every request
-the API received to OUT (JSON). Nothing in the namespace can reach another host.
+the API received to OUT (JSON). A SPEC with ``serve`` runs ``otelhooks serve`` in the namespace
+too, for the CLI's run (stopped with SIGTERM after it). Nothing in the namespace can reach
+another host.
 """
 
 from __future__ import annotations
 
 import json
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +47,41 @@ def main(spec_path: str, out_path: str) -> int:
 
 
 def _run(spec: dict[str, Any], url: str) -> tuple[int, str, str]:
-    """Run the spec's command with the API at ``url``: exit code, stdout, stderr."""
+    """Run the spec's command with the API at ``url``: exit code, stdout, stderr (with the
+    spec's ``serve`` running beside it, when it has one)."""
+    serve = spec.get("serve")
+    if not serve:
+        return _run_cli(spec, url)
+    server = subprocess.Popen(
+        serve["argv"],
+        env=serve["env"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=open(serve["log"], "ab"),  # noqa: SIM115 - the child's, closed when it ends
+    )
+    try:
+        _wait_for_port(serve["port"], server)
+        return _run_cli(spec, url)
+    finally:
+        server.send_signal(signal.SIGTERM)  # serve flushes what it holds on the way out
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _wait_for_port(port: int, server: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and server.poll() is None:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"otelhooks serve did not listen on {port} (exit {server.poll()})")
+
+
+def _run_cli(spec: dict[str, Any], url: str) -> tuple[int, str, str]:
     for template in spec.get("templates") or ():
         # kept beside the file: a second run in the same home renders it again
         path = Path(template)

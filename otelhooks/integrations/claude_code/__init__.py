@@ -6,7 +6,7 @@ span across processes, runs the otelhooks hooks that match and answers ``PreTool
 Code's own format. :func:`run_hook` is the one entry point (the CLI and an HTTP route alike).
 The bridge itself is the one every coding agent shares
 (:mod:`otelhooks.integrations.coding_agents`); what is Claude Code's alone lives here: its
-settings installer, the standard-library hook client and its telemetry's join. See
+settings installer, the standard-library hook client and ``serve``'s Claude Code routes. See
 ``docs/adapters.md`` for the settings snippet and the event table.
 """
 

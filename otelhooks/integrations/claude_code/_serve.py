@@ -32,7 +32,6 @@ from otelhooks._eventlog._http import Route
 from otelhooks._eventlog._otlp_signals import OtlpSignalIngest
 from otelhooks._export._otlp import otlp_configured, otlp_span_exporter
 from otelhooks._processor import HookSpanProcessor
-from otelhooks.integrations.claude_code._telemetry import ClaudeTelemetry
 from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
 from otelhooks.integrations.coding_agents._common import AGENT
 from otelhooks.integrations.coding_agents._http import (
@@ -42,6 +41,7 @@ from otelhooks.integrations.coding_agents._http import (
 )
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._spans import SpanWriter
+from otelhooks.integrations.coding_agents._telemetry import ClaudeTelemetry
 
 __all__ = ["ClaudeCodeServing", "claude_code_routes", "sessions_path_beside"]
 

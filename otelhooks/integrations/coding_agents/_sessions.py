@@ -190,9 +190,14 @@ class ServerSessions(BridgeState):
     # -- joining -----------------------------------------------------------------------------------
 
     def _keep(self, tool: OpenTool) -> None:
-        size = len(tool.session_id) + len(tool.tool_use_id) + _ROW_BYTES
+        self.remember_tool(tool.session_id, tool.tool_use_id, tool.span_id)
+
+    def remember_tool(self, session_id: str, tool_use_id: str, span_id: int) -> None:
+        """Remember the ``execute_tool`` span of a tool use another process traced (the command
+        bridge's, received as OTLP), for :meth:`tool_span` (bounded as the join memory is)."""
+        size = len(session_id) + len(tool_use_id) + _ROW_BYTES
         with self._lock:
-            self._ended.put((tool.session_id, tool.tool_use_id), tool.span_id, size)
+            self._ended.put((session_id, tool_use_id), span_id, size)
 
     def _see(self, session_id: str) -> None:
         with self._lock:
