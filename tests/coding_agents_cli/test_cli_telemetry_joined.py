@@ -11,6 +11,8 @@ is linked to that span (its ``call_id`` is the hook's tool use id).
 from __future__ import annotations
 
 import json
+import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +72,23 @@ def _install(dialect: str, project: Path, tmp_path: Path) -> Path:
     return traces
 
 
+def _one_process_hooks(project: Path, tmp_path: Path) -> Path:
+    """Codex hooks running the one-process bridge (``otelhooks codex``): each span is exported
+    before the hook answers, so the bridge's ``execute_tool`` span reaches serve before Codex
+    exports its own at exit (the fast client's daemon batches its export)."""
+    _install("codex", project, tmp_path)  # the hooks file and its export file
+    traces = tmp_path / "bridge.jsonl"
+    hooks = project / ".codex" / "otelhooks.yaml"
+    bridge = [sys.executable, "-m", "otelhooks", "codex", "--hooks", str(hooks)]
+    state = str(tmp_path / "state.sqlite3")
+    command = shlex.join([*bridge, "--traces-out", str(traces), "--state", state])
+    handler = {"type": "command", "command": command, "timeout": 30}
+    events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
+    groups = {e: [{"matcher": "*", "hooks": [handler]}] for e in events}
+    (project / ".codex" / "hooks.json").write_text(json.dumps({"hooks": groups}))
+    return traces
+
+
 def _bridge_env(tmp_path: Path) -> dict[str, str]:
     return {
         "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
@@ -92,7 +111,7 @@ def test_codex_spans_join_the_sessions_trace_and_link_the_tool_span(tmp_path: Pa
     need_cli(CODEX)
     project = tmp_path / "project"
     project.mkdir()
-    bridge = _install("codex", project, tmp_path)
+    bridge = _one_process_hooks(project, tmp_path)
     home = tmp_path / "home"
     codex_home = codex_config(home, trusted=project)
     exporter = (

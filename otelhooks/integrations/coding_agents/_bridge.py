@@ -89,7 +89,12 @@ from otelhooks.integrations.coding_agents._mapping import (
     point_payload,
 )
 from otelhooks.integrations.coding_agents._model_calls import ModelCalls
-from otelhooks.integrations.coding_agents._spans import SpanRecord, SpanWriter, session_trace_id
+from otelhooks.integrations.coding_agents._spans import (
+    SpanRecord,
+    SpanWriter,
+    event_ids,
+    session_trace_id,
+)
 from otelhooks.integrations.coding_agents._state import BridgeState, OpenOperation
 from otelhooks.integrations.coding_agents._tools import ToolUses
 
@@ -225,13 +230,7 @@ class ClaudeCodeBridge:
         return handler(session, name, payload)
 
     def _common(self, session: str, op: OpenOperation | None, span_id: int | None) -> Any:
-        trace_id = session_trace_id(session)
-        return {
-            "sessionKey": session,
-            "operationId": op.operation_id if op is not None else None,
-            "traceId": format(trace_id, "032x"),
-            "spanId": format(span_id, "016x") if span_id else None,
-        }
+        return event_ids(session, op.operation_id if op is not None else None, span_id)
 
     # -- turns -------------------------------------------------------------------------------------
 

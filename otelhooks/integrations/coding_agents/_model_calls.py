@@ -20,7 +20,12 @@ from opentelemetry.util import types
 from otelhooks import _semconv as sc
 from otelhooks._events import LlmInputEvent, LlmOutputEvent
 from otelhooks.integrations.coding_agents._common import HookResponse, Observe
-from otelhooks.integrations.coding_agents._spans import SpanRecord, SpanWriter, session_trace_id
+from otelhooks.integrations.coding_agents._spans import (
+    SpanRecord,
+    SpanWriter,
+    event_ids,
+    session_trace_id,
+)
 from otelhooks.integrations.coding_agents._state import BridgeState
 
 __all__ = ["MODEL_CALL_ID", "ModelCalls"]
@@ -73,14 +78,6 @@ class ModelCalls:
         self.provider = provider
         self.capture = capture
 
-    def _common(self, session: str, operation_id: str | None, span_id: int) -> dict[str, Any]:
-        return {
-            "sessionKey": session,
-            "operationId": operation_id,
-            "traceId": format(session_trace_id(session), "032x"),
-            "spanId": format(span_id, "016x"),
-        }
-
     def before(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
         """A model request starts: its span is opened, ``llm_input`` observers run."""
         op = self.state.current_operation(session)
@@ -91,7 +88,7 @@ class ModelCalls:
         messages = request.get("messages") if isinstance(request, Mapping) else None
         kept = [m for m in messages or () if isinstance(m, dict)] if self.capture else []
         event = LlmInputEvent(
-            **self._common(session, op.operation_id, call.span_id),
+            **event_ids(session, op.operation_id, call.span_id),
             agentId=self.agent,
             model=model,
             messages=kept,
@@ -133,7 +130,7 @@ class ModelCalls:
         text = response.get("text") if isinstance(response, Mapping) else None
         event = LlmOutputEvent.model_validate(
             {
-                **self._common(session, call.operation_id, call.span_id),
+                **event_ids(session, call.operation_id, call.span_id),
                 "agentId": self.agent,
                 "model": model,
                 "response": str(text or "") if self.capture else "",

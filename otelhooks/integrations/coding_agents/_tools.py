@@ -50,6 +50,7 @@ from otelhooks.integrations.coding_agents._spans import (
     SpanRecord,
     SpanWriter,
     attribute_map,
+    event_ids,
     session_trace_id,
     stored_events,
 )
@@ -97,10 +98,7 @@ class ToolUses:
 
     def _tool_event(self, tool: OpenTool, args: dict[str, Any] | None = None) -> dict[str, Any]:
         return {
-            "sessionKey": tool.session_id,
-            "operationId": tool.operation_id,
-            "traceId": format(session_trace_id(tool.session_id), "032x"),
-            "spanId": format(tool.span_id, "016x"),
+            **event_ids(tool.session_id, tool.operation_id, tool.span_id),
             "toolCallId": tool.tool_use_id,
             "identifier": "",
             "apiName": tool.tool_name,
@@ -241,7 +239,8 @@ class ToolUses:
     ) -> None:
         """A hook denied (or mocked) the call: Claude Code does not run the tool."""
         denied = not mocked
-        self._end_tool_refused(tool, attrs, "denied" if denied else "mocked", reason)
+        outcome = "denied" if denied else "mocked"
+        self.end_tool(replace(tool, attributes=dict(attrs)), outcome, result=reason)
         context = self._tool_event(tool, args)
         decided_by = (
             verdict.decided_by or verdict.mocked_by or str(attrs.get(sc.HOOK_DECIDED_BY, ""))
@@ -272,23 +271,6 @@ class ToolUses:
             toolOutput=result.content,
         )
         self.observe("after_tool_call", after, _values(tool.tool_name))
-
-    def _end_tool_refused(
-        self, tool: OpenTool, attrs: dict[str, Any], outcome: str, reason: str
-    ) -> None:
-        kept = OpenTool(
-            tool.session_id,
-            tool.tool_use_id,
-            tool.span_id,
-            tool.parent_span_id,
-            tool.operation_id,
-            tool.start_ns,
-            tool.tool_name,
-            tool.tool_input,
-            tool.call_index,
-            dict(attrs),
-        )
-        self.end_tool(kept, outcome, result=reason)
 
     def _take_tool(self, session: str, payload: Mapping[str, Any]) -> OpenTool:
         """The tool use a ``Post*`` event ends (made up, zero-length, if its start was missed)."""
