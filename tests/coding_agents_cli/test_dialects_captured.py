@@ -209,3 +209,31 @@ def test_a_gemini_tool_without_mcp_context_is_not_an_mcp_tool(tmp_path: Path) ->
     event = _gemini_mcp_call()
     del event["mcp_context"]
     assert (run_hook(json.dumps(event), options, environ={}).stdout) == ""
+
+
+def test_a_rewritten_prompt_is_blocked_naming_the_cli_that_cannot_replace_it(
+    tmp_path: Path,
+) -> None:
+    from otelhooks.integrations.claude_code import BridgeState, ClaudeCodeBridge
+    from otelhooks.integrations.coding_agents import dialect_named
+
+    gemini = dialect_named("gemini")
+    hook = {
+        "id": "cleaner",
+        "type": "before_agent_start",
+        "handler": lambda e: {"userMessage": "a cleaner prompt", "input": "a cleaner prompt"},
+    }
+    bridge = ClaudeCodeBridge(
+        hooks=[hook],
+        state=BridgeState(tmp_path / "state.sqlite3"),
+        agent=gemini.agent,
+        provider=gemini.provider,
+    )
+    try:
+        response = gemini.answer(bridge.handle(gemini.to_bridge(_captured("gemini-BeforeAgent"))))
+    finally:
+        bridge.close()
+    answer = json.loads(response.stdout)
+    assert answer["decision"] == "deny"
+    assert "Gemini CLI cannot replace a prompt" in answer["reason"]
+    assert "a cleaner prompt" in answer["reason"]

@@ -79,6 +79,7 @@ from otelhooks.integrations.coding_agents._common import (
     PROVIDER,
     DenyMode,
     HookResponse,
+    cli_name,
     observer,
 )
 from otelhooks.integrations.coding_agents._mapping import (
@@ -313,12 +314,13 @@ class ClaudeCodeBridge:
             and (rewritten.userMessage, rewritten.input) != (prompt, prompt)
         ):
             # Claude Code cannot replace a prompt (its reference: UserPromptSubmit "can't replace
-            # the prompt"): the prompt the hook rewrote must not reach the model as it was
+            # the prompt"), nor can Codex or Gemini CLI (BeforeAgent appends context or denies):
+            # the prompt the hook rewrote must not reach the model as it was
             by = ", ".join(verdict.rewritten_by)
             new = rewritten.userMessage if rewritten.userMessage != prompt else rewritten.input
             reason = (
-                f"hook {by} rewrote this prompt, and Claude Code cannot replace a prompt; "
-                f"submit the rewritten one instead: {new}"
+                f"hook {by} rewrote this prompt, and {cli_name(self.agent)} cannot replace a "
+                f"prompt; submit the rewritten one instead: {new}"
             )
             answers.append(block_answer(by, reason))
         output, lost = combine(name, answers)
