@@ -185,8 +185,9 @@ class ToolUses:
         tool = self.state.start_tool(op, use_id, tool_name, args if self.capture else {})
         fields: dict[str, Any] = {**self._tool_event(tool, args), "claudeCode": self._own(payload)}
         event = ToolCallEvent(**fields)
+        values = _values(tool_name)  # the matcher values of every event of this tool use
         verdict, answers = run_hooks(
-            self.engine, "before_tool_call", event, _values(tool_name), operation_id=op.operation_id
+            self.engine, "before_tool_call", event, values, operation_id=op.operation_id
         )
         attrs = {**self._args_attributes(args), **self._verdict_attributes(verdict)}
         mock = verdict.mock
@@ -222,7 +223,7 @@ class ToolUses:
         if decision == "deny":
             self.state.end_tool(session, use_id)
             reason = str(specific.get("permissionDecisionReason") or "")
-            self._refuse(tool, kept, verdict, args, reason, mocked=mock is not None)
+            self._refuse(tool, kept, verdict, args, reason, values, mocked=mock is not None)
             return response
         self.state.set_tool_attributes(tool, kept)
         return response
@@ -234,6 +235,7 @@ class ToolUses:
         verdict: Verdict,
         args: dict[str, Any],
         reason: str,
+        values: tuple[str, ...],
         *,
         mocked: bool,
     ) -> None:
@@ -249,7 +251,7 @@ class ToolUses:
             self.observe(
                 "on_tool_call_denied",
                 ToolCallDeniedEvent(**context, reason=reason, decidedBy=decided_by),
-                _values(tool.tool_name),
+                values,
             )
         state = {
             "type": "blocked",
@@ -270,7 +272,7 @@ class ToolUses:
             result=result,
             toolOutput=result.content,
         )
-        self.observe("after_tool_call", after, _values(tool.tool_name))
+        self.observe("after_tool_call", after, values)
 
     def _take_tool(self, session: str, payload: Mapping[str, Any]) -> OpenTool:
         """The tool use a ``Post*`` event ends (made up, zero-length, if its start was missed)."""
@@ -287,11 +289,10 @@ class ToolUses:
         return tool
 
     def _persist(
-        self, tool: OpenTool, response: Any
+        self, tool: OpenTool, response: Any, values: tuple[str, ...]
     ) -> tuple[Any, list[HookAnswer], dict[str, Any]]:
         """Run ``tool_result_persist`` interceptors (the kernel's result filter) on the output:
         a rewrite or a block becomes ``updatedToolOutput`` in the tool's own output shape."""
-        values = _values(tool.tool_name)
         if not self.engine.matches("tool_result_persist", values):
             return response, [], {}
         event = ToolResultPersistEvent(
@@ -323,18 +324,17 @@ class ToolUses:
             else (time.time_ns() - tool.start_ns) / 1e6
         )
         context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
+        values = _values(tool.tool_name)
         if name == "PostToolUseFailure":
             error = str(payload.get("error") or "the tool failed")
             error_type = "interrupted" if payload.get("is_interrupt") else "ToolError"
             self.end_tool(tool, "error", result=error, error=error, error_type=error_type)
             failed = ToolCallErrorEvent(**context, error=error, errorType=error_type)
-            _, answers = run_hooks(
-                self.engine, "on_tool_call_error", failed, _values(tool.tool_name)
-            )
+            _, answers = run_hooks(self.engine, "on_tool_call_error", failed, values)
             output, lost = combine(name, answers)
             return respond(name, output, lost, deny_mode=self.deny_mode)
         # what the model will see (after a tool_result_persist rewrite) is what is recorded
-        response, answers, extra = self._persist(tool, payload.get("tool_response"))
+        response, answers, extra = self._persist(tool, payload.get("tool_response"), values)
         content = text(response)
         self.end_tool(tool, "success", result=content)
         after = AfterToolCallEvent(
@@ -346,7 +346,7 @@ class ToolUses:
             result=ToolResult(content=content, success=True, executionTime=elapsed_ms),
             toolOutput=response,
         )
-        _, more = run_hooks(self.engine, "after_tool_call", after, _values(tool.tool_name))
+        _, more = run_hooks(self.engine, "after_tool_call", after, values)
         output, lost = combine(name, [*answers, *more], extra=extra)
         return respond(name, output, lost, deny_mode=self.deny_mode)
 
