@@ -359,7 +359,7 @@ def _kinds_matcher(source: str, hook_id: str | None) -> Matcher:
             raise InvalidMatcherError(
                 f"hook {hook_id or '?'}: matcher {source!r}: unknown tool kind {name!r} "
                 "(known: @shell, @file_write, @file_edit, @file_read, @web_fetch, "
-                "@web_search, @mcp)"
+                "@web_search, @mcp, @read_only, @destructive, @idempotent, @open_world)"
             )
         names |= expanded
     if not mcp:

@@ -6,15 +6,31 @@ shell tools of the Python runtimes otelhooks instruments. The table (``docs/adap
 it) lists each agent's names as its hooks report them: :data:`KIND_NAMES` is that table.
 
 ``@mcp`` matches by name shape (Claude Code's and Codex's ``mcp__server__tool``, the gateway's
-``server/tool`` through the alias rule of :mod:`otelhooks._matchers`); tool annotations are not
-in any CLI's hook input, so they are not consulted.
+``server/tool`` through the alias rule of :mod:`otelhooks._matchers`, Gemini CLI's
+``mcp_server_tool`` once its dialect has read the call's ``mcp_context``).
+
+An MCP tool's annotations (``readOnlyHint``, ``destructiveHint``, ``idempotentHint``,
+``openWorldHint``) say what a tool may do, not what it is, so they give kinds of their own:
+``@read_only``, ``@destructive``, ``@idempotent``, ``@open_world``
+(:func:`annotation_kinds`, with the MCP specification's defaults for a hint a tool leaves out).
+Only the MCP gateway sees them (``tools/list``); no CLI's hook input carries them. They never
+make a tool ``@file_read`` or ``@web_fetch``: a read-only tool may as well query a database, and
+an allow rule for file reads must not cover it.
 """
 
 from __future__ import annotations
 
-from typing import Final
+from collections.abc import Mapping
+from typing import Any, Final
 
-__all__ = ["KIND_NAMES", "MCP_KIND", "MCP_PATTERN", "kind_names"]
+__all__ = [
+    "ANNOTATION_KINDS",
+    "KIND_NAMES",
+    "MCP_KIND",
+    "MCP_PATTERN",
+    "annotation_kinds",
+    "kind_names",
+]
 
 KIND_NAMES: Final[dict[str, frozenset[str]]] = {
     "@shell": frozenset(
@@ -33,11 +49,54 @@ MCP_KIND: Final = "@mcp"
 MCP_PATTERN: Final = r"mcp__[^_].*__."
 
 
+# An annotation kind is matched as a value of its own: the gateway adds ``@read_only`` ... to the
+# matcher values of a call whose tool the server listed so (the hint, and its default).
+ANNOTATION_KINDS: Final[dict[str, tuple[str, bool]]] = {
+    "@read_only": ("readOnlyHint", False),
+    "@destructive": ("destructiveHint", True),
+    "@idempotent": ("idempotentHint", False),
+    "@open_world": ("openWorldHint", True),
+}
+
+
+def annotation_kinds(annotations: Mapping[str, Any] | None) -> tuple[str, ...]:
+    """The annotation kinds of an MCP tool whose ``tools/list`` entry has ``annotations``
+    (``None``: a tool listed without any, or never listed; the defaults apply).
+
+    A hint that is not a boolean counts as left out. ``destructiveHint`` and ``idempotentHint``
+    mean something only for a tool that is not read-only (the specification's words), so a
+    read-only tool is neither ``@destructive`` nor ``@idempotent``.
+
+    Example:
+        >>> annotation_kinds({"readOnlyHint": True, "openWorldHint": False})
+        ('@read_only',)
+        >>> annotation_kinds(None)
+        ('@destructive', '@open_world')
+    """
+    given = annotations if isinstance(annotations, Mapping) else {}
+
+    def hint(kind: str) -> bool:
+        key, default = ANNOTATION_KINDS[kind]
+        value = given.get(key)
+        return value if isinstance(value, bool) else default
+
+    read_only = hint("@read_only")
+    return tuple(
+        kind
+        for kind in ANNOTATION_KINDS
+        if (kind == "@read_only" or kind == "@open_world" or not read_only) and hint(kind)
+    )
+
+
 def kind_names(kind: str) -> frozenset[str] | None:
     """The tool names of ``kind`` (``@shell`` ...), ``None`` for an unknown kind or ``@mcp``.
+
+    An annotation kind (``@read_only`` ...) is its own value (see :func:`annotation_kinds`).
 
     Example:
         >>> "run_shell_command" in kind_names("@shell")
         True
     """
+    if kind in ANNOTATION_KINDS:
+        return frozenset({kind})
     return KIND_NAMES.get(kind)

@@ -188,6 +188,46 @@ def test_the_installed_hook_client_typed_in_a_terminal_explains_itself(tmp_path:
     assert "Claude Code runs this" in line
 
 
+@pytest.mark.parametrize(
+    ("dialect", "cli"), [("codex", "Codex CLI runs this"), ("gemini", "Gemini CLI runs this")]
+)
+def test_the_hook_client_of_another_cli_typed_in_a_terminal_names_that_cli(
+    tmp_path: Path, dialect: str, cli: str
+) -> None:
+    from otelhooks.integrations.claude_code import hook_client
+
+    controller, terminal = pty.openpty()
+    try:
+        proc = subprocess.run(
+            [sys.executable, hook_client.__file__, "--dialect", dialect, "--hooks", "h.yaml"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=tmp_path,
+            stdin=terminal,
+        )
+    finally:
+        os.close(terminal)
+        os.close(controller)
+    assert proc.returncode == 2
+    (line,) = proc.stderr.splitlines()
+    assert cli in line
+    assert f"`otelhooks {dialect} install`" in line
+    assert "Claude Code" not in line
+
+
+@pytest.mark.parametrize("dialect", ["codex", "gemini"])
+def test_a_bridge_problem_in_another_clis_dialect_names_that_cli(
+    tmp_path: Path, dialect: str
+) -> None:
+    from otelhooks.integrations.claude_code import BridgeOptions, run_hook
+
+    options = BridgeOptions(state=str(tmp_path / "state.sqlite3"), dialect=dialect)
+    response = run_hook("{not json", options, environ={})
+    assert response.exit_code == 1
+    assert response.stderr.startswith(f"otelhooks {dialect}: ")
+
+
 def test_a_hook_typo_in_python_gets_the_same_suggestion_as_in_a_config_file(
     tmp_path: Path,
 ) -> None:

@@ -111,7 +111,7 @@ def _uninstall(args: argparse.Namespace) -> int:
 
 def _daemon(args: argparse.Namespace) -> int:
     from otelhooks.integrations.claude_code import BridgeOptions
-    from otelhooks.integrations.claude_code._daemon import run_daemon
+    from otelhooks.integrations.coding_agents._daemon import run_daemon
 
     options = BridgeOptions(
         hooks=tuple(args.hooks),

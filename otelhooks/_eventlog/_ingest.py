@@ -3,7 +3,8 @@
 The body (``application/x-protobuf`` or ``application/json``, optionally
 ``Content-Encoding: gzip``) is bounded before and after inflating, decoded on a worker thread,
 and each span is handed to ``on_end`` of every processor in order, each processor's failure
-logged and isolated.
+logged and isolated. A processor that joins spans by trace (:class:`PreparesBatch`: a coding
+agent naming its session on one span of a trace) is shown the request's spans first.
 
 The receiver never acknowledges what it will not keep:
 
@@ -37,9 +38,10 @@ import time
 import zlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import Protocol, runtime_checkable
 
 import structlog
-from opentelemetry.sdk.trace import SpanProcessor
+from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 
 from otelhooks._eventlog._asgi import (
     Receive,
@@ -56,7 +58,7 @@ from otelhooks._eventlog._otlp import encode_response as otlp_response
 from otelhooks._metrics import AgentMetrics
 from otelhooks._processor import HookSpanProcessor
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "NotCommitted", "OtlpIngest", "QueueFull"]
+__all__ = ["DEFAULT_MAX_BODY_BYTES", "NotCommitted", "OtlpIngest", "PreparesBatch", "QueueFull"]
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 RETRY_AFTER_S = 1
@@ -65,6 +67,13 @@ RETRY_AFTER_S = 1
 _ROOM_PER_SPAN = 4
 
 _log = structlog.get_logger("otelhooks")
+
+
+@runtime_checkable
+class PreparesBatch(Protocol):
+    """A span processor shown each request's spans before their ``on_end`` calls."""
+
+    def prepare(self, spans: Sequence[ReadableSpan]) -> None: ...
 
 
 class QueueFull(Exception):
@@ -111,6 +120,7 @@ class OtlpIngest:
         self.commit_timeout_s = commit_timeout_s
         self.body_timeout_s = body_timeout_s
         self._hooks = _hook_processors(self.span_processors)
+        self._prepare = [p for p in self.span_processors if isinstance(p, PreparesBatch)]
         self._durable = [log for log in logs if log.durable]
         if metrics is None:
             metrics = self._hooks[0].engine.metrics if self._hooks else AgentMetrics()
@@ -174,6 +184,11 @@ class OtlpIngest:
         with self._lock:
             lost_before = self._lost()
             failed_before = self._commit_failures()
+            for preparing in self._prepare:
+                try:
+                    preparing.prepare(spans)
+                except Exception:
+                    _log.exception("span processor failed preparing received spans")
             admitted = 0
             for span in spans:
                 if not self._wait_for_room():

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from otelhooks._actions._outbox import DurableQueue, Report
     from otelhooks._config import AgentEventsConfig
     from otelhooks._eventlog._model import EventLog
-    from otelhooks.integrations.claude_code._sessions import DropCounter, ServerSessions
+    from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
     from otelhooks.web._store import TraceIndex
 
 __all__ = ["STORE_ENV", "Store", "open_store"]

@@ -1,7 +1,7 @@
 """Claude Code session state in PostgreSQL: a ``PreToolUse`` answered by one instance and its
 ``PostToolUse`` by another end the same ``execute_tool`` span.
 
-:class:`SharedSessions` is :class:`~otelhooks.integrations.claude_code._sessions.ServerSessions`
+:class:`SharedSessions` is :class:`~otelhooks.integrations.coding_agents._sessions.ServerSessions`
 with one change: its transactions run on the store (the tables ``operations``, ``tools`` and
 ``counters`` of the ``otelhooks_claude_code`` schema, the bridge's own, made the transaction's
 ``search_path``), so the bridge logic is the same code. Each transaction first takes one
@@ -35,10 +35,10 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
-from otelhooks.integrations.claude_code._sessions import DropCounter, ServerSessions
-from otelhooks.integrations.claude_code._sessions import _tool_bytes as tool_bytes
-from otelhooks.integrations.claude_code._state import OpenOperation, OpenTool
-from otelhooks.integrations.claude_code._state import _span_id as new_span_id
+from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
+from otelhooks.integrations.coding_agents._sessions import _tool_bytes as tool_bytes
+from otelhooks.integrations.coding_agents._state import UNCOUNTED, OpenOperation, OpenTool
+from otelhooks.integrations.coding_agents._state import _span_id as new_span_id
 
 if TYPE_CHECKING:
     import psycopg
@@ -73,20 +73,26 @@ SELECT {_OP_COLUMNS} FROM new
 UNION ALL SELECT {_OP_COLUMNS} FROM {_S}.operations WHERE session_id = %(s)s
 """.encode()
 # A tool use started: the recorded one if it exists, else counted and inserted.
-_START_TOOL: Final = f"""
-WITH old AS (
-    SELECT {_TOOL_COLUMNS} FROM {_S}.tools WHERE session_id = %(s)s AND tool_use_id = %(u)s
-), n AS (
+_COUNT: Final = f"""
     INSERT INTO {_S}.counters AS c SELECT %(s)s, 1 WHERE NOT EXISTS (SELECT 1 FROM old)
     ON CONFLICT (session_id) DO UPDATE SET tool_calls = c.tool_calls + 1
     RETURNING c.tool_calls - 1 AS idx
-), new AS (
+"""
+# An open call that is not a tool use (a model call): inserted without taking an index.
+_NO_COUNT: Final = f"SELECT {UNCOUNTED} AS idx WHERE NOT EXISTS (SELECT 1 FROM old)"
+_START: Final = f"""
+WITH old AS (
+    SELECT {_TOOL_COLUMNS} FROM {_S}.tools WHERE session_id = %(s)s AND tool_use_id = %(u)s
+), n AS ({{index}}), new AS (
     INSERT INTO {_S}.tools
-    SELECT %(s)s, %(u)s, %(span)s, %(parent)s, %(op)s, %(start)s, %(name)s, %(input)s, idx, '{{}}'
+    SELECT %(s)s, %(u)s, %(span)s, %(parent)s, %(op)s, %(start)s, %(name)s, %(input)s,
+        idx, '{{{{}}}}'
     FROM n ON CONFLICT (session_id, tool_use_id) DO NOTHING RETURNING {_TOOL_COLUMNS}
 )
 SELECT {_TOOL_COLUMNS} FROM new UNION ALL SELECT {_TOOL_COLUMNS} FROM old
-""".encode()
+"""
+_START_TOOL: Final = _START.format(index=_COUNT).encode()
+_START_UNCOUNTED: Final = _START.format(index=_NO_COUNT).encode()
 # Every session idle past the ttl (and the one asked about, if nothing says when it was used).
 _FORGET: Final = f"""
 WITH idle AS (
@@ -207,6 +213,8 @@ class SharedSessions(ServerSessions):
         tool_use_id: str,
         tool_name: str,
         tool_input: dict[str, Any],
+        *,
+        counted: bool = True,
     ) -> OpenTool:
         stored = json.dumps(tool_input, default=str)
         params = {
@@ -220,13 +228,13 @@ class SharedSessions(ServerSessions):
             "input": stored,
         }
         for _ in range(_RACES):
-            rows = self.store.statement(_START_TOOL, params)
+            rows = self.store.statement(_START_TOOL if counted else _START_UNCOUNTED, params)
             if rows:
                 tool = _open_tool(rows[0])
                 break
         else:  # still contended: the locked way
             tool = super(ServerSessions, self).start_tool(
-                operation, tool_use_id, tool_name, tool_input
+                operation, tool_use_id, tool_name, tool_input, counted=counted
             )
         size = tool_bytes(operation.session_id, tool_use_id, tool_name, len(stored))
         self._hold(operation.session_id, (tool_use_id, size))

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from otelhooks._store._pg_outbox import PostgresOutbox
     from otelhooks._store._pg_sessions import SharedSessions
     from otelhooks._store._pg_webindex import SharedTraceIndex
-    from otelhooks.integrations.claude_code._sessions import DropCounter
+    from otelhooks.integrations.coding_agents._sessions import DropCounter
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresStore", "store_name"]
 

@@ -1,4 +1,10 @@
-"""``tools/list`` filtering: hide the tools a policy denies outright (opt-in, ``--filter-tools``).
+"""``tools/list``: each tool's annotation kinds, and filtering (opt-in, ``--filter-tools``).
+
+:func:`listed_kinds` reads the annotation kinds (``@read_only`` ...,
+:func:`otelhooks._tool_kinds.annotation_kinds`) of every tool a list names: the gateway adds
+them to the matcher values of that tool's calls.
+
+Filtering hides the tools a policy denies outright.
 
 A tool is hidden when its ``before_tool_call`` chain, asked with :meth:`HooksEngine.adry_run`
 (no side effect: nothing queued, control webhooks not called), blocks a call with no
@@ -10,36 +16,62 @@ call time holds either way.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, Final
 
 from otelhooks._engine import HooksEngine
 from otelhooks._events import ToolCallEvent
+from otelhooks._tool_kinds import annotation_kinds
 from otelhooks.mcp._jsonrpc import Message, encode
 
-__all__ = ["filter_tools"]
+__all__ = ["MAX_LISTED", "UNLISTED", "filter_tools", "listed_kinds"]
+
+# a session remembers this many tools' kinds at most (a server chooses how many it lists)
+MAX_LISTED: Final = 10_000
+# a tool never listed, or listed without annotations: the specification's defaults
+UNLISTED: Final = annotation_kinds(None)
+
+
+def _tools(msg: Message) -> list[Any] | None:
+    data = msg.data
+    result = data.get("result") if isinstance(data, dict) else None
+    tools = result.get("tools") if isinstance(result, dict) else None
+    return tools if isinstance(tools, list) else None
+
+
+def listed_kinds(msg: Message) -> dict[str, tuple[str, ...]]:
+    """The annotation kinds of each tool a ``tools/list`` answer names."""
+    kinds: dict[str, tuple[str, ...]] = {}
+    for tool in _tools(msg) or ():
+        if isinstance(tool, dict) and isinstance(tool.get("name"), str):
+            annotations = tool.get("annotations")
+            kinds[tool["name"]] = annotation_kinds(
+                annotations if isinstance(annotations, Mapping) else None
+            )
+    return kinds
 
 
 async def filter_tools(engine: HooksEngine, msg: Message, server: str) -> bytes:
     """The ``tools/list`` answer ``msg`` without the tools the hooks deny outright (the
     original bytes when none is hidden)."""
-    data = msg.data
-    result = data.get("result") if isinstance(data, dict) else None
-    tools = result.get("tools") if isinstance(result, dict) else None
-    if not isinstance(tools, list):
+    tools = _tools(msg)
+    if tools is None:
         return msg.raw
+    kinds = listed_kinds(msg)
     kept: list[Any] = []
     for tool in tools:
         name = tool.get("name") if isinstance(tool, dict) else None
-        if not isinstance(name, str) or not await _denied(engine, server, name):
+        if not isinstance(name, str) or not await _denied(engine, server, name, kinds[name]):
             kept.append(tool)
     if len(kept) == len(tools):
         return msg.raw
-    assert isinstance(result, dict)
+    data = msg.data
+    result = data["result"]
     return encode({**data, "result": {**result, "tools": kept}})
 
 
-async def _denied(engine: HooksEngine, server: str, tool: str) -> bool:
-    values = (f"{server}/{tool}", tool)
+async def _denied(engine: HooksEngine, server: str, tool: str, kinds: tuple[str, ...]) -> bool:
+    values = (f"{server}/{tool}", tool, *kinds)
     if not engine.matches("before_tool_call", values):
         return False
     call = ToolCallEvent(toolCallId="tools/list", identifier=server, apiName=tool, args={})

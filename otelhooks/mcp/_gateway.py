@@ -57,7 +57,7 @@ from otelhooks.mcp._calls import (
     tool_call_event,
     tool_context,
 )
-from otelhooks.mcp._filter import filter_tools
+from otelhooks.mcp._filter import MAX_LISTED, UNLISTED, filter_tools, listed_kinds
 from otelhooks.mcp._jsonrpc import (
     INTERNAL_ERROR,
     PARSE_ERROR,
@@ -169,6 +169,7 @@ class McpSession:
         gateway.engine.claim_scope(getattr(self._span, "instrumentation_scope", None))
         self._from_client: dict[Hashable, Pending] = {}  # requests the client sent, by id
         self._from_server: dict[Hashable, Pending] = {}  # requests the server sent, by id
+        self._kinds: dict[str, tuple[str, ...]] = {}  # each listed tool's annotation kinds
         self.closed = False
 
     # -- client → server -------------------------------------------------------------------------
@@ -224,7 +225,8 @@ class McpSession:
             return Relay(to_server=[msg.raw])
         name = msg.params.get("name")
         tool = name if isinstance(name, str) else ""
-        values = pending.values = (f"{self.server_name}/{tool}", tool)
+        kinds = self._kinds.get(tool, UNLISTED)
+        values = pending.values = (f"{self.server_name}/{tool}", tool, *kinds)
         pending.msg = msg
         pending.session_id, pending.server = self.session_id, self.server_name
         if not self.gateway.engine.matches("before_tool_call", values):
@@ -335,6 +337,8 @@ class McpSession:
             pending = self._from_client.get(request_key(msg.id))
             if pending is not None and pending.method in _HANDSHAKES:
                 self._on_initialized(msg)
+            if pending is not None and pending.method == "tools/list":
+                self._listed(msg)
             if (
                 pending is not None
                 and pending.method == "tools/list"
@@ -352,6 +356,13 @@ class McpSession:
             for item in msg.items():
                 self._server_frame(item.raw)  # observed only: a batch passes as it came
         return Relay(to_client=[raw])
+
+    def _listed(self, msg: Message) -> None:
+        """Keep the annotation kinds of the listed tools (a later list, or page, adds to them;
+        past :data:`MAX_LISTED` tools the rest have the defaults)."""
+        for name, kinds in listed_kinds(msg).items():
+            if name in self._kinds or len(self._kinds) < MAX_LISTED:
+                self._kinds[name] = kinds
 
     async def _filtered(self, msg: Message, pending: Pending) -> Relay:
         try:

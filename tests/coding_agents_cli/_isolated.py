@@ -3,17 +3,23 @@
 ``unshare -n python -m tests.coding_agents_cli._isolated SPEC OUT``: brings ``lo`` up, serves
 the scripted API of SPEC on 127.0.0.1, runs SPEC's command with SPEC's environment (the API's
 URL substituted for ``{api}``), then writes the exit code, the CLI's output and every request
-the API received to OUT (JSON). Nothing in the namespace can reach another host.
+the API received to OUT (JSON). A SPEC with ``serve`` runs ``otelhooks serve`` in the namespace
+too, for the CLI's run (stopped with SIGTERM after it). Nothing in the namespace can reach
+another host.
 """
 
 from __future__ import annotations
 
 import json
+import signal
+import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
 from tests.coding_agents_cli._model_apis import GeminiApi, ResponsesApi, ShellStep, serve_api
 
 __all__ = ["main"]
@@ -22,35 +28,82 @@ __all__ = ["main"]
 def main(spec_path: str, out_path: str) -> int:
     spec: dict[str, Any] = json.loads(Path(spec_path).read_text())
     subprocess.run(["ip", "link", "set", "lo", "up"], check=True)
-    steps = [ShellStep(s["id"], s["command"]) for s in spec["steps"]]
+    if spec["api"] == "messages":  # Claude Code's: the scripted API of tests/claude_code_cli
+        claude = MessagesApi([ToolStep(s["id"], s["tool"], s["args"]) for s in spec["steps"]])
+        with serve_messages_api(claude) as url:
+            code, stdout, stderr = _run(spec, url)
+        result = {"returncode": code, "stdout": stdout, "stderr": stderr}
+        Path(out_path).write_text(json.dumps({**result, "requests": claude.requests}))
+        return 0
+    steps = [ShellStep(**s) for s in spec["steps"]]
     api: ResponsesApi | GeminiApi = (
         ResponsesApi(steps) if spec["api"] == "responses" else GeminiApi(steps)
     )
     with serve_api(api) as url:
-        for template in spec.get("templates") or ():
-            # kept beside the file: a second run in the same home renders it again
-            path = Path(template)
-            kept = path.with_name(f"{path.name}.template")
-            if not kept.exists():
-                kept.write_text(path.read_text())
-            path.write_text(kept.read_text().replace("{api}", url))
-        env = {k: v.replace("{api}", url) for k, v in spec["env"].items()}
-        try:
-            done = subprocess.run(
-                spec["argv"],
-                cwd=spec["cwd"],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=spec["timeout_s"],
-            )
-            code, stdout, stderr = done.returncode, done.stdout, done.stderr
-        except subprocess.TimeoutExpired as exc:
-            code, stdout, stderr = -1, str(exc.stdout or ""), f"timed out: {exc.stderr or ''}"
+        code, stdout, stderr = _run(spec, url)
     result = {"returncode": code, "stdout": stdout, "stderr": stderr, "requests": api.requests}
     Path(out_path).write_text(json.dumps(result))
     return 0
+
+
+def _run(spec: dict[str, Any], url: str) -> tuple[int, str, str]:
+    """Run the spec's command with the API at ``url``: exit code, stdout, stderr (with the
+    spec's ``serve`` running beside it, when it has one)."""
+    serve = spec.get("serve")
+    if not serve:
+        return _run_cli(spec, url)
+    server = subprocess.Popen(
+        serve["argv"],
+        env=serve["env"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=open(serve["log"], "ab"),  # noqa: SIM115 - the child's, closed when it ends
+    )
+    try:
+        _wait_for_port(serve["port"], server)
+        return _run_cli(spec, url)
+    finally:
+        server.send_signal(signal.SIGTERM)  # serve flushes what it holds on the way out
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+
+
+def _wait_for_port(port: int, server: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and server.poll() is None:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.05)
+    raise RuntimeError(f"otelhooks serve did not listen on {port} (exit {server.poll()})")
+
+
+def _run_cli(spec: dict[str, Any], url: str) -> tuple[int, str, str]:
+    for template in spec.get("templates") or ():
+        # kept beside the file: a second run in the same home renders it again
+        path = Path(template)
+        kept = path.with_name(f"{path.name}.template")
+        if not kept.exists():
+            kept.write_text(path.read_text())
+        path.write_text(kept.read_text().replace("{api}", url))
+    env = {k: v.replace("{api}", url) for k, v in spec["env"].items()}
+    try:
+        done = subprocess.run(
+            spec["argv"],
+            cwd=spec["cwd"],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=spec["timeout_s"],
+        )
+        code, stdout, stderr = done.returncode, done.stdout, done.stderr
+    except subprocess.TimeoutExpired as exc:
+        code, stdout, stderr = -1, str(exc.stdout or ""), f"timed out: {exc.stderr or ''}"
+    return code, stdout, stderr
 
 
 if __name__ == "__main__":

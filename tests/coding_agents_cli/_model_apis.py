@@ -24,10 +24,23 @@ __all__ = ["GeminiApi", "ResponsesApi", "ShellStep", "serve_api"]
 
 @dataclass(frozen=True)
 class ShellStep:
-    """One scripted model turn: run ``command`` in the CLI's shell tool, call id ``id``."""
+    """One scripted model turn: run ``command`` in the CLI's shell tool, call id ``id``.
+
+    With ``tool`` the turn calls that tool instead, with ``args`` (a JSON object), or for
+    Codex's freeform tools (``apply_patch``) with ``text`` as its raw input.
+    """
 
     id: str
-    command: str
+    command: str = ""
+    tool: str = ""
+    args: dict[str, Any] | None = None
+    text: str | None = None
+
+    def call(self, shell: str, key: str) -> tuple[str, dict[str, Any]]:
+        """The tool and arguments to ask for (``shell {key: command}`` by default)."""
+        if self.tool:
+            return self.tool, dict(self.args or {})
+        return shell, {key: self.command}
 
 
 class _Api(Protocol):
@@ -59,7 +72,8 @@ class ResponsesApi:
         answered = {
             str(item.get("call_id"))
             for item in body.get("input") or ()
-            if isinstance(item, dict) and item.get("type") == "function_call_output"
+            if isinstance(item, dict)
+            and item.get("type") in ("function_call_output", "custom_tool_call_output")
         }
         for step in self.steps:
             if step.id not in answered:
@@ -71,7 +85,10 @@ class ResponsesApi:
         found: dict[str, str] = {}
         for body in self.requests:
             for item in body.get("input") or ():
-                if isinstance(item, dict) and item.get("type") == "function_call_output":
+                if isinstance(item, dict) and item.get("type") in (
+                    "function_call_output",
+                    "custom_tool_call_output",
+                ):
                     found[str(item.get("call_id"))] = json.dumps(item.get("output"))
         return found
 
@@ -93,12 +110,15 @@ class ResponsesApi:
         }
 
     def _call(self, step: ShellStep, n: int) -> bytes:
-        arguments = json.dumps({"cmd": step.command})
+        if step.text is not None:
+            return self._custom(step, n)
+        name, args = step.call("exec_command", "cmd")
+        arguments = json.dumps(args)
         item = {
             "type": "function_call",
             "id": f"fc_{step.id}",
             "call_id": step.id,
-            "name": "exec_command",
+            "name": name,
             "arguments": arguments,
             "status": "completed",
         }
@@ -115,6 +135,33 @@ class ResponsesApi:
                 ("response.function_call_arguments.done", {
                     "type": "response.function_call_arguments.done", "item_id": item["id"],
                     "output_index": 0, "arguments": arguments}),
+                ("response.output_item.done", {"type": "response.output_item.done",
+                                               "output_index": 0, "item": item}),
+                ("response.completed", {"type": "response.completed",
+                                        "response": self._envelope(n, "completed", [item])}),
+            ]
+        )  # fmt: skip
+
+    def _custom(self, step: ShellStep, n: int) -> bytes:
+        """A freeform tool's call (Codex's ``apply_patch``): raw text, not JSON arguments."""
+        item = {
+            "type": "custom_tool_call",
+            "id": f"ctc_{step.id}",
+            "call_id": step.id,
+            "name": step.tool,
+            "input": step.text,
+            "status": "completed",
+        }
+        return _sse(
+            [
+                ("response.created", {"type": "response.created",
+                                      "response": self._envelope(n, "in_progress", [])}),
+                ("response.output_item.added", {"type": "response.output_item.added",
+                                                "output_index": 0,
+                                                "item": {**item, "input": ""}}),
+                ("response.custom_tool_call_input.delta", {
+                    "type": "response.custom_tool_call_input.delta", "item_id": item["id"],
+                    "output_index": 0, "delta": step.text}),
                 ("response.output_item.done", {"type": "response.output_item.done",
                                                "output_index": 0, "item": item}),
                 ("response.completed", {"type": "response.completed",
@@ -147,6 +194,10 @@ class ResponsesApi:
         )  # fmt: skip
 
 
+def _key(name: str, args: Any) -> str:
+    return json.dumps([name, args], sort_keys=True)
+
+
 @dataclass
 class GeminiApi:
     """Gemini's ``streamGenerateContent`` (SSE); one ``functionCall`` per step.
@@ -163,14 +214,32 @@ class GeminiApi:
         if ":streamGenerateContent" not in path and ":generateContent" not in path:
             return None
         self.requests.append(body)
+        if ":generateContent" in path:  # not streamed (a web search, a check): one JSON object
+            text = '{"next_speaker": "user", "reasoning": "done"}'
+            return json.dumps(self._data([{"text": text}])).encode()
         if not self._offers_shell(body):
             return self._chunk([{"text": '{"next_speaker": "user", "reasoning": "done"}'}])
-        answered = self.responses()
+        answered = self._answered()
         for step in self.steps:
-            if step.command not in answered:
-                call = {"name": "run_shell_command", "args": {"command": step.command}}
-                return self._chunk([{"functionCall": call}])
+            name, args = step.call("run_shell_command", "command")
+            if _key(name, args) not in answered:
+                return self._chunk([{"functionCall": {"name": name, "args": args}}])
         return self._chunk([{"text": self.final_text}])
+
+    def _answered(self) -> set[str]:
+        """The calls the last request holds a ``functionResponse`` for."""
+        calls: list[str] = []
+        found: set[str] = set()
+        for content in (self.requests[-1].get("contents") or ()) if self.requests else ():
+            for part in content.get("parts") or () if isinstance(content, dict) else ():
+                if not isinstance(part, dict):
+                    continue
+                if "functionCall" in part:
+                    call = part["functionCall"]
+                    calls.append(_key(str(call.get("name")), call.get("args") or {}))
+                elif "functionResponse" in part and calls:
+                    found.add(calls[-1])
+        return found
 
     @staticmethod
     def _offers_shell(body: dict[str, Any]) -> bool:
@@ -196,9 +265,13 @@ class GeminiApi:
                     found[calls[-1]] = json.dumps(part["functionResponse"].get("response"))
         return found
 
+    @classmethod
+    def _chunk(cls, parts: list[dict[str, Any]]) -> bytes:
+        return _sse([(None, cls._data(parts))])
+
     @staticmethod
-    def _chunk(parts: list[dict[str, Any]]) -> bytes:
-        data = {
+    def _data(parts: list[dict[str, Any]]) -> dict[str, Any]:
+        return {
             "candidates": [
                 {"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}
             ],
@@ -209,7 +282,6 @@ class GeminiApi:
             },
             "modelVersion": "gemini-2.5-flash",
         }
-        return _sse([(None, data)])
 
 
 @contextmanager
@@ -242,7 +314,8 @@ def serve_api(api: _Api) -> Iterator[str]:
             if stream is None:
                 self._send(404, "application/json", b'{"error": "not scripted"}')
                 return
-            self._send(200, "text/event-stream", stream)
+            kind = "application/json" if stream.startswith(b"{") else "text/event-stream"
+            self._send(200, kind, stream)
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True

@@ -21,12 +21,17 @@ from typing import Any
 from tests._realparts import require
 
 __all__ = [
+    "CLAUDE",
     "CODEX",
     "GEMINI",
     "REPO",
+    "SERVE_TOKEN",
+    "SERVE_URL",
     "CliRun",
+    "Steps",
     "codex_config",
     "need_cli",
+    "run_claude",
     "run_codex",
     "run_gemini",
 ]
@@ -35,6 +40,15 @@ HERE = Path(__file__).parent
 REPO = HERE.parent.parent
 CODEX = HERE / "node_modules" / ".bin" / "codex"
 GEMINI = HERE / "node_modules" / ".bin" / "gemini"
+CLAUDE = REPO / "tests" / "claude_code_cli" / "node_modules" / ".bin" / "claude"
+# ``otelhooks serve`` beside a CLI (``serve_traces=``): alone in the namespace, its own port
+SERVE_PORT = 4319
+SERVE_URL = f"http://127.0.0.1:{SERVE_PORT}"
+SERVE_TOKEN = "serve-token"
+
+
+# each scripted turn: (call id, shell command), or the fields of a ShellStep (another tool)
+Steps = Sequence[tuple[str, str] | dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -111,21 +125,24 @@ def _isolated(
     argv: list[str],
     cwd: Path,
     env: dict[str, str],
-    steps: list[tuple[str, str]],
+    steps: Steps,
     work: Path,
     timeout_s: float,
     templates: Sequence[Path] = (),
+    serve_traces: Path | None = None,
 ) -> CliRun:
-    spec = {
+    spec: dict[str, Any] = {
         "api": api,
         "argv": argv,
         "cwd": str(cwd),
         "env": env,
-        "steps": [{"id": i, "command": c} for i, c in steps],
+        "steps": [s if isinstance(s, dict) else {"id": s[0], "command": s[1]} for s in steps],
         "timeout_s": timeout_s,
         "templates": [str(t) for t in templates],
     }
     work.mkdir(parents=True, exist_ok=True)
+    if serve_traces is not None:
+        spec["serve"] = _serve_spec(serve_traces, work)
     spec_file, out_file = work / f"{api}-spec.json", work / f"{api}-out.json"
     spec_file.write_text(json.dumps(spec))
     out_file.unlink(missing_ok=True)
@@ -141,14 +158,31 @@ def _isolated(
     return CliRun(out["returncode"], out["stdout"], out["stderr"], out["requests"])
 
 
+def _serve_spec(traces: Path, work: Path) -> dict[str, Any]:
+    """``otelhooks serve`` writing the spans it joins to ``traces``."""
+    argv = [sys.executable, "-m", "otelhooks", "serve", "--port", str(SERVE_PORT), "--no-web"]
+    env = {
+        **_base_env(work),
+        "OTELHOOKS_ADMIN_TOKEN": SERVE_TOKEN,
+        "OTELHOOKS_INGEST_TOKEN": SERVE_TOKEN,
+    }
+    return {
+        "argv": [*argv, "--traces-out", str(traces)],
+        "env": env,
+        "port": SERVE_PORT,
+        "log": str(work / "serve.log"),
+    }
+
+
 def run_codex(
     project: Path,
     home: Path,
-    steps: list[tuple[str, str]],
+    steps: Steps,
     *,
     extra_env: dict[str, str] | None = None,
     timeout_s: float = 60,
     bypass_hook_trust: bool = True,
+    serve_traces: Path | None = None,
 ) -> CliRun:
     """``codex exec`` in ``project`` against the scripted Responses API (``codex_config``
     must have written ``home/.codex/config.toml``)."""
@@ -169,10 +203,13 @@ def run_codex(
     ]
     # the API's port is known only inside the namespace: config.toml gets it there
     templates = [home / ".codex" / "config.toml"]
-    return _isolated("responses", argv, project, env, steps, home / "run", timeout_s, templates)
+    work = home / "run"
+    return _isolated(
+        "responses", argv, project, env, steps, work, timeout_s, templates, serve_traces
+    )
 
 
-def gemini_settings(home: Path) -> Path:
+def gemini_settings(home: Path, more: dict[str, Any] | None = None) -> Path:
     """``~/.gemini/settings.json`` for the scripted API (no updates, telemetry, IDE or trust
     prompt; API-key auth, else headless mode exits 41)."""
     folder = home / ".gemini"
@@ -186,21 +223,24 @@ def gemini_settings(home: Path) -> Path:
         "model": {"name": "gemini-2.5-flash"},
     }
     path = folder / "settings.json"
-    if not path.exists():
-        path.write_text(json.dumps(settings, indent=2) + "\n")
+    if not path.exists() or more:
+        path.write_text(json.dumps({**settings, **(more or {})}, indent=2) + "\n")
     return path
 
 
 def run_gemini(
     project: Path,
     home: Path,
-    steps: list[tuple[str, str]],
+    steps: Steps,
     *,
     extra_env: dict[str, str] | None = None,
     timeout_s: float = 90,
+    settings: dict[str, Any] | None = None,
+    serve_traces: Path | None = None,
 ) -> CliRun:
-    """``gemini -p ... --yolo`` in ``project`` against the scripted Gemini API."""
-    gemini_settings(home)
+    """``gemini -p ... --yolo`` in ``project`` against the scripted Gemini API (``settings``
+    replace top-level keys of its user settings)."""
+    gemini_settings(home, settings)
     env = {
         **_base_env(home),
         "GOOGLE_GEMINI_BASE_URL": "{api}",
@@ -211,7 +251,36 @@ def run_gemini(
         **(extra_env or {}),
     }
     argv = [str(GEMINI), "-p", "clean up", "--yolo", "--output-format", "json"]
-    return _isolated("gemini", argv, project, env, steps, home / "run", timeout_s)
+    work = home / "run"
+    return _isolated(
+        "gemini", argv, project, env, steps, work, timeout_s, serve_traces=serve_traces
+    )
+
+
+def run_claude(
+    project: Path,
+    home: Path,
+    steps: Steps,
+    *,
+    timeout_s: float = 90,
+) -> CliRun:
+    """``claude -p ...`` in ``project`` against the scripted Messages API of
+    ``tests/claude_code_cli`` (``REAL-PARTS.md``'s recipe), in the same namespace; each step is
+    ``{"id", "tool", "args"}`` (a ``tool_use`` block)."""
+    home.mkdir(parents=True, exist_ok=True)
+    env = {
+        **_base_env(home),
+        "ANTHROPIC_BASE_URL": "{api}",
+        "ANTHROPIC_API_KEY": "sk-ant-fake",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "IS_SANDBOX": "1",  # CI runs as root
+    }
+    argv = [str(CLAUDE), "-p", "clean up", "--permission-mode", "bypassPermissions"]
+    argv += ["--output-format", "json"]
+    return _isolated("messages", argv, project, env, steps, home / "run", timeout_s)
 
 
 def skip_reason(run: CliRun) -> str:

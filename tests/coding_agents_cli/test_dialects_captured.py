@@ -131,3 +131,109 @@ def test_gemini_after_agent_ends_the_turn_as_stop(tmp_path: Path) -> None:
         if a["key"] == "otelhooks.operation.complete_reason"
     ]
     assert reasons == [{"stringValue": "done"}]
+
+
+def _spans(traces: Path) -> list[dict[str, Any]]:
+    return [
+        span
+        for line in traces.read_text().splitlines()
+        for rs in json.loads(line)["resourceSpans"]
+        for ss in rs["scopeSpans"]
+        for span in ss["spans"]
+    ]
+
+
+def _attribute(span: dict[str, Any], key: str) -> Any:
+    found = [a["value"] for a in span["attributes"] if a["key"] == key]
+    return next(iter(found[0].values())) if found else None
+
+
+def test_gemini_model_calls_between_tool_calls_take_no_tool_call_index(tmp_path: Path) -> None:
+    traces = tmp_path / "traces.jsonl"
+    options = BridgeOptions(
+        state=str(tmp_path / "state.sqlite3"), dialect="gemini", traces_out=str(traces)
+    )
+    events = [_captured("gemini-BeforeAgent")]
+    for n in range(3):
+        events += [_captured("gemini-BeforeModel"), _captured("gemini-AfterModel")]
+        for name in ("gemini-BeforeTool", "gemini-AfterTool"):
+            event = _captured(name)
+            event["tool_input"] = {"command": f"echo {n}"}
+            events.append(event)
+    events.append(_captured("gemini-AfterAgent"))
+    for event in events:
+        assert run_hook(json.dumps(event), options, environ={}).exit_code == 0
+    spans = _spans(traces)
+    tools = [s for s in spans if s["name"].startswith("execute_tool")]
+    assert len([s for s in spans if s["name"].startswith("chat ")]) == 3
+    indexes = [int(_attribute(s, "otelhooks.tool.call_index")) for s in tools]
+    assert indexes == [0, 1, 2]
+
+
+def _gemini_mcp_call() -> dict[str, Any]:
+    # Gemini CLI 0.61's BeforeTool of an MCP tool: its name mcp_<server>_<tool>, and the
+    # mcp_context its executeToolWithHooks adds (extractMcpContext in its bundle)
+    event = _captured("gemini-BeforeTool")
+    event["tool_name"] = "mcp_note_server_write_note"
+    event["tool_input"] = {"text": "secret"}
+    event["mcp_context"] = {
+        "server_name": "note_server",
+        "tool_name": "write_note",
+        "command": "python3",
+        "args": ["server.py"],
+    }
+    return event
+
+
+@pytest.mark.parametrize(
+    "matcher", ["@mcp", "mcp__note_server__write_note", "note_server/write_note"]
+)
+def test_a_gemini_mcp_tool_is_matched_by_the_names_the_other_clis_give_it(
+    tmp_path: Path, matcher: str
+) -> None:
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(DENY.format(matcher=matcher))
+    options = BridgeOptions(
+        hooks=(str(hooks),), state=str(tmp_path / "state.sqlite3"), dialect="gemini"
+    )
+    response = run_hook(json.dumps(_gemini_mcp_call()), options, environ={})
+    assert json.loads(response.stdout) == {"decision": "deny", "reason": "no shell here"}
+
+
+def test_a_gemini_tool_without_mcp_context_is_not_an_mcp_tool(tmp_path: Path) -> None:
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(DENY.format(matcher="@mcp"))
+    options = BridgeOptions(
+        hooks=(str(hooks),), state=str(tmp_path / "state.sqlite3"), dialect="gemini"
+    )
+    event = _gemini_mcp_call()
+    del event["mcp_context"]
+    assert (run_hook(json.dumps(event), options, environ={}).stdout) == ""
+
+
+def test_a_rewritten_prompt_is_blocked_naming_the_cli_that_cannot_replace_it(
+    tmp_path: Path,
+) -> None:
+    from otelhooks.integrations.claude_code import BridgeState, ClaudeCodeBridge
+    from otelhooks.integrations.coding_agents import dialect_named
+
+    gemini = dialect_named("gemini")
+    hook = {
+        "id": "cleaner",
+        "type": "before_agent_start",
+        "handler": lambda e: {"userMessage": "a cleaner prompt", "input": "a cleaner prompt"},
+    }
+    bridge = ClaudeCodeBridge(
+        hooks=[hook],
+        state=BridgeState(tmp_path / "state.sqlite3"),
+        agent=gemini.agent,
+        provider=gemini.provider,
+    )
+    try:
+        response = gemini.answer(bridge.handle(gemini.to_bridge(_captured("gemini-BeforeAgent"))))
+    finally:
+        bridge.close()
+    answer = json.loads(response.stdout)
+    assert answer["decision"] == "deny"
+    assert "Gemini CLI cannot replace a prompt" in answer["reason"]
+    assert "a cleaner prompt" in answer["reason"]

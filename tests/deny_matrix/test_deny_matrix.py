@@ -25,9 +25,9 @@ from otelhooks._config import load_config
 from otelhooks._hooks import Hook
 from otelhooks._semconv import HOOK_DECIDED_BY
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
-from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
-from otelhooks.integrations.claude_code._http import ClaudeCodeHookRoute
-from otelhooks.integrations.claude_code._state import BridgeState
+from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+from otelhooks.integrations.coding_agents._http import ClaudeCodeHookRoute
+from otelhooks.integrations.coding_agents._state import BridgeState
 from otelhooks.testing import pipeline
 from tests._webhook_server import Reply, WebhookServer, webhook_server
 from tests.mcp._harness import calls, http_gateway, http_session, stdio_session

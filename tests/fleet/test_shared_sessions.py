@@ -126,6 +126,20 @@ def test_tool_calls_started_on_two_instances_are_numbered_in_order(
     assert indexes == list(range(6))
 
 
+def test_model_calls_between_tool_calls_take_no_call_index(
+    two_stores: list[SharedSessions],
+) -> None:
+    a, b = two_stores
+    op = a.current_operation("sess-model")
+    indexes = []
+    for n in range(3):
+        call = b.start_tool(op, "otelhooks:model-call", "chat", {}, counted=False)
+        assert call.call_index == -1
+        assert a.end_tool("sess-model", "otelhooks:model-call") is not None
+        indexes.append((a if n % 2 else b).start_tool(op, f"toolu_{n}", "Bash", {}).call_index)
+    assert indexes == [0, 1, 2]
+
+
 def test_a_verdict_kept_on_one_instance_is_read_with_the_tool_use_on_another(
     two_stores: list[SharedSessions],
 ) -> None:

@@ -18,9 +18,9 @@ import pytest
 
 from otelhooks import Block
 from otelhooks._events import HookEvent
-from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
-from otelhooks.integrations.claude_code._common import HookResponse
-from otelhooks.integrations.claude_code._state import BridgeState
+from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+from otelhooks.integrations.coding_agents._common import HookResponse
+from otelhooks.integrations.coding_agents._state import BridgeState
 from tests.conformance.claude_code._bridge_cli import fixture
 
 DOC = Path(__file__).parents[2] / "docs" / "adapters.md"
@@ -128,7 +128,7 @@ def _at(doc: Any, path: str) -> Any:
 
 
 def test_the_table_names_every_event_claude_code_lets_a_hook_decide() -> None:
-    from otelhooks.integrations.claude_code._answers import ANSWERING_EVENTS
+    from otelhooks.integrations.coding_agents._answers import ANSWERING_EVENTS
 
     assert {row[0] for row in ROWS} == ANSWERING_EVENTS
 
@@ -156,7 +156,7 @@ def test_each_hook_form_of_the_table_gives_its_field(
 
 def test_continue_false_wins_over_an_allow_and_denies_the_tool() -> None:
     from otelhooks._config._claude_answer import HookAnswer
-    from otelhooks.integrations.claude_code._answers import combine
+    from otelhooks.integrations.coding_agents._answers import combine
 
     allow = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
     stop = {"continue": False, "stopReason": "build failed"}
@@ -174,7 +174,7 @@ def test_pre_tool_use_decisions_combine_deny_defer_ask_allow(
     decisions: list[str], winner: str
 ) -> None:
     from otelhooks._config._claude_answer import HookAnswer
-    from otelhooks.integrations.claude_code._answers import combine
+    from otelhooks.integrations.coding_agents._answers import combine
 
     answers = [
         HookAnswer(f"h{i}", {"hookSpecificOutput": {"permissionDecision": d}})
@@ -186,7 +186,7 @@ def test_pre_tool_use_decisions_combine_deny_defer_ask_allow(
 
 def test_every_hooks_additional_context_reaches_claude() -> None:
     from otelhooks._config._claude_answer import HookAnswer
-    from otelhooks.integrations.claude_code._answers import combine
+    from otelhooks.integrations.coding_agents._answers import combine
 
     answers = [
         HookAnswer("a", {"hookSpecificOutput": {"additionalContext": "one"}}),
@@ -198,7 +198,7 @@ def test_every_hooks_additional_context_reaches_claude() -> None:
 
 def test_deny_json_printed_before_exit_1_denies() -> None:
     from otelhooks._config._claude_answer import command_answer
-    from otelhooks.integrations.claude_code._answers import combine
+    from otelhooks.integrations.coding_agents._answers import combine
 
     deny = {"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "no"}}
     answer = command_answer("h", 1, json.dumps(deny), "")

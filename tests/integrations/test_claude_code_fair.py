@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from otelhooks.integrations.claude_code._fair import FairRunner, Late
+from otelhooks.integrations.coding_agents._fair import FairRunner, Late
 
 
 def test_a_key_at_its_limit_waits_while_another_key_runs_at_once() -> None:

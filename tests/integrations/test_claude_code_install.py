@@ -13,7 +13,6 @@ from otelhooks._cli import _claude_code_install_cmd as cli
 from otelhooks._cli import main
 from otelhooks._starter import starter_hooks_yaml
 from otelhooks.integrations.claude_code import _install
-from otelhooks.integrations.claude_code._answers import ANSWERING_EVENTS
 from otelhooks.integrations.claude_code._install import (
     EVENTS,
     MARK,
@@ -22,6 +21,7 @@ from otelhooks.integrations.claude_code._install import (
     is_ours,
     uninstall,
 )
+from otelhooks.integrations.coding_agents._answers import ANSWERING_EVENTS
 
 THEIRS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(ls)"]},

@@ -13,7 +13,7 @@ import os
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import SamplingMessage, TextContent
+from mcp.types import SamplingMessage, TextContent, ToolAnnotations
 
 app = MCPServer("testsrv")
 
@@ -37,6 +37,26 @@ def write_note(text: str) -> str:
     """Write a note (a side effect the tests can see)."""
     _record("write_note", text=text)
     return f"noted: {text}"
+
+
+@app.tool(
+    structured_output=False,
+    annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False),
+)
+def lookup(key: str) -> str:
+    """Read a value (annotated read-only, closed world)."""
+    _record("lookup", key=key)
+    return f"value of {key}"
+
+
+@app.tool(
+    structured_output=False,
+    annotations=ToolAnnotations(readOnlyHint=False, destructiveHint=True, idempotentHint=True),
+)
+def purge(key: str) -> str:
+    """Delete a value (annotated destructive)."""
+    _record("purge", key=key)
+    return f"purged {key}"
 
 
 @app.tool(structured_output=False)

@@ -23,7 +23,7 @@ from otelhooks._eventlog._otlp_signals import ReceivedLog, ReceivedPoint
 from otelhooks._processor import HookSpanProcessor
 from otelhooks.integrations.claude_code import hook_client
 from otelhooks.integrations.claude_code._serve import claude_code_routes
-from otelhooks.integrations.claude_code._sessions import ServerSessions
+from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from tests.reliability._procs import cli_env
 from tests.reliability._serve_proc import ADMIN, INGEST, ServeProc
 

@@ -11,10 +11,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
-from otelhooks.integrations.claude_code._common import HookResponse
-from otelhooks.integrations.claude_code._sessions import ServerSessions
-from otelhooks.integrations.claude_code._spans import SpanWriter
+from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+from otelhooks.integrations.coding_agents._common import HookResponse
+from otelhooks.integrations.coding_agents._sessions import ServerSessions
+from otelhooks.integrations.coding_agents._spans import SpanWriter
 
 if TYPE_CHECKING:
     from claude_agent_sdk import HookMatcher

@@ -4,14 +4,17 @@ Register the command for every hook event in ``.claude/settings.json``; each inv
 one event on stdin, keeps the session as one trace and each tool use as one ``execute_tool``
 span across processes, runs the otelhooks hooks that match and answers ``PreToolUse`` in Claude
 Code's own format. :func:`run_hook` is the one entry point (the CLI and an HTTP route alike).
-See ``docs/adapters.md`` for the settings snippet and the event table.
+The bridge itself is the one every coding agent shares
+(:mod:`otelhooks.integrations.coding_agents`); what is Claude Code's alone lives here: its
+settings installer, the standard-library hook client and ``serve``'s Claude Code routes. See
+``docs/adapters.md`` for the settings snippet and the event table.
 """
 
-from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
-from otelhooks.integrations.claude_code._common import AGENT, DenyMode, HookResponse
-from otelhooks.integrations.claude_code._run import BridgeOptions, run_hook
-from otelhooks.integrations.claude_code._spans import session_trace_id
-from otelhooks.integrations.claude_code._state import DEFAULT_STATE_PATH, STATE_ENV, BridgeState
+from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse
+from otelhooks.integrations.coding_agents._run import BridgeOptions, run_hook
+from otelhooks.integrations.coding_agents._spans import session_trace_id
+from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, BridgeState
 
 __all__ = [
     "AGENT",

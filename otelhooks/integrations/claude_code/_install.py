@@ -55,11 +55,11 @@ from typing import Any
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks._config import load_config
 from otelhooks._errors import ConfigError
-from otelhooks.integrations.claude_code._answers import ANSWERING_EVENTS
 from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_ours
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import Edited, edit_settings
 from otelhooks.integrations.claude_code._watch import DEFAULT_WATCH, watch_list
+from otelhooks.integrations.coding_agents._answers import ANSWERING_EVENTS
 
 __all__ = [
     "ASYNC_EVENTS",

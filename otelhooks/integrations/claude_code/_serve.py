@@ -33,16 +33,16 @@ from otelhooks._eventlog._otlp_signals import OtlpSignalIngest
 from otelhooks._export._otlp import otlp_configured, otlp_span_exporter
 from otelhooks._instrument._spend import SessionSpend
 from otelhooks._processor import HookSpanProcessor
-from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
-from otelhooks.integrations.claude_code._common import AGENT
-from otelhooks.integrations.claude_code._http import (
+from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+from otelhooks.integrations.coding_agents._common import AGENT
+from otelhooks.integrations.coding_agents._http import (
     DEFAULT_DECISION_TIMEOUT_S,
     HOOK_ROUTE,
     ClaudeCodeHookRoute,
 )
-from otelhooks.integrations.claude_code._sessions import ServerSessions
-from otelhooks.integrations.claude_code._spans import SpanWriter
-from otelhooks.integrations.claude_code._telemetry import ClaudeTelemetry
+from otelhooks.integrations.coding_agents._sessions import ServerSessions
+from otelhooks.integrations.coding_agents._spans import SpanWriter
+from otelhooks.integrations.coding_agents._telemetry import ClaudeTelemetry
 
 __all__ = ["ClaudeCodeServing", "claude_code_routes", "sessions_path_beside"]
 

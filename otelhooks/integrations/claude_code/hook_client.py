@@ -31,6 +31,17 @@ __all__ = ["IDLE_ENV", "main", "socket_path"]
 IDLE_ENV = "OTELHOOKS_CLAUDE_DAEMON_IDLE"
 _ENV_PREFIXES = ("OTELHOOKS_", "OTEL_", "CLAUDE_PROJECT_DIR", "HOME")
 _FLAGS_WITH_PATHS = ("--hooks", "--traces-out", "--state", "--export-env")
+# the CLI that runs this client with ``--dialect NAME`` (none: Claude Code)
+_CLIS = {"claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
+
+
+def _dialect(argv: list[str]) -> str:
+    for i, arg in enumerate(argv):
+        if arg == "--dialect" and i + 1 < len(argv):
+            return argv[i + 1]
+        if arg.startswith("--dialect="):
+            return arg.partition("=")[2]
+    return "claude-code"
 
 
 def _resolve(path: str) -> str:
@@ -134,9 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run one hook event (stdin) through the daemon, or the one-process bridge."""
     args = _normalized(list(sys.argv[1:] if argv is None else argv))
     if sys.stdin.isatty():  # typed in a terminal, it would wait for an event nobody sends
+        dialect = _dialect(args)
+        cli = _CLIS.get(dialect, dialect)
         print(
-            "otelhooks hook client: Claude Code runs this, one hook event (JSON) on stdin; "
-            "`otelhooks claude-code install` sets it up",
+            f"otelhooks hook client: {cli} runs this, one hook event (JSON) on stdin; "
+            f"`otelhooks {dialect} install` sets it up",
             file=sys.stderr,
         )
         return 2

@@ -10,9 +10,10 @@ the bridge's answer translated into the CLI's own output format.
   identity, only the agent and provider names differ.
 - **Gemini CLI** has its own events (``BeforeTool`` ... ``AfterAgent``) and answers
   (``{"decision": "deny", "reason": ...}``, ``hookSpecificOutput.tool_input`` to rewrite the
-  arguments); its tool events carry no call id, so the bridge pairs ``BeforeTool`` with
-  ``AfterTool`` by tool name and arguments (two identical calls at once in one session would be
-  paired in either order).
+  arguments); an MCP tool (``mcp_<server>_<tool>``, with ``mcp_context``) is named
+  ``mcp__<server>__<tool>`` as the other CLIs name it; its tool events carry no call id, so
+  the bridge pairs ``BeforeTool`` with ``AfterTool`` by tool name and arguments (two identical
+  calls at once in one session would be paired in either order).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from otelhooks.integrations.claude_code._common import HookResponse
+from otelhooks.integrations.coding_agents._common import HookResponse
 
 __all__ = ["DIALECTS", "GEMINI_EVENTS", "Dialect", "dialect_named"]
 
@@ -76,6 +77,15 @@ def _gemini_in(payload: dict[str, Any]) -> dict[str, Any]:
     out["hook_event_name"] = GEMINI_EVENTS.get(name, name)
     if name == "AfterAgent":
         out.setdefault("last_assistant_message", payload.get("prompt_response"))
+    mcp = payload.get("mcp_context")
+    if isinstance(mcp, dict):
+        server, tool = mcp.get("server_name"), mcp.get("tool_name")
+        if isinstance(server, str) and isinstance(tool, str) and server and tool:
+            # Gemini's mcp_<server>_<tool> cannot be split where names hold "_": the context
+            # says which server and tool, named as Claude Code and Codex name them (so @mcp
+            # and mcp__server__tool guards match, and the gateway's server/tool alias)
+            out["gemini_tool_name"] = payload.get("tool_name")
+            out["tool_name"] = f"mcp__{server}__{tool}"
     return out
 
 

@@ -10,7 +10,7 @@ import shlex
 from pathlib import Path
 
 from otelhooks._cli import build_parser
-from otelhooks.integrations.claude_code._mapping import EVENTS
+from otelhooks.integrations.coding_agents._mapping import EVENTS
 from tests.conformance.claude_code._bridge_cli import fixture
 
 DOC = (Path(__file__).resolve().parents[3] / "docs" / "adapters.md").read_text()

@@ -26,7 +26,7 @@ from otelhooks import _semconv as sc
 from otelhooks import read_otlp_json_lines
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook, session_trace_id
-from otelhooks.integrations.claude_code._mapping import EVENTS
+from otelhooks.integrations.coding_agents._mapping import EVENTS
 from tests._webhook_server import WebhookServer, webhook_server
 from tests.conformance.claude_code._bridge_cli import Run, fixture, hook_env, run_all
 

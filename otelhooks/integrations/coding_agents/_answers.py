@@ -42,7 +42,7 @@ from otelhooks._events import EVENTS as EVENT_SPECS
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Block
 from otelhooks._live import Verdict
-from otelhooks.integrations.claude_code._common import DenyMode, HookResponse
+from otelhooks.integrations.coding_agents._common import DenyMode, HookResponse
 
 __all__ = [
     "ANSWERING_EVENTS",

@@ -7,7 +7,7 @@ sessions are :class:`ServerSessions` over the **same** state file as the one-pro
 an event handled by either continues the other's spans. Only one daemon serves a socket (an
 exclusive ``flock`` on ``SOCKET.lock``); it leaves after ``idle_s`` seconds without events.
 
-Events run on a :class:`~otelhooks.integrations.claude_code._fair.FairRunner` keyed by session:
+Events run on a :class:`~otelhooks.integrations.coding_agents._fair.FairRunner` keyed by session:
 one session's slow hooks never hold another's, and an event not answered within ``answer_s``
 (25 s by default, inside the 30 s ``install`` writes for the command form) is answered as the
 bridge answers a failure (a deny under ``--fail-closed``, else exit 1) and logged as an error.
@@ -29,19 +29,19 @@ import structlog
 
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, send_json
-from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
-from otelhooks.integrations.claude_code._common import HookResponse
-from otelhooks.integrations.claude_code._fair import FairRunner, Late
-from otelhooks.integrations.claude_code._input import InputProblem, event_name_of, parse_input
-from otelhooks.integrations.claude_code._run import (
+from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+from otelhooks.integrations.coding_agents._common import HookResponse
+from otelhooks.integrations.coding_agents._fair import FairRunner, Late
+from otelhooks.integrations.coding_agents._input import InputProblem, event_name_of, parse_input
+from otelhooks.integrations.coding_agents._run import (
     _CAPTURE_ENV,
     TRACES_ENV,
     BridgeOptions,
     _refusal,
     _truthy,
 )
-from otelhooks.integrations.claude_code._sessions import ServerSessions
-from otelhooks.integrations.claude_code._state import DEFAULT_STATE_PATH, STATE_ENV
+from otelhooks.integrations.coding_agents._sessions import ServerSessions
+from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV
 
 __all__ = ["DEFAULT_ANSWER_S", "DEFAULT_IDLE_S", "build_bridge", "run_daemon"]
 
@@ -66,9 +66,9 @@ def build_bridge(options: BridgeOptions, env: Mapping[str, str]) -> ClaudeCodeBr
 
     from otelhooks._config import load_config
     from otelhooks._export import OtlpJsonLinesSpanExporter
-    from otelhooks.integrations.claude_code._environment import otlp_exporter, project_path
-    from otelhooks.integrations.claude_code._run import hooks_and_settings
-    from otelhooks.integrations.claude_code._spans import LockedFileExporter, SpanWriter
+    from otelhooks.integrations.coding_agents._environment import otlp_exporter, project_path
+    from otelhooks.integrations.coding_agents._run import hooks_and_settings
+    from otelhooks.integrations.coding_agents._spans import LockedFileExporter, SpanWriter
 
     hook_paths, settings = hooks_and_settings(options, env)
     hooks = load_config(hook_paths).hooks

@@ -1,20 +1,24 @@
-"""Claude Code's own telemetry joined with the hook sessions of the same server.
+"""The coding agents' own telemetry joined with the hook sessions of the same server.
 
-**The join (decided here):** one trace per Claude Code session. The hook route already gives a
-session the trace id :func:`session_trace_id` of its ``session_id``; every span and log record
-Claude Code exports carries that id as ``session.id``, so:
+**The join (decided here):** one trace per session. The hook route and the command bridge give
+a session the trace id :func:`session_trace_id` of its ``session_id``; each CLI names that
+session on its own spans (:mod:`._joins` says how: Claude Code's ``session.id``, Gemini CLI's
+``gen_ai.conversation.id``, Codex's ``conversation.id`` on a few spans of each trace), so:
 
-- **spans** (``/v1/traces``, beta ``claude_code.interaction`` / ``llm_request`` / ``tool`` ...)
-  are moved into the session's trace: same span ids and parents, the trace id replaced (the
-  original kept as ``claude_code.trace_id``). A ``claude_code.tool*`` span carrying a
-  ``tool_use_id`` the hooks saw gets a **span link** to the hook route's ``execute_tool`` span
-  and the attribute ``otelhooks.hook.span_id``: in Jaeger both trees are in one trace and the
-  tool span points at the decision.
-- **log events** (``/v1/logs``): ``claude_code.api_request`` becomes an ``llm_output`` observer
-  event (model, input/output tokens, ``costUsd``) in the session's trace; its input count is
-  Anthropic's ``input_tokens`` plus the cache's read and creation tokens (as the GenAI
-  conventions count input), each also given (``cacheReadTokens``, ``cacheCreationTokens``);
-  ``tool_result`` and ``tool_decision`` records are kept per ``(session, tool_use_id)``
+- **spans** (``/v1/traces``) of Claude Code (beta ``claude_code.interaction`` / ``llm_request`` /
+  ``tool`` ...), Gemini CLI (``llm_call``, ``tool_call`` ...) and Codex (``codex.exec``,
+  ``exec_command`` ...) are moved into the session's trace: same span ids and parents, the
+  trace id replaced (the original kept as ``claude_code.trace_id``, ``gemini_cli.trace_id``,
+  ``codex.trace_id``). A tool span carrying the hook's tool use id (Claude Code's
+  ``tool_use_id``, Codex's ``call_id``) the hooks saw gets a **span link** to the hook's
+  ``execute_tool`` span and the attribute ``otelhooks.hook.span_id``: in Jaeger both trees are
+  in one trace and the tool span points at the decision.
+- **log events** (``/v1/logs``, Claude Code's): ``claude_code.api_request`` becomes an
+  ``llm_output`` observer event (model, input/output tokens, ``costUsd``) in the session's
+  trace; its input count is Anthropic's ``input_tokens`` plus the cache's read and creation
+  tokens (as the GenAI conventions count input), each also given (``cacheReadTokens``,
+  ``cacheCreationTokens``); ``tool_result`` and ``tool_decision`` records are kept per
+  ``(session, tool_use_id)``
   (:meth:`ClaudeTelemetry.tool`) next to the hook's own ``after_tool_call``.
 - **metrics** (``/v1/metrics``) are counted per metric (:attr:`ClaudeTelemetry.metrics`).
 
@@ -27,8 +31,9 @@ forgotten first; one record larger than a tenth of that is not kept). Each drop 
 
 Observer hooks and event logs see each fact once: the facts the hook route already reported
 (its tool uses through ``after_tool_call``, its turns through ``on_complete``) and the LLM
-requests the logs report are not sent to them a second time from Claude Code's spans; those
-spans are still joined and exported.
+requests the logs report are not sent to them a second time from Claude Code's spans, and
+Codex's and Gemini's joined spans (whose tool and model calls their hooks report) reach only
+the exporters; those spans are still joined and exported.
 """
 
 from __future__ import annotations
@@ -42,31 +47,30 @@ from typing import Any
 import structlog
 from opentelemetry.context import Context
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
-from opentelemetry.trace import Link, SpanContext, TraceFlags
 
+from otelhooks import _semconv as sc
 from otelhooks._engine import HooksEngine
 from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._eventlog._otlp_signals import ReceivedLog, ReceivedPoint
 from otelhooks._events import LlmOutputEvent, TokenUsage
 from otelhooks._instrument._spend import SessionSpend, add_call, running
-from otelhooks.integrations.claude_code._common import AGENT
-from otelhooks.integrations.claude_code._sessions import ServerSessions
-from otelhooks.integrations.claude_code._spans import session_trace_id
+from otelhooks.integrations.coding_agents._common import AGENT
+from otelhooks.integrations.coding_agents._joins import (
+    HOOK_SPAN_ID,
+    TraceSessions,
+    agent_of,
+    moved,
+)
+from otelhooks.integrations.coding_agents._sessions import ServerSessions
+from otelhooks.integrations.coding_agents._spans import session_trace_id
 
 __all__ = ["HOOK_SPAN_ID", "ORIGINAL_TRACE_ID", "ClaudeTelemetry"]
 
 ORIGINAL_TRACE_ID = "claude_code.trace_id"
-HOOK_SPAN_ID = "otelhooks.hook.span_id"
 SESSION_ID = "session.id"
 
 _log = structlog.get_logger("otelhooks")
 _REPORTED_BY_LOGS = frozenset({"llm_request"})  # span.type values the log events already report
-
-
-def _is_claude(span: ReadableSpan) -> bool:
-    scope = span.instrumentation_scope.name if span.instrumentation_scope else ""
-    service = span.resource.attributes.get("service.name") if span.resource else None
-    return scope.startswith("com.anthropic.claude_code") or service == AGENT
 
 
 def _record_size(attrs: dict[str, Any]) -> int:
@@ -140,6 +144,7 @@ class ClaudeTelemetry(SpanProcessor):
         self._count_drop = engine.metrics.drop_counter("claude_code_telemetry")
         # Each session's running cost, from Claude Code's own cost_usd (bounded, oldest out).
         self.spend = spend if spend is not None else SessionSpend()
+        self.traces = TraceSessions(remember, lambda: self._count_drop(1, "join_forgotten"))
 
     @property
     def log_bytes(self) -> int:
@@ -149,43 +154,35 @@ class ClaudeTelemetry(SpanProcessor):
 
     # -- spans -----------------------------------------------------------------------------------
 
+    def prepare(self, spans: Sequence[ReadableSpan]) -> None:
+        """Read one request's spans before :meth:`on_end` is called on each: the sessions of
+        the per-trace CLIs' traces (Codex names its session on a few spans only), and the
+        command bridge's ``execute_tool`` spans (sent here as OTLP), for the tool links."""
+        self.traces.learn(spans)
+        for span in spans:
+            attrs = span.attributes or {}
+            if attrs.get(sc.GEN_AI_OPERATION_NAME) != sc.OP_EXECUTE_TOOL:
+                continue
+            session = attrs.get(sc.GEN_AI_CONVERSATION_ID)
+            use_id = attrs.get(sc.GEN_AI_TOOL_CALL_ID)
+            bridge = sc.TOOL_CALL_INDEX in attrs and span.context is not None
+            if bridge and isinstance(session, str) and isinstance(use_id, str):
+                assert span.context is not None
+                self.sessions.remember_tool(session, use_id, span.context.span_id)
+
     def join(self, span: ReadableSpan) -> ReadableSpan | None:
         """The span moved into its session's trace and linked to the hook's tool span; ``None``
-        when it is not a Claude Code span with a ``session.id``."""
-        attrs = dict(span.attributes or {})
-        session = attrs.get(SESSION_ID)
-        ctx = span.context
-        if not isinstance(session, str) or ctx is None or not _is_claude(span):
+        when it is not a coding agent's span naming (or in a trace naming) a session."""
+        agent = agent_of(span)
+        if agent is None or span.context is None:
             return None
-        trace_id = session_trace_id(session)
-        attrs[ORIGINAL_TRACE_ID] = format(ctx.trace_id, "032x")
-        links = list(span.links)
-        use_id = attrs.get("tool_use_id") or attrs.get("gen_ai.tool.call.id")
+        session = self.traces.session(agent, span)
+        if session is None:
+            return None
+        attrs = span.attributes or {}
+        use_id = next((attrs[k] for k in agent.tool_use if isinstance(attrs.get(k), str)), None)
         hook_span = self.sessions.tool_span(session, use_id) if isinstance(use_id, str) else None
-        if hook_span is not None:
-            attrs[HOOK_SPAN_ID] = format(hook_span, "016x")
-            linked = SpanContext(trace_id, hook_span, False, TraceFlags(TraceFlags.SAMPLED))
-            links.append(Link(linked, {"otelhooks.link": "hook_decision"}))
-        context = SpanContext(
-            trace_id, ctx.span_id, ctx.is_remote, ctx.trace_flags, ctx.trace_state
-        )
-        parent = span.parent
-        if parent is not None:
-            parent = SpanContext(trace_id, parent.span_id, True, parent.trace_flags)
-        return ReadableSpan(
-            name=span.name,
-            context=context,
-            parent=parent,
-            resource=span.resource,
-            attributes=attrs,
-            events=span.events,
-            links=links,
-            kind=span.kind,
-            status=span.status,
-            start_time=span.start_time,
-            end_time=span.end_time,
-            instrumentation_scope=span.instrumentation_scope,
-        )
+        return moved(span, agent, session, hook_span)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         pass
@@ -198,7 +195,8 @@ class ClaudeTelemetry(SpanProcessor):
             attrs = joined.attributes or {}
             kind = attrs.get("span.type")
             reported = (
-                HOOK_SPAN_ID in attrs
+                ORIGINAL_TRACE_ID not in attrs  # Codex's, Gemini's: their hooks report them
+                or HOOK_SPAN_ID in attrs
                 or kind in _REPORTED_BY_LOGS
                 # the turn's on_complete came from the Stop hook already
                 or (kind == "interaction" and self.sessions.saw(str(attrs.get(SESSION_ID))))

@@ -25,10 +25,19 @@ from pathlib import Path
 from random import getrandbits
 from typing import Any
 
-__all__ = ["DEFAULT_STATE_PATH", "STATE_ENV", "BridgeState", "OpenOperation", "OpenTool"]
+__all__ = [
+    "DEFAULT_STATE_PATH",
+    "STATE_ENV",
+    "UNCOUNTED",
+    "BridgeState",
+    "OpenOperation",
+    "OpenTool",
+]
 
 STATE_ENV = "OTELHOOKS_CLAUDE_STATE"
 DEFAULT_STATE_PATH = Path("~/.otelhooks/claude-code.sqlite3")
+# the call_index of an open call that is not a tool use (``start_tool(counted=False)``)
+UNCOUNTED = -1
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS operations (
@@ -208,8 +217,15 @@ class BridgeState:
         tool_use_id: str,
         tool_name: str,
         tool_input: dict[str, Any],
+        *,
+        counted: bool = True,
     ) -> OpenTool:
-        """Record a tool use as it starts (a repeated ``PreToolUse`` gets the first record)."""
+        """Record a tool use as it starts (a repeated ``PreToolUse`` gets the first record).
+
+        ``counted=False`` records an open call that is not a tool use (a model call): it takes
+        no ``call_index`` (its index is ``-1``), so the session's tool uses stay numbered
+        0, 1, 2 ... whatever runs between them.
+        """
         with self._tx() as db:
             row = db.execute(
                 "SELECT * FROM tools WHERE session_id = ? AND tool_use_id = ?",
@@ -217,11 +233,13 @@ class BridgeState:
             ).fetchone()
             if row is not None:
                 return _tool(row)
-            index = db.execute(
-                "INSERT INTO counters VALUES (?, 1) ON CONFLICT(session_id) "
-                "DO UPDATE SET tool_calls = counters.tool_calls + 1 RETURNING tool_calls - 1",
-                (operation.session_id,),
-            ).fetchone()[0]
+            index = UNCOUNTED
+            if counted:
+                index = db.execute(
+                    "INSERT INTO counters VALUES (?, 1) ON CONFLICT(session_id) "
+                    "DO UPDATE SET tool_calls = counters.tool_calls + 1 RETURNING tool_calls - 1",
+                    (operation.session_id,),
+                ).fetchone()[0]
             tool = OpenTool(
                 operation.session_id,
                 tool_use_id,

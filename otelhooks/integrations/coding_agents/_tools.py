@@ -35,31 +35,32 @@ from otelhooks._span_mapping import (
     security_findings_enabled,
     verdict_attributes,
 )
-from otelhooks.integrations.claude_code._answers import (
+from otelhooks.integrations.coding_agents._answers import (
     combine,
     denied_by,
     respond,
     run_hooks,
 )
-from otelhooks.integrations.claude_code._approvals import approval_allows
-from otelhooks.integrations.claude_code._common import (
+from otelhooks.integrations.coding_agents._approvals import approval_allows
+from otelhooks.integrations.coding_agents._common import (
     AGENT,
     DenyMode,
     HookResponse,
     Observe,
     text,
 )
-from otelhooks.integrations.claude_code._mapping import claude_fields, turn_attributes
-from otelhooks.integrations.claude_code._shapes import shaped
-from otelhooks.integrations.claude_code._spans import (
+from otelhooks.integrations.coding_agents._mapping import claude_fields, turn_attributes
+from otelhooks.integrations.coding_agents._shapes import shaped
+from otelhooks.integrations.coding_agents._spans import (
     APPROVALS_KEY,
     SpanRecord,
     SpanWriter,
     attribute_map,
+    event_ids,
     session_trace_id,
     stored_events,
 )
-from otelhooks.integrations.claude_code._state import BridgeState, OpenTool
+from otelhooks.integrations.coding_agents._state import BridgeState, OpenTool
 
 __all__ = ["ToolUses"]
 
@@ -107,10 +108,7 @@ class ToolUses:
 
     def _tool_event(self, tool: OpenTool, args: dict[str, Any] | None = None) -> dict[str, Any]:
         return {
-            "sessionKey": tool.session_id,
-            "operationId": tool.operation_id,
-            "traceId": format(session_trace_id(tool.session_id), "032x"),
-            "spanId": format(tool.span_id, "016x"),
+            **event_ids(tool.session_id, tool.operation_id, tool.span_id),
             "toolCallId": tool.tool_use_id,
             "identifier": "",
             "apiName": tool.tool_name,
@@ -204,8 +202,9 @@ class ToolUses:
             total = self.spend.of(session)
             fields["spend"] = running(total, total).model_copy(update={"operation": None})
         event = ToolCallEvent(**fields)
+        values = _values(tool_name)  # the matcher values of every event of this tool use
         verdict, answers = run_hooks(
-            self.engine, "before_tool_call", event, _values(tool_name), operation_id=op.operation_id
+            self.engine, "before_tool_call", event, values, operation_id=op.operation_id
         )
         attrs = {
             **turn_attributes(payload),
@@ -249,7 +248,7 @@ class ToolUses:
         if decision == "deny":
             self.state.end_tool(session, use_id)
             reason = str(specific.get("permissionDecisionReason") or "")
-            self._refuse(tool, kept, verdict, args, reason, mocked=mock is not None)
+            self._refuse(tool, kept, verdict, args, reason, values, mocked=mock is not None)
             return response
         self.state.set_tool_attributes(tool, kept)
         return response
@@ -261,12 +260,14 @@ class ToolUses:
         verdict: Verdict,
         args: dict[str, Any],
         reason: str,
+        values: tuple[str, ...],
         *,
         mocked: bool,
     ) -> None:
         """A hook denied (or mocked) the call: Claude Code does not run the tool."""
         denied = not mocked
-        self._end_tool_refused(tool, attrs, "denied" if denied else "mocked", reason)
+        outcome = "denied" if denied else "mocked"
+        self.end_tool(replace(tool, attributes=dict(attrs)), outcome, result=reason)
         context = self._tool_event(tool, args)
         decided_by = (
             verdict.decided_by or verdict.mocked_by or str(attrs.get(sc.HOOK_DECIDED_BY, ""))
@@ -275,7 +276,7 @@ class ToolUses:
             self.observe(
                 "on_tool_call_denied",
                 ToolCallDeniedEvent(**context, reason=reason, decidedBy=decided_by),
-                _values(tool.tool_name),
+                values,
             )
         state = {
             "type": "blocked",
@@ -296,24 +297,7 @@ class ToolUses:
             result=result,
             toolOutput=result.content,
         )
-        self.observe("after_tool_call", after, _values(tool.tool_name))
-
-    def _end_tool_refused(
-        self, tool: OpenTool, attrs: dict[str, Any], outcome: str, reason: str
-    ) -> None:
-        kept = OpenTool(
-            tool.session_id,
-            tool.tool_use_id,
-            tool.span_id,
-            tool.parent_span_id,
-            tool.operation_id,
-            tool.start_ns,
-            tool.tool_name,
-            tool.tool_input,
-            tool.call_index,
-            dict(attrs),
-        )
-        self.end_tool(kept, outcome, result=reason)
+        self.observe("after_tool_call", after, values)
 
     def _take_tool(self, session: str, payload: Mapping[str, Any]) -> OpenTool:
         """The tool use a ``Post*`` event ends (made up, zero-length, if its start was missed)."""
@@ -330,11 +314,10 @@ class ToolUses:
         return tool
 
     def _persist(
-        self, tool: OpenTool, response: Any
+        self, tool: OpenTool, response: Any, values: tuple[str, ...]
     ) -> tuple[Any, list[HookAnswer], dict[str, Any]]:
         """Run ``tool_result_persist`` interceptors (the kernel's result filter) on the output:
         a rewrite or a block becomes ``updatedToolOutput`` in the tool's own output shape."""
-        values = _values(tool.tool_name)
         if not self.engine.matches("tool_result_persist", values):
             return response, [], {}
         event = ToolResultPersistEvent(
@@ -366,6 +349,7 @@ class ToolUses:
             elapsed_ms = float(measured)
             ended["claude_code.duration_ms"] = elapsed_ms
         context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
+        values = _values(tool.tool_name)
         if name == "PostToolUseFailure":
             error = str(payload.get("error") or "the tool failed")
             error_type = "interrupted" if payload.get("is_interrupt") else "ToolError"
@@ -373,13 +357,11 @@ class ToolUses:
                 tool, "error", result=error, error=error, error_type=error_type, extra=ended
             )
             failed = ToolCallErrorEvent(**context, error=error, errorType=error_type)
-            _, answers = run_hooks(
-                self.engine, "on_tool_call_error", failed, _values(tool.tool_name)
-            )
+            _, answers = run_hooks(self.engine, "on_tool_call_error", failed, values)
             output, lost = combine(name, answers)
             return respond(name, output, lost, deny_mode=self.deny_mode)
         # what the model will see (after a tool_result_persist rewrite) is what is recorded
-        response, answers, extra = self._persist(tool, payload.get("tool_response"))
+        response, answers, extra = self._persist(tool, payload.get("tool_response"), values)
         content = text(response)
         self.end_tool(tool, "success", result=content, extra=ended)
         after = AfterToolCallEvent(
@@ -391,7 +373,7 @@ class ToolUses:
             result=ToolResult(content=content, success=True, executionTime=elapsed_ms),
             toolOutput=response,
         )
-        _, more = run_hooks(self.engine, "after_tool_call", after, _values(tool.tool_name))
+        _, more = run_hooks(self.engine, "after_tool_call", after, values)
         output, lost = combine(name, [*answers, *more], extra=extra)
         return respond(name, output, lost, deny_mode=self.deny_mode)
 

@@ -68,31 +68,37 @@ from otelhooks._instrument._spend import SessionSpend
 from otelhooks._matchers import tool_aliases
 from otelhooks._setup import configure
 from otelhooks._span_mapping import approval_events
-from otelhooks.integrations.claude_code._answers import (
+from otelhooks.integrations.coding_agents._answers import (
     ANSWERING_EVENTS,
     combine,
     respond,
     run_hooks,
 )
-from otelhooks.integrations.claude_code._approvals import approval_allows
-from otelhooks.integrations.claude_code._common import (
+from otelhooks.integrations.coding_agents._approvals import approval_allows
+from otelhooks.integrations.coding_agents._common import (
     AGENT,
     PROVIDER,
     DenyMode,
     HookResponse,
+    cli_name,
     observer,
 )
-from otelhooks.integrations.claude_code._mapping import (
+from otelhooks.integrations.coding_agents._mapping import (
     EVENTS,
     claude_fields,
     lifecycle_attributes,
     matcher_value,
     point_payload,
 )
-from otelhooks.integrations.claude_code._model_calls import ModelCalls
-from otelhooks.integrations.claude_code._spans import SpanRecord, SpanWriter, session_trace_id
-from otelhooks.integrations.claude_code._state import BridgeState, OpenOperation
-from otelhooks.integrations.claude_code._tools import ToolUses
+from otelhooks.integrations.coding_agents._model_calls import ModelCalls
+from otelhooks.integrations.coding_agents._spans import (
+    SpanRecord,
+    SpanWriter,
+    event_ids,
+    session_trace_id,
+)
+from otelhooks.integrations.coding_agents._state import BridgeState, OpenOperation
+from otelhooks.integrations.coding_agents._tools import ToolUses
 
 __all__ = ["ClaudeCodeBridge"]
 
@@ -228,13 +234,7 @@ class ClaudeCodeBridge:
         return handler(session, name, payload)
 
     def _common(self, session: str, op: OpenOperation | None, span_id: int | None) -> Any:
-        trace_id = session_trace_id(session)
-        return {
-            "sessionKey": session,
-            "operationId": op.operation_id if op is not None else None,
-            "traceId": format(trace_id, "032x"),
-            "spanId": format(span_id, "016x") if span_id else None,
-        }
+        return event_ids(session, op.operation_id if op is not None else None, span_id)
 
     # -- turns -------------------------------------------------------------------------------------
 
@@ -317,12 +317,13 @@ class ClaudeCodeBridge:
             and (rewritten.userMessage, rewritten.input) != (prompt, prompt)
         ):
             # Claude Code cannot replace a prompt (its reference: UserPromptSubmit "can't replace
-            # the prompt"): the prompt the hook rewrote must not reach the model as it was
+            # the prompt"), nor can Codex or Gemini CLI (BeforeAgent appends context or denies):
+            # the prompt the hook rewrote must not reach the model as it was
             by = ", ".join(verdict.rewritten_by)
             new = rewritten.userMessage if rewritten.userMessage != prompt else rewritten.input
             reason = (
-                f"hook {by} rewrote this prompt, and Claude Code cannot replace a prompt; "
-                f"submit the rewritten one instead: {new}"
+                f"hook {by} rewrote this prompt, and {cli_name(self.agent)} cannot replace a "
+                f"prompt; submit the rewritten one instead: {new}"
             )
             answers.append(block_answer(by, reason))
         output, lost = combine(name, answers)

@@ -3,8 +3,9 @@ spans in the turn, and the ``llm_input`` / ``llm_output`` observers.
 
 Claude Code and Codex have no such hooks. Gemini CLI calls its model one request at a time in a
 session, so the open call is kept in the state file under one reserved id per session (as a
-tool use is, which is why the session's tool ``call_index`` counts model calls too); an
-``AfterModel`` without its ``BeforeModel`` writes nothing.
+tool use is, but uncounted: the session's tool uses keep their ``call_index`` 0, 1, 2 ...
+whatever model calls run between them); an ``AfterModel`` without its ``BeforeModel`` writes
+nothing.
 """
 
 from __future__ import annotations
@@ -18,9 +19,14 @@ from opentelemetry.util import types
 
 from otelhooks import _semconv as sc
 from otelhooks._events import LlmInputEvent, LlmOutputEvent
-from otelhooks.integrations.claude_code._common import HookResponse, Observe
-from otelhooks.integrations.claude_code._spans import SpanRecord, SpanWriter, session_trace_id
-from otelhooks.integrations.claude_code._state import BridgeState
+from otelhooks.integrations.coding_agents._common import HookResponse, Observe
+from otelhooks.integrations.coding_agents._spans import (
+    SpanRecord,
+    SpanWriter,
+    event_ids,
+    session_trace_id,
+)
+from otelhooks.integrations.coding_agents._state import BridgeState
 
 __all__ = ["MODEL_CALL_ID", "ModelCalls"]
 
@@ -72,25 +78,17 @@ class ModelCalls:
         self.provider = provider
         self.capture = capture
 
-    def _common(self, session: str, operation_id: str | None, span_id: int) -> dict[str, Any]:
-        return {
-            "sessionKey": session,
-            "operationId": operation_id,
-            "traceId": format(session_trace_id(session), "032x"),
-            "spanId": format(span_id, "016x"),
-        }
-
     def before(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
         """A model request starts: its span is opened, ``llm_input`` observers run."""
         op = self.state.current_operation(session)
         self.state.end_tool(session, MODEL_CALL_ID)  # a call whose AfterModel never came
-        call = self.state.start_tool(op, MODEL_CALL_ID, sc.OP_CHAT, {})
+        call = self.state.start_tool(op, MODEL_CALL_ID, sc.OP_CHAT, {}, counted=False)
         model = _model(payload)
         request = payload.get("llm_request")
         messages = request.get("messages") if isinstance(request, Mapping) else None
         kept = [m for m in messages or () if isinstance(m, dict)] if self.capture else []
         event = LlmInputEvent(
-            **self._common(session, op.operation_id, call.span_id),
+            **event_ids(session, op.operation_id, call.span_id),
             agentId=self.agent,
             model=model,
             messages=kept,
@@ -132,7 +130,7 @@ class ModelCalls:
         text = response.get("text") if isinstance(response, Mapping) else None
         event = LlmOutputEvent.model_validate(
             {
-                **self._common(session, call.operation_id, call.span_id),
+                **event_ids(session, call.operation_id, call.span_id),
                 "agentId": self.agent,
                 "model": model,
                 "response": str(text or "") if self.capture else "",

@@ -13,15 +13,37 @@ from otelhooks._engine import HooksEngine
 from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._events import HookEvent
 
-__all__ = ["AGENT", "PROVIDER", "DenyMode", "HookResponse", "Observe", "observer", "text"]
+__all__ = [
+    "AGENT",
+    "CLI_NAMES",
+    "PROVIDER",
+    "DenyMode",
+    "HookResponse",
+    "Observe",
+    "cli_name",
+    "observer",
+    "text",
+]
 
 AGENT = "claude-code"
 # gen_ai.provider.name of the bridge's spans: Claude Code's models are Anthropic's.
 PROVIDER = "anthropic"
 DenyMode = Literal["json", "exit2"]
+# what a person reads for each agent the bridge serves (its gen_ai.agent.name)
+CLI_NAMES = {
+    "claude-code": "Claude Code",
+    "claude-agent-sdk": "the Claude Agent SDK",
+    "codex": "Codex CLI",
+    "gemini-cli": "Gemini CLI",
+}
 Observe = Callable[[str, HookEvent, tuple[str, ...]], None]
 
 _log = structlog.get_logger("otelhooks")
+
+
+def cli_name(agent: str) -> str:
+    """The name a person knows the agent by (``codex`` is ``Codex CLI``)."""
+    return CLI_NAMES.get(agent, agent)
 
 
 @dataclass(frozen=True, slots=True)

@@ -41,6 +41,7 @@ __all__ = [
     "LockedFileExporter",
     "SpanRecord",
     "SpanWriter",
+    "event_ids",
     "session_trace_id",
     "stored_events",
 ]
@@ -50,6 +51,16 @@ def session_trace_id(session_id: str) -> int:
     """The trace id of a Claude Code session: the first 128 bits of SHA-256 of its id."""
     digest = hashlib.sha256(f"otelhooks/claude-code/{session_id}".encode()).digest()
     return int.from_bytes(digest[:16], "big") or 1
+
+
+def event_ids(session_id: str, operation_id: str | None, span_id: int | None) -> dict[str, Any]:
+    """The ids every lifecycle event of a session carries (session, turn, trace, span)."""
+    return {
+        "sessionKey": session_id,
+        "operationId": operation_id,
+        "traceId": format(session_trace_id(session_id), "032x"),
+        "spanId": format(span_id, "016x") if span_id else None,
+    }
 
 
 class _PresetIds(IdGenerator):

@@ -28,14 +28,14 @@ from otelhooks._errors import ConfigError
 from otelhooks._export._otlp import summarise_sdk_logs
 from otelhooks._export._report import DeliveryTracker, shutdown_timeout
 from otelhooks._paths import writable_file_problem
-from otelhooks.integrations.claude_code._common import AGENT, DenyMode, HookResponse
-from otelhooks.integrations.claude_code._environment import (
+from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse
+from otelhooks.integrations.coding_agents._environment import (
     export_settings,
     otlp_exporter,
     project_path,
 )
-from otelhooks.integrations.claude_code._input import InputProblem, event_name_of, parse_input
-from otelhooks.integrations.claude_code._state import DEFAULT_STATE_PATH, STATE_ENV
+from otelhooks.integrations.coding_agents._input import InputProblem, event_name_of, parse_input
+from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV
 
 __all__ = ["HOOKS_ENV", "TRACES_ENV", "BridgeOptions", "run_hook"]
 
@@ -98,7 +98,7 @@ def _refusal(event: str | None, problem: str, options: BridgeOptions) -> HookRes
             "permissionDecisionReason": reason,
         }
         return HookResponse(stdout=json.dumps({"hookSpecificOutput": decision}), stderr=problem)
-    return HookResponse(1, stderr=f"otelhooks claude-code: {problem}")
+    return HookResponse(1, stderr=f"otelhooks {options.dialect}: {problem}")
 
 
 def run_hook(
@@ -176,9 +176,9 @@ def _handle(
 ) -> HookResponse:
     from otelhooks._config import load_config
     from otelhooks._export import OtlpJsonLinesSpanExporter
-    from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
-    from otelhooks.integrations.claude_code._spans import LockedFileExporter
-    from otelhooks.integrations.claude_code._state import BridgeState
+    from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+    from otelhooks.integrations.coding_agents._spans import LockedFileExporter
+    from otelhooks.integrations.coding_agents._state import BridgeState
 
     hook_paths, settings = hooks_and_settings(options, env)
     hooks = load_config(hook_paths).hooks
@@ -213,7 +213,7 @@ def _handle(
         shutdown_timeout_s=timeout_s,
         fail_fast=True,
     )
-    response = HookResponse(1, stderr="otelhooks claude-code: the bridge did not answer")
+    response = HookResponse(1, stderr=f"otelhooks {dialect.name}: the bridge did not answer")
     try:
         response = bridge.handle(payload)
     finally:
@@ -223,7 +223,7 @@ def _handle(
             if otlp is not None:
                 delivery.insert(0, tracker.report())
             # Only what went wrong: Claude Code shows a hook's stderr to the user.
-            failed = [f"otelhooks claude-code: {d.line()}" for d in delivery if not d.ok]
+            failed = [f"otelhooks {dialect.name}: {d.line()}" for d in delivery if not d.ok]
         except Exception:
             # an export that fails after the decision must not turn a deny into exit 1
             _log.exception("claude-code bridge: closing failed")

@@ -36,7 +36,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from otelhooks.integrations.claude_code._state import _SCHEMA, BridgeState, OpenOperation, OpenTool
+from otelhooks.integrations.coding_agents._state import (
+    _SCHEMA,
+    BridgeState,
+    OpenOperation,
+    OpenTool,
+)
 
 __all__ = ["ServerSessions"]
 
@@ -185,9 +190,14 @@ class ServerSessions(BridgeState):
     # -- joining -----------------------------------------------------------------------------------
 
     def _keep(self, tool: OpenTool) -> None:
-        size = len(tool.session_id) + len(tool.tool_use_id) + _ROW_BYTES
+        self.remember_tool(tool.session_id, tool.tool_use_id, tool.span_id)
+
+    def remember_tool(self, session_id: str, tool_use_id: str, span_id: int) -> None:
+        """Remember the ``execute_tool`` span of a tool use another process traced (the command
+        bridge's, received as OTLP), for :meth:`tool_span` (bounded as the join memory is)."""
+        size = len(session_id) + len(tool_use_id) + _ROW_BYTES
         with self._lock:
-            self._ended.put((tool.session_id, tool.tool_use_id), tool.span_id, size)
+            self._ended.put((session_id, tool_use_id), span_id, size)
 
     def _see(self, session_id: str) -> None:
         with self._lock:
@@ -320,8 +330,10 @@ class ServerSessions(BridgeState):
         tool_use_id: str,
         tool_name: str,
         tool_input: dict[str, Any],
+        *,
+        counted: bool = True,
     ) -> OpenTool:
-        tool = super().start_tool(operation, tool_use_id, tool_name, tool_input)
+        tool = super().start_tool(operation, tool_use_id, tool_name, tool_input, counted=counted)
         stored = len(json.dumps(tool_input, default=str)) if tool_input else 2
         size = _tool_bytes(operation.session_id, tool_use_id, tool_name, stored)
         self._hold(operation.session_id, (tool_use_id, size))

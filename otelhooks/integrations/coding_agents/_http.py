@@ -25,13 +25,13 @@ opened, a ``SessionEnd``
 of a session never seen
 ==========================  ======================================================================
 
-The body is read by :func:`~otelhooks.integrations.claude_code._input.parse_input`, as the
+The body is read by :func:`~otelhooks.integrations.coding_agents._input.parse_input`, as the
 command form reads stdin: a value nested deeper than its limit reaches the hooks as its JSON text,
 never as a ``RecursionError``.
 
 Events whose hooks decide (``PreToolUse``, ``Stop``, ``PostToolUse``... every event of
 :data:`ANSWERING_EVENTS`) run on a
-:class:`~otelhooks.integrations.claude_code._fair.FairRunner`: a control webhook or a command hook
+:class:`~otelhooks.integrations.coding_agents._fair.FairRunner`: a control webhook or a command hook
 they wait for never blocks the server's event loop, one session's slow calls never hold another
 session's, and an answer that would come after ``decision_timeout_s`` (kept below the 10 s
 timeout ``install --http`` writes) is given up on and answered as a failure, logged as an error.
@@ -49,12 +49,12 @@ import structlog
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
 from otelhooks._store._errors import StoreUnavailable
-from otelhooks.integrations.claude_code._answers import ANSWERING_EVENTS
-from otelhooks.integrations.claude_code._bridge import ClaudeCodeBridge
-from otelhooks.integrations.claude_code._common import HookResponse
-from otelhooks.integrations.claude_code._fair import FairRunner, Late
-from otelhooks.integrations.claude_code._input import InputProblem, event_name_of, parse_input
-from otelhooks.integrations.claude_code._sessions import ServerSessions
+from otelhooks.integrations.coding_agents._answers import ANSWERING_EVENTS
+from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+from otelhooks.integrations.coding_agents._common import HookResponse
+from otelhooks.integrations.coding_agents._fair import FairRunner, Late
+from otelhooks.integrations.coding_agents._input import InputProblem, event_name_of, parse_input
+from otelhooks.integrations.coding_agents._sessions import ServerSessions
 
 __all__ = [
     "DEFAULT_DECISION_TIMEOUT_S",

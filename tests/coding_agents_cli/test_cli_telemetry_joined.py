@@ -1,0 +1,166 @@
+"""The CLIs' own OpenTelemetry joined into the session's trace by ``otelhooks serve``.
+
+Codex (``[otel] trace_exporter`` in ``config.toml``) and Gemini CLI (``telemetry`` settings with
+an OTLP endpoint) export their spans to a real ``otelhooks serve`` in the same loopback-only
+namespace, while the hooks ``install`` wrote trace the session through the command bridge. The
+CLI's spans that name the session come out of serve in the session's trace, the trace of the
+bridge's ``execute_tool`` span; with the bridge's spans sent to serve as well, Codex's shell span
+is linked to that span (its ``call_id`` is the hook's tool use id).
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otelhooks.integrations.claude_code import session_trace_id
+from otelhooks.integrations.coding_agents._install import install_agent
+from tests.coding_agents_cli._runs import (
+    CODEX,
+    GEMINI,
+    SERVE_TOKEN,
+    SERVE_URL,
+    codex_config,
+    need_cli,
+    run_codex,
+    run_gemini,
+    skip_reason,
+)
+
+pytestmark = pytest.mark.timeout(200)
+
+STEPS = [("call_hi", "echo hi")]
+
+
+def _spans(path: Path) -> list[dict[str, Any]]:
+    spans: list[dict[str, Any]] = []
+    for line in path.read_text().splitlines() if path.exists() else ():
+        for rs in json.loads(line).get("resourceSpans") or ():
+            service = {
+                kv["key"]: next(iter(kv["value"].values()))
+                for kv in (rs.get("resource") or {}).get("attributes") or ()
+            }.get("service.name")
+            for ss in rs.get("scopeSpans") or ():
+                spans.extend({**s, "service": service} for s in ss.get("spans") or ())
+    return spans
+
+
+def _attr(span: dict[str, Any], key: str) -> Any:
+    for kv in span.get("attributes") or ():
+        if kv["key"] == key:
+            return next(iter(kv["value"].values()))
+    return None
+
+
+def _install(dialect: str, project: Path, tmp_path: Path) -> Path:
+    hooks = project / f".{dialect}" / "otelhooks.yaml"
+    hooks.parent.mkdir(parents=True, exist_ok=True)
+    hooks.write_text("hooks: []\n")
+    # the bridge's spans go to serve too (its export file beside the hooks): serve links the
+    # CLI's tool span to the hook's execute_tool span by the tool use id
+    (hooks.parent / "otelhooks.env").write_text(
+        f"OTEL_EXPORTER_OTLP_ENDPOINT={SERVE_URL}\n"
+        f"OTEL_EXPORTER_OTLP_HEADERS=authorization=Bearer {SERVE_TOKEN}\n"
+    )
+    traces = tmp_path / "bridge.jsonl"
+    install_agent(dialect, project=project, hooks_file=hooks, traces_out=str(traces))
+    return traces
+
+
+def _one_process_hooks(project: Path, tmp_path: Path) -> Path:
+    """Codex hooks running the one-process bridge (``otelhooks codex``): each span is exported
+    before the hook answers, so the bridge's ``execute_tool`` span reaches serve before Codex
+    exports its own at exit (the fast client's daemon batches its export)."""
+    _install("codex", project, tmp_path)  # the hooks file and its export file
+    traces = tmp_path / "bridge.jsonl"
+    hooks = project / ".codex" / "otelhooks.yaml"
+    bridge = [sys.executable, "-m", "otelhooks", "codex", "--hooks", str(hooks)]
+    state = str(tmp_path / "state.sqlite3")
+    command = shlex.join([*bridge, "--traces-out", str(traces), "--state", state])
+    handler = {"type": "command", "command": command, "timeout": 30}
+    events = ("SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse", "Stop")
+    groups = {e: [{"matcher": "*", "hooks": [handler]}] for e in events}
+    (project / ".codex" / "hooks.json").write_text(json.dumps({"hooks": groups}))
+    return traces
+
+
+def _bridge_env(tmp_path: Path) -> dict[str, str]:
+    return {
+        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
+        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
+    }
+
+
+def _assert_joined(bridge: Path, served: Path, service: str) -> list[dict[str, Any]]:
+    (tool,) = [s for s in _spans(bridge) if s["name"].startswith("execute_tool")]
+    session = str(_attr(tool, "gen_ai.conversation.id"))
+    trace = format(session_trace_id(session), "032x")
+    assert tool["traceId"] == trace
+    own = [s for s in _spans(served) if s["service"] == service]
+    joined = [s for s in own if s["traceId"] == trace]
+    assert joined, f"no {service} span in the session's trace: {[s['name'] for s in own][:20]}"
+    return joined
+
+
+def test_codex_spans_join_the_sessions_trace_and_link_the_tool_span(tmp_path: Path) -> None:
+    need_cli(CODEX)
+    project = tmp_path / "project"
+    project.mkdir()
+    bridge = _one_process_hooks(project, tmp_path)
+    home = tmp_path / "home"
+    codex_home = codex_config(home, trusted=project)
+    exporter = (
+        f'{{ otlp-http = {{ endpoint = "{SERVE_URL}/v1/traces", protocol = "json", '
+        f'headers = {{ authorization = "Bearer {SERVE_TOKEN}" }} }} }}'
+    )
+    config = codex_home / "config.toml"
+    otel = f'[otel]\nenvironment = "test"\ntrace_exporter = {exporter}\n\n'
+    config.write_text(config.read_text().replace("[analytics]", f"{otel}[analytics]"))
+    served = tmp_path / "served.jsonl"
+    run = run_codex(project, home, STEPS, extra_env=_bridge_env(tmp_path), serve_traces=served)
+    assert run.returncode == 0, skip_reason(run)
+    joined = _assert_joined(bridge, served, "codex_exec")
+    (tool,) = [s for s in _spans(bridge) if s["name"].startswith("execute_tool")]
+    linked = [s for s in joined if _attr(s, "otelhooks.hook.span_id") == tool["spanId"]]
+    assert linked, [s["name"] for s in joined if _attr(s, "call_id")]
+    assert all(_attr(s, "codex.trace_id") for s in joined)
+
+
+def test_gemini_spans_join_the_sessions_trace(tmp_path: Path) -> None:
+    need_cli(GEMINI)
+    project = tmp_path / "project"
+    project.mkdir()
+    bridge = _install("gemini", project, tmp_path)
+    home = tmp_path / "home"
+    settings = {
+        "telemetry": {
+            "enabled": True,
+            "target": "local",
+            "otlpEndpoint": SERVE_URL,
+            "otlpProtocol": "http",
+            "logPrompts": False,
+        }
+    }
+    served = tmp_path / "served.jsonl"
+    run = run_gemini(
+        project,
+        home,
+        STEPS,
+        extra_env={
+            **_bridge_env(tmp_path),
+            "GEMINI_TELEMETRY_ENABLED": "true",
+            "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer {SERVE_TOKEN}",
+        },
+        settings=settings,
+        serve_traces=served,
+    )
+    assert run.returncode == 0, skip_reason(run)
+    joined = _assert_joined(bridge, served, "gemini-cli")
+    names = {s["name"] for s in joined}
+    assert {"llm_call", "tool_call"} <= names
+    assert all(_attr(s, "gemini_cli.trace_id") for s in joined)
