@@ -346,7 +346,13 @@ _KINDS: Final = re.compile(r"^[@A-Za-z0-9_\-, |/.:]+$")
 def _kinds_matcher(source: str, hook_id: str | None) -> Matcher:
     """``@shell|Read``: each tool kind expanded to its names (:mod:`otelhooks._tool_kinds`),
     ``@mcp`` as a name-shape regex."""
-    from otelhooks._tool_kinds import MCP_KIND, MCP_PATTERN, kind_names
+    from otelhooks._tool_kinds import (
+        ANNOTATION_KINDS,
+        KIND_NAMES,
+        MCP_KIND,
+        MCP_PATTERN,
+        kind_names,
+    )
 
     names: set[str] = set()
     mcp = False
@@ -358,8 +364,7 @@ def _kinds_matcher(source: str, hook_id: str | None) -> Matcher:
         if expanded is None:
             raise InvalidMatcherError(
                 f"hook {hook_id or '?'}: matcher {source!r}: unknown tool kind {name!r} "
-                "(known: @shell, @file_write, @file_edit, @file_read, @web_fetch, "
-                "@web_search, @mcp, @read_only, @destructive, @idempotent, @open_world)"
+                f"(known: {', '.join([*KIND_NAMES, MCP_KIND, *ANNOTATION_KINDS])})"
             )
         names |= expanded
     if not mcp:

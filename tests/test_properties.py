@@ -91,10 +91,12 @@ def test_matchers_compile_from_any_string_and_match_without_raising(
     refused: InvalidMatcherError | None = None
     try:
         matcher = compile_matcher(source, dialect)
-    except InvalidMatcherError as exc:  # the one refusal: a regex that could backtrack
+    except InvalidMatcherError as exc:
         refused = exc
     if refused is not None:
-        assert "exponential time" in str(refused)
+        # the two refusals: a regex that could backtrack, and a tool kind no table names (a
+        # typo in a guard such as ``@shel`` must be loud, never a matcher that matches nothing)
+        assert "exponential time" in str(refused) or "unknown tool kind" in str(refused)
         return
     assert isinstance(matcher.matches(tuple(values)), bool)
     if source is None or source.strip() in ("", "*"):
