@@ -9,6 +9,7 @@ on another thread (a stream read elsewhere).
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -95,21 +96,26 @@ def add_call(
 
 
 class SessionSpend:
-    """Spend per session id, for at most ``max_sessions`` sessions (least recently used out)."""
+    """Spend per session id, for at most ``max_sessions`` sessions (least recently used out).
+
+    A session id comes from the agent (Claude Code's ``session_id`` is any string a client
+    sends): each is kept as a 16-byte digest, so the memory is bounded by the count alone.
+    """
 
     def __init__(self, max_sessions: int = 10_000) -> None:
         self._max = max_sessions
-        self._sessions: OrderedDict[str, Spend] = OrderedDict()
+        self._sessions: OrderedDict[bytes, Spend] = OrderedDict()
         self._lock = threading.Lock()
 
     def of(self, session_id: str) -> Spend:
         """The session's total (a new, empty one for a session not seen yet)."""
+        key = hashlib.blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
         with self._lock:
-            spend = self._sessions.get(session_id)
+            spend = self._sessions.get(key)
             if spend is None:
-                spend = self._sessions[session_id] = Spend()
+                spend = self._sessions[key] = Spend()
                 while len(self._sessions) > self._max:
                     self._sessions.popitem(last=False)
             else:
-                self._sessions.move_to_end(session_id)
+                self._sessions.move_to_end(key)
             return spend

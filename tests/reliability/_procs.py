@@ -1,13 +1,15 @@
 """Running the real ``otelhooks`` command line in a child process, with its wall time and peak
-RSS (from ``wait4``), optionally under an address-space limit so a regression fails the test
-instead of the machine."""
+RSS (from ``wait4`` in a small launcher), optionally under an address-space limit so a
+regression fails the test instead of the machine."""
 
 from __future__ import annotations
 
 import os
 import resource
+import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -33,6 +35,24 @@ def cli_env(**extra: str) -> dict[str, str]:
     return env
 
 
+# Linux keeps a process's peak RSS across fork and exec: a child forked straight from this test
+# process (hundreds of MB late in a suite) reports at least that much. A small launcher forks the
+# command instead and reports the command's own peak, measured from a parent of ~10 MB.
+_LAUNCHER = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as out:
+    out.write(str(usage.ru_maxrss))
+code = os.waitstatus_to_exitcode(status)
+if code < 0:
+    os.kill(os.getpid(), -code)
+sys.exit(code)
+"""
+
+
 def run_cli(
     *argv: str,
     env: dict[str, str] | None = None,
@@ -46,14 +66,17 @@ def run_cli(
             size = memory_limit_mb * 1024 * 1024
             resource.setrlimit(resource.RLIMIT_AS, (size, size))
 
+    fd, rss_path = tempfile.mkstemp(prefix="otelhooks-rss-")
+    os.close(fd)
     started = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "otelhooks", *argv],
+        [sys.executable, "-c", _LAUNCHER, rss_path, sys.executable, "-m", "otelhooks", *argv],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env=env or cli_env(),
         cwd=ROOT,
         preexec_fn=limit,
+        start_new_session=True,  # a timeout kills the launcher and the command together
     )
     chunks: dict[str, bytes] = {}
 
@@ -68,24 +91,24 @@ def run_cli(
     for reader in readers:
         reader.start()
     killed = False
-    # wait4, not Popen.wait: it gives this child's own peak RSS.
-    while True:
-        pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-        if pid:
-            break
-        if time.monotonic() - started > timeout_s:
-            proc.kill()
-            killed = True
-            pid, status, usage = os.wait4(proc.pid, 0)
-            break
-        time.sleep(0.02)
-    proc.returncode = os.waitstatus_to_exitcode(status)
+    try:
+        proc.wait(timeout_s)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        killed = True
+        proc.wait()
     for reader in readers:
         reader.join(10)
+    try:
+        peak_kb = int(Path(rss_path).read_text() or 0)
+    except ValueError:
+        peak_kb = 0
+    finally:
+        os.unlink(rss_path)
     return Finished(
         None if killed else proc.returncode,
         chunks.get("out", b"").decode(errors="replace"),
         chunks.get("err", b"").decode(errors="replace"),
         time.monotonic() - started,
-        usage.ru_maxrss / 1024,
+        peak_kb / 1024,
     )
