@@ -5,6 +5,9 @@ hooks (in the payload's ``claudeCode`` copy) and the tool's span; ``classifierCo
 ``PermissionDenied.retry`` reach Claude Code; ``install`` gives FileChanged a watch list.
 
 The bridge runs in process with a real engine and the SDK's in-memory exporter.
+
+Source: thevibeworks/claude-code-docs ``content/en/docs/claude-code/hooks.md`` at commit
+e7cbe5e (tests/conformance/references.json), and the real Claude Code CLI 2.1.332.
 """
 
 from __future__ import annotations

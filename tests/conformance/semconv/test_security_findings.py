@@ -1,6 +1,9 @@
 """The experimental guardrail findings (``guardrail_pr427.json``): off by default; with
 ``OTELHOOKS_EXPERIMENTAL_SECURITY_FINDINGS=true`` a denied and a rewritten tool call each carry
-a ``gen_ai.security.finding`` span event naming the hook, in the real SDK's exported spans."""
+a ``gen_ai.security.finding`` span event naming the hook, in the real SDK's exported spans.
+
+Source: open-telemetry/semantic-conventions-genai pull request 427 (open, not merged: no commit
+to pin; its description and review threads as stored, see the fixture's ``source``)."""
 
 from __future__ import annotations
 
