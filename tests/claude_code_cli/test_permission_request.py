@@ -25,7 +25,7 @@ from typing import Any
 import httpx
 import pytest
 
-from otelhooks._eventlog._server import EventLogServer, serve
+from otelhooks import EventLogServer, serve
 from otelhooks.integrations.claude_code._install import install
 from tests._realparts import require
 from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from otelhooks._matchers import compile_matcher
+from otelhooks import compile_matcher
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 
 CAPTURED = Path(__file__).parent / "captured"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from otelhooks._matchers import compile_matcher
+from otelhooks import compile_matcher
 from otelhooks._tool_kinds import KIND_NAMES
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from tests.coding_agents_cli._kinds import (

@@ -20,9 +20,7 @@ import anyio
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otelhooks import read_otlp_json_lines
-from otelhooks._config import load_config
-from otelhooks._hooks import Hook
+from otelhooks import Hook, load_config, read_otlp_json_lines
 from otelhooks._semconv import HOOK_DECIDED_BY
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge

@@ -10,7 +10,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext, TraceFlags
 
-from otelhooks._engine import HooksEngine
+from otelhooks import HooksEngine
 from otelhooks.integrations.coding_agents._joins import TraceSessions, agent_of
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._spans import session_trace_id

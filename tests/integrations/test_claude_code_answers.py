@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from otelhooks import Block
-from otelhooks._events import HookEvent
+from otelhooks import Block, HookEvent
 from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._state import BridgeState

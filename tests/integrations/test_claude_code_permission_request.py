@@ -23,7 +23,7 @@ import httpx
 import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otelhooks._eventlog._server import EventLogServer, serve
+from otelhooks import EventLogServer, serve
 from otelhooks.integrations.claude_code import hook_client
 from otelhooks.integrations.claude_code._install import install
 from tests.web.conftest import approval_holder

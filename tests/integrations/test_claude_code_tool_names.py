@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from otelhooks import Block, Hook, HookRegistry, compile_matcher
 from otelhooks._cli._validate_cmd import report_lines
-from otelhooks._dispatch._registry import HookRegistry
-from otelhooks._hooks import Block, Hook
-from otelhooks._matchers import compile_matcher, tool_aliases
+from otelhooks._matchers import tool_aliases
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from otelhooks._config import load_config
+from otelhooks import load_config
 from otelhooks.integrations.claude_code._install import is_ours
 from otelhooks.integrations.coding_agents._install import (
     hooks_path,

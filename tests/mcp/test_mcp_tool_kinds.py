@@ -10,7 +10,7 @@ import anyio
 import pytest
 from mcp.types import TextContent
 
-from otelhooks._matchers import compile_matcher
+from otelhooks import compile_matcher
 from otelhooks._tool_kinds import annotation_kinds
 from tests.mcp._harness import calls, stdio_session, write_hooks
 

@@ -19,8 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
+from otelhooks import HookSpanProcessor
 from otelhooks._eventlog._otlp_signals import ReceivedLog, ReceivedPoint
-from otelhooks._processor import HookSpanProcessor
 from otelhooks.integrations.claude_code import hook_client
 from otelhooks.integrations.claude_code._serve import claude_code_routes
 from otelhooks.integrations.coding_agents._sessions import ServerSessions

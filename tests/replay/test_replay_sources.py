@@ -19,8 +19,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otelhooks import _semconv as sc
 from otelhooks import read_otlp_json_lines
 from otelhooks.integrations.claude_code import session_trace_id
-from otelhooks.replay import RecordingError, read_recording, replay
-from otelhooks.replay._read import iter_requests
+from otelhooks.replay import RecordingError, iter_requests, read_recording, replay
 from tests.replay.conftest import replay_main
 
 # -- content not recorded -------------------------------------------------------------------------

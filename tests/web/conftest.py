@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from otelhooks._eventlog._server import EventLogServer, serve
+from otelhooks import EventLogServer, serve
 from tests._realparts import require
 
 IMAGES = Path(__file__).resolve().parents[2] / "docs" / "images"

@@ -17,9 +17,7 @@ import httpx
 import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otelhooks import load_config
-from otelhooks._eventlog._server import EventLogServer, serve
-from otelhooks._export._otlp_json import OtlpJsonLinesSpanExporter
+from otelhooks import EventLogServer, OtlpJsonLinesSpanExporter, load_config, serve
 from otelhooks.testing import TestPipeline, pipeline
 from tests.web.conftest import AUTH, TOKEN, approval_holder
 

@@ -13,8 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from otelhooks._errors import ConfigError
-from otelhooks._eventlog._server import EventLogServer, serve
+from otelhooks import ConfigError, EventLogServer, serve
 from otelhooks.testing import TestPipeline, pipeline
 from tests._realparts import free_port
 from tests.web.conftest import AUTH, TOKEN

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from otelhooks._eventlog._server import EventLogServer, serve
+from otelhooks import EventLogServer, serve
 from tests.web.conftest import AUTH, TOKEN, approval_holder, log_in
 
 pytestmark = pytest.mark.timeout(90)

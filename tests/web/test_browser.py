@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from otelhooks._eventlog._server import EventLogServer
+from otelhooks import EventLogServer
 from tests.web._otlp import agent_run, ids, post, span
 from tests.web.conftest import TOKEN, log_in, screenshot
 

@@ -9,7 +9,7 @@ from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 
-from otelhooks.web._store import TraceIndex
+from otelhooks.web import TraceIndex
 from otelhooks.web._summary import decision_of
 
 

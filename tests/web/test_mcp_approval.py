@@ -13,7 +13,7 @@ import anyio
 import httpx
 import pytest
 
-from otelhooks._eventlog._server import EventLogServer
+from otelhooks import EventLogServer
 from tests.mcp._harness import calls, stdio_session, write_hooks
 from tests.web.conftest import AUTH, TOKEN, approval_holder
 

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 
 import httpx
 
-from otelhooks._eventlog._server import EventLogServer
+from otelhooks import EventLogServer
 from tests.web._otlp import agent_run, ids, post, span
 from tests.web.conftest import AUTH, TOKEN
 
