@@ -477,7 +477,7 @@ def _control(received: Any) -> Reply:
 def test_every_way_to_deny_stops_the_real_claude_code(
     claude: Path, project: Path, tmp_path: Path
 ) -> None:
-    from otelhooks._events import ToolCallEvent
+    from otelhooks import ToolCallEvent
 
     ways = [
         "python-block",

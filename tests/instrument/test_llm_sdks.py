@@ -265,7 +265,7 @@ def test_a_call_outside_any_operation_is_observed_but_not_accounted(
 def test_the_web_view_lists_the_run_with_its_dollars(
     pipe: Pipeline, tracer: AgentTracer, server: WebhookServer
 ) -> None:
-    from otelhooks.web._store import TraceIndex
+    from otelhooks.web import TraceIndex
 
     index = TraceIndex(max_traces=10)
     pipe.provider.add_span_processor(index)
