@@ -30,7 +30,7 @@ from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_http import Delivery, prepare, send
 from otelhooks._private_files import private_file
 
-__all__ = ["DurableQueue", "Outbox", "Report", "backoff_s"]
+__all__ = ["Attempt", "DurableQueue", "Outbox", "Report", "attempt", "backoff_s"]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -70,6 +70,54 @@ class _Row:
 
 Report = Callable[[str, str, str, Delivery | None, str], None]
 """(hook id, event, outcome, last delivery, reason) for every row that finished."""
+
+
+@dataclass(frozen=True, slots=True)
+class Attempt:
+    """What one delivery attempt of an outbox row leads to: ``ok``, ``dropped`` or ``retry``.
+
+    ``reason`` is why a row was dropped, or the error a retried row keeps as its last.
+    """
+
+    outcome: str
+    delivery: Delivery | None
+    reason: str = ""
+    retry_in_s: float = 0.0
+
+
+def attempt(
+    hook_id: str, config: str, body: bytes, event_id: str, attempts: int, time_left_s: float
+) -> Attempt:
+    """Deliver one stored row once and say what follows, for every store's outbox alike.
+
+    A row retries while its error is retryable and the next try (after :func:`backoff_s`) still
+    falls before its deadline, ``time_left_s`` from now; otherwise it is dropped with a reason.
+    """
+    try:
+        webhook = WebhookConfig.model_validate(json.loads(config))
+    except (ValidationError, ValueError) as exc:
+        _log.warning("outbox row has an invalid webhook config", hook_id=hook_id, error=str(exc))
+        return Attempt("dropped", None, "invalid_config")
+    prepared = prepare(webhook, body, event_id)
+    delivery = (
+        prepared
+        if isinstance(prepared, Delivery)
+        else send(webhook, prepared, accept=tuple(range(200, 300)), limit=65536)
+    )
+    if delivery.delivered:
+        return Attempt("ok", delivery)
+    retry_in = backoff_s(attempts)
+    if delivery.retryable and retry_in <= time_left_s:
+        return Attempt("retry", delivery, delivery.error_class or str(delivery.status), retry_in)
+    reason = "retry_deadline" if delivery.retryable else (delivery.error_class or "error")
+    _log.warning(
+        "webhook delivery dropped",
+        hook_id=hook_id,
+        error_class=delivery.error_class,
+        status=delivery.status,
+        attempts=attempts + 1,
+    )
+    return Attempt("dropped", delivery, reason)
 
 
 class DurableQueue(Protocol):
@@ -199,39 +247,16 @@ class Outbox:
             self._report(row.hook_id, row.event, outcome, delivery, reason)
 
     def _deliver(self, row: _Row) -> None:
-        try:
-            config = WebhookConfig.model_validate(json.loads(row.config))
-        except (ValidationError, ValueError) as exc:
-            _log.warning(
-                "outbox row has an invalid webhook config", hook_id=row.hook_id, error=str(exc)
-            )
-            self._finish(row, "dropped", None, "invalid_config")
-            return
-        prepared = prepare(config, row.body, row.event_id)
-        delivery = (
-            prepared
-            if isinstance(prepared, Delivery)
-            else send(config, prepared, accept=tuple(range(200, 300)), limit=65536)
-        )
-        if delivery.delivered:
-            self._finish(row, "ok", delivery, "")
-            return
         now = time.time()
-        retry_at = now + backoff_s(row.attempts)
-        if not delivery.retryable or retry_at > row.deadline_at:
-            reason = "retry_deadline" if delivery.retryable else (delivery.error_class or "error")
-            _log.warning(
-                "webhook delivery dropped",
-                hook_id=row.hook_id,
-                error_class=delivery.error_class,
-                status=delivery.status,
-                attempts=row.attempts + 1,
-            )
-            self._finish(row, "dropped", delivery, reason)
+        result = attempt(
+            row.hook_id, row.config, row.body, row.event_id, row.attempts, row.deadline_at - now
+        )
+        if result.outcome != "retry":
+            self._finish(row, result.outcome, result.delivery, result.reason)
             return
         with self._lock:
             self._db.execute(
                 "UPDATE outbox SET attempts = attempts + 1, next_at = ?, last_error = ? "
                 "WHERE id = ?",
-                (retry_at, delivery.error_class or str(delivery.status), row.id),
+                (now + result.retry_in_s, result.reason, row.id),
             )

@@ -23,11 +23,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 import structlog
-from pydantic import ValidationError
 
-from otelhooks._actions._outbox import Report, backoff_s
+from otelhooks._actions._outbox import Report, attempt
 from otelhooks._actions._webhook_config import WebhookConfig
-from otelhooks._actions._webhook_http import Delivery, prepare, send
+from otelhooks._actions._webhook_http import Delivery
 from otelhooks._store._errors import StoreError, StoreUnavailable
 
 if TYPE_CHECKING:
@@ -191,39 +190,16 @@ class PostgresOutbox:
             self._report(row.hook_id, row.event, outcome, delivery, reason)
 
     def _deliver(self, row: _Row) -> None:
-        try:
-            config = WebhookConfig.model_validate(json.loads(row.config))
-        except (ValidationError, ValueError) as exc:
-            _log.warning(
-                "outbox row has an invalid webhook config", hook_id=row.hook_id, error=str(exc)
-            )
-            self._finish(row, "dropped", None, "invalid_config")
-            return
-        prepared = prepare(config, bytes(row.body), row.event_id)
-        delivery = (
-            prepared
-            if isinstance(prepared, Delivery)
-            else send(config, prepared, accept=tuple(range(200, 300)), limit=65536)
+        result = attempt(
+            row.hook_id, row.config, bytes(row.body), row.event_id, row.attempts, row.deadline_in
         )
-        if delivery.delivered:
-            self._finish(row, "ok", delivery, "")
-            return
-        retry_in = backoff_s(row.attempts)
-        if not delivery.retryable or retry_in > row.deadline_in:
-            reason = "retry_deadline" if delivery.retryable else (delivery.error_class or "error")
-            _log.warning(
-                "webhook delivery dropped",
-                hook_id=row.hook_id,
-                error_class=delivery.error_class,
-                status=delivery.status,
-                attempts=row.attempts + 1,
-            )
-            self._finish(row, "dropped", delivery, reason)
+        if result.outcome != "retry":
+            self._finish(row, result.outcome, result.delivery, result.reason)
             return
         with self.store.transaction() as conn:
             conn.execute(
                 f"UPDATE otelhooks_outbox SET attempts = attempts + 1, next_at = {_NOW} + %s, "
                 "leased_until = 0, leased_by = NULL, last_error = %s "
                 "WHERE id = %s AND leased_by = %s",
-                (retry_in, delivery.error_class or str(delivery.status), row.id, self.instance),
+                (result.retry_in_s, result.reason, row.id, self.instance),
             )
