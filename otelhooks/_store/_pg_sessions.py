@@ -2,11 +2,11 @@
 ``PostToolUse`` by another end the same ``execute_tool`` span.
 
 :class:`SharedSessions` is :class:`~otelhooks.integrations.coding_agents._sessions.ServerSessions`
-with one change: its transactions run on the store (the tables ``operations``, ``tools`` and
-``counters`` of the ``otelhooks_claude_code`` schema, the bridge's own, made the transaction's
-``search_path``), so the bridge logic is the same code. Each transaction first takes one
-advisory lock, which serializes the fleet's session changes as ``BEGIN IMMEDIATE`` serializes
-them in SQLite (the lock and the path in one round trip).
+with one change: its transactions run on the store (the tables ``operations``, ``tools``,
+``counters`` and ``tool_turns`` of the ``otelhooks_claude_code`` schema, the bridge's own, made
+the transaction's ``search_path``), so the bridge logic is the same code. Each transaction
+first takes one advisory lock, which serializes the fleet's session changes as
+``BEGIN IMMEDIATE`` serializes them in SQLite (the lock and the path in one round trip).
 
 The per-tool-use changes of every ``PreToolUse`` and ``PostToolUse`` (the turn opened or found,
 the tool use started, its verdict kept, checked open, ended) are one statement each instead:
@@ -37,7 +37,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
 from otelhooks.integrations.coding_agents._sessions import _tool_bytes as tool_bytes
-from otelhooks.integrations.coding_agents._state import UNCOUNTED, OpenOperation, OpenTool
+from otelhooks.integrations.coding_agents._state import (
+    TURN_KEY,
+    UNCOUNTED,
+    OpenOperation,
+    OpenTool,
+    stored_attributes,
+    turn_index_of,
+)
 from otelhooks.integrations.coding_agents._state import _span_id as new_span_id
 
 if TYPE_CHECKING:
@@ -78,21 +85,31 @@ _COUNT: Final = f"""
     ON CONFLICT (session_id) DO UPDATE SET tool_calls = c.tool_calls + 1
     RETURNING c.tool_calls - 1 AS idx
 """
+# ... and its tool's calls in the turn (the state file's _COUNT_IN_TURN), kept in its attributes.
+_COUNT_IN_TURN: Final = f"""
+    INSERT INTO {_S}.tool_turns AS t SELECT %(s)s, %(name)s, %(op)s, 1
+    WHERE NOT EXISTS (SELECT 1 FROM old)
+    ON CONFLICT (session_id, tool_name) DO UPDATE SET
+        calls = CASE WHEN t.operation_id = EXCLUDED.operation_id THEN t.calls + 1 ELSE 1 END,
+        operation_id = EXCLUDED.operation_id
+    RETURNING json_build_object('{TURN_KEY}', t.calls)::text AS attrs
+"""
 # An open call that is not a tool use (a model call): inserted without taking an index.
 _NO_COUNT: Final = f"SELECT {UNCOUNTED} AS idx WHERE NOT EXISTS (SELECT 1 FROM old)"
+_NO_COUNT_IN_TURN: Final = "SELECT '{}' AS attrs"
 _START: Final = f"""
 WITH old AS (
     SELECT {_TOOL_COLUMNS} FROM {_S}.tools WHERE session_id = %(s)s AND tool_use_id = %(u)s
-), n AS ({{index}}), new AS (
+), n AS ({{index}}), k AS ({{turn}}), new AS (
     INSERT INTO {_S}.tools
     SELECT %(s)s, %(u)s, %(span)s, %(parent)s, %(op)s, %(start)s, %(name)s, %(input)s,
-        idx, '{{{{}}}}'
-    FROM n ON CONFLICT (session_id, tool_use_id) DO NOTHING RETURNING {_TOOL_COLUMNS}
+        idx, attrs
+    FROM n, k ON CONFLICT (session_id, tool_use_id) DO NOTHING RETURNING {_TOOL_COLUMNS}
 )
 SELECT {_TOOL_COLUMNS} FROM new UNION ALL SELECT {_TOOL_COLUMNS} FROM old
 """
-_START_TOOL: Final = _START.format(index=_COUNT).encode()
-_START_UNCOUNTED: Final = _START.format(index=_NO_COUNT).encode()
+_START_TOOL: Final = _START.format(index=_COUNT, turn=_COUNT_IN_TURN).encode()
+_START_UNCOUNTED: Final = _START.format(index=_NO_COUNT, turn=_NO_COUNT_IN_TURN).encode()
 # Every session idle past the ttl (and the one asked about, if nothing says when it was used).
 _FORGET: Final = f"""
 WITH idle AS (
@@ -106,6 +123,8 @@ WITH idle AS (
     DELETE FROM {_S}.tools WHERE session_id IN (SELECT session_id FROM gone) RETURNING 1
 ), c AS (
     DELETE FROM {_S}.counters WHERE session_id IN (SELECT session_id FROM gone) RETURNING 1
+), k AS (
+    DELETE FROM {_S}.tool_turns WHERE session_id IN (SELECT session_id FROM gone) RETURNING 1
 )
 SELECT session_id FROM gone
 """.encode()
@@ -122,9 +141,11 @@ _END_TOOL: Final = (
 
 
 def _open_tool(row: Sequence[Any]) -> OpenTool:
+    attributes = json.loads(row[9])
+    turn_index = turn_index_of(attributes)
     return OpenTool(
         row[0], row[1], row[2], row[3], row[4], row[5], row[6],
-        json.loads(row[7]), row[8], json.loads(row[9]),
+        json.loads(row[7]), row[8], attributes, turn_index,
     )  # fmt: skip
 
 
@@ -238,6 +259,8 @@ class SharedSessions(ServerSessions):
             )
         size = tool_bytes(operation.session_id, tool_use_id, tool_name, len(stored))
         self._hold(operation.session_id, (tool_use_id, size))
+        if counted:
+            self._count_name(operation.session_id, tool_name)
         return tool
 
     def start_operation(
@@ -257,7 +280,7 @@ class SharedSessions(ServerSessions):
         return session_id in gone
 
     def set_tool_attributes(self, tool: OpenTool, attributes: dict[str, Any]) -> None:
-        params = (json.dumps(attributes), tool.session_id, tool.tool_use_id)
+        params = (stored_attributes(tool, attributes), tool.session_id, tool.tool_use_id)
         self.store.statement(_SET_ATTRIBUTES, params)
 
     def has_open_tool(self, session_id: str, tool_use_id: str) -> bool:

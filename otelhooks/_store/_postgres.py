@@ -213,6 +213,20 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
         CREATE INDEX otelhooks_web_approvals_trace ON otelhooks_web_approvals (trace_id);
         """,
     ),
+    (
+        6,
+        # Each tool's calls in the current turn (LobeHub's callIndex), as the state file's
+        # tool_turns: a tool row keeps its own number, this only counts.
+        """
+        CREATE TABLE otelhooks_claude_code.tool_turns (
+            session_id   TEXT NOT NULL,
+            tool_name    TEXT NOT NULL,
+            operation_id TEXT NOT NULL,
+            calls        INTEGER NOT NULL,
+            PRIMARY KEY (session_id, tool_name)
+        );
+        """,
+    ),
 )
 SCHEMA_VERSION: Final = MIGRATIONS[-1][0]
 

@@ -18,8 +18,11 @@ oldest one past ``max_sessions`` or past ``max_bytes`` (ids and tool inputs it k
 oldest open tool use of a session past ``max_tools_per_session`` are forgotten: their rows are
 deleted (their spans are never ended) and each is counted by ``on_drop`` (``otelhooks.dropped``,
 source ``claude_code_sessions``, reason ``expired``, ``too_many_sessions``, ``too_many_bytes``
-or ``too_many_tools``). The join memory (ended tool uses, recently seen sessions) is bounded
-the same way, by count and bytes, oldest first (reason ``join_forgotten``).
+or ``too_many_tools``). A turn that names more distinct tools than ``max_tools_per_session``
+(or their names more bytes than ``max_bytes``) loses the counts of its other tools, which
+restart at 1 (LobeHub's ``callIndex`` of that turn is then wrong; reason ``too_many_tools``).
+The join memory (ended tool uses, recently seen sessions) is bounded the same way, by count
+and bytes, oldest first (reason ``join_forgotten``).
 """
 
 from __future__ import annotations
@@ -52,6 +55,11 @@ _ROW_BYTES = 128  # what a row costs beyond its strings (ids, integers, SQLite's
 def _session_bytes(session_id: str) -> int:
     # a session's id is stored four times: the operations and counters rows and their keys
     return 4 * len(session_id) + 2 * _ROW_BYTES
+
+
+def _count_bytes(session_id: str, tool_name: str) -> int:
+    # a turn-count row (tool_turns): its key twice, with the operation id
+    return 2 * (len(session_id) + len(tool_name)) + 32 + _ROW_BYTES
 
 
 def _tool_bytes(session_id: str, tool_use_id: str, name: str, tool_input: int) -> int:
@@ -97,6 +105,8 @@ class _Held:
     touched: float
     tools: OrderedDict[str, int] = field(default_factory=OrderedDict)
     bytes: int = 0
+    # the tool names counted in the current turn (their tool_turns rows) and those rows' bytes
+    names: dict[str, int] = field(default_factory=dict)
 
 
 class ServerSessions(BridgeState):
@@ -297,6 +307,38 @@ class ServerSessions(BridgeState):
                 held.bytes -= size
                 self._held_bytes -= size
 
+    def _count_name(self, session_id: str, tool_name: str) -> None:
+        """Account the turn-count row of ``tool_name``; past a bound, the turn's counts go."""
+        with self._lock:
+            held = self._held.get(session_id)
+            if held is None or tool_name in held.names:
+                return
+            size = held.names[tool_name] = _count_bytes(session_id, tool_name)
+            held.bytes += size
+            self._held_bytes += size
+            past = len(held.names) > self.max_tools_per_session
+            past = past or sum(held.names.values()) > self.max_bytes
+        if past:  # the other names' counts go; this one's (just taken) stays
+            with self._tx() as db:
+                db.execute(
+                    "DELETE FROM tool_turns WHERE session_id = ? AND tool_name <> ?",
+                    (session_id, tool_name),
+                )
+            self._new_turn(session_id, keep=tool_name)
+            self.on_drop(1, "too_many_tools")
+
+    def _new_turn(self, session_id: str, keep: str | None = None) -> None:
+        """Forget the accounting of a session's turn counts (their rows were deleted), but
+        ``keep``'s."""
+        with self._lock:
+            held = self._held.get(session_id)
+            if held is not None:
+                kept = {n: b for n, b in held.names.items() if n == keep}
+                size = sum(held.names.values()) - sum(kept.values())
+                held.bytes -= size
+                self._held_bytes -= size
+                held.names = kept
+
     def _release(self, session_id: str) -> None:
         with self._lock:
             held = self._held.pop(session_id, None)
@@ -317,7 +359,14 @@ class ServerSessions(BridgeState):
     ) -> tuple[OpenOperation, OpenOperation | None]:
         self._see(session_id)
         self._hold(session_id)
-        return super().start_operation(session_id, prompt)
+        started = super().start_operation(session_id, prompt)
+        self._new_turn(session_id)
+        return started
+
+    def end_operation(self, session_id: str) -> OpenOperation | None:
+        ended = super().end_operation(session_id)
+        self._new_turn(session_id)
+        return ended
 
     def current_operation(self, session_id: str) -> OpenOperation:
         self._see(session_id)
@@ -337,6 +386,8 @@ class ServerSessions(BridgeState):
         stored = len(json.dumps(tool_input, default=str)) if tool_input else 2
         size = _tool_bytes(operation.session_id, tool_use_id, tool_name, stored)
         self._hold(operation.session_id, (tool_use_id, size))
+        if counted:
+            self._count_name(operation.session_id, tool_name)
         return tool
 
     def tool_span(self, session_id: str, tool_use_id: str) -> int | None:

@@ -28,16 +28,22 @@ from typing import Any
 __all__ = [
     "DEFAULT_STATE_PATH",
     "STATE_ENV",
+    "TURN_KEY",
     "UNCOUNTED",
     "BridgeState",
     "OpenOperation",
     "OpenTool",
+    "stored_attributes",
+    "turn_index_of",
 ]
 
 STATE_ENV = "OTELHOOKS_CLAUDE_STATE"
 DEFAULT_STATE_PATH = Path("~/.otelhooks/claude-code.sqlite3")
 # the call_index of an open call that is not a tool use (``start_tool(counted=False)``)
 UNCOUNTED = -1
+# Where a tool row keeps its turn index (LobeHub's ``callIndex``): inside the ``attributes``
+# JSON, so the ``tools`` table of an existing state file (or database) needs no new column.
+TURN_KEY = "~otelhooks.turn_index"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS operations (
@@ -64,7 +70,20 @@ CREATE TABLE IF NOT EXISTS counters (
     session_id TEXT PRIMARY KEY,
     tool_calls INTEGER NOT NULL
 );
+CREATE TABLE IF NOT EXISTS tool_turns (
+    session_id   TEXT NOT NULL,
+    tool_name    TEXT NOT NULL,
+    operation_id TEXT NOT NULL,
+    calls        INTEGER NOT NULL,
+    PRIMARY KEY (session_id, tool_name)
+);
 """
+# A tool's calls in the turn, this one included: the count restarts at 1 in another turn.
+_COUNT_IN_TURN = (
+    "INSERT INTO tool_turns VALUES (?, ?, ?, 1) ON CONFLICT(session_id, tool_name) "
+    "DO UPDATE SET calls = CASE WHEN tool_turns.operation_id = excluded.operation_id "
+    "THEN tool_turns.calls + 1 ELSE 1 END, operation_id = excluded.operation_id RETURNING calls"
+)
 
 
 def _span_id() -> int:
@@ -97,9 +116,27 @@ class OpenTool:
     tool_input: dict[str, Any]
     call_index: int
     attributes: dict[str, Any]
+    # LobeHub's ``callIndex``: this tool's calls in the turn, from 1 (``tool_name`` is the
+    # bridge's ``identifier/apiName``); 0 for a call that is not counted (a model call) and for
+    # a row an older version wrote
+    turn_index: int = 0
+
+
+def turn_index_of(attributes: dict[str, Any]) -> int:
+    """Take the turn index out of a tool row's stored attributes (0 when there is none)."""
+    index = attributes.pop(TURN_KEY, 0)
+    return index if isinstance(index, int) else 0
+
+
+def stored_attributes(tool: OpenTool, attributes: dict[str, Any]) -> str:
+    """The ``attributes`` column of a tool row: the attributes and the tool's turn index."""
+    kept = {**attributes, TURN_KEY: tool.turn_index} if tool.turn_index else attributes
+    return json.dumps(kept)
 
 
 def _tool(row: sqlite3.Row) -> OpenTool:
+    attributes = json.loads(row["attributes"])
+    turn_index = turn_index_of(attributes)
     return OpenTool(
         row["session_id"],
         row["tool_use_id"],
@@ -110,7 +147,8 @@ def _tool(row: sqlite3.Row) -> OpenTool:
         row["tool_name"],
         json.loads(row["tool_input"]),
         row["call_index"],
-        json.loads(row["attributes"]),
+        attributes,
+        turn_index,
     )
 
 
@@ -175,6 +213,9 @@ class BridgeState:
                 "INSERT INTO operations VALUES (?, ?, ?, ?, ?)",
                 (new.session_id, new.operation_id, new.span_id, new.start_ns, new.prompt),
             )
+            # the turn's counts start again (the counters of another turn restart anyway: this
+            # keeps a session's rows to the tool names of one turn)
+            db.execute("DELETE FROM tool_turns WHERE session_id = ?", (session_id,))
         return new, _operation(row) if row is not None else None
 
     def current_operation(self, session_id: str) -> OpenOperation:
@@ -207,6 +248,7 @@ class BridgeState:
             row = db.execute(
                 "DELETE FROM operations WHERE session_id = ? RETURNING *", (session_id,)
             ).fetchone()
+            db.execute("DELETE FROM tool_turns WHERE session_id = ?", (session_id,))
         return _operation(row) if row is not None else None
 
     # -- tool uses ---------------------------------------------------------------------------------
@@ -224,7 +266,8 @@ class BridgeState:
 
         ``counted=False`` records an open call that is not a tool use (a model call): it takes
         no ``call_index`` (its index is ``-1``), so the session's tool uses stay numbered
-        0, 1, 2 ... whatever runs between them.
+        0, 1, 2 ... whatever runs between them, and no ``turn_index`` (0). A counted one also
+        takes its tool's number in the turn (``turn_index``, from 1).
         """
         with self._tx() as db:
             row = db.execute(
@@ -233,12 +276,15 @@ class BridgeState:
             ).fetchone()
             if row is not None:
                 return _tool(row)
-            index = UNCOUNTED
+            index, turn_index = UNCOUNTED, 0
             if counted:
                 index = db.execute(
                     "INSERT INTO counters VALUES (?, 1) ON CONFLICT(session_id) "
                     "DO UPDATE SET tool_calls = counters.tool_calls + 1 RETURNING tool_calls - 1",
                     (operation.session_id,),
+                ).fetchone()[0]
+                turn_index = db.execute(
+                    _COUNT_IN_TURN, (operation.session_id, tool_name, operation.operation_id)
                 ).fetchone()[0]
             tool = OpenTool(
                 operation.session_id,
@@ -251,6 +297,7 @@ class BridgeState:
                 tool_input,
                 index,
                 {},
+                turn_index,
             )
             db.execute(
                 "INSERT INTO tools VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -264,7 +311,7 @@ class BridgeState:
                     tool.tool_name,
                     json.dumps(tool_input, default=str),
                     tool.call_index,
-                    "{}",
+                    stored_attributes(tool, {}),
                 ),
             )
             return tool
@@ -274,7 +321,7 @@ class BridgeState:
         with self._tx() as db:
             db.execute(
                 "UPDATE tools SET attributes = ? WHERE session_id = ? AND tool_use_id = ?",
-                (json.dumps(attributes), tool.session_id, tool.tool_use_id),
+                (stored_attributes(tool, attributes), tool.session_id, tool.tool_use_id),
             )
 
     def end_tool(self, session_id: str, tool_use_id: str) -> OpenTool | None:
@@ -296,4 +343,5 @@ class BridgeState:
                 "DELETE FROM tools WHERE session_id = ? RETURNING *", (session_id,)
             ).fetchall()
             db.execute("DELETE FROM counters WHERE session_id = ?", (session_id,))
+            db.execute("DELETE FROM tool_turns WHERE session_id = ?", (session_id,))
         return (_operation(op) if op is not None else None), [_tool(t) for t in tools]

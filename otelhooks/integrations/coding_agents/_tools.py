@@ -113,7 +113,8 @@ class ToolUses:
             "identifier": "",
             "apiName": tool.tool_name,
             "args": tool.tool_input if args is None else args,
-            "callIndex": tool.call_index,
+            # LobeHub numbers each tool's calls in the operation from 1 (toolPreparation.ts)
+            "callIndex": tool.turn_index,
             # the turn's span stands for the assistant message that asked for the tool
             "assistantMessageId": f"msg_{tool.parent_span_id:016x}",
             "agentId": self.agent,

@@ -168,6 +168,13 @@ def test_call_index_counts_the_tools_earlier_calls_in_the_operation_from_one(
     assert calls == {("fs", "readFile", 1), ("fs", "readFile", 2), ("fs", "explode", 1)}
 
 
+def test_every_runtime_that_sends_call_index_is_checked_against_the_rule() -> None:
+    # the in-process bodies (above), the coding-agent bridge (command and serve) and the fleet
+    root = Path(__file__).parents[3]
+    for checked in FIXTURE["rules"]["callIndex"]["checked_by"]:
+        assert "toolPreparation.ts" in (root / checked).read_text(), checked
+
+
 def test_tool_events_name_their_assistant_message_and_executor(
     bodies: dict[str, list[Any]],
 ) -> None:
