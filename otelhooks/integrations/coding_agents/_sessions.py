@@ -1,4 +1,4 @@
-"""``ServerSessions``: the Claude Code sessions of one ``otelhooks serve``, kept in the server.
+"""``ServerSessions``: the coding-agent sessions of one ``otelhooks serve`` (or bridge daemon).
 
 The command bridge carries open turns and tool uses across hook processes in a SQLite file,
 opened and closed by every process. Under ``serve`` every event reaches one process, so the same
@@ -110,7 +110,7 @@ class _Held:
 
 
 class ServerSessions(BridgeState):
-    """Open turns and tool uses of every Claude Code session a server sees.
+    """Open turns and tool uses of every coding-agent session a server (or daemon) sees.
 
     Args:
         path: a SQLite file that keeps the sessions across restarts; ``None`` keeps them in

@@ -1,14 +1,14 @@
-"""What one Claude Code hook process leaves for the next: open turns and open tool uses.
+"""What one coding agent's hook process leaves for the next: open turns and open tool uses.
 
-Claude Code starts a new process for every hook event, so a span that begins at ``PreToolUse``
-and ends at ``PostToolUse`` is carried across processes in a small SQLite file (WAL mode). Every
-read-and-change is one ``BEGIN IMMEDIATE`` transaction, so concurrent hook processes (Claude Code
-runs the hooks of parallel tool calls at the same time) never lose or double an entry; a busy
-database is waited for (30 s), not failed. A hook event makes one transaction for each change
-it must make before or after its hooks run (``PreToolUse``: the tool use started in its turn,
-then its verdict kept; ``PostToolUse``: the tool use ended), on one connection a process opens
-once: opening one costs more than the transaction, and closing the last connection to the file
-checkpoints its log to disk.
+Claude Code, Codex CLI and Gemini CLI start a new process for every hook event, so a span that
+begins at ``PreToolUse`` and ends at ``PostToolUse`` is carried across processes in a small
+SQLite file (WAL mode). Every read-and-change is one ``BEGIN IMMEDIATE`` transaction, so
+concurrent hook processes (an agent runs the hooks of parallel tool calls at the same time)
+never lose or double an entry; a busy database is waited for (30 s), not failed. A hook event
+makes one transaction for each change it must make before or after its hooks run
+(``PreToolUse``: the tool use started in its turn, then its verdict kept; ``PostToolUse``: the
+tool use ended), on one connection a process opens once: opening one costs more than the
+transaction, and closing the last connection to the file checkpoints its log to disk.
 
 Data at rest: the file is created ``0600`` (SQLite gives its ``-wal`` and ``-shm`` files the same
 mode) and missing folders ``0700``; the default folder ``~/.otelhooks`` is kept ``0700``. Prompts
@@ -99,7 +99,7 @@ def _span_id() -> int:
 
 @dataclass(frozen=True, slots=True)
 class OpenOperation:
-    """A Claude Code turn (``UserPromptSubmit`` to ``Stop``): an ``invoke_agent`` span."""
+    """A turn (``UserPromptSubmit`` to ``Stop``, the bridge's names): an ``invoke_agent`` span."""
 
     session_id: str
     operation_id: str
