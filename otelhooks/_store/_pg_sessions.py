@@ -8,8 +8,8 @@ the transaction's ``search_path``), so the bridge logic is the same code. Each t
 first takes one advisory lock, which serializes the fleet's session changes as
 ``BEGIN IMMEDIATE`` serializes them in SQLite (the lock and the path in one round trip).
 
-The per-tool-use changes of every ``PreToolUse`` and ``PostToolUse`` (the turn opened or found,
-the tool use started, its verdict kept, checked open, ended) are one statement each instead:
+The per-tool-use changes of every ``PreToolUse`` and ``PostToolUse`` (the tool use started in
+its turn, found or opened; its verdict kept; ended) are one statement each instead:
 a single statement is atomic, so it needs no advisory lock, and it commits alone
 (:meth:`PostgresStore.statement`: one round trip, where a transaction takes ``BEGIN``, the lock,
 its statements and ``COMMIT``). A statement that loses a race to another instance inserting the
@@ -36,7 +36,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
 from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
-from otelhooks.integrations.coding_agents._sessions import _tool_bytes as tool_bytes
 from otelhooks.integrations.coding_agents._state import (
     TURN_KEY,
     UNCOUNTED,
@@ -79,15 +78,18 @@ WITH touch AS ({_TOUCH}), new AS (
 SELECT {_OP_COLUMNS} FROM new
 UNION ALL SELECT {_OP_COLUMNS} FROM {_S}.operations WHERE session_id = %(s)s
 """.encode()
-# A tool use started: the recorded one if it exists, else counted and inserted.
+# A tool use started in the open turn (opened if there is none: _CURRENT_OPERATION's way): the
+# recorded one if it exists, else counted and inserted. Nothing is counted unless the turn is
+# found, so a race lost (no row) takes no number.
 _COUNT: Final = f"""
-    INSERT INTO {_S}.counters AS c SELECT %(s)s, 1 WHERE NOT EXISTS (SELECT 1 FROM old)
+    INSERT INTO {_S}.counters AS c SELECT %(s)s, 1
+    WHERE NOT EXISTS (SELECT 1 FROM old) AND EXISTS (SELECT 1 FROM op)
     ON CONFLICT (session_id) DO UPDATE SET tool_calls = c.tool_calls + 1
     RETURNING c.tool_calls - 1 AS idx
 """
 # ... and its tool's calls in the turn (the state file's _COUNT_IN_TURN), kept in its attributes.
 _COUNT_IN_TURN: Final = f"""
-    INSERT INTO {_S}.tool_turns AS t SELECT %(s)s, %(name)s, %(op)s, 1
+    INSERT INTO {_S}.tool_turns AS t SELECT %(s)s, %(name)s, op.operation_id, 1 FROM op
     WHERE NOT EXISTS (SELECT 1 FROM old)
     ON CONFLICT (session_id, tool_name) DO UPDATE SET
         calls = CASE WHEN t.operation_id = EXCLUDED.operation_id THEN t.calls + 1 ELSE 1 END,
@@ -97,19 +99,25 @@ _COUNT_IN_TURN: Final = f"""
 # An open call that is not a tool use (a model call): inserted without taking an index.
 _NO_COUNT: Final = f"SELECT {UNCOUNTED} AS idx WHERE NOT EXISTS (SELECT 1 FROM old)"
 _NO_COUNT_IN_TURN: Final = "SELECT '{}' AS attrs"
-_START: Final = f"""
-WITH old AS (
+_BEGIN: Final = f"""
+WITH touch AS ({_TOUCH}), opened AS (
+    INSERT INTO {_S}.operations VALUES (%(s)s, %(op)s, %(opspan)s, %(opstart)s, '')
+    ON CONFLICT (session_id) DO NOTHING RETURNING operation_id, span_id
+), op AS (
+    SELECT operation_id, span_id FROM opened
+    UNION ALL SELECT operation_id, span_id FROM {_S}.operations WHERE session_id = %(s)s
+), old AS (
     SELECT {_TOOL_COLUMNS} FROM {_S}.tools WHERE session_id = %(s)s AND tool_use_id = %(u)s
 ), n AS ({{index}}), k AS ({{turn}}), new AS (
     INSERT INTO {_S}.tools
-    SELECT %(s)s, %(u)s, %(span)s, %(parent)s, %(op)s, %(start)s, %(name)s, %(input)s,
+    SELECT %(s)s, %(u)s, %(span)s, op.span_id, op.operation_id, %(start)s, %(name)s, %(input)s,
         idx, attrs
-    FROM n, k ON CONFLICT (session_id, tool_use_id) DO NOTHING RETURNING {_TOOL_COLUMNS}
+    FROM n, k, op ON CONFLICT (session_id, tool_use_id) DO NOTHING RETURNING {_TOOL_COLUMNS}
 )
 SELECT {_TOOL_COLUMNS} FROM new UNION ALL SELECT {_TOOL_COLUMNS} FROM old
 """
-_START_TOOL: Final = _START.format(index=_COUNT, turn=_COUNT_IN_TURN).encode()
-_START_UNCOUNTED: Final = _START.format(index=_NO_COUNT, turn=_NO_COUNT_IN_TURN).encode()
+_BEGIN_TOOL: Final = _BEGIN.format(index=_COUNT, turn=_COUNT_IN_TURN).encode()
+_BEGIN_UNCOUNTED: Final = _BEGIN.format(index=_NO_COUNT, turn=_NO_COUNT_IN_TURN).encode()
 # Every session idle past the ttl (and the one asked about, if nothing says when it was used).
 _FORGET: Final = f"""
 WITH idle AS (
@@ -228,39 +236,39 @@ class SharedSessions(ServerSessions):
                 return OpenOperation(*rows[0])
         return super().current_operation(session_id)  # still contended: the locked way
 
-    def start_tool(
+    def begin_tool(
         self,
-        operation: OpenOperation,
+        session_id: str,
         tool_use_id: str,
         tool_name: str,
         tool_input: dict[str, Any],
         *,
         counted: bool = True,
     ) -> OpenTool:
+        self._see(session_id)
+        self._hold(session_id)
         stored = json.dumps(tool_input, default=str)
-        params = {
-            "s": operation.session_id,
-            "u": tool_use_id,
-            "span": new_span_id(),
-            "parent": operation.span_id,
-            "op": operation.operation_id,
-            "start": time.time_ns(),
-            "name": tool_name,
-            "input": stored,
-        }
         for _ in range(_RACES):
-            rows = self.store.statement(_START_TOOL if counted else _START_UNCOUNTED, params)
+            params = {
+                "s": session_id,
+                "op": f"op_{uuid.uuid4().hex[:16]}",
+                "opspan": new_span_id(),
+                "opstart": time.time_ns(),
+                "u": tool_use_id,
+                "span": new_span_id(),
+                "start": time.time_ns(),
+                "name": tool_name,
+                "input": stored,
+            }
+            rows = self.store.statement(_BEGIN_TOOL if counted else _BEGIN_UNCOUNTED, params)
             if rows:
                 tool = _open_tool(rows[0])
                 break
         else:  # still contended: the locked way
-            tool = super(ServerSessions, self).start_tool(
-                operation, tool_use_id, tool_name, tool_input, counted=counted
+            tool = super(ServerSessions, self).begin_tool(
+                session_id, tool_use_id, tool_name, tool_input, counted=counted
             )
-        size = tool_bytes(operation.session_id, tool_use_id, tool_name, len(stored))
-        self._hold(operation.session_id, (tool_use_id, size))
-        if counted:
-            self._count_name(operation.session_id, tool_name)
+        self._held_tool(tool, len(stored))
         return tool
 
     def start_operation(

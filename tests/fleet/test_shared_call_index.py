@@ -68,9 +68,12 @@ def test_a_pre_tool_use_repeated_on_another_instance_keeps_its_turn_number(
     try:
         a, b = (s.claude_code_sessions() for s in stores)  # type: ignore[attr-defined]
         op = a.current_operation("sess-turns")
-        first = [a.start_tool(op, "u1", "Bash", {}), b.start_tool(op, "u2", "Bash", {})]
-        again = b.start_tool(op, "u1", "Bash", {})
-        model = a.start_tool(op, "otelhooks:model-call", "chat", {}, counted=False)
+        first = [
+            a.begin_tool(op.session_id, "u1", "Bash", {}),
+            b.begin_tool(op.session_id, "u2", "Bash", {}),
+        ]
+        again = b.begin_tool(op.session_id, "u1", "Bash", {})
+        model = a.begin_tool(op.session_id, "otelhooks:model-call", "chat", {}, counted=False)
         assert [t.turn_index for t in first] == [1, 2]
         assert again.turn_index == 1
         assert (model.call_index, model.turn_index) == (-1, 0)
@@ -79,8 +82,8 @@ def test_a_pre_tool_use_repeated_on_another_instance_keeps_its_turn_number(
         assert ended is not None
         assert (ended.turn_index, ended.attributes) == (2, {"x": "y"})
         new, _ = b.start_operation("sess-turns", "next")
-        assert a.start_tool(new, "u3", "Bash", {}).turn_index == 1
-        assert b.start_tool(new, "u4", "Read", {}).turn_index == 1
+        assert a.begin_tool(new.session_id, "u3", "Bash", {}).turn_index == 1
+        assert b.begin_tool(new.session_id, "u4", "Read", {}).turn_index == 1
     finally:
         for store in stores:
             store.close()

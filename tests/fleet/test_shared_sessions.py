@@ -90,17 +90,15 @@ def test_a_pre_tool_use_repeated_on_two_instances_at_once_records_one_tool_use(
     two_stores: list[SharedSessions],
 ) -> None:
     a, b = two_stores
-    op = a.current_operation("sess-race")
-    assert b.current_operation("sess-race") == op
-    started: list[int] = []
+    started: list[tuple[int, int]] = []
     lock = threading.Lock()
     barrier = threading.Barrier(8)
 
     def start(sessions: SharedSessions) -> None:
-        barrier.wait(10)
-        tool = sessions.start_tool(op, "toolu_race", "Bash", {"command": "ls"})
+        barrier.wait(10)  # the turn is opened by one of them, at the same time
+        tool = sessions.begin_tool("sess-race", "toolu_race", "Bash", {"command": "ls"})
         with lock:
-            started.append(tool.span_id)
+            started.append((tool.span_id, tool.parent_span_id))
 
     threads = [threading.Thread(target=start, args=(two_stores[n % 2],)) for n in range(8)]
     for thread in threads:
@@ -108,10 +106,14 @@ def test_a_pre_tool_use_repeated_on_two_instances_at_once_records_one_tool_use(
     for thread in threads:
         thread.join(30)
     assert len(started) == 8
-    assert len(set(started)) == 1  # every instance got the first record
+    assert len(set(started)) == 1  # every instance got the first record, in one turn
+    op = b.peek_operation("sess-race")
+    assert op is not None
+    assert started[0][1] == op.span_id
     ended = b.end_tool("sess-race", "toolu_race")
     assert ended is not None
-    assert ended.span_id == started[0]
+    assert ended.span_id == started[0][0]
+    assert ended.call_index == 0  # counted once
     assert a.end_tool("sess-race", "toolu_race") is None  # ended once
 
 
@@ -121,7 +123,8 @@ def test_tool_calls_started_on_two_instances_are_numbered_in_order(
     a, b = two_stores
     op = a.current_operation("sess-count")
     indexes = [
-        (a if n % 2 else b).start_tool(op, f"toolu_{n}", "Bash", {}).call_index for n in range(6)
+        (a if n % 2 else b).begin_tool(op.session_id, f"toolu_{n}", "Bash", {}).call_index
+        for n in range(6)
     ]
     assert indexes == list(range(6))
 
@@ -133,10 +136,12 @@ def test_model_calls_between_tool_calls_take_no_call_index(
     op = a.current_operation("sess-model")
     indexes = []
     for n in range(3):
-        call = b.start_tool(op, "otelhooks:model-call", "chat", {}, counted=False)
+        call = b.begin_tool(op.session_id, "otelhooks:model-call", "chat", {}, counted=False)
         assert call.call_index == -1
         assert a.end_tool("sess-model", "otelhooks:model-call") is not None
-        indexes.append((a if n % 2 else b).start_tool(op, f"toolu_{n}", "Bash", {}).call_index)
+        indexes.append(
+            (a if n % 2 else b).begin_tool(op.session_id, f"toolu_{n}", "Bash", {}).call_index
+        )
     assert indexes == [0, 1, 2]
 
 
@@ -144,7 +149,7 @@ def test_a_verdict_kept_on_one_instance_is_read_with_the_tool_use_on_another(
     two_stores: list[SharedSessions],
 ) -> None:
     a, b = two_stores
-    tool = a.start_tool(a.current_operation("sess-attrs"), "toolu_a", "Bash", {})
+    tool = a.begin_tool("sess-attrs", "toolu_a", "Bash", {})
     a.set_tool_attributes(tool, {"otelhooks.hook.decision": "allow"})
     assert b.has_open_tool("sess-attrs", "toolu_a")
     assert b.tool_span("sess-attrs", "toolu_a") == tool.span_id
@@ -180,7 +185,7 @@ def test_expiry_keeps_a_session_another_instance_is_using(
 ) -> None:
     (a, b), drops = short_lived
     op = a.current_operation("sess-busy")
-    a.start_tool(op, "toolu_busy", "Bash", {})
+    a.begin_tool(op.session_id, "toolu_busy", "Bash", {})
     for _ in range(8):  # idle in a's memory past the ttl, used on b all along
         time.sleep(0.25)
         b.current_operation("sess-busy")
@@ -194,7 +199,7 @@ def test_a_session_idle_on_every_instance_past_the_ttl_is_deleted(
     short_lived: tuple[list[SharedSessions], list[tuple[int, str]]],
 ) -> None:
     (a, b), drops = short_lived
-    a.start_tool(a.current_operation("sess-idle"), "toolu_idle", "Bash", {})
+    a.begin_tool("sess-idle", "toolu_idle", "Bash", {})
     time.sleep(1.5)
     a.current_operation("sess-other")
     assert not b.has_open_tool("sess-idle", "toolu_idle")

@@ -78,6 +78,7 @@ def test_the_hooks_file_of_the_claude_code_section_loads(tmp_path: Path) -> None
                 "ClaudeCodeBridge",
                 "DenyMode",
                 "HookResponse",
+                "ToolNotOpen",
                 "run_hook",
                 "session_trace_id",
             ],

@@ -191,7 +191,7 @@ def test_an_old_state_file_gains_the_turn_counts_and_keeps_its_rows(tmp_path: Pa
     state = BridgeState(path)
     op = state.current_operation("s")
     assert op.operation_id == "op_old"
-    new = state.start_tool(op, "new", "Bash", {})
+    new = state.begin_tool(op.session_id, "new", "Bash", {})
     assert (new.call_index, new.turn_index) == (1, 1)
     old = state.end_tool("s", "old")
     assert old is not None
@@ -210,7 +210,7 @@ def test_a_turn_naming_too_many_tools_loses_its_counts_not_memory() -> None:
         for n in range(5):
             for _ in range(2):
                 use = f"u{len(numbers)}"
-                numbers.append(sessions.start_tool(op, use, f"tool-{n}", {}).turn_index)
+                numbers.append(sessions.begin_tool(op.session_id, use, f"tool-{n}", {}).turn_index)
                 assert sessions.end_tool("s", use) is not None
         # tool-3 is the fourth name: the counts restart, then it and tool-4 count again
         assert numbers == [1, 2, 1, 2, 1, 2, 1, 2, 1, 2]

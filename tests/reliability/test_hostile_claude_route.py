@@ -225,7 +225,7 @@ def test_a_session_unused_past_its_ttl_is_forgotten() -> None:
     drops: list[str] = []
     sessions = ServerSessions(ttl_s=0.05, on_drop=lambda n, why: drops.append(why))
     op = sessions.current_operation("old")
-    sessions.start_tool(op, "toolu_1", "Bash", {"command": "ls"})
+    sessions.begin_tool(op.session_id, "toolu_1", "Bash", {"command": "ls"})
     time.sleep(0.1)
     sessions.current_operation("new")
     assert sessions.peek_operation("old") is None
@@ -239,7 +239,7 @@ def test_open_tool_uses_of_one_session_are_bounded() -> None:
     sessions = ServerSessions(max_tools_per_session=3, on_drop=lambda n, why: drops.append(why))
     op = sessions.current_operation("s")
     for n in range(5):
-        sessions.start_tool(op, f"toolu_{n}", "Bash", {})
+        sessions.begin_tool(op.session_id, f"toolu_{n}", "Bash", {})
     assert [sessions.has_open_tool("s", f"toolu_{n}") for n in range(5)] == [
         False,
         False,
@@ -349,7 +349,7 @@ def test_a_durable_store_counts_what_it_kept_from_an_earlier_run(tmp_path: Path)
     path = tmp_path / "sessions.sqlite3"
     first = ServerSessions(path)
     op = first.current_operation("kept")
-    first.start_tool(op, "toolu_1", "Bash", {"command": "x" * 10_000})
+    first.begin_tool(op.session_id, "toolu_1", "Bash", {"command": "x" * 10_000})
     first.close()
     again = ServerSessions(path, max_bytes=1_000, on_drop=lambda n, why: None)
     count, held = again.held

@@ -15,6 +15,7 @@ from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookRe
 from otelhooks.integrations.coding_agents._run import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents._spans import session_trace_id
 from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, BridgeState
+from otelhooks.integrations.coding_agents._tools import ToolNotOpen
 
 __all__ = [
     "AGENT",
@@ -25,6 +26,7 @@ __all__ = [
     "ClaudeCodeBridge",
     "DenyMode",
     "HookResponse",
+    "ToolNotOpen",
     "run_hook",
     "session_trace_id",
 ]

@@ -210,16 +210,23 @@ class ClaudeCodeBridge:
 
     # -- dispatch ----------------------------------------------------------------------------------
 
-    def handle(self, payload: Mapping[str, Any]) -> HookResponse:
-        """Handle one hook event (the JSON Claude Code writes on the hook's stdin)."""
+    def handle(self, payload: Mapping[str, Any], *, open_tools_only: bool = False) -> HookResponse:
+        """Handle one hook event (the JSON Claude Code writes on the hook's stdin).
+
+        A ``Post*`` event whose tool use was never started in its session (hooks installed
+        mid-session) ends a made-up zero-length ``execute_tool`` span; with
+        ``open_tools_only`` it raises
+        :class:`~otelhooks.integrations.claude_code.ToolNotOpen` instead and changes nothing (a
+        server refuses such an event: a client could otherwise write spans for any id).
+        """
         session = str(payload.get("session_id") or "unknown-session")
         name = str(payload.get("hook_event_name") or "")
         if name == "PreToolUse":
             return self.tools.pre(session, payload)
         if name in ("PostToolUse", "PostToolUseFailure"):
-            return self.tools.post(session, name, payload)
+            return self.tools.post(session, name, payload, open_only=open_tools_only)
         if name == "PermissionDenied":
-            return self.tools.permission_denied(session, payload)
+            return self.tools.permission_denied(session, payload, open_only=open_tools_only)
         if name == "BeforeModel":  # Gemini CLI's (see _model_calls)
             return self.models.before(session, payload)
         if name == "AfterModel":

@@ -55,6 +55,7 @@ from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
 from otelhooks.integrations.coding_agents._input import InputProblem, event_name_of, parse_input
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
+from otelhooks.integrations.coding_agents._tools import ToolNotOpen
 
 __all__ = [
     "DEFAULT_DECISION_TIMEOUT_S",
@@ -162,7 +163,9 @@ class ClaudeCodeHookRoute:
         if refused is not None:
             return 409, json.dumps({"error": "conflict", "message": refused}).encode()
         try:
-            response = self.bridge.handle(payload)
+            response = self.bridge.handle(payload, open_tools_only=True)
+        except ToolNotOpen as exc:
+            return 409, json.dumps({"error": "conflict", "message": str(exc)}).encode()
         except StoreUnavailable as exc:
             if self.fail_closed and event == "PreToolUse":
                 _log.warning("claude-code hook: store unavailable", error=str(exc))
@@ -181,7 +184,7 @@ class ClaudeCodeHookRoute:
         session = str(payload.get("session_id") or "unknown-session")
         if event in _TOOL_ENDS:
             use_id = payload.get("tool_use_id")
-            if not isinstance(use_id, str) or not sessions.has_open_tool(session, use_id):
+            if not isinstance(use_id, str):  # one that is not open is refused by the bridge
                 return f"tool_use_id {str(use_id)[:80]!r} is not open in this session"
         if event == "SessionEnd":
             if not sessions.saw(session):

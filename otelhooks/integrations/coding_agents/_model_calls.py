@@ -80,15 +80,14 @@ class ModelCalls:
 
     def before(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
         """A model request starts: its span is opened, ``llm_input`` observers run."""
-        op = self.state.current_operation(session)
         self.state.end_tool(session, MODEL_CALL_ID)  # a call whose AfterModel never came
-        call = self.state.start_tool(op, MODEL_CALL_ID, sc.OP_CHAT, {}, counted=False)
+        call = self.state.begin_tool(session, MODEL_CALL_ID, sc.OP_CHAT, {}, counted=False)
         model = _model(payload)
         request = payload.get("llm_request")
         messages = request.get("messages") if isinstance(request, Mapping) else None
         kept = [m for m in messages or () if isinstance(m, dict)] if self.capture else []
         event = LlmInputEvent(
-            **event_ids(session, op.operation_id, call.span_id),
+            **event_ids(session, call.operation_id, call.span_id),
             agentId=self.agent,
             model=model,
             messages=kept,

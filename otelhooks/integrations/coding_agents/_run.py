@@ -200,12 +200,13 @@ def _handle(
     from otelhooks.integrations.coding_agents._dialects import dialect_named
 
     dialect = dialect_named(options.dialect)
+    # the environment given decides, not the process's own (an HTTP route passes its own)
+    state = BridgeState(project_path(state_path or DEFAULT_STATE_PATH, env))
     bridge = ClaudeCodeBridge(
         agent=dialect.agent,
         provider=dialect.provider,
         hooks=hooks,
-        # the environment given decides, not the process's own (an HTTP route passes its own)
-        state=BridgeState(project_path(state_path or DEFAULT_STATE_PATH, env)),
+        state=state,
         exporters=exporters,
         deny_mode=options.deny_mode,
         service_name=settings.get("OTEL_SERVICE_NAME") or options.service_name,
@@ -227,6 +228,7 @@ def _handle(
         except Exception:
             # an export that fails after the decision must not turn a deny into exit 1
             _log.exception("claude-code bridge: closing failed")
+        state.close()
     if failed:
         stderr = "\n".join([response.stderr, *failed] if response.stderr else failed)
         response = HookResponse(response.exit_code, response.stdout, stderr)

@@ -1,4 +1,4 @@
-"""``ServerSessions``: the Claude Code sessions of one ``otelhooks serve``, kept in the server.
+"""``ServerSessions``: the coding-agent sessions of one ``otelhooks serve`` (or bridge daemon).
 
 The command bridge carries open turns and tool uses across hook processes in a SQLite file,
 opened and closed by every process. Under ``serve`` every event reaches one process, so the same
@@ -33,17 +33,17 @@ import sqlite3
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from otelhooks.integrations.coding_agents._state import (
-    _SCHEMA,
+    UNCOUNTED,
     BridgeState,
     OpenOperation,
     OpenTool,
+    connect,
 )
 
 __all__ = ["ServerSessions"]
@@ -110,7 +110,7 @@ class _Held:
 
 
 class ServerSessions(BridgeState):
-    """Open turns and tool uses of every Claude Code session a server sees.
+    """Open turns and tool uses of every coding-agent session a server (or daemon) sees.
 
     Args:
         path: a SQLite file that keeps the sessions across restarts; ``None`` keeps them in
@@ -125,8 +125,7 @@ class ServerSessions(BridgeState):
 
     Example:
         >>> sessions = ServerSessions()
-        >>> op = sessions.current_operation("s-1")
-        >>> sessions.start_tool(op, "toolu_1", "Bash", {}).tool_use_id
+        >>> sessions.begin_tool("s-1", "toolu_1", "Bash", {}).tool_use_id
         'toolu_1'
         >>> _ = sessions.end_tool("s-1", "toolu_1")
         >>> sessions.tool_span("s-1", "toolu_1") is not None
@@ -144,23 +143,12 @@ class ServerSessions(BridgeState):
         max_bytes: int = 64 * 1024 * 1024,
         on_drop: DropCounter | None = None,
     ):
-        # BridgeState.__init__ is not called: it prepares a file for per-transaction connections.
-        self.path = Path(path).expanduser() if path is not None else Path(_MEMORY)
-        if path is not None:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
-        self._db = sqlite3.connect(
-            _MEMORY if path is None else self.path,
-            timeout=30.0,
-            isolation_level=None,
-            check_same_thread=False,
-        )
-        self._db.row_factory = sqlite3.Row
-        if path is not None:
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
-        self._lock = threading.Lock()
+        if path is None:
+            self.path = Path(_MEMORY)
+            self._lock = threading.Lock()
+            self._db = connect(_MEMORY)
+        else:
+            super().__init__(path)
         self.ttl_s = ttl_s
         self.max_sessions = max_sessions
         self.max_tools_per_session = max_tools_per_session
@@ -171,28 +159,13 @@ class ServerSessions(BridgeState):
         self._held: OrderedDict[str, _Held] = OrderedDict()
         self._held_bytes = 0
         if path is not None:
-            self._count_kept()
+            with self._tx() as db:
+                self._count_kept(db)
 
     @property
     def durable(self) -> bool:
         """Whether the sessions survive a restart (a file, not memory)."""
         return str(self.path) != _MEMORY
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
-
-    def close(self) -> None:
-        """Close the connection (the file keeps what is open for the next start)."""
-        with self._lock:
-            self._db.close()
 
     def _forgot(self) -> None:
         self.on_drop(1, "join_forgotten")
@@ -281,14 +254,14 @@ class ServerSessions(BridgeState):
         super().end_session(session_id)
         return True
 
-    def _count_kept(self) -> None:
+    def _count_kept(self, db: sqlite3.Connection) -> None:
         """Account what a durable file kept from an earlier run (its clock restarts now)."""
         now = time.monotonic()
-        rows = self._db.execute(
+        rows = db.execute(
             "SELECT session_id, tool_use_id, length(tool_name), length(tool_input) FROM tools "
             "ORDER BY start_ns"
         ).fetchall()
-        sessions = self._db.execute("SELECT session_id FROM operations").fetchall()
+        sessions = db.execute("SELECT session_id FROM operations").fetchall()
         for session_id, *_ in [*rows, *sessions]:
             if session_id not in self._held:
                 self._held[session_id] = _Held(now, bytes=_session_bytes(session_id))
@@ -373,22 +346,27 @@ class ServerSessions(BridgeState):
         self._hold(session_id)
         return super().current_operation(session_id)
 
-    def start_tool(
+    def begin_tool(
         self,
-        operation: OpenOperation,
+        session_id: str,
         tool_use_id: str,
         tool_name: str,
         tool_input: dict[str, Any],
         *,
         counted: bool = True,
     ) -> OpenTool:
-        tool = super().start_tool(operation, tool_use_id, tool_name, tool_input, counted=counted)
-        stored = len(json.dumps(tool_input, default=str)) if tool_input else 2
-        size = _tool_bytes(operation.session_id, tool_use_id, tool_name, stored)
-        self._hold(operation.session_id, (tool_use_id, size))
-        if counted:
-            self._count_name(operation.session_id, tool_name)
+        self._see(session_id)
+        self._hold(session_id)
+        tool = super().begin_tool(session_id, tool_use_id, tool_name, tool_input, counted=counted)
+        self._held_tool(tool, len(json.dumps(tool_input, default=str)) if tool_input else 2)
         return tool
+
+    def _held_tool(self, tool: OpenTool, stored: int) -> None:
+        """Account a tool use just started (its stored input ``stored`` bytes long)."""
+        size = _tool_bytes(tool.session_id, tool.tool_use_id, tool.tool_name, stored)
+        self._hold(tool.session_id, (tool.tool_use_id, size))
+        if tool.call_index != UNCOUNTED:
+            self._count_name(tool.session_id, tool.tool_name)
 
     def tool_span(self, session_id: str, tool_use_id: str) -> int | None:
         """The span id of the ``execute_tool`` span of a tool use (open or recently ended)."""

@@ -1,10 +1,14 @@
-"""What one Claude Code hook process leaves for the next: open turns and open tool uses.
+"""What one coding agent's hook process leaves for the next: open turns and open tool uses.
 
-Claude Code starts a new process for every hook event, so a span that begins at ``PreToolUse``
-and ends at ``PostToolUse`` is carried across processes in a small SQLite file (WAL mode). Every
-read-and-change is one ``BEGIN IMMEDIATE`` transaction, so concurrent hook processes (Claude Code
-runs the hooks of parallel tool calls at the same time) never lose or double an entry; a busy
-database is waited for (30 s), not failed.
+Claude Code, Codex CLI and Gemini CLI start a new process for every hook event, so a span that
+begins at ``PreToolUse`` and ends at ``PostToolUse`` is carried across processes in a small
+SQLite file (WAL mode). Every read-and-change is one ``BEGIN IMMEDIATE`` transaction, so
+concurrent hook processes (an agent runs the hooks of parallel tool calls at the same time)
+never lose or double an entry; a busy database is waited for (30 s), not failed. A hook event
+makes one transaction for each change it must make before or after its hooks run
+(``PreToolUse``: the tool use started in its turn, then its verdict kept; ``PostToolUse``: the
+tool use ended), on one connection a process opens once: opening one costs more than the
+transaction, and closing the last connection to the file checkpoints its log to disk.
 
 Data at rest: the file is created ``0600`` (SQLite gives its ``-wal`` and ``-shm`` files the same
 mode) and missing folders ``0700``; the default folder ``~/.otelhooks`` is kept ``0700``. Prompts
@@ -16,6 +20,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -33,13 +38,14 @@ __all__ = [
     "BridgeState",
     "OpenOperation",
     "OpenTool",
+    "connect",
     "stored_attributes",
     "turn_index_of",
 ]
 
 STATE_ENV = "OTELHOOKS_CLAUDE_STATE"
 DEFAULT_STATE_PATH = Path("~/.otelhooks/claude-code.sqlite3")
-# the call_index of an open call that is not a tool use (``start_tool(counted=False)``)
+# the call_index of an open call that is not a tool use (``begin_tool(counted=False)``)
 UNCOUNTED = -1
 # Where a tool row keeps its turn index (LobeHub's ``callIndex``): inside the ``attributes``
 # JSON, so the ``tools`` table of an existing state file (or database) needs no new column.
@@ -93,7 +99,7 @@ def _span_id() -> int:
 
 @dataclass(frozen=True, slots=True)
 class OpenOperation:
-    """A Claude Code turn (``UserPromptSubmit`` to ``Stop``): an ``invoke_agent`` span."""
+    """A turn (``UserPromptSubmit`` to ``Stop``, the bridge's names): an ``invoke_agent`` span."""
 
     session_id: str
     operation_id: str
@@ -158,12 +164,97 @@ def _operation(row: sqlite3.Row) -> OpenOperation:
     )
 
 
+def _current(db: sqlite3.Connection, session_id: str) -> OpenOperation:
+    row = db.execute("SELECT * FROM operations WHERE session_id = ?", (session_id,)).fetchone()
+    if row is not None:
+        return _operation(row)
+    new = OpenOperation(session_id, f"op_{uuid.uuid4().hex[:16]}", _span_id(), time.time_ns(), "")
+    db.execute(
+        "INSERT INTO operations VALUES (?, ?, ?, ?, ?)",
+        (new.session_id, new.operation_id, new.span_id, new.start_ns, new.prompt),
+    )
+    return new
+
+
+def _start(
+    db: sqlite3.Connection,
+    operation: OpenOperation,
+    tool_use_id: str,
+    tool_name: str,
+    tool_input: dict[str, Any],
+    counted: bool,
+) -> OpenTool:
+    row = db.execute(
+        "SELECT * FROM tools WHERE session_id = ? AND tool_use_id = ?",
+        (operation.session_id, tool_use_id),
+    ).fetchone()
+    if row is not None:
+        return _tool(row)
+    index, turn_index = UNCOUNTED, 0
+    if counted:
+        index = db.execute(
+            "INSERT INTO counters VALUES (?, 1) ON CONFLICT(session_id) "
+            "DO UPDATE SET tool_calls = counters.tool_calls + 1 RETURNING tool_calls - 1",
+            (operation.session_id,),
+        ).fetchone()[0]
+        turn_index = db.execute(
+            _COUNT_IN_TURN, (operation.session_id, tool_name, operation.operation_id)
+        ).fetchone()[0]
+    tool = OpenTool(
+        operation.session_id,
+        tool_use_id,
+        _span_id(),
+        operation.span_id,
+        operation.operation_id,
+        time.time_ns(),
+        tool_name,
+        tool_input,
+        index,
+        {},
+        turn_index,
+    )
+    db.execute(
+        "INSERT INTO tools VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            tool.session_id,
+            tool.tool_use_id,
+            tool.span_id,
+            tool.parent_span_id,
+            tool.operation_id,
+            tool.start_ns,
+            tool.tool_name,
+            json.dumps(tool_input, default=str),
+            tool.call_index,
+            stored_attributes(tool, {}),
+        ),
+    )
+    return tool
+
+
+def connect(path: str | os.PathLike[str]) -> sqlite3.Connection:
+    """A connection to a state database (``":memory:"`` for one in memory), its tables made."""
+    db = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    db.row_factory = sqlite3.Row
+    if str(path) != ":memory:":
+        db.execute("PRAGMA journal_mode=WAL")
+        db.execute("PRAGMA synchronous=NORMAL")
+    db.executescript(_SCHEMA)
+    return db
+
+
 class BridgeState:
-    """The state file. Each method is one transaction; nothing is held between calls.
+    """The state file. Each method is one transaction; no transaction is held between calls.
 
     Args:
         path: the SQLite file (created with its folder); ``$OTELHOOKS_CLAUDE_STATE`` or
             ``~/.otelhooks/claude-code.sqlite3`` when omitted.
+
+    Example:
+        >>> state = BridgeState("/tmp/otelhooks-doc-state.sqlite3")
+        >>> tool = state.begin_tool("s-doc", "toolu_1", "Bash", {"command": "ls"})
+        >>> state.end_tool("s-doc", "toolu_1") == tool
+        True
+        >>> state.close()
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
@@ -177,24 +268,27 @@ class BridgeState:
         os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         if self.path.stat().st_mode & 0o077:
             self.path.chmod(0o600)
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=30.0, isolation_level=None)
-        try:
-            db.row_factory = sqlite3.Row
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            db.executescript(_SCHEMA)
-            db.execute("BEGIN IMMEDIATE")
+        with self._lock:
+            if self._db is None:
+                self._db = connect(self.path)
+            self._db.execute("BEGIN IMMEDIATE")
             try:
-                yield db
+                yield self._db
             except BaseException:
-                db.execute("ROLLBACK")
+                self._db.execute("ROLLBACK")
                 raise
-            db.execute("COMMIT")
-        finally:
-            db.close()
+            self._db.execute("COMMIT")
+
+    def close(self) -> None:
+        """Close the connection (a call after this one fails)."""
+        with self._lock:
+            if self._db is not None:
+                self._db.close()
 
     # -- turns -------------------------------------------------------------------------------------
 
@@ -221,19 +315,7 @@ class BridgeState:
     def current_operation(self, session_id: str) -> OpenOperation:
         """The open turn, opened now if there is none (hooks installed mid-session)."""
         with self._tx() as db:
-            row = db.execute(
-                "SELECT * FROM operations WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            if row is not None:
-                return _operation(row)
-            new = OpenOperation(
-                session_id, f"op_{uuid.uuid4().hex[:16]}", _span_id(), time.time_ns(), ""
-            )
-            db.execute(
-                "INSERT INTO operations VALUES (?, ?, ?, ?, ?)",
-                (new.session_id, new.operation_id, new.span_id, new.start_ns, new.prompt),
-            )
-            return new
+            return _current(db, session_id)
 
     def peek_operation(self, session_id: str) -> OpenOperation | None:
         with self._tx() as db:
@@ -253,16 +335,17 @@ class BridgeState:
 
     # -- tool uses ---------------------------------------------------------------------------------
 
-    def start_tool(
+    def begin_tool(
         self,
-        operation: OpenOperation,
+        session_id: str,
         tool_use_id: str,
         tool_name: str,
         tool_input: dict[str, Any],
         *,
         counted: bool = True,
     ) -> OpenTool:
-        """Record a tool use as it starts (a repeated ``PreToolUse`` gets the first record).
+        """Record a tool use as it starts, in the open turn (opened now if there is none); a
+        repeated ``PreToolUse`` gets the first record.
 
         ``counted=False`` records an open call that is not a tool use (a model call): it takes
         no ``call_index`` (its index is ``-1``), so the session's tool uses stay numbered
@@ -270,51 +353,7 @@ class BridgeState:
         takes its tool's number in the turn (``turn_index``, from 1).
         """
         with self._tx() as db:
-            row = db.execute(
-                "SELECT * FROM tools WHERE session_id = ? AND tool_use_id = ?",
-                (operation.session_id, tool_use_id),
-            ).fetchone()
-            if row is not None:
-                return _tool(row)
-            index, turn_index = UNCOUNTED, 0
-            if counted:
-                index = db.execute(
-                    "INSERT INTO counters VALUES (?, 1) ON CONFLICT(session_id) "
-                    "DO UPDATE SET tool_calls = counters.tool_calls + 1 RETURNING tool_calls - 1",
-                    (operation.session_id,),
-                ).fetchone()[0]
-                turn_index = db.execute(
-                    _COUNT_IN_TURN, (operation.session_id, tool_name, operation.operation_id)
-                ).fetchone()[0]
-            tool = OpenTool(
-                operation.session_id,
-                tool_use_id,
-                _span_id(),
-                operation.span_id,
-                operation.operation_id,
-                time.time_ns(),
-                tool_name,
-                tool_input,
-                index,
-                {},
-                turn_index,
-            )
-            db.execute(
-                "INSERT INTO tools VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    tool.session_id,
-                    tool.tool_use_id,
-                    tool.span_id,
-                    tool.parent_span_id,
-                    tool.operation_id,
-                    tool.start_ns,
-                    tool.tool_name,
-                    json.dumps(tool_input, default=str),
-                    tool.call_index,
-                    stored_attributes(tool, {}),
-                ),
-            )
-            return tool
+            return _start(db, _current(db, session_id), tool_use_id, tool_name, tool_input, counted)
 
     def set_tool_attributes(self, tool: OpenTool, attributes: dict[str, Any]) -> None:
         """Keep the attributes decided at ``PreToolUse`` (hook verdict) for the span's end."""

@@ -62,7 +62,16 @@ from otelhooks.integrations.coding_agents._spans import (
 )
 from otelhooks.integrations.coding_agents._state import BridgeState, OpenTool
 
-__all__ = ["ToolUses"]
+__all__ = ["ToolNotOpen", "ToolUses"]
+
+
+class ToolNotOpen(LookupError):
+    """A ``Post*`` event names a tool use its session has not open (see ``open_tools_only`` of
+    :meth:`~otelhooks.integrations.claude_code.ClaudeCodeBridge.handle`)."""
+
+    def __init__(self, tool_use_id: str) -> None:
+        super().__init__(f"tool_use_id {tool_use_id[:80]!r} is not open in this session")
+        self.tool_use_id = tool_use_id
 
 
 def _args(payload: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
@@ -194,10 +203,9 @@ class ToolUses:
         }
 
     def pre(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
-        op = self.state.current_operation(session)
         tool_name, args, use_id = _args(payload)
         # the state file keeps the arguments only when content is captured (data at rest)
-        tool = self.state.start_tool(op, use_id, tool_name, args if self.capture else {})
+        tool = self.state.begin_tool(session, use_id, tool_name, args if self.capture else {})
         fields: dict[str, Any] = {**self._tool_event(tool, args), "claudeCode": self._own(payload)}
         if self.spend is not None:
             total = self.spend.of(session)
@@ -205,7 +213,7 @@ class ToolUses:
         event = ToolCallEvent(**fields)
         values = _values(tool_name)  # the matcher values of every event of this tool use
         verdict, answers = run_hooks(
-            self.engine, "before_tool_call", event, values, operation_id=op.operation_id
+            self.engine, "before_tool_call", event, values, operation_id=tool.operation_id
         )
         attrs = {
             **turn_attributes(payload),
@@ -300,13 +308,15 @@ class ToolUses:
         )
         self.observe("after_tool_call", after, values)
 
-    def _take_tool(self, session: str, payload: Mapping[str, Any]) -> OpenTool:
-        """The tool use a ``Post*`` event ends (made up, zero-length, if its start was missed)."""
+    def _take_tool(self, session: str, payload: Mapping[str, Any], open_only: bool) -> OpenTool:
+        """The tool use a ``Post*`` event ends (made up, zero-length, if its start was missed;
+        :class:`ToolNotOpen` instead when ``open_only``)."""
         tool_name, args, use_id = _args(payload)
         tool = self.state.end_tool(session, use_id)
+        if tool is None and open_only:
+            raise ToolNotOpen(use_id)
         if tool is None:
-            op = self.state.current_operation(session)
-            self.state.start_tool(op, use_id, tool_name, args if self.capture else {})
+            self.state.begin_tool(session, use_id, tool_name, args if self.capture else {})
             tool = self.state.end_tool(session, use_id)
             assert tool is not None
         if sc.TOOL_ARGS_FINGERPRINT not in tool.attributes:
@@ -341,8 +351,10 @@ class ToolUses:
             return response, answers, {}
         return updated, answers, {"updatedToolOutput": updated}
 
-    def post(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
-        tool = self._take_tool(session, payload)
+    def post(
+        self, session: str, name: str, payload: Mapping[str, Any], *, open_only: bool = False
+    ) -> HookResponse:
+        tool = self._take_tool(session, payload, open_only)
         measured = payload.get("duration_ms")  # Claude Code's own timing, when it sends one
         elapsed_ms = (time.time_ns() - tool.start_ns) / 1e6
         ended: dict[str, types.AttributeValue] = {}
@@ -378,8 +390,10 @@ class ToolUses:
         output, lost = combine(name, [*answers, *more], extra=extra)
         return respond(name, output, lost, deny_mode=self.deny_mode)
 
-    def permission_denied(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
-        tool = self._take_tool(session, payload)
+    def permission_denied(
+        self, session: str, payload: Mapping[str, Any], *, open_only: bool = False
+    ) -> HookResponse:
+        tool = self._take_tool(session, payload, open_only)
         reason = str(payload.get("reason") or "denied by Claude Code")
         self.end_tool(tool, "denied", result=reason)
         context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
