@@ -127,7 +127,7 @@ def _at(doc: Any, path: str) -> Any:
 
 
 def test_the_table_names_every_event_claude_code_lets_a_hook_decide() -> None:
-    from otelhooks.integrations.coding_agents._answers import ANSWERING_EVENTS
+    from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
 
     assert {row[0] for row in ROWS} == ANSWERING_EVENTS
 
@@ -155,7 +155,7 @@ def test_each_hook_form_of_the_table_gives_its_field(
 
 def test_continue_false_wins_over_an_allow_and_denies_the_tool() -> None:
     from otelhooks._config._claude_answer import HookAnswer
-    from otelhooks.integrations.coding_agents._answers import combine
+    from otelhooks.integrations.coding_agents._combine import combine
 
     allow = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
     stop = {"continue": False, "stopReason": "build failed"}
@@ -173,7 +173,7 @@ def test_pre_tool_use_decisions_combine_deny_defer_ask_allow(
     decisions: list[str], winner: str
 ) -> None:
     from otelhooks._config._claude_answer import HookAnswer
-    from otelhooks.integrations.coding_agents._answers import combine
+    from otelhooks.integrations.coding_agents._combine import combine
 
     answers = [
         HookAnswer(f"h{i}", {"hookSpecificOutput": {"permissionDecision": d}})
@@ -185,7 +185,7 @@ def test_pre_tool_use_decisions_combine_deny_defer_ask_allow(
 
 def test_every_hooks_additional_context_reaches_claude() -> None:
     from otelhooks._config._claude_answer import HookAnswer
-    from otelhooks.integrations.coding_agents._answers import combine
+    from otelhooks.integrations.coding_agents._combine import combine
 
     answers = [
         HookAnswer("a", {"hookSpecificOutput": {"additionalContext": "one"}}),
@@ -197,7 +197,7 @@ def test_every_hooks_additional_context_reaches_claude() -> None:
 
 def test_deny_json_printed_before_exit_1_denies() -> None:
     from otelhooks._config._claude_answer import command_answer
-    from otelhooks.integrations.coding_agents._answers import combine
+    from otelhooks.integrations.coding_agents._combine import combine
 
     deny = {"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "no"}}
     answer = command_answer("h", 1, json.dumps(deny), "")
