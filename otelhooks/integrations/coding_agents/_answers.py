@@ -32,7 +32,7 @@ from otelhooks.integrations.coding_agents._combine import (
     decides,
     denied_by,
 )
-from otelhooks.integrations.coding_agents._common import DenyMode, HookResponse
+from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse, cli_name
 
 # combine, denied_by and the event sets are :mod:`._combine`'s; they are named here too because
 # the bridge's callers take the whole answer path (run, combine, respond) from this module
@@ -75,7 +75,7 @@ def answers_from_notes(notes: Iterable[tuple[str, object]]) -> list[HookAnswer]:
 
 
 def dumps(output: Mapping[str, Any]) -> str:
-    """The output as Claude Code reads it (``""`` when there is nothing to say)."""
+    """The output as the agent reads it (``""`` when there is nothing to say)."""
     return json.dumps(output, ensure_ascii=False) if output else ""
 
 
@@ -90,7 +90,7 @@ def run_hooks(
     """Run the hooks of ``event`` now and collect what each answered.
 
     An intercept event runs its chain as live; any other event runs its observers on this
-    thread (:meth:`HooksEngine.fire`), so their answers are known before Claude Code is.
+    thread (:meth:`HooksEngine.fire`), so their answers are known before the agent is answered.
     A chain's block without an answer of its own (a Python ``Block``, a kernel ``None``, a
     control webhook, ``on_error: block``) is a block answer of the hook that decided.
     """
@@ -104,7 +104,7 @@ def run_hooks(
             _log.exception("critical hook delivery failed", hook_event=event)
             verdict = Verdict(payload=payload)
     # a permissive hook's answer is recorded by the engine (its would-be decision), never
-    # passed on: Claude Code reads the bridge's answer, not the hook's own output
+    # passed on: the agent reads the bridge's answer, not the hook's own output
     permissive = {h.id for h in engine.registry.hooks() if h.mode == "permissive"}
     if operation_id is not None:
         scoped = engine.registry.hooks(operation_id=operation_id)
@@ -116,18 +116,25 @@ def run_hooks(
 
 
 def respond(
-    event: str, output: Mapping[str, Any], lost: Sequence[str], *, deny_mode: DenyMode
+    event: str,
+    output: Mapping[str, Any],
+    lost: Sequence[str],
+    *,
+    deny_mode: DenyMode,
+    agent: str = AGENT,
 ) -> HookResponse:
-    """The hook process's answer for a combined ``output`` (see :class:`HookResponse`)."""
+    """The hook process's answer for a combined ``output`` (see :class:`HookResponse`) to
+    ``agent`` (what its warnings name)."""
+    cli = cli_name(agent)
     for problem in lost:
-        _log.warning("decision Claude Code cannot carry", hook_event=event, problem=problem)
+        _log.warning(f"a decision {cli} cannot carry", hook_event=event, problem=problem)
     specific = output.get("hookSpecificOutput") or {}
     if event == "WorktreeCreate":
         path = specific.get("worktreePath")
         if not output:
             return HookResponse()  # no hook ran for it: otelhooks only observed
         if not isinstance(path, str) or not path:
-            return HookResponse(1, stderr="otelhooks claude-code: no hook gave a worktree path")
+            return HookResponse(1, stderr=f"otelhooks: no hook gave {cli} a worktree path")
         return HookResponse(stdout=path, http_body=dumps(output))
     reason = specific.get("permissionDecisionReason") or output.get("reason") or ""
     if event in EXIT2_BLOCKING_EVENTS and output.get("decision") == "block":

@@ -31,10 +31,10 @@ every other event            its canonical event for the observers (``PreCompact
                              ``claude_code_event``
 ===========================  ====================================================================
 
-The hooks of every event Claude Code lets a hook decide (:data:`._answers.ANSWERING_EVENTS`) run
+The hooks of every event Claude Code lets a hook decide (:data:`._combine.ANSWERING_EVENTS`) run
 before the answer, observers included, and each hook's answer is combined with the others' as
-Claude Code combines them (:mod:`._answers`). Nothing is answered unless a hook decided: an empty
-answer leaves Claude Code's own permission rules in charge.
+Claude Code combines them (:mod:`._combine`). Nothing is answered unless a hook decided: an empty
+answer leaves the CLI's own permission rules in charge.
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ from otelhooks.integrations.coding_agents._common import (
     DenyMode,
     HookResponse,
     cli_name,
+    event_marker,
     observer,
 )
 from otelhooks.integrations.coding_agents._mapping import (
@@ -326,11 +327,11 @@ class ClaudeCodeBridge:
                 f"prompt; submit the rewritten one instead: {new}"
             )
             answers.append(block_answer(by, reason))
-        output, lost = combine(name, answers)
+        output, lost = combine(name, answers, agent=self.agent)
         if output.get("decision") == "block" or output.get("continue") is False:
             self.state.end_operation(session)
             self._end_operation(op, "interrupted", None)
-        return respond(name, output, lost, deny_mode=self.deny_mode)
+        return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
     def _stop(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
         if name == "StopFailure":
@@ -361,12 +362,12 @@ class ClaudeCodeBridge:
             }
         )
         _, answers = run_hooks(self.engine, "on_complete", complete, (self.agent,))
-        output, lost = combine(name, answers)
+        output, lost = combine(name, answers, agent=self.agent)
         if output.get("decision") != "block":
             ended = self.state.end_operation(session)
             if ended is not None:
                 self._end_operation(ended, "done", None, completed=True)
-        return respond(name, output, lost, deny_mode=self.deny_mode)
+        return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
     # -- sessions and point events -----------------------------------------------------------------
 
@@ -406,8 +407,8 @@ class ClaudeCodeBridge:
         )
         values = (str(payload.get("source") or "*"),)
         _, answers = run_hooks(self.engine, "session_start", event, values)
-        output, lost = combine(name, answers)
-        return respond(name, output, lost, deny_mode=self.deny_mode)
+        output, lost = combine(name, answers, agent=self.agent)
+        return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
     def _session_end(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
         op, tools = self.state.end_session(session)
@@ -428,7 +429,7 @@ class ClaudeCodeBridge:
         canonical = known.canonical if known is not None else "claude_code_event"
         op = self.state.peek_operation(session)
         marker = (
-            sc.CLAUDE_CODE_EVENT_PREFIX + (name or "unknown"),
+            event_marker(self.agent, name or "unknown", payload),
             lifecycle_attributes(payload, capture=self.capture),
         )
         # a permission request's span is written once its hooks answered: a person's answer to
@@ -462,8 +463,8 @@ class ClaudeCodeBridge:
             more = [*more, *approval_allows(name, verdict)]
             approvals = [(n, a) for n, a, _ in approval_events(verdict)]
             self.writer.write(replace(record, events=[*record.events, *approvals]))
-        output, lost = combine(name, [*answers, *more], extra=extra)
-        return respond(name, output, lost, deny_mode=self.deny_mode)
+        output, lost = combine(name, [*answers, *more], extra=extra, agent=self.agent)
+        return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
     def _message_sending(
         self, session: str, payload: Mapping[str, Any], common: dict[str, Any]

@@ -22,9 +22,9 @@ each event's section), the schema Codex CLI copies and Gemini CLI's dialect is t
   so; ``watchPaths`` united; other values (``sessionTitle``, ``displayContent``,
   ``updatedToolOutput``...) from the first hook that gives one.
 
-A decision the event cannot carry (a block of ``SessionStart``, which Claude Code cannot block)
-is not dropped: the answer's ``systemMessage`` says which hook decided what and that Claude Code
-cannot act on it, and the bridge logs it.
+A decision the event cannot carry (a block of ``SessionStart``, which no CLI can block) is not
+dropped: the answer's ``systemMessage`` says which hook decided what and that the CLI (named as
+a person knows it: Claude Code, Codex CLI, Gemini CLI) cannot act on it, and the bridge logs it.
 """
 
 from __future__ import annotations
@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
 from otelhooks._config._claude_answer import HookAnswer
+from otelhooks.integrations.coding_agents._common import AGENT, cli_name
 
 __all__ = [
     "ANSWERING_EVENTS",
@@ -146,16 +147,18 @@ def combine(
     *,
     updated_input: Mapping[str, Any] | None = None,
     extra: Mapping[str, Any] | None = None,
+    agent: str = AGENT,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Claude Code's JSON output for ``event`` from the hooks' ``answers``.
+    """The JSON output (Claude Code's schema) for ``event`` from the hooks' ``answers``.
 
     Args:
-        event: Claude Code's event name.
+        event: the event's name in Claude Code's schema (a dialect translated it).
         answers: one per hook, in the order they ran.
         updated_input: ``PreToolUse`` arguments after every rewrite (a command's ``allow`` with
             ``updatedInput`` included): sent when a hook changed them.
         extra: event-specific fields decided outside the hooks' own answers (a kernel rewrite's
             ``updatedToolOutput``, ``displayContent``), put first.
+        agent: the agent answered (``codex``...): what a decision it cannot carry names.
 
     Returns:
         The output object (``{}``: nothing to say) and the decisions it could not carry.
@@ -201,7 +204,7 @@ def combine(
         for a in answers:
             if _blocks(a):
                 lost.append(
-                    f"hook {a.hook_id} blocked {event}, which Claude Code cannot block"
+                    f"hook {a.hook_id} blocked {event}, which {cli_name(agent)} cannot block"
                     + (f": {_block_reason(a)}" if _block_reason(a) else "")
                 )
 
@@ -213,7 +216,7 @@ def combine(
         ):
             specific["additionalContext"] = context
     if event == "PostToolUse":
-        # every hook's note for the auto mode classifier, as additionalContext is for Claude
+        # every hook's note for the auto mode classifier, as additionalContext is for the model
         note = _join(_str(_specific(a).get("classifierContext")) for a in answers)
         if note:
             specific["classifierContext"] = note

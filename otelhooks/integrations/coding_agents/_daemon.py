@@ -138,7 +138,7 @@ class _DaemonApp:
         try:
             return self.bridge.handle(payload)
         except Exception as exc:
-            _log.exception("claude-code bridge failed", hook_event=name)
+            _log.exception(f"the {self.dialect.display_name} bridge failed", hook_event=name)
             event = name if isinstance(name, str) else None
             return _refusal(event, f"{type(exc).__name__}: {exc}", self.options)
 
@@ -162,7 +162,7 @@ class _DaemonApp:
             seen = event_name_of(raw)
             event = self.dialect.events.get(seen, seen) if seen else None
             _log.error(
-                "claude-code hook gave no answer in time: answered as a failure",
+                f"a {self.dialect.display_name} hook gave no answer in time: answered as a failure",
                 hook_event=event,
                 reason=late.reason,
                 fail_closed=self.options.fail_closed,

@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from otelhooks.integrations.coding_agents._common import HookResponse
+from otelhooks.integrations.coding_agents._common import HookResponse, cli_name
 
 __all__ = ["DIALECTS", "GEMINI_EVENTS", "Dialect", "dialect_named"]
 
@@ -68,6 +68,16 @@ class Dialect:
     to_bridge: Callable[[dict[str, Any]], dict[str, Any]] = _same
     answer: Callable[[HookResponse], HookResponse] = _same_answer
     events: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def display_name(self) -> str:
+        """The CLI's name as a person knows it, in every message about it (``Codex CLI``).
+
+        Example:
+            >>> dialect_named("codex").display_name
+            'Codex CLI'
+        """
+        return cli_name(self.agent)
 
 
 def _gemini_in(payload: dict[str, Any]) -> dict[str, Any]:
