@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from otelhooks import Block, HookEvent
-from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._state import BridgeState
 from tests.conformance.claude_code._bridge_cli import fixture
@@ -108,7 +108,7 @@ def _redact(event: HookEvent) -> dict[str, Any]:
 
 
 def _answer(tmp_path: Path, event: str, hooks: list[dict[str, Any]]) -> HookResponse:
-    bridge = ClaudeCodeBridge(hooks=hooks, state=BridgeState(tmp_path / "state.sqlite3"))
+    bridge = CodingAgentBridge(hooks=hooks, state=BridgeState(tmp_path / "state.sqlite3"))
     try:
         payload = dict(INPUTS[event])
         if event == "PostToolUse":

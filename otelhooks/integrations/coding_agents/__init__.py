@@ -1,4 +1,4 @@
-"""The one coding-agent bridge, and the dialect of each CLI it serves.
+"""The one coding-agent bridge (:class:`CodingAgentBridge`), and the dialect of each CLI it serves.
 
 The bridge is shared: sessions and open tool uses across hook processes (``_state``, and
 ``_sessions`` for a server), tool-use pairing and ``execute_tool`` spans (``_tools``), model
@@ -13,6 +13,8 @@ settings, the hook client, serve's Claude routes; ``_install`` here: Codex's and
 files). See ``docs/adapters.md``.
 """
 
+from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._dialects import DIALECTS, Dialect, dialect_named
+from otelhooks.integrations.coding_agents._state import BridgeState
 
-__all__ = ["DIALECTS", "Dialect", "dialect_named"]
+__all__ = ["DIALECTS", "BridgeState", "CodingAgentBridge", "Dialect", "dialect_named"]

@@ -1,4 +1,4 @@
-"""``ClaudeCodeBridge``: one Claude Code hook event in, spans, hooks and Claude's answer out.
+"""``CodingAgentBridge``: one coding agent's hook event in, spans, hooks and its answer out.
 
 The mapping (one place; the full event table is :data:`._mapping.EVENTS`):
 
@@ -101,7 +101,7 @@ from otelhooks.integrations.coding_agents._spans import (
 from otelhooks.integrations.coding_agents._state import BridgeState, OpenOperation
 from otelhooks.integrations.coding_agents._tools import ToolUses
 
-__all__ = ["ClaudeCodeBridge"]
+__all__ = ["ClaudeCodeBridge", "CodingAgentBridge"]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -110,8 +110,12 @@ def _capture_content() -> bool:
     return os.environ.get(sc.ENV_CAPTURE_CONTENT, "").strip().lower() in ("1", "true", "yes")
 
 
-class ClaudeCodeBridge:
-    """Handles Claude Code hook events, one per process (or many, in tests).
+class CodingAgentBridge:
+    """Handles a coding agent's hook events, one per process (or many, in tests).
+
+    The events are in Claude Code's hook schema, the one Codex CLI copies; a
+    :class:`~otelhooks.integrations.coding_agents.Dialect` translates Gemini CLI's to it and the
+    answer back. ``ClaudeCodeBridge`` (``otelhooks.integrations.claude_code``) is this class.
 
     Args:
         hooks: the otelhooks hooks to run (any config format, loaded).
@@ -134,7 +138,7 @@ class ClaudeCodeBridge:
         provider: ``gen_ai.provider.name`` of the spans (whose models that agent calls).
 
     Example:
-        >>> bridge = ClaudeCodeBridge(state=BridgeState("/tmp/cc.sqlite3"))
+        >>> bridge = CodingAgentBridge(state=BridgeState("/tmp/cc.sqlite3"))
         >>> bridge.handle({"hook_event_name": "Stop", "session_id": "s-1"}).exit_code
         0
         >>> bridge.close()
@@ -212,7 +216,8 @@ class ClaudeCodeBridge:
     # -- dispatch ----------------------------------------------------------------------------------
 
     def handle(self, payload: Mapping[str, Any]) -> HookResponse:
-        """Handle one hook event (the JSON Claude Code writes on the hook's stdin)."""
+        """Handle one hook event (the JSON the CLI writes on the hook's stdin, in Claude Code's
+        schema: a :class:`~otelhooks.integrations.coding_agents.Dialect` translates others)."""
         session = str(payload.get("session_id") or "unknown-session")
         name = str(payload.get("hook_event_name") or "")
         if name == "PreToolUse":
@@ -486,3 +491,7 @@ class ClaudeCodeBridge:
         if isinstance(new, MessageSendingEvent) and new.content != delta:
             return {"displayContent": new.content}, []
         return {}, []
+
+
+# Its name while it served Claude Code alone (``otelhooks.integrations.claude_code`` documents it)
+ClaudeCodeBridge = CodingAgentBridge

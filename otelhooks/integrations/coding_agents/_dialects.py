@@ -1,6 +1,6 @@
 """Each coding agent's hook dialect, translated to and from the one bridge.
 
-The bridge (:class:`~otelhooks.integrations.claude_code.ClaudeCodeBridge`: sessions, tool-use
+The bridge (:class:`~otelhooks.integrations.coding_agents.CodingAgentBridge`: sessions, tool-use
 pairing, spans, hooks, the daemon) speaks Claude Code's hook schema. A :class:`Dialect` is the
 thin part each other CLI needs: its input translated into that schema (event names, fields), and
 the bridge's answer translated into the CLI's own output format.

@@ -179,7 +179,7 @@ def _handle(
 ) -> HookResponse:
     from otelhooks._config import load_config
     from otelhooks._export import OtlpJsonLinesSpanExporter
-    from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+    from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
     from otelhooks.integrations.coding_agents._spans import LockedFileExporter
     from otelhooks.integrations.coding_agents._state import BridgeState
 
@@ -203,7 +203,7 @@ def _handle(
     from otelhooks.integrations.coding_agents._dialects import dialect_named
 
     dialect = dialect_named(options.dialect)
-    bridge = ClaudeCodeBridge(
+    bridge = CodingAgentBridge(
         agent=dialect.agent,
         provider=dialect.provider,
         hooks=hooks,
