@@ -141,7 +141,8 @@ class CodingAgentBridge:
         >>> bridge = CodingAgentBridge(state=BridgeState("/tmp/cc.sqlite3"))
         >>> bridge.handle({"hook_event_name": "Stop", "session_id": "s-1"}).exit_code
         0
-        >>> bridge.close()
+        >>> bridge.close().ok
+        True
     """
 
     def __init__(

@@ -53,7 +53,7 @@ _log = structlog.get_logger("otelhooks")
 
 @dataclass(frozen=True, slots=True)
 class BridgeOptions:
-    """How the bridge runs (the ``otelhooks claude-code`` flags).
+    """How the bridge runs (the flags of ``otelhooks claude-code``, ``codex`` and ``gemini``).
 
     Attributes:
         hooks: hook config files or folders (``$OTELHOOKS_HOOKS`` adds more).
