@@ -6,7 +6,7 @@ The mapping (one place; the full event table is :data:`._mapping.EVENTS`):
 Claude Code event            otelhooks
 ===========================  ====================================================================
 (every event)                the session is one trace: trace id = SHA-256 of ``session_id``
-``UserPromptSubmit``         a turn opens: ``invoke_agent claude-code``; ``before_agent_start``
+``UserPromptSubmit``         a turn opens: ``invoke_agent {agent}``; ``before_agent_start``
                              interceptors run and a block answers ``{"decision": "block"}``
 ``PreToolUse``               ``execute_tool {tool_name}`` starts (child of the turn);
                              ``before_tool_call`` interceptors run: a deny (or a mock, which
@@ -26,7 +26,7 @@ Claude Code event            otelhooks
                              the end every open span of the session is closed
 every other event            its canonical event for the observers (``PreCompact`` is
                              ``before_compact``, ...) and a short ``agent_lifecycle {event}``
-                             span in the turn with a span event named after the Claude event;
+                             span in the turn with a span event named as the CLI names it;
                              a name the table does not know is the same, as
                              ``claude_code_event``
 ===========================  ====================================================================
