@@ -133,3 +133,53 @@ def test_a_point_events_span_event_is_named_as_its_cli_names_it(
 @pytest.mark.parametrize(("dialect", "cli"), [("codex", "Codex CLI"), ("gemini", "Gemini CLI")])
 def test_each_dialect_knows_its_display_name(dialect: str, cli: str) -> None:
     assert dialect_named(dialect).display_name == cli
+
+
+SLOW_GUARD = """\
+hooks:
+  - id: slow-guard
+    type: PreToolUse
+    matcher: "*"
+    command: "sleep 3"
+"""
+
+
+def test_the_daemons_late_answer_is_logged_and_refused_naming_the_cli(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+    import time
+
+    from otelhooks.integrations.claude_code import hook_client
+    from tests.reliability._procs import cli_env
+
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(SLOW_GUARD)
+    sock = str(tmp_path / "d.sock")
+    argv = ["--hooks", str(policy), "--fail-closed", "--dialect", "gemini"]
+    argv += ["--state", str(tmp_path / "state.sqlite3")]
+    # the daemon's own deadline, far below the guard's sleep: the answer is late by design
+    env = cli_env(OTELHOOKS_CLAUDE_DAEMON_ANSWER_S="0.5")
+    err = tmp_path / "daemon.err"
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "otelhooks", "claude-code", *argv, "daemon", "--socket", sock],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=err.open("wb"),
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not Path(sock).exists():
+            assert proc.poll() is None, err.read_text()
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        raw = json.dumps(_captured("gemini-BeforeTool")).encode()
+        answer = hook_client._ask(sock, raw)
+    finally:
+        proc.terminate()
+        proc.wait(30)
+    assert answer is not None
+    assert json.loads(str(answer["stdout"]))["decision"] == "deny"
+    _names_only(f"{answer['stdout']}\n{answer['stderr']}", "gemini")
+    logged = err.read_text()
+    assert "a Gemini CLI hook gave no answer in time" in logged
+    assert "claude" not in logged.lower()
