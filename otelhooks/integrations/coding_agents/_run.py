@@ -7,9 +7,9 @@ is the JSON body, and an ``exit_code`` of 2 is a block whose reason is ``stderr`
 Problems of the bridge itself (input that is not JSON, a hooks file that does not load, a state
 file that cannot be written) answer as each CLI expects from a failing hook: exit 1, the
 problem on stderr (``otelhooks codex: ...``), a *non-blocking* error (the CLI shows it and goes
-on). With
-``fail_closed`` a ``PreToolUse`` (or an input whose event cannot be read) answers *deny* with the
-problem as the reason instead, so a guard that cannot run never looks like "no objection".
+on). With ``fail_closed`` a ``PreToolUse`` (or an input whose event cannot be read) answers
+*deny* with the problem as the reason instead, so a guard that cannot run never looks like "no
+objection"; its stderr names the CLI all the same.
 """
 
 from __future__ import annotations
