@@ -165,7 +165,8 @@ LINK_PARENT_OPERATION: Final = "parent_operation"
 
 # -- span event names ----------------------------------------------------------------------------
 # The conventions' own name for an exception; every other span event otelhooks writes is in its
-# namespace (``otelhooks.``), or ``claude_code.`` for an event Claude Code names itself.
+# namespace (``otelhooks.``), or ``claude_code.`` (``codex.``, ``gemini_cli.``) for an event a
+# coding agent names itself.
 EVENT_EXCEPTION: Final = "exception"
 EVENT_APPROVE: Final = "otelhooks.approve"
 EVENT_REJECT: Final = "otelhooks.reject"

@@ -145,3 +145,26 @@ def test_the_check_catches_a_method_that_does_not_exist() -> None:
         "doc: `ToolCallEvent.refuse` does not exist"
     ]
     assert problems_in("ToolCallEvent", otelhooks.ToolCallEvent, ":meth:`deny`") == []
+
+
+# A private module of the package, by import path or file path (``otelhooks.x._y``,
+# ``otelhooks/x/_y.py``); docs/design.md explains the architecture to maintainers, so it may.
+_PRIVATE_MODULE = re.compile(r"\botelhooks(?:[./][a-z]\w*)*[./]_[a-z]\w*")
+
+
+def private_modules_in(text: str) -> list[str]:
+    return _PRIVATE_MODULE.findall(text)
+
+
+@pytest.mark.parametrize("doc", [d for d in DOCS if d.name != "design.md"], ids=lambda p: p.name)
+def test_user_docs_send_no_one_to_a_private_module(doc: Path) -> None:
+    assert private_modules_in(doc.read_text()) == []
+
+
+def test_the_private_module_check_catches_both_spellings() -> None:
+    text = "see `otelhooks.integrations.coding_agents._joins` and `otelhooks/_actions/_inbox.py`"
+    assert private_modules_in(text) == [
+        "otelhooks.integrations.coding_agents._joins",
+        "otelhooks/_actions",
+    ]
+    assert private_modules_in("otelhooks.integrations.claude_code.hook_client") == []

@@ -9,7 +9,7 @@ from pathlib import Path
 
 __all__ = ["add_parser"]
 
-_CLIS = {"codex": "Codex CLI", "gemini": "Gemini CLI"}
+_CLIS = {"codex": "Codex CLI", "gemini": "Gemini CLI"}  # each dialect's display_name
 
 
 def _bridge(args: argparse.Namespace) -> int:
@@ -108,7 +108,7 @@ def _add_one(sub: argparse._SubParsersAction[argparse.ArgumentParser], dialect: 
         dialect,
         help=f"the {cli} hook bridge, and install/uninstall of its hooks",
         description=f"Read one {cli} hook event on stdin and answer it in {cli}'s format "
-        "(the Claude Code bridge, in this CLI's dialect).",
+        "(the one coding-agent bridge, in this CLI's dialect).",
     )
     cmd.add_argument("--hooks", action="append", default=[], metavar="PATH", help="hook file")
     cmd.add_argument("--traces-out", metavar="PATH", help="append spans as OTLP JSON lines")

@@ -2,7 +2,9 @@
 
 :class:`McpGateway` holds what every session shares (the hooks engine, the tracer, the server
 name); :class:`McpSession` follows one MCP session: it reads each message as it crosses, and says
-what to send on (:class:`Relay`). Transports (stdio, Streamable HTTP) only move bytes.
+what to send on (:class:`Relay`). Transports (stdio, Streamable HTTP) only move bytes. This
+module's one job is that routing of frames; a ``tools/call``'s decision is :mod:`._decide`'s, the
+open requests' spans and durations :mod:`._requests`'.
 
 The rules, in order of precedence:
 
@@ -29,7 +31,7 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Hashable
+from collections.abc import Awaitable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -38,30 +40,12 @@ from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Tracer
 
 from otelhooks._engine import HooksEngine
-from otelhooks._events import ToolCallDeniedEvent, ToolResult
-from otelhooks._live import Verdict
-from otelhooks._span_mapping import (
-    approval_events,
-    security_findings,
-    security_findings_enabled,
-    verdict_attributes,
-)
-from otelhooks.mcp._calls import (
-    Pending,
-    deny_answer,
-    mock_answer,
-    observe,
-    observe_result,
-    request_key,
-    rewritten_frame,
-    tool_call_event,
-    tool_context,
-)
+from otelhooks.mcp._calls import Pending, request_key
+from otelhooks.mcp._decide import decide
 from otelhooks.mcp._filter import MAX_LISTED, UNLISTED, filter_tools, listed_kinds
 from otelhooks.mcp._jsonrpc import (
     INTERNAL_ERROR,
     PARSE_ERROR,
-    UPSTREAM_ERROR,
     Message,
     encode,
     error_response,
@@ -69,6 +53,7 @@ from otelhooks.mcp._jsonrpc import (
     recover_id,
 )
 from otelhooks.mcp._metrics import McpMetrics
+from otelhooks.mcp._requests import OpenRequests
 from otelhooks.mcp._spans import (
     MCP_PROTOCOL_VERSION,
     MCP_SERVER_NAME,
@@ -163,12 +148,11 @@ class McpSession:
         self.peer: dict[str, Any] = {}
         self.agent_name: str | None = None  # the client's clientInfo.name
         self._started = time.perf_counter()
-        self._span = gateway.spans.session(session_id)
+        self.span = gateway.spans.session(session_id)
         # The engine's span processor (when the tracer is its pipeline's) must not take the
         # gateway's execute_tool spans for another instrumentation's and observe them again.
-        gateway.engine.claim_scope(getattr(self._span, "instrumentation_scope", None))
-        self._from_client: dict[Hashable, Pending] = {}  # requests the client sent, by id
-        self._from_server: dict[Hashable, Pending] = {}  # requests the server sent, by id
+        gateway.engine.claim_scope(getattr(self.span, "instrumentation_scope", None))
+        self.requests = OpenRequests(self)
         self._kinds: dict[str, tuple[str, ...]] = {}  # each listed tool's annotation kinds
         self.closed = False
 
@@ -212,13 +196,13 @@ class McpSession:
         if msg.kind == "request":
             return self._client_request(msg)
         if msg.kind == "notification":
-            self._notification(msg, from_server=False)
+            self.requests.notification(msg, from_server=False)
         elif msg.kind == "response":
-            self._answered(self._from_server, msg)
+            self.requests.finish(msg.id, msg, from_server=True)
         return Relay(to_server=[raw])
 
     def _client_request(self, msg: Message) -> Relay:
-        pending = self._start(self._from_client, msg, from_server=False)
+        pending = self.requests.start(msg, from_server=False)
         if msg.method in _HANDSHAKES:
             self._on_initialize(msg)
         if msg.method != "tools/call":
@@ -234,58 +218,11 @@ class McpSession:
         return Relay(later=self._decided(msg, pending, values))
 
     async def _decided(self, msg: Message, pending: Pending, values: tuple[str, ...]) -> Relay:
-        forward, answer = await self._decide(msg, pending, values)
+        forward, answer = await decide(self.gateway.engine, self.requests, msg, pending, values)
         return Relay(
             to_server=[forward] if forward is not None else [],
             to_client=[answer] if answer is not None else [],
         )
-
-    async def _decide(
-        self, msg: Message, pending: Pending, values: tuple[str, ...]
-    ) -> tuple[bytes | None, bytes | None]:
-        """Run the ``before_tool_call`` chain: ``(frame to forward, frame to answer)``."""
-        call = tool_call_event(pending)
-        try:
-            verdict = await self.gateway.engine.adispatch("before_tool_call", call, values=values)
-        except Exception as exc:  # the hooks failed: say so, never forward a changed call
-            _log.error("before_tool_call hooks failed", tool=call.apiName, error=str(exc))
-            answer = error_response(msg.id, INTERNAL_ERROR, f"otelhooks: hooks failed: {exc}")
-            self._finish(self._from_client, msg.id, parse(answer))
-            return None, answer
-        if pending.cancelled:  # the client gave up while the hooks ran: nothing to send
-            return None, None
-        span = pending.span
-        if verdict.matched:
-            set_attributes(span, verdict_attributes("before_tool_call", verdict))
-            for name, attrs, at in approval_events(verdict):  # who answered, on the call's span
-                span.add_event(name, attrs, timestamp=at)
-            if security_findings_enabled():
-                for name, attrs in security_findings(verdict):
-                    span.add_event(name, attrs)
-        if verdict.blocked:
-            return None, self._deny(msg, pending, verdict)
-        if verdict.mock is not None:
-            return None, self._mock(msg, verdict.mock)
-        return rewritten_frame(msg, call, verdict), None
-
-    def _deny(self, msg: Message, pending: Pending, verdict: Verdict) -> bytes:
-        reason = verdict.reason or "denied by a hook"
-        answer = deny_answer(msg.id, reason)
-        observe(
-            self.gateway.engine,
-            "on_tool_call_denied",
-            pending,
-            lambda call: ToolCallDeniedEvent(
-                **tool_context(call), reason=reason, decidedBy=verdict.decided_by
-            ),
-        )
-        self._finish(self._from_client, msg.id, parse(answer), observe=False, denied=True)
-        return answer
-
-    def _mock(self, msg: Message, mock: ToolResult) -> bytes:
-        answer = mock_answer(msg.id, mock)
-        self._finish(self._from_client, msg.id, parse(answer), mocked=True)
-        return answer
 
     def _batch(self, msg: Message) -> Relay:
         """A JSON-RPC batch (protocol 2025-03-26): each element as if it came alone. Forwarded
@@ -322,7 +259,7 @@ class McpSession:
         client's request it answers, when its id can be told, gets a JSON-RPC error."""
         _log.error("the MCP server sent a frame that cannot be read; dropped", problem=problem)
         key = request_key(recover_id(raw))
-        answer = self._fail_one(
+        answer = self.requests.fail_one(
             key,
             f"the MCP server sent an answer that cannot be read: {problem}",
             error_type="invalid_response",
@@ -334,7 +271,7 @@ class McpSession:
         if msg.kind == "unreadable":
             return self.server_garbage(raw, msg.problem or "not JSON")
         if msg.kind == "response":
-            pending = self._from_client.get(request_key(msg.id))
+            pending = self.requests.from_client.get(request_key(msg.id))
             if pending is not None and pending.method in _HANDSHAKES:
                 self._on_initialized(msg)
             if pending is not None and pending.method == "tools/list":
@@ -345,13 +282,13 @@ class McpSession:
                 and self.gateway.filter_tools
                 and not pending.cancelled
             ):
-                self._from_client.pop(request_key(msg.id), None)
+                self.requests.from_client.pop(request_key(msg.id), None)
                 return Relay(later=self._filtered(msg, pending))
-            self._answered(self._from_client, msg)
+            self.requests.finish(msg.id, msg)
         elif msg.kind == "request":
-            self._start(self._from_server, msg, from_server=True)
+            self.requests.start(msg, from_server=True)
         elif msg.kind == "notification":
-            self._notification(msg, from_server=True)
+            self.requests.notification(msg, from_server=True)
         elif msg.kind == "batch":
             for item in msg.items():
                 self._server_frame(item.raw)  # observed only: a batch passes as it came
@@ -370,96 +307,10 @@ class McpSession:
         except Exception as exc:  # the filter failed: the list passes unfiltered, and we say so
             _log.error("tools/list filter failed; the list passes unfiltered", error=str(exc))
             out = msg.raw
-        self._end(pending, msg)
+        self.requests.end(pending, msg)
         return Relay(to_client=[out])
 
-    # -- the session's bookkeeping ---------------------------------------------------------------
-
-    def _start(self, table: dict[Hashable, Pending], msg: Message, *, from_server: bool) -> Pending:
-        span, attrs = self.gateway.spans.message(
-            msg,
-            session=self._span,
-            session_id=self.session_id,
-            protocol_version=self.protocol_version,
-            server_name=self.server_name,
-            from_server=from_server,
-            peer=self.peer,
-        )
-        if msg.method == "tools/call" and self.agent_name and not from_server:
-            set_attributes(span, {"gen_ai.agent.name": self.agent_name})
-        pending = Pending(msg.method or "", span, time.perf_counter(), msg.id)
-        pending.from_server, pending.attributes = from_server, attrs
-        table[request_key(msg.id)] = pending
-        return pending
-
-    def _end(
-        self,
-        pending: Pending,
-        answer: Message | None,
-        *,
-        error_type: str | None = None,
-        code: int | None = None,
-        denied: bool = False,
-    ) -> None:
-        """End a request's span and record its ``mcp.*.operation.duration``."""
-        added = self.gateway.spans.end(
-            pending.span,
-            answer,
-            error_type=error_type,
-            code=code,
-            from_server=pending.from_server,
-            denied=denied,
-        )
-        seconds = time.perf_counter() - pending.started
-        attrs = {**pending.attributes, **added}
-        if self.protocol_version:
-            attrs.setdefault(MCP_PROTOCOL_VERSION, self.protocol_version)
-        self.gateway.metrics.operation(seconds, attrs, from_server=pending.from_server)
-
-    def _notification(self, msg: Message, *, from_server: bool) -> None:
-        if msg.method == "notifications/cancelled":
-            request_id = msg.params.get("requestId")
-            table = self._from_server if from_server else self._from_client
-            pending = table.pop(request_key(request_id), None)
-            if pending is not None:
-                pending.cancelled = True
-                self._end(pending, None, error_type="cancelled")
-        started = time.perf_counter()
-        span, attrs = self.gateway.spans.message(
-            msg,
-            session=self._span,
-            session_id=self.session_id,
-            protocol_version=self.protocol_version,
-            server_name=self.server_name,
-            from_server=from_server,
-            peer=self.peer,
-        )
-        span.end()
-        seconds = time.perf_counter() - started
-        self.gateway.metrics.operation(seconds, attrs, from_server=from_server)
-
-    def _answered(self, table: dict[Hashable, Pending], msg: Message) -> None:
-        self._finish(table, msg.id, msg)
-
-    def _finish(
-        self,
-        table: dict[Hashable, Pending],
-        request_id: Any,
-        answer: Message,
-        *,
-        mocked: bool = False,
-        observe: bool = True,
-        denied: bool = False,
-    ) -> None:
-        pending = table.pop(request_key(request_id), None)
-        if pending is None:
-            return  # an answer to a request we never saw (or already cancelled)
-        if observe and pending.values is not None:
-            self._observe_result(pending, answer, mocked=mocked)
-        self._end(pending, answer, denied=denied)
-
-    def _observe_result(self, pending: Pending, answer: Message, *, mocked: bool) -> None:
-        observe_result(self.gateway.engine, pending, answer, mocked=mocked)
+    # -- the session's facts --------------------------------------------------------------------
 
     def _on_initialize(self, msg: Message) -> None:
         version = msg.params.get("protocolVersion")
@@ -484,7 +335,7 @@ class McpSession:
             info = meta.get(_SERVER_INFO_META)
         if self.gateway.name is None and isinstance(info, dict) and info.get("name"):
             self.server_name = str(info["name"])
-        pending = self._from_client.get(request_key(msg.id))
+        pending = self.requests.from_client.get(request_key(msg.id))
         if pending is not None:
             set_attributes(pending.span, {MCP_SERVER_NAME: self.server_name})
             if self.protocol_version:
@@ -493,17 +344,14 @@ class McpSession:
     def rename(self, session_id: str) -> None:
         """The transport learned the session's id (HTTP: the server's ``Mcp-Session-Id``)."""
         self.session_id = session_id
-        set_attributes(self._span, {MCP_SESSION_ID: session_id})
-        for pending in self._from_client.values():  # the initialize request, still open
+        set_attributes(self.span, {MCP_SESSION_ID: session_id})
+        for pending in self.requests.from_client.values():  # the initialize request, still open
             set_attributes(pending.span, {MCP_SESSION_ID: session_id})
 
     def fail_all(self, reason: str, *, error_type: str) -> list[bytes]:
         """Every client request still waiting gets a JSON-RPC error (returned, for the
         transport to send): the server's stream can no longer be trusted to answer them."""
-        answers = [
-            self._fail_one(key, reason, error_type=error_type) for key in list(self._from_client)
-        ]
-        return [a for a in answers if a is not None]
+        return self.requests.fail_all(reason, error_type=error_type)
 
     def fail(self, frame: bytes, reason: str, *, error_type: str) -> list[bytes]:
         """The upstream failed ``frame``: each of its requests still waiting gets a JSON-RPC
@@ -511,20 +359,11 @@ class McpSession:
         answers: list[bytes] = []
         for item in parse(frame).items():
             if item.kind == "request":
-                answer = self._fail_one(request_key(item.id), reason, error_type=error_type)
+                key = request_key(item.id)
+                answer = self.requests.fail_one(key, reason, error_type=error_type)
                 if answer is not None:
                     answers.append(answer)
         return answers
-
-    def _fail_one(self, key: Hashable, reason: str, *, error_type: str) -> bytes | None:
-        pending = self._from_client.pop(key, None)
-        if pending is None:
-            return None
-        answer = error_response(pending.request_id, UPSTREAM_ERROR, reason)
-        if pending.values is not None:
-            self._observe_result(pending, parse(answer), mocked=False)
-        self._end(pending, None, error_type=error_type, code=UPSTREAM_ERROR)
-        return answer
 
     def close(self, reason: str | None = None) -> list[bytes]:
         """End the session. With ``reason`` (the server is gone), the client's requests still
@@ -532,19 +371,8 @@ class McpSession:
         if self.closed:
             return []
         self.closed = True
-        answers: list[bytes] = []
-        for key in list(self._from_client):
-            if reason is None:
-                pending = self._from_client.pop(key)
-                self._end(pending, None, error_type="session_closed")
-                continue
-            answer = self._fail_one(key, reason, error_type="server_exited")
-            if answer is not None:
-                answers.append(answer)
-        for pending in self._from_server.values():
-            self._end(pending, None, error_type="session_closed")
-        self._from_server.clear()
-        self._span.end()
+        answers = self.requests.close(reason)
+        self.span.end()
         attrs = {k: v for k, v in self.peer.items() if k == "network.protocol.name"}
         if self.protocol_version:
             attrs[MCP_PROTOCOL_VERSION] = self.protocol_version

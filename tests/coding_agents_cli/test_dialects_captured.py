@@ -214,8 +214,7 @@ def test_a_gemini_tool_without_mcp_context_is_not_an_mcp_tool(tmp_path: Path) ->
 def test_a_rewritten_prompt_is_blocked_naming_the_cli_that_cannot_replace_it(
     tmp_path: Path,
 ) -> None:
-    from otelhooks.integrations.claude_code import BridgeState, ClaudeCodeBridge
-    from otelhooks.integrations.coding_agents import dialect_named
+    from otelhooks.integrations.coding_agents import BridgeState, CodingAgentBridge, dialect_named
 
     gemini = dialect_named("gemini")
     hook = {
@@ -223,7 +222,7 @@ def test_a_rewritten_prompt_is_blocked_naming_the_cli_that_cannot_replace_it(
         "type": "before_agent_start",
         "handler": lambda e: {"userMessage": "a cleaner prompt", "input": "a cleaner prompt"},
     }
-    bridge = ClaudeCodeBridge(
+    bridge = CodingAgentBridge(
         hooks=[hook],
         state=BridgeState(tmp_path / "state.sqlite3"),
         agent=gemini.agent,

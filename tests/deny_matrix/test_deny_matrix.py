@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otelhooks import Hook, load_config, read_otlp_json_lines
 from otelhooks._semconv import HOOK_DECIDED_BY
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
-from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._http import ClaudeCodeHookRoute
 from otelhooks.integrations.coding_agents._state import BridgeState
 from otelhooks.testing import pipeline
@@ -177,7 +177,7 @@ def _claude_bridge(case: Case) -> tuple[bool, str]:
 
 def _claude_http_route(case: Case) -> tuple[bool, str]:
     exporter = InMemorySpanExporter()
-    bridge = ClaudeCodeBridge(
+    bridge = CodingAgentBridge(
         hooks=_hooks(case), state=BridgeState(case.tmp / "state.sqlite3"), exporters=[exporter]
     )
     try:

@@ -83,6 +83,10 @@ def test_the_hooks_file_of_the_claude_code_section_loads(tmp_path: Path) -> None
                 "session_trace_id",
             ],
         ),
+        (
+            "otelhooks.integrations.coding_agents",
+            ["DIALECTS", "BridgeState", "CodingAgentBridge", "Dialect", "dialect_named"],
+        ),
     ],
 )
 def test_each_adapter_exports_exactly_its_public_names(module: str, names: list[str]) -> None:
@@ -99,3 +103,12 @@ def test_importing_otelhooks_imports_no_framework() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_claude_code_bridge_is_the_coding_agent_bridge_under_its_first_name() -> None:
+    from otelhooks.integrations.claude_code import ClaudeCodeBridge
+    from otelhooks.integrations.coding_agents import BridgeState, CodingAgentBridge
+
+    assert ClaudeCodeBridge is CodingAgentBridge
+    assert CodingAgentBridge.__name__ == "CodingAgentBridge"
+    assert BridgeState.__module__ == "otelhooks.integrations.coding_agents._state"

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from otelhooks import Block, HookEvent
-from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._state import BridgeState
 from tests.conformance.claude_code._bridge_cli import fixture
@@ -108,7 +108,7 @@ def _redact(event: HookEvent) -> dict[str, Any]:
 
 
 def _answer(tmp_path: Path, event: str, hooks: list[dict[str, Any]]) -> HookResponse:
-    bridge = ClaudeCodeBridge(hooks=hooks, state=BridgeState(tmp_path / "state.sqlite3"))
+    bridge = CodingAgentBridge(hooks=hooks, state=BridgeState(tmp_path / "state.sqlite3"))
     try:
         payload = dict(INPUTS[event])
         if event == "PostToolUse":
@@ -127,7 +127,7 @@ def _at(doc: Any, path: str) -> Any:
 
 
 def test_the_table_names_every_event_claude_code_lets_a_hook_decide() -> None:
-    from otelhooks.integrations.coding_agents._answers import ANSWERING_EVENTS
+    from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
 
     assert {row[0] for row in ROWS} == ANSWERING_EVENTS
 
@@ -155,7 +155,7 @@ def test_each_hook_form_of_the_table_gives_its_field(
 
 def test_continue_false_wins_over_an_allow_and_denies_the_tool() -> None:
     from otelhooks._config._claude_answer import HookAnswer
-    from otelhooks.integrations.coding_agents._answers import combine
+    from otelhooks.integrations.coding_agents._combine import combine
 
     allow = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "allow"}}
     stop = {"continue": False, "stopReason": "build failed"}
@@ -173,7 +173,7 @@ def test_pre_tool_use_decisions_combine_deny_defer_ask_allow(
     decisions: list[str], winner: str
 ) -> None:
     from otelhooks._config._claude_answer import HookAnswer
-    from otelhooks.integrations.coding_agents._answers import combine
+    from otelhooks.integrations.coding_agents._combine import combine
 
     answers = [
         HookAnswer(f"h{i}", {"hookSpecificOutput": {"permissionDecision": d}})
@@ -185,7 +185,7 @@ def test_pre_tool_use_decisions_combine_deny_defer_ask_allow(
 
 def test_every_hooks_additional_context_reaches_claude() -> None:
     from otelhooks._config._claude_answer import HookAnswer
-    from otelhooks.integrations.coding_agents._answers import combine
+    from otelhooks.integrations.coding_agents._combine import combine
 
     answers = [
         HookAnswer("a", {"hookSpecificOutput": {"additionalContext": "one"}}),
@@ -197,7 +197,7 @@ def test_every_hooks_additional_context_reaches_claude() -> None:
 
 def test_deny_json_printed_before_exit_1_denies() -> None:
     from otelhooks._config._claude_answer import command_answer
-    from otelhooks.integrations.coding_agents._answers import combine
+    from otelhooks.integrations.coding_agents._combine import combine
 
     deny = {"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "no"}}
     answer = command_answer("h", 1, json.dumps(deny), "")

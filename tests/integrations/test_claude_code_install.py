@@ -21,7 +21,7 @@ from otelhooks.integrations.claude_code._install import (
     is_ours,
     uninstall,
 )
-from otelhooks.integrations.coding_agents._answers import ANSWERING_EVENTS
+from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
 
 THEIRS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(ls)"]},

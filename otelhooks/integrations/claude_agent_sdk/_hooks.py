@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._spans import SpanWriter
@@ -96,7 +96,7 @@ def hooks_for(
     for processor in oh.exporters:
         # the same processors as oh's own spans: one pipeline, flushed by oh.shutdown()
         writer.provider.add_span_processor(processor)
-    bridge = ClaudeCodeBridge(
+    bridge = CodingAgentBridge(
         engine=oh.engine,
         state=ServerSessions(path),
         writer=writer,

@@ -5,9 +5,17 @@ one event on stdin, keeps the session as one trace and each tool use as one ``ex
 span across processes, runs the otelhooks hooks that match and answers ``PreToolUse`` in Claude
 Code's own format. :func:`run_hook` is the one entry point (the CLI and an HTTP route alike).
 The bridge itself is the one every coding agent shares
-(:mod:`otelhooks.integrations.coding_agents`); what is Claude Code's alone lives here: its
-settings installer, the standard-library hook client and ``serve``'s Claude Code routes. See
-``docs/adapters.md`` for the settings snippet and the event table.
+(:class:`~otelhooks.integrations.coding_agents.CodingAgentBridge`); what is Claude Code's alone
+lives here: its settings installer, the standard-library hook client and ``serve``'s Claude Code
+routes. See ``docs/adapters.md`` for the settings snippet and the event table.
+
+``ClaudeCodeBridge`` is :class:`~otelhooks.integrations.coding_agents.CodingAgentBridge` under its
+first name (the same class, not a subclass), kept for code written before the bridge served
+Codex CLI and Gemini CLI too::
+
+    >>> from otelhooks.integrations.coding_agents import CodingAgentBridge
+    >>> ClaudeCodeBridge is CodingAgentBridge
+    True
 """
 
 from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge

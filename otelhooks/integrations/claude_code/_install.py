@@ -59,7 +59,7 @@ from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_o
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import Edited, edit_settings
 from otelhooks.integrations.claude_code._watch import DEFAULT_WATCH, watch_list
-from otelhooks.integrations.coding_agents._answers import ANSWERING_EVENTS
+from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
 
 __all__ = [
     "ASYNC_EVENTS",

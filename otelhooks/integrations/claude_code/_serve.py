@@ -5,7 +5,7 @@
 logs see every event):
 
 - ``POST /v1/hooks/claude-code``: :class:`ClaudeCodeHookRoute` over one long-lived
-  :class:`ClaudeCodeBridge` whose sessions live in :class:`ServerSessions`;
+  :class:`CodingAgentBridge` whose sessions live in :class:`ServerSessions`;
 - ``POST /v1/logs`` and ``POST /v1/metrics``: :class:`OtlpSignalIngest` into
   :class:`ClaudeTelemetry`;
 - the span processor for ``POST /v1/traces``: :class:`ClaudeTelemetry` in front of the hook
@@ -33,7 +33,7 @@ from otelhooks._eventlog._otlp_signals import OtlpSignalIngest
 from otelhooks._export._otlp import otlp_configured, otlp_span_exporter
 from otelhooks._instrument._spend import SessionSpend
 from otelhooks._processor import HookSpanProcessor
-from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import AGENT
 from otelhooks.integrations.coding_agents._http import (
     DEFAULT_DECISION_TIMEOUT_S,
@@ -53,7 +53,7 @@ class ClaudeCodeServing:
 
     routes: dict[str, Route]
     span_processor: ClaudeTelemetry
-    bridge: ClaudeCodeBridge
+    bridge: CodingAgentBridge
     sessions: ServerSessions
     route: ClaudeCodeHookRoute
     _export: list[SpanProcessor] = field(default_factory=list)
@@ -123,7 +123,7 @@ def claude_code_routes(
         sessions = ServerSessions(sessions_path, on_drop=drops)
     # Claude Code's own cost per session, from its telemetry, read by budget guards
     spend = SessionSpend()
-    bridge = ClaudeCodeBridge(
+    bridge = CodingAgentBridge(
         state=sessions,
         engine=processor.engine,
         writer=writer,

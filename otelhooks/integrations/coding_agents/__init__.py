@@ -1,17 +1,20 @@
-"""The one coding-agent bridge, and the dialect of each CLI it serves.
+"""The one coding-agent bridge (:class:`CodingAgentBridge`), and the dialect of each CLI it serves.
 
 The bridge is shared: sessions and open tool uses across hook processes (``_state``, and
 ``_sessions`` for a server), tool-use pairing and ``execute_tool`` spans (``_tools``), model
-calls (``_model_calls``), the span writer (``_spans``), the event table and decision
-combination (``_mapping``, ``_answers``: Claude Code's hook schema, the one the others copy),
-the one entry point (``_run``), the daemon (``_daemon``, ``_fair``), the HTTP route
-(``_http``) and the join of each CLI's own telemetry into the session's trace (``_joins``,
-``_telemetry``). A :class:`Dialect` is the thin part per CLI: its input into the bridge's schema,
-the answer into the CLI's own format. Each CLI's installer and what is its own alone stay with
-it (``otelhooks.integrations.claude_code``: settings, the hook client, serve's Claude routes;
-``_install`` here: Codex's and Gemini's files). See ``docs/adapters.md``.
+calls (``_model_calls``), the span writer (``_spans``), the event table, the decision
+combination and the hook process's reply (``_mapping``, ``_combine``, ``_answers``: Claude
+Code's hook schema, the one the others copy), the one entry point (``_run``), the daemon
+(``_daemon``, ``_fair``), the HTTP route (``_http``) and the join of each CLI's own telemetry
+into the session's trace (``_joins``, ``_telemetry``). A :class:`Dialect` is the thin part per
+CLI: its input into the bridge's schema, the answer into the CLI's own format. Each CLI's
+installer and what is its own alone stay with it (``otelhooks.integrations.claude_code``:
+settings, the hook client, serve's Claude routes; ``_install`` here: Codex's and Gemini's
+files). See ``docs/adapters.md``.
 """
 
+from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._dialects import DIALECTS, Dialect, dialect_named
+from otelhooks.integrations.coding_agents._state import BridgeState
 
-__all__ = ["DIALECTS", "Dialect", "dialect_named"]
+__all__ = ["DIALECTS", "BridgeState", "CodingAgentBridge", "Dialect", "dialect_named"]

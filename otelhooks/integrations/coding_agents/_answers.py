@@ -1,36 +1,17 @@
-"""Several hooks' answers to one Claude Code event, combined as Claude Code combines them.
+"""An event's hooks run now, and their combined answer made the hook process's reply.
 
-Each hook that ran left a :class:`~otelhooks._config._claude_answer.HookAnswer` (a command's
-JSON or plain text, an ``http`` hook's body, a Python, kernel or webhook block); :func:`combine`
-makes the one answer Claude Code gets, by the rules of its hooks reference (``JSON output``,
-``Decision control`` and each event's section):
-
-- ``continue: false`` from any hook wins over every decision: the answer carries it and the
-  first ``stopReason``; on ``PreToolUse`` it is also a deny (Claude Code 2.1 in ``-p`` mode ran
-  the tool after a bare ``continue: false``: checked with the real CLI), on ``PostToolBatch`` a
-  block;
-- ``PreToolUse``: deny > defer > ask > allow, the winner's reason; a block (exit 2, ``Block``,
-  a kernel ``None``, a control webhook) is a deny;
-- ``PermissionRequest``: deny > allow (``message`` and ``interrupt`` of the deny;
-  ``updatedInput`` and ``updatedPermissions`` of the allow);
-- ``Elicitation`` / ``ElicitationResult``: cancel > decline > accept; exit 2 declines;
-- top-level ``decision: "block"`` events: one block, the reasons joined;
-- ``additionalContext``, ``classifierContext`` (``PostToolUse``), ``systemMessage`` and
-  ``stopReason`` of every hook are all delivered
-  (joined by a blank line); ``suppressOutput``, ``retry`` and ``reloadSkills`` if any hook says
-  so; ``watchPaths`` united; other values (``sessionTitle``, ``displayContent``,
-  ``updatedToolOutput``...) from the first hook that gives one.
-
-A decision the event cannot carry (a block of ``SessionStart``, which Claude Code cannot block)
-is not dropped: the answer's ``systemMessage`` says which hook decided what and that Claude Code
-cannot act on it, and the bridge logs it.
+:func:`run_hooks` runs the hooks of one event on the agent's thread and collects what each
+answered (a command's output, an ``http`` body, a block: :func:`answers_from_notes`);
+:func:`combine` (:mod:`._combine`, the combination rule) makes one answer of them; and
+:func:`respond` turns that answer into the exit code, stdout and stderr the agent reads
+(``--deny-mode exit2``: a deny is exit 2 with the reason on stderr).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, Final
+from typing import Any
 
 import structlog
 
@@ -42,78 +23,32 @@ from otelhooks._events import EVENTS as EVENT_SPECS
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Block
 from otelhooks._live import Verdict
-from otelhooks.integrations.coding_agents._common import DenyMode, HookResponse
+from otelhooks.integrations.coding_agents._combine import (
+    ANSWERING_EVENTS,
+    BLOCKING_EVENTS,
+    CONTEXT_EVENTS,
+    EXIT2_BLOCKING_EVENTS,
+    combine,
+    decides,
+    denied_by,
+)
+from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse, cli_name
 
+# combine, denied_by and the event sets are :mod:`._combine`'s; they are named here too because
+# the bridge's callers take the whole answer path (run, combine, respond) from this module
 __all__ = [
     "ANSWERING_EVENTS",
     "BLOCKING_EVENTS",
     "CONTEXT_EVENTS",
     "answers_from_notes",
     "combine",
+    "denied_by",
+    "dumps",
     "respond",
     "run_hooks",
 ]
 
 _log = structlog.get_logger("otelhooks")
-
-# Events whose block is a top-level ``decision: "block"`` (Decision control table).
-BLOCKING_EVENTS: Final = frozenset(
-    {
-        "UserPromptSubmit",
-        "UserPromptExpansion",
-        "PostToolUse",
-        "PostToolUseFailure",
-        "PostToolBatch",
-        "Stop",
-        "SubagentStop",
-        "ConfigChange",
-        "PreCompact",
-        "TaskCreated",
-    }
-)
-# Events that block only through exit 2 (or continue: false): TeammateIdle, TaskCompleted.
-EXIT2_BLOCKING_EVENTS: Final = frozenset({"TeammateIdle", "TaskCompleted"})
-CONTEXT_EVENTS: Final = frozenset(
-    {
-        "SessionStart",
-        "Setup",
-        "SubagentStart",
-        "UserPromptSubmit",
-        "UserPromptExpansion",
-        "PreToolUse",
-        "PostToolUse",
-        "PostToolUseFailure",
-        "PostToolBatch",
-        "Stop",
-        "SubagentStop",
-    }
-)
-# Plain-text stdout of a successful hook is context for Claude on these events.
-_TEXT_CONTEXT: Final = frozenset({"UserPromptSubmit", "UserPromptExpansion", "SessionStart"})
-# Events that discard systemMessage and continue (their sections say so).
-_NO_UNIVERSAL: Final = frozenset(
-    {"MessageDisplay", "ConfigChange", "PreCompact", "Elicitation", "ElicitationResult"}
-)
-# Every event whose hooks can change what Claude Code does: the bridge runs their hooks before
-# it answers (the others are only observed).
-ANSWERING_EVENTS: Final = frozenset(
-    {
-        *BLOCKING_EVENTS,
-        *EXIT2_BLOCKING_EVENTS,
-        *CONTEXT_EVENTS,
-        "PreToolUse",
-        "PermissionRequest",
-        "PermissionDenied",
-        "Elicitation",
-        "ElicitationResult",
-        "MessageDisplay",
-        "WorktreeCreate",
-    }
-)
-
-_RANK: Final = {"allow": 1, "ask": 2, "defer": 3, "deny": 4}
-_LEGACY: Final = {"approve": "allow", "block": "deny"}  # PreToolUse's deprecated top level
-_ELICIT_RANK: Final = {"accept": 1, "decline": 2, "cancel": 3}
 
 
 def answers_from_notes(notes: Iterable[tuple[str, object]]) -> list[HookAnswer]:
@@ -139,259 +74,9 @@ def answers_from_notes(notes: Iterable[tuple[str, object]]) -> list[HookAnswer]:
     return [own.get(h) or blocks[h] for h in order if h in own or h in blocks]
 
 
-def _specific(answer: HookAnswer) -> dict[str, Any]:
-    value = answer.output.get("hookSpecificOutput")
-    return value if isinstance(value, dict) else {}
-
-
-def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _join(values: Iterable[str | None]) -> str | None:
-    kept = [v for v in values if v]
-    return "\n\n".join(kept) if kept else None
-
-
-def _blocks(answer: HookAnswer) -> bool:
-    return answer.blocked or answer.output.get("decision") == "block"
-
-
-def _block_reason(answer: HookAnswer) -> str | None:
-    return _str(answer.output.get("reason")) or answer.reason
-
-
-def _permission(answer: HookAnswer) -> tuple[str | None, str | None]:
-    """A PreToolUse answer's decision and reason."""
-    if answer.blocked:
-        return "deny", answer.reason
-    specific = _specific(answer)
-    decision = specific.get("permissionDecision")
-    if decision in _RANK:
-        return decision, _str(specific.get("permissionDecisionReason"))
-    legacy = _LEGACY.get(str(answer.output.get("decision")))
-    if legacy is not None:
-        return legacy, _str(answer.output.get("reason"))
-    return None, None
-
-
-def combine(
-    event: str,
-    answers: Sequence[HookAnswer],
-    *,
-    updated_input: Mapping[str, Any] | None = None,
-    extra: Mapping[str, Any] | None = None,
-) -> tuple[dict[str, Any], list[str]]:
-    """Claude Code's JSON output for ``event`` from the hooks' ``answers``.
-
-    Args:
-        event: Claude Code's event name.
-        answers: one per hook, in the order they ran.
-        updated_input: ``PreToolUse`` arguments after every rewrite (a command's ``allow`` with
-            ``updatedInput`` included): sent when a hook changed them.
-        extra: event-specific fields decided outside the hooks' own answers (a kernel rewrite's
-            ``updatedToolOutput``, ``displayContent``), put first.
-
-    Returns:
-        The output object (``{}``: nothing to say) and the decisions it could not carry.
-
-    Example:
-        >>> combine("Stop", [HookAnswer("a", {"decision": "block", "reason": "tests fail"})])[0]
-        {'decision': 'block', 'reason': 'tests fail'}
-    """
-    out: dict[str, Any] = {}
-    specific: dict[str, Any] = dict(extra or {})
-    lost: list[str] = []
-
-    stops = [a for a in answers if a.output.get("continue") is False]
-    if event not in _NO_UNIVERSAL and event != "TaskCreated":
-        if stops:
-            out["continue"] = False
-            names = ", ".join(a.hook_id for a in stops)
-            out["stopReason"] = _join(_str(a.output.get("stopReason")) for a in stops) or (
-                f"stopped by hook {names}"
-            )
-        message = _join(_str(a.output.get("systemMessage")) for a in answers)
-        if message:
-            out["systemMessage"] = message
-    if any(a.output.get("suppressOutput") is True for a in answers):
-        out["suppressOutput"] = True
-
-    if event == "PreToolUse":
-        _pre_tool_use(answers, out, specific, updated_input, stops)
-    elif event == "PermissionRequest":
-        _permission_request(answers, specific)
-    elif event in ("Elicitation", "ElicitationResult"):
-        _elicitation(answers, specific)
-    elif event in BLOCKING_EVENTS or event in EXIT2_BLOCKING_EVENTS:
-        blockers = [a for a in answers if _blocks(a)]
-        if event == "PostToolBatch" and stops and not blockers:
-            blockers = stops
-        if blockers:
-            out["decision"] = "block"
-            out["reason"] = _join(
-                _block_reason(a) or _str(a.output.get("stopReason")) for a in blockers
-            ) or (f"blocked by hook {', '.join(a.hook_id for a in blockers)}")
-    else:
-        for a in answers:
-            if _blocks(a):
-                lost.append(
-                    f"hook {a.hook_id} blocked {event}, which Claude Code cannot block"
-                    + (f": {_block_reason(a)}" if _block_reason(a) else "")
-                )
-
-    if event in CONTEXT_EVENTS:
-        texts = [a.text for a in answers if a.text and event in _TEXT_CONTEXT]
-        context = _join([*(_str(_specific(a).get("additionalContext")) for a in answers), *texts])
-        if context and not (
-            event == "PreToolUse" and specific.get("permissionDecision") == "defer"
-        ):
-            specific["additionalContext"] = context
-    if event == "PostToolUse":
-        # every hook's note for the auto mode classifier, as additionalContext is for Claude
-        note = _join(_str(_specific(a).get("classifierContext")) for a in answers)
-        if note:
-            specific["classifierContext"] = note
-    _first_values(event, answers, specific, lost)
-    if specific:
-        out["hookSpecificOutput"] = {"hookEventName": event, **specific}
-    if lost:
-        warning = "otelhooks: " + "; ".join(lost)
-        out["systemMessage"] = _join([out.get("systemMessage"), warning])
-    return out, lost
-
-
-def _pre_tool_use(
-    answers: Sequence[HookAnswer],
-    out: dict[str, Any],
-    specific: dict[str, Any],
-    updated_input: Mapping[str, Any] | None,
-    stops: Sequence[HookAnswer],
-) -> None:
-    best: tuple[int, str, str | None, str] | None = None
-    for a in answers:
-        decision, reason = _permission(a)
-        if decision is None:
-            continue
-        if best is None or _RANK[decision] > best[0]:
-            best = (_RANK[decision], decision, reason, a.hook_id)
-    if stops:
-        # continue: false ends the operation; in -p mode only a deny keeps the tool from running
-        best = (_RANK["deny"], "deny", out.get("stopReason"), stops[0].hook_id)
-    if best is None:
-        if updated_input is not None:
-            # a rewrite nobody approved: the person confirms the changed arguments
-            specific["permissionDecision"] = "ask"
-            specific["permissionDecisionReason"] = "arguments rewritten by an otelhooks hook"
-            specific["updatedInput"] = dict(updated_input)
-        return
-    _, decision, reason, hook_id = best
-    specific["permissionDecision"] = decision
-    if decision == "deny":
-        reason = reason or f"Blocked by hook {hook_id}."
-    if reason:
-        specific["permissionDecisionReason"] = reason
-    if updated_input is not None and decision in ("allow", "ask"):
-        specific["updatedInput"] = dict(updated_input)
-
-
-def _permission_request(answers: Sequence[HookAnswer], specific: dict[str, Any]) -> None:
-    allow: dict[str, Any] | None = None
-    denies: list[dict[str, Any]] = []
-    for a in answers:
-        decision = _specific(a).get("decision")
-        if a.blocked:
-            # Claude Code ignores exit 2 here; a guard's block is a deny all the same
-            denies.append(
-                {"behavior": "deny", "message": a.reason or f"denied by hook {a.hook_id}"}
-            )
-        elif isinstance(decision, dict) and decision.get("behavior") == "deny":
-            denies.append(decision)
-        elif isinstance(decision, dict) and decision.get("behavior") == "allow" and allow is None:
-            allow = decision
-    if denies:
-        combined: dict[str, Any] = {"behavior": "deny"}
-        message = _join(_str(d.get("message")) for d in denies)
-        if message:
-            combined["message"] = message
-        if any(d.get("interrupt") is True for d in denies):
-            combined["interrupt"] = True
-        specific["decision"] = combined
-    elif allow is not None:
-        specific["decision"] = {
-            k: v
-            for k, v in allow.items()
-            if k in ("behavior", "updatedInput", "updatedPermissions")
-        }
-
-
-def _elicitation(answers: Sequence[HookAnswer], specific: dict[str, Any]) -> None:
-    best: tuple[int, str, Any] | None = None
-    for a in answers:
-        action: Any = "decline"  # exit 2 denies; its hookSpecificOutput is ignored
-        content: Any = None
-        if not a.blocked:
-            action, content = _specific(a).get("action"), _specific(a).get("content")
-        if action in _ELICIT_RANK and (best is None or _ELICIT_RANK[action] > best[0]):
-            best = (_ELICIT_RANK[action], action, content)
-    if best is not None:
-        specific["action"] = best[1]
-        if best[1] == "accept" and isinstance(best[2], dict):
-            specific["content"] = best[2]
-
-
-_FIRST: Final = {
-    "PostToolUse": ("updatedToolOutput", "updatedMCPToolOutput"),
-    "SessionStart": ("initialUserMessage", "sessionTitle"),
-    "UserPromptSubmit": ("sessionTitle",),
-    "MessageDisplay": ("displayContent",),
-    "WorktreeCreate": ("worktreePath",),
-}
-
-
-def _first_values(
-    event: str, answers: Sequence[HookAnswer], specific: dict[str, Any], lost: list[str]
-) -> None:
-    for key in _FIRST.get(event, ()):
-        for a in answers:
-            value = _specific(a).get(key)
-            if value is not None and key not in specific:
-                specific[key] = value
-    if event == "WorktreeCreate" and "worktreePath" not in specific:
-        for a in answers:  # a command prints the path as its last non-empty line
-            lines = [line for line in (a.text or "").splitlines() if line.strip()]
-            if lines:
-                specific["worktreePath"] = lines[-1].strip()
-                break
-    if event == "UserPromptSubmit" and any(
-        _specific(a).get("suppressOriginalPrompt") is True for a in answers
-    ):
-        specific["suppressOriginalPrompt"] = True
-    if event == "SessionStart":
-        paths = [
-            p for a in answers for p in (_specific(a).get("watchPaths") or ()) if isinstance(p, str)
-        ]
-        if paths:
-            specific["watchPaths"] = list(dict.fromkeys(paths))
-        if any(_specific(a).get("reloadSkills") is True for a in answers):
-            specific["reloadSkills"] = True
-    if event == "PermissionDenied" and any(_specific(a).get("retry") is True for a in answers):
-        specific["retry"] = True
-
-
 def dumps(output: Mapping[str, Any]) -> str:
-    """The output as Claude Code reads it (``""`` when there is nothing to say)."""
+    """The output as the agent reads it (``""`` when there is nothing to say)."""
     return json.dumps(output, ensure_ascii=False) if output else ""
-
-
-def _decides(answer: HookAnswer) -> bool:
-    """Whether the answer itself makes the decision a chain's block stands for."""
-    specific = _specific(answer)
-    return (
-        _blocks(answer)
-        or specific.get("permissionDecision") in ("deny", "ask", "defer")
-        or str(answer.output.get("decision")) in _LEGACY
-    )
 
 
 def run_hooks(
@@ -405,7 +90,7 @@ def run_hooks(
     """Run the hooks of ``event`` now and collect what each answered.
 
     An intercept event runs its chain as live; any other event runs its observers on this
-    thread (:meth:`HooksEngine.fire`), so their answers are known before Claude Code is.
+    thread (:meth:`HooksEngine.fire`), so their answers are known before the agent is answered.
     A chain's block without an answer of its own (a Python ``Block``, a kernel ``None``, a
     control webhook, ``on_error: block``) is a block answer of the hook that decided.
     """
@@ -419,32 +104,37 @@ def run_hooks(
             _log.exception("critical hook delivery failed", hook_event=event)
             verdict = Verdict(payload=payload)
     # a permissive hook's answer is recorded by the engine (its would-be decision), never
-    # passed on: Claude Code reads the bridge's answer, not the hook's own output
+    # passed on: the agent reads the bridge's answer, not the hook's own output
     permissive = {h.id for h in engine.registry.hooks() if h.mode == "permissive"}
     if operation_id is not None:
         scoped = engine.registry.hooks(operation_id=operation_id)
         permissive.update(h.id for h in scoped if h.mode == "permissive")
     answers = [a for a in answers_from_notes(notes) if a.hook_id not in permissive]
-    if verdict.blocked and not any(
-        a.hook_id == verdict.decided_by and _decides(a) for a in answers
-    ):
+    if verdict.blocked and not any(a.hook_id == verdict.decided_by and decides(a) for a in answers):
         answers.append(block_answer(verdict.decided_by or "hook", verdict.reason))
     return verdict, answers
 
 
 def respond(
-    event: str, output: Mapping[str, Any], lost: Sequence[str], *, deny_mode: DenyMode
+    event: str,
+    output: Mapping[str, Any],
+    lost: Sequence[str],
+    *,
+    deny_mode: DenyMode,
+    agent: str = AGENT,
 ) -> HookResponse:
-    """The hook process's answer for a combined ``output`` (see :class:`HookResponse`)."""
+    """The hook process's answer for a combined ``output`` (see :class:`HookResponse`) to
+    ``agent`` (what its warnings name)."""
+    cli = cli_name(agent)
     for problem in lost:
-        _log.warning("decision Claude Code cannot carry", hook_event=event, problem=problem)
+        _log.warning(f"a decision {cli} cannot carry", hook_event=event, problem=problem)
     specific = output.get("hookSpecificOutput") or {}
     if event == "WorktreeCreate":
         path = specific.get("worktreePath")
         if not output:
             return HookResponse()  # no hook ran for it: otelhooks only observed
         if not isinstance(path, str) or not path:
-            return HookResponse(1, stderr="otelhooks claude-code: no hook gave a worktree path")
+            return HookResponse(1, stderr=f"otelhooks: no hook gave {cli} a worktree path")
         return HookResponse(stdout=path, http_body=dumps(output))
     reason = specific.get("permissionDecisionReason") or output.get("reason") or ""
     if event in EXIT2_BLOCKING_EVENTS and output.get("decision") == "block":
@@ -466,15 +156,3 @@ def respond(
             rest["hookSpecificOutput"] = {"hookEventName": event, **left}
         return HookResponse(2, stdout=dumps(rest), stderr=reason)
     return HookResponse(stdout=dumps(output))
-
-
-def denied_by(answers: Sequence[HookAnswer]) -> str | None:
-    """The hook whose answer stops a tool call: the first ``continue: false``, else the first
-    deny (the one :func:`combine` reports)."""
-    for answer in answers:
-        if answer.output.get("continue") is False:
-            return answer.hook_id
-    for answer in answers:
-        if _permission(answer)[0] == "deny":
-            return answer.hook_id
-    return None

@@ -1,4 +1,4 @@
-"""``ClaudeCodeBridge``: one Claude Code hook event in, spans, hooks and Claude's answer out.
+"""``CodingAgentBridge``: one coding agent's hook event in, spans, hooks and its answer out.
 
 The mapping (one place; the full event table is :data:`._mapping.EVENTS`):
 
@@ -6,7 +6,7 @@ The mapping (one place; the full event table is :data:`._mapping.EVENTS`):
 Claude Code event            otelhooks
 ===========================  ====================================================================
 (every event)                the session is one trace: trace id = SHA-256 of ``session_id``
-``UserPromptSubmit``         a turn opens: ``invoke_agent claude-code``; ``before_agent_start``
+``UserPromptSubmit``         a turn opens: ``invoke_agent {agent}``; ``before_agent_start``
                              interceptors run and a block answers ``{"decision": "block"}``
 ``PreToolUse``               ``execute_tool {tool_name}`` starts (child of the turn);
                              ``before_tool_call`` interceptors run: a deny (or a mock, which
@@ -26,15 +26,15 @@ Claude Code event            otelhooks
                              the end every open span of the session is closed
 every other event            its canonical event for the observers (``PreCompact`` is
                              ``before_compact``, ...) and a short ``agent_lifecycle {event}``
-                             span in the turn with a span event named after the Claude event;
+                             span in the turn with a span event named as the CLI names it;
                              a name the table does not know is the same, as
                              ``claude_code_event``
 ===========================  ====================================================================
 
-The hooks of every event Claude Code lets a hook decide (:data:`._answers.ANSWERING_EVENTS`) run
+The hooks of every event Claude Code lets a hook decide (:data:`._combine.ANSWERING_EVENTS`) run
 before the answer, observers included, and each hook's answer is combined with the others' as
-Claude Code combines them (:mod:`._answers`). Nothing is answered unless a hook decided: an empty
-answer leaves Claude Code's own permission rules in charge.
+Claude Code combines them (:mod:`._combine`). Nothing is answered unless a hook decided: an empty
+answer leaves the CLI's own permission rules in charge.
 """
 
 from __future__ import annotations
@@ -81,6 +81,7 @@ from otelhooks.integrations.coding_agents._common import (
     DenyMode,
     HookResponse,
     cli_name,
+    event_marker,
     observer,
 )
 from otelhooks.integrations.coding_agents._mapping import (
@@ -100,7 +101,7 @@ from otelhooks.integrations.coding_agents._spans import (
 from otelhooks.integrations.coding_agents._state import BridgeState, OpenOperation
 from otelhooks.integrations.coding_agents._tools import ToolUses
 
-__all__ = ["ClaudeCodeBridge"]
+__all__ = ["ClaudeCodeBridge", "CodingAgentBridge"]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -109,8 +110,12 @@ def _capture_content() -> bool:
     return os.environ.get(sc.ENV_CAPTURE_CONTENT, "").strip().lower() in ("1", "true", "yes")
 
 
-class ClaudeCodeBridge:
-    """Handles Claude Code hook events, one per process (or many, in tests).
+class CodingAgentBridge:
+    """Handles a coding agent's hook events, one per process (or many, in tests).
+
+    The events are in Claude Code's hook schema, the one Codex CLI copies; a
+    :class:`~otelhooks.integrations.coding_agents.Dialect` translates Gemini CLI's to it and the
+    answer back. ``ClaudeCodeBridge`` (``otelhooks.integrations.claude_code``) is this class.
 
     Args:
         hooks: the otelhooks hooks to run (any config format, loaded).
@@ -133,10 +138,11 @@ class ClaudeCodeBridge:
         provider: ``gen_ai.provider.name`` of the spans (whose models that agent calls).
 
     Example:
-        >>> bridge = ClaudeCodeBridge(state=BridgeState("/tmp/cc.sqlite3"))
+        >>> bridge = CodingAgentBridge(state=BridgeState("/tmp/cc.sqlite3"))
         >>> bridge.handle({"hook_event_name": "Stop", "session_id": "s-1"}).exit_code
         0
-        >>> bridge.close()
+        >>> bridge.close().ok
+        True
     """
 
     def __init__(
@@ -211,7 +217,8 @@ class ClaudeCodeBridge:
     # -- dispatch ----------------------------------------------------------------------------------
 
     def handle(self, payload: Mapping[str, Any], *, open_tools_only: bool = False) -> HookResponse:
-        """Handle one hook event (the JSON Claude Code writes on the hook's stdin).
+        """Handle one hook event (the JSON the CLI writes on the hook's stdin, in Claude Code's
+        schema: a :class:`~otelhooks.integrations.coding_agents.Dialect` translates others).
 
         A ``Post*`` event whose tool use was never started in its session (hooks installed
         mid-session) ends a made-up zero-length ``execute_tool`` span; with
@@ -333,11 +340,11 @@ class ClaudeCodeBridge:
                 f"prompt; submit the rewritten one instead: {new}"
             )
             answers.append(block_answer(by, reason))
-        output, lost = combine(name, answers)
+        output, lost = combine(name, answers, agent=self.agent)
         if output.get("decision") == "block" or output.get("continue") is False:
             self.state.end_operation(session)
             self._end_operation(op, "interrupted", None)
-        return respond(name, output, lost, deny_mode=self.deny_mode)
+        return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
     def _stop(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
         if name == "StopFailure":
@@ -368,12 +375,12 @@ class ClaudeCodeBridge:
             }
         )
         _, answers = run_hooks(self.engine, "on_complete", complete, (self.agent,))
-        output, lost = combine(name, answers)
+        output, lost = combine(name, answers, agent=self.agent)
         if output.get("decision") != "block":
             ended = self.state.end_operation(session)
             if ended is not None:
                 self._end_operation(ended, "done", None, completed=True)
-        return respond(name, output, lost, deny_mode=self.deny_mode)
+        return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
     # -- sessions and point events -----------------------------------------------------------------
 
@@ -413,8 +420,8 @@ class ClaudeCodeBridge:
         )
         values = (str(payload.get("source") or "*"),)
         _, answers = run_hooks(self.engine, "session_start", event, values)
-        output, lost = combine(name, answers)
-        return respond(name, output, lost, deny_mode=self.deny_mode)
+        output, lost = combine(name, answers, agent=self.agent)
+        return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
     def _session_end(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
         op, tools = self.state.end_session(session)
@@ -435,7 +442,7 @@ class ClaudeCodeBridge:
         canonical = known.canonical if known is not None else "claude_code_event"
         op = self.state.peek_operation(session)
         marker = (
-            sc.CLAUDE_CODE_EVENT_PREFIX + (name or "unknown"),
+            event_marker(self.agent, name or "unknown", payload),
             lifecycle_attributes(payload, capture=self.capture),
         )
         # a permission request's span is written once its hooks answered: a person's answer to
@@ -469,8 +476,8 @@ class ClaudeCodeBridge:
             more = [*more, *approval_allows(name, verdict)]
             approvals = [(n, a) for n, a, _ in approval_events(verdict)]
             self.writer.write(replace(record, events=[*record.events, *approvals]))
-        output, lost = combine(name, [*answers, *more], extra=extra)
-        return respond(name, output, lost, deny_mode=self.deny_mode)
+        output, lost = combine(name, [*answers, *more], extra=extra, agent=self.agent)
+        return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
     def _message_sending(
         self, session: str, payload: Mapping[str, Any], common: dict[str, Any]
@@ -492,3 +499,7 @@ class ClaudeCodeBridge:
         if isinstance(new, MessageSendingEvent) and new.content != delta:
             return {"displayContent": new.content}, []
         return {}, []
+
+
+# Its name while it served Claude Code alone (``otelhooks.integrations.claude_code`` documents it)
+ClaudeCodeBridge = CodingAgentBridge

@@ -1,14 +1,15 @@
-"""What every part of the bridge shares: the agent name, the answer to Claude Code, observing."""
+"""What every part of the bridge shares: the agent's names, the answer to it, observing."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import structlog
 
+from otelhooks import _semconv as sc
 from otelhooks._engine import HooksEngine
 from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._events import HookEvent
@@ -21,6 +22,7 @@ __all__ = [
     "HookResponse",
     "Observe",
     "cli_name",
+    "event_marker",
     "observer",
     "text",
 ]
@@ -46,9 +48,24 @@ def cli_name(agent: str) -> str:
     return CLI_NAMES.get(agent, agent)
 
 
+def event_marker(agent: str, name: str, payload: Mapping[str, Any]) -> str:
+    """The span event that names a hook event as its own CLI does: ``claude_code.PreCompact``,
+    ``codex.PreCompact``, ``gemini_cli.PreCompress`` (the Agent SDK's events are Claude Code's).
+
+    Example:
+        >>> event_marker("gemini-cli", "PreCompact", {"gemini_hook_event_name": "PreCompress"})
+        'gemini_cli.PreCompress'
+    """
+    if agent in ("claude-code", "claude-agent-sdk"):
+        return sc.CLAUDE_CODE_EVENT_PREFIX + name
+    # the Gemini dialect keeps the CLI's own name of an event it renamed
+    own = payload.get("gemini_hook_event_name")
+    return f"{agent.replace('-', '_')}.{own if isinstance(own, str) and own else name}"
+
+
 @dataclass(frozen=True, slots=True)
 class HookResponse:
-    """What the hook process tells Claude Code: exit code, stdout (JSON) and stderr.
+    """What the hook process tells the agent: exit code, stdout (JSON) and stderr.
 
     ``http_body`` is the answer of an ``http`` hook when it differs from a command's stdout
     (``WorktreeCreate``: a command prints the path, an ``http`` hook answers JSON).

@@ -1,6 +1,6 @@
 """The bridge daemon behind :mod:`~otelhooks.integrations.claude_code.hook_client`.
 
-One long-lived :class:`ClaudeCodeBridge` (hooks loaded once, observers and webhooks on its
+One long-lived :class:`CodingAgentBridge` (hooks loaded once, observers and webhooks on its
 background worker instead of delaying the hook's exit) answers ``POST /bridge`` on a Unix
 socket with the bridge's exact answer as JSON: ``{"exit_code", "stdout", "stderr"}``. Its
 sessions are :class:`ServerSessions` over the **same** state file as the one-process bridge, so
@@ -29,7 +29,7 @@ import structlog
 
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, send_json
-from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
 from otelhooks.integrations.coding_agents._input import InputProblem, event_name_of, parse_input
@@ -55,7 +55,7 @@ _SESSION = re.compile(rb'"session_id"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
 _log = structlog.get_logger("otelhooks")
 
 
-def build_bridge(options: BridgeOptions, env: Mapping[str, str]) -> ClaudeCodeBridge:
+def build_bridge(options: BridgeOptions, env: Mapping[str, str]) -> CodingAgentBridge:
     """The bridge the one-process form builds per event, built once (state in memory + file)."""
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace.export import (
@@ -90,7 +90,7 @@ def build_bridge(options: BridgeOptions, env: Mapping[str, str]) -> ClaudeCodeBr
     from otelhooks.integrations.coding_agents._dialects import dialect_named
 
     dialect = dialect_named(options.dialect)
-    return ClaudeCodeBridge(
+    return CodingAgentBridge(
         agent=dialect.agent,
         provider=dialect.provider,
         hooks=hooks,
@@ -104,7 +104,7 @@ def build_bridge(options: BridgeOptions, env: Mapping[str, str]) -> ClaudeCodeBr
 
 class _DaemonApp:
     def __init__(
-        self, bridge: ClaudeCodeBridge, options: BridgeOptions, *, answer_s: float
+        self, bridge: CodingAgentBridge, options: BridgeOptions, *, answer_s: float
     ) -> None:
         self.bridge = bridge
         from otelhooks.integrations.coding_agents._dialects import dialect_named
@@ -138,7 +138,7 @@ class _DaemonApp:
         try:
             return self.bridge.handle(payload)
         except Exception as exc:
-            _log.exception("claude-code bridge failed", hook_event=name)
+            _log.exception(f"the {self.dialect.display_name} bridge failed", hook_event=name)
             event = name if isinstance(name, str) else None
             return _refusal(event, f"{type(exc).__name__}: {exc}", self.options)
 
@@ -162,7 +162,7 @@ class _DaemonApp:
             seen = event_name_of(raw)
             event = self.dialect.events.get(seen, seen) if seen else None
             _log.error(
-                "claude-code hook gave no answer in time: answered as a failure",
+                f"a {self.dialect.display_name} hook gave no answer in time: answered as a failure",
                 hook_event=event,
                 reason=late.reason,
                 fail_closed=self.options.fail_closed,

@@ -1,6 +1,6 @@
 """Each coding agent's hook dialect, translated to and from the one bridge.
 
-The bridge (:class:`~otelhooks.integrations.claude_code.ClaudeCodeBridge`: sessions, tool-use
+The bridge (:class:`~otelhooks.integrations.coding_agents.CodingAgentBridge`: sessions, tool-use
 pairing, spans, hooks, the daemon) speaks Claude Code's hook schema. A :class:`Dialect` is the
 thin part each other CLI needs: its input translated into that schema (event names, fields), and
 the bridge's answer translated into the CLI's own output format.
@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from otelhooks.integrations.coding_agents._common import HookResponse
+from otelhooks.integrations.coding_agents._common import HookResponse, cli_name
 
 __all__ = ["DIALECTS", "GEMINI_EVENTS", "Dialect", "dialect_named"]
 
@@ -68,6 +68,16 @@ class Dialect:
     to_bridge: Callable[[dict[str, Any]], dict[str, Any]] = _same
     answer: Callable[[HookResponse], HookResponse] = _same_answer
     events: Mapping[str, str] = field(default_factory=dict)
+
+    @property
+    def display_name(self) -> str:
+        """The CLI's name as a person knows it, in every message about it (``Codex CLI``).
+
+        Example:
+            >>> dialect_named("codex").display_name
+            'Codex CLI'
+        """
+        return cli_name(self.agent)
 
 
 def _gemini_in(payload: dict[str, Any]) -> dict[str, Any]:

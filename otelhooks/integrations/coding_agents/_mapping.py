@@ -95,7 +95,7 @@ class ClaudeEvent:
         canonical: the otelhooks event it maps to.
         handled_by: ``tools``, ``turn`` or ``session`` (own spans), or ``point``.
         matcher: the input field Claude Code's matcher filters on (``None``: no matcher).
-        answer: what the bridge may answer (documentation; the rules are in :mod:`._answers`).
+        answer: what the bridge may answer (documentation; the rules are in :mod:`._combine`).
     """
 
     name: str

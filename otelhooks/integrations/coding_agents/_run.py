@@ -1,14 +1,15 @@
-"""One hook input in, Claude Code's answer out: :func:`run_hook`, the bridge's single entry point.
+"""One hook input in, the agent's answer out: :func:`run_hook`, the bridge's single entry point.
 
-``otelhooks claude-code`` calls it with stdin; an HTTP route (Claude Code's ``http`` hooks) can
-call it with the request body and answer with the result: ``stdout`` is the JSON body, and an
-``exit_code`` of 2 is a block whose reason is ``stderr``.
+``otelhooks claude-code`` (``codex``, ``gemini``) calls it with stdin; an HTTP route (Claude
+Code's ``http`` hooks) can call it with the request body and answer with the result: ``stdout``
+is the JSON body, and an ``exit_code`` of 2 is a block whose reason is ``stderr``.
 
 Problems of the bridge itself (input that is not JSON, a hooks file that does not load, a state
-file that cannot be written) answer as Claude Code expects from a failing hook: exit 1, the
-problem on stderr, a *non-blocking* error (Claude Code shows it and goes on). With
-``fail_closed`` a ``PreToolUse`` (or an input whose event cannot be read) answers *deny* with the
-problem as the reason instead, so a guard that cannot run never looks like "no objection".
+file that cannot be written) answer as each CLI expects from a failing hook: exit 1, the
+problem on stderr (``otelhooks codex: ...``), a *non-blocking* error (the CLI shows it and goes
+on). With ``fail_closed`` a ``PreToolUse`` (or an input whose event cannot be read) answers
+*deny* with the problem as the reason instead, so a guard that cannot run never looks like "no
+objection"; its stderr names the CLI all the same.
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ _log = structlog.get_logger("otelhooks")
 
 @dataclass(frozen=True, slots=True)
 class BridgeOptions:
-    """How the bridge runs (the ``otelhooks claude-code`` flags).
+    """How the bridge runs (the flags of ``otelhooks claude-code``, ``codex`` and ``gemini``).
 
     Attributes:
         hooks: hook config files or folders (``$OTELHOOKS_HOOKS`` adds more).
@@ -97,7 +98,8 @@ def _refusal(event: str | None, problem: str, options: BridgeOptions) -> HookRes
             "permissionDecision": "deny",
             "permissionDecisionReason": reason,
         }
-        return HookResponse(stdout=json.dumps({"hookSpecificOutput": decision}), stderr=problem)
+        stdout = json.dumps({"hookSpecificOutput": decision})
+        return HookResponse(stdout=stdout, stderr=f"otelhooks {options.dialect}: {problem}")
     return HookResponse(1, stderr=f"otelhooks {options.dialect}: {problem}")
 
 
@@ -107,17 +109,18 @@ def run_hook(
     *,
     environ: Mapping[str, str] | None = None,
 ) -> HookResponse:
-    """Handle one Claude Code hook input (JSON text, or the parsed object) and answer it.
+    """Handle one hook input (JSON text, or the parsed object) and answer it in the dialect's
+    format (``options.dialect``: Claude Code, Codex CLI or Gemini CLI).
 
     Args:
-        raw: the hook input as Claude Code sends it (stdin of a command hook, body of an
+        raw: the hook input as the CLI sends it (stdin of a command hook, body of an
             ``http`` hook).
         options: the bridge's flags.
         environ: the environment to read (``os.environ`` when omitted); relative paths resolve
             against its ``CLAUDE_PROJECT_DIR``.
 
     Returns:
-        exit code, stdout (Claude Code's JSON answer, or empty) and stderr.
+        exit code, stdout (the CLI's JSON answer, or empty) and stderr.
 
     Example:
         >>> run_hook('{"hook_event_name": "Stop", "session_id": "s"}', BridgeOptions(
@@ -152,7 +155,7 @@ def _run_hook(
     except ConfigError as exc:
         return _refusal(event, str(exc), options)
     except Exception as exc:
-        _log.exception("claude-code bridge failed", hook_event=event)
+        _log.exception(f"the {dialect.display_name} bridge failed", hook_event=event)
         return _refusal(event, f"{type(exc).__name__}: {exc}", options)
 
 
@@ -176,7 +179,7 @@ def _handle(
 ) -> HookResponse:
     from otelhooks._config import load_config
     from otelhooks._export import OtlpJsonLinesSpanExporter
-    from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+    from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
     from otelhooks.integrations.coding_agents._spans import LockedFileExporter
     from otelhooks.integrations.coding_agents._state import BridgeState
 
@@ -188,7 +191,7 @@ def _handle(
     if traces_out:
         path = os.fspath(project_path(traces_out, env))
         problem = writable_file_problem(Path(path).absolute())
-        if problem is not None:  # one line, before any work (Claude Code shows it to the user)
+        if problem is not None:  # one line, before any work (the CLI shows it to the user)
             raise ConfigError(f"--traces-out {path}: {problem}")
         exporters.append(LockedFileExporter(OtlpJsonLinesSpanExporter(path), f"{path}.lock"))
     tracker = DeliveryTracker("spans", "", fail_fast=True, request_timeout_s=timeout_s)
@@ -202,7 +205,7 @@ def _handle(
     dialect = dialect_named(options.dialect)
     # the environment given decides, not the process's own (an HTTP route passes its own)
     state = BridgeState(project_path(state_path or DEFAULT_STATE_PATH, env))
-    bridge = ClaudeCodeBridge(
+    bridge = CodingAgentBridge(
         agent=dialect.agent,
         provider=dialect.provider,
         hooks=hooks,
@@ -223,11 +226,11 @@ def _handle(
             delivery = list(bridge.close())
             if otlp is not None:
                 delivery.insert(0, tracker.report())
-            # Only what went wrong: Claude Code shows a hook's stderr to the user.
+            # Only what went wrong: the CLI shows a hook's stderr to the user.
             failed = [f"otelhooks {dialect.name}: {d.line()}" for d in delivery if not d.ok]
         except Exception:
             # an export that fails after the decision must not turn a deny into exit 1
-            _log.exception("claude-code bridge: closing failed")
+            _log.exception(f"the {dialect.display_name} bridge: closing failed")
         state.close()
     if failed:
         stderr = "\n".join([response.stderr, *failed] if response.stderr else failed)

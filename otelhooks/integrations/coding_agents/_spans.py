@@ -1,6 +1,6 @@
 """Spans with ids and start times chosen by the bridge, exported through the SDK.
 
-A span of a Claude Code tool use starts in one process and ends in another, so it is made at the
+A span of a coding agent's tool use starts in one process and ends in another, so it is made at the
 end, through an ordinary SDK ``Tracer`` whose id generator hands out the ids decided earlier (the
 trace id from the session id, the span id from the state file) and with the recorded start time.
 The SDK then does what it always does: resource, limits, processors, exporters.
@@ -48,7 +48,13 @@ __all__ = [
 
 
 def session_trace_id(session_id: str) -> int:
-    """The trace id of a Claude Code session: the first 128 bits of SHA-256 of its id."""
+    """The trace id of a coding agent's session (Claude Code's, Codex CLI's, Gemini CLI's): the
+    first 128 bits of SHA-256 of its id, under the prefix the bridge has always used.
+
+    Example:
+        >>> session_trace_id("s-1") == session_trace_id("s-1") != session_trace_id("s-2")
+        True
+    """
     digest = hashlib.sha256(f"otelhooks/claude-code/{session_id}".encode()).digest()
     return int.from_bytes(digest[:16], "big") or 1
 

@@ -235,8 +235,8 @@ class ToolUses:
             else None
         )
         answers += approval_allows("PreToolUse", verdict)  # a person's allow is an allow
-        output, lost = combine("PreToolUse", answers, updated_input=updated)
-        response = respond("PreToolUse", output, lost, deny_mode=self.deny_mode)
+        output, lost = combine("PreToolUse", answers, updated_input=updated, agent=self.agent)
+        response = respond("PreToolUse", output, lost, deny_mode=self.deny_mode, agent=self.agent)
         specific = output.get("hookSpecificOutput") or {}
         decision = specific.get("permissionDecision")
         if decision is not None:
@@ -371,8 +371,8 @@ class ToolUses:
             )
             failed = ToolCallErrorEvent(**context, error=error, errorType=error_type)
             _, answers = run_hooks(self.engine, "on_tool_call_error", failed, values)
-            output, lost = combine(name, answers)
-            return respond(name, output, lost, deny_mode=self.deny_mode)
+            output, lost = combine(name, answers, agent=self.agent)
+            return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
         # what the model will see (after a tool_result_persist rewrite) is what is recorded
         response, answers, extra = self._persist(tool, payload.get("tool_response"), values)
         content = text(response)
@@ -387,8 +387,8 @@ class ToolUses:
             toolOutput=response,
         )
         _, more = run_hooks(self.engine, "after_tool_call", after, values)
-        output, lost = combine(name, [*answers, *more], extra=extra)
-        return respond(name, output, lost, deny_mode=self.deny_mode)
+        output, lost = combine(name, [*answers, *more], extra=extra, agent=self.agent)
+        return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
     def permission_denied(
         self, session: str, payload: Mapping[str, Any], *, open_only: bool = False
@@ -399,5 +399,5 @@ class ToolUses:
         context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
         denied = ToolCallDeniedEvent(**context, reason=reason, decidedBy=self.agent)
         _, answers = run_hooks(self.engine, "on_tool_call_denied", denied, _values(tool.tool_name))
-        output, lost = combine("PermissionDenied", answers)
-        return respond("PermissionDenied", output, lost, deny_mode=self.deny_mode)
+        output, lost = combine("PermissionDenied", answers, agent=self.agent)
+        return respond("PermissionDenied", output, lost, deny_mode=self.deny_mode, agent=self.agent)

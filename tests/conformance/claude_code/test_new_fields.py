@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otelhooks.integrations.claude_code._install import install
-from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
+from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._state import BridgeState
 from tests.conformance.claude_code._bridge_cli import fixture
 
@@ -41,7 +41,7 @@ class Seen:
 
 
 @pytest.fixture
-def run(tmp_path: Path) -> tuple[ClaudeCodeBridge, InMemorySpanExporter, Seen]:
+def run(tmp_path: Path) -> tuple[CodingAgentBridge, InMemorySpanExporter, Seen]:
     """A bridge whose test closes it (closing is what runs the observers)."""
     exporter, seen = InMemorySpanExporter(), Seen()
     hooks = [
@@ -49,7 +49,7 @@ def run(tmp_path: Path) -> tuple[ClaudeCodeBridge, InMemorySpanExporter, Seen]:
         {"id": "post", "type": "after_tool_call", "handler": seen},
         {"id": "fail", "type": "on_tool_call_error", "handler": seen},
     ]
-    bridge = ClaudeCodeBridge(
+    bridge = CodingAgentBridge(
         hooks=hooks, state=BridgeState(tmp_path / "state.sqlite3"), exporters=[exporter]
     )
     return bridge, exporter, seen
@@ -72,7 +72,7 @@ def _post(pre: dict[str, Any], line: int, event: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize(("event", "line"), [("PostToolUse", 1905), ("PostToolUseFailure", 2011)])
 def test_prompt_effort_and_duration_reach_the_hooks_and_the_span(
-    run: tuple[ClaudeCodeBridge, InMemorySpanExporter, Seen], event: str, line: int
+    run: tuple[CodingAgentBridge, InMemorySpanExporter, Seen], event: str, line: int
 ) -> None:
     bridge, exporter, seen = run
     pre = dict(REAL_PRE)
@@ -101,7 +101,7 @@ def test_every_hooks_classifier_context_reaches_claude_code(tmp_path: Path) -> N
         {"id": "a", "type": "PostToolUse", "command": _command(example)},
         {"id": "b", "type": "PostToolUse", "command": _command(example)},
     ]
-    bridge = ClaudeCodeBridge(hooks=hooks, state=BridgeState(tmp_path / "s.sqlite3"))
+    bridge = CodingAgentBridge(hooks=hooks, state=BridgeState(tmp_path / "s.sqlite3"))
     try:
         pre = {**REAL_PRE, "tool_input": {"command": "true"}}
         bridge.handle(pre)
@@ -116,7 +116,7 @@ def test_every_hooks_classifier_context_reaches_claude_code(tmp_path: Path) -> N
 def test_permission_denied_retry_reaches_claude_code(tmp_path: Path) -> None:
     example = DOC_OUTPUTS[2151]
     hooks = [{"id": "retry", "type": "PermissionDenied", "command": _command(example)}]
-    bridge = ClaudeCodeBridge(hooks=hooks, state=BridgeState(tmp_path / "s.sqlite3"))
+    bridge = CodingAgentBridge(hooks=hooks, state=BridgeState(tmp_path / "s.sqlite3"))
     try:
         (doc,) = [v for (e, _), v in DOC_INPUTS.items() if e == "PermissionDenied"]
         answer = bridge.handle(dict(doc))

@@ -1,0 +1,158 @@
+"""The requests of one MCP session still waiting for their answer, in each direction.
+
+Each request the gateway sees gets a span and, when it ends, a ``mcp.*.operation.duration``
+measurement; this module's one job is that bookkeeping: every request is ended exactly once,
+whether it was answered, cancelled, failed by the upstream or still open when the session
+closed. A ``tools/call``'s outcome is observed as it ends (``after_tool_call``,
+``on_tool_call_error``). A notification has a span of its own and nothing to wait for.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable
+from typing import TYPE_CHECKING, Any
+
+from otelhooks.mcp._calls import Pending, observe_result, request_key
+from otelhooks.mcp._jsonrpc import UPSTREAM_ERROR, Message, error_response, parse
+from otelhooks.mcp._spans import MCP_PROTOCOL_VERSION, set_attributes
+
+if TYPE_CHECKING:
+    from otelhooks.mcp._gateway import McpSession
+
+__all__ = ["OpenRequests"]
+
+
+class OpenRequests:
+    """The requests of ``session`` waiting for an answer: the client's (``from_client``, the
+    ones the gateway may answer itself) and the server's (``from_server``), by JSON-RPC id."""
+
+    def __init__(self, session: McpSession) -> None:
+        self.session = session
+        self.from_client: dict[Hashable, Pending] = {}
+        self.from_server: dict[Hashable, Pending] = {}
+
+    def start(self, msg: Message, *, from_server: bool) -> Pending:
+        """A request crossed: its span starts, and it waits in its direction's table."""
+        session = self.session
+        span, attrs = session.gateway.spans.message(
+            msg,
+            session=session.span,
+            session_id=session.session_id,
+            protocol_version=session.protocol_version,
+            server_name=session.server_name,
+            from_server=from_server,
+            peer=session.peer,
+        )
+        if msg.method == "tools/call" and session.agent_name and not from_server:
+            set_attributes(span, {"gen_ai.agent.name": session.agent_name})
+        pending = Pending(msg.method or "", span, time.perf_counter(), msg.id)
+        pending.from_server, pending.attributes = from_server, attrs
+        table = self.from_server if from_server else self.from_client
+        table[request_key(msg.id)] = pending
+        return pending
+
+    def end(
+        self,
+        pending: Pending,
+        answer: Message | None,
+        *,
+        error_type: str | None = None,
+        code: int | None = None,
+        denied: bool = False,
+    ) -> None:
+        """End a request's span and record its ``mcp.*.operation.duration``."""
+        gateway = self.session.gateway
+        added = gateway.spans.end(
+            pending.span,
+            answer,
+            error_type=error_type,
+            code=code,
+            from_server=pending.from_server,
+            denied=denied,
+        )
+        seconds = time.perf_counter() - pending.started
+        attrs = {**pending.attributes, **added}
+        if self.session.protocol_version:
+            attrs.setdefault(MCP_PROTOCOL_VERSION, self.session.protocol_version)
+        gateway.metrics.operation(seconds, attrs, from_server=pending.from_server)
+
+    def notification(self, msg: Message, *, from_server: bool) -> None:
+        """A notification crossed: its own short span (a cancellation ends the request it
+        names, ``cancelled``)."""
+        session = self.session
+        if msg.method == "notifications/cancelled":
+            request_id = msg.params.get("requestId")
+            table = self.from_server if from_server else self.from_client
+            pending = table.pop(request_key(request_id), None)
+            if pending is not None:
+                pending.cancelled = True
+                self.end(pending, None, error_type="cancelled")
+        started = time.perf_counter()
+        span, attrs = session.gateway.spans.message(
+            msg,
+            session=session.span,
+            session_id=session.session_id,
+            protocol_version=session.protocol_version,
+            server_name=session.server_name,
+            from_server=from_server,
+            peer=session.peer,
+        )
+        span.end()
+        seconds = time.perf_counter() - started
+        session.gateway.metrics.operation(seconds, attrs, from_server=from_server)
+
+    def finish(
+        self,
+        request_id: Any,
+        answer: Message,
+        *,
+        from_server: bool = False,
+        mocked: bool = False,
+        observe: bool = True,
+        denied: bool = False,
+    ) -> None:
+        """The request ``request_id`` of the client (``from_server``: of the server) was
+        answered with ``answer``: a ``tools/call``'s outcome is observed, its span ends."""
+        table = self.from_server if from_server else self.from_client
+        pending = table.pop(request_key(request_id), None)
+        if pending is None:
+            return  # an answer to a request we never saw (or already cancelled)
+        if observe and pending.values is not None:
+            observe_result(self.session.gateway.engine, pending, answer, mocked=mocked)
+        self.end(pending, answer, denied=denied)
+
+    def fail_one(self, key: Hashable, reason: str, *, error_type: str) -> bytes | None:
+        """The client's request ``key`` gets a JSON-RPC error (returned, for the transport to
+        send) and its span ends with ``error_type``; ``None`` when it is not waiting."""
+        pending = self.from_client.pop(key, None)
+        if pending is None:
+            return None
+        answer = error_response(pending.request_id, UPSTREAM_ERROR, reason)
+        if pending.values is not None:
+            observe_result(self.session.gateway.engine, pending, parse(answer), mocked=False)
+        self.end(pending, None, error_type=error_type, code=UPSTREAM_ERROR)
+        return answer
+
+    def fail_all(self, reason: str, *, error_type: str) -> list[bytes]:
+        """Every client request still waiting gets a JSON-RPC error (returned)."""
+        keys = list(self.from_client)
+        answers = [self.fail_one(key, reason, error_type=error_type) for key in keys]
+        return [a for a in answers if a is not None]
+
+    def close(self, reason: str | None) -> list[bytes]:
+        """End every request still open as the session ends. With ``reason`` (the server is
+        gone) each client request gets a JSON-RPC error, returned for the transport to send."""
+        answers: list[bytes] = []
+        for key in list(self.from_client):
+            if reason is None:
+                pending = self.from_client.pop(key)
+                self.end(pending, None, error_type="session_closed")
+                continue
+            answer = self.fail_one(key, reason, error_type="server_exited")
+            if answer is not None:
+                answers.append(answer)
+        for pending in self.from_server.values():
+            self.end(pending, None, error_type="session_closed")
+        self.from_server.clear()
+        return answers
