@@ -141,6 +141,7 @@ class FairRunner:
         self._running: dict[str, int] = {}
         self._queued = 0
         self._serving = 0  # threads not held by a call given up on
+        self._idle = 0  # of them, waiting for a call
         self._stuck = 0  # threads held by one (each replaced, within max_stuck)
         self._given_up: list[_Job] = []  # running calls given up on, not stuck yet
         self._threads: list[threading.Thread] = []
@@ -226,21 +227,31 @@ class FairRunner:
                     queue = self._queues[job.key] = deque()
                 queue.append(job)
                 self._queued += 1
-                self._grow()
-                self._cond.notify()
+                if not self._wake() and not self._grow():
+                    self._cond.notify()  # every thread runs: the first one free takes it
         if full:
             self._count_drop("queue_full")
             raise Late("queue_full", f"more than {self.max_queued_per_key} calls wait")
 
-    def _grow(self) -> None:
+    def _wake(self) -> bool:
+        """Wake one idle thread, if one waits (not woken yet). Call with the lock held."""
+        if self._idle <= 0:
+            return False
+        self._idle -= 1
+        self._cond.notify()
+        return True
+
+    def _grow(self) -> bool:
         """Start a thread when fewer than ``workers`` serve and the threads held by calls given
         up on are within ``max_stuck``. Call with the lock held."""
-        if self._serving < self.workers and self._stuck <= self.max_stuck:
-            thread = threading.Thread(target=self._work, name="otelhooks-hook-call", daemon=True)
-            self._threads = [t for t in self._threads if t.is_alive()]
-            self._threads.append(thread)
-            self._serving += 1
-            thread.start()
+        if self._serving >= self.workers or self._stuck > self.max_stuck:
+            return False
+        thread = threading.Thread(target=self._work, name="otelhooks-hook-call", daemon=True)
+        self._threads = [t for t in self._threads if t.is_alive()]
+        self._threads.append(thread)
+        self._serving += 1
+        thread.start()
+        return True
 
     def _give_up(self, job: _Job, grace_s: float, *, count: bool = True) -> None:
         """The waiter of ``job`` stopped waiting: queued, it never runs; running, its thread is
@@ -254,8 +265,8 @@ class FairRunner:
                 self._given_up.append(job)
                 self._serving -= 1
                 self._stuck += 1
-                self._grow()  # the new thread, idle, also ends the grace (see _work)
-                self._cond.notify()
+                if not self._grow():  # the new thread, idle, also ends the grace (_work)
+                    self._wake()
         if count:
             self._count_drop("deadline")
 
@@ -269,7 +280,7 @@ class FairRunner:
             self._given_up.remove(job)
             job.state = _STUCK
             self._release(job.key)
-            self._cond.notify()
+            self._wake()  # a call of its key may run now
 
     def _release(self, key: str) -> None:
         left = self._running[key] - 1
@@ -316,7 +327,9 @@ class FairRunner:
                     if self._closed:
                         self._serving -= 1
                         return
-                    self._cond.wait(self._wait_s())
+                    self._idle += 1
+                    if not self._cond.wait(self._wait_s()):
+                        self._idle = max(0, self._idle - 1)  # woken by its timeout
                     job = self._next()
             try:
                 ok, value = True, job.fn()
@@ -331,9 +344,11 @@ class FairRunner:
                         self._given_up.remove(job)
                     self._stuck -= 1
                     if self._serving >= self.workers or self._closed:
+                        if self._queued:
+                            self._wake()  # what this thread leaves is another's
                         return  # the pool is full without this thread
                     self._serving += 1
-                self._cond.notify()
+                # no notify: this thread takes the next call itself
             if state == _RUNNING:
                 job.answer(ok, value)
 
