@@ -155,7 +155,8 @@ class FairRunner:
 
     @property
     def stuck(self) -> int:
-        """Calls given up on that still hold their thread (each one replaced)."""
+        """Calls given up on that still hold their thread (replaced while within
+        ``max_stuck``)."""
         with self._cond:
             return self._stuck
 
