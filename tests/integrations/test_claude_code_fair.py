@@ -183,3 +183,17 @@ def test_stuck_threads_are_replaced_at_most_max_stuck_times() -> None:
     finally:
         release.set()
         runner.close()
+
+
+def test_the_blocking_form_gives_up_at_its_deadline_and_replaces_the_thread() -> None:
+    runner = FairRunner(workers=1, per_key=1)
+    release = threading.Event()
+    try:
+        with pytest.raises(Late) as late:
+            runner.call("a", lambda: release.wait(30), timeout_s=0.2)
+        assert late.value.reason == "deadline"
+        assert runner.stuck == 1
+        assert runner.call("b", lambda: "b", timeout_s=5) == "b"  # on the thread replacing it
+    finally:
+        release.set()
+        runner.close()

@@ -203,3 +203,18 @@ def test_a_command_hook_that_hangs_is_cut_off_by_its_own_timeout(
     assert "hung-command" in reason  # the hook's own verdict (on_error: block) ...
     assert "fail-closed" not in reason  # ... not the route's failure answer
     assert took_s < DEADLINE_S
+
+
+def test_the_routes_deadline_follows_approval_hooks_registered_later(
+    closed: EventLogServer,
+) -> None:
+    serving = next(o for o in closed._owned if hasattr(o, "route"))
+    route, registry = serving.route, serving.bridge.engine.registry
+    assert route._deadline_s() == DEADLINE_S
+    approval = {"timeout": 30, "default": "deny"}
+    registry.register(
+        [{"id": "ask", "type": "PreToolUse", "matcher": "Bash", "approval": approval}]
+    )
+    assert route._deadline_s() == 35.0  # the person's 30 s and the approval's own margin first
+    assert registry.remove("ask")
+    assert route._deadline_s() == DEADLINE_S
