@@ -197,3 +197,28 @@ def test_the_blocking_form_gives_up_at_its_deadline_and_replaces_the_thread() ->
     finally:
         release.set()
         runner.close()
+
+
+def test_a_waiter_cancelled_before_its_call_starts_leaves_it_unrun() -> None:
+    runner = FairRunner(workers=1, per_key=1)
+    release = threading.Event()
+    ran: list[str] = []
+
+    async def scenario() -> None:
+        blocker = asyncio.ensure_future(runner.run("a", lambda: release.wait(10), timeout_s=5))
+        waiting = asyncio.ensure_future(runner.run("a", lambda: ran.append("x"), timeout_s=5))
+        await asyncio.sleep(0.05)
+        waiting.cancel()  # the request went away while its call waited
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        release.set()
+        assert await blocker is True
+
+    try:
+        asyncio.run(scenario())
+        assert runner.call("a", lambda: "after", timeout_s=5) == "after"
+        assert ran == []
+        assert runner.late == 0  # nobody was answered late: nobody waited
+    finally:
+        release.set()
+        runner.close()
