@@ -8,6 +8,15 @@ ignored and the thread counted as stuck until it returns. Capacity is per hook: 
 keeps running. An action that ends itself at its own deadline without holding a thread
 (``self_bounded``: control webhooks, whose requests run on the webhook I/O loop) is called
 directly, and awaited through its ``acall`` in async runtimes.
+
+A caller whose own waiter answers by a deadline whatever the hooks do (``serve``'s deciding
+route: its event loop waits for the deciding thread at most that long, then answers the
+fail-closed or fail-open answer) says so with :func:`waited_within`. Under it, a sync Python hook
+whose own deadline is no shorter runs on the caller's thread: that deadline cannot pass before the
+waiter has answered, so the verdict is the pooled call's, without two thread hand-offs. A call
+still running when the waiter gave up counts as stuck against its hook, exactly as an abandoned
+pooled call (the same :data:`MAX_ABANDONED` cap), and the hook's next calls take the pool until
+it returns. Commands, webhooks, async hooks and hooks with a shorter deadline keep their own road.
 """
 
 from __future__ import annotations
@@ -17,21 +26,44 @@ import contextvars
 import inspect
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from typing import Any
 
+from otelhooks._actions._handler import HandlerAction
 from otelhooks._errors import DeadlinePassed, HookCapacityError
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Hook
 
-__all__ = ["MAX_ABANDONED", "HookCalls"]
+__all__ = ["MAX_ABANDONED", "HookCalls", "waited_within"]
 
 MAX_ABANDONED = 64  # per hook
 
 # A submitted pool call: its future, the pool it runs on, its hook.
 _Submitted = tuple["Future[Any]", ThreadPoolExecutor, Hook]
+
+
+# Seconds within which the waiter of this thread's work answers whatever the hooks do (None: no
+# such waiter, every hook call keeps its own deadline on the pool).
+_WAITED: contextvars.ContextVar[float | None] = contextvars.ContextVar(
+    "otelhooks_waited_within", default=None
+)
+
+
+@contextmanager
+def waited_within(deadline_s: float) -> Iterator[None]:
+    """Hook calls made inside run sync Python hooks on this thread (see the module doc).
+
+    Only for work whose waiter gives up on it (and answers) ``deadline_s`` after it was
+    submitted or earlier: a hook that never returns holds this thread, not the answer.
+    """
+    token = _WAITED.set(deadline_s)
+    try:
+        yield
+    finally:
+        _WAITED.reset(token)
 
 
 def _run_coroutine(fn: Callable[..., Any], payload: HookEvent) -> Any:
@@ -81,6 +113,9 @@ class HookCalls:
         # may be at its cap of stuck calls. Read without the lock, as a truth value, on every
         # observer call; changed only with the lock held.
         self.abandoned: dict[Future[Any], tuple[ThreadPoolExecutor | None, str]] = {}
+        # Calls running on their caller's thread under waited_within: their hook's id and when
+        # their waiter gives up on them (past it, the call counts as stuck). Keyed by the call.
+        self._here: dict[object, tuple[str, float]] = {}
 
     def check_capacity(self, hook: Hook, event: str) -> None:
         """Raise :class:`~otelhooks.HookCapacityError` when ``hook`` is at its cap of stuck
@@ -96,7 +131,53 @@ class HookCalls:
 
     def call(self, hook: Hook, payload: HookEvent) -> Any:
         """Call ``hook`` and wait for it, at most until its deadline."""
+        within = _WAITED.get()
+        if within is not None and self._may_run_here(hook, within):
+            return self._run_here(hook, payload, within)
         return self.finish(hook, self._start(hook, payload), hook.deadline_s)
+
+    def _may_run_here(self, hook: Hook, within: float) -> bool:
+        """Whether ``hook`` runs on this thread under a waiter answering within ``within``: a
+        sync Python hook whose deadline cannot pass first, with no call stuck past its own."""
+        action = hook.action
+        if not isinstance(action, HandlerAction) or action.is_async:
+            return False
+        if hook.deadline_s < within:
+            return False  # its own deadline may come first: the pool keeps it
+        if self.abandoned or self._here:
+            with self._lock:
+                return self._stuck(hook.id) == 0
+        return True
+
+    def _run_here(self, hook: Hook, payload: HookEvent, within: float) -> Any:
+        """Call a sync Python hook on this thread (its waiter keeps the deadline)."""
+        call = object()
+        started = time.perf_counter()
+        with self._lock:
+            self._here[call] = (hook.id, time.monotonic() + within)
+        try:
+            # In a copy of the context, as in the pool: a hook's context variables stay its own.
+            result = contextvars.copy_context().run(hook.action, payload)
+        finally:
+            with self._lock:
+                del self._here[call]
+        if result is not None and inspect.isawaitable(result):  # a sync callable's coroutine
+            return self.run_coroutine(hook, result)
+        if time.perf_counter() - started > hook.deadline_s:
+            raise DeadlinePassed  # late, as the pool would have judged it
+        return result
+
+    def _stuck(self, hook_id: str) -> int:
+        """Calls of ``hook_id`` stuck past their deadline, pooled or on a caller's thread whose
+        waiter gave up. Call with the lock held."""
+        self.abandoned = {f: v for f, v in self.abandoned.items() if not f.done()}
+        mine = sum(1 for _, owner in self.abandoned.values() if owner == hook_id)
+        if self._here:
+            now = time.monotonic()
+            mine += sum(
+                1 for owner, until in self._here.values() if owner == hook_id and until < now
+            )
+        return mine
 
     def call_inline(self, hook: Hook, payload: HookEvent) -> Any:
         """Call a sync hook on this thread and judge its deadline after it returns.
@@ -169,8 +250,7 @@ class HookCalls:
     def _check_capacity(self, hook: Hook, event: str) -> None:
         """Past MAX_ABANDONED stuck calls of one hook, that hook fails fast instead of leaking
         more threads; other hooks are not counted against it. Call with the lock held."""
-        self.abandoned = {f: v for f, v in self.abandoned.items() if not f.done()}
-        mine = sum(1 for _, hook_id in self.abandoned.values() if hook_id == hook.id)
+        mine = self._stuck(hook.id)
         if mine >= MAX_ABANDONED:
             raise HookCapacityError(
                 f"{mine} calls of this hook are stuck past their deadline",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
+from typing import Any
 
 import pytest
 
@@ -101,4 +103,122 @@ def test_free_threads_take_keys_in_turn() -> None:
         assert order.index("b") < 3  # b does not wait for all of a's calls
     finally:
         gate.set()
+        runner.close()
+
+
+def _until(condition: Any, timeout_s: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.01)
+    return True
+
+
+def test_a_call_that_never_returns_costs_its_thread_not_its_key_nor_the_pool() -> None:
+    runner = FairRunner(workers=1, per_key=1)
+    release = threading.Event()
+    late: list[str] = []
+
+    async def scenario() -> list[str]:
+        with pytest.raises(Late):
+            await runner.run("a", lambda: late.append(str(release.wait(30))), timeout_s=0.2)
+        # the only thread is held: after the call's grace it is replaced, and its key is free
+        return [
+            await runner.run("b", lambda: "b", timeout_s=5),
+            await runner.run("a", lambda: "a again", timeout_s=5),
+        ]
+
+    try:
+        assert asyncio.run(scenario()) == ["b", "a again"]
+        assert runner.stuck == 1
+        assert runner.late == 1
+        release.set()
+        assert _until(lambda: runner.stuck == 0)
+        assert late == ["True"]  # it ran to its end; its result went nowhere
+    finally:
+        release.set()
+        runner.close()
+
+
+def test_a_late_call_within_its_grace_holds_only_its_own_key() -> None:
+    runner = FairRunner(workers=2, per_key=1)
+    release = threading.Event()
+
+    async def scenario() -> str:
+        with pytest.raises(Late):
+            await runner.run("a", lambda: release.wait(30), timeout_s=0.2)
+        with pytest.raises(Late):  # a's slot is still held by its late call (its grace)
+            await runner.run("a", lambda: "never", timeout_s=0.1)
+        return await runner.run("b", lambda: "b", timeout_s=5)
+
+    try:
+        assert asyncio.run(scenario()) == "b"
+    finally:
+        release.set()
+        runner.close()
+
+
+def test_stuck_threads_are_replaced_at_most_max_stuck_times() -> None:
+    runner = FairRunner(workers=1, per_key=1, max_stuck=1)
+    release = threading.Event()
+    threads_before = threading.active_count()
+
+    async def scenario() -> None:
+        for key in "ab":
+            with pytest.raises(Late):
+                await runner.run(key, lambda: release.wait(30), timeout_s=0.1)
+            await asyncio.sleep(0.25)  # past its grace: stuck
+        # two stuck, one more than max_stuck: no thread is left to serve, the pool shrinks
+        with pytest.raises(Late):
+            await runner.run("c", lambda: "c", timeout_s=0.3)
+
+    try:
+        asyncio.run(scenario())
+        assert runner.stuck == 2
+        assert threading.active_count() - threads_before <= 2  # workers + max_stuck
+        release.set()
+        assert _until(lambda: runner.stuck == 0)
+        assert asyncio.run(runner.run("c", lambda: "c", timeout_s=5)) == "c"
+    finally:
+        release.set()
+        runner.close()
+
+
+def test_the_blocking_form_gives_up_at_its_deadline_and_replaces_the_thread() -> None:
+    runner = FairRunner(workers=1, per_key=1)
+    release = threading.Event()
+    try:
+        with pytest.raises(Late) as late:
+            runner.call("a", lambda: release.wait(30), timeout_s=0.2)
+        assert late.value.reason == "deadline"
+        assert runner.stuck == 1
+        assert runner.call("b", lambda: "b", timeout_s=5) == "b"  # on the thread replacing it
+    finally:
+        release.set()
+        runner.close()
+
+
+def test_a_waiter_cancelled_before_its_call_starts_leaves_it_unrun() -> None:
+    runner = FairRunner(workers=1, per_key=1)
+    release = threading.Event()
+    ran: list[str] = []
+
+    async def scenario() -> None:
+        blocker = asyncio.ensure_future(runner.run("a", lambda: release.wait(10), timeout_s=5))
+        waiting = asyncio.ensure_future(runner.run("a", lambda: ran.append("x"), timeout_s=5))
+        await asyncio.sleep(0.05)
+        waiting.cancel()  # the request went away while its call waited
+        with pytest.raises(asyncio.CancelledError):
+            await waiting
+        release.set()
+        assert await blocker is True
+
+    try:
+        asyncio.run(scenario())
+        assert runner.call("a", lambda: "after", timeout_s=5) == "after"
+        assert ran == []
+        assert runner.late == 0  # nobody was answered late: nobody waited
+    finally:
+        release.set()
         runner.close()

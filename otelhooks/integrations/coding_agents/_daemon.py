@@ -22,12 +22,14 @@ import re
 import socket
 import time
 from collections.abc import Callable, Mapping
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import structlog
 
 from otelhooks._actions._approval import longest_approval_of
+from otelhooks._dispatch._calls import waited_within
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, send_json
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
@@ -125,6 +127,12 @@ class _DaemonApp:
     def answer(self, raw: bytes) -> HookResponse:
         return self.dialect.answer(self._answer(raw, self.dialect.to_bridge))
 
+    def _decide(self, raw: bytes, answer_s: float) -> HookResponse:
+        """:meth:`answer` on the runner's thread, whose waiter (the event loop) answers within
+        ``answer_s``: sync Python hooks run on this thread (``waited_within``)."""
+        with waited_within(answer_s):
+            return self.answer(raw)
+
     def _answer(
         self, raw: bytes, to_bridge: Callable[[dict[str, Any]], dict[str, Any]]
     ) -> HookResponse:
@@ -155,8 +163,9 @@ class _DaemonApp:
         found = _SESSION.search(raw, 0, 1 << 16)
         key = found.group(1).decode("utf-8", "replace") if found else ""
         try:
+            answer_s = self._answer_s()
             response = await self.runner.run(
-                key, lambda: self.answer(raw), timeout_s=self._answer_s()
+                key, partial(self._decide, raw, answer_s), timeout_s=answer_s
             )
         except Late as late:
             seen = event_name_of(raw)

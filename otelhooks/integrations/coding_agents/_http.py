@@ -35,6 +35,10 @@ Events whose hooks decide (``PreToolUse``, ``Stop``, ``PostToolUse``... every ev
 they wait for never blocks the server's event loop, one session's slow calls never hold another
 session's, and an answer that would come after ``decision_timeout_s`` (kept below the 10 s
 timeout ``install --http`` writes) is given up on and answered as a failure, logged as an error.
+That deadline is kept by the event loop, which waits for the deciding thread, so the thread runs
+sync Python hooks itself (:func:`~otelhooks._dispatch._calls.waited_within`): one thread hop per
+deciding event, not one more per hook. A hook stuck there costs its thread, which the runner
+replaces; commands, webhooks and hooks with a deadline shorter than the route's keep their own.
 The others only record (session state, a span, queued observers) and are answered inline.
 """
 
@@ -42,11 +46,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import structlog
 
 from otelhooks._actions._approval import longest_approval_of
+from otelhooks._dispatch._calls import waited_within
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
 from otelhooks._store._errors import StoreUnavailable
 from otelhooks.integrations.coding_agents._answers import ANSWERING_EVENTS
@@ -141,6 +147,7 @@ class ClaudeCodeHookRoute:
         self.decision_timeout_s = decision_timeout_s
         drops = bridge.engine.metrics.drop_counter("claude_code_hooks")
         self.runner = runner or FairRunner(workers=DECIDING_THREADS, on_drop=drops)
+        self._deadline_at = (-1, decision_timeout_s)  # (registry version, deadline) last read
 
     def _failure(self, event: str | None, problem: str, status: int = 500) -> tuple[int, bytes]:
         """The answer when no hook decided: a deny when fail-closed guards it, else ``status``."""
@@ -153,8 +160,21 @@ class ClaudeCodeHookRoute:
     def _deadline_s(self) -> float:
         """When a deciding call counts as failed: an approval hook holds it for a person, so
         its timeout (and the margin its own deadline takes first) comes before ours."""
-        wait_s = longest_approval_of(self.bridge.engine.registry.hooks())
-        return max(self.decision_timeout_s, wait_s + 5.0) if wait_s else self.decision_timeout_s
+        registry = self.bridge.engine.registry
+        version, deadline_s = self._deadline_at
+        if version != registry.version:  # read again only when the hooks changed
+            version = registry.version
+            wait_s = longest_approval_of(registry.hooks())
+            deadline_s = self.decision_timeout_s
+            if wait_s:
+                deadline_s = max(self.decision_timeout_s, wait_s + 5.0)
+            self._deadline_at = (version, deadline_s)
+        return deadline_s
+
+    def _decide(self, payload: Mapping[str, Any], deadline_s: float) -> tuple[int, bytes]:
+        """:meth:`answer` on the deciding thread, whose waiter answers within ``deadline_s``."""
+        with waited_within(deadline_s):
+            return self.answer(payload)
 
     def answer(self, payload: Mapping[str, Any]) -> tuple[int, bytes]:
         """Handle one hook input; returns the HTTP status and body."""
@@ -222,9 +242,10 @@ class ClaudeCodeHookRoute:
             # intercept hooks may wait (commands, control webhooks): never on the event loop,
             # never behind another session's calls, never past the client's timeout
             session = str(payload.get("session_id") or "unknown-session")
+            deadline_s = self._deadline_s()
             try:
                 status, answer = await self.runner.run(
-                    session, lambda: self.answer(payload), timeout_s=self._deadline_s()
+                    session, partial(self._decide, payload, deadline_s), timeout_s=deadline_s
                 )
             except Late as late:
                 _log.error(
