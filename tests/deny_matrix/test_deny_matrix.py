@@ -22,10 +22,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otelhooks import Hook, load_config, read_otlp_json_lines
 from otelhooks._semconv import HOOK_DECIDED_BY
-from otelhooks.integrations.claude_code import BridgeOptions, run_hook
-from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
+from otelhooks.integrations.claude_code import BridgeOptions, BridgeState, run_hook
+from otelhooks.integrations.coding_agents import CodingAgentBridge
 from otelhooks.integrations.coding_agents._http import ClaudeCodeHookRoute
-from otelhooks.integrations.coding_agents._state import BridgeState
 from otelhooks.testing import pipeline
 from tests._webhook_server import Reply, WebhookServer, webhook_server
 from tests.mcp._harness import calls, http_gateway, http_session, stdio_session

@@ -11,9 +11,9 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from otelhooks import HooksEngine
+from otelhooks.integrations.claude_code import session_trace_id
 from otelhooks.integrations.coding_agents._joins import TraceSessions, agent_of
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
-from otelhooks.integrations.coding_agents._spans import session_trace_id
 from otelhooks.integrations.coding_agents._telemetry import ClaudeTelemetry
 
 

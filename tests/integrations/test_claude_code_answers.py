@@ -17,9 +17,8 @@ from typing import Any
 import pytest
 
 from otelhooks import Block, HookEvent
-from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
-from otelhooks.integrations.coding_agents._common import HookResponse
-from otelhooks.integrations.coding_agents._state import BridgeState
+from otelhooks.integrations.claude_code import BridgeState, HookResponse
+from otelhooks.integrations.coding_agents import CodingAgentBridge
 from tests.conformance.claude_code._bridge_cli import fixture
 
 DOC = Path(__file__).parents[2] / "docs" / "adapters.md"

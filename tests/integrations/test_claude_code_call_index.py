@@ -23,8 +23,8 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otelhooks import serve
+from otelhooks.integrations.claude_code import BridgeState
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
-from otelhooks.integrations.coding_agents._state import BridgeState
 from tests._webhook_server import WebhookServer, webhook_server
 
 pytestmark = pytest.mark.timeout(120)

@@ -21,9 +21,9 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from otelhooks.integrations.claude_code import BridgeState
 from otelhooks.integrations.claude_code._install import install
-from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
-from otelhooks.integrations.coding_agents._state import BridgeState
+from otelhooks.integrations.coding_agents import CodingAgentBridge
 from tests.conformance.claude_code._bridge_cli import fixture
 
 DOC_INPUTS = {(i["event"], i["line"]): i["input"] for i in fixture("hook_inputs.json")["inputs"]}
