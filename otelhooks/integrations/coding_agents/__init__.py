@@ -1,8 +1,8 @@
 """The one coding-agent bridge (:class:`CodingAgentBridge`), and the dialect of each CLI it serves.
 
 The bridge is shared: sessions and open tool uses across hook processes (``_state``, and
-``_sessions`` for a server), tool-use pairing and ``execute_tool`` spans (``_tools``), model
-calls (``_model_calls``), the span writer (``_spans``), the event table, the decision
+``_sessions`` for a server), turns and their ``invoke_agent`` spans (``_turns``), tool-use
+pairing and ``execute_tool`` spans (``_tools``), model calls (``_model_calls``), the span writer (``_spans``), the event table, the decision
 combination and the hook process's reply (``_mapping``, ``_combine``, ``_answers``: Claude
 Code's hook schema, the one the others copy), the one entry point (``_run``), the daemon
 (``_daemon``, ``_fair``), the HTTP route (``_http``) and the join of each CLI's own telemetry

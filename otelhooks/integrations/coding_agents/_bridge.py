@@ -43,7 +43,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any, Literal
+from typing import Any
 
 import structlog
 from opentelemetry.sdk.resources import Resource
@@ -52,12 +52,9 @@ from opentelemetry.util import types
 from pydantic import ValidationError
 
 from otelhooks import _semconv as sc
-from otelhooks._config._claude_answer import HookAnswer, block_answer
+from otelhooks._config._claude_answer import HookAnswer
 from otelhooks._engine import HooksEngine
 from otelhooks._events import (
-    BeforeAgentStartEvent,
-    CompleteEvent,
-    ErrorEvent,
     MessageSendingEvent,
     SessionEndEvent,
     SessionStartEvent,
@@ -80,7 +77,6 @@ from otelhooks.integrations.coding_agents._common import (
     PROVIDER,
     DenyMode,
     HookResponse,
-    cli_name,
     event_marker,
     observer,
 )
@@ -95,11 +91,11 @@ from otelhooks.integrations.coding_agents._model_calls import ModelCalls
 from otelhooks.integrations.coding_agents._spans import (
     SpanRecord,
     SpanWriter,
-    event_ids,
     session_trace_id,
 )
 from otelhooks.integrations.coding_agents._state import BridgeState, OpenOperation
 from otelhooks.integrations.coding_agents._tools import ToolUses
+from otelhooks.integrations.coding_agents._turns import Turns, turn_ids
 
 __all__ = ["ClaudeCodeBridge", "CodingAgentBridge"]
 
@@ -193,6 +189,16 @@ class CodingAgentBridge:
             agent=agent,
             spend=spend,
         )
+        self.turns = Turns(
+            state=state,
+            engine=self.engine,
+            observe=self.observe,
+            writer=self.writer,
+            deny_mode=deny_mode,
+            capture=self.capture,
+            agent=agent,
+            provider=provider,
+        )
         self.models = ModelCalls(
             state=state,
             writer=self.writer,
@@ -239,148 +245,13 @@ class CodingAgentBridge:
         if name == "AfterModel":
             return self.models.after(session, payload)
         handler = {
-            "UserPromptSubmit": self._prompt,
-            "Stop": self._stop,
-            "StopFailure": self._stop,
+            "UserPromptSubmit": self.turns.prompt,
+            "Stop": self.turns.stop,
+            "StopFailure": self.turns.stop,
             "SessionStart": self._session_start,
             "SessionEnd": self._session_end,
         }.get(name, self._point)
         return handler(session, name, payload)
-
-    def _common(self, session: str, op: OpenOperation | None, span_id: int | None) -> Any:
-        return event_ids(session, op.operation_id if op is not None else None, span_id)
-
-    # -- turns -------------------------------------------------------------------------------------
-
-    def _op_attributes(self, op: OpenOperation, reason: str) -> dict[str, types.AttributeValue]:
-        return {
-            sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
-            sc.GEN_AI_PROVIDER_NAME: self.provider,
-            sc.GEN_AI_AGENT_NAME: self.agent,
-            sc.GEN_AI_AGENT_ID: self.agent,
-            sc.GEN_AI_CONVERSATION_ID: op.session_id,
-            sc.SESSION_ID: op.session_id,
-            sc.OPERATION_ID: op.operation_id,
-            sc.COMPLETE_REASON: reason,
-        }
-
-    def _end_operation(
-        self,
-        op: OpenOperation,
-        reason: Literal["done", "error", "interrupted"],
-        error: str | None,
-        *,
-        error_type: str = "StopFailure",
-        completed: bool = False,
-    ) -> None:
-        end = time.time_ns()
-        self.writer.write(
-            SpanRecord(
-                f"{sc.OP_INVOKE_AGENT} {self.agent}",
-                session_trace_id(op.session_id),
-                op.span_id,
-                None,
-                op.start_ns,
-                end,
-                self._op_attributes(op, reason),
-                error=error,
-                error_type=error_type if error else None,
-            )
-        )
-        common = self._common(op.session_id, op, op.span_id)
-        if error is not None:
-            self.observe(
-                "on_error",
-                ErrorEvent(**common, agentId=self.agent, errorMessage=error, errorType=error_type),
-                (self.agent,),
-            )
-        if completed:
-            return  # its hooks ran before Claude Code was answered (Stop)
-        complete = CompleteEvent(
-            **common,
-            agentId=self.agent,
-            runId=op.operation_id,
-            reason=reason,
-            success=reason == "done",
-            error=error,
-            duration=(end - op.start_ns) / 1e9,
-        )
-        self.observe("on_complete", complete, (self.agent,))
-
-    def _prompt(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
-        prompt = str(payload.get("prompt") or "")
-        # the state file keeps the prompt only when content is captured (data at rest)
-        op, previous = self.state.start_operation(session, prompt if self.capture else "")
-        if previous is not None:
-            self._end_operation(previous, "interrupted", None)
-        event = BeforeAgentStartEvent(
-            **self._common(session, op, op.span_id),
-            agentId=self.agent,
-            input=prompt,
-            userMessage=prompt,
-            fullPrompt=prompt,
-            metadata={k: payload.get(k) for k in ("cwd", "permission_mode", "transcript_path")},
-        )
-        verdict, answers = run_hooks(
-            self.engine, "before_agent_start", event, (self.agent,), operation_id=op.operation_id
-        )
-        rewritten = verdict.payload
-        if (
-            verdict.rewritten_by
-            and isinstance(rewritten, BeforeAgentStartEvent)
-            and (rewritten.userMessage, rewritten.input) != (prompt, prompt)
-        ):
-            # Claude Code cannot replace a prompt (its reference: UserPromptSubmit "can't replace
-            # the prompt"), nor can Codex or Gemini CLI (BeforeAgent appends context or denies):
-            # the prompt the hook rewrote must not reach the model as it was
-            by = ", ".join(verdict.rewritten_by)
-            new = rewritten.userMessage if rewritten.userMessage != prompt else rewritten.input
-            reason = (
-                f"hook {by} rewrote this prompt, and {cli_name(self.agent)} cannot replace a "
-                f"prompt; submit the rewritten one instead: {new}"
-            )
-            answers.append(block_answer(by, reason))
-        output, lost = combine(name, answers, agent=self.agent)
-        if output.get("decision") == "block" or output.get("continue") is False:
-            self.state.end_operation(session)
-            self._end_operation(op, "interrupted", None)
-        return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
-
-    def _stop(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:
-        if name == "StopFailure":
-            # a failed turn is reported even if its start was not seen (hooks added mid-turn)
-            self.state.current_operation(session)
-            failed = self.state.end_operation(session)
-            if failed is not None:
-                kind = str(payload.get("error") or "unknown")  # rate_limit, overloaded, ...
-                details = payload.get("error_details")
-                error = f"{kind}: {details}" if isinstance(details, str) and details else kind
-                self._end_operation(failed, "error", error, error_type=kind)
-            return HookResponse()  # Claude Code ignores StopFailure's output
-        # Stop hooks may keep the turn going (decision: block): they run before it ends
-        op = self.state.peek_operation(session)
-        own: dict[str, Any] = {
-            "hookEventName": name,
-            **claude_fields(payload, capture=self.capture),
-        }
-        complete = CompleteEvent.model_validate(
-            {
-                **self._common(session, op, op.span_id if op is not None else None),
-                "agentId": self.agent,
-                "runId": op.operation_id if op is not None else session,
-                "reason": "done",
-                "success": True,
-                "duration": (time.time_ns() - op.start_ns) / 1e9 if op is not None else 0.0,
-                "claudeCode": own,
-            }
-        )
-        _, answers = run_hooks(self.engine, "on_complete", complete, (self.agent,))
-        output, lost = combine(name, answers, agent=self.agent)
-        if output.get("decision") != "block":
-            ended = self.state.end_operation(session)
-            if ended is not None:
-                self._end_operation(ended, "done", None, completed=True)
-        return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
     # -- sessions and point events -----------------------------------------------------------------
 
@@ -416,7 +287,7 @@ class CodingAgentBridge:
         span_id = self._lifecycle_span(session, "session_start", None).span_id
         extra = claude_fields(payload, capture=self.capture)
         event = SessionStartEvent(
-            **self._common(session, None, span_id), agentId=self.agent, metadata=extra
+            **turn_ids(session, None, span_id), agentId=self.agent, metadata=extra
         )
         values = (str(payload.get("source") or "*"),)
         _, answers = run_hooks(self.engine, "session_start", event, values)
@@ -429,10 +300,10 @@ class CodingAgentBridge:
             message = "the session ended before the tool finished"
             self.tools.end_tool(tool, "error", error=message, error_type="SessionEnded")
         if op is not None:
-            self._end_operation(op, "interrupted", None)
+            self.turns.end(op, "interrupted", None)
         span_id = self._lifecycle_span(session, "session_end", None).span_id
         reason = str(payload.get("reason") or "")
-        event = SessionEndEvent(**self._common(session, None, span_id), reason=reason)
+        event = SessionEndEvent(**turn_ids(session, None, span_id), reason=reason)
         self.observe("session_end", event, (reason or "*",))
         return HookResponse()
 
@@ -449,7 +320,7 @@ class CodingAgentBridge:
         # an approval hook is a span event of it
         later = name == "PermissionRequest"
         record = self._lifecycle_span(session, canonical, op, (marker,), write=not later)
-        common = self._common(session, op, record.span_id)
+        common = turn_ids(session, op, record.span_id)
         try:
             event = point_payload(known, payload, common, capture=self.capture)
         except ValidationError as exc:
