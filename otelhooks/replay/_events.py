@@ -143,7 +143,10 @@ class SpanContext:
     """Facts a span inherits from its ancestors: agent, operation, session, user.
 
     Only what that needs is kept of each span added (its parent and those few attributes), so
-    a recording can be streamed twice (ancestry first, then events) without being held.
+    a recording can be streamed without being held: each span is added as it is read, and its
+    events are replayed once :meth:`complete` says its ancestry is known. A span id added twice
+    keeps what it was first added with (a retried export writes the same span again), so an
+    answer once given never changes.
 
     Example:
         >>> context = SpanContext()
@@ -169,6 +172,7 @@ class SpanContext:
         # (trace id, span id) -> (parent span id, the span's own facts)
         self._spans: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
         self._memo: dict[tuple[str, str], dict[str, str]] = {}
+        self._complete: set[tuple[str, str]] = set()  # spans whose ancestors are all known
 
     def add(self, span: Mapping[str, Any]) -> None:
         """Remember ``span``'s parent and its own facts."""
@@ -181,11 +185,39 @@ class SpanContext:
                     own = {}
                 own[field] = value
         trace = sys.intern(str(span.get("traceId", "")))
+        key = (trace, str(span.get("spanId", "")))
+        if key in self._spans:
+            return
         parent = span.get("parentSpanId")
-        self._spans[trace, str(span.get("spanId", ""))] = (
-            parent if isinstance(parent, str) else "",
-            own,
-        )
+        self._spans[key] = (parent if isinstance(parent, str) else "", own)
+
+    def complete(self, span: Mapping[str, Any]) -> bool:
+        """Whether every ancestor of ``span`` has been added, up to one without a parent: what
+        :meth:`of` says for it cannot change with spans added later.
+
+        Example:
+            >>> context = SpanContext()
+            >>> child = {"traceId": "t", "spanId": "b", "parentSpanId": "a"}
+            >>> context.add(child)
+            >>> context.complete(child)
+            False
+            >>> context.add({"traceId": "t", "spanId": "a"})
+            >>> context.complete(child)
+            True
+        """
+        node = (str(span.get("traceId", "")), str(span.get("spanId", "")))
+        walked: list[tuple[str, str]] = []
+        while node not in self._complete:
+            known = self._spans.get(node)
+            if known is None:
+                return False
+            walked.append(node)
+            parent = known[0]
+            if not parent or len(walked) > 10_000:  # a root, or a cycle in a malformed file
+                break
+            node = (node[0], parent)
+        self._complete.update(walked)
+        return True
 
     def of(self, span: Mapping[str, Any]) -> dict[str, str]:
         """What ``span`` inherits (its own facts win over its ancestors')."""

@@ -36,6 +36,12 @@ class Problems(list[str]):
         if len(self) < self.keep:
             super().append(text)
 
+    def extend_from(self, other: Problems) -> None:
+        """Add ``other``'s problems after these (its count too, kept or not)."""
+        for text in other:
+            self.append(text)
+        self.total += other.total - len(other)
+
 
 @dataclass(slots=True)
 class Tally:

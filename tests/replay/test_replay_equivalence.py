@@ -18,6 +18,9 @@ from otelhooks import HooksEngine
 from otelhooks.replay import (
     AnnotationWriter,
     ReplayReport,
+    SpanContext,
+    _stream,
+    iter_spans,
     read_recording,
     recorded_events,
     replay,
@@ -241,13 +244,20 @@ def _held_whole(recordings: list[Path], policy: Path, otlp_out: Path) -> ReplayR
 
 
 @pytest.mark.parametrize(
-    ("runs", "calls", "per_line"),
-    [(6, 40, 64), (3, 300, 500)],
-    ids=["parents-in-later-lines", "parents-in-the-same-line"],
+    ("runs", "calls", "per_line", "held_back"),
+    [(6, 40, 64, None), (3, 300, 500, None), (6, 40, 64, 7)],
+    ids=["parents-in-later-lines", "parents-in-the-same-line", "too-many-held-back"],
 )
 def test_the_streamed_replay_reports_and_annotates_as_the_held_one(
-    tmp_path: Path, runs: int, calls: int, per_line: int
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    runs: int,
+    calls: int,
+    per_line: int,
+    held_back: int | None,
 ) -> None:
+    if held_back is not None:  # spans wait for run 0's root, in the other file: past the bound
+        monkeypatch.setattr(_stream, "HELD_BACK", held_back)
     (tmp_path / "policy.py").write_text(POLICY_PY)
     policy = tmp_path / "policy.yaml"
     policy.write_text(POLICY_YAML)
@@ -284,3 +294,20 @@ def test_the_streamed_replay_reports_and_annotates_as_the_held_one(
     agents = {o.recorded.agent for o in expected.reported}
     assert "agent-0" in agents
     assert f"agent-{runs - 1}" not in agents
+
+
+def test_spans_wait_for_their_ancestors_and_no_more_than_the_bound(tmp_path: Path) -> None:
+    first, second = _recordings(tmp_path, 4, 30, 16)
+    context = SpanContext()
+    spans = _stream.Spans([first, second], context, [])
+    given = []
+    for span in spans:
+        given.append(span["spanId"])
+        if span["traceId"] == f"{1:032x}":  # run 0: its root is the first span of `second`
+            assert spans.read > sum(1 for _ in iter_spans(first))
+    assert given == [s["spanId"] for p in (first, second) for s in iter_spans(p)]
+    assert not spans.ancestry_read
+
+    bounded = _stream.Spans([first, second], SpanContext(), [], held_back=10)
+    assert len(list(bounded)) == len(given)
+    assert bounded.ancestry_read  # run 0's 32 spans could not all wait
