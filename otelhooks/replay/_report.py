@@ -19,6 +19,7 @@ from otelhooks.replay._run import ReplayOutcome
 __all__ = ["Problems", "ReplayReport", "Tally"]
 
 _FAILED_STEPS = ("error", "timeout")
+_NONE_FAILED: frozenset[str] = frozenset()
 
 
 class Problems(list[str]):
@@ -116,17 +117,27 @@ class ReplayReport:
         missing = outcome.content_missing
         if missing:
             self.content_missing += 1
-        if change is not None or missing or outcome.would_call or _permissive(outcome):
+        if change is not None or missing or outcome.would_call or _any_permissive(outcome):
             self.reported.append(outcome)
-        failed = {s.hook_id for s in outcome.steps if s.outcome in _FAILED_STEPS}
+        # A hook that failed left an error (HooksEngine.dry_run): no errors, no failed steps.
+        failed = (
+            {s.hook_id for s in outcome.steps if s.outcome in _FAILED_STEPS}
+            if outcome.errors
+            else _NONE_FAILED
+        )
+        hooks = self.hooks
         for hook_id in outcome.matched:
-            tally = self.hooks.setdefault(hook_id, Tally())
+            tally = hooks.get(hook_id)
+            if tally is None:
+                tally = hooks[hook_id] = Tally()
             tally.seen += 1
             _count(tally, now, hook_id, outcome.changed, hook_id in failed)
             if hook_id in outcome.would_call:
                 tally.would_call += 1
         if event.event == "before_tool_call":
-            tally = self.tools.setdefault(event.subject, Tally())
+            tally = self.tools.get(event.subject)
+            if tally is None:
+                tally = self.tools[event.subject] = Tally()
             tally.seen += 1
             _count(tally, now, None, outcome.changed, bool(outcome.errors))
             tally.would_call += bool(outcome.would_call)
@@ -253,6 +264,11 @@ def _event_record(outcome: ReplayOutcome) -> dict[str, Any]:
         "content_recorded": event.content_recorded,
         "permissive": _permissive(outcome),
     }
+
+
+def _any_permissive(outcome: ReplayOutcome) -> bool:
+    """Whether :func:`_permissive` has anything to say (without building its list)."""
+    return any(step.permissive not in (None, "allow") for step in outcome.steps)
 
 
 def _permissive(outcome: ReplayOutcome) -> list[str]:
