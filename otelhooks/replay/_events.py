@@ -70,6 +70,9 @@ class Decision:
         return text
 
 
+_ALLOWED = Decision()  # immutable: one for every event recorded as allowed
+
+
 @dataclass(slots=True)
 class RecordedEvent:
     """One recorded event to replay.
@@ -205,19 +208,31 @@ class SpanContext:
             >>> context.complete(child)
             True
         """
+        return self.waiting_for(span) is None
+
+    def waiting_for(self, span: Mapping[str, Any]) -> tuple[str, str] | None:
+        """The nearest ancestor of ``span`` not added yet, as (trace id, span id); None when
+        :meth:`complete`.
+
+        Example:
+            >>> context = SpanContext()
+            >>> context.add({"traceId": "t", "spanId": "b", "parentSpanId": "a"})
+            >>> context.waiting_for({"traceId": "t", "spanId": "b"})
+            ('t', 'a')
+        """
         node = (str(span.get("traceId", "")), str(span.get("spanId", "")))
         walked: list[tuple[str, str]] = []
         while node not in self._complete:
             known = self._spans.get(node)
             if known is None:
-                return False
+                return node
             walked.append(node)
             parent = known[0]
             if not parent or len(walked) > 10_000:  # a root, or a cycle in a malformed file
                 break
             node = (node[0], parent)
         self._complete.update(walked)
-        return True
+        return None
 
     def of(self, span: Mapping[str, Any]) -> dict[str, str]:
         """What ``span`` inherits (its own facts win over its ancestors')."""
@@ -309,7 +324,7 @@ def _blocked(attrs: Mapping[str, Any], rewritten: Any, blocked: bool) -> Decisio
         reason = attrs.get(sc.HOOK_DECISION_REASON)
         return Decision("deny", _ids(attrs.get(sc.HOOK_DECIDED_BY)), reason or None)
     by = _ids(rewritten)
-    return Decision("rewrite", by) if by else Decision()
+    return Decision("rewrite", by) if by else _ALLOWED
 
 
 def _tool_events(
@@ -319,7 +334,8 @@ def _tool_events(
     tool = tool_identity(attrs, str(span.get("name", "")), str(span.get("spanId", "")))
     identifier, api = tool["identifier"], tool["apiName"]
     subject = f"{identifier}/{api}" if identifier else api
-    common = {**_common(span, facts), **tool}
+    shared = _common(span, facts)
+    common = {**shared, **tool}
     if "agentId" in facts:
         common["agentId"] = facts["agentId"]
     index = attrs.get(sc.TOOL_CALL_INDEX)
@@ -367,7 +383,7 @@ def _tool_events(
                 event_attrs.get(sc.MESSAGE_BLOCKED) is True,
             )
     persist_fields = {
-        **_common(span, facts),
+        **shared,
         "toolName": api,
         "toolCallId": tool["toolCallId"],
         "identifier": identifier,

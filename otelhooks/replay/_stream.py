@@ -54,16 +54,29 @@ class Spans:
     def __iter__(self) -> Iterator[dict[str, Any]]:
         context = self.context
         held: deque[dict[str, Any]] = deque()
+        waiting: tuple[str, str] | None = None  # the ancestor the first span held waits for
         for path in self.recordings:
             for span in iter_spans(path, problems=self.problems):
                 self.read += 1
                 context.add(span)
-                if not held and (self.ancestry_read or context.complete(span)):
-                    yield span  # the common case: nothing waits, and nothing is missing
+                if self.ancestry_read:
+                    yield span
+                    continue
+                if not held:
+                    waiting = context.waiting_for(span)
+                    if waiting is None:
+                        yield span  # the common case: nothing waits, nothing is missing
+                        continue
+                    held.append(span)
                     continue
                 held.append(span)
-                while held and (self.ancestry_read or context.complete(held[0])):
-                    yield held.popleft()
+                if waiting == (str(span.get("traceId", "")), str(span.get("spanId", ""))):
+                    # What the first span waited for came: give out what is complete now.
+                    while held:
+                        waiting = context.waiting_for(held[0])
+                        if waiting is not None:
+                            break
+                        yield held.popleft()
                 if len(held) > self.held_back:
                     self._read_ancestry()
                     while held:
