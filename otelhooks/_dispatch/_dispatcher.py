@@ -116,8 +116,10 @@ class Dispatcher:
         if chain is None:
             return self._end_chain(live, None)
         call = self._calls.call_inline if inline else self._calls.call
+        listed = not chain.call_webhooks  # control webhooks are listed, not called
         for hook in chain.hooks:
-            if (chain.soft_rank or not chain.call_webhooks) and self._skips(chain, hook):
+            may_skip = chain.soft_rank or (listed and hook.action.kind == "webhook")
+            if may_skip and self._skips(chain, hook):
                 continue
             payload, started = chain.before_call(hook), time.perf_counter()
             try:
@@ -137,8 +139,10 @@ class Dispatcher:
         chain = self._begin_chain(live, dry_run, call_webhooks)
         if chain is None:
             return self._end_chain(live, None)
+        listed = not chain.call_webhooks
         for hook in chain.hooks:
-            if (chain.soft_rank or not chain.call_webhooks) and self._skips(chain, hook):
+            may_skip = chain.soft_rank or (listed and hook.action.kind == "webhook")
+            if may_skip and self._skips(chain, hook):
                 continue
             payload, started = chain.before_call(hook), time.perf_counter()
             try:
@@ -175,8 +179,8 @@ class Dispatcher:
 
     @staticmethod
     def _skips(chain: InterceptChain, hook: Hook) -> bool:
-        """Whether ``hook`` does not run (the loops ask only when a rule here can apply: the
-        chain is held open by an ask/defer, or control webhooks are not called)."""
+        """Whether ``hook`` does not run (the loops ask only when a rule here can apply: an
+        ask/defer holds the chain open, or ``hook`` is a control webhook not called)."""
         if chain.skips(hook):
             return True
         if not chain.call_webhooks and hook.action.kind == "webhook":

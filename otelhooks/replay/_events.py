@@ -181,12 +181,13 @@ class SpanContext:
         """Remember ``span``'s parent and its own facts."""
         attrs = span.get("attributes") or {}
         own = self._NO_FACTS
-        for attr, field in self._KEYS:
-            value = attrs.get(attr)
-            if isinstance(value, str) and value:
-                if own is self._NO_FACTS:
-                    own = {}
-                own[field] = value
+        if not self.wanted.isdisjoint(attrs):  # most spans (tool calls) carry none of them
+            for attr, field in self._KEYS:
+                value = attrs.get(attr)
+                if isinstance(value, str) and value:
+                    if own is self._NO_FACTS:
+                        own = {}
+                    own[field] = value
         trace = sys.intern(str(span.get("traceId", "")))
         key = (trace, str(span.get("spanId", "")))
         if key in self._spans:

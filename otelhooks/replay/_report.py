@@ -126,12 +126,15 @@ class ReplayReport:
             else _NONE_FAILED
         )
         hooks = self.hooks
+        # Allowed as recorded, no hook failed: each hook counts as seen, nothing else.
+        plain = now.action == "allow" and not outcome.changed and not outcome.errors
         for hook_id in outcome.matched:
             tally = hooks.get(hook_id)
             if tally is None:
                 tally = hooks[hook_id] = Tally()
             tally.seen += 1
-            _count(tally, now, hook_id, outcome.changed, hook_id in failed)
+            if not plain:
+                _count(tally, now, hook_id, outcome.changed, hook_id in failed)
             if hook_id in outcome.would_call:
                 tally.would_call += 1
         if event.event == "before_tool_call":
