@@ -170,3 +170,22 @@ def test_memory_does_not_grow_with_a_recording_of_small_frames(
     # 8x the recording (1.5 MB of frames, 8,000 spans): what grows is the ancestry kept per
     # span (~0.3 KB), not the spans (holding them all grew ~40 MB here)
     assert large - small < 12, (small, large)
+
+
+def test_what_cannot_be_read_is_listed_before_what_cannot_be_replayed(tmp_path: Path) -> None:
+    from otelhooks.replay import replay
+
+    unbuildable = {**_tool_span("01" * 8, '{"cmd": "ls"}'), "traceId": 5}  # not a string
+    keyless = _tool_span("02" * 8, '{"cmd": "ls"}')
+    keyless["attributes"].append({"value": {"stringValue": "no key"}})  # a request, not OTLP
+    recording = tmp_path / "mixed.jsonl"
+    good = _tool_span("03" * 8, '{"cmd": "rm -rf /"}')
+    recording.write_text("\n".join([_line(unbuildable), _line(keyless), _line(good)]) + "\n")
+    (tmp_path / "hooks.py").write_text(DENY_SCRIPT)
+    (tmp_path / "policy.yaml").write_text(DENY_RM.replace("hooks.py", str(tmp_path / "hooks.py")))
+    report = replay([recording], [tmp_path / "policy.yaml"])
+    problems = list(report.unreadable)
+    assert report.unreadable.total == 2, problems
+    assert problems[0].startswith(f"{recording}:2: not an OTLP trace request")
+    assert "cannot be replayed" in problems[1]
+    assert report.changes == {"deny": 1}
