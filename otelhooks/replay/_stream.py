@@ -19,7 +19,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from otelhooks.replay._events import SpanContext
+from otelhooks.replay._context import SpanContext
 from otelhooks.replay._read import iter_ancestry, iter_spans
 
 __all__ = ["HELD_BACK", "Spans"]
