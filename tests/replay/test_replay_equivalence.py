@@ -311,3 +311,19 @@ def test_spans_wait_for_their_ancestors_and_no_more_than_the_bound(tmp_path: Pat
     bounded = _stream.Spans([first, second], SpanContext(), [], held_back=10)
     assert len(list(bounded)) == len(given)
     assert bounded.ancestry_read  # run 0's 32 spans could not all wait
+
+
+def test_a_span_id_recorded_twice_keeps_what_it_was_first_recorded_with() -> None:
+    # Streamed, a span may be replayed before a later copy of its parent is read: the first
+    # facts must be the ones every answer gives, before and after.
+    context = SpanContext()
+    child = {"traceId": "t", "spanId": "c", "parentSpanId": "p"}
+    context.add(child)
+    assert context.waiting_for(child) == ("t", "p")
+    context.add({"traceId": "t", "spanId": "p", "attributes": {"gen_ai.agent.name": "first"}})
+    assert context.complete(child)
+    assert context.of(child) == {"agent": "first"}
+    context.add({"traceId": "t", "spanId": "p", "attributes": {"gen_ai.agent.name": "second"}})
+    assert context.of(child) == {"agent": "first"}
+    later = {"traceId": "t", "spanId": "d", "parentSpanId": "p"}
+    assert context.of(later) == {"agent": "first"}
