@@ -20,7 +20,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from otelhooks.replay._context import SpanContext
-from otelhooks.replay._read import iter_ancestry, iter_spans
+from otelhooks.replay._read import check_recording, iter_ancestry, iter_spans
 
 __all__ = ["HELD_BACK", "Spans"]
 
@@ -52,6 +52,8 @@ class Spans:
         self.ancestry_read = False
 
     def __iter__(self) -> Iterator[dict[str, Any]]:
+        for path in self.recordings:  # refused before any span is given out, as when read twice
+            check_recording(path)
         context = self.context
         held: deque[dict[str, Any]] = deque()
         waiting: tuple[str, str] | None = None  # the ancestor the first span held waits for

@@ -17,6 +17,7 @@ import pytest
 from otelhooks import HooksEngine
 from otelhooks.replay import (
     AnnotationWriter,
+    RecordingError,
     ReplayReport,
     SpanContext,
     _stream,
@@ -327,3 +328,25 @@ def test_a_span_id_recorded_twice_keeps_what_it_was_first_recorded_with() -> Non
     assert context.of(child) == {"agent": "first"}
     later = {"traceId": "t", "spanId": "d", "parentSpanId": "p"}
     assert context.of(later) == {"agent": "first"}
+
+
+def test_a_later_recording_in_no_known_format_is_refused_before_any_hook_runs(
+    tmp_path: Path,
+) -> None:
+    spans, agent = _run(0, 5)
+    first = tmp_path / "first.jsonl"
+    first.write_text(_line([agent]) + _line(spans))  # nothing waits: replayed as it is read
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x07not a recording at all")
+    ran: list[str] = []
+    engine = HooksEngine(
+        [{"id": "count", "type": "beforeToolCall", "handler": lambda e: ran.append(e.apiName)}]
+    )
+    try:
+        with pytest.raises(RecordingError, match=r"junk\.bin"):
+            replay([first, junk], engine)
+        assert ran == []  # as when the ancestry of every recording was read first
+        replay([first], engine)
+        assert ran
+    finally:
+        engine.shutdown(1.0)
