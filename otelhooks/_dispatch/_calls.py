@@ -194,7 +194,8 @@ class HookCalls:
         started = time.perf_counter()
         # In a copy of the context, as in the pool: a hook's context variables stay its own.
         result = contextvars.copy_context().run(action, payload)
-        if result is not None and inspect.isawaitable(result):  # a sync callable's coroutine
+        # A sync callable's coroutine (the payload itself, or None, never is).
+        if result is not None and result is not payload and inspect.isawaitable(result):
             return self.run_coroutine(hook, result)
         if time.perf_counter() - started > hook.deadline_s:
             raise DeadlinePassed

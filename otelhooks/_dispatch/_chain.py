@@ -98,7 +98,8 @@ class InterceptChain:
 
     def before_call(self, hook: Hook) -> HookEvent:
         """The payload to hand to ``hook`` (marking who may mock); a permissive hook's own copy."""
-        payload = self.payload
+        payload = self.verdict.payload
+        assert payload is not None
         self.permissive = None
         if hook.mode == "permissive":
             payload = self.scratch = _scratch_copy(payload)
@@ -110,7 +111,8 @@ class InterceptChain:
         """Apply a handler's return value. Returns (stop, outcome)."""
         if hook.mode == "permissive":
             return False, self._would(hook, result)
-        payload = self.payload
+        payload = self.verdict.payload
+        assert payload is not None
         marks = self._marks_of(payload) if isinstance(payload, ToolCallEvent) else None
         if marks is not None and marks.denied:
             result = Block(marks.deny_reason)  # event.deny(): a block, whatever it returned

@@ -79,6 +79,8 @@ class Dispatcher:
         self._calls = HookCalls(pool_size)
         # Metric attributes per (hook, outcome), built once: never mutated.
         self._attrs: dict[tuple[str, str, str, str], dict[str, str]] = {}
+        # The steps of enforcing hooks that returned, per (hook, kind, outcome): never mutated.
+        self._steps: dict[tuple[str, str, str], HookStep] = {}
         self._observers = ObserverRunner(
             self._calls,
             self._record,
@@ -114,8 +116,10 @@ class Dispatcher:
         if chain is None:
             return self._end_chain(live, None)
         call = self._calls.call_inline if inline else self._calls.call
+        listed = not chain.call_webhooks  # control webhooks are listed, not called
         for hook in chain.hooks:
-            if self._skips(chain, hook):
+            may_skip = chain.soft_rank or (listed and hook.action.kind == "webhook")
+            if may_skip and self._skips(chain, hook):
                 continue
             payload, started = chain.before_call(hook), time.perf_counter()
             try:
@@ -135,8 +139,10 @@ class Dispatcher:
         chain = self._begin_chain(live, dry_run, call_webhooks)
         if chain is None:
             return self._end_chain(live, None)
+        listed = not chain.call_webhooks
         for hook in chain.hooks:
-            if self._skips(chain, hook):
+            may_skip = chain.soft_rank or (listed and hook.action.kind == "webhook")
+            if may_skip and self._skips(chain, hook):
                 continue
             payload, started = chain.before_call(hook), time.perf_counter()
             try:
@@ -173,6 +179,8 @@ class Dispatcher:
 
     @staticmethod
     def _skips(chain: InterceptChain, hook: Hook) -> bool:
+        """Whether ``hook`` does not run (the loops ask only when a rule here can apply: an
+        ask/defer holds the chain open, or ``hook`` is a control webhook not called)."""
         if chain.skips(hook):
             return True
         if not chain.call_webhooks and hook.action.kind == "webhook":
@@ -195,8 +203,7 @@ class Dispatcher:
             chain.verdict.approvals.append(result.note)
             result = result.result
         stop, outcome = chain.apply(hook, result)
-        step = HookStep(hook.id, hook.action.kind, outcome, permissive=chain.permissive)
-        chain.verdict.steps.append(step)
+        chain.verdict.steps.append(self._step(hook, outcome, chain.permissive))
         if chain.permissive not in (None, "allow") and not chain.dry_run:  # replay reports it
             _log.info(
                 "permissive hook not enforced",
@@ -355,6 +362,20 @@ class Dispatcher:
         """Count invocations of ``hook`` that ran for ``durations`` (the observer worker's
         batch)."""
         self.metrics.hook_run.record_many(durations, self._attrs_of(hook, outcome))
+
+    def _step(self, hook: Hook, outcome: str, permissive: str | None) -> HookStep:
+        """What ``hook`` did, as a :class:`HookStep`: immutable, so the steps of an enforcing
+        hook that returned are one object per hook and outcome, made once (a replay runs
+        hundreds of thousands of hooks)."""
+        if permissive is not None:  # what it would have done may carry any reason
+            return HookStep(hook.id, hook.action.kind, outcome, permissive=permissive)
+        key = (hook.id, hook.action.kind, outcome)
+        step = self._steps.get(key)
+        if step is None:
+            if len(self._steps) >= _ATTRS_LIMIT:
+                self._steps.clear()
+            step = self._steps[key] = HookStep(hook.id, hook.action.kind, outcome)
+        return step
 
     def _attrs_of(self, hook: Hook, outcome: str) -> dict[str, str]:
         kind = hook.action.kind

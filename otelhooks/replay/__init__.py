@@ -18,20 +18,19 @@ import contextlib
 import gc
 import os
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
 
 from otelhooks._engine import HooksEngine
 from otelhooks.replay._events import Decision, RecordedEvent, SpanContext, recorded_events
 from otelhooks.replay._otlp import AnnotationWriter, annotation_attributes
 from otelhooks.replay._read import (
     RecordingError,
-    iter_ancestry,
     iter_requests,
     iter_spans,
     read_recording,
 )
-from otelhooks.replay._report import ReplayReport, Tally
+from otelhooks.replay._report import Problems, ReplayReport, Tally
 from otelhooks.replay._run import CHANGES, ReplayOutcome, decision_of, diff_values, replay_events
+from otelhooks.replay._stream import Spans
 
 __all__ = [
     "CHANGES",
@@ -103,39 +102,34 @@ def replay(
             [hook.id for hook in engine.registry.hooks() if hook.intercepts],
             sources={"recordings": [os.fspath(p) for p in recordings], "policy": policy},
         )
-        # Streamed twice: the ancestry of every span first (a parent is often written after
-        # its children), then the events; nothing holds the recording.
+        # Read once: a span waits for its ancestors (often written after it) and no longer
+        # (Spans); nothing holds the recording.
         context = SpanContext()
+        spans = Spans(recordings, context, report.unreadable)
+        # Reported after what could not be read, as when the recording was read first.
+        unreplayable = Problems()
         with _collected_per(_COLLECT_EVERY) as tick:
-            for path in recordings:
-                for span in iter_ancestry(path, context.wanted, problems=report.unreadable):
-                    context.add(span)
-                    report.spans += 1
             writer = AnnotationWriter(otlp_out, policy=policy) if otlp_out is not None else None
             outcomes = replay_events(
                 engine,
-                recorded_events(_spans(recordings), context=context),
+                recorded_events(spans, context=context),
                 live_webhooks=live_webhooks,
                 pooled=pooled,
-                problems=report.unreadable,
+                problems=unreplayable,
             )
             for outcome in outcomes:
                 report.add(outcome)
                 if writer is not None:
                     writer.add(outcome)
                 tick()
+        report.spans = spans.read
+        report.unreadable.extend_from(unreplayable)
         if writer is not None:
             writer.write(recordings)
     finally:
         if not isinstance(hooks, HooksEngine):
             engine.shutdown(1.0)
     return report
-
-
-def _spans(recordings: Sequence[str | os.PathLike[str]]) -> Iterator[dict[str, Any]]:
-    """The recordings' spans again (what could not be read was reported in the first pass)."""
-    for path in recordings:
-        yield from iter_spans(path, problems=[])
 
 
 @contextlib.contextmanager

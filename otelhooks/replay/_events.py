@@ -21,7 +21,6 @@ marked ``content_recorded=False``.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +35,7 @@ from otelhooks._events import (
 )
 from otelhooks._json import JsonProblem, loads_bounded
 from otelhooks._span_mapping import tool_identity
+from otelhooks.replay._context import SpanContext
 
 __all__ = ["Decision", "RecordedEvent", "SpanContext", "recorded_events"]
 
@@ -68,6 +68,9 @@ class Decision:
         if self.reason:
             text += f": {self.reason}"
         return text
+
+
+_ALLOWED = Decision()  # immutable: one for every event recorded as allowed
 
 
 @dataclass(slots=True)
@@ -139,95 +142,6 @@ def recorded_events(
             yield _agent_event(span, attrs, context)
 
 
-class SpanContext:
-    """Facts a span inherits from its ancestors: agent, operation, session, user.
-
-    Only what that needs is kept of each span added (its parent and those few attributes), so
-    a recording can be streamed twice (ancestry first, then events) without being held.
-
-    Example:
-        >>> context = SpanContext()
-        >>> context.add({"traceId": "t", "spanId": "a", "attributes": {"gen_ai.agent.name": "x"}})
-        >>> context.of({"traceId": "t", "spanId": "b", "parentSpanId": "a"})
-        {'agent': 'x'}
-    """
-
-    _KEYS = (
-        (sc.GEN_AI_AGENT_NAME, "agent"),
-        (sc.GEN_AI_AGENT_ID, "agentId"),
-        (sc.OPERATION_ID, "operationId"),
-        (sc.PARENT_OPERATION_ID, "parentOperationId"),
-        (sc.GEN_AI_CONVERSATION_ID, "sessionKey"),
-        (sc.SESSION_ID, "sessionKey"),
-        (sc.USER_ID, "userId"),
-    )
-    _NO_FACTS: dict[str, str] = {}
-    wanted = frozenset(attr for attr, _ in _KEYS)
-    """The attributes :meth:`add` reads (what a first pass needs to keep of a span)."""
-
-    def __init__(self) -> None:
-        # (trace id, span id) -> (parent span id, the span's own facts)
-        self._spans: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
-        self._memo: dict[tuple[str, str], dict[str, str]] = {}
-
-    def add(self, span: Mapping[str, Any]) -> None:
-        """Remember ``span``'s parent and its own facts."""
-        attrs = span.get("attributes") or {}
-        own = self._NO_FACTS
-        for attr, field in self._KEYS:
-            value = attrs.get(attr)
-            if isinstance(value, str) and value:
-                if own is self._NO_FACTS:
-                    own = {}
-                own[field] = value
-        trace = sys.intern(str(span.get("traceId", "")))
-        parent = span.get("parentSpanId")
-        self._spans[trace, str(span.get("spanId", ""))] = (
-            parent if isinstance(parent, str) else "",
-            own,
-        )
-
-    def of(self, span: Mapping[str, Any]) -> dict[str, str]:
-        """What ``span`` inherits (its own facts win over its ancestors')."""
-        key = (str(span.get("traceId", "")), str(span.get("spanId", "")))
-        found = self._memo.get(key)
-        if found is not None:
-            return found
-        # Iterative walk up to the first ancestor already known (deep trees, no recursion).
-        chain: list[tuple[tuple[str, str], dict[str, str]]] = []
-        inherited: dict[str, str] = {}
-        node: tuple[str, str] | None = key
-        while node is not None:
-            if node in self._memo:
-                inherited = self._memo[node]
-                break
-            known = self._spans.get(node)
-            if known is None and node == key:  # not added: read the span itself
-                parent_id = span.get("parentSpanId")
-                known = (parent_id if isinstance(parent_id, str) else "", self._own(span))
-            if known is None:
-                break
-            parent, own = known
-            chain.append((node, own))
-            node = (node[0], parent) if parent else None
-            if len(chain) > 10_000:  # a cycle in a malformed file
-                break
-        for node_key, own in reversed(chain):
-            if own:
-                inherited = {**inherited, **own}
-            self._memo[node_key] = inherited
-        return inherited
-
-    def _own(self, span: Mapping[str, Any]) -> dict[str, str]:
-        attrs = span.get("attributes") or {}
-        own: dict[str, str] = {}
-        for attr, field in self._KEYS:
-            value = attrs.get(attr)
-            if isinstance(value, str) and value:
-                own[field] = value
-        return own
-
-
 def _common(span: dict[str, Any], facts: Mapping[str, str]) -> dict[str, Any]:
     fields: dict[str, Any] = {
         "traceId": span.get("traceId"),
@@ -277,7 +191,7 @@ def _blocked(attrs: Mapping[str, Any], rewritten: Any, blocked: bool) -> Decisio
         reason = attrs.get(sc.HOOK_DECISION_REASON)
         return Decision("deny", _ids(attrs.get(sc.HOOK_DECIDED_BY)), reason or None)
     by = _ids(rewritten)
-    return Decision("rewrite", by) if by else Decision()
+    return Decision("rewrite", by) if by else _ALLOWED
 
 
 def _tool_events(
@@ -287,7 +201,8 @@ def _tool_events(
     tool = tool_identity(attrs, str(span.get("name", "")), str(span.get("spanId", "")))
     identifier, api = tool["identifier"], tool["apiName"]
     subject = f"{identifier}/{api}" if identifier else api
-    common = {**_common(span, facts), **tool}
+    shared = _common(span, facts)
+    common = {**shared, **tool}
     if "agentId" in facts:
         common["agentId"] = facts["agentId"]
     index = attrs.get(sc.TOOL_CALL_INDEX)
@@ -335,7 +250,7 @@ def _tool_events(
                 event_attrs.get(sc.MESSAGE_BLOCKED) is True,
             )
     persist_fields = {
-        **_common(span, facts),
+        **shared,
         "toolName": api,
         "toolCallId": tool["toolCallId"],
         "identifier": identifier,

@@ -38,6 +38,7 @@ from otelhooks._json import JsonProblem, loads_bounded
 __all__ = [
     "BARE_MESSAGE_LIMIT",
     "RecordingError",
+    "check_recording",
     "iter_ancestry",
     "iter_requests",
     "iter_spans",
@@ -230,37 +231,69 @@ def _loads(line: bytes) -> Any:
         raise JsonProblem(str(exc)) from None
 
 
-def _messages(
-    name: str, file: BinaryIO, problems: list[str] | None
-) -> Iterator[tuple[int, ExportTraceServiceRequest]]:
+def check_recording(path: str | os.PathLike[str]) -> None:
+    """Raise what reading ``path`` would raise first: it cannot be opened, or it is in none of
+    the formats. Reads the first bytes and, for a protobuf dump, the frame headers (a bare
+    message is parsed). A caller streaming several recordings checks them all first, so no
+    hook runs on the first when the last would be refused.
+
+    Raises:
+        OSError: the file cannot be read.
+        RecordingError: the file is in none of the formats.
+    """
+    name = os.fspath(path)
+    with open(name, "rb") as file:
+        head = file.read(64).lstrip()
+        if not head or head[:1] == b"{":
+            return
+        if _framing(file) is None:
+            _bare(name, file)
+
+
+def _framing(file: BinaryIO) -> Callable[[BinaryIO], int | None] | None:
+    """The framing whose sizes account for every byte of ``file``, if one does."""
     size = os.fstat(file.fileno()).st_size
     for framing in (_fixed32_size, _varint_size):
         if _frames_fit(file, size, framing):
-            file.seek(0)
-            number = 0
-            while (frame := _next_frame(file, framing)) is not None:
-                number += 1
-                offset, data = frame
-                message = _parse(data)
-                if message is None:
-                    _problem(problems, f"{name}: message {number} (byte {offset}): not an OTLP "
-                             "ExportTraceServiceRequest")  # fmt: skip
-                    continue
-                yield number, message
-            return
+            return framing
+    return None
+
+
+def _bare(name: str, file: BinaryIO) -> ExportTraceServiceRequest:
+    """``file`` as one bare message, or the error for a file in none of the formats."""
+    size = os.fstat(file.fileno()).st_size
     file.seek(0)
     first = file.read(1)
     if first and first[0] == _RESOURCE_SPANS_TAG and size <= BARE_MESSAGE_LIMIT:
         file.seek(0)
         message = _parse(file.read())
         if message is not None:
-            yield 1, message
-            return
+            return message
     raise RecordingError(
         f"{name}: neither OTLP JSON lines nor an OTLP protobuf ExportTraceServiceRequest dump "
         f"(4-byte or varint length-delimited, or one bare message of at most "
         f"{BARE_MESSAGE_LIMIT} bytes)"
     )
+
+
+def _messages(
+    name: str, file: BinaryIO, problems: list[str] | None
+) -> Iterator[tuple[int, ExportTraceServiceRequest]]:
+    framing = _framing(file)
+    if framing is None:
+        yield 1, _bare(name, file)
+        return
+    file.seek(0)
+    number = 0
+    while (frame := _next_frame(file, framing)) is not None:
+        number += 1
+        offset, data = frame
+        message = _parse(data)
+        if message is None:
+            _problem(problems, f"{name}: message {number} (byte {offset}): not an OTLP "
+                     "ExportTraceServiceRequest")  # fmt: skip
+            continue
+        yield number, message
 
 
 def _fixed32_size(file: BinaryIO) -> int | None:

@@ -19,6 +19,7 @@ from otelhooks.replay._run import ReplayOutcome
 __all__ = ["Problems", "ReplayReport", "Tally"]
 
 _FAILED_STEPS = ("error", "timeout")
+_NONE_FAILED: frozenset[str] = frozenset()
 
 
 class Problems(list[str]):
@@ -35,6 +36,12 @@ class Problems(list[str]):
         self.total += 1
         if len(self) < self.keep:
             super().append(text)
+
+    def extend_from(self, other: Problems) -> None:
+        """Add ``other``'s problems after these (its count too, kept or not)."""
+        for text in other:
+            self.append(text)
+        self.total += other.total - len(other)
 
 
 @dataclass(slots=True)
@@ -110,17 +117,30 @@ class ReplayReport:
         missing = outcome.content_missing
         if missing:
             self.content_missing += 1
-        if change is not None or missing or outcome.would_call or _permissive(outcome):
+        if change is not None or missing or outcome.would_call or _any_permissive(outcome):
             self.reported.append(outcome)
-        failed = {s.hook_id for s in outcome.steps if s.outcome in _FAILED_STEPS}
+        # A hook that failed left an error (HooksEngine.dry_run): no errors, no failed steps.
+        failed = (
+            {s.hook_id for s in outcome.steps if s.outcome in _FAILED_STEPS}
+            if outcome.errors
+            else _NONE_FAILED
+        )
+        hooks = self.hooks
+        # Allowed as recorded, no hook failed: each hook counts as seen, nothing else.
+        plain = now.action == "allow" and not outcome.changed and not outcome.errors
         for hook_id in outcome.matched:
-            tally = self.hooks.setdefault(hook_id, Tally())
+            tally = hooks.get(hook_id)
+            if tally is None:
+                tally = hooks[hook_id] = Tally()
             tally.seen += 1
-            _count(tally, now, hook_id, outcome.changed, hook_id in failed)
+            if not plain:
+                _count(tally, now, hook_id, outcome.changed, hook_id in failed)
             if hook_id in outcome.would_call:
                 tally.would_call += 1
         if event.event == "before_tool_call":
-            tally = self.tools.setdefault(event.subject, Tally())
+            tally = self.tools.get(event.subject)
+            if tally is None:
+                tally = self.tools[event.subject] = Tally()
             tally.seen += 1
             _count(tally, now, None, outcome.changed, bool(outcome.errors))
             tally.would_call += bool(outcome.would_call)
@@ -247,6 +267,11 @@ def _event_record(outcome: ReplayOutcome) -> dict[str, Any]:
         "content_recorded": event.content_recorded,
         "permissive": _permissive(outcome),
     }
+
+
+def _any_permissive(outcome: ReplayOutcome) -> bool:
+    """Whether :func:`_permissive` has anything to say (without building its list)."""
+    return any(step.permissive not in (None, "allow") for step in outcome.steps)
 
 
 def _permissive(outcome: ReplayOutcome) -> list[str]:

@@ -86,7 +86,7 @@ def decision_of(verdict: Verdict) -> Decision:
         return Decision("mock", (verdict.mocked_by,) if verdict.mocked_by else ())
     if verdict.rewritten_by:
         return Decision("rewrite", tuple(verdict.rewritten_by))
-    return Decision()
+    return _ALLOW  # immutable: one for every allowed event
 
 
 def replay_events(
@@ -139,36 +139,38 @@ def _decided(
     engine: HooksEngine, event: RecordedEvent, *, live_webhooks: bool, pooled: bool
 ) -> ReplayOutcome:
     name = _REWRITTEN_FIELD[event.event]
-    before = _snapshot(getattr(event.payload, name))
+    payload = event.payload
+    before = _snapshot(getattr(payload, name))
     verdict = engine.dry_run(
-        event.event,
-        event.payload,
-        values=event.values,
-        call_webhooks=live_webhooks,
-        inline=not pooled,
+        event.event, payload, values=event.values, call_webhooks=live_webhooks, inline=not pooled
     )
     now = decision_of(verdict)
     diff: list[dict[str, Any]] = []
     if now.action == "rewrite" and verdict.payload is not None:
         diff = diff_values(before, getattr(verdict.payload, name, None), name)
+    # The verdict is this event's own (dry_run makes a new one each time): its lists are kept.
     return ReplayOutcome(
         event,
         now,
         now.action != event.recorded.action,
         diff,
-        list(verdict.errors),
-        list(verdict.matched),
-        list(verdict.would_call),
-        list(verdict.steps),
+        verdict.errors,
+        verdict.matched,
+        verdict.would_call,
+        verdict.steps,
     )
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})
 
 
 def _snapshot(value: Any) -> Any:
     """A copy a hook cannot change behind our back (a flat dict, the usual case, cheaply)."""
     if isinstance(value, dict):
-        if all(isinstance(v, str | int | float | bool | None) for v in value.values()):
-            return dict(value)
-        return copy.deepcopy(value)
+        for item in value.values():
+            if type(item) not in _SCALARS:  # nested, or a type of its own: copied whole
+                return copy.deepcopy(value)
+        return dict(value)
     return value  # str: immutable
 
 

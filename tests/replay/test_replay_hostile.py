@@ -104,11 +104,14 @@ def test_an_unreadable_line_is_named_exit_2_and_the_rest_is_reported(
     assert summary["unreadable"] == 1
 
 
-def _frames(count: int, *, broken: int | None = None) -> bytes:
-    """``count`` requests of one tool span each, 4-byte framed; frame ``broken`` is garbage."""
+def _frames(count: int, *, broken: int | None = None, orphans: bool = False) -> bytes:
+    """``count`` requests of one tool span each, 4-byte framed; frame ``broken`` is garbage;
+    ``orphans``: each span's parent was never recorded."""
     request = ExportTraceServiceRequest()
     span = request.resource_spans.add().scope_spans.add().spans.add()
     span.trace_id, span.span_id, span.name = b"T" * 16, b"SPANID!!", "execute_tool exec"
+    if orphans:
+        span.parent_span_id = b"NOPARENT"
     for key, value in (("gen_ai.operation.name", "execute_tool"), ("gen_ai.tool.name", "exec"),
                        ("otelhooks.tool.identifier", "shell"),
                        ("gen_ai.tool.call.arguments", '{"cmd": "ls"}')):  # fmt: skip
@@ -137,10 +140,15 @@ def test_an_unreadable_protobuf_frame_is_named_and_the_others_are_replayed(
     assert summary["by_event"]["before_tool_call"] == 4
 
 
-def test_memory_does_not_grow_with_a_recording_of_small_frames(tmp_path: Path) -> None:
+@pytest.mark.parametrize("orphans", [False, True], ids=["roots", "parents-never-recorded"])
+def test_memory_does_not_grow_with_a_recording_of_small_frames(
+    tmp_path: Path, orphans: bool
+) -> None:
+    # Spans whose parent never comes wait for it (HELD_BACK at most, then the ancestry of the
+    # whole recording is read first): that bound, not the recording, is what they may hold.
     def peak_mib(frames: int) -> float:
         recording = tmp_path / f"frames-{frames}.pb"
-        recording.write_bytes(_frames(frames))
+        recording.write_bytes(_frames(frames, orphans=orphans))
         script = (
             "import resource, subprocess, sys\n"
             "subprocess.run(sys.argv[1:], check=True, capture_output=True)\n"
@@ -162,3 +170,22 @@ def test_memory_does_not_grow_with_a_recording_of_small_frames(tmp_path: Path) -
     # 8x the recording (1.5 MB of frames, 8,000 spans): what grows is the ancestry kept per
     # span (~0.3 KB), not the spans (holding them all grew ~40 MB here)
     assert large - small < 12, (small, large)
+
+
+def test_what_cannot_be_read_is_listed_before_what_cannot_be_replayed(tmp_path: Path) -> None:
+    from otelhooks.replay import replay
+
+    unbuildable = {**_tool_span("01" * 8, '{"cmd": "ls"}'), "traceId": 5}  # not a string
+    keyless = _tool_span("02" * 8, '{"cmd": "ls"}')
+    keyless["attributes"].append({"value": {"stringValue": "no key"}})  # a request, not OTLP
+    recording = tmp_path / "mixed.jsonl"
+    good = _tool_span("03" * 8, '{"cmd": "rm -rf /"}')
+    recording.write_text("\n".join([_line(unbuildable), _line(keyless), _line(good)]) + "\n")
+    (tmp_path / "hooks.py").write_text(DENY_SCRIPT)
+    (tmp_path / "policy.yaml").write_text(DENY_RM.replace("hooks.py", str(tmp_path / "hooks.py")))
+    report = replay([recording], [tmp_path / "policy.yaml"])
+    problems = list(report.unreadable)
+    assert report.unreadable.total == 2, problems
+    assert problems[0].startswith(f"{recording}:2: not an OTLP trace request")
+    assert "cannot be replayed" in problems[1]
+    assert report.changes == {"deny": 1}

@@ -1,0 +1,93 @@
+"""The spans of recordings in file order, each once its ancestry is known, in one read.
+
+A span inherits facts (agent, operation, session, user) from ancestors that are usually written
+after it: a parent ends, and is exported, after its children. Each span is added to the
+:class:`~otelhooks.replay.SpanContext` as it is read and held back until
+:meth:`~otelhooks.replay.SpanContext.complete` says its ancestors are all known; it and every
+span held behind it are then given out in order. What the facts then are is what reading the
+whole ancestry first would have given (a span id added twice keeps its first facts).
+
+The spans held back are bounded: past :data:`HELD_BACK` (an agent run longer than that before
+its root span, or spans whose root was never recorded), the ancestry of every span of the
+recordings is read first, as a second read, and the rest is given out as it is read.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from otelhooks.replay._context import SpanContext
+from otelhooks.replay._read import check_recording, iter_ancestry, iter_spans
+
+__all__ = ["HELD_BACK", "Spans"]
+
+# Spans held back at most, waiting for an ancestor (a few KiB each, decoded).
+HELD_BACK = 4_096
+
+
+class Spans:
+    """The spans of ``recordings`` for :func:`~otelhooks.replay.recorded_events` with
+    ``context``: each given out once its ancestry is known (see the module docstring).
+
+    ``read`` counts the spans read; ``problems`` gets what could not be read, as
+    :func:`~otelhooks.replay.iter_spans` describes it.
+    """
+
+    def __init__(
+        self,
+        recordings: Sequence[str | os.PathLike[str]],
+        context: SpanContext,
+        problems: list[str],
+        held_back: int | None = None,
+    ) -> None:
+        self.recordings = recordings
+        self.context = context
+        self.problems = problems
+        self.held_back = HELD_BACK if held_back is None else held_back
+        self.read = 0
+        # True once the ancestry of every span was read first (past ``held_back``).
+        self.ancestry_read = False
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for path in self.recordings:  # refused before any span is given out, as when read twice
+            check_recording(path)
+        context = self.context
+        held: deque[dict[str, Any]] = deque()
+        waiting: tuple[str, str] | None = None  # the ancestor the first span held waits for
+        for path in self.recordings:
+            for span in iter_spans(path, problems=self.problems):
+                self.read += 1
+                context.add(span)
+                if self.ancestry_read:
+                    yield span
+                    continue
+                if not held:
+                    waiting = context.waiting_for(span)
+                    if waiting is None:
+                        yield span  # the common case: nothing waits, nothing is missing
+                        continue
+                    held.append(span)
+                    continue
+                held.append(span)
+                if waiting == (str(span.get("traceId", "")), str(span.get("spanId", ""))):
+                    # What the first span waited for came: give out what is complete now.
+                    while held:
+                        waiting = context.waiting_for(held[0])
+                        if waiting is not None:
+                            break
+                        yield held.popleft()
+                if len(held) > self.held_back:
+                    self._read_ancestry()
+                    while held:
+                        yield held.popleft()
+        yield from held  # what is still missing was never recorded
+
+    def _read_ancestry(self) -> None:
+        for path in self.recordings:
+            # Problems are reported by the spans' own read, when it gets there.
+            for span in iter_ancestry(path, self.context.wanted, problems=[]):
+                self.context.add(span)
+        self.ancestry_read = True
