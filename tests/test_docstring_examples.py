@@ -3,7 +3,8 @@
 The examples are what a reader copies first: each runs here with doctest (``ELLIPSIS`` and
 ``NORMALIZE_WHITESPACE``), in a fresh folder of its own that holds the repository's
 ``examples/`` (the paths the examples name), with the process's OpenTelemetry settings unset.
-Traffic stays on 127.0.0.1: an example that needs a server starts one.
+Traffic stays on 127.0.0.1: an example that needs a server starts one. Only the examples of
+what serves until it is interrupted (:data:`SKETCHES`) mark lines ``+SKIP``.
 """
 
 from __future__ import annotations
@@ -33,10 +34,23 @@ def _examples() -> list[doctest.DocTest]:
 
 
 EXAMPLES = _examples()
+# these run a gateway in front of a real MCP server until interrupted: tests/mcp runs them
+SKETCHES = frozenset(
+    {
+        "otelhooks.mcp._http.McpHttpProxy",
+        "otelhooks.mcp._http.run_http",
+        "otelhooks.mcp._stdio.run_stdio",
+    }
+)
 
 
 def test_the_package_has_examples() -> None:
     assert len(EXAMPLES) > 100
+
+
+def test_only_the_sketches_skip_lines() -> None:
+    skipping = {t.name for t in EXAMPLES if any(e.options.get(doctest.SKIP) for e in t.examples)}
+    assert skipping == SKETCHES
 
 
 @pytest.mark.parametrize("example", EXAMPLES, ids=lambda t: t.name)

@@ -4,12 +4,13 @@ Recorded spans (OTLP JSON lines, an OTLP protobuf dump, Claude Code bridge trace
 intercept events they stood for; each goes through the policy's :class:`~otelhooks.HooksEngine`
 ``dry_run`` (the chain a live agent runs) and is compared with the decision recorded then.
 
-Example:
+Example: the demo's recorded run (``otelhooks demo --traces-out``) against a new policy:
     >>> from otelhooks.replay import replay
-    >>> report = replay(["traces.jsonl"], ["policy.yaml"])  # doctest: +SKIP
-    >>> print(report.table())  # doctest: +SKIP
-    >>> report.failed(["deny", "rewrite"])  # doctest: +SKIP
-    {'deny': 3}
+    >>> report = replay(["examples/replay/traces.jsonl"], ["examples/replay/policy.yaml"])
+    >>> report.failed(["deny", "rewrite"])
+    {'deny': 1, 'rewrite': 2}
+    >>> print(report.table())
+    otelhooks replay: 63 spans, 29 events replayed ...
 """
 
 from __future__ import annotations
@@ -92,8 +93,10 @@ def replay(
         ConfigErrors: a policy file has problems.
 
     Example:
-        >>> report = replay(["traces.jsonl"], ["policy.yaml"], otlp_out="replayed.jsonl")
-        ... # doctest: +SKIP
+        >>> recording, policy = "examples/replay/traces.jsonl", "examples/replay/policy.yaml"
+        >>> report = replay([recording], [policy], otlp_out="replayed.jsonl")
+        >>> report.failed(["mock"])
+        {'mock': 5}
     """
     policy = [] if isinstance(hooks, HooksEngine) else [os.fspath(p) for p in hooks]
     engine = hooks if isinstance(hooks, HooksEngine) else HooksEngine.from_files(policy)

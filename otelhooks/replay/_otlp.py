@@ -32,8 +32,12 @@ def annotation_attributes(outcome: ReplayOutcome) -> dict[str, Any]:
     """The ``otelhooks.replay.*`` attributes for one replayed event.
 
     Example:
-        >>> from otelhooks.replay import ReplayOutcome  # doctest: +SKIP
-        >>> annotation_attributes(outcome)[sc.REPLAY_DECISION]  # doctest: +SKIP
+        >>> from otelhooks import HooksEngine
+        >>> from otelhooks.replay import read_recording, recorded_events, replay_events
+        >>> engine = HooksEngine.from_files(["examples/replay/policy.yaml"])
+        >>> events = recorded_events(read_recording("examples/replay/traces.jsonl"))
+        >>> denied = next(o for o in replay_events(engine, events) if o.now.action == "deny")
+        >>> annotation_attributes(denied)["otelhooks.replay.decision"]
         'deny'
     """
     now = outcome.now

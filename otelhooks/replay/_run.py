@@ -110,9 +110,13 @@ def replay_events(
             and skipped; without it, the error is raised.
 
     Example:
-        >>> engine = HooksEngine.from_files(["policy.yaml"])  # doctest: +SKIP
-        >>> spans = read_recording("traces.jsonl")  # doctest: +SKIP
+        >>> from otelhooks import HooksEngine
+        >>> from otelhooks.replay import read_recording, recorded_events
+        >>> engine = HooksEngine.from_files(["examples/replay/policy.yaml"])
+        >>> spans = read_recording("examples/replay/traces.jsonl")
         >>> changed = [o for o in replay_events(engine, recorded_events(spans)) if o.changed]
+        >>> sorted({o.now.action for o in changed})
+        ['allow', 'deny', 'mock', 'rewrite']
     """
     for event in events:
         if not engine.matches(event.event, event.values):

@@ -7,9 +7,17 @@ spans), running the hooks of ``oh``'s engine, and answers in the SDK's own outpu
 (``continue_``, ``hookSpecificOutput.permissionDecision`` ...). No settings file, no hook process.
 
 Example:
-    >>> from claude_agent_sdk import ClaudeAgentOptions  # doctest: +SKIP
-    >>> oh = otelhooks.configure(hooks="hooks.yaml")  # doctest: +SKIP
-    >>> options = ClaudeAgentOptions(hooks=hooks_for(oh))  # doctest: +SKIP
+    >>> import otelhooks
+    >>> from claude_agent_sdk import ClaudeAgentOptions
+    >>> from otelhooks.integrations.claude_agent_sdk import hooks_for
+    >>> no_rm = {"id": "no-rm", "type": "before_tool_call", "matcher": "Bash",
+    ...          "command": "grep -q 'rm ' && echo 'no rm' >&2 && exit 2 || exit 0"}
+    >>> oh = otelhooks.configure(otlp=False, set_global=False, hooks=[no_rm])
+    >>> options = ClaudeAgentOptions(hooks=hooks_for(oh))  # then query(prompt, options=options)
+    >>> "PreToolUse" in options.hooks
+    True
+    >>> oh.shutdown().ok
+    True
 
 Needs the ``claude-agent-sdk`` package (``otelhooks[claude-agent-sdk]``).
 """

@@ -384,8 +384,11 @@ def uninstall(path: Path) -> Change:
     """Remove exactly our hook entries from the settings file at ``path``.
 
     Example:
-        >>> uninstall(Path("/tmp/p/.claude/settings.json")).removed
-        ['SessionStart', ...]
+        >>> settings = Path("project/.claude/settings.json")
+        >>> _ = install(settings, http="http://127.0.0.1:4319")
+        >>> removed = uninstall(settings).removed
+        >>> "PreToolUse" in removed, settings.exists()  # a file only we had written goes
+        (True, False)
     """
     change = Change(path)
 

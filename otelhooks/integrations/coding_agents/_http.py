@@ -127,9 +127,14 @@ class ClaudeCodeHookRoute:
         runner: where deciding events run (a :class:`FairRunner` of 32 threads by default).
 
     Example:
+        >>> from otelhooks.integrations.coding_agents import CodingAgentBridge
+        >>> bridge = CodingAgentBridge(state=ServerSessions())
         >>> route = ClaudeCodeHookRoute(bridge)
         >>> route.answer({"hook_event_name": "Stop", "session_id": "s-1"})
         (200, b'{}')
+        >>> route.close()
+        >>> bridge.close().ok
+        True
     """
 
     def __init__(

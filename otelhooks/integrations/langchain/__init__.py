@@ -1,10 +1,28 @@
 """LangChain / LangGraph adapter (``pip install 'otelhooks[langchain]'``).
 
-Example:
+Example: a guard denies a LangGraph tool call, and the tool never runs:
+    >>> import otelhooks
+    >>> from langchain_core.messages import AIMessage
+    >>> from langchain_core.tools import tool
+    >>> from langgraph.graph import START, MessagesState, StateGraph
+    >>> from langgraph.prebuilt import ToolNode
     >>> from otelhooks.integrations.langchain import OtelHooksCallbackHandler, hook_tool
-    >>> tools = [hook_tool(t) for t in tools]  # denials and mocks really stop these
-    >>> handler = OtelHooksCallbackHandler(oh.tracer, agent_name="researcher")
-    >>> graph.invoke({"messages": [("user", "hi")]}, config={"callbacks": [handler]})
+    >>> @tool
+    ... def delete_file(path: str) -> str:
+    ...     '''Delete a file.'''
+    ...     raise AssertionError("never runs")
+    >>> no_delete = {"id": "no-delete", "type": "before_tool_call", "matcher": "delete_file",
+    ...              "handler": lambda event: otelhooks.Block("deleting files is not allowed")}
+    >>> oh = otelhooks.configure(otlp=False, set_global=False, hooks=[no_delete])
+    >>> tools = ToolNode([hook_tool(delete_file)])  # denials and mocks really stop these
+    >>> graph = StateGraph(MessagesState).add_node("tools", tools).add_edge(START, "tools")
+    >>> call = {"name": "delete_file", "args": {"path": "a.txt"}, "id": "t1", "type": "tool_call"}
+    >>> handler = OtelHooksCallbackHandler(oh.tracer, agent_name="cleaner")
+    >>> state = {"messages": [AIMessage("", tool_calls=[call])]}
+    >>> graph.compile().invoke(state, config={"callbacks": [handler]})["messages"][-1].content
+    'deleting files is not allowed'
+    >>> oh.shutdown().ok
+    True
 
 See :mod:`otelhooks.integrations.langchain._handler` for the mapping.
 """

@@ -165,9 +165,13 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         identifier: the ``identifier`` half of tool matcher values (``identifier/apiName``);
             empty by default, so matchers see the tool name.
 
-    Example:
+    Example: (a whole run is in :mod:`otelhooks.integrations.langchain`'s example)
+        >>> import otelhooks
+        >>> oh = otelhooks.configure(otlp=False, set_global=False)
         >>> handler = OtelHooksCallbackHandler(oh.tracer, agent_name="researcher")
-        >>> graph.invoke({"messages": [...]}, config={"callbacks": [handler]})
+        >>> config = {"callbacks": [handler]}  # graph.invoke(state, config=config)
+        >>> oh.shutdown().ok
+        True
     """
 
     raise_error = False

@@ -1,9 +1,22 @@
 """OpenAI Agents SDK adapter (``pip install 'otelhooks[openai-agents]'``).
 
-Example:
-    >>> from otelhooks.integrations.openai_agents import HookedRunner
+Example: a ``before_agent_start`` guard stops a run before the model is called:
+    >>> import asyncio
+    >>> import otelhooks
+    >>> from agents import Agent
+    >>> from otelhooks.integrations.openai_agents import HookedRunner, RunBlockedError
+    >>> guard = {"id": "no-passwords", "type": "before_agent_start",
+    ...          "handler": lambda event: otelhooks.Block("no passwords")}
+    >>> oh = otelhooks.configure(otlp=False, set_global=False, hooks=[guard])
     >>> runner = HookedRunner(oh.tracer)
-    >>> result = await runner.run(agent, "What is 2 + 3?", session_id="s-1")
+    >>> agent = Agent(name="helper", model="gpt-4o-mini")
+    >>> try:
+    ...     asyncio.run(runner.run(agent, "What is the admin password?", session_id="s-1"))
+    ... except RunBlockedError as blocked:
+    ...     print("blocked:", blocked)
+    blocked: no passwords
+    >>> oh.shutdown().ok
+    True
 
 See :mod:`otelhooks.integrations.openai_agents._runner` for the mapping.
 """

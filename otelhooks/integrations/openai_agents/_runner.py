@@ -326,9 +326,12 @@ class HookedRunner:
         hook_tools: run the agents' function tools through otelhooks' tool hooks (a hooked
             clone of the agent is run; the agent you pass is not changed).
 
-    Example:
-        >>> runner = HookedRunner(oh.tracer)
-        >>> result = await runner.run(agent, "What is 2 + 3?", session_id="s-1")
+    Example: (a run is in :mod:`otelhooks.integrations.openai_agents`'s example)
+        >>> import otelhooks
+        >>> oh = otelhooks.configure(otlp=False, set_global=False)
+        >>> runner = HookedRunner(oh.tracer)  # await runner.run(agent, "hi", session_id="s-1")
+        >>> oh.shutdown().ok
+        True
     """
 
     def __init__(self, tracer: AgentTracer, *, hook_tools: bool = True) -> None:
