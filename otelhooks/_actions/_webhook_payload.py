@@ -58,9 +58,13 @@ class Redactor(Protocol):
     """Rewrites a webhook body before it leaves the process; returns the body to send.
 
     Example:
+        >>> from otelhooks import configure, truncate_results
         >>> def drop_prompts(body: dict) -> dict:
         ...     return {k: v for k, v in body.items() if k not in ("input", "userMessage")}
+        >>> drop_prompts({"hookEventName": "afterToolCall", "input": "my password is hunter2"})
+        {'hookEventName': 'afterToolCall'}
         >>> oh = configure(redactors=[drop_prompts, truncate_results])
+        >>> _ = oh.shutdown()
     """
 
     def __call__(self, data: dict[str, Any], /) -> dict[str, Any]: ...
@@ -71,7 +75,10 @@ class EmailResolver(Protocol):
     ``userEmail``; results are cached per user.
 
     Example:
+        >>> from otelhooks import configure
+        >>> directory = {"u-7": "ada@example.com"}
         >>> oh = configure(email_resolver=lambda user_id: directory.get(user_id))
+        >>> _ = oh.shutdown()
     """
 
     def __call__(self, user_id: str, /) -> str | None: ...

@@ -289,8 +289,11 @@ def load_config(paths: PathLike | Iterable[PathLike]) -> LoadedConfig:
         ConfigError: the only problem; :class:`ConfigErrors` when there are several.
 
     Example:
-        >>> loaded = load_config(["examples/workspace/hooks"])
-        >>> oh.register(loaded.hooks)
+        >>> from otelhooks import configure, load_config
+        >>> loaded = load_config(["examples/workspaces/demo-workspace/hooks"])
+        >>> oh = configure(traces_out="traces.jsonl")
+        >>> hooks = oh.register(loaded.hooks)
+        >>> _ = oh.shutdown()
     """
     sources = inspect_config(paths)
     problems = [p for s in sources for p in s.problems]

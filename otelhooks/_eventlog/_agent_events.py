@@ -228,9 +228,15 @@ class AgentEvents:
         notice_sink: receives a :class:`Notice` per record when ``show_notice`` is on.
 
     Example:
+        >>> from otelhooks import AgentEvents, AgentEventsConfig, configure
+        >>> oh = configure(traces_out="traces.jsonl")
         >>> events = AgentEvents(AgentEventsConfig(name="shop", mutating=["order_create"]))
-        >>> hooks = events.install(processor)  # a HookSpanProcessor or a HookRegistry
-        >>> events.log.read(0, 100).records
+        >>> hooks = events.install(oh.hooks)  # a HookSpanProcessor or a HookRegistry
+        >>> with oh.operation("shop", input="order a book") as op, op.step() as step:
+        ...     _ = step.run_tool("shop", "order_create", {"title": "Dune"}, lambda title: "ok")
+        >>> _ = oh.shutdown()  # the observers have run
+        >>> [(r.kind, r.tool, r.mutating, r.success) for r in events.log.read(0, 100).records]
+        [('after_tool_result', 'shop/order_create', True, True)]
     """
 
     def __init__(

@@ -82,9 +82,17 @@ class EventLogClient:
         http: an ``httpx.Client`` to use instead of a new one (not closed by :meth:`close`).
 
     Example:
-        >>> with EventLogClient("http://127.0.0.1:4319", token="s3cret") as client:
-        ...     for record in client.follow():
+        >>> from itertools import islice
+        >>> from otelhooks import EventEntry, EventLogClient, EventLogServer, RingEventLog
+        >>> log = RingEventLog()
+        >>> _ = log.append(EventEntry(0, "shop", None, None, "order_create", "after_tool_result",
+        ...                           True, True, "", "ok", None, None))
+        >>> with EventLogServer([log], token="s3cret") as server, EventLogClient(
+        ...     server.url, token="s3cret"
+        ... ) as client:
+        ...     for record in islice(client.follow(), 1):  # follow() runs until stopped
         ...         print(record.seq, record.kind, record.tool, record.success)
+        1 after_tool_result order_create True
     """
 
     def __init__(

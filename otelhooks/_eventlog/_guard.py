@@ -18,9 +18,12 @@ long as it likes, and 20,000 of them exhaust the process's descriptors, after wh
   most once per second, with the count of lines held back; so are the HTTP server's own
   warnings (``Invalid HTTP request received.``, one per garbage request otherwise).
 
-Example:
+Example (what :class:`~otelhooks.EventLogServer` does for its own server):
+    >>> import uvicorn
+    >>> from otelhooks._eventlog._guard import ConnectionGuard
+    >>> async def app(scope, receive, send): ...
     >>> guard = ConnectionGuard(max_connections=1000, header_timeout_s=10)
-    >>> config = uvicorn.Config(app, http=guard.protocol_class())
+    >>> config = uvicorn.Config(app, host="127.0.0.1", port=0, http=guard.protocol_class())
 """
 
 from __future__ import annotations

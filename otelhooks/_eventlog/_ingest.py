@@ -99,8 +99,22 @@ class OtlpIngest:
         metrics: where rejections are counted; the first HookSpanProcessor's when omitted.
 
     Example:
-        >>> ingest = OtlpIngest([processor], logs=[durable_log])
-        >>> rejected = ingest.ingest(request_bytes, "application/x-protobuf")
+        >>> import json
+        >>> from otelhooks import AgentEvents, AgentEventsConfig, HookSpanProcessor, SqliteEventLog
+        >>> from otelhooks._eventlog._ingest import OtlpIngest
+        >>> processor = HookSpanProcessor()
+        >>> events = AgentEvents(AgentEventsConfig(name="shop"), log=SqliteEventLog("events.db"))
+        >>> hooks = events.install(processor)
+        >>> tool = [{"key": "gen_ai.operation.name", "value": {"stringValue": "execute_tool"}},
+        ...         {"key": "gen_ai.tool.name", "value": {"stringValue": "order_create"}}]
+        >>> span = {"traceId": "ab" * 16, "spanId": "cd" * 8, "name": "t", "attributes": tool}
+        >>> request_bytes = json.dumps({"resourceSpans": [{"scopeSpans": [{"spans": [span]}]}]})
+        >>> ingest = OtlpIngest([processor], logs=[events.log])
+        >>> ingest.ingest(request_bytes.encode(), "application/json")  # rejected spans
+        0
+        >>> [(r.kind, r.tool) for r in events.log.read(0, 10).records]  # committed
+        [('after_tool_result', 'order_create')]
+        >>> processor.shutdown(); events.close()
     """
 
     def __init__(

@@ -79,6 +79,7 @@ class EventLogServer:
         ConfigError: no token was given or found in the environment.
 
     Example:
+        >>> from otelhooks import EventLogServer, RingEventLog
         >>> with EventLogServer([RingEventLog()], token="s3cret") as server:
         ...     print(server.url)
         http://127.0.0.1:...

@@ -65,7 +65,20 @@ class PricedSpanExporter(SpanExporter):
     """``exporter``, given model-call spans with their price (see the module docstring).
 
     Example:
+        >>> from opentelemetry.sdk.trace import TracerProvider
+        >>> from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        >>> from otelhooks import OtlpJsonLinesSpanExporter, read_otlp_json_lines
+        >>> from otelhooks._export._priced import PricedSpanExporter
         >>> exporter = PricedSpanExporter(OtlpJsonLinesSpanExporter("traces.jsonl"))
+        >>> provider = TracerProvider()
+        >>> provider.add_span_processor(SimpleSpanProcessor(exporter))
+        >>> usage = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o",
+        ...          "gen_ai.usage.input_tokens": 1000, "gen_ai.usage.output_tokens": 100}
+        >>> with provider.get_tracer("an.sdk").start_as_current_span("chat", attributes=usage):
+        ...     pass
+        >>> provider.shutdown()
+        >>> read_otlp_json_lines("traces.jsonl")[0]["attributes"]["otelhooks.llm.cost_usd"]
+        0.0035
     """
 
     def __init__(self, exporter: SpanExporter) -> None:

@@ -38,11 +38,15 @@ class WebhookSpanExporter(SpanExporter):
             omitted, and shuts it down with the exporter).
 
     Example:
+        >>> from opentelemetry.sdk.trace import TracerProvider
         >>> from opentelemetry.sdk.trace.export import BatchSpanProcessor
+        >>> from otelhooks import WebhookSpanExporter
         >>> exporter = WebhookSpanExporter(
         ...     [{"id": "n", "type": "afterToolCall", "webhook": {"url": "http://127.0.0.1:9/h"}}]
         ... )
+        >>> provider = TracerProvider()
         >>> provider.add_span_processor(BatchSpanProcessor(exporter))
+        >>> provider.shutdown()  # shuts the exporter and its deliveries down
     """
 
     def __init__(
