@@ -188,7 +188,7 @@ def tool(
         ... def remove(path: str) -> str:
         ...     os.remove(path)
         ...     return f"removed {path}"
-        >>> _ = open("old.log", "w").close()
+        >>> open("old.log", "w").close()
         >>> with AgentTracer().operation("cleaner") as op, op.step():
         ...     remove("old.log")  # an execute_tool rm span; a deny raises ToolDenied
         'removed old.log'
