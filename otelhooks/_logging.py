@@ -49,7 +49,15 @@ def scrub_secrets(
     traceback is formatted here (when a secret is registered), so its text is scrubbed too.
 
     Example (your own structlog chain):
-        >>> structlog.configure(processors=[..., otelhooks.scrub_secrets, JSONRenderer()])
+        >>> import structlog
+        >>> from otelhooks import scrub_secrets
+        >>> from otelhooks._redact import register_secret
+        >>> register_secret("hunter2-token")  # a webhook's allowedEnvVars values are registered
+        True
+        >>> structlog.configure(processors=[scrub_secrets, structlog.processors.JSONRenderer()])
+        >>> structlog.get_logger().warning("hook failed", error="401 for hunter2-token")
+        {"error": "401 for [REDACTED]", "event": "hook failed"}
+        >>> structlog.reset_defaults()
     """
     if not len(registry):
         return event_dict
@@ -64,8 +72,14 @@ def configure_logging(*, json: bool = False) -> None:
     """Configure structlog with :func:`add_trace_context` and :func:`scrub_secrets` in its chain.
 
     Example:
+        >>> import structlog
+        >>> from opentelemetry.sdk.trace import TracerProvider
+        >>> from otelhooks import configure_logging
         >>> configure_logging()
-        >>> structlog.get_logger().info("tool ran")  # carries trace_id/span_id inside a span
+        >>> with TracerProvider().get_tracer("demo").start_as_current_span("tool"):
+        ...     structlog.get_logger().info("tool ran")
+        20...Z [info     ] tool ran    span_id=... trace_id=...
+        >>> structlog.reset_defaults()
     """
     renderer: Any = (
         structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(colors=False)

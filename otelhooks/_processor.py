@@ -38,11 +38,19 @@ class HookSpanProcessor(SpanProcessor):
 
     Example:
         >>> from opentelemetry.sdk.trace import TracerProvider
+        >>> from otelhooks import AgentTracer, HookSpanProcessor
         >>> provider = TracerProvider()
         >>> hooks = HookSpanProcessor()
         >>> provider.add_span_processor(hooks)
-        >>> _ = hooks.register([{"id": "audit", "type": "afterToolCall", "handler": print}])
+        >>> def audit(event):
+        ...     print(event.apiName, event.content)
+        >>> _ = hooks.register([{"id": "audit", "type": "afterToolCall", "handler": audit}])
         >>> tracer = AgentTracer(tracer_provider=provider, engine=hooks.engine)
+        >>> with tracer.operation("helper") as op, op.step() as step:
+        ...     _ = step.run_tool("calc", "add", {"a": 1, "b": 2}, lambda a, b: a + b)
+        >>> provider.force_flush()  # observers run off the agent's path; wait for them
+        add 3
+        True
     """
 
     def __init__(

@@ -68,10 +68,16 @@ def instrument(
             names the extra: ``pip install 'otelhooks[openai]'``).
 
     Example:
+        >>> from opentelemetry.sdk.trace import TracerProvider
+        >>> from otelhooks import AgentTracer, HookSpanProcessor, instrument
+        >>> provider = TracerProvider()
         >>> hooks = HookSpanProcessor()
         >>> provider.add_span_processor(hooks)
-        >>> instrumented = otelhooks.instrument(["openai"], tracer_provider=provider)
+        >>> instrumented = instrument(["openai"], tracer_provider=provider)
         >>> tracer = AgentTracer(tracer_provider=provider, engine=hooks.engine)
+        >>> instrumented.libraries
+        ['openai']
+        >>> instrumented.uninstrument()
     """
     found: dict[str, Any] = {}
     for library in dict.fromkeys(libraries):

@@ -413,10 +413,12 @@ def configure(
             current step, priced, counted and guarded. ``shutdown()`` uninstruments them.
 
     Example:
-        >>> oh = configure(traces_out="traces.jsonl")
+        >>> from otelhooks import configure
+        >>> oh = configure(traces_out="traces.jsonl", set_global=False, structured_logging=False)
         >>> with oh.operation("helper") as op:
         ...     pass
-        >>> oh.shutdown()
+        >>> oh.shutdown().ok
+        True
     """
     if sdk_metrics is not None:
         warnings.warn(

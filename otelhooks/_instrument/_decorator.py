@@ -182,12 +182,16 @@ def tool(
         ToolDenied: a hook denied the call; the function did not run.
 
     Example:
-        >>> @otelhooks.tool(identifier="fs", name="rm")
+        >>> import os
+        >>> from otelhooks import AgentTracer, tool
+        >>> @tool(identifier="fs", name="rm")
         ... def remove(path: str) -> str:
         ...     os.remove(path)
         ...     return f"removed {path}"
-        >>> with oh.operation("cleaner") as op, op.step():
+        >>> open("old.log", "w").close()
+        >>> with AgentTracer().operation("cleaner") as op, op.step():
         ...     remove("old.log")  # an execute_tool rm span; a deny raises ToolDenied
+        'removed old.log'
     """
 
     def decorate(func: Callable[P, R]) -> Callable[P, R]:

@@ -51,10 +51,14 @@ class Operation(SpanScope):
         reason: the ``on_complete`` reason the run will end with.
 
     Example:
+        >>> from otelhooks import AgentTracer
+        >>> tracer = AgentTracer()
         >>> with tracer.operation("planner", input="hi") as op:
         ...     if not op.blocked:
         ...         with op.step() as step:
-        ...             ...
+        ...             pass  # the step's model call and tool calls
+        >>> op.reason
+        'done'
     """
 
     def __init__(
@@ -294,7 +298,12 @@ class Operation(SpanScope):
         interceptor blocked it. ``deliver`` is called with the final content inside the span.
 
         Example:
-            >>> sent = op.send_message("slack", "#ops", "deploy done", deliver=post_to_slack)
+            >>> from otelhooks import AgentTracer
+            >>> with AgentTracer().operation("deployer") as op:
+            ...     sent = op.send_message("slack", "#ops", "deploy done", deliver=print)
+            deploy done
+            >>> sent
+            'deploy done'
         """
         message = _Message(self, channel, target, content, metadata, deferred=False)
         final = message.decide(message.live.verdict or Verdict())
@@ -324,7 +333,16 @@ class Operation(SpanScope):
         ``deliver`` may be a coroutine function.
 
         Example:
-            >>> sent = await op.asend_message("slack", "#ops", "deploy done", deliver=apost)
+            >>> import asyncio
+            >>> from otelhooks import AgentTracer
+            >>> async def apost(content: str) -> None:
+            ...     print(content)
+            >>> async def main() -> str | None:
+            ...     async with AgentTracer().operation("deployer") as op:
+            ...         return await op.asend_message("slack", "#ops", "deploy done", deliver=apost)
+            >>> asyncio.run(main())
+            deploy done
+            'deploy done'
         """
         message = _Message(self, channel, target, content, metadata, deferred=True)
         verdict = await self.tracer.engine.astart(message.live)

@@ -36,8 +36,12 @@ class Approval(SpanScope):
     """Waiting for a person: call :meth:`approve` or :meth:`reject` with the decision.
 
     Example:
-        >>> with step.approval([{"identifier": "fs", "apiName": "delete"}]) as approval:
-        ...     approval.reject("not today", stop=True)
+        >>> from otelhooks import AgentTracer
+        >>> with AgentTracer().operation("helper") as op, op.step() as step:
+        ...     with step.approval([{"identifier": "fs", "apiName": "delete"}]) as approval:
+        ...         approval.reject("not today", stop=True)
+        >>> approval.action, approval.rejection_reason
+        ('reject', 'not today')
     """
 
     def __init__(self, step: Step, pending: list[PendingTool]) -> None:

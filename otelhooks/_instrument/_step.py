@@ -44,7 +44,8 @@ class Step(SpanScope):
     """One step of a run (LLM inference, then tool calls, approvals, compaction, sub-agents).
 
     Example:
-        >>> with op.step() as step:
+        >>> from otelhooks import AgentTracer
+        >>> with AgentTracer().operation("helper") as op, op.step() as step:
         ...     with step.llm("gpt-4o") as call:
         ...         call.record("Hello", input_tokens=12, output_tokens=3)
     """

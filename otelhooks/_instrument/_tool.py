@@ -122,10 +122,15 @@ class ToolCall(SpanScope):
     must not run, and :attr:`result` already holds what the agent should see.
 
     Example:
-        >>> with step.tool_call("fs", "readFile", {"path": "a.txt"}) as call:
-        ...     if call.should_run:
-        ...         call.set_result(open(call.args["path"]).read())
+        >>> from pathlib import Path
+        >>> from otelhooks import AgentTracer
+        >>> _ = Path("a.txt").write_text("hello")
+        >>> with AgentTracer().operation("helper") as op, op.step() as step:
+        ...     with step.tool_call("fs", "readFile", {"path": "a.txt"}) as call:
+        ...         if call.should_run:
+        ...             _ = call.set_result(Path(call.args["path"]).read_text())
         >>> call.result.content
+        'hello'
     """
 
     # Defaults at class level: set on the instance only when a hook changes them.

@@ -219,13 +219,15 @@ class AgentMetrics:
     Example:
         >>> from opentelemetry.sdk.metrics import MeterProvider
         >>> from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+        >>> from otelhooks import AgentMetrics
         >>> reader = InMemoryMetricReader()
         >>> metrics = AgentMetrics(MeterProvider(metric_readers=[reader]))
         >>> metrics.tool_call.record(0.25, {"gen_ai.tool.name": "readFile"})
         >>> metrics.flush()
         True
-        >>> [m.name for m in reader.get_metrics_data().resource_metrics[0].scope_metrics[0].metrics]
-        ['otelhooks.tool.calls', 'gen_ai.execute_tool.duration']
+        >>> scope = reader.get_metrics_data().resource_metrics[0].scope_metrics[0]
+        >>> sorted(m.name for m in scope.metrics)
+        ['gen_ai.execute_tool.duration', 'otelhooks.tool.calls']
     """
 
     def __init__(
@@ -334,8 +336,21 @@ class AgentMetrics:
         """A callback ``(count, reason)`` for bounded queues that counts drops from ``source``.
 
         Example:
-            >>> on_drop = metrics.drop_counter("observer_queue")
+            >>> from opentelemetry.sdk.metrics import MeterProvider
+            >>> from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+            >>> from otelhooks import AgentMetrics
+            >>> reader = InMemoryMetricReader()
+            >>> agent_metrics = AgentMetrics(MeterProvider(metric_readers=[reader]))
+            >>> on_drop = agent_metrics.drop_counter("observer_queue")
             >>> on_drop(1, "queue_full")
+            >>> agent_metrics.flush()
+            True
+            >>> scope = reader.get_metrics_data().resource_metrics[0].scope_metrics[0]
+            >>> (dropped,) = [m for m in scope.metrics if m.name == "otelhooks.dropped"]
+            >>> point = dropped.data.data_points[0]
+            >>> point.value, sorted(point.attributes.items())
+            (1, [('otelhooks.drop.reason', 'queue_full'),
+                 ('otelhooks.drop.source', 'observer_queue')])
         """
         dropped = self.dropped
 

@@ -88,6 +88,9 @@ def exec_agent(
     the exception. With ``raise_errors`` it is raised after the telemetry is recorded.
 
     Example:
+        >>> from otelhooks import AgentTracer
+        >>> from otelhooks._runtime import AgentSpec, ModelReply, ScriptedModel, exec_agent
+        >>> tracer = AgentTracer()
         >>> spec = AgentSpec("helper", ScriptedModel([ModelReply("hi")]))
         >>> result = exec_agent(tracer, spec, "hello")
         >>> result.reason
