@@ -159,7 +159,7 @@ class Matcher:
         ``None``: any value may match. The anchored prefix and that of the tool's other name.
 
         Example:
-            >>> compile_matcher("/^db\\/.*/", "otelhooks").index_prefixes
+            >>> compile_matcher(r"/^db\\/.*/", "otelhooks").index_prefixes
             ('db/', 'mcp__db__')
         """
         prefix = self.prefix

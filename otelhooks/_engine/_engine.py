@@ -197,6 +197,8 @@ class HooksEngine:
             >>> engine = HooksEngine([{"id": "w", "type": "afterStep", "handler": print}])
             >>> engine.start(LiveEvent("after_step", lambda: AfterStepEvent(stepIndex=0))).matched
             ['w']
+            >>> engine.shutdown()  # the observer runs on the engine's worker: flushed here
+            event='after_step' ... stepIndex=0 ...
         """
         if not self.registry.any_match(live.name, live.values, operation_id=live.operation_id):
             return _NO_HOOKS  # the common case, kept to one cached lookup
