@@ -15,8 +15,10 @@ import pkgutil
 from pathlib import Path
 
 import pytest
+import structlog
 
 import otelhooks
+from otelhooks._actions._approval_inbox import process_inbox
 
 ROOT = Path(__file__).resolve().parents[1]
 _FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
@@ -64,5 +66,11 @@ def test_the_example_runs(
     monkeypatch.setenv("HOME", str(tmp_path))
     lines: list[str] = []
     runner = doctest.DocTestRunner(optionflags=_FLAGS)
-    result = runner.run(example, out=lines.append, clear_globs=True)
+    logging = structlog.get_config()  # configure() sets structlog up for the process
+    try:
+        result = runner.run(example, out=lines.append, clear_globs=True)
+    finally:
+        structlog.configure(**logging)
     assert result.failed == 0, "".join(lines)
+    # an example leaves the process as it found it: nothing listening to its approval inbox
+    assert not process_inbox().served, "the example left a listener on the process inbox"

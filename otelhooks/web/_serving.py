@@ -157,6 +157,7 @@ def web_serving(
         >>> serving = web_serving(token="s3cret")
         >>> serving.index.stats()["traces"]
         0
+        >>> serving.close()  # the process's approval inbox is no longer listed by it
     """
     capture = capture_from_env() if capture_content is None else capture_content
     if index is None:
