@@ -88,6 +88,7 @@ from otelhooks.integrations.coding_agents._mapping import (
     point_payload,
 )
 from otelhooks.integrations.coding_agents._model_calls import ModelCalls
+from otelhooks.integrations.coding_agents._part import Shared
 from otelhooks.integrations.coding_agents._spans import (
     SpanRecord,
     SpanWriter,
@@ -179,17 +180,7 @@ class CodingAgentBridge:
         self.observe = observer(self.engine)
         resource = Resource.create({"service.name": service_name})
         self.writer = writer if writer is not None else SpanWriter(exporters, resource)
-        self.tools = ToolUses(
-            state=state,
-            engine=self.engine,
-            observe=self.observe,
-            writer=self.writer,
-            deny_mode=deny_mode,
-            capture=self.capture,
-            agent=agent,
-            spend=spend,
-        )
-        self.turns = Turns(
+        shared = Shared(
             state=state,
             engine=self.engine,
             observe=self.observe,
@@ -199,14 +190,9 @@ class CodingAgentBridge:
             agent=agent,
             provider=provider,
         )
-        self.models = ModelCalls(
-            state=state,
-            writer=self.writer,
-            observe=self.observe,
-            agent=agent,
-            provider=provider,
-            capture=self.capture,
-        )
+        self.tools = ToolUses(shared, spend=spend)
+        self.turns = Turns(shared)
+        self.models = ModelCalls(shared)
 
     def close(self, timeout_s: float | None = None) -> DeliveryReport:
         """Run the queued observers and webhooks, export the spans (the exporters were given

@@ -19,14 +19,13 @@ from opentelemetry.util import types
 
 from otelhooks import _semconv as sc
 from otelhooks._events import LlmInputEvent, LlmOutputEvent
-from otelhooks.integrations.coding_agents._common import HookResponse, Observe
+from otelhooks.integrations.coding_agents._common import HookResponse
+from otelhooks.integrations.coding_agents._part import Part
 from otelhooks.integrations.coding_agents._spans import (
     SpanRecord,
-    SpanWriter,
     event_ids,
     session_trace_id,
 )
-from otelhooks.integrations.coding_agents._state import BridgeState
 
 __all__ = ["MODEL_CALL_ID", "ModelCalls"]
 
@@ -58,25 +57,8 @@ def _usage(payload: Mapping[str, Any]) -> tuple[int, int, list[str]]:
     )
 
 
-class ModelCalls:
+class ModelCalls(Part):
     """The model-call half of the bridge (see the module docstring)."""
-
-    def __init__(
-        self,
-        *,
-        state: BridgeState,
-        writer: SpanWriter,
-        observe: Observe,
-        agent: str,
-        provider: str,
-        capture: bool,
-    ) -> None:
-        self.state = state
-        self.writer = writer
-        self.observe = observe
-        self.agent = agent
-        self.provider = provider
-        self.capture = capture
 
     def before(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
         """A model request starts: its span is opened, ``llm_input`` observers run."""

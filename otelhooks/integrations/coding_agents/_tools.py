@@ -16,7 +16,6 @@ from opentelemetry.util import types
 
 from otelhooks import _semconv as sc
 from otelhooks._config._claude_answer import HookAnswer, block_answer
-from otelhooks._engine import HooksEngine
 from otelhooks._events import (
     AfterToolCallEvent,
     ToolCallDeniedEvent,
@@ -43,24 +42,21 @@ from otelhooks.integrations.coding_agents._answers import (
 )
 from otelhooks.integrations.coding_agents._approvals import approval_allows
 from otelhooks.integrations.coding_agents._common import (
-    AGENT,
-    DenyMode,
     HookResponse,
-    Observe,
     text,
 )
 from otelhooks.integrations.coding_agents._mapping import claude_fields, turn_attributes
+from otelhooks.integrations.coding_agents._part import Part, Shared
 from otelhooks.integrations.coding_agents._shapes import shaped
 from otelhooks.integrations.coding_agents._spans import (
     APPROVALS_KEY,
     SpanRecord,
-    SpanWriter,
     attribute_map,
     event_ids,
     session_trace_id,
     stored_events,
 )
-from otelhooks.integrations.coding_agents._state import BridgeState, OpenTool
+from otelhooks.integrations.coding_agents._state import OpenTool
 
 __all__ = ["ToolNotOpen", "ToolUses"]
 
@@ -89,31 +85,14 @@ def _values(tool_name: str) -> tuple[str, ...]:
     return (tool_name, *tool_aliases(tool_name))
 
 
-class ToolUses:
+class ToolUses(Part):
     """The tool-use half of the bridge (see the module docstring)."""
 
-    def __init__(
-        self,
-        *,
-        state: BridgeState,
-        engine: HooksEngine,
-        observe: Observe,
-        writer: SpanWriter,
-        deny_mode: DenyMode,
-        capture: bool,
-        agent: str = AGENT,
-        spend: SessionSpend | None = None,
-    ) -> None:
-        self.agent = agent
+    def __init__(self, shared: Shared, *, spend: SessionSpend | None = None) -> None:
+        super().__init__(shared)
         # the sessions' running cost (Claude Code's own cost_usd, from its telemetry under
         # `serve`): what a budget guard reads on PreToolUse
         self.spend = spend
-        self.state = state
-        self.engine = engine
-        self.observe = observe
-        self.writer = writer
-        self.deny_mode = deny_mode
-        self.capture = capture
 
     def _tool_event(self, tool: OpenTool, args: dict[str, Any] | None = None) -> dict[str, Any]:
         return {

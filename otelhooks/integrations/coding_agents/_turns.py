@@ -17,25 +17,20 @@ from opentelemetry.util import types
 
 from otelhooks import _semconv as sc
 from otelhooks._config._claude_answer import block_answer
-from otelhooks._engine import HooksEngine
 from otelhooks._events import BeforeAgentStartEvent, CompleteEvent, ErrorEvent
 from otelhooks.integrations.coding_agents._answers import combine, respond, run_hooks
 from otelhooks.integrations.coding_agents._common import (
-    AGENT,
-    PROVIDER,
-    DenyMode,
     HookResponse,
-    Observe,
     cli_name,
 )
 from otelhooks.integrations.coding_agents._mapping import claude_fields
+from otelhooks.integrations.coding_agents._part import Part
 from otelhooks.integrations.coding_agents._spans import (
     SpanRecord,
-    SpanWriter,
     event_ids,
     session_trace_id,
 )
-from otelhooks.integrations.coding_agents._state import BridgeState, OpenOperation
+from otelhooks.integrations.coding_agents._state import OpenOperation
 
 __all__ = ["Turns", "turn_ids"]
 
@@ -45,29 +40,8 @@ def turn_ids(session: str, op: OpenOperation | None, span_id: int | None) -> dic
     return event_ids(session, op.operation_id if op is not None else None, span_id)
 
 
-class Turns:
+class Turns(Part):
     """The turn half of the bridge (see the module docstring)."""
-
-    def __init__(
-        self,
-        *,
-        state: BridgeState,
-        engine: HooksEngine,
-        observe: Observe,
-        writer: SpanWriter,
-        deny_mode: DenyMode,
-        capture: bool,
-        agent: str = AGENT,
-        provider: str = PROVIDER,
-    ) -> None:
-        self.state = state
-        self.engine = engine
-        self.observe = observe
-        self.writer = writer
-        self.deny_mode = deny_mode
-        self.capture = capture
-        self.agent = agent
-        self.provider = provider
 
     def _attributes(self, op: OpenOperation, reason: str) -> dict[str, types.AttributeValue]:
         return {
