@@ -18,6 +18,8 @@ from otelhooks.mcp._jsonrpc import UPSTREAM_ERROR, Message, error_response, pars
 from otelhooks.mcp._spans import MCP_PROTOCOL_VERSION, set_attributes
 
 if TYPE_CHECKING:
+    from opentelemetry.trace import Span
+
     from otelhooks.mcp._gateway import McpSession
 
 __all__ = ["OpenRequests"]
@@ -32,10 +34,10 @@ class OpenRequests:
         self.from_client: dict[Hashable, Pending] = {}
         self.from_server: dict[Hashable, Pending] = {}
 
-    def start(self, msg: Message, *, from_server: bool) -> Pending:
-        """A request crossed: its span starts, and it waits in its direction's table."""
+    def _message_span(self, msg: Message, from_server: bool) -> tuple[Span, dict[str, Any]]:
+        """The span of a message crossing this session, and its metric attributes."""
         session = self.session
-        span, attrs = session.gateway.spans.message(
+        return session.gateway.spans.message(
             msg,
             session=session.span,
             session_id=session.session_id,
@@ -44,6 +46,11 @@ class OpenRequests:
             from_server=from_server,
             peer=session.peer,
         )
+
+    def start(self, msg: Message, *, from_server: bool) -> Pending:
+        """A request crossed: its span starts, and it waits in its direction's table."""
+        session = self.session
+        span, attrs = self._message_span(msg, from_server)
         if msg.method == "tools/call" and session.agent_name and not from_server:
             set_attributes(span, {"gen_ai.agent.name": session.agent_name})
         pending = Pending(msg.method or "", span, time.perf_counter(), msg.id)
@@ -89,15 +96,7 @@ class OpenRequests:
                 pending.cancelled = True
                 self.end(pending, None, error_type="cancelled")
         started = time.perf_counter()
-        span, attrs = session.gateway.spans.message(
-            msg,
-            session=session.span,
-            session_id=session.session_id,
-            protocol_version=session.protocol_version,
-            server_name=session.server_name,
-            from_server=from_server,
-            peer=session.peer,
-        )
+        span, attrs = self._message_span(msg, from_server)
         span.end()
         seconds = time.perf_counter() - started
         session.gateway.metrics.operation(seconds, attrs, from_server=from_server)
