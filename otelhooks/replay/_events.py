@@ -123,10 +123,9 @@ def recorded_events(
 
     Example:
         >>> from otelhooks.replay import read_recording
-        >>> for ev in list(recorded_events(read_recording("examples/replay/traces.jsonl")))[:2]:
+        >>> for ev in list(recorded_events(read_recording("examples/replay/traces.jsonl")))[:1]:
         ...     print(ev.event, ev.subject, ev.recorded)
         before_tool_call fs/readFile allow
-        ...
     """
     if context is None:
         spans = list(spans)

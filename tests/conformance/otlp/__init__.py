@@ -1,2 +1,5 @@
-"""OTLP conformance, from open-telemetry/opentelemetry-proto `docs/specification.md` at commit
-ac2c4b5d1f3a6079de62f9afec860158ecc8af09 (tests/conformance/references.json)."""
+"""OTLP conformance.
+
+Source: open-telemetry/opentelemetry-proto, ``docs/specification.md``, commit
+ac2c4b5d1f3a6079de62f9afec860158ecc8af09 (tests/conformance/references.json).
+"""
