@@ -315,7 +315,7 @@ def __getattr__(name: str) -> Any:
 
 
 # The public subpackages, imported by name (``import otelhooks.testing``).
-_SUBPACKAGES = ("events", "integrations", "mcp", "replay", "testing")
+_SUBPACKAGES = ("events", "integrations", "mcp", "replay", "semconv", "testing")
 
 
 def __dir__() -> list[str]:

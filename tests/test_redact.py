@@ -22,7 +22,7 @@ from structlog.testing import capture_logs
 
 import otelhooks._logging
 from otelhooks import HookEvent, HooksEngine, WebhookConfig, configure_logging, scrub_secrets
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 from otelhooks._actions._webhook_config import resolve_headers
 from otelhooks._redact import MIN_SECRET_LENGTH, REDACTED, SecretRegistry, registry, scrub
 from tests.conftest import Pipeline

@@ -16,8 +16,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otelhooks import _semconv as sc
 from otelhooks import read_otlp_json_lines
+from otelhooks import semconv as sc
 from otelhooks.integrations.claude_code import session_trace_id
 from otelhooks.replay import RecordingError, iter_requests, read_recording, replay
 from tests.replay.conftest import replay_main
