@@ -20,7 +20,7 @@ INTENDED = {
     "AgentEventsConfig", "ConfigErrors", "ConfigSource", "LoadedConfig", "load_config",
     "AgentEvents", "EventBatch", "EventEntry", "EventLog", "EventLogClient", "EventLogError",
     "EventLogServer", "EventRecord", "Notice", "RingEventLog", "SqliteEventLog",
-    "load_agent_events", "serve", "scrub_secrets",
+    "load_agent_events", "serve", "scrub_secrets", "register_secret",
     "HooksEngine", "HookStep", "matcher_values", "ControlProtocolError", "HookPoolExhaustedError",
     "Redactor", "EmailResolver", "truncate_results",
     "DeliveryReport", "DestinationReport", "__version__",

@@ -283,6 +283,26 @@ def test_a_python_hook_raising_with_the_secret_is_recorded_redacted(
     assert [e["error"] for e in observed] == [f"vault refused token {REDACTED}"]
 
 
+def test_a_secret_a_user_registers_is_scrubbed_from_a_failing_hook() -> None:
+    from otelhooks import register_secret
+    from tests.conftest import close_pipeline, make_pipeline
+
+    own = "vault-" + secrets.token_hex(12)  # the hook's own token: no webhook names it
+    assert register_secret(own)
+
+    def leaky(event: HookEvent) -> None:
+        raise ConnectionError(f"vault refused token {own}")
+
+    pipe = make_pipeline()
+    try:
+        pipe.register({"id": "leaky", "type": "beforeToolCall", "handler": leaky})
+        with capture_logs() as logs:
+            assert run_vault(pipe) == "found"
+        assert_recorded_redacted(pipe, logs, own, ["leaky"])
+    finally:
+        close_pipeline(pipe)
+
+
 def test_a_block_reason_quoting_the_secret_is_redacted(pipe: Pipeline, token: str) -> None:
     pipe.register(
         webhook_with_token(),
