@@ -126,6 +126,7 @@ if TYPE_CHECKING:
     from otelhooks._processor import (
         HookSpanProcessor,
     )
+    from otelhooks._redact import register_secret
     from otelhooks._sdks import instrument
     from otelhooks._setup import (
         OtelHooks,
@@ -216,6 +217,7 @@ _WHERE: dict[str, str] = {
     "metric_views": "otelhooks._metrics",
     "read_otlp_json_lines": "otelhooks._export",
     "resolve_event": "otelhooks._events",
+    "register_secret": "otelhooks._redact",
     "scrub_secrets": "otelhooks._logging",
     "serve": "otelhooks._eventlog",
 }
@@ -297,6 +299,7 @@ __all__ = [
     "matcher_values",
     "metric_views",
     "read_otlp_json_lines",
+    "register_secret",
     "resolve_event",
     "scrub_secrets",
     "serve",
@@ -315,7 +318,7 @@ def __getattr__(name: str) -> Any:
 
 
 # The public subpackages, imported by name (``import otelhooks.testing``).
-_SUBPACKAGES = ("events", "integrations", "mcp", "replay", "testing")
+_SUBPACKAGES = ("events", "integrations", "mcp", "replay", "semconv", "testing")
 
 
 def __dir__() -> list[str]:

@@ -41,7 +41,7 @@ def _scrubbed(value: Any) -> Any:
 def scrub_secrets(
     logger: Any, method_name: str, event_dict: MutableMapping[str, Any]
 ) -> MutableMapping[str, Any]:
-    """structlog processor: replace known secrets (:mod:`otelhooks._redact`) with
+    """structlog processor: replace known secrets (:func:`~otelhooks.register_secret`) with
     ``[REDACTED]`` in every value of the line, the message included.
 
     A hook's error text or output can quote an environment secret; this is the last place to
@@ -50,8 +50,7 @@ def scrub_secrets(
 
     Example (your own structlog chain):
         >>> import structlog
-        >>> from otelhooks import scrub_secrets
-        >>> from otelhooks._redact import register_secret
+        >>> from otelhooks import register_secret, scrub_secrets
         >>> register_secret("hunter2-token")  # a webhook's allowedEnvVars values are registered
         True
         >>> structlog.configure(processors=[scrub_secrets, structlog.processors.JSONRenderer()])

@@ -96,7 +96,23 @@ registry: Final = SecretRegistry()
 
 
 def register_secret(value: str | None) -> bool:
-    """Register ``value`` as a secret in the process's registry."""
+    """Make ``value`` a known secret: from now on it is ``[REDACTED]`` in everything otelhooks
+    writes about hooks (hook errors, block reasons, command output excerpts, tool errors, log
+    lines through :func:`~otelhooks.scrub_secrets`).
+
+    A webhook's ``allowedEnvVars`` values are registered by otelhooks itself; register the
+    secrets your own hooks hold (a token a handler reads from your vault), so an error quoting
+    one is scrubbed too. The registry is the process's and only grows; values shorter than
+    :data:`MIN_SECRET_LENGTH` characters (or ``None``) are ignored.
+
+    Returns:
+        True when the value is a known secret (now or before).
+
+    Example:
+        >>> from otelhooks import register_secret
+        >>> register_secret("vault-token-7f3a"), register_secret("on")
+        (True, False)
+    """
     return registry.register(value)
 
 

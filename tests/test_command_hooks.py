@@ -21,7 +21,7 @@ import pytest
 from conftest import Pipeline
 
 from otelhooks import AfterToolCallEvent, ConfigError, Hook, ToolCallEvent, ToolResult
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 from otelhooks._actions import build_hook as coerce_hook
 from otelhooks._actions._command import OUTPUT_CAP_BYTES, CommandAction, CommandBlock
 

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 from conftest import Pipeline
 
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 
 DENY = {
     "hookSpecificOutput": {

@@ -29,7 +29,7 @@ from otelhooks import (
     ToolResult,
     UnknownEventError,
 )
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 from otelhooks.events import BeforeAgentStartEvent, MessageSendingEvent, ToolResultPersistEvent
 
 INVOCATIONS = sc.METRIC_HOOK_INVOCATIONS

@@ -13,7 +13,7 @@ import pytest
 from conftest import Pipeline, hook
 
 from otelhooks import ToolCallEvent
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 
 
 def _ran(ran: list[str]) -> Any:

@@ -23,7 +23,7 @@ from otelhooks import (
     args_fingerprint,
     load_agent_events,
 )
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 from otelhooks._eventlog import entry_from_event
 from otelhooks.events import ToolCallDeniedEvent, ToolCallErrorEvent, ToolResult
 

@@ -32,7 +32,7 @@ from otelhooks import (
     HookSpanProcessor,
     serve,
 )
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 from otelhooks._export import encode_otlp_json
 
 TOKEN = "ingest-test-token"

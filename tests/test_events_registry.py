@@ -25,7 +25,7 @@ from otelhooks import (
     all_event_names,
     resolve_event,
 )
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 from otelhooks.events import (
     AfterCallAgentEvent,
     AfterCompactEvent,

@@ -14,7 +14,7 @@ from conftest import Pipeline, hook
 from structlog.testing import capture_logs
 
 from otelhooks import Block, ConfigError, Hook, HookRegistry, ToolCallEvent, load_config
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 from otelhooks._cli import main
 
 DENY_JSON = json.dumps(

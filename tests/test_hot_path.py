@@ -129,7 +129,7 @@ def test_the_observer_queue_is_bounded_to_4096_events_by_default() -> None:
 def test_a_tool_name_seen_first_and_seen_again_lands_in_one_series_per_outcome(
     pipe: Pipeline,
 ) -> None:
-    from otelhooks import _semconv as sc
+    from otelhooks import semconv as sc
 
     name = "seen-first-in-this-test"
     with pipe.tracer.operation("agent") as op, op.step() as step:

@@ -32,7 +32,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otelhooks import AgentMetrics, AgentTracer, HookEvent, HookSpanProcessor, configure
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 from otelhooks.testing import TestPipeline, pipeline
 from tests._realparts import free_port
 

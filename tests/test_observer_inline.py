@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from conftest import Pipeline, hook
 
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 from otelhooks._dispatch import _calls, _observers
 
 INVOCATIONS = "otelhooks.hook.invocations"

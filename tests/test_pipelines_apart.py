@@ -13,7 +13,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otelhooks
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 from tests._webhook_server import WebhookServer, webhook_server
 
 

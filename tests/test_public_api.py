@@ -20,7 +20,7 @@ INTENDED = {
     "AgentEventsConfig", "ConfigErrors", "ConfigSource", "LoadedConfig", "load_config",
     "AgentEvents", "EventBatch", "EventEntry", "EventLog", "EventLogClient", "EventLogError",
     "EventLogServer", "EventRecord", "Notice", "RingEventLog", "SqliteEventLog",
-    "load_agent_events", "serve", "scrub_secrets",
+    "load_agent_events", "serve", "scrub_secrets", "register_secret",
     "HooksEngine", "HookStep", "matcher_values", "ControlProtocolError", "HookPoolExhaustedError",
     "Redactor", "EmailResolver", "truncate_results",
     "DeliveryReport", "DestinationReport", "__version__",
@@ -85,6 +85,17 @@ def test_otelhooks_testing_offers_its_helpers() -> None:
     }
 
 
+def test_otelhooks_semconv_offers_every_name_otelhooks_writes() -> None:
+    import otelhooks.semconv
+    from otelhooks import _semconv
+
+    names = set(otelhooks.semconv.__all__)
+    assert {"SCHEMA_URL", "HOOK_DECISION", "GEN_AI_TOOL_NAME", "METRIC_HOOK_INVOCATIONS"} <= names
+    assert names == {name for name in vars(_semconv) if name.isupper()}
+    for name in names:
+        assert getattr(otelhooks.semconv, name) is getattr(_semconv, name)
+
+
 def test_a_guard_tested_with_the_public_pipeline_helper_denies(otelhooks_pipeline: object) -> None:
     from otelhooks import Block
     from otelhooks.testing import TestPipeline, capture_events
@@ -141,5 +152,12 @@ def test_version_is_the_distribution_version() -> None:
 def test_dir_lists_the_public_surface_only() -> None:
     otelhooks.configure  # noqa: B018 - loads private modules, which dir() must not show
     public = set(dir(otelhooks))
-    assert public == set(otelhooks.__all__) | {"events", "integrations", "mcp", "replay", "testing"}
+    assert public == set(otelhooks.__all__) | {
+        "events",
+        "integrations",
+        "mcp",
+        "replay",
+        "semconv",
+        "testing",
+    }
     assert not {"Any", "TYPE_CHECKING", "importlib", "annotations"} & public

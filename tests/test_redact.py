@@ -22,7 +22,7 @@ from structlog.testing import capture_logs
 
 import otelhooks._logging
 from otelhooks import HookEvent, HooksEngine, WebhookConfig, configure_logging, scrub_secrets
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 from otelhooks._actions._webhook_config import resolve_headers
 from otelhooks._redact import MIN_SECRET_LENGTH, REDACTED, SecretRegistry, registry, scrub
 from tests.conftest import Pipeline
@@ -281,6 +281,26 @@ def test_a_python_hook_raising_with_the_secret_is_recorded_redacted(
     assert_recorded_redacted(pipe, logs, token, ["leaky"])
     observed = [e for e in logs if e["event"] == "observer hook failed"]
     assert [e["error"] for e in observed] == [f"vault refused token {REDACTED}"]
+
+
+def test_a_secret_a_user_registers_is_scrubbed_from_a_failing_hook() -> None:
+    from otelhooks import register_secret
+    from tests.conftest import close_pipeline, make_pipeline
+
+    own = "vault-" + secrets.token_hex(12)  # the hook's own token: no webhook names it
+    assert register_secret(own)
+
+    def leaky(event: HookEvent) -> None:
+        raise ConnectionError(f"vault refused token {own}")
+
+    pipe = make_pipeline()
+    try:
+        pipe.register({"id": "leaky", "type": "beforeToolCall", "handler": leaky})
+        with capture_logs() as logs:
+            assert run_vault(pipe) == "found"
+        assert_recorded_redacted(pipe, logs, own, ["leaky"])
+    finally:
+        close_pipeline(pipe)
 
 
 def test_a_block_reason_quoting_the_secret_is_redacted(pipe: Pipeline, token: str) -> None:

@@ -16,7 +16,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from otelhooks import Block, CompleteEvent, Operation, args_fingerprint
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 
 SECRET = "hunter2-s3cr3t"
 READ_ARGS = {"path": "notes.txt", "token": SECRET}

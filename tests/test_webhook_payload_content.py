@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 import otelhooks
 from otelhooks import HookEvent, PayloadBuilder, ToolResult, WebhookConfig, WebhookDeliverer
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 from otelhooks._actions._webhook_payload import CONTENT_FIELDS
 from otelhooks.events import (
     AfterCompactEvent,

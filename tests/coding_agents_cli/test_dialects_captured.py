@@ -73,7 +73,7 @@ def test_gemini_before_tool_of_another_kind_is_not_answered(tmp_path: Path) -> N
 
 
 def test_unknown_tool_kind_is_a_config_error() -> None:
-    from otelhooks._errors import InvalidMatcherError
+    from otelhooks import InvalidMatcherError
 
     with pytest.raises(InvalidMatcherError, match="unknown tool kind '@shel'"):
         compile_matcher("@shel", "otelhooks")

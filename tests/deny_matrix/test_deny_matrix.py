@@ -21,10 +21,10 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otelhooks import Hook, load_config, read_otlp_json_lines
-from otelhooks._semconv import HOOK_DECIDED_BY
 from otelhooks.integrations.claude_code import BridgeOptions, BridgeState, run_hook
 from otelhooks.integrations.coding_agents import CodingAgentBridge
 from otelhooks.integrations.coding_agents._http import ClaudeCodeHookRoute
+from otelhooks.semconv import HOOK_DECIDED_BY
 from otelhooks.testing import pipeline
 from tests._webhook_server import Reply, WebhookServer, webhook_server
 from tests.mcp._harness import calls, http_gateway, http_session, stdio_session
@@ -248,8 +248,7 @@ def _langgraph(case: Case) -> tuple[bool, str]:
 
 
 def _replay(case: Case) -> tuple[bool, str]:
-    from otelhooks import configure
-    from otelhooks._export import OtlpJsonLinesSpanExporter
+    from otelhooks import OtlpJsonLinesSpanExporter, configure
     from otelhooks.replay import replay
 
     recording = case.tmp / "recorded.jsonl"

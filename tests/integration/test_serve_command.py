@@ -16,8 +16,7 @@ import pytest
 from conftest import close_pipeline, make_pipeline
 from opentelemetry.sdk.trace import ReadableSpan
 
-from otelhooks import EventLogClient, EventRecord
-from otelhooks._export import encode_otlp_json
+from otelhooks import EventLogClient, EventRecord, OtlpJsonLinesSpanExporter
 from tests._realparts import free_port, wait_for_port
 
 TOKEN = "serve-command-token"
@@ -79,9 +78,12 @@ def test_serve_receives_otlp_and_serves_the_log_then_stops_cleanly(
 ) -> None:
     proc, port = server
     url = f"http://127.0.0.1:{port}"
+    exporter = OtlpJsonLinesSpanExporter(tmp_path / "spans.jsonl")
+    exporter.export(agent_spans())  # the body: one line of OTLP JSON
+    exporter.shutdown()
     response = httpx.post(
         f"{url}/v1/traces",
-        content=encode_otlp_json(agent_spans()),
+        content=(tmp_path / "spans.jsonl").read_bytes(),
         headers={"Authorization": f"Bearer {TOKEN}", "Content-Type": "application/json"},
     )
     assert response.status_code == 200

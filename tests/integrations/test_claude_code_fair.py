@@ -29,7 +29,10 @@ def test_a_key_at_its_limit_waits_while_another_key_runs_at_once() -> None:
         held = [runner.submit("a", lambda n=n: slow(f"a{n}")) for n in range(5)]
         other = runner.submit("b", lambda: "b")
         assert other.result(5) == "b"  # not behind a's backlog
-        assert sum(name.startswith("a") for name in started) == 2  # a's limit, not 5
+        # a's first two calls start on their own threads, possibly after b's answer
+        assert _until(lambda: len(started) == 2)
+        time.sleep(0.1)  # time for a third to start, were a's limit not kept
+        assert len(started) == 2  # a's limit, not 5
         release.set()
         assert sorted(f.result(5) for f in held) == [f"a{n}" for n in range(5)]
     finally:
@@ -219,6 +222,67 @@ def test_a_waiter_cancelled_before_its_call_starts_leaves_it_unrun() -> None:
         assert runner.call("a", lambda: "after", timeout_s=5) == "after"
         assert ran == []
         assert runner.late == 0  # nobody was answered late: nobody waited
+    finally:
+        release.set()
+        runner.close()
+
+
+def test_quick_calls_of_many_keys_run_on_at_most_busy_threads_at_once() -> None:
+    runner = FairRunner(workers=32, per_key=1, busy=2)
+    lock = threading.Lock()
+    now = [0]
+    most = [0]
+
+    def quick() -> None:
+        with lock:
+            now[0] += 1
+            most[0] = max(most[0], now[0])
+        time.sleep(0.0005)  # quick, and long enough for calls to pile up behind it
+        with lock:
+            now[0] -= 1
+
+    async def session(key: str) -> None:
+        for _ in range(20):
+            await runner.run(key, quick, timeout_s=5)
+
+    async def sessions() -> None:
+        await asyncio.wait_for(asyncio.gather(*(session(f"s{n}") for n in range(16))), 30)
+
+    try:
+        asyncio.run(sessions())
+        assert most[0] <= 2  # 16 sessions at once, never more than busy threads running
+        assert runner.late == 0
+    finally:
+        runner.close()
+
+
+@pytest.mark.parametrize("form", ["run", "call"])
+def test_a_call_behind_a_slow_one_gets_a_thread_of_its_own_soon(form: str) -> None:
+    # one busy thread, held by a slow call of a: b's call must not wait for a's release
+    runner = FairRunner(workers=4, per_key=1, busy=1, grow_after_s=0.005)
+    release, holding = threading.Event(), threading.Event()
+
+    def slow() -> str:
+        holding.set()
+        release.wait(10)
+        return "a"
+
+    async def scenario() -> float:
+        first = asyncio.ensure_future(runner.run("a", slow, timeout_s=10))
+        assert await asyncio.to_thread(holding.wait, 5)
+        began = time.monotonic()
+        if form == "run":
+            assert await runner.run("b", lambda: "b", timeout_s=5) == "b"
+        else:
+            assert await asyncio.to_thread(runner.call, "b", lambda: "b", timeout_s=5) == "b"
+        waited = time.monotonic() - began
+        release.set()
+        assert await first == "a"
+        return waited
+
+    try:
+        assert asyncio.run(scenario()) < 2.0  # a's call holds its thread for up to 10 s
+        assert runner.late == 0
     finally:
         release.set()
         runner.close()

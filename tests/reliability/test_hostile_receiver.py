@@ -14,7 +14,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from otelhooks import AgentMetrics, EventLogServer, HookSpanProcessor, RingEventLog
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 from tests.reliability._serve_proc import INGEST, post_traces, tool_spans_json
 
 TOKEN = "receiver-admin-token"

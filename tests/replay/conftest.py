@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from otelhooks import _semconv as sc
+from otelhooks import semconv as sc
 
 POLICY_PY = """
 from otelhooks import Block

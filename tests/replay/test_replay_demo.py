@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from otelhooks import _semconv as sc
 from otelhooks import read_otlp_json_lines
+from otelhooks import semconv as sc
 from tests.replay.conftest import Run, replay_main, run_replay
 
 

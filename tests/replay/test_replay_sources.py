@@ -16,8 +16,8 @@ from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otelhooks import _semconv as sc
 from otelhooks import read_otlp_json_lines
+from otelhooks import semconv as sc
 from otelhooks.integrations.claude_code import session_trace_id
 from otelhooks.replay import RecordingError, iter_requests, read_recording, replay
 from tests.replay.conftest import replay_main
@@ -229,10 +229,12 @@ def _dump(spans: list[Any], framing: str) -> bytes:
 def test_protobuf_dumps_read_as_the_json_lines_of_the_same_spans(
     sdk_spans: list[Any], framing: str, tmp_path: Path
 ) -> None:
-    from otelhooks._export import encode_otlp_json
+    from otelhooks import OtlpJsonLinesSpanExporter
 
     jsonl = tmp_path / "spans.jsonl"
-    jsonl.write_text(encode_otlp_json(sdk_spans) + "\n")
+    exporter = OtlpJsonLinesSpanExporter(jsonl)
+    exporter.export(sdk_spans)  # one line: the OTLP JSON of these spans
+    exporter.shutdown()
     dump = tmp_path / "spans.pb"
     dump.write_bytes(_dump(sdk_spans, framing))
     key = lambda s: s["spanId"]  # noqa: E731

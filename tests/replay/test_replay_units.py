@@ -96,7 +96,7 @@ def test_the_replay_package_exports_documented_objects_only() -> None:
 
 
 def test_spans_that_lack_names_replay_with_the_values_matchers_expect() -> None:
-    from otelhooks import _semconv as sc
+    from otelhooks import semconv as sc
     from otelhooks.replay import recorded_events
 
     spans: list[dict[str, Any]] = [

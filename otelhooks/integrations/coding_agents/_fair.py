@@ -9,6 +9,11 @@ fails open. Here:
   its own queue, so they delay only that key;
 - free threads take the next call from the keys in turn (round robin), never from one key's
   backlog first;
+- at most ``busy`` threads run calls at once while the calls are quick: hook calls are mostly
+  Python holding the GIL, and every thread more that runs at once costs CPU in hand-offs and
+  buys no speed. A call that has waited ``grow_after_s`` for a thread while a running call has
+  run that long (a thread held by a slow call: a command, a webhook, a person) wakes or starts
+  one more, up to ``workers``; its waiter checks, so no thread watches;
 - every call has a deadline, kept by the waiting side (:meth:`FairRunner.run` on the event
   loop, :meth:`FairRunner.call` on the caller's thread): a call not answered by then is given up
   on and ``run`` raises :class:`Late`, so the caller answers the fail-closed or fail-open answer
@@ -56,7 +61,7 @@ class _Job:
     """One call: ``answer(ok, value)`` hands its outcome to its waiter; ``future`` (a
     ``submit``-ed call's) may be cancelled before it starts."""
 
-    __slots__ = ("answer", "fn", "future", "key", "state", "stuck_at")
+    __slots__ = ("answer", "fn", "future", "key", "started_at", "state", "stuck_at")
 
     def __init__(
         self,
@@ -68,8 +73,9 @@ class _Job:
         self.key = key
         self.fn = fn
         self.answer = answer
-        self.future = future
+        self.future = future  # a submitted call's: nobody waits to watch it for a stall
         self.state = _QUEUED
+        self.started_at = 0.0
         self.stuck_at = 0.0
 
 
@@ -111,6 +117,9 @@ class FairRunner:
         max_queued_per_key: calls of one key waiting at most.
         max_stuck: calls given up on while running whose thread is replaced, at most (past it
             the pool shrinks until they return); ``workers`` when omitted.
+        busy: threads running calls at once while no running call is slow.
+        grow_after_s: how long a call waits for a thread, while a running call has run as
+            long, before one more thread takes it.
         on_drop: ``(count, reason)`` for each late or refused call (a drop counter).
 
     Example:
@@ -127,9 +136,13 @@ class FairRunner:
         max_queued: int = 4096,
         max_queued_per_key: int = 256,
         max_stuck: int | None = None,
+        busy: int = 2,
+        grow_after_s: float = 0.005,
         on_drop: Callable[[int, str], None] | None = None,
     ) -> None:
         self.workers = workers
+        self.busy = busy
+        self.grow_after_s = grow_after_s
         self.per_key = per_key
         self.max_queued = max_queued
         self.max_queued_per_key = max_queued_per_key
@@ -144,6 +157,7 @@ class FairRunner:
         self._idle = 0  # of them, waiting for a call
         self._stuck = 0  # threads held by one (each replaced, within max_stuck)
         self._given_up: list[_Job] = []  # running calls given up on, not stuck yet
+        self._running_jobs: set[_Job] = set()  # calls running, not given up on
         self._threads: list[threading.Thread] = []
         self._closed = False
 
@@ -191,6 +205,7 @@ class FairRunner:
         job = _Job(key, fn, answer)
         self._queue(job)
         timer = loop.call_later(timeout_s, _expire, waiter)
+        stall = loop.call_later(self.grow_after_s, self._stalled, job)
         try:
             return await waiter
         except _Expired:
@@ -201,14 +216,22 @@ class FairRunner:
             raise
         finally:
             timer.cancel()
+            stall.cancel()
 
     def call(self, key: str, fn: Callable[[], T], *, timeout_s: float) -> T:
         """The blocking form of :meth:`run` (for a caller on a thread of its own)."""
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
         job = _Job(key, fn, _to_future(future))
         self._queue(job)
+        started = time.monotonic()
         try:
-            return future.result(timeout_s)
+            try:
+                return future.result(min(self.grow_after_s, timeout_s))
+            except concurrent.futures.TimeoutError:
+                if future.done():
+                    raise
+            self._stalled(job)
+            return future.result(max(0.0, timeout_s - (time.monotonic() - started)))
         except concurrent.futures.TimeoutError:
             if future.done():
                 raise  # fn itself raised TimeoutError
@@ -228,11 +251,26 @@ class FairRunner:
                     queue = self._queues[job.key] = deque()
                 queue.append(job)
                 self._queued += 1
-                if not self._wake() and not self._grow():
-                    self._cond.notify()  # every thread runs: the first one free takes it
+                if self._serving - self._idle < self.busy or job.future is not None:
+                    self._start_one()
         if full:
             self._count_drop("queue_full")
             raise Late("queue_full", f"more than {self.max_queued_per_key} calls wait")
+
+    def _start_one(self) -> None:
+        """Wake an idle thread or start one for a queued call. Call with the lock held."""
+        if not self._wake() and not self._grow():
+            self._cond.notify()  # every thread runs: the first one free takes it
+
+    def _stalled(self, job: _Job) -> None:
+        """``job`` waited ``grow_after_s``: if it still waits while it could run and a running
+        call has run that long (its thread held by something slow), one more thread takes it."""
+        with self._cond:
+            if job.state != _QUEUED or self._running.get(job.key, 0) >= self.per_key:
+                return
+            since = time.monotonic() - self.grow_after_s
+            if any(running.started_at <= since for running in self._running_jobs):
+                self._start_one()
 
     def _wake(self) -> bool:
         """Wake one idle thread, if one waits (not woken yet). Call with the lock held."""
@@ -262,6 +300,7 @@ class FairRunner:
                 job.state = _GIVEN_UP  # skipped when its turn comes
             elif job.state == _RUNNING:
                 job.state = _GIVEN_UP
+                self._running_jobs.discard(job)
                 job.stuck_at = time.monotonic() + grace_s
                 self._given_up.append(job)
                 self._serving -= 1
@@ -310,6 +349,8 @@ class FairRunner:
                         found = True  # its waiter left before it started: never run
                         break
                     job.state = _RUNNING
+                    job.started_at = time.monotonic()
+                    self._running_jobs.add(job)
                     self._running[key] = self._running.get(key, 0) + 1
                     return job
         return None
@@ -338,6 +379,7 @@ class FairRunner:
                 ok, value = False, exc
             with self._cond:
                 state, job.state = job.state, _DONE
+                self._running_jobs.discard(job)
                 if state != _STUCK:  # a stuck call's slot was freed when its grace ended
                     self._release(job.key)
                 if state != _RUNNING:  # given up on: this thread was replaced meanwhile

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from otelhooks import _semconv as sc
 from otelhooks import read_otlp_json_lines
+from otelhooks import semconv as sc
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook, session_trace_id
 from otelhooks.integrations.coding_agents._mapping import EVENTS

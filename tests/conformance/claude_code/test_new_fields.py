@@ -4,7 +4,7 @@
 hooks (in the payload's ``claudeCode`` copy) and the tool's span; ``classifierContext`` and
 ``PermissionDenied.retry`` reach Claude Code; ``install`` gives FileChanged a watch list.
 
-Source: thevibeworks/claude-code-docs (a public mirror of Claude Code's hooks reference),
+Source: github.com/thevibeworks/claude-code-docs (a public mirror of Claude Code's hooks reference),
 ``content/en/docs/claude-code/hooks.md`` at commit e7cbe5e93f2054c85dc983d74a9607071ea8b39a,
 and the real Claude Code CLI 2.1.332's inputs.
 

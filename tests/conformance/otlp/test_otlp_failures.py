@@ -1,7 +1,7 @@
 """OTLP/HTTP failure answers against opentelemetry-proto's specification (``otlp_failures.json``).
 
-Source: open-telemetry/opentelemetry-proto, ``docs/specification.md`` ("Failures", "OTLP/HTTP
-Response"), commit ac2c4b5d1f3a6079de62f9afec860158ecc8af09.
+Source: github.com/open-telemetry/opentelemetry-proto, ``docs/specification.md``
+("Failures", "OTLP/HTTP Response"), commit ac2c4b5d1f3a6079de62f9afec860158ecc8af09.
 
 A real :class:`~otelhooks.EventLogServer` on 127.0.0.1 gets each bad request of the fixture; the
 answer must have the request's Content-Type and decode, as that encoding, into a
