@@ -192,7 +192,7 @@ def _record(change: SettingsChange, edited: Edited) -> SettingsChange:
 
 
 def install(
-    path: Path,
+    path: str | os.PathLike[str],
     *,
     http: str | None = None,
     hooks_file: str = DEFAULT_HOOKS_FILE,
@@ -211,7 +211,8 @@ def install(
             posting there; ``None``: command hooks running the hook client.
         hooks_file: the otelhooks hook file the command hooks run, relative to the project
             folder (the settings file's grandparent) or absolute.
-        events: the Claude Code hook events to hook (default :data:`INSTALLED_EVENTS`).
+        events: the Claude Code hook events to hook: some of :data:`INSTALLED_EVENTS` (the
+            default; any other is refused: ``WorktreeCreate`` would take our output as a path).
         fail_closed: command form: a failing bridge denies ``PreToolUse`` and
             ``UserPromptSubmit`` instead of letting them through.
         traces_out: command form: the OTLP JSON lines file the spans go to (``None``: none).
@@ -220,14 +221,25 @@ def install(
         What happened to the file; :attr:`SettingsChange.warnings` says where a guard fails open.
 
     Raises:
-        ValueError: the file cannot be edited without loss (it is left untouched).
+        ValueError: an event is not one of :data:`INSTALLED_EVENTS`, or the file cannot be
+            edited without loss (it is left untouched).
         OSError: the file cannot be read or written.
 
     Example:
-        >>> change = install(Path("project/.claude/settings.json"), http="http://127.0.0.1:4319")
+        >>> change = install("project/.claude/settings.json", http="http://127.0.0.1:4319")
         >>> "PreToolUse" in change.added, change.verb
         (True, 'created')
     """
+    path = Path(path)
+    # a str is a sequence too: its letters are no events
+    unknown = (
+        [events] if isinstance(events, str) else [e for e in events if e not in INSTALLED_EVENTS]
+    )
+    if unknown:
+        raise ValueError(
+            f"not events install hooks: {', '.join(map(repr, unknown))} (events is a list of "
+            f"some of {', '.join(INSTALLED_EVENTS)})"
+        )
     change = SettingsChange(path, warnings=_warnings(events, http, fail_closed))
     ours = groups(
         events,
@@ -249,7 +261,7 @@ def install(
     return _record(change, edit_settings(path, edit))
 
 
-def uninstall(path: Path) -> SettingsChange:
+def uninstall(path: str | os.PathLike[str]) -> SettingsChange:
     """Remove exactly our hook entries from the settings file at ``path`` (:func:`is_ours`).
 
     Every other hook, key and group stays byte for byte; a file that held only ours is deleted,
@@ -266,6 +278,7 @@ def uninstall(path: Path) -> SettingsChange:
         >>> "PreToolUse" in removed, settings.exists()  # a file only we had written goes
         (True, False)
     """
+    path = Path(path)
     change = SettingsChange(path)
 
     def edit(text: str, root: Node | None) -> str | None:
