@@ -10,12 +10,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from otelhooks.integrations.claude_code import (
     INSTALLED_EVENTS,
+    ProjectChange,
     install,
     install_project,
     is_ours,
@@ -109,3 +111,22 @@ def test_an_unknown_dialect_is_refused_without_writing(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=refused):
         uninstall_agent("claude", project=tmp_path)
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "action",
+    [lambda p: install_project(project=p, traces_out=None), lambda p: uninstall_project(project=p)],
+    ids=["install the command form", "uninstall"],
+)
+def test_a_refused_second_settings_file_leaves_the_first_as_it_was(
+    action: Callable[[Path], ProjectChange], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    project = tmp_path / "p"
+    install_project(project=project, http="http://127.0.0.1:4319")  # ours in the shared file
+    shared = settings_path(project=project)
+    before = shared.read_bytes()
+    settings_path(project=project, local=True).write_text('{"a": 1, "a": 2}')
+    with pytest.raises(ValueError, match="the key 'a' is given twice"):
+        action(project)
+    assert shared.read_bytes() == before  # not emptied of ours while the other was refused

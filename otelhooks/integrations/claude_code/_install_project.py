@@ -18,6 +18,7 @@ from otelhooks.integrations.claude_code._install import (
     settings_path,
     uninstall,
 )
+from otelhooks.integrations.claude_code._settings_file import check_editable
 
 __all__ = ["ProjectChange", "install_project", "uninstall_project"]
 
@@ -68,7 +69,7 @@ def install_project(
 
     Raises:
         ValueError: a settings file cannot be edited without loss (none was written).
-        OSError: a file cannot be read or written.
+        OSError: a file cannot be read or written (one may have been).
 
     Example:
         >>> result = install_project(project="p", traces_out=None)
@@ -90,6 +91,7 @@ def install_project(
         # the command form names this machine's interpreter: never in the shared file
         target, other = (shared, local) if http is not None else (local, shared)
     if other is not None:
+        check_editable(target)  # a refusal of the second file must leave the first as it was
         result.changes.append(uninstall(other))
     result.changes.append(
         install(
@@ -117,8 +119,8 @@ def uninstall_project(
     too, when it is still exactly the starter (an edited one is the user's).
 
     Raises:
-        ValueError: a settings file cannot be edited without loss (it is left untouched).
-        OSError: a file cannot be read or written.
+        ValueError: a settings file cannot be edited without loss (none was written).
+        OSError: a file cannot be read or written (one may have been).
 
     Example:
         >>> _ = install_project(project="p", traces_out=None)
@@ -130,8 +132,10 @@ def uninstall_project(
     if user:
         result.changes.append(uninstall(settings_path(user=True)))
         return result
-    for local in (False, True):
-        result.changes.append(uninstall(settings_path(project=project, local=local)))
+    files = [settings_path(project=project, local=local) for local in (False, True)]
+    check_editable(files[1])  # a refusal of the second file must leave the first as it was
+    for path in files:
+        result.changes.append(uninstall(path))
     starter = Path(project) / hooks_file
     try:
         if starter.read_text(encoding="utf-8") == starter_hooks_yaml(hooks_file):
