@@ -15,6 +15,7 @@ settings file each form belongs in, the starter hook file) and return a :class:`
 :func:`install` / :func:`uninstall` edit one settings file (:func:`settings_path`) and return a
 :class:`SettingsChange`; :func:`is_ours` tells an entry they wrote from any other::
 
+    >>> from otelhooks.integrations.claude_code import install_project, uninstall_project
     >>> result = install_project(project="my-project", http="http://127.0.0.1:4319")
     >>> [(c.path.name, c.verb) for c in result.changes]
     [('settings.local.json', 'unchanged'), ('settings.json', 'created')]
@@ -30,28 +31,43 @@ Codex CLI and Gemini CLI too::
     True
 """
 
-# The coding-agent package first: its installer is built on this package's, whose entries read
-# the coding agents' event table; imported from the middle of ours, it would find ours half-made.
-import otelhooks.integrations.coding_agents  # noqa: F401
-from otelhooks.integrations.claude_code._install import (
-    INSTALLED_EVENTS,
-    SettingsChange,
-    install,
-    is_ours,
-    settings_path,
-    uninstall,
-)
-from otelhooks.integrations.claude_code._install_project import (
-    ProjectChange,
-    install_project,
-    uninstall_project,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
 from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse
 from otelhooks.integrations.coding_agents._run import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents._spans import session_trace_id
 from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, BridgeState
 from otelhooks.integrations.coding_agents._tools import ToolNotOpen
+
+if TYPE_CHECKING:
+    from otelhooks.integrations.claude_code._install import (
+        INSTALLED_EVENTS,
+        SettingsChange,
+        install,
+        is_ours,
+        settings_path,
+        uninstall,
+    )
+    from otelhooks.integrations.claude_code._install_project import (
+        ProjectChange,
+        install_project,
+        uninstall_project,
+    )
+
+# The installer loads on first use (PEP 562): the bridge's own processes, one per hook event
+# for the slow command form, never install anything.
+_INSTALLER = {
+    **dict.fromkeys(
+        ("INSTALLED_EVENTS", "SettingsChange", "install", "is_ours", "settings_path", "uninstall"),
+        "otelhooks.integrations.claude_code._install",
+    ),
+    **dict.fromkeys(
+        ("ProjectChange", "install_project", "uninstall_project"),
+        "otelhooks.integrations.claude_code._install_project",
+    ),
+}
 
 __all__ = [
     "AGENT",
@@ -75,3 +91,12 @@ __all__ = [
     "uninstall",
     "uninstall_project",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _INSTALLER.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value

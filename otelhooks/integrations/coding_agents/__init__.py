@@ -18,6 +18,7 @@ script that onboards a project: :func:`install_agent` / :func:`uninstall_agent` 
 :class:`~otelhooks.integrations.claude_code.SettingsChange`; :func:`codex_trust_notes` says
 what Codex needs before it runs them::
 
+    >>> from otelhooks.integrations.coding_agents import hooks_path, install_agent, uninstall_agent
     >>> change = install_agent("codex", project="my-project", hooks_file="policy.yaml")
     >>> change.path == hooks_path("codex", project="my-project"), change.verb
     (True, 'created')
@@ -25,15 +26,24 @@ what Codex needs before it runs them::
     'deleted'
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._dialects import DIALECTS, Dialect, dialect_named
-from otelhooks.integrations.coding_agents._install import (
-    codex_trust_notes,
-    hooks_path,
-    install_agent,
-    uninstall_agent,
-)
 from otelhooks.integrations.coding_agents._state import BridgeState
+
+if TYPE_CHECKING:
+    from otelhooks.integrations.coding_agents._install import (
+        codex_trust_notes,
+        hooks_path,
+        install_agent,
+        uninstall_agent,
+    )
+
+# The installer loads on first use (PEP 562): a hook event's process never installs anything,
+# and the installer is built on Claude Code's, which reads this package's event table.
+_INSTALLER = frozenset({"codex_trust_notes", "hooks_path", "install_agent", "uninstall_agent"})
 
 __all__ = [
     "DIALECTS",
@@ -46,3 +56,11 @@ __all__ = [
     "install_agent",
     "uninstall_agent",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _INSTALLER:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}._install"), name)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value
