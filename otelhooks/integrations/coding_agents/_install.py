@@ -123,7 +123,9 @@ def _groups(agent: AgentInstall, events: Sequence[str], command: str) -> dict[st
     return groups
 
 
-def codex_trust_notes(path: Path, project: Path | None) -> list[str]:
+def codex_trust_notes(
+    path: str | os.PathLike[str], project: str | os.PathLike[str] | None
+) -> list[str]:
     """What Codex needs before it runs the hooks written to ``path`` (it skips untrusted hooks
     without a word): one sentence per step, the project's trust first when ``project`` is given.
 
@@ -138,7 +140,7 @@ def codex_trust_notes(path: Path, project: Path | None) -> list[str]:
     if project is not None:
         notes.append(
             "Codex loads a project's .codex/hooks.json only for a trusted project: "
-            f'$CODEX_HOME/config.toml needs [projects."{project.resolve()}"] '
+            f'$CODEX_HOME/config.toml needs [projects."{Path(project).resolve()}"] '
             'trust_level = "trusted"'
         )
     notes.append(
@@ -177,7 +179,8 @@ def install_agent(
         what it needs before it runs the hooks (:func:`codex_trust_notes`).
 
     Raises:
-        ValueError: the file cannot be edited without loss (it is left untouched).
+        ValueError: ``dialect`` has no installer, or the file cannot be edited without loss (it
+            is left untouched).
         OSError: the file cannot be read or written.
 
     Example:
@@ -223,7 +226,8 @@ def uninstall_agent(
     Every other hook, key and group stays byte for byte; a file that held only ours is deleted.
 
     Raises:
-        ValueError: the file cannot be edited without loss (it is left untouched).
+        ValueError: ``dialect`` has no installer, or the file cannot be edited without loss (it
+            is left untouched).
         OSError: the file cannot be read or written.
 
     Example:
