@@ -22,6 +22,7 @@ from otelhooks.integrations.claude_code import (
     install_project,
     is_ours,
     settings_path,
+    uninstall,
     uninstall_project,
 )
 from otelhooks.integrations.coding_agents import hooks_path, install_agent, uninstall_agent
@@ -130,3 +131,13 @@ def test_a_refused_second_settings_file_leaves_the_first_as_it_was(
     with pytest.raises(ValueError, match="the key 'a' is given twice"):
         action(project)
     assert shared.read_bytes() == before  # not emptied of ours while the other was refused
+
+
+def test_an_empty_hooks_object_from_before_goes_with_ours(tmp_path: Path) -> None:
+    """The one exception docs/adapters.md names to uninstall giving back the bytes."""
+    settings = tmp_path / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text('{"model": "m", "hooks": {}}\n')
+    install(settings, http="http://127.0.0.1:4319")
+    uninstall(settings)
+    assert settings.read_text() == '{"model": "m"}\n'
