@@ -5,7 +5,8 @@
   totals it recorded.
 - :func:`capture_events`: every lifecycle event an engine dispatches, as payloads;
   :class:`Recorder`, the hook handler behind it, for hooks you register yourself.
-- :func:`metric_points` / :func:`metric_total`: what an in-memory metric reader holds.
+- :func:`metric_points` / :func:`metric_total`: what an in-memory metric reader holds
+  (:data:`DataPoint`: the SDK's number or histogram point that :func:`metric_points` returns).
 - :func:`deterministic`: sequential event ids and a stepping clock for payloads, and
   :class:`SequentialIdGenerator` for trace and span ids, so recorded output can be compared whole.
 
@@ -31,7 +32,7 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeAlias
 
 from opentelemetry.sdk.metrics.export import (
     HistogramDataPoint,
@@ -49,6 +50,7 @@ from otelhooks._setup import OtelHooks, configure
 from otelhooks._sources import SOURCES
 
 __all__ = [
+    "DataPoint",
     "EventCapture",
     "Recorder",
     "SequentialIdGenerator",
@@ -60,7 +62,9 @@ __all__ = [
     "pipeline",
 ]
 
-DataPoint = NumberDataPoint | HistogramDataPoint
+# What metric_points returns: a counter's or gauge's point, or a histogram's (the SDK's own
+# classes), for annotating a test's helpers.
+DataPoint: TypeAlias = NumberDataPoint | HistogramDataPoint
 
 
 def metric_points(

@@ -73,6 +73,7 @@ def test_otelhooks_testing_offers_its_helpers() -> None:
     import otelhooks.testing
 
     assert set(otelhooks.testing.__all__) == {
+        "DataPoint",
         "EventCapture",
         "Recorder",
         "metric_points",

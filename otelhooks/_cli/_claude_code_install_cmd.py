@@ -8,10 +8,10 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from otelhooks.integrations.claude_code._install import Change
+    from otelhooks.integrations.claude_code import SettingsChange
 
-# the same as _install's (a test checks): importing it here would load the whole bridge package
-# for every command line
+# the same as the installer's (a test checks): importing it here would load the whole bridge
+# package for every command line
 DEFAULT_HOOKS_FILE = ".claude/otelhooks.yaml"
 DEFAULT_TRACES = "~/.otelhooks/claude-code-traces.jsonl"
 
@@ -45,7 +45,7 @@ def _how_to_see(http: str | None, hooks_file: str, traces: str | None) -> str:
     )
 
 
-def _report(change: Change) -> str:
+def _report(change: SettingsChange) -> str:
     what = f"{change.path}: {change.verb}"
     if change.added and not change.changed:
         return f"{what} (the otelhooks hooks of {len(change.added)} events are already there)"
@@ -59,7 +59,7 @@ def _report(change: Change) -> str:
 
 
 def _install(args: argparse.Namespace) -> int:
-    from otelhooks.integrations.claude_code._install_project import install_project
+    from otelhooks.integrations.claude_code import install_project
 
     try:
         result = install_project(
@@ -92,7 +92,7 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _uninstall(args: argparse.Namespace) -> int:
-    from otelhooks.integrations.claude_code._install_project import uninstall_project
+    from otelhooks.integrations.claude_code import uninstall_project
 
     try:
         result = uninstall_project(project=args.project, user=args.user, hooks_file=args.hooks_file)

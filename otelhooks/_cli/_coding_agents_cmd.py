@@ -47,7 +47,7 @@ def _default_hooks(dialect: str) -> str:
 def _install(args: argparse.Namespace) -> int:
     from otelhooks._private_files import private_folder
     from otelhooks._starter import starter_hooks_yaml
-    from otelhooks.integrations.coding_agents._install import install_agent
+    from otelhooks.integrations.coding_agents import install_agent
 
     hooks_file = args.hooks or _default_hooks(args.dialect)
     traces = None if args.no_traces else args.traces_out
@@ -80,7 +80,7 @@ def _install(args: argparse.Namespace) -> int:
 
 
 def _uninstall(args: argparse.Namespace) -> int:
-    from otelhooks.integrations.coding_agents._install import uninstall_agent
+    from otelhooks.integrations.coding_agents import uninstall_agent
 
     try:
         change = uninstall_agent(args.dialect, project=args.project, user=args.user)

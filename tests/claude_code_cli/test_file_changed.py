@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from otelhooks.integrations.claude_code._install import install
+from otelhooks.integrations.claude_code import install
 from tests._realparts import require
 from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
 from tests.claude_code_cli.test_real_claude_code import CLAUDE, _flat_json_spans, _run_claude

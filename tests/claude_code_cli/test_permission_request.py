@@ -26,7 +26,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer, serve
-from otelhooks.integrations.claude_code._install import install
+from otelhooks.integrations.claude_code import install
 from tests._realparts import require
 from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
 

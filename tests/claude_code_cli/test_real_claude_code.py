@@ -21,8 +21,7 @@ from typing import Any
 import pytest
 
 from otelhooks._eventlog._otlp import decode_traces
-from otelhooks.integrations.claude_code import session_trace_id
-from otelhooks.integrations.claude_code._install import install
+from otelhooks.integrations.claude_code import install, session_trace_id
 from tests._realparts import free_port, require, wait_for_port
 from tests._webhook_server import Reply, WebhookServer, webhook_server
 from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from otelhooks.integrations.claude_code import session_trace_id
-from otelhooks.integrations.coding_agents._install import install_agent
+from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import (
     CODEX,
     GEMINI,

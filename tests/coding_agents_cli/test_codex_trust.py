@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from otelhooks.integrations.coding_agents._install import install_agent
+from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import CODEX, codex_config, need_cli, run_codex, skip_reason
 
 pytestmark = pytest.mark.timeout(120)

@@ -12,15 +12,9 @@ import pytest
 from otelhooks._cli import _claude_code_install_cmd as cli
 from otelhooks._cli import main
 from otelhooks._starter import starter_hooks_yaml
-from otelhooks.integrations.claude_code import _install
-from otelhooks.integrations.claude_code._install import (
-    EVENTS,
-    MARK,
-    MARK_HEADER,
-    install,
-    is_ours,
-    uninstall,
-)
+from otelhooks.integrations.claude_code import INSTALLED_EVENTS as EVENTS
+from otelhooks.integrations.claude_code import _install, install, is_ours, uninstall
+from otelhooks.integrations.claude_code._install import MARK, MARK_HEADER
 from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
 
 THEIRS: dict[str, Any] = {

@@ -24,8 +24,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otelhooks import EventLogServer, serve
-from otelhooks.integrations.claude_code import hook_client
-from otelhooks.integrations.claude_code._install import install
+from otelhooks.integrations.claude_code import hook_client, install
 from tests.web.conftest import approval_holder
 
 pytestmark = pytest.mark.timeout(90)

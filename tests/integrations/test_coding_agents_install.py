@@ -10,12 +10,8 @@ from pathlib import Path
 import pytest
 
 from otelhooks import load_config
-from otelhooks.integrations.claude_code._install import is_ours
-from otelhooks.integrations.coding_agents._install import (
-    hooks_path,
-    install_agent,
-    uninstall_agent,
-)
+from otelhooks.integrations.claude_code import is_ours
+from otelhooks.integrations.coding_agents import hooks_path, install_agent, uninstall_agent
 
 THEIRS = """{
   "model": {"name": "gemini-2.5-flash"},

@@ -21,11 +21,14 @@ from typing import Any
 
 import httpx
 import yaml
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from prometheus_client import CollectorRegistry, start_http_server
 
-from otelhooks import AgentEvents, EventLogServer, HookEvent, configure, load_config
-from otelhooks._cli._demo_cmd import _PrometheusEndpoint
+from otelhooks import AgentEvents, EventLogServer, HookEvent, OtelHooks, configure, load_config
+
+# The demo's scenario (every lifecycle event, hooks firing) has no public API: its public face is
+# `otelhooks demo`, which takes neither this run's exporters nor Python hooks that fail.
 from otelhooks._demo import missing_events, run_demo
-from otelhooks._runtime import AgentSpec, ModelReply, ScriptedModel, Tool, ToolRequest, exec_agent
 
 POINTS = ["after_tool_result", "after_turn", "after_loop", "on_terminate", "on_error",
           "on_budget_threshold"]  # fmt: skip
@@ -81,17 +84,46 @@ def files_bytes(path: Path) -> bytes:
     return b"".join(p.read_bytes() for p in sorted(path.parent.glob(path.name + "*")))
 
 
+def vault_run(oh: OtelHooks, settings: dict[str, Any]) -> str:
+    """One tool call carrying the content secrets, instrumented as a runtime does it with the
+    public API: a model call asks for it, the tool answers, a second model call reads the answer
+    (with capture on, it is in that call's input messages), and the reply is sent."""
+    prompt = "find the key"
+    messages: list[dict[str, Any]] = [{"role": "user", "content": prompt}]
+    args = {"query": settings["arg_secret"]}
+    with oh.operation("vault-agent", input=prompt, session_id="vault", user_id="user-1") as op:
+        with op.step() as step:
+            with step.llm("scripted-model", messages=messages) as model:
+                model.record("looking it up", finish_reason="tool_calls")
+            messages.append({"role": "assistant", "content": "looking it up"})
+            result = step.run_tool(
+                "vault", "lookup", args, lambda query: f"the key is {settings['result_secret']}"
+            )
+            messages.append({"role": "tool", "content": result.content})
+        with op.step() as step:
+            with step.llm("scripted-model", messages=messages) as model:
+                model.record("found it", finish_reason="stop")
+            op.send_message("chat", "user-1", "found it")
+    return op.reason
+
+
 def main() -> int:
     settings = json.loads(sys.argv[1])
     workdir = Path(settings["workdir"])
     (workdir / "commands").mkdir()
     loaded = load_config(hook_files(settings, workdir))
-    prometheus = _PrometheusEndpoint(settings["prometheus_port"])
+    # the Prometheus page as `otelhooks demo --prometheus-port` serves it: OTel's reader on a
+    # registry of its own, served on 127.0.0.1
+    registry = CollectorRegistry()
+    prometheus = PrometheusMetricReader(registry=registry)
+    page, page_thread = start_http_server(
+        settings["prometheus_port"], addr="127.0.0.1", registry=registry
+    )
     oh = configure(
         service_name="reliability-secrets",
         traces_out=workdir / "traces.jsonl",
         otlp=True,
-        metric_readers=[prometheus.reader],
+        metric_readers=[prometheus],
         capture_content=settings["capture"],
         outbox_path=workdir / "outbox.sqlite3",
     )
@@ -106,27 +138,13 @@ def main() -> int:
              "handler": leaky_handler},
         ]
     )  # fmt: skip
-    vault = Tool("vault", "lookup", lambda query: f"the key is {settings['result_secret']}")
-    spec = AgentSpec(
-        "vault-agent",
-        ScriptedModel(
-            [
-                ModelReply(
-                    "looking it up",
-                    (ToolRequest("vault", "lookup", {"query": settings["arg_secret"]}),),
-                ),
-                ModelReply("found it"),
-            ]
-        ),
-        tools=[vault],
-    )
-    result = exec_agent(oh.tracer, spec, "find the key", session_id="vault", user_id="user-1")
-    assert result.reason == "done", result
+    reason = vault_run(oh, settings)
+    assert reason == "done", reason
     # The endpoint holds the vault event's queued delivery for a while: its row is pending now.
     (workdir / "outbox-pending.bin").write_bytes(files_bytes(workdir / "outbox.sqlite3"))
     assert oh.force_flush(30)
     (workdir / "prometheus.txt").write_text(
-        httpx.get(f"http://127.0.0.1:{prometheus.port}/metrics", timeout=10).text
+        httpx.get(f"http://127.0.0.1:{settings['prometheus_port']}/metrics", timeout=10).text
     )
     with EventLogServer([events.log], token="reliability-admin") as server:
         answer = httpx.get(
@@ -139,7 +157,9 @@ def main() -> int:
     (workdir / "eventlog-open.bin").write_bytes(files_bytes(workdir / "events.sqlite3"))
     oh.shutdown()
     events.log.close()
-    prometheus.stop()
+    page.shutdown()
+    page.server_close()
+    page_thread.join(5)
     summary = {"missing": missing_events(report), "records": len(records)}
     (workdir / "summary.json").write_text(json.dumps(summary))
     return 0

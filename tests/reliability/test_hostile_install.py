@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from otelhooks._cli import main
-from otelhooks.integrations.claude_code._install import install, is_ours, uninstall
+from otelhooks.integrations.claude_code import install, is_ours, uninstall
 
 
 def _ours(data: dict[str, object]) -> bool:

@@ -36,15 +36,6 @@ from otelhooks import (
 )
 from otelhooks._actions._outbox import Outbox
 from otelhooks._actions._webhook_http import CONTROL_RESPONSE_LIMIT
-from otelhooks._runtime import (
-    AgentResult,
-    AgentSpec,
-    ModelReply,
-    ScriptedModel,
-    ToolRequest,
-    calculator_tools,
-    exec_agent,
-)
 from tests._webhook_server import Reply, WebhookServer, webhook_server
 from tests.reliability._parts import RawOtlpSink, raw_otlp_sink
 
@@ -85,7 +76,7 @@ FAULTS = {
 @dataclass
 class FaultyRun:
     fault: Fault
-    result: AgentResult
+    reason: str  # the run's on_complete reason
     ran: list[str]
     spans: list[ReadableSpan]  # what the agent ended (an in-memory exporter on the provider)
     sink: RawOtlpSink
@@ -114,20 +105,24 @@ def dead_url() -> str:
         return f"http://127.0.0.1:{s.getsockname()[1]}"
 
 
-def agent_spec(ran: list[str]) -> AgentSpec:
-    def counted(tool: Any) -> Any:
-        def run(**args: Any) -> Any:
-            ran.append(str(args))
-            return tool.fn(**args)
+def run_agent(tracer: AgentTracer, ran: list[str]) -> str:
+    """An agent run as an instrumented runtime writes it with the public API: a model call per
+    step, the tool calls it asked for (two, then one), a last answer. Returns its reason."""
 
-        return type(tool)(tool.identifier, tool.api_name, run, tool.description)
+    def evaluate(expression: str) -> str:
+        ran.append(expression)
+        left, _, right = expression.partition(" + ")
+        return str(int(left) + int(right))
 
-    requests = tuple(
-        ToolRequest("calc", "evaluate", {"expression": f"{i} + 1"}) for i in range(TOOL_CALLS)
-    )
-    model = ScriptedModel([ModelReply("computing", requests[:2]), ModelReply("more", requests[2:]),
-                           ModelReply("done")])  # fmt: skip
-    return AgentSpec("faulty-endpoints", model, tools=[counted(t) for t in calculator_tools()])
+    calls = [f"{i} + 1" for i in range(TOOL_CALLS)]
+    with tracer.operation("faulty-endpoints", input="compute") as op:
+        for text, batch in (("computing", calls[:2]), ("more", calls[2:]), ("done", [])):
+            with op.step() as step:
+                with step.llm("scripted") as model:
+                    model.record(text, finish_reason="tool_calls" if batch else "stop")
+                for expression in batch:
+                    step.run_tool("calc", "evaluate", {"expression": expression}, evaluate)
+    return op.reason
 
 
 @pytest.fixture(scope="module", params=sorted(FAULTS))
@@ -168,19 +163,19 @@ def faulty_run(
         tracer = AgentTracer(tracer_provider=provider, hooks=hooks, metrics=metrics)
         ran: list[str] = []
         with structlog.testing.capture_logs() as logs:
-            result = exec_agent(tracer, agent_spec(ran), "compute")
+            reason = run_agent(tracer, ran)
             assert deliverer.flush(RETRY_DEADLINE_S + 10)
         assert provider.force_flush(10_000)
         assert metrics.flush(10.0)
         spans = list(ended.get_finished_spans())
-        yield FaultyRun(fault, result, ran, spans, sink, server, reader, logs)
+        yield FaultyRun(fault, reason, ran, spans, sink, server, reader, logs)
         deliverer.shutdown(5)
         provider.shutdown()
         meters.shutdown()
 
 
 def test_the_agent_run_completes(faulty_run: FaultyRun) -> None:
-    assert faulty_run.result.reason == "done"
+    assert faulty_run.reason == "done"
     assert len(faulty_run.ran) == TOOL_CALLS  # onError: continue lets every call run
 
 

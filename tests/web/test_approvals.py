@@ -229,7 +229,7 @@ def test_an_approval_on_an_event_that_cannot_wait_is_a_config_error() -> None:
 
 
 def test_claude_code_install_waits_longer_than_the_longest_approval(tmp_path: Path) -> None:
-    from otelhooks.integrations.claude_code._install import install
+    from otelhooks.integrations.claude_code import install
 
     hooks = tmp_path / ".claude" / "otelhooks.yaml"
     hooks.parent.mkdir()

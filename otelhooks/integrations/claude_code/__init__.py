@@ -9,6 +9,19 @@ The bridge itself is the one every coding agent shares
 lives here: its settings installer, the standard-library hook client and ``serve``'s Claude Code
 routes. See ``docs/adapters.md`` for the settings snippet and the event table.
 
+The installer ``otelhooks claude-code install`` runs is public too, for a script that onboards a
+project: :func:`install_project` / :func:`uninstall_project` do what the command does (the
+settings file each form belongs in, the starter hook file) and return a :class:`ProjectChange`;
+:func:`install` / :func:`uninstall` edit one settings file (:func:`settings_path`) and return a
+:class:`SettingsChange`; :func:`is_ours` tells an entry they wrote from any other::
+
+    >>> from otelhooks.integrations.claude_code import install_project, uninstall_project
+    >>> result = install_project(project="my-project", http="http://127.0.0.1:4319")
+    >>> [(c.path.name, c.verb) for c in result.changes]
+    [('settings.local.json', 'unchanged'), ('settings.json', 'created')]
+    >>> [c.verb for c in uninstall_project(project="my-project").changes]
+    ['deleted', 'unchanged']
+
 ``ClaudeCodeBridge`` is :class:`~otelhooks.integrations.coding_agents.CodingAgentBridge` under its
 first name (the same class, not a subclass), kept for code written before the bridge served
 Codex CLI and Gemini CLI too::
@@ -18,6 +31,9 @@ Codex CLI and Gemini CLI too::
     True
 """
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
 from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse
 from otelhooks.integrations.coding_agents._run import BridgeOptions, run_hook
@@ -25,16 +41,62 @@ from otelhooks.integrations.coding_agents._spans import session_trace_id
 from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, BridgeState
 from otelhooks.integrations.coding_agents._tools import ToolNotOpen
 
+if TYPE_CHECKING:
+    from otelhooks.integrations.claude_code._install import (
+        INSTALLED_EVENTS,
+        SettingsChange,
+        install,
+        is_ours,
+        settings_path,
+        uninstall,
+    )
+    from otelhooks.integrations.claude_code._install_project import (
+        ProjectChange,
+        install_project,
+        uninstall_project,
+    )
+
+# The installer loads on first use (PEP 562): the bridge's own processes, one per hook event
+# for the slow command form, never install anything.
+_INSTALLER = {
+    **dict.fromkeys(
+        ("INSTALLED_EVENTS", "SettingsChange", "install", "is_ours", "settings_path", "uninstall"),
+        "otelhooks.integrations.claude_code._install",
+    ),
+    **dict.fromkeys(
+        ("ProjectChange", "install_project", "uninstall_project"),
+        "otelhooks.integrations.claude_code._install_project",
+    ),
+}
+
 __all__ = [
     "AGENT",
     "DEFAULT_STATE_PATH",
+    "INSTALLED_EVENTS",
     "STATE_ENV",
     "BridgeOptions",
     "BridgeState",
     "ClaudeCodeBridge",
     "DenyMode",
     "HookResponse",
+    "ProjectChange",
+    "SettingsChange",
     "ToolNotOpen",
+    "install",
+    "install_project",
+    "is_ours",
     "run_hook",
     "session_trace_id",
+    "settings_path",
+    "uninstall",
+    "uninstall_project",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _INSTALLER.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value

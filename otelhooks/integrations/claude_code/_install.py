@@ -37,110 +37,62 @@ Two forms:
   token itself is never written to the file).
 
 A guard written here fails open when it cannot run (a server that is down, a bridge that
-crashes): Claude Code treats it as a non-blocking error and runs the tool. :attr:`Change.warnings`
-says so; the command form's ``--fail-closed`` turns a crashed bridge into a deny.
+crashes): Claude Code treats it as a non-blocking error and runs the tool.
+:attr:`SettingsChange.warnings` says so; the command form's ``--fail-closed`` turns a crashed
+bridge into a deny.
+
+What each entry looks like and how ours are known is :mod:`._entries`. The public names are
+re-exported from :mod:`otelhooks.integrations.claude_code`.
 """
 
 from __future__ import annotations
 
-import math
 import os
-import shlex
-import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks._config import load_config
 from otelhooks._errors import ConfigError
+from otelhooks.integrations.claude_code._entries import (
+    ASYNC_EVENTS,
+    CLIENT_FILE,
+    GUARD_EVENTS,
+    INSTALLED_EVENTS,
+    MARK,
+    MARK_HEADER,
+    TOKEN_ENV,
+    client_command,
+    groups,
+    hook_url,
+    is_ours,
+)
 from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_ours
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import Edited, edit_settings
-from otelhooks.integrations.claude_code._watch import DEFAULT_WATCH, watch_list
-from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
+from otelhooks.integrations.claude_code._watch import watch_list
 
+# the rules of our entries live in _entries; these are named here too, where the installer is
 __all__ = [
     "ASYNC_EVENTS",
+    "CLIENT_FILE",
     "DEFAULT_HOOKS_FILE",
     "DEFAULT_TRACES",
-    "EVENTS",
+    "INSTALLED_EVENTS",
     "MARK",
     "MARK_HEADER",
     "TOKEN_ENV",
-    "Change",
+    "SettingsChange",
+    "client_command",
     "install",
     "is_ours",
     "settings_path",
     "uninstall",
 ]
 
-TOKEN_ENV = "OTELHOOKS_INGEST_TOKEN"
-ROUTE = "/v1/hooks/claude-code"
-CLIENT_FILE = "otelhooks/integrations/claude_code/hook_client.py"
-MARK = "# otelhooks:installed"
-MARK_HEADER = "X-Otelhooks-Installed"
 DEFAULT_HOOKS_FILE = ".claude/otelhooks.yaml"
 DEFAULT_TRACES = "~/.otelhooks/claude-code-traces.jsonl"
-
-# Every event the bridge maps (Claude Code 2.1), in Claude's lifecycle order, except
-# WorktreeCreate (Claude Code takes that hook's stdout as the worktree path) and MessageDisplay
-# (a hook per batch of displayed lines).
-EVENTS: tuple[str, ...] = (
-    "Setup",
-    "SessionStart",
-    "InstructionsLoaded",
-    "UserPromptSubmit",
-    "UserPromptExpansion",
-    "PreToolUse",
-    "PermissionRequest",
-    "PermissionDenied",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "PostToolBatch",
-    "Notification",
-    "SubagentStart",
-    "SubagentStop",
-    "TaskCreated",
-    "TaskCompleted",
-    "TeammateIdle",
-    "ConfigChange",
-    "CwdChanged",
-    "DirectoryAdded",
-    "FileChanged",
-    "WorktreeRemove",
-    "PreCompact",
-    "PostCompact",
-    "Elicitation",
-    "ElicitationResult",
-    "Stop",
-    "StopFailure",
-    "SessionEnd",
-)
-TOOL_EVENTS = frozenset(
-    {"PreToolUse", "PermissionRequest", "PermissionDenied", "PostToolUse", "PostToolUseFailure"}
-)
-# Synchronous: events whose hooks can decide (Claude Code does not wait for an async hook, so
-# its answer would never arrive), that open or close a turn or a tool span, or that start or
-# end the session (out of order, or after Claude Code exits, they would break the spans).
-SYNC_EVENTS = frozenset(
-    {
-        *ANSWERING_EVENTS,
-        "Setup",
-        "SessionStart",
-        "UserPromptSubmit",
-        "UserPromptExpansion",
-        "Stop",
-        "StopFailure",
-        "SessionEnd",
-        *TOOL_EVENTS,
-    }
-)
-ASYNC_EVENTS = frozenset(EVENTS) - SYNC_EVENTS
-GUARD_EVENTS = ("PreToolUse", "UserPromptSubmit")
-# events whose hooks may wait for a person (an ``approval:`` hook): their timeout is longer
-APPROVAL_EVENTS = ("PreToolUse", "UserPromptSubmit", "PermissionRequest")
 
 
 def _project_file(settings: Path, hooks_file: str) -> Path:
@@ -161,8 +113,23 @@ def _longest_approval(hooks_file: Path) -> float:
 
 
 @dataclass
-class Change:
-    """What :func:`install` or :func:`uninstall` did to one settings file."""
+class SettingsChange:
+    """What :func:`install` or :func:`uninstall` did to one settings file.
+
+    Attributes:
+        path: the settings file.
+        added: the hook events whose otelhooks entry was written.
+        removed: the hook events whose earlier otelhooks entry was taken out (an install
+            replaces ours: a re-install lists the same events in both).
+        warnings: what the user should know (a guard that fails open), one sentence each.
+        before: the file's bytes before (``None``: there was no file).
+        after: the file's bytes after (``None``: there is no file now).
+
+    Example:
+        >>> change = install(Path("project/.claude/settings.json"), http="http://127.0.0.1:4319")
+        >>> change.verb, install(change.path, http="http://127.0.0.1:4319").verb
+        ('created', 'unchanged')
+    """
 
     path: Path
     added: list[str] = field(default_factory=list)
@@ -190,132 +157,16 @@ def settings_path(
     *, user: bool = False, project: str | os.PathLike[str] = ".", local: bool = False
 ) -> Path:
     """``~/.claude/settings.json`` with ``user``, else ``PROJECT/.claude/settings.json`` (or
-    ``settings.local.json`` with ``local``)."""
+    ``settings.local.json`` with ``local``): the files :func:`install` edits.
+
+    Example:
+        >>> settings_path(project="/work/p", local=True).as_posix()
+        '/work/p/.claude/settings.local.json'
+    """
     if user:
         return Path("~/.claude/settings.json").expanduser()
     name = "settings.local.json" if local else "settings.json"
     return Path(project) / ".claude" / name
-
-
-def _legacy_command(command: str) -> bool:
-    """The exact command an earlier ``install`` wrote: the hook client run by path."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return False
-    return (
-        len(words) in (6, 7)
-        and words[1:3] == ["-I", "-S"]
-        and words[3].endswith(CLIENT_FILE)
-        and words[4] == "--hooks"
-        and (len(words) == 6 or words[6] == "--fail-closed")
-    )
-
-
-def _legacy_http(handler: dict[str, Any]) -> bool:
-    """The exact ``http`` hook an earlier ``install`` wrote."""
-    return (
-        set(handler) == {"type", "url", "headers", "allowedEnvVars", "timeout"}
-        and str(handler.get("url") or "").rstrip("/").endswith(ROUTE)
-        and handler.get("headers") == {"Authorization": f"Bearer ${TOKEN_ENV}"}
-        and handler.get("allowedEnvVars") == [TOKEN_ENV]
-        and handler.get("timeout") == 10
-    )
-
-
-def is_ours(handler: Any) -> bool:
-    """Whether a hook handler entry was written by :func:`install` (this or an older version).
-
-    Example:
-        >>> is_ours({"type": "command", "command": "otelhooks claude-code --fail-closed"})
-        False
-    """
-    if not isinstance(handler, dict):
-        return False
-    if handler.get("type") == "command":
-        command = str(handler.get("command") or "")
-        return command.rstrip().endswith(MARK) or _legacy_command(command)
-    if handler.get("type") == "http":
-        headers = handler.get("headers")
-        marked = isinstance(headers, dict) and MARK_HEADER in headers
-        return marked or _legacy_http(handler)
-    return False
-
-
-def client_command() -> str:
-    """The fast hook command: this interpreter running the standard-library hook client."""
-    from otelhooks.integrations.claude_code import hook_client
-
-    return f"{shlex.quote(sys.executable)} -I -S {shlex.quote(hook_client.__file__)}"
-
-
-def hook_url(base: str) -> str:
-    """The hook route on a server given by its base URL (or the route itself)."""
-    base = base.rstrip("/")
-    return base if base.endswith(ROUTE) else base + ROUTE
-
-
-def _handler(
-    event: str,
-    *,
-    http: str | None,
-    hooks_file: str,
-    fail_closed: bool,
-    traces_out: str | None,
-    wait_s: float = 0.0,
-) -> dict[str, Any]:
-    # An approval hook holds the call until a person answers: Claude Code must wait longer.
-    longer = math.ceil(wait_s) + 15 if wait_s and event in APPROVAL_EVENTS else 0
-    if http is not None:
-        return {
-            "type": "http",
-            "url": hook_url(http),
-            "headers": {"Authorization": f"Bearer ${TOKEN_ENV}", MARK_HEADER: "1"},
-            "allowedEnvVars": [TOKEN_ENV],
-            "timeout": max(10, longer),
-        }
-    command = f"{client_command()} --hooks {shlex.quote(hooks_file)}"
-    if traces_out:
-        command += f" --traces-out {shlex.quote(traces_out)}"
-    if fail_closed and event in GUARD_EVENTS:
-        command += " --fail-closed"
-    handler: dict[str, Any] = {
-        "type": "command",
-        "command": f"{command} {MARK}",
-        "timeout": max(30, longer),
-    }
-    if event in ASYNC_EVENTS:
-        handler["async"] = True
-    return handler
-
-
-def _groups(
-    events: Sequence[str],
-    *,
-    http: str | None,
-    hooks_file: str,
-    fail_closed: bool,
-    traces_out: str | None,
-    wait_s: float = 0.0,
-    watch: str = DEFAULT_WATCH,
-) -> dict[str, dict[str, Any]]:
-    groups: dict[str, dict[str, Any]] = {}
-    for event in events:
-        handler = _handler(
-            event,
-            http=http,
-            hooks_file=hooks_file,
-            fail_closed=fail_closed,
-            traces_out=traces_out,
-            wait_s=wait_s,
-        )
-        group: dict[str, Any] = {"hooks": [handler]}
-        if event in TOOL_EVENTS:
-            group = {"matcher": "*", **group}
-        elif event == "FileChanged":
-            group = {"matcher": watch, **group}
-        groups[event] = group
-    return groups
 
 
 def _warnings(events: Sequence[str], http: str | None, fail_closed: bool) -> list[str]:
@@ -335,32 +186,62 @@ def _warnings(events: Sequence[str], http: str | None, fail_closed: bool) -> lis
     return []
 
 
-def _record(change: Change, edited: Edited) -> Change:
+def _record(change: SettingsChange, edited: Edited) -> SettingsChange:
     change.before, change.after = edited.before, edited.after
     return change
 
 
 def install(
-    path: Path,
+    path: str | os.PathLike[str],
     *,
     http: str | None = None,
     hooks_file: str = DEFAULT_HOOKS_FILE,
-    events: Sequence[str] = EVENTS,
+    events: Sequence[str] = INSTALLED_EVENTS,
     fail_closed: bool = False,
     traces_out: str | None = None,
-) -> Change:
-    """Merge our hook entries into the settings file at ``path`` (see the module doc).
+) -> SettingsChange:
+    """Merge our hook entries into the one settings file at ``path`` (see the module doc).
+
+    :func:`~._install_project.install_project` chooses the file the way the CLI does; this
+    writes where it is told, and nothing else (no starter hook file, no traces folder).
+
+    Args:
+        path: the settings file (created, with its folder, when missing).
+        http: the base URL of ``otelhooks serve`` (or its hook route): write ``http`` hooks
+            posting there; ``None``: command hooks running the hook client.
+        hooks_file: the otelhooks hook file the command hooks run, relative to the project
+            folder (the settings file's grandparent) or absolute.
+        events: the Claude Code hook events to hook: some of :data:`INSTALLED_EVENTS` (the
+            default; any other is refused: ``WorktreeCreate`` would take our output as a path).
+        fail_closed: command form: a failing bridge denies ``PreToolUse`` and
+            ``UserPromptSubmit`` instead of letting them through.
+        traces_out: command form: the OTLP JSON lines file the spans go to (``None``: none).
+
+    Returns:
+        What happened to the file; :attr:`SettingsChange.warnings` says where a guard fails open.
 
     Raises:
-        ValueError: the file cannot be edited without loss (it is left untouched).
+        ValueError: an event is not one of :data:`INSTALLED_EVENTS`, or the file cannot be
+            edited without loss (it is left untouched).
+        OSError: the file cannot be read or written.
 
     Example:
-        >>> change = install(Path("/tmp/p/.claude/settings.json"), http="http://127.0.0.1:4319")
-        >>> "PreToolUse" in change.added
-        True
+        >>> change = install("project/.claude/settings.json", http="http://127.0.0.1:4319")
+        >>> "PreToolUse" in change.added, change.verb
+        (True, 'created')
     """
-    change = Change(path, warnings=_warnings(events, http, fail_closed))
-    groups = _groups(
+    path = Path(path)
+    # a str is a sequence too: its letters are no events
+    unknown = (
+        [events] if isinstance(events, str) else [e for e in events if e not in INSTALLED_EVENTS]
+    )
+    if unknown:
+        raise ValueError(
+            f"not events install hooks: {', '.join(map(repr, unknown))} (events is a list of "
+            f"some of {', '.join(INSTALLED_EVENTS)})"
+        )
+    change = SettingsChange(path, warnings=_warnings(events, http, fail_closed))
+    ours = groups(
         events,
         http=http,
         hooks_file=hooks_file,
@@ -374,14 +255,21 @@ def install(
         if root is None:
             text = "{}\n"
         stripped, change.removed = strip_ours(text, path, is_ours)
-        change.added = list(groups)
-        return add_groups(stripped, path, groups)
+        change.added = list(ours)
+        return add_groups(stripped, path, ours)
 
     return _record(change, edit_settings(path, edit))
 
 
-def uninstall(path: Path) -> Change:
-    """Remove exactly our hook entries from the settings file at ``path``.
+def uninstall(path: str | os.PathLike[str]) -> SettingsChange:
+    """Remove exactly our hook entries from the settings file at ``path`` (:func:`is_ours`).
+
+    Every other hook, key and group stays byte for byte; a file that held only ours is deleted,
+    and a missing file is left missing.
+
+    Raises:
+        ValueError: the file cannot be edited without loss (it is left untouched).
+        OSError: the file cannot be read or written.
 
     Example:
         >>> settings = Path("project/.claude/settings.json")
@@ -390,7 +278,8 @@ def uninstall(path: Path) -> Change:
         >>> "PreToolUse" in removed, settings.exists()  # a file only we had written goes
         (True, False)
     """
-    change = Change(path)
+    path = Path(path)
+    change = SettingsChange(path)
 
     def edit(text: str, root: Node | None) -> str | None:
         if root is None:

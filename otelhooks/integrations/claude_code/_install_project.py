@@ -1,6 +1,6 @@
 """What ``otelhooks claude-code install`` / ``uninstall`` do to a project (or the user's home):
 which settings file each form goes to, the starter hook file, the traces folder. See
-:mod:`._install` (the module doc says where and why)."""
+:mod:`._install` (the module doc says where and why); the CLI only prints what these return."""
 
 from __future__ import annotations
 
@@ -13,20 +13,30 @@ from otelhooks._starter import starter_hooks_yaml
 from otelhooks.integrations.claude_code._install import (
     DEFAULT_HOOKS_FILE,
     DEFAULT_TRACES,
-    Change,
+    SettingsChange,
     install,
     settings_path,
     uninstall,
 )
+from otelhooks.integrations.claude_code._settings_file import check_editable
 
 __all__ = ["ProjectChange", "install_project", "uninstall_project"]
 
 
 @dataclass
 class ProjectChange:
-    """What :func:`install_project` or :func:`uninstall_project` did, file by file."""
+    """What :func:`install_project` or :func:`uninstall_project` did, file by file.
 
-    changes: list[Change] = field(default_factory=list)
+    Attributes:
+        changes: one :class:`~._install.SettingsChange` per settings file looked at (the one
+            written last; before it, the other one of the project, ours taken out of it).
+        hooks_file: the starter hook file considered (``None``: none, as with ``user``).
+        hooks_file_verb: ``created`` or ``deleted`` when the starter file was, else
+            ``unchanged``.
+        traces: where the command form records spans (``None``: nowhere, or the ``http`` form).
+    """
+
+    changes: list[SettingsChange] = field(default_factory=list)
     hooks_file: Path | None = None
     hooks_file_verb: str = "unchanged"
     traces: str | None = None
@@ -43,9 +53,30 @@ def install_project(
 ) -> ProjectChange:
     """Install where the form belongs (see the module doc), a starter hook file if none.
 
+    The command form goes to the project's ``.claude/settings.local.json`` (it names this
+    machine's Python; ours are taken out of the shared ``settings.json``), the ``http`` form to
+    the shared ``.claude/settings.json`` (ours taken out of the local one), either to
+    ``~/.claude/settings.json`` with ``user``. A relative ``hooks_file`` that does not exist is
+    written as the starter hook file; a ``~`` traces folder is created ``0700``.
+
+    Args:
+        project: the project folder.
+        user: the user's settings instead of the project's (and no starter hook file).
+        http: the base URL of ``otelhooks serve``: ``http`` hooks instead of command hooks.
+        hooks_file: the otelhooks hook file, relative to ``project`` or absolute.
+        fail_closed: command form: a failing bridge denies instead of letting the call run.
+        traces_out: command form: where the spans go (``None``: nowhere).
+
     Raises:
         ValueError: a settings file cannot be edited without loss (none was written).
-        OSError: a file cannot be read or written.
+        OSError: a file cannot be read or written (one may have been).
+
+    Example:
+        >>> result = install_project(project="p", traces_out=None)
+        >>> [(c.path.as_posix(), c.verb) for c in result.changes]
+        [('p/.claude/settings.json', 'unchanged'), ('p/.claude/settings.local.json', 'created')]
+        >>> result.hooks_file.as_posix(), result.hooks_file_verb
+        ('p/.claude/otelhooks.yaml', 'created')
     """
     result = ProjectChange()
     traces = traces_out if http is None else None
@@ -60,6 +91,7 @@ def install_project(
         # the command form names this machine's interpreter: never in the shared file
         target, other = (shared, local) if http is not None else (local, shared)
     if other is not None:
+        check_editable(target)  # a refusal of the second file must leave the first as it was
         result.changes.append(uninstall(other))
     result.changes.append(
         install(
@@ -84,13 +116,26 @@ def uninstall_project(
     hooks_file: str = DEFAULT_HOOKS_FILE,
 ) -> ProjectChange:
     """Remove ours from every settings file install may have written; the starter hook file
-    too, when it is still exactly the starter (an edited one is the user's)."""
+    too, when it is still exactly the starter (an edited one is the user's).
+
+    Raises:
+        ValueError: a settings file cannot be edited without loss (none was written).
+        OSError: a file cannot be read or written (one may have been).
+
+    Example:
+        >>> _ = install_project(project="p", traces_out=None)
+        >>> result = uninstall_project(project="p")
+        >>> [c.verb for c in result.changes], result.hooks_file_verb
+        (['unchanged', 'deleted'], 'deleted')
+    """
     result = ProjectChange()
     if user:
         result.changes.append(uninstall(settings_path(user=True)))
         return result
-    for local in (False, True):
-        result.changes.append(uninstall(settings_path(project=project, local=local)))
+    files = [settings_path(project=project, local=local) for local in (False, True)]
+    check_editable(files[1])  # a refusal of the second file must leave the first as it was
+    for path in files:
+        result.changes.append(uninstall(path))
     starter = Path(project) / hooks_file
     try:
         if starter.read_text(encoding="utf-8") == starter_hooks_yaml(hooks_file):

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from otelhooks.integrations.claude_code._json_text import Node, parse
 
-__all__ = ["Edited", "edit_settings"]
+__all__ = ["Edited", "check_editable", "edit_settings"]
 
 _EMPTY = ("{}", "{}\n")
 _ATTEMPTS = 5
@@ -92,6 +92,33 @@ def _write(target: Path, data: bytes) -> None:
         raise
 
 
+def _parsed(path: Path, raw: bytes | None) -> tuple[str, Node | None]:
+    try:
+        text = raw.decode("utf-8") if raw is not None else ""
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 ({exc.reason})") from None
+    try:
+        root = parse(text) if text.strip() else None
+    except ValueError as exc:
+        raise ValueError(f"{path}: cannot be edited without loss: {exc}") from None
+    if root is not None and root.kind != "object":
+        raise ValueError(f"{path}: not a JSON object")
+    return text, root
+
+
+def check_editable(path: Path) -> None:
+    """Refuse, as :func:`edit_settings` would, a file that cannot be edited without loss.
+
+    Nothing is written: a caller that edits two files checks both first, so a refusal of the
+    second leaves the first as it was.
+
+    Raises:
+        ValueError: the file is not UTF-8 JSON that can be edited without loss.
+        OSError: it cannot be read.
+    """
+    _parsed(path, _read(Path(os.path.realpath(path)))[0])
+
+
 def edit_settings(
     path: Path, change: Callable[[str, Node | None], str | None], *, create: bool = True
 ) -> Edited:
@@ -117,16 +144,7 @@ def edit_settings(
             raw, signature = _read(target)
             if raw is None and not create:
                 return Edited(path, None, None)
-            try:
-                text = raw.decode("utf-8") if raw is not None else ""
-            except UnicodeDecodeError as exc:
-                raise ValueError(f"{path}: not UTF-8 ({exc.reason})") from None
-            try:
-                root = parse(text) if text.strip() else None
-            except ValueError as exc:
-                raise ValueError(f"{path}: cannot be edited without loss: {exc}") from None
-            if root is not None and root.kind != "object":
-                raise ValueError(f"{path}: not a JSON object")
+            text, root = _parsed(path, raw)
             new = change(text, root)
             if new is None or new == text:
                 return Edited(path, raw, raw)

@@ -11,10 +11,56 @@ A :class:`Dialect` is the thin part per CLI: its input into the bridge's schema,
 the CLI's own format. Each CLI's installer and what is its own alone stay with it
 (``otelhooks.integrations.claude_code``: settings, the hook client, serve's Claude routes;
 ``_install`` here: Codex's and Gemini's files). See ``docs/adapters.md``.
+
+The installer ``otelhooks codex install`` and ``otelhooks gemini install`` run is public, for a
+script that onboards a project: :func:`install_agent` / :func:`uninstall_agent` edit the file
+:func:`hooks_path` names and return a
+:class:`~otelhooks.integrations.claude_code.SettingsChange`; :func:`codex_trust_notes` says
+what Codex needs before it runs them::
+
+    >>> from otelhooks.integrations.coding_agents import hooks_path, install_agent, uninstall_agent
+    >>> change = install_agent("codex", project="my-project", hooks_file="policy.yaml")
+    >>> change.path == hooks_path("codex", project="my-project"), change.verb
+    (True, 'created')
+    >>> uninstall_agent("codex", project="my-project").verb
+    'deleted'
 """
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._dialects import DIALECTS, Dialect, dialect_named
 from otelhooks.integrations.coding_agents._state import BridgeState
 
-__all__ = ["DIALECTS", "BridgeState", "CodingAgentBridge", "Dialect", "dialect_named"]
+if TYPE_CHECKING:
+    from otelhooks.integrations.coding_agents._install import (
+        codex_trust_notes,
+        hooks_path,
+        install_agent,
+        uninstall_agent,
+    )
+
+# The installer loads on first use (PEP 562): a hook event's process never installs anything,
+# and the installer is built on Claude Code's, which reads this package's event table.
+_INSTALLER = frozenset({"codex_trust_notes", "hooks_path", "install_agent", "uninstall_agent"})
+
+__all__ = [
+    "DIALECTS",
+    "BridgeState",
+    "CodingAgentBridge",
+    "Dialect",
+    "codex_trust_notes",
+    "dialect_named",
+    "hooks_path",
+    "install_agent",
+    "uninstall_agent",
+]
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _INSTALLER:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}._install"), name)
+    globals()[name] = value  # once loaded, a plain attribute
+    return value

@@ -1,7 +1,7 @@
 """``otelhooks codex install`` / ``otelhooks gemini install``: our hooks in each CLI's file.
 
 The same splices and marks as ``otelhooks claude-code install``
-(:mod:`otelhooks.integrations.claude_code._install`): one matcher group per event merged into
+(:func:`otelhooks.integrations.claude_code.install`): one matcher group per event merged into
 the file's ``hooks`` object, idempotently (ours removed, then the current ones added), every
 other hook, key and group left byte for byte; ``uninstall`` removes exactly ours (a command
 ending with the ``# otelhooks:installed`` mark) and gives back the file's earlier bytes, or no
@@ -29,8 +29,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from otelhooks.integrations.claude_code._entries import MARK, client_command, is_ours
 from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_ours
-from otelhooks.integrations.claude_code._install import MARK, Change, client_command, is_ours
+from otelhooks.integrations.claude_code._install import SettingsChange
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import edit_settings
 from otelhooks.integrations.coding_agents._dialects import dialect_named
@@ -72,14 +73,27 @@ _AGENTS = {
 }
 
 
+def _agent(dialect: str) -> AgentInstall:
+    try:
+        return _AGENTS[dialect]
+    except KeyError:
+        known = ", ".join(_AGENTS)
+        raise ValueError(f"no installer for dialect {dialect!r} (known: {known})") from None
+
+
 def hooks_path(dialect: str, *, project: str | os.PathLike[str] = ".", user: bool = False) -> Path:
-    """The file ``install`` edits for ``dialect`` (``codex`` or ``gemini``).
+    """The file :func:`install_agent` edits for ``dialect`` (``codex`` or ``gemini``): the
+    project's, or with ``user`` the user's (``$CODEX_HOME/hooks.json``, ``~/.gemini/...``).
+
+    Raises:
+        ValueError: ``dialect`` has no installer here (Claude Code's is
+            :func:`otelhooks.integrations.claude_code.install_project`).
 
     Example:
         >>> hooks_path("gemini", project="/work/p").as_posix()
         '/work/p/.gemini/settings.json'
     """
-    agent = _AGENTS[dialect]
+    agent = _agent(dialect)
     folder = agent.user_folder() if user else Path(project) / agent.folder
     return folder / agent.file
 
@@ -109,14 +123,24 @@ def _groups(agent: AgentInstall, events: Sequence[str], command: str) -> dict[st
     return groups
 
 
-def codex_trust_notes(path: Path, project: Path | None) -> list[str]:
+def codex_trust_notes(
+    path: str | os.PathLike[str], project: str | os.PathLike[str] | None
+) -> list[str]:
     """What Codex needs before it runs the hooks written to ``path`` (it skips untrusted hooks
-    without a word)."""
+    without a word): one sentence per step, the project's trust first when ``project`` is given.
+
+    :func:`install_agent` puts these in the warnings of a Codex install.
+
+    Example:
+        >>> notes = codex_trust_notes(Path("/work/p/.codex/hooks.json"), Path("/work/p"))
+        >>> len(notes), 'trust_level = "trusted"' in notes[0]
+        (2, True)
+    """
     notes = []
     if project is not None:
         notes.append(
             "Codex loads a project's .codex/hooks.json only for a trusted project: "
-            f'$CODEX_HOME/config.toml needs [projects."{project.resolve()}"] '
+            f'$CODEX_HOME/config.toml needs [projects."{Path(project).resolve()}"] '
             'trust_level = "trusted"'
         )
     notes.append(
@@ -135,13 +159,36 @@ def install_agent(
     hooks_file: str | os.PathLike[str],
     traces_out: str | None = None,
     fail_closed: bool = False,
-) -> Change:
-    """Merge our hooks into ``dialect``'s file (see the module doc).
+) -> SettingsChange:
+    """Merge our hooks into ``dialect``'s file, :func:`hooks_path` (see the module doc).
+
+    What ``otelhooks codex|gemini install`` runs; the command also writes the starter hook
+    file when ``hooks_file`` is missing and creates a ``~`` traces folder ``0700``.
+
+    Args:
+        dialect: ``codex`` or ``gemini``.
+        project: the project folder (its ``.codex`` or ``.gemini`` folder gets the file).
+        user: the user's file instead of the project's.
+        hooks_file: the otelhooks hook file the hooks run, relative to ``project`` or absolute
+            (written absolute: Codex gives hooks no project-folder variable).
+        traces_out: the OTLP JSON lines file the spans go to (``None``: none).
+        fail_closed: a failing bridge denies the tool call instead of letting it run.
+
+    Returns:
+        What happened to the file; its warnings say where a guard fails open and, for Codex,
+        what it needs before it runs the hooks (:func:`codex_trust_notes`).
 
     Raises:
-        ValueError: the file cannot be edited without loss (it is left untouched).
+        ValueError: ``dialect`` has no installer, or the file cannot be edited without loss (it
+            is left untouched).
+        OSError: the file cannot be read or written.
+
+    Example:
+        >>> change = install_agent("gemini", project="p", hooks_file="hooks.yaml")
+        >>> change.path.as_posix(), change.verb, "BeforeTool" in change.added
+        ('p/.gemini/settings.json', 'created', True)
     """
-    agent = _AGENTS[dialect]
+    agent = _agent(dialect)
     path = hooks_path(dialect, project=project, user=user)
     hooks = Path(hooks_file).expanduser()
     hooks = hooks if hooks.is_absolute() else (Path(project) / hooks).absolute()
@@ -157,7 +204,7 @@ def install_agent(
     )
     if dialect == "codex":
         warnings += codex_trust_notes(path, None if user else Path(project))
-    change = Change(path, warnings=warnings)
+    change = SettingsChange(path, warnings=warnings)
 
     def edit(text: str, root: Node | None) -> str:
         if root is None:
@@ -173,10 +220,24 @@ def install_agent(
 
 def uninstall_agent(
     dialect: str, *, project: str | os.PathLike[str] = ".", user: bool = False
-) -> Change:
-    """Remove exactly our hooks from ``dialect``'s file."""
+) -> SettingsChange:
+    """Remove exactly our hooks from ``dialect``'s file (the commands ending with the mark).
+
+    Every other hook, key and group stays byte for byte; a file that held only ours is deleted.
+
+    Raises:
+        ValueError: ``dialect`` has no installer, or the file cannot be edited without loss (it
+            is left untouched).
+        OSError: the file cannot be read or written.
+
+    Example:
+        >>> _ = install_agent("codex", project="p", hooks_file="hooks.yaml")
+        >>> change = uninstall_agent("codex", project="p")
+        >>> "PreToolUse" in change.removed, change.verb
+        (True, 'deleted')
+    """
     path = hooks_path(dialect, project=project, user=user)
-    change = Change(path)
+    change = SettingsChange(path)
 
     def edit(text: str, root: Node | None) -> str | None:
         if root is None:

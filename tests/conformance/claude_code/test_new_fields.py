@@ -25,8 +25,7 @@ import pytest
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from otelhooks.integrations.claude_code import BridgeState
-from otelhooks.integrations.claude_code._install import install
+from otelhooks.integrations.claude_code import BridgeState, install
 from otelhooks.integrations.coding_agents import CodingAgentBridge
 from tests.conformance.claude_code._bridge_cli import fixture
 

@@ -1,0 +1,229 @@
+"""What our Claude Code hook entries look like, and how an entry is known to be ours.
+
+:func:`handler` is one event's entry (the command form, or the ``http`` form with
+:data:`TOKEN_ENV`); :func:`groups` the matcher group per event; :func:`is_ours` the mark rule
+:func:`~._install.install` and :func:`~._install.uninstall` (and the coding agents' installers)
+strip by. See :mod:`._install` for why each event is synchronous or ``async``.
+"""
+
+from __future__ import annotations
+
+import math
+import shlex
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from otelhooks.integrations.claude_code._watch import DEFAULT_WATCH
+from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
+
+__all__ = [
+    "APPROVAL_EVENTS",
+    "ASYNC_EVENTS",
+    "CLIENT_FILE",
+    "GUARD_EVENTS",
+    "INSTALLED_EVENTS",
+    "MARK",
+    "MARK_HEADER",
+    "ROUTE",
+    "TOKEN_ENV",
+    "client_command",
+    "groups",
+    "handler",
+    "hook_url",
+    "is_ours",
+]
+
+TOKEN_ENV = "OTELHOOKS_INGEST_TOKEN"
+ROUTE = "/v1/hooks/claude-code"
+CLIENT_FILE = "otelhooks/integrations/claude_code/hook_client.py"
+MARK = "# otelhooks:installed"
+MARK_HEADER = "X-Otelhooks-Installed"
+
+# Every event the bridge maps (Claude Code 2.1), in Claude's lifecycle order, except
+# WorktreeCreate (Claude Code takes that hook's stdout as the worktree path) and MessageDisplay
+# (a hook per batch of displayed lines).
+INSTALLED_EVENTS: tuple[str, ...] = (
+    "Setup",
+    "SessionStart",
+    "InstructionsLoaded",
+    "UserPromptSubmit",
+    "UserPromptExpansion",
+    "PreToolUse",
+    "PermissionRequest",
+    "PermissionDenied",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "Notification",
+    "SubagentStart",
+    "SubagentStop",
+    "TaskCreated",
+    "TaskCompleted",
+    "TeammateIdle",
+    "ConfigChange",
+    "CwdChanged",
+    "DirectoryAdded",
+    "FileChanged",
+    "WorktreeRemove",
+    "PreCompact",
+    "PostCompact",
+    "Elicitation",
+    "ElicitationResult",
+    "Stop",
+    "StopFailure",
+    "SessionEnd",
+)
+TOOL_EVENTS = frozenset(
+    {"PreToolUse", "PermissionRequest", "PermissionDenied", "PostToolUse", "PostToolUseFailure"}
+)
+# Synchronous: events whose hooks can decide (Claude Code does not wait for an async hook, so
+# its answer would never arrive), that open or close a turn or a tool span, or that start or
+# end the session (out of order, or after Claude Code exits, they would break the spans).
+SYNC_EVENTS = frozenset(
+    {
+        *ANSWERING_EVENTS,
+        "Setup",
+        "SessionStart",
+        "UserPromptSubmit",
+        "UserPromptExpansion",
+        "Stop",
+        "StopFailure",
+        "SessionEnd",
+        *TOOL_EVENTS,
+    }
+)
+ASYNC_EVENTS = frozenset(INSTALLED_EVENTS) - SYNC_EVENTS
+GUARD_EVENTS = ("PreToolUse", "UserPromptSubmit")
+# events whose hooks may wait for a person (an ``approval:`` hook): their timeout is longer
+APPROVAL_EVENTS = ("PreToolUse", "UserPromptSubmit", "PermissionRequest")
+
+
+def _legacy_command(command: str) -> bool:
+    """The exact command an earlier ``install`` wrote: the hook client run by path."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    return (
+        len(words) in (6, 7)
+        and words[1:3] == ["-I", "-S"]
+        and words[3].endswith(CLIENT_FILE)
+        and words[4] == "--hooks"
+        and (len(words) == 6 or words[6] == "--fail-closed")
+    )
+
+
+def _legacy_http(handler: dict[str, Any]) -> bool:
+    """The exact ``http`` hook an earlier ``install`` wrote."""
+    return (
+        set(handler) == {"type", "url", "headers", "allowedEnvVars", "timeout"}
+        and str(handler.get("url") or "").rstrip("/").endswith(ROUTE)
+        and handler.get("headers") == {"Authorization": f"Bearer ${TOKEN_ENV}"}
+        and handler.get("allowedEnvVars") == [TOKEN_ENV]
+        and handler.get("timeout") == 10
+    )
+
+
+def is_ours(handler: Any) -> bool:
+    """Whether a hook handler entry was written by :func:`install` (this or an older version).
+
+    Ours carry a mark (a command ends with :data:`MARK`, an ``http`` hook has the header
+    :data:`MARK_HEADER`) or have the exact form an older version wrote; a user's own
+    ``otelhooks claude-code`` entry is never ours. The coding agents' installers use the same
+    rule.
+
+    Example:
+        >>> is_ours({"type": "command", "command": "otelhooks claude-code --fail-closed"})
+        False
+        >>> is_ours({"type": "command", "command": "python hook_client.py # otelhooks:installed"})
+        True
+    """
+    if not isinstance(handler, dict):
+        return False
+    if handler.get("type") == "command":
+        command = str(handler.get("command") or "")
+        return command.rstrip().endswith(MARK) or _legacy_command(command)
+    if handler.get("type") == "http":
+        headers = handler.get("headers")
+        marked = isinstance(headers, dict) and MARK_HEADER in headers
+        return marked or _legacy_http(handler)
+    return False
+
+
+def client_command() -> str:
+    """The fast hook command: this interpreter running the standard-library hook client."""
+    from otelhooks.integrations.claude_code import hook_client
+
+    return f"{shlex.quote(sys.executable)} -I -S {shlex.quote(hook_client.__file__)}"
+
+
+def hook_url(base: str) -> str:
+    """The hook route on a server given by its base URL (or the route itself)."""
+    base = base.rstrip("/")
+    return base if base.endswith(ROUTE) else base + ROUTE
+
+
+def handler(
+    event: str,
+    *,
+    http: str | None,
+    hooks_file: str,
+    fail_closed: bool,
+    traces_out: str | None,
+    wait_s: float = 0.0,
+) -> dict[str, Any]:
+    """Our entry for ``event``: an ``http`` hook posting to ``http``, else the command form."""
+    # An approval hook holds the call until a person answers: Claude Code must wait longer.
+    longer = math.ceil(wait_s) + 15 if wait_s and event in APPROVAL_EVENTS else 0
+    if http is not None:
+        return {
+            "type": "http",
+            "url": hook_url(http),
+            "headers": {"Authorization": f"Bearer ${TOKEN_ENV}", MARK_HEADER: "1"},
+            "allowedEnvVars": [TOKEN_ENV],
+            "timeout": max(10, longer),
+        }
+    command = f"{client_command()} --hooks {shlex.quote(hooks_file)}"
+    if traces_out:
+        command += f" --traces-out {shlex.quote(traces_out)}"
+    if fail_closed and event in GUARD_EVENTS:
+        command += " --fail-closed"
+    entry: dict[str, Any] = {
+        "type": "command",
+        "command": f"{command} {MARK}",
+        "timeout": max(30, longer),
+    }
+    if event in ASYNC_EVENTS:
+        entry["async"] = True
+    return entry
+
+
+def groups(
+    events: Sequence[str],
+    *,
+    http: str | None,
+    hooks_file: str,
+    fail_closed: bool,
+    traces_out: str | None,
+    wait_s: float = 0.0,
+    watch: str = DEFAULT_WATCH,
+) -> dict[str, dict[str, Any]]:
+    """One matcher group per event, holding our entry (tool events match every tool)."""
+    out: dict[str, dict[str, Any]] = {}
+    for event in events:
+        entry = handler(
+            event,
+            http=http,
+            hooks_file=hooks_file,
+            fail_closed=fail_closed,
+            traces_out=traces_out,
+            wait_s=wait_s,
+        )
+        group: dict[str, Any] = {"hooks": [entry]}
+        if event in TOOL_EVENTS:
+            group = {"matcher": "*", **group}
+        elif event == "FileChanged":
+            group = {"matcher": watch, **group}
+        out[event] = group
+    return out
