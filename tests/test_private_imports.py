@@ -36,6 +36,7 @@ ALLOWED: dict[str, str] = {
     "integration/test_demo_command.py": "the demo's own event list and hooks file",
     "integrations/test_adapters_doc.py": _CLI,
     "integrations/test_agent_telemetry_joins.py": "the bridge's telemetry joins and session bounds",
+    "integrations/test_agent_tool_links.py": "the CLI tool span memory's bounds",
     "integrations/test_claude_code_answers.py": "how hook answers combine into one",
     "integrations/test_claude_code_call_index.py": "the server sessions' call index",
     "integrations/test_claude_code_fair.py": "the fair runner",

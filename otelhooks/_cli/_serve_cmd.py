@@ -159,8 +159,9 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     serve.add_argument(
         "--traces-out",
         metavar="PATH",
-        help="append the Claude Code hook spans and the joined Claude Code spans to PATH as "
-        "OTLP JSON lines (`otelhooks claude-code tree PATH` prints them)",
+        help="append the Claude Code hook spans, the joined spans of the coding agents' own "
+        "telemetry and the bridge's spans it receives to PATH as OTLP JSON lines, each span "
+        "once (`otelhooks claude-code tree PATH` prints them)",
     )
     serve.add_argument(
         "--no-claude-code",

@@ -4,12 +4,14 @@
 the scripted API of SPEC on 127.0.0.1, runs SPEC's command with SPEC's environment (the API's
 URL substituted for ``{api}``), then writes the exit code, the CLI's output and every request
 the API received to OUT (JSON). A SPEC with ``serve`` runs ``otelhooks serve`` in the namespace
-too, for the CLI's run (stopped with SIGTERM after it). Nothing in the namespace can reach
-another host.
+too, for the CLI's run (stopped with SIGTERM after it; with ``settle_locks``, only once every
+bridge daemon whose ``*.sock.lock`` is in that folder has left, its spans exported). Nothing in
+the namespace can reach another host.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import signal
 import socket
@@ -61,7 +63,10 @@ def _run(spec: dict[str, Any], url: str) -> tuple[int, str, str]:
     )
     try:
         _wait_for_port(serve["port"], server)
-        return _run_cli(spec, url)
+        done = _run_cli(spec, url)
+        if spec.get("settle_locks"):
+            _wait_for_daemons(Path(spec["settle_locks"]), deadline_s=spec["timeout_s"])
+        return done
     finally:
         server.send_signal(signal.SIGTERM)  # serve flushes what it holds on the way out
         try:
@@ -79,6 +84,22 @@ def _wait_for_port(port: int, server: subprocess.Popen[bytes]) -> None:
                 return
         time.sleep(0.05)
     raise RuntimeError(f"otelhooks serve did not listen on {port} (exit {server.poll()})")
+
+
+def _wait_for_daemons(folder: Path, *, deadline_s: float) -> None:
+    """Until each bridge daemon of ``folder`` has left: a daemon holds its socket's lock for its
+    whole life and lets go of it only after its spans are exported (its OTLP batch flushed)."""
+    deadline = time.monotonic() + deadline_s
+    for lock in sorted(folder.glob("*.sock.lock")):
+        with lock.open("a+b") as held:
+            while True:
+                try:
+                    fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except OSError:
+                    if time.monotonic() > deadline:
+                        raise RuntimeError(f"the bridge daemon of {lock} did not leave") from None
+                    time.sleep(0.1)
 
 
 def _run_cli(spec: dict[str, Any], url: str) -> tuple[int, str, str]:

@@ -130,6 +130,7 @@ def _isolated(
     timeout_s: float,
     templates: Sequence[Path] = (),
     serve_traces: Path | None = None,
+    settle_locks: Path | None = None,
 ) -> CliRun:
     spec: dict[str, Any] = {
         "api": api,
@@ -143,6 +144,7 @@ def _isolated(
     work.mkdir(parents=True, exist_ok=True)
     if serve_traces is not None:
         spec["serve"] = _serve_spec(serve_traces, work)
+        spec["settle_locks"] = str(settle_locks) if settle_locks is not None else None
     spec_file, out_file = work / f"{api}-spec.json", work / f"{api}-out.json"
     spec_file.write_text(json.dumps(spec))
     out_file.unlink(missing_ok=True)
@@ -183,9 +185,11 @@ def run_codex(
     timeout_s: float = 60,
     bypass_hook_trust: bool = True,
     serve_traces: Path | None = None,
+    settle_locks: Path | None = None,
 ) -> CliRun:
     """``codex exec`` in ``project`` against the scripted Responses API (``codex_config``
-    must have written ``home/.codex/config.toml``)."""
+    must have written ``home/.codex/config.toml``); with ``serve_traces``, serve stops only
+    once the bridge daemons of ``settle_locks`` (their socket folder) have left."""
     env = {
         **_base_env(home),
         "CODEX_HOME": str(home / ".codex"),
@@ -205,7 +209,16 @@ def run_codex(
     templates = [home / ".codex" / "config.toml"]
     work = home / "run"
     return _isolated(
-        "responses", argv, project, env, steps, work, timeout_s, templates, serve_traces
+        "responses",
+        argv,
+        project,
+        env,
+        steps,
+        work,
+        timeout_s,
+        templates,
+        serve_traces,
+        settle_locks,
     )
 
 

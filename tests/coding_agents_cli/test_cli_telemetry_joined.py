@@ -5,7 +5,8 @@ an OTLP endpoint) export their spans to a real ``otelhooks serve`` in the same l
 namespace, while the hooks ``install`` wrote trace the session through the command bridge. The
 CLI's spans that name the session come out of serve in the session's trace, the trace of the
 bridge's ``execute_tool`` span; with the bridge's spans sent to serve as well, Codex's shell span
-is linked to that span (its ``call_id`` is the hook's tool use id).
+and that span are linked (its ``call_id`` is the hook's tool use id), whichever reaches serve
+first: the one-process bridge exports before it answers, the fast client's daemon in batches.
 """
 
 from __future__ import annotations
@@ -53,7 +54,10 @@ def _spans(path: Path) -> list[dict[str, Any]]:
 def _attr(span: dict[str, Any], key: str) -> Any:
     for kv in span.get("attributes") or ():
         if kv["key"] == key:
-            return next(iter(kv["value"].values()))
+            value = kv["value"]
+            if "arrayValue" in value:
+                return [next(iter(v.values())) for v in value["arrayValue"].get("values") or ()]
+            return next(iter(value.values()))
     return None
 
 
@@ -107,12 +111,7 @@ def _assert_joined(bridge: Path, served: Path, service: str) -> list[dict[str, A
     return joined
 
 
-def test_codex_spans_join_the_sessions_trace_and_link_the_tool_span(tmp_path: Path) -> None:
-    need_cli(CODEX)
-    project = tmp_path / "project"
-    project.mkdir()
-    bridge = _one_process_hooks(project, tmp_path)
-    home = tmp_path / "home"
+def _codex_exporting_to_serve(home: Path, project: Path) -> None:
     codex_home = codex_config(home, trusted=project)
     exporter = (
         f'{{ otlp-http = {{ endpoint = "{SERVE_URL}/v1/traces", protocol = "json", '
@@ -121,6 +120,15 @@ def test_codex_spans_join_the_sessions_trace_and_link_the_tool_span(tmp_path: Pa
     config = codex_home / "config.toml"
     otel = f'[otel]\nenvironment = "test"\ntrace_exporter = {exporter}\n\n'
     config.write_text(config.read_text().replace("[analytics]", f"{otel}[analytics]"))
+
+
+def test_codex_spans_join_the_sessions_trace_and_link_the_tool_span(tmp_path: Path) -> None:
+    need_cli(CODEX)
+    project = tmp_path / "project"
+    project.mkdir()
+    bridge = _one_process_hooks(project, tmp_path)
+    home = tmp_path / "home"
+    _codex_exporting_to_serve(home, project)
     served = tmp_path / "served.jsonl"
     run = run_codex(project, home, STEPS, extra_env=_bridge_env(tmp_path), serve_traces=served)
     assert run.returncode == 0, skip_reason(run)
@@ -129,6 +137,41 @@ def test_codex_spans_join_the_sessions_trace_and_link_the_tool_span(tmp_path: Pa
     linked = [s for s in joined if _attr(s, "otelhooks.hook.span_id") == tool["spanId"]]
     assert linked, [s["name"] for s in joined if _attr(s, "call_id")]
     assert all(_attr(s, "codex.trace_id") for s in joined)
+
+
+def test_the_daemons_bridge_span_and_codexs_tool_span_are_linked_in_either_order(
+    tmp_path: Path,
+) -> None:
+    need_cli(CODEX)
+    project = tmp_path / "project"
+    project.mkdir()
+    bridge = _install("codex", project, tmp_path)  # the fast client: the daemon's road
+    home = tmp_path / "home"
+    _codex_exporting_to_serve(home, project)
+    sockets = tmp_path / "sockets"  # the daemon's socket and lock: serve waits for it to leave
+    sockets.mkdir(mode=0o700)
+    env = {**_bridge_env(tmp_path), "XDG_RUNTIME_DIR": str(sockets)}
+    served = tmp_path / "served.jsonl"
+    run = run_codex(project, home, STEPS, extra_env=env, serve_traces=served, settle_locks=sockets)
+    assert run.returncode == 0, skip_reason(run)
+    assert list(sockets.glob("*.sock.lock")), "the hooks did not run on a daemon"
+    joined = _assert_joined(bridge, served, "codex_exec")
+    (tool,) = [s for s in _spans(bridge) if s["name"].startswith("execute_tool")]
+    spans = _spans(served)
+    ids = [(s["traceId"], s["spanId"]) for s in spans]
+    assert len(ids) == len(set(ids)), "a span exported more than once"
+    (received,) = [s for s in spans if s["spanId"] == tool["spanId"]]
+    codex_tools = {s["spanId"] for s in joined if _attr(s, "call_id") == "call_hi"}
+    assert codex_tools, [s["name"] for s in joined]
+    # whichever came second carries the link: Codex's span (bridge first) or the bridge's
+    hook_linked = {
+        s["spanId"] for s in joined if _attr(s, "otelhooks.hook.span_id") == tool["spanId"]
+    }
+    agent_linked = set(_attr(received, "otelhooks.agent.span_ids") or ())
+    assert hook_linked | agent_linked == codex_tools
+    assert not hook_linked & agent_linked
+    links = {link["spanId"] for link in received.get("links") or ()}
+    assert links == agent_linked
 
 
 def test_gemini_spans_join_the_sessions_trace(tmp_path: Path) -> None:

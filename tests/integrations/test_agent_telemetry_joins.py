@@ -8,12 +8,14 @@ from typing import Any
 
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, TraceFlags
 
 from otelhooks import HooksEngine
 from otelhooks.integrations.claude_code import session_trace_id
 from otelhooks.integrations.coding_agents._joins import TraceSessions, agent_of
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
+from otelhooks.integrations.coding_agents._spans import BRIDGE_SCOPE
 from otelhooks.integrations.coding_agents._telemetry import ClaudeTelemetry
 
 
@@ -23,9 +25,11 @@ def _span(
     span_id: int,
     attrs: dict[str, Any] | None = None,
     resource: dict[str, Any] | None = None,
+    scope: str | None = None,
 ) -> ReadableSpan:
     ctx = SpanContext(trace_id, span_id, True, TraceFlags(TraceFlags.SAMPLED))
     return ReadableSpan(
+        instrumentation_scope=InstrumentationScope(scope) if scope else None,
         name=f"span {span_id}",
         context=ctx,
         parent=None,
@@ -87,6 +91,7 @@ def test_a_codex_tool_span_links_the_bridges_execute_tool_span_received_before()
             "gen_ai.tool.call.id": "call_1",
             "otelhooks.tool.call_index": 0,
         },
+        scope=BRIDGE_SCOPE,
     )
     telemetry.prepare([bridge])
     tool = _span("codex_exec", 12, 5, {"conversation.id": "c-3", "call_id": "call_1"})

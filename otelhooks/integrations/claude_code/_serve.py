@@ -11,9 +11,9 @@ logs see every event):
 - the span processor for ``POST /v1/traces``: :class:`ClaudeTelemetry` in front of the hook
   processor, joining Claude Code's spans with the sessions.
 
-The hook route's spans and the joined Claude Code spans are exported in batches (never on the
-request's path) to ``exporters`` and, when ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or the traces
-variant) is set, to OTLP.
+The hook route's spans, the joined CLI spans and the bridge's received spans are exported in
+batches (never on the request's path), each span once, to ``exporters`` and, when
+``OTEL_EXPORTER_OTLP_ENDPOINT`` (or the traces variant) is set, to OTLP.
 """
 
 from __future__ import annotations
@@ -115,9 +115,11 @@ def claude_code_routes(
     if otlp_configured():
         chosen.append(otlp_span_exporter())
     export: list[SpanProcessor] = [BatchSpanProcessor(e, schedule_delay_millis=500) for e in chosen]
+    received = list(downstream or (processor,))
+    # the bridge's received spans reach downstream anyway: not the exporters among it again
+    among = {id(p) for p in received}
+    forward = [p for e, p in zip(chosen, export, strict=True) if id(e) not in among]
     writer = SpanWriter((), Resource.create({"service.name": service_name}))
-    for item in export:
-        writer.provider.add_span_processor(item)
     if sessions is None:
         drops = processor.engine.metrics.drop_counter("claude_code_sessions")
         sessions = ServerSessions(sessions_path, on_drop=drops)
@@ -137,10 +139,13 @@ def claude_code_routes(
     telemetry = ClaudeTelemetry(
         sessions,
         engine=processor.engine,
-        downstream=downstream or (processor,),
+        downstream=received,
         export=export,
+        forward=forward,
         spend=spend,
     )
+    # the hook route's spans take the one road to the exporters too (each span once)
+    writer.provider.add_span_processor(telemetry.exporting)
     routes: dict[str, Route] = {
         HOOK_ROUTE: route,
         "/v1/logs": OtlpSignalIngest("logs", [telemetry.on_logs]),

@@ -29,7 +29,7 @@ from typing import Any, Final
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
-from otelhooks.integrations.coding_agents._spans import session_trace_id
+from otelhooks.integrations.coding_agents._spans import BRIDGE_SCOPE, session_trace_id
 
 __all__ = [
     "AGENT_TELEMETRY",
@@ -119,7 +119,10 @@ AGENT_TELEMETRY: tuple[AgentTelemetry, ...] = (
 
 
 def agent_of(span: ReadableSpan) -> AgentTelemetry | None:
-    """The CLI whose telemetry ``span`` is, if any."""
+    """The CLI whose telemetry ``span`` is, if any (the bridge's spans, whose ``service.name``
+    is the CLI's, ``codex`` ..., are nobody's)."""
+    if _scope(span) == BRIDGE_SCOPE:
+        return None
     return next((a for a in AGENT_TELEMETRY if a.owns(span)), None)
 
 

@@ -38,6 +38,7 @@ from otelhooks._version import __version__
 
 __all__ = [
     "APPROVALS_KEY",
+    "BRIDGE_SCOPE",
     "LockedFileExporter",
     "SpanRecord",
     "SpanWriter",
@@ -45,6 +46,9 @@ __all__ = [
     "session_trace_id",
     "stored_events",
 ]
+
+# the instrumentation scope of every span the bridge writes (hook processes, daemon, serve)
+BRIDGE_SCOPE = "otelhooks.integrations.claude_code"
 
 
 def session_trace_id(session_id: str) -> int:
@@ -118,9 +122,7 @@ class SpanWriter:
         )
         for exporter in exporters:
             self.provider.add_span_processor(SimpleSpanProcessor(exporter))
-        self._tracer = self.provider.get_tracer(
-            "otelhooks.integrations.claude_code", __version__, schema_url=sc.SCHEMA_URL
-        )
+        self._tracer = self.provider.get_tracer(BRIDGE_SCOPE, __version__, schema_url=sc.SCHEMA_URL)
 
     def write(self, record: SpanRecord) -> None:
         parent = otel_context.Context()

@@ -55,6 +55,7 @@ from otelhooks._eventlog._otlp_signals import ReceivedLog, ReceivedPoint
 from otelhooks._events import LlmOutputEvent, TokenUsage
 from otelhooks._instrument._spend import SessionSpend, add_call, running
 from otelhooks.integrations.coding_agents._common import AGENT
+from otelhooks.integrations.coding_agents._export_once import ExportOnce
 from otelhooks.integrations.coding_agents._joins import (
     HOOK_SPAN_ID,
     TraceSessions,
@@ -62,7 +63,8 @@ from otelhooks.integrations.coding_agents._joins import (
     moved,
 )
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
-from otelhooks.integrations.coding_agents._spans import session_trace_id
+from otelhooks.integrations.coding_agents._spans import BRIDGE_SCOPE, session_trace_id
+from otelhooks.integrations.coding_agents._tool_links import AgentToolSpans, linked_to_agent
 
 __all__ = ["HOOK_SPAN_ID", "ORIGINAL_TRACE_ID", "ClaudeTelemetry"]
 
@@ -71,6 +73,22 @@ SESSION_ID = "session.id"
 
 _log = structlog.get_logger("otelhooks")
 _REPORTED_BY_LOGS = frozenset({"llm_request"})  # span.type values the log events already report
+
+
+def _scope_of(span: ReadableSpan) -> str:
+    return span.instrumentation_scope.name if span.instrumentation_scope else ""
+
+
+def _bridge_tool(span: ReadableSpan) -> tuple[str, str] | None:
+    """``(session, tool use id)`` of a bridge's ``execute_tool`` span, else ``None``."""
+    attrs = span.attributes or {}
+    if _scope_of(span) != BRIDGE_SCOPE or attrs.get(sc.GEN_AI_OPERATION_NAME) != sc.OP_EXECUTE_TOOL:
+        return None
+    session = attrs.get(sc.GEN_AI_CONVERSATION_ID)
+    use_id = attrs.get(sc.GEN_AI_TOOL_CALL_ID)
+    if isinstance(session, str) and isinstance(use_id, str) and span.context is not None:
+        return session, use_id
+    return None
 
 
 def _record_size(attrs: dict[str, Any]) -> int:
@@ -107,8 +125,12 @@ class ClaudeTelemetry(SpanProcessor):
         sessions: the hook route's session store (``tool_use_id`` to span id).
         engine: where ``llm_output`` events from log records are observed.
         downstream: processors of received spans (observer hooks, event logs).
-        export: processors that export the joined Claude Code spans.
-        remember: tool uses whose log records are kept (oldest forgotten).
+        export: processors that export the joined spans (each span once: :class:`ExportOnce`).
+        forward: the processors of ``export`` the bridge's received spans go to (those that
+            are not among ``downstream`` already, as serve's web index is); all of ``export``
+            when ``None``.
+        remember: tool uses whose log records, CLI tool spans and hook spans are kept, and
+            traces whose session is kept (oldest forgotten).
         max_log_bytes: bytes of kept log records at most (oldest tool use forgotten).
         max_metrics: metric names summed at most (new names past it dropped).
 
@@ -124,6 +146,7 @@ class ClaudeTelemetry(SpanProcessor):
         engine: HooksEngine,
         downstream: Sequence[SpanProcessor] = (),
         export: Sequence[SpanProcessor] = (),
+        forward: Sequence[SpanProcessor] | None = None,
         remember: int = 65_536,
         max_log_bytes: int = 64 * 1024 * 1024,
         max_metrics: int = 1_024,
@@ -145,6 +168,11 @@ class ClaudeTelemetry(SpanProcessor):
         # Each session's running cost, from Claude Code's own cost_usd (bounded, oldest out).
         self.spend = spend if spend is not None else SessionSpend()
         self.traces = TraceSessions(remember, lambda: self._count_drop(1, "join_forgotten"))
+        # the CLI's tool spans that came before the bridge's span of the same tool use
+        self.agent_tools = AgentToolSpans(remember, on_drop=self._count_drop)
+        # the one road to the exporters: the joined spans, the bridge's, the hook route's
+        self.exporting = ExportOnce(self.export, remember=remember, on_repeat=self._count_drop)
+        self._forwarding = self.exporting.to(self.export if forward is None else forward)
 
     @property
     def log_bytes(self) -> int:
@@ -157,22 +185,20 @@ class ClaudeTelemetry(SpanProcessor):
     def prepare(self, spans: Sequence[ReadableSpan]) -> None:
         """Read one request's spans before :meth:`on_end` is called on each: the sessions of
         the per-trace CLIs' traces (Codex names its session on a few spans only), and the
-        command bridge's ``execute_tool`` spans (sent here as OTLP), for the tool links."""
+        command bridge's ``execute_tool`` spans (sent here as OTLP), for the tool links (a CLI
+        tool span of the same request then links to the bridge's, whatever their order)."""
         self.traces.learn(spans)
         for span in spans:
-            attrs = span.attributes or {}
-            if attrs.get(sc.GEN_AI_OPERATION_NAME) != sc.OP_EXECUTE_TOOL:
-                continue
-            session = attrs.get(sc.GEN_AI_CONVERSATION_ID)
-            use_id = attrs.get(sc.GEN_AI_TOOL_CALL_ID)
-            bridge = sc.TOOL_CALL_INDEX in attrs and span.context is not None
-            if bridge and isinstance(session, str) and isinstance(use_id, str):
+            tool = _bridge_tool(span)
+            if tool is not None:
                 assert span.context is not None
-                self.sessions.remember_tool(session, use_id, span.context.span_id)
+                self.sessions.remember_tool(*tool, span.context.span_id)
 
     def join(self, span: ReadableSpan) -> ReadableSpan | None:
         """The span moved into its session's trace and linked to the hook's tool span; ``None``
-        when it is not a coding agent's span naming (or in a trace naming) a session."""
+        when it is not a coding agent's span naming (or in a trace naming) a session. A tool
+        span whose hook span is not known yet is remembered: the bridge's span links to it
+        when it comes (:mod:`._tool_links`)."""
         agent = agent_of(span)
         if agent is None or span.context is None:
             return None
@@ -182,12 +208,24 @@ class ClaudeTelemetry(SpanProcessor):
         attrs = span.attributes or {}
         use_id = next((attrs[k] for k in agent.tool_use if isinstance(attrs.get(k), str)), None)
         hook_span = self.sessions.tool_span(session, use_id) if isinstance(use_id, str) else None
+        if isinstance(use_id, str) and hook_span is None:
+            self.agent_tools.remember(session, use_id, span.context.span_id)
         return moved(span, agent, session, hook_span)
 
     def on_start(self, span: Span, parent_context: Context | None = None) -> None:
         pass
 
     def on_end(self, span: ReadableSpan) -> None:
+        tool = _bridge_tool(span)
+        if _scope_of(span) == BRIDGE_SCOPE:
+            # the bridge's own spans (the session's trace already): exported with the joined
+            # ones, a tool span linked to the CLI's tool spans that came before it
+            agent_spans = self.agent_tools.take(*tool) if tool is not None else ()
+            span = linked_to_agent(span, agent_spans) if agent_spans else span
+            self._forwarding.on_end(span)
+            for processor in self.downstream:
+                self._run(processor, span)
+            return
         joined = self.join(span)
         observed = span if joined is None else joined
         reported = False
@@ -201,8 +239,7 @@ class ClaudeTelemetry(SpanProcessor):
                 # the turn's on_complete came from the Stop hook already
                 or (kind == "interaction" and self.sessions.saw(str(attrs.get(SESSION_ID))))
             )
-            for processor in self.export:
-                self._run(processor, joined)
+            self.exporting.on_end(joined)
         if not reported:
             for processor in self.downstream:
                 self._run(processor, observed)
@@ -215,11 +252,10 @@ class ClaudeTelemetry(SpanProcessor):
             _log.exception("span processor failed on a received span", span=span.name)
 
     def shutdown(self) -> None:
-        for processor in self.export:
-            processor.shutdown()
+        self.exporting.shutdown()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
-        return all(p.force_flush(timeout_millis) for p in self.export)
+        return self.exporting.force_flush(timeout_millis)
 
     # -- logs and metrics ------------------------------------------------------------------------
 
