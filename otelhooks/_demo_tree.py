@@ -85,7 +85,7 @@ def _details(span: dict[str, Any], hide_hooks: Collection[str]) -> str:
     for link in span.get("links", []):
         if link.get("attributes", {}).get(sc.LINK_RELATION) == sc.LINK_PARENT_OPERATION:
             parts.append(f"link -> parent op span {link.get('spanId', '')[:8]}")
-        elif link.get("attributes", {}).get("otelhooks.link") == "hook_decision":
+        elif link.get("attributes", {}).get(sc.LINK_RELATION) == sc.LINK_HOOK_DECISION:
             # Claude Code's own tool span, joined with the hook span that decided it
             parts.append(f"link -> hook span {link.get('spanId', '')[:8]}")
     for event in span.get("events", []):

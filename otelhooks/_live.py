@@ -82,15 +82,15 @@ class ApprovalNote:
     def attributes(self) -> dict[str, AttributeValue]:
         """The span event's attributes (``otelhooks.approval.*``; no argument values)."""
         return {
-            "otelhooks.approval.hook_id": self.hook_id,
-            "otelhooks.approval.id": self.approval_id,
-            "otelhooks.approval.tool": self.tool,
-            "otelhooks.approval.decision": self.decision,
-            "otelhooks.approval.answered_by": self.answered_by,
-            "otelhooks.approval.answered_ms": self.answered_ms,
-            "otelhooks.approval.reason": self.reason,
-            "otelhooks.approval.timed_out": self.answered_by == "timeout",
-            "otelhooks.approval.args_edited": self.args is not None,
+            sc.APPROVAL_HOOK_ID: self.hook_id,
+            sc.APPROVAL_ID: self.approval_id,
+            sc.APPROVAL_TOOL: self.tool,
+            sc.APPROVAL_DECISION: self.decision,
+            sc.APPROVAL_ANSWERED_BY: self.answered_by,
+            sc.APPROVAL_ANSWERED_MS: self.answered_ms,
+            sc.APPROVAL_REASON: self.reason,
+            sc.APPROVAL_TIMED_OUT: self.answered_by == "timeout",
+            sc.APPROVAL_ARGS_EDITED: self.args is not None,
         }
 
 

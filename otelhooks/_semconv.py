@@ -128,6 +128,53 @@ APPROVAL_ACTION: Final = "otelhooks.approval.action"
 APPROVAL_TOOL_CALL_ID: Final = "otelhooks.approval.tool_call_id"
 APPROVAL_REJECTION_REASON: Final = "otelhooks.approval.rejection_reason"
 APPROVAL_PENDING_TOOLS: Final = "otelhooks.approval.pending_tools"
+# On an answered approval's span event (otelhooks.approve / otelhooks.reject): who answered
+# what, never the arguments themselves (args_edited says whether the answer changed them).
+APPROVAL_ID: Final = "otelhooks.approval.id"
+APPROVAL_HOOK_ID: Final = "otelhooks.approval.hook_id"
+APPROVAL_TOOL: Final = "otelhooks.approval.tool"
+APPROVAL_DECISION: Final = "otelhooks.approval.decision"
+APPROVAL_ANSWERED_BY: Final = "otelhooks.approval.answered_by"
+APPROVAL_ANSWERED_MS: Final = "otelhooks.approval.answered_ms"
+APPROVAL_REASON: Final = "otelhooks.approval.reason"
+APPROVAL_TIMED_OUT: Final = "otelhooks.approval.timed_out"
+APPROVAL_ARGS_EDITED: Final = "otelhooks.approval.args_edited"
+# the web view's stand-in span for an approval asked before its tool span was exported
+APPROVAL_STAND_IN: Final = "otelhooks.approval.stand_in"
+
+# The name of a guardrail an OpenAI Agents run met (the SDK's own guardrail, not a hook).
+GUARDRAIL_NAME: Final = "otelhooks.guardrail.name"
+
+# The MCP gateway's spans, by the GenAI conventions' MCP page (docs/gen-ai/mcp.md).
+MCP_SESSION_SPAN_NAME: Final = "mcp.session"  # the root span of one MCP session
+MCP_METHOD_NAME: Final = "mcp.method.name"
+MCP_SESSION_ID: Final = "mcp.session.id"
+MCP_PROTOCOL_VERSION: Final = "mcp.protocol.version"
+MCP_RESOURCE_URI: Final = "mcp.resource.uri"
+JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
+RPC_RESPONSE_STATUS_CODE: Final = "rpc.response.status_code"
+GEN_AI_PROMPT_NAME: Final = "gen_ai.prompt.name"
+NETWORK_TRANSPORT: Final = "network.transport"
+# the MCP client's side of an HTTP request, on the gateway's SERVER spans
+NETWORK_PROTOCOL_NAME: Final = "network.protocol.name"
+NETWORK_PROTOCOL_VERSION: Final = "network.protocol.version"
+CLIENT_ADDRESS: Final = "client.address"
+CLIENT_PORT: Final = "client.port"
+# Not in the conventions: which server the gateway fronts (also the matcher's first part) and,
+# on the session span only, the HTTP upstream behind it (on a SERVER span server.address would
+# name the gateway itself, the server the client reached).
+MCP_SERVER_NAME: Final = "otelhooks.mcp.server.name"
+MCP_UPSTREAM_ADDRESS: Final = "otelhooks.mcp.upstream.address"
+MCP_UPSTREAM_PORT: Final = "otelhooks.mcp.upstream.port"
+
+# A coding agent's own tool span and the hook route's execute_tool span of the same call, joined:
+# the CLI's span names the route's (one id), the route's names the CLI's (up to 8, 16 hex each).
+HOOK_SPAN_ID: Final = "otelhooks.hook.span_id"
+AGENT_SPAN_IDS: Final = "otelhooks.agent.span_ids"
+# Claude Code's own names for what its hook input says of the turn, kept on the bridge's spans
+# as Claude Code's telemetry names them.
+CLAUDE_CODE_PROMPT_ID: Final = "claude_code.prompt_id"
+CLAUDE_CODE_EFFORT_LEVEL: Final = "claude_code.effort.level"
 
 COMPACT_MESSAGES_BEFORE: Final = "otelhooks.compact.messages_before"
 COMPACT_MESSAGES_AFTER: Final = "otelhooks.compact.messages_after"
@@ -160,8 +207,11 @@ GEN_AI_SYSTEM: Final = "gen_ai.system"  # the older name of gen_ai.provider.name
 EVENT_NAME: Final = "otelhooks.event"
 # The event's id: the spec's event.* namespace defines no id, so it lives under ours.
 EVENT_ID: Final = "otelhooks.event.id"
+# Why a span links another: one attribute on every link otelhooks writes, one value per reason.
 LINK_RELATION: Final = "otelhooks.link.relation"
-LINK_PARENT_OPERATION: Final = "parent_operation"
+LINK_PARENT_OPERATION: Final = "parent_operation"  # a sub-agent's or compaction's operation
+LINK_HOOK_DECISION: Final = "hook_decision"  # a coding agent's tool span -> the route's span
+LINK_AGENT_TOOL: Final = "agent_tool"  # the route's execute_tool span -> the agent's tool span
 
 # -- span event names ----------------------------------------------------------------------------
 # The conventions' own name for an exception; every other span event otelhooks writes is in its
@@ -192,6 +242,9 @@ METRIC_HOOK_DURATION: Final = "otelhooks.hook.duration"
 METRIC_DROPPED: Final = "otelhooks.dropped"
 METRIC_LLM_CALLS: Final = "otelhooks.llm.calls"
 METRIC_LLM_COST: Final = "otelhooks.llm.cost"
+MCP_METRIC_SERVER_OPERATION_DURATION: Final = "mcp.server.operation.duration"
+MCP_METRIC_CLIENT_OPERATION_DURATION: Final = "mcp.client.operation.duration"
+MCP_METRIC_SERVER_SESSION_DURATION: Final = "mcp.server.session.duration"
 
 # Metric attribute keys that are ours.
 ATTR_OUTCOME: Final = "otelhooks.outcome"

@@ -32,10 +32,11 @@ from typing import TYPE_CHECKING, Any, Final
 import structlog
 from opentelemetry.sdk.trace import ReadableSpan
 
+from otelhooks import _semconv as sc
 from otelhooks._store._errors import StoreError
 from otelhooks._store._pg_listen import WEB_CHANNEL
 from otelhooks._worker import BoundedWorker
-from otelhooks.web._store import APPROVAL_STAND_IN, OUTLINE, TraceIndex, approval_ids
+from otelhooks.web._store import OUTLINE, TraceIndex, approval_ids
 from otelhooks.web._summary import TraceSummary
 
 if TYPE_CHECKING:
@@ -206,7 +207,7 @@ class SharedTraceIndex(TraceIndex):
             changed_approvals: set[str] = set()
             for trace_id, service, row in batch:
                 found = approval_ids(row)
-                stand_in = bool(found) and row["a"].get(APPROVAL_STAND_IN) is True
+                stand_in = bool(found) and row["a"].get(sc.APPROVAL_STAND_IN) is True
                 if stand_in and any(i in approvals for i in found):
                     continue  # the call's span already holds this approval
                 trace = held.get(trace_id)

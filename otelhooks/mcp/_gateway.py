@@ -39,6 +39,7 @@ import structlog
 from opentelemetry.metrics import MeterProvider
 from opentelemetry.trace import Tracer
 
+from otelhooks import _semconv as sc
 from otelhooks._engine import HooksEngine
 from otelhooks.mcp._calls import Pending, request_key
 from otelhooks.mcp._decide import decide
@@ -54,13 +55,7 @@ from otelhooks.mcp._jsonrpc import (
 )
 from otelhooks.mcp._metrics import McpMetrics
 from otelhooks.mcp._requests import OpenRequests
-from otelhooks.mcp._spans import (
-    MCP_PROTOCOL_VERSION,
-    MCP_SERVER_NAME,
-    MCP_SESSION_ID,
-    McpSpans,
-    set_attributes,
-)
+from otelhooks.mcp._spans import McpSpans, set_attributes
 
 __all__ = ["McpGateway", "McpSession", "Relay"]
 
@@ -337,16 +332,16 @@ class McpSession:
             self.server_name = str(info["name"])
         pending = self.requests.from_client.get(request_key(msg.id))
         if pending is not None:
-            set_attributes(pending.span, {MCP_SERVER_NAME: self.server_name})
+            set_attributes(pending.span, {sc.MCP_SERVER_NAME: self.server_name})
             if self.protocol_version:
-                set_attributes(pending.span, {MCP_PROTOCOL_VERSION: self.protocol_version})
+                set_attributes(pending.span, {sc.MCP_PROTOCOL_VERSION: self.protocol_version})
 
     def rename(self, session_id: str) -> None:
         """The transport learned the session's id (HTTP: the server's ``Mcp-Session-Id``)."""
         self.session_id = session_id
-        set_attributes(self.span, {MCP_SESSION_ID: session_id})
+        set_attributes(self.span, {sc.MCP_SESSION_ID: session_id})
         for pending in self.requests.from_client.values():  # the initialize request, still open
-            set_attributes(pending.span, {MCP_SESSION_ID: session_id})
+            set_attributes(pending.span, {sc.MCP_SESSION_ID: session_id})
 
     def fail_all(self, reason: str, *, error_type: str) -> list[bytes]:
         """Every client request still waiting gets a JSON-RPC error (returned, for the
@@ -373,9 +368,9 @@ class McpSession:
         self.closed = True
         answers = self.requests.close(reason)
         self.span.end()
-        attrs = {k: v for k, v in self.peer.items() if k == "network.protocol.name"}
+        attrs = {k: v for k, v in self.peer.items() if k == sc.NETWORK_PROTOCOL_NAME}
         if self.protocol_version:
-            attrs[MCP_PROTOCOL_VERSION] = self.protocol_version
+            attrs[sc.MCP_PROTOCOL_VERSION] = self.protocol_version
         if reason is not None:
             attrs["error.type"] = "server_exited"
         self.gateway.metrics.session(time.perf_counter() - self._started, attrs)

@@ -31,6 +31,7 @@ from typing import Any, Final
 import httpx
 import structlog
 
+from otelhooks import _semconv as sc
 from otelhooks._json import loads_bounded
 from otelhooks.mcp._asgi import (
     Receive,
@@ -401,13 +402,13 @@ async def run_http(
 def _peer(scope: Scope) -> dict[str, Any]:
     """``client.address``, ``client.port`` and ``network.protocol.*`` of the request in
     ``scope`` (the MCP client's side of the gateway), as far as the ASGI server knows them."""
-    peer: dict[str, Any] = {"network.protocol.name": "http"}
+    peer: dict[str, Any] = {sc.NETWORK_PROTOCOL_NAME: "http"}
     version = scope.get("http_version")
     if isinstance(version, str) and version:
-        peer["network.protocol.version"] = version
+        peer[sc.NETWORK_PROTOCOL_VERSION] = version
     client = scope.get("client")
     if isinstance(client, list | tuple) and len(client) == 2 and isinstance(client[0], str):
-        peer["client.address"] = client[0]
+        peer[sc.CLIENT_ADDRESS] = client[0]
         if isinstance(client[1], int):
-            peer["client.port"] = client[1]
+            peer[sc.CLIENT_PORT] = client[1]
     return peer

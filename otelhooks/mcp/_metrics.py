@@ -26,32 +26,25 @@ from otelhooks._metrics import DURATION_BUCKETS_S
 from otelhooks._version import __version__
 
 __all__ = [
-    "METRIC_CLIENT_OPERATION_DURATION",
-    "METRIC_SERVER_OPERATION_DURATION",
-    "METRIC_SERVER_SESSION_DURATION",
     "McpMetrics",
 ]
-
-METRIC_SERVER_OPERATION_DURATION: Final = "mcp.server.operation.duration"
-METRIC_CLIENT_OPERATION_DURATION: Final = "mcp.client.operation.duration"
-METRIC_SERVER_SESSION_DURATION: Final = "mcp.server.session.duration"
 
 # The span attributes an operation metric keeps (the rest, ids and addresses, are per request).
 OPERATION_KEYS: Final = frozenset(
     {
-        "mcp.method.name",
+        sc.MCP_METHOD_NAME,
         sc.GEN_AI_TOOL_NAME,
-        "gen_ai.prompt.name",
+        sc.GEN_AI_PROMPT_NAME,
         sc.GEN_AI_OPERATION_NAME,
         sc.ERROR_TYPE,
-        "rpc.response.status_code",
-        "mcp.protocol.version",
-        "network.transport",
-        "network.protocol.name",
-        "network.protocol.version",
+        sc.RPC_RESPONSE_STATUS_CODE,
+        sc.MCP_PROTOCOL_VERSION,
+        sc.NETWORK_TRANSPORT,
+        sc.NETWORK_PROTOCOL_NAME,
+        sc.NETWORK_PROTOCOL_VERSION,
     }
 )
-SESSION_KEYS: Final = frozenset({"mcp.protocol.version", "network.protocol.name", sc.ERROR_TYPE})
+SESSION_KEYS: Final = frozenset({sc.MCP_PROTOCOL_VERSION, sc.NETWORK_PROTOCOL_NAME, sc.ERROR_TYPE})
 
 
 class McpMetrics:
@@ -83,13 +76,14 @@ class McpMetrics:
             )
 
         self._server_operation = histogram(
-            METRIC_SERVER_OPERATION_DURATION, "MCP request or notification duration (server side)."
+            sc.MCP_METRIC_SERVER_OPERATION_DURATION,
+            "MCP request or notification duration (server side).",
         )
         self._client_operation = histogram(
-            METRIC_CLIENT_OPERATION_DURATION, "MCP request duration (sent to the client)."
+            sc.MCP_METRIC_CLIENT_OPERATION_DURATION, "MCP request duration (sent to the client)."
         )
         self._server_session = histogram(
-            METRIC_SERVER_SESSION_DURATION, "The duration of the MCP session (server side)."
+            sc.MCP_METRIC_SERVER_SESSION_DURATION, "The duration of the MCP session (server side)."
         )
 
     def operation(

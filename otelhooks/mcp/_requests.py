@@ -13,9 +13,10 @@ import time
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any
 
+from otelhooks import _semconv as sc
 from otelhooks.mcp._calls import Pending, observe_result, request_key
 from otelhooks.mcp._jsonrpc import UPSTREAM_ERROR, Message, error_response, parse
-from otelhooks.mcp._spans import MCP_PROTOCOL_VERSION, set_attributes
+from otelhooks.mcp._spans import set_attributes
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -52,7 +53,7 @@ class OpenRequests:
         session = self.session
         span, attrs = self._message_span(msg, from_server)
         if msg.method == "tools/call" and session.agent_name and not from_server:
-            set_attributes(span, {"gen_ai.agent.name": session.agent_name})
+            set_attributes(span, {sc.GEN_AI_AGENT_NAME: session.agent_name})
         pending = Pending(msg.method or "", span, time.perf_counter(), msg.id)
         pending.from_server, pending.attributes = from_server, attrs
         table = self.from_server if from_server else self.from_client
@@ -81,7 +82,7 @@ class OpenRequests:
         seconds = time.perf_counter() - pending.started
         attrs = {**pending.attributes, **added}
         if self.session.protocol_version:
-            attrs.setdefault(MCP_PROTOCOL_VERSION, self.session.protocol_version)
+            attrs.setdefault(sc.MCP_PROTOCOL_VERSION, self.session.protocol_version)
         gateway.metrics.operation(seconds, attrs, from_server=pending.from_server)
 
     def notification(self, msg: Message, *, from_server: bool) -> None:

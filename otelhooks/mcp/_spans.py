@@ -32,53 +32,18 @@ from otelhooks._redact import scrub
 from otelhooks.mcp._jsonrpc import Message
 
 __all__ = [
-    "GEN_AI_PROMPT_NAME",
-    "JSONRPC_REQUEST_ID",
-    "MCP_METHOD_NAME",
-    "MCP_PROTOCOL_VERSION",
-    "MCP_RESOURCE_URI",
-    "MCP_SERVER_NAME",
-    "MCP_SESSION_ID",
-    "MCP_UPSTREAM_ADDRESS",
-    "MCP_UPSTREAM_PORT",
-    "NETWORK_TRANSPORT",
     "NOT_ERRORS_ON_SERVER",
-    "RPC_RESPONSE_STATUS_CODE",
-    "SERVER_ADDRESS",
-    "SERVER_PORT",
-    "SESSION_SPAN_NAME",
     "McpSpans",
     "clean_attributes",
     "set_attributes",
     "span_name",
 ]
 
-MCP_METHOD_NAME: Final = "mcp.method.name"
-MCP_SESSION_ID: Final = "mcp.session.id"
-MCP_PROTOCOL_VERSION: Final = "mcp.protocol.version"
-MCP_RESOURCE_URI: Final = "mcp.resource.uri"
-JSONRPC_REQUEST_ID: Final = "jsonrpc.request.id"
-RPC_RESPONSE_STATUS_CODE: Final = "rpc.response.status_code"
-GEN_AI_PROMPT_NAME: Final = "gen_ai.prompt.name"
-NETWORK_TRANSPORT: Final = "network.transport"
-SERVER_ADDRESS: Final = "server.address"
-SERVER_PORT: Final = "server.port"
-CLIENT_ADDRESS: Final = "client.address"
-CLIENT_PORT: Final = "client.port"
-NETWORK_PROTOCOL_NAME: Final = "network.protocol.name"
-NETWORK_PROTOCOL_VERSION: Final = "network.protocol.version"
-# not in the conventions: which server the gateway fronts (also the matcher's first part)
-MCP_SERVER_NAME: Final = "otelhooks.mcp.server.name"
-# The HTTP upstream behind the gateway: on the session span only. On a SERVER span
-# server.address would name the gateway itself, the server the client reached.
-MCP_UPSTREAM_ADDRESS: Final = "otelhooks.mcp.upstream.address"
-MCP_UPSTREAM_PORT: Final = "otelhooks.mcp.upstream.port"
 # JSON-RPC codes a server answers to a request it cannot serve: not errors on SERVER spans.
 NOT_ERRORS_ON_SERVER: Final = frozenset({-32700, -32600, -32601, -32602, -32002})
-SESSION_SPAN_NAME: Final = "mcp.session"
 
 # Methods whose params name a low-cardinality target for the span name.
-_TARGETS: Final = {"tools/call": sc.GEN_AI_TOOL_NAME, "prompts/get": GEN_AI_PROMPT_NAME}
+_TARGETS: Final = {"tools/call": sc.GEN_AI_TOOL_NAME, "prompts/get": sc.GEN_AI_PROMPT_NAME}
 _RESOURCE_METHODS: Final = frozenset(
     {"resources/read", "resources/subscribe", "resources/unsubscribe"}
 )
@@ -129,14 +94,18 @@ class McpSpans:
         self._tracer = tracer
         self._transport = transport
         self._server: dict[str, Any] = (
-            {MCP_UPSTREAM_ADDRESS: server[0], MCP_UPSTREAM_PORT: server[1]} if server else {}
+            {sc.MCP_UPSTREAM_ADDRESS: server[0], sc.MCP_UPSTREAM_PORT: server[1]} if server else {}
         )
 
     def session(self, session_id: str) -> Span:
         """The root span of a session: every request of the session is its child."""
-        attrs = {MCP_SESSION_ID: session_id, NETWORK_TRANSPORT: self._transport, **self._server}
+        attrs = {
+            sc.MCP_SESSION_ID: session_id,
+            sc.NETWORK_TRANSPORT: self._transport,
+            **self._server,
+        }
         return self._tracer.start_span(
-            SESSION_SPAN_NAME, kind=SpanKind.INTERNAL, attributes=clean_attributes(attrs)
+            sc.MCP_SESSION_SPAN_NAME, kind=SpanKind.INTERNAL, attributes=clean_attributes(attrs)
         )
 
     def message(
@@ -157,17 +126,17 @@ class McpSpans:
         method = msg.method or ""
         params = msg.params
         attrs: dict[str, Any] = {
-            MCP_METHOD_NAME: method,
-            MCP_SESSION_ID: session_id,
-            NETWORK_TRANSPORT: self._transport,
-            MCP_SERVER_NAME: server_name,
+            sc.MCP_METHOD_NAME: method,
+            sc.MCP_SESSION_ID: session_id,
+            sc.NETWORK_TRANSPORT: self._transport,
+            sc.MCP_SERVER_NAME: server_name,
         }
         if msg.kind == "request" and msg.id is not None:
-            attrs[JSONRPC_REQUEST_ID] = str(msg.id)
+            attrs[sc.JSONRPC_REQUEST_ID] = str(msg.id)
         if not from_server and peer:
             attrs.update(peer)
         if protocol_version:
-            attrs[MCP_PROTOCOL_VERSION] = protocol_version
+            attrs[sc.MCP_PROTOCOL_VERSION] = protocol_version
         target_attr = _TARGETS.get(method)
         if target_attr is not None and isinstance(params.get("name"), str):
             attrs[target_attr] = params["name"]
@@ -175,7 +144,7 @@ class McpSpans:
             attrs[sc.GEN_AI_OPERATION_NAME] = sc.OP_EXECUTE_TOOL
             attrs[sc.TOOL_MATCHER_VALUE] = f"{server_name}/{params.get('name', '')}"
         if method in _RESOURCE_METHODS and isinstance(params.get("uri"), str):
-            attrs[MCP_RESOURCE_URI] = params["uri"]
+            attrs[sc.MCP_RESOURCE_URI] = params["uri"]
         session_ctx = trace.set_span_in_context(session)
         parent = _remote_parent(params)
         links = [Link(session.get_span_context())] if parent is not None else None
@@ -217,7 +186,7 @@ class McpSpans:
             if code is None and error_type is None:
                 error_type = "_OTHER"  # an error object without an integer code
         if code is not None:
-            added[RPC_RESPONSE_STATUS_CODE] = str(code)
+            added[sc.RPC_RESPONSE_STATUS_CODE] = str(code)
             if error_type is None and (from_server or code not in NOT_ERRORS_ON_SERVER):
                 error_type = str(code)
         elif error_type is None and not denied and isinstance(data, dict):

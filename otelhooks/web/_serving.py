@@ -22,18 +22,12 @@ from otelhooks._fingerprint import args_fingerprint
 from otelhooks._version import __version__
 from otelhooks.web._app import WebApp
 from otelhooks.web._auth import WebAuth
-from otelhooks.web._store import APPROVAL_ID, APPROVAL_STAND_IN, TraceIndex
+from otelhooks.web._store import TraceIndex
 
 __all__ = ["GRAFANA_URL_ENV", "JAEGER_URL_ENV", "WebServing", "web_serving"]
 
 JAEGER_URL_ENV = "OTELHOOKS_JAEGER_URL"
 GRAFANA_URL_ENV = "OTELHOOKS_GRAFANA_URL"
-
-APPROVAL_HOOK_ID = "otelhooks.approval.hook_id"
-APPROVAL_ANSWERED_BY = "otelhooks.approval.answered_by"
-APPROVAL_REASON = "otelhooks.approval.reason"
-APPROVAL_TIMED_OUT = "otelhooks.approval.timed_out"
-APPROVAL_ARGS_EDITED = "otelhooks.approval.args_edited"
 
 
 @dataclass
@@ -78,18 +72,18 @@ def _record_span(tracer: trace.Tracer, item: Approval) -> None:
             sc.GEN_AI_TOOL_NAME: item.tool,
             sc.APPROVAL_ACTION: "approve" if allowed else "reject",
             sc.APPROVAL_PENDING_TOOLS: [item.tool],
-            APPROVAL_HOOK_ID: item.hook_id,
-            APPROVAL_STAND_IN: True,
+            sc.APPROVAL_HOOK_ID: item.hook_id,
+            sc.APPROVAL_STAND_IN: True,
         },
     )
     attrs: dict[str, str | bool] = {
-        APPROVAL_HOOK_ID: item.hook_id,
-        APPROVAL_ID: item.id,
-        "otelhooks.approval.decision": "allow" if allowed else "deny",
-        APPROVAL_ANSWERED_BY: item.answered_by,
-        APPROVAL_REASON: item.answer_reason,
-        APPROVAL_TIMED_OUT: item.answered_by == "timeout",
-        APPROVAL_ARGS_EDITED: item.answer_args is not None,
+        sc.APPROVAL_HOOK_ID: item.hook_id,
+        sc.APPROVAL_ID: item.id,
+        sc.APPROVAL_DECISION: "allow" if allowed else "deny",
+        sc.APPROVAL_ANSWERED_BY: item.answered_by,
+        sc.APPROVAL_REASON: item.answer_reason,
+        sc.APPROVAL_TIMED_OUT: item.answered_by == "timeout",
+        sc.APPROVAL_ARGS_EDITED: item.answer_args is not None,
     }
     span.add_event(
         sc.EVENT_APPROVE if allowed else sc.EVENT_REJECT,

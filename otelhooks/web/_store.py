@@ -36,16 +36,11 @@ from otelhooks._eventlog._signal import AppendSignal
 from otelhooks.web._summary import TraceSummary, decision_of
 
 __all__ = [
-    "APPROVAL_ID",
-    "APPROVAL_STAND_IN",
     "CONTENT_ATTRIBUTES",
     "OUTLINE",
     "TraceIndex",
     "approval_ids",
 ]
-
-APPROVAL_ID = "otelhooks.approval.id"
-APPROVAL_STAND_IN = "otelhooks.approval.stand_in"
 
 CONTENT_ATTRIBUTES = frozenset(
     {
@@ -93,9 +88,9 @@ def _attrs(attributes: Mapping[str, Any] | None, capture: bool) -> dict[str, Any
 def approval_ids(row: dict[str, Any]) -> list[str]:
     """The ``otelhooks.approval.id`` of each approve/reject event of a span's row."""
     return [
-        str(e["a"][APPROVAL_ID])
+        str(e["a"][sc.APPROVAL_ID])
         for e in row["e"]
-        if e["n"] in (sc.EVENT_APPROVE, sc.EVENT_REJECT) and e["a"].get(APPROVAL_ID)
+        if e["n"] in (sc.EVENT_APPROVE, sc.EVENT_REJECT) and e["a"].get(sc.APPROVAL_ID)
     ]
 
 
@@ -196,7 +191,7 @@ class TraceIndex(SpanProcessor, SpanExporter):
         with self._lock:
             for trace_id, service, row in rows:
                 ids = approval_ids(row)
-                stand_in = bool(ids) and row["a"].get(APPROVAL_STAND_IN) is True
+                stand_in = bool(ids) and row["a"].get(sc.APPROVAL_STAND_IN) is True
                 if stand_in and any(i in self._approvals for i in ids):
                     continue  # the call's span already holds this approval
                 trace = self._traces.get(trace_id)

@@ -52,12 +52,12 @@ def decision_of(
     )
     asked = [e for e in events if e.get("n") in (sc.EVENT_APPROVE, sc.EVENT_REJECT)]
     last = asked[-1].get("a", {}) if asked else {}
-    hook = str(last.get("otelhooks.approval.hook_id", ""))
+    hook = str(last.get(sc.APPROVAL_HOOK_ID, ""))
     # a person's deny is one mark, 'asked' (who answered, what), still counted as a denial
     if asked and (not denied or not by or by == hook):
         action = str(asked[-1]["n"]).removeprefix(sc.EVENT_PREFIX)
-        answer = f"{action} by {last.get('otelhooks.approval.answered_by', '?')}"
-        reason = str(last.get("otelhooks.approval.reason") or "")
+        answer = f"{action} by {last.get(sc.APPROVAL_ANSWERED_BY, '?')}"
+        reason = str(last.get(sc.APPROVAL_REASON) or "")
         mark = {"kind": "asked", "by": hook, "why": f"{answer}: {reason}" if reason else answer}
         return {**mark, "blocked": True} if denied else mark
     if denied:

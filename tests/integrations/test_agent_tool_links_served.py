@@ -124,7 +124,7 @@ def _attr(span: dict[str, Any], key: str) -> Any:
 
 def _links(span: dict[str, Any]) -> list[tuple[str, str, str | None]]:
     return [
-        (link["traceId"], link["spanId"], _attr(link, "otelhooks.link"))
+        (link["traceId"], link["spanId"], _attr(link, "otelhooks.link.relation"))
         for link in span.get("links") or ()
     ]
 

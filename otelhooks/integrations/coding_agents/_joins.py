@@ -29,20 +29,17 @@ from typing import Any, Final
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
+from otelhooks import _semconv as sc
 from otelhooks.integrations.coding_agents._spans import BRIDGE_SCOPE, session_trace_id
 
 __all__ = [
     "AGENT_TELEMETRY",
-    "HOOK_SPAN_ID",
     "MAX_SESSION_ID",
     "AgentTelemetry",
     "TraceSessions",
     "agent_of",
     "moved",
 ]
-
-# on a joined tool span: the span id of the hook route's execute_tool span of the same call
-HOOK_SPAN_ID = "otelhooks.hook.span_id"
 
 
 def _service(span: ReadableSpan) -> str:
@@ -88,7 +85,7 @@ def _claude_session(span: ReadableSpan) -> str | None:
 
 
 def _gemini_session(span: ReadableSpan) -> str | None:
-    own = _text(span.attributes or {}, "gen_ai.conversation.id")
+    own = _text(span.attributes or {}, sc.GEN_AI_CONVERSATION_ID)
     resource = span.resource.attributes if span.resource else {}
     return own or _text(resource, "session.id")
 
@@ -103,7 +100,7 @@ AGENT_TELEMETRY: tuple[AgentTelemetry, ...] = (
         "claude_code.trace_id",
         lambda s: _scope(s).startswith("com.anthropic.claude_code") or _service(s) == "claude-code",
         _claude_session,
-        tool_use=("tool_use_id", "gen_ai.tool.call.id"),
+        tool_use=("tool_use_id", sc.GEN_AI_TOOL_CALL_ID),
     ),
     AgentTelemetry("gemini-cli", "gemini_cli.trace_id", lambda s: _service(s) == "gemini-cli",
                    _gemini_session),
@@ -187,9 +184,9 @@ def moved(
     attrs[agent.original] = format(ctx.trace_id, "032x")
     links = list(span.links)
     if hook_span is not None:
-        attrs[HOOK_SPAN_ID] = format(hook_span, "016x")
+        attrs[sc.HOOK_SPAN_ID] = format(hook_span, "016x")
         linked = SpanContext(trace_id, hook_span, False, TraceFlags(TraceFlags.SAMPLED))
-        links.append(Link(linked, {"otelhooks.link": "hook_decision"}))
+        links.append(Link(linked, {sc.LINK_RELATION: sc.LINK_HOOK_DECISION}))
     context = SpanContext(trace_id, ctx.span_id, ctx.is_remote, ctx.trace_flags, ctx.trace_state)
     parent = span.parent
     if parent is not None:

@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from opentelemetry.util import types
 
+from otelhooks import _semconv as sc
 from otelhooks._events import (
     AfterCallAgentEvent,
     AfterCompactEvent,
@@ -284,9 +285,9 @@ def turn_attributes(payload: Mapping[str, Any]) -> dict[str, types.AttributeValu
     attrs: dict[str, types.AttributeValue] = {}
     prompt = payload.get("prompt_id")
     if isinstance(prompt, str) and prompt:
-        attrs["claude_code.prompt_id"] = prompt[:256]
+        attrs[sc.CLAUDE_CODE_PROMPT_ID] = prompt[:256]
     effort = payload.get("effort")
     level = effort.get("level") if isinstance(effort, dict) else None
     if isinstance(level, str) and level:
-        attrs["claude_code.effort.level"] = level[:64]
+        attrs[sc.CLAUDE_CODE_EFFORT_LEVEL] = level[:64]
     return attrs

@@ -56,17 +56,12 @@ from otelhooks._events import LlmOutputEvent, TokenUsage
 from otelhooks._instrument._spend import SessionSpend, add_call, running
 from otelhooks.integrations.coding_agents._common import AGENT
 from otelhooks.integrations.coding_agents._export_once import ExportOnce
-from otelhooks.integrations.coding_agents._joins import (
-    HOOK_SPAN_ID,
-    TraceSessions,
-    agent_of,
-    moved,
-)
+from otelhooks.integrations.coding_agents._joins import TraceSessions, agent_of, moved
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._spans import BRIDGE_SCOPE, session_trace_id
 from otelhooks.integrations.coding_agents._tool_links import AgentToolSpans, linked_to_agent
 
-__all__ = ["HOOK_SPAN_ID", "ORIGINAL_TRACE_ID", "ClaudeTelemetry"]
+__all__ = ["ORIGINAL_TRACE_ID", "ClaudeTelemetry"]
 
 ORIGINAL_TRACE_ID = "claude_code.trace_id"
 SESSION_ID = "session.id"
@@ -234,7 +229,7 @@ class ClaudeTelemetry(SpanProcessor):
             kind = attrs.get("span.type")
             reported = (
                 ORIGINAL_TRACE_ID not in attrs  # Codex's, Gemini's: their hooks report them
-                or HOOK_SPAN_ID in attrs
+                or sc.HOOK_SPAN_ID in attrs
                 or kind in _REPORTED_BY_LOGS
                 # the turn's on_complete came from the Stop hook already
                 or (kind == "interaction" and self.sessions.saw(str(attrs.get(SESSION_ID))))

@@ -8,8 +8,8 @@ its own. Whichever comes second carries the link:
   link to it and ``otelhooks.hook.span_id`` (:func:`~._joins.moved`);
 - **the CLI's tool span first**: :class:`AgentToolSpans` remembers its span id by session and
   tool use id, and the bridge's span, when it comes, is exported as :func:`linked_to_agent`'s
-  copy: a link to each remembered span (``otelhooks.link=agent_tool``) and
-  :data:`AGENT_SPAN_IDS` naming them.
+  copy: a link to each remembered span (``otelhooks.link.relation=agent_tool``) and
+  ``otelhooks.agent.span_ids`` naming them.
 
 Codex puts its ``call_id`` on more than one span of a tool use (``exec_command``,
 ``unified_exec.exec_command``, ``guardian_scoring_observation`` in one shell call), so a tool
@@ -32,20 +32,16 @@ from typing import Final
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
+from otelhooks import _semconv as sc
 from otelhooks.integrations.coding_agents._joins import MAX_SESSION_ID
 
 __all__ = [
-    "AGENT_SPAN_IDS",
-    "AGENT_TOOL_LINK",
     "MAX_SPANS_PER_TOOL",
     "AgentToolSpans",
     "linked_to_agent",
 ]
 
 # on the bridge's execute_tool span: the span ids of the CLI's own spans of the same tool use
-AGENT_SPAN_IDS: Final = "otelhooks.agent.span_ids"
-# the otelhooks.link value of the bridge span's link to the CLI's own tool span
-AGENT_TOOL_LINK: Final = "agent_tool"
 MAX_SPANS_PER_TOOL: Final = 8
 _ENTRY_BYTES: Final = 128  # what an entry costs beyond its ids (tuple, key, dict slot)
 _SPAN_BYTES: Final = 32  # one remembered span id
@@ -130,16 +126,16 @@ class AgentToolSpans:
 def linked_to_agent(span: ReadableSpan, agent_spans: Sequence[int]) -> ReadableSpan:
     """A copy of the bridge's ``span`` linked to the CLI's spans ``agent_spans`` of the same
     tool use (in the same trace: the CLI's spans were moved into the session's), named by
-    :data:`AGENT_SPAN_IDS`."""
+    ``otelhooks.agent.span_ids``."""
     ctx = span.context
     assert ctx is not None
     attrs = dict(span.attributes or {})
-    attrs[AGENT_SPAN_IDS] = tuple(format(s, "016x") for s in agent_spans)
+    attrs[sc.AGENT_SPAN_IDS] = tuple(format(s, "016x") for s in agent_spans)
     flags = TraceFlags(TraceFlags.SAMPLED)
     links = [
         *span.links,
         *(
-            Link(SpanContext(ctx.trace_id, s, False, flags), {"otelhooks.link": AGENT_TOOL_LINK})
+            Link(SpanContext(ctx.trace_id, s, False, flags), {sc.LINK_RELATION: sc.LINK_AGENT_TOOL})
             for s in agent_spans
         ),
     ]

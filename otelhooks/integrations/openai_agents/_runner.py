@@ -63,7 +63,8 @@ __all__ = ["PROVIDER", "AgentRun", "HookedRunner", "RunBlockedError"]
 
 # gen_ai.provider.name: the Agents SDK calls OpenAI's models unless told otherwise.
 PROVIDER = "openai"
-GUARDRAIL_NAME = "otelhooks.guardrail.name"
+# a public name of this integration since it began; the one definition is in _semconv
+GUARDRAIL_NAME = sc.GUARDRAIL_NAME
 
 _log = structlog.get_logger("otelhooks")
 
