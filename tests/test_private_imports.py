@@ -25,6 +25,10 @@ ALLOWED: dict[str, str] = {
     "claude_code_cli/test_permission_request.py": _CLAUDE_INSTALL,
     "claude_code_cli/test_real_claude_code.py": _CLAUDE_INSTALL + "; the OTLP decoder",
     "coding_agents_cli/test_cli_telemetry_joined.py": _AGENT_INSTALL,
+    "integrations/test_claude_code_zero_hop.py": "the hook route's runner, held whole to prove "
+    "the zero-hop road",
+    "integrations/test_coding_agents_hooks_now.py": "the bridge's answering events, each held "
+    "to the hooks hooks_now names",
     "coding_agents_cli/test_codex_trust.py": "the Codex installer's trust rule",
     "coding_agents_cli/test_installed_guards.py": _AGENT_INSTALL,
     "coding_agents_cli/test_prompt_guards.py": _AGENT_INSTALL,

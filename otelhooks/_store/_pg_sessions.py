@@ -210,6 +210,10 @@ class SharedSessions(ServerSessions):
     def durable(self) -> bool:
         return True
 
+    @property
+    def local(self) -> bool:
+        return False  # every change is a round trip to the database
+
     @contextmanager
     def _tx(self) -> Iterator[Any]:
         with self.store.transaction() as conn:

@@ -167,6 +167,13 @@ class ServerSessions(BridgeState):
         """Whether the sessions survive a restart (a file, not memory)."""
         return str(self.path) != _MEMORY
 
+    @property
+    def local(self) -> bool:
+        """Whether every change is made in this process (memory, or a file only this server
+        opens), never waiting for another process or a network: then a change may be made
+        on the server's event loop."""
+        return True
+
     def _forgot(self) -> None:
         self.on_drop(1, "join_forgotten")
 

@@ -58,7 +58,7 @@ from otelhooks.integrations.coding_agents._spans import (
 )
 from otelhooks.integrations.coding_agents._state import OpenTool
 
-__all__ = ["ToolNotOpen", "ToolUses"]
+__all__ = ["ToolNotOpen", "ToolUses", "tool_values"]
 
 
 class ToolNotOpen(LookupError):
@@ -79,7 +79,7 @@ def _args(payload: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
     return name, args, use_id
 
 
-def _values(tool_name: str) -> tuple[str, ...]:
+def tool_values(tool_name: str) -> tuple[str, ...]:
     """What matchers see: the name, and for an MCP tool (``mcp__server__tool``) the names the
     MCP gateway gives it (``server/tool``, ``tool``), so one guard fires in both."""
     return (tool_name, *tool_aliases(tool_name))
@@ -190,7 +190,7 @@ class ToolUses(Part):
             total = self.spend.of(session)
             fields["spend"] = running(total, total).model_copy(update={"operation": None})
         event = ToolCallEvent(**fields)
-        values = _values(tool_name)  # the matcher values of every event of this tool use
+        values = tool_values(tool_name)  # the matcher values of every event of this tool use
         verdict, answers = run_hooks(
             self.engine, "before_tool_call", event, values, operation_id=tool.operation_id
         )
@@ -341,7 +341,7 @@ class ToolUses(Part):
             elapsed_ms = float(measured)
             ended["claude_code.duration_ms"] = elapsed_ms
         context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
-        values = _values(tool.tool_name)
+        values = tool_values(tool.tool_name)
         if name == "PostToolUseFailure":
             error = str(payload.get("error") or "the tool failed")
             error_type = "interrupted" if payload.get("is_interrupt") else "ToolError"
@@ -377,6 +377,7 @@ class ToolUses(Part):
         self.end_tool(tool, "denied", result=reason)
         context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
         denied = ToolCallDeniedEvent(**context, reason=reason, decidedBy=self.agent)
-        _, answers = run_hooks(self.engine, "on_tool_call_denied", denied, _values(tool.tool_name))
+        values = tool_values(tool.tool_name)
+        _, answers = run_hooks(self.engine, "on_tool_call_denied", denied, values)
         output, lost = combine("PermissionDenied", answers, agent=self.agent)
         return respond("PermissionDenied", output, lost, deny_mode=self.deny_mode, agent=self.agent)
