@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from opentelemetry.util import types
@@ -130,9 +131,10 @@ class ToolUses(Part):
             sc.TOOL_IDENTIFIER: "",
             sc.TOOL_MATCHER_VALUE: tool.tool_name,
             sc.TOOL_CALL_INDEX: tool.call_index,
-            **self._args_attributes(tool.tool_input),
             sc.OPERATION_ID: tool.operation_id,
         }
+        if sc.TOOL_ARGS_FINGERPRINT not in tool.attributes:  # else kept from its start
+            attrs.update(self._args_attributes(tool.tool_input))
         if self.capture:
             attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = canonical_json(tool.tool_input)
         return attrs
@@ -185,11 +187,17 @@ class ToolUses(Part):
         tool_name, args, use_id = _args(payload)
         # the state file keeps the arguments only when content is captured (data at rest)
         tool = self.state.begin_tool(session, use_id, tool_name, args if self.capture else {})
-        fields: dict[str, Any] = {**self._tool_event(tool, args), "claudeCode": self._own(payload)}
-        if self.spend is not None:
-            total = self.spend.of(session)
-            fields["spend"] = running(total, total).model_copy(update={"operation": None})
-        event = ToolCallEvent(**fields)
+
+        def event() -> ToolCallEvent:  # built only for a hook that matches
+            fields: dict[str, Any] = {
+                **self._tool_event(tool, args),
+                "claudeCode": self._own(payload),
+            }
+            if self.spend is not None:
+                total = self.spend.of(session)
+                fields["spend"] = running(total, total).model_copy(update={"operation": None})
+            return ToolCallEvent(**fields)
+
         values = tool_values(tool_name)  # the matcher values of every event of this tool use
         verdict, answers = run_hooks(
             self.engine, "before_tool_call", event, values, operation_id=tool.operation_id
@@ -263,28 +271,31 @@ class ToolUses(Part):
         if denied:
             self.observe(
                 "on_tool_call_denied",
-                ToolCallDeniedEvent(**context, reason=reason, decidedBy=decided_by),
+                lambda: ToolCallDeniedEvent(**context, reason=reason, decidedBy=decided_by),
                 values,
             )
-        state = {
-            "type": "blocked",
-            "classification": sc.CLASSIFICATION_HOOK_DENIED,
-            "reason": reason,
-            "decidedBy": decided_by,
-        }
-        result = (
-            ToolResult(content=reason, success=False, error=reason, state=state)
-            if denied
-            else (verdict.mock or ToolResult())
-        )
-        after = AfterToolCallEvent(
-            **context,
-            content=result.content,
-            success=result.success,
-            mocked=not denied,
-            result=result,
-            toolOutput=result.content,
-        )
+
+        def after() -> AfterToolCallEvent:
+            state = {
+                "type": "blocked",
+                "classification": sc.CLASSIFICATION_HOOK_DENIED,
+                "reason": reason,
+                "decidedBy": decided_by,
+            }
+            result = (
+                ToolResult(content=reason, success=False, error=reason, state=state)
+                if denied
+                else (verdict.mock or ToolResult())
+            )
+            return AfterToolCallEvent(
+                **context,
+                content=result.content,
+                success=result.success,
+                mocked=not denied,
+                result=result,
+                toolOutput=result.content,
+            )
+
         self.observe("after_tool_call", after, values)
 
     def _take_tool(self, session: str, payload: Mapping[str, Any], open_only: bool) -> OpenTool:
@@ -340,31 +351,39 @@ class ToolUses(Part):
         if isinstance(measured, int | float) and not isinstance(measured, bool):
             elapsed_ms = float(measured)
             ended["claude_code.duration_ms"] = elapsed_ms
-        context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
         values = tool_values(tool.tool_name)
+
+        def context() -> dict[str, Any]:
+            return {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
+
         if name == "PostToolUseFailure":
             error = str(payload.get("error") or "the tool failed")
             error_type = "interrupted" if payload.get("is_interrupt") else "ToolError"
             self.end_tool(
                 tool, "error", result=error, error=error, error_type=error_type, extra=ended
             )
-            failed = ToolCallErrorEvent(**context, error=error, errorType=error_type)
-            _, answers = run_hooks(self.engine, "on_tool_call_error", failed, values)
+            failed = partial(ToolCallErrorEvent, error=error, errorType=error_type)
+            _, answers = run_hooks(
+                self.engine, "on_tool_call_error", lambda: failed(**context()), values
+            )
             output, lost = combine(name, answers, agent=self.agent)
             return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
         # what the model will see (after a tool_result_persist rewrite) is what is recorded
         response, answers, extra = self._persist(tool, payload.get("tool_response"), values)
         content = text(response)
         self.end_tool(tool, "success", result=content, extra=ended)
-        after = AfterToolCallEvent(
-            **context,
-            content=content,
-            success=True,
-            executionTimeMs=elapsed_ms,
-            duration=elapsed_ms / 1000,
-            result=ToolResult(content=content, success=True, executionTime=elapsed_ms),
-            toolOutput=response,
-        )
+
+        def after() -> AfterToolCallEvent:
+            return AfterToolCallEvent(
+                **context(),
+                content=content,
+                success=True,
+                executionTimeMs=elapsed_ms,
+                duration=elapsed_ms / 1000,
+                result=ToolResult(content=content, success=True, executionTime=elapsed_ms),
+                toolOutput=response,
+            )
+
         _, more = run_hooks(self.engine, "after_tool_call", after, values)
         output, lost = combine(name, [*answers, *more], extra=extra, agent=self.agent)
         return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
