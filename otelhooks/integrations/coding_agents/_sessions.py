@@ -361,10 +361,13 @@ class ServerSessions(BridgeState):
         tool_input: dict[str, Any],
         *,
         counted: bool = True,
+        attributes: dict[str, Any] | None = None,
     ) -> OpenTool:
         self._see(session_id)
         self._hold(session_id)
-        tool = super().begin_tool(session_id, tool_use_id, tool_name, tool_input, counted=counted)
+        tool = super().begin_tool(
+            session_id, tool_use_id, tool_name, tool_input, counted=counted, attributes=attributes
+        )
         self._held_tool(tool, len(json.dumps(tool_input, default=str)) if tool_input else 2)
         return tool
 

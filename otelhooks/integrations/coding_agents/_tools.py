@@ -186,7 +186,12 @@ class ToolUses(Part):
     def pre(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
         tool_name, args, use_id = _args(payload)
         # the state file keeps the arguments only when content is captured (data at rest)
-        tool = self.state.begin_tool(session, use_id, tool_name, args if self.capture else {})
+        # what the span keeps whatever the hooks decide, kept with the start: a call no hook
+        # adds to needs no second change (set_tool_attributes) before it is answered
+        known = {**turn_attributes(payload), **self._args_attributes(args)}
+        tool = self.state.begin_tool(
+            session, use_id, tool_name, args if self.capture else {}, attributes=known
+        )
 
         def event() -> ToolCallEvent:  # built only for a hook that matches
             fields: dict[str, Any] = {
@@ -202,11 +207,7 @@ class ToolUses(Part):
         verdict, answers = run_hooks(
             self.engine, "before_tool_call", event, values, operation_id=tool.operation_id
         )
-        attrs = {
-            **turn_attributes(payload),
-            **self._args_attributes(args),
-            **self._verdict_attributes(verdict),
-        }
+        attrs = {**known, **self._verdict_attributes(verdict)}
         mock = verdict.mock
         if mock is not None:
             # Claude Code cannot take a result in place of running the tool: the nearest is a
@@ -246,7 +247,8 @@ class ToolUses(Part):
             reason = str(specific.get("permissionDecisionReason") or "")
             self._refuse(tool, kept, verdict, args, reason, values, mocked=mock is not None)
             return response
-        self.state.set_tool_attributes(tool, kept)
+        if kept != tool.attributes:  # the hooks added to them (or a repeated start's differ)
+            self.state.set_tool_attributes(tool, kept)
         return response
 
     def _refuse(
