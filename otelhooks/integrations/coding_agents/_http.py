@@ -293,8 +293,10 @@ class ClaudeCodeHookRoute:
                 status, answer = self._failure(event, f"otelhooks: {late}")
         else:
             # the rest only records (session state in memory, a span, queued observers, a
-            # log's append): answered inline, without a thread hop on Claude Code's path
-            status, answer = self.answer(payload)
+            # log's append): answered inline, without a thread hop on Claude Code's path; the
+            # recorders (never waiting) run here too, any other hook keeps its own deadline
+            with waited_within(self.decision_timeout_s, only=self._recorder_ids):
+                status, answer = self.answer(payload)
         await respond(send, status, answer, b"application/json")
 
     def close(self) -> None:
