@@ -39,7 +39,10 @@ That deadline is kept by the event loop, which waits for the deciding thread, so
 sync Python hooks itself (:func:`~otelhooks._dispatch._calls.waited_within`): one thread hop per
 deciding event, not one more per hook. A hook stuck there costs its thread, which the runner
 replaces; commands, webhooks and hooks with a deadline shorter than the route's keep their own.
-The others only record (session state, a span, queued observers) and are answered inline.
+The others only record (session state, a span, queued observers) and are answered inline, and
+so is a deciding event that no hook but the given recorders (serve's event-log observers) may run
+for, when the session store is local (:meth:`ClaudeCodeHookRoute.inline`): nothing can decide it
+or make it wait, so it takes no hop.
 """
 
 from __future__ import annotations
