@@ -9,6 +9,11 @@ Reported: the process's CPU time (all threads, ``time.process_time``) per event,
 cost without uvicorn's HTTP parsing and without a load generator on the same cores, so before
 and after a change of the route compare with less noise than the end-to-end benchmark.
 
+``--sync``: the bridge alone, each event handed to the route's ``_decide`` on one thread, one
+after the other (no event loop, no runner, no thread hop): the CPU a deciding thread spends.
+``--log``: with serve's default event log installed (its observers watch every tool use's end),
+as ``otelhooks serve`` runs.
+
 Measures the checkout it sits in (as ``claude_code_bench.py``): for before, copy this file into
 the ``benchmarks/`` of another checkout and run it there.
 """
@@ -27,8 +32,9 @@ from typing import Any
 # claude_code_bench puts this checkout first on sys.path
 from claude_code_bench import GUARD, _session_events
 
-from otelhooks import HookSpanProcessor, load_config
+from otelhooks import AgentEvents, AgentEventsConfig, HookSpanProcessor, load_config
 from otelhooks.integrations.claude_code._serve import claude_code_routes
+from otelhooks.integrations.coding_agents._input import parse_input
 
 
 async def _post(route: Any, body: bytes) -> int:
@@ -62,7 +68,17 @@ async def _burst(route: Any, sessions: int, turns: int, tools: int, tag: str) ->
     return sum(counts)
 
 
-def run(sessions: int, turns: int, tools: int) -> dict[str, Any]:
+def _in_turn(route: Any, sessions: int, turns: int, tools: int, tag: str) -> int:
+    posted = 0
+    for turn in range(turns):
+        for n in range(sessions):
+            for event in _session_events(f"{tag}-{n}-{turn}", tools):
+                route._decide(parse_input(json.dumps(event).encode()), 8.0)
+                posted += 1
+    return posted
+
+
+def run(sessions: int, turns: int, tools: int, *, sync: bool, log: bool) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         (Path(tmp) / "guard.py").write_text(GUARD)
         hooks = Path(tmp) / "hooks.yaml"
@@ -72,18 +88,29 @@ def run(sessions: int, turns: int, tools: int) -> dict[str, Any]:
         )
         processor = HookSpanProcessor()
         processor.engine.register(load_config([str(hooks)]).hooks)
-        serving = claude_code_routes(processor)
+        recorders = AgentEvents(AgentEventsConfig()).install(processor) if log else []
+        try:
+            serving = claude_code_routes(processor, recorders=recorders)
+        except TypeError:  # a checkout before the zero-hop road: its route takes no recorders
+            serving = claude_code_routes(processor)
         route = serving.route
         try:
-            asyncio.run(_burst(route, sessions, 1, tools, "warm"))
-            cpu, wall = time.process_time(), time.perf_counter()
-            events = asyncio.run(_burst(route, sessions, turns, tools, "run"))
+            if sync:
+                _in_turn(route, sessions, 1, tools, "warm")
+                cpu, wall = time.process_time(), time.perf_counter()
+                events = _in_turn(route, sessions, turns, tools, "run")
+            else:
+                asyncio.run(_burst(route, sessions, 1, tools, "warm"))
+                cpu, wall = time.process_time(), time.perf_counter()
+                events = asyncio.run(_burst(route, sessions, turns, tools, "run"))
             cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         finally:
             route.close()
             serving.sessions.close()
             processor.shutdown()
     return {
+        "road": "sync" if sync else "asgi",
+        "event_log": log,
         "sessions": sessions,
         "events": events,
         "cpu_us_per_event": round(cpu / events * 1e6, 1),
@@ -97,8 +124,10 @@ def main() -> None:
     parser.add_argument("--sessions", type=int, default=16)
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--tools", type=int, default=8)
+    parser.add_argument("--sync", action="store_true", help="the bridge alone, on one thread")
+    parser.add_argument("--log", action="store_true", help="with serve's default event log")
     args = parser.parse_args()
-    print(json.dumps(run(args.sessions, args.turns, args.tools)))
+    print(json.dumps(run(args.sessions, args.turns, args.tools, sync=args.sync, log=args.log)))
 
 
 if __name__ == "__main__":

@@ -20,6 +20,10 @@ _STORE = "the PostgreSQL store's own rules (schema, SQL, shared state)"
 
 ALLOWED: dict[str, str] = {
     "claude_code_cli/test_real_claude_code.py": "the OTLP decoder",
+    "integrations/test_claude_code_zero_hop.py": "the hook route's runner, held whole to prove "
+    "the zero-hop road",
+    "integrations/test_coding_agents_hooks_now.py": "the bridge's answering events, each held "
+    "to the hooks hooks_now names",
     "coding_agents_cli/test_tool_kinds_captured.py": "the tool-kind table each dialect maps to",
     "conformance/claude_code/test_adapters_doc_claude.py": _CLI + "; the bridge's event map",
     "conformance/claude_code/test_hook_events.py": "the event map; the canonical JSON",

@@ -139,3 +139,30 @@ def test_stuck_calls_on_callers_threads_count_against_the_hooks_cap(
         for thread in deciding:
             thread.join(10)
         engine.shutdown()
+
+
+def test_only_the_named_hooks_run_on_the_callers_thread() -> None:
+    engine = HooksEngine(
+        [
+            {"id": "named", "type": "beforeToolCall", "handler": _noted},
+            {"id": "other", "type": "beforeToolCall", "handler": _noted},
+        ]
+    )
+    try:
+        named = next(h for h in engine.registry.hooks() if h.id == "named")
+        _RAN_ON.clear()
+        with waited_within(8.0, only=frozenset({id(named)})):
+            verdict = engine.dispatch("before_tool_call", CALL)
+        assert not verdict.errors
+        here = threading.current_thread().name
+        assert _RAN_ON[0] == here  # the named hook, on this thread
+        assert _RAN_ON[1].startswith("otelhooks-hook")  # the other keeps its pooled deadline
+    finally:
+        engine.shutdown()
+
+
+_RAN_ON: list[str] = []
+
+
+def _noted(event: Any) -> None:
+    _RAN_ON.append(threading.current_thread().name)

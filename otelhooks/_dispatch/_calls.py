@@ -47,19 +47,23 @@ _Submitted = tuple["Future[Any]", ThreadPoolExecutor, Hook]
 
 # Seconds within which the waiter of this thread's work answers whatever the hooks do (None: no
 # such waiter, every hook call keeps its own deadline on the pool).
-_WAITED: contextvars.ContextVar[float | None] = contextvars.ContextVar(
-    "otelhooks_waited_within", default=None
+# (deadline, the ids of the only hooks that may run here, or None for any)
+_WAITED: contextvars.ContextVar[tuple[float, frozenset[int] | None] | None] = (
+    contextvars.ContextVar("otelhooks_waited_within", default=None)
 )
 
 
 @contextmanager
-def waited_within(deadline_s: float) -> Iterator[None]:
+def waited_within(deadline_s: float, *, only: frozenset[int] | None = None) -> Iterator[None]:
     """Hook calls made inside run sync Python hooks on this thread (see the module doc).
 
     Only for work whose waiter gives up on it (and answers) ``deadline_s`` after it was
     submitted or earlier: a hook that never returns holds this thread, not the answer.
+    ``only`` (``id()`` of hook objects) narrows it to those hooks, for a caller that knows
+    they never wait (serve's event-log observers, on its event loop); any other hook keeps
+    its own road.
     """
-    token = _WAITED.set(deadline_s)
+    token = _WAITED.set((deadline_s, only))
     try:
         yield
     finally:
@@ -131,9 +135,11 @@ class HookCalls:
 
     def call(self, hook: Hook, payload: HookEvent) -> Any:
         """Call ``hook`` and wait for it, at most until its deadline."""
-        within = _WAITED.get()
-        if within is not None and self._may_run_here(hook, within):
-            return self._run_here(hook, payload, within)
+        waited = _WAITED.get()
+        if waited is not None:
+            within, only = waited
+            if (only is None or id(hook) in only) and self._may_run_here(hook, within):
+                return self._run_here(hook, payload, within)
         return self.finish(hook, self._start(hook, payload), hook.deadline_s)
 
     def _may_run_here(self, hook: Hook, within: float) -> bool:

@@ -327,6 +327,34 @@ class HookRegistry:
     def has_any(self) -> bool:
         return bool(self._global.hooks) or bool(self._ops)
 
+    def may_match(self, event: str, values: tuple[str, ...] | None = None) -> list[Hook]:
+        """Every hook that could match ``event`` in any operation: the global hooks whose
+        matcher accepts one of ``values`` (all of the event's, whatever their matcher, when
+        ``values`` is ``None``) and every operation's hooks for the event, in no set order.
+
+        For a caller deciding where an event may run before it knows the operation (or the
+        values) it will be dispatched with: an empty answer means no hook can run for it.
+
+        Example:
+            >>> reg = HookRegistry()
+            >>> _ = reg.register([{"id": "g", "type": "PreToolUse", "matcher": "Bash",
+            ...                    "handler": print}])
+            >>> [h.id for h in reg.may_match("before_tool_call", ("Read",))]
+            []
+            >>> [h.id for h in reg.may_match("before_tool_call")]
+            ['g']
+        """
+        index = self._global
+        if values is None:
+            bucket = index.buckets.get(event)
+            found = [h for _, h in index.hooks if h.event == event] if bucket is not None else []
+        else:
+            found = [h for _, h in index.match(event, values)]
+        for op in list(self._ops.values()):  # a copy: registrations may change the dict
+            if event in op.buckets:
+                found.extend(h for _, h in op.hooks if h.event == event)
+        return found
+
     def match(
         self, event: str, values: tuple[str, ...], *, operation_id: str | None = None
     ) -> list[Hook]:

@@ -376,8 +376,14 @@ def serve(
         AgentEvents(c, log=log, notice_sink=notice_sink)
         for c, log in zip(configs, logs, strict=True)
     ]
-    for item in events:
-        item.install(processor)
+    # the logs' observers only append (O(1), never waiting, never answering): the Claude Code
+    # route may answer an event only they watch on its event loop
+    recorders = [
+        hook
+        for item in events
+        for hook in item.install(processor)
+        if not item.config.show_notice  # a notice goes to a sink of the caller's
+    ]
     received: list[SpanProcessor] = [processor, *span_processors]
     owned: list[EventLog | AgentEvents | SpanProcessor | _Closable] = [
         processor,
@@ -421,6 +427,7 @@ def serve(
             exporters=exporters,
             fail_closed=fail_closed,
             decision_timeout_s=hook_timeout_s,
+            recorders=recorders,
         )
         received = [serving.span_processor]
         routes = serving.routes

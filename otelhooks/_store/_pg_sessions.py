@@ -111,7 +111,7 @@ WITH touch AS ({_TOUCH}), opened AS (
 ), n AS ({{index}}), k AS ({{turn}}), new AS (
     INSERT INTO {_S}.tools
     SELECT %(s)s, %(u)s, %(span)s, op.span_id, op.operation_id, %(start)s, %(name)s, %(input)s,
-        idx, attrs
+        idx, (attrs::jsonb || %(attrs)s::jsonb)::text
     FROM n, k, op ON CONFLICT (session_id, tool_use_id) DO NOTHING RETURNING {_TOOL_COLUMNS}
 )
 SELECT {_TOOL_COLUMNS} FROM new UNION ALL SELECT {_TOOL_COLUMNS} FROM old
@@ -139,6 +139,7 @@ SELECT session_id FROM gone
 _SET_ATTRIBUTES: Final = (
     f"UPDATE {_S}.tools SET attributes = %s WHERE session_id = %s AND tool_use_id = %s".encode()
 )
+_PEEK_OPERATION: Final = f"SELECT {_OP_COLUMNS} FROM {_S}.operations WHERE session_id = %s".encode()
 _HAS_TOOL: Final = f"SELECT 1 FROM {_S}.tools WHERE session_id = %s AND tool_use_id = %s".encode()
 _TOOL_SPAN: Final = (
     f"SELECT span_id FROM {_S}.tools WHERE session_id = %s AND tool_use_id = %s".encode()
@@ -210,6 +211,10 @@ class SharedSessions(ServerSessions):
     def durable(self) -> bool:
         return True
 
+    @property
+    def local(self) -> bool:
+        return False  # every change is a round trip to the database
+
     @contextmanager
     def _tx(self) -> Iterator[Any]:
         with self.store.transaction() as conn:
@@ -219,7 +224,15 @@ class SharedSessions(ServerSessions):
             )
             yield _Transaction(conn)
 
+    def _one(self, sql: str, params: tuple[Any, ...]) -> Any:
+        with self._tx() as db:  # the bridge's single statements, on the store
+            return db.execute(sql, params).fetchone()
+
     # -- the per-tool-use changes, one statement each (see the module doc) ------------------------
+
+    def peek_operation(self, session_id: str) -> OpenOperation | None:
+        rows = self.store.statement(_PEEK_OPERATION, (session_id,))
+        return OpenOperation(*rows[0]) if rows else None
 
     def current_operation(self, session_id: str) -> OpenOperation:
         self._see(session_id)
@@ -244,10 +257,12 @@ class SharedSessions(ServerSessions):
         tool_input: dict[str, Any],
         *,
         counted: bool = True,
+        attributes: dict[str, Any] | None = None,
     ) -> OpenTool:
         self._see(session_id)
         self._hold(session_id)
         stored = json.dumps(tool_input, default=str)
+        kept = json.dumps(attributes) if attributes else "{}"
         for _ in range(_RACES):
             params = {
                 "s": session_id,
@@ -259,6 +274,7 @@ class SharedSessions(ServerSessions):
                 "start": time.time_ns(),
                 "name": tool_name,
                 "input": stored,
+                "attrs": kept,
             }
             rows = self.store.statement(_BEGIN_TOOL if counted else _BEGIN_UNCOUNTED, params)
             if rows:
@@ -266,7 +282,12 @@ class SharedSessions(ServerSessions):
                 break
         else:  # still contended: the locked way
             tool = super(ServerSessions, self).begin_tool(
-                session_id, tool_use_id, tool_name, tool_input, counted=counted
+                session_id,
+                tool_use_id,
+                tool_name,
+                tool_input,
+                counted=counted,
+                attributes=attributes,
             )
         self._held_tool(tool, len(stored))
         return tool

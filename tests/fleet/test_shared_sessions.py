@@ -14,6 +14,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otelhooks import EventLogServer, serve
 from otelhooks._store._base import open_store
 from otelhooks._store._pg_sessions import SharedSessions
+from otelhooks.integrations.coding_agents import BridgeState
 
 TOKEN = "fleet-admin"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -204,3 +205,48 @@ def test_a_session_idle_on_every_instance_past_the_ttl_is_deleted(
     a.current_operation("sess-other")
     assert not b.has_open_tool("sess-idle", "toolu_idle")
     assert drops == [(1, "expired")]
+
+
+def test_a_tool_uses_start_keeps_its_attributes_on_another_instance(
+    two_stores: list[SharedSessions],
+) -> None:
+    a, b = two_stores
+    kept = {"otelhooks.tool.args.size": 14, "claude_code.prompt_id": "p-1"}
+    started = a.begin_tool("sess-attrs", "toolu_a", "Bash", {}, attributes=kept)
+    assert started.attributes == kept
+    assert b.begin_tool("sess-attrs", "toolu_a", "Bash", {}).attributes == kept  # repeated
+    ended = b.end_tool("sess-attrs", "toolu_a")
+    assert ended is not None
+    assert ended.attributes == kept
+    assert ended.turn_index == 1  # the turn's count is kept beside them
+
+
+def test_the_locked_way_counts_a_tool_use_once_on_postgresql(
+    two_stores: list[SharedSessions],
+) -> None:
+    # the bridge's own SQL, run in the store's locked transaction (the fallback of a statement
+    # that keeps losing races)
+    a, b = two_stores
+    op = a.current_operation("sess-locked")
+    first = BridgeState.begin_tool(a, op.session_id, "toolu_l", "Bash", {}, attributes={"k": 1})
+    again = BridgeState.begin_tool(b, op.session_id, "toolu_l", "Bash", {})
+    assert again == first
+    model = BridgeState.begin_tool(b, op.session_id, "model", "chat", {}, counted=False)
+    assert model.call_index == -1
+    assert BridgeState.begin_tool(a, op.session_id, "model", "chat", {}, counted=False) == model
+    following = BridgeState.begin_tool(a, op.session_id, "toolu_m", "Bash", {})
+    assert (first.call_index, following.call_index) == (0, 1)
+    assert (first.turn_index, following.turn_index) == (1, 2)
+    ended = b.end_tool(op.session_id, "toolu_l")
+    assert ended is not None
+    assert ended.attributes == {"k": 1}
+
+
+def test_the_hook_route_on_postgresql_always_takes_its_runner(
+    pair: list[tuple[EventLogServer, InMemorySpanExporter]],
+) -> None:
+    (a, _), _ = pair
+    route = next(o for o in a._owned if hasattr(o, "route")).route
+    # no hook watches Read, but every session change is a round trip: never on the event loop
+    assert not route.inline({"hook_event_name": "PreToolUse", "tool_name": "Read"})
+    assert not route.bridge.state.local

@@ -31,6 +31,7 @@ from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from otelhooks._eventlog._http import Route
 from otelhooks._eventlog._otlp_signals import OtlpSignalIngest
 from otelhooks._export._otlp import otlp_configured, otlp_span_exporter
+from otelhooks._hooks import Hook
 from otelhooks._instrument._spend import SessionSpend
 from otelhooks._processor import HookSpanProcessor
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
@@ -89,6 +90,7 @@ def claude_code_routes(
     service_name: str = AGENT,
     decision_timeout_s: float = DEFAULT_DECISION_TIMEOUT_S,
     sessions: ServerSessions | None = None,
+    recorders: Sequence[Hook] = (),
 ) -> ClaudeCodeServing:
     """Build the Claude Code routes of a server around its hook processor.
 
@@ -103,6 +105,8 @@ def claude_code_routes(
             (a deny with ``fail_closed``, else 500), before Claude Code's own timeout.
         sessions: the session store (its bounds chosen by the caller); else one built from
             ``sessions_path`` with the default bounds.
+        recorders: registered hooks that only record (an event log's observers): a deciding
+            event no other hook watches is answered without a thread hop.
 
     Example:
         >>> serving = claude_code_routes(HookSpanProcessor())
@@ -134,7 +138,10 @@ def claude_code_routes(
         spend=spend,
     )
     route = ClaudeCodeHookRoute(
-        bridge, fail_closed=fail_closed, decision_timeout_s=decision_timeout_s
+        bridge,
+        fail_closed=fail_closed,
+        decision_timeout_s=decision_timeout_s,
+        recorders=recorders,
     )
     telemetry = ClaudeTelemetry(
         sessions,

@@ -10,7 +10,7 @@ answered (a command's output, an ``http`` body, a block: :func:`answers_from_not
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import structlog
@@ -82,7 +82,7 @@ def dumps(output: Mapping[str, Any]) -> str:
 def run_hooks(
     engine: HooksEngine,
     event: str,
-    payload: HookEvent,
+    payload: HookEvent | Callable[[], HookEvent],
     values: tuple[str, ...],
     *,
     operation_id: str | None = None,
@@ -93,7 +93,26 @@ def run_hooks(
     thread (:meth:`HooksEngine.fire`), so their answers are known before the agent is answered.
     A chain's block without an answer of its own (a Python ``Block``, a kernel ``None``, a
     control webhook, ``on_error: block``) is a block answer of the hook that decided.
+
+    ``payload`` may be its builder: it is called only when a hook matches (an event no hook
+    watches costs no model), and the verdict is then an empty one without a payload.
     """
+    if not callable(payload):
+        built = payload
+    elif engine.registry.may_match(event, values):  # any operation's: the payload names it
+        built = payload()
+    else:
+        return Verdict(), []
+    return _run(engine, event, built, values, operation_id)
+
+
+def _run(
+    engine: HooksEngine,
+    event: str,
+    payload: HookEvent,
+    values: tuple[str, ...],
+    operation_id: str | None,
+) -> tuple[Verdict, list[HookAnswer]]:
     with collecting() as notes:
         try:
             if EVENT_SPECS[payload.event].intercept:
@@ -103,13 +122,15 @@ def run_hooks(
         except CriticalHookDeliveryError:
             _log.exception("critical hook delivery failed", hook_event=event)
             verdict = Verdict(payload=payload)
-    # a permissive hook's answer is recorded by the engine (its would-be decision), never
-    # passed on: the agent reads the bridge's answer, not the hook's own output
-    permissive = {h.id for h in engine.registry.hooks() if h.mode == "permissive"}
-    if operation_id is not None:
-        scoped = engine.registry.hooks(operation_id=operation_id)
-        permissive.update(h.id for h in scoped if h.mode == "permissive")
-    answers = [a for a in answers_from_notes(notes) if a.hook_id not in permissive]
+    answers = answers_from_notes(notes)
+    if answers:
+        # a permissive hook's answer is recorded by the engine (its would-be decision), never
+        # passed on: the agent reads the bridge's answer, not the hook's own output
+        permissive = {h.id for h in engine.registry.hooks() if h.mode == "permissive"}
+        if operation_id is not None:
+            scoped = engine.registry.hooks(operation_id=operation_id)
+            permissive.update(h.id for h in scoped if h.mode == "permissive")
+        answers = [a for a in answers if a.hook_id not in permissive]
     if verdict.blocked and not any(a.hook_id == verdict.decided_by and decides(a) for a in answers):
         answers.append(block_answer(verdict.decided_by or "hook", verdict.reason))
     return verdict, answers

@@ -43,7 +43,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import Any
+from typing import Any, Final
 
 import structlog
 from opentelemetry.sdk.resources import Resource
@@ -95,12 +95,20 @@ from otelhooks.integrations.coding_agents._spans import (
     session_trace_id,
 )
 from otelhooks.integrations.coding_agents._state import BridgeState, OpenOperation
-from otelhooks.integrations.coding_agents._tools import ToolUses
+from otelhooks.integrations.coding_agents._tools import ToolUses, tool_values
 from otelhooks.integrations.coding_agents._turns import Turns, turn_ids
 
 __all__ = ["ClaudeCodeBridge", "CodingAgentBridge"]
 
 _log = structlog.get_logger("otelhooks")
+
+# The hook events an input event runs before its answer besides its row's canonical event
+# (:meth:`CodingAgentBridge.hooks_now`); ``tests/integrations/test_coding_agents_hooks_now.py``
+# holds this to what the handlers run.
+_ALSO_NOW: Final[dict[str, tuple[str, ...]]] = {
+    "PostToolUse": ("tool_result_persist",),
+    "MessageDisplay": ("message_sending",),
+}
 
 
 def _capture_content() -> bool:
@@ -207,6 +215,39 @@ class CodingAgentBridge:
         return report
 
     # -- dispatch ----------------------------------------------------------------------------------
+
+    def hooks_now(self, payload: Mapping[str, Any]) -> list[Hook] | None:
+        """The hooks that may run before ``payload`` is answered, as the engine's index names
+        them (``None``: the bridge cannot tell, so any may).
+
+        An event outside :data:`ANSWERING_EVENTS` runs none (its observers are queued). A
+        ``PreToolUse`` runs the ``before_tool_call`` hooks matching its tool's names; any other
+        event every hook of the events it runs, whatever its matcher (an event that ends a tool
+        use is dispatched with the name its start recorded, which its own input may not
+        repeat). Hooks of any operation count: the operation is not known before its state is
+        read.
+
+        Example:
+            >>> bridge = CodingAgentBridge(state=BridgeState("/tmp/cc-now.sqlite3"))
+            >>> bridge.hooks_now({"hook_event_name": "PreToolUse", "tool_name": "Bash"})
+            []
+            >>> bridge.close().ok
+            True
+        """
+        name = str(payload.get("hook_event_name") or "")
+        if name not in ANSWERING_EVENTS:
+            return []
+        registry = self.engine.registry
+        if name == "PreToolUse":
+            tool_name = str(payload.get("tool_name") or "tool")
+            return registry.may_match("before_tool_call", tool_values(tool_name))
+        known = EVENTS.get(name)
+        if known is None:
+            return None
+        found: list[Hook] = []
+        for event in (known.canonical, *_ALSO_NOW.get(name, ())):
+            found += registry.may_match(event)
+        return found
 
     def handle(self, payload: Mapping[str, Any], *, open_tools_only: bool = False) -> HookResponse:
         """Handle one hook event (the JSON the CLI writes on the hook's stdin, in Claude Code's

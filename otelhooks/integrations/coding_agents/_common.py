@@ -38,7 +38,7 @@ CLI_NAMES = {
     "codex": "Codex CLI",
     "gemini-cli": "Gemini CLI",
 }
-Observe = Callable[[str, HookEvent, tuple[str, ...]], None]
+Observe = Callable[[str, HookEvent | Callable[[], HookEvent], tuple[str, ...]], None]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -83,9 +83,16 @@ def text(value: Any) -> str:
 
 
 def observer(engine: HooksEngine) -> Observe:
-    """Queue an observer event (payload already built) on ``engine``."""
+    """Queue an observer event on ``engine``: its payload, or the payload's builder, called
+    only when a hook matches (an event nobody observes costs no model)."""
 
-    def observe(event: str, payload: HookEvent, values: tuple[str, ...]) -> None:
+    def observe(
+        event: str, payload: HookEvent | Callable[[], HookEvent], values: tuple[str, ...]
+    ) -> None:
+        if callable(payload):
+            if not engine.registry.may_match(event, values):  # any operation's, as dispatch
+                return
+            payload = payload()
         try:
             engine.dispatch(event, payload, values=values)
         except CriticalHookDeliveryError:

@@ -39,13 +39,16 @@ That deadline is kept by the event loop, which waits for the deciding thread, so
 sync Python hooks itself (:func:`~otelhooks._dispatch._calls.waited_within`): one thread hop per
 deciding event, not one more per hook. A hook stuck there costs its thread, which the runner
 replaces; commands, webhooks and hooks with a deadline shorter than the route's keep their own.
-The others only record (session state, a span, queued observers) and are answered inline.
+The others only record (session state, a span, queued observers) and are answered inline, and
+so is a deciding event that no hook but the given recorders (serve's event-log observers) may run
+for, when the session store is local (:meth:`ClaudeCodeHookRoute.inline`): nothing can decide it
+or make it wait, so it takes no hop.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from functools import partial
 from typing import Any
 
@@ -54,6 +57,7 @@ import structlog
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks._dispatch._calls import waited_within
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
+from otelhooks._hooks import Hook
 from otelhooks._store._errors import StoreUnavailable
 from otelhooks.integrations.coding_agents._answers import ANSWERING_EVENTS
 from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
@@ -125,6 +129,10 @@ class ClaudeCodeHookRoute:
         max_body_bytes: largest hook input accepted (else 413, a non-blocking error).
         decision_timeout_s: a deciding event not answered by then gets the failure answer.
         runner: where deciding events run (a :class:`FairRunner` of 32 threads by default).
+        recorders: registered hooks that only record, never answering and never waiting (an
+            event log's observers): a deciding event that no other hook may run for is
+            answered on the event loop, as a non-deciding one is, when the session store
+            never waits either (:attr:`ServerSessions.local`).
 
     Example:
         >>> from otelhooks.integrations.coding_agents import CodingAgentBridge
@@ -145,6 +153,7 @@ class ClaudeCodeHookRoute:
         max_body_bytes: int = DEFAULT_MAX_HOOK_BODY,
         decision_timeout_s: float = DEFAULT_DECISION_TIMEOUT_S,
         runner: FairRunner | None = None,
+        recorders: Collection[Hook] = (),
     ) -> None:
         self.bridge = bridge
         self.fail_closed = fail_closed
@@ -153,6 +162,10 @@ class ClaudeCodeHookRoute:
         drops = bridge.engine.metrics.drop_counter("claude_code_hooks")
         self.runner = runner or FairRunner(workers=DECIDING_THREADS, on_drop=drops)
         self._deadline_at = (-1, decision_timeout_s)  # (registry version, deadline) last read
+        self._recorders = tuple(recorders)  # held, so that their ids stay theirs
+        self._recorder_ids = frozenset(map(id, self._recorders))
+        sessions = bridge.state
+        self._local = isinstance(sessions, ServerSessions) and sessions.local
 
     def _failure(self, event: str | None, problem: str, status: int = 500) -> tuple[int, bytes]:
         """The answer when no hook decided: a deny when fail-closed guards it, else ``status``."""
@@ -175,6 +188,27 @@ class ClaudeCodeHookRoute:
                 deadline_s = max(self.decision_timeout_s, wait_s + 5.0)
             self._deadline_at = (version, deadline_s)
         return deadline_s
+
+    def inline(self, payload: Mapping[str, Any]) -> bool:
+        """Whether a deciding event may be answered on the event loop: its session store never
+        waits and no hook but the recorders may run before its answer (the bridge's
+        :meth:`~CodingAgentBridge.hooks_now`, from the engine's index), so nothing can decide
+        it and nothing on its road can wait.
+
+        Example:
+            >>> from otelhooks.integrations.coding_agents import CodingAgentBridge
+            >>> bridge = CodingAgentBridge(state=ServerSessions())
+            >>> route = ClaudeCodeHookRoute(bridge)
+            >>> route.inline({"hook_event_name": "PreToolUse", "tool_name": "Bash"})
+            True
+            >>> route.close()
+            >>> bridge.close().ok
+            True
+        """
+        if not self._local:
+            return False
+        hooks = self.bridge.hooks_now(payload)
+        return hooks is not None and all(id(h) in self._recorder_ids for h in hooks)
 
     def _decide(self, payload: Mapping[str, Any], deadline_s: float) -> tuple[int, bytes]:
         """:meth:`answer` on the deciding thread, whose waiter answers within ``deadline_s``."""
@@ -243,7 +277,7 @@ class ClaudeCodeHookRoute:
             await respond(send, status, answer, b"application/json")
             return
         event = str(payload.get("hook_event_name") or "")
-        if event in _DECIDING:
+        if event in _DECIDING and not self.inline(payload):
             # intercept hooks may wait (commands, control webhooks): never on the event loop,
             # never behind another session's calls, never past the client's timeout
             session = str(payload.get("session_id") or "unknown-session")
@@ -261,9 +295,11 @@ class ClaudeCodeHookRoute:
                 )
                 status, answer = self._failure(event, f"otelhooks: {late}")
         else:
-            # the rest only records (session state in memory, a span, queued observers):
-            # answered inline, without a thread hop on Claude Code's path
-            status, answer = self.answer(payload)
+            # the rest only records (session state in memory, a span, queued observers, a
+            # log's append): answered inline, without a thread hop on Claude Code's path; the
+            # recorders (never waiting) run here too, any other hook keeps its own deadline
+            with waited_within(self.decision_timeout_s, only=self._recorder_ids):
+                status, answer = self.answer(payload)
         await respond(send, status, answer, b"application/json")
 
     def close(self) -> None:

@@ -167,6 +167,13 @@ class ServerSessions(BridgeState):
         """Whether the sessions survive a restart (a file, not memory)."""
         return str(self.path) != _MEMORY
 
+    @property
+    def local(self) -> bool:
+        """Whether every change is made in this process (memory, or a file only this server
+        opens), never waiting for another process or a network: then a change may be made
+        on the server's event loop."""
+        return True
+
     def _forgot(self) -> None:
         self.on_drop(1, "join_forgotten")
 
@@ -354,10 +361,13 @@ class ServerSessions(BridgeState):
         tool_input: dict[str, Any],
         *,
         counted: bool = True,
+        attributes: dict[str, Any] | None = None,
     ) -> OpenTool:
         self._see(session_id)
         self._hold(session_id)
-        tool = super().begin_tool(session_id, tool_use_id, tool_name, tool_input, counted=counted)
+        tool = super().begin_tool(
+            session_id, tool_use_id, tool_name, tool_input, counted=counted, attributes=attributes
+        )
         self._held_tool(tool, len(json.dumps(tool_input, default=str)) if tool_input else 2)
         return tool
 

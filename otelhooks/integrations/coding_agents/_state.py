@@ -92,6 +92,16 @@ _COUNT_IN_TURN = (
 )
 
 
+_TOOL_ROW = "SELECT * FROM tools WHERE session_id = ? AND tool_use_id = ?"
+# The session's next call index, taken only for a tool use not recorded yet (no row otherwise).
+_COUNT_NEW = (
+    "INSERT INTO counters SELECT ?, 1 WHERE NOT EXISTS "
+    "(SELECT 1 FROM tools WHERE session_id = ? AND tool_use_id = ?) "
+    "ON CONFLICT(session_id) DO UPDATE SET tool_calls = counters.tool_calls + 1 "
+    "RETURNING tool_calls - 1"
+)
+
+
 def _span_id() -> int:
     # 63 bits: SQLite integers are signed 64-bit
     return getrandbits(63) or 1
@@ -183,23 +193,24 @@ def _start(
     tool_name: str,
     tool_input: dict[str, Any],
     counted: bool,
+    attributes: dict[str, Any],
 ) -> OpenTool:
-    row = db.execute(
-        "SELECT * FROM tools WHERE session_id = ? AND tool_use_id = ?",
-        (operation.session_id, tool_use_id),
-    ).fetchone()
-    if row is not None:
-        return _tool(row)
+    key = (operation.session_id, tool_use_id)
     index, turn_index = UNCOUNTED, 0
     if counted:
-        index = db.execute(
-            "INSERT INTO counters VALUES (?, 1) ON CONFLICT(session_id) "
-            "DO UPDATE SET tool_calls = counters.tool_calls + 1 RETURNING tool_calls - 1",
-            (operation.session_id,),
-        ).fetchone()[0]
+        # counted unless recorded already (then no row comes back): the check and the count
+        # are one statement
+        counted_row = db.execute(_COUNT_NEW, (operation.session_id, *key)).fetchone()
+        if counted_row is None:
+            return _tool(db.execute(_TOOL_ROW, key).fetchone())
+        index = counted_row[0]
         turn_index = db.execute(
             _COUNT_IN_TURN, (operation.session_id, tool_name, operation.operation_id)
         ).fetchone()[0]
+    else:
+        row = db.execute(_TOOL_ROW, key).fetchone()
+        if row is not None:
+            return _tool(row)
     tool = OpenTool(
         operation.session_id,
         tool_use_id,
@@ -210,7 +221,7 @@ def _start(
         tool_name,
         tool_input,
         index,
-        {},
+        attributes,
         turn_index,
     )
     db.execute(
@@ -225,7 +236,7 @@ def _start(
             tool.tool_name,
             json.dumps(tool_input, default=str),
             tool.call_index,
-            stored_attributes(tool, {}),
+            stored_attributes(tool, attributes),
         ),
     )
     return tool
@@ -284,6 +295,15 @@ class BridgeState:
                 raise
             self._db.execute("COMMIT")
 
+    def _one(self, sql: str, params: tuple[Any, ...]) -> sqlite3.Row | None:
+        """One statement in a transaction of its own (autocommit: a single statement is
+        atomic, so it needs no ``BEGIN`` and ``COMMIT`` around it); its first row."""
+        with self._lock:
+            if self._db is None:
+                self._db = connect(self.path)
+            row: sqlite3.Row | None = self._db.execute(sql, params).fetchone()
+            return row
+
     def close(self) -> None:
         """Close the connection (a call after this one fails)."""
         with self._lock:
@@ -318,10 +338,8 @@ class BridgeState:
             return _current(db, session_id)
 
     def peek_operation(self, session_id: str) -> OpenOperation | None:
-        with self._tx() as db:
-            row = db.execute(
-                "SELECT * FROM operations WHERE session_id = ?", (session_id,)
-            ).fetchone()
+        """The open turn, or ``None`` (nothing is opened)."""
+        row = self._one("SELECT * FROM operations WHERE session_id = ?", (session_id,))
         return _operation(row) if row is not None else None
 
     def end_operation(self, session_id: str) -> OpenOperation | None:
@@ -343,33 +361,35 @@ class BridgeState:
         tool_input: dict[str, Any],
         *,
         counted: bool = True,
+        attributes: dict[str, Any] | None = None,
     ) -> OpenTool:
         """Record a tool use as it starts, in the open turn (opened now if there is none); a
-        repeated ``PreToolUse`` gets the first record.
+        repeated ``PreToolUse`` gets the first record. ``attributes`` are kept with a new
+        record (what :meth:`set_tool_attributes` would keep, known before the hooks ran).
 
         ``counted=False`` records an open call that is not a tool use (a model call): it takes
         no ``call_index`` (its index is ``-1``), so the session's tool uses stay numbered
         0, 1, 2 ... whatever runs between them, and no ``turn_index`` (0). A counted one also
         takes its tool's number in the turn (``turn_index``, from 1).
         """
+        kept = dict(attributes) if attributes else {}
         with self._tx() as db:
-            return _start(db, _current(db, session_id), tool_use_id, tool_name, tool_input, counted)
+            op = _current(db, session_id)
+            return _start(db, op, tool_use_id, tool_name, tool_input, counted, kept)
 
     def set_tool_attributes(self, tool: OpenTool, attributes: dict[str, Any]) -> None:
         """Keep the attributes decided at ``PreToolUse`` (hook verdict) for the span's end."""
-        with self._tx() as db:
-            db.execute(
-                "UPDATE tools SET attributes = ? WHERE session_id = ? AND tool_use_id = ?",
-                (stored_attributes(tool, attributes), tool.session_id, tool.tool_use_id),
-            )
+        self._one(
+            "UPDATE tools SET attributes = ? WHERE session_id = ? AND tool_use_id = ?",
+            (stored_attributes(tool, attributes), tool.session_id, tool.tool_use_id),
+        )
 
     def end_tool(self, session_id: str, tool_use_id: str) -> OpenTool | None:
         """Remove and return the open tool use (``PostToolUse`` / ``PostToolUseFailure``)."""
-        with self._tx() as db:
-            row = db.execute(
-                "DELETE FROM tools WHERE session_id = ? AND tool_use_id = ? RETURNING *",
-                (session_id, tool_use_id),
-            ).fetchone()
+        row = self._one(
+            "DELETE FROM tools WHERE session_id = ? AND tool_use_id = ? RETURNING *",
+            (session_id, tool_use_id),
+        )
         return _tool(row) if row is not None else None
 
     def end_session(self, session_id: str) -> tuple[OpenOperation | None, list[OpenTool]]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from dataclasses import replace
+from functools import partial
 from typing import Any
 
 from opentelemetry.util import types
@@ -58,7 +59,7 @@ from otelhooks.integrations.coding_agents._spans import (
 )
 from otelhooks.integrations.coding_agents._state import OpenTool
 
-__all__ = ["ToolNotOpen", "ToolUses"]
+__all__ = ["ToolNotOpen", "ToolUses", "tool_values"]
 
 
 class ToolNotOpen(LookupError):
@@ -79,7 +80,7 @@ def _args(payload: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
     return name, args, use_id
 
 
-def _values(tool_name: str) -> tuple[str, ...]:
+def tool_values(tool_name: str) -> tuple[str, ...]:
     """What matchers see: the name, and for an MCP tool (``mcp__server__tool``) the names the
     MCP gateway gives it (``server/tool``, ``tool``), so one guard fires in both."""
     return (tool_name, *tool_aliases(tool_name))
@@ -130,9 +131,10 @@ class ToolUses(Part):
             sc.TOOL_IDENTIFIER: "",
             sc.TOOL_MATCHER_VALUE: tool.tool_name,
             sc.TOOL_CALL_INDEX: tool.call_index,
-            **self._args_attributes(tool.tool_input),
             sc.OPERATION_ID: tool.operation_id,
         }
+        if sc.TOOL_ARGS_FINGERPRINT not in tool.attributes:  # else kept from its start
+            attrs.update(self._args_attributes(tool.tool_input))
         if self.capture:
             attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = canonical_json(tool.tool_input)
         return attrs
@@ -184,21 +186,28 @@ class ToolUses(Part):
     def pre(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
         tool_name, args, use_id = _args(payload)
         # the state file keeps the arguments only when content is captured (data at rest)
-        tool = self.state.begin_tool(session, use_id, tool_name, args if self.capture else {})
-        fields: dict[str, Any] = {**self._tool_event(tool, args), "claudeCode": self._own(payload)}
-        if self.spend is not None:
-            total = self.spend.of(session)
-            fields["spend"] = running(total, total).model_copy(update={"operation": None})
-        event = ToolCallEvent(**fields)
-        values = _values(tool_name)  # the matcher values of every event of this tool use
+        # what the span keeps whatever the hooks decide, kept with the start: a call no hook
+        # adds to needs no second change (set_tool_attributes) before it is answered
+        known = {**turn_attributes(payload), **self._args_attributes(args)}
+        tool = self.state.begin_tool(
+            session, use_id, tool_name, args if self.capture else {}, attributes=known
+        )
+
+        def event() -> ToolCallEvent:  # built only for a hook that matches
+            fields: dict[str, Any] = {
+                **self._tool_event(tool, args),
+                "claudeCode": self._own(payload),
+            }
+            if self.spend is not None:
+                total = self.spend.of(session)
+                fields["spend"] = running(total, total).model_copy(update={"operation": None})
+            return ToolCallEvent(**fields)
+
+        values = tool_values(tool_name)  # the matcher values of every event of this tool use
         verdict, answers = run_hooks(
             self.engine, "before_tool_call", event, values, operation_id=tool.operation_id
         )
-        attrs = {
-            **turn_attributes(payload),
-            **self._args_attributes(args),
-            **self._verdict_attributes(verdict),
-        }
+        attrs = {**known, **self._verdict_attributes(verdict)}
         mock = verdict.mock
         if mock is not None:
             # Claude Code cannot take a result in place of running the tool: the nearest is a
@@ -238,7 +247,8 @@ class ToolUses(Part):
             reason = str(specific.get("permissionDecisionReason") or "")
             self._refuse(tool, kept, verdict, args, reason, values, mocked=mock is not None)
             return response
-        self.state.set_tool_attributes(tool, kept)
+        if kept != tool.attributes:  # the hooks added to them (or a repeated start's differ)
+            self.state.set_tool_attributes(tool, kept)
         return response
 
     def _refuse(
@@ -263,28 +273,31 @@ class ToolUses(Part):
         if denied:
             self.observe(
                 "on_tool_call_denied",
-                ToolCallDeniedEvent(**context, reason=reason, decidedBy=decided_by),
+                lambda: ToolCallDeniedEvent(**context, reason=reason, decidedBy=decided_by),
                 values,
             )
-        state = {
-            "type": "blocked",
-            "classification": sc.CLASSIFICATION_HOOK_DENIED,
-            "reason": reason,
-            "decidedBy": decided_by,
-        }
-        result = (
-            ToolResult(content=reason, success=False, error=reason, state=state)
-            if denied
-            else (verdict.mock or ToolResult())
-        )
-        after = AfterToolCallEvent(
-            **context,
-            content=result.content,
-            success=result.success,
-            mocked=not denied,
-            result=result,
-            toolOutput=result.content,
-        )
+
+        def after() -> AfterToolCallEvent:
+            state = {
+                "type": "blocked",
+                "classification": sc.CLASSIFICATION_HOOK_DENIED,
+                "reason": reason,
+                "decidedBy": decided_by,
+            }
+            result = (
+                ToolResult(content=reason, success=False, error=reason, state=state)
+                if denied
+                else (verdict.mock or ToolResult())
+            )
+            return AfterToolCallEvent(
+                **context,
+                content=result.content,
+                success=result.success,
+                mocked=not denied,
+                result=result,
+                toolOutput=result.content,
+            )
+
         self.observe("after_tool_call", after, values)
 
     def _take_tool(self, session: str, payload: Mapping[str, Any], open_only: bool) -> OpenTool:
@@ -340,31 +353,39 @@ class ToolUses(Part):
         if isinstance(measured, int | float) and not isinstance(measured, bool):
             elapsed_ms = float(measured)
             ended["claude_code.duration_ms"] = elapsed_ms
-        context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
-        values = _values(tool.tool_name)
+        values = tool_values(tool.tool_name)
+
+        def context() -> dict[str, Any]:
+            return {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
+
         if name == "PostToolUseFailure":
             error = str(payload.get("error") or "the tool failed")
             error_type = "interrupted" if payload.get("is_interrupt") else "ToolError"
             self.end_tool(
                 tool, "error", result=error, error=error, error_type=error_type, extra=ended
             )
-            failed = ToolCallErrorEvent(**context, error=error, errorType=error_type)
-            _, answers = run_hooks(self.engine, "on_tool_call_error", failed, values)
+            failed = partial(ToolCallErrorEvent, error=error, errorType=error_type)
+            _, answers = run_hooks(
+                self.engine, "on_tool_call_error", lambda: failed(**context()), values
+            )
             output, lost = combine(name, answers, agent=self.agent)
             return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
         # what the model will see (after a tool_result_persist rewrite) is what is recorded
         response, answers, extra = self._persist(tool, payload.get("tool_response"), values)
         content = text(response)
         self.end_tool(tool, "success", result=content, extra=ended)
-        after = AfterToolCallEvent(
-            **context,
-            content=content,
-            success=True,
-            executionTimeMs=elapsed_ms,
-            duration=elapsed_ms / 1000,
-            result=ToolResult(content=content, success=True, executionTime=elapsed_ms),
-            toolOutput=response,
-        )
+
+        def after() -> AfterToolCallEvent:
+            return AfterToolCallEvent(
+                **context(),
+                content=content,
+                success=True,
+                executionTimeMs=elapsed_ms,
+                duration=elapsed_ms / 1000,
+                result=ToolResult(content=content, success=True, executionTime=elapsed_ms),
+                toolOutput=response,
+            )
+
         _, more = run_hooks(self.engine, "after_tool_call", after, values)
         output, lost = combine(name, [*answers, *more], extra=extra, agent=self.agent)
         return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
@@ -377,6 +398,7 @@ class ToolUses(Part):
         self.end_tool(tool, "denied", result=reason)
         context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
         denied = ToolCallDeniedEvent(**context, reason=reason, decidedBy=self.agent)
-        _, answers = run_hooks(self.engine, "on_tool_call_denied", denied, _values(tool.tool_name))
+        values = tool_values(tool.tool_name)
+        _, answers = run_hooks(self.engine, "on_tool_call_denied", denied, values)
         output, lost = combine("PermissionDenied", answers, agent=self.agent)
         return respond("PermissionDenied", output, lost, deny_mode=self.deny_mode, agent=self.agent)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from functools import partial
 from typing import Any, Literal
 
 from opentelemetry.util import types
@@ -104,14 +105,18 @@ class Turns(Part):
         op, previous = self.state.start_operation(session, prompt if self.capture else "")
         if previous is not None:
             self.end(previous, "interrupted", None)
-        event = BeforeAgentStartEvent(
-            **turn_ids(session, op, op.span_id),
-            agentId=self.agent,
-            input=prompt,
-            userMessage=prompt,
-            fullPrompt=prompt,
-            metadata={k: payload.get(k) for k in ("cwd", "permission_mode", "transcript_path")},
-        )
+
+        def event() -> BeforeAgentStartEvent:  # built for a hook only
+            metadata = {k: payload.get(k) for k in ("cwd", "permission_mode", "transcript_path")}
+            return BeforeAgentStartEvent(
+                **turn_ids(session, op, op.span_id),
+                agentId=self.agent,
+                input=prompt,
+                userMessage=prompt,
+                fullPrompt=prompt,
+                metadata=metadata,
+            )
+
         verdict, answers = run_hooks(
             self.engine, "before_agent_start", event, (self.agent,), operation_id=op.operation_id
         )
@@ -154,17 +159,16 @@ class Turns(Part):
             "hookEventName": name,
             **claude_fields(payload, capture=self.capture),
         }
-        complete = CompleteEvent.model_validate(
-            {
-                **turn_ids(session, op, op.span_id if op is not None else None),
-                "agentId": self.agent,
-                "runId": op.operation_id if op is not None else session,
-                "reason": "done",
-                "success": True,
-                "duration": (time.time_ns() - op.start_ns) / 1e9 if op is not None else 0.0,
-                "claudeCode": own,
-            }
-        )
+        fields = {
+            **turn_ids(session, op, op.span_id if op is not None else None),
+            "agentId": self.agent,
+            "runId": op.operation_id if op is not None else session,
+            "reason": "done",
+            "success": True,
+            "duration": (time.time_ns() - op.start_ns) / 1e9 if op is not None else 0.0,
+            "claudeCode": own,
+        }
+        complete = partial(CompleteEvent.model_validate, fields)  # built for a hook only
         _, answers = run_hooks(self.engine, "on_complete", complete, (self.agent,))
         output, lost = combine(name, answers, agent=self.agent)
         if output.get("decision") != "block":
