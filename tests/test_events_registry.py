@@ -550,19 +550,28 @@ def test_gen_ai_operation_names_equal_the_semconv_package() -> None:
 
 
 def test_otelhooks_attributes_live_under_one_namespace() -> None:
+    # the conventions' own namespaces (GenAI, MCP, RPC, network, error) and the one of names a
+    # coding agent gives itself (Claude Code's): every other name is ours, under otelhooks.
+    theirs = ("gen_ai.", "mcp.", "jsonrpc.", "rpc.", "network.", "client.", "error.")
     ours = {
         k: v
         for k, v in vars(sc).items()
         if k.isupper()
         and isinstance(v, str)
         and "." in v
-        and not k.startswith(("GEN_AI_", "METRIC_", "ENV_"))
-        # the conventions' own names, and the namespace of events Claude Code names itself
-        and k
-        not in ("ERROR_TYPE", "SCHEMA_URL", "CLAUDE_CODE_EVENT_PREFIX", "EVENT_SECURITY_FINDING")
+        and not k.startswith(("GEN_AI_", "ENV_"))
+        and not v.startswith(theirs)
+        and k not in ("SCHEMA_URL", "CLAUDE_CODE_EVENT_PREFIX", "EVENT_SECURITY_FINDING")
+        and not k.startswith("CLAUDE_CODE_")
     }
     assert ours
     assert {k: v for k, v in ours.items() if not v.startswith("otelhooks.")} == {}
+    # and no name of ours hides among theirs
+    assert not [
+        v
+        for v in vars(sc).values()
+        if isinstance(v, str) and v.startswith(theirs) and "otelhooks" in v
+    ]
 
 
 def test_event_ids_are_random_uuid4_hex_and_unique() -> None:
