@@ -45,7 +45,9 @@ import structlog
 from otelhooks._encoding import clean_text
 from otelhooks._errors import InvalidMatcherError
 
-# The regex parser of the standard library (untyped, private since 3.11; its API is stable).
+# CPython's regex parser: private since 3.11 (``sre_parse`` is its deprecated alias) and the
+# only parser of Python's own regex syntax; typeshed has no stubs for it. docs/design.md
+# ("Private names that remain") says why; tests/test_private_names.py fails if it changes.
 _sre: Any = importlib.import_module("re._constants")
 _sre_parse: Any = importlib.import_module("re._parser")
 
