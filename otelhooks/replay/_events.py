@@ -80,7 +80,8 @@ class RecordedEvent:
     Attributes:
         event: the canonical intercept event (``before_tool_call``...).
         build: makes its payload from the span (:attr:`payload` calls it once, when a hook
-            matches: as live, no payload is built for an event no hook wants).
+            matches: as live, no payload is built for an event no hook wants; a rewrite's diff
+            calls it again, for the value the hooks started from).
         values: what matchers compare (as the live instrumentation offers them).
         recorded: what the hooks decided when the span was recorded.
         trace_id, span_id: the span (lowercase hex).
