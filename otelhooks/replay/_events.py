@@ -242,7 +242,7 @@ def _tool_events(
     size = attrs.get(sc.TOOL_RESULT_SIZE)
     has_result = isinstance(content, str) or size == 0
     result = {"content": content if isinstance(content, str) else "", "success": outcome != "error"}
-    persisted = Decision()
+    persisted = _ALLOWED
     for span_event in span.get("events") or ():
         if span_event.get("name") == sc.EVENT_TOOL_RESULT_PERSIST:
             event_attrs = span_event.get("attributes") or {}
