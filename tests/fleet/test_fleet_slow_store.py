@@ -76,7 +76,7 @@ def _waiting_for_lock(pg_url: str) -> bool:
 
 @pytest.mark.parametrize(
     ("timeout", "ended_by"),
-    [((), "the store's lock timeout"), (("--hook-timeout", "2"), "the route's deadline")],
+    [((), "the store's lock timeout"), (("--hook-timeout", "3"), "the route's deadline")],
 )
 def test_a_slow_store_holds_only_its_own_event(
     tmp_path: Path, pg_url: str, held_lock: Any, timeout: tuple[str, ...], ended_by: str
