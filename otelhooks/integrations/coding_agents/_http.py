@@ -308,10 +308,9 @@ class ClaudeCodeHookRoute:
                 )
             except Late as late:
                 if quiet and not (self.fail_closed and event == "PreToolUse"):
-                    # nothing but the store could hold it: the store's failure, retried
-                    raise StoreUnavailable(
-                        self._store, f"no answer within {deadline_s:g} s"
-                    ) from None
+                    # nothing but the store could hold it (or too many wait for it): the
+                    # store's failure, which the client retries
+                    raise StoreUnavailable(self._store, str(late)) from None
                 _log.error(
                     "claude-code hook gave no answer in time: answered as a failure",
                     hook_event=event,
