@@ -282,6 +282,11 @@ class BridgeState:
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
 
+    @property
+    def store_name(self) -> str:
+        """What an error names the store by (the file)."""
+        return str(self.path)
+
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
