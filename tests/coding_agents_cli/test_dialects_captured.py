@@ -236,3 +236,32 @@ def test_a_rewritten_prompt_is_blocked_naming_the_cli_that_cannot_replace_it(
     assert answer["decision"] == "deny"
     assert "Gemini CLI cannot replace a prompt" in answer["reason"]
     assert "a cleaner prompt" in answer["reason"]
+
+
+BROKEN_GUARD = """\
+hooks:
+  - id: no-rm
+    type: PreToolUse
+    matcher: "@shell"
+    command: "no-such-guard-binary"
+"""
+
+
+@pytest.mark.parametrize(
+    ("dialect", "captured"), [("codex", "codex-PreToolUse"), ("gemini", "gemini-BeforeTool")]
+)
+def test_a_guard_that_fails_is_told_to_the_person_not_taken_for_no_objection(
+    tmp_path: Path, dialect: str, captured: str
+) -> None:
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(BROKEN_GUARD)
+    options = BridgeOptions(
+        hooks=(str(hooks),), state=str(tmp_path / "state.sqlite3"), dialect=dialect
+    )
+    response = run_hook(json.dumps(_captured(captured)), options, environ={})
+    answer = json.loads(response.stdout)
+    assert response.exit_code == 0
+    assert set(answer) == {"systemMessage"}  # no decision: the tool runs
+    assert answer["systemMessage"].startswith("otelhooks: a hook failed and did not decide: ")
+    assert "no-rm" in answer["systemMessage"]
+    assert "no-such-guard-binary: not found" in answer["systemMessage"]
