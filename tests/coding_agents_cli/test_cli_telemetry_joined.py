@@ -105,8 +105,8 @@ def _one_process_hooks(project: Path, tmp_path: Path) -> Path:
 
 def _bridge_env(tmp_path: Path) -> dict[str, str]:
     return {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
+        "OTELHOOKS_BRIDGE_STATE": str(tmp_path / "state.sqlite3"),
+        "OTELHOOKS_BRIDGE_DAEMON_IDLE": "3",
     }
 
 
