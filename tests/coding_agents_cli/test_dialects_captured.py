@@ -312,3 +312,32 @@ def test_one_hook_file_in_any_dialect_guards_every_cli(
     else:
         assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
         assert answer["hookSpecificOutput"]["permissionDecisionReason"] == "no shell here"
+
+
+def test_a_rewrite_nobody_allowed_is_a_codex_deny_naming_the_new_arguments(
+    tmp_path: Path,
+) -> None:
+    from otelhooks.integrations.coding_agents import BridgeState, CodingAgentBridge, dialect_named
+
+    codex = dialect_named("codex")
+    hook = {
+        "id": "safer",
+        "type": "before_tool_call",
+        "handler": lambda e: {"args": {"command": "echo safe"}},
+    }
+    bridge = CodingAgentBridge(
+        hooks=[hook],
+        state=BridgeState(tmp_path / "state.sqlite3"),
+        agent=codex.agent,
+        provider=codex.provider,
+    )
+    try:
+        response = codex.answer(bridge.handle(codex.to_bridge(_captured("codex-PreToolUse"))))
+    finally:
+        bridge.close()
+    answer = json.loads(response.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny"
+    assert "updatedInput" not in answer
+    reason = answer["permissionDecisionReason"]
+    assert "Codex CLI cannot ask a person, so otelhooks denies it" in reason
+    assert '{"command": "echo safe"}' in reason
