@@ -31,6 +31,7 @@ __all__ = [
     "Steps",
     "WebView",
     "codex_config",
+    "gemini_settings",
     "need_cli",
     "run_claude",
     "run_codex",
