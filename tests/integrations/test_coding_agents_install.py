@@ -133,3 +133,16 @@ def test_cli_user_install_with_hooks_file_writes_the_users_file_and_uninstalls_e
     gone = _otelhooks(dialect, "uninstall", "--user", env=env)
     assert gone.returncode == 0, gone.stderr
     assert path.read_text() == THEIRS
+
+
+def test_a_gemini_settings_file_with_comments_is_refused_untouched_saying_why(
+    tmp_path: Path,
+) -> None:
+    # Gemini CLI reads comments in settings.json; the installer keeps only what it understands
+    path = hooks_path("gemini", project=tmp_path)
+    path.parent.mkdir(parents=True)
+    text = '{\n  // mine\n  "model": {"name": "gemini-2.5-flash"}\n}\n'
+    path.write_text(text)
+    with pytest.raises(ValueError, match="if it holds comments: they cannot be kept"):
+        install_agent("gemini", project=tmp_path, hooks_file="hooks.yaml")
+    assert path.read_text() == text
