@@ -261,6 +261,12 @@ class Hook(BaseModel):
         return direct if direct is not None else action
 
     @cached_property
+    def notifies(self) -> bool:
+        """A notification: its action delivers by itself, off the path (:func:`enqueues`);
+        read for every hook of every event."""
+        return enqueues(self.action)
+
+    @cached_property
     def intercepts(self) -> bool:
         """Runs inline, before the action, and may change or block it."""
         return self._spec.intercept

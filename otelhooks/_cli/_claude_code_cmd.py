@@ -81,7 +81,7 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     cmd.add_argument(
         "--state",
         metavar="PATH",
-        help="the state file shared by hook processes (default: $OTELHOOKS_CLAUDE_STATE or "
+        help="the state file shared by hook processes (default: $OTELHOOKS_BRIDGE_STATE or "
         "~/.otelhooks/claude-code.sqlite3)",
     )
     cmd.add_argument(

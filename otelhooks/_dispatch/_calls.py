@@ -197,9 +197,12 @@ class HookCalls:
         action = hook.action
         if action.is_async:
             return self.call(hook, payload)
+        # What the observer worker calls for it too (a Python handler: its function, one frame
+        # less); a command or a control webhook bounds its own time.
+        fn = hook.inline or action
         started = time.perf_counter()
         # In a copy of the context, as in the pool: a hook's context variables stay its own.
-        result = contextvars.copy_context().run(action, payload)
+        result = contextvars.copy_context().run(fn, payload)
         # A sync callable's coroutine (the payload itself, or None, never is).
         if result is not None and result is not payload and inspect.isawaitable(result):
             return self.run_coroutine(hook, result)

@@ -59,7 +59,6 @@ class InterceptChain:
         "dry_run",
         "event",
         "hooks",
-        "marked",
         "marks",
         "permissive",
         "scratch",
@@ -76,16 +75,15 @@ class InterceptChain:
         self.call_webhooks = True  # False: control webhooks are reported as "would call"
         self.scratch: HookEvent | None = None  # the copy a permissive hook was given (rule 7)
         self.permissive: str | None = None  # what the last permissive hook would have done
-        # The marks of the tool call payload the chain holds now (``marked``), read once per
-        # payload rather than once per hook.
-        self.marked: HookEvent | None = None
+        # The marks of the payload the chain holds now (a tool call's; None for other events):
+        # read once per payload, as it is set, rather than once per hook.
         self.marks: ToolCallMarks | None = None
+        self._hold(payload)
 
-    def _marks_of(self, payload: ToolCallEvent) -> ToolCallMarks:
-        if payload is not self.marked:
-            self.marked, self.marks = payload, payload._marks
-        assert self.marks is not None
-        return self.marks
+    def _hold(self, payload: HookEvent) -> None:
+        """Go on with ``payload`` (the first, a rewrite, or a fresh copy after a failure)."""
+        self.verdict.payload = payload
+        self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
 
     def skips(self, hook: Hook) -> bool:
         """Whether ``hook`` no longer runs: after an ask/defer block only commands do."""
@@ -103,8 +101,10 @@ class InterceptChain:
         self.permissive = None
         if hook.mode == "permissive":
             payload = self.scratch = _scratch_copy(payload)
-        if isinstance(payload, ToolCallEvent):
-            self._marks_of(payload).current_hook = hook.id
+            if isinstance(payload, ToolCallEvent):
+                payload._marks.current_hook = hook.id
+        elif self.marks is not None:
+            self.marks.current_hook = hook.id
         return payload
 
     def apply(self, hook: Hook, result: Any) -> tuple[bool, str]:
@@ -113,7 +113,7 @@ class InterceptChain:
             return False, self._would(hook, result)
         payload = self.verdict.payload
         assert payload is not None
-        marks = self._marks_of(payload) if isinstance(payload, ToolCallEvent) else None
+        marks = self.marks
         if marks is not None and marks.denied:
             result = Block(marks.deny_reason)  # event.deny(): a block, whatever it returned
             marks.closed = True
@@ -140,7 +140,7 @@ class InterceptChain:
             return self.fail(hook, f"returned {type(result).__name__}, which is not a payload")
         if isinstance(rewritten, ToolCallEvent) and rewritten._marks is marks:
             rewritten._marks = marks.copy()  # a shallow copy of the payload: marks of its own
-        self.verdict.payload = rewritten
+        self._hold(rewritten)
         self.verdict.rewritten_by.append(hook.id)
         return False, "rewritten"
 
@@ -158,16 +158,13 @@ class InterceptChain:
             block = hook.error_policy == "block"
             self.permissive = f"error: would block: {problem}" if block else f"error: {problem}"
             return False, outcome
-        payload = self.payload
-        denied = False
-        if isinstance(payload, ToolCallEvent):
-            marks = self._marks_of(payload)
+        payload, marks = self.payload, self.marks
+        if isinstance(payload, ToolCallEvent) and marks is not None:
             marks.closed = True
-            denied = marks.denied  # a deny made before the failure stands
             fresh = payload.model_copy()
             fresh._marks = ToolCallMarks()
-            self.verdict.payload = fresh
-            if denied:
+            self._hold(fresh)
+            if marks.denied:  # a deny made before the failure stands
                 self._block(hook, marks.deny_reason)
                 self.soft_rank = 0
                 return True, outcome

@@ -165,7 +165,7 @@ class Dispatcher:
         notified: list[HookStep] = []
         if dry_run:
             # Notifications observe; a dry run decides only.
-            hooks = [h for h in matched if not enqueues(h.action)]
+            hooks = [h for h in matched if not h.notifies]
         else:
             hooks, live.critical = self._enqueue_notifications(live, matched, notified)
         if not hooks:
@@ -267,7 +267,7 @@ class Dispatcher:
 
         This is the one place that tells a notification from a hook the caller or the observer
         worker runs."""
-        if not any(enqueues(h.action) for h in hooks):
+        if not any(h.notifies for h in hooks):
             return hooks, None
         rest: list[Hook] = []
         failures: list[HookError] = []

@@ -215,6 +215,10 @@ class SharedSessions(ServerSessions):
     def local(self) -> bool:
         return False  # every change is a round trip to the database
 
+    @property
+    def store_name(self) -> str:
+        return self.store.name
+
     @contextmanager
     def _tx(self) -> Iterator[Any]:
         with self.store.transaction() as conn:

@@ -356,7 +356,8 @@ class PostgresStore(Store):
         try:
             with self._pool.connection() as conn:
                 cursor = conn.execute(sql, params)
-                return cursor.fetchall() if cursor.description is not None else []
+                # rownumber, not description: the latter builds a Column per column each time
+                return cursor.fetchall() if cursor.rownumber is not None else []
         except PoolTimeout as exc:
             raise StoreUnavailable(self.name, f"no connection: {exc}") from None
         except (psycopg.OperationalError, psycopg.errors.QueryCanceled) as exc:

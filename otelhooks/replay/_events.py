@@ -80,7 +80,8 @@ class RecordedEvent:
     Attributes:
         event: the canonical intercept event (``before_tool_call``...).
         build: makes its payload from the span (:attr:`payload` calls it once, when a hook
-            matches: as live, no payload is built for an event no hook wants).
+            matches: as live, no payload is built for an event no hook wants; a rewrite's diff
+            calls it again, for the value the hooks started from).
         values: what matchers compare (as the live instrumentation offers them).
         recorded: what the hooks decided when the span was recorded.
         trace_id, span_id: the span (lowercase hex).
@@ -241,7 +242,7 @@ def _tool_events(
     size = attrs.get(sc.TOOL_RESULT_SIZE)
     has_result = isinstance(content, str) or size == 0
     result = {"content": content if isinstance(content, str) else "", "success": outcome != "error"}
-    persisted = Decision()
+    persisted = _ALLOWED
     for span_event in span.get("events") or ():
         if span_event.get("name") == sc.EVENT_TOOL_RESULT_PERSIST:
             event_attrs = span_event.get("attributes") or {}

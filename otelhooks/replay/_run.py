@@ -7,7 +7,6 @@ counted), and the verdict is compared with the decision the span recorded.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -142,15 +141,20 @@ def replay_events(
 def _decided(
     engine: HooksEngine, event: RecordedEvent, *, live_webhooks: bool, pooled: bool
 ) -> ReplayOutcome:
-    name = _REWRITTEN_FIELD[event.event]
-    payload = event.payload
-    before = _snapshot(getattr(payload, name))
     verdict = engine.dry_run(
-        event.event, payload, values=event.values, call_webhooks=live_webhooks, inline=not pooled
+        event.event,
+        event.payload,
+        values=event.values,
+        call_webhooks=live_webhooks,
+        inline=not pooled,
     )
     now = decision_of(verdict)
     diff: list[dict[str, Any]] = []
     if now.action == "rewrite" and verdict.payload is not None:
+        # Hooks may have changed the payload in place: what it was is built again from the
+        # span (a few events in a hundred are rewritten; a copy of every payload is not kept).
+        name = _REWRITTEN_FIELD[event.event]
+        before = getattr(event.build(), name)
         diff = diff_values(before, getattr(verdict.payload, name, None), name)
     # The verdict is this event's own (dry_run makes a new one each time): its lists are kept.
     return ReplayOutcome(
@@ -163,19 +167,6 @@ def _decided(
         verdict.would_call,
         verdict.steps,
     )
-
-
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _snapshot(value: Any) -> Any:
-    """A copy a hook cannot change behind our back (a flat dict, the usual case, cheaply)."""
-    if isinstance(value, dict):
-        for item in value.values():
-            if type(item) not in _SCALARS:  # nested, or a type of its own: copied whole
-                return copy.deepcopy(value)
-        return dict(value)
-    return value  # str: immutable
 
 
 def diff_values(old: Any, new: Any, path: str) -> list[dict[str, Any]]:

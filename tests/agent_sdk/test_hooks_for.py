@@ -133,3 +133,46 @@ def test_hooks_for_traces_the_run_through_the_pipelines_processors(
     assert len({s.context.trace_id for s in spans}) == 1
     assert {s.resource.attributes.get("service.name") for s in spans} == {"sdk-app"}
     _ = os  # the environment is passed explicitly, never inherited from the test process
+
+
+def test_hooks_for_maps_every_sdk_event_to_one_async_callback() -> None:
+    sdk = _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    oh = otelhooks.configure(hooks=GUARD, otlp=False, set_global=False)
+    try:
+        hooks = hooks_for(oh)
+    finally:
+        oh.shutdown()
+    assert set(hooks) == {
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PermissionRequest",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "Notification",
+        "SubagentStart",
+        "SubagentStop",
+        "PreCompact",
+        "Stop",
+    }
+    for event, matchers in hooks.items():
+        (matcher,) = matchers
+        assert isinstance(matcher, sdk.HookMatcher)
+        assert len(matcher.hooks) == 1
+        assert asyncio.iscoroutinefunction(matcher.hooks[0])
+        tool_event = event in ("PreToolUse", "PermissionRequest", "PostToolUse")
+        assert matcher.matcher == ("*" if tool_event or event == "PostToolUseFailure" else None)
+
+
+def test_hooks_for_turn_is_one_invoke_agent_span_holding_the_tool_spans(
+    project: Path, tmp_path: Path
+) -> None:
+    _, memory = _guarded(project, tmp_path)
+    spans = memory.get_finished_spans()
+    # UserPromptSubmit opens the turn and Stop ends it: the tool spans are its children
+    (turn,) = [s for s in spans if s.name == "invoke_agent claude-agent-sdk"]
+    tools = [s for s in spans if s.name == "execute_tool Bash"]
+    assert len(tools) == 2
+    assert {s.parent.span_id for s in tools if s.parent is not None} == {turn.context.span_id}
+    assert (turn.attributes or {}).get("gen_ai.agent.name") == "claude-agent-sdk"

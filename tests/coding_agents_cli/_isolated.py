@@ -5,8 +5,9 @@ the scripted API of SPEC on 127.0.0.1, runs SPEC's command with SPEC's environme
 URL substituted for ``{api}``), then writes the exit code, the CLI's output and every request
 the API received to OUT (JSON). A SPEC with ``serve`` runs ``otelhooks serve`` in the namespace
 too, for the CLI's run (stopped with SIGTERM after it; with ``settle_locks``, only once every
-bridge daemon whose ``*.sock.lock`` is in that folder has left, its spans exported). Nothing in
-the namespace can reach another host.
+bridge daemon whose ``*.sock.lock`` is in that folder has left, its spans exported; with
+``web``, only once its web view has been read). Nothing in the namespace can reach another
+host.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -66,6 +68,8 @@ def _run(spec: dict[str, Any], url: str) -> tuple[int, str, str]:
         done = _run_cli(spec, url)
         if spec.get("settle_locks"):
             _wait_for_daemons(Path(spec["settle_locks"]), deadline_s=spec["timeout_s"])
+        if serve.get("web"):
+            _dump_web_view(serve["port"], serve["web"])
         return done
     finally:
         server.send_signal(signal.SIGTERM)  # serve flushes what it holds on the way out
@@ -100,6 +104,37 @@ def _wait_for_daemons(folder: Path, *, deadline_s: float) -> None:
                     if time.monotonic() > deadline:
                         raise RuntimeError(f"the bridge daemon of {lock} did not leave") from None
                     time.sleep(0.1)
+
+
+def _web_get(port: int, path: str, token: str) -> Any:
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", headers={"Authorization": f"Bearer {token}"}
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        return json.loads(response.read())
+
+
+def _web_traces(port: int, token: str) -> list[dict[str, Any]]:
+    listed = _web_get(port, "/v1/ui/operations?limit=1000", token)["operations"]
+    traces = [_web_get(port, f"/v1/ui/traces/{op['trace_id']}", token) for op in listed]
+    return [trace for trace in traces if trace is not None]
+
+
+def _holds(trace: dict[str, Any], wait_for: list[list[str]]) -> bool:
+    keys = {key for span in trace["spans"] for key in span["a"]}
+    return all(keys.intersection(group) for group in wait_for)
+
+
+def _dump_web_view(port: int, web: dict[str, Any]) -> None:
+    """Every trace serve's web view lists, written to ``web["path"]`` once one trace holds what
+    ``web["wait_for"]`` names (spans reach the view in batches, after the run ended)."""
+    deadline = time.monotonic() + 30
+    while True:
+        traces = _web_traces(port, web["token"])
+        if any(_holds(t, web["wait_for"]) for t in traces) or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
+    Path(web["path"]).write_text(json.dumps(traces))
 
 
 def _run_cli(spec: dict[str, Any], url: str) -> tuple[int, str, str]:

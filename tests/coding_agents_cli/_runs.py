@@ -29,7 +29,9 @@ __all__ = [
     "SERVE_URL",
     "CliRun",
     "Steps",
+    "WebView",
     "codex_config",
+    "gemini_settings",
     "need_cli",
     "run_claude",
     "run_codex",
@@ -131,6 +133,7 @@ def _isolated(
     templates: Sequence[Path] = (),
     serve_traces: Path | None = None,
     settle_locks: Path | None = None,
+    web_view: WebView | None = None,
 ) -> CliRun:
     spec: dict[str, Any] = {
         "api": api,
@@ -143,7 +146,7 @@ def _isolated(
     }
     work.mkdir(parents=True, exist_ok=True)
     if serve_traces is not None:
-        spec["serve"] = _serve_spec(serve_traces, work)
+        spec["serve"] = _serve_spec(serve_traces, work, web_view)
         spec["settle_locks"] = str(settle_locks) if settle_locks is not None else None
     spec_file, out_file = work / f"{api}-spec.json", work / f"{api}-out.json"
     spec_file.write_text(json.dumps(spec))
@@ -160,20 +163,38 @@ def _isolated(
     return CliRun(out["returncode"], out["stdout"], out["stderr"], out["requests"])
 
 
-def _serve_spec(traces: Path, work: Path) -> dict[str, Any]:
-    """``otelhooks serve`` writing the spans it joins to ``traces``."""
-    argv = [sys.executable, "-m", "otelhooks", "serve", "--port", str(SERVE_PORT), "--no-web"]
+@dataclass(frozen=True)
+class WebView:
+    """What serve's web view showed before serve stopped: ``path`` gets every trace it lists
+    (``GET /v1/ui/traces/{id}``, a JSON list), read once one trace holds, for each group of
+    ``wait_for``, a span with one of its attributes (or after 30 s)."""
+
+    path: Path
+    wait_for: Sequence[Sequence[str]]
+
+
+def _serve_spec(traces: Path, work: Path, web_view: WebView | None = None) -> dict[str, Any]:
+    """``otelhooks serve`` writing the spans it joins to ``traces`` (its web view on with
+    ``web_view``)."""
+    argv = [sys.executable, "-m", "otelhooks", "serve", "--port", str(SERVE_PORT)]
     env = {
         **_base_env(work),
         "OTELHOOKS_ADMIN_TOKEN": SERVE_TOKEN,
         "OTELHOOKS_INGEST_TOKEN": SERVE_TOKEN,
     }
-    return {
-        "argv": [*argv, "--traces-out", str(traces)],
+    spec: dict[str, Any] = {
+        "argv": [*argv, *([] if web_view else ["--no-web"]), "--traces-out", str(traces)],
         "env": env,
         "port": SERVE_PORT,
         "log": str(work / "serve.log"),
     }
+    if web_view is not None:
+        spec["web"] = {
+            "path": str(web_view.path),
+            "wait_for": [list(group) for group in web_view.wait_for],
+            "token": SERVE_TOKEN,
+        }
+    return spec
 
 
 def run_codex(
@@ -186,6 +207,7 @@ def run_codex(
     bypass_hook_trust: bool = True,
     serve_traces: Path | None = None,
     settle_locks: Path | None = None,
+    web_view: WebView | None = None,
 ) -> CliRun:
     """``codex exec`` in ``project`` against the scripted Responses API (``codex_config``
     must have written ``home/.codex/config.toml``); with ``serve_traces``, serve stops only
@@ -219,6 +241,7 @@ def run_codex(
         templates,
         serve_traces,
         settle_locks,
+        web_view,
     )
 
 
@@ -250,6 +273,7 @@ def run_gemini(
     timeout_s: float = 90,
     settings: dict[str, Any] | None = None,
     serve_traces: Path | None = None,
+    web_view: WebView | None = None,
 ) -> CliRun:
     """``gemini -p ... --yolo`` in ``project`` against the scripted Gemini API (``settings``
     replace top-level keys of its user settings)."""
@@ -266,7 +290,15 @@ def run_gemini(
     argv = [str(GEMINI), "-p", "clean up", "--yolo", "--output-format", "json"]
     work = home / "run"
     return _isolated(
-        "gemini", argv, project, env, steps, work, timeout_s, serve_traces=serve_traces
+        "gemini",
+        argv,
+        project,
+        env,
+        steps,
+        work,
+        timeout_s,
+        serve_traces=serve_traces,
+        web_view=web_view,
     )
 
 

@@ -7,6 +7,7 @@ CLI's spans that name the session come out of serve in the session's trace, the 
 bridge's ``execute_tool`` span; with the bridge's spans sent to serve as well, Codex's shell span
 and that span are linked (its ``call_id`` is the hook's tool use id), whichever reaches serve
 first: the one-process bridge exports before it answers, the fast client's daemon in batches.
+With serve's web view on, the same spans are in the run it lists (``GET /v1/ui/traces/{id}``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from tests.coding_agents_cli._runs import (
     GEMINI,
     SERVE_TOKEN,
     SERVE_URL,
+    WebView,
     codex_config,
     need_cli,
     run_codex,
@@ -36,6 +38,14 @@ from tests.coding_agents_cli._runs import (
 pytestmark = pytest.mark.timeout(200)
 
 STEPS = [("call_hi", "echo hi")]
+# Gemini CLI's telemetry settings: OTLP over HTTP to serve
+_GEMINI_TELEMETRY = {
+    "enabled": True,
+    "target": "local",
+    "otlpEndpoint": SERVE_URL,
+    "otlpProtocol": "http",
+    "logPrompts": False,
+}
 
 
 def _spans(path: Path) -> list[dict[str, Any]]:
@@ -95,8 +105,8 @@ def _one_process_hooks(project: Path, tmp_path: Path) -> Path:
 
 def _bridge_env(tmp_path: Path) -> dict[str, str]:
     return {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
+        "OTELHOOKS_BRIDGE_STATE": str(tmp_path / "state.sqlite3"),
+        "OTELHOOKS_BRIDGE_DAEMON_IDLE": "3",
     }
 
 
@@ -180,15 +190,7 @@ def test_gemini_spans_join_the_sessions_trace(tmp_path: Path) -> None:
     project.mkdir()
     bridge = _install("gemini", project, tmp_path)
     home = tmp_path / "home"
-    settings = {
-        "telemetry": {
-            "enabled": True,
-            "target": "local",
-            "otlpEndpoint": SERVE_URL,
-            "otlpProtocol": "http",
-            "logPrompts": False,
-        }
-    }
+    settings = {"telemetry": _GEMINI_TELEMETRY}
     served = tmp_path / "served.jsonl"
     run = run_gemini(
         project,
@@ -207,3 +209,86 @@ def test_gemini_spans_join_the_sessions_trace(tmp_path: Path) -> None:
     names = {s["name"] for s in joined}
     assert {"llm_call", "tool_call"} <= names
     assert all(_attr(s, "gemini_cli.trace_id") for s in joined)
+
+
+def _web_spans(dump: Path, trace: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The summary and spans of ``trace`` as serve's web view showed them."""
+    found = [t for t in json.loads(dump.read_text()) if t["summary"]["trace_id"] == trace]
+    assert found, "the session's trace is not in the web view"
+    return found[0]["summary"], found[0]["spans"]
+
+
+def test_codex_spans_show_in_serves_web_view_with_the_run(tmp_path: Path) -> None:
+    need_cli(CODEX)
+    project = tmp_path / "project"
+    project.mkdir()
+    bridge = _install("codex", project, tmp_path)
+    home = tmp_path / "home"
+    _codex_exporting_to_serve(home, project)
+    sockets = tmp_path / "sockets"
+    sockets.mkdir(mode=0o700)
+    env = {**_bridge_env(tmp_path), "XDG_RUNTIME_DIR": str(sockets)}
+    served, dump = tmp_path / "served.jsonl", tmp_path / "web.json"
+    # the view is read once the session's trace holds Codex's spans, its tool span, the
+    # bridge's execute_tool span and the link between them (whichever side carries it)
+    wait_for = [
+        ["codex.trace_id"],
+        ["call_id"],
+        ["gen_ai.tool.call.id"],
+        ["otelhooks.hook.span_id", "otelhooks.agent.span_ids"],
+    ]
+    run = run_codex(
+        project,
+        home,
+        STEPS,
+        extra_env=env,
+        serve_traces=served,
+        settle_locks=sockets,
+        web_view=WebView(dump, wait_for),
+    )
+    assert run.returncode == 0, skip_reason(run)
+    joined = _assert_joined(bridge, served, "codex_exec")
+    (tool,) = [s for s in _spans(bridge) if s["name"].startswith("execute_tool")]
+    summary, spans = _web_spans(dump, tool["traceId"])
+    assert summary["agent"] == "codex"
+    assert summary["tools"] == ["Bash"]
+    shown = {s["s"]: s for s in spans}
+    assert tool["spanId"] in shown  # the bridge's span, and Codex's own beside it
+    codex = [s for s in spans if "codex.trace_id" in s["a"]]
+    assert codex
+    assert {s["s"] for s in codex} <= {s["spanId"] for s in joined}
+    codex_tools = {s["spanId"] for s in joined if _attr(s, "call_id") == "call_hi"}
+    linked = {s["s"] for s in codex if s["a"].get("otelhooks.hook.span_id") == tool["spanId"]}
+    linked |= set(shown[tool["spanId"]]["a"].get("otelhooks.agent.span_ids") or ())
+    assert linked
+    assert linked <= codex_tools
+
+
+def test_gemini_spans_show_in_serves_web_view_with_the_run(tmp_path: Path) -> None:
+    need_cli(GEMINI)
+    project = tmp_path / "project"
+    project.mkdir()
+    bridge = _install("gemini", project, tmp_path)
+    served, dump = tmp_path / "served.jsonl", tmp_path / "web.json"
+    run = run_gemini(
+        project,
+        tmp_path / "home",
+        STEPS,
+        extra_env={
+            **_bridge_env(tmp_path),
+            "GEMINI_TELEMETRY_ENABLED": "true",
+            "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer {SERVE_TOKEN}",
+        },
+        settings={"telemetry": _GEMINI_TELEMETRY},
+        serve_traces=served,
+        web_view=WebView(dump, [["gemini_cli.trace_id"], ["gen_ai.tool.call.id"]]),
+    )
+    assert run.returncode == 0, skip_reason(run)
+    joined = _assert_joined(bridge, served, "gemini-cli")
+    (tool,) = [s for s in _spans(bridge) if s["name"].startswith("execute_tool")]
+    summary, spans = _web_spans(dump, tool["traceId"])
+    assert summary["agent"] == "gemini-cli"
+    assert tool["spanId"] in {s["s"] for s in spans}
+    gemini = [s for s in spans if "gemini_cli.trace_id" in s["a"]]
+    assert gemini
+    assert {s["s"] for s in gemini} <= {s["spanId"] for s in joined}

@@ -236,3 +236,108 @@ def test_a_rewritten_prompt_is_blocked_naming_the_cli_that_cannot_replace_it(
     assert answer["decision"] == "deny"
     assert "Gemini CLI cannot replace a prompt" in answer["reason"]
     assert "a cleaner prompt" in answer["reason"]
+
+
+BROKEN_GUARD = """\
+hooks:
+  - id: no-rm
+    type: PreToolUse
+    matcher: "@shell"
+    command: "no-such-guard-binary"
+"""
+
+
+@pytest.mark.parametrize(
+    ("dialect", "captured"), [("codex", "codex-PreToolUse"), ("gemini", "gemini-BeforeTool")]
+)
+def test_a_guard_that_fails_is_told_to_the_person_not_taken_for_no_objection(
+    tmp_path: Path, dialect: str, captured: str
+) -> None:
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(BROKEN_GUARD)
+    options = BridgeOptions(
+        hooks=(str(hooks),), state=str(tmp_path / "state.sqlite3"), dialect=dialect
+    )
+    response = run_hook(json.dumps(_captured(captured)), options, environ={})
+    answer = json.loads(response.stdout)
+    assert response.exit_code == 0
+    assert set(answer) == {"systemMessage"}  # no decision: the tool runs
+    assert answer["systemMessage"].startswith("otelhooks: a hook failed and did not decide: ")
+    assert "no-rm" in answer["systemMessage"]
+    assert "no-such-guard-binary: not found" in answer["systemMessage"]
+
+
+# one guard, written in each hook-file dialect otelhooks reads (docs/config-formats.md)
+_GUARD_COMMAND = "echo 'no shell here' >&2; exit 2"
+_GUARD_LIST = (
+    'hooks:\n  - id: no-shell\n    type: {type}\n    matcher: "@shell"\n    command: "{command}"\n'
+)
+_GUARD_FILES = {
+    # otelhooks' hook list with Claude Code's, the canonical and LobeHub's event name
+    "hooks.yaml": _GUARD_LIST.format(type="PreToolUse", command=_GUARD_COMMAND),
+    "canonical.yaml": _GUARD_LIST.format(type="before_tool_call", command=_GUARD_COMMAND),
+    "lobehub.yaml": _GUARD_LIST.format(type="beforeToolCall", command=_GUARD_COMMAND),
+    # Claude Code's own settings.json
+    "settings.json": json.dumps(
+        {
+            "hooks": {
+                "PreToolUse": [
+                    {"matcher": "@shell", "hooks": [{"type": "command", "command": _GUARD_COMMAND}]}
+                ]
+            }
+        }
+    ),
+}
+_SHELL_CALLS = {
+    "claude-code": "kinds/claude-code-2.1.332-shell-PreToolUse",
+    "codex": "codex-PreToolUse",
+    "gemini": "gemini-BeforeTool",
+}
+
+
+@pytest.mark.parametrize("file", sorted(_GUARD_FILES))
+@pytest.mark.parametrize("dialect", sorted(_SHELL_CALLS))
+def test_one_hook_file_in_any_dialect_guards_every_cli(
+    tmp_path: Path, file: str, dialect: str
+) -> None:
+    hooks = tmp_path / file
+    hooks.write_text(_GUARD_FILES[file])
+    options = BridgeOptions(
+        hooks=(str(hooks),), state=str(tmp_path / "state.sqlite3"), dialect=dialect
+    )
+    response = run_hook(json.dumps(_captured(_SHELL_CALLS[dialect])), options, environ={})
+    answer = json.loads(response.stdout)
+    if dialect == "gemini":
+        assert answer == {"decision": "deny", "reason": "no shell here"}
+    else:
+        assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+        assert answer["hookSpecificOutput"]["permissionDecisionReason"] == "no shell here"
+
+
+def test_a_rewrite_nobody_allowed_is_a_codex_deny_naming_the_new_arguments(
+    tmp_path: Path,
+) -> None:
+    from otelhooks.integrations.coding_agents import BridgeState, CodingAgentBridge, dialect_named
+
+    codex = dialect_named("codex")
+    hook = {
+        "id": "safer",
+        "type": "before_tool_call",
+        "handler": lambda e: {"args": {"command": "echo safe"}},
+    }
+    bridge = CodingAgentBridge(
+        hooks=[hook],
+        state=BridgeState(tmp_path / "state.sqlite3"),
+        agent=codex.agent,
+        provider=codex.provider,
+    )
+    try:
+        response = codex.answer(bridge.handle(codex.to_bridge(_captured("codex-PreToolUse"))))
+    finally:
+        bridge.close()
+    answer = json.loads(response.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny"
+    assert "updatedInput" not in answer
+    reason = answer["permissionDecisionReason"]
+    assert "Codex CLI cannot ask a person, so otelhooks denies it" in reason
+    assert '{"command": "echo safe"}' in reason

@@ -21,6 +21,7 @@ from tests.coding_agents_cli._runs import (
     CODEX,
     GEMINI,
     codex_config,
+    gemini_settings,
     need_cli,
     run_codex,
     run_gemini,
@@ -181,3 +182,21 @@ def test_gemini_model_calls_are_chat_spans_in_the_turn(project: Path, tmp_path: 
     assert {s["parentSpanId"] for s in chats} == {turn["spanId"]}
     assert [_attr(s, "gen_ai.usage.input_tokens") for s in chats] == ["20", "20"]
     assert {_attr(s, "gen_ai.provider.name") for s in chats} == {"gcp.gemini"}
+
+
+def test_gemini_user_install_guards_a_project_with_no_hooks_of_its_own(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    need_cli(GEMINI)
+    home = tmp_path / "home"
+    gemini_settings(home)  # the user's settings the run needs; install merges into them
+    monkeypatch.setenv("HOME", str(home))
+    hooks = tmp_path / "policy.yaml"
+    hooks.write_text(GUARD.format(matcher='"@shell"'))
+    change = install_agent("gemini", user=True, hooks_file=hooks)
+    assert change.path == home / ".gemini" / "settings.json"
+    assert not (project / ".gemini").exists()
+    run = run_gemini(project, home, STEPS, extra_env=_bridge_env(tmp_path))
+    assert run.returncode == 0, skip_reason(run)
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    assert "deleting is not allowed here" in _gemini_response(run)

@@ -131,3 +131,35 @@ def test_claude_code_bridge_is_the_coding_agent_bridge_under_its_first_name() ->
     assert ClaudeCodeBridge is CodingAgentBridge
     assert CodingAgentBridge.__name__ == "CodingAgentBridge"
     assert BridgeState.__module__ == "otelhooks.integrations.coding_agents._state"
+
+
+def _coding_agent_events_table() -> list[list[str]]:
+    text = DOC.read_text()
+    section = text[text.index("## Every coding agent") :]
+    section = section[section.index("### Events") :]
+    lines = section.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("| Codex CLI event"))
+    rows = []
+    for line in lines[start + 2 :]:
+        if not line.startswith("|"):
+            break
+        rows.append([cell.strip() for cell in line.strip("|").split("|")])
+    return rows
+
+
+@pytest.mark.parametrize(("dialect", "column"), [("codex", 0), ("gemini", 2)])
+def test_the_coding_agent_events_table_is_each_dialects_event_map(
+    dialect: str, column: int
+) -> None:
+    from otelhooks.integrations.coding_agents import dialect_named
+
+    events = dialect_named(dialect).events
+    listed: set[str] = set()
+    for row in _coding_agent_events_table():
+        names, said = re.findall(r"`(\w+)`", row[column]), row[column + 1]
+        listed.update(names)
+        bridge = re.match(r"as `(\w+)`", said)
+        for name in names:
+            # "as `X`": translated to X; otherwise ("the same", a span of its own) kept as it is
+            assert events[name] == (bridge.group(1) if bridge else name), (name, said)
+    assert listed == set(events)

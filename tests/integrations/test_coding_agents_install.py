@@ -93,3 +93,56 @@ def test_cli_install_says_what_codex_needs_to_trust(tmp_path: Path) -> None:
     assert "--dangerously-bypass-hook-trust" in done.stdout
     starter = tmp_path / ".codex" / "otelhooks.yaml"
     assert load_config([starter]).hooks  # the starter hook file loads
+
+
+def _otelhooks(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "otelhooks", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", **env},
+    )
+
+
+@pytest.mark.parametrize(
+    ("dialect", "user_file"),
+    [("codex", "codex-home/hooks.json"), ("gemini", "home/.gemini/settings.json")],
+)
+def test_cli_user_install_with_hooks_file_writes_the_users_file_and_uninstalls_exactly(
+    tmp_path: Path, dialect: str, user_file: str
+) -> None:
+    env = {"HOME": str(tmp_path / "home"), "CODEX_HOME": str(tmp_path / "codex-home")}
+    path = tmp_path / user_file
+    path.parent.mkdir(parents=True)
+    path.write_text(THEIRS)
+    hooks = tmp_path / "policy.yaml"
+    hooks.write_text("hooks: []\n")
+    done = _otelhooks(dialect, "install", "--user", "--hooks", str(hooks), "--no-traces", env=env)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(path.read_text())
+    ours = [h for groups in data["hooks"].values() for g in groups for h in g["hooks"]]
+    commands = [h["command"] for h in ours if is_ours(h)]
+    assert commands
+    assert all(f"--dialect {dialect} --hooks {hooks}" in c for c in commands)
+    assert data["hooks"]["BeforeTool"][0]["hooks"][0]["name"] == "mine"  # theirs, untouched
+    assert not (tmp_path / "project").exists()
+    again = _otelhooks(dialect, "install", "--user", "--hooks", str(hooks), "--no-traces", env=env)
+    assert again.returncode == 0, again.stderr
+    assert "unchanged" in again.stdout
+    gone = _otelhooks(dialect, "uninstall", "--user", env=env)
+    assert gone.returncode == 0, gone.stderr
+    assert path.read_text() == THEIRS
+
+
+def test_a_gemini_settings_file_with_comments_is_refused_untouched_saying_why(
+    tmp_path: Path,
+) -> None:
+    # Gemini CLI reads comments in settings.json; the installer keeps only what it understands
+    path = hooks_path("gemini", project=tmp_path)
+    path.parent.mkdir(parents=True)
+    text = '{\n  // mine\n  "model": {"name": "gemini-2.5-flash"}\n}\n'
+    path.write_text(text)
+    with pytest.raises(ValueError, match="if it holds comments: they cannot be kept"):
+        install_agent("gemini", project=tmp_path, hooks_file="hooks.yaml")
+    assert path.read_text() == text

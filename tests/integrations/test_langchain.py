@@ -293,3 +293,14 @@ def test_an_unwrapped_tool_is_traced_but_a_deny_is_not_enforced(
         "read_file",
         "search",
     ]
+
+
+def test_a_tool_kind_guard_denies_the_runtimes_tool_of_that_kind(pipe: Pipeline) -> None:
+    # read_file is LangChain's file-read tool name in the tool-kind table (docs/adapters.md)
+    pipe.register(hook("no-reads", "PreToolUse", lambda e: Block("no reads"), matcher="@file_read"))
+    world = World()
+    result = run(pipe, world)
+    assert "read_file" not in world.ran
+    assert "add" in world.ran  # a tool of no kind the guard names runs
+    assert tool_message(result, "t2").content == "no reads"
+    assert pipe.span("execute_tool read_file").attributes["otelhooks.tool.outcome"] == "denied"

@@ -100,7 +100,14 @@ def _parsed(path: Path, raw: bytes | None) -> tuple[str, Node | None]:
     try:
         root = parse(text) if text.strip() else None
     except ValueError as exc:
-        raise ValueError(f"{path}: cannot be edited without loss: {exc}") from None
+        # Gemini CLI reads comments in its settings.json; this editor keeps bytes it
+        # understands, so it says why instead of dropping them
+        hint = (
+            " (if it holds comments: they cannot be kept; remove them, or add the hooks by hand)"
+            if "//" in text or "/*" in text
+            else ""
+        )
+        raise ValueError(f"{path}: cannot be edited without loss: {exc}{hint}") from None
     if root is not None and root.kind != "object":
         raise ValueError(f"{path}: not a JSON object")
     return text, root

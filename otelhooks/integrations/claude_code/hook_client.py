@@ -13,7 +13,7 @@ answers) and prints the daemon's answer exactly as the bridge would. The first e
 daemon is listening, starts one in the background (``otelhooks claude-code ... daemon``) and
 is answered by the ordinary one-process bridge meanwhile. The daemon keeps sessions in the same
 state file as the one-process bridge, so either can handle any event; it exits after
-``$OTELHOOKS_CLAUDE_DAEMON_IDLE`` seconds without events (default 900). A changed hooks file
+``$OTELHOOKS_BRIDGE_DAEMON_IDLE`` seconds without events (default 900). A changed hooks file
 or environment gives a new daemon (the socket name is a digest of both).
 """
 
@@ -28,7 +28,7 @@ import sys
 
 __all__ = ["IDLE_ENV", "main", "socket_path"]
 
-IDLE_ENV = "OTELHOOKS_CLAUDE_DAEMON_IDLE"
+IDLE_ENV = "OTELHOOKS_BRIDGE_DAEMON_IDLE"  # earlier OTELHOOKS_CLAUDE_DAEMON_IDLE, still read
 _ENV_PREFIXES = ("OTELHOOKS_", "OTEL_", "CLAUDE_PROJECT_DIR", "HOME")
 _FLAGS_WITH_PATHS = ("--hooks", "--traces-out", "--state", "--export-env")
 # the CLI that runs this client with ``--dialect NAME`` (none: Claude Code)

@@ -23,6 +23,7 @@ from otelhooks._events import EVENTS as EVENT_SPECS
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Block
 from otelhooks._live import Verdict
+from otelhooks._redact import scrub
 from otelhooks.integrations.coding_agents._combine import (
     ANSWERING_EVENTS,
     BLOCKING_EVENTS,
@@ -31,6 +32,7 @@ from otelhooks.integrations.coding_agents._combine import (
     combine,
     decides,
     denied_by,
+    deny_unaskable,
 )
 from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse, cli_name
 
@@ -43,9 +45,11 @@ __all__ = [
     "answers_from_notes",
     "combine",
     "denied_by",
+    "deny_unaskable",
     "dumps",
     "respond",
     "run_hooks",
+    "tell_failures",
 ]
 
 _log = structlog.get_logger("otelhooks")
@@ -72,6 +76,30 @@ def answers_from_notes(notes: Iterable[tuple[str, object]]) -> list[HookAnswer]:
         if answer is not None:
             own[hook_id] = answer
     return [own.get(h) or blocks[h] for h in order if h in own or h in blocks]
+
+
+# a failed guard's problem as the person reads it (a command's stderr may be long)
+_FAILURE_CHARS = 500
+
+
+def tell_failures(output: dict[str, Any], errors: Sequence[str]) -> None:
+    """Say in ``output``'s ``systemMessage`` which guards failed (``hook id: problem``, a
+    verdict's ``errors``) when the action goes on anyway: a guard that could not decide must
+    not look like one that had no objection (the CLI shows the message to the person; the
+    model does not read it).
+
+    Example:
+        >>> out = {}
+        >>> tell_failures(out, ["hook 'no-rm' on before_tool_call: exited with 127"])
+        >>> out["systemMessage"].removeprefix("otelhooks: a hook failed and did not decide: ")
+        "hook 'no-rm' on before_tool_call: exited with 127"
+    """
+    if not errors:
+        return
+    failed = "; ".join(scrub(e)[:_FAILURE_CHARS] for e in errors)
+    said = f"otelhooks: a hook failed and did not decide: {failed}"
+    earlier = output.get("systemMessage")
+    output["systemMessage"] = f"{earlier}\n\n{said}" if earlier else said
 
 
 def dumps(output: Mapping[str, Any]) -> str:

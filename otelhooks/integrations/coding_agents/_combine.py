@@ -29,6 +29,7 @@ a person knows it: Claude Code, Codex CLI, Gemini CLI) cannot act on it, and the
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, Final
 
@@ -38,11 +39,13 @@ from otelhooks.integrations.coding_agents._common import AGENT, cli_name
 __all__ = [
     "ANSWERING_EVENTS",
     "BLOCKING_EVENTS",
+    "CANNOT_ASK",
     "CONTEXT_EVENTS",
     "EXIT2_BLOCKING_EVENTS",
     "combine",
     "decides",
     "denied_by",
+    "deny_unaskable",
 ]
 
 # Events whose block is a top-level ``decision: "block"`` (Decision control table).
@@ -101,6 +104,8 @@ ANSWERING_EVENTS: Final = frozenset(
 )
 
 _RANK: Final = {"allow": 1, "ask": 2, "defer": 3, "deny": 4}
+# agents whose PreToolUse hooks cannot ask a person (gen_ai.agent.name)
+CANNOT_ASK: Final = frozenset({"codex"})
 _LEGACY: Final = {"approve": "allow", "block": "deny"}  # PreToolUse's deprecated top level
 _ELICIT_RANK: Final = {"accept": 1, "decline": 2, "cancel": 3}
 
@@ -261,6 +266,31 @@ def _pre_tool_use(
         specific["permissionDecisionReason"] = reason
     if updated_input is not None and decision in ("allow", "ask"):
         specific["updatedInput"] = dict(updated_input)
+
+
+def deny_unaskable(output: dict[str, Any], agent: str) -> None:
+    """A ``PreToolUse`` ``ask`` made a deny for an agent that cannot ask a person (Codex CLI
+    0.171 ignores ``ask``: the original call would run and a rewrite in ``updatedInput`` be
+    dropped), its reason saying so and naming the arguments a hook rewrote, to call again with.
+
+    Example:
+        >>> out = {"hookSpecificOutput": {"permissionDecision": "ask"}}
+        >>> deny_unaskable(out, "codex")
+        >>> out["hookSpecificOutput"]["permissionDecision"]
+        'deny'
+    """
+    specific = output.get("hookSpecificOutput")
+    if agent not in CANNOT_ASK or not isinstance(specific, dict):
+        return
+    if specific.get("permissionDecision") != "ask":
+        return
+    asked = specific.get("permissionDecisionReason") or "a hook asks a person to confirm this call"
+    reason = f"{asked}; {cli_name(agent)} cannot ask a person, so otelhooks denies it"
+    updated = specific.pop("updatedInput", None)
+    if isinstance(updated, dict):
+        reason += f"; the arguments the hook would run instead: {json.dumps(updated)}"
+    specific["permissionDecision"] = "deny"
+    specific["permissionDecisionReason"] = reason
 
 
 def _permission_request(answers: Sequence[HookAnswer], specific: dict[str, Any]) -> None:

@@ -43,14 +43,14 @@ from otelhooks.integrations.coding_agents._run import (
     _truthy,
 )
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
-from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV
+from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, env_value
 
 __all__ = ["DEFAULT_ANSWER_S", "DEFAULT_IDLE_S", "build_bridge", "run_daemon"]
 
 DEFAULT_IDLE_S = 900.0
 # ``install`` gives the command form 30 s: the daemon answers by 25, leaving the client its time
 DEFAULT_ANSWER_S = 25.0
-ANSWER_ENV = "OTELHOOKS_CLAUDE_DAEMON_ANSWER_S"
+ANSWER_ENV = "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S"
 # the fairness key, read without parsing (Claude Code writes session_id first)
 _SESSION = re.compile(rb'"session_id"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
 
@@ -87,7 +87,7 @@ def build_bridge(options: BridgeOptions, env: Mapping[str, str]) -> CodingAgentB
     otlp = otlp_exporter(settings)
     if otlp is not None:
         writer.provider.add_span_processor(BatchSpanProcessor(otlp, schedule_delay_millis=500))
-    state = options.state or settings.get(STATE_ENV)
+    state = options.state or env_value(settings, STATE_ENV)
     state_path = project_path(state, env) if state else DEFAULT_STATE_PATH.expanduser()
     from otelhooks.integrations.coding_agents._dialects import dialect_named
 
@@ -192,8 +192,8 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
 
     from otelhooks.integrations.claude_code.hook_client import IDLE_ENV
 
-    idle = idle_s if idle_s is not None else float(os.environ.get(IDLE_ENV) or DEFAULT_IDLE_S)
-    answer_s = float(os.environ.get(ANSWER_ENV) or DEFAULT_ANSWER_S)
+    idle = float(env_value(os.environ, IDLE_ENV) or DEFAULT_IDLE_S) if idle_s is None else idle_s
+    answer_s = float(env_value(os.environ, ANSWER_ENV) or DEFAULT_ANSWER_S)
     path = Path(socket_path)
     lock = open(f"{path}.lock", "a+b")  # noqa: SIM115 - held for the daemon's life
     try:

@@ -4,7 +4,7 @@ Claude Code runs a hook command in its *current* folder (which may be a subfolde
 and removes every ``OTEL_*`` variable from the hook's environment. So:
 
 - a relative ``--hooks``, ``--traces-out``, ``--state`` or ``--export-env`` path (and the same
-  paths from ``$OTELHOOKS_HOOKS``, ``$OTELHOOKS_TRACES_OUT``, ``$OTELHOOKS_CLAUDE_STATE``) is
+  paths from ``$OTELHOOKS_HOOKS``, ``$OTELHOOKS_TRACES_OUT``, ``$OTELHOOKS_BRIDGE_STATE``) is
   resolved against ``$CLAUDE_PROJECT_DIR`` when Claude Code sets it, else the current folder;
 - export settings are read from an *export file*: ``otelhooks.env`` in the folder of each
   ``--hooks`` path (or the file ``--export-env`` names). One ``KEY=VALUE`` per line, ``#``

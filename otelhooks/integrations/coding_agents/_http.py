@@ -43,6 +43,12 @@ The others only record (session state, a span, queued observers) and are answere
 so is a deciding event that no hook but the given recorders (serve's event-log observers) may run
 for, when the session store is local (:meth:`ClaudeCodeHookRoute.inline`): nothing can decide it
 or make it wait, so it takes no hop.
+
+On a shared store (PostgreSQL) every event's session change is a round trip that a slow or
+locked database can hold for up to its statement timeout, so every event takes the hop: the
+event loop, which keeps every session's deadline, never waits for the database. An event only
+the store can hold (no hook but the recorders runs for it) that is still unanswered at the
+deadline is answered as the store's failure, ``503`` with ``Retry-After``.
 """
 
 from __future__ import annotations
@@ -166,6 +172,7 @@ class ClaudeCodeHookRoute:
         self._recorder_ids = frozenset(map(id, self._recorders))
         sessions = bridge.state
         self._local = isinstance(sessions, ServerSessions) and sessions.local
+        self._store = sessions.store_name
 
     def _failure(self, event: str | None, problem: str, status: int = 500) -> tuple[int, bytes]:
         """The answer when no hook decided: a deny when fail-closed guards it, else ``status``."""
@@ -205,14 +212,18 @@ class ClaudeCodeHookRoute:
             >>> bridge.close().ok
             True
         """
-        if not self._local:
-            return False
+        return self._local and self._quiet(payload)
+
+    def _quiet(self, payload: Mapping[str, Any]) -> bool:
+        """Whether no hook but the recorders may run before ``payload`` is answered."""
         hooks = self.bridge.hooks_now(payload)
         return hooks is not None and all(id(h) in self._recorder_ids for h in hooks)
 
-    def _decide(self, payload: Mapping[str, Any], deadline_s: float) -> tuple[int, bytes]:
+    def _decide(
+        self, payload: Mapping[str, Any], deadline_s: float, only: frozenset[int] | None = None
+    ) -> tuple[int, bytes]:
         """:meth:`answer` on the deciding thread, whose waiter answers within ``deadline_s``."""
-        with waited_within(deadline_s):
+        with waited_within(deadline_s, only=only):
             return self.answer(payload)
 
     def answer(self, payload: Mapping[str, Any]) -> tuple[int, bytes]:
@@ -277,16 +288,29 @@ class ClaudeCodeHookRoute:
             await respond(send, status, answer, b"application/json")
             return
         event = str(payload.get("hook_event_name") or "")
-        if event in _DECIDING and not self.inline(payload):
-            # intercept hooks may wait (commands, control webhooks): never on the event loop,
-            # never behind another session's calls, never past the client's timeout
+        quiet = event not in _DECIDING or self._quiet(payload)
+        if quiet and self._local:
+            # the rest only records (session state in memory, a span, queued observers, a
+            # log's append): answered inline, without a thread hop on Claude Code's path; the
+            # recorders (never waiting) run here too, any other hook keeps its own deadline
+            with waited_within(self.decision_timeout_s, only=self._recorder_ids):
+                status, answer = self.answer(payload)
+        else:
+            # intercept hooks may wait (commands, control webhooks), a shared store may be
+            # slow: never on the event loop, never behind another session's calls, never past
+            # the client's timeout
             session = str(payload.get("session_id") or "unknown-session")
-            deadline_s = self._deadline_s()
+            deadline_s = self._deadline_s() if not quiet else self.decision_timeout_s
+            only = self._recorder_ids if quiet else None
             try:
                 status, answer = await self.runner.run(
-                    session, partial(self._decide, payload, deadline_s), timeout_s=deadline_s
+                    session, partial(self._decide, payload, deadline_s, only), timeout_s=deadline_s
                 )
             except Late as late:
+                if quiet and not (self.fail_closed and event == "PreToolUse"):
+                    # nothing but the store could hold it (or too many wait for it): the
+                    # store's failure, which the client retries
+                    raise StoreUnavailable(self._store, str(late)) from None
                 _log.error(
                     "claude-code hook gave no answer in time: answered as a failure",
                     hook_event=event,
@@ -294,12 +318,6 @@ class ClaudeCodeHookRoute:
                     fail_closed=self.fail_closed,
                 )
                 status, answer = self._failure(event, f"otelhooks: {late}")
-        else:
-            # the rest only records (session state in memory, a span, queued observers, a
-            # log's append): answered inline, without a thread hop on Claude Code's path; the
-            # recorders (never waiting) run here too, any other hook keeps its own deadline
-            with waited_within(self.decision_timeout_s, only=self._recorder_ids):
-                status, answer = self.answer(payload)
         await respond(send, status, answer, b"application/json")
 
     def close(self) -> None:

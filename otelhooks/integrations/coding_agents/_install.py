@@ -203,6 +203,11 @@ def install_agent(
         ]
     )
     if dialect == "codex":
+        if not fail_closed:
+            warnings.append(
+                "Codex does not say why a hook failed (`codex exec` prints `hook: PreToolUse "
+                "Failed`, `codex exec --json` nothing): with --fail-closed the model is told"
+            )
         warnings += codex_trust_notes(path, None if user else Path(project))
     change = SettingsChange(path, warnings=warnings)
 

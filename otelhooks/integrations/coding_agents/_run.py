@@ -36,7 +36,7 @@ from otelhooks.integrations.coding_agents._environment import (
     project_path,
 )
 from otelhooks.integrations.coding_agents._input import InputProblem, event_name_of, parse_input
-from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV
+from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, env_value
 
 __all__ = ["HOOKS_ENV", "TRACES_ENV", "BridgeOptions", "run_hook"]
 
@@ -58,7 +58,7 @@ class BridgeOptions:
     Attributes:
         hooks: hook config files or folders (``$OTELHOOKS_HOOKS`` adds more).
         traces_out: OTLP JSON lines file (default ``$OTELHOOKS_TRACES_OUT``).
-        state: the state file (default ``$OTELHOOKS_CLAUDE_STATE``, then
+        state: the state file (default ``$OTELHOOKS_BRIDGE_STATE``, then
             ``~/.otelhooks/claude-code.sqlite3``).
         export_env: the export file (default ``otelhooks.env`` next to the hooks).
         deny_mode: ``json`` (``permissionDecision``) or ``exit2``.
@@ -199,7 +199,7 @@ def _handle(
     if otlp is not None:
         summarise_sdk_logs(math.inf)  # the report line says it once; no retry lines
         exporters.append(_counted(otlp, tracker))
-    state_path = options.state or settings.get(STATE_ENV)
+    state_path = options.state or env_value(settings, STATE_ENV)
     from otelhooks.integrations.coding_agents._dialects import dialect_named
 
     dialect = dialect_named(options.dialect)

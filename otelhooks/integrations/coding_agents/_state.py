@@ -23,7 +23,7 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +32,7 @@ from typing import Any
 
 __all__ = [
     "DEFAULT_STATE_PATH",
+    "RENAMED_ENV",
     "STATE_ENV",
     "TURN_KEY",
     "UNCOUNTED",
@@ -39,11 +40,19 @@ __all__ = [
     "OpenOperation",
     "OpenTool",
     "connect",
+    "env_value",
     "stored_attributes",
     "turn_index_of",
 ]
 
-STATE_ENV = "OTELHOOKS_CLAUDE_STATE"
+STATE_ENV = "OTELHOOKS_BRIDGE_STATE"
+#: The bridge's variables by their earlier names (from when it served Claude Code alone), still
+#: read, deprecated: the new name wins when both are set.
+RENAMED_ENV = {
+    STATE_ENV: "OTELHOOKS_CLAUDE_STATE",
+    "OTELHOOKS_BRIDGE_DAEMON_IDLE": "OTELHOOKS_CLAUDE_DAEMON_IDLE",
+    "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S": "OTELHOOKS_CLAUDE_DAEMON_ANSWER_S",
+}
 DEFAULT_STATE_PATH = Path("~/.otelhooks/claude-code.sqlite3")
 # the call_index of an open call that is not a tool use (``begin_tool(counted=False)``)
 UNCOUNTED = -1
@@ -253,11 +262,22 @@ def connect(path: str | os.PathLike[str]) -> sqlite3.Connection:
     return db
 
 
+def env_value(values: Mapping[str, str], name: str) -> str | None:
+    """The variable ``name`` of ``values`` (an environment, export settings), or its earlier
+    name's (:data:`RENAMED_ENV`); ``None`` (or empty) when neither is set.
+
+    Example:
+        >>> env_value({"OTELHOOKS_CLAUDE_STATE": "/tmp/s.sqlite3"}, STATE_ENV)
+        '/tmp/s.sqlite3'
+    """
+    return values.get(name) or values.get(RENAMED_ENV.get(name, ""))
+
+
 class BridgeState:
     """The state file. Each method is one transaction; no transaction is held between calls.
 
     Args:
-        path: the SQLite file (created with its folder); ``$OTELHOOKS_CLAUDE_STATE`` or
+        path: the SQLite file (created with its folder); ``$OTELHOOKS_BRIDGE_STATE`` or
             ``~/.otelhooks/claude-code.sqlite3`` when omitted.
 
     Example:
@@ -269,7 +289,7 @@ class BridgeState:
     """
 
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
-        chosen = path or os.environ.get(STATE_ENV) or DEFAULT_STATE_PATH
+        chosen = path or env_value(os.environ, STATE_ENV) or DEFAULT_STATE_PATH
         self.path = Path(chosen).expanduser()
         folder = self.path.parent
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -281,6 +301,11 @@ class BridgeState:
             self.path.chmod(0o600)
         self._lock = threading.Lock()
         self._db: sqlite3.Connection | None = None
+
+    @property
+    def store_name(self) -> str:
+        """What an error names the store by (the file)."""
+        return str(self.path)
 
     @contextmanager
     def _tx(self) -> Iterator[sqlite3.Connection]:

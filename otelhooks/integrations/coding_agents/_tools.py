@@ -38,8 +38,10 @@ from otelhooks._span_mapping import (
 from otelhooks.integrations.coding_agents._answers import (
     combine,
     denied_by,
+    deny_unaskable,
     respond,
     run_hooks,
+    tell_failures,
 )
 from otelhooks.integrations.coding_agents._approvals import approval_allows
 from otelhooks.integrations.coding_agents._common import (
@@ -224,9 +226,12 @@ class ToolUses(Part):
         )
         answers += approval_allows("PreToolUse", verdict)  # a person's allow is an allow
         output, lost = combine("PreToolUse", answers, updated_input=updated, agent=self.agent)
-        response = respond("PreToolUse", output, lost, deny_mode=self.deny_mode, agent=self.agent)
+        deny_unaskable(output, self.agent)
         specific = output.get("hookSpecificOutput") or {}
         decision = specific.get("permissionDecision")
+        if decision != "deny":
+            tell_failures(output, verdict.errors)
+        response = respond("PreToolUse", output, lost, deny_mode=self.deny_mode, agent=self.agent)
         if decision is not None:
             # the span says what Claude Code was told, and by whom (continue: false included)
             attrs[sc.HOOK_DECISION] = str(decision)

@@ -19,7 +19,12 @@ from opentelemetry.util import types
 from otelhooks import _semconv as sc
 from otelhooks._config._claude_answer import block_answer
 from otelhooks._events import BeforeAgentStartEvent, CompleteEvent, ErrorEvent
-from otelhooks.integrations.coding_agents._answers import combine, respond, run_hooks
+from otelhooks.integrations.coding_agents._answers import (
+    combine,
+    respond,
+    run_hooks,
+    tell_failures,
+)
 from otelhooks.integrations.coding_agents._common import (
     HookResponse,
     cli_name,
@@ -140,6 +145,8 @@ class Turns(Part):
         if output.get("decision") == "block" or output.get("continue") is False:
             self.state.end_operation(session)
             self.end(op, "interrupted", None)
+        else:
+            tell_failures(output, verdict.errors)
         return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
     def stop(self, session: str, name: str, payload: Mapping[str, Any]) -> HookResponse:

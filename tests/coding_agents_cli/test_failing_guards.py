@@ -1,0 +1,117 @@
+"""A guard that cannot decide, with the real Codex CLI and Gemini CLI: never silent.
+
+Installed with ``--fail-closed``, a hooks file that does not load denies the scripted ``rm -r``
+in each CLI's own format: the folder survives and the model is told why. Installed as by
+default (fail open), Gemini CLI shows the person why a guard did not decide: the bridge's
+refusal when the hooks file does not load, and a ``systemMessage`` naming the guard whose
+command cannot run (the tool call goes on, as the install's note says). Codex CLI 0.171 shows
+neither in ``codex exec`` (``docs/adapters.md``, "What each CLI cannot do").
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from otelhooks.integrations.coding_agents import install_agent
+from tests.coding_agents_cli._runs import (
+    CODEX,
+    GEMINI,
+    codex_config,
+    need_cli,
+    run_codex,
+    run_gemini,
+    skip_reason,
+)
+
+pytestmark = pytest.mark.timeout(150)
+
+NOT_YAML = "hooks: [ {id: no-rm, type: PreToolUse, command: 'exit 2'"
+BROKEN_COMMAND = """\
+hooks:
+  - id: no-rm
+    type: PreToolUse
+    matcher: "@shell"
+    command: "no-such-guard-binary"
+"""
+STEPS = [("call_rm", "rm -r victim")]
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "victim").mkdir(parents=True)
+    (root / "victim" / "keep.txt").write_text("precious")
+    return root
+
+
+def _install(dialect: str, project: Path, hooks: str, *, fail_closed: bool) -> None:
+    (project / "hooks.yaml").write_text(hooks)
+    install_agent(dialect, project=project, hooks_file="hooks.yaml", fail_closed=fail_closed)
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    return {
+        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
+        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
+    }
+
+
+def test_codex_fail_closed_denies_when_the_hooks_file_does_not_load(
+    project: Path, tmp_path: Path
+) -> None:
+    need_cli(CODEX)
+    _install("codex", project, NOT_YAML, fail_closed=True)
+    home = tmp_path / "home"
+    codex_config(home, trusted=project)
+    run = run_codex(project, home, STEPS, extra_env=_env(tmp_path))
+    assert run.returncode == 0, skip_reason(run)
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    told = " ".join(
+        json.dumps(item.get("output"))
+        for item in run.requests[-1]["input"]
+        if item.get("type") == "function_call_output"
+    )
+    assert "otelhooks could not check this tool call (fail-closed)" in told
+    assert "invalid YAML" in told
+
+
+def _gemini_told(run: object) -> str:
+    contents = run.requests[-1]["contents"]  # type: ignore[attr-defined]
+    parts = [p for c in contents for p in c.get("parts") or ()]
+    return " ".join(json.dumps(p["functionResponse"]) for p in parts if "functionResponse" in p)
+
+
+def test_gemini_fail_closed_denies_when_the_hooks_file_does_not_load(
+    project: Path, tmp_path: Path
+) -> None:
+    need_cli(GEMINI)
+    _install("gemini", project, NOT_YAML, fail_closed=True)
+    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=_env(tmp_path))
+    assert run.returncode == 0, skip_reason(run)
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    told = _gemini_told(run)
+    assert "otelhooks could not check this tool call (fail-closed)" in told
+    assert "invalid YAML" in told
+
+
+def test_gemini_shows_why_a_fail_open_guard_did_not_decide(project: Path, tmp_path: Path) -> None:
+    need_cli(GEMINI)
+    _install("gemini", project, NOT_YAML, fail_closed=False)
+    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=_env(tmp_path))
+    assert run.returncode == 0, skip_reason(run)
+    assert not (project / "victim").exists()  # fail open, as install warned
+    assert "otelhooks gemini: " in run.stderr
+    assert "invalid YAML" in run.stderr
+
+
+def test_gemini_shows_a_guard_whose_command_cannot_run(project: Path, tmp_path: Path) -> None:
+    need_cli(GEMINI)
+    _install("gemini", project, BROKEN_COMMAND, fail_closed=False)
+    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=_env(tmp_path))
+    assert run.returncode == 0, skip_reason(run)
+    assert not (project / "victim").exists()
+    assert "otelhooks: a hook failed and did not decide: no-rm" in run.stderr
+    assert "no-such-guard-binary: not found" in run.stderr

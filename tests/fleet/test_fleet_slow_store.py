@@ -1,0 +1,125 @@
+"""A slow PostgreSQL holds only the events that wait for it: while one session's change waits
+for a lock another transaction holds, another session's watched ``PreToolUse`` is still
+answered by its guard, and the held event fails loudly (``503`` with ``Retry-After``) once the
+store's lock timeout, or the route's deadline, passes."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.fleet._fleet import start_instance
+from tests.reliability._serve_proc import INGEST
+
+pytestmark = pytest.mark.timeout(120)
+
+ROUTE = "/v1/hooks/claude-code"
+GUARD = """\
+from otelhooks import Block
+
+
+def guard(event):
+    if "rm -rf" in str(getattr(event, "args", "")):
+        return Block("rm -rf is not allowed here")
+    return event
+"""
+# The advisory lock every locked session transaction takes first (SharedSessions._tx): a
+# competing transaction holding it makes SessionEnd's transaction wait, as a slow or locked
+# database would.
+SESSIONS_LOCK = 0x6F74_6C68_6B63
+
+
+def _post(url: str, payload: dict[str, Any]) -> httpx.Response:
+    headers = {"Authorization": f"Bearer {INGEST}"}
+    return httpx.post(url + ROUTE, json=payload, headers=headers, timeout=30)
+
+
+def _event(session: str, name: str, **fields: Any) -> dict[str, Any]:
+    return {"session_id": session, "hook_event_name": name, "cwd": "/tmp", **fields}
+
+
+def _guarded(tmp: Path) -> Path:
+    (tmp / "guard.py").write_text(GUARD)
+    hooks = tmp / "guard.yaml"
+    hooks.write_text(
+        "hooks:\n  - id: no-rm\n    type: PreToolUse\n    matcher: Bash\n"
+        f"    script: {tmp / 'guard.py'}:guard\n"
+    )
+    return hooks
+
+
+@pytest.fixture
+def held_lock(pg_url: str) -> Iterator[Any]:
+    """A connection whose open transaction holds the sessions' advisory lock."""
+    import psycopg
+
+    with psycopg.connect(pg_url) as conn:
+        yield conn
+        conn.rollback()
+
+
+def _waiting_for_lock(pg_url: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
+        ).fetchone()
+    return bool(row and row[0])
+
+
+@pytest.mark.parametrize(
+    ("timeout", "ended_by"),
+    [((), "the store's lock timeout"), (("--hook-timeout", "3"), "the route's deadline")],
+)
+def test_a_slow_store_holds_only_its_own_event(
+    tmp_path: Path, pg_url: str, held_lock: Any, timeout: tuple[str, ...], ended_by: str
+) -> None:
+    proc = start_instance(tmp_path, pg_url, "--hooks", str(_guarded(tmp_path)), *timeout)
+    try:
+        url = proc.url
+        assert _post(url, _event("slow", "Notification", message="hi")).status_code == 200
+        held_lock.execute("SELECT pg_advisory_xact_lock(%s)", (SESSIONS_LOCK,))
+        with ThreadPoolExecutor(1) as pool:
+            started = time.monotonic()
+            ending: Future[httpx.Response] = pool.submit(
+                _post, url, _event("slow", "SessionEnd", reason="exit")
+            )
+            while not _waiting_for_lock(pg_url):
+                assert not ending.done(), ending.result().text
+                assert time.monotonic() - started < 10, "SessionEnd never waited for the lock"
+                time.sleep(0.02)
+            asked = time.monotonic()
+            pre = _event(
+                "guarded",
+                "PreToolUse",
+                tool_name="Bash",
+                tool_input={"command": "rm -rf /"},
+                tool_use_id="toolu_rm",
+            )
+            answer = _post(url, pre)
+            answered_s = time.monotonic() - asked
+            # answered by its guard while the other session's event still waits for the store
+            assert answer.status_code == 200, answer.text
+            decision = answer.json()["hookSpecificOutput"]
+            assert decision["permissionDecision"] == "deny"
+            assert "rm -rf is not allowed" in decision["permissionDecisionReason"]
+            assert not ending.done(), f"SessionEnd ended before {ended_by}"
+            assert answered_s < 1.5, f"the guard's answer took {answered_s:.2f} s"
+            ended = ending.result(timeout=30)
+        assert ended.status_code == 503, ended.text
+        assert ended.headers["retry-after"] == "1"
+        assert ended.json()["error"] == "store_unavailable"
+        assert "postgresql://postgres@127.0.0.1" in ended.json()["message"]
+        held_lock.rollback()
+        # the store answers again: the session ends (Claude Code's retry)
+        again = _post(url, _event("slow", "SessionEnd", reason="exit"))
+        assert again.status_code == 200, again.text
+    finally:
+        proc.stop()
