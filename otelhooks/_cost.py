@@ -68,8 +68,8 @@ _UNKNOWN: set[tuple[str, str | None]] = set()
 _MAX_UNKNOWN = 4_096
 
 
-# One price costs genai-prices about 0.25 ms of CPU (benchmarks/README.md): a call with the
-# same model and counts as an earlier one is not priced again.
+# Pricing walks genai-prices' model tables (its cost is in benchmarks/README.md): a call with
+# the same model and counts as an earlier one is not priced again.
 @lru_cache(maxsize=4_096)
 def _price(
     model: str, provider_id: str | None, input_tokens: int, output_tokens: int, cache_read: int

@@ -42,7 +42,8 @@ __all__ = ["MAX_DEPTH", "clean_text", "dumps", "event_json", "jsonable"]
 
 MAX_DEPTH: Final = 64
 
-_ENCODE_STRING: Final = json.encoder.encode_basestring
+# A string's JSON text (``encode`` of a ``str`` is its quoted, escaped form, non-ASCII kept).
+_ENCODE_STRING: Final = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def clean_text(text: str) -> str:
@@ -101,7 +102,7 @@ def _items(value: Any, *, exclude_none: bool) -> list[tuple[str, Any]] | None:
             item = getattr(value, name, None)
             if not (exclude_none and item is None):
                 pairs.append((field.alias or name, item))
-        for name, item in (value.__pydantic_extra__ or {}).items():
+        for name, item in (value.model_extra or {}).items():
             if not (exclude_none and item is None):
                 pairs.append((name, item))
         return pairs

@@ -9,16 +9,14 @@ never makes a tool call fail here; then FNV-1a 64 (offset basis
 ``0xcbf29ce484222325``, prime ``0x100000001b3``) over the UTF-8 bytes, written as 16 lowercase
 hex digits.
 
-:func:`fnv1a_64` is the compiled ``otelhooks._fnv1a`` where the install could build it (about
-40 times faster: FNV-1a is byte-serial, and pure Python pays a big-integer multiply per byte),
-else :func:`fnv1a_64_python`, the definition; the tests hold the two to the same results.
+:func:`fnv1a_64` is the compiled ``otelhooks._fnv1a`` where the install could build it (FNV-1a
+is byte-serial, and pure Python pays a big-integer multiply per byte), else
+:func:`fnv1a_64_python`, the definition; the tests hold the two to the same results.
 """
 
 from __future__ import annotations
 
 import json
-import json.encoder
-from collections.abc import Callable
 from typing import Any, Final
 
 __all__ = [
@@ -34,29 +32,18 @@ _PRIME: Final = 0x100000001B3
 _MASK: Final = 0xFFFFFFFFFFFFFFFF
 
 
-# One encoder for every call: ``json.dumps`` with these options builds a new encoder each time,
-# which costs more than encoding a typical tool call's arguments. ``encode`` keeps no state
-# between calls (its circular-reference markers are per call), so sharing it is thread-safe.
+# One encoder for every call: ``json.dumps`` with these options builds a new encoder each time.
+# ``encode`` keeps no state between calls (its circular-reference markers are per call), so
+# sharing it is thread-safe.
 _ENCODER: Final = json.JSONEncoder(
     sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
-)
-# Cheaper still: the C encoder ``JSONEncoder.encode`` builds on every call, built once. Without a
-# markers dict it keeps no state at all (a self-referencing value then fails with RecursionError
-# instead of ValueError; tool arguments come from JSON and cannot refer to themselves).
-_make_c_encoder: Callable[..., Callable[[Any, int], list[str]]] | None = getattr(
-    json.encoder, "c_make_encoder", None
-)
-_C_ENCODER: Final = (
-    _make_c_encoder(None, str, json.encoder.encode_basestring, None, ":", ",", True, False, True)
-    if _make_c_encoder is not None
-    else None
 )
 
 
 def canonical_json(value: Any) -> str:
     """The canonical JSON text of ``value`` (see the module docstring); always valid UTF-8."""
     try:
-        text = "".join(_C_ENCODER(value, 0)) if _C_ENCODER is not None else _ENCODER.encode(value)
+        text = _ENCODER.encode(value)
     except (RecursionError, ValueError):
         return _safe_canonical(value)
     if not text.isascii():

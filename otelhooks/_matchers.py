@@ -45,7 +45,9 @@ import structlog
 from otelhooks._encoding import clean_text
 from otelhooks._errors import InvalidMatcherError
 
-# The regex parser of the standard library (untyped, private since 3.11; its API is stable).
+# CPython's regex parser: private since 3.11 (``sre_parse`` is its deprecated alias) and the
+# only parser of Python's own regex syntax; typeshed has no stubs for it. docs/design.md
+# ("Private names that remain") says why; tests/test_private_names.py fails if it changes.
 _sre: Any = importlib.import_module("re._constants")
 _sre_parse: Any = importlib.import_module("re._parser")
 
@@ -188,7 +190,7 @@ _REPEATS: Final = (_sre.MAX_REPEAT, _sre.MIN_REPEAT, _sre.POSSESSIVE_REPEAT)
 def anchored_prefix(pattern: str) -> str | None:
     r"""The literal text every match of ``pattern`` starts the value with (``^db/...`` gives
     ``db/``), or ``None`` when there is none or the pattern has flags. A value without it cannot
-    match, which a ``str.startswith`` says in tens of nanoseconds: most matchers are anchored
+    match, which a ``str.startswith`` says without running the regex: most matchers are anchored
     names, and a registry with many of them looks each up for every new tool name.
 
     Example:
@@ -263,37 +265,24 @@ def backtracking_risk(pattern: str) -> str | None:
 
 
 class _Re2Search:
-    """An RE2 regex asked only whether it occurs in a value.
+    """An RE2 regex asked only whether it occurs in a value (groups never captured: they change
+    nothing to whether it matches, and the match object is then cheap to build)."""
 
-    RE2's own DFA answers that in about a microsecond; the package's ``search`` builds a match
-    object with group spans on top, ten to thirty times as much, so this calls the compiled
-    regex directly when the package exposes it (and its public ``search`` otherwise).
-    """
-
-    __slots__ = ("_anchor", "_compiled", "_prefix", "_regexp")
+    __slots__ = ("_compiled", "_prefix")
 
     def __init__(self, pattern: str, prefix: str | None) -> None:
         assert _re2 is not None
         self._prefix = prefix
         options = _re2.Options()
         options.log_errors = False  # an unsupported pattern is ours to report, not RE2's stderr
-        options.never_capture = True  # groups change nothing to whether it matches
+        options.never_capture = True
         self._compiled = _re2.compile(pattern, options)  # re2.error: not for RE2
-        self._regexp = getattr(self._compiled, "_regexp", None)
-        native = getattr(_re2, "_re2", None)
-        self._anchor = native.RE2.Anchor.UNANCHORED if native is not None else None
-        if self._anchor is None or not hasattr(self._regexp, "Match"):
-            self._regexp = None
 
     def search(self, text: str) -> bool | None:
         if self._prefix is not None and not text.startswith(self._prefix):
             return None  # cannot match: no call into RE2
         text = clean_text(text)  # a lone surrogate cannot be encoded for RE2
-        if self._regexp is None:
-            return True if self._compiled.search(text) is not None else None
-        data = text.encode("utf-8")
-        spans = self._regexp.Match(self._anchor, data, 0, len(data))
-        return True if spans[0][0] != -1 else None
+        return True if self._compiled.search(text) is not None else None
 
 
 def _compile_bounded(pattern: str, source: str, hook_id: str | None) -> Matcher:

@@ -321,6 +321,8 @@ class BoundedWorker(Generic[T]):
                 self._done.notify_all()
 
     def _deliver(self, handle: Callable[..., None], *args: list[T]) -> None:
+        # The key instrumentations read to make no span; the API has no public setter
+        # (docs/design.md, "Private names that remain"; tests/test_private_names.py).
         token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
             handle(*args)

@@ -675,12 +675,18 @@ def test_raising_observer_does_not_affect_the_run(pipe: Pipeline) -> None:
 
 
 def test_slow_interceptor_does_not_stall_the_run_past_its_timeout(pipe: Pipeline) -> None:
-    pipe.register(hook("slow", "beforeToolCall", lambda e: time.sleep(1), timeout=0.2))
-    started = time.perf_counter()
-    result = run_one_tool(pipe)
-    elapsed = time.perf_counter() - started
+    # The interceptor holds until the test lets it go: a run that waited for it would take 30 s.
+    release = threading.Event()
+    pipe.register(hook("slow", "beforeToolCall", lambda e: release.wait(30), timeout=0.2))
+    try:
+        started = time.perf_counter()
+        result = run_one_tool(pipe)
+        elapsed = time.perf_counter() - started
+        assert not release.is_set()
+    finally:
+        release.set()
     assert result.content == "ran"
-    assert 0.2 <= elapsed < 0.6
+    assert 0.2 <= elapsed < 10  # its timeout kept, not its 30 s
 
 
 def test_slow_interceptor_is_recorded_as_timeout(pipe: Pipeline) -> None:
@@ -1023,12 +1029,23 @@ def test_hook_objects_register_like_dicts(pipe: Pipeline, recorder: Recorder) ->
 
 
 def test_slow_observer_does_not_slow_the_tool_call(pipe: Pipeline) -> None:
-    pipe.register(hook("slow", "afterToolCall", lambda e: time.sleep(0.5)))
-    with pipe.tracer.operation("a") as op, op.step() as step:
-        started = time.perf_counter()
-        step.run_tool("fs", "readFile", {}, _ok)
-        elapsed = time.perf_counter() - started
-    assert elapsed < 0.1
+    # The observer holds until the test lets it go, after the call returned: a call that waited
+    # for it would never return (and the observer would give up after 30 s, finished unset).
+    release, finished = threading.Event(), threading.Event()
+
+    def slow(event: Any) -> None:
+        if release.wait(30):
+            finished.set()
+
+    pipe.register(hook("slow", "afterToolCall", slow))
+    try:
+        with pipe.tracer.operation("a") as op, op.step() as step:
+            result = step.run_tool("fs", "readFile", {}, _ok)
+        assert result.content == "ran"
+    finally:
+        release.set()
+    pipe.flush()
+    assert finished.is_set()  # it ran, after the call
 
 
 def test_observer_has_run_after_force_flush(pipe: Pipeline) -> None:

@@ -203,7 +203,7 @@ def test_a_long_poll_with_records_waiting_answers_at_once(start_server: StartSer
     started = time.perf_counter()
     body = get(server, "mode=wait&since=0&timeout=10").json()
     assert len(body["events"]) == 1
-    assert time.perf_counter() - started < 1
+    assert time.perf_counter() - started < 5  # at once: not the poll's 10 s timeout
 
 
 def test_a_long_poll_times_out_empty(start_server: StartServer) -> None:

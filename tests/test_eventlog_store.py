@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -178,12 +177,13 @@ def test_durable_log_round_trips_every_field(tmp_path: Path) -> None:
 
 
 def test_durable_append_does_not_wait_for_the_disk(tmp_path: Path) -> None:
-    log = SqliteEventLog(tmp_path / "events.sqlite3", commit_interval_s=0.5)
+    # The writer commits every 30 s or per 1,024 entries: appends that return with nothing
+    # committed yet did not wait for the disk, however long the machine took to run them.
+    log = SqliteEventLog(tmp_path / "events.sqlite3", commit_interval_s=30)
     try:
-        start = time.perf_counter()
         for i in range(1000):
             log.append(entry(f"r{i}"))
-        assert time.perf_counter() - start < 0.4  # all queued well before the first commit
+        assert log.stats().head == 0  # all queued, none committed (none readable yet)
         assert log.flush()
         assert log.stats().head == 1000
     finally:

@@ -61,6 +61,45 @@ def test_the_step_index_of_a_later_step_reaches_the_observer() -> None:
     assert got == [(1, 0), (2, 1), (3, 1)]
 
 
+def test_each_tool_event_carries_its_own_values_in_its_own_fields() -> None:
+    # The 3rd call of fs/readFile, made in the 2nd step: every field of the same type holds a
+    # value no other field holds, so two fields swapped where the payload is built fail here.
+    with pipeline() as pipe:
+        seen = capture_events(pipe.oh, events=["before_tool_call", "after_tool_call"])
+        with pipe.oh.operation("agent", session_id="s-9") as op:
+            with op.step() as first:
+                first.run_tool("fs", "readFile", {"path": "a"}, _read)
+                first.run_tool("fs", "readFile", {"path": "b"}, _read)
+            with op.step() as second:
+                second.run_tool("fs", "readFile", {"path": "c"}, _read, tool_call_id="call-3")
+                message_id = second.message_id
+            operation_id = op.operation_id
+        events = [e for e in seen.events if getattr(e, "toolCallId", None) == "call-3"]
+    assert sorted(e.event for e in events) == ["after_tool_call", "before_tool_call"]
+    for event in events:
+        assert event.model_dump(
+            include={
+                "toolCallId",
+                "identifier",
+                "apiName",
+                "callIndex",
+                "stepIndex",
+                "assistantMessageId",
+                "operationId",
+                "sessionKey",
+            }
+        ) == {
+            "toolCallId": "call-3",
+            "identifier": "fs",
+            "apiName": "readFile",
+            "callIndex": 3,
+            "stepIndex": 1,
+            "assistantMessageId": message_id,
+            "operationId": operation_id,
+            "sessionKey": "s-9",
+        }
+
+
 def test_an_observer_sees_the_arguments_as_they_were_when_the_call_ended() -> None:
     with pipeline() as pipe:
         seen = capture_events(pipe.oh, events=["after_tool_call"])

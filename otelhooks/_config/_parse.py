@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import bisect
 import json
-import json.decoder
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -131,8 +130,15 @@ class Document:
 
 # -- JSON -----------------------------------------------------------------------------------------
 
-# The decoder's own string scanner (not in the type stubs): returns (value, end index).
-scanstring: Callable[[str, int], tuple[str, int]] = json.decoder.scanstring  # type: ignore[attr-defined]
+_DECODER: Final = json.JSONDecoder()
+
+
+def _string_at(text: str, i: int) -> tuple[str, int]:
+    """The JSON string whose opening quote is at ``i``, and the index past its closing quote."""
+    value, end = _DECODER.raw_decode(text, i)
+    return str(value), end
+
+
 _WS = re.compile(r"[ \t\n\r]*")
 _LITERAL = re.compile(r"-?Infinity|NaN|true|false|null|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?")
 
@@ -163,7 +169,7 @@ class _JsonLines:
                 return i + 1
             while True:
                 i = self.skip(i)
-                key, end = scanstring(text, i + 1)
+                key, end = _string_at(text, i)
                 self.lines[(*loc, key)] = self.line_of(i)
                 i = self.skip(end) + 1  # past ':'
                 i = self.skip(self.value(i, (*loc, key)))
@@ -182,7 +188,7 @@ class _JsonLines:
                     return i + 1
                 i += 1
         if char == '"':
-            return scanstring(text, i + 1)[1]
+            return _string_at(text, i)[1]
         match = _LITERAL.match(text, i)
         if match is None:
             raise ValueError(f"unexpected {char!r}")

@@ -210,6 +210,8 @@ def _has_points(metrics_data: Any) -> bool:
 
 # -- the SDK's own log lines ----------------------------------------------------------------------
 
+# The loggers of the modules that log each failed export; one is an SDK ``_internal`` module's
+# (the periodic reader's). tests/test_private_names.py fails when one is renamed.
 _SDK_LOGGERS = (
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
     "opentelemetry.exporter.otlp.proto.http.metric_exporter",

@@ -28,7 +28,6 @@ from otelhooks._live import LiveEvent, Verdict
 from otelhooks._redact import error_text, scrub
 
 if TYPE_CHECKING:
-    from otelhooks._instrument._operation import Operation
     from otelhooks._instrument._step import Step
 
 __all__ = ["ToolCall"]
@@ -53,30 +52,6 @@ def _metric_attrs(
     if error_type is not None:
         attrs[sc.ERROR_TYPE] = error_type
     return attrs
-
-
-def _tool_context(
-    op: Operation,
-    tool_call_id: str,
-    identifier: str,
-    api_name: str,
-    args: dict[str, Any],
-    call_index: int,
-    step_index: int,
-    message_id: str,
-) -> dict[str, Any]:
-    """The fields every tool event carries."""
-    return {
-        **op.common(),
-        "toolCallId": tool_call_id,
-        "identifier": identifier,
-        "apiName": api_name,
-        "args": args,
-        "callIndex": call_index,
-        "stepIndex": step_index,
-        "assistantMessageId": message_id,
-        "agentId": op.agent_id,
-    }
 
 
 def _after_tool_call(
@@ -182,16 +157,19 @@ class ToolCall(SpanScope):
         return self._result
 
     def _context(self) -> dict[str, Any]:
-        return _tool_context(
-            self.step.operation,
-            self.tool_call_id,
-            self.identifier,
-            self.api_name,
-            self.args,
-            self.call_index,
-            self.step.index,
-            self.step.message_id,
-        )
+        """The fields every tool event carries, each by name (validated when a payload is built)."""
+        op = self.step.operation
+        return {
+            **op.common(),
+            "toolCallId": self.tool_call_id,
+            "identifier": self.identifier,
+            "apiName": self.api_name,
+            "args": self.args,
+            "callIndex": self.call_index,
+            "stepIndex": self.step.index,
+            "assistantMessageId": self.step.message_id,
+            "agentId": op.agent_id,
+        }
 
     def _before_event(self) -> ToolCallEvent:
         # Built only when a hook matches, by the engine as the span starts (its chain run now,

@@ -41,16 +41,34 @@ hooks:
   - id: slow-policy
     type: PreToolUse
     matcher: Slow
-    command: sleep 4
+    command: touch MARKS/slow-started; sleep 6
 """
 HOOK_TIMEOUT_S = 2.0
+# Claude Code gives up on a hook after its own timeout; every answer must come well before it.
+CLIENT_TIMEOUT_S = 5 * HOOK_TIMEOUT_S
+
+
+def _policy(tmp: Path) -> Path:
+    """The policy file, its slow hook marking in ``tmp/marks`` that it runs (holds a thread)."""
+    marks = tmp / "marks"
+    marks.mkdir()
+    policy = tmp / "policy.yaml"
+    policy.write_text(POLICY.replace("MARKS", str(marks)))
+    return policy
+
+
+def _until_a_slow_call_runs(tmp: Path) -> None:
+    """Until a slow call's command runs: from then on, for 6 s, it holds its thread."""
+    deadline = time.monotonic() + 30
+    while not (tmp / "marks" / "slow-started").exists():
+        assert time.monotonic() < deadline, "no slow call started"
+        time.sleep(0.02)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProc]:
     tmp = tmp_path_factory.mktemp("claude-route")
-    policy = tmp / "policy.yaml"
-    policy.write_text(POLICY)
+    policy = _policy(tmp)
     proc = ServeProc(
         tmp,
         "--hooks",
@@ -62,6 +80,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServeProc]:
         str(tmp / "traces.jsonl"),
     )
     proc.traces = tmp / "traces.jsonl"  # type: ignore[attr-defined]
+    proc.tmp = tmp  # type: ignore[attr-defined]
     try:
         yield proc
     finally:
@@ -128,18 +147,19 @@ def test_one_sessions_slow_calls_do_not_delay_another_sessions_guard(server: Ser
             pool.submit(_post, server, _pre("s-slow", f"toolu_slow_{n}", "Slow", {}))
             for n in range(34)
         ]
-        time.sleep(0.3)  # the slow calls are in
+        _until_a_slow_call_runs(server.tmp)  # type: ignore[attr-defined]
         started = time.monotonic()
         victim = _post(server, _pre("s-victim", "toolu_rm", "Bash", {"command": "rm -rf /"}))
-        victim_s = time.monotonic() - started
         slow_answers = [future.result() for future in slow]
         slow_s = time.monotonic() - started
+    # The guard's own reason: it ran within the victim's hook timeout, while the slow session
+    # held its threads for 6 s. Behind them it could not have run; the timeout would have
+    # answered a fail-closed deny without this reason.
     assert _decision(victim) == "deny"
     assert "rm -rf is not allowed" in victim.text
-    assert victim_s < 1.5
     # every slow call answered by the hook timeout (fail-closed: deny), none left to Claude
-    # Code's own 10 s timeout
-    assert slow_s < HOOK_TIMEOUT_S + 1.5
+    # Code's own timeout
+    assert slow_s < CLIENT_TIMEOUT_S
     assert all(_decision(answer) == "deny" for answer in slow_answers)
     assert "no answer within" in slow_answers[-1].text
 
@@ -296,8 +316,7 @@ def test_a_deeply_nested_otlp_logs_body_is_a_400(server: ServeProc) -> None:
 
 @pytest.fixture
 def daemon(tmp_path: Path) -> Iterator[str]:
-    policy = tmp_path / "policy.yaml"
-    policy.write_text(POLICY)
+    policy = _policy(tmp_path)
     sock = str(tmp_path / "d.sock")
     argv = ["--hooks", str(policy), "--fail-closed", "--state", str(tmp_path / "state.sqlite3")]
     env = cli_env(OTELHOOKS_CLAUDE_DAEMON_ANSWER_S=str(HOOK_TIMEOUT_S))
@@ -326,22 +345,21 @@ def _ask_daemon(sock: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 def test_the_daemon_answers_another_sessions_guard_past_one_sessions_slow_calls(
-    daemon: str,
+    daemon: str, tmp_path: Path
 ) -> None:
     with ThreadPoolExecutor(max_workers=40) as pool:
         slow = [
             pool.submit(_ask_daemon, daemon, _pre("s-slow", f"toolu_{n}", "Slow", {}))
             for n in range(34)
         ]
-        time.sleep(0.3)
+        _until_a_slow_call_runs(tmp_path)
         started = time.monotonic()
         victim = _ask_daemon(daemon, _pre("s-victim", "toolu_rm", "Bash", {"command": "rm -rf /"}))
-        victim_s = time.monotonic() - started
         slow_answers = [future.result() for future in slow]
         slow_s = time.monotonic() - started
+    # the guard's own reason, not the answer deadline's: it did not wait behind the slow calls
     assert "rm -rf is not allowed" in json.dumps(victim)
-    assert victim_s < 1.5
-    assert slow_s < HOOK_TIMEOUT_S + 1.5  # before the 30 s install writes, far before
+    assert slow_s < CLIENT_TIMEOUT_S  # before the 30 s install writes, far before
     assert all('"deny"' in str(answer["stdout"]) for answer in slow_answers)
 
 

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -141,19 +143,35 @@ def test_concurrent_locked_edits_are_never_lost(tmp_path: Path) -> None:
     path.parent.mkdir()
     path.write_text("{}")
     stop = threading.Event()
+    cycles: list[int] = []
+    errors: list[BaseException] = []
 
     def installer() -> None:
-        while not stop.is_set():
-            install(path, http="http://127.0.0.1:4318")
-            uninstall(path)
+        try:
+            while not stop.is_set():
+                install(path, http="http://127.0.0.1:4318")
+                uninstall(path)
+                cycles.append(1)
+        except BaseException as exc:  # the assertion below names it
+            errors.append(exc)
 
     worker = threading.Thread(target=installer)
     worker.start()
     try:
         for n in range(40):
             _locked_user_edit(path, n)
+            if n == 19:  # the installer has run between the edits, whatever the scheduler did
+                _until(lambda: len(cycles) >= 2 or bool(errors))
     finally:
         stop.set()
-        worker.join()
+        worker.join(60)
+    assert errors == []
     env = json.loads(path.read_text()).get("env", {})
     assert all(f"K{n}" in env for n in range(40))
+
+
+def _until(condition: Callable[[], bool], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.01)

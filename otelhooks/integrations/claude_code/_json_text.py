@@ -24,6 +24,7 @@ __all__ = ["JsonTextError", "Member", "Node", "apply", "dump", "parse", "rebuild
 
 _WS: Final = re.compile(r"[ \t\n\r]*")
 _NUMBER: Final = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][-+]?[0-9]+)?")
+_DECODER: Final = json.JSONDecoder()
 _MAX_DEPTH: Final = 256
 
 
@@ -92,7 +93,7 @@ def _value(text: str, at: int, depth: int) -> Node:
 
 def _string(text: str, at: int) -> tuple[str, int]:
     try:
-        value, end = json.decoder.scanstring(text, at + 1, True)  # type: ignore[attr-defined]
+        value, end = _DECODER.raw_decode(text, at)  # the string that starts at ``at``
     except json.JSONDecodeError as exc:
         raise JsonTextError(f"bad string at offset {at}: {exc.msg}") from None
     return str(value), int(end)
