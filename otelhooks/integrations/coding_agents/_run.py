@@ -23,7 +23,8 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otelhooks._errors import ConfigError
 from otelhooks._export._otlp import summarise_sdk_logs
@@ -198,7 +199,7 @@ def _handle(
     otlp = otlp_exporter(settings, tracker)
     if otlp is not None:
         summarise_sdk_logs(math.inf)  # the report line says it once; no retry lines
-        exporters.append(_counted(otlp, tracker))
+        exporters.append(_Counted(otlp, tracker))
     state_path = options.state or env_value(settings, STATE_ENV)
     from otelhooks.integrations.coding_agents._dialects import dialect_named
 
@@ -238,20 +239,25 @@ def _handle(
     return response
 
 
-def _counted(exporter: SpanExporter, tracker: DeliveryTracker) -> SpanExporter:
-    """``exporter`` with every span it is given, and accepts, counted on ``tracker``."""
-    from opentelemetry.sdk.trace.export import SpanExportResult
+class _Counted(SpanExporter):
+    """``inner`` with every span it is given, and accepts, counted on ``tracker`` (a wrapper:
+    the exporter itself is left as it was made)."""
 
-    export = exporter.export
+    def __init__(self, inner: SpanExporter, tracker: DeliveryTracker) -> None:
+        self.inner = inner
+        self.tracker = tracker
 
-    def counted(spans: Any) -> SpanExportResult:
-        tracker.sent(len(spans))
-        result = export(spans)
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        self.tracker.sent(len(spans))
+        result = self.inner.export(spans)
         if result is SpanExportResult.SUCCESS:
-            tracker.delivered(len(spans))
+            self.tracker.delivered(len(spans))
         else:
-            tracker.failed(len(spans))
+            self.tracker.failed(len(spans))
         return result
 
-    exporter.export = counted  # type: ignore[method-assign]
-    return exporter
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        return self.inner.force_flush(timeout_millis)
+
+    def shutdown(self) -> None:
+        self.inner.shutdown()
