@@ -6,8 +6,9 @@ URL substituted for ``{api}``), then writes the exit code, the CLI's output and 
 the API received to OUT (JSON). A SPEC with ``serve`` runs ``otelhooks serve`` in the namespace
 too, for the CLI's run (stopped with SIGTERM after it; with ``settle_locks``, only once every
 bridge daemon whose ``*.sock.lock`` is in that folder has left, its spans exported; with
-``web``, only once its web view has been read). Nothing in the namespace can reach another
-host.
+``web``, only once its web view has been read). A SPEC with ``recorder`` (a port) also runs an
+HTTP server there that answers every request ``{}`` and keeps it (OUT's ``recorded``): a hook
+of type ``http`` can point at it. Nothing in the namespace can reach another host.
 """
 
 from __future__ import annotations
@@ -18,8 +19,12 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -43,11 +48,47 @@ def main(spec_path: str, out_path: str) -> int:
     api: ResponsesApi | GeminiApi = (
         ResponsesApi(steps) if spec["api"] == "responses" else GeminiApi(steps)
     )
-    with serve_api(api) as url:
+    with serve_api(api) as url, _recorder(spec.get("recorder")) as recorded:
         code, stdout, stderr = _run(spec, url)
     result = {"returncode": code, "stdout": stdout, "stderr": stderr, "requests": api.requests}
+    result["recorded"] = recorded
     Path(out_path).write_text(json.dumps(result))
     return 0
+
+
+@contextmanager
+def _recorder(port: int | None) -> Iterator[list[dict[str, Any]]]:
+    """Every request to 127.0.0.1:``port`` (method, path, body), each answered ``{}``."""
+    recorded: list[dict[str, Any]] = []
+    if port is None:
+        yield recorded
+        return
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _keep(self) -> None:
+            body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            recorded.append({"method": self.command, "path": self.path, "body": body.decode()})
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        do_GET = do_POST = do_PUT = _keep
+
+    server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield recorded
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def _run(spec: dict[str, Any], url: str) -> tuple[int, str, str]:

@@ -14,7 +14,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ __all__ = [
     "CLAUDE",
     "CODEX",
     "GEMINI",
+    "RECORDER_URL",
     "REPO",
     "SERVE_TOKEN",
     "SERVE_URL",
@@ -47,6 +48,8 @@ CLAUDE = REPO / "tests" / "claude_code_cli" / "node_modules" / ".bin" / "claude"
 SERVE_PORT = 4319
 SERVE_URL = f"http://127.0.0.1:{SERVE_PORT}"
 SERVE_TOKEN = "serve-token"
+# a recording HTTP server beside a CLI (``recorder_port=``), for a hook of type ``http``
+RECORDER_URL = "http://127.0.0.1:4320"
 
 
 # each scripted turn: (call id, shell command), or the fields of a ShellStep (another tool)
@@ -55,12 +58,14 @@ Steps = Sequence[tuple[str, str] | dict[str, Any]]
 
 @dataclass(frozen=True)
 class CliRun:
-    """One finished CLI run: its exit code, output and the scripted API's requests."""
+    """One finished CLI run: its exit code, output and the scripted API's requests (and, with
+    ``recorder_port``, every request the recording server received)."""
 
     returncode: int
     stdout: str
     stderr: str
     requests: list[dict[str, Any]]
+    recorded: list[dict[str, Any]] = field(default_factory=list)
 
 
 def need_cli(path: Path) -> Path:
@@ -134,6 +139,7 @@ def _isolated(
     serve_traces: Path | None = None,
     settle_locks: Path | None = None,
     web_view: WebView | None = None,
+    recorder: bool = False,
 ) -> CliRun:
     spec: dict[str, Any] = {
         "api": api,
@@ -143,6 +149,7 @@ def _isolated(
         "steps": [s if isinstance(s, dict) else {"id": s[0], "command": s[1]} for s in steps],
         "timeout_s": timeout_s,
         "templates": [str(t) for t in templates],
+        "recorder": int(RECORDER_URL.rsplit(":", 1)[1]) if recorder else None,
     }
     work.mkdir(parents=True, exist_ok=True)
     if serve_traces is not None:
@@ -160,7 +167,9 @@ def _isolated(
         timeout=timeout_s + 20,
     )
     out = json.loads(out_file.read_text())
-    return CliRun(out["returncode"], out["stdout"], out["stderr"], out["requests"])
+    return CliRun(
+        out["returncode"], out["stdout"], out["stderr"], out["requests"], out.get("recorded", [])
+    )
 
 
 @dataclass(frozen=True)
@@ -208,10 +217,12 @@ def run_codex(
     serve_traces: Path | None = None,
     settle_locks: Path | None = None,
     web_view: WebView | None = None,
+    recorder: bool = False,
 ) -> CliRun:
     """``codex exec`` in ``project`` against the scripted Responses API (``codex_config``
     must have written ``home/.codex/config.toml``); with ``serve_traces``, serve stops only
-    once the bridge daemons of ``settle_locks`` (their socket folder) have left."""
+    once the bridge daemons of ``settle_locks`` (their socket folder) have left; with
+    ``recorder``, a recording HTTP server listens at ``RECORDER_URL``."""
     env = {
         **_base_env(home),
         "CODEX_HOME": str(home / ".codex"),
@@ -242,6 +253,7 @@ def run_codex(
         serve_traces,
         settle_locks,
         web_view,
+        recorder,
     )
 
 

@@ -3,7 +3,7 @@ the way Claude Code does (``docs/adapters.md``, "What each CLI cannot do"): the 
 ``command`` hooks (the fast command bridge) for both.
 
 Gemini CLI 0.61 discards a hook of type ``http`` when it loads its settings and says so; the
-scripted ``rm -r`` then runs unguarded.
+scripted ``rm -r`` then runs unguarded. Codex CLI's side: ``test_codex_http_hooks.py``.
 """
 
 from __future__ import annotations
