@@ -135,6 +135,32 @@ def test_cli_user_install_with_hooks_file_writes_the_users_file_and_uninstalls_e
     assert path.read_text() == THEIRS
 
 
+@pytest.mark.parametrize("kind", ["http", None])
+def test_a_codex_file_codex_would_reject_whole_is_refused_untouched(
+    tmp_path: Path, kind: str | None
+) -> None:
+    # Codex 0.171 rejects the whole hooks.json for a handler type it does not parse
+    # (tests/coding_agents_cli/test_codex_http_hooks.py): merged there, our guard would never run
+    path = hooks_path("codex", project=tmp_path)
+    path.parent.mkdir(parents=True)
+    handler = {"url": "http://127.0.0.1:9/x"} if kind is None else {"type": kind, "url": "u"}
+    theirs = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [handler]}]}}
+    text = json.dumps(theirs, indent=2) + "\n"
+    path.write_text(text)
+    with pytest.raises(ValueError, match=f"PreToolUse hook of type {kind!r}: Codex CLI rejects"):
+        install_agent("codex", project=tmp_path, hooks_file="hooks.yaml")
+    assert path.read_text() == text
+
+
+def test_a_codex_file_of_hook_types_codex_parses_takes_ours_beside_them(tmp_path: Path) -> None:
+    path = hooks_path("codex", project=tmp_path)
+    path.parent.mkdir(parents=True)
+    mine = [{"type": t, "command": "true"} for t in ("command", "prompt", "agent", "mcp_tool")]
+    path.write_text(json.dumps({"hooks": {"Stop": [{"hooks": mine}]}}))
+    install_agent("codex", project=tmp_path, hooks_file="hooks.yaml")
+    assert json.loads(path.read_text())["hooks"]["Stop"][0]["hooks"] == mine
+
+
 def test_a_gemini_settings_file_with_comments_is_refused_untouched_saying_why(
     tmp_path: Path,
 ) -> None:

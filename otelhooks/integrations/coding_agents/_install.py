@@ -22,6 +22,7 @@ Both run the fast command bridge (the standard-library hook client and its daemo
 
 from __future__ import annotations
 
+import json
 import os
 import shlex
 from collections.abc import Sequence
@@ -46,6 +47,9 @@ __all__ = [
 
 # the bridge decides within 25 s (its daemon's own limit): the CLI waits a little longer
 _TIMEOUT_S = 30
+# The handler types Codex 0.171 parses; for any other it rejects the whole hooks.json ("unknown
+# variant"), so no hook of that file runs, ours included (tests/coding_agents_cli).
+_CODEX_HANDLER_TYPES = frozenset({"command", "mcp_tool", "prompt", "agent"})
 _TOOL_EVENTS = frozenset(
     {"PreToolUse", "PermissionRequest", "PostToolUse", "BeforeTool", "AfterTool"}
 )
@@ -179,8 +183,9 @@ def install_agent(
         what it needs before it runs the hooks (:func:`codex_trust_notes`).
 
     Raises:
-        ValueError: ``dialect`` has no installer, or the file cannot be edited without loss (it
-            is left untouched).
+        ValueError: ``dialect`` has no installer, the file cannot be edited without loss, or
+            (Codex) it holds a hook of a type Codex rejects the whole file for, so no hook in it
+            would run; the file is left untouched.
         OSError: the file cannot be read or written.
 
     Example:
@@ -214,6 +219,8 @@ def install_agent(
     def edit(text: str, root: Node | None) -> str:
         if root is None:
             text = "{}\n"
+        elif dialect == "codex":
+            _refuse_what_codex_rejects(text, path)
         stripped, change.removed = strip_ours(text, path, is_ours)
         change.added = list(groups)
         return add_groups(stripped, path, groups)
@@ -221,6 +228,29 @@ def install_agent(
     edited = edit_settings(path, edit)
     change.before, change.after = edited.before, edited.after
     return change
+
+
+def _refuse_what_codex_rejects(text: str, path: Path) -> None:
+    """Raise where Codex would reject the whole file: our guards there would never run, and
+    Codex says so only in ``codex exec --json``'s items."""
+    try:
+        events = json.loads(text).get("hooks")
+    except (ValueError, AttributeError):
+        return  # edit_settings says what is wrong with the file itself
+    if not isinstance(events, dict):
+        return
+    for event, groups in events.items():
+        for group in groups if isinstance(groups, list) else ():
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            for handler in handlers if isinstance(handlers, list) else ():
+                kind = handler.get("type") if isinstance(handler, dict) else None
+                if kind not in _CODEX_HANDLER_TYPES:
+                    raise ValueError(
+                        f"{path}: a {event} hook of type {kind!r}: Codex CLI rejects the whole "
+                        f"file for it (it runs {', '.join(sorted(_CODEX_HANDLER_TYPES))}), so no "
+                        "hook there would run, otelhooks' guards included; change or remove "
+                        "that hook first (the file is left untouched)"
+                    )
 
 
 def uninstall_agent(
