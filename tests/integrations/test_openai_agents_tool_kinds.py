@@ -31,12 +31,13 @@ from agents import (
     function_tool,
     set_trace_processors,
 )
+from agents.mcp import MCPServerStdio
 from agents.testing import assistant_message, function_call
 from openai.types.responses import ResponseApplyPatchToolCall, ResponseFunctionShellToolCall
 from openai.types.responses.response_output_item import LocalShellCall
 
 from otelhooks import Block, HookEvent
-from otelhooks.integrations.openai_agents import HookedRunner, UnguardedToolWarning
+from otelhooks.integrations.openai_agents import HookedRunner, UnguardedToolWarning, hook_agent
 from tests.conftest import Pipeline, Recorder, hook
 from tests.integrations._agents_model import ScriptedModel
 
@@ -239,8 +240,44 @@ def test_a_file_edit_guard_denies_the_sdks_apply_patch_tool(pipe: Pipeline) -> N
     assert told["c1"] == "failed: files stay"
     assert told["c2"] == "completed: updated notes.md"
     assert _denied(pipe) == ["apply_patch"]
-    [denied] = [s for s in pipe.spans() if s.name == "execute_tool apply_patch"][:1]
-    assert (denied.attributes or {})["otelhooks.tool.matcher_value"] == "writer/apply_patch"
+    values = {
+        (s.attributes or {}).get("otelhooks.tool.matcher_value")
+        for s in pipe.spans()
+        if s.name == "execute_tool apply_patch"
+    }
+    assert values == {"writer/apply_patch"}
+
+
+def test_rewritten_arguments_reach_the_shell_executor_and_the_editor(pipe: Pipeline) -> None:
+    def redirect(event: Any) -> dict[str, Any] | None:
+        if event.apiName == "shell":
+            return {"args": {**event.args, "commands": ["ls -a"]}}
+        if event.apiName == "apply_patch":
+            return {"args": {**event.args, "path": "scratch.md"}}
+        return None
+
+    pipe.register(hook("redirect", "before_tool_call", redirect))
+    ran: list[list[str]] = []
+
+    def execute(request: ShellCommandRequest) -> str:
+        ran.append(list(request.data.action.commands))
+        return "listed"
+
+    files = Files()
+    model = ScriptedModel(
+        "scripted",
+        [
+            [shell_call("c1", "ls")],
+            [patch_call("c2", {"type": "create_file", "path": "keep.md", "diff": "new"})],
+            [assistant_message("ok")],
+        ],
+    )
+    tools: list[Any] = [ShellTool(executor=execute), ApplyPatchTool(editor=files)]
+    _run(pipe, Agent(name="ops", model=model, tools=tools))
+
+    assert ran == [["ls -a"]]
+    assert files.files == {"notes.md": "hello", "keep.md": "important", "scratch.md": "new"}
+    assert model.tool_outputs()["c2"] == "completed: created scratch.md"
 
 
 def test_hooking_leaves_the_users_agent_and_tools_as_they_were(pipe: Pipeline) -> None:
@@ -292,6 +329,18 @@ def test_hosted_tools_are_named_in_one_warning_once_per_agent(pipe: Pipeline) ->
     assert text.startswith("otelhooks: agent 'researcher': no otelhooks tool hook sees ")
     assert "'web_search' (WebSearchTool" in text
     assert "'code_interpreter' (CodeInterpreterTool" in text
+
+
+def test_a_hosted_shell_and_mcp_servers_are_named_in_the_warning() -> None:
+    hosted = ShellTool(environment={"type": "container_auto"})
+    server = MCPServerStdio(params={"command": "true"}, name="files")
+    agent = Agent(name="ops", tools=[hosted], mcp_servers=[server])
+    with pytest.warns(UnguardedToolWarning) as caught:
+        hooked = hook_agent(agent)
+    [warning] = caught
+    assert "'shell' (ShellTool: a hosted shell the model's API runs)" in str(warning.message)
+    assert "the tools of its MCP servers" in str(warning.message)
+    assert hooked.tools == [hosted]
 
 
 def test_a_renamed_shell_tool_is_named_in_a_warning(pipe: Pipeline) -> None:

@@ -9,8 +9,10 @@ Agents SDK                             otelhooks
                                        may rewrite a string input or refuse the run)
 a model call (``on_llm_start/end``)    a new ``step {n}`` with its ``chat {model}`` span, usage
                                        from ``ModelResponse.usage``
-a function tool (hooked copy)          ``execute_tool {tool}`` in the current step, matcher value
-                                       ``{agent}/{tool}``; deny or mock stops the function
+a hooked tool (function, local         ``execute_tool {tool}`` in the current step, matcher value
+``ShellTool``, ``LocalShellTool``,     ``{agent}/{tool}``; deny or mock stops the function, the
+``ApplyPatchTool`` file operation)     executor or the editor operation
+any other tool, MCP servers' tools     not seen: an ``UnguardedToolWarning`` names them
 a handoff (``on_handoff``)             ``call_agent {to}`` in the current step and a child
                                        ``invoke_agent {to}`` linked to the parent operation; the
                                        following turns are steps of the child
@@ -325,8 +327,9 @@ class HookedRunner:
 
     Args:
         tracer: the :class:`~otelhooks.AgentTracer` (``otelhooks.configure().tracer``).
-        hook_tools: run the agents' function tools through otelhooks' tool hooks (a hooked
-            clone of the agent is run; the agent you pass is not changed).
+        hook_tools: run the agents' tools through otelhooks' tool hooks (a hooked clone of the
+            agent is run; the agent you pass is not changed; tools that cannot be hooked are
+            named in an ``UnguardedToolWarning``).
 
     Example: (a run is in :mod:`otelhooks.integrations.openai_agents`'s example)
         >>> import otelhooks
