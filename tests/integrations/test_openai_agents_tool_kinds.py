@@ -35,6 +35,7 @@ from agents.mcp import MCPServerStdio
 from agents.testing import assistant_message, function_call
 from openai.types.responses import ResponseApplyPatchToolCall, ResponseFunctionShellToolCall
 from openai.types.responses.response_output_item import LocalShellCall
+from opentelemetry.trace import StatusCode
 
 from otelhooks import Block, HookEvent
 from otelhooks.integrations.openai_agents import HookedRunner, UnguardedToolWarning, hook_agent
@@ -186,6 +187,19 @@ def test_a_shell_guard_denies_the_sdks_local_shell_tool(pipe: Pipeline) -> None:
     assert told["c1"] == "no removals"
     assert told["c2"] == "listed"
     assert _denied(pipe) == ["local_shell"]
+
+
+def test_a_failing_shell_executor_ends_its_span_with_the_error(pipe: Pipeline) -> None:
+    def execute(request: ShellCommandRequest) -> str:
+        raise RuntimeError("disk on fire")
+
+    model = ScriptedModel("scripted", [[shell_call("c1", "ls")], [assistant_message("ok")]])
+    _run(pipe, Agent(name="ops", model=model, tools=[ShellTool(executor=execute)]))
+
+    assert "disk on fire" in model.tool_outputs()["c1"]
+    [span] = pipe.spans("execute_tool shell")
+    assert span.status.status_code is StatusCode.ERROR
+    assert (span.attributes or {})["otelhooks.tool.outcome"] == "error"
 
 
 class Files:
