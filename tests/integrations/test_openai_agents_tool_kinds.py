@@ -25,7 +25,9 @@ from agents import (
     CodeInterpreterTool,
     LocalShellCommandRequest,
     LocalShellTool,
+    ShellCommandOutput,
     ShellCommandRequest,
+    ShellResult,
     ShellTool,
     WebSearchTool,
     function_tool,
@@ -231,12 +233,17 @@ def patch_call(call_id: str, operation: dict[str, str]) -> ResponseApplyPatchToo
     )
 
 
-def test_a_file_edit_guard_denies_the_sdks_apply_patch_tool(pipe: Pipeline) -> None:
+def test_a_file_edit_guard_denies_the_sdks_apply_patch_tool(
+    pipe: Pipeline, recorder: Recorder
+) -> None:
     def no_deletes(event: HookEvent) -> Block | None:
         args = event.args  # type: ignore[attr-defined]
         return Block("files stay") if args["type"] == "delete_file" else None
 
-    pipe.register(hook("keep-files", "beforeToolCall", no_deletes, matcher="@file_edit"))
+    pipe.register(
+        hook("keep-files", "beforeToolCall", no_deletes, matcher="@file_edit"),
+        hook("rec", "afterToolCall", recorder, matcher="@file_write"),
+    )
     files = Files()
     model = ScriptedModel(
         "scripted",
@@ -260,9 +267,14 @@ def test_a_file_edit_guard_denies_the_sdks_apply_patch_tool(pipe: Pipeline) -> N
         if s.name == "execute_tool apply_patch"
     }
     assert values == {"writer/apply_patch"}
+    pipe.flush()
+    seen = [(e.args["type"], e.content) for e in recorder.of("after_tool_call")]  # type: ignore[attr-defined]
+    assert seen == [("delete_file", "files stay"), ("update_file", "updated notes.md")]
 
 
-def test_rewritten_arguments_reach_the_shell_executor_and_the_editor(pipe: Pipeline) -> None:
+def test_rewritten_arguments_reach_the_shell_executor_and_the_editor(
+    pipe: Pipeline, recorder: Recorder
+) -> None:
     def redirect(event: Any) -> dict[str, Any] | None:
         if event.apiName == "shell":
             return {"args": {**event.args, "commands": ["ls -a"]}}
@@ -270,12 +282,15 @@ def test_rewritten_arguments_reach_the_shell_executor_and_the_editor(pipe: Pipel
             return {"args": {**event.args, "path": "scratch.md"}}
         return None
 
-    pipe.register(hook("redirect", "before_tool_call", redirect))
+    pipe.register(
+        hook("redirect", "before_tool_call", redirect),
+        hook("rec", "afterToolCall", recorder, matcher="@shell"),
+    )
     ran: list[list[str]] = []
 
-    def execute(request: ShellCommandRequest) -> str:
+    def execute(request: ShellCommandRequest) -> ShellResult:
         ran.append(list(request.data.action.commands))
-        return "listed"
+        return ShellResult(output=[ShellCommandOutput(stdout="listed", stderr="one hidden")])
 
     files = Files()
     model = ScriptedModel(
@@ -290,6 +305,12 @@ def test_rewritten_arguments_reach_the_shell_executor_and_the_editor(pipe: Pipel
     _run(pipe, Agent(name="ops", model=model, tools=tools))
 
     assert ran == [["ls -a"]]
+    assert "listed" in model.tool_outputs()["c1"]
+    [shell] = pipe.spans("execute_tool shell")
+    assert (shell.attributes or {})["otelhooks.tool.outcome"] == "success"
+    pipe.flush()
+    [after] = recorder.of("after_tool_call")
+    assert after.content == "listed\none hidden"  # type: ignore[attr-defined]
     assert files.files == {"notes.md": "hello", "keep.md": "important", "scratch.md": "new"}
     assert model.tool_outputs()["c2"] == "completed: created scratch.md"
 

@@ -29,6 +29,7 @@ tool input guardrail ``reject_content``  an ``on_tool_call_denied`` event (decid
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -196,12 +197,14 @@ class AgentRun:
         args: dict[str, Any],
         call_id: str | None,
         execute: Execute,
+        shown: Callable[[Any], Any] | None = None,
     ) -> tuple[Any, bool]:
         """Run one hooked tool call as an ``execute_tool`` span in the current step.
 
         ``execute`` runs the tool (given the arguments a hook rewrote, ``None`` when unchanged)
-        only when no hook denied or mocked the call. Returns what the model should see and
-        whether a hook denied the call.
+        only when no hook denied or mocked the call; ``shown`` gives the part of its output the
+        model is shown, which is the call's result (the output itself when omitted). Returns
+        what the tool should return and whether a hook denied the call.
         """
         frame = self.frame
         step = frame.open_step()
@@ -216,8 +219,9 @@ class AgentRun:
                     # The SDK's failure handler turned an exception into a message for the model.
                     call.fail(RuntimeError(str(error.get("message", "tool failed"))))
                     return output, False
-                kept = await call.aset_result(output)
-                as_text = output if isinstance(output, str) else canonical_json(output)
+                result = output if shown is None else shown(output)
+                kept = await call.aset_result(result)
+                as_text = result if isinstance(result, str) else canonical_json(result)
                 # a tool_result_persist hook may have filtered the result; else keep the object
                 return (output if kept.content == as_text else kept.content), False
 

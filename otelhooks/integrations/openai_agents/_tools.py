@@ -119,13 +119,32 @@ def _watch_guardrail(tool_name: str, guardrail: ToolInputGuardrail[Any]) -> Tool
 
 
 async def _guarded(
-    name: str, identifier: str | None, args: dict[str, Any], call_id: str | None, run: Execute
+    name: str,
+    identifier: str | None,
+    args: dict[str, Any],
+    call_id: str | None,
+    run: Execute,
+    shown: Callable[[Any], Any] | None = None,
 ) -> tuple[Any, bool]:
     """``run`` through the current hooked run's tool hooks (as it is outside one)."""
     hooked_run = CURRENT_RUN.get()
     if hooked_run is None:
         return await run(None), False
-    return await hooked_run.guard_tool(name, identifier, args, call_id, run)
+    return await hooked_run.guard_tool(name, identifier, args, call_id, run, shown)
+
+
+def _shell_text(output: Any) -> Any:
+    """What the model is shown of a shell executor's output: each command's stdout and stderr."""
+    if not isinstance(output, ShellResult):
+        return output
+    return "\n".join(part for o in output.output for part in (o.stdout, o.stderr) if part)
+
+
+def _patch_text(output: Any) -> Any:
+    """What the model is shown of an editor's result: its ``output``."""
+    if isinstance(output, ApplyPatchResult):
+        return output.output or ""
+    return "" if output is None else output
 
 
 async def _maybe(value: Any) -> Any:
@@ -219,7 +238,9 @@ def _hook_shell(tool: ShellTool, identifier: str | None) -> ShellTool:
                 return await _maybe(executor(dataclasses.replace(request, data=data)))
             return await _maybe(executor(request))
 
-        output, _ = await _guarded(tool.name, identifier, args, request.data.call_id, run)
+        output, _ = await _guarded(
+            tool.name, identifier, args, request.data.call_id, run, _shell_text
+        )
         return output if isinstance(output, ShellResult) else str(output)
 
     setattr(execute, _HOOKED, True)
@@ -279,7 +300,7 @@ class _HookedEditor:
             return await _maybe(getattr(self.editor, op.type)(op))
 
         # the operation does not carry the model's call id; the span gets one of its own
-        output, denied = await _guarded(self.name, self.identifier, args, None, run)
+        output, denied = await _guarded(self.name, self.identifier, args, None, run, _patch_text)
         if denied:
             return ApplyPatchResult(status="failed", output=str(output))
         return output if isinstance(output, ApplyPatchResult | None) else str(output)
