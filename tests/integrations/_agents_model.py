@@ -65,11 +65,19 @@ class ScriptedModel(Model):
         raise NotImplementedError("the tests do not stream")
 
     def tool_outputs(self) -> dict[str, str]:
-        """Every tool output the model was shown, by call id."""
+        """Every tool output the model was shown, by call id (a shell call's stdout, an
+        apply_patch call's ``status: output``)."""
         seen: dict[str, str] = {}
         for given in self.inputs:
             for item in given if isinstance(given, list) else []:
                 raw: Any = item
-                if isinstance(raw, dict) and raw.get("type") == "function_call_output":
+                if not isinstance(raw, dict):
+                    continue
+                kind = raw.get("type")
+                if kind in ("function_call_output", "local_shell_call_output"):
                     seen[str(raw["call_id"])] = str(raw["output"])
+                elif kind == "shell_call_output":
+                    seen[str(raw["call_id"])] = "".join(o["stdout"] for o in raw["output"])
+                elif kind == "apply_patch_call_output":
+                    seen[str(raw["call_id"])] = f"{raw['status']}: {raw.get('output', '')}"
         return seen

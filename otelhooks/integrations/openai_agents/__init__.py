@@ -35,13 +35,18 @@ from otelhooks.integrations.openai_agents._runner import (
     HookedRunner,
     RunBlockedError,
 )
-from otelhooks.integrations.openai_agents._tools import hook_agent, hook_tool
+from otelhooks.integrations.openai_agents._tools import (
+    UnguardedToolWarning,
+    hook_agent,
+    hook_tool,
+)
 
 __all__ = [
     "GUARDRAIL_NAME",
     "PROVIDER",
     "HookedRunner",
     "RunBlockedError",
+    "UnguardedToolWarning",
     "hook_agent",
     "hook_tool",
 ]

@@ -9,8 +9,10 @@ Agents SDK                             otelhooks
                                        may rewrite a string input or refuse the run)
 a model call (``on_llm_start/end``)    a new ``step {n}`` with its ``chat {model}`` span, usage
                                        from ``ModelResponse.usage``
-a function tool (hooked copy)          ``execute_tool {tool}`` in the current step, matcher value
-                                       ``{agent}/{tool}``; deny or mock stops the function
+a hooked tool (function, local         ``execute_tool {tool}`` in the current step, matcher value
+``ShellTool``, ``LocalShellTool``,     ``{agent}/{tool}``; deny or mock stops the function, the
+``ApplyPatchTool`` file operation)     executor or the editor operation
+any other tool, MCP servers' tools     not seen: an ``UnguardedToolWarning`` names them
 a handoff (``on_handoff``)             ``call_agent {to}`` in the current step and a child
                                        ``invoke_agent {to}`` linked to the parent operation; the
                                        following turns are steps of the child
@@ -27,7 +29,7 @@ tool input guardrail ``reject_content``  an ``on_tool_call_denied`` event (decid
 from __future__ import annotations
 
 import asyncio
-import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,7 +48,6 @@ from agents.items import ModelResponse, TResponseInputItem
 from agents.models.interface import Model
 from agents.result import RunResult
 from agents.run_context import AgentHookContext, RunContextWrapper
-from agents.tool_context import ToolContext
 from agents.tracing import get_current_span
 from opentelemetry import trace
 
@@ -57,7 +58,7 @@ from otelhooks._fingerprint import canonical_json
 from otelhooks._instrument import AgentCall, AgentTracer, LlmCall, Operation, Step
 from otelhooks._live import LiveEvent
 from otelhooks.integrations._scopes import DetachedScope
-from otelhooks.integrations.openai_agents._tools import CURRENT_RUN, Invoker, hook_agent, parse_args
+from otelhooks.integrations.openai_agents._tools import CURRENT_RUN, Execute, hook_agent
 
 __all__ = ["PROVIDER", "AgentRun", "HookedRunner", "RunBlockedError"]
 
@@ -189,34 +190,40 @@ class AgentRun:
 
     # -- tools ----------------------------------------------------------------------------------
 
-    async def invoke_tool(
+    async def guard_tool(
         self,
         name: str,
         identifier: str | None,
-        original: Invoker,
-        ctx: ToolContext[Any],
-        raw_args: str,
-    ) -> Any:
-        """Run one hooked tool call as an ``execute_tool`` span in the current step."""
+        args: dict[str, Any],
+        call_id: str | None,
+        execute: Execute,
+        shown: Callable[[Any], Any] | None = None,
+    ) -> tuple[Any, bool]:
+        """Run one hooked tool call as an ``execute_tool`` span in the current step.
+
+        ``execute`` runs the tool (given the arguments a hook rewrote, ``None`` when unchanged)
+        only when no hook denied or mocked the call; ``shown`` gives the part of its output the
+        model is shown, which is the call's result (the output itself when omitted). Returns
+        what the tool should return and whether a hook denied the call.
+        """
         frame = self.frame
         step = frame.open_step()
-        args = parse_args(raw_args)
         ident = identifier if identifier is not None else frame.agent
         with trace.use_span(step.span, end_on_exit=False):
-            async with step.tool_call(ident, name, args, tool_call_id=ctx.tool_call_id) as call:
+            async with step.tool_call(ident, name, args, tool_call_id=call_id) as call:
                 if not call.should_run:
-                    return call.result.content
-                changed = call.args != args
-                output = await original(ctx, json.dumps(call.args) if changed else raw_args)
+                    return call.result.content, call.denied
+                output = await execute(call.args if call.args != args else None)
                 error = getattr(get_current_span(), "error", None)
                 if error:
                     # The SDK's failure handler turned an exception into a message for the model.
                     call.fail(RuntimeError(str(error.get("message", "tool failed"))))
-                    return output
-                kept = await call.aset_result(output)
-                as_text = output if isinstance(output, str) else canonical_json(output)
+                    return output, False
+                result = output if shown is None else shown(output)
+                kept = await call.aset_result(result)
+                as_text = result if isinstance(result, str) else canonical_json(result)
                 # a tool_result_persist hook may have filtered the result; else keep the object
-                return output if kept.content == as_text else kept.content
+                return (output if kept.content == as_text else kept.content), False
 
     def guardrail_rejected(
         self, tool: str, call_id: str, args: dict[str, Any], guardrail: str, message: str
@@ -324,8 +331,9 @@ class HookedRunner:
 
     Args:
         tracer: the :class:`~otelhooks.AgentTracer` (``otelhooks.configure().tracer``).
-        hook_tools: run the agents' function tools through otelhooks' tool hooks (a hooked
-            clone of the agent is run; the agent you pass is not changed).
+        hook_tools: run the agents' tools through otelhooks' tool hooks (a hooked clone of the
+            agent is run; the agent you pass is not changed; tools that cannot be hooked are
+            named in an ``UnguardedToolWarning``).
 
     Example: (a run is in :mod:`otelhooks.integrations.openai_agents`'s example)
         >>> import otelhooks

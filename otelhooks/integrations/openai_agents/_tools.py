@@ -1,28 +1,66 @@
-"""Function tools that run through otelhooks' ``before_tool_call`` chain.
+"""The SDK's tools that run through otelhooks' ``before_tool_call`` chain.
 
-:func:`hook_tool` returns a copy of a ``FunctionTool`` whose ``on_invoke_tool`` opens the
-``execute_tool`` span (the interceptors run, awaited, as it starts) and calls the real function
-only when no hook denied or mocked the call. It runs after the tool's own SDK guardrails, so an
-SDK guardrail rejection never reaches otelhooks' hooks; such a rejection is recorded as an
-``on_tool_call_denied`` event instead (see :func:`_watch_guardrail`).
+:func:`hook_tool` returns a copy of a tool whose callable opens the ``execute_tool`` span (the
+interceptors run, awaited, as it starts) and calls the real one only when no hook denied or
+mocked the call: a ``FunctionTool``'s ``on_invoke_tool``, a ``ShellTool``'s or
+``LocalShellTool``'s ``executor`` (matcher value ``shell`` / ``local_shell``: ``@shell``) and an
+``ApplyPatchTool``'s ``editor`` (``apply_patch``: ``@file_edit`` and ``@file_write``, one span per
+file operation). All go through :meth:`AgentRun.guard_tool`.
+
+A function tool's hook runs after its own SDK guardrails, so an SDK guardrail rejection never
+reaches otelhooks' hooks; such a rejection is recorded as an ``on_tool_call_denied`` event instead
+(see :func:`_watch_guardrail`).
+
+Every other tool (the hosted tools the model's API runs, ``ComputerTool``, ``CustomTool``, a
+hosted ``ShellTool``) and the tools of an agent's MCP servers are not seen by any otelhooks tool
+hook: :func:`hook_agent` says so with an :class:`UnguardedToolWarning`, never silently.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
+import inspect
 import json
+import warnings
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, overload
 
-from agents import Agent, FunctionTool, ToolInputGuardrail, ToolInputGuardrailData
+from agents import (
+    Agent,
+    ApplyPatchEditor,
+    ApplyPatchOperation,
+    ApplyPatchResult,
+    ApplyPatchTool,
+    FunctionTool,
+    LocalShellCommandRequest,
+    LocalShellTool,
+    ShellActionRequest,
+    ShellCommandRequest,
+    ShellResult,
+    ShellTool,
+    Tool,
+    ToolInputGuardrail,
+    ToolInputGuardrailData,
+)
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolGuardrailFunctionOutput
+from openai.types.responses.response_output_item import LocalShellCallAction
+
+from otelhooks._tool_kinds import KIND_NAMES
 
 if TYPE_CHECKING:
     from otelhooks.integrations.openai_agents._runner import AgentRun
 
-__all__ = ["CURRENT_RUN", "hook_agent", "hook_tool", "parse_args"]
+__all__ = [
+    "CURRENT_RUN",
+    "Execute",
+    "UnguardedToolWarning",
+    "hook_agent",
+    "hook_tool",
+    "parse_args",
+]
 
 CURRENT_RUN: ContextVar[AgentRun | None] = ContextVar("otelhooks_openai_agents_run", default=None)
 """The run :class:`~otelhooks.integrations.openai_agents.HookedRunner` is executing (inherited by
@@ -31,6 +69,25 @@ the SDK's tool tasks)."""
 _HOOKED: Final = "__otelhooks_hooked__"
 
 Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
+# runs a tool given the arguments a hook rewrote (None: unchanged)
+Execute = Callable[[dict[str, Any] | None], Awaitable[Any]]
+
+# The kind a guard names for each SDK tool otelhooks wraps (its default name is one of the kind's).
+_KINDS: Final[dict[type[Any], str]] = {
+    ShellTool: "@shell",
+    LocalShellTool: "@shell",
+    ApplyPatchTool: "@file_edit",
+}
+
+
+class UnguardedToolWarning(UserWarning):
+    """An agent's tool runs without any otelhooks tool hook seeing it (a hosted tool the model's
+    API runs, a tool kind otelhooks cannot wrap, an MCP server's tools), or a tool kind's guard
+    cannot match it (a renamed ``ShellTool``).
+
+    Turn it into an error to refuse such agents: ``warnings.simplefilter("error",
+    UnguardedToolWarning)``.
+    """
 
 
 def parse_args(raw: str) -> dict[str, Any]:
@@ -61,29 +118,91 @@ def _watch_guardrail(tool_name: str, guardrail: ToolInputGuardrail[Any]) -> Tool
     return ToolInputGuardrail(guardrail_function=watched, name=guardrail.get_name())
 
 
-def hook_tool(tool: FunctionTool, *, identifier: str | None = None) -> FunctionTool:
+async def _guarded(
+    name: str,
+    identifier: str | None,
+    args: dict[str, Any],
+    call_id: str | None,
+    run: Execute,
+    shown: Callable[[Any], Any] | None = None,
+) -> tuple[Any, bool]:
+    """``run`` through the current hooked run's tool hooks (as it is outside one)."""
+    hooked_run = CURRENT_RUN.get()
+    if hooked_run is None:
+        return await run(None), False
+    return await hooked_run.guard_tool(name, identifier, args, call_id, run, shown)
+
+
+def _shell_text(output: Any) -> Any:
+    """What the model is shown of a shell executor's output: each command's stdout and stderr."""
+    if not isinstance(output, ShellResult):
+        return output
+    return "\n".join(part for o in output.output for part in (o.stdout, o.stderr) if part)
+
+
+def _patch_text(output: Any) -> Any:
+    """What the model is shown of an editor's result: its ``output``."""
+    if isinstance(output, ApplyPatchResult):
+        return output.output or ""
+    return "" if output is None else output
+
+
+async def _maybe(value: Any) -> Any:
+    return await value if inspect.isawaitable(value) else value
+
+
+@overload
+def hook_tool(tool: FunctionTool, *, identifier: str | None = None) -> FunctionTool: ...
+@overload
+def hook_tool(tool: ShellTool, *, identifier: str | None = None) -> ShellTool: ...
+@overload
+def hook_tool(tool: LocalShellTool, *, identifier: str | None = None) -> LocalShellTool: ...
+@overload
+def hook_tool(tool: ApplyPatchTool, *, identifier: str | None = None) -> ApplyPatchTool: ...
+def hook_tool(
+    tool: FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool,
+    *,
+    identifier: str | None = None,
+) -> FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool:
     """A copy of ``tool`` whose calls go through otelhooks' tool hooks.
 
     Inside :meth:`HookedRunner.run` each call is an ``execute_tool {name}`` span: a
-    ``before_tool_call`` deny or mock means the function is never called (the model gets the
+    ``before_tool_call`` deny or mock means the tool is never run (the model gets the
     ``hook_denied`` reason or the mock as the tool output), rewritten arguments reach the
-    function, and its result goes through ``tool_result_persist``. Outside a hooked run the
+    tool, and its result goes through ``tool_result_persist``. Outside a hooked run the
     copy behaves exactly as ``tool``. Hooking a hooked tool returns it unchanged.
 
+    The arguments hooks see: a ``FunctionTool``'s JSON arguments; a ``ShellTool``'s
+    ``commands``, ``timeout_ms``, ``max_output_length``; a ``LocalShellTool``'s ``command``,
+    ``env``, ``timeout_ms``, ``user``, ``working_directory``; an ``ApplyPatchTool``'s ``type``
+    (``create_file``, ``update_file``, ``delete_file``), ``path``, ``diff`` and ``move_to``, one
+    call per file operation. A hosted ``ShellTool`` (no executor) is returned unchanged.
+
     Args:
-        tool: the SDK function tool.
+        tool: the SDK tool.
         identifier: the ``identifier`` half of the matcher value ``identifier/apiName``; the
             calling agent's name when omitted.
     """
+    if isinstance(tool, FunctionTool):
+        return _hook_function(tool, identifier)
+    if isinstance(tool, ShellTool):
+        return _hook_shell(tool, identifier)
+    if isinstance(tool, LocalShellTool):
+        return _hook_local_shell(tool, identifier)
+    return _hook_apply_patch(tool, identifier)
+
+
+def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
     if getattr(tool.on_invoke_tool, _HOOKED, False):
         return tool
     original: Invoker = tool.on_invoke_tool
 
     async def invoke(ctx: ToolContext[Any], input: str) -> Any:
-        run = CURRENT_RUN.get()
-        if run is None:
-            return await original(ctx, input)
-        return await run.invoke_tool(tool.name, identifier, original, ctx, input)
+        async def run(changed: dict[str, Any] | None) -> Any:
+            return await original(ctx, input if changed is None else json.dumps(changed))
+
+        output, _ = await _guarded(tool.name, identifier, parse_args(input), ctx.tool_call_id, run)
+        return output
 
     setattr(invoke, _HOOKED, True)
     hooked = copy.copy(tool)
@@ -95,17 +214,167 @@ def hook_tool(tool: FunctionTool, *, identifier: str | None = None) -> FunctionT
     return hooked
 
 
-def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None) -> Agent[Any]:
-    """A clone of ``agent`` (and of every agent it hands off to) with its function tools hooked.
+def _hook_shell(tool: ShellTool, identifier: str | None) -> ShellTool:
+    executor = tool.executor
+    if executor is None or getattr(executor, _HOOKED, False):
+        return tool
 
-    The original agents are not changed, so they stay safe to share. ``Handoff`` objects (as
+    async def execute(request: ShellCommandRequest) -> str | ShellResult:
+        action = request.data.action
+        args = {
+            "commands": list(action.commands),
+            "timeout_ms": action.timeout_ms,
+            "max_output_length": action.max_output_length,
+        }
+
+        async def run(changed: dict[str, Any] | None) -> Any:
+            if changed is not None:
+                action = ShellActionRequest(
+                    commands=[str(c) for c in changed["commands"]],
+                    timeout_ms=changed.get("timeout_ms"),
+                    max_output_length=changed.get("max_output_length"),
+                )
+                data = dataclasses.replace(request.data, action=action)
+                return await _maybe(executor(dataclasses.replace(request, data=data)))
+            return await _maybe(executor(request))
+
+        output, _ = await _guarded(
+            tool.name, identifier, args, request.data.call_id, run, _shell_text
+        )
+        return output if isinstance(output, ShellResult) else str(output)
+
+    setattr(execute, _HOOKED, True)
+    return dataclasses.replace(tool, executor=execute)
+
+
+def _hook_local_shell(tool: LocalShellTool, identifier: str | None) -> LocalShellTool:
+    executor = tool.executor
+    if getattr(executor, _HOOKED, False):
+        return tool
+
+    async def execute(request: LocalShellCommandRequest) -> str:
+        args = request.data.action.model_dump(exclude={"type"})
+
+        async def run(changed: dict[str, Any] | None) -> Any:
+            if changed is not None:
+                action = LocalShellCallAction.model_validate({**changed, "type": "exec"})
+                data = request.data.model_copy(update={"action": action})
+                return await _maybe(executor(dataclasses.replace(request, data=data)))
+            return await _maybe(executor(request))
+
+        output, _ = await _guarded(tool.name, identifier, args, request.data.call_id, run)
+        return str(output)
+
+    setattr(execute, _HOOKED, True)
+    return dataclasses.replace(tool, executor=execute)
+
+
+class _HookedEditor:
+    """An ``ApplyPatchEditor`` whose file operations go through otelhooks' tool hooks."""
+
+    def __init__(self, editor: ApplyPatchEditor, name: str, identifier: str | None) -> None:
+        self.editor = editor
+        self.name = name
+        self.identifier = identifier
+
+    async def _apply(self, operation: ApplyPatchOperation) -> ApplyPatchResult | str | None:
+        args: dict[str, Any] = {
+            "type": operation.type,
+            "path": operation.path,
+            "diff": operation.diff,
+            "move_to": operation.move_to,
+        }
+
+        async def run(changed: dict[str, Any] | None) -> Any:
+            op = operation
+            if changed is not None:
+                op = dataclasses.replace(
+                    operation,
+                    type=changed["type"],
+                    path=str(changed["path"]),
+                    diff=changed.get("diff"),
+                    move_to=changed.get("move_to"),
+                )
+            if op.type not in ("create_file", "update_file", "delete_file"):
+                raise ValueError(f"unknown apply_patch operation {op.type!r}")
+            return await _maybe(getattr(self.editor, op.type)(op))
+
+        # the operation does not carry the model's call id; the span gets one of its own
+        output, denied = await _guarded(self.name, self.identifier, args, None, run, _patch_text)
+        if denied:
+            return ApplyPatchResult(status="failed", output=str(output))
+        return output if isinstance(output, ApplyPatchResult | None) else str(output)
+
+    async def create_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult | str | None:
+        return await self._apply(operation)
+
+    async def update_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult | str | None:
+        return await self._apply(operation)
+
+    async def delete_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult | str | None:
+        return await self._apply(operation)
+
+
+def _hook_apply_patch(tool: ApplyPatchTool, identifier: str | None) -> ApplyPatchTool:
+    if isinstance(tool.editor, _HookedEditor):
+        return tool
+    return dataclasses.replace(tool, editor=_HookedEditor(tool.editor, tool.name, identifier))
+
+
+def _unguarded(tool: Tool) -> str | None:
+    """Why no otelhooks tool hook sees ``tool`` once hooked (``None``: they all do)."""
+    if isinstance(tool, FunctionTool | LocalShellTool | ApplyPatchTool):
+        pass
+    elif isinstance(tool, ShellTool):
+        if tool.executor is None:
+            return "a hosted shell the model's API runs"
+    else:
+        return "a tool otelhooks cannot wrap (the model's API or the SDK runs it)"
+    kind = _KINDS.get(type(tool))
+    if kind is not None and tool.name not in KIND_NAMES[kind]:
+        return f"renamed, so a {kind} guard does not match it (match it by name)"
+    return None
+
+
+def _warn_unguarded(agent: Agent[Any]) -> None:
+    found = []
+    for tool in agent.tools:
+        why = _unguarded(tool)
+        if why is not None:
+            found.append(f"{tool.name!r} ({type(tool).__name__}: {why})")
+    if agent.mcp_servers:
+        found.append("the tools of its MCP servers (they are listed only while the run is on)")
+    if found:
+        warnings.warn(
+            f"otelhooks: agent {agent.name!r}: no otelhooks tool hook sees "
+            + ", ".join(found)
+            + "; before_tool_call guards do not stop their calls and no execute_tool span "
+            "is written for them",
+            UnguardedToolWarning,
+            stacklevel=3,  # the caller of hook_agent
+        )
+
+
+def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None) -> Agent[Any]:
+    """A clone of ``agent`` (and of every agent it hands off to) with its tools hooked.
+
+    Function tools, local ``ShellTool``, ``LocalShellTool`` and ``ApplyPatchTool`` are replaced
+    by hooked copies (:func:`hook_tool`); every other tool is kept and named in an
+    :class:`UnguardedToolWarning` (Python shows it once per agent and tool list). The original
+    agents and tools are not changed, so they stay safe to share. ``Handoff`` objects (as
     opposed to plain agents in ``handoffs``) are kept as they are: the agent they return is
     created by your code, so hook it there.
     """
     seen = {} if _seen is None else _seen
     if id(agent) in seen:
         return seen[id(agent)]
-    tools = [hook_tool(t) if isinstance(t, FunctionTool) else t for t in agent.tools]
+    _warn_unguarded(agent)
+    tools = [
+        hook_tool(t)
+        if isinstance(t, FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool)
+        else t
+        for t in agent.tools
+    ]
     clone = agent.clone(tools=tools)
     seen[id(agent)] = clone
     clone.handoffs = [
