@@ -24,14 +24,6 @@ from tests.coding_agents_cli._runs import (
 pytestmark = pytest.mark.timeout(120)
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    (root / "victim").mkdir(parents=True)
-    (root / "victim" / "keep.txt").write_text("precious")
-    return root
-
-
 def test_codex_deletes_the_folder_when_nothing_guards_it(project: Path, tmp_path: Path) -> None:
     need_cli(CODEX)
     home = tmp_path / "home"

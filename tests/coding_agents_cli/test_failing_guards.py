@@ -39,14 +39,6 @@ hooks:
 STEPS = [("call_rm", "rm -r victim")]
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    (root / "victim").mkdir(parents=True)
-    (root / "victim" / "keep.txt").write_text("precious")
-    return root
-
-
 def _install(dialect: str, project: Path, hooks: str, *, fail_closed: bool) -> None:
     (project / "hooks.yaml").write_text(hooks)
     install_agent(dialect, project=project, hooks_file="hooks.yaml", fail_closed=fail_closed)

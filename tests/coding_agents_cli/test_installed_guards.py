@@ -42,14 +42,6 @@ hooks:
 STEPS = [("call_rm", "rm -r victim")]
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    (root / "victim").mkdir(parents=True)
-    (root / "victim" / "keep.txt").write_text("precious")
-    return root
-
-
 def _install(dialect: str, project: Path, tmp_path: Path, matcher: str) -> Path:
     hooks = project / f".{dialect}" / "otelhooks.yaml"
     hooks.parent.mkdir(parents=True, exist_ok=True)

@@ -44,14 +44,6 @@ hooks:
 STEPS = [("call_rm", "rm -r victim")]
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    (root / "victim").mkdir(parents=True)
-    (root / "victim" / "keep.txt").write_text("precious")
-    return root
-
-
 def _install(dialect: str, project: Path, decision: str) -> None:
     answer = json.dumps(_ANSWER).replace("{decision}", decision)
     (project / "hooks.yaml").write_text(GUARD.format(answer=answer.replace('"', '\\"')))
