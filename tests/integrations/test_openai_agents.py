@@ -27,7 +27,12 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
 from otelhooks import Block, HookEvent, ToolCallEvent, WebhookDeliverer
-from otelhooks.integrations.openai_agents import HookedRunner, RunBlockedError, hook_tool
+from otelhooks.integrations.openai_agents import (
+    HookedRunner,
+    RunBlockedError,
+    UnguardedToolWarning,
+    hook_tool,
+)
 from tests._webhook_server import WebhookServer
 from tests.conftest import Pipeline, Recorder, hook
 from tests.integrations._agents_model import ScriptedModel
@@ -369,7 +374,9 @@ def test_max_turns_ends_the_operation_with_max_steps(pipe: Pipeline) -> None:
     assert span.attributes["otelhooks.operation.complete_reason"] == "max_steps"
 
 
-def test_a_hooked_tool_outside_a_hooked_run_behaves_as_the_original(pipe: Pipeline) -> None:
+def test_a_hooked_tool_outside_a_hooked_run_behaves_as_the_original_and_says_so(
+    pipe: Pipeline,
+) -> None:
     world = World()
     planner, _, _ = build(world)
     tool = hook_tool(planner.tools[0])  # type: ignore[arg-type]
@@ -379,6 +386,7 @@ def test_a_hooked_tool_outside_a_hooked_run_behaves_as_the_original(pipe: Pipeli
     )
     from agents import Runner
 
-    asyncio.run(Runner.run(Agent(name="plain", model=model, tools=[tool]), "go"))
+    with pytest.warns(UnguardedToolWarning, match="'add' of a hooked agent ran outside"):
+        asyncio.run(Runner.run(Agent(name="plain", model=model, tools=[tool]), "go"))
     assert world.ran == ["add"]
     assert pipe.spans() == []

@@ -25,6 +25,7 @@ from agents import (
     CodeInterpreterTool,
     LocalShellCommandRequest,
     LocalShellTool,
+    Runner,
     ShellCommandOutput,
     ShellCommandRequest,
     ShellResult,
@@ -386,3 +387,26 @@ def test_a_renamed_shell_tool_is_named_in_a_warning(pipe: Pipeline) -> None:
     agent = Agent(name="ops", model=model, tools=[ShellTool(executor=execute, name="sh")])
     with pytest.warns(UnguardedToolWarning, match="'sh' .*a @shell guard does not match it"):
         _run(pipe, agent)
+
+
+def test_a_hooked_tool_run_outside_the_hooked_runner_says_no_hook_saw_it(pipe: Pipeline) -> None:
+    # the SDK's own Runner (as for run_streamed) gives the hooked tools no run to report to: the
+    # guard cannot decide, and the call must not look guarded
+    pipe.register(GUARD)
+    ran: list[str] = []
+
+    @function_tool(name_override="shell")
+    def run_shell(command: str) -> str:
+        """Run a shell command."""
+        ran.append(command)
+        return "done"
+
+    model = ScriptedModel(
+        "scripted",
+        [[function_call("shell", {"command": "ls"}, call_id="c1")], [assistant_message("ok")]],
+    )
+    hooked = hook_agent(Agent(name="ops", model=model, tools=[run_shell]))
+    with pytest.warns(UnguardedToolWarning, match="'shell' of a hooked agent ran outside"):
+        asyncio.run(Runner.run(hooked, "list"))
+    assert ran == ["ls"]
+    assert not [s for s in pipe.spans() if s.name.startswith("execute_tool")]

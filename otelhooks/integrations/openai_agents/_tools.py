@@ -82,8 +82,9 @@ _KINDS: Final[dict[type[Any], str]] = {
 
 class UnguardedToolWarning(UserWarning):
     """An agent's tool runs without any otelhooks tool hook seeing it (a hosted tool the model's
-    API runs, a tool kind otelhooks cannot wrap, an MCP server's tools), or a tool kind's guard
-    cannot match it (a renamed ``ShellTool``).
+    API runs, a tool kind otelhooks cannot wrap, an MCP server's tools, a hooked tool run
+    outside :meth:`HookedRunner.run`), or a tool kind's guard cannot match it (a renamed
+    ``ShellTool``).
 
     Turn it into an error to refuse such agents: ``warnings.simplefilter("error",
     UnguardedToolWarning)``.
@@ -129,6 +130,14 @@ async def _guarded(
     """``run`` through the current hooked run's tool hooks (as it is outside one)."""
     hooked_run = CURRENT_RUN.get()
     if hooked_run is None:
+        # a hooked agent run by the SDK's own Runner (run_streamed included): no hook can see the
+        # call, so say so rather than let the guards look in force
+        warnings.warn(
+            f"tool {name!r} of a hooked agent ran outside HookedRunner.run: no otelhooks tool "
+            "hook saw it (run the agent with HookedRunner.run)",
+            UnguardedToolWarning,
+            stacklevel=2,
+        )
         return await run(None), False
     return await hooked_run.guard_tool(name, identifier, args, call_id, run, shown)
 
