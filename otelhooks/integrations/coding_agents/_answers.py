@@ -32,7 +32,6 @@ from otelhooks.integrations.coding_agents._combine import (
     combine,
     decides,
     denied_by,
-    deny_unaskable,
 )
 from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse, cli_name
 
@@ -45,7 +44,6 @@ __all__ = [
     "answers_from_notes",
     "combine",
     "denied_by",
-    "deny_unaskable",
     "dumps",
     "respond",
     "run_hooks",

@@ -163,7 +163,8 @@ def combine(
             ``updatedInput`` included): sent when a hook changed them.
         extra: event-specific fields decided outside the hooks' own answers (a kernel rewrite's
             ``updatedToolOutput``, ``displayContent``), put first.
-        agent: the agent answered (``codex``...): what a decision it cannot carry names.
+        agent: the agent answered (``codex``...): what a decision it cannot carry names, and
+            whether an ``ask`` must become a deny (:func:`deny_unaskable`).
 
     Returns:
         The output object (``{}``: nothing to say) and the decisions it could not carry.
@@ -228,6 +229,8 @@ def combine(
     _first_values(event, answers, specific, lost)
     if specific:
         out["hookSpecificOutput"] = {"hookEventName": event, **specific}
+    if event == "PreToolUse":
+        deny_unaskable(out, agent)
     if lost:
         warning = "otelhooks: " + "; ".join(lost)
         out["systemMessage"] = _join([out.get("systemMessage"), warning])

@@ -38,7 +38,6 @@ from otelhooks._span_mapping import (
 from otelhooks.integrations.coding_agents._answers import (
     combine,
     denied_by,
-    deny_unaskable,
     respond,
     run_hooks,
     tell_failures,
@@ -226,7 +225,6 @@ class ToolUses(Part):
         )
         answers += approval_allows("PreToolUse", verdict)  # a person's allow is an allow
         output, lost = combine("PreToolUse", answers, updated_input=updated, agent=self.agent)
-        deny_unaskable(output, self.agent)
         specific = output.get("hookSpecificOutput") or {}
         decision = specific.get("permissionDecision")
         if decision != "deny":
