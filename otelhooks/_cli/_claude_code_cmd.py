@@ -17,15 +17,6 @@ import sys
 __all__ = ["add_parser"]
 
 
-def _log_to_stderr() -> None:
-    import structlog
-
-    from otelhooks._logging import configure_logging
-
-    configure_logging()
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
-
-
 def _claude_code(args: argparse.Namespace) -> int:
     if sys.stdin.isatty():  # typed in a terminal, it would wait for an event nobody sends
         print(
@@ -34,7 +25,9 @@ def _claude_code(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    _log_to_stderr()
+    from otelhooks._cli._common import log_to_stderr
+
+    log_to_stderr()
     from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 
     options = BridgeOptions(

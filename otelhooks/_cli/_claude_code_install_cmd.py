@@ -110,12 +110,12 @@ def _uninstall(args: argparse.Namespace) -> int:
 
 
 def _daemon(args: argparse.Namespace) -> int:
-    from otelhooks._cli._claude_code_cmd import _log_to_stderr
+    from otelhooks._cli._common import log_to_stderr
     from otelhooks.integrations.claude_code import BridgeOptions
     from otelhooks.integrations.coding_agents._daemon import run_daemon
 
     # the hook client gives the daemon no stdout; its stderr is the daemon's log file
-    _log_to_stderr()
+    log_to_stderr()
 
     options = BridgeOptions(
         hooks=tuple(args.hooks),

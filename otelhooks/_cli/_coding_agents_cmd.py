@@ -20,10 +20,10 @@ def _bridge(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    from otelhooks._cli._claude_code_cmd import _log_to_stderr
+    from otelhooks._cli._common import log_to_stderr
     from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 
-    _log_to_stderr()
+    log_to_stderr()
     options = BridgeOptions(
         hooks=tuple(args.hooks),
         traces_out=args.traces_out,

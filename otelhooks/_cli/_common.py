@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from otelhooks._paths import writable_file_problem
@@ -9,6 +10,7 @@ from otelhooks._paths import writable_file_problem
 __all__ = [
     "CLI_SHUTDOWN_TIMEOUT_S",
     "EXIT_UNDELIVERED",
+    "log_to_stderr",
     "no_such_path",
     "writable_file_problem",
 ]
@@ -27,3 +29,14 @@ def no_such_path(paths: list[str]) -> str | None:
         if not Path(path).exists():
             return f"no such file or directory: {path}"
     return None
+
+
+def log_to_stderr() -> None:
+    """Send otelhooks' logs to stderr: a command whose stdout is an answer (a hook bridge, the
+    MCP gateway's stdio) must never write a log line there."""
+    import structlog
+
+    from otelhooks._logging import configure_logging
+
+    configure_logging()
+    structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))

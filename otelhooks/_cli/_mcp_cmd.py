@@ -28,15 +28,6 @@ TRACES_ENV = "OTELHOOKS_TRACES_OUT"
 TOKEN_ENV = "OTELHOOKS_MCP_TOKEN"
 
 
-def _log_to_stderr() -> None:
-    import structlog
-
-    from otelhooks._logging import configure_logging
-
-    configure_logging()
-    structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
-
-
 def _fail(message: str) -> int:
     print(f"otelhooks mcp: {message}", file=sys.stderr)
     return 2
@@ -98,11 +89,12 @@ def _run(
     headers: dict[str, str],
     token: str | None,
 ) -> int:
+    from otelhooks._cli._common import log_to_stderr
     from otelhooks._export import OtlpJsonLinesSpanExporter
     from otelhooks._setup import configure
     from otelhooks.mcp import McpGateway
 
-    _log_to_stderr()
+    log_to_stderr()
     if args.traces_out:
         from otelhooks._private_files import private_file
 
