@@ -320,6 +320,9 @@ class OtelHooks:
         if self._shut:
             return self.delivery_report()
         self._shut = True
+        # configure() registered this for interpreter exit; once done, the exit handler must not
+        # keep the whole pipeline (providers, exporters, what they hold) alive until then.
+        atexit.unregister(self.shutdown)
         self.instrumented.uninstrument()
         if timeout_s is None:
             timeout_s = self.shutdown_timeout_s

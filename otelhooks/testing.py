@@ -46,6 +46,7 @@ from opentelemetry.sdk.trace.id_generator import IdGenerator
 from otelhooks._engine import HooksEngine
 from otelhooks._events import EVENTS, HookEvent
 from otelhooks._hooks import Hook
+from otelhooks._instrument import AgentTracer
 from otelhooks._setup import OtelHooks, configure
 from otelhooks._sources import SOURCES
 
@@ -112,9 +113,26 @@ class TestPipeline:
     """What :func:`pipeline` set up, and what it recorded.
 
     Attributes:
-        oh: the configured pipeline (``oh.operation(...)``, ``oh.register(...)``, ``oh.engine``).
+        oh: the configured pipeline (``oh.operation(...)``, ``oh.engine``, ``oh.tracer_provider``,
+            ``oh.meter_provider``, ``oh.metrics``).
         exporter: the in-memory span exporter.
         reader: the in-memory metric reader.
+
+    Example:
+        >>> from otelhooks.testing import Recorder, pipeline
+        >>> seen = Recorder()
+        >>> with pipeline() as pipe:
+        ...     _ = pipe.register({"id": "seen", "type": "afterToolCall", "handler": seen})
+        ...     with pipe.tracer.operation("helper") as op, op.step() as step:
+        ...         _ = step.run_tool("fs", "readFile", {"path": "a"}, lambda path: "text")
+        ...     pipe.flush()
+        ...     pipe.span("execute_tool readFile").attributes["otelhooks.tool.outcome"]
+        ...     pipe.metric_total("otelhooks.tool.calls", {"otelhooks.outcome": "success"})
+        True
+        'success'
+        1
+        >>> seen.names()
+        ['after_tool_call']
     """
 
     __test__ = False  # a helper, not a test class, for pytest's collector
@@ -123,11 +141,45 @@ class TestPipeline:
     exporter: InMemorySpanExporter
     reader: InMemoryMetricReader
 
+    @property
+    def tracer(self) -> AgentTracer:
+        """The pipeline's tracer (``tracer.operation(...)``; ``oh.operation`` is the same)."""
+        return self.oh.tracer
+
+    def register(self, *hooks: Hook | Mapping[str, Any]) -> list[Hook]:
+        """Register global hooks (they apply to every operation)."""
+        return self.oh.register(hooks)
+
+    def flush(self, timeout_s: float = 10.0) -> bool:
+        """Wait until every queued observer hook has run; True when all did in time."""
+        return self.oh.engine.flush(timeout_s)
+
     def spans(self, name: str | None = None) -> list[ReadableSpan]:
         """Ended spans (named ``name`` only, when given), after exporting what is queued."""
         self.oh.force_flush(10.0)
         spans = list(self.exporter.get_finished_spans())
         return [s for s in spans if s.name == name] if name is not None else spans
+
+    def span(self, name: str) -> ReadableSpan:
+        """The one ended span named ``name``.
+
+        Raises:
+            LookupError: no span, or more than one, has that name (the message lists them all).
+        """
+        found = self.spans(name)
+        if len(found) != 1:
+            names = [s.name for s in self.spans()]
+            raise LookupError(f"expected one {name!r} span, got {len(found)} of {names}")
+        return found[0]
+
+    def metric_points(
+        self, name: str, attributes: Mapping[str, Any] | None = None
+    ) -> list[DataPoint]:
+        """The data points of metric ``name`` whose attributes include ``attributes``, once the
+        observers have run and the metrics worker has recorded what they measured."""
+        self.oh.engine.flush(10.0)
+        self.oh.metrics.flush(10.0)
+        return metric_points(self.reader, name, attributes)
 
     def metric_total(self, name: str, attributes: Mapping[str, Any] | None = None) -> float:
         """A counter's sum, or a histogram's count, over the points whose attributes include

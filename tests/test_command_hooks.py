@@ -18,12 +18,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Pipeline
 
 from otelhooks import AfterToolCallEvent, ConfigError, Hook, ToolCallEvent, ToolResult
 from otelhooks import semconv as sc
 from otelhooks._actions import build_hook as coerce_hook
 from otelhooks._actions._command import OUTPUT_CAP_BYTES, CommandAction, CommandBlock
+from otelhooks.testing import TestPipeline
 
 DUMP = """
 import json, os, sys
@@ -80,7 +80,9 @@ def printing(tmp_path: Path, name: str, answer: dict[str, Any]) -> list[str]:
     return ["cat", str(path)]
 
 
-def run_tool(pipe: Pipeline, args: dict[str, Any] | None = None) -> tuple[ToolResult, list[Any]]:
+def run_tool(
+    pipe: TestPipeline, args: dict[str, Any] | None = None
+) -> tuple[ToolResult, list[Any]]:
     """One tool call; returns what the agent saw and the arguments the tool ran with."""
     seen: list[Any] = []
 
@@ -93,11 +95,11 @@ def run_tool(pipe: Pipeline, args: dict[str, Any] | None = None) -> tuple[ToolRe
     return result, seen
 
 
-def tool_span(pipe: Pipeline) -> dict[str, Any]:
+def tool_span(pipe: TestPipeline) -> dict[str, Any]:
     return dict(pipe.span("execute_tool exec").attributes or {})
 
 
-def invocations(pipe: Pipeline, hook_id: str, outcome: str) -> float:
+def invocations(pipe: TestPipeline, hook_id: str, outcome: str) -> float:
     attrs = {sc.ATTR_HOOK_ID: hook_id, sc.ATTR_OUTCOME: outcome}
     return pipe.metric_total(sc.METRIC_HOOK_INVOCATIONS, attrs)
 
@@ -203,7 +205,7 @@ def test_stdin_has_the_event_and_claude_code_fields(tmp_path: Path) -> None:
 
 
 def test_user_prompt_submit_payload_carries_user_message_and_full_prompt(
-    pipe: Pipeline, tmp_path: Path
+    pipe: TestPipeline, tmp_path: Path
 ) -> None:
     out = tmp_path / "prompt.json"
     pipe.register(
@@ -272,7 +274,7 @@ def test_child_holding_the_output_open_neither_delays_the_answer_nor_survives(
     assert is_dead(int(pid_file.read_text()))
 
 
-def test_timed_out_interceptor_does_not_block_the_call(pipe: Pipeline) -> None:
+def test_timed_out_interceptor_does_not_block_the_call(pipe: TestPipeline) -> None:
     pipe.register({"id": "slow", "type": "PreToolUse", "command": "sleep 5", "timeout": 0.3})
     result, seen = run_tool(pipe)
     assert result.content == "ran"
@@ -281,7 +283,7 @@ def test_timed_out_interceptor_does_not_block_the_call(pipe: Pipeline) -> None:
 
 
 def test_nothing_a_timed_out_interceptor_started_outlives_the_event(
-    pipe: Pipeline, tmp_path: Path
+    pipe: TestPipeline, tmp_path: Path
 ) -> None:
     pid_file = tmp_path / "child.pid"
     command = f'sleep 60 & echo $! > "{pid_file}"; sleep 60'
@@ -290,7 +292,7 @@ def test_nothing_a_timed_out_interceptor_started_outlives_the_event(
     assert is_dead(int(pid_file.read_text()), within_s=0.5)
 
 
-def test_timed_out_interceptor_blocks_with_on_error_block(pipe: Pipeline) -> None:
+def test_timed_out_interceptor_blocks_with_on_error_block(pipe: TestPipeline) -> None:
     pipe.register(
         {
             "id": "slow",
@@ -339,7 +341,7 @@ def test_command_that_ignores_a_large_stdin_completes() -> None:
     assert (outcome.exit_code, outcome.timed_out) == (0, False)
 
 
-def test_failure_log_shows_a_shortened_output(pipe: Pipeline) -> None:
+def test_failure_log_shows_a_shortened_output(pipe: TestPipeline) -> None:
     from structlog.testing import capture_logs
 
     pipe.register(
@@ -356,7 +358,7 @@ def test_failure_log_shows_a_shortened_output(pipe: Pipeline) -> None:
 # -- exit codes ------------------------------------------------------------------------------------
 
 
-def test_crashing_command_is_a_non_blocking_error(pipe: Pipeline) -> None:
+def test_crashing_command_is_a_non_blocking_error(pipe: TestPipeline) -> None:
     pipe.register({"id": "crash", "type": "PreToolUse", "command": "echo boom >&2; exit 1"})
     result, seen = run_tool(pipe)
     assert result.content == "ran"
@@ -366,7 +368,7 @@ def test_crashing_command_is_a_non_blocking_error(pipe: Pipeline) -> None:
     assert "exited with 1: boom" in errors[0]
 
 
-def test_crashing_command_blocks_with_on_error_block(pipe: Pipeline) -> None:
+def test_crashing_command_blocks_with_on_error_block(pipe: TestPipeline) -> None:
     pipe.register({"id": "crash", "type": "PreToolUse", "command": "exit 1", "on_error": "block"})
     _, seen = run_tool(pipe)
     assert not seen
@@ -386,7 +388,7 @@ def test_command_that_cannot_start_is_an_error() -> None:
         action_of(hook)(tool_event())
 
 
-def test_exit_two_denies_with_stderr_as_the_reason(pipe: Pipeline) -> None:
+def test_exit_two_denies_with_stderr_as_the_reason(pipe: TestPipeline) -> None:
     pipe.register({"id": "guard", "type": "PreToolUse", "command": "echo 'no shell' >&2; exit 2"})
     result, seen = run_tool(pipe)
     assert not seen
@@ -395,19 +397,19 @@ def test_exit_two_denies_with_stderr_as_the_reason(pipe: Pipeline) -> None:
     assert tool_span(pipe)[sc.HOOK_DECIDED_BY] == "guard"
 
 
-def test_exit_two_without_stderr_uses_the_default_reason(pipe: Pipeline) -> None:
+def test_exit_two_without_stderr_uses_the_default_reason(pipe: TestPipeline) -> None:
     pipe.register({"id": "guard", "type": "PreToolUse", "command": "exit 2"})
     result, _ = run_tool(pipe)
     assert result.content == "Blocked by beforeToolCall hook."
 
 
-def test_exit_two_blocks_a_user_prompt(pipe: Pipeline) -> None:
+def test_exit_two_blocks_a_user_prompt(pipe: TestPipeline) -> None:
     pipe.register({"id": "guard", "type": "UserPromptSubmit", "command": "echo spam >&2; exit 2"})
     with pipe.tracer.operation("agent", input="buy now") as op:
         assert op.blocked
 
 
-def test_exit_two_on_an_observed_event_changes_nothing(pipe: Pipeline) -> None:
+def test_exit_two_on_an_observed_event_changes_nothing(pipe: TestPipeline) -> None:
     pipe.register({"id": "late", "type": "PostToolUse", "command": "exit 2"})
     result, _ = run_tool(pipe)
     pipe.flush()
@@ -415,13 +417,13 @@ def test_exit_two_on_an_observed_event_changes_nothing(pipe: Pipeline) -> None:
     assert invocations(pipe, "late", "ok") == 1
 
 
-def test_plain_stdout_is_output_not_a_decision(pipe: Pipeline) -> None:
+def test_plain_stdout_is_output_not_a_decision(pipe: TestPipeline) -> None:
     pipe.register({"id": "chatty", "type": "PreToolUse", "command": "echo looks fine"})
     result, _ = run_tool(pipe)
     assert result.content == "ran"
 
 
-def test_kernel_intercept_command_without_a_decision_allows(pipe: Pipeline) -> None:
+def test_kernel_intercept_command_without_a_decision_allows(pipe: TestPipeline) -> None:
     pipe.register({"id": "k", "type": "before_tool_call", "command": "true", "intercept": True})
     result, _ = run_tool(pipe)
     assert result.content == "ran"
@@ -440,7 +442,7 @@ def permission(decision: str, **more: Any) -> dict[str, Any]:
     }
 
 
-def test_json_deny_blocks_with_its_reason(pipe: Pipeline, tmp_path: Path) -> None:
+def test_json_deny_blocks_with_its_reason(pipe: TestPipeline, tmp_path: Path) -> None:
     answer = permission("deny", permissionDecisionReason="not on Fridays")
     pipe.register({"id": "j", "type": "PreToolUse", "command": printing(tmp_path, "a", answer)})
     result, seen = run_tool(pipe)
@@ -449,7 +451,7 @@ def test_json_deny_blocks_with_its_reason(pipe: Pipeline, tmp_path: Path) -> Non
 
 
 def test_json_allow_with_updated_input_rewrites_the_arguments(
-    pipe: Pipeline, tmp_path: Path
+    pipe: TestPipeline, tmp_path: Path
 ) -> None:
     answer = permission("allow", updatedInput={"cmd": "ls -la"})
     pipe.register({"id": "j", "type": "PreToolUse", "command": printing(tmp_path, "a", answer)})
@@ -459,7 +461,9 @@ def test_json_allow_with_updated_input_rewrites_the_arguments(
     assert tool_span(pipe)[sc.HOOK_REWRITTEN_BY] == ("j",)
 
 
-def test_json_allow_without_updated_input_changes_nothing(pipe: Pipeline, tmp_path: Path) -> None:
+def test_json_allow_without_updated_input_changes_nothing(
+    pipe: TestPipeline, tmp_path: Path
+) -> None:
     pipe.register(
         {"id": "j", "type": "PreToolUse", "command": printing(tmp_path, "a", permission("allow"))}
     )
@@ -467,7 +471,7 @@ def test_json_allow_without_updated_input_changes_nothing(pipe: Pipeline, tmp_pa
     assert seen == [{"cmd": "ls"}]
 
 
-def test_updated_input_is_not_applied_on_ask(pipe: Pipeline, tmp_path: Path) -> None:
+def test_updated_input_is_not_applied_on_ask(pipe: TestPipeline, tmp_path: Path) -> None:
     answer = permission("ask", updatedInput={"cmd": "rm -rf /"})
     pipe.register({"id": "j", "type": "PreToolUse", "command": printing(tmp_path, "a", answer)})
     result, seen = run_tool(pipe, {"cmd": "ls"})
@@ -489,7 +493,7 @@ def test_defer_keeps_the_call_from_running() -> None:
     assert "deferred" in (result.reason or "")
 
 
-def test_unknown_permission_decision_is_an_error(pipe: Pipeline, tmp_path: Path) -> None:
+def test_unknown_permission_decision_is_an_error(pipe: TestPipeline, tmp_path: Path) -> None:
     pipe.register(
         {"id": "j", "type": "PreToolUse", "command": printing(tmp_path, "a", permission("maybe"))}
     )
@@ -498,7 +502,7 @@ def test_unknown_permission_decision_is_an_error(pipe: Pipeline, tmp_path: Path)
     assert "permissionDecision must be one of" in tool_span(pipe)[sc.HOOK_ERRORS][0]
 
 
-def test_stdout_starting_with_a_brace_but_not_json_is_plain_text(pipe: Pipeline) -> None:
+def test_stdout_starting_with_a_brace_but_not_json_is_plain_text(pipe: TestPipeline) -> None:
     # Claude Code hooks reference, "JSON output": output that is not valid JSON is plain text.
     pipe.register({"id": "j", "type": "PreToolUse", "command": "echo '{not json'"})
     result, _ = run_tool(pipe)
@@ -506,7 +510,9 @@ def test_stdout_starting_with_a_brace_but_not_json_is_plain_text(pipe: Pipeline)
     assert invocations(pipe, "j", "ok") == 1
 
 
-def test_top_level_block_decision_blocks_an_intercept_event(pipe: Pipeline, tmp_path: Path) -> None:
+def test_top_level_block_decision_blocks_an_intercept_event(
+    pipe: TestPipeline, tmp_path: Path
+) -> None:
     answer = {"decision": "block", "reason": "off topic"}
     pipe.register(
         {"id": "j", "type": "UserPromptSubmit", "command": printing(tmp_path, "a", answer)}
@@ -516,7 +522,7 @@ def test_top_level_block_decision_blocks_an_intercept_event(pipe: Pipeline, tmp_
 
 
 def test_async_runtime_gets_the_same_decision_without_blocking_the_loop(
-    pipe: Pipeline, tmp_path: Path
+    pipe: TestPipeline, tmp_path: Path
 ) -> None:
     answer = permission("deny", permissionDecisionReason="async no")
     _, answer_file = printing(tmp_path, "a", answer)
@@ -543,7 +549,7 @@ def test_async_runtime_gets_the_same_decision_without_blocking_the_loop(
 # -- precedence: deny > defer > ask > allow --------------------------------------------------------
 
 
-def register_decisions(pipe: Pipeline, tmp_path: Path, *decisions: str) -> None:
+def register_decisions(pipe: TestPipeline, tmp_path: Path, *decisions: str) -> None:
     pipe.register(
         *(
             {
@@ -556,33 +562,33 @@ def register_decisions(pipe: Pipeline, tmp_path: Path, *decisions: str) -> None:
     )
 
 
-def test_deny_outranks_an_earlier_ask(pipe: Pipeline, tmp_path: Path) -> None:
+def test_deny_outranks_an_earlier_ask(pipe: TestPipeline, tmp_path: Path) -> None:
     register_decisions(pipe, tmp_path, "ask", "deny")
     result, _ = run_tool(pipe)
     assert result.content == "deny"
     assert tool_span(pipe)[sc.HOOK_DECIDED_BY] == "1-deny"
 
 
-def test_defer_outranks_ask_in_either_order(pipe: Pipeline, tmp_path: Path) -> None:
+def test_defer_outranks_ask_in_either_order(pipe: TestPipeline, tmp_path: Path) -> None:
     register_decisions(pipe, tmp_path, "ask", "defer", "allow")
     result, _ = run_tool(pipe)
     assert result.content == "defer"
 
 
-def test_ask_outranks_a_later_defer_only_when_stronger(pipe: Pipeline, tmp_path: Path) -> None:
+def test_ask_outranks_a_later_defer_only_when_stronger(pipe: TestPipeline, tmp_path: Path) -> None:
     register_decisions(pipe, tmp_path, "defer", "ask")
     result, _ = run_tool(pipe)
     assert result.content == "defer"
 
 
-def test_the_earliest_of_equal_decisions_stands(pipe: Pipeline, tmp_path: Path) -> None:
+def test_the_earliest_of_equal_decisions_stands(pipe: TestPipeline, tmp_path: Path) -> None:
     register_decisions(pipe, tmp_path, "ask", "ask")
     run_tool(pipe)
     assert tool_span(pipe)[sc.HOOK_DECIDED_BY] == "0-ask"
 
 
 def test_an_allow_rewrite_is_dropped_when_another_command_asks(
-    pipe: Pipeline, tmp_path: Path
+    pipe: TestPipeline, tmp_path: Path
 ) -> None:
     pipe.register(
         {
@@ -596,7 +602,7 @@ def test_an_allow_rewrite_is_dropped_when_another_command_asks(
     assert not seen
 
 
-def test_handlers_after_an_ask_do_not_run(pipe: Pipeline, tmp_path: Path) -> None:
+def test_handlers_after_an_ask_do_not_run(pipe: TestPipeline, tmp_path: Path) -> None:
     ran: list[str] = []
     pipe.register(
         {"id": "ask", "type": "PreToolUse", "command": printing(tmp_path, "a", permission("ask"))},
@@ -606,7 +612,7 @@ def test_handlers_after_an_ask_do_not_run(pipe: Pipeline, tmp_path: Path) -> Non
     assert ran == []
 
 
-def test_a_deny_ends_the_chain(pipe: Pipeline, tmp_path: Path) -> None:
+def test_a_deny_ends_the_chain(pipe: TestPipeline, tmp_path: Path) -> None:
     register_decisions(pipe, tmp_path, "deny", "ask")
     run_tool(pipe)
     assert invocations(pipe, "1-ask", "blocked") + invocations(pipe, "1-ask", "ok") == 0
@@ -615,7 +621,7 @@ def test_a_deny_ends_the_chain(pipe: Pipeline, tmp_path: Path) -> None:
 # -- observers run in parallel ---------------------------------------------------------------------
 
 
-def test_observer_commands_of_one_event_run_in_parallel(pipe: Pipeline, tmp_path: Path) -> None:
+def test_observer_commands_of_one_event_run_in_parallel(pipe: TestPipeline, tmp_path: Path) -> None:
     stamp = 'date +%s.%N > "{0}.start"; sleep 0.4; date +%s.%N > "{0}.end"'
     pipe.register(
         *(
@@ -630,7 +636,9 @@ def test_observer_commands_of_one_event_run_in_parallel(pipe: Pipeline, tmp_path
     assert max(starts) < min(ends), "the three commands did not overlap"
 
 
-def test_every_observer_settles_before_the_event_completes(pipe: Pipeline, tmp_path: Path) -> None:
+def test_every_observer_settles_before_the_event_completes(
+    pipe: TestPipeline, tmp_path: Path
+) -> None:
     order: list[str] = []
     pipe.register(
         {"id": "slow", "type": "PostToolUse", "command": f'sleep 0.3; touch "{tmp_path / "slow"}"'},
@@ -645,7 +653,7 @@ def test_every_observer_settles_before_the_event_completes(pipe: Pipeline, tmp_p
     assert invocations(pipe, "slow", "ok") == 1
 
 
-def test_observer_handlers_keep_registration_order_beside_commands(pipe: Pipeline) -> None:
+def test_observer_handlers_keep_registration_order_beside_commands(pipe: TestPipeline) -> None:
     order: list[str] = []
     pipe.register(
         {"id": "a", "type": "PostToolUse", "handler": lambda e: order.append("a")},
@@ -657,7 +665,7 @@ def test_observer_handlers_keep_registration_order_beside_commands(pipe: Pipelin
     assert order == ["a", "b"]
 
 
-def test_timed_out_observer_command_is_recorded_as_a_timeout(pipe: Pipeline) -> None:
+def test_timed_out_observer_command_is_recorded_as_a_timeout(pipe: TestPipeline) -> None:
     pipe.register({"id": "hang", "type": "PostToolUse", "command": "sleep 5", "timeout": 0.3})
     run_tool(pipe)
     pipe.flush()

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Pipeline
 
 from otelhooks import semconv as sc
+from otelhooks.testing import TestPipeline
 
 DENY = {
     "hookSpecificOutput": {
@@ -135,7 +135,7 @@ def tool(cmd: str) -> str:
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_command_output_is_read_as_claude_code_reads_it(
-    pipe: Pipeline, tmp_path: Path, name: str
+    pipe: TestPipeline, tmp_path: Path, name: str
 ) -> None:
     case = CASES[name]
     pipe.register({"id": "hook", "type": "PreToolUse", "command": script(tmp_path, case)})
@@ -155,7 +155,7 @@ def test_command_output_is_read_as_claude_code_reads_it(
 
 @pytest.mark.parametrize("code", [0, 1])
 def test_a_json_deny_denies_in_an_async_runtime_whatever_the_exit_code(
-    pipe: Pipeline, tmp_path: Path, code: int
+    pipe: TestPipeline, tmp_path: Path, code: int
 ) -> None:
     case = Case("Other exit codes", json.dumps(DENY), code, False, "", "blocked")
     pipe.register({"id": "hook", "type": "PreToolUse", "command": script(tmp_path, case)})

@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import Pipeline
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,6 +22,7 @@ from otelhooks._actions._command import CommandAction
 from otelhooks._config import detect_format, inspect_config
 from otelhooks._config._parse import parse_file
 from otelhooks.events import StepEvent
+from otelhooks.testing import TestPipeline
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -358,11 +358,11 @@ def test_kernel_intercepts_may_only_name_interceptable_events(tmp_path: Path) ->
 
 
 def test_kernel_python_hooks_on_intercepts_get_the_kernel_contract(
-    tmp_path: Path, pipe: Pipeline
+    tmp_path: Path, pipe: TestPipeline
 ) -> None:
     sign, no_rm, inbox = load_config([kernel_app(tmp_path)]).hooks
     assert (sign.intercept, no_rm.intercept, inbox.intercept) == (True, False, False)
-    pipe.hooks.register([sign])
+    pipe.oh.hooks.register([sign])
     with pipe.tracer.operation("agent") as op:
         sent = op.send_message("chat", "user-1", "hello")
     assert sent is None  # the script returned None: blocked, as in the kernel
@@ -646,7 +646,7 @@ def test_claude_code_matchers_are_regexes_and_a_group_without_one_matches_all(
 
 
 def test_a_claude_code_guard_from_settings_denies_the_tool_call(
-    tmp_path: Path, pipe: Pipeline
+    tmp_path: Path, pipe: TestPipeline
 ) -> None:
     guard = 'echo "no shell in CI" >&2; exit 2'  # Claude Code's blocking exit code
     text = CLAUDE_SETTINGS.replace('"GUARD"', json.dumps(guard))

@@ -13,8 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from conftest import Pipeline, Recorder, close_pipeline, hook, make_pipeline
-from opentelemetry.sdk.trace.sampling import ALWAYS_OFF
+from conftest import Recorder, hook
 from opentelemetry.trace import Status, StatusCode
 from opentelemetry.util.types import AttributeValue
 from structlog.testing import capture_logs
@@ -31,6 +30,7 @@ from otelhooks import (
 )
 from otelhooks import semconv as sc
 from otelhooks.events import BeforeAgentStartEvent, MessageSendingEvent, ToolResultPersistEvent
+from otelhooks.testing import TestPipeline, pipeline
 
 INVOCATIONS = sc.METRIC_HOOK_INVOCATIONS
 
@@ -40,7 +40,7 @@ def _ok(**kwargs: Any) -> str:
 
 
 def run_one_tool(
-    pipe: Pipeline,
+    pipe: TestPipeline,
     identifier: str = "fs",
     api_name: str = "readFile",
     args: dict[str, Any] | None = None,
@@ -52,11 +52,11 @@ def run_one_tool(
         return step.run_tool(identifier, api_name, args or {}, fn)
 
 
-def invocations(pipe: Pipeline, hook_id: str, outcome: str) -> float:
+def invocations(pipe: TestPipeline, hook_id: str, outcome: str) -> float:
     return pipe.metric_total(INVOCATIONS, {sc.ATTR_HOOK_ID: hook_id, sc.ATTR_OUTCOME: outcome})
 
 
-def tool_span_attrs(pipe: Pipeline, api_name: str = "readFile") -> dict[str, Any]:
+def tool_span_attrs(pipe: TestPipeline, api_name: str = "readFile") -> dict[str, Any]:
     return dict(pipe.span(f"execute_tool {api_name}").attributes or {})
 
 
@@ -71,7 +71,7 @@ def release() -> Iterator[threading.Event]:
 # -- ordering ----------------------------------------------------------------------------------
 
 
-def test_interceptors_run_in_registration_order(pipe: Pipeline) -> None:
+def test_interceptors_run_in_registration_order(pipe: TestPipeline) -> None:
     order: list[str] = []
     # Different matcher kinds live in different index buckets; order must still be global.
     pipe.register(
@@ -83,7 +83,7 @@ def test_interceptors_run_in_registration_order(pipe: Pipeline) -> None:
     assert order == ["regex", "all", "name"]
 
 
-def test_observers_run_in_registration_order(pipe: Pipeline) -> None:
+def test_observers_run_in_registration_order(pipe: TestPipeline) -> None:
     order: list[str] = []
     pipe.register(
         hook("c", "afterToolCall", lambda e: order.append("c"), matcher="read"),
@@ -95,7 +95,9 @@ def test_observers_run_in_registration_order(pipe: Pipeline) -> None:
     assert order == ["c", "a", "b"]
 
 
-def test_global_hook_registered_after_an_operations_hooks_runs_after_them(pipe: Pipeline) -> None:
+def test_global_hook_registered_after_an_operations_hooks_runs_after_them(
+    pipe: TestPipeline,
+) -> None:
     order: list[str] = []
     pipe.register(hook("early", "beforeToolCall", lambda e: order.append("early")))
     op_hook = hook("op", "beforeToolCall", lambda e: order.append("op"))
@@ -108,7 +110,9 @@ def test_global_hook_registered_after_an_operations_hooks_runs_after_them(pipe: 
 # -- per-operation and global hooks --------------------------------------------------------------
 
 
-def test_operation_hooks_fire_for_that_operation_only(pipe: Pipeline, recorder: Recorder) -> None:
+def test_operation_hooks_fire_for_that_operation_only(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
     op_hook = hook("mine", "afterToolCall", recorder)
     with pipe.tracer.operation("a", hooks=[op_hook]) as op_a, op_a.step() as step_a:
         step_a.run_tool("fs", "readFile", {}, _ok)
@@ -118,23 +122,25 @@ def test_operation_hooks_fire_for_that_operation_only(pipe: Pipeline, recorder: 
     assert [e.operationId for e in recorder.events] == [op_a.operation_id]
 
 
-def test_operation_hooks_are_removed_at_completion(pipe: Pipeline) -> None:
+def test_operation_hooks_are_removed_at_completion(pipe: TestPipeline) -> None:
     op_hook = hook("mine", "afterStep", print)
     with pipe.tracer.operation("a", hooks=[op_hook]) as op:
-        assert [h.id for h in pipe.hooks.registry.hooks(operation_id=op.operation_id)] == ["mine"]
-    assert pipe.hooks.registry.hooks(operation_id=op.operation_id) == []
-    assert not pipe.hooks.registry.has_any()
+        assert [h.id for h in pipe.oh.hooks.registry.hooks(operation_id=op.operation_id)] == [
+            "mine"
+        ]
+    assert pipe.oh.hooks.registry.hooks(operation_id=op.operation_id) == []
+    assert not pipe.oh.hooks.registry.has_any()
 
 
-def test_operation_hooks_are_removed_on_error(pipe: Pipeline) -> None:
+def test_operation_hooks_are_removed_on_error(pipe: TestPipeline) -> None:
     op_hook = hook("mine", "afterStep", print)
     with pytest.raises(RuntimeError), pipe.tracer.operation("a", hooks=[op_hook]) as op:
         raise RuntimeError("agent crashed")
     assert op.reason == "error"
-    assert pipe.hooks.registry.hooks(operation_id=op.operation_id) == []
+    assert pipe.oh.hooks.registry.hooks(operation_id=op.operation_id) == []
 
 
-def test_operation_hooks_are_removed_on_interruption(pipe: Pipeline) -> None:
+def test_operation_hooks_are_removed_on_interruption(pipe: TestPipeline) -> None:
     op_hook = hook("mine", "afterStep", print)
     with (
         pipe.tracer.operation("a", hooks=[op_hook]) as op,
@@ -143,11 +149,11 @@ def test_operation_hooks_are_removed_on_interruption(pipe: Pipeline) -> None:
     ):
         approval.reject("no")
     assert op.reason == "interrupted"
-    assert pipe.hooks.registry.hooks(operation_id=op.operation_id) == []
+    assert pipe.oh.hooks.registry.hooks(operation_id=op.operation_id) == []
 
 
 def test_operation_on_complete_hook_fires_although_removed_at_completion(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     with pipe.tracer.operation("a", hooks=[hook("done", "onComplete", recorder)]):
         pass
@@ -156,7 +162,7 @@ def test_operation_on_complete_hook_fires_although_removed_at_completion(
 
 
 def test_removed_operation_hooks_do_not_fire_for_the_next_operation(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     op_hook = hook("h", "afterToolCall", recorder)
     run_one_tool(pipe, hooks=[op_hook], operation_id="op_first")
@@ -165,7 +171,7 @@ def test_removed_operation_hooks_do_not_fire_for_the_next_operation(
     assert [e.operationId for e in recorder.events] == ["op_first"]
 
 
-def test_global_hooks_apply_to_every_operation(pipe: Pipeline, recorder: Recorder) -> None:
+def test_global_hooks_apply_to_every_operation(pipe: TestPipeline, recorder: Recorder) -> None:
     pipe.register(hook("all-ops", "onComplete", recorder))
     for name in ("a", "b", "c"):
         with pipe.tracer.operation(name):
@@ -174,7 +180,7 @@ def test_global_hooks_apply_to_every_operation(pipe: Pipeline, recorder: Recorde
     assert sorted(recorder.fields("agentId")) == [("a",), ("b",), ("c",)]
 
 
-def test_same_hook_id_may_be_used_by_two_operations(pipe: Pipeline, recorder: Recorder) -> None:
+def test_same_hook_id_may_be_used_by_two_operations(pipe: TestPipeline, recorder: Recorder) -> None:
     op_hook = hook("same", "afterToolCall", recorder)
     with (
         pipe.tracer.operation("a", hooks=[op_hook]) as a,
@@ -192,7 +198,7 @@ def test_same_hook_id_may_be_used_by_two_operations(pipe: Pipeline, recorder: Re
 
 
 def test_lobehub_matcher_selects_tools_by_identifier_slash_api_name(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     pipe.register(hook("fs-read", "afterToolCall", recorder, matcher="^fs/read"))
     with pipe.tracer.operation("a") as op, op.step() as step:
@@ -203,7 +209,7 @@ def test_lobehub_matcher_selects_tools_by_identifier_slash_api_name(
     assert recorder.fields("identifier", "apiName") == [("fs", "readFile")]
 
 
-def test_matcher_on_before_tool_call_leaves_other_tools_alone(pipe: Pipeline) -> None:
+def test_matcher_on_before_tool_call_leaves_other_tools_alone(pipe: TestPipeline) -> None:
     pipe.register(hook("deny-rm", "beforeToolCall", lambda e: Block(), matcher="^shell/rm$"))
     with pipe.tracer.operation("a") as op, op.step() as step:
         denied = step.run_tool("shell", "rm", {}, _ok)
@@ -214,7 +220,7 @@ def test_matcher_on_before_tool_call_leaves_other_tools_alone(pipe: Pipeline) ->
 # -- mock --------------------------------------------------------------------------------------
 
 
-def test_first_accepted_mock_wins(pipe: Pipeline) -> None:
+def test_first_accepted_mock_wins(pipe: TestPipeline) -> None:
     pipe.register(
         hook("first", "beforeToolCall", lambda e: e.mock("first")),
         hook("second", "beforeToolCall", lambda e: e.mock("second")),
@@ -222,7 +228,7 @@ def test_first_accepted_mock_wins(pipe: Pipeline) -> None:
     assert run_one_tool(pipe).content == "first"
 
 
-def test_handlers_after_a_mock_are_skipped(pipe: Pipeline) -> None:
+def test_handlers_after_a_mock_are_skipped(pipe: TestPipeline) -> None:
     later: list[str] = []
     pipe.register(
         hook("mocker", "beforeToolCall", lambda e: e.mock("fake")),
@@ -232,14 +238,14 @@ def test_handlers_after_a_mock_are_skipped(pipe: Pipeline) -> None:
     assert later == []
 
 
-def test_mocked_tool_does_not_run(pipe: Pipeline) -> None:
+def test_mocked_tool_does_not_run(pipe: TestPipeline) -> None:
     ran: list[str] = []
     pipe.register(hook("mocker", "beforeToolCall", lambda e: e.mock("fake")))
     run_one_tool(pipe, fn=lambda: ran.append("tool"))
     assert ran == []
 
 
-def test_mocked_result_is_marked_on_after_tool_call(pipe: Pipeline, recorder: Recorder) -> None:
+def test_mocked_result_is_marked_on_after_tool_call(pipe: TestPipeline, recorder: Recorder) -> None:
     pipe.register(
         hook("mocker", "beforeToolCall", lambda e: e.mock({"content": "[]"})),
         hook("after", "afterToolCall", recorder),
@@ -251,7 +257,7 @@ def test_mocked_result_is_marked_on_after_tool_call(pipe: Pipeline, recorder: Re
     assert (event.mocked, event.content) == (True, "[]")
 
 
-def test_mocked_result_is_marked_on_the_span(pipe: Pipeline) -> None:
+def test_mocked_result_is_marked_on_the_span(pipe: TestPipeline) -> None:
     pipe.register(hook("mocker", "beforeToolCall", lambda e: e.mock("fake")))
     run_one_tool(pipe)
     attrs = tool_span_attrs(pipe)
@@ -268,7 +274,9 @@ def test_mock_returns_the_lobehub_shape_then_none() -> None:
     assert event.mocked_result == ToolResult(content="x")
 
 
-def test_mock_from_a_timed_out_hook_is_ignored(pipe: Pipeline, release: threading.Event) -> None:
+def test_mock_from_a_timed_out_hook_is_ignored(
+    pipe: TestPipeline, release: threading.Event
+) -> None:
     late_mock_done = threading.Event()
 
     def slow_mocker(event: ToolCallEvent) -> None:
@@ -290,7 +298,7 @@ def test_mock_from_a_timed_out_hook_is_ignored(pipe: Pipeline, release: threadin
 # -- intercept chain -----------------------------------------------------------------------------
 
 
-def test_each_interceptor_sees_the_previous_rewrite(pipe: Pipeline) -> None:
+def test_each_interceptor_sees_the_previous_rewrite(pipe: TestPipeline) -> None:
     seen: list[dict[str, Any]] = []
 
     def second(event: ToolCallEvent) -> dict[str, Any]:
@@ -308,20 +316,22 @@ def test_each_interceptor_sees_the_previous_rewrite(pipe: Pipeline) -> None:
     assert result.content == "/safe:10"
 
 
-def test_args_rewrite_is_recorded_on_the_span(pipe: Pipeline) -> None:
+def test_args_rewrite_is_recorded_on_the_span(pipe: TestPipeline) -> None:
     pipe.register(hook("rw", "beforeToolCall", lambda e: {"args": {"path": "/safe"}}))
     run_one_tool(pipe, args={"path": "/x"}, fn=lambda path: path)
     assert tool_span_attrs(pipe)[sc.HOOK_REWRITTEN_BY] == ("rw",)
 
 
-def test_kernel_tool_input_rewrite_changes_the_arguments(pipe: Pipeline) -> None:
+def test_kernel_tool_input_rewrite_changes_the_arguments(pipe: TestPipeline) -> None:
     pipe.register(
         hook("k", "before_tool_call", lambda e: {"toolInput": {"path": "/safe"}}, intercept=True)
     )
     assert run_one_tool(pipe, args={"path": "/x"}, fn=lambda path: path).content == "/safe"
 
 
-def test_kernel_full_payload_rewrite_of_tool_input_changes_the_arguments(pipe: Pipeline) -> None:
+def test_kernel_full_payload_rewrite_of_tool_input_changes_the_arguments(
+    pipe: TestPipeline,
+) -> None:
     def kernel_style(data: ToolCallEvent) -> dict[str, Any]:
         return {**data.model_dump(by_alias=True), "toolInput": {"path": "/safe"}}
 
@@ -329,13 +339,13 @@ def test_kernel_full_payload_rewrite_of_tool_input_changes_the_arguments(pipe: P
     assert run_one_tool(pipe, args={"path": "/etc/passwd"}, fn=lambda path: path).content == "/safe"
 
 
-def test_plain_hook_returning_none_changes_nothing(pipe: Pipeline) -> None:
+def test_plain_hook_returning_none_changes_nothing(pipe: TestPipeline) -> None:
     pipe.register(hook("noop", "beforeToolCall", lambda e: None))
     result = run_one_tool(pipe, args={"path": "/x"}, fn=lambda path: path)
     assert (result.success, result.content) == (True, "/x")
 
 
-def test_returning_block_denies_the_tool_call(pipe: Pipeline) -> None:
+def test_returning_block_denies_the_tool_call(pipe: TestPipeline) -> None:
     ran: list[str] = []
     pipe.register(hook("guard", "beforeToolCall", lambda e: Block("no rm")))
     result = run_one_tool(pipe, "shell", "rm", fn=lambda: ran.append("x"))
@@ -343,7 +353,7 @@ def test_returning_block_denies_the_tool_call(pipe: Pipeline) -> None:
     assert (result.success, result.error, result.content) == (False, "no rm", "no rm")
 
 
-def test_kernel_intercept_hook_returning_none_blocks(pipe: Pipeline) -> None:
+def test_kernel_intercept_hook_returning_none_blocks(pipe: TestPipeline) -> None:
     ran: list[str] = []
     pipe.register(hook("k", "before_tool_call", lambda e: None, intercept=True))
     result = run_one_tool(pipe, fn=lambda: ran.append("x"))
@@ -351,12 +361,12 @@ def test_kernel_intercept_hook_returning_none_blocks(pipe: Pipeline) -> None:
     assert result.success is False
 
 
-def test_kernel_intercept_hook_returning_the_payload_allows(pipe: Pipeline) -> None:
+def test_kernel_intercept_hook_returning_the_payload_allows(pipe: TestPipeline) -> None:
     pipe.register(hook("k", "before_tool_call", lambda e: e, intercept=True))
     assert run_one_tool(pipe).content == "ran"
 
 
-def test_first_block_ends_the_chain(pipe: Pipeline) -> None:
+def test_first_block_ends_the_chain(pipe: TestPipeline) -> None:
     later: list[str] = []
     pipe.register(
         hook("guard", "beforeToolCall", lambda e: Block("first")),
@@ -367,7 +377,7 @@ def test_first_block_ends_the_chain(pipe: Pipeline) -> None:
     assert result.error == "first"
 
 
-def test_denied_tool_call_returns_a_hook_denied_result(pipe: Pipeline) -> None:
+def test_denied_tool_call_returns_a_hook_denied_result(pipe: TestPipeline) -> None:
     pipe.register(hook("guard", "beforeToolCall", lambda e: Block("nope")))
     state = run_one_tool(pipe).state or {}
     assert state["classification"] == "hook_denied"
@@ -375,19 +385,19 @@ def test_denied_tool_call_returns_a_hook_denied_result(pipe: Pipeline) -> None:
     assert (state["reason"], state["decidedBy"]) == ("nope", "guard")
 
 
-def test_kernel_none_block_uses_the_default_reason(pipe: Pipeline) -> None:
+def test_kernel_none_block_uses_the_default_reason(pipe: TestPipeline) -> None:
     pipe.register(hook("k", "before_tool_call", lambda e: None, intercept=True))
     result = run_one_tool(pipe)
     assert result.error == "Blocked by beforeToolCall hook."
     assert (result.state or {})["classification"] == "hook_denied"
 
 
-def test_block_without_reason_uses_the_default_reason(pipe: Pipeline) -> None:
+def test_block_without_reason_uses_the_default_reason(pipe: TestPipeline) -> None:
     pipe.register(hook("guard", "beforeToolCall", lambda e: Block()))
     assert run_one_tool(pipe).error == "Blocked by beforeToolCall hook."
 
 
-def test_run_continues_to_the_next_tool_after_a_denied_call(pipe: Pipeline) -> None:
+def test_run_continues_to_the_next_tool_after_a_denied_call(pipe: TestPipeline) -> None:
     pipe.register(hook("guard", "beforeToolCall", lambda e: Block(), matcher="^shell/"))
     with pipe.tracer.operation("a") as op, op.step() as step:
         denied = step.run_tool("shell", "rm", {}, _ok)
@@ -396,7 +406,7 @@ def test_run_continues_to_the_next_tool_after_a_denied_call(pipe: Pipeline) -> N
     assert op.reason == "done"
 
 
-def test_denied_tool_call_fires_permission_denied(pipe: Pipeline, recorder: Recorder) -> None:
+def test_denied_tool_call_fires_permission_denied(pipe: TestPipeline, recorder: Recorder) -> None:
     pipe.register(
         hook("guard", "beforeToolCall", lambda e: Block("nope")),
         hook("denied", "PermissionDenied", recorder),
@@ -409,7 +419,7 @@ def test_denied_tool_call_fires_permission_denied(pipe: Pipeline, recorder: Reco
 # -- message_sending, before_agent_start, tool_result_persist ------------------------------------
 
 
-def test_message_sending_rewrite_changes_the_sent_content(pipe: Pipeline) -> None:
+def test_message_sending_rewrite_changes_the_sent_content(pipe: TestPipeline) -> None:
     delivered: list[str] = []
 
     def upper(data: MessageSendingEvent) -> dict[str, Any]:
@@ -422,7 +432,7 @@ def test_message_sending_rewrite_changes_the_sent_content(pipe: Pipeline) -> Non
     assert delivered == ["HELLO"]
 
 
-def test_message_sending_none_blocks_the_message(pipe: Pipeline, recorder: Recorder) -> None:
+def test_message_sending_none_blocks_the_message(pipe: TestPipeline, recorder: Recorder) -> None:
     delivered: list[str] = []
     pipe.register(
         hook("drop", "message_sending", lambda d: None, intercept=True),
@@ -437,7 +447,7 @@ def test_message_sending_none_blocks_the_message(pipe: Pipeline, recorder: Recor
     assert pipe.span("send_message slack").attributes[sc.MESSAGE_BLOCKED] is True  # type: ignore[index]
 
 
-def test_message_sent_fires_after_delivery(pipe: Pipeline, recorder: Recorder) -> None:
+def test_message_sent_fires_after_delivery(pipe: TestPipeline, recorder: Recorder) -> None:
     pipe.register(hook("sent", "message_sent", recorder))
     with pipe.tracer.operation("a") as op:
         op.send_message("slack", "#ops", "hi")
@@ -446,7 +456,7 @@ def test_message_sent_fires_after_delivery(pipe: Pipeline, recorder: Recorder) -
 
 
 def test_asend_message_awaits_an_async_rewrite_and_an_async_deliver(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     delivered: list[str] = []
 
@@ -476,7 +486,7 @@ def test_asend_message_awaits_an_async_rewrite_and_an_async_deliver(
     assert span.attributes[sc.MESSAGE_BLOCKED] is False  # type: ignore[index]
 
 
-def test_asend_message_block_sends_nothing(pipe: Pipeline, recorder: Recorder) -> None:
+def test_asend_message_block_sends_nothing(pipe: TestPipeline, recorder: Recorder) -> None:
     delivered: list[str] = []
     pipe.register(
         hook("drop", "message_sending", lambda d: None, intercept=True),
@@ -494,7 +504,7 @@ def test_asend_message_block_sends_nothing(pipe: Pipeline, recorder: Recorder) -
     assert pipe.span("send_message slack").attributes[sc.MESSAGE_BLOCKED] is True  # type: ignore[index]
 
 
-def test_a_slow_message_interceptor_does_not_block_the_event_loop(pipe: Pipeline) -> None:
+def test_a_slow_message_interceptor_does_not_block_the_event_loop(pipe: TestPipeline) -> None:
     def slow_sync_check(data: MessageSendingEvent) -> None:
         time.sleep(0.3)  # a sync interceptor: run in a thread, never on the loop
 
@@ -519,7 +529,7 @@ def test_a_slow_message_interceptor_does_not_block_the_event_loop(pipe: Pipeline
     assert len(during) >= 5  # the loop kept running while the interceptor slept
 
 
-def test_asend_message_deliver_failure_is_recorded_and_raised(pipe: Pipeline) -> None:
+def test_asend_message_deliver_failure_is_recorded_and_raised(pipe: TestPipeline) -> None:
     async def broken(content: str) -> None:
         raise ConnectionError("slack is down")
 
@@ -534,7 +544,7 @@ def test_asend_message_deliver_failure_is_recorded_and_raised(pipe: Pipeline) ->
     assert span.attributes[sc.ERROR_TYPE] == "ConnectionError"  # type: ignore[index]
 
 
-def test_before_agent_start_rewrites_the_input(pipe: Pipeline) -> None:
+def test_before_agent_start_rewrites_the_input(pipe: TestPipeline) -> None:
     def add_context(data: BeforeAgentStartEvent) -> dict[str, Any]:
         return {"input": f"[ctx] {data.input}"}
 
@@ -545,7 +555,7 @@ def test_before_agent_start_rewrites_the_input(pipe: Pipeline) -> None:
     assert not op.blocked
 
 
-def test_before_agent_start_block_blocks_the_run(pipe: Pipeline) -> None:
+def test_before_agent_start_block_blocks_the_run(pipe: TestPipeline) -> None:
     pipe.register(hook("spam", "before_agent_start", lambda d: None, intercept=True))
     with pipe.tracer.operation("a", input="buy now") as op:
         pass
@@ -554,14 +564,14 @@ def test_before_agent_start_block_blocks_the_run(pipe: Pipeline) -> None:
     assert op.reason == "interrupted"
 
 
-def test_user_prompt_submit_is_before_agent_start(pipe: Pipeline) -> None:
+def test_user_prompt_submit_is_before_agent_start(pipe: TestPipeline) -> None:
     pipe.register(hook("deny", "UserPromptSubmit", lambda d: Block("no")))
     with pipe.tracer.operation("a", input="x") as op:
         pass
     assert (op.blocked, op.block_reason) == (True, "no")
 
 
-def test_tool_result_persist_filters_the_result(pipe: Pipeline, recorder: Recorder) -> None:
+def test_tool_result_persist_filters_the_result(pipe: TestPipeline, recorder: Recorder) -> None:
     def redact(data: ToolResultPersistEvent) -> dict[str, Any]:
         return {
             "result": {**data.result, "content": data.result["content"].replace("s3cr3t", "***")}
@@ -583,7 +593,7 @@ def test_tool_result_persist_filters_the_result(pipe: Pipeline, recorder: Record
     assert getattr(recorder.events[0], "content", None) == "token=***"
 
 
-def test_tool_result_persist_block_drops_the_content(pipe: Pipeline) -> None:
+def test_tool_result_persist_block_drops_the_content(pipe: TestPipeline) -> None:
     pipe.register(hook("drop", "tool_result_persist", lambda d: None, intercept=True))
     with (
         pipe.tracer.operation("a") as op,
@@ -595,7 +605,7 @@ def test_tool_result_persist_block_drops_the_content(pipe: Pipeline) -> None:
     assert call.persist_blocked
 
 
-def test_tool_result_persist_is_recorded_as_a_span_event(pipe: Pipeline) -> None:
+def test_tool_result_persist_is_recorded_as_a_span_event(pipe: TestPipeline) -> None:
     pipe.register(hook("keep", "tool_result_persist", lambda d: None))
     run_one_tool(pipe)
     events = [
@@ -614,33 +624,33 @@ def _boom(event: HookEvent) -> None:
     raise RuntimeError("hook exploded")
 
 
-def test_raising_interceptor_does_not_affect_the_run(pipe: Pipeline) -> None:
+def test_raising_interceptor_does_not_affect_the_run(pipe: TestPipeline) -> None:
     pipe.register(hook("boom", "beforeToolCall", _boom))
     result = run_one_tool(pipe)
     assert (result.success, result.content) == (True, "ran")
 
 
-def test_raising_interceptor_is_recorded_on_the_span(pipe: Pipeline) -> None:
+def test_raising_interceptor_is_recorded_on_the_span(pipe: TestPipeline) -> None:
     pipe.register(hook("boom", "beforeToolCall", _boom))
     run_one_tool(pipe)
     errors = tool_span_attrs(pipe)[sc.HOOK_ERRORS]
     assert errors == ("boom: RuntimeError: hook exploded",)
 
 
-def test_raising_interceptor_counts_an_error_invocation(pipe: Pipeline) -> None:
+def test_raising_interceptor_counts_an_error_invocation(pipe: TestPipeline) -> None:
     pipe.register(hook("boom", "beforeToolCall", _boom))
     run_one_tool(pipe)
     assert invocations(pipe, "boom", "error") == 1
 
 
-def test_raising_interceptor_is_logged(pipe: Pipeline) -> None:
+def test_raising_interceptor_is_logged(pipe: TestPipeline) -> None:
     pipe.register(hook("boom", "beforeToolCall", _boom))
     with capture_logs() as logs:
         run_one_tool(pipe)
     assert [e.get("hook_id") for e in logs if e["log_level"] == "warning"] == ["boom"]
 
 
-def test_raising_interceptor_does_not_affect_an_async_run(pipe: Pipeline) -> None:
+def test_raising_interceptor_does_not_affect_an_async_run(pipe: TestPipeline) -> None:
     pipe.register(hook("boom", "beforeToolCall", _boom))
 
     async def main() -> ToolResult:
@@ -650,7 +660,9 @@ def test_raising_interceptor_does_not_affect_an_async_run(pipe: Pipeline) -> Non
     assert asyncio.run(main()).content == "ran"
 
 
-def test_raising_observer_does_not_stop_later_observers(pipe: Pipeline, recorder: Recorder) -> None:
+def test_raising_observer_does_not_stop_later_observers(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
     pipe.register(
         hook("boom", "afterToolCall", _boom),
         hook("after", "afterToolCall", recorder),
@@ -660,21 +672,21 @@ def test_raising_observer_does_not_stop_later_observers(pipe: Pipeline, recorder
     assert recorder.names() == ["after_tool_call"]
 
 
-def test_raising_observer_counts_an_error_invocation(pipe: Pipeline) -> None:
+def test_raising_observer_counts_an_error_invocation(pipe: TestPipeline) -> None:
     pipe.register(hook("boom", "afterToolCall", _boom))
     run_one_tool(pipe)
     pipe.flush()
     assert invocations(pipe, "boom", "error") == 1
 
 
-def test_raising_observer_does_not_affect_the_run(pipe: Pipeline) -> None:
+def test_raising_observer_does_not_affect_the_run(pipe: TestPipeline) -> None:
     pipe.register(hook("boom", "afterToolCall", _boom))
     result = run_one_tool(pipe)
     pipe.flush()
     assert result.content == "ran"
 
 
-def test_slow_interceptor_does_not_stall_the_run_past_its_timeout(pipe: Pipeline) -> None:
+def test_slow_interceptor_does_not_stall_the_run_past_its_timeout(pipe: TestPipeline) -> None:
     # The interceptor holds until the test lets it go: a run that waited for it would take 30 s.
     release = threading.Event()
     pipe.register(hook("slow", "beforeToolCall", lambda e: release.wait(30), timeout=0.2))
@@ -689,7 +701,7 @@ def test_slow_interceptor_does_not_stall_the_run_past_its_timeout(pipe: Pipeline
     assert 0.2 <= elapsed < 10  # its timeout kept, not its 30 s
 
 
-def test_slow_interceptor_is_recorded_as_timeout(pipe: Pipeline) -> None:
+def test_slow_interceptor_is_recorded_as_timeout(pipe: TestPipeline) -> None:
     pipe.register(hook("slow", "beforeToolCall", lambda e: time.sleep(1), timeout=0.2))
     run_one_tool(pipe)
     assert invocations(pipe, "slow", "timeout") == 1
@@ -700,7 +712,7 @@ def _raises_timeout_error(event: HookEvent) -> None:
     raise TimeoutError("upstream API timed out")
 
 
-def test_handler_raising_timeout_error_is_an_error_not_a_timeout(pipe: Pipeline) -> None:
+def test_handler_raising_timeout_error_is_an_error_not_a_timeout(pipe: TestPipeline) -> None:
     pipe.register(hook("flaky", "beforeToolCall", _raises_timeout_error))
     run_one_tool(pipe)
     assert invocations(pipe, "flaky", "error") == 1
@@ -708,7 +720,7 @@ def test_handler_raising_timeout_error_is_an_error_not_a_timeout(pipe: Pipeline)
 
 
 def test_slow_observer_is_recorded_as_timeout_and_later_observers_run(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     pipe.register(
         hook("slow", "afterToolCall", lambda e: time.sleep(1), timeout=0.1),
@@ -721,7 +733,7 @@ def test_slow_observer_is_recorded_as_timeout_and_later_observers_run(
 
 
 def test_a_hung_observer_times_out_once_and_everything_after_it_runs(
-    pipe: Pipeline, release: threading.Event
+    pipe: TestPipeline, release: threading.Event
 ) -> None:
     # Observers of consecutive events run together on one pool thread: a hung one must cost
     # only its own deadline, and the hooks after it (same event, later events) still run.
@@ -756,7 +768,7 @@ def test_a_hung_observer_times_out_once_and_everything_after_it_runs(
 
 
 def test_observers_slower_than_nothing_but_within_their_deadline_are_not_timeouts(
-    pipe: Pipeline,
+    pipe: TestPipeline,
 ) -> None:
     # Each hook's deadline is its own, not shared by the events run together.
     pipe.register(hook("steady", "afterToolCall", lambda e: time.sleep(0.03), timeout=0.1))
@@ -768,7 +780,9 @@ def test_observers_slower_than_nothing_but_within_their_deadline_are_not_timeout
     assert invocations(pipe, "steady", "timeout") == 0
 
 
-def test_hung_handlers_do_not_starve_later_hooks(pipe: Pipeline, release: threading.Event) -> None:
+def test_hung_handlers_do_not_starve_later_hooks(
+    pipe: TestPipeline, release: threading.Event
+) -> None:
     pipe.register(
         hook("hung", "beforeToolCall", lambda e: release.wait(10), matcher="^slow/", timeout=0.05),
         hook("fast", "beforeToolCall", lambda e: e.mock("fast mock"), matcher="^fs/", timeout=1),
@@ -780,27 +794,27 @@ def test_hung_handlers_do_not_starve_later_hooks(pipe: Pipeline, release: thread
     assert result.content == "fast mock"
 
 
-def test_wrong_return_type_is_ignored(pipe: Pipeline) -> None:
+def test_wrong_return_type_is_ignored(pipe: TestPipeline) -> None:
     pipe.register(hook("num", "beforeToolCall", lambda e: 42))
     result = run_one_tool(pipe)
     assert (result.success, result.content) == (True, "ran")
 
 
-def test_wrong_return_type_is_recorded_as_an_error(pipe: Pipeline) -> None:
+def test_wrong_return_type_is_recorded_as_an_error(pipe: TestPipeline) -> None:
     pipe.register(hook("num", "beforeToolCall", lambda e: 42))
     run_one_tool(pipe)
     assert invocations(pipe, "num", "error") == 1
     assert tool_span_attrs(pipe)[sc.HOOK_ERRORS] == ("num: returned int, which is not a payload",)
 
 
-def test_invalid_rewrite_is_recorded_as_an_error_and_ignored(pipe: Pipeline) -> None:
+def test_invalid_rewrite_is_recorded_as_an_error_and_ignored(pipe: TestPipeline) -> None:
     pipe.register(hook("bad", "beforeToolCall", lambda e: {"args": "not a dict"}))
     result = run_one_tool(pipe, args={"path": "/x"}, fn=lambda path: path)
     assert result.content == "/x"
     assert invocations(pipe, "bad", "error") == 1
 
 
-def test_on_error_block_blocks_when_the_handler_fails(pipe: Pipeline) -> None:
+def test_on_error_block_blocks_when_the_handler_fails(pipe: TestPipeline) -> None:
     ran: list[str] = []
     pipe.register(hook("strict", "beforeToolCall", lambda e: 42, on_error="block"))
     result = run_one_tool(pipe, fn=lambda: ran.append("x"))
@@ -809,7 +823,7 @@ def test_on_error_block_blocks_when_the_handler_fails(pipe: Pipeline) -> None:
     assert result.error == "hook strict failed: returned int, which is not a payload"
 
 
-def test_on_error_block_blocks_when_the_handler_times_out(pipe: Pipeline) -> None:
+def test_on_error_block_blocks_when_the_handler_times_out(pipe: TestPipeline) -> None:
     pipe.register(
         hook("strict", "beforeToolCall", lambda e: time.sleep(1), timeout=0.1, on_error="block")
     )
@@ -818,7 +832,7 @@ def test_on_error_block_blocks_when_the_handler_times_out(pipe: Pipeline) -> Non
     assert result.error == "hook strict failed: timed out after 0.1s"
 
 
-def test_on_error_block_blocks_when_the_handler_raises(pipe: Pipeline) -> None:
+def test_on_error_block_blocks_when_the_handler_raises(pipe: TestPipeline) -> None:
     pipe.register(hook("strict", "beforeToolCall", _boom, on_error="block"))
     assert run_one_tool(pipe).success is False
 
@@ -826,7 +840,7 @@ def test_on_error_block_blocks_when_the_handler_raises(pipe: Pipeline) -> None:
 # -- async -------------------------------------------------------------------------------------
 
 
-def test_async_interceptor_works_in_a_sync_runtime(pipe: Pipeline) -> None:
+def test_async_interceptor_works_in_a_sync_runtime(pipe: TestPipeline) -> None:
     async def deny(event: ToolCallEvent) -> Block:
         await asyncio.sleep(0)
         return Block("async says no")
@@ -835,7 +849,7 @@ def test_async_interceptor_works_in_a_sync_runtime(pipe: Pipeline) -> None:
     assert run_one_tool(pipe).error == "async says no"
 
 
-def test_async_mock_works_in_a_sync_runtime(pipe: Pipeline) -> None:
+def test_async_mock_works_in_a_sync_runtime(pipe: TestPipeline) -> None:
     async def mocker(event: ToolCallEvent) -> None:
         await asyncio.sleep(0)
         event.mock("async mock")
@@ -844,7 +858,7 @@ def test_async_mock_works_in_a_sync_runtime(pipe: Pipeline) -> None:
     assert run_one_tool(pipe).content == "async mock"
 
 
-def test_async_observer_works_in_a_sync_runtime(pipe: Pipeline) -> None:
+def test_async_observer_works_in_a_sync_runtime(pipe: TestPipeline) -> None:
     seen: list[str] = []
 
     async def observe(event: AfterToolCallEvent) -> None:
@@ -857,7 +871,7 @@ def test_async_observer_works_in_a_sync_runtime(pipe: Pipeline) -> None:
     assert seen == ["readFile"]
 
 
-def test_async_interceptor_works_in_an_async_runtime(pipe: Pipeline) -> None:
+def test_async_interceptor_works_in_an_async_runtime(pipe: TestPipeline) -> None:
     async def deny(event: ToolCallEvent) -> Block:
         await asyncio.sleep(0)
         return Block("async says no")
@@ -875,7 +889,7 @@ def test_async_interceptor_works_in_an_async_runtime(pipe: Pipeline) -> None:
     )
 
 
-def test_sync_interceptor_works_in_an_async_runtime(pipe: Pipeline) -> None:
+def test_sync_interceptor_works_in_an_async_runtime(pipe: TestPipeline) -> None:
     pipe.register(hook("rw", "beforeToolCall", lambda e: {"args": {"x": 2}}))
 
     async def tool(x: int) -> int:
@@ -889,7 +903,7 @@ def test_sync_interceptor_works_in_an_async_runtime(pipe: Pipeline) -> None:
     assert asyncio.run(main()).content == "20"
 
 
-def test_operation_hooks_work_in_an_async_runtime(pipe: Pipeline) -> None:
+def test_operation_hooks_work_in_an_async_runtime(pipe: TestPipeline) -> None:
     op_hook = hook("ctx", "before_agent_start", lambda d: {"input": "rewritten"})
 
     async def main() -> str:
@@ -897,10 +911,10 @@ def test_operation_hooks_work_in_an_async_runtime(pipe: Pipeline) -> None:
             return op.input
 
     assert asyncio.run(main()) == "rewritten"
-    assert not pipe.hooks.registry.has_any()
+    assert not pipe.oh.hooks.registry.has_any()
 
 
-def test_async_tool_result_persist_filters_the_result(pipe: Pipeline) -> None:
+def test_async_tool_result_persist_filters_the_result(pipe: TestPipeline) -> None:
     pipe.register(hook("r", "tool_result_persist", lambda d: {"result": "***"}))
 
     async def main() -> ToolResult:
@@ -910,7 +924,7 @@ def test_async_tool_result_persist_filters_the_result(pipe: Pipeline) -> None:
     assert asyncio.run(main()).content == "***"
 
 
-def test_slow_sync_interceptor_does_not_block_the_event_loop(pipe: Pipeline) -> None:
+def test_slow_sync_interceptor_does_not_block_the_event_loop(pipe: TestPipeline) -> None:
     pipe.register(hook("slow", "beforeToolCall", lambda e: time.sleep(0.3)))
 
     async def main() -> int:
@@ -960,7 +974,7 @@ INVALID: list[Any] = [
 
 @pytest.mark.parametrize(("hook", "field"), INVALID)
 def test_invalid_hook_fails_at_registration_with_config_error(
-    pipe: Pipeline, hook: dict[str, Any], field: str
+    pipe: TestPipeline, hook: dict[str, Any], field: str
 ) -> None:
     with pytest.raises(ConfigError) as info:
         pipe.register(hook)
@@ -971,27 +985,27 @@ def test_invalid_hook_fails_at_registration_with_config_error(
 
 @pytest.mark.parametrize(("hook", "field"), INVALID)
 def test_invalid_hook_config_error_carries_the_field(
-    pipe: Pipeline, hook: dict[str, Any], field: str
+    pipe: TestPipeline, hook: dict[str, Any], field: str
 ) -> None:
     with pytest.raises(ConfigError) as info:
         pipe.register(hook)
     assert info.value.field == field
 
 
-def test_unknown_hook_type_raises_unknown_event_error_at_registration(pipe: Pipeline) -> None:
+def test_unknown_hook_type_raises_unknown_event_error_at_registration(pipe: TestPipeline) -> None:
     with pytest.raises(UnknownEventError) as info:
         pipe.register(hook("x", "beforeToolcall", print))
     assert info.value.suggestion == "beforeToolCall"
 
 
-def test_duplicate_hook_id_fails_at_registration(pipe: Pipeline) -> None:
+def test_duplicate_hook_id_fails_at_registration(pipe: TestPipeline) -> None:
     pipe.register(hook("dup", "afterStep", print))
     with pytest.raises(ConfigError) as info:
         pipe.register(hook("dup", "afterToolCall", print))
     assert (info.value.hook_id, info.value.field) == ("dup", "id")
 
 
-def test_duplicate_hook_id_in_one_batch_fails(pipe: Pipeline) -> None:
+def test_duplicate_hook_id_in_one_batch_fails(pipe: TestPipeline) -> None:
     with pytest.raises(ConfigError, match="duplicate"):
         pipe.register(
             hook("dup", "afterStep", print),
@@ -999,27 +1013,27 @@ def test_duplicate_hook_id_in_one_batch_fails(pipe: Pipeline) -> None:
         )
 
 
-def test_registration_is_all_or_nothing(pipe: Pipeline) -> None:
+def test_registration_is_all_or_nothing(pipe: TestPipeline) -> None:
     with pytest.raises(ConfigError):
         pipe.register(
             hook("good", "afterStep", print),
             {"id": "bad", "type": "afterStep"},
         )
-    assert pipe.hooks.registry.hooks() == []
+    assert pipe.oh.hooks.registry.hooks() == []
 
 
-def test_invalid_operation_hook_fails_when_the_operation_starts(pipe: Pipeline) -> None:
+def test_invalid_operation_hook_fails_when_the_operation_starts(pipe: TestPipeline) -> None:
     with (
         pytest.raises(ConfigError) as info,
         pipe.tracer.operation("a", hooks=[{"id": "bad", "type": "afterStep"}]),
     ):
         pass  # pragma: no cover - never entered
     assert info.value.hook_id == "bad"
-    assert not pipe.hooks.registry.has_any()
+    assert not pipe.oh.hooks.registry.has_any()
 
 
-def test_hook_objects_register_like_dicts(pipe: Pipeline, recorder: Recorder) -> None:
-    pipe.hooks.register([Hook(id="obj", type="afterToolCall", handler=recorder)])
+def test_hook_objects_register_like_dicts(pipe: TestPipeline, recorder: Recorder) -> None:
+    pipe.oh.hooks.register([Hook(id="obj", type="afterToolCall", handler=recorder)])
     run_one_tool(pipe)
     pipe.flush()
     assert recorder.names() == ["after_tool_call"]
@@ -1028,7 +1042,7 @@ def test_hook_objects_register_like_dicts(pipe: Pipeline, recorder: Recorder) ->
 # -- observers are off the hot path ----------------------------------------------------------
 
 
-def test_slow_observer_does_not_slow_the_tool_call(pipe: Pipeline) -> None:
+def test_slow_observer_does_not_slow_the_tool_call(pipe: TestPipeline) -> None:
     # The observer holds until the test lets it go, after the call returned: a call that waited
     # for it would never return (and the observer would give up after 30 s, finished unset).
     release, finished = threading.Event(), threading.Event()
@@ -1048,7 +1062,7 @@ def test_slow_observer_does_not_slow_the_tool_call(pipe: Pipeline) -> None:
     assert finished.is_set()  # it ran, after the call
 
 
-def test_observer_has_run_after_force_flush(pipe: Pipeline) -> None:
+def test_observer_has_run_after_force_flush(pipe: TestPipeline) -> None:
     done = threading.Event()
 
     def slow(event: HookEvent) -> None:
@@ -1064,7 +1078,7 @@ def test_observer_has_run_after_force_flush(pipe: Pipeline) -> None:
 
 
 def test_observer_payload_is_built_when_the_event_happens(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     pipe.register(hook("step", "afterStep", recorder))
     with pipe.tracer.operation("a") as op:
@@ -1080,10 +1094,10 @@ def test_observer_payload_is_built_when_the_event_happens(
 # -- spans from other GenAI instrumentations -----------------------------------------------------
 
 
-def test_hooks_observe_a_foreign_execute_tool_span(pipe: Pipeline, recorder: Recorder) -> None:
+def test_hooks_observe_a_foreign_execute_tool_span(pipe: TestPipeline, recorder: Recorder) -> None:
     pipe.register(hook("after", "afterToolCall", recorder))
     attrs = {sc.GEN_AI_OPERATION_NAME: "execute_tool", sc.GEN_AI_TOOL_NAME: "get_weather"}
-    with pipe.provider.get_tracer("x").start_as_current_span(
+    with pipe.oh.tracer_provider.get_tracer("x").start_as_current_span(
         "execute_tool get_weather", attributes=attrs
     ):
         pass
@@ -1095,11 +1109,11 @@ def test_hooks_observe_a_foreign_execute_tool_span(pipe: Pipeline, recorder: Rec
 
 
 def test_hooks_observe_a_failed_foreign_execute_tool_span(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     pipe.register(hook("err", "onToolCallError", recorder))
     attrs = {sc.GEN_AI_OPERATION_NAME: "execute_tool", sc.GEN_AI_TOOL_NAME: "get_weather"}
-    with pipe.provider.get_tracer("x").start_as_current_span(
+    with pipe.oh.tracer_provider.get_tracer("x").start_as_current_span(
         "execute_tool get_weather", attributes=attrs
     ) as span:
         span.set_status(Status(StatusCode.ERROR, "api down"))
@@ -1107,10 +1121,10 @@ def test_hooks_observe_a_failed_foreign_execute_tool_span(
     assert recorder.fields("error") == [("api down",)]
 
 
-def test_hooks_observe_a_foreign_invoke_agent_span(pipe: Pipeline, recorder: Recorder) -> None:
+def test_hooks_observe_a_foreign_invoke_agent_span(pipe: TestPipeline, recorder: Recorder) -> None:
     pipe.register(hook("done", "onComplete", recorder))
     attrs = {sc.GEN_AI_OPERATION_NAME: "invoke_agent", sc.GEN_AI_AGENT_NAME: "planner"}
-    with pipe.provider.get_tracer("x").start_as_current_span(
+    with pipe.oh.tracer_provider.get_tracer("x").start_as_current_span(
         "invoke_agent planner", attributes=attrs
     ):
         pass
@@ -1118,7 +1132,7 @@ def test_hooks_observe_a_foreign_invoke_agent_span(pipe: Pipeline, recorder: Rec
     assert recorder.fields("agentId", "reason") == [("planner", "done")]
 
 
-def test_hooks_observe_a_foreign_chat_span(pipe: Pipeline, recorder: Recorder) -> None:
+def test_hooks_observe_a_foreign_chat_span(pipe: TestPipeline, recorder: Recorder) -> None:
     pipe.register(hook("llm", "llm_output", recorder))
     attrs: dict[str, AttributeValue] = {
         sc.GEN_AI_OPERATION_NAME: "chat",
@@ -1126,7 +1140,9 @@ def test_hooks_observe_a_foreign_chat_span(pipe: Pipeline, recorder: Recorder) -
         sc.GEN_AI_USAGE_INPUT_TOKENS: 12,
         sc.GEN_AI_USAGE_OUTPUT_TOKENS: 3,
     }
-    with pipe.provider.get_tracer("x").start_as_current_span("chat gpt-4o", attributes=attrs):
+    with pipe.oh.tracer_provider.get_tracer("x").start_as_current_span(
+        "chat gpt-4o", attributes=attrs
+    ):
         pass
     pipe.flush()
     (event,) = recorder.events
@@ -1136,13 +1152,13 @@ def test_hooks_observe_a_foreign_chat_span(pipe: Pipeline, recorder: Recorder) -
 
 
 def test_on_error_fires_for_a_foreign_invoke_agent_span_with_error_status(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     pipe.register(hook("err", "onError", recorder))
     attrs = {sc.GEN_AI_OPERATION_NAME: "invoke_agent", sc.GEN_AI_AGENT_NAME: "planner"}
     with (
         pytest.raises(ValueError, match="model refused"),
-        pipe.provider.get_tracer("x").start_as_current_span(
+        pipe.oh.tracer_provider.get_tracer("x").start_as_current_span(
             "invoke_agent planner", attributes=attrs
         ),
     ):
@@ -1152,11 +1168,11 @@ def test_on_error_fires_for_a_foreign_invoke_agent_span_with_error_status(
 
 
 def test_foreign_span_without_gen_ai_operation_fires_nothing(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     for name in ("afterToolCall", "onComplete", "onError", "llm_output", "onToolCallError"):
         pipe.register(hook(name, name, recorder))
-    with pipe.provider.get_tracer("x").start_as_current_span(
+    with pipe.oh.tracer_provider.get_tracer("x").start_as_current_span(
         "GET /", attributes={"http.method": "GET"}
     ):
         pass
@@ -1164,7 +1180,9 @@ def test_foreign_span_without_gen_ai_operation_fires_nothing(
     assert recorder.events == []
 
 
-def test_own_spans_do_not_fire_foreign_observers_twice(pipe: Pipeline, recorder: Recorder) -> None:
+def test_own_spans_do_not_fire_foreign_observers_twice(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
     pipe.register(hook("after", "afterToolCall", recorder))
     run_one_tool(pipe)
     pipe.flush()
@@ -1175,13 +1193,14 @@ def test_own_spans_do_not_fire_foreign_observers_twice(pipe: Pipeline, recorder:
 
 
 @pytest.fixture
-def unsampled() -> Iterator[Pipeline]:
-    pipeline = make_pipeline(sampler=ALWAYS_OFF)
-    yield pipeline
-    close_pipeline(pipeline)
+def unsampled(monkeypatch: pytest.MonkeyPatch) -> Iterator[TestPipeline]:
+    # The SDK's TracerProvider takes its sampler from the standard variable.
+    monkeypatch.setenv("OTEL_TRACES_SAMPLER", "always_off")
+    with pipeline() as fresh:
+        yield fresh
 
 
-def test_sampled_out_operation_still_enforces_deny_hooks(unsampled: Pipeline) -> None:
+def test_sampled_out_operation_still_enforces_deny_hooks(unsampled: TestPipeline) -> None:
     ran: list[str] = []
     unsampled.register(hook("guard", "beforeToolCall", lambda e: Block("no")))
     result = run_one_tool(unsampled, fn=lambda: ran.append("x"))
@@ -1190,7 +1209,7 @@ def test_sampled_out_operation_still_enforces_deny_hooks(unsampled: Pipeline) ->
     assert unsampled.spans() == []
 
 
-def test_sampled_out_operation_still_applies_mocks_and_rewrites(unsampled: Pipeline) -> None:
+def test_sampled_out_operation_still_applies_mocks_and_rewrites(unsampled: TestPipeline) -> None:
     unsampled.register(hook("ctx", "before_agent_start", lambda d: {"input": "new"}))
     unsampled.register(hook("m", "beforeToolCall", lambda e: e.mock("mocked")))
     with unsampled.tracer.operation("a", input="old") as op, op.step() as step:
@@ -1199,7 +1218,7 @@ def test_sampled_out_operation_still_applies_mocks_and_rewrites(unsampled: Pipel
 
 
 def test_sampled_out_operation_still_fires_observers(
-    unsampled: Pipeline, recorder: Recorder
+    unsampled: TestPipeline, recorder: Recorder
 ) -> None:
     unsampled.register(
         hook("after", "afterToolCall", recorder),
@@ -1210,7 +1229,7 @@ def test_sampled_out_operation_still_fires_observers(
     assert recorder.names() == ["after_tool_call", "on_complete"]
 
 
-def test_sampled_out_async_operation_still_enforces_deny_hooks(unsampled: Pipeline) -> None:
+def test_sampled_out_async_operation_still_enforces_deny_hooks(unsampled: TestPipeline) -> None:
     unsampled.register(hook("guard", "beforeToolCall", lambda e: Block("no")))
 
     async def main() -> ToolResult:

@@ -10,10 +10,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import Pipeline, hook
+from conftest import hook
 
 from otelhooks import ToolCallEvent
 from otelhooks import semconv as sc
+from otelhooks.testing import TestPipeline
 
 
 def _ran(ran: list[str]) -> Any:
@@ -24,12 +25,12 @@ def _ran(ran: list[str]) -> Any:
     return tool
 
 
-def run_one_tool(pipe: Pipeline, ran: list[str]) -> str:
+def run_one_tool(pipe: TestPipeline, ran: list[str]) -> str:
     with pipe.tracer.operation("agent") as op, op.step() as step:
         return step.run_tool("shell", "rm", {"path": "/"}, _ran(ran)).content
 
 
-def span_attrs(pipe: Pipeline) -> dict[str, Any]:
+def span_attrs(pipe: TestPipeline) -> dict[str, Any]:
     return dict(pipe.span("execute_tool rm").attributes or {})
 
 
@@ -40,7 +41,7 @@ def release() -> Iterator[threading.Event]:
     event.set()
 
 
-def test_deny_keeps_the_tool_from_running_and_gives_its_reason(pipe: Pipeline) -> None:
+def test_deny_keeps_the_tool_from_running_and_gives_its_reason(pipe: TestPipeline) -> None:
     ran: list[str] = []
     pipe.register(hook("no-rm", "beforeToolCall", lambda e: e.deny("rm is not allowed")))
     assert run_one_tool(pipe, ran) == "rm is not allowed"
@@ -49,12 +50,12 @@ def test_deny_keeps_the_tool_from_running_and_gives_its_reason(pipe: Pipeline) -
     assert (attrs[sc.HOOK_DECISION], attrs[sc.HOOK_DECIDED_BY]) == ("deny", "no-rm")
 
 
-def test_deny_without_a_reason_gives_lobehubs_default(pipe: Pipeline) -> None:
+def test_deny_without_a_reason_gives_lobehubs_default(pipe: TestPipeline) -> None:
     pipe.register(hook("no-rm", "beforeToolCall", lambda e: e.deny()))
     assert run_one_tool(pipe, []) == "Blocked by beforeToolCall hook."
 
 
-def test_deny_in_an_async_handler_in_an_async_runtime(pipe: Pipeline) -> None:
+def test_deny_in_an_async_handler_in_an_async_runtime(pipe: TestPipeline) -> None:
     ran: list[str] = []
 
     async def guard(event: ToolCallEvent) -> None:
@@ -72,7 +73,7 @@ def test_deny_in_an_async_handler_in_an_async_runtime(pipe: Pipeline) -> None:
     assert ran == []
 
 
-def test_deny_wins_over_what_the_handler_returns_and_over_its_mock(pipe: Pipeline) -> None:
+def test_deny_wins_over_what_the_handler_returns_and_over_its_mock(pipe: TestPipeline) -> None:
     def guard(event: ToolCallEvent) -> dict[str, Any]:
         event.deny("no")
         event.mock("fake")  # refused: the call is denied
@@ -85,7 +86,7 @@ def test_deny_wins_over_what_the_handler_returns_and_over_its_mock(pipe: Pipelin
     assert span_attrs(pipe)[sc.HOOK_MOCKED] is False
 
 
-def test_deny_made_before_the_handler_raised_stands(pipe: Pipeline) -> None:
+def test_deny_made_before_the_handler_raised_stands(pipe: TestPipeline) -> None:
     def guard(event: ToolCallEvent) -> None:
         event.deny("no")
         raise RuntimeError("then it broke")
@@ -96,7 +97,7 @@ def test_deny_made_before_the_handler_raised_stands(pipe: Pipeline) -> None:
     assert ran == []
 
 
-def test_deny_ends_the_chain(pipe: Pipeline) -> None:
+def test_deny_ends_the_chain(pipe: TestPipeline) -> None:
     later: list[str] = []
     pipe.register(
         hook("no-rm", "beforeToolCall", lambda e: e.deny("no")),
@@ -107,7 +108,7 @@ def test_deny_ends_the_chain(pipe: Pipeline) -> None:
 
 
 def test_deny_from_a_timed_out_handler_comes_too_late(
-    pipe: Pipeline, release: threading.Event
+    pipe: TestPipeline, release: threading.Event
 ) -> None:
     answered: list[bool] = []
     done = threading.Event()

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Pipeline
 from structlog.testing import capture_logs
 
 from otelhooks import (
@@ -26,6 +25,7 @@ from otelhooks import (
 from otelhooks import semconv as sc
 from otelhooks._eventlog import entry_from_event
 from otelhooks.events import ToolCallDeniedEvent, ToolCallErrorEvent, ToolResult
+from otelhooks.testing import TestPipeline
 
 SEED_YAML = """\
 kind: agent_events
@@ -174,7 +174,7 @@ def test_points_not_selected_by_on_are_not_logged() -> None:
 # -- an in-process run -------------------------------------------------------------------------
 
 
-def test_an_agent_run_fills_the_log_at_the_selected_points(pipe: Pipeline) -> None:
+def test_an_agent_run_fills_the_log_at_the_selected_points(pipe: TestPipeline) -> None:
     config = AgentEventsConfig(
         name="shop",
         agent="shop-bot",
@@ -183,7 +183,7 @@ def test_an_agent_run_fills_the_log_at_the_selected_points(pipe: Pipeline) -> No
         mutating=["rm"],
     )
     events = AgentEvents(config)
-    events.install(pipe.hooks)
+    events.install(pipe.oh.hooks)
     pipe.register({"id": "guard", "type": "beforeToolCall", "matcher": "rm", "handler": deny})
     pipe.register({"id": "fake", "type": "beforeToolCall", "matcher": "fetch", "handler": mock})
     op = pipe.tracer.operation("shop-bot", session_id="s1", user_id="u1")
@@ -220,9 +220,9 @@ def mock(event: Any) -> None:
     event.mock({"content": "cached", "success": True})
 
 
-def test_a_failing_run_logs_on_error_and_after_loop(pipe: Pipeline) -> None:
+def test_a_failing_run_logs_on_error_and_after_loop(pipe: TestPipeline) -> None:
     events = AgentEvents(AgentEventsConfig(on=["on_error", "after_loop"]))
-    events.install(pipe.hooks)
+    events.install(pipe.oh.hooks)
     with pytest.raises(RuntimeError), pipe.tracer.operation("bot"):
         raise RuntimeError("model down")
     pipe.flush()
@@ -232,9 +232,9 @@ def test_a_failing_run_logs_on_error_and_after_loop(pipe: Pipeline) -> None:
     ]
 
 
-def test_budget_threshold_and_termination_by_a_person_are_logged(pipe: Pipeline) -> None:
+def test_budget_threshold_and_termination_by_a_person_are_logged(pipe: TestPipeline) -> None:
     events = AgentEvents(AgentEventsConfig(on=["on_budget_threshold", "on_terminate"]))
-    events.install(pipe.hooks)
+    events.install(pipe.oh.hooks)
     op = pipe.tracer.operation("bot")
     with op, op.step() as step:
         op.emit("on_budget_threshold", spent=0.8, limit=1.0, threshold=0.8)
@@ -248,11 +248,11 @@ def test_budget_threshold_and_termination_by_a_person_are_logged(pipe: Pipeline)
     assert "not today" not in repr(records(events))  # the person's reason is content
 
 
-def test_an_agent_run_fills_a_durable_log(pipe: Pipeline, tmp_path: Path) -> None:
+def test_an_agent_run_fills_a_durable_log(pipe: TestPipeline, tmp_path: Path) -> None:
     config = AgentEventsConfig(durable=True, path=str(tmp_path / "e.sqlite3"))
     events = AgentEvents(config)
     assert isinstance(events.log, SqliteEventLog)
-    events.install(pipe.hooks)
+    events.install(pipe.oh.hooks)
     try:
         with pipe.tracer.operation("bot") as op, op.step() as step:
             step.run_tool("calc", "add", {"a": 1, "b": 2}, lambda a, b: a + b)

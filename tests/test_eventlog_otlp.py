@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
-from conftest import Recorder, close_pipeline, make_pipeline
+from conftest import Recorder
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.exporter.otlp.proto.http import Compression
 from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -34,6 +34,7 @@ from otelhooks import (
 )
 from otelhooks import semconv as sc
 from otelhooks._export import encode_otlp_json
+from otelhooks.testing import TestPipeline, pipeline
 
 TOKEN = "ingest-test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -43,8 +44,11 @@ POINTS: Any = ["after_tool_result", "after_loop", "on_error"]
 @pytest.fixture(scope="module")
 def agent_spans() -> list[ReadableSpan]:
     """The spans of one real agent run: a tool that works, a denied, a failing, a mocked one."""
-    pipe = make_pipeline()
+    with pipeline() as pipe:
+        return _run_agent(pipe)
 
+
+def _run_agent(pipe: TestPipeline) -> list[ReadableSpan]:
     def mock(event: Any) -> None:
         event.mock({"content": "cached", "success": True})
 
@@ -64,9 +68,7 @@ def agent_spans() -> list[ReadableSpan]:
         step.run_tool("calc", "div", {"a": 1, "b": 0}, lambda a, b: a / b)
         step.run_tool("web", "fetch", {"url": "u"}, lambda url: "real")
     pipe.flush()
-    spans = pipe.spans()
-    close_pipeline(pipe)
-    return spans
+    return pipe.spans()
 
 
 class Receiver:
@@ -207,13 +209,12 @@ def test_received_spans_equal_the_originals(
 
 
 def test_received_runs_keep_their_reason_error_type_and_user(receiver: Receiver) -> None:
-    pipe = make_pipeline()
-    with pipe.tracer.operation("bot", user_id="u-7") as op:
-        op.complete("max_steps")
-    with pytest.raises(RuntimeError), pipe.tracer.operation("bot", user_id="u-7"):
-        raise RuntimeError("model down")
-    spans = pipe.spans()
-    close_pipeline(pipe)
+    with pipeline() as pipe:
+        with pipe.tracer.operation("bot", user_id="u-7") as op:
+            op.complete("max_steps")
+        with pytest.raises(RuntimeError), pipe.tracer.operation("bot", user_id="u-7"):
+            raise RuntimeError("model down")
+        spans = pipe.spans()
     assert receiver.post(encode_otlp_json(spans).encode(), "application/json").status_code == 200
     got = receiver.records(3)
     assert [(r.kind, r.success, r.detail, r.user_id) for r in got] == [

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 import pytest
-from conftest import Pipeline, Recorder, hook
+from conftest import Recorder, hook
 from opentelemetry.semconv._incubating.attributes import gen_ai_attributes
 from opentelemetry.semconv._incubating.metrics import gen_ai_metrics
 from opentelemetry.semconv.attributes import error_attributes
@@ -47,6 +47,7 @@ from otelhooks.events import (
     ToolCallErrorEvent,
     ToolResultPersistEvent,
 )
+from otelhooks.testing import TestPipeline
 
 LOBEHUB: dict[str, str] = {
     "beforeStep": "before_step",
@@ -470,7 +471,7 @@ def test_after_compact_mirrors_kernel_counts() -> None:
 
 
 def test_lobehub_events_reach_handlers_with_seed_field_names(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     """Run one operation that fires every LobeHub hook type and check the delivered payloads."""
     pipe.register(*(hook(name, name, recorder) for name in LOBEHUB))

@@ -10,19 +10,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Pipeline, hook
+from conftest import hook
 from structlog.testing import capture_logs
 
 from otelhooks import Block, ConfigError, Hook, HookRegistry, ToolCallEvent, load_config
 from otelhooks import semconv as sc
 from otelhooks._cli import main
+from otelhooks.testing import TestPipeline
 
 DENY_JSON = json.dumps(
     {"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "no rm"}}
 )
 
 
-def run_tool(pipe: Pipeline, ran: list[dict[str, Any]]) -> str:
+def run_tool(pipe: TestPipeline, ran: list[dict[str, Any]]) -> str:
     def tool(**kwargs: Any) -> str:
         ran.append(kwargs)
         return "ran"
@@ -31,7 +32,7 @@ def run_tool(pipe: Pipeline, ran: list[dict[str, Any]]) -> str:
         return step.run_tool("shell", "rm", {"path": "/"}, tool).content
 
 
-def span_attrs(pipe: Pipeline) -> dict[str, Any]:
+def span_attrs(pipe: TestPipeline) -> dict[str, Any]:
     return dict(pipe.span("execute_tool rm").attributes or {})
 
 
@@ -47,7 +48,7 @@ def test_registering_an_unknown_mode_is_a_config_error_naming_the_field() -> Non
         HookRegistry().register([hook("h", "beforeToolCall", print, mode="audit")])
 
 
-def test_a_permissive_block_is_recorded_and_not_enforced(pipe: Pipeline) -> None:
+def test_a_permissive_block_is_recorded_and_not_enforced(pipe: TestPipeline) -> None:
     pipe.register(hook("no-rm", "beforeToolCall", lambda e: Block("no rm"), mode="permissive"))
     ran: list[dict[str, Any]] = []
     with capture_logs() as logs:
@@ -64,7 +65,7 @@ def test_a_permissive_block_is_recorded_and_not_enforced(pipe: Pipeline) -> None
 
 
 def test_a_permissive_deny_is_in_the_event_log_record_and_what_observers_see(
-    pipe: Pipeline,
+    pipe: TestPipeline,
 ) -> None:
     from otelhooks import AgentEventsConfig
     from otelhooks._eventlog import entry_from_event
@@ -83,7 +84,7 @@ def test_a_permissive_deny_is_in_the_event_log_record_and_what_observers_see(
     assert (entry.success, entry.detail) == (True, "ok (permissive: no-rm would deny)")
 
 
-def test_a_permissive_block_is_not_enforced_in_an_async_runtime(pipe: Pipeline) -> None:
+def test_a_permissive_block_is_not_enforced_in_an_async_runtime(pipe: TestPipeline) -> None:
     async def guard(event: ToolCallEvent) -> Block:
         await asyncio.sleep(0)
         return Block("no rm")
@@ -101,7 +102,7 @@ def test_a_permissive_block_is_not_enforced_in_an_async_runtime(pipe: Pipeline) 
     assert span_attrs(pipe)[sc.HOOK_PERMISSIVE] == ("no-rm: deny: no rm",)
 
 
-def test_a_permissive_deny_mock_and_rewrite_change_nothing(pipe: Pipeline) -> None:
+def test_a_permissive_deny_mock_and_rewrite_change_nothing(pipe: TestPipeline) -> None:
     def deny(event: ToolCallEvent) -> None:
         event.deny("no")
 
@@ -132,13 +133,13 @@ def test_a_permissive_deny_mock_and_rewrite_change_nothing(pipe: Pipeline) -> No
     )
 
 
-def test_a_permissive_kernel_intercept_returning_none_would_deny(pipe: Pipeline) -> None:
+def test_a_permissive_kernel_intercept_returning_none_would_deny(pipe: TestPipeline) -> None:
     pipe.register(hook("k", "before_tool_call", lambda e: None, intercept=True, mode="permissive"))
     assert run_tool(pipe, []) == "ran"
     assert span_attrs(pipe)[sc.HOOK_PERMISSIVE] == ("k: deny",)
 
 
-def test_a_failing_permissive_hook_with_on_error_block_does_not_block(pipe: Pipeline) -> None:
+def test_a_failing_permissive_hook_with_on_error_block_does_not_block(pipe: TestPipeline) -> None:
     def broken(event: ToolCallEvent) -> None:
         raise RuntimeError("bug")
 
@@ -148,7 +149,7 @@ def test_a_failing_permissive_hook_with_on_error_block_does_not_block(pipe: Pipe
     assert entry.startswith("broken: error: would block: RuntimeError: bug")
 
 
-def test_a_permissive_hook_does_not_stop_an_enforcing_one_after_it(pipe: Pipeline) -> None:
+def test_a_permissive_hook_does_not_stop_an_enforcing_one_after_it(pipe: TestPipeline) -> None:
     pipe.register(
         hook("trial", "beforeToolCall", lambda e: Block("trial"), mode="permissive"),
         hook("real", "beforeToolCall", lambda e: Block("real")),
@@ -158,7 +159,7 @@ def test_a_permissive_hook_does_not_stop_an_enforcing_one_after_it(pipe: Pipelin
     assert span_attrs(pipe)[sc.HOOK_DECIDED_BY] == "real"
 
 
-def test_a_permissive_command_deny_is_not_enforced(pipe: Pipeline) -> None:
+def test_a_permissive_command_deny_is_not_enforced(pipe: TestPipeline) -> None:
     pipe.register(
         {
             "id": "cmd",
@@ -171,7 +172,7 @@ def test_a_permissive_command_deny_is_not_enforced(pipe: Pipeline) -> None:
     assert span_attrs(pipe)[sc.HOOK_PERMISSIVE] == ("cmd: deny: no rm",)
 
 
-def test_a_disabled_hook_never_runs(pipe: Pipeline) -> None:
+def test_a_disabled_hook_never_runs(pipe: TestPipeline) -> None:
     called: list[str] = []
     pipe.register(
         hook("off", "beforeToolCall", lambda e: called.append("x") or Block(), mode="disabled"),

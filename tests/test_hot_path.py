@@ -10,12 +10,13 @@ import gc
 import weakref
 from typing import Any
 
-from conftest import Pipeline, Recorder, hook
+from conftest import Recorder, hook
 
 from otelhooks import HookEvent, HookRegistry, HookSpanProcessor
 from otelhooks._fingerprint import fnv1a_64
 from otelhooks._live import LiveEvent
 from otelhooks.events import StepEvent
+from otelhooks.testing import TestPipeline
 
 VALUES = ("fs/readFile", "readFile")
 
@@ -85,7 +86,7 @@ def test_a_repeated_match_is_served_from_the_cache_in_registration_order() -> No
     assert first == again == ["regex", "names", "all"]
 
 
-def test_an_end_event_no_hook_watches_is_not_queued(pipe: Pipeline) -> None:
+def test_an_end_event_no_hook_watches_is_not_queued(pipe: TestPipeline) -> None:
     with pipe.tracer.operation("agent") as op, op.step() as step:
         with step.tool_call("fs", "readFile", {}) as call:
             call.set_result("ok")
@@ -93,16 +94,16 @@ def test_an_end_event_no_hook_watches_is_not_queued(pipe: Pipeline) -> None:
 
 
 def test_an_end_event_registered_during_the_call_still_fires(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     with (
         pipe.tracer.operation("agent") as op,
         op.step() as step,
         step.tool_call("fs", "readFile", {}) as call,
     ):
-        pipe.hooks.register([hook("late", "afterToolCall", recorder)])
+        pipe.oh.hooks.register([hook("late", "afterToolCall", recorder)])
         call.set_result("ok")
-    pipe.hooks.force_flush()
+    pipe.oh.hooks.force_flush()
     assert [e.apiName for e in recorder.events] == ["readFile"]
 
 
@@ -127,7 +128,7 @@ def test_the_observer_queue_is_bounded_to_4096_events_by_default() -> None:
 
 
 def test_a_tool_name_seen_first_and_seen_again_lands_in_one_series_per_outcome(
-    pipe: Pipeline,
+    pipe: TestPipeline,
 ) -> None:
     from otelhooks import semconv as sc
 

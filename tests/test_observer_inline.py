@@ -15,15 +15,16 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from conftest import Pipeline, hook
+from conftest import hook
 
 from otelhooks import semconv as sc
 from otelhooks._dispatch import _calls, _observers
+from otelhooks.testing import TestPipeline
 
 INVOCATIONS = "otelhooks.hook.invocations"
 
 
-def invocations(pipe: Pipeline, hook_id: str, outcome: str) -> float:
+def invocations(pipe: TestPipeline, hook_id: str, outcome: str) -> float:
     return pipe.metric_total(INVOCATIONS, {sc.ATTR_HOOK_ID: hook_id, sc.ATTR_OUTCOME: outcome})
 
 
@@ -31,7 +32,7 @@ def _ok(**kwargs: Any) -> str:
     return "ran"
 
 
-def run_tools(pipe: Pipeline, *names: str) -> None:
+def run_tools(pipe: TestPipeline, *names: str) -> None:
     with pipe.tracer.operation("a") as op, op.step() as step:
         for name in names:
             step.run_tool("fs", name, {}, _ok)
@@ -44,7 +45,7 @@ def release() -> Iterator[threading.Event]:
     event.set()
 
 
-def test_a_sync_observer_runs_on_the_observer_worker_thread(pipe: Pipeline) -> None:
+def test_a_sync_observer_runs_on_the_observer_worker_thread(pipe: TestPipeline) -> None:
     threads: list[str] = []
     pipe.register(
         hook("w", "afterToolCall", lambda e: threads.append(threading.current_thread().name))
@@ -56,7 +57,7 @@ def test_a_sync_observer_runs_on_the_observer_worker_thread(pipe: Pipeline) -> N
 
 
 def test_a_stuck_inline_observer_times_out_and_the_next_observers_run(
-    pipe: Pipeline, release: threading.Event
+    pipe: TestPipeline, release: threading.Event
 ) -> None:
     ran: list[tuple[str, str, int]] = []
     stuck_thread: list[int] = []
@@ -105,7 +106,7 @@ def test_a_stuck_inline_observer_times_out_and_the_next_observers_run(
 
 
 def test_an_abandoned_thread_that_returns_leaves_the_queue_to_its_replacement(
-    pipe: Pipeline, release: threading.Event
+    pipe: TestPipeline, release: threading.Event
 ) -> None:
     threads: set[int] = set()
     first = threading.Event()
@@ -130,7 +131,7 @@ def test_an_abandoned_thread_that_returns_leaves_the_queue_to_its_replacement(
 
 
 def test_stuck_inline_calls_count_against_the_hook_cap(
-    pipe: Pipeline, release: threading.Event, monkeypatch: pytest.MonkeyPatch
+    pipe: TestPipeline, release: threading.Event, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_calls, "MAX_ABANDONED", 2)
     others: list[str] = []
@@ -146,7 +147,7 @@ def test_stuck_inline_calls_count_against_the_hook_cap(
 
     release.set()  # the stuck calls return: the hook runs again
     deadline = time.monotonic() + 5
-    while pipe.hooks.engine._dispatcher._calls.abandoned and time.monotonic() < deadline:
+    while pipe.oh.engine._dispatcher._calls.abandoned and time.monotonic() < deadline:
         time.sleep(0.01)
     run_tools(pipe, "five")
     pipe.flush()
@@ -156,7 +157,7 @@ def test_stuck_inline_calls_count_against_the_hook_cap(
 _var: contextvars.ContextVar[str] = contextvars.ContextVar("observer_test", default="unset")
 
 
-def test_each_observer_call_has_its_own_context(pipe: Pipeline) -> None:
+def test_each_observer_call_has_its_own_context(pipe: TestPipeline) -> None:
     seen: list[str] = []
 
     def sets(event: Any) -> None:
@@ -172,7 +173,7 @@ def test_each_observer_call_has_its_own_context(pipe: Pipeline) -> None:
     assert seen == ["unset", "unset", "unset", "unset"]
 
 
-def test_a_late_return_within_the_watchdog_poll_is_a_timeout(pipe: Pipeline) -> None:
+def test_a_late_return_within_the_watchdog_poll_is_a_timeout(pipe: TestPipeline) -> None:
     # Judged on return as well: a call past its deadline is a timeout even if it returns
     # before the watchdog looks.
     pipe.register(hook("late", "afterToolCall", lambda e: time.sleep(0.03), timeout=0.01))
@@ -183,11 +184,11 @@ def test_a_late_return_within_the_watchdog_poll_is_a_timeout(pipe: Pipeline) -> 
 
 
 def test_the_idle_watchdog_ends_and_comes_back(
-    pipe: Pipeline, monkeypatch: pytest.MonkeyPatch
+    pipe: TestPipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(_observers, "_WATCH_IDLE_S", 0.05)
     pipe.register(hook("w", "afterToolCall", lambda e: None))
-    runner = pipe.hooks.engine._dispatcher._observers
+    runner = pipe.oh.engine._dispatcher._observers
     run_tools(pipe, "one")
     pipe.flush()
     deadline = time.monotonic() + 5
@@ -199,11 +200,11 @@ def test_the_idle_watchdog_ends_and_comes_back(
     assert invocations(pipe, "w", "ok") == 2
 
 
-def test_metric_attributes_are_built_once_per_hook_and_outcome(pipe: Pipeline) -> None:
+def test_metric_attributes_are_built_once_per_hook_and_outcome(pipe: TestPipeline) -> None:
     pipe.register(hook("w", "afterToolCall", lambda e: None))
     run_tools(pipe, "one", "two", "three")
     pipe.flush()
-    dispatcher = pipe.hooks.engine._dispatcher
+    dispatcher = pipe.oh.engine._dispatcher
     assert list(dispatcher._attrs.values()) == [
         {
             sc.ATTR_HOOK_ID: "w",
@@ -239,7 +240,7 @@ def test_what_the_worker_calls_inline_for_each_kind_of_hook() -> None:
     assert wrapped.inline is wrapped.action  # a subclass that calls something else
 
 
-def test_a_wrapped_handler_runs_as_its_action_says(pipe: Pipeline) -> None:
+def test_a_wrapped_handler_runs_as_its_action_says(pipe: TestPipeline) -> None:
     from otelhooks import Hook
     from otelhooks._actions._handler import HandlerAction
 

@@ -25,7 +25,7 @@ from otelhooks import HookEvent, HooksEngine, WebhookConfig, configure_logging, 
 from otelhooks import semconv as sc
 from otelhooks._actions._webhook_config import resolve_headers
 from otelhooks._redact import MIN_SECRET_LENGTH, REDACTED, SecretRegistry, registry, scrub
-from tests.conftest import Pipeline
+from otelhooks.testing import TestPipeline, pipeline
 
 
 @pytest.fixture
@@ -205,8 +205,8 @@ def span_texts(spans: list[ReadableSpan]) -> list[str]:
     return texts
 
 
-def metric_labels(pipe: Pipeline) -> list[str]:
-    assert pipe.metrics.flush(10.0)
+def metric_labels(pipe: TestPipeline) -> list[str]:
+    assert pipe.oh.metrics.flush(10.0)
     data = pipe.reader.get_metrics_data()
     assert data is not None
     return [
@@ -219,7 +219,7 @@ def metric_labels(pipe: Pipeline) -> list[str]:
     ]
 
 
-def run_vault(pipe: Pipeline) -> str:
+def run_vault(pipe: TestPipeline) -> str:
     with pipe.tracer.operation("agent") as op, op.step() as step:
         result = step.run_tool("vault", "lookup", {"q": "x"}, lambda q: "found")
     pipe.flush()
@@ -227,7 +227,7 @@ def run_vault(pipe: Pipeline) -> str:
 
 
 def assert_recorded_redacted(
-    pipe: Pipeline, logs: list[MutableMapping[str, Any]], token: str, hook_ids: list[str]
+    pipe: TestPipeline, logs: list[MutableMapping[str, Any]], token: str, hook_ids: list[str]
 ) -> None:
     """The failures are recorded (on the tool span and in log lines) with the secret replaced,
     and the secret is in no span, log line or metric label."""
@@ -247,7 +247,7 @@ def assert_recorded_redacted(
 
 
 def test_a_command_printing_the_secret_and_failing_is_recorded_redacted(
-    pipe: Pipeline, token: str
+    pipe: TestPipeline, token: str
 ) -> None:
     leak = 'echo "using $REDACT_TOKEN" >&2; echo "out $REDACT_TOKEN"; exit 1'
     pipe.register(
@@ -266,7 +266,7 @@ def test_a_command_printing_the_secret_and_failing_is_recorded_redacted(
 
 
 def test_a_python_hook_raising_with_the_secret_is_recorded_redacted(
-    pipe: Pipeline, token: str
+    pipe: TestPipeline, token: str
 ) -> None:
     def leaky(event: HookEvent) -> None:
         raise ConnectionError(f"vault refused token {token}")
@@ -285,7 +285,6 @@ def test_a_python_hook_raising_with_the_secret_is_recorded_redacted(
 
 def test_a_secret_a_user_registers_is_scrubbed_from_a_failing_hook() -> None:
     from otelhooks import register_secret
-    from tests.conftest import close_pipeline, make_pipeline
 
     own = "vault-" + secrets.token_hex(12)  # the hook's own token: no webhook names it
     assert register_secret(own)
@@ -293,17 +292,14 @@ def test_a_secret_a_user_registers_is_scrubbed_from_a_failing_hook() -> None:
     def leaky(event: HookEvent) -> None:
         raise ConnectionError(f"vault refused token {own}")
 
-    pipe = make_pipeline()
-    try:
+    with pipeline() as pipe:
         pipe.register({"id": "leaky", "type": "beforeToolCall", "handler": leaky})
         with capture_logs() as logs:
             assert run_vault(pipe) == "found"
         assert_recorded_redacted(pipe, logs, own, ["leaky"])
-    finally:
-        close_pipeline(pipe)
 
 
-def test_a_block_reason_quoting_the_secret_is_redacted(pipe: Pipeline, token: str) -> None:
+def test_a_block_reason_quoting_the_secret_is_redacted(pipe: TestPipeline, token: str) -> None:
     pipe.register(
         webhook_with_token(),
         {"id": "guard", "type": "PreToolUse", "command": 'echo "no: $REDACT_TOKEN" >&2; exit 2'},
@@ -317,7 +313,9 @@ def test_a_block_reason_quoting_the_secret_is_redacted(pipe: Pipeline, token: st
     assert token not in json.dumps(logs, default=str)
 
 
-def test_a_tool_error_quoting_the_secret_is_recorded_redacted(pipe: Pipeline, token: str) -> None:
+def test_a_tool_error_quoting_the_secret_is_recorded_redacted(
+    pipe: TestPipeline, token: str
+) -> None:
     seen: list[HookEvent] = []
     pipe.register(
         webhook_with_token(),
@@ -345,7 +343,7 @@ def test_a_tool_error_quoting_the_secret_is_recorded_redacted(pipe: Pipeline, to
 
 
 def test_a_secret_cut_by_the_log_excerpt_leaves_no_prefix_behind(
-    pipe: Pipeline, token: str
+    pipe: TestPipeline, token: str
 ) -> None:
     from otelhooks._actions._command_env import LOG_EXCERPT_CHARS
 

@@ -15,13 +15,13 @@ import uuid
 from pathlib import Path
 
 import pytest
-from conftest import Pipeline
 
 from otelhooks import ConfigError, Hook, ToolResult, load_config
 from otelhooks._actions import build_hook as coerce_hook
 from otelhooks._actions._plugin import ENTRY_POINT_GROUP, PluginAction
 from otelhooks._actions._script import ScriptAction
 from otelhooks.events import StepEvent
+from otelhooks.testing import TestPipeline
 
 EVENT = StepEvent(stepIndex=0)  # any event, for calling actions directly
 
@@ -36,7 +36,7 @@ def script_hook(ref: str, **options: object) -> Hook:
     return coerce_hook({"id": "s", "type": "afterToolCall", "script": ref, **options})
 
 
-def run_tool(pipe: Pipeline) -> ToolResult:
+def run_tool(pipe: TestPipeline) -> ToolResult:
     with pipe.tracer.operation("agent") as op, op.step() as step:
         return step.run_tool("fs", "readFile", {"path": "a"}, lambda path: "content")
 
@@ -58,7 +58,7 @@ def install_plugin(
 # -- scripts ---------------------------------------------------------------------------------------
 
 
-def test_script_function_runs_as_a_hook(pipe: Pipeline, tmp_path: Path) -> None:
+def test_script_function_runs_as_a_hook(pipe: TestPipeline, tmp_path: Path) -> None:
     out = tmp_path / "seen.json"
     script = write(
         tmp_path / "audit.py",
@@ -74,7 +74,7 @@ def test_script_function_runs_as_a_hook(pipe: Pipeline, tmp_path: Path) -> None:
     assert json.loads(out.read_text()) == ["readFile", "content"]
 
 
-def test_script_may_block_like_a_handler(pipe: Pipeline, tmp_path: Path) -> None:
+def test_script_may_block_like_a_handler(pipe: TestPipeline, tmp_path: Path) -> None:
     script = write(
         tmp_path / "guard.py",
         """
@@ -87,7 +87,7 @@ def test_script_may_block_like_a_handler(pipe: Pipeline, tmp_path: Path) -> None
     assert run_tool(pipe).content == "scripts say no"
 
 
-def test_async_script_function_is_awaited(pipe: Pipeline, tmp_path: Path) -> None:
+def test_async_script_function_is_awaited(pipe: TestPipeline, tmp_path: Path) -> None:
     script = write(
         tmp_path / "guard.py",
         """
@@ -186,7 +186,7 @@ def test_non_callable_target_is_refused(tmp_path: Path) -> None:
 
 
 def test_installed_plugin_hook_is_found_by_name(
-    pipe: Pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pipe: TestPipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     out = tmp_path / "plugin.out"
     name = f"audit_{uuid.uuid4().hex[:6]}"
@@ -198,7 +198,7 @@ def test_installed_plugin_hook_is_found_by_name(
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
     hook = coerce_hook({"id": "p", "type": "afterToolCall", "plugin": name})
     assert isinstance(hook.action, PluginAction)
-    pipe.hooks.register([hook])
+    pipe.oh.hooks.register([hook])
     run_tool(pipe)
     pipe.flush()
     assert out.read_text() == "readFile"

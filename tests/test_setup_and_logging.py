@@ -82,3 +82,18 @@ def test_log_lines_inside_a_span_carry_trace_and_span_ids() -> None:
     assert logs[0]["span_id"] == format(ctx.span_id, "016x")
     assert "trace_id" not in logs[1]
     assert trace.get_current_span() is trace.INVALID_SPAN
+
+
+def test_a_shut_down_pipeline_is_not_kept_alive_until_interpreter_exit() -> None:
+    # configure() registers shutdown for exit; shutting down earlier lets the pipeline go.
+    import gc
+    import weakref
+
+    oh = configure(set_global=False, structured_logging=False, otlp=False)
+    with oh.operation("agent") as op, op.step() as step:
+        step.run_tool("fs", "readFile", {"path": "a"}, lambda path: "text")
+    gone = weakref.ref(oh)
+    oh.shutdown(5.0)
+    del oh, op, step
+    gc.collect()
+    assert gone() is None

@@ -11,12 +11,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from conftest import Pipeline, Recorder, attribute_values, close_pipeline, hook, make_pipeline
+from conftest import Recorder, attribute_values, hook
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanKind, StatusCode
 
 from otelhooks import Block, CompleteEvent, Operation, args_fingerprint
 from otelhooks import semconv as sc
+from otelhooks.testing import TestPipeline, pipeline
 
 SECRET = "hunter2-s3cr3t"
 READ_ARGS = {"path": "notes.txt", "token": SECRET}
@@ -29,7 +30,7 @@ def _broken_tool() -> None:
 
 @dataclass
 class Scenario:
-    pipe: Pipeline
+    pipe: TestPipeline
     recorder: Recorder
     op: Operation
     child: Operation
@@ -56,7 +57,7 @@ class Scenario:
         return self.span("invoke_agent planner")
 
 
-def run_scenario(pipe: Pipeline, recorder: Recorder) -> Scenario:
+def run_scenario(pipe: TestPipeline, recorder: Recorder) -> Scenario:
     pipe.register(
         hook("guard", "beforeToolCall", lambda e: Block("no shell"), matcher="^shell/"),
         hook("audit", "afterToolCall", recorder),
@@ -107,15 +108,14 @@ def run_scenario(pipe: Pipeline, recorder: Recorder) -> Scenario:
 
 
 @pytest.fixture
-def scenario(pipe: Pipeline, recorder: Recorder) -> Scenario:
+def scenario(pipe: TestPipeline, recorder: Recorder) -> Scenario:
     return run_scenario(pipe, recorder)
 
 
 @pytest.fixture
-def capturing() -> Iterator[Pipeline]:
-    pipeline = make_pipeline(capture_content=True)
-    yield pipeline
-    close_pipeline(pipeline)
+def capturing() -> Iterator[TestPipeline]:
+    with pipeline(capture_content=True) as fresh:
+        yield fresh
 
 
 def parent_id(span: ReadableSpan) -> int | None:
@@ -241,7 +241,7 @@ def test_tool_span_carries_the_arguments_fingerprint(scenario: Scenario) -> None
     )
 
 
-def test_allowed_tool_span_records_decision_allow(pipe: Pipeline) -> None:
+def test_allowed_tool_span_records_decision_allow(pipe: TestPipeline) -> None:
     pipe.register(hook("allow", "beforeToolCall", lambda e: None))
     with pipe.tracer.operation("a") as op, op.step() as step:
         step.run_tool("fs", "readFile", {}, lambda: "x")
@@ -284,7 +284,7 @@ def test_tool_exception_fires_on_tool_call_error(scenario: Scenario) -> None:
     assert errors == [("broken", "ZeroDivisionError")]
 
 
-def test_tool_exception_becomes_a_failed_result(pipe: Pipeline) -> None:
+def test_tool_exception_becomes_a_failed_result(pipe: TestPipeline) -> None:
     with pipe.tracer.operation("a") as op, op.step() as step:
         result = step.run_tool("fs", "broken", {}, _broken_tool)
     assert (result.success, result.content) == (False, "ZeroDivisionError: division by zero")
@@ -404,13 +404,13 @@ def test_failing_sub_agent_leaves_the_parent_operation_done(scenario: Scenario) 
 # -- operation errors --------------------------------------------------------------------------
 
 
-def _failing_run(pipe: Pipeline) -> None:
+def _failing_run(pipe: TestPipeline) -> None:
     with pytest.raises(KeyError), pipe.tracer.operation("worker"):
         raise KeyError("missing")
     pipe.flush()
 
 
-def test_operation_error_sets_error_status_and_exception_event(pipe: Pipeline) -> None:
+def test_operation_error_sets_error_status_and_exception_event(pipe: TestPipeline) -> None:
     _failing_run(pipe)
     span = pipe.span("invoke_agent worker")
     assert span.status.status_code is StatusCode.ERROR
@@ -418,24 +418,24 @@ def test_operation_error_sets_error_status_and_exception_event(pipe: Pipeline) -
     assert (span.attributes or {})[sc.ERROR_TYPE] == "KeyError"
 
 
-def test_operation_error_completes_with_reason_error(pipe: Pipeline) -> None:
+def test_operation_error_completes_with_reason_error(pipe: TestPipeline) -> None:
     _failing_run(pipe)
     assert pipe.span("invoke_agent worker").attributes[sc.COMPLETE_REASON] == "error"  # type: ignore[index]
 
 
-def test_operation_error_fires_on_error(pipe: Pipeline, recorder: Recorder) -> None:
+def test_operation_error_fires_on_error(pipe: TestPipeline, recorder: Recorder) -> None:
     pipe.register(hook("err", "onError", recorder))
     _failing_run(pipe)
     assert recorder.fields("errorType", "agentId") == [("KeyError", "worker")]
 
 
-def test_operation_error_increments_the_error_metric(pipe: Pipeline) -> None:
+def test_operation_error_increments_the_error_metric(pipe: TestPipeline) -> None:
     _failing_run(pipe)
     attrs = {sc.GEN_AI_AGENT_NAME: "worker", sc.ERROR_TYPE: "KeyError"}
     assert pipe.metric_total(sc.METRIC_ERRORS, attrs) == 1
 
 
-def test_operation_is_counted_by_outcome(pipe: Pipeline) -> None:
+def test_operation_is_counted_by_outcome(pipe: TestPipeline) -> None:
     _failing_run(pipe)
     with pipe.tracer.operation("worker"):
         pass
@@ -459,7 +459,7 @@ def test_no_content_appears_in_any_attribute_by_default(scenario: Scenario) -> N
     assert [v for v in values if SECRET in v] == []
 
 
-def test_tool_arguments_are_captured_when_enabled(capturing: Pipeline) -> None:
+def test_tool_arguments_are_captured_when_enabled(capturing: TestPipeline) -> None:
     with capturing.tracer.operation("a") as op, op.step() as step:
         step.run_tool("fs", "readFile", READ_ARGS, lambda path, token: "contents")
     attrs = capturing.span("execute_tool readFile").attributes or {}
@@ -467,7 +467,7 @@ def test_tool_arguments_are_captured_when_enabled(capturing: Pipeline) -> None:
     assert attrs[sc.GEN_AI_TOOL_CALL_RESULT] == "contents"
 
 
-def test_llm_messages_are_captured_when_enabled(capturing: Pipeline) -> None:
+def test_llm_messages_are_captured_when_enabled(capturing: TestPipeline) -> None:
     with (
         capturing.tracer.operation("a") as op,
         op.step() as step,
@@ -480,12 +480,14 @@ def test_llm_messages_are_captured_when_enabled(capturing: Pipeline) -> None:
 
 
 def test_capture_content_env_switch_turns_capture_on(
-    pipe: Pipeline, monkeypatch: pytest.MonkeyPatch
+    pipe: TestPipeline, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from otelhooks import AgentTracer
 
     monkeypatch.setenv(sc.ENV_CAPTURE_CONTENT, "true")
-    tracer = AgentTracer(tracer_provider=pipe.provider, hooks=pipe.hooks, metrics=pipe.metrics)
+    tracer = AgentTracer(
+        tracer_provider=pipe.oh.tracer_provider, hooks=pipe.oh.hooks, metrics=pipe.oh.metrics
+    )
     with tracer.operation("a") as op, op.step() as step:
         step.run_tool("fs", "readFile", {"path": "x"}, lambda path: "y")
     assert sc.GEN_AI_TOOL_CALL_ARGUMENTS in (pipe.span("execute_tool readFile").attributes or {})
@@ -498,7 +500,7 @@ def _complete_reasons(recorder: Recorder) -> list[str]:
     return [e.reason for e in recorder.events if isinstance(e, CompleteEvent)]
 
 
-def test_on_complete_reason_done(pipe: Pipeline, recorder: Recorder) -> None:
+def test_on_complete_reason_done(pipe: TestPipeline, recorder: Recorder) -> None:
     pipe.register(hook("done", "onComplete", recorder))
     with pipe.tracer.operation("a"):
         pass
@@ -508,7 +510,7 @@ def test_on_complete_reason_done(pipe: Pipeline, recorder: Recorder) -> None:
 
 
 def test_on_complete_reason_interrupted_by_a_rejected_approval(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     pipe.register(
         hook("done", "onComplete", recorder),
@@ -526,7 +528,7 @@ def test_on_complete_reason_interrupted_by_a_rejected_approval(
     assert pipe.span("invoke_agent a").attributes[sc.COMPLETE_REASON] == "interrupted"  # type: ignore[index]
 
 
-def test_on_complete_reason_max_steps(pipe: Pipeline, recorder: Recorder) -> None:
+def test_on_complete_reason_max_steps(pipe: TestPipeline, recorder: Recorder) -> None:
     pipe.register(hook("done", "onComplete", recorder))
     with pipe.tracer.operation("a") as op:
         op.complete("max_steps")
@@ -535,7 +537,7 @@ def test_on_complete_reason_max_steps(pipe: Pipeline, recorder: Recorder) -> Non
     assert pipe.span("invoke_agent a").attributes[sc.COMPLETE_REASON] == "max_steps"  # type: ignore[index]
 
 
-def test_on_complete_reports_success_only_when_done(pipe: Pipeline, recorder: Recorder) -> None:
+def test_on_complete_reports_success_only_when_done(pipe: TestPipeline, recorder: Recorder) -> None:
     pipe.register(hook("done", "onComplete", recorder))
     with pipe.tracer.operation("a"):
         pass
@@ -549,7 +551,7 @@ def test_on_complete_reports_success_only_when_done(pipe: Pipeline, recorder: Re
 
 
 def test_event_payload_carries_the_trace_and_span_of_its_span(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     pipe.register(hook("after", "afterToolCall", recorder))
     with pipe.tracer.operation("a") as op, op.step() as step:

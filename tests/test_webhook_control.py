@@ -12,8 +12,8 @@ import pytest
 
 from otelhooks import ToolResult
 from otelhooks._actions._webhook_http import CONTROL_RESPONSE_LIMIT
+from otelhooks.testing import TestPipeline
 from tests._webhook_server import Reply, WebhookServer
-from tests.conftest import Pipeline
 
 
 def control(server: WebhookServer, path: str = "/control", **webhook: Any) -> dict[str, Any]:
@@ -24,7 +24,7 @@ def control(server: WebhookServer, path: str = "/control", **webhook: Any) -> di
     }
 
 
-def run_tool(pipe: Pipeline, ran: list[str] | None = None) -> ToolResult:
+def run_tool(pipe: TestPipeline, ran: list[str] | None = None) -> ToolResult:
     ran = ran if ran is not None else []
 
     def tool(path: str) -> str:
@@ -39,7 +39,7 @@ def denied(result: ToolResult) -> bool:
     return (result.state or {}).get("classification") == "hook_denied"
 
 
-def test_allow_lets_the_tool_run(pipe: Pipeline, server: WebhookServer) -> None:
+def test_allow_lets_the_tool_run(pipe: TestPipeline, server: WebhookServer) -> None:
     server.routes["/control"] = Reply.json({"decision": "allow"})
     pipe.register(control(server))
     ran: list[str] = []
@@ -51,7 +51,7 @@ def test_allow_lets_the_tool_run(pipe: Pipeline, server: WebhookServer) -> None:
 
 
 def test_the_request_carries_the_event_and_hook_identity(
-    pipe: Pipeline, server: WebhookServer
+    pipe: TestPipeline, server: WebhookServer
 ) -> None:
     server.routes["/control"] = Reply.json({"decision": "allow"})
     pipe.register(control(server))
@@ -68,7 +68,7 @@ def test_the_request_carries_the_event_and_hook_identity(
 
 
 def test_deny_with_a_reason_reaches_the_agent_as_hook_denied(
-    pipe: Pipeline, server: WebhookServer
+    pipe: TestPipeline, server: WebhookServer
 ) -> None:
     server.routes["/control"] = Reply.json({"decision": "deny", "reason": "禁止执行该操作"})
     pipe.register(control(server))
@@ -84,14 +84,14 @@ def test_deny_with_a_reason_reaches_the_agent_as_hook_denied(
     assert attrs["otelhooks.hook.classification"] == "hook_denied"
 
 
-def test_deny_without_a_reason_uses_the_default(pipe: Pipeline, server: WebhookServer) -> None:
+def test_deny_without_a_reason_uses_the_default(pipe: TestPipeline, server: WebhookServer) -> None:
     server.routes["/control"] = Reply.json({"decision": "deny"})
     pipe.register(control(server))
     assert run_tool(pipe).content == "Blocked by beforeToolCall hook."
 
 
 def test_extra_fields_are_ignored_and_updated_input_changes_nothing(
-    pipe: Pipeline, server: WebhookServer
+    pipe: TestPipeline, server: WebhookServer
 ) -> None:
     server.routes["/control"] = Reply.json(
         {"decision": "allow", "updatedInput": {"path": "/etc/shadow"}, "additionalContext": "x"}
@@ -122,7 +122,7 @@ PROTOCOL_ERRORS = {
 
 @pytest.mark.parametrize("case", sorted(PROTOCOL_ERRORS))
 def test_protocol_errors_follow_on_error_continue_by_default(
-    case: str, pipe: Pipeline, server: WebhookServer
+    case: str, pipe: TestPipeline, server: WebhookServer
 ) -> None:
     server.routes["/control"] = PROTOCOL_ERRORS[case]
     pipe.register(control(server))
@@ -136,7 +136,7 @@ def test_protocol_errors_follow_on_error_continue_by_default(
 
 @pytest.mark.parametrize("case", sorted(PROTOCOL_ERRORS))
 def test_protocol_errors_block_with_on_error_block_and_are_never_an_allow(
-    case: str, pipe: Pipeline, server: WebhookServer
+    case: str, pipe: TestPipeline, server: WebhookServer
 ) -> None:
     server.routes["/control"] = PROTOCOL_ERRORS[case]
     pipe.register(control(server, onError="block"))
@@ -146,7 +146,7 @@ def test_protocol_errors_block_with_on_error_block_and_are_never_an_allow(
     assert denied(result)
 
 
-def test_control_requests_are_never_retried(pipe: Pipeline, server: WebhookServer) -> None:
+def test_control_requests_are_never_retried(pipe: TestPipeline, server: WebhookServer) -> None:
     server.routes["/control"] = Reply(503)
     pipe.register(control(server))
     run_tool(pipe)
@@ -154,7 +154,7 @@ def test_control_requests_are_never_retried(pipe: Pipeline, server: WebhookServe
 
 
 def test_a_slow_endpoint_times_out_and_follows_on_error(
-    pipe: Pipeline, server: WebhookServer
+    pipe: TestPipeline, server: WebhookServer
 ) -> None:
     server.routes["/control"] = Reply.json({"decision": "allow"}, delay_s=2.0)
     pipe.register(control(server, timeout=0.3, onError="block"))
@@ -166,7 +166,9 @@ def test_a_slow_endpoint_times_out_and_follows_on_error(
     assert "timeout" in errors[0]
 
 
-def test_a_dripping_endpoint_is_cut_at_the_timeout(pipe: Pipeline, server: WebhookServer) -> None:
+def test_a_dripping_endpoint_is_cut_at_the_timeout(
+    pipe: TestPipeline, server: WebhookServer
+) -> None:
     server.routes["/control"] = Reply(200, json.dumps({"decision": "allow"}).encode(), drip_s=0.2)
     pipe.register(control(server, timeout=0.5, onError="block"))
     started = time.perf_counter()
@@ -174,7 +176,7 @@ def test_a_dripping_endpoint_is_cut_at_the_timeout(pipe: Pipeline, server: Webho
     assert time.perf_counter() - started < 3.0
 
 
-def test_a_refused_connection_is_a_network_error(pipe: Pipeline) -> None:
+def test_a_refused_connection_is_a_network_error(pipe: TestPipeline) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -187,7 +189,7 @@ def test_a_refused_connection_is_a_network_error(pipe: Pipeline) -> None:
 
 
 def test_control_hooks_run_in_registration_order_and_the_first_deny_wins(
-    pipe: Pipeline, server: WebhookServer
+    pipe: TestPipeline, server: WebhookServer
 ) -> None:
     server.routes["/a"] = Reply.json({"decision": "allow"})
     server.routes["/b"] = Reply.json({"decision": "deny", "reason": "b says no"})
@@ -199,7 +201,7 @@ def test_control_hooks_run_in_registration_order_and_the_first_deny_wins(
 
 
 def test_in_async_runtimes_the_wait_does_not_block_the_event_loop(
-    pipe: Pipeline, server: WebhookServer
+    pipe: TestPipeline, server: WebhookServer
 ) -> None:
     server.routes["/control"] = Reply.json({"decision": "deny", "reason": "slow no"}, delay_s=0.5)
     pipe.register(control(server))
@@ -224,7 +226,7 @@ def test_in_async_runtimes_the_wait_does_not_block_the_event_loop(
     assert ticks >= 20
 
 
-def test_cancellation_never_grants_permission(pipe: Pipeline, server: WebhookServer) -> None:
+def test_cancellation_never_grants_permission(pipe: TestPipeline, server: WebhookServer) -> None:
     server.routes["/control"] = Reply.json({"decision": "allow"}, delay_s=0.5)
     pipe.register(control(server))
     ran: list[str] = []

@@ -14,8 +14,8 @@ import structlog
 
 from otelhooks import PayloadBuilder, ToolResult, WebhookDeliverer
 from otelhooks._actions._webhook_payload import RESULT_LIMIT, EmailCache
+from otelhooks.testing import TestPipeline
 from tests._webhook_server import Reply, WebhookServer
-from tests.conftest import Pipeline
 
 
 def notify(
@@ -28,13 +28,13 @@ def notify(
     }
 
 
-def run(pipe: Pipeline, args: dict[str, Any] | None = None, output: str = "ok") -> ToolResult:
+def run(pipe: TestPipeline, args: dict[str, Any] | None = None, output: str = "ok") -> ToolResult:
     with pipe.tracer.operation("agent", user_id="u-1") as op, op.step() as step:
         return step.run_tool("fs", "readFile", args or {"path": "a.txt"}, lambda **_: output)
 
 
 def test_a_notification_carries_the_event_with_hook_id_and_type(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
     pipe.register(notify(server))
     run(pipe)
@@ -52,7 +52,7 @@ def test_a_notification_carries_the_event_with_hook_id_and_type(
 
 
 def test_event_fields_select_and_body_merges_with_body_winning(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
     pipe.register(
         notify(
@@ -69,7 +69,7 @@ def test_event_fields_select_and_body_merges_with_body_winning(
 
 
 def test_tool_results_pass_through_redaction_before_leaving(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
     deliverer.builder.capture_content = True  # content in the body at all
     pipe.register(notify(server))
@@ -81,7 +81,7 @@ def test_tool_results_pass_through_redaction_before_leaving(
 
 
 def test_workspace_format_sends_the_workspace_body(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
     deliverer.builder.capture_content = True  # toolInput and toolResult filled in
     pipe.register(notify(server, type="PostToolUse", format="workspace", workspaceId="ws-1"))
@@ -111,7 +111,7 @@ def test_workspace_format_sends_the_workspace_body(
 
 
 def test_header_templates_resolve_at_send_time_and_the_secret_stays_out_of_telemetry(
-    pipe: Pipeline,
+    pipe: TestPipeline,
     server: WebhookServer,
     deliverer: WebhookDeliverer,
     monkeypatch: pytest.MonkeyPatch,
@@ -135,13 +135,13 @@ def test_header_templates_resolve_at_send_time_and_the_secret_stays_out_of_telem
             ]
         )
         + json.dumps(logs, default=str)
-        + json.dumps([h.serializable() for h in pipe.hooks.registry.hooks()])
+        + json.dumps([h.serializable() for h in pipe.oh.hooks.registry.hooks()])
     )
     assert secret not in everything
 
 
 def test_a_204_answer_is_a_success(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
     server.routes["/n"] = Reply(204)
     pipe.register(notify(server))
@@ -152,7 +152,7 @@ def test_a_204_answer_is_a_success(
 
 
 def test_5xx_is_retried_with_backoff_until_it_succeeds(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
     server.routes["/n"] = [Reply(503), Reply(500), Reply(204)]
     pipe.register(notify(server))
@@ -165,7 +165,7 @@ def test_5xx_is_retried_with_backoff_until_it_succeeds(
 
 
 def test_4xx_is_not_retried_and_counted_as_dropped(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
     server.routes["/n"] = Reply(404)
     pipe.register(notify(server))
@@ -176,7 +176,7 @@ def test_4xx_is_not_retried_and_counted_as_dropped(
 
 
 def test_a_dead_endpoint_is_retried_to_the_deadline_then_dropped_and_counted(
-    pipe: Pipeline, deliverer: WebhookDeliverer
+    pipe: TestPipeline, deliverer: WebhookDeliverer
 ) -> None:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -196,7 +196,7 @@ def test_a_dead_endpoint_is_retried_to_the_deadline_then_dropped_and_counted(
 
 
 def test_a_slow_endpoint_adds_nothing_to_the_agent_loop(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
     server.routes["/n"] = Reply(204, delay_s=1.0)
     pipe.register(notify(server), {**notify(server, type="beforeToolCall"), "id": "n-before"})
@@ -210,7 +210,7 @@ def test_a_slow_endpoint_adds_nothing_to_the_agent_loop(
 
 
 def test_observation_webhooks_on_before_tool_call_never_gate_execution(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
     server.routes["/n"] = Reply.json({"decision": "deny"})  # a notification's answer is ignored
     pipe.register(notify(server, type="beforeToolCall"))
@@ -218,7 +218,7 @@ def test_observation_webhooks_on_before_tool_call_never_gate_execution(
 
 
 def test_the_client_is_reused_across_deliveries(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
     pipe.register(notify(server))
     for _ in range(20):
@@ -229,9 +229,9 @@ def test_the_client_is_reused_across_deliveries(
     assert len(ports) < 5  # keep-alive: a handful of connections, not one per delivery
 
 
-def test_a_full_queue_drops_and_counts(pipe: Pipeline, server: WebhookServer) -> None:
-    small = WebhookDeliverer(metrics=pipe.metrics, max_queue_size=2)
-    pipe.hooks.engine.deliverer = small
+def test_a_full_queue_drops_and_counts(pipe: TestPipeline, server: WebhookServer) -> None:
+    small = WebhookDeliverer(metrics=pipe.oh.metrics, max_queue_size=2)
+    pipe.oh.engine.deliverer = small
     gate = threading.Event()
     server.routes["/n"] = lambda got: (gate.wait(5), Reply(204))[1]
     pipe.register(notify(server))
@@ -246,7 +246,7 @@ def test_a_full_queue_drops_and_counts(pipe: Pipeline, server: WebhookServer) ->
 
 
 def test_email_enrichment_resolves_the_effective_user_once_per_cache_period(
-    pipe: Pipeline, server: WebhookServer, tmp_path: Path
+    pipe: TestPipeline, server: WebhookServer, tmp_path: Path
 ) -> None:
     lookups: list[str] = []
 
@@ -254,8 +254,8 @@ def test_email_enrichment_resolves_the_effective_user_once_per_cache_period(
         lookups.append(user_id)
         return f"{user_id}@example.test"
 
-    d = WebhookDeliverer(metrics=pipe.metrics, builder=PayloadBuilder(email_resolver=resolver))
-    pipe.hooks.engine.deliverer = d
+    d = WebhookDeliverer(metrics=pipe.oh.metrics, builder=PayloadBuilder(email_resolver=resolver))
+    pipe.oh.engine.deliverer = d
     pipe.register(notify(server, eventFields=["userId", "userEmail"]))
     try:
         for _ in range(3):
@@ -282,7 +282,9 @@ def test_email_cache_holds_at_most_1000_users_for_five_minutes() -> None:
     assert EmailCache(lambda u: None).lookup("x") is None
 
 
-def test_invalid_ids_missing_emails_and_lookup_errors_leave_the_email_out(pipe: Pipeline) -> None:
+def test_invalid_ids_missing_emails_and_lookup_errors_leave_the_email_out(
+    pipe: TestPipeline,
+) -> None:
     from otelhooks import ToolCallEvent, WebhookConfig
 
     def resolver(user_id: str) -> str | None:
@@ -358,7 +360,7 @@ def test_webhook_span_exporter_refuses_control_hooks() -> None:
 
 
 def test_a_notification_beside_a_handler_observer_reaches_both(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
     # The registry answer says these hooks do not all run on the observer worker (the webhook
     # delivers by itself), so the call's end takes the dispatcher's route, not the queue alone.

@@ -36,8 +36,8 @@ from otelhooks.events import (
     MessageSentEvent,
     ToolResultPersistEvent,
 )
+from otelhooks.testing import TestPipeline
 from tests._webhook_server import Reply, WebhookServer
-from tests.conftest import Pipeline
 
 STDIN_TO_FILE = "import sys; open(sys.argv[1], 'w').write(sys.stdin.read())"
 
@@ -60,7 +60,7 @@ def notify(server: WebhookServer, path: str, **webhook: Any) -> dict[str, Any]:
     }
 
 
-def run(pipe: Pipeline, arg: str, result: str) -> ToolResult:
+def run(pipe: TestPipeline, arg: str, result: str) -> ToolResult:
     with pipe.tracer.operation("agent", user_id="u-1") as op, op.step() as step:
         return step.run_tool("vault", "lookup", {"query": arg}, lambda query: result)
 
@@ -75,7 +75,7 @@ def body_of(server: WebhookServer, path: str) -> dict[str, Any]:
 
 
 def test_without_capture_a_notification_body_leaves_content_out(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer, arg: str, result: str
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer, arg: str, result: str
 ) -> None:
     pipe.register(notify(server, "/n"))
     run(pipe, arg, result)
@@ -95,7 +95,7 @@ def test_without_capture_a_notification_body_leaves_content_out(
 
 
 def test_without_capture_the_outbox_row_leaves_content_out(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer, arg: str, result: str
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer, arg: str, result: str
 ) -> None:
     server.routes["/q"] = Reply(204, delay_s=0.5)  # the row stays while the request is answered
     pipe.register(notify(server, "/q", delivery="queue"))
@@ -119,7 +119,7 @@ def test_without_capture_the_outbox_row_leaves_content_out(
     ids=["args", "content", "result"],
 )
 def test_event_fields_naming_a_content_field_opt_that_hook_in(
-    pipe: Pipeline,
+    pipe: TestPipeline,
     server: WebhookServer,
     deliverer: WebhookDeliverer,
     arg: str,
@@ -146,7 +146,7 @@ def test_event_fields_naming_a_content_field_opt_that_hook_in(
 
 
 def test_bodies_and_outbox_rows_carry_content_exactly_when_capture_is_on(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer, arg: str, result: str
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer, arg: str, result: str
 ) -> None:
     server.routes["/q"] = Reply(204, delay_s=0.5)  # each row stays while it is being answered
     pipe.register(notify(server, "/n"), notify(server, "/q", delivery="queue"))
@@ -169,7 +169,7 @@ def test_bodies_and_outbox_rows_carry_content_exactly_when_capture_is_on(
 
 
 def test_without_capture_the_workspace_body_keeps_its_keys_with_null_content(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer, arg: str, result: str
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer, arg: str, result: str
 ) -> None:
     pipe.register(notify(server, "/ws", format="workspace", workspaceId="ws-1"))
     run(pipe, arg, result)
@@ -231,7 +231,7 @@ def test_every_content_field_of_every_event_follows_the_switch(event: HookEvent)
 
 
 def test_without_capture_the_control_webhook_and_a_command_hook_get_the_arguments(
-    pipe: Pipeline,
+    pipe: TestPipeline,
     server: WebhookServer,
     deliverer: WebhookDeliverer,
     tmp_path: Path,

@@ -15,8 +15,8 @@ import pytest
 
 from otelhooks import CriticalHookDeliveryError, WebhookConfig, WebhookDeliverer
 from otelhooks._actions._outbox import Outbox, backoff_s
+from otelhooks.testing import TestPipeline
 from tests._webhook_server import Reply, WebhookServer
-from tests.conftest import Pipeline
 
 
 def free_port() -> int:
@@ -133,12 +133,12 @@ def test_only_the_serializable_config_is_stored_never_resolved_secrets(
 
 
 def test_fallback_none_raises_one_critical_error_after_sibling_hooks(
-    pipe: Pipeline, tmp_path: Path, server: WebhookServer
+    pipe: TestPipeline, tmp_path: Path, server: WebhookServer
 ) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("a file where the outbox folder should be")
-    pipe.hooks.engine.deliverer = WebhookDeliverer(
-        metrics=pipe.metrics, outbox_path=blocker / "o.db"
+    pipe.oh.engine.deliverer = WebhookDeliverer(
+        metrics=pipe.oh.metrics, outbox_path=blocker / "o.db"
     )
     seen: list[str] = []
     pipe.register(
@@ -161,12 +161,12 @@ def test_fallback_none_raises_one_critical_error_after_sibling_hooks(
 
 
 def test_queue_without_fallback_none_falls_back_to_fetch(
-    pipe: Pipeline, tmp_path: Path, server: WebhookServer
+    pipe: TestPipeline, tmp_path: Path, server: WebhookServer
 ) -> None:
     blocker = tmp_path / "not-a-dir"
     blocker.write_text("x")
-    d = WebhookDeliverer(metrics=pipe.metrics, outbox_path=blocker / "o.db")
-    pipe.hooks.engine.deliverer = d
+    d = WebhookDeliverer(metrics=pipe.oh.metrics, outbox_path=blocker / "o.db")
+    pipe.oh.engine.deliverer = d
     pipe.register(
         {
             "id": "q",

@@ -7,6 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from otelhooks._cli._common import Subcommands
+
 __all__ = ["add_parser"]
 
 _CLIS = {"codex": "Codex CLI", "gemini": "Gemini CLI"}  # each dialect's display_name
@@ -102,7 +104,7 @@ def _where(parser: argparse.ArgumentParser, dialect: str) -> None:
     )
 
 
-def _add_one(sub: argparse._SubParsersAction[argparse.ArgumentParser], dialect: str) -> None:
+def _add_one(sub: Subcommands, dialect: str) -> None:
     cli = _CLIS[dialect]
     cmd = sub.add_parser(
         dialect,
@@ -149,6 +151,6 @@ def _add_one(sub: argparse._SubParsersAction[argparse.ArgumentParser], dialect: 
     uninstall.set_defaults(func=_uninstall, dialect=dialect)
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: Subcommands) -> None:
     for dialect in _CLIS:
         _add_one(sub, dialect)

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from pathlib import Path
+from typing import Any, Protocol
 
 from otelhooks._paths import writable_file_problem
 
 __all__ = [
     "CLI_SHUTDOWN_TIMEOUT_S",
     "EXIT_UNDELIVERED",
+    "Subcommands",
     "log_to_stderr",
     "no_such_path",
     "writable_file_problem",
@@ -21,6 +24,14 @@ CLI_SHUTDOWN_TIMEOUT_S = 2.0
 
 # The run itself went as planned, but a destination accepted none of what it was sent.
 EXIT_UNDELIVERED = 3
+
+
+class Subcommands(Protocol):
+    """What a command needs of ``ArgumentParser.add_subparsers()``'s result: a parser of its
+    own (the standard library's class for that object, ``argparse._SubParsersAction``, is
+    private)."""
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser: ...
 
 
 def no_such_path(paths: list[str]) -> str | None:

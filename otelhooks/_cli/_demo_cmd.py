@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from otelhooks._cli._common import (
     CLI_SHUTDOWN_TIMEOUT_S,
     EXIT_UNDELIVERED,
+    Subcommands,
     writable_file_problem,
 )
 from otelhooks._config import load_config
@@ -251,7 +252,7 @@ def _metrics_summary(reader: object) -> str:
     return "\n".join(lines)
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: Subcommands) -> None:
     demo = sub.add_parser(
         "demo",
         help="run a complete agent scenario through every lifecycle event",

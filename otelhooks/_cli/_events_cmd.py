@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from otelhooks._cli._common import Subcommands
+
 __all__ = ["add_parser"]
 
 
@@ -20,7 +22,7 @@ def _events(_: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: Subcommands) -> None:
     events = sub.add_parser(
         "events",
         help="print the lifecycle event table (Markdown)",

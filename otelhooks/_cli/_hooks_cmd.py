@@ -16,7 +16,7 @@ import types
 import typing
 from typing import TYPE_CHECKING, Any
 
-from otelhooks._cli._common import EXIT_UNDELIVERED
+from otelhooks._cli._common import EXIT_UNDELIVERED, Subcommands
 
 if TYPE_CHECKING:
     from otelhooks._events import EventSpec, HookEvent
@@ -247,7 +247,7 @@ def _report(hooks: list[Hook], verdict: Verdict, notes: list[tuple[str, object]]
             print(f"    {line}")
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: Subcommands) -> None:
     from otelhooks._cli import help_of
 
     hooks = sub.add_parser("hooks", help="work with the hooks of config files")

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from otelhooks._cli._common import Subcommands
 from otelhooks._starter import STARTER_FILE_NAME, starter_hooks_yaml
 
 __all__ = ["add_parser"]
@@ -29,7 +30,7 @@ calls, a notification webhook (commented out). Try next:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: Subcommands) -> None:
     init = sub.add_parser(
         "init",
         help="write a commented starter hook file (hooks.yaml) to edit",

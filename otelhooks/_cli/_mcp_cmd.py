@@ -12,8 +12,9 @@ import asyncio
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from otelhooks._cli._common import Subcommands
 from otelhooks._errors import ConfigError
 
 if TYPE_CHECKING:
@@ -155,7 +156,7 @@ def _address(listen: str) -> tuple[str, int]:
     return host.strip("[]") or "127.0.0.1", int(port)
 
 
-def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+def add_parser(sub: Subcommands) -> None:
     cmd = sub.add_parser(
         "mcp",
         help="the MCP gateway: hooks and spans for every tool call to an MCP server",

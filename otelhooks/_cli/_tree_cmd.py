@@ -6,6 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from otelhooks._cli._common import Subcommands
+
 __all__ = ["add_parser"]
 
 
@@ -27,7 +29,7 @@ def _tree(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: Subcommands) -> None:
     tree = sub.add_parser(
         "tree",
         help="print the trace tree of an OTLP JSON lines file (e.g. the demo's)",

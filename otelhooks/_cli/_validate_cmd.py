@@ -7,6 +7,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from otelhooks._cli._common import Subcommands
+
 if TYPE_CHECKING:
     from otelhooks._hooks import Hook
 
@@ -106,7 +108,7 @@ def _validate(args: argparse.Namespace) -> int:
     return 1 if problems else 0
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: Subcommands) -> None:
     validate = sub.add_parser(
         "validate",
         help="check hook config files (every format) and print every problem",

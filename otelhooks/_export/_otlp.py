@@ -19,7 +19,13 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import requests
-from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+from opentelemetry.sdk.metrics.export import (
+    MetricExporter,
+    MetricExportResult,
+    MetricReader,
+    MetricsData,
+    PeriodicExportingMetricReader,
+)
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from otelhooks._export._report import DeliveryTracker
@@ -152,7 +158,8 @@ def otlp_span_exporter(tracker: DeliveryTracker | None = None) -> SpanExporter:
 
 
 def otlp_metric_reader(tracker: DeliveryTracker | None = None) -> MetricReader:
-    """A periodic reader with the OTLP metric exporter the environment asks for."""
+    """A periodic reader with the OTLP metric exporter the environment asks for (each export
+    with data points counted on ``tracker``)."""
     grpc = _protocol("METRICS") == "grpc"
     if tracker is not None:
         tracker.destination = _endpoint("METRICS", "v1/metrics", grpc)
@@ -161,29 +168,43 @@ def otlp_metric_reader(tracker: DeliveryTracker | None = None) -> MetricReader:
 
         if tracker is None:
             return PeriodicExportingMetricReader(G())
-        grpc_exporter = G(timeout=tracker.timeout(None)) if tracker.fail_fast else G()
-        return PeriodicExportingMetricReader(_count_exports(grpc_exporter, tracker))
+
+        class CountedGrpc(_CountsExports, G):
+            pass
+
+        options = {"timeout": tracker.timeout(None)} if tracker.fail_fast else {}
+        return PeriodicExportingMetricReader(CountedGrpc(tracker, **options))
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as H
 
-    exporter = H(session=_TrackedSession(tracker)) if tracker is not None else H()
     if tracker is None:
-        return PeriodicExportingMetricReader(exporter)
-    return PeriodicExportingMetricReader(_count_exports(exporter, tracker))
+        return PeriodicExportingMetricReader(H())
+
+    class CountedHttp(_CountsExports, H):
+        pass
+
+    return PeriodicExportingMetricReader(CountedHttp(tracker, session=_TrackedSession(tracker)))
 
 
-def _count_exports(inner: Any, tracker: DeliveryTracker) -> Any:
-    """Wrap ``inner.export`` so each export with data points is counted on ``tracker`` (the
-    reader reads the exporter's preferences from its private attributes, so a wrapper object
-    would lose them)."""
-    export = inner.export
+class _CountsExports(MetricExporter):
+    """Put before an OTLP metric exporter class: each export with data points is counted on
+    ``tracker``. A subclass, not a wrapper, because the periodic reader takes its temporality
+    and aggregation preferences from the exporter object it is given: this way they are the
+    OTLP exporter's own, from its constructor (``OTEL_EXPORTER_OTLP_METRICS_*`` included)."""
 
-    def counted(metrics_data: Any, timeout_millis: float = 10_000, **kwargs: Any) -> Any:
-        from opentelemetry.sdk.metrics.export import MetricExportResult
+    def __init__(self, tracker: DeliveryTracker, **options: Any) -> None:
+        super().__init__(**options)
+        self.tracker = tracker
 
+    # ``timeout_millis`` as the two OTLP exporters' own signatures have it (float; float | None)
+    def export(
+        self, metrics_data: MetricsData, timeout_millis: Any = 10_000, **kwargs: Any
+    ) -> MetricExportResult:
         if not _has_points(metrics_data):
             return MetricExportResult.SUCCESS
+        tracker = self.tracker
         tracker.sent()
-        result = export(metrics_data, timeout_millis=timeout_millis, **kwargs)
+        # The OTLP exporter's export: this class comes before it in the subclass's bases.
+        result = super().export(metrics_data, timeout_millis=timeout_millis, **kwargs)  # type: ignore[safe-super]
         if result is MetricExportResult.SUCCESS:
             tracker.delivered()
         else:
@@ -192,20 +213,14 @@ def _count_exports(inner: Any, tracker: DeliveryTracker) -> Any:
             tracker.failed(1)
         return result
 
-    inner.export = counted
-    return inner
 
-
-def _has_points(metrics_data: Any) -> bool:
-    try:
-        return any(
-            metric.data.data_points
-            for rm in metrics_data.resource_metrics
-            for sm in rm.scope_metrics
-            for metric in sm.metrics
-        )
-    except AttributeError:
-        return True
+def _has_points(metrics_data: MetricsData) -> bool:
+    return any(
+        metric.data.data_points
+        for rm in metrics_data.resource_metrics
+        for sm in rm.scope_metrics
+        for metric in sm.metrics
+    )
 
 
 # -- the SDK's own log lines ----------------------------------------------------------------------

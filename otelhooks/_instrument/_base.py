@@ -9,7 +9,6 @@ the calling thread.
 
 from __future__ import annotations
 
-import contextlib
 import time
 import traceback
 from abc import ABC, abstractmethod
@@ -51,22 +50,21 @@ class _HasEngine(Protocol):
     def engine(self) -> HooksEngine: ...
 
 
-# Set on an exception once a span has its ``exception`` event.
-_RECORDED = "_otelhooks_exception_recorded"
+def record_failure(span: Span, exc: BaseException, *, event: bool = True) -> None:
+    """Mark ``span`` failed by ``exc``: status ``ERROR`` and ``error.type``, and (``event``)
+    the ``exception`` event.
 
-
-def record_failure(span: Span, exc: BaseException) -> None:
-    """Mark ``span`` failed by ``exc``: status ``ERROR`` and ``error.type`` on every span the
-    exception leaves, the ``exception`` event only on the first (where it happened).
-
-    The conventions ask that the same exception be recorded once; the parents it propagates
-    through (step, ``invoke_agent``, ``call_agent``) say they failed through their status.
+    The conventions ask that the same exception be recorded once: the event goes on the first
+    span it leaves (where it happened), and the parents it propagates through (step,
+    ``invoke_agent``, ``call_agent``) say they failed through their status. Which exception a
+    scope inside already recorded is the scopes' own state (``SpanScope.fail``), never a mark on
+    the exception, which is the caller's object.
     """
     message = str(exc)
     scrubbed = scrub(message)
     span.set_status(Status(StatusCode.ERROR, scrubbed))
     span.set_attribute(sc.ERROR_TYPE, sc.error_type(exc))
-    if getattr(exc, _RECORDED, False):
+    if not event:
         return
     if scrubbed == message:
         span.record_exception(exc)
@@ -77,8 +75,6 @@ def record_failure(span: Span, exc: BaseException) -> None:
             exc,
             attributes={"exception.message": scrubbed, "exception.stacktrace": scrub(trace_text)},
         )
-    with contextlib.suppress(AttributeError, TypeError):  # a type without instance attributes
-        setattr(exc, _RECORDED, True)
 
 
 class AgentTracer:
@@ -248,9 +244,15 @@ class SpanScope(ABC):
     _token: object | None = None
     _started = 0.0
     _error: BaseException | None = None
+    # The scope an exception leaving this one propagates into next (None: none of ours), and
+    # the exception a scope inside this one recorded last: an exception is recorded once, on
+    # the span it left first, and exceptions take no weak references, so the scopes remember.
+    _outer: SpanScope | None = None
+    _recorded_inside: BaseException | None = None
 
-    def __init__(self, tracer: AgentTracer) -> None:
+    def __init__(self, tracer: AgentTracer, outer: SpanScope | None = None) -> None:
         self.tracer = tracer
+        self._outer = outer
 
     @property
     def live(self) -> LiveEvent:
@@ -318,7 +320,9 @@ class SpanScope(ABC):
     def fail(self, exc: BaseException) -> None:
         """Record ``exc`` as this scope's error without raising it."""
         self._error = exc
-        record_failure(self.span, exc)
+        record_failure(self.span, exc, event=exc is not self._recorded_inside)
+        if self._outer is not None:
+            self._outer._recorded_inside = exc
 
     def _finish(self) -> None:
         if self._token is not None:

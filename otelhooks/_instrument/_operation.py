@@ -27,7 +27,7 @@ from otelhooks._events import (
 from otelhooks._hooks import Hook
 from otelhooks._instrument._base import AgentTracer, SpanScope, record_failure, record_verdict
 from otelhooks._instrument._budget import spend_of
-from otelhooks._instrument._current import OPERATION_KEY, STEP_KEY
+from otelhooks._instrument._current import OPERATION_KEY, STEP_KEY, current_operation, current_step
 from otelhooks._instrument._spend import Spend, complete_cost, cost_attributes
 from otelhooks._instrument._step import Step
 from otelhooks._live import LiveEvent, Verdict
@@ -138,6 +138,8 @@ class Operation(SpanScope):
     # -- the span --------------------------------------------------------------------------------
 
     def _open(self, *, deferred: bool) -> None:
+        if self._outer is None:  # not a sub-agent call's: the step or run it is opened in
+            self._outer = current_step() or current_operation()
         if self._hooks:
             self.tracer.engine.register(self._hooks, operation_id=self.operation_id)
         attrs: dict[str, Any] = {
@@ -428,6 +430,7 @@ class _Message:
         deferred: bool,
     ) -> None:
         self.op = op
+        self.outer: SpanScope = current_step() or op  # where a failed delivery's error goes
         self.channel = channel
         self.target = target
         self.content = content
@@ -481,6 +484,7 @@ class _Message:
 
     def failed(self, exc: BaseException) -> None:
         record_failure(self.span, exc)
+        self.outer._recorded_inside = exc
 
     def end(self) -> None:
         self.span.end()

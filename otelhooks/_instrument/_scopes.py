@@ -45,7 +45,7 @@ class Approval(SpanScope):
     """
 
     def __init__(self, step: Step, pending: list[PendingTool]) -> None:
-        super().__init__(step.tracer)
+        super().__init__(step.tracer, step)
         self.step = step
         self.pending = pending
         self.action: Literal["approve", "reject", "rejectAndContinue"] | None = None
@@ -151,7 +151,7 @@ class Compaction(SpanScope):
     """A context compaction, linked to its operation. Call :meth:`done` with the outcome."""
 
     def __init__(self, step: Step, *, message_count: int, token_count: int) -> None:
-        super().__init__(step.tracer)
+        super().__init__(step.tracer, step)
         self.step = step
         self.message_count = message_count
         self.token_count = token_count
@@ -263,7 +263,7 @@ class AgentCall(SpanScope):
     """
 
     def __init__(self, step: Step, agent_id: str, instruction: str, *, isolated: bool) -> None:
-        super().__init__(step.tracer)
+        super().__init__(step.tracer, step)
         self.step = step
         self.agent_id = agent_id
         self.instruction = instruction
@@ -281,6 +281,7 @@ class AgentCall(SpanScope):
         self.child = Operation(
             self.tracer, agent or self.agent_id, parent=parent, isolated=self.isolated, **options
         )
+        self.child._outer = self  # its exception leaves through this call
         return self.child
 
     def _open(self, *, deferred: bool) -> None:

@@ -51,7 +51,7 @@ class Step(SpanScope):
     """
 
     def __init__(self, operation: Operation, index: int) -> None:
-        super().__init__(operation.tracer)
+        super().__init__(operation.tracer, operation)
         self.operation = operation
         self.index = index
         self.content = ""
@@ -257,7 +257,7 @@ class LlmCall(SpanScope):
     def __init__(
         self, step: Step, model: str, *, messages: Sequence[Mapping[str, Any]], provider: str | None
     ) -> None:
-        super().__init__(step.tracer)
+        super().__init__(step.tracer, step)
         self.step = step
         self.model = model
         self.messages = [dict(m) for m in messages]

@@ -132,6 +132,7 @@ class ToolCall(SpanScope):
     ) -> None:
         self.tracer = step.tracer
         self.step = step
+        self._outer = step
         self.identifier = identifier
         self.api_name = api_name
         self.args = args

@@ -2,10 +2,10 @@
 
 A measurement through the OpenTelemetry SDK's synchronous instruments is dear (see
 benchmarks/README.md, "Metrics on the SDK's public API"), and a tool call records two. So each
-instrument here only queues the measurement, a copy of its attributes and the span context
-current when it was made, on a :class:`~otelhooks._worker.BoundedWorker`; the worker records it
-through the SDK's instrument with ``context=`` a context carrying that span, so the exemplars are
-the ones the SDK would have kept had the measurement been made in place. Aggregation,
+instrument here only queues the measurement, a copy of its attributes and the OpenTelemetry
+context current when it was made, on a :class:`~otelhooks._worker.BoundedWorker`; the worker
+records it through the SDK's instrument with that ``context=``, so the exemplars are the ones
+the SDK would have kept had the measurement been made in place. Aggregation,
 temporality, views, the exemplar filter and reservoirs and the cardinality limit are the SDK's.
 A reader sees a measurement once the worker has recorded it: :meth:`AgentMetrics.flush` waits
 for that (``OtelHooks.force_flush`` and ``otelhooks.testing`` call it). A full queue drops the
@@ -28,10 +28,10 @@ import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, TypeAlias
 
-from opentelemetry import metrics, trace
+from opentelemetry import context as otel_context
+from opentelemetry import metrics
 from opentelemetry.context import Context
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
-from opentelemetry.trace import NonRecordingSpan, SpanContext
 
 from otelhooks import _semconv as sc
 from otelhooks._version import __version__
@@ -86,11 +86,11 @@ def metric_views() -> list[View]:
 
 
 Attributes: TypeAlias = Mapping[str, Any] | None
-# The SDK calls the worker makes for a queued measurement: (value, attributes, context).
+# The SDK instrument's ``record`` or ``add`` the worker calls: (value, attributes, context).
 _Record: TypeAlias = Callable[[Any, Attributes, Context], None]
-_Item: TypeAlias = tuple["_Sink", Any, Attributes, SpanContext]
-
-_NO_SPAN: Final = Context()
+# What a measurement queues: where it goes, its value and attributes, and the context current
+# where it was made (the caller's span in it: the SDK's exemplar filter and reservoirs read it).
+_Item: TypeAlias = tuple["_Sink", Any, Attributes, Context]
 
 
 class _Sink:
@@ -107,12 +107,6 @@ class _Sink:
         self.add_one = add_one
 
 
-def _in_span(span_context: SpanContext) -> Context:
-    if span_context.is_valid:
-        return trace.set_span_in_context(NonRecordingSpan(span_context), _NO_SPAN)
-    return _NO_SPAN
-
-
 def _record_batch(batch: list[_Item]) -> None:
     """The worker's handler: record each histogram measurement with the span it was made in,
     and add a batch's counter increments of one attribute set in one ``add``.
@@ -124,9 +118,9 @@ def _record_batch(batch: list[_Item]) -> None:
     the histogram beside it still offers every call's.
     """
     sums: dict[tuple[_Record, tuple[tuple[str, Any], ...]], list[Any]] = {}
-    for sink, value, attributes, span_context in batch:
+    for sink, value, attributes, context in batch:
         if sink.record is not None:
-            sink.record(value, attributes, _in_span(span_context))
+            sink.record(value, attributes, context)
         add = sink.add
         if add is None:
             continue
@@ -135,15 +129,15 @@ def _record_batch(batch: list[_Item]) -> None:
             key = (add, tuple(attributes.items()) if attributes else ())
             pending = sums.get(key)
         except TypeError:  # an unhashable attribute value (a list): added on its own
-            add(amount, attributes, _in_span(span_context))
+            add(amount, attributes, context)
             continue
         if pending is None:
-            sums[key] = [amount, attributes, span_context]
+            sums[key] = [amount, attributes, context]
         else:
             pending[0] += amount
-            pending[2] = span_context
-    for (add, _), (amount, attributes, span_context) in sums.items():
-        add(amount, attributes, _in_span(span_context))
+            pending[2] = context
+    for (add, _), (amount, attributes, context) in sums.items():
+        add(amount, attributes, context)
 
 
 def _flush_at_exit(ref: weakref.ref[AgentMetrics]) -> None:
@@ -162,9 +156,11 @@ class _Queued:
         self._submit = submit
 
     def _queue(self, value: Any, attributes: Attributes) -> None:
-        # A copy: the worker reads the attributes later, and a caller may reuse its dict.
+        # A copy: the worker reads the attributes later, and a caller may reuse its dict. The
+        # context is immutable; it keeps the caller's span object alive until the worker has
+        # recorded the measurement (at most half a second unless the queue backs up).
         attrs = dict(attributes) if attributes else None
-        self._submit((self._sink, value, attrs, trace.get_current_span().get_span_context()))
+        self._submit((self._sink, value, attrs, otel_context.get_current()))
 
 
 class QueuedCounter(_Queued):
@@ -262,7 +258,7 @@ class AgentMetrics:
 
         def counter(name: str, unit: str, description: str) -> QueuedCounter:
             sdk = meter.create_counter(name, unit=unit, description=description)
-            return QueuedCounter(_Sink(add=lambda v, a, c: sdk.add(v, a, context=c)), submit)
+            return QueuedCounter(_Sink(add=sdk.add), submit)
 
         def histogram(name: str, unit: str, description: str) -> QueuedHistogram:
             sdk = meter.create_histogram(
@@ -271,9 +267,7 @@ class AgentMetrics:
                 description=description,
                 explicit_bucket_boundaries_advisory=_BUCKETS[name],
             )
-            return QueuedHistogram(
-                _Sink(record=lambda v, a, c: sdk.record(v, a, context=c)), submit
-            )
+            return QueuedHistogram(_Sink(record=sdk.record), submit)
 
         def counted(calls: QueuedCounter, durations: QueuedHistogram) -> CountedHistogram:
             sink = _Sink(record=durations._sink.record, add=calls._sink.add, add_one=True)
@@ -322,9 +316,7 @@ class AgentMetrics:
         self.llm_cost = counter(
             sc.METRIC_LLM_COST, "{USD}", "Cost of priced model calls (genai-prices), in US dollars."
         )
-        self.dropped = QueuedCounter(
-            _Sink(add=lambda v, a, c: self._dropped.add(v, a, context=c)), submit
-        )
+        self.dropped = QueuedCounter(_Sink(add=self._dropped.add), submit)
         self.tool_call = counted(self.tool_calls, self.tool_duration)
         """``record(seconds, attrs)``: ``tool_calls`` + 1 and ``tool_duration``."""
         self.operation = counted(self.operations, self.invoke_agent_duration)
@@ -382,6 +374,4 @@ class AgentMetrics:
         return self._worker.dropped
 
     def _count_own_drop(self, count: int, reason: DropReason) -> None:
-        self._dropped.add(
-            count, {sc.ATTR_DROP_SOURCE: "metrics", sc.ATTR_DROP_REASON: reason}, context=_NO_SPAN
-        )
+        self._dropped.add(count, {sc.ATTR_DROP_SOURCE: "metrics", sc.ATTR_DROP_REASON: reason})

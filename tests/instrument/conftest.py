@@ -8,13 +8,15 @@ from collections.abc import Iterator
 import pytest
 
 import otelhooks
-from tests.conftest import Pipeline
+from otelhooks.testing import TestPipeline
 
 
 @pytest.fixture
-def instrumented(pipe: Pipeline) -> Iterator[None]:
+def instrumented(pipe: TestPipeline) -> Iterator[None]:
     done = otelhooks.instrument(
-        ["openai", "anthropic"], tracer_provider=pipe.provider, meter_provider=pipe.meter_provider
+        ["openai", "anthropic"],
+        tracer_provider=pipe.oh.tracer_provider,
+        meter_provider=pipe.oh.meter_provider,
     )
     try:
         yield

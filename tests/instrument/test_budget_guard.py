@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from otelhooks import AgentTracer, BudgetExceeded, ConfigError, load_config
-from otelhooks.testing import Recorder
-from tests.conftest import Pipeline, hook
+from otelhooks.testing import Recorder, TestPipeline
+from tests.conftest import hook
 
 GPT_4O_COST = 1000 * 2.5e-6 + 500 * 10e-6  # genai-prices: $2.50 / $10 per million tokens
 
@@ -35,7 +35,7 @@ FILES = {
 
 @pytest.mark.parametrize("name", sorted(FILES))
 def test_a_one_line_guard_in_every_format_stops_model_and_tool_calls(
-    pipe: Pipeline, tracer: AgentTracer, tmp_path: Path, name: str
+    pipe: TestPipeline, tracer: AgentTracer, tmp_path: Path, name: str
 ) -> None:
     path = tmp_path / name
     path.write_text(FILES[name])
@@ -71,7 +71,9 @@ def test_a_guard_on_another_event_is_a_config_error(tmp_path: Path) -> None:
         load_config([path])
 
 
-def test_a_permissive_guard_records_but_never_stops(pipe: Pipeline, tracer: AgentTracer) -> None:
+def test_a_permissive_guard_records_but_never_stops(
+    pipe: TestPipeline, tracer: AgentTracer
+) -> None:
     pipe.register(
         {
             "id": "cap",
@@ -91,7 +93,7 @@ def test_a_permissive_guard_records_but_never_stops(pipe: Pipeline, tracer: Agen
 
 
 def test_own_model_calls_carry_their_cost_and_the_run_its_total(
-    pipe: Pipeline, tracer: AgentTracer, recorder: Recorder
+    pipe: TestPipeline, tracer: AgentTracer, recorder: Recorder
 ) -> None:
     pipe.register(hook("done", "on_complete", recorder), hook("out", "llm_output", recorder))
     with (
@@ -112,7 +114,7 @@ def test_own_model_calls_carry_their_cost_and_the_run_its_total(
 
 
 def test_an_unknown_model_is_never_priced_and_the_run_has_no_cost(
-    pipe: Pipeline, tracer: AgentTracer, recorder: Recorder
+    pipe: TestPipeline, tracer: AgentTracer, recorder: Recorder
 ) -> None:
     pipe.register(hook("done", "on_complete", recorder))
     with tracer.operation("helper") as op, op.step() as step:
@@ -130,7 +132,7 @@ def test_an_unknown_model_is_never_priced_and_the_run_has_no_cost(
 
 
 def test_hooks_see_the_running_spend_of_operation_and_session(
-    pipe: Pipeline, tracer: AgentTracer, recorder: Recorder
+    pipe: TestPipeline, tracer: AgentTracer, recorder: Recorder
 ) -> None:
     pipe.register(hook("see", "beforeToolCall", recorder))
     for _ in range(2):

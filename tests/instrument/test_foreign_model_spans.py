@@ -9,15 +9,15 @@ import pytest
 
 from otelhooks import AgentTracer
 from otelhooks._model_spans import _MAX_OPEN
-from otelhooks.testing import Recorder
-from tests.conftest import Pipeline, hook
+from otelhooks.testing import Recorder, TestPipeline
+from tests.conftest import hook
 
 
 def test_a_chat_span_of_another_tracer_is_accounted_to_the_step(
-    pipe: Pipeline, tracer: AgentTracer, recorder: Recorder
+    pipe: TestPipeline, tracer: AgentTracer, recorder: Recorder
 ) -> None:
     pipe.register(hook("out", "llm_output", recorder))
-    other = pipe.provider.get_tracer("some.instrumentation")
+    other = pipe.oh.tracer_provider.get_tracer("some.instrumentation")
     with (
         tracer.operation("helper") as op,
         op.step(),
@@ -46,9 +46,9 @@ def test_a_chat_span_of_another_tracer_is_accounted_to_the_step(
     ],
 )
 def test_hostile_usage_attributes_never_fail_the_call_nor_make_a_cost_up(
-    pipe: Pipeline, tracer: AgentTracer, usage: dict[str, object]
+    pipe: TestPipeline, tracer: AgentTracer, usage: dict[str, object]
 ) -> None:
-    other = pipe.provider.get_tracer("hostile")
+    other = pipe.oh.tracer_provider.get_tracer("hostile")
     with tracer.operation("helper") as op, op.step():
         attrs = {"gen_ai.operation.name": "chat", "gen_ai.request.model": "x" * 10_000, **usage}
         with other.start_as_current_span("chat", attributes=attrs):  # type: ignore[arg-type]
@@ -59,20 +59,20 @@ def test_hostile_usage_attributes_never_fail_the_call_nor_make_a_cost_up(
 
 
 def test_spans_that_never_end_are_forgotten_past_the_bound(
-    pipe: Pipeline, tracer: AgentTracer
+    pipe: TestPipeline, tracer: AgentTracer
 ) -> None:
-    other = pipe.provider.get_tracer("leaky")
+    other = pipe.oh.tracer_provider.get_tracer("leaky")
     with tracer.operation("helper") as op, op.step():
         for _ in range(_MAX_OPEN + 50):
             other.start_span("chat", attributes={"gen_ai.operation.name": "chat"})
-    calls = pipe.hooks._model_calls  # the processor's own bookkeeping, read-only here
+    calls = pipe.oh.hooks._model_calls  # the processor's own bookkeeping, read-only here
     assert len(calls._open) <= _MAX_OPEN
 
 
 def test_a_span_ended_on_another_thread_is_still_the_steps(
-    pipe: Pipeline, tracer: AgentTracer
+    pipe: TestPipeline, tracer: AgentTracer
 ) -> None:
-    other = pipe.provider.get_tracer("streaming")
+    other = pipe.oh.tracer_provider.get_tracer("streaming")
     with tracer.operation("helper") as op, op.step():
         span = other.start_span(
             "chat", attributes={"gen_ai.operation.name": "chat", "gen_ai.request.model": "gpt-4o"}

@@ -13,9 +13,9 @@ import pytest
 
 import otelhooks
 from otelhooks import AgentTracer, BudgetExceeded
-from otelhooks.testing import Recorder
+from otelhooks.testing import Recorder, TestPipeline
 from tests._webhook_server import WebhookServer
-from tests.conftest import Pipeline, hook
+from tests.conftest import hook
 from tests.instrument._llm_servers import (
     ANTHROPIC_PATH,
     OPENAI_PATH,
@@ -52,7 +52,7 @@ def _ask_anthropic(client: anthropic.Anthropic, model: str = "claude-3-5-haiku-2
 
 
 def test_an_openai_call_is_a_chat_span_under_the_step_with_usage_and_cost(
-    pipe: Pipeline, tracer: AgentTracer, server: WebhookServer
+    pipe: TestPipeline, tracer: AgentTracer, server: WebhookServer
 ) -> None:
     script(server, OPENAI_PATH, openai_completion("gpt-4o", "hi", 1000, 500))
     with tracer.operation("helper", session_id="s-1") as op, op.step():
@@ -74,7 +74,7 @@ def test_an_openai_call_is_a_chat_span_under_the_step_with_usage_and_cost(
 
 
 def test_an_anthropic_call_is_a_chat_span_under_the_step_with_usage_and_cost(
-    pipe: Pipeline, tracer: AgentTracer, server: WebhookServer
+    pipe: TestPipeline, tracer: AgentTracer, server: WebhookServer
 ) -> None:
     script(server, ANTHROPIC_PATH, anthropic_message("claude-3-5-haiku-20241022", "hi", 2000, 100))
     with tracer.operation("helper") as op, op.step():
@@ -92,7 +92,7 @@ def test_an_anthropic_call_is_a_chat_span_under_the_step_with_usage_and_cost(
 
 
 def test_llm_hooks_fire_for_sdk_calls_with_model_tokens_and_cost(
-    pipe: Pipeline, tracer: AgentTracer, server: WebhookServer, recorder: Recorder
+    pipe: TestPipeline, tracer: AgentTracer, server: WebhookServer, recorder: Recorder
 ) -> None:
     pipe.register(
         hook("in", "llm_input", recorder),
@@ -119,7 +119,7 @@ def test_llm_hooks_fire_for_sdk_calls_with_model_tokens_and_cost(
 
 
 def test_an_unknown_model_has_tokens_but_no_cost(
-    pipe: Pipeline, tracer: AgentTracer, server: WebhookServer, recorder: Recorder
+    pipe: TestPipeline, tracer: AgentTracer, server: WebhookServer, recorder: Recorder
 ) -> None:
     pipe.register(hook("out", "llm_output", recorder))
     script(server, OPENAI_PATH, openai_completion("house-model-7", "hi", 1000, 500))
@@ -137,19 +137,19 @@ def test_an_unknown_model_has_tokens_but_no_cost(
 
 
 def test_sdk_calls_are_counted_in_otelhooks_metrics(
-    pipe: Pipeline, tracer: AgentTracer, server: WebhookServer
+    pipe: TestPipeline, tracer: AgentTracer, server: WebhookServer
 ) -> None:
     script(server, OPENAI_PATH, openai_completion("gpt-4o", "hi", 1000, 500))
     with tracer.operation("helper") as op, op.step():
         _ask_openai(_openai(server))
         _ask_openai(_openai(server))
-    pipe.metrics.flush()
+    pipe.oh.metrics.flush()
     assert pipe.metric_total("otelhooks.llm.calls", {"gen_ai.agent.name": "helper"}) == 2
     assert pipe.metric_total("otelhooks.llm.cost") == pytest.approx(2 * GPT_4O_COST)
 
 
 def test_a_budget_guard_stops_the_next_openai_call_before_it_is_sent(
-    pipe: Pipeline, tracer: AgentTracer, server: WebhookServer
+    pipe: TestPipeline, tracer: AgentTracer, server: WebhookServer
 ) -> None:
     pipe.register({"id": "cap", "type": "beforeToolCall", "budget": {"operation_usd": 0.01}})
     script(server, OPENAI_PATH, openai_completion("gpt-4o", "hi", 1000, 500))
@@ -170,7 +170,7 @@ def test_a_budget_guard_stops_the_next_openai_call_before_it_is_sent(
 
 
 def test_a_session_budget_stops_anthropic_calls_of_a_later_run_of_the_session(
-    pipe: Pipeline, tracer: AgentTracer, server: WebhookServer
+    pipe: TestPipeline, tracer: AgentTracer, server: WebhookServer
 ) -> None:
     pipe.register({"id": "cap", "type": "beforeToolCall", "budget": {"session_usd": 0.002}})
     script(server, ANTHROPIC_PATH, anthropic_message("claude-3-5-haiku-20241022", "ok", 2000, 100))
@@ -189,7 +189,7 @@ def test_a_session_budget_stops_anthropic_calls_of_a_later_run_of_the_session(
 
 
 def test_the_budget_guard_also_denies_tool_calls_past_the_limit(
-    pipe: Pipeline, tracer: AgentTracer, server: WebhookServer
+    pipe: TestPipeline, tracer: AgentTracer, server: WebhookServer
 ) -> None:
     pipe.register({"id": "cap", "type": "beforeToolCall", "budget": {"operation_usd": 0.005}})
     script(server, OPENAI_PATH, openai_completion("gpt-4o", "hi", 1000, 500))
@@ -206,7 +206,7 @@ def test_the_budget_guard_also_denies_tool_calls_past_the_limit(
 
 
 def test_on_budget_threshold_fires_once_from_real_cost(
-    pipe: Pipeline, tracer: AgentTracer, server: WebhookServer, recorder: Recorder
+    pipe: TestPipeline, tracer: AgentTracer, server: WebhookServer, recorder: Recorder
 ) -> None:
     pipe.register(
         {"id": "cap", "type": "beforeToolCall", "budget": {"operation_usd": 0.018}},
@@ -229,7 +229,7 @@ def test_on_budget_threshold_fires_once_from_real_cost(
 
 
 def test_async_sdk_clients_are_accounted_and_guarded(
-    pipe: Pipeline, tracer: AgentTracer, server: WebhookServer
+    pipe: TestPipeline, tracer: AgentTracer, server: WebhookServer
 ) -> None:
     pipe.register({"id": "cap", "type": "beforeToolCall", "budget": {"operation_usd": 0.007}})
     script(server, OPENAI_PATH, openai_completion("gpt-4o", "hi", 1000, 500))
@@ -251,7 +251,7 @@ def test_async_sdk_clients_are_accounted_and_guarded(
 
 
 def test_a_call_outside_any_operation_is_observed_but_not_accounted(
-    pipe: Pipeline, server: WebhookServer, recorder: Recorder
+    pipe: TestPipeline, server: WebhookServer, recorder: Recorder
 ) -> None:
     pipe.register(hook("out", "llm_output", recorder))
     script(server, OPENAI_PATH, openai_completion("gpt-4o", "hi", 10, 5))
@@ -263,12 +263,12 @@ def test_a_call_outside_any_operation_is_observed_but_not_accounted(
 
 
 def test_the_web_view_lists_the_run_with_its_dollars(
-    pipe: Pipeline, tracer: AgentTracer, server: WebhookServer
+    pipe: TestPipeline, tracer: AgentTracer, server: WebhookServer
 ) -> None:
     from otelhooks.web import TraceIndex
 
     index = TraceIndex(max_traces=10)
-    pipe.provider.add_span_processor(index)
+    pipe.oh.tracer_provider.add_span_processor(index)
     script(server, OPENAI_PATH, openai_completion("gpt-4o", "hi", 1000, 500))
     with tracer.operation("helper") as op, op.step() as step:
         _ask_openai(_openai(server))
@@ -289,7 +289,7 @@ def _sse(*chunks: dict[str, Any]) -> bytes:
 
 
 def test_a_streamed_openai_call_is_accounted_when_the_stream_is_read_to_its_end(
-    pipe: Pipeline, tracer: AgentTracer, server: WebhookServer
+    pipe: TestPipeline, tracer: AgentTracer, server: WebhookServer
 ) -> None:
     from tests._webhook_server import Reply
 
@@ -318,7 +318,7 @@ def test_a_streamed_openai_call_is_accounted_when_the_stream_is_read_to_its_end(
 
 
 def test_a_streamed_anthropic_call_is_accounted_when_the_stream_is_read_to_its_end(
-    pipe: Pipeline, tracer: AgentTracer, server: WebhookServer
+    pipe: TestPipeline, tracer: AgentTracer, server: WebhookServer
 ) -> None:
     import json
 

@@ -10,7 +10,8 @@ import pytest
 import otelhooks
 from otelhooks import AgentTracer, Block, ToolDenied
 from otelhooks.events import ToolCallEvent
-from tests.conftest import Pipeline, hook
+from otelhooks.testing import TestPipeline
+from tests.conftest import hook
 
 
 def _deny_rm(event: ToolCallEvent) -> Block | None:
@@ -18,7 +19,7 @@ def _deny_rm(event: ToolCallEvent) -> Block | None:
 
 
 def test_a_call_inside_a_step_is_an_execute_tool_span_under_it(
-    pipe: Pipeline, tracer: AgentTracer
+    pipe: TestPipeline, tracer: AgentTracer
 ) -> None:
     @otelhooks.tool(identifier="calc", name="add")
     def add(a: int, b: int) -> int:
@@ -36,7 +37,7 @@ def test_a_call_inside_a_step_is_an_execute_tool_span_under_it(
 
 
 def test_a_deny_raises_tool_denied_with_the_reason_and_the_function_does_not_run(
-    pipe: Pipeline, tracer: AgentTracer
+    pipe: TestPipeline, tracer: AgentTracer
 ) -> None:
     ran: list[str] = []
     pipe.register(hook("no-rm", "beforeToolCall", _deny_rm, matcher="^fs/rm$"))
@@ -58,7 +59,7 @@ def test_a_deny_raises_tool_denied_with_the_reason_and_the_function_does_not_run
 
 
 def test_matchers_see_identifier_slash_name_and_not_other_tools(
-    pipe: Pipeline, tracer: AgentTracer
+    pipe: TestPipeline, tracer: AgentTracer
 ) -> None:
     seen: list[str] = []
     pipe.register(
@@ -80,7 +81,7 @@ def test_matchers_see_identifier_slash_name_and_not_other_tools(
 
 
 def test_a_mock_returns_its_content_instead_of_calling_the_function(
-    pipe: Pipeline, tracer: AgentTracer
+    pipe: TestPipeline, tracer: AgentTracer
 ) -> None:
     def offline(event: ToolCallEvent) -> None:
         event.mock({"content": "cached page", "success": True})
@@ -100,7 +101,7 @@ def test_a_mock_returns_its_content_instead_of_calling_the_function(
 
 
 def test_rewritten_arguments_are_what_the_function_gets(
-    pipe: Pipeline, tracer: AgentTracer
+    pipe: TestPipeline, tracer: AgentTracer
 ) -> None:
     def sandbox(event: ToolCallEvent) -> ToolCallEvent:
         return event.model_copy(update={"args": {**event.args, "path": "/sandbox/a.txt"}})
@@ -116,7 +117,7 @@ def test_rewritten_arguments_are_what_the_function_gets(
 
 
 def test_a_rewritten_result_is_what_the_caller_receives(
-    pipe: Pipeline, tracer: AgentTracer
+    pipe: TestPipeline, tracer: AgentTracer
 ) -> None:
     def redact(event: Any) -> dict[str, Any]:
         return {"result": {"content": "[redacted]", "success": True}}
@@ -141,7 +142,7 @@ def test_an_unchanged_result_is_the_functions_own_value(tracer: AgentTracer) -> 
 
 
 def test_an_exception_of_the_function_is_raised_as_it_was_and_recorded(
-    pipe: Pipeline, tracer: AgentTracer
+    pipe: TestPipeline, tracer: AgentTracer
 ) -> None:
     @otelhooks.tool
     def broken() -> str:
@@ -154,7 +155,7 @@ def test_an_exception_of_the_function_is_raised_as_it_was_and_recorded(
 
 
 def test_async_functions_are_tools_too_deny_mock_and_result(
-    pipe: Pipeline, tracer: AgentTracer
+    pipe: TestPipeline, tracer: AgentTracer
 ) -> None:
     pipe.register(hook("no-rm", "beforeToolCall", _deny_rm))
 
@@ -180,7 +181,7 @@ def test_async_functions_are_tools_too_deny_mock_and_result(
 
 
 def test_outside_any_operation_a_call_opens_one_of_its_own(
-    pipe: Pipeline, tracer: AgentTracer
+    pipe: TestPipeline, tracer: AgentTracer
 ) -> None:
     pipe.register(hook("no-rm", "beforeToolCall", _deny_rm))
 
@@ -197,7 +198,7 @@ def test_outside_any_operation_a_call_opens_one_of_its_own(
 
 
 def test_directly_in_an_operation_a_call_opens_a_step_of_it(
-    pipe: Pipeline, tracer: AgentTracer
+    pipe: TestPipeline, tracer: AgentTracer
 ) -> None:
     @otelhooks.tool
     def ping() -> str:
@@ -211,7 +212,7 @@ def test_directly_in_an_operation_a_call_opens_a_step_of_it(
 
 
 def test_the_step_follows_asyncio_tasks_and_copied_thread_contexts(
-    pipe: Pipeline, tracer: AgentTracer
+    pipe: TestPipeline, tracer: AgentTracer
 ) -> None:
     import contextvars
     import threading
@@ -232,7 +233,7 @@ def test_the_step_follows_asyncio_tasks_and_copied_thread_contexts(
 
 
 def test_a_method_is_a_tool_without_its_receiver_in_the_arguments(
-    pipe: Pipeline, tracer: AgentTracer
+    pipe: TestPipeline, tracer: AgentTracer
 ) -> None:
     seen: list[dict[str, Any]] = []
     pipe.register(hook("see", "beforeToolCall", lambda e: seen.append(dict(e.args))))
@@ -250,7 +251,7 @@ def test_a_method_is_a_tool_without_its_receiver_in_the_arguments(
 
 
 def test_a_rewrite_with_an_argument_the_function_does_not_take_fails_loudly(
-    pipe: Pipeline, tracer: AgentTracer
+    pipe: TestPipeline, tracer: AgentTracer
 ) -> None:
     def inject(event: ToolCallEvent) -> ToolCallEvent:
         return event.model_copy(update={"args": {**event.args, "sudo": True}})
@@ -266,7 +267,9 @@ def test_a_rewrite_with_an_argument_the_function_does_not_take_fails_loudly(
     assert (pipe.span("execute_tool ls").attributes or {})["error.type"] == "TypeError"
 
 
-def test_positional_only_arguments_survive_a_rewrite(pipe: Pipeline, tracer: AgentTracer) -> None:
+def test_positional_only_arguments_survive_a_rewrite(
+    pipe: TestPipeline, tracer: AgentTracer
+) -> None:
     def double(event: ToolCallEvent) -> ToolCallEvent:
         return event.model_copy(update={"args": {"a": event.args["a"] * 2, "b": event.args["b"]}})
 

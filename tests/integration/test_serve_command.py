@@ -13,24 +13,22 @@ from pathlib import Path
 
 import httpx
 import pytest
-from conftest import close_pipeline, make_pipeline
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otelhooks import EventLogClient, EventRecord, OtlpJsonLinesSpanExporter
+from otelhooks.testing import pipeline
 from tests._realparts import free_port, wait_for_port
 
 TOKEN = "serve-command-token"
 
 
 def agent_spans() -> list[ReadableSpan]:
-    pipe = make_pipeline()
-    op = pipe.tracer.operation("remote", session_id="s-1")
-    with op, op.step() as step:
-        step.run_tool("shop", "order_create", {"sku": "A"}, lambda sku: "ok")
-        step.run_tool("shop", "settings_get", {}, lambda: "{}")
-    spans = pipe.spans()
-    close_pipeline(pipe)
-    return spans
+    with pipeline() as pipe:
+        op = pipe.tracer.operation("remote", session_id="s-1")
+        with op, op.step() as step:
+            step.run_tool("shop", "order_create", {"sku": "A"}, lambda sku: "ok")
+            step.run_tool("shop", "settings_get", {}, lambda: "{}")
+        return pipe.spans()
 
 
 def start(*args: str, env: dict[str, str] | None = None) -> subprocess.Popen[str]:

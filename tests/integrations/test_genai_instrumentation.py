@@ -21,15 +21,16 @@ from agents.testing import assistant_message, function_call
 from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 
 from otelhooks import AgentEvents, AgentEventsConfig, WebhookDeliverer
+from otelhooks.testing import TestPipeline
 from tests._webhook_server import WebhookServer
-from tests.conftest import Pipeline, Recorder, hook
+from tests.conftest import Recorder, hook
 from tests.integrations._agents_model import ScriptedModel
 
 
 @pytest.fixture
-def instrumented(pipe: Pipeline) -> Iterator[Pipeline]:
+def instrumented(pipe: TestPipeline) -> Iterator[TestPipeline]:
     set_trace_processors([])  # only the instrumentation's processor, nothing sent anywhere
-    OpenAIAgentsInstrumentor().instrument(tracer_provider=pipe.provider)
+    OpenAIAgentsInstrumentor().instrument(tracer_provider=pipe.oh.tracer_provider)
     yield pipe
     OpenAIAgentsInstrumentor().uninstrument()
 
@@ -60,7 +61,9 @@ def run_agent() -> str:
     return str(result.final_output)
 
 
-def test_its_invoke_agent_execute_tool_and_chat_spans_are_exported(instrumented: Pipeline) -> None:
+def test_its_invoke_agent_execute_tool_and_chat_spans_are_exported(
+    instrumented: TestPipeline,
+) -> None:
     assert run_agent() == "5"
     ops = {(s.attributes or {}).get("gen_ai.operation.name") for s in instrumented.spans()}
     assert {"invoke_agent", "execute_tool", "chat"} <= ops
@@ -71,7 +74,7 @@ def test_its_invoke_agent_execute_tool_and_chat_spans_are_exported(instrumented:
 
 
 def test_its_spans_fire_otelhooks_observer_hooks(
-    instrumented: Pipeline, recorder: Recorder
+    instrumented: TestPipeline, recorder: Recorder
 ) -> None:
     instrumented.register(
         hook("tools", "afterToolCall", recorder),
@@ -92,9 +95,9 @@ def test_its_spans_fire_otelhooks_observer_hooks(
     assert format(agent.context.span_id, "016x") in completed
 
 
-def test_its_spans_land_in_the_event_log(instrumented: Pipeline) -> None:
+def test_its_spans_land_in_the_event_log(instrumented: TestPipeline) -> None:
     events = AgentEvents(AgentEventsConfig(name="genai", on=["after_tool_result", "after_loop"]))
-    events.install(instrumented.hooks)
+    events.install(instrumented.oh.hooks)
     run_agent()
     instrumented.flush()
 
@@ -108,7 +111,7 @@ def test_its_spans_land_in_the_event_log(instrumented: Pipeline) -> None:
 
 
 def test_its_spans_reach_a_webhook_on_a_real_local_server(
-    instrumented: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+    instrumented: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
     instrumented.register(
         {"id": "notify", "type": "afterToolCall", "webhook": {"url": server.url + "/tools"}}

@@ -22,8 +22,9 @@ from opentelemetry.trace import StatusCode
 
 from otelhooks import Block, HookEvent, ToolCallEvent, WebhookDeliverer
 from otelhooks.integrations.langchain import OtelHooksCallbackHandler, hook_tool
+from otelhooks.testing import TestPipeline
 from tests._webhook_server import WebhookServer
-from tests.conftest import Pipeline, Recorder, hook
+from tests.conftest import Recorder, hook
 
 
 class ToolCallingFake(GenericFakeChatModel):
@@ -125,7 +126,7 @@ GUARDS = (
 )
 
 
-def run(pipe: Pipeline, world: World, *, hooked: bool = True, use_async: bool = False) -> Any:
+def run(pipe: TestPipeline, world: World, *, hooked: bool = True, use_async: bool = False) -> Any:
     tools = make_tools(world)
     if hooked:
         tools = [hook_tool(t) for t in tools]
@@ -138,7 +139,7 @@ def run(pipe: Pipeline, world: World, *, hooked: bool = True, use_async: bool = 
     return app.invoke(state, config=config)
 
 
-def children(pipe: Pipeline, parent: ReadableSpan) -> list[ReadableSpan]:
+def children(pipe: TestPipeline, parent: ReadableSpan) -> list[ReadableSpan]:
     assert parent.context is not None
     return sorted(
         (s for s in pipe.spans() if s.parent and s.parent.span_id == parent.context.span_id),
@@ -155,7 +156,7 @@ def tool_message(result: Any, call_id: str) -> ToolMessage:
 
 @pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
 def test_a_graph_run_is_one_operation_of_steps_chats_and_tools(
-    pipe: Pipeline, use_async: bool
+    pipe: TestPipeline, use_async: bool
 ) -> None:
     pipe.register(*GUARDS)
     result = run(pipe, World(), use_async=use_async)
@@ -192,7 +193,7 @@ def test_a_graph_run_is_one_operation_of_steps_chats_and_tools(
 
 @pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
 def test_a_denied_tool_never_runs_and_the_graph_goes_on_with_a_hook_denied_message(
-    pipe: Pipeline, use_async: bool
+    pipe: TestPipeline, use_async: bool
 ) -> None:
     pipe.register(*GUARDS)
     world = World()
@@ -211,7 +212,7 @@ def test_a_denied_tool_never_runs_and_the_graph_goes_on_with_a_hook_denied_messa
     assert span.attributes["otelhooks.tool.outcome"] == "denied"
 
 
-def test_a_mocked_tool_never_runs_and_returns_the_mock(pipe: Pipeline) -> None:
+def test_a_mocked_tool_never_runs_and_returns_the_mock(pipe: TestPipeline) -> None:
     pipe.register(*GUARDS)
     world = World()
     result = run(pipe, world)
@@ -221,7 +222,7 @@ def test_a_mocked_tool_never_runs_and_returns_the_mock(pipe: Pipeline) -> None:
     assert sorted(world.ran) == ["add", "read_file"]  # parallel tool calls: in no set order
 
 
-def test_rewritten_arguments_reach_the_tool(pipe: Pipeline) -> None:
+def test_rewritten_arguments_reach_the_tool(pipe: TestPipeline) -> None:
     world = World(files={"a.txt": "hello otel hooks", "safe.txt": "the safe copy"})
 
     def redirect(event: Any) -> dict[str, Any] | None:
@@ -236,7 +237,7 @@ def test_rewritten_arguments_reach_the_tool(pipe: Pipeline) -> None:
 
 
 def test_tool_events_reach_a_webhook_on_a_real_local_server(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
     deliverer.builder.capture_content = True  # results in the bodies
     pipe.register(
@@ -255,7 +256,7 @@ def test_tool_events_reach_a_webhook_on_a_real_local_server(
 
 
 def test_a_failing_tool_fires_on_tool_call_error_and_the_failed_graph_fires_on_error(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     @tool
     def flaky() -> str:
@@ -279,7 +280,7 @@ def test_a_failing_tool_fires_on_tool_call_error_and_the_failed_graph_fires_on_e
 
 
 def test_an_unwrapped_tool_is_traced_but_a_deny_is_not_enforced(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     pipe.register(*GUARDS, hook("rec", "afterToolCall", recorder))
     world = World()
@@ -295,7 +296,7 @@ def test_an_unwrapped_tool_is_traced_but_a_deny_is_not_enforced(
     ]
 
 
-def test_a_tool_kind_guard_denies_the_runtimes_tool_of_that_kind(pipe: Pipeline) -> None:
+def test_a_tool_kind_guard_denies_the_runtimes_tool_of_that_kind(pipe: TestPipeline) -> None:
     # read_file is LangChain's file-read tool name in the tool-kind table (docs/adapters.md)
     pipe.register(hook("no-reads", "PreToolUse", lambda e: Block("no reads"), matcher="@file_read"))
     world = World()

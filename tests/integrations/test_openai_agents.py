@@ -33,8 +33,9 @@ from otelhooks.integrations.openai_agents import (
     UnguardedToolWarning,
     hook_tool,
 )
+from otelhooks.testing import TestPipeline
 from tests._webhook_server import WebhookServer
-from tests.conftest import Pipeline, Recorder, hook
+from tests.conftest import Recorder, hook
 from tests.integrations._agents_model import ScriptedModel
 
 
@@ -129,13 +130,13 @@ GUARDS = (
 )
 
 
-def run(pipe: Pipeline, world: World, **options: Any) -> Any:
+def run(pipe: TestPipeline, world: World, **options: Any) -> Any:
     planner, _, _ = build(world)
     runner = HookedRunner(pipe.tracer)
     return asyncio.run(runner.run(planner, "plan it", session_id="s-42", **options))
 
 
-def children(pipe: Pipeline, parent: ReadableSpan) -> list[ReadableSpan]:
+def children(pipe: TestPipeline, parent: ReadableSpan) -> list[ReadableSpan]:
     assert parent.context is not None
     return sorted(
         (s for s in pipe.spans() if s.parent and s.parent.span_id == parent.context.span_id),
@@ -143,7 +144,7 @@ def children(pipe: Pipeline, parent: ReadableSpan) -> list[ReadableSpan]:
     )
 
 
-def test_a_run_is_one_trace_of_steps_chats_tools_and_a_linked_handoff(pipe: Pipeline) -> None:
+def test_a_run_is_one_trace_of_steps_chats_tools_and_a_linked_handoff(pipe: TestPipeline) -> None:
     pipe.register(*GUARDS)
     result = run(pipe, World())
 
@@ -193,7 +194,7 @@ def test_a_run_is_one_trace_of_steps_chats_tools_and_a_linked_handoff(pipe: Pipe
     assert child.attributes["gen_ai.usage.output_tokens"] == 14
 
 
-def test_a_denied_tool_never_runs_and_the_model_is_told_why(pipe: Pipeline) -> None:
+def test_a_denied_tool_never_runs_and_the_model_is_told_why(pipe: TestPipeline) -> None:
     pipe.register(*GUARDS)
     world = World()
     planner, planner_model, _ = build(world)
@@ -209,7 +210,7 @@ def test_a_denied_tool_never_runs_and_the_model_is_told_why(pipe: Pipeline) -> N
     assert span.attributes["otelhooks.hook.decided_by"] == "no-delete"
 
 
-def test_a_mocked_tool_never_runs_and_the_model_gets_the_mock(pipe: Pipeline) -> None:
+def test_a_mocked_tool_never_runs_and_the_model_gets_the_mock(pipe: TestPipeline) -> None:
     pipe.register(*GUARDS)
     world = World()
     planner, planner_model, _ = build(world)
@@ -221,7 +222,7 @@ def test_a_mocked_tool_never_runs_and_the_model_gets_the_mock(pipe: Pipeline) ->
 
 
 def test_tools_that_ran_fire_after_tool_call_with_their_results(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     pipe.register(*GUARDS, hook("rec", "afterToolCall", recorder))
     world = World()
@@ -236,7 +237,7 @@ def test_tools_that_ran_fire_after_tool_call_with_their_results(
 
 
 def test_tool_events_reach_a_webhook_on_a_real_local_server(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
     pipe.register(
         *GUARDS,
@@ -260,7 +261,9 @@ def test_tool_events_reach_a_webhook_on_a_real_local_server(
     assert denied["traceId"] == format(planner.trace_id, "032x")
 
 
-def test_a_tool_that_raises_fires_on_tool_call_error(pipe: Pipeline, recorder: Recorder) -> None:
+def test_a_tool_that_raises_fires_on_tool_call_error(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
     @function_tool
     def flaky() -> str:
         """Always fails."""
@@ -280,7 +283,7 @@ def test_a_tool_that_raises_fires_on_tool_call_error(pipe: Pipeline, recorder: R
 
 
 def test_an_input_guardrail_trip_fails_the_operation_with_on_error(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     @input_guardrail
     def no_secrets(ctx: Any, agent: Any, input: Any) -> GuardrailFunctionOutput:
@@ -301,7 +304,7 @@ def test_an_input_guardrail_trip_fails_the_operation_with_on_error(
 
 
 def test_a_tool_guardrail_rejection_is_a_denial_event_and_the_function_never_runs(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     ran: list[str] = []
 
@@ -337,7 +340,7 @@ def test_a_tool_guardrail_rejection_is_a_denial_event_and_the_function_never_run
     assert [e.name for e in step.events] == ["otelhooks.tool_guardrail"]
 
 
-def test_a_blocked_run_never_calls_the_model(pipe: Pipeline) -> None:
+def test_a_blocked_run_never_calls_the_model(pipe: TestPipeline) -> None:
     model = ScriptedModel("m", [[assistant_message("never")]])
     agent = Agent(name="bot", model=model)
     pipe.register(hook("gate", "before_agent_start", lambda e: Block("closed for today")))
@@ -350,7 +353,7 @@ def test_a_blocked_run_never_calls_the_model(pipe: Pipeline) -> None:
     assert span.attributes["otelhooks.operation.complete_reason"] == "interrupted"
 
 
-def test_a_rewritten_input_is_what_the_model_receives(pipe: Pipeline) -> None:
+def test_a_rewritten_input_is_what_the_model_receives(pipe: TestPipeline) -> None:
     model = ScriptedModel("m", [[assistant_message("ok")]])
     agent = Agent(name="bot", model=model)
 
@@ -363,7 +366,7 @@ def test_a_rewritten_input_is_what_the_model_receives(pipe: Pipeline) -> None:
     assert "hello (answer briefly)" in str(model.inputs[0])
 
 
-def test_max_turns_ends_the_operation_with_max_steps(pipe: Pipeline) -> None:
+def test_max_turns_ends_the_operation_with_max_steps(pipe: TestPipeline) -> None:
     world = World()
     planner, _, _ = build(world)
     with pytest.raises(MaxTurnsExceeded):
@@ -375,7 +378,7 @@ def test_max_turns_ends_the_operation_with_max_steps(pipe: Pipeline) -> None:
 
 
 def test_a_hooked_tool_outside_a_hooked_run_behaves_as_the_original_and_says_so(
-    pipe: Pipeline,
+    pipe: TestPipeline,
 ) -> None:
     world = World()
     planner, _, _ = build(world)

@@ -42,7 +42,8 @@ from opentelemetry.trace import StatusCode
 
 from otelhooks import Block, HookEvent
 from otelhooks.integrations.openai_agents import HookedRunner, UnguardedToolWarning, hook_agent
-from tests.conftest import Pipeline, Recorder, hook
+from otelhooks.testing import TestPipeline
+from tests.conftest import Recorder, hook
 from tests.integrations._agents_model import ScriptedModel
 
 
@@ -59,11 +60,11 @@ def no_shell(event: HookEvent) -> Block:
 GUARD = hook("no-shell", "beforeToolCall", no_shell, matcher="@shell")
 
 
-def _run(pipe: Pipeline, agent: Agent[Any]) -> None:
+def _run(pipe: TestPipeline, agent: Agent[Any]) -> None:
     asyncio.run(HookedRunner(pipe.tracer).run(agent, "tidy up", session_id="s-kinds"))
 
 
-def _denied(pipe: Pipeline) -> list[str]:
+def _denied(pipe: TestPipeline) -> list[str]:
     return [
         str((s.attributes or {}).get("gen_ai.tool.name"))
         for s in pipe.spans()
@@ -72,7 +73,9 @@ def _denied(pipe: Pipeline) -> list[str]:
     ]
 
 
-def test_a_function_tool_declared_shell_is_denied_and_a_harmless_one_runs(pipe: Pipeline) -> None:
+def test_a_function_tool_declared_shell_is_denied_and_a_harmless_one_runs(
+    pipe: TestPipeline,
+) -> None:
     pipe.register(GUARD)
     ran: list[str] = []
 
@@ -122,7 +125,7 @@ def shell_call(call_id: str, command: str) -> ResponseFunctionShellToolCall:
     )
 
 
-def _tool_spans(pipe: Pipeline) -> dict[str, dict[str, Any]]:
+def _tool_spans(pipe: TestPipeline) -> dict[str, dict[str, Any]]:
     return {
         str((s.attributes or {}).get("gen_ai.tool.call.id")): dict(s.attributes or {})
         for s in pipe.spans()
@@ -131,7 +134,7 @@ def _tool_spans(pipe: Pipeline) -> dict[str, dict[str, Any]]:
 
 
 def test_a_shell_guard_denies_the_sdks_shell_tool_and_a_harmless_command_runs(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     pipe.register(
         hook("no-rm", "beforeToolCall", no_removals, matcher="@shell"),
@@ -162,7 +165,7 @@ def test_a_shell_guard_denies_the_sdks_shell_tool_and_a_harmless_command_runs(
     assert seen == {("c1", "no removals"), ("c2", "a.txt b.txt")}
 
 
-def test_a_shell_guard_denies_the_sdks_local_shell_tool(pipe: Pipeline) -> None:
+def test_a_shell_guard_denies_the_sdks_local_shell_tool(pipe: TestPipeline) -> None:
     pipe.register(hook("no-rm", "beforeToolCall", no_removals, matcher="@shell"))
     ran: list[list[str]] = []
 
@@ -192,7 +195,7 @@ def test_a_shell_guard_denies_the_sdks_local_shell_tool(pipe: Pipeline) -> None:
     assert _denied(pipe) == ["local_shell"]
 
 
-def test_a_failing_shell_executor_ends_its_span_with_the_error(pipe: Pipeline) -> None:
+def test_a_failing_shell_executor_ends_its_span_with_the_error(pipe: TestPipeline) -> None:
     def execute(request: ShellCommandRequest) -> str:
         raise RuntimeError("disk on fire")
 
@@ -235,7 +238,7 @@ def patch_call(call_id: str, operation: dict[str, str]) -> ResponseApplyPatchToo
 
 
 def test_a_file_edit_guard_denies_the_sdks_apply_patch_tool(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     def no_deletes(event: HookEvent) -> Block | None:
         args = event.args  # type: ignore[attr-defined]
@@ -274,7 +277,7 @@ def test_a_file_edit_guard_denies_the_sdks_apply_patch_tool(
 
 
 def test_rewritten_arguments_reach_the_shell_executor_and_the_editor(
-    pipe: Pipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder
 ) -> None:
     def redirect(event: Any) -> dict[str, Any] | None:
         if event.apiName == "shell":
@@ -316,7 +319,7 @@ def test_rewritten_arguments_reach_the_shell_executor_and_the_editor(
     assert model.tool_outputs()["c2"] == "completed: created scratch.md"
 
 
-def test_hooking_leaves_the_users_agent_and_tools_as_they_were(pipe: Pipeline) -> None:
+def test_hooking_leaves_the_users_agent_and_tools_as_they_were(pipe: TestPipeline) -> None:
     pipe.register(GUARD)
 
     def execute(request: ShellCommandRequest) -> str:
@@ -344,7 +347,7 @@ def test_hooking_leaves_the_users_agent_and_tools_as_they_were(pipe: Pipeline) -
     assert patch.editor is files
 
 
-def test_hosted_tools_are_named_in_one_warning_once_per_agent(pipe: Pipeline) -> None:
+def test_hosted_tools_are_named_in_one_warning_once_per_agent(pipe: TestPipeline) -> None:
     model = ScriptedModel("scripted", [[assistant_message("ok")], [assistant_message("ok")]])
     agent = Agent(
         name="researcher",
@@ -379,7 +382,7 @@ def test_a_hosted_shell_and_mcp_servers_are_named_in_the_warning() -> None:
     assert hooked.tools == [hosted]
 
 
-def test_a_renamed_shell_tool_is_named_in_a_warning(pipe: Pipeline) -> None:
+def test_a_renamed_shell_tool_is_named_in_a_warning(pipe: TestPipeline) -> None:
     def execute(request: ShellCommandRequest) -> str:
         return "ran"
 
@@ -389,7 +392,9 @@ def test_a_renamed_shell_tool_is_named_in_a_warning(pipe: Pipeline) -> None:
         _run(pipe, agent)
 
 
-def test_a_hooked_tool_run_outside_the_hooked_runner_says_no_hook_saw_it(pipe: Pipeline) -> None:
+def test_a_hooked_tool_run_outside_the_hooked_runner_says_no_hook_saw_it(
+    pipe: TestPipeline,
+) -> None:
     # the SDK's own Runner (as for run_streamed) gives the hooked tools no run to report to: the
     # guard cannot decide, and the call must not look guarded
     pipe.register(GUARD)

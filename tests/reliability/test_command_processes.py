@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import Pipeline
+from otelhooks.testing import TestPipeline
 from tests.reliability._parts import is_running, zombie_children
 
 TIMEOUT_S = 1.0  # a Python reaper starts first: room for it on a loaded machine
@@ -46,7 +46,7 @@ def wait_until_gone(pids: list[int], within_s: float = 2.0) -> list[int]:
         time.sleep(0.02)
 
 
-def run_tool(pipe: Pipeline) -> None:
+def run_tool(pipe: TestPipeline) -> None:
     with pipe.tracer.operation("agent") as op, op.step() as step:
         step.run_tool("fs", "readFile", {"path": "a.txt"}, lambda path: "text")
     pipe.flush()
@@ -55,7 +55,7 @@ def run_tool(pipe: Pipeline) -> None:
 @pytest.mark.parametrize("event", ["PreToolUse", "PostToolUse"])
 @pytest.mark.parametrize("behaviour", sorted(COMMANDS))
 def test_nothing_a_command_started_outlives_the_event_and_no_zombie_is_left(
-    pipe: Pipeline,
+    pipe: TestPipeline,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     event: str,
@@ -98,7 +98,7 @@ CHILDREN = {
 }
 
 
-def run_tool_seen(pipe: Pipeline) -> tuple[str, list[str]]:
+def run_tool_seen(pipe: TestPipeline) -> tuple[str, list[str]]:
     """One tool call: what the agent saw, and whether the tool ran."""
     ran: list[str] = []
 
@@ -121,7 +121,7 @@ def wait_for_pids(path: Path, count: int, within_s: float = 2.0) -> list[int]:
 
 @pytest.mark.parametrize("child", sorted(CHILDREN))
 def test_a_deny_stands_at_once_whatever_a_child_holding_stdout_does(
-    pipe: Pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, child: str
+    pipe: TestPipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, child: str
 ) -> None:
     pid_file = tmp_path / "pids"
     monkeypatch.setenv("PIDS", str(pid_file))
@@ -145,7 +145,7 @@ def test_a_deny_stands_at_once_whatever_a_child_holding_stdout_does(
 
 @pytest.mark.parametrize("child", sorted(CHILDREN))
 def test_a_child_with_its_output_detached_is_gone_with_the_hook_and_never_our_zombie(
-    pipe: Pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, child: str
+    pipe: TestPipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, child: str
 ) -> None:
     pid_file = tmp_path / "pids"
     monkeypatch.setenv("PIDS", str(pid_file))
@@ -166,7 +166,7 @@ def test_a_child_with_its_output_detached_is_gone_with_the_hook_and_never_our_zo
 
 
 def test_a_setsid_child_of_a_hook_that_times_out_is_gone_too(
-    pipe: Pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    pipe: TestPipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     pid_file = tmp_path / "pids"
     monkeypatch.setenv("PIDS", str(pid_file))
@@ -186,7 +186,7 @@ def test_a_setsid_child_of_a_hook_that_times_out_is_gone_too(
 
 @pytest.mark.parametrize("pidfd", [True, False], ids=["pidfd", "polling"])
 def test_without_the_reaper_a_deny_still_stands_at_once_and_the_group_is_killed(
-    pipe: Pipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pidfd: bool
+    pipe: TestPipeline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pidfd: bool
 ) -> None:
     # Where the reaper cannot run (not Linux): the process group is killed when the hook
     # exits, and a child holding stdout is drained for DRAIN_S, never waited for; where no

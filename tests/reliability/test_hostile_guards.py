@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Pipeline
 
 import otelhooks._matchers as matchers
 from otelhooks import (
@@ -29,6 +28,7 @@ from otelhooks._actions._command import OUTPUT_CAP_BYTES, REASON_CAP_CHARS
 from otelhooks._encoding import MAX_DEPTH
 from otelhooks._eventlog import entry_from_event
 from otelhooks._eventlog._agent_events import open_event_log
+from otelhooks.testing import TestPipeline
 
 EXAMPLE = Path(__file__).parents[2] / "examples/workspaces/demo-workspace/hooks/audit.hook.json"
 
@@ -48,7 +48,9 @@ def nested(depth: int, leaf: Any) -> Any:
     return value
 
 
-def run(pipe: Pipeline, args: dict[str, Any], name: str = "exec") -> tuple[ToolResult, list[Any]]:
+def run(
+    pipe: TestPipeline, args: dict[str, Any], name: str = "exec"
+) -> tuple[ToolResult, list[Any]]:
     ran: list[Any] = []
 
     def tool(**kwargs: Any) -> str:
@@ -74,7 +76,9 @@ ATTACKS = {
 
 
 @pytest.mark.parametrize("attack", list(ATTACKS))
-def test_the_documented_guard_denies_whatever_the_input_shape(pipe: Pipeline, attack: str) -> None:
+def test_the_documented_guard_denies_whatever_the_input_shape(
+    pipe: TestPipeline, attack: str
+) -> None:
     pipe.register(
         {"id": "no-rm", "type": "PreToolUse", "command": documented_guard(), "on_error": "block"}
     )
@@ -85,7 +89,7 @@ def test_the_documented_guard_denies_whatever_the_input_shape(pipe: Pipeline, at
 
 
 def test_a_variable_over_the_cap_says_so_and_points_to_stdin(
-    pipe: Pipeline, tmp_path: Path
+    pipe: TestPipeline, tmp_path: Path
 ) -> None:
     seen = tmp_path / "seen.json"
     script = (
@@ -103,7 +107,7 @@ def test_a_variable_over_the_cap_says_so_and_points_to_stdin(
 
 
 def test_stdin_is_strict_utf8_json_of_bounded_depth_whatever_the_input(
-    pipe: Pipeline, tmp_path: Path
+    pipe: TestPipeline, tmp_path: Path
 ) -> None:
     raw = tmp_path / "stdin.bin"
     pipe.register({"id": "keep", "type": "PreToolUse", "command": f"cat > {raw}"})
@@ -134,7 +138,7 @@ def test_stdin_is_strict_utf8_json_of_bounded_depth_whatever_the_input(
     assert "rm -rf /" in node
 
 
-def test_a_json_deny_over_the_output_cap_still_denies(pipe: Pipeline, tmp_path: Path) -> None:
+def test_a_json_deny_over_the_output_cap_still_denies(pipe: TestPipeline, tmp_path: Path) -> None:
     reason = "no " * (OUTPUT_CAP_BYTES // 2)  # ~1.5 MiB of reason: the JSON is cut at the cap
     answer = {
         "hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": reason}
@@ -152,7 +156,7 @@ def test_a_json_deny_over_the_output_cap_still_denies(pipe: Pipeline, tmp_path: 
     assert "[otelhooks: cut" in result.content
 
 
-def test_a_100_mb_stderr_deny_gives_a_reason_cut_to_the_documented_cap(pipe: Pipeline) -> None:
+def test_a_100_mb_stderr_deny_gives_a_reason_cut_to_the_documented_cap(pipe: TestPipeline) -> None:
     command = "head -c 100000000 /dev/zero | tr '\\0' r >&2; exit 2"
     pipe.register({"id": "loud-deny", "type": "PreToolUse", "command": command, "timeout": 30})
     result, ran = run(pipe, {"cmd": "ls"})
@@ -167,14 +171,14 @@ def test_a_100_mb_stderr_deny_gives_a_reason_cut_to_the_documented_cap(pipe: Pip
     assert len(str(span.attributes["otelhooks.hook.decision_reason"])) <= REASON_CAP_CHARS + 100
 
 
-def _dispatch_seconds(pipe: Pipeline, name: str, rounds: int) -> float:
+def _dispatch_seconds(pipe: TestPipeline, name: str, rounds: int) -> float:
     started = time.perf_counter()
     for index in range(rounds):
         run(pipe, {}, name=f"{name}{index}")  # a new name each time: matches are cached
     return time.perf_counter() - started
 
 
-def test_a_pathological_matcher_costs_about_what_a_plain_one_costs(pipe: Pipeline) -> None:
+def test_a_pathological_matcher_costs_about_what_a_plain_one_costs(pipe: TestPipeline) -> None:
     hostile_name = "a" * 27 + "!"  # (a+)+$ on it: 9 s on a backtracking engine (and "!0" ...)
     seen: list[str] = []
     pipe.register(

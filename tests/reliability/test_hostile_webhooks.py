@@ -27,9 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import Pipeline
 
 from otelhooks import Block, ToolCallEvent, ToolResult, WebhookDeliverer
+from otelhooks.testing import TestPipeline
 from tests._webhook_server import Reply, WebhookServer
 
 # -- compression bombs ----------------------------------------------------------------------------
@@ -182,7 +182,7 @@ def test_a_compression_bomb_leaves_the_agent_rss_flat(
 
 
 def test_requests_ask_for_identity_and_the_cap_counts_what_is_kept(
-    pipe: Pipeline, server: WebhookServer
+    pipe: TestPipeline, server: WebhookServer
 ) -> None:
     server.routes["/control"] = Reply.json({"decision": "deny", "reason": "no"})
     pipe.register(control(server.url + "/control", timeout=5, matcher="guarded"))
@@ -270,14 +270,14 @@ def no_rm(event: ToolCallEvent) -> Block | None:
 GUARD = {"id": "guard", "type": "beforeToolCall", "matcher": "exec", "handler": no_rm}
 
 
-def run_tool(pipe: Pipeline, name: str, cmd: str = "ls") -> tuple[ToolResult, list[str]]:
+def run_tool(pipe: TestPipeline, name: str, cmd: str = "ls") -> tuple[ToolResult, list[str]]:
     ran: list[str] = []
     with pipe.tracer.operation("agent") as op, op.step() as step:
         result = step.run_tool("shell", name, {"cmd": cmd}, lambda **kw: ran.append(name))
     return result, ran
 
 
-async def arun_tool(pipe: Pipeline, name: str, cmd: str = "ls") -> tuple[ToolResult, list[str]]:
+async def arun_tool(pipe: TestPipeline, name: str, cmd: str = "ls") -> tuple[ToolResult, list[str]]:
     ran: list[str] = []
     async with pipe.tracer.operation("agent") as op:
         with op.step() as step:
@@ -296,7 +296,7 @@ TIMEOUT_S = 1.0
 
 
 def test_84_dripping_calls_end_at_the_deadline_and_leave_the_guard_its_capacity_sync(
-    pipe: Pipeline,
+    pipe: TestPipeline,
 ) -> None:
     drip = DripServer(lifetime_s=30)  # longer than the test: a stuck client stays stuck
     try:
@@ -305,7 +305,7 @@ def test_84_dripping_calls_end_at_the_deadline_and_leave_the_guard_its_capacity_
         drip.close()
 
 
-def _dripping_calls_then_the_guard(pipe: Pipeline, drip: DripServer) -> None:
+def _dripping_calls_then_the_guard(pipe: TestPipeline, drip: DripServer) -> None:
     timeout = 0.3
     pipe.register(control(drip.url, timeout=timeout), GUARD)
     durations: list[float] = []
@@ -343,7 +343,7 @@ def _dripping_calls_then_the_guard(pipe: Pipeline, drip: DripServer) -> None:
 
 
 def test_80_dripping_calls_leave_the_local_guard_and_the_app_threads_alone_async(
-    pipe: Pipeline, drip: DripServer
+    pipe: TestPipeline, drip: DripServer
 ) -> None:
     pipe.register(control(drip.url, timeout=TIMEOUT_S), GUARD)
 
@@ -391,7 +391,7 @@ class CountingExecutor(concurrent.futures.ThreadPoolExecutor):
     ids=["deny_then_allow", "repeated_reason"],
 )
 def test_duplicate_keys_in_a_control_answer_are_a_protocol_error_never_an_allow(
-    pipe: Pipeline, server: WebhookServer, body: bytes
+    pipe: TestPipeline, server: WebhookServer, body: bytes
 ) -> None:
     server.routes["/control"] = Reply(200, body, headers={"Content-Type": "application/json"})
     hook = control(server.url + "/control", timeout=5, matcher="exec")
@@ -409,7 +409,7 @@ def test_duplicate_keys_in_a_control_answer_are_a_protocol_error_never_an_allow(
 
 
 def test_control_and_notification_bodies_are_strict_json_whatever_the_arguments(
-    pipe: Pipeline, server: WebhookServer, deliverer: WebhookDeliverer
+    pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
     server.routes["/control"] = Reply.json({"decision": "deny", "reason": "seen"})
     server.routes["/notify"] = Reply(204)
@@ -444,7 +444,7 @@ def test_control_and_notification_bodies_are_strict_json_whatever_the_arguments(
         assert "rm -rf /" in json.dumps(body["args"]["cmd"])
 
 
-def test_a_hung_python_hook_exhausts_only_its_own_capacity(pipe: Pipeline) -> None:
+def test_a_hung_python_hook_exhausts_only_its_own_capacity(pipe: TestPipeline) -> None:
     release = threading.Event()
 
     def hang(event: ToolCallEvent) -> None:

@@ -20,8 +20,8 @@ import pytest
 import structlog
 
 from otelhooks import ToolResult, WebhookDeliverer
+from otelhooks.testing import TestPipeline
 from tests._webhook_server import Reply, WebhookServer, webhook_server
-from tests.conftest import Pipeline
 
 # Each makes the header value illegal: CR/LF (also a header injection), surrounding whitespace,
 # a character outside ASCII. (NUL cannot be in an environment variable at all.)
@@ -56,12 +56,12 @@ def webhook(server: WebhookServer, path: str, **options: Any) -> dict[str, Any]:
     }
 
 
-def run_tool(pipe: Pipeline) -> ToolResult:
+def run_tool(pipe: TestPipeline) -> ToolResult:
     with pipe.tracer.operation("agent") as op, op.step() as step:
         return step.run_tool("fs", "readFile", {"path": "a.txt"}, lambda path: "text")
 
 
-def everything_recorded(pipe: Pipeline, logs: Sequence[Mapping[str, Any]]) -> str:
+def everything_recorded(pipe: TestPipeline, logs: Sequence[Mapping[str, Any]]) -> str:
     spans = [
         [s.name, dict(s.attributes or {}), [dict(e.attributes or {}) for e in s.events]]
         for s in pipe.spans()
@@ -70,7 +70,7 @@ def everything_recorded(pipe: Pipeline, logs: Sequence[Mapping[str, Any]]) -> st
 
 
 def test_a_control_hook_blocks_on_a_configuration_error_that_does_not_quote_the_secret(
-    pipe: Pipeline, server: WebhookServer, secret: str
+    pipe: TestPipeline, server: WebhookServer, secret: str
 ) -> None:
     pipe.register(
         {
@@ -89,14 +89,14 @@ def test_a_control_hook_blocks_on_a_configuration_error_that_does_not_quote_the_
 
 
 def test_a_notification_is_dropped_at_once_as_a_configuration_error_without_the_secret(
-    pipe: Pipeline, server: WebhookServer, secret: str
+    pipe: TestPipeline, server: WebhookServer, secret: str
 ) -> None:
     deliverer = WebhookDeliverer(
-        metrics=pipe.metrics,
+        metrics=pipe.oh.metrics,
         retry_deadline_s=30.0,
         outbox_path=Path(tempfile.mkdtemp()) / "outbox.sqlite3",
     )
-    pipe.hooks.engine.deliverer = deliverer
+    pipe.oh.engine.deliverer = deliverer
     pipe.register({"id": "notify", "type": "afterToolCall", "webhook": webhook(server, "/n")})
     try:
         with structlog.testing.capture_logs() as logs:

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from otelhooks import WebhookDeliverer
+from otelhooks.testing import TestPipeline, pipeline
 from tests._webhook_server import webhook_server
-from tests.conftest import Pipeline, close_pipeline, make_pipeline
 
 FIXTURE = json.loads((Path(__file__).parent / "hooks_ts.json").read_text())
 HOOK_TYPES: dict[str, str] = FIXTURE["hook_types"]
@@ -46,13 +46,13 @@ def fail_(message: str) -> Any:
     raise RuntimeError(message)
 
 
-def run_every_hook_type(pipe: Pipeline) -> None:
+def run_every_hook_type(pipe: TestPipeline) -> None:
     """One run through the 16 LobeHub hook points, with a user and a session; it fails."""
     with pytest.raises(RuntimeError, match="the run failed"):
         _run(pipe)
 
 
-def _run(pipe: Pipeline) -> None:
+def _run(pipe: TestPipeline) -> None:
     with pipe.tracer.operation("planner", user_id="u-1", session_id="conv-1") as op:
         with op.step() as step:
             with step.llm("gpt-4o", provider="openai") as call:
@@ -82,13 +82,14 @@ def bodies(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[dict[str, list[Any]]]:
     """The bodies of one run, per hook type (one run per module and capture setting)."""
-    pipe = make_pipeline()
     outbox = tmp_path_factory.mktemp("outbox") / "outbox.db"
-    deliverer = WebhookDeliverer(metrics=pipe.metrics, retry_deadline_s=3.0, outbox_path=outbox)
-    deliverer.builder.capture_content = request.param
-    pipe.hooks.engine.deliverer = deliverer
-    try:
-        with webhook_server() as server:
+    with pipeline() as pipe, webhook_server() as server:
+        deliverer = WebhookDeliverer(
+            metrics=pipe.oh.metrics, retry_deadline_s=3.0, outbox_path=outbox
+        )
+        deliverer.builder.capture_content = request.param
+        pipe.oh.engine.deliverer = deliverer
+        try:
             pipe.register(
                 *({"id": t, "type": t, "webhook": {"url": f"{server.url}/{t}"}} for t in HOOK_TYPES)
             )
@@ -96,9 +97,8 @@ def bodies(
             pipe.flush()
             assert deliverer.flush(10)
             yield {t: [r.json() for r in server.requests(f"/{t}")] for t in HOOK_TYPES}
-    finally:
-        deliverer.shutdown(5)
-        close_pipeline(pipe)
+        finally:
+            deliverer.shutdown(5)
 
 
 def test_every_hook_type_was_delivered(bodies: dict[str, list[Any]]) -> None:

@@ -29,7 +29,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import StatusCode
 
 from otelhooks import AgentTracer, configure
-from tests.conftest import Pipeline
+from otelhooks.testing import TestPipeline
 
 SPEC = json.loads((Path(__file__).parent / "genai_requirements.json").read_text())
 OPERATION_OF_SPAN = {
@@ -220,14 +220,14 @@ def test_provider_names_come_from_the_model_call_never_otelhooks(telemetry: Tele
     assert seen["invoke_agent helper"] == DEFAULT_PROVIDER
 
 
-def test_provider_name_is_left_out_when_nobody_knows_it(pipe: Pipeline) -> None:
+def test_provider_name_is_left_out_when_nobody_knows_it(pipe: TestPipeline) -> None:
     with pipe.tracer.operation("a") as op, op.step() as step, step.llm("scripted"):
         pass
     for span in pipe.spans():
         assert "gen_ai.provider.name" not in (span.attributes or {}), span.name
 
 
-def test_token_usage_is_not_reported_when_the_counts_are_unknown(pipe: Pipeline) -> None:
+def test_token_usage_is_not_reported_when_the_counts_are_unknown(pipe: TestPipeline) -> None:
     # gen-ai-metrics.md: without the counts the instrumentation MUST NOT report the usage metric.
     with pipe.tracer.operation("a") as op, op.step() as step, step.llm("m", provider="openai"):
         pass

@@ -14,13 +14,17 @@ from typing import Any
 import pytest
 
 from otelhooks import Block
-from tests.conftest import close_pipeline, make_pipeline
+from otelhooks.testing import TestPipeline, pipeline
 
 FIXTURE = json.loads((Path(__file__).parent / "guardrail_pr427.json").read_text())
 
 
 def _run() -> list[Any]:
-    pipe = make_pipeline()
+    with pipeline() as pipe:
+        return _run_in(pipe)
+
+
+def _run_in(pipe: TestPipeline) -> list[Any]:
     pipe.register(
         {
             "id": "no-rm",
@@ -30,14 +34,11 @@ def _run() -> list[Any]:
         },
         {"id": "safe-path", "type": "beforeToolCall", "matcher": "cat", "handler": _rewrite},
     )
-    try:
-        with pipe.tracer.operation("bot") as op, op.step() as step:
-            step.run_tool("fs", "rm", {"path": "/"}, lambda path: None)
-            step.run_tool("fs", "cat", {"path": "/etc/shadow"}, lambda path: "x")
-        pipe.flush()
-        return [s for s in pipe.spans() if s.name.startswith("execute_tool ")]
-    finally:
-        close_pipeline(pipe)
+    with pipe.tracer.operation("bot") as op, op.step() as step:
+        step.run_tool("fs", "rm", {"path": "/"}, lambda path: None)
+        step.run_tool("fs", "cat", {"path": "/etc/shadow"}, lambda path: "x")
+    pipe.flush()
+    return [s for s in pipe.spans() if s.name.startswith("execute_tool ")]
 
 
 def _rewrite(event: Any) -> dict[str, Any]:
