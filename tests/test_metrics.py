@@ -387,6 +387,23 @@ def test_counter_increments_sum_per_attribute_set_whatever_the_batch() -> None:
         assert total(reader, sc.METRIC_COMPACT_TOKENS_SAVED, {sc.GEN_AI_TOOL_NAME: tool}) == saved
 
 
+def test_a_new_tool_name_per_call_is_bounded_by_the_sdks_cardinality_limit() -> None:
+    # Tool names come from the agent (an MCP server can offer any), and otelhooks aggregates
+    # nothing itself: the SDK's cardinality limit is what keeps memory bounded. SDK 1.45.0 and
+    # 1.45.1 had none, which is why pyproject.toml's floor is 1.45.2 (.ci/run tests the floor).
+    reader = InMemoryMetricReader()
+    metrics = AgentMetrics(MeterProvider(metric_readers=[reader]))
+    for i in range(2500):
+        metrics.tool_call.record(0.01, {sc.GEN_AI_TOOL_NAME: f"tool-{i}"})
+    assert metrics.flush(10.0)
+    durations = points(reader, sc.METRIC_EXECUTE_TOOL_DURATION)
+    assert len(durations) <= 2001  # the limit, with the overflow point among them
+    overflow = [p for p in durations if (p.attributes or {}).get("otel.metric.overflow")]
+    assert len(overflow) == 1
+    assert sum(p.count for p in durations) == 2500
+    assert total(reader, sc.METRIC_TOOL_CALLS, {}) == 2500
+
+
 def test_a_counter_with_a_sequence_attribute_still_counts_every_increment() -> None:
     reader = InMemoryMetricReader()
     metrics = AgentMetrics(MeterProvider(metric_readers=[reader]))
