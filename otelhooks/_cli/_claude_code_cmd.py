@@ -14,6 +14,8 @@ import argparse
 import os
 import sys
 
+from otelhooks._cli._common import Subcommands
+
 __all__ = ["add_parser"]
 
 
@@ -49,7 +51,7 @@ def _claude_code(args: argparse.Namespace) -> int:
     return response.exit_code
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: Subcommands) -> None:
     cmd = sub.add_parser(
         "claude-code",
         help="the Claude Code hook bridge: register it for every hook event",
