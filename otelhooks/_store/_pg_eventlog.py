@@ -57,7 +57,8 @@ _COLUMNS = (
 _FIELDS = EventEntry._fields
 # each field's type, and the dedupe key's
 _TYPES = ("bigint", *("text",) * 5, "boolean", "boolean", *("text",) * 5)
-_LOCK_LOG = b"SELECT head, oldest FROM otelhooks_logs WHERE name = %s FOR UPDATE"
+_HEAD = b"SELECT head, oldest FROM otelhooks_logs WHERE name = %s"
+_LOCK_LOG = _HEAD + b" FOR UPDATE"
 _RECORDS = ", ".join(
     f"(r->>{n})::{t} AS {name}"
     for n, (name, t) in enumerate(zip((*_FIELDS, "dedupe"), _TYPES, strict=True))
@@ -208,14 +209,13 @@ class PostgresEventLog(EventLog):
         """
         if self._closed:
             raise RuntimeError(f"event log {self.name!r} is closed")
-        query = _READ.format(order="DESC" if newest else "ASC")
-        with self.store.transaction() as conn:
-            fetched = conn.execute(
-                query.encode(), {"log": self.name, "since": since, "limit": limit}
-            ).fetchall()
-        head = int(fetched[0][0]) if fetched else 0  # type: ignore[call-overload]
-        oldest = int(fetched[0][1]) if fetched else 0  # type: ignore[call-overload]
-        rows = [EventRecord(*r[2:]) for r in fetched if r[2] is not None]  # type: ignore[arg-type]
+        query = _READ.format(order="DESC" if newest else "ASC").encode()
+        # one statement: one snapshot, so the head and the records agree (no BEGIN/COMMIT)
+        params = {"log": self.name, "since": since, "limit": limit}
+        fetched = self.store.statement(query, params, read=True)
+        head = int(fetched[0][0]) if fetched else 0
+        oldest = int(fetched[0][1]) if fetched else 0
+        rows = [EventRecord(*r[2:]) for r in fetched if r[2] is not None]
         if newest:
             rows.reverse()
         return batch_from_rows(
@@ -228,11 +228,8 @@ class PostgresEventLog(EventLog):
         Raises:
             StoreUnavailable: the store cannot be read right now.
         """
-        with self.store.transaction() as conn:
-            row = conn.execute(
-                "SELECT head, oldest FROM otelhooks_logs WHERE name = %s", (self.name,)
-            ).fetchone()
-        head, oldest = (int(row[0]), int(row[1])) if row else (0, 0)  # type: ignore[call-overload]
+        rows = self.store.statement(_HEAD, (self.name,), read=True)
+        head, oldest = (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
         with self._lock:
             written, failed = self._written, self._failed
         return LogStats(head, oldest, written, self._worker.dropped + failed)

@@ -36,12 +36,15 @@ if TYPE_CHECKING:
     from otelhooks._store._pg_webindex import SharedTraceIndex
     from otelhooks.integrations.coding_agents._sessions import DropCounter
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresStore", "store_name"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SESSIONS_LOCK", "PostgresStore", "store_name"]
 
 _log = structlog.get_logger("otelhooks")
 
 # Any constant both sides agree on: the advisory lock migrations hold.
 _MIGRATION_LOCK: Final = 0x6F74_6C68_6B73
+# The advisory lock every locked change of Claude Code's session state holds (the bridge's
+# transactions in _pg_sessions.py and the functions of migration 7).
+SESSIONS_LOCK: Final = 0x6F74_6C68_6B63
 
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (
@@ -227,6 +230,37 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
         );
         """,
     ),
+    (
+        7,
+        # A turn opened (UserPromptSubmit) and closed (Stop) as one call each: the bridge's
+        # locked transaction for it (BEGIN, the lock, its statements, COMMIT: five or six round
+        # trips) run by the server. The same statements under the same lock; in READ COMMITTED
+        # each statement of a function takes its own snapshot, as each of the transaction did.
+        f"""
+        CREATE FUNCTION otelhooks_claude_code.start_operation(
+            p_session TEXT, p_operation TEXT, p_span BIGINT, p_start BIGINT, p_prompt TEXT
+        ) RETURNS SETOF otelhooks_claude_code.operations LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_advisory_xact_lock({SESSIONS_LOCK});
+            INSERT INTO otelhooks_claude_code.touched
+                VALUES (p_session, EXTRACT(EPOCH FROM clock_timestamp()))
+                ON CONFLICT (session_id) DO UPDATE SET at = EXCLUDED.at;
+            RETURN QUERY DELETE FROM otelhooks_claude_code.operations o
+                WHERE o.session_id = p_session RETURNING o.*;
+            INSERT INTO otelhooks_claude_code.operations
+                VALUES (p_session, p_operation, p_span, p_start, p_prompt);
+            DELETE FROM otelhooks_claude_code.tool_turns t WHERE t.session_id = p_session;
+        END $$;
+        CREATE FUNCTION otelhooks_claude_code.end_operation(p_session TEXT)
+        RETURNS SETOF otelhooks_claude_code.operations LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_advisory_xact_lock({SESSIONS_LOCK});
+            DELETE FROM otelhooks_claude_code.tool_turns t WHERE t.session_id = p_session;
+            RETURN QUERY DELETE FROM otelhooks_claude_code.operations o
+                WHERE o.session_id = p_session RETURNING o.*;
+        END $$;
+        """,
+    ),
 )
 SCHEMA_VERSION: Final = MIGRATIONS[-1][0]
 
@@ -338,13 +372,19 @@ class PostgresStore(Store):
             raise StoreError(self.name, _first_line(exc)) from None
 
     def statement(
-        self, sql: bytes, params: Mapping[str, object] | Sequence[object] = ()
+        self,
+        sql: bytes,
+        params: Mapping[str, object] | Sequence[object] = (),
+        *,
+        read: bool = False,
     ) -> list[tuple[Any, ...]]:
         """Run one statement in a transaction of its own and return its rows: one round trip,
         where :meth:`transaction` takes ``BEGIN``, the statements and ``COMMIT``.
 
         Not retried: a connection lost while the statement ran may or may not have committed
-        it (the caller's statement says what a second run would do).
+        it (the caller's statement says what a second run would do). A ``read`` changes
+        nothing, so a lost connection (a pooled one the server dropped as it restarted) is
+        replaced and the read run again, once, as :meth:`transaction` does at ``BEGIN``.
 
         Raises:
             StoreUnavailable: no connection in time, or the connection was lost.
@@ -355,9 +395,13 @@ class PostgresStore(Store):
 
         try:
             with self._pool.connection() as conn:
-                cursor = conn.execute(sql, params)
-                # rownumber, not description: the latter builds a Column per column each time
-                return cursor.fetchall() if cursor.rownumber is not None else []
+                try:
+                    return _rows_of(conn, sql, params)
+                except psycopg.OperationalError:
+                    if not (read and conn.broken):
+                        raise
+            with self._pool.connection() as conn:  # the pool dropped the broken one
+                return _rows_of(conn, sql, params)
         except PoolTimeout as exc:
             raise StoreUnavailable(self.name, f"no connection: {exc}") from None
         except (psycopg.OperationalError, psycopg.errors.QueryCanceled) as exc:
@@ -439,6 +483,16 @@ class PostgresStore(Store):
         if self._listener is not None:
             self._listener.close()
         self._pool.close(timeout=5.0)
+
+
+def _rows_of(
+    conn: psycopg.Connection[tuple[object, ...]],
+    sql: bytes,
+    params: Mapping[str, object] | Sequence[object],
+) -> list[tuple[Any, ...]]:
+    cursor = conn.execute(sql, params)
+    # rownumber, not description: the latter builds a Column per column each time
+    return cursor.fetchall() if cursor.rownumber is not None else []
 
 
 def _first_line(exc: BaseException) -> str:
