@@ -261,6 +261,72 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
         END $$;
         """,
     ),
+    (
+        8,
+        # A batch of an event log written in one call: the writer's transaction (BEGIN, the
+        # log row's lock, the append, COMMIT: four round trips per batch, and a hook event's
+        # record is often a batch of one) run by the server. The append is the statement
+        # after the lock, so its snapshot holds every record committed before it (the dedupe
+        # check is exact), as it was in the transaction. The records: one JSON array of
+        # arrays (EventEntry's fields, then the dedupe key), one C-encoded parameter.
+        """
+        CREATE FUNCTION otelhooks_append(p_log TEXT, p_retention BIGINT, p_rows JSON)
+        RETURNS BIGINT LANGUAGE plpgsql AS $$
+        DECLARE
+            v_head BIGINT;
+            v_oldest BIGINT;
+            v_written BIGINT;
+        BEGIN
+            SELECT l.head, l.oldest INTO v_head, v_oldest
+                FROM otelhooks_logs l WHERE l.name = p_log FOR UPDATE;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'no event log %', p_log;
+            END IF;
+            WITH i AS (
+                SELECT *, row_number() OVER (PARTITION BY dedupe ORDER BY ord) AS nth FROM (
+                    SELECT (r->>0)::bigint AS ts, (r->>1)::text AS agent,
+                        (r->>2)::text AS session, (r->>3)::text AS user_id,
+                        (r->>4)::text AS tool, (r->>5)::text AS kind,
+                        (r->>6)::boolean AS mutating, (r->>7)::boolean AS success,
+                        (r->>8)::text AS args_fp, (r->>9)::text AS detail,
+                        (r->>10)::text AS trace_id, (r->>11)::text AS span_id,
+                        (r->>12)::text AS dedupe, ord
+                    FROM json_array_elements(p_rows) WITH ORDINALITY AS j(r, ord)
+                ) x
+            ), f AS (
+                SELECT i.*, row_number() OVER (ORDER BY ord) AS k FROM i
+                WHERE dedupe IS NULL OR (nth = 1 AND NOT EXISTS (
+                    SELECT 1 FROM otelhooks_events e WHERE e.log = p_log AND e.dedupe = i.dedupe
+                ))
+            ), n AS (
+                SELECT count(*) AS c FROM f
+            ), w AS (
+                SELECT n.c, v_head + n.c AS head, GREATEST(
+                    CASE WHEN v_oldest > 0 THEN v_oldest WHEN n.c > 0 THEN v_head + 1 ELSE 0 END,
+                    v_head + n.c - p_retention + 1
+                ) AS oldest FROM n
+            ), ins AS (
+                INSERT INTO otelhooks_events (log, seq, ts, agent, session, user_id, tool, kind,
+                    mutating, success, args_fp, detail, trace_id, span_id, dedupe)
+                SELECT p_log, v_head + k, ts, agent, session, user_id, tool, kind, mutating,
+                    success, args_fp, detail, trace_id, span_id, dedupe
+                FROM f, w WHERE v_head + k >= w.oldest
+            ), u AS (
+                UPDATE otelhooks_logs SET head = w.head, oldest = w.oldest FROM w
+                WHERE name = p_log AND w.c > 0
+            ), d AS (
+                DELETE FROM otelhooks_events WHERE log = p_log AND seq < (
+                    SELECT oldest FROM w WHERE c > 0 AND oldest > GREATEST(v_oldest, 1)
+                )
+            )
+            SELECT w.c INTO v_written FROM w;
+            IF v_written > 0 THEN
+                PERFORM pg_notify('otelhooks_events', p_log);
+            END IF;
+            RETURN v_written;
+        END $$;
+        """,
+    ),
 )
 SCHEMA_VERSION: Final = MIGRATIONS[-1][0]
 
@@ -376,15 +442,15 @@ class PostgresStore(Store):
         sql: bytes,
         params: Mapping[str, object] | Sequence[object] = (),
         *,
-        read: bool = False,
+        idempotent: bool = False,
     ) -> list[tuple[Any, ...]]:
         """Run one statement in a transaction of its own and return its rows: one round trip,
         where :meth:`transaction` takes ``BEGIN``, the statements and ``COMMIT``.
 
         Not retried: a connection lost while the statement ran may or may not have committed
-        it (the caller's statement says what a second run would do). A ``read`` changes
-        nothing, so a lost connection (a pooled one the server dropped as it restarted) is
-        replaced and the read run again, once, as :meth:`transaction` does at ``BEGIN``.
+        it. An ``idempotent`` one (a read, or a write that stores nothing twice) is: on a lost
+        connection (pooled ones the server dropped as it restarted) it runs again on another,
+        up to the pool's size, where :meth:`transaction` finds a dead one at ``BEGIN``.
 
         Raises:
             StoreUnavailable: no connection in time, or the connection was lost.
@@ -393,15 +459,18 @@ class PostgresStore(Store):
         import psycopg
         from psycopg_pool import PoolTimeout
 
+        tries = self._pool.max_size + 1 if idempotent else 1
         try:
-            with self._pool.connection() as conn:
-                try:
-                    return _rows_of(conn, sql, params)
-                except psycopg.OperationalError:
-                    if not (read and conn.broken):
-                        raise
-            with self._pool.connection() as conn:  # the pool dropped the broken one
-                return _rows_of(conn, sql, params)
+            while True:
+                tries -= 1
+                with self._pool.connection() as conn:
+                    try:
+                        return _rows_of(conn, sql, params)
+                    except psycopg.OperationalError:
+                        # a pooled connection the server dropped fails at once, and the pool
+                        # discards it: the next try takes another, at last a fresh one
+                        if not (tries and conn.broken):
+                            raise
         except PoolTimeout as exc:
             raise StoreUnavailable(self.name, f"no connection: {exc}") from None
         except (psycopg.OperationalError, psycopg.errors.QueryCanceled) as exc:
