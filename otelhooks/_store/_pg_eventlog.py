@@ -2,13 +2,15 @@
 
 ``append`` hands the entry to a :class:`~otelhooks._worker.BoundedWorker`, as the SQLite log
 does; the worker's thread writes each batch in one transaction that first locks the log's row
-in ``otelhooks_logs`` (``SELECT ... FOR UPDATE``). That lock orders the writers of all
+in ``otelhooks_logs`` (``SELECT ... FOR UPDATE``): one call of ``otelhooks_append``
+(migration 8), so one round trip. That lock orders the writers of all
 instances: a transaction takes ``head + 1 ...`` only after the previous one committed, so a
 reader never sees ``seq`` N+1 while N could still appear, and a ``since`` cursor means the same
 on every instance. ``epoch`` is the log row's, the same for every instance and every restart.
 
-The commit runs ``pg_notify``; every instance's :class:`~otelhooks._store._pg_listen.Listener`
-wakes its long-polls within the notification's delivery time.
+The transaction runs ``pg_notify`` (sent at its commit); every instance's
+:class:`~otelhooks._store._pg_listen.Listener` wakes its long-polls within the notification's
+delivery time.
 
 A record of a received span carries a ``dedupe`` key (a digest of the record); a batch skips
 keys the log already holds, so an OTLP request retried on another instance after the first
@@ -40,7 +42,6 @@ from otelhooks._eventlog._model import (
 )
 from otelhooks._eventlog._signal import AppendSignal
 from otelhooks._store._errors import StoreError
-from otelhooks._store._pg_listen import CHANNEL
 from otelhooks._worker import BoundedWorker, DropReason
 
 if TYPE_CHECKING:
@@ -54,40 +55,11 @@ _COLUMNS = (
     "seq, ts, agent, session, user_id, tool, kind, mutating, success, args_fp, detail, "
     "trace_id, span_id"
 )
-_FIELDS = EventEntry._fields
-# each field's type, and the dedupe key's
-_TYPES = ("bigint", *("text",) * 5, "boolean", "boolean", *("text",) * 5)
-_LOCK_LOG = b"SELECT head, oldest FROM otelhooks_logs WHERE name = %s FOR UPDATE"
-_RECORDS = ", ".join(
-    f"(r->>{n})::{t} AS {name}"
-    for n, (name, t) in enumerate(zip((*_FIELDS, "dedupe"), _TYPES, strict=True))
-)
-# The batch's records (one JSON array of arrays: one C-encoded parameter, where COPY or arrays
-# format each value in Python) numbered after ``head`` (under the row lock the previous
-# statement took, so this statement's snapshot holds every record committed before: the dedupe
-# check is exact), the head and the retention window moved (a record already out of it is not
-# inserted), and the other instances woken: one round trip where a COPY, the head's update, the
-# trimming and the notification took one each.
-_APPEND = (
-    "WITH i AS (SELECT *, row_number() OVER (PARTITION BY dedupe ORDER BY ord) AS nth FROM "
-    f"(SELECT {_RECORDS}, ord FROM json_array_elements(%(rows)s::json) WITH ORDINALITY "
-    "AS j(r, ord)) x), "
-    "f AS (SELECT i.*, row_number() OVER (ORDER BY ord) AS k FROM i WHERE dedupe IS NULL OR "
-    "(nth = 1 AND NOT EXISTS (SELECT 1 FROM otelhooks_events e WHERE e.log = %(log)s "
-    "AND e.dedupe = i.dedupe))), "
-    "n AS (SELECT count(*) AS c FROM f), "
-    "w AS (SELECT n.c, %(head)s + n.c AS head, GREATEST(CASE WHEN %(oldest)s > 0 THEN "
-    "%(oldest)s::bigint WHEN n.c > 0 THEN %(head)s + 1 ELSE 0 END, %(head)s + n.c - "
-    "%(retention)s + 1) AS oldest FROM n), "
-    f"ins AS (INSERT INTO otelhooks_events (log, {_COLUMNS}, dedupe) "
-    f"SELECT %(log)s, %(head)s + k, {', '.join(_FIELDS)}, dedupe FROM f, w "
-    "WHERE %(head)s + k >= w.oldest), "
-    "u AS (UPDATE otelhooks_logs SET head = w.head, oldest = w.oldest FROM w "
-    "WHERE name = %(log)s AND w.c > 0), "
-    "d AS (DELETE FROM otelhooks_events WHERE log = %(log)s AND seq < (SELECT oldest FROM w "
-    "WHERE c > 0 AND oldest > GREATEST(%(oldest)s, 1))) "
-    f"SELECT w.c, (SELECT 1 FROM pg_notify('{CHANNEL}', %(log)s) WHERE w.c > 0) FROM w"
-).encode()
+_HEAD = b"SELECT head, oldest FROM otelhooks_logs WHERE name = %s"
+# The batch numbered after the log's head under its row lock, deduplicated, inserted, the head
+# and the retention window moved, the other instances woken: the function of migration 8, so
+# one round trip (the lock and the append are still two statements, run by the server).
+_APPEND = b"SELECT otelhooks_append(%s, %s, %s::json)"
 _READ = (
     "WITH h AS (SELECT head, oldest FROM otelhooks_logs WHERE name = %(log)s) "
     f"SELECT h.head, h.oldest, e.* FROM h LEFT JOIN LATERAL (SELECT {_COLUMNS} "
@@ -181,20 +153,18 @@ class PostgresEventLog(EventLog):
         return self._worker.submit(entry)
 
     def _write(self, batch: list[EventEntry]) -> None:
-        rows = json.dumps([(*entry, dedupe_key(entry)) for entry in batch])
-        params: dict[str, object] = {"log": self.name, "retention": self.retention, "rows": rows}
+        keyed = [(*entry, dedupe_key(entry)) for entry in batch]
+        # a batch whose every record carries its dedupe key stores nothing twice if run again
+        again = all(row[-1] is not None for row in keyed)
+        params = (self.name, self.retention, json.dumps(keyed))
         try:
-            with self.store.transaction() as conn:
-                row = conn.execute(_LOCK_LOG, (self.name,)).fetchone()
-                assert row is not None
-                params["head"], params["oldest"] = int(row[0]), int(row[1])  # type: ignore[call-overload]
-                written = conn.execute(_APPEND, params).fetchone()
+            written = self.store.statement(_APPEND, params, idempotent=again)
         except StoreError as exc:
             with self._lock:
                 self._failed += len(batch)
             _log.error("event log commit failed", log=self.name, records=len(batch), error=str(exc))
             return
-        fresh = int(written[0]) if written else 0  # type: ignore[call-overload]
+        fresh = int(written[0][0])
         with self._lock:
             self._written += fresh
             self._skipped += len(batch) - fresh
@@ -208,14 +178,13 @@ class PostgresEventLog(EventLog):
         """
         if self._closed:
             raise RuntimeError(f"event log {self.name!r} is closed")
-        query = _READ.format(order="DESC" if newest else "ASC")
-        with self.store.transaction() as conn:
-            fetched = conn.execute(
-                query.encode(), {"log": self.name, "since": since, "limit": limit}
-            ).fetchall()
-        head = int(fetched[0][0]) if fetched else 0  # type: ignore[call-overload]
-        oldest = int(fetched[0][1]) if fetched else 0  # type: ignore[call-overload]
-        rows = [EventRecord(*r[2:]) for r in fetched if r[2] is not None]  # type: ignore[arg-type]
+        query = _READ.format(order="DESC" if newest else "ASC").encode()
+        # one statement: one snapshot, so the head and the records agree (no BEGIN/COMMIT)
+        params = {"log": self.name, "since": since, "limit": limit}
+        fetched = self.store.statement(query, params, idempotent=True)
+        head = int(fetched[0][0]) if fetched else 0
+        oldest = int(fetched[0][1]) if fetched else 0
+        rows = [EventRecord(*r[2:]) for r in fetched if r[2] is not None]
         if newest:
             rows.reverse()
         return batch_from_rows(
@@ -228,11 +197,8 @@ class PostgresEventLog(EventLog):
         Raises:
             StoreUnavailable: the store cannot be read right now.
         """
-        with self.store.transaction() as conn:
-            row = conn.execute(
-                "SELECT head, oldest FROM otelhooks_logs WHERE name = %s", (self.name,)
-            ).fetchone()
-        head, oldest = (int(row[0]), int(row[1])) if row else (0, 0)  # type: ignore[call-overload]
+        rows = self.store.statement(_HEAD, (self.name,), idempotent=True)
+        head, oldest = (int(rows[0][0]), int(rows[0][1])) if rows else (0, 0)
         with self._lock:
             written, failed = self._written, self._failed
         return LogStats(head, oldest, written, self._worker.dropped + failed)

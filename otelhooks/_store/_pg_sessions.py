@@ -13,7 +13,9 @@ its turn, found or opened; its verdict kept; ended) are one statement each inste
 a single statement is atomic, so it needs no advisory lock, and it commits alone
 (:meth:`PostgresStore.statement`: one round trip, where a transaction takes ``BEGIN``, the lock,
 its statements and ``COMMIT``). A statement that loses a race to another instance inserting the
-same key finds nothing (its snapshot predates the other's row) and runs again.
+same key finds nothing (its snapshot predates the other's row) and runs again. A turn opened
+(``UserPromptSubmit``) or closed (``Stop``) is several statements under the lock: the server
+runs them, one call of a function of migration 7 (one round trip instead of five or six).
 
 Expiry reads the database, not one instance's memory: every turn opened or found records the
 session's last use in ``touched`` (the database's clock), and a session an instance would forget
@@ -35,6 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
+from otelhooks._store._postgres import SESSIONS_LOCK
 from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
 from otelhooks.integrations.coding_agents._state import (
     TURN_KEY,
@@ -54,7 +57,6 @@ if TYPE_CHECKING:
 __all__ = ["SESSIONS_SCHEMA", "SharedSessions"]
 
 SESSIONS_SCHEMA: Final = "otelhooks_claude_code"
-_LOCK: Final = 0x6F74_6C68_6B63
 # A race lost to another instance inserting the same key is run again, this many times at most.
 _RACES: Final = 3
 
@@ -144,6 +146,9 @@ _HAS_TOOL: Final = f"SELECT 1 FROM {_S}.tools WHERE session_id = %s AND tool_use
 _TOOL_SPAN: Final = (
     f"SELECT span_id FROM {_S}.tools WHERE session_id = %s AND tool_use_id = %s".encode()
 )
+# A turn opened and closed: the locked transactions, run by the server (migration 7).
+_START_OPERATION: Final = f"SELECT * FROM {_S}.start_operation(%s, %s, %s, %s, %s)".encode()
+_END_OPERATION: Final = f"SELECT * FROM {_S}.end_operation(%s)".encode()
 _END_TOOL: Final = (
     f"DELETE FROM {_S}.tools WHERE session_id = %s AND tool_use_id = %s RETURNING {_TOOL_COLUMNS}"
 ).encode()
@@ -224,7 +229,7 @@ class SharedSessions(ServerSessions):
         with self.store.transaction() as conn:
             conn.execute(
                 "SELECT pg_advisory_xact_lock(%s), set_config('search_path', %s, true)",
-                (_LOCK, SESSIONS_SCHEMA),
+                (SESSIONS_LOCK, SESSIONS_SCHEMA),
             )
             yield _Transaction(conn)
 
@@ -299,9 +304,20 @@ class SharedSessions(ServerSessions):
     def start_operation(
         self, session_id: str, prompt: str
     ) -> tuple[OpenOperation, OpenOperation | None]:
-        started = super().start_operation(session_id, prompt)
-        self.store.statement(_TOUCH.encode(), {"s": session_id})
-        return started
+        self._see(session_id)
+        self._hold(session_id)
+        new = OpenOperation(
+            session_id, f"op_{uuid.uuid4().hex[:16]}", new_span_id(), time.time_ns(), prompt
+        )
+        params = (session_id, new.operation_id, new.span_id, new.start_ns, prompt)
+        rows = self.store.statement(_START_OPERATION, params)
+        self._new_turn(session_id)
+        return new, OpenOperation(*rows[0]) if rows else None
+
+    def end_operation(self, session_id: str) -> OpenOperation | None:
+        rows = self.store.statement(_END_OPERATION, (session_id,))
+        self._new_turn(session_id)
+        return OpenOperation(*rows[0]) if rows else None
 
     def _forget_session(self, session_id: str, reason: str) -> bool:
         gone = {

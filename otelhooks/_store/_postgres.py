@@ -36,12 +36,15 @@ if TYPE_CHECKING:
     from otelhooks._store._pg_webindex import SharedTraceIndex
     from otelhooks.integrations.coding_agents._sessions import DropCounter
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "PostgresStore", "store_name"]
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SESSIONS_LOCK", "PostgresStore", "store_name"]
 
 _log = structlog.get_logger("otelhooks")
 
 # Any constant both sides agree on: the advisory lock migrations hold.
 _MIGRATION_LOCK: Final = 0x6F74_6C68_6B73
+# The advisory lock every locked change of Claude Code's session state holds (the bridge's
+# transactions in _pg_sessions.py and the functions of migration 7).
+SESSIONS_LOCK: Final = 0x6F74_6C68_6B63
 
 MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
     (
@@ -227,6 +230,103 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
         );
         """,
     ),
+    (
+        7,
+        # A turn opened (UserPromptSubmit) and closed (Stop) as one call each: the bridge's
+        # locked transaction for it (BEGIN, the lock, its statements, COMMIT: five or six round
+        # trips) run by the server. The same statements under the same lock; in READ COMMITTED
+        # each statement of a function takes its own snapshot, as each of the transaction did.
+        f"""
+        CREATE FUNCTION otelhooks_claude_code.start_operation(
+            p_session TEXT, p_operation TEXT, p_span BIGINT, p_start BIGINT, p_prompt TEXT
+        ) RETURNS SETOF otelhooks_claude_code.operations LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_advisory_xact_lock({SESSIONS_LOCK});
+            INSERT INTO otelhooks_claude_code.touched
+                VALUES (p_session, EXTRACT(EPOCH FROM clock_timestamp()))
+                ON CONFLICT (session_id) DO UPDATE SET at = EXCLUDED.at;
+            RETURN QUERY DELETE FROM otelhooks_claude_code.operations o
+                WHERE o.session_id = p_session RETURNING o.*;
+            INSERT INTO otelhooks_claude_code.operations
+                VALUES (p_session, p_operation, p_span, p_start, p_prompt);
+            DELETE FROM otelhooks_claude_code.tool_turns t WHERE t.session_id = p_session;
+        END $$;
+        CREATE FUNCTION otelhooks_claude_code.end_operation(p_session TEXT)
+        RETURNS SETOF otelhooks_claude_code.operations LANGUAGE plpgsql AS $$
+        BEGIN
+            PERFORM pg_advisory_xact_lock({SESSIONS_LOCK});
+            DELETE FROM otelhooks_claude_code.tool_turns t WHERE t.session_id = p_session;
+            RETURN QUERY DELETE FROM otelhooks_claude_code.operations o
+                WHERE o.session_id = p_session RETURNING o.*;
+        END $$;
+        """,
+    ),
+    (
+        8,
+        # A batch of an event log written in one call: the writer's transaction (BEGIN, the
+        # log row's lock, the append, COMMIT: four round trips per batch, and a hook event's
+        # record is often a batch of one) run by the server. The append is the statement
+        # after the lock, so its snapshot holds every record committed before it (the dedupe
+        # check is exact), as it was in the transaction. The records: one JSON array of
+        # arrays (EventEntry's fields, then the dedupe key), one C-encoded parameter.
+        """
+        CREATE FUNCTION otelhooks_append(p_log TEXT, p_retention BIGINT, p_rows JSON)
+        RETURNS BIGINT LANGUAGE plpgsql AS $$
+        DECLARE
+            v_head BIGINT;
+            v_oldest BIGINT;
+            v_written BIGINT;
+        BEGIN
+            SELECT l.head, l.oldest INTO v_head, v_oldest
+                FROM otelhooks_logs l WHERE l.name = p_log FOR UPDATE;
+            IF NOT FOUND THEN
+                RAISE EXCEPTION 'no event log %', p_log;
+            END IF;
+            WITH i AS (
+                SELECT *, row_number() OVER (PARTITION BY dedupe ORDER BY ord) AS nth FROM (
+                    SELECT (r->>0)::bigint AS ts, (r->>1)::text AS agent,
+                        (r->>2)::text AS session, (r->>3)::text AS user_id,
+                        (r->>4)::text AS tool, (r->>5)::text AS kind,
+                        (r->>6)::boolean AS mutating, (r->>7)::boolean AS success,
+                        (r->>8)::text AS args_fp, (r->>9)::text AS detail,
+                        (r->>10)::text AS trace_id, (r->>11)::text AS span_id,
+                        (r->>12)::text AS dedupe, ord
+                    FROM json_array_elements(p_rows) WITH ORDINALITY AS j(r, ord)
+                ) x
+            ), f AS (
+                SELECT i.*, row_number() OVER (ORDER BY ord) AS k FROM i
+                WHERE dedupe IS NULL OR (nth = 1 AND NOT EXISTS (
+                    SELECT 1 FROM otelhooks_events e WHERE e.log = p_log AND e.dedupe = i.dedupe
+                ))
+            ), n AS (
+                SELECT count(*) AS c FROM f
+            ), w AS (
+                SELECT n.c, v_head + n.c AS head, GREATEST(
+                    CASE WHEN v_oldest > 0 THEN v_oldest WHEN n.c > 0 THEN v_head + 1 ELSE 0 END,
+                    v_head + n.c - p_retention + 1
+                ) AS oldest FROM n
+            ), ins AS (
+                INSERT INTO otelhooks_events (log, seq, ts, agent, session, user_id, tool, kind,
+                    mutating, success, args_fp, detail, trace_id, span_id, dedupe)
+                SELECT p_log, v_head + k, ts, agent, session, user_id, tool, kind, mutating,
+                    success, args_fp, detail, trace_id, span_id, dedupe
+                FROM f, w WHERE v_head + k >= w.oldest
+            ), u AS (
+                UPDATE otelhooks_logs SET head = w.head, oldest = w.oldest FROM w
+                WHERE name = p_log AND w.c > 0
+            ), d AS (
+                DELETE FROM otelhooks_events WHERE log = p_log AND seq < (
+                    SELECT oldest FROM w WHERE c > 0 AND oldest > GREATEST(v_oldest, 1)
+                )
+            )
+            SELECT w.c INTO v_written FROM w;
+            IF v_written > 0 THEN
+                PERFORM pg_notify('otelhooks_events', p_log);
+            END IF;
+            RETURN v_written;
+        END $$;
+        """,
+    ),
 )
 SCHEMA_VERSION: Final = MIGRATIONS[-1][0]
 
@@ -338,13 +438,19 @@ class PostgresStore(Store):
             raise StoreError(self.name, _first_line(exc)) from None
 
     def statement(
-        self, sql: bytes, params: Mapping[str, object] | Sequence[object] = ()
+        self,
+        sql: bytes,
+        params: Mapping[str, object] | Sequence[object] = (),
+        *,
+        idempotent: bool = False,
     ) -> list[tuple[Any, ...]]:
         """Run one statement in a transaction of its own and return its rows: one round trip,
         where :meth:`transaction` takes ``BEGIN``, the statements and ``COMMIT``.
 
         Not retried: a connection lost while the statement ran may or may not have committed
-        it (the caller's statement says what a second run would do).
+        it. An ``idempotent`` one (a read, or a write that stores nothing twice) is: on a lost
+        connection (pooled ones the server dropped as it restarted) it runs again on another,
+        up to the pool's size, where :meth:`transaction` finds a dead one at ``BEGIN``.
 
         Raises:
             StoreUnavailable: no connection in time, or the connection was lost.
@@ -353,11 +459,18 @@ class PostgresStore(Store):
         import psycopg
         from psycopg_pool import PoolTimeout
 
+        tries = self._pool.max_size + 1 if idempotent else 1
         try:
-            with self._pool.connection() as conn:
-                cursor = conn.execute(sql, params)
-                # rownumber, not description: the latter builds a Column per column each time
-                return cursor.fetchall() if cursor.rownumber is not None else []
+            while True:
+                tries -= 1
+                with self._pool.connection() as conn:
+                    try:
+                        return _rows_of(conn, sql, params)
+                    except psycopg.OperationalError:
+                        # a pooled connection the server dropped fails at once, and the pool
+                        # discards it: the next try takes another, at last a fresh one
+                        if not (tries and conn.broken):
+                            raise
         except PoolTimeout as exc:
             raise StoreUnavailable(self.name, f"no connection: {exc}") from None
         except (psycopg.OperationalError, psycopg.errors.QueryCanceled) as exc:
@@ -439,6 +552,16 @@ class PostgresStore(Store):
         if self._listener is not None:
             self._listener.close()
         self._pool.close(timeout=5.0)
+
+
+def _rows_of(
+    conn: psycopg.Connection[tuple[object, ...]],
+    sql: bytes,
+    params: Mapping[str, object] | Sequence[object],
+) -> list[tuple[Any, ...]]:
+    cursor = conn.execute(sql, params)
+    # rownumber, not description: the latter builds a Column per column each time
+    return cursor.fetchall() if cursor.rownumber is not None else []
 
 
 def _first_line(exc: BaseException) -> str:

@@ -12,6 +12,7 @@ from otelhooks import AgentEventsConfig, EventEntry
 from otelhooks._store._base import open_store
 from otelhooks._store._pg_eventlog import PostgresEventLog
 from otelhooks._store._postgres import PostgresStore
+from tests._postgres import PostgresCluster
 
 
 def _entry(n: int, *, trace: bool = True) -> EventEntry:
@@ -195,3 +196,27 @@ def test_the_epoch_survives_reopening_the_log(pg_url: str) -> None:
     finally:
         again.close()
         second.close()
+
+
+def test_after_a_restart_reads_and_keyed_writes_run_again_on_a_fresh_connection(
+    pg_url: str, cluster: PostgresCluster
+) -> None:
+    # Each is one statement without BEGIN (whose failure told the transaction its pooled
+    # connection was dead): one that may run twice is run again on a fresh connection, once.
+    store = open_store(pg_url)
+    try:
+        log = store.event_log(AgentEventsConfig(name="restart", capacity=1_000))
+        assert log.append(_entry(0))
+        assert log.flush(30)
+        cluster.stop()
+        cluster.start()
+        assert [r.seq for r in log.read(0, 10).records] == [1]  # the pooled connection was dead
+        cluster.stop()
+        cluster.start()
+        assert log.append(_entry(1))  # its dedupe key makes it safe to run twice
+        assert log.flush(30)
+        assert log.stats().head == 2
+        assert log.lost == 0
+        log.close()
+    finally:
+        store.close()

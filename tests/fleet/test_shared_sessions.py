@@ -221,6 +221,34 @@ def test_a_tool_uses_start_keeps_its_attributes_on_another_instance(
     assert ended.turn_index == 1  # the turn's count is kept beside them
 
 
+def test_a_turn_opened_on_one_instance_is_replaced_and_closed_on_another(
+    two_stores: list[SharedSessions],
+) -> None:
+    # UserPromptSubmit and Stop: each one call of a function of the store (migration 7)
+    a, b = two_stores
+    first, previous = a.start_operation("sess-turns", "first")
+    assert previous is None
+    a.begin_tool("sess-turns", "toolu_t1", "Bash", {})
+    second, previous = b.start_operation("sess-turns", "second")
+    assert previous == first  # the turn it replaces, to be ended as interrupted
+    assert b.peek_operation("sess-turns") == second
+    # the new turn counts its tools' calls from 1 again; the session-wide index goes on
+    tool = a.begin_tool("sess-turns", "toolu_t2", "Bash", {})
+    assert (tool.turn_index, tool.call_index) == (1, 1)
+    assert tool.operation_id == second.operation_id
+    assert a.end_operation("sess-turns") == second
+    assert b.end_operation("sess-turns") is None
+    assert a.peek_operation("sess-turns") is None
+    again = b.begin_tool("sess-turns", "toolu_t3", "Bash", {})  # a turn opened for it
+    assert again.turn_index == 1
+    with a.store.transaction() as conn:
+        touched = conn.execute(
+            "SELECT count(*) FROM otelhooks_claude_code.touched WHERE session_id = %s",
+            ("sess-turns",),
+        ).fetchone()
+    assert touched == (1,)
+
+
 def test_the_locked_way_counts_a_tool_use_once_on_postgresql(
     two_stores: list[SharedSessions],
 ) -> None:

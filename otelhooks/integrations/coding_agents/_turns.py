@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from functools import partial
 from typing import Any, Literal
 
 from opentelemetry.util import types
@@ -161,21 +160,25 @@ class Turns(Part):
                 self.end(failed, "error", error, error_type=kind)
             return HookResponse()  # Claude Code ignores StopFailure's output
         # Stop hooks may keep the turn going (decision: block): they run before it ends
-        op = self.state.peek_operation(session)
-        own: dict[str, Any] = {
-            "hookEventName": name,
-            **claude_fields(payload, capture=self.capture),
-        }
-        fields = {
-            **turn_ids(session, op, op.span_id if op is not None else None),
-            "agentId": self.agent,
-            "runId": op.operation_id if op is not None else session,
-            "reason": "done",
-            "success": True,
-            "duration": (time.time_ns() - op.start_ns) / 1e9 if op is not None else 0.0,
-            "claudeCode": own,
-        }
-        complete = partial(CompleteEvent.model_validate, fields)  # built for a hook only
+
+        def complete() -> CompleteEvent:  # built for a hook only (the turn read only then)
+            op = self.state.peek_operation(session)
+            own: dict[str, Any] = {
+                "hookEventName": name,
+                **claude_fields(payload, capture=self.capture),
+            }
+            return CompleteEvent.model_validate(
+                {
+                    **turn_ids(session, op, op.span_id if op is not None else None),
+                    "agentId": self.agent,
+                    "runId": op.operation_id if op is not None else session,
+                    "reason": "done",
+                    "success": True,
+                    "duration": (time.time_ns() - op.start_ns) / 1e9 if op is not None else 0.0,
+                    "claudeCode": own,
+                }
+            )
+
         _, answers = run_hooks(self.engine, "on_complete", complete, (self.agent,))
         output, lost = combine(name, answers, agent=self.agent)
         if output.get("decision") != "block":
