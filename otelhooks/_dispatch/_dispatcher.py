@@ -28,7 +28,7 @@ from otelhooks._errors import (
     HookError,
     HookTimeoutError,
 )
-from otelhooks._hooks import Block, Hook, enqueues
+from otelhooks._hooks import Block, Hook, HookFacts, enqueues
 from otelhooks._live import Answered, HookStep, LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
@@ -79,8 +79,6 @@ class Dispatcher:
         self._calls = HookCalls(pool_size)
         # Metric attributes per (hook, outcome), built once: never mutated.
         self._attrs: dict[tuple[str, str, str, str], dict[str, str]] = {}
-        # The steps of enforcing hooks that returned, per (hook, kind, outcome): never mutated.
-        self._steps: dict[tuple[str, str, str], HookStep] = {}
         self._observers = ObserverRunner(
             self._calls,
             self._record,
@@ -115,15 +113,18 @@ class Dispatcher:
         chain = self._begin_chain(live, dry_run, call_webhooks)
         if chain is None:
             return self._end_chain(live, None)
-        call = self._calls.call_inline if inline else self._calls.call
+        calls = self._calls
         listed = not chain.call_webhooks  # control webhooks are listed, not called
         for hook in chain.hooks:
-            may_skip = chain.soft_rank or (listed and hook.action.kind == "webhook")
+            may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
             if may_skip and self._skips(chain, hook):
                 continue
             payload, started = chain.before_call(hook), time.perf_counter()
             try:
-                result = call(hook, payload)
+                if inline:
+                    result = calls.call_inline(hook, payload)
+                else:
+                    result = calls.call(hook.hook, payload)
             except Exception as exc:
                 stop = self._hook_failed(chain, hook, live, exc, started)
             else:
@@ -141,12 +142,12 @@ class Dispatcher:
             return self._end_chain(live, None)
         listed = not chain.call_webhooks
         for hook in chain.hooks:
-            may_skip = chain.soft_rank or (listed and hook.action.kind == "webhook")
+            may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
             if may_skip and self._skips(chain, hook):
                 continue
             payload, started = chain.before_call(hook), time.perf_counter()
             try:
-                result = await self._calls.acall(hook, payload)
+                result = await self._calls.acall(hook.hook, payload)
             except Exception as exc:
                 stop = self._hook_failed(chain, hook, live, exc, started)
             else:
@@ -165,25 +166,26 @@ class Dispatcher:
         notified: list[HookStep] = []
         if dry_run:
             # Notifications observe; a dry run decides only.
-            hooks = [h for h in matched if not h.notifies]
+            facts = [f for f in (h.facts for h in matched) if not f.notifies]
         else:
             hooks, live.critical = self._enqueue_notifications(live, matched, notified)
-        if not hooks:
+            facts = [h.facts for h in hooks]
+        if not facts:
             live.verdict = Verdict(matched=[h.id for h in matched], steps=notified)
             return None
-        chain = InterceptChain(live.name, live.payload(), hooks)
+        chain = InterceptChain(live.name, live.payload(), facts)
         chain.verdict.steps.extend(notified)
         chain.dry_run = dry_run
         chain.call_webhooks = call_webhooks
         return chain
 
     @staticmethod
-    def _skips(chain: InterceptChain, hook: Hook) -> bool:
+    def _skips(chain: InterceptChain, hook: HookFacts) -> bool:
         """Whether ``hook`` does not run (the loops ask only when a rule here can apply: an
         ask/defer holds the chain open, or ``hook`` is a control webhook not called)."""
         if chain.skips(hook):
             return True
-        if not chain.call_webhooks and hook.action.kind == "webhook":
+        if not chain.call_webhooks and hook.kind == "webhook":
             chain.verdict.would_call.append(hook.id)  # a control webhook: reported, not called
             return True
         return False
@@ -197,7 +199,7 @@ class Dispatcher:
         return live.verdict
 
     def _hook_returned(
-        self, chain: InterceptChain, hook: Hook, result: Any, started: float
+        self, chain: InterceptChain, hook: HookFacts, result: Any, started: float
     ) -> bool:
         if isinstance(result, Answered):  # an approval: who answered goes on the call's span
             chain.verdict.approvals.append(result.note)
@@ -212,11 +214,16 @@ class Dispatcher:
                 would=chain.permissive,
             )
         if not chain.dry_run:
-            self._record(hook, outcome, time.perf_counter() - started)
+            self._record(hook.hook, outcome, time.perf_counter() - started)
         return stop
 
     def _hook_failed(
-        self, chain: InterceptChain, hook: Hook, live: LiveEvent, exc: Exception, started: float
+        self,
+        chain: InterceptChain,
+        hook: HookFacts,
+        live: LiveEvent,
+        exc: Exception,
+        started: float,
     ) -> bool:
         if isinstance(exc, DeadlinePassed):
             problem, outcome = f"timed out after {hook.deadline_s:g}s", "timeout"
@@ -226,7 +233,7 @@ class Dispatcher:
             problem, outcome = f"{type(exc).__name__}: {exc}", "error"
         stop, outcome = chain.fail(hook, problem, outcome)
         chain.verdict.steps.append(
-            HookStep(hook.id, hook.action.kind, outcome, scrub(problem), chain.permissive)
+            HookStep(hook.id, hook.kind, outcome, scrub(problem), chain.permissive)
         )
         if outcome == "error":
             _log.warning(
@@ -237,7 +244,7 @@ class Dispatcher:
                 **live.log_ids(),
             )
         if not chain.dry_run:
-            self._record(hook, outcome, time.perf_counter() - started)
+            self._record(hook.hook, outcome, time.perf_counter() - started)
         return stop
 
     # -- observe: queued, never awaited by the runtime -------------------------------------------
@@ -363,18 +370,16 @@ class Dispatcher:
         batch)."""
         self.metrics.hook_run.record_many(durations, self._attrs_of(hook, outcome))
 
-    def _step(self, hook: Hook, outcome: str, permissive: str | None) -> HookStep:
+    @staticmethod
+    def _step(hook: HookFacts, outcome: str, permissive: str | None) -> HookStep:
         """What ``hook`` did, as a :class:`HookStep`: immutable, so the steps of an enforcing
         hook that returned are one object per hook and outcome, made once (a replay runs
         hundreds of thousands of hooks)."""
         if permissive is not None:  # what it would have done may carry any reason
-            return HookStep(hook.id, hook.action.kind, outcome, permissive=permissive)
-        key = (hook.id, hook.action.kind, outcome)
-        step = self._steps.get(key)
+            return HookStep(hook.id, hook.kind, outcome, permissive=permissive)
+        step = hook.steps.get(outcome)
         if step is None:
-            if len(self._steps) >= _ATTRS_LIMIT:
-                self._steps.clear()
-            step = self._steps[key] = HookStep(hook.id, hook.action.kind, outcome)
+            step = hook.steps[outcome] = HookStep(hook.id, hook.kind, outcome)
         return step
 
     def _attrs_of(self, hook: Hook, outcome: str) -> dict[str, str]:
