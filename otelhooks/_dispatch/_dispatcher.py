@@ -28,6 +28,7 @@ from otelhooks._errors import (
     HookError,
     HookTimeoutError,
 )
+from otelhooks._events import HookEvent
 from otelhooks._hooks import Block, Hook, HookFacts, enqueues
 from otelhooks._live import Answered, HookStep, LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
@@ -48,6 +49,14 @@ _ATTRS_LIMIT = 1024
 
 
 _log = structlog.get_logger("otelhooks")
+
+
+def _payload_ids(payload: HookEvent) -> dict[str, str]:
+    """``trace_id`` and ``span_id`` of a payload's span, for a log line (as
+    :meth:`LiveEvent.log_ids` gives them for a built payload)."""
+    if payload.traceId and payload.spanId:
+        return {"trace_id": payload.traceId, "span_id": payload.spanId}
+    return {}
 
 
 class Dispatcher:
@@ -113,6 +122,35 @@ class Dispatcher:
         chain = self._begin_chain(live, dry_run, call_webhooks)
         if chain is None:
             return self._end_chain(live, None)
+        self._run_chain(chain, live, inline)
+        return self._end_chain(live, chain)
+
+    def decide(
+        self,
+        name: str,
+        payload: HookEvent,
+        values: tuple[str, ...],
+        operation_id: str | None,
+        *,
+        call_webhooks: bool = False,
+        inline: bool = False,
+    ) -> Verdict:
+        """What the interceptors of ``name`` would decide for ``payload``: :meth:`intercept`
+        with ``dry_run=True``, for a caller that holds the payload (``HooksEngine.dry_run``),
+        so no :class:`LiveEvent` is made for it."""
+        matched = self.registry.match(name, values, operation_id=operation_id)
+        # Notifications observe; a dry run decides only.
+        facts = [f for f in (h.facts for h in matched) if not f.notifies]
+        if not facts:
+            return Verdict(matched=[h.id for h in matched])
+        chain = InterceptChain(name, payload, facts)
+        chain.dry_run = True
+        chain.call_webhooks = call_webhooks
+        self._run_chain(chain, None, inline)
+        return chain.verdict
+
+    def _run_chain(self, chain: InterceptChain, live: LiveEvent | None, inline: bool) -> None:
+        """Run the hooks of ``chain`` on this thread; ``live``: the event, for log lines."""
         calls = self._calls
         listed = not chain.call_webhooks  # control webhooks are listed, not called
         for hook in chain.hooks:
@@ -131,7 +169,6 @@ class Dispatcher:
                 stop = self._hook_returned(chain, hook, result, started)
             if stop:
                 break
-        return self._end_chain(live, chain)
 
     async def intercept_async(
         self, live: LiveEvent, *, dry_run: bool = False, call_webhooks: bool = True
@@ -221,7 +258,7 @@ class Dispatcher:
         self,
         chain: InterceptChain,
         hook: HookFacts,
-        live: LiveEvent,
+        live: LiveEvent | None,
         exc: Exception,
         started: float,
     ) -> bool:
@@ -239,9 +276,9 @@ class Dispatcher:
             _log.warning(
                 "hook failed",
                 hook_id=hook.id,
-                lifecycle_event=live.name,
+                lifecycle_event=chain.event,
                 error=scrub(str(exc)),
-                **live.log_ids(),
+                **(live.log_ids() if live is not None else _payload_ids(chain.payload)),
             )
         if not chain.dry_run:
             self._record(hook.hook, outcome, time.perf_counter() - started)
