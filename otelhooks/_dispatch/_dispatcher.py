@@ -103,26 +103,12 @@ class Dispatcher:
 
     # -- intercept: sync and async, the same rules -----------------------------------------------
 
-    def intercept(
-        self,
-        live: LiveEvent,
-        *,
-        dry_run: bool = False,
-        call_webhooks: bool = True,
-        inline: bool = False,
-    ) -> Verdict:
-        """Run the interceptors of ``live`` now, on this thread, each under its deadline.
-
-        ``dry_run``: what these hooks would decide, with no side effect beyond the hooks
-        themselves: notification webhooks are not enqueued and nothing is counted in metrics.
-        ``call_webhooks=False``: control webhooks are listed in ``Verdict.would_call`` instead
-        of called.
-        ``inline``: call sync hooks on this thread (see :meth:`._calls.HookCalls.call_inline`).
-        """
-        chain = self._begin_chain(live, dry_run, call_webhooks)
+    def intercept(self, live: LiveEvent) -> Verdict:
+        """Run the interceptors of ``live`` now, on this thread, each under its deadline."""
+        chain = self._begin_chain(live)
         if chain is None:
             return self._end_chain(live, None)
-        self._run_chain(chain, live, inline)
+        self._run_chain(chain, live, inline=False)
         return self._end_chain(live, chain)
 
     def decide(
@@ -135,9 +121,12 @@ class Dispatcher:
         call_webhooks: bool = False,
         inline: bool = False,
     ) -> Verdict:
-        """What the interceptors of ``name`` would decide for ``payload``: :meth:`intercept`
-        with ``dry_run=True``, for a caller that holds the payload (``HooksEngine.dry_run``),
-        so no :class:`LiveEvent` is made for it."""
+        """What the interceptors of ``name`` would decide for ``payload`` (``HooksEngine.dry_run``:
+        the caller holds the payload, so no :class:`LiveEvent` is made for it), with no side
+        effect beyond the hooks themselves: notification webhooks are not enqueued and nothing
+        is counted in metrics. ``call_webhooks=False``: control webhooks are listed in
+        ``Verdict.would_call`` instead of called. ``inline``: call sync hooks on this thread
+        (see :meth:`._calls.HookCalls.call_inline`)."""
         matched = self.registry.match(name, values, operation_id=operation_id)
         # Notifications observe; a dry run decides only.
         facts = [f for f in (h.facts for h in matched) if not f.notifies]
@@ -173,7 +162,8 @@ class Dispatcher:
     async def intercept_async(
         self, live: LiveEvent, *, dry_run: bool = False, call_webhooks: bool = True
     ) -> Verdict:
-        """As :meth:`intercept`, without blocking the event loop while hooks run."""
+        """As :meth:`intercept`, without blocking the event loop while hooks run; ``dry_run``
+        (``HooksEngine.adry_run``) and ``call_webhooks`` as for :meth:`decide`."""
         chain = self._begin_chain(live, dry_run, call_webhooks)
         if chain is None:
             return self._end_chain(live, None)
