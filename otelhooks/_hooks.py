@@ -19,8 +19,18 @@ from otelhooks._matchers import Matcher, compile_matcher
 
 if TYPE_CHECKING:
     from otelhooks._actions._webhook_delivery import WebhookDeliverer
+    from otelhooks._live import HookStep
 
-__all__ = ["ACTION_KINDS", "HOOK_MODES", "Action", "Block", "Enqueueing", "Hook", "enqueues"]
+__all__ = [
+    "ACTION_KINDS",
+    "HOOK_MODES",
+    "Action",
+    "Block",
+    "Enqueueing",
+    "Hook",
+    "HookFacts",
+    "enqueues",
+]
 
 ACTION_KINDS = ("handler", "command", "script", "plugin", "webhook", "approval", "budget")
 HOOK_MODES = ("enforce", "permissive", "disabled")  # the names of IBM's MCP ContextForge gateway
@@ -270,3 +280,48 @@ class Hook(BaseModel):
     def intercepts(self) -> bool:
         """Runs inline, before the action, and may change or block it."""
         return self._spec.intercept
+
+    @cached_property
+    def facts(self) -> HookFacts:
+        """What the intercept chain reads of this hook on every run, as one plain object."""
+        return HookFacts(self)
+
+
+class HookFacts:
+    """What the intercept chain reads of a hook on every run, made once per hook (the hook is
+    frozen and its action bound once): plain slots, because every attribute read of the
+    pydantic :class:`Hook` takes the model's ``__getattr__`` road, and a replay runs hundreds of
+    thousands of hooks.
+
+    ``call``: what a call on the caller's thread calls (:attr:`Hook.inline`, else the action);
+    ``steps``: the :class:`~otelhooks._live.HookStep` of each outcome of an enforcing run that
+    returned, shared (they are immutable) and filled by the dispatcher.
+    """
+
+    __slots__ = (
+        "blocks_on_error",
+        "call",
+        "deadline_s",
+        "hook",
+        "id",
+        "intercept",
+        "is_async",
+        "kind",
+        "notifies",
+        "permissive",
+        "steps",
+    )
+
+    def __init__(self, hook: Hook) -> None:
+        action = hook.action
+        self.hook = hook
+        self.id = hook.id
+        self.kind: str = action.kind
+        self.permissive = hook.mode == "permissive"
+        self.intercept = hook.intercept
+        self.blocks_on_error = hook.error_policy == "block"
+        self.deadline_s = hook.deadline_s
+        self.is_async = action.is_async
+        self.notifies = hook.notifies
+        self.call: Callable[[HookEvent], Any] = hook.inline or action
+        self.steps: dict[str, HookStep] = {}

@@ -5,6 +5,7 @@ ran)."""
 from __future__ import annotations
 
 import asyncio
+import pickle
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -136,3 +137,17 @@ def test_deny_returns_true_and_is_seen_on_the_event() -> None:
     assert event.deny("no") is True
     assert event.denied
     assert event.mock("fake") is None
+
+
+def test_what_hooks_marked_stays_out_of_the_payloads_data() -> None:
+    # The marks are the chain's bookkeeping, not event data: never dumped, not compared, kept
+    # by a pickled copy, fresh on a payload validated again from its dump.
+    fields = {"toolCallId": "c", "identifier": "shell", "apiName": "rm", "eventId": "e"}
+    denied, plain = ToolCallEvent(**fields, timestamp=1), ToolCallEvent(**fields, timestamp=1)
+    assert denied.deny("no") is True
+    assert denied.model_dump() == plain.model_dump()
+    assert "_marks" not in denied.model_dump_json()
+    assert denied == plain
+    assert pickle.loads(pickle.dumps(denied)).denied
+    assert not ToolCallEvent.model_validate(denied.model_dump()).denied
+    assert not plain.denied

@@ -35,7 +35,7 @@ from typing import Any
 from otelhooks._actions._handler import HandlerAction
 from otelhooks._errors import DeadlinePassed, HookCapacityError
 from otelhooks._events import HookEvent
-from otelhooks._hooks import Hook
+from otelhooks._hooks import Hook, HookFacts
 
 __all__ = ["MAX_ABANDONED", "HookCalls", "waited_within"]
 
@@ -185,7 +185,7 @@ class HookCalls:
             )
         return mine
 
-    def call_inline(self, hook: Hook, payload: HookEvent) -> Any:
+    def call_inline(self, hook: HookFacts, payload: HookEvent) -> Any:
         """Call a sync hook on this thread and judge its deadline after it returns.
 
         The verdict is the one the pooled call gives for every hook that returns (one past its
@@ -194,18 +194,16 @@ class HookCalls:
         A hook that never returns blocks the caller: only for callers that accept that.
         Commands and webhooks enforce their own timeouts either way.
         """
-        action = hook.action
-        if action.is_async:
-            return self.call(hook, payload)
-        # What the observer worker calls for it too (a Python handler: its function, one frame
-        # less); a command or a control webhook bounds its own time.
-        fn = hook.inline or action
+        if hook.is_async:
+            return self.call(hook.hook, payload)
         started = time.perf_counter()
         # In a copy of the context, as in the pool: a hook's context variables stay its own.
-        result = contextvars.copy_context().run(fn, payload)
+        # ``hook.call``: what the observer worker calls for it too (a Python handler: its
+        # function, one frame less); a command or a control webhook bounds its own time.
+        result = contextvars.copy_context().run(hook.call, payload)
         # A sync callable's coroutine (the payload itself, or None, never is).
         if result is not None and result is not payload and inspect.isawaitable(result):
-            return self.run_coroutine(hook, result)
+            return self.run_coroutine(hook.hook, result)
         if time.perf_counter() - started > hook.deadline_s:
             raise DeadlinePassed
         return result

@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from otelhooks._events import HookEvent, ToolCallEvent
 from otelhooks._events._marks import ToolCallMarks
-from otelhooks._hooks import Block, Hook
+from otelhooks._hooks import Block, HookFacts
 from otelhooks._live import Verdict
 from otelhooks._redact import scrub
 
@@ -52,7 +52,9 @@ DEFAULT_BLOCK_REASONS: dict[str, str] = {
 
 
 class InterceptChain:
-    """State of one intercept dispatch: feed it each hook's result with :meth:`apply`."""
+    """State of one intercept dispatch: feed it each hook's result with :meth:`apply`.
+
+    It reads each hook through its :class:`~otelhooks._hooks.HookFacts` (``Hook.facts``)."""
 
     __slots__ = (
         "call_webhooks",
@@ -66,7 +68,7 @@ class InterceptChain:
         "verdict",
     )
 
-    def __init__(self, event: str, payload: HookEvent, hooks: list[Hook]) -> None:
+    def __init__(self, event: str, payload: HookEvent, hooks: list[HookFacts]) -> None:
         self.hooks = hooks
         self.event = event
         self.verdict = Verdict(payload=payload, matched=[h.id for h in hooks])
@@ -85,21 +87,21 @@ class InterceptChain:
         self.verdict.payload = payload
         self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
 
-    def skips(self, hook: Hook) -> bool:
+    def skips(self, hook: HookFacts) -> bool:
         """Whether ``hook`` no longer runs: after an ask/defer block only commands do."""
-        return self.soft_rank > 0 and hook.action.kind != "command"
+        return self.soft_rank > 0 and hook.kind != "command"
 
     @property
     def payload(self) -> HookEvent:
         assert self.verdict.payload is not None
         return self.verdict.payload
 
-    def before_call(self, hook: Hook) -> HookEvent:
+    def before_call(self, hook: HookFacts) -> HookEvent:
         """The payload to hand to ``hook`` (marking who may mock); a permissive hook's own copy."""
         payload = self.verdict.payload
         assert payload is not None
         self.permissive = None
-        if hook.mode == "permissive":
+        if hook.permissive:
             payload = self.scratch = _scratch_copy(payload)
             if isinstance(payload, ToolCallEvent):
                 payload._marks.current_hook = hook.id
@@ -107,9 +109,9 @@ class InterceptChain:
             self.marks.current_hook = hook.id
         return payload
 
-    def apply(self, hook: Hook, result: Any) -> tuple[bool, str]:
+    def apply(self, hook: HookFacts, result: Any) -> tuple[bool, str]:
         """Apply a handler's return value. Returns (stop, outcome)."""
-        if hook.mode == "permissive":
+        if hook.permissive:
             return False, self._would(hook, result)
         payload = self.verdict.payload
         assert payload is not None
@@ -144,7 +146,7 @@ class InterceptChain:
         self.verdict.rewritten_by.append(hook.id)
         return False, "rewritten"
 
-    def fail(self, hook: Hook, problem: str, outcome: str = "error") -> tuple[bool, str]:
+    def fail(self, hook: HookFacts, problem: str, outcome: str = "error") -> tuple[bool, str]:
         """Record a failed hook and apply its ``on_error`` policy. Known secrets in ``problem``
         are scrubbed: it goes on the span (``otelhooks.hook.errors``) and maybe into a block reason.
 
@@ -153,9 +155,9 @@ class InterceptChain:
         """
         problem = scrub(problem)
         self.verdict.errors.append(f"{hook.id}: {problem}")
-        if hook.mode == "permissive":  # rule 7: it had only a copy, and it never blocks
+        if hook.permissive:  # rule 7: it had only a copy, and it never blocks
             self.scratch = None
-            block = hook.error_policy == "block"
+            block = hook.blocks_on_error
             self.permissive = f"error: would block: {problem}" if block else f"error: {problem}"
             return False, outcome
         payload, marks = self.payload, self.marks
@@ -168,13 +170,13 @@ class InterceptChain:
                 self._block(hook, marks.deny_reason)
                 self.soft_rank = 0
                 return True, outcome
-        if hook.error_policy == "block":
+        if hook.blocks_on_error:
             self._block(hook, f"hook {hook.id} failed: {problem}")
             self.soft_rank = 0
             return True, outcome
         return False, outcome
 
-    def _would(self, hook: Hook, result: Any) -> str:
+    def _would(self, hook: HookFacts, result: Any) -> str:
         """Rule 7: what a permissive hook's result would do, recorded in ``permissive``; returns
         the outcome it would have had."""
         scratch, self.scratch = self.scratch, None
@@ -205,7 +207,7 @@ class InterceptChain:
         self.permissive = "rewrite"
         return "rewritten"
 
-    def _block(self, hook: Hook, reason: str | None) -> bool:
+    def _block(self, hook: HookFacts, reason: str | None) -> bool:
         self.verdict.blocked = True
         # A reason may be a command's stderr: it reaches the span, the agent and the event log.
         reason = scrub(reason) if reason else None

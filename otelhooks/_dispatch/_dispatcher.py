@@ -28,7 +28,8 @@ from otelhooks._errors import (
     HookError,
     HookTimeoutError,
 )
-from otelhooks._hooks import Block, Hook, enqueues
+from otelhooks._events import HookEvent
+from otelhooks._hooks import Block, Hook, HookFacts, enqueues
 from otelhooks._live import Answered, HookStep, LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
@@ -48,6 +49,14 @@ _ATTRS_LIMIT = 1024
 
 
 _log = structlog.get_logger("otelhooks")
+
+
+def _payload_ids(payload: HookEvent) -> dict[str, str]:
+    """``trace_id`` and ``span_id`` of a payload's span, for a log line (as
+    :meth:`LiveEvent.log_ids` gives them for a built payload)."""
+    if payload.traceId and payload.spanId:
+        return {"trace_id": payload.traceId, "span_id": payload.spanId}
+    return {}
 
 
 class Dispatcher:
@@ -79,8 +88,6 @@ class Dispatcher:
         self._calls = HookCalls(pool_size)
         # Metric attributes per (hook, outcome), built once: never mutated.
         self._attrs: dict[tuple[str, str, str, str], dict[str, str]] = {}
-        # The steps of enforcing hooks that returned, per (hook, kind, outcome): never mutated.
-        self._steps: dict[tuple[str, str, str], HookStep] = {}
         self._observers = ObserverRunner(
             self._calls,
             self._record,
@@ -96,57 +103,78 @@ class Dispatcher:
 
     # -- intercept: sync and async, the same rules -----------------------------------------------
 
-    def intercept(
-        self,
-        live: LiveEvent,
-        *,
-        dry_run: bool = False,
-        call_webhooks: bool = True,
-        inline: bool = False,
-    ) -> Verdict:
-        """Run the interceptors of ``live`` now, on this thread, each under its deadline.
-
-        ``dry_run``: what these hooks would decide, with no side effect beyond the hooks
-        themselves: notification webhooks are not enqueued and nothing is counted in metrics.
-        ``call_webhooks=False``: control webhooks are listed in ``Verdict.would_call`` instead
-        of called.
-        ``inline``: call sync hooks on this thread (see :meth:`._calls.HookCalls.call_inline`).
-        """
-        chain = self._begin_chain(live, dry_run, call_webhooks)
+    def intercept(self, live: LiveEvent) -> Verdict:
+        """Run the interceptors of ``live`` now, on this thread, each under its deadline."""
+        chain = self._begin_chain(live)
         if chain is None:
             return self._end_chain(live, None)
-        call = self._calls.call_inline if inline else self._calls.call
+        self._run_chain(chain, live, inline=False)
+        return self._end_chain(live, chain)
+
+    def decide(
+        self,
+        name: str,
+        payload: HookEvent,
+        values: tuple[str, ...],
+        operation_id: str | None,
+        *,
+        call_webhooks: bool = False,
+        inline: bool = False,
+    ) -> Verdict:
+        """What the interceptors of ``name`` would decide for ``payload`` (``HooksEngine.dry_run``:
+        the caller holds the payload, so no :class:`LiveEvent` is made for it), with no side
+        effect beyond the hooks themselves: notification webhooks are not enqueued and nothing
+        is counted in metrics. ``call_webhooks=False``: control webhooks are listed in
+        ``Verdict.would_call`` instead of called. ``inline``: call sync hooks on this thread
+        (see :meth:`._calls.HookCalls.call_inline`)."""
+        matched = self.registry.match(name, values, operation_id=operation_id)
+        # Notifications observe; a dry run decides only.
+        facts = [f for f in (h.facts for h in matched) if not f.notifies]
+        if not facts:
+            return Verdict(matched=[h.id for h in matched])
+        chain = InterceptChain(name, payload, facts)
+        chain.dry_run = True
+        chain.call_webhooks = call_webhooks
+        self._run_chain(chain, None, inline)
+        return chain.verdict
+
+    def _run_chain(self, chain: InterceptChain, live: LiveEvent | None, inline: bool) -> None:
+        """Run the hooks of ``chain`` on this thread; ``live``: the event, for log lines."""
+        calls = self._calls
         listed = not chain.call_webhooks  # control webhooks are listed, not called
         for hook in chain.hooks:
-            may_skip = chain.soft_rank or (listed and hook.action.kind == "webhook")
+            may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
             if may_skip and self._skips(chain, hook):
                 continue
             payload, started = chain.before_call(hook), time.perf_counter()
             try:
-                result = call(hook, payload)
+                if inline:
+                    result = calls.call_inline(hook, payload)
+                else:
+                    result = calls.call(hook.hook, payload)
             except Exception as exc:
                 stop = self._hook_failed(chain, hook, live, exc, started)
             else:
                 stop = self._hook_returned(chain, hook, result, started)
             if stop:
                 break
-        return self._end_chain(live, chain)
 
     async def intercept_async(
         self, live: LiveEvent, *, dry_run: bool = False, call_webhooks: bool = True
     ) -> Verdict:
-        """As :meth:`intercept`, without blocking the event loop while hooks run."""
+        """As :meth:`intercept`, without blocking the event loop while hooks run; ``dry_run``
+        (``HooksEngine.adry_run``) and ``call_webhooks`` as for :meth:`decide`."""
         chain = self._begin_chain(live, dry_run, call_webhooks)
         if chain is None:
             return self._end_chain(live, None)
         listed = not chain.call_webhooks
         for hook in chain.hooks:
-            may_skip = chain.soft_rank or (listed and hook.action.kind == "webhook")
+            may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
             if may_skip and self._skips(chain, hook):
                 continue
             payload, started = chain.before_call(hook), time.perf_counter()
             try:
-                result = await self._calls.acall(hook, payload)
+                result = await self._calls.acall(hook.hook, payload)
             except Exception as exc:
                 stop = self._hook_failed(chain, hook, live, exc, started)
             else:
@@ -165,25 +193,26 @@ class Dispatcher:
         notified: list[HookStep] = []
         if dry_run:
             # Notifications observe; a dry run decides only.
-            hooks = [h for h in matched if not h.notifies]
+            facts = [f for f in (h.facts for h in matched) if not f.notifies]
         else:
             hooks, live.critical = self._enqueue_notifications(live, matched, notified)
-        if not hooks:
+            facts = [h.facts for h in hooks]
+        if not facts:
             live.verdict = Verdict(matched=[h.id for h in matched], steps=notified)
             return None
-        chain = InterceptChain(live.name, live.payload(), hooks)
+        chain = InterceptChain(live.name, live.payload(), facts)
         chain.verdict.steps.extend(notified)
         chain.dry_run = dry_run
         chain.call_webhooks = call_webhooks
         return chain
 
     @staticmethod
-    def _skips(chain: InterceptChain, hook: Hook) -> bool:
+    def _skips(chain: InterceptChain, hook: HookFacts) -> bool:
         """Whether ``hook`` does not run (the loops ask only when a rule here can apply: an
         ask/defer holds the chain open, or ``hook`` is a control webhook not called)."""
         if chain.skips(hook):
             return True
-        if not chain.call_webhooks and hook.action.kind == "webhook":
+        if not chain.call_webhooks and hook.kind == "webhook":
             chain.verdict.would_call.append(hook.id)  # a control webhook: reported, not called
             return True
         return False
@@ -197,7 +226,7 @@ class Dispatcher:
         return live.verdict
 
     def _hook_returned(
-        self, chain: InterceptChain, hook: Hook, result: Any, started: float
+        self, chain: InterceptChain, hook: HookFacts, result: Any, started: float
     ) -> bool:
         if isinstance(result, Answered):  # an approval: who answered goes on the call's span
             chain.verdict.approvals.append(result.note)
@@ -212,11 +241,16 @@ class Dispatcher:
                 would=chain.permissive,
             )
         if not chain.dry_run:
-            self._record(hook, outcome, time.perf_counter() - started)
+            self._record(hook.hook, outcome, time.perf_counter() - started)
         return stop
 
     def _hook_failed(
-        self, chain: InterceptChain, hook: Hook, live: LiveEvent, exc: Exception, started: float
+        self,
+        chain: InterceptChain,
+        hook: HookFacts,
+        live: LiveEvent | None,
+        exc: Exception,
+        started: float,
     ) -> bool:
         if isinstance(exc, DeadlinePassed):
             problem, outcome = f"timed out after {hook.deadline_s:g}s", "timeout"
@@ -226,18 +260,18 @@ class Dispatcher:
             problem, outcome = f"{type(exc).__name__}: {exc}", "error"
         stop, outcome = chain.fail(hook, problem, outcome)
         chain.verdict.steps.append(
-            HookStep(hook.id, hook.action.kind, outcome, scrub(problem), chain.permissive)
+            HookStep(hook.id, hook.kind, outcome, scrub(problem), chain.permissive)
         )
         if outcome == "error":
             _log.warning(
                 "hook failed",
                 hook_id=hook.id,
-                lifecycle_event=live.name,
+                lifecycle_event=chain.event,
                 error=scrub(str(exc)),
-                **live.log_ids(),
+                **(live.log_ids() if live is not None else _payload_ids(chain.payload)),
             )
         if not chain.dry_run:
-            self._record(hook, outcome, time.perf_counter() - started)
+            self._record(hook.hook, outcome, time.perf_counter() - started)
         return stop
 
     # -- observe: queued, never awaited by the runtime -------------------------------------------
@@ -363,18 +397,16 @@ class Dispatcher:
         batch)."""
         self.metrics.hook_run.record_many(durations, self._attrs_of(hook, outcome))
 
-    def _step(self, hook: Hook, outcome: str, permissive: str | None) -> HookStep:
+    @staticmethod
+    def _step(hook: HookFacts, outcome: str, permissive: str | None) -> HookStep:
         """What ``hook`` did, as a :class:`HookStep`: immutable, so the steps of an enforcing
         hook that returned are one object per hook and outcome, made once (a replay runs
         hundreds of thousands of hooks)."""
         if permissive is not None:  # what it would have done may carry any reason
-            return HookStep(hook.id, hook.action.kind, outcome, permissive=permissive)
-        key = (hook.id, hook.action.kind, outcome)
-        step = self._steps.get(key)
+            return HookStep(hook.id, hook.kind, outcome, permissive=permissive)
+        step = hook.steps.get(outcome)
         if step is None:
-            if len(self._steps) >= _ATTRS_LIMIT:
-                self._steps.clear()
-            step = self._steps[key] = HookStep(hook.id, hook.action.kind, outcome)
+            step = hook.steps[outcome] = HookStep(hook.id, hook.kind, outcome)
         return step
 
     def _attrs_of(self, hook: Hook, outcome: str) -> dict[str, str]:

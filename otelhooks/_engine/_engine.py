@@ -289,11 +289,17 @@ class HooksEngine:
         judges their deadlines when they return: the same verdict, many times faster for bulk
         callers (replay), but a hook that never returns blocks the caller.
         """
-        live = self._live(event, payload, values, operation_id)
-        if not EVENTS[live.name].intercept:
-            return Verdict(payload=live.payload())
-        return self._dispatcher.intercept(
-            live, dry_run=True, call_webhooks=call_webhooks, inline=inline
+        spec, _ = resolve_event(event)
+        model = payload if isinstance(payload, HookEvent) else spec.payload.model_validate(payload)
+        if not spec.intercept:
+            return Verdict(payload=model)
+        return self._dispatcher.decide(
+            spec.name,
+            model,
+            values if values is not None else matcher_values(model),
+            operation_id if operation_id is not None else model.operationId,
+            call_webhooks=call_webhooks,
+            inline=inline,
         )
 
     async def adry_run(

@@ -9,9 +9,10 @@ kept equal, so a user of either system reads the names they know.
 from __future__ import annotations
 
 import json
+from functools import cached_property
 from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from otelhooks._events._marks import ToolCallMarks
 from otelhooks._events._spend import CostTotals, RunningSpend
@@ -337,9 +338,16 @@ class ToolCallEvent(_ToolContext):
 
     event: Literal["before_tool_call"] = "before_tool_call"
     spend: RunningSpend | None = None
-    # One plain object, which the intercept chain holds and reads per hook: a pydantic private
-    # attribute is read through the model's ``__getattr__``, dear on every hook of a replay.
-    _marks: ToolCallMarks = PrivateAttr(default_factory=ToolCallMarks)
+
+    @cached_property
+    def _marks(self) -> ToolCallMarks:
+        """What the hooks of its chain did to it, made on first use. Not a pydantic private
+        attribute, which pydantic initialises on every payload built and reads through the
+        model's ``__getattr__``: ``functools.cached_property`` keeps it in the instance's
+        ``__dict__``, which pydantic leaves out of fields, dumps and equality (a shallow
+        ``model_copy`` shares it, as it shared the private attribute: the chain gives its
+        copies marks of their own)."""
+        return ToolCallMarks()
 
     def deny(self, reason: str | None = None) -> bool:
         """Refuse the tool call: it does not run, and the agent is told ``reason`` (LobeHub's

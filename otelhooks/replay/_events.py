@@ -214,6 +214,12 @@ def _tool_events(
     if isinstance(parent, str) and parent:
         # as recorded live: the id of the step (or turn) the call belongs to
         common["assistantMessageId"] = f"msg_{parent}"
+    # The kernel's names for the same facts, given as the model's validator would set them
+    # (toolInput is set by it: it is the arguments' own dict), so building the payload is one
+    # validation with no assignment after it.
+    common["toolName"] = api
+    if "operationId" in common:
+        common["runId"] = common["operationId"]
     raw_args = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
     # Without capture the arguments are unknown, unless their size says they were "{}".
     has_args = raw_args is not None or attrs.get(sc.TOOL_ARGS_SIZE) == _EMPTY_ARGS_SIZE
@@ -229,7 +235,7 @@ def _tool_events(
         span,
         facts,
         "before_tool_call",
-        lambda: ToolCallEvent(**common, args=_arguments(raw_args)),
+        lambda: ToolCallEvent.model_validate({**common, "args": _arguments(raw_args)}),
         values,
         recorded,
         subject,
@@ -263,7 +269,7 @@ def _tool_events(
         span,
         facts,
         "tool_result_persist",
-        lambda: ToolResultPersistEvent(**persist_fields),
+        lambda: ToolResultPersistEvent.model_validate(persist_fields),
         values,
         persisted,
         subject,
