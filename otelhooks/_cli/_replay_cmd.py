@@ -11,6 +11,7 @@ import argparse
 import os
 import sys
 
+from otelhooks._cli._common import Subcommands
 from otelhooks._errors import ConfigError
 
 __all__ = ["add_parser"]
@@ -74,7 +75,7 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: Subcommands) -> None:
     cmd = sub.add_parser(
         "replay",
         help="test a hook policy against recorded agent runs",

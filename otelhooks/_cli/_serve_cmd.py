@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from types import FrameType
 
+from otelhooks._cli._common import Subcommands
 from otelhooks._errors import ConfigError
 from otelhooks._eventlog._guard import DEFAULT_HEADER_TIMEOUT_S
 from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS
@@ -95,7 +96,7 @@ def _positive(kind: type[int] | type[float]) -> Callable[[str], float]:
     return parse
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: Subcommands) -> None:
     serve = sub.add_parser(
         "serve",
         help="serve the agent event log (GET /v1/events) and receive OTLP spans",

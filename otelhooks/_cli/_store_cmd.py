@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from otelhooks._cli._common import Subcommands
+
 __all__ = ["add_parser"]
 
 
@@ -34,7 +36,7 @@ def _migrate(args: argparse.Namespace) -> int:
         store.close()
 
 
-def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_parser(sub: Subcommands) -> None:
     from otelhooks._cli import help_of
 
     store = sub.add_parser("store", help="the shared state store of otelhooks serve")
