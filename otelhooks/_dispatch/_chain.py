@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from otelhooks._events import HookEvent, ToolCallEvent
 from otelhooks._events._marks import ToolCallMarks
 from otelhooks._hooks import Block, HookFacts
-from otelhooks._live import Verdict
+from otelhooks._live import Answered, HookStep, Verdict
 from otelhooks._redact import scrub
 
 __all__ = ["DEFAULT_BLOCK_REASONS", "InterceptChain"]
@@ -110,9 +110,28 @@ class InterceptChain:
         return payload
 
     def apply(self, hook: HookFacts, result: Any) -> tuple[bool, str]:
-        """Apply a handler's return value. Returns (stop, outcome)."""
+        """Apply a handler's return value and record the hook's step. Returns (stop, outcome)."""
+        verdict = self.verdict
+        if isinstance(result, Answered):  # an approval: who answered goes on the call's span
+            verdict.approvals.append(result.note)
+            result = result.result
         if hook.permissive:
-            return False, self._would(hook, result)
+            outcome = self._would(hook, result)
+            verdict.steps.append(HookStep(hook.id, hook.kind, outcome, permissive=self.permissive))
+            return False, outcome
+        marks = self.marks
+        # The common case, one frame per hook: it allowed (rule 2) and left no mark (rule 4).
+        if (result is verdict.payload or (result is None and not hook.intercept)) and (
+            marks is None or not (marks.denied or marks.mock is not None)
+        ):
+            verdict.steps.append(hook.steps["ok"])
+            return False, "ok"
+        stop, outcome = self._enforce(hook, result)
+        verdict.steps.append(hook.steps[outcome])
+        return stop, outcome
+
+    def _enforce(self, hook: HookFacts, result: Any) -> tuple[bool, str]:
+        """Rules 2-6 for an enforcing hook's return value. Returns (stop, outcome)."""
         payload = self.verdict.payload
         assert payload is not None
         marks = self.marks

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -30,7 +30,7 @@ from otelhooks._errors import (
 )
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Block, Hook, HookFacts, enqueues
-from otelhooks._live import Answered, HookStep, LiveEvent, Verdict
+from otelhooks._live import HookStep, LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
 
@@ -155,7 +155,9 @@ class Dispatcher:
             except Exception as exc:
                 stop = self._hook_failed(chain, hook, live, exc, started)
             else:
-                stop = self._hook_returned(chain, hook, result, started)
+                stop, outcome = chain.apply(hook, result)
+                if not chain.dry_run:
+                    self._count_returned(chain, hook, outcome, started)
             if stop:
                 break
 
@@ -178,7 +180,9 @@ class Dispatcher:
             except Exception as exc:
                 stop = self._hook_failed(chain, hook, live, exc, started)
             else:
-                stop = self._hook_returned(chain, hook, result, started)
+                stop, outcome = chain.apply(hook, result)
+                if not chain.dry_run:
+                    self._count_returned(chain, hook, outcome, started)
             if stop:
                 break
         return self._end_chain(live, chain)
@@ -225,24 +229,19 @@ class Dispatcher:
             live.verdict = Verdict()
         return live.verdict
 
-    def _hook_returned(
-        self, chain: InterceptChain, hook: HookFacts, result: Any, started: float
-    ) -> bool:
-        if isinstance(result, Answered):  # an approval: who answered goes on the call's span
-            chain.verdict.approvals.append(result.note)
-            result = result.result
-        stop, outcome = chain.apply(hook, result)
-        chain.verdict.steps.append(self._step(hook, outcome, chain.permissive))
-        if chain.permissive not in (None, "allow") and not chain.dry_run:  # replay reports it
+    def _count_returned(
+        self, chain: InterceptChain, hook: HookFacts, outcome: str, started: float
+    ) -> None:
+        """A live chain's account of a hook that returned (a dry run counts nothing and its
+        caller reports what a permissive hook would have done)."""
+        if chain.permissive not in (None, "allow"):
             _log.info(
                 "permissive hook not enforced",
                 hook_id=hook.id,
                 lifecycle_event=chain.event,
                 would=chain.permissive,
             )
-        if not chain.dry_run:
-            self._record(hook.hook, outcome, time.perf_counter() - started)
-        return stop
+        self._record(hook.hook, outcome, time.perf_counter() - started)
 
     def _hook_failed(
         self,
@@ -396,18 +395,6 @@ class Dispatcher:
         """Count invocations of ``hook`` that ran for ``durations`` (the observer worker's
         batch)."""
         self.metrics.hook_run.record_many(durations, self._attrs_of(hook, outcome))
-
-    @staticmethod
-    def _step(hook: HookFacts, outcome: str, permissive: str | None) -> HookStep:
-        """What ``hook`` did, as a :class:`HookStep`: immutable, so the steps of an enforcing
-        hook that returned are one object per hook and outcome, made once (a replay runs
-        hundreds of thousands of hooks)."""
-        if permissive is not None:  # what it would have done may carry any reason
-            return HookStep(hook.id, hook.kind, outcome, permissive=permissive)
-        step = hook.steps.get(outcome)
-        if step is None:
-            step = hook.steps[outcome] = HookStep(hook.id, hook.kind, outcome)
-        return step
 
     def _attrs_of(self, hook: Hook, outcome: str) -> dict[str, str]:
         kind = hook.action.kind
