@@ -129,7 +129,7 @@ class Dispatcher:
         (see :meth:`._calls.HookCalls.call_inline`)."""
         matched = self.registry.match(name, values, operation_id=operation_id)
         # Notifications observe; a dry run decides only.
-        facts = [f for f in (h.facts for h in matched) if not f.notifies]
+        facts = [f for h in matched if not (f := h.facts).notifies]
         if not facts:
             return Verdict(matched=[h.id for h in matched])
         chain = InterceptChain(name, payload, facts)
@@ -197,7 +197,7 @@ class Dispatcher:
         notified: list[HookStep] = []
         if dry_run:
             # Notifications observe; a dry run decides only.
-            facts = [f for f in (h.facts for h in matched) if not f.notifies]
+            facts = [f for h in matched if not (f := h.facts).notifies]
         else:
             hooks, live.critical = self._enqueue_notifications(live, matched, notified)
             facts = [h.facts for h in hooks]
