@@ -146,7 +146,8 @@ class Dispatcher:
             may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
             if may_skip and self._skips(chain, hook):
                 continue
-            payload, started = chain.before_call(hook), time.perf_counter()
+            payload = chain.scratch_for(hook) if hook.permissive else chain.payload
+            started = time.perf_counter()
             try:
                 if inline:
                     result = calls.call_inline(hook, payload)
@@ -174,7 +175,8 @@ class Dispatcher:
             may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
             if may_skip and self._skips(chain, hook):
                 continue
-            payload, started = chain.before_call(hook), time.perf_counter()
+            payload = chain.scratch_for(hook) if hook.permissive else chain.payload
+            started = time.perf_counter()
             try:
                 result = await self._calls.acall(hook.hook, payload)
             except Exception as exc:
@@ -234,7 +236,7 @@ class Dispatcher:
     ) -> None:
         """A live chain's account of a hook that returned (a dry run counts nothing and its
         caller reports what a permissive hook would have done)."""
-        if chain.permissive not in (None, "allow"):
+        if hook.permissive and chain.permissive != "allow":
             _log.info(
                 "permissive hook not enforced",
                 hook_id=hook.id,
@@ -259,7 +261,13 @@ class Dispatcher:
             problem, outcome = f"{type(exc).__name__}: {exc}", "error"
         stop, outcome = chain.fail(hook, problem, outcome)
         chain.verdict.steps.append(
-            HookStep(hook.id, hook.kind, outcome, scrub(problem), chain.permissive)
+            HookStep(
+                hook.id,
+                hook.kind,
+                outcome,
+                scrub(problem),
+                chain.permissive if hook.permissive else None,
+            )
         )
         if outcome == "error":
             _log.warning(
