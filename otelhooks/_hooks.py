@@ -15,11 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from otelhooks._errors import ConfigError, unknown_field
 from otelhooks._events import EventSpec, HookEvent, resolve_event
+from otelhooks._live import HookStep
 from otelhooks._matchers import Matcher, compile_matcher
 
 if TYPE_CHECKING:
     from otelhooks._actions._webhook_delivery import WebhookDeliverer
-    from otelhooks._live import HookStep
 
 __all__ = [
     "ACTION_KINDS",
@@ -295,7 +295,7 @@ class HookFacts:
 
     ``call``: what a call on the caller's thread calls (:attr:`Hook.inline`, else the action);
     ``steps``: the :class:`~otelhooks._live.HookStep` of each outcome of an enforcing run that
-    returned, shared (they are immutable) and filled by the dispatcher.
+    returned, made here and shared by every run (they are immutable).
     """
 
     __slots__ = (
@@ -324,4 +324,7 @@ class HookFacts:
         self.is_async = action.is_async
         self.notifies = hook.notifies
         self.call: Callable[[HookEvent], Any] = hook.inline or action
-        self.steps: dict[str, HookStep] = {}
+        self.steps = {
+            outcome: HookStep(hook.id, self.kind, outcome)
+            for outcome in ("ok", "rewritten", "blocked", "mocked", "error")
+        }

@@ -34,7 +34,7 @@ from pydantic import ValidationError
 from otelhooks._events import HookEvent, ToolCallEvent
 from otelhooks._events._marks import ToolCallMarks
 from otelhooks._hooks import Block, HookFacts
-from otelhooks._live import Verdict
+from otelhooks._live import Answered, HookStep, Verdict
 from otelhooks._redact import scrub
 
 __all__ = ["DEFAULT_BLOCK_REASONS", "InterceptChain"]
@@ -62,6 +62,7 @@ class InterceptChain:
         "event",
         "hooks",
         "marks",
+        "payload",
         "permissive",
         "scratch",
         "soft_rank",
@@ -76,46 +77,53 @@ class InterceptChain:
         self.dry_run = False  # deciding only (HooksEngine.dry_run): nothing is counted
         self.call_webhooks = True  # False: control webhooks are reported as "would call"
         self.scratch: HookEvent | None = None  # the copy a permissive hook was given (rule 7)
-        self.permissive: str | None = None  # what the last permissive hook would have done
-        # The marks of the payload the chain holds now (a tool call's; None for other events):
-        # read once per payload, as it is set, rather than once per hook.
+        # What the last permissive hook would have done (read it for a permissive hook only).
+        self.permissive: str | None = None
+        # The payload the chain holds now (an enforcing hook is handed it), and its marks (a
+        # tool call's; None for other events): read once per payload, as it is set.
+        self.payload = payload
         self.marks: ToolCallMarks | None = None
         self._hold(payload)
 
     def _hold(self, payload: HookEvent) -> None:
         """Go on with ``payload`` (the first, a rewrite, or a fresh copy after a failure)."""
-        self.verdict.payload = payload
+        self.payload = self.verdict.payload = payload
         self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
 
     def skips(self, hook: HookFacts) -> bool:
         """Whether ``hook`` no longer runs: after an ask/defer block only commands do."""
         return self.soft_rank > 0 and hook.kind != "command"
 
-    @property
-    def payload(self) -> HookEvent:
-        assert self.verdict.payload is not None
-        return self.verdict.payload
-
-    def before_call(self, hook: HookFacts) -> HookEvent:
-        """The payload to hand to ``hook`` (marking who may mock); a permissive hook's own copy."""
-        payload = self.verdict.payload
-        assert payload is not None
+    def scratch_for(self, hook: HookFacts) -> HookEvent:
+        """The payload to hand to a permissive ``hook``: its own copy (rule 7)."""
         self.permissive = None
-        if hook.permissive:
-            payload = self.scratch = _scratch_copy(payload)
-            if isinstance(payload, ToolCallEvent):
-                payload._marks.current_hook = hook.id
-        elif self.marks is not None:
-            self.marks.current_hook = hook.id
-        return payload
+        self.scratch = _scratch_copy(self.payload)
+        return self.scratch
 
     def apply(self, hook: HookFacts, result: Any) -> tuple[bool, str]:
-        """Apply a handler's return value. Returns (stop, outcome)."""
+        """Apply a handler's return value and record the hook's step. Returns (stop, outcome)."""
+        verdict = self.verdict
+        if isinstance(result, Answered):  # an approval: who answered goes on the call's span
+            verdict.approvals.append(result.note)
+            result = result.result
         if hook.permissive:
-            return False, self._would(hook, result)
-        payload = self.verdict.payload
-        assert payload is not None
+            outcome = self._would(hook, result)
+            verdict.steps.append(HookStep(hook.id, hook.kind, outcome, permissive=self.permissive))
+            return False, outcome
         marks = self.marks
+        # The common case, one frame per hook: it allowed (rule 2) and left no mark (rule 4).
+        if (result is self.payload or (result is None and not hook.intercept)) and (
+            marks is None or not (marks.denied or marks.mock is not None)
+        ):
+            verdict.steps.append(hook.steps["ok"])
+            return False, "ok"
+        stop, outcome = self._enforce(hook, result)
+        verdict.steps.append(hook.steps[outcome])
+        return stop, outcome
+
+    def _enforce(self, hook: HookFacts, result: Any) -> tuple[bool, str]:
+        """Rules 2-6 for an enforcing hook's return value. Returns (stop, outcome)."""
+        payload, marks = self.payload, self.marks
         if marks is not None and marks.denied:
             result = Block(marks.deny_reason)  # event.deny(): a block, whatever it returned
             marks.closed = True
@@ -130,7 +138,7 @@ class InterceptChain:
             return False, "ok"  # already blocked by an ask/defer: an allow changes nothing
         if marks is not None and marks.mock is not None:
             self.verdict.mock = marks.mock
-            self.verdict.mocked_by = marks.mocked_by
+            self.verdict.mocked_by = hook.id  # a mock ends the chain: made by the hook just run
             marks.closed = True
             return True, "mocked"
         if result is None or result is payload:

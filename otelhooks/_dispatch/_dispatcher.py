@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -30,7 +30,7 @@ from otelhooks._errors import (
 )
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Block, Hook, HookFacts, enqueues
-from otelhooks._live import Answered, HookStep, LiveEvent, Verdict
+from otelhooks._live import HookStep, LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
 
@@ -129,7 +129,7 @@ class Dispatcher:
         (see :meth:`._calls.HookCalls.call_inline`)."""
         matched = self.registry.match(name, values, operation_id=operation_id)
         # Notifications observe; a dry run decides only.
-        facts = [f for f in (h.facts for h in matched) if not f.notifies]
+        facts = [f for h in matched if not (f := h.facts).notifies]
         if not facts:
             return Verdict(matched=[h.id for h in matched])
         chain = InterceptChain(name, payload, facts)
@@ -146,7 +146,8 @@ class Dispatcher:
             may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
             if may_skip and self._skips(chain, hook):
                 continue
-            payload, started = chain.before_call(hook), time.perf_counter()
+            payload = chain.scratch_for(hook) if hook.permissive else chain.payload
+            started = time.perf_counter()
             try:
                 if inline:
                     result = calls.call_inline(hook, payload)
@@ -155,7 +156,9 @@ class Dispatcher:
             except Exception as exc:
                 stop = self._hook_failed(chain, hook, live, exc, started)
             else:
-                stop = self._hook_returned(chain, hook, result, started)
+                stop, outcome = chain.apply(hook, result)
+                if not chain.dry_run:
+                    self._count_returned(chain, hook, outcome, started)
             if stop:
                 break
 
@@ -172,13 +175,16 @@ class Dispatcher:
             may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
             if may_skip and self._skips(chain, hook):
                 continue
-            payload, started = chain.before_call(hook), time.perf_counter()
+            payload = chain.scratch_for(hook) if hook.permissive else chain.payload
+            started = time.perf_counter()
             try:
                 result = await self._calls.acall(hook.hook, payload)
             except Exception as exc:
                 stop = self._hook_failed(chain, hook, live, exc, started)
             else:
-                stop = self._hook_returned(chain, hook, result, started)
+                stop, outcome = chain.apply(hook, result)
+                if not chain.dry_run:
+                    self._count_returned(chain, hook, outcome, started)
             if stop:
                 break
         return self._end_chain(live, chain)
@@ -193,7 +199,7 @@ class Dispatcher:
         notified: list[HookStep] = []
         if dry_run:
             # Notifications observe; a dry run decides only.
-            facts = [f for f in (h.facts for h in matched) if not f.notifies]
+            facts = [f for h in matched if not (f := h.facts).notifies]
         else:
             hooks, live.critical = self._enqueue_notifications(live, matched, notified)
             facts = [h.facts for h in hooks]
@@ -225,24 +231,19 @@ class Dispatcher:
             live.verdict = Verdict()
         return live.verdict
 
-    def _hook_returned(
-        self, chain: InterceptChain, hook: HookFacts, result: Any, started: float
-    ) -> bool:
-        if isinstance(result, Answered):  # an approval: who answered goes on the call's span
-            chain.verdict.approvals.append(result.note)
-            result = result.result
-        stop, outcome = chain.apply(hook, result)
-        chain.verdict.steps.append(self._step(hook, outcome, chain.permissive))
-        if chain.permissive not in (None, "allow") and not chain.dry_run:  # replay reports it
+    def _count_returned(
+        self, chain: InterceptChain, hook: HookFacts, outcome: str, started: float
+    ) -> None:
+        """A live chain's account of a hook that returned (a dry run counts nothing and its
+        caller reports what a permissive hook would have done)."""
+        if hook.permissive and chain.permissive != "allow":
             _log.info(
                 "permissive hook not enforced",
                 hook_id=hook.id,
                 lifecycle_event=chain.event,
                 would=chain.permissive,
             )
-        if not chain.dry_run:
-            self._record(hook.hook, outcome, time.perf_counter() - started)
-        return stop
+        self._record(hook.hook, outcome, time.perf_counter() - started)
 
     def _hook_failed(
         self,
@@ -260,7 +261,13 @@ class Dispatcher:
             problem, outcome = f"{type(exc).__name__}: {exc}", "error"
         stop, outcome = chain.fail(hook, problem, outcome)
         chain.verdict.steps.append(
-            HookStep(hook.id, hook.kind, outcome, scrub(problem), chain.permissive)
+            HookStep(
+                hook.id,
+                hook.kind,
+                outcome,
+                scrub(problem),
+                chain.permissive if hook.permissive else None,
+            )
         )
         if outcome == "error":
             _log.warning(
@@ -396,18 +403,6 @@ class Dispatcher:
         """Count invocations of ``hook`` that ran for ``durations`` (the observer worker's
         batch)."""
         self.metrics.hook_run.record_many(durations, self._attrs_of(hook, outcome))
-
-    @staticmethod
-    def _step(hook: HookFacts, outcome: str, permissive: str | None) -> HookStep:
-        """What ``hook`` did, as a :class:`HookStep`: immutable, so the steps of an enforcing
-        hook that returned are one object per hook and outcome, made once (a replay runs
-        hundreds of thousands of hooks)."""
-        if permissive is not None:  # what it would have done may carry any reason
-            return HookStep(hook.id, hook.kind, outcome, permissive=permissive)
-        step = hook.steps.get(outcome)
-        if step is None:
-            step = hook.steps[outcome] = HookStep(hook.id, hook.kind, outcome)
-        return step
 
     def _attrs_of(self, hook: Hook, outcome: str) -> dict[str, str]:
         kind = hook.action.kind

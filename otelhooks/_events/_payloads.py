@@ -388,7 +388,6 @@ class ToolCallEvent(_ToolContext):
         elif isinstance(result, dict):
             result = ToolResult.model_validate(result)
         marks.mock = result
-        marks.mocked_by = marks.current_hook
         return {"isMocked": True, "result": result.model_dump(exclude_none=True)}
 
     @property
