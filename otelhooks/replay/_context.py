@@ -110,6 +110,13 @@ class SpanContext:
         found = self._memo.get(key)
         if found is not None:
             return found
+        known = self._spans.get(key)
+        if known is not None and known[0] and not known[1]:
+            # No facts of its own (a tool call): its parent's, remembered for the parent only
+            # (a span that is no one's parent is asked about once).
+            found = self._memo.get((key[0], known[0]))
+            if found is not None:
+                return found
         # Iterative walk up to the first ancestor already known (deep trees, no recursion).
         chain: list[tuple[tuple[str, str], dict[str, str]]] = []
         inherited: dict[str, str] = {}

@@ -200,11 +200,13 @@ def _tool_events(
     span: dict[str, Any], attrs: Mapping[str, Any], context: SpanContext
 ) -> Iterator[RecordedEvent]:
     facts = context.of(span)
-    tool = tool_identity(attrs, str(span.get("name", "")), str(span.get("spanId", "")))
+    trace_id, span_id = span.get("traceId", ""), span.get("spanId", "")
+    agent = facts.get("agent") or facts.get("agentId")
+    tool = tool_identity(attrs, str(span.get("name", "")), str(span_id))
     identifier, api = tool["identifier"], tool["apiName"]
     subject = f"{identifier}/{api}" if identifier else api
     shared = _common(span, facts)
-    common = {**shared, **tool}
+    common = shared | tool
     if "agentId" in facts:
         common["agentId"] = facts["agentId"]
     index = attrs.get(sc.TOOL_CALL_INDEX)
@@ -231,23 +233,23 @@ def _tool_events(
     else:
         recorded = _blocked(attrs, attrs.get(sc.HOOK_REWRITTEN_BY), False)
     values = (subject, api)
-    yield _event(
-        span,
-        facts,
+    yield RecordedEvent(
         "before_tool_call",
         lambda: ToolCallEvent.model_validate({**common, "args": _arguments(raw_args)}),
         values,
         recorded,
+        trace_id,
+        span_id,
+        agent,
         subject,
         has_args,
+        span,
     )
     failed = (span.get("status") or {}).get("code") == _STATUS_ERROR
     if failed or outcome not in (None, "success", "error"):
         return  # denied, mocked or raised: nothing was persisted
     content = attrs.get(sc.GEN_AI_TOOL_CALL_RESULT)
-    size = attrs.get(sc.TOOL_RESULT_SIZE)
-    has_result = isinstance(content, str) or size == 0
-    result = {"content": content if isinstance(content, str) else "", "success": outcome != "error"}
+    has_result = isinstance(content, str) or attrs.get(sc.TOOL_RESULT_SIZE) == 0
     persisted = _ALLOWED
     for span_event in span.get("events") or ():
         if span_event.get("name") == sc.EVENT_TOOL_RESULT_PERSIST:
@@ -257,23 +259,30 @@ def _tool_events(
                 event_attrs.get(sc.HOOK_REWRITTEN_BY),
                 event_attrs.get(sc.MESSAGE_BLOCKED) is True,
             )
-    persist_fields = {
-        **shared,
-        "toolName": api,
-        "toolCallId": tool["toolCallId"],
-        "identifier": identifier,
-        "apiName": api,
-        "result": result,
-    }
-    yield _event(
-        span,
-        facts,
+    # The payload's fields are only put together when it is built (a hook matched).
+    yield RecordedEvent(
         "tool_result_persist",
-        lambda: ToolResultPersistEvent.model_validate(persist_fields),
+        lambda: ToolResultPersistEvent.model_validate(
+            {
+                **shared,
+                "toolName": api,
+                "toolCallId": tool["toolCallId"],
+                "identifier": identifier,
+                "apiName": api,
+                "result": {
+                    "content": content if isinstance(content, str) else "",
+                    "success": outcome != "error",
+                },
+            }
+        ),
         values,
         persisted,
+        trace_id,
+        span_id,
+        agent,
         subject,
         has_result,
+        span,
     )
 
 

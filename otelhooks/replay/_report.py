@@ -103,12 +103,13 @@ class ReplayReport:
         event = outcome.recorded
         self.events += 1
         self.by_event[event.event] += 1
-        if not outcome.matched and not outcome.changed:  # the common case: nothing to count
-            if event.event == "before_tool_call":
-                tool = self.tools.get(event.subject)
-                if tool is None:
-                    tool = self.tools[event.subject] = Tally()
-                tool.seen += 1
+        tool = None
+        if event.event == "before_tool_call":
+            tool = self.tools.get(event.subject)
+            if tool is None:
+                tool = self.tools[event.subject] = Tally()
+            tool.seen += 1
+        if not outcome.matched and not outcome.changed:  # nothing matched, nothing changed: counted
             return
         now = outcome.now
         change = outcome.change
@@ -117,8 +118,12 @@ class ReplayReport:
         missing = outcome.content_missing
         if missing:
             self.content_missing += 1
-        if change is not None or missing or outcome.would_call or _any_permissive(outcome):
+        would_call = outcome.would_call
+        if change is not None or missing or would_call or _any_permissive(outcome):
             self.reported.append(outcome)
+        # Allowed as recorded, no hook failed: each hook (and the tool) counts as seen, and
+        # would call its webhook, nothing else.
+        plain = now.action == "allow" and not outcome.changed and not outcome.errors
         # A hook that failed left an error (HooksEngine.dry_run): no errors, no failed steps.
         failed = (
             {s.hook_id for s in outcome.steps if s.outcome in _FAILED_STEPS}
@@ -126,8 +131,6 @@ class ReplayReport:
             else _NONE_FAILED
         )
         hooks = self.hooks
-        # Allowed as recorded, no hook failed: each hook counts as seen, nothing else.
-        plain = now.action == "allow" and not outcome.changed and not outcome.errors
         for hook_id in outcome.matched:
             tally = hooks.get(hook_id)
             if tally is None:
@@ -135,15 +138,12 @@ class ReplayReport:
             tally.seen += 1
             if not plain:
                 _count(tally, now, hook_id, outcome.changed, hook_id in failed)
-            if hook_id in outcome.would_call:
+            if would_call and hook_id in would_call:
                 tally.would_call += 1
-        if event.event == "before_tool_call":
-            tally = self.tools.get(event.subject)
-            if tally is None:
-                tally = self.tools[event.subject] = Tally()
-            tally.seen += 1
-            _count(tally, now, None, outcome.changed, bool(outcome.errors))
-            tally.would_call += bool(outcome.would_call)
+        if tool is not None:
+            if not plain:
+                _count(tool, now, None, outcome.changed, bool(outcome.errors))
+            tool.would_call += bool(would_call)
 
     def failed(self, fail_on: Iterable[str]) -> dict[str, int]:
         """The listed kinds of change that happened, with their counts (empty: passed)."""
