@@ -126,6 +126,12 @@ def test_http_spans_carry_the_servers_session_id(gateway: tuple[str, Path]) -> N
     assert attrs["network.protocol.version"] == "1.1"
     assert "server.address" not in attrs
     assert len(attrs["mcp.session.id"]) == 32  # the server's Mcp-Session-Id
+    # The session's own span ends when the client has gone, after the call's answer: waited for
+    # as well, not assumed written with the call's.
+    spans = _eventually(
+        tmp / "traces.jsonl",
+        lambda s: s["name"] == "mcp.session" and s["traceId"] == call["traceId"],
+    )
     same_session = [s for s in spans if s["traceId"] == call["traceId"]]
     init = next(s for s in same_session if s["name"] == "initialize")
     assert init["attributes"]["mcp.session.id"] == attrs["mcp.session.id"]
