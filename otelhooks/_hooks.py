@@ -289,9 +289,10 @@ class Hook(BaseModel):
 
 class HookFacts:
     """What the intercept chain reads of a hook on every run, made once per hook (the hook is
-    frozen and its action bound once): plain slots, because every attribute read of the
-    pydantic :class:`Hook` takes the model's ``__getattr__`` road, and a replay runs hundreds of
-    thousands of hooks.
+    frozen and its action bound once): plain slots, because most of what a run asks of the
+    pydantic :class:`Hook` is derived (``action``, ``deadline_s``, ``error_policy``, ``inline``
+    are properties over its private attributes, read through the model's ``__getattr__``), and a
+    replay runs hundreds of thousands of hooks.
 
     ``call``: what a call on the caller's thread calls (:attr:`Hook.inline`, else the action);
     ``steps``: the :class:`~otelhooks._live.HookStep` of each outcome of an enforcing run that

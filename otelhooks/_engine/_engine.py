@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from otelhooks._dispatch import NO_EVENTS, Dispatcher, Hooked, HookRegistry
 from otelhooks._engine._values import matcher_values
-from otelhooks._events import EVENTS, HookEvent, resolve_event
+from otelhooks._events import EVENTS, EventSpec, HookEvent, resolve_event
 from otelhooks._hooks import Hook
 from otelhooks._live import LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
@@ -289,17 +289,11 @@ class HooksEngine:
         judges their deadlines when they return: the same verdict, many times faster for bulk
         callers (replay), but a hook that never returns blocks the caller.
         """
-        spec, _ = resolve_event(event)
-        model = payload if isinstance(payload, HookEvent) else spec.payload.model_validate(payload)
+        spec, model, values, operation_id = self._resolve(event, payload, values, operation_id)
         if not spec.intercept:
             return Verdict(payload=model)
         return self._dispatcher.decide(
-            spec.name,
-            model,
-            values if values is not None else matcher_values(model),
-            operation_id if operation_id is not None else model.operationId,
-            call_webhooks=call_webhooks,
-            inline=inline,
+            spec.name, model, values, operation_id, call_webhooks=call_webhooks, inline=inline
         )
 
     async def adry_run(
@@ -345,14 +339,27 @@ class HooksEngine:
         values: tuple[str, ...] | None,
         operation_id: str | None,
     ) -> LiveEvent:
+        spec, model, values, operation_id = HooksEngine._resolve(
+            event, payload, values, operation_id
+        )
+        return LiveEvent(spec.name, lambda: model, values=values, operation_id=operation_id)
+
+    @staticmethod
+    def _resolve(
+        event: str,
+        payload: HookEvent | Mapping[str, Any],
+        values: tuple[str, ...] | None,
+        operation_id: str | None,
+    ) -> tuple[EventSpec, HookEvent, tuple[str, ...], str | None]:
+        """A caller's event as the dispatcher takes it: its spec, the payload validated, and
+        the matcher values and operation id the payload gives unless the caller gave them."""
         spec, _ = resolve_event(event)
         model = payload if isinstance(payload, HookEvent) else spec.payload.model_validate(payload)
-        return LiveEvent(
-            spec.name,
-            lambda: model,
-            values=values if values is not None else matcher_values(model),
-            operation_id=operation_id if operation_id is not None else model.operationId,
-        )
+        if values is None:
+            values = matcher_values(model)
+        if operation_id is None:
+            operation_id = model.operationId
+        return spec, model, values, operation_id
 
     # -- lifecycle -------------------------------------------------------------------------------
 
