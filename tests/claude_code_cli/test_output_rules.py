@@ -12,11 +12,13 @@ JavaScript does, U+FEFF included), and a top-level ``"decision": "block"`` besid
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from otelhooks.integrations.claude_code import install
 from otelhooks.testing import TestPipeline
 from tests.coding_agents_cli._runs import CLAUDE, need_cli, run_claude, skip_reason
 
@@ -69,30 +71,49 @@ def _tool_result(request: dict[str, Any]) -> dict[str, Any]:
     return dict(result)
 
 
-@pytest.mark.parametrize("name", list(OUTPUTS))
-def test_claude_code_and_otelhooks_block_alike(
-    name: str, tmp_path: Path, pipe: TestPipeline
-) -> None:
-    stdout, reason = OUTPUTS[name]
-    answer = tmp_path / "answer.txt"
-    answer.write_text(stdout, encoding="utf-8")
-    command = ["cat", str(answer)]
-
+def _claude_blocks(tmp_path: Path, settings: Path, write: Callable[[Path], object]) -> str:
+    """What Claude Code tells the model of a scripted ``rm -r victim`` once ``write`` has
+    made the project's ``settings`` file; the folder must survive."""
     need_cli(CLAUDE)
     project = tmp_path / "project"
     (project / "victim").mkdir(parents=True)
     (project / "victim" / "keep.txt").write_text("precious")
-    hook = {"type": "command", "command": " ".join(command)}
-    settings = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]}}
-    (project / ".claude").mkdir()
-    (project / ".claude" / "settings.json").write_text(json.dumps(settings))
+    write(project / settings)
     steps = [{"id": "call_rm", "tool": "Bash", "args": {"command": "rm -r victim"}}]
     run = run_claude(project, tmp_path / "home", steps)
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
     told = _tool_result(run.requests[-1])
     assert told["is_error"] is True
-    assert told["content"] == f"PreToolUse:Bash hook error: {reason}"
+    return str(told["content"])
+
+
+def _plain_settings(command: list[str]) -> Callable[[Path], object]:
+    hook = {"type": "command", "command": " ".join(command)}
+    settings = {"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [hook]}]}}
+
+    def write(path: Path) -> None:
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(settings))
+
+    return write
+
+
+def _answer(tmp_path: Path, name: str) -> tuple[list[str], str]:
+    stdout, reason = OUTPUTS[name]
+    answer = tmp_path / "answer.txt"
+    answer.write_text(stdout, encoding="utf-8")
+    return ["cat", str(answer)], reason
+
+
+@pytest.mark.parametrize("name", list(OUTPUTS))
+def test_claude_code_and_otelhooks_block_alike(
+    name: str, tmp_path: Path, pipe: TestPipeline
+) -> None:
+    command, reason = _answer(tmp_path, name)
+    settings = Path(".claude/settings.json")
+    told = _claude_blocks(tmp_path, settings, _plain_settings(command))
+    assert told == f"PreToolUse:Bash hook error: {reason}"
 
     pipe.register({"id": "same", "type": "PreToolUse", "command": command})
     ran: list[Any] = []
@@ -105,3 +126,18 @@ def test_claude_code_and_otelhooks_block_alike(
         result = step.run_tool("shell", "Bash", {"command": "rm -r victim"}, tool)
     assert ran == []
     assert result.content == reason
+
+
+@pytest.mark.parametrize("name", list(OUTPUTS))
+def test_the_claude_code_bridge_blocks_as_claude_code_does(name: str, tmp_path: Path) -> None:
+    """The same command in an otelhooks hook file, run by the installed bridge: the bridge's
+    answer blocks the call with the same reason."""
+    command, reason = _answer(tmp_path, name)
+    guard = {"id": "same", "type": "PreToolUse", "matcher": "Bash", "command": command}
+
+    def write(path: Path) -> None:
+        (path.parent.parent / "guards.json").write_text(json.dumps({"hooks": [guard]}))
+        install(path, hooks_file="guards.json")
+
+    told = _claude_blocks(tmp_path, Path(".claude/settings.local.json"), write)
+    assert told == f"PreToolUse:Bash hook error: {reason}"
