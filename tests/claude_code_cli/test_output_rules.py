@@ -23,6 +23,8 @@ from otelhooks.testing import TestPipeline
 from tests.coding_agents_cli._runs import CLAUDE, need_cli, run_claude, skip_reason
 
 pytestmark = pytest.mark.timeout(120)
+# the bridge daemon an installed hook starts leaves soon after the test
+BRIDGE_ENV = {"OTELHOOKS_BRIDGE_DAEMON_IDLE": "3"}
 
 
 def _specific(decision: str, **more: Any) -> dict[str, Any]:
@@ -80,7 +82,7 @@ def _claude_blocks(tmp_path: Path, settings: Path, write: Callable[[Path], objec
     (project / "victim" / "keep.txt").write_text("precious")
     write(project / settings)
     steps = [{"id": "call_rm", "tool": "Bash", "args": {"command": "rm -r victim"}}]
-    run = run_claude(project, tmp_path / "home", steps)
+    run = run_claude(project, tmp_path / "home", steps, extra_env=BRIDGE_ENV)
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
     told = _tool_result(run.requests[-1])
