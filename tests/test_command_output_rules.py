@@ -115,6 +115,32 @@ CASES = {
         "JSON output: common fields", json.dumps({"continue": False, "stopReason": "halt"}), 0,
         False, "halt", "blocked",
     ),
+    # Not in the reference; what the real CLI 2.1 does (tests/claude_code_cli/test_output_rules.py).
+    "json-deny-after-a-byte-order-mark-denies": Case(
+        "Claude Code trims stdout as JavaScript does", "\ufeff" + json.dumps(DENY) + "\r\n",
+        0, False, "Destructive command blocked by hook", "blocked",
+    ),
+    "top-level-block-outranks-a-permission-allow-and-its-rewrite": Case(
+        "Claude Code: a block stands over permissionDecision",
+        json.dumps({"decision": "block", "reason": "no", "hookSpecificOutput": {
+            "hookEventName": "PreToolUse", "permissionDecision": "allow",
+            "updatedInput": {"cmd": "ls -la"},
+        }}),
+        0, False, "no", "blocked",
+    ),
+    "top-level-block-outranks-a-permission-ask": Case(
+        "Claude Code: a block stands over permissionDecision",
+        json.dumps({"decision": "block", "reason": "no", "hookSpecificOutput": {
+            "hookEventName": "PreToolUse", "permissionDecision": "ask",
+            "permissionDecisionReason": "sure?",
+        }}),
+        0, False, "no", "blocked",
+    ),
+    "a-permission-deny-beside-a-block-gives-its-own-reason": Case(
+        "Claude Code: a block stands over permissionDecision",
+        json.dumps({"decision": "block", "reason": "no", **DENY}),
+        0, False, "Destructive command blocked by hook", "blocked",
+    ),
 }  # fmt: skip
 
 

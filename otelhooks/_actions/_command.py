@@ -30,12 +30,14 @@ What the output tells the dispatcher (Claude Code hooks reference, "Exit code ou
 exit codes", "JSON output"), as the handler return protocol:
 
 - A stdout that starts with ``{`` and is a valid JSON object is read on **every** exit code and
-  decides on its own (a deny printed before ``exit 1`` denies). On ``before_tool_call``
+  decides on its own (a deny printed before ``exit 1`` denies); stdout is trimmed as Claude Code
+  trims it, a byte-order mark included (:func:`trimmed`). On ``before_tool_call``
   ``hookSpecificOutput.permissionDecision`` decides: ``deny`` blocks with
   ``permissionDecisionReason``; ``allow`` lets the call run and applies ``updatedInput`` as the
   new arguments; ``ask`` and ``defer`` also keep the call from running (otelhooks cannot ask a
   person from inside a hook chain, and has no paused run to resume later), with a reason that
-  says which. On any intercept event ``{"decision": "block", "reason": ...}`` blocks, and
+  says which. On any intercept event ``{"decision": "block", "reason": ...}`` blocks (over a
+  ``permissionDecision`` other than ``deny``, as in Claude Code), and
   ``{"continue": false, "stopReason": ...}`` blocks whatever else the answer says. Stdout that
   starts with ``{`` but is not valid JSON is plain text, which decides nothing.
 - A JSON object that breaks Claude Code's output schema (a field of the wrong type, a
@@ -72,6 +74,7 @@ from otelhooks._actions._command_output import (
     cut_reason,
     salvage,
     schema_problem,
+    trimmed,
 )
 from otelhooks._actions._command_process import exchange, kill_group, spawn, terminate
 from otelhooks._actions._notes import note
@@ -266,7 +269,7 @@ class CommandAction:
         code = outcome.exit_code
         assert code is not None
         intercept = EVENTS[payload.event].intercept
-        text = outcome.stdout.strip()
+        text = trimmed(outcome.stdout)
         answer = self._answer(text, outcome.stdout_bytes) if text.startswith("{") else None
         if code == 2:
             return self._exit_two(outcome, answer, payload, intercept=intercept)
@@ -364,7 +367,11 @@ class CommandAction:
                 result=CommandBlock(reason, decision="deny"), decision="deny", reason=reason
             )
         if is_tool_call and isinstance(specific, dict) and "permissionDecision" in specific:
-            return self._permission(specific, payload)
+            verdict = self._permission(specific, payload)
+            # Claude Code: a top-level block stands over any permissionDecision but a deny
+            # (whose reason it shows), an allow with updatedInput included.
+            if answer.get("decision") != "block" or verdict.decision == "deny":
+                return verdict
         if answer.get("decision") == "block":
             reason = answer.get("reason")
             reason = cut_reason(reason) if isinstance(reason, str) and reason else None

@@ -23,6 +23,7 @@ __all__ = [
     "cut_reason",
     "salvage",
     "schema_problem",
+    "trimmed",
 ]
 
 OUTPUT_CAP_BYTES: Final = 1 << 20
@@ -48,6 +49,22 @@ def cut_reason(reason: str | None, *, total_bytes: int | None = None) -> str | N
     if len(reason) <= REASON_CAP_CHARS:
         return f"{reason}… [otelhooks: cut, {whole} in all]"
     return f"{reason[:REASON_CAP_CHARS]}… [otelhooks: cut at {REASON_CAP_CHARS} of {whole}]"
+
+
+# JavaScript's String.prototype.trim, which Claude Code applies to stdout before it looks for a
+# JSON object: Unicode white space and U+FEFF, so a deny printed after a byte-order mark denies.
+_TRIM: Final = re.compile(r"\A[\s\ufeff]+|[\s\ufeff]+\Z")
+
+
+def trimmed(stdout: str) -> str:
+    """``stdout`` without the white space (and byte-order marks) around it, as Claude Code
+    trims it.
+
+    Example:
+        >>> trimmed('\\ufeff{"decision": "block"}\\n')
+        '{"decision": "block"}'
+    """
+    return _TRIM.sub("", stdout)
 
 
 # Read from a JSON answer cut at the cap: the first decision and reason it states.

@@ -3,8 +3,9 @@
 Claude Code's hooks reference ("Exit code output", "JSON output", "HTTP response handling")
 reads a hook's answer like this, and so does :func:`command_answer`:
 
-- stdout that starts with ``{`` (leading whitespace ignored) and parses as a JSON object is the
-  answer, **on every exit code**; stdout that does not parse is plain text;
+- stdout that starts with ``{`` (white space and a byte-order mark around it ignored) and
+  parses as a JSON object is the answer, **on every exit code**; stdout that does not parse is
+  plain text;
 - exit 2 blocks whatever the JSON says; its message is the JSON's blocking reason when it gives
   one, stderr otherwise;
 - plain-text stdout on exit 0 is context for ``UserPromptSubmit``, ``UserPromptExpansion`` and
@@ -21,6 +22,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from typing import Any
+
+from otelhooks._actions._command_output import trimmed
 
 __all__ = ["HookAnswer", "block_answer", "command_answer", "http_answer"]
 
@@ -49,7 +52,7 @@ class HookAnswer:
 
 
 def _json_object(stdout: str) -> dict[str, Any] | None:
-    text = stdout.strip()
+    text = trimmed(stdout)
     if not text.startswith("{"):
         return None
     try:

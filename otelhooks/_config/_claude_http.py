@@ -8,9 +8,11 @@ reference describes it:
   ``hook_event_name``, ``tool_name``, ``tool_input``, ``tool_use_id``, ``prompt``, ...), with
   ``Content-Type: application/json``;
 - a 2xx with an empty body is no decision; a 2xx JSON object is read as Claude Code's JSON
-  output: ``hookSpecificOutput.permissionDecision: "deny"`` (with ``permissionDecisionReason``)
-  or a top-level ``decision: "block"`` (with ``reason``) blocks; anything else in it decides
-  nothing;
+  output, as a command hook's is: ``hookSpecificOutput.permissionDecision: "deny"`` (with
+  ``permissionDecisionReason``), a top-level ``decision: "block"`` (with ``reason``) and
+  ``continue: false`` (with ``stopReason``) block; ``ask`` and ``defer`` keep a tool call from
+  running (nobody can be asked from inside a hook chain; the Claude Code bridge passes them on
+  for Claude Code to ask); anything else in it decides nothing;
 - any other answer (a non-2xx status, a body that is not a JSON object, a connection failure, a
   timeout) is a *non-blocking error*, as in Claude Code: recorded, and the action goes on.
 
@@ -29,6 +31,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from otelhooks._actions._command import CommandBlock
 from otelhooks._actions._notes import note
 from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_http import (
@@ -39,7 +42,7 @@ from otelhooks._actions._webhook_http import (
 )
 from otelhooks._config._claude_answer import http_answer
 from otelhooks._encoding import dumps
-from otelhooks._events import HookEvent, resolve_event
+from otelhooks._events import HookEvent, ToolCallEvent, resolve_event
 from otelhooks._events._registry import Dialect
 from otelhooks._hooks import Block
 from otelhooks._redact import register_secret
@@ -112,14 +115,28 @@ def claude_input(payload: HookEvent) -> dict[str, Any]:
     return body
 
 
-def _decision(data: Mapping[str, Any]) -> Block | None:
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _decision(data: Mapping[str, Any], payload: HookEvent, hook_id: str) -> Block | None:
+    """What the answer decides, as a command hook's JSON answer decides it (``continue: false``,
+    a deny or a top-level block block; ``ask`` and ``defer`` keep a tool call from running)."""
+    if data.get("continue") is False:
+        return Block(_text(data.get("stopReason")))
     specific = data.get("hookSpecificOutput")
-    if isinstance(specific, Mapping) and specific.get("permissionDecision") == "deny":
-        reason = specific.get("permissionDecisionReason")
-        return Block(reason if isinstance(reason, str) and reason else None)
+    if not isinstance(specific, Mapping):
+        specific = {}
+    permission = specific.get("permissionDecision")
+    reason = _text(specific.get("permissionDecisionReason"))
+    if permission == "deny":
+        return Block(reason)
     if data.get("decision") == "block":
-        reason = data.get("reason")
-        return Block(reason if isinstance(reason, str) and reason else None)
+        return Block(_text(data.get("reason")))
+    if permission in ("ask", "defer") and isinstance(payload, ToolCallEvent):
+        # otelhooks cannot ask a person from inside a hook chain: as a command's ask, it blocks
+        said = "asks for confirmation before" if permission == "ask" else "deferred the decision on"
+        return CommandBlock(reason or f"Hook {hook_id} {said} this tool call.", decision=permission)
     return None
 
 
@@ -178,4 +195,4 @@ class ClaudeHttpHandler:
         if not isinstance(data, dict):
             raise ClaudeHttpError("the answer is not a JSON object")
         note(self.hook_id, http_answer(self.hook_id, data))
-        return _decision(data)
+        return _decision(data, payload, self.hook_id)

@@ -320,6 +320,7 @@ def run_claude(
     steps: Steps,
     *,
     timeout_s: float = 90,
+    extra_env: dict[str, str] | None = None,
 ) -> CliRun:
     """``claude -p ...`` in ``project`` against the scripted Messages API of
     ``tests/claude_code_cli`` (``REAL-PARTS.md``'s recipe), in the same namespace; each step is
@@ -334,6 +335,7 @@ def run_claude(
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_AUTOUPDATER": "1",
         "IS_SANDBOX": "1",  # CI runs as root
+        **(extra_env or {}),
     }
     argv = [str(CLAUDE), "-p", "clean up", "--permission-mode", "bypassPermissions"]
     argv += ["--output-format", "json"]

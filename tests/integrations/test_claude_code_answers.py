@@ -164,6 +164,31 @@ def test_continue_false_wins_over_an_allow_and_denies_the_tool() -> None:
     assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
+@pytest.mark.parametrize("permission", ["allow", "ask", "defer"])
+def test_a_top_level_block_wins_over_a_permission_decision_but_deny(permission: str) -> None:
+    # Claude Code 2.1 blocks with the top-level reason (tests/claude_code_cli/test_output_rules.py)
+    from otelhooks._config._claude_answer import command_answer
+    from otelhooks.integrations.coding_agents._combine import combine
+
+    specific = {"permissionDecision": permission, "updatedInput": {"command": "true"}}
+    printed = {"decision": "block", "reason": "no", "hookSpecificOutput": specific}
+    answer = command_answer("h", 0, json.dumps(printed), "")
+    assert answer is not None
+    out, _ = combine("PreToolUse", [answer], updated_input={"command": "true"})
+    assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert out["hookSpecificOutput"]["permissionDecisionReason"] == "no"
+    assert "updatedInput" not in out["hookSpecificOutput"]
+
+
+def test_a_json_answer_after_a_byte_order_mark_is_read() -> None:
+    from otelhooks._config._claude_answer import command_answer
+
+    deny = {"hookSpecificOutput": {"permissionDecision": "deny"}, "systemMessage": "said"}
+    answer = command_answer("h", 0, "\ufeff" + json.dumps(deny) + "\n", "")
+    assert answer is not None
+    assert answer.output == deny
+
+
 @pytest.mark.parametrize(
     ("decisions", "winner"),
     [(["allow", "ask"], "ask"), (["ask", "defer"], "defer"), (["defer", "deny", "allow"], "deny")],

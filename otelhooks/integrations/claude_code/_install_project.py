@@ -4,6 +4,7 @@ which settings file each form goes to, the starter hook file, the traces folder.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -98,6 +99,16 @@ def install_project(
             target, http=http, hooks_file=hooks_file, fail_closed=fail_closed, traces_out=traces
         )
     )
+    # Claude Code's precedence: the project's local file, its shared file, the user's file
+    order = [settings_path(user=True)] if user else [local, shared, settings_path(user=True)]
+    disabling = _hooks_disabled_by(order)
+    if disabling is not None:
+        result.changes[-1].warnings.insert(
+            0,
+            f"no installed hook will run: {disabling} sets `disableAllHooks: true`, so Claude "
+            "Code runs no hook at all and the guards never see a tool call; remove it (or set "
+            f"`disableAllHooks: false` in {target})",
+        )
     if not user and not Path(hooks_file).is_absolute():
         starter = Path(project) / hooks_file
         result.hooks_file = starter
@@ -107,6 +118,20 @@ def install_project(
                 handle.write(starter_hooks_yaml(hooks_file))
             result.hooks_file_verb = "created"
     return result
+
+
+def _hooks_disabled_by(files: list[Path]) -> Path | None:
+    """The file whose ``disableAllHooks: true`` Claude Code obeys: the first of ``files``
+    (highest precedence first) that sets the key decides; None when hooks run."""
+    for path in files:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # no file, or one install refuses on its own when it is the target
+        value = data.get("disableAllHooks") if isinstance(data, dict) else None
+        if isinstance(value, bool):
+            return path if value else None
+    return None
 
 
 def uninstall_project(

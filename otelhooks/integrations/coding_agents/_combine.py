@@ -11,7 +11,8 @@ each event's section), the schema Codex CLI copies and Gemini CLI's dialect is t
   the tool after a bare ``continue: false``: checked with the real CLI), on ``PostToolBatch`` a
   block;
 - ``PreToolUse``: deny > defer > ask > allow, the winner's reason; a block (exit 2, ``Block``,
-  a kernel ``None``, a control webhook) is a deny;
+  a kernel ``None``, a control webhook, a top-level ``decision: "block"`` beside any
+  ``permissionDecision`` but ``deny``, as Claude Code 2.1 reads it) is a deny;
 - ``PermissionRequest``: deny > allow (``message`` and ``interrupt`` of the deny;
   ``updatedInput`` and ``updatedPermissions`` of the allow);
 - ``Elicitation`` / ``ElicitationResult``: cancel > decline > accept; exit 2 declines;
@@ -138,7 +139,8 @@ def _permission(answer: HookAnswer) -> tuple[str | None, str | None]:
         return "deny", answer.reason
     specific = _specific(answer)
     decision = specific.get("permissionDecision")
-    if decision in _RANK:
+    # Claude Code: a top-level block stands over any permissionDecision but a deny
+    if decision in _RANK and (decision == "deny" or answer.output.get("decision") != "block"):
         return decision, _str(specific.get("permissionDecisionReason"))
     legacy = _LEGACY.get(str(answer.output.get("decision")))
     if legacy is not None:

@@ -40,6 +40,7 @@ from otelhooks.integrations.coding_agents._dialects import dialect_named
 __all__ = [
     "AgentInstall",
     "codex_trust_notes",
+    "gemini_hooks_off",
     "hooks_path",
     "install_agent",
     "uninstall_agent",
@@ -127,6 +128,44 @@ def _groups(agent: AgentInstall, events: Sequence[str], command: str) -> dict[st
     return groups
 
 
+def _settings(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # no file, or one install refuses on its own when it is the target
+    config = data.get("hooksConfig") if isinstance(data, dict) else None
+    return config if isinstance(config, dict) else {}
+
+
+def gemini_hooks_off(files: Sequence[Path]) -> list[str]:
+    """Why Gemini CLI would run none of our hooks, from its settings ``files`` (highest
+    precedence first: the project's, then the user's): ``hooksConfig.enabled: false`` in the
+    first that sets it, or ``otelhooks`` (our handlers' name) in a ``hooksConfig.disabled``.
+
+    Example:
+        >>> gemini_hooks_off([Path("/nonexistent/settings.json")])
+        []
+    """
+    notes = []
+    for path in files:
+        enabled = _settings(path).get("enabled")
+        if isinstance(enabled, bool):
+            if not enabled:
+                notes.append(
+                    f"no installed hook will run: {path} sets `hooksConfig.enabled: false`, so "
+                    "Gemini CLI runs no hook at all and the guards never see a tool call"
+                )
+            break
+    for path in files:
+        disabled = _settings(path).get("disabled")
+        if isinstance(disabled, list) and "otelhooks" in disabled:
+            notes.append(
+                f"no installed hook will run: {path} lists `otelhooks` in "
+                "`hooksConfig.disabled`, so Gemini CLI skips every hook of that name, ours"
+            )
+    return notes
+
+
 def codex_trust_notes(
     path: str | os.PathLike[str], project: str | os.PathLike[str] | None
 ) -> list[str]:
@@ -207,6 +246,9 @@ def install_agent(
             "crash) the CLI runs the tool anyway; add --fail-closed to deny"
         ]
     )
+    if dialect == "gemini":
+        user_file = hooks_path("gemini", user=True)
+        warnings[:0] = gemini_hooks_off([path] if user else [path, user_file])
     if dialect == "codex":
         if not fail_closed:
             warnings.append(

@@ -21,6 +21,7 @@ from otelhooks import load_config
 from otelhooks._config._claude_if import IfGate, IfRule
 from otelhooks._config._claude_settings import ClaudeSettingsWarning
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
+from otelhooks.testing import TestPipeline
 from tests._webhook_server import Reply, WebhookServer, webhook_server
 from tests.conformance.claude_code._bridge_cli import FIXTURES, REPO, fixture
 
@@ -209,6 +210,58 @@ def test_an_http_handler_without_a_decision_lets_the_call_through(
     else:
         assert answer == {}
     assert len(server.requests("/hooks/pre-tool-use")) == 1
+
+
+_PRE = {"hookEventName": "PreToolUse"}
+
+
+@pytest.mark.parametrize(
+    ("answer", "shown"),
+    [
+        ({"continue": False, "stopReason": "halt"}, "halt"),
+        ({"hookSpecificOutput": {**_PRE, "permissionDecision": "ask"}}, "asks for confirmation"),
+        ({"hookSpecificOutput": {**_PRE, "permissionDecision": "defer"}}, "deferred"),
+        (
+            {
+                "decision": "block",
+                "reason": "block wins",
+                "hookSpecificOutput": {**_PRE, "permissionDecision": "allow"},
+            },
+            "block wins",
+        ),
+    ],
+    ids=["continue-false", "ask", "defer", "block-beside-allow"],
+)
+def test_an_http_handlers_answer_keeps_the_call_from_running_as_a_commands_does(
+    tmp_path: Path, server: WebhookServer, pipe: TestPipeline, answer: Any, shown: str
+) -> None:
+    """Outside Claude Code (the settings loaded for another runtime) nobody can be asked: an
+    http handler's ``ask``, ``defer`` and ``continue: false`` block, as a command's do."""
+    server.routes["/hooks/pre-tool-use"] = Reply.json(answer)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ClaudeSettingsWarning)
+        loaded = load_config(http_settings(tmp_path, server.url))
+    pipe.register(*loaded.hooks)
+    ran: list[Any] = []
+
+    def tool(**kwargs: Any) -> str:
+        ran.append(kwargs)
+        return "ran"
+
+    with pipe.tracer.operation("agent") as op, op.step() as step:
+        result = step.run_tool("shell", "Bash", {"command": "rm -rf /"}, tool)
+    assert ran == []
+    assert shown in result.content
+
+
+def test_the_bridge_passes_an_http_handlers_ask_on_for_claude_code_to_ask(
+    tmp_path: Path, server: WebhookServer
+) -> None:
+    answer = {"hookSpecificOutput": {**_PRE, "permissionDecision": "ask"}}
+    server.routes["/hooks/pre-tool-use"] = Reply.json(answer)
+    response = ask(tmp_path, server, "rm -rf /")
+    decision = json.loads(response.stdout)["hookSpecificOutput"]
+    assert decision["permissionDecision"] == "ask"
 
 
 # -- the ``if`` field: the reference's own Bash table, and a guard behind it -----------------------
