@@ -127,12 +127,11 @@ class Dispatcher:
         is counted in metrics. ``call_webhooks=False``: control webhooks are listed in
         ``Verdict.would_call`` instead of called. ``inline``: call sync hooks on this thread
         (see :meth:`._calls.HookCalls.call_inline`)."""
-        matched = self.registry.match(name, values, operation_id=operation_id)
+        intercepts = self.registry.intercepts(name, values, operation_id=operation_id)
         # Notifications observe; a dry run decides only.
-        facts = [f for h in matched if not (f := h.facts).notifies]
-        if not facts:
-            return Verdict(matched=[h.id for h in matched])
-        chain = InterceptChain(name, payload, facts)
+        if not intercepts.facts:
+            return Verdict(matched=[h.id for h in intercepts.hooks])
+        chain = InterceptChain(name, payload, intercepts)
         chain.dry_run = True
         chain.call_webhooks = call_webhooks
         self._run_chain(chain, None, inline)
@@ -195,18 +194,16 @@ class Dispatcher:
     def _begin_chain(
         self, live: LiveEvent, dry_run: bool = False, call_webhooks: bool = True
     ) -> InterceptChain | None:
-        matched = self.match(live)
+        intercepts = self.registry.intercepts(
+            live.name, live.values, operation_id=live.operation_id
+        )
         notified: list[HookStep] = []
-        if dry_run:
-            # Notifications observe; a dry run decides only.
-            facts = [f for h in matched if not (f := h.facts).notifies]
-        else:
-            hooks, live.critical = self._enqueue_notifications(live, matched, notified)
-            facts = [h.facts for h in hooks]
-        if not facts:
-            live.verdict = Verdict(matched=[h.id for h in matched], steps=notified)
+        if not dry_run:  # notifications observe: queued live, left out of a dry run
+            _, live.critical = self._enqueue_notifications(live, intercepts.hooks, notified)
+        if not intercepts.facts:
+            live.verdict = Verdict(matched=[h.id for h in intercepts.hooks], steps=notified)
             return None
-        chain = InterceptChain(live.name, live.payload(), facts)
+        chain = InterceptChain(live.name, live.payload(), intercepts)
         chain.verdict.steps.extend(notified)
         chain.dry_run = dry_run
         chain.call_webhooks = call_webhooks
