@@ -141,12 +141,15 @@ class Dispatcher:
         """Run the hooks of ``chain`` on this thread; ``live``: the event, for log lines."""
         calls = self._calls
         listed = not chain.call_webhooks  # control webhooks are listed, not called
+        counted = not chain.dry_run  # a live run's durations are counted; a dry run's are not
+        started = 0.0
         for hook in chain.hooks:
             may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
             if may_skip and self._skips(chain, hook):
                 continue
             payload = chain.scratch_for(hook) if hook.permissive else chain.payload
-            started = time.perf_counter()
+            if counted:
+                started = time.perf_counter()
             try:
                 if inline:
                     result = calls.call_inline(hook, payload)
@@ -156,7 +159,7 @@ class Dispatcher:
                 stop = self._hook_failed(chain, hook, live, exc, started)
             else:
                 stop, outcome = chain.apply(hook, result)
-                if not chain.dry_run:
+                if counted:
                     self._count_returned(chain, hook, outcome, started)
             if stop:
                 break
@@ -170,19 +173,22 @@ class Dispatcher:
         if chain is None:
             return self._end_chain(live, None)
         listed = not chain.call_webhooks
+        counted = not chain.dry_run
+        started = 0.0
         for hook in chain.hooks:
             may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
             if may_skip and self._skips(chain, hook):
                 continue
             payload = chain.scratch_for(hook) if hook.permissive else chain.payload
-            started = time.perf_counter()
+            if counted:
+                started = time.perf_counter()
             try:
                 result = await self._calls.acall(hook.hook, payload)
             except Exception as exc:
                 stop = self._hook_failed(chain, hook, live, exc, started)
             else:
                 stop, outcome = chain.apply(hook, result)
-                if not chain.dry_run:
+                if counted:
                     self._count_returned(chain, hook, outcome, started)
             if stop:
                 break
@@ -250,6 +256,8 @@ class Dispatcher:
         exc: Exception,
         started: float,
     ) -> bool:
+        """Record a hook that raised (``started``: when it was called; a dry run's chain
+        counts nothing and gives 0.0)."""
         if isinstance(exc, DeadlinePassed):
             problem, outcome = f"timed out after {hook.deadline_s:g}s", "timeout"
         elif isinstance(exc, HookTimeoutError):  # the action enforced its own timeout (a command)
