@@ -415,8 +415,10 @@ class HookRegistry:
         """Whether :meth:`match` would find a hook (the cheap question the hot path asks)."""
         index = self._global
         if event in index.buckets:
-            last = index.last  # the latest values' plan, read inline: the hot path's question
-            if (last[1] if last[0] is values else index.plan(values))[event]:
+            # The latest values' plan, read inline: the hot path's question (a bulk caller's
+            # events each ask with an equal tuple of their own).
+            last = index.last
+            if (last[1] if last[0] is values or last[0] == values else index.plan(values))[event]:
                 return True
         if operation_id is None or not self._ops:
             return False
