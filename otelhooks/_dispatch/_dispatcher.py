@@ -20,7 +20,7 @@ from otelhooks._actions._notes import note
 from otelhooks._dispatch._calls import MAX_ABANDONED, HookCalls
 from otelhooks._dispatch._chain import InterceptChain
 from otelhooks._dispatch._observers import ObserverRunner
-from otelhooks._dispatch._registry import HookRegistry
+from otelhooks._dispatch._registry import HookRegistry, Intercepts
 from otelhooks._errors import (
     CriticalHookDeliveryError,
     DeadlinePassed,
@@ -115,19 +115,17 @@ class Dispatcher:
         self,
         name: str,
         payload: HookEvent,
-        values: tuple[str, ...],
-        operation_id: str | None,
+        intercepts: Intercepts,
         *,
         call_webhooks: bool = False,
         inline: bool = False,
     ) -> Verdict:
         """What the interceptors of ``name`` would decide for ``payload`` (``HooksEngine.dry_run``:
-        the caller holds the payload, so no :class:`LiveEvent` is made for it), with no side
-        effect beyond the hooks themselves: notification webhooks are not enqueued and nothing
-        is counted in metrics. ``call_webhooks=False``: control webhooks are listed in
-        ``Verdict.would_call`` instead of called. ``inline``: call sync hooks on this thread
-        (see :meth:`._calls.HookCalls.call_inline`)."""
-        intercepts = self.registry.intercepts(name, values, operation_id=operation_id)
+        the caller holds the payload, so no :class:`LiveEvent` is made for it, and has looked up
+        its ``intercepts``), with no side effect beyond the hooks themselves: notification
+        webhooks are not enqueued and nothing is counted in metrics. ``call_webhooks=False``:
+        control webhooks are listed in ``Verdict.would_call`` instead of called. ``inline``:
+        call sync hooks on this thread (see :meth:`._calls.HookCalls.call_inline`)."""
         # Notifications observe; a dry run decides only.
         if not intercepts.facts:
             return Verdict(matched=[h.id for h in intercepts.hooks])
