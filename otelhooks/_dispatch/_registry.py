@@ -116,17 +116,15 @@ class Intercepts:
 
     ``hooks``: every matching hook, in registration order; ``facts``: those that decide, as
     :class:`~otelhooks._hooks.HookFacts` (notifications observe, off the path); ``ids``: their
-    ids, which each chain's verdict copies as its ``matched``; ``notifies``: some hook is a
-    notification.
+    ids, which each chain's verdict copies as its ``matched``.
     """
 
-    __slots__ = ("facts", "hooks", "ids", "notifies")
+    __slots__ = ("facts", "hooks", "ids")
 
     def __init__(self, hooks: list[Hook]) -> None:
         self.hooks = hooks
         self.facts: tuple[HookFacts, ...] = tuple(f for h in hooks if not (f := h.facts).notifies)
         self.ids = tuple(f.id for f in self.facts)
-        self.notifies = len(self.facts) < len(hooks)
 
 
 _NO_INTERCEPTS: Final = Intercepts([])
