@@ -135,6 +135,12 @@ def _check(
         merged = _expected(order + op_order, event, values)
         assert reg.match(event, values, operation_id="op") == merged, (event, values)
         assert reg.any_match(event, values, operation_id="op") == bool(merged), (event, values)
+        # what a chain reads: the same hooks, cached with the plan (none here notifies)
+        for op, hooks in ((None, expected), ("op", merged)):
+            intercepts = reg.intercepts(event, values, operation_id=op)
+            assert intercepts.hooks == hooks, (event, values, op)
+            assert intercepts.ids == tuple(h.id for h in hooks), (event, values, op)
+            assert [f.hook for f in intercepts.facts] == hooks, (event, values, op)
     # which events have hooks, and which: what match() gives for each
     assert reg.hooked(EVENTS, values) == {
         e: hooks for e in EVENTS if (hooks := _expected(order, e, values))

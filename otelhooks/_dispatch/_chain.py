@@ -31,6 +31,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from otelhooks._dispatch._registry import Intercepts
 from otelhooks._events import HookEvent, ToolCallEvent
 from otelhooks._events._marks import ToolCallMarks
 from otelhooks._hooks import Block, HookFacts
@@ -54,7 +55,11 @@ DEFAULT_BLOCK_REASONS: dict[str, str] = {
 class InterceptChain:
     """State of one intercept dispatch: feed it each hook's result with :meth:`apply`.
 
-    It reads each hook through its :class:`~otelhooks._hooks.HookFacts` (``Hook.facts``)."""
+    It reads each hook through its :class:`~otelhooks._hooks.HookFacts` (``Hook.facts``), as the
+    registry's :class:`~otelhooks._dispatch._registry.Intercepts` hold them."""
+
+    payload: HookEvent
+    marks: ToolCallMarks | None
 
     __slots__ = (
         "call_webhooks",
@@ -69,24 +74,22 @@ class InterceptChain:
         "verdict",
     )
 
-    def __init__(self, event: str, payload: HookEvent, hooks: list[HookFacts]) -> None:
-        self.hooks = hooks
+    def __init__(self, event: str, payload: HookEvent, intercepts: Intercepts) -> None:
+        self.hooks = intercepts.facts
         self.event = event
-        self.verdict = Verdict(payload=payload, matched=[h.id for h in hooks])
+        self.verdict = Verdict(matched=list(intercepts.ids))
         self.soft_rank = 0  # set while a command's ask/defer block leaves the chain open (rule 6)
         self.dry_run = False  # deciding only (HooksEngine.dry_run): nothing is counted
         self.call_webhooks = True  # False: control webhooks are reported as "would call"
         self.scratch: HookEvent | None = None  # the copy a permissive hook was given (rule 7)
         # What the last permissive hook would have done (read it for a permissive hook only).
         self.permissive: str | None = None
-        # The payload the chain holds now (an enforcing hook is handed it), and its marks (a
-        # tool call's; None for other events): read once per payload, as it is set.
-        self.payload = payload
-        self.marks: ToolCallMarks | None = None
         self._hold(payload)
 
     def _hold(self, payload: HookEvent) -> None:
-        """Go on with ``payload`` (the first, a rewrite, or a fresh copy after a failure)."""
+        """Go on with ``payload`` (the first, a rewrite, or a fresh copy after a failure): the
+        payload the chain holds now (an enforcing hook is handed it), and its marks (a tool
+        call's; None for other events), read once per payload, as it is set."""
         self.payload = self.verdict.payload = payload
         self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
 

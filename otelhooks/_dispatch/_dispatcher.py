@@ -20,7 +20,7 @@ from otelhooks._actions._notes import note
 from otelhooks._dispatch._calls import MAX_ABANDONED, HookCalls
 from otelhooks._dispatch._chain import InterceptChain
 from otelhooks._dispatch._observers import ObserverRunner
-from otelhooks._dispatch._registry import HookRegistry
+from otelhooks._dispatch._registry import HookRegistry, Intercepts
 from otelhooks._errors import (
     CriticalHookDeliveryError,
     DeadlinePassed,
@@ -115,24 +115,21 @@ class Dispatcher:
         self,
         name: str,
         payload: HookEvent,
-        values: tuple[str, ...],
-        operation_id: str | None,
+        intercepts: Intercepts,
         *,
         call_webhooks: bool = False,
         inline: bool = False,
     ) -> Verdict:
         """What the interceptors of ``name`` would decide for ``payload`` (``HooksEngine.dry_run``:
-        the caller holds the payload, so no :class:`LiveEvent` is made for it), with no side
-        effect beyond the hooks themselves: notification webhooks are not enqueued and nothing
-        is counted in metrics. ``call_webhooks=False``: control webhooks are listed in
-        ``Verdict.would_call`` instead of called. ``inline``: call sync hooks on this thread
-        (see :meth:`._calls.HookCalls.call_inline`)."""
-        matched = self.registry.match(name, values, operation_id=operation_id)
+        the caller holds the payload, so no :class:`LiveEvent` is made for it, and has looked up
+        its ``intercepts``), with no side effect beyond the hooks themselves: notification
+        webhooks are not enqueued and nothing is counted in metrics. ``call_webhooks=False``:
+        control webhooks are listed in ``Verdict.would_call`` instead of called. ``inline``:
+        call sync hooks on this thread (see :meth:`._calls.HookCalls.call_inline`)."""
         # Notifications observe; a dry run decides only.
-        facts = [f for h in matched if not (f := h.facts).notifies]
-        if not facts:
-            return Verdict(matched=[h.id for h in matched])
-        chain = InterceptChain(name, payload, facts)
+        if not intercepts.facts:
+            return Verdict(matched=[h.id for h in intercepts.hooks])
+        chain = InterceptChain(name, payload, intercepts)
         chain.dry_run = True
         chain.call_webhooks = call_webhooks
         self._run_chain(chain, None, inline)
@@ -142,12 +139,15 @@ class Dispatcher:
         """Run the hooks of ``chain`` on this thread; ``live``: the event, for log lines."""
         calls = self._calls
         listed = not chain.call_webhooks  # control webhooks are listed, not called
+        counted = not chain.dry_run  # a live run's durations are counted; a dry run's are not
+        started = 0.0
         for hook in chain.hooks:
             may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
             if may_skip and self._skips(chain, hook):
                 continue
             payload = chain.scratch_for(hook) if hook.permissive else chain.payload
-            started = time.perf_counter()
+            if counted:
+                started = time.perf_counter()
             try:
                 if inline:
                     result = calls.call_inline(hook, payload)
@@ -157,7 +157,7 @@ class Dispatcher:
                 stop = self._hook_failed(chain, hook, live, exc, started)
             else:
                 stop, outcome = chain.apply(hook, result)
-                if not chain.dry_run:
+                if counted:
                     self._count_returned(chain, hook, outcome, started)
             if stop:
                 break
@@ -171,19 +171,22 @@ class Dispatcher:
         if chain is None:
             return self._end_chain(live, None)
         listed = not chain.call_webhooks
+        counted = not chain.dry_run
+        started = 0.0
         for hook in chain.hooks:
             may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
             if may_skip and self._skips(chain, hook):
                 continue
             payload = chain.scratch_for(hook) if hook.permissive else chain.payload
-            started = time.perf_counter()
+            if counted:
+                started = time.perf_counter()
             try:
                 result = await self._calls.acall(hook.hook, payload)
             except Exception as exc:
                 stop = self._hook_failed(chain, hook, live, exc, started)
             else:
                 stop, outcome = chain.apply(hook, result)
-                if not chain.dry_run:
+                if counted:
                     self._count_returned(chain, hook, outcome, started)
             if stop:
                 break
@@ -195,18 +198,16 @@ class Dispatcher:
     def _begin_chain(
         self, live: LiveEvent, dry_run: bool = False, call_webhooks: bool = True
     ) -> InterceptChain | None:
-        matched = self.match(live)
+        intercepts = self.registry.intercepts(
+            live.name, live.values, operation_id=live.operation_id
+        )
         notified: list[HookStep] = []
-        if dry_run:
-            # Notifications observe; a dry run decides only.
-            facts = [f for h in matched if not (f := h.facts).notifies]
-        else:
-            hooks, live.critical = self._enqueue_notifications(live, matched, notified)
-            facts = [h.facts for h in hooks]
-        if not facts:
-            live.verdict = Verdict(matched=[h.id for h in matched], steps=notified)
+        if not dry_run:  # notifications observe: queued live, left out of a dry run
+            _, live.critical = self._enqueue_notifications(live, intercepts.hooks, notified)
+        if not intercepts.facts:
+            live.verdict = Verdict(matched=[h.id for h in intercepts.hooks], steps=notified)
             return None
-        chain = InterceptChain(live.name, live.payload(), facts)
+        chain = InterceptChain(live.name, live.payload(), intercepts)
         chain.verdict.steps.extend(notified)
         chain.dry_run = dry_run
         chain.call_webhooks = call_webhooks
@@ -253,6 +254,8 @@ class Dispatcher:
         exc: Exception,
         started: float,
     ) -> bool:
+        """Record a hook that raised (``started``: when it was called; a dry run's chain
+        counts nothing and gives 0.0)."""
         if isinstance(exc, DeadlinePassed):
             problem, outcome = f"timed out after {hook.deadline_s:g}s", "timeout"
         elif isinstance(exc, HookTimeoutError):  # the action enforced its own timeout (a command)

@@ -14,7 +14,8 @@ cache. Other values get a plan of their own, cached until the registrations chan
 full), which fills an event on first use from that event's hooks matching everything, the hooks
 naming one of the values, and, unless no prefix could match, a scan of its regex hooks. The
 latest (values, plan) pair is kept too, so the several events one tool call asks about with the
-same values tuple cost one identity check each.
+same values tuple cost one identity check each. A plan also keeps, per intercept event, what
+that event's chain reads (:class:`Intercepts`), so a chain's set-up is one lookup.
 """
 
 from __future__ import annotations
@@ -27,11 +28,11 @@ from typing import Any, Final
 
 from otelhooks._actions import build_hook
 from otelhooks._errors import ConfigError
-from otelhooks._hooks import Hook
+from otelhooks._hooks import Hook, HookFacts
 from otelhooks._matchers import MatchKind
 from otelhooks._redact import register_env_secrets
 
-__all__ = ["NO_EVENTS", "HookRegistry", "Hooked"]
+__all__ = ["NO_EVENTS", "HookRegistry", "Hooked", "Intercepts"]
 
 _seq = itertools.count()
 _CACHE_LIMIT = 4096
@@ -109,17 +110,37 @@ class Hooked(dict[str, list[Hook]]):
     clear = pop = popitem = setdefault = update = __ior__ = _read_only
 
 
+class Intercepts:
+    """What an intercept chain of one event reads of the hooks matching one set of values,
+    worked out once and shared (read it, never change it).
+
+    ``hooks``: every matching hook, in registration order; ``facts``: those that decide, as
+    :class:`~otelhooks._hooks.HookFacts` (notifications observe, off the path); ``ids``: their
+    ids, which each chain's verdict copies as its ``matched``.
+    """
+
+    __slots__ = ("facts", "hooks", "ids")
+
+    def __init__(self, hooks: list[Hook]) -> None:
+        self.hooks = hooks
+        self.facts: tuple[HookFacts, ...] = tuple(f for h in hooks if not (f := h.facts).notifies)
+        self.ids = tuple(f.id for f in self.facts)
+
+
+_NO_INTERCEPTS: Final = Intercepts([])
+
+
 class _Plan(dict[str, _Entries]):
     """What one set of matcher values matches, for every event of one index: ``plan[event]``
     is the matching entries, ordered and unique (a plain dictionary read when known).
 
     A plan with ``index`` set fills an event on first use (concurrent fills compute the same
     value, so they need no lock); one without is complete: an event it lacks matches nothing.
-    ``ids`` maps a tuple of events to the ids of the hooks matching any of them, ``on`` to
-    those of the events that have a matching hook, with their hooks.
+    ``on`` maps a tuple of events to those of them that have a matching hook, with their
+    hooks; ``chains`` an intercept event to its :class:`Intercepts`.
     """
 
-    __slots__ = ("ids", "index", "on", "regex", "subject")
+    __slots__ = ("chains", "index", "on", "regex", "subject")
 
     def __init__(
         self,
@@ -130,6 +151,7 @@ class _Plan(dict[str, _Entries]):
     ) -> None:
         super().__init__(known)
         self.on: dict[tuple[str, ...], Hooked] = {}
+        self.chains: dict[str, Intercepts] = {}  # events the dispatcher names: a few
         self.index = index
         self.subject = values  # not "values": a dict's method
         self.regex = regex
@@ -151,6 +173,13 @@ class _Plan(dict[str, _Entries]):
             if len(self.on) >= _IDS_LIMIT:
                 self.on.clear()
             self.on[events] = hit
+        return hit
+
+    def intercepts(self, event: str) -> Intercepts:
+        hit = self.chains.get(event)
+        if hit is None:
+            # Concurrent fills compute the same value, as for the entries themselves.
+            hit = self.chains[event] = Intercepts([h for _, h in self[event]])
         return hit
 
 
@@ -361,14 +390,33 @@ class HookRegistry:
         """Hooks for ``event`` whose matcher accepts one of ``values``, in registration order."""
         return [h for _, h in self._entries(event, values, operation_id)]
 
+    def intercepts(
+        self, event: str, values: tuple[str, ...], *, operation_id: str | None = None
+    ) -> Intercepts:
+        """What :meth:`match` finds, as an intercept chain reads it: cached with the values'
+        plan unless an operation has hooks of its own for ``event`` (a shared answer: never
+        change it)."""
+        if operation_id is not None and self._ops:
+            op = self._ops.get(operation_id)
+            if op is not None and event in op.buckets:
+                return Intercepts(self.match(event, values, operation_id=operation_id))
+        index = self._global
+        if event not in index.buckets:
+            return _NO_INTERCEPTS
+        last = index.last
+        plan = last[1] if last[0] is values or last[0] == values else index.plan(values)
+        return plan.intercepts(event)
+
     def any_match(
         self, event: str, values: tuple[str, ...], *, operation_id: str | None = None
     ) -> bool:
         """Whether :meth:`match` would find a hook (the cheap question the hot path asks)."""
         index = self._global
         if event in index.buckets:
-            last = index.last  # the latest values' plan, read inline: the hot path's question
-            if (last[1] if last[0] is values else index.plan(values))[event]:
+            # The latest values' plan, read inline: the hot path's question (a bulk caller's
+            # events each ask with an equal tuple of their own).
+            last = index.last
+            if (last[1] if last[0] is values or last[0] == values else index.plan(values))[event]:
                 return True
         if operation_id is None or not self._ops:
             return False

@@ -25,7 +25,7 @@ each, for ``otelhooks hooks test``).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from otelhooks._dispatch import NO_EVENTS, Dispatcher, Hooked, HookRegistry
@@ -38,7 +38,7 @@ from otelhooks._metrics import AgentMetrics
 if TYPE_CHECKING:
     from otelhooks._actions._webhook_delivery import WebhookDeliverer
 
-__all__ = ["HooksEngine"]
+__all__ = ["HooksEngine", "dry_run_if_hooked"]
 
 
 class HooksEngine:
@@ -151,7 +151,7 @@ class HooksEngine:
 
     def matches(self, event: str, values: tuple[str, ...], operation_id: str | None = None) -> bool:
         """Whether any hook matches ``event`` now (a cached lookup: cheap on the hot path)."""
-        return self.registry.any_match(event, values, operation_id=operation_id)
+        return self._dispatcher.registry.any_match(event, values, operation_id=operation_id)
 
     def hooked(
         self, events: tuple[str, ...], values: tuple[str, ...], operation_id: str | None = None
@@ -292,8 +292,9 @@ class HooksEngine:
         spec, model, values, operation_id = self._resolve(event, payload, values, operation_id)
         if not spec.intercept:
             return Verdict(payload=model)
+        intercepts = self.registry.intercepts(spec.name, values, operation_id=operation_id)
         return self._dispatcher.decide(
-            spec.name, model, values, operation_id, call_webhooks=call_webhooks, inline=inline
+            spec.name, model, intercepts, call_webhooks=call_webhooks, inline=inline
         )
 
     async def adry_run(
@@ -380,6 +381,34 @@ class HooksEngine:
         self._dispatcher.shutdown(timeout_s)
         if self._owns_deliverer and self._dispatcher.deliverer is not None:
             self._dispatcher.deliverer.shutdown(timeout_s)
+
+
+def dry_run_if_hooked(
+    engine: HooksEngine,
+    event: str,
+    values: tuple[str, ...],
+    build: Callable[[], HookEvent],
+    *,
+    call_webhooks: bool = False,
+    inline: bool = False,
+) -> Verdict | None:
+    """:meth:`HooksEngine.dry_run` for a bulk caller that builds a payload only when a hook
+    wants it (replay): ``event`` is a canonical intercept event's name and ``values`` its
+    matcher values. None when no global hook matches (nothing is built, as live); else the
+    verdict ``dry_run`` gives for the payload ``build`` makes, with the operation id it carries.
+
+    One registry lookup for both questions, where ``matches`` and then ``dry_run`` ask twice.
+    """
+    registry = engine.registry
+    intercepts = registry.intercepts(event, values)
+    if not intercepts.hooks:
+        return None
+    payload = build()
+    if payload.operationId is not None:  # that operation's own hooks apply too, as in dry_run
+        intercepts = registry.intercepts(event, values, operation_id=payload.operationId)
+    return engine._dispatcher.decide(
+        event, payload, intercepts, call_webhooks=call_webhooks, inline=inline
+    )
 
 
 # Returned for every event no hook matched (the hot path allocates nothing); callers only read it.

@@ -1,8 +1,10 @@
 """Recorded events through a policy: ``HooksEngine.dry_run``, the chain the live agent runs.
 
-Nothing here matches or runs hooks itself: each event goes to :meth:`HooksEngine.dry_run` (same
-matchers, order, handlers, commands and scripts as live; nothing queued for observers, nothing
-counted), and the verdict is compared with the decision the span recorded.
+Nothing here matches or runs hooks itself: each event goes to the engine's dry run
+(:func:`~otelhooks._engine.dry_run_if_hooked`, :meth:`HooksEngine.dry_run` building the payload
+only when a hook wants it: same matchers, order, handlers, commands and scripts as live; nothing
+queued for observers, nothing counted), and the verdict is compared with the decision the span
+recorded.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from otelhooks._engine import HooksEngine
+from otelhooks._engine import HooksEngine, dry_run_if_hooked
 from otelhooks._live import HookStep, Verdict
 from otelhooks.replay._events import Decision, RecordedEvent
 
@@ -117,14 +119,22 @@ def replay_events(
         >>> sorted({o.now.action for o in changed})
         ['allow', 'deny', 'mock', 'rewrite']
     """
+    inline = not pooled
     for event in events:
-        if not engine.matches(event.event, event.values):
-            # The engine's own cached lookup: no hook wants the event, so (as live) no payload
-            # is built and the verdict is the empty one.
-            yield ReplayOutcome(event, _ALLOW, event.recorded.action != "allow")
-            continue
         try:
-            outcome = _decided(engine, event, live_webhooks=live_webhooks, pooled=pooled)
+            verdict = dry_run_if_hooked(
+                engine,
+                event.event,
+                event.values,
+                event.build,
+                call_webhooks=live_webhooks,
+                inline=inline,
+            )
+            if verdict is None:
+                # No hook wants the event: (as live) no payload is built, the verdict is empty.
+                outcome = ReplayOutcome(event, _ALLOW, event.recorded.action != "allow")
+            else:
+                outcome = _outcome(event, verdict)
         except (ValueError, TypeError, RecursionError, MemoryError) as exc:
             # A recorded value the payload cannot hold (pydantic refused it, or it is too
             # deep): this event cannot be replayed; the others still are.
@@ -138,16 +148,7 @@ def replay_events(
         yield outcome
 
 
-def _decided(
-    engine: HooksEngine, event: RecordedEvent, *, live_webhooks: bool, pooled: bool
-) -> ReplayOutcome:
-    verdict = engine.dry_run(
-        event.event,
-        event.payload,
-        values=event.values,
-        call_webhooks=live_webhooks,
-        inline=not pooled,
-    )
+def _outcome(event: RecordedEvent, verdict: Verdict) -> ReplayOutcome:
     now = decision_of(verdict)
     diff: list[dict[str, Any]] = []
     if now.action == "rewrite" and verdict.payload is not None:

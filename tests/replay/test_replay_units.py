@@ -7,7 +7,7 @@ from typing import Any
 
 from otelhooks import Block, HooksEngine, Verdict
 from otelhooks.events import ToolCallEvent
-from otelhooks.replay import Decision, decision_of, diff_values
+from otelhooks.replay import Decision, RecordedEvent, decision_of, diff_values, replay_events
 
 
 def test_a_block_wins_over_a_mock_and_a_mock_over_rewrites() -> None:
@@ -114,3 +114,34 @@ def test_spans_that_lack_names_replay_with_the_values_matchers_expect() -> None:
     assert (call.values, call.subject) == (("fs/rm", "rm"), "fs/rm")
     assert call.payload.args == {"input": "not json"}  # type: ignore[attr-defined]
     assert not persist.content_recorded  # neither a result nor its size was recorded
+
+
+def _recorded(event: str, build: Any, values: tuple[str, ...]) -> RecordedEvent:
+    return RecordedEvent(event, build, values, Decision(), "t", "s", None, "fs/rm", True, {})
+
+
+def test_replay_decides_each_event_as_dry_run_does_with_its_operations_hooks() -> None:
+    engine = HooksEngine([{"id": "g", "type": "beforeToolCall", "handler": lambda e: None}])
+    engine.register(
+        [{"id": "o", "type": "beforeToolCall", "handler": lambda e: Block("not in op1")}],
+        operation_id="op1",
+    )
+    values = ("fs/rm", "rm")
+    in_op = ToolCallEvent(toolCallId="c1", identifier="fs", apiName="rm", operationId="op1")
+    built: list[str] = []
+
+    def never() -> ToolCallEvent:
+        built.append("persisted")
+        raise AssertionError("no hook wants this event: its payload is not built")
+
+    events = [
+        _recorded("before_tool_call", lambda: in_op, values),
+        _recorded("before_tool_call", _call, values),
+        _recorded("tool_result_persist", never, values),
+    ]
+    op, plain, persisted = replay_events(engine, events)
+    expected = engine.dry_run("before_tool_call", in_op, values=values)
+    assert op.now == decision_of(expected) == Decision("deny", ("o",), "not in op1")
+    assert op.matched == expected.matched == ["g", "o"]
+    assert (plain.now, plain.matched) == (Decision(), ["g"])
+    assert (persisted.now, persisted.matched, built) == (Decision(), [], [])
