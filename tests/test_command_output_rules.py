@@ -136,6 +136,12 @@ CASES = {
         }}),
         0, False, "no", "blocked",
     ),
+    # Claude Code reads all of stdout; otelhooks keeps its first MiB (the documented cap): an answer
+    # after that much white space is unknown, a failure reported (never a silent allow).
+    "an-answer-after-more-white-space-than-the-cap-is-a-non-blocking-error": Case(
+        "otelhooks: output past the cap", " " * ((1 << 20) + 10) + json.dumps(DENY), 0,
+        True, "ran ls", "error", error="any answer after them was not read",
+    ),
     "a-permission-deny-beside-a-block-gives-its-own-reason": Case(
         "Claude Code: a block stands over permissionDecision",
         json.dumps({"decision": "block", "reason": "no", **DENY}),

@@ -273,6 +273,13 @@ class CommandAction:
         answer = self._answer(text, outcome.stdout_bytes) if text.startswith("{") else None
         if code == 2:
             return self._exit_two(outcome, answer, payload, intercept=intercept)
+        if not text and outcome.stdout_bytes > OUTPUT_CAP_BYTES:
+            # Only white space was kept: an answer after it (Claude Code reads all of stdout)
+            # is unknown here, so the command failed to answer rather than allowed.
+            return CommandDecision(
+                problem=f"wrote {outcome.stdout_bytes} bytes of stdout, the first "
+                f"{OUTPUT_CAP_BYTES} white space: any answer after them was not read"
+            )
         if answer is not None:
             verdict = self._read(answer, payload, intercept=intercept)
             # A JSON object decides on its own, whatever the exit code (exit 1 included); one
