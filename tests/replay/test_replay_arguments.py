@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from otelhooks.events import ToolCallEvent
+from otelhooks import ToolCallEvent
 from otelhooks.replay import recorded_events
 
 TEXTS = [
@@ -48,7 +48,8 @@ def _args(text: str) -> dict[str, Any]:
     event = next(iter(recorded_events([span])))
     payload = event.payload
     assert isinstance(payload, ToolCallEvent)
-    return payload.args
+    args: dict[str, Any] = payload.args
+    return args
 
 
 @pytest.mark.parametrize("text", TEXTS)
