@@ -231,7 +231,8 @@ def _tool_events(
     elif attrs.get(sc.HOOK_MOCKED) is True or outcome == "mocked":
         recorded = Decision("mock", _ids(attrs.get(sc.HOOK_MOCKED_BY)))
     else:
-        recorded = _blocked(attrs, attrs.get(sc.HOOK_REWRITTEN_BY), False)
+        rewritten = attrs.get(sc.HOOK_REWRITTEN_BY)
+        recorded = _blocked(attrs, rewritten, False) if rewritten else _ALLOWED
     values = (subject, api)
     yield RecordedEvent(
         "before_tool_call",
