@@ -46,8 +46,12 @@ class SpanContext:
         self._memo: dict[tuple[str, str], dict[str, str]] = {}
         self._complete: set[tuple[str, str]] = set()  # spans whose ancestors are all known
 
-    def add(self, span: Mapping[str, Any]) -> tuple[str, str]:
-        """Remember ``span``'s parent and its own facts; returns its (trace id, span id)."""
+    def add(self, span: Mapping[str, Any]) -> None:
+        """Remember ``span``'s parent and its own facts."""
+        self._add(span)
+
+    def _add(self, span: Mapping[str, Any]) -> tuple[str, str]:
+        # add, returning the span's (trace id, span id): the stream keys its spans once
         attrs = span.get("attributes") or {}
         own = self._NO_FACTS
         if not self.wanted.isdisjoint(attrs):  # most spans (tool calls) carry none of them
@@ -93,8 +97,7 @@ class SpanContext:
         return self._waiting_for_key((str(span.get("traceId", "")), str(span.get("spanId", ""))))
 
     def _waiting_for_key(self, node: tuple[str, str]) -> tuple[str, str] | None:
-        # waiting_for by the span's (trace id, span id) as add returns it: the stream's spans
-        # are not keyed again.
+        # waiting_for by the span's (trace id, span id), as _add returns it
         walked: list[tuple[str, str]] = []
         while node not in self._complete:
             known = self._spans.get(node)

@@ -61,7 +61,7 @@ class Spans:
         for path in self.recordings:
             for span in iter_spans(path, problems=self.problems):
                 self.read += 1
-                key = context.add(span)
+                key = context._add(span)
                 if self.ancestry_read:
                     yield span
                     continue
