@@ -83,7 +83,7 @@ def loads_bounded(raw: str | bytes, *, max_depth: int = MAX_DEPTH) -> Any:
         <class 'str'>
     """
     try:
-        text = raw.decode("utf-8") if isinstance(raw, bytes | bytearray) else raw
+        text = raw if isinstance(raw, str) else raw.decode("utf-8")
         text = flatten_deep(text, max_depth)
         try:
             # pydantic-core's parser costs a quarter of json.loads on a tool call's arguments;
