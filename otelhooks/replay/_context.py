@@ -48,6 +48,10 @@ class SpanContext:
 
     def add(self, span: Mapping[str, Any]) -> None:
         """Remember ``span``'s parent and its own facts."""
+        self._add(span)
+
+    def _add(self, span: Mapping[str, Any]) -> tuple[str, str]:
+        # add, returning the span's (trace id, span id): the stream keys its spans once
         attrs = span.get("attributes") or {}
         own = self._NO_FACTS
         if not self.wanted.isdisjoint(attrs):  # most spans (tool calls) carry none of them
@@ -59,10 +63,10 @@ class SpanContext:
                     own[field] = value
         trace = sys.intern(str(span.get("traceId", "")))
         key = (trace, str(span.get("spanId", "")))
-        if key in self._spans:
-            return
-        parent = span.get("parentSpanId")
-        self._spans[key] = (parent if isinstance(parent, str) else "", own)
+        if key not in self._spans:
+            parent = span.get("parentSpanId")
+            self._spans[key] = (parent if isinstance(parent, str) else "", own)
+        return key
 
     def complete(self, span: Mapping[str, Any]) -> bool:
         """Whether every ancestor of ``span`` has been added, up to one without a parent: what
@@ -90,7 +94,10 @@ class SpanContext:
             >>> context.waiting_for({"traceId": "t", "spanId": "b"})
             ('t', 'a')
         """
-        node = (str(span.get("traceId", "")), str(span.get("spanId", "")))
+        return self._waiting_for_key((str(span.get("traceId", "")), str(span.get("spanId", ""))))
+
+    def _waiting_for_key(self, node: tuple[str, str]) -> tuple[str, str] | None:
+        # waiting_for by the span's (trace id, span id), as _add returns it
         walked: list[tuple[str, str]] = []
         while node not in self._complete:
             known = self._spans.get(node)

@@ -231,11 +231,17 @@ def _tool_events(
     elif attrs.get(sc.HOOK_MOCKED) is True or outcome == "mocked":
         recorded = Decision("mock", _ids(attrs.get(sc.HOOK_MOCKED_BY)))
     else:
-        recorded = _blocked(attrs, attrs.get(sc.HOOK_REWRITTEN_BY), False)
+        rewritten = attrs.get(sc.HOOK_REWRITTEN_BY)
+        recorded = _blocked(attrs, rewritten, False) if rewritten else _ALLOWED
     values = (subject, api)
+
+    def build_call() -> HookEvent:
+        common["args"] = _arguments(raw_args)  # parsed again for each build: its own dict
+        return ToolCallEvent.model_validate(common)
+
     yield RecordedEvent(
         "before_tool_call",
-        lambda: ToolCallEvent.model_validate({**common, "args": _arguments(raw_args)}),
+        build_call,
         values,
         recorded,
         trace_id,

@@ -112,22 +112,30 @@ class ReplayReport:
         if not outcome.matched and not outcome.changed:  # nothing matched, nothing changed: counted
             return
         now = outcome.now
-        change = outcome.change
+        changed, errors = outcome.changed, outcome.errors
+        # Allowed as recorded, no hook failed: no change, and each hook (and the tool) counts as
+        # seen and would call its webhook, nothing else.
+        plain = not changed and not errors and now.action == "allow"
+        change = None if plain else outcome.change
         if change is not None:
             self.changes[change] += 1
-        missing = outcome.content_missing
+        missing = not event.content_recorded and outcome.content_missing
         if missing:
             self.content_missing += 1
         would_call = outcome.would_call
-        if change is not None or missing or would_call or _any_permissive(outcome):
+        reported = change is not None or missing or would_call
+        if not reported:
+            # Reported too when a permissive hook would have acted (as _permissive lists it).
+            for step in outcome.steps:
+                if step.permissive not in (None, "allow"):
+                    reported = True
+                    break
+        if reported:
             self.reported.append(outcome)
-        # Allowed as recorded, no hook failed: each hook (and the tool) counts as seen, and
-        # would call its webhook, nothing else.
-        plain = now.action == "allow" and not outcome.changed and not outcome.errors
         # A hook that failed left an error (HooksEngine.dry_run): no errors, no failed steps.
         failed = (
             {s.hook_id for s in outcome.steps if s.outcome in _FAILED_STEPS}
-            if outcome.errors
+            if errors
             else _NONE_FAILED
         )
         hooks = self.hooks
@@ -137,12 +145,12 @@ class ReplayReport:
                 tally = hooks[hook_id] = Tally()
             tally.seen += 1
             if not plain:
-                _count(tally, now, hook_id, outcome.changed, hook_id in failed)
+                _count(tally, now, hook_id, changed, hook_id in failed)
             if would_call and hook_id in would_call:
                 tally.would_call += 1
         if tool is not None:
             if not plain:
-                _count(tool, now, None, outcome.changed, bool(outcome.errors))
+                _count(tool, now, None, changed, bool(errors))
             tool.would_call += bool(would_call)
 
     def failed(self, fail_on: Iterable[str]) -> dict[str, int]:
@@ -267,11 +275,6 @@ def _event_record(outcome: ReplayOutcome) -> dict[str, Any]:
         "content_recorded": event.content_recorded,
         "permissive": _permissive(outcome),
     }
-
-
-def _any_permissive(outcome: ReplayOutcome) -> bool:
-    """Whether :func:`_permissive` has anything to say (without building its list)."""
-    return any(step.permissive not in (None, "allow") for step in outcome.steps)
 
 
 def _permissive(outcome: ReplayOutcome) -> list[str]:

@@ -55,35 +55,37 @@ class Spans:
         for path in self.recordings:  # refused before any span is given out, as when read twice
             check_recording(path)
         context = self.context
-        held: deque[dict[str, Any]] = deque()
+        # the spans held back, each with its (trace id, span id)
+        held: deque[tuple[tuple[str, str], dict[str, Any]]] = deque()
         waiting: tuple[str, str] | None = None  # the ancestor the first span held waits for
         for path in self.recordings:
             for span in iter_spans(path, problems=self.problems):
                 self.read += 1
-                context.add(span)
+                key = context._add(span)
                 if self.ancestry_read:
                     yield span
                     continue
                 if not held:
-                    waiting = context.waiting_for(span)
+                    waiting = context._waiting_for_key(key)
                     if waiting is None:
                         yield span  # the common case: nothing waits, nothing is missing
                         continue
-                    held.append(span)
+                    held.append((key, span))
                     continue
-                held.append(span)
-                if waiting == (str(span.get("traceId", "")), str(span.get("spanId", ""))):
+                held.append((key, span))
+                if waiting == key:
                     # What the first span waited for came: give out what is complete now.
                     while held:
-                        waiting = context.waiting_for(held[0])
+                        waiting = context._waiting_for_key(held[0][0])
                         if waiting is not None:
                             break
-                        yield held.popleft()
+                        yield held.popleft()[1]
                 if len(held) > self.held_back:
                     self._read_ancestry()
                     while held:
-                        yield held.popleft()
-        yield from held  # what is still missing was never recorded
+                        yield held.popleft()[1]
+        for _, span in held:  # what is still missing was never recorded
+            yield span
 
     def _read_ancestry(self) -> None:
         for path in self.recordings:
