@@ -356,6 +356,10 @@ class HookRegistry:
     def has_any(self) -> bool:
         return bool(self._global.hooks) or bool(self._ops)
 
+    def has_own(self, operation_id: str) -> bool:
+        """Whether ``operation_id`` has hooks registered for it alone."""
+        return operation_id in self._ops
+
     def may_match(self, event: str, values: tuple[str, ...] | None = None) -> list[Hook]:
         """Every hook that could match ``event`` in any operation: the global hooks whose
         matcher accepts one of ``values`` (all of the event's, whatever their matcher, when

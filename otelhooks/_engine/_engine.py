@@ -404,8 +404,10 @@ def dry_run_if_hooked(
     if not intercepts.hooks:
         return None
     payload = build()
-    if payload.operationId is not None:  # that operation's own hooks apply too, as in dry_run
-        intercepts = registry.intercepts(event, values, operation_id=payload.operationId)
+    operation_id = payload.operationId
+    if operation_id is not None and registry.has_own(operation_id):
+        # that operation's own hooks apply too, as in dry_run
+        intercepts = registry.intercepts(event, values, operation_id=operation_id)
     return engine._dispatcher.decide(
         event, payload, intercepts, call_webhooks=call_webhooks, inline=inline
     )

@@ -9,12 +9,11 @@ kept equal, so a user of either system reads the names they know.
 from __future__ import annotations
 
 import json
-from functools import cached_property
 from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from otelhooks._events._marks import ToolCallMarks
+from otelhooks._events._marks import MarksOnFirstRead
 from otelhooks._events._spend import CostTotals, RunningSpend
 from otelhooks._sources import SOURCES
 
@@ -336,18 +335,18 @@ class ToolCallEvent(_ToolContext):
         ...         event.deny("rm is not allowed")
     """
 
+    # ignored_types: the marks' descriptor (below) is not a field nor a private attribute
+    model_config = ConfigDict(ignored_types=(MarksOnFirstRead,))
+
     event: Literal["before_tool_call"] = "before_tool_call"
     spend: RunningSpend | None = None
 
-    @cached_property
-    def _marks(self) -> ToolCallMarks:
-        """What the hooks of its chain did to it, made on first use. Not a pydantic private
-        attribute, which pydantic initialises on every payload built and reads through the
-        model's ``__getattr__``: ``functools.cached_property`` keeps it in the instance's
-        ``__dict__``, which pydantic leaves out of fields, dumps and equality (a shallow
-        ``model_copy`` shares it, as it shared the private attribute: the chain gives its
-        copies marks of their own)."""
-        return ToolCallMarks()
+    # What the hooks of its chain did to it, made on first read. Not a pydantic private
+    # attribute, which pydantic initialises on every payload built and reads through the
+    # model's ``__getattr__``: the marks live in the instance's ``__dict__``, which pydantic
+    # leaves out of fields, dumps and equality (a shallow ``model_copy`` shares them, as it
+    # shared the private attribute: the chain gives its copies marks of their own).
+    _marks = MarksOnFirstRead()
 
     def deny(self, reason: str | None = None) -> bool:
         """Refuse the tool call: it does not run, and the agent is told ``reason`` (LobeHub's
