@@ -228,3 +228,52 @@ def test_deny_json_printed_before_exit_1_denies() -> None:
     assert answer is not None
     out, _ = combine("PreToolUse", [answer])
     assert out["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+_DENY_ASKED = {"hookEventName": "PreToolUse", "permissionDecision": "ask"}
+_ALLOW_REWRITE = {
+    "hookEventName": "PreToolUse",
+    "permissionDecision": "allow",
+    "updatedInput": {"cmd": "ls"},
+}
+
+
+@pytest.mark.parametrize(
+    ("event", "output", "changed", "expected"),
+    [
+        # the engine blocked, the combined answer allowed: the block stands, the rewrite goes
+        ("PreToolUse", {"hookSpecificOutput": dict(_ALLOW_REWRITE)}, True,
+         {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                 "permissionDecisionReason": "no"}}),
+        ("PreToolUse", {}, True,
+         {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                 "permissionDecisionReason": "no"}}),
+        ("UserPromptSubmit", {"systemMessage": "hi"}, True,
+         {"systemMessage": "hi", "decision": "block", "reason": "no"}),
+        # what already blocks is passed on as it is (a command's ask is its own block)
+        ("PreToolUse", {"hookSpecificOutput": dict(_DENY_ASKED)}, False,
+         {"hookSpecificOutput": _DENY_ASKED}),
+        ("PreToolUse", {"continue": False, "stopReason": "halt"}, False,
+         {"continue": False, "stopReason": "halt"}),
+        ("UserPromptSubmit", {"decision": "block", "reason": "own"}, False,
+         {"decision": "block", "reason": "own"}),
+        # an event that cannot block is not made to
+        ("SessionStart", {}, False, {}),
+    ],
+)  # fmt: skip
+def test_a_combined_answer_never_allows_what_the_engine_blocked(
+    event: str, output: dict[str, Any], changed: bool, expected: dict[str, Any]
+) -> None:
+    """The bridge reads a hook's output for the agent apart from the chain: whatever it makes
+    of it, a verdict's block reaches the agent (and a disagreement is logged as an error)."""
+    from structlog.testing import capture_logs
+
+    from otelhooks import Verdict
+    from otelhooks.integrations.coding_agents._answers import keep_block
+
+    blocked = Verdict(blocked=True, decided_by="no-rm", reason="no")
+    with capture_logs() as logs:
+        assert keep_block(event, output, blocked) is changed
+    assert output == expected
+    assert [entry["log_level"] for entry in logs] == (["error"] if changed else [])
+    assert keep_block(event, {}, Verdict()) is False  # nothing blocked: nothing to keep

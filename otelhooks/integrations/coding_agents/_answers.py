@@ -45,6 +45,7 @@ __all__ = [
     "combine",
     "denied_by",
     "dumps",
+    "keep_block",
     "respond",
     "run_hooks",
     "tell_failures",
@@ -74,6 +75,56 @@ def answers_from_notes(notes: Iterable[tuple[str, object]]) -> list[HookAnswer]:
         if answer is not None:
             own[hook_id] = answer
     return [own.get(h) or blocks[h] for h in order if h in own or h in blocks]
+
+
+def keep_block(event: str, output: dict[str, Any], verdict: Verdict) -> bool:
+    """Make the combined ``output`` block when the engine's ``verdict`` did and it does not;
+    returns whether it had to, and logs it as the bug it is.
+
+    The chain and :func:`combine` read a hook's output apart (the chain through the hook's
+    action, the bridge through :func:`answers_from_notes`, for the fields only the agent
+    reads), each by the same rules. Were they ever to disagree, the agent is told the engine's
+    block, never an allow.
+
+    Example:
+        >>> out = {"hookSpecificOutput": {"hookEventName": "PreToolUse",
+        ...                               "permissionDecision": "allow"}}
+        >>> from structlog.testing import capture_logs
+        >>> blocked = Verdict(blocked=True, decided_by="no-rm", reason="no")
+        >>> with capture_logs() as logs:
+        ...     keep_block("PreToolUse", out, blocked)
+        True
+        >>> logs[0]["log_level"], logs[0]["hook_id"]
+        ('error', 'no-rm')
+        >>> answer = out["hookSpecificOutput"]
+        >>> answer["permissionDecision"], answer["permissionDecisionReason"]
+        ('deny', 'no')
+    """
+    if not verdict.blocked or output.get("continue") is False:
+        return False
+    reason = verdict.reason or f"Blocked by hook {verdict.decided_by or 'a hook'}."
+    if event == "PreToolUse":
+        specific = output.get("hookSpecificOutput")
+        if not isinstance(specific, dict):
+            specific = output["hookSpecificOutput"] = {"hookEventName": event}
+        if specific.get("permissionDecision") in ("deny", "ask", "defer"):
+            return False  # an ask or defer is a command's own block, passed on as it is
+        specific["permissionDecision"] = "deny"
+        specific["permissionDecisionReason"] = reason
+        specific.pop("updatedInput", None)
+    elif event in BLOCKING_EVENTS:
+        if output.get("decision") == "block":
+            return False
+        output["decision"] = "block"
+        output["reason"] = reason
+    else:
+        return False
+    _log.error(
+        "the hooks' combined answer allowed what the engine blocked: blocked",
+        hook_event=event,
+        hook_id=verdict.decided_by,
+    )
+    return True
 
 
 # a failed guard's problem as the person reads it (a command's stderr may be long)

@@ -38,6 +38,7 @@ from otelhooks._span_mapping import (
 from otelhooks.integrations.coding_agents._answers import (
     combine,
     denied_by,
+    keep_block,
     respond,
     run_hooks,
     tell_failures,
@@ -225,6 +226,7 @@ class ToolUses(Part):
         )
         answers += approval_allows("PreToolUse", verdict)  # a person's allow is an allow
         output, lost = combine("PreToolUse", answers, updated_input=updated, agent=self.agent)
+        keep_block("PreToolUse", output, verdict)
         specific = output.get("hookSpecificOutput") or {}
         decision = specific.get("permissionDecision")
         if decision != "deny":

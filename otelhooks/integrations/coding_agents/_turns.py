@@ -20,6 +20,7 @@ from otelhooks._config._claude_answer import block_answer
 from otelhooks._events import BeforeAgentStartEvent, CompleteEvent, ErrorEvent
 from otelhooks.integrations.coding_agents._answers import (
     combine,
+    keep_block,
     respond,
     run_hooks,
     tell_failures,
@@ -141,6 +142,7 @@ class Turns(Part):
             )
             answers.append(block_answer(by, reason))
         output, lost = combine(name, answers, agent=self.agent)
+        keep_block(name, output, verdict)
         if output.get("decision") == "block" or output.get("continue") is False:
             self.state.end_operation(session)
             self.end(op, "interrupted", None)
