@@ -31,7 +31,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from otelhooks._dispatch._registry import Intercepts
 from otelhooks._events import HookEvent, ToolCallEvent
 from otelhooks._events._marks import ToolCallMarks
 from otelhooks._hooks import Block, HookFacts
@@ -56,7 +55,8 @@ class InterceptChain:
     """State of one intercept dispatch: feed it each hook's result with :meth:`apply`.
 
     It reads each hook through its :class:`~otelhooks._hooks.HookFacts` (``Hook.facts``), as the
-    registry's :class:`~otelhooks._dispatch._registry.Intercepts` hold them."""
+    registry's :class:`~otelhooks._dispatch._registry.Intercepts` hold them (``facts``, and
+    their ``ids``)."""
 
     payload: HookEvent
     marks: ToolCallMarks | None
@@ -74,10 +74,12 @@ class InterceptChain:
         "verdict",
     )
 
-    def __init__(self, event: str, payload: HookEvent, intercepts: Intercepts) -> None:
-        self.hooks = intercepts.facts
+    def __init__(
+        self, event: str, payload: HookEvent, hooks: tuple[HookFacts, ...], ids: tuple[str, ...]
+    ) -> None:
+        self.hooks = hooks
         self.event = event
-        self.verdict = Verdict(matched=list(intercepts.ids))
+        self.verdict = Verdict(matched=list(ids))
         self.soft_rank = 0  # set while a command's ask/defer block leaves the chain open (rule 6)
         self.dry_run = False  # deciding only (HooksEngine.dry_run): nothing is counted
         self.call_webhooks = True  # False: control webhooks are reported as "would call"

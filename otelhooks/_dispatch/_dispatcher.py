@@ -129,7 +129,7 @@ class Dispatcher:
         # Notifications observe; a dry run decides only.
         if not intercepts.facts:
             return Verdict(matched=[h.id for h in intercepts.hooks])
-        chain = InterceptChain(name, payload, intercepts)
+        chain = InterceptChain(name, payload, intercepts.facts, intercepts.ids)
         chain.dry_run = True
         chain.call_webhooks = call_webhooks
         self._run_chain(chain, None, inline)
@@ -207,7 +207,7 @@ class Dispatcher:
         if not intercepts.facts:
             live.verdict = Verdict(matched=[h.id for h in intercepts.hooks], steps=notified)
             return None
-        chain = InterceptChain(live.name, live.payload(), intercepts)
+        chain = InterceptChain(live.name, live.payload(), intercepts.facts, intercepts.ids)
         chain.verdict.steps.extend(notified)
         chain.dry_run = dry_run
         chain.call_webhooks = call_webhooks
