@@ -207,7 +207,8 @@ def test_hooks_of_an_operation_alone_are_found_for_that_operation_only() -> None
     assert not reg.has_own("op")
     op_hooks = _random_hooks(rng, 12, "o")
     reg.register(op_hooks, operation_id="op")
-    assert reg.has_own("op") and not reg.has_own("other")
+    assert reg.has_own("op")
+    assert not reg.has_own("other")
     op_order = list(enumerate(op_hooks))
     for _ in range(2):  # cold, then warm
         for v in values:
