@@ -151,7 +151,7 @@ class HooksEngine:
 
     def matches(self, event: str, values: tuple[str, ...], operation_id: str | None = None) -> bool:
         """Whether any hook matches ``event`` now (a cached lookup: cheap on the hot path)."""
-        return self._dispatcher.registry.any_match(event, values, operation_id=operation_id)
+        return self.registry.any_match(event, values, operation_id=operation_id)
 
     def hooked(
         self, events: tuple[str, ...], values: tuple[str, ...], operation_id: str | None = None
