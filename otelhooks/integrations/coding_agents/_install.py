@@ -25,6 +25,7 @@ from __future__ import annotations
 import json
 import os
 import shlex
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,6 +42,7 @@ __all__ = [
     "AgentInstall",
     "codex_trust_notes",
     "gemini_hooks_off",
+    "gemini_system_files",
     "hooks_path",
     "install_agent",
     "uninstall_agent",
@@ -137,15 +139,54 @@ def _settings(path: Path) -> dict[str, Any]:
     return config if isinstance(config, dict) else {}
 
 
-def gemini_hooks_off(files: Sequence[Path]) -> list[str]:
+def gemini_system_files() -> tuple[Path, Path]:
+    """Gemini CLI's system settings (an administrator's: over the user's and the project's)
+    and system defaults (under them all), where Gemini CLI looks: the paths
+    ``GEMINI_CLI_SYSTEM_SETTINGS_PATH`` and ``GEMINI_CLI_SYSTEM_DEFAULTS_PATH`` name, else
+    ``/etc/gemini-cli/settings.json`` (Linux; ``/Library/Application Support/GeminiCli`` on
+    macOS, ``C:\\ProgramData\\gemini-cli`` on Windows) and ``system-defaults.json`` beside it.
+    Gemini CLI reads either only when root owns it and every folder above it, none of them
+    writable by a group or others (POSIX)."""
+    system = os.environ.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+    if not system:
+        system = {
+            "darwin": "/Library/Application Support/GeminiCli/settings.json",
+            "win32": "C:/ProgramData/gemini-cli/settings.json",
+        }.get(sys.platform, "/etc/gemini-cli/settings.json")
+    defaults = os.environ.get("GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
+    return Path(system), Path(defaults or Path(system).parent / "system-defaults.json")
+
+
+def _read_by_gemini(path: Path) -> bool:
+    """Whether Gemini CLI reads the system file ``path``: on POSIX only when it and every
+    folder above it (as given and resolved) belong to root and no group or other user can
+    write them; it skips any other with a security warning."""
+    if sys.platform == "win32":
+        return True
+    try:
+        for item in {path, *path.parents, *path.resolve().parents}:
+            if item.is_symlink() and item.lstat().st_uid != 0:
+                return False
+            stat = item.stat()
+            if stat.st_uid != 0 or stat.st_mode & 0o022:
+                return False
+    except OSError:
+        return False
+    return True
+
+
+def gemini_hooks_off(files: Sequence[Path], *, system: Path | None = None) -> list[str]:
     """Why Gemini CLI would run none of our hooks, from its settings ``files`` (highest
-    precedence first: the project's, then the user's): ``hooksConfig.enabled: false`` in the
-    first that sets it, or ``otelhooks`` (our handlers' name) in a ``hooksConfig.disabled``.
+    precedence first: the system settings, the project's, the user's, the system defaults):
+    ``hooksConfig.enabled: false`` in the first that sets it, or ``otelhooks`` (our handlers'
+    name) in a ``hooksConfig.disabled`` (Gemini CLI joins every file's list). A note about
+    ``system`` (the system settings file) says that only an administrator can change it.
 
     Example:
         >>> gemini_hooks_off([Path("/nonexistent/settings.json")])
         []
     """
+    admin = "; Gemini CLI's system settings override the user's and the project's: only an "
     notes = []
     for path in files:
         enabled = _settings(path).get("enabled")
@@ -154,6 +195,7 @@ def gemini_hooks_off(files: Sequence[Path]) -> list[str]:
                 notes.append(
                     f"no installed hook will run: {path} sets `hooksConfig.enabled: false`, so "
                     "Gemini CLI runs no hook at all and the guards never see a tool call"
+                    + (admin + "administrator can lift it" if path == system else "")
                 )
             break
     for path in files:
@@ -162,6 +204,7 @@ def gemini_hooks_off(files: Sequence[Path]) -> list[str]:
             notes.append(
                 f"no installed hook will run: {path} lists `otelhooks` in "
                 "`hooksConfig.disabled`, so Gemini CLI skips every hook of that name, ours"
+                + (admin + "administrator can take it out" if path == system else "")
             )
     return notes
 
@@ -247,8 +290,12 @@ def install_agent(
         ]
     )
     if dialect == "gemini":
-        user_file = hooks_path("gemini", user=True)
-        warnings[:0] = gemini_hooks_off([path] if user else [path, user_file])
+        system, defaults = gemini_system_files()
+        own = [path] if user else [path, hooks_path("gemini", user=True)]
+        files = [system, *own, defaults]
+        warnings[:0] = gemini_hooks_off(
+            [f for f in files if f in own or _read_by_gemini(f)], system=system
+        )
     if dialect == "codex":
         if not fail_closed:
             warnings.append(
