@@ -26,6 +26,7 @@ import json
 import os
 import shlex
 import sys
+import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,6 +41,7 @@ from otelhooks.integrations.coding_agents._dialects import dialect_named
 
 __all__ = [
     "AgentInstall",
+    "codex_hooks_off",
     "codex_trust_notes",
     "gemini_hooks_off",
     "gemini_system_files",
@@ -53,6 +55,9 @@ _TIMEOUT_S = 30
 # The handler types Codex 0.171 parses; for any other it rejects the whole hooks.json ("unknown
 # variant"), so no hook of that file runs, ours included (tests/coding_agents_cli).
 _CODEX_HANDLER_TYPES = frozenset({"command", "mcp_tool", "prompt", "agent"})
+# Codex has no variable that moves its system folder; this one moves where install looks (a
+# test's folder, or a machine whose policy is deployed elsewhere)
+_CODEX_SYSTEM_DIR_ENV = "OTELHOOKS_CODEX_SYSTEM_DIR"
 _TOOL_EVENTS = frozenset(
     {"PreToolUse", "PermissionRequest", "PostToolUse", "BeforeTool", "AfterTool"}
 )
@@ -209,6 +214,72 @@ def gemini_hooks_off(files: Sequence[Path], *, system: Path | None = None) -> li
     return notes
 
 
+def _codex_hooks_feature(path: Path, table: str = "features") -> bool | None:
+    """``[features] hooks`` (or its older name ``codex_hooks``) in the TOML file ``path``."""
+    try:
+        features = tomllib.loads(path.read_text(encoding="utf-8")).get(table)
+    except (OSError, ValueError):
+        return None  # no file, or one Codex itself refuses to start with
+    if not isinstance(features, dict):
+        return None
+    value = features.get("hooks", features.get("codex_hooks"))
+    return value if isinstance(value, bool) else None
+
+
+def codex_hooks_off(target: Path, project: str | os.PathLike[str] | None) -> list[str]:
+    """Why Codex would run none of the hooks written to ``target``, from the files Codex 0.171
+    reads: the administrator's ``requirements.toml`` (``allow_managed_hooks_only = true``, or
+    ``[features] hooks = false``), else ``[features] hooks = false`` in the first config layer
+    that sets the feature, highest first: the legacy ``managed_config.toml``, the project's
+    ``.codex/config.toml`` (with ``project``), ``$CODEX_HOME/config.toml``, the system
+    ``config.toml``. The system files are in ``/etc/codex``, or the folder
+    ``$OTELHOOKS_CODEX_SYSTEM_DIR`` names. Requirements from the cloud or macOS managed
+    preferences are not read."""
+    system = Path(os.environ.get(_CODEX_SYSTEM_DIR_ENV) or "/etc/codex")
+    requirements = system / "requirements.toml"
+    admin = "Codex's requirements: an administrator's, which no config file overrides"
+    try:
+        only = tomllib.loads(requirements.read_text(encoding="utf-8")).get(
+            "allow_managed_hooks_only"
+        )
+    except (OSError, ValueError):
+        only = None
+    if _codex_hooks_feature(requirements) is False:
+        return [
+            f"no installed hook will run: {requirements} ({admin}) sets `[features] hooks = "
+            "false`, so Codex runs no hook at all and the guards never see a tool call; only "
+            "an administrator can lift it"
+        ]
+    if only is True:
+        return [
+            f"no installed hook will run: {requirements} ({admin}) sets "
+            "`allow_managed_hooks_only = true`, so Codex runs only managed hooks and ignores "
+            f"those in {target}; the guards never see a tool call until an administrator adds "
+            "the otelhooks hooks to the requirements' `[hooks]` (or to managed config)"
+        ]
+    user = _AGENTS["codex"].user_folder() / "config.toml"
+    layers = [system / "managed_config.toml", user, system / "config.toml"]
+    if project is not None:
+        layers.insert(1, Path(project) / ".codex" / "config.toml")
+    for path in layers:
+        enabled = _codex_hooks_feature(path)
+        if enabled is None:
+            continue
+        if enabled:
+            return []
+        if path == layers[0]:
+            what = "only an administrator can lift it (managed config overrides every config.toml)"
+        elif path == layers[-1]:
+            what = f"`hooks = true` under `[features]` in {user} overrides it"
+        else:
+            what = "remove it, or set it to true"
+        return [
+            f"no installed hook will run: {path} sets `[features] hooks = false`, so Codex runs "
+            f"no hook at all and the guards never see a tool call; {what}"
+        ]
+    return []
+
+
 def codex_trust_notes(
     path: str | os.PathLike[str], project: str | os.PathLike[str] | None
 ) -> list[str]:
@@ -302,6 +373,7 @@ def install_agent(
                 "Codex does not say why a hook failed (`codex exec` prints `hook: PreToolUse "
                 "Failed`, `codex exec --json` nothing): with --fail-closed the model is told"
             )
+        warnings[:0] = codex_hooks_off(path, None if user else project)
         warnings += codex_trust_notes(path, None if user else Path(project))
     change = SettingsChange(path, warnings=warnings)
 
