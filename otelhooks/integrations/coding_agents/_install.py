@@ -214,12 +214,16 @@ def gemini_hooks_off(files: Sequence[Path], *, system: Path | None = None) -> li
     return notes
 
 
-def _codex_hooks_feature(path: Path, table: str = "features") -> bool | None:
-    """``[features] hooks`` (or its older name ``codex_hooks``) in the TOML file ``path``."""
+def _toml(path: Path) -> dict[str, Any]:
     try:
-        features = tomllib.loads(path.read_text(encoding="utf-8")).get(table)
+        return tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None  # no file, or one Codex itself refuses to start with
+        return {}  # no file, or one Codex itself refuses to start with
+
+
+def _hooks_feature(config: dict[str, Any]) -> bool | None:
+    """``[features] hooks`` (or its older name ``codex_hooks``) of a Codex TOML file."""
+    features = config.get("features")
     if not isinstance(features, dict):
         return None
     value = features.get("hooks", features.get("codex_hooks"))
@@ -238,19 +242,14 @@ def codex_hooks_off(target: Path, project: str | os.PathLike[str] | None) -> lis
     system = Path(os.environ.get(_CODEX_SYSTEM_DIR_ENV) or "/etc/codex")
     requirements = system / "requirements.toml"
     admin = "Codex's requirements: an administrator's, which no config file overrides"
-    try:
-        only = tomllib.loads(requirements.read_text(encoding="utf-8")).get(
-            "allow_managed_hooks_only"
-        )
-    except (OSError, ValueError):
-        only = None
-    if _codex_hooks_feature(requirements) is False:
+    required = _toml(requirements)
+    if _hooks_feature(required) is False:
         return [
             f"no installed hook will run: {requirements} ({admin}) sets `[features] hooks = "
             "false`, so Codex runs no hook at all and the guards never see a tool call; only "
             "an administrator can lift it"
         ]
-    if only is True:
+    if required.get("allow_managed_hooks_only") is True:
         return [
             f"no installed hook will run: {requirements} ({admin}) sets "
             "`allow_managed_hooks_only = true`, so Codex runs only managed hooks and ignores "
@@ -262,7 +261,7 @@ def codex_hooks_off(target: Path, project: str | os.PathLike[str] | None) -> lis
     if project is not None:
         layers.insert(1, Path(project) / ".codex" / "config.toml")
     for path in layers:
-        enabled = _codex_hooks_feature(path)
+        enabled = _hooks_feature(_toml(path))
         if enabled is None:
             continue
         if enabled:
@@ -332,8 +331,10 @@ def install_agent(
         fail_closed: a failing bridge denies the tool call instead of letting it run.
 
     Returns:
-        What happened to the file; its warnings say where a guard fails open and, for Codex,
-        what it needs before it runs the hooks (:func:`codex_trust_notes`).
+        What happened to the file; its warnings say first when the CLI would run none of the
+        hooks (:func:`codex_hooks_off`, :func:`gemini_hooks_off`: a setting of the user's, the
+        project's or an administrator's), then where a guard fails open and, for Codex, what
+        it needs before it runs the hooks (:func:`codex_trust_notes`).
 
     Raises:
         ValueError: ``dialect`` has no installer, the file cannot be edited without loss, or
