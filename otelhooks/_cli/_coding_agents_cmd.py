@@ -77,7 +77,10 @@ def _install(args: argparse.Namespace) -> int:
     if traces:
         print(f"  traces: {traces} (one trace per session; `otelhooks claude-code tree` prints it)")
     for warning in change.warnings:
-        print(f"  note: {warning}")
+        if warning.startswith("no installed hook will run"):  # the guards are off: said loudly
+            print(f"warning: {warning}", file=sys.stderr)
+        else:
+            print(f"  note: {warning}")
     return 0
 
 

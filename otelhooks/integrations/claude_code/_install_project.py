@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -22,6 +23,10 @@ from otelhooks.integrations.claude_code._install import (
 from otelhooks.integrations.claude_code._settings_file import check_editable
 
 __all__ = ["ProjectChange", "install_project", "uninstall_project"]
+
+# Claude Code has no variable that moves its managed-settings folder; this one moves where
+# install looks (a test's folder, or a machine whose policy is deployed elsewhere)
+_MANAGED_SETTINGS_DIR_ENV = "OTELHOOKS_CLAUDE_MANAGED_SETTINGS_DIR"
 
 
 @dataclass
@@ -100,15 +105,9 @@ def install_project(
         )
     )
     # Claude Code's precedence: the project's local file, its shared file, the user's file
-    order = [settings_path(user=True)] if user else [local, shared, settings_path(user=True)]
-    disabling = _hooks_disabled_by(order)
-    if disabling is not None:
-        result.changes[-1].warnings.insert(
-            0,
-            f"no installed hook will run: {disabling} sets `disableAllHooks: true`, so Claude "
-            "Code runs no hook at all and the guards never see a tool call; remove it (or set "
-            f"`disableAllHooks: false` in {target})",
-        )
+    result.changes[-1].warnings[:0] = _hooks_off_notes(
+        target, [settings_path(user=True)] if user else [local, shared, settings_path(user=True)]
+    )
     if not user and not Path(hooks_file).is_absolute():
         starter = Path(project) / hooks_file
         result.hooks_file = starter
@@ -120,18 +119,80 @@ def install_project(
     return result
 
 
-def _hooks_disabled_by(files: list[Path]) -> Path | None:
-    """The file whose ``disableAllHooks: true`` Claude Code obeys: the first of ``files``
-    (highest precedence first) that sets the key decides; None when hooks run."""
+def _managed_settings_files() -> list[Path]:
+    """Claude Code's managed-settings files on this machine, lowest precedence first:
+    ``managed-settings.json``, then ``managed-settings.d/*.json`` by name (not hidden), each
+    over the one before; in ``/etc/claude-code`` (Linux), ``/Library/Application
+    Support/ClaudeCode`` (macOS), ``C:\\Program Files\\ClaudeCode`` (Windows), or the folder
+    ``$OTELHOOKS_CLAUDE_MANAGED_SETTINGS_DIR`` names. Only those that exist."""
+    folder = os.environ.get(_MANAGED_SETTINGS_DIR_ENV)
+    if folder:
+        base = Path(folder)
+    elif sys.platform == "darwin":
+        base = Path("/Library/Application Support/ClaudeCode")
+    elif sys.platform == "win32":
+        base = Path("C:/Program Files/ClaudeCode")
+    else:
+        base = Path("/etc/claude-code")
+    drop_ins = base / "managed-settings.d"
+    try:
+        names = sorted(p.name for p in drop_ins.iterdir() if p.suffix == ".json")
+    except OSError:
+        names = []
+    files = [base / "managed-settings.json", *(drop_ins / n for n in names if n[0] != ".")]
+    return [path for path in files if path.is_file()]
+
+
+def _settings(path: Path) -> dict[str, object]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}  # no file, or one install refuses on its own when it is the target
+    return data if isinstance(data, dict) else {}
+
+
+def _hooks_off_notes(target: Path, files: list[Path]) -> list[str]:
+    """Why Claude Code would run none of the hooks install wrote to ``target``: a managed
+    setting (it overrides every other file, and only an administrator changes it), else
+    ``disableAllHooks: true`` in the first of ``files`` (highest precedence first) that sets
+    the key."""
+    managed: dict[str, tuple[Path, object]] = {}  # a later managed file overrides an earlier
+    for path in _managed_settings_files():
+        managed.update((key, (path, value)) for key, value in _settings(path).items())
+    admin = "managed settings: an administrator's, over every user, project and local file"
+    path, value = managed.get("disableAllHooks", (target, None))
+    if value is True:
+        return [
+            f"no installed hook will run: {path} ({admin}) sets `disableAllHooks: true`, so "
+            "Claude Code runs no hook at all, managed ones included, and the guards never see a "
+            "tool call; only an administrator can lift it"
+        ]
+    path, only = managed.get("allowManagedHooksOnly", (target, None))
+    key = "`allowManagedHooksOnly: true`"
+    if only is not True:
+        path, strict = managed.get("strictPluginOnlyCustomization", (target, None))
+        key = "`strictPluginOnlyCustomization` (hooks locked)"
+        only = strict is True or (isinstance(strict, list) and "hooks" in strict)
+    if only is True:
+        return [
+            f"no installed hook will run: {path} ({admin}) sets {key}, so Claude Code runs only "
+            f"hooks from managed settings and ignores those in {target}; the guards never see a "
+            "tool call until an administrator adds the otelhooks hooks (the entries written to "
+            f"{target}) to the managed settings' `hooks`"
+        ]
+    if isinstance(value, bool):
+        return []  # managed `disableAllHooks: false` overrides every other file
     for path in files:
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            continue  # no file, or one install refuses on its own when it is the target
-        value = data.get("disableAllHooks") if isinstance(data, dict) else None
+        value = _settings(path).get("disableAllHooks")
         if isinstance(value, bool):
-            return path if value else None
-    return None
+            if not value:
+                return []
+            return [
+                f"no installed hook will run: {path} sets `disableAllHooks: true`, so Claude "
+                "Code runs no hook at all and the guards never see a tool call; remove it (or "
+                f"set `disableAllHooks: false` in {target})"
+            ]
+    return []
 
 
 def uninstall_project(
