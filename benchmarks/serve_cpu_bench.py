@@ -60,6 +60,18 @@ def _task_runtime(pid: int) -> dict[int, float]:
     return out
 
 
+def _switches(pid: int) -> int:
+    """Context switches (voluntary and not) of every live thread of ``pid`` so far."""
+    total = 0
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            text = Path(f"/proc/{pid}/task/{tid}/status").read_text()
+        except FileNotFoundError:
+            continue
+        total += sum(int(line.split()[1]) for line in text.splitlines() if "ctxt_switches" in line)
+    return total
+
+
 def _process_cpu(pid: int) -> tuple[float, float]:
     """CPU seconds (user, system) of the whole process, threads that ended included."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -161,6 +173,7 @@ def run_once(store: str | None, args: argparse.Namespace, n: int) -> dict[str, A
         try:
             _burst(url, args.sessions, args.tools, f"warm{n}")
             rt0, whole0 = _task_runtime(proc.pid), _process_cpu(proc.pid)
+            switches0 = _switches(proc.pid)
             if args.profile:
                 args.profile.mkdir(parents=True, exist_ok=True)
                 spy = subprocess.Popen(
@@ -174,10 +187,12 @@ def run_once(store: str | None, args: argparse.Namespace, n: int) -> dict[str, A
             if args.floor:
                 _floor_burst(url, args.floor, args.sessions, 20)
                 rt0, whole0 = _task_runtime(proc.pid), _process_cpu(proc.pid)
+                switches0 = _switches(proc.pid)
                 events = _floor_burst(url, args.floor, args.sessions, 10 * args.bursts)
             for b in range(0 if args.floor else args.bursts):
                 events += len(_burst(url, args.sessions, args.tools, f"b{n}-{b}"))
             rt1, whole1 = _task_runtime(proc.pid), _process_cpu(proc.pid)
+            switches = _switches(proc.pid) - switches0
             names = _thread_names(args.py_spy, proc.pid) if args.names else {}
         finally:
             if spy is not None:
@@ -201,6 +216,7 @@ def run_once(store: str | None, args: argparse.Namespace, n: int) -> dict[str, A
         "whole_ms": round(user + system, 3),
         "user_ms": round(user, 3),
         "sys_ms": round(system, 3),
+        "switches": round(switches / events, 1),  # of the live threads, per event
     }
     if names:
         by_name: dict[str, float] = {}
