@@ -172,10 +172,13 @@ def _guarded_base() -> type[Any]:
         def data_received(self, data: bytes) -> None:
             if self.dropped:
                 return
-            if self._waiting_for_head():
-                self._arm()  # a keep-alive connection's next request: the deadline starts now
             super().data_received(data)
-            if not self._waiting_for_head():
+            if self._waiting_for_head():
+                # part of a head (a keep-alive connection's next request: the deadline starts
+                # at its first bytes); a head that comes whole, as a client's does, needs no
+                # timer at all
+                self._arm()
+            else:
                 self._disarm()
                 self._guard.busy(self)
 

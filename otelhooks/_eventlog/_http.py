@@ -145,15 +145,16 @@ class EventLogApp:
         if scope["type"] != "http":
             return
         path, method = scope["path"], scope["method"]
-        route = {"/v1/events": ("GET", self._token), "/v1/traces": ("POST", self._ingest_token)}
-        route.update((extra, ("POST", self._ingest_token)) for extra in self.routes)
-        if path not in route and self.fallback is not None:
+        if path == "/v1/events":
+            allowed, token = "GET", self._token
+        elif path == "/v1/traces" or path in self.routes:
+            allowed, token = "POST", self._ingest_token
+        elif self.fallback is not None:
             await self.fallback(scope, receive, send)
             return
-        if path not in route:
+        else:
             await send_json(send, 404, {"error": "not_found", "message": f"no route {path[:80]}"})
             return
-        allowed, token = route[path]
         otlp = path in _OTLP_PATHS
         if method != allowed:
             body = {"error": "method_not_allowed", "message": f"use {allowed}"}

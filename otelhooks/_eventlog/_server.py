@@ -174,6 +174,11 @@ class EventLogServer:
             lifespan="on",
             timeout_graceful_shutdown=5,
             timeout_keep_alive=5,
+            # Nothing here reads a request's client address or scheme, which the proxy-header
+            # middleware would rewrite from X-Forwarded-* on every request; and no answer
+            # needs to name the server software.
+            proxy_headers=False,
+            server_header=False,
         )
         self._server = _server_class()(config)
         return self._server

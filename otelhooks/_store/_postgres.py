@@ -460,17 +460,23 @@ class PostgresStore(Store):
         from psycopg_pool import PoolTimeout
 
         tries = self._pool.max_size + 1 if idempotent else 1
+        pool = self._pool
         try:
             while True:
                 tries -= 1
-                with self._pool.connection() as conn:
-                    try:
-                        return _rows_of(conn, sql, params)
-                    except psycopg.OperationalError:
-                        # a pooled connection the server dropped fails at once, and the pool
-                        # discards it: the next try takes another, at last a fresh one
-                        if not (tries and conn.broken):
-                            raise
+                # getconn/putconn, not pool.connection(), which also enters the connection
+                # (its commit(), nothing to do after an autocommitted statement) and times
+                # its use; putconn itself discards a broken connection
+                conn = pool.getconn()
+                try:
+                    return _rows_of(conn, sql, params)
+                except psycopg.OperationalError:
+                    # a pooled connection the server dropped fails at once, and the pool
+                    # discards it: the next try takes another, at last a fresh one
+                    if not (tries and conn.broken):
+                        raise
+                finally:
+                    pool.putconn(conn)
         except PoolTimeout as exc:
             raise StoreUnavailable(self.name, f"no connection: {exc}") from None
         except (psycopg.OperationalError, psycopg.errors.QueryCanceled) as exc:

@@ -97,6 +97,38 @@ def test_a_connection_that_never_finishes_its_headers_is_closed(tmp_path: Path) 
             sock.close()
 
 
+def test_a_keep_alive_request_that_never_finishes_its_headers_is_closed(tmp_path: Path) -> None:
+    # The first request comes whole (no deadline timer is armed for it); the next one's head
+    # is half sent, then trickles: its deadline starts at its first bytes.
+    with serving(tmp_path, "--header-timeout", "1") as server:
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        try:
+            auth = f"Authorization: Bearer {ADMIN}\r\n".encode()
+            sock.sendall(b"GET /v1/events?mode=version HTTP/1.1\r\nHost: x\r\n" + auth + b"\r\n")
+            answer = sock.recv(65536)
+            assert answer.startswith(b"HTTP/1.1 200"), answer[:80]
+            sock.sendall(b"GET /v1/events HTTP/1.1\r\nHost: x\r\n")
+            started = time.monotonic()
+            closed = False
+            while time.monotonic() - started < 6:
+                try:
+                    sock.sendall(b"X")
+                    sock.settimeout(0.3)
+                    if sock.recv(1024) == b"":
+                        closed = True
+                        break
+                except TimeoutError:
+                    continue
+                except OSError:
+                    closed = True
+                    break
+            assert closed, "the half-sent keep-alive request was still open after 6 s"
+            # before uvicorn's own keep-alive timeout (5 s), which a head's first bytes cancel
+            assert time.monotonic() - started < 4
+        finally:
+            sock.close()
+
+
 def test_accept_errors_are_logged_at_a_bounded_rate(tmp_path: Path) -> None:
     # More connections allowed than descriptors: accept() fails with EMFILE for seconds.
     with serving(tmp_path, "--max-connections", "100000", nofile=256) as server:
