@@ -116,6 +116,71 @@ def test_spans_that_lack_names_replay_with_the_values_matchers_expect() -> None:
     assert not persist.content_recorded  # neither a result nor its size was recorded
 
 
+def test_each_tool_span_gets_its_own_parents_facts_and_its_own_names() -> None:
+    # Tool spans of two agents interleaved, one with a fact of its own, and tool names in
+    # every shape: each payload carries what its own span and ancestors say.
+    from otelhooks import semconv as sc
+    from otelhooks.replay import recorded_events
+
+    def agent(span_id: str, n: int) -> dict[str, Any]:
+        return {
+            "traceId": "t",
+            "spanId": span_id,
+            "name": "invoke_agent",
+            "attributes": {
+                sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
+                sc.GEN_AI_AGENT_ID: f"agent{n}",
+                sc.OPERATION_ID: f"op{n}",
+                sc.GEN_AI_CONVERSATION_ID: f"s{n}",
+            },
+        }
+
+    def tool(span_id: str, parent: str, **attrs: Any) -> dict[str, Any]:
+        return {
+            "traceId": "t",
+            "spanId": span_id,
+            "parentSpanId": parent,
+            "name": "execute_tool fs/rm",
+            "startTimeUnixNano": "5000000",
+            "attributes": {sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL, **attrs},
+        }
+
+    spans = [
+        agent("a", 1), agent("b", 2),
+        tool("x", "a", **{sc.GEN_AI_TOOL_NAME: "web/fetch"}),
+        tool("y", "b", **{sc.GEN_AI_TOOL_NAME: 7, sc.TOOL_IDENTIFIER: "calc"}),
+        tool("z", "b", **{sc.USER_ID: "u"}),
+        tool("w", "a", **{sc.GEN_AI_TOOL_NAME: "web/fetch", sc.TOOL_IDENTIFIER: "net"}),
+    ]  # fmt: skip
+    calls = [e for e in recorded_events(spans) if e.event == "before_tool_call"]
+    got = [
+        (e.subject, e.values, e.agent, e.payload.model_dump(include={
+            "identifier", "apiName", "toolName", "toolCallId", "agentId", "operationId",
+            "runId", "sessionKey", "userId", "timestamp", "assistantMessageId"}))
+        for e in calls
+    ]  # fmt: skip
+
+    def fields(identifier: str, api: str, call: str, n: int, **more: Any) -> dict[str, Any]:
+        return {"identifier": identifier, "apiName": api, "toolName": api, "toolCallId": call,
+                "agentId": f"agent{n}", "operationId": f"op{n}", "runId": f"op{n}",
+                "sessionKey": f"s{n}", "userId": None, "timestamp": 5,
+                "assistantMessageId": "msg_" + "ab"[n - 1], **more}  # fmt: skip
+
+    assert got == [
+        ("web/fetch", ("web/fetch", "fetch"), "agent1", fields("web", "fetch", "x", 1)),
+        ("calc/7", ("calc/7", "7"), "agent2", fields("calc", "7", "y", 2)),
+        ("fs/rm", ("fs/rm", "rm"), "agent2", fields("fs", "rm", "z", 2, userId="u")),
+        ("net/web/fetch", ("net/web/fetch", "web/fetch"), "agent1",
+         fields("net", "web/fetch", "w", 1)),
+    ]  # fmt: skip
+    persisted = [e for e in recorded_events(spans) if e.event == "tool_result_persist"]
+    assert [e.payload.model_dump(exclude={"eventId", "result"}) for e in persisted][2] == {
+        "event": "tool_result_persist", "timestamp": 5, "operationId": "op2",
+        "parentOperationId": None, "sessionKey": "s2", "userId": "u", "traceId": "t",
+        "spanId": "z", "toolName": "rm", "toolCallId": "z", "identifier": "fs",
+        "apiName": "rm"}  # fmt: skip
+
+
 def _recorded(event: str, build: Any, values: tuple[str, ...]) -> RecordedEvent:
     return RecordedEvent(event, build, values, Decision(), "t", "s", None, "fs/rm", True, {})
 
