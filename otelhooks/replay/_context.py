@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,16 +15,6 @@ _NO_FACTS: dict[str, str] = {}
 _DEEPEST = 10_000
 
 
-def _key(trace: str, span: str) -> str | tuple[str, str]:
-    # One string per span when the span id has OTLP's 16 digits (the trace id is then all but
-    # the last 16 characters): half the memory of a tuple of two.
-    return trace + span if len(span) == 16 else (trace, span)
-
-
-def _ids(key: str | tuple[str, str]) -> tuple[str, str]:
-    return (key[:-16], key[-16:]) if isinstance(key, str) else key
-
-
 class _Node:
     """A span added, or named as a parent and not added yet (``known`` false). A span with no
     facts of its own whose parent was added or named first is not given a node: it inherits
@@ -31,7 +22,7 @@ class _Node:
 
     __slots__ = ("complete", "inherited", "key", "known", "own", "parent")
 
-    def __init__(self, key: str | tuple[str, str]) -> None:
+    def __init__(self, key: tuple[str, str]) -> None:
         self.key = key
         self.parent: _Node | None = None
         self.own = _NO_FACTS
@@ -72,7 +63,7 @@ class SpanContext:
     """The attributes :meth:`add` reads (what a first pass needs to keep of a span)."""
 
     def __init__(self) -> None:
-        self._nodes: dict[str | tuple[str, str], _Node] = {}
+        self._nodes: dict[tuple[str, str], _Node] = {}
 
     def add(self, span: Mapping[str, Any]) -> None:
         """Remember ``span``'s parent and its own facts."""
@@ -80,17 +71,19 @@ class SpanContext:
 
     def _add(self, span: Mapping[str, Any]) -> tuple[str, str]:
         # add, returning the span's (trace id, span id): the stream keys its spans once
-        ids = trace, span_id = str(span.get("traceId", "")), str(span.get("spanId", ""))
-        key = _key(trace, span_id)
+        trace = sys.intern(str(span.get("traceId", "")))  # one string per trace, kept
+        key = (trace, str(span.get("spanId", "")))
         nodes = self._nodes
         node = nodes.get(key)
         if node is not None and (node.known or node.key != key):
-            return ids  # added before (with its own node, or standing for its parent's)
-        own = self._own(span)
+            return key  # added before (with its own node, or standing for its parent's)
+        attrs = span.get("attributes") or _NO_FACTS
+        # most spans (tool calls) carry none of the facts
+        own = _NO_FACTS if self.wanted.isdisjoint(attrs) else self._own(span)
         parent_id = span.get("parentSpanId")
         parent = None
         if isinstance(parent_id, str) and parent_id:
-            parent_key = _key(trace, parent_id)
+            parent_key = (trace, parent_id)
             if parent_key != key:  # its own parent: a root, as a walk would end there
                 parent = nodes.get(parent_key)
                 if parent is None:
@@ -98,10 +91,10 @@ class SpanContext:
         if node is None:
             if parent is not None and own is _NO_FACTS:
                 nodes[key] = parent
-                return ids
+                return key
             node = nodes[key] = _Node(key)
         node.parent, node.own, node.known = parent, own, True
-        return ids
+        return key
 
     def complete(self, span: Mapping[str, Any]) -> bool:
         """Whether every ancestor of ``span`` has been added, up to one without a parent: what
@@ -131,15 +124,15 @@ class SpanContext:
         """
         return self._waiting_for_key((str(span.get("traceId", "")), str(span.get("spanId", ""))))
 
-    def _waiting_for_key(self, ids: tuple[str, str]) -> tuple[str, str] | None:
+    def _waiting_for_key(self, key: tuple[str, str]) -> tuple[str, str] | None:
         # waiting_for by the span's (trace id, span id), as _add returns it
-        node = self._nodes.get(_key(*ids))
+        node = self._nodes.get(key)
         if node is None:
-            return ids
+            return key
         walked: list[_Node] = []
         while not node.complete:
             if not node.known:
-                return _ids(node.key)
+                return node.key
             walked.append(node)
             if node.parent is None or len(walked) > _DEEPEST:  # a root, or a cycle
                 break
@@ -151,13 +144,13 @@ class SpanContext:
     def of(self, span: Mapping[str, Any]) -> dict[str, str]:
         """What ``span`` inherits (its own facts win over its ancestors')."""
         trace = str(span.get("traceId", ""))
-        key = _key(trace, str(span.get("spanId", "")))
+        key = (trace, str(span.get("spanId", "")))
         node = self._nodes.get(key)
         if node is not None and (node.known or node.key != key):
             return self._inherited(node)
         # not added: read the span itself
         parent_id = span.get("parentSpanId")
-        parent = self._nodes.get(_key(trace, parent_id)) if isinstance(parent_id, str) else None
+        parent = self._nodes.get((trace, parent_id)) if isinstance(parent_id, str) else None
         inherited = _NO_FACTS if parent is None else self._inherited(parent)
         own = self._own(span)
         return {**inherited, **own} if own else inherited

@@ -29,6 +29,7 @@ _SPOOLED = 1 << 20
 
 _FAILED_STEPS = ("error", "timeout")
 _NONE_FAILED: frozenset[str] = frozenset()
+_NOT_PERMISSIVE: list[str] = []  # never changed: shared by every event no hook would act on
 
 
 class Problems(list[str]):
@@ -139,10 +140,15 @@ class ReplayReport:
         if missing:
             self.content_missing += 1
         would_call = outcome.would_call
-        permissive = _permissive(outcome)
+        permissive = _NOT_PERMISSIVE
+        for step in outcome.steps:
+            if step.permissive not in (None, "allow"):
+                permissive = _permissive(outcome)
+                self._permissive += 1
+                break
         if change is not None or missing or would_call or permissive:
-            self._permissive += bool(permissive)
-            self._would_call.update(would_call)
+            if would_call:
+                self._would_call.update(would_call)
             record = _event_record(outcome, change, permissive)
             line = json.dumps(record, default=str, ensure_ascii=False)
             data = line.encode("utf-8", "surrogatepass") + b"\n"
