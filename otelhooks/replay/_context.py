@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -63,7 +62,8 @@ class SpanContext:
     """The attributes :meth:`add` reads (what a first pass needs to keep of a span)."""
 
     def __init__(self) -> None:
-        self._nodes: dict[tuple[str, str], _Node] = {}
+        # trace id -> span id -> node: a span id is kept once, in no tuple of its own
+        self._traces: dict[str, dict[str, _Node]] = {}
 
     def add(self, span: Mapping[str, Any]) -> None:
         """Remember ``span``'s parent and its own facts."""
@@ -71,28 +71,29 @@ class SpanContext:
 
     def _add(self, span: Mapping[str, Any]) -> tuple[str, str]:
         # add, returning the span's (trace id, span id): the stream keys its spans once
-        trace = sys.intern(str(span.get("traceId", "")))  # one string per trace, kept
-        key = (trace, str(span.get("spanId", "")))
-        nodes = self._nodes
-        node = nodes.get(key)
-        if node is not None and (node.known or node.key != key):
+        trace, span_id = str(span.get("traceId", "")), str(span.get("spanId", ""))
+        key = (trace, span_id)
+        nodes = self._traces.get(trace)
+        if nodes is None:
+            nodes = self._traces[trace] = {}
+        node = nodes.get(span_id)
+        if node is not None and (node.known or node.key[1] != span_id):
             return key  # added before (with its own node, or standing for its parent's)
         attrs = span.get("attributes") or _NO_FACTS
         # most spans (tool calls) carry none of the facts
         own = _NO_FACTS if self.wanted.isdisjoint(attrs) else self._own(span)
         parent_id = span.get("parentSpanId")
         parent = None
-        if isinstance(parent_id, str) and parent_id:
-            parent_key = (trace, parent_id)
-            if parent_key != key:  # its own parent: a root, as a walk would end there
-                parent = nodes.get(parent_key)
-                if parent is None:
-                    parent = nodes[parent_key] = _Node(parent_key)
+        # (its own parent: a root, as a walk would end there)
+        if isinstance(parent_id, str) and parent_id and parent_id != span_id:
+            parent = nodes.get(parent_id)
+            if parent is None:
+                parent = nodes[parent_id] = _Node((trace, parent_id))
         if node is None:
             if parent is not None and own is _NO_FACTS:
-                nodes[key] = parent
+                nodes[span_id] = parent
                 return key
-            node = nodes[key] = _Node(key)
+            node = nodes[span_id] = _Node(key)
         node.parent, node.own, node.known = parent, own, True
         return key
 
@@ -126,7 +127,7 @@ class SpanContext:
 
     def _waiting_for_key(self, key: tuple[str, str]) -> tuple[str, str] | None:
         # waiting_for by the span's (trace id, span id), as _add returns it
-        node = self._nodes.get(key)
+        node = self._node(*key)
         if node is None:
             return key
         walked: list[_Node] = []
@@ -143,17 +144,20 @@ class SpanContext:
 
     def of(self, span: Mapping[str, Any]) -> dict[str, str]:
         """What ``span`` inherits (its own facts win over its ancestors')."""
-        trace = str(span.get("traceId", ""))
-        key = (trace, str(span.get("spanId", "")))
-        node = self._nodes.get(key)
-        if node is not None and (node.known or node.key != key):
+        trace, span_id = str(span.get("traceId", "")), str(span.get("spanId", ""))
+        node = self._node(trace, span_id)
+        if node is not None and (node.known or node.key[1] != span_id):
             return self._inherited(node)
         # not added: read the span itself
         parent_id = span.get("parentSpanId")
-        parent = self._nodes.get((trace, parent_id)) if isinstance(parent_id, str) else None
+        parent = self._node(trace, parent_id) if isinstance(parent_id, str) else None
         inherited = _NO_FACTS if parent is None else self._inherited(parent)
         own = self._own(span)
         return {**inherited, **own} if own else inherited
+
+    def _node(self, trace: str, span_id: str) -> _Node | None:
+        nodes = self._traces.get(trace)
+        return None if nodes is None else nodes.get(span_id)
 
     def _inherited(self, node: _Node) -> dict[str, str]:
         # Iterative walk up to the first ancestor already answered for (deep trees, no
