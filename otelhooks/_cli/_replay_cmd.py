@@ -47,11 +47,10 @@ def _replay(args: argparse.Namespace) -> int:
         print(f"otelhooks replay: {exc}", file=sys.stderr)
         return 2
     try:
-        if args.format == "json":
-            for line in report.json_lines():
-                print(line)
-        else:
-            print(report.table())
+        # Line by line: the events listed are read back from the report's spool, never held.
+        lines = report.json_lines() if args.format == "json" else report.table_lines()
+        for line in lines:
+            print(line)
         sys.stdout.flush()
     except BrokenPipeError:
         # The reader left (`| head`): the verdict below still decides the exit status.

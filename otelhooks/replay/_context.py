@@ -2,13 +2,32 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Mapping
 from typing import Any
 
 from otelhooks import _semconv as sc
 
 __all__ = ["SpanContext"]
+
+_NO_FACTS: dict[str, str] = {}
+# A span (or an ancestry) walked further than this has a cycle: a malformed file.
+_DEEPEST = 10_000
+
+
+class _Node:
+    """A span added, or named as a parent and not added yet (``known`` false). A span with no
+    facts of its own whose parent was added or named first is not given a node: it inherits
+    exactly what its parent does, so its id stands for its parent's node."""
+
+    __slots__ = ("complete", "inherited", "key", "known", "own", "parent")
+
+    def __init__(self, key: tuple[str, str]) -> None:
+        self.key = key
+        self.parent: _Node | None = None
+        self.own = _NO_FACTS
+        self.known = False
+        self.complete = False  # it and every ancestor added
+        self.inherited: dict[str, str] | None = None  # what of() answered
 
 
 class SpanContext:
@@ -17,8 +36,11 @@ class SpanContext:
     Only what that needs is kept of each span added (its parent and those few attributes), so
     a recording can be streamed without being held: each span is added as it is read, and its
     events are replayed once :meth:`complete` says its ancestry is known. A span id added twice
-    keeps what it was first added with (a retried export writes the same span again), so an
-    answer once given never changes.
+    keeps what it was first added with (a retried export writes the same span again), so the
+    answer for a complete span never changes.
+
+    A span that carries none of the facts (a tool call) and whose parent was added or named
+    before it costs one entry: its id, standing for its parent's.
 
     Example:
         >>> context = SpanContext()
@@ -36,15 +58,12 @@ class SpanContext:
         (sc.SESSION_ID, "sessionKey"),
         (sc.USER_ID, "userId"),
     )
-    _NO_FACTS: dict[str, str] = {}
     wanted = frozenset(attr for attr, _ in _KEYS)
     """The attributes :meth:`add` reads (what a first pass needs to keep of a span)."""
 
     def __init__(self) -> None:
-        # (trace id, span id) -> (parent span id, the span's own facts)
-        self._spans: dict[tuple[str, str], tuple[str, dict[str, str]]] = {}
-        self._memo: dict[tuple[str, str], dict[str, str]] = {}
-        self._complete: set[tuple[str, str]] = set()  # spans whose ancestors are all known
+        # trace id -> span id -> node: a span id is kept once, in no tuple of its own
+        self._traces: dict[str, dict[str, _Node]] = {}
 
     def add(self, span: Mapping[str, Any]) -> None:
         """Remember ``span``'s parent and its own facts."""
@@ -52,20 +71,30 @@ class SpanContext:
 
     def _add(self, span: Mapping[str, Any]) -> tuple[str, str]:
         # add, returning the span's (trace id, span id): the stream keys its spans once
-        attrs = span.get("attributes") or {}
-        own = self._NO_FACTS
-        if not self.wanted.isdisjoint(attrs):  # most spans (tool calls) carry none of them
-            for attr, field in self._KEYS:
-                value = attrs.get(attr)
-                if isinstance(value, str) and value:
-                    if own is self._NO_FACTS:
-                        own = {}
-                    own[field] = value
-        trace = sys.intern(str(span.get("traceId", "")))
-        key = (trace, str(span.get("spanId", "")))
-        if key not in self._spans:
-            parent = span.get("parentSpanId")
-            self._spans[key] = (parent if isinstance(parent, str) else "", own)
+        trace, span_id = str(span.get("traceId", "")), str(span.get("spanId", ""))
+        key = (trace, span_id)
+        nodes = self._traces.get(trace)
+        if nodes is None:
+            nodes = self._traces[trace] = {}
+        node = nodes.get(span_id)
+        if node is not None and (node.known or node.key[1] != span_id):
+            return key  # added before (with its own node, or standing for its parent's)
+        attrs = span.get("attributes") or _NO_FACTS
+        # most spans (tool calls) carry none of the facts
+        own = _NO_FACTS if self.wanted.isdisjoint(attrs) else self._own(span)
+        parent_id = span.get("parentSpanId")
+        parent = None
+        # (its own parent: a root, as a walk would end there)
+        if isinstance(parent_id, str) and parent_id and parent_id != span_id:
+            parent = nodes.get(parent_id)
+            if parent is None:
+                parent = nodes[parent_id] = _Node((trace, parent_id))
+        if node is None:
+            if parent is not None and own is _NO_FACTS:
+                nodes[span_id] = parent
+                return key
+            node = nodes[span_id] = _Node(key)
+        node.parent, node.own, node.known = parent, own, True
         return key
 
     def complete(self, span: Mapping[str, Any]) -> bool:
@@ -96,64 +125,67 @@ class SpanContext:
         """
         return self._waiting_for_key((str(span.get("traceId", "")), str(span.get("spanId", ""))))
 
-    def _waiting_for_key(self, node: tuple[str, str]) -> tuple[str, str] | None:
+    def _waiting_for_key(self, key: tuple[str, str]) -> tuple[str, str] | None:
         # waiting_for by the span's (trace id, span id), as _add returns it
-        walked: list[tuple[str, str]] = []
-        while node not in self._complete:
-            known = self._spans.get(node)
-            if known is None:
-                return node
+        node = self._node(*key)
+        if node is None:
+            return key
+        walked: list[_Node] = []
+        while not node.complete:
+            if not node.known:
+                return node.key
             walked.append(node)
-            parent = known[0]
-            if not parent or len(walked) > 10_000:  # a root, or a cycle in a malformed file
+            if node.parent is None or len(walked) > _DEEPEST:  # a root, or a cycle
                 break
-            node = (node[0], parent)
-        self._complete.update(walked)
+            node = node.parent
+        for done in walked:
+            done.complete = True
         return None
 
     def of(self, span: Mapping[str, Any]) -> dict[str, str]:
         """What ``span`` inherits (its own facts win over its ancestors')."""
-        key = (str(span.get("traceId", "")), str(span.get("spanId", "")))
-        found = self._memo.get(key)
-        if found is not None:
-            return found
-        known = self._spans.get(key)
-        if known is not None and known[0] and not known[1]:
-            # No facts of its own (a tool call): its parent's, remembered for the parent only
-            # (a span that is no one's parent is asked about once).
-            found = self._memo.get((key[0], known[0]))
-            if found is not None:
-                return found
-        # Iterative walk up to the first ancestor already known (deep trees, no recursion).
-        chain: list[tuple[tuple[str, str], dict[str, str]]] = []
-        inherited: dict[str, str] = {}
-        node: tuple[str, str] | None = key
-        while node is not None:
-            if node in self._memo:
-                inherited = self._memo[node]
+        trace, span_id = str(span.get("traceId", "")), str(span.get("spanId", ""))
+        node = self._node(trace, span_id)
+        if node is not None and (node.known or node.key[1] != span_id):
+            return self._inherited(node)
+        # not added: read the span itself
+        parent_id = span.get("parentSpanId")
+        parent = self._node(trace, parent_id) if isinstance(parent_id, str) else None
+        inherited = _NO_FACTS if parent is None else self._inherited(parent)
+        own = self._own(span)
+        return {**inherited, **own} if own else inherited
+
+    def _node(self, trace: str, span_id: str) -> _Node | None:
+        nodes = self._traces.get(trace)
+        return None if nodes is None else nodes.get(span_id)
+
+    def _inherited(self, node: _Node) -> dict[str, str]:
+        # Iterative walk up to the first ancestor already answered for (deep trees, no
+        # recursion); what is found is remembered on every node walked.
+        chain: list[_Node] = []
+        inherited = _NO_FACTS
+        walk: _Node | None = node
+        while walk is not None and walk.known:
+            if walk.inherited is not None:
+                inherited = walk.inherited
                 break
-            known = self._spans.get(node)
-            if known is None and node == key:  # not added: read the span itself
-                parent_id = span.get("parentSpanId")
-                known = (parent_id if isinstance(parent_id, str) else "", self._own(span))
-            if known is None:
+            chain.append(walk)
+            if len(chain) > _DEEPEST:  # a cycle in a malformed file
                 break
-            parent, own = known
-            chain.append((node, own))
-            node = (node[0], parent) if parent else None
-            if len(chain) > 10_000:  # a cycle in a malformed file
-                break
-        for node_key, own in reversed(chain):
-            if own:
-                inherited = {**inherited, **own}
-            self._memo[node_key] = inherited
+            walk = walk.parent
+        for step in reversed(chain):
+            if step.own:
+                inherited = {**inherited, **step.own}
+            step.inherited = inherited
         return inherited
 
     def _own(self, span: Mapping[str, Any]) -> dict[str, str]:
         attrs = span.get("attributes") or {}
+        if self.wanted.isdisjoint(attrs):  # most spans (tool calls) carry none of them
+            return _NO_FACTS
         own: dict[str, str] = {}
         for attr, field in self._KEYS:
             value = attrs.get(attr)
             if isinstance(value, str) and value:
                 own[field] = value
-        return own
+        return own or _NO_FACTS

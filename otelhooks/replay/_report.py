@@ -3,11 +3,17 @@
 Two renderings of one :class:`ReplayReport`: :meth:`~ReplayReport.table` for people and
 :meth:`~ReplayReport.json_lines` for tools (one JSON object per line, ``type`` first: ``event``,
 ``hook``, ``tool``, then one ``summary``).
+
+The events listed are written, as their JSON lines, to a spooled temporary file as they are
+added (in memory up to a MiB, then on disk), so a report of any length holds only its
+counts; both renderings read them back from there (see docs/replay.md, "Memory").
 """
 
 from __future__ import annotations
 
 import json
+import tempfile
+import weakref
 from collections import Counter
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
@@ -18,8 +24,12 @@ from otelhooks.replay._run import ReplayOutcome
 
 __all__ = ["Problems", "ReplayReport", "Tally"]
 
+# Bytes of listed events a report keeps in memory before it spools them to a temporary file.
+_SPOOLED = 1 << 20
+
 _FAILED_STEPS = ("error", "timeout")
 _NONE_FAILED: frozenset[str] = frozenset()
+_NOT_PERMISSIVE: list[str] = []  # never changed: shared by every event no hook would act on
 
 
 class Problems(list[str]):
@@ -66,12 +76,13 @@ class Tally:
 
 
 class ReplayReport:
-    """Collects :class:`ReplayOutcome` s; keeps only the events worth reporting.
+    """Collects :class:`ReplayOutcome` s; lists only the events worth reporting.
 
-    An event is reported when its decision changed, a hook failed on it, a control webhook was
+    An event is listed when its decision changed, a hook failed on it, a control webhook was
     not called for it, a hook in ``mode: permissive`` would have acted on it (``permissive``,
     never part of the decision), or hooks decided it without its content
-    (``content not recorded``).
+    (``content not recorded``). What is kept of it is its JSON record (:meth:`listed`), written
+    to a spooled temporary file as it is added: nothing of the outcome itself.
 
     Args:
         hook_ids: the policy's hooks, in registration order (every one gets a summary row).
@@ -92,14 +103,20 @@ class ReplayReport:
         self.by_event: Counter[str] = Counter()
         self.changes: Counter[str] = Counter()
         self.content_missing = 0
-        self.reported: list[ReplayOutcome] = []
         self.hooks: dict[str, Tally] = {hook_id: Tally() for hook_id in hook_ids}
         self.tools: dict[str, Tally] = {}
         # Lines, frames and events that could not be read (``otelhooks replay`` exits 2).
         self.unreadable = Problems()
+        # The listed events' JSON lines, UTF-8 (surrogates pass: a str may hold them). The
+        # report owns the file while it lives.
+        self._listed = tempfile.SpooledTemporaryFile(_SPOOLED)  # noqa: SIM115
+        weakref.finalize(self, self._listed.close)
+        self._listed_end = 0
+        self._permissive = 0  # events listed for a permissive hook
+        self._would_call: Counter[str] = Counter()  # hook -> events listed for its webhook
 
     def add(self, outcome: ReplayOutcome) -> None:
-        """Count ``outcome`` (and keep it when it is worth reporting)."""
+        """Count ``outcome`` (and list it when it is worth reporting)."""
         event = outcome.recorded
         self.events += 1
         self.by_event[event.event] += 1
@@ -123,15 +140,21 @@ class ReplayReport:
         if missing:
             self.content_missing += 1
         would_call = outcome.would_call
-        reported = change is not None or missing or would_call
-        if not reported:
-            # Reported too when a permissive hook would have acted (as _permissive lists it).
-            for step in outcome.steps:
-                if step.permissive not in (None, "allow"):
-                    reported = True
-                    break
-        if reported:
-            self.reported.append(outcome)
+        permissive = _NOT_PERMISSIVE
+        for step in outcome.steps:
+            if step.permissive not in (None, "allow"):
+                permissive = _permissive(outcome)
+                self._permissive += 1
+                break
+        if change is not None or missing or would_call or permissive:
+            if would_call:
+                self._would_call.update(would_call)
+            record = _event_record(outcome, change, permissive)
+            line = json.dumps(record, default=str, ensure_ascii=False)
+            data = line.encode("utf-8", "surrogatepass") + b"\n"
+            self._listed.seek(self._listed_end)
+            self._listed.write(data)
+            self._listed_end += len(data)
         # A hook that failed left an error (HooksEngine.dry_run): no errors, no failed steps.
         failed = (
             {s.hook_id for s in outcome.steps if s.outcome in _FAILED_STEPS}
@@ -157,12 +180,29 @@ class ReplayReport:
         """The listed kinds of change that happened, with their counts (empty: passed)."""
         return {kind: self.changes[kind] for kind in fail_on if self.changes[kind]}
 
+    def listed(self) -> Iterator[dict[str, Any]]:
+        """The events listed, in the order they were added, as their JSON records (``type``
+        ``event``: what :meth:`json_lines` prints for each)."""
+        for line in self._lines():
+            yield json.loads(line)
+
+    def _lines(self) -> Iterator[str]:
+        # Each reader keeps its own place: renderings may interleave.
+        listed, at = self._listed, 0
+        while at < self._listed_end:
+            listed.seek(at)
+            line = listed.readline()
+            at += len(line)
+            yield line[:-1].decode("utf-8", "surrogatepass")
+
     # -- renderings ------------------------------------------------------------------------------
 
     def records(self) -> Iterator[dict[str, Any]]:
         """The report as JSON-ready dicts: events, then hooks, tools and the summary."""
-        for outcome in self.reported:
-            yield _event_record(outcome)
+        yield from self.listed()
+        yield from self._totals()
+
+    def _totals(self) -> Iterator[dict[str, Any]]:
         for hook_id, tally in self.hooks.items():
             yield {"type": "hook", "hook": hook_id, **asdict(tally)}
         for tool, tally in sorted(self.tools.items()):
@@ -181,48 +221,61 @@ class ReplayReport:
 
     def json_lines(self) -> Iterator[str]:
         """:meth:`records` as JSON lines (no trailing newlines)."""
-        for record in self.records():
+        yield from self._lines()
+        for record in self._totals():
             yield json.dumps(record, default=str, ensure_ascii=False)
 
     def table(self) -> str:
-        """The report as text for a terminal or a CI log."""
-        lines = [self._header(), ""]
-        changed = [o for o in self.reported if o.change is not None]
-        lines.append(f"Would change ({len(changed)})")
-        lines += [line for o in changed for line in _event_lines(o)] or ["  nothing"]
-        missing = [o for o in self.reported if o.content_missing]
-        if missing:
-            lines += [
-                "",
-                f"Content not recorded ({len(missing)}): hooks saw names, matcher values and "
-                "fingerprints only",
-            ]
-            for outcome in missing:
-                event = outcome.recorded
-                lines.append(
-                    f"  {event.event} {event.subject}  trace {event.trace_id} "
-                    f"span {event.span_id}  matched {', '.join(outcome.matched)}"
-                )
-        permissive = [o for o in self.reported if _permissive(o)]
-        if permissive:
-            lines += ["", f"Permissive, not enforced ({len(permissive)})"]
-            for outcome in permissive:
-                event = outcome.recorded
-                lines.append(f"  {event.event} {event.subject}  trace {event.trace_id}")
-                lines += [f"    permissive: {entry}" for entry in _permissive(outcome)]
-        waiting = [o for o in self.reported if o.would_call]
-        if waiting:
-            calls = Counter(hook for o in waiting for hook in o.would_call)
-            lines += ["", "Would call (control webhooks, not called without --live-webhooks)"]
-            lines += [f"  {hook}: {count} event(s)" for hook, count in calls.items()]
+        """The report as text for a terminal or a CI log (:meth:`table_lines` joined)."""
+        return "\n".join(self.table_lines())
+
+    def table_lines(self) -> Iterator[str]:
+        """The lines of :meth:`table` (no trailing newlines), one at a time: the events listed
+        are read back for each section, never all held."""
+        yield from (self._header(), "")
+        yield f"Would change ({self.changes.total()})"
+        listed = False
+        for record in self.listed():
+            if record["change"] is not None:
+                listed = True
+                yield from _event_lines(record)
+        if not listed:
+            yield "  nothing"
+        if self.content_missing:
+            yield ""
+            yield (
+                f"Content not recorded ({self.content_missing}): hooks saw names, matcher values "
+                "and fingerprints only"
+            )
+            for record in self.listed():
+                if _content_missing(record):
+                    yield (
+                        f"  {record['event']} {record['subject']}  trace {record['trace_id']} "
+                        f"span {record['span_id']}  matched {', '.join(record['matched'])}"
+                    )
+        if self._permissive:
+            yield from ("", f"Permissive, not enforced ({self._permissive})")
+            for record in self.listed():
+                if record["permissive"]:
+                    yield f"  {record['event']} {record['subject']}  trace {record['trace_id']}"
+                    for entry in record["permissive"]:
+                        yield f"    permissive: {entry}"
+        if self._would_call:
+            yield from ("", "Would call (control webhooks, not called without --live-webhooks)")
+            for hook, count in self._would_call.items():
+                yield f"  {hook}: {count} event(s)"
         if self.unreadable.total:
-            lines += ["", f"Could not be read ({self.unreadable.total}): not replayed"]
-            lines += [f"  {problem}" for problem in self.unreadable]
+            yield from ("", f"Could not be read ({self.unreadable.total}): not replayed")
+            for problem in self.unreadable:
+                yield f"  {problem}"
             if self.unreadable.total > len(self.unreadable):
-                lines.append(f"  ... and {self.unreadable.total - len(self.unreadable)} more")
-        lines += ["", "Per hook", *_tally_table("hook", "seen", self.hooks)]
-        lines += ["", "Per tool", *_tally_table("tool", "calls", dict(sorted(self.tools.items())))]
-        return "\n".join(lines)
+                yield f"  ... and {self.unreadable.total - len(self.unreadable)} more"
+        yield from ("", "Per hook", *_tally_table("hook", "seen", self.hooks))
+        yield from (
+            "",
+            "Per tool",
+            *_tally_table("tool", "calls", dict(sorted(self.tools.items()))),
+        )
 
     def _header(self) -> str:
         kinds = ", ".join(f"{n} {e}" for e, n in sorted(self.by_event.items()))
@@ -256,7 +309,9 @@ def _decision(decision: Decision) -> dict[str, Any]:
     return {"decision": decision.action, "by": list(decision.by), "reason": decision.reason}
 
 
-def _event_record(outcome: ReplayOutcome) -> dict[str, Any]:
+def _event_record(
+    outcome: ReplayOutcome, change: str | None, permissive: list[str]
+) -> dict[str, Any]:
     event = outcome.recorded
     return {
         "type": "event",
@@ -265,7 +320,7 @@ def _event_record(outcome: ReplayOutcome) -> dict[str, Any]:
         "agent": event.agent,
         "event": event.event,
         "subject": event.subject,
-        "change": outcome.change,
+        "change": change,
         "recorded": _decision(event.recorded),
         "now": _decision(outcome.now),
         "diff": outcome.diff,
@@ -273,7 +328,7 @@ def _event_record(outcome: ReplayOutcome) -> dict[str, Any]:
         "would_call": outcome.would_call,
         "matched": outcome.matched,
         "content_recorded": event.content_recorded,
-        "permissive": _permissive(outcome),
+        "permissive": permissive,
     }
 
 
@@ -286,15 +341,22 @@ def _permissive(outcome: ReplayOutcome) -> list[str]:
     ]
 
 
-def _event_lines(outcome: ReplayOutcome) -> list[str]:
-    event = outcome.recorded
+def _content_missing(record: dict[str, Any]) -> bool:
+    return not record["content_recorded"] and bool(record["matched"])
+
+
+def _said(decision: dict[str, Any]) -> str:
+    return str(Decision(decision["decision"], tuple(decision["by"]), decision["reason"]))
+
+
+def _event_lines(record: dict[str, Any]) -> list[str]:
     lines = [
-        f"  {event.event} {event.subject}  agent {event.agent or '-'}",
-        f"    trace {event.trace_id} span {event.span_id}",
-        f"    then: {event.recorded}",
-        f"    now:  {outcome.now}",
+        f"  {record['event']} {record['subject']}  agent {record['agent'] or '-'}",
+        f"    trace {record['trace_id']} span {record['span_id']}",
+        f"    then: {_said(record['recorded'])}",
+        f"    now:  {_said(record['now'])}",
     ]
-    for change in outcome.diff:
+    for change in record["diff"]:
         old = json.dumps(change.get("from"), default=str, ensure_ascii=False)
         new = json.dumps(change.get("to"), default=str, ensure_ascii=False)
         if change["op"] == "add":
@@ -303,8 +365,8 @@ def _event_lines(outcome: ReplayOutcome) -> list[str]:
             lines.append(f"    diff: - {change['path']} (was {old})")
         else:
             lines.append(f"    diff: {change['path']}: {old} -> {new}")
-    lines += [f"    error: {error}" for error in outcome.errors]
-    if outcome.content_missing:
+    lines += [f"    error: {error}" for error in record["errors"]]
+    if _content_missing(record):
         lines.append("    content not recorded: decided on names and fingerprints only")
     return lines
 

@@ -262,9 +262,9 @@ def _replay(case: Case) -> tuple[bool, str]:
         step.run_tool("fs", "rm", {"path": "victim"}, lambda path: "done")
     oh.shutdown(5.0)
     report = replay([recording], [case.hooks], live_webhooks=True)
-    decided = [o.now for o in report.reported if o.recorded.event == "before_tool_call"]
+    decided = [e["now"] for e in report.listed() if e["event"] == "before_tool_call"]
     assert decided, "the replay decided nothing"
-    return decided[0].action != "deny", ",".join(decided[0].by)
+    return decided[0]["decision"] != "deny", ",".join(decided[0]["by"])
 
 
 RUN: dict[str, Callable[[Case], tuple[bool, str]]] = {

@@ -292,7 +292,7 @@ def test_the_streamed_replay_reports_and_annotates_as_the_held_one(
     )
     assert (tmp_path / "streamed.jsonl").read_bytes() == held
     # the ancestry reached the events: the first run's agent, written in the other file
-    agents = {o.recorded.agent for o in expected.reported}
+    agents = {e["agent"] for e in expected.listed()}
     assert "agent-0" in agents
     assert f"agent-{runs - 1}" not in agents
 

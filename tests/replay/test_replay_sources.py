@@ -249,7 +249,7 @@ def test_a_protobuf_dump_replays_and_annotates_foreign_spans(
     dump.write_bytes(_dump(sdk_spans, "fixed32"))
     out = tmp_path / "annotated.jsonl"
     report = replay([dump], [policy], otlp_out=out)
-    changes = {o.recorded.subject: o.now.action for o in report.reported}
+    changes = {e["subject"]: e["now"]["decision"] for e in report.listed()}
     assert changes == {"fs/deleteFile": "deny", "calc/evaluate": "mock"}
     annotated = read_recording(out)
     assert len(annotated) == 3

@@ -26,9 +26,9 @@ def test_control_webhooks_are_not_called_without_live_webhooks(
     server.routes["/decide"] = Reply.json({"decision": "deny", "reason": "not today"})
     report = replay([captured_demo], [_guarded_policy(tmp_path, server.url)])
     assert server.requests("/decide") == []
-    waiting = [o for o in report.reported if o.would_call]
-    assert [o.recorded.subject for o in waiting] == ["fs/readFile", "fs/readFile"]
-    assert all(o.would_call == ["guard"] and o.now.action == "allow" for o in waiting)
+    waiting = [e for e in report.listed() if e["would_call"]]
+    assert [e["subject"] for e in waiting] == ["fs/readFile", "fs/readFile"]
+    assert all(e["would_call"] == ["guard"] and e["now"]["decision"] == "allow" for e in waiting)
     assert report.hooks["guard"].would_call == 2
     assert "guard: 2 event(s)" in report.table()
 
@@ -41,7 +41,9 @@ def test_live_webhooks_call_the_endpoint_and_its_decision_counts(
     calls = server.requests("/decide")
     assert [c.json()["apiName"] for c in calls] == ["readFile", "readFile"]
     assert {c.json()["args"]["path"] for c in calls} == {"notes.md", "big.log"}
-    denied = [o for o in report.reported if o.change == "deny"]
+    denied = [e for e in report.listed() if e["change"] == "deny"]
     assert len(denied) == 2
-    assert {str(o.now) for o in denied} == {"deny by guard: not today"}
+    assert all(
+        e["now"] == {"decision": "deny", "by": ["guard"], "reason": "not today"} for e in denied
+    )
     assert report.failed(["deny"]) == {"deny": 2}
