@@ -64,7 +64,6 @@ class InterceptChain:
     object for those that keep one: one object per chain, not two."""
 
     payload: HookEvent
-    marks: ToolCallMarks | None
     blocked: bool
     reason: str | None
     decided_by: str | None
@@ -80,7 +79,6 @@ class InterceptChain:
         "errors",
         "event",
         "hooks",
-        "marks",
         "matched",
         "mock",
         "mocked_by",
@@ -91,6 +89,7 @@ class InterceptChain:
         "scratch",
         "soft_rank",
         "steps",
+        "tool_call",
         "would_call",
     )
 
@@ -99,7 +98,6 @@ class InterceptChain:
         event: str,
         payload: HookEvent,
         intercepts: Intercepts,
-        *,
         dry_run: bool = False,
         call_webhooks: bool = True,
     ) -> None:
@@ -121,8 +119,8 @@ class InterceptChain:
         self.steps: list[HookStep] = []
         self.approvals: list[ApprovalNote] = []
         self.payload = payload
-        # A tool call's marks (None for other events), read once per payload the chain holds.
-        self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
+        # A tool call's payload may be marked (its rewrites and fresh copies are of its type).
+        self.tool_call = isinstance(payload, ToolCallEvent)
 
     def verdict(self) -> Verdict:
         """What the hooks decided, as the public :class:`~otelhooks._live.Verdict`."""
@@ -141,10 +139,11 @@ class InterceptChain:
             self.approvals,
         )
 
-    def _hold(self, payload: HookEvent) -> None:
-        """Go on with ``payload`` (a rewrite, or a fresh copy after a failure), and its marks."""
-        self.payload = payload
-        self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
+    def marks(self) -> ToolCallMarks | None:
+        """The marks of the payload the chain holds, made if no hook read them (None for
+        events other than a tool call)."""
+        payload = self.payload
+        return payload._marks if isinstance(payload, ToolCallEvent) else None
 
     def skips(self, hook: HookFacts) -> bool:
         """Whether ``hook`` no longer runs: after an ask/defer block only commands do."""
@@ -165,20 +164,13 @@ class InterceptChain:
             outcome = self._would(hook, result)
             self.steps.append(HookStep(hook.id, hook.kind, outcome, permissive=self.permissive))
             return False, outcome
-        marks = self.marks
-        # The common case, one frame per hook: it allowed (rule 2) and left no mark (rule 4).
-        if (result is self.payload or (result is None and not hook.intercept)) and (
-            marks is None or not (marks.denied or marks.mock is not None)
-        ):
-            self.steps.append(hook.steps["ok"])
-            return False, "ok"
         stop, outcome = self._enforce(hook, result)
         self.steps.append(hook.steps[outcome])
         return stop, outcome
 
     def _enforce(self, hook: HookFacts, result: Any) -> tuple[bool, str]:
         """Rules 2-6 for an enforcing hook's return value. Returns (stop, outcome)."""
-        payload, marks = self.payload, self.marks
+        payload, marks = self.payload, self.marks()
         if marks is not None and marks.denied:
             result = Block(marks.deny_reason)  # event.deny(): a block, whatever it returned
             marks.closed = True
@@ -205,7 +197,7 @@ class InterceptChain:
             return self.fail(hook, f"returned {type(result).__name__}, which is not a payload")
         if isinstance(rewritten, ToolCallEvent) and rewritten._marks is marks:
             rewritten._marks = marks.copy()  # a shallow copy of the payload: marks of its own
-        self._hold(rewritten)
+        self.payload = rewritten
         self.rewritten_by.append(hook.id)
         return False, "rewritten"
 
@@ -223,12 +215,12 @@ class InterceptChain:
             block = hook.blocks_on_error
             self.permissive = f"error: would block: {problem}" if block else f"error: {problem}"
             return False, outcome
-        payload, marks = self.payload, self.marks
+        payload, marks = self.payload, self.marks()
         if isinstance(payload, ToolCallEvent) and marks is not None:
             marks.closed = True
             fresh = payload.model_copy()
             fresh._marks = ToolCallMarks()
-            self._hold(fresh)
+            self.payload = fresh
             if marks.denied:  # a deny made before the failure stands
                 self._block(hook, marks.deny_reason)
                 self.soft_rank = 0

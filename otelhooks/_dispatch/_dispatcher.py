@@ -118,7 +118,6 @@ class Dispatcher:
         name: str,
         payload: HookEvent,
         intercepts: Intercepts,
-        *,
         call_webhooks: bool = False,
         inline: bool = False,
     ) -> InterceptChain:
@@ -132,7 +131,7 @@ class Dispatcher:
         Returns the chain, which carries the decision in a verdict's fields (its
         :meth:`~InterceptChain.verdict` makes a :class:`Verdict` of them)."""
         # Notifications observe; a dry run decides only (a chain without facts runs no hook).
-        chain = InterceptChain(name, payload, intercepts, dry_run=True, call_webhooks=call_webhooks)
+        chain = InterceptChain(name, payload, intercepts, True, call_webhooks)
         self._run_chain(chain, None, inline)
         return chain
 
@@ -170,10 +169,26 @@ class Dispatcher:
                         raise DeadlinePassed  # late, as the pool would have judged it
             except Exception as exc:
                 stop = self._hook_failed(chain, hook, live, exc, started)
-            else:
-                stop, outcome = chain.apply(hook, result)
+                if stop:
+                    break
+                continue
+            # A tool call's marks are made on their first read (the payload's ``_marks``), so
+            # only a payload a hook marked, or asked about, has them: looked up, never made.
+            marks = payload.__dict__.get("_marks") if chain.tool_call else None
+            if (
+                (result is payload or (result is None and not hook.intercept))
+                and not hook.permissive
+                and (marks is None or not (marks.denied or marks.mock is not None))
+            ):
+                # Most runs: the hook allowed (rule 2) and left no mark (rule 4). Recorded
+                # here, without the chain's rules, which would conclude the same.
+                chain.steps.append(hook.steps["ok"])
                 if counted:
-                    self._count_returned(chain, hook, outcome, started)
+                    self._count_returned(chain, hook, "ok", started)
+                continue
+            stop, outcome = chain.apply(hook, result)
+            if counted:
+                self._count_returned(chain, hook, outcome, started)
             if stop:
                 break
 
@@ -220,9 +235,7 @@ class Dispatcher:
         if not intercepts.facts:
             live.verdict = Verdict(matched=list(intercepts.matched), steps=notified)
             return None
-        chain = InterceptChain(
-            live.name, live.payload(), intercepts, dry_run=dry_run, call_webhooks=call_webhooks
-        )
+        chain = InterceptChain(live.name, live.payload(), intercepts, dry_run, call_webhooks)
         chain.steps += notified
         return chain
 

@@ -404,7 +404,8 @@ def dry_run_if_hooked(
 
     One registry lookup for both questions, where ``matches`` and then ``dry_run`` ask twice.
     """
-    registry = engine.registry
+    dispatcher = engine._dispatcher
+    registry = dispatcher.registry
     intercepts = registry.intercepts(event, values)
     if not intercepts.hooks:
         return None
@@ -413,9 +414,7 @@ def dry_run_if_hooked(
     if operation_id is not None and registry.has_own(operation_id):
         # that operation's own hooks apply too, as in dry_run
         intercepts = registry.intercepts(event, values, operation_id=operation_id)
-    return engine._dispatcher.decide(
-        event, payload, intercepts, call_webhooks=call_webhooks, inline=inline
-    )
+    return dispatcher.decide(event, payload, intercepts, call_webhooks, inline)
 
 
 # Returned for every event no hook matched (the hot path allocates nothing); callers only read it.
