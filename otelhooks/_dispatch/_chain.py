@@ -64,6 +64,7 @@ class InterceptChain:
     object for those that keep one: one object per chain, not two."""
 
     payload: HookEvent
+    marks: ToolCallMarks | None
     blocked: bool
     reason: str | None
     decided_by: str | None
@@ -79,6 +80,7 @@ class InterceptChain:
         "errors",
         "event",
         "hooks",
+        "marks",
         "matched",
         "mock",
         "mocked_by",
@@ -89,7 +91,6 @@ class InterceptChain:
         "scratch",
         "soft_rank",
         "steps",
-        "tool_call",
         "would_call",
     )
 
@@ -119,8 +120,8 @@ class InterceptChain:
         self.steps: list[HookStep] = []
         self.approvals: list[ApprovalNote] = []
         self.payload = payload
-        # A tool call's payload may be marked (its rewrites and fresh copies are of its type).
-        self.tool_call = isinstance(payload, ToolCallEvent)
+        # A tool call's marks (None for other events), read once per payload the chain holds.
+        self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
 
     def verdict(self) -> Verdict:
         """What the hooks decided, as the public :class:`~otelhooks._live.Verdict`."""
@@ -139,11 +140,10 @@ class InterceptChain:
             self.approvals,
         )
 
-    def marks(self) -> ToolCallMarks | None:
-        """The marks of the payload the chain holds, made if no hook read them (None for
-        events other than a tool call)."""
-        payload = self.payload
-        return payload._marks if isinstance(payload, ToolCallEvent) else None
+    def _hold(self, payload: HookEvent) -> None:
+        """Go on with ``payload`` (a rewrite, or a fresh copy after a failure), and its marks."""
+        self.payload = payload
+        self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
 
     def skips(self, hook: HookFacts) -> bool:
         """Whether ``hook`` no longer runs: after an ask/defer block only commands do."""
@@ -170,7 +170,7 @@ class InterceptChain:
 
     def _enforce(self, hook: HookFacts, result: Any) -> tuple[bool, str]:
         """Rules 2-6 for an enforcing hook's return value. Returns (stop, outcome)."""
-        payload, marks = self.payload, self.marks()
+        payload, marks = self.payload, self.marks
         if marks is not None and marks.denied:
             result = Block(marks.deny_reason)  # event.deny(): a block, whatever it returned
             marks.closed = True
@@ -197,7 +197,7 @@ class InterceptChain:
             return self.fail(hook, f"returned {type(result).__name__}, which is not a payload")
         if isinstance(rewritten, ToolCallEvent) and rewritten._marks is marks:
             rewritten._marks = marks.copy()  # a shallow copy of the payload: marks of its own
-        self.payload = rewritten
+        self._hold(rewritten)
         self.rewritten_by.append(hook.id)
         return False, "rewritten"
 
@@ -215,12 +215,12 @@ class InterceptChain:
             block = hook.blocks_on_error
             self.permissive = f"error: would block: {problem}" if block else f"error: {problem}"
             return False, outcome
-        payload, marks = self.payload, self.marks()
+        payload, marks = self.payload, self.marks
         if isinstance(payload, ToolCallEvent) and marks is not None:
             marks.closed = True
             fresh = payload.model_copy()
             fresh._marks = ToolCallMarks()
-            self.payload = fresh
+            self._hold(fresh)
             if marks.denied:  # a deny made before the failure stands
                 self._block(hook, marks.deny_reason)
                 self.soft_rank = 0

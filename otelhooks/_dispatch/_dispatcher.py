@@ -172,9 +172,7 @@ class Dispatcher:
                 if stop:
                     break
                 continue
-            # A tool call's marks are made on their first read (the payload's ``_marks``), so
-            # only a payload a hook marked, or asked about, has them: looked up, never made.
-            marks = payload.__dict__.get("_marks") if chain.tool_call else None
+            marks = chain.marks
             if (
                 (result is payload or (result is None and not hook.intercept))
                 and not hook.permissive
