@@ -139,7 +139,7 @@ def _check(
         for op, hooks in ((None, expected), ("op", merged)):
             intercepts = reg.intercepts(event, values, operation_id=op)
             assert intercepts.hooks == hooks, (event, values, op)
-            assert intercepts.ids == tuple(h.id for h in hooks), (event, values, op)
+            assert intercepts.matched == tuple(h.id for h in hooks), (event, values, op)
             assert [f.hook for f in intercepts.facts] == hooks, (event, values, op)
     # which events have hooks, and which: what match() gives for each
     assert reg.hooked(EVENTS, values) == {

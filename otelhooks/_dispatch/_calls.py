@@ -35,7 +35,7 @@ from typing import Any
 from otelhooks._actions._handler import HandlerAction
 from otelhooks._errors import DeadlinePassed, HookCapacityError
 from otelhooks._events import HookEvent
-from otelhooks._hooks import Hook, HookFacts
+from otelhooks._hooks import Hook
 
 __all__ = ["MAX_ABANDONED", "HookCalls", "waited_within"]
 
@@ -184,29 +184,6 @@ class HookCalls:
                 1 for owner, until in self._here.values() if owner == hook_id and until < now
             )
         return mine
-
-    def call_inline(self, hook: HookFacts, payload: HookEvent) -> Any:
-        """Call a sync hook on this thread and judge its deadline after it returns.
-
-        The verdict is the one the pooled call gives for every hook that returns (one past its
-        deadline is a timeout, and what it did late does not count), without two thread
-        hand-offs per hook, which cost more than most handlers (replay runs whole recordings).
-        A hook that never returns blocks the caller: only for callers that accept that.
-        Commands and webhooks enforce their own timeouts either way.
-        """
-        if hook.is_async:
-            return self.call(hook.hook, payload)
-        started = time.perf_counter()
-        # In a copy of the context, as in the pool: a hook's context variables stay its own.
-        # ``hook.call``: what the observer worker calls for it too (a Python handler: its
-        # function, one frame less); a command or a control webhook bounds its own time.
-        result = contextvars.copy_context().run(hook.call, payload)
-        # A sync callable's coroutine (the payload itself, or None, never is).
-        if result is not None and result is not payload and inspect.isawaitable(result):
-            return self.run_coroutine(hook.hook, result)
-        if time.perf_counter() - started > hook.deadline_s:
-            raise DeadlinePassed
-        return result
 
     async def acall(self, hook: Hook, payload: HookEvent) -> Any:
         """As :meth:`call`, without blocking the event loop."""

@@ -27,14 +27,17 @@ Rules (each has its own test):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from otelhooks._events import HookEvent, ToolCallEvent
+from otelhooks._events import HookEvent, ToolCallEvent, ToolResult
 from otelhooks._events._marks import ToolCallMarks
 from otelhooks._hooks import Block, HookFacts
-from otelhooks._live import Answered, HookStep, Verdict
+from otelhooks._live import Answered, ApprovalNote, HookStep, Verdict
+
+if TYPE_CHECKING:
+    from otelhooks._dispatch._registry import Intercepts
 from otelhooks._redact import scrub
 
 __all__ = ["DEFAULT_BLOCK_REASONS", "InterceptChain"]
@@ -55,44 +58,91 @@ class InterceptChain:
     """State of one intercept dispatch: feed it each hook's result with :meth:`apply`.
 
     It reads each hook through its :class:`~otelhooks._hooks.HookFacts` (``Hook.facts``), as the
-    registry's :class:`~otelhooks._dispatch._registry.Intercepts` hold them (``facts``, and
-    their ``ids``)."""
+    registry's :class:`~otelhooks._dispatch._registry.Intercepts` hold them. It carries what
+    the hooks decided in the fields of a :class:`~otelhooks._live.Verdict` (``blocked`` ...
+    ``approvals``), so a dry run's caller reads them here, and :meth:`verdict` makes the public
+    object for those that keep one: one object per chain, not two."""
 
     payload: HookEvent
     marks: ToolCallMarks | None
+    blocked: bool
+    reason: str | None
+    decided_by: str | None
+    mock: ToolResult | None
+    mocked_by: str | None
 
     __slots__ = (
+        "approvals",
+        "blocked",
         "call_webhooks",
+        "decided_by",
         "dry_run",
+        "errors",
         "event",
         "hooks",
         "marks",
+        "matched",
+        "mock",
+        "mocked_by",
         "payload",
         "permissive",
+        "reason",
+        "rewritten_by",
         "scratch",
         "soft_rank",
-        "verdict",
+        "steps",
+        "would_call",
     )
 
     def __init__(
-        self, event: str, payload: HookEvent, hooks: tuple[HookFacts, ...], ids: tuple[str, ...]
+        self,
+        event: str,
+        payload: HookEvent,
+        intercepts: Intercepts,
+        dry_run: bool = False,
+        call_webhooks: bool = True,
     ) -> None:
-        self.hooks = hooks
+        self.hooks = intercepts.facts
         self.event = event
-        self.verdict = Verdict(matched=list(ids))
+        self.dry_run = dry_run  # deciding only (HooksEngine.dry_run): nothing is counted
+        self.call_webhooks = call_webhooks  # False: control webhooks are reported as "would call"
         self.soft_rank = 0  # set while a command's ask/defer block leaves the chain open (rule 6)
-        self.dry_run = False  # deciding only (HooksEngine.dry_run): nothing is counted
-        self.call_webhooks = True  # False: control webhooks are reported as "would call"
         self.scratch: HookEvent | None = None  # the copy a permissive hook was given (rule 7)
         # What the last permissive hook would have done (read it for a permissive hook only).
         self.permissive: str | None = None
-        self._hold(payload)
+        # What the hooks decided: the fields of a Verdict (see there).
+        self.blocked = False
+        self.reason = self.decided_by = self.mock = self.mocked_by = None
+        self.rewritten_by: list[str] = []
+        self.errors: list[str] = []
+        self.matched = list(intercepts.matched)
+        self.would_call: list[str] = []
+        self.steps: list[HookStep] = []
+        self.approvals: list[ApprovalNote] = []
+        self.payload = payload
+        # A tool call's marks (None for other events), read once per payload the chain holds.
+        self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
+
+    def verdict(self) -> Verdict:
+        """What the hooks decided, as the public :class:`~otelhooks._live.Verdict`."""
+        return Verdict(
+            self.payload,
+            self.blocked,
+            self.reason,
+            self.decided_by,
+            self.rewritten_by,
+            self.mock,
+            self.mocked_by,
+            self.errors,
+            self.matched,
+            self.would_call,
+            self.steps,
+            self.approvals,
+        )
 
     def _hold(self, payload: HookEvent) -> None:
-        """Go on with ``payload`` (the first, a rewrite, or a fresh copy after a failure): the
-        payload the chain holds now (an enforcing hook is handed it), and its marks (a tool
-        call's; None for other events), read once per payload, as it is set."""
-        self.payload = self.verdict.payload = payload
+        """Go on with ``payload`` (a rewrite, or a fresh copy after a failure), and its marks."""
+        self.payload = payload
         self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
 
     def skips(self, hook: HookFacts) -> bool:
@@ -107,23 +157,15 @@ class InterceptChain:
 
     def apply(self, hook: HookFacts, result: Any) -> tuple[bool, str]:
         """Apply a handler's return value and record the hook's step. Returns (stop, outcome)."""
-        verdict = self.verdict
         if isinstance(result, Answered):  # an approval: who answered goes on the call's span
-            verdict.approvals.append(result.note)
+            self.approvals.append(result.note)
             result = result.result
         if hook.permissive:
             outcome = self._would(hook, result)
-            verdict.steps.append(HookStep(hook.id, hook.kind, outcome, permissive=self.permissive))
+            self.steps.append(HookStep(hook.id, hook.kind, outcome, permissive=self.permissive))
             return False, outcome
-        marks = self.marks
-        # The common case, one frame per hook: it allowed (rule 2) and left no mark (rule 4).
-        if (result is self.payload or (result is None and not hook.intercept)) and (
-            marks is None or not (marks.denied or marks.mock is not None)
-        ):
-            verdict.steps.append(hook.steps["ok"])
-            return False, "ok"
         stop, outcome = self._enforce(hook, result)
-        verdict.steps.append(hook.steps[outcome])
+        self.steps.append(hook.steps[outcome])
         return stop, outcome
 
     def _enforce(self, hook: HookFacts, result: Any) -> tuple[bool, str]:
@@ -142,8 +184,8 @@ class InterceptChain:
         if self.soft_rank:
             return False, "ok"  # already blocked by an ask/defer: an allow changes nothing
         if marks is not None and marks.mock is not None:
-            self.verdict.mock = marks.mock
-            self.verdict.mocked_by = hook.id  # a mock ends the chain: made by the hook just run
+            self.mock = marks.mock
+            self.mocked_by = hook.id  # a mock ends the chain: made by the hook just run
             marks.closed = True
             return True, "mocked"
         if result is None or result is payload:
@@ -156,7 +198,7 @@ class InterceptChain:
         if isinstance(rewritten, ToolCallEvent) and rewritten._marks is marks:
             rewritten._marks = marks.copy()  # a shallow copy of the payload: marks of its own
         self._hold(rewritten)
-        self.verdict.rewritten_by.append(hook.id)
+        self.rewritten_by.append(hook.id)
         return False, "rewritten"
 
     def fail(self, hook: HookFacts, problem: str, outcome: str = "error") -> tuple[bool, str]:
@@ -167,7 +209,7 @@ class InterceptChain:
         copy of the payload, and the original refuses mocks, so nothing it does afterwards counts.
         """
         problem = scrub(problem)
-        self.verdict.errors.append(f"{hook.id}: {problem}")
+        self.errors.append(f"{hook.id}: {problem}")
         if hook.permissive:  # rule 7: it had only a copy, and it never blocks
             self.scratch = None
             block = hook.blocks_on_error
@@ -215,17 +257,17 @@ class InterceptChain:
             return "ok"
         if self._rewrite(self.payload, result) is None:
             self.permissive = f"error: returned {type(result).__name__}, which is not a payload"
-            self.verdict.errors.append(f"{hook.id}: {self.permissive[7:]}")
+            self.errors.append(f"{hook.id}: {self.permissive[7:]}")
             return "error"
         self.permissive = "rewrite"
         return "rewritten"
 
     def _block(self, hook: HookFacts, reason: str | None) -> bool:
-        self.verdict.blocked = True
+        self.blocked = True
         # A reason may be a command's stderr: it reaches the span, the agent and the event log.
         reason = scrub(reason) if reason else None
-        self.verdict.reason = reason or DEFAULT_BLOCK_REASONS.get(self.event, "Blocked by hook.")
-        self.verdict.decided_by = hook.id
+        self.reason = reason or DEFAULT_BLOCK_REASONS.get(self.event, "Blocked by hook.")
+        self.decided_by = hook.id
         return True
 
     @staticmethod

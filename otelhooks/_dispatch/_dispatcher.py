@@ -9,8 +9,10 @@ deliverer, which queues them itself.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable
+from contextvars import copy_context
+from inspect import isawaitable
+from time import perf_counter
 from typing import TYPE_CHECKING
 
 import structlog
@@ -116,49 +118,75 @@ class Dispatcher:
         name: str,
         payload: HookEvent,
         intercepts: Intercepts,
-        *,
         call_webhooks: bool = False,
         inline: bool = False,
-    ) -> Verdict:
+    ) -> InterceptChain:
         """What the interceptors of ``name`` would decide for ``payload`` (``HooksEngine.dry_run``:
         the caller holds the payload, so no :class:`LiveEvent` is made for it, and has looked up
         its ``intercepts``), with no side effect beyond the hooks themselves: notification
         webhooks are not enqueued and nothing is counted in metrics. ``call_webhooks=False``:
-        control webhooks are listed in ``Verdict.would_call`` instead of called. ``inline``:
-        call sync hooks on this thread (see :meth:`._calls.HookCalls.call_inline`)."""
-        # Notifications observe; a dry run decides only.
-        if not intercepts.facts:
-            return Verdict(matched=[h.id for h in intercepts.hooks])
-        chain = InterceptChain(name, payload, intercepts.facts, intercepts.ids)
-        chain.dry_run = True
-        chain.call_webhooks = call_webhooks
+        control webhooks are listed in ``would_call`` instead of called. ``inline``: call sync
+        hooks on this thread and judge their deadlines when they return (see :meth:`_run_chain`).
+
+        Returns the chain, which carries the decision in a verdict's fields (its
+        :meth:`~InterceptChain.verdict` makes a :class:`Verdict` of them)."""
+        # Notifications observe; a dry run decides only (a chain without facts runs no hook).
+        chain = InterceptChain(name, payload, intercepts, True, call_webhooks)
         self._run_chain(chain, None, inline)
-        return chain.verdict
+        return chain
 
     def _run_chain(self, chain: InterceptChain, live: LiveEvent | None, inline: bool) -> None:
-        """Run the hooks of ``chain`` on this thread; ``live``: the event, for log lines."""
+        """Run the hooks of ``chain`` on this thread; ``live``: the event, for log lines.
+
+        ``inline``: a sync hook is called on this thread and its deadline judged after it
+        returns. The verdict is the one the pooled call gives for every hook that returns (one
+        past its deadline is a timeout, and what it did late does not count), without two
+        thread hand-offs per hook, which cost more than most handlers (replay runs whole
+        recordings). A hook that never returns blocks the caller: only for callers that accept
+        that (dry runs). Commands and webhooks enforce their own timeouts either way."""
         calls = self._calls
         listed = not chain.call_webhooks  # control webhooks are listed, not called
         counted = not chain.dry_run  # a live run's durations are counted; a dry run's are not
-        started = 0.0
         for hook in chain.hooks:
             may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
             if may_skip and self._skips(chain, hook):
                 continue
             payload = chain.scratch_for(hook) if hook.permissive else chain.payload
-            if counted:
-                started = time.perf_counter()
+            started = perf_counter()
             try:
-                if inline:
-                    result = calls.call_inline(hook, payload)
-                else:
+                if not inline or hook.is_async:
                     result = calls.call(hook.hook, payload)
+                else:
+                    # In a copy of the context, as in the pool: a hook's context variables stay
+                    # its own. ``hook.call``: what the observer worker calls for it too (a
+                    # Python handler: its function); a command or a control webhook bounds its
+                    # own time.
+                    result = copy_context().run(hook.call, payload)
+                    # A sync callable's coroutine (the payload itself, or None, never is).
+                    if result is not None and result is not payload and isawaitable(result):
+                        result = calls.run_coroutine(hook.hook, result)
+                    elif perf_counter() - started > hook.deadline_s:
+                        raise DeadlinePassed  # late, as the pool would have judged it
             except Exception as exc:
                 stop = self._hook_failed(chain, hook, live, exc, started)
-            else:
-                stop, outcome = chain.apply(hook, result)
+                if stop:
+                    break
+                continue
+            marks = chain.marks
+            if (
+                (result is payload or (result is None and not hook.intercept))
+                and not hook.permissive
+                and (marks is None or not (marks.denied or marks.mock is not None))
+            ):
+                # Most runs: the hook allowed (rule 2) and left no mark (rule 4). Recorded
+                # here, without the chain's rules, which would conclude the same.
+                chain.steps.append(hook.steps["ok"])
                 if counted:
-                    self._count_returned(chain, hook, outcome, started)
+                    self._count_returned(chain, hook, "ok", started)
+                continue
+            stop, outcome = chain.apply(hook, result)
+            if counted:
+                self._count_returned(chain, hook, outcome, started)
             if stop:
                 break
 
@@ -172,14 +200,12 @@ class Dispatcher:
             return self._end_chain(live, None)
         listed = not chain.call_webhooks
         counted = not chain.dry_run
-        started = 0.0
         for hook in chain.hooks:
             may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
             if may_skip and self._skips(chain, hook):
                 continue
             payload = chain.scratch_for(hook) if hook.permissive else chain.payload
-            if counted:
-                started = time.perf_counter()
+            started = perf_counter()
             try:
                 result = await self._calls.acall(hook.hook, payload)
             except Exception as exc:
@@ -205,12 +231,10 @@ class Dispatcher:
         if not dry_run:  # notifications observe: queued live, left out of a dry run
             _, live.critical = self._enqueue_notifications(live, intercepts.hooks, notified)
         if not intercepts.facts:
-            live.verdict = Verdict(matched=[h.id for h in intercepts.hooks], steps=notified)
+            live.verdict = Verdict(matched=list(intercepts.matched), steps=notified)
             return None
-        chain = InterceptChain(live.name, live.payload(), intercepts.facts, intercepts.ids)
-        chain.verdict.steps.extend(notified)
-        chain.dry_run = dry_run
-        chain.call_webhooks = call_webhooks
+        chain = InterceptChain(live.name, live.payload(), intercepts, dry_run, call_webhooks)
+        chain.steps += notified
         return chain
 
     @staticmethod
@@ -220,14 +244,14 @@ class Dispatcher:
         if chain.skips(hook):
             return True
         if not chain.call_webhooks and hook.kind == "webhook":
-            chain.verdict.would_call.append(hook.id)  # a control webhook: reported, not called
+            chain.would_call.append(hook.id)  # a control webhook: reported, not called
             return True
         return False
 
     @staticmethod
     def _end_chain(live: LiveEvent, chain: InterceptChain | None) -> Verdict:
         if chain is not None:
-            live.verdict = chain.verdict
+            live.verdict = chain.verdict()
         elif live.verdict is None:
             live.verdict = Verdict()
         return live.verdict
@@ -244,7 +268,7 @@ class Dispatcher:
                 lifecycle_event=chain.event,
                 would=chain.permissive,
             )
-        self._record(hook.hook, outcome, time.perf_counter() - started)
+        self._record(hook.hook, outcome, perf_counter() - started)
 
     def _hook_failed(
         self,
@@ -254,8 +278,7 @@ class Dispatcher:
         exc: Exception,
         started: float,
     ) -> bool:
-        """Record a hook that raised (``started``: when it was called; a dry run's chain
-        counts nothing and gives 0.0)."""
+        """Record a hook that raised (``started``: when it was called)."""
         if isinstance(exc, DeadlinePassed):
             problem, outcome = f"timed out after {hook.deadline_s:g}s", "timeout"
         elif isinstance(exc, HookTimeoutError):  # the action enforced its own timeout (a command)
@@ -263,7 +286,7 @@ class Dispatcher:
         else:
             problem, outcome = f"{type(exc).__name__}: {exc}", "error"
         stop, outcome = chain.fail(hook, problem, outcome)
-        chain.verdict.steps.append(
+        chain.steps.append(
             HookStep(
                 hook.id,
                 hook.kind,
@@ -281,7 +304,7 @@ class Dispatcher:
                 **(live.log_ids() if live is not None else _payload_ids(chain.payload)),
             )
         if not chain.dry_run:
-            self._record(hook.hook, outcome, time.perf_counter() - started)
+            self._record(hook.hook, outcome, perf_counter() - started)
         return stop
 
     # -- observe: queued, never awaited by the runtime -------------------------------------------
@@ -363,7 +386,7 @@ class Dispatcher:
         rest, critical = self._enqueue_notifications(live, matched, steps)
         payload = live.payload()
         for hook in rest:
-            started = time.perf_counter()
+            started = perf_counter()
             outcome, problem = "ok", None
             try:
                 result = self._calls.call(hook, payload)
@@ -380,7 +403,7 @@ class Dispatcher:
                 )
             except Exception as exc:
                 outcome, problem = "error", scrub(f"{type(exc).__name__}: {exc}")
-            self._record(hook, outcome, time.perf_counter() - started)
+            self._record(hook, outcome, perf_counter() - started)
             steps.append(HookStep(hook.id, hook.action.kind, outcome, problem))
         live.critical = critical
         return Verdict(payload=payload, matched=[h.id for h in matched], steps=steps)

@@ -115,16 +115,17 @@ class Intercepts:
     worked out once and shared (read it, never change it).
 
     ``hooks``: every matching hook, in registration order; ``facts``: those that decide, as
-    :class:`~otelhooks._hooks.HookFacts` (notifications observe, off the path); ``ids``: their
-    ids, which each chain's verdict copies as its ``matched``.
+    :class:`~otelhooks._hooks.HookFacts` (notifications observe, off the path); ``matched``:
+    what each chain's verdict copies as its ``matched``: their ids, or when none decides the
+    ids of the notifications.
     """
 
-    __slots__ = ("facts", "hooks", "ids")
+    __slots__ = ("facts", "hooks", "matched")
 
     def __init__(self, hooks: list[Hook]) -> None:
         self.hooks = hooks
         self.facts: tuple[HookFacts, ...] = tuple(f for h in hooks if not (f := h.facts).notifies)
-        self.ids = tuple(f.id for f in self.facts)
+        self.matched = tuple(f.id for f in self.facts) if self.facts else tuple(h.id for h in hooks)
 
 
 _NO_INTERCEPTS: Final = Intercepts([])

@@ -28,7 +28,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from otelhooks._dispatch import NO_EVENTS, Dispatcher, Hooked, HookRegistry
+from otelhooks._dispatch import NO_EVENTS, Dispatcher, Hooked, HookRegistry, InterceptChain
 from otelhooks._engine._values import matcher_values
 from otelhooks._events import EVENTS, EventSpec, HookEvent, resolve_event
 from otelhooks._hooks import Hook
@@ -293,9 +293,12 @@ class HooksEngine:
         if not spec.intercept:
             return Verdict(payload=model)
         intercepts = self.registry.intercepts(spec.name, values, operation_id=operation_id)
-        return self._dispatcher.decide(
+        if not intercepts.facts:  # nothing decides: no payload to report
+            return Verdict(matched=list(intercepts.matched))
+        chain = self._dispatcher.decide(
             spec.name, model, intercepts, call_webhooks=call_webhooks, inline=inline
         )
+        return chain.verdict()
 
     async def adry_run(
         self,
@@ -391,15 +394,18 @@ def dry_run_if_hooked(
     *,
     call_webhooks: bool = False,
     inline: bool = False,
-) -> Verdict | None:
+) -> InterceptChain | None:
     """:meth:`HooksEngine.dry_run` for a bulk caller that builds a payload only when a hook
     wants it (replay): ``event`` is a canonical intercept event's name and ``values`` its
     matcher values. None when no global hook matches (nothing is built, as live); else the
-    verdict ``dry_run`` gives for the payload ``build`` makes, with the operation id it carries.
+    chain ``dry_run`` runs for the payload ``build`` makes, with the operation id it carries:
+    it carries the verdict's fields (``InterceptChain.verdict()`` makes the verdict), which a
+    bulk caller reads there rather than have a :class:`Verdict` made for every event.
 
     One registry lookup for both questions, where ``matches`` and then ``dry_run`` ask twice.
     """
-    registry = engine.registry
+    dispatcher = engine._dispatcher
+    registry = dispatcher.registry
     intercepts = registry.intercepts(event, values)
     if not intercepts.hooks:
         return None
@@ -408,9 +414,7 @@ def dry_run_if_hooked(
     if operation_id is not None and registry.has_own(operation_id):
         # that operation's own hooks apply too, as in dry_run
         intercepts = registry.intercepts(event, values, operation_id=operation_id)
-    return engine._dispatcher.decide(
-        event, payload, intercepts, call_webhooks=call_webhooks, inline=inline
-    )
+    return dispatcher.decide(event, payload, intercepts, call_webhooks, inline)
 
 
 # Returned for every event no hook matched (the hot path allocates nothing); callers only read it.

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from otelhooks._dispatch import InterceptChain
 from otelhooks._engine import HooksEngine, dry_run_if_hooked
 from otelhooks._live import HookStep, Verdict
 from otelhooks.replay._events import Decision, RecordedEvent
@@ -73,8 +74,9 @@ class ReplayOutcome:
         return not self.recorded.content_recorded and bool(self.matched)
 
 
-def decision_of(verdict: Verdict) -> Decision:
-    """The :class:`Decision` a verdict amounts to (a block wins, then a mock, then rewrites).
+def decision_of(verdict: Verdict | InterceptChain) -> Decision:
+    """The :class:`Decision` a verdict amounts to (a block wins, then a mock, then rewrites);
+    or a dry run's chain, which carries the same fields.
 
     Example:
         >>> from otelhooks import Verdict
@@ -122,7 +124,7 @@ def replay_events(
     inline = not pooled
     for event in events:
         try:
-            verdict = dry_run_if_hooked(
+            chain = dry_run_if_hooked(
                 engine,
                 event.event,
                 event.values,
@@ -130,11 +132,11 @@ def replay_events(
                 call_webhooks=live_webhooks,
                 inline=inline,
             )
-            if verdict is None:
+            if chain is None:
                 # No hook wants the event: (as live) no payload is built, the verdict is empty.
                 outcome = ReplayOutcome(event, _ALLOW, event.recorded.action != "allow")
             else:
-                outcome = _outcome(event, verdict)
+                outcome = _outcome(event, chain)
         except (ValueError, TypeError, RecursionError, MemoryError) as exc:
             # A recorded value the payload cannot hold (pydantic refused it, or it is too
             # deep): this event cannot be replayed; the others still are.
@@ -148,25 +150,26 @@ def replay_events(
         yield outcome
 
 
-def _outcome(event: RecordedEvent, verdict: Verdict) -> ReplayOutcome:
-    now = decision_of(verdict)
+def _outcome(event: RecordedEvent, chain: InterceptChain) -> ReplayOutcome:
     diff: list[dict[str, Any]] = []
-    if now.action == "rewrite" and verdict.payload is not None:
+    if not (chain.blocked or chain.mock is not None or chain.rewritten_by):
+        now = _ALLOW  # most events: decision_of's answer, without the call
+    elif (now := decision_of(chain)).action == "rewrite":
         # Hooks may have changed the payload in place: what it was is built again from the
         # span (a few events in a hundred are rewritten; a copy of every payload is not kept).
         name = _REWRITTEN_FIELD[event.event]
         before = getattr(event.build(), name)
-        diff = diff_values(before, getattr(verdict.payload, name, None), name)
-    # The verdict is this event's own (dry_run makes a new one each time): its lists are kept.
+        diff = diff_values(before, getattr(chain.payload, name, None), name)
+    # The dry run's chain is this event's own: its lists are kept.
     return ReplayOutcome(
         event,
         now,
         now.action != event.recorded.action,
         diff,
-        verdict.errors,
-        verdict.matched,
-        verdict.would_call,
-        verdict.steps,
+        chain.errors,
+        chain.matched,
+        chain.would_call,
+        chain.steps,
     )
 
 
