@@ -34,7 +34,7 @@ from otelhooks._eventlog._asgi import (
     send_otlp_error,
 )
 from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES, OtlpIngest
-from otelhooks._eventlog._model import EventBatch, EventLog
+from otelhooks._eventlog._model import EventBatch, EventLog, LogStats
 from otelhooks._eventlog._otlp_status import answer_type
 from otelhooks._eventlog._params import BadParameter, EventsQuery, parse_query
 from otelhooks._store._errors import StoreError, StoreUnavailable
@@ -209,7 +209,9 @@ class EventLogApp:
             return
         log = self.logs[query.log]
         if query.mode == "version":
-            await send_json(send, 200, _version_body(log, query.since))
+            # a shared store's head is a round trip: off the loop, as its reads are
+            stats = await asyncio.to_thread(log.stats) if log.blocking_stats else log.stats()
+            await send_json(send, 200, _version_body(log, stats, query.since))
             return
         if query.mode != "wait":
             batch = await _read(log, query, newest=query.mode == "events")
@@ -290,8 +292,7 @@ def _batch_body(query: EventsQuery, log: EventLog, batch: EventBatch) -> dict[st
     }
 
 
-def _version_body(log: EventLog, since: int) -> dict[str, Any]:
-    stats = log.stats()
+def _version_body(log: EventLog, stats: LogStats, since: int) -> dict[str, Any]:
     dropped = max(0, stats.oldest - since - 1) if stats.oldest and since < stats.head else 0
     return {
         "mode": "version",

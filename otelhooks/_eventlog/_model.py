@@ -160,11 +160,14 @@ class EventLog(abc.ABC):
         name: the ``agent_events`` hook the log belongs to.
         signal: fired after records become readable.
         durable: records survive a restart.
+        blocking_stats: :meth:`stats` waits for a database (a shared store's round trip), so
+            the HTTP route calls it on a worker thread, never on the event loop.
     """
 
     name: str
     signal: AppendSignal
     durable: bool = False
+    blocking_stats: bool = False
 
     @property
     @abc.abstractmethod

@@ -90,6 +90,7 @@ class PostgresEventLog(EventLog):
     """
 
     durable = True
+    blocking_stats = True  # the head is the store's: other instances move it
 
     def __init__(
         self,

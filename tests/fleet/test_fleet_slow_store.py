@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fleet._fleet import start_instance
+from tests.fleet._fleet import events, start_instance
 from tests.reliability._serve_proc import INGEST
 
 pytestmark = pytest.mark.timeout(120)
@@ -121,5 +121,54 @@ def test_a_slow_store_holds_only_its_own_event(
         # the store answers again: the session ends (Claude Code's retry)
         again = _post(url, _event("slow", "SessionEnd", reason="exit"))
         assert again.status_code == 200, again.text
+    finally:
+        proc.stop()
+
+
+def _waiting_for_a_table(pg_url: str) -> bool:
+    import psycopg
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_locks WHERE locktype = 'relation' AND NOT granted"
+        ).fetchone()
+    return bool(row and row[0])
+
+
+def test_a_version_read_waiting_for_the_store_does_not_hold_the_event_loop(
+    tmp_path: Path, pg_url: str, held_lock: Any
+) -> None:
+    """``mode=version`` reads the log's head from the store: a round trip, so while it waits
+    for a locked table every other request of the same server is still answered at once."""
+    proc = start_instance(tmp_path, pg_url)
+    try:
+        url = proc.url
+        assert events(url, mode="version").status_code == 200
+        # the log's table locked from another transaction, as a slow or locked database would
+        held_lock.execute("LOCK TABLE otelhooks_logs IN ACCESS EXCLUSIVE MODE")
+        with ThreadPoolExecutor(1) as pool:
+            started = time.monotonic()
+            version: Future[httpx.Response] = pool.submit(events, url, mode="version")
+            while not _waiting_for_a_table(pg_url):
+                assert not version.done(), version.result().text
+                assert time.monotonic() - started < 10, "the version read never waited"
+                time.sleep(0.02)
+            asked = time.monotonic()
+            refused = httpx.post(
+                url + ROUTE, json=_event("s", "Notification"), headers={}, timeout=30
+            )
+            answered = _post(url, _event("other", "Notification", message="hi"))
+            answered_s = time.monotonic() - asked
+            assert refused.status_code == 401, refused.text
+            assert answered.status_code == 200, answered.text
+            assert not version.done(), "the version read ended before the lock timeout"
+            assert answered_s < 1.5, f"the other requests took {answered_s:.2f} s"
+            ended = version.result(timeout=30)
+        assert ended.status_code == 503, ended.text
+        assert ended.json()["error"] == "store_unavailable"
+        held_lock.rollback()
+        again = events(url, mode="version")
+        assert again.status_code == 200, again.text
+        assert again.json()["head"] >= 0
     finally:
         proc.stop()

@@ -223,6 +223,8 @@ def respond(
 ) -> HookResponse:
     """The hook process's answer for a combined ``output`` (see :class:`HookResponse`) to
     ``agent`` (what its warnings name)."""
+    if not output and not lost:
+        return HookResponse()  # nothing to say (a WorktreeCreate no hook ran for included)
     cli = cli_name(agent)
     for problem in lost:
         _log.warning(f"a decision {cli} cannot carry", hook_event=event, problem=problem)

@@ -175,6 +175,8 @@ def combine(
         >>> combine("Stop", [HookAnswer("a", {"decision": "block", "reason": "tests fail"})])[0]
         {'decision': 'block', 'reason': 'tests fail'}
     """
+    if not answers and not extra and updated_input is None:
+        return {}, []  # no hook answered (most events): nothing to say
     out: dict[str, Any] = {}
     specific: dict[str, Any] = dict(extra or {})
     lost: list[str] = []

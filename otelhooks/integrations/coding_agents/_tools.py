@@ -239,7 +239,7 @@ class ToolUses(Part):
             attrs[sc.HOOK_DECIDED_BY] = denied_by(answers) or ""
             attrs[sc.HOOK_DECISION_REASON] = str(specific.get("permissionDecisionReason") or "")
             attrs[sc.HOOK_CLASSIFICATION] = sc.CLASSIFICATION_HOOK_DENIED
-        kept: dict[str, Any] = dict(attrs)
+        kept: dict[str, Any] = attrs  # built for this call: the state keeps it as it is
         events = [[n, a] for n, a, _ in approval_events(verdict)]
         if security_findings_enabled():
             events += [[n, a] for n, a in security_findings(verdict)]

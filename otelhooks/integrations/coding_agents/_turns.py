@@ -84,6 +84,8 @@ class Turns(Part):
                 error_type=error_type if error else None,
             )
         )
+        if completed and error is None:
+            return  # Stop's hooks ran before Claude Code was answered: no event to build
         common = turn_ids(op.session_id, op, op.span_id)
         if error is not None:
             self.observe(
