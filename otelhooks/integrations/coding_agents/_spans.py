@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import functools
 import hashlib
 import os
 import threading
@@ -52,7 +51,6 @@ __all__ = [
 BRIDGE_SCOPE = "otelhooks.integrations.claude_code"
 
 
-@functools.lru_cache(maxsize=4096)  # every span and event of a session asks again
 def session_trace_id(session_id: str) -> int:
     """The trace id of a coding agent's session (Claude Code's, Codex CLI's, Gemini CLI's): the
     first 128 bits of SHA-256 of its id, under the prefix the bridge has always used.
