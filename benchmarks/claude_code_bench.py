@@ -46,6 +46,21 @@ def guard(event):
 """
 
 
+def instance_files(tmp: Path) -> None:
+    """Write a fleet instance's files into ``tmp``: the guard script, a hooks file running it on
+    Bash's ``PreToolUse``, and a durable ``agent_events`` log (so sessions are kept in a SQLite
+    file beside it), as ``fleet_bench.py`` and ``serve_cpu_bench.py`` start ``serve``."""
+    (tmp / "guard.py").write_text(GUARD)
+    (tmp / "hooks.yaml").write_text(
+        "hooks:\n  - id: no-rm\n    type: PreToolUse\n    matcher: Bash\n"
+        f"    script: {tmp / 'guard.py'}:guard\n"
+    )
+    (tmp / "events.yaml").write_text(
+        "kind: agent_events\nname: bench\non: [after_tool_result]\ndurable: true\n"
+        f"path: {tmp / 'events.sqlite3'}\nretention: 10000000\n"
+    )
+
+
 def _free_port() -> int:
     import socket
 

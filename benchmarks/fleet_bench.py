@@ -42,7 +42,7 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE))
 
-from claude_code_bench import GUARD, _burst, _cpu_s, _free_port, _percentile  # noqa: E402
+from claude_code_bench import _burst, _cpu_s, _free_port, _percentile, instance_files  # noqa: E402
 from receiver_burst import spans_body  # noqa: E402
 
 TOKEN = "bench-token"
@@ -126,15 +126,7 @@ def _sessions(urls: list[str], sessions: int, tools: int, tag: str) -> list[floa
 def run(config: str, store: str | None, instances: int, args: argparse.Namespace) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        (tmp / "guard.py").write_text(GUARD)
-        (tmp / "hooks.yaml").write_text(
-            "hooks:\n  - id: no-rm\n    type: PreToolUse\n    matcher: Bash\n"
-            f"    script: {tmp / 'guard.py'}:guard\n"
-        )
-        (tmp / "events.yaml").write_text(
-            "kind: agent_events\nname: bench\non: [after_tool_result]\ndurable: true\n"
-            f"path: {tmp / 'events.sqlite3'}\nretention: 10000000\n"
-        )
+        instance_files(tmp)
         procs = [_start(tmp, store, web=args.web) for _ in range(instances)]
         urls = [url for _, url in procs]
         pids = [proc.pid for proc, _ in procs]

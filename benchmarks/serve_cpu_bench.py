@@ -40,7 +40,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from claude_code_bench import GUARD, _burst, _free_port  # noqa: E402
+from claude_code_bench import _burst, _free_port, instance_files  # noqa: E402
 
 TOKEN = "bench-token"
 TICK = os.sysconf("SC_CLK_TCK")
@@ -159,15 +159,7 @@ def _floor_burst(url: str, kind: str, sessions: int, count: int) -> int:
 def run_once(store: str | None, args: argparse.Namespace, n: int) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        (tmp / "guard.py").write_text(GUARD)
-        (tmp / "hooks.yaml").write_text(
-            "hooks:\n  - id: no-rm\n    type: PreToolUse\n    matcher: Bash\n"
-            f"    script: {tmp / 'guard.py'}:guard\n"
-        )
-        (tmp / "events.yaml").write_text(
-            "kind: agent_events\nname: bench\non: [after_tool_result]\ndurable: true\n"
-            f"path: {tmp / 'events.sqlite3'}\nretention: 10000000\n"
-        )
+        instance_files(tmp)
         proc, url = _start(tmp, store, args.pythonpath, args.callgrind)
         spy = None
         try:
