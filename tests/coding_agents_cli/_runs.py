@@ -51,6 +51,15 @@ SERVE_TOKEN = "serve-token"
 # a recording HTTP server beside a CLI (``recorder_port=``), for a hook of type ``http``
 RECORDER_URL = "http://127.0.0.1:4320"
 
+# A Codex hooks file whose guard denies any shell command containing `rm -r` (exit 2).
+CODEX_RM_GUARD = """\
+hooks:
+  - id: no-rm
+    type: PreToolUse
+    matcher: "@shell"
+    command: "case \\"$HOOK_TOOL_INPUT\\" in *'rm -r'*) exit 2;; esac"
+"""
+
 
 # each scripted turn: (call id, shell command), or the fields of a ShellStep (another tool)
 Steps = Sequence[tuple[str, str] | dict[str, Any]]

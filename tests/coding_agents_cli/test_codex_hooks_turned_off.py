@@ -23,17 +23,17 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
-from tests.coding_agents_cli._runs import CODEX, codex_config, need_cli, run_codex, skip_reason
+from tests.coding_agents_cli._runs import (
+    CODEX,
+    CODEX_RM_GUARD,
+    codex_config,
+    need_cli,
+    run_codex,
+    skip_reason,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
-GUARD = """\
-hooks:
-  - id: no-rm
-    type: PreToolUse
-    matcher: "@shell"
-    command: "case \\"$HOOK_TOOL_INPUT\\" in *'rm -r'*) exit 2;; esac"
-"""
 OFF = "[features]\nhooks = false\n"
 ON = "[features]\nhooks = true\n"
 # {"~" (the user's config.toml: a [features] line), "project" (.codex/config.toml): text}, the
@@ -54,7 +54,7 @@ def test_codex_install_warns_when_no_installed_hook_will_run(
     project, home = tmp_path / "project", tmp_path / "home"
     (project / "victim").mkdir(parents=True)
     (project / "victim" / "keep.txt").write_text("precious")
-    (project / "hooks.yaml").write_text(GUARD)
+    (project / "hooks.yaml").write_text(CODEX_RM_GUARD)
     monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
     monkeypatch.setenv("OTELHOOKS_CODEX_SYSTEM_DIR", str(tmp_path / "no-etc-codex"))
     user = codex_config(home, trusted=project) / "config.toml"

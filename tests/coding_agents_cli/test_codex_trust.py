@@ -13,17 +13,17 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
-from tests.coding_agents_cli._runs import CODEX, codex_config, need_cli, run_codex, skip_reason
+from tests.coding_agents_cli._runs import (
+    CODEX,
+    CODEX_RM_GUARD,
+    codex_config,
+    need_cli,
+    run_codex,
+    skip_reason,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
-GUARD = """\
-hooks:
-  - id: no-rm
-    type: PreToolUse
-    matcher: "@shell"
-    command: "case \\"$HOOK_TOOL_INPUT\\" in *'rm -r'*) exit 2;; esac"
-"""
 STEPS = [("call_rm", "rm -r victim")]
 
 
@@ -33,7 +33,7 @@ def project(tmp_path: Path) -> Path:
     root = tmp_path / "project"
     (root / "victim").mkdir(parents=True)
     (root / "victim" / "keep.txt").write_text("precious")
-    (root / "hooks.yaml").write_text(GUARD)
+    (root / "hooks.yaml").write_text(CODEX_RM_GUARD)
     return root
 
 
