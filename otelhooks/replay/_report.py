@@ -31,6 +31,10 @@ _FAILED_STEPS = ("error", "timeout")
 _NONE_FAILED: frozenset[str] = frozenset()
 _NOT_PERMISSIVE: list[str] = []  # never changed: shared by every event no hook would act on
 
+# The report's JSON: text as it is (not escaped to ASCII), str() of what JSON cannot hold. One
+# encoder, as json.dumps with these options would make one for every value it encodes.
+_to_json = json.JSONEncoder(default=str, ensure_ascii=False).encode
+
 
 class Problems(list[str]):
     """What could not be read, in order: the first :attr:`keep` descriptions, and a count of
@@ -150,7 +154,7 @@ class ReplayReport:
             if would_call:
                 self._would_call.update(would_call)
             record = _event_record(outcome, change, permissive)
-            line = json.dumps(record, default=str, ensure_ascii=False)
+            line = _to_json(record)
             data = line.encode("utf-8", "surrogatepass") + b"\n"
             self._listed.seek(self._listed_end)
             self._listed.write(data)
@@ -223,7 +227,7 @@ class ReplayReport:
         """:meth:`records` as JSON lines (no trailing newlines)."""
         yield from self._lines()
         for record in self._totals():
-            yield json.dumps(record, default=str, ensure_ascii=False)
+            yield _to_json(record)
 
     def table(self) -> str:
         """The report as text for a terminal or a CI log (:meth:`table_lines` joined)."""
@@ -357,8 +361,8 @@ def _event_lines(record: dict[str, Any]) -> list[str]:
         f"    now:  {_said(record['now'])}",
     ]
     for change in record["diff"]:
-        old = json.dumps(change.get("from"), default=str, ensure_ascii=False)
-        new = json.dumps(change.get("to"), default=str, ensure_ascii=False)
+        old = _to_json(change.get("from"))
+        new = _to_json(change.get("to"))
         if change["op"] == "add":
             lines.append(f"    diff: + {change['path']} = {new}")
         elif change["op"] == "remove":
