@@ -27,7 +27,7 @@ Rules (each has its own test):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import ValidationError
 
@@ -35,9 +35,6 @@ from otelhooks._events import HookEvent, ToolCallEvent, ToolResult
 from otelhooks._events._marks import ToolCallMarks
 from otelhooks._hooks import Block, HookFacts
 from otelhooks._live import Answered, ApprovalNote, HookStep, Verdict
-
-if TYPE_CHECKING:
-    from otelhooks._dispatch._registry import Intercepts
 from otelhooks._redact import scrub
 
 __all__ = ["DEFAULT_BLOCK_REASONS", "InterceptChain"]
@@ -58,7 +55,9 @@ class InterceptChain:
     """State of one intercept dispatch: feed it each hook's result with :meth:`apply`.
 
     It reads each hook through its :class:`~otelhooks._hooks.HookFacts` (``Hook.facts``), as the
-    registry's :class:`~otelhooks._dispatch._registry.Intercepts` hold them. It carries what
+    registry's :class:`~otelhooks._dispatch._registry.Intercepts` hold them (``facts``; and
+    ``matched``, the ids its verdict lists: taken apart, so the chain imports nothing of the
+    registry, which imports the actions, one of which imports the chain). It carries what
     the hooks decided in the fields of a :class:`~otelhooks._live.Verdict` (``blocked`` ...
     ``approvals``), so a dry run's caller reads them here, and :meth:`verdict` makes the public
     object for those that keep one: one object per chain, not two."""
@@ -98,11 +97,12 @@ class InterceptChain:
         self,
         event: str,
         payload: HookEvent,
-        intercepts: Intercepts,
+        hooks: tuple[HookFacts, ...],
+        matched: tuple[str, ...],
         dry_run: bool = False,
         call_webhooks: bool = True,
     ) -> None:
-        self.hooks = intercepts.facts
+        self.hooks = hooks
         self.event = event
         self.dry_run = dry_run  # deciding only (HooksEngine.dry_run): nothing is counted
         self.call_webhooks = call_webhooks  # False: control webhooks are reported as "would call"
@@ -115,7 +115,7 @@ class InterceptChain:
         self.reason = self.decided_by = self.mock = self.mocked_by = None
         self.rewritten_by: list[str] = []
         self.errors: list[str] = []
-        self.matched = list(intercepts.matched)
+        self.matched = list(matched)
         self.would_call: list[str] = []
         self.steps: list[HookStep] = []
         self.approvals: list[ApprovalNote] = []

@@ -131,7 +131,9 @@ class Dispatcher:
         Returns the chain, which carries the decision in a verdict's fields (its
         :meth:`~InterceptChain.verdict` makes a :class:`Verdict` of them)."""
         # Notifications observe; a dry run decides only (a chain without facts runs no hook).
-        chain = InterceptChain(name, payload, intercepts, True, call_webhooks)
+        chain = InterceptChain(
+            name, payload, intercepts.facts, intercepts.matched, True, call_webhooks
+        )
         self._run_chain(chain, None, inline)
         return chain
 
@@ -233,7 +235,14 @@ class Dispatcher:
         if not intercepts.facts:
             live.verdict = Verdict(matched=list(intercepts.matched), steps=notified)
             return None
-        chain = InterceptChain(live.name, live.payload(), intercepts, dry_run, call_webhooks)
+        chain = InterceptChain(
+            live.name,
+            live.payload(),
+            intercepts.facts,
+            intercepts.matched,
+            dry_run,
+            call_webhooks,
+        )
         chain.steps += notified
         return chain
 
