@@ -268,8 +268,7 @@ class SharedSessions(ServerSessions):
         counted: bool = True,
         attributes: dict[str, Any] | None = None,
     ) -> OpenTool:
-        self._see(session_id)
-        self._hold(session_id)
+        self._see(session_id)  # held with its tool once recorded (_held_tool)
         stored = json.dumps(tool_input, default=str)
         kept = json.dumps(attributes) if attributes else "{}"
         for _ in range(_RACES):

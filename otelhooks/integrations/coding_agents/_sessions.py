@@ -363,8 +363,7 @@ class ServerSessions(BridgeState):
         counted: bool = True,
         attributes: dict[str, Any] | None = None,
     ) -> OpenTool:
-        self._see(session_id)
-        self._hold(session_id)
+        self._see(session_id)  # held with its tool once recorded (_held_tool)
         tool = super().begin_tool(
             session_id, tool_use_id, tool_name, tool_input, counted=counted, attributes=attributes
         )
@@ -372,7 +371,8 @@ class ServerSessions(BridgeState):
         return tool
 
     def _held_tool(self, tool: OpenTool, stored: int) -> None:
-        """Account a tool use just started (its stored input ``stored`` bytes long)."""
+        """Account a use of the session and the tool use just started (its stored input
+        ``stored`` bytes long): one ``_hold`` for both."""
         size = _tool_bytes(tool.session_id, tool.tool_use_id, tool.tool_name, stored)
         self._hold(tool.session_id, (tool.tool_use_id, size))
         if tool.call_index != UNCOUNTED:
