@@ -164,6 +164,13 @@ class InterceptChain:
             outcome = self._would(hook, result)
             self.steps.append(HookStep(hook.id, hook.kind, outcome, permissive=self.permissive))
             return False, outcome
+        marks = self.marks
+        # The common case: it allowed (rule 2) and left no mark (rule 4).
+        if (result is self.payload or (result is None and not hook.intercept)) and (
+            marks is None or not (marks.denied or marks.mock is not None)
+        ):
+            self.steps.append(hook.steps["ok"])
+            return False, "ok"
         stop, outcome = self._enforce(hook, result)
         self.steps.append(hook.steps[outcome])
         return stop, outcome

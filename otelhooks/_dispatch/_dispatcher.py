@@ -171,24 +171,10 @@ class Dispatcher:
                         raise DeadlinePassed  # late, as the pool would have judged it
             except Exception as exc:
                 stop = self._hook_failed(chain, hook, live, exc, started)
-                if stop:
-                    break
-                continue
-            marks = chain.marks
-            if (
-                (result is payload or (result is None and not hook.intercept))
-                and not hook.permissive
-                and (marks is None or not (marks.denied or marks.mock is not None))
-            ):
-                # Most runs: the hook allowed (rule 2) and left no mark (rule 4). Recorded
-                # here, without the chain's rules, which would conclude the same.
-                chain.steps.append(hook.steps["ok"])
+            else:
+                stop, outcome = chain.apply(hook, result)
                 if counted:
-                    self._count_returned(chain, hook, "ok", started)
-                continue
-            stop, outcome = chain.apply(hook, result)
-            if counted:
-                self._count_returned(chain, hook, outcome, started)
+                    self._count_returned(chain, hook, outcome, started)
             if stop:
                 break
 

@@ -152,9 +152,8 @@ def replay_events(
 
 def _outcome(event: RecordedEvent, chain: InterceptChain) -> ReplayOutcome:
     diff: list[dict[str, Any]] = []
-    if not (chain.blocked or chain.mock is not None or chain.rewritten_by):
-        now = _ALLOW  # most events: decision_of's answer, without the call
-    elif (now := decision_of(chain)).action == "rewrite":
+    now = decision_of(chain)
+    if now.action == "rewrite":
         # Hooks may have changed the payload in place: what it was is built again from the
         # span (a few events in a hundred are rewritten; a copy of every payload is not kept).
         name = _REWRITTEN_FIELD[event.event]
