@@ -119,12 +119,12 @@ def _instance(args: argparse.Namespace) -> None:
                 return loop.run_until_complete(_hopped(route, raw))
             return _served(route, raw)
 
-        def turn(name: str) -> list[tuple[str, bytes]]:
-            events = _session_events(name, args.tools)
+        def turn(name: str, tools: int = args.tools) -> list[tuple[str, bytes]]:
+            events = _session_events(name, tools)
             return [(e["hook_event_name"], json.dumps(e).encode()) for e in events]
 
-        for n in range(50):
-            for _, raw in turn(f"warm-{n}"):
+        for n in range(50):  # the same warm-up whatever --tools: one --turns 0 for all
+            for _, raw in turn(f"warm-{n}", 4):
                 assert one(raw)[0] == 200
         turns = [turn(f"s-{n}") for n in range(args.turns)]
         spent: dict[str, list[float]] = {}
