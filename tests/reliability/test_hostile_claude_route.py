@@ -386,7 +386,8 @@ def test_a_servers_session_file_is_its_own_and_the_command_bridges_is_shared(
     daemon.begin_tool("s", "toolu_2", "Bash", {})
     hook_process = BridgeState(shared)
     ended = hook_process.end_tool("s", "toolu_2")
-    assert ended is not None and ended.tool_use_id == "toolu_2"
+    assert ended is not None
+    assert ended.tool_use_id == "toolu_2"
     hook_process.close()
     daemon.close()
 
