@@ -53,11 +53,13 @@ class Spend:
         )
 
 
-def running(operation: Spend, session: Spend | None) -> RunningSpend:
-    """The ``spend`` field of a payload: the operation's and the session's totals now."""
+def running(operation: Spend | None, session: Spend | None) -> RunningSpend:
+    """The ``spend`` field of a payload: the operation's and the session's totals now (no
+    operation for a coding agent's session: it has no run of its own)."""
     with _LOCK:
         return RunningSpend(
-            operation=operation.view(), session=session.view() if session is not None else None
+            operation=operation.view() if operation is not None else None,
+            session=session.view() if session is not None else None,
         )
 
 

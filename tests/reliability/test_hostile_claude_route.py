@@ -363,6 +363,35 @@ def test_the_daemon_answers_another_sessions_guard_past_one_sessions_slow_calls(
     assert all('"deny"' in str(answer["stdout"]) for answer in slow_answers)
 
 
+def test_a_servers_session_file_is_its_own_and_the_command_bridges_is_shared(
+    tmp_path: Path,
+) -> None:
+    """serve's session file is held locked while serve runs (no other process can make its
+    event loop wait on it); the daemon's state file stays open to the one-process bridge."""
+    import sqlite3
+
+    from otelhooks.integrations.coding_agents._state import BridgeState
+
+    own = tmp_path / "serve.sqlite3"
+    serving = claude_code_routes(HookSpanProcessor(), sessions_path=own)
+    serving.sessions.begin_tool("s", "toolu_1", "Bash", {})
+    other = sqlite3.connect(own, timeout=0.05, isolation_level=None)
+    with pytest.raises(sqlite3.OperationalError, match="locked"):
+        other.execute("BEGIN IMMEDIATE")
+    serving.close()
+    assert other.execute("SELECT tool_use_id FROM tools").fetchall() == [("toolu_1",)]
+    other.close()
+    shared = tmp_path / "bridge.sqlite3"
+    daemon = ServerSessions(shared)
+    daemon.begin_tool("s", "toolu_2", "Bash", {})
+    hook_process = BridgeState(shared)
+    ended = hook_process.end_tool("s", "toolu_2")
+    assert ended is not None
+    assert ended.tool_use_id == "toolu_2"
+    hook_process.close()
+    daemon.close()
+
+
 def test_a_durable_store_counts_what_it_kept_from_an_earlier_run(tmp_path: Path) -> None:
     path = tmp_path / "sessions.sqlite3"
     first = ServerSessions(path)

@@ -98,6 +98,8 @@ def claude_code_routes(
         processor: the server's hook processor: its hooks run for Claude Code's events.
         downstream: the processors received spans reach (the hook processor first).
         sessions_path: keep sessions in this SQLite file (survives a restart); memory if None.
+            The file is this server's alone (its route changes it on the event loop, which
+            must never wait for another process): it is held locked while the server runs.
         exporters: where the hook spans and joined Claude Code spans go (batched).
         fail_closed: deny a ``PreToolUse`` when the bridge fails (instead of a 500).
         service_name: ``service.name`` of the hook spans.
@@ -126,7 +128,7 @@ def claude_code_routes(
     writer = SpanWriter((), Resource.create({"service.name": service_name}))
     if sessions is None:
         drops = processor.engine.metrics.drop_counter("claude_code_sessions")
-        sessions = ServerSessions(sessions_path, on_drop=drops)
+        sessions = ServerSessions(sessions_path, on_drop=drops, exclusive=True)
     # Claude Code's own cost per session, from its telemetry, read by budget guards
     spend = SessionSpend()
     bridge = CodingAgentBridge(

@@ -122,6 +122,9 @@ class ServerSessions(BridgeState):
         max_bytes: bytes of ids and tool inputs held at most, all sessions (oldest forgotten);
             the join memory may hold as much again.
         on_drop: ``(count, reason)`` for each session or tool use forgotten.
+        exclusive: the file is this process's alone (a server's sessions, not the command
+            bridge's state file that hook processes share): its lock is held while it is open
+            (see :func:`~otelhooks.integrations.coding_agents._state.connect`).
 
     Example:
         >>> sessions = ServerSessions()
@@ -142,6 +145,7 @@ class ServerSessions(BridgeState):
         max_tools_per_session: int = 1_024,
         max_bytes: int = 64 * 1024 * 1024,
         on_drop: DropCounter | None = None,
+        exclusive: bool = False,
     ):
         if path is None:
             self.path = Path(_MEMORY)
@@ -149,6 +153,8 @@ class ServerSessions(BridgeState):
             self._db = connect(_MEMORY)
         else:
             super().__init__(path)
+            if exclusive:
+                self._db = connect(self.path, exclusive=True)
         self.ttl_s = ttl_s
         self.max_sessions = max_sessions
         self.max_tools_per_session = max_tools_per_session

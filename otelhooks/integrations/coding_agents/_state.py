@@ -251,11 +251,18 @@ def _start(
     return tool
 
 
-def connect(path: str | os.PathLike[str]) -> sqlite3.Connection:
-    """A connection to a state database (``":memory:"`` for one in memory), its tables made."""
+def connect(path: str | os.PathLike[str], *, exclusive: bool = False) -> sqlite3.Connection:
+    """A connection to a state database (``":memory:"`` for one in memory), its tables made.
+
+    ``exclusive``: no other process opens the file (a server's own sessions): the connection
+    takes the file's lock once and keeps it, instead of taking and releasing it (and reading the
+    shared WAL index) in every transaction; another process opening the file waits for it.
+    """
     db = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
     db.row_factory = sqlite3.Row
     if str(path) != ":memory:":
+        if exclusive:  # before WAL's first use: its index then lives in this process's memory
+            db.execute("PRAGMA locking_mode=EXCLUSIVE")
         db.execute("PRAGMA journal_mode=WAL")
         db.execute("PRAGMA synchronous=NORMAL")
     db.executescript(_SCHEMA)

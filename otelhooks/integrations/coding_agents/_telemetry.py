@@ -312,7 +312,7 @@ class ClaudeTelemetry(SpanProcessor):
         extra: dict[str, Any] = {
             "costUsd": cost,
             # a Claude Code session is the operation otelhooks knows of it: no run of its own
-            "spend": running(total, total).model_copy(update={"operation": None}),
+            "spend": running(None, total),
             "requestId": attrs.get("request_id"),
             "promptId": attrs.get("prompt.id"),
             "source": "claude_code.api_request",

@@ -201,8 +201,7 @@ class ToolUses(Part):
                 "claudeCode": self._own(payload),
             }
             if self.spend is not None:
-                total = self.spend.of(session)
-                fields["spend"] = running(total, total).model_copy(update={"operation": None})
+                fields["spend"] = running(None, self.spend.of(session))
             return ToolCallEvent(**fields)
 
         values = tool_values(tool_name)  # the matcher values of every event of this tool use
