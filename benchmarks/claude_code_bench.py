@@ -134,6 +134,40 @@ def _burst(url: str, sessions: int, tools: int, tag: str) -> list[float]:
     return latencies
 
 
+def start_serve(
+    args: list[str],
+    *,
+    pythonpath: Path = REPO,
+    wrapper: tuple[str, ...] = (),
+    env: dict[str, str] | None = None,
+    stderr: int = subprocess.DEVNULL,
+    timeout_s: float = 30.0,
+) -> tuple[subprocess.Popen[bytes], str]:
+    """Start ``otelhooks serve ARGS`` on a free port (under ``wrapper``, e.g. valgrind) with the
+    benchmarks' admin token, ``pythonpath``'s otelhooks and ``env``; return the process and its
+    URL once it answers."""
+    port = _free_port()
+    argv = [*wrapper, sys.executable, "-m", "otelhooks", "serve", "--port", str(port), *args]
+    full_env = {
+        **os.environ,
+        "PYTHONPATH": str(pythonpath),
+        "OTELHOOKS_ADMIN_TOKEN": TOKEN,
+        **(env or {}),
+    }
+    proc = subprocess.Popen(argv, env=full_env, stdout=subprocess.DEVNULL, stderr=stderr)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            httpx.get(url + "/v1/events", headers={"Authorization": f"Bearer {TOKEN}"})
+            return proc, url
+        except httpx.TransportError:
+            if time.monotonic() > deadline or proc.poll() is not None:
+                proc.kill()
+                raise RuntimeError("serve did not start") from None
+            time.sleep(0.05)
+
+
 def _cpu_s(pid: int) -> float:
     """CPU seconds (user + system) a process used so far (Linux)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
@@ -153,34 +187,8 @@ def http_round_trip(sessions: int, tools: int, rounds: int) -> dict[str, Any]:
             "hooks:\n  - id: no-rm\n    type: PreToolUse\n    matcher: Bash\n"
             f"    script: {Path(tmp) / 'guard.py'}:guard\n"
         )
-        port = _free_port()
-        env = {**os.environ, "PYTHONPATH": str(REPO), "OTELHOOKS_ADMIN_TOKEN": TOKEN}
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "otelhooks",
-                "serve",
-                "--hooks",
-                str(hooks),
-                "--port",
-                str(port),
-            ],
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-        )
-        url = f"http://127.0.0.1:{port}"
+        proc, url = start_serve(["--hooks", str(hooks)])
         try:
-            deadline = time.monotonic() + 30
-            while True:
-                try:
-                    httpx.get(url + "/v1/events", headers={"Authorization": f"Bearer {TOKEN}"})
-                    break
-                except httpx.TransportError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
             _burst(url, sessions, tools, "warm")
             cpu_before = _cpu_s(proc.pid)
             latencies: list[float] = []

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import tempfile
@@ -42,33 +41,23 @@ REPO = HERE.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE))
 
-from claude_code_bench import _burst, _cpu_s, _free_port, _percentile, instance_files  # noqa: E402
+from claude_code_bench import (  # noqa: E402
+    TOKEN,
+    _burst,
+    _cpu_s,
+    _percentile,
+    instance_files,
+    start_serve,
+)
 from receiver_burst import spans_body  # noqa: E402
-
-TOKEN = "bench-token"
 
 
 def _start(
     tmp: Path, store: str | None, *, web: bool = False
 ) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
-    argv = [sys.executable, "-m", "otelhooks", "serve", "--port", str(port)]
-    argv += [] if web else ["--no-web"]
-    argv += ["--hooks", str(tmp / "events.yaml"), "--hooks", str(tmp / "hooks.yaml")]
-    if store:
-        argv += ["--store", store]
-    env = {**os.environ, "PYTHONPATH": str(REPO), "OTELHOOKS_ADMIN_TOKEN": TOKEN}
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            httpx.get(url + "/v1/events", headers={"Authorization": f"Bearer {TOKEN}"})
-            return proc, url
-        except httpx.TransportError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("serve did not start") from None
-            time.sleep(0.05)
+    args = [] if web else ["--no-web"]
+    args += ["--hooks", str(tmp / "events.yaml"), "--hooks", str(tmp / "hooks.yaml")]
+    return start_serve(args + (["--store", store] if store else []))
 
 
 def _ingest(urls: list[str], spans: int, batch: int, clients: int) -> tuple[int, float]:

@@ -40,9 +40,8 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from claude_code_bench import _burst, _free_port, instance_files  # noqa: E402
+from claude_code_bench import TOKEN, _burst, instance_files, start_serve  # noqa: E402
 
-TOKEN = "bench-token"
 TICK = os.sysconf("SC_CLK_TCK")
 
 
@@ -89,30 +88,19 @@ def _thread_names(py_spy: str, pid: int) -> dict[int, str]:
 def _start(
     tmp: Path, store: str | None, pythonpath: Path, callgrind: bool
 ) -> tuple[subprocess.Popen[bytes], str]:
-    import httpx
-
-    port = _free_port()
-    argv = [sys.executable, "-m", "otelhooks", "serve", "--port", str(port), "--no-web"]
-    if callgrind:
-        argv = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", *argv]
-    argv += ["--hooks", str(tmp / "events.yaml"), "--hooks", str(tmp / "hooks.yaml")]
+    args = ["--no-web", "--hooks", str(tmp / "events.yaml"), "--hooks", str(tmp / "hooks.yaml")]
     if store:
-        argv += ["--store", store]
-    env = {**os.environ, "PYTHONPATH": str(pythonpath), "OTELHOOKS_ADMIN_TOKEN": TOKEN}
-    if callgrind:
-        env["PYTHONHASHSEED"] = "0"
-    err = subprocess.PIPE if callgrind else subprocess.DEVNULL
-    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=err)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + (600 if callgrind else 30)
-    while True:
-        try:
-            httpx.get(url + "/v1/events", headers={"Authorization": f"Bearer {TOKEN}"})
-            return proc, url
-        except httpx.TransportError:
-            if time.monotonic() > deadline or proc.poll() is not None:
-                raise RuntimeError("serve did not start") from None
-            time.sleep(0.05)
+        args += ["--store", store]
+    if not callgrind:
+        return start_serve(args, pythonpath=pythonpath)
+    return start_serve(
+        args,
+        pythonpath=pythonpath,
+        wrapper=("valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"),
+        env={"PYTHONHASHSEED": "0"},
+        stderr=subprocess.PIPE,
+        timeout_s=600,
+    )
 
 
 def _floor_client(port: int, kind: str, count: int, barrier: Any, out: Any) -> None:
