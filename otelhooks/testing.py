@@ -7,6 +7,8 @@
   :class:`Recorder`, the hook handler behind it, for hooks you register yourself.
 - :func:`metric_points` / :func:`metric_total`: what an in-memory metric reader holds
   (:data:`DataPoint`: the SDK's number or histogram point that :func:`metric_points` returns).
+- :func:`run_cli`: the ``otelhooks`` command run in this process, for its exit code (its output
+  on this process's stdout and stderr, where pytest's ``capsys`` reads it).
 - :func:`deterministic`: sequential event ids and a stepping clock for payloads, and
   :class:`SequentialIdGenerator` for trace and span ids, so recorded output can be compared whole.
 
@@ -28,6 +30,7 @@ Example:
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -61,6 +64,7 @@ __all__ = [
     "metric_points",
     "metric_total",
     "pipeline",
+    "run_cli",
 ]
 
 # What metric_points returns: a counter's or gauge's point, or a histogram's (the SDK's own
@@ -302,6 +306,35 @@ def capture_events(engine: HooksEngine | OtelHooks, *, events: Iterable[str] = (
         for name in wanted
     )
     return capture
+
+
+def run_cli(*args: str | os.PathLike[str]) -> int:
+    """Run the ``otelhooks`` command with ``args`` in this process, as the console script runs
+    it, and return its exit code: 2 for a usage error, which argparse reports by exiting.
+
+    Output goes to this process's stdout and stderr (pytest's ``capsys`` reads it); a command
+    that serves (``serve``, ``mcp``) runs until it ends, as it would in a shell.
+
+    Example:
+        >>> import pathlib, tempfile
+        >>> from otelhooks.testing import run_cli
+        >>> hooks = pathlib.Path(tempfile.mkdtemp()) / "hooks.yaml"
+        >>> _ = hooks.write_text("- {id: audit, type: afterToolCall, command: 'true'}\\n")
+        >>> run_cli("validate", hooks)
+        OK   ... 1 hook
+        1 file, 1 hook, 0 problems
+        0
+        >>> run_cli("no-such-command")  # the usage error goes to stderr
+        2
+    """
+    from otelhooks._cli import main  # the whole command line, loaded when a test runs it
+
+    try:
+        return main([os.fspath(arg) for arg in args])
+    except SystemExit as exc:  # argparse's usage errors and --help exit
+        if exc.code is None or isinstance(exc.code, int):
+            return exc.code or 0
+        return 1  # a message, printed by the interpreter as it exits
 
 
 class SequentialIdGenerator(IdGenerator):

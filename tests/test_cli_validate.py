@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from otelhooks._cli import main
+from otelhooks.testing import run_cli
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 EXAMPLE_FOLDERS = [
@@ -27,7 +27,7 @@ def _keep_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str]:
-    code = main(list(argv))
+    code = run_cli(*argv)
     return code, capsys.readouterr().out
 
 
@@ -100,8 +100,7 @@ def test_validate_reports_a_skipped_disabled_file(
 
 
 def test_validate_needs_a_path() -> None:
-    with pytest.raises(SystemExit):
-        main(["validate"])
+    assert run_cli("validate") == 2  # argparse's usage error
 
 
 # -- hooks test ------------------------------------------------------------------------------------

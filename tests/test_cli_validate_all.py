@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from otelhooks._cli import main
+from otelhooks.testing import run_cli
 
 
 @pytest.fixture(autouse=True)
@@ -18,7 +18,7 @@ def _keep_sys_path(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def validate(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, list[str]]:
-    code = main(["validate", *argv])
+    code = run_cli("validate", *argv)
     return code, capsys.readouterr().out.splitlines()
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 import otelhooks
-from otelhooks._cli import main
+from otelhooks.testing import run_cli
 from tests._webhook_server import Reply, webhook_server
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -247,15 +247,13 @@ def test_shutdown_timeout_comes_from_the_environment(monkeypatch: pytest.MonkeyP
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
+    code = run_cli(*argv)
     out, err = capsys.readouterr()
     return code, out, err
 
 
 def test_version(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as exit_:
-        main(["--version"])
-    assert exit_.value.code == 0
+    assert run_cli("--version") == 0
     assert capsys.readouterr().out.strip() == f"otelhooks {otelhooks.__version__}"
 
 

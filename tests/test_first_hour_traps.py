@@ -17,9 +17,8 @@ import structlog
 from pydantic import ValidationError
 
 import otelhooks
-from otelhooks._cli import main
 from otelhooks._starter import starter_hooks_yaml
-from otelhooks.testing import TestPipeline
+from otelhooks.testing import TestPipeline, run_cli
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -45,7 +44,7 @@ def test_init_writes_the_starter_file_and_names_the_three_commands_to_try(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    assert main(["init"]) == 0
+    assert run_cli("init") == 0
     out = capsys.readouterr().out
     assert (tmp_path / "hooks.yaml").read_text() == starter_hooks_yaml("hooks.yaml")
     commands = [line.strip() for line in out.splitlines() if line.startswith("  otelhooks ")]
@@ -104,10 +103,10 @@ def test_init_refuses_to_overwrite_without_force(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "hooks.yaml").write_text("mine\n")
-    assert main(["init"]) == 1
+    assert run_cli("init") == 1
     assert "already exists; --force overwrites it" in capsys.readouterr().err
     assert (tmp_path / "hooks.yaml").read_text() == "mine\n"
-    assert main(["init", "--force"]) == 0
+    assert run_cli("init", "--force") == 0
     assert (tmp_path / "hooks.yaml").read_text() == starter_hooks_yaml("hooks.yaml")
 
 
@@ -293,8 +292,7 @@ def test_serve_does_not_default_to_the_collectors_port(
 ) -> None:
     compose = (ROOT / "docker-compose.yml").read_text()
     assert 'published: "4318"' in compose  # the collector's OTLP/HTTP port
-    with pytest.raises(SystemExit):
-        main(["serve", "--help"])
+    assert run_cli("serve", "--help") == 0
     help_text = " ".join(capsys.readouterr().out.split())
     assert "port (default 4319)" in help_text
 
@@ -309,8 +307,7 @@ def test_operation_spells_out_its_keywords_for_signature_help() -> None:
 
 
 def test_events_help_says_what_the_table_holds(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit):
-        main(["events", "--help"])
+    assert run_cli("events", "--help") == 0
     text = " ".join(capsys.readouterr().out.split())
     assert "Markdown table" in text
     assert "four dialects" in text

@@ -15,8 +15,7 @@ from structlog.testing import capture_logs
 
 from otelhooks import Block, ConfigError, Hook, HookRegistry, ToolCallEvent, load_config
 from otelhooks import semconv as sc
-from otelhooks._cli import main
-from otelhooks.testing import TestPipeline
+from otelhooks.testing import TestPipeline, run_cli
 
 DENY_JSON = json.dumps(
     {"hookSpecificOutput": {"permissionDecision": "deny", "permissionDecisionReason": "no rm"}}
@@ -196,7 +195,7 @@ def test_hooks_test_says_permissive(tmp_path: Path, capsys: pytest.CaptureFixtur
         "    mode: permissive\n"
         "    command: \"echo 'no rm' >&2; exit 2\"\n"
     )
-    code = main(["hooks", "test", str(policy), "--event", "PreToolUse", "--tool", "shell/rm"])
+    code = run_cli("hooks", "test", str(policy), "--event", "PreToolUse", "--tool", "shell/rm")
     out = capsys.readouterr().out
     assert code == 0
     assert "- no-rm [command] (permissive): blocked" in out

@@ -83,6 +83,7 @@ def test_otelhooks_testing_offers_its_helpers() -> None:
         "capture_events",
         "deterministic",
         "pipeline",
+        "run_cli",
     }
 
 

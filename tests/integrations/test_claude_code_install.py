@@ -10,12 +10,12 @@ from typing import Any
 import pytest
 
 from otelhooks._cli import _claude_code_install_cmd as cli
-from otelhooks._cli import main
 from otelhooks._starter import starter_hooks_yaml
 from otelhooks.integrations.claude_code import INSTALLED_EVENTS as EVENTS
 from otelhooks.integrations.claude_code import _install, install, is_ours, uninstall
 from otelhooks.integrations.claude_code._install import MARK, MARK_HEADER
 from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
+from otelhooks.testing import run_cli
 
 THEIRS: dict[str, Any] = {
     "permissions": {"allow": ["Bash(ls)"]},
@@ -113,14 +113,14 @@ def test_cli_install_user_writes_home_settings_and_says_how_to_see_traces(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("HOME", str(tmp_path))
-    assert main(["claude-code", "install", "--user", "--http", "http://127.0.0.1:9"]) == 0
+    assert run_cli("claude-code", "install", "--user", "--http", "http://127.0.0.1:9") == 0
     out = capsys.readouterr()
     written = tmp_path / ".claude" / "settings.json"
     assert f"{written}: created" in out.out
     assert "OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:9" in out.out
     assert "fail open" in out.err
     assert _ours(json.loads(written.read_text()))
-    assert main(["claude-code", "uninstall", "--user"]) == 0
+    assert run_cli("claude-code", "uninstall", "--user") == 0
     assert not written.exists()  # install made it; uninstall leaves no file
 
 
@@ -149,15 +149,15 @@ def fresh(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_install_on_a_fresh_project_writes_a_starter_hook_file_that_validates(
     fresh: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["claude-code", "install", "--project", str(fresh)]) == 0
+    assert run_cli("claude-code", "install", "--project", str(fresh)) == 0
     starter = fresh / ".claude" / "otelhooks.yaml"
     assert starter.read_text() == starter_hooks_yaml(".claude/otelhooks.yaml")
     assert f"{starter}: created" in capsys.readouterr().out
-    assert main(["validate", str(starter)]) == 0
+    assert run_cli("validate", str(starter)) == 0
 
 
 def test_the_command_form_keeps_machine_paths_out_of_the_shared_settings(fresh: Path) -> None:
-    assert main(["claude-code", "install", "--project", str(fresh)]) == 0
+    assert run_cli("claude-code", "install", "--project", str(fresh)) == 0
     assert not (fresh / ".claude" / "settings.json").exists()
     local = json.loads((fresh / ".claude" / "settings.local.json").read_text())
     assert sys.executable in json.dumps(local)  # machine-specific: the local file only
@@ -169,14 +169,14 @@ def test_an_older_install_in_the_shared_file_moves_to_the_local_file(fresh: Path
     legacy = f"{sys.executable} -I -S /x/{_install.CLIENT_FILE} --hooks .claude/otelhooks.yaml"
     old = {"model": "m", "hooks": {"Stop": [{"hooks": [{"type": "command", "command": legacy}]}]}}
     shared.write_text(json.dumps(old))
-    assert main(["claude-code", "install", "--project", str(fresh)]) == 0
+    assert run_cli("claude-code", "install", "--project", str(fresh)) == 0
     assert json.loads(shared.read_text()) == {"model": "m"}
 
 
 def test_install_records_traces_where_tree_reads_them_by_default(fresh: Path) -> None:
     assert cli.DEFAULT_TRACES == _install.DEFAULT_TRACES
     assert cli.DEFAULT_HOOKS_FILE == _install.DEFAULT_HOOKS_FILE
-    assert main(["claude-code", "install", "--project", str(fresh)]) == 0
+    assert run_cli("claude-code", "install", "--project", str(fresh)) == 0
     local = json.loads((fresh / ".claude" / "settings.local.json").read_text())
     command = local["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     assert f"--traces-out {_install.DEFAULT_TRACES}" in command.replace("'", "")
@@ -187,19 +187,19 @@ def test_messages_say_what_happened_to_each_file(
     fresh: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     local = fresh / ".claude" / "settings.local.json"
-    assert main(["claude-code", "install", "--project", str(fresh)]) == 0
+    assert run_cli("claude-code", "install", "--project", str(fresh)) == 0
     assert f"{local}: created" in capsys.readouterr().out
-    assert main(["claude-code", "install", "--project", str(fresh)]) == 0
+    assert run_cli("claude-code", "install", "--project", str(fresh)) == 0
     assert f"{local}: unchanged" in capsys.readouterr().out
-    assert main(["claude-code", "install", "--project", str(fresh), "--fail-closed"]) == 0
+    assert run_cli("claude-code", "install", "--project", str(fresh), "--fail-closed") == 0
     out = capsys.readouterr().out
     assert f"{local}: updated" in out
     assert "unchanged" not in out
 
 
 def test_uninstall_leaves_no_file_where_there_was_none(fresh: Path) -> None:
-    assert main(["claude-code", "install", "--project", str(fresh)]) == 0
-    assert main(["claude-code", "uninstall", "--project", str(fresh)]) == 0
+    assert run_cli("claude-code", "install", "--project", str(fresh)) == 0
+    assert run_cli("claude-code", "uninstall", "--project", str(fresh)) == 0
     assert sorted(p.name for p in (fresh / ".claude").iterdir()) == []
 
 
@@ -209,25 +209,25 @@ def test_uninstall_gives_back_the_shared_files_bytes_and_mode(fresh: Path) -> No
     shared.write_text(ODD)
     shared.chmod(0o644)
     args = ["--project", str(fresh), "--http", "http://127.0.0.1:4318"]
-    assert main(["claude-code", "install", *args]) == 0
+    assert run_cli("claude-code", "install", *args) == 0
     assert shared.read_text() != ODD
-    assert main(["claude-code", "uninstall", "--project", str(fresh)]) == 0
+    assert run_cli("claude-code", "uninstall", "--project", str(fresh)) == 0
     assert shared.read_text() == ODD
     assert shared.stat().st_mode & 0o777 == 0o644
 
 
 def test_uninstall_keeps_a_starter_file_the_user_edited(fresh: Path) -> None:
-    assert main(["claude-code", "install", "--project", str(fresh)]) == 0
+    assert run_cli("claude-code", "install", "--project", str(fresh)) == 0
     starter = fresh / ".claude" / "otelhooks.yaml"
     starter.write_text(starter.read_text() + "# mine\n")
-    assert main(["claude-code", "uninstall", "--project", str(fresh)]) == 0
+    assert run_cli("claude-code", "uninstall", "--project", str(fresh)) == 0
     assert starter.exists()
 
 
 def test_tree_without_traces_says_where_it_looked_and_what_records_them(
     fresh: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["claude-code", "tree"]) == 1
+    assert run_cli("claude-code", "tree") == 1
     err = capsys.readouterr().err
     assert "claude-code-traces.jsonl" in err
     assert "otelhooks claude-code install" in err

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from otelhooks._cli import main
+from otelhooks.testing import run_cli
 
 
 @pytest.mark.parametrize(
@@ -28,7 +28,7 @@ from otelhooks._cli import main
 def test_bad_command_lines_exit_2_with_the_reason(
     argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(argv) == 2
+    assert run_cli(*argv) == 2
     out, err = capsys.readouterr()
     assert out == ""
     assert message in err

@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from otelhooks import ConfigError, ConfigErrors, load_config
-from otelhooks._cli import main
 from otelhooks._config import inspect_config
+from otelhooks.testing import run_cli
 
 GOOD = {"id": "good", "type": "afterToolCall", "command": "true"}
 URL = "http://127.0.0.1:9/hook"
@@ -148,7 +148,7 @@ def test_validate_prints_the_one_problem_and_exits_1(
     case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write(case, tmp_path)
-    assert main(["validate", str(path)]) == 1
+    assert run_cli("validate", str(path)) == 1
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith(f"FAIL {path} [")
     assert lines[0].endswith(": 1 problem")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from otelhooks._cli import main
 from otelhooks.integrations.claude_code import install, is_ours, uninstall
+from otelhooks.testing import run_cli
 
 
 def _ours(data: dict[str, object]) -> bool:
@@ -115,7 +115,9 @@ def test_what_cannot_be_round_tripped_is_refused_and_left_untouched(
     path.parent.mkdir()
     path.write_text(text)
     before = path.stat()
-    assert main(["claude-code", "install", "--project", str(tmp_path), "--http", "http://h:1"]) == 1
+    assert (
+        run_cli("claude-code", "install", "--project", str(tmp_path), "--http", "http://h:1") == 1
+    )
     assert "nothing was changed" in capsys.readouterr().err
     assert path.read_text() == text
     assert path.stat().st_mtime_ns == before.st_mtime_ns

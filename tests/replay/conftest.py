@@ -109,14 +109,11 @@ def run_replay(*args: str | Path, cwd: Path | None = None) -> Run:
 def replay_main(*args: str | Path) -> Run:
     """``otelhooks replay ...`` through the same entry point, in this process (faster than a
     process per run; the subprocess form is :func:`run_replay`)."""
-    from otelhooks._cli import main
+    from otelhooks.testing import run_cli
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        try:
-            code = main(["replay", *map(str, args)])
-        except SystemExit as exc:  # argparse's usage errors
-            code = int(exc.code or 0)
+        code = run_cli("replay", *args)
     return Run(code, out.getvalue(), err.getvalue())
 
 
