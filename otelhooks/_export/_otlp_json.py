@@ -169,8 +169,8 @@ def _flatten_request(request: dict[str, Any]) -> list[dict[str, Any]]:
 
     Each span's key-value list is replaced, and so freed, as soon as it is read, while it is
     still in the processor's cache: freed with the whole request, after a replay has worked
-    through the line's spans, it is out of the cache again (benchmarks/README.md, "Replay,
-    seventeenth pass").
+    through the line's spans, it is likely out of the cache again (benchmarks/README.md,
+    "Replay, seventeenth pass").
     """
     spans: list[dict[str, Any]] = []
     for resource_spans in request.get("resourceSpans", ()):
