@@ -101,7 +101,12 @@ def iter_spans(
         except (ValueError, TypeError, AttributeError, KeyError, RecursionError) as exc:
             _problem(problems, f"{name}:{number}: not an OTLP trace request ({exc})")
             continue
-        yield from spans
+        # Each span given out is held by the caller alone, and freed when its caller is done
+        # with it, not with the whole line.
+        request.clear()
+        spans.reverse()
+        while spans:
+            yield spans.pop()
 
 
 def iter_ancestry(
