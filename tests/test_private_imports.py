@@ -29,6 +29,7 @@ ALLOWED: dict[str, str] = {
     "conformance/claude_code/test_hook_events.py": "the event map; the canonical JSON",
     "conformance/claude_code/test_settings_schema.py": "the settings `if` gate and warnings",
     "deny_matrix/test_deny_matrix.py": "the Claude Code HTTP hook route, served without `serve`",
+    "fleet/test_fleet_slow_store.py": "the advisory lock of the shared sessions",
     "fleet/test_pg_eventlog.py": _STORE,
     "fleet/test_pg_outbox.py": _STORE,
     "fleet/test_shared_approvals.py": _STORE,

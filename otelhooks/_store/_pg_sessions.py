@@ -37,7 +37,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, Final
 
-from otelhooks._store._postgres import SESSIONS_LOCK
+from otelhooks._store._pg_schema import SESSIONS_LOCK
 from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
 from otelhooks.integrations.coding_agents._state import (
     TURN_KEY,

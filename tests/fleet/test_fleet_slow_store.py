@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from otelhooks._store._pg_schema import SESSIONS_LOCK
 from tests.fleet._fleet import events, start_instance
 from tests.reliability._serve_proc import INGEST
 
@@ -29,10 +30,6 @@ def guard(event):
         return Block("rm -rf is not allowed here")
     return event
 """
-# The advisory lock every locked session transaction takes first (SharedSessions._tx): a
-# competing transaction holding it makes SessionEnd's transaction wait, as a slow or locked
-# database would.
-SESSIONS_LOCK = 0x6F74_6C68_6B63
 
 
 def _post(url: str, payload: dict[str, Any]) -> httpx.Response:
@@ -85,6 +82,8 @@ def test_a_slow_store_holds_only_its_own_event(
     try:
         url = proc.url
         assert _post(url, _event("slow", "Notification", message="hi")).status_code == 200
+        # every locked session transaction takes it first (SharedSessions._tx): held here, it
+        # makes SessionEnd's transaction wait, as a slow or locked database would
         held_lock.execute("SELECT pg_advisory_xact_lock(%s)", (SESSIONS_LOCK,))
         with ThreadPoolExecutor(1) as pool:
             started = time.monotonic()
