@@ -14,15 +14,13 @@ namespace (the report of the change that added this file says how).
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from otelhooks.integrations.claude_code import install_project
+from otelhooks.testing import run_cli
 
 # {managed file relative to the managed folder: its content}, user settings, the warned file
 # and key (None: no warning)
@@ -97,23 +95,16 @@ def test_install_warns_when_managed_settings_keep_its_hooks_from_running(
     assert "administrator" in warning
 
 
-def test_the_command_prints_the_managed_warning(tmp_path: Path) -> None:
+def test_the_command_prints_the_managed_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     _write(tmp_path / "managed", {"managed-settings.json": {"allowManagedHooksOnly": True}})
-    env = {
-        **os.environ,
-        "HOME": str(tmp_path / "home"),
-        "OTELHOOKS_CLAUDE_MANAGED_SETTINGS_DIR": str(tmp_path / "managed"),
-    }
-    argv = [sys.executable, "-m", "otelhooks", "claude-code", "install", "--no-traces"]
-    done = subprocess.run(
-        [*argv, "--project", str(tmp_path / "project")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("OTELHOOKS_CLAUDE_MANAGED_SETTINGS_DIR", str(tmp_path / "managed"))
+    project = tmp_path / "project"
+    code = run_cli("claude-code", "install", "--no-traces", "--project", project)
+    err = capsys.readouterr().err
+    assert code == 0, err
     managed = tmp_path / "managed" / "managed-settings.json"
-    assert f"warning: no installed hook will run: {managed}" in done.stderr
-    assert "`allowManagedHooksOnly: true`" in done.stderr
+    assert f"warning: no installed hook will run: {managed}" in err
+    assert "`allowManagedHooksOnly: true`" in err

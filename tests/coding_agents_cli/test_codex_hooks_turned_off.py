@@ -15,14 +15,12 @@ behaviour under each was checked by hand, with ``/etc`` overlaid in a private mo
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from otelhooks.integrations.coding_agents import install_agent
+from otelhooks.testing import run_cli
 from tests.coding_agents_cli._runs import (
     CODEX,
     CODEX_RM_GUARD,
@@ -133,25 +131,18 @@ def test_codex_install_reads_the_administrators_files(
     assert said in warning
 
 
-def test_the_command_prints_it_as_a_warning(tmp_path: Path) -> None:
+def test_the_command_prints_it_as_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     system = tmp_path / "etc-codex"
     system.mkdir()
     (system / "requirements.toml").write_text("allow_managed_hooks_only = true\n")
-    env = {
-        **os.environ,
-        "CODEX_HOME": str(tmp_path / "codex-home"),
-        "OTELHOOKS_CODEX_SYSTEM_DIR": str(system),
-    }
-    argv = [sys.executable, "-m", "otelhooks", "codex", "install", "--user", "--no-traces"]
-    done = subprocess.run(
-        [*argv, "--hooks", str(tmp_path / "hooks.yaml")],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex-home"))
+    monkeypatch.setenv("OTELHOOKS_CODEX_SYSTEM_DIR", str(system))
+    hooks = tmp_path / "hooks.yaml"
+    code = run_cli("codex", "install", "--user", "--no-traces", "--hooks", hooks)
+    out, err = capsys.readouterr()
+    assert code == 0, err
     requirements = system / "requirements.toml"
-    assert f"warning: no installed hook will run: {requirements}" in done.stderr
-    assert "no installed hook will run" not in done.stdout
+    assert f"warning: no installed hook will run: {requirements}" in err
+    assert "no installed hook will run" not in out
