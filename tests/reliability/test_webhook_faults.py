@@ -4,7 +4,9 @@ documented error class, and a notification follows the written retry rule.
 
 One agent run per fault (module-scoped), against real servers on 127.0.0.1: a control hook on
 ``beforeToolCall`` and a notification on ``afterToolCall``, both pointing at the faulty
-endpoint, with short timeouts (0.3 s) and a short retry deadline (1 s) to keep it fast.
+endpoint, with a short retry deadline (1 s) to keep it fast. Only the two faults that are about
+time get a short timeout (0.3 s); the others get one no loaded machine reaches, so a slow CI
+runner cannot turn "invalid response" into "timeout".
 """
 
 from __future__ import annotations
@@ -40,7 +42,8 @@ from tests._webhook_server import Reply, WebhookServer, webhook_server
 from tests.reliability._parts import RawOtlpSink, raw_otlp_sink
 
 ALLOW = {"decision": "allow"}
-TIMEOUT_S = 0.3
+TIMEOUT_S = 0.3  # for the faults that are about time
+PATIENT_S = 10.0  # for the faults that answer at once
 RETRY_DEADLINE_S = 1.0
 TOOL_CALLS = 3
 
@@ -52,11 +55,14 @@ class Fault:
     reply: Reply | None  # None: nothing listens on the port (connection refused)
     control_error: str  # the error class a control hook records
     notify_outcome: str  # "ok", or the drop reason of the notification
+    timeout_s: float = PATIENT_S  # both hooks' webhook timeout
 
 
 FAULTS = {
     "connection-refused": Fault(None, "network_error", "retry_deadline"),
-    "no-answer-in-time": Fault(Reply.json(ALLOW, delay_s=2.0), "timeout", "retry_deadline"),
+    "no-answer-in-time": Fault(
+        Reply.json(ALLOW, delay_s=2.0), "timeout", "retry_deadline", TIMEOUT_S
+    ),
     "status-500": Fault(Reply.json(ALLOW, status=500), "http_error", "retry_deadline"),
     "status-204": Fault(Reply(204), "http_error", "ok"),
     "invalid-json": Fault(Reply(200, b"{not json"), "invalid_response", "ok"),
@@ -69,7 +75,9 @@ FAULTS = {
     "oversized": Fault(
         Reply.json({**ALLOW, "pad": "x" * CONTROL_RESPONSE_LIMIT}), "response_too_large", "ok"
     ),
-    "dripping": Fault(Reply(200, json.dumps(ALLOW).encode(), drip_s=0.1), "timeout", "ok"),
+    "dripping": Fault(
+        Reply(200, json.dumps(ALLOW).encode(), drip_s=0.1), "timeout", "ok", TIMEOUT_S
+    ),
 }
 
 
@@ -151,7 +159,7 @@ def faulty_run(
             outbox_path=tmp_path_factory.mktemp("outbox") / "outbox.sqlite3",
         )
         hooks.engine.deliverer = deliverer
-        webhook = {"timeout": TIMEOUT_S}
+        webhook = {"timeout": fault.timeout_s}
         hooks.register(
             [
                 {"id": "control", "type": "beforeToolCall",
@@ -241,7 +249,7 @@ def test_a_queued_delivery_answered_2xx_with_an_unreadable_body_is_delivered_onc
             report=lambda hook, event, outcome, delivery, reason: reports.append((outcome, reason)),
         )  # fmt: skip
         config = WebhookConfig.model_validate(
-            {"url": f"{server.url}/queued", "delivery": "queue", "timeout": TIMEOUT_S}
+            {"url": f"{server.url}/queued", "delivery": "queue", "timeout": FAULTS[fault].timeout_s}
         )
         box.put("queued", "evt-1", config, b'{"eventId": "evt-1"}')
         deadline = time.monotonic() + 10
