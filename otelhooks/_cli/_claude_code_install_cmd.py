@@ -199,7 +199,10 @@ def add_subcommands(cmd: argparse.ArgumentParser) -> None:
     install.add_argument(
         "--fail-closed",
         action="store_true",
-        help="command form: a failing bridge denies PreToolUse instead of letting it run",
+        help=(
+            "guards fail closed: a failing bridge denies PreToolUse and UserPromptSubmit, and "
+            "Claude Code blocks them when the hook gives no answer (onFailure: block)"
+        ),
     )
     install.set_defaults(func=_install)
     uninstall = sub.add_parser(

@@ -30,6 +30,10 @@ holds matcher groups, each with its list of handlers. Every field of Claude Code
 - ``timeout`` is in seconds, as Claude Code has it: 600 s by default for ``command`` and
   ``http``, and up to 600 s (:data:`~otelhooks._actions._command.MAX_CLAUDE_COMMAND_TIMEOUT_S`);
   a longer explicit value runs with 600 s and a warning.
+- ``onFailure: "block"`` is the hook's ``on_error: block``: a handler that cannot run, times
+  out or fails blocks the event instead of letting it go on (Claude Code's default, and
+  ``continue``). As in Claude Code, any other string is read as ``block``, and ``Stop``,
+  ``SubagentStop``, ``TaskCompleted`` and ``TeammateIdle`` ignore it (a warning).
 - ``statusMessage`` and ``once`` are accepted and change nothing (``once`` is only honoured in
   skill frontmatter, by Claude Code too). ``if`` gates a handler on a tool event with Claude
   Code's permission-rule syntax (:mod:`._claude_if`, failing open as Claude Code does); on other
@@ -57,7 +61,9 @@ __all__ = ["ClaudeSettingsWarning", "is_claude_settings", "load_claude_settings"
 
 _GROUP_KEYS: Final = ("matcher", "hooks")
 # `mode` is otelhooks' (enforce | permissive | disabled), not Claude Code's
-_COMMON_KEYS: Final = ("type", "if", "timeout", "statusMessage", "once", "mode")
+_COMMON_KEYS: Final = ("type", "if", "timeout", "statusMessage", "once", "onFailure", "mode")
+# Claude Code lets these events go on whatever ``onFailure`` says (it warns that it ignores it)
+_ON_FAILURE_IGNORED: Final = frozenset({"Stop", "SubagentStop", "TaskCompleted", "TeammateIdle"})
 _TYPE_KEYS: Final[dict[str, tuple[str, ...]]] = {
     "command": ("command", "args", "async", "asyncRewake", "shell"),
     "http": ("url", "headers", "allowedEnvVars"),
@@ -80,6 +86,7 @@ _TOOL_EVENTS: Final = frozenset(
 _FIELD_MAP: Final = {
     "command": "command",
     "timeout": "timeout",
+    "on_error": "onFailure",
     "matcher": "matcher",
     "mode": "mode",
     "budget.operation_usd": "operation_usd",
@@ -118,7 +125,10 @@ def is_claude_settings(data: Any) -> bool:
 
 def _check(handler: dict[str, Any], bad: Any) -> None:
     """Type checks of the known fields (a wrong value is an error, as in Claude Code)."""
-    for key in ("if", "statusMessage", "shell", "url", "server", "tool", "prompt", "model"):
+    for key in (
+        *("if", "statusMessage", "shell", "url", "server", "tool", "prompt", "model"),
+        "onFailure",
+    ):
         if key in handler and not isinstance(handler[key], str):
             bad(f"{key} must be a string", key)
     for key in ("async", "asyncRewake", "once"):
@@ -208,9 +218,29 @@ def _handler_fields(
         fields, problems = _command_fields(
             doc, handler, where, hook_id, spec.intercept, bad, problems
         )
+    if fields is not None and _blocks_on_failure(doc, handler, where, hook_id, event):
+        fields["on_error"] = "block"
     if fields is None or rule is None:
         return fields, problems
     return _gated(doc, fields, where, hook_id, event, rule, bad, problems)
+
+
+def _blocks_on_failure(
+    doc: Document, handler: dict[str, Any], where: Loc, hook_id: str, event: str
+) -> bool:
+    """``onFailure`` as Claude Code reads it: any string but ``continue`` blocks when the
+    handler fails (cannot start, times out, exits with another code than 0 or 2), except on
+    the events Claude Code lets go on regardless."""
+    value = handler.get("onFailure")
+    if not isinstance(value, str) or value == "continue":
+        return False
+    loc = (*where, "onFailure")
+    if event in _ON_FAILURE_IGNORED:
+        _warn(doc, loc, hook_id, f"onFailure is ignored on {event}, by Claude Code too")
+        return False
+    if value != "block":
+        _warn(doc, loc, hook_id, f"onFailure {value!r} is read as 'block', as Claude Code does")
+    return True
 
 
 def _gated(

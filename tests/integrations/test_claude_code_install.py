@@ -95,10 +95,31 @@ def test_command_form_runs_only_safe_observers_async(settings: Path) -> None:
 
 def test_install_warns_that_guards_fail_open(settings: Path) -> None:
     http = install(settings, http="http://127.0.0.1:4318")
-    assert any("fail open" in w for w in http.warnings)
+    assert any("fail open" in w and "--fail-closed" in w for w in http.warnings)
+    assert install(settings, http="http://127.0.0.1:4318", fail_closed=True).warnings == []
     closed = install(settings, fail_closed=True)
     assert closed.warnings == []
     assert "--fail-closed" in _ours(json.loads(settings.read_text()))["PreToolUse"][0]["command"]
+
+
+@pytest.mark.parametrize("http", [None, "http://127.0.0.1:4318"], ids=["command", "http"])
+def test_fail_closed_guards_ask_claude_code_to_block_when_the_hook_cannot_answer(
+    settings: Path, http: str | None
+) -> None:
+    # Claude Code's own default for a hook that cannot start, times out or exits with another
+    # code than 0 or 2 is to run the tool; onFailure: block (its handler schema, CLI 2.1.332)
+    # turns that into a block, on the guard events only
+    change = install(settings, http=http, fail_closed=True)
+    assert change.warnings == []
+    ours = _ours(json.loads(settings.read_text()))
+    blocking = {e for e, hs in ours.items() if hs[0].get("onFailure") == "block"}
+    assert blocking == {"PreToolUse", "UserPromptSubmit"}
+    assert all(h.get("onFailure") in (None, "block") for hs in ours.values() for h in hs)
+    assert install(settings, http=http, fail_closed=True).changed is False  # still ours
+    install(settings, http=http)  # fail open again: no entry keeps onFailure
+    ours = _ours(json.loads(settings.read_text()))
+    assert not [h for hs in ours.values() for h in hs if "onFailure" in h]
+    assert sorted(uninstall(settings).removed) == sorted(EVENTS)
 
 
 def test_uninstall_removes_exactly_ours(settings: Path) -> None:

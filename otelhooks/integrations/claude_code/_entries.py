@@ -176,26 +176,30 @@ def handler(
     """Our entry for ``event``: an ``http`` hook posting to ``http``, else the command form."""
     # An approval hook holds the call until a person answers: Claude Code must wait longer.
     longer = math.ceil(wait_s) + 15 if wait_s and event in APPROVAL_EVENTS else 0
+    guard_closed = fail_closed and event in GUARD_EVENTS
+    entry: dict[str, Any]
     if http is not None:
-        return {
+        entry = {
             "type": "http",
             "url": hook_url(http),
             "headers": {"Authorization": f"Bearer ${TOKEN_ENV}", MARK_HEADER: "1"},
             "allowedEnvVars": [TOKEN_ENV],
             "timeout": max(10, longer),
         }
-    command = f"{client_command()} --hooks {shlex.quote(hooks_file)}"
-    if traces_out:
-        command += f" --traces-out {shlex.quote(traces_out)}"
-    if fail_closed and event in GUARD_EVENTS:
-        command += " --fail-closed"
-    entry: dict[str, Any] = {
-        "type": "command",
-        "command": f"{command} {MARK}",
-        "timeout": max(30, longer),
-    }
-    if event in ASYNC_EVENTS:
-        entry["async"] = True
+    else:
+        command = f"{client_command()} --hooks {shlex.quote(hooks_file)}"
+        if traces_out:
+            command += f" --traces-out {shlex.quote(traces_out)}"
+        if guard_closed:
+            command += " --fail-closed"
+        entry = {"type": "command", "command": f"{command} {MARK}", "timeout": max(30, longer)}
+        if event in ASYNC_EVENTS:
+            entry["async"] = True
+    if guard_closed:
+        # What the bridge cannot answer itself (a server that is down or silent, an interpreter
+        # that is gone, a client killed at Claude Code's timeout) Claude Code blocks, instead of
+        # its default of running the tool after a non-blocking error.
+        entry["onFailure"] = "block"
     return entry
 
 

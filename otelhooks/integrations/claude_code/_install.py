@@ -37,9 +37,11 @@ Two forms:
   token itself is never written to the file).
 
 A guard written here fails open when it cannot run (a server that is down, a bridge that
-crashes): Claude Code treats it as a non-blocking error and runs the tool.
-:attr:`SettingsChange.warnings` says so; the command form's ``--fail-closed`` turns a crashed
-bridge into a deny.
+crashes, a hook killed at its timeout): Claude Code treats it as a non-blocking error and runs
+the tool. :attr:`SettingsChange.warnings` says so. ``--fail-closed`` closes both doors: the
+bridge answers its own failures with a deny, and the guard entries carry ``onFailure: "block"``,
+so Claude Code blocks the call when the hook gives no usable answer at all (a Claude Code that
+predates the field ignores it).
 
 What each entry looks like and how ours are known is :mod:`._entries`. The public names are
 re-exported from :mod:`otelhooks.integrations.claude_code`.
@@ -171,19 +173,20 @@ def settings_path(
 
 def _warnings(events: Sequence[str], http: str | None, fail_closed: bool) -> list[str]:
     guards = [e for e in GUARD_EVENTS if e in events]
-    if guards and http is not None:
+    if not guards or fail_closed:
+        return []
+    if http is not None:
         return [
-            f"the {'/'.join(guards)} guards fail open when {hook_url(http)} is down: Claude "
-            "Code reports a non-blocking hook error and runs the tool anyway; keep `otelhooks "
-            "serve` running (with --fail-closed, a slow or failing hook denies), or use the "
-            "command form with --fail-closed"
+            f"the {'/'.join(guards)} guards fail open when {hook_url(http)} is down or silent: "
+            "Claude Code reports a non-blocking hook error and runs the tool anyway; add "
+            "--fail-closed to have Claude Code block instead (and run `otelhooks serve "
+            "--fail-closed` so a failing hook denies)"
         ]
-    if guards and not fail_closed:
-        return [
-            f"the {'/'.join(guards)} guards fail open: if the bridge itself fails (a broken "
-            "hooks file, a crash) Claude Code runs the tool anyway; add --fail-closed to deny"
-        ]
-    return []
+    return [
+        f"the {'/'.join(guards)} guards fail open: if the bridge itself fails (a broken "
+        "hooks file, a crash, no answer in time) Claude Code runs the tool anyway; add "
+        "--fail-closed to deny"
+    ]
 
 
 def _record(change: SettingsChange, edited: Edited) -> SettingsChange:
@@ -213,8 +216,10 @@ def install(
             folder (the settings file's grandparent) or absolute.
         events: the Claude Code hook events to hook: some of :data:`INSTALLED_EVENTS` (the
             default; any other is refused: ``WorktreeCreate`` would take our output as a path).
-        fail_closed: command form: a failing bridge denies ``PreToolUse`` and
-            ``UserPromptSubmit`` instead of letting them through.
+        fail_closed: a failing bridge denies ``PreToolUse`` and ``UserPromptSubmit`` (command
+            form), and their entries carry ``onFailure: "block"`` (both forms): Claude Code
+            blocks the call when the hook itself cannot answer (a server that is down, an
+            interpreter that is gone, a timeout) instead of running the tool.
         traces_out: command form: the OTLP JSON lines file the spans go to (``None``: none).
 
     Returns:
