@@ -10,7 +10,9 @@ hooks both submit items here and return immediately. The rules, each covered by 
 * Items reach ``handle_batch`` in submission order, at most ``max_batch_size`` per call. The
   worker wakes when a full batch is waiting, after ``schedule_delay_s``, or on ``flush``.
 * ``handle_batch`` runs with OpenTelemetry instrumentation suppressed, so a delivery never
-  produces spans that would fire hooks again. Its exceptions are logged and swallowed.
+  produces spans that would fire hooks again. An exception out of it is logged and its batch
+  reported to ``on_drop(count, "handler_error")``: a batch that failed is a drop, counted where
+  alerts see it, not only a log line.
 * In a forked child the queue is emptied and the lock, events and thread are replaced; the
   thread starts again lazily.
 * A handler stuck inside ``handle_batch`` can be replaced (``replace_thread``, from another
@@ -35,8 +37,9 @@ __all__ = ["BoundedWorker", "DropReason"]
 
 T = TypeVar("T")
 
-DropReason: TypeAlias = Literal["queue_full", "shutdown"]
-"""Why items were dropped: the queue was full, or the worker was shut down."""
+DropReason: TypeAlias = Literal["queue_full", "shutdown", "handler_error"]
+"""Why items were dropped: the queue was full, the worker was shut down, or ``handle_batch``
+raised on their batch."""
 
 _logger = structlog.get_logger("otelhooks")
 
@@ -47,12 +50,14 @@ class BoundedWorker(Generic[T]):
     Args:
         name: The thread's name (say ``"otelhooks-observers"``), also put in log lines.
         handle_batch: Called on the worker thread with up to ``max_batch_size`` items, oldest
-            first. Exceptions are logged and swallowed.
+            first. An exception is logged and the batch reported as dropped
+            (``handler_error``).
         max_queue_size: Items held at most; beyond it new items are dropped.
         max_batch_size: Items per ``handle_batch`` call at most.
         schedule_delay_s: Longest wait before a partial batch is handled.
         on_drop: Called with ``(count, reason)`` for every drop, on the submitting thread (or
-            the thread calling ``shutdown``). Must be cheap; exceptions are logged and swallowed.
+            the thread calling ``shutdown``; the worker's own for ``handler_error``). Must be
+            cheap; exceptions are logged and swallowed.
 
     Raises:
         ValueError: If a size is not positive, the batch exceeds the queue, or the delay is
@@ -259,7 +264,7 @@ class BoundedWorker(Generic[T]):
 
     def _resume(self, resume: Callable[[], None], count: int) -> None:
         me = threading.current_thread()
-        self._deliver(resume)
+        self._deliver(count, resume)
         if self._thread is not me:
             return  # stuck again and replaced in turn: the successor counts the batch
         with self._done:
@@ -313,20 +318,21 @@ class BoundedWorker(Generic[T]):
                 count = min(len(queue), self._max_batch_size)
                 batch = [queue.popleft() for _ in range(count)]
                 self._delivering = count
-            self._deliver(self._handle_batch, batch)
+            self._deliver(count, self._handle_batch, batch)
             if self._thread is not me:
                 return  # replaced while stuck in the batch: the successor counts it
             with self._done:
                 self._handled += count
                 self._done.notify_all()
 
-    def _deliver(self, handle: Callable[..., None], *args: list[T]) -> None:
+    def _deliver(self, count: int, handle: Callable[..., None], *args: list[T]) -> None:
         # The key instrumentations read to make no span; the API has no public setter
         # (docs/design.md, "Private names that remain"; tests/test_private_names.py).
         token = attach(set_value(_SUPPRESS_INSTRUMENTATION_KEY, True))
         try:
             handle(*args)
         except Exception:
-            _logger.exception("handle_batch failed", worker=self._name, items=self._delivering)
+            _logger.exception("handle_batch failed", worker=self._name, items=count)
+            self._report_drop(count, "handler_error")
         finally:
             detach(token)

@@ -202,21 +202,27 @@ def test_shutdown_past_deadline_drops_what_is_still_queued(recorder: Recorder) -
     assert worker.dropped == 3
 
 
-def test_raising_handler_does_not_stop_the_worker() -> None:
+def test_raising_handler_does_not_stop_the_worker_and_its_batch_counts_as_dropped() -> None:
     handled: list[object] = []
+    drops: list[tuple[int, str]] = []
 
     def handle(batch: list[object]) -> None:
         if "bad" in batch:
             raise RuntimeError("boom")
         handled.extend(batch)
 
-    worker = BoundedWorker[object]("raising", handle, schedule_delay_s=NEVER)
+    worker = BoundedWorker[object](
+        "raising", handle, schedule_delay_s=NEVER, on_drop=lambda n, why: drops.append((n, why))
+    )
     with capture_logs() as logs:
         worker.submit("bad")
+        worker.submit("lost with it")
         assert worker.flush(5)
         worker.submit("good")
         assert worker.flush(5)
     assert handled == ["good"]
+    # a failed batch is a drop an alert sees (otelhooks.dropped), not only a log line
+    assert drops == [(2, "handler_error")]
     assert [log["event"] for log in logs] == ["handle_batch failed"]
     assert logs[0]["log_level"] == "error"
     worker.shutdown()

@@ -38,6 +38,7 @@ _V = TypeVar("_V", int, float)
 _DROP_REASONS = {
     "queue_full": "queue full",
     "shutdown": "still queued at the shutdown deadline",
+    "handler_error": "lost to an error of otelhooks' exporter loop (see the log)",
 }
 _RETRY_BASE_S = 0.5
 _RETRY_CAP_S = 10.0

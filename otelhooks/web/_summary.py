@@ -28,7 +28,8 @@ def decision_of(
     """What the hooks decided on one span, for the page: ``{"kind", "by", "why"}`` or ``{}``.
 
     ``kind`` is ``denied``, ``mocked``, ``rewritten``, ``asked`` (a person was asked: an
-    approval, or Claude Code's ``ask``) or ``permissive`` (a hook failed and its ``on_error:
+    approval, or Claude Code's ``ask``), ``permissive`` (a hook in ``mode: permissive`` would
+    have decided: recorded, not enforced) or ``failed`` (a hook failed and its ``on_error:
     continue`` let the call through). A call a person denied is ``asked`` with ``"blocked":
     True`` (one mark per approval; the runs list still counts it a denial).
 
@@ -67,9 +68,14 @@ def decision_of(
     rewritten = attrs.get(sc.HOOK_REWRITTEN_BY)
     if rewritten:
         return {"kind": "rewritten", "by": ", ".join(map(str, rewritten)), "why": ""}
+    # "hook-id: what it would have done" for each hook in mode: permissive
+    would = list(map(str, attrs.get(sc.HOOK_PERMISSIVE) or ()))
+    if would:
+        hooks = ", ".join(dict.fromkeys(w.split(":")[0] for w in would))
+        return {"kind": "permissive", "by": hooks, "why": "; ".join(would)}
     if attrs.get(sc.HOOK_ERRORS):
         errors = list(map(str, attrs[sc.HOOK_ERRORS]))
-        return {"kind": "permissive", "by": errors[0].split(":")[0], "why": "; ".join(errors)}
+        return {"kind": "failed", "by": errors[0].split(":")[0], "why": "; ".join(errors)}
     return {}
 
 

@@ -11,8 +11,11 @@ from typing import Any
 
 import httpx
 import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 
-from otelhooks import EventLogServer
+from otelhooks import AgentTracer, Block, EventLogServer, HookSpanProcessor
 from tests.web._otlp import agent_run, ids, post, span
 from tests.web.conftest import TOKEN, log_in, screenshot
 
@@ -69,6 +72,38 @@ def test_the_demo_sent_to_serve_shows_up_with_its_denial(
         page.select_option("#f-decision", "")
         page.locator("#ops-body tr.op").nth(3).wait_for()
         screenshot(page, "web-runs.png", tmp_path)
+    finally:
+        page.context.close()
+
+
+def test_a_guard_tried_out_in_permissive_mode_shows_what_it_would_have_done(
+    browser: Any, server: EventLogServer
+) -> None:
+    # a real run through the public API: the hook is in mode: permissive, so the call runs
+    provider = TracerProvider()
+    hooks = HookSpanProcessor()
+    provider.add_span_processor(hooks)
+    exporter = OTLPSpanExporter(
+        endpoint=f"{server.url}/v1/traces", headers={"Authorization": f"Bearer {TOKEN}"}
+    )
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    hooks.register(
+        [{"id": "no-rm", "type": "beforeToolCall", "mode": "permissive",
+          "handler": lambda event: Block("rm is not allowed")}]
+    )  # fmt: skip
+    tracer = AgentTracer(tracer_provider=provider, hooks=hooks)
+    with tracer.operation("trial") as op, op.step() as step:
+        ran = step.run_tool("shell", "bash", {"command": "rm -r build"}, lambda command: "ok")
+    provider.shutdown()
+    assert ran.content == "ok"
+    page = log_in(browser, server.url)
+    try:
+        page.select_option("#f-decision", "permissive")
+        page.locator("#ops-body tr.op").first.click()
+        mark = page.locator(".wf-row .dec.permissive").first
+        mark.wait_for()
+        assert "no-rm: deny: rm is not allowed" in (mark.get_attribute("title") or "")
+        assert page.locator(".wf-row .dec.denied").count() == 0
     finally:
         page.context.close()
 

@@ -84,7 +84,25 @@ def test_long_values_and_many_attributes_are_cut() -> None:
             [{"n": "otelhooks.approve", "a": {"otelhooks.approval.hook_id": "ask"}}],
             "denied",
         ),
-        ({"otelhooks.hook.errors": ["h: boom"]}, [], "permissive"),
+        ({"otelhooks.hook.errors": ["h: boom"]}, [], "failed"),
+        ({"otelhooks.hook.permissive": ["no-rm: deny: rm is not allowed"]}, [], "permissive"),
+        (
+            {
+                "otelhooks.hook.permissive": ["no-rm: deny: no"],
+                "otelhooks.hook.errors": ["h: boom"],
+            },
+            [],
+            "permissive",
+        ),
+        (
+            {
+                "otelhooks.tool.outcome": "denied",
+                "otelhooks.hook.decided_by": "g",
+                "otelhooks.hook.permissive": ["no-rm: deny: no"],
+            },
+            [],
+            "denied",
+        ),
         ({"gen_ai.operation.name": "invoke_agent", "otelhooks.hook.decided_by": "b"}, [], "denied"),
         ({"otelhooks.tool.outcome": "success"}, [], None),
     ],
