@@ -15,6 +15,18 @@ is answered by the ordinary one-process bridge meanwhile. The daemon keeps sessi
 state file as the one-process bridge, so either can handle any event; it exits after
 ``$OTELHOOKS_BRIDGE_DAEMON_IDLE`` seconds without events (default 900). A changed hooks file
 or environment gives a new daemon (the socket name is a digest of both).
+
+An answer may take minutes (an ``approval:`` hook waits for a person), so the client waits for
+it without an end of its own, but never for a daemon that no longer answers: after each second
+without the answer it asks the daemon ``GET /alive`` on a second connection, which the daemon's
+event loop answers at once. A daemon that does not answer that within 2 s (stopped by
+``SIGSTOP``, a frozen machine, deep swap, or its event loop blocked) answers nobody: the client
+kills it (``SIGKILL``, to the process at the other end of the socket, Linux's ``SO_PEERCRED``),
+which frees its socket, its lock and any lock it held on the state file, says so on stderr and
+answers through the one-process bridge, starting a fresh daemon for the next events, exactly as
+when no daemon listens. The one-process bridge applies the guard's rules (a deny, fail-closed,
+each CLI's output): the client decides nothing itself. A daemon stopped and continued within
+those 3 s answers the probe and is waited for.
 """
 
 from __future__ import annotations
@@ -33,6 +45,13 @@ _ENV_PREFIXES = ("OTELHOOKS_", "OTEL_", "CLAUDE_PROJECT_DIR", "HOME")
 _FLAGS_WITH_PATHS = ("--hooks", "--traces-out", "--state", "--export-env")
 # the CLI that runs this client with ``--dialect NAME`` (none: Claude Code)
 _CLIS = {"claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
+# without progress for a slice, the daemon is asked whether it lives, and given the probe's time
+_SLICE_S = 1.0
+_PROBE_S = 2.0
+_ALIVE = b"GET /alive HTTP/1.1\r\nHost: otelhooks\r\nConnection: close\r\n\r\n"
+_NO_ANSWER = (
+    "otelhooks hook client: the bridge daemon did not answer; answered by the one-process bridge"
+)
 
 
 def _dialect(argv: list[str]) -> str:
@@ -90,7 +109,8 @@ def socket_path(argv: list[str]) -> str:
 
 
 def _ask(path: str, body: bytes) -> dict[str, object] | None:
-    """The daemon's answer, ``None`` when no daemon listens there."""
+    """The daemon's answer, ``None`` when no daemon listens there; ``OSError`` or ``ValueError``
+    when one listens but gives no answer (it died, or stopped answering and was killed)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(0.5)
@@ -99,15 +119,24 @@ def _ask(path: str, body: bytes) -> dict[str, object] | None:
         sock.close()
         return None
     with sock:
-        sock.settimeout(None)  # Claude Code's own hook timeout bounds the wait
+        sock.settimeout(_SLICE_S)
         head = (
             "POST /bridge HTTP/1.1\r\nHost: otelhooks\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
         )
-        sock.sendall(head.encode() + body)
+        request = memoryview(head.encode() + body)
+        while request:
+            try:
+                request = request[sock.send(request) :]
+            except TimeoutError:
+                _still_there(sock, path)
         chunks = []
         while True:
-            chunk = sock.recv(65536)
+            try:
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                _still_there(sock, path)
+                continue
             if not chunk:
                 break
             chunks.append(chunk)
@@ -115,6 +144,52 @@ def _ask(path: str, body: bytes) -> dict[str, object] | None:
     _, _, payload = raw.partition(b"\r\n\r\n")
     answer = json.loads(payload)
     return answer if isinstance(answer, dict) else None
+
+
+def _still_there(sock: socket.socket, path: str) -> None:
+    """Returns when the daemon at the other end of ``sock`` lives (it answers ``GET /alive`` at
+    once, or its answer came meanwhile); else kills it and raises ``TimeoutError``."""
+    if _alive(path):
+        return
+    sock.settimeout(0)
+    try:
+        sock.recv(1, socket.MSG_PEEK)  # its answer (or its end) came while the probe waited
+    except BlockingIOError:
+        _kill_peer(sock)
+        raise TimeoutError("the bridge daemon did not answer") from None
+    sock.settimeout(_SLICE_S)
+
+
+def _alive(path: str) -> bool:
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    with probe:
+        probe.settimeout(_PROBE_S)
+        try:
+            probe.connect(path)
+            probe.sendall(_ALIVE)
+            return probe.recv(64).startswith(b"HTTP/1.1 200")
+        except OSError:
+            return False
+
+
+def _kill_peer(sock: socket.socket) -> None:
+    """Kill the process listening at the other end of ``sock``: left alone, a stopped daemon
+    keeps its socket and lock (no new daemon can start, so every event would wait for the probe
+    again) and maybe the state file's lock, which the one-process bridge would wait 30 s for.
+    Without ``SO_PEERCRED`` (not Linux) it is left."""
+    import signal
+    import struct
+
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return
+    creds = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    pid, uid, _ = struct.unpack("3i", creds)
+    if pid > 0 and uid == os.getuid():
+        try:  # noqa: SIM105 - contextlib is one more import on every hook's path
+            os.kill(pid, signal.SIGKILL)  # a stopped or blocked process acts on no other
+        except OSError:
+            pass
 
 
 def _private_folder(path: str) -> bool:
@@ -161,7 +236,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             answer = _ask(path, body)
         except (OSError, ValueError):
-            answer = None
+            print(_NO_ANSWER, file=sys.stderr)
     if answer is None:
         if private:
             try:  # noqa: SIM105 - contextlib is one more import on every hook's path

@@ -5,7 +5,10 @@ background worker instead of delaying the hook's exit) answers ``POST /bridge`` 
 socket with the bridge's exact answer as JSON: ``{"exit_code", "stdout", "stderr"}``. Its
 sessions are :class:`ServerSessions` over the **same** state file as the one-process bridge, so
 an event handled by either continues the other's spans. Only one daemon serves a socket (an
-exclusive ``flock`` on ``SOCKET.lock``); it leaves after ``idle_s`` seconds without events.
+exclusive ``flock`` on ``SOCKET.lock``); it leaves after ``idle_s`` seconds without events (never
+with an event unanswered). ``GET /alive`` is answered at once by the event loop, no hook run and
+nothing recorded: the hook client asks it while an answer is slow, and kills a daemon that does
+not answer it (stopped or blocked).
 
 Events run on a :class:`~otelhooks.integrations.coding_agents._fair.FairRunner` keyed by session:
 one session's slow hooks never hold another's, and an event not answered within ``answer_s``
@@ -116,6 +119,7 @@ class _DaemonApp:
         self.answer_s = answer_s
         self.runner = FairRunner(on_drop=bridge.engine.metrics.drop_counter("claude_code_hooks"))
         self.last = time.monotonic()
+        self.busy = 0  # events not answered yet: the daemon does not leave under them
 
     def _answer_s(self) -> float:
         """When an event not answered yet counts as failed: an approval hook holds a call for
@@ -158,6 +162,17 @@ class _DaemonApp:
             return
         if scope["type"] != "http":
             return
+        if scope["path"] == "/alive":
+            await send_json(send, 200, {})
+            return
+        self.busy += 1
+        try:
+            await self._serve(receive, send)
+        finally:
+            self.busy -= 1
+            self.last = time.monotonic()
+
+    async def _serve(self, receive: Receive, send: Send) -> None:
         self.last = time.monotonic()
         raw = await read_body(receive, 64 * 1024 * 1024) or b""
         found = _SESSION.search(raw, 0, 1 << 16)
@@ -177,7 +192,6 @@ class _DaemonApp:
                 fail_closed=self.options.fail_closed,
             )
             response = self.dialect.answer(_refusal(event, f"no answer: {late}", self.options))
-        self.last = time.monotonic()
         body: dict[str, Any] = {
             "exit_code": response.exit_code,
             "stdout": response.stdout,
@@ -220,7 +234,9 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
         app.last = time.monotonic()  # idle from when it serves, not from when it was built
         while not server.should_exit:
             await asyncio.sleep(min(1.0, idle / 4))
-            if time.monotonic() - app.last > idle:
+            # an event still running would lose its answer, and the hook client, finding the
+            # socket closed, would take the daemon for dead and run the event again
+            if not app.busy and time.monotonic() - app.last > idle:
                 server.should_exit = True
 
     async def main() -> None:

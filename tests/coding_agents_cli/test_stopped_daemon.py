@@ -1,0 +1,130 @@
+"""A stopped bridge daemon with the real Codex CLI and Gemini CLI: the installed guard still denies.
+
+Both CLIs run a hook past its timeout as a non-blocking failure: the tool runs, even with
+``--fail-closed`` (docs/adapters.md, "What each CLI cannot do"). A stopped daemon used to hold
+the hook client until then. A first run (a scripted ``touch``) starts the daemon; the test stops
+it (``SIGSTOP``); the second run's ``rm -r victim`` is answered within seconds by the
+one-process bridge, the guard's deny: the folder survives, the model is told the guard's reason,
+and the stopped daemon has been killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otelhooks.integrations.coding_agents import install_agent
+from tests.coding_agents_cli._runs import (
+    CODEX,
+    GEMINI,
+    CliRun,
+    codex_config,
+    need_cli,
+    run_codex,
+    run_gemini,
+    skip_reason,
+)
+from tests.integrations._daemon_procs import daemon_pid, daemons, until_gone
+
+pytestmark = pytest.mark.timeout(150)
+
+GUARD = """\
+hooks:
+  - id: no-rm
+    type: PreToolUse
+    matcher: "@shell"
+    command: >-
+      case "$HOOK_TOOL_INPUT" in *'rm -r'*)
+      echo 'deleting is not allowed here' >&2; exit 2;; esac
+"""
+TOUCH = [("call_touch", "touch started")]
+RM = [("call_rm", "rm -r victim")]
+FAIL_CLOSED = pytest.mark.parametrize("fail_closed", [True, False], ids=["fail-closed", "default"])
+
+
+@pytest.fixture
+def runtime_dir() -> Iterator[Path]:
+    path = Path(tempfile.mkdtemp(prefix="oh-"))  # short: a socket path has at most 107 bytes
+    try:
+        with daemons(path):
+            yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _env(tmp_path: Path, runtime_dir: Path) -> dict[str, str]:
+    return {
+        "XDG_RUNTIME_DIR": str(runtime_dir),
+        "OTELHOOKS_BRIDGE_STATE": str(tmp_path / "state.sqlite3"),
+        "OTELHOOKS_BRIDGE_DAEMON_IDLE": "60",
+    }
+
+
+def _install(dialect: str, project: Path, *, fail_closed: bool) -> None:
+    (project / "hooks.yaml").write_text(GUARD)
+    install_agent(dialect, project=project, hooks_file="hooks.yaml", fail_closed=fail_closed)
+
+
+def _stop_the_daemon(project: Path, runtime_dir: Path, first: CliRun) -> int:
+    assert first.returncode == 0, skip_reason(first)
+    assert (project / "started").exists()
+    pid = daemon_pid(runtime_dir)
+    os.kill(pid, signal.SIGSTOP)
+    return pid
+
+
+def _survived(project: Path, run: CliRun, told: str, pid: int) -> None:
+    assert run.returncode == 0, skip_reason(run)
+    assert (project / "victim" / "keep.txt").read_text() == "precious", told
+    assert "deleting is not allowed here" in told
+    assert until_gone(pid)
+
+
+def _codex_told(run: CliRun) -> str:
+    items: list[dict[str, Any]] = run.requests[-1]["input"]
+    return " ".join(
+        json.dumps(item.get("output"))
+        for item in items
+        if item.get("type") == "function_call_output"
+    )
+
+
+def _gemini_told(run: CliRun) -> str:
+    parts = [p for c in run.requests[-1]["contents"] for p in c.get("parts") or ()]
+    return " ".join(json.dumps(p["functionResponse"]) for p in parts if "functionResponse" in p)
+
+
+@FAIL_CLOSED
+def test_codex_guard_denies_with_a_stopped_daemon(
+    project: Path, tmp_path: Path, runtime_dir: Path, fail_closed: bool
+) -> None:
+    need_cli(CODEX)
+    _install("codex", project, fail_closed=fail_closed)
+    home = tmp_path / "home"
+    codex_config(home, trusted=project)
+    env = _env(tmp_path, runtime_dir)
+    pid = _stop_the_daemon(project, runtime_dir, run_codex(project, home, TOUCH, extra_env=env))
+    run = run_codex(project, home, RM, extra_env=env)
+    _survived(project, run, _codex_told(run), pid)
+
+
+@FAIL_CLOSED
+def test_gemini_guard_denies_with_a_stopped_daemon(
+    project: Path, tmp_path: Path, runtime_dir: Path, fail_closed: bool
+) -> None:
+    need_cli(GEMINI)
+    _install("gemini", project, fail_closed=fail_closed)
+    home = tmp_path / "home"
+    env = _env(tmp_path, runtime_dir)
+    pid = _stop_the_daemon(project, runtime_dir, run_gemini(project, home, TOUCH, extra_env=env))
+    run = run_gemini(project, home, RM, extra_env=env)
+    _survived(project, run, _gemini_told(run), pid)
+    assert "the bridge daemon did not answer" in run.stderr

@@ -1,0 +1,149 @@
+"""The hook client run as a coding agent runs it, its bridge daemon, and stopping that daemon.
+
+A test project holds ``otelhooks.yaml`` (the ``no-rm`` guard plus whatever the test adds); each
+event is a real ``python -I -S hook_client.py`` process, and the daemon it starts is a real
+process found by its socket. :func:`daemons` kills, at the end, every daemon still serving the
+test's socket folder (a stopped one never leaves at idle on its own)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from otelhooks.integrations.claude_code import hook_client
+
+REPO = Path(__file__).resolve().parents[2]
+NO_RM = """\
+hooks:
+  - id: no-rm
+    type: PreToolUse
+    matcher: Bash
+    command: >-
+      case "$HOOK_TOOL_INPUT" in *'rm -rf'*)
+      echo 'rm -rf is not allowed here' >&2; exit 2;; esac
+"""
+NO_ANSWER = (
+    "otelhooks hook client: the bridge daemon did not answer; answered by the one-process bridge"
+)
+
+
+@dataclass(frozen=True)
+class Hooked:
+    returncode: int
+    stdout: str
+    stderr: str
+    seconds: float
+
+    def deny_reason(self) -> str:
+        assert self.returncode == 0, self.stderr
+        reason: str = json.loads(self.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+        return reason
+
+
+def client_env(project: Path, runtime_dir: Path, **extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "XDG_RUNTIME_DIR": str(runtime_dir),
+        "CLAUDE_PROJECT_DIR": str(project),
+        "OTELHOOKS_BRIDGE_STATE": str(project / "state.sqlite3"),
+        "OTELHOOKS_BRIDGE_DAEMON_IDLE": "60",
+        **extra,
+    }
+
+
+def start_hook(
+    env: dict[str, str], event: dict[str, Any], *flags: str
+) -> tuple[subprocess.Popen[str], float]:
+    argv = [sys.executable, "-I", "-S", hook_client.__file__, "--hooks", "otelhooks.yaml", *flags]
+    with tempfile.TemporaryFile() as stdin:
+        stdin.write(json.dumps(event).encode())
+        stdin.seek(0)
+        proc = subprocess.Popen(
+            argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
+        )
+    return proc, time.monotonic()
+
+
+def finish(started: tuple[subprocess.Popen[str], float], timeout_s: float = 40) -> Hooked:
+    proc, at = started
+    stdout, stderr = proc.communicate(timeout=timeout_s)
+    return Hooked(proc.returncode, stdout, stderr, time.monotonic() - at)
+
+
+def hook(env: dict[str, str], event: dict[str, Any], *flags: str) -> Hooked:
+    return finish(start_hook(env, event, *flags))
+
+
+def bash(use_id: str, command: str, session: str = "s-live") -> dict[str, Any]:
+    return {
+        "session_id": session,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": use_id,
+    }
+
+
+def daemon_pid(runtime_dir: Path, timeout_s: float = 30) -> int:
+    """The daemon listening in ``runtime_dir`` (the first event starts it in the background)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        pids = serving(runtime_dir)
+        if pids and list(runtime_dir.glob("cc-*.sock")):
+            return pids[0]
+        time.sleep(0.1)
+    raise AssertionError(f"no bridge daemon serves a socket in {runtime_dir}")
+
+
+def serving(runtime_dir: Path) -> list[int]:
+    """Daemons (alive, stopped or not) whose socket is in ``runtime_dir``."""
+    needle = f"--socket\0{runtime_dir}/".encode()
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            if needle in (proc / "cmdline").read_bytes() and not gone(int(proc.name)):
+                found.append(int(proc.name))
+        except OSError:
+            continue
+    return found
+
+
+def gone(pid: int) -> bool:
+    """Whether ``pid`` has exited (a zombie nobody reaped yet counts as gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[0] in ("Z", "X")
+
+
+def until_gone(pid: int, timeout_s: float = 10) -> bool:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if gone(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@contextlib.contextmanager
+def daemons(runtime_dir: Path) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        for pid in serving(runtime_dir):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
