@@ -6,6 +6,11 @@ default (fail open), Gemini CLI shows the person why a guard did not decide: the
 refusal when the hooks file does not load, and a ``systemMessage`` naming the guard whose
 command cannot run (the tool call goes on, as the install's note says). Codex CLI 0.171 shows
 neither in ``codex exec`` (``docs/adapters.md``, "What each CLI cannot do").
+
+A guard whose interpreter is gone (a removed virtualenv) never reaches the bridge: Codex runs the
+tool after a hook that cannot start, ``--fail-closed`` or not, and neither CLI has Claude Code's
+``onFailure``. Under ``--fail-closed`` the installed command itself turns any exit that is not
+the bridge's answer into a block with the reason; the control shows Codex without it.
 """
 
 from __future__ import annotations
@@ -15,10 +20,11 @@ from pathlib import Path
 
 import pytest
 
-from otelhooks.integrations.coding_agents import install_agent
+from otelhooks.integrations.coding_agents import hooks_path, install_agent
 from tests.coding_agents_cli._runs import (
     CODEX,
     GEMINI,
+    CliRun,
     codex_config,
     need_cli,
     run_codex,
@@ -51,6 +57,15 @@ def _env(tmp_path: Path) -> dict[str, str]:
     }
 
 
+def _codex_told(run: CliRun) -> str:
+    items = run.requests[-1]["input"]
+    return " ".join(
+        json.dumps(item.get("output"))
+        for item in items
+        if item.get("type") == "function_call_output"
+    )
+
+
 def test_codex_fail_closed_denies_when_the_hooks_file_does_not_load(
     project: Path, tmp_path: Path
 ) -> None:
@@ -61,11 +76,7 @@ def test_codex_fail_closed_denies_when_the_hooks_file_does_not_load(
     run = run_codex(project, home, STEPS, extra_env=_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
-    told = " ".join(
-        json.dumps(item.get("output"))
-        for item in run.requests[-1]["input"]
-        if item.get("type") == "function_call_output"
-    )
+    told = _codex_told(run)
     assert "otelhooks could not check this tool call (fail-closed)" in told
     assert "invalid YAML" in told
 
@@ -107,3 +118,44 @@ def test_gemini_shows_a_guard_whose_command_cannot_run(project: Path, tmp_path: 
     assert not (project / "victim").exists()
     assert "otelhooks: a hook failed and did not decide: no-rm" in run.stderr
     assert "no-such-guard-binary: not found" in run.stderr
+
+
+ALLOW_ALL = "hooks:\n  - {id: look, type: PostToolUse, command: 'true'}\n"
+
+
+def _interpreter_gone(dialect: str, project: Path, *, fail_closed: bool) -> None:
+    """Install, then do what removing the virtualenv does: the tool guard's command names an
+    interpreter that no longer exists (its other events keep theirs)."""
+    _install(dialect, project, ALLOW_ALL, fail_closed=fail_closed)
+    path = hooks_path(dialect, project=project)
+    data = json.loads(path.read_text())
+    (group,) = data["hooks"]["PreToolUse" if dialect == "codex" else "BeforeTool"]
+    handler = group["hooks"][0]
+    handler["command"] = "/nonexistent/venv/bin/python3 " + handler["command"].split(" ", 1)[1]
+    path.write_text(json.dumps(data))
+
+
+@pytest.mark.parametrize("fail_closed", [True, False], ids=["fail-closed", "control"])
+def test_codex_guard_whose_interpreter_is_gone(
+    project: Path, tmp_path: Path, fail_closed: bool
+) -> None:
+    need_cli(CODEX)
+    _interpreter_gone("codex", project, fail_closed=fail_closed)
+    home = tmp_path / "home"
+    codex_config(home, trusted=project)
+    run = run_codex(project, home, STEPS, extra_env=_env(tmp_path))
+    assert run.returncode == 0, skip_reason(run)
+    if not fail_closed:  # Codex runs the tool after a hook that cannot start
+        assert not (project / "victim").exists()
+        return
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    assert "the guard could not run (exit 127): blocked (--fail-closed)" in _codex_told(run)
+
+
+def test_gemini_fail_closed_guard_whose_interpreter_is_gone(project: Path, tmp_path: Path) -> None:
+    need_cli(GEMINI)
+    _interpreter_gone("gemini", project, fail_closed=True)
+    run = run_gemini(project, tmp_path / "home", STEPS, extra_env=_env(tmp_path))
+    assert run.returncode == 0, skip_reason(run)
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    assert "the guard could not run (exit 127): blocked (--fail-closed)" in _gemini_told(run)

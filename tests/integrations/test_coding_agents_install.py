@@ -172,3 +172,49 @@ def test_a_gemini_settings_file_with_comments_is_refused_untouched_saying_why(
     with pytest.raises(ValueError, match="if it holds comments: they cannot be kept"):
         install_agent("gemini", project=tmp_path, hooks_file="hooks.yaml")
     assert path.read_text() == text
+
+
+def _guard_command(dialect: str, tmp_path: Path, *, fail_closed: bool) -> str:
+    install_agent(dialect, project=tmp_path, hooks_file="hooks.yaml", fail_closed=fail_closed)
+    event = "PreToolUse" if dialect == "codex" else "BeforeTool"
+    data = json.loads(hooks_path(dialect, project=tmp_path).read_text())
+    command: str = data["hooks"][event][0]["hooks"][0]["command"]
+    others = [g["hooks"][0]["command"] for e, (g,) in data["hooks"].items() if e != event]
+    assert "the guard could not run" not in " ".join(others)  # the tool guard's alone
+    assert is_ours(data["hooks"][event][0]["hooks"][0])
+    return command
+
+
+@pytest.mark.parametrize("dialect", ["codex", "gemini"])
+@pytest.mark.parametrize(
+    ("bridge_exit", "cli_sees"),
+    [(0, 0), (2, 2), (1, 2), (127, 2), (139, 2)],
+    ids=["answered", "denied", "failed", "cannot-start", "crashed"],
+)
+def test_the_fail_closed_guard_blocks_on_any_exit_the_bridge_does_not_answer_with(
+    dialect: str, tmp_path: Path, bridge_exit: int, cli_sees: int
+) -> None:
+    # Codex and Gemini have no onFailure: the installed command itself turns an exit that is
+    # not the bridge's answer (0, or 2 with the reason) into a block, run as they run it (bash)
+    command = _guard_command(dialect, tmp_path, fail_closed=True)
+    stand_in = tmp_path / "python3"  # the interpreter install wrote, replaced: it exits so
+    stand_in.write_text(f"#!/bin/sh\necho '{{}}'; echo 'its reason' >&2; exit {bridge_exit}\n")
+    stand_in.chmod(0o755)
+    interpreter = command.split(" ", 1)[0]
+    run = subprocess.run(
+        ["bash", "-c", command.replace(interpreter, str(stand_in), 1)],
+        input="{}", capture_output=True, text=True, timeout=30, check=False,
+    )  # fmt: skip
+    assert run.returncode == cli_sees
+    assert run.stdout == "{}\n"
+    added = f"otelhooks: the guard could not run (exit {bridge_exit}): blocked (--fail-closed)"
+    assert run.stderr == "its reason\n" + (added + "\n" if cli_sees != bridge_exit else "")
+
+
+@pytest.mark.parametrize("dialect", ["codex", "gemini"])
+def test_without_fail_closed_the_guard_command_is_the_bridge_alone(
+    dialect: str, tmp_path: Path
+) -> None:
+    command = _guard_command(dialect, tmp_path, fail_closed=False)
+    assert "exit 2" not in command
+    assert command.endswith("# otelhooks:installed")

@@ -119,10 +119,30 @@ def _command(dialect: str, hooks_file: Path, traces_out: str | None, fail_closed
     return f"{command} {MARK}"
 
 
-def _groups(agent: AgentInstall, events: Sequence[str], command: str) -> dict[str, dict[str, Any]]:
+def _closed(command: str) -> str:
+    """The tool guard's command under ``--fail-closed``: the bridge's own answer (exit 0 or 2)
+    as it is, any other exit (the interpreter gone, a crash) a block. Neither CLI has Claude
+    Code's ``onFailure``, and Codex runs the tool after a hook that cannot start, fail-closed
+    or not; both run hook commands with a shell."""
+    bare = command.removesuffix(f" {MARK}")
+    return (
+        f"{bare}; s=$?; case $s in 0|2) exit $s;; esac; "
+        'echo "otelhooks: the guard could not run (exit $s): blocked (--fail-closed)" >&2; '
+        f"exit 2 {MARK}"
+    )
+
+
+def _groups(
+    agent: AgentInstall, events: Sequence[str], command: str, *, fail_closed: bool
+) -> dict[str, dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
+    guard = dialect_named(agent.dialect).events
     for event in events:
-        handler: dict[str, Any] = {"type": "command", "command": command}
+        closed = fail_closed and guard.get(event) == "PreToolUse"
+        handler: dict[str, Any] = {
+            "type": "command",
+            "command": _closed(command) if closed else command,
+        }
         if agent.named:
             handler = {"name": "otelhooks", **handler}
         # Codex clamps a SessionEnd hook to 3 s (and says so on every run)
@@ -328,7 +348,9 @@ def install_agent(
         hooks_file: the otelhooks hook file the hooks run, relative to ``project`` or absolute
             (written absolute: Codex gives hooks no project-folder variable).
         traces_out: the OTLP JSON lines file the spans go to (``None``: none).
-        fail_closed: a failing bridge denies the tool call instead of letting it run.
+        fail_closed: a failing bridge denies the tool call instead of letting it run, and the
+            tool guard's command blocks when the bridge cannot answer at all (exit neither 0
+            nor 2: the interpreter gone, a crash).
 
     Returns:
         What happened to the file; its warnings say first when the CLI would run none of the
@@ -352,7 +374,7 @@ def install_agent(
     hooks = Path(hooks_file).expanduser()
     hooks = hooks if hooks.is_absolute() else (Path(project) / hooks).absolute()
     command = _command(dialect, hooks, traces_out, fail_closed)
-    groups = _groups(agent, list(dialect_named(dialect).events), command)
+    groups = _groups(agent, list(dialect_named(dialect).events), command, fail_closed=fail_closed)
     warnings = (
         []
         if fail_closed
