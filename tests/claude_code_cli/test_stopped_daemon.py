@@ -10,9 +10,7 @@ seconds by the one-process bridge: the guard's deny, the folder survives, the da
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +18,7 @@ import pytest
 
 from otelhooks.integrations.claude_code import install
 from tests.coding_agents_cli._runs import CLAUDE, CliRun, need_cli, run_claude, skip_reason
-from tests.integrations._daemon_procs import daemon_pid, daemons, until_gone
+from tests.integrations._daemon_procs import daemon_pid, runtime_folder, until_gone
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -37,12 +35,8 @@ hooks:
 
 @pytest.fixture
 def runtime_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="oh-"))  # short: a socket path has at most 107 bytes
-    try:
-        with daemons(path):
-            yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    with runtime_folder() as path:
+        yield path
 
 
 def _told(run: CliRun) -> str:

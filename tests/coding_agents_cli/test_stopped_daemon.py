@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -32,7 +30,7 @@ from tests.coding_agents_cli._runs import (
     run_gemini,
     skip_reason,
 )
-from tests.integrations._daemon_procs import daemon_pid, daemons, until_gone
+from tests.integrations._daemon_procs import daemon_pid, runtime_folder, until_gone
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -54,12 +52,8 @@ RM = [("call_rm", "rm -r victim")]
 
 @pytest.fixture
 def runtime_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="oh-"))  # short: a socket path has at most 107 bytes
-    try:
-        with daemons(path):
-            yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    with runtime_folder() as path:
+        yield path
 
 
 def _env(tmp_path: Path, runtime_dir: Path) -> dict[str, str]:

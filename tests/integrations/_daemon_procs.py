@@ -2,14 +2,15 @@
 
 A test project holds ``otelhooks.yaml`` (the ``no-rm`` guard plus whatever the test adds); each
 event is a real ``python -I -S hook_client.py`` process, and the daemon it starts is a real
-process found by its socket. :func:`daemons` kills, at the end, every daemon still serving the
-test's socket folder (a stopped one never leaves at idle on its own)."""
+process found by its socket. :func:`runtime_folder` is the test's socket folder, and kills at
+the end every daemon still serving in it (a stopped one never leaves at idle on its own)."""
 
 from __future__ import annotations
 
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -140,10 +141,15 @@ def until_gone(pid: int, timeout_s: float = 10) -> bool:
 
 
 @contextlib.contextmanager
-def daemons(runtime_dir: Path) -> Iterator[None]:
+def runtime_folder() -> Iterator[Path]:
+    """A fresh socket folder (``XDG_RUNTIME_DIR``), short because a socket path has at most 107
+    bytes; at the end every daemon still serving in it is killed (a stopped one never leaves at
+    idle on its own) and the folder removed."""
+    path = Path(tempfile.mkdtemp(prefix="oh-"))
     try:
-        yield
+        yield path
     finally:
-        for pid in serving(runtime_dir):
+        for pid in serving(path):
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        shutil.rmtree(path, ignore_errors=True)

@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,29 +17,17 @@ from typing import Any
 import pytest
 
 from otelhooks.integrations.claude_code import hook_client, session_trace_id
+from tests.integrations._daemon_procs import NO_RM, runtime_folder
 
 pytestmark = pytest.mark.timeout(60)
 
 REPO = Path(__file__).resolve().parents[2]
-NO_RM = """\
-hooks:
-  - id: no-rm
-    type: PreToolUse
-    matcher: Bash
-    command: >-
-      case "$HOOK_TOOL_INPUT" in *'rm -rf'*)
-      echo 'rm -rf is not allowed here' >&2; exit 2;; esac
-"""
 
 
 @pytest.fixture
 def runtime_dir() -> Iterator[Path]:
-    # short: a Unix socket path has at most 107 bytes
-    path = Path(tempfile.mkdtemp(prefix="oh-"))
-    try:
+    with runtime_folder() as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture

@@ -7,9 +7,7 @@ test_stopped_daemon.py``.)"""
 
 from __future__ import annotations
 
-import shutil
 import socket
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,9 +19,9 @@ from tests.integrations._daemon_procs import (
     bash,
     client_env,
     daemon_pid,
-    daemons,
     gone,
     hook,
+    runtime_folder,
 )
 
 pytestmark = pytest.mark.timeout(90)
@@ -40,12 +38,8 @@ SLOW = """\
 
 @pytest.fixture
 def runtime_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="oh-"))  # short: a socket path has at most 107 bytes
-    try:
-        with daemons(path):
-            yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    with runtime_folder() as path:
+        yield path
 
 
 def test_a_slow_hook_in_a_live_daemon_is_waited_for_and_runs_once(

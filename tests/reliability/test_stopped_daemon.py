@@ -10,9 +10,7 @@ a fresh daemon taking the next events."""
 from __future__ import annotations
 
 import os
-import shutil
 import signal
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,10 +23,10 @@ from tests.integrations._daemon_procs import (
     bash,
     client_env,
     daemon_pid,
-    daemons,
     finish,
     gone,
     hook,
+    runtime_folder,
     serving,
     start_hook,
     until_gone,
@@ -43,12 +41,8 @@ ANSWERED_WITHIN_S = 12.0
 
 @pytest.fixture
 def runtime_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="oh-"))  # short: a socket path has at most 107 bytes
-    try:
-        with daemons(path):
-            yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+    with runtime_folder() as path:
+        yield path
 
 
 @pytest.fixture
