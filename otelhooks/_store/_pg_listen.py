@@ -23,7 +23,7 @@ CHANNEL: Final = "otelhooks_events"
 APPROVALS_CHANNEL: Final = "otelhooks_approvals"
 WEB_CHANNEL: Final = "otelhooks_web"
 _CHANNELS: Final = (CHANNEL, APPROVALS_CHANNEL, WEB_CHANNEL)
-_POLL_S: Final = 0.5  # how soon close() is noticed
+_POLL_S: Final = 0.1  # how soon close() is noticed: every store close and serve stop waits on it
 _RECONNECT_S: Final = 0.5
 
 _log = structlog.get_logger("otelhooks")
@@ -103,6 +103,6 @@ class Listener:
             self._stop.wait(_RECONNECT_S)
 
     def close(self, timeout_s: float = 5.0) -> None:
-        """Stop listening (within about half a second)."""
+        """Stop listening (within about a tenth of a second)."""
         self._stop.set()
         self._thread.join(timeout_s)

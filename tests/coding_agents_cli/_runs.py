@@ -306,6 +306,9 @@ def run_gemini(
         "GEMINI_TELEMETRY_ENABLED": "false",
         "GEMINI_CLI_SYSTEM_SETTINGS_PATH": str(home / "no-system-settings.json"),
         "GEMINI_CLI_TRUST_WORKSPACE": "true",
+        # the CLI itself, not a second Node process that starts it again with a larger heap:
+        # the hooks run the same, a second a run sooner
+        "GEMINI_CLI_NO_RELAUNCH": "true",
         **(extra_env or {}),
     }
     argv = [str(GEMINI), "-p", "clean up", "--yolo", "--output-format", "json"]

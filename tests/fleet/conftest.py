@@ -1,4 +1,5 @@
-"""A throwaway PostgreSQL cluster per module, and a fresh database per test."""
+"""One throwaway PostgreSQL cluster for the whole run (a test that stops it starts it again),
+and a fresh database per test."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 from tests._postgres import PostgresCluster, postgres_cluster
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cluster() -> Iterator[PostgresCluster]:
     with postgres_cluster() as running:
         yield running

@@ -255,8 +255,13 @@ def test_progress_notifications_pass_through(tmp_path: Path) -> None:
 def test_cancelled_call_passes_the_cancellation_and_the_session_goes_on(tmp_path: Path) -> None:
     async def scenario() -> object:
         async with stdio_session(tmp_path) as session:
-            with anyio.move_on_after(2):  # the SDK client sends notifications/cancelled
-                await session.call_tool("slow", {"tag": "late", "seconds": 30})
+            # cancelled once the server runs it: the SDK client sends notifications/cancelled
+            with anyio.move_on_after(20) as waiting:
+                async with anyio.create_task_group() as calling:
+                    calling.start_soon(session.call_tool, "slow", {"tag": "late", "seconds": 30})
+                    while not calls(tmp_path):
+                        await anyio.sleep(0.02)
+                    waiting.cancel()
             return await session.call_tool("add", {"a": 1, "b": 1})
 
     result = anyio.run(scenario)
