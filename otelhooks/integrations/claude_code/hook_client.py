@@ -143,7 +143,8 @@ def _ask(path: str, body: bytes) -> dict[str, object] | None:
     raw = b"".join(chunks)
     _, _, payload = raw.partition(b"\r\n\r\n")
     answer = json.loads(payload)
-    return answer if isinstance(answer, dict) else None
+    # anything but an answer (a daemon whose hooks changed says {"stale": true}): as no daemon
+    return answer if isinstance(answer, dict) and "exit_code" in answer else None
 
 
 def _still_there(sock: socket.socket, path: str) -> None:

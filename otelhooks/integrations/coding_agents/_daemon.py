@@ -24,10 +24,10 @@ import os
 import re
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
 
@@ -57,11 +57,37 @@ ANSWER_ENV = "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S"
 # the fairness key, read without parsing (Claude Code writes session_id first)
 _SESSION = re.compile(rb'"session_id"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
 
+if TYPE_CHECKING:
+    from otelhooks._hooks import Hook
+
 _log = structlog.get_logger("otelhooks")
 
 
-def build_bridge(options: BridgeOptions, env: Mapping[str, str]) -> CodingAgentBridge:
-    """The bridge the one-process form builds per event, built once (state in memory + file)."""
+def sources_of(paths: Iterable[str | os.PathLike[str]], hooks: Iterable[Hook]) -> dict[str, int]:
+    """The files a daemon's hooks were built from, each with its modification time: the hook
+    files and folders it was given and each config file read, and the file of every Python
+    function a hook calls (``script:``, ``handler:``, ``plugin:``). A file it imports in turn is
+    not followed."""
+    files = [os.fspath(p) for p in paths]
+    for hook in hooks:
+        code = getattr(getattr(hook.action, "fn", None), "__code__", None)
+        if code is not None and os.path.isfile(code.co_filename):
+            files.append(code.co_filename)
+    return {path: _mtime_ns(path) for path in files}
+
+
+def _mtime_ns(path: str) -> int:
+    try:
+        return os.stat(path).st_mtime_ns
+    except OSError:
+        return -1
+
+
+def build_bridge(
+    options: BridgeOptions, env: Mapping[str, str]
+) -> tuple[CodingAgentBridge, dict[str, int]]:
+    """The bridge the one-process form builds per event, built once (state in memory + file),
+    and the files it was built from (:func:`sources_of`)."""
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace.export import (
         BatchSpanProcessor,
@@ -76,7 +102,8 @@ def build_bridge(options: BridgeOptions, env: Mapping[str, str]) -> CodingAgentB
     from otelhooks.integrations.coding_agents._spans import LockedFileExporter, SpanWriter
 
     hook_paths, settings = hooks_and_settings(options, env)
-    hooks = load_config(hook_paths).hooks
+    loaded = load_config(hook_paths)
+    hooks = loaded.hooks
     service = settings.get("OTEL_SERVICE_NAME") or options.service_name
     writer = SpanWriter((), Resource.create({"service.name": service}))
     traces_out = options.traces_out or settings.get(TRACES_ENV)
@@ -95,7 +122,7 @@ def build_bridge(options: BridgeOptions, env: Mapping[str, str]) -> CodingAgentB
     from otelhooks.integrations.coding_agents._dialects import dialect_named
 
     dialect = dialect_named(options.dialect)
-    return CodingAgentBridge(
+    bridge = CodingAgentBridge(
         agent=dialect.agent,
         provider=dialect.provider,
         hooks=hooks,
@@ -105,13 +132,22 @@ def build_bridge(options: BridgeOptions, env: Mapping[str, str]) -> CodingAgentB
         service_name=service,
         capture=_truthy(settings.get(_CAPTURE_ENV)),
     )
+    read: list[str | os.PathLike[str]] = [*hook_paths, *(s.path for s in loaded.sources)]
+    return bridge, sources_of(read, hooks)
 
 
 class _DaemonApp:
     def __init__(
-        self, bridge: CodingAgentBridge, options: BridgeOptions, *, answer_s: float
+        self,
+        bridge: CodingAgentBridge,
+        options: BridgeOptions,
+        *,
+        answer_s: float,
+        sources: Mapping[str, int] | None = None,
     ) -> None:
         self.bridge = bridge
+        self.sources = dict(sources or {})
+        self.stale = False  # a source changed: this daemon answers no more events
         from otelhooks.integrations.coding_agents._dialects import dialect_named
 
         self.options = options
@@ -165,6 +201,13 @@ class _DaemonApp:
         if scope["path"] == "/alive":
             await send_json(send, 200, {})
             return
+        if self.stale or any(_mtime_ns(f) != t for f, t in self.sources.items()):
+            # The hooks or a guard's code changed since they were loaded: answering with them
+            # would run the old guard. The client answers this event with the one-process
+            # bridge (which loads them afresh) and starts a new daemon once this one has left.
+            self.stale = True
+            await send_json(send, 200, {"stale": True})
+            return
         self.busy += 1
         try:
             await self._serve(receive, send)
@@ -215,10 +258,10 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
     except OSError:
         lock.close()
         return 0  # another daemon serves this socket
-    bridge = build_bridge(options, os.environ)
+    bridge, sources = build_bridge(options, os.environ)
     if isinstance(bridge.state, ServerSessions):
         bridge.state.on_drop = bridge.engine.metrics.drop_counter("claude_code_sessions")
-    app = _DaemonApp(bridge, options, answer_s=answer_s)
+    app = _DaemonApp(bridge, options, answer_s=answer_s, sources=sources)
     path.unlink(missing_ok=True)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
@@ -236,7 +279,7 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
             await asyncio.sleep(min(1.0, idle / 4))
             # an event still running would lose its answer, and the hook client, finding the
             # socket closed, would take the daemon for dead and run the event again
-            if not app.busy and time.monotonic() - app.last > idle:
+            if not app.busy and (app.stale or time.monotonic() - app.last > idle):
                 server.should_exit = True
 
     async def main() -> None:

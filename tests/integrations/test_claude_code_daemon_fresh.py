@@ -1,0 +1,102 @@
+"""A guard edited while its bridge daemon runs: the next event runs the edited guard.
+
+The daemon loads the hooks once. The socket name covers the hook files given on the command line
+(their modification times), not a ``script:`` guard's Python file, so an edited guard used to be
+answered by the old code for as long as events kept the daemon from going idle. The daemon now
+checks, before each event, the files its hooks were built from (the hook files, each config file
+read, the file of each Python function a hook calls); when one changed it answers
+``{"stale": true}`` and leaves, and the client answers with the one-process bridge, which loads
+them afresh, and starts a new daemon. Real client and daemon processes.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integrations._daemon_procs import (
+    NO_ANSWER,
+    bash,
+    client_env,
+    daemon_pid,
+    hook,
+    runtime_folder,
+    until_gone,
+)
+
+pytestmark = pytest.mark.timeout(90)
+
+HOOKS = """\
+hooks:
+  - id: guard
+    type: PreToolUse
+    matcher: Bash
+    script: guard.py:guard
+"""
+NO_RM = """\
+def guard(event):
+    if "rm -rf" in str(event.args):
+        event.deny("no rm")
+"""
+NO_RM_NO_CURL = """\
+def guard(event):
+    if "rm -rf" in str(event.args) or "curl" in str(event.args):
+        event.deny("no rm, no curl")
+"""
+
+
+@pytest.fixture
+def runtime_dir() -> Iterator[Path]:
+    with runtime_folder() as path:
+        yield path
+
+
+def _edit(path: Path, text: str) -> None:
+    before = path.stat().st_mtime_ns
+    path.write_text(text)
+    # a file system with a coarse clock could keep the time: the edit must show
+    os.utime(path, ns=(time.time_ns(), max(time.time_ns(), before + 1_000_000)))
+
+
+def test_an_edited_script_guard_decides_the_next_event(tmp_path: Path, runtime_dir: Path) -> None:
+    (tmp_path / "otelhooks.yaml").write_text(HOOKS)
+    guard = tmp_path / "guard.py"
+    guard.write_text(NO_RM)
+    env = client_env(tmp_path, runtime_dir)
+    curl = bash("toolu_1", "curl -s http://127.0.0.1:9/x")
+    assert hook(env, curl).stdout == ""  # starts the daemon, allowed by the one-process bridge
+    old = daemon_pid(runtime_dir)
+    assert hook(env, bash("toolu_2", "curl -s http://127.0.0.1:9/y")).stdout == ""  # the daemon
+
+    _edit(guard, NO_RM_NO_CURL)
+    edited = hook(env, bash("toolu_3", "curl -s http://127.0.0.1:9/z"))
+    assert edited.deny_reason() == "no rm, no curl"
+    assert NO_ANSWER not in edited.stderr  # not a daemon found dead: one that knew it was stale
+    assert until_gone(old)
+
+    hook(env, bash("toolu_4", "ls"))  # starts the next daemon, which loads the edited guard
+    new = daemon_pid(runtime_dir)
+    assert new != old
+    served = hook(env, bash("toolu_5", "curl -s http://127.0.0.1:9/w"))
+    assert served.deny_reason() == "no rm, no curl"
+    assert served.seconds < 2  # answered by the new daemon, not by a fallback
+
+
+def test_an_edited_hooks_file_in_the_env_file_is_seen_too(
+    tmp_path: Path, runtime_dir: Path
+) -> None:
+    # hook files named by OTELHOOKS_HOOKS are not in the socket name's digest either
+    more = tmp_path / "more.yaml"
+    more.write_text("hooks: []\n")
+    (tmp_path / "otelhooks.yaml").write_text("hooks: []\n")
+    env = client_env(tmp_path, runtime_dir, OTELHOOKS_HOOKS=str(more))
+    assert hook(env, bash("toolu_1", "rm -rf build")).stdout == ""
+    old = daemon_pid(runtime_dir)
+    (tmp_path / "guard.py").write_text(NO_RM)
+    _edit(more, HOOKS)
+    assert hook(env, bash("toolu_2", "rm -rf build")).deny_reason() == "no rm"
+    assert until_gone(old)
