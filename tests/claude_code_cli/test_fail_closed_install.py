@@ -64,15 +64,9 @@ def _rm(project: Path, tmp_path: Path, env: dict[str, str] | None = None) -> Cli
     return run
 
 
-def _told(run: CliRun) -> str:
-    (message,) = run.requests[-1]["messages"][-1:]
-    (result,) = [b for b in message["content"] if b.get("type") == "tool_result"]
-    return str(result["content"])
-
-
 def _blocked(project: Path, run: CliRun) -> None:
-    assert (project / "victim" / "keep.txt").read_text() == "precious", _told(run)
-    assert 'onFailure is "block"' in _told(run), _told(run)
+    assert (project / "victim" / "keep.txt").read_text() == "precious", run.told()
+    assert 'onFailure is "block"' in run.told(), run.told()
 
 
 @pytest.mark.parametrize("fail_closed", [True, False], ids=["fail-closed", "control"])
@@ -86,7 +80,7 @@ def test_an_interpreter_that_is_gone(project: Path, tmp_path: Path, fail_closed:
     if fail_closed:
         _blocked(project, run)
     else:  # Claude Code's default: a non-blocking error, and the tool runs
-        assert not (project / "victim").exists(), _told(run)
+        assert not (project / "victim").exists(), run.told()
 
 
 def test_a_server_that_is_down(project: Path, tmp_path: Path) -> None:

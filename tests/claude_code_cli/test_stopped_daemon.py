@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from otelhooks.integrations.claude_code import install
-from tests.coding_agents_cli._runs import CLAUDE, CliRun, need_cli, run_claude, skip_reason
+from tests.coding_agents_cli._runs import CLAUDE, need_cli, run_claude, skip_reason
 from tests.integrations._daemon_procs import daemon_pid, runtime_folder, until_gone
 
 pytestmark = pytest.mark.timeout(120)
@@ -37,12 +37,6 @@ hooks:
 def runtime_dir() -> Iterator[Path]:
     with runtime_folder() as path:
         yield path
-
-
-def _told(run: CliRun) -> str:
-    (message,) = run.requests[-1]["messages"][-1:]
-    (result,) = [b for b in message["content"] if b.get("type") == "tool_result"]
-    return str(result["content"])
 
 
 def test_the_guard_denies_with_a_stopped_daemon(tmp_path: Path, runtime_dir: Path) -> None:
@@ -66,6 +60,6 @@ def test_the_guard_denies_with_a_stopped_daemon(tmp_path: Path, runtime_dir: Pat
     rm = [{"id": "call_rm", "tool": "Bash", "args": {"command": "rm -r victim"}}]
     run = run_claude(project, tmp_path / "home", rm, extra_env=env)
     assert run.returncode == 0, skip_reason(run)
-    assert (project / "victim" / "keep.txt").read_text() == "precious", _told(run)
-    assert "deleting is not allowed here" in _told(run)
+    assert (project / "victim" / "keep.txt").read_text() == "precious", run.told()
+    assert "deleting is not allowed here" in run.told()
     assert until_gone(pid)

@@ -76,6 +76,20 @@ class CliRun:
     requests: list[dict[str, Any]]
     recorded: list[dict[str, Any]] = field(default_factory=list)
 
+    def told(self) -> str:
+        """What the model was told of its tool calls in the last request, in any of the three
+        APIs: Claude's ``tool_result`` blocks, Codex's ``function_call_output`` items, Gemini's
+        ``functionResponse`` parts (each as its text or JSON, joined by spaces)."""
+        last = self.requests[-1]
+        if "messages" in last:  # Anthropic Messages API (Claude Code)
+            blocks = [b for b in last["messages"][-1]["content"] if b.get("type") == "tool_result"]
+            return " ".join(str(b["content"]) for b in blocks)
+        if "input" in last:  # OpenAI Responses API (Codex CLI)
+            items = [i for i in last["input"] if i.get("type") == "function_call_output"]
+            return " ".join(json.dumps(i.get("output")) for i in items)
+        parts = [p for c in last["contents"] for p in c.get("parts") or ()]  # Gemini
+        return " ".join(json.dumps(p["functionResponse"]) for p in parts if "functionResponse" in p)
+
 
 def need_cli(path: Path) -> Path:
     """The CLI at ``path``, and a loopback-only namespace to run it in (else skip, or fail

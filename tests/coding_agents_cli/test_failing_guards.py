@@ -24,7 +24,6 @@ from otelhooks.integrations.coding_agents import hooks_path, install_agent
 from tests.coding_agents_cli._runs import (
     CODEX,
     GEMINI,
-    CliRun,
     codex_config,
     need_cli,
     run_codex,
@@ -57,15 +56,6 @@ def _env(tmp_path: Path) -> dict[str, str]:
     }
 
 
-def _codex_told(run: CliRun) -> str:
-    items = run.requests[-1]["input"]
-    return " ".join(
-        json.dumps(item.get("output"))
-        for item in items
-        if item.get("type") == "function_call_output"
-    )
-
-
 def test_codex_fail_closed_denies_when_the_hooks_file_does_not_load(
     project: Path, tmp_path: Path
 ) -> None:
@@ -76,15 +66,9 @@ def test_codex_fail_closed_denies_when_the_hooks_file_does_not_load(
     run = run_codex(project, home, STEPS, extra_env=_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
-    told = _codex_told(run)
+    told = run.told()
     assert "otelhooks could not check this tool call (fail-closed)" in told
     assert "invalid YAML" in told
-
-
-def _gemini_told(run: object) -> str:
-    contents = run.requests[-1]["contents"]  # type: ignore[attr-defined]
-    parts = [p for c in contents for p in c.get("parts") or ()]
-    return " ".join(json.dumps(p["functionResponse"]) for p in parts if "functionResponse" in p)
 
 
 def test_gemini_fail_closed_denies_when_the_hooks_file_does_not_load(
@@ -95,7 +79,7 @@ def test_gemini_fail_closed_denies_when_the_hooks_file_does_not_load(
     run = run_gemini(project, tmp_path / "home", STEPS, extra_env=_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
-    told = _gemini_told(run)
+    told = run.told()
     assert "otelhooks could not check this tool call (fail-closed)" in told
     assert "invalid YAML" in told
 
@@ -149,7 +133,7 @@ def test_codex_guard_whose_interpreter_is_gone(
         assert not (project / "victim").exists()
         return
     assert (project / "victim" / "keep.txt").read_text() == "precious"
-    assert "the guard could not run (exit 127): blocked (--fail-closed)" in _codex_told(run)
+    assert "the guard could not run (exit 127): blocked (--fail-closed)" in run.told()
 
 
 def test_gemini_fail_closed_guard_whose_interpreter_is_gone(project: Path, tmp_path: Path) -> None:
@@ -158,4 +142,4 @@ def test_gemini_fail_closed_guard_whose_interpreter_is_gone(project: Path, tmp_p
     run = run_gemini(project, tmp_path / "home", STEPS, extra_env=_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
-    assert "the guard could not run (exit 127): blocked (--fail-closed)" in _gemini_told(run)
+    assert "the guard could not run (exit 127): blocked (--fail-closed)" in run.told()

@@ -10,12 +10,10 @@ and the stopped daemon has been killed.
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -84,20 +82,6 @@ def _survived(project: Path, run: CliRun, told: str, pid: int) -> None:
     assert until_gone(pid)
 
 
-def _codex_told(run: CliRun) -> str:
-    items: list[dict[str, Any]] = run.requests[-1]["input"]
-    return " ".join(
-        json.dumps(item.get("output"))
-        for item in items
-        if item.get("type") == "function_call_output"
-    )
-
-
-def _gemini_told(run: CliRun) -> str:
-    parts = [p for c in run.requests[-1]["contents"] for p in c.get("parts") or ()]
-    return " ".join(json.dumps(p["functionResponse"]) for p in parts if "functionResponse" in p)
-
-
 def test_codex_guard_denies_with_a_stopped_daemon(
     project: Path, tmp_path: Path, runtime_dir: Path
 ) -> None:
@@ -108,7 +92,7 @@ def test_codex_guard_denies_with_a_stopped_daemon(
     env = _env(tmp_path, runtime_dir)
     pid = _stop_the_daemon(project, runtime_dir, run_codex(project, home, TOUCH, extra_env=env))
     run = run_codex(project, home, RM, extra_env=env)
-    _survived(project, run, _codex_told(run), pid)
+    _survived(project, run, run.told(), pid)
 
 
 def test_gemini_guard_denies_with_a_stopped_daemon(
@@ -120,5 +104,5 @@ def test_gemini_guard_denies_with_a_stopped_daemon(
     env = _env(tmp_path, runtime_dir)
     pid = _stop_the_daemon(project, runtime_dir, run_gemini(project, home, TOUCH, extra_env=env))
     run = run_gemini(project, home, RM, extra_env=env)
-    _survived(project, run, _gemini_told(run), pid)
+    _survived(project, run, run.told(), pid)
     assert "the bridge daemon did not answer" in run.stderr
