@@ -1,11 +1,11 @@
 """``onFailure`` of a Claude Code settings handler, read as Claude Code reads it.
 
-Source: the settings schema and hook runner of the Claude Code CLI pinned by
-``tests/claude_code_cli/package-lock.json`` (2.1.332): ``onFailure`` on ``command``, ``http``
-and ``mcp_tool`` handlers; ``"continue"`` (the default) lets the event go on when the handler
-cannot start, times out or exits with a code other than 0 or 2 (a non-blocking error), any other
-string is read as ``"block"``; ``Stop``, ``SubagentStop``, ``TaskCompleted`` and
-``TeammateIdle`` ignore it with a warning. otelhooks reads it as the hook's ``on_error``.
+``fixtures/on_failure.json`` names its source (the Claude Code CLI 2.1.332 that
+``tests/claude_code_cli/package-lock.json`` pins, whose settings schema and hook runner define
+the field) and holds what it says: ``"continue"`` (the default) lets the event go on when the
+handler cannot start, times out or exits with a code other than 0 or 2 (a non-blocking error),
+any other string is read as ``"block"``, and four events ignore it with a warning. otelhooks
+reads it as the hook's ``on_error``.
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from otelhooks import ConfigError, load_config
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from tests.conformance.claude_code._bridge_cli import fixture
 
+ON_FAILURE = fixture("on_failure.json")
 FAILING = {
     "exits 1": {"command": "exit 1"},
     "times out": {"command": "sleep 30", "timeout": 1},
@@ -73,14 +74,18 @@ def test_a_failing_guard_without_it_lets_the_call_go_on_and_says_so(
     assert "a hook failed and did not decide" in answer["systemMessage"]
 
 
-def test_another_string_is_read_as_block_with_a_warning(tmp_path: Path) -> None:
-    settings = _settings(tmp_path, "PreToolUse", {"command": "exit 1", "onFailure": "Block"})
+@pytest.mark.parametrize(("value", "read_as"), sorted(ON_FAILURE["read_as"].items()))
+def test_each_value_is_read_as_claude_code_reads_it(
+    tmp_path: Path, value: str, read_as: str
+) -> None:
+    settings = _settings(tmp_path, "PreToolUse", {"command": "exit 1", "onFailure": value})
     on_error, found = _loaded(settings)
-    assert on_error == "block"
-    assert any("onFailure 'Block' is read as 'block'" in w for w in found)
+    assert on_error == read_as
+    warned = any(f"onFailure {value!r} is read as 'block'" in w for w in found)
+    assert warned == (value not in ("continue", "block"))
 
 
-@pytest.mark.parametrize("event", ["Stop", "SubagentStop", "TaskCompleted", "TeammateIdle"])
+@pytest.mark.parametrize("event", ON_FAILURE["ignored_on"])
 def test_the_events_claude_code_lets_go_on_ignore_it_with_a_warning(
     tmp_path: Path, event: str
 ) -> None:
