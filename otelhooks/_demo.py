@@ -109,8 +109,7 @@ def policy_hooks(report: DemoReport) -> list[Hook | dict[str, Any]]:
     return hooks
 
 
-def _workspace() -> Path:
-    root = Path(tempfile.mkdtemp(prefix="otelhooks-demo-"))
+def _fill_workspace(root: Path) -> Path:
     (root / "notes.md").write_text("# Notes\nTrace every tool call.\napi_token = sk-demo-123\n")
     (root / "old.log").write_text("stale log\n")
     (root / "big.log").write_text("event line\n" * 600)
@@ -215,35 +214,42 @@ def run_demo(oh: OtelHooks, *, extra_hooks: Sequence[Hook] = ()) -> DemoReport:
     oh.register(tally_hooks(report))
     oh.register(extra_hooks)
     oh.register(policy_hooks(report))
-    root = _workspace()
-    specs = _specs(root)
-    tracer = oh.tracer
-    tracer.emit("gateway_start", port=0, host="127.0.0.1")
-    tracer.emit("session_start", sessionKey="demo-session", agentId="research-assistant")
     step_log: list[int] = []
-    per_operation = [
-        {
-            "id": "count-steps",
-            "type": "afterStep",
-            "handler": lambda e: step_log.append(e.stepIndex),
-        }
-    ]
-    tracer.emit(
-        "message_received", sessionKey="demo-session", content="Research tracing.", channelId="chat"
-    )
-    exec_agent(
-        tracer,
-        specs["research-assistant"],
-        "Research how to trace agent tool calls.",
-        hooks=per_operation,
-        session_id="demo-session",
-        user_id="user-1",
-    )
-    exec_agent(tracer, specs["ops-bot"], "Tidy the workspace.", session_id="demo-session")
-    exec_agent(tracer, specs["brittle-bot"], "Compute a quarter.", session_id="demo-session")
-    exec_agent(tracer, specs["looping-bot"], "Keep computing.", session_id="demo-session")
-    tracer.emit("session_end", sessionKey="demo-session", reason="demo finished", messageCount=4)
-    tracer.emit("gateway_stop", reason="demo finished")
+    # the file tools work in a folder of their own, removed with everything in it afterwards
+    with tempfile.TemporaryDirectory(prefix="otelhooks-demo-") as folder:
+        root = _fill_workspace(Path(folder))
+        specs = _specs(root)
+        tracer = oh.tracer
+        tracer.emit("gateway_start", port=0, host="127.0.0.1")
+        tracer.emit("session_start", sessionKey="demo-session", agentId="research-assistant")
+        per_operation = [
+            {
+                "id": "count-steps",
+                "type": "afterStep",
+                "handler": lambda e: step_log.append(e.stepIndex),
+            }
+        ]
+        tracer.emit(
+            "message_received",
+            sessionKey="demo-session",
+            content="Research tracing.",
+            channelId="chat",
+        )
+        exec_agent(
+            tracer,
+            specs["research-assistant"],
+            "Research how to trace agent tool calls.",
+            hooks=per_operation,
+            session_id="demo-session",
+            user_id="user-1",
+        )
+        exec_agent(tracer, specs["ops-bot"], "Tidy the workspace.", session_id="demo-session")
+        exec_agent(tracer, specs["brittle-bot"], "Compute a quarter.", session_id="demo-session")
+        exec_agent(tracer, specs["looping-bot"], "Keep computing.", session_id="demo-session")
+        tracer.emit(
+            "session_end", sessionKey="demo-session", reason="demo finished", messageCount=4
+        )
+        tracer.emit("gateway_stop", reason="demo finished")
     oh.force_flush()
     report.fired["perOperation:afterStep"] = len(step_log)
     return report

@@ -7,6 +7,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -120,6 +121,43 @@ def test_demo_default_file_is_written_in_the_working_directory(tmp_path: Path) -
     proc = run_demo("--quiet", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "otelhooks-demo-traces.jsonl").stat().st_size > 0
+
+
+def test_demo_leaves_no_folder_of_its_own_behind(tmp_path: Path) -> None:
+    """The file tools' workspace (notes.md, old.log, big.log) is in the temporary folder while
+    the agents run (a guard sees it), and removed with the files in it when the demo ends."""
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    seen = tmp_path / "seen.txt"
+    # a guard on readFile writes what the temporary folder holds, one line per call
+    (tmp_path / "demo_listing.py").write_text(
+        textwrap.dedent(
+            f"""
+            import os
+
+            def listing(event):
+                names = [
+                    " ".join(sorted(os.listdir(os.path.join({str(scratch)!r}, folder))))
+                    for folder in os.listdir({str(scratch)!r})
+                ]
+                with open({str(seen)!r}, "a") as f:
+                    f.write(" | ".join(names) + "\\n")
+            """
+        )
+    )
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(
+        "hooks:\n"
+        "  - id: workspace-listing\n"
+        "    type: PreToolUse\n"
+        "    matcher: readFile\n"
+        "    handler: demo_listing:listing\n"
+    )
+    env = {"TMPDIR": str(scratch), "PYTHONPATH": str(tmp_path)}
+    proc = run_demo("--quiet", "--hooks", str(hooks), env=env, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert seen.read_text().splitlines()[0] == "big.log notes.md old.log"
+    assert list(scratch.iterdir()) == []
 
 
 def test_demo_loads_extra_hooks_from_files(tmp_path: Path) -> None:
