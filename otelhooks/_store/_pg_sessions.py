@@ -44,10 +44,10 @@ from otelhooks.integrations.coding_agents._state import (
     UNCOUNTED,
     OpenOperation,
     OpenTool,
+    new_span_id,
     stored_attributes,
     turn_index_of,
 )
-from otelhooks.integrations.coding_agents._state import _span_id as new_span_id
 
 if TYPE_CHECKING:
     import psycopg

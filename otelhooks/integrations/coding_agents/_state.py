@@ -41,6 +41,7 @@ __all__ = [
     "OpenTool",
     "connect",
     "env_value",
+    "new_span_id",
     "stored_attributes",
     "turn_index_of",
 ]
@@ -111,8 +112,9 @@ _COUNT_NEW = (
 )
 
 
-def _span_id() -> int:
-    # 63 bits: SQLite integers are signed 64-bit
+def new_span_id() -> int:
+    """A span id for a stored span: 63 random bits, never 0 (SQLite and PostgreSQL integers are
+    signed 64-bit)."""
     return getrandbits(63) or 1
 
 
@@ -187,7 +189,9 @@ def _current(db: sqlite3.Connection, session_id: str) -> OpenOperation:
     row = db.execute("SELECT * FROM operations WHERE session_id = ?", (session_id,)).fetchone()
     if row is not None:
         return _operation(row)
-    new = OpenOperation(session_id, f"op_{uuid.uuid4().hex[:16]}", _span_id(), time.time_ns(), "")
+    new = OpenOperation(
+        session_id, f"op_{uuid.uuid4().hex[:16]}", new_span_id(), time.time_ns(), ""
+    )
     db.execute(
         "INSERT INTO operations VALUES (?, ?, ?, ?, ?)",
         (new.session_id, new.operation_id, new.span_id, new.start_ns, new.prompt),
@@ -223,7 +227,7 @@ def _start(
     tool = OpenTool(
         operation.session_id,
         tool_use_id,
-        _span_id(),
+        new_span_id(),
         operation.span_id,
         operation.operation_id,
         time.time_ns(),
@@ -349,7 +353,7 @@ class BridgeState:
     ) -> tuple[OpenOperation, OpenOperation | None]:
         """Open a new turn; returns it and the turn it replaces (one that never saw ``Stop``)."""
         new = OpenOperation(
-            session_id, f"op_{uuid.uuid4().hex[:16]}", _span_id(), time.time_ns(), prompt
+            session_id, f"op_{uuid.uuid4().hex[:16]}", new_span_id(), time.time_ns(), prompt
         )
         with self._tx() as db:
             row = db.execute(
