@@ -8,7 +8,8 @@ an event handled by either continues the other's spans. Only one daemon serves a
 exclusive ``flock`` on ``SOCKET.lock``); it leaves after ``idle_s`` seconds without events (never
 with an event unanswered). ``GET /alive`` is answered at once by the event loop, no hook run and
 nothing recorded: the hook client asks it while an answer is slow, and kills a daemon that does
-not answer it (stopped or blocked).
+not answer it (stopped or blocked). A daemon whose hooks do not load stays too, and answers each
+event as the one-process bridge answers that problem, until they load (:class:`_Unloaded`).
 
 Events run on a :class:`~otelhooks.integrations.coding_agents._fair.FairRunner` keyed by session:
 one session's slow hooks never hold another's, and an event not answered within ``answer_s``
@@ -33,11 +34,12 @@ import structlog
 
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks._dispatch._calls import waited_within
+from otelhooks._errors import ConfigError
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, send_json
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
-from otelhooks.integrations.coding_agents._input import InputProblem, event_name_of, parse_input
+from otelhooks.integrations.coding_agents._input import InputProblem, parse_input
 from otelhooks.integrations.coding_agents._run import (
     _CAPTURE_ENV,
     TRACES_ENV,
@@ -55,6 +57,7 @@ DEFAULT_IDLE_S = 900.0
 DEFAULT_ANSWER_S = 25.0
 ANSWER_ENV = "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S"
 # the fairness key, read without parsing (Claude Code writes session_id first)
+_BODY_LIMIT = 64 * 1024 * 1024
 _SESSION = re.compile(rb'"session_id"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
 
 if TYPE_CHECKING:
@@ -136,7 +139,104 @@ def build_bridge(
     return bridge, sources_of(read, hooks)
 
 
-class _DaemonApp:
+class _Served:
+    """What both kinds of daemon answer alike: the lifespan, ``GET /alive``, ``{"stale": true}``
+    once this daemon must answer no more events, and the count of events not answered yet."""
+
+    def __init__(self, options: BridgeOptions) -> None:
+        from otelhooks.integrations.coding_agents._dialects import dialect_named
+
+        self.options = options
+        self.dialect = dialect_named(options.dialect)
+        self.stale = False  # this daemon answers no more events, and leaves
+        self.last = time.monotonic()
+        self.busy = 0  # events not answered yet: the daemon does not leave under them
+
+    def changed(self) -> bool:
+        """Whether what this daemon answers with changed since it started."""
+        return False
+
+    async def _serve(self, receive: Receive, send: Send) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release what the daemon holds (called once it has stopped serving)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        if scope["type"] != "http":
+            return
+        if scope["path"] == "/alive":
+            await send_json(send, 200, {})
+            return
+        if self.stale or self.changed():
+            # The client answers this event with the one-process bridge (which loads the hooks
+            # afresh) and starts a new daemon once this one has left.
+            self.stale = True
+            await send_json(send, 200, {"stale": True})
+            return
+        self.busy += 1
+        try:
+            await self._serve(receive, send)
+        finally:
+            self.busy -= 1
+            self.last = time.monotonic()
+
+
+def _answer_body(response: HookResponse) -> dict[str, Any]:
+    return {"exit_code": response.exit_code, "stdout": response.stdout, "stderr": response.stderr}
+
+
+class _Unloaded(_Served):
+    """The daemon of hooks that do not load: a broken hooks file, a ``script:`` guard that does
+    not import, a state file it cannot open. Leaving at once would make every event start a
+    daemon and run the one-process bridge (about 1.4 s each). It stays, and builds the bridge
+    again for each event, so that its answer is about the files as they are then: still failing,
+    the one-process bridge's answer to that problem (a deny under ``--fail-closed``, else exit 1
+    with the problem on stderr); built, ``{"stale": true}``, and it leaves, so that the next
+    event starts a daemon with the mended hooks."""
+
+    async def _serve(self, receive: Receive, send: Send) -> None:
+        raw = await read_body(receive, _BODY_LIMIT) or b""
+        try:
+            payload = self.dialect.to_bridge(parse_input(raw))
+        except InputProblem as exc:
+            response = _refusal(self.dialect.event_of(raw), str(exc), self.options)
+        else:
+            problem = await asyncio.to_thread(self.problem)
+            if problem is None:
+                self.stale = True
+                await send_json(send, 200, {"stale": True})
+                return
+            name = payload.get("hook_event_name")
+            response = _refusal(name if isinstance(name, str) else None, problem, self.options)
+        await send_json(send, 200, _answer_body(self.dialect.answer(response)))
+
+    def problem(self) -> str | None:
+        """Why the bridge cannot be built now (as the one-process bridge words it), or ``None``
+        when it can."""
+        try:
+            bridge, _ = build_bridge(self.options, os.environ)
+        except ConfigError as exc:
+            return str(exc)
+        except Exception as exc:
+            _log.exception(f"the {self.dialect.display_name} bridge daemon could not start")
+            return f"{type(exc).__name__}: {exc}"
+        _close(bridge)
+        return None
+
+
+def _close(bridge: CodingAgentBridge) -> None:
+    bridge.close()
+    if isinstance(bridge.state, ServerSessions):
+        bridge.state.close()
+
+
+class _DaemonApp(_Served):
     def __init__(
         self,
         bridge: CodingAgentBridge,
@@ -145,17 +245,20 @@ class _DaemonApp:
         answer_s: float,
         sources: Mapping[str, int] | None = None,
     ) -> None:
+        super().__init__(options)
         self.bridge = bridge
         self.sources = dict(sources or {})
-        self.stale = False  # a source changed: this daemon answers no more events
-        from otelhooks.integrations.coding_agents._dialects import dialect_named
-
-        self.options = options
-        self.dialect = dialect_named(options.dialect)
         self.answer_s = answer_s
         self.runner = FairRunner(on_drop=bridge.engine.metrics.drop_counter("claude_code_hooks"))
-        self.last = time.monotonic()
-        self.busy = 0  # events not answered yet: the daemon does not leave under them
+
+    def changed(self) -> bool:
+        # The hooks or a guard's code changed since they were loaded: answering with them would
+        # run the old guard.
+        return any(_mtime_ns(f) != t for f, t in self.sources.items())
+
+    def close(self) -> None:
+        self.runner.close()
+        _close(self.bridge)
 
     def _answer_s(self) -> float:
         """When an event not answered yet counts as failed: an approval hook holds a call for
@@ -179,9 +282,7 @@ class _DaemonApp:
         try:
             payload = to_bridge(parse_input(raw))
         except InputProblem as exc:
-            seen = event_name_of(raw)
-            event = self.dialect.events.get(seen, seen) if seen else None
-            return _refusal(event, str(exc), self.options)
+            return _refusal(self.dialect.event_of(raw), str(exc), self.options)
         name = payload.get("hook_event_name")
         try:
             return self.bridge.handle(payload)
@@ -190,34 +291,9 @@ class _DaemonApp:
             event = name if isinstance(name, str) else None
             return _refusal(event, f"{type(exc).__name__}: {exc}", self.options)
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
-            return
-        if scope["type"] != "http":
-            return
-        if scope["path"] == "/alive":
-            await send_json(send, 200, {})
-            return
-        if self.stale or any(_mtime_ns(f) != t for f, t in self.sources.items()):
-            # The hooks or a guard's code changed since they were loaded: answering with them
-            # would run the old guard. The client answers this event with the one-process
-            # bridge (which loads them afresh) and starts a new daemon once this one has left.
-            self.stale = True
-            await send_json(send, 200, {"stale": True})
-            return
-        self.busy += 1
-        try:
-            await self._serve(receive, send)
-        finally:
-            self.busy -= 1
-            self.last = time.monotonic()
-
     async def _serve(self, receive: Receive, send: Send) -> None:
         self.last = time.monotonic()
-        raw = await read_body(receive, 64 * 1024 * 1024) or b""
+        raw = await read_body(receive, _BODY_LIMIT) or b""
         found = _SESSION.search(raw, 0, 1 << 16)
         key = found.group(1).decode("utf-8", "replace") if found else ""
         try:
@@ -226,8 +302,7 @@ class _DaemonApp:
                 key, partial(self._decide, raw, answer_s), timeout_s=answer_s
             )
         except Late as late:
-            seen = event_name_of(raw)
-            event = self.dialect.events.get(seen, seen) if seen else None
+            event = self.dialect.event_of(raw)
             _log.error(
                 f"a {self.dialect.display_name} hook gave no answer in time: answered as a failure",
                 hook_event=event,
@@ -235,12 +310,7 @@ class _DaemonApp:
                 fail_closed=self.options.fail_closed,
             )
             response = self.dialect.answer(_refusal(event, f"no answer: {late}", self.options))
-        body: dict[str, Any] = {
-            "exit_code": response.exit_code,
-            "stdout": response.stdout,
-            "stderr": response.stderr,
-        }
-        await send_json(send, 200, body)
+        await send_json(send, 200, _answer_body(response))
 
 
 def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None = None) -> int:
@@ -258,10 +328,18 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
     except OSError:
         lock.close()
         return 0  # another daemon serves this socket
-    bridge, sources = build_bridge(options, os.environ)
-    if isinstance(bridge.state, ServerSessions):
-        bridge.state.on_drop = bridge.engine.metrics.drop_counter("claude_code_sessions")
-    app = _DaemonApp(bridge, options, answer_s=answer_s, sources=sources)
+    app: _Served
+    try:
+        bridge, sources = build_bridge(options, os.environ)
+    except Exception:
+        _log.exception(
+            "the bridge daemon's hooks did not load: each event is answered as a failure"
+        )
+        app = _Unloaded(options)
+    else:
+        if isinstance(bridge.state, ServerSessions):
+            bridge.state.on_drop = bridge.engine.metrics.drop_counter("claude_code_sessions")
+        app = _DaemonApp(bridge, options, answer_s=answer_s, sources=sources)
     path.unlink(missing_ok=True)
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     old = os.umask(0o177)
@@ -294,9 +372,6 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
     finally:
         path.unlink(missing_ok=True)
         sock.close()
-        app.runner.close()
-        bridge.close()
-        if isinstance(bridge.state, ServerSessions):
-            bridge.state.close()
+        app.close()
         lock.close()
     return 0

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otelhooks.integrations.coding_agents._common import HookResponse, cli_name
+from otelhooks.integrations.coding_agents._input import event_name_of
 
 __all__ = ["DIALECTS", "GEMINI_EVENTS", "Dialect", "dialect_named"]
 
@@ -78,6 +79,17 @@ class Dialect:
             'Codex CLI'
         """
         return cli_name(self.agent)
+
+    def event_of(self, raw: str | bytes) -> str | None:
+        """The bridge's name of the event of an input that could not be parsed, when it can be
+        read (what a failure answers by: a ``PreToolUse`` is denied under ``--fail-closed``).
+
+        Example:
+            >>> dialect_named("gemini").event_of('{"hook_event_name": "BeforeTool", "x": [')
+            'PreToolUse'
+        """
+        seen = event_name_of(raw)
+        return self.events.get(seen, seen) if seen else None
 
 
 def _gemini_in(payload: dict[str, Any]) -> dict[str, Any]:

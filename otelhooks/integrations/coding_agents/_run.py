@@ -36,7 +36,7 @@ from otelhooks.integrations.coding_agents._environment import (
     otlp_exporter,
     project_path,
 )
-from otelhooks.integrations.coding_agents._input import InputProblem, event_name_of, parse_input
+from otelhooks.integrations.coding_agents._input import InputProblem, parse_input
 from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, env_value
 
 __all__ = ["HOOKS_ENV", "TRACES_ENV", "BridgeOptions", "run_hook"]
@@ -146,8 +146,7 @@ def _run_hook(
         try:
             payload = parse_input(raw)
         except InputProblem as exc:
-            seen = event_name_of(raw)
-            return _refusal(dialect.events.get(seen, seen) if seen else None, str(exc), options)
+            return _refusal(dialect.event_of(raw), str(exc), options)
     payload = dialect.to_bridge(payload)
     name = payload.get("hook_event_name")
     event = name if isinstance(name, str) else None
