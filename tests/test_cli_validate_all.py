@@ -157,4 +157,4 @@ def test_an_event_typo_does_not_print_every_event_name(
     assert code == 1
     assert "Did you mean 'afterToolCall'?" in lines[1]
     assert "PreToolUse" not in lines[1]
-    assert len(lines[1]) < 200
+    assert len(lines[1].replace(str(path), "FILE")) < 160  # the path's length is pytest's

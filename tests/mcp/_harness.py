@@ -88,10 +88,12 @@ def process(args: Sequence[str], log: Path, port: int) -> Iterator[subprocess.Po
         if proc.poll() is None:
             proc.terminate()
             try:
-                proc.wait(10)
+                proc.wait(20)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait(5)
+                if sys.exc_info()[0] is None:  # its spans, written as it ends, would be lost
+                    raise AssertionError(f"{args} did not exit within 20 s of SIGTERM") from None
 
 
 @contextmanager
