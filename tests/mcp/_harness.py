@@ -17,6 +17,8 @@ from typing import Any
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
+from opentelemetry import propagate
+from opentelemetry.propagators.composite import CompositePropagator
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_APP = Path(__file__).with_name("mcp_server_app.py")
@@ -62,8 +64,26 @@ async def stdio_session(
         stdio_client(params) as (read, write),
         ClientSession(read, write, **client) as session,
     ):
-        await session.initialize()
-        yield session
+        with client_injects_no_trace_context():
+            await session.initialize()
+            yield session
+
+
+@contextmanager
+def client_injects_no_trace_context() -> Iterator[None]:
+    """The SDK's client sends only what a test tells it to.
+
+    The MCP SDK's client (2.3 and later) puts the W3C context of a span of its own into every
+    request's ``params._meta`` whenever this process has a global ``TracerProvider``, which any
+    earlier test may have set (OpenTelemetry allows one per process). Each request would then
+    continue a trace of the test process, and whether a test saw one trace per session, or its
+    own ``traceparent``, would depend on which tests ran before it in the same process."""
+    before = propagate.get_global_textmap()
+    propagate.set_global_textmap(CompositePropagator([]))
+    try:
+        yield
+    finally:
+        propagate.set_global_textmap(before)
 
 
 def wait_port(port: int, proc: subprocess.Popen[bytes], timeout_s: float = 30.0) -> None:
@@ -120,8 +140,9 @@ async def http_session(url: str) -> AsyncIterator[ClientSession]:
         streamable_http_client(url) as (read, write),
         ClientSession(read, write) as session,
     ):
-        await session.initialize()
-        yield session
+        with client_injects_no_trace_context():
+            await session.initialize()
+            yield session
 
 
 def calls(tmp: Path) -> list[dict[str, Any]]:
