@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from otelhooks import AgentTracer, WebhookDeliverer
 from otelhooks.testing import Recorder, TestPipeline, pipeline
 from tests._webhook_server import WebhookServer, webhook_server
+from tests.integrations._daemon_procs import runtime_folder
 
 
 @pytest.fixture
@@ -32,6 +33,14 @@ def tracer(pipe: TestPipeline) -> AgentTracer:
 @pytest.fixture
 def recorder() -> Recorder:
     return Recorder()
+
+
+@pytest.fixture
+def runtime_dir() -> Iterator[Path]:
+    """A bridge daemon's socket folder (``XDG_RUNTIME_DIR``) of the test's own; every daemon
+    still serving in it is killed at the end."""
+    with runtime_folder() as path:
+        yield path
 
 
 def hook(hook_id: str, type: str, handler: Callable[..., Any], **options: Any) -> dict[str, Any]:

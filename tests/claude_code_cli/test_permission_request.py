@@ -13,12 +13,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,15 +57,6 @@ def project(tmp_path: Path) -> Path:
     (root / "victim").mkdir()
     (root / "victim" / "keep.txt").write_text("precious")
     return root
-
-
-@pytest.fixture
-def runtime_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="oh-"))  # short: a Unix socket path has 107 bytes
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def _claude(project: Path, api_url: str, env: dict[str, str], out: dict[str, Any]) -> None:

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from otelhooks.integrations.claude_code import install
 from tests.coding_agents_cli._runs import CLAUDE, need_cli, run_claude, skip_reason
-from tests.integrations._daemon_procs import daemon_pid, runtime_folder, until_gone
+from tests.integrations._daemon_procs import daemon_pid, until_gone
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -31,12 +30,6 @@ hooks:
       case "$HOOK_TOOL_INPUT" in *'rm -r'*)
       echo 'deleting is not allowed here' >&2; exit 2;; esac
 """
-
-
-@pytest.fixture
-def runtime_dir() -> Iterator[Path]:
-    with runtime_folder() as path:
-        yield path
 
 
 def test_the_guard_denies_with_a_stopped_daemon(tmp_path: Path, runtime_dir: Path) -> None:

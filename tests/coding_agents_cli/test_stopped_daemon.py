@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ from tests.coding_agents_cli._runs import (
     run_gemini,
     skip_reason,
 )
-from tests.integrations._daemon_procs import daemon_pid, runtime_folder, until_gone
+from tests.integrations._daemon_procs import daemon_pid, until_gone
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -46,12 +45,6 @@ RM = [("call_rm", "rm -r victim")]
 # The client's fallback is the same with and without --fail-closed (both are run with real
 # processes in tests/reliability/test_stopped_daemon.py): each CLI runs it once, as installed
 # by default, where a hook killed at its timeout would have let the rm run.
-
-
-@pytest.fixture
-def runtime_dir() -> Iterator[Path]:
-    with runtime_folder() as path:
-        yield path
 
 
 def _env(tmp_path: Path, runtime_dir: Path) -> dict[str, str]:

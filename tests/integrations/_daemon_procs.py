@@ -33,6 +33,19 @@ hooks:
       case "$HOOK_TOOL_INPUT" in *'rm -rf'*)
       echo 'rm -rf is not allowed here' >&2; exit 2;; esac
 """
+# a guard whose code is a Python file of the project (``guard.py``), and that file denying rm -rf
+SCRIPT_GUARD_HOOKS = """\
+hooks:
+  - id: guard
+    type: PreToolUse
+    matcher: Bash
+    script: guard.py:guard
+"""
+NO_RM_SCRIPT = """\
+def guard(event):
+    if "rm -rf" in str(event.args):
+        event.deny("no rm")
+"""
 NO_ANSWER = (
     "otelhooks hook client: the bridge daemon did not answer; answered by the one-process bridge"
 )

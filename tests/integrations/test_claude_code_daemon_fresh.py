@@ -13,46 +13,28 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.integrations._daemon_procs import (
     NO_ANSWER,
+    NO_RM_SCRIPT,
+    SCRIPT_GUARD_HOOKS,
     bash,
     client_env,
     daemon_pid,
     hook,
-    runtime_folder,
     until_gone,
 )
 
 pytestmark = pytest.mark.timeout(90)
 
-HOOKS = """\
-hooks:
-  - id: guard
-    type: PreToolUse
-    matcher: Bash
-    script: guard.py:guard
-"""
-NO_RM = """\
-def guard(event):
-    if "rm -rf" in str(event.args):
-        event.deny("no rm")
-"""
 NO_RM_NO_CURL = """\
 def guard(event):
     if "rm -rf" in str(event.args) or "curl" in str(event.args):
         event.deny("no rm, no curl")
 """
-
-
-@pytest.fixture
-def runtime_dir() -> Iterator[Path]:
-    with runtime_folder() as path:
-        yield path
 
 
 def _edit(path: Path, text: str) -> None:
@@ -63,9 +45,9 @@ def _edit(path: Path, text: str) -> None:
 
 
 def test_an_edited_script_guard_decides_the_next_event(tmp_path: Path, runtime_dir: Path) -> None:
-    (tmp_path / "otelhooks.yaml").write_text(HOOKS)
+    (tmp_path / "otelhooks.yaml").write_text(SCRIPT_GUARD_HOOKS)
     guard = tmp_path / "guard.py"
-    guard.write_text(NO_RM)
+    guard.write_text(NO_RM_SCRIPT)
     env = client_env(tmp_path, runtime_dir)
     curl = bash("toolu_1", "curl -s http://127.0.0.1:9/x")
     assert hook(env, curl).stdout == ""  # starts the daemon, allowed by the one-process bridge
@@ -96,7 +78,7 @@ def test_an_edited_hooks_file_in_the_env_file_is_seen_too(
     env = client_env(tmp_path, runtime_dir, OTELHOOKS_HOOKS=str(more))
     assert hook(env, bash("toolu_1", "rm -rf build")).stdout == ""
     old = daemon_pid(runtime_dir)
-    (tmp_path / "guard.py").write_text(NO_RM)
-    _edit(more, HOOKS)
+    (tmp_path / "guard.py").write_text(NO_RM_SCRIPT)
+    _edit(more, SCRIPT_GUARD_HOOKS)
     assert hook(env, bash("toolu_2", "rm -rf build")).deny_reason() == "no rm"
     assert until_gone(old)

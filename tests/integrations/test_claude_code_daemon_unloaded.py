@@ -14,43 +14,25 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from tests.integrations._daemon_procs import (
     NO_ANSWER,
+    NO_RM_SCRIPT,
     REPO,
+    SCRIPT_GUARD_HOOKS,
     bash,
     client_env,
     daemon_pid,
     hook,
-    runtime_folder,
     until_gone,
 )
 
 pytestmark = pytest.mark.timeout(90)
 
-HOOKS = """\
-hooks:
-  - id: guard
-    type: PreToolUse
-    matcher: Bash
-    script: guard.py:guard
-"""
-NO_RM = """\
-def guard(event):
-    if "rm -rf" in str(event.args):
-        event.deny("no rm")
-"""
 SHADOWED = "a one-process bridge ran"
-
-
-@pytest.fixture
-def runtime_dir() -> Iterator[Path]:
-    with runtime_folder() as path:
-        yield path
 
 
 @pytest.fixture
@@ -81,7 +63,7 @@ def _one_process(env: dict[str, str], event: dict[str, object], *flags: str) -> 
 def test_a_daemon_whose_hooks_do_not_load_answers_each_event_as_the_bridge_would(
     tmp_path: Path, runtime_dir: Path, shadow: Path, flags: tuple[str, ...]
 ) -> None:
-    (tmp_path / "otelhooks.yaml").write_text(HOOKS)
+    (tmp_path / "otelhooks.yaml").write_text(SCRIPT_GUARD_HOOKS)
     (tmp_path / "guard.py").write_text("def guard(event):\n    if True\n")  # does not import
     env = client_env(tmp_path, runtime_dir)
     first = hook(env, bash("toolu_1", "rm -rf build"), *flags)  # the one-process bridge
@@ -106,7 +88,7 @@ def test_a_daemon_whose_hooks_do_not_load_answers_each_event_as_the_bridge_would
 def test_once_the_hooks_load_the_daemon_leaves_and_the_mended_guard_decides(
     tmp_path: Path, runtime_dir: Path, shadow: Path
 ) -> None:
-    (tmp_path / "otelhooks.yaml").write_text(HOOKS)
+    (tmp_path / "otelhooks.yaml").write_text(SCRIPT_GUARD_HOOKS)
     guard = tmp_path / "guard.py"
     guard.write_text("def guard(event):\n    if True\n")
     env = client_env(tmp_path, runtime_dir)
@@ -114,7 +96,7 @@ def test_once_the_hooks_load_the_daemon_leaves_and_the_mended_guard_decides(
     broken = daemon_pid(runtime_dir)
 
     # guard.py is not in the socket's name: the same (unloaded) daemon gets the next event
-    guard.write_text(NO_RM)
+    guard.write_text(NO_RM_SCRIPT)
     mended = hook(env, bash("toolu_2", "rm -rf build"), "--fail-closed")
     assert mended.deny_reason() == "no rm"
     assert NO_ANSWER not in mended.stderr

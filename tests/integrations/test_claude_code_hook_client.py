@@ -10,24 +10,17 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from otelhooks.integrations.claude_code import hook_client, session_trace_id
-from tests.integrations._daemon_procs import NO_RM, runtime_folder
+from tests.integrations._daemon_procs import NO_RM
 
 pytestmark = pytest.mark.timeout(60)
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-@pytest.fixture
-def runtime_dir() -> Iterator[Path]:
-    with runtime_folder() as path:
-        yield path
 
 
 @pytest.fixture

@@ -8,7 +8,6 @@ test_stopped_daemon.py``.)"""
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,6 @@ from tests.integrations._daemon_procs import (
     daemon_pid,
     gone,
     hook,
-    runtime_folder,
 )
 
 pytestmark = pytest.mark.timeout(90)
@@ -34,12 +32,6 @@ SLOW = """\
       case "$HOOK_TOOL_INPUT" in *slow*) echo ran >> "$CLAUDE_PROJECT_DIR/runs"; sleep 6;
       echo 'slow, then no' >&2; exit 2;; esac
 """
-
-
-@pytest.fixture
-def runtime_dir() -> Iterator[Path]:
-    with runtime_folder() as path:
-        yield path
 
 
 def test_a_slow_hook_in_a_live_daemon_is_waited_for_and_runs_once(

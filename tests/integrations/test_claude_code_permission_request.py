@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -189,15 +187,6 @@ def asking_server(capture: None) -> Iterator[EventLogServer]:
         yield started
     finally:
         started.stop()
-
-
-@pytest.fixture
-def runtime_dir() -> Iterator[Path]:
-    path = Path(tempfile.mkdtemp(prefix="oh-"))  # short: a Unix socket path has 107 bytes
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 def _bridge_env(project: Path, runtime_dir: Path) -> dict[str, str]:

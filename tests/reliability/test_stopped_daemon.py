@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,7 +25,6 @@ from tests.integrations._daemon_procs import (
     finish,
     gone,
     hook,
-    runtime_folder,
     serving,
     start_hook,
     until_gone,
@@ -38,12 +36,6 @@ pytestmark = pytest.mark.timeout(120)
 # the client finds a stopped daemon in about 3 s and the one-process bridge answers in about
 # 1 s; the margin is a loaded runner's, well under the CLIs' 30 s hook timeout
 ANSWERED_WITHIN_S = 12.0
-
-
-@pytest.fixture
-def runtime_dir() -> Iterator[Path]:
-    with runtime_folder() as path:
-        yield path
 
 
 @pytest.fixture

@@ -56,8 +56,8 @@ DEFAULT_IDLE_S = 900.0
 # ``install`` gives the command form 30 s: the daemon answers by 25, leaving the client its time
 DEFAULT_ANSWER_S = 25.0
 ANSWER_ENV = "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S"
-# the fairness key, read without parsing (Claude Code writes session_id first)
 _BODY_LIMIT = 64 * 1024 * 1024
+# the fairness key, read without parsing (Claude Code writes session_id first)
 _SESSION = re.compile(rb'"session_id"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
 
 if TYPE_CHECKING:
