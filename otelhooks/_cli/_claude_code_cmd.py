@@ -30,7 +30,8 @@ def _claude_code(args: argparse.Namespace) -> int:
     from otelhooks._cli._common import log_to_stderr
 
     log_to_stderr()
-    from otelhooks.integrations.claude_code import BridgeOptions, run_hook
+    from otelhooks.integrations.claude_code import BridgeOptions
+    from otelhooks.integrations.coding_agents._run import answer_process, answer_seconds
 
     options = BridgeOptions(
         hooks=tuple(args.hooks),
@@ -43,12 +44,7 @@ def _claude_code(args: argparse.Namespace) -> int:
         dialect=args.dialect,
     )
     # bytes, decoded leniently by the bridge: a stray invalid byte is not a reason to fail open
-    response = run_hook(sys.stdin.buffer.read(), options)
-    if response.stdout:
-        print(response.stdout)
-    if response.stderr:
-        print(response.stderr, file=sys.stderr)
-    return response.exit_code
+    return answer_process(sys.stdin.buffer.read(), options, answer_s=answer_seconds(os.environ))
 
 
 def add_parser(sub: Subcommands) -> None:

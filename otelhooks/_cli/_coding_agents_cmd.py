@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -23,7 +24,8 @@ def _bridge(args: argparse.Namespace) -> int:
         )
         return 2
     from otelhooks._cli._common import log_to_stderr
-    from otelhooks.integrations.claude_code import BridgeOptions, run_hook
+    from otelhooks.integrations.claude_code import BridgeOptions
+    from otelhooks.integrations.coding_agents._run import answer_process, answer_seconds
 
     log_to_stderr()
     options = BridgeOptions(
@@ -34,12 +36,7 @@ def _bridge(args: argparse.Namespace) -> int:
         service_name=args.dialect,
         dialect=args.dialect,
     )
-    response = run_hook(sys.stdin.buffer.read(), options)
-    if response.stdout:
-        print(response.stdout)
-    if response.stderr:
-        print(response.stderr, file=sys.stderr)
-    return response.exit_code
+    return answer_process(sys.stdin.buffer.read(), options, answer_s=answer_seconds(os.environ))
 
 
 def _default_hooks(dialect: str) -> str:

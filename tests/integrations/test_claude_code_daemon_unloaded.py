@@ -138,3 +138,27 @@ def test_an_input_that_is_not_json_is_answered_by_the_unloaded_daemon_as_by_the_
     reason = json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
     assert reason.startswith("otelhooks could not check this tool call (fail-closed): ")
     assert "JSON" in reason
+
+
+def test_a_guard_whose_import_hangs_is_answered_as_a_failure_within_the_answer_time(
+    tmp_path: Path, runtime_dir: Path, shadow: Path
+) -> None:
+    (tmp_path / "otelhooks.yaml").write_text(SCRIPT_GUARD_HOOKS)
+    guard = tmp_path / "guard.py"
+    guard.write_text("def guard(event):\n    if True\n")
+    env = client_env(tmp_path, runtime_dir, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="2")
+    hook(env, bash("toolu_1", "rm -rf build"), "--fail-closed")
+    pid = daemon_pid(runtime_dir)
+
+    guard.write_text("import time\ntime.sleep(3600)\n")  # the next load never ends
+    later = client_env(
+        tmp_path, runtime_dir, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="2", PYTHONPATH=str(shadow)
+    )
+    hung = hook(later, bash("toolu_2", "rm -rf build"), "--fail-closed")
+    assert SHADOWED not in hung.stderr
+    assert hung.deny_reason() == (
+        "otelhooks could not check this tool call (fail-closed): "
+        "the hooks did not load: no answer within 2 s"
+    )
+    assert hung.seconds < 10
+    assert daemon_pid(runtime_dir) == pid

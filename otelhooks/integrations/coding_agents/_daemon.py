@@ -42,10 +42,12 @@ from otelhooks.integrations.coding_agents._fair import FairRunner, Late
 from otelhooks.integrations.coding_agents._input import InputProblem, parse_input
 from otelhooks.integrations.coding_agents._run import (
     _CAPTURE_ENV,
+    DEFAULT_ANSWER_S,
     TRACES_ENV,
     BridgeOptions,
     _refusal,
     _truthy,
+    answer_seconds,
 )
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, env_value
@@ -53,9 +55,6 @@ from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STAT
 __all__ = ["DEFAULT_ANSWER_S", "DEFAULT_IDLE_S", "build_bridge", "run_daemon"]
 
 DEFAULT_IDLE_S = 900.0
-# ``install`` gives the command form 30 s: the daemon answers by 25, leaving the client its time
-DEFAULT_ANSWER_S = 25.0
-ANSWER_ENV = "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S"
 _BODY_LIMIT = 64 * 1024 * 1024
 # the fairness key, read without parsing (Claude Code writes session_id first)
 _SESSION = re.compile(rb'"session_id"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
@@ -200,6 +199,14 @@ class _Unloaded(_Served):
     with the problem on stderr); built, ``{"stale": true}``, and it leaves, so that the next
     event starts a daemon with the mended hooks."""
 
+    def __init__(self, options: BridgeOptions, *, answer_s: float) -> None:
+        super().__init__(options)
+        self.answer_s = answer_s
+        self.runner = FairRunner()
+
+    def close(self) -> None:
+        self.runner.close()
+
     async def _serve(self, receive: Receive, send: Send) -> None:
         raw = await read_body(receive, _BODY_LIMIT) or b""
         try:
@@ -207,7 +214,10 @@ class _Unloaded(_Served):
         except InputProblem as exc:
             response = _refusal(self.dialect.event_of(raw), str(exc), self.options)
         else:
-            problem = await asyncio.to_thread(self.problem)
+            try:  # on the runner's daemon threads: an import that hangs never holds the exit
+                problem = await self.runner.run("", self.problem, timeout_s=self.answer_s)
+            except Late as late:  # a guard's module that hangs as it is imported
+                problem = f"the hooks did not load: {late}"
             if problem is None:
                 self.stale = True
                 await send_json(send, 200, {"stale": True})
@@ -320,7 +330,7 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
     from otelhooks.integrations.claude_code.hook_client import IDLE_ENV
 
     idle = float(env_value(os.environ, IDLE_ENV) or DEFAULT_IDLE_S) if idle_s is None else idle_s
-    answer_s = float(env_value(os.environ, ANSWER_ENV) or DEFAULT_ANSWER_S)
+    answer_s = answer_seconds(os.environ)
     path = Path(socket_path)
     lock = open(f"{path}.lock", "a+b")  # noqa: SIM115 - held for the daemon's life
     try:
@@ -335,7 +345,7 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
         _log.exception(
             "the bridge daemon's hooks did not load: each event is answered as a failure"
         )
-        app = _Unloaded(options)
+        app = _Unloaded(options, answer_s=answer_s)
     else:
         if isinstance(bridge.state, ServerSessions):
             bridge.state.on_drop = bridge.engine.metrics.drop_counter("claude_code_sessions")

@@ -17,6 +17,9 @@ from __future__ import annotations
 import json
 import math
 import os
+import sys
+import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,11 +42,14 @@ from otelhooks.integrations.coding_agents._environment import (
 from otelhooks.integrations.coding_agents._input import InputProblem, parse_input
 from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, env_value
 
-__all__ = ["HOOKS_ENV", "TRACES_ENV", "BridgeOptions", "run_hook"]
+__all__ = ["HOOKS_ENV", "TRACES_ENV", "BridgeOptions", "answer_process", "run_hook"]
 
 # Claude Code waits for the hook process (``SessionEnd`` hooks get 1.5 s in all): a dead
 # endpoint is given up on at once, a silent one within this (``$OTELHOOKS_SHUTDOWN_TIMEOUT``).
 BRIDGE_SHUTDOWN_TIMEOUT_S = 1.0
+# ``install`` gives a hook command 30 s: the bridge answers by 25, leaving the client its time
+DEFAULT_ANSWER_S = 25.0
+ANSWER_ENV = "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S"
 HOOKS_ENV = "OTELHOOKS_HOOKS"
 TRACES_ENV = "OTELHOOKS_TRACES_OUT"
 EXPORT_ENV = "OTELHOOKS_EXPORT_ENV"
@@ -135,7 +141,10 @@ def run_hook(
 
 
 def _run_hook(
-    raw: str | bytes | Mapping[str, Any], options: BridgeOptions, env: Mapping[str, str]
+    raw: str | bytes | Mapping[str, Any],
+    options: BridgeOptions,
+    env: Mapping[str, str],
+    deadline: _Deadline | None = None,
 ) -> HookResponse:
     from otelhooks.integrations.coding_agents._dialects import dialect_named
 
@@ -151,12 +160,100 @@ def _run_hook(
     name = payload.get("hook_event_name")
     event = name if isinstance(name, str) else None
     try:
-        return _handle(payload, options, env)
+        return _handle(payload, options, env, deadline)
     except ConfigError as exc:
         return _refusal(event, str(exc), options)
     except Exception as exc:
         _log.exception(f"the {dialect.display_name} bridge failed", hook_event=event)
         return _refusal(event, f"{type(exc).__name__}: {exc}", options)
+
+
+def answer_seconds(env: Mapping[str, str]) -> float:
+    """How long a hook event may take before it is answered as a failure
+    (``$OTELHOOKS_BRIDGE_DAEMON_ANSWER_S``, default 25 s)."""
+    return float(env_value(env, ANSWER_ENV) or DEFAULT_ANSWER_S)
+
+
+def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> int:
+    """One hook process's whole answer (``otelhooks claude-code``, ``codex``, ``gemini``):
+    :func:`run_hook`'s, printed, and its exit code.
+
+    A hook that hangs, or a guard's module that never finishes importing, would otherwise keep
+    the process until the CLI's own timeout, after which Codex CLI and Gemini CLI run the tool,
+    ``--fail-closed`` or not. So when there is no answer within ``answer_s`` (the bridge
+    daemon's own limit; an ``approval:`` hook's timeout and 5 s more when longer), the answer a
+    bridge problem gets is printed instead (a deny under ``--fail-closed``, else exit 1) and
+    the process ends at once.
+    """
+    deadline = _Deadline(raw, options, answer_s)
+    try:
+        response = _run_hook(raw, options, os.environ, deadline)
+        if not deadline.answer(response):
+            threading.Event().wait()  # the deadline's answer is being printed; it exits
+    finally:
+        deadline.cancel()
+    return response.exit_code
+
+
+def _print(response: HookResponse) -> None:
+    if response.stdout:
+        print(response.stdout)
+    if response.stderr:
+        print(response.stderr, file=sys.stderr)
+
+
+class _Deadline:
+    """The one answer of a hook process: the bridge's, or, past its time, the late answer."""
+
+    def __init__(self, raw: bytes, options: BridgeOptions, answer_s: float) -> None:
+        self.raw, self.options, self.answer_s = raw, options, answer_s
+        self.started = time.monotonic()
+        self.wait_s = answer_s
+        self._answered = threading.Lock()
+        self._timer = self._arm(answer_s)
+
+    def _arm(self, seconds: float) -> threading.Timer:
+        timer = threading.Timer(seconds, self._late)
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def allow_approvals(self, hooks: Sequence[Any]) -> None:
+        """An ``approval:`` hook waits for a person up to its own timeout: that long, and 5 s
+        more, before the late answer (as the daemon does)."""
+        from otelhooks._actions._approval import longest_approval_of
+
+        wait_s = longest_approval_of(hooks)
+        if wait_s:
+            self.wait_s = max(self.answer_s, wait_s + 5.0)
+
+    def answer(self, response: HookResponse) -> bool:
+        """Print ``response`` unless the late answer came first (then ``False``)."""
+        if not self._answered.acquire(blocking=False):
+            return False
+        _print(response)
+        return True
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def _late(self) -> None:
+        left = self.wait_s - (time.monotonic() - self.started)
+        if left > 0:  # an approval hook's time
+            self._timer = self._arm(left)
+            return
+        if not self._answered.acquire(blocking=False):
+            return  # the bridge's own answer is being printed
+        from otelhooks.integrations.coding_agents._dialects import dialect_named
+
+        dialect = dialect_named(self.options.dialect)
+        problem = f"no answer within {self.wait_s:g} s"
+        _log.error(f"the {dialect.display_name} bridge gave no answer in time", problem=problem)
+        late = dialect.answer(_refusal(dialect.event_of(self.raw), problem, self.options))
+        _print(late)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(late.exit_code)  # the main thread may be held in a hook's C call
 
 
 def hooks_and_settings(
@@ -175,7 +272,10 @@ def hooks_and_settings(
 
 
 def _handle(
-    payload: dict[str, Any], options: BridgeOptions, env: Mapping[str, str]
+    payload: dict[str, Any],
+    options: BridgeOptions,
+    env: Mapping[str, str],
+    deadline: _Deadline | None = None,
 ) -> HookResponse:
     from otelhooks._config import load_config
     from otelhooks._export import OtlpJsonLinesSpanExporter
@@ -185,6 +285,8 @@ def _handle(
 
     hook_paths, settings = hooks_and_settings(options, env)
     hooks = load_config(hook_paths).hooks
+    if deadline is not None:
+        deadline.allow_approvals(hooks)
     timeout_s = shutdown_timeout(BRIDGE_SHUTDOWN_TIMEOUT_S)
     exporters: list[SpanExporter] = list(options.extra_exporters)
     traces_out = options.traces_out or settings.get(TRACES_ENV)

@@ -1,0 +1,115 @@
+"""The one-process bridge answers within its time, whatever a hook does.
+
+A hook that hangs, or a ``script:`` guard whose module never finishes importing (a policy fetched
+from a host that does not answer), used to keep the hook process until the CLI's own timeout,
+after which Codex CLI and Gemini CLI run the tool, ``--fail-closed`` or not. The process now
+answers at ``$OTELHOOKS_BRIDGE_DAEMON_ANSWER_S`` (default 25 s, the daemon's own limit) as a
+bridge problem is answered: a deny under ``--fail-closed``, else exit 1. Real processes, each
+CLI's dialect.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.integrations._daemon_procs import REPO
+
+pytestmark = pytest.mark.timeout(90)
+
+HOOKS = """\
+hooks:
+  - id: guard
+    type: PreToolUse
+    matcher: Bash|run_shell_command
+    script: guard.py:guard
+"""
+HANGS_ON_IMPORT = "import time\ntime.sleep(3600)\n\ndef guard(event):\n    pass\n"
+HANGS_IN_THE_CALL = "import time\n\ndef guard(event):\n    time.sleep(3600)\n"
+EVENTS = {
+    "claude-code": {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "t1"},
+    "codex": {"hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_use_id": "t1"},
+    "gemini": {"hook_event_name": "BeforeTool", "tool_name": "run_shell_command"},
+}
+
+
+def _bridge(
+    project: Path, dialect: str, *flags: str, answer_s: str = "2"
+) -> tuple[int, str, str, float]:
+    event = {"session_id": "s1", "tool_input": {"command": "rm -rf build"}, **EVENTS[dialect]}
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "OTELHOOKS_BRIDGE_STATE": str(project / "state.sqlite3"),
+        "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S": answer_s,
+    }
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "otelhooks", dialect, "--hooks", "otelhooks.yaml", *flags],
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=project,
+        timeout=60,
+        check=False,
+    )
+    return done.returncode, done.stdout, done.stderr, time.monotonic() - started
+
+
+def _deny_reason(dialect: str, stdout: str) -> str:
+    answer = json.loads(stdout)
+    if dialect == "gemini":
+        assert answer["decision"] == "deny"
+        return str(answer["reason"])
+    specific = answer["hookSpecificOutput"]
+    assert specific["permissionDecision"] == "deny"
+    return str(specific["permissionDecisionReason"])
+
+
+@pytest.mark.parametrize("dialect", ["claude-code", "codex", "gemini"])
+@pytest.mark.parametrize("guard", [HANGS_ON_IMPORT, HANGS_IN_THE_CALL], ids=["import", "call"])
+def test_a_guard_that_hangs_is_denied_in_time_under_fail_closed(
+    tmp_path: Path, dialect: str, guard: str
+) -> None:
+    (tmp_path / "otelhooks.yaml").write_text(HOOKS)
+    (tmp_path / "guard.py").write_text(guard)
+    code, stdout, stderr, seconds = _bridge(tmp_path, dialect, "--fail-closed")
+    assert code == 0, stderr
+    assert _deny_reason(dialect, stdout) == (
+        "otelhooks could not check this tool call (fail-closed): no answer within 2 s"
+    )
+    assert "gave no answer in time" in stderr
+    assert seconds < 15
+
+
+def test_without_fail_closed_a_guard_that_hangs_is_a_failing_hook_in_time(tmp_path: Path) -> None:
+    (tmp_path / "otelhooks.yaml").write_text(HOOKS)
+    (tmp_path / "guard.py").write_text(HANGS_IN_THE_CALL)
+    code, stdout, stderr, seconds = _bridge(tmp_path, "codex")
+    assert (code, stdout) == (1, "")
+    assert "otelhooks codex: no answer within 2 s" in stderr
+    assert seconds < 15
+
+
+def test_an_answer_in_time_is_the_guards_and_an_approval_hook_extends_the_time(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "otelhooks.yaml").write_text(
+        HOOKS
+        + "  - id: ask\n    type: PreToolUse\n    matcher: Read\n"
+        + "    approval: {timeout: 30, default: deny}\n"
+    )
+    (tmp_path / "guard.py").write_text(
+        "import time\n\ndef guard(event):\n    time.sleep(3)\n    event.deny('no rm')\n"
+    )
+    # 3 s is past the 2 s answer time, but an approval hook of 30 s is configured: it waits
+    code, stdout, stderr, _ = _bridge(tmp_path, "claude-code", "--fail-closed")
+    assert code == 0, stderr
+    assert _deny_reason("claude-code", stdout) == "no rm"
