@@ -11,6 +11,10 @@ A guard whose interpreter is gone (a removed virtualenv) never reaches the bridg
 tool after a hook that cannot start, ``--fail-closed`` or not, and neither CLI has Claude Code's
 ``onFailure``. Under ``--fail-closed`` the installed command itself turns any exit that is not
 the bridge's answer into a block with the reason; the control shows Codex without it.
+
+A guard that hangs (its module never finishes importing) is answered by the bridge at its answer
+time, a deny under ``--fail-closed``. Measured without that (the answer time set past Codex's
+30 s hook timeout): Codex CLI 0.171 was still waiting when the test's 60 s ran out.
 """
 
 from __future__ import annotations
@@ -143,3 +147,36 @@ def test_gemini_fail_closed_guard_whose_interpreter_is_gone(project: Path, tmp_p
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
     assert "the guard could not run (exit 127): blocked (--fail-closed)" in run.told()
+
+
+HANGING_GUARD = """\
+hooks:
+  - id: policy
+    type: PreToolUse
+    matcher: "@shell"
+    script: policy.py:guard
+"""
+
+
+def test_codex_fail_closed_denies_when_the_guard_hangs(
+    project: Path, tmp_path: Path, runtime_dir: Path
+) -> None:
+    """A guard whose module never finishes importing (a policy fetched from a host that does not
+    answer): the bridge answers at its answer time, 3 s here, and Codex is told why, where it
+    used to wait for Codex's own 30 s timeout and then run the ``rm``."""
+    need_cli(CODEX)
+    (project / "policy.py").write_text("import time\ntime.sleep(3600)\n")
+    _install("codex", project, HANGING_GUARD, fail_closed=True)
+    home = tmp_path / "home"
+    codex_config(home, trusted=project)
+    env = {
+        **_env(tmp_path),
+        "XDG_RUNTIME_DIR": str(runtime_dir),
+        "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S": "3",
+    }
+    run = run_codex(project, home, STEPS, extra_env=env)
+    assert run.returncode == 0, skip_reason(run)
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    assert "otelhooks could not check this tool call (fail-closed): no answer within 3 s" in (
+        run.told()
+    )
