@@ -113,3 +113,14 @@ def test_an_answer_in_time_is_the_guards_and_an_approval_hook_extends_the_time(
     code, stdout, stderr, _ = _bridge(tmp_path, "claude-code", "--fail-closed")
     assert code == 0, stderr
     assert _deny_reason("claude-code", stdout) == "no rm"
+
+
+@pytest.mark.parametrize("dialect", ["claude-code", "codex", "gemini"])
+def test_an_answer_in_time_is_in_the_clis_own_words(tmp_path: Path, dialect: str) -> None:
+    (tmp_path / "otelhooks.yaml").write_text(HOOKS)
+    (tmp_path / "guard.py").write_text("def guard(event):\n    event.deny('no rm')\n")
+    code, stdout, stderr, _ = _bridge(tmp_path, dialect, "--fail-closed")
+    assert code == 0, stderr
+    assert _deny_reason(dialect, stdout) == "no rm"
+    if dialect == "gemini":
+        assert set(json.loads(stdout)) == {"decision", "reason"}

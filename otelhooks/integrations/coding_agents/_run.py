@@ -134,10 +134,7 @@ def run_hook(
         ...     state="/tmp/cc-doc.sqlite3")).exit_code
         0
     """
-    from otelhooks.integrations.coding_agents._dialects import dialect_named
-
-    dialect = dialect_named(options.dialect)
-    return dialect.answer(_run_hook(raw, options, os.environ if environ is None else environ))
+    return _run_hook(raw, options, os.environ if environ is None else environ)
 
 
 def _run_hook(
@@ -146,6 +143,19 @@ def _run_hook(
     env: Mapping[str, str],
     deadline: _Deadline | None = None,
 ) -> HookResponse:
+    """:func:`run_hook`, in the dialect's own words: every answer goes through here."""
+    from otelhooks.integrations.coding_agents._dialects import dialect_named
+
+    return dialect_named(options.dialect).answer(_bridge_answer(raw, options, env, deadline))
+
+
+def _bridge_answer(
+    raw: str | bytes | Mapping[str, Any],
+    options: BridgeOptions,
+    env: Mapping[str, str],
+    deadline: _Deadline | None,
+) -> HookResponse:
+    """The answer in the bridge's own (Claude Code's) words."""
     from otelhooks.integrations.coding_agents._dialects import dialect_named
 
     dialect = dialect_named(options.dialect)
