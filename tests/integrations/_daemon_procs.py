@@ -77,11 +77,12 @@ def client_env(project: Path, runtime_dir: Path, **extra: str) -> dict[str, str]
 
 
 def start_hook(
-    env: dict[str, str], event: dict[str, Any], *flags: str
+    env: dict[str, str], event: dict[str, Any] | str, *flags: str
 ) -> tuple[subprocess.Popen[str], float]:
+    """The hook client with ``event`` on stdin (a text is sent as it is: an input not JSON)."""
     argv = [sys.executable, "-I", "-S", hook_client.__file__, "--hooks", "otelhooks.yaml", *flags]
     with tempfile.TemporaryFile() as stdin:
-        stdin.write(json.dumps(event).encode())
+        stdin.write((event if isinstance(event, str) else json.dumps(event)).encode())
         stdin.seek(0)
         proc = subprocess.Popen(
             argv, stdin=stdin, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, text=True
@@ -95,7 +96,7 @@ def finish(started: tuple[subprocess.Popen[str], float], timeout_s: float = 40) 
     return Hooked(proc.returncode, stdout, stderr, time.monotonic() - at)
 
 
-def hook(env: dict[str, str], event: dict[str, Any], *flags: str) -> Hooked:
+def hook(env: dict[str, str], event: dict[str, Any] | str, *flags: str) -> Hooked:
     return finish(start_hook(env, event, *flags))
 
 

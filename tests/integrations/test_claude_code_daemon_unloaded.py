@@ -21,7 +21,6 @@ import pytest
 from tests.integrations._daemon_procs import (
     NO_ANSWER,
     NO_RM_SCRIPT,
-    REPO,
     SCRIPT_GUARD_HOOKS,
     bash,
     client_env,
@@ -119,23 +118,9 @@ def test_an_input_that_is_not_json_is_answered_by_the_unloaded_daemon_as_by_the_
     hook(env, bash("toolu_1", "ls"), "--fail-closed")
     daemon_pid(runtime_dir)
     later = client_env(tmp_path, runtime_dir, PYTHONPATH=str(shadow))
-    argv = [
-        sys.executable,
-        "-I",
-        "-S",
-        str(REPO / "otelhooks/integrations/claude_code/hook_client.py"),
-    ]
-    done = subprocess.run(
-        [*argv, "--hooks", "otelhooks.yaml", "--fail-closed"],
-        input='{"hook_event_name": "PreToolUse", "tool_input": ',
-        capture_output=True,
-        text=True,
-        env=later,
-        timeout=60,
-        check=False,
-    )
+    done = hook(later, '{"hook_event_name": "PreToolUse", "tool_input": ', "--fail-closed")
     assert SHADOWED not in done.stderr
-    reason = json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
+    reason = done.deny_reason()
     assert reason.startswith("otelhooks could not check this tool call (fail-closed): ")
     assert "JSON" in reason
 
