@@ -33,9 +33,8 @@ from __future__ import annotations
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from otelhooks._store._pg_schema import SESSIONS_LOCK
 from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
@@ -53,6 +52,8 @@ if TYPE_CHECKING:
     import psycopg
 
     from otelhooks._store._postgres import PostgresStore
+
+T = TypeVar("T")
 
 __all__ = ["SESSIONS_SCHEMA", "SharedSessions"]
 
@@ -224,18 +225,17 @@ class SharedSessions(ServerSessions):
     def store_name(self) -> str:
         return self.store.name
 
-    @contextmanager
-    def _tx(self) -> Iterator[Any]:
+    def _tx(self, body: Callable[[Any], T]) -> T:
         with self.store.transaction() as conn:
             conn.execute(
                 "SELECT pg_advisory_xact_lock(%s), set_config('search_path', %s, true)",
                 (SESSIONS_LOCK, SESSIONS_SCHEMA),
             )
-            yield _Transaction(conn)
+            return body(_Transaction(conn))
 
     def _one(self, sql: str, params: tuple[Any, ...]) -> Any:
-        with self._tx() as db:  # the bridge's single statements, on the store
-            return db.execute(sql, params).fetchone()
+        # the bridge's single statements, on the store
+        return self._tx(lambda db: db.execute(sql, params).fetchone())
 
     # -- the per-tool-use changes, one statement each (see the module doc) ------------------------
 

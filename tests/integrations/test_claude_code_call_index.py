@@ -216,12 +216,14 @@ def test_a_turn_naming_too_many_tools_loses_its_counts_not_memory() -> None:
         assert numbers == [1, 2, 1, 2, 1, 2, 1, 2, 1, 2]
         assert drops == ["too_many_tools"]
         assert sessions.held[1] > baseline[1]  # tool-3 and tool-4's rows are accounted
-        with sessions._tx() as db:
-            rows = db.execute("SELECT tool_name FROM tool_turns WHERE session_id = 's'")
-            assert sorted(r[0] for r in rows.fetchall()) == ["tool-3", "tool-4"]
+        rows = sessions._tx(
+            lambda db: db.execute("SELECT tool_name FROM tool_turns WHERE session_id = 's'")
+        ).fetchall()
+        assert sorted(r[0] for r in rows) == ["tool-3", "tool-4"]
         sessions.start_operation("s", "next")
         assert sessions.held == baseline
-        with sessions._tx() as db:
-            assert db.execute("SELECT count(*) FROM tool_turns").fetchone()[0] == 0
+        count = sessions._one("SELECT count(*) FROM tool_turns", ())
+        assert count is not None
+        assert count[0] == 0
     finally:
         sessions.close()

@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from structlog.testing import capture_logs
 
 from otelhooks.integrations.claude_code import BridgeOptions, HookResponse, run_hook
-from otelhooks.integrations.coding_agents import dialect_named
+from otelhooks.integrations.coding_agents import CodingAgentBridge, dialect_named
 
 CAPTURED = Path(__file__).parents[1] / "coding_agents_cli" / "captured"
 # the dialect, its CLI's name as a person knows it, its tool-call event and session-start input
@@ -95,12 +95,16 @@ def test_a_decision_the_cli_cannot_carry_is_told_and_logged_naming_it(
 
 @pytest.mark.parametrize(("dialect", "cli", "tool_event"), DIALECTS)
 def test_a_bridge_failure_is_logged_and_refused_naming_the_cli(
-    tmp_path: Path, dialect: str, cli: str, tool_event: str
+    tmp_path: Path, dialect: str, cli: str, tool_event: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # a state "file" that is a folder: the bridge itself fails, past the hooks' loading
-    folder = tmp_path / "state-folder"
-    folder.mkdir()
-    options = BridgeOptions(state=str(folder), dialect=dialect, fail_closed=True)
+    # a fault of the bridge's own, past the hooks' loading (what its neighbours can break, the
+    # state file among them, it works around: tests/reliability/test_state_file_neighbours.py)
+    def broken(*_: Any, **__: Any) -> HookResponse:
+        raise RuntimeError("a bug of the bridge")
+
+    monkeypatch.setattr(CodingAgentBridge, "handle", broken)
+    state = tmp_path / "state.sqlite3"
+    options = BridgeOptions(state=str(state), dialect=dialect, fail_closed=True)
     captured = _captured(f"{dialect}-{tool_event}")
     with capture_logs() as logs:
         response = run_hook(json.dumps(captured), options, environ={})

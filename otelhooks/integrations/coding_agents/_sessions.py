@@ -30,12 +30,10 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from otelhooks.integrations.coding_agents._state import (
@@ -147,14 +145,8 @@ class ServerSessions(BridgeState):
         on_drop: DropCounter | None = None,
         exclusive: bool = False,
     ):
-        if path is None:
-            self.path = Path(_MEMORY)
-            self._lock = threading.Lock()
-            self._db = connect(_MEMORY)
-        else:
-            super().__init__(path)
-            if exclusive:
-                self._db = connect(self.path, exclusive=True)
+        super().__init__(_MEMORY if path is None else path)
+        self.exclusive = exclusive
         self.ttl_s = ttl_s
         self.max_sessions = max_sessions
         self.max_tools_per_session = max_tools_per_session
@@ -165,13 +157,26 @@ class ServerSessions(BridgeState):
         self._held: OrderedDict[str, _Held] = OrderedDict()
         self._held_bytes = 0
         if path is not None:
-            with self._tx() as db:
-                self._count_kept(db)
+            self._count_kept()
 
     @property
     def durable(self) -> bool:
         """Whether the sessions survive a restart (a file, not memory)."""
         return str(self.path) != _MEMORY
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes open the file: a bridge daemon's state file, which its hook
+        processes share, not a server's own."""
+        return self.durable and not self.exclusive
+
+    def _open(self) -> sqlite3.Connection:
+        if not self.durable:
+            return connect(_MEMORY)
+        if self.shared:
+            return super()._open()
+        self._make_file()
+        return connect(self.path, exclusive=True)
 
     @property
     def local(self) -> bool:
@@ -267,14 +272,18 @@ class ServerSessions(BridgeState):
         super().end_session(session_id)
         return True
 
-    def _count_kept(self, db: sqlite3.Connection) -> None:
+    def _count_kept(self) -> None:
         """Account what a durable file kept from an earlier run (its clock restarts now)."""
         now = time.monotonic()
-        rows = db.execute(
-            "SELECT session_id, tool_use_id, length(tool_name), length(tool_input) FROM tools "
-            "ORDER BY start_ns"
-        ).fetchall()
-        sessions = db.execute("SELECT session_id FROM operations").fetchall()
+
+        def read(db: sqlite3.Connection) -> tuple[list[sqlite3.Row], list[sqlite3.Row]]:
+            tools = db.execute(
+                "SELECT session_id, tool_use_id, length(tool_name), length(tool_input) "
+                "FROM tools ORDER BY start_ns"
+            ).fetchall()
+            return tools, db.execute("SELECT session_id FROM operations").fetchall()
+
+        rows, sessions = self._tx(read)
         for session_id, *_ in [*rows, *sessions]:
             if session_id not in self._held:
                 self._held[session_id] = _Held(now, bytes=_session_bytes(session_id))
@@ -305,11 +314,10 @@ class ServerSessions(BridgeState):
             past = len(held.names) > self.max_tools_per_session
             past = past or sum(held.names.values()) > self.max_bytes
         if past:  # the other names' counts go; this one's (just taken) stays
-            with self._tx() as db:
-                db.execute(
-                    "DELETE FROM tool_turns WHERE session_id = ? AND tool_name <> ?",
-                    (session_id, tool_name),
-                )
+            self._one(
+                "DELETE FROM tool_turns WHERE session_id = ? AND tool_name <> ?",
+                (session_id, tool_name),
+            )
             self._new_turn(session_id, keep=tool_name)
             self.on_drop(1, "too_many_tools")
 
@@ -333,11 +341,10 @@ class ServerSessions(BridgeState):
 
     def has_open_tool(self, session_id: str, tool_use_id: str) -> bool:
         """Whether ``tool_use_id`` was started in ``session_id`` and has not ended."""
-        with self._tx() as db:
-            row = db.execute(
-                "SELECT 1 FROM tools WHERE session_id = ? AND tool_use_id = ?",
-                (session_id, tool_use_id),
-            ).fetchone()
+        row = self._one(
+            "SELECT 1 FROM tools WHERE session_id = ? AND tool_use_id = ?",
+            (session_id, tool_use_id),
+        )
         return row is not None
 
     def start_operation(
@@ -390,11 +397,10 @@ class ServerSessions(BridgeState):
             ended = self._ended.items.get((session_id, tool_use_id))
         if ended is not None:
             return ended
-        with self._tx() as db:
-            row = db.execute(
-                "SELECT span_id FROM tools WHERE session_id = ? AND tool_use_id = ?",
-                (session_id, tool_use_id),
-            ).fetchone()
+        row = self._one(
+            "SELECT span_id FROM tools WHERE session_id = ? AND tool_use_id = ?",
+            (session_id, tool_use_id),
+        )
         return int(row[0]) if row is not None else None
 
     def end_tool(self, session_id: str, tool_use_id: str) -> OpenTool | None:

@@ -23,17 +23,19 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from random import getrandbits
-from typing import Any
+from typing import Any, TypeVar
+
+import structlog
 
 __all__ = [
     "DEFAULT_STATE_PATH",
     "RENAMED_ENV",
     "STATE_ENV",
+    "STATE_WAIT_S",
     "TURN_KEY",
     "UNCOUNTED",
     "BridgeState",
@@ -55,6 +57,10 @@ RENAMED_ENV = {
     "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S": "OTELHOOKS_CLAUDE_DAEMON_ANSWER_S",
 }
 DEFAULT_STATE_PATH = Path("~/.otelhooks/claude-code.sqlite3")
+#: How long a hook process waits for another's transaction on the state file before it goes on
+#: without the file (:class:`BridgeState`): far past any real transaction (milliseconds), well
+#: inside the time a hook has to answer (25 s), so a stopped neighbour cannot silence a guard.
+STATE_WAIT_S = 5.0
 # the call_index of an open call that is not a tool use (``begin_tool(counted=False)``)
 UNCOUNTED = -1
 # Where a tool row keeps its turn index (LobeHub's ``callIndex``): inside the ``attributes``
@@ -110,6 +116,32 @@ _COUNT_NEW = (
     "ON CONFLICT(session_id) DO UPDATE SET tool_calls = counters.tool_calls + 1 "
     "RETURNING tool_calls - 1"
 )
+
+
+T = TypeVar("T")
+_log = structlog.get_logger("otelhooks")
+_MEMORY = ":memory:"
+
+
+def _file_problem(exc: BaseException) -> bool:
+    """Whether ``exc`` is the file's problem, not the calling code's: the file locked past the
+    wait, full, unreadable, not a database or not of this version's tables, its folder not
+    writable (every database error but a misuse of the connection, and every OS error)."""
+    if isinstance(exc, sqlite3.ProgrammingError):
+        return False
+    return isinstance(exc, sqlite3.DatabaseError | OSError)
+
+
+def _transaction(db: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]) -> T:
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        result = body(db)
+        db.execute("COMMIT")
+    except BaseException:
+        if db.in_transaction:
+            db.execute("ROLLBACK")
+        raise
+    return result
 
 
 def new_span_id() -> int:
@@ -255,16 +287,19 @@ def _start(
     return tool
 
 
-def connect(path: str | os.PathLike[str], *, exclusive: bool = False) -> sqlite3.Connection:
+def connect(
+    path: str | os.PathLike[str], *, exclusive: bool = False, wait_s: float = 30.0
+) -> sqlite3.Connection:
     """A connection to a state database (``":memory:"`` for one in memory), its tables made.
 
     ``exclusive``: no other process opens the file (a server's own sessions): the connection
     takes the file's lock once and keeps it, instead of taking and releasing it (and reading the
     shared WAL index) in every transaction; another process opening the file waits for it.
+    ``wait_s``: how long a statement waits for another connection's lock before it fails.
     """
-    db = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+    db = sqlite3.connect(path, timeout=wait_s, isolation_level=None, check_same_thread=False)
     db.row_factory = sqlite3.Row
-    if str(path) != ":memory:":
+    if str(path) != _MEMORY:
         if exclusive:  # before WAL's first use: its index then lives in this process's memory
             db.execute("PRAGMA locking_mode=EXCLUSIVE")
         db.execute("PRAGMA journal_mode=WAL")
@@ -287,9 +322,20 @@ def env_value(values: Mapping[str, str], name: str) -> str | None:
 class BridgeState:
     """The state file. Each method is one transaction; no transaction is held between calls.
 
+    The file is shared by every hook process of the machine, so a neighbour can make it
+    unusable: a process stopped while it holds the write lock, a full disk, a file that is not
+    a database, a folder that cannot be written. None of that may keep a guard from answering
+    (its decision does not need the file): a transaction that cannot be made in the file within
+    ``wait_s`` is made in a scratch database in memory instead, the problem is logged, and the
+    file is tried again ``wait_s`` later. What the scratch holds is
+    this process's alone: a tool use started there ends, in another process, as a tool use
+    whose start was missed (a zero-length span).
+
     Args:
         path: the SQLite file (created with its folder); ``$OTELHOOKS_BRIDGE_STATE`` or
             ``~/.otelhooks/claude-code.sqlite3`` when omitted.
+        wait_s: how long to wait for another process's transaction, and how long the file is
+            then left alone.
 
     Example:
         >>> state = BridgeState("/tmp/otelhooks-doc-state.sqlite3")
@@ -299,9 +345,36 @@ class BridgeState:
         >>> state.close()
     """
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, wait_s: float = STATE_WAIT_S
+    ) -> None:
         chosen = path or env_value(os.environ, STATE_ENV) or DEFAULT_STATE_PATH
         self.path = Path(chosen).expanduser()
+        self.wait_s = wait_s
+        self._lock = threading.Lock()
+        self._db: sqlite3.Connection | None = None
+        self._scratch: sqlite3.Connection | None = None
+        self._retry_at = 0.0  # while the monotonic clock is before it, the file is not tried
+        self._closed = False
+
+    @property
+    def store_name(self) -> str:
+        """What an error names the store by (the file)."""
+        return str(self.path)
+
+    @property
+    def shared(self) -> bool:
+        """Whether other processes open the file (then its problems are a neighbour's, and a
+        transaction falls back to the scratch database)."""
+        return True
+
+    def _open(self) -> sqlite3.Connection:
+        """The file's connection (:meth:`_run` opens it on first use)."""
+        self._make_file()
+        return connect(self.path, wait_s=self.wait_s)
+
+    def _make_file(self) -> None:
+        """The file and its folder, made owner-only if missing."""
         folder = self.path.parent
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         if folder == DEFAULT_STATE_PATH.expanduser().parent:
@@ -310,41 +383,68 @@ class BridgeState:
         os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         if self.path.stat().st_mode & 0o077:
             self.path.chmod(0o600)
-        self._lock = threading.Lock()
-        self._db: sqlite3.Connection | None = None
 
-    @property
-    def store_name(self) -> str:
-        """What an error names the store by (the file)."""
-        return str(self.path)
-
-    @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
+    def _run(self, work: Callable[[sqlite3.Connection], T]) -> T:
+        """``work`` on the file's connection; on the scratch one if the file cannot be used."""
         with self._lock:
-            if self._db is None:
-                self._db = connect(self.path)
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+            if self._closed:
+                raise sqlite3.ProgrammingError(f"the state {self.store_name} is closed")
+            if not self.shared:
+                if self._db is None:
+                    self._db = self._open()
+                return work(self._db)
+            if time.monotonic() >= self._retry_at:
+                try:
+                    if self._db is None:
+                        self._db = self._open()
+                    result = work(self._db)
+                except (sqlite3.Error, OSError) as exc:
+                    if not _file_problem(exc):
+                        raise
+                    self._unusable(exc)
+                else:
+                    self._drop_scratch()  # the file is back: what the scratch held ends here
+                    return result
+            if self._scratch is None:
+                self._scratch = connect(_MEMORY)
+            return work(self._scratch)
+
+    def _unusable(self, exc: BaseException) -> None:
+        _log.error(
+            "the state file cannot be used: this process's events are handled without it "
+            "(their hooks still decide; their spans are not joined to the session's others)",
+            state_file=str(self.path),
+            problem=f"{type(exc).__name__}: {exc}",
+            retry_in_s=self.wait_s,
+        )
+        self._retry_at = time.monotonic() + self.wait_s
+        if self._db is not None:
+            self._db.close()  # opened again on the next try: the problem may be the connection's
+            self._db = None
+
+    def _drop_scratch(self) -> None:
+        if self._scratch is not None:
+            self._scratch.close()
+            self._scratch = None
+
+    def _tx(self, body: Callable[[sqlite3.Connection], T]) -> T:
+        """``body`` in one ``BEGIN IMMEDIATE`` … ``COMMIT`` transaction, rolled back if it
+        raises (``body`` may run again, on the scratch database: it only uses ``db``)."""
+        return self._run(lambda db: _transaction(db, body))
 
     def _one(self, sql: str, params: tuple[Any, ...]) -> sqlite3.Row | None:
         """One statement in a transaction of its own (autocommit: a single statement is
         atomic, so it needs no ``BEGIN`` and ``COMMIT`` around it); its first row."""
-        with self._lock:
-            if self._db is None:
-                self._db = connect(self.path)
-            row: sqlite3.Row | None = self._db.execute(sql, params).fetchone()
-            return row
+        row: sqlite3.Row | None = self._run(lambda db: db.execute(sql, params).fetchone())
+        return row
 
     def close(self) -> None:
         """Close the connection (a call after this one fails)."""
         with self._lock:
+            self._closed = True
             if self._db is not None:
                 self._db.close()
+            self._drop_scratch()
 
     # -- turns -------------------------------------------------------------------------------------
 
@@ -355,8 +455,9 @@ class BridgeState:
         new = OpenOperation(
             session_id, f"op_{uuid.uuid4().hex[:16]}", new_span_id(), time.time_ns(), prompt
         )
-        with self._tx() as db:
-            row = db.execute(
+
+        def body(db: sqlite3.Connection) -> sqlite3.Row | None:
+            row: sqlite3.Row | None = db.execute(
                 "DELETE FROM operations WHERE session_id = ? RETURNING *", (session_id,)
             ).fetchone()
             db.execute(
@@ -366,12 +467,14 @@ class BridgeState:
             # the turn's counts start again (the counters of another turn restart anyway: this
             # keeps a session's rows to the tool names of one turn)
             db.execute("DELETE FROM tool_turns WHERE session_id = ?", (session_id,))
+            return row
+
+        row = self._tx(body)
         return new, _operation(row) if row is not None else None
 
     def current_operation(self, session_id: str) -> OpenOperation:
         """The open turn, opened now if there is none (hooks installed mid-session)."""
-        with self._tx() as db:
-            return _current(db, session_id)
+        return self._tx(lambda db: _current(db, session_id))
 
     def peek_operation(self, session_id: str) -> OpenOperation | None:
         """The open turn, or ``None`` (nothing is opened)."""
@@ -380,11 +483,15 @@ class BridgeState:
 
     def end_operation(self, session_id: str) -> OpenOperation | None:
         """Close the open turn (``Stop``); ``None`` if there was none."""
-        with self._tx() as db:
-            row = db.execute(
+
+        def body(db: sqlite3.Connection) -> sqlite3.Row | None:
+            row: sqlite3.Row | None = db.execute(
                 "DELETE FROM operations WHERE session_id = ? RETURNING *", (session_id,)
             ).fetchone()
             db.execute("DELETE FROM tool_turns WHERE session_id = ?", (session_id,))
+            return row
+
+        row = self._tx(body)
         return _operation(row) if row is not None else None
 
     # -- tool uses ---------------------------------------------------------------------------------
@@ -409,9 +516,12 @@ class BridgeState:
         takes its tool's number in the turn (``turn_index``, from 1).
         """
         kept = dict(attributes) if attributes else {}
-        with self._tx() as db:
+
+        def body(db: sqlite3.Connection) -> OpenTool:
             op = _current(db, session_id)
             return _start(db, op, tool_use_id, tool_name, tool_input, counted, kept)
+
+        return self._tx(body)
 
     def set_tool_attributes(self, tool: OpenTool, attributes: dict[str, Any]) -> None:
         """Keep the attributes decided at ``PreToolUse`` (hook verdict) for the span's end."""
@@ -430,7 +540,8 @@ class BridgeState:
 
     def end_session(self, session_id: str) -> tuple[OpenOperation | None, list[OpenTool]]:
         """Remove everything of a session (``SessionEnd``): the open turn and tool uses."""
-        with self._tx() as db:
+
+        def body(db: sqlite3.Connection) -> tuple[sqlite3.Row | None, list[sqlite3.Row]]:
             op = db.execute(
                 "DELETE FROM operations WHERE session_id = ? RETURNING *", (session_id,)
             ).fetchone()
@@ -439,4 +550,7 @@ class BridgeState:
             ).fetchall()
             db.execute("DELETE FROM counters WHERE session_id = ?", (session_id,))
             db.execute("DELETE FROM tool_turns WHERE session_id = ?", (session_id,))
+            return op, tools
+
+        op, tools = self._tx(body)
         return (_operation(op) if op is not None else None), [_tool(t) for t in tools]
