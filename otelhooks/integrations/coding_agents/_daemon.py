@@ -43,6 +43,7 @@ from otelhooks.integrations.coding_agents._fair import FairRunner, Late
 from otelhooks.integrations.coding_agents._input import InputProblem, parse_input
 from otelhooks.integrations.coding_agents._run import (
     _CAPTURE_ENV,
+    BRIDGE_SHUTDOWN_TIMEOUT_S,
     TRACES_ENV,
     BridgeOptions,
     _refusal,
@@ -99,6 +100,7 @@ def build_bridge(
 
     from otelhooks._config import load_config
     from otelhooks._export import OtlpJsonLinesSpanExporter
+    from otelhooks._export._report import shutdown_timeout
     from otelhooks.integrations.coding_agents._environment import otlp_exporter, project_path
     from otelhooks.integrations.coding_agents._run import hooks_and_settings
     from otelhooks.integrations.coding_agents._spans import LockedFileExporter, SpanWriter
@@ -111,8 +113,11 @@ def build_bridge(
     traces_out = options.traces_out or settings.get(TRACES_ENV)
     if traces_out:
         path = os.fspath(project_path(traces_out, env))
+        # as long as the one-process bridge waits for it: an event's answer waits on this
         file_exporter: SpanExporter = LockedFileExporter(
-            OtlpJsonLinesSpanExporter(path), f"{path}.lock"
+            OtlpJsonLinesSpanExporter(path),
+            f"{path}.lock",
+            wait_s=shutdown_timeout(BRIDGE_SHUTDOWN_TIMEOUT_S),
         )
         # written as each span ends: a reader (or the one-process bridge) sees it at once
         writer.provider.add_span_processor(SimpleSpanProcessor(file_exporter))

@@ -32,7 +32,6 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from otelhooks._errors import ConfigError
 from otelhooks._export._otlp import summarise_sdk_logs
 from otelhooks._export._report import DeliveryTracker, shutdown_timeout
-from otelhooks._paths import writable_file_problem
 from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse
 from otelhooks.integrations.coding_agents._environment import (
     export_settings,
@@ -300,12 +299,18 @@ def _handle(
     timeout_s = shutdown_timeout(BRIDGE_SHUTDOWN_TIMEOUT_S)
     exporters: list[SpanExporter] = list(options.extra_exporters)
     traces_out = options.traces_out or settings.get(TRACES_ENV)
+    file_tracker: DeliveryTracker | None = None
     if traces_out:
-        path = os.fspath(project_path(traces_out, env))
-        problem = writable_file_problem(Path(path).absolute())
-        if problem is not None:  # one line, before any work (the CLI shows it to the user)
-            raise ConfigError(f"--traces-out {path}: {problem}")
-        exporters.append(LockedFileExporter(OtlpJsonLinesSpanExporter(path), f"{path}.lock"))
+        # Its lock is waited for as long as a destination of a hook process (1 s by default):
+        # far above an append (under a millisecond), far below the 25 s answer time, within
+        # the 1.5 s of SessionEnd hooks. Past it, or when the file cannot be written, the spans
+        # are lost and reported after the guard's answer, never instead of it.
+        path = os.path.abspath(project_path(traces_out, env))
+        file_tracker = DeliveryTracker("spans", path)
+        locked = LockedFileExporter(
+            OtlpJsonLinesSpanExporter(path), f"{path}.lock", wait_s=timeout_s
+        )
+        exporters.append(_Counted(locked, file_tracker))
     tracker = DeliveryTracker("spans", "", fail_fast=True, request_timeout_s=timeout_s)
     otlp = otlp_exporter(settings, tracker)
     if otlp is not None:
@@ -338,6 +343,8 @@ def _handle(
             delivery = list(bridge.close())
             if otlp is not None:
                 delivery.insert(0, tracker.report())
+            if file_tracker is not None:
+                delivery.insert(0, file_tracker.report())
             # Only what went wrong: the CLI shows a hook's stderr to the user.
             failed = [f"otelhooks {dialect.name}: {d.line()}" for d in delivery if not d.ok]
         except Exception:
@@ -364,7 +371,7 @@ class _Counted(SpanExporter):
         if result is SpanExportResult.SUCCESS:
             self.tracker.delivered(len(spans))
         else:
-            self.tracker.failed(len(spans))
+            self.tracker.failed(len(spans), getattr(self.inner, "last_error", None))
         return result
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:

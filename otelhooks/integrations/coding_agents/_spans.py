@@ -8,15 +8,16 @@ The SDK then does what it always does: resource, limits, processors, exporters.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import IO, Any
 
+import structlog
 from opentelemetry import context as otel_context
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -49,6 +50,8 @@ __all__ = [
 
 # the instrumentation scope of every span the bridge writes (hook processes, daemon, serve)
 BRIDGE_SCOPE = "otelhooks.integrations.claude_code"
+
+_log = structlog.get_logger("otelhooks")
 
 
 def session_trace_id(session_id: str) -> int:
@@ -158,28 +161,70 @@ class SpanWriter:
 
 
 class LockedFileExporter(SpanExporter):
-    """An exporter whose exports hold an exclusive ``flock`` on ``lock_path``.
+    """An exporter whose exports hold an exclusive ``flock`` on ``lock_path``, waited for
+    ``wait_s`` at most.
 
     Several hook processes append to one traces file; the lock keeps their lines whole whatever
-    the file system does with concurrent appends.
+    the file system does with concurrent appends. A neighbour may hold it and never let go (a
+    stopped hook process, a ``flock`` of the user's own): a guard's answer must not wait for it.
+    So past ``wait_s`` the spans are lost, never written without the lock (lines would
+    interleave), and the export is a ``FAILURE`` whose reason is :attr:`last_error`, logged
+    once; so is a lock file that cannot be opened (a folder that does not exist). After a wait
+    that ran out the next export tries once without waiting, so that a lock held for good costs
+    one wait, not one per span; an export that gets the lock waits in full again.
+
+    Args:
+        inner: the exporter that writes the file.
+        lock_path: the file locked around each export.
+        wait_s: the longest wait for the lock, in seconds.
     """
 
-    def __init__(self, inner: SpanExporter, lock_path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self, inner: SpanExporter, lock_path: str | os.PathLike[str], *, wait_s: float
+    ) -> None:
         self.inner = inner
         self.lock_path = os.fspath(lock_path)
-
-    @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        with open(self.lock_path, "a+b") as handle:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                yield
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+        self.wait_s = wait_s
+        self._held = False  # the last wait ran out
+        #: Why the last export failed (None after a success).
+        self.last_error: str | None = None
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        with self._locked():
-            return self.inner.export(spans)
+        try:
+            with open(self.lock_path, "a+b") as handle:
+                if not self._lock(handle):
+                    return self._failed(f"{self.lock_path} held by another process")
+                try:
+                    result = self.inner.export(spans)
+                finally:
+                    # at once, not when closed: a child forked meanwhile shares the handle
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+        except OSError as exc:
+            return self._failed(f"{self.lock_path}: {exc.strerror or exc}")
+        failed = result is not SpanExportResult.SUCCESS
+        self.last_error = getattr(self.inner, "last_error", None) if failed else None
+        return result
+
+    def _lock(self, handle: IO[bytes]) -> bool:
+        deadline = time.monotonic() + (0.0 if self._held else self.wait_s)
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    self._held = True
+                    return False
+                time.sleep(min(left, 0.01))
+            else:
+                self._held = False
+                return True
+
+    def _failed(self, reason: str) -> SpanExportResult:
+        if reason != self.last_error:
+            _log.warning("writing spans failed", error=reason)
+        self.last_error = reason
+        return SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
         self.inner.shutdown()
