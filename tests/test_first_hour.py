@@ -348,8 +348,7 @@ def test_the_bridge_reports_an_unwritable_traces_out_in_one_report_line(tmp_path
         HOME=str(tmp_path),
     )
     assert proc.returncode == 0, proc.stderr
-    lost, reported = proc.stderr.strip().splitlines()
-    assert "writing spans failed" in lost
+    (reported,) = proc.stderr.strip().splitlines()
     path = tmp_path / "no/such/dir/x.jsonl"
     assert reported == (
         f"otelhooks claude-code: 0 of 1 spans exported to {path}: "

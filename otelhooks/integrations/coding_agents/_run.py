@@ -307,8 +307,8 @@ def _handle(
         # are lost and reported after the guard's answer, never instead of it.
         path = os.path.abspath(project_path(traces_out, env))
         file_tracker = DeliveryTracker("spans", path)
-        locked = LockedFileExporter(
-            OtlpJsonLinesSpanExporter(path), f"{path}.lock", wait_s=timeout_s
+        locked = LockedFileExporter(  # its failures are the report line's, below
+            OtlpJsonLinesSpanExporter(path), f"{path}.lock", wait_s=timeout_s, log_failures=False
         )
         exporters.append(_Counted(locked, file_tracker))
     tracker = DeliveryTracker("spans", "", fail_fast=True, request_timeout_s=timeout_s)

@@ -168,23 +168,31 @@ class LockedFileExporter(SpanExporter):
     the file system does with concurrent appends. A neighbour may hold it and never let go (a
     stopped hook process, a ``flock`` of the user's own): a guard's answer must not wait for it.
     So past ``wait_s`` the spans are lost, never written without the lock (lines would
-    interleave), and the export is a ``FAILURE`` whose reason is :attr:`last_error`, logged
-    once; so is a lock file that cannot be opened (a folder that does not exist). After a wait
-    that ran out the next export tries once without waiting, so that a lock held for good costs
-    one wait, not one per span; an export that gets the lock waits in full again.
+    interleave), and the export is a ``FAILURE`` whose reason is :attr:`last_error` (logged
+    once, unless ``log_failures`` is false); so is a lock file that cannot be opened (a folder
+    that does not exist). After a wait that ran out the next export tries once without waiting,
+    so that a lock held for good costs one wait, not one per span; an export that gets the lock
+    waits in full again.
 
     Args:
         inner: the exporter that writes the file.
         lock_path: the file locked around each export.
         wait_s: the longest wait for the lock, in seconds.
+        log_failures: log a failure's reason (false: the caller reports the result itself).
     """
 
     def __init__(
-        self, inner: SpanExporter, lock_path: str | os.PathLike[str], *, wait_s: float
+        self,
+        inner: SpanExporter,
+        lock_path: str | os.PathLike[str],
+        *,
+        wait_s: float,
+        log_failures: bool = True,
     ) -> None:
         self.inner = inner
         self.lock_path = os.fspath(lock_path)
         self.wait_s = wait_s
+        self.log_failures = log_failures
         self._held = False  # the last wait ran out
         #: Why the last export failed (None after a success).
         self.last_error: str | None = None
@@ -221,7 +229,7 @@ class LockedFileExporter(SpanExporter):
                 return True
 
     def _failed(self, reason: str) -> SpanExportResult:
-        if reason != self.last_error:
+        if self.log_failures and reason != self.last_error:
             _log.warning("writing spans failed", error=reason)
         self.last_error = reason
         return SpanExportResult.FAILURE
