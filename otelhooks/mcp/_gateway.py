@@ -24,6 +24,11 @@ The rules, in order of precedence:
    64 levels reach the hooks as their JSON text. A server frame that cannot be parsed is not
    passed on: the request it answers (when its id can be told) gets a JSON-RPC error. A
    failure of the gateway itself on a client frame answers it with an internal error.
+6. A client frame that spells a JSON-RPC member (``method``, ``id``, ``params``...), or a
+   ``tools/call``'s ``name`` or ``arguments``, with other cases (``Method``, ``ID``, ``params``
+   with a long s) is answered with an invalid-request error (-32600) and never forwarded: a
+   server whose JSON reader ignores case (Go's ``encoding/json``) would run a call the hooks
+   never saw.
 """
 
 from __future__ import annotations
@@ -46,10 +51,12 @@ from otelhooks.mcp._decide import decide
 from otelhooks.mcp._filter import MAX_LISTED, UNLISTED, filter_tools, listed_kinds
 from otelhooks.mcp._jsonrpc import (
     INTERNAL_ERROR,
+    INVALID_REQUEST,
     PARSE_ERROR,
     Message,
     encode,
     error_response,
+    misspelled,
     parse,
     recover_id,
 )
@@ -182,10 +189,23 @@ class McpSession:
             to_client=[error_response(recover_id(raw), PARSE_ERROR, f"Parse error: {problem}")]
         )
 
+    def invalid(self, msg: Message, problem: str) -> Relay:
+        """Answer a client message that a server could read as another one than the hooks
+        did (``problem`` says how) with a JSON-RPC invalid-request error; nothing is forwarded."""
+        _log.warning("a client frame was refused as an invalid request", problem=problem)
+        return Relay(
+            to_client=[error_response(msg.id, INVALID_REQUEST, f"Invalid request: {problem}")]
+        )
+
     def _client_frame(self, raw: bytes) -> Relay:
         msg = parse(raw)
         if msg.kind == "unreadable":
             return self.refuse(raw, msg.problem or "not JSON")
+        odd = misspelled(msg.data)
+        if odd is not None:
+            return self.invalid(
+                msg, f"the member {odd!r} differs from a protocol member's name only by case"
+            )
         if msg.kind == "batch":
             return self._batch(msg)
         if msg.kind == "request":
