@@ -28,7 +28,7 @@ The rules, in order of precedence:
    ``tools/call``'s ``name`` or ``arguments``, with other cases (``Method``, ``ID``, ``params``
    with a long s) is answered with an invalid-request error (-32600) and never forwarded: a
    server whose JSON reader ignores case (Go's ``encoding/json``) would run a call the hooks
-   never saw.
+   never saw. So is a ``tools/call`` without an id (a notification, never judged).
 """
 
 from __future__ import annotations
@@ -211,6 +211,8 @@ class McpSession:
         if msg.kind == "request":
             return self._client_request(msg)
         if msg.kind == "notification":
+            if msg.method == "tools/call":  # a server that runs it anyway would run it unjudged
+                return self.invalid(msg, "a tools/call without an id")
             self.requests.notification(msg, from_server=False)
         elif msg.kind == "response":
             self.requests.finish(msg.id, msg, from_server=True)

@@ -152,3 +152,18 @@ def test_a_misspelled_call_in_a_batch_is_refused_and_the_rest_forwarded(tmp_path
     assert refused[0]["error"]["code"] == -32600
     assert ran["id"] == 2
     assert [c["tool"] for c in calls(tmp_path)] == ["add"]
+
+
+def test_a_tools_call_without_an_id_is_refused_and_never_forwarded(tmp_path: Path) -> None:
+    """A ``tools/call`` without an id is a notification to the gateway (nothing to answer, so it
+    was forwarded unjudged); a server that dispatches by method alone ran it."""
+    with gateway(tmp_path) as client:
+        client.send({"jsonrpc": "2.0", "method": "tools/call", "params": NOTE})
+        answer = client.answer()
+        client.send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "add"}})
+        after = client.answer()
+    assert answer["id"] is None
+    assert answer["error"]["code"] == -32600
+    assert "without an id" in answer["error"]["message"]
+    assert after["id"] == 2
+    assert [c["tool"] for c in calls(tmp_path)] == ["add"]
