@@ -10,6 +10,9 @@ A frame is one line of at most :data:`LINE_LIMIT` bytes. A longer client line is
 JSON-RPC parse error and never forwarded; a longer server line is dropped and the request it
 answers gets a JSON-RPC error (every waiting request, when its id cannot be told). Either way
 the rest of the line is skipped as it arrives, without holding it, and the session goes on.
+A client line with a carriage return inside (after the gateway drops one before the newline) is
+answered with a parse error too: a server that reads text lines with universal newlines (the
+Python SDK's stdio server) would split it into other messages than the one the hooks read.
 """
 
 from __future__ import annotations
@@ -197,6 +200,10 @@ async def run_stdio(
         while (frame := await lines.next()) is not None:
             if isinstance(frame, Oversize):
                 deliver(session.refuse(frame.head, f"a frame longer than {LINE_LIMIT} bytes"))
+            elif b"\r" in frame:
+                # JSON whitespace to the hooks, a line end to a server reading text lines (the
+                # Python SDK's): it would read other messages than the one the hooks judged
+                deliver(session.refuse(frame, "a carriage return inside a frame"))
             else:
                 deliver(session.from_client(frame))
             try:
