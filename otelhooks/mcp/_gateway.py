@@ -96,7 +96,8 @@ class McpGateway:
         engine: the hooks (``before_tool_call`` intercepts; observers see results).
         tracer: where the MCP spans go.
         name: the server's name in matcher values (``<name>/<tool>``); the ``serverInfo.name``
-            of the server's ``initialize`` answer when omitted.
+            of the server's ``initialize`` answer when omitted (the last one any session of
+            this gateway saw).
         transport: ``pipe`` (stdio) or ``tcp`` (HTTP), recorded as ``network.transport``.
         upstream: the HTTP server's host and port (on the session span).
         filter_tools: drop from ``tools/list`` answers the tools whose ``before_tool_call``
@@ -126,6 +127,10 @@ class McpGateway:
     ) -> None:
         self.engine = engine
         self.name = name
+        # The server's own name, from the last handshake answer of any session: the server is
+        # one for every session, and a session that starts without a handshake (HTTP: one the
+        # gateway dropped when idle, the server still knows) must be guarded under it too.
+        self.server_name: str | None = None
         self.filter_tools = filter_tools
         self.spans = McpSpans(tracer, transport=transport, server=upstream)
         self.metrics = McpMetrics(meter_provider)
@@ -143,7 +148,7 @@ class McpSession:
     def __init__(self, gateway: McpGateway, session_id: str) -> None:
         self.gateway = gateway
         self.session_id = session_id
-        self.server_name = gateway.name or DEFAULT_SERVER_NAME
+        self.server_name = gateway.name or gateway.server_name or DEFAULT_SERVER_NAME
         self.protocol_version: str | None = None
         # The transport's facts about the client of the message now crossing (HTTP:
         # client.address, client.port, network.protocol.*), set before each from_client.
@@ -351,7 +356,7 @@ class McpSession:
             # ``_meta``; a guard matching ``<server>/<tool>`` must see the same name either way
             info = meta.get(_SERVER_INFO_META)
         if self.gateway.name is None and isinstance(info, dict) and info.get("name"):
-            self.server_name = str(info["name"])
+            self.server_name = self.gateway.server_name = str(info["name"])
         pending = self.requests.from_client.get(request_key(msg.id))
         if pending is not None:
             set_attributes(pending.span, {sc.MCP_SERVER_NAME: self.server_name})
