@@ -28,7 +28,8 @@ The rules, in order of precedence:
    ``tools/call``'s ``name`` or ``arguments``, with other cases (``Method``, ``ID``, ``params``
    with a long s) is answered with an invalid-request error (-32600) and never forwarded: a
    server whose JSON reader ignores case (Go's ``encoding/json``) would run a call the hooks
-   never saw. So is a ``tools/call`` without an id (a notification, never judged).
+   never saw; so is a call whose arguments name one argument twice (``cmd`` and ``CMD``), and
+   a ``tools/call`` without an id (a notification, never judged).
 """
 
 from __future__ import annotations
@@ -209,7 +210,7 @@ class McpSession:
         odd = misspelled(msg.data)
         if odd is not None:
             return self.invalid(
-                msg, f"the member {odd!r} differs from a protocol member's name only by case"
+                msg, f"the member name {odd!r} differs only by case from one the hooks read"
             )
         if msg.kind == "batch":
             return self._batch(msg)

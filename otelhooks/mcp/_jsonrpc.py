@@ -120,7 +120,9 @@ def parse(raw: bytes) -> Message:
 
 def misspelled(data: Any) -> str | None:
     """The first member name of ``data`` that is a JSON-RPC member's (or, in a ``tools/call``'s
-    ``params``, ``name``'s or ``arguments``') spelled with other cases; ``None`` when none is.
+    ``params``, ``name``'s or ``arguments``') spelled with other cases, or a second spelling of
+    one of the call's argument names (``cmd`` and ``CMD``: a guard reads one, a Go tool's
+    struct the last); ``None`` when there is none.
 
     Example:
         >>> misspelled({"id": 1, "method": "tools/call", "params": {"Name": "rm"}})
@@ -133,6 +135,9 @@ def misspelled(data: Any) -> str | None:
     params = data.get("params")
     if found is None and data.get("method") == "tools/call" and isinstance(params, dict):
         found = _other_spelling(params, _CALL_MEMBERS)
+        args = params.get("arguments")
+        if found is None and isinstance(args, dict):
+            found = _second_spelling(args)
     return found
 
 
@@ -140,6 +145,16 @@ def _other_spelling(members: dict[str, Any], names: frozenset[str]) -> str | Non
     for key in members:
         if key not in names and key.casefold() in names:
             return key
+    return None
+
+
+def _second_spelling(members: dict[str, Any]) -> str | None:
+    seen: set[str] = set()
+    for key in members:
+        folded = key.casefold()
+        if folded in seen:
+            return key
+        seen.add(folded)
     return None
 
 

@@ -36,6 +36,8 @@ def result(msg: Any) -> dict[str, Any] | None:
         return None
     params = member(msg, "params") or {}
     tool, args = member(params, "name"), member(params, "arguments") or {}
+    if isinstance(args, dict):  # the tool's struct reads its fields the same way
+        args = {name.casefold(): member(args, name.casefold()) for name in args}
     with open(os.environ["MCP_TEST_LOG"], "a") as log:
         log.write(json.dumps({"tool": tool, "args": args}) + "\n")
     return {"content": [{"type": "text", "text": f"ran {tool}"}]}

@@ -42,7 +42,7 @@ def deny(event):
     return Block("notes are read-only here")
 
 def no_rm(event):
-    if "rm" in str(event.args):
+    if str(event.args.get("cmd", "")).startswith("rm"):
         return Block("no rm")
 """
 INIT = {
@@ -109,6 +109,11 @@ SPELLINGS: dict[str, dict[str, Any]] = {
         "id": 1,
         "method": "tools/call",
         "params": {"name": "shell", "arguments": {"cmd": "ls"}, "Arguments": {"cmd": "rm -rf /"}},
+    },
+    "CMD after the cmd a guard reads": {
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": "shell", "arguments": {"cmd": "ls", "CMD": "rm -rf /"}},
     },
 }
 
