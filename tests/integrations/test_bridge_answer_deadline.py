@@ -11,20 +11,16 @@ CLI's dialect.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.integrations._daemon_procs import (
-    REPO,
     bash,
     client_env,
     daemon_pid,
     hook,
+    one_process,
     runtime_folder,
 )
 
@@ -50,24 +46,10 @@ def _bridge(
     project: Path, dialect: str, *flags: str, answer_s: str = "2"
 ) -> tuple[int, str, str, float]:
     event = {"session_id": "s1", "tool_input": {"command": "rm -rf build"}, **EVENTS[dialect]}
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "OTELHOOKS_BRIDGE_STATE": str(project / "state.sqlite3"),
-        "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S": answer_s,
-    }
-    started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "otelhooks", dialect, "--hooks", "otelhooks.yaml", *flags],
-        input=json.dumps(event),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=project,
-        timeout=60,
-        check=False,
+    done = one_process(
+        project, event, *flags, dialect=dialect, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S=answer_s
     )
-    return done.returncode, done.stdout, done.stderr, time.monotonic() - started
+    return done.returncode, done.stdout, done.stderr, done.seconds
 
 
 def _deny_reason(dialect: str, stdout: str) -> str:
