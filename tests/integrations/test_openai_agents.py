@@ -12,6 +12,7 @@ pytest.importorskip("agents")
 
 from agents import (
     Agent,
+    FunctionTool,
     GuardrailFunctionOutput,
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
@@ -393,3 +394,53 @@ def test_a_hooked_tool_outside_a_hooked_run_behaves_as_the_original_and_says_so(
         asyncio.run(Runner.run(Agent(name="plain", model=model, tools=[tool]), "go"))
     assert world.ran == ["add"]
     assert pipe.spans() == []
+
+
+def _cleaner(world: World, call_id: str) -> tuple[Agent[Any], ScriptedModel]:
+    """An agent whose one turn deletes ``a.txt``."""
+
+    @function_tool
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        world.ran.append("delete_file")
+        del world.files[path]
+        return "deleted"
+
+    model = ScriptedModel(
+        "scripted-small",
+        [
+            [function_call("delete_file", {"path": "a.txt"}, call_id=call_id)],
+            [assistant_message("cleaned")],
+        ],
+    )
+    return Agent(name="cleaner", model=model, tools=[delete_file]), model
+
+
+def test_a_deny_holds_for_the_agent_of_a_handoff_object(pipe: TestPipeline) -> None:
+    # handoff(agent) returns the caller's own agent when the handoff happens: its tools were
+    # run unhooked, so the deny was silently not applied
+    from agents import handoff
+
+    pipe.register(*GUARDS)
+    world = World()
+    cleaner, cleaner_model = _cleaner(world, "d1")
+    model = ScriptedModel(
+        "scripted-large",
+        [[function_call("transfer_to_cleaner", {}, call_id="h1")], [assistant_message("ok")]],
+    )
+    to_cleaner = handoff(cleaner)
+    invoke = to_cleaner.on_invoke_handoff
+    boss = Agent(name="boss", model=model, handoffs=[to_cleaner])
+    asyncio.run(HookedRunner(pipe.tracer).run(boss, "clean up"))
+
+    assert world.ran == []
+    assert world.files == {"a.txt": "hello otel hooks"}
+    assert cleaner_model.tool_outputs()["d1"] == "deleting files is not allowed"
+    span = pipe.span("execute_tool delete_file")
+    assert span.attributes is not None
+    assert span.attributes["otelhooks.tool.matcher_value"] == "cleaner/delete_file"
+    assert span.attributes["otelhooks.hook.decided_by"] == "no-delete"
+    assert boss.handoffs == [to_cleaner]  # the user's agent and handoff are unchanged
+    assert to_cleaner.on_invoke_handoff is invoke
+    assert [type(t) for t in cleaner.tools] == [FunctionTool]
+    assert not hasattr(cleaner.tools[0].on_invoke_tool, "__otelhooks_hooked__")

@@ -34,6 +34,7 @@ from agents import (
     ApplyPatchResult,
     ApplyPatchTool,
     FunctionTool,
+    Handoff,
     LocalShellCommandRequest,
     LocalShellTool,
     ShellActionRequest,
@@ -44,6 +45,7 @@ from agents import (
     ToolInputGuardrail,
     ToolInputGuardrailData,
 )
+from agents.run_context import RunContextWrapper
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolGuardrailFunctionOutput
 from openai.types.responses.response_output_item import LocalShellCallAction
@@ -364,15 +366,30 @@ def _warn_unguarded(agent: Agent[Any]) -> None:
         )
 
 
+def _hook_handoff(handoff: Handoff[Any, Any]) -> Handoff[Any, Any]:
+    """A copy of ``handoff`` handing off to a hooked clone of the agent it returns: that agent
+    is your code's (``handoff(agent)`` returns yours), and its tools would run unhooked."""
+    invoke = handoff.on_invoke_handoff
+    if getattr(invoke, _HOOKED, False):
+        return handoff
+
+    async def hooked(ctx: RunContextWrapper[Any], args: str) -> Any:
+        to = await invoke(ctx, args)
+        return hook_agent(to) if isinstance(to, Agent) else to
+
+    setattr(hooked, _HOOKED, True)
+    return dataclasses.replace(handoff, on_invoke_handoff=hooked)
+
+
 def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None) -> Agent[Any]:
     """A clone of ``agent`` (and of every agent it hands off to) with its tools hooked.
 
     Function tools, local ``ShellTool``, ``LocalShellTool`` and ``ApplyPatchTool`` are replaced
     by hooked copies (:func:`hook_tool`); every other tool is kept and named in an
     :class:`UnguardedToolWarning` (Python shows it once per agent and tool list). The original
-    agents and tools are not changed, so they stay safe to share. ``Handoff`` objects (as
-    opposed to plain agents in ``handoffs``) are kept as they are: the agent they return is
-    created by your code, so hook it there.
+    agents and tools are not changed, so they stay safe to share. A ``Handoff`` object (as
+    opposed to a plain agent in ``handoffs``) is copied so that the agent it returns is hooked
+    when the handoff happens.
     """
     seen = {} if _seen is None else _seen
     if id(agent) in seen:
@@ -387,6 +404,7 @@ def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None)
     clone = agent.clone(tools=tools)
     seen[id(agent)] = clone
     clone.handoffs = [
-        hook_agent(h, _seen=seen) if isinstance(h, Agent) else h for h in agent.handoffs
+        hook_agent(h, _seen=seen) if isinstance(h, Agent) else _hook_handoff(h)
+        for h in agent.handoffs
     ]
     return clone
