@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +33,7 @@ from otelhooks.integrations.openai_agents import (
     HookedRunner,
     RunBlockedError,
     UnguardedToolWarning,
+    hook_agent,
     hook_tool,
 )
 from otelhooks.testing import TestPipeline
@@ -444,3 +446,39 @@ def test_a_deny_holds_for_the_agent_of_a_handoff_object(pipe: TestPipeline) -> N
     assert to_cleaner.on_invoke_handoff is invoke
     assert [type(t) for t in cleaner.tools] == [FunctionTool]
     assert not hasattr(cleaner.tools[0].on_invoke_tool, "__otelhooks_hooked__")
+
+
+def test_an_agent_run_as_a_tool_is_guarded_once_hooked_and_named_in_a_warning_until_then(
+    pipe: TestPipeline,
+) -> None:
+    # Agent.as_tool runs the very agent it was made from, never a clone hook_agent could make:
+    # its tools ran unhooked and no warning said so
+    pipe.register(*GUARDS)
+
+    def boss_of(tool: Any) -> tuple[Agent[Any], ScriptedModel]:
+        model = ScriptedModel(
+            "scripted-large",
+            [[function_call("clean", {"input": "go"}, call_id="t1")], [assistant_message("ok")]],
+        )
+        return Agent(name="boss", model=model, tools=[tool]), model
+
+    world = World()
+    cleaner, _ = _cleaner(world, "d1")
+    boss, _ = boss_of(cleaner.as_tool(tool_name="clean", tool_description="Clean up."))
+    with pytest.warns(UnguardedToolWarning, match="'clean' .*runs agent 'cleaner', whose own"):
+        asyncio.run(HookedRunner(pipe.tracer).run(boss, "clean up"))
+    assert world.ran == ["delete_file"]  # what the warning says: no hook saw it
+
+    world = World()
+    cleaner, cleaner_model = _cleaner(world, "d2")
+    boss, _ = boss_of(hook_agent(cleaner).as_tool(tool_name="clean", tool_description="Clean."))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnguardedToolWarning)
+        asyncio.run(HookedRunner(pipe.tracer).run(boss, "clean up"))
+    assert world.ran == []
+    assert world.files == {"a.txt": "hello otel hooks"}
+    assert cleaner_model.tool_outputs()["d2"] == "deleting files is not allowed"
+    span = pipe.span("execute_tool delete_file")
+    assert span.attributes is not None
+    assert span.attributes["otelhooks.tool.matcher_value"] == "cleaner/delete_file"
+    assert span.attributes["otelhooks.hook.decided_by"] == "no-delete"

@@ -332,9 +332,32 @@ def _hook_apply_patch(tool: ApplyPatchTool, identifier: str | None) -> ApplyPatc
     return dataclasses.replace(tool, editor=_HookedEditor(tool.editor, tool.name, identifier))
 
 
+def _unhooked_sub_agent(tool: FunctionTool) -> str | None:
+    """The name of the agent an ``Agent.as_tool`` tool runs when that agent has tools
+    otelhooks' hooks do not see (the tool runs that very agent, never a clone
+    :func:`hook_agent` could make). The SDK marks such a tool only with these two fields
+    (another SDK version: not recognised)."""
+    agent = (
+        getattr(tool, "_agent_instance", None) if getattr(tool, "_is_agent_tool", False) else None
+    )
+    if not isinstance(agent, Agent):
+        return None
+    hookable = FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool
+    if any(isinstance(t, hookable) and hook_tool(t) is not t for t in agent.tools):
+        return agent.name
+    return None
+
+
 def _unguarded(tool: Tool) -> str | None:
     """Why no otelhooks tool hook sees ``tool`` once hooked (``None``: they all do)."""
-    if isinstance(tool, FunctionTool | LocalShellTool | ApplyPatchTool):
+    if isinstance(tool, FunctionTool):
+        sub_agent = _unhooked_sub_agent(tool)
+        if sub_agent is not None:
+            return (
+                f"it runs agent {sub_agent!r}, whose own tools are not hooked "
+                "(make the tool with hook_agent(agent).as_tool(...))"
+            )
+    elif isinstance(tool, LocalShellTool | ApplyPatchTool):
         pass
     elif isinstance(tool, ShellTool):
         if tool.executor is None:
@@ -396,7 +419,8 @@ def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None)
         return seen[id(agent)]
     _warn_unguarded(agent)
     tools = [
-        hook_tool(t)
+        # named after their agent, also when another agent's run calls it (``as_tool``)
+        hook_tool(t, identifier=agent.name)
         if isinstance(t, FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool)
         else t
         for t in agent.tools
