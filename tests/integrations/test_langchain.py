@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,6 +21,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
+from structlog.testing import capture_logs
 
 from otelhooks import Block, HookEvent, ToolCallEvent, WebhookDeliverer
 from otelhooks.integrations.langchain import OtelHooksCallbackHandler, hook_tool
@@ -305,3 +308,51 @@ def test_a_tool_kind_guard_denies_the_runtimes_tool_of_that_kind(pipe: TestPipel
     assert "add" in world.ran  # a tool of no kind the guard names runs
     assert tool_message(result, "t2").content == "no reads"
     assert pipe.span("execute_tool read_file").attributes["otelhooks.tool.outcome"] == "denied"
+
+
+def test_a_hooked_tool_that_lost_the_runs_context_says_no_hook_saw_it(pipe: TestPipeline) -> None:
+    # a node calling the hooked tool through a thread pool of its own: the thread has none of the
+    # run's context, so neither its callbacks (the handler) nor a guard see the call; the tool
+    # runs as it would without otelhooks, which must not look guarded
+    pipe.register(*GUARDS)
+    world = World()
+    [delete_file] = [hook_tool(t) for t in make_tools(world) if t.name == "delete_file"]
+
+    def clean(state: MessagesState) -> dict[str, Any]:
+        with ThreadPoolExecutor(1) as pool:
+            out = pool.submit(delete_file.invoke, {"path": "a.txt"}).result()
+        return {"messages": [AIMessage(str(out))]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("clean", clean)
+    builder.add_edge(START, "clean")
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher")
+    with capture_logs() as logs:
+        builder.compile().invoke({"messages": [("user", "clean")]}, {"callbacks": [handler]})
+
+    assert world.ran == ["delete_file"]
+    [warning] = [e for e in logs if e["log_level"] == "warning"]
+    assert warning["event"] == (
+        "a hooked tool ran without the otelhooks handler in its callbacks: no hook saw it"
+    )
+    assert warning["tool"] == "delete_file"
+    assert "copy_context" in warning["fix"]
+    assert pipe.spans("execute_tool delete_file") == []
+
+    # in the run's context (a copy of it in the thread) the guard holds and nothing is logged
+    world = World()
+    [delete_file] = [hook_tool(t) for t in make_tools(world) if t.name == "delete_file"]
+
+    def clean_in_context(state: MessagesState) -> dict[str, Any]:
+        with ThreadPoolExecutor(1) as pool:
+            run = contextvars.copy_context().run
+            out = pool.submit(run, delete_file.invoke, {"path": "a.txt"}).result()
+        return {"messages": [AIMessage(str(out))]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("clean", clean_in_context)
+    builder.add_edge(START, "clean")
+    with capture_logs() as logs:
+        builder.compile().invoke({"messages": [("user", "clean")]}, {"callbacks": [handler]})
+    assert world.ran == []
+    assert [e for e in logs if e["log_level"] == "warning"] == []
