@@ -34,6 +34,9 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _default: AgentTracer | None = None
+# what calls outside any operation use until configure() sets the default; never the default
+# itself, or a call made before configure() would keep every later one from its hooks
+_fallback: AgentTracer | None = None
 _default_lock = threading.Lock()
 
 
@@ -50,15 +53,17 @@ def set_default_tracer(tracer: AgentTracer) -> bool:
 
 
 def default_tracer() -> AgentTracer:
-    """The tracer of the ``configure()`` that installed the global providers; without one, a
+    """The tracer of the ``configure()`` that installed the global providers; until one does, a
     tracer on the global provider with no hooks (spans only)."""
-    global _default
+    global _fallback
     with _default_lock:
-        if _default is None:
+        if _default is not None:
+            return _default
+        if _fallback is None:
             from otelhooks._instrument._base import AgentTracer
 
-            _default = AgentTracer()
-        return _default
+            _fallback = AgentTracer()
+        return _fallback
 
 
 class _Frame:
