@@ -332,3 +332,57 @@ def test_a_call_before_configure_does_not_keep_later_calls_from_its_hooks(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["denied: rm is not allowed", "ran: ['warm-up']"]
+
+
+def test_a_call_that_lost_its_operations_context_says_no_hook_saw_it(tmp_path: Path) -> None:
+    # configure(set_global=False) and a thread pool of the application's own between the step
+    # and the tool: the call found no operation, ran on the hookless stand-in, silently
+    done = _run_script(
+        tmp_path,
+        """
+        import asyncio
+        import contextvars
+        from concurrent.futures import ThreadPoolExecutor
+
+        import otelhooks
+        from otelhooks import Block
+
+        ran = []
+
+        @otelhooks.tool
+        def rm(path: str) -> str:
+            ran.append(path)
+            return "removed"
+
+        @otelhooks.tool
+        async def arm(path: str) -> str:
+            ran.append(path)
+            return "removed"
+
+        guard = {"id": "no-rm", "type": "before_tool_call", "matcher": "rm$",
+                 "handler": lambda event: Block("rm is not allowed")}
+        oh = otelhooks.configure(otlp=False, set_global=False, structured_logging=False,
+                                 hooks=[guard])
+        with oh.operation("agent") as op, op.step(), ThreadPoolExecutor(1) as pool:
+            print(pool.submit(rm, "lost").result())
+            print(pool.submit(asyncio.run, arm("lost-async")).result())
+            try:
+                pool.submit(contextvars.copy_context().run, rm, "kept").result()
+            except otelhooks.ToolDenied as denied:
+                print("denied:", denied.reason)
+        print("ran:", ran)
+        oh.shutdown()
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "removed",
+        "removed",
+        "denied: rm is not allowed",
+        "ran: ['lost', 'lost-async']",
+    ]
+    for name in ("rm", "arm"):
+        assert (
+            f"UserWarning: @otelhooks.tool {name!r} ran outside any operation and no "
+            "configure() set a global tracer: no hook saw it"
+        ) in done.stderr
