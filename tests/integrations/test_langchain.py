@@ -24,7 +24,7 @@ from opentelemetry.trace import StatusCode
 from structlog.testing import capture_logs
 
 from otelhooks import Block, HookEvent, ToolCallEvent, WebhookDeliverer
-from otelhooks.integrations.langchain import OtelHooksCallbackHandler, hook_tool
+from otelhooks.integrations.langchain import OtelHooksCallbackHandler, RunBlockedError, hook_tool
 from otelhooks.testing import TestPipeline
 from tests._webhook_server import WebhookServer
 from tests.conftest import Recorder, hook
@@ -356,3 +356,41 @@ def test_a_hooked_tool_that_lost_the_runs_context_says_no_hook_saw_it(pipe: Test
         builder.compile().invoke({"messages": [("user", "clean")]}, {"callbacks": [handler]})
     assert world.ran == []
     assert [e for e in logs if e["log_level"] == "warning"] == []
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_before_agent_start_block_refuses_the_graph_before_the_model(
+    pipe: TestPipeline, use_async: bool
+) -> None:
+    # the block was written on the operation's span and the graph ran on: the model was called
+    # and the tools ran, and nothing said the guard was not enforced
+    runs: list[str] = []
+
+    def first_run_only(event: HookEvent) -> Block | None:
+        runs.append("run")
+        return Block("no runs today") if len(runs) == 1 else None
+
+    pipe.register(hook("no-runs", "before_agent_start", first_run_only))
+    world = World()
+    app = graph(world, [hook_tool(t) for t in make_tools(world)], list(SCRIPT))
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher")
+    state = {"messages": [("user", "add 2 and 3, read a.txt, then clean up")]}
+    config: Any = {"callbacks": [handler]}
+
+    def invoke() -> Any:
+        if use_async:
+            return asyncio.run(app.ainvoke(state, config=config))
+        return app.invoke(state, config=config)
+
+    with pytest.raises(RunBlockedError, match="no runs today") as blocked:
+        invoke()
+    assert blocked.value.reason == "no runs today"
+    assert world.ran == []
+    assert world.seen == []  # the model was never called
+    op = pipe.span("invoke_agent researcher")
+    assert (op.attributes or {})["otelhooks.hook.decision_reason"] == "no runs today"
+    assert [s.name for s in pipe.spans()] == ["invoke_agent researcher"]
+
+    # the same handler runs the next, allowed, run whole
+    assert invoke()["messages"][-1].content == "5, and the file says hello"
+    assert world.ran == ["add", "read_file", "delete_file", "search"]
