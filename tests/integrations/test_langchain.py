@@ -394,3 +394,37 @@ def test_a_before_agent_start_block_refuses_the_graph_before_the_model(
     # the same handler runs the next, allowed, run whole
     assert invoke()["messages"][-1].content == "5, and the file says hello"
     assert world.ran == ["add", "read_file", "delete_file", "search"]
+
+
+@pytest.mark.parametrize("outer_hooked", [False, True], ids=["plain-outer", "hooked-outer"])
+def test_a_hooked_tool_called_by_another_tool_obeys_its_deny(
+    pipe: TestPipeline, outer_hooked: bool
+) -> None:
+    # a tool started under an unwrapped tool was taken for that tool's own inner call (a
+    # wrapper's): the hooked tool found no decision and ran, its deny only logged
+    pipe.register(*GUARDS)
+    world = World()
+    [delete_file] = [hook_tool(t) for t in make_tools(world) if t.name == "delete_file"]
+
+    @tool
+    def cleanup(folder: str) -> str:
+        """Clean a folder up."""
+        return str(delete_file.invoke({"path": "a.txt"}))
+
+    outer = hook_tool(cleanup) if outer_hooked else cleanup
+    app = StateGraph(MessagesState).add_node("tools", ToolNode([outer]))
+    call = {"name": "cleanup", "args": {"folder": "."}, "id": "t1", "type": "tool_call"}
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher")
+    with capture_logs() as logs:
+        out = (
+            app.add_edge(START, "tools")
+            .compile()
+            .invoke({"messages": [AIMessage("", tool_calls=[call])]}, {"callbacks": [handler]})
+        )
+
+    assert world.ran == []
+    assert world.files == {"a.txt": "hello otel hooks"}
+    assert out["messages"][-1].content == "deleting files is not allowed"
+    span = pipe.span("execute_tool delete_file")
+    assert (span.attributes or {})["otelhooks.hook.decided_by"] == "no-delete"
+    assert [e for e in logs if e["log_level"] == "warning"] == []

@@ -389,7 +389,8 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
     ) -> None:
         with _Guard("on_tool_start"):
             with self._lock:
-                if parent_run_id is not None and parent_run_id in self._tools:
+                parent = self._tools.get(parent_run_id) if parent_run_id is not None else None
+                if parent is not None and parent.hooked:
                     self._root(run_id, parent_run_id)  # the wrapper's inner tool: one span only
                     return
                 name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
