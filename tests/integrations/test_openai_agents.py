@@ -482,3 +482,18 @@ def test_an_agent_run_as_a_tool_is_guarded_once_hooked_and_named_in_a_warning_un
     assert span.attributes is not None
     assert span.attributes["otelhooks.tool.matcher_value"] == "cleaner/delete_file"
     assert span.attributes["otelhooks.hook.decided_by"] == "no-delete"
+
+
+def test_an_agent_tool_whose_agent_hands_off_to_unhooked_tools_is_named_in_a_warning() -> None:
+    from agents import handoff
+
+    world = World()
+    cleaner, _ = _cleaner(world, "d1")
+    for handoffs in ([cleaner], [handoff(cleaner)]):
+        desk = Agent(name="desk", handoffs=handoffs)
+        with pytest.warns(UnguardedToolWarning, match="'front' .*runs agent 'desk', whose own"):
+            hook_agent(Agent(name="boss", tools=[desk.as_tool("front", "The front desk.")]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UnguardedToolWarning)
+            hooked = hook_agent(desk).as_tool("front", "The front desk.")
+            hook_agent(Agent(name="boss", tools=[hooked]))

@@ -332,18 +332,30 @@ def _hook_apply_patch(tool: ApplyPatchTool, identifier: str | None) -> ApplyPatc
     return dataclasses.replace(tool, editor=_HookedEditor(tool.editor, tool.name, identifier))
 
 
+def _hooked(agent: Agent[Any], seen: set[int]) -> bool:
+    """Whether ``agent`` and every agent it hands off to run hooked tools only (as the agents
+    :func:`hook_agent` returns do)."""
+    if id(agent) in seen:
+        return True
+    seen.add(id(agent))
+    hookable = FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool
+    if any(isinstance(t, hookable) and hook_tool(t) is not t for t in agent.tools):
+        return False
+    return all(
+        _hooked(h, seen) if isinstance(h, Agent) else getattr(h.on_invoke_handoff, _HOOKED, False)
+        for h in agent.handoffs
+    )
+
+
 def _unhooked_sub_agent(tool: FunctionTool) -> str | None:
-    """The name of the agent an ``Agent.as_tool`` tool runs when that agent has tools
-    otelhooks' hooks do not see (the tool runs that very agent, never a clone
-    :func:`hook_agent` could make). The SDK marks such a tool only with these two fields
+    """The name of the agent an ``Agent.as_tool`` tool runs when that agent (or one it hands
+    off to) has tools otelhooks' hooks do not see: the tool runs that very agent, never a clone
+    :func:`hook_agent` could make. The SDK marks such a tool only with these two fields
     (another SDK version: not recognised)."""
     agent = (
         getattr(tool, "_agent_instance", None) if getattr(tool, "_is_agent_tool", False) else None
     )
-    if not isinstance(agent, Agent):
-        return None
-    hookable = FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool
-    if any(isinstance(t, hookable) and hook_tool(t) is not t for t in agent.tools):
+    if isinstance(agent, Agent) and not _hooked(agent, set()):
         return agent.name
     return None
 
