@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -176,3 +178,47 @@ def test_hooks_for_turn_is_one_invoke_agent_span_holding_the_tool_spans(
     assert len(tools) == 2
     assert {s.parent.span_id for s in tools if s.parent is not None} == {turn.context.span_id}
     assert (turn.attributes or {}).get("gen_ai.agent.name") == "claude-agent-sdk"
+
+
+def test_callbacks_waiting_behind_a_slow_guard_leave_the_apps_threads_alone(
+    tmp_path: Path,
+) -> None:
+    # the SDK calls PreToolUse for parallel tool calls at once; each waited for the bridge on a
+    # thread of the application's asyncio.to_thread executor, so a slow guard took them all
+    _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    slow = [{**GUARD[0], "command": "sleep 1.5; " + str(GUARD[0]["command"])}]
+    oh = otelhooks.configure(hooks=slow, otlp=False, set_global=False, structured_logging=False)
+    [matcher] = hooks_for(oh, state=tmp_path / "s.sqlite3")["PreToolUse"]
+    [callback] = matcher.hooks
+
+    async def main() -> tuple[float, list[Any]]:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(2))
+        calls = [
+            asyncio.create_task(
+                callback(
+                    {
+                        "session_id": "s-1",
+                        "hook_event_name": "PreToolUse",
+                        "tool_name": "Bash",
+                        "tool_input": {"command": f"rm -rf victim-{i}"},
+                    },
+                    f"toolu_{i}",
+                    None,
+                )
+            )
+            for i in range(3)
+        ]
+        await asyncio.sleep(0.3)
+        started = time.monotonic()
+        await asyncio.to_thread(lambda: None)  # the application's own work
+        waited = time.monotonic() - started
+        return waited, await asyncio.gather(*calls)
+
+    try:
+        waited, answers = asyncio.run(main())
+    finally:
+        oh.shutdown()
+    assert waited < 0.5
+    assert [a["hookSpecificOutput"]["permissionDecision"] for a in answers] == ["deny"] * 3

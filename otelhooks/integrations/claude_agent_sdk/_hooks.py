@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import os
 import tempfile
-import threading
-from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,11 +103,10 @@ def hooks_for(
         agent=AGENT,
         provider="anthropic",
     )
-    lock = threading.Lock()
-
-    def handle(payload: Mapping[str, Any]) -> HookResponse:
-        with lock:  # one event at a time: the bridge pairs a tool's start and end in order
-            return bridge.handle(payload)
+    # One thread of its own, one event at a time (the bridge pairs a tool's start and end in
+    # order): events waiting behind a slow hook hold no thread, and none of the application's
+    # asyncio.to_thread executor, which parallel tool calls would otherwise fill.
+    worker = ThreadPoolExecutor(1, thread_name_prefix="otelhooks-claude-agent-sdk")
 
     def callback_for(event: str) -> Any:
         async def callback(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
@@ -115,7 +114,9 @@ def hooks_for(
             payload.setdefault("hook_event_name", event)
             if tool_use_id and not payload.get("tool_use_id"):
                 payload["tool_use_id"] = tool_use_id
-            response = await asyncio.to_thread(handle, payload)
+            run = contextvars.copy_context().run
+            loop = asyncio.get_running_loop()
+            response = await loop.run_in_executor(worker, run, bridge.handle, payload)
             return sdk_output(event, response)
 
         return callback
