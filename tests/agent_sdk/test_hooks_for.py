@@ -222,3 +222,60 @@ def test_callbacks_waiting_behind_a_slow_guard_leave_the_apps_threads_alone(
         oh.shutdown()
     assert waited < 0.5
     assert [a["hookSpecificOutput"]["permissionDecision"] for a in answers] == ["deny"] * 3
+
+
+def _pre_tool_use(tmp_path: Path, event: dict[str, Any], **options: Any) -> Any:
+    """The answer of ``hooks_for``'s ``PreToolUse`` callback to ``event``, as the SDK calls it."""
+    _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    oh = otelhooks.configure(hooks=GUARD, otlp=False, set_global=False, structured_logging=False)
+    try:
+        [matcher] = hooks_for(oh, state=tmp_path / "s.sqlite3", **options)["PreToolUse"]
+        [callback] = matcher.hooks
+        return asyncio.run(callback(event, str(event.get("tool_use_id") or "toolu_1"), None))
+    finally:
+        oh.shutdown()
+
+
+@pytest.mark.parametrize("field", ["session_id", "tool_use_id"])
+def test_a_lone_surrogate_in_an_id_is_no_way_past_the_guard(tmp_path: Path, field: str) -> None:
+    # json.loads of the CLI's "\ud800" escape gives a str no file or span can take: the
+    # bridge failed, the callback raised, and the CLI ran the tool
+    event = {
+        "session_id": "s-1",
+        "tool_use_id": "toolu_1",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf victim"},
+        field: "id-\ud800",
+    }
+    answer = _pre_tool_use(tmp_path, event)
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+@pytest.mark.parametrize("fail_closed", [True, False])
+def test_fail_closed_denies_when_the_bridge_itself_fails(
+    tmp_path: Path, fail_closed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from otelhooks.integrations.coding_agents import CodingAgentBridge
+
+    def broken(*_: Any, **__: Any) -> Any:  # a fault of the bridge's own
+        raise RuntimeError("a bug of the bridge")
+
+    monkeypatch.setattr(CodingAgentBridge, "handle", broken)
+    event = {
+        "session_id": "s-1",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+    }
+    if not fail_closed:  # the callback raises: the CLI shows it and runs the tool
+        with pytest.raises(RuntimeError, match="a bug of the bridge"):
+            _pre_tool_use(tmp_path, event)
+        return
+    answer = _pre_tool_use(tmp_path, event, fail_closed=True)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny"
+    assert answer["permissionDecisionReason"] == (
+        "otelhooks could not check this tool call (fail-closed): RuntimeError: a bug of the bridge"
+    )
