@@ -334,6 +334,41 @@ def test_a_call_before_configure_does_not_keep_later_calls_from_its_hooks(
     assert done.stdout.splitlines() == ["denied: rm is not allowed", "ran: ['warm-up']"]
 
 
+def test_a_second_global_configure_says_its_hooks_are_not_global(tmp_path: Path) -> None:
+    # OpenTelemetry keeps the first global provider: the second pipeline's guard never saw the
+    # calls outside an operation, and nothing but OpenTelemetry's own log line said so
+    done = _run_script(
+        tmp_path,
+        """
+        import warnings
+        import otelhooks
+        from otelhooks import Block
+
+        @otelhooks.tool
+        def rm(path: str) -> str:
+            return "removed"
+
+        first = otelhooks.configure(otlp=False, structured_logging=False)
+        guard = {"id": "no-rm", "type": "before_tool_call", "matcher": "rm",
+                 "handler": lambda event: Block("rm is not allowed")}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            second = otelhooks.configure(otlp=False, structured_logging=False, hooks=[guard])
+            apart = otelhooks.configure(otlp=False, structured_logging=False, set_global=False)
+        for warning in caught:
+            print(warning.category.__name__, warning.filename.endswith("agent.py"))
+        print("the first pipeline's call:", rm("victim"))
+        for oh in (apart, second, first):
+            oh.shutdown()
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "UserWarning True",  # the second global one only, pointing at its caller
+        "the first pipeline's call: removed",
+    ]
+
+
 def test_a_call_that_lost_its_operations_context_says_no_hook_saw_it(tmp_path: Path) -> None:
     # configure(set_global=False) and a thread pool of the application's own between the step
     # and the tool: the call found no operation, ran on the hookless stand-in, silently
