@@ -49,6 +49,7 @@ from otelhooks.integrations.coding_agents._run import (
     _refusal,
     _truthy,
     answer_seconds,
+    late_refusal,
 )
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, env_value
@@ -326,8 +327,17 @@ class _DaemonApp(_Served):
                 reason=late.reason,
                 fail_closed=self.options.fail_closed,
             )
-            response = self.dialect.answer(_refusal(event, f"no answer: {late}", self.options))
+            hooks = self._deciding(raw)
+            refusal = late_refusal(event, f"no answer: {late}", self.options, hooks)
+            response = self.dialect.answer(refusal)
         await send_json(send, 200, _answer_body(response))
+
+    def _deciding(self, raw: bytes) -> list[Hook] | None:
+        """The hooks that were to decide the event (``None``: its input does not parse)."""
+        try:
+            return self.bridge.hooks_now(self.dialect.to_bridge(parse_input(raw)))
+        except InputProblem:
+            return None
 
 
 def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None = None) -> int:
