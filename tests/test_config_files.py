@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from structlog.testing import capture_logs
 
 from otelhooks import ConfigError, load_config
 from otelhooks._config import import_handler
@@ -86,3 +87,28 @@ def test_duplicate_ids_across_files_are_refused(tmp_path: Path) -> None:
 def test_import_handler_requires_a_callable() -> None:
     with pytest.raises(ConfigError, match="not callable"):
         import_handler("os:sep")
+
+
+def test_loading_an_empty_hooks_folder_says_no_hook_comes_from_it(tmp_path: Path) -> None:
+    # a guard meant to be there, and none: every call went through without a word
+    (tmp_path / "hooks").mkdir()
+    (tmp_path / "hooks" / "policy.yaml.bak").write_text("hooks: []\n")  # not a config file
+    with capture_logs() as logs:
+        assert load_config([tmp_path / "hooks"]).hooks == ()
+    assert [(e["log_level"], e["event"], e["folder"]) for e in logs] == [
+        (
+            "warning",
+            "a hooks folder holds no config file: no hook comes from it",
+            str(tmp_path / "hooks"),
+        )
+    ]
+
+
+def test_loading_hooks_that_mean_what_they_say_logs_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "hooks.yaml"
+    path.write_text(
+        "hooks:\n  - id: guard\n    type: PreToolUse\n    matcher: Bash\n    command: 'true'\n"
+    )
+    with capture_logs() as logs:
+        load_config([path, tmp_path])
+    assert logs == []

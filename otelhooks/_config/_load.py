@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+import structlog
+
 from otelhooks._config._agent_os import AgentEventsConfig
 from otelhooks._config._agent_os_load import load_agent_os
 from otelhooks._config._build import ConfigWarning
@@ -52,6 +54,9 @@ __all__ = [
 ]
 
 FORMATS: Final = ("workspace", "claude_settings", "agent_os", "kernel_app", "hook_list")
+# why an empty folder gives no hooks (``ConfigSource.skipped``)
+NO_CONFIG_FILES: Final = "no config files here"
+_log = structlog.get_logger("otelhooks")
 
 PathLike = str | os.PathLike[str]
 
@@ -235,7 +240,7 @@ def inspect_config(paths: PathLike | Iterable[PathLike]) -> list[ConfigSource]:
                 sources.append(ConfigSource(str(path), None, problems=(problem,)))
                 continue
             if not files:
-                sources.append(ConfigSource(str(path), None, skipped="no config files here"))
+                sources.append(ConfigSource(str(path), None, skipped=NO_CONFIG_FILES))
                 continue
         else:
             files = [path]
@@ -301,6 +306,14 @@ def load_config(paths: PathLike | Iterable[PathLike]) -> LoadedConfig:
         raise problems[0]
     if problems:
         raise ConfigErrors(problems)
+    for source in sources:
+        # what ``validate`` says of it, said where the hooks are loaded too: a guard meant to be
+        # there and missing lets every call through without a word (an invalid regex matcher
+        # says so itself, where it is compiled)
+        if source.skipped == NO_CONFIG_FILES:
+            _log.warning(
+                "a hooks folder holds no config file: no hook comes from it", folder=source.path
+            )
     return LoadedConfig(
         hooks=tuple(h for s in sources for h in s.hooks),
         agent_events=tuple(c for s in sources for c in s.agent_events),
