@@ -149,7 +149,6 @@ class McpSession:
     def __init__(self, gateway: McpGateway, session_id: str) -> None:
         self.gateway = gateway
         self.session_id = session_id
-        self.server_name = gateway.name or gateway.server_name or DEFAULT_SERVER_NAME
         self.protocol_version: str | None = None
         # The transport's facts about the client of the message now crossing (HTTP:
         # client.address, client.port, network.protocol.*), set before each from_client.
@@ -224,7 +223,28 @@ class McpSession:
             self.requests.finish(msg.id, msg, from_server=True)
         return Relay(to_server=[raw])
 
+    @property
+    def server_name(self) -> str:
+        """The server's name as guards match it (``server/tool``): ``--name``, else the one the
+        server gave in a handshake answer through this gateway, else ``mcp``."""
+        return self.gateway.name or self.gateway.server_name or DEFAULT_SERVER_NAME
+
     def _client_request(self, msg: Message) -> Relay:
+        if (
+            msg.method == "tools/call"
+            and self.gateway.name is None
+            and self.gateway.server_name is None
+            and self.gateway.engine.registry.may_match("before_tool_call")
+        ):
+            # no handshake answer through this gateway yet (it restarted under a session the
+            # server still knows, or the client did not wait for the answer): a guard naming
+            # the server would not match, and the call would run unjudged
+            return self.invalid(
+                msg,
+                "the server's name is not known yet (no initialize answer has passed this "
+                "gateway), so guards that name it cannot judge this call: initialize the "
+                "session again, or start the gateway with --name",
+            )
         pending = self.requests.start(msg, from_server=False)
         if msg.method in _HANDSHAKES:
             self._on_initialize(msg)
@@ -356,8 +376,10 @@ class McpSession:
             # protocol 2026-07-28: ``server/discover`` (and every result) names the server in
             # ``_meta``; a guard matching ``<server>/<tool>`` must see the same name either way
             info = meta.get(_SERVER_INFO_META)
-        if self.gateway.name is None and isinstance(info, dict) and info.get("name"):
-            self.server_name = self.gateway.server_name = str(info["name"])
+        if isinstance(info, dict) and info.get("name"):
+            self.gateway.server_name = str(info["name"])
+        elif self.gateway.server_name is None:  # a server without a name: known as the default
+            self.gateway.server_name = DEFAULT_SERVER_NAME
         pending = self.requests.from_client.get(request_key(msg.id))
         if pending is not None:
             set_attributes(pending.span, {sc.MCP_SERVER_NAME: self.server_name})

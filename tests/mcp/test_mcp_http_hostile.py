@@ -42,6 +42,7 @@ from tests.mcp._harness import (
     SERVER_APP,
     calls,
     free_port,
+    gateway_args,
     http_gateway,
     process,
     write_hooks,
@@ -376,3 +377,38 @@ def test_an_echoed_header_token_never_reaches_the_traces_file_which_is_private(
     assert secret not in text
     assert "[REDACTED]" in text
     assert traces.stat().st_mode & 0o777 == 0o600
+
+
+def test_a_restarted_gateway_refuses_a_call_it_cannot_judge_until_the_session_starts_again(
+    tmp_path: Path,
+) -> None:
+    """The gateway restarts (an upgrade, a crash) while the client goes on with a session the
+    server still knows: no handshake answer has passed the new gateway, so it does not know the
+    server's name, and a ``testsrv/write_note`` guard would not match (the call ran). The call is
+    refused instead, and once the client starts a session again the guard decides."""
+    hooks = write_hooks(tmp_path, DENY_NOTES, DENY_SCRIPT)
+    server_port, port = free_port(), free_port()
+    url = f"http://127.0.0.1:{port}/mcp"
+    args = [
+        *gateway_args([hooks], tmp_path / "traces.jsonl"),
+        "--listen",
+        f"127.0.0.1:{port}",
+        "--upstream",
+        f"http://127.0.0.1:{server_port}/mcp",
+    ]
+    call = _note_call(5, b'{"text": "after the restart"}')
+    log = tmp_path / "calls.jsonl"
+    with (
+        process([str(SERVER_APP), "http", str(server_port)], log, server_port),
+        httpx.Client(timeout=30) as client,
+    ):
+        with process(args, log, port):
+            headers = {**_session(client, url), "content-type": "application/json"}
+        with process(args, log, port):  # the same gateway, started again
+            refused = client.post(url, content=call, headers=headers).json()
+            again = {**_session(client, url), "content-type": "application/json"}
+            denied = client.post(url, content=call, headers=again)
+    assert refused["error"]["code"] == -32600
+    assert "the server's name is not known yet" in refused["error"]["message"]
+    assert "notes are read-only here" in denied.text
+    assert calls(tmp_path) == []
