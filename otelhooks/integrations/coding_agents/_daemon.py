@@ -49,6 +49,7 @@ from otelhooks.integrations.coding_agents._run import (
     _refusal,
     _truthy,
     answer_seconds,
+    env_seconds,
 )
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, env_value
@@ -336,7 +337,7 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
 
     from otelhooks.integrations.claude_code.hook_client import IDLE_ENV
 
-    idle = float(env_value(os.environ, IDLE_ENV) or DEFAULT_IDLE_S) if idle_s is None else idle_s
+    idle = env_seconds(os.environ, IDLE_ENV, DEFAULT_IDLE_S) if idle_s is None else idle_s
     answer_s = answer_seconds(os.environ)
     path = Path(socket_path)
     lock = open(f"{path}.lock", "a+b")  # noqa: SIM115 - held for the daemon's life

@@ -180,7 +180,25 @@ def _bridge_answer(
 def answer_seconds(env: Mapping[str, str]) -> float:
     """How long a hook event may take before it is answered as a failure
     (``$OTELHOOKS_BRIDGE_DAEMON_ANSWER_S``, default 25 s)."""
-    return float(env_value(env, ANSWER_ENV) or DEFAULT_ANSWER_S)
+    return env_seconds(env, ANSWER_ENV, DEFAULT_ANSWER_S)
+
+
+def env_seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    """The seconds the variable ``name`` of ``env`` gives, else ``default``. An invalid value
+    (not a number, not above 0, too long to wait) is logged and ``default`` used: a typo in a
+    tuning variable must not turn every guard's answer into a failure (a crash is exit 1,
+    after which the CLI runs the tool, ``--fail-closed`` or not; 0 s answers each event late)."""
+    raw = (env_value(env, name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= threading.TIMEOUT_MAX:
+        _log.warning("invalid environment variable, using default", var=name, default_s=default)
+        return default
+    return value
 
 
 def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> int:

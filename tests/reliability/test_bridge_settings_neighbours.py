@@ -1,0 +1,89 @@
+"""What the command bridge reads besides the event never silences a guard.
+
+A tuning variable with a typo, and an export file (``--export-env``, or ``otelhooks.env`` next to
+a hooks file) that names one more hooks file: the one-process bridge and the bridge daemon
+behind the hook client must both answer with the guard's deny. Real processes throughout.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.integrations._daemon_procs import (
+    NO_RM,
+    REPO,
+    bash,
+    client_env,
+    daemon_pid,
+    hook,
+    runtime_folder,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+ANSWER_ENV = "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S"
+INVALID = ["abc", "0", "-1", "nan", "inf"]
+
+
+def _deny_reason(dialect: str, stdout: str) -> str:
+    answer = json.loads(stdout)
+    if dialect == "gemini":
+        assert answer["decision"] == "deny"
+        return str(answer["reason"])
+    specific = answer["hookSpecificOutput"]
+    assert specific["permissionDecision"] == "deny"
+    return str(specific["permissionDecisionReason"])
+
+
+@pytest.mark.parametrize("dialect", ["claude-code", "gemini"])
+@pytest.mark.parametrize("value", INVALID)
+def test_an_invalid_answer_time_is_the_default_not_a_failure(
+    tmp_path: Path, value: str, dialect: str
+) -> None:
+    # before: "abc" crashed the bridge (exit 1, a traceback), "0", "-1" and "nan" answered every
+    # event as late (exit 1), "inf" crashed the deadline's timer: no deny from the guard
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM)
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "OTELHOOKS_BRIDGE_STATE": str(tmp_path / "state.sqlite3"),
+        ANSWER_ENV: value,
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "otelhooks", dialect, "--hooks", "otelhooks.yaml"],
+        input=json.dumps(bash("t1", "rm -rf build")),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert _deny_reason(dialect, done.stdout) == "rm -rf is not allowed here"
+    assert f"invalid environment variable, using default default_s=25.0 var={ANSWER_ENV}" in (
+        done.stderr
+    )
+    assert "Traceback" not in done.stderr
+
+
+def test_a_daemon_given_invalid_times_serves_with_the_defaults(tmp_path: Path) -> None:
+    # before: the daemon crashed as it started, at every event (a traceback in its log each time)
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM)
+    with runtime_folder() as runtime:
+        env = client_env(tmp_path, runtime, **{ANSWER_ENV: "abc"})
+        env["OTELHOOKS_BRIDGE_DAEMON_IDLE"] = "soon"
+        first = hook(env, bash("t1", "rm -rf build"))
+        daemon_pid(runtime, timeout_s=15)
+        second = hook(env, bash("t2", "rm -rf dist"))
+        log = "".join(p.read_text() for p in runtime.glob("cc-*.log"))
+    assert first.deny_reason() == second.deny_reason() == "rm -rf is not allowed here"
+    assert "Traceback" not in log
+    assert f"var={ANSWER_ENV}" in log
+    assert "var=OTELHOOKS_BRIDGE_DAEMON_IDLE" in log
