@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -87,3 +88,43 @@ def test_a_daemon_given_invalid_times_serves_with_the_defaults(tmp_path: Path) -
     assert "Traceback" not in log
     assert f"var={ANSWER_ENV}" in log
     assert "var=OTELHOOKS_BRIDGE_DAEMON_IDLE" in log
+
+
+# how the export file that will name the guard's hooks file is found, and that file
+EXPORT_FILES: dict[str, tuple[tuple[str, ...], dict[str, str], str]] = {
+    "--export-env": (("--export-env", "conf/otel.env"), {}, "conf/otel.env"),
+    "$OTELHOOKS_EXPORT_ENV": ((), {"OTELHOOKS_EXPORT_ENV": "conf/otel.env"}, "conf/otel.env"),
+    "beside --hooks=FILE, made later": (("--hooks=sub/hooks.yaml",), {}, "sub/otelhooks.env"),
+}
+
+
+def _write(path: Path, text: str) -> None:
+    before = path.stat().st_mtime_ns if path.exists() else 0
+    path.write_text(text)
+    # a file system with a coarse clock could keep the time: the edit must show
+    os.utime(path, ns=(time.time_ns(), max(time.time_ns(), before + 1_000_000)))
+
+
+@pytest.mark.parametrize("named_by", list(EXPORT_FILES))
+def test_a_guard_an_export_file_adds_decides_the_daemons_next_event(
+    tmp_path: Path, named_by: str
+) -> None:
+    # before: the daemon watched neither an --export-env file nor one beside a hooks file given
+    # as --hooks=FILE, and went on allowing what the one-process bridge denied
+    flags, extra_env, export = EXPORT_FILES[named_by]
+    (tmp_path / "otelhooks.yaml").write_text("hooks: []\n")
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "hooks.yaml").write_text("hooks: []\n")
+    (tmp_path / "conf").mkdir()
+    (tmp_path / "conf" / "otel.env").write_text("OTEL_SERVICE_NAME=project\n")
+    (tmp_path / "guard.yaml").write_text(NO_RM)
+    with runtime_folder() as runtime:
+        env = client_env(tmp_path, runtime, **extra_env)
+        assert hook(env, bash("t1", "ls"), *flags).returncode == 0
+        daemon_pid(runtime)
+        allowed = hook(env, bash("t2", "rm -rf build"), *flags)  # the daemon's: no guard yet
+        assert (allowed.returncode, allowed.stdout) == (0, ""), allowed.stderr
+        _write(tmp_path / export, f"OTELHOOKS_HOOKS={tmp_path / 'guard.yaml'}\n")
+        first = hook(env, bash("t3", "rm -rf build"), *flags)
+        second = hook(env, bash("t4", "rm -rf dist"), *flags)
+    assert first.deny_reason() == second.deny_reason() == "rm -rf is not allowed here"

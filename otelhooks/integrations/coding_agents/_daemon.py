@@ -69,9 +69,10 @@ _log = structlog.get_logger("otelhooks")
 
 def sources_of(paths: Iterable[str | os.PathLike[str]], hooks: Iterable[Hook]) -> dict[str, int]:
     """The files a daemon's hooks were built from, each with its modification time: the hook
-    files and folders it was given and each config file read, and the file of every Python
-    function a hook calls (``script:``, ``handler:``, ``plugin:``). A file it imports in turn is
-    not followed."""
+    files and folders it was given, the export files (which may name more hooks; one not there
+    yet too, as its coming changes them) and each config file read, and the file of every
+    Python function a hook calls (``script:``, ``handler:``, ``plugin:``). A file it imports in
+    turn is not followed."""
     files = [os.fspath(p) for p in paths]
     for hook in hooks:
         code = getattr(getattr(hook.action, "fn", None), "__code__", None)
@@ -106,7 +107,7 @@ def build_bridge(
     from otelhooks.integrations.coding_agents._run import hooks_and_settings
     from otelhooks.integrations.coding_agents._spans import LockedFileExporter, SpanWriter
 
-    hook_paths, settings = hooks_and_settings(options, env)
+    hook_paths, settings, export_files = hooks_and_settings(options, env)
     loaded = load_config(hook_paths)
     hooks = loaded.hooks
     service = settings.get("OTEL_SERVICE_NAME") or options.service_name
@@ -140,7 +141,11 @@ def build_bridge(
         service_name=service,
         capture=_truthy(settings.get(_CAPTURE_ENV)),
     )
-    read: list[str | os.PathLike[str]] = [*hook_paths, *(s.path for s in loaded.sources)]
+    read: list[str | os.PathLike[str]] = [
+        *hook_paths,
+        *export_files,
+        *(s.path for s in loaded.sources),
+    ]
     return bridge, sources_of(read, hooks)
 
 

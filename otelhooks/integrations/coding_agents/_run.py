@@ -34,6 +34,7 @@ from otelhooks._export._otlp import summarise_sdk_logs
 from otelhooks._export._report import DeliveryTracker, shutdown_timeout
 from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse
 from otelhooks.integrations.coding_agents._environment import (
+    export_files,
     export_settings,
     otlp_exporter,
     project_path,
@@ -285,17 +286,20 @@ class _Deadline:
 
 def hooks_and_settings(
     options: BridgeOptions, env: Mapping[str, str]
-) -> tuple[list[Path], dict[str, str]]:
-    """The hook files that apply and the export settings (the export file's values under the
-    process's own variables), relative paths resolved against ``$CLAUDE_PROJECT_DIR``."""
+) -> tuple[list[Path], dict[str, str], list[Path]]:
+    """The hook files that apply, the export settings (the export file's values under the
+    process's own variables) and the export files they were read from (:func:`export_files`),
+    relative paths resolved against ``$CLAUDE_PROJECT_DIR``."""
     listed = [*options.hooks, *(p for p in env.get(HOOKS_ENV, "").split(os.pathsep) if p)]
     hook_paths = [project_path(p, env) for p in listed]
     explicit = options.export_env or env.get(EXPORT_ENV)
-    settings = export_settings(hook_paths, project_path(explicit, env) if explicit else None, env)
+    explicit_path = project_path(explicit, env) if explicit else None
+    settings = export_settings(hook_paths, explicit_path, env)
+    read = export_files(hook_paths, explicit_path)
     # the export file may name more hooks (it is read for OTELHOOKS_* too)
     if HOOKS_ENV not in env and settings.get(HOOKS_ENV):
         hook_paths += [project_path(p, env) for p in settings[HOOKS_ENV].split(os.pathsep) if p]
-    return hook_paths, settings
+    return hook_paths, settings, read
 
 
 def _handle(
@@ -310,7 +314,7 @@ def _handle(
     from otelhooks.integrations.coding_agents._spans import LockedFileExporter
     from otelhooks.integrations.coding_agents._state import BridgeState
 
-    hook_paths, settings = hooks_and_settings(options, env)
+    hook_paths, settings, _ = hooks_and_settings(options, env)
     hooks = load_config(hook_paths).hooks
     if deadline is not None:
         deadline.allow_approvals(hooks)
