@@ -1,8 +1,9 @@
-"""What the command bridge reads besides the event never silences a guard.
+"""What the command bridge finds besides the event never silences a guard.
 
-A tuning variable with a typo, and an export file (``--export-env``, or ``otelhooks.env`` next to
-a hooks file) that names one more hooks file: the one-process bridge and the bridge daemon
-behind the hook client must both answer with the guard's deny. Real processes throughout.
+A tuning variable with a typo, an export file (``--export-env``, or ``otelhooks.env`` next to a
+hooks file) that names one more hooks file, the folder the daemon was started from deleted: the
+one-process bridge and the bridge daemon behind the hook client must both answer with the
+guard's deny. Real processes throughout.
 """
 
 from __future__ import annotations
@@ -16,14 +17,17 @@ from pathlib import Path
 
 import pytest
 
+from otelhooks.integrations.claude_code import hook_client
 from tests.integrations._daemon_procs import (
     NO_RM,
     REPO,
+    Hooked,
     bash,
     client_env,
     daemon_pid,
     hook,
     runtime_folder,
+    until_gone,
 )
 
 pytestmark = pytest.mark.timeout(120)
@@ -128,3 +132,51 @@ def test_a_guard_an_export_file_adds_decides_the_daemons_next_event(
         first = hook(env, bash("t3", "rm -rf build"), *flags)
         second = hook(env, bash("t4", "rm -rf dist"), *flags)
     assert first.deny_reason() == second.deny_reason() == "rm -rf is not allowed here"
+
+
+def _client_in(
+    folder: Path, env: dict[str, str], argv: list[str], use_id: str, command: str
+) -> Hooked:
+    """The hook client run in ``folder``, as a CLI runs it in its current folder."""
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", hook_client.__file__, *argv],
+        input=json.dumps(bash(use_id, command)),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=folder,
+        timeout=60,
+        check=False,
+    )
+    return Hooked(done.returncode, done.stdout, done.stderr, 0.0)
+
+
+@pytest.mark.parametrize("dialect", ["claude-code", "codex"])
+def test_a_daemon_whose_folder_was_deleted_leaves_and_the_guard_still_denies(
+    tmp_path: Path, dialect: str
+) -> None:
+    # before: the daemon's working folder is the one of the event that started it; once that
+    # folder was deleted (a build folder, a scratch project) every command guard it ran failed
+    # (`a hook failed and did not decide`) and the rm -rf was allowed, in every session it served
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "otelhooks.yaml").write_text(NO_RM)
+    scratch = project / "build" if dialect == "claude-code" else tmp_path / "scratch"
+    scratch.mkdir()
+    with runtime_folder() as runtime:
+        env = client_env(project, runtime)
+        if dialect == "codex":  # Codex CLI sets no project folder: one daemon for every folder
+            del env["CLAUDE_PROJECT_DIR"]
+        argv = ["--dialect", dialect, "--hooks", str(project / "otelhooks.yaml")]
+        assert _client_in(scratch, env, argv, "t1", "ls").returncode == 0
+        started_there = daemon_pid(runtime)
+        assert (
+            _client_in(project, env, argv, "t2", "rm -rf a").deny_reason()
+            == "rm -rf is not allowed here"
+        )
+        scratch.rmdir()
+        first = _client_in(project, env, argv, "t3", "rm -rf b")
+        second = _client_in(project, env, argv, "t4", "rm -rf c")
+        left = until_gone(started_there)
+    assert first.deny_reason() == second.deny_reason() == "rm -rf is not allowed here"
+    assert left  # and the daemon that could no longer run a command left

@@ -172,7 +172,13 @@ class _Served(ABC):
         self.busy = 0  # events not answered yet: the daemon does not leave under them
 
     def changed(self) -> bool:
-        """Whether what this daemon answers with changed since it started."""
+        """Whether what this daemon answers with changed since it started: its working folder
+        (the folder of the event that started it) is gone. A hook command started there would
+        fail, and a guard with it, for every event of every session it serves."""
+        try:
+            os.getcwd()
+        except OSError:
+            return True
         return False
 
     @abstractmethod
@@ -277,7 +283,7 @@ class _DaemonApp(_Served):
     def changed(self) -> bool:
         # The hooks or a guard's code changed since they were loaded: answering with them would
         # run the old guard.
-        return any(_mtime_ns(f) != t for f, t in self.sources.items())
+        return super().changed() or any(_mtime_ns(f) != t for f, t in self.sources.items())
 
     def close(self) -> None:
         super().close()
