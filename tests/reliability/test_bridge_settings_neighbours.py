@@ -180,3 +180,75 @@ def test_a_daemon_whose_folder_was_deleted_leaves_and_the_guard_still_denies(
         left = until_gone(started_there)
     assert first.deny_reason() == second.deny_reason() == "rm -rf is not allowed here"
     assert left  # and the daemon that could no longer run a command left
+
+
+# a guard whose reason has a character Latin-1 lacks (U+2019, written as UTF-8 bytes)
+NO_RM_IN_FRENCH = NO_RM.replace(
+    "echo 'rm -rf is not allowed here' >&2", r"printf 'rm -rf n\342\200\231est pas permis' >&2"
+)
+REASON_IN_FRENCH = "rm -rf n\u2019est pas permis"
+
+
+@pytest.fixture(scope="module")
+def latin1_locale(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """The environment of a Latin-1 locale (built here: few machines have one installed)."""
+    folder = tmp_path_factory.mktemp("locales")
+    try:
+        subprocess.run(
+            ["localedef", "-i", "en_US", "-f", "ISO-8859-1", str(folder / "en_US.ISO-8859-1")],
+            capture_output=True,
+            check=True,
+            timeout=60,
+        )
+    except (OSError, subprocess.CalledProcessError) as exc:
+        pytest.skip(f"no Latin-1 locale can be built here: {exc}")
+    env = {"LOCPATH": str(folder), "LANG": "en_US.ISO-8859-1", "LC_ALL": "en_US.ISO-8859-1"}
+    probe = "import sys; print(sys.stdout.encoding)"
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", probe],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert done.stdout.strip() == "iso8859-1"
+    return env
+
+
+@pytest.mark.parametrize(
+    "form", ["claude-code", "codex", "claude-code --deny-mode exit2", "hook client"]
+)
+def test_a_deny_reason_the_locale_cannot_write_is_still_a_deny(
+    tmp_path: Path, latin1_locale: dict[str, str], form: str
+) -> None:
+    # before: printing the answer failed (UnicodeEncodeError): exit 1, the tool ran
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM_IN_FRENCH)
+    with runtime_folder() as runtime:
+        env = {**client_env(tmp_path, runtime), **latin1_locale}
+        if form == "hook client":
+            assert hook(env, bash("t1", "ls")).returncode == 0  # starts the daemon
+            daemon_pid(runtime)
+            answers = [hook(env, bash("t2", "rm -rf build"))]
+            argv = [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", "otelhooks.yaml"]
+        else:
+            answers = []
+            dialect, *flags = form.split()
+            argv = [sys.executable, "-m", "otelhooks", dialect, "--hooks", "otelhooks.yaml", *flags]
+        done = subprocess.run(
+            argv,
+            input=json.dumps(bash("t3", "rm -rf dist")).encode(),
+            capture_output=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=60,
+            check=False,
+        )
+    answers.append(
+        Hooked(done.returncode, done.stdout.decode(), done.stderr.decode("utf-8", "replace"), 0)
+    )
+    for answer in answers:
+        if form.endswith("exit2"):
+            assert answer.returncode == 2, answer.stderr
+            assert answer.stderr.strip() == REASON_IN_FRENCH
+        else:
+            assert answer.deny_reason() == REASON_IN_FRENCH

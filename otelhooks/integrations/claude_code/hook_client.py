@@ -32,6 +32,7 @@ those 3 s answers the probe and is waited for.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import socket
@@ -249,6 +250,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         return done.returncode
     stdout, stderr = answer.get("stdout"), answer.get("stderr")
+    # UTF-8 whatever the locale, as the CLIs read it and as the one-process bridge writes it (a
+    # Latin-1 locale lacks the U+2019 of a deny reason: the write failed, exit 1, the tool ran)
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(encoding="utf-8")
     if stdout:
         sys.stdout.write(f"{stdout}\n")
     if stderr:

@@ -14,6 +14,7 @@ objection"; its stderr names the CLI all the same.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -212,7 +213,14 @@ def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> in
     daemon's own limit; an ``approval:`` hook's timeout and 5 s more when longer), the answer a
     bridge problem gets is printed instead (a deny under ``--fail-closed``, else exit 1) and
     the process ends at once.
+
+    The answer is written in UTF-8 whatever the locale, as the CLIs read it: in a Latin-1
+    locale a deny reason with a character it lacks (U+2019) crashed the printing (exit 1, and
+    the tool ran).
     """
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(encoding="utf-8")
     deadline = _Deadline(raw, options, answer_s)
     try:
         response = _run_hook(raw, options, os.environ, deadline)
