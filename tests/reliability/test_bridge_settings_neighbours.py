@@ -252,3 +252,19 @@ def test_a_deny_reason_the_locale_cannot_write_is_still_a_deny(
             assert answer.stderr.strip() == REASON_IN_FRENCH
         else:
             assert answer.deny_reason() == REASON_IN_FRENCH
+
+
+def test_a_tool_input_the_locale_cannot_write_is_still_denied_through_the_hook_client(
+    tmp_path: Path, latin1_locale: dict[str, str]
+) -> None:
+    # before: the command guard could not be started with that input in its environment
+    # (`a hook failed and did not decide`): the rm -rf ran, --fail-closed or not
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM)
+    with runtime_folder() as runtime:
+        env = {**client_env(tmp_path, runtime), **latin1_locale}
+        first = hook(env, bash("t1", "rm -rf build # l\u2019\u00e9t\u00e9"))  # one-process
+        daemon_pid(runtime)
+        second = hook(env, bash("t2", "rm -rf dist # l\u2019\u00e9t\u00e9"))  # the daemon
+        allowed = hook(env, bash("t3", "ls l\u2019\u00e9t\u00e9"))
+    assert first.deny_reason() == second.deny_reason() == "rm -rf is not allowed here"
+    assert (allowed.returncode, allowed.stdout, allowed.stderr) == (0, "", "")

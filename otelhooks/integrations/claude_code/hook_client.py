@@ -50,6 +50,10 @@ _CLIS = {"claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini C
 _SLICE_S = 1.0
 _PROBE_S = 2.0
 _ALIVE = b"GET /alive HTTP/1.1\r\nHost: otelhooks\r\nConnection: close\r\n\r\n"
+# The bridge in Python's UTF-8 mode, whatever the locale: the CLIs write and read UTF-8, and in
+# a Latin-1 locale a tool input with a character it lacks (a U+2019) could not be handed to a
+# command hook (its environment is encoded in the locale's encoding): every guard failed open.
+_BRIDGE = (sys.executable, "-X", "utf8", "-m", "otelhooks", "claude-code")
 _NO_ANSWER = (
     "otelhooks hook client: the bridge daemon did not answer; answered by the one-process bridge"
 )
@@ -210,7 +214,7 @@ def _start_daemon(argv: list[str], path: str) -> None:
     log = open(path[: -len(".sock")] + ".log", "ab")  # noqa: SIM115 - handed to the child
     with log:
         subprocess.Popen(
-            [sys.executable, "-m", "otelhooks", "claude-code", *argv, "daemon", "--socket", path],
+            [*_BRIDGE, *argv, "daemon", "--socket", path],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
@@ -245,9 +249,7 @@ def main(argv: list[str] | None = None) -> int:
                 _start_daemon(args, path)
             except OSError:
                 pass
-        done = subprocess.run(
-            [sys.executable, "-m", "otelhooks", "claude-code", *args], input=body, check=False
-        )
+        done = subprocess.run([*_BRIDGE, *args], input=body, check=False)
         return done.returncode
     stdout, stderr = answer.get("stdout"), answer.get("stderr")
     # UTF-8 whatever the locale, as the CLIs read it and as the one-process bridge writes it (a
