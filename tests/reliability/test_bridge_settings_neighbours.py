@@ -268,3 +268,38 @@ def test_a_tool_input_the_locale_cannot_write_is_still_denied_through_the_hook_c
         allowed = hook(env, bash("t3", "ls l\u2019\u00e9t\u00e9"))
     assert first.deny_reason() == second.deny_reason() == "rm -rf is not allowed here"
     assert (allowed.returncode, allowed.stdout, allowed.stderr) == (0, "", "")
+
+
+@pytest.mark.parametrize("dialect", ["claude-code", "codex"])
+def test_a_cli_whose_folder_was_deleted_still_gets_the_guards_deny(
+    tmp_path: Path, dialect: str
+) -> None:
+    # before: with Codex CLI (no project folder) the hook client crashed resolving a path (exit
+    # 1); with Claude Code each command guard failed to start (`a hook failed and did not
+    # decide`), in the one-process bridge and in the daemon started from there: allowed
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "otelhooks.yaml").write_text(NO_RM)
+    argv = [sys.executable, "-I", "-S", hook_client.__file__, "--dialect", dialect]
+    argv += ["--hooks", str(project / "otelhooks.yaml")]
+    with runtime_folder() as runtime:
+        env = client_env(project, runtime)
+        if dialect == "codex":
+            del env["CLAUDE_PROJECT_DIR"]
+        for n in range(2):  # the one-process bridge, then the daemon the first started
+            folder = tmp_path / f"deleted-{n}"
+            folder.mkdir()
+            # the client starts in its folder, which is deleted under it (as the agent would)
+            done = subprocess.run(
+                ["sh", "-c", f"cd '{folder}' && rmdir '{folder}' && exec \"$@\"", "sh", *argv],
+                input=json.dumps(bash(f"t{n}", "rm -rf build")),
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=60,
+                check=False,
+            )
+            answer = Hooked(done.returncode, done.stdout, done.stderr, 0.0)
+            assert answer.deny_reason() == "rm -rf is not allowed here"
+            if n == 0:
+                daemon_pid(runtime)

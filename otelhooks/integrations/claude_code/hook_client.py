@@ -224,6 +224,12 @@ def _start_daemon(argv: list[str], path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one hook event (stdin) through the daemon, or the one-process bridge."""
+    try:
+        os.getcwd()
+    except OSError:
+        # The CLI's folder was deleted (by the agent, say): no path resolves against it and no
+        # command hook starts in it, so every guard would fail and let the call through.
+        os.chdir("/")
     args = _normalized(list(sys.argv[1:] if argv is None else argv))
     if sys.stdin.isatty():  # typed in a terminal, it would wait for an event nobody sends
         dialect = _dialect(args)
