@@ -20,13 +20,16 @@ import pytest
 from otelhooks.integrations.claude_code import hook_client
 from tests.integrations._daemon_procs import (
     NO_RM,
+    NO_RM_SCRIPT,
     REPO,
+    SCRIPT_GUARD_HOOKS,
     Hooked,
     bash,
     client_env,
     daemon_pid,
     hook,
     runtime_folder,
+    serving,
     until_gone,
 )
 
@@ -87,7 +90,7 @@ def test_a_daemon_given_invalid_times_serves_with_the_defaults(tmp_path: Path) -
         first = hook(env, bash("t1", "rm -rf build"))
         daemon_pid(runtime, timeout_s=15)
         second = hook(env, bash("t2", "rm -rf dist"))
-        log = "".join(p.read_text() for p in runtime.glob("cc-*.log"))
+        log = _logs(runtime)
     assert first.deny_reason() == second.deny_reason() == "rm -rf is not allowed here"
     assert "Traceback" not in log
     assert f"var={ANSWER_ENV}" in log
@@ -303,3 +306,34 @@ def test_a_cli_whose_folder_was_deleted_still_gets_the_guards_deny(
             assert answer.deny_reason() == "rm -rf is not allowed here"
             if n == 0:
                 daemon_pid(runtime)
+
+
+def test_a_daemon_whose_guard_hangs_as_it_loads_leaves_and_the_mended_guard_is_served(
+    tmp_path: Path,
+) -> None:
+    # before: the daemon, stuck importing the guard, held its lock for ever without serving:
+    # every later event ran the one-process bridge and started a daemon that left at once
+    (tmp_path / "otelhooks.yaml").write_text(SCRIPT_GUARD_HOOKS)
+    (tmp_path / "guard.py").write_text(
+        "import time\ntime.sleep(3600)\n\ndef guard(event):\n    pass\n"
+    )
+    with runtime_folder() as runtime:
+        env = client_env(tmp_path, runtime, **{ANSWER_ENV: "3"})
+        late = hook(env, bash("t1", "rm -rf build"), "--fail-closed")
+        deadline = time.monotonic() + 30
+        while "did not load in time: it leaves" not in _logs(runtime):
+            assert time.monotonic() < deadline, f"the stuck daemon did not leave: {_logs(runtime)}"
+            time.sleep(0.1)
+        while serving(runtime):
+            assert time.monotonic() < deadline, "the stuck daemon did not exit"
+            time.sleep(0.1)
+        (tmp_path / "guard.py").write_text(NO_RM_SCRIPT)
+        mended = hook(env, bash("t2", "rm -rf build"), "--fail-closed")  # one-process
+        daemon_pid(runtime, timeout_s=15)
+        served = hook(env, bash("t3", "rm -rf dist"), "--fail-closed")
+    assert "no answer within 3 s" in late.deny_reason()
+    assert mended.deny_reason() == served.deny_reason() == "no rm"
+
+
+def _logs(runtime: Path) -> str:
+    return "".join(p.read_text() for p in runtime.glob("cc-*.log"))

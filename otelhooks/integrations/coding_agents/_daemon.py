@@ -24,12 +24,13 @@ import fcntl
 import os
 import re
 import socket
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 
@@ -342,6 +343,28 @@ class _DaemonApp(_Served):
         await send_json(send, 200, _answer_body(response))
 
 
+def _build_within(
+    options: BridgeOptions, seconds: float
+) -> tuple[CodingAgentBridge, dict[str, int]] | Literal["failed", "late"]:
+    """:func:`build_bridge`'s result, ``"failed"`` (logged), or ``"late"`` when it still runs
+    after ``seconds`` (on a daemon thread, which is left to it)."""
+    result: list[tuple[CodingAgentBridge, dict[str, int]] | Literal["failed"]] = []
+
+    def build() -> None:
+        try:
+            result.append(build_bridge(options, os.environ))
+        except Exception:
+            _log.exception(
+                "the bridge daemon's hooks did not load: each event is answered as a failure"
+            )
+            result.append("failed")
+
+    worker = threading.Thread(target=build, name="otelhooks-daemon-build", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    return result[0] if result else "late"
+
+
 def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None = None) -> int:
     """Serve ``socket_path`` until idle; returns 0 (also when another daemon already serves)."""
     import uvicorn
@@ -358,14 +381,17 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
         lock.close()
         return 0  # another daemon serves this socket
     app: _Served
-    try:
-        bridge, sources = build_bridge(options, os.environ)
-    except Exception:
-        _log.exception(
-            "the bridge daemon's hooks did not load: each event is answered as a failure"
-        )
+    built = _build_within(options, answer_s)
+    if built == "late":
+        # a guard's module that hangs as it is imported: waiting on, the daemon would hold its
+        # lock without serving, for ever, and no daemon could start again for these hooks
+        _log.error("the bridge daemon's hooks did not load in time: it leaves", answer_s=answer_s)
+        lock.close()
+        return 0
+    if built == "failed":
         app = _Unloaded(options, answer_s=answer_s)
     else:
+        bridge, sources = built
         if isinstance(bridge.state, ServerSessions):
             bridge.state.on_drop = bridge.engine.metrics.drop_counter("claude_code_sessions")
         app = _DaemonApp(bridge, options, answer_s=answer_s, sources=sources)
