@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -337,3 +338,53 @@ def test_a_daemon_whose_guard_hangs_as_it_loads_leaves_and_the_mended_guard_is_s
 
 def _logs(runtime: Path) -> str:
     return "".join(p.read_text() for p in runtime.glob("cc-*.log"))
+
+
+def _install_copy(site: Path) -> Path:
+    """The package installed (copied) into ``site`` as an installer does: every file new, with
+    the time it was written; the hook client's path there."""
+    shutil.rmtree(site / "otelhooks", ignore_errors=True)
+    shutil.copytree(
+        REPO / "otelhooks",
+        site / "otelhooks",
+        copy_function=shutil.copy,
+        ignore=shutil.ignore_patterns("__pycache__"),
+    )
+    client = site / "otelhooks" / "integrations" / "claude_code" / "hook_client.py"
+    os.utime(client, ns=(time.time_ns(), time.time_ns()))
+    return client
+
+
+def test_a_daemon_of_the_version_installed_before_does_not_answer_the_new_ones_events(
+    tmp_path: Path,
+) -> None:
+    # before: the socket's name did not change with the installed otelhooks, so the daemon
+    # started before an upgrade (the old code in its memory) answered every later event, and
+    # left only after 15 min without one
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM)
+    site = tmp_path / "site"
+    with runtime_folder() as runtime:
+        env = {**client_env(tmp_path, runtime), "PYTHONPATH": str(site)}
+        argv = ["--hooks", "otelhooks.yaml"]
+        answers = []
+        for n in range(2):
+            client = _install_copy(site)  # the first install, then the upgrade
+            done = subprocess.run(
+                [sys.executable, "-I", "-S", str(client), *argv],
+                input=json.dumps(bash(f"t{n}", "rm -rf build")),
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=60,
+                check=False,
+            )
+            answers.append(Hooked(done.returncode, done.stdout, done.stderr, 0.0))
+            if n == 0:
+                daemon_pid(runtime)
+                before = set(runtime.glob("cc-*.sock"))
+        deadline = time.monotonic() + 30
+        while not set(runtime.glob("cc-*.sock")) - before:  # the new version's own daemon
+            assert time.monotonic() < deadline, "the old version's daemon answered"
+            time.sleep(0.1)
+    for answer in answers:
+        assert answer.deny_reason() == "rm -rf is not allowed here"

@@ -14,7 +14,8 @@ daemon is listening, starts one in the background (``otelhooks claude-code ... d
 is answered by the ordinary one-process bridge meanwhile. The daemon keeps sessions in the same
 state file as the one-process bridge, so either can handle any event; it exits after
 ``$OTELHOOKS_BRIDGE_DAEMON_IDLE`` seconds without events (default 900). A changed hooks file
-or environment gives a new daemon (the socket name is a digest of both).
+or environment, or another otelhooks installed (this file replaced), gives a new daemon (the
+socket name is a digest of them).
 
 An answer may take minutes (an ``approval:`` hook waits for a person), so the client waits for
 it without an end of its own, but never for a daemon that no longer answers: after each second
@@ -106,6 +107,9 @@ def socket_path(argv: list[str]) -> str:
             files.append(argv[i + 1])
     for path in list(files):
         files.append(os.path.join(os.path.dirname(path), "otelhooks.env"))
+    # this very file: installing another otelhooks version replaces it, and a daemon running the
+    # code it loaded before must not go on answering (a fixed guard path would wait for its idle)
+    files.append(os.path.abspath(__file__))
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES))
     key = json.dumps([sys.executable, argv, env, [(f, _mtime(f)) for f in files]])
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]
