@@ -8,9 +8,11 @@ guard's deny. Real processes throughout.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -388,3 +390,40 @@ def test_a_daemon_of_the_version_installed_before_does_not_answer_the_new_ones_e
             time.sleep(0.1)
     for answer in answers:
         assert answer.deny_reason() == "rm -rf is not allowed here"
+
+
+def _daemons_of(folder: Path, runtime: Path) -> list[int]:
+    """Daemons serving in ``folder`` that were started with ``runtime`` as their runtime folder
+    (``folder`` is shared with every other user of it: only these are the test's)."""
+    mine = f"XDG_RUNTIME_DIR={runtime}".encode()
+    found = []
+    for pid in serving(folder):
+        with contextlib.suppress(OSError):
+            if mine in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
+                found.append(pid)
+    return found
+
+
+def test_a_runtime_folder_too_deep_for_a_socket_falls_back_to_the_tmp_folder() -> None:
+    # before: each event started a daemon that loaded the hooks, failed to listen ("AF_UNIX
+    # path too long") and logged a traceback, and was answered by the one-process bridge
+    fallback = Path(f"/tmp/otelhooks-{os.getuid()}")
+    with runtime_folder() as shallow:
+        project = shallow / "project"
+        project.mkdir()
+        (project / "otelhooks.yaml").write_text(NO_RM)
+        deep = shallow / ("d" * 90)
+        deep.mkdir(mode=0o700)
+        env = client_env(project, deep)
+        try:
+            first = hook(env, bash("t1", "rm -rf build"))
+            deadline = time.monotonic() + 30
+            while not _daemons_of(fallback, deep):
+                assert time.monotonic() < deadline, _logs(deep)
+                time.sleep(0.1)
+            second = hook(env, bash("t2", "rm -rf dist"))
+        finally:
+            for pid in _daemons_of(fallback, deep):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+    assert first.deny_reason() == second.deny_reason() == "rm -rf is not allowed here"

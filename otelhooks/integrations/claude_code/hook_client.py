@@ -50,6 +50,7 @@ _CLIS = {"claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini C
 # without progress for a slice, the daemon is asked whether it lives, and given the probe's time
 _SLICE_S = 1.0
 _PROBE_S = 2.0
+_SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path (Linux's 108, less the final NUL)
 _ALIVE = b"GET /alive HTTP/1.1\r\nHost: otelhooks\r\nConnection: close\r\n\r\n"
 # The bridge in Python's UTF-8 mode, whatever the locale: the CLIs write and read UTF-8, and in
 # a Latin-1 locale a tool input with a character it lacks (a U+2019) could not be handed to a
@@ -113,8 +114,13 @@ def socket_path(argv: list[str]) -> str:
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES))
     key = json.dumps([sys.executable, argv, env, [(f, _mtime(f)) for f in files]])
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]
-    folder = os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/otelhooks-{os.getuid()}"
-    return os.path.join(folder, f"cc-{digest}.sock")
+    name = f"cc-{digest}.sock"
+    folder = os.environ.get("XDG_RUNTIME_DIR") or ""
+    if not folder or len(os.fsencode(os.path.join(folder, name))) > _SOCKET_PATH_MAX:
+        # no socket can be made in a folder this deep: each event would start a daemon that
+        # loads the hooks, fails to listen and logs a traceback
+        folder = f"/tmp/otelhooks-{os.getuid()}"
+    return os.path.join(folder, name)
 
 
 def _ask(path: str, body: bytes) -> dict[str, object] | None:
