@@ -399,7 +399,8 @@ def configure(
         email_resolver: user id → email, for webhooks that select ``userEmail``.
         outbox_path: SQLite file of the durable queue (``delivery: queue`` webhooks); default
             ``~/.otelhooks/outbox.sqlite3``.
-        set_global: install the providers as the global ones.
+        set_global: install the providers as the global ones (OpenTelemetry keeps the first:
+            when another was installed before, a ``UserWarning`` says this one is not global).
         structured_logging: configure structlog to add ``trace_id``/``span_id`` to log lines.
         sdk_metrics: deprecated, no effect: otelhooks' metrics are always the SDK's
             instruments, with the exemplars the provider's filter asks for
@@ -502,6 +503,16 @@ def configure(
     if set_global and trace.get_tracer_provider() is tracer_provider:
         # Decorated tools outside any operation open theirs here: set once, like the globals.
         set_default_tracer(tracer)
+    elif set_global:
+        # OpenTelemetry keeps the first global provider: guards that look global but are not
+        # must not pass for installed
+        warnings.warn(
+            "configure(): the global OpenTelemetry providers were set before (an earlier "
+            "configure() or another library) and stay: this pipeline is not the global one, "
+            "so @otelhooks.tool calls outside an operation and OpenTelemetry "
+            "instrumentations do not run its hooks (use oh.tracer, or set_global=False)",
+            stacklevel=2,
+        )
     configured = OtelHooks(
         tracer_provider,
         meter_provider,

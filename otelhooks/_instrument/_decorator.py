@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
+import warnings
 from collections.abc import Callable
 from contextlib import AsyncExitStack, ExitStack
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
@@ -34,6 +35,9 @@ P = ParamSpec("P")
 R = TypeVar("R")
 
 _default: AgentTracer | None = None
+# what calls outside any operation use until configure() sets the default; never the default
+# itself, or a call made before configure() would keep every later one from its hooks
+_fallback: AgentTracer | None = None
 _default_lock = threading.Lock()
 
 
@@ -50,15 +54,17 @@ def set_default_tracer(tracer: AgentTracer) -> bool:
 
 
 def default_tracer() -> AgentTracer:
-    """The tracer of the ``configure()`` that installed the global providers; without one, a
+    """The tracer of the ``configure()`` that installed the global providers; until one does, a
     tracer on the global provider with no hooks (spans only)."""
-    global _default
+    global _fallback
     with _default_lock:
-        if _default is None:
+        if _default is not None:
+            return _default
+        if _fallback is None:
             from otelhooks._instrument._base import AgentTracer
 
-            _default = AgentTracer()
-        return _default
+            _fallback = AgentTracer()
+        return _fallback
 
 
 class _Frame:
@@ -68,13 +74,29 @@ class _Frame:
         self.name = name
         self.tracer = tracer
 
+    def own_tracer(self) -> AgentTracer:
+        """The tracer a call outside any operation opens its own with."""
+        if self.tracer is not None:
+            return self.tracer
+        tracer = default_tracer()
+        if tracer is _fallback:
+            # e.g. configure(set_global=False) and a thread that lost the caller's context: a
+            # guard of that pipeline would have denied the call, so it must not look guarded
+            warnings.warn(
+                f"@otelhooks.tool {self.name!r} ran outside any operation and no configure() "
+                "set a global tracer: no hook saw it (pass tracer=, or call it in the "
+                "operation's context: in a thread of your own, contextvars.copy_context().run)",
+                stacklevel=4,  # the caller of the decorated function
+            )
+        return tracer
+
     def enter(self, stack: ExitStack) -> Step:
         step = current_step()
         if step is not None:
             return step
         op = current_operation()
         if op is None:
-            op = stack.enter_context((self.tracer or default_tracer()).operation(self.name))
+            op = stack.enter_context(self.own_tracer().operation(self.name))
         return stack.enter_context(op.step())
 
     async def aenter(self, stack: AsyncExitStack) -> Step:
@@ -83,8 +105,7 @@ class _Frame:
             return step
         op = current_operation()
         if op is None:
-            tracer = self.tracer or default_tracer()
-            op = await stack.enter_async_context(tracer.operation(self.name))
+            op = await stack.enter_async_context(self.own_tracer().operation(self.name))
         return await stack.enter_async_context(op.step())
 
 

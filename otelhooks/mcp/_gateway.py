@@ -24,6 +24,12 @@ The rules, in order of precedence:
    64 levels reach the hooks as their JSON text. A server frame that cannot be parsed is not
    passed on: the request it answers (when its id can be told) gets a JSON-RPC error. A
    failure of the gateway itself on a client frame answers it with an internal error.
+6. A client frame that spells a JSON-RPC member (``method``, ``id``, ``params``...), or a
+   ``tools/call``'s ``name`` or ``arguments``, with other cases (``Method``, ``ID``, ``params``
+   with a long s) is answered with an invalid-request error (-32600) and never forwarded: a
+   server whose JSON reader ignores case (Go's ``encoding/json``) would run a call the hooks
+   never saw; so is a call whose arguments name one argument twice (``cmd`` and ``CMD``), and
+   a ``tools/call`` without an id (a notification, never judged).
 """
 
 from __future__ import annotations
@@ -46,10 +52,12 @@ from otelhooks.mcp._decide import decide
 from otelhooks.mcp._filter import MAX_LISTED, UNLISTED, filter_tools, listed_kinds
 from otelhooks.mcp._jsonrpc import (
     INTERNAL_ERROR,
+    INVALID_REQUEST,
     PARSE_ERROR,
     Message,
     encode,
     error_response,
+    misspelled,
     parse,
     recover_id,
 )
@@ -89,7 +97,8 @@ class McpGateway:
         engine: the hooks (``before_tool_call`` intercepts; observers see results).
         tracer: where the MCP spans go.
         name: the server's name in matcher values (``<name>/<tool>``); the ``serverInfo.name``
-            of the server's ``initialize`` answer when omitted.
+            of the server's ``initialize`` answer when omitted (the last one any session of
+            this gateway saw).
         transport: ``pipe`` (stdio) or ``tcp`` (HTTP), recorded as ``network.transport``.
         upstream: the HTTP server's host and port (on the session span).
         filter_tools: drop from ``tools/list`` answers the tools whose ``before_tool_call``
@@ -119,6 +128,10 @@ class McpGateway:
     ) -> None:
         self.engine = engine
         self.name = name
+        # The server's own name, from the last handshake answer of any session: the server is
+        # one for every session, and a session that starts without a handshake (HTTP: one the
+        # gateway dropped when idle, the server still knows) must be guarded under it too.
+        self.server_name: str | None = None
         self.filter_tools = filter_tools
         self.spans = McpSpans(tracer, transport=transport, server=upstream)
         self.metrics = McpMetrics(meter_provider)
@@ -136,7 +149,7 @@ class McpSession:
     def __init__(self, gateway: McpGateway, session_id: str) -> None:
         self.gateway = gateway
         self.session_id = session_id
-        self.server_name = gateway.name or DEFAULT_SERVER_NAME
+        self.server_name = gateway.name or gateway.server_name or DEFAULT_SERVER_NAME
         self.protocol_version: str | None = None
         # The transport's facts about the client of the message now crossing (HTTP:
         # client.address, client.port, network.protocol.*), set before each from_client.
@@ -182,15 +195,30 @@ class McpSession:
             to_client=[error_response(recover_id(raw), PARSE_ERROR, f"Parse error: {problem}")]
         )
 
+    def invalid(self, msg: Message, problem: str) -> Relay:
+        """Answer a client message that a server could read as another one than the hooks
+        did (``problem`` says how) with a JSON-RPC invalid-request error; nothing is forwarded."""
+        _log.warning("a client frame was refused as an invalid request", problem=problem)
+        return Relay(
+            to_client=[error_response(msg.id, INVALID_REQUEST, f"Invalid request: {problem}")]
+        )
+
     def _client_frame(self, raw: bytes) -> Relay:
         msg = parse(raw)
         if msg.kind == "unreadable":
             return self.refuse(raw, msg.problem or "not JSON")
+        odd = misspelled(msg.data)
+        if odd is not None:
+            return self.invalid(
+                msg, f"the member name {odd!r} differs only by case from one the hooks read"
+            )
         if msg.kind == "batch":
             return self._batch(msg)
         if msg.kind == "request":
             return self._client_request(msg)
         if msg.kind == "notification":
+            if msg.method == "tools/call":  # a server that runs it anyway would run it unjudged
+                return self.invalid(msg, "a tools/call without an id")
             self.requests.notification(msg, from_server=False)
         elif msg.kind == "response":
             self.requests.finish(msg.id, msg, from_server=True)
@@ -329,7 +357,7 @@ class McpSession:
             # ``_meta``; a guard matching ``<server>/<tool>`` must see the same name either way
             info = meta.get(_SERVER_INFO_META)
         if self.gateway.name is None and isinstance(info, dict) and info.get("name"):
-            self.server_name = str(info["name"])
+            self.server_name = self.gateway.server_name = str(info["name"])
         pending = self.requests.from_client.get(request_key(msg.id))
         if pending is not None:
             set_attributes(pending.span, {sc.MCP_SERVER_NAME: self.server_name})

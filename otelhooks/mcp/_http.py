@@ -246,7 +246,8 @@ class McpHttpProxy:
         try:
             response = await self.client.send(request, stream=True)
         except httpx.HTTPError as exc:
-            await self._unreachable(session, body, send, f"cannot reach the MCP server: {exc}")
+            reason = f"cannot reach the MCP server: {exc}"
+            await self._unreachable(session, body, send, reason, extra or [])
             return
         try:
             await self._relay(session, body, response, send, extra or [], receive)
@@ -301,7 +302,7 @@ class McpHttpProxy:
         content = await read_upstream(response, self.max_body_bytes)
         if content is None:
             reason = f"the MCP server's answer is longer than {self.max_body_bytes} bytes"
-            await self._failed(session, body, send, reason, error_type="invalid_response")
+            await self._failed(session, body, send, reason, extra, error_type="invalid_response")
             return
         if response.status_code >= 400:
             reason = f"the MCP server answered HTTP {response.status_code}"
@@ -310,6 +311,8 @@ class McpHttpProxy:
         elif kind == "application/json":
             frames = await _frames(session, content)
             await respond(send, response.status_code, _merge(frames + extra), back)
+        elif extra:  # 202 to what went upstream; the hooks' answers still reach the client
+            await respond(send, 200, _merge(extra), {"content-type": "application/json"})
         else:  # 202 Accepted and friends
             await respond(send, response.status_code, content, back)
 
@@ -332,14 +335,25 @@ class McpHttpProxy:
                     {"type": "http.response.body", "body": frame_event(answer), "more_body": True}
                 )
 
-    async def _unreachable(self, session: McpSession, body: bytes, send: Send, reason: str) -> None:
+    async def _unreachable(
+        self, session: McpSession, body: bytes, send: Send, reason: str, extra: list[bytes]
+    ) -> None:
         _log.error("upstream unreachable", upstream=self.upstream, error=reason)
-        await self._failed(session, body, send, reason, error_type="server_unreachable")
+        await self._failed(session, body, send, reason, extra, error_type="server_unreachable")
 
     async def _failed(
-        self, session: McpSession, body: bytes, send: Send, reason: str, *, error_type: str
+        self,
+        session: McpSession,
+        body: bytes,
+        send: Send,
+        reason: str,
+        extra: list[bytes],
+        *,
+        error_type: str,
     ) -> None:
-        answers = session.fail(body, reason, error_type=error_type)
+        """The upstream failed ``body``: its requests get errors, sent with ``extra`` (the
+        answers the hooks gave to the rest of the client's batch)."""
+        answers = session.fail(body, reason, error_type=error_type) + extra
         if answers:
             await respond(send, 200, _merge(answers), {"content-type": "application/json"})
         else:

@@ -22,6 +22,7 @@ __all__ = [
     "Message",
     "encode",
     "error_response",
+    "misspelled",
     "parse",
     "recover_id",
     "result_response",
@@ -40,6 +41,12 @@ Kind = Literal["request", "notification", "response", "batch", "invalid", "unrea
 _ID_SEARCH_BYTES: Final = 4096
 _ID_TOKENS: Final = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
 _ID_VALUE: Final = re.compile(r'\s*:\s*(-?\d{1,18}(?![\d.eE])|"(?:[^"\\]|\\.){0,256}")')
+# The member names a server's JSON reader may match ignoring case (Go's encoding/json does, and
+# so every MCP server built on it): to such a server ``Method``, ``ID`` or ``params`` spelled
+# with a long s (U+017F) is the member the gateway read as absent, so a guard would judge
+# another call than the one that runs.
+_MEMBERS: Final = frozenset({"jsonrpc", "id", "method", "params", "result", "error"})
+_CALL_MEMBERS: Final = frozenset({"name", "arguments"})
 
 
 @dataclass(slots=True)
@@ -109,6 +116,46 @@ def parse(raw: bytes) -> Message:
     except JsonProblem as exc:
         return Message(raw, None, "unreadable", str(exc))
     return _classify(raw, data)
+
+
+def misspelled(data: Any) -> str | None:
+    """The first member name of ``data`` that is a JSON-RPC member's (or, in a ``tools/call``'s
+    ``params``, ``name``'s or ``arguments``') spelled with other cases, or a second spelling of
+    one of the call's argument names (``cmd`` and ``CMD``: a guard reads one, a Go tool's
+    struct the last); ``None`` when there is none.
+
+    Example:
+        >>> misspelled({"id": 1, "method": "tools/call", "params": {"Name": "rm"}})
+        'Name'
+        >>> misspelled({"id": 1, "method": "tools/call", "params": {"name": "rm"}})
+    """
+    if not isinstance(data, dict):
+        return None
+    found = _other_spelling(data, _MEMBERS)
+    params = data.get("params")
+    if found is None and data.get("method") == "tools/call" and isinstance(params, dict):
+        found = _other_spelling(params, _CALL_MEMBERS)
+        args = params.get("arguments")
+        if found is None and isinstance(args, dict):
+            found = _second_spelling(args)
+    return found
+
+
+def _other_spelling(members: dict[str, Any], names: frozenset[str]) -> str | None:
+    for key in members:
+        if key not in names and key.casefold() in names:
+            return key
+    return None
+
+
+def _second_spelling(members: dict[str, Any]) -> str | None:
+    seen: set[str] = set()
+    for key in members:
+        folded = key.casefold()
+        if folded in seen:
+            return key
+        seen.add(folded)
+    return None
 
 
 def recover_id(raw: bytes) -> str | int | None:

@@ -4,12 +4,16 @@ JSON-RPC between its own stdin/stdout (the client) and the child's.
 Nothing but protocol frames is written to stdout; the child's stderr is the gateway's stderr.
 When the server exits (or closes its stdout), every request still waiting gets a JSON-RPC error
 and the gateway exits with the server's code; when the client closes stdin, the server's stdin
-is closed, then it is terminated after a grace period (the MCP stdio shutdown sequence).
+is closed, then it is terminated after a grace period (the MCP stdio shutdown sequence), and
+each request still unanswered then gets a JSON-RPC error (a client may close only its side).
 
 A frame is one line of at most :data:`LINE_LIMIT` bytes. A longer client line is answered with a
 JSON-RPC parse error and never forwarded; a longer server line is dropped and the request it
 answers gets a JSON-RPC error (every waiting request, when its id cannot be told). Either way
 the rest of the line is skipped as it arrives, without holding it, and the session goes on.
+A client line with a carriage return inside (after the gateway drops one before the newline) is
+answered with a parse error too: a server that reads text lines with universal newlines (the
+Python SDK's stdio server) would split it into other messages than the one the hooks read.
 """
 
 from __future__ import annotations
@@ -197,6 +201,10 @@ async def run_stdio(
         while (frame := await lines.next()) is not None:
             if isinstance(frame, Oversize):
                 deliver(session.refuse(frame.head, f"a frame longer than {LINE_LIMIT} bytes"))
+            elif b"\r" in frame:
+                # JSON whitespace to the hooks, a line end to a server reading text lines (the
+                # Python SDK's): it would read other messages than the one the hooks judged
+                deliver(session.refuse(frame, "a carriage return inside a frame"))
             else:
                 deliver(session.from_client(frame))
             try:
@@ -264,6 +272,17 @@ async def run_stdio(
             await asyncio.wait_for(server_task, GRACE_S)
     client_task.cancel()
     if not session.closed:
+        # A client that only closed its side still reads: each call still unanswered (its hooks
+        # still deciding, or the server silent) gets an error, never silence. A decision that
+        # ends later sends nothing.
+        for task in decisions:
+            task.cancel()
+        reason = "the client closed its input before this request was answered"
+        unanswered = session.fail_all(reason, error_type="session_closed")
+        if unanswered:
+            _log.warning("requests left unanswered as the client left", count=len(unanswered))
+            client_out.send(unanswered)
+            await client_out.drain()
         session.close()
         _flush(flush)
     _close(client_out_writer)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -176,3 +178,104 @@ def test_hooks_for_turn_is_one_invoke_agent_span_holding_the_tool_spans(
     assert len(tools) == 2
     assert {s.parent.span_id for s in tools if s.parent is not None} == {turn.context.span_id}
     assert (turn.attributes or {}).get("gen_ai.agent.name") == "claude-agent-sdk"
+
+
+def test_callbacks_waiting_behind_a_slow_guard_leave_the_apps_threads_alone(
+    tmp_path: Path,
+) -> None:
+    # the SDK calls PreToolUse for parallel tool calls at once; each waited for the bridge on a
+    # thread of the application's asyncio.to_thread executor, so a slow guard took them all
+    _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    slow = [{**GUARD[0], "command": "sleep 1.5; " + str(GUARD[0]["command"])}]
+    oh = otelhooks.configure(hooks=slow, otlp=False, set_global=False, structured_logging=False)
+    [matcher] = hooks_for(oh, state=tmp_path / "s.sqlite3")["PreToolUse"]
+    [callback] = matcher.hooks
+
+    async def main() -> tuple[float, list[Any]]:
+        asyncio.get_running_loop().set_default_executor(ThreadPoolExecutor(2))
+        calls = [
+            asyncio.create_task(
+                callback(
+                    {
+                        "session_id": "s-1",
+                        "hook_event_name": "PreToolUse",
+                        "tool_name": "Bash",
+                        "tool_input": {"command": f"rm -rf victim-{i}"},
+                    },
+                    f"toolu_{i}",
+                    None,
+                )
+            )
+            for i in range(3)
+        ]
+        await asyncio.sleep(0.3)
+        started = time.monotonic()
+        await asyncio.to_thread(lambda: None)  # the application's own work
+        waited = time.monotonic() - started
+        return waited, await asyncio.gather(*calls)
+
+    try:
+        waited, answers = asyncio.run(main())
+    finally:
+        oh.shutdown()
+    assert waited < 0.5
+    assert [a["hookSpecificOutput"]["permissionDecision"] for a in answers] == ["deny"] * 3
+
+
+def _pre_tool_use(tmp_path: Path, event: dict[str, Any], **options: Any) -> Any:
+    """The answer of ``hooks_for``'s ``PreToolUse`` callback to ``event``, as the SDK calls it."""
+    _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    oh = otelhooks.configure(hooks=GUARD, otlp=False, set_global=False, structured_logging=False)
+    try:
+        [matcher] = hooks_for(oh, state=tmp_path / "s.sqlite3", **options)["PreToolUse"]
+        [callback] = matcher.hooks
+        return asyncio.run(callback(event, str(event.get("tool_use_id") or "toolu_1"), None))
+    finally:
+        oh.shutdown()
+
+
+@pytest.mark.parametrize("field", ["session_id", "tool_use_id"])
+def test_a_lone_surrogate_in_an_id_is_no_way_past_the_guard(tmp_path: Path, field: str) -> None:
+    # json.loads of the CLI's "\ud800" escape gives a str no file or span can take: the
+    # bridge failed, the callback raised, and the CLI ran the tool
+    event = {
+        "session_id": "s-1",
+        "tool_use_id": "toolu_1",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf victim"},
+        field: "id-\ud800",
+    }
+    answer = _pre_tool_use(tmp_path, event)
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
+@pytest.mark.parametrize("fail_closed", [True, False])
+def test_fail_closed_denies_when_the_bridge_itself_fails(
+    tmp_path: Path, fail_closed: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from otelhooks.integrations.coding_agents import CodingAgentBridge
+
+    def broken(*_: Any, **__: Any) -> Any:  # a fault of the bridge's own
+        raise RuntimeError("a bug of the bridge")
+
+    monkeypatch.setattr(CodingAgentBridge, "handle", broken)
+    event = {
+        "session_id": "s-1",
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+    }
+    if not fail_closed:  # the callback raises: the CLI shows it and runs the tool
+        with pytest.raises(RuntimeError, match="a bug of the bridge"):
+            _pre_tool_use(tmp_path, event)
+        return
+    answer = _pre_tool_use(tmp_path, event, fail_closed=True)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny"
+    assert answer["permissionDecisionReason"] == (
+        "otelhooks could not check this tool call (fail-closed): RuntimeError: a bug of the bridge"
+    )

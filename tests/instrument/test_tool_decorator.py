@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +17,8 @@ from otelhooks import AgentTracer, Block, ToolDenied
 from otelhooks.events import ToolCallEvent
 from otelhooks.testing import TestPipeline
 from tests.conftest import hook
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _deny_rm(event: ToolCallEvent) -> Block | None:
@@ -281,3 +288,136 @@ def test_positional_only_arguments_survive_a_rewrite(
 
     with tracer.operation("x") as op, op.step():
         assert sub(5, 1) == 9
+
+
+def _run_script(tmp_path: Path, script: str) -> subprocess.CompletedProcess[str]:
+    """``script`` in a fresh interpreter: the default tracer is process state."""
+    path = tmp_path / "agent.py"
+    path.write_text(textwrap.dedent(script))
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, str(path)], capture_output=True, text=True, timeout=60, env=env
+    )
+
+
+def test_a_call_before_configure_does_not_keep_later_calls_from_its_hooks(
+    tmp_path: Path,
+) -> None:
+    # the first call outside any operation made the hookless stand-in the default for good, so
+    # every later such call ran past the guards of the configure() that came after it
+    done = _run_script(
+        tmp_path,
+        """
+        import otelhooks
+        from otelhooks import Block
+
+        ran = []
+
+        @otelhooks.tool
+        def rm(path: str) -> str:
+            ran.append(path)
+            return "removed"
+
+        rm("warm-up")  # before the application configures otelhooks
+        guard = {"id": "no-rm", "type": "before_tool_call", "matcher": "rm",
+                 "handler": lambda event: Block("rm is not allowed")}
+        oh = otelhooks.configure(otlp=False, structured_logging=False, hooks=[guard])
+        try:
+            rm("victim")
+        except otelhooks.ToolDenied as denied:
+            print("denied:", denied.reason)
+        print("ran:", ran)
+        oh.shutdown()
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["denied: rm is not allowed", "ran: ['warm-up']"]
+
+
+def test_a_second_global_configure_says_its_hooks_are_not_global(tmp_path: Path) -> None:
+    # OpenTelemetry keeps the first global provider: the second pipeline's guard never saw the
+    # calls outside an operation, and nothing but OpenTelemetry's own log line said so
+    done = _run_script(
+        tmp_path,
+        """
+        import warnings
+        import otelhooks
+        from otelhooks import Block
+
+        @otelhooks.tool
+        def rm(path: str) -> str:
+            return "removed"
+
+        first = otelhooks.configure(otlp=False, structured_logging=False)
+        guard = {"id": "no-rm", "type": "before_tool_call", "matcher": "rm",
+                 "handler": lambda event: Block("rm is not allowed")}
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            second = otelhooks.configure(otlp=False, structured_logging=False, hooks=[guard])
+            apart = otelhooks.configure(otlp=False, structured_logging=False, set_global=False)
+        for warning in caught:
+            print(warning.category.__name__, warning.filename.endswith("agent.py"))
+        print("the first pipeline's call:", rm("victim"))
+        for oh in (apart, second, first):
+            oh.shutdown()
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "UserWarning True",  # the second global one only, pointing at its caller
+        "the first pipeline's call: removed",
+    ]
+
+
+def test_a_call_that_lost_its_operations_context_says_no_hook_saw_it(tmp_path: Path) -> None:
+    # configure(set_global=False) and a thread pool of the application's own between the step
+    # and the tool: the call found no operation, ran on the hookless stand-in, silently
+    done = _run_script(
+        tmp_path,
+        """
+        import asyncio
+        import contextvars
+        from concurrent.futures import ThreadPoolExecutor
+
+        import otelhooks
+        from otelhooks import Block
+
+        ran = []
+
+        @otelhooks.tool
+        def rm(path: str) -> str:
+            ran.append(path)
+            return "removed"
+
+        @otelhooks.tool
+        async def arm(path: str) -> str:
+            ran.append(path)
+            return "removed"
+
+        guard = {"id": "no-rm", "type": "before_tool_call", "matcher": "rm$",
+                 "handler": lambda event: Block("rm is not allowed")}
+        oh = otelhooks.configure(otlp=False, set_global=False, structured_logging=False,
+                                 hooks=[guard])
+        with oh.operation("agent") as op, op.step(), ThreadPoolExecutor(1) as pool:
+            print(pool.submit(rm, "lost").result())
+            print(pool.submit(asyncio.run, arm("lost-async")).result())
+            try:
+                pool.submit(contextvars.copy_context().run, rm, "kept").result()
+            except otelhooks.ToolDenied as denied:
+                print("denied:", denied.reason)
+        print("ran:", ran)
+        oh.shutdown()
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "removed",
+        "removed",
+        "denied: rm is not allowed",
+        "ran: ['lost', 'lost-async']",
+    ]
+    for name in ("rm", "arm"):
+        assert (
+            f"UserWarning: @otelhooks.tool {name!r} ran outside any operation and no "
+            "configure() set a global tracer: no hook saw it"
+        ) in done.stderr

@@ -76,6 +76,31 @@ def client_env(project: Path, runtime_dir: Path, **extra: str) -> dict[str, str]
     }
 
 
+def one_process(
+    project: Path, event: dict[str, Any], *flags: str, dialect: str = "claude-code", **env: str
+) -> Hooked:
+    """The one-process bridge (``python -m otelhooks DIALECT --hooks otelhooks.yaml FLAGS``) run
+    in ``project`` with ``event`` on stdin, its state file there unless ``env`` names one."""
+    environ = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "OTELHOOKS_BRIDGE_STATE": str(project / "state.sqlite3"),
+        **env,
+    }
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "otelhooks", dialect, "--hooks", "otelhooks.yaml", *flags],
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        env=environ,
+        cwd=project,
+        timeout=60,
+        check=False,
+    )
+    return Hooked(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
+
+
 def start_hook(
     env: dict[str, str], event: dict[str, Any] | str, *flags: str
 ) -> tuple[subprocess.Popen[str], float]:

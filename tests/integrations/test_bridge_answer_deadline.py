@@ -11,15 +11,18 @@ CLI's dialect.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.integrations._daemon_procs import REPO
+from tests.integrations._daemon_procs import (
+    bash,
+    client_env,
+    daemon_pid,
+    hook,
+    one_process,
+    runtime_folder,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -43,24 +46,10 @@ def _bridge(
     project: Path, dialect: str, *flags: str, answer_s: str = "2"
 ) -> tuple[int, str, str, float]:
     event = {"session_id": "s1", "tool_input": {"command": "rm -rf build"}, **EVENTS[dialect]}
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "OTELHOOKS_BRIDGE_STATE": str(project / "state.sqlite3"),
-        "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S": answer_s,
-    }
-    started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "otelhooks", dialect, "--hooks", "otelhooks.yaml", *flags],
-        input=json.dumps(event),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=project,
-        timeout=60,
-        check=False,
+    done = one_process(
+        project, event, *flags, dialect=dialect, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S=answer_s
     )
-    return done.returncode, done.stdout, done.stderr, time.monotonic() - started
+    return done.returncode, done.stdout, done.stderr, done.seconds
 
 
 def _deny_reason(dialect: str, stdout: str) -> str:
@@ -124,3 +113,65 @@ def test_an_answer_in_time_is_in_the_clis_own_words(tmp_path: Path, dialect: str
     assert _deny_reason(dialect, stdout) == "no rm"
     if dialect == "gemini":
         assert set(json.loads(stdout)) == {"decision", "reason"}
+
+
+# Hooks run one after another: two slow audit hooks use up the answer time before the guard,
+# which blocks when it fails, has had its own timeout.
+SLOW_NEIGHBOURS = """\
+hooks:
+  - id: audit-a
+    type: PreToolUse
+    matcher: Bash|run_shell_command
+    command: sleep 60
+    timeout: 10
+  - id: audit-b
+    type: PreToolUse
+    matcher: Bash|run_shell_command
+    command: sleep 60
+    timeout: 10
+  - id: policy
+    type: PreToolUse
+    matcher: Bash|run_shell_command
+    script: guard.py:guard
+    on_error: ON_ERROR
+"""
+
+
+@pytest.mark.parametrize("dialect", ["claude-code", "codex", "gemini"])
+def test_a_guard_that_blocks_when_it_fails_is_a_deny_when_no_answer_came_in_time(
+    tmp_path: Path, dialect: str
+) -> None:
+    (tmp_path / "otelhooks.yaml").write_text(SLOW_NEIGHBOURS.replace("ON_ERROR", "block"))
+    (tmp_path / "guard.py").write_text("def guard(event):\n    pass\n")
+    code, stdout, stderr, seconds = _bridge(tmp_path, dialect)  # no --fail-closed
+    assert code == 0, stderr
+    assert _deny_reason(dialect, stdout) == (
+        "otelhooks could not check this tool call (fail-closed): "
+        "no answer within 2 s (hook policy blocks when it fails)"
+    )
+    assert seconds < 15
+
+
+def test_a_guard_that_continues_when_it_fails_leaves_the_late_answer_a_failing_hook(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "otelhooks.yaml").write_text(SLOW_NEIGHBOURS.replace("ON_ERROR", "continue"))
+    (tmp_path / "guard.py").write_text("def guard(event):\n    pass\n")
+    code, stdout, stderr, _ = _bridge(tmp_path, "claude-code")
+    assert (code, stdout) == (1, "")
+    assert "otelhooks claude-code: no answer within 2 s" in stderr
+
+
+def test_the_daemon_answers_late_as_the_one_process_bridge_does(tmp_path: Path) -> None:
+    (tmp_path / "otelhooks.yaml").write_text(SLOW_NEIGHBOURS.replace("ON_ERROR", "block"))
+    (tmp_path / "guard.py").write_text("def guard(event):\n    pass\n")
+    with runtime_folder() as runtime:
+        env = client_env(tmp_path, runtime, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="2")
+        assert hook(env, bash("t0", "ls", session="s0")).returncode == 0
+        daemon_pid(runtime)
+        answered = hook(env, bash("t1", "rm -rf build"))
+    assert answered.deny_reason() == (
+        "otelhooks could not check this tool call (fail-closed): "
+        "no answer: no answer within 2 s (hook policy blocks when it fails)"
+    )
+    assert answered.seconds < 15

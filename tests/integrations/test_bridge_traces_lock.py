@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,11 +24,12 @@ import pytest
 from tests.integrations._daemon_procs import (
     NO_ANSWER,
     NO_RM,
-    REPO,
+    Hooked,
     bash,
     client_env,
     daemon_pid,
     hook,
+    one_process,
 )
 
 pytestmark = pytest.mark.timeout(120)
@@ -91,36 +91,14 @@ def shadow(tmp_path: Path) -> Path:
     return package.parent
 
 
-def one_process(project: Path, use_id: str, traces: Path) -> tuple[int, str, str, float]:
-    env = client_env(project, project, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="10")
-    env["PYTHONPATH"] = str(REPO)
-    started = time.monotonic()
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "otelhooks",
-            "claude-code",
-            "--hooks",
-            "otelhooks.yaml",
-            "--traces-out",
-            str(traces),
-        ],
-        input=json.dumps(bash(use_id, "rm -rf build")),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=project,
-        timeout=60,
-        check=False,
+def one_process_deny(project: Path, use_id: str, traces: Path) -> Hooked:
+    return one_process(
+        project,
+        bash(use_id, "rm -rf build"),
+        "--traces-out",
+        str(traces),
+        OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="10",
     )
-    return done.returncode, done.stdout, done.stderr, time.monotonic() - started
-
-
-def deny_reason(stdout: str) -> str:
-    specific = json.loads(stdout)["hookSpecificOutput"]
-    assert specific["permissionDecision"] == "deny"
-    return str(specific["permissionDecisionReason"])
 
 
 def tool_spans(traces: Path) -> list[str]:
@@ -143,12 +121,11 @@ def test_a_neighbour_holding_the_lock_does_not_silence_the_one_process_guard(
     project: Path, neighbour: Neighbour
 ) -> None:
     traces = project / "traces.jsonl"
-    code, stdout, stderr, seconds = one_process(project, "toolu_1", traces)
-    assert code == 0, stderr
-    assert deny_reason(stdout) == DENIED
-    assert seconds < PROMPT_S
+    done = one_process_deny(project, "toolu_1", traces)
+    assert done.deny_reason() == DENIED
+    assert done.seconds < PROMPT_S
     lost = f"otelhooks claude-code: 0 of 1 spans exported to {traces}: {traces}.lock held by "
-    assert lost in stderr
+    assert lost in done.stderr
     assert not traces.exists() or traces.read_text() == ""  # never written without the lock
 
 
@@ -183,10 +160,9 @@ def test_a_traces_file_that_cannot_be_written_does_not_silence_the_one_process_g
 ) -> None:
     (project / "a-folder").mkdir()
     traces = project / where
-    code, stdout, stderr, _ = one_process(project, "toolu_1", traces)
-    assert code == 0, stderr
-    assert deny_reason(stdout) == DENIED
-    assert f"otelhooks claude-code: 0 of 1 spans exported to {traces}: " in stderr
+    done = one_process_deny(project, "toolu_1", traces)
+    assert done.deny_reason() == DENIED
+    assert f"otelhooks claude-code: 0 of 1 spans exported to {traces}: " in done.stderr
 
 
 def test_a_traces_file_that_cannot_be_written_does_not_silence_the_daemons_guard(
@@ -213,9 +189,8 @@ def test_a_free_lock_still_writes_every_span_whole(project: Path) -> None:
     traces = project / "traces.jsonl"
     ids = [f"toolu_{n}" for n in range(6)]
     with ThreadPoolExecutor(len(ids)) as pool:
-        done = list(pool.map(lambda use_id: one_process(project, use_id, traces), ids))
-    for code, stdout, stderr, _ in done:
-        assert code == 0, stderr
-        assert deny_reason(stdout) == DENIED
-        assert "spans exported" not in stderr
+        done = list(pool.map(lambda use_id: one_process_deny(project, use_id, traces), ids))
+    for answered in done:
+        assert answered.deny_reason() == DENIED
+        assert "spans exported" not in answered.stderr
     assert sorted(tool_spans(traces)) == ids

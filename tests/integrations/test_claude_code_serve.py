@@ -151,6 +151,45 @@ def test_fail_closed_denies_pre_tool_use_when_the_bridge_fails(hooks_file: Path)
         server.stop()
 
 
+# Hooks run one after another: a slow one uses up the route's answer time (1 s here, 8 s by
+# default) before the guard after it, which blocks when it fails, had a turn.
+SLOW_THEN_POLICY = """\
+hooks:
+  - id: audit
+    type: PreToolUse
+    matcher: Bash
+    command: sleep 60
+    timeout: 2
+  - id: policy
+    type: PreToolUse
+    matcher: Bash
+    command: "true"
+    on_error: ON_ERROR
+"""
+
+
+@pytest.mark.parametrize(("on_error", "status"), [("block", 200), ("continue", 500)])
+def test_a_late_answer_is_a_deny_when_a_guard_to_run_blocks_when_it_fails(
+    tmp_path: Path, on_error: str, status: int
+) -> None:
+    hooks = tmp_path / "otelhooks.yaml"
+    hooks.write_text(SLOW_THEN_POLICY.replace("ON_ERROR", on_error))
+    server = serve([hooks], token=TOKEN, hook_timeout_s=1.0)
+    try:
+        response = httpx.post(
+            server.url + ROUTE, json=_bash("PreToolUse", "toolu_7", "rm -rf /"), headers=AUTH
+        )
+    finally:
+        server.stop()
+    assert response.status_code == status  # 500: a non-blocking error, Claude Code runs the tool
+    if on_error == "block":
+        reason = response.json()["hookSpecificOutput"]["permissionDecisionReason"]
+        assert reason == (
+            "otelhooks could not check this tool call (fail-closed): "
+            "otelhooks: no answer within 1 s (hook policy blocks when it fails)"
+        )
+
+
 def test_a_tool_use_is_one_execute_tool_span_from_pre_to_post_in_the_session_trace(
     server: EventLogServer, exported: InMemorySpanExporter
 ) -> None:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,9 +21,10 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
+from structlog.testing import capture_logs
 
 from otelhooks import Block, HookEvent, ToolCallEvent, WebhookDeliverer
-from otelhooks.integrations.langchain import OtelHooksCallbackHandler, hook_tool
+from otelhooks.integrations.langchain import OtelHooksCallbackHandler, RunBlockedError, hook_tool
 from otelhooks.testing import TestPipeline
 from tests._webhook_server import WebhookServer
 from tests.conftest import Recorder, hook
@@ -305,3 +308,123 @@ def test_a_tool_kind_guard_denies_the_runtimes_tool_of_that_kind(pipe: TestPipel
     assert "add" in world.ran  # a tool of no kind the guard names runs
     assert tool_message(result, "t2").content == "no reads"
     assert pipe.span("execute_tool read_file").attributes["otelhooks.tool.outcome"] == "denied"
+
+
+def test_a_hooked_tool_that_lost_the_runs_context_says_no_hook_saw_it(pipe: TestPipeline) -> None:
+    # a node calling the hooked tool through a thread pool of its own: the thread has none of the
+    # run's context, so neither its callbacks (the handler) nor a guard see the call; the tool
+    # runs as it would without otelhooks, which must not look guarded
+    pipe.register(*GUARDS)
+    world = World()
+    [delete_file] = [hook_tool(t) for t in make_tools(world) if t.name == "delete_file"]
+
+    def clean(state: MessagesState) -> dict[str, Any]:
+        with ThreadPoolExecutor(1) as pool:
+            out = pool.submit(delete_file.invoke, {"path": "a.txt"}).result()
+        return {"messages": [AIMessage(str(out))]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("clean", clean)
+    builder.add_edge(START, "clean")
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher")
+    with capture_logs() as logs:
+        builder.compile().invoke({"messages": [("user", "clean")]}, {"callbacks": [handler]})
+
+    assert world.ran == ["delete_file"]
+    [warning] = [e for e in logs if e["log_level"] == "warning"]
+    assert warning["event"] == (
+        "a hooked tool ran without the otelhooks handler in its callbacks: no hook saw it"
+    )
+    assert warning["tool"] == "delete_file"
+    assert "copy_context" in warning["fix"]
+    assert pipe.spans("execute_tool delete_file") == []
+
+    # in the run's context (a copy of it in the thread) the guard holds and nothing is logged
+    world = World()
+    [delete_file] = [hook_tool(t) for t in make_tools(world) if t.name == "delete_file"]
+
+    def clean_in_context(state: MessagesState) -> dict[str, Any]:
+        with ThreadPoolExecutor(1) as pool:
+            run = contextvars.copy_context().run
+            out = pool.submit(run, delete_file.invoke, {"path": "a.txt"}).result()
+        return {"messages": [AIMessage(str(out))]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("clean", clean_in_context)
+    builder.add_edge(START, "clean")
+    with capture_logs() as logs:
+        builder.compile().invoke({"messages": [("user", "clean")]}, {"callbacks": [handler]})
+    assert world.ran == []
+    assert [e for e in logs if e["log_level"] == "warning"] == []
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_before_agent_start_block_refuses_the_graph_before_the_model(
+    pipe: TestPipeline, use_async: bool
+) -> None:
+    # the block was written on the operation's span and the graph ran on: the model was called
+    # and the tools ran, and nothing said the guard was not enforced
+    runs: list[str] = []
+
+    def first_run_only(event: HookEvent) -> Block | None:
+        runs.append("run")
+        return Block("no runs today") if len(runs) == 1 else None
+
+    pipe.register(hook("no-runs", "before_agent_start", first_run_only))
+    world = World()
+    app = graph(world, [hook_tool(t) for t in make_tools(world)], list(SCRIPT))
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher")
+    state = {"messages": [("user", "add 2 and 3, read a.txt, then clean up")]}
+    config: Any = {"callbacks": [handler]}
+
+    def invoke() -> Any:
+        if use_async:
+            return asyncio.run(app.ainvoke(state, config=config))
+        return app.invoke(state, config=config)
+
+    with pytest.raises(RunBlockedError, match="no runs today") as blocked:
+        invoke()
+    assert blocked.value.reason == "no runs today"
+    assert world.ran == []
+    assert world.seen == []  # the model was never called
+    op = pipe.span("invoke_agent researcher")
+    assert (op.attributes or {})["otelhooks.hook.decision_reason"] == "no runs today"
+    assert [s.name for s in pipe.spans()] == ["invoke_agent researcher"]
+
+    # the same handler runs the next, allowed, run whole
+    assert invoke()["messages"][-1].content == "5, and the file says hello"
+    assert world.ran == ["add", "read_file", "delete_file", "search"]
+
+
+@pytest.mark.parametrize("outer_hooked", [False, True], ids=["plain-outer", "hooked-outer"])
+def test_a_hooked_tool_called_by_another_tool_obeys_its_deny(
+    pipe: TestPipeline, outer_hooked: bool
+) -> None:
+    # a tool started under an unwrapped tool was taken for that tool's own inner call (a
+    # wrapper's): the hooked tool found no decision and ran, its deny only logged
+    pipe.register(*GUARDS)
+    world = World()
+    [delete_file] = [hook_tool(t) for t in make_tools(world) if t.name == "delete_file"]
+
+    @tool
+    def cleanup(folder: str) -> str:
+        """Clean a folder up."""
+        return str(delete_file.invoke({"path": "a.txt"}))
+
+    outer = hook_tool(cleanup) if outer_hooked else cleanup
+    app = StateGraph(MessagesState).add_node("tools", ToolNode([outer]))
+    call = {"name": "cleanup", "args": {"folder": "."}, "id": "t1", "type": "tool_call"}
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher")
+    with capture_logs() as logs:
+        out = (
+            app.add_edge(START, "tools")
+            .compile()
+            .invoke({"messages": [AIMessage("", tool_calls=[call])]}, {"callbacks": [handler]})
+        )
+
+    assert world.ran == []
+    assert world.files == {"a.txt": "hello otel hooks"}
+    assert out["messages"][-1].content == "deleting files is not allowed"
+    span = pipe.span("execute_tool delete_file")
+    assert (span.attributes or {})["otelhooks.hook.decided_by"] == "no-delete"
+    assert [e for e in logs if e["log_level"] == "warning"] == []

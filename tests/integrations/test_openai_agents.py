@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import warnings
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,6 +13,7 @@ pytest.importorskip("agents")
 
 from agents import (
     Agent,
+    FunctionTool,
     GuardrailFunctionOutput,
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
@@ -31,6 +33,7 @@ from otelhooks.integrations.openai_agents import (
     HookedRunner,
     RunBlockedError,
     UnguardedToolWarning,
+    hook_agent,
     hook_tool,
 )
 from otelhooks.testing import TestPipeline
@@ -393,3 +396,104 @@ def test_a_hooked_tool_outside_a_hooked_run_behaves_as_the_original_and_says_so(
         asyncio.run(Runner.run(Agent(name="plain", model=model, tools=[tool]), "go"))
     assert world.ran == ["add"]
     assert pipe.spans() == []
+
+
+def _cleaner(world: World, call_id: str) -> tuple[Agent[Any], ScriptedModel]:
+    """An agent whose one turn deletes ``a.txt``."""
+
+    @function_tool
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        world.ran.append("delete_file")
+        del world.files[path]
+        return "deleted"
+
+    model = ScriptedModel(
+        "scripted-small",
+        [
+            [function_call("delete_file", {"path": "a.txt"}, call_id=call_id)],
+            [assistant_message("cleaned")],
+        ],
+    )
+    return Agent(name="cleaner", model=model, tools=[delete_file]), model
+
+
+def test_a_deny_holds_for_the_agent_of_a_handoff_object(pipe: TestPipeline) -> None:
+    # handoff(agent) returns the caller's own agent when the handoff happens: its tools were
+    # run unhooked, so the deny was silently not applied
+    from agents import handoff
+
+    pipe.register(*GUARDS)
+    world = World()
+    cleaner, cleaner_model = _cleaner(world, "d1")
+    model = ScriptedModel(
+        "scripted-large",
+        [[function_call("transfer_to_cleaner", {}, call_id="h1")], [assistant_message("ok")]],
+    )
+    to_cleaner = handoff(cleaner)
+    invoke = to_cleaner.on_invoke_handoff
+    boss = Agent(name="boss", model=model, handoffs=[to_cleaner])
+    asyncio.run(HookedRunner(pipe.tracer).run(boss, "clean up"))
+
+    assert world.ran == []
+    assert world.files == {"a.txt": "hello otel hooks"}
+    assert cleaner_model.tool_outputs()["d1"] == "deleting files is not allowed"
+    span = pipe.span("execute_tool delete_file")
+    assert span.attributes is not None
+    assert span.attributes["otelhooks.tool.matcher_value"] == "cleaner/delete_file"
+    assert span.attributes["otelhooks.hook.decided_by"] == "no-delete"
+    assert boss.handoffs == [to_cleaner]  # the user's agent and handoff are unchanged
+    assert to_cleaner.on_invoke_handoff is invoke
+    assert [type(t) for t in cleaner.tools] == [FunctionTool]
+    assert not hasattr(cleaner.tools[0].on_invoke_tool, "__otelhooks_hooked__")
+
+
+def test_an_agent_run_as_a_tool_is_guarded_once_hooked_and_named_in_a_warning_until_then(
+    pipe: TestPipeline,
+) -> None:
+    # Agent.as_tool runs the very agent it was made from, never a clone hook_agent could make:
+    # its tools ran unhooked and no warning said so
+    pipe.register(*GUARDS)
+
+    def boss_of(tool: Any) -> tuple[Agent[Any], ScriptedModel]:
+        model = ScriptedModel(
+            "scripted-large",
+            [[function_call("clean", {"input": "go"}, call_id="t1")], [assistant_message("ok")]],
+        )
+        return Agent(name="boss", model=model, tools=[tool]), model
+
+    world = World()
+    cleaner, _ = _cleaner(world, "d1")
+    boss, _ = boss_of(cleaner.as_tool(tool_name="clean", tool_description="Clean up."))
+    with pytest.warns(UnguardedToolWarning, match="'clean' .*runs agent 'cleaner', whose own"):
+        asyncio.run(HookedRunner(pipe.tracer).run(boss, "clean up"))
+    assert world.ran == ["delete_file"]  # what the warning says: no hook saw it
+
+    world = World()
+    cleaner, cleaner_model = _cleaner(world, "d2")
+    boss, _ = boss_of(hook_agent(cleaner).as_tool(tool_name="clean", tool_description="Clean."))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnguardedToolWarning)
+        asyncio.run(HookedRunner(pipe.tracer).run(boss, "clean up"))
+    assert world.ran == []
+    assert world.files == {"a.txt": "hello otel hooks"}
+    assert cleaner_model.tool_outputs()["d2"] == "deleting files is not allowed"
+    span = pipe.span("execute_tool delete_file")
+    assert span.attributes is not None
+    assert span.attributes["otelhooks.tool.matcher_value"] == "cleaner/delete_file"
+    assert span.attributes["otelhooks.hook.decided_by"] == "no-delete"
+
+
+def test_an_agent_tool_whose_agent_hands_off_to_unhooked_tools_is_named_in_a_warning() -> None:
+    from agents import handoff
+
+    world = World()
+    cleaner, _ = _cleaner(world, "d1")
+    for handoffs in ([cleaner], [handoff(cleaner)]):
+        desk = Agent(name="desk", handoffs=handoffs)
+        with pytest.warns(UnguardedToolWarning, match="'front' .*runs agent 'desk', whose own"):
+            hook_agent(Agent(name="boss", tools=[desk.as_tool("front", "The front desk.")]))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", UnguardedToolWarning)
+            hooked = hook_agent(desk).as_tool("front", "The front desk.")
+            hook_agent(Agent(name="boss", tools=[hooked]))

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from otelhooks import read_otlp_json_lines
-from tests.mcp._harness import SERVER_APP, env, gateway_args, server_pids
+from tests.mcp._harness import SERVER_APP, calls, env, gateway_args, server_pids
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -83,3 +83,57 @@ def test_client_gone_mid_call_stops_the_server_and_the_gateway(tmp_path: Path) -
     # -32000), or the gateway's "session_closed" when the server said nothing
     assert slow["attributes"]["error.type"] in ("-32000", "session_closed"), slow
     assert slow["status"]["code"] in (2, "STATUS_CODE_ERROR"), slow["status"]
+
+
+def test_a_client_that_only_closes_its_input_gets_an_error_for_a_call_still_decided(
+    tmp_path: Path,
+) -> None:
+    """``printf '...' | otelhooks mcp ... | reader``: the client closes its input at once and
+    reads on. A call whose hooks took longer than the gateway takes to stop the server (2 s and
+    more) was neither forwarded nor answered, and the gateway exited 0 saying nothing (so was a
+    call the server had not answered when it stopped); now each gets a JSON-RPC error."""
+    (tmp_path / "hooks.py").write_text(
+        "import time\nfrom otelhooks import Block\n\n"
+        "def slow_deny(event):\n    time.sleep(8)\n    return Block('no notes')\n"
+    )
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(
+        "hooks:\n  - id: slow\n    type: beforeToolCall\n"
+        '    matcher: "testsrv/write_note"\n    script: hooks.py:slow_deny\n'
+    )
+    args = [
+        *gateway_args([hooks], tmp_path / "traces.jsonl"),
+        "--",
+        sys.executable,
+        str(SERVER_APP),
+    ]
+    client = {"name": "t", "version": "1"}
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": client}
+    note = {"name": "write_note", "arguments": {"text": "x"}}
+    gateway = subprocess.Popen(
+        [sys.executable, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env(tmp_path / "calls.jsonl"),
+        cwd=tmp_path,
+    )
+    # the handshake answered first (a call sent before it would meet the guard as `mcp/...`)
+    assert gateway.stdin is not None
+    assert gateway.stdout is not None
+    gateway.stdin.write(_frame(id=1, method="initialize", params=init))
+    gateway.stdin.flush()
+    first = gateway.stdout.readline()
+    rest = (
+        _frame(method="notifications/initialized")
+        + _frame(id=2, method="tools/call", params=note)
+        + _frame(id=3, method="tools/call", params={"name": "add", "arguments": {"a": 1, "b": 2}})
+    )
+    out, err = gateway.communicate(rest, timeout=60)
+    answers = {a["id"]: a for a in map(json.loads, (first + out).splitlines())}
+    assert answers[1]["result"]["serverInfo"]["name"] == "testsrv"  # so the guard matches
+    assert set(answers) == {1, 2, 3}  # every request is answered (add: by the server, or not)
+    assert answers[2]["error"]["code"] == -32000
+    assert "closed its input" in answers[2]["error"]["message"]
+    assert b"left unanswered" in err
+    assert calls(tmp_path) in ([], [{"tool": "add", "args": {"a": 1, "b": 2}}])

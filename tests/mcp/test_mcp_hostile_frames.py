@@ -241,3 +241,19 @@ def test_an_unreadable_server_answer_fails_its_call_at_once(tmp_path: Path) -> N
     assert answer["id"] == 11
     assert answer["error"]["code"] == -32000
     assert "cannot be read" in answer["error"]["message"]
+
+
+def test_a_carriage_return_inside_a_frame_is_refused_and_never_forwarded(tmp_path: Path) -> None:
+    """``\\r`` is whitespace to JSON, so ``{"x":\\r<call>\\r}`` was one harmless object to the
+    gateway, forwarded unjudged; the SDK's stdio server reads text lines with universal newlines,
+    split it at each ``\\r`` and ran the denied call in the middle."""
+    call = _note_call(9, b'{"text": "carriage return"}')
+    with raw_gateway(tmp_path) as client:
+        client.send(b'{"x":\r' + call + b"\r}")
+        answer = client.answer()
+        client.send(_frame(id=10, method="ping") + b"\r")  # CRLF line ends still pass
+        pong = client.answer()
+    assert answer["error"]["code"] == -32700
+    assert "carriage return" in answer["error"]["message"]
+    assert pong == {"jsonrpc": "2.0", "id": 10, "result": {}}
+    assert calls(tmp_path) == []

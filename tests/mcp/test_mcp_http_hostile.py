@@ -194,13 +194,18 @@ def test_the_cli_refuses_a_non_loopback_address_without_a_token(tmp_path: Path) 
 
 @contextmanager
 def in_process_proxy(
-    tmp_path: Path, *, metrics: AgentMetrics | None = None, **options: Any
+    tmp_path: Path,
+    *,
+    metrics: AgentMetrics | None = None,
+    hooks: HooksEngine | None = None,
+    **options: Any,
 ) -> Iterator[tuple[str, McpHttpProxy]]:
     server_port, port = free_port(), free_port()
     with process(
         [str(SERVER_APP), "http", str(server_port)], tmp_path / "calls.jsonl", server_port
     ):
-        gateway = McpGateway(HooksEngine(metrics=metrics), NoOpTracer(), transport="tcp")
+        engine = hooks or HooksEngine(metrics=metrics)
+        gateway = McpGateway(engine, NoOpTracer(), transport="tcp")
         proxy = McpHttpProxy(gateway, f"http://127.0.0.1:{server_port}/mcp", **options)
         config = uvicorn.Config(
             proxy, host="127.0.0.1", port=port, log_level="warning", lifespan="off"
@@ -246,6 +251,28 @@ def test_sessions_are_bounded_in_count_and_expire_when_idle(tmp_path: Path) -> N
     assert metrics.flush(10.0)
     source = {"otelhooks.drop.source": "mcp_sessions"}
     assert metric_total(reader, "otelhooks.dropped", source) == 5
+
+
+def test_a_session_dropped_when_idle_is_still_guarded_under_the_servers_name(
+    tmp_path: Path,
+) -> None:
+    """The gateway forgets a session idle for ``session_idle_s`` (an hour by default); the
+    server does not, and the client goes on with it. The session the gateway starts for its next
+    request had not seen the handshake, so its server name was ``mcp``: a
+    ``testsrv/write_note`` guard no longer matched and the call ran."""
+    engine = HooksEngine.from_files([write_hooks(tmp_path, DENY_NOTES, DENY_SCRIPT)])
+    call = _note_call(1, b'{"text": "after a coffee"}')
+    with (
+        in_process_proxy(tmp_path, hooks=engine, session_idle_s=1.0) as (url, proxy),
+        httpx.Client(timeout=30) as client,
+    ):
+        headers = {**_session(client, url), "content-type": "application/json"}
+        time.sleep(1.2)
+        answer = client.post(url, content=call, headers=headers)
+        dropped = proxy.sessions_dropped
+    assert dropped == 1  # the gateway did forget the session
+    assert "notes are read-only here" in answer.text
+    assert calls(tmp_path) == []
 
 
 def test_with_a_token_the_sdk_client_needs_it(tmp_path: Path) -> None:

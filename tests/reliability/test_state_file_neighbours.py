@@ -13,8 +13,6 @@ holder.
 from __future__ import annotations
 
 import contextlib
-import json
-import os
 import sqlite3
 import subprocess
 import sys
@@ -28,11 +26,12 @@ from structlog.testing import capture_logs
 from otelhooks.integrations.claude_code import BridgeState
 from tests.integrations._daemon_procs import (
     NO_RM,
-    REPO,
+    Hooked,
     bash,
     client_env,
     daemon_pid,
     hook,
+    one_process,
     runtime_folder,
 )
 
@@ -94,39 +93,8 @@ BROKEN: dict[str, Callable[[Path], None]] = {
 }
 
 
-def _bridge(
-    project: Path, command: str, dialect: str = "claude-code"
-) -> tuple[int, str, str, float]:
-    event = {
-        "hook_event_name": "PreToolUse",
-        "session_id": "s1",
-        "tool_name": "Bash",
-        "tool_use_id": f"t-{command.split()[0]}",
-        "tool_input": {"command": command},
-    }
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "OTELHOOKS_BRIDGE_STATE": str(project / "state.sqlite3"),
-    }
-    started = time.monotonic()
-    done = subprocess.run(
-        [sys.executable, "-m", "otelhooks", dialect, "--hooks", "otelhooks.yaml"],
-        input=json.dumps(event),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=project,
-        timeout=60,
-        check=False,
-    )
-    return done.returncode, done.stdout, done.stderr, time.monotonic() - started
-
-
-def _denied(stdout: str) -> str:
-    specific = json.loads(stdout)["hookSpecificOutput"]
-    assert specific["permissionDecision"] == "deny"
-    return str(specific["permissionDecisionReason"])
+def _bridge(project: Path, command: str, dialect: str = "claude-code") -> Hooked:
+    return one_process(project, bash(f"t-{command.split()[0]}", command, "s1"), dialect=dialect)
 
 
 @pytest.fixture
@@ -139,13 +107,12 @@ def project(tmp_path: Path) -> Path:
 def test_the_guard_decides_whatever_state_file_it_finds(project: Path, broken: str) -> None:
     state = project / "state.sqlite3"
     BROKEN[broken](state)
-    code, stdout, stderr, _ = _bridge(project, "rm -rf build")
-    assert code == 0, stderr
-    assert _denied(stdout) == "rm -rf is not allowed here"
-    assert "the state file cannot be used" in stderr
-    assert str(state) in stderr
-    code, stdout, stderr, _ = _bridge(project, "ls -la")  # and an allowed call is allowed
-    assert (code, stdout.strip()) == (0, ""), stderr
+    denied = _bridge(project, "rm -rf build")
+    assert denied.deny_reason() == "rm -rf is not allowed here"
+    assert "the state file cannot be used" in denied.stderr
+    assert str(state) in denied.stderr
+    allowed = _bridge(project, "ls -la")  # and an allowed call is allowed
+    assert (allowed.returncode, allowed.stdout.strip()) == (0, ""), allowed.stderr
     if broken == "other tables":  # the half-done transaction was rolled back
         with contextlib.closing(sqlite3.connect(state)) as db:
             assert db.execute("SELECT count(*) FROM operations").fetchone()[0] == 0
@@ -156,12 +123,11 @@ def test_a_stopped_process_holding_the_lock_delays_the_guard_but_cannot_silence_
     project: Path, dialect: str
 ) -> None:
     with stopped_lock_holder(project / "state.sqlite3"):
-        code, stdout, stderr, took = _bridge(project, "rm -rf build", dialect)
-    assert code == 0, stderr
-    assert _denied(stdout) == "rm -rf is not allowed here"
-    assert "database is locked" in stderr
+        denied = _bridge(project, "rm -rf build", dialect)
+    assert denied.deny_reason() == "rm -rf is not allowed here"
+    assert "database is locked" in denied.stderr
     # the file's wait, far inside the 25 s after which the answer would be a failure (exit 1)
-    assert WAIT_S - 0.5 < took < WAIT_S + 8
+    assert WAIT_S - 0.5 < denied.seconds < WAIT_S + 8
 
 
 def test_the_daemon_waits_once_for_a_stopped_neighbour_then_answers_at_once(

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
 import os
 import tempfile
-import threading
-from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import structlog
+
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
+from otelhooks.integrations.coding_agents._input import whole_characters
+from otelhooks.integrations.coding_agents._run import BridgeOptions, _refusal
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._spans import SpanWriter
 
@@ -22,6 +26,8 @@ if TYPE_CHECKING:
     from otelhooks._setup import OtelHooks
 
 __all__ = ["AGENT", "SDK_EVENTS", "hooks_for", "sdk_output"]
+
+_log = structlog.get_logger("otelhooks")
 
 AGENT = "claude-agent-sdk"
 # The events ``ClaudeAgentOptions(hooks=...)`` accepts (claude-agent-sdk 0.2): the SDK has no
@@ -76,6 +82,7 @@ def hooks_for(
     *,
     state: str | os.PathLike[str] | None = None,
     timeout_s: float = 60.0,
+    fail_closed: bool = False,
 ) -> dict[str, list[HookMatcher]]:
     """The ``hooks`` of ``ClaudeAgentOptions`` running ``oh``'s hooks and tracing the run.
 
@@ -84,6 +91,9 @@ def hooks_for(
             processors export the spans (``oh.shutdown()`` flushes them).
         state: the bridge's session file (a fresh temporary one when omitted).
         timeout_s: how long the SDK waits for one callback.
+        fail_closed: when the bridge itself fails on a ``PreToolUse``, deny the call (as the
+            command bridge's ``--fail-closed``). Otherwise the failure is logged and the
+            callback raises, which the CLI shows and then runs the tool.
 
     Returns:
         ``{event: [HookMatcher(matcher=..., hooks=[callback])]}`` for every event of
@@ -103,19 +113,31 @@ def hooks_for(
         agent=AGENT,
         provider="anthropic",
     )
-    lock = threading.Lock()
+    # One thread of its own, one event at a time (the bridge pairs a tool's start and end in
+    # order): events waiting behind a slow hook hold no thread, and none of the application's
+    # asyncio.to_thread executor, which parallel tool calls would otherwise fill.
+    worker = ThreadPoolExecutor(1, thread_name_prefix="otelhooks-claude-agent-sdk")
+    refusing = BridgeOptions(fail_closed=True)
 
-    def handle(payload: Mapping[str, Any]) -> HookResponse:
-        with lock:  # one event at a time: the bridge pairs a tool's start and end in order
+    def handle(payload: dict[str, Any]) -> HookResponse:
+        try:
             return bridge.handle(payload)
+        except Exception as exc:
+            if not fail_closed or payload["hook_event_name"] != "PreToolUse":
+                raise
+            _log.exception("the Claude Agent SDK bridge failed", hook_event="PreToolUse")
+            return _refusal("PreToolUse", f"{type(exc).__name__}: {exc}", refusing)
 
     def callback_for(event: str) -> Any:
         async def callback(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
-            payload = dict(input_data)
+            # the CLI's JSON may hold lone surrogates (\ud800 escapes): no file or span takes them
+            payload = whole_characters(dict(input_data))
             payload.setdefault("hook_event_name", event)
             if tool_use_id and not payload.get("tool_use_id"):
                 payload["tool_use_id"] = tool_use_id
-            response = await asyncio.to_thread(handle, payload)
+            run = contextvars.copy_context().run
+            loop = asyncio.get_running_loop()
+            response = await loop.run_in_executor(worker, run, handle, payload)
             return sdk_output(event, response)
 
         return callback

@@ -21,7 +21,7 @@ from otelhooks._engine import HooksEngine
 from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._events import EVENTS as EVENT_SPECS
 from otelhooks._events import HookEvent
-from otelhooks._hooks import Block
+from otelhooks._hooks import Block, Hook
 from otelhooks._live import Verdict
 from otelhooks._redact import scrub
 from otelhooks.integrations.coding_agents._combine import (
@@ -42,6 +42,7 @@ __all__ = [
     "BLOCKING_EVENTS",
     "CONTEXT_EVENTS",
     "answers_from_notes",
+    "blocking_on_failure",
     "combine",
     "denied_by",
     "dumps",
@@ -52,6 +53,25 @@ __all__ = [
 ]
 
 _log = structlog.get_logger("otelhooks")
+
+
+def blocking_on_failure(hooks: Iterable[Hook] | None) -> list[str]:
+    """The ids of ``hooks`` whose failure is a block (``on_error: block``, enforced).
+
+    An event not answered in time is such a failure for each of them that had not decided
+    yet: hooks run one after another, so slow neighbours can use up the answer time before a
+    hook's own timeout, and its block must not become the CLI running the tool.
+
+    Example:
+        >>> import otelhooks
+        >>> policy = {"id": "p", "type": "PreToolUse", "command": "true", "on_error": "block"}
+        >>> oh = otelhooks.configure(hooks=[policy], set_global=False, otlp=False)
+        >>> blocking_on_failure(oh.engine.registry.hooks())
+        ['p']
+        >>> oh.shutdown().ok
+        True
+    """
+    return [h.id for h in hooks or () if h.error_policy == "block" and h.mode == "enforce"]
 
 
 def answers_from_notes(notes: Iterable[tuple[str, object]]) -> list[HookAnswer]:

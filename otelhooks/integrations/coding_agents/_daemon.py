@@ -51,6 +51,7 @@ from otelhooks.integrations.coding_agents._run import (
     _truthy,
     answer_seconds,
     env_seconds,
+    late_refusal,
 )
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, env_value
@@ -339,8 +340,17 @@ class _DaemonApp(_Served):
                 reason=late.reason,
                 fail_closed=self.options.fail_closed,
             )
-            response = self.dialect.answer(_refusal(event, f"no answer: {late}", self.options))
+            hooks = self._deciding(raw)
+            refusal = late_refusal(event, f"no answer: {late}", self.options, hooks)
+            response = self.dialect.answer(refusal)
         await send_json(send, 200, _answer_body(response))
+
+    def _deciding(self, raw: bytes) -> list[Hook] | None:
+        """The hooks that were to decide the event (``None``: its input does not parse)."""
+        try:
+            return self.bridge.hooks_now(self.dialect.to_bridge(parse_input(raw)))
+        except InputProblem:
+            return None
 
 
 def _build_within(

@@ -65,7 +65,7 @@ from otelhooks._dispatch._calls import waited_within
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
 from otelhooks._hooks import Hook
 from otelhooks._store._errors import StoreUnavailable
-from otelhooks.integrations.coding_agents._answers import ANSWERING_EVENTS
+from otelhooks.integrations.coding_agents._answers import ANSWERING_EVENTS, blocking_on_failure
 from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
@@ -174,9 +174,13 @@ class ClaudeCodeHookRoute:
         self._local = isinstance(sessions, ServerSessions) and sessions.local
         self._store = sessions.store_name
 
-    def _failure(self, event: str | None, problem: str, status: int = 500) -> tuple[int, bytes]:
-        """The answer when no hook decided: a deny when fail-closed guards it, else ``status``."""
-        if self.fail_closed and event in ("PreToolUse", None):
+    def _failure(
+        self, event: str | None, problem: str, status: int = 500, *, closed: bool = False
+    ) -> tuple[int, bytes]:
+        """The answer when no hook decided: a deny when fail-closed guards it (the server's
+        ``fail_closed``, or ``closed``: a hook that was to decide blocks when it fails), else
+        ``status``."""
+        if (self.fail_closed or closed) and event in ("PreToolUse", None):
             reason = f"otelhooks could not check this tool call (fail-closed): {problem}"
             return 200, json.dumps(_deny("PreToolUse", reason)).encode()
         error = "hook_failed" if status == 500 else "bad_request"
@@ -317,7 +321,11 @@ class ClaudeCodeHookRoute:
                     reason=late.reason,
                     fail_closed=self.fail_closed,
                 )
-                status, answer = self._failure(event, f"otelhooks: {late}")
+                blocking = blocking_on_failure(self.bridge.hooks_now(payload))
+                problem = f"otelhooks: {late}"
+                if blocking:
+                    problem += f" (hook {', '.join(blocking)} blocks when it fails)"
+                status, answer = self._failure(event, problem, closed=bool(blocking))
         await respond(send, status, answer, b"application/json")
 
     def close(self) -> None:

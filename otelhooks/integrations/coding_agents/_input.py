@@ -15,7 +15,7 @@ from typing import Any, Final
 
 from otelhooks._json import MAX_DEPTH, JsonProblem, loads_bounded
 
-__all__ = ["MAX_DEPTH", "InputProblem", "event_name_of", "parse_input"]
+__all__ = ["MAX_DEPTH", "InputProblem", "event_name_of", "parse_input", "whole_characters"]
 
 _EVENT_NAME: Final = re.compile(r'"hook_event_name"\s*:\s*"([A-Za-z0-9_]{1,64})"')
 _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
@@ -43,19 +43,24 @@ def parse_input(raw: str | bytes) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise InputProblem("the hook input is not a JSON object")
     if _SURROGATE_ESCAPE.search(text):
-        data = _whole_characters(data)
+        data = whole_characters(data)
     return dict(data)
 
 
-def _whole_characters(value: Any) -> Any:
+def whole_characters(value: Any) -> Any:
     """Lone surrogates (``\\ud800`` escapes) replaced by U+FFFD: they cannot be UTF-8 encoded,
-    and a pair written as two escapes becomes its one character."""
+    and a pair written as two escapes becomes its one character.
+
+    Example:
+        >>> whole_characters({"tool_use_id": "toolu_\\ud800"}) == {"tool_use_id": "toolu_\\ufffd"}
+        True
+    """
     if isinstance(value, str):
         return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
     if isinstance(value, dict):
-        return {_whole_characters(k): _whole_characters(v) for k, v in value.items()}
+        return {whole_characters(k): whole_characters(v) for k, v in value.items()}
     if isinstance(value, list):
-        return [_whole_characters(v) for v in value]
+        return [whole_characters(v) for v in value]
     return value
 
 

@@ -22,7 +22,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +109,22 @@ def _refusal(event: str | None, problem: str, options: BridgeOptions) -> HookRes
         stdout = json.dumps({"hookSpecificOutput": decision})
         return HookResponse(stdout=stdout, stderr=f"otelhooks {options.dialect}: {problem}")
     return HookResponse(1, stderr=f"otelhooks {options.dialect}: {problem}")
+
+
+def late_refusal(
+    event: str | None, problem: str, options: BridgeOptions, hooks: Sequence[Any] | None
+) -> HookResponse:
+    """What an event not answered in time answers: a bridge problem's answer (:func:`_refusal`),
+    and a deny when a hook that was to decide it blocks when it fails
+    (:func:`~otelhooks.integrations.coding_agents._answers.blocking_on_failure`), ``--fail-closed``
+    or not."""
+    from otelhooks.integrations.coding_agents._answers import blocking_on_failure
+
+    blocking = blocking_on_failure(hooks)
+    if blocking:
+        problem = f"{problem} (hook {', '.join(blocking)} blocks when it fails)"
+        options = replace(options, fail_closed=True)
+    return _refusal(event, problem, options)
 
 
 def run_hook(
@@ -246,6 +262,7 @@ class _Deadline:
         self.started = time.monotonic()
         self.wait_s = answer_s
         self._answered = threading.Lock()
+        self.hooks: Sequence[Any] | None = None  # the hooks that decide the event, once known
         self._timer = self._arm(answer_s)
 
     def _arm(self, seconds: float) -> threading.Timer:
@@ -285,7 +302,8 @@ class _Deadline:
         dialect = dialect_named(self.options.dialect)
         problem = f"no answer within {self.wait_s:g} s"
         _log.error(f"the {dialect.display_name} bridge gave no answer in time", problem=problem)
-        late = dialect.answer(_refusal(dialect.event_of(self.raw), problem, self.options))
+        event = dialect.event_of(self.raw)
+        late = dialect.answer(late_refusal(event, problem, self.options, self.hooks))
         _print(late)
         sys.stdout.flush()
         sys.stderr.flush()
@@ -364,6 +382,8 @@ def _handle(
         shutdown_timeout_s=timeout_s,
         fail_fast=True,
     )
+    if deadline is not None:
+        deadline.hooks = bridge.hooks_now(payload)
     response = HookResponse(1, stderr=f"otelhooks {dialect.name}: the bridge did not answer")
     try:
         response = bridge.handle(payload)

@@ -327,9 +327,9 @@ class BridgeState:
     a database, a folder that cannot be written. None of that may keep a guard from answering
     (its decision does not need the file): a transaction that cannot be made in the file within
     ``wait_s`` is made in a scratch database in memory instead, the problem is logged, and the
-    file is tried again ``wait_s`` later. What the scratch holds is
-    this process's alone: a tool use started there ends, in another process, as a tool use
-    whose start was missed (a zero-length span).
+    file is tried again ``wait_s`` later (the scratch is dropped once the file works). What the
+    scratch holds is this process's alone: a tool use started there ends, in another process,
+    as a tool use whose start was missed (a zero-length span).
 
     Args:
         path: the SQLite file (created with its folder); ``$OTELHOOKS_BRIDGE_STATE`` or

@@ -38,6 +38,7 @@ from otelhooks.integrations.langchain._handler import (
     HOOKED_METADATA_KEY,
     PROVIDER,
     OtelHooksCallbackHandler,
+    RunBlockedError,
     ToolRun,
 )
 from otelhooks.integrations.langchain._tools import HookedTool, hook_tool
@@ -47,6 +48,7 @@ __all__ = [
     "PROVIDER",
     "HookedTool",
     "OtelHooksCallbackHandler",
+    "RunBlockedError",
     "ToolRun",
     "hook_tool",
 ]

@@ -16,10 +16,13 @@ tool start, end, error              ``execute_tool {tool}`` in the current step 
 ==================================  =============================================================
 
 Nested chains (graph nodes, sub-chains) are not spans of their own; their model and tool calls
-belong to the root run's operation. The ``before_tool_call`` hooks run at tool start; only a
-tool wrapped with :func:`~otelhooks.integrations.langchain.hook_tool` obeys a deny or a mock
-(a callback cannot stop a tool): for any other tool the decision is recorded and a warning says
-it was not enforced.
+belong to the root run's operation. A ``before_agent_start`` block refuses the root run: its
+start raises :class:`RunBlockedError` (the handler's ``raise_error``), so the graph, chain or
+model never runs; every other failure of the handler is logged and swallowed. The
+``before_tool_call`` hooks run at tool start; only a tool wrapped with
+:func:`~otelhooks.integrations.langchain.hook_tool` obeys a deny or a mock (a callback cannot
+stop a tool): for any other tool the decision is recorded and a warning says it was not
+enforced.
 
 LangChain calls a synchronous handler from a worker thread in async runs, so interceptors never
 run on the event loop thread.
@@ -37,10 +40,17 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
+from otelhooks._errors import OtelHooksError
 from otelhooks._instrument import AgentTracer, LlmCall, Operation, Step, ToolCall
 from otelhooks.integrations._scopes import DetachedScope
 
-__all__ = ["HOOKED_METADATA_KEY", "PROVIDER", "OtelHooksCallbackHandler", "ToolRun"]
+__all__ = [
+    "HOOKED_METADATA_KEY",
+    "PROVIDER",
+    "OtelHooksCallbackHandler",
+    "RunBlockedError",
+    "ToolRun",
+]
 
 # LangChain is not a model provider: the provider comes from each model call's ``ls_provider``
 # (LangChain's tracing metadata), in the GenAI conventions' spelling where they name it.
@@ -61,6 +71,18 @@ HOOKED_METADATA_KEY = "otelhooks_hooked"
 _INTERRUPTS = frozenset({"GraphInterrupt", "NodeInterrupt"})
 
 _log = structlog.get_logger("otelhooks")
+
+
+class RunBlockedError(OtelHooksError):
+    """A ``before_agent_start`` hook refused the run; the graph (or chain, model, tool) never ran.
+
+    Attributes:
+        reason: the hook's reason.
+    """
+
+    def __init__(self, reason: str | None) -> None:
+        super().__init__(reason or "the run was blocked by a before_agent_start hook")
+        self.reason = reason
 
 
 @dataclass
@@ -174,7 +196,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         True
     """
 
-    raise_error = False
+    raise_error = True  # only RunBlockedError leaves the handler (see _Guard)
     run_inline = False
 
     def __init__(
@@ -223,6 +245,10 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
             )
             run = _Run(owner=run_id, operation=DetachedScope(op, None))
             run.operation.enter()
+            if op.blocked:
+                self._root_of.pop(run_id, None)
+                run.operation.exit()
+                raise RunBlockedError(op.block_reason)
             self._runs[root] = run
         run.members.add(run_id)
         return run
@@ -363,7 +389,8 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
     ) -> None:
         with _Guard("on_tool_start"):
             with self._lock:
-                if parent_run_id is not None and parent_run_id in self._tools:
+                parent = self._tools.get(parent_run_id) if parent_run_id is not None else None
+                if parent is not None and parent.hooked:
                     self._root(run_id, parent_run_id)  # the wrapper's inner tool: one span only
                     return
                 name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
@@ -420,7 +447,7 @@ class _Guard:
         return None
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
-        if isinstance(exc, Exception):
+        if isinstance(exc, Exception) and not isinstance(exc, RunBlockedError):
             _log.error("langchain adapter failed", callback=self.what, exc_info=exc)
             return True
         return False

@@ -11,13 +11,15 @@ after, looks the decision up by its run id and then:
 * otherwise: calls the inner tool with the (possibly rewritten) arguments and passes the result
   through ``tool_result_persist``.
 
-Without the handler in the run's callbacks the wrapper simply calls the inner tool.
+Without the handler in the run's callbacks (none was given, or a thread pool of your own lost the
+run's context) the wrapper calls the inner tool and logs a warning that no hook saw the call.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import structlog
 from langchain_core.callbacks import (
     AsyncCallbackManagerForToolRun,
     BaseCallbackHandler,
@@ -37,6 +39,8 @@ from otelhooks.integrations.langchain._handler import (
 
 __all__ = ["HookedTool", "hook_tool"]
 
+_log = structlog.get_logger("otelhooks")
+
 Manager = CallbackManagerForToolRun | AsyncCallbackManagerForToolRun
 
 
@@ -45,13 +49,21 @@ def _text(output: Any) -> str:
     return content if isinstance(content, str) else str(content)
 
 
-def _find_run(manager: Manager | None) -> ToolRun | None:
-    if manager is None:
-        return None
-    handlers: list[BaseCallbackHandler] = list(manager.handlers)
-    for handler in handlers:
-        if isinstance(handler, OtelHooksCallbackHandler):
-            return handler.tool_run(manager.run_id)
+def _find_run(manager: Manager | None, name: str) -> ToolRun | None:
+    if manager is not None:
+        handlers: list[BaseCallbackHandler] = list(manager.handlers)
+        for handler in handlers:
+            if isinstance(handler, OtelHooksCallbackHandler):
+                found = handler.tool_run(manager.run_id)
+                if found is not None:
+                    return found
+    # the tool runs, as it would without otelhooks; a deny a guard would give must not look held
+    _log.warning(
+        "a hooked tool ran without the otelhooks handler in its callbacks: no hook saw it",
+        tool=name,
+        fix="pass the handler in the run's config; a thread pool of your own must run the "
+        "call in the caller's context (contextvars.copy_context().run)",
+    )
     return None
 
 
@@ -95,7 +107,7 @@ class HookedTool(BaseTool):
     def _run(
         self, *args: Any, run_manager: CallbackManagerForToolRun | None = None, **kwargs: Any
     ) -> Any:
-        tool = _find_run(run_manager)
+        tool = _find_run(run_manager, self.name)
         config = self._child_config(run_manager)
         if tool is None:
             return self.inner.invoke(kwargs, config=config)  # type: ignore[arg-type]
@@ -111,7 +123,7 @@ class HookedTool(BaseTool):
         run_manager: AsyncCallbackManagerForToolRun | None = None,
         **kwargs: Any,
     ) -> Any:
-        tool = _find_run(run_manager)
+        tool = _find_run(run_manager, self.name)
         config = self._child_config(run_manager)
         if tool is None:
             return await self.inner.ainvoke(kwargs, config=config)  # type: ignore[arg-type]

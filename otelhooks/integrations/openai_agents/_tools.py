@@ -34,6 +34,7 @@ from agents import (
     ApplyPatchResult,
     ApplyPatchTool,
     FunctionTool,
+    Handoff,
     LocalShellCommandRequest,
     LocalShellTool,
     ShellActionRequest,
@@ -44,6 +45,7 @@ from agents import (
     ToolInputGuardrail,
     ToolInputGuardrailData,
 )
+from agents.run_context import RunContextWrapper
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolGuardrailFunctionOutput
 from openai.types.responses.response_output_item import LocalShellCallAction
@@ -330,9 +332,44 @@ def _hook_apply_patch(tool: ApplyPatchTool, identifier: str | None) -> ApplyPatc
     return dataclasses.replace(tool, editor=_HookedEditor(tool.editor, tool.name, identifier))
 
 
+def _hooked(agent: Agent[Any], seen: set[int]) -> bool:
+    """Whether ``agent`` and every agent it hands off to run hooked tools only (as the agents
+    :func:`hook_agent` returns do)."""
+    if id(agent) in seen:
+        return True
+    seen.add(id(agent))
+    hookable = FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool
+    if any(isinstance(t, hookable) and hook_tool(t) is not t for t in agent.tools):
+        return False
+    return all(
+        _hooked(h, seen) if isinstance(h, Agent) else getattr(h.on_invoke_handoff, _HOOKED, False)
+        for h in agent.handoffs
+    )
+
+
+def _unhooked_sub_agent(tool: FunctionTool) -> str | None:
+    """The name of the agent an ``Agent.as_tool`` tool runs when that agent (or one it hands
+    off to) has tools otelhooks' hooks do not see: the tool runs that very agent, never a clone
+    :func:`hook_agent` could make. The SDK marks such a tool only with these two fields
+    (another SDK version: not recognised)."""
+    agent = (
+        getattr(tool, "_agent_instance", None) if getattr(tool, "_is_agent_tool", False) else None
+    )
+    if isinstance(agent, Agent) and not _hooked(agent, set()):
+        return agent.name
+    return None
+
+
 def _unguarded(tool: Tool) -> str | None:
     """Why no otelhooks tool hook sees ``tool`` once hooked (``None``: they all do)."""
-    if isinstance(tool, FunctionTool | LocalShellTool | ApplyPatchTool):
+    if isinstance(tool, FunctionTool):
+        sub_agent = _unhooked_sub_agent(tool)
+        if sub_agent is not None:
+            return (
+                f"it runs agent {sub_agent!r}, whose own tools are not hooked "
+                "(make the tool with hook_agent(agent).as_tool(...))"
+            )
+    elif isinstance(tool, LocalShellTool | ApplyPatchTool):
         pass
     elif isinstance(tool, ShellTool):
         if tool.executor is None:
@@ -364,22 +401,38 @@ def _warn_unguarded(agent: Agent[Any]) -> None:
         )
 
 
+def _hook_handoff(handoff: Handoff[Any, Any]) -> Handoff[Any, Any]:
+    """A copy of ``handoff`` handing off to a hooked clone of the agent it returns: that agent
+    is your code's (``handoff(agent)`` returns yours), and its tools would run unhooked."""
+    invoke = handoff.on_invoke_handoff
+    if getattr(invoke, _HOOKED, False):
+        return handoff
+
+    async def hooked(ctx: RunContextWrapper[Any], args: str) -> Any:
+        to = await invoke(ctx, args)
+        return hook_agent(to) if isinstance(to, Agent) else to
+
+    setattr(hooked, _HOOKED, True)
+    return dataclasses.replace(handoff, on_invoke_handoff=hooked)
+
+
 def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None) -> Agent[Any]:
     """A clone of ``agent`` (and of every agent it hands off to) with its tools hooked.
 
     Function tools, local ``ShellTool``, ``LocalShellTool`` and ``ApplyPatchTool`` are replaced
     by hooked copies (:func:`hook_tool`); every other tool is kept and named in an
     :class:`UnguardedToolWarning` (Python shows it once per agent and tool list). The original
-    agents and tools are not changed, so they stay safe to share. ``Handoff`` objects (as
-    opposed to plain agents in ``handoffs``) are kept as they are: the agent they return is
-    created by your code, so hook it there.
+    agents and tools are not changed, so they stay safe to share. A ``Handoff`` object (as
+    opposed to a plain agent in ``handoffs``) is copied so that the agent it returns is hooked
+    when the handoff happens.
     """
     seen = {} if _seen is None else _seen
     if id(agent) in seen:
         return seen[id(agent)]
     _warn_unguarded(agent)
     tools = [
-        hook_tool(t)
+        # named after their agent, also when another agent's run calls it (``as_tool``)
+        hook_tool(t, identifier=agent.name)
         if isinstance(t, FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool)
         else t
         for t in agent.tools
@@ -387,6 +440,7 @@ def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None)
     clone = agent.clone(tools=tools)
     seen[id(agent)] = clone
     clone.handoffs = [
-        hook_agent(h, _seen=seen) if isinstance(h, Agent) else h for h in agent.handoffs
+        hook_agent(h, _seen=seen) if isinstance(h, Agent) else _hook_handoff(h)
+        for h in agent.handoffs
     ]
     return clone

@@ -1,0 +1,57 @@
+"""A Streamable HTTP MCP server that takes JSON-RPC batches (protocol 2025-03-26), as the
+TypeScript SDK's does: a POST whose messages are all notifications or responses is answered
+``202 Accepted`` with no body; requests are answered in one JSON body (a batch for a batch).
+Each ``tools/call`` it runs is appended to ``MCP_TEST_LOG``. Run: ``batch_http_server.py PORT``."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+INIT = {
+    "protocolVersion": "2025-03-26",
+    "capabilities": {"tools": {}},
+    "serverInfo": {"name": "testsrv", "version": "1"},
+}
+
+
+def result(msg: dict[str, Any]) -> dict[str, Any]:
+    if msg["method"] != "tools/call":
+        return INIT if msg["method"] == "initialize" else {}
+    params = msg.get("params", {})
+    with open(os.environ["MCP_TEST_LOG"], "a") as log:
+        log.write(json.dumps({"tool": params.get("name"), "args": params.get("arguments")}) + "\n")
+    return {"content": [{"type": "text", "text": f"ran {params.get('name')}"}]}
+
+
+class Handler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        messages = body if isinstance(body, list) else [body]
+        answers = [
+            {"jsonrpc": "2.0", "id": m["id"], "result": result(m)}
+            for m in messages
+            if "method" in m and "id" in m
+        ]
+        if not answers:
+            self.send_response(202)
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
+        out = json.dumps(answers if isinstance(body, list) else answers[0]).encode()
+        self.send_response(200)
+        self.send_header("content-type", "application/json")
+        self.send_header("mcp-session-id", "s1")
+        self.send_header("content-length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+
+if __name__ == "__main__":
+    ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler).serve_forever()

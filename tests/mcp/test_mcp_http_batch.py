@@ -1,0 +1,105 @@
+"""Over Streamable HTTP, the answer a hook gave to a call of a client's batch was lost whenever
+the rest of the batch did not come back as JSON: the upstream answered ``202 Accepted`` (the rest
+was notifications) or could not be reached. The denied call never ran, but the client waited for
+its answer until its own timeout. Now the hooks' answers go back in every case.
+
+Real processes: a batch-taking HTTP server (``batch_http_server.py``, as the TypeScript SDK's
+server answers batches), ``python -m otelhooks mcp --listen --upstream`` in front of it, and a
+client that posts raw JSON-RPC with httpx."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.mcp._harness import calls, free_port, gateway_args, process, write_hooks
+
+pytestmark = pytest.mark.timeout(90)
+
+SERVER = Path(__file__).with_name("batch_http_server.py")
+DENY_NOTES = """
+hooks:
+  - id: no-notes
+    type: beforeToolCall
+    matcher: "testsrv/write_note"
+    script: hooks.py:deny
+"""
+DENY_SCRIPT = """
+from otelhooks import Block
+
+def deny(event):
+    return Block("notes are read-only here")
+"""
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+INIT = {
+    "protocolVersion": "2025-03-26",
+    "capabilities": {},
+    "clientInfo": {"name": "raw", "version": "1"},
+}
+DENIED = {"name": "write_note", "arguments": {"text": "x"}}
+DENIAL = {"content": [{"type": "text", "text": "notes are read-only here"}], "isError": True}
+
+
+@contextmanager
+def batch_gateway(tmp_path: Path) -> Iterator[tuple[httpx.Client, Any]]:
+    """A client with a session through the gateway, and the upstream server's process."""
+    hooks = write_hooks(tmp_path, DENY_NOTES, DENY_SCRIPT)
+    server_port, gateway_port = free_port(), free_port()
+    log = tmp_path / "calls.jsonl"
+    with process([str(SERVER), str(server_port)], log, server_port) as server:
+        args = [
+            *gateway_args([hooks], tmp_path / "traces.jsonl"),
+            "--listen",
+            f"127.0.0.1:{gateway_port}",
+            "--upstream",
+            f"http://127.0.0.1:{server_port}/mcp",
+        ]
+        with (
+            process(args, log, gateway_port),
+            httpx.Client(
+                base_url=f"http://127.0.0.1:{gateway_port}", headers=HEADERS, timeout=30
+            ) as client,
+        ):
+            init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}
+            answer = client.post("/mcp", json=init)
+            client.headers["mcp-session-id"] = answer.headers["mcp-session-id"]
+            yield client, server
+
+
+def test_a_denied_call_batched_with_notifications_gets_its_denial(tmp_path: Path) -> None:
+    with batch_gateway(tmp_path) as (client, _):
+        answer = client.post(
+            "/mcp",
+            json=[
+                {"jsonrpc": "2.0", "method": "notifications/initialized"},
+                {"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": DENIED},
+            ],
+        )
+    assert answer.status_code == 200
+    assert answer.json() == [{"jsonrpc": "2.0", "id": 5, "result": DENIAL}]
+    assert calls(tmp_path) == []
+
+
+def test_a_denied_call_batched_with_one_the_dead_upstream_fails_gets_its_denial(
+    tmp_path: Path,
+) -> None:
+    with batch_gateway(tmp_path) as (client, server):
+        server.kill()
+        server.wait(10)
+        answer = client.post(
+            "/mcp",
+            json=[
+                {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "add"}},
+                {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": DENIED},
+            ],
+        )
+    by_id = {item["id"]: item for item in answer.json()}
+    assert by_id[6]["error"]["code"] == -32000
+    assert "cannot reach the MCP server" in by_id[6]["error"]["message"]
+    assert by_id[7] == {"jsonrpc": "2.0", "id": 7, "result": DENIAL}
+    assert calls(tmp_path) == []
