@@ -14,7 +14,8 @@ daemon is listening, starts one in the background (``otelhooks claude-code ... d
 is answered by the ordinary one-process bridge meanwhile. The daemon keeps sessions in the same
 state file as the one-process bridge, so either can handle any event; it exits after
 ``$OTELHOOKS_BRIDGE_DAEMON_IDLE`` seconds without events (default 900). A changed hooks file
-or environment gives a new daemon (the socket name is a digest of both).
+or environment, or another otelhooks installed (this file replaced), gives a new daemon (the
+socket name is a digest of them).
 
 An answer may take minutes (an ``approval:`` hook waits for a person), so the client waits for
 it without an end of its own, but never for a daemon that no longer answers: after each second
@@ -32,6 +33,7 @@ those 3 s answers the probe and is waited for.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import socket
@@ -48,7 +50,12 @@ _CLIS = {"claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini C
 # without progress for a slice, the daemon is asked whether it lives, and given the probe's time
 _SLICE_S = 1.0
 _PROBE_S = 2.0
+_SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path (Linux's 108, less the final NUL)
 _ALIVE = b"GET /alive HTTP/1.1\r\nHost: otelhooks\r\nConnection: close\r\n\r\n"
+# The bridge in Python's UTF-8 mode, whatever the locale: the CLIs write and read UTF-8, and in
+# a Latin-1 locale a tool input with a character it lacks (a U+2019) could not be handed to a
+# command hook (its environment is encoded in the locale's encoding): every guard failed open.
+_BRIDGE = (sys.executable, "-X", "utf8", "-m", "otelhooks", "claude-code")
 _NO_ANSWER = (
     "otelhooks hook client: the bridge daemon did not answer; answered by the one-process bridge"
 )
@@ -101,11 +108,19 @@ def socket_path(argv: list[str]) -> str:
             files.append(argv[i + 1])
     for path in list(files):
         files.append(os.path.join(os.path.dirname(path), "otelhooks.env"))
+    # this very file: installing another otelhooks version replaces it, and a daemon running the
+    # code it loaded before must not go on answering (a fixed guard path would wait for its idle)
+    files.append(os.path.abspath(__file__))
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES))
     key = json.dumps([sys.executable, argv, env, [(f, _mtime(f)) for f in files]])
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]
-    folder = os.environ.get("XDG_RUNTIME_DIR") or f"/tmp/otelhooks-{os.getuid()}"
-    return os.path.join(folder, f"cc-{digest}.sock")
+    name = f"cc-{digest}.sock"
+    folder = os.environ.get("XDG_RUNTIME_DIR") or ""
+    if not folder or len(os.fsencode(os.path.join(folder, name))) > _SOCKET_PATH_MAX:
+        # no socket can be made in a folder this deep: each event would start a daemon that
+        # loads the hooks, fails to listen and logs a traceback
+        folder = f"/tmp/otelhooks-{os.getuid()}"
+    return os.path.join(folder, name)
 
 
 def _ask(path: str, body: bytes) -> dict[str, object] | None:
@@ -209,7 +224,7 @@ def _start_daemon(argv: list[str], path: str) -> None:
     log = open(path[: -len(".sock")] + ".log", "ab")  # noqa: SIM115 - handed to the child
     with log:
         subprocess.Popen(
-            [sys.executable, "-m", "otelhooks", "claude-code", *argv, "daemon", "--socket", path],
+            [*_BRIDGE, *argv, "daemon", "--socket", path],
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=log,
@@ -219,6 +234,12 @@ def _start_daemon(argv: list[str], path: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one hook event (stdin) through the daemon, or the one-process bridge."""
+    try:
+        os.getcwd()
+    except OSError:
+        # The CLI's folder was deleted (by the agent, say): no path resolves against it and no
+        # command hook starts in it, so every guard would fail and let the call through.
+        os.chdir("/")
     args = _normalized(list(sys.argv[1:] if argv is None else argv))
     if sys.stdin.isatty():  # typed in a terminal, it would wait for an event nobody sends
         dialect = _dialect(args)
@@ -244,11 +265,14 @@ def main(argv: list[str] | None = None) -> int:
                 _start_daemon(args, path)
             except OSError:
                 pass
-        done = subprocess.run(
-            [sys.executable, "-m", "otelhooks", "claude-code", *args], input=body, check=False
-        )
+        done = subprocess.run([*_BRIDGE, *args], input=body, check=False)
         return done.returncode
     stdout, stderr = answer.get("stdout"), answer.get("stderr")
+    # UTF-8 whatever the locale, as the CLIs read it and as the one-process bridge writes it (a
+    # Latin-1 locale lacks the U+2019 of a deny reason: the write failed, exit 1, the tool ran)
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(encoding="utf-8")
     if stdout:
         sys.stdout.write(f"{stdout}\n")
     if stderr:

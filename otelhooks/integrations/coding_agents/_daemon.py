@@ -24,12 +24,13 @@ import fcntl
 import os
 import re
 import socket
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 
@@ -49,6 +50,7 @@ from otelhooks.integrations.coding_agents._run import (
     _refusal,
     _truthy,
     answer_seconds,
+    env_seconds,
     late_refusal,
 )
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
@@ -69,9 +71,10 @@ _log = structlog.get_logger("otelhooks")
 
 def sources_of(paths: Iterable[str | os.PathLike[str]], hooks: Iterable[Hook]) -> dict[str, int]:
     """The files a daemon's hooks were built from, each with its modification time: the hook
-    files and folders it was given and each config file read, and the file of every Python
-    function a hook calls (``script:``, ``handler:``, ``plugin:``). A file it imports in turn is
-    not followed."""
+    files and folders it was given, the export files (which may name more hooks; one not there
+    yet too, as its coming changes them) and each config file read, and the file of every
+    Python function a hook calls (``script:``, ``handler:``, ``plugin:``). A file it imports in
+    turn is not followed."""
     files = [os.fspath(p) for p in paths]
     for hook in hooks:
         code = getattr(getattr(hook.action, "fn", None), "__code__", None)
@@ -106,7 +109,7 @@ def build_bridge(
     from otelhooks.integrations.coding_agents._run import hooks_and_settings
     from otelhooks.integrations.coding_agents._spans import LockedFileExporter, SpanWriter
 
-    hook_paths, settings = hooks_and_settings(options, env)
+    hook_paths, settings, export_files = hooks_and_settings(options, env)
     loaded = load_config(hook_paths)
     hooks = loaded.hooks
     service = settings.get("OTEL_SERVICE_NAME") or options.service_name
@@ -140,7 +143,11 @@ def build_bridge(
         service_name=service,
         capture=_truthy(settings.get(_CAPTURE_ENV)),
     )
-    read: list[str | os.PathLike[str]] = [*hook_paths, *(s.path for s in loaded.sources)]
+    read: list[str | os.PathLike[str]] = [
+        *hook_paths,
+        *export_files,
+        *(s.path for s in loaded.sources),
+    ]
     return bridge, sources_of(read, hooks)
 
 
@@ -167,7 +174,13 @@ class _Served(ABC):
         self.busy = 0  # events not answered yet: the daemon does not leave under them
 
     def changed(self) -> bool:
-        """Whether what this daemon answers with changed since it started."""
+        """Whether what this daemon answers with changed since it started: its working folder
+        (the folder of the event that started it) is gone. A hook command started there would
+        fail, and a guard with it, for every event of every session it serves."""
+        try:
+            os.getcwd()
+        except OSError:
+            return True
         return False
 
     @abstractmethod
@@ -272,7 +285,7 @@ class _DaemonApp(_Served):
     def changed(self) -> bool:
         # The hooks or a guard's code changed since they were loaded: answering with them would
         # run the old guard.
-        return any(_mtime_ns(f) != t for f, t in self.sources.items())
+        return super().changed() or any(_mtime_ns(f) != t for f, t in self.sources.items())
 
     def close(self) -> None:
         super().close()
@@ -340,13 +353,35 @@ class _DaemonApp(_Served):
             return None
 
 
+def _build_within(
+    options: BridgeOptions, seconds: float
+) -> tuple[CodingAgentBridge, dict[str, int]] | Literal["failed", "late"]:
+    """:func:`build_bridge`'s result, ``"failed"`` (logged), or ``"late"`` when it still runs
+    after ``seconds`` (on a daemon thread, which is left to it)."""
+    result: list[tuple[CodingAgentBridge, dict[str, int]] | Literal["failed"]] = []
+
+    def build() -> None:
+        try:
+            result.append(build_bridge(options, os.environ))
+        except Exception:
+            _log.exception(
+                "the bridge daemon's hooks did not load: each event is answered as a failure"
+            )
+            result.append("failed")
+
+    worker = threading.Thread(target=build, name="otelhooks-daemon-build", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    return result[0] if result else "late"
+
+
 def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None = None) -> int:
     """Serve ``socket_path`` until idle; returns 0 (also when another daemon already serves)."""
     import uvicorn
 
     from otelhooks.integrations.claude_code.hook_client import IDLE_ENV
 
-    idle = float(env_value(os.environ, IDLE_ENV) or DEFAULT_IDLE_S) if idle_s is None else idle_s
+    idle = env_seconds(os.environ, IDLE_ENV, DEFAULT_IDLE_S) if idle_s is None else idle_s
     answer_s = answer_seconds(os.environ)
     path = Path(socket_path)
     lock = open(f"{path}.lock", "a+b")  # noqa: SIM115 - held for the daemon's life
@@ -356,14 +391,17 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
         lock.close()
         return 0  # another daemon serves this socket
     app: _Served
-    try:
-        bridge, sources = build_bridge(options, os.environ)
-    except Exception:
-        _log.exception(
-            "the bridge daemon's hooks did not load: each event is answered as a failure"
-        )
+    built = _build_within(options, answer_s)
+    if built == "late":
+        # a guard's module that hangs as it is imported: waiting on, the daemon would hold its
+        # lock without serving, for ever, and no daemon could start again for these hooks
+        _log.error("the bridge daemon's hooks did not load in time: it leaves", answer_s=answer_s)
+        lock.close()
+        return 0
+    if built == "failed":
         app = _Unloaded(options, answer_s=answer_s)
     else:
+        bridge, sources = built
         if isinstance(bridge.state, ServerSessions):
             bridge.state.on_drop = bridge.engine.metrics.drop_counter("claude_code_sessions")
         app = _DaemonApp(bridge, options, answer_s=answer_s, sources=sources)

@@ -36,6 +36,7 @@ from otelhooks._redact import register_secret
 __all__ = [
     "EXPORT_FILE",
     "PROJECT_DIR_ENV",
+    "export_files",
     "export_settings",
     "otlp_exporter",
     "project_path",
@@ -94,14 +95,16 @@ def read_export_file(path: Path) -> dict[str, str]:
     return settings
 
 
-def _export_files(hook_paths: Iterable[Path], explicit: Path | None) -> list[Path]:
+def export_files(hook_paths: Iterable[Path], explicit: Path | None) -> list[Path]:
+    """The export files that apply, whether they exist or not: ``explicit`` (read, so it must
+    exist), else ``otelhooks.env`` in the folder of each hooks path (read when it exists)."""
     if explicit is not None:
         return [explicit]
     found: list[Path] = []
     for hooks in hook_paths:
         folder = hooks if hooks.is_dir() else hooks.parent
         candidate = folder / EXPORT_FILE
-        if candidate.is_file() and candidate not in found:
+        if candidate not in found:
             found.append(candidate)
     return found
 
@@ -111,7 +114,9 @@ def export_settings(
 ) -> dict[str, str]:
     """The settings that apply: the export files' values under the process's own variables."""
     merged: dict[str, str] = {}
-    for path in _export_files(hook_paths, explicit):
+    for path in export_files(hook_paths, explicit):
+        if path != explicit and not path.is_file():
+            continue
         for key, value in read_export_file(path).items():
             merged.setdefault(key, value)
     merged.update({k: v for k, v in environ.items() if k.startswith(_PREFIXES)})

@@ -14,6 +14,7 @@ objection"; its stderr names the CLI all the same.
 
 from __future__ import annotations
 
+import io
 import json
 import math
 import os
@@ -34,6 +35,7 @@ from otelhooks._export._otlp import summarise_sdk_logs
 from otelhooks._export._report import DeliveryTracker, shutdown_timeout
 from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse
 from otelhooks.integrations.coding_agents._environment import (
+    export_files,
     export_settings,
     otlp_exporter,
     project_path,
@@ -196,7 +198,25 @@ def _bridge_answer(
 def answer_seconds(env: Mapping[str, str]) -> float:
     """How long a hook event may take before it is answered as a failure
     (``$OTELHOOKS_BRIDGE_DAEMON_ANSWER_S``, default 25 s)."""
-    return float(env_value(env, ANSWER_ENV) or DEFAULT_ANSWER_S)
+    return env_seconds(env, ANSWER_ENV, DEFAULT_ANSWER_S)
+
+
+def env_seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    """The seconds the variable ``name`` of ``env`` gives, else ``default``. An invalid value
+    (not a number, not above 0, too long to wait) is logged and ``default`` used: a typo in a
+    tuning variable must not turn every guard's answer into a failure (a crash is exit 1,
+    after which the CLI runs the tool, ``--fail-closed`` or not; 0 s answers each event late)."""
+    raw = (env_value(env, name) or "").strip()
+    if not raw:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not 0 < value <= threading.TIMEOUT_MAX:
+        _log.warning("invalid environment variable, using default", var=name, default_s=default)
+        return default
+    return value
 
 
 def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> int:
@@ -209,7 +229,14 @@ def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> in
     daemon's own limit; an ``approval:`` hook's timeout and 5 s more when longer), the answer a
     bridge problem gets is printed instead (a deny under ``--fail-closed``, else exit 1) and
     the process ends at once.
+
+    The answer is written in UTF-8 whatever the locale, as the CLIs read it: in a Latin-1
+    locale a deny reason with a character it lacks (U+2019) crashed the printing (exit 1, and
+    the tool ran).
     """
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(encoding="utf-8")
     deadline = _Deadline(raw, options, answer_s)
     try:
         response = _run_hook(raw, options, os.environ, deadline)
@@ -285,17 +312,20 @@ class _Deadline:
 
 def hooks_and_settings(
     options: BridgeOptions, env: Mapping[str, str]
-) -> tuple[list[Path], dict[str, str]]:
-    """The hook files that apply and the export settings (the export file's values under the
-    process's own variables), relative paths resolved against ``$CLAUDE_PROJECT_DIR``."""
+) -> tuple[list[Path], dict[str, str], list[Path]]:
+    """The hook files that apply, the export settings (the export file's values under the
+    process's own variables) and the export files they were read from (:func:`export_files`),
+    relative paths resolved against ``$CLAUDE_PROJECT_DIR``."""
     listed = [*options.hooks, *(p for p in env.get(HOOKS_ENV, "").split(os.pathsep) if p)]
     hook_paths = [project_path(p, env) for p in listed]
     explicit = options.export_env or env.get(EXPORT_ENV)
-    settings = export_settings(hook_paths, project_path(explicit, env) if explicit else None, env)
+    explicit_path = project_path(explicit, env) if explicit else None
+    settings = export_settings(hook_paths, explicit_path, env)
+    read = export_files(hook_paths, explicit_path)
     # the export file may name more hooks (it is read for OTELHOOKS_* too)
     if HOOKS_ENV not in env and settings.get(HOOKS_ENV):
         hook_paths += [project_path(p, env) for p in settings[HOOKS_ENV].split(os.pathsep) if p]
-    return hook_paths, settings
+    return hook_paths, settings, read
 
 
 def _handle(
@@ -310,7 +340,7 @@ def _handle(
     from otelhooks.integrations.coding_agents._spans import LockedFileExporter
     from otelhooks.integrations.coding_agents._state import BridgeState
 
-    hook_paths, settings = hooks_and_settings(options, env)
+    hook_paths, settings, _ = hooks_and_settings(options, env)
     hooks = load_config(hook_paths).hooks
     if deadline is not None:
         deadline.allow_approvals(hooks)
