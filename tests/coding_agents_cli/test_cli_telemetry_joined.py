@@ -150,7 +150,7 @@ def test_codex_spans_join_the_sessions_trace_and_link_the_tool_span(tmp_path: Pa
 
 
 def test_the_daemons_bridge_span_and_codexs_tool_span_are_linked_in_either_order(
-    tmp_path: Path,
+    tmp_path: Path, runtime_dir: Path
 ) -> None:
     need_cli(CODEX)
     project = tmp_path / "project"
@@ -158,8 +158,9 @@ def test_the_daemons_bridge_span_and_codexs_tool_span_are_linked_in_either_order
     bridge = _install("codex", project, tmp_path)  # the fast client: the daemon's road
     home = tmp_path / "home"
     _codex_exporting_to_serve(home, project)
-    sockets = tmp_path / "sockets"  # the daemon's socket and lock: serve waits for it to leave
-    sockets.mkdir(mode=0o700)
+    # the daemon's socket and lock (serve waits for it to leave), in a folder short enough for a
+    # socket's path: the hook client puts one too deep in /tmp/otelhooks-UID
+    sockets = runtime_dir
     env = {**_bridge_env(tmp_path), "XDG_RUNTIME_DIR": str(sockets)}
     served = tmp_path / "served.jsonl"
     run = run_codex(project, home, STEPS, extra_env=env, serve_traces=served, settle_locks=sockets)
@@ -218,15 +219,16 @@ def _web_spans(dump: Path, trace: str) -> tuple[dict[str, Any], list[dict[str, A
     return found[0]["summary"], found[0]["spans"]
 
 
-def test_codex_spans_show_in_serves_web_view_with_the_run(tmp_path: Path) -> None:
+def test_codex_spans_show_in_serves_web_view_with_the_run(
+    tmp_path: Path, runtime_dir: Path
+) -> None:
     need_cli(CODEX)
     project = tmp_path / "project"
     project.mkdir()
     bridge = _install("codex", project, tmp_path)
     home = tmp_path / "home"
     _codex_exporting_to_serve(home, project)
-    sockets = tmp_path / "sockets"
-    sockets.mkdir(mode=0o700)
+    sockets = runtime_dir  # short enough for a socket's path
     env = {**_bridge_env(tmp_path), "XDG_RUNTIME_DIR": str(sockets)}
     served, dump = tmp_path / "served.jsonl", tmp_path / "web.json"
     # the view is read once the session's trace holds Codex's spans, its tool span, the
