@@ -241,9 +241,9 @@ class McpSession:
             # the server would not match, and the call would run unjudged
             return self.invalid(
                 msg,
-                "the server's name is not known yet (no initialize answer has passed this "
-                "gateway), so guards that name it cannot judge this call: initialize the "
-                "session again, or start the gateway with --name",
+                "the server's name is not known yet (no initialize or server/discover answer "
+                "has passed this gateway), so guards that name it cannot judge this call: "
+                "start the session again, or start the gateway with --name",
             )
         pending = self.requests.start(msg, from_server=False)
         if msg.method in _HANDSHAKES:
