@@ -28,6 +28,7 @@ from otelhooks._events import (
     ToolCallErrorEvent,
     ToolResultPersistEvent,
 )
+from otelhooks._paths import working_folder
 
 if TYPE_CHECKING:
     from otelhooks._hooks import Hook
@@ -166,7 +167,7 @@ def stdin_document(hook: Hook, payload: HookEvent) -> dict[str, Any]:
     document.update(
         session_id=payload.sessionKey or "",
         transcript_path=None,
-        cwd=os.getcwd(),
+        cwd=working_folder(),
         permission_mode="default",
         hook_event_name=_claude_name(payload.event) or hook.type,
     )

@@ -45,6 +45,7 @@ from otelhooks._encoding import dumps
 from otelhooks._events import HookEvent, ToolCallEvent, resolve_event
 from otelhooks._events._registry import Dialect
 from otelhooks._hooks import Block
+from otelhooks._paths import working_folder
 from otelhooks._redact import register_secret
 
 __all__ = ["ClaudeHttpError", "ClaudeHttpHandler", "claude_headers", "claude_input"]
@@ -95,7 +96,7 @@ def claude_input(payload: HookEvent) -> dict[str, Any]:
     data = payload.model_dump(mode="json", by_alias=True, exclude_none=True)
     body: dict[str, Any] = {
         "session_id": data.get("sessionKey") or "",
-        "cwd": os.getcwd(),
+        "cwd": working_folder(),
         "hook_event_name": _claude_name(payload.event),
     }
     if "apiName" in data:  # a tool event

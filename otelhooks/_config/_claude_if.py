@@ -30,6 +30,7 @@ from typing import Any, Final
 from urllib.parse import urlsplit
 
 from otelhooks._events import HookEvent
+from otelhooks._paths import working_folder
 
 __all__ = ["IfGate", "IfRule", "parse_if"]
 
@@ -132,7 +133,7 @@ class IfRule:
             return bool(_glob_regex(spec[1:]).fullmatch(path))
         if spec.startswith("~/"):
             return bool(_glob_regex(os.path.expanduser("~") + spec[1:]).fullmatch(path))
-        here = PurePosixPath(os.getcwd())
+        here = PurePosixPath(working_folder())
         full = PurePosixPath(path)
         relative = str(full.relative_to(here)) if full.is_relative_to(here) else path
         pattern = spec.lstrip("/").removeprefix("./")

@@ -7,6 +7,7 @@ wall-clock ratios with generous bounds.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -276,3 +277,47 @@ def test_the_durable_event_log_records_a_call_with_hostile_names_and_arguments(
     assert record.session == "s\ufffd"
     assert record.args_fp is not None
     assert len(record.args_fp) == 16
+
+
+GONE_FOLDER_AGENT = """
+import os, sys
+import otelhooks
+
+# the agent's tool removed the folder its process runs in (its workspace, say)
+guard = {"id": "no-rm", "type": "before_tool_call", "matcher": "rm",
+         "command": "case \\"$HOOK_TOOL_INPUT\\" in *victim*) echo no rm >&2; exit 2;; esac"}
+oh = otelhooks.configure(hooks=[guard], otlp=False, set_global=False, structured_logging=False)
+
+@otelhooks.tool(tracer=oh.tracer)
+def rm(path: str) -> str:
+    return "removed " + path
+
+os.rmdir(os.getcwd())
+with oh.tracer.operation("agent") as op, op.step():
+    try:
+        print(rm("victim"))
+    except otelhooks.ToolDenied as denied:
+        print("denied:", denied.reason.splitlines()[-1])
+oh.shutdown()
+"""
+
+
+def test_a_command_guard_still_decides_once_the_agent_removed_its_own_folder(
+    tmp_path: Path,
+) -> None:
+    # the command's Claude-style input names the working folder, which os.getcwd() no longer
+    # gives: every command guard failed, and the call ran (on_error: continue)
+    folder = tmp_path / "workspace"
+    folder.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", GONE_FOLDER_AGENT],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])},
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["denied: no rm"]
+    assert not folder.exists()
