@@ -24,6 +24,22 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVER_APP = Path(__file__).with_name("mcp_server_app.py")
 
 
+# a guard on the test server's write_note tool, and its script (``write_hooks``)
+DENY_NOTES = """
+hooks:
+  - id: no-notes
+    type: beforeToolCall
+    matcher: "testsrv/write_note"
+    script: hooks.py:deny
+"""
+DENY_SCRIPT = """
+from otelhooks import Block
+
+def deny(event):
+    return Block("notes are read-only here")
+"""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

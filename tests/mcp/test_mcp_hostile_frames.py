@@ -19,23 +19,18 @@ from typing import Any
 import pytest
 
 from otelhooks.mcp._stdio import STALL_S
-from tests.mcp._harness import SERVER_APP, calls, env, gateway_args, write_hooks
+from tests.mcp._harness import (
+    DENY_NOTES,
+    DENY_SCRIPT,
+    SERVER_APP,
+    calls,
+    env,
+    gateway_args,
+    write_hooks,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
-DENY_NOTES = """
-hooks:
-  - id: no-notes
-    type: beforeToolCall
-    matcher: "testsrv/write_note"
-    script: hooks.py:deny
-"""
-DENY_SCRIPT = """
-from otelhooks import Block
-
-def deny(event):
-    return Block("notes are read-only here")
-"""
 INIT = {
     "protocolVersion": "2025-11-25",
     "capabilities": {},

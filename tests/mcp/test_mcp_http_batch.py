@@ -17,24 +17,19 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.mcp._harness import calls, free_port, gateway_args, process, write_hooks
+from tests.mcp._harness import (
+    DENY_NOTES,
+    DENY_SCRIPT,
+    calls,
+    free_port,
+    gateway_args,
+    process,
+    write_hooks,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
 SERVER = Path(__file__).with_name("batch_http_server.py")
-DENY_NOTES = """
-hooks:
-  - id: no-notes
-    type: beforeToolCall
-    matcher: "testsrv/write_note"
-    script: hooks.py:deny
-"""
-DENY_SCRIPT = """
-from otelhooks import Block
-
-def deny(event):
-    return Block("notes are read-only here")
-"""
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 INIT = {
     "protocolVersion": "2025-03-26",

@@ -38,6 +38,8 @@ from otelhooks.mcp import McpGateway, McpHttpProxy
 from otelhooks.mcp._sse import EventTooLarge, events
 from otelhooks.testing import metric_total
 from tests.mcp._harness import (
+    DENY_NOTES,
+    DENY_SCRIPT,
     ROOT,
     SERVER_APP,
     calls,
@@ -50,19 +52,6 @@ from tests.mcp._harness import (
 
 pytestmark = pytest.mark.timeout(120)
 
-DENY_NOTES = """
-hooks:
-  - id: no-notes
-    type: beforeToolCall
-    matcher: "testsrv/write_note"
-    script: hooks.py:deny
-"""
-DENY_SCRIPT = """
-from otelhooks import Block
-
-def deny(event):
-    return Block("notes are read-only here")
-"""
 ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 INIT = {
     "protocolVersion": "2025-11-25",

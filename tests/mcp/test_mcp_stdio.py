@@ -13,7 +13,7 @@ from mcp.types import CreateMessageResult, TextContent
 
 from otelhooks import read_otlp_json_lines
 from tests._webhook_server import Reply, webhook_server
-from tests.mcp._harness import calls, stdio_session, write_hooks
+from tests.mcp._harness import DENY_NOTES, calls, stdio_session, write_hooks
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -33,13 +33,6 @@ def test_allowed_call_reaches_the_server_and_answers(tmp_path: Path) -> None:
     assert calls(tmp_path) == [{"tool": "add", "args": {"a": 2, "b": 3}}]
 
 
-DENY_NOTES = """
-hooks:
-  - id: no-notes
-    type: beforeToolCall
-    matcher: "testsrv/write_note"
-    script: hooks.py:deny
-"""
 DENY_SCRIPT = """
 from otelhooks import Block
 
