@@ -64,6 +64,17 @@ class Hooked:
         return reason
 
 
+def deny_reason(dialect: str, stdout: str) -> str:
+    """The deny reason of an answer in ``dialect``'s words (Gemini CLI's differ)."""
+    answer = json.loads(stdout)
+    if dialect == "gemini":
+        assert answer["decision"] == "deny"
+        return str(answer["reason"])
+    specific = answer["hookSpecificOutput"]
+    assert specific["permissionDecision"] == "deny"
+    return str(specific["permissionDecisionReason"])
+
+
 def client_env(project: Path, runtime_dir: Path, **extra: str) -> dict[str, str]:
     return {
         **os.environ,

@@ -19,6 +19,7 @@ from tests.integrations._daemon_procs import (
     bash,
     client_env,
     daemon_pid,
+    deny_reason,
     hook,
     one_process,
     runtime_folder,
@@ -52,16 +53,6 @@ def _bridge(
     return done.returncode, done.stdout, done.stderr, done.seconds
 
 
-def _deny_reason(dialect: str, stdout: str) -> str:
-    answer = json.loads(stdout)
-    if dialect == "gemini":
-        assert answer["decision"] == "deny"
-        return str(answer["reason"])
-    specific = answer["hookSpecificOutput"]
-    assert specific["permissionDecision"] == "deny"
-    return str(specific["permissionDecisionReason"])
-
-
 @pytest.mark.parametrize("dialect", ["claude-code", "codex", "gemini"])
 @pytest.mark.parametrize("guard", [HANGS_ON_IMPORT, HANGS_IN_THE_CALL], ids=["import", "call"])
 def test_a_guard_that_hangs_is_denied_in_time_under_fail_closed(
@@ -71,7 +62,7 @@ def test_a_guard_that_hangs_is_denied_in_time_under_fail_closed(
     (tmp_path / "guard.py").write_text(guard)
     code, stdout, stderr, seconds = _bridge(tmp_path, dialect, "--fail-closed")
     assert code == 0, stderr
-    assert _deny_reason(dialect, stdout) == (
+    assert deny_reason(dialect, stdout) == (
         "otelhooks could not check this tool call (fail-closed): no answer within 2 s"
     )
     assert "gave no answer in time" in stderr
@@ -101,7 +92,7 @@ def test_an_answer_in_time_is_the_guards_and_an_approval_hook_extends_the_time(
     # 3 s is past the 2 s answer time, but an approval hook of 30 s is configured: it waits
     code, stdout, stderr, _ = _bridge(tmp_path, "claude-code", "--fail-closed")
     assert code == 0, stderr
-    assert _deny_reason("claude-code", stdout) == "no rm"
+    assert deny_reason("claude-code", stdout) == "no rm"
 
 
 @pytest.mark.parametrize("dialect", ["claude-code", "codex", "gemini"])
@@ -110,7 +101,7 @@ def test_an_answer_in_time_is_in_the_clis_own_words(tmp_path: Path, dialect: str
     (tmp_path / "guard.py").write_text("def guard(event):\n    event.deny('no rm')\n")
     code, stdout, stderr, _ = _bridge(tmp_path, dialect, "--fail-closed")
     assert code == 0, stderr
-    assert _deny_reason(dialect, stdout) == "no rm"
+    assert deny_reason(dialect, stdout) == "no rm"
     if dialect == "gemini":
         assert set(json.loads(stdout)) == {"decision", "reason"}
 
@@ -145,7 +136,7 @@ def test_a_guard_that_blocks_when_it_fails_is_a_deny_when_no_answer_came_in_time
     (tmp_path / "guard.py").write_text("def guard(event):\n    pass\n")
     code, stdout, stderr, seconds = _bridge(tmp_path, dialect)  # no --fail-closed
     assert code == 0, stderr
-    assert _deny_reason(dialect, stdout) == (
+    assert deny_reason(dialect, stdout) == (
         "otelhooks could not check this tool call (fail-closed): "
         "no answer within 2 s (hook policy blocks when it fails)"
     )

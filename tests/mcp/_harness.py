@@ -24,6 +24,12 @@ ROOT = Path(__file__).resolve().parents[2]
 SERVER_APP = Path(__file__).with_name("mcp_server_app.py")
 
 
+# what a raw client says of itself in ``initialize``
+RAW_INIT = {
+    "protocolVersion": "2025-11-25",
+    "capabilities": {},
+    "clientInfo": {"name": "raw", "version": "1"},
+}
 # a guard on the test server's write_note tool, and its script (``write_hooks``)
 DENY_NOTES = """
 hooks:
@@ -186,3 +192,52 @@ def write_hooks(tmp: Path, yaml_text: str, script: str = "") -> Path:
     path = tmp / "hooks.yaml"
     path.write_text(yaml_text)
     return path
+
+
+class RawClient:
+    """A client that writes frames to a gateway process (bytes as they are, anything else as
+    its JSON) and reads its answers, one line each."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdin is not None
+        assert proc.stdout is not None
+        self.proc = proc
+        self.stdin = proc.stdin
+        self.stdout = proc.stdout
+
+    def send(self, frame: Any) -> None:
+        raw = frame if isinstance(frame, bytes) else json.dumps(frame).encode()
+        self.stdin.write(raw + b"\n")
+        self.stdin.flush()
+
+    def answer(self) -> Any:
+        line = self.stdout.readline()
+        assert line, "the gateway closed its stdout"
+        return json.loads(line)
+
+
+@contextmanager
+def raw_stdio_gateway(
+    tmp: Path, hooks: Sequence[Path], server: Path = SERVER_APP, *, handshake: bool = True
+) -> Iterator[RawClient]:
+    """``otelhooks mcp -- python SERVER`` driven frame by frame (the session initialized unless
+    ``handshake`` is false); the server's calls are in ``tmp/calls.jsonl``."""
+    args = [*gateway_args(hooks, tmp / "traces.jsonl"), "--", sys.executable, str(server)]
+    proc = subprocess.Popen(
+        [sys.executable, *args],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=env(tmp / "calls.jsonl"),
+        cwd=tmp,
+    )
+    client = RawClient(proc)
+    try:
+        if handshake:
+            client.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": RAW_INIT})
+            assert client.answer()["id"] == 0
+            client.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        yield client
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(10)

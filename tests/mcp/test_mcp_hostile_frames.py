@@ -8,11 +8,8 @@ client writes raw frames (the SDK's client cannot send malformed ones)."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -22,20 +19,13 @@ from otelhooks.mcp._stdio import STALL_S
 from tests.mcp._harness import (
     DENY_NOTES,
     DENY_SCRIPT,
-    SERVER_APP,
+    RawClient,
     calls,
-    env,
-    gateway_args,
+    raw_stdio_gateway,
     write_hooks,
 )
 
 pytestmark = pytest.mark.timeout(90)
-
-INIT = {
-    "protocolVersion": "2025-11-25",
-    "capabilities": {},
-    "clientInfo": {"name": "raw", "version": "1"},
-}
 
 
 def _frame(**fields: Any) -> bytes:
@@ -47,52 +37,13 @@ def _note_call(request_id: int, arguments: bytes) -> bytes:
     return head % request_id + b'"arguments":' + arguments + b"}}"
 
 
-class RawClient:
-    """A client that writes frames as bytes to a gateway process and reads its answers."""
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        assert proc.stdin is not None
-        assert proc.stdout is not None
-        self.proc = proc
-        self.stdin = proc.stdin
-        self.stdout = proc.stdout
-
-    def send(self, frame: bytes) -> None:
-        self.stdin.write(frame + b"\n")
-        self.stdin.flush()
-
-    def answer(self) -> dict[str, Any]:
-        line = self.stdout.readline()
-        assert line, "the gateway closed its stdout"
-        value: dict[str, Any] = json.loads(line)
-        return value
-
-
 BROKEN_SERVER = Path(__file__).with_name("broken_server.py")
 
 
-@contextmanager
-def raw_gateway(tmp_path: Path, *, broken: bool = False) -> Iterator[RawClient]:
-    paths = [] if broken else [write_hooks(tmp_path, DENY_NOTES, DENY_SCRIPT)]
-    server = BROKEN_SERVER if broken else SERVER_APP
-    args = [*gateway_args(paths, tmp_path / "traces.jsonl"), "--", sys.executable, str(server)]
-    proc = subprocess.Popen(
-        [sys.executable, *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env(tmp_path / "calls.jsonl"),
-        cwd=tmp_path,
-    )
-    client = RawClient(proc)
-    try:
-        client.send(_frame(id=0, method="initialize", params=INIT))
-        assert client.answer()["id"] == 0
-        client.send(_frame(method="notifications/initialized"))
-        yield client
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait(10)
+def raw_gateway(tmp_path: Path, *, broken: bool = False) -> AbstractContextManager[RawClient]:
+    if broken:
+        return raw_stdio_gateway(tmp_path, [], BROKEN_SERVER)
+    return raw_stdio_gateway(tmp_path, [write_hooks(tmp_path, DENY_NOTES, DENY_SCRIPT)])
 
 
 UNREADABLE = {
@@ -149,29 +100,10 @@ def deny(event):
         return Block("no rm -rf, at any depth")
 """
     hooks = write_hooks(tmp_path, DENY_NOTES, script)
-    args = [
-        *gateway_args([hooks], tmp_path / "traces.jsonl"),
-        "--",
-        sys.executable,
-        str(SERVER_APP),
-    ]
     deep = b'{"text": "x", "more": ' + b"[" * 1500 + b'"rm -rf /"' + b"]" * 1500 + b"}"
-    proc = subprocess.Popen(
-        [sys.executable, *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env(tmp_path / "calls.jsonl"),
-        cwd=tmp_path,
-    )
-    client = RawClient(proc)
-    try:
-        client.send(_frame(id=0, method="initialize", params=INIT))
-        client.answer()
+    with raw_stdio_gateway(tmp_path, [hooks]) as client:
         client.send(_note_call(4, deep))
         answer = client.answer()
-    finally:
-        proc.kill()
-        proc.wait(10)
     assert answer["result"]["content"][0]["text"] == "no rm -rf, at any depth"
 
 

@@ -9,17 +9,13 @@ member names ignoring case (``foldcase_server.py``); the client writes raw frame
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.mcp._harness import calls, env, gateway_args, write_hooks
+from tests.mcp._harness import RawClient, calls, raw_stdio_gateway, write_hooks
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -45,49 +41,11 @@ def no_rm(event):
     if str(event.args.get("cmd", "")).startswith("rm"):
         return Block("no rm")
 """
-INIT = {
-    "protocolVersion": "2025-11-25",
-    "capabilities": {},
-    "clientInfo": {"name": "raw", "version": "1"},
-}
 NOTE = {"name": "write_note", "arguments": {"text": "x"}}
 
 
-class RawClient:
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        assert proc.stdin is not None
-        assert proc.stdout is not None
-        self.stdin, self.stdout = proc.stdin, proc.stdout
-
-    def send(self, message: Any) -> None:
-        self.stdin.write(json.dumps(message).encode() + b"\n")
-        self.stdin.flush()
-
-    def answer(self) -> Any:
-        line = self.stdout.readline()
-        assert line, "the gateway closed its stdout"
-        return json.loads(line)
-
-
-@contextmanager
-def gateway(tmp_path: Path) -> Iterator[RawClient]:
-    hooks = write_hooks(tmp_path, DENY_NOTES, DENY_SCRIPT)
-    args = [*gateway_args([hooks], tmp_path / "traces.jsonl"), "--", sys.executable, str(SERVER)]
-    proc = subprocess.Popen(
-        [sys.executable, *args],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        env=env(tmp_path / "calls.jsonl"),
-        cwd=tmp_path,
-    )
-    client = RawClient(proc)
-    try:
-        client.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT})
-        assert client.answer()["id"] == 0
-        yield client
-    finally:
-        proc.kill()
-        proc.wait(10)
+def gateway(tmp_path: Path) -> AbstractContextManager[RawClient]:
+    return raw_stdio_gateway(tmp_path, [write_hooks(tmp_path, DENY_NOTES, DENY_SCRIPT)], SERVER)
 
 
 SPELLINGS: dict[str, dict[str, Any]] = {

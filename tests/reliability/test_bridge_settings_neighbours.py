@@ -30,7 +30,9 @@ from tests.integrations._daemon_procs import (
     bash,
     client_env,
     daemon_pid,
+    deny_reason,
     hook,
+    one_process,
     runtime_folder,
     serving,
     until_gone,
@@ -42,16 +44,6 @@ ANSWER_ENV = "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S"
 INVALID = ["abc", "0", "-1", "nan", "inf"]
 
 
-def _deny_reason(dialect: str, stdout: str) -> str:
-    answer = json.loads(stdout)
-    if dialect == "gemini":
-        assert answer["decision"] == "deny"
-        return str(answer["reason"])
-    specific = answer["hookSpecificOutput"]
-    assert specific["permissionDecision"] == "deny"
-    return str(specific["permissionDecisionReason"])
-
-
 @pytest.mark.parametrize("dialect", ["claude-code", "gemini"])
 @pytest.mark.parametrize("value", INVALID)
 def test_an_invalid_answer_time_is_the_default_not_a_failure(
@@ -60,24 +52,9 @@ def test_an_invalid_answer_time_is_the_default_not_a_failure(
     # before: "abc" crashed the bridge (exit 1, a traceback), "0", "-1" and "nan" answered every
     # event as late (exit 1), "inf" crashed the deadline's timer: no deny from the guard
     (tmp_path / "otelhooks.yaml").write_text(NO_RM)
-    env = {
-        **os.environ,
-        "PYTHONPATH": str(REPO),
-        "OTELHOOKS_BRIDGE_STATE": str(tmp_path / "state.sqlite3"),
-        ANSWER_ENV: value,
-    }
-    done = subprocess.run(
-        [sys.executable, "-m", "otelhooks", dialect, "--hooks", "otelhooks.yaml"],
-        input=json.dumps(bash("t1", "rm -rf build")),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=60,
-        check=False,
-    )
+    done = one_process(tmp_path, bash("t1", "rm -rf build"), dialect=dialect, **{ANSWER_ENV: value})
     assert done.returncode == 0, done.stderr
-    assert _deny_reason(dialect, done.stdout) == "rm -rf is not allowed here"
+    assert deny_reason(dialect, done.stdout) == "rm -rf is not allowed here"
     assert f"invalid environment variable, using default default_s=25.0 var={ANSWER_ENV}" in (
         done.stderr
     )

@@ -42,11 +42,11 @@ __all__ = [
     "BLOCKING_EVENTS",
     "CONTEXT_EVENTS",
     "answers_from_notes",
-    "blocking_on_failure",
     "combine",
     "denied_by",
     "dumps",
     "keep_block",
+    "late_problem",
     "respond",
     "run_hooks",
     "tell_failures",
@@ -55,23 +55,28 @@ __all__ = [
 _log = structlog.get_logger("otelhooks")
 
 
-def blocking_on_failure(hooks: Iterable[Hook] | None) -> list[str]:
-    """The ids of ``hooks`` whose failure is a block (``on_error: block``, enforced).
+def late_problem(problem: str, hooks: Iterable[Hook] | None) -> tuple[str, bool]:
+    """What a late answer says (``problem``, and the hooks that block when they fail, named) and
+    whether it must be a deny: some of ``hooks`` (those that were to decide the event) block
+    when they fail (``on_error: block``, enforced).
 
-    An event not answered in time is such a failure for each of them that had not decided
-    yet: hooks run one after another, so slow neighbours can use up the answer time before a
-    hook's own timeout, and its block must not become the CLI running the tool.
+    An event not answered in time is such a failure for each of them that had not decided yet:
+    hooks run one after another, so slow neighbours can use up the answer time before a hook's
+    own timeout, and its block must not become the CLI running the tool.
 
     Example:
         >>> import otelhooks
         >>> policy = {"id": "p", "type": "PreToolUse", "command": "true", "on_error": "block"}
         >>> oh = otelhooks.configure(hooks=[policy], set_global=False, otlp=False)
-        >>> blocking_on_failure(oh.engine.registry.hooks())
-        ['p']
+        >>> late_problem("no answer within 25 s", oh.engine.registry.hooks())
+        ('no answer within 25 s (hook p blocks when it fails)', True)
         >>> oh.shutdown().ok
         True
     """
-    return [h.id for h in hooks or () if h.error_policy == "block" and h.mode == "enforce"]
+    blocking = [h.id for h in hooks or () if h.error_policy == "block" and h.mode == "enforce"]
+    if not blocking:
+        return problem, False
+    return f"{problem} (hook {', '.join(blocking)} blocks when it fails)", True
 
 
 def answers_from_notes(notes: Iterable[tuple[str, object]]) -> list[HookAnswer]:

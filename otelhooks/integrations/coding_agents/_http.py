@@ -65,7 +65,7 @@ from otelhooks._dispatch._calls import waited_within
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
 from otelhooks._hooks import Hook
 from otelhooks._store._errors import StoreUnavailable
-from otelhooks.integrations.coding_agents._answers import ANSWERING_EVENTS, blocking_on_failure
+from otelhooks.integrations.coding_agents._answers import ANSWERING_EVENTS, late_problem
 from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
@@ -321,11 +321,9 @@ class ClaudeCodeHookRoute:
                     reason=late.reason,
                     fail_closed=self.fail_closed,
                 )
-                blocking = blocking_on_failure(self.bridge.hooks_now(payload))
-                problem = f"otelhooks: {late}"
-                if blocking:
-                    problem += f" (hook {', '.join(blocking)} blocks when it fails)"
-                status, answer = self._failure(event, problem, closed=bool(blocking))
+                hooks = self.bridge.hooks_now(payload)
+                problem, closed = late_problem(f"otelhooks: {late}", hooks)
+                status, answer = self._failure(event, problem, closed=closed)
         await respond(send, status, answer, b"application/json")
 
     def close(self) -> None:

@@ -115,16 +115,13 @@ def late_refusal(
     event: str | None, problem: str, options: BridgeOptions, hooks: Sequence[Any] | None
 ) -> HookResponse:
     """What an event not answered in time answers: a bridge problem's answer (:func:`_refusal`),
-    and a deny when a hook that was to decide it blocks when it fails
-    (:func:`~otelhooks.integrations.coding_agents._answers.blocking_on_failure`), ``--fail-closed``
-    or not."""
-    from otelhooks.integrations.coding_agents._answers import blocking_on_failure
+    a deny when a hook that was to decide it blocks when it fails
+    (:func:`~otelhooks.integrations.coding_agents._answers.late_problem`), ``--fail-closed`` or
+    not."""
+    from otelhooks.integrations.coding_agents._answers import late_problem
 
-    blocking = blocking_on_failure(hooks)
-    if blocking:
-        problem = f"{problem} (hook {', '.join(blocking)} blocks when it fails)"
-        options = replace(options, fail_closed=True)
-    return _refusal(event, problem, options)
+    problem, closed = late_problem(problem, hooks)
+    return _refusal(event, problem, replace(options, fail_closed=True) if closed else options)
 
 
 def run_hook(
