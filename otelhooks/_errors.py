@@ -42,6 +42,7 @@ __all__ = [
     "HookTimeoutError",
     "InvalidMatcherError",
     "OtelHooksError",
+    "RunBlockedError",
     "ToolDenied",
     "UnknownEventError",
     "unknown_field",
@@ -200,6 +201,19 @@ class ToolDenied(OtelHooksError):
         self.tool = tool
         self.decided_by = decided_by
         super().__init__(f"tool call {tool} denied: {reason}" if reason else f"{tool} denied")
+
+
+class RunBlockedError(OtelHooksError):
+    """A ``before_agent_start`` hook refused the run: the agent never ran (the Agents SDK was
+    never called; the graph, chain, model or tool never started).
+
+    Attributes:
+        reason: the hook's reason.
+    """
+
+    def __init__(self, reason: str | None) -> None:
+        super().__init__(reason or "the run was blocked by a before_agent_start hook")
+        self.reason = reason
 
 
 class BudgetExceeded(OtelHooksError):

@@ -40,7 +40,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
-from otelhooks._errors import OtelHooksError
+from otelhooks._errors import RunBlockedError
 from otelhooks._instrument import AgentTracer, LlmCall, Operation, Step, ToolCall
 from otelhooks.integrations._scopes import DetachedScope
 
@@ -71,18 +71,6 @@ HOOKED_METADATA_KEY = "otelhooks_hooked"
 _INTERRUPTS = frozenset({"GraphInterrupt", "NodeInterrupt"})
 
 _log = structlog.get_logger("otelhooks")
-
-
-class RunBlockedError(OtelHooksError):
-    """A ``before_agent_start`` hook refused the run; the graph (or chain, model, tool) never ran.
-
-    Attributes:
-        reason: the hook's reason.
-    """
-
-    def __init__(self, reason: str | None) -> None:
-        super().__init__(reason or "the run was blocked by a before_agent_start hook")
-        self.reason = reason
 
 
 @dataclass

@@ -52,7 +52,7 @@ from agents.tracing import get_current_span
 from opentelemetry import trace
 
 from otelhooks import _semconv as sc
-from otelhooks._errors import OtelHooksError
+from otelhooks._errors import RunBlockedError
 from otelhooks._events import ToolCallDeniedEvent
 from otelhooks._fingerprint import canonical_json
 from otelhooks._instrument import AgentCall, AgentTracer, LlmCall, Operation, Step
@@ -68,18 +68,6 @@ PROVIDER = "openai"
 GUARDRAIL_NAME = sc.GUARDRAIL_NAME
 
 _log = structlog.get_logger("otelhooks")
-
-
-class RunBlockedError(OtelHooksError):
-    """A ``before_agent_start`` hook refused the run; the SDK was never called.
-
-    Attributes:
-        reason: the hook's reason.
-    """
-
-    def __init__(self, reason: str | None) -> None:
-        super().__init__(reason or "the run was blocked by a before_agent_start hook")
-        self.reason = reason
 
 
 def _model_name(agent: Agent[Any]) -> str:
