@@ -18,6 +18,7 @@ import secrets
 import threading
 import time
 from collections import OrderedDict, deque
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from otelhooks._eventlog._asgi import Scope, header
@@ -98,15 +99,16 @@ class WebAuth:
             if hmac.compare_digest(raw, self._ingest):
                 return Caller("bearer", admin=False)
             return None
-        sid = _cookie(scope, COOKIE)
-        if not sid:
-            return None
+        # every value of the cookie: a page on another port of this host can set one of the
+        # same name for a longer path, which the browser sends first (cookies ignore ports)
         with self._lock:
-            session = self._sessions.get(sid)
-            if session is None or session.expires < time.monotonic():
-                self._sessions.pop(sid, None)
-                return None
-            return Caller("cookie", admin=True, csrf=session.csrf, session=sid)
+            for sid in _cookies(scope, COOKIE):
+                session = self._sessions.get(sid)
+                if session is not None and session.expires >= time.monotonic():
+                    return Caller("cookie", admin=True, csrf=session.csrf, session=sid)
+                if session is not None:
+                    del self._sessions[sid]
+        return None
 
     def login(self, token: str) -> str | None:
         """A new session id for the right token; ``None`` otherwise (and counted)."""
@@ -153,12 +155,11 @@ class WebAuth:
         return self.same_origin(scope) and hmac.compare_digest(sent.encode(), caller.csrf.encode())
 
 
-def _cookie(scope: Scope, name: str) -> str | None:
+def _cookies(scope: Scope, name: str) -> Iterator[str]:
     for key, value in scope.get("headers", ()):
         if key.lower() != b"cookie":
             continue
         for part in bytes(value).decode("latin-1").split(";"):
             k, _, v = part.strip().partition("=")
-            if k == name:
-                return v
-    return None
+            if k == name and v:
+                yield v

@@ -1,0 +1,82 @@
+"""The approvals inbox stays its person's whatever the agent's neighbourhood does.
+
+A hostile agent runs programs on the person's machine: a web server on another 127.0.0.1 port
+(the app it builds, which the person previews), scripts that call serve without a token. None of
+that may keep the person from seeing and answering a held call: the agent would then get the
+hook's default (``allow`` for some) without anybody having approved it. Real serve, real
+neighbour server, Debian's Chromium.
+"""
+
+from __future__ import annotations
+
+import http.server
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from otelhooks import EventLogServer
+from tests.web.conftest import AUTH, log_in
+
+pytestmark = pytest.mark.timeout(60)
+
+
+def _ask(server: EventLogServer, **fields: Any) -> dict[str, Any]:
+    body = {
+        "hook_id": "ask",
+        "tool": "Bash",
+        "timeout_s": 60,
+        "default": "allow",
+        "args": {"command": "rm -rf ~"},
+        **fields,
+    }
+    created = httpx.post(f"{server.url}/v1/approvals", json=body, headers=AUTH)
+    assert created.status_code == 201, created.text
+    return dict(created.json())
+
+
+@pytest.fixture
+def neighbour() -> Iterator[str]:
+    """The agent's own web app on another 127.0.0.1 port: its answer sets a cookie named like
+    serve's session for the path of serve's routes (cookies are per host, not per port)."""
+
+    class App(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("set-cookie", "otelhooks_session=x; Path=/v1; Max-Age=86400")
+            self.send_header("content-type", "text/html")
+            self.end_headers()
+            self.wfile.write(b"<p>the app the agent built</p>")
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    app = http.server.ThreadingHTTPServer(("127.0.0.1", 0), App)
+    thread = threading.Thread(target=app.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{app.server_port}/"
+    finally:
+        app.shutdown()
+        app.server_close()
+
+
+def test_a_cookie_set_by_a_page_on_another_port_does_not_take_the_inbox_away(
+    browser: Any, server: EventLogServer, neighbour: str
+) -> None:
+    item = _ask(server)
+    page = log_in(browser, server.url)
+    try:
+        page.goto(neighbour)  # the person looks at the agent's app
+        shadow = [c for c in page.context.cookies() if c["path"] == "/v1"]
+        assert shadow, "the browser did not keep the neighbour's cookie: nothing is tested"
+        page.goto(f"{server.url}/approvals")
+        card = page.locator(f"article[data-approval='{item['id']}']")
+        card.locator("button.deny").click(timeout=5000)
+        page.locator(f"tr.answered[data-approval='{item['id']}']").wait_for(timeout=5000)
+    finally:
+        page.context.close()
+    answered = httpx.get(f"{server.url}/v1/approvals/{item['id']}", headers=AUTH).json()
+    assert (answered["state"], answered["answered_by"]) == ("denied", "browser")
