@@ -248,8 +248,7 @@ class WebApp:
         token = (form.get("token") or [""])[0]
         sid = self.auth.login(token)
         if sid is None:
-            where = "/login?locked=1" if self.auth.locked_out() else "/login?failed=1"
-            await _redirect(send, where)
+            await _redirect(send, "/login?failed=1")
             return
         cookie = f"{COOKIE}={sid}; HttpOnly; SameSite=Strict; Path=/"
         await _redirect(send, "/", (b"set-cookie", cookie.encode()))

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer
-from tests.web.conftest import AUTH, log_in
+from tests.web.conftest import AUTH, TOKEN, log_in
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -72,6 +72,30 @@ def test_a_cookie_set_by_a_page_on_another_port_does_not_take_the_inbox_away(
         page.goto(neighbour)  # the person looks at the agent's app
         shadow = [c for c in page.context.cookies() if c["path"] == "/v1"]
         assert shadow, "the browser did not keep the neighbour's cookie: nothing is tested"
+        page.goto(f"{server.url}/approvals")
+        card = page.locator(f"article[data-approval='{item['id']}']")
+        card.locator("button.deny").click(timeout=5000)
+        page.locator(f"tr.answered[data-approval='{item['id']}']").wait_for(timeout=5000)
+    finally:
+        page.context.close()
+    answered = httpx.get(f"{server.url}/v1/approvals/{item['id']}", headers=AUTH).json()
+    assert (answered["state"], answered["answered_by"]) == ("denied", "browser")
+
+
+def test_wrong_logins_from_a_script_do_not_keep_the_person_out(
+    browser: Any, server: EventLogServer
+) -> None:
+    # what any process on the machine can do without a credential, a minute after minute
+    with httpx.Client(base_url=server.url) as script:
+        for n in range(30):
+            assert script.post("/login", data={"token": f"guess-{n}"}).status_code == 303
+    item = _ask(server)
+    page = browser.new_context().new_page()
+    try:
+        page.goto(f"{server.url}/approvals")
+        page.fill("#token", TOKEN)
+        page.click("#login-submit")
+        page.wait_for_url(f"{server.url}/", timeout=5000)
         page.goto(f"{server.url}/approvals")
         card = page.locator(f"article[data-approval='{item['id']}']")
         card.locator("button.deny").click(timeout=5000)
