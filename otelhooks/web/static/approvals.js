@@ -1,7 +1,7 @@
 'use strict';
 // The approvals inbox: pending calls with Approve / Deny, and the answered ones.
 (() => {
-  const { el, api, when } = oh;
+  const { el, visible, api, when } = oh;
   const $ = (id) => document.getElementById(id);
   const cards = new Map(); // approval id -> {card, timer node, item}
 
@@ -26,7 +26,7 @@
     let edit = null;
     if (content) {
       box.append(el('h4', null, 'Arguments'));
-      const text = JSON.stringify(item.args, null, 2);
+      const text = visible(JSON.stringify(item.args, null, 2));
       if (item.editable) {
         edit = el('textarea', 'args');
         edit.value = text;

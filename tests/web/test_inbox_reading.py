@@ -1,0 +1,74 @@
+"""A person reads a held call's arguments as they are: characters that reorder or hide text
+(bidi controls, zero-width and other format characters) are shown as their ``\\uXXXX``
+escapes, never applied. Debian's Chromium, real serve, content capture on."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from otelhooks import EventLogServer, serve
+from tests.web.conftest import AUTH, TOKEN, log_in
+
+pytestmark = pytest.mark.timeout(60)
+
+# Runs `rm -rf ~`; Chromium draws it as "cat notes.txt # ~ rm -rf;", a comment after a cat
+TROJAN = "cat notes.txt \u2067;rm -rf ~ #\u2069"
+ARGS = {"command": TROJAN, "cwd": "/home/\u200bme", "why": "tidy\u202e"}
+
+
+def _hidden(text: str) -> list[str]:
+    return [f"U+{ord(c):04X}" for c in text if unicodedata.category(c) in ("Cf", "Zl", "Zp")]
+
+
+@pytest.fixture
+def showing_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    started = serve(token=TOKEN)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def _ask(server: EventLogServer, editable: bool) -> str:
+    body = {
+        "hook_id": "ask",
+        "tool": "Bash\u202e",
+        "timeout_s": 60,
+        "default": "allow",
+        "args": ARGS,
+        "editable": editable,
+    }
+    created = httpx.post(f"{server.url}/v1/approvals", json=body, headers=AUTH)
+    assert created.status_code == 201, created.text
+    return str(created.json()["id"])
+
+
+def test_characters_that_reorder_or_hide_text_are_shown_not_applied(
+    browser: Any, showing_server: EventLogServer
+) -> None:
+    editable, shown = _ask(showing_server, True), _ask(showing_server, False)
+    page = log_in(browser, showing_server.url)
+    try:
+        page.goto(f"{showing_server.url}/approvals")
+        box = page.locator(f"article[data-approval='{editable}'] textarea.args")
+        text = box.input_value(timeout=5000)
+        pre = page.locator(f"article[data-approval='{shown}'] pre.args").inner_text()
+        tool = page.locator(f"article[data-approval='{editable}'] .tool").inner_text()
+        assert (_hidden(text), _hidden(pre), _hidden(tool)) == ([], [], [])
+        assert "\\u2067;rm -rf ~ #\\u2069" in text
+        assert json.loads(text) == json.loads(pre) == ARGS  # the same arguments, escaped
+        assert tool == "Bash\\u202e"
+        # approved as shown: the escapes are no edit, the call runs with its own arguments
+        page.locator(f"article[data-approval='{editable}'] button.approve").click()
+        page.locator(f"tr.answered[data-approval='{editable}']").wait_for(timeout=5000)
+    finally:
+        page.context.close()
+    answer = httpx.get(f"{showing_server.url}/v1/approvals/{editable}", headers=AUTH).json()
+    assert (answer["state"], answer["answer_args"]) == ("allowed", None)
