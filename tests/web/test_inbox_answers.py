@@ -1,13 +1,18 @@
-"""What an answer to the inbox can and cannot change, over serve's real routes."""
+"""What an answer to the inbox can and cannot change: serve's real routes, and its page in
+Debian's Chromium."""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import httpx
+import pytest
 
 from otelhooks import EventLogServer
-from tests.web.conftest import AUTH
+from tests.web.conftest import AUTH, log_in
+
+pytestmark = pytest.mark.timeout(60)
 
 
 def test_an_answer_after_the_deadline_loses_to_the_default(server: EventLogServer) -> None:
@@ -19,3 +24,44 @@ def test_an_answer_after_the_deadline_loses_to_the_default(server: EventLogServe
         got = api.get(f"/v1/approvals/{item['id']}").json()
     assert late.status_code == 409, late.json()
     assert (got["state"], got["answered_by"]) == ("denied", "timeout")
+
+
+def test_a_click_as_the_cards_move_answers_nothing(browser: Any, server: EventLogServer) -> None:
+    def ask(command: str) -> str:
+        body = {"tool": "Bash", "timeout_s": 60, "default": "deny", "args": {"command": command}}
+        created = httpx.post(f"{server.url}/v1/approvals", json=body, headers=AUTH).json()
+        return str(created["id"])
+
+    oldest, benign, dangerous = ask("sleep 1"), ask("ls"), ask("rm -rf ~")
+    page = log_in(browser, server.url)
+    try:
+        page.clock.install()
+        page.goto(f"{server.url}/approvals")
+        aimed = page.locator(f"article[data-approval='{benign}'] button.approve")
+        box = aimed.bounding_box(timeout=5000)
+        assert box is not None
+        x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+        page.mouse.move(x, y)  # the person is about to approve `ls`
+        # the page's time stands still from here: the click below comes "at once" however slow
+        page.clock.pause_at(page.evaluate("Date.now()") + 10)
+        # meanwhile the oldest call, on top, is answered (or its time is up): the cards move up
+        httpx.post(f"{server.url}/v1/approvals/{oldest}", json={"decision": "deny"}, headers=AUTH)
+        page.locator(f"article[data-approval='{oldest}']").wait_for(state="detached")
+        page.mouse.click(x, y)  # now over the Approve of `rm -rf ~`
+        moved = page.locator(f"article[data-approval='{dangerous}'] p.error")
+        moved.wait_for(timeout=5000)
+        assert "nothing was answered" in moved.inner_text()
+        states = [_state(server, i) for i in (benign, dangerous)]
+        assert states == ["pending", "pending"]
+        page.clock.fast_forward(2000)
+        page.locator(f"article[data-approval='{dangerous}'] button.deny").click()
+        page.locator(f"tr.answered[data-approval='{dangerous}']").wait_for(timeout=5000)
+    finally:
+        page.context.close()
+        httpx.post(f"{server.url}/v1/approvals/{benign}", json={"decision": "deny"}, headers=AUTH)
+    assert _state(server, dangerous) == "denied"
+
+
+def _state(server: EventLogServer, approval: str) -> str:
+    got = httpx.get(f"{server.url}/v1/approvals/{approval}", headers=AUTH).json()
+    return str(got["state"])

@@ -4,6 +4,10 @@
   const { el, visible, api, when } = oh;
   const $ = (id) => document.getElementById(id);
   const cards = new Map(); // approval id -> {card, timer node, item}
+  // A card that leaves (answered elsewhere, or its time is up: the oldest, on top) moves the
+  // cards below it up: a click that follows this soon was aimed at another card.
+  const STILL_MS = 1000;
+  let movedAt = 0;
 
   function card(item, content) {
     const box = el('article', 'approval-card');
@@ -45,6 +49,12 @@
     const problem = el('p', 'error');
     problem.hidden = true;
     async function answer(decision) {
+      if (Date.now() - movedAt < STILL_MS) {
+        problem.textContent = 'The cards moved as you clicked: nothing was answered. Read this one again.';
+        problem.hidden = false;
+        return;
+      }
+      problem.hidden = true;
       const body = { decision, reason: reason.value };
       if (edit && decision === 'allow') {
         try {
@@ -85,7 +95,9 @@
     const body = await oh.pendingCount();
     $('content-note').hidden = body.capture_content;
     const live = new Set(body.pending.map((a) => a.id));
-    for (const [id, entry] of cards) if (!live.has(id)) { entry.box.remove(); cards.delete(id); }
+    for (const [id, entry] of cards) {
+      if (!live.has(id)) { entry.box.remove(); cards.delete(id); movedAt = Date.now(); }
+    }
     for (const item of body.pending) {
       const known = cards.get(item.id);
       if (known) { known.item = item; known.seenAt = Date.now(); continue; }
