@@ -70,5 +70,8 @@ def test_characters_that_reorder_or_hide_text_are_shown_not_applied(
         page.locator(f"tr.answered[data-approval='{editable}']").wait_for(timeout=5000)
     finally:
         page.context.close()
+        httpx.post(
+            f"{showing_server.url}/v1/approvals/{shown}", json={"decision": "deny"}, headers=AUTH
+        )
     answer = httpx.get(f"{showing_server.url}/v1/approvals/{editable}", headers=AUTH).json()
     assert (answer["state"], answer["answer_args"]) == ("allowed", None)
