@@ -65,3 +65,18 @@ def test_a_click_as_the_cards_move_answers_nothing(browser: Any, server: EventLo
 def _state(server: EventLogServer, approval: str) -> str:
     got = httpx.get(f"{server.url}/v1/approvals/{approval}", headers=AUTH).json()
     return str(got["state"])
+
+
+def test_a_wait_that_is_not_a_number_is_answered_at_once(server: EventLogServer) -> None:
+    # float() reads "nan" and "inf": a NaN wait failed the asker's poll with a 500 (and a
+    # traceback in serve's log), and held the page's long-poll for ever
+    with httpx.Client(base_url=server.url, headers=AUTH, timeout=10) as api:
+        body = {"tool": "Bash", "timeout_s": 30, "default": "deny", "args": {}}
+        item = api.post("/v1/approvals", json=body).json()
+        polled = api.get(f"/v1/approvals/{item['id']}", params={"wait": "nan"})
+        now = api.get("/v1/ui/changes", params={"timeout": "0"}).json()
+        same = {"since": now["version"], "approvals": now["approvals"], "timeout": "nan"}
+        changes = api.get("/v1/ui/changes", params=same)
+        api.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
+    assert (polled.status_code, polled.json()["state"]) == (200, "pending")
+    assert changes.status_code == 400
