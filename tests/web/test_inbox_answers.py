@@ -4,6 +4,7 @@ Debian's Chromium."""
 from __future__ import annotations
 
 import time
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
@@ -43,7 +44,7 @@ def test_a_click_as_the_cards_move_answers_nothing(browser: Any, server: EventLo
         x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
         page.mouse.move(x, y)  # the person is about to approve `ls`
         # the page's time stands still from here: the click below comes "at once" however slow
-        page.clock.pause_at(page.evaluate("Date.now()") + 10)
+        page.clock.pause_at(datetime.now() + timedelta(seconds=1))
         # meanwhile the oldest call, on top, is answered (or its time is up): the cards move up
         httpx.post(f"{server.url}/v1/approvals/{oldest}", json={"decision": "deny"}, headers=AUTH)
         page.locator(f"article[data-approval='{oldest}']").wait_for(state="detached")

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer, serve
-from tests.web.conftest import AUTH, TOKEN, log_in
+from tests.web.conftest import AUTH, TOKEN, click_answer, log_in
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -66,7 +66,7 @@ def test_characters_that_reorder_or_hide_text_are_shown_not_applied(
         assert json.loads(text) == json.loads(pre) == ARGS  # the same arguments, escaped
         assert tool == "Bash\\u202e"
         # approved as shown: the escapes are no edit, the call runs with its own arguments
-        page.locator(f"article[data-approval='{editable}'] button.approve").click()
+        click_answer(page.locator(f"article[data-approval='{editable}'] button.approve"))
         page.locator(f"tr.answered[data-approval='{editable}']").wait_for(timeout=5000)
     finally:
         page.context.close()

@@ -4,10 +4,12 @@
   const { el, visible, api, when } = oh;
   const $ = (id) => document.getElementById(id);
   const cards = new Map(); // approval id -> {card, timer node, item}
-  // A card that leaves (answered elsewhere, or its time is up: the oldest, on top) moves the
-  // cards below it up: a click that follows this soon was aimed at another card.
+  // A click this soon after the cards changed was not aimed at what is under it now: a card
+  // that leaves (answered elsewhere, or its time up: the oldest, on top) moves those below it up,
+  // and a page on another port that turns the first click of a double-click into a visit here
+  // gets the second on a card just drawn.
   const STILL_MS = 1000;
-  let movedAt = 0;
+  let changedAt = 0;
 
   function card(item, content) {
     const box = el('article', 'approval-card');
@@ -49,8 +51,8 @@
     const problem = el('p', 'error');
     problem.hidden = true;
     async function answer(decision) {
-      if (Date.now() - movedAt < STILL_MS) {
-        problem.textContent = 'The cards moved as you clicked: nothing was answered. Read this one again.';
+      if (Date.now() - changedAt < STILL_MS) {
+        problem.textContent = 'The cards had just changed: nothing was answered. Read this card, then click again.';
         problem.hidden = false;
         return;
       }
@@ -96,13 +98,14 @@
     $('content-note').hidden = body.capture_content;
     const live = new Set(body.pending.map((a) => a.id));
     for (const [id, entry] of cards) {
-      if (!live.has(id)) { entry.box.remove(); cards.delete(id); movedAt = Date.now(); }
+      if (!live.has(id)) { entry.box.remove(); cards.delete(id); changedAt = Date.now(); }
     }
     for (const item of body.pending) {
       const known = cards.get(item.id);
       if (known) { known.item = item; known.seenAt = Date.now(); continue; }
       const entry = card(item, body.capture_content);
       cards.set(item.id, entry);
+      changedAt = Date.now();
       $('pending').append(entry.box);
     }
     $('none-pending').hidden = body.pending.length > 0;
