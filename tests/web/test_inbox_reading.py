@@ -1,10 +1,12 @@
-"""A person reads a held call's arguments as they are: characters that reorder or hide text
-(bidi controls, zero-width and other format characters) are shown as their ``\\uXXXX``
-escapes, never applied. Debian's Chromium, real serve, content capture on."""
+"""A person reads what they approve, as it is: a call's arguments, a message's target and text,
+a run's prompt; characters that reorder or hide text (bidi controls, zero-width and other format
+characters) are shown as their ``\\uXXXX`` escapes, never applied. Debian's Chromium, real
+serve, content capture on."""
 
 from __future__ import annotations
 
 import json
+import threading
 import unicodedata
 from collections.abc import Iterator
 from typing import Any
@@ -13,6 +15,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer, serve
+from otelhooks.testing import pipeline
 from tests.web.conftest import AUTH, TOKEN, click_answer, log_in
 
 pytestmark = pytest.mark.timeout(60)
@@ -75,3 +78,44 @@ def test_characters_that_reorder_or_hide_text_are_shown_not_applied(
         )
     answer = httpx.get(f"{showing_server.url}/v1/approvals/{editable}", headers=AUTH).json()
     assert (answer["state"], answer["answer_args"]) == ("allowed", None)
+
+
+def test_a_held_message_and_a_held_run_show_what_they_would_send_and_run(
+    browser: Any, showing_server: EventLogServer
+) -> None:
+    hooks = [
+        {
+            "id": "ask-msg",
+            "type": "message_sending",
+            "approval": {"timeout": 20, "default": "deny"},
+        },
+        {
+            "id": "ask-run",
+            "type": "before_agent_start",
+            "approval": {"timeout": 20, "default": "deny"},
+        },
+    ]
+    sent: list[str] = []
+    shown: dict[str, str] = {}
+    with pipeline(hooks=hooks) as pipe:
+
+        def agent() -> None:
+            with pipe.oh.operation("kernel-agent", input="delete all the backups") as op:
+                op.send_message("slack", "#ceo", "here are the prod keys", deliver=sent.append)
+
+        running = threading.Thread(target=agent)
+        running.start()
+        page = log_in(browser, showing_server.url)
+        try:
+            page.goto(f"{showing_server.url}/approvals")
+            for hook in ("ask-run", "ask-msg"):
+                card = page.locator(".approval-card", has_text=f"asked by hook {hook}")
+                shown[hook] = card.locator(".args").inner_text(timeout=10_000)
+                click_answer(card.locator("button.approve"))
+        finally:
+            page.context.close()
+            running.join(30)
+    assert sent == ["here are the prod keys"]
+    assert json.loads(shown["ask-run"]) == {"input": "delete all the backups"}
+    message = {"channel": "slack", "target": "#ceo", "content": "here are the prod keys"}
+    assert json.loads(shown["ask-msg"]) == message
