@@ -119,3 +119,37 @@ def test_a_held_message_and_a_held_run_show_what_they_would_send_and_run(
     assert json.loads(shown["ask-run"]) == {"input": "delete all the backups"}
     message = {"channel": "slack", "target": "#ceo", "content": "here are the prod keys"}
     assert json.loads(shown["ask-msg"]) == message
+
+
+def test_an_argument_after_a_long_one_is_on_the_page_without_scrolling_the_box(
+    browser: Any, showing_server: EventLogServer
+) -> None:
+    comment = "Routine maintenance, approved in the weekly review. " * 60
+    body = {
+        "hook_id": "ask",
+        "tool": "db/run_sql",
+        "timeout_s": 60,
+        "default": "allow",
+        "args": {"comment": comment, "query": "DROP TABLE users"},
+        "editable": True,
+    }
+    item = httpx.post(f"{showing_server.url}/v1/approvals", json=body, headers=AUTH).json()
+    page = log_in(browser, showing_server.url)
+    try:
+        page.goto(f"{showing_server.url}/approvals")
+        box = page.locator(f"article[data-approval='{item['id']}'] textarea.args")
+        box.wait_for(timeout=5000)
+        # the box shows all it holds: DROP TABLE is not below a fold inside it
+        shown, held = box.evaluate("n => [n.clientHeight, n.scrollHeight]")
+        assert held <= shown, (shown, held)
+        page.set_viewport_size({"width": 700, "height": 860})  # narrower: more lines
+        page.wait_for_function(
+            "n => n.scrollHeight <= n.clientHeight", arg=box.element_handle(), timeout=5000
+        )
+    finally:
+        page.context.close()
+        httpx.post(
+            f"{showing_server.url}/v1/approvals/{item['id']}",
+            json={"decision": "deny"},
+            headers=AUTH,
+        )

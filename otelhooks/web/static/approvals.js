@@ -36,7 +36,7 @@
       if (item.editable) {
         edit = el('textarea', 'args');
         edit.value = text;
-        edit.rows = Math.min(12, text.split('\n').length + 1);
+        edit.addEventListener('input', () => fit(edit));
         edit.setAttribute('aria-label', 'arguments (editable)');
         box.append(edit);
       } else box.append(el('pre', 'args', text));
@@ -83,7 +83,14 @@
     const actions = el('div', 'actions');
     actions.append(reason, approve, deny);
     box.append(actions, problem);
-    return { box, left, item, seenAt: Date.now() };
+    return { box, left, item, edit, seenAt: Date.now() };
+  }
+
+  // The box is as tall as what it holds: a box of a few rows showed a long first value and hid
+  // the argument after it (a `query` below a page of `comment`) unless one thought to scroll.
+  function fit(edit) {
+    edit.style.height = 'auto';
+    edit.style.height = `${edit.scrollHeight + edit.offsetHeight - edit.clientHeight}px`;
   }
 
   function tick() {
@@ -107,6 +114,7 @@
       cards.set(item.id, entry);
       changedAt = Date.now();
       $('pending').append(entry.box);
+      if (entry.edit) fit(entry.edit);
     }
     $('none-pending').hidden = body.pending.length > 0;
     const rows = body.answered.map((a) => {
@@ -125,5 +133,8 @@
     await oh.start((change) => (change.approvals ? refresh() : null));
     await refresh();
     setInterval(tick, 1000);
+    window.addEventListener('resize', () => {
+      for (const entry of cards.values()) if (entry.edit) fit(entry.edit);
+    });
   });
 })();
