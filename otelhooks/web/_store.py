@@ -53,8 +53,9 @@ CONTENT_ATTRIBUTES = frozenset(
         "gen_ai.completion",
     }
 )
-# What one span may hold in the index (the page is not an archive): a value's characters, an
-# array's items, a span's attributes, events and links. With the span bounds these bound memory.
+# What one span may hold in the index (the page is not an archive): a text's characters (name,
+# status, service, event name, value), an array's items, a span's attributes, events and links.
+# With the span bounds these bound memory.
 _MAX_VALUE_CHARS = 4096
 _MAX_ITEMS = 128
 #: The keys of a span the waterfall draws (``view=outline``).
@@ -244,7 +245,7 @@ class TraceIndex(SpanProcessor, SpanExporter):
         capture = self.capture_content
         attrs = _attrs(span.attributes, capture)
         events = [
-            {"n": e.name, "t": e.timestamp // 1000, "a": _attrs(e.attributes, capture)}
+            {"n": _value(e.name), "t": e.timestamp // 1000, "a": _attrs(e.attributes, capture)}
             for e in span.events[:_MAX_ITEMS]
         ]
         links = [
@@ -257,14 +258,15 @@ class TraceIndex(SpanProcessor, SpanExporter):
         ]
         start = (span.start_time or 0) // 1000
         service = span.resource.attributes.get("service.name", "") if span.resource else ""
+        service = _value(str(service))
         row = {
             "s": _hex(ctx.span_id, 16),
             "p": _hex(span.parent.span_id, 16) if span.parent is not None else None,
-            "n": span.name[:_MAX_VALUE_CHARS],
+            "n": _value(span.name),
             "t0": start,
             "t1": max(start, (span.end_time or span.start_time or 0) // 1000),
             "st": span.status.status_code.value,
-            "sm": span.status.description or "",
+            "sm": _value(span.status.description or ""),
             "k": span.kind.name.lower(),
             "o": str(attrs.get(sc.GEN_AI_OPERATION_NAME, "")),
             "a": attrs,
@@ -272,7 +274,7 @@ class TraceIndex(SpanProcessor, SpanExporter):
             "l": links,
         }
         row["d"] = decision_of(attrs, events)
-        return _hex(ctx.trace_id, 32), str(service), row
+        return _hex(ctx.trace_id, 32), service, row
 
     # -- reading ------------------------------------------------------------------------------
 

@@ -1,9 +1,11 @@
-"""The trace index's private rules: its bounds and how it names a hook decision."""
+"""The trace index's private rules: its bounds (also of what serve receives) and how it names a
+hook decision."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import httpx
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -11,6 +13,7 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 
 from otelhooks.web import TraceIndex
 from otelhooks.web._summary import decision_of
+from tests.web._otlp import ids, post, span
 
 
 def _traces(index: TraceIndex, count: int, spans_each: int = 1) -> None:
@@ -61,6 +64,21 @@ def test_long_values_and_many_attributes_are_cut() -> None:
     kept = trace["spans"][0]["a"]
     assert len(kept) == 128
     assert len(kept["k0"]) == 4096
+
+
+def test_a_status_an_event_name_and_a_service_of_a_megabyte_are_cut(api: httpx.Client) -> None:
+    # what an agent holding the ingest token sends to serve: each field of each span it kept
+    # whole, 3 MB a span (200,000 spans kept: hundreds of GB, serve and its inbox gone first)
+    huge = "m" * (1 << 20)
+    trace_id, span_id = ids()
+    sent = span(trace_id, span_id, "huge")
+    sent["status"] = {"code": 2, "message": huge}
+    sent["events"] = [{"name": huge, "timeUnixNano": sent["startTimeUnixNano"]}]
+    post(api, [sent], service=huge)
+    trace = api.get(f"/v1/ui/traces/{trace_id}").json()
+    (row,) = trace["spans"]
+    kept = (len(row["sm"]), len(row["e"][0]["n"]), len(trace["summary"]["service"]))
+    assert kept == (4096, 4096, 4096)
 
 
 @pytest.mark.parametrize(
