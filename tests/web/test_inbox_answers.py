@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer
-from tests.web.conftest import AUTH, log_in
+from tests.web.conftest import AUTH, click_answer, log_in
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -81,3 +81,25 @@ def test_a_wait_that_is_not_a_number_is_answered_at_once(server: EventLogServer)
         api.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
     assert (polled.status_code, polled.json()["state"]) == (200, "pending")
     assert changes.status_code == 400
+
+
+def test_an_answer_given_is_not_called_not_given_when_the_list_cannot_be_read(
+    browser: Any, server: EventLogServer
+) -> None:
+    body = {"tool": "Bash", "timeout_s": 60, "default": "allow", "args": {"command": "rm -rf ~"}}
+    item = httpx.post(f"{server.url}/v1/approvals", json=body, headers=AUTH).json()
+    page = log_in(browser, server.url)
+    try:
+        page.goto(f"{server.url}/approvals")
+        card = page.locator(f"article[data-approval='{item['id']}']")
+        card.wait_for(timeout=5000)
+        # from now on the list does not load (a proxy's hiccup, a store's 503): answers still do
+        page.route("**/v1/approvals", lambda route: route.abort())
+        click_answer(card.locator("button.deny"))
+        card.locator("p.error").wait_for(timeout=5000)
+        said = card.locator("p.error").inner_text()
+        assert _state(server, item["id"]) == "denied"
+        assert "Not answered" not in said, said
+        assert card.locator("button.approve").is_disabled()  # no second answer offered
+    finally:
+        page.context.close()

@@ -71,12 +71,17 @@
       approve.disabled = deny.disabled = true;
       try {
         await api(`/v1/approvals/${item.id}`, { method: 'POST', body: JSON.stringify(body) });
-        await refresh();
       } catch (err) {
         problem.textContent = `Not answered: ${err.message}`;
         problem.hidden = false;
         approve.disabled = deny.disabled = false;
+        return;
       }
+      // answered: a list that cannot be read again now does not make it "not answered"
+      await refresh().catch((err) => {
+        problem.textContent = `Answered; the list could not be read again: ${err.message}`;
+        problem.hidden = false;
+      });
     }
     approve.addEventListener('click', () => answer('allow'));
     deny.addEventListener('click', () => answer('deny'));
