@@ -207,8 +207,11 @@ class ApprovalRoutes:
         item = await self.inbox.call(answer)
         if item is None:
             known = await self.inbox.call(self.inbox.get, approval_id)
-            status = 404 if known is None else 409
-            await _json(send, status, {"error": "not_found" if known is None else "answered"})
+            if known is None:
+                await _json(send, 404, {"error": "not_found"})
+            else:  # the page shows the message: whose answer stands (``timeout``: the default)
+                given = f"answered already: {known.decision} by {known.answered_by}"
+                await _json(send, 409, {"error": "answered", "message": given})
             return
         await _json(send, 200, item.to_json(content=self.capture_content))
 

@@ -24,6 +24,7 @@ def test_an_answer_after_the_deadline_loses_to_the_default(server: EventLogServe
         late = api.post(f"/v1/approvals/{item['id']}", json={"decision": "allow"})
         got = api.get(f"/v1/approvals/{item['id']}").json()
     assert late.status_code == 409, late.json()
+    assert late.json()["message"] == "answered already: deny by timeout"  # what the page says
     assert (got["state"], got["answered_by"]) == ("denied", "timeout")
 
 
