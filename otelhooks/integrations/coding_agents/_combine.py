@@ -23,6 +23,9 @@ each event's section), the schema Codex CLI copies and Gemini CLI's dialect is t
   so; ``watchPaths`` united; other values (``sessionTitle``, ``displayContent``,
   ``updatedToolOutput``...) from the first hook that gives one.
 
+For Codex CLI the answer leaves out what Codex refuses a whole answer for
+(:func:`codex_readable`), and an ``ask`` is a deny (:func:`deny_unaskable`).
+
 A decision the event cannot carry (a block of ``SessionStart``, which no CLI can block) is not
 dropped: the answer's ``systemMessage`` says which hook decided what and that the CLI (named as
 a person knows it: Claude Code, Codex CLI, Gemini CLI) cannot act on it, and the bridge logs it.
@@ -43,6 +46,7 @@ __all__ = [
     "CANNOT_ASK",
     "CONTEXT_EVENTS",
     "EXIT2_BLOCKING_EVENTS",
+    "codex_readable",
     "combine",
     "decides",
     "denied_by",
@@ -105,6 +109,12 @@ ANSWERING_EVENTS: Final = frozenset(
 )
 
 _RANK: Final = {"allow": 1, "ask": 2, "defer": 3, "deny": 4}
+# What Codex CLI 0.171 refuses in an answer to these events: it takes the whole answer for a
+# failed hook, its deny included, and runs the tool (checked with the real CLI)
+_CODEX_REFUSES: Final = {
+    "PreToolUse": ("continue", "stopReason", "suppressOutput"),
+    "PostToolUse": ("suppressOutput",),
+}
 # agents whose PreToolUse hooks cannot ask a person (gen_ai.agent.name)
 CANNOT_ASK: Final = frozenset({"codex"})
 _LEGACY: Final = {"approve": "allow", "block": "deny"}  # PreToolUse's deprecated top level
@@ -117,7 +127,9 @@ def _specific(answer: HookAnswer) -> dict[str, Any]:
 
 
 def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+    # a blank reason says nothing: Codex CLI refuses a deny or block whose reason is blank (the
+    # whole answer, and the tool runs), so such a deny gets the hook's name as its reason
+    return value if isinstance(value, str) and value.strip() else None
 
 
 def _join(values: Iterable[str | None]) -> str | None:
@@ -130,13 +142,13 @@ def _blocks(answer: HookAnswer) -> bool:
 
 
 def _block_reason(answer: HookAnswer) -> str | None:
-    return _str(answer.output.get("reason")) or answer.reason
+    return _str(answer.output.get("reason")) or _str(answer.reason)
 
 
 def _permission(answer: HookAnswer) -> tuple[str | None, str | None]:
     """A PreToolUse answer's decision and reason."""
     if answer.blocked:
-        return "deny", answer.reason
+        return "deny", _str(answer.reason)
     specific = _specific(answer)
     decision = specific.get("permissionDecision")
     # Claude Code: a top-level block stands over any permissionDecision but a deny
@@ -235,6 +247,8 @@ def combine(
         out["hookSpecificOutput"] = {"hookEventName": event, **specific}
     if event == "PreToolUse":
         deny_unaskable(out, agent)
+    if agent == "codex":
+        codex_readable(out, event, lost)
     if lost:
         warning = "otelhooks: " + "; ".join(lost)
         out["systemMessage"] = _join([out.get("systemMessage"), warning])
@@ -298,6 +312,29 @@ def deny_unaskable(output: dict[str, Any], agent: str) -> None:
         reason += f"; the arguments the hook would run instead: {json.dumps(updated)}"
     specific["permissionDecision"] = "deny"
     specific["permissionDecisionReason"] = reason
+
+
+def codex_readable(output: dict[str, Any], event: str, lost: list[str]) -> None:
+    """``output`` without what Codex CLI would refuse it for (:data:`_CODEX_REFUSES`): a
+    ``continue: false`` on ``PreToolUse`` is already a deny (:func:`combine`), the stop itself is
+    said in ``lost`` (Codex cannot stop the run before a tool call).
+
+    Example:
+        >>> out = {"continue": False, "stopReason": "stop", "hookSpecificOutput": {
+        ...     "permissionDecision": "deny", "permissionDecisionReason": "stop"}}
+        >>> lost = []
+        >>> codex_readable(out, "PreToolUse", lost)
+        >>> list(out), lost[0].endswith("the call is denied")
+        (['hookSpecificOutput'], True)
+    """
+    refused = _CODEX_REFUSES.get(event, ())
+    if "continue" in refused and output.get("continue") is False:
+        lost.append(
+            "a hook stopped the run (continue: false), which Codex CLI cannot do before a "
+            "tool call: the call is denied"
+        )
+    for key in refused:
+        output.pop(key, None)
 
 
 def _permission_request(answers: Sequence[HookAnswer], specific: dict[str, Any]) -> None:
