@@ -24,7 +24,8 @@ each event's section), the schema Codex CLI copies and Gemini CLI's dialect is t
   ``updatedToolOutput``...) from the first hook that gives one.
 
 For Codex CLI the answer leaves out what Codex refuses a whole answer for
-(:func:`codex_readable`), and an ``ask`` is a deny (:func:`deny_unaskable`).
+(:func:`codex_readable`); for Codex CLI and Gemini CLI an ``ask`` or ``defer`` they cannot carry
+is a deny (:func:`deny_unaskable`).
 
 A decision the event cannot carry (a block of ``SessionStart``, which no CLI can block) is not
 dropped: the answer's ``systemMessage`` says which hook decided what and that the CLI (named as
@@ -43,7 +44,7 @@ from otelhooks.integrations.coding_agents._common import AGENT, cli_name
 __all__ = [
     "ANSWERING_EVENTS",
     "BLOCKING_EVENTS",
-    "CANNOT_ASK",
+    "CANNOT",
     "CONTEXT_EVENTS",
     "EXIT2_BLOCKING_EVENTS",
     "codex_readable",
@@ -115,8 +116,14 @@ _CODEX_REFUSES: Final = {
     "PreToolUse": ("continue", "stopReason", "suppressOutput"),
     "PostToolUse": ("suppressOutput",),
 }
-# agents whose PreToolUse hooks cannot ask a person (gen_ai.agent.name)
-CANNOT_ASK: Final = frozenset({"codex"})
+# what an agent cannot do with a PreToolUse decision (gen_ai.agent.name), so that a hook's
+# `ask` or `defer` would let the call run: Codex CLI 0.171 ignores an `ask` and refuses a
+# `defer` (the whole answer), Gemini CLI has no `defer` (both checked with the real CLIs)
+CANNOT: Final = {"codex": ("ask", "defer"), "gemini-cli": ("defer",)}
+_CANNOT_SAY: Final = {
+    "ask": ("a hook asks a person to confirm this call", "ask a person"),
+    "defer": ("a hook defers this call to a decision made elsewhere", "defer a call"),
+}
 _LEGACY: Final = {"approve": "allow", "block": "deny"}  # PreToolUse's deprecated top level
 _ELICIT_RANK: Final = {"accept": 1, "decline": 2, "cancel": 3}
 
@@ -178,7 +185,7 @@ def combine(
         extra: event-specific fields decided outside the hooks' own answers (a kernel rewrite's
             ``updatedToolOutput``, ``displayContent``), put first.
         agent: the agent answered (``codex``...): what a decision it cannot carry names, and
-            whether an ``ask`` must become a deny (:func:`deny_unaskable`).
+            whether an ``ask`` or ``defer`` must become a deny (:func:`deny_unaskable`).
 
     Returns:
         The output object (``{}``: nothing to say) and the decisions it could not carry.
@@ -290,23 +297,25 @@ def _pre_tool_use(
 
 
 def deny_unaskable(output: dict[str, Any], agent: str) -> None:
-    """A ``PreToolUse`` ``ask`` made a deny for an agent that cannot ask a person (Codex CLI
-    0.171 ignores ``ask``: the original call would run and a rewrite in ``updatedInput`` be
-    dropped), its reason saying so and naming the arguments a hook rewrote, to call again with.
+    """A ``PreToolUse`` ``ask`` or ``defer`` made a deny for an agent that cannot carry it
+    (:data:`CANNOT`: the original call would run, and a rewrite in ``updatedInput`` be dropped),
+    its reason saying so and naming the arguments a hook rewrote, to call again with.
 
     Example:
-        >>> out = {"hookSpecificOutput": {"permissionDecision": "ask"}}
-        >>> deny_unaskable(out, "codex")
-        >>> out["hookSpecificOutput"]["permissionDecision"]
-        'deny'
+        >>> out = {"hookSpecificOutput": {"permissionDecision": "defer"}}
+        >>> deny_unaskable(out, "gemini-cli")
+        >>> out["hookSpecificOutput"]["permissionDecisionReason"].split("; ")[1]
+        'Gemini CLI cannot defer a call, so otelhooks denies it'
     """
     specific = output.get("hookSpecificOutput")
-    if agent not in CANNOT_ASK or not isinstance(specific, dict):
+    if not isinstance(specific, dict):
         return
-    if specific.get("permissionDecision") != "ask":
+    decision = specific.get("permissionDecision")
+    if decision not in CANNOT.get(agent, ()):
         return
-    asked = specific.get("permissionDecisionReason") or "a hook asks a person to confirm this call"
-    reason = f"{asked}; {cli_name(agent)} cannot ask a person, so otelhooks denies it"
+    said, cannot = _CANNOT_SAY[decision]
+    asked = specific.get("permissionDecisionReason") or said
+    reason = f"{asked}; {cli_name(agent)} cannot {cannot}, so otelhooks denies it"
     updated = specific.pop("updatedInput", None)
     if isinstance(updated, dict):
         reason += f"; the arguments the hook would run instead: {json.dumps(updated)}"
