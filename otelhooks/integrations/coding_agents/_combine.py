@@ -40,6 +40,7 @@ from typing import Any, Final
 
 from otelhooks._config._claude_answer import HookAnswer
 from otelhooks.integrations.coding_agents._common import AGENT, cli_name
+from otelhooks.integrations.coding_agents._shapes import main_text
 
 __all__ = [
     "ANSWERING_EVENTS",
@@ -52,6 +53,7 @@ __all__ = [
     "decides",
     "denied_by",
     "deny_unaskable",
+    "rewrite_as_block",
 ]
 
 # Events whose block is a top-level ``decision: "block"`` (Decision control table).
@@ -120,6 +122,10 @@ _CODEX_REFUSES: Final = {
 # `ask` or `defer` would let the call run: Codex CLI 0.171 ignores an `ask` and refuses a
 # `defer` (the whole answer), Gemini CLI has no `defer` (both checked with the real CLIs)
 CANNOT: Final = {"codex": ("ask", "defer"), "gemini-cli": ("defer",)}
+# agents that show the model a tool's own output whatever a PostToolUse hook's
+# `updatedToolOutput` says (Codex CLI 0.171's shell tool; Gemini CLI has no such field), and
+# the output's text in a block's reason instead (checked with the real CLIs)
+_NO_OUTPUT_REWRITE: Final = frozenset({"codex", "gemini-cli"})
 _CANNOT_SAY: Final = {
     "ask": ("a hook asks a person to confirm this call", "ask a person"),
     "defer": ("a hook defers this call to a decision made elsewhere", "defer a call"),
@@ -254,6 +260,8 @@ def combine(
         out["hookSpecificOutput"] = {"hookEventName": event, **specific}
     if event == "PreToolUse":
         deny_unaskable(out, agent)
+    if event == "PostToolUse" and agent in _NO_OUTPUT_REWRITE:
+        rewrite_as_block(out)
     if agent == "codex":
         codex_readable(out, event, lost)
     if lost:
@@ -321,6 +329,24 @@ def deny_unaskable(output: dict[str, Any], agent: str) -> None:
         reason += f"; the arguments the hook would run instead: {json.dumps(updated)}"
     specific["permissionDecision"] = "deny"
     specific["permissionDecisionReason"] = reason
+
+
+def rewrite_as_block(output: dict[str, Any]) -> None:
+    """A ``PostToolUse`` ``updatedToolOutput`` (a redaction, an output a hook withheld) made a
+    block whose reason is the new output's text, for an agent that would otherwise show the
+    model the original (:data:`_NO_OUTPUT_REWRITE`); a block already there stands.
+
+    Example:
+        >>> out = {"hookSpecificOutput": {"updatedToolOutput": {"stdout": "[redacted]"}}}
+        >>> rewrite_as_block(out)
+        >>> out["decision"], out["reason"]
+        ('block', '[redacted]')
+    """
+    specific = output.get("hookSpecificOutput")
+    updated = specific.pop("updatedToolOutput", None) if isinstance(specific, dict) else None
+    if updated is not None and output.get("decision") != "block":
+        output["decision"] = "block"
+        output["reason"] = main_text(updated)
 
 
 def codex_readable(output: dict[str, Any], event: str, lost: list[str]) -> None:
