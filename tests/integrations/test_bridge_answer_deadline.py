@@ -110,6 +110,23 @@ def test_an_answer_in_time_is_in_the_clis_own_words(tmp_path: Path, dialect: str
         assert set(json.loads(stdout)) == {"decision", "reason"}
 
 
+@pytest.mark.parametrize("dialect", ["claude-code", "codex", "gemini"])
+def test_what_a_guard_prints_never_joins_the_answer(tmp_path: Path, dialect: str) -> None:
+    """A CLI reads stdout as the answer only when it is the answer alone: a guard's ``print``
+    (or a shell it starts) in front of the deny made it plain text to Claude Code, and the tool
+    ran (``tests/claude_code_cli/test_guard_prints.py``). What a hook prints goes to stderr."""
+    (tmp_path / "otelhooks.yaml").write_text(HOOKS)
+    (tmp_path / "guard.py").write_text(
+        "import os\n\ndef guard(event):\n    print('checking', end='')\n"
+        "    os.system('printf shell')\n    event.deny('no rm')\n"
+    )
+    code, stdout, stderr, _ = _bridge(tmp_path, dialect)
+    assert code == 0, stderr
+    assert deny_reason(dialect, stdout) == "no rm"  # stdout is the answer's JSON, whole
+    assert "checking" in stderr
+    assert "shell" in stderr
+
+
 # Hooks run one after another: two slow audit hooks use up the answer time before the guard,
 # which blocks when it fails, has had its own timeout.
 SLOW_NEIGHBOURS = """\

@@ -24,7 +24,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import structlog
 from opentelemetry.sdk.trace import ReadableSpan
@@ -229,12 +229,12 @@ def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> in
 
     The answer is written in UTF-8 whatever the locale, as the CLIs read it: in a Latin-1
     locale a deny reason with a character it lacks (U+2019) crashed the printing (exit 1, and
-    the tool ran).
+    the tool ran). It is alone on stdout (:func:`_answer_stream`).
     """
-    for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper):
-            stream.reconfigure(encoding="utf-8")
-    deadline = _Deadline(raw, options, answer_s, tell=_waiting_client())
+    if isinstance(sys.stderr, io.TextIOWrapper):
+        sys.stderr.reconfigure(encoding="utf-8")
+    answer_to = _answer_stream()
+    deadline = _Deadline(raw, options, answer_s, answer_to, tell=_waiting_client())
     try:
         response = _run_hook(raw, options, os.environ, deadline)
         if not deadline.answer(response):
@@ -244,9 +244,22 @@ def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> in
     return response.exit_code
 
 
-def _print(response: HookResponse) -> None:
+def _answer_stream() -> TextIO:
+    """The stdout the CLI reads the answer from, kept for the answer alone. A CLI takes a hook's
+    stdout for its JSON answer only when it is that JSON: a guard's ``print`` (or a command it
+    started on the inherited stdout) in front of a deny made it plain text, and the tool ran.
+    So from here on the process's own stdout, ``sys.stdout`` and descriptor 1, is its stderr."""
+    sys.stdout.flush()
+    answer = open(os.dup(1), "w", encoding="utf-8", closefd=True)  # noqa: SIM115 - kept to the end
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return answer
+
+
+def _print(response: HookResponse, answer_to: TextIO) -> None:
     if response.stdout:
-        print(response.stdout)
+        print(response.stdout, file=answer_to)
+        answer_to.flush()
     if response.stderr:
         print(response.stderr, file=sys.stderr)
 
@@ -278,11 +291,18 @@ class _Deadline:
     """
 
     def __init__(
-        self, raw: bytes, options: BridgeOptions, answer_s: float, *, tell: int | None = None
+        self,
+        raw: bytes,
+        options: BridgeOptions,
+        answer_s: float,
+        answer_to: TextIO,
+        *,
+        tell: int | None = None,
     ) -> None:
         from otelhooks.integrations.coding_agents._dialects import dialect_named
 
         self.raw, self.options, self.answer_s = raw, options, answer_s
+        self._answer_to = answer_to
         self.started = time.monotonic()
         self.wait_s = answer_s
         self._answered = threading.Lock()
@@ -319,7 +339,7 @@ class _Deadline:
         """Print ``response`` unless the late answer came first (then ``False``)."""
         if not self._answered.acquire(blocking=False):
             return False
-        _print(response)
+        _print(response, self._answer_to)
         return True
 
     def cancel(self) -> None:
@@ -337,8 +357,7 @@ class _Deadline:
             f"the {self._dialect.display_name} bridge gave no answer in time",
             problem=f"no answer within {self.wait_s:g} s",
         )
-        _print(late)
-        sys.stdout.flush()
+        _print(late, self._answer_to)
         sys.stderr.flush()
         os._exit(late.exit_code)  # the main thread may be held in a hook's C call
 
