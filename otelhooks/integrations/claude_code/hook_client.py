@@ -68,7 +68,9 @@ _ALIVE = b"GET /alive HTTP/1.1\r\nHost: otelhooks\r\nConnection: close\r\n\r\n"
 # The bridge in Python's UTF-8 mode, whatever the locale: the CLIs write and read UTF-8, and in
 # a Latin-1 locale a tool input with a character it lacks (a U+2019) could not be handed to a
 # command hook (its environment is encoded in the locale's encoding): every guard failed open.
-_BRIDGE = (sys.executable, "-X", "utf8", "-m", "otelhooks", "claude-code")
+# And with ``-P``: ``-m`` would put the working folder, the agent's, first on the import path,
+# and a ``structlog.py`` or ``yaml.py`` the agent wrote there ended every guard (exit 1).
+_BRIDGE = (sys.executable, "-X", "utf8", "-P", "-m", "otelhooks", "claude-code")
 _NO_ANSWER = (
     "otelhooks hook client: the bridge daemon did not answer; answered by the one-process bridge"
 )
