@@ -417,6 +417,7 @@ def test_modules_the_agent_writes_in_its_folder_are_never_imported_by_the_bridge
     (project / "otelhooks.yaml").write_text(NO_RM)
     for name in ("structlog", "yaml", "pydantic"):
         (project / f"{name}.py").write_text("raise SystemExit('imported from the agent')\n")
+    (project / "logging.py").write_text("def helper():\n    return 1\n")  # a project's own
     argv = [sys.executable, "-I", "-S", hook_client.__file__, "--hooks", "otelhooks.yaml"]
     with runtime_folder() as runtime:
         env = client_env(project, runtime)
