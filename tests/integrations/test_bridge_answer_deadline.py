@@ -253,3 +253,38 @@ def test_a_guard_holding_the_interpreter_lock_is_denied_in_time_through_the_hook
     while _bridges_of(tmp_path) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _bridges_of(tmp_path) == []  # killed, not left matching for minutes
+
+
+CRASHES = {
+    "os._exit(0)": "import os\n\n\ndef guard(event):\n    os._exit(0)\n",
+    "a segmentation fault": (
+        "import os, signal\n\n\ndef guard(event):\n    os.kill(os.getpid(), signal.SIGSEGV)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("crash", list(CRASHES))
+def test_a_guard_that_ends_its_process_is_answered_as_late_through_the_hook_client(
+    tmp_path: Path, crash: str
+) -> None:
+    """A hook that ends the bridge's process before the answer (``os._exit(0)``: exit 0 and no
+    output, which the CLI takes for an allow; a fault in a C extension) leaves the late answer
+    the bridge told the client: a deny for a guard that blocks when it fails. The daemon's
+    process ends the same way, and the one-process bridge after it."""
+    (tmp_path / "otelhooks.yaml").write_text(LOCKING_GUARD)
+    (tmp_path / "guard.py").write_text(CRASHES[crash])
+    expected = (
+        "otelhooks could not check this tool call (fail-closed): "
+        "no answer within 25 s (hook policy blocks when it fails)"
+    )
+    with runtime_folder() as runtime:
+        env = client_env(tmp_path, runtime)
+        first = hook(env, bash("t1", "rm -rf build", session="s1"))
+        assert first.deny_reason() == expected
+        assert "the bridge ended without an answer" in first.stderr
+        daemon_pid(runtime)
+        second = hook(env, bash("t2", "rm -rf build", session="s2"))
+        assert second.deny_reason() == expected
+        assert NO_ANSWER in second.stderr
+    assert first.seconds < 10
+    assert second.seconds < 10

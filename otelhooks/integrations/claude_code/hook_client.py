@@ -32,8 +32,9 @@ those 3 s answers the probe and is waited for.
 The one-process bridge keeps its own answer time, on a thread; a hook that holds the
 interpreter's lock in one long C call (a regular expression backtracking for minutes) stops that
 thread too. So the bridge also hands the client, on a pipe, the answer it would give late and
-when it is due; the client relays the bridge's own answer when it comes, and past that time
-prints the late answer itself and kills the bridge.
+when it is due, and then that it is printing its own answer; the client relays that answer,
+and past the time (or when the bridge ends without one: a hook calling ``os._exit``, a fault
+in a C extension) prints the late answer itself, the bridge killed.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ _ALIVE = b"GET /alive HTTP/1.1\r\nHost: otelhooks\r\nConnection: close\r\n\r\n"
 # And with ``-P``: ``-m`` would put the working folder, the agent's, first on the import path,
 # and a ``structlog.py`` or ``yaml.py`` the agent wrote there ended every guard (exit 1).
 _BRIDGE = (sys.executable, "-X", "utf8", "-P", "-m", "otelhooks", "claude-code")
+_ENDED = "otelhooks hook client: the bridge ended without an answer; answered as a late one"
 _NO_ANSWER = (
     "otelhooks hook client: the bridge daemon did not answer; answered by the one-process bridge"
 )
@@ -248,8 +250,10 @@ def _start_daemon(argv: list[str], path: str) -> None:
 
 
 def _one_process(args: list[str], body: bytes) -> int:
-    """The one-process bridge's answer, written out; or, once the late answer it told is due
-    and it has not answered, that late answer (the bridge killed)."""
+    """The one-process bridge's answer, written out. It tells this client, on a pipe, its late
+    answer and when that is due, then that its own answer is being printed and with which exit
+    code; past the time with no answer, or when it ends without one (a hook crashed it), the
+    late answer is this client's (the bridge killed)."""
     told_r, told_w = os.pipe()
     try:
         bridge = subprocess.Popen(
@@ -263,31 +267,55 @@ def _one_process(args: list[str], body: bytes) -> int:
     finally:
         os.close(told_w)
     os.set_blocking(told_r, False)
-    told = b""
-    late: dict[str, object] | None = None
+    told = _Told()
     pending: bytes | None = body
     with open(told_r, "rb", buffering=0, closefd=True) as told_pipe:
         while True:
             try:
                 out, err = bridge.communicate(pending, timeout=_LATE_CHECK_S)
+                told.read(told_pipe)
                 break
             except subprocess.TimeoutExpired:
                 pending = None  # handed over; communicate goes on with the rest
-            told += told_pipe.read() or b""
-            lines = told.split(b"\n")
-            told = lines[-1]
-            if len(lines) > 1:
-                late = json.loads(lines[-2])
-            due = late.get("due") if late is not None else None
-            overdue = isinstance(due, float) and time.monotonic() > due + _LATE_GRACE_S
-            if late is not None and overdue:
+            told.read(told_pipe)
+            if told.late is not None and told.overdue():
                 bridge.kill()  # held in a C call, or in any way its own clock cannot see
                 bridge.wait()
-                return _write(late)
+                return _write(told.late)
+    if told.answered is None and told.late is not None:
+        sys.stderr.buffer.write(err)  # what ended it, before the answer it did not give
+        sys.stderr.write(f"{_ENDED} (exit {bridge.returncode})\n")
+        sys.stderr.flush()
+        return _write(told.late)
     sys.stdout.buffer.write(out)
     sys.stdout.flush()
     sys.stderr.buffer.write(err)
-    return bridge.returncode
+    return bridge.returncode if told.answered is None else told.answered
+
+
+class _Told:
+    """What the one-process bridge told: its late answer (``due`` when), and the exit code of
+    the answer it printed."""
+
+    def __init__(self) -> None:
+        self.late: dict[str, object] | None = None
+        self.answered: int | None = None
+        self._rest = b""
+
+    def read(self, pipe: io.RawIOBase) -> None:
+        lines = (self._rest + (pipe.read() or b"")).split(b"\n")
+        self._rest = lines.pop()
+        for line in lines:
+            message = json.loads(line)
+            if "answered" in message:
+                self.answered = message["answered"]
+            else:
+                self.late = message
+
+    def overdue(self) -> bool:
+        due = self.late.get("due") if self.late is not None else None
+        answering = self.answered is not None  # it is printing its answer: wait for it
+        return isinstance(due, float) and not answering and time.monotonic() > due + _LATE_GRACE_S
 
 
 def _write(answer: dict[str, object]) -> int:

@@ -339,6 +339,7 @@ class _Deadline:
         """Print ``response`` unless the late answer came first (then ``False``)."""
         if not self._answered.acquire(blocking=False):
             return False
+        self._tell_client({"answered": response.exit_code})
         _print(response, self._answer_to)
         return True
 
@@ -357,6 +358,7 @@ class _Deadline:
             f"the {self._dialect.display_name} bridge gave no answer in time",
             problem=f"no answer within {self.wait_s:g} s",
         )
+        self._tell_client({"answered": late.exit_code})
         _print(late, self._answer_to)
         sys.stderr.flush()
         os._exit(late.exit_code)  # the main thread may be held in a hook's C call
@@ -370,14 +372,23 @@ class _Deadline:
         if self._tell is None:
             return
         late = self._late_answer()
-        told = {
-            "due": self.started + self.wait_s,  # CLOCK_MONOTONIC: one clock for the machine
-            "exit_code": late.exit_code,
-            "stdout": late.stdout,
-            "stderr": late.stderr,
-        }
+        self._tell_client(
+            {
+                "due": self.started + self.wait_s,  # CLOCK_MONOTONIC: one clock for the machine
+                "exit_code": late.exit_code,
+                "stdout": late.stdout,
+                "stderr": late.stderr,
+            }
+        )
+
+    def _tell_client(self, message: dict[str, Any]) -> None:
+        """One line to the waiting hook client: the late answer, or that the answer (with its
+        exit code) is being printed. A process that ends without the second, a hook having
+        crashed it (``os._exit``, a fault in a C extension), is answered with the first."""
+        if self._tell is None:
+            return
         try:
-            os.write(self._tell, f"{json.dumps(told)}\n".encode())
+            os.write(self._tell, f"{json.dumps(message)}\n".encode())
         except OSError:
             self._tell = None  # the client is gone: nobody to tell
 
