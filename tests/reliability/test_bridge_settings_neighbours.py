@@ -414,7 +414,10 @@ def test_modules_the_agent_writes_in_its_folder_are_never_imported_by_the_bridge
     # and the daemon it started (exit 1, and the CLI ran the tool)
     project = tmp_path / "project"
     project.mkdir()
-    (project / "otelhooks.yaml").write_text(NO_RM)
+    (project / "otelhooks.yaml").write_text(SCRIPT_GUARD_HOOKS)
+    # the guard imports a helper of its own from beside it, which must go on working
+    (project / "guard.py").write_text("from rm_words import denied\n\n\n" + NO_RM_SCRIPT)
+    (project / "rm_words.py").write_text("def denied(args):\n    return 'rm -rf' in args\n")
     for name in ("structlog", "yaml", "pydantic"):
         (project / f"{name}.py").write_text("raise SystemExit('imported from the agent')\n")
     (project / "logging.py").write_text("def helper():\n    return 1\n")  # a project's own
@@ -433,7 +436,7 @@ def test_modules_the_agent_writes_in_its_folder_are_never_imported_by_the_bridge
                 check=False,
             )
             answer = Hooked(done.returncode, done.stdout, done.stderr, 0.0)
-            assert answer.deny_reason() == "rm -rf is not allowed here"
+            assert answer.deny_reason() == "no rm"
             assert "imported from the agent" not in done.stderr
             if n == 0:
                 daemon_pid(runtime)
