@@ -15,7 +15,7 @@ import httpx
 import pytest
 
 from tests._postgres import PostgresCluster
-from tests.fleet._fleet import start_instance
+from tests.fleet._fleet import StallingProxy, start_instance
 from tests.reliability._serve_proc import INGEST, ServeProc
 
 ROUTE = "/v1/hooks/claude-code"
@@ -101,6 +101,28 @@ def test_a_guard_still_denies_a_pre_tool_use_while_the_store_is_down(
     # what the guard saw but the store did not keep is said, naming the store
     assert "the store cannot keep this claude-code session change" in guarded.output()
     assert "postgresql://postgres@127.0.0.1" in guarded.output()
+
+
+def test_a_guard_still_denies_in_time_when_the_store_stops_answering(
+    tmp_path: Path, pg_url: str
+) -> None:
+    """A store that never answers (the network path stops forwarding, nothing closed): the
+    statement waiting for it is given up past the statement timeout (5 s) and a second, within
+    the route's deadline (8 s), and the guard decides. It got the route's 500 at 8 s."""
+    proxy = StallingProxy(int(pg_url.rsplit(":", 1)[1].split("/")[0]))
+    proc = start_instance(tmp_path, proxy.url(pg_url), "--hooks", str(_guarded(tmp_path)))
+    try:
+        assert _post(proc.url, _hook("PreToolUse", "toolu_ls")).json() == {}
+        proxy.stall()
+        started = time.monotonic()
+        denied = _post(proc.url, _hook("PreToolUse", "toolu_rm", "rm -rf /"))
+        assert time.monotonic() - started < 7.5
+        assert _denial(denied) == "rm -rf is not allowed here"
+        assert "no answer to a statement" in proc.output()
+    finally:
+        proxy.stalled.clear()  # serve stops as fast as on a store that answers
+        proc.stop()
+        proxy.close()
 
 
 def test_a_tool_use_started_while_the_store_is_down_ends_while_it_is_down(
