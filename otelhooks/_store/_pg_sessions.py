@@ -33,9 +33,13 @@ A guard's decision does not need the shared state (it only joins a ``PreToolUse`
 cannot make (down, restarting, locked past its lock timeout, the pool exhausted, or a value it
 refuses: text with a NUL byte) is made in a scratch :class:`ServerSessions` in memory instead,
 and the hooks still decide. The problem is logged; after the store was unavailable it is left
-alone for its ``Retry-After`` (no event pays its connection wait again meanwhile), and the
-scratch is dropped once the store works again. What the scratch holds is this instance's
-alone: a tool use started there and ended on the store is refused as not open (``409``).
+alone for its ``Retry-After`` (no event pays its connection wait again meanwhile). What the
+scratch holds is this instance's alone, bounded as any :class:`ServerSessions`: a tool use
+started there ends there, also once the store is back; one started on the store and ended
+while it cannot be read is refused as not open (``409``). Every statement here but the one
+that opens a turn stores nothing twice, so it runs again on another connection when a pooled
+one was dropped (the server restarted, ``pg_terminate_backend``): a restart sends no tool use
+to the scratch.
 """
 
 from __future__ import annotations
@@ -229,9 +233,6 @@ def _or_scratch(
             except StoreError as exc:
                 self._cannot(name, exc)
             else:
-                if self._store_retry_at:  # the store is back: what the scratch held ends here
-                    self._store_retry_at = 0.0
-                    self._fallback = None
                 return result
         scratch: Callable[P, T] = getattr(self._scratch_sessions(), name)
         return scratch(*args, **kwargs)
@@ -305,7 +306,7 @@ class SharedSessions(ServerSessions):
 
     @_or_scratch
     def peek_operation(self, session_id: str) -> OpenOperation | None:
-        rows = self.store.statement(_PEEK_OPERATION, (session_id,))
+        rows = self.store.statement(_PEEK_OPERATION, (session_id,), idempotent=True)
         return OpenOperation(*rows[0]) if rows else None
 
     @_or_scratch
@@ -319,7 +320,7 @@ class SharedSessions(ServerSessions):
                 "span": new_span_id(),
                 "start": time.time_ns(),
             }
-            rows = self.store.statement(_CURRENT_OPERATION, params)
+            rows = self.store.statement(_CURRENT_OPERATION, params, idempotent=True)
             if rows:
                 return OpenOperation(*rows[0])
         return super().current_operation(session_id)  # still contended: the locked way
@@ -351,7 +352,9 @@ class SharedSessions(ServerSessions):
                 "input": stored,
                 "attrs": kept,
             }
-            rows = self.store.statement(_BEGIN_TOOL if counted else _BEGIN_UNCOUNTED, params)
+            rows = self.store.statement(
+                _BEGIN_TOOL if counted else _BEGIN_UNCOUNTED, params, idempotent=True
+            )
             if rows:
                 tool = _open_tool(rows[0])
                 break
@@ -383,14 +386,13 @@ class SharedSessions(ServerSessions):
 
     @_or_scratch
     def end_operation(self, session_id: str) -> OpenOperation | None:
-        rows = self.store.statement(_END_OPERATION, (session_id,))
+        rows = self.store.statement(_END_OPERATION, (session_id,), idempotent=True)
         self._new_turn(session_id)
         return OpenOperation(*rows[0]) if rows else None
 
     def _forget_session(self, session_id: str, reason: str) -> bool:
-        gone = {
-            str(r[0]) for r in self.store.statement(_FORGET, {"s": session_id, "ttl": self.ttl_s})
-        }
+        params = {"s": session_id, "ttl": self.ttl_s}
+        gone = {str(r[0]) for r in self.store.statement(_FORGET, params, idempotent=True)}
         others = len(gone - {session_id})
         if others:
             self.on_drop(others, "expired")
@@ -399,11 +401,11 @@ class SharedSessions(ServerSessions):
     @_or_scratch
     def set_tool_attributes(self, tool: OpenTool, attributes: dict[str, Any]) -> None:
         params = (stored_attributes(tool, attributes), tool.session_id, tool.tool_use_id)
-        self.store.statement(_SET_ATTRIBUTES, params)
+        self.store.statement(_SET_ATTRIBUTES, params, idempotent=True)
 
     @_or_scratch
     def has_open_tool(self, session_id: str, tool_use_id: str) -> bool:
-        return bool(self.store.statement(_HAS_TOOL, (session_id, tool_use_id)))
+        return bool(self.store.statement(_HAS_TOOL, (session_id, tool_use_id), idempotent=True))
 
     @_or_scratch
     def tool_span(self, session_id: str, tool_use_id: str) -> int | None:
@@ -411,14 +413,16 @@ class SharedSessions(ServerSessions):
             ended = self._ended.items.get((session_id, tool_use_id))
         if ended is not None:
             return ended
-        rows = self.store.statement(_TOOL_SPAN, (session_id, tool_use_id))
+        rows = self.store.statement(_TOOL_SPAN, (session_id, tool_use_id), idempotent=True)
         return int(rows[0][0]) if rows else None
 
     @_or_scratch
     def end_tool(self, session_id: str, tool_use_id: str) -> OpenTool | None:
-        rows = self.store.statement(_END_TOOL, (session_id, tool_use_id))
-        if not rows:
-            return None
+        # run again, it deletes nothing: the end answered as if the store never had it
+        rows = self.store.statement(_END_TOOL, (session_id, tool_use_id), idempotent=True)
+        if not rows:  # or started in the scratch while the store could not keep it
+            scratch = self._fallback
+            return scratch.end_tool(session_id, tool_use_id) if scratch is not None else None
         tool = _open_tool(rows[0])
         self._release_tool(session_id, tool_use_id)
         self._keep(tool)

@@ -75,10 +75,11 @@ class _Stalls:
         with self._lock:
             self._due[id(conn)] = (due, conn)
 
-    def end(self, conn: psycopg.Connection[Any]) -> None:
-        # before the connection goes back to the pool: never shut one another caller took
+    def end(self, conn: psycopg.Connection[Any]) -> bool:
+        """Stop watching ``conn`` (before it goes back to the pool: never shut one another
+        caller took); whether it was still watched, not shut for stalling."""
         with self._lock:
-            self._due.pop(id(conn), None)
+            return self._due.pop(id(conn), None) is not None
 
     def _watch(self) -> None:
         while not self._stop.wait(_STALL_TICK_S):
@@ -193,7 +194,8 @@ class PostgresStore(Store):
         """A pooled connection in a transaction, committed when the block ends.
 
         A pooled connection the server dropped (it restarted) fails at ``BEGIN``, before
-        anything of the caller's ran: it is discarded and the block gets a fresh one, once.
+        anything of the caller's ran: it is discarded and the block gets another, up to the
+        pool's size (every pooled connection may have been dropped), at last a fresh one.
 
         Raises:
             StoreUnavailable: no connection in time, or the connection was lost.
@@ -204,13 +206,15 @@ class PostgresStore(Store):
 
         try:
             with contextlib.ExitStack() as stack:
-                conn = stack.enter_context(self._pool.connection())
-                try:
-                    stack.enter_context(conn.transaction())
-                except psycopg.OperationalError:
-                    stack.close()  # back to the pool, which drops a broken connection
+                for tries in range(self._pool.max_size, -1, -1):
                     conn = stack.enter_context(self._pool.connection())
-                    stack.enter_context(conn.transaction())
+                    try:
+                        stack.enter_context(conn.transaction())
+                        break
+                    except psycopg.OperationalError:
+                        stack.close()  # back to the pool, which drops a broken connection
+                        if not (tries and conn.broken):
+                            raise
                 yield conn
         except PoolTimeout as exc:
             raise StoreUnavailable(self.name, f"no connection: {exc}") from None
@@ -255,8 +259,9 @@ class PostgresStore(Store):
                     return _rows_of(conn, sql, params)
                 except psycopg.OperationalError:
                     # a pooled connection the server dropped fails at once, and the pool
-                    # discards it: the next try takes another, at last a fresh one
-                    if not (tries and conn.broken):
+                    # discards it: the next try takes another, at last a fresh one (not after
+                    # a stall: the next would wait as long)
+                    if not (self._stalls.end(conn) and tries and conn.broken):
                         raise
                 finally:
                     self._stalls.end(conn)
