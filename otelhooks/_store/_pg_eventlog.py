@@ -73,7 +73,7 @@ _READ = (
 _NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
 
 
-def _without_nul(batch: str) -> str:
+def without_nul(batch: str) -> str:
     """``batch`` (JSON) with each NUL of its strings as U+FFFD, as a lone surrogate is stored:
     PostgreSQL text cannot hold NUL, and one record holding it (a client's session id) failed
     its whole batch, other sessions' records with it."""
@@ -169,7 +169,7 @@ class PostgresEventLog(EventLog):
         keyed = [(*entry, dedupe_key(entry)) for entry in batch]
         # a batch whose every record carries its dedupe key stores nothing twice if run again
         again = all(row[-1] is not None for row in keyed)
-        params = (self.name, self.retention, _without_nul(json.dumps(keyed)))
+        params = (self.name, self.retention, without_nul(json.dumps(keyed)))
         try:
             written = self.store.statement(_APPEND, params, idempotent=again)
         except StoreError as exc:
