@@ -30,7 +30,7 @@ import structlog
 
 from otelhooks._config import AgentEventsConfig
 from otelhooks._eventlog._model import EventLog
-from otelhooks._store._base import Store
+from otelhooks._store._base import DEFAULT_STATEMENT_TIMEOUT_S, Store
 from otelhooks._store._errors import StoreError, StoreUnavailable
 from otelhooks._store._pg_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 
@@ -148,7 +148,7 @@ class PostgresStore(Store):
         url: str,
         *,
         max_connections: int = 8,
-        statement_timeout_s: float = 5.0,
+        statement_timeout_s: float = DEFAULT_STATEMENT_TIMEOUT_S,
         pool_timeout_s: float = 2.0,
         connect_timeout_s: float = 2.0,
     ) -> None:

@@ -107,7 +107,7 @@ def test_a_guard_still_denies_in_time_when_the_store_stops_answering(
     tmp_path: Path, pg_url: str
 ) -> None:
     """A store that never answers (the network path stops forwarding, nothing closed): the
-    statement waiting for it is given up past the statement timeout (5 s) and a second, within
+    statement waiting for it is given up past the statement timeout (4 s) and a second, within
     the route's deadline (8 s), and the guard decides. It got the route's 500 at 8 s."""
     proxy = StallingProxy(int(pg_url.rsplit(":", 1)[1].split("/")[0]))
     proc = start_instance(tmp_path, proxy.url(pg_url), "--hooks", str(_guarded(tmp_path)))
