@@ -17,8 +17,8 @@ no answer by the deadline   with ``fail_closed``, 200 with a deny for ``PreToolU
 the store cannot commit     the hooks still decide: the session change is made in a scratch
 right now                   state (:class:`~otelhooks._store._pg_sessions.SharedSessions`); 503
                             with ``Retry-After`` only for an event no hook decides that the
-                            store holds past the deadline (below), or from another shared part
-                            (the approval inbox); with ``fail_closed`` a deny for ``PreToolUse``
+                            store holds past the deadline (below); with ``fail_closed`` a deny
+                            for ``PreToolUse``
 not JSON / not an object    400 (also non-blocking); with ``fail_closed`` a deny when the event
                             is (or may be) ``PreToolUse``
 a ``Post*`` event for a     409: the ``tool_use_id`` is not open in the session it names (a
