@@ -66,8 +66,10 @@ class CountingBatchSpanProcessor(SpanProcessor):
         export_timeout_s: How long ``shutdown`` waits for queued spans to be exported
             (``OTEL_BSP_EXPORT_TIMEOUT`` in milliseconds, default 30 s). Exporters bound each
             request with their own timeout.
-        on_drop: Called with ``(count, reason)`` for every drop; reason is ``"queue_full"`` or
-            ``"shutdown"`` or ``"export_failed"``. Exceptions are logged and swallowed.
+        on_drop: Called with ``(count, reason)`` for every drop; reason is ``"queue_full"``,
+            ``"shutdown"``, ``"export_failed"`` or ``"rejected"`` (the destination accepted the
+            request but said it did not keep them; known through ``tracker`` only). Exceptions
+            are logged and swallowed.
         log_interval_s: At most one drop warning per this many seconds.
         retry_failed_s: How long a batch whose export failed is retried before it is dropped
             (counted with reason ``"export_failed"``).
@@ -220,7 +222,12 @@ class CountingBatchSpanProcessor(SpanProcessor):
             result = self._exporter.export(batch)
             if result is SpanExportResult.SUCCESS:
                 if tracker is not None:
-                    tracker.delivered(len(batch))
+                    # Accepted, but the answer may say some spans were not kept: never retried
+                    # (OTLP says so), counted and reported as the failures they are.
+                    rejected = min(len(batch), tracker.take_rejected())
+                    tracker.delivered(len(batch) - rejected)
+                    if rejected:
+                        self._record_drop(rejected, "rejected")
                 break
             if tracker is not None and tracker.reason is None:
                 # An exporter without a tracked session (gRPC, a file, yours) says only this.
@@ -240,7 +247,7 @@ class CountingBatchSpanProcessor(SpanProcessor):
 
     def _record_drop(self, count: int, reason: str) -> None:
         if self.tracker is not None:
-            if reason == "export_failed":
+            if reason in ("export_failed", "rejected"):
                 self.tracker.failed(count)
             else:
                 self.tracker.dropped(count, _DROP_REASONS.get(reason, reason))

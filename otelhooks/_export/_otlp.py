@@ -127,7 +127,41 @@ class _TrackedSession(requests.Session):
             tracker.error(
                 f"{response.status_code} {response.reason}".strip(), status=response.status_code
             )
+        elif response.content:
+            _count_rejected(tracker, response)
         return response
+
+
+def _count_rejected(tracker: DeliveryTracker, response: requests.Response) -> None:
+    """Record the OTLP ``partialSuccess`` of an accepted answer: the SDK's exporters take any
+    2xx for a whole success, so spans a collector (``otelhooks serve`` with a full queue among
+    them) said it did not keep were reported exported and counted nowhere."""
+    from google.protobuf.message import DecodeError
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+        ExportMetricsServiceResponse,
+    )
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+        ExportTraceServiceResponse,
+    )
+
+    spans = tracker.kind == "spans"
+    noun = "spans" if spans else "data points"
+    try:
+        if response.headers.get("Content-Type", "").startswith("application/json"):
+            partial = response.json().get("partialSuccess") or {}
+            count = int(partial.get("rejectedSpans" if spans else "rejectedDataPoints") or 0)
+            message = str(partial.get("errorMessage") or "")
+        elif spans:
+            traces = ExportTraceServiceResponse.FromString(response.content).partial_success
+            count, message = traces.rejected_spans, traces.error_message
+        else:
+            points = ExportMetricsServiceResponse.FromString(response.content).partial_success
+            count, message = points.rejected_data_points, points.error_message
+    except (DecodeError, ValueError, TypeError, AttributeError):
+        return  # not an OTLP answer: nothing it says can be counted
+    if count > 0:
+        said = " ".join(message.split())[:200] or "no reason given"  # one report line
+        tracker.rejected(count, f"{count} {noun} rejected: {said}")
 
 
 def tracked_session(tracker: DeliveryTracker) -> requests.Session:
@@ -205,7 +239,9 @@ class _CountsExports(MetricExporter):
         tracker.sent()
         # The OTLP exporter's export: this class comes before it in the subclass's bases.
         result = super().export(metrics_data, timeout_millis=timeout_millis, **kwargs)  # type: ignore[safe-super]
-        if result is MetricExportResult.SUCCESS:
+        if result is MetricExportResult.SUCCESS and tracker.take_rejected():
+            tracker.failed(1)  # data points of it were not kept (the reason says how many)
+        elif result is MetricExportResult.SUCCESS:
             tracker.delivered()
         else:
             if tracker.reason is None:

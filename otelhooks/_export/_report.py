@@ -203,6 +203,7 @@ class DeliveryTracker:
         self._permanent = False  # the last answer is one the retry rule does not retry
         self._deadline: float | None = None
         self._sent_by: Callable[[], int] | None = None
+        self._rejected = 0  # items of the last accepted request the destination did not keep
 
     # -- updates ---------------------------------------------------------------------------------
 
@@ -236,6 +237,19 @@ class DeliveryTracker:
             self._dropped += count
             if reason and self._reason is None:
                 self._reason = reason
+
+    def rejected(self, count: int, reason: str) -> None:
+        """An accepted request's answer says ``count`` of its items were not kept (OTLP
+        ``partialSuccess``): the sender takes them with :meth:`take_rejected`."""
+        with self._lock:
+            self._rejected += count
+            self._reason = reason
+
+    def take_rejected(self) -> int:
+        """The items rejected since the last call (the sender counts them as failed)."""
+        with self._lock:
+            count, self._rejected = self._rejected, 0
+            return count
 
     def error(self, reason: str, *, status: int | None = None, dead: bool = False) -> None:
         """An attempt failed: remember why (the report shows the last reason).

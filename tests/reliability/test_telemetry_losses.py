@@ -1,0 +1,151 @@
+"""What an agent did is exported, or its loss is counted and reported: never silently gone.
+
+A tool call that ran must reach the user as its ``execute_tool`` span, or the delivery report
+and ``otelhooks.dropped`` must say how many spans were lost and why. Each test drives the real
+pipeline of ``configure()`` against a real OTLP/HTTP receiver of its own on 127.0.0.1 (or a real
+traces file), with nothing of otelhooks replaced.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTracePartialSuccess,
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+import otelhooks
+
+TOOL_CALLS = 4
+SPANS = 2 + TOOL_CALLS  # invoke_agent, step, one execute_tool per call
+
+
+class Collector:
+    """An OTLP/HTTP trace receiver on 127.0.0.1 that keeps every span it is sent, but answers
+    ``partialSuccess`` saying it did not keep ``reject`` of each request's spans (what
+    ``otelhooks serve`` answers when its queue is full)."""
+
+    def __init__(self, *, reject: int = 0) -> None:
+        self.spans: list[Any] = []
+        collector = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                answer = ExportTraceServiceResponse()
+                if self.path == "/v1/traces":
+                    request = ExportTraceServiceRequest.FromString(body)
+                    spans = [s for rs in request.resource_spans for ss in rs.scope_spans
+                             for s in ss.spans]  # fmt: skip
+                    collector.spans.extend(spans)
+                    if reject:
+                        answer.partial_success.CopyFrom(
+                            ExportTracePartialSuccess(
+                                rejected_spans=min(reject, len(spans)),
+                                error_message="observer queue full",
+                            )
+                        )
+                data = answer.SerializeToString()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        ).start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@contextmanager
+def collector(*, reject: int = 0) -> Iterator[Collector]:
+    running = Collector(reject=reject)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+def run_agent(oh: otelhooks.OtelHooks) -> None:
+    with oh.operation("agent", input="go") as op, op.step() as step:
+        for i in range(TOOL_CALLS):
+            step.run_tool("calc", "add", {"i": i}, lambda i: i)
+
+
+def dropped(reader: InMemoryMetricReader) -> dict[tuple[str, str], int]:
+    """``otelhooks.dropped`` by (source, reason), as a reader sees it."""
+    counts: dict[tuple[str, str], int] = {}
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics if data else ():
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                if metric.name != "otelhooks.dropped":
+                    continue
+                for point in metric.data.data_points:
+                    key = (
+                        str(point.attributes["otelhooks.drop.source"]),
+                        str(point.attributes["otelhooks.drop.reason"]),
+                    )
+                    counts[key] = counts.get(key, 0) + int(point.value)
+    return counts
+
+
+def test_spans_a_collector_says_it_rejected_are_reported_and_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 200 with partialSuccess.rejectedSpans: the SDK's exporter takes it for a whole success.
+    # Before, the report said "6 spans exported" and otelhooks.dropped counted nothing.
+    with collector(reject=2) as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        reader = InMemoryMetricReader()
+        oh = otelhooks.configure(
+            service_name="rejected", otlp=True, metric_readers=[reader], set_global=False,
+            structured_logging=False,
+        )  # fmt: skip
+        run_agent(oh)
+        assert oh.force_flush(5.0)
+        assert len(receiver.spans) == SPANS  # all sent in one request, two of them not kept
+        assert oh.metrics.flush(5.0)
+        assert dropped(reader) == {("span_export", "rejected"): 2}
+        report = oh.shutdown(timeout_s=5.0, log=False)
+
+    (spans,) = (d for d in report if d.kind == "spans")
+    assert (spans.sent, spans.delivered, spans.failed) == (SPANS, SPANS - 2, 2)
+    assert not report.ok
+    assert spans.line() == (
+        f"{SPANS - 2} of {SPANS} spans exported to {receiver.endpoint}/v1/traces: "
+        "2 spans rejected: observer queue full"
+    )
+
+
+def test_a_collector_that_keeps_everything_is_a_whole_success(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with collector() as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        oh = otelhooks.configure(
+            service_name="kept", otlp=True, set_global=False, structured_logging=False
+        )
+        run_agent(oh)
+        report = oh.shutdown(timeout_s=5.0, log=False)
+
+    assert report.ok, report.lines()
+    assert report.lines()[0] == f"{SPANS} spans exported to {receiver.endpoint}/v1/traces"
