@@ -26,6 +26,7 @@ from opentelemetry.sdk.environment_variables import (
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from otelhooks._export._encodable import encodable
 from otelhooks._export._report import DeliveryTracker
 from otelhooks._worker import BoundedWorker
 
@@ -213,6 +214,8 @@ class CountingBatchSpanProcessor(SpanProcessor):
         # in the bounded queue, and what does not fit is dropped and counted, never blocking.
         deadline = time.monotonic() + self._retry_failed_s
         attempt = 0
+        # A lone surrogate in one span's name failed the whole batch, again on every retry.
+        batch = [encodable(span) for span in batch]
         while True:
             tracker = self.tracker
             if tracker is not None and tracker.dead:

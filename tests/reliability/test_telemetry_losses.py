@@ -8,10 +8,12 @@ traces file), with nothing of otelhooks replaced.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -149,3 +151,45 @@ def test_a_collector_that_keeps_everything_is_a_whole_success(
 
     assert report.ok, report.lines()
     assert report.lines()[0] == f"{SPANS} spans exported to {receiver.endpoint}/v1/traces"
+
+
+def test_a_call_whose_text_utf8_cannot_hold_loses_no_span_of_its_batch(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # A tool failing on a file whose name is not UTF-8 (os.fsdecode gives "caf\udce9") and a
+    # tool name with a lone surrogate (a "\ud800" escape in the JSON a model wrote). Before,
+    # the OTLP encoder failed the whole batch on such a span name or status message, and the
+    # batch was retried for five minutes: no span of the run arrived, the innocent call's
+    # neither, and the file exporter lost them all the same.
+    name = os.fsdecode(b"/nonexistent/caf\xe9")
+
+    def read(path: str) -> str:
+        raise RuntimeError(f"cannot read {name}")
+
+    with collector() as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
+        traces = tmp_path / "traces.jsonl"
+        oh = otelhooks.configure(
+            service_name="surrogates", otlp=True, traces_out=traces, capture_content=True,
+            set_global=False, structured_logging=False,
+        )  # fmt: skip
+        with oh.operation("agent", input="go") as op, op.step() as step:
+            step.run_tool("fs", "list", {"path": "."}, lambda path: "ok")
+            step.run_tool("fs", "read", {"path": name}, read)
+            step.run_tool("fs", "odd\ud800name", {"path": name}, lambda path: name)
+        assert oh.force_flush(5.0)  # no batch waits on retries of an encoding that cannot work
+        report = oh.shutdown(timeout_s=5.0, log=False)
+        received = {span.name: span for span in receiver.spans}
+
+    assert report.ok, report.lines()
+    expected = {
+        "invoke_agent agent", "step 0", "execute_tool list", "execute_tool read",
+        "execute_tool odd\ufffdname",
+    }  # fmt: skip
+    assert set(received) == expected
+    assert received["execute_tool read"].status.message == "cannot read /nonexistent/caf\ufffd"
+    written = {span["name"]: span for span in otelhooks.read_otlp_json_lines(traces)}
+    assert set(written) == expected
+    attributes = written["execute_tool odd\ufffdname"]["attributes"]
+    assert attributes["gen_ai.tool.name"] == "odd\ufffdname"
+    assert attributes["gen_ai.tool.call.arguments"] == '{"path":"/nonexistent/caf\ufffd"}'
