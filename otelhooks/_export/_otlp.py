@@ -16,7 +16,7 @@ import os
 import threading
 import time
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import urljoin, urlsplit
 
 import requests
 from opentelemetry.sdk.metrics.export import (
@@ -123,6 +123,15 @@ class _TrackedSession(requests.Session):
             if tracker.fail_fast:
                 raise GiveUp(reason) from exc
             raise
+        if 300 <= response.status_code < 400:
+            # The SDK's client never follows a redirect and takes it for an accepted export:
+            # every span sent to an http:// endpoint that redirects to https:// (or to a login
+            # page) was reported exported and lost. A redirect is not retried either.
+            reason = f"{response.status_code} {response.reason}".strip()
+            if location := response.headers.get("Location"):
+                reason += f" to {public_url(urljoin(url, location))}"
+            tracker.error(reason, status=response.status_code)
+            raise GiveUp(reason)
         if not 200 <= response.status_code < 300:
             tracker.error(
                 f"{response.status_code} {response.reason}".strip(), status=response.status_code

@@ -67,6 +67,11 @@ _HINTS = {
     401: "set OTEL_EXPORTER_OTLP_HEADERS=Authorization=Bearer%20<token>",
     403: "check the credentials in OTEL_EXPORTER_OTLP_HEADERS",
     404: "no such path there; OTEL_EXPORTER_OTLP_ENDPOINT takes the base URL, without /v1/...",
+    **dict.fromkeys(
+        (301, 302, 303, 307, 308),
+        "the endpoint redirects (a proxy; http:// to https://?): set "
+        "OTEL_EXPORTER_OTLP_ENDPOINT to the collector's own URL",
+    ),
 }
 
 
@@ -262,7 +267,10 @@ class DeliveryTracker:
         with self._lock:
             self._reason = reason
             self._hint = _HINTS.get(status) if status is not None else None
-            self._permanent = status is not None and permanent_status(status)
+            # A redirect is not retried: the exporters do not follow one (see _otlp.py).
+            self._permanent = status is not None and (
+                permanent_status(status) or 300 <= status < 400
+            )
             if dead and self.fail_fast:
                 self._dead = True
 

@@ -35,13 +35,21 @@ class Collector:
     ``partialSuccess`` saying it did not keep ``reject`` of each request's spans (what
     ``otelhooks serve`` answers when its queue is full)."""
 
-    def __init__(self, *, reject: int = 0) -> None:
+    def __init__(self, *, reject: int = 0, redirect_to: str = "") -> None:
         self.spans: list[Any] = []
+        self.posts = 0
         collector = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                collector.posts += 1
+                if redirect_to:
+                    self.send_response(308)
+                    self.send_header("Location", redirect_to + self.path)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 answer = ExportTraceServiceResponse()
                 if self.path == "/v1/traces":
                     request = ExportTraceServiceRequest.FromString(body)
@@ -78,8 +86,8 @@ class Collector:
 
 
 @contextmanager
-def collector(*, reject: int = 0) -> Iterator[Collector]:
-    running = Collector(reject=reject)
+def collector(*, reject: int = 0, redirect_to: str = "") -> Iterator[Collector]:
+    running = Collector(reject=reject, redirect_to=redirect_to)
     try:
         yield running
     finally:
@@ -193,3 +201,31 @@ def test_a_call_whose_text_utf8_cannot_hold_loses_no_span_of_its_batch(
     attributes = written["execute_tool odd\ufffdname"]["attributes"]
     assert attributes["gen_ai.tool.name"] == "odd\ufffdname"
     assert attributes["gen_ai.tool.call.arguments"] == '{"path":"/nonexistent/caf\ufffd"}'
+
+
+def test_an_endpoint_that_redirects_is_reported_and_counted_not_taken_for_a_success(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # An http:// endpoint whose ingress redirects to https:// (308). The SDK's exporter never
+    # follows a redirect and took it for an accepted export: before, the report said "6 spans
+    # exported", nothing was counted, and no span reached any collector.
+    with collector(redirect_to="https://collector.example") as receiver:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.endpoint + "/v1/traces")
+        monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+        reader = InMemoryMetricReader()
+        oh = otelhooks.configure(
+            service_name="redirected", otlp=True, metric_readers=[reader], set_global=False,
+            structured_logging=False,
+        )  # fmt: skip
+        run_agent(oh)
+        oh.force_flush(5.0)
+        assert oh.metrics.flush(5.0)
+        assert dropped(reader) == {("span_export", "export_failed"): SPANS}
+        report = oh.shutdown(timeout_s=5.0, log=False)
+
+    assert receiver.posts == 1  # a redirect is not retried
+    assert report.lines() == [
+        f"0 of {SPANS} spans exported to {receiver.endpoint}/v1/traces: 308 Permanent Redirect "
+        "to https://collector.example/v1/traces (the endpoint redirects (a proxy; http:// to "
+        "https://?): set OTEL_EXPORTER_OTLP_ENDPOINT to the collector's own URL)"
+    ]
