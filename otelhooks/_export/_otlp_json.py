@@ -36,7 +36,9 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
     """Append one OTLP/JSON ``ExportTraceServiceRequest`` line per ``export`` call to a file.
 
     The file is opened on the first export, so constructing the exporter touches
-    nothing. Lines are written whole under a lock, so concurrent exports never interleave.
+    nothing, and opened again (to add to) when its path no longer names it: renamed by a log
+    rotation or removed. Lines are written whole under a lock, so concurrent exports never
+    interleave.
     The file is created ``0600`` (an existing regular file is tightened to it): spans carry
     prompts and tool arguments, kept as privately as the event log.
 
@@ -80,6 +82,11 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
             if self._shutdown:
                 return SpanExportResult.FAILURE
             try:
+                if self._file is not None and _replaced(self._path, self._file):
+                    # Renamed or removed (logrotate, a user's rm): what was written to the old
+                    # file after that was lost with it, while the report said exported.
+                    self._file.close()
+                    self._file = None
                 if self._file is None:
                     # Unbuffered: each line reaches the OS in one write, whole, as it is made.
                     # Created 0600 like every file otelhooks keeps data in (spans carry
@@ -89,6 +96,8 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
                     if stat.S_ISREG(mode) and stat.S_IMODE(mode) & 0o077:
                         os.fchmod(fd, 0o600)  # never a pipe or a terminal (/dev/stdout)
                     self._file = open(fd, "wb", buffering=0)  # noqa: SIM115
+                    # A file made again after a rotation is added to, never emptied.
+                    self._flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
                 _write_all(self._file, line)
             except OSError as exc:
                 reason = f"{exc.strerror or exc}"
@@ -213,6 +222,18 @@ def _any_value(value: dict[str, Any]) -> Any:
     if "bytesValue" in value:
         return base64.b64decode(value["bytesValue"])
     return None
+
+
+def _replaced(path: str, file: IO[bytes]) -> bool:
+    """Whether ``path`` no longer names the file ``file`` has open."""
+    try:
+        named = os.stat(path)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False  # unknowable now (a folder on the way became unreadable): keep writing
+    opened = os.fstat(file.fileno())
+    return (named.st_dev, named.st_ino) != (opened.st_dev, opened.st_ino)
 
 
 def _write_all(file: IO[bytes], data: bytes) -> None:

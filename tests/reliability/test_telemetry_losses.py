@@ -229,3 +229,33 @@ def test_an_endpoint_that_redirects_is_reported_and_counted_not_taken_for_a_succ
         "to https://collector.example/v1/traces (the endpoint redirects (a proxy; http:// to "
         "https://?): set OTEL_EXPORTER_OTLP_ENDPOINT to the collector's own URL)"
     ]
+
+
+def test_a_traces_file_rotated_away_gets_the_spans_that_follow_at_its_path(
+    tmp_path: Path,
+) -> None:
+    # logrotate (without copytruncate) renames the file and makes a new one; a rotation later
+    # the old one is compressed and removed. Before, the exporter kept writing to the file it
+    # had open: the new file stayed empty, the spans went with the old one, and the report
+    # said they were exported to the path.
+    traces = tmp_path / "traces.jsonl"
+    oh = otelhooks.configure(
+        service_name="rotated", traces_out=traces, set_global=False, structured_logging=False
+    )
+    run_agent(oh)
+    assert oh.force_flush(5.0)
+    traces.rename(tmp_path / "traces.jsonl.1")
+    traces.touch(mode=0o600)  # logrotate's "create"
+    run_agent(oh)
+    assert oh.force_flush(5.0)
+    assert len(otelhooks.read_otlp_json_lines(traces)) == SPANS  # the new file has them
+    (tmp_path / "traces.jsonl.1").unlink()  # rotated again: the old file compressed, removed
+    traces.unlink()  # and a user's rm: the next spans make the file again
+    run_agent(oh)
+    report = oh.shutdown(timeout_s=5.0, log=False)
+
+    assert report.ok, report.lines()
+    assert report.lines() == [f"{3 * SPANS} spans exported to {traces}"]
+    names = [span["name"] for span in otelhooks.read_otlp_json_lines(traces)]
+    assert len(names) == SPANS
+    assert names.count("execute_tool add") == TOOL_CALLS
