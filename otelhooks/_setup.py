@@ -327,12 +327,19 @@ class OtelHooks:
         if timeout_s is None:
             timeout_s = self.shutdown_timeout_s
         deadline = time.monotonic() + timeout_s
+        # Spans and webhooks give up a little before the deadline when metrics are pushed: the
+        # metrics' last export carries otelhooks.dropped, the count of what they lost, and a
+        # silent collector used to take the whole deadline from it (the loss went uncounted).
+        pushed = self._readers is None or any(
+            isinstance(reader, PeriodicExportingMetricReader) for reader in self._readers
+        )
+        senders_deadline = deadline - min(0.5, timeout_s / 4) if pushed else deadline
         for batcher in self.exporters:
-            batcher.start_shutdown(deadline)
+            batcher.start_shutdown(senders_deadline)
         for tracker in self._metric_trackers:
             tracker.start_shutdown(deadline)
         if self.webhooks is not None:
-            self.webhooks.start_shutdown(deadline)
+            self.webhooks.start_shutdown(senders_deadline)
         _side_by_side(deadline, self._flush_steps(deadline))
 
         def metrics_then_provider(left: float) -> bool:

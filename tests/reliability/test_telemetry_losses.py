@@ -9,7 +9,9 @@ traces file), with nothing of otelhooks replaced.
 from __future__ import annotations
 
 import os
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -17,6 +19,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsServiceRequest,
+)
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
     ExportTraceServiceRequest,
@@ -259,3 +264,79 @@ def test_a_traces_file_rotated_away_gets_the_spans_that_follow_at_its_path(
     names = [span["name"] for span in otelhooks.read_otlp_json_lines(traces)]
     assert len(names) == SPANS
     assert names.count("execute_tool add") == TOOL_CALLS
+
+
+class MetricsReceiver:
+    """An OTLP/HTTP metrics receiver on 127.0.0.1 that keeps the last ``otelhooks.dropped``
+    counts (cumulative) of what it is sent."""
+
+    def __init__(self) -> None:
+        self.dropped: dict[tuple[str, str], int] = {}
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                request = ExportMetricsServiceRequest.FromString(body)
+                for rm in request.resource_metrics:
+                    for sm in rm.scope_metrics:
+                        for metric in sm.metrics:
+                            if metric.name != "otelhooks.dropped":
+                                continue
+                            for point in metric.sum.data_points:
+                                a = {kv.key: kv.value.string_value for kv in point.attributes}
+                                key = (a["otelhooks.drop.source"], a["otelhooks.drop.reason"])
+                                receiver.dropped[key] = point.as_int
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
+        threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        ).start()
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+def test_spans_a_silent_collector_lost_are_counted_in_the_metrics_exported_at_shutdown(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Traces to a collector that accepts connections and never answers, metrics to a healthy
+    # backend (where alerts on otelhooks.dropped live). Before, the span export took the whole
+    # shutdown deadline, the metrics' last export (the one counting those spans) never left,
+    # and the healthy metrics backend was reported as not answering.
+    metrics = MetricsReceiver()
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)  # the kernel accepts; nobody ever reads or answers
+    try:
+        monkeypatch.setenv(
+            "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+            f"http://127.0.0.1:{silent.getsockname()[1]}/v1/traces",
+        )
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", metrics.endpoint + "/v1/metrics")
+        monkeypatch.setenv("OTEL_METRIC_EXPORT_INTERVAL", "600000")
+        oh = otelhooks.configure(
+            service_name="silent", otlp=True, set_global=False, structured_logging=False
+        )
+        run_agent(oh)
+        started = time.monotonic()
+        report = oh.shutdown(timeout_s=2.0, log=False)
+        took = time.monotonic() - started
+    finally:
+        silent.close()
+        metrics.stop()
+
+    assert took < 2.5
+    spans, metric_exports = report
+    assert (spans.sent, spans.delivered, spans.failed) == (SPANS, 0, SPANS)
+    assert metric_exports.ok, metric_exports.line()
+    assert metrics.dropped == {("span_export", "export_failed"): SPANS}
