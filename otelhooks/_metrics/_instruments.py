@@ -34,6 +34,7 @@ from opentelemetry.context import Context
 from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
 
 from otelhooks import _semconv as sc
+from otelhooks._encoding import clean_text
 from otelhooks._version import __version__
 from otelhooks._worker import BoundedWorker, DropReason
 
@@ -107,6 +108,17 @@ class _Sink:
         self.add_one = add_one
 
 
+def _encodable(attributes: Attributes) -> Attributes:
+    """``attributes`` with each lone surrogate of a value as U+FFFD (a tool name from an agent
+    may hold one): UTF-8 cannot encode it, and one such series failed every Prometheus scrape
+    (500) for the life of the process, and dropped the attribute from every OTLP export."""
+    if attributes:
+        for value in attributes.values():
+            if type(value) is str and not value.isascii() and clean_text(value) is not value:
+                return {k: clean_text(v) if type(v) is str else v for k, v in attributes.items()}
+    return attributes
+
+
 def _record_batch(batch: list[_Item]) -> None:
     """The worker's handler: record each histogram measurement with the span it was made in,
     and add a batch's counter increments of one attribute set in one ``add``.
@@ -118,7 +130,8 @@ def _record_batch(batch: list[_Item]) -> None:
     the histogram beside it still offers every call's.
     """
     sums: dict[tuple[_Record, tuple[tuple[str, Any], ...]], list[Any]] = {}
-    for sink, value, attributes, context in batch:
+    for sink, value, given, context in batch:
+        attributes = _encodable(given)
         if sink.record is not None:
             sink.record(value, attributes, context)
         add = sink.add

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
+import sys
 import threading
 import time
+import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -30,6 +33,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import otelhooks
+from tests._realparts import free_port
 
 TOOL_CALLS = 4
 SPANS = 2 + TOOL_CALLS  # invoke_agent, step, one execute_tool per call
@@ -340,3 +344,49 @@ def test_spans_a_silent_collector_lost_are_counted_in_the_metrics_exported_at_sh
     assert (spans.sent, spans.delivered, spans.failed) == (SPANS, 0, SPANS)
     assert metric_exports.ok, metric_exports.line()
     assert metrics.dropped == {("span_export", "export_failed"): SPANS}
+
+
+PROMETHEUS_AGENT = """
+import sys
+import otelhooks
+from opentelemetry.exporter.prometheus import PrometheusMetricReader
+from prometheus_client import start_http_server
+
+start_http_server(int(sys.argv[1]), addr="127.0.0.1")
+oh = otelhooks.configure(
+    service_name="prometheus", metric_readers=[PrometheusMetricReader()], set_global=False,
+    structured_logging=False,
+)
+for name in ("add", "odd\\ud800name", "add"):
+    with oh.operation("agent") as op, op.step() as step:
+        step.run_tool("calc", name, {"a": 1}, lambda a: a)
+oh.metrics.flush()
+print("ready", flush=True)
+sys.stdin.read()  # until the test has scraped
+"""
+
+
+def test_a_tool_name_utf8_cannot_hold_leaves_the_prometheus_endpoint_whole() -> None:
+    # Before, one tool call whose name held a lone surrogate (a "\ud800" escape in the JSON a
+    # model wrote) made every later scrape of the process a 500: every metric, the
+    # application's own on the same registry, lost for the life of the process.
+    port = free_port()
+    agent = subprocess.Popen(
+        [sys.executable, "-c", PROMETHEUS_AGENT, str(port)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert agent.stdout is not None
+        assert agent.stdout.readline().strip() == "ready"
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+            status, body = answer.status, answer.read().decode()
+    finally:
+        agent.communicate("", timeout=10)
+
+    assert status == 200
+    calls = {
+        line.split("gen_ai_tool_name=")[1].split('"')[1]: float(line.rsplit(" ", 1)[1])
+        for line in body.splitlines()
+        if line.startswith("otelhooks_tool_calls_total{")
+    }
+    assert calls == {"add": 2.0, "odd\ufffdname": 1.0}
