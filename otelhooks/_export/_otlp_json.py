@@ -238,9 +238,27 @@ def _replaced(path: str, file: IO[bytes]) -> bool:
 
 def _write_all(file: IO[bytes], data: bytes) -> None:
     view = memoryview(data)
-    while view:
-        # A raw file may write less than asked; finish the line rather than leave half of it.
-        written = file.write(view)
-        if not written:
-            raise OSError(f"could not write to {getattr(file, 'name', 'file')}")
-        view = view[written:]
+    try:
+        while view:
+            # A raw file may write less than asked; finish the line rather than leave half of it.
+            written = file.write(view)
+            if not written:
+                raise OSError(f"could not write to {getattr(file, 'name', 'file')}")
+            view = view[written:]
+    except OSError:
+        if len(view) < len(data):
+            _cut_torn_line(file, len(data) - len(view))
+        raise
+
+
+def _cut_torn_line(file: IO[bytes], written: int) -> None:
+    """Take back the ``written`` bytes of a line that could not be finished (a full disk): a
+    torn line made the whole file unreadable (``read_otlp_json_lines``, replay), and the next
+    line, once there was room again, was glued to it."""
+    try:
+        fd = file.fileno()
+        start = os.fstat(fd).st_size - written
+        os.ftruncate(fd, start)
+        os.lseek(fd, start, os.SEEK_SET)  # without O_APPEND the next line starts here
+    except OSError:
+        pass  # a pipe or a terminal: nothing to take back

@@ -390,3 +390,52 @@ def test_a_tool_name_utf8_cannot_hold_leaves_the_prometheus_endpoint_whole() -> 
         if line.startswith("otelhooks_tool_calls_total{")
     }
     assert calls == {"add": 2.0, "odd\ufffdname": 1.0}
+
+
+FULL_DISK_AGENT = """
+import resource, signal, sys
+import otelhooks
+
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+_, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, hard))  # the disk is full at 20,000 bytes
+oh = otelhooks.configure(
+    service_name="full-disk", traces_out=sys.argv[1], set_global=False, structured_logging=False,
+    fail_fast=True,  # as a command: a failed write is not retried
+)
+for i in range(20):
+    if i == 15:
+        print("full", oh.delivery_report().destinations[0].delivered, flush=True)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (hard, hard))  # room again
+    with oh.operation("agent") as op, op.step() as step:
+        step.run_tool("calc", "add", {"a": i}, lambda a: a)
+    oh.force_flush(5.0)
+(spans,) = oh.shutdown(timeout_s=5.0, log=False)
+print("counts", spans.sent, spans.delivered, flush=True)
+"""
+
+
+def test_a_full_disk_leaves_the_traces_file_readable_and_what_it_reported_in_it(
+    tmp_path: Path,
+) -> None:
+    # A disk that fills mid-line (a file size limit here: the same EFBIG/ENOSPC partial write).
+    # Before, the torn line stayed: read_otlp_json_lines (and replay) refused the whole file,
+    # and the first line written once there was room again was glued to it.
+    traces = tmp_path / "traces.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-c", FULL_DISK_AGENT, str(traces)],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    (counts,) = (line for line in done.stdout.splitlines() if line.startswith("counts "))
+    sent, delivered = map(int, counts.split()[1:])
+    (full,) = (
+        int(line.split()[1]) for line in done.stdout.splitlines() if line.startswith("full ")
+    )
+
+    assert sent == 20 * 3
+    assert 0 < full < delivered < sent  # some did not fit (and are reported so), later ones did
+    spans = otelhooks.read_otlp_json_lines(traces)
+    assert len(spans) == delivered
+    runs_written = {span["attributes"]["gen_ai.tool.call.id"] for span in spans
+                    if span["name"] == "execute_tool add"}  # fmt: skip
+    assert len(runs_written) == delivered // 3  # whole runs: every line written is whole
