@@ -23,7 +23,9 @@ from typing import Any
 
 import pytest
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+    ExportMetricsPartialSuccess,
     ExportMetricsServiceRequest,
+    ExportMetricsServiceResponse,
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTracePartialSuccess,
@@ -40,9 +42,10 @@ SPANS = 2 + TOOL_CALLS  # invoke_agent, step, one execute_tool per call
 
 
 class Collector:
-    """An OTLP/HTTP trace receiver on 127.0.0.1 that keeps every span it is sent, but answers
+    """An OTLP/HTTP receiver on 127.0.0.1 that keeps every span it is sent, but answers
     ``partialSuccess`` saying it did not keep ``reject`` of each request's spans (what
-    ``otelhooks serve`` answers when its queue is full)."""
+    ``otelhooks serve`` answers when its queue is full), and, then, one data point of each
+    metrics request."""
 
     def __init__(self, *, reject: int = 0, redirect_to: str = "") -> None:
         self.spans: list[Any] = []
@@ -59,7 +62,14 @@ class Collector:
                     self.send_header("Content-Length", "0")
                     self.end_headers()
                     return
-                answer = ExportTraceServiceResponse()
+                answer: Any = ExportTraceServiceResponse()
+                if self.path == "/v1/metrics" and reject:
+                    answer = ExportMetricsServiceResponse()
+                    answer.partial_success.CopyFrom(
+                        ExportMetricsPartialSuccess(
+                            rejected_data_points=1, error_message="cardinality limit"
+                        )
+                    )
                 if self.path == "/v1/traces":
                     request = ExportTraceServiceRequest.FromString(body)
                     spans = [s for rs in request.resource_spans for ss in rs.scope_spans
@@ -146,8 +156,11 @@ def test_spans_a_collector_says_it_rejected_are_reported_and_counted(
         assert dropped(reader) == {("span_export", "rejected"): 2}
         report = oh.shutdown(timeout_s=5.0, log=False)
 
-    (spans,) = (d for d in report if d.kind == "spans")
+    spans, metric_exports = report
     assert (spans.sent, spans.delivered, spans.failed) == (SPANS, SPANS - 2, 2)
+    assert metric_exports.sent > 0
+    assert metric_exports.failed == metric_exports.sent
+    assert metric_exports.reason == "1 data points rejected: cardinality limit"
     assert not report.ok
     assert spans.line() == (
         f"{SPANS - 2} of {SPANS} spans exported to {receiver.endpoint}/v1/traces: "
