@@ -50,6 +50,9 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
 
     def __init__(self, path: str | os.PathLike[str], *, append: bool = True) -> None:
         self._path = os.fspath(path)
+        # Where the file is, whatever directory the process moves to later: the path is looked
+        # at again before each write (a rotation), never resolved against a new working folder.
+        self._where = os.path.abspath(self._path)
         self._flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
         self._lock = threading.Lock()
         self._file: IO[bytes] | None = None
@@ -82,7 +85,7 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
             if self._shutdown:
                 return SpanExportResult.FAILURE
             try:
-                if self._file is not None and _replaced(self._path, self._file):
+                if self._file is not None and _replaced(self._where, self._file):
                     # Renamed or removed (logrotate, a user's rm): what was written to the old
                     # file after that was lost with it, while the report said exported.
                     self._file.close()
@@ -91,7 +94,7 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
                     # Unbuffered: each line reaches the OS in one write, whole, as it is made.
                     # Created 0600 like every file otelhooks keeps data in (spans carry
                     # prompts and tool arguments); a file of an older version is tightened.
-                    fd = os.open(self._path, self._flags, 0o600)
+                    fd = os.open(self._where, self._flags, 0o600)
                     mode = os.fstat(fd).st_mode
                     if stat.S_ISREG(mode) and stat.S_IMODE(mode) & 0o077:
                         os.fchmod(fd, 0o600)  # never a pipe or a terminal (/dev/stdout)

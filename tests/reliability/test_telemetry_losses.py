@@ -254,20 +254,24 @@ def test_an_endpoint_that_redirects_is_reported_and_counted_not_taken_for_a_succ
 
 
 def test_a_traces_file_rotated_away_gets_the_spans_that_follow_at_its_path(
-    tmp_path: Path,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # logrotate (without copytruncate) renames the file and makes a new one; a rotation later
     # the old one is compressed and removed. Before, the exporter kept writing to the file it
     # had open: the new file stayed empty, the spans went with the old one, and the report
     # said they were exported to the path.
     traces = tmp_path / "traces.jsonl"
+    monkeypatch.chdir(tmp_path)
     oh = otelhooks.configure(
-        service_name="rotated", traces_out=traces, set_global=False, structured_logging=False
-    )
+        service_name="rotated", traces_out="traces.jsonl", set_global=False,
+        structured_logging=False,
+    )  # fmt: skip
     run_agent(oh)
     assert oh.force_flush(5.0)
     traces.rename(tmp_path / "traces.jsonl.1")
     traces.touch(mode=0o600)  # logrotate's "create"
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # the agent moves: the file stays where it was
     run_agent(oh)
     assert oh.force_flush(5.0)
     assert len(otelhooks.read_otlp_json_lines(traces)) == SPANS  # the new file has them
