@@ -129,7 +129,15 @@ def _run(
 
             host, port = address
             return asyncio.run(
-                run_http(gateway, host, port, args.upstream, headers=headers, token=token)
+                run_http(
+                    gateway,
+                    host,
+                    port,
+                    args.upstream,
+                    headers=headers,
+                    token=token,
+                    allowed_hosts=args.allowed_host,
+                )
             )
         from otelhooks.mcp._stdio import run_stdio
 
@@ -197,6 +205,14 @@ def add_parser(sub: Subcommands) -> None:
         "is set, which a non-loopback address requires",
     )
     cmd.add_argument("--upstream", metavar="URL", help="the MCP server's Streamable HTTP URL")
+    cmd.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name clients reach the gateway by, besides localhost and IP addresses "
+        "(repeatable; on a loopback --listen other names and origins are refused: DNS rebinding)",
+    )
     cmd.add_argument(
         "--header",
         action="append",
