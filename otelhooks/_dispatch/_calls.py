@@ -37,7 +37,14 @@ from otelhooks._errors import DeadlinePassed, HookCapacityError
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Hook
 
-__all__ = ["MAX_ABANDONED", "HookCalls", "waited_within"]
+__all__ = [
+    "MAX_ABANDONED",
+    "HookCalls",
+    "HookRaised",
+    "failure_text",
+    "hooks_failure",
+    "waited_within",
+]
 
 MAX_ABANDONED = 64  # per hook
 
@@ -70,6 +77,54 @@ def waited_within(deadline_s: float, *, only: frozenset[int] | None = None) -> I
         _WAITED.reset(token)
 
 
+class HookRaised(Exception):
+    """What a hook raised that is not an ``Exception`` (``SystemExit`` from a script's
+    ``sys.exit()``, ``KeyboardInterrupt``, ``BaseException``...), as the hook's failure."""
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__(f"{type(raised).__name__}: {raised}")
+        self.raised = raised
+
+
+def hooks_failure(exc: BaseException) -> Exception | None:
+    """``exc``, raised while a hook's code ran, as that hook's failure (which follows its
+    ``on_error``); None when it is the application's and goes on up.
+
+    A hook does not end the process it decides for: its ``sys.exit()`` raised ``SystemExit``
+    through the command bridge, which then exited 0 with no answer (an allow, ``on_error:
+    block`` and ``--fail-closed`` or not). Only on the main thread are ``KeyboardInterrupt`` and
+    ``SystemExit`` the application's: a signal handler raises them there (Ctrl-C, a SIGTERM
+    handler), whatever frame runs; elsewhere only the hook can have raised them.
+    """
+    if isinstance(exc, Exception):
+        return exc
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)) and (
+        threading.current_thread() is threading.main_thread()
+    ):
+        return None
+    return HookRaised(exc)
+
+
+def failure_text(exc: Exception) -> str:
+    """What a failed hook's step says of ``exc``: its class and message."""
+    if isinstance(exc, HookRaised):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _hook_code(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, a hook's code: what it raises is an ``Exception`` (:func:`hooks_failure`)."""
+    try:
+        return fn(*args)
+    except Exception:
+        raise
+    except BaseException as exc:
+        failure = hooks_failure(exc)
+        if failure is None:
+            raise
+        raise failure from exc
+
+
 def _run_coroutine(fn: Callable[..., Any], payload: HookEvent) -> Any:
     return asyncio.run(fn(payload))
 
@@ -90,6 +145,14 @@ async def _within(awaitable: Any, timeout: float) -> Any:
             return True, await awaitable
         except Exception as exc:
             return False, exc
+        except BaseException as exc:
+            task = asyncio.current_task()
+            if isinstance(exc, asyncio.CancelledError) and task is not None and task.cancelling():
+                raise  # this wait was cancelled (its deadline, or the caller's cancellation)
+            failure = hooks_failure(exc)
+            if failure is None:
+                raise
+            return False, failure
 
     try:
         ok, value = await asyncio.wait_for(guarded(), timeout)
@@ -163,7 +226,7 @@ class HookCalls:
             self._here[call] = (hook.id, time.monotonic() + within)
         try:
             # In a copy of the context, as in the pool: a hook's context variables stay its own.
-            result = contextvars.copy_context().run(hook.action, payload)
+            result = contextvars.copy_context().run(_hook_code, hook.action, payload)
         finally:
             with self._lock:
                 del self._here[call]
@@ -260,7 +323,7 @@ class HookCalls:
 
     def _submit(self, hook: Hook, event: str, fn: Callable[..., Any], *args: Any) -> _Submitted:
         pool = self._executor(hook, event)
-        return pool.submit(contextvars.copy_context().run, fn, *args), pool, hook
+        return pool.submit(contextvars.copy_context().run, _hook_code, fn, *args), pool, hook
 
     def _abandon(self, submitted: _Submitted) -> None:
         """Count a call past its deadline against its hook, unless it never started."""

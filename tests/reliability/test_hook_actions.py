@@ -1,0 +1,156 @@
+"""What a hook's own code does never takes its decision away from the agent.
+
+A Python hook (handler, ``script:``, plugin) is the user's code running inside the agent's
+process or the command bridge. Whatever it raises is the hook's failure and follows its
+``on_error``: a ``script:`` guard's ``sys.exit()`` used to end the one-process bridge and the
+daemon's answer with exit 0 and no output, which every CLI reads as an allow (``on_error:
+block`` and ``--fail-closed`` or not); ``KeyboardInterrupt``, ``BaseException`` and a
+``CancelledError`` it raised itself were a non-blocking exit 1; and an observer's ``sys.exit()``
+ended the observer worker in silence, so no observer of the process ran again. Real processes:
+the one-process bridge and the hook client with its daemon.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otelhooks import Block, ToolCallEvent
+from otelhooks.testing import TestPipeline, pipeline
+from tests.integrations._daemon_procs import (
+    Hooked,
+    bash,
+    client_env,
+    daemon_pid,
+    deny_reason,
+    hook,
+    one_process,
+    runtime_folder,
+)
+
+pytestmark = pytest.mark.timeout(120)
+
+GUARD = """\
+hooks:
+  - id: guard
+    type: PreToolUse
+    matcher: Bash
+    script: guard.py:guard
+    on_error: block
+"""
+# what the guard's code does instead of deciding, and the class its failure names
+RAISES = {
+    "sys.exit()": ("import sys\n    sys.exit()", "SystemExit"),
+    "sys.exit(0)": ("import sys\n    sys.exit(0)", "SystemExit"),
+    "KeyboardInterrupt": ("raise KeyboardInterrupt", "KeyboardInterrupt"),
+    "BaseException": ("raise BaseException('no')", "BaseException"),
+    "CancelledError": ("import asyncio\n    raise asyncio.CancelledError", "CancelledError"),
+}
+
+
+def _project(tmp_path: Path, body: str) -> Path:
+    (tmp_path / "otelhooks.yaml").write_text(GUARD)
+    (tmp_path / "guard.py").write_text(f"def guard(event):\n    {body}\n")
+    return tmp_path
+
+
+def _denied_for_failing(answer: Hooked, dialect: str, raised: str) -> None:
+    assert answer.returncode == 0, answer.stderr
+    assert deny_reason(dialect, answer.stdout).startswith(f"hook guard failed: {raised}")
+
+
+@pytest.mark.parametrize("dialect", ["claude-code", "codex"])
+@pytest.mark.parametrize("does", list(RAISES), ids=list(RAISES))
+def test_a_script_guard_that_exits_or_raises_any_exception_denies_in_the_bridge(
+    tmp_path: Path, does: str, dialect: str
+) -> None:
+    body, raised = RAISES[does]
+    answer = one_process(
+        _project(tmp_path, body), bash("t1", "rm -rf build", "s1"), dialect=dialect
+    )
+    _denied_for_failing(answer, dialect, raised)
+
+
+def test_a_script_guard_that_exits_denies_through_the_daemon(tmp_path: Path) -> None:
+    project = _project(tmp_path, RAISES["sys.exit(0)"][0])
+    with runtime_folder() as runtime:
+        env = client_env(project, runtime)
+        first = hook(env, bash("t1", "rm -rf build", "s1"))
+        pid = daemon_pid(runtime)
+        second = hook(env, bash("t2", "rm -rf dist", "s1"))  # answered by that daemon
+        assert daemon_pid(runtime) == pid
+    for answer in (first, second):
+        _denied_for_failing(answer, "claude-code", "SystemExit")
+
+
+def _exits(event: ToolCallEvent) -> None:
+    sys.exit(0)
+
+
+async def _exits_async(event: ToolCallEvent) -> None:
+    await asyncio.sleep(0)
+    sys.exit(0)
+
+
+def _deny(event: ToolCallEvent) -> Block:
+    return Block("no rm")
+
+
+def _call(pipe: TestPipeline, ran: list[str]) -> Any:
+    with pipe.tracer.operation("agent") as op, op.step() as step:
+        return step.run_tool("fs", "rm", {}, lambda **kw: ran.append("rm"))
+
+
+@pytest.mark.parametrize("handler", [_exits, _exits_async], ids=["sync", "async"])
+def test_an_interceptor_that_exits_is_a_failure_and_the_next_guard_still_denies(
+    handler: Callable[[ToolCallEvent], Any],
+) -> None:
+    ran: list[str] = []
+    with pipeline() as pipe:
+        pipe.register({"id": "exits", "type": "beforeToolCall", "handler": handler})
+        pipe.register({"id": "deny", "type": "beforeToolCall", "handler": _deny})
+        result = _call(pipe, ran)
+        assert (ran, result.success, result.error) == ([], False, "no rm")
+        assert dict(pipe.span("execute_tool rm").attributes or {})["otelhooks.hook.errors"] == (
+            "exits: SystemExit: 0",
+        )
+
+
+def test_an_async_interceptor_that_exits_on_another_threads_loop_blocks_with_on_error_block() -> (
+    None
+):
+    ran: list[str] = []
+    results: list[Any] = []
+    with pipeline() as pipe:
+        pipe.register(
+            {"id": "exits", "type": "beforeToolCall", "handler": _exits_async, "on_error": "block"}
+        )
+
+        async def agent() -> Any:
+            async with pipe.tracer.operation("agent") as op, op.step() as step:
+                return await step.arun_tool("fs", "rm", {}, lambda **kw: ran.append("rm"))
+
+        thread = threading.Thread(target=lambda: results.append(asyncio.run(agent())))
+        thread.start()
+        thread.join(30)
+    (result,) = results
+    assert (ran, result.success, result.error) == ([], False, "hook exits failed: SystemExit: 0")
+
+
+def test_an_observer_that_exits_leaves_the_other_observers_running() -> None:
+    seen: list[str] = []
+    with pipeline() as pipe:
+        pipe.register({"id": "exits", "type": "afterToolCall", "handler": _exits})
+        pipe.register(
+            {"id": "sees", "type": "afterToolCall", "handler": lambda e: seen.append(e.apiName)}
+        )
+        for _ in range(3):
+            _call(pipe, [])
+        assert pipe.flush(5.0)
+    assert seen == ["rm", "rm", "rm"]
