@@ -139,28 +139,21 @@ class _Bounded:
         self.payload = payload
 
 
-async def _within(awaitable: Any, timeout: float) -> Any:
-    async def guarded() -> tuple[bool, Any]:
-        try:
-            return True, await awaitable
-        except Exception as exc:
-            return False, exc
-        except BaseException as exc:
-            task = asyncio.current_task()
-            if isinstance(exc, asyncio.CancelledError) and task is not None and task.cancelling():
-                raise  # this wait was cancelled (its deadline, or the caller's cancellation)
-            failure = hooks_failure(exc)
-            if failure is None:
-                raise
-            return False, failure
-
+async def _guarded(awaitable: Any) -> tuple[bool, Any]:
+    """``(True, result)`` or ``(False, the hook's failure)``; a cancellation of this task
+    (its deadline, or its caller's) goes on up."""
     try:
-        ok, value = await asyncio.wait_for(guarded(), timeout)
-    except TimeoutError:
-        raise DeadlinePassed from None
-    if not ok:
-        raise value
-    return value
+        return True, await awaitable
+    except Exception as exc:
+        return False, exc
+    except BaseException as exc:
+        task = asyncio.current_task()
+        if isinstance(exc, asyncio.CancelledError) and task is not None and task.cancelling():
+            raise
+        failure = hooks_failure(exc)
+        if failure is None:
+            raise
+        return False, failure
 
 
 class HookCalls:
@@ -179,7 +172,9 @@ class HookCalls:
         # observer call, on an abandoned worker thread) and their hook's id. Non-empty: a hook
         # may be at its cap of stuck calls. Read without the lock, as a truth value, on every
         # observer call; changed only with the lock held.
-        self.abandoned: dict[Future[Any], tuple[ThreadPoolExecutor | None, str]] = {}
+        self.abandoned: dict[
+            Future[Any] | asyncio.Future[Any], tuple[ThreadPoolExecutor | None, str]
+        ] = {}
         # Calls running on their caller's thread under waited_within: their hook's id and when
         # their waiter gives up on them (past it, the call counts as stuck). Keyed by the call.
         self._here: dict[object, tuple[str, float]] = {}
@@ -252,22 +247,49 @@ class HookCalls:
         """As :meth:`call`, without blocking the event loop."""
         action = hook.action
         acall = getattr(action, "acall", None)
-        if acall is not None:  # holds no thread: awaited on this loop
-            result = await _within(acall(payload), hook.deadline_s)
-        elif action.is_async:
-            result = await _within(action(payload), hook.deadline_s)
+        if acall is not None or action.is_async:  # holds no thread: awaited on this loop
+            if self.abandoned:  # only then can a hook be at its cap of stuck calls
+                self.check_capacity(hook, payload.event)
+            result = await self._within(hook, (acall or action)(payload))
         else:
             # Our pool, never the application's default executor (asyncio.to_thread): a hook
             # stuck past its deadline must not take the application's threads.
             submitted = self._submit(hook, payload.event, action, payload)
             try:
-                result = await _within(asyncio.wrap_future(submitted[0]), hook.deadline_s)
+                result = await self._within(hook, asyncio.wrap_future(submitted[0]), task=False)
             except DeadlinePassed:
                 self._abandon(submitted)
                 raise
         if inspect.isawaitable(result):
-            return await _within(result, hook.deadline_s)
+            return await self._within(hook, result)
         return result
+
+    async def _within(self, hook: Hook, awaitable: Any, *, task: bool = True) -> Any:
+        """``awaitable``'s result, or DeadlinePassed at ``hook``'s deadline, at once.
+
+        The hook is cancelled then but not waited for: ``asyncio.wait_for`` waits until the
+        task it cancelled ends and returns what it returns, so a hook that caught its
+        cancellation and went on (a retry loop with a bare ``except``) held the call past its
+        deadline, and its late allow stood over ``on_error: block``. Left running, as a pooled
+        call past its deadline is, it counts as stuck against its hook (``task``: it is the
+        hook's own; a pool call is counted as such by its caller) until it ends.
+        """
+        waiting = asyncio.ensure_future(_guarded(awaitable))
+        try:
+            done, _ = await asyncio.wait((waiting,), timeout=hook.deadline_s)
+        except asyncio.CancelledError:
+            waiting.cancel()  # the caller was cancelled: so is the hook
+            raise
+        if not done:
+            waiting.cancel()
+            if task:
+                with self._lock:
+                    self.abandoned[waiting] = (None, hook.id)
+            raise DeadlinePassed
+        ok, value = waiting.result()
+        if not ok:
+            raise value
+        return value
 
     def run_coroutine(self, hook: Hook, coroutine: Any) -> Any:
         """Run the coroutine a sync handler returned, on the pool, under the hook's deadline."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -154,3 +155,42 @@ def test_an_observer_that_exits_leaves_the_other_observers_running() -> None:
             _call(pipe, [])
         assert pipe.flush(5.0)
     assert seen == ["rm", "rm", "rm"]
+
+
+async def _asks_again_whatever_happens(event: ToolCallEvent) -> None:
+    """A guard whose retry loop catches everything, its own cancellation included, and allows
+    when it could not ask."""
+    for _ in range(2):
+        try:
+            await asyncio.sleep(1.0)  # a policy server that does not answer
+        except BaseException:  # what the guard does wrong
+            continue
+    return None
+
+
+@pytest.mark.parametrize("on_error", ["block", "continue"])
+def test_an_async_guard_that_catches_its_cancellation_is_cut_at_its_deadline(on_error: str) -> None:
+    ran: list[str] = []
+    with pipeline() as pipe:
+        pipe.register(
+            {
+                "id": "asks",
+                "type": "beforeToolCall",
+                "handler": _asks_again_whatever_happens,
+                "timeout": 0.3,
+                "on_error": on_error,
+            }
+        )
+
+        async def agent() -> tuple[Any, float]:
+            started = time.monotonic()
+            async with pipe.tracer.operation("agent") as op, op.step() as step:
+                result = await step.arun_tool("fs", "rm", {}, lambda **kw: ran.append("rm"))
+            return result, time.monotonic() - started
+
+        result, seconds = asyncio.run(agent())
+    assert seconds < 0.9  # its deadline, not the 1 s its loop waits after being cancelled
+    if on_error == "block":
+        assert (ran, result.error) == ([], "hook asks failed: timed out after 0.3s")
+    else:
+        assert ran == ["rm"]  # a failed guard that continues, at its deadline
