@@ -13,6 +13,7 @@ the one-process bridge and the hook client with its daemon.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 import threading
 import time
@@ -194,3 +195,61 @@ def test_an_async_guard_that_catches_its_cancellation_is_cut_at_its_deadline(on_
         assert (ran, result.error) == ([], "hook asks failed: timed out after 0.3s")
     else:
         assert ran == ["rm"]  # a failed guard that continues, at its deadline
+
+
+PRINTS = """\
+import subprocess, sys, time
+
+
+def guard(event):
+    print("guard: checking", event.args)  # its own debugging, on stdout
+    subprocess.run(["echo", "guard: a child process says hello"], check=True)
+    sys.stdout.write("guard: no newline, no flush")
+    if "hang" in str(event.args):
+        time.sleep(30)
+    event.deny("no rm")
+"""
+ANSWERS = {
+    "claude-code": {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "no rm",
+        }
+    },
+    "codex": {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "no rm",
+        }
+    },
+    "gemini": {"decision": "deny", "reason": "no rm"},
+}
+
+
+@pytest.mark.parametrize("dialect", list(ANSWERS))
+def test_what_a_guard_prints_goes_to_stderr_and_stdout_is_the_answer_alone(
+    tmp_path: Path, dialect: str
+) -> None:
+    project = _project(tmp_path, "pass")
+    (project / "guard.py").write_text(PRINTS)
+    answer = one_process(project, bash("t1", "rm -rf build", "s1"), dialect=dialect)
+    assert answer.returncode == 0, answer.stderr
+    assert json.loads(answer.stdout) == ANSWERS[dialect]  # the JSON object alone
+    for printed in ("guard: checking", "a child process says hello", "no newline, no flush"):
+        assert printed in answer.stderr
+
+
+def test_the_late_answer_is_alone_on_stdout_too(tmp_path: Path) -> None:
+    project = _project(tmp_path, "pass")
+    (project / "guard.py").write_text(PRINTS)
+    late = one_process(
+        project,
+        bash("t1", "rm -rf build # hang", "s1"),
+        "--fail-closed",
+        OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="1",
+    )
+    assert late.returncode == 0, late.stderr
+    assert "no answer within 1 s" in deny_reason("claude-code", late.stdout)
+    assert "guard: checking" in late.stderr

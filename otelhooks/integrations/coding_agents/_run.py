@@ -14,6 +14,7 @@ objection"; its stderr names the CLI all the same.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
 import math
@@ -21,10 +22,10 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import structlog
 from opentelemetry.sdk.trace import ReadableSpan
@@ -230,32 +231,55 @@ def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> in
     The answer is written in UTF-8 whatever the locale, as the CLIs read it: in a Latin-1
     locale a deny reason with a character it lacks (U+2019) crashed the printing (exit 1, and
     the tool ran).
+
+    stdout holds the answer alone (:func:`_answer_only`): what the hooks print goes to stderr.
     """
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(encoding="utf-8")
-    deadline = _Deadline(raw, options, answer_s)
-    try:
-        response = _run_hook(raw, options, os.environ, deadline)
-        if not deadline.answer(response):
-            threading.Event().wait()  # the deadline's answer is being printed; it exits
-    finally:
-        deadline.cancel()
+    with _answer_only() as out:
+        deadline = _Deadline(raw, options, answer_s, out)
+        try:
+            response = _run_hook(raw, options, os.environ, deadline)
+            if not deadline.answer(response):
+                threading.Event().wait()  # the deadline's answer is being printed; it exits
+        finally:
+            deadline.cancel()
     return response.exit_code
 
 
-def _print(response: HookResponse) -> None:
+@contextlib.contextmanager
+def _answer_only() -> Iterator[TextIO]:
+    """The process's stdout, kept for the answer: meanwhile whatever else writes to it (a
+    ``script:`` guard's ``print()``, a child process it starts, a library) writes to stderr.
+
+    The CLIs read stdout as the answer only when it is the JSON object alone: a guard that
+    printed a line before its deny made the answer plain text, and the call ran.
+    """
+    sys.stdout.flush()
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)
+    try:
+        yield out
+    finally:
+        sys.stdout.flush()  # what was printed meanwhile, to stderr
+        out.flush()
+        os.dup2(out.fileno(), 1)
+        out.close()
+
+
+def _print(response: HookResponse, out: TextIO) -> None:
     if response.stdout:
-        print(response.stdout)
+        print(response.stdout, file=out, flush=True)
     if response.stderr:
-        print(response.stderr, file=sys.stderr)
+        print(response.stderr, file=sys.stderr, flush=True)
 
 
 class _Deadline:
     """The one answer of a hook process: the bridge's, or, past its time, the late answer."""
 
-    def __init__(self, raw: bytes, options: BridgeOptions, answer_s: float) -> None:
-        self.raw, self.options, self.answer_s = raw, options, answer_s
+    def __init__(self, raw: bytes, options: BridgeOptions, answer_s: float, out: TextIO) -> None:
+        self.raw, self.options, self.answer_s, self.out = raw, options, answer_s, out
         self.started = time.monotonic()
         self.wait_s = answer_s
         self._answered = threading.Lock()
@@ -281,7 +305,7 @@ class _Deadline:
         """Print ``response`` unless the late answer came first (then ``False``)."""
         if not self._answered.acquire(blocking=False):
             return False
-        _print(response)
+        _print(response, self.out)
         return True
 
     def cancel(self) -> None:
@@ -301,9 +325,8 @@ class _Deadline:
         _log.error(f"the {dialect.display_name} bridge gave no answer in time", problem=problem)
         event = dialect.event_of(self.raw)
         late = dialect.answer(late_refusal(event, problem, self.options, self.hooks))
-        _print(late)
-        sys.stdout.flush()
-        sys.stderr.flush()
+        sys.stdout.flush()  # what the hooks printed, to stderr
+        _print(late, self.out)
         os._exit(late.exit_code)  # the main thread may be held in a hook's C call
 
 
