@@ -253,3 +253,38 @@ def test_the_late_answer_is_alone_on_stdout_too(tmp_path: Path) -> None:
     assert late.returncode == 0, late.stderr
     assert "no answer within 1 s" in deny_reason("claude-code", late.stdout)
     assert "guard: checking" in late.stderr
+
+
+# a deny whose reason is not text: the object a handler had at hand
+NOT_TEXT = {
+    "Block(exception)": (
+        "from otelhooks import Block\n    return Block(ValueError('nope'))",
+        "nope",
+    ),
+    "event.deny(42)": ("event.deny(42)", "42"),
+    "Block(bytes)": ("from otelhooks import Block\n    return Block(b'no')", "b'no'"),
+}
+
+
+@pytest.mark.parametrize("does", list(NOT_TEXT), ids=list(NOT_TEXT))
+def test_a_deny_whose_reason_is_not_text_still_denies_in_the_bridge(
+    tmp_path: Path, does: str
+) -> None:
+    body, reason = NOT_TEXT[does]
+    answer = one_process(_project(tmp_path, body), bash("t1", "rm -rf build", "s1"))
+    assert answer.returncode == 0, answer.stderr
+    specific = json.loads(answer.stdout)["hookSpecificOutput"]
+    assert (specific["permissionDecision"], specific["permissionDecisionReason"]) == (
+        "deny",
+        reason,
+    )
+
+
+def test_a_deny_whose_reason_is_not_text_still_denies_in_process() -> None:
+    ran: list[str] = []
+    with pipeline() as pipe:
+        pipe.register(
+            {"id": "deny", "type": "beforeToolCall", "handler": lambda e: Block(ValueError("no"))}
+        )
+        result = _call(pipe, ran)
+    assert (ran, result.success, result.error) == ([], False, "no")
