@@ -288,3 +288,24 @@ def test_a_deny_whose_reason_is_not_text_still_denies_in_process() -> None:
         )
         result = _call(pipe, ran)
     assert (ran, result.success, result.error) == ([], False, "no")
+
+
+def _strict_json(text: str) -> Any:
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_rewrite_the_answer_cannot_hold_as_it_is_is_written_as_strict_json(
+    tmp_path: Path,
+) -> None:
+    body = (
+        "import pathlib\n"
+        "    return {'args': {'command': pathlib.Path('ls'), 'flags': {'-l'},"
+        " 'n': float('nan')}}"
+    )
+    answer = one_process(_project(tmp_path, body), bash("t1", "rm -rf build", "s1"))
+    assert answer.returncode == 0, answer.stderr
+    specific = _strict_json(answer.stdout)["hookSpecificOutput"]
+    assert specific["updatedInput"] == {"command": "ls", "flags": ["-l"], "n": None}
