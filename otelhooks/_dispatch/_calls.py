@@ -265,7 +265,8 @@ class HookCalls:
         return result
 
     async def _within(self, hook: Hook, awaitable: Any, *, task: bool = True) -> Any:
-        """``awaitable``'s result, or DeadlinePassed at ``hook``'s deadline, at once.
+        """``awaitable``'s result, or DeadlinePassed at ``hook``'s deadline, at once (or when
+        it returns, past it, having blocked the loop).
 
         The hook is cancelled then but not waited for: ``asyncio.wait_for`` waits until the
         task it cancelled ends and returns what it returns, so a hook that caught its
@@ -286,6 +287,7 @@ class HookCalls:
 
         timer = loop.call_later(hook.deadline_s, wake)
         waiting.add_done_callback(wake)
+        until = loop.time() + hook.deadline_s
         try:
             await woken
         except asyncio.CancelledError:
@@ -299,6 +301,10 @@ class HookCalls:
             if task:
                 with self._lock:
                     self.abandoned[waiting] = (None, hook.id)
+            raise DeadlinePassed
+        if loop.time() > until:
+            # It returned, but late: it blocked the loop (``time.sleep`` in async code), so no
+            # timer could end the wait. Late, as the pool judges a sync hook.
             raise DeadlinePassed
         ok, value = waiting.result()
         if not ok:

@@ -309,3 +309,30 @@ def test_a_rewrite_the_answer_cannot_hold_as_it_is_is_written_as_strict_json(
     assert answer.returncode == 0, answer.stderr
     specific = _strict_json(answer.stdout)["hookSpecificOutput"]
     assert specific["updatedInput"] == {"command": "ls", "flags": ["-l"], "n": None}
+
+
+async def _blocks_the_loop(event: ToolCallEvent) -> None:
+    time.sleep(0.6)  # a blocking call in async code: no timer can fire meanwhile
+    return None  # allows, past its deadline
+
+
+def test_an_async_guard_that_blocks_the_loop_past_its_deadline_is_late_not_an_allow() -> None:
+    ran: list[str] = []
+    with pipeline() as pipe:
+        pipe.register(
+            {
+                "id": "blocks",
+                "type": "beforeToolCall",
+                "handler": _blocks_the_loop,
+                "timeout": 0.2,
+                "on_error": "block",
+            }
+        )
+
+        async def agent() -> Any:
+            async with pipe.tracer.operation("agent") as op, op.step() as step:
+                return await step.arun_tool("fs", "rm", {}, lambda **kw: ran.append("rm"))
+
+        result = asyncio.run(agent())
+    # as a sync guard that slept on the handler pool: a timeout, which blocks
+    assert (ran, result.error) == ([], "hook blocks failed: timed out after 0.2s")
