@@ -198,13 +198,16 @@ def test_an_async_guard_that_catches_its_cancellation_is_cut_at_its_deadline(on_
 
 
 PRINTS = """\
-import subprocess, sys, time
+import atexit, subprocess, sys, threading, time
+
+atexit.register(print, "guard: as the process ends")
 
 
 def guard(event):
     print("guard: checking", event.args)  # its own debugging, on stdout
     subprocess.run(["echo", "guard: a child process says hello"], check=True)
     sys.stdout.write("guard: no newline, no flush")
+    threading.Thread(target=lambda: (time.sleep(0.2), print("guard: after the answer"))).start()
     if "hang" in str(event.args):
         time.sleep(30)
     event.deny("no rm")
@@ -237,7 +240,13 @@ def test_what_a_guard_prints_goes_to_stderr_and_stdout_is_the_answer_alone(
     answer = one_process(project, bash("t1", "rm -rf build", "s1"), dialect=dialect)
     assert answer.returncode == 0, answer.stderr
     assert json.loads(answer.stdout) == ANSWERS[dialect]  # the JSON object alone
-    for printed in ("guard: checking", "a child process says hello", "no newline, no flush"):
+    for printed in (
+        "guard: checking",
+        "a child process says hello",
+        "no newline, no flush",
+        "after the answer",
+        "as the process ends",
+    ):
         assert printed in answer.stderr
 
 

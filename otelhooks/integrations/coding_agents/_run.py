@@ -14,7 +14,6 @@ objection"; its stderr names the CLI all the same.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import math
@@ -22,7 +21,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, TextIO
@@ -237,35 +236,30 @@ def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> in
     for stream in (sys.stdout, sys.stderr):
         if isinstance(stream, io.TextIOWrapper):
             stream.reconfigure(encoding="utf-8")
-    with _answer_only() as out:
-        deadline = _Deadline(raw, options, answer_s, out)
-        try:
-            response = _run_hook(raw, options, os.environ, deadline)
-            if not deadline.answer(response):
-                threading.Event().wait()  # the deadline's answer is being printed; it exits
-        finally:
-            deadline.cancel()
+    out = _answer_only()
+    deadline = _Deadline(raw, options, answer_s, out)
+    try:
+        response = _run_hook(raw, options, os.environ, deadline)
+        if not deadline.answer(response):
+            threading.Event().wait()  # the deadline's answer is being printed; it exits
+    finally:
+        deadline.cancel()
     return response.exit_code
 
 
-@contextlib.contextmanager
-def _answer_only() -> Iterator[TextIO]:
-    """The process's stdout, kept for the answer: meanwhile whatever else writes to it (a
-    ``script:`` guard's ``print()``, a child process it starts, a library) writes to stderr.
+def _answer_only() -> TextIO:
+    """The process's stdout, kept for the answer: from now on whatever else writes to it (a
+    ``script:`` guard's ``print()``, a child process it starts, a thread it left running, an
+    ``atexit`` handler, a library) writes to stderr, for the rest of the process.
 
     The CLIs read stdout as the answer only when it is the JSON object alone: a guard that
-    printed a line before its deny made the answer plain text, and the call ran.
+    printed a line before its deny, or after it as the process ended, made the answer plain
+    text, and the call ran.
     """
     sys.stdout.flush()
     out = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)
-    try:
-        yield out
-    finally:
-        sys.stdout.flush()  # what was printed meanwhile, to stderr
-        out.flush()
-        os.dup2(out.fileno(), 1)
-        out.close()
+    return out
 
 
 def _print(response: HookResponse, out: TextIO) -> None:
