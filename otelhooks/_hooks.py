@@ -154,7 +154,12 @@ class Hook(BaseModel):
 
     def model_post_init(self, context: Any, /) -> None:
         spec, dialect = resolve_event(self.type)
-        effective = self.dialect or dialect.value
+        # Claude Code's event names (the workspace engine's too) in a hook list of ours take our
+        # matcher rules, Claude Code's plus /re/: a guard written from Claude Code's, Codex's or
+        # Gemini's reference (`mcp__memory__.*`) was read by the workspace rules as an exact
+        # name no tool has, and never fired. A workspace `*.hook.json` says `dialect: workspace`.
+        named = "otelhooks" if dialect.value == "workspace" else dialect.value
+        effective = self.dialect or named
         kinds = self.action_kinds
         if not kinds:
             raise ConfigError(

@@ -210,7 +210,7 @@ class OtelHooks:
             agent: the agent's name (``invoke_agent {agent}``).
             input: the run's input (``before_agent_start`` interceptors may rewrite it).
             session_id, user_id: the conversation and the user it belongs to.
-            hooks: hooks for this run only, removed when it ends.
+            hooks: hooks for this run and the sub-agents it calls, removed when it ends.
             metadata: free-form fields passed to the run's hook events.
             agent_id: a stable id, when it differs from ``agent``.
             provider: the model provider (``gen_ai.provider.name``), e.g. ``openai``.

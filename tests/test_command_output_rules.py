@@ -104,8 +104,19 @@ CASES = {
         error="'continue' must be a boolean",
     ),
     "schema-invalid-decision-is-a-non-blocking-error": Case(
-        "JSON output", json.dumps({"decision": "deny", "reason": "x"}), 0, True, "ran ls",
-        "error", error="'decision' must be one of approve, block",
+        "JSON output", json.dumps({"decision": "nope", "reason": "x"}), 0, True, "ran ls",
+        "error", error="'decision' must be one of approve, block, allow, deny",
+    ),
+    # Not Claude Code's: Gemini CLI's answers, as a guard written from its reference prints them
+    # (read as failures before, and the call ran)
+    "gemini-decision-deny-denies": Case(
+        "Gemini CLI hooks reference", json.dumps({"decision": "deny", "reason": "no rm"}), 0,
+        False, "no rm", "blocked",
+    ),
+    "gemini-tool-input-rewrites-into-the-arguments": Case(
+        "Gemini CLI hooks reference",
+        json.dumps({"hookSpecificOutput": {"tool_input": {"cmd": "ls -la"}}}), 0, True,
+        "ran ls -la", "rewritten",
     ),
     "schema-invalid-json-on-exit-1-is-a-non-blocking-error": Case(
         "JSON output", json.dumps({"hookSpecificOutput": {"permissionDecision": "nope"}}), 1,

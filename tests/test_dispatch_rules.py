@@ -122,6 +122,53 @@ def test_operation_hooks_fire_for_that_operation_only(
     assert [e.operationId for e in recorder.events] == [op_a.operation_id]
 
 
+@pytest.mark.parametrize("isolated", [False, True], ids=["in_process", "isolated"])
+def test_a_sub_agents_run_is_guarded_by_the_run_that_called_it(
+    pipe: TestPipeline, isolated: bool
+) -> None:
+    """A guard given to a run also guards the sub-agents it calls: they act on its behalf, and
+    a child run with hooks of its own must not lose its parent's (its own come after)."""
+    order: list[str] = []
+    ran: list[str] = []
+
+    def guard(event: ToolCallEvent) -> Block:
+        order.append("parent")
+        return Block("no rm, whoever asks")
+
+    parent_hooks = [hook("no-rm", "beforeToolCall", guard, matcher="^shell/rm$")]
+    child_hooks = [hook("child-log", "beforeToolCall", lambda e: order.append("child"))]
+    with (
+        pipe.tracer.operation("planner", hooks=parent_hooks) as op,
+        op.step() as step,
+        step.call_agent("coder", "clean up", isolated=isolated) as call,
+        call.operation(hooks=child_hooks) as child,
+        child.step() as child_step,
+    ):
+        result = child_step.run_tool("shell", "rm", {"path": "/"}, lambda path: ran.append(path))
+        registry = pipe.oh.hooks.registry
+        assert [h.id for h in registry.hooks(operation_id=child.operation_id)] == [
+            "no-rm",
+            "child-log",
+        ]
+    assert ran == []
+    assert (result.state or {})["classification"] == "hook_denied"
+    assert order == ["parent"]  # the deny ends the chain before the child's own hook
+    assert not pipe.oh.hooks.registry.has_any()  # both scopes removed when their runs ended
+
+
+def test_a_sub_agents_hook_with_its_parents_id_takes_its_place(pipe: TestPipeline) -> None:
+    seen: list[str] = []
+    with (
+        pipe.tracer.operation("planner", hooks=[hook("log", "beforeToolCall", seen.append)]) as op,
+        op.step() as step,
+        step.call_agent("coder", "read") as call,
+        call.operation(hooks=[hook("log", "beforeToolCall", lambda e: seen.append("child"))]) as c,
+        c.step() as child_step,
+    ):
+        child_step.run_tool("fs", "readFile", {}, _ok)
+    assert seen == ["child"]
+
+
 def test_operation_hooks_are_removed_at_completion(pipe: TestPipeline) -> None:
     op_hook = hook("mine", "afterStep", print)
     with pipe.tracer.operation("a", hooks=[op_hook]) as op:

@@ -202,10 +202,19 @@ def test_lobehub_type_name_selects_lobehub_matcher_rules() -> None:
     assert hook.compiled_matcher.matches(READ)
 
 
-def test_workspace_type_name_selects_workspace_matcher_rules() -> None:
-    hook = Hook(id="h", type="PreToolUse", handler=print, matcher="/^read/")
-    assert hook.compiled_matcher.kind is MatchKind.REGEX
-    assert hook.compiled_matcher.matches(READ)
+def test_a_claude_code_type_name_selects_otelhooks_rules_claude_codes_and_slashes() -> None:
+    slashed = Hook(id="h", type="PreToolUse", handler=print, matcher="/^read/")
+    assert slashed.compiled_matcher.kind is MatchKind.REGEX
+    assert slashed.compiled_matcher.matches(READ)
+    # as Claude Code's, Codex's and Gemini's references write a regex (workspace rules: a name)
+    bare = Hook(id="h", type="PreToolUse", handler=print, matcher="mcp__memory__.*")
+    assert bare.compiled_matcher.matches(("mcp__memory__create_entities",))
+
+
+def test_the_workspace_dialect_keeps_its_exact_names() -> None:
+    hook = Hook(id="h", type="PreToolUse", handler=print, matcher="read.*", dialect="workspace")
+    assert hook.compiled_matcher.kind is MatchKind.NAMES
+    assert not hook.compiled_matcher.matches(READ)
 
 
 def test_explicit_claude_dialect_selects_claude_rules_for_a_claude_event_name() -> None:

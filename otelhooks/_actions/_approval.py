@@ -47,7 +47,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, InboxFull, process_inbox
 from otelhooks._errors import ConfigError, HookError
-from otelhooks._events import BeforeHumanInterventionEvent, HookEvent, ToolCallEvent
+from otelhooks._events import (
+    BeforeAgentStartEvent,
+    BeforeHumanInterventionEvent,
+    HookEvent,
+    MessageSendingEvent,
+    ToolCallEvent,
+)
 from otelhooks._hooks import Block, Hook
 from otelhooks._live import Answered, ApprovalNote
 
@@ -136,7 +142,7 @@ class ApprovalAction:
             "hook_id": self.hook_id,
             "event": payload.event,
             "tool": _tool(payload),
-            "args": args or {},
+            "args": _asked(payload) if args is None else args,
             "agent": str(getattr(payload, "agentId", "") or ""),
             "session": payload.sessionKey or "",
             "user": payload.userId or "",
@@ -280,6 +286,20 @@ def _args(payload: HookEvent) -> dict[str, Any] | None:
         if isinstance(tool_input, dict):
             return tool_input
     return None
+
+
+def _asked(payload: HookEvent) -> dict[str, Any]:
+    """What a person approves of an event without arguments (shown, never editable): the message
+    a ``message_sending`` would send and where, the prompt a ``before_agent_start`` would run."""
+    if isinstance(payload, MessageSendingEvent):
+        return {"channel": payload.channelId, "target": payload.target, "content": payload.content}
+    shown: dict[str, Any] = {}
+    if isinstance(payload, BeforeAgentStartEvent):
+        for key in ("input", "userMessage", "fullPrompt"):  # each text once: they often agree
+            text = getattr(payload, key)
+            if text and text not in shown.values():
+                shown[key] = text
+    return shown
 
 
 def _json(response: httpx.Response, accept: tuple[int, ...]) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 An ``approval:`` hook puts one :class:`Approval` here per call it holds, and waits (on its thread
 or awaited) until a person answers it (``POST /v1/approvals/{id}``, the ``/approvals`` page) or
 its deadline passes, when the hook's ``default`` applies. Answering is first-wins under a lock:
-a late click, a second bot or the deadline cannot change an answer given.
+a late click, a second bot or the deadline cannot change an answer given, and an answer
+after the deadline loses to the default.
 
 A process has one inbox (:func:`process_inbox`, created on first use and never replaced);
 ``otelhooks serve`` serves it. Listeners see every answered approval (the span and the
@@ -242,15 +243,16 @@ class ApprovalInbox:
         reason: str = "",
         args: dict[str, Any] | None = None,
     ) -> Approval | None:
-        """Answer a pending approval; ``None`` when it is unknown or was answered already."""
+        """Answer a pending approval; ``None`` when it is unknown or was answered already (its
+        deadline passed: the default applies now, as a waiter between two looks would find)."""
         with self._lock:
+            expired = self._expire_overdue()
             item = self._pending.get(approval_id)
-            if item is None:
-                return None
-            if args is not None and not item.editable:
-                args = None  # a runtime that cannot take edited arguments never gets them
-            self._resolve(item, decision, by=by, reason=reason, args=args)
-        self._settled([item])
+            if item is not None:
+                if args is not None and not item.editable:
+                    args = None  # a runtime that cannot take edited arguments never gets them
+                self._resolve(item, decision, by=by, reason=reason, args=args)
+        self._settled(expired if item is None else [*expired, item])
         return item
 
     def expire(self, approval_id: str) -> Approval | None:

@@ -40,9 +40,14 @@ exit codes", "JSON output"), as the handler return protocol:
   ``permissionDecision`` other than ``deny``, as in Claude Code), and
   ``{"continue": false, "stopReason": ...}`` blocks whatever else the answer says. Stdout that
   starts with ``{`` but is not valid JSON is plain text, which decides nothing.
+- Gemini CLI's own answers are read too, as a guard written from its reference prints them:
+  ``{"decision": "deny"}`` blocks as ``block`` does (``allow`` is ``approve``), and
+  ``hookSpecificOutput.tool_input`` is merged into the tool's arguments, as Gemini CLI merges
+  it. Read as schema errors, they let the call run.
 - A JSON object that breaks Claude Code's output schema (a field of the wrong type, a
-  ``decision`` other than ``approve``/``block``, an unknown ``permissionDecision``) is a
-  non-blocking error: a :class:`~otelhooks.HookError`, never a silent allow, never a deny.
+  ``decision`` other than ``approve``/``block``/``allow``/``deny``, an unknown
+  ``permissionDecision``) is a non-blocking error: a :class:`~otelhooks.HookError`, never a
+  silent allow, never a deny.
 - exit 0 without a decision: success. exit 2: block (intercept events; on observed events it is
   only logged); the reason is the JSON's (``permissionDecisionReason``, ``reason``,
   ``stopReason``) when stdout is a JSON object that gives one, stderr otherwise.
@@ -68,6 +73,7 @@ import structlog
 
 from otelhooks._actions._command_env import excerpt, hook_environment, stdin_document, to_json
 from otelhooks._actions._command_output import (
+    BLOCKING,
     OUTPUT_CAP_BYTES,
     REASON_CAP_CHARS,
     Answer,
@@ -373,17 +379,25 @@ class CommandAction:
             return CommandDecision(
                 result=CommandBlock(reason, decision="deny"), decision="deny", reason=reason
             )
+        blocks = answer.get("decision") in BLOCKING
         if is_tool_call and isinstance(specific, dict) and "permissionDecision" in specific:
             verdict = self._permission(specific, payload)
             # Claude Code: a top-level block stands over any permissionDecision but a deny
             # (whose reason it shows), an allow with updatedInput included.
-            if answer.get("decision") != "block" or verdict.decision == "deny":
+            if not blocks or verdict.decision == "deny":
                 return verdict
-        if answer.get("decision") == "block":
+        if blocks:
             reason = answer.get("reason")
             reason = cut_reason(reason) if isinstance(reason, str) and reason else None
             return CommandDecision(
                 result=CommandBlock(reason, decision="deny"), decision="deny", reason=reason
+            )
+        rewrite = specific.get("tool_input") if isinstance(specific, dict) else None
+        if isinstance(payload, ToolCallEvent) and isinstance(rewrite, dict):
+            # Gemini CLI's rewrite of a tool's arguments, merged into them as Gemini CLI does
+            updated = {**payload.args, **rewrite}
+            return CommandDecision(
+                result={"args": updated}, decision="allow", updated_input=updated
             )
         return CommandDecision(result=payload)
 

@@ -16,6 +16,7 @@ from typing import Any, Final
 from otelhooks._redact import scrub
 
 __all__ = [
+    "BLOCKING",
     "OUTPUT_CAP_BYTES",
     "REASON_CAP_CHARS",
     "Answer",
@@ -69,7 +70,7 @@ def trimmed(stdout: str) -> str:
 
 # Read from a JSON answer cut at the cap: the first decision and reason it states.
 _CUT_PERMISSION: Final = re.compile(r'"permissionDecision"\s*:\s*"(allow|deny|ask|defer)"')
-_CUT_BLOCK: Final = re.compile(r'"decision"\s*:\s*"block"')
+_CUT_BLOCK: Final = re.compile(r'"decision"\s*:\s*"(?:block|deny)"')
 _CUT_REASON: Final = re.compile(r'"(?:permissionDecisionReason|reason)"\s*:\s*"((?:[^"\\]|\\.)*)')
 
 
@@ -158,7 +159,10 @@ _SPECIFIC_TYPES: Final[dict[str, type]] = {
     "updatedInput": dict,
     "additionalContext": str,
 }
-_TOP_DECISIONS: Final = ("approve", "block")
+# Claude Code's approve and block; and Gemini CLI's allow and deny, which a guard written from its
+# reference prints: read as failures, they let the call run
+_TOP_DECISIONS: Final = ("approve", "block", "allow", "deny")
+BLOCKING: Final = ("block", "deny")
 _PERMISSION_DECISIONS: Final = ("allow", "deny", "ask", "defer")
 
 

@@ -66,6 +66,11 @@ def _load_module(path: Path) -> ModuleType:
             raise ConfigError(f"script {str(path)!r} is not a Python file", field="script")
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module  # dataclasses and pickling look the module up by name
+        # The script's own helpers beside it import, wherever the process runs (the bridge does
+        # not put its working folder on the path); appended, so that a file there never
+        # shadows an installed module (a project's own logging.py).
+        if str(path.parent) not in sys.path:
+            sys.path.append(str(path.parent))
         try:
             spec.loader.exec_module(module)
         except SyntaxError as exc:

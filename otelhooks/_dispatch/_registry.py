@@ -299,12 +299,29 @@ class HookRegistry:
         self.version = 0
 
     def register(
-        self, hooks: Iterable[Hook | Mapping[str, Any]], *, operation_id: str | None = None
+        self,
+        hooks: Iterable[Hook | Mapping[str, Any]],
+        *,
+        operation_id: str | None = None,
+        within: str | None = None,
     ) -> list[Hook]:
         """Validate and add hooks, globally or for one operation. All or nothing.
 
+        ``within`` names the operation a new operation runs inside (a sub-agent's run inside
+        the run that called it): the new one starts with that operation's hooks, in their
+        order, less those whose id it registers itself. A guard given to a run then also
+        guards the sub-agents it starts, which act on its behalf.
+
         Raises:
             ConfigError: a hook is invalid or its id is already registered in that scope.
+
+        Example:
+            >>> reg = HookRegistry()
+            >>> _ = reg.register([{"id": "no-rm", "type": "beforeToolCall", "matcher": "rm",
+            ...                    "handler": print}], operation_id="op-1")
+            >>> _ = reg.register([], operation_id="op-2", within="op-1")
+            >>> [h.id for h in reg.match("before_tool_call", ("rm",), operation_id="op-2")]
+            ['no-rm']
         """
         new = [build_hook(h) for h in hooks]
         for hook in new:
@@ -313,6 +330,12 @@ class HookRegistry:
             register_env_secrets(getattr(hook.action, "secret_env", ()))
         with self._lock:
             current = self._ops.get(operation_id, _EMPTY) if operation_id else self._global
+            if operation_id and within and current is _EMPTY:
+                own = {hook.id for hook in new}
+                outer = self._ops.get(within, _EMPTY).hooks
+                current = _Index(tuple(e for e in outer if e[1].id not in own))
+            if not new and not current.hooks:
+                return new  # nothing to run: an empty scope would only slow every lookup
             seen = {h.id for _, h in current.hooks}
             for hook in new:
                 if hook.id in seen:

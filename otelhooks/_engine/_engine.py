@@ -144,10 +144,14 @@ class HooksEngine:
         self._owns_deliverer = False
 
     def register(
-        self, hooks: Iterable[Hook | Mapping[str, Any]], *, operation_id: str | None = None
+        self,
+        hooks: Iterable[Hook | Mapping[str, Any]],
+        *,
+        operation_id: str | None = None,
+        within: str | None = None,
     ) -> list[Hook]:
         """Register hooks globally or for one operation (see :class:`HookRegistry`)."""
-        return self.registry.register(hooks, operation_id=operation_id)
+        return self.registry.register(hooks, operation_id=operation_id, within=within)
 
     def matches(self, event: str, values: tuple[str, ...], operation_id: str | None = None) -> bool:
         """Whether any hook matches ``event`` now (a cached lookup: cheap on the hot path)."""

@@ -369,7 +369,7 @@ def serve(
     processor.register(hooks)
     from otelhooks._store._serve import open_state  # the store imports the event log
 
-    state, logs, shared = open_state(store, configs, processor)
+    state, logs, shared = open_state(store, configs, processor, answer_within_s=hook_timeout_s)
     inbox = state.approval_inbox()
     if inbox is not None:
         from otelhooks._actions._approval import ApprovalAction

@@ -140,8 +140,10 @@ class Operation(SpanScope):
     def _open(self, *, deferred: bool) -> None:
         if self._outer is None:  # not a sub-agent call's: the step or run it is opened in
             self._outer = current_step() or current_operation()
-        if self._hooks:
-            self.tracer.engine.register(self._hooks, operation_id=self.operation_id)
+        if self._hooks or self.parent is not None:
+            # a sub-agent's run starts with the hooks of the run that called it
+            within = self.parent.operation_id if self.parent is not None else None
+            self.tracer.engine.register(self._hooks, operation_id=self.operation_id, within=within)
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_INVOKE_AGENT,
             sc.GEN_AI_AGENT_NAME: self.agent,
@@ -274,7 +276,7 @@ class Operation(SpanScope):
         try:
             super()._finish()
         finally:
-            if self._hooks:
+            if self._hooks or self.parent is not None:
                 self.tracer.engine.registry.unregister(self.operation_id)
 
     # -- children --------------------------------------------------------------------------------

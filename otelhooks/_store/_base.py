@@ -24,9 +24,10 @@ if TYPE_CHECKING:
     from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
     from otelhooks.web._store import TraceIndex
 
-__all__ = ["STORE_ENV", "Store", "open_store"]
+__all__ = ["DEFAULT_STATEMENT_TIMEOUT_S", "STORE_ENV", "Store", "open_store"]
 
 STORE_ENV = "OTELHOOKS_STORE"
+DEFAULT_STATEMENT_TIMEOUT_S = 5.0
 
 
 class Store(abc.ABC):
@@ -80,11 +81,14 @@ class Store(abc.ABC):
         """Release connections (after the logs opened from the store are closed)."""
 
 
-def open_store(url: str | None = None) -> Store:
+def open_store(
+    url: str | None = None, *, statement_timeout_s: float = DEFAULT_STATEMENT_TIMEOUT_S
+) -> Store:
     """The store ``url`` names: ``postgresql://...`` (or ``postgres://...``) for PostgreSQL,
     ``sqlite`` or nothing for the embedded default. ``url`` defaults to ``OTELHOOKS_STORE``.
 
-    Opening a PostgreSQL store connects and migrates its schema.
+    Opening a PostgreSQL store connects and migrates its schema; ``statement_timeout_s`` is
+    the longest one of its statements (or lock waits) may take.
 
     Raises:
         StoreError: an unknown scheme, a missing ``postgresql`` extra, or an unreachable store.
@@ -99,7 +103,7 @@ def open_store(url: str | None = None) -> Store:
     if scheme in ("postgresql", "postgres"):
         from otelhooks._store._postgres import PostgresStore
 
-        store = PostgresStore(url)
+        store = PostgresStore(url, statement_timeout_s=statement_timeout_s)
         try:
             store.migrate()
         except BaseException:

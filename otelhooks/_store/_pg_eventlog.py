@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import uuid
 from collections.abc import Callable
@@ -66,6 +67,17 @@ _READ = (
     "FROM otelhooks_events WHERE log = %(log)s AND seq > %(since)s AND seq <= h.head "
     "ORDER BY seq {order} LIMIT %(limit)s) e ON true"
 )
+
+
+# a JSON escape of NUL: not one of an escaped backslash followed by the text "u0000"
+_NUL_ESCAPE = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+
+
+def without_nul(batch: str) -> str:
+    """``batch`` (JSON) with each NUL of its strings as U+FFFD, as a lone surrogate is stored:
+    PostgreSQL text cannot hold NUL, and one record holding it (a client's session id) failed
+    its whole batch, other sessions' records with it."""
+    return _NUL_ESCAPE.sub(r"\1\\ufffd", batch) if "\\u0000" in batch else batch
 
 
 def dedupe_key(entry: EventEntry) -> str | None:
@@ -157,7 +169,7 @@ class PostgresEventLog(EventLog):
         keyed = [(*entry, dedupe_key(entry)) for entry in batch]
         # a batch whose every record carries its dedupe key stores nothing twice if run again
         again = all(row[-1] is not None for row in keyed)
-        params = (self.name, self.retention, json.dumps(keyed))
+        params = (self.name, self.retention, without_nul(json.dumps(keyed)))
         try:
             written = self.store.statement(_APPEND, params, idempotent=again)
         except StoreError as exc:

@@ -26,16 +26,34 @@ whoever held it.
 What stays per instance: the bounds' accounting (sessions held, bytes) counts what this
 instance started, and the join memory of recently ended tool uses (Claude Code's own
 telemetry joins its tool spans on the instance that ended them, or finds them open).
+
+A guard's decision does not need the shared state (it only joins a ``PreToolUse`` to its
+``PostToolUse`` in one span), and Claude Code runs the tool when a hook answers anything but
+2xx: so, as the command bridge's state file does (:class:`BridgeState`), a change the store
+cannot make (down, restarting, locked past its lock timeout, the pool exhausted, or a value it
+refuses: text with a NUL byte) is made in a scratch :class:`ServerSessions` in memory instead,
+and the hooks still decide. The problem is logged; after the store was unavailable it is left
+alone for its ``Retry-After`` (no event pays its connection wait again meanwhile). What the
+scratch holds is this instance's alone, bounded as any :class:`ServerSessions`: a tool use
+started there ends there, also once the store is back; one started on the store and ended
+while it cannot be read is refused as not open (``409``). Every statement here but the one
+that opens a turn stores nothing twice, so it runs again on another connection when a pooled
+one was dropped (the server restarted, ``pg_terminate_backend``): a restart sends no tool use
+to the scratch.
 """
 
 from __future__ import annotations
 
 import json
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar
 
+import structlog
+
+from otelhooks._store._errors import StoreError, StoreUnavailable
 from otelhooks._store._pg_schema import SESSIONS_LOCK
 from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
 from otelhooks.integrations.coding_agents._state import (
@@ -54,6 +72,8 @@ if TYPE_CHECKING:
     from otelhooks._store._postgres import PostgresStore
 
 T = TypeVar("T")
+P = ParamSpec("P")
+_log = structlog.get_logger("otelhooks")
 
 __all__ = ["SESSIONS_SCHEMA", "SharedSessions"]
 
@@ -199,6 +219,27 @@ class _Transaction:
         return cursor
 
 
+def _or_scratch(
+    method: Callable[Concatenate[SharedSessions, P], T],
+) -> Callable[Concatenate[SharedSessions, P], T]:
+    """``method`` on the store, or the same call on the scratch sessions when the store cannot
+    make it (see the module doc)."""
+    name = method.__name__
+
+    def call(self: SharedSessions, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        if time.monotonic() >= self._store_retry_at:
+            try:
+                result = method(self, *args, **kwargs)
+            except StoreError as exc:
+                self._cannot(name, exc)
+            else:
+                return result
+        scratch: Callable[P, T] = getattr(self._scratch_sessions(), name)
+        return scratch(*args, **kwargs)
+
+    return call
+
+
 class SharedSessions(ServerSessions):
     """Claude Code sessions shared by every ``serve`` instance on a PostgreSQL store.
 
@@ -212,6 +253,10 @@ class SharedSessions(ServerSessions):
     ) -> None:
         super().__init__(None, on_drop=on_drop, **bounds)  # the in-memory tables stay empty
         self.store = store
+        self._bounds = bounds
+        self._fallback: ServerSessions | None = None  # the scratch (see the module doc)
+        self._fallback_lock = threading.Lock()
+        self._store_retry_at = 0.0  # while the monotonic clock is before it, the store is skipped
 
     @property
     def durable(self) -> bool:
@@ -224,6 +269,26 @@ class SharedSessions(ServerSessions):
     @property
     def store_name(self) -> str:
         return self.store.name
+
+    def _scratch_sessions(self) -> ServerSessions:
+        with self._fallback_lock:
+            if self._fallback is None:
+                self._fallback = ServerSessions(on_drop=self.on_drop, **self._bounds)
+            return self._fallback
+
+    def _cannot(self, change: str, exc: StoreError) -> None:
+        """Log why a change is made in the scratch; an unavailable store is left alone a while."""
+        retry_s = exc.retry_after_s if isinstance(exc, StoreUnavailable) else 0
+        _log.error(
+            "the store cannot keep this claude-code session change: made without it (the hooks "
+            "still decide; the span is not joined across the fleet)",
+            store=self.store.name,
+            change=change,
+            problem=str(exc),
+            retry_in_s=retry_s,
+        )
+        if retry_s:
+            self._store_retry_at = time.monotonic() + retry_s
 
     def _tx(self, body: Callable[[Any], T]) -> T:
         with self.store.transaction() as conn:
@@ -239,10 +304,12 @@ class SharedSessions(ServerSessions):
 
     # -- the per-tool-use changes, one statement each (see the module doc) ------------------------
 
+    @_or_scratch
     def peek_operation(self, session_id: str) -> OpenOperation | None:
-        rows = self.store.statement(_PEEK_OPERATION, (session_id,))
+        rows = self.store.statement(_PEEK_OPERATION, (session_id,), idempotent=True)
         return OpenOperation(*rows[0]) if rows else None
 
+    @_or_scratch
     def current_operation(self, session_id: str) -> OpenOperation:
         self._see(session_id)
         self._hold(session_id)
@@ -253,11 +320,12 @@ class SharedSessions(ServerSessions):
                 "span": new_span_id(),
                 "start": time.time_ns(),
             }
-            rows = self.store.statement(_CURRENT_OPERATION, params)
+            rows = self.store.statement(_CURRENT_OPERATION, params, idempotent=True)
             if rows:
                 return OpenOperation(*rows[0])
         return super().current_operation(session_id)  # still contended: the locked way
 
+    @_or_scratch
     def begin_tool(
         self,
         session_id: str,
@@ -284,7 +352,9 @@ class SharedSessions(ServerSessions):
                 "input": stored,
                 "attrs": kept,
             }
-            rows = self.store.statement(_BEGIN_TOOL if counted else _BEGIN_UNCOUNTED, params)
+            rows = self.store.statement(
+                _BEGIN_TOOL if counted else _BEGIN_UNCOUNTED, params, idempotent=True
+            )
             if rows:
                 tool = _open_tool(rows[0])
                 break
@@ -300,6 +370,7 @@ class SharedSessions(ServerSessions):
         self._held_tool(tool, len(stored))
         return tool
 
+    @_or_scratch
     def start_operation(
         self, session_id: str, prompt: str
     ) -> tuple[OpenOperation, OpenOperation | None]:
@@ -313,40 +384,48 @@ class SharedSessions(ServerSessions):
         self._new_turn(session_id)
         return new, OpenOperation(*rows[0]) if rows else None
 
+    @_or_scratch
     def end_operation(self, session_id: str) -> OpenOperation | None:
-        rows = self.store.statement(_END_OPERATION, (session_id,))
+        rows = self.store.statement(_END_OPERATION, (session_id,), idempotent=True)
         self._new_turn(session_id)
         return OpenOperation(*rows[0]) if rows else None
 
     def _forget_session(self, session_id: str, reason: str) -> bool:
-        gone = {
-            str(r[0]) for r in self.store.statement(_FORGET, {"s": session_id, "ttl": self.ttl_s})
-        }
+        params = {"s": session_id, "ttl": self.ttl_s}
+        gone = {str(r[0]) for r in self.store.statement(_FORGET, params, idempotent=True)}
         others = len(gone - {session_id})
         if others:
             self.on_drop(others, "expired")
         return session_id in gone
 
+    @_or_scratch
     def set_tool_attributes(self, tool: OpenTool, attributes: dict[str, Any]) -> None:
         params = (stored_attributes(tool, attributes), tool.session_id, tool.tool_use_id)
-        self.store.statement(_SET_ATTRIBUTES, params)
+        self.store.statement(_SET_ATTRIBUTES, params, idempotent=True)
 
+    @_or_scratch
     def has_open_tool(self, session_id: str, tool_use_id: str) -> bool:
-        return bool(self.store.statement(_HAS_TOOL, (session_id, tool_use_id)))
+        return bool(self.store.statement(_HAS_TOOL, (session_id, tool_use_id), idempotent=True))
 
+    @_or_scratch
     def tool_span(self, session_id: str, tool_use_id: str) -> int | None:
         with self._lock:
             ended = self._ended.items.get((session_id, tool_use_id))
         if ended is not None:
             return ended
-        rows = self.store.statement(_TOOL_SPAN, (session_id, tool_use_id))
+        rows = self.store.statement(_TOOL_SPAN, (session_id, tool_use_id), idempotent=True)
         return int(rows[0][0]) if rows else None
 
+    @_or_scratch
     def end_tool(self, session_id: str, tool_use_id: str) -> OpenTool | None:
-        rows = self.store.statement(_END_TOOL, (session_id, tool_use_id))
-        if not rows:
-            return None
+        # run again, it deletes nothing: the end answered as if the store never had it
+        rows = self.store.statement(_END_TOOL, (session_id, tool_use_id), idempotent=True)
+        if not rows:  # or started in the scratch while the store could not keep it
+            scratch = self._fallback
+            return scratch.end_tool(session_id, tool_use_id) if scratch is not None else None
         tool = _open_tool(rows[0])
         self._release_tool(session_id, tool_use_id)
         self._keep(tool)
         return tool
+
+    end_session = _or_scratch(ServerSessions.end_session)

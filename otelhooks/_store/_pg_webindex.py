@@ -33,7 +33,8 @@ import structlog
 from opentelemetry.sdk.trace import ReadableSpan
 
 from otelhooks import _semconv as sc
-from otelhooks._store._errors import StoreError
+from otelhooks._store._errors import StoreError, StoreUnavailable
+from otelhooks._store._pg_eventlog import without_nul
 from otelhooks._store._pg_listen import WEB_CHANNEL
 from otelhooks._worker import BoundedWorker
 from otelhooks.web._store import OUTLINE, TraceIndex, approval_ids
@@ -47,6 +48,12 @@ __all__ = ["SharedTraceIndex"]
 _log = structlog.get_logger("otelhooks")
 
 _Row = tuple[str, str, dict[str, Any]]  # trace id, service, the page's row of one span
+
+
+def _nul_free(item: _Row) -> _Row:
+    trace_id, service, row = json.loads(without_nul(json.dumps(item, default=str)))
+    return trace_id, service, row
+
 
 _HEAD: Final = (
     b"SELECT version, seq, n, traces, spans, evicted FROM otelhooks_web_head WHERE id = 1 "
@@ -179,7 +186,14 @@ class SharedTraceIndex(TraceIndex):
 
     def _write(self, batch: list[_Row]) -> None:
         try:
-            version = self._commit(batch)
+            try:
+                version = self._commit(batch)
+            except StoreUnavailable:
+                raise
+            except StoreError:
+                # a value PostgreSQL text cannot hold (a NUL byte a client sent) failed every
+                # span of the batch: again with each NUL as U+FFFD, as the event log stores it
+                version = self._commit([_nul_free(item) for item in batch])
         except StoreError as exc:
             self._failed += len(batch)
             _log.error("web view index commit failed", spans=len(batch), error=str(exc))

@@ -1,7 +1,12 @@
 """The PostgreSQL store: a bounded connection pool, the schema and its version table.
 
 Every connection runs with ``statement_timeout`` (and ``lock_timeout``), so no query waits for
-ever; taking a connection from the pool waits at most ``pool_timeout_s``. Errors are
+ever; taking a connection from the pool waits at most ``pool_timeout_s``. Those timeouts are
+the server's: a server that stops answering without closing (a hung host or disk, a network
+path that stops forwarding) would hold a :meth:`PostgresStore.statement` for ever, and with it
+a guard's decision on a Claude Code hook. So a statement not answered within the statement
+timeout and a second (:class:`_Stalls`) has its connection's socket shut down: it fails as a
+lost connection would. Errors are
 translated here, at one boundary: a connection that cannot be had or is lost
 (``OperationalError``, a pool timeout) is :class:`StoreUnavailable` (``503``, retry), any
 other database error :class:`StoreError`; both name the store without its password.
@@ -14,6 +19,10 @@ A database with a version newer than this release knows is refused, not guessed 
 from __future__ import annotations
 
 import contextlib
+import os
+import socket
+import threading
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -21,7 +30,7 @@ import structlog
 
 from otelhooks._config import AgentEventsConfig
 from otelhooks._eventlog._model import EventLog
-from otelhooks._store._base import Store
+from otelhooks._store._base import DEFAULT_STATEMENT_TIMEOUT_S, Store
 from otelhooks._store._errors import StoreError, StoreUnavailable
 from otelhooks._store._pg_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 
@@ -40,6 +49,68 @@ if TYPE_CHECKING:
 __all__ = ["PostgresStore", "store_name"]
 
 _log = structlog.get_logger("otelhooks")
+
+
+# how much longer than the statement timeout a statement may go unanswered before it is stalled
+_STALL_GRACE_S = 1.0
+_STALL_TICK_S = 0.25
+
+
+class _Stalls:
+    """Statements in flight; one unanswered past ``limit_s`` has its socket shut down (the
+    server's own timeouts cannot end it: see the module doc), checked every 0.25 s."""
+
+    def __init__(self, limit_s: float, store: str) -> None:
+        self.limit_s = limit_s
+        self.store = store
+        self._lock = threading.Lock()
+        self._due: dict[int, tuple[float, psycopg.Connection[Any]]] = {}  # id: (when stalled, it)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="otelhooks-store-stalls")
+        self._thread.daemon = True
+        self._thread.start()
+
+    def start(self, conn: psycopg.Connection[Any]) -> None:
+        due = time.monotonic() + self.limit_s
+        with self._lock:
+            self._due[id(conn)] = (due, conn)
+
+    def end(self, conn: psycopg.Connection[Any]) -> bool:
+        """Stop watching ``conn`` (before it goes back to the pool: never shut one another
+        caller took); whether it was still watched, not shut for stalling."""
+        with self._lock:
+            return self._due.pop(id(conn), None) is not None
+
+    def _watch(self) -> None:
+        while not self._stop.wait(_STALL_TICK_S):
+            now = time.monotonic()
+            with self._lock:
+                stalled = [k for k, (due, _) in self._due.items() if due <= now]
+                for key in stalled:
+                    _shut(self._due.pop(key)[1])
+            if stalled:
+                _log.error(
+                    "store: no answer to a statement: its connection is closed",
+                    store=self.store,
+                    waited_s=self.limit_s,
+                    statements=len(stalled),
+                )
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
+def _shut(conn: psycopg.Connection[Any]) -> None:
+    """Shut down the socket of ``conn``, leaving its descriptor to libpq: its next read ends,
+    and the connection counts as lost."""
+    import psycopg
+
+    try:
+        with socket.socket(fileno=os.dup(conn.pgconn.socket)) as sock:
+            sock.shutdown(socket.SHUT_RDWR)
+    except (OSError, psycopg.Error):
+        pass  # closed meanwhile: nothing to end
 
 
 def store_name(url: str) -> str:
@@ -77,7 +148,7 @@ class PostgresStore(Store):
         url: str,
         *,
         max_connections: int = 8,
-        statement_timeout_s: float = 5.0,
+        statement_timeout_s: float = DEFAULT_STATEMENT_TIMEOUT_S,
         pool_timeout_s: float = 2.0,
         connect_timeout_s: float = 2.0,
     ) -> None:
@@ -113,6 +184,7 @@ class PostgresStore(Store):
             open=False,
         )
         self._pool.open(wait=False)
+        self._stalls = _Stalls(statement_timeout_s + _STALL_GRACE_S, self.name)
         self._logs: list[EventLog] = []
         self._listener: Listener | None = None
         self._inbox: SharedApprovalInbox | None = None
@@ -122,7 +194,8 @@ class PostgresStore(Store):
         """A pooled connection in a transaction, committed when the block ends.
 
         A pooled connection the server dropped (it restarted) fails at ``BEGIN``, before
-        anything of the caller's ran: it is discarded and the block gets a fresh one, once.
+        anything of the caller's ran: it is discarded and the block gets another, up to the
+        pool's size (every pooled connection may have been dropped), at last a fresh one.
 
         Raises:
             StoreUnavailable: no connection in time, or the connection was lost.
@@ -133,13 +206,15 @@ class PostgresStore(Store):
 
         try:
             with contextlib.ExitStack() as stack:
-                conn = stack.enter_context(self._pool.connection())
-                try:
-                    stack.enter_context(conn.transaction())
-                except psycopg.OperationalError:
-                    stack.close()  # back to the pool, which drops a broken connection
+                for tries in range(self._pool.max_size, -1, -1):
                     conn = stack.enter_context(self._pool.connection())
-                    stack.enter_context(conn.transaction())
+                    try:
+                        stack.enter_context(conn.transaction())
+                        break
+                    except psycopg.OperationalError:
+                        stack.close()  # back to the pool, which drops a broken connection
+                        if not (tries and conn.broken):
+                            raise
                 yield conn
         except PoolTimeout as exc:
             raise StoreUnavailable(self.name, f"no connection: {exc}") from None
@@ -179,14 +254,17 @@ class PostgresStore(Store):
                 # (its commit(), nothing to do after an autocommitted statement) and times
                 # its use; putconn itself discards a broken connection
                 conn = pool.getconn()
+                self._stalls.start(conn)
                 try:
                     return _rows_of(conn, sql, params)
                 except psycopg.OperationalError:
                     # a pooled connection the server dropped fails at once, and the pool
-                    # discards it: the next try takes another, at last a fresh one
-                    if not (tries and conn.broken):
+                    # discards it: the next try takes another, at last a fresh one (not after
+                    # a stall: the next would wait as long)
+                    if not (self._stalls.end(conn) and tries and conn.broken):
                         raise
                 finally:
+                    self._stalls.end(conn)
                     pool.putconn(conn)
         except PoolTimeout as exc:
             raise StoreUnavailable(self.name, f"no connection: {exc}") from None
@@ -269,6 +347,7 @@ class PostgresStore(Store):
         if self._listener is not None:
             self._listener.close()
         self._pool.close(timeout=5.0)
+        self._stalls.close()
 
 
 def _rows_of(

@@ -11,7 +11,7 @@ from otelhooks._config import AgentEventsConfig
 from otelhooks._errors import ConfigError
 from otelhooks._eventlog._model import EventLog
 from otelhooks._processor import HookSpanProcessor
-from otelhooks._store._base import Store, open_store
+from otelhooks._store._base import DEFAULT_STATEMENT_TIMEOUT_S, Store, open_store
 from otelhooks._store._errors import StoreError
 
 __all__ = ["DelivererShutdown", "open_state", "share_outbox"]
@@ -44,16 +44,25 @@ def share_outbox(processor: HookSpanProcessor, store: Store) -> DelivererShutdow
 
 
 def open_state(
-    url: str | None, configs: Sequence[AgentEventsConfig], processor: HookSpanProcessor
+    url: str | None,
+    configs: Sequence[AgentEventsConfig],
+    processor: HookSpanProcessor,
+    *,
+    answer_within_s: float = DEFAULT_STATEMENT_TIMEOUT_S * 2,
 ) -> tuple[Store, list[EventLog], list[DelivererShutdown]]:
     """The store ``url`` names (``OTELHOOKS_STORE`` when ``None``), one log per config, and
     what the server must close besides them (the store itself last).
+
+    A hook event is answered within ``answer_within_s`` (``--hook-timeout``), its session
+    change waiting for the store first: so a statement waits at most half of it (5 s at
+    most), and a locked or stalled store still leaves a guard the time to decide.
 
     Raises:
         ConfigError: the store cannot be opened or a log created (the message names it).
     """
     try:
-        state = open_store(url)
+        timeout_s = min(DEFAULT_STATEMENT_TIMEOUT_S, answer_within_s / 2)
+        state = open_store(url, statement_timeout_s=timeout_s)
     except StoreError as exc:
         raise ConfigError(str(exc), field="store") from None
     try:

@@ -71,8 +71,15 @@ async def _stdio_streams() -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
     await loop.connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(sys.stdin.fileno(), "rb", 0)
     )
+    # The frames get stdout to themselves: the process's own stdout (descriptor 1 and
+    # ``sys.stdout``) becomes its stderr, so that a Python hook's ``print`` (or a command it
+    # starts on the inherited stdout) cannot join a frame, the client then reading neither.
+    sys.stdout.flush()
+    frames = os.dup(sys.stdout.fileno())
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    sys.stdout = sys.stderr
     transport, protocol = await loop.connect_write_pipe(
-        asyncio.streams.FlowControlMixin, os.fdopen(sys.stdout.fileno(), "wb", 0)
+        asyncio.streams.FlowControlMixin, os.fdopen(frames, "wb", 0)
     )
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     return reader, writer

@@ -35,7 +35,7 @@ from urllib.parse import parse_qs
 
 from otelhooks._actions._approval_inbox import ApprovalInbox
 from otelhooks._eventlog._asgi import Receive, Scope, Send, header, read_body, respond
-from otelhooks.web._approval_routes import ApprovalRoutes
+from otelhooks.web._approval_routes import ApprovalRoutes, wait_seconds
 from otelhooks.web._auth import COOKIE, SECURITY_HEADERS, Caller, WebAuth
 from otelhooks.web._store import TraceIndex
 
@@ -205,7 +205,7 @@ class WebApp:
         try:
             since = int(q.get("since") or 0)
             seen = int(q.get("approvals") or 0)
-            timeout = min(max(float(q.get("timeout") or 25), 0.0), 60.0)
+            timeout = wait_seconds(q.get("timeout"), 25.0)
         except ValueError:
             await send_json(send, 400, {"error": "bad_parameter"})
             return
@@ -248,8 +248,7 @@ class WebApp:
         token = (form.get("token") or [""])[0]
         sid = self.auth.login(token)
         if sid is None:
-            where = "/login?locked=1" if self.auth.locked_out() else "/login?failed=1"
-            await _redirect(send, where)
+            await _redirect(send, "/login?failed=1")
             return
         cookie = f"{COOKIE}={sid}; HttpOnly; SameSite=Strict; Path=/"
         await _redirect(send, "/", (b"set-cookie", cookie.encode()))

@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import json
+import math
 import re
 from typing import Any
 from urllib.parse import parse_qs
@@ -31,7 +32,7 @@ from otelhooks._actions._approval_inbox import ApprovalInbox, InboxFull
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
 from otelhooks.web._auth import SECURITY_HEADERS, WebAuth
 
-__all__ = ["ApprovalRoutes"]
+__all__ = ["ApprovalRoutes", "wait_seconds"]
 
 _ONE = re.compile(r"^/v1/approvals/([0-9a-f]{32})$")
 _MAX_BODY = 256 * 1024  # one call's arguments; 256 waiting calls at most (the inbox's bound)
@@ -49,6 +50,19 @@ def _hex(value: Any, width: int) -> str:
     """A span or trace id as sent, or "" when it is not ``width`` lowercase hex digits."""
     text = value if isinstance(value, str) else ""
     return text if len(text) == width and _HEX.match(text) else ""
+
+
+def wait_seconds(raw: str | None, default: float) -> float:
+    """A long-poll's wait from its query parameter, within 0-60 s.
+
+    Raises:
+        ValueError: not a number, or not a finite one (``float`` reads ``nan``, which no bound
+            holds: a NaN wait never ends).
+    """
+    value = float(raw or default)
+    if not math.isfinite(value):
+        raise ValueError(f"not a finite number of seconds: {raw!r}")
+    return min(max(value, 0.0), 60.0)
 
 
 def _text(value: Any, default: str = "") -> str:
@@ -154,7 +168,7 @@ class ApprovalRoutes:
             return
         try:
             raw = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("wait", ["0"])
-            wait = min(max(float(raw[0]), 0.0), 60.0)
+            wait = wait_seconds(raw[0], 0.0)
         except ValueError:
             wait = 0.0
         if wait and item.state == "pending":
@@ -193,8 +207,11 @@ class ApprovalRoutes:
         item = await self.inbox.call(answer)
         if item is None:
             known = await self.inbox.call(self.inbox.get, approval_id)
-            status = 404 if known is None else 409
-            await _json(send, status, {"error": "not_found" if known is None else "answered"})
+            if known is None:
+                await _json(send, 404, {"error": "not_found"})
+            else:  # the page shows the message: whose answer stands (``timeout``: the default)
+                given = f"answered already: {known.decision} by {known.answered_by}"
+                await _json(send, 409, {"error": "answered", "message": given})
             return
         await _json(send, 200, item.to_json(content=self.capture_content))
 

@@ -8,7 +8,9 @@
 - **State-changing browser requests** (a ``POST`` carrying the cookie) need both a same-origin
   ``Origin`` header and the session's CSRF token in ``X-CSRF-Token`` (the page reads it from
   ``GET /v1/ui/session``). A bearer request has no ambient credential and needs neither.
-- Login failures are limited (``max_failures`` a minute), against guessing.
+- Nothing counts failed logins: a limit that anyone able to reach the port trips without a
+  credential locks the person out of the inbox (and held calls get their default), while the
+  bearer routes never limited guesses. The token's randomness is what stops guessing.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ import hmac
 import secrets
 import threading
 import time
-from collections import OrderedDict, deque
+from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from otelhooks._eventlog._asgi import Scope, header
@@ -74,16 +77,13 @@ class WebAuth:
         ingest_token: str | None = None,
         session_ttl_s: float = 12 * 3600,
         max_sessions: int = 1000,
-        max_failures: int = 20,
     ) -> None:
         self._token = token.encode()
         self._ingest = (ingest_token or token).encode()
         self.session_ttl_s = session_ttl_s
         self.max_sessions = max_sessions
-        self.max_failures = max_failures
         self._lock = threading.Lock()
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
-        self._failures: deque[float] = deque()
 
     def caller(self, scope: Scope) -> Caller | None:
         """Who sent the request, or ``None`` (no valid bearer token or session cookie)."""
@@ -98,38 +98,29 @@ class WebAuth:
             if hmac.compare_digest(raw, self._ingest):
                 return Caller("bearer", admin=False)
             return None
-        sid = _cookie(scope, COOKIE)
-        if not sid:
-            return None
+        # every value of the cookie: a page on another port of this host can set one of the
+        # same name for a longer path, which the browser sends first (cookies ignore ports)
         with self._lock:
-            session = self._sessions.get(sid)
-            if session is None or session.expires < time.monotonic():
-                self._sessions.pop(sid, None)
-                return None
-            return Caller("cookie", admin=True, csrf=session.csrf, session=sid)
+            for sid in _cookies(scope, COOKIE):
+                session = self._sessions.get(sid)
+                if session is not None and session.expires >= time.monotonic():
+                    return Caller("cookie", admin=True, csrf=session.csrf, session=sid)
+                if session is not None:
+                    del self._sessions[sid]
+        return None
 
     def login(self, token: str) -> str | None:
-        """A new session id for the right token; ``None`` otherwise (and counted)."""
-        now = time.monotonic()
+        """A new session id for the right token; ``None`` otherwise."""
+        if not hmac.compare_digest(token.encode(), self._token):
+            return None
+        sid = secrets.token_urlsafe(32)
         with self._lock:
-            while self._failures and self._failures[0] < now - 60:
-                self._failures.popleft()
-            if len(self._failures) >= self.max_failures:
-                return None
-            if not hmac.compare_digest(token.encode(), self._token):
-                self._failures.append(now)
-                return None
-            sid = secrets.token_urlsafe(32)
-            self._sessions[sid] = _Session(secrets.token_urlsafe(32), now + self.session_ttl_s)
+            self._sessions[sid] = _Session(
+                secrets.token_urlsafe(32), time.monotonic() + self.session_ttl_s
+            )
             while len(self._sessions) > self.max_sessions:
                 self._sessions.popitem(last=False)
-            return sid
-
-    def locked_out(self) -> bool:
-        """Too many failed logins in the last minute."""
-        with self._lock:
-            now = time.monotonic()
-            return sum(1 for t in self._failures if t >= now - 60) >= self.max_failures
+        return sid
 
     def logout(self, sid: str) -> None:
         with self._lock:
@@ -153,12 +144,11 @@ class WebAuth:
         return self.same_origin(scope) and hmac.compare_digest(sent.encode(), caller.csrf.encode())
 
 
-def _cookie(scope: Scope, name: str) -> str | None:
+def _cookies(scope: Scope, name: str) -> Iterator[str]:
     for key, value in scope.get("headers", ()):
         if key.lower() != b"cookie":
             continue
         for part in bytes(value).decode("latin-1").split(";"):
             k, _, v = part.strip().partition("=")
-            if k == name:
-                return v
-    return None
+            if k == name and v:
+                yield v

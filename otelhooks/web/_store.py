@@ -3,9 +3,9 @@
 ``otelhooks serve`` keeps no spans of its own: received spans run through the hook processor
 (observers, event logs) and leave. The web view needs the recent ones, so this span processor
 (fed the received spans, and as an exporter the spans serve writes for Claude Code's hooks)
-keeps the newest ``max_traces`` traces and at most ``max_spans`` spans in all: past either bound
-the trace seen longest ago goes, whole. A trace holds at most ``max_trace_spans`` spans; more
-are counted (``dropped``) and not kept.
+keeps the newest ``max_traces`` traces, at most ``max_spans`` spans and ``max_bytes`` of their
+JSON in all: past any bound the trace seen longest ago goes, whole. A trace holds at most
+``max_trace_spans`` spans and ``max_bytes``; more are counted (``dropped``) and not kept.
 
 One approval is one record: serve writes a stand-in span for each answered approval (for a
 caller whose spans never reach serve), and the runtime that waited writes the same approval as an
@@ -21,6 +21,7 @@ arguments and results) are kept only when ``capture_content`` is on.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
@@ -53,8 +54,10 @@ CONTENT_ATTRIBUTES = frozenset(
         "gen_ai.completion",
     }
 )
-# What one span may hold in the index (the page is not an archive): a value's characters, an
-# array's items, a span's attributes, events and links. With the span bounds these bound memory.
+# What one span may hold in the index (the page is not an archive): a text's characters (name,
+# status, service, event name, value), an array's items, a span's attributes, events and links.
+# They keep a page readable; memory is bounded by ``max_bytes``: a span of ten thousand values
+# under these cuts is still megabytes.
 _MAX_VALUE_CHARS = 4096
 _MAX_ITEMS = 128
 #: The keys of a span the waterfall draws (``view=outline``).
@@ -85,6 +88,12 @@ def _attrs(attributes: Mapping[str, Any] | None, capture: bool) -> dict[str, Any
     return kept
 
 
+def _size(row: dict[str, Any]) -> int:
+    """The length of ``row``'s JSON, as the page reads it: what the index counts against
+    ``max_bytes``."""
+    return len(json.dumps(row, separators=(",", ":"), default=str))
+
+
 def approval_ids(row: dict[str, Any]) -> list[str]:
     """The ``otelhooks.approval.id`` of each approve/reject event of a span's row."""
     return [
@@ -99,22 +108,30 @@ class _Trace:
     summary: TraceSummary
     spans: list[dict[str, Any]] = field(default_factory=list)
     services: list[str] = field(default_factory=list)  # each kept span's, to rebuild the summary
+    sizes: list[int] = field(default_factory=list)  # each kept span's JSON length
+    bytes: int = 0
     approvals: list[str] = field(default_factory=list)  # the approval ids its spans brought
     dropped: int = 0
 
-    def keep(self, row: dict[str, Any], service: str) -> None:
+    def keep(self, row: dict[str, Any], service: str, size: int) -> None:
         self.spans.append(row)
         self.services.append(service)
+        self.sizes.append(size)
+        self.bytes += size
         self.summary.add(row, service)
 
-    def remove(self, row: dict[str, Any]) -> None:
-        """Drop ``row`` and count the summary again without it (rare: a replaced stand-in)."""
+    def remove(self, row: dict[str, Any]) -> int:
+        """Drop ``row`` and count the summary again without it (rare: a replaced stand-in);
+        its size."""
         at = next(i for i, kept in enumerate(self.spans) if kept is row)
-        del self.spans[at], self.services[at]
+        size = self.sizes[at]
+        del self.spans[at], self.services[at], self.sizes[at]
+        self.bytes -= size
         summary = TraceSummary(self.summary.trace_id, self.summary.seq)
         for kept, service in zip(self.spans, self.services, strict=True):
             summary.add(kept, service)
         self.summary = summary
+        return size
 
 
 class TraceIndex(SpanProcessor, SpanExporter):
@@ -128,6 +145,8 @@ class TraceIndex(SpanProcessor, SpanExporter):
         max_traces: traces kept.
         max_spans: spans kept in all.
         max_trace_spans: spans kept of one trace.
+        max_bytes: the spans' JSON kept in all (what the page reads), which bounds memory
+            whatever a sender puts in a span.
         capture_content: keep prompts, completions and tool arguments and results.
 
     Example:
@@ -145,18 +164,21 @@ class TraceIndex(SpanProcessor, SpanExporter):
         max_traces: int = 10_000,
         max_spans: int = 200_000,
         max_trace_spans: int = 50_000,
+        max_bytes: int = 256 * 1024 * 1024,
         capture_content: bool = False,
     ) -> None:
-        if min(max_traces, max_spans, max_trace_spans) <= 0:
+        if min(max_traces, max_spans, max_trace_spans, max_bytes) <= 0:
             raise ValueError("the bounds of the trace index must be positive")
         self.max_traces = max_traces
         self.max_spans = max_spans
         self.max_trace_spans = max_trace_spans
+        self.max_bytes = max_bytes
         self.capture_content = capture_content
         self.signal = AppendSignal()
         self.version = 0
         self.evicted = 0
         self._spans = 0
+        self._bytes = 0
         self._seq = 0
         self._lock = threading.Lock()
         self._traces: OrderedDict[str, _Trace] = OrderedDict()
@@ -185,11 +207,11 @@ class TraceIndex(SpanProcessor, SpanExporter):
 
     def add(self, spans: Iterable[ReadableSpan]) -> None:
         """Index ``spans`` (whatever their trace), evicting the oldest traces past the bounds."""
-        rows = [row for row in map(self._row, spans) if row is not None]
+        rows = [(*row, _size(row[2])) for row in map(self._row, spans) if row is not None]
         if not rows:
             return
         with self._lock:
-            for trace_id, service, row in rows:
+            for trace_id, service, row, size in rows:
                 ids = approval_ids(row)
                 stand_in = bool(ids) and row["a"].get(sc.APPROVAL_STAND_IN) is True
                 if stand_in and any(i in self._approvals for i in ids):
@@ -198,16 +220,17 @@ class TraceIndex(SpanProcessor, SpanExporter):
                 if trace is None:
                     self._seq += 1
                     trace = self._traces[trace_id] = _Trace(TraceSummary(trace_id, self._seq))
-                if len(trace.spans) >= self.max_trace_spans:
+                if len(trace.spans) >= self.max_trace_spans or trace.bytes + size > self.max_bytes:
                     trace.dropped += 1
                     continue
                 for approval in ids:
                     self._hold(approval, trace_id, row if stand_in else None)
                 trace.approvals.extend(ids)
-                trace.keep(row, service)
+                trace.keep(row, service, size)
                 self.version += 1
                 trace.summary.updated = self.version
                 self._spans += 1
+                self._bytes += size
             self._evict()
         self.signal.notify()
 
@@ -218,7 +241,7 @@ class TraceIndex(SpanProcessor, SpanExporter):
         if held is not None and held[1] is not None:
             old = self._traces.get(held[0])
             if old is not None:
-                old.remove(held[1])
+                self._bytes -= old.remove(held[1])
                 self._spans -= 1
                 self.version += 1
                 old.summary.updated = self.version
@@ -228,10 +251,11 @@ class TraceIndex(SpanProcessor, SpanExporter):
 
     def _evict(self) -> None:
         while len(self._traces) > self.max_traces or (
-            self._spans > self.max_spans and len(self._traces) > 1
+            (self._spans > self.max_spans or self._bytes > self.max_bytes) and len(self._traces) > 1
         ):
             trace_id, gone = self._traces.popitem(last=False)
             self._spans -= len(gone.spans)
+            self._bytes -= gone.bytes
             self.evicted += 1
             for approval in gone.approvals:
                 if self._approvals.get(approval, ("",))[0] == trace_id:
@@ -244,7 +268,7 @@ class TraceIndex(SpanProcessor, SpanExporter):
         capture = self.capture_content
         attrs = _attrs(span.attributes, capture)
         events = [
-            {"n": e.name, "t": e.timestamp // 1000, "a": _attrs(e.attributes, capture)}
+            {"n": _value(e.name), "t": e.timestamp // 1000, "a": _attrs(e.attributes, capture)}
             for e in span.events[:_MAX_ITEMS]
         ]
         links = [
@@ -257,14 +281,15 @@ class TraceIndex(SpanProcessor, SpanExporter):
         ]
         start = (span.start_time or 0) // 1000
         service = span.resource.attributes.get("service.name", "") if span.resource else ""
+        service = _value(str(service))
         row = {
             "s": _hex(ctx.span_id, 16),
             "p": _hex(span.parent.span_id, 16) if span.parent is not None else None,
-            "n": span.name[:_MAX_VALUE_CHARS],
+            "n": _value(span.name),
             "t0": start,
             "t1": max(start, (span.end_time or span.start_time or 0) // 1000),
             "st": span.status.status_code.value,
-            "sm": span.status.description or "",
+            "sm": _value(span.status.description or ""),
             "k": span.kind.name.lower(),
             "o": str(attrs.get(sc.GEN_AI_OPERATION_NAME, "")),
             "a": attrs,
@@ -272,7 +297,7 @@ class TraceIndex(SpanProcessor, SpanExporter):
             "l": links,
         }
         row["d"] = decision_of(attrs, events)
-        return _hex(ctx.trace_id, 32), str(service), row
+        return _hex(ctx.trace_id, 32), service, row
 
     # -- reading ------------------------------------------------------------------------------
 

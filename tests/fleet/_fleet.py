@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import select
+import socket
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -42,3 +45,57 @@ def all_records(url: str) -> list[dict[str, Any]]:
         if not body["has_more"]:
             return found
     raise AssertionError("the log did not end")
+
+
+class StallingProxy:
+    """A TCP proxy on 127.0.0.1 to ``port`` whose :meth:`stall` stops forwarding either way
+    without closing anything: a server that never answers (a hung host, a dead network path)."""
+
+    def __init__(self, port: int) -> None:
+        self.target = port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.stalled = threading.Event()
+        self.closed = threading.Event()
+        self.sockets: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def url(self, pg_url: str) -> str:
+        """``pg_url`` through the proxy."""
+        return pg_url.replace(f":{self.target}/", f":{self.port}/")
+
+    def stall(self) -> None:
+        self.stalled.set()
+
+    def close(self) -> None:
+        self.closed.set()
+        for sock in [self.listener, *self.sockets]:
+            sock.close()
+
+    def _accept(self) -> None:
+        while not self.closed.is_set():
+            try:
+                client, _ = self.listener.accept()
+                server = socket.create_connection(("127.0.0.1", self.target))
+            except OSError:
+                return
+            self.sockets += [client, server]
+            threading.Thread(target=self._pump, args=(client, server), daemon=True).start()
+
+    def _pump(self, client: socket.socket, server: socket.socket) -> None:
+        peer = {client: server, server: client}
+        try:
+            while not self.closed.is_set():
+                ready, _, _ = select.select([client, server], [], [], 0.05)
+                if self.stalled.is_set():
+                    continue
+                for sock in ready:
+                    data = sock.recv(65536)
+                    if not data:
+                        return
+                    peer[sock].sendall(data)
+        except OSError:
+            return
+        finally:
+            client.close()
+            server.close()

@@ -220,3 +220,26 @@ def test_after_a_restart_reads_and_keyed_writes_run_again_on_a_fresh_connection(
         log.close()
     finally:
         store.close()
+
+
+def test_a_record_holding_a_nul_byte_is_stored_with_the_others_of_its_batch(
+    instances: tuple[PostgresEventLog, PostgresEventLog],
+) -> None:
+    """PostgreSQL text cannot hold NUL: such a record (a client's session id) is stored with
+    U+FFFD, as a lone surrogate is. It failed its whole batch, other sessions' records too."""
+    a, _ = instances
+    entries = [
+        _entry(0),
+        _entry(1)._replace(session="bad\x00s", tool="calc\x00/add"),
+        _entry(2)._replace(session="text \\u0000 stays"),
+    ]
+    for entry in entries:
+        assert a.append(entry)
+    assert a.flush(30)
+    records = a.read(0, 100).records
+    assert [(r.session, r.tool) for r in records] == [
+        ("s", "calc/add"),
+        ("bad\ufffds", "calc\ufffd/add"),
+        ("text \\u0000 stays", "calc/add"),
+    ]
+    assert a.commit_failures == 0

@@ -338,3 +338,19 @@ def test_a_10000_span_trace_received_by_one_instance_opens_whole_on_another(
     assert len(outline["spans"]) == 10_000
     assert set(outline["spans"][0]) == {"s", "p", "n", "t0", "t1", "st", "o", "d"}
     assert took < 10  # bounded: one statement, one JSON array (measured 0.4 s here)
+
+
+def test_a_span_holding_a_nul_byte_is_listed_with_the_others_of_its_batch(
+    indexes: list[Any],
+) -> None:
+    """PostgreSQL text cannot hold NUL: a span whose tool or agent holds one (a client chose
+    it) is listed with U+FFFD. It failed its whole batch, other runs' spans too."""
+    index = indexes[0]()
+    tracer = _tracer(index, service="svc\x00x")
+    tracer.start_span("plain run").end()
+    hostile = {"gen_ai.tool.name": "Ba\x00sh", "gen_ai.agent.name": "a\x00gent"}
+    tracer.start_span("hostile run", attributes=hostile).end()
+    assert index.force_flush()
+    roots = sorted(op["root"] for op in index.operations()["operations"])
+    assert roots == ["hostile run", "plain run"]
+    assert "\x00" not in json.dumps(index.operations(), ensure_ascii=False)

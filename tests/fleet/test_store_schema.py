@@ -159,3 +159,39 @@ def test_the_pool_is_bounded_and_a_caller_waits_at_most_the_pool_timeout(pg_url:
         _run(store, "SELECT 1")  # released: usable again
     finally:
         store.close()
+
+
+def test_a_transaction_passes_over_every_pooled_connection_the_server_dropped(
+    pg_url: str,
+) -> None:
+    """A restart (or ``pg_terminate_backend``) leaves every idle pooled connection dead: a
+    transaction passes over all of them (it took one more and failed: an approval asked then
+    was denied as failing)."""
+    import contextlib
+    import time
+
+    import psycopg
+
+    store = PostgresStore(pg_url, max_connections=4)
+    try:
+        with contextlib.ExitStack() as held:
+            for _ in range(4):
+                held.enter_context(store.transaction())
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            kill = (
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+                "WHERE application_name = 'otelhooks' AND datname = current_database() "
+                "AND pid <> pg_backend_pid()"
+            )
+            assert admin.execute(kill).fetchone() == (4,)
+            gone = (
+                "SELECT count(*) FROM pg_stat_activity "
+                "WHERE application_name = 'otelhooks' AND datname = current_database()"
+            )
+            while admin.execute(gone).fetchone() != (0,):
+                time.sleep(0.02)
+        assert _run(store, "SELECT 1") is None
+        with store.transaction() as conn:
+            assert conn.execute("SELECT 2").fetchone() == (2,)
+    finally:
+        store.close()

@@ -11,18 +11,22 @@ CLI's dialect.
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.integrations._daemon_procs import (
+    NO_ANSWER,
     bash,
     client_env,
     daemon_pid,
     deny_reason,
+    gone,
     hook,
     one_process,
     runtime_folder,
+    until_gone,
 )
 
 pytestmark = pytest.mark.timeout(90)
@@ -106,6 +110,23 @@ def test_an_answer_in_time_is_in_the_clis_own_words(tmp_path: Path, dialect: str
         assert set(json.loads(stdout)) == {"decision", "reason"}
 
 
+@pytest.mark.parametrize("dialect", ["claude-code", "codex", "gemini"])
+def test_what_a_guard_prints_never_joins_the_answer(tmp_path: Path, dialect: str) -> None:
+    """A CLI reads stdout as the answer only when it is the answer alone: a guard's ``print``
+    (or a shell it starts) in front of the deny made it plain text to Claude Code, and the tool
+    ran (``tests/claude_code_cli/test_guard_prints.py``). What a hook prints goes to stderr."""
+    (tmp_path / "otelhooks.yaml").write_text(HOOKS)
+    (tmp_path / "guard.py").write_text(
+        "import os\n\ndef guard(event):\n    print('checking', end='')\n"
+        "    os.system('printf shell')\n    event.deny('no rm')\n"
+    )
+    code, stdout, stderr, _ = _bridge(tmp_path, dialect)
+    assert code == 0, stderr
+    assert deny_reason(dialect, stdout) == "no rm"  # stdout is the answer's JSON, whole
+    assert "checking" in stderr
+    assert "shell" in stderr
+
+
 # Hooks run one after another: two slow audit hooks use up the answer time before the guard,
 # which blocks when it fails, has had its own timeout.
 SLOW_NEIGHBOURS = """\
@@ -166,3 +187,104 @@ def test_the_daemon_answers_late_as_the_one_process_bridge_does(tmp_path: Path) 
         "no answer: no answer within 2 s (hook policy blocks when it fails)"
     )
     assert answered.seconds < 15
+
+
+# A guard whose regular expression backtracks for minutes: ``re`` holds the interpreter's lock
+# for the whole match, so no thread of the process (the answer's clock, the daemon's event loop)
+# runs until it ends.
+HOLDS_THE_LOCK = """\
+import re
+
+
+def guard(event):
+    re.match(r"(a+)+$", "a" * 40 + "b")
+"""
+LOCKING_GUARD = """\
+hooks:
+  - id: policy
+    type: PreToolUse
+    matcher: Bash
+    script: guard.py:guard
+    on_error: block
+"""
+
+
+def _bridges_of(project: Path) -> list[int]:
+    """One-process bridges (not daemons) running the hooks of ``project``."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        ours = any(str(project).encode() in arg for arg in argv)
+        if ours and b"claude-code" in argv and b"daemon" not in argv and not gone(int(proc.name)):
+            found.append(int(proc.name))
+    return found
+
+
+def test_a_guard_holding_the_interpreter_lock_is_denied_in_time_through_the_hook_client(
+    tmp_path: Path,
+) -> None:
+    """The bridge's own clock is a thread and stops with the rest; the hook client, which holds
+    no such lock, prints the late answer the bridge told it, at the time it told, and kills the
+    bridge. Before, the client waited for the bridge until the CLI's timeout (the tool ran)."""
+    (tmp_path / "otelhooks.yaml").write_text(LOCKING_GUARD)
+    (tmp_path / "guard.py").write_text(HOLDS_THE_LOCK)
+    expected = (
+        "otelhooks could not check this tool call (fail-closed): "
+        "no answer within 3 s (hook policy blocks when it fails)"
+    )
+    with runtime_folder() as runtime:
+        env = client_env(tmp_path, runtime, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="3")
+        # no daemon yet: the one-process bridge answers (and a daemon starts for what follows)
+        first = hook(env, bash("t1", "rm -rf build", session="s1"))
+        assert first.deny_reason() == expected
+        assert first.seconds < 10
+        daemon = daemon_pid(runtime)
+        # the daemon's event loop stops too: the client kills it and the one-process bridge,
+        # given what is left of the 3 s, answers late the same way
+        second = hook(env, bash("t2", "rm -rf build", session="s2"))
+        assert second.deny_reason() == expected
+        assert NO_ANSWER in second.stderr
+        assert second.seconds < 15  # the 3 s probe of the daemon, then the 3 s of the bridge
+        assert until_gone(daemon)
+    deadline = time.monotonic() + 5
+    while _bridges_of(tmp_path) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _bridges_of(tmp_path) == []  # killed, not left matching for minutes
+
+
+CRASHES = {
+    "os._exit(0)": "import os\n\n\ndef guard(event):\n    os._exit(0)\n",
+    "a segmentation fault": (
+        "import os, signal\n\n\ndef guard(event):\n    os.kill(os.getpid(), signal.SIGSEGV)\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("crash", list(CRASHES))
+def test_a_guard_that_ends_its_process_is_answered_as_late_through_the_hook_client(
+    tmp_path: Path, crash: str
+) -> None:
+    """A hook that ends the bridge's process before the answer (``os._exit(0)``: exit 0 and no
+    output, which the CLI takes for an allow; a fault in a C extension) leaves the late answer
+    the bridge told the client: a deny for a guard that blocks when it fails. The daemon's
+    process ends the same way, and the one-process bridge after it."""
+    (tmp_path / "otelhooks.yaml").write_text(LOCKING_GUARD)
+    (tmp_path / "guard.py").write_text(CRASHES[crash])
+    expected = (
+        "otelhooks could not check this tool call (fail-closed): "
+        "no answer within 25 s (hook policy blocks when it fails)"
+    )
+    with runtime_folder() as runtime:
+        env = client_env(tmp_path, runtime)
+        first = hook(env, bash("t1", "rm -rf build", session="s1"))
+        assert first.deny_reason() == expected
+        assert "the bridge ended without an answer" in first.stderr
+        daemon_pid(runtime)
+        second = hook(env, bash("t2", "rm -rf build", session="s2"))
+        assert second.deny_reason() == expected
+        assert NO_ANSWER in second.stderr
+    assert first.seconds < 10
+    assert second.seconds < 10

@@ -27,6 +27,30 @@ def _pre(tool: str) -> str:
     )
 
 
+@pytest.mark.parametrize("dialect", ["claude-code", "codex"])
+@pytest.mark.parametrize("matcher", ["mcp__memory__.*", "mcp__memory__create.*|Bash"])
+def test_a_regex_written_from_the_clis_reference_guards_in_a_hook_list(
+    tmp_path: Path, dialect: str, matcher: str
+) -> None:
+    """``type: PreToolUse`` in a hook list takes Claude Code's matcher rules (and /re/): the
+    workspace rules it took before read ``mcp__memory__.*`` as an exact name, and the guard
+    never fired (the real Codex CLI ran the call)."""
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(
+        f"hooks:\n  - id: no-memory\n    type: PreToolUse\n    matcher: '{matcher}'\n"
+        "    command: \"echo 'memory is read-only' >&2; exit 2\"\n"
+    )
+    options = BridgeOptions(
+        hooks=(str(hooks),), state=str(tmp_path / "state.sqlite3"), dialect=dialect
+    )
+    denied = run_hook(_pre("mcp__memory__create_entities"), options)
+    allowed = run_hook(_pre("Read"), options)
+    answer = json.loads(denied.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny"
+    assert answer["permissionDecisionReason"] == "memory is read-only"
+    assert (allowed.exit_code, allowed.stdout) == (0, "")
+
+
 def test_a_gateway_style_name_guards_claude_codes_mcp_call(tmp_path: Path) -> None:
     hooks = tmp_path / "hooks.yaml"
     hooks.write_text(

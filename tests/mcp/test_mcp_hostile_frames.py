@@ -184,3 +184,31 @@ def test_a_carriage_return_inside_a_frame_is_refused_and_never_forwarded(tmp_pat
     assert "carriage return" in answer["error"]["message"]
     assert pong == {"jsonrpc": "2.0", "id": 10, "result": {}}
     assert calls(tmp_path) == []
+
+
+PRINTING_GUARD = """
+import os
+from otelhooks import Block
+
+def deny(event):
+    print("checking", event.apiName, end="")  # no newline: it would glue onto the next frame
+    os.system("printf 'checked by a shell'")  # the process's own stdout, inherited
+    return Block("notes are read-only here")
+"""
+
+
+def test_a_guard_that_prints_leaves_the_frames_whole(tmp_path: Path) -> None:
+    """stdout is the protocol's: what a Python hook prints goes to stderr. Before, its text was
+    glued to the deny's frame, which the client could not read."""
+    hooks = write_hooks(tmp_path, DENY_NOTES, PRINTING_GUARD)
+    with raw_stdio_gateway(tmp_path, [hooks]) as client:
+        client.send(_note_call(3, b'{"text": "hello"}'))
+        answer = client.answer()
+        client.send(
+            _frame(id=4, method="tools/call", params={"name": "add", "arguments": {"a": 1, "b": 2}})
+        )
+        after = client.answer()
+    assert answer["id"] == 3
+    assert answer["result"]["content"][0]["text"] == "notes are read-only here"
+    assert after["result"]["content"][0]["text"] == "3"
+    assert [c["tool"] for c in calls(tmp_path)] == ["add"]

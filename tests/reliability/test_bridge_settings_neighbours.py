@@ -404,3 +404,39 @@ def test_a_runtime_folder_too_deep_for_a_socket_falls_back_to_the_tmp_folder() -
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
     assert first.deny_reason() == second.deny_reason() == "rm -rf is not allowed here"
+
+
+def test_modules_the_agent_writes_in_its_folder_are_never_imported_by_the_bridge(
+    tmp_path: Path,
+) -> None:
+    # before: the hook client ran ``python -m otelhooks``, which puts the working folder (the
+    # agent's) first on the import path: a ``structlog.py`` there ended the one-process bridge
+    # and the daemon it started (exit 1, and the CLI ran the tool)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "otelhooks.yaml").write_text(SCRIPT_GUARD_HOOKS)
+    # the guard imports a helper of its own from beside it, which must go on working
+    (project / "guard.py").write_text("from rm_words import denied\n\n\n" + NO_RM_SCRIPT)
+    (project / "rm_words.py").write_text("def denied(args):\n    return 'rm -rf' in args\n")
+    for name in ("structlog", "yaml", "pydantic"):
+        (project / f"{name}.py").write_text("raise SystemExit('imported from the agent')\n")
+    (project / "logging.py").write_text("def helper():\n    return 1\n")  # a project's own
+    argv = [sys.executable, "-I", "-S", hook_client.__file__, "--hooks", "otelhooks.yaml"]
+    with runtime_folder() as runtime:
+        env = client_env(project, runtime)
+        for n in range(2):  # the one-process bridge, then the daemon the first started
+            done = subprocess.run(
+                argv,
+                input=json.dumps(bash(f"t{n}", "rm -rf build")),
+                capture_output=True,
+                text=True,
+                env=env,
+                cwd=project,
+                timeout=60,
+                check=False,
+            )
+            answer = Hooked(done.returncode, done.stdout, done.stderr, 0.0)
+            assert answer.deny_reason() == "no rm"
+            assert "imported from the agent" not in done.stderr
+            if n == 0:
+                daemon_pid(runtime)

@@ -94,6 +94,16 @@ def log_in(browser: Any, url: str) -> Any:
     return page
 
 
+STILL_MS = 1000  # the inbox answers no click this soon after its cards changed (approvals.js)
+
+
+def click_answer(button: Any) -> None:
+    """Click an inbox card's Approve or Deny as a person does: once the cards stood still."""
+    button.wait_for(timeout=10_000)
+    button.page.wait_for_timeout(STILL_MS + 100)
+    button.click()
+
+
 def approval_holder(
     server: EventLogServer, trace_id: str, approval: str | None, headers: dict[str, str] = AUTH
 ) -> str:

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer, serve
-from tests.web.conftest import AUTH, TOKEN, approval_holder, log_in
+from tests.web.conftest import AUTH, TOKEN, approval_holder, click_answer, log_in
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -73,7 +73,7 @@ def test_a_pending_permission_request_shows_time_left_and_is_approved_by_a_click
         # content capture is off: the command Claude Code asks about is not on the page
         assert card.locator(".args").count() == 0
         assert "rm -rf node_modules" not in page.content()
-        card.locator("button.approve").click()
+        click_answer(card.locator("button.approve"))
         page.locator("#answered tr.allowed").first.wait_for()
     finally:
         page.context.close()
@@ -96,7 +96,7 @@ def test_an_approval_answered_from_the_page_is_one_asked_mark_in_its_trace(
         card = page.locator(".approval-card", has_text="ask-on-permission").first
         card.wait_for(timeout=30_000)
         approval = card.get_attribute("data-approval")
-        card.locator("button.approve").click()
+        click_answer(card.locator("button.approve"))
         page.locator(f'#answered tr.allowed[data-approval="{approval}"]').wait_for()
         asking.join(60)
         item = httpx.get(f"{asking_server.url}/v1/approvals/{approval}", headers=AUTH).json()

@@ -22,7 +22,14 @@ from otelhooks import EventLogServer, serve
 from otelhooks.integrations.claude_code import install
 from tests._realparts import require
 from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
-from tests.web.conftest import AUTH, TOKEN, approval_holder, log_in, screenshot
+from tests.web.conftest import (
+    AUTH,
+    TOKEN,
+    approval_holder,
+    click_answer,
+    log_in,
+    screenshot,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -121,7 +128,7 @@ def test_a_click_on_deny_stops_the_real_claude_code_tool(
             card.locator("input.reason").fill("never delete the victim folder")
             screenshot(page, "web-approvals.png", tmp_path)
             approval = card.get_attribute("data-approval")
-            card.locator("button.deny").click()
+            click_answer(card.locator("button.deny"))
             page.locator(f'#answered tr.denied[data-approval="{approval}"]').wait_for()
         finally:
             page.context.close()

@@ -1,9 +1,12 @@
-"""The trace index's private rules: its bounds and how it names a hook decision."""
+"""The trace index's private rules: its bounds (also of what serve receives) and how it names a
+hook decision."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import httpx
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.resources import Resource
@@ -11,6 +14,7 @@ from opentelemetry.sdk.trace import SpanLimits, TracerProvider
 
 from otelhooks.web import TraceIndex
 from otelhooks.web._summary import decision_of
+from tests.web._otlp import ids, post, span
 
 
 def _traces(index: TraceIndex, count: int, spans_each: int = 1) -> None:
@@ -61,6 +65,51 @@ def test_long_values_and_many_attributes_are_cut() -> None:
     kept = trace["spans"][0]["a"]
     assert len(kept) == 128
     assert len(kept["k0"]) == 4096
+
+
+def test_the_oldest_traces_go_past_max_bytes_and_a_span_larger_is_not_kept() -> None:
+    # values under the cuts still make megabytes: 100 events of 30 values of 4,000 characters
+    index = TraceIndex(max_bytes=100_000)
+    provider = TracerProvider(resource=Resource.create({"service.name": "bytes"}))
+    provider.add_span_processor(index)
+    tracer = provider.get_tracer("tests")
+    for n in range(6):
+        tracer.start_span(f"root {n}", attributes={"v": "v" * 4000}).end()  # 4 KB a trace
+    wide = tracer.start_span("wide")
+    for n in range(100):
+        wide.add_event(f"e{n}", {f"k{k}": "w" * 4000 for k in range(30)})
+    wide.end()
+    for n in range(6, 40):
+        tracer.start_span(f"root {n}", attributes={"v": "v" * 4000}).end()
+    roots = [op["root"] for op in index.operations(limit=1000)["operations"]]
+    assert "wide" not in roots  # 12 MB: more than the whole index may hold
+    assert roots[0] == "root 39"
+    assert len(roots) < 25
+    assert _json_bytes(index) <= 100_000
+
+
+def _json_bytes(index: TraceIndex) -> int:
+    kept = 0
+    for op in index.operations(limit=1000)["operations"]:
+        trace = index.trace(op["trace_id"])
+        assert trace is not None
+        kept += sum(len(json.dumps(s, separators=(",", ":"))) for s in trace["spans"])
+    return kept
+
+
+def test_a_status_an_event_name_and_a_service_of_a_megabyte_are_cut(api: httpx.Client) -> None:
+    # what an agent holding the ingest token sends to serve: each field of each span it kept
+    # whole, 3 MB a span (200,000 spans kept: hundreds of GB, serve and its inbox gone first)
+    huge = "m" * (1 << 20)
+    trace_id, span_id = ids()
+    sent = span(trace_id, span_id, "huge")
+    sent["status"] = {"code": 2, "message": huge}
+    sent["events"] = [{"name": huge, "timeUnixNano": sent["startTimeUnixNano"]}]
+    post(api, [sent], service=huge)
+    trace = api.get(f"/v1/ui/traces/{trace_id}").json()
+    (row,) = trace["spans"]
+    kept = (len(row["sm"]), len(row["e"][0]["n"]), len(trace["summary"]["service"]))
+    assert kept == (4096, 4096, 4096)
 
 
 @pytest.mark.parametrize(

@@ -28,6 +28,13 @@ answers through the one-process bridge, starting a fresh daemon for the next eve
 when no daemon listens. The one-process bridge applies the guard's rules (a deny, fail-closed,
 each CLI's output): the client decides nothing itself. A daemon stopped and continued within
 those 3 s answers the probe and is waited for.
+
+The one-process bridge keeps its own answer time, on a thread; a hook that holds the
+interpreter's lock in one long C call (a regular expression backtracking for minutes) stops that
+thread too. So the bridge also hands the client, on a pipe, the answer it would give late and
+when it is due, and then that it is printing its own answer; the client relays that answer,
+and past the time (or when the bridge ends without one: a hook calling ``os._exit``, a fault
+in a C extension) prints the late answer itself, the bridge killed.
 """
 
 from __future__ import annotations
@@ -39,10 +46,13 @@ import os
 import socket
 import subprocess
 import sys
+import time
 
-__all__ = ["IDLE_ENV", "main", "socket_path"]
+__all__ = ["IDLE_ENV", "LATE_FD_ENV", "main", "socket_path"]
 
 IDLE_ENV = "OTELHOOKS_BRIDGE_DAEMON_IDLE"  # earlier OTELHOOKS_CLAUDE_DAEMON_IDLE, still read
+# the pipe on which the one-process bridge tells this client its late answer
+LATE_FD_ENV = "OTELHOOKS_BRIDGE_LATE_FD"
 _ENV_PREFIXES = ("OTELHOOKS_", "OTEL_", "CLAUDE_PROJECT_DIR", "HOME")
 _FLAGS_WITH_PATHS = ("--hooks", "--traces-out", "--state", "--export-env")
 # the CLI that runs this client with ``--dialect NAME`` (none: Claude Code)
@@ -50,12 +60,19 @@ _CLIS = {"claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini C
 # without progress for a slice, the daemon is asked whether it lives, and given the probe's time
 _SLICE_S = 1.0
 _PROBE_S = 2.0
+# how often the client looks at the one-process bridge's clock, and how long past the time it
+# was told it leaves the bridge's own clock to answer first (the same answer)
+_LATE_CHECK_S = 0.25
+_LATE_GRACE_S = 0.5
 _SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path (Linux's 108, less the final NUL)
 _ALIVE = b"GET /alive HTTP/1.1\r\nHost: otelhooks\r\nConnection: close\r\n\r\n"
 # The bridge in Python's UTF-8 mode, whatever the locale: the CLIs write and read UTF-8, and in
 # a Latin-1 locale a tool input with a character it lacks (a U+2019) could not be handed to a
 # command hook (its environment is encoded in the locale's encoding): every guard failed open.
-_BRIDGE = (sys.executable, "-X", "utf8", "-m", "otelhooks", "claude-code")
+# And with ``-P``: ``-m`` would put the working folder, the agent's, first on the import path,
+# and a ``structlog.py`` or ``yaml.py`` the agent wrote there ended every guard (exit 1).
+_BRIDGE = (sys.executable, "-X", "utf8", "-P", "-m", "otelhooks", "claude-code")
+_ENDED = "otelhooks hook client: the bridge ended without an answer; answered as a late one"
 _NO_ANSWER = (
     "otelhooks hook client: the bridge daemon did not answer; answered by the one-process bridge"
 )
@@ -232,6 +249,92 @@ def _start_daemon(argv: list[str], path: str) -> None:
         )
 
 
+def _one_process(args: list[str], body: bytes) -> int:
+    """The one-process bridge's answer, written out. It tells this client, on a pipe, its late
+    answer and when that is due, then that its own answer is being printed and with which exit
+    code; past the time with no answer, or when it ends without one (a hook crashed it), the
+    late answer is this client's (the bridge killed)."""
+    told_r, told_w = os.pipe()
+    try:
+        bridge = subprocess.Popen(
+            [*_BRIDGE, *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            pass_fds=(told_w,),
+            env={**os.environ, LATE_FD_ENV: str(told_w)},
+        )
+    finally:
+        os.close(told_w)
+    os.set_blocking(told_r, False)
+    told = _Told()
+    pending: bytes | None = body
+    with open(told_r, "rb", buffering=0, closefd=True) as told_pipe:
+        while True:
+            try:
+                out, err = bridge.communicate(pending, timeout=_LATE_CHECK_S)
+                told.read(told_pipe)
+                break
+            except subprocess.TimeoutExpired:
+                pending = None  # handed over; communicate goes on with the rest
+            told.read(told_pipe)
+            if told.late is not None and told.overdue():
+                bridge.kill()  # held in a C call, or in any way its own clock cannot see
+                bridge.wait()
+                return _write(told.late)
+    if told.answered is None and told.late is not None:
+        sys.stderr.buffer.write(err)  # what ended it, before the answer it did not give
+        sys.stderr.write(f"{_ENDED} (exit {bridge.returncode})\n")
+        sys.stderr.flush()
+        return _write(told.late)
+    sys.stdout.buffer.write(out)
+    sys.stdout.flush()
+    sys.stderr.buffer.write(err)
+    return bridge.returncode if told.answered is None else told.answered
+
+
+class _Told:
+    """What the one-process bridge told: its late answer (``due`` when), and the exit code of
+    the answer it printed."""
+
+    def __init__(self) -> None:
+        self.late: dict[str, object] | None = None
+        self.answered: int | None = None
+        self._rest = b""
+
+    def read(self, pipe: io.RawIOBase) -> None:
+        lines = (self._rest + (pipe.read() or b"")).split(b"\n")
+        self._rest = lines.pop()
+        for line in lines:
+            message = json.loads(line)
+            if "answered" in message:
+                self.answered = message["answered"]
+            else:
+                self.late = message
+
+    def overdue(self) -> bool:
+        due = self.late.get("due") if self.late is not None else None
+        answering = self.answered is not None  # it is printing its answer: wait for it
+        return isinstance(due, float) and not answering and time.monotonic() > due + _LATE_GRACE_S
+
+
+def _write(answer: dict[str, object]) -> int:
+    """Write an answer (the daemon's, or the late answer the bridge told) as the bridge would,
+    and return its exit code."""
+    stdout, stderr = answer.get("stdout"), answer.get("stderr")
+    # UTF-8 whatever the locale, as the CLIs read it and as the one-process bridge writes it (a
+    # Latin-1 locale lacks the U+2019 of a deny reason: the write failed, exit 1, the tool ran)
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(encoding="utf-8")
+    if stdout:
+        sys.stdout.write(f"{stdout}\n")
+    if stderr:
+        sys.stderr.write(f"{stderr}\n")
+    code = answer.get("exit_code")
+    return code if isinstance(code, int) else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one hook event (stdin) through the daemon, or the one-process bridge."""
     try:
@@ -265,20 +368,8 @@ def main(argv: list[str] | None = None) -> int:
                 _start_daemon(args, path)
             except OSError:
                 pass
-        done = subprocess.run([*_BRIDGE, *args], input=body, check=False)
-        return done.returncode
-    stdout, stderr = answer.get("stdout"), answer.get("stderr")
-    # UTF-8 whatever the locale, as the CLIs read it and as the one-process bridge writes it (a
-    # Latin-1 locale lacks the U+2019 of a deny reason: the write failed, exit 1, the tool ran)
-    for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper):
-            stream.reconfigure(encoding="utf-8")
-    if stdout:
-        sys.stdout.write(f"{stdout}\n")
-    if stderr:
-        sys.stderr.write(f"{stderr}\n")
-    code = answer.get("exit_code")
-    return code if isinstance(code, int) else 1
+        return _one_process(args, body)
+    return _write(answer)
 
 
 if __name__ == "__main__":

@@ -240,7 +240,7 @@ class CodingAgentBridge:
         registry = self.engine.registry
         if name == "PreToolUse":
             tool_name = str(payload.get("tool_name") or "tool")
-            return registry.may_match("before_tool_call", tool_values(tool_name))
+            return registry.may_match("before_tool_call", tool_values(tool_name, payload))
         known = EVENTS.get(name)
         if known is None:
             return None

@@ -23,6 +23,10 @@ each event's section), the schema Codex CLI copies and Gemini CLI's dialect is t
   so; ``watchPaths`` united; other values (``sessionTitle``, ``displayContent``,
   ``updatedToolOutput``...) from the first hook that gives one.
 
+For Codex CLI the answer leaves out what Codex refuses a whole answer for
+(:func:`codex_readable`); for Codex CLI and Gemini CLI an ``ask`` or ``defer`` they cannot carry
+is a deny (:func:`deny_unaskable`).
+
 A decision the event cannot carry (a block of ``SessionStart``, which no CLI can block) is not
 dropped: the answer's ``systemMessage`` says which hook decided what and that the CLI (named as
 a person knows it: Claude Code, Codex CLI, Gemini CLI) cannot act on it, and the bridge logs it.
@@ -36,17 +40,20 @@ from typing import Any, Final
 
 from otelhooks._config._claude_answer import HookAnswer
 from otelhooks.integrations.coding_agents._common import AGENT, cli_name
+from otelhooks.integrations.coding_agents._shapes import main_text
 
 __all__ = [
     "ANSWERING_EVENTS",
     "BLOCKING_EVENTS",
-    "CANNOT_ASK",
+    "CANNOT",
     "CONTEXT_EVENTS",
     "EXIT2_BLOCKING_EVENTS",
+    "codex_readable",
     "combine",
     "decides",
     "denied_by",
     "deny_unaskable",
+    "rewrite_as_block",
 ]
 
 # Events whose block is a top-level ``decision: "block"`` (Decision control table).
@@ -105,8 +112,24 @@ ANSWERING_EVENTS: Final = frozenset(
 )
 
 _RANK: Final = {"allow": 1, "ask": 2, "defer": 3, "deny": 4}
-# agents whose PreToolUse hooks cannot ask a person (gen_ai.agent.name)
-CANNOT_ASK: Final = frozenset({"codex"})
+# What Codex CLI 0.171 refuses in an answer to these events: it takes the whole answer for a
+# failed hook, its deny included, and runs the tool (checked with the real CLI)
+_CODEX_REFUSES: Final = {
+    "PreToolUse": ("continue", "stopReason", "suppressOutput"),
+    "PostToolUse": ("suppressOutput",),
+}
+# what an agent cannot do with a PreToolUse decision (gen_ai.agent.name), so that a hook's
+# `ask` or `defer` would let the call run: Codex CLI 0.171 ignores an `ask` and refuses a
+# `defer` (the whole answer), Gemini CLI has no `defer` (both checked with the real CLIs)
+CANNOT: Final = {"codex": ("ask", "defer"), "gemini-cli": ("defer",)}
+# agents that show the model a tool's own output whatever a PostToolUse hook's
+# `updatedToolOutput` says (Codex CLI 0.171's shell tool; Gemini CLI has no such field), and
+# the output's text in a block's reason instead (checked with the real CLIs)
+_NO_OUTPUT_REWRITE: Final = frozenset({"codex", "gemini-cli"})
+_CANNOT_SAY: Final = {
+    "ask": ("a hook asks a person to confirm this call", "ask a person"),
+    "defer": ("a hook defers this call to a decision made elsewhere", "defer a call"),
+}
 _LEGACY: Final = {"approve": "allow", "block": "deny"}  # PreToolUse's deprecated top level
 _ELICIT_RANK: Final = {"accept": 1, "decline": 2, "cancel": 3}
 
@@ -117,7 +140,9 @@ def _specific(answer: HookAnswer) -> dict[str, Any]:
 
 
 def _str(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
+    # a blank reason says nothing: Codex CLI refuses a deny or block whose reason is blank (the
+    # whole answer, and the tool runs), so such a deny gets the hook's name as its reason
+    return value if isinstance(value, str) and value.strip() else None
 
 
 def _join(values: Iterable[str | None]) -> str | None:
@@ -130,13 +155,13 @@ def _blocks(answer: HookAnswer) -> bool:
 
 
 def _block_reason(answer: HookAnswer) -> str | None:
-    return _str(answer.output.get("reason")) or answer.reason
+    return _str(answer.output.get("reason")) or _str(answer.reason)
 
 
 def _permission(answer: HookAnswer) -> tuple[str | None, str | None]:
     """A PreToolUse answer's decision and reason."""
     if answer.blocked:
-        return "deny", answer.reason
+        return "deny", _str(answer.reason)
     specific = _specific(answer)
     decision = specific.get("permissionDecision")
     # Claude Code: a top-level block stands over any permissionDecision but a deny
@@ -166,7 +191,7 @@ def combine(
         extra: event-specific fields decided outside the hooks' own answers (a kernel rewrite's
             ``updatedToolOutput``, ``displayContent``), put first.
         agent: the agent answered (``codex``...): what a decision it cannot carry names, and
-            whether an ``ask`` must become a deny (:func:`deny_unaskable`).
+            whether an ``ask`` or ``defer`` must become a deny (:func:`deny_unaskable`).
 
     Returns:
         The output object (``{}``: nothing to say) and the decisions it could not carry.
@@ -235,6 +260,10 @@ def combine(
         out["hookSpecificOutput"] = {"hookEventName": event, **specific}
     if event == "PreToolUse":
         deny_unaskable(out, agent)
+    if event == "PostToolUse" and agent in _NO_OUTPUT_REWRITE:
+        rewrite_as_block(out)
+    if agent == "codex":
+        codex_readable(out, event, lost)
     if lost:
         warning = "otelhooks: " + "; ".join(lost)
         out["systemMessage"] = _join([out.get("systemMessage"), warning])
@@ -276,28 +305,71 @@ def _pre_tool_use(
 
 
 def deny_unaskable(output: dict[str, Any], agent: str) -> None:
-    """A ``PreToolUse`` ``ask`` made a deny for an agent that cannot ask a person (Codex CLI
-    0.171 ignores ``ask``: the original call would run and a rewrite in ``updatedInput`` be
-    dropped), its reason saying so and naming the arguments a hook rewrote, to call again with.
+    """A ``PreToolUse`` ``ask`` or ``defer`` made a deny for an agent that cannot carry it
+    (:data:`CANNOT`: the original call would run, and a rewrite in ``updatedInput`` be dropped),
+    its reason saying so and naming the arguments a hook rewrote, to call again with.
 
     Example:
-        >>> out = {"hookSpecificOutput": {"permissionDecision": "ask"}}
-        >>> deny_unaskable(out, "codex")
-        >>> out["hookSpecificOutput"]["permissionDecision"]
-        'deny'
+        >>> out = {"hookSpecificOutput": {"permissionDecision": "defer"}}
+        >>> deny_unaskable(out, "gemini-cli")
+        >>> out["hookSpecificOutput"]["permissionDecisionReason"].split("; ")[1]
+        'Gemini CLI cannot defer a call, so otelhooks denies it'
     """
     specific = output.get("hookSpecificOutput")
-    if agent not in CANNOT_ASK or not isinstance(specific, dict):
+    if not isinstance(specific, dict):
         return
-    if specific.get("permissionDecision") != "ask":
+    decision = specific.get("permissionDecision")
+    if decision not in CANNOT.get(agent, ()):
         return
-    asked = specific.get("permissionDecisionReason") or "a hook asks a person to confirm this call"
-    reason = f"{asked}; {cli_name(agent)} cannot ask a person, so otelhooks denies it"
+    said, cannot = _CANNOT_SAY[decision]
+    asked = specific.get("permissionDecisionReason") or said
+    reason = f"{asked}; {cli_name(agent)} cannot {cannot}, so otelhooks denies it"
     updated = specific.pop("updatedInput", None)
     if isinstance(updated, dict):
         reason += f"; the arguments the hook would run instead: {json.dumps(updated)}"
     specific["permissionDecision"] = "deny"
     specific["permissionDecisionReason"] = reason
+
+
+def rewrite_as_block(output: dict[str, Any]) -> None:
+    """A ``PostToolUse`` ``updatedToolOutput`` (a redaction, an output a hook withheld) made a
+    block whose reason is the new output's text, for an agent that would otherwise show the
+    model the original (:data:`_NO_OUTPUT_REWRITE`); a block already there stands.
+
+    Example:
+        >>> out = {"hookSpecificOutput": {"updatedToolOutput": {"stdout": "[redacted]"}}}
+        >>> rewrite_as_block(out)
+        >>> out["decision"], out["reason"]
+        ('block', '[redacted]')
+    """
+    specific = output.get("hookSpecificOutput")
+    updated = specific.pop("updatedToolOutput", None) if isinstance(specific, dict) else None
+    if updated is not None and output.get("decision") != "block":
+        output["decision"] = "block"
+        output["reason"] = main_text(updated)
+
+
+def codex_readable(output: dict[str, Any], event: str, lost: list[str]) -> None:
+    """``output`` without what Codex CLI would refuse it for (:data:`_CODEX_REFUSES`): a
+    ``continue: false`` on ``PreToolUse`` is already a deny (:func:`combine`), the stop itself is
+    said in ``lost`` (Codex cannot stop the run before a tool call).
+
+    Example:
+        >>> out = {"continue": False, "stopReason": "stop", "hookSpecificOutput": {
+        ...     "permissionDecision": "deny", "permissionDecisionReason": "stop"}}
+        >>> lost = []
+        >>> codex_readable(out, "PreToolUse", lost)
+        >>> list(out), lost[0].endswith("the call is denied")
+        (['hookSpecificOutput'], True)
+    """
+    refused = _CODEX_REFUSES.get(event, ())
+    if "continue" in refused and output.get("continue") is False:
+        lost.append(
+            "a hook stopped the run (continue: false), which Codex CLI cannot do before a "
+            "tool call: the call is denied"
+        )
+    for key in refused:
+        output.pop(key, None)
 
 
 def _permission_request(answers: Sequence[HookAnswer], specific: dict[str, Any]) -> None:

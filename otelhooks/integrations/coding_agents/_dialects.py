@@ -6,14 +6,16 @@ thin part each other CLI needs: its input translated into that schema (event nam
 the bridge's answer translated into the CLI's own output format.
 
 - **Codex CLI** copies Claude Code's schema (same event names, ``tool_name: "Bash"`` with
-  ``tool_input.command``, ``permissionDecision: deny`` JSON and exit 2): both directions are the
-  identity, only the agent and provider names differ.
+  ``tool_input.command``, ``permissionDecision: deny`` JSON and exit 2): its answer is the
+  bridge's, and its input only gains the names Codex also matches ``apply_patch`` by (``Write``,
+  ``Edit``) as ``matcher_aliases``.
 - **Gemini CLI** has its own events (``BeforeTool`` ... ``AfterAgent``) and answers
   (``{"decision": "deny", "reason": ...}``, ``hookSpecificOutput.tool_input`` to rewrite the
   arguments); an MCP tool (``mcp_<server>_<tool>``, with ``mcp_context``) is named
-  ``mcp__<server>__<tool>`` as the other CLIs name it; its tool events carry no call id, so
-  the bridge pairs ``BeforeTool`` with ``AfterTool`` by tool name and arguments (two identical
-  calls at once in one session would be paired in either order).
+  ``mcp__<server>__<tool>`` as the other CLIs name it (its own name stays a matcher value);
+  its tool events carry no call id, so the bridge pairs ``BeforeTool`` with ``AfterTool`` by
+  tool name and arguments (two identical calls at once in one session would be paired in
+  either order).
 """
 
 from __future__ import annotations
@@ -42,8 +44,19 @@ GEMINI_EVENTS: dict[str, str] = {
 }
 
 
+# Codex CLI runs a hook whose matcher names ``Write`` or ``Edit`` on its ``apply_patch`` too (its
+# matcher aliases, for hooks written with Claude Code's names; checked with the real CLI 0.171)
+CODEX_MATCHER_ALIASES: dict[str, list[str]] = {"apply_patch": ["Write", "Edit"]}
+
+
 def _same(payload: dict[str, Any]) -> dict[str, Any]:
     return payload
+
+
+def _codex_in(payload: dict[str, Any]) -> dict[str, Any]:
+    # the names the tool is matched by besides its own (ToolUses' tool_values reads them)
+    aliases = CODEX_MATCHER_ALIASES.get(str(payload.get("tool_name")))
+    return {**payload, "matcher_aliases": aliases} if aliases else payload
 
 
 def _same_answer(response: HookResponse) -> HookResponse:
@@ -105,8 +118,9 @@ def _gemini_in(payload: dict[str, Any]) -> dict[str, Any]:
         if isinstance(server, str) and isinstance(tool, str) and server and tool:
             # Gemini's mcp_<server>_<tool> cannot be split where names hold "_": the context
             # says which server and tool, named as Claude Code and Codex name them (so @mcp
-            # and mcp__server__tool guards match, and the gateway's server/tool alias)
-            out["gemini_tool_name"] = payload.get("tool_name")
+            # and mcp__server__tool guards match, and the gateway's server/tool alias); its own
+            # name stays a matcher value, for a guard written from Gemini CLI's reference
+            out["matcher_aliases"] = [payload.get("tool_name")]
             out["tool_name"] = f"mcp__{server}__{tool}"
     return out
 
@@ -155,6 +169,7 @@ DIALECTS: dict[str, Dialect] = {
         "codex",
         "codex",
         "openai",
+        to_bridge=_codex_in,
         events={
             e: e
             for e in (

@@ -14,9 +14,11 @@ exit 2, reason on stderr    200 with the JSON form of the block: ``permissionDec
                             cannot answer with an exit code)
 the bridge failed, or gave  500 (a non-blocking error for Claude Code: shown, the tool runs) or,
 no answer by the deadline   with ``fail_closed``, 200 with a deny for ``PreToolUse``
-the store cannot commit     503 with ``Retry-After`` (PostgreSQL restarting: as ``/v1/traces``
-right now                   and ``/v1/events`` answer); with ``fail_closed`` still a deny for
-                            ``PreToolUse``
+the store cannot commit     the hooks still decide: the session change is made in a scratch
+right now                   state (:class:`~otelhooks._store._pg_sessions.SharedSessions`); 503
+                            with ``Retry-After`` only for an event no hook decides that the
+                            store holds past the deadline (below); with ``fail_closed`` a deny
+                            for ``PreToolUse``
 not JSON / not an object    400 (also non-blocking); with ``fail_closed`` a deny when the event
                             is (or may be) ``PreToolUse``
 a ``Post*`` event for a     409: the ``tool_use_id`` is not open in the session it names (a

@@ -229,15 +229,12 @@ def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> in
 
     The answer is written in UTF-8 whatever the locale, as the CLIs read it: in a Latin-1
     locale a deny reason with a character it lacks (U+2019) crashed the printing (exit 1, and
-    the tool ran).
-
-    stdout holds the answer alone (:func:`_answer_only`): what the hooks print goes to stderr.
+    the tool ran). It is alone on stdout (:func:`_answer_stream`).
     """
-    for stream in (sys.stdout, sys.stderr):
-        if isinstance(stream, io.TextIOWrapper):
-            stream.reconfigure(encoding="utf-8")
-    out = _answer_only()
-    deadline = _Deadline(raw, options, answer_s, out)
+    if isinstance(sys.stderr, io.TextIOWrapper):
+        sys.stderr.reconfigure(encoding="utf-8")
+    answer_to = _answer_stream()
+    deadline = _Deadline(raw, options, answer_s, answer_to, tell=_waiting_client())
     try:
         response = _run_hook(raw, options, os.environ, deadline)
         if not deadline.answer(response):
@@ -247,38 +244,74 @@ def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> in
     return response.exit_code
 
 
-def _answer_only() -> TextIO:
-    """The process's stdout, kept for the answer: from now on whatever else writes to it (a
-    ``script:`` guard's ``print()``, a child process it starts, a thread it left running, an
-    ``atexit`` handler, a library) writes to stderr, for the rest of the process.
-
-    The CLIs read stdout as the answer only when it is the JSON object alone: a guard that
-    printed a line before its deny, or after it as the process ended, made the answer plain
-    text, and the call ran.
-    """
+def _answer_stream() -> TextIO:
+    """The stdout the CLI reads the answer from, kept for the answer alone. A CLI takes a hook's
+    stdout for its JSON answer only when it is that JSON: a guard's ``print`` (or a command it
+    started on the inherited stdout) in front of a deny made it plain text, and the tool ran.
+    So from here on the process's own stdout, ``sys.stdout`` and descriptor 1, is its stderr."""
     sys.stdout.flush()
-    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    answer = open(os.dup(1), "w", encoding="utf-8", closefd=True)  # noqa: SIM115 - kept to the end
     os.dup2(2, 1)
-    return out
+    sys.stdout = sys.stderr
+    return answer
 
 
-def _print(response: HookResponse, out: TextIO) -> None:
+def _print(response: HookResponse, answer_to: TextIO) -> None:
     if response.stdout:
-        print(response.stdout, file=out, flush=True)
+        print(response.stdout, file=answer_to)
+        answer_to.flush()
     if response.stderr:
-        print(response.stderr, file=sys.stderr, flush=True)
+        print(response.stderr, file=sys.stderr)
+
+
+def _waiting_client() -> int | None:
+    """The pipe of the hook client waiting for this process (``$OTELHOOKS_BRIDGE_LATE_FD``),
+    taken out of the environment so that no command hook inherits its name; ``None`` when this
+    process was not started by the client (or the variable names no pipe)."""
+    import stat
+
+    from otelhooks.integrations.claude_code.hook_client import LATE_FD_ENV
+
+    try:
+        fd = int(os.environ.pop(LATE_FD_ENV, ""))
+        return fd if fd > 2 and stat.S_ISFIFO(os.fstat(fd).st_mode) else None
+    except (ValueError, OSError):
+        return None
 
 
 class _Deadline:
-    """The one answer of a hook process: the bridge's, or, past its time, the late answer."""
+    """The one answer of a hook process: the bridge's, or, past its time, the late answer.
 
-    def __init__(self, raw: bytes, options: BridgeOptions, answer_s: float, out: TextIO) -> None:
-        self.raw, self.options, self.answer_s, self.out = raw, options, answer_s, out
+    Its clock is a thread, which runs only when it gets the interpreter's lock: a hook holding
+    that lock in one long C call (a user's regular expression backtracking for minutes: ``re``
+    never lets go of it) stops the clock with everything else, and the CLI's own timeout then
+    runs the tool. So each time the late answer changes (the hooks known, an approval's longer
+    time) it is also handed to the hook client that started this process (``tell``, a pipe),
+    which holds no such lock: past the deadline, the client prints it and kills this process.
+    """
+
+    def __init__(
+        self,
+        raw: bytes,
+        options: BridgeOptions,
+        answer_s: float,
+        answer_to: TextIO,
+        *,
+        tell: int | None = None,
+    ) -> None:
+        from otelhooks.integrations.coding_agents._dialects import dialect_named
+
+        self.raw, self.options, self.answer_s = raw, options, answer_s
+        self._answer_to = answer_to
         self.started = time.monotonic()
         self.wait_s = answer_s
         self._answered = threading.Lock()
+        self._dialect = dialect_named(options.dialect)
+        self._event = self._dialect.event_of(raw)
+        self._tell = tell
         self.hooks: Sequence[Any] | None = None  # the hooks that decide the event, once known
         self._timer = self._arm(answer_s)
+        self._told()
 
     def _arm(self, seconds: float) -> threading.Timer:
         timer = threading.Timer(seconds, self._late)
@@ -294,12 +327,20 @@ class _Deadline:
         wait_s = longest_approval_of(hooks)
         if wait_s:
             self.wait_s = max(self.answer_s, wait_s + 5.0)
+            self._told()
+
+    def decided_by(self, hooks: Sequence[Any] | None) -> None:
+        """The hooks that decide the event (a late answer is a deny when one blocks when it
+        fails)."""
+        self.hooks = hooks
+        self._told()
 
     def answer(self, response: HookResponse) -> bool:
         """Print ``response`` unless the late answer came first (then ``False``)."""
         if not self._answered.acquire(blocking=False):
             return False
-        _print(response, self.out)
+        self._tell_client({"answered": response.exit_code})
+        _print(response, self._answer_to)
         return True
 
     def cancel(self) -> None:
@@ -312,16 +353,44 @@ class _Deadline:
             return
         if not self._answered.acquire(blocking=False):
             return  # the bridge's own answer is being printed
-        from otelhooks.integrations.coding_agents._dialects import dialect_named
-
-        dialect = dialect_named(self.options.dialect)
-        problem = f"no answer within {self.wait_s:g} s"
-        _log.error(f"the {dialect.display_name} bridge gave no answer in time", problem=problem)
-        event = dialect.event_of(self.raw)
-        late = dialect.answer(late_refusal(event, problem, self.options, self.hooks))
-        sys.stdout.flush()  # what the hooks printed, to stderr
-        _print(late, self.out)
+        late = self._late_answer()
+        _log.error(
+            f"the {self._dialect.display_name} bridge gave no answer in time",
+            problem=f"no answer within {self.wait_s:g} s",
+        )
+        self._tell_client({"answered": late.exit_code})
+        _print(late, self._answer_to)
+        sys.stderr.flush()
         os._exit(late.exit_code)  # the main thread may be held in a hook's C call
+
+    def _late_answer(self) -> HookResponse:
+        problem = f"no answer within {self.wait_s:g} s"
+        return self._dialect.answer(late_refusal(self._event, problem, self.options, self.hooks))
+
+    def _told(self) -> None:
+        """Hand the late answer, and when it is due, to the waiting hook client."""
+        if self._tell is None:
+            return
+        late = self._late_answer()
+        self._tell_client(
+            {
+                "due": self.started + self.wait_s,  # CLOCK_MONOTONIC: one clock for the machine
+                "exit_code": late.exit_code,
+                "stdout": late.stdout,
+                "stderr": late.stderr,
+            }
+        )
+
+    def _tell_client(self, message: dict[str, Any]) -> None:
+        """One line to the waiting hook client: the late answer, or that the answer (with its
+        exit code) is being printed. A process that ends without the second, a hook having
+        crashed it (``os._exit``, a fault in a C extension), is answered with the first."""
+        if self._tell is None:
+            return
+        try:
+            os.write(self._tell, f"{json.dumps(message)}\n".encode())
+        except OSError:
+            self._tell = None  # the client is gone: nobody to tell
 
 
 def hooks_and_settings(
@@ -397,7 +466,7 @@ def _handle(
         fail_fast=True,
     )
     if deadline is not None:
-        deadline.hooks = bridge.hooks_now(payload)
+        deadline.decided_by(bridge.hooks_now(payload))
     response = HookResponse(1, stderr=f"otelhooks {dialect.name}: the bridge did not answer")
     try:
         response = bridge.handle(payload)

@@ -8,9 +8,10 @@ place of its main text field.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Final
 
-__all__ = ["shaped", "withheld_like"]
+__all__ = ["main_text", "shaped", "withheld_like"]
 
 _TEXT_KEYS: Final = ("stdout", "text", "content", "output", "result")
 
@@ -47,3 +48,21 @@ def shaped(original: Any, new: Any) -> Any:
     if isinstance(new, str) and isinstance(original, dict | list):
         return withheld_like(original, new)
     return new
+
+
+def main_text(value: Any) -> str:
+    """The text a tool output shows: a string itself, a structured output's main text field
+    (the one :func:`withheld_like` puts a note in), else its JSON.
+
+    Example:
+        >>> main_text({"llmContent": "[redacted]", "returnDisplay": ""})
+        '[redacted]'
+    """
+    if isinstance(value, str):
+        return value
+    if isinstance(value, dict):
+        strings = {k: v for k, v in value.items() if isinstance(v, str)}
+        key = next((k for k in _TEXT_KEYS if k in strings), next(iter(strings), None))
+        if key is not None:
+            return strings[key]
+    return json.dumps(value, default=str, ensure_ascii=False)

@@ -82,10 +82,20 @@ def _args(payload: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
     return name, args, use_id
 
 
-def tool_values(tool_name: str) -> tuple[str, ...]:
-    """What matchers see: the name, and for an MCP tool (``mcp__server__tool``) the names the
-    MCP gateway gives it (``server/tool``, ``tool``), so one guard fires in both."""
-    return (tool_name, *tool_aliases(tool_name))
+def tool_values(tool_name: str, payload: Mapping[str, Any] | None = None) -> tuple[str, ...]:
+    """What matchers see: the name; for an MCP tool (``mcp__server__tool``) the names the MCP
+    gateway gives it (``server/tool``, ``tool``), so one guard fires in both; and the names the
+    CLI itself matches the tool by, which its dialect put in the input's ``matcher_aliases``
+    (Codex CLI's ``Write`` and ``Edit`` for ``apply_patch``, Gemini CLI's ``mcp_<server>_<tool>``),
+    so a guard written from that CLI's reference fires where the CLI's own hook would.
+
+    Example:
+        >>> tool_values("apply_patch", {"matcher_aliases": ["Write", "Edit"]})
+        ('apply_patch', 'Write', 'Edit')
+    """
+    own = payload.get("matcher_aliases") if payload is not None else None
+    more = [a for a in own if isinstance(a, str) and a] if isinstance(own, list) else []
+    return (tool_name, *tool_aliases(tool_name), *more)
 
 
 class ToolUses(Part):
@@ -204,7 +214,7 @@ class ToolUses(Part):
                 fields["spend"] = running(None, self.spend.of(session))
             return ToolCallEvent(**fields)
 
-        values = tool_values(tool_name)  # the matcher values of every event of this tool use
+        values = tool_values(tool_name, payload)  # the matcher values of this tool use
         verdict, answers = run_hooks(
             self.engine, "before_tool_call", event, values, operation_id=tool.operation_id
         )
@@ -357,7 +367,7 @@ class ToolUses(Part):
         if isinstance(measured, int | float) and not isinstance(measured, bool):
             elapsed_ms = float(measured)
             ended["claude_code.duration_ms"] = elapsed_ms
-        values = tool_values(tool.tool_name)
+        values = tool_values(tool.tool_name, payload)
 
         def context() -> dict[str, Any]:
             return {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
@@ -402,7 +412,7 @@ class ToolUses(Part):
         self.end_tool(tool, "denied", result=reason)
         context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
         denied = ToolCallDeniedEvent(**context, reason=reason, decidedBy=self.agent)
-        values = tool_values(tool.tool_name)
+        values = tool_values(tool.tool_name, payload)
         _, answers = run_hooks(self.engine, "on_tool_call_denied", denied, values)
         output, lost = combine("PermissionDenied", answers, agent=self.agent)
         return respond("PermissionDenied", output, lost, deny_mode=self.deny_mode, agent=self.agent)

@@ -2,7 +2,7 @@
 // The runs page: the operations list (paged by the server) and one trace as a waterfall whose
 // rows are rendered only where the viewport is (a 10,000-span trace stays fast).
 (() => {
-  const { el, api, duration, when } = oh;
+  const { el, visible, api, duration, when } = oh;
   const ROW = 24;
   const page = { next: null, open: null, trace: null, rows: [], collapsed: new Set(), selected: null };
   const $ = (id) => document.getElementById(id);
@@ -19,9 +19,9 @@
   function fillSelect(select, values) {
     const keep = select.value;
     while (select.options.length > 1) select.remove(1);
-    for (const v of values) select.add(new Option(v, v));
+    for (const v of values) select.add(new Option(visible(v), v));
     select.value = values.includes(keep) ? keep : '';
-    if (keep && !values.includes(keep)) { select.add(new Option(keep, keep)); select.value = keep; }
+    if (keep && !values.includes(keep)) { select.add(new Option(visible(keep), keep)); select.value = keep; }
   }
 
   function opRow(op) {
@@ -123,7 +123,7 @@
       name.append(toggle, el('span', 'kind', kindOf(s)), el('span', 'span-name', s.n));
       if (s.d && s.d.kind) {
         const badge = el('span', `dec ${s.d.kind}`, s.d.kind);
-        badge.title = `${s.d.kind}${s.d.by ? ` by ${s.d.by}` : ''}${s.d.why ? `: ${s.d.why}` : ''}`;
+        badge.title = visible(`${s.d.kind}${s.d.by ? ` by ${s.d.by}` : ''}${s.d.why ? `: ${s.d.why}` : ''}`);
         name.append(badge);
       }
       if (s.st === 2) name.append(el('span', 'dec error', 'error'));
@@ -211,9 +211,9 @@
     page.trace = { id: traceId, spans: body.spans, start, end, updated: body.summary.updated };
     page.rows = flatten(body.spans);
     $('trace').hidden = false;
-    $('trace-title').textContent = `${body.summary.agent || body.summary.root} · ${traceId}`;
+    $('trace-title').textContent = visible(`${body.summary.agent || body.summary.root} · ${traceId}`);
     const dropped = body.dropped ? ` · ${body.dropped} spans not kept` : '';
-    $('trace-meta').textContent = `${body.spans.length} spans · ${duration(end - start)} · ${body.summary.service}${dropped}`;
+    $('trace-meta').textContent = visible(`${body.spans.length} spans · ${duration(end - start)} · ${body.summary.service}${dropped}`);
     const session = oh.state.session;
     const jaeger = $('trace-jaeger');
     jaeger.hidden = !session.jaeger_url;

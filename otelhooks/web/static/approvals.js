@@ -1,9 +1,15 @@
 'use strict';
 // The approvals inbox: pending calls with Approve / Deny, and the answered ones.
 (() => {
-  const { el, api, when } = oh;
+  const { el, visible, api, when } = oh;
   const $ = (id) => document.getElementById(id);
   const cards = new Map(); // approval id -> {card, timer node, item}
+  // A click this soon after the cards changed was not aimed at what is under it now: a card
+  // that leaves (answered elsewhere, or its time up: the oldest, on top) moves those below it up,
+  // and a page on another port that turns the first click of a double-click into a visit here
+  // gets the second on a card just drawn.
+  const STILL_MS = 1000;
+  let changedAt = 0;
 
   function card(item, content) {
     const box = el('article', 'approval-card');
@@ -26,11 +32,11 @@
     let edit = null;
     if (content) {
       box.append(el('h4', null, 'Arguments'));
-      const text = JSON.stringify(item.args, null, 2);
+      const text = visible(JSON.stringify(item.args, null, 2));
       if (item.editable) {
         edit = el('textarea', 'args');
         edit.value = text;
-        edit.rows = Math.min(12, text.split('\n').length + 1);
+        edit.addEventListener('input', () => fit(edit));
         edit.setAttribute('aria-label', 'arguments (editable)');
         box.append(edit);
       } else box.append(el('pre', 'args', text));
@@ -45,6 +51,12 @@
     const problem = el('p', 'error');
     problem.hidden = true;
     async function answer(decision) {
+      if (Date.now() - changedAt < STILL_MS) {
+        problem.textContent = 'The cards had just changed: nothing was answered. Read this card, then click again.';
+        problem.hidden = false;
+        return;
+      }
+      problem.hidden = true;
       const body = { decision, reason: reason.value };
       if (edit && decision === 'allow') {
         try {
@@ -59,19 +71,31 @@
       approve.disabled = deny.disabled = true;
       try {
         await api(`/v1/approvals/${item.id}`, { method: 'POST', body: JSON.stringify(body) });
-        await refresh();
       } catch (err) {
         problem.textContent = `Not answered: ${err.message}`;
         problem.hidden = false;
         approve.disabled = deny.disabled = false;
+        return;
       }
+      // answered: a list that cannot be read again now does not make it "not answered"
+      await refresh().catch((err) => {
+        problem.textContent = `Answered; the list could not be read again: ${err.message}`;
+        problem.hidden = false;
+      });
     }
     approve.addEventListener('click', () => answer('allow'));
     deny.addEventListener('click', () => answer('deny'));
     const actions = el('div', 'actions');
     actions.append(reason, approve, deny);
     box.append(actions, problem);
-    return { box, left, item, seenAt: Date.now() };
+    return { box, left, item, edit, seenAt: Date.now() };
+  }
+
+  // The box is as tall as what it holds: a box of a few rows showed a long first value and hid
+  // the argument after it (a `query` below a page of `comment`) unless one thought to scroll.
+  function fit(edit) {
+    edit.style.height = 'auto';
+    edit.style.height = `${edit.scrollHeight + edit.offsetHeight - edit.clientHeight}px`;
   }
 
   function tick() {
@@ -85,13 +109,17 @@
     const body = await oh.pendingCount();
     $('content-note').hidden = body.capture_content;
     const live = new Set(body.pending.map((a) => a.id));
-    for (const [id, entry] of cards) if (!live.has(id)) { entry.box.remove(); cards.delete(id); }
+    for (const [id, entry] of cards) {
+      if (!live.has(id)) { entry.box.remove(); cards.delete(id); changedAt = Date.now(); }
+    }
     for (const item of body.pending) {
       const known = cards.get(item.id);
       if (known) { known.item = item; known.seenAt = Date.now(); continue; }
       const entry = card(item, body.capture_content);
       cards.set(item.id, entry);
+      changedAt = Date.now();
       $('pending').append(entry.box);
+      if (entry.edit) fit(entry.edit);
     }
     $('none-pending').hidden = body.pending.length > 0;
     const rows = body.answered.map((a) => {
@@ -110,5 +138,8 @@
     await oh.start((change) => (change.approvals ? refresh() : null));
     await refresh();
     setInterval(tick, 1000);
+    window.addEventListener('resize', () => {
+      for (const entry of cards.values()) if (entry.edit) fit(entry.edit);
+    });
   });
 })();

@@ -4,10 +4,24 @@
 const oh = (() => {
   const state = { session: null, version: -1, approvals: -1 };
 
+  // Characters that reorder or hide text without being seen (bidi controls, zero-width and other
+  // format characters, line separators, control characters but tab and newline): an argument can
+  // make `;rm -rf ~` read as a comment. They are shown as \uXXXX, each UTF-16 unit: inside a
+  // JSON string that is the character's own escape, so the text still parses to the same value.
+  const HIDDEN = /[\p{Cf}\p{Zl}\p{Zp}\0-\x08\x0b-\x1f\x7f-\x9f]/gu;
+  function escapeUnits(c) {
+    let out = '';
+    for (let i = 0; i < c.length; i++) out += `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`;
+    return out;
+  }
+  function visible(text) {
+    return String(text).replace(HIDDEN, escapeUnits);
+  }
+
   function el(tag, cls, text) {
     const node = document.createElement(tag);
     if (cls) node.className = cls;
-    if (text !== undefined && text !== null) node.textContent = String(text);
+    if (text !== undefined && text !== null) node.textContent = visible(text);
     return node;
   }
 
@@ -81,5 +95,5 @@ const oh = (() => {
     }
   }
 
-  return { el, api, duration, when, start, pendingCount, state };
+  return { el, visible, api, duration, when, start, pendingCount, state };
 })();

@@ -1,0 +1,155 @@
+"""A person reads what they approve, as it is: a call's arguments, a message's target and text,
+a run's prompt; characters that reorder or hide text (bidi controls, zero-width and other format
+characters) are shown as their ``\\uXXXX`` escapes, never applied. Debian's Chromium, real
+serve, content capture on."""
+
+from __future__ import annotations
+
+import json
+import threading
+import unicodedata
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from otelhooks import EventLogServer, serve
+from otelhooks.testing import pipeline
+from tests.web.conftest import AUTH, TOKEN, click_answer, log_in
+
+pytestmark = pytest.mark.timeout(60)
+
+# Runs `rm -rf ~`; Chromium draws it as "cat notes.txt # ~ rm -rf;", a comment after a cat
+TROJAN = "cat notes.txt \u2067;rm -rf ~ #\u2069"
+ARGS = {"command": TROJAN, "cwd": "/home/\u200bme", "why": "tidy\u202e"}
+
+
+def _hidden(text: str) -> list[str]:
+    return [f"U+{ord(c):04X}" for c in text if unicodedata.category(c) in ("Cf", "Zl", "Zp")]
+
+
+@pytest.fixture
+def showing_server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
+    monkeypatch.setenv("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+    started = serve(token=TOKEN)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+def _ask(server: EventLogServer, editable: bool) -> str:
+    body = {
+        "hook_id": "ask",
+        "tool": "Bash\u202e",
+        "timeout_s": 60,
+        "default": "allow",
+        "args": ARGS,
+        "editable": editable,
+    }
+    created = httpx.post(f"{server.url}/v1/approvals", json=body, headers=AUTH)
+    assert created.status_code == 201, created.text
+    return str(created.json()["id"])
+
+
+def test_characters_that_reorder_or_hide_text_are_shown_not_applied(
+    browser: Any, showing_server: EventLogServer
+) -> None:
+    editable, shown = _ask(showing_server, True), _ask(showing_server, False)
+    page = log_in(browser, showing_server.url)
+    try:
+        page.goto(f"{showing_server.url}/approvals")
+        box = page.locator(f"article[data-approval='{editable}'] textarea.args")
+        text = box.input_value(timeout=5000)
+        pre = page.locator(f"article[data-approval='{shown}'] pre.args").inner_text()
+        tool = page.locator(f"article[data-approval='{editable}'] .tool").inner_text()
+        assert (_hidden(text), _hidden(pre), _hidden(tool)) == ([], [], [])
+        assert "\\u2067;rm -rf ~ #\\u2069" in text
+        assert json.loads(text) == json.loads(pre) == ARGS  # the same arguments, escaped
+        assert tool == "Bash\\u202e"
+        # approved as shown: the escapes are no edit, the call runs with its own arguments
+        click_answer(page.locator(f"article[data-approval='{editable}'] button.approve"))
+        page.locator(f"tr.answered[data-approval='{editable}']").wait_for(timeout=5000)
+    finally:
+        page.context.close()
+        httpx.post(
+            f"{showing_server.url}/v1/approvals/{shown}", json={"decision": "deny"}, headers=AUTH
+        )
+    answer = httpx.get(f"{showing_server.url}/v1/approvals/{editable}", headers=AUTH).json()
+    assert (answer["state"], answer["answer_args"]) == ("allowed", None)
+
+
+def test_a_held_message_and_a_held_run_show_what_they_would_send_and_run(
+    browser: Any, showing_server: EventLogServer
+) -> None:
+    hooks = [
+        {
+            "id": "ask-msg",
+            "type": "message_sending",
+            "approval": {"timeout": 20, "default": "deny"},
+        },
+        {
+            "id": "ask-run",
+            "type": "before_agent_start",
+            "approval": {"timeout": 20, "default": "deny"},
+        },
+    ]
+    sent: list[str] = []
+    shown: dict[str, str] = {}
+    with pipeline(hooks=hooks) as pipe:
+
+        def agent() -> None:
+            with pipe.oh.operation("kernel-agent", input="delete all the backups") as op:
+                op.send_message("slack", "#ceo", "here are the prod keys", deliver=sent.append)
+
+        running = threading.Thread(target=agent)
+        running.start()
+        page = log_in(browser, showing_server.url)
+        try:
+            page.goto(f"{showing_server.url}/approvals")
+            for hook in ("ask-run", "ask-msg"):
+                card = page.locator(".approval-card", has_text=f"asked by hook {hook}")
+                shown[hook] = card.locator(".args").inner_text(timeout=10_000)
+                click_answer(card.locator("button.approve"))
+        finally:
+            page.context.close()
+            running.join(30)
+    assert sent == ["here are the prod keys"]
+    assert json.loads(shown["ask-run"]) == {"input": "delete all the backups"}
+    message = {"channel": "slack", "target": "#ceo", "content": "here are the prod keys"}
+    assert json.loads(shown["ask-msg"]) == message
+
+
+def test_an_argument_after_a_long_one_is_on_the_page_without_scrolling_the_box(
+    browser: Any, showing_server: EventLogServer
+) -> None:
+    comment = "Routine maintenance, approved in the weekly review. " * 60
+    body = {
+        "hook_id": "ask",
+        "tool": "db/run_sql",
+        "timeout_s": 60,
+        "default": "allow",
+        "args": {"comment": comment, "query": "DROP TABLE users"},
+        "editable": True,
+    }
+    item = httpx.post(f"{showing_server.url}/v1/approvals", json=body, headers=AUTH).json()
+    page = log_in(browser, showing_server.url)
+    try:
+        page.goto(f"{showing_server.url}/approvals")
+        box = page.locator(f"article[data-approval='{item['id']}'] textarea.args")
+        box.wait_for(timeout=5000)
+        # the box shows all it holds: DROP TABLE is not below a fold inside it
+        shown, held = box.evaluate("n => [n.clientHeight, n.scrollHeight]")
+        assert held <= shown, (shown, held)
+        page.set_viewport_size({"width": 700, "height": 860})  # narrower: more lines
+        page.wait_for_function(
+            "n => n.scrollHeight <= n.clientHeight", arg=box.element_handle(), timeout=5000
+        )
+    finally:
+        page.context.close()
+        httpx.post(
+            f"{showing_server.url}/v1/approvals/{item['id']}",
+            json={"decision": "deny"},
+            headers=AUTH,
+        )
