@@ -27,7 +27,7 @@ from otelhooks._eventlog._asgi import header, send_json
 # serve and the MCP gateway each type their ASGI messages their own way
 ASGIApp = Callable[..., Awaitable[None]]
 
-__all__ = ["LocalHosts", "host_of"]
+__all__ = ["LocalHosts", "host_of", "loopback"]
 
 
 def host_of(value: str) -> str:
@@ -48,7 +48,9 @@ def _is_ip(name: str) -> bool:
     return True
 
 
-def _loopback(address: str) -> bool:
+def loopback(address: str) -> bool:
+    """Whether ``address`` (an address to listen on) is this machine's own: a server bound
+    there is reached by its own user's programs and web pages, and by nothing else."""
     if address == "localhost":
         return True
     try:
@@ -76,7 +78,7 @@ class LocalHosts:
     def __init__(self, app: ASGIApp, *, bound: str, allowed: Iterable[str] = ()) -> None:
         self.app = app
         self.names = {host_of(name) for name in allowed}
-        self.checked = bool(self.names) or _loopback(bound)
+        self.checked = bool(self.names) or loopback(bound)
 
     def answers(self, host: str) -> bool:
         """Whether a request naming ``host`` (a host name, no port) is answered."""

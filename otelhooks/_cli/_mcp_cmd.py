@@ -36,6 +36,7 @@ def _fail(message: str) -> int:
 
 def _mcp(args: argparse.Namespace) -> int:
     from otelhooks._config import load_config
+    from otelhooks._local_hosts import loopback
     from otelhooks.mcp import UpstreamHeaders
 
     command = list(args.command)
@@ -54,7 +55,7 @@ def _mcp(args: argparse.Namespace) -> int:
     except (ValueError, LookupError) as exc:
         return _fail(str(exc))
     token = os.environ.get(TOKEN_ENV) or None
-    if address is not None and token is None and not _loopback(address[0]):
+    if address is not None and token is None and not loopback(address[0]):
         return _fail(
             f"--listen {args.listen} is not a loopback address: set {TOKEN_ENV} to the bearer "
             "token clients must present"
@@ -69,17 +70,6 @@ def _mcp(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(str(exc))
     return _run(args, hooks, command, address, resolved, token)
-
-
-def _loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a host name: it may resolve to anything
 
 
 def _run(
