@@ -36,6 +36,7 @@ def _fail(message: str) -> int:
 
 def _mcp(args: argparse.Namespace) -> int:
     from otelhooks._config import load_config
+    from otelhooks._local_hosts import loopback
     from otelhooks.mcp import UpstreamHeaders
 
     command = list(args.command)
@@ -54,7 +55,7 @@ def _mcp(args: argparse.Namespace) -> int:
     except (ValueError, LookupError) as exc:
         return _fail(str(exc))
     token = os.environ.get(TOKEN_ENV) or None
-    if address is not None and token is None and not _loopback(address[0]):
+    if address is not None and token is None and not loopback(address[0]):
         return _fail(
             f"--listen {args.listen} is not a loopback address: set {TOKEN_ENV} to the bearer "
             "token clients must present"
@@ -69,17 +70,6 @@ def _mcp(args: argparse.Namespace) -> int:
     except ConfigError as exc:
         return _fail(str(exc))
     return _run(args, hooks, command, address, resolved, token)
-
-
-def _loopback(host: str) -> bool:
-    import ipaddress
-
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False  # a host name: it may resolve to anything
 
 
 def _run(
@@ -129,7 +119,15 @@ def _run(
 
             host, port = address
             return asyncio.run(
-                run_http(gateway, host, port, args.upstream, headers=headers, token=token)
+                run_http(
+                    gateway,
+                    host,
+                    port,
+                    args.upstream,
+                    headers=headers,
+                    token=token,
+                    allowed_hosts=args.allowed_host,
+                )
             )
         from otelhooks.mcp._stdio import run_stdio
 
@@ -197,6 +195,14 @@ def add_parser(sub: Subcommands) -> None:
         "is set, which a non-loopback address requires",
     )
     cmd.add_argument("--upstream", metavar="URL", help="the MCP server's Streamable HTTP URL")
+    cmd.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name clients reach the gateway by, besides localhost and IP addresses "
+        "(repeatable; on a loopback --listen other names and origins are refused: DNS rebinding)",
+    )
     cmd.add_argument(
         "--header",
         action="append",

@@ -54,6 +54,7 @@ def _serve(args: argparse.Namespace) -> int:
             jaeger_url=args.jaeger_url,
             grafana_url=args.grafana_url,
             store=args.store,
+            allowed_hosts=args.allowed_host,
         )
     except ConfigError as exc:
         print(f"otelhooks serve: {exc}", file=sys.stderr)
@@ -115,6 +116,14 @@ def add_parser(sub: Subcommands) -> None:
         help="a hook list or a kind: agent_events file (repeatable)",
     )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
+    serve.add_argument(
+        "--allowed-host",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="a host name clients reach serve by, besides localhost and IP addresses "
+        "(repeatable; on a loopback --host other names are refused: DNS rebinding)",
+    )
     serve.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})"
     )

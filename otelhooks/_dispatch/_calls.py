@@ -37,7 +37,14 @@ from otelhooks._errors import DeadlinePassed, HookCapacityError
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Hook
 
-__all__ = ["MAX_ABANDONED", "HookCalls", "waited_within"]
+__all__ = [
+    "MAX_ABANDONED",
+    "HookCalls",
+    "HookRaised",
+    "failure_text",
+    "hooks_failure",
+    "waited_within",
+]
 
 MAX_ABANDONED = 64  # per hook
 
@@ -70,6 +77,54 @@ def waited_within(deadline_s: float, *, only: frozenset[int] | None = None) -> I
         _WAITED.reset(token)
 
 
+class HookRaised(Exception):
+    """What a hook raised that is not an ``Exception`` (``SystemExit`` from a script's
+    ``sys.exit()``, ``KeyboardInterrupt``, ``BaseException``...), as the hook's failure."""
+
+    def __init__(self, raised: BaseException) -> None:
+        super().__init__(f"{type(raised).__name__}: {raised}")
+        self.raised = raised
+
+
+def hooks_failure(exc: BaseException) -> Exception | None:
+    """``exc``, raised while a hook's code ran, as that hook's failure (which follows its
+    ``on_error``); None when it is the application's and goes on up.
+
+    A hook does not end the process it decides for: its ``sys.exit()`` raised ``SystemExit``
+    through the command bridge, which then exited 0 with no answer (an allow, ``on_error:
+    block`` and ``--fail-closed`` or not). Only on the main thread are ``KeyboardInterrupt`` and
+    ``SystemExit`` the application's: a signal handler raises them there (Ctrl-C, a SIGTERM
+    handler), whatever frame runs; elsewhere only the hook can have raised them.
+    """
+    if isinstance(exc, Exception):
+        return exc
+    if isinstance(exc, (KeyboardInterrupt, SystemExit)) and (
+        threading.current_thread() is threading.main_thread()
+    ):
+        return None
+    return HookRaised(exc)
+
+
+def failure_text(exc: Exception) -> str:
+    """What a failed hook's step says of ``exc``: its class and message."""
+    if isinstance(exc, HookRaised):
+        return str(exc)
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _hook_code(fn: Callable[..., Any], *args: Any) -> Any:
+    """``fn(*args)``, a hook's code: what it raises is an ``Exception`` (:func:`hooks_failure`)."""
+    try:
+        return fn(*args)
+    except Exception:
+        raise
+    except BaseException as exc:
+        failure = hooks_failure(exc)
+        if failure is None:
+            raise
+        raise failure from exc
+
+
 def _run_coroutine(fn: Callable[..., Any], payload: HookEvent) -> Any:
     return asyncio.run(fn(payload))
 
@@ -84,20 +139,21 @@ class _Bounded:
         self.payload = payload
 
 
-async def _within(awaitable: Any, timeout: float) -> Any:
-    async def guarded() -> tuple[bool, Any]:
-        try:
-            return True, await awaitable
-        except Exception as exc:
-            return False, exc
-
+async def _guarded(awaitable: Any) -> tuple[bool, Any]:
+    """``(True, result)`` or ``(False, the hook's failure)``; a cancellation of this task
+    (its deadline, or its caller's) goes on up."""
     try:
-        ok, value = await asyncio.wait_for(guarded(), timeout)
-    except TimeoutError:
-        raise DeadlinePassed from None
-    if not ok:
-        raise value
-    return value
+        return True, await awaitable
+    except Exception as exc:
+        return False, exc
+    except BaseException as exc:
+        task = asyncio.current_task()
+        if isinstance(exc, asyncio.CancelledError) and task is not None and task.cancelling():
+            raise
+        failure = hooks_failure(exc)
+        if failure is None:
+            raise
+        return False, failure
 
 
 class HookCalls:
@@ -116,7 +172,9 @@ class HookCalls:
         # observer call, on an abandoned worker thread) and their hook's id. Non-empty: a hook
         # may be at its cap of stuck calls. Read without the lock, as a truth value, on every
         # observer call; changed only with the lock held.
-        self.abandoned: dict[Future[Any], tuple[ThreadPoolExecutor | None, str]] = {}
+        self.abandoned: dict[
+            Future[Any] | asyncio.Future[Any], tuple[ThreadPoolExecutor | None, str]
+        ] = {}
         # Calls running on their caller's thread under waited_within: their hook's id and when
         # their waiter gives up on them (past it, the call counts as stuck). Keyed by the call.
         self._here: dict[object, tuple[str, float]] = {}
@@ -163,7 +221,7 @@ class HookCalls:
             self._here[call] = (hook.id, time.monotonic() + within)
         try:
             # In a copy of the context, as in the pool: a hook's context variables stay its own.
-            result = contextvars.copy_context().run(hook.action, payload)
+            result = contextvars.copy_context().run(_hook_code, hook.action, payload)
         finally:
             with self._lock:
                 del self._here[call]
@@ -189,22 +247,69 @@ class HookCalls:
         """As :meth:`call`, without blocking the event loop."""
         action = hook.action
         acall = getattr(action, "acall", None)
-        if acall is not None:  # holds no thread: awaited on this loop
-            result = await _within(acall(payload), hook.deadline_s)
-        elif action.is_async:
-            result = await _within(action(payload), hook.deadline_s)
+        if acall is not None or action.is_async:  # holds no thread: awaited on this loop
+            if self.abandoned:  # only then can a hook be at its cap of stuck calls
+                self.check_capacity(hook, payload.event)
+            result = await self._within(hook, (acall or action)(payload))
         else:
             # Our pool, never the application's default executor (asyncio.to_thread): a hook
             # stuck past its deadline must not take the application's threads.
             submitted = self._submit(hook, payload.event, action, payload)
             try:
-                result = await _within(asyncio.wrap_future(submitted[0]), hook.deadline_s)
+                result = await self._within(hook, asyncio.wrap_future(submitted[0]), task=False)
             except DeadlinePassed:
                 self._abandon(submitted)
                 raise
         if inspect.isawaitable(result):
-            return await _within(result, hook.deadline_s)
+            return await self._within(hook, result)
         return result
+
+    async def _within(self, hook: Hook, awaitable: Any, *, task: bool = True) -> Any:
+        """``awaitable``'s result, or DeadlinePassed at ``hook``'s deadline, at once (or when
+        it returns, past it, having blocked the loop).
+
+        The hook is cancelled then but not waited for: ``asyncio.wait_for`` waits until the
+        task it cancelled ends and returns what it returns, so a hook that caught its
+        cancellation and went on (a retry loop with a bare ``except``) held the call past its
+        deadline, and its late allow stood over ``on_error: block``. Left running, as a pooled
+        call past its deadline is, it counts as stuck against its hook (``task``: it is the
+        hook's own; a pool call is counted as such by its caller) until it ends. The wait is
+        ``wait_for``'s own, by hand: ``asyncio.wait`` cost 11 % more a guarded call
+        (benchmarks/README.md).
+        """
+        waiting = asyncio.ensure_future(_guarded(awaitable))
+        loop = waiting.get_loop()
+        woken = loop.create_future()
+
+        def wake(_: object = None) -> None:
+            if not woken.done():
+                woken.set_result(None)
+
+        timer = loop.call_later(hook.deadline_s, wake)
+        waiting.add_done_callback(wake)
+        until = loop.time() + hook.deadline_s
+        try:
+            await woken
+        except asyncio.CancelledError:
+            waiting.cancel()  # the caller was cancelled: so is the hook
+            raise
+        finally:
+            timer.cancel()
+        if not waiting.done():
+            waiting.remove_done_callback(wake)
+            waiting.cancel()
+            if task:
+                with self._lock:
+                    self.abandoned[waiting] = (None, hook.id)
+            raise DeadlinePassed
+        if loop.time() > until:
+            # It returned, but late: it blocked the loop (``time.sleep`` in async code), so no
+            # timer could end the wait. Late, as the pool judges a sync hook.
+            raise DeadlinePassed
+        ok, value = waiting.result()
+        if not ok:
+            raise value
+        return value
 
     def run_coroutine(self, hook: Hook, coroutine: Any) -> Any:
         """Run the coroutine a sync handler returned, on the pool, under the hook's deadline."""
@@ -260,7 +365,7 @@ class HookCalls:
 
     def _submit(self, hook: Hook, event: str, fn: Callable[..., Any], *args: Any) -> _Submitted:
         pool = self._executor(hook, event)
-        return pool.submit(contextvars.copy_context().run, fn, *args), pool, hook
+        return pool.submit(contextvars.copy_context().run, _hook_code, fn, *args), pool, hook
 
     def _abandon(self, submitted: _Submitted) -> None:
         """Count a call past its deadline against its hook, unless it never started."""

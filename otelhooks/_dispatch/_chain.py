@@ -247,7 +247,7 @@ class InterceptChain:
             result = Block(scratch_marks.deny_reason)
         if isinstance(result, Block):
             decision = getattr(result, "decision", "deny")
-            reason = scrub(result.reason) if result.reason else None
+            reason = _reason_text(result.reason)
             self.permissive = f"{decision}: {reason}" if reason else decision
             return "blocked"
         if scratch_marks is not None and scratch_marks.mock is not None:
@@ -269,11 +269,12 @@ class InterceptChain:
         self.permissive = "rewrite"
         return "rewritten"
 
-    def _block(self, hook: HookFacts, reason: str | None) -> bool:
+    def _block(self, hook: HookFacts, reason: object) -> bool:
         self.blocked = True
         # A reason may be a command's stderr: it reaches the span, the agent and the event log.
-        reason = scrub(reason) if reason else None
-        self.reason = reason or DEFAULT_BLOCK_REASONS.get(self.event, "Blocked by hook.")
+        self.reason = _reason_text(reason) or DEFAULT_BLOCK_REASONS.get(
+            self.event, "Blocked by hook."
+        )
         self.decided_by = hook.id
         return True
 
@@ -291,6 +292,18 @@ class InterceptChain:
             return model.model_validate({**payload.model_dump(by_alias=True), **update})
         except ValidationError:
             return None
+
+
+def _reason_text(reason: object) -> str | None:
+    """A block's reason as the text it is shown as, known secrets scrubbed; None for none.
+
+    A handler may give any object (``Block(exc)``, ``event.deny(42)``): its ``str()``, since the
+    agent's answer, the span and the event log carry text (the command bridge failed to write
+    the deny, exit 1, and the call ran).
+    """
+    if not reason:
+        return None
+    return scrub(reason if isinstance(reason, str) else str(reason))
 
 
 def _scratch_copy(payload: HookEvent) -> HookEvent:

@@ -19,7 +19,7 @@ import structlog
 
 from otelhooks import _semconv as sc
 from otelhooks._actions._notes import note
-from otelhooks._dispatch._calls import MAX_ABANDONED, HookCalls
+from otelhooks._dispatch._calls import MAX_ABANDONED, HookCalls, failure_text, hooks_failure
 from otelhooks._dispatch._chain import InterceptChain
 from otelhooks._dispatch._observers import ObserverRunner
 from otelhooks._dispatch._registry import HookRegistry, Intercepts
@@ -171,6 +171,11 @@ class Dispatcher:
                         raise DeadlinePassed  # late, as the pool would have judged it
             except Exception as exc:
                 stop = self._hook_failed(chain, hook, live, exc, started)
+            except BaseException as exc:  # an inline hook's SystemExit...: see hooks_failure
+                failure = hooks_failure(exc)
+                if failure is None:
+                    raise
+                stop = self._hook_failed(chain, hook, live, failure, started)
             else:
                 stop, outcome = chain.apply(hook, result)
                 if counted:
@@ -279,7 +284,7 @@ class Dispatcher:
         elif isinstance(exc, HookTimeoutError):  # the action enforced its own timeout (a command)
             problem, outcome = str(exc), "timeout"
         else:
-            problem, outcome = f"{type(exc).__name__}: {exc}", "error"
+            problem, outcome = failure_text(exc), "error"
         stop, outcome = chain.fail(hook, problem, outcome)
         chain.steps.append(
             HookStep(
@@ -397,7 +402,7 @@ class Dispatcher:
                     else scrub(str(exc))
                 )
             except Exception as exc:
-                outcome, problem = "error", scrub(f"{type(exc).__name__}: {exc}")
+                outcome, problem = "error", scrub(failure_text(exc))
             self._record(hook, outcome, perf_counter() - started)
             steps.append(HookStep(hook.id, hook.action.kind, outcome, problem))
         live.critical = critical

@@ -25,7 +25,7 @@ from typing import Any
 import structlog
 
 from otelhooks import _semconv as sc
-from otelhooks._dispatch._calls import HookCalls
+from otelhooks._dispatch._calls import HookCalls, hooks_failure
 from otelhooks._errors import DeadlinePassed, HookCapacityError, HookTimeoutError
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Hook
@@ -276,6 +276,10 @@ class ObserverRunner:
             result = _copy_context().run(call, payload)
         except Exception as exc:
             error = exc
+        except BaseException as exc:  # a hook's SystemExit...: see hooks_failure
+            error = hooks_failure(exc)
+            if error is None:
+                raise
         finally:
             try:
                 claim.pop()

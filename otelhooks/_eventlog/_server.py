@@ -74,6 +74,9 @@ class EventLogServer:
         owned: closed by :meth:`stop` after the HTTP server (logs closed, processors shut down).
         routes: more ``POST`` routes (ingest token), e.g. Claude Code's hook route.
         fallback: the handler of every other path (the web view; it checks its own auth).
+        allowed_hosts: host names the server answers to besides ``localhost`` and IP
+            addresses, when bound to a loopback address (:mod:`otelhooks._local_hosts`: a
+            page using DNS rebinding is refused); bound elsewhere, the only names answered.
 
     Raises:
         ConfigError: no token was given or found in the environment.
@@ -101,6 +104,7 @@ class EventLogServer:
         owned: Sequence[EventLog | AgentEvents | SpanProcessor | _Closable] = (),
         routes: Mapping[str, Route] | None = None,
         fallback: Route | None = None,
+        allowed_hosts: Sequence[str] = (),
     ) -> None:
         token = token or os.environ.get(ADMIN_TOKEN_ENV)
         if not token:
@@ -126,6 +130,7 @@ class EventLogServer:
             max_connections=max_connections, header_timeout_s=header_timeout_s
         )
         self.host = host
+        self.allowed_hosts = tuple(allowed_hosts)
         self._requested_port = port
         self._owned = tuple(owned)
         self._socket: socket.socket | None = None
@@ -159,6 +164,8 @@ class EventLogServer:
     def _prepare(self) -> uvicorn.Server:
         import uvicorn
 
+        from otelhooks._local_hosts import LocalHosts  # it reads this package's ASGI helpers
+
         hooked = "/v1/hooks/claude-code" in self.app.routes
         for processor in self.span_processors:
             # a processor in front of others (Claude Code's join) names them ``downstream``
@@ -167,7 +174,7 @@ class EventLogServer:
                     warn_intercept_hooks(inner, claude_code=hooked)
         self.bind()
         config = uvicorn.Config(
-            self.app,
+            LocalHosts(self.app, bound=self.host, allowed=self.allowed_hosts),
             http=self.guard.protocol_class(),
             log_config=None,
             access_log=False,
@@ -320,6 +327,7 @@ def serve(
     jaeger_url: str | None = None,
     grafana_url: str | None = None,
     store: str | None = None,
+    allowed_hosts: Sequence[str] = (),
 ) -> EventLogServer:
     """Build what ``otelhooks serve`` runs from hook files, and start it (unless ``start``
     is False, for :meth:`EventLogServer.serve_forever`).
@@ -339,6 +347,8 @@ def serve(
     ``hook_timeout_s`` is when a deciding Claude Code hook not answered yet counts as failed.
     With ``web`` (the default) the server also serves the web view and the approvals inbox
     (:mod:`otelhooks.web`), linking trace ids to ``jaeger_url`` and metrics to ``grafana_url``.
+    On a loopback ``host`` it answers only ``localhost``, IP addresses and ``allowed_hosts``
+    (a web page using DNS rebinding is refused: :mod:`otelhooks._local_hosts`).
 
     ``store`` (default: ``OTELHOOKS_STORE``) is where the state is kept: unset for the SQLite
     default (each log its ring or file), or ``postgresql://user@host/db``: every event log is
@@ -453,5 +463,6 @@ def serve(
         owned=owned,
         routes=routes,
         fallback=fallback,
+        allowed_hosts=allowed_hosts,
     )
     return server.start() if start else server

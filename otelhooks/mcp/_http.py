@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import OrderedDict
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import httpx
@@ -33,6 +33,7 @@ import structlog
 
 from otelhooks import _semconv as sc
 from otelhooks._json import loads_bounded
+from otelhooks._local_hosts import LocalHosts
 from otelhooks.mcp._asgi import (
     Receive,
     Scope,
@@ -386,8 +387,13 @@ async def run_http(
     *,
     headers: Mapping[str, str] | None = None,
     token: str | None = None,
+    allowed_hosts: Sequence[str] = (),
 ) -> int:
     """Serve the gateway on ``host:port`` until interrupted (uvicorn; logs on stderr).
+
+    On a loopback ``host`` only ``localhost``, IP addresses and ``allowed_hosts`` are
+    answered, and only from such an ``Origin``: the MCP transport asks servers to validate
+    ``Origin`` against DNS rebinding (:mod:`otelhooks._local_hosts`).
 
     Example:
         >>> asyncio.run(run_http(gateway, "127.0.0.1", 9000, "https://host/mcp"))  # doctest: +SKIP
@@ -397,7 +403,7 @@ async def run_http(
     proxy = McpHttpProxy(gateway, upstream, headers=headers, token=token)
     # Open GET streams would hold a graceful shutdown forever: give them a few seconds.
     config = uvicorn.Config(
-        proxy,
+        LocalHosts(proxy, bound=host, allowed=allowed_hosts),
         host=host,
         port=port,
         log_level="warning",

@@ -77,6 +77,32 @@ def test_a_redacted_output_is_a_block_whose_reason_is_the_new_output(
     assert "S-42" not in json.dumps(answer)
 
 
+MCP_REDACT = """\
+hooks:
+  - id: redact
+    type: PostToolUse
+    command: >-
+      echo '{"hookSpecificOutput": {"hookEventName": "PostToolUse",
+      "updatedMCPToolOutput": "[redacted by guard]"}}'
+"""
+
+
+@pytest.mark.parametrize("dialect", ["codex", "gemini"])
+def test_a_redacted_mcp_tool_output_is_a_block_too(tmp_path: Path, dialect: str) -> None:
+    """Claude Code's field for an MCP tool's new output, which neither CLI reads either."""
+    (tmp_path / "hooks.yaml").write_text(MCP_REDACT)
+    options = BridgeOptions(
+        hooks=(str(tmp_path / "hooks.yaml"),),
+        state=str(tmp_path / "state.sqlite3"),
+        dialect=dialect,
+    )
+    pre, post = (json.loads((KINDS / f"{name}.json").read_text()) for name in CALLS[dialect])
+    assert run_hook(json.dumps(pre), options, environ={}).exit_code == 0
+    answer = json.loads(run_hook(json.dumps(_secret_output(dialect, post)), options).stdout)
+    assert answer["reason"] == "[redacted by guard]"
+    assert "updatedMCPToolOutput" not in json.dumps(answer)
+
+
 @pytest.mark.parametrize("dialect", ["codex", "gemini"])
 def test_the_real_cli_shows_its_model_the_redacted_output(
     project: Path, tmp_path: Path, dialect: str

@@ -401,3 +401,31 @@ def test_a_restarted_gateway_refuses_a_call_it_cannot_judge_until_the_session_st
     assert "the server's name is not known yet" in refused["error"]["message"]
     assert "notes are read-only here" in denied.text
     assert calls(tmp_path) == []
+
+
+def test_a_page_using_dns_rebinding_calls_no_tool(gateway: tuple[str, Path]) -> None:
+    """The MCP transport: servers must validate ``Origin`` against DNS rebinding. A page whose
+    own name resolves to 127.0.0.1 sends its host and origin; the loopback gateway (no token)
+    answers neither, and nothing reaches the server (before: the call ran)."""
+    url, tmp = gateway
+    port = httpx.URL(url).port
+    add = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+           "params": {"name": "add", "arguments": {"a": 40, "b": 2}}}  # fmt: skip
+    with httpx.Client(timeout=30) as client:
+        headers = _session(client, url)
+        rebound = client.post(url, json=add, headers={**headers, "host": f"rebind.test:{port}"})
+        foreign = client.post(url, json=add, headers={**headers, "origin": "http://rebind.test"})
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}
+        fresh = client.post(url, json=init, headers={**ACCEPT, "host": f"rebind.test:{port}"})
+    assert (rebound.status_code, foreign.status_code, fresh.status_code) == (403, 403, 403)
+    assert [c["args"] for c in calls(tmp) if c["tool"] == "add" and c["args"]["a"] == 40] == []
+
+
+def test_an_allowed_host_is_answered(tmp_path: Path) -> None:
+    with http_gateway(tmp_path, extra=["--allowed-host", "mcp.internal"]) as url:
+        port = httpx.URL(url).port
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}
+        with httpx.Client(timeout=30) as client:
+            named = client.post(url, json=init, headers={**ACCEPT, "host": f"mcp.internal:{port}"})
+            other = client.post(url, json=init, headers={**ACCEPT, "host": f"other.test:{port}"})
+    assert (named.status_code, other.status_code) == (200, 403)

@@ -76,7 +76,7 @@ def test_a_connection_that_never_finishes_its_headers_is_closed(tmp_path: Path) 
     with serving(tmp_path, "--header-timeout", "1") as server:
         sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
         try:
-            sock.sendall(b"GET /v1/events HTTP/1.1\r\nHost: x\r\n")
+            sock.sendall(b"GET /v1/events HTTP/1.1\r\nHost: localhost\r\n")
             # a byte at a time does not extend the deadline
             assert seconds_until_closed(sock) < 4
         finally:
@@ -90,10 +90,12 @@ def test_a_keep_alive_request_that_never_finishes_its_headers_is_closed(tmp_path
         sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
         try:
             auth = f"Authorization: Bearer {ADMIN}\r\n".encode()
-            sock.sendall(b"GET /v1/events?mode=version HTTP/1.1\r\nHost: x\r\n" + auth + b"\r\n")
+            sock.sendall(
+                b"GET /v1/events?mode=version HTTP/1.1\r\nHost: localhost\r\n" + auth + b"\r\n"
+            )
             answer = sock.recv(65536)
             assert answer.startswith(b"HTTP/1.1 200"), answer[:80]
-            sock.sendall(b"GET /v1/events HTTP/1.1\r\nHost: x\r\n")
+            sock.sendall(b"GET /v1/events HTTP/1.1\r\nHost: localhost\r\n")
             # before uvicorn's own keep-alive timeout (5 s), which a head's first bytes cancel
             assert seconds_until_closed(sock) < 4
         finally:
@@ -238,3 +240,27 @@ def seconds_until_closed(sock: socket.socket) -> float:
         except OSError:
             return time.monotonic() - started
     raise AssertionError("the half-sent request was still open after 6 s")
+
+
+def test_a_page_using_dns_rebinding_is_refused_and_allowed_hosts_are_answered(
+    tmp_path: Path,
+) -> None:
+    """A web page whose own name resolves to 127.0.0.1 (DNS rebinding) reaches a loopback
+    serve as its own origin: its requests name its host, which serve does not answer (before:
+    answered, and the login form took its guesses). Names given by --allowed-host are."""
+    admin = {"authorization": f"Bearer {ADMIN}"}
+    with serving(tmp_path, "--allowed-host", "otelhooks.internal") as server:
+        port = server.url.rsplit(":", 1)[1]
+        with httpx.Client(base_url=server.url, timeout=10) as client:
+            rebound = client.get("/v1/events", headers={**admin, "host": f"rebind.test:{port}"})
+            login = client.post(
+                "/login", headers={"host": f"rebind.test:{port}"}, data={"token": "guess"}
+            )
+            foreign = client.get("/v1/events", headers={**admin, "origin": "http://rebind.test"})
+            named = client.get(
+                "/v1/events", headers={**admin, "host": f"otelhooks.internal:{port}"}
+            )
+            local = client.get("/v1/events", headers={**admin, "host": f"localhost:{port}"})
+    assert (rebound.status_code, login.status_code, foreign.status_code) == (403, 403, 403)
+    assert "rebind.test" in rebound.json()["message"]
+    assert (named.status_code, local.status_code) == (200, 200)

@@ -17,6 +17,7 @@ import structlog
 
 from otelhooks._actions._notes import collecting
 from otelhooks._config._claude_answer import HookAnswer, block_answer, command_answer
+from otelhooks._encoding import jsonable
 from otelhooks._engine import HooksEngine
 from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._events import EVENTS as EVENT_SPECS
@@ -177,8 +178,11 @@ def tell_failures(output: dict[str, Any], errors: Sequence[str]) -> None:
 
 
 def dumps(output: Mapping[str, Any]) -> str:
-    """The output as the agent reads it (``""`` when there is nothing to say)."""
-    return json.dumps(output, ensure_ascii=False) if output else ""
+    """The output as the agent reads it (``""`` when there is nothing to say): strict JSON by
+    the one encoding of :mod:`otelhooks._encoding`, whatever a hook put in it (a rewrite's
+    ``Path`` or set made writing fail, exit 1, and the call ran as it was; its ``NaN`` was JSON
+    no CLI reads)."""
+    return json.dumps(jsonable(output), ensure_ascii=False, allow_nan=False) if output else ""
 
 
 def run_hooks(

@@ -343,7 +343,11 @@ def rewrite_as_block(output: dict[str, Any]) -> None:
         ('block', '[redacted]')
     """
     specific = output.get("hookSpecificOutput")
-    updated = specific.pop("updatedToolOutput", None) if isinstance(specific, dict) else None
+    updated = None
+    if isinstance(specific, dict):  # an MCP tool's output too (Claude Code's own field for it)
+        for key in ("updatedToolOutput", "updatedMCPToolOutput"):
+            value = specific.pop(key, None)
+            updated = value if updated is None else updated
     if updated is not None and output.get("decision") != "block":
         output["decision"] = "block"
         output["reason"] = main_text(updated)
