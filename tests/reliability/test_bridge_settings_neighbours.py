@@ -421,22 +421,11 @@ def test_modules_the_agent_writes_in_its_folder_are_never_imported_by_the_bridge
     for name in ("structlog", "yaml", "pydantic"):
         (project / f"{name}.py").write_text("raise SystemExit('imported from the agent')\n")
     (project / "logging.py").write_text("def helper():\n    return 1\n")  # a project's own
-    argv = [sys.executable, "-I", "-S", hook_client.__file__, "--hooks", "otelhooks.yaml"]
     with runtime_folder() as runtime:
         env = client_env(project, runtime)
         for n in range(2):  # the one-process bridge, then the daemon the first started
-            done = subprocess.run(
-                argv,
-                input=json.dumps(bash(f"t{n}", "rm -rf build")),
-                capture_output=True,
-                text=True,
-                env=env,
-                cwd=project,
-                timeout=60,
-                check=False,
-            )
-            answer = Hooked(done.returncode, done.stdout, done.stderr, 0.0)
+            answer = _client_in(project, env, ["--hooks", "otelhooks.yaml"], f"t{n}", "rm -rf x")
             assert answer.deny_reason() == "no rm"
-            assert "imported from the agent" not in done.stderr
+            assert "imported from the agent" not in answer.stderr
             if n == 0:
                 daemon_pid(runtime)

@@ -41,6 +41,16 @@ TOOL_CALLS = 4
 SPANS = 2 + TOOL_CALLS  # invoke_agent, step, one execute_tool per call
 
 
+def _serve(handler: type[BaseHTTPRequestHandler]) -> ThreadingHTTPServer:
+    """``handler`` serving on a free port of 127.0.0.1, in a thread of its own."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+    ).start()
+    return server
+
+
 class Collector:
     """An OTLP/HTTP receiver on 127.0.0.1 that keeps every span it is sent, but answers
     ``partialSuccess`` saying it did not keep ``reject`` of each request's spans (what
@@ -92,12 +102,8 @@ class Collector:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _serve(Handler)
         self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        ).start()
 
     def stop(self) -> None:
         self._server.shutdown()
@@ -315,12 +321,8 @@ class MetricsReceiver:
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _serve(Handler)
         self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
-        threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        ).start()
 
     def stop(self) -> None:
         self._server.shutdown()
