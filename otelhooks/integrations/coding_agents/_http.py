@@ -21,10 +21,14 @@ right now                   state (:class:`~otelhooks._store._pg_sessions.Shared
                             for ``PreToolUse``
 not JSON / not an object    400 (also non-blocking); with ``fail_closed`` a deny when the event
                             is (or may be) ``PreToolUse``
-a ``Post*`` event for a     409: the ``tool_use_id`` is not open in the session it names (a
-tool use its session never  forged or misrouted event ends nothing and reaches no observer)
-opened, a ``SessionEnd``
-of a session never seen
+a ``Post*`` event for a     as any ``Post*``: its hooks run and their answer (a redaction, a
+tool use its session has    block) is Claude Code's, for its start may have reached a server that
+not open                    forgot it (a restart without a store, a scratch state, another
+                            instance). The tool use is not recorded: no session state changes and
+                            no span is written or ended (a forged or misrouted end ends nothing);
+                            its hooks see ``spanId`` null
+a ``SessionEnd`` of a       409: it ends nothing (its hooks only observe)
+session never seen
 ==========================  ======================================================================
 
 The body is read by :func:`~otelhooks.integrations.coding_agents._input.parse_input`, as the
@@ -73,7 +77,6 @@ from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
 from otelhooks.integrations.coding_agents._input import InputProblem, event_name_of, parse_input
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
-from otelhooks.integrations.coding_agents._tools import ToolNotOpen
 
 __all__ = [
     "DEFAULT_DECISION_TIMEOUT_S",
@@ -87,8 +90,6 @@ HOOK_ROUTE = "/v1/hooks/claude-code"
 DEFAULT_MAX_HOOK_BODY = 4 * 1024 * 1024  # tool inputs and responses (file contents) included
 # ``install --http`` writes a 10 s timeout: answer by 8 s, so a late answer is still ours to give
 DEFAULT_DECISION_TIMEOUT_S = 8.0
-# events that end a tool use: they must name one their session opened
-_TOOL_ENDS = frozenset({"PostToolUse", "PostToolUseFailure", "PermissionDenied"})
 # deciding calls answered at once, across sessions (each may wait for a person's approval)
 DECIDING_THREADS = 64
 
@@ -240,8 +241,6 @@ class ClaudeCodeHookRoute:
             return 409, json.dumps({"error": "conflict", "message": refused}).encode()
         try:
             response = self.bridge.handle(payload, open_tools_only=True)
-        except ToolNotOpen as exc:
-            return 409, json.dumps({"error": "conflict", "message": str(exc)}).encode()
         except StoreUnavailable as exc:
             if self.fail_closed and event == "PreToolUse":
                 _log.warning("claude-code hook: store unavailable", error=str(exc))
@@ -253,19 +252,15 @@ class ClaudeCodeHookRoute:
         return http_answer(event, response)
 
     def _foreign(self, event: str, payload: Mapping[str, Any]) -> str | None:
-        """Why an event that ends something names what its session never opened, or ``None``."""
+        """Why an event that ends a session names one the server never saw, or ``None``."""
         sessions = self.bridge.state
         if not isinstance(sessions, ServerSessions):
             return None
         session = str(payload.get("session_id") or "unknown-session")
-        if event in _TOOL_ENDS:
-            use_id = payload.get("tool_use_id")
-            if not isinstance(use_id, str):  # one that is not open is refused by the bridge
-                return f"tool_use_id {str(use_id)[:80]!r} is not open in this session"
         if event == "SessionEnd":
             if not sessions.saw(session):
                 return "this session is not known to the server"
-        elif event not in _TOOL_ENDS:
+        else:
             sessions.note(session)
         return None
 
