@@ -36,9 +36,9 @@ and the hooks still decide. The problem is logged; after the store was unavailab
 alone for its ``Retry-After`` (no event pays its connection wait again meanwhile). What the
 scratch holds is this instance's alone, bounded as any :class:`ServerSessions`: a tool use
 started there ends there, also once the store is back; one started on the store and ended
-while it cannot be read is refused as not open (``409``). Every statement here but the one
-that opens a turn stores nothing twice, so it runs again on another connection when a pooled
-one was dropped (the server restarted, ``pg_terminate_backend``): a restart sends no tool use
+while it cannot be read is judged by its hooks as any, without a span. Every statement here but
+the one that opens a turn stores nothing twice, so it runs again on another connection when a
+pooled one was dropped (the server restarted, ``pg_terminate_backend``): a restart sends no tool use
 to the scratch.
 """
 
