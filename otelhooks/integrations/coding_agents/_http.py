@@ -26,7 +26,7 @@ tool use its session has    block) is Claude Code's, for its start may have reac
 not open                    forgot it (a restart without a store, a scratch state, another
                             instance). The tool use is not recorded: no session state changes and
                             no span is written or ended (a forged or misrouted end ends nothing);
-                            its hooks see ``spanId`` null
+                            its hooks see ``spanId`` null and ``operationId`` empty
 a ``SessionEnd`` of a       409: it ends nothing (its hooks only observe)
 session never seen
 ==========================  ======================================================================

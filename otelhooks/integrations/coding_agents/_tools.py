@@ -317,11 +317,7 @@ class ToolUses(Part):
         tool_name, args, use_id = _args(payload)
         tool = self.state.end_tool(session, use_id)
         if tool is None and open_only:
-            op = self.state.peek_operation(session)  # the turn's own hooks decide it too
-            operation = op.operation_id if op is not None else ""
-            return OpenTool(
-                session, use_id, 0, 0, operation, time.time_ns(), tool_name, args, 0, {}
-            )
+            return OpenTool(session, use_id, 0, 0, "", time.time_ns(), tool_name, args, 0, {})
         if tool is None:
             self.state.begin_tool(session, use_id, tool_name, args if self.capture else {})
             tool = self.state.end_tool(session, use_id)
