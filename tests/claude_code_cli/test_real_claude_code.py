@@ -582,3 +582,30 @@ def test_every_way_to_deny_stops_the_real_claude_code(
         if s["name"] == "execute_tool Bash"
     }
     assert {w for w in ways if w != "http-hook"} <= decided
+
+
+_SLOW_REDACT = "import time, sys; sys.stdin.read(); time.sleep(4)"
+
+
+def test_a_late_redaction_that_blocks_when_it_fails_withholds_the_output(
+    claude: Path, project: Path, tmp_path: Path
+) -> None:
+    """HTTP hooks into serve, whose PostToolUse redaction (``on_error: block``) does not answer
+    within ``--hook-timeout``: the model reads the withheld note, never the secret (it was a
+    500, a non-blocking error for Claude Code)."""
+    hooks = project / ".claude" / "otelhooks.yaml"
+    hooks.write_text(
+        "hooks:\n  - id: redact\n    type: PostToolUse\n    matcher: Bash\n"
+        f"    on_error: block\n    timeout: 20\n"
+        f"    command: [{json.dumps(sys.executable)}, -c, {json.dumps(_SLOW_REDACT)}]\n"
+    )
+    serve = ServeProc(tmp_path, "--hooks", str(hooks), "--hook-timeout", "1")
+    try:
+        install(project / ".claude" / "settings.json", http=serve.url)
+        api = MessagesApi([ToolStep("toolu_echo", "Bash", {"command": "echo S-$((6*7))"})])
+        with serve_messages_api(api) as url:
+            _run_claude(claude, project, url, tmp_path / "home", {"OTELHOOKS_INGEST_TOKEN": INGEST})
+    finally:
+        serve.stop()
+    assert "[tool output withheld" in json.dumps(_tool_results(api)["toolu_echo"])
+    assert "S-42" not in json.dumps(api.requests)

@@ -13,7 +13,10 @@ exit 2, reason on stderr    200 with the JSON form of the block: ``permissionDec
                             ``PreToolUse``, ``{"decision": "block"}`` otherwise (an HTTP hook
                             cannot answer with an exit code)
 the bridge failed, or gave  500 (a non-blocking error for Claude Code: shown, the tool runs) or,
-no answer by the deadline   with ``fail_closed``, 200 with a deny for ``PreToolUse``
+no answer by the deadline   with ``fail_closed``, 200 with a deny for ``PreToolUse``; late, when
+                            a hook that was to decide blocks when it fails (``on_error: block``),
+                            that hook's block: a deny, or the event's block (a ``PostToolUse``'s
+                            output withheld, in its own shape)
 the store cannot commit     the hooks still decide: the session change is made in a scratch
 right now                   state (:class:`~otelhooks._store._pg_sessions.SharedSessions`); 503
                             with ``Retry-After`` only for an event no hook decides that the
@@ -71,7 +74,11 @@ from otelhooks._dispatch._calls import waited_within
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
 from otelhooks._hooks import Hook
 from otelhooks._store._errors import StoreUnavailable
-from otelhooks.integrations.coding_agents._answers import ANSWERING_EVENTS, late_problem
+from otelhooks.integrations.coding_agents._answers import (
+    ANSWERING_EVENTS,
+    closed_answer,
+    late_problem,
+)
 from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
@@ -320,7 +327,11 @@ class ClaudeCodeHookRoute:
                 )
                 hooks = self.bridge.hooks_now(payload)
                 problem, closed = late_problem(f"otelhooks: {late}", hooks)
-                status, answer = self._failure(event, problem, closed=closed)
+                if closed and event != "PreToolUse":
+                    # the hook that blocks when it fails failed: its block, as in time
+                    status, answer = http_answer(event, closed_answer(event, problem, payload))
+                else:
+                    status, answer = self._failure(event, problem, closed=closed)
         await respond(send, status, answer, b"application/json")
 
     def close(self) -> None:
