@@ -125,10 +125,11 @@ def late_refusal(
     (:func:`~otelhooks.integrations.coding_agents._answers.closed_answer`, read from ``raw``,
     the event's input)."""
     from otelhooks.integrations.coding_agents._answers import closed_answer, late_problem
-    from otelhooks.integrations.coding_agents._dialects import dialect_named
 
     problem, closed = late_problem(problem, hooks)
     if closed and event not in ("PreToolUse", None):
+        from otelhooks.integrations.coding_agents._dialects import dialect_named
+
         dialect = dialect_named(options.dialect)
         try:
             payload = dialect.to_bridge(dict(raw) if isinstance(raw, Mapping) else parse_input(raw))
