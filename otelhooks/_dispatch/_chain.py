@@ -33,8 +33,8 @@ from pydantic import ValidationError
 
 from otelhooks._events import HookEvent, ToolCallEvent, ToolResult
 from otelhooks._events._marks import ToolCallMarks
-from otelhooks._hooks import Block, HookFacts
-from otelhooks._live import Answered, ApprovalNote, HookStep, Verdict
+from otelhooks._hooks import Block, HookFacts, HookStep
+from otelhooks._live import Answered, ApprovalNote, Verdict
 from otelhooks._redact import scrub
 
 __all__ = ["DEFAULT_BLOCK_REASONS", "InterceptChain"]
