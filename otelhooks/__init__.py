@@ -92,10 +92,10 @@ if TYPE_CHECKING:
     from otelhooks._fingerprint import (
         args_fingerprint,
     )
+    from otelhooks._hook_step import HookStep
     from otelhooks._hooks import (
         Block,
         Hook,
-        HookStep,
     )
     from otelhooks._instrument import (
         AgentCall,
@@ -180,7 +180,7 @@ _WHERE: dict[str, str] = {
     "HookEvent": "otelhooks._events",
     "HookRegistry": "otelhooks._dispatch",
     "HookSpanProcessor": "otelhooks._processor",
-    "HookStep": "otelhooks._hooks",
+    "HookStep": "otelhooks._hook_step",
     "HookTimeoutError": "otelhooks._errors",
     "HooksEngine": "otelhooks._engine",
     "InvalidMatcherError": "otelhooks._errors",

@@ -1,5 +1,4 @@
-"""The hook definition: ``{id, type, handler, matcher, ...}``, what an action is, and what a
-hook did in a chain (:class:`HookStep`, which the chain's :class:`~otelhooks._live.Verdict` lists).
+"""The hook definition: ``{id, type, handler, matcher, ...}``, and what an action is.
 
 A :class:`Hook` describes; it validates its own fields (event, matcher, which action) and builds
 nothing. :func:`otelhooks._actions.build_hook` turns it into a runnable hook by binding its
@@ -9,7 +8,6 @@ action, when it is loaded or registered (pluggy keeps spec and implementation ap
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, Literal, Protocol, TypeGuard, runtime_checkable
 
@@ -17,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from otelhooks._errors import ConfigError, unknown_field
 from otelhooks._events import EventSpec, HookEvent, resolve_event
+from otelhooks._hook_step import HookStep
 from otelhooks._matchers import Matcher, compile_matcher
 
 if TYPE_CHECKING:
@@ -30,7 +29,6 @@ __all__ = [
     "Enqueueing",
     "Hook",
     "HookFacts",
-    "HookStep",
     "enqueues",
 ]
 
@@ -294,26 +292,6 @@ class Hook(BaseModel):
         return HookFacts(self)
 
 
-@dataclass(slots=True, frozen=True)
-class HookStep:
-    """What one intercept hook did in a chain.
-
-    Attributes:
-        hook_id, kind: the hook and its action kind (``handler``, ``command``, ``webhook``...).
-        outcome: ``ok``, ``rewritten``, ``blocked``, ``mocked``, ``error`` or ``timeout``.
-        error: the problem, for ``error`` and ``timeout`` (known secrets scrubbed).
-        permissive: for a hook in ``mode: permissive``, what it would have done, never done
-            (``deny: reason``, ``ask: reason``, ``mock``, ``rewrite``, ``allow``, ``error``);
-            None for a hook that enforces.
-    """
-
-    hook_id: str
-    kind: str
-    outcome: str
-    error: str | None = None
-    permissive: str | None = None
-
-
 class HookFacts:
     """What the intercept chain reads of a hook on every run, made once per hook (the hook is
     frozen and its action bound once): plain slots, because most of what a run asks of the
@@ -322,7 +300,7 @@ class HookFacts:
     replay runs hundreds of thousands of hooks.
 
     ``call``: what a call on the caller's thread calls (:attr:`Hook.inline`, else the action);
-    ``steps``: the :class:`HookStep` of each outcome of an enforcing run that
+    ``steps``: the :class:`~otelhooks._hook_step.HookStep` of each outcome of an enforcing run that
     returned, made here and shared by every run (they are immutable).
     """
 

@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from opentelemetry.trace import SpanContext
 from opentelemetry.util.types import AttributeValue
 
 from otelhooks import _semconv as sc
 from otelhooks._events import HookEvent, ToolResult
-from otelhooks._hooks import Hook, HookStep
+from otelhooks._hook_step import HookStep
+
+if TYPE_CHECKING:
+    from otelhooks._hooks import Hook
 
 __all__ = ["Answered", "ApprovalNote", "LiveEvent", "Verdict"]
 
