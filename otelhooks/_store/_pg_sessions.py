@@ -69,7 +69,7 @@ from otelhooks.integrations.coding_agents._state import (
 if TYPE_CHECKING:
     import psycopg
 
-    from otelhooks._store._postgres import PostgresStore
+    from otelhooks._store._pg_connections import PgConnections
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -249,7 +249,7 @@ class SharedSessions(ServerSessions):
     """
 
     def __init__(
-        self, store: PostgresStore, *, on_drop: DropCounter | None = None, **bounds: Any
+        self, store: PgConnections, *, on_drop: DropCounter | None = None, **bounds: Any
     ) -> None:
         super().__init__(None, on_drop=on_drop, **bounds)  # the in-memory tables stay empty
         self.store = store
