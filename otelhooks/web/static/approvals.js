@@ -3,13 +3,13 @@
 (() => {
   const { el, visible, api, when } = oh;
   const $ = (id) => document.getElementById(id);
-  const cards = new Map(); // approval id -> {card, timer node, item}
-  // A click this soon after the cards changed was not aimed at what is under it now: a card
-  // that leaves (answered elsewhere, or its time up: the oldest, on top) moves those below it up,
-  // and a page on another port that turns the first click of a double-click into a visit here
-  // gets the second on a card just drawn.
+  const cards = new Map(); // approval id -> {card, timer node, item}, in the page's order
+  // A click on a card drawn or moved this soon was not aimed at it: a card that leaves (answered
+  // elsewhere, or its time up: the oldest, on top) moves those below it up, and a page on another
+  // port that turns the first click of a double-click into a visit here gets the second on a card
+  // just drawn. Only the card clicked counts: a new card is drawn below the others and moves none,
+  // and anyone holding the ingest token can ask for one every half second.
   const STILL_MS = 1000;
-  let changedAt = 0;
 
   function card(item, content) {
     const box = el('article', 'approval-card');
@@ -51,7 +51,7 @@
     const problem = el('p', 'error');
     problem.hidden = true;
     async function answer(decision) {
-      if (Date.now() - changedAt < STILL_MS) {
+      if (Date.now() - entry.movedAt < STILL_MS) {
         problem.textContent = 'The cards had just changed: nothing was answered. Read this card, then click again.';
         problem.hidden = false;
         return;
@@ -88,7 +88,8 @@
     const actions = el('div', 'actions');
     actions.append(reason, approve, deny);
     box.append(actions, problem);
-    return { box, left, item, edit, seenAt: Date.now() };
+    const entry = { box, left, item, edit, seenAt: Date.now(), movedAt: Date.now() };
+    return entry;
   }
 
   // The box is as tall as what it holds: a box of a few rows showed a long first value and hid
@@ -109,15 +110,16 @@
     const body = await oh.pendingCount();
     $('content-note').hidden = body.capture_content;
     const live = new Set(body.pending.map((a) => a.id));
+    let moved = false; // a card left: those below it moved up
     for (const [id, entry] of cards) {
-      if (!live.has(id)) { entry.box.remove(); cards.delete(id); changedAt = Date.now(); }
+      if (!live.has(id)) { entry.box.remove(); cards.delete(id); moved = true; }
+      else if (moved) entry.movedAt = Date.now();
     }
     for (const item of body.pending) {
       const known = cards.get(item.id);
       if (known) { known.item = item; known.seenAt = Date.now(); continue; }
       const entry = card(item, body.capture_content);
       cards.set(item.id, entry);
-      changedAt = Date.now();
       $('pending').append(entry.box);
       if (entry.edit) fit(entry.edit);
     }

@@ -1,0 +1,72 @@
+"""The inbox under a flood of approvals asked by an agent holding the ingest token (what every
+hook client and agent on the machine holds): the person still sees, tells apart and answers the
+real card in time. Real serve, Debian's Chromium."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from otelhooks import EventLogServer, serve
+from tests.web.conftest import AUTH, TOKEN, log_in
+
+pytestmark = pytest.mark.timeout(60)
+
+AGENT = {"Authorization": "Bearer agent-ingest-t0ken"}
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
+    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
+    started = serve(token=TOKEN)
+    try:
+        yield started
+    finally:
+        # the inbox is the process's (it outlives this serve): leave nothing waiting in it
+        with httpx.Client(base_url=started.url, headers=AUTH) as admin:
+            for item in admin.get("/v1/approvals").json()["pending"]:
+                admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
+        started.stop()
+
+
+def _ask(server: EventLogServer, command: str, **fields: Any) -> str:
+    body = {"hook_id": "ask", "tool": "Bash", "timeout_s": 60, "default": "allow", **fields}
+    created = httpx.post(
+        f"{server.url}/v1/approvals", json={**body, "args": {"command": command}}, headers=AGENT
+    )
+    assert created.status_code == 201, created.text
+    return str(created.json()["id"])
+
+
+def _state(server: EventLogServer, approval: str) -> str:
+    got = httpx.get(f"{server.url}/v1/approvals/{approval}", headers=AUTH).json()
+    return str(got["state"])
+
+
+def test_a_new_card_below_does_not_refuse_a_click_on_the_card_above(
+    browser: Any, server: EventLogServer
+) -> None:
+    # before, any new card refused every click on every card for a second: an agent asking for
+    # one every half second kept the person from answering anything, and its `rm -rf ~` got its
+    # default (allow) after 20 refused clicks on Deny
+    real = _ask(server, "rm -rf ~")
+    page = log_in(browser, server.url)
+    try:
+        page.clock.install()
+        page.goto(f"{server.url}/approvals")
+        deny = page.locator(f"article[data-approval='{real}'] button.deny")
+        deny.wait_for(timeout=5000)
+        # the person has read the card; from here the page's time stands still, so the click
+        # below comes "at once" after the new card however slow the machine
+        page.clock.pause_at(datetime.now() + timedelta(seconds=2))
+        flood = _ask(server, "ls")
+        page.locator(f"article[data-approval='{flood}']").wait_for(timeout=5000)
+        deny.click()
+        page.locator(f"tr.answered[data-approval='{real}']").wait_for(timeout=5000)
+    finally:
+        page.context.close()
+    assert _state(server, real) == "denied"
