@@ -70,3 +70,37 @@ def test_a_new_card_below_does_not_refuse_a_click_on_the_card_above(
     finally:
         page.context.close()
     assert _state(server, real) == "denied"
+
+
+def _leave(server: EventLogServer, approval: str) -> None:
+    """Take ``approval`` off the inbox now: what its deadline passing does, without waiting."""
+    httpx.post(f"{server.url}/v1/approvals/{approval}", json={"decision": "deny"}, headers=AUTH)
+
+
+def test_cards_above_timed_to_leave_one_after_another_do_not_keep_moving_the_real_one(
+    browser: Any, server: EventLogServer
+) -> None:
+    # cards asked before the real one are above it; their deadlines, chosen by the agent, can
+    # pass one every half second (here they are answered instead: the page sees the same).
+    # Before, each moved the real card up and refused the click on it for a second: 48 clicks
+    # on Deny answered nothing and `rm -rf ~` got its default (allow)
+    first, second = _ask(server, "ls"), _ask(server, "ls")
+    real = _ask(server, "rm -rf ~")
+    page = log_in(browser, server.url)
+    try:
+        page.clock.install()
+        page.goto(f"{server.url}/approvals")
+        deny = page.locator(f"article[data-approval='{real}'] button.deny")
+        deny.wait_for(timeout=5000)
+        page.clock.pause_at(datetime.now() + timedelta(seconds=2))
+        _leave(server, first)  # the cards move up at once: the first move in a while
+        page.locator(f"article[data-approval='{first}']").wait_for(state="detached")
+        page.clock.fast_forward(1500)  # the person has found the real card again
+        _leave(server, second)  # leaves a blank: the cards moved less than 5 s ago
+        gone = page.locator(f"article[data-approval='{second}'] button.deny")
+        gone.wait_for(state="detached", timeout=5000)
+        deny.click()
+        page.locator(f"tr.answered[data-approval='{real}']").wait_for(timeout=5000)
+    finally:
+        page.context.close()
+    assert _state(server, real) == "denied"

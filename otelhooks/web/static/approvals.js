@@ -10,6 +10,13 @@
   // just drawn. Only the card clicked counts: a new card is drawn below the others and moves none,
   // and anyone holding the ingest token can ask for one every half second.
   const STILL_MS = 1000;
+  // The cards move at most once in SETTLE_MS: a card that leaves sooner after the last move leaves
+  // a blank of its height until then. An agent can time the deadlines of cards it asked for before
+  // the real one (above it) to pass one every half second: each would move the real card and
+  // refuse the click on it, until its own deadline gave it its default.
+  const SETTLE_MS = 5000;
+  let lastMove = 0;
+  let settling = null;
 
   function card(item, content) {
     const box = el('article', 'approval-card');
@@ -99,6 +106,16 @@
     edit.style.height = `${edit.scrollHeight + edit.offsetHeight - edit.clientHeight}px`;
   }
 
+  function collapse() {
+    settling = null;
+    lastMove = Date.now();
+    let moved = false; // a card left: those below it moved up
+    for (const box of [...$('pending').children]) {
+      if (box.classList.contains('gone')) { box.remove(); moved = true; }
+      else if (moved) cards.get(box.dataset.approval).movedAt = lastMove;
+    }
+  }
+
   function tick() {
     for (const entry of cards.values()) {
       const left = Math.max(0, entry.item.time_left_s - (Date.now() - entry.seenAt) / 1000);
@@ -110,10 +127,18 @@
     const body = await oh.pendingCount();
     $('content-note').hidden = body.capture_content;
     const live = new Set(body.pending.map((a) => a.id));
-    let moved = false; // a card left: those below it moved up
+    let left = false;
     for (const [id, entry] of cards) {
-      if (!live.has(id)) { entry.box.remove(); cards.delete(id); moved = true; }
-      else if (moved) entry.movedAt = Date.now();
+      if (live.has(id)) continue;
+      cards.delete(id);
+      entry.box.style.height = `${entry.box.offsetHeight}px`;
+      entry.box.classList.add('gone');
+      entry.box.replaceChildren(el('p', 'muted', 'No longer waiting.'));
+      left = true;
+    }
+    if (left && !settling) {
+      const wait = lastMove + SETTLE_MS - Date.now();
+      if (wait <= 0) collapse(); else settling = setTimeout(collapse, wait);
     }
     for (const item of body.pending) {
       const known = cards.get(item.id);
