@@ -33,9 +33,9 @@ def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
         started.stop()
 
 
-def _ask(server: EventLogServer, command: str, **fields: Any) -> str:
+def _ask(server: EventLogServer, command: str, via: Any = httpx, **fields: Any) -> str:
     body = {"hook_id": "ask", "tool": "Bash", "timeout_s": 60, "default": "allow", **fields}
-    created = httpx.post(
+    created = via.post(
         f"{server.url}/v1/approvals", json={**body, "args": {"command": command}}, headers=AGENT
     )
     assert created.status_code == 201, created.text
@@ -104,3 +104,26 @@ def test_cards_above_timed_to_leave_one_after_another_do_not_keep_moving_the_rea
     finally:
         page.context.close()
     assert _state(server, real) == "denied"
+
+
+def test_one_click_denies_every_card_however_many_look_like_the_real_one(
+    browser: Any, server: EventLogServer
+) -> None:
+    # 100 cards just like the real one (same hook, tool, arguments and session) asked before it
+    # (the inbox takes 256): before, a person denying them from the top, a click every 0.4 s,
+    # had not reached the real one of 40 when its 30 s were up: `rm -rf ~` got its default (allow)
+    same = {"hook_id": "ask-before-shell", "session": "7f3c-the-person-s-session"}
+    with httpx.Client() as agent:
+        flood = [_ask(server, "rm -rf ~", agent, timeout_s=3600, **same) for _ in range(100)]
+    real = _ask(server, "rm -rf ~", **same)
+    page = log_in(browser, server.url)
+    try:
+        page.goto(f"{server.url}/approvals")
+        page.locator(f"article[data-approval='{real}']").wait_for(timeout=10_000)
+        page.locator("#deny-all").click()
+        page.locator(f"tr.answered[data-approval='{real}']").wait_for(timeout=10_000)
+        page.locator("#none-pending").wait_for(timeout=10_000)
+    finally:
+        page.context.close()
+    assert _state(server, real) == "denied"
+    assert {_state(server, i) for i in flood[::10]} == {"denied"}

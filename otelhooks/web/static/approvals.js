@@ -149,6 +149,8 @@
       if (entry.edit) fit(entry.edit);
     }
     $('none-pending').hidden = body.pending.length > 0;
+    $('all').hidden = cards.size === 0; // shown with the first card: its showing moves none
+    $('deny-all').textContent = `Deny all ${cards.size} waiting`;
     const rows = body.answered.map((a) => {
       const tr = el('tr', `answered ${a.state}`);
       tr.dataset.approval = a.id;
@@ -161,7 +163,30 @@
     tick();
   }
 
+  // An agent holding the ingest token can ask for hundreds of cards just like its real one: a
+  // person denying them one by one does not reach the real one before its default applies.
+  // Denying is never the dangerous answer, so this one needs no second look.
+  async function denyAll() {
+    const ids = [...cards.keys()];
+    $('deny-all').disabled = true;
+    const body = JSON.stringify({ decision: 'deny', reason: 'denied with every waiting call' });
+    let failed = 0;
+    for (let i = 0; i < ids.length; i += 16) {
+      const sent = ids.slice(i, i + 16).map((id) => api(`/v1/approvals/${id}`, { method: 'POST', body }));
+      for (const got of await Promise.allSettled(sent)) {
+        if (got.status === 'rejected' && !/^answered already/.test(got.reason.message)) failed += 1;
+      }
+    }
+    if (failed) {
+      $('all-note').textContent = `${failed} could not be denied: deny them on their cards`;
+      $('all-note').className = 'error';
+    }
+    $('deny-all').disabled = false;
+    await refresh();
+  }
+
   document.addEventListener('DOMContentLoaded', async () => {
+    $('deny-all').addEventListener('click', denyAll);
     await oh.start((change) => (change.approvals ? refresh() : null));
     await refresh();
     setInterval(tick, 1000);
