@@ -4,6 +4,10 @@ real card in time. Real serve, Debian's Chromium."""
 
 from __future__ import annotations
 
+import asyncio
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
@@ -12,6 +16,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer, serve
+from otelhooks.testing import pipeline
 from tests.web.conftest import AUTH, TOKEN, log_in
 
 pytestmark = pytest.mark.timeout(60)
@@ -127,3 +132,78 @@ def test_one_click_denies_every_card_however_many_look_like_the_real_one(
         page.context.close()
     assert _state(server, real) == "denied"
     assert {_state(server, i) for i in flood[::10]} == {"denied"}
+
+
+def _waiting(admin: httpx.Client, tool: str) -> list[str]:
+    return [a["id"] for a in admin.get("/v1/approvals").json()["pending"] if a["tool"] == tool]
+
+
+@pytest.mark.parametrize("awaited", [False, True], ids=["sync", "async"])
+def test_a_call_asked_from_another_process_waits_when_serve_has_no_room_for_its_long_poll(
+    server: EventLogServer, awaited: bool
+) -> None:
+    # serve holds at most 256 long-polls; an agent holding the ingest token took them all on an
+    # approval of its own. Before, the asker's first poll got 503 and its call was blocked at
+    # once, while the card stayed in the inbox: the person approved it a second later, the
+    # answer was recorded `allowed`, and the tool never ran
+    own = _ask(server, "sleep 1", timeout_s=600)
+    host, port = server.url.removeprefix("http://").split(":")
+    poll = (
+        f"GET /v1/approvals/{own}?wait=60 HTTP/1.1\r\nHost: {host}:{port}\r\n"
+        f"Authorization: {AGENT['Authorization']}\r\n\r\n"
+    ).encode()
+    polls = [socket.create_connection((host, int(port))) for _ in range(256)]
+    for held in polls:
+        held.sendall(poll)
+    hook = {
+        "id": "ask-from-afar",
+        "type": "before_tool_call",
+        "matcher": "rm",
+        "approval": {"timeout": 30, "default": "deny", "url": server.url},
+    }
+    ran: list[dict[str, Any]] = []
+
+    def agent(pipe: Any) -> None:
+        with pipe.oh.operation("careful-bot") as op, op.step() as step:
+            step.run_tool("fs", "rm", {"path": "/data"}, lambda **kw: ran.append(kw) or "ok")
+
+    async def awaiting_agent(pipe: Any) -> None:
+        async with pipe.oh.operation("careful-bot") as op, op.step() as step:
+            await step.arun_tool("fs", "rm", {"path": "/data"}, lambda **kw: ran.append(kw))
+
+    try:
+        deadline = time.monotonic() + 20
+        probe = f"{server.url}/v1/approvals/{own}?wait=0.01"
+        while httpx.get(probe, headers=AGENT).status_code != 503:
+            assert time.monotonic() < deadline, "the 256 long-polls never all waited"
+            time.sleep(0.1)
+        with (
+            pipeline(hooks=[hook]) as pipe,
+            httpx.Client(base_url=server.url, headers=AUTH) as admin,
+        ):
+            worker = (
+                threading.Thread(target=asyncio.run, args=(awaiting_agent(pipe),))
+                if awaited
+                else threading.Thread(target=agent, args=(pipe,))
+            )
+            worker.start()
+            while not (asked := _waiting(admin, "fs/rm")):
+                assert time.monotonic() < deadline, "the call was never asked"
+                time.sleep(0.05)
+            time.sleep(1.2)  # the person reads the card; the asker's first poll was refused
+            admin.post(f"/v1/approvals/{asked[0]}", json={"decision": "allow"})
+            worker.join(10)
+    finally:
+        httpx.post(f"{server.url}/v1/approvals/{own}", json={"decision": "deny"}, headers=AUTH)
+        for held in polls:
+            held.close()
+    assert ran == [{"path": "/data"}]
+
+
+def test_a_look_at_an_approval_past_its_deadline_gets_its_default(server: EventLogServer) -> None:
+    # what an asker refused a long-poll does: it looks; before, the approval stayed `pending`
+    # past its deadline until something else applied the default
+    late = _ask(server, "rm -rf ~", timeout_s=0.2, default="deny")
+    time.sleep(0.4)
+    got = httpx.get(f"{server.url}/v1/approvals/{late}", headers=AGENT).json()
+    assert (got["state"], got["answered_by"]) == ("denied", "timeout")
