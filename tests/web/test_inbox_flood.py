@@ -124,7 +124,9 @@ def test_one_click_denies_every_card_however_many_look_like_the_real_one(
     page = log_in(browser, server.url)
     try:
         page.goto(f"{server.url}/approvals")
-        page.locator(f"article[data-approval='{real}']").wait_for(timeout=10_000)
+        card = page.locator(f"article[data-approval='{real}']")
+        card.wait_for(timeout=10_000)
+        assert card.locator("th", has_text="asked").count() == 1  # when serve took it
         page.locator("#deny-all").click()
         page.locator(f"tr.answered[data-approval='{real}']").wait_for(timeout=10_000)
         page.locator("#none-pending").wait_for(timeout=10_000)

@@ -26,7 +26,9 @@
     const left = el('span', 'time-left');
     head.append(left);
     const meta = el('table', 'kv');
-    const rows = [['agent', item.agent], ['session', item.session], ['user', item.user],
+    // when serve took the card (no asker chooses it): look-alikes asked at other times differ
+    const rows = [['asked', when(item.created_ms * 1000)], ['agent', item.agent],
+      ['session', item.session], ['user', item.user],
       ['event', item.event], ['why', item.reason], ['if nobody answers', item.default],
       ['trace', item.trace_id]];
     for (const [k, v] of rows) {
