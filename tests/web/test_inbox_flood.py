@@ -209,3 +209,21 @@ def test_a_look_at_an_approval_past_its_deadline_gets_its_default(server: EventL
     time.sleep(0.4)
     got = httpx.get(f"{server.url}/v1/approvals/{late}", headers=AGENT).json()
     assert (got["state"], got["answered_by"]) == ("denied", "timeout")
+
+
+def test_a_person_s_answer_outlasts_hundreds_of_defaults_applied_after_it(
+    server: EventLogServer,
+) -> None:
+    # an asker refused a long-poll looks once a second; in between, an agent holding the ingest
+    # token can have hundreds of its own cards time out (280 in 0.7 s here). Before, the inbox
+    # kept the last 200 answers whatever they were: the look got 404 and the call the person
+    # approved was blocked
+    real = _ask(server, "rm -rf ~")
+    httpx.post(f"{server.url}/v1/approvals/{real}", json={"decision": "allow"}, headers=AUTH)
+    with httpx.Client(base_url=server.url, headers=AGENT) as agent:
+        body = {"tool": "Bash", "timeout_s": 0.001, "default": "deny", "args": {}}
+        for _ in range(250):  # each one asked applies the default of the one before
+            agent.post("/v1/approvals", json=body)
+        got = agent.get(f"/v1/approvals/{real}")
+    assert got.status_code == 200, got.text
+    assert got.json()["state"] == "allowed"
