@@ -38,6 +38,7 @@ from agents import (
     Handoff,
     LocalShellCommandRequest,
     LocalShellTool,
+    RunState,
     ShellActionRequest,
     ShellCommandRequest,
     ShellResult,
@@ -64,6 +65,7 @@ __all__ = [
     "hook_agent",
     "hook_tool",
     "parse_args",
+    "warn_unhooked_state",
 ]
 
 CURRENT_RUN: ContextVar[AgentRun | None] = ContextVar("otelhooks_openai_agents_run", default=None)
@@ -411,6 +413,21 @@ def _warn_unguarded(agent: Agent[Any]) -> None:
             "is written for them",
             UnguardedToolWarning,
             stacklevel=3,  # the caller of hook_agent
+        )
+
+
+def warn_unhooked_state(state: RunState[Any, Any]) -> None:
+    """Name the agents of ``state`` whose tools no hook sees: a resumed run runs the state's own
+    agents, whatever agent it is given, and a state read back with ``RunState.from_string(agent,
+    ...)`` holds ``agent`` itself, not a hooked clone."""
+    unhooked = {i.agent.name for i in state.get_interruptions() if not _hooked(i.agent, set())}
+    if unhooked:
+        warnings.warn(
+            f"otelhooks: the run state resumes agent {', '.join(map(repr, sorted(unhooked)))}, "
+            "whose tools are not hooked: no otelhooks tool hook sees their calls (read the state "
+            "back with RunState.from_string(hook_agent(agent), ...))",
+            UnguardedToolWarning,
+            stacklevel=3,  # the caller of HookedRunner.run
         )
 
 
