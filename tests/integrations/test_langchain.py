@@ -428,3 +428,29 @@ def test_a_hooked_tool_called_by_another_tool_obeys_its_deny(
     span = pipe.span("execute_tool delete_file")
     assert (span.attributes or {})["otelhooks.hook.decided_by"] == "no-delete"
     assert [e for e in logs if e["log_level"] == "warning"] == []
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_hooked_tool_whose_handler_was_given_to_the_tool_obeys_its_deny(
+    pipe: TestPipeline, use_async: bool
+) -> None:
+    # LangChain's own way to give one tool a handler (its `callbacks`): hook_tool dropped them, so
+    # the wrapper saw no handler and ran the tool, whose own start then logged the deny as "not
+    # enforced": both warnings said to do what had been done, and the file was deleted
+    pipe.register(*GUARDS)
+    world = World()
+    [delete_file] = [t for t in make_tools(world) if t.name == "delete_file"]
+    delete_file.callbacks = [OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher")]
+    app = StateGraph(MessagesState).add_node("tools", ToolNode([hook_tool(delete_file)]))
+    call = {"name": "delete_file", "args": {"path": "a.txt"}, "id": "t1", "type": "tool_call"}
+    state = {"messages": [AIMessage("", tool_calls=[call])]}
+    compiled = app.add_edge(START, "tools").compile()
+    with capture_logs() as logs:
+        out = asyncio.run(compiled.ainvoke(state)) if use_async else compiled.invoke(state)
+
+    assert world.ran == []
+    assert world.files == {"a.txt": "hello otel hooks"}
+    assert out["messages"][-1].content == "deleting files is not allowed"
+    [span] = [s for s in pipe.spans() if s.name.startswith("execute_tool")]
+    assert (span.attributes or {})["otelhooks.hook.decided_by"] == "no-delete"
+    assert [e for e in logs if e["log_level"] == "warning"] == []

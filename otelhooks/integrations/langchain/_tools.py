@@ -139,7 +139,8 @@ def hook_tool(tool: BaseTool) -> BaseTool:
     """``tool`` wrapped so otelhooks' denials and mocks really stop it (see the module doc).
 
     The wrapper keeps the tool's name, description and argument schema, so the model sees the
-    same tool. Wrapping a wrapped tool returns it unchanged.
+    same tool, and its ``callbacks`` (a handler given to the tool itself decides there too).
+    Wrapping a wrapped tool returns it unchanged.
     """
     if isinstance(tool, HookedTool):
         return tool
@@ -150,5 +151,7 @@ def hook_tool(tool: BaseTool) -> BaseTool:
         return_direct=tool.return_direct,
         metadata={**(tool.metadata or {}), HOOKED_METADATA_KEY: True},
         tags=tool.tags,
+        # a handler given to the tool itself must see the wrapper's start, which decides
+        callbacks=tool.callbacks,
         inner=tool,
     )
