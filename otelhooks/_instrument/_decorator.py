@@ -76,15 +76,22 @@ class _Frame:
 
     def own_tracer(self) -> AgentTracer:
         """The tracer a call outside any operation opens its own with."""
-        if self.tracer is not None:
-            return self.tracer
-        tracer = default_tracer()
+        tracer = self.tracer if self.tracer is not None else default_tracer()
         if tracer is _fallback:
             # e.g. configure(set_global=False) and a thread that lost the caller's context: a
             # guard of that pipeline would have denied the call, so it must not look guarded
             warnings.warn(
                 f"@otelhooks.tool {self.name!r} ran outside any operation and no configure() "
                 "set a global tracer: no hook saw it (pass tracer=, or call it in the "
+                "operation's context: in a thread of your own, contextvars.copy_context().run)",
+                stacklevel=4,  # the caller of the decorated function
+            )
+        elif _runs_have_tool_guards(tracer):
+            # the same lost context with a global tracer: the global hooks see the call, but a
+            # guard given to the run it may belong to (operation(hooks=...)) cannot
+            warnings.warn(
+                f"@otelhooks.tool {self.name!r} ran outside any operation while a run has "
+                "before_tool_call hooks of its own: they did not see it (call it in the "
                 "operation's context: in a thread of your own, contextvars.copy_context().run)",
                 stacklevel=4,  # the caller of the decorated function
             )
@@ -107,6 +114,13 @@ class _Frame:
         if op is None:
             op = await stack.enter_async_context(self.own_tracer().operation(self.name))
         return await stack.enter_async_context(op.step())
+
+
+def _runs_have_tool_guards(tracer: AgentTracer) -> bool:
+    """Whether an open operation of ``tracer`` has ``before_tool_call`` hooks of its own."""
+    registry = tracer.engine.registry
+    shared = {id(h) for h in registry.hooks()}
+    return any(id(h) not in shared for h in registry.may_match("before_tool_call"))
 
 
 def _receiver(signature: inspect.Signature) -> str | None:
