@@ -482,3 +482,36 @@ def test_a_call_that_lost_the_context_of_a_run_with_guards_of_its_own_says_they_
         "@otelhooks.tool 'arm' ran outside any operation while a run ",
     ]
     assert "before_tool_call hooks of its own: they did not see it" in warned[0]
+
+
+def test_a_call_in_a_task_that_outlived_a_run_with_guards_of_its_own_says_they_did_not_see_it(
+    pipe: TestPipeline,
+) -> None:
+    # a task the run started and did not await: its call found the run's step in its context,
+    # and the hooks the run was given, removed when it ended, let it run without a word
+    ran: list[str] = []
+
+    @otelhooks.tool
+    async def rm(path: str) -> str:
+        ran.append(path)
+        return "removed"
+
+    guard = hook("no-rm", "beforeToolCall", _deny_rm, matcher="rm$")
+
+    async def main() -> list[str]:
+        async with pipe.tracer.operation("agent", hooks=[guard]) as op, op.step():
+            with pytest.raises(ToolDenied, match="rm is not allowed"):
+                await rm("awaited")
+            ended = asyncio.Event()
+
+            async def later() -> str:
+                await ended.wait()
+                return await rm("after-the-run")
+
+            straggler = asyncio.create_task(later())
+        ended.set()
+        with pytest.warns(UserWarning, match="'rm' ran in run 'agent' after it ended: the hooks"):
+            return [await straggler]
+
+    assert asyncio.run(main()) == ["removed"]
+    assert ran == ["after-the-run"]
