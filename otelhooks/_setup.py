@@ -16,6 +16,7 @@ deadline: it returns within ``timeout_s`` however dead the collector or a webhoo
 from __future__ import annotations
 
 import atexit
+import multiprocessing.util
 import os
 import threading
 import time
@@ -536,4 +537,12 @@ def configure(
             instrument, tracer_provider=tracer_provider, meter_provider=meter_provider
         )
     atexit.register(configured.shutdown)
+    # A multiprocessing child (fork or forkserver) ends with os._exit, which runs no atexit
+    # handler: every span it still had queued was lost, counted nowhere. Its own exit
+    # finalizers do run; the registry holds the pipeline weakly, as the parent's must not keep it.
+    multiprocessing.util.register_after_fork(configured, _shut_down_at_child_exit)
     return configured
+
+
+def _shut_down_at_child_exit(configured: OtelHooks) -> None:
+    multiprocessing.util.Finalize(configured, configured.shutdown, exitpriority=0)
