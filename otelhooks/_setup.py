@@ -392,7 +392,7 @@ def configure(
         service_name: ``service.name`` of the resource.
         hooks: global hooks to register.
         traces_out: write spans as OTLP JSON lines to this file. It holds this run's spans
-            only: what an earlier run left there is replaced at the first export (as by
+            only: what an earlier run left there is replaced at the first export or fork (as by
             ``otelhooks demo``). To keep adding to one file across runs, pass
             ``span_exporters=[OtlpJsonLinesSpanExporter(path)]`` instead (it appends).
         otlp: export over OTLP; ``None`` means "when the OTel endpoint variables are set".

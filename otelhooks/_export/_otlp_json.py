@@ -13,6 +13,7 @@ import json
 import os
 import stat
 import threading
+import weakref
 from collections.abc import Sequence
 from typing import IO, Any
 
@@ -45,7 +46,9 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
     Args:
         path: The file to write to. Its directory must exist.
         append: keep what the file holds (the default); ``False`` empties it on the first
-            export, so the file holds this exporter's spans only (``configure(traces_out=)``).
+            export (or before the first ``fork``, so that the children's lines stay), so the
+            file holds the spans of this exporter and its forked children only
+            (``configure(traces_out=)``).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, append: bool = True) -> None:
@@ -53,12 +56,21 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
         # Where the file is, whatever directory the process moves to later: the path is looked
         # at again before each write (a rotation), never resolved against a new working folder.
         self._where = os.path.abspath(self._path)
-        self._flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+        # Always O_APPEND: a forked child shares the open file, and its lines and ours follow
+        # each other whole.
+        self._flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (0 if append else os.O_TRUNC)
         self._lock = threading.Lock()
         self._file: IO[bytes] | None = None
         self._shutdown = False
         #: The last I/O error, e.g. "No such file or directory" (None after none).
         self.last_error: str | None = None
+        # Weakly, as fork hooks are never unregistered and must not keep the exporter alive.
+        empty_now = weakref.WeakMethod(self._empty_before_fork)
+        new_lock = weakref.WeakMethod(self._new_lock)
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(
+                before=lambda: _call(empty_now), after_in_child=lambda: _call(new_lock)
+            )
 
     @property
     def path(self) -> str:
@@ -91,16 +103,7 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
                     self._file.close()
                     self._file = None
                 if self._file is None:
-                    # Unbuffered: each line reaches the OS in one write, whole, as it is made.
-                    # Created 0600 like every file otelhooks keeps data in (spans carry
-                    # prompts and tool arguments); a file of an older version is tightened.
-                    fd = os.open(self._where, self._flags, 0o600)
-                    mode = os.fstat(fd).st_mode
-                    if stat.S_ISREG(mode) and stat.S_IMODE(mode) & 0o077:
-                        os.fchmod(fd, 0o600)  # never a pipe or a terminal (/dev/stdout)
-                    self._file = open(fd, "wb", buffering=0)  # noqa: SIM115
-                    # A file made again after a rotation is added to, never emptied.
-                    self._flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+                    self._file = self._open()
                 _write_all(self._file, line)
             except OSError as exc:
                 reason = f"{exc.strerror or exc}"
@@ -112,6 +115,35 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
                 self.last_error = reason
                 return SpanExportResult.FAILURE
         return SpanExportResult.SUCCESS
+
+    def _open(self) -> IO[bytes]:
+        # Unbuffered: each line reaches the OS in one write, whole, as it is made. Created 0600
+        # like every file otelhooks keeps data in (spans carry prompts and tool arguments); a
+        # file of an older version is tightened.
+        fd = os.open(self._where, self._flags, 0o600)
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode) and stat.S_IMODE(mode) & 0o077:
+            os.fchmod(fd, 0o600)  # never a pipe or a terminal (/dev/stdout)
+        # A file made again after a rotation, or by a forked child, is added to, never emptied.
+        self._flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        return open(fd, "wb", buffering=0)
+
+    def _empty_before_fork(self) -> None:
+        # The file is emptied once, before a child can write to it: emptied at the parent's
+        # first export, it lost every line the children had written by then (each of them
+        # emptying it too), while each reported its spans exported.
+        if self._flags & os.O_TRUNC and self._lock.acquire(timeout=1.0):
+            try:
+                if self._file is None and not self._shutdown:
+                    self._file = self._open()
+            except OSError:
+                pass  # the next export says why
+            finally:
+                self._lock.release()
+
+    def _new_lock(self) -> None:
+        # A thread of the parent may have held it at the fork; none holds it in the child.
+        self._lock = threading.Lock()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Return True: every line is written when ``export`` returns."""
@@ -127,6 +159,12 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
                 except OSError:
                     _logger.exception("closing span file failed", path=self._path)
                 self._file = None
+
+
+def _call(method: weakref.WeakMethod[Any]) -> None:
+    bound = method()
+    if bound is not None:
+        bound()
 
 
 def encode_otlp_json(spans: Sequence[ReadableSpan]) -> str:

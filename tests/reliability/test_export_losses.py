@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from otelhooks import read_otlp_json_lines
 from tests._realparts import OtlpHttpSink
 
 _CHILDREN = 2
@@ -76,5 +77,19 @@ def test_the_spans_of_a_multiprocessing_child_are_exported(
     # Before, the children ended with their spans still queued: only the parent's arrived.
     assert sink.wait_for_count(_CHILDREN + 1, timeout=10), sink.span_names
     assert sorted(sink.span_names) == sorted(
+        [*(f"invoke_agent child{n}" for n in range(_CHILDREN)), "invoke_agent parent"]
+    )
+
+
+def test_a_traces_file_keeps_the_lines_of_forked_children(tmp_path: Path) -> None:
+    # Only fork: a forkserver or spawn child runs configure() again, a run of its own that
+    # empties the file as any run does (span_exporters=[OtlpJsonLinesSpanExporter(path)] adds).
+    (tmp_path / "traces.jsonl").write_text("a line of an earlier run\n")
+    script = _FORKING_SCRIPT.format(configure="{'traces_out': 'traces.jsonl'}", children=_CHILDREN)
+    _run(script, tmp_path, "fork", {})
+    # Before, the parent emptied the file at its first export, after the children had written
+    # theirs (and with fork each child emptied it too, each reporting its span exported).
+    names = [span["name"] for span in read_otlp_json_lines(tmp_path / "traces.jsonl")]
+    assert sorted(names) == sorted(
         [*(f"invoke_agent child{n}" for n in range(_CHILDREN)), "invoke_agent parent"]
     )
