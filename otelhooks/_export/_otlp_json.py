@@ -13,7 +13,6 @@ import json
 import os
 import stat
 import threading
-import weakref
 from collections.abc import Sequence
 from typing import IO, Any
 
@@ -25,6 +24,8 @@ from google.protobuf.json_format import MessageToDict  # type: ignore[import-unt
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from otelhooks._worker import at_fork
 
 __all__ = ["OtlpJsonLinesSpanExporter", "encode_otlp_json", "read_otlp_json_lines"]
 
@@ -64,13 +65,7 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
         self._shutdown = False
         #: The last I/O error, e.g. "No such file or directory" (None after none).
         self.last_error: str | None = None
-        # Weakly, as fork hooks are never unregistered and must not keep the exporter alive.
-        empty_now = weakref.WeakMethod(self._empty_before_fork)
-        new_lock = weakref.WeakMethod(self._new_lock)
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(
-                before=lambda: _call(empty_now), after_in_child=lambda: _call(new_lock)
-            )
+        at_fork(before=self._empty_before_fork, after_in_child=self._new_lock)
 
     @property
     def path(self) -> str:
@@ -159,12 +154,6 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
                 except OSError:
                     _logger.exception("closing span file failed", path=self._path)
                 self._file = None
-
-
-def _call(method: weakref.WeakMethod[Any]) -> None:
-    bound = method()
-    if bound is not None:
-        bound()
 
 
 def encode_otlp_json(spans: Sequence[ReadableSpan]) -> str:

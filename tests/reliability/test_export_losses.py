@@ -9,10 +9,14 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from otelhooks import read_otlp_json_lines
 from tests._realparts import OtlpHttpSink
@@ -93,3 +97,100 @@ def test_a_traces_file_keeps_the_lines_of_forked_children(tmp_path: Path) -> Non
     assert sorted(names) == sorted(
         [*(f"invoke_agent child{n}" for n in range(_CHILDREN)), "invoke_agent parent"]
     )
+
+
+class KeepAliveCollector:
+    """An OTLP/HTTP receiver on 127.0.0.1 that keeps connections open (HTTP/1.1, as collectors
+    do) and records the client port each span came from, and every request it could not read."""
+
+    def __init__(self) -> None:
+        self.spans: list[tuple[str, int]] = []
+        self.unreadable = 0
+        collector = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                status = 200
+                if self.path == "/v1/traces":
+                    try:
+                        request = ExportTraceServiceRequest.FromString(body)
+                    except Exception:
+                        collector.unreadable += 1
+                        status = 400
+                    else:
+                        collector.spans += [
+                            (span.name, self.client_address[1])
+                            for rs in request.resource_spans
+                            for ss in rs.scope_spans
+                            for span in ss.spans
+                        ]
+                self.send_response(status)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        self.endpoint = f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+# The parent exports before it forks (its connection stays open in the pool), then it and its
+# children export at the same time.
+_EXPORT_THEN_FORK = """
+import multiprocessing, sys
+import otelhooks
+
+oh = otelhooks.configure(set_global=False, structured_logging=False, otlp=True)
+with oh.operation("before the fork"):
+    pass
+assert oh.force_flush()
+
+def agent(name):
+    for n in range(10):
+        with oh.operation(f"{name} {n}"):
+            pass
+        oh.tracer_provider.force_flush()
+
+if __name__ == "__main__":
+    context = multiprocessing.get_context("fork")
+    children = [context.Process(target=agent, args=(f"child{c}",)) for c in range(2)]
+    for process in children:
+        process.start()
+    agent("parent")
+    for process in children:
+        process.join()
+        assert process.exitcode == 0, process.exitcode
+    print(oh.shutdown())
+"""
+
+
+def test_a_forked_child_never_sends_on_the_parents_connection(tmp_path: Path) -> None:
+    receiver = KeepAliveCollector()
+    try:
+        _run(
+            _EXPORT_THEN_FORK, tmp_path, "fork", {"OTEL_EXPORTER_OTLP_ENDPOINT": receiver.endpoint}
+        )
+    finally:
+        receiver.stop()
+    # Before, each child's pool held the parent's open connection: their requests went out on
+    # one socket, one cutting into another (a 400, the batch lost) or each reading the other's
+    # answer, whatever the collector made of them.
+    assert receiver.unreadable == 0
+    names = sorted(name for name, _ in receiver.spans)
+    assert names == sorted(
+        ["invoke_agent before the fork"]
+        + [f"invoke_agent {who} {n}" for who in ("parent", "child0", "child1") for n in range(10)]
+    )
+    parents = {port for name, port in receiver.spans if "child" not in name}
+    assert not any(port in parents for name, port in receiver.spans if "child" in name)
