@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from otelhooks import read_otlp_json_lines
+import otelhooks
 from tests._realparts import OtlpHttpSink
 
 _CHILDREN = 2
@@ -93,7 +94,7 @@ def test_a_traces_file_keeps_the_lines_of_forked_children(tmp_path: Path) -> Non
     _run(script, tmp_path, "fork", {})
     # Before, the parent emptied the file at its first export, after the children had written
     # theirs (and with fork each child emptied it too, each reporting its span exported).
-    names = [span["name"] for span in read_otlp_json_lines(tmp_path / "traces.jsonl")]
+    names = [span["name"] for span in otelhooks.read_otlp_json_lines(tmp_path / "traces.jsonl")]
     assert sorted(names) == sorted(
         [*(f"invoke_agent child{n}" for n in range(_CHILDREN)), "invoke_agent parent"]
     )
@@ -101,9 +102,11 @@ def test_a_traces_file_keeps_the_lines_of_forked_children(tmp_path: Path) -> Non
 
 class KeepAliveCollector:
     """An OTLP/HTTP receiver on 127.0.0.1 that keeps connections open (HTTP/1.1, as collectors
-    do) and records the client port each span came from, and every request it could not read."""
+    do) and records the client port each span came from, and every request it could not read.
+    A body over ``max_body`` bytes is refused with 413, as collectors and ``otelhooks serve``
+    refuse one past their limit."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, max_body: int | None = None) -> None:
         self.spans: list[tuple[str, int]] = []
         self.unreadable = 0
         collector = self
@@ -114,7 +117,9 @@ class KeepAliveCollector:
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
                 status = 200
-                if self.path == "/v1/traces":
+                if max_body is not None and len(body) > max_body:
+                    status = 413
+                elif self.path == "/v1/traces":
                     try:
                         request = ExportTraceServiceRequest.FromString(body)
                     except Exception:
@@ -194,3 +199,51 @@ def test_a_forked_child_never_sends_on_the_parents_connection(tmp_path: Path) ->
     )
     parents = {port for name, port in receiver.spans if "child" not in name}
     assert not any(port in parents for name, port in receiver.spans if "child" in name)
+
+
+def _dropped(reader: InMemoryMetricReader) -> dict[tuple[str, str], int]:
+    counts: dict[tuple[str, str], int] = {}
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics if data else ():
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                for point in metric.data.data_points if metric.name == "otelhooks.dropped" else ():
+                    source = str(point.attributes["otelhooks.drop.source"])
+                    reason = str(point.attributes["otelhooks.drop.reason"])
+                    counts[source, reason] = counts.get((source, reason), 0) + int(point.value)
+    return counts
+
+
+def test_a_span_too_large_for_the_collector_is_lost_alone_and_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # A tool whose captured result (2 MiB) is more than the collector takes in one request (here
+    # 1 MiB; 16 MiB for otelhooks serve, 20 MiB for the Collector's default): before, the 413
+    # lost every span of its batch, the other calls' and the run's own with it.
+    receiver = KeepAliveCollector(max_body=1 << 20)
+    try:
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.endpoint + "/v1/traces")
+        monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+        reader = InMemoryMetricReader()
+        oh = otelhooks.configure(
+            otlp=True, capture_content=True, metric_readers=[reader], set_global=False,
+            structured_logging=False,
+        )  # fmt: skip
+        with oh.operation("agent", input="go") as op, op.step() as step:
+            for name in ("list", "read", "grep", "stat", "diff"):
+                result = "x" * (2 << 20) if name == "read" else "small"
+                step.run_tool("fs", name, {}, lambda result=result: result)
+        assert oh.force_flush(5.0)  # a 413 is not retried: the halves are sent at once
+        assert oh.metrics.flush(5.0)
+        assert _dropped(reader) == {("span_export", "export_failed"): 1}
+        report = oh.shutdown(timeout_s=5.0, log=False)
+    finally:
+        receiver.stop()
+
+    assert sorted(name for name, _ in receiver.spans) == [
+        "execute_tool diff", "execute_tool grep", "execute_tool list", "execute_tool stat",
+        "invoke_agent agent", "step 0",
+    ]  # fmt: skip
+    assert report.lines() == [
+        f"6 of 7 spans exported to {receiver.endpoint}/v1/traces: 413 Request Entity Too Large"
+    ]
