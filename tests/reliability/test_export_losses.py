@@ -1,12 +1,14 @@
-"""Spans of what an agent did that used to be lost with nothing counted or said.
+"""Spans and records of what an agent did that used to be lost with nothing counted or said.
 
-Each test runs the real pipeline of ``configure()`` in a process of its own, exporting over
-OTLP/HTTP to a real receiver on 127.0.0.1 or to a real traces file, and looks at what arrived.
+Each test runs the real pipeline of ``configure()`` (in a process of its own where processes
+are the point), exporting over OTLP/HTTP to a real receiver on 127.0.0.1, to a real traces file
+or to a real SQLite event log, and looks at what arrived and what was counted.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -247,3 +249,33 @@ def test_a_span_too_large_for_the_collector_is_lost_alone_and_counted(
     assert report.lines() == [
         f"6 of 7 spans exported to {receiver.endpoint}/v1/traces: 413 Request Entity Too Large"
     ]
+
+
+def test_records_a_stalled_event_log_refuses_are_counted(tmp_path: Path) -> None:
+    # A neighbour (the sqlite3 shell, a backup) holds the event log file's write lock while
+    # the agent makes calls faster than the log's queue holds. Before, the records it refused
+    # were counted only in the log's own stats: no log line, nothing in otelhooks.dropped.
+    reader = InMemoryMetricReader()
+    oh = otelhooks.configure(metric_readers=[reader], set_global=False, structured_logging=False)
+    path = tmp_path / "events.sqlite3"
+    log = otelhooks.SqliteEventLog(path, max_queue_size=4, max_batch_size=4)
+    events = otelhooks.AgentEvents(otelhooks.AgentEventsConfig(name="shop"), log=log)
+    events.install(oh.hooks)
+    neighbour = sqlite3.connect(path)
+    neighbour.execute("BEGIN IMMEDIATE")
+    try:
+        with oh.operation("shop") as op, op.step() as step:
+            for n in range(20):
+                step.run_tool("shop", "order_create", {"n": n}, lambda n: "ok")
+        assert oh.engine.flush(5.0)
+    finally:
+        neighbour.rollback()
+        neighbour.close()
+    assert log.flush(10.0)
+    refused = log.stats().dropped
+    assert refused > 0  # the queue of 4 could not hold 20 records
+    assert log.stats().appended + refused == 20
+    assert oh.metrics.flush(5.0)
+    assert _dropped(reader) == {("event_log", "queue_full"): refused}
+    events.close()
+    oh.shutdown(timeout_s=5.0, log=False)
