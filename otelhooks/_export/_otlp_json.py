@@ -127,7 +127,10 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
         # The file is emptied once, before a child can write to it: emptied at the parent's
         # first export, it lost every line the children had written by then (each of them
         # emptying it too), while each reported its spans exported.
-        if self._flags & os.O_TRUNC and self._lock.acquire(timeout=1.0):
+        # Only a file that can be emptied: opening a FIFO waits for its reader, and the fork
+        # would wait with it.
+        emptying = self._flags & os.O_TRUNC and _regular_or_missing(self._where)
+        if emptying and self._lock.acquire(timeout=1.0):
             try:
                 if self._file is None and not self._shutdown:
                     self._file = self._open()
@@ -252,6 +255,15 @@ def _any_value(value: dict[str, Any]) -> Any:
     if "bytesValue" in value:
         return base64.b64decode(value["bytesValue"])
     return None
+
+
+def _regular_or_missing(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 def _replaced(path: str, file: IO[bytes]) -> bool:

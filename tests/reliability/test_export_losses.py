@@ -61,7 +61,9 @@ def sink() -> Iterator[OtlpHttpSink]:
         receiver.stop()
 
 
-def _run(script: str, tmp_path: Path, method: str, env: dict[str, str]) -> None:
+def _run(
+    script: str, tmp_path: Path, method: str, env: dict[str, str], timeout_s: float = 60
+) -> None:
     path = tmp_path / "agent.py"
     path.write_text(script)
     result = subprocess.run(
@@ -70,7 +72,7 @@ def _run(script: str, tmp_path: Path, method: str, env: dict[str, str]) -> None:
         cwd=tmp_path,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout_s,
     )
     assert result.returncode == 0, result.stderr
 
@@ -100,6 +102,23 @@ def test_a_traces_file_keeps_the_lines_of_forked_children(tmp_path: Path) -> Non
     assert sorted(names) == sorted(
         [*(f"invoke_agent child{n}" for n in range(_CHILDREN)), "invoke_agent parent"]
     )
+
+
+def test_a_fork_never_waits_for_a_traces_fifo_to_be_read(tmp_path: Path) -> None:
+    # The traces file is emptied before the first fork; a FIFO nobody reads yet cannot be
+    # opened without waiting for its reader, and the fork must not wait with it.
+    os.mkfifo(tmp_path / "traces.fifo")
+    script = """
+import os, sys
+import otelhooks
+oh = otelhooks.configure(traces_out="traces.fifo", set_global=False, structured_logging=False)
+pid = os.fork()
+if pid == 0:
+    os._exit(0)
+os.waitpid(pid, 0)
+os._exit(0)  # the FIFO has no reader: nothing is exported, nothing waits for it
+"""
+    _run(script, tmp_path, "", {}, timeout_s=20)  # before this fix: waited forever
 
 
 class KeepAliveCollector:
