@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import structlog
 
+from otelhooks._worker import at_fork
+
 __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT_S",
     "SHUTDOWN_TIMEOUT_ENV",
@@ -200,6 +202,13 @@ class DeliveryTracker:
         self.destination = destination
         self.fail_fast = fail_fast
         self.request_timeout_s = request_timeout_s
+        self._sent_by: Callable[[], int] | None = None
+        self._begin()
+        # A forked child reports what it sends: the parent's counts are the parent's to report
+        # (a child that shut down at exit said its parent's deliveries in flight were dropped).
+        at_fork(after_in_child=self._begin)
+
+    def _begin(self) -> None:
         self._lock = threading.Lock()
         self._sent = self._delivered = self._failed = self._dropped = 0
         self._reason: str | None = None
@@ -208,7 +217,6 @@ class DeliveryTracker:
         self._permanent = False  # the last answer is one the retry rule does not retry
         self._too_large = False  # the last answer said the request was too large (413)
         self._deadline: float | None = None
-        self._sent_by: Callable[[], int] | None = None
         self._rejected = 0  # items of the last accepted request the destination did not keep
 
     # -- updates ---------------------------------------------------------------------------------

@@ -23,6 +23,7 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import otelhooks
 from tests._realparts import OtlpHttpSink
+from tests._webhook_server import Reply, webhook_server
 
 _CHILDREN = 2
 
@@ -63,7 +64,7 @@ def sink() -> Iterator[OtlpHttpSink]:
 
 def _run(
     script: str, tmp_path: Path, method: str, env: dict[str, str], timeout_s: float = 60
-) -> None:
+) -> str:
     path = tmp_path / "agent.py"
     path.write_text(script)
     result = subprocess.run(
@@ -75,6 +76,7 @@ def _run(
         timeout=timeout_s,
     )
     assert result.returncode == 0, result.stderr
+    return result.stdout + result.stderr  # structlog's lines are on stdout
 
 
 @pytest.mark.parametrize("method", ["fork", "forkserver"])
@@ -102,6 +104,45 @@ def test_a_traces_file_keeps_the_lines_of_forked_children(tmp_path: Path) -> Non
     assert sorted(names) == sorted(
         [*(f"invoke_agent child{n}" for n in range(_CHILDREN)), "invoke_agent parent"]
     )
+
+
+# Notifications still on their way when the children are forked; each child notifies once.
+_NOTIFY_THEN_FORK = """
+import multiprocessing, sys
+import otelhooks
+
+oh = otelhooks.configure(set_global=False, structured_logging=False)
+oh.register([{{"id": "notify", "type": "afterToolCall", "webhook": {{"url": "{url}"}}}}])
+
+def agent(name, calls):
+    with oh.operation(name) as op, op.step() as step:
+        for n in range(calls):
+            step.run_tool("calc", "add", {{"n": n}}, lambda n: "ok")
+
+if __name__ == "__main__":
+    agent("parent", 20)
+    context = multiprocessing.get_context(sys.argv[1])
+    children = [context.Process(target=agent, args=(f"child{{c}}", 1)) for c in range(2)]
+    for process in children:
+        process.start()
+    for process in children:
+        process.join()
+        assert process.exitcode == 0, process.exitcode
+    print(oh.shutdown())
+"""
+
+
+def test_a_forked_child_notifies_and_reports_only_what_it_sent(tmp_path: Path) -> None:
+    with webhook_server() as server:
+        server.routes["/notify"] = Reply(delay_s=0.2)  # the parent's are on their way at the fork
+        script = _NOTIFY_THEN_FORK.format(url=server.url + "/notify")
+        output = _run(script, tmp_path, "fork", {})
+        received = server.wait_for("/notify", 22)
+    # Before, a child ended without delivering its notification, and a child that shut down
+    # at exit reported its parent's deliveries as dropped ("1 of 21 webhooks delivered ...
+    # (20 dropped): no answer before the shutdown deadline") in the agent's output.
+    assert len(received) == 22
+    assert "not everything was delivered" not in output, output
 
 
 def test_a_fork_never_waits_for_a_traces_fifo_to_be_read(tmp_path: Path) -> None:
