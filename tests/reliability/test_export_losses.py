@@ -29,11 +29,14 @@ _CHILDREN = 2
 
 # configure(), then child processes of multiprocessing, each running one agent operation and
 # ending as multiprocessing ends them (os._exit), then the parent's own operation.
+# multiprocessing is imported after configure(), which must not depend on the order.
 _FORKING_SCRIPT = """
-import multiprocessing, sys
+import sys
 import otelhooks
 
 oh = otelhooks.configure(set_global=False, structured_logging=False, **{configure})
+
+import multiprocessing
 
 def child(n):
     with oh.operation(f"child{{n}}"):
