@@ -34,7 +34,7 @@ def measure(url: str, *, records: int, burst: int, rounds: int) -> dict[str, flo
     """Median CPU per record over ``rounds``; ``burst`` 1 is the trickle (no wait for commits
     but the last: the writer batches what arrived meanwhile)."""
     from otelhooks import AgentEventsConfig
-    from otelhooks._store._base import open_store
+    from otelhooks._store._open import open_store
 
     store = open_store(url)
     name = f"bench{burst}_{time.monotonic_ns()}"

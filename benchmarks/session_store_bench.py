@@ -79,7 +79,7 @@ def stores(with_pg: bool) -> Iterator[list[tuple[str, Callable[[], Any]]]]:
     if not with_pg:
         yield made
         return
-    from otelhooks._store._base import open_store
+    from otelhooks._store._open import open_store
     from tests._postgres import postgres_cluster
 
     with postgres_cluster() as cluster:

@@ -92,6 +92,7 @@ if TYPE_CHECKING:
     from otelhooks._fingerprint import (
         args_fingerprint,
     )
+    from otelhooks._hook_step import HookStep
     from otelhooks._hooks import (
         Block,
         Hook,
@@ -107,10 +108,7 @@ if TYPE_CHECKING:
         ToolCall,
     )
     from otelhooks._instrument._decorator import tool
-    from otelhooks._live import (
-        HookStep,
-        Verdict,
-    )
+    from otelhooks._live import Verdict
     from otelhooks._logging import (
         add_trace_context,
         configure_logging,
@@ -182,7 +180,7 @@ _WHERE: dict[str, str] = {
     "HookEvent": "otelhooks._events",
     "HookRegistry": "otelhooks._dispatch",
     "HookSpanProcessor": "otelhooks._processor",
-    "HookStep": "otelhooks._live",
+    "HookStep": "otelhooks._hook_step",
     "HookTimeoutError": "otelhooks._errors",
     "HooksEngine": "otelhooks._engine",
     "InvalidMatcherError": "otelhooks._errors",

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
 from otelhooks._errors import ConfigError, unknown_field
 from otelhooks._events import EventSpec, HookEvent, resolve_event
-from otelhooks._live import HookStep
+from otelhooks._hook_step import HookStep
 from otelhooks._matchers import Matcher, compile_matcher
 
 if TYPE_CHECKING:
@@ -300,7 +300,7 @@ class HookFacts:
     replay runs hundreds of thousands of hooks.
 
     ``call``: what a call on the caller's thread calls (:attr:`Hook.inline`, else the action);
-    ``steps``: the :class:`~otelhooks._live.HookStep` of each outcome of an enforcing run that
+    ``steps``: the :class:`~otelhooks._hook_step.HookStep` of each outcome of an enforcing run that
     returned, made here and shared by every run (they are immutable).
     """
 

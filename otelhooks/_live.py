@@ -19,31 +19,12 @@ from opentelemetry.util.types import AttributeValue
 
 from otelhooks import _semconv as sc
 from otelhooks._events import HookEvent, ToolResult
+from otelhooks._hook_step import HookStep
 
 if TYPE_CHECKING:
     from otelhooks._hooks import Hook
 
-__all__ = ["Answered", "ApprovalNote", "HookStep", "LiveEvent", "Verdict"]
-
-
-@dataclass(slots=True, frozen=True)
-class HookStep:
-    """What one intercept hook did in a chain.
-
-    Attributes:
-        hook_id, kind: the hook and its action kind (``handler``, ``command``, ``webhook``...).
-        outcome: ``ok``, ``rewritten``, ``blocked``, ``mocked``, ``error`` or ``timeout``.
-        error: the problem, for ``error`` and ``timeout`` (known secrets scrubbed).
-        permissive: for a hook in ``mode: permissive``, what it would have done, never done
-            (``deny: reason``, ``ask: reason``, ``mock``, ``rewrite``, ``allow``, ``error``);
-            None for a hook that enforces.
-    """
-
-    hook_id: str
-    kind: str
-    outcome: str
-    error: str | None = None
-    permissive: str | None = None
+__all__ = ["Answered", "ApprovalNote", "LiveEvent", "Verdict"]
 
 
 @dataclass(slots=True, frozen=True)

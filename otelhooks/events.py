@@ -12,6 +12,7 @@ Example:
 
 from otelhooks._events import *  # noqa: F403
 from otelhooks._events import __all__ as _names
-from otelhooks._live import HookStep, Verdict
+from otelhooks._hook_step import HookStep
+from otelhooks._live import Verdict
 
 __all__ = [*_names, "HookStep", "Verdict"]

@@ -11,8 +11,8 @@ __all__ = ["add_parser"]
 
 
 def _migrate(args: argparse.Namespace) -> int:
-    from otelhooks._store._base import STORE_ENV, open_store
     from otelhooks._store._errors import StoreError
+    from otelhooks._store._open import STORE_ENV, open_store
 
     try:
         store = open_store(args.store)  # opening a PostgreSQL store migrates it

@@ -33,8 +33,9 @@ from pydantic import ValidationError
 
 from otelhooks._events import HookEvent, ToolCallEvent, ToolResult
 from otelhooks._events._marks import ToolCallMarks
+from otelhooks._hook_step import HookStep
 from otelhooks._hooks import Block, HookFacts
-from otelhooks._live import Answered, ApprovalNote, HookStep, Verdict
+from otelhooks._live import Answered, ApprovalNote, Verdict
 from otelhooks._redact import scrub
 
 __all__ = ["DEFAULT_BLOCK_REASONS", "InterceptChain"]

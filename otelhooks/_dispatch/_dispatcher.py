@@ -31,8 +31,9 @@ from otelhooks._errors import (
     HookTimeoutError,
 )
 from otelhooks._events import HookEvent
+from otelhooks._hook_step import HookStep
 from otelhooks._hooks import Block, Hook, HookFacts, enqueues
-from otelhooks._live import HookStep, LiveEvent, Verdict
+from otelhooks._live import LiveEvent, Verdict
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, overload
+from typing import Any, overload
 
-if TYPE_CHECKING:
-    from otelhooks._events._payloads import ToolResult
+from otelhooks._events._tool_result import ToolResult
 
 __all__ = ["MarksOnFirstRead", "ToolCallMarks"]
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from otelhooks._events._marks import MarksOnFirstRead
 from otelhooks._events._spend import CostTotals, RunningSpend
+from otelhooks._events._tool_result import ToolResult
 from otelhooks._sources import SOURCES
 
 __all__ = [
@@ -269,18 +270,6 @@ class LlmOutputEvent(HookEvent):
 
 
 # -- tools --------------------------------------------------------------------------------------
-
-
-class ToolResult(BaseModel):
-    """LobeHub's structured tool result (``content``, ``success``, ``executionTime``, ``state``)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    content: str = ""
-    success: bool = True
-    executionTime: float | None = None
-    error: str | None = None
-    state: dict[str, Any] | None = None
 
 
 class _ToolContext(HookEvent):

@@ -3,7 +3,8 @@
 Two implementations: :class:`~otelhooks._store._sqlite.SqliteStore` (the embedded default, no
 flag, no server: each ``agent_events`` log is its ring or SQLite file, as before) and
 :class:`~otelhooks._store._postgres.PostgresStore` (``--store postgresql://...`` or
-``OTELHOOKS_STORE``), where every instance of a fleet shares the same logs.
+``OTELHOOKS_STORE``), where every instance of a fleet shares the same logs;
+:func:`~otelhooks._store._open.open_store` opens the one a URL names.
 
 Errors (:mod:`otelhooks._store._errors`) name the store without its password.
 """
@@ -11,10 +12,7 @@ Errors (:mod:`otelhooks._store._errors`) name the store without its password.
 from __future__ import annotations
 
 import abc
-import os
 from typing import TYPE_CHECKING
-
-from otelhooks._store._errors import StoreError
 
 if TYPE_CHECKING:
     from otelhooks._actions._approval_inbox import ApprovalInbox
@@ -24,9 +22,8 @@ if TYPE_CHECKING:
     from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
     from otelhooks.web._store import TraceIndex
 
-__all__ = ["DEFAULT_STATEMENT_TIMEOUT_S", "STORE_ENV", "Store", "open_store"]
+__all__ = ["DEFAULT_STATEMENT_TIMEOUT_S", "Store"]
 
-STORE_ENV = "OTELHOOKS_STORE"
 DEFAULT_STATEMENT_TIMEOUT_S = 5.0
 
 
@@ -79,38 +76,3 @@ class Store(abc.ABC):
 
     def close(self) -> None:  # noqa: B027 - nothing to release by default
         """Release connections (after the logs opened from the store are closed)."""
-
-
-def open_store(
-    url: str | None = None, *, statement_timeout_s: float = DEFAULT_STATEMENT_TIMEOUT_S
-) -> Store:
-    """The store ``url`` names: ``postgresql://...`` (or ``postgres://...``) for PostgreSQL,
-    ``sqlite`` or nothing for the embedded default. ``url`` defaults to ``OTELHOOKS_STORE``.
-
-    Opening a PostgreSQL store connects and migrates its schema; ``statement_timeout_s`` is
-    the longest one of its statements (or lock waits) may take.
-
-    Raises:
-        StoreError: an unknown scheme, a missing ``postgresql`` extra, or an unreachable store.
-    """
-    url = url if url is not None else os.environ.get(STORE_ENV, "")
-    url = url.strip()
-    if url in ("", "sqlite"):
-        from otelhooks._store._sqlite import SqliteStore
-
-        return SqliteStore()
-    scheme = url.partition("://")[0].lower()
-    if scheme in ("postgresql", "postgres"):
-        from otelhooks._store._postgres import PostgresStore
-
-        store = PostgresStore(url, statement_timeout_s=statement_timeout_s)
-        try:
-            store.migrate()
-        except BaseException:
-            store.close()
-            raise
-        return store
-    raise StoreError(
-        scheme or url[:40],
-        "unknown store; use postgresql://user@host/db or leave it unset (SQLite)",
-    )

@@ -35,7 +35,7 @@ from otelhooks._store._errors import StoreError
 from otelhooks._store._pg_listen import APPROVALS_CHANNEL
 
 if TYPE_CHECKING:
-    from otelhooks._store._postgres import PostgresStore
+    from otelhooks._store._pg_connections import PgConnections
 
 __all__ = ["SharedApprovalInbox"]
 
@@ -137,7 +137,7 @@ class SharedApprovalInbox(ApprovalInbox):
     recheck_s = _RECHECK_S
 
     def __init__(
-        self, store: PostgresStore, *, max_pending: int = 256, keep_answered: int = 200
+        self, store: PgConnections, *, max_pending: int = 256, keep_answered: int = 200
     ) -> None:
         super().__init__(max_pending=max_pending, keep_answered=keep_answered)
         self.store = store

@@ -46,7 +46,7 @@ from otelhooks._store._errors import StoreError
 from otelhooks._worker import BoundedWorker, DropReason
 
 if TYPE_CHECKING:
-    from otelhooks._store._postgres import PostgresStore
+    from otelhooks._store._pg_connections import PgConnections
 
 __all__ = ["PostgresEventLog", "dedupe_key"]
 
@@ -106,7 +106,7 @@ class PostgresEventLog(EventLog):
 
     def __init__(
         self,
-        store: PostgresStore,
+        store: PgConnections,
         *,
         name: str = "agent_events",
         retention: int = 1_000_000,

@@ -30,7 +30,7 @@ from otelhooks._actions._webhook_http import Delivery
 from otelhooks._store._errors import StoreError, StoreUnavailable
 
 if TYPE_CHECKING:
-    from otelhooks._store._postgres import PostgresStore
+    from otelhooks._store._pg_connections import PgConnections
 
 __all__ = ["PostgresOutbox"]
 
@@ -73,7 +73,7 @@ class PostgresOutbox:
 
     def __init__(
         self,
-        store: PostgresStore,
+        store: PgConnections,
         *,
         retry_deadline_s: float = 3600.0,
         lease_s: float = 30.0,

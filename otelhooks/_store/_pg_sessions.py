@@ -36,9 +36,9 @@ and the hooks still decide. The problem is logged; after the store was unavailab
 alone for its ``Retry-After`` (no event pays its connection wait again meanwhile). What the
 scratch holds is this instance's alone, bounded as any :class:`ServerSessions`: a tool use
 started there ends there, also once the store is back; one started on the store and ended
-while it cannot be read is refused as not open (``409``). Every statement here but the one
-that opens a turn stores nothing twice, so it runs again on another connection when a pooled
-one was dropped (the server restarted, ``pg_terminate_backend``): a restart sends no tool use
+while it cannot be read is judged by its hooks as any, without a span. Every statement here but
+the one that opens a turn stores nothing twice, so it runs again on another connection when a
+pooled one was dropped (the server restarted, ``pg_terminate_backend``): a restart sends no tool use
 to the scratch.
 """
 
@@ -69,7 +69,7 @@ from otelhooks.integrations.coding_agents._state import (
 if TYPE_CHECKING:
     import psycopg
 
-    from otelhooks._store._postgres import PostgresStore
+    from otelhooks._store._pg_connections import PgConnections
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -249,7 +249,7 @@ class SharedSessions(ServerSessions):
     """
 
     def __init__(
-        self, store: PostgresStore, *, on_drop: DropCounter | None = None, **bounds: Any
+        self, store: PgConnections, *, on_drop: DropCounter | None = None, **bounds: Any
     ) -> None:
         super().__init__(None, on_drop=on_drop, **bounds)  # the in-memory tables stay empty
         self.store = store

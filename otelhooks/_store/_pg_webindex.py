@@ -41,7 +41,7 @@ from otelhooks.web._store import OUTLINE, TraceIndex, approval_ids
 from otelhooks.web._summary import TraceSummary
 
 if TYPE_CHECKING:
-    from otelhooks._store._postgres import PostgresStore
+    from otelhooks._store._pg_connections import PgConnections
 
 __all__ = ["SharedTraceIndex"]
 
@@ -137,7 +137,7 @@ class SharedTraceIndex(TraceIndex):
 
     def __init__(
         self,
-        store: PostgresStore,
+        store: PgConnections,
         *,
         max_traces: int = 10_000,
         max_spans: int = 200_000,

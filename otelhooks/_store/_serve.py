@@ -11,8 +11,9 @@ from otelhooks._config import AgentEventsConfig
 from otelhooks._errors import ConfigError
 from otelhooks._eventlog._model import EventLog
 from otelhooks._processor import HookSpanProcessor
-from otelhooks._store._base import DEFAULT_STATEMENT_TIMEOUT_S, Store, open_store
+from otelhooks._store._base import DEFAULT_STATEMENT_TIMEOUT_S, Store
 from otelhooks._store._errors import StoreError
+from otelhooks._store._open import open_store
 
 __all__ = ["DelivererShutdown", "open_state", "share_outbox"]
 

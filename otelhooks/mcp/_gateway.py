@@ -159,7 +159,7 @@ class McpSession:
         # The engine's span processor (when the tracer is its pipeline's) must not take the
         # gateway's execute_tool spans for another instrumentation's and observe them again.
         gateway.engine.claim_scope(getattr(self.span, "instrumentation_scope", None))
-        self.requests = OpenRequests(self)
+        self.requests = OpenRequests(self, gateway.spans, gateway.metrics, gateway.engine)
         self._kinds: dict[str, tuple[str, ...]] = {}  # each listed tool's annotation kinds
         self.closed = False
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from otelhooks import _semconv as sc
 from otelhooks.mcp._calls import Pending, observe_result, request_key
@@ -21,24 +21,45 @@ from otelhooks.mcp._spans import set_attributes
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
-    from otelhooks.mcp._gateway import McpSession
+    from otelhooks._engine import HooksEngine
+    from otelhooks.mcp._metrics import McpMetrics
+    from otelhooks.mcp._spans import McpSpans
 
 __all__ = ["OpenRequests"]
+
+
+class Session(Protocol):
+    """What the requests read of their :class:`~otelhooks.mcp.McpSession` as each one crosses
+    (its handshake and the transport change it as the session goes)."""
+
+    session_id: str
+    span: Span
+    protocol_version: str | None
+    agent_name: str | None
+    peer: dict[str, Any]
+
+    @property
+    def server_name(self) -> str: ...
 
 
 class OpenRequests:
     """The requests of ``session`` waiting for an answer: the client's (``from_client``, the
     ones the gateway may answer itself) and the server's (``from_server``), by JSON-RPC id."""
 
-    def __init__(self, session: McpSession) -> None:
+    def __init__(
+        self, session: Session, spans: McpSpans, metrics: McpMetrics, engine: HooksEngine
+    ) -> None:
         self.session = session
+        self.spans = spans
+        self.metrics = metrics
+        self.engine = engine
         self.from_client: dict[Hashable, Pending] = {}
         self.from_server: dict[Hashable, Pending] = {}
 
     def _message_span(self, msg: Message, from_server: bool) -> tuple[Span, dict[str, Any]]:
         """The span of a message crossing this session, and its metric attributes."""
         session = self.session
-        return session.gateway.spans.message(
+        return self.spans.message(
             msg,
             session=session.span,
             session_id=session.session_id,
@@ -70,8 +91,7 @@ class OpenRequests:
         denied: bool = False,
     ) -> None:
         """End a request's span and record its ``mcp.*.operation.duration``."""
-        gateway = self.session.gateway
-        added = gateway.spans.end(
+        added = self.spans.end(
             pending.span,
             answer,
             error_type=error_type,
@@ -83,12 +103,11 @@ class OpenRequests:
         attrs = {**pending.attributes, **added}
         if self.session.protocol_version:
             attrs.setdefault(sc.MCP_PROTOCOL_VERSION, self.session.protocol_version)
-        gateway.metrics.operation(seconds, attrs, from_server=pending.from_server)
+        self.metrics.operation(seconds, attrs, from_server=pending.from_server)
 
     def notification(self, msg: Message, *, from_server: bool) -> None:
         """A notification crossed: its own short span (a cancellation ends the request it
         names, ``cancelled``)."""
-        session = self.session
         if msg.method == "notifications/cancelled":
             request_id = msg.params.get("requestId")
             table = self.from_server if from_server else self.from_client
@@ -100,7 +119,7 @@ class OpenRequests:
         span, attrs = self._message_span(msg, from_server)
         span.end()
         seconds = time.perf_counter() - started
-        session.gateway.metrics.operation(seconds, attrs, from_server=from_server)
+        self.metrics.operation(seconds, attrs, from_server=from_server)
 
     def finish(
         self,
@@ -119,7 +138,7 @@ class OpenRequests:
         if pending is None:
             return  # an answer to a request we never saw (or already cancelled)
         if observe and pending.values is not None:
-            observe_result(self.session.gateway.engine, pending, answer, mocked=mocked)
+            observe_result(self.engine, pending, answer, mocked=mocked)
         self.end(pending, answer, denied=denied)
 
     def fail_one(self, key: Hashable, reason: str, *, error_type: str) -> bytes | None:
@@ -130,7 +149,7 @@ class OpenRequests:
             return None
         answer = error_response(pending.request_id, UPSTREAM_ERROR, reason)
         if pending.values is not None:
-            observe_result(self.session.gateway.engine, pending, parse(answer), mocked=False)
+            observe_result(self.engine, pending, parse(answer), mocked=False)
         self.end(pending, None, error_type=error_type, code=UPSTREAM_ERROR)
         return answer
 

@@ -15,7 +15,8 @@ from typing import Any
 
 from otelhooks._dispatch import InterceptChain
 from otelhooks._engine import HooksEngine, dry_run_if_hooked
-from otelhooks._live import HookStep, Verdict
+from otelhooks._hook_step import HookStep
+from otelhooks._live import Verdict
 from otelhooks.replay._events import Decision, RecordedEvent
 
 __all__ = ["CHANGES", "ReplayOutcome", "decision_of", "replay_events"]

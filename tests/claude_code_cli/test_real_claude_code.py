@@ -25,6 +25,7 @@ from otelhooks.integrations.claude_code import install, session_trace_id
 from tests._realparts import free_port, require, wait_for_port
 from tests._webhook_server import Reply, WebhookServer, webhook_server
 from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.reliability._serve_proc import INGEST, ServeProc
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -399,6 +400,37 @@ def test_command_bridge_passes_on_redaction_context_and_a_stop_block(
     assert "STOP-REASON-53" in json.dumps(api.requests[-1])
 
 
+# HTTP hooks into a serve whose PreToolUse went elsewhere (another instance, or this one before a
+# restart without a store): the PostToolUse redaction still keeps the secret from the model (it
+# was answered 409, a non-blocking error for Claude Code, and the model read the secret).
+def test_a_redaction_reaches_claude_code_when_serve_never_saw_the_tool_start(
+    claude: Path, project: Path, tmp_path: Path
+) -> None:
+    hooks = project / ".claude" / "otelhooks.yaml"
+    hooks.write_text(
+        ANSWERS.format(
+            python=json.dumps(sys.executable),
+            redact=json.dumps(_REDACT),
+            context=json.dumps("print()"),
+            stop=json.dumps("print()"),
+        )
+    )
+    serve = ServeProc(tmp_path, "--hooks", str(hooks))
+    try:
+        settings = project / ".claude" / "settings.json"
+        install(settings, http=serve.url)
+        written = json.loads(settings.read_text())
+        del written["hooks"]["PreToolUse"]  # the start goes elsewhere: this serve never sees it
+        settings.write_text(json.dumps(written))
+        api = MessagesApi([ToolStep("toolu_echo", "Bash", {"command": "echo S-$((6*7))"})])
+        with serve_messages_api(api) as url:
+            _run_claude(claude, project, url, tmp_path / "home", {"OTELHOOKS_INGEST_TOKEN": INGEST})
+    finally:
+        serve.stop()
+    assert "[redacted]" in json.dumps(_tool_results(api)["toolu_echo"])
+    assert "S-42" not in json.dumps(api.requests)
+
+
 # The deny matrix's Claude Code rows with the real CLI: each way to deny guards one Bash call of
 # its own (`touch victim-<way>`), all in one session; none of the files may exist afterwards, and
 # what the scripted API received says each call was denied with its reason.
@@ -550,3 +582,30 @@ def test_every_way_to_deny_stops_the_real_claude_code(
         if s["name"] == "execute_tool Bash"
     }
     assert {w for w in ways if w != "http-hook"} <= decided
+
+
+_SLOW_REDACT = "import time, sys; sys.stdin.read(); time.sleep(4)"
+
+
+def test_a_late_redaction_that_blocks_when_it_fails_withholds_the_output(
+    claude: Path, project: Path, tmp_path: Path
+) -> None:
+    """HTTP hooks into serve, whose PostToolUse redaction (``on_error: block``) does not answer
+    within ``--hook-timeout``: the model reads the withheld note, never the secret (it was a
+    500, a non-blocking error for Claude Code)."""
+    hooks = project / ".claude" / "otelhooks.yaml"
+    hooks.write_text(
+        "hooks:\n  - id: redact\n    type: PostToolUse\n    matcher: Bash\n"
+        f"    on_error: block\n    timeout: 20\n"
+        f"    command: [{json.dumps(sys.executable)}, -c, {json.dumps(_SLOW_REDACT)}]\n"
+    )
+    serve = ServeProc(tmp_path, "--hooks", str(hooks), "--hook-timeout", "1")
+    try:
+        install(project / ".claude" / "settings.json", http=serve.url)
+        api = MessagesApi([ToolStep("toolu_echo", "Bash", {"command": "echo S-$((6*7))"})])
+        with serve_messages_api(api) as url:
+            _run_claude(claude, project, url, tmp_path / "home", {"OTELHOOKS_INGEST_TOKEN": INGEST})
+    finally:
+        serve.stop()
+    assert "[tool output withheld" in json.dumps(_tool_results(api)["toolu_echo"])
+    assert "S-42" not in json.dumps(api.requests)

@@ -14,6 +14,7 @@ from typing import Any
 import httpx
 import pytest
 
+from otelhooks import read_otlp_json_lines
 from tests._postgres import PostgresCluster
 from tests.fleet._fleet import StallingProxy, start_instance
 from tests.reliability._serve_proc import INGEST, ServeProc
@@ -150,7 +151,9 @@ def test_the_hook_route_uses_the_store_again_once_it_is_back(
         for n in range(10_000):
             use_id = f"toolu_back_{n}"
             assert _post(one.url, _hook("PreToolUse", use_id)).status_code == 200
-            if _post(other.url, _hook("PostToolUse", use_id)).status_code == 200:
+            if _stored(pg_url, use_id):
+                assert _post(other.url, _hook("PostToolUse", use_id)).status_code == 200
+                assert not _stored(pg_url, use_id)  # ended by the other instance
                 break
             assert time.monotonic() < deadline, "the hook route did not use the store again"
             time.sleep(0.2)
@@ -180,9 +183,11 @@ def test_ids_postgresql_text_cannot_hold_are_still_decided_by_the_guard(
 def test_a_tool_use_started_while_the_store_was_down_ends_once_it_is_back(
     tmp_path: Path, pg_url: str, cluster: PostgresCluster
 ) -> None:
-    """Its start is in this instance's scratch: its end there finds it, the store back or not
-    (it was refused as not open, 409, and its ``PostToolUse`` hooks did not run)."""
-    proc = start_instance(tmp_path, pg_url)
+    """Its start is in this instance's scratch: its end there finds it, the store back or not,
+    and ends its span (it was refused as not open, 409, and its ``PostToolUse`` hooks did not
+    run; such an end is judged now, but writes no span)."""
+    traces = tmp_path / "traces.jsonl"
+    proc = start_instance(tmp_path, pg_url, "--traces-out", str(traces))
     try:
         cluster.stop()
         try:
@@ -200,7 +205,9 @@ def test_a_tool_use_started_while_the_store_was_down_ends_once_it_is_back(
         ended = _post(proc.url, _hook("PostToolUse", "toolu_early", tool_response="a\n"))
         assert (ended.status_code, ended.json()) == (200, {})
     finally:
-        proc.stop()
+        proc.stop()  # flushes the spans
+    ids = [s["attributes"].get("gen_ai.tool.call.id") for s in read_otlp_json_lines(traces)]
+    assert "toolu_early" in ids
 
 
 def test_tool_uses_after_the_servers_connections_are_terminated_stay_shared(
@@ -208,7 +215,8 @@ def test_tool_uses_after_the_servers_connections_are_terminated_stay_shared(
 ) -> None:
     """``pg_terminate_backend`` of serve's pooled connections (a restart does the same): the
     next tool use is still started on the store (on another connection), so another instance
-    ends it. It went to the scratch, and its ``PostToolUse`` on the other instance got 409."""
+    ends it. It went to the scratch, and its ``PostToolUse`` on the other instance got 409 (now
+    it would be judged, without ending it)."""
     import psycopg
 
     one = start_instance(tmp_path, pg_url)
@@ -223,8 +231,10 @@ def test_tool_uses_after_the_servers_connections_are_terminated_stay_shared(
                 "AND pid <> pg_backend_pid()"
             )
         assert _post(one.url, _hook("PreToolUse", "toolu_after")).json() == {}
+        assert _stored(pg_url, "toolu_after")
         ended = _post(other.url, _hook("PostToolUse", "toolu_after", tool_response="a\n"))
         assert (ended.status_code, ended.json()) == (200, {})
+        assert not _stored(pg_url, "toolu_after")
     finally:
         one.stop()
         other.stop()

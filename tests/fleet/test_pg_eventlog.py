@@ -9,7 +9,7 @@ from collections.abc import Iterator
 import pytest
 
 from otelhooks import AgentEventsConfig, EventEntry
-from otelhooks._store._base import open_store
+from otelhooks._store._open import open_store
 from otelhooks._store._pg_eventlog import PostgresEventLog
 from otelhooks._store._postgres import PostgresStore
 from tests._postgres import PostgresCluster

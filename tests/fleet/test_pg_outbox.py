@@ -13,7 +13,7 @@ from pathlib import Path
 import psycopg
 
 from otelhooks import WebhookConfig
-from otelhooks._store._base import open_store
+from otelhooks._store._open import open_store
 from otelhooks._store._pg_outbox import PostgresOutbox
 from otelhooks._store._postgres import PostgresStore
 from tests._webhook_server import WebhookServer
@@ -54,7 +54,7 @@ CLAIMER = textwrap.dedent(
     """
     import os, sys
     from otelhooks import WebhookConfig
-    from otelhooks._store._base import open_store
+    from otelhooks._store._open import open_store
     from otelhooks._store._pg_outbox import PostgresOutbox
 
     store = open_store(sys.argv[1])

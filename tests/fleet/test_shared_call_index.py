@@ -16,7 +16,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otelhooks import EventLogServer, serve
-from otelhooks._store._base import open_store
+from otelhooks._store._open import open_store
 from tests._webhook_server import WebhookServer, webhook_server
 from tests.integrations.test_claude_code_call_index import HOOKS, ROUTE, TOKEN, check, play
 

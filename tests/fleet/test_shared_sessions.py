@@ -12,7 +12,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from otelhooks import EventLogServer, serve
-from otelhooks._store._base import open_store
+from otelhooks._store._open import open_store
 from otelhooks._store._pg_sessions import SharedSessions
 from otelhooks.integrations.coding_agents import BridgeState
 

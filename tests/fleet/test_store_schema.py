@@ -9,8 +9,8 @@ import sys
 import psycopg
 import pytest
 
-from otelhooks._store._base import STORE_ENV, open_store
 from otelhooks._store._errors import StoreError, StoreUnavailable
+from otelhooks._store._open import STORE_ENV, open_store
 from otelhooks._store._pg_schema import SCHEMA_VERSION
 from otelhooks._store._postgres import PostgresStore
 from tests._realparts import free_port

@@ -83,7 +83,6 @@ def test_the_hooks_file_of_the_claude_code_section_loads(tmp_path: Path) -> None
                 "INSTALLED_EVENTS",
                 "ProjectChange",
                 "SettingsChange",
-                "ToolNotOpen",
                 "install",
                 "install_project",
                 "is_ours",

@@ -288,3 +288,66 @@ def test_a_guard_that_ends_its_process_is_answered_as_late_through_the_hook_clie
         assert NO_ANSWER in second.stderr
     assert first.seconds < 10
     assert second.seconds < 10
+
+
+# A redaction that blocks when it fails and does not answer in time: the tool's output must not
+# reach the model (it was exit 1, a non-blocking error: the CLI passed the output on)
+SLOW_REDACTION = """\
+hooks:
+  - id: redact
+    type: tool_result_persist
+    intercept: true
+    on_error: block
+    timeout: 60
+    script: guard.py:redact
+"""
+TOOL_ENDS = {
+    "claude-code": {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "t9"},
+    "codex": {"hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": "t9"},
+    "gemini": {"hook_event_name": "AfterTool", "tool_name": "run_shell_command"},
+}
+
+
+def _slow_redaction(project: Path) -> None:
+    (project / "otelhooks.yaml").write_text(SLOW_REDACTION)
+    (project / "guard.py").write_text("import time\n\ndef redact(event):\n    time.sleep(3600)\n")
+
+
+@pytest.mark.parametrize("dialect", ["claude-code", "codex", "gemini"])
+def test_a_late_redaction_that_blocks_when_it_fails_withholds_the_output(
+    tmp_path: Path, dialect: str
+) -> None:
+    _slow_redaction(tmp_path)
+    event = {
+        "session_id": "s1",
+        "tool_input": {"command": "cat .env"},
+        "tool_response": {"stdout": "KEY=S-42-SECRET", "stderr": ""},
+        **TOOL_ENDS[dialect],
+    }
+    done = one_process(tmp_path, event, dialect=dialect, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="2")
+    assert done.returncode == 0, done.stderr
+    assert "S-42" not in done.stdout
+    assert "blocks when it fails" in done.stdout
+    assert done.seconds < 15
+
+
+def test_the_daemon_withholds_a_late_redactions_output_too(tmp_path: Path) -> None:
+    _slow_redaction(tmp_path)
+    end = {
+        **bash("t1", "cat .env"),
+        "hook_event_name": "PostToolUse",
+        "tool_response": {"stdout": "KEY=S-42-SECRET", "stderr": ""},
+    }
+    with runtime_folder() as runtime:
+        env = client_env(tmp_path, runtime, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="2")
+        assert hook(env, bash("t0", "ls", session="s0")).returncode == 0
+        daemon_pid(runtime)
+        answered = hook(env, end)
+    assert answered.returncode == 0, answered.stderr
+    body = json.loads(answered.stdout)
+    assert body["decision"] == "block"
+    assert body["hookSpecificOutput"]["updatedToolOutput"]["stdout"].startswith(
+        "[tool output withheld"
+    )
+    assert "S-42" not in answered.stdout
+    assert answered.seconds < 15

@@ -1,6 +1,6 @@
 """``otelhooks serve``'s Claude Code hook route under attack (issue 34): a real serve process on
 127.0.0.1 with ``--fail-closed``: deep and unreadable bodies, one session's slow calls against
-another session's guard, forged tool ends, hostile ``since=`` values, the traces file's mode;
+another session's guard, forged session ends, hostile ``since=`` values, the traces file's mode;
 and the session and telemetry memory bounded at small scale, in process."""
 
 from __future__ import annotations
@@ -162,25 +162,6 @@ def test_one_sessions_slow_calls_do_not_delay_another_sessions_guard(server: Ser
     assert slow_s < CLIENT_TIMEOUT_S
     assert all(_decision(answer) == "deny" for answer in slow_answers)
     assert "no answer within" in slow_answers[-1].text
-
-
-def test_a_tool_end_naming_another_sessions_tool_use_is_refused(server: ServeProc) -> None:
-    assert _decision(_post(server, _pre("s-owner", "toolu_owned", "Bash", {"command": "ls"}))) in (
-        None,
-        "allow",
-    )
-    forged = {
-        "session_id": "s-forger",
-        "hook_event_name": "PostToolUseFailure",
-        "tool_name": "Bash",
-        "tool_input": {"command": "ls"},
-        "tool_use_id": "toolu_owned",
-        "error": "forged",
-    }
-    assert _post(server, forged).status_code == 409
-    # the owner's tool use is still open: its own end is accepted
-    real = {**forged, "session_id": "s-owner", "hook_event_name": "PostToolUse"}
-    assert _post(server, real).status_code == 200
 
 
 def test_a_session_end_for_a_session_never_seen_is_refused(server: ServeProc) -> None:

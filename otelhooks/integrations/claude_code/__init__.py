@@ -39,7 +39,6 @@ from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookRe
 from otelhooks.integrations.coding_agents._run import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents._spans import session_trace_id
 from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, BridgeState
-from otelhooks.integrations.coding_agents._tools import ToolNotOpen
 
 if TYPE_CHECKING:
     from otelhooks.integrations.claude_code._install import (
@@ -81,7 +80,6 @@ __all__ = [
     "HookResponse",
     "ProjectChange",
     "SettingsChange",
-    "ToolNotOpen",
     "install",
     "install_project",
     "is_ours",

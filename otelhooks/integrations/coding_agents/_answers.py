@@ -35,6 +35,7 @@ from otelhooks.integrations.coding_agents._combine import (
     denied_by,
 )
 from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse, cli_name
+from otelhooks.integrations.coding_agents._shapes import withheld_like
 
 # combine, denied_by and the event sets are :mod:`._combine`'s; they are named here too because
 # the bridge's callers take the whole answer path (run, combine, respond) from this module
@@ -43,6 +44,7 @@ __all__ = [
     "BLOCKING_EVENTS",
     "CONTEXT_EVENTS",
     "answers_from_notes",
+    "closed_answer",
     "combine",
     "denied_by",
     "dumps",
@@ -78,6 +80,32 @@ def late_problem(problem: str, hooks: Iterable[Hook] | None) -> tuple[str, bool]
     if not blocking:
         return problem, False
     return f"{problem} (hook {', '.join(blocking)} blocks when it fails)", True
+
+
+def closed_answer(
+    event: str,
+    reason: str,
+    payload: Mapping[str, Any],
+    *,
+    deny_mode: DenyMode = "json",
+    agent: str = AGENT,
+) -> HookResponse:
+    """The answer of ``event`` (not ``PreToolUse``, whose answer is a deny) when a hook that
+    blocks when it fails could not decide it in time (:func:`late_problem`): its block, as its
+    failure in time gives it, and a ``PostToolUse``'s output withheld in the tool's own shape
+    (the hook may have been its redaction: the output must not reach the model unchecked).
+
+    Example:
+        >>> answer = closed_answer("PostToolUse", "late", {"tool_response": {"stdout": "S-42"}})
+        >>> json.loads(answer.stdout)["hookSpecificOutput"]["updatedToolOutput"]
+        {'stdout': '[tool output withheld: late]'}
+    """
+    extra: dict[str, Any] = {}
+    if event == "PostToolUse":
+        note = f"[tool output withheld: {reason}]"
+        extra["updatedToolOutput"] = withheld_like(payload.get("tool_response"), note)
+    output, lost = combine(event, [block_answer("otelhooks", reason)], extra=extra, agent=agent)
+    return respond(event, output, lost, deny_mode=deny_mode, agent=agent)
 
 
 def answers_from_notes(notes: Iterable[tuple[str, object]]) -> list[HookAnswer]:

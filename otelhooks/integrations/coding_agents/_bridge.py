@@ -255,9 +255,10 @@ class CodingAgentBridge:
 
         A ``Post*`` event whose tool use was never started in its session (hooks installed
         mid-session) ends a made-up zero-length ``execute_tool`` span; with
-        ``open_tools_only`` it raises
-        :class:`~otelhooks.integrations.claude_code.ToolNotOpen` instead and changes nothing (a
-        server refuses such an event: a client could otherwise write spans for any id).
+        ``open_tools_only`` (a server) it changes no state and writes no span (a client could
+        otherwise write spans for any id). Either way its hooks run and their answer is
+        returned: a redaction or a block of a tool use whose start was missed still reaches the
+        agent.
         """
         session = str(payload.get("session_id") or "unknown-session")
         name = str(payload.get("hook_event_name") or "")

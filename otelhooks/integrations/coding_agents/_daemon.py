@@ -341,7 +341,7 @@ class _DaemonApp(_Served):
                 fail_closed=self.options.fail_closed,
             )
             hooks = self._deciding(raw)
-            refusal = late_refusal(event, f"no answer: {late}", self.options, hooks)
+            refusal = late_refusal(event, f"no answer: {late}", self.options, hooks, raw)
             response = self.dialect.answer(refusal)
         await send_json(send, 200, _answer_body(response))
 

@@ -13,7 +13,10 @@ exit 2, reason on stderr    200 with the JSON form of the block: ``permissionDec
                             ``PreToolUse``, ``{"decision": "block"}`` otherwise (an HTTP hook
                             cannot answer with an exit code)
 the bridge failed, or gave  500 (a non-blocking error for Claude Code: shown, the tool runs) or,
-no answer by the deadline   with ``fail_closed``, 200 with a deny for ``PreToolUse``
+no answer by the deadline   with ``fail_closed``, 200 with a deny for ``PreToolUse``; late, when
+                            a hook that was to decide blocks when it fails (``on_error: block``),
+                            that hook's block: a deny, or the event's block (a ``PostToolUse``'s
+                            output withheld, in its own shape)
 the store cannot commit     the hooks still decide: the session change is made in a scratch
 right now                   state (:class:`~otelhooks._store._pg_sessions.SharedSessions`); 503
                             with ``Retry-After`` only for an event no hook decides that the
@@ -21,10 +24,14 @@ right now                   state (:class:`~otelhooks._store._pg_sessions.Shared
                             for ``PreToolUse``
 not JSON / not an object    400 (also non-blocking); with ``fail_closed`` a deny when the event
                             is (or may be) ``PreToolUse``
-a ``Post*`` event for a     409: the ``tool_use_id`` is not open in the session it names (a
-tool use its session never  forged or misrouted event ends nothing and reaches no observer)
-opened, a ``SessionEnd``
-of a session never seen
+a ``Post*`` event for a     as any ``Post*``: its hooks run and their answer (a redaction, a
+tool use its session has    block) is Claude Code's, for its start may have reached a server that
+not open                    forgot it (a restart without a store, a scratch state, another
+                            instance). The tool use is not recorded: no session state changes and
+                            no span is written or ended (a forged or misrouted end ends nothing);
+                            its hooks see ``spanId`` null and ``operationId`` empty
+a ``SessionEnd`` of a       409: it ends nothing (its hooks only observe)
+session never seen
 ==========================  ======================================================================
 
 The body is read by :func:`~otelhooks.integrations.coding_agents._input.parse_input`, as the
@@ -67,13 +74,16 @@ from otelhooks._dispatch._calls import waited_within
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
 from otelhooks._hooks import Hook
 from otelhooks._store._errors import StoreUnavailable
-from otelhooks.integrations.coding_agents._answers import ANSWERING_EVENTS, late_problem
+from otelhooks.integrations.coding_agents._answers import (
+    ANSWERING_EVENTS,
+    closed_answer,
+    late_problem,
+)
 from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
 from otelhooks.integrations.coding_agents._input import InputProblem, event_name_of, parse_input
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
-from otelhooks.integrations.coding_agents._tools import ToolNotOpen
 
 __all__ = [
     "DEFAULT_DECISION_TIMEOUT_S",
@@ -87,8 +97,6 @@ HOOK_ROUTE = "/v1/hooks/claude-code"
 DEFAULT_MAX_HOOK_BODY = 4 * 1024 * 1024  # tool inputs and responses (file contents) included
 # ``install --http`` writes a 10 s timeout: answer by 8 s, so a late answer is still ours to give
 DEFAULT_DECISION_TIMEOUT_S = 8.0
-# events that end a tool use: they must name one their session opened
-_TOOL_ENDS = frozenset({"PostToolUse", "PostToolUseFailure", "PermissionDenied"})
 # deciding calls answered at once, across sessions (each may wait for a person's approval)
 DECIDING_THREADS = 64
 
@@ -240,8 +248,6 @@ class ClaudeCodeHookRoute:
             return 409, json.dumps({"error": "conflict", "message": refused}).encode()
         try:
             response = self.bridge.handle(payload, open_tools_only=True)
-        except ToolNotOpen as exc:
-            return 409, json.dumps({"error": "conflict", "message": str(exc)}).encode()
         except StoreUnavailable as exc:
             if self.fail_closed and event == "PreToolUse":
                 _log.warning("claude-code hook: store unavailable", error=str(exc))
@@ -253,19 +259,15 @@ class ClaudeCodeHookRoute:
         return http_answer(event, response)
 
     def _foreign(self, event: str, payload: Mapping[str, Any]) -> str | None:
-        """Why an event that ends something names what its session never opened, or ``None``."""
+        """Why an event that ends a session names one the server never saw, or ``None``."""
         sessions = self.bridge.state
         if not isinstance(sessions, ServerSessions):
             return None
         session = str(payload.get("session_id") or "unknown-session")
-        if event in _TOOL_ENDS:
-            use_id = payload.get("tool_use_id")
-            if not isinstance(use_id, str):  # one that is not open is refused by the bridge
-                return f"tool_use_id {str(use_id)[:80]!r} is not open in this session"
         if event == "SessionEnd":
             if not sessions.saw(session):
                 return "this session is not known to the server"
-        elif event not in _TOOL_ENDS:
+        else:
             sessions.note(session)
         return None
 
@@ -325,7 +327,11 @@ class ClaudeCodeHookRoute:
                 )
                 hooks = self.bridge.hooks_now(payload)
                 problem, closed = late_problem(f"otelhooks: {late}", hooks)
-                status, answer = self._failure(event, problem, closed=closed)
+                if closed and event != "PreToolUse":
+                    # the hook that blocks when it fails failed: its block, as in time
+                    status, answer = http_answer(event, closed_answer(event, problem, payload))
+                else:
+                    status, answer = self._failure(event, problem, closed=closed)
         await respond(send, status, answer, b"application/json")
 
     def close(self) -> None:

@@ -112,15 +112,36 @@ def _refusal(event: str | None, problem: str, options: BridgeOptions) -> HookRes
 
 
 def late_refusal(
-    event: str | None, problem: str, options: BridgeOptions, hooks: Sequence[Any] | None
+    event: str | None,
+    problem: str,
+    options: BridgeOptions,
+    hooks: Sequence[Any] | None,
+    raw: str | bytes | Mapping[str, Any] = b"",
 ) -> HookResponse:
-    """What an event not answered in time answers: a bridge problem's answer (:func:`_refusal`),
-    a deny when a hook that was to decide it blocks when it fails
+    """What an event not answered in time answers: a bridge problem's answer (:func:`_refusal`);
+    when a hook that was to decide it blocks when it fails
     (:func:`~otelhooks.integrations.coding_agents._answers.late_problem`), ``--fail-closed`` or
-    not."""
-    from otelhooks.integrations.coding_agents._answers import late_problem
+    not, that hook's block: a deny, or for another event than ``PreToolUse`` its block
+    (:func:`~otelhooks.integrations.coding_agents._answers.closed_answer`, read from ``raw``,
+    the event's input)."""
+    from otelhooks.integrations.coding_agents._answers import closed_answer, late_problem
 
     problem, closed = late_problem(problem, hooks)
+    if closed and event not in ("PreToolUse", None):
+        from otelhooks.integrations.coding_agents._dialects import dialect_named
+
+        dialect = dialect_named(options.dialect)
+        try:
+            payload = dialect.to_bridge(dict(raw) if isinstance(raw, Mapping) else parse_input(raw))
+        except InputProblem:
+            payload = {}
+        return closed_answer(
+            event,
+            f"otelhooks: {problem}",
+            payload,
+            deny_mode=options.deny_mode,
+            agent=dialect.agent,
+        )
     return _refusal(event, problem, replace(options, fail_closed=True) if closed else options)
 
 
@@ -365,7 +386,8 @@ class _Deadline:
 
     def _late_answer(self) -> HookResponse:
         problem = f"no answer within {self.wait_s:g} s"
-        return self._dialect.answer(late_refusal(self._event, problem, self.options, self.hooks))
+        refusal = late_refusal(self._event, problem, self.options, self.hooks, self.raw)
+        return self._dialect.answer(refusal)
 
     def _told(self) -> None:
         """Hand the late answer, and when it is due, to the waiting hook client."""

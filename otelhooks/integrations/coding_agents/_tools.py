@@ -61,16 +61,7 @@ from otelhooks.integrations.coding_agents._spans import (
 )
 from otelhooks.integrations.coding_agents._state import OpenTool
 
-__all__ = ["ToolNotOpen", "ToolUses", "tool_values"]
-
-
-class ToolNotOpen(LookupError):
-    """A ``Post*`` event names a tool use its session has not open (see ``open_tools_only`` of
-    :meth:`~otelhooks.integrations.claude_code.ClaudeCodeBridge.handle`)."""
-
-    def __init__(self, tool_use_id: str) -> None:
-        super().__init__(f"tool_use_id {tool_use_id[:80]!r} is not open in this session")
-        self.tool_use_id = tool_use_id
+__all__ = ["ToolUses", "tool_values"]
 
 
 def _args(payload: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
@@ -117,7 +108,9 @@ class ToolUses(Part):
             # LobeHub numbers each tool's calls in the operation from 1 (toolPreparation.ts)
             "callIndex": tool.turn_index,
             # the turn's span stands for the assistant message that asked for the tool
-            "assistantMessageId": f"msg_{tool.parent_span_id:016x}",
+            "assistantMessageId": f"msg_{tool.parent_span_id:016x}"
+            if tool.parent_span_id
+            else None,
             "agentId": self.agent,
             "executor": "client",
         }
@@ -161,6 +154,8 @@ class ToolUses(Part):
         error_type: str | None = None,
         extra: Mapping[str, types.AttributeValue] | None = None,
     ) -> None:
+        if not tool.span_id:  # a tool use never opened here (see _take_tool): nothing to end
+            return
         kept = dict(tool.attributes)
         approvals = kept.pop(APPROVALS_KEY, None)
         attrs = {**self._start_attributes(tool), **attribute_map(kept), **(extra or {})}
@@ -315,12 +310,14 @@ class ToolUses(Part):
         self.observe("after_tool_call", after, values)
 
     def _take_tool(self, session: str, payload: Mapping[str, Any], open_only: bool) -> OpenTool:
-        """The tool use a ``Post*`` event ends (made up, zero-length, if its start was missed;
-        :class:`ToolNotOpen` instead when ``open_only``)."""
+        """The tool use a ``Post*`` event ends. One whose start was missed is made up: with
+        ``open_only`` (a server) outside the session state and without a span (``span_id`` 0,
+        which :meth:`end_tool` writes nothing for: a forged or misrouted end ends nothing and
+        records no call), else recorded as a zero-length span. Either way its hooks run on it."""
         tool_name, args, use_id = _args(payload)
         tool = self.state.end_tool(session, use_id)
         if tool is None and open_only:
-            raise ToolNotOpen(use_id)
+            return OpenTool(session, use_id, 0, 0, "", time.time_ns(), tool_name, args, 0, {})
         if tool is None:
             self.state.begin_tool(session, use_id, tool_name, args if self.capture else {})
             tool = self.state.end_tool(session, use_id)
