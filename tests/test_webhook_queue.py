@@ -40,7 +40,8 @@ PRODUCER = textwrap.dedent(
     hooks = HookSpanProcessor(HooksEngine(deliverer=deliverer))
     provider.add_span_processor(hooks)
     hooks.register([{"id": "q", "type": "afterToolCall",
-                     "webhook": {"url": sys.argv[2], "delivery": "queue"}}])
+                     # a row whose delivery the kill cuts is leased for its timeout and 5 s
+                     "webhook": {"url": sys.argv[2], "delivery": "queue", "timeout": 2}}])
     tracer = AgentTracer(tracer_provider=provider, hooks=hooks)
     with tracer.operation("agent") as op, op.step() as step:
         for i in range(5):

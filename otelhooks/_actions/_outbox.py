@@ -7,6 +7,13 @@ whose deadline passed or that failed for good. Delivery is at-least-once: a cras
 HTTP response and the delete repeats a delivery; every request carries the event's id as
 ``Idempotency-Key`` (and ``eventId`` in the body) so receivers de-duplicate.
 
+Several processes may share one outbox file (a ``fork``ed worker inherits its parent's, and every
+process configured with the same ``outbox_path`` opens it): the pump leases each row it takes, in
+a write transaction (SQLite lets one writer in at a time), by moving its ``next_at`` past what
+its delivery may take (its webhook's ``timeout``) and ``lease_s``, so no other process takes it
+meanwhile. A process that dies holding a lease delays that one row by as much, as the PostgreSQL
+outbox does (:mod:`otelhooks._store._pg_outbox`).
+
 Only the serializable part of a hook is stored: its webhook config (header templates, never
 resolved values) and the JSON body. It is re-validated when a row is loaded.
 """
@@ -29,6 +36,7 @@ from pydantic import ValidationError
 from otelhooks._actions._webhook_config import WebhookConfig
 from otelhooks._actions._webhook_http import Delivery, prepare, send
 from otelhooks._private_files import private_file
+from otelhooks._worker import at_fork
 
 __all__ = ["Attempt", "DurableQueue", "Outbox", "Report", "attempt", "backoff_s"]
 
@@ -120,6 +128,15 @@ def attempt(
     return Attempt("dropped", delivery, reason)
 
 
+def _attempt_s(config: str) -> float:
+    """How long one delivery of a stored row may take: its webhook's ``timeout``."""
+    try:
+        timeout = json.loads(config).get("timeout", 30.0)
+    except (ValueError, AttributeError):
+        return 30.0
+    return float(timeout) if isinstance(timeout, int | float) else 30.0
+
+
 class DurableQueue(Protocol):
     """What a deliverer needs of an outbox: this SQLite one, or a shared store's."""
 
@@ -143,6 +160,8 @@ class Outbox:
         path: the SQLite file (created ``0600`` with its folder, ``0700``).
         retry_deadline_s: how long a row may keep failing before it is dropped.
         report: told of every delivered or dropped row (metrics and logs hang off it).
+        lease_s: how long past its webhook's ``timeout`` a row taken by this process stays its
+            own (another process sharing the file takes it after that).
     """
 
     def __init__(
@@ -152,23 +171,37 @@ class Outbox:
         retry_deadline_s: float = 3600.0,
         poll_s: float = 0.2,
         report: Report | None = None,
+        lease_s: float = 5.0,
     ) -> None:
         self.path = private_file(path)  # 0600 in a 0700 folder: payloads are at rest here
         self.retry_deadline_s = retry_deadline_s
+        self.lease_s = lease_s
         self._poll_s = poll_s
         self._report = report
+        self._inherited: list[sqlite3.Connection] = []
+        self._open()
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(outbox)")}
+        if "event" not in columns:  # an outbox written by an earlier version
+            self._db.execute("ALTER TABLE outbox ADD COLUMN event TEXT NOT NULL DEFAULT ''")
+        at_fork(after_in_child=self._reopen_in_child)
+
+    def _open(self) -> None:
         self._lock = threading.Lock()
         self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(outbox)")}
-        if "event" not in columns:  # an outbox written by an earlier version
-            self._db.execute("ALTER TABLE outbox ADD COLUMN event TEXT NOT NULL DEFAULT ''")
+        self._leased = 0  # rows this process's pump has taken and not finished
         self._wake = threading.Event()
         self._stop = threading.Event()
-        self._idle = threading.Condition()
         self._thread: threading.Thread | None = None
+
+    def _reopen_in_child(self) -> None:
+        # SQLite forbids using a connection opened before fork in the child, closing it included
+        # (it could undo the parent's locks or journal): it is kept, unused, and a new one opened;
+        # the parent's pump thread and locks do not exist here either
+        self._inherited.append(self._db)
+        self._open()
 
     def put(
         self, hook_id: str, event_id: str, config: WebhookConfig, body: bytes, *, event: str = ""
@@ -196,13 +229,18 @@ class Outbox:
         self._wake.set()
 
     def flush(self, timeout_s: float = 30.0) -> bool:
-        """Wait until no row is due (rows waiting for a retry later do not count)."""
+        """Wait until no row is due or being delivered by this process (rows waiting for a
+        retry later, or leased by another process, do not count)."""
         deadline = time.monotonic() + timeout_s
         self._start()
         self._wake.set()
         while time.monotonic() < deadline:
-            if self._due(time.time(), 1) == []:
-                return True
+            with self._lock:
+                due = self._db.execute(
+                    "SELECT 1 FROM outbox WHERE next_at <= ? LIMIT 1", (time.time(),)
+                ).fetchone()
+                if due is None and self._leased == 0:
+                    return True
             time.sleep(0.01)
         return False
 
@@ -219,26 +257,43 @@ class Outbox:
             self._thread = threading.Thread(target=self._pump, name="otelhooks-outbox", daemon=True)
             self._thread.start()
 
-    def _due(self, now: float, limit: int) -> list[_Row]:
+    def _lease(self, now: float) -> _Row | None:
+        """Take the oldest due row for this process, for as long as its delivery may take."""
         with self._lock:
-            rows = self._db.execute(
-                "SELECT id, hook_id, event_id, event, config, body, attempts, deadline_at "
-                "FROM outbox WHERE next_at <= ? ORDER BY id LIMIT ?",
-                (now, limit),
-            ).fetchall()
-        return [_Row(*row) for row in rows]
+            self._db.execute("BEGIN IMMEDIATE")  # the one writer: no other process takes it
+            try:
+                found = self._db.execute(
+                    "SELECT id, hook_id, event_id, event, config, body, attempts, deadline_at "
+                    "FROM outbox WHERE next_at <= ? ORDER BY id LIMIT 1",
+                    (now,),
+                ).fetchone()
+                if found is not None:
+                    row = _Row(*found)
+                    self._db.execute(
+                        "UPDATE outbox SET next_at = ? WHERE id = ?",
+                        (now + _attempt_s(row.config) + self.lease_s, row.id),
+                    )
+                self._db.execute("COMMIT")
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            if found is None:
+                return None
+            self._leased += 1
+        return row
 
     def _pump(self) -> None:
         while not self._stop.is_set():
-            rows = self._due(time.time(), 64)
-            if not rows:
+            row = self._lease(time.time())
+            if row is None:
                 self._wake.wait(self._poll_s)
                 self._wake.clear()
                 continue
-            for row in rows:
-                if self._stop.is_set():
-                    return
+            try:
                 self._deliver(row)
+            finally:
+                with self._lock:
+                    self._leased -= 1
 
     def _finish(self, row: _Row, outcome: str, delivery: Delivery | None, reason: str) -> None:
         with self._lock:

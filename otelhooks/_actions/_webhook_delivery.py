@@ -43,7 +43,7 @@ from otelhooks._events import HookEvent
 from otelhooks._export._report import DeliveryTracker, DestinationReport
 from otelhooks._metrics import AgentMetrics
 from otelhooks._redact import scrub
-from otelhooks._worker import BoundedWorker
+from otelhooks._worker import BoundedWorker, at_fork
 
 __all__ = ["WebhookDeliverer"]
 
@@ -111,16 +111,10 @@ class WebhookDeliverer:
         self._trackers: dict[str, DeliveryTracker] = {}
         self.builder = builder or PayloadBuilder()
         self.retry_deadline_s = retry_deadline_s
-        self._slots = threading.BoundedSemaphore(concurrency)
-        self._in_flight = 0
-        # Items taken off the queue and not yet settled (waiting for a slot or in flight):
-        # shutdown counts them as dropped, so nothing is given up on uncounted.
-        self._held = 0
+        self._concurrency = concurrency
         self._closed = False
-        self._idle = threading.Condition()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._client: httpx.AsyncClient | None = None
-        self._loop_lock = threading.Lock()
+        self._start_io()
+        at_fork(after_in_child=self._start_io)
         self._outbox_path = outbox_path
         self._outbox_factory = outbox_factory
         self._outbox: DurableQueue | None = None
@@ -196,6 +190,20 @@ class WebhookDeliverer:
         return self._outbox
 
     # -- the worker's side ------------------------------------------------------------------------
+
+    def _start_io(self) -> None:
+        # Also the fork hook: a child has none of its parent's deliveries in flight, nor the
+        # thread of its event loop (which still says it runs: a child's deliveries and its
+        # shutdown waited on it forever), so it starts its own at its first delivery.
+        self._slots = threading.BoundedSemaphore(self._concurrency)
+        self._in_flight = 0
+        # Items taken off the queue and not yet settled (waiting for a slot or in flight):
+        # shutdown counts them as dropped, so nothing is given up on uncounted.
+        self._held = 0
+        self._idle = threading.Condition()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client: httpx.AsyncClient | None = None
+        self._loop_lock = threading.Lock()
 
     def _body(self, item: _Item) -> bytes | None:
         data = self.builder.build(item.hook_id, item.hook_type, item.config, item.payload)

@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import os
 import re
 import threading
 import time
@@ -34,9 +33,14 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Final, Literal, TypeVar
 
+# httpx imports httpcore when its first client is made, here on the webhook I/O thread: a fork
+# while that thread imports it leaves the module half-made in the child, locked by a thread the
+# child does not have, and every delivery of the child waits on it forever. Imported now.
+import httpcore  # noqa: F401
 import httpx
 
 from otelhooks._actions._webhook_config import WebhookConfig, resolve_headers
+from otelhooks._worker import at_fork
 
 __all__ = [
     "CONTROL_RESPONSE_LIMIT",
@@ -127,15 +131,20 @@ class _IoLoop:
     async client (keep-alive) for sync callers. Recreated after a fork."""
 
     def __init__(self) -> None:
+        self._forget()
+        at_fork(after_in_child=self._forget)
+
+    def _forget(self) -> None:
+        # Also the fork hook: a child has no thread running its parent's loop, and the lock may
+        # have been held by a parent's thread at the fork (a child's delivery then waited on it
+        # forever)
         self._lock = threading.Lock()
-        self._pid = -1
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client: httpx.AsyncClient | None = None
 
     def loop(self) -> asyncio.AbstractEventLoop:
         with self._lock:
-            if self._loop is None or self._pid != os.getpid() or self._loop.is_closed():
-                self._pid = os.getpid()
+            if self._loop is None or self._loop.is_closed():
                 self._client = None
                 loop = asyncio.new_event_loop()
                 threading.Thread(

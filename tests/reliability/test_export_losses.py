@@ -342,3 +342,44 @@ def test_records_a_stalled_event_log_refuses_are_counted(tmp_path: Path) -> None
     assert _dropped(reader) == {("event_log", "queue_full"): refused}
     events.close()
     oh.shutdown(timeout_s=5.0, log=False)
+
+
+# Queued notifications (the durable outbox), the parent's still waiting at the fork: parent and
+# children share one outbox file.
+_QUEUE_THEN_FORK = """
+import multiprocessing, sys
+import otelhooks
+
+oh = otelhooks.configure(set_global=False, structured_logging=False, outbox_path="outbox.db")
+oh.register([{{"id": "q", "type": "afterToolCall",
+               "webhook": {{"url": "{url}", "delivery": "queue"}}}}])
+
+def agent(name, calls):
+    with oh.operation(name) as op, op.step() as step:
+        for n in range(calls):
+            step.run_tool("calc", "add", {{"n": n}}, lambda n: "ok")
+
+if __name__ == "__main__":
+    agent("parent", 30)
+    context = multiprocessing.get_context("fork")
+    children = [context.Process(target=agent, args=(f"child{{c}}", 5)) for c in range(3)]
+    for process in children:
+        process.start()
+    agent("parent", 30)
+    for process in children:
+        process.join()
+        assert process.exitcode == 0, process.exitcode
+    print(oh.shutdown())
+"""
+
+
+def test_an_outbox_shared_with_forked_children_delivers_each_row_once(tmp_path: Path) -> None:
+    with webhook_server() as server:
+        server.routes["/q"] = Reply(delay_s=0.01)
+        _run(_QUEUE_THEN_FORK.format(url=server.url + "/q"), tmp_path, "fork", {})
+        received = server.requests("/q")
+    keys = [r.headers["idempotency-key"] for r in received]
+    # Before, every process that shut down delivered the due rows it saw, the others' too (61
+    # repeats of 75 here); then the children's leases were left behind, their rows delayed
+    left = sqlite3.connect(tmp_path / "outbox.db").execute("SELECT COUNT(*) FROM outbox")
+    assert (len(set(keys)), len(keys), left.fetchone()[0]) == (75, 75, 0)
