@@ -457,7 +457,7 @@ class SharedSessions(ServerSessions):
 
     def add_spend(
         self, session_id: str, cost_usd: float | None, input_tokens: int, output_tokens: int
-    ) -> Spend | None:
+    ) -> Spend:
         params = {
             "k": session_key(session_id),
             "c": cost_usd or 0.0,
@@ -465,20 +465,10 @@ class SharedSessions(ServerSessions):
             "o": output_tokens,
             "u": int(cost_usd is None),
         }
-        try:
-            total = Spend(*self.store.statement(_ADD_SPEND, params)[0])
-            if total.calls == 1:  # a session new to the store: the bounds may be passed now
-                bounds = {"ttl": self.ttl_s, "max": self.max_sessions}
-                self.store.statement(_FORGET_SPEND, bounds, idempotent=True)
-        except StoreError as exc:
-            _log.error(
-                "the store cannot add this model call's cost to its claude-code session: a "
-                "budget guard does not see it",
-                store=self.store.name,
-                problem=str(exc),
-                cost_usd=cost_usd,
-            )
-            return None
+        total = Spend(*self.store.statement(_ADD_SPEND, params)[0])
+        if total.calls == 1:  # a session new to the store: the bounds may be passed now
+            bounds = {"ttl": self.ttl_s, "max": self.max_sessions}
+            self.store.statement(_FORGET_SPEND, bounds, idempotent=True)
         return total
 
     def spend_of(self, session_id: str) -> Spend:

@@ -79,3 +79,36 @@ def test_a_spend_the_store_cannot_read_fails_the_guard_and_its_on_error_decides(
     else:  # the call goes on, and the person is told the guard could not decide
         assert _decision(answer) == "allow"
         assert "budget guard cannot read the spend" in str(answer.get("systemMessage"))
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_the_kept_totals_are_bounded_by_count_and_a_long_id_costs_its_digest(
+    pg_url: str, kind: str
+) -> None:
+    from otelhooks._store._open import open_store
+    from otelhooks.integrations.coding_agents._sessions import ServerSessions
+
+    store = open_store(pg_url) if kind == "postgresql" else None
+    sessions = store.claude_code_sessions() if store is not None else ServerSessions(max_sessions=3)
+    sessions.max_sessions = 3
+    try:
+        long_id = "x" * 1_000_000  # any string a client sends
+        for n in range(5):
+            sessions.add_spend(f"s{n}", 0.5, 10, 1)
+        sessions.add_spend(long_id, 0.25, 1, 1)
+        kept = [sessions.spend_of(f"s{n}").calls for n in range(5)]
+        assert sessions.spend_of(long_id).cost_usd == 0.25
+        assert sessions.add_spend(long_id, None, 1, 1).unpriced_calls == 1
+        if store is not None:
+            import psycopg
+
+            with psycopg.connect(pg_url) as conn:
+                row = conn.execute(
+                    "SELECT count(*), max(octet_length(key)) FROM otelhooks_claude_code.spend"
+                ).fetchone()
+            assert row == (3, 16)
+    finally:
+        sessions.close()
+        if store is not None:
+            store.close()
+    assert kept == [0, 0, 0, 1, 1]  # the oldest forgotten; the newest three kept

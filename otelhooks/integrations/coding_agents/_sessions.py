@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otelhooks._instrument._spend import Spend, session_key
+from otelhooks._store._errors import StoreError
 from otelhooks.integrations.coding_agents._state import (
     UNCOUNTED,
     BridgeState,
@@ -256,9 +257,13 @@ class ServerSessions(BridgeState):
 
     def add_spend(
         self, session_id: str, cost_usd: float | None, input_tokens: int, output_tokens: int
-    ) -> Spend | None:
+    ) -> Spend:
         """Add one model call (unpriced when ``cost_usd`` is None) to the session's total;
-        the total after it (``None``: it could not be kept)."""
+        the total after it.
+
+        Raises:
+            StoreError: the store cannot add it (a full disk, a store that is down).
+        """
         params = (
             session_key(session_id),
             cost_usd or 0.0,
@@ -274,15 +279,21 @@ class ServerSessions(BridgeState):
                 db.execute(_FORGET_SPEND, (params[-1] - self.ttl_s, self.max_sessions))
             return total
 
-        return self._tx(body)
+        try:
+            return self._tx(body)
+        except sqlite3.Error as exc:
+            raise StoreError(self.store_name, f"{type(exc).__name__}: {exc}") from None
 
     def spend_of(self, session_id: str) -> Spend:
         """The session's total (an empty one for a session with none).
 
         Raises:
-            StoreError: the store cannot be read (a shared store; a budget guard then fails).
+            StoreError: the store cannot be read (a budget guard then fails).
         """
-        row = self._one(_READ_SPEND, (session_key(session_id),))
+        try:
+            row = self._one(_READ_SPEND, (session_key(session_id),))
+        except sqlite3.Error as exc:
+            raise StoreError(self.store_name, f"{type(exc).__name__}: {exc}") from None
         return Spend(*row) if row is not None else Spend()
 
     # -- bounds ------------------------------------------------------------------------------------

@@ -53,7 +53,8 @@ from otelhooks._engine import HooksEngine
 from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._eventlog._otlp_signals import ReceivedLog, ReceivedPoint
 from otelhooks._events import LlmOutputEvent, TokenUsage
-from otelhooks._instrument._spend import running
+from otelhooks._instrument._spend import Spend, running
+from otelhooks._store._errors import StoreError
 from otelhooks.integrations.coding_agents._common import AGENT
 from otelhooks.integrations.coding_agents._export_once import ExportOnce
 from otelhooks.integrations.coding_agents._joins import TraceSessions, agent_of, moved
@@ -305,7 +306,17 @@ class ClaudeTelemetry(SpanProcessor):
             output=max(0, _int(attrs.get("output_tokens"))),
         )
         # each session's running cost, from Claude Code's own cost_usd: kept with the sessions
-        total = self.sessions.add_spend(session, cost, usage.input, usage.output)
+        try:
+            total: Spend | None = self.sessions.add_spend(session, cost, usage.input, usage.output)
+        except StoreError as exc:
+            total = None
+            _log.error(
+                "the store cannot add a model call's cost to its claude-code session: budget "
+                "guards do not see it",
+                store=exc.store,
+                problem=str(exc),
+                cost_usd=cost,
+            )
         extra: dict[str, Any] = {
             "costUsd": cost,
             # a Claude Code session is the operation otelhooks knows of it: no run of its own
