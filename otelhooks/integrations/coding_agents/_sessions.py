@@ -211,7 +211,7 @@ class ServerSessions(BridgeState):
         if not self.durable:
             db = connect(_MEMORY)
         elif self.shared:
-            return super()._open()
+            db = super()._open()
         else:
             self._make_file()
             db = connect(self.path, exclusive=True)
