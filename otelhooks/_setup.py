@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import threading
 import time
 import warnings
@@ -64,6 +65,7 @@ from otelhooks._metrics import AgentMetrics, metric_views
 from otelhooks._processor import HookSpanProcessor
 from otelhooks._sdks import Instrumented
 from otelhooks._sdks import instrument as instrument_sdks
+from otelhooks._worker import at_fork
 
 __all__ = [
     "SHUTDOWN_TIMEOUT_ENV",
@@ -184,6 +186,13 @@ class OtelHooks:
         self._shut = False
         self._report: DeliveryReport | None = None
         self.instrumented = Instrumented({})
+
+    def _finalize_in_multiprocessing_child(self) -> None:
+        # Never imported for this: whatever starts a child of multiprocessing imported it. The
+        # registry holds the pipeline weakly; multiprocessing runs it in its children only.
+        util = sys.modules.get("multiprocessing.util")
+        if util is not None:
+            util.register_after_fork(self, _shut_down_at_child_exit)
 
     def register(self, hooks: Iterable[Hook | Mapping[str, Any]]) -> list[Hook]:
         """Register global hooks (they apply to every operation)."""
@@ -391,7 +400,7 @@ def configure(
         service_name: ``service.name`` of the resource.
         hooks: global hooks to register.
         traces_out: write spans as OTLP JSON lines to this file. It holds this run's spans
-            only: what an earlier run left there is replaced at the first export (as by
+            only: what an earlier run left there is replaced at the first export or fork (as by
             ``otelhooks demo``). To keep adding to one file across runs, pass
             ``span_exporters=[OtlpJsonLinesSpanExporter(path)]`` instead (it appends).
         otlp: export over OTLP; ``None`` means "when the OTel endpoint variables are set".
@@ -536,4 +545,15 @@ def configure(
             instrument, tracer_provider=tracer_provider, meter_provider=meter_provider
         )
     atexit.register(configured.shutdown)
+    # A multiprocessing child (fork or forkserver) ends with os._exit, which runs no atexit
+    # handler: every span it still had queued was lost, counted nowhere. Its exit finalizers
+    # do run. Registered from a fork hook, since a script may import multiprocessing after
+    # configure(), and at once for a forkserver or spawn child, which configures after its fork.
+    at_fork(after_in_child=configured._finalize_in_multiprocessing_child)
+    configured._finalize_in_multiprocessing_child()
     return configured
+
+
+def _shut_down_at_child_exit(configured: OtelHooks) -> None:
+    util = sys.modules["multiprocessing.util"]
+    util.Finalize(configured, configured.shutdown, exitpriority=0)

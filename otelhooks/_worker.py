@@ -33,7 +33,7 @@ from typing import Generic, Literal, TypeAlias, TypeVar
 import structlog
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
 
-__all__ = ["BoundedWorker", "DropReason"]
+__all__ = ["BoundedWorker", "DropReason", "at_fork"]
 
 T = TypeVar("T")
 
@@ -42,6 +42,31 @@ DropReason: TypeAlias = Literal["queue_full", "shutdown", "handler_error"]
 raised on their batch."""
 
 _logger = structlog.get_logger("otelhooks")
+
+
+def at_fork(
+    *,
+    before: Callable[[], object] | None = None,
+    after_in_child: Callable[[], object] | None = None,
+) -> None:
+    """``os.register_at_fork`` for bound methods, held weakly: fork hooks can never be
+    unregistered and must not keep a discarded object alive."""
+    if not hasattr(os, "register_at_fork"):
+        return
+    hooks = {}
+    for when, method in (("before", before), ("after_in_child", after_in_child)):
+        if method is not None:
+            hooks[when] = _weakly(weakref.WeakMethod(method))
+    os.register_at_fork(**hooks)
+
+
+def _weakly(method: weakref.WeakMethod[Callable[[], object]]) -> Callable[[], None]:
+    def call() -> None:
+        bound = method()
+        if bound is not None:
+            bound()
+
+    return call
 
 
 class BoundedWorker(Generic[T]):
@@ -91,17 +116,7 @@ class BoundedWorker(Generic[T]):
         self._accepting = max_queue_size  # items the queue takes: 0 once shut down
         self._shutdown_result = True
         self._init_state()
-        if hasattr(os, "register_at_fork"):
-            # A weak reference, because fork hooks can never be unregistered and must not keep
-            # a discarded worker alive.
-            reinit = weakref.WeakMethod(self._init_state)
-
-            def _after_in_child() -> None:
-                method = reinit()
-                if method is not None:
-                    method()
-
-            os.register_at_fork(after_in_child=_after_in_child)
+        at_fork(after_in_child=self._init_state)
 
     def _init_state(self) -> None:
         # Also the fork hook: the parent's lock may have been held by a thread that does not

@@ -67,6 +67,10 @@ __all__ = [
 APPROVALS_URL_ENV = "OTELHOOKS_APPROVALS_URL"
 _log = structlog.get_logger("otelhooks")
 _POLL_S = 25.0  # one long-poll; shorter than proxies' idle timeouts
+# serve holds at most 256 long-polls, and anything holding the ingest token can take them all:
+# an asker refused one looks once a second instead of giving up (its call would be blocked while
+# the person, who still sees the card, approved it)
+_LOOK_S = 1.0
 _EVENTS = (
     "before_tool_call",
     "before_agent_start",
@@ -243,6 +247,9 @@ class ApprovalAction:
                         params={"wait": f"{wait:.3f}"},
                         timeout=wait + 10,
                     )
+                    if got.status_code == 503:  # no room for one more long-poll: look instead
+                        time.sleep(_LOOK_S)
+                        got = client.get(f"/v1/approvals/{answer['id']}")
                     answer = _json(got, (200,))
                     if time.monotonic() > deadline and answer.get("state") == "pending":
                         raise ValueError("serve did not apply the default in time")
@@ -265,6 +272,9 @@ class ApprovalAction:
                         params={"wait": f"{wait:.3f}"},
                         timeout=wait + 10,
                     )
+                    if got.status_code == 503:  # no room for one more long-poll: look instead
+                        await asyncio.sleep(_LOOK_S)
+                        got = await client.get(f"/v1/approvals/{answer['id']}")
                     answer = _json(got, (200,))
                     if time.monotonic() > deadline and answer.get("state") == "pending":
                         raise ValueError("serve did not apply the default in time")

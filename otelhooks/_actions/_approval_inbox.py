@@ -336,7 +336,14 @@ class ApprovalInbox:
         item.answer_args = args if decision == "allow" else None
         self._answered[item.id] = item
         while len(self._answered) > self.keep_answered:
-            self._answered.popitem(last=False)
+            # a default goes before a person's answer: anyone holding the ingest token can have
+            # hundreds of defaults applied in a second, and an asker that looks once a second
+            # (serve had no room for its long-poll) would find the person's answer gone
+            default = next((a for a in self._answered.values() if a.answered_by == "timeout"), None)
+            if default is None:
+                self._answered.popitem(last=False)
+            else:
+                del self._answered[default.id]
         self.version += 1
 
     def _expire_overdue(self) -> list[Approval]:

@@ -252,6 +252,7 @@ class AgentEvents:
         self.log = log if log is not None else open_event_log(config)
         self.notice_sink = notice_sink
         self._template = config.notice or DEFAULT_NOTICE
+        self._count_drop: Callable[[int, str], None] | None = None
         self.hooks = [
             Hook(id=f"agent_events:{config.name}:{event}", type=event, handler=self.observe)
             for point in config.on
@@ -264,16 +265,23 @@ class AgentEvents:
         return self.config.name
 
     def install(self, target: HookRegistry | HookSpanProcessor) -> list[Hook]:
-        """Register the observer hooks (global hooks of ``target``)."""
-        registry = target.registry if isinstance(target, HookSpanProcessor) else target
-        return registry.register(self.hooks)
+        """Register the observer hooks (global hooks of ``target``); on a processor, a record
+        the log refuses (its queue full) is counted in its engine's ``otelhooks.dropped``
+        (``source="event_log"``)."""
+        if isinstance(target, HookSpanProcessor):
+            self._count_drop = target.engine.metrics.drop_counter("event_log")
+            return target.registry.register(self.hooks)
+        return target.register(self.hooks)
 
     def observe(self, payload: HookEvent) -> None:
         """The observer handler: append the record of ``payload`` (and show its notice)."""
         entry = entry_from_event(self.config, payload)
         if entry is None:
             return
-        self.log.append(entry)
+        if not self.log.append(entry) and self._count_drop is not None:
+            # A log whose writer is stalled (a neighbour holding the SQLite file's lock, a
+            # slow disk) refused records: before, they were counted only in its stats.
+            self._count_drop(1, "queue_full")
         if self.config.show_notice:
             self._notice(entry)
 

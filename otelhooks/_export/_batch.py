@@ -213,9 +213,12 @@ class CountingBatchSpanProcessor(SpanProcessor):
         # that is down for a while loses nothing that fits the queue. Meanwhile new spans wait
         # in the bounded queue, and what does not fit is dropped and counted, never blocking.
         deadline = time.monotonic() + self._retry_failed_s
-        attempt = 0
         # A lone surrogate in one span's name failed the whole batch, again on every retry.
-        batch = [encodable(span) for span in batch]
+        self._send([encodable(span) for span in batch], deadline)
+        self._log_drops(force=False)
+
+    def _send(self, batch: list[ReadableSpan], deadline: float) -> None:
+        attempt = 0
         while True:
             tracker = self.tracker
             if tracker is not None and tracker.dead:
@@ -236,6 +239,13 @@ class CountingBatchSpanProcessor(SpanProcessor):
                 # An exporter without a tracked session (gRPC, a file, yours) says only this.
                 said = getattr(self._exporter, "last_error", None)
                 tracker.error(str(said) if said else "the exporter reported a failure")
+            if tracker is not None and tracker.too_large and len(batch) > 1:
+                # One span too large for the destination (a captured tool result of megabytes)
+                # lost every span of its batch: each half is sent on its own, down to that span.
+                half = len(batch) // 2
+                self._send(batch[:half], deadline)
+                self._send(batch[half:], deadline)
+                break
             pause = random.uniform(0, min(_RETRY_CAP_S, _RETRY_BASE_S * 2**attempt))
             gave_up = tracker is not None and not tracker.retryable
             if gave_up or self._shutdown or time.monotonic() + pause >= deadline:
@@ -246,7 +256,6 @@ class CountingBatchSpanProcessor(SpanProcessor):
                 break
             attempt += 1
             self._retry_wake.wait(pause)
-        self._log_drops(force=False)
 
     def _record_drop(self, count: int, reason: str) -> None:
         if self.tracker is not None:

@@ -29,6 +29,7 @@ from opentelemetry.sdk.metrics.export import (
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from otelhooks._export._report import DeliveryTracker
+from otelhooks._worker import at_fork
 
 __all__ = [
     "GiveUp",
@@ -106,6 +107,10 @@ class _TrackedSession(requests.Session):
     def __init__(self, tracker: DeliveryTracker) -> None:
         super().__init__()
         self.tracker = tracker
+        # A forked child's pool held the parent's open connections: both sent requests on one
+        # socket, so a request was cut into by the other's (400, a batch lost) or each read the
+        # other's answer. A closed session opens new connections when next used.
+        at_fork(after_in_child=self.close)
 
     def request(  # type: ignore[override]
         self, method: str, url: str, *args: Any, **kwargs: Any

@@ -25,6 +25,8 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from otelhooks._worker import at_fork
+
 __all__ = ["OtlpJsonLinesSpanExporter", "encode_otlp_json", "read_otlp_json_lines"]
 
 _logger = structlog.get_logger("otelhooks")
@@ -45,7 +47,9 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
     Args:
         path: The file to write to. Its directory must exist.
         append: keep what the file holds (the default); ``False`` empties it on the first
-            export, so the file holds this exporter's spans only (``configure(traces_out=)``).
+            export (or before the first ``fork``, so that the children's lines stay), so the
+            file holds the spans of this exporter and its forked children only
+            (``configure(traces_out=)``).
     """
 
     def __init__(self, path: str | os.PathLike[str], *, append: bool = True) -> None:
@@ -53,12 +57,15 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
         # Where the file is, whatever directory the process moves to later: the path is looked
         # at again before each write (a rotation), never resolved against a new working folder.
         self._where = os.path.abspath(self._path)
-        self._flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append else os.O_TRUNC)
+        # Always O_APPEND: a forked child shares the open file, and its lines and ours follow
+        # each other whole.
+        self._flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (0 if append else os.O_TRUNC)
         self._lock = threading.Lock()
         self._file: IO[bytes] | None = None
         self._shutdown = False
         #: The last I/O error, e.g. "No such file or directory" (None after none).
         self.last_error: str | None = None
+        at_fork(before=self._empty_before_fork, after_in_child=self._new_lock)
 
     @property
     def path(self) -> str:
@@ -91,16 +98,7 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
                     self._file.close()
                     self._file = None
                 if self._file is None:
-                    # Unbuffered: each line reaches the OS in one write, whole, as it is made.
-                    # Created 0600 like every file otelhooks keeps data in (spans carry
-                    # prompts and tool arguments); a file of an older version is tightened.
-                    fd = os.open(self._where, self._flags, 0o600)
-                    mode = os.fstat(fd).st_mode
-                    if stat.S_ISREG(mode) and stat.S_IMODE(mode) & 0o077:
-                        os.fchmod(fd, 0o600)  # never a pipe or a terminal (/dev/stdout)
-                    self._file = open(fd, "wb", buffering=0)  # noqa: SIM115
-                    # A file made again after a rotation is added to, never emptied.
-                    self._flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+                    self._file = self._open()
                 _write_all(self._file, line)
             except OSError as exc:
                 reason = f"{exc.strerror or exc}"
@@ -112,6 +110,38 @@ class OtlpJsonLinesSpanExporter(SpanExporter):
                 self.last_error = reason
                 return SpanExportResult.FAILURE
         return SpanExportResult.SUCCESS
+
+    def _open(self) -> IO[bytes]:
+        # Unbuffered: each line reaches the OS in one write, whole, as it is made. Created 0600
+        # like every file otelhooks keeps data in (spans carry prompts and tool arguments); a
+        # file of an older version is tightened.
+        fd = os.open(self._where, self._flags, 0o600)
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISREG(mode) and stat.S_IMODE(mode) & 0o077:
+            os.fchmod(fd, 0o600)  # never a pipe or a terminal (/dev/stdout)
+        # A file made again after a rotation, or by a forked child, is added to, never emptied.
+        self._flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+        return open(fd, "wb", buffering=0)
+
+    def _empty_before_fork(self) -> None:
+        # The file is emptied once, before a child can write to it: emptied at the parent's
+        # first export, it lost every line the children had written by then (each of them
+        # emptying it too), while each reported its spans exported.
+        # Only a file that can be emptied: opening a FIFO waits for its reader, and the fork
+        # would wait with it.
+        emptying = self._flags & os.O_TRUNC and _regular_or_missing(self._where)
+        if emptying and self._lock.acquire(timeout=1.0):
+            try:
+                if self._file is None and not self._shutdown:
+                    self._file = self._open()
+            except OSError:
+                pass  # the next export says why
+            finally:
+                self._lock.release()
+
+    def _new_lock(self) -> None:
+        # A thread of the parent may have held it at the fork; none holds it in the child.
+        self._lock = threading.Lock()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Return True: every line is written when ``export`` returns."""
@@ -225,6 +255,15 @@ def _any_value(value: dict[str, Any]) -> Any:
     if "bytesValue" in value:
         return base64.b64decode(value["bytesValue"])
     return None
+
+
+def _regular_or_missing(path: str) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
 
 
 def _replaced(path: str, file: IO[bytes]) -> bool:

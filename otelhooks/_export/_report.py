@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 import structlog
 
+from otelhooks._worker import at_fork
+
 __all__ = [
     "DEFAULT_SHUTDOWN_TIMEOUT_S",
     "SHUTDOWN_TIMEOUT_ENV",
@@ -200,14 +202,21 @@ class DeliveryTracker:
         self.destination = destination
         self.fail_fast = fail_fast
         self.request_timeout_s = request_timeout_s
+        self._sent_by: Callable[[], int] | None = None
+        self._begin()
+        # A forked child reports what it sends: the parent's counts are the parent's to report
+        # (a child that shut down at exit said its parent's deliveries in flight were dropped).
+        at_fork(after_in_child=self._begin)
+
+    def _begin(self) -> None:
         self._lock = threading.Lock()
         self._sent = self._delivered = self._failed = self._dropped = 0
         self._reason: str | None = None
         self._hint: str | None = None
         self._dead = False  # failed while fail-fast: not tried again
         self._permanent = False  # the last answer is one the retry rule does not retry
+        self._too_large = False  # the last answer said the request was too large (413)
         self._deadline: float | None = None
-        self._sent_by: Callable[[], int] | None = None
         self._rejected = 0  # items of the last accepted request the destination did not keep
 
     # -- updates ---------------------------------------------------------------------------------
@@ -271,6 +280,7 @@ class DeliveryTracker:
             self._permanent = status is not None and (
                 permanent_status(status) or 300 <= status < 400
             )
+            self._too_large = status == 413
             if dead and self.fail_fast:
                 self._dead = True
 
@@ -291,6 +301,11 @@ class DeliveryTracker:
     def retryable(self) -> bool:
         """Whether the last failure may be retried: not a permanent 4xx, not fail-fast."""
         return not (self._permanent or self.fail_fast)
+
+    @property
+    def too_large(self) -> bool:
+        """The last failure was an answer saying the request was too large (413)."""
+        return self._too_large
 
     @property
     def reason(self) -> str | None:

@@ -26,6 +26,7 @@ from otelhooks._instrument._current import current_operation, current_step
 
 if TYPE_CHECKING:
     from otelhooks._instrument._base import AgentTracer
+    from otelhooks._instrument._operation import Operation
     from otelhooks._instrument._step import Step
     from otelhooks._instrument._tool import ToolCall
 
@@ -76,9 +77,7 @@ class _Frame:
 
     def own_tracer(self) -> AgentTracer:
         """The tracer a call outside any operation opens its own with."""
-        if self.tracer is not None:
-            return self.tracer
-        tracer = default_tracer()
+        tracer = self.tracer if self.tracer is not None else default_tracer()
         if tracer is _fallback:
             # e.g. configure(set_global=False) and a thread that lost the caller's context: a
             # guard of that pipeline would have denied the call, so it must not look guarded
@@ -88,25 +87,51 @@ class _Frame:
                 "operation's context: in a thread of your own, contextvars.copy_context().run)",
                 stacklevel=4,  # the caller of the decorated function
             )
+        elif _runs_have_tool_guards(tracer):
+            # the same lost context with a global tracer: the global hooks see the call, but a
+            # guard given to the run it may belong to (operation(hooks=...)) cannot
+            warnings.warn(
+                f"@otelhooks.tool {self.name!r} ran outside any operation while a run has "
+                "before_tool_call hooks of its own: they did not see it (call it in the "
+                "operation's context: in a thread of your own, contextvars.copy_context().run)",
+                stacklevel=4,  # the caller of the decorated function
+            )
         return tracer
+
+    def warn_if_ended(self, op: Operation) -> None:
+        """Say so when ``op`` was given hooks and has ended: they are gone with it (a task of
+        the run that outlived it), so none of them sees the call."""
+        if op._hooks and not op.tracer.engine.registry.has_own(op.operation_id):
+            warnings.warn(
+                f"@otelhooks.tool {self.name!r} ran in run {op.agent!r} after it ended: the "
+                "hooks the run was given did not see it (await the call before the run ends)",
+                stacklevel=4,  # the caller of the decorated function
+            )
 
     def enter(self, stack: ExitStack) -> Step:
         step = current_step()
-        if step is not None:
-            return step
-        op = current_operation()
+        op = step.operation if step is not None else current_operation()
         if op is None:
             op = stack.enter_context(self.own_tracer().operation(self.name))
-        return stack.enter_context(op.step())
+        else:
+            self.warn_if_ended(op)
+        return step if step is not None else stack.enter_context(op.step())
 
     async def aenter(self, stack: AsyncExitStack) -> Step:
         step = current_step()
-        if step is not None:
-            return step
-        op = current_operation()
+        op = step.operation if step is not None else current_operation()
         if op is None:
             op = await stack.enter_async_context(self.own_tracer().operation(self.name))
-        return await stack.enter_async_context(op.step())
+        else:
+            self.warn_if_ended(op)
+        return step if step is not None else await stack.enter_async_context(op.step())
+
+
+def _runs_have_tool_guards(tracer: AgentTracer) -> bool:
+    """Whether an open operation of ``tracer`` has ``before_tool_call`` hooks of its own."""
+    registry = tracer.engine.registry
+    shared = {id(h) for h in registry.hooks()}
+    return any(id(h) not in shared for h in registry.may_match("before_tool_call"))
 
 
 def _receiver(signature: inspect.Signature) -> str | None:

@@ -166,6 +166,9 @@ class ApprovalRoutes:
         if item is None:
             await _json(send, 404, {"error": "not_found"})
             return
+        if item.state == "pending" and self.inbox.seconds_left(item) <= 0:
+            # an asker that only looks (no room for its long-poll) gets the default at the deadline
+            await self.inbox.call(self.inbox.expire, item.id)
         try:
             raw = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("wait", ["0"])
             wait = wait_seconds(raw[0], 0.0)

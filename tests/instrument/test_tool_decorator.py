@@ -421,3 +421,97 @@ def test_a_call_that_lost_its_operations_context_says_no_hook_saw_it(tmp_path: P
             f"UserWarning: @otelhooks.tool {name!r} ran outside any operation and no "
             "configure() set a global tracer: no hook saw it"
         ) in done.stderr
+
+
+def test_a_call_that_lost_the_context_of_a_run_with_guards_of_its_own_says_they_did_not_see_it(
+    tmp_path: Path,
+) -> None:
+    # a global configure() and a guard given to the run (operation(hooks=...)): the call in the
+    # application's thread pool opened an operation of its own, which the global hooks see and
+    # the run's guard does not, and it ran without a word
+    done = _run_script(
+        tmp_path,
+        """
+        import asyncio
+        import contextvars
+        from concurrent.futures import ThreadPoolExecutor
+
+        import otelhooks
+        from otelhooks import Block
+
+        ran = []
+
+        @otelhooks.tool
+        def rm(path: str) -> str:
+            ran.append(path)
+            return "removed"
+
+        @otelhooks.tool
+        async def arm(path: str) -> str:
+            ran.append(path)
+            return "removed"
+
+        guard = {"id": "no-rm", "type": "before_tool_call", "matcher": "rm$",
+                 "handler": lambda event: Block("rm is not allowed")}
+        oh = otelhooks.configure(otlp=False, structured_logging=False)
+        print(rm("before"))  # no run has guards of its own: no warning
+        with oh.operation("agent", hooks=[guard]) as op, op.step(), ThreadPoolExecutor(1) as pool:
+            print(pool.submit(rm, "lost").result())
+            print(pool.submit(asyncio.run, arm("lost-async")).result())
+            try:
+                pool.submit(contextvars.copy_context().run, rm, "kept").result()
+            except otelhooks.ToolDenied as denied:
+                print("denied:", denied.reason)
+        print(rm("after"))  # the run and its guard are gone: no warning
+        print("ran:", ran)
+        oh.shutdown()
+        """,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "removed",
+        "removed",
+        "removed",
+        "denied: rm is not allowed",
+        "removed",
+        "ran: ['before', 'lost', 'lost-async', 'after']",
+    ]
+    warned = [line for line in done.stderr.splitlines() if "UserWarning" in line]
+    assert [w.split("UserWarning: ")[1][:60] for w in warned] == [
+        "@otelhooks.tool 'rm' ran outside any operation while a run h",
+        "@otelhooks.tool 'arm' ran outside any operation while a run ",
+    ]
+    assert "before_tool_call hooks of its own: they did not see it" in warned[0]
+
+
+def test_a_call_in_a_task_that_outlived_a_run_with_guards_of_its_own_says_they_did_not_see_it(
+    pipe: TestPipeline,
+) -> None:
+    # a task the run started and did not await: its call found the run's step in its context,
+    # and the hooks the run was given, removed when it ended, let it run without a word
+    ran: list[str] = []
+
+    @otelhooks.tool
+    async def rm(path: str) -> str:
+        ran.append(path)
+        return "removed"
+
+    guard = hook("no-rm", "beforeToolCall", _deny_rm, matcher="rm$")
+
+    async def main() -> list[str]:
+        async with pipe.tracer.operation("agent", hooks=[guard]) as op, op.step():
+            with pytest.raises(ToolDenied, match="rm is not allowed"):
+                await rm("awaited")
+            ended = asyncio.Event()
+
+            async def later() -> str:
+                await ended.wait()
+                return await rm("after-the-run")
+
+            straggler = asyncio.create_task(later())
+        ended.set()
+        with pytest.warns(UserWarning, match="'rm' ran in run 'agent' after it ended: the hooks"):
+            return [await straggler]
+
+    assert asyncio.run(main()) == ["removed"]
+    assert ran == ["after-the-run"]

@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 from structlog.testing import capture_logs
 
-from otelhooks import Block, HookEvent, ToolCallEvent, WebhookDeliverer
+from otelhooks import AgentTracer, Block, HookEvent, ToolCallEvent, WebhookDeliverer
 from otelhooks.integrations.langchain import OtelHooksCallbackHandler, RunBlockedError, hook_tool
 from otelhooks.testing import TestPipeline
 from tests._webhook_server import WebhookServer
@@ -427,4 +427,64 @@ def test_a_hooked_tool_called_by_another_tool_obeys_its_deny(
     assert out["messages"][-1].content == "deleting files is not allowed"
     span = pipe.span("execute_tool delete_file")
     assert (span.attributes or {})["otelhooks.hook.decided_by"] == "no-delete"
+    assert [e for e in logs if e["log_level"] == "warning"] == []
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_hooked_tool_whose_handler_was_given_to_the_tool_obeys_its_deny(
+    pipe: TestPipeline, use_async: bool
+) -> None:
+    # LangChain's own way to give one tool a handler (its `callbacks`): hook_tool dropped them, so
+    # the wrapper saw no handler and ran the tool, whose own start then logged the deny as "not
+    # enforced": both warnings said to do what had been done, and the file was deleted
+    pipe.register(*GUARDS)
+    world = World()
+    [delete_file] = [t for t in make_tools(world) if t.name == "delete_file"]
+    delete_file.callbacks = [OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher")]
+    app = StateGraph(MessagesState).add_node("tools", ToolNode([hook_tool(delete_file)]))
+    call = {"name": "delete_file", "args": {"path": "a.txt"}, "id": "t1", "type": "tool_call"}
+    state = {"messages": [AIMessage("", tool_calls=[call])]}
+    compiled = app.add_edge(START, "tools").compile()
+    with capture_logs() as logs:
+        out = asyncio.run(compiled.ainvoke(state)) if use_async else compiled.invoke(state)
+
+    assert world.ran == []
+    assert world.files == {"a.txt": "hello otel hooks"}
+    assert out["messages"][-1].content == "deleting files is not allowed"
+    [span] = [s for s in pipe.spans() if s.name.startswith("execute_tool")]
+    assert (span.attributes or {})["otelhooks.hook.decided_by"] == "no-delete"
+    assert [e for e in logs if e["log_level"] == "warning"] == []
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+@pytest.mark.parametrize("guarded_first", [False, True], ids=["guarded-last", "guarded-first"])
+def test_every_otelhooks_handler_of_a_run_has_its_decisions_obeyed(
+    pipe: TestPipeline, use_async: bool, guarded_first: bool
+) -> None:
+    # two handlers in one run (one tracing only, one with the guards): the wrapper obeyed the
+    # first it found, so with the guarded one last the delete ran and no warning was logged
+    world = World(files={"a.txt": "hello otel hooks", "safe.txt": "the safe copy"})
+
+    def redirect(event: Any) -> dict[str, Any] | None:
+        return {"args": {"path": "safe.txt"}} if event.apiName == "read_file" else None
+
+    guarded = OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher")
+    pipe.register(*GUARDS, hook("redirect", "before_tool_call", redirect))
+    tracing = OtelHooksCallbackHandler(AgentTracer(), agent_name="tracing")  # no hooks
+    handlers = [guarded, tracing] if guarded_first else [tracing, guarded]
+    app = graph(world, [hook_tool(t) for t in make_tools(world)], list(SCRIPT))
+    state = {"messages": [("user", "read a.txt, then clean up")]}
+    config: Any = {"callbacks": handlers}
+    with capture_logs() as logs:
+        result = (
+            asyncio.run(app.ainvoke(state, config=config))
+            if use_async
+            else app.invoke(state, config=config)
+        )
+
+    assert sorted(world.ran) == ["add", "read_file"]
+    assert world.files["a.txt"] == "hello otel hooks"
+    assert tool_message(result, "t3").content == "deleting files is not allowed"
+    assert tool_message(result, "t4").content == "cached: otel is great"
+    assert tool_message(result, "t2").content == "the safe copy"
     assert [e for e in logs if e["log_level"] == "warning"] == []

@@ -497,3 +497,59 @@ def test_an_agent_tool_whose_agent_hands_off_to_unhooked_tools_is_named_in_a_war
             warnings.simplefilter("error", UnguardedToolWarning)
             hooked = hook_agent(desk).as_tool("front", "The front desk.")
             hook_agent(Agent(name="boss", tools=[hooked]))
+
+
+def _approved_delete(pipe: TestPipeline, world: World, read_back: Any) -> ScriptedModel:
+    """A run whose ``delete_file`` call waits for approval, then its state is written out, read
+    back by ``read_back(json)``, approved and resumed."""
+
+    @function_tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        world.ran.append("delete_file")
+        del world.files[path]
+        return "deleted"
+
+    model = ScriptedModel(
+        "scripted-small",
+        [
+            [function_call("delete_file", {"path": "a.txt"}, call_id="d1")],
+            [assistant_message("cleaned")],
+        ],
+    )
+    agent = Agent(name="cleaner", model=model, tools=[delete_file])
+
+    async def both_halves() -> None:
+        runner = HookedRunner(pipe.tracer)
+        first = await runner.run(agent, "clean up")
+        state = await read_back(agent, first.to_state().to_string())
+        for item in state.get_interruptions():
+            state.approve(item)
+        await runner.run(agent, state)
+
+    asyncio.run(both_halves())
+    return model
+
+
+def test_a_run_resumed_from_a_saved_state_is_guarded_or_says_it_is_not(pipe: TestPipeline) -> None:
+    # The SDK's human-in-the-loop: a run stops for approval, its state is saved, read back and
+    # resumed. The resumed run runs the state's agents, whatever agent it is given: read back with
+    # the user's own agent, the approved delete ran past the deny without a word (before).
+    from agents import RunState
+
+    pipe.register(*GUARDS)
+
+    world = World()
+    with pytest.warns(UnguardedToolWarning, match="resumes agent 'cleaner', whose tools are not"):
+        _approved_delete(pipe, world, RunState.from_string)
+    assert world.ran == ["delete_file"]  # what the warning says: no hook saw it
+
+    world = World()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnguardedToolWarning)
+        model = _approved_delete(
+            pipe, world, lambda agent, saved: RunState.from_string(hook_agent(agent), saved)
+        )
+    assert world.ran == []
+    assert world.files == {"a.txt": "hello otel hooks"}
+    assert model.tool_outputs()["d1"] == "deleting files is not allowed"

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import warnings
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -35,6 +36,10 @@ from agents import (
     set_trace_processors,
 )
 from agents.mcp import MCPServerStdio
+from agents.run_config import RunConfig, SandboxRunConfig
+from agents.sandbox import SandboxAgent
+from agents.sandbox.capabilities import Shell
+from agents.sandbox.sandboxes.unix_local import UnixLocalSandboxClient
 from agents.testing import assistant_message, function_call
 from openai.types.responses import ResponseApplyPatchToolCall, ResponseFunctionShellToolCall
 from openai.types.responses.response_output_item import LocalShellCall
@@ -380,6 +385,33 @@ def test_a_hosted_shell_and_mcp_servers_are_named_in_the_warning() -> None:
     assert "'shell' (ShellTool: a hosted shell the model's API runs)" in str(warning.message)
     assert "the tools of its MCP servers" in str(warning.message)
     assert hooked.tools == [hosted]
+
+
+def test_a_sandbox_agents_capability_tools_are_named_in_the_warning(
+    pipe: TestPipeline, tmp_path: Path
+) -> None:
+    # The SDK adds a SandboxAgent's exec_command to its own clone of the agent at each run, so no
+    # guard sees it: the real sandbox deletes the folder past a @shell deny. Before, without a
+    # word (no warning at all); now the capability is named as the hosted tools are.
+    pipe.register(GUARD)
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    model = ScriptedModel(
+        "scripted",
+        [
+            [function_call("exec_command", {"cmd": f"rm -r {victim}"}, call_id="c1")],
+            [assistant_message("done")],
+        ],
+    )
+    agent = SandboxAgent(name="sandboxed", model=model, capabilities=[Shell()])
+    config = RunConfig(sandbox=SandboxRunConfig(client=UnixLocalSandboxClient()))
+    with pytest.warns(UnguardedToolWarning) as caught:
+        asyncio.run(HookedRunner(pipe.tracer).run(agent, "tidy up", run_config=config))
+    [warning] = caught
+    assert "'sandboxed'" in str(warning.message)
+    assert "the tools of its sandbox capabilities Shell (exec_command" in str(warning.message)
+    assert not victim.exists()
+    assert not [s for s in pipe.spans() if s.name.startswith("execute_tool")]
 
 
 def test_a_renamed_shell_tool_is_named_in_a_warning(pipe: TestPipeline) -> None:

@@ -82,12 +82,14 @@ class ToolRun:
         hooked: the tool is an otelhooks wrapper (it obeys denials and mocks).
         tool_call_id: the model's tool call id, when the tool was called with one.
         result_set: the wrapper already recorded the result.
+        args: the arguments the call started with (before any hook rewrote them).
     """
 
     scope: DetachedScope[ToolCall]
     hooked: bool
     tool_call_id: str | None
     result_set: bool = False
+    args: dict[str, Any] = field(default_factory=dict)
 
     @property
     def call(self) -> ToolCall:
@@ -389,7 +391,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 args = dict(inputs) if isinstance(inputs, dict) else {"input": input_str}
                 call = step.tool_call(self.identifier, name, args, tool_call_id=tool_call_id)
                 hooked = bool((kwargs.get("metadata") or {}).get(HOOKED_METADATA_KEY))
-                tool = ToolRun(DetachedScope(call, step.span), hooked, tool_call_id)
+                tool = ToolRun(DetachedScope(call, step.span), hooked, tool_call_id, args=args)
                 self._tools[run_id] = tool
             tool.scope.enter()
             if not hooked and not call.should_run:

@@ -2,7 +2,8 @@
 
 The :class:`~otelhooks.integrations.langchain.OtelHooksCallbackHandler` opens the tool's
 ``execute_tool`` span at ``on_tool_start`` (the interceptors run there); the wrapper, called right
-after, looks the decision up by its run id and then:
+after, looks the decision up by its run id (in every otelhooks handler of its callbacks: a
+refusal by any stands, then rewritten arguments) and then:
 
 * denied: returns a ``ToolMessage`` with ``status="error"``, the reason as content and
   ``response_metadata["otelhooks"] = {"classification": "hook_denied", ...}``; the inner tool
@@ -49,22 +50,33 @@ def _text(output: Any) -> str:
     return content if isinstance(content, str) else str(content)
 
 
-def _find_run(manager: Manager | None, name: str) -> ToolRun | None:
+def _find_runs(manager: Manager | None, name: str) -> list[ToolRun]:
+    """The call as each otelhooks handler in its callbacks opened it."""
+    runs: list[ToolRun] = []
     if manager is not None:
         handlers: list[BaseCallbackHandler] = list(manager.handlers)
         for handler in handlers:
             if isinstance(handler, OtelHooksCallbackHandler):
                 found = handler.tool_run(manager.run_id)
                 if found is not None:
-                    return found
-    # the tool runs, as it would without otelhooks; a deny a guard would give must not look held
-    _log.warning(
-        "a hooked tool ran without the otelhooks handler in its callbacks: no hook saw it",
-        tool=name,
-        fix="pass the handler in the run's config; a thread pool of your own must run the "
-        "call in the caller's context (contextvars.copy_context().run)",
-    )
-    return None
+                    runs.append(found)
+    if not runs:
+        # the tool runs, as it would without otelhooks; a deny a guard would give must not
+        # look held
+        _log.warning(
+            "a hooked tool ran without the otelhooks handler in its callbacks: no hook saw it",
+            tool=name,
+            fix="pass the handler in the run's config; a thread pool of your own must run the "
+            "call in the caller's context (contextvars.copy_context().run)",
+        )
+    return runs
+
+
+def _decisive(runs: list[ToolRun]) -> ToolRun:
+    """The decision the call follows when several handlers' hooks decided: each handler's
+    guards hold, so a refusal (deny or mock) stands, then arguments a hook rewrote."""
+    refused = next((t for t in runs if not t.call.should_run), None)
+    return refused or next((t for t in runs if t.call.args != t.args), runs[0])
 
 
 def _refusal(tool: ToolRun, name: str) -> Any:
@@ -100,22 +112,23 @@ class HookedTool(BaseTool):
     def _child_config(self, manager: Manager | None) -> dict[str, Any]:
         return {"callbacks": manager.get_child()} if manager is not None else {}
 
-    def _kept(self, tool: ToolRun, output: Any, kept: str) -> Any:
-        tool.result_set = True
-        return output if kept == _text(output) else kept
-
     def _run(
         self, *args: Any, run_manager: CallbackManagerForToolRun | None = None, **kwargs: Any
     ) -> Any:
-        tool = _find_run(run_manager, self.name)
+        runs = _find_runs(run_manager, self.name)
         config = self._child_config(run_manager)
-        if tool is None:
+        if not runs:
             return self.inner.invoke(kwargs, config=config)  # type: ignore[arg-type]
+        tool = _decisive(runs)
         if not tool.call.should_run:
             return _refusal(tool, self.name)
         # the validated input (injected arguments included), then any rewritten arguments
         output = self.inner.invoke({**kwargs, **tool.call.args}, config=config)  # type: ignore[arg-type]
-        return self._kept(tool, output, tool.call.set_result(_text(output)).content)
+        kept = _text(output)
+        for run in runs:  # each handler's tool_result_persist hooks filter what the last kept
+            kept = run.call.set_result(kept).content
+            run.result_set = True
+        return output if kept == _text(output) else kept
 
     async def _arun(
         self,
@@ -123,23 +136,28 @@ class HookedTool(BaseTool):
         run_manager: AsyncCallbackManagerForToolRun | None = None,
         **kwargs: Any,
     ) -> Any:
-        tool = _find_run(run_manager, self.name)
+        runs = _find_runs(run_manager, self.name)
         config = self._child_config(run_manager)
-        if tool is None:
+        if not runs:
             return await self.inner.ainvoke(kwargs, config=config)  # type: ignore[arg-type]
+        tool = _decisive(runs)
         if not tool.call.should_run:
             return _refusal(tool, self.name)
         merged = {**kwargs, **tool.call.args}
         output = await self.inner.ainvoke(merged, config=config)  # type: ignore[arg-type]
-        kept = await tool.call.aset_result(_text(output))
-        return self._kept(tool, output, kept.content)
+        kept = _text(output)
+        for run in runs:
+            kept = (await run.call.aset_result(kept)).content
+            run.result_set = True
+        return output if kept == _text(output) else kept
 
 
 def hook_tool(tool: BaseTool) -> BaseTool:
     """``tool`` wrapped so otelhooks' denials and mocks really stop it (see the module doc).
 
     The wrapper keeps the tool's name, description and argument schema, so the model sees the
-    same tool. Wrapping a wrapped tool returns it unchanged.
+    same tool, and its ``callbacks`` (a handler given to the tool itself decides there too).
+    Wrapping a wrapped tool returns it unchanged.
     """
     if isinstance(tool, HookedTool):
         return tool
@@ -150,5 +168,7 @@ def hook_tool(tool: BaseTool) -> BaseTool:
         return_direct=tool.return_direct,
         metadata={**(tool.metadata or {}), HOOKED_METADATA_KEY: True},
         tags=tool.tags,
+        # a handler given to the tool itself must see the wrapper's start, which decides
+        callbacks=tool.callbacks,
         inner=tool,
     )

@@ -42,6 +42,7 @@ from agents import (
     OutputGuardrailTripwireTriggered,
     RunHooks,
     Runner,
+    RunState,
     Tool,
 )
 from agents.items import ModelResponse, TResponseInputItem
@@ -58,7 +59,12 @@ from otelhooks._fingerprint import canonical_json
 from otelhooks._instrument import AgentCall, AgentTracer, LlmCall, Operation, Step
 from otelhooks._live import LiveEvent
 from otelhooks.integrations._scopes import DetachedScope
-from otelhooks.integrations.openai_agents._tools import CURRENT_RUN, Execute, hook_agent
+from otelhooks.integrations.openai_agents._tools import (
+    CURRENT_RUN,
+    Execute,
+    hook_agent,
+    warn_unhooked_state,
+)
 
 __all__ = ["PROVIDER", "AgentRun", "HookedRunner", "RunBlockedError"]
 
@@ -338,7 +344,7 @@ class HookedRunner:
     async def run(
         self,
         agent: Agent[Any],
-        input: str | list[TResponseInputItem],
+        input: str | list[TResponseInputItem] | RunState[Any, Any],
         *,
         session_id: str | None = None,
         user_id: str | None = None,
@@ -349,7 +355,10 @@ class HookedRunner:
 
         Args:
             agent: the starting agent.
-            input: the input; a string may be rewritten by ``before_agent_start`` hooks.
+            input: the input; a string may be rewritten by ``before_agent_start`` hooks. A
+                ``RunState`` (to resume an interrupted run) runs the state's own agents: read it
+                back with ``RunState.from_string(hook_agent(agent), ...)``, or its agents' tools
+                are not hooked (an ``UnguardedToolWarning`` names them).
             session_id, user_id: recorded on the operation (``gen_ai.conversation.id``).
             hooks: your own ``RunHooks``; they are called after otelhooks'.
             runner_options: passed to ``Runner.run`` (``max_turns``, ``run_config``, ...).
@@ -360,6 +369,8 @@ class HookedRunner:
         """
         text = input if isinstance(input, str) else ""
         runnable = hook_agent(agent) if self.hook_tools else agent
+        if self.hook_tools and isinstance(input, RunState):
+            warn_unhooked_state(input)
         operation = self.tracer.operation(
             agent.name, provider=PROVIDER, session_id=session_id, user_id=user_id, input=text
         )
@@ -377,7 +388,7 @@ class HookedRunner:
         self,
         op: Operation,
         agent: Agent[Any],
-        input: str | list[TResponseInputItem],
+        input: str | list[TResponseInputItem] | RunState[Any, Any],
         hooks: RunHooks[Any] | None,
         options: dict[str, Any],
     ) -> tuple[RunResult | None, MaxTurnsExceeded | None]:
@@ -403,7 +414,10 @@ class HookedRunner:
             run.close(error)
 
     def run_sync(
-        self, agent: Agent[Any], input: str | list[TResponseInputItem], **options: Any
+        self,
+        agent: Agent[Any],
+        input: str | list[TResponseInputItem] | RunState[Any, Any],
+        **options: Any,
     ) -> RunResult:
         """:meth:`run` from synchronous code (starts an event loop)."""
         return asyncio.run(self.run(agent, input, **options))

@@ -12,8 +12,9 @@ reaches otelhooks' hooks; such a rejection is recorded as an ``on_tool_call_deni
 (see :func:`_watch_guardrail`).
 
 Every other tool (the hosted tools the model's API runs, ``ComputerTool``, ``CustomTool``, a
-hosted ``ShellTool``) and the tools of an agent's MCP servers are not seen by any otelhooks tool
-hook: :func:`hook_agent` says so with an :class:`UnguardedToolWarning`, never silently.
+hosted ``ShellTool``), the tools of an agent's MCP servers and those a ``SandboxAgent``'s
+capabilities add while it runs are not seen by any otelhooks tool hook: :func:`hook_agent` says
+so with an :class:`UnguardedToolWarning`, never silently.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from agents import (
     Handoff,
     LocalShellCommandRequest,
     LocalShellTool,
+    RunState,
     ShellActionRequest,
     ShellCommandRequest,
     ShellResult,
@@ -46,6 +48,7 @@ from agents import (
     ToolInputGuardrailData,
 )
 from agents.run_context import RunContextWrapper
+from agents.sandbox import Capability, SandboxAgent
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolGuardrailFunctionOutput
 from openai.types.responses.response_output_item import LocalShellCallAction
@@ -62,6 +65,7 @@ __all__ = [
     "hook_agent",
     "hook_tool",
     "parse_args",
+    "warn_unhooked_state",
 ]
 
 CURRENT_RUN: ContextVar[AgentRun | None] = ContextVar("otelhooks_openai_agents_run", default=None)
@@ -390,6 +394,17 @@ def _warn_unguarded(agent: Agent[Any]) -> None:
             found.append(f"{tool.name!r} ({type(tool).__name__}: {why})")
     if agent.mcp_servers:
         found.append("the tools of its MCP servers (they are listed only while the run is on)")
+    if isinstance(agent, SandboxAgent):
+        # the SDK makes these tools (exec_command, apply_patch, ...) at each run, bound to its
+        # sandbox session, and adds them to its own clone of the agent: none of them is hooked
+        kinds = [
+            type(c).__name__ for c in agent.capabilities if type(c).tools is not Capability.tools
+        ]
+        if kinds:
+            found.append(
+                f"the tools of its sandbox capabilities {', '.join(kinds)} (exec_command, "
+                "apply_patch, ...: the SDK makes them only while the run is on)"
+            )
     if found:
         warnings.warn(
             f"otelhooks: agent {agent.name!r}: no otelhooks tool hook sees "
@@ -398,6 +413,21 @@ def _warn_unguarded(agent: Agent[Any]) -> None:
             "is written for them",
             UnguardedToolWarning,
             stacklevel=3,  # the caller of hook_agent
+        )
+
+
+def warn_unhooked_state(state: RunState[Any, Any]) -> None:
+    """Name the agents of ``state`` whose tools no hook sees: a resumed run runs the state's own
+    agents, whatever agent it is given, and a state read back with ``RunState.from_string(agent,
+    ...)`` holds ``agent`` itself, not a hooked clone."""
+    unhooked = {i.agent.name for i in state.get_interruptions() if not _hooked(i.agent, set())}
+    if unhooked:
+        warnings.warn(
+            f"otelhooks: the run state resumes agent {', '.join(map(repr, sorted(unhooked)))}, "
+            "whose tools are not hooked: no otelhooks tool hook sees their calls (read the state "
+            "back with RunState.from_string(hook_agent(agent), ...))",
+            UnguardedToolWarning,
+            stacklevel=3,  # the caller of HookedRunner.run
         )
 
 

@@ -3,13 +3,20 @@
 (() => {
   const { el, visible, api, when } = oh;
   const $ = (id) => document.getElementById(id);
-  const cards = new Map(); // approval id -> {card, timer node, item}
-  // A click this soon after the cards changed was not aimed at what is under it now: a card
-  // that leaves (answered elsewhere, or its time up: the oldest, on top) moves those below it up,
-  // and a page on another port that turns the first click of a double-click into a visit here
-  // gets the second on a card just drawn.
+  const cards = new Map(); // approval id -> {card, timer node, item}, in the page's order
+  // A click on a card drawn or moved this soon was not aimed at it: a card that leaves (answered
+  // elsewhere, or its time up: the oldest, on top) moves those below it up, and a page on another
+  // port that turns the first click of a double-click into a visit here gets the second on a card
+  // just drawn. Only the card clicked counts: a new card is drawn below the others and moves none,
+  // and anyone holding the ingest token can ask for one every half second.
   const STILL_MS = 1000;
-  let changedAt = 0;
+  // The cards move at most once in SETTLE_MS: a card that leaves sooner after the last move leaves
+  // a blank of its height until then. An agent can time the deadlines of cards it asked for before
+  // the real one (above it) to pass one every half second: each would move the real card and
+  // refuse the click on it, until its own deadline gave it its default.
+  const SETTLE_MS = 5000;
+  let lastMove = 0;
+  let settling = null;
 
   function card(item, content) {
     const box = el('article', 'approval-card');
@@ -19,7 +26,9 @@
     const left = el('span', 'time-left');
     head.append(left);
     const meta = el('table', 'kv');
-    const rows = [['agent', item.agent], ['session', item.session], ['user', item.user],
+    // when serve took the card (no asker chooses it): look-alikes asked at other times differ
+    const rows = [['asked', when(item.created_ms * 1000)], ['agent', item.agent],
+      ['session', item.session], ['user', item.user],
       ['event', item.event], ['why', item.reason], ['if nobody answers', item.default],
       ['trace', item.trace_id]];
     for (const [k, v] of rows) {
@@ -51,7 +60,7 @@
     const problem = el('p', 'error');
     problem.hidden = true;
     async function answer(decision) {
-      if (Date.now() - changedAt < STILL_MS) {
+      if (Date.now() - entry.movedAt < STILL_MS) {
         problem.textContent = 'The cards had just changed: nothing was answered. Read this card, then click again.';
         problem.hidden = false;
         return;
@@ -88,7 +97,8 @@
     const actions = el('div', 'actions');
     actions.append(reason, approve, deny);
     box.append(actions, problem);
-    return { box, left, item, edit, seenAt: Date.now() };
+    const entry = { box, left, item, edit, seenAt: Date.now(), movedAt: Date.now() };
+    return entry;
   }
 
   // The box is as tall as what it holds: a box of a few rows showed a long first value and hid
@@ -96,6 +106,16 @@
   function fit(edit) {
     edit.style.height = 'auto';
     edit.style.height = `${edit.scrollHeight + edit.offsetHeight - edit.clientHeight}px`;
+  }
+
+  function collapse() {
+    settling = null;
+    lastMove = Date.now();
+    let moved = false; // a card left: those below it moved up
+    for (const box of [...$('pending').children]) {
+      if (box.classList.contains('gone')) { box.remove(); moved = true; }
+      else if (moved) cards.get(box.dataset.approval).movedAt = lastMove;
+    }
   }
 
   function tick() {
@@ -109,19 +129,30 @@
     const body = await oh.pendingCount();
     $('content-note').hidden = body.capture_content;
     const live = new Set(body.pending.map((a) => a.id));
+    let left = false;
     for (const [id, entry] of cards) {
-      if (!live.has(id)) { entry.box.remove(); cards.delete(id); changedAt = Date.now(); }
+      if (live.has(id)) continue;
+      cards.delete(id);
+      entry.box.style.height = `${entry.box.offsetHeight}px`;
+      entry.box.classList.add('gone');
+      entry.box.replaceChildren(el('p', 'muted', 'No longer waiting.'));
+      left = true;
+    }
+    if (left && !settling) {
+      const wait = lastMove + SETTLE_MS - Date.now();
+      if (wait <= 0) collapse(); else settling = setTimeout(collapse, wait);
     }
     for (const item of body.pending) {
       const known = cards.get(item.id);
       if (known) { known.item = item; known.seenAt = Date.now(); continue; }
       const entry = card(item, body.capture_content);
       cards.set(item.id, entry);
-      changedAt = Date.now();
       $('pending').append(entry.box);
       if (entry.edit) fit(entry.edit);
     }
     $('none-pending').hidden = body.pending.length > 0;
+    $('all').hidden = cards.size === 0; // shown with the first card: its showing moves none
+    $('deny-all').textContent = `Deny all ${cards.size} waiting`;
     const rows = body.answered.map((a) => {
       const tr = el('tr', `answered ${a.state}`);
       tr.dataset.approval = a.id;
@@ -134,7 +165,30 @@
     tick();
   }
 
+  // An agent holding the ingest token can ask for hundreds of cards just like its real one: a
+  // person denying them one by one does not reach the real one before its default applies.
+  // Denying is never the dangerous answer, so this one needs no second look.
+  async function denyAll() {
+    const ids = [...cards.keys()];
+    $('deny-all').disabled = true;
+    const body = JSON.stringify({ decision: 'deny', reason: 'denied with every waiting call' });
+    let failed = 0;
+    for (let i = 0; i < ids.length; i += 16) {
+      const sent = ids.slice(i, i + 16).map((id) => api(`/v1/approvals/${id}`, { method: 'POST', body }));
+      for (const got of await Promise.allSettled(sent)) {
+        if (got.status === 'rejected' && !/^answered already/.test(got.reason.message)) failed += 1;
+      }
+    }
+    if (failed) {
+      $('all-note').textContent = `${failed} could not be denied: deny them on their cards`;
+      $('all-note').className = 'error';
+    }
+    $('deny-all').disabled = false;
+    await refresh();
+  }
+
   document.addEventListener('DOMContentLoaded', async () => {
+    $('deny-all').addEventListener('click', denyAll);
     await oh.start((change) => (change.approvals ? refresh() : null));
     await refresh();
     setInterval(tick, 1000);
