@@ -143,5 +143,8 @@ class BudgetAction:
                     tool=getattr(payload, "matcher_value", None),
                 )
             return None
+        if spend.error is not None:
+            # the guard cannot know what was spent: its hook's on_error says what follows
+            raise RuntimeError(f"budget guard cannot read the spend: {spend.error}")
         passed = self.passed(spend)
         return Block(f"budget: {passed[3]}") if passed is not None else None

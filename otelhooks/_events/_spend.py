@@ -33,3 +33,6 @@ class RunningSpend(BaseModel):
 
     operation: CostTotals | None = None
     session: CostTotals | None = None
+    # why the session's totals could not be read (``serve``'s store failed): a budget guard
+    # then fails, and its ``on_error`` decides, rather than judging a total it does not know
+    error: str | None = None

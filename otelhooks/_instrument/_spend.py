@@ -24,6 +24,7 @@ __all__ = [
     "complete_cost",
     "cost_attributes",
     "running",
+    "session_key",
 ]
 
 _LOCK = threading.Lock()
@@ -97,11 +98,17 @@ def add_call(
                 total.cost_usd += cost_usd
 
 
+def session_key(session_id: str) -> bytes:
+    """What a session's total is kept under: a 16-byte digest of its id (the id is any string
+    a client sends), so a kept total costs the same whatever the id's length."""
+    return hashlib.blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 class SessionSpend:
     """Spend per session id, for at most ``max_sessions`` sessions (least recently used out).
 
     A session id comes from the agent (Claude Code's ``session_id`` is any string a client
-    sends): each is kept as a 16-byte digest, so the memory is bounded by the count alone.
+    sends): each is kept as its :func:`session_key`, so the memory is bounded by the count alone.
     """
 
     def __init__(self, max_sessions: int = 10_000) -> None:
@@ -111,7 +118,7 @@ class SessionSpend:
 
     def of(self, session_id: str) -> Spend:
         """The session's total (a new, empty one for a session not seen yet)."""
-        key = hashlib.blake2b(session_id.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key = session_key(session_id)
         with self._lock:
             spend = self._sessions.get(key)
             if spend is None:

@@ -298,5 +298,22 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
         END $$;
         """,
     ),
+    (
+        9,
+        # Each Claude Code session's spend (its api_request events' cost_usd), which a budget
+        # guard reads on PreToolUse: kept by the key of its id (a digest), idle ones forgotten.
+        """
+        CREATE TABLE otelhooks_claude_code.spend (
+            key            BYTEA PRIMARY KEY,
+            cost_usd       DOUBLE PRECISION NOT NULL,
+            input_tokens   BIGINT NOT NULL,
+            output_tokens  BIGINT NOT NULL,
+            calls          BIGINT NOT NULL,
+            unpriced_calls BIGINT NOT NULL,
+            at             DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX otelhooks_claude_code_spend_at ON otelhooks_claude_code.spend (at);
+        """,
+    ),
 )
 SCHEMA_VERSION: Final = MIGRATIONS[-1][0]

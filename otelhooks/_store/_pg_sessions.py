@@ -23,6 +23,12 @@ session's last use in ``touched`` (the database's clock), and a session an insta
 instance used it within ``ttl_s``; the same statement deletes every session idle that long,
 whoever held it.
 
+Each session's spend (:meth:`add_spend`, :meth:`spend_of`) is one statement each too, on the
+store only: a total kept in a scratch would be this instance's alone, and a budget guard reading
+it would allow there what the fleet denies. So a cost the store cannot add is logged and lost
+(the guard sees the session's total without it), and a total it cannot read is no total: the
+``PreToolUse``'s budget guard fails and its ``on_error`` decides (``block`` denies).
+
 What stays per instance: the bounds' accounting (sessions held, bytes) counts what this
 instance started, and the join memory of recently ended tool uses (Claude Code's own
 telemetry joins its tool spans on the instance that ended them, or finds them open).
@@ -53,6 +59,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar
 
 import structlog
 
+from otelhooks._instrument._spend import Spend, session_key
 from otelhooks._store._errors import StoreError, StoreUnavailable
 from otelhooks._store._pg_schema import SESSIONS_LOCK
 from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
@@ -170,6 +177,22 @@ _TOOL_SPAN: Final = (
 # A turn opened and closed: the locked transactions, run by the server (migration 7).
 _START_OPERATION: Final = f"SELECT * FROM {_S}.start_operation(%s, %s, %s, %s, %s)".encode()
 _END_OPERATION: Final = f"SELECT * FROM {_S}.end_operation(%s)".encode()
+_SPEND: Final = "cost_usd, input_tokens, output_tokens, calls, unpriced_calls"
+# One model call added to a session's total (not idempotent: run again, it adds again).
+_ADD_SPEND: Final = f"""
+INSERT INTO {_S}.spend AS t VALUES (%(k)s, %(c)s, %(i)s, %(o)s, 1, %(u)s, {_NOW})
+ON CONFLICT (key) DO UPDATE SET cost_usd = t.cost_usd + EXCLUDED.cost_usd,
+    input_tokens = t.input_tokens + EXCLUDED.input_tokens,
+    output_tokens = t.output_tokens + EXCLUDED.output_tokens, calls = t.calls + 1,
+    unpriced_calls = t.unpriced_calls + EXCLUDED.unpriced_calls, at = EXCLUDED.at
+RETURNING {_SPEND}
+""".encode()
+# After a session's first call: the totals idle past the ttl, and the oldest past the count.
+_FORGET_SPEND: Final = f"""
+DELETE FROM {_S}.spend WHERE at < {_NOW} - %(ttl)s
+    OR key IN (SELECT key FROM {_S}.spend ORDER BY at DESC OFFSET %(max)s)
+""".encode()
+_READ_SPEND: Final = f"SELECT {_SPEND} FROM {_S}.spend WHERE key = %s".encode()
 _END_TOOL: Final = (
     f"DELETE FROM {_S}.tools WHERE session_id = %s AND tool_use_id = %s RETURNING {_TOOL_COLUMNS}"
 ).encode()
@@ -429,3 +452,27 @@ class SharedSessions(ServerSessions):
         return tool
 
     end_session = _or_scratch(ServerSessions.end_session)
+
+    # -- spend: on the store only (see the module doc) ---------------------------------------------
+
+    def add_spend(
+        self, session_id: str, cost_usd: float | None, input_tokens: int, output_tokens: int
+    ) -> Spend:
+        params = {
+            "k": session_key(session_id),
+            "c": cost_usd or 0.0,
+            "i": input_tokens,
+            "o": output_tokens,
+            "u": int(cost_usd is None),
+        }
+        total = Spend(*self.store.statement(_ADD_SPEND, params)[0])
+        if total.calls == 1:  # a session new to the store: the bounds may be passed now
+            bounds = {"ttl": self.ttl_s, "max": self.max_sessions}
+            self.store.statement(_FORGET_SPEND, bounds, idempotent=True)
+        return total
+
+    def spend_of(self, session_id: str) -> Spend:
+        if time.monotonic() < self._store_retry_at:
+            raise StoreUnavailable(self.store.name, "unavailable a moment ago: not asked again yet")
+        rows = self.store.statement(_READ_SPEND, (session_key(session_id),), idempotent=True)
+        return Spend(*rows[0]) if rows else Spend()

@@ -73,3 +73,78 @@ def test_a_session_budget_denies_claude_codes_next_tool_call_once_its_cost_passe
         "budget: session cost $0.0004, past its limit of $0.0003"
         in (answer["permissionDecisionReason"])
     )
+
+
+BUDGET = '{"hooks": {"PreToolUse": [{"hooks": [{"type": "budget", "session_usd": 0.0003}]}]}}'
+
+
+def _decision(url: str, use_id: str) -> str:
+    from tests.integrations.test_claude_code_serve import ROUTE, _bash
+
+    answer = httpx.post(url + ROUTE, json=_bash("PreToolUse", use_id, "ls"), headers=AUTH)
+    assert answer.status_code == 200
+    return str((answer.json().get("hookSpecificOutput") or {}).get("permissionDecision", "allow"))
+
+
+def _costs(url: str) -> None:
+    headers = {**AUTH, "Content-Type": "application/x-protobuf"}
+    body = _api_request_log().SerializeToString()  # Claude Code says: $0.00036
+    assert httpx.post(url + "/v1/logs", content=body, headers=headers).is_success
+
+
+def test_a_session_past_its_budget_is_still_denied_after_serve_restarts(tmp_path: Path) -> None:
+    # the sessions live beside a durable event log (they survive a restart): so does the spend
+    settings = tmp_path / "settings.json"
+    settings.write_text(BUDGET)
+    events = tmp_path / "events.yaml"
+    events.write_text(
+        f"kind: agent_events\nname: cc\ndurable: true\npath: {tmp_path / 'events.sqlite3'}\n"
+    )
+    first = serve([settings, events], token=TOKEN)
+    try:
+        _costs(first.url)
+        before = _decision(first.url, "toolu_r1")
+    finally:
+        first.stop()
+    second = serve([settings, events], token=TOKEN)
+    try:
+        after = _decision(second.url, "toolu_r2")
+    finally:
+        second.stop()
+    assert before == "deny"
+    assert after == "deny"  # was allow: the restarted serve started the session from $0
+
+
+def test_a_real_serve_killed_9_and_started_again_still_denies_a_session_past_its_budget(
+    tmp_path: Path,
+) -> None:
+    from tests.reliability._serve_proc import INGEST, ServeProc
+
+    guard = tmp_path / "guard.yaml"
+    guard.write_text(
+        "hooks:\n  - id: cap\n    type: beforeToolCall\n    budget: {session_usd: 0.0003}\n"
+    )
+    events = tmp_path / "events.yaml"
+    events.write_text(
+        f"kind: agent_events\nname: cc\ndurable: true\npath: {tmp_path / 'events.sqlite3'}\n"
+    )
+    args = ("--hooks", str(guard), "--hooks", str(events), "--no-web")
+    auth = {"Authorization": f"Bearer {INGEST}"}
+    first = ServeProc(tmp_path, *args)
+    try:
+        body = _api_request_log().SerializeToString()
+        headers = {**auth, "Content-Type": "application/x-protobuf"}
+        assert httpx.post(first.url + "/v1/logs", content=body, headers=headers).is_success
+    finally:
+        first.kill9()  # no shutdown of any kind: what was acknowledged must be on disk
+    second = ServeProc(tmp_path, *args)
+    try:
+        from tests.integrations.test_claude_code_serve import ROUTE, _bash
+
+        answer = httpx.post(
+            second.url + ROUTE, json=_bash("PreToolUse", "toolu_k1", "ls"), headers=auth
+        )
+    finally:
+        second.stop()
+    assert answer.status_code == 200, second.output()
+    assert answer.json()["hookSpecificOutput"]["permissionDecision"] == "deny"

@@ -32,7 +32,6 @@ from otelhooks._eventlog._http import Route
 from otelhooks._eventlog._otlp_signals import OtlpSignalIngest
 from otelhooks._export._otlp import otlp_configured, otlp_span_exporter
 from otelhooks._hooks import Hook
-from otelhooks._instrument._spend import SessionSpend
 from otelhooks._processor import HookSpanProcessor
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import AGENT
@@ -129,15 +128,13 @@ def claude_code_routes(
     if sessions is None:
         drops = processor.engine.metrics.drop_counter("claude_code_sessions")
         sessions = ServerSessions(sessions_path, on_drop=drops, exclusive=True)
-    # Claude Code's own cost per session, from its telemetry, read by budget guards
-    spend = SessionSpend()
     bridge = CodingAgentBridge(
         state=sessions,
         engine=processor.engine,
         writer=writer,
         deny_mode="json",
         service_name=service_name,
-        spend=spend,
+        spend=sessions,  # Claude Code's own cost per session, read by budget guards
     )
     route = ClaudeCodeHookRoute(
         bridge,
@@ -151,7 +148,6 @@ def claude_code_routes(
         downstream=received,
         export=export,
         forward=forward,
-        spend=spend,
     )
     # the hook route's spans take the one road to the exporters too (each span once)
     writer.provider.add_span_processor(telemetry.exporting)

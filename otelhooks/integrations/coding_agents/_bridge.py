@@ -61,7 +61,6 @@ from otelhooks._events import (
 )
 from otelhooks._export._report import DeliveryReport, merge
 from otelhooks._hooks import Hook
-from otelhooks._instrument._spend import SessionSpend
 from otelhooks._matchers import tool_aliases
 from otelhooks._setup import configure
 from otelhooks._span_mapping import approval_events
@@ -89,6 +88,7 @@ from otelhooks.integrations.coding_agents._mapping import (
 )
 from otelhooks.integrations.coding_agents._model_calls import ModelCalls
 from otelhooks.integrations.coding_agents._part import Shared
+from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._spans import (
     SpanRecord,
     SpanWriter,
@@ -165,7 +165,7 @@ class CodingAgentBridge:
         fail_fast: bool = False,
         agent: str = AGENT,
         provider: str = PROVIDER,
-        spend: SessionSpend | None = None,
+        spend: ServerSessions | None = None,
     ) -> None:
         self.agent = agent
         self.provider = provider

@@ -23,6 +23,13 @@ or ``too_many_tools``). A turn that names more distinct tools than ``max_tools_p
 restart at 1 (LobeHub's ``callIndex`` of that turn is then wrong; reason ``too_many_tools``).
 The join memory (ended tool uses, recently seen sessions) is bounded the same way, by count
 and bytes, oldest first (reason ``join_forgotten``).
+
+Under ``serve`` the store also keeps each session's spend (Claude Code's own ``cost_usd``, from
+its telemetry), which a budget guard reads on ``PreToolUse``: kept where the sessions are, it
+survives a restart as they do (a file) and is the fleet's (PostgreSQL). A ``SessionEnd`` does
+not end it (a resumed session goes on spending); it is keyed by :func:`session_key` and
+forgotten when no call was added to it for ``ttl_s`` (wall clock: it outlives the process) or
+past the ``max_sessions`` most recently added to.
 """
 
 from __future__ import annotations
@@ -36,6 +43,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from otelhooks._instrument._spend import Spend, session_key
+from otelhooks._store._errors import StoreError
 from otelhooks.integrations.coding_agents._state import (
     UNCOUNTED,
     BridgeState,
@@ -47,6 +56,34 @@ from otelhooks.integrations.coding_agents._state import (
 __all__ = ["ServerSessions"]
 
 _MEMORY = ":memory:"
+_SPEND_SCHEMA = """
+CREATE TABLE IF NOT EXISTS spend (
+    key            BLOB PRIMARY KEY,
+    cost_usd       REAL NOT NULL,
+    input_tokens   INTEGER NOT NULL,
+    output_tokens  INTEGER NOT NULL,
+    calls          INTEGER NOT NULL,
+    unpriced_calls INTEGER NOT NULL,
+    at             REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS spend_at ON spend (at);
+"""
+# One model call added to a session's total; the total after it.
+_ADD_SPEND = (
+    "INSERT INTO spend VALUES (?, ?, ?, ?, 1, ?, ?) ON CONFLICT(key) DO UPDATE SET "
+    "cost_usd = cost_usd + excluded.cost_usd, input_tokens = input_tokens + "
+    "excluded.input_tokens, output_tokens = output_tokens + excluded.output_tokens, "
+    "calls = calls + 1, unpriced_calls = unpriced_calls + excluded.unpriced_calls, "
+    "at = excluded.at RETURNING cost_usd, input_tokens, output_tokens, calls, unpriced_calls"
+)
+# After a new session's first call: the totals idle past the ttl, and the oldest past the count.
+_FORGET_SPEND = (
+    "DELETE FROM spend WHERE at < ? OR key IN "
+    "(SELECT key FROM spend ORDER BY at DESC LIMIT -1 OFFSET ?)"
+)
+_READ_SPEND = (
+    "SELECT cost_usd, input_tokens, output_tokens, calls, unpriced_calls FROM spend WHERE key = ?"
+)
 _ROW_BYTES = 128  # what a row costs beyond its strings (ids, integers, SQLite's own)
 
 
@@ -172,11 +209,14 @@ class ServerSessions(BridgeState):
 
     def _open(self) -> sqlite3.Connection:
         if not self.durable:
-            return connect(_MEMORY)
-        if self.shared:
-            return super()._open()
-        self._make_file()
-        return connect(self.path, exclusive=True)
+            db = connect(_MEMORY)
+        elif self.shared:
+            db = super()._open()
+        else:
+            self._make_file()
+            db = connect(self.path, exclusive=True)
+        db.executescript(_SPEND_SCHEMA)
+        return db
 
     @property
     def local(self) -> bool:
@@ -212,6 +252,49 @@ class ServerSessions(BridgeState):
         """Whether hook events of this session reached the store (recently, in this process)."""
         with self._lock:
             return session_id in self._seen.items
+
+    # -- spend -------------------------------------------------------------------------------------
+
+    def add_spend(
+        self, session_id: str, cost_usd: float | None, input_tokens: int, output_tokens: int
+    ) -> Spend:
+        """Add one model call (unpriced when ``cost_usd`` is None) to the session's total;
+        the total after it.
+
+        Raises:
+            StoreError: the store cannot add it (a full disk, a store that is down).
+        """
+        params = (
+            session_key(session_id),
+            cost_usd or 0.0,
+            input_tokens,
+            output_tokens,
+            int(cost_usd is None),
+            time.time(),
+        )
+
+        def body(db: sqlite3.Connection) -> Spend:
+            total = Spend(*db.execute(_ADD_SPEND, params).fetchone())
+            if total.calls == 1:  # a session new to the store: the bounds may be passed now
+                db.execute(_FORGET_SPEND, (params[-1] - self.ttl_s, self.max_sessions))
+            return total
+
+        try:
+            return self._tx(body)
+        except sqlite3.Error as exc:
+            raise StoreError(self.store_name, f"{type(exc).__name__}: {exc}") from None
+
+    def spend_of(self, session_id: str) -> Spend:
+        """The session's total (an empty one for a session with none).
+
+        Raises:
+            StoreError: the store cannot be read (a budget guard then fails).
+        """
+        try:
+            row = self._one(_READ_SPEND, (session_key(session_id),))
+        except sqlite3.Error as exc:
+            raise StoreError(self.store_name, f"{type(exc).__name__}: {exc}") from None
+        return Spend(*row) if row is not None else Spend()
 
     # -- bounds ------------------------------------------------------------------------------------
 

@@ -53,7 +53,8 @@ from otelhooks._engine import HooksEngine
 from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._eventlog._otlp_signals import ReceivedLog, ReceivedPoint
 from otelhooks._events import LlmOutputEvent, TokenUsage
-from otelhooks._instrument._spend import SessionSpend, add_call, running
+from otelhooks._instrument._spend import Spend, running
+from otelhooks._store._errors import StoreError
 from otelhooks.integrations.coding_agents._common import AGENT
 from otelhooks.integrations.coding_agents._export_once import ExportOnce
 from otelhooks.integrations.coding_agents._joins import TraceSessions, agent_of, moved
@@ -145,7 +146,6 @@ class ClaudeTelemetry(SpanProcessor):
         remember: int = 65_536,
         max_log_bytes: int = 64 * 1024 * 1024,
         max_metrics: int = 1_024,
-        spend: SessionSpend | None = None,
     ) -> None:
         self.sessions = sessions
         self.engine = engine
@@ -160,8 +160,6 @@ class ClaudeTelemetry(SpanProcessor):
         self._remember = remember
         self._lock = threading.Lock()
         self._count_drop = engine.metrics.drop_counter("claude_code_telemetry")
-        # Each session's running cost, from Claude Code's own cost_usd (bounded, oldest out).
-        self.spend = spend if spend is not None else SessionSpend()
         self.traces = TraceSessions(remember, lambda: self._count_drop(1, "join_forgotten"))
         # the CLI's tool spans that came before the bridge's span of the same tool use
         self.agent_tools = AgentToolSpans(remember, on_drop=self._count_drop)
@@ -307,8 +305,18 @@ class ClaudeTelemetry(SpanProcessor):
             input=max(0, _int(attrs.get("input_tokens"))) + cache_read + cache_creation,
             output=max(0, _int(attrs.get("output_tokens"))),
         )
-        total = self.spend.of(session)
-        add_call((total,), cost, usage.input, usage.output)
+        # each session's running cost, from Claude Code's own cost_usd: kept with the sessions
+        try:
+            total: Spend | None = self.sessions.add_spend(session, cost, usage.input, usage.output)
+        except StoreError as exc:
+            total = None
+            _log.error(
+                "the store cannot add a model call's cost to its claude-code session: budget "
+                "guards do not see it",
+                store=exc.store,
+                problem=str(exc),
+                cost_usd=cost,
+            )
         extra: dict[str, Any] = {
             "costUsd": cost,
             # a Claude Code session is the operation otelhooks knows of it: no run of its own

@@ -19,6 +19,7 @@ from otelhooks import _semconv as sc
 from otelhooks._config._claude_answer import HookAnswer, block_answer
 from otelhooks._events import (
     AfterToolCallEvent,
+    RunningSpend,
     ToolCallDeniedEvent,
     ToolCallErrorEvent,
     ToolCallEvent,
@@ -26,7 +27,7 @@ from otelhooks._events import (
     ToolResultPersistEvent,
 )
 from otelhooks._fingerprint import canonical_json, fnv1a_64
-from otelhooks._instrument._spend import SessionSpend, running
+from otelhooks._instrument._spend import running
 from otelhooks._live import Verdict
 from otelhooks._matchers import tool_aliases
 from otelhooks._span_mapping import (
@@ -35,6 +36,7 @@ from otelhooks._span_mapping import (
     security_findings_enabled,
     verdict_attributes,
 )
+from otelhooks._store._errors import StoreError
 from otelhooks.integrations.coding_agents._answers import (
     combine,
     denied_by,
@@ -50,6 +52,7 @@ from otelhooks.integrations.coding_agents._common import (
 )
 from otelhooks.integrations.coding_agents._mapping import claude_fields, turn_attributes
 from otelhooks.integrations.coding_agents._part import Part, Shared
+from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._shapes import shaped
 from otelhooks.integrations.coding_agents._spans import (
     APPROVALS_KEY,
@@ -92,10 +95,10 @@ def tool_values(tool_name: str, payload: Mapping[str, Any] | None = None) -> tup
 class ToolUses(Part):
     """The tool-use half of the bridge (see the module docstring)."""
 
-    def __init__(self, shared: Shared, *, spend: SessionSpend | None = None) -> None:
+    def __init__(self, shared: Shared, *, spend: ServerSessions | None = None) -> None:
         super().__init__(shared)
-        # the sessions' running cost (Claude Code's own cost_usd, from its telemetry under
-        # `serve`): what a budget guard reads on PreToolUse
+        # where the sessions' running cost is kept (Claude Code's own cost_usd, from its
+        # telemetry under `serve`): what a budget guard reads on PreToolUse
         self.spend = spend
 
     def _tool_event(self, tool: OpenTool, args: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -206,7 +209,10 @@ class ToolUses(Part):
                 "claudeCode": self._own(payload),
             }
             if self.spend is not None:
-                fields["spend"] = running(None, self.spend.of(session))
+                try:
+                    fields["spend"] = running(None, self.spend.spend_of(session))
+                except StoreError as exc:  # a budget guard fails: its on_error decides
+                    fields["spend"] = RunningSpend(error=str(exc))
             return ToolCallEvent(**fields)
 
         values = tool_values(tool_name, payload)  # the matcher values of this tool use
