@@ -48,11 +48,14 @@ import subprocess
 import sys
 import time
 
-__all__ = ["IDLE_ENV", "LATE_FD_ENV", "main", "socket_path"]
+__all__ = ["ASKED_AT_ENV", "IDLE_ENV", "LATE_FD_ENV", "main", "socket_path"]
 
 IDLE_ENV = "OTELHOOKS_BRIDGE_DAEMON_IDLE"  # earlier OTELHOOKS_CLAUDE_DAEMON_IDLE, still read
 # the pipe on which the one-process bridge tells this client its late answer
 LATE_FD_ENV = "OTELHOOKS_BRIDGE_LATE_FD"
+# when this client read an event that a daemon then failed to answer (``time.monotonic()``): the
+# one-process bridge's answer time counts from there, the time the daemon used included
+ASKED_AT_ENV = "OTELHOOKS_BRIDGE_ASKED_AT"
 _ENV_PREFIXES = ("OTELHOOKS_", "OTEL_", "CLAUDE_PROJECT_DIR", "HOME")
 _FLAGS_WITH_PATHS = ("--hooks", "--traces-out", "--state", "--export-env")
 # the CLI that runs this client with ``--dialect NAME`` (none: Claude Code)
@@ -249,12 +252,16 @@ def _start_daemon(argv: list[str], path: str) -> None:
         )
 
 
-def _one_process(args: list[str], body: bytes) -> int:
+def _one_process(args: list[str], body: bytes, asked: float | None = None) -> int:
     """The one-process bridge's answer, written out. It tells this client, on a pipe, its late
-    answer and when that is due, then that its own answer is being printed and with which exit
-    code; past the time with no answer, or when it ends without one (a hook crashed it), the
-    late answer is this client's (the bridge killed)."""
+    answer and when that is due (its answer time counted from ``asked`` when given: when this
+    client read an event a daemon then failed to answer), then that its own answer is being
+    printed and with which exit code; past the time with no answer, or when it ends without one
+    (a hook crashed it), the late answer is this client's (the bridge killed)."""
     told_r, told_w = os.pipe()
+    env = {**os.environ, LATE_FD_ENV: str(told_w)}
+    if asked is not None:
+        env[ASKED_AT_ENV] = repr(asked)
     try:
         bridge = subprocess.Popen(
             [*_BRIDGE, *args],
@@ -262,7 +269,7 @@ def _one_process(args: list[str], body: bytes) -> int:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             pass_fds=(told_w,),
-            env={**os.environ, LATE_FD_ENV: str(told_w)},
+            env=env,
         )
     finally:
         os.close(told_w)
@@ -337,6 +344,7 @@ def _write(answer: dict[str, object]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one hook event (stdin) through the daemon, or the one-process bridge."""
+    asked = time.monotonic()  # the CLI's timeout runs from about here
     try:
         os.getcwd()
     except OSError:
@@ -357,18 +365,22 @@ def main(argv: list[str] | None = None) -> int:
     path = socket_path(args)
     private = _private_folder(path)
     answer = None
+    failed = False
     if private:
         try:
             answer = _ask(path, body)
         except (OSError, ValueError):
             print(_NO_ANSWER, file=sys.stderr)
+            failed = True
     if answer is None:
         if private:
             try:  # noqa: SIM105 - contextlib is one more import on every hook's path
                 _start_daemon(args, path)
             except OSError:
                 pass
-        return _one_process(args, body)
+        # A daemon that failed may have used most of the answer time (stopped 20 s into an
+        # event): the one-process bridge has what is left, not 25 s more past the CLI's 30.
+        return _one_process(args, body, asked if failed else None)
     return _write(answer)
 
 
