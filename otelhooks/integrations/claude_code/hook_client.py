@@ -48,7 +48,7 @@ import subprocess
 import sys
 import time
 
-__all__ = ["ASKED_AT_ENV", "IDLE_ENV", "LATE_FD_ENV", "main", "socket_path"]
+__all__ = ["ASKED_AT_ENV", "IDLE_ENV", "LATE_FD_ENV", "end_hooks_of", "main", "socket_path"]
 
 IDLE_ENV = "OTELHOOKS_BRIDGE_DAEMON_IDLE"  # earlier OTELHOOKS_CLAUDE_DAEMON_IDLE, still read
 # the pipe on which the one-process bridge tells this client its late answer
@@ -213,7 +213,6 @@ def _kill_peer(sock: socket.socket) -> None:
     keeps its socket and lock (no new daemon can start, so every event would wait for the probe
     again) and maybe the state file's lock, which the one-process bridge would wait 30 s for.
     Without ``SO_PEERCRED`` (not Linux) it is left."""
-    import signal
     import struct
 
     option = getattr(socket, "SO_PEERCRED", None)
@@ -222,10 +221,44 @@ def _kill_peer(sock: socket.socket) -> None:
     creds = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
     pid, uid, _ = struct.unpack("3i", creds)
     if pid > 0 and uid == os.getuid():
-        try:  # noqa: SIM105 - contextlib is one more import on every hook's path
-            os.kill(pid, signal.SIGKILL)  # a stopped or blocked process acts on no other
-        except OSError:
-            pass
+        _kill(pid)
+
+
+def _kill(pid: int) -> None:
+    """``SIGKILL`` a daemon or bridge (a stopped or blocked process acts on no other), and the
+    command hooks it runs (:func:`end_hooks_of`)."""
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGSTOP)  # it starts no more, and its ended hooks keep their ids
+        end_hooks_of(pid)
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def end_hooks_of(pid: int) -> None:
+    """End the command hooks process ``pid`` runs, each its own process group under a reaper
+    that ends everything below it at ``SIGTERM`` (as at a hook's timeout). A bridge that ends
+    without waiting for them (killed, or answering late) would leave them running with nobody
+    to end them at their timeout, and while the one-process bridge runs them again. Found in
+    /proc (nothing is done without it)."""
+    import signal
+
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                ppid = int(stat.read().rpartition(b")")[2].split()[1])
+            if ppid == pid:
+                os.killpg(int(entry), signal.SIGTERM)
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile, or not a group of its own
 
 
 def _private_folder(path: str) -> bool:
@@ -286,7 +319,7 @@ def _one_process(args: list[str], body: bytes, asked: float | None = None) -> in
                 pending = None  # handed over; communicate goes on with the rest
             told.read(told_pipe)
             if told.late is not None and told.overdue():
-                bridge.kill()  # held in a C call, or in any way its own clock cannot see
+                _kill(bridge.pid)  # held in a C call, or in any way its own clock cannot see
                 bridge.wait()
                 return _write(told.late)
     if told.answered is None and told.late is not None:

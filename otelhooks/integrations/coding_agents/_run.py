@@ -380,6 +380,9 @@ class _Deadline:
         self._tell_client({"answered": late.exit_code})
         _print(late, self._answer_to)
         sys.stderr.flush()
+        from otelhooks.integrations.claude_code.hook_client import end_hooks_of
+
+        end_hooks_of(os.getpid())  # their timeouts were this process's to keep
         os._exit(late.exit_code)  # the main thread may be held in a hook's C call
 
     def _late_answer(self) -> HookResponse:
