@@ -66,6 +66,13 @@ def test_a_stopped_daemon_is_killed_and_the_guard_still_denies(
     assert NO_ANSWER in denied.stderr
     assert denied.seconds < ANSWERED_WITHIN_S
     assert until_gone(pid)
+    # killed, the daemon cannot say what it leaves undone: the client says it in its log
+    (log,) = runtime_dir.glob("cc-*.log")
+    killed = [line for line in log.read_text().splitlines() if "killed the bridge daemon" in line]
+    assert len(killed) == 1
+    assert "no answer to GET /alive within 2 s" in killed[0]
+    assert "their hooks run again" in killed[0]
+    assert killed[0].endswith(f" pid={pid}")
     # the next events: a fresh daemon, no probe to wait for
     fresh = daemon_pid(runtime_dir)
     assert fresh != pid

@@ -76,6 +76,11 @@ _ALIVE = b"GET /alive HTTP/1.1\r\nHost: otelhooks\r\nConnection: close\r\n\r\n"
 # and a ``structlog.py`` or ``yaml.py`` the agent wrote there ended every guard (exit 1).
 _BRIDGE = (sys.executable, "-X", "utf8", "-P", "-m", "otelhooks", "claude-code")
 _ENDED = "otelhooks hook client: the bridge ended without an answer; answered as a late one"
+_KILLED = (
+    f"the hook client killed the bridge daemon: no answer to GET /alive within {_PROBE_S:g} s; "
+    "the events it was answering are answered by the one-process bridge, their hooks run again, "
+    "and the notifications it had not sent yet are lost"
+)
 _NO_ANSWER = (
     "otelhooks hook client: the bridge daemon did not answer; answered by the one-process bridge"
 )
@@ -191,7 +196,7 @@ def _still_there(sock: socket.socket, path: str) -> None:
     try:
         sock.recv(1, socket.MSG_PEEK)  # its answer (or its end) came while the probe waited
     except BlockingIOError:
-        _kill_peer(sock)
+        _kill_peer(sock, path)
         raise TimeoutError("the bridge daemon did not answer") from None
     sock.settimeout(_SLICE_S)
 
@@ -208,11 +213,12 @@ def _alive(path: str) -> bool:
             return False
 
 
-def _kill_peer(sock: socket.socket) -> None:
+def _kill_peer(sock: socket.socket, path: str) -> None:
     """Kill the process listening at the other end of ``sock``: left alone, a stopped daemon
     keeps its socket and lock (no new daemon can start, so every event would wait for the probe
     again) and maybe the state file's lock, which the one-process bridge would wait 30 s for.
-    Without ``SO_PEERCRED`` (not Linux) it is left."""
+    Without ``SO_PEERCRED`` (not Linux) it is left. Said in the daemon's log, where its own
+    lines are: killed, it can say nothing of what it leaves undone."""
     import struct
 
     option = getattr(socket, "SO_PEERCRED", None)
@@ -222,6 +228,12 @@ def _kill_peer(sock: socket.socket) -> None:
     pid, uid, _ = struct.unpack("3i", creds)
     if pid > 0 and uid == os.getuid():
         _kill(pid)
+        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        try:
+            with open(path[: -len(".sock")] + ".log", "a", encoding="utf-8") as log:
+                log.write(f"{at} [error    ] {_KILLED} pid={pid}\n")
+        except OSError:
+            pass
 
 
 def _kill(pid: int) -> None:
