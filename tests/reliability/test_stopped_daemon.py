@@ -173,7 +173,7 @@ def test_a_daemon_stopped_late_in_an_event_leaves_the_one_process_bridge_only_th
       case "$HOOK_TOOL_INPUT" in *slow*) touch {started}; sleep 20;; esac
 """
     (project / "otelhooks.yaml").write_text(NO_RM + slow)
-    answer_s = 5.0
+    answer_s = 8.0  # the client knows the late answer once the bridge started: 3-4 s loaded
     env = client_env(project, runtime_dir, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S=f"{answer_s:g}")
     # --fail-closed: the late answer is a deny even when the one-process bridge, given what is
     # left, has not loaded the hooks yet (on a loaded runner) and cannot know one blocks
@@ -191,5 +191,5 @@ def test_a_daemon_stopped_late_in_an_event_leaves_the_one_process_bridge_only_th
     late = finish(asked)
     assert NO_ANSWER in late.stderr  # 3 s to find the daemon stopped, then the bridge
     assert f"no answer within {answer_s:g} s" in late.deny_reason()
-    # the answer time and the client's check (0.25 s and 0.5 s of grace); before, 9 s and more
-    assert late.seconds < answer_s + 2.0
+    # the answer time and the client's check (0.25 s and 0.5 s of grace); before, 12 s and more
+    assert late.seconds < answer_s + 2.5

@@ -253,8 +253,8 @@ def end_hooks_of(pid: int) -> None:
     """End the command hooks process ``pid`` runs, each its own process group under a reaper
     that ends everything below it at ``SIGTERM`` (as at a hook's timeout). A bridge that ends
     without waiting for them (killed, or answering late) would leave them running with nobody
-    to end them at their timeout, and while the one-process bridge runs them again. Found in
-    /proc (nothing is done without it)."""
+    to end them at their timeout; a killed daemon's, beside the one-process bridge running them
+    again. Found in /proc (nothing is done without it)."""
     import signal
 
     try:

@@ -319,8 +319,8 @@ class _Deadline:
 
         self.raw, self.options, self.answer_s = raw, options, answer_s
         self._answer_to = answer_to
-        # the hook client's time when it started this process: the time a killed daemon used
-        # is gone from the CLI's timeout too
+        # when the hook client read the event, if a daemon failed to answer it first: the time
+        # that daemon used is gone from the CLI's timeout too
         now = time.monotonic()
         self.started = now if started is None else started
         self.wait_s = answer_s
