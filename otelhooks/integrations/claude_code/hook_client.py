@@ -53,8 +53,7 @@ __all__ = ["ASKED_AT_ENV", "IDLE_ENV", "LATE_FD_ENV", "end_hooks_of", "main", "s
 IDLE_ENV = "OTELHOOKS_BRIDGE_DAEMON_IDLE"  # earlier OTELHOOKS_CLAUDE_DAEMON_IDLE, still read
 # the pipe on which the one-process bridge tells this client its late answer
 LATE_FD_ENV = "OTELHOOKS_BRIDGE_LATE_FD"
-# when this client read an event that a daemon then failed to answer (``time.monotonic()``): the
-# one-process bridge's answer time counts from there, the time the daemon used included
+# when this client read an event a daemon failed to answer: the one-process bridge's time runs
 ASKED_AT_ENV = "OTELHOOKS_BRIDGE_ASKED_AT"
 _ENV_PREFIXES = ("OTELHOOKS_", "OTEL_", "CLAUDE_PROJECT_DIR", "HOME")
 _FLAGS_WITH_PATHS = ("--hooks", "--traces-out", "--state", "--export-env")
@@ -76,11 +75,6 @@ _ALIVE = b"GET /alive HTTP/1.1\r\nHost: otelhooks\r\nConnection: close\r\n\r\n"
 # and a ``structlog.py`` or ``yaml.py`` the agent wrote there ended every guard (exit 1).
 _BRIDGE = (sys.executable, "-X", "utf8", "-P", "-m", "otelhooks", "claude-code")
 _ENDED = "otelhooks hook client: the bridge ended without an answer; answered as a late one"
-_KILLED = (
-    f"the hook client killed the bridge daemon: no answer to GET /alive within {_PROBE_S:g} s; "
-    "the events it was answering are answered by the one-process bridge, their hooks run again, "
-    "and the notifications it had not sent yet are lost"
-)
 _NO_ANSWER = (
     "otelhooks hook client: the bridge daemon did not answer; answered by the one-process bridge"
 )
@@ -217,8 +211,7 @@ def _kill_peer(sock: socket.socket, path: str) -> None:
     """Kill the process listening at the other end of ``sock``: left alone, a stopped daemon
     keeps its socket and lock (no new daemon can start, so every event would wait for the probe
     again) and maybe the state file's lock, which the one-process bridge would wait 30 s for.
-    Without ``SO_PEERCRED`` (not Linux) it is left. Said in the daemon's log, where its own
-    lines are: killed, it can say nothing of what it leaves undone."""
+    Without ``SO_PEERCRED`` (not Linux) it is left. Killed, it cannot log what it left undone."""
     import struct
 
     option = getattr(socket, "SO_PEERCRED", None)
@@ -228,17 +221,21 @@ def _kill_peer(sock: socket.socket, path: str) -> None:
     pid, uid, _ = struct.unpack("3i", creds)
     if pid > 0 and uid == os.getuid():
         _kill(pid)
-        at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         try:
             with open(path[: -len(".sock")] + ".log", "a", encoding="utf-8") as log:
-                log.write(f"{at} [error    ] {_KILLED} pid={pid}\n")
+                log.write(
+                    f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} [error    ] the hook "
+                    "client killed the bridge daemon: no answer to GET /alive within 2 s; the "
+                    "events it was answering are answered by the one-process bridge, their hooks "
+                    f"run again, and the notifications it had not sent yet are lost pid={pid}\n"
+                )
         except OSError:
             pass
 
 
 def _kill(pid: int) -> None:
-    """``SIGKILL`` a daemon or bridge (a stopped or blocked process acts on no other), and the
-    command hooks it runs (:func:`end_hooks_of`)."""
+    """``SIGKILL`` a daemon or bridge (stopped or blocked, it acts on no other signal), and the
+    command hooks it runs."""
     import signal
 
     try:
@@ -250,11 +247,9 @@ def _kill(pid: int) -> None:
 
 
 def end_hooks_of(pid: int) -> None:
-    """End the command hooks process ``pid`` runs, each its own process group under a reaper
-    that ends everything below it at ``SIGTERM`` (as at a hook's timeout). A bridge that ends
-    without waiting for them (killed, or answering late) would leave them running with nobody
-    to end them at their timeout; a killed daemon's, beside the one-process bridge running them
-    again. Found in /proc (nothing is done without it)."""
+    """``SIGTERM`` the command hooks ``pid`` runs (each a process group, whose reaper then ends
+    all below it), as at their timeout: a bridge ending without them left them running
+    unsupervised, a killed daemon's beside their second run."""
     import signal
 
     try:
@@ -299,8 +294,7 @@ def _start_daemon(argv: list[str], path: str) -> None:
 
 def _one_process(args: list[str], body: bytes, asked: float | None = None) -> int:
     """The one-process bridge's answer, written out. It tells this client, on a pipe, its late
-    answer and when that is due (its answer time counted from ``asked`` when given: when this
-    client read an event a daemon then failed to answer), then that its own answer is being
+    answer and when that is due (from ``asked``, if given), then that its own answer is being
     printed and with which exit code; past the time with no answer, or when it ends without one
     (a hook crashed it), the late answer is this client's (the bridge killed)."""
     told_r, told_w = os.pipe()
@@ -423,8 +417,7 @@ def main(argv: list[str] | None = None) -> int:
                 _start_daemon(args, path)
             except OSError:
                 pass
-        # A daemon that failed may have used most of the answer time (stopped 20 s into an
-        # event): the one-process bridge has what is left, not 25 s more past the CLI's 30.
+        # a daemon stopped 20 s in leaves 5 s of 25, not 25 more past the CLI's 30
         return _one_process(args, body, asked if failed else None)
     return _write(answer)
 
