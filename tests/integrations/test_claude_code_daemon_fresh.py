@@ -82,3 +82,40 @@ def test_an_edited_hooks_file_in_the_env_file_is_seen_too(
     _edit(more, SCRIPT_GUARD_HOOKS)
     assert hook(env, bash("toolu_2", "rm -rf build")).deny_reason() == "no rm"
     assert until_gone(old)
+
+
+# An old guard that allows everything and, in the daemon alone, takes 2 s to import: time for
+# the test to save the new one while the daemon builds its hooks.
+SLOW_TO_IMPORT_IN_THE_DAEMON = """\
+import os, time
+
+if b"daemon" in open(f"/proc/{os.getpid()}/cmdline", "rb").read().split(b"\\0"):
+    open(os.environ["IMPORTING_MARKER"], "w").close()
+    time.sleep(2)
+
+
+def guard(event):
+    pass
+"""
+
+
+def test_a_guard_saved_while_the_daemon_loads_it_decides_the_next_event(
+    tmp_path: Path, runtime_dir: Path
+) -> None:
+    """The daemon took the files' times after loading them: a guard saved meanwhile kept the
+    time of its new text while the daemon ran the old one, allowing the ``rm -rf`` the
+    one-process bridge denied, for as long as events kept coming."""
+    (tmp_path / "otelhooks.yaml").write_text(SCRIPT_GUARD_HOOKS)
+    guard = tmp_path / "guard.py"
+    guard.write_text(SLOW_TO_IMPORT_IN_THE_DAEMON)
+    importing = tmp_path / "importing"
+    env = client_env(tmp_path, runtime_dir, IMPORTING_MARKER=str(importing))
+    assert hook(env, bash("toolu_1", "ls")).stdout == ""  # starts the daemon
+    deadline = time.monotonic() + 30
+    while not importing.exists():  # the daemon has read the old guard
+        assert time.monotonic() < deadline, "the daemon never imported the guard"
+        time.sleep(0.02)
+    _edit(guard, NO_RM_SCRIPT)
+    daemon_pid(runtime_dir)
+    for n in (2, 3):  # the one-process bridge, then the daemon it starts
+        assert hook(env, bash(f"toolu_{n}", "rm -rf /")).deny_reason() == "no rm"

@@ -66,6 +66,13 @@ def test_a_stopped_daemon_is_killed_and_the_guard_still_denies(
     assert NO_ANSWER in denied.stderr
     assert denied.seconds < ANSWERED_WITHIN_S
     assert until_gone(pid)
+    # killed, the daemon cannot say what it leaves undone: the client says it in its log
+    (log,) = runtime_dir.glob("cc-*.log")
+    killed = [line for line in log.read_text().splitlines() if "killed the bridge daemon" in line]
+    assert len(killed) == 1
+    assert "no answer to GET /alive within 2 s" in killed[0]
+    assert "their hooks run again" in killed[0]
+    assert killed[0].endswith(f" pid={pid}")
     # the next events: a fresh daemon, no probe to wait for
     fresh = daemon_pid(runtime_dir)
     assert fresh != pid
@@ -146,3 +153,43 @@ def test_a_daemon_stopped_holding_the_state_files_lock_does_not_hold_the_guard(
     assert denied.deny_reason() == "rm -rf is not allowed here"
     assert denied.seconds < ANSWERED_WITHIN_S
     assert NO_ANSWER in finish(locking).stderr
+
+
+def test_a_daemon_stopped_late_in_an_event_leaves_the_one_process_bridge_only_the_time_left(
+    project: Path, runtime_dir: Path
+) -> None:
+    """The CLI's timeout runs from when it started the hook, not from when the daemon was found
+    stopped: the one-process bridge that answers instead has what is left of the answer time.
+    Before, it had the whole answer time again: a daemon stopped 20 s into an event was answered
+    at 48 s, past the 30 s ``install`` gives the hook, and the CLI ran the tool."""
+    started = project / "started"
+    slow = f"""\
+  - id: slow-check
+    type: PreToolUse
+    matcher: Bash
+    on_error: block
+    timeout: 30
+    command: >-
+      case "$HOOK_TOOL_INPUT" in *slow*) touch {started}; sleep 20;; esac
+"""
+    (project / "otelhooks.yaml").write_text(NO_RM + slow)
+    answer_s = 8.0  # the client knows the late answer once the bridge started: 3-4 s loaded
+    env = client_env(project, runtime_dir, OTELHOOKS_BRIDGE_DAEMON_ANSWER_S=f"{answer_s:g}")
+    # --fail-closed: the late answer is a deny even when the one-process bridge, given what is
+    # left, has not loaded the hooks yet (on a loaded runner) and cannot know one blocks
+    flag = "--fail-closed"
+    assert hook(env, bash("toolu_1", "ls"), flag).returncode == 0  # starts the daemon
+    pid = daemon_pid(runtime_dir)
+    denied = hook(env, bash("toolu_2", "rm -rf /"), flag)
+    assert denied.deny_reason() == "rm -rf is not allowed here"
+    asked = start_hook(env, bash("toolu_3", "slow"), flag)
+    deadline = time.monotonic() + 30
+    while not started.exists():  # the daemon runs the hook
+        assert time.monotonic() < deadline, "the daemon never ran the slow hook"
+        time.sleep(0.02)
+    os.kill(pid, signal.SIGSTOP)
+    late = finish(asked)
+    assert NO_ANSWER in late.stderr  # 3 s to find the daemon stopped, then the bridge
+    assert f"no answer within {answer_s:g} s" in late.deny_reason()
+    # the answer time and the client's check (0.25 s and 0.5 s of grace); before, 12 s and more
+    assert late.seconds < answer_s + 2.5

@@ -48,11 +48,13 @@ import subprocess
 import sys
 import time
 
-__all__ = ["IDLE_ENV", "LATE_FD_ENV", "main", "socket_path"]
+__all__ = ["ASKED_AT_ENV", "IDLE_ENV", "LATE_FD_ENV", "end_hooks_of", "main", "socket_path"]
 
 IDLE_ENV = "OTELHOOKS_BRIDGE_DAEMON_IDLE"  # earlier OTELHOOKS_CLAUDE_DAEMON_IDLE, still read
 # the pipe on which the one-process bridge tells this client its late answer
 LATE_FD_ENV = "OTELHOOKS_BRIDGE_LATE_FD"
+# when this client read an event a daemon failed to answer: the one-process bridge's time runs
+ASKED_AT_ENV = "OTELHOOKS_BRIDGE_ASKED_AT"
 _ENV_PREFIXES = ("OTELHOOKS_", "OTEL_", "CLAUDE_PROJECT_DIR", "HOME")
 _FLAGS_WITH_PATHS = ("--hooks", "--traces-out", "--state", "--export-env")
 # the CLI that runs this client with ``--dialect NAME`` (none: Claude Code)
@@ -188,7 +190,7 @@ def _still_there(sock: socket.socket, path: str) -> None:
     try:
         sock.recv(1, socket.MSG_PEEK)  # its answer (or its end) came while the probe waited
     except BlockingIOError:
-        _kill_peer(sock)
+        _kill_peer(sock, path)
         raise TimeoutError("the bridge daemon did not answer") from None
     sock.settimeout(_SLICE_S)
 
@@ -205,12 +207,11 @@ def _alive(path: str) -> bool:
             return False
 
 
-def _kill_peer(sock: socket.socket) -> None:
+def _kill_peer(sock: socket.socket, path: str) -> None:
     """Kill the process listening at the other end of ``sock``: left alone, a stopped daemon
     keeps its socket and lock (no new daemon can start, so every event would wait for the probe
     again) and maybe the state file's lock, which the one-process bridge would wait 30 s for.
-    Without ``SO_PEERCRED`` (not Linux) it is left."""
-    import signal
+    Without ``SO_PEERCRED`` (not Linux) it is left. Killed, it cannot log what it left undone."""
     import struct
 
     option = getattr(socket, "SO_PEERCRED", None)
@@ -219,10 +220,52 @@ def _kill_peer(sock: socket.socket) -> None:
     creds = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
     pid, uid, _ = struct.unpack("3i", creds)
     if pid > 0 and uid == os.getuid():
-        try:  # noqa: SIM105 - contextlib is one more import on every hook's path
-            os.kill(pid, signal.SIGKILL)  # a stopped or blocked process acts on no other
+        _kill(pid)
+        try:
+            with open(path[: -len(".sock")] + ".log", "a", encoding="utf-8") as log:
+                log.write(
+                    f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} [error    ] the hook "
+                    "client killed the bridge daemon: no answer to GET /alive within 2 s; the "
+                    "events it was answering are answered by the one-process bridge, their hooks "
+                    f"run again, and the notifications it had not sent yet are lost pid={pid}\n"
+                )
         except OSError:
             pass
+
+
+def _kill(pid: int) -> None:
+    """``SIGKILL`` a daemon or bridge (stopped or blocked, it acts on no other signal), and the
+    command hooks it runs."""
+    import signal
+
+    try:
+        os.kill(pid, signal.SIGSTOP)  # it starts no more, and its ended hooks keep their ids
+        end_hooks_of(pid)
+        os.kill(pid, signal.SIGKILL)
+    except OSError:
+        pass
+
+
+def end_hooks_of(pid: int) -> None:
+    """``SIGTERM`` the command hooks ``pid`` runs (each a process group, whose reaper then ends
+    all below it), as at their timeout: a bridge ending without them left them running
+    unsupervised, a killed daemon's beside their second run."""
+    import signal
+
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as stat:
+                ppid = int(stat.read().rpartition(b")")[2].split()[1])
+            if ppid == pid:
+                os.killpg(int(entry), signal.SIGTERM)
+        except (OSError, IndexError, ValueError):
+            continue  # gone meanwhile, or not a group of its own
 
 
 def _private_folder(path: str) -> bool:
@@ -249,12 +292,15 @@ def _start_daemon(argv: list[str], path: str) -> None:
         )
 
 
-def _one_process(args: list[str], body: bytes) -> int:
+def _one_process(args: list[str], body: bytes, asked: float | None = None) -> int:
     """The one-process bridge's answer, written out. It tells this client, on a pipe, its late
-    answer and when that is due, then that its own answer is being printed and with which exit
-    code; past the time with no answer, or when it ends without one (a hook crashed it), the
-    late answer is this client's (the bridge killed)."""
+    answer and when that is due (from ``asked``, if given), then that its own answer is being
+    printed and with which exit code; past the time with no answer, or when it ends without one
+    (a hook crashed it), the late answer is this client's (the bridge killed)."""
     told_r, told_w = os.pipe()
+    env = {**os.environ, LATE_FD_ENV: str(told_w)}
+    if asked is not None:
+        env[ASKED_AT_ENV] = repr(asked)
     try:
         bridge = subprocess.Popen(
             [*_BRIDGE, *args],
@@ -262,7 +308,7 @@ def _one_process(args: list[str], body: bytes) -> int:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             pass_fds=(told_w,),
-            env={**os.environ, LATE_FD_ENV: str(told_w)},
+            env=env,
         )
     finally:
         os.close(told_w)
@@ -279,7 +325,7 @@ def _one_process(args: list[str], body: bytes) -> int:
                 pending = None  # handed over; communicate goes on with the rest
             told.read(told_pipe)
             if told.late is not None and told.overdue():
-                bridge.kill()  # held in a C call, or in any way its own clock cannot see
+                _kill(bridge.pid)  # held in a C call, or in any way its own clock cannot see
                 bridge.wait()
                 return _write(told.late)
     if told.answered is None and told.late is not None:
@@ -337,6 +383,7 @@ def _write(answer: dict[str, object]) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run one hook event (stdin) through the daemon, or the one-process bridge."""
+    asked = time.monotonic()  # the CLI's timeout runs from about here
     try:
         os.getcwd()
     except OSError:
@@ -357,18 +404,21 @@ def main(argv: list[str] | None = None) -> int:
     path = socket_path(args)
     private = _private_folder(path)
     answer = None
+    failed = False
     if private:
         try:
             answer = _ask(path, body)
         except (OSError, ValueError):
             print(_NO_ANSWER, file=sys.stderr)
+            failed = True
     if answer is None:
         if private:
             try:  # noqa: SIM105 - contextlib is one more import on every hook's path
                 _start_daemon(args, path)
             except OSError:
                 pass
-        return _one_process(args, body)
+        # a daemon stopped 20 s in leaves 5 s of 25, not 25 more past the CLI's 30
+        return _one_process(args, body, asked if failed else None)
     return _write(answer)
 
 

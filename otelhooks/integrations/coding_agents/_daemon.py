@@ -69,18 +69,29 @@ if TYPE_CHECKING:
 _log = structlog.get_logger("otelhooks")
 
 
-def sources_of(paths: Iterable[str | os.PathLike[str]], hooks: Iterable[Hook]) -> dict[str, int]:
+def sources_of(
+    paths: Iterable[str | os.PathLike[str]], hooks: Iterable[Hook], *, read_since: int = 0
+) -> dict[str, int]:
     """The files a daemon's hooks were built from, each with its modification time: the hook
     files and folders it was given, the export files (which may name more hooks; one not there
     yet too, as its coming changes them) and each config file read, and the file of every
     Python function a hook calls (``script:``, ``handler:``, ``plugin:``). A file it imports in
-    turn is not followed."""
+    turn is not followed. A file modified since ``read_since`` (``time.time_ns()`` before the
+    first was read) may have changed after it was read: its time is :data:`_CHANGED`, which no
+    file has, so the daemon leaves at its first event instead of running the old guard."""
     files = [os.fspath(p) for p in paths]
     for hook in hooks:
         code = getattr(getattr(hook.action, "fn", None), "__code__", None)
         if code is not None and os.path.isfile(code.co_filename):
             files.append(code.co_filename)
-    return {path: _mtime_ns(path) for path in files}
+    since = read_since - _COARSE_CLOCK_NS
+    times = {path: _mtime_ns(path) for path in files}
+    return {path: _CHANGED if t >= since > 0 else t for path, t in times.items()}
+
+
+# a file's time is the kernel's coarse clock, up to a tick (10 ms) behind ``time.time_ns()``
+_COARSE_CLOCK_NS = 50_000_000
+_CHANGED = -2  # the time of a file that may have changed since it was read (-1: no such file)
 
 
 def _mtime_ns(path: str) -> int:
@@ -109,6 +120,7 @@ def build_bridge(
     from otelhooks.integrations.coding_agents._run import hooks_and_settings
     from otelhooks.integrations.coding_agents._spans import LockedFileExporter, SpanWriter
 
+    began = time.time_ns()
     hook_paths, settings, export_files = hooks_and_settings(options, env)
     loaded = load_config(hook_paths)
     hooks = loaded.hooks
@@ -148,7 +160,10 @@ def build_bridge(
         *export_files,
         *(s.path for s in loaded.sources),
     ]
-    return bridge, sources_of(read, hooks)
+    # A file saved while the hooks loaded (a guard's module imports slowly, the build takes a
+    # second on a busy machine) kept the time of its new text, and the daemon ran the old one
+    # for as long as events kept coming.
+    return bridge, sources_of(read, hooks, read_since=began)
 
 
 class _Served(ABC):

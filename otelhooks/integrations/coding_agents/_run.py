@@ -255,7 +255,9 @@ def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> in
     if isinstance(sys.stderr, io.TextIOWrapper):
         sys.stderr.reconfigure(encoding="utf-8")
     answer_to = _answer_stream()
-    deadline = _Deadline(raw, options, answer_s, answer_to, tell=_waiting_client())
+    tell, asked = _waiting_client(), _asked_at()
+    started = asked if tell is not None else None
+    deadline = _Deadline(raw, options, answer_s, answer_to, tell=tell, started=started)
     try:
         response = _run_hook(raw, options, os.environ, deadline)
         if not deadline.answer(response):
@@ -300,6 +302,19 @@ def _waiting_client() -> int | None:
         return None
 
 
+def _asked_at() -> float | None:
+    """When the waiting hook client read the event (``$OTELHOOKS_BRIDGE_ASKED_AT``, its
+    ``time.monotonic()``), taken out of the environment like the pipe; ``None`` when it names
+    no time of the past."""
+    from otelhooks.integrations.claude_code.hook_client import ASKED_AT_ENV
+
+    try:
+        asked = float(os.environ.pop(ASKED_AT_ENV, ""))
+    except ValueError:
+        return None
+    return asked if math.isfinite(asked) and asked <= time.monotonic() else None
+
+
 class _Deadline:
     """The one answer of a hook process: the bridge's, or, past its time, the late answer.
 
@@ -319,19 +334,23 @@ class _Deadline:
         answer_to: TextIO,
         *,
         tell: int | None = None,
+        started: float | None = None,
     ) -> None:
         from otelhooks.integrations.coding_agents._dialects import dialect_named
 
         self.raw, self.options, self.answer_s = raw, options, answer_s
         self._answer_to = answer_to
-        self.started = time.monotonic()
+        # when the hook client read the event, if a daemon failed to answer it first: the time
+        # that daemon used is gone from the CLI's timeout too
+        now = time.monotonic()
+        self.started = now if started is None else started
         self.wait_s = answer_s
         self._answered = threading.Lock()
         self._dialect = dialect_named(options.dialect)
         self._event = self._dialect.event_of(raw)
         self._tell = tell
         self.hooks: Sequence[Any] | None = None  # the hooks that decide the event, once known
-        self._timer = self._arm(answer_s)
+        self._timer = self._arm(max(0.0, self.started + answer_s - now))
         self._told()
 
     def _arm(self, seconds: float) -> threading.Timer:
@@ -382,6 +401,9 @@ class _Deadline:
         self._tell_client({"answered": late.exit_code})
         _print(late, self._answer_to)
         sys.stderr.flush()
+        from otelhooks.integrations.claude_code.hook_client import end_hooks_of
+
+        end_hooks_of(os.getpid())  # their timeouts were this process's to keep
         os._exit(late.exit_code)  # the main thread may be held in a hook's C call
 
     def _late_answer(self) -> HookResponse:
