@@ -18,6 +18,8 @@ from otelhooks import _semconv as sc
 from otelhooks._events import CostTotals, RunningSpend
 
 __all__ = [
+    "CALLS_KEPT",
+    "CALL_WINDOW_S",
     "SessionSpend",
     "Spend",
     "add_call",
@@ -28,6 +30,12 @@ __all__ = [
 ]
 
 _LOCK = threading.Lock()
+# A model call added to a session's total under a key (its record's digest) is remembered this
+# long, so the client's retry of a request the server answered 503 (or whose answer it lost)
+# does not add it again: past every exporter's retries. At most CALLS_KEPT keys are kept (oldest
+# forgotten), checked on every 256th call of a session: a flood of calls forgets keys sooner.
+CALL_WINDOW_S = 600.0
+CALLS_KEPT = 100_000
 
 
 @dataclass(slots=True)

@@ -315,5 +315,17 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
         CREATE INDEX otelhooks_claude_code_spend_at ON otelhooks_claude_code.spend (at);
         """,
     ),
+    (
+        10,
+        # The keys of the model calls added to a spend recently (a digest of each record), so
+        # a client's retry of a request answered 503 does not add its calls twice.
+        """
+        CREATE TABLE otelhooks_claude_code.spend_calls (
+            key BYTEA PRIMARY KEY,
+            at  DOUBLE PRECISION NOT NULL
+        );
+        CREATE INDEX otelhooks_claude_code_spend_calls_at ON otelhooks_claude_code.spend_calls (at);
+        """,
+    ),
 )
 SCHEMA_VERSION: Final = MIGRATIONS[-1][0]

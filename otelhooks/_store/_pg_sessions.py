@@ -59,7 +59,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar
 
 import structlog
 
-from otelhooks._instrument._spend import Spend, session_key
+from otelhooks._instrument._spend import CALL_WINDOW_S, Spend, session_key
 from otelhooks._store._errors import StoreError, StoreUnavailable
 from otelhooks._store._pg_schema import SESSIONS_LOCK
 from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
@@ -186,6 +186,22 @@ ON CONFLICT (key) DO UPDATE SET cost_usd = t.cost_usd + EXCLUDED.cost_usd,
     output_tokens = t.output_tokens + EXCLUDED.output_tokens, calls = t.calls + 1,
     unpriced_calls = t.unpriced_calls + EXCLUDED.unpriced_calls, at = EXCLUDED.at
 RETURNING {_SPEND}
+""".encode()
+# The same for a keyed call: no row when it was added already (see CALL_WINDOW_S).
+_ADD_CALL: Final = f"""
+WITH new AS (
+    INSERT INTO {_S}.spend_calls VALUES (%(r)s, {_NOW}) ON CONFLICT DO NOTHING RETURNING 1
+)
+INSERT INTO {_S}.spend AS t SELECT %(k)s, %(c)s, %(i)s, %(o)s, 1, %(u)s, {_NOW} FROM new
+ON CONFLICT (key) DO UPDATE SET cost_usd = t.cost_usd + EXCLUDED.cost_usd,
+    input_tokens = t.input_tokens + EXCLUDED.input_tokens,
+    output_tokens = t.output_tokens + EXCLUDED.output_tokens, calls = t.calls + 1,
+    unpriced_calls = t.unpriced_calls + EXCLUDED.unpriced_calls, at = EXCLUDED.at
+RETURNING {_SPEND}
+""".encode()
+_FORGET_CALLS: Final = f"""
+DELETE FROM {_S}.spend_calls WHERE at < {_NOW} - %(window)s
+    OR key IN (SELECT key FROM {_S}.spend_calls ORDER BY at DESC OFFSET %(max)s)
 """.encode()
 # After a session's first call: the totals idle past the ttl, and the oldest past the count.
 _FORGET_SPEND: Final = f"""
@@ -456,19 +472,31 @@ class SharedSessions(ServerSessions):
     # -- spend: on the store only (see the module doc) ---------------------------------------------
 
     def add_spend(
-        self, session_id: str, cost_usd: float | None, input_tokens: int, output_tokens: int
-    ) -> Spend:
+        self,
+        session_id: str,
+        cost_usd: float | None,
+        input_tokens: int,
+        output_tokens: int,
+        call: bytes | None = None,
+    ) -> Spend | None:
         params = {
             "k": session_key(session_id),
             "c": cost_usd or 0.0,
             "i": input_tokens,
             "o": output_tokens,
             "u": int(cost_usd is None),
+            "r": call,
         }
-        total = Spend(*self.store.statement(_ADD_SPEND, params)[0])
+        rows = self.store.statement(_ADD_SPEND if call is None else _ADD_CALL, params)
+        if not rows:
+            return None
+        total = Spend(*rows[0])
         if total.calls == 1:  # a session new to the store: the bounds may be passed now
             bounds = {"ttl": self.ttl_s, "max": self.max_sessions}
             self.store.statement(_FORGET_SPEND, bounds, idempotent=True)
+        if call is not None and total.calls % 256 == 1:
+            forget = {"window": CALL_WINDOW_S, "max": self.max_calls}
+            self.store.statement(_FORGET_CALLS, forget, idempotent=True)
         return total
 
     def spend_of(self, session_id: str) -> Spend:

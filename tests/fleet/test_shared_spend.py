@@ -112,3 +112,41 @@ def test_the_kept_totals_are_bounded_by_count_and_a_long_id_costs_its_digest(
         if store is not None:
             store.close()
     assert kept == [0, 0, 0, 1, 1]  # the oldest forgotten; the newest three kept
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_keyed_call_is_added_once_and_the_kept_keys_are_bounded(
+    tmp_path: Path, pg_url: str, kind: str
+) -> None:
+    from otelhooks._store._open import open_store
+    from otelhooks.integrations.coding_agents._sessions import ServerSessions
+
+    path = tmp_path / "sessions.db"
+    store = open_store(pg_url) if kind == "postgresql" else None
+    sessions = store.claude_code_sessions() if store is not None else ServerSessions(path)
+    sessions.max_calls = 3
+    try:
+        first = sessions.add_spend("s", 0.5, 10, 1, b"call-1")
+        again = sessions.add_spend("s", 0.5, 10, 1, b"call-1")  # the client's retry
+        for n in range(2, 601):  # a session's calls: keys past the bound forgotten as it goes
+            sessions.add_spend("s", 0.0, 0, 0, f"call-{n}".encode())
+        total = sessions.spend_of("s")
+        if store is not None:
+            with psycopg.connect(pg_url) as conn:
+                row = conn.execute("SELECT count(*) FROM otelhooks_claude_code.spend_calls")
+                kept = row.fetchone()
+        else:
+            import sqlite3
+
+            with sqlite3.connect(path) as db:
+                kept = db.execute("SELECT count(*) FROM spend_calls").fetchone()
+    finally:
+        sessions.close()
+        if store is not None:
+            store.close()
+    assert first is not None
+    assert first.calls == 1
+    assert again is None
+    assert (total.cost_usd, total.calls) == (0.5, 600)
+    # pruned every 256th call of a session down to the bound: at call 513, 87 calls ago
+    assert kept == (3 + 87,)

@@ -43,7 +43,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from otelhooks._instrument._spend import Spend, session_key
+from otelhooks._instrument._spend import CALL_WINDOW_S, CALLS_KEPT, Spend, session_key
 from otelhooks._store._errors import StoreError
 from otelhooks.integrations.coding_agents._state import (
     UNCOUNTED,
@@ -67,6 +67,8 @@ CREATE TABLE IF NOT EXISTS spend (
     at             REAL NOT NULL
 );
 CREATE INDEX IF NOT EXISTS spend_at ON spend (at);
+CREATE TABLE IF NOT EXISTS spend_calls (key BLOB PRIMARY KEY, at REAL NOT NULL);
+CREATE INDEX IF NOT EXISTS spend_calls_at ON spend_calls (at);
 """
 # One model call added to a session's total; the total after it.
 _ADD_SPEND = (
@@ -80,6 +82,12 @@ _ADD_SPEND = (
 _FORGET_SPEND = (
     "DELETE FROM spend WHERE at < ? OR key IN "
     "(SELECT key FROM spend ORDER BY at DESC LIMIT -1 OFFSET ?)"
+)
+# A keyed call: nothing when it was added already (see CALL_WINDOW_S).
+_NEW_CALL = "INSERT INTO spend_calls VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING 1"
+_FORGET_CALLS = (
+    "DELETE FROM spend_calls WHERE at < ? OR key IN "
+    "(SELECT key FROM spend_calls ORDER BY at DESC LIMIT -1 OFFSET ?)"
 )
 _READ_SPEND = (
     "SELECT cost_usd, input_tokens, output_tokens, calls, unpriced_calls FROM spend WHERE key = ?"
@@ -186,6 +194,7 @@ class ServerSessions(BridgeState):
         self.exclusive = exclusive
         self.ttl_s = ttl_s
         self.max_sessions = max_sessions
+        self.max_calls = CALLS_KEPT  # keys of keyed model calls kept (see add_spend)
         self.max_tools_per_session = max_tools_per_session
         self.max_bytes = max_bytes
         self.on_drop = on_drop or _no_drop
@@ -256,10 +265,16 @@ class ServerSessions(BridgeState):
     # -- spend -------------------------------------------------------------------------------------
 
     def add_spend(
-        self, session_id: str, cost_usd: float | None, input_tokens: int, output_tokens: int
-    ) -> Spend:
+        self,
+        session_id: str,
+        cost_usd: float | None,
+        input_tokens: int,
+        output_tokens: int,
+        call: bytes | None = None,
+    ) -> Spend | None:
         """Add one model call (unpriced when ``cost_usd`` is None) to the session's total;
-        the total after it.
+        the total after it, or None when the call keyed ``call`` was added already (a
+        client's retry; remembered for ``CALL_WINDOW_S``).
 
         Raises:
             StoreError: the store cannot add it (a full disk, a store that is down).
@@ -273,10 +288,15 @@ class ServerSessions(BridgeState):
             time.time(),
         )
 
-        def body(db: sqlite3.Connection) -> Spend:
+        def body(db: sqlite3.Connection) -> Spend | None:
+            now = params[-1]
+            if call is not None and db.execute(_NEW_CALL, (call, now)).fetchone() is None:
+                return None
             total = Spend(*db.execute(_ADD_SPEND, params).fetchone())
             if total.calls == 1:  # a session new to the store: the bounds may be passed now
-                db.execute(_FORGET_SPEND, (params[-1] - self.ttl_s, self.max_sessions))
+                db.execute(_FORGET_SPEND, (now - self.ttl_s, self.max_sessions))
+            if call is not None and total.calls % 256 == 1:
+                db.execute(_FORGET_CALLS, (now - CALL_WINDOW_S, self.max_calls))
             return total
 
         try:

@@ -38,6 +38,8 @@ the exporters; those spans are still joined and exported.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import threading
 from collections import OrderedDict
@@ -53,7 +55,7 @@ from otelhooks._engine import HooksEngine
 from otelhooks._errors import CriticalHookDeliveryError
 from otelhooks._eventlog._otlp_signals import ReceivedLog, ReceivedPoint
 from otelhooks._events import LlmOutputEvent, TokenUsage
-from otelhooks._instrument._spend import Spend, running
+from otelhooks._instrument._spend import running
 from otelhooks._store._errors import StoreError
 from otelhooks.integrations.coding_agents._common import AGENT
 from otelhooks.integrations.coding_agents._export_once import ExportOnce
@@ -108,6 +110,18 @@ def _cost(value: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return cost if math.isfinite(cost) and cost >= 0 else None
+
+
+def _call_key(session: str, record: ReceivedLog) -> bytes | None:
+    """What tells one model call from another: a digest of its record (its time, Claude Code's
+    ``event.sequence``, ``request_id``... all in the attributes), the same in a client's retry
+    of the request. None for a record without a time: two such records may be two calls."""
+    if not record.time_unix_nano:
+        return None
+    text = json.dumps(
+        [session, record.time_unix_nano, record.attributes], sort_keys=True, default=repr
+    )
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
 class ClaudeTelemetry(SpanProcessor):
@@ -306,10 +320,12 @@ class ClaudeTelemetry(SpanProcessor):
             output=max(0, _int(attrs.get("output_tokens"))),
         )
         # each session's running cost, from Claude Code's own cost_usd: kept with the sessions
+        key = _call_key(session, record)
         try:
-            total: Spend | None = self.sessions.add_spend(session, cost, usage.input, usage.output)
+            total = self.sessions.add_spend(session, cost, usage.input, usage.output, key)
+            if total is None:  # a retried request: this call was added (and observed) already
+                return
         except StoreError as exc:
-            total = None
             _log.error(
                 "the store cannot add a model call's cost to its claude-code session: budget "
                 "guards do not see it",
