@@ -8,8 +8,10 @@ on a worker thread); each request becomes plain records handed to the sinks:
 - a log record: :class:`ReceivedLog` (event name, attributes, trace and span ids, resource);
 - a metric data point: :class:`ReceivedPoint` (metric name, attributes, value, resource).
 
-Answers follow OTLP/HTTP: 200 with an empty ``Export*ServiceResponse``, 400 for a body that does
-not decode, 413 past the bound, 415 for another media type or encoding.
+Answers follow OTLP/HTTP: 200 with an empty ``Export*ServiceResponse`` once every sink kept the
+records, 503 with ``Retry-After`` when a sink could not (the store is down: the client sends the
+request again, so a sink must take a record it kept already without counting it twice), 400 for
+a body that does not decode, 413 past the bound, 415 for another media type or encoding.
 """
 
 from __future__ import annotations
@@ -34,12 +36,13 @@ from otelhooks._eventlog._asgi import (
     respond,
     send_otlp_error,
 )
-from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES, _gunzip
+from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES, RETRY_AFTER_S, _gunzip
 from otelhooks._eventlog._otlp import JSON, PROTOBUF, OtlpDecodeError
 
 __all__ = [
     "LogSink",
     "MetricSink",
+    "NotKept",
     "OtlpSignalIngest",
     "ReceivedLog",
     "ReceivedPoint",
@@ -78,6 +81,10 @@ class ReceivedPoint:
     value: float
     time_unix_nano: int
     resource: dict[str, Any] = field(default_factory=dict)
+
+
+class NotKept(Exception):
+    """A sink could not keep the request's records (answer 503: the client sends them again)."""
 
 
 LogSink = Callable[[Sequence[ReceivedLog]], None]
@@ -224,8 +231,8 @@ class OtlpSignalIngest:
 
     Args:
         kind: ``logs`` or ``metrics``.
-        sinks: called with each request's records, in order; a failing sink is logged and
-            the others still run.
+        sinks: called with each request's records, in order; a failing sink is logged, the
+            others still run, and the answer is 503 (the request is sent again to all of them).
         max_body_bytes: largest body, before and after gunzip (else 413).
 
     Example:
@@ -255,11 +262,15 @@ class OtlpSignalIngest:
             else decode_metrics(body, content_type)
         )
         self.received += len(records)
+        failed = 0
         for sink in self.sinks:
             try:
                 sink(records)
             except Exception:
                 _log.exception("OTLP sink failed", signal=self.kind)
+                failed += 1
+        if failed:
+            raise NotKept(f"{self.kind} not kept ({failed} sink(s) failed): send them again")
         return len(records)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -278,5 +289,9 @@ class OtlpSignalIngest:
             await asyncio.to_thread(self.ingest, data, ctype)
         except (OtlpDecodeError, zlib.error, RecursionError) as exc:
             await send_otlp_error(send, 400, ctype, "bad_request", str(exc))
+            return
+        except NotKept as exc:
+            retry = [(b"retry-after", str(RETRY_AFTER_S).encode())]
+            await send_otlp_error(send, 503, ctype, "not_kept", str(exc), retry)
             return
         await respond(send, 200, _response(self.kind, ctype), ctype.encode())

@@ -1,18 +1,105 @@
-"""``/v1/logs`` adds each model call's cost once, on both stores: a client that sends a request
-again (its retry after a 503 or a lost answer) adds nothing twice and is not observed twice.
+"""``/v1/logs`` acknowledges only what it kept: a model call's cost the store could not add is a
+503 with ``Retry-After`` (it was a 200, the exporter did not retry, and the session's spend, which
+a budget guard reads, stayed short), and the client's retry adds each call once, on both stores.
 
-Real ``serve``, a real webhook server for the ``llm_output`` observer, a throwaway PostgreSQL."""
+Real ``serve``, the OpenTelemetry SDK's OTLP/HTTP log exporter (which retries a 503 after the
+``Retry-After``), and a throwaway PostgreSQL whose trigger refuses one insert."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import httpx
+import psycopg
 import pytest
+from google.protobuf import json_format
+from opentelemetry._logs import LogRecord
+from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+from opentelemetry.sdk._logs import ReadableLogRecord
+from opentelemetry.sdk._logs.export import LogRecordExportResult
+from opentelemetry.sdk.resources import Resource
 
 from otelhooks import serve
 from tests._webhook_server import webhook_server
-from tests.integrations.test_claude_code_serve import AUTH, TOKEN, _api_request_log
+from tests.integrations.test_claude_code_serve import AUTH, SESSION, TOKEN, _api_request_log
+
+# The first insert into the spend table fails (the store is down a moment); later ones pass.
+# A sequence is not rolled back with the failed transaction, so it counts every attempt.
+_REFUSE_FIRST = """
+CREATE SEQUENCE attempts;
+CREATE FUNCTION refuse_first() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+    IF nextval('attempts') = 1 THEN RAISE EXCEPTION 'the store is down a moment'; END IF;
+    RETURN NEW;
+END $$;
+CREATE TRIGGER refuse_first BEFORE INSERT ON otelhooks_claude_code.spend
+    FOR EACH ROW EXECUTE FUNCTION refuse_first();
+"""
+
+
+def _call(cost: float, sequence: int) -> ReadableLogRecord:
+    record = LogRecord(
+        timestamp=time.time_ns(),
+        body="claude_code.api_request",
+        event_name="claude_code.api_request",
+        attributes={
+            "session.id": SESSION,
+            "event.name": "api_request",
+            "event.sequence": sequence,
+            "model": "claude-sonnet-4-5",
+            "input_tokens": 30,
+            "output_tokens": 12,
+            "cost_usd": cost,
+        },
+    )
+    return ReadableLogRecord(record, Resource.create({"service.name": "claude-code"}))
+
+
+def test_a_cost_the_store_refused_is_a_503_and_the_exporters_retry_adds_each_call_once(
+    tmp_path: Path, pg_url: str
+) -> None:
+    hooks = tmp_path / "none.yaml"
+    hooks.write_text("hooks: []\n")
+    server = serve([hooks], token=TOKEN, store=pg_url, web=False)
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(_REFUSE_FIRST)
+        exporter = OTLPLogExporter(endpoint=server.url + "/v1/logs", headers=AUTH, timeout=20)
+        # two calls in one request: the first is refused, the second kept; then the retry
+        result = exporter.export([_call(0.25, 1), _call(0.5, 2)])
+        exporter.shutdown()
+        with psycopg.connect(pg_url) as conn:
+            spend = conn.execute(
+                "SELECT cost_usd, calls FROM otelhooks_claude_code.spend"
+            ).fetchall()
+            attempts = conn.execute("SELECT last_value FROM attempts").fetchone()
+    finally:
+        server.stop()
+    assert result == LogRecordExportResult.SUCCESS
+    assert attempts == (3,)  # refused, kept, and the refused one again: the kept one not again
+    assert spend == [(pytest.approx(0.75), 2)]  # was (0.5, 1): the 200 made the exporter stop
+
+
+def test_the_answer_to_a_refused_cost_is_a_retryable_otlp_failure(
+    tmp_path: Path, pg_url: str
+) -> None:
+    hooks = tmp_path / "none.yaml"
+    hooks.write_text("hooks: []\n")
+    server = serve([hooks], token=TOKEN, store=pg_url, web=False)
+    try:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(_REFUSE_FIRST)
+        headers = {**AUTH, "Content-Type": "application/json"}
+        text = json_format.MessageToJson(_api_request_log())
+        refused = httpx.post(server.url + "/v1/logs", content=text, headers=headers)
+        kept = httpx.post(server.url + "/v1/logs", content=text, headers=headers)
+    finally:
+        server.stop()
+    assert refused.status_code == 503
+    assert refused.headers["retry-after"] == "1"
+    assert refused.json()["details"][0]["reason"] == "NOT_KEPT"
+    assert kept.status_code == 200
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])

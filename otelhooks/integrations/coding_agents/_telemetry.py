@@ -272,7 +272,14 @@ class ClaudeTelemetry(SpanProcessor):
             return dict(self._tools.get((session_id, tool_use_id), {}))
 
     def on_logs(self, records: Sequence[ReceivedLog]) -> None:
-        """Join received log records (the ``/v1/logs`` sink)."""
+        """Join received log records (the ``/v1/logs`` sink).
+
+        Raises:
+            StoreError: the cost of a model call could not be added to its session (the
+                others were): the client is to send the request again, and a call added
+                already is not added twice (nor observed twice).
+        """
+        failed: StoreError | None = None
         for record in records:
             attrs = record.attributes
             session = attrs.get(SESSION_ID)
@@ -283,7 +290,12 @@ class ClaudeTelemetry(SpanProcessor):
             if isinstance(use_id, str):
                 self._keep((session, use_id), name, attrs)
             if name == "api_request":
-                self._llm_output(session, record)
+                try:
+                    self._llm_output(session, record)
+                except StoreError as exc:
+                    failed = exc
+        if failed is not None:
+            raise failed
 
     def _keep(self, key: tuple[str, str], name: str, attrs: dict[str, Any]) -> None:
         size = len(key[0]) + len(key[1]) + len(name) + _record_size(attrs)
@@ -323,16 +335,17 @@ class ClaudeTelemetry(SpanProcessor):
         key = _call_key(session, record)
         try:
             total = self.sessions.add_spend(session, cost, usage.input, usage.output, key)
-            if total is None:  # a retried request: this call was added (and observed) already
-                return
         except StoreError as exc:
             _log.error(
-                "the store cannot add a model call's cost to its claude-code session: budget "
-                "guards do not see it",
+                "the store cannot add a model call's cost to its claude-code session: the "
+                "request is answered 503 (the client sends it again)",
                 store=exc.store,
                 problem=str(exc),
                 cost_usd=cost,
             )
+            raise
+        if total is None:  # a retried request: this call was added (and observed) already
+            return
         extra: dict[str, Any] = {
             "costUsd": cost,
             # a Claude Code session is the operation otelhooks knows of it: no run of its own
