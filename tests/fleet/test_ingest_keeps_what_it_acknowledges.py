@@ -24,17 +24,17 @@ from otelhooks import serve
 from tests._webhook_server import webhook_server
 from tests.integrations.test_claude_code_serve import AUTH, SESSION, TOKEN, _api_request_log
 
-# The first insert into the spend table fails (the store is down a moment); later ones pass.
+# The second insert into the spend table fails (the store is down a moment); the others pass.
 # A sequence is not rolled back with the failed transaction, so it counts every attempt.
-_REFUSE_FIRST = """
+_REFUSE_SECOND = """
 CREATE SEQUENCE attempts;
-CREATE FUNCTION refuse_first() RETURNS trigger LANGUAGE plpgsql AS $$
+CREATE FUNCTION refuse_second() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
-    IF nextval('attempts') = 1 THEN RAISE EXCEPTION 'the store is down a moment'; END IF;
+    IF nextval('attempts') = 2 THEN RAISE EXCEPTION 'the store is down a moment'; END IF;
     RETURN NEW;
 END $$;
-CREATE TRIGGER refuse_first BEFORE INSERT ON otelhooks_claude_code.spend
-    FOR EACH ROW EXECUTE FUNCTION refuse_first();
+CREATE TRIGGER refuse_second BEFORE INSERT ON otelhooks_claude_code.spend
+    FOR EACH ROW EXECUTE FUNCTION refuse_second();
 """
 
 
@@ -64,9 +64,9 @@ def test_a_cost_the_store_refused_is_a_503_and_the_exporters_retry_adds_each_cal
     server = serve([hooks], token=TOKEN, store=pg_url, web=False)
     try:
         with psycopg.connect(pg_url, autocommit=True) as conn:
-            conn.execute(_REFUSE_FIRST)
+            conn.execute(_REFUSE_SECOND)
         exporter = OTLPLogExporter(endpoint=server.url + "/v1/logs", headers=AUTH, timeout=20)
-        # two calls in one request: the first is refused, the second kept; then the retry
+        # two calls in one request: the first is kept, the second refused; then the retry
         result = exporter.export([_call(0.25, 1), _call(0.5, 2)])
         exporter.shutdown()
         with psycopg.connect(pg_url) as conn:
@@ -77,8 +77,8 @@ def test_a_cost_the_store_refused_is_a_503_and_the_exporters_retry_adds_each_cal
     finally:
         server.stop()
     assert result == LogRecordExportResult.SUCCESS
-    assert attempts == (3,)  # refused, kept, and the refused one again: the kept one not again
-    assert spend == [(pytest.approx(0.75), 2)]  # was (0.5, 1): the 200 made the exporter stop
+    assert attempts == (3,)  # kept, refused, and the refused one again: the kept one not again
+    assert spend == [(pytest.approx(0.75), 2)]  # was (0.25, 1): the 200 made the exporter stop
 
 
 def test_the_answer_to_a_refused_cost_is_a_retryable_otlp_failure(
@@ -89,17 +89,52 @@ def test_the_answer_to_a_refused_cost_is_a_retryable_otlp_failure(
     server = serve([hooks], token=TOKEN, store=pg_url, web=False)
     try:
         with psycopg.connect(pg_url, autocommit=True) as conn:
-            conn.execute(_REFUSE_FIRST)
+            conn.execute(_REFUSE_SECOND)
         headers = {**AUTH, "Content-Type": "application/json"}
-        text = json_format.MessageToJson(_api_request_log())
-        refused = httpx.post(server.url + "/v1/logs", content=text, headers=headers)
-        kept = httpx.post(server.url + "/v1/logs", content=text, headers=headers)
+        first, second = (json_format.MessageToJson(_api_request_log()) for _ in range(2))
+        answers = [
+            httpx.post(server.url + "/v1/logs", content=text, headers=headers)
+            for text in (first, second, second)  # kept; refused; the client's retry, kept
+        ]
     finally:
         server.stop()
+    kept, refused, retried = answers
+    assert kept.status_code == 200
     assert refused.status_code == 503
     assert refused.headers["retry-after"] == "1"
     assert refused.json()["details"][0]["reason"] == "NOT_KEPT"
-    assert kept.status_code == 200
+    assert retried.status_code == 200
+
+
+def test_a_request_the_store_stalls_on_is_answered_503_after_one_store_timeout(
+    tmp_path: Path, pg_url: str
+) -> None:
+    hooks = tmp_path / "none.yaml"
+    hooks.write_text("hooks: []\n")
+    server = serve([hooks], token=TOKEN, store=pg_url, web=False)
+    request = _api_request_log()
+    records = request.resource_logs[0].scope_logs[0].log_records
+    for n in range(1, 4):  # four calls in one request, each its own
+        records.add().CopyFrom(records[0])
+        records[n].time_unix_nano += n
+    headers = {**AUTH, "Content-Type": "application/x-protobuf"}
+    try:
+        with psycopg.connect(pg_url) as holder:  # a neighbour holds the spend table's lock
+            holder.execute("LOCK TABLE otelhooks_claude_code.spend IN ACCESS EXCLUSIVE MODE")
+            started = time.monotonic()
+            answer = httpx.post(
+                server.url + "/v1/logs",
+                content=request.SerializeToString(),
+                headers=headers,
+                timeout=60,
+            )
+            took = time.monotonic() - started
+    finally:
+        server.stop()
+    assert answer.status_code == 503
+    # one wait for the store, not one per call: was four (16-20 s, past an exporter's own 10 s
+    # timeout), and on main then a 200 for nothing kept
+    assert took < 9
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])

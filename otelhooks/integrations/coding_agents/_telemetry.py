@@ -275,11 +275,11 @@ class ClaudeTelemetry(SpanProcessor):
         """Join received log records (the ``/v1/logs`` sink).
 
         Raises:
-            StoreError: the cost of a model call could not be added to its session (the
-                others were): the client is to send the request again, and a call added
-                already is not added twice (nor observed twice).
+            StoreError: the cost of a model call could not be added to its session: the
+                records after it are not tried (each could wait the store's timeout again),
+                the client is to send the request again, and a call added already is not
+                added twice (nor observed twice).
         """
-        failed: StoreError | None = None
         for record in records:
             attrs = record.attributes
             session = attrs.get(SESSION_ID)
@@ -290,12 +290,7 @@ class ClaudeTelemetry(SpanProcessor):
             if isinstance(use_id, str):
                 self._keep((session, use_id), name, attrs)
             if name == "api_request":
-                try:
-                    self._llm_output(session, record)
-                except StoreError as exc:
-                    failed = exc
-        if failed is not None:
-            raise failed
+                self._llm_output(session, record)
 
     def _keep(self, key: tuple[str, str], name: str, attrs: dict[str, Any]) -> None:
         size = len(key[0]) + len(key[1]) + len(name) + _record_size(attrs)
