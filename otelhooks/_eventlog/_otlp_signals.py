@@ -9,9 +9,10 @@ on a worker thread); each request becomes plain records handed to the sinks:
 - a metric data point: :class:`ReceivedPoint` (metric name, attributes, value, resource).
 
 Answers follow OTLP/HTTP: 200 with an empty ``Export*ServiceResponse`` once every sink kept the
-records, 503 with ``Retry-After`` when a sink could not (the store is down: the client sends the
-request again, so a sink must take a record it kept already without counting it twice), 400 for
-a body that does not decode, 413 past the bound, 415 for another media type or encoding.
+records (with ``partialSuccess`` counting those a sink would not keep, e.g. past a bound); 503
+with ``Retry-After`` when a sink could not (the store is down: the client sends the request
+again, so a sink must take a record it kept already without counting it twice); 400 for a body
+that does not decode, 413 past the bound, 415 for another media type or encoding.
 """
 
 from __future__ import annotations
@@ -87,8 +88,9 @@ class NotKept(Exception):
     """A sink could not keep the request's records (answer 503: the client sends them again)."""
 
 
-LogSink = Callable[[Sequence[ReceivedLog]], None]
-MetricSink = Callable[[Sequence[ReceivedPoint]], None]
+# a sink returns how many of the records it would not keep (None: it kept them all)
+LogSink = Callable[[Sequence[ReceivedLog]], int | None]
+MetricSink = Callable[[Sequence[ReceivedPoint]], int | None]
 
 
 def _ids_to_base64(message: dict[str, Any], fields: Iterable[str]) -> None:
@@ -210,20 +212,34 @@ def decode_metrics(body: bytes, content_type: str) -> list[ReceivedPoint]:
     return out
 
 
-def _response(kind: Literal["logs", "metrics"], content_type: str) -> bytes:
+def _response(kind: Literal["logs", "metrics"], content_type: str, rejected: int) -> bytes:
+    message = f"{kind} not kept (past a bound); see otelhooks.dropped" if rejected else ""
     if content_type != PROTOBUF:
-        return b"{}"
+        if not rejected:
+            return b"{}"
+        field = "rejectedLogRecords" if kind == "logs" else "rejectedDataPoints"
+        return json.dumps(
+            {"partialSuccess": {field: str(rejected), "errorMessage": message}}
+        ).encode()
     if kind == "logs":
         from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
             ExportLogsServiceResponse,
         )
 
-        return ExportLogsServiceResponse().SerializeToString()
+        logs = ExportLogsServiceResponse()
+        if rejected:
+            logs.partial_success.rejected_log_records = rejected
+            logs.partial_success.error_message = message
+        return logs.SerializeToString()
     from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
         ExportMetricsServiceResponse,
     )
 
-    return ExportMetricsServiceResponse().SerializeToString()
+    metrics = ExportMetricsServiceResponse()
+    if rejected:
+        metrics.partial_success.rejected_data_points = rejected
+        metrics.partial_success.error_message = message
+    return metrics.SerializeToString()
 
 
 class OtlpSignalIngest:
@@ -232,7 +248,8 @@ class OtlpSignalIngest:
     Args:
         kind: ``logs`` or ``metrics``.
         sinks: called with each request's records, in order; a failing sink is logged, the
-            others still run, and the answer is 503 (the request is sent again to all of them).
+            others still run, and the answer is 503 (the request is sent again to all of them);
+            what a sink returns (records it would not keep) is the answer's ``partialSuccess``.
         max_body_bytes: largest body, before and after gunzip (else 413).
 
     Example:
@@ -245,7 +262,7 @@ class OtlpSignalIngest:
     def __init__(
         self,
         kind: Literal["logs", "metrics"],
-        sinks: Sequence[Callable[[Any], None]] = (),
+        sinks: Sequence[Callable[[Any], int | None]] = (),
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     ) -> None:
@@ -255,23 +272,24 @@ class OtlpSignalIngest:
         self.received = 0
 
     def ingest(self, body: bytes, content_type: str) -> int:
-        """Decode ``body`` and hand its records to the sinks; returns how many there were."""
+        """Decode ``body`` and hand its records to the sinks; returns how many were not kept
+        (the most any sink would not keep)."""
         records: Sequence[Any] = (
             decode_logs(body, content_type)
             if self.kind == "logs"
             else decode_metrics(body, content_type)
         )
         self.received += len(records)
-        failed = 0
+        failed = rejected = 0
         for sink in self.sinks:
             try:
-                sink(records)
+                rejected = max(rejected, sink(records) or 0)
             except Exception:
                 _log.exception("OTLP sink failed", signal=self.kind)
                 failed += 1
         if failed:
             raise NotKept(f"{self.kind} not kept ({failed} sink(s) failed): send them again")
-        return len(records)
+        return rejected
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request_format = await otlp_request_format(scope, send, (PROTOBUF, JSON))
@@ -286,7 +304,7 @@ class OtlpSignalIngest:
             if data is None:
                 await send_otlp_error(send, 413, ctype, "too_large", f"at most {limit} bytes")
                 return
-            await asyncio.to_thread(self.ingest, data, ctype)
+            rejected = await asyncio.to_thread(self.ingest, data, ctype)
         except (OtlpDecodeError, zlib.error, RecursionError) as exc:
             await send_otlp_error(send, 400, ctype, "bad_request", str(exc))
             return
@@ -294,4 +312,4 @@ class OtlpSignalIngest:
             retry = [(b"retry-after", str(RETRY_AFTER_S).encode())]
             await send_otlp_error(send, 503, ctype, "not_kept", str(exc), retry)
             return
-        await respond(send, 200, _response(self.kind, ctype), ctype.encode())
+        await respond(send, 200, _response(self.kind, ctype, rejected), ctype.encode())

@@ -450,3 +450,43 @@ def _claude_tool_span_request(trace: str, session: str, use_id: str) -> dict[str
         ]
     }
     return request
+
+
+def test_metric_points_and_log_records_not_kept_are_a_partial_success(
+    server: EventLogServer,
+) -> None:
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
+        ExportMetricsServiceResponse,
+    )
+
+    telemetry = _span_of(server).span_processor
+    request = ExportMetricsServiceRequest()
+    scope = request.resource_metrics.add().scope_metrics.add()
+    for n in range(telemetry.max_metrics + 5):  # five names past the bound
+        metric = scope.metrics.add()
+        metric.name = f"m{n}"
+        metric.gauge.data_points.add().as_double = 1.0
+    proto = {**AUTH, "Content-Type": "application/x-protobuf"}
+    url = server.url + "/v1/metrics"
+    answer = httpx.post(url, content=request.SerializeToString(), headers=proto)
+    metrics = ExportMetricsServiceResponse.FromString(answer.content)
+
+    logs = ExportLogsServiceRequest()
+    records = logs.resource_logs.add().scope_logs.add().log_records
+    for use_id, size in (("toolu_small", 10), ("toolu_huge", telemetry.max_log_bytes // 10 + 1)):
+        record = records.add()
+        record.event_name = "claude_code.tool_result"
+        for key, value in {"session.id": SESSION, "tool_use_id": use_id, "v": "x" * size}.items():
+            record.attributes.append(_kv(key, value))
+    as_json = {**AUTH, "Content-Type": "application/json"}
+    url = server.url + "/v1/logs"
+    kept = httpx.post(url, content=json.dumps(json_format.MessageToDict(logs)), headers=as_json)
+
+    assert answer.status_code == 200
+    assert metrics.partial_success.rejected_data_points == 5  # was 0: a whole success
+    assert "otelhooks.dropped" in metrics.partial_success.error_message
+    assert kept.status_code == 200
+    assert kept.json()["partialSuccess"]["rejectedLogRecords"] == "1"  # was {}
+    assert telemetry.tool(SESSION, "toolu_small")
+    assert not telemetry.tool(SESSION, "toolu_huge")

@@ -27,7 +27,8 @@ metric names are summed (points of a new name past it are dropped), and the kept
 are bounded by count (``remember`` tool uses) and bytes (``max_log_bytes``, oldest tool use
 forgotten first; one record larger than a tenth of that is not kept). Each drop is counted by
 ``otelhooks.dropped`` (source ``claude_code_telemetry``, reason ``too_many_metrics``,
-``evicted_oldest`` or ``record_too_large``).
+``evicted_oldest`` or ``record_too_large``); the points and records not taken are the answer's
+OTLP ``partialSuccess``.
 
 Observer hooks and event logs see each fact once: the facts the hook route already reported
 (its tool uses through ``after_tool_call``, its turns through ``on_complete``) and the LLM
@@ -147,6 +148,7 @@ class ClaudeTelemetry(SpanProcessor):
     Example:
         >>> telemetry = ClaudeTelemetry(ServerSessions(), engine=HooksEngine())
         >>> telemetry.on_logs([])
+        0
     """
 
     def __init__(
@@ -271,8 +273,8 @@ class ClaudeTelemetry(SpanProcessor):
         with self._lock:
             return dict(self._tools.get((session_id, tool_use_id), {}))
 
-    def on_logs(self, records: Sequence[ReceivedLog]) -> None:
-        """Join received log records (the ``/v1/logs`` sink).
+    def on_logs(self, records: Sequence[ReceivedLog]) -> int:
+        """Join received log records (the ``/v1/logs`` sink); how many were too large to keep.
 
         Raises:
             StoreError: the cost of a model call could not be added to its session: the
@@ -280,6 +282,7 @@ class ClaudeTelemetry(SpanProcessor):
                 the client is to send the request again, and a call added already is not
                 added twice (nor observed twice).
         """
+        too_large = 0
         for record in records:
             attrs = record.attributes
             session = attrs.get(SESSION_ID)
@@ -288,15 +291,17 @@ class ClaudeTelemetry(SpanProcessor):
             name = record.event_name.removeprefix("claude_code.")
             use_id = attrs.get("tool_use_id")
             if isinstance(use_id, str):
-                self._keep((session, use_id), name, attrs)
+                too_large += not self._keep((session, use_id), name, attrs)
             if name == "api_request":
                 self._llm_output(session, record)
+        return too_large
 
-    def _keep(self, key: tuple[str, str], name: str, attrs: dict[str, Any]) -> None:
+    def _keep(self, key: tuple[str, str], name: str, attrs: dict[str, Any]) -> bool:
+        """Keep a tool use's record; False when it is too large to."""
         size = len(key[0]) + len(key[1]) + len(name) + _record_size(attrs)
         if size > self.max_log_bytes // 10:
             self._count_drop(1, "record_too_large")
-            return
+            return False
         dropped = 0
         with self._lock:
             records = self._tools.setdefault(key, {})
@@ -310,6 +315,7 @@ class ClaudeTelemetry(SpanProcessor):
                 dropped += 1
         if dropped:
             self._count_drop(dropped, "evicted_oldest")
+        return True
 
     def _llm_output(self, session: str, record: ReceivedLog) -> None:
         attrs = record.attributes
@@ -366,8 +372,9 @@ class ClaudeTelemetry(SpanProcessor):
         except CriticalHookDeliveryError:
             _log.exception("critical hook delivery failed", event="llm_output")
 
-    def on_metrics(self, points: Sequence[ReceivedPoint]) -> None:
-        """Count received metric points per metric (the ``/v1/metrics`` sink)."""
+    def on_metrics(self, points: Sequence[ReceivedPoint]) -> int:
+        """Count received metric points per metric (the ``/v1/metrics`` sink); how many were
+        dropped (a new name past ``max_metrics``)."""
         dropped = 0
         with self._lock:
             for point in points:
@@ -377,3 +384,4 @@ class ClaudeTelemetry(SpanProcessor):
                 self.metrics[point.metric] = self.metrics.get(point.metric, 0.0) + point.value
         if dropped:
             self._count_drop(dropped, "too_many_metrics")
+        return dropped
