@@ -11,8 +11,10 @@ on a worker thread); each request becomes plain records handed to the sinks:
 Answers follow OTLP/HTTP: 200 with an empty ``Export*ServiceResponse`` once every sink kept the
 records (with ``partialSuccess`` counting those a sink would not keep, e.g. past a bound); 503
 with ``Retry-After`` when a sink could not (the store is down: the client sends the request
-again, so a sink must take a record it kept already without counting it twice); 400 for a body
-that does not decode, 413 past the bound, 415 for another media type or encoding.
+again, so a sink must take a record it kept already without counting it twice), also at once
+while ``max_busy`` requests of the route are in progress (a stalled store holds their threads:
+the route's own, never asyncio's default pool, which ``/v1/events`` and the approval inbox use);
+400 for a body that does not decode, 413 past the bound, 415 for another media type or encoding.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import json
 import re
 import zlib
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -251,6 +254,8 @@ class OtlpSignalIngest:
             others still run, and the answer is 503 (the request is sent again to all of them);
             what a sink returns (records it would not keep) is the answer's ``partialSuccess``.
         max_body_bytes: largest body, before and after gunzip (else 413).
+        max_busy: requests in progress at most (each on a thread of the route's); past it,
+            503 with ``Retry-After``.
 
     Example:
         >>> seen = []
@@ -265,11 +270,15 @@ class OtlpSignalIngest:
         sinks: Sequence[Callable[[Any], int | None]] = (),
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+        max_busy: int = 4,
     ) -> None:
         self.kind = kind
         self.sinks = list(sinks)
         self.max_body_bytes = max_body_bytes
+        self.max_busy = max_busy
         self.received = 0
+        self._busy = 0  # changed on the event loop only
+        self._pool: ThreadPoolExecutor | None = None
 
     def ingest(self, body: bytes, content_type: str) -> int:
         """Decode ``body`` and hand its records to the sinks; returns how many were not kept
@@ -291,6 +300,11 @@ class OtlpSignalIngest:
             raise NotKept(f"{self.kind} not kept ({failed} sink(s) failed): send them again")
         return rejected
 
+    def close(self) -> None:
+        """Let the route's threads end once their requests are answered."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request_format = await otlp_request_format(scope, send, (PROTOBUF, JSON))
         if request_format is None:
@@ -304,7 +318,16 @@ class OtlpSignalIngest:
             if data is None:
                 await send_otlp_error(send, 413, ctype, "too_large", f"at most {limit} bytes")
                 return
-            rejected = await asyncio.to_thread(self.ingest, data, ctype)
+            if self._busy >= self.max_busy:
+                raise NotKept(f"{self._busy} {self.kind} requests in progress: send it again")
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(self.max_busy, f"otelhooks-{self.kind}")
+            self._busy += 1
+            try:
+                loop = asyncio.get_running_loop()
+                rejected = await loop.run_in_executor(self._pool, self.ingest, data, ctype)
+            finally:
+                self._busy -= 1
         except (OtlpDecodeError, zlib.error, RecursionError) as exc:
             await send_otlp_error(send, 400, ctype, "bad_request", str(exc))
             return

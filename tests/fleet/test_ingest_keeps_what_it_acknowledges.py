@@ -7,6 +7,7 @@ Real ``serve``, the OpenTelemetry SDK's OTLP/HTTP log exporter (which retries a 
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -162,3 +163,36 @@ def test_a_request_sent_twice_adds_and_reports_its_calls_once(
         got = [r.json() for r in sink.requests("/llm")]
     totals = sorted(g.get("payload", g)["spend"]["session"]["costUsd"] for g in got)
     assert totals == [pytest.approx(0.00036), pytest.approx(0.00072)]  # was 3 calls, $0.00108
+
+
+def test_requests_the_store_stalls_on_leave_the_event_log_readable(
+    tmp_path: Path, pg_url: str
+) -> None:
+    hooks = tmp_path / "none.yaml"
+    hooks.write_text("hooks: []\n")
+    server = serve([hooks], token=TOKEN, store=pg_url, web=False)
+    headers = {**AUTH, "Content-Type": "application/x-protobuf"}
+    answers: list[int] = []
+
+    def export() -> None:
+        body = _api_request_log().SerializeToString()
+        answer = httpx.post(server.url + "/v1/logs", content=body, headers=headers, timeout=60)
+        answers.append(answer.status_code)
+
+    try:
+        with psycopg.connect(pg_url) as holder:  # a neighbour holds the spend table's lock
+            holder.execute("LOCK TABLE otelhooks_claude_code.spend IN ACCESS EXCLUSIVE MODE")
+            exporters = [threading.Thread(target=export) for _ in range(12)]  # a fleet's sessions
+            for thread in exporters:
+                thread.start()
+            time.sleep(0.5)  # their requests wait for the store
+            started = time.monotonic()
+            events = httpx.get(server.url + "/v1/events", params={"since": 0}, headers=AUTH)
+            took = time.monotonic() - started
+            for thread in exporters:
+                thread.join()
+    finally:
+        server.stop()
+    assert events.status_code == 200
+    assert took < 2  # was 7-8 s: the stalled requests held every thread of asyncio's pool
+    assert answers == [503] * 12  # at once past the route's own threads, else after one wait

@@ -66,6 +66,9 @@ class ClaudeCodeServing:
     def close(self) -> None:
         """Export what is left and close the session store (the hook processor is not ours)."""
         self.route.close()
+        for route in self.routes.values():
+            if isinstance(route, OtlpSignalIngest):
+                route.close()
         self.bridge.writer.shutdown()
         self.span_processor.shutdown()
         self.sessions.close()
