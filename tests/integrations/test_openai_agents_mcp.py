@@ -1,0 +1,188 @@
+"""The tools of an OpenAI Agents agent's MCP servers go through otelhooks' tool hooks: the real
+SDK, a real MCP server over stdio (``tests/mcp/mcp_server_app.py``, which logs every call that
+reached it) and a scripted model."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents")
+pytest.importorskip("mcp")
+
+from agents import Agent, RunConfig, set_trace_processors
+from agents.mcp import MCPServerStdio
+from agents.testing import assistant_message, function_call
+from opentelemetry.trace import StatusCode
+
+from otelhooks import Block, ToolCallEvent
+from otelhooks.integrations.openai_agents import HookedRunner, UnguardedToolWarning, hook_agent
+from otelhooks.testing import TestPipeline
+from tests.conftest import Recorder, hook
+from tests.integrations._agents_model import ScriptedModel
+
+APP = Path(__file__).resolve().parents[1] / "mcp" / "mcp_server_app.py"
+
+
+@pytest.fixture(autouse=True)
+def _no_sdk_trace_export() -> None:
+    # The SDK's default trace processor would send traces to OpenAI when a key is set.
+    set_trace_processors([])
+
+
+def notes_server(log: Path, **options: Any) -> MCPServerStdio:
+    return MCPServerStdio(
+        {"command": sys.executable, "args": [str(APP), "stdio"], "env": {"MCP_TEST_LOG": str(log)}},
+        name="notes",
+        client_session_timeout_seconds=30,
+        **options,
+    )
+
+
+def reached(log: Path) -> list[dict[str, Any]]:
+    """The calls that reached the MCP server."""
+    if not log.exists():
+        return []
+    return [json.loads(line) for line in log.read_text().splitlines()]
+
+
+def run_one_call(
+    pipe: TestPipeline,
+    log: Path,
+    tool: str,
+    args: dict[str, Any],
+    *,
+    server_options: dict[str, Any] | None = None,
+    **run_options: Any,
+) -> tuple[ScriptedModel, Any]:
+    """A run whose model calls ``tool`` of the ``notes`` MCP server once, then answers."""
+    model = ScriptedModel(
+        "scripted", [[function_call(tool, args, call_id="m1")], [assistant_message("done")]]
+    )
+
+    async def main() -> Any:
+        async with notes_server(log, **(server_options or {})) as server:
+            agent = Agent(name="writer", model=model, mcp_servers=[server])
+            return await HookedRunner(pipe.tracer).run(agent, "go", **run_options)
+
+    return model, asyncio.run(main())
+
+
+def test_a_deny_named_as_claude_code_names_the_tool_stops_the_call_before_the_server(
+    pipe: TestPipeline, tmp_path: Path, recorder: Recorder
+) -> None:
+    pipe.register(
+        hook("no-notes", "PreToolUse", lambda e: Block("no notes"), matcher="mcp__notes__.*"),
+        hook("denied", "on_tool_call_denied", recorder),
+    )
+    model, result = run_one_call(pipe, tmp_path / "log", "write_note", {"text": "secret"})
+    pipe.flush()
+
+    assert reached(tmp_path / "log") == []
+    assert result.final_output == "done"
+    assert "no notes" in model.tool_outputs()["m1"]
+    span = pipe.span("execute_tool write_note")
+    assert span.attributes is not None
+    assert span.attributes["otelhooks.hook.decision"] == "deny"
+    assert span.attributes["otelhooks.tool.matcher_value"] == "notes/write_note"
+    assert span.attributes["mcp.method.name"] == "tools/call"
+    assert span.attributes["otelhooks.mcp.server.name"] == "notes"
+    assert [e.apiName for e in recorder.of("on_tool_call_denied")] == ["write_note"]  # type: ignore[attr-defined]
+
+
+def test_a_mock_answers_for_the_server_and_a_rewrite_reaches_it(
+    pipe: TestPipeline, tmp_path: Path
+) -> None:
+    def mock_lookup(event: ToolCallEvent) -> None:
+        event.mock("cached value")
+
+    def redact(event: ToolCallEvent) -> ToolCallEvent:
+        return event.model_copy(update={"args": {"text": "[redacted]"}})
+
+    pipe.register(
+        hook("mock", "before_tool_call", mock_lookup, matcher="notes/lookup"),
+        hook("redact", "before_tool_call", redact, matcher="write_note"),
+    )
+    model, _ = run_one_call(pipe, tmp_path / "a", "lookup", {"key": "k"})
+    assert reached(tmp_path / "a") == []
+    assert "cached value" in model.tool_outputs()["m1"]
+
+    model, _ = run_one_call(pipe, tmp_path / "b", "write_note", {"text": "secret"})
+    assert [c["args"] for c in reached(tmp_path / "b")] == [{"text": "[redacted]"}]
+    assert "noted: [redacted]" in model.tool_outputs()["m1"]
+
+
+def test_observers_see_an_mcp_call_s_result_and_its_failure(
+    pipe: TestPipeline, tmp_path: Path, recorder: Recorder
+) -> None:
+    pipe.register(
+        hook("after", "after_tool_call", recorder), hook("err", "on_tool_call_error", recorder)
+    )
+    model, _ = run_one_call(pipe, tmp_path / "log", "add", {"a": 2, "b": 3})
+    pipe.flush()
+    assert [(e.apiName, e.content) for e in recorder.of("after_tool_call")] == [("add", "5")]  # type: ignore[attr-defined]
+
+    # a result the server flags is_error (arguments it refuses) is a failed call
+    model, _ = run_one_call(pipe, tmp_path / "log", "add", {"a": "two", "b": 3})
+    pipe.flush()
+    assert "a" in model.tool_outputs()["m1"]  # the model still gets the server's error text
+    assert [e.apiName for e in recorder.of("on_tool_call_error")] == ["add"]  # type: ignore[attr-defined]
+    assert len(recorder.of("after_tool_call")) == 1
+    failed = [s for s in pipe.spans() if s.name == "execute_tool add"][-1]
+    assert failed.status.status_code is StatusCode.ERROR
+
+
+def test_the_server_s_own_approval_policy_still_holds(pipe: TestPipeline, tmp_path: Path) -> None:
+    _, result = run_one_call(
+        pipe,
+        tmp_path / "log",
+        "write_note",
+        {"text": "x"},
+        server_options={"require_approval": "always"},
+    )
+    assert [i.name for i in result.interruptions] == ["write_note"]
+    assert reached(tmp_path / "log") == []
+
+
+def test_mcp_servers_are_no_longer_named_unguarded_and_the_user_s_stay_untouched(
+    tmp_path: Path,
+) -> None:
+    server = notes_server(tmp_path / "log")
+    agent = Agent(name="writer", mcp_servers=[server])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnguardedToolWarning)
+        hooked = hook_agent(agent)
+    assert agent.mcp_servers == [server]
+    assert hooked.mcp_servers[0] is not server
+    assert hooked.mcp_servers[0].name == "notes"
+    assert hook_agent(hooked).mcp_servers[0] is hooked.mcp_servers[0]
+
+    async def lifecycle() -> list[str]:
+        async with hooked.mcp_servers[0] as wrapper:
+            return [t.name for t in await wrapper.list_tools()]
+
+    assert "write_note" in asyncio.run(lifecycle())
+
+
+def test_an_mcp_call_outside_a_hooked_run_says_it_is_not_guarded(tmp_path: Path) -> None:
+    from agents import Runner
+
+    model = ScriptedModel(
+        "scripted",
+        [[function_call("add", {"a": 1, "b": 1}, call_id="m1")], [assistant_message("done")]],
+    )
+
+    async def main() -> Any:
+        async with notes_server(tmp_path / "log") as server:
+            agent = hook_agent(Agent(name="writer", model=model, mcp_servers=[server]))
+            return await Runner.run(agent, "go", run_config=RunConfig(tracing_disabled=True))
+
+    with pytest.warns(UnguardedToolWarning, match="outside HookedRunner.run"):
+        asyncio.run(main())
+    assert len(reached(tmp_path / "log")) == 1
