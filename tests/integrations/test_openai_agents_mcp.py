@@ -186,3 +186,46 @@ def test_an_mcp_call_outside_a_hooked_run_says_it_is_not_guarded(tmp_path: Path)
     with pytest.warns(UnguardedToolWarning, match="outside HookedRunner.run"):
         asyncio.run(main())
     assert len(reached(tmp_path / "log")) == 1
+
+
+def test_an_agent_run_as_a_tool_with_mcp_servers_is_guarded_once_hooked_and_named_until_then(
+    pipe: TestPipeline, tmp_path: Path
+) -> None:
+    # Agent.as_tool runs the very agent it was made from: its servers' calls ran past the deny
+    # and no warning said so
+    pipe.register(
+        hook("no-notes", "PreToolUse", lambda e: Block("no notes"), matcher="mcp__notes__.*")
+    )
+
+    async def main(log: Path, hooked: bool) -> None:
+        async with notes_server(log) as server:
+            scribe = Agent(
+                name="scribe",
+                model=ScriptedModel(
+                    "small",
+                    [
+                        [function_call("write_note", {"text": "x"}, call_id="n1")],
+                        [assistant_message("written")],
+                    ],
+                ),
+                mcp_servers=[server],
+            )
+            tool = (hook_agent(scribe) if hooked else scribe).as_tool("scribe", "Takes notes.")
+            boss_model = ScriptedModel(
+                "large",
+                [
+                    [function_call("scribe", {"input": "note"}, call_id="t1")],
+                    [assistant_message("ok")],
+                ],
+            )
+            boss = Agent(name="boss", model=boss_model, tools=[tool])
+            await HookedRunner(pipe.tracer).run(boss, "go")
+
+    with pytest.warns(UnguardedToolWarning, match="'scribe' .*runs agent 'scribe', whose own"):
+        asyncio.run(main(tmp_path / "a", hooked=False))
+    assert len(reached(tmp_path / "a")) == 1  # what the warning says: no hook saw it
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnguardedToolWarning)
+        asyncio.run(main(tmp_path / "b", hooked=True))
+    assert reached(tmp_path / "b") == []
