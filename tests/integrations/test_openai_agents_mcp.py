@@ -19,7 +19,6 @@ pytest.importorskip("mcp")
 from agents import Agent, RunConfig, set_trace_processors
 from agents.mcp import MCPServerStdio
 from agents.testing import assistant_message, function_call
-from opentelemetry.trace import StatusCode
 
 from otelhooks import Block, ToolCallEvent
 from otelhooks.integrations.openai_agents import HookedRunner, UnguardedToolWarning, hook_agent
@@ -52,19 +51,17 @@ def reached(log: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in log.read_text().splitlines()]
 
 
-def run_one_call(
+def run_calls(
     pipe: TestPipeline,
     log: Path,
-    tool: str,
-    args: dict[str, Any],
-    *,
+    *calls: tuple[str, dict[str, Any]],
     server_options: dict[str, Any] | None = None,
     **run_options: Any,
 ) -> tuple[ScriptedModel, Any]:
-    """A run whose model calls ``tool`` of the ``notes`` MCP server once, then answers."""
-    model = ScriptedModel(
-        "scripted", [[function_call(tool, args, call_id="m1")], [assistant_message("done")]]
-    )
+    """A run whose model calls tools of the ``notes`` MCP server in one turn (call ids ``m1``,
+    ``m2``, ...), then answers."""
+    turn = [function_call(t, a, call_id=f"m{i}") for i, (t, a) in enumerate(calls, 1)]
+    model = ScriptedModel("scripted", [turn, [assistant_message("done")]])
 
     async def main() -> Any:
         async with notes_server(log, **(server_options or {})) as server:
@@ -81,7 +78,7 @@ def test_a_deny_named_as_claude_code_names_the_tool_stops_the_call_before_the_se
         hook("no-notes", "PreToolUse", lambda e: Block("no notes"), matcher="mcp__notes__.*"),
         hook("denied", "on_tool_call_denied", recorder),
     )
-    model, result = run_one_call(pipe, tmp_path / "log", "write_note", {"text": "secret"})
+    model, result = run_calls(pipe, tmp_path / "log", ("write_note", {"text": "secret"}))
     pipe.flush()
 
     assert reached(tmp_path / "log") == []
@@ -109,13 +106,14 @@ def test_a_mock_answers_for_the_server_and_a_rewrite_reaches_it(
         hook("mock", "before_tool_call", mock_lookup, matcher="notes/lookup"),
         hook("redact", "before_tool_call", redact, matcher="write_note"),
     )
-    model, _ = run_one_call(pipe, tmp_path / "a", "lookup", {"key": "k"})
-    assert reached(tmp_path / "a") == []
+    model, _ = run_calls(
+        pipe, tmp_path / "log", ("lookup", {"key": "k"}), ("write_note", {"text": "secret"})
+    )
+    assert [(c["tool"], c["args"]) for c in reached(tmp_path / "log")] == [
+        ("write_note", {"text": "[redacted]"})
+    ]
     assert "cached value" in model.tool_outputs()["m1"]
-
-    model, _ = run_one_call(pipe, tmp_path / "b", "write_note", {"text": "secret"})
-    assert [c["args"] for c in reached(tmp_path / "b")] == [{"text": "[redacted]"}]
-    assert "noted: [redacted]" in model.tool_outputs()["m1"]
+    assert "noted: [redacted]" in model.tool_outputs()["m2"]
 
 
 def test_observers_see_an_mcp_call_s_result_and_its_failure(
@@ -124,33 +122,30 @@ def test_observers_see_an_mcp_call_s_result_and_its_failure(
     pipe.register(
         hook("after", "after_tool_call", recorder), hook("err", "on_tool_call_error", recorder)
     )
-    model, _ = run_one_call(pipe, tmp_path / "log", "add", {"a": 2, "b": 3})
-    pipe.flush()
-    assert [(e.apiName, e.content) for e in recorder.of("after_tool_call")] == [("add", "5")]  # type: ignore[attr-defined]
-
     # a result the server flags is_error (arguments it refuses) is a failed call, also with the
     # SDK's tracing off (a function tool's handled error is read from the SDK's span)
-    model, _ = run_one_call(
+    model, _ = run_calls(
         pipe,
         tmp_path / "log",
-        "add",
-        {"a": "two", "b": 3},
+        ("add", {"a": 2, "b": 3}),
+        ("add", {"a": "two", "b": 3}),
         run_config=RunConfig(tracing_disabled=True),
     )
     pipe.flush()
-    assert "a" in model.tool_outputs()["m1"]  # the model still gets the server's error text
+    assert [(e.apiName, e.content) for e in recorder.of("after_tool_call")] == [("add", "5")]  # type: ignore[attr-defined]
     assert [e.apiName for e in recorder.of("on_tool_call_error")] == ["add"]  # type: ignore[attr-defined]
-    assert len(recorder.of("after_tool_call")) == 1
-    failed = [s for s in pipe.spans() if s.name == "execute_tool add"][-1]
-    assert failed.status.status_code is StatusCode.ERROR
+    assert "a" in model.tool_outputs()["m2"]  # the model still gets the server's error text
+    statuses = sorted(
+        s.status.status_code.name for s in pipe.spans() if s.name == "execute_tool add"
+    )
+    assert statuses == ["ERROR", "UNSET"]
 
 
 def test_the_server_s_own_approval_policy_still_holds(pipe: TestPipeline, tmp_path: Path) -> None:
-    _, result = run_one_call(
+    _, result = run_calls(
         pipe,
         tmp_path / "log",
-        "write_note",
-        {"text": "x"},
+        ("write_note", {"text": "x"}),
         server_options={"require_approval": "always"},
     )
     assert [i.name for i in result.interruptions] == ["write_note"]
@@ -204,35 +199,36 @@ def test_an_agent_run_as_a_tool_with_mcp_servers_is_guarded_once_hooked_and_name
         hook("no-notes", "PreToolUse", lambda e: Block("no notes"), matcher="mcp__notes__.*")
     )
 
-    async def main(log: Path, hooked: bool) -> None:
-        async with notes_server(log) as server:
-            scribe = Agent(
-                name="scribe",
-                model=ScriptedModel(
-                    "small",
-                    [
-                        [function_call("write_note", {"text": "x"}, call_id="n1")],
-                        [assistant_message("written")],
-                    ],
-                ),
-                mcp_servers=[server],
-            )
-            tool = (hook_agent(scribe) if hooked else scribe).as_tool("scribe", "Takes notes.")
-            boss_model = ScriptedModel(
-                "large",
+    log = tmp_path / "log"
+
+    async def run_as_tool(server: MCPServerStdio, hooked: bool) -> None:
+        scribe = Agent(
+            name="scribe",
+            model=ScriptedModel(
+                "small",
                 [
-                    [function_call("scribe", {"input": "note"}, call_id="t1")],
-                    [assistant_message("ok")],
+                    [function_call("write_note", {"text": "x"}, call_id="n1")],
+                    [assistant_message("written")],
                 ],
-            )
-            boss = Agent(name="boss", model=boss_model, tools=[tool])
-            await HookedRunner(pipe.tracer).run(boss, "go")
+            ),
+            mcp_servers=[server],
+        )
+        tool = (hook_agent(scribe) if hooked else scribe).as_tool("scribe", "Takes notes.")
+        boss_model = ScriptedModel(
+            "large",
+            [[function_call("scribe", {"input": "note"}, call_id="t1")], [assistant_message("ok")]],
+        )
+        boss = Agent(name="boss", model=boss_model, tools=[tool])
+        await HookedRunner(pipe.tracer).run(boss, "go")
 
-    with pytest.warns(UnguardedToolWarning, match="'scribe' .*runs agent 'scribe', whose own"):
-        asyncio.run(main(tmp_path / "a", hooked=False))
-    assert len(reached(tmp_path / "a")) == 1  # what the warning says: no hook saw it
+    async def main() -> None:
+        async with notes_server(log) as server:
+            with pytest.warns(UnguardedToolWarning, match="'scribe' .*runs agent 'scribe', whose"):
+                await run_as_tool(server, hooked=False)
+            assert len(reached(log)) == 1  # what the warning says: no hook saw it
+            with warnings.catch_warnings():
+                warnings.simplefilter("error", UnguardedToolWarning)
+                await run_as_tool(server, hooked=True)
+            assert len(reached(log)) == 1
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", UnguardedToolWarning)
-        asyncio.run(main(tmp_path / "b", hooked=True))
-    assert reached(tmp_path / "b") == []
+    asyncio.run(main())
