@@ -232,3 +232,41 @@ def test_an_agent_run_as_a_tool_with_mcp_servers_is_guarded_once_hooked_and_name
             assert len(reached(log)) == 1
 
     asyncio.run(main())
+
+
+def test_an_approved_mcp_call_resumed_from_a_saved_state_still_meets_the_guard(
+    pipe: TestPipeline, tmp_path: Path
+) -> None:
+    from agents import RunState
+
+    pipe.register(
+        hook("no-notes", "PreToolUse", lambda e: Block("no notes"), matcher="mcp__notes__.*")
+    )
+    log = tmp_path / "log"
+    model = ScriptedModel(
+        "scripted",
+        [[function_call("write_note", {"text": "x"}, call_id="m1")], [assistant_message("done")]],
+    )
+
+    async def main() -> None:
+        async with notes_server(log, require_approval="always") as server:
+            agent = Agent(name="writer", model=model, mcp_servers=[server])
+            runner = HookedRunner(pipe.tracer)
+            saved = (await runner.run(agent, "go")).to_state().to_string()
+            for read_back in (hook_agent(agent), agent):
+                state = await RunState.from_string(read_back, saved)
+                for item in state.get_interruptions():
+                    state.approve(item)
+                model.turns = [[assistant_message("done")]]
+                if read_back is agent:  # the user's own agent: its servers' calls are not hooked
+                    with pytest.warns(UnguardedToolWarning, match="resumes agent 'writer'"):
+                        await runner.run(agent, state)
+                else:
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("error", UnguardedToolWarning)
+                        await runner.run(agent, state)
+                    assert reached(log) == []
+                    assert "no notes" in model.tool_outputs()["m1"]
+
+    asyncio.run(main())
+    assert len(reached(log)) == 1  # the unhooked resume, which the warning named
