@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import atexit
 import os
-import sys
 import threading
 import time
 import warnings
@@ -65,7 +64,7 @@ from otelhooks._metrics import AgentMetrics, metric_views
 from otelhooks._processor import HookSpanProcessor
 from otelhooks._sdks import Instrumented
 from otelhooks._sdks import instrument as instrument_sdks
-from otelhooks._worker import at_fork
+from otelhooks._worker import at_fork, at_multiprocessing_child_exit
 
 __all__ = [
     "SHUTDOWN_TIMEOUT_ENV",
@@ -188,11 +187,7 @@ class OtelHooks:
         self.instrumented = Instrumented({})
 
     def _finalize_in_multiprocessing_child(self) -> None:
-        # Never imported for this: whatever starts a child of multiprocessing imported it. The
-        # registry holds the pipeline weakly; multiprocessing runs it in its children only.
-        util = sys.modules.get("multiprocessing.util")
-        if util is not None:
-            util.register_after_fork(self, _shut_down_at_child_exit)
+        at_multiprocessing_child_exit(self, OtelHooks.shutdown)
 
     def register(self, hooks: Iterable[Hook | Mapping[str, Any]]) -> list[Hook]:
         """Register global hooks (they apply to every operation)."""
@@ -552,8 +547,3 @@ def configure(
     at_fork(after_in_child=configured._finalize_in_multiprocessing_child)
     configured._finalize_in_multiprocessing_child()
     return configured
-
-
-def _shut_down_at_child_exit(configured: OtelHooks) -> None:
-    util = sys.modules["multiprocessing.util"]
-    util.Finalize(configured, configured.shutdown, exitpriority=0)

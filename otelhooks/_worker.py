@@ -23,17 +23,19 @@ hooks both submit items here and return immediately. The rules, each covered by 
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 import weakref
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 from typing import Generic, Literal, TypeAlias, TypeVar
 
 import structlog
 from opentelemetry.context import _SUPPRESS_INSTRUMENTATION_KEY, attach, detach, set_value
 
-__all__ = ["BoundedWorker", "DropReason", "at_fork"]
+__all__ = ["BoundedWorker", "DropReason", "at_fork", "at_multiprocessing_child_exit"]
 
 T = TypeVar("T")
 
@@ -58,6 +60,24 @@ def at_fork(
         if method is not None:
             hooks[when] = _weakly(weakref.WeakMethod(method))
     os.register_at_fork(**hooks)
+
+
+def at_multiprocessing_child_exit(
+    obj: T, end: Callable[[T], object], *, exitpriority: int = 0
+) -> None:
+    """Call ``end(obj)`` as each child of multiprocessing forked from now on ends: it ends with
+    ``os._exit``, which runs no ``atexit`` handler, but its exit finalizers run (higher
+    ``exitpriority`` first). Never imports multiprocessing: whatever starts a child imported it
+    (call this again from a fork hook when it may be imported later). The registry holds
+    ``obj`` weakly, and multiprocessing runs it in its children only."""
+    util = sys.modules.get("multiprocessing.util")
+    if util is not None:
+        util.register_after_fork(obj, partial(_finalize_at_exit, end=end, priority=exitpriority))
+
+
+def _finalize_at_exit(obj: T, *, end: Callable[[T], object], priority: int) -> None:
+    util = sys.modules["multiprocessing.util"]
+    util.Finalize(obj, end, args=(obj,), exitpriority=priority)
 
 
 def _weakly(method: weakref.WeakMethod[Callable[[], object]]) -> Callable[[], None]:

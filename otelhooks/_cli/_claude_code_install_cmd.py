@@ -110,7 +110,7 @@ def _uninstall(args: argparse.Namespace) -> int:
 
 
 def _daemon(args: argparse.Namespace) -> int:
-    from otelhooks._cli._common import log_to_stderr
+    from otelhooks._cli._common import exit_on_sigterm, log_to_stderr
     from otelhooks.integrations.claude_code import BridgeOptions
     from otelhooks.integrations.coding_agents._daemon import run_daemon
 
@@ -127,7 +127,8 @@ def _daemon(args: argparse.Namespace) -> int:
         service_name=args.service_name,
         dialect=args.dialect,
     )
-    return run_daemon(args.socket, options)
+    with exit_on_sigterm():
+        return run_daemon(args.socket, options)
 
 
 def _tree(args: argparse.Namespace) -> int:

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import signal
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Any, Protocol
 
 from otelhooks._paths import writable_file_problem
@@ -13,6 +17,7 @@ __all__ = [
     "CLI_SHUTDOWN_TIMEOUT_S",
     "EXIT_UNDELIVERED",
     "Subcommands",
+    "exit_on_sigterm",
     "log_to_stderr",
     "no_such_path",
     "writable_file_problem",
@@ -51,3 +56,21 @@ def log_to_stderr() -> None:
 
     configure_logging()
     structlog.configure(logger_factory=structlog.PrintLoggerFactory(file=sys.stderr))
+
+
+def _terminate(signum: int, frame: FrameType | None) -> None:
+    raise SystemExit(0)
+
+
+@contextlib.contextmanager
+def exit_on_sigterm() -> Iterator[None]:
+    """While inside, SIGTERM ends the process with ``SystemExit`` (its ``finally`` blocks run)
+    instead of the default handler's kill. uvicorn handles SIGTERM while it serves and raises
+    it again once it has stopped: killed there, a server would end before it closes what it
+    owns, and lose the spans its batch processors still hold, the logs' last records and its
+    socket file."""
+    previous = signal.signal(signal.SIGTERM, _terminate)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

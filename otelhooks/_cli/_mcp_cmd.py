@@ -115,20 +115,22 @@ def _run(
     )
     try:
         if address is not None:
+            from otelhooks._cli._common import exit_on_sigterm
             from otelhooks.mcp._http import run_http
 
             host, port = address
-            return asyncio.run(
-                run_http(
-                    gateway,
-                    host,
-                    port,
-                    args.upstream,
-                    headers=headers,
-                    token=token,
-                    allowed_hosts=args.allowed_host,
+            with exit_on_sigterm():
+                return asyncio.run(
+                    run_http(
+                        gateway,
+                        host,
+                        port,
+                        args.upstream,
+                        headers=headers,
+                        token=token,
+                        allowed_hosts=args.allowed_host,
+                    )
                 )
-            )
         from otelhooks.mcp._stdio import run_stdio
 
         flush = lambda: oh.tracer_provider.force_flush(1_000)  # noqa: E731

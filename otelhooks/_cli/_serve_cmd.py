@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
 from collections.abc import Callable
-from types import FrameType
 
-from otelhooks._cli._common import Subcommands
+from otelhooks._cli._common import Subcommands, exit_on_sigterm
 from otelhooks._errors import ConfigError
 from otelhooks._eventlog._guard import DEFAULT_HEADER_TIMEOUT_S
 from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS
@@ -18,12 +16,6 @@ __all__ = ["add_parser"]
 # Not 4318: that is the collector's OTLP/HTTP port in the compose stack, and both often run on
 # one machine. An agent points OTEL_EXPORTER_OTLP_ENDPOINT at http://127.0.0.1:4319.
 DEFAULT_PORT = 4319
-
-
-def _terminate(signum: int, frame: FrameType | None) -> None:
-    # uvicorn handles SIGTERM while it serves and re-raises it when it has stopped; ending
-    # with SystemExit (not the default handler's kill) lets the logs flush and close.
-    raise SystemExit(0)
 
 
 def _serve(args: argparse.Namespace) -> int:
@@ -73,13 +65,11 @@ def _serve(args: argparse.Namespace) -> int:
     )
     if not args.no_web:
         print(f"otelhooks serve: web view at {server.url}/ (log in with the admin token)")
-    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
-        server.serve_forever()
+        with exit_on_sigterm():
+            server.serve_forever()
     except KeyboardInterrupt:
         pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
     return 0
 
 

@@ -39,7 +39,12 @@ from otelhooks._eventlog._model import (
 )
 from otelhooks._eventlog._signal import AppendSignal
 from otelhooks._private_files import private_file
-from otelhooks._worker import BoundedWorker, DropReason
+from otelhooks._worker import (
+    BoundedWorker,
+    DropReason,
+    at_fork,
+    at_multiprocessing_child_exit,
+)
 
 __all__ = ["EventLogInUse", "SqliteEventLog"]
 
@@ -133,14 +138,15 @@ class SqliteEventLog(EventLog):
         self._lock_fd = _lock_writer(self.path)
         try:
             private_file(self.path)  # 0600 in a 0700 folder, before SQLite creates it
-            self._conn = self._connect()
+            conn = self._connect()
         except BaseException:
             os.close(self._lock_fd)
             raise
+        self._conn: sqlite3.Connection | None = conn
         try:
-            self._epoch, self._head, self._oldest = self._open_file()
+            self._epoch, self._head, self._oldest = self._open_file(conn)
         except BaseException:
-            self._conn.close()
+            conn.close()
             os.close(self._lock_fd)
             raise
         self._worker: BoundedWorker[EventEntry] = BoundedWorker(
@@ -151,14 +157,35 @@ class SqliteEventLog(EventLog):
             schedule_delay_s=commit_interval_s,
             on_drop=on_drop,
         )
+        self._inherited: list[sqlite3.Connection] = []
+        at_fork(after_in_child=self._reopen_in_child)
+        self._close_at_child_exit()
+
+    def _reopen_in_child(self) -> None:
+        # A fork child writes the file too, under the writer lock it shares with its parent (a
+        # flock belongs to the open file). SQLite forbids using a connection opened before the
+        # fork, closing it included (it could undo the parent's locks): they are kept, unused,
+        # and the child opens its own at its first write (a child that execs or never writes
+        # opens nothing). Each write takes the next seq from the file's head.
+        if self._conn is not None:
+            self._inherited.append(self._conn)
+        self._inherited += self._readers
+        self._lock = threading.Lock()
+        self._readers = []
+        self._local = threading.local()
+        self._conn = None
+        self._close_at_child_exit()
+
+    def _close_at_child_exit(self) -> None:
+        # after the pipeline's shutdown (priority 0), whose observers append the last records
+        at_multiprocessing_child_exit(self, SqliteEventLog.close, exitpriority=-1)
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
         conn.execute("PRAGMA busy_timeout=5000")
         return conn
 
-    def _open_file(self) -> tuple[str, int, int]:
-        conn = self._conn
+    def _open_file(self, conn: sqlite3.Connection) -> tuple[str, int, int]:
         conn.execute("PRAGMA journal_mode=WAL")
         conn.execute("PRAGMA synchronous=NORMAL")  # in WAL: durable across process crashes
         conn.execute("BEGIN IMMEDIATE")
@@ -192,14 +219,19 @@ class SqliteEventLog(EventLog):
         return self._worker.submit(entry)
 
     def _write(self, batch: list[EventEntry]) -> None:
-        # Runs on the worker thread only, so _head changes nowhere else.
-        start = self._head
-        rows = [(start + i, *entry) for i, entry in enumerate(batch, start=1)]
-        head = start + len(rows)
-        cutoff = head - self.retention
+        # Runs on the worker thread only, so _head changes nowhere else in this process; the
+        # numbering goes on from the file's head, which a fork child (or its parent) may have
+        # moved since.
+        if self._conn is None:
+            self._conn = self._connect()
         conn = self._conn
         try:
             conn.execute("BEGIN IMMEDIATE")
+            (stored,) = conn.execute("SELECT value FROM meta WHERE key = 'head'").fetchone()
+            start = int(stored)
+            rows = [(start + i, *entry) for i, entry in enumerate(batch, start=1)]
+            head = start + len(rows)
+            cutoff = head - self.retention
             conn.executemany(_INSERT, rows)
             if cutoff >= max(self._oldest, 1):
                 conn.execute("DELETE FROM events WHERE seq <= ?", (cutoff,))
@@ -208,8 +240,8 @@ class SqliteEventLog(EventLog):
         except sqlite3.Error:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
-            self._failed += len(rows)  # counted in stats().dropped
-            _log.exception("event log write failed", log=self.name, records=len(rows))
+            self._failed += len(batch)  # counted in stats().dropped
+            _log.exception("event log write failed", log=self.name, records=len(batch))
             return
         with self._lock:
             self._head = head
@@ -265,7 +297,9 @@ class SqliteEventLog(EventLog):
                 return
             self._closed = True
             readers, self._readers = self._readers, []
-        for conn in (*readers, self._conn):
+        if self._conn is not None:
+            readers.append(self._conn)
+        for conn in readers:
             try:
                 conn.close()
             except sqlite3.Error:

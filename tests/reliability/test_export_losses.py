@@ -383,3 +383,54 @@ def test_an_outbox_shared_with_forked_children_delivers_each_row_once(tmp_path: 
     # repeats of 75 here); then the children's leases were left behind, their rows delayed
     left = sqlite3.connect(tmp_path / "outbox.db").execute("SELECT COUNT(*) FROM outbox")
     assert (len(set(keys)), len(keys), left.fetchone()[0]) == (75, 75, 0)
+
+
+# A durable event log (one writer per file) opened before the fork: the children write to it too.
+_EVENT_LOG_THEN_FORK = """
+import multiprocessing
+import otelhooks
+
+oh = otelhooks.configure(set_global=False, structured_logging=False)
+log = otelhooks.SqliteEventLog("events.sqlite3")
+events = otelhooks.AgentEvents(otelhooks.AgentEventsConfig(name="shop"), log=log)
+events.install(oh.hooks)
+
+def agent(name, flush=False):
+    with oh.operation(name) as op, op.step() as step:
+        for n in range(10):
+            step.run_tool("shop", "order_create", {"n": n}, lambda n: "ok")
+    if flush:  # committed while the child runs; the others' at its exit
+        assert oh.engine.flush(10.0) and log.flush(10.0)
+
+if __name__ == "__main__":
+    agent("parent")
+    assert oh.engine.flush(10.0) and log.flush(10.0)
+    context = multiprocessing.get_context("fork")
+    children = [context.Process(target=agent, args=(f"child{c}", c == 0)) for c in range(3)]
+    for process in children:
+        process.start()
+    agent("parent")
+    for process in children:
+        process.join()
+        assert process.exitcode == 0, process.exitcode
+    oh.shutdown()
+    events.close()
+"""
+
+
+def test_an_event_log_keeps_the_records_of_forked_children_in_one_order(
+    tmp_path: Path,
+) -> None:
+    output = _run(_EVENT_LOG_THEN_FORK, tmp_path, "", {})
+    # Before, a child wrote with the head it inherited (UNIQUE constraint failed: events.seq)
+    # or ended with its records still queued: only the parent's 20 were kept.
+    assert "event log write failed" not in output
+    log = otelhooks.SqliteEventLog(tmp_path / "events.sqlite3")
+    try:
+        batch = log.read(0, 100)
+    finally:
+        log.close()
+    assert [record.seq for record in batch.records] == list(range(1, 51))
+    # five runs (the parent's two, a child's each) of ten calls each, a trace each
+    traces = [record.trace_id for record in batch.records]
+    assert sorted(traces.count(trace) for trace in set(traces)) == [10] * 5

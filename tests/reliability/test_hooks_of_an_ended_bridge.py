@@ -8,8 +8,11 @@ nobody to end it, and, for the daemon, at the same time as the one-process bridg
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -87,3 +90,33 @@ hooks:
     assert started.exists()  # the hook ran (the bridge loads its hooks in well under 4 s)
     _past(started, 6.0)
     assert not ended.exists()  # before, the hook ran on past the bridge's exit
+
+
+def test_a_one_process_bridge_sent_sigterm_ends_its_command_hook(tmp_path: Path) -> None:
+    # Claude Code ends a hook at its timeout with SIGTERM, to the bridge's pid alone
+    started, ended = tmp_path / "started", tmp_path / "ended"
+    (tmp_path / "otelhooks.yaml").write_text(
+        f"""\
+hooks:
+  - id: slow
+    type: PreToolUse
+    matcher: Bash
+    command: "touch {started}; sleep 4; touch {ended}"
+"""
+    )
+    bridge = subprocess.Popen(
+        [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", "otelhooks.yaml"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ, "OTELHOOKS_BRIDGE_STATE": str(tmp_path / "state.sqlite3")},
+        cwd=tmp_path,
+    )
+    assert bridge.stdin is not None
+    bridge.stdin.write(json.dumps(bash("toolu_1", "ls")).encode())
+    bridge.stdin.close()
+    _wait_for(started)
+    bridge.send_signal(signal.SIGTERM)
+    assert bridge.wait(20) == -signal.SIGTERM  # it still ends as the signal ends it
+    _past(started, 5.0)
+    assert not ended.exists()  # before, the hook ran on, nobody left to keep its timeout

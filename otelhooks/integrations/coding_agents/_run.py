@@ -18,12 +18,14 @@ import io
 import json
 import math
 import os
+import signal
 import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from types import FrameType
 from typing import Any, TextIO
 
 import structlog
@@ -258,13 +260,25 @@ def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> in
     tell, asked = _waiting_client(), _asked_at()
     started = asked if tell is not None else None
     deadline = _Deadline(raw, options, answer_s, answer_to, tell=tell, started=started)
+    previous = signal.signal(signal.SIGTERM, _end_hooks_then_die)
     try:
         response = _run_hook(raw, options, os.environ, deadline)
         if not deadline.answer(response):
             threading.Event().wait()  # the deadline's answer is being printed; it exits
     finally:
         deadline.cancel()
+        signal.signal(signal.SIGTERM, previous)
     return response.exit_code
+
+
+def _end_hooks_then_die(signum: int, frame: FrameType | None) -> None:
+    # A CLI ends a hook at its timeout with SIGTERM (Claude Code does): the command hooks this
+    # process runs would go on unsupervised, their own timeouts being this process's to keep.
+    from otelhooks.integrations.claude_code.hook_client import end_hooks_of
+
+    end_hooks_of(os.getpid())
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
 
 
 def _answer_stream() -> TextIO:

@@ -12,7 +12,11 @@ a model call (``on_llm_start/end``)    a new ``step {n}`` with its ``chat {model
 a hooked tool (function, local         ``execute_tool {tool}`` in the current step, matcher value
 ``ShellTool``, ``LocalShellTool``,     ``{agent}/{tool}``; deny or mock stops the function, the
 ``ApplyPatchTool`` file operation)     executor or the editor operation
-any other tool, MCP servers' tools     not seen: an ``UnguardedToolWarning`` names them
+an MCP server's tool call              ``execute_tool {tool}``, matcher value ``{server}/{tool}``
+                                       (``mcp__{server}__{tool}`` matches it too), with
+                                       ``mcp.method.name`` and ``otelhooks.mcp.server.name``;
+                                       deny or mock stops the server's ``call_tool``
+any other tool                         not seen: an ``UnguardedToolWarning`` names them
 a handoff (``on_handoff``)             ``call_agent {to}`` in the current step and a child
                                        ``invoke_agent {to}`` linked to the parent operation; the
                                        following turns are steps of the child
@@ -192,19 +196,23 @@ class AgentRun:
         call_id: str | None,
         execute: Execute,
         shown: Callable[[Any], Any] | None = None,
+        attributes: dict[str, Any] | None = None,
     ) -> tuple[Any, bool]:
         """Run one hooked tool call as an ``execute_tool`` span in the current step.
 
         ``execute`` runs the tool (given the arguments a hook rewrote, ``None`` when unchanged)
         only when no hook denied or mocked the call; ``shown`` gives the part of its output the
-        model is shown, which is the call's result (the output itself when omitted). Returns
-        what the tool should return and whether a hook denied the call.
+        model is shown, which is the call's result (the output itself when omitted);
+        ``attributes`` are added to the span. Returns what the tool should return and whether a
+        hook denied the call.
         """
         frame = self.frame
         step = frame.open_step()
         ident = identifier if identifier is not None else frame.agent
         with trace.use_span(step.span, end_on_exit=False):
             async with step.tool_call(ident, name, args, tool_call_id=call_id) as call:
+                if attributes:
+                    call.span.set_attributes(attributes)
                 if not call.should_run:
                     return call.result.content, call.denied
                 output = await execute(call.args if call.args != args else None)

@@ -11,10 +11,15 @@ A function tool's hook runs after its own SDK guardrails, so an SDK guardrail re
 reaches otelhooks' hooks; such a rejection is recorded as an ``on_tool_call_denied`` event instead
 (see :func:`_watch_guardrail`).
 
+The tools of an agent's MCP servers (``agent.mcp_servers``) go through the same chain:
+:func:`hook_agent` gives the clone a :class:`_HookedMCPServer` for each server, which delegates
+everything to the user's server and judges each ``call_tool`` (identifier: the server's name, so
+``{server}/{tool}`` and ``mcp__{server}__{tool}`` match it, as in the MCP gateway).
+
 Every other tool (the hosted tools the model's API runs, ``ComputerTool``, ``CustomTool``, a
-hosted ``ShellTool``), the tools of an agent's MCP servers and those a ``SandboxAgent``'s
-capabilities add while it runs are not seen by any otelhooks tool hook: :func:`hook_agent` says
-so with an :class:`UnguardedToolWarning`, never silently.
+hosted ``ShellTool``) and those a ``SandboxAgent``'s capabilities add while it runs are not seen
+by any otelhooks tool hook: :func:`hook_agent` says so with an :class:`UnguardedToolWarning`,
+never silently.
 """
 
 from __future__ import annotations
@@ -47,12 +52,25 @@ from agents import (
     ToolInputGuardrail,
     ToolInputGuardrailData,
 )
+from agents.agent import AgentBase
+from agents.mcp import MCPServer
 from agents.run_context import RunContextWrapper
 from agents.sandbox import Capability, SandboxAgent
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolGuardrailFunctionOutput
+from mcp.types import (
+    CallToolResult,
+    GetPromptResult,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
+    ReadResourceResult,
+    TextContent,
+)
+from mcp.types import Tool as MCPTool
 from openai.types.responses.response_output_item import LocalShellCallAction
 
+from otelhooks import _semconv as sc
 from otelhooks._tool_kinds import KIND_NAMES
 
 if TYPE_CHECKING:
@@ -88,8 +106,8 @@ _KINDS: Final[dict[type[Any], str]] = {
 
 class UnguardedToolWarning(UserWarning):
     """An agent's tool runs without any otelhooks tool hook seeing it (a hosted tool the model's
-    API runs, a tool kind otelhooks cannot wrap, an MCP server's tools, a hooked tool run
-    outside :meth:`HookedRunner.run`), or a tool kind's guard cannot match it (a renamed
+    API runs, a tool kind otelhooks cannot wrap, a hooked tool or MCP server run outside
+    :meth:`HookedRunner.run`), or a tool kind's guard cannot match it (a renamed
     ``ShellTool``).
 
     Turn it into an error to refuse such agents: ``warnings.simplefilter("error",
@@ -132,6 +150,7 @@ async def _guarded(
     call_id: str | None,
     run: Execute,
     shown: Callable[[Any], Any] | None = None,
+    attributes: dict[str, Any] | None = None,
 ) -> tuple[Any, bool]:
     """``run`` through the current hooked run's tool hooks (as it is outside one)."""
     hooked_run = CURRENT_RUN.get()
@@ -145,7 +164,7 @@ async def _guarded(
             stacklevel=2,
         )
         return await run(None), False
-    return await hooked_run.guard_tool(name, identifier, args, call_id, run, shown)
+    return await hooked_run.guard_tool(name, identifier, args, call_id, run, shown, attributes)
 
 
 def _shell_text(output: Any) -> Any:
@@ -336,6 +355,124 @@ def _hook_apply_patch(tool: ApplyPatchTool, identifier: str | None) -> ApplyPatc
     return dataclasses.replace(tool, editor=_HookedEditor(tool.editor, tool.name, identifier))
 
 
+class _MCPToolError(Exception):
+    """An MCP tool's result flagged ``is_error``: the call failed (the model still gets it)."""
+
+    def __init__(self, result: CallToolResult) -> None:
+        super().__init__(_mcp_text(result) or "the MCP tool reported an error")
+        self.result = result
+
+
+def _mcp_text(result: Any) -> Any:
+    """What an MCP tool result says: its text blocks (any other block as JSON)."""
+    if not isinstance(result, CallToolResult):
+        return result
+    return "\n".join(
+        b.text if isinstance(b, TextContent) else b.model_dump_json() for b in result.content
+    )
+
+
+def _mcp_answer(text: Any, *, error: bool) -> CallToolResult:
+    """A tool result otelhooks answers with (a denial, a mock, a filtered result), as the MCP
+    gateway writes it."""
+    return CallToolResult(content=[TextContent(type="text", text=str(text))], is_error=error)
+
+
+class _HookedMCPServer(MCPServer):
+    """An agent's MCP server whose tool calls go through otelhooks' tool hooks.
+
+    Everything else is the user's server's: its lifecycle, listings, prompts and resources, and
+    every setting the SDK reads from a server (approval policy, failure handler, guardrails,
+    structured content, meta resolver). ``MCPServer.__init__`` is deliberately not called: an
+    attribute it would have set here is read from the user's server instead (``__getattr__``).
+    """
+
+    def __init__(self, server: MCPServer) -> None:
+        self.server = server
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for what this class does not define: the user's server's attributes
+        if name == "server":  # not set yet (a copy being made): never recurse
+            raise AttributeError(name)
+        return getattr(self.server, name)
+
+    @property
+    def name(self) -> str:
+        return self.server.name
+
+    @property
+    def cached_tools(self) -> list[MCPTool] | None:
+        return self.server.cached_tools
+
+    async def connect(self) -> None:
+        await self.server.connect()  # type: ignore[no-untyped-call]
+
+    async def cleanup(self) -> None:
+        await self.server.cleanup()  # type: ignore[no-untyped-call]
+
+    async def __aenter__(self) -> _HookedMCPServer:
+        await self.server.connect()  # type: ignore[no-untyped-call]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.server.cleanup()  # type: ignore[no-untyped-call]
+
+    async def list_tools(
+        self, run_context: RunContextWrapper[Any] | None = None, agent: AgentBase | None = None
+    ) -> list[MCPTool]:
+        return await self.server.list_tools(run_context, agent)
+
+    async def call_tool(
+        self, tool_name: str, arguments: dict[str, Any] | None, meta: dict[str, Any] | None = None
+    ) -> CallToolResult:
+        async def run(changed: dict[str, Any] | None) -> Any:
+            result = await self.server.call_tool(
+                tool_name, arguments if changed is None else changed, meta
+            )
+            if result.is_error:
+                raise _MCPToolError(result)
+            return result
+
+        attributes = {sc.MCP_METHOD_NAME: "tools/call", sc.MCP_SERVER_NAME: self.server.name}
+        try:
+            # the SDK does not pass the model's call id to a server; the span gets one of its own
+            output, denied = await _guarded(
+                tool_name, self.server.name, dict(arguments or {}), None, run, _mcp_text, attributes
+            )
+        except _MCPToolError as failed:
+            return failed.result
+        if isinstance(output, CallToolResult):
+            return output
+        return _mcp_answer(output, error=denied)
+
+    async def list_prompts(self) -> ListPromptsResult:
+        return await self.server.list_prompts()
+
+    async def get_prompt(
+        self, name: str, arguments: dict[str, Any] | None = None
+    ) -> GetPromptResult:
+        return await self.server.get_prompt(name, arguments)
+
+    async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
+        return await self.server.list_resources(cursor)
+
+    async def list_resource_templates(
+        self, cursor: str | None = None
+    ) -> ListResourceTemplatesResult:
+        return await self.server.list_resource_templates(cursor)
+
+    async def read_resource(self, uri: str) -> ReadResourceResult:
+        return await self.server.read_resource(uri)
+
+    # The SDK asks the server itself for these two when it turns its tools into function tools:
+    # the user's approval policy and failure handler, never the defaults of this wrapper.
+    def _get_needs_approval_for_tool(self, tool: MCPTool, agent: AgentBase | None) -> Any:
+        return self.server._get_needs_approval_for_tool(tool, agent)
+
+    def _get_failure_error_function(self, agent_failure_error_function: Any) -> Any:
+        return self.server._get_failure_error_function(agent_failure_error_function)
+
+
 def _hooked(agent: Agent[Any], seen: set[int]) -> bool:
     """Whether ``agent`` and every agent it hands off to run hooked tools only (as the agents
     :func:`hook_agent` returns do)."""
@@ -344,6 +481,8 @@ def _hooked(agent: Agent[Any], seen: set[int]) -> bool:
     seen.add(id(agent))
     hookable = FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool
     if any(isinstance(t, hookable) and hook_tool(t) is not t for t in agent.tools):
+        return False
+    if any(not isinstance(s, _HookedMCPServer) for s in agent.mcp_servers):
         return False
     return all(
         _hooked(h, seen) if isinstance(h, Agent) else getattr(h.on_invoke_handoff, _HOOKED, False)
@@ -392,8 +531,6 @@ def _warn_unguarded(agent: Agent[Any]) -> None:
         why = _unguarded(tool)
         if why is not None:
             found.append(f"{tool.name!r} ({type(tool).__name__}: {why})")
-    if agent.mcp_servers:
-        found.append("the tools of its MCP servers (they are listed only while the run is on)")
     if isinstance(agent, SandboxAgent):
         # the SDK makes these tools (exec_command, apply_patch, ...) at each run, bound to its
         # sandbox session, and adds them to its own clone of the agent: none of them is hooked
@@ -450,7 +587,9 @@ def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None)
     """A clone of ``agent`` (and of every agent it hands off to) with its tools hooked.
 
     Function tools, local ``ShellTool``, ``LocalShellTool`` and ``ApplyPatchTool`` are replaced
-    by hooked copies (:func:`hook_tool`); every other tool is kept and named in an
+    by hooked copies (:func:`hook_tool`), each MCP server by a wrapper that delegates to it and
+    judges its tool calls (matcher value ``{server}/{tool}``; connect and clean up your own
+    server objects as usual, the wrapper uses them); every other tool is kept and named in an
     :class:`UnguardedToolWarning` (Python shows it once per agent and tool list). The original
     agents and tools are not changed, so they stay safe to share. A ``Handoff`` object (as
     opposed to a plain agent in ``handoffs``) is copied so that the agent it returns is hooked
@@ -467,7 +606,10 @@ def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None)
         else t
         for t in agent.tools
     ]
-    clone = agent.clone(tools=tools)
+    servers: list[MCPServer] = [
+        s if isinstance(s, _HookedMCPServer) else _HookedMCPServer(s) for s in agent.mcp_servers
+    ]
+    clone = agent.clone(tools=tools, mcp_servers=servers)
     seen[id(agent)] = clone
     clone.handoffs = [
         hook_agent(h, _seen=seen) if isinstance(h, Agent) else _hook_handoff(h)
