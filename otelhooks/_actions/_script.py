@@ -5,7 +5,8 @@ rule (recognised but not implemented there). The file is executed once when the 
 at config load, so every problem is a :class:`~otelhooks.ConfigError` naming the ``script`` field
 (a syntax error also names the script's line) — and the module is cached by path and
 modification time: hooks naming the same unchanged file share one module, and an edited file is
-loaded again by the next load (the next run), never in the middle of one.
+loaded again by the next load (the next run), never in the middle of one. The file's own text
+is compiled each time, never CPython's bytecode cache of it (see :class:`_FreshLoader`).
 
 Relative paths are resolved against the current directory here; the config loaders resolve them
 against the config file's directory first. The function follows the handler return protocol.
@@ -14,12 +15,13 @@ against the config file's directory first. The function follows the handler retu
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import importlib.util
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 from otelhooks._actions._handler import HandlerAction
@@ -32,6 +34,18 @@ __all__ = ["ScriptAction", "load_script_function", "split_script_ref"]
 
 _modules: dict[tuple[str, int, int], ModuleType] = {}
 _lock = threading.RLock()  # a script may load hooks (and scripts) while it loads
+
+
+class _FreshLoader(importlib.machinery.SourceFileLoader):
+    """Compiles the script's text as it is on disk. CPython's bytecode cache (``__pycache__``)
+    tells a file's versions apart by its size and its time in whole seconds: a guard tightened
+    within the second of its last save, same length (``"rm"`` to ``"rf"``), ran as the old one.
+    The helpers it imports load as any import does, from that cache
+    (``docs/config-formats.md``)."""
+
+    def get_code(self, fullname: str) -> CodeType:
+        path = self.get_filename(fullname)
+        return self.source_to_code(self.get_data(path), path)
 
 
 def split_script_ref(ref: str) -> tuple[str, str]:
@@ -61,7 +75,9 @@ def _load_module(path: Path) -> ModuleType:
             return cached
         digest = hashlib.sha1(str(key).encode(), usedforsecurity=False).hexdigest()[:12]
         name = f"otelhooks_script_{path.stem if path.stem.isidentifier() else 'm'}_{digest}"
-        spec = importlib.util.spec_from_file_location(name, path)
+        spec = importlib.util.spec_from_file_location(
+            name, path, loader=_FreshLoader(name, str(path))
+        )
         if spec is None or spec.loader is None:
             raise ConfigError(f"script {str(path)!r} is not a Python file", field="script")
         module = importlib.util.module_from_spec(spec)

@@ -12,6 +12,7 @@ them afresh, and starts a new daemon. Real client and daemon processes.
 from __future__ import annotations
 
 import os
+import py_compile
 import time
 from pathlib import Path
 
@@ -119,3 +120,36 @@ def test_a_guard_saved_while_the_daemon_loads_it_decides_the_next_event(
     daemon_pid(runtime_dir)
     for n in (2, 3):  # the one-process bridge, then the daemon it starts
         assert hook(env, bash(f"toolu_{n}", "rm -rf /")).deny_reason() == "no rm"
+
+
+def _guard_denying(word: str) -> str:
+    return (
+        f'def guard(event):\n    if "{word}" in str(event.args):\n        event.deny("no {word}")\n'
+    )
+
+
+def test_a_guard_edited_twice_within_a_second_keeping_its_size_decides(
+    tmp_path: Path, runtime_dir: Path
+) -> None:
+    """CPython's bytecode cache (``__pycache__``) tells a file's versions apart by its size and
+    its time in whole seconds: a guard tightened within the second of its last save, same
+    length (``"sudo"`` to ``"rm -"``), was run from the old cached code by the one-process
+    bridge and the daemon alike, and the ``rm -rf`` was allowed."""
+    (tmp_path / "otelhooks.yaml").write_text(SCRIPT_GUARD_HOOKS)
+    guard = tmp_path / "guard.py"
+    second = int(time.time()) - 5  # both saves within one whole second, in the past
+    guard.write_text(_guard_denying("sudo"))
+    os.utime(guard, ns=(time.time_ns(), second * 10**9 + 100_000_000))
+    py_compile.compile(str(guard), doraise=True)  # the cache an import of it writes
+    env = client_env(tmp_path, runtime_dir)
+    assert hook(env, bash("toolu_1", "rm -rf /")).stdout == ""  # allowed by the old guard
+    old = daemon_pid(runtime_dir)
+    assert hook(env, bash("toolu_2", "ls")).stdout == ""  # the daemon loaded it too
+
+    guard.write_text(_guard_denying("rm -"))
+    os.utime(guard, ns=(time.time_ns(), second * 10**9 + 900_000_000))
+    assert hook(env, bash("toolu_3", "rm -rf /")).deny_reason() == "no rm -"  # one-process
+    assert until_gone(old)
+    hook(env, bash("toolu_4", "ls"))  # starts the next daemon
+    assert daemon_pid(runtime_dir) != old
+    assert hook(env, bash("toolu_5", "rm -rf /")).deny_reason() == "no rm -"  # the new daemon
