@@ -428,6 +428,7 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
     finally:
         os.umask(old)
     sock.listen(256)
+    bound = path.stat().st_ino
     config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on")
     server = uvicorn.Server(config)
 
@@ -437,7 +438,9 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
             await asyncio.sleep(min(1.0, idle / 4))
             # an event still running would lose its answer, and the hook client, finding the
             # socket closed, would take the daemon for dead and run the event again
-            if not app.busy and (app.stale or time.monotonic() - app.last > idle):
+            if not app.busy and (
+                app.stale or time.monotonic() - app.last > idle or not _ours(path, bound)
+            ):
                 server.should_exit = True
 
     async def main() -> None:
@@ -450,8 +453,19 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
     try:
         asyncio.run(main())
     finally:
-        path.unlink(missing_ok=True)
+        if _ours(path, bound):  # not a newer daemon's
+            path.unlink(missing_ok=True)
         sock.close()
         app.close()
         lock.close()
     return 0
+
+
+def _ours(path: Path, bound: int) -> bool:
+    """Whether ``path`` is still the socket this daemon bound. Its file deleted (a tmp cleaner,
+    the runtime folder removed at logout) or a newer daemon's, no event reaches it any more:
+    it leaves, and frees its lock for the daemon the next event starts."""
+    try:
+        return path.stat().st_ino == bound
+    except OSError:
+        return False
