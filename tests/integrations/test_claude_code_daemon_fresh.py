@@ -153,3 +153,37 @@ def test_a_guard_edited_twice_within_a_second_keeping_its_size_decides(
     hook(env, bash("toolu_4", "ls"))  # starts the next daemon
     assert daemon_pid(runtime_dir) != old
     assert hook(env, bash("toolu_5", "rm -rf /")).deny_reason() == "no rm -"  # the new daemon
+
+
+@pytest.mark.parametrize("linked", ["otelhooks.yaml", "guard.py"])
+def test_a_symlink_retargeted_to_a_file_of_the_same_time_decides(
+    tmp_path: Path, runtime_dir: Path, linked: str
+) -> None:
+    """A hooks file or a ``script:`` guard that is a symlink (home-manager, GNU Stow) retargeted
+    to a new version whose time is the old one's (a Nix store's files all have the time 1): the
+    daemon compared times alone, of the file the guard's code came from, and ran the old hooks
+    for as long as events kept coming."""
+    project, store = tmp_path / "project", tmp_path / "store"
+    project.mkdir()
+    old, new = {
+        "otelhooks.yaml": ("hooks: []\n", SCRIPT_GUARD_HOOKS),
+        "guard.py": ("def guard(event):\n    pass\n", NO_RM_SCRIPT),
+    }[linked]
+    (project / "guard.py").write_text(NO_RM_SCRIPT)
+    (project / "otelhooks.yaml").write_text(SCRIPT_GUARD_HOOKS)
+    for version, text in (("v1", old), ("v2", new)):
+        (store / version).mkdir(parents=True)
+        (store / version / linked).write_text(text)
+        os.utime(store / version / linked, (1, 1))
+    (project / linked).unlink()
+    (project / linked).symlink_to(store / "v1" / linked)
+    env = client_env(project, runtime_dir)
+    assert hook(env, bash("toolu_1", "rm -rf /")).stdout == ""  # the old version allows
+    before = daemon_pid(runtime_dir)
+    assert hook(env, bash("toolu_2", "rm -rf /")).stdout == ""  # the daemon's too
+
+    switched = project / f"{linked}.new"  # retargeted as a switch does: a new link renamed over
+    switched.symlink_to(store / "v2" / linked)
+    switched.rename(project / linked)
+    assert hook(env, bash("toolu_3", "rm -rf /")).deny_reason() == "no rm"
+    assert until_gone(before)
