@@ -187,3 +187,28 @@ def test_a_symlink_retargeted_to_a_file_of_the_same_time_decides(
     switched.rename(project / linked)
     assert hook(env, bash("toolu_3", "rm -rf /")).deny_reason() == "no rm"
     assert until_gone(before)
+
+
+def test_an_edited_helper_beside_the_guard_decides_the_next_event(
+    tmp_path: Path, runtime_dir: Path
+) -> None:
+    """The daemon watched the guard's file, not the module beside it that the guard imports:
+    the words a guard denies kept in ``helpers.py`` and edited there, the daemon ran the old
+    ones for as long as events kept coming."""
+    (tmp_path / "otelhooks.yaml").write_text(SCRIPT_GUARD_HOOKS)
+    (tmp_path / "guard.py").write_text(
+        "from guard_words import DENIED\n\n\n"
+        "def guard(event):\n"
+        "    if any(word in str(event.args) for word in DENIED):\n"
+        '        event.deny("denied")\n'
+    )
+    words = tmp_path / "guard_words.py"
+    words.write_text('DENIED = ["sudo"]\n')
+    env = client_env(tmp_path, runtime_dir)
+    assert hook(env, bash("toolu_1", "rm -rf /")).stdout == ""  # starts the daemon
+    old = daemon_pid(runtime_dir)
+    assert hook(env, bash("toolu_2", "rm -rf /")).stdout == ""  # the daemon allows it too
+
+    _edit(words, 'DENIED = ["sudo", "rm -rf"]\n')
+    assert hook(env, bash("toolu_3", "rm -rf /")).deny_reason() == "denied"
+    assert until_gone(old)

@@ -24,6 +24,7 @@ import fcntl
 import os
 import re
 import socket
+import sys
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -78,18 +79,26 @@ def sources_of(
     files and folders it was given, the export files (which may name more hooks; one not there
     yet too, as its coming changes them) and each config file read, and the file of every
     Python function a hook calls (``script:``, ``handler:``, ``plugin:``; a ``script:`` also as
-    written, where a symlink may be retargeted). A file it imports in turn is not followed. Each
-    is stamped with its identity too (:func:`_stamp`). A file modified since ``read_since``
-    (``time.time_ns()`` before the first was read) may have changed after it was read: its stamp
-    is :data:`_CHANGED`, which no file has, so the daemon leaves at its first event instead of
-    running the old guard."""
+    written, where a symlink may be retargeted), and the modules beside a ``script:`` imported
+    by the time the hooks were built (its helpers); a module imported later, or from elsewhere,
+    is not followed. Each is stamped with its identity too (:func:`_stamp`). A file modified
+    since ``read_since`` (``time.time_ns()`` before the first was read) may have changed after
+    it was read: its stamp is :data:`_CHANGED`, which no file has, so the daemon leaves at its
+    first event instead of running the old guard."""
     files = [os.fspath(p) for p in paths]
+    beside: set[str] = set()  # the folders of scripts, on the import path as they load
     for hook in hooks:
         code = getattr(getattr(hook.action, "fn", None), "__code__", None)
         if code is not None and os.path.isfile(code.co_filename):
             files.append(code.co_filename)
         if hook.script is not None:
             files.append(os.path.expanduser(split_script_ref(hook.script)[0]))
+            if code is not None:
+                beside.add(os.path.dirname(code.co_filename))
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and os.path.dirname(file) in beside:
+            files.append(file)
     since = read_since - _COARSE_CLOCK_NS
     stamps = {path: _stamp(path) for path in files}
     return {path: _CHANGED if s[-1] >= since > 0 else s for path, s in stamps.items()}
