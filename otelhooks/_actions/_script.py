@@ -6,7 +6,8 @@ at config load, so every problem is a :class:`~otelhooks.ConfigError` naming the
 (a syntax error also names the script's line) — and the module is cached by path and
 modification time: hooks naming the same unchanged file share one module, and an edited file is
 loaded again by the next load (the next run), never in the middle of one. The file's own text
-is compiled each time, never CPython's bytecode cache of it (see :class:`_FreshLoader`).
+is compiled each time, never CPython's bytecode cache of it, and so are the modules beside it
+(see :class:`_FreshLoader`).
 
 Relative paths are resolved against the current directory here; the config loaders resolve them
 against the config file's directory first. The function follows the handler return protocol.
@@ -40,12 +41,31 @@ class _FreshLoader(importlib.machinery.SourceFileLoader):
     """Compiles the script's text as it is on disk. CPython's bytecode cache (``__pycache__``)
     tells a file's versions apart by its size and its time in whole seconds: a guard tightened
     within the second of its last save, same length (``"rm"`` to ``"rf"``), ran as the old one.
-    The helpers it imports load as any import does, from that cache
-    (``docs/config-formats.md``)."""
+    So do the helpers beside it (:func:`_helpers_finder`)."""
 
     def get_code(self, fullname: str) -> CodeType:
         path = self.get_filename(fullname)
         return self.source_to_code(self.get_data(path), path)
+
+
+# the folders this module put on the import path: the scripts' own, whose helpers it loads
+_folders: set[str] = set()
+
+
+def _helpers_finder(entry: str) -> importlib.machinery.FileFinder:
+    """The finder of a folder this module put on the import path: its Python files compiled
+    from their text, as the script beside them is. Any other folder is left to the usual
+    finders (``ImportError``)."""
+    if entry not in _folders:
+        raise ImportError(entry)
+    return importlib.machinery.FileFinder(
+        entry,
+        (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES),
+        (_FreshLoader, importlib.machinery.SOURCE_SUFFIXES),
+    )
+
+
+sys.path_hooks.insert(0, _helpers_finder)
 
 
 def split_script_ref(ref: str) -> tuple[str, str]:
@@ -86,6 +106,8 @@ def _load_module(path: Path) -> ModuleType:
         # not put its working folder on the path); appended, so that a file there never
         # shadows an installed module (a project's own logging.py).
         if str(path.parent) not in sys.path:
+            _folders.add(str(path.parent))
+            sys.path_importer_cache.pop(str(path.parent), None)  # a finder of it from before
             sys.path.append(str(path.parent))
         try:
             spec.loader.exec_module(module)

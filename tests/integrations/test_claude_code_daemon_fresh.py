@@ -128,26 +128,44 @@ def _guard_denying(word: str) -> str:
     )
 
 
+GUARD_WITH_HELPER = """\
+from guard_words import WORD
+
+
+def guard(event):
+    if WORD in str(event.args):
+        event.deny(f"no {WORD}")
+"""
+
+
+@pytest.mark.parametrize("edited", ["guard.py", "guard_words.py"])
 def test_a_guard_edited_twice_within_a_second_keeping_its_size_decides(
-    tmp_path: Path, runtime_dir: Path
+    tmp_path: Path, runtime_dir: Path, edited: str
 ) -> None:
     """CPython's bytecode cache (``__pycache__``) tells a file's versions apart by its size and
-    its time in whole seconds: a guard tightened within the second of its last save, same
-    length (``"sudo"`` to ``"rm -"``), was run from the old cached code by the one-process
-    bridge and the daemon alike, and the ``rm -rf`` was allowed."""
+    its time in whole seconds: a guard (or the helper beside it that holds its words) tightened
+    within the second of its last save, same length (``"sudo"`` to ``"rm -"``), was run from the
+    old cached code by the one-process bridge and the daemon alike, and the ``rm -rf`` was
+    allowed."""
     (tmp_path / "otelhooks.yaml").write_text(SCRIPT_GUARD_HOOKS)
     guard = tmp_path / "guard.py"
+    if edited == "guard.py":
+        text = _guard_denying
+    else:
+        guard.write_text(GUARD_WITH_HELPER)
+        text = 'WORD = "{}"\n'.format
+    changed = tmp_path / edited
     second = int(time.time()) - 5  # both saves within one whole second, in the past
-    guard.write_text(_guard_denying("sudo"))
-    os.utime(guard, ns=(time.time_ns(), second * 10**9 + 100_000_000))
-    py_compile.compile(str(guard), doraise=True)  # the cache an import of it writes
+    changed.write_text(text("sudo"))
+    os.utime(changed, ns=(time.time_ns(), second * 10**9 + 100_000_000))
+    py_compile.compile(str(changed), doraise=True)  # the cache an import of it writes
     env = client_env(tmp_path, runtime_dir)
     assert hook(env, bash("toolu_1", "rm -rf /")).stdout == ""  # allowed by the old guard
     old = daemon_pid(runtime_dir)
     assert hook(env, bash("toolu_2", "ls")).stdout == ""  # the daemon loaded it too
 
-    guard.write_text(_guard_denying("rm -"))
-    os.utime(guard, ns=(time.time_ns(), second * 10**9 + 900_000_000))
+    changed.write_text(text("rm -"))
+    os.utime(changed, ns=(time.time_ns(), second * 10**9 + 900_000_000))
     assert hook(env, bash("toolu_3", "rm -rf /")).deny_reason() == "no rm -"  # one-process
     assert until_gone(old)
     hook(env, bash("toolu_4", "ls"))  # starts the next daemon
