@@ -230,3 +230,26 @@ def test_an_edited_helper_beside_the_guard_decides_the_next_event(
     _edit(words, 'DENIED = ["sudo", "rm -rf"]\n')
     assert hook(env, bash("toolu_3", "rm -rf /")).deny_reason() == "denied"
     assert until_gone(old)
+
+
+def test_a_hooks_file_replaced_by_one_of_the_same_time_and_size_decides(
+    tmp_path: Path, runtime_dir: Path
+) -> None:
+    """An atomic save that keeps the time (a copy made with ``cp -p`` or ``rsync -t``, renamed
+    over the hooks file), same size: the daemon compared times alone and kept the old hooks."""
+    (tmp_path / "guard.py").write_text(NO_RM_SCRIPT)
+    hooks = tmp_path / "otelhooks.yaml"
+    hooks.write_text("hooks: []\n".ljust(len(SCRIPT_GUARD_HOOKS)))
+    kept = (time.time_ns(), 1_700_000_000_123_456_789)
+    os.utime(hooks, ns=kept)
+    env = client_env(tmp_path, runtime_dir)
+    assert hook(env, bash("toolu_1", "rm -rf /")).stdout == ""
+    old = daemon_pid(runtime_dir)
+    assert hook(env, bash("toolu_2", "rm -rf /")).stdout == ""  # the daemon's answer
+
+    saved = tmp_path / ".otelhooks.yaml.tmp"
+    saved.write_text(SCRIPT_GUARD_HOOKS)
+    os.utime(saved, ns=kept)
+    saved.rename(hooks)
+    assert hook(env, bash("toolu_3", "rm -rf /")).deny_reason() == "no rm"
+    assert until_gone(old)
