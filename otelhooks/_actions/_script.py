@@ -62,6 +62,7 @@ def _helpers_finder(entry: str) -> importlib.machinery.FileFinder:
         entry,
         (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES),
         (_FreshLoader, importlib.machinery.SOURCE_SUFFIXES),
+        (importlib.machinery.SourcelessFileLoader, importlib.machinery.BYTECODE_SUFFIXES),
     )
 
 
