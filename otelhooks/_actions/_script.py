@@ -5,7 +5,9 @@ rule (recognised but not implemented there). The file is executed once when the 
 at config load, so every problem is a :class:`~otelhooks.ConfigError` naming the ``script`` field
 (a syntax error also names the script's line) — and the module is cached by path and
 modification time: hooks naming the same unchanged file share one module, and an edited file is
-loaded again by the next load (the next run), never in the middle of one.
+loaded again by the next load (the next run), never in the middle of one. The file's own text
+is compiled each time, never CPython's bytecode cache of it, and so are the modules beside it
+(see :class:`_FreshLoader`).
 
 Relative paths are resolved against the current directory here; the config loaders resolve them
 against the config file's directory first. The function follows the handler return protocol.
@@ -14,12 +16,13 @@ against the config file's directory first. The function follows the handler retu
 from __future__ import annotations
 
 import hashlib
+import importlib.machinery
 import importlib.util
 import sys
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import TYPE_CHECKING, Any
 
 from otelhooks._actions._handler import HandlerAction
@@ -32,6 +35,38 @@ __all__ = ["ScriptAction", "load_script_function", "split_script_ref"]
 
 _modules: dict[tuple[str, int, int], ModuleType] = {}
 _lock = threading.RLock()  # a script may load hooks (and scripts) while it loads
+
+
+class _FreshLoader(importlib.machinery.SourceFileLoader):
+    """Compiles the script's text as it is on disk. CPython's bytecode cache (``__pycache__``)
+    tells a file's versions apart by its size and its time in whole seconds: a guard tightened
+    within the second of its last save, same length (``"rm"`` to ``"rf"``), ran as the old one.
+    So do the helpers beside it (:func:`_helpers_finder`)."""
+
+    def get_code(self, fullname: str) -> CodeType:
+        path = self.get_filename(fullname)
+        return self.source_to_code(self.get_data(path), path)
+
+
+# the folders this module put on the import path: the scripts' own, whose helpers it loads
+_folders: set[str] = set()
+
+
+def _helpers_finder(entry: str) -> importlib.machinery.FileFinder:
+    """The finder of a folder this module put on the import path: its Python files compiled
+    from their text, as the script beside them is. Any other folder is left to the usual
+    finders (``ImportError``)."""
+    if entry not in _folders:
+        raise ImportError(entry)
+    return importlib.machinery.FileFinder(
+        entry,
+        (importlib.machinery.ExtensionFileLoader, importlib.machinery.EXTENSION_SUFFIXES),
+        (_FreshLoader, importlib.machinery.SOURCE_SUFFIXES),
+        (importlib.machinery.SourcelessFileLoader, importlib.machinery.BYTECODE_SUFFIXES),
+    )
+
+
+sys.path_hooks.insert(0, _helpers_finder)
 
 
 def split_script_ref(ref: str) -> tuple[str, str]:
@@ -61,7 +96,9 @@ def _load_module(path: Path) -> ModuleType:
             return cached
         digest = hashlib.sha1(str(key).encode(), usedforsecurity=False).hexdigest()[:12]
         name = f"otelhooks_script_{path.stem if path.stem.isidentifier() else 'm'}_{digest}"
-        spec = importlib.util.spec_from_file_location(name, path)
+        spec = importlib.util.spec_from_file_location(
+            name, path, loader=_FreshLoader(name, str(path))
+        )
         if spec is None or spec.loader is None:
             raise ConfigError(f"script {str(path)!r} is not a Python file", field="script")
         module = importlib.util.module_from_spec(spec)
@@ -70,6 +107,8 @@ def _load_module(path: Path) -> ModuleType:
         # not put its working folder on the path); appended, so that a file there never
         # shadows an installed module (a project's own logging.py).
         if str(path.parent) not in sys.path:
+            _folders.add(str(path.parent))
+            sys.path_importer_cache.pop(str(path.parent), None)  # a finder of it from before
             sys.path.append(str(path.parent))
         try:
             spec.loader.exec_module(module)

@@ -20,7 +20,9 @@ socket name is a digest of them).
 An answer may take minutes (an ``approval:`` hook waits for a person), so the client waits for
 it without an end of its own, but never for a daemon that no longer answers: after each second
 without the answer it asks the daemon ``GET /alive`` on a second connection, which the daemon's
-event loop answers at once. A daemon that does not answer that within 2 s (stopped by
+event loop answers at once; only the daemon holding the event counts (the probe's peer is
+checked), and when the socket's file is deleted or a newer daemon's, the daemon holding the
+event is alive unless it is stopped. A daemon that does not answer that within 2 s (stopped by
 ``SIGSTOP``, a frozen machine, deep swap, or its event loop blocked) answers nobody: the client
 kills it (``SIGKILL``, to the process at the other end of the socket, Linux's ``SO_PEERCRED``),
 which frees its socket, its lock and any lock it held on the state file, says so on stderr and
@@ -184,7 +186,7 @@ def _ask(path: str, body: bytes) -> dict[str, object] | None:
 def _still_there(sock: socket.socket, path: str) -> None:
     """Returns when the daemon at the other end of ``sock`` lives (it answers ``GET /alive`` at
     once, or its answer came meanwhile); else kills it and raises ``TimeoutError``."""
-    if _alive(path):
+    if _alive(path, _peer(sock)):
         return
     sock.settimeout(0)
     try:
@@ -195,16 +197,46 @@ def _still_there(sock: socket.socket, path: str) -> None:
     sock.settimeout(_SLICE_S)
 
 
-def _alive(path: str) -> bool:
+def _alive(path: str, pid: int | None) -> bool:
+    """Whether the daemon ``pid`` (the one holding the event) answers ``GET /alive`` at
+    ``path``. When the path no longer leads to it (its file deleted by a tmp cleaner, or a newer
+    daemon's), whether that process is not stopped: asking the path, a healthy daemon was
+    killed mid-event, and a stopped one was taken for the newer daemon answering there."""
     probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     with probe:
         probe.settimeout(_PROBE_S)
         try:
             probe.connect(path)
-            probe.sendall(_ALIVE)
-            return probe.recv(64).startswith(b"HTTP/1.1 200")
+            if pid is None or _peer(probe) == pid:
+                probe.sendall(_ALIVE)
+                return probe.recv(64).startswith(b"HTTP/1.1 200")
+        except (FileNotFoundError, ConnectionRefusedError):
+            pass
         except OSError:
             return False
+    return pid is not None and _not_stopped(pid)
+
+
+def _not_stopped(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat:
+            state = stat.read().rpartition(b")")[2].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in (b"T", b"t", b"Z", b"X")
+
+
+def _peer(sock: socket.socket) -> int | None:
+    """The pid of this user's process at the other end of ``sock`` (Linux's ``SO_PEERCRED``);
+    ``None`` elsewhere, or when that process is another user's."""
+    import struct
+
+    option = getattr(socket, "SO_PEERCRED", None)
+    if option is None:
+        return None
+    creds = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
+    pid, uid, _ = struct.unpack("3i", creds)
+    return pid if pid > 0 and uid == os.getuid() else None
 
 
 def _kill_peer(sock: socket.socket, path: str) -> None:
@@ -212,14 +244,8 @@ def _kill_peer(sock: socket.socket, path: str) -> None:
     keeps its socket and lock (no new daemon can start, so every event would wait for the probe
     again) and maybe the state file's lock, which the one-process bridge would wait 30 s for.
     Without ``SO_PEERCRED`` (not Linux) it is left. Killed, it cannot log what it left undone."""
-    import struct
-
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return
-    creds = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    pid, uid, _ = struct.unpack("3i", creds)
-    if pid > 0 and uid == os.getuid():
+    pid = _peer(sock)
+    if pid is not None:
         _kill(pid)
         try:
             with open(path[: -len(".sock")] + ".log", "a", encoding="utf-8") as log:

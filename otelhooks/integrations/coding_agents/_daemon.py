@@ -24,6 +24,7 @@ import fcntl
 import os
 import re
 import socket
+import sys
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import structlog
 
 from otelhooks._actions._approval import longest_approval_of
+from otelhooks._actions._script import split_script_ref
 from otelhooks._dispatch._calls import waited_within
 from otelhooks._errors import ConfigError
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, send_json
@@ -59,6 +61,7 @@ from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STAT
 __all__ = ["DEFAULT_IDLE_S", "build_bridge", "run_daemon"]
 
 DEFAULT_IDLE_S = 900.0
+Stamp = tuple[int, ...]  # a file's identity and version (_stamp)
 _BODY_LIMIT = 64 * 1024 * 1024
 # the fairness key, read without parsing (Claude Code writes session_id first)
 _SESSION = re.compile(rb'"session_id"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
@@ -71,39 +74,55 @@ _log = structlog.get_logger("otelhooks")
 
 def sources_of(
     paths: Iterable[str | os.PathLike[str]], hooks: Iterable[Hook], *, read_since: int = 0
-) -> dict[str, int]:
+) -> dict[str, Stamp]:
     """The files a daemon's hooks were built from, each with its modification time: the hook
     files and folders it was given, the export files (which may name more hooks; one not there
     yet too, as its coming changes them) and each config file read, and the file of every
-    Python function a hook calls (``script:``, ``handler:``, ``plugin:``). A file it imports in
-    turn is not followed. A file modified since ``read_since`` (``time.time_ns()`` before the
-    first was read) may have changed after it was read: its time is :data:`_CHANGED`, which no
-    file has, so the daemon leaves at its first event instead of running the old guard."""
+    Python function a hook calls (``script:``, ``handler:``, ``plugin:``; a ``script:`` also as
+    written, where a symlink may be retargeted), and the modules beside a ``script:`` imported
+    by the time the hooks were built (its helpers); a module imported later, or from elsewhere,
+    is not followed. Each is stamped with its identity too (:func:`_stamp`). A file modified
+    since ``read_since`` (``time.time_ns()`` before the first was read) may have changed after
+    it was read: its stamp is :data:`_CHANGED`, which no file has, so the daemon leaves at its
+    first event instead of running the old guard."""
     files = [os.fspath(p) for p in paths]
+    beside: set[str] = set()  # the folders of scripts, on the import path as they load
     for hook in hooks:
         code = getattr(getattr(hook.action, "fn", None), "__code__", None)
         if code is not None and os.path.isfile(code.co_filename):
             files.append(code.co_filename)
+        if hook.script is not None:
+            files.append(os.path.expanduser(split_script_ref(hook.script)[0]))
+            if code is not None:
+                beside.add(os.path.dirname(code.co_filename))
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if isinstance(file, str) and os.path.dirname(file) in beside:
+            files.append(file)
     since = read_since - _COARSE_CLOCK_NS
-    times = {path: _mtime_ns(path) for path in files}
-    return {path: _CHANGED if t >= since > 0 else t for path, t in times.items()}
+    stamps = {path: _stamp(path) for path in files}
+    return {path: _CHANGED if s[-1] >= since > 0 else s for path, s in stamps.items()}
 
 
 # a file's time is the kernel's coarse clock, up to a tick (10 ms) behind ``time.time_ns()``
 _COARSE_CLOCK_NS = 50_000_000
-_CHANGED = -2  # the time of a file that may have changed since it was read (-1: no such file)
+_CHANGED = (-2,)  # the stamp of a file that may have changed since it was read
 
 
-def _mtime_ns(path: str) -> int:
+def _stamp(path: str) -> Stamp:
+    """A file's identity and version (``(-1,)``: no such file). Its time alone missed a file
+    replaced by one of the same time: a symlinked hooks file or guard retargeted into a Nix
+    store, whose files all have the time 1, or a copy that kept its time renamed over it."""
     try:
-        return os.stat(path).st_mtime_ns
+        info = os.stat(path)
     except OSError:
-        return -1
+        return (-1,)
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
 
 
 def build_bridge(
     options: BridgeOptions, env: Mapping[str, str]
-) -> tuple[CodingAgentBridge, dict[str, int]]:
+) -> tuple[CodingAgentBridge, dict[str, Stamp]]:
     """The bridge the one-process form builds per event, built once (state in memory + file),
     and the files it was built from (:func:`sources_of`)."""
     from opentelemetry.sdk.resources import Resource
@@ -290,7 +309,7 @@ class _DaemonApp(_Served):
         options: BridgeOptions,
         *,
         answer_s: float,
-        sources: Mapping[str, int] | None = None,
+        sources: Mapping[str, Stamp] | None = None,
     ) -> None:
         on_drop = bridge.engine.metrics.drop_counter("claude_code_hooks")
         super().__init__(options, answer_s=answer_s, on_drop=on_drop)
@@ -300,7 +319,7 @@ class _DaemonApp(_Served):
     def changed(self) -> bool:
         # The hooks or a guard's code changed since they were loaded: answering with them would
         # run the old guard.
-        return super().changed() or any(_mtime_ns(f) != t for f, t in self.sources.items())
+        return super().changed() or any(_stamp(f) != t for f, t in self.sources.items())
 
     def close(self) -> None:
         super().close()
@@ -370,10 +389,10 @@ class _DaemonApp(_Served):
 
 def _build_within(
     options: BridgeOptions, seconds: float
-) -> tuple[CodingAgentBridge, dict[str, int]] | Literal["failed", "late"]:
+) -> tuple[CodingAgentBridge, dict[str, Stamp]] | Literal["failed", "late"]:
     """:func:`build_bridge`'s result, ``"failed"`` (logged), or ``"late"`` when it still runs
     after ``seconds`` (on a daemon thread, which is left to it)."""
-    result: list[tuple[CodingAgentBridge, dict[str, int]] | Literal["failed"]] = []
+    result: list[tuple[CodingAgentBridge, dict[str, Stamp]] | Literal["failed"]] = []
 
     def build() -> None:
         try:
@@ -428,6 +447,7 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
     finally:
         os.umask(old)
     sock.listen(256)
+    bound = path.stat().st_ino
     config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on")
     server = uvicorn.Server(config)
 
@@ -437,7 +457,9 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
             await asyncio.sleep(min(1.0, idle / 4))
             # an event still running would lose its answer, and the hook client, finding the
             # socket closed, would take the daemon for dead and run the event again
-            if not app.busy and (app.stale or time.monotonic() - app.last > idle):
+            if not app.busy and (
+                app.stale or time.monotonic() - app.last > idle or not _ours(path, bound)
+            ):
                 server.should_exit = True
 
     async def main() -> None:
@@ -450,8 +472,19 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
     try:
         asyncio.run(main())
     finally:
-        path.unlink(missing_ok=True)
+        if _ours(path, bound):  # not a newer daemon's
+            path.unlink(missing_ok=True)
         sock.close()
         app.close()
         lock.close()
     return 0
+
+
+def _ours(path: Path, bound: int) -> bool:
+    """Whether ``path`` is still the socket this daemon bound. Its file deleted (a tmp cleaner,
+    the runtime folder removed at logout) or a newer daemon's, no event reaches it any more:
+    it leaves, and frees its lock for the daemon the next event starts."""
+    try:
+        return path.stat().st_ino == bound
+    except OSError:
+        return False
