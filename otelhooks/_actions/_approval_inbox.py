@@ -334,17 +334,23 @@ class ApprovalInbox:
         item.answered_ms = _now_ms()
         item.answer_reason = reason
         item.answer_args = args if decision == "allow" else None
+        self._keep_answered(item)
+        self.version += 1
+
+    def _keep_answered(self, item: Approval) -> None:
+        """Keep ``item`` among the answers; past ``keep_answered`` a default goes before a
+        person's answer (the oldest first). Anyone holding the ingest token can have hundreds of
+        defaults applied in a second, and an asker that looks once a second (serve had no room
+        for its long-poll) would find the person's answer gone. A shared inbox's ``_TRIM``
+        holds the same rule in SQL. Call with the lock held."""
         self._answered[item.id] = item
+        self._answered.move_to_end(item.id)
         while len(self._answered) > self.keep_answered:
-            # a default goes before a person's answer: anyone holding the ingest token can have
-            # hundreds of defaults applied in a second, and an asker that looks once a second
-            # (serve had no room for its long-poll) would find the person's answer gone
             default = next((a for a in self._answered.values() if a.answered_by == "timeout"), None)
             if default is None:
                 self._answered.popitem(last=False)
             else:
                 del self._answered[default.id]
-        self.version += 1
 
     def _expire_overdue(self) -> list[Approval]:
         now = _now_ms()

@@ -17,7 +17,8 @@ instance whose statement changed the row tells its listeners (the event-log reco
 stand-in span), so each answer is recorded once in the fleet.
 
 What is pending is bounded fleet-wide (``max_pending``, counted under the head lock); answered
-rows beyond the newest ``keep_answered`` are deleted by whoever answers.
+rows beyond ``keep_answered`` are deleted by whoever answers, defaults before a person's answers
+(as in :class:`ApprovalInbox`).
 """
 
 from __future__ import annotations
@@ -75,9 +76,11 @@ _OVERDUE: Final = (
     f"SELECT EXISTS (SELECT 1 FROM otelhooks_approvals WHERE state = 'pending' "
     f"AND deadline_ms <= {_NOW_MS})"
 ).encode()
+# the rule of ApprovalInbox._keep_answered: past ``keep``, a default goes before a person's answer
 _TRIM: Final = (
     b"DELETE FROM otelhooks_approvals WHERE id IN (SELECT id FROM otelhooks_approvals "
-    b"WHERE state <> 'pending' ORDER BY changed DESC, id OFFSET %(keep)s)"
+    b"WHERE state <> 'pending' ORDER BY answered_by = 'timeout', changed DESC, id "
+    b"OFFSET %(keep)s)"
 )
 _CHANGES: Final = (
     "SELECT h.changed, a.* FROM otelhooks_approvals_head h LEFT JOIN LATERAL "
@@ -346,12 +349,6 @@ class SharedApprovalInbox(ApprovalInbox):
         if tell:
             self._settled([i for i in items if i.state != "pending"], tell=True)
         return items
-
-    def _keep_answered(self, item: Approval) -> None:
-        self._answered[item.id] = item
-        self._answered.move_to_end(item.id)
-        while len(self._answered) > self.keep_answered:
-            self._answered.popitem(last=False)
 
 
 def _one_int(row: tuple[Any, ...] | None) -> int:

@@ -381,3 +381,30 @@ def test_while_postgresql_is_down_the_inbox_answers_503_then_recovers(
         f"{a.url}/v1/approvals/{approval}", json={"decision": "allow"}, headers=AUTH
     )
     assert answered.status_code == 200
+
+
+def test_a_person_s_answer_outlasts_hundreds_of_defaults_applied_after_it(pg_url: str) -> None:
+    # as in serve's own inbox (tests/web/test_inbox_flood.py): anything holding the ingest token
+    # can have hundreds of its cards time out between two looks of an asker; before, the fleet
+    # kept the newest 200 answers whatever they were, the look got 404 and the call the person
+    # approved was blocked
+    stores = [PostgresStore(pg_url), PostgresStore(pg_url)]
+    try:
+        stores[0].migrate()
+        asked, flooded = (SharedApprovalInbox(s) for s in stores)
+        ask = {"hook_id": "h", "event": "before_tool_call", "tool": "Bash"}
+        real = asked.request(**ask, timeout_s=60, default="deny", args={"command": "ls"})
+        assert flooded.answer(real.id, "allow", by="alice") is not None
+        for _ in range(250):  # each one asked applies the default of the one before
+            flooded.request(**ask, timeout_s=0.001, default="deny")
+        time.sleep(0.01)
+        flooded.pending()  # the last one's default too
+        for inbox in (asked, flooded):
+            got = inbox.get(real.id)
+            assert got is not None
+            assert (got.state, got.answered_by) == ("allowed", "alice")
+        (kept,) = stores[0].statement(b"SELECT count(*) FROM otelhooks_approvals")
+        assert kept[0] == 200  # still bounded
+    finally:
+        for s in stores:
+            s.close()
