@@ -208,11 +208,14 @@ class ApprovalInbox:
             editable=editable,
         )
         with self._lock:
-            self._expire_overdue()
-            if len(self._pending) >= self.max_pending:
-                raise InboxFull(f"{self.max_pending} approvals are waiting already")
-            self._pending[item.id] = item
-            self.version += 1
+            expired = self._expire_overdue()
+            full = len(self._pending) >= self.max_pending
+            if not full:
+                self._pending[item.id] = item
+                self.version += 1
+        self._settled(expired)  # their defaults are recorded as any other answer
+        if full:
+            raise InboxFull(f"{self.max_pending} approvals are waiting already")
         self.signal.notify()
         return item
 
