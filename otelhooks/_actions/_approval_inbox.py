@@ -151,6 +151,12 @@ class ApprovalInbox:
         self.signal = AppendSignal()
         self.version = 0
         self._lock = threading.Lock()
+        #: calls refused because ``max_pending`` waited (the page says how many, and since when:
+        #: a person must act, e.g. **Deny all**, or every call is blocked), with the epoch
+        #: milliseconds of the first and the last one
+        self.refused = 0
+        self.refused_since_ms = 0
+        self.refused_last_ms = 0
         self._pending: dict[str, Approval] = {}
         self._answered: OrderedDict[str, Approval] = OrderedDict()
         self._listeners: list[Callable[[Approval], None]] = []
@@ -210,13 +216,15 @@ class ApprovalInbox:
         with self._lock:
             expired = self._expire_overdue()
             full = len(self._pending) >= self.max_pending
-            if not full:
+            if full:
+                self._count_refused()
+            else:
                 self._pending[item.id] = item
-                self.version += 1
+            self.version += 1
         self._settled(expired)  # their defaults are recorded as any other answer
+        self.signal.notify()
         if full:
             raise InboxFull(f"{self.max_pending} approvals are waiting already")
-        self.signal.notify()
         return item
 
     def get(self, approval_id: str) -> Approval | None:
@@ -354,6 +362,12 @@ class ApprovalInbox:
                 self._answered.popitem(last=False)
             else:
                 del self._answered[default.id]
+
+    def _count_refused(self) -> None:
+        """Count one call refused by a full inbox; call with the lock held."""
+        self.refused_last_ms = _now_ms()
+        self.refused_since_ms = self.refused_since_ms or self.refused_last_ms
+        self.refused += 1
 
     def _expire_overdue(self) -> list[Approval]:
         now = _now_ms()

@@ -199,6 +199,9 @@ class SharedApprovalInbox(ApprovalInbox):
             if rows:
                 conn.execute(_NOTIFY, (APPROVALS_CHANNEL,))
         if not rows:
+            with self._lock:
+                self._count_refused()  # by this instance: the page of each says what it refused
+            self.recheck()  # the refusal took a change number: this instance's page looks again
             raise InboxFull(f"{self.max_pending} approvals are waiting already")
         self._clock(rows[0])
         self.recheck()

@@ -3,7 +3,9 @@
 =====================================  ==========================================================
 route                                  who, what
 =====================================  ==========================================================
-``GET /v1/approvals``                  admin: ``{"pending": [...], "answered": [...]}``
+``GET /v1/approvals``                  admin: ``{"pending": [...], "answered": [...],
+                                       "refused": {"count", "since_ms", "last_ms"}}`` (calls
+                                       refused because the inbox was full)
 ``POST /v1/approvals/{id}``            admin: ``{"decision": "allow" | "deny", "reason": "...",
                                        "args": {...}, "by": "..."}`` answers one (409 when it
                                        was answered already, 404 when unknown)
@@ -106,6 +108,11 @@ class ApprovalRoutes:
         return {
             "capture_content": content,
             "version": self.inbox.version,
+            "refused": {
+                "count": self.inbox.refused,
+                "since_ms": self.inbox.refused_since_ms,
+                "last_ms": self.inbox.refused_last_ms,
+            },
             "pending": [a.to_json(content=content) for a in self.inbox.pending()],
             "answered": [a.to_json(content=content) for a in self.inbox.answered()],
         }

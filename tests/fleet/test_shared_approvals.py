@@ -408,3 +408,24 @@ def test_a_person_s_answer_outlasts_hundreds_of_defaults_applied_after_it(pg_url
     finally:
         for s in stores:
             s.close()
+
+
+def test_a_call_refused_by_the_full_fleet_inbox_is_counted_and_moves_the_page(
+    pg_url: str,
+) -> None:
+    # the page says how many calls were refused (each one blocked); it reads the listing again
+    # when the version moves
+    store = PostgresStore(pg_url)
+    try:
+        store.migrate()
+        inbox = SharedApprovalInbox(store, max_pending=1)
+        ask = {"hook_id": "h", "event": "before_tool_call", "tool": "t", "timeout_s": 60}
+        inbox.request(**ask, default="deny")
+        version = inbox.version
+        with pytest.raises(InboxFull):
+            inbox.request(**ask, default="deny")
+        assert inbox.refused == 1
+        assert 0 < inbox.refused_since_ms == inbox.refused_last_ms
+        assert inbox.version > version
+    finally:
+        store.close()
