@@ -349,19 +349,18 @@ class ApprovalInbox:
         self.version += 1
 
     def _keep_answered(self, item: Approval) -> None:
-        """Keep ``item`` among the answers; past ``keep_answered`` a default goes before a
-        person's answer (the oldest first). Anyone holding the ingest token can have hundreds of
-        defaults applied in a second, and an asker that looks once a second (serve had no room
-        for its long-poll) would find the person's answer gone. A shared inbox's ``_TRIM``
-        holds the same rule in SQL. Call with the lock held."""
+        """Keep ``item`` among the answers: the last ``keep_answered`` defaults applied and the
+        last ``keep_answered`` answers of people, apart. Anyone holding the ingest token can
+        have hundreds of defaults applied in a second, and one **Deny all** gives hundreds of
+        answers: either would push out an answer its asker, looking once a second (serve had
+        no room for its long-poll), has not read yet. A shared inbox's ``_TRIM`` holds the same
+        rule in SQL. Call with the lock held."""
         self._answered[item.id] = item
         self._answered.move_to_end(item.id)
-        while len(self._answered) > self.keep_answered:
-            default = next((a for a in self._answered.values() if a.answered_by == "timeout"), None)
-            if default is None:
-                self._answered.popitem(last=False)
-            else:
-                del self._answered[default.id]
+        timed_out = item.answered_by == "timeout"
+        kind = [a for a in self._answered.values() if (a.answered_by == "timeout") == timed_out]
+        for gone in kind[: max(0, len(kind) - self.keep_answered)]:
+            del self._answered[gone.id]
 
     def _count_refused(self) -> None:
         """Count one call refused by a full inbox; call with the lock held."""

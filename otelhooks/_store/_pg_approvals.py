@@ -17,8 +17,8 @@ instance whose statement changed the row tells its listeners (the event-log reco
 stand-in span), so each answer is recorded once in the fleet.
 
 What is pending is bounded fleet-wide (``max_pending``, counted under the head lock); answered
-rows beyond ``keep_answered`` are deleted by whoever answers, defaults before a person's answers
-(as in :class:`ApprovalInbox`).
+rows beyond the last ``keep_answered`` defaults and the last ``keep_answered`` answers of people
+are deleted by whoever answers (as in :class:`ApprovalInbox`).
 """
 
 from __future__ import annotations
@@ -76,11 +76,12 @@ _OVERDUE: Final = (
     f"SELECT EXISTS (SELECT 1 FROM otelhooks_approvals WHERE state = 'pending' "
     f"AND deadline_ms <= {_NOW_MS})"
 ).encode()
-# the rule of ApprovalInbox._keep_answered: past ``keep``, a default goes before a person's answer
+# the rule of ApprovalInbox._keep_answered: the last ``keep`` defaults and the last ``keep``
+# answers of people, apart
 _TRIM: Final = (
-    b"DELETE FROM otelhooks_approvals WHERE id IN (SELECT id FROM otelhooks_approvals "
-    b"WHERE state <> 'pending' ORDER BY answered_by = 'timeout', changed DESC, id "
-    b"OFFSET %(keep)s)"
+    b"DELETE FROM otelhooks_approvals WHERE id IN (SELECT id FROM (SELECT id, row_number() "
+    b"OVER (PARTITION BY answered_by = 'timeout' ORDER BY changed DESC, id) AS n "
+    b"FROM otelhooks_approvals WHERE state <> 'pending') a WHERE n > %(keep)s)"
 )
 _CHANGES: Final = (
     "SELECT h.changed, a.* FROM otelhooks_approvals_head h LEFT JOIN LATERAL "

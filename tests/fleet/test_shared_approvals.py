@@ -404,7 +404,7 @@ def test_a_person_s_answer_outlasts_hundreds_of_defaults_applied_after_it(pg_url
             assert got is not None
             assert (got.state, got.answered_by) == ("allowed", "alice")
         (kept,) = stores[0].statement(b"SELECT count(*) FROM otelhooks_approvals")
-        assert kept[0] == 200  # still bounded
+        assert kept[0] == 201  # still bounded: the last 200 defaults and the person's answer
     finally:
         for s in stores:
             s.close()
@@ -429,3 +429,26 @@ def test_a_call_refused_by_the_full_fleet_inbox_is_counted_and_moves_the_page(
         assert inbox.version > version
     finally:
         store.close()
+
+
+def test_a_default_outlasts_hundreds_of_answers_given_after_it(pg_url: str) -> None:
+    # one Deny all gives hundreds of answers; the default applied before them stays readable
+    # by its asker (through any instance), as a person's answer outlasts hundreds of defaults
+    stores = [PostgresStore(pg_url), PostgresStore(pg_url)]
+    try:
+        stores[0].migrate()
+        asked, answering = (SharedApprovalInbox(s) for s in stores)
+        ask = {"hook_id": "h", "event": "before_tool_call", "tool": "Bash"}
+        due = asked.request(**ask, timeout_s=0.001, default="allow")
+        time.sleep(0.01)
+        assert asked.expire(due.id) is not None
+        for _ in range(210):
+            card = answering.request(**ask, timeout_s=60, default="deny")
+            answering.answer(card.id, "deny", by="browser")
+        for inbox in (asked, answering):
+            got = inbox.get(due.id)
+            assert got is not None
+            assert (got.state, got.answered_by) == ("allowed", "timeout")
+    finally:
+        for s in stores:
+            s.close()
