@@ -35,6 +35,7 @@ Decision = Literal["allow", "deny"]
 _log = structlog.get_logger("otelhooks")
 _T = TypeVar("_T")
 _NOT_YET_S = 0.05
+WITHDRAWN = "the asker stopped waiting: nobody waits for this answer any more"
 
 
 class InboxFull(Exception):
@@ -265,6 +266,12 @@ class ApprovalInbox:
                 self._resolve(item, decision, by=by, reason=reason, args=args)
         self._settled(expired if item is None else [*expired, item])
         return item
+
+    def withdraw(self, approval_id: str) -> Approval | None:
+        """Its asker stopped waiting (cancelled, interrupted, gave up: its call was blocked):
+        the approval is denied by ``asker``, so nobody approves a call nobody waits for and a
+        rerun's card is the only one left; ``None`` as :meth:`answer`."""
+        return self.answer(approval_id, "deny", by="asker", reason=WITHDRAWN)
 
     def expire(self, approval_id: str) -> Approval | None:
         """Apply the default to a pending approval (its waiter's deadline passed)."""

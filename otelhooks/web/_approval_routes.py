@@ -14,6 +14,8 @@ route                                  who, what
 ``GET /v1/approvals/{id}?wait=S``      ingest or admin: the approval, after up to ``S`` seconds
                                        of waiting for its answer (the default applies at its
                                        deadline)
+``DELETE /v1/approvals/{id}``          ingest or admin (bearer only): its asker stopped waiting;
+                                       the approval is denied by ``asker`` (409 when answered)
 =====================================  ==========================================================
 
 A browser answers with its session cookie, a same-origin ``Origin`` and the CSRF token; ``by``
@@ -93,6 +95,8 @@ class ApprovalRoutes:
             await self._create(receive, send)
         elif match is not None and method == "GET":
             await self._one(match.group(1), scope, receive, send)
+        elif match is not None and method == "DELETE" and caller.how == "bearer":
+            await self._withdraw(match.group(1), send)
         elif match is not None and method == "POST" and caller.admin:
             if not self.auth.allows_change(scope, caller):
                 await _json(send, 403, {"error": "forbidden", "message": "CSRF check failed"})
@@ -193,6 +197,22 @@ class ApprovalRoutes:
         # the asker gets the edited arguments whatever the display rule: they are its answer
         await _json(send, 200, item.to_json(content=True))
 
+    async def _withdraw(self, approval_id: str, send: Send) -> None:
+        """The asker stopped waiting (:meth:`ApprovalInbox.withdraw`)."""
+        item = await self.inbox.call(self.inbox.withdraw, approval_id)
+        if item is None:
+            await self._not_answered(approval_id, send)
+            return
+        await _json(send, 200, item.to_json(content=self.capture_content))
+
+    async def _not_answered(self, approval_id: str, send: Send) -> None:
+        known = await self.inbox.call(self.inbox.get, approval_id)
+        if known is None:
+            await _json(send, 404, {"error": "not_found"})
+        else:  # the page shows the message: whose answer stands (``timeout``: the default)
+            given = f"answered already: {known.decision} by {known.answered_by}"
+            await _json(send, 409, {"error": "answered", "message": given})
+
     async def _answer(self, approval_id: str, receive: Receive, send: Send, how: str) -> None:
         body = await self._body(receive, send)
         if body is None:
@@ -216,12 +236,7 @@ class ApprovalRoutes:
         )
         item = await self.inbox.call(answer)
         if item is None:
-            known = await self.inbox.call(self.inbox.get, approval_id)
-            if known is None:
-                await _json(send, 404, {"error": "not_found"})
-            else:  # the page shows the message: whose answer stands (``timeout``: the default)
-                given = f"answered already: {known.decision} by {known.answered_by}"
-                await _json(send, 409, {"error": "answered", "message": given})
+            await self._not_answered(approval_id, send)
             return
         await _json(send, 200, item.to_json(content=self.capture_content))
 
