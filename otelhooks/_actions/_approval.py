@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from collections.abc import Iterable
 from typing import Any, Literal
@@ -268,14 +269,19 @@ class ApprovalAction:
                 return answer
         except BaseException as exc:
             if answer.get("state") == "pending":  # the call is blocked: nobody waits any more
-                self._withdraw(url, str(answer.get("id")))
+                self._withdraw_soon(url, str(answer.get("id")))
             if isinstance(exc, (httpx.HTTPError, ValueError, KeyError)):
                 raise self._fail(payload, str(exc)) from None
             raise
 
+    def _withdraw_soon(self, url: str, approval_id: str) -> None:
+        """Tell serve, on a thread, that this asker stopped waiting (its card goes, denied by
+        ``asker``): the block is answered at once, also when serve hangs (a CLI's hook timeout
+        does not wait for it), and the process's exit waits for the thread (at most 2 s)."""
+        threading.Thread(target=self._withdraw, args=(url, approval_id)).start()
+
     def _withdraw(self, url: str, approval_id: str) -> None:
-        """Tell serve this asker stopped waiting (its card goes, denied by ``asker``); serve
-        out of reach is logged, not raised: the call is blocked either way."""
+        """Serve out of reach is logged, not raised: the call is blocked either way."""
         try:
             httpx.delete(f"{url}/v1/approvals/{approval_id}", headers=self._headers(), timeout=2)
         except httpx.HTTPError as exc:
@@ -306,9 +312,8 @@ class ApprovalAction:
                     await asyncio.sleep(0)
                 return answer
         except BaseException as exc:
-            if answer.get("state") == "pending":  # on a thread: the caller waits no more
-                loop = asyncio.get_running_loop()
-                loop.run_in_executor(None, self._withdraw, url, str(answer.get("id")))
+            if answer.get("state") == "pending":  # the call is blocked: nobody waits any more
+                self._withdraw_soon(url, str(answer.get("id")))
             if isinstance(exc, (httpx.HTTPError, ValueError, KeyError)):
                 raise self._fail(payload, str(exc)) from None
             raise
