@@ -91,8 +91,10 @@ class Approval:
         """``allow`` / ``deny`` once answered."""
         return {"allowed": "allow", "denied": "deny"}.get(self.state)  # type: ignore[return-value]
 
-    def to_json(self, *, content: bool = True) -> dict[str, Any]:
-        """The JSON of ``GET /v1/approvals`` (arguments left out without ``content``)."""
+    def to_json(self, *, content: bool = True, now_ms: int | None = None) -> dict[str, Any]:
+        """The JSON of ``GET /v1/approvals`` (arguments left out without ``content``;
+        ``time_left_s`` by ``now_ms``, the clock of the deadline: :meth:`ApprovalInbox.now_ms`)."""
+        now_ms = _now_ms() if now_ms is None else now_ms
         body = {
             "id": self.id,
             "hook_id": self.hook_id,
@@ -105,7 +107,7 @@ class Approval:
             "span_id": self.span_id,
             "created_ms": self.created_ms,
             "deadline_ms": self.deadline_ms,
-            "time_left_s": max(0.0, (self.deadline_ms - _now_ms()) / 1000),
+            "time_left_s": max(0.0, (self.deadline_ms - now_ms) / 1000),
             "default": self.default,
             "reason": self.reason,
             "editable": self.editable and content,
@@ -283,9 +285,13 @@ class ApprovalInbox:
         self._settled([item])
         return item
 
+    def now_ms(self) -> int:
+        """Now by the clock that decides the deadlines (this process's), epoch milliseconds."""
+        return _now_ms()
+
     def seconds_left(self, item: Approval) -> float:
-        """Seconds until ``item``'s deadline, by the clock that decides it (this process's)."""
-        return (item.deadline_ms - _now_ms()) / 1000
+        """Seconds until ``item``'s deadline, by the clock that decides it (:meth:`now_ms`)."""
+        return (item.deadline_ms - self.now_ms()) / 1000
 
     def recheck(self) -> None:
         """Read answers given elsewhere (nothing to read here: every answer is given in this

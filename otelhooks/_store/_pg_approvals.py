@@ -287,10 +287,9 @@ class SharedApprovalInbox(ApprovalInbox):
         self.recheck()
         return super().answered()
 
-    def seconds_left(self, item: Approval) -> float:
-        """Seconds until ``item``'s deadline by the database's clock (as last seen)."""
-        now_db = time.time_ns() // 1_000_000 + self._offset_ms
-        return (item.deadline_ms - now_db) / 1000
+    def now_ms(self) -> int:
+        """Now by the database's clock (as last seen): an instance's own may be off."""
+        return time.time_ns() // 1_000_000 + self._offset_ms
 
     def recheck(self) -> None:
         """Read the rows changed since the last change seen and update the copies here.

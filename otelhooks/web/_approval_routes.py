@@ -32,7 +32,7 @@ import re
 from typing import Any
 from urllib.parse import parse_qs
 
-from otelhooks._actions._approval_inbox import ApprovalInbox, InboxFull
+from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, InboxFull
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
 from otelhooks.web._auth import SECURITY_HEADERS, WebAuth
 
@@ -117,9 +117,13 @@ class ApprovalRoutes:
                 "since_ms": self.inbox.refused_since_ms,
                 "last_ms": self.inbox.refused_last_ms,
             },
-            "pending": [a.to_json(content=content) for a in self.inbox.pending()],
-            "answered": [a.to_json(content=content) for a in self.inbox.answered()],
+            "pending": [self._shown(a, content) for a in self.inbox.pending()],
+            "answered": [self._shown(a, content) for a in self.inbox.answered()],
         }
+
+    def _shown(self, item: Approval, content: bool) -> dict[str, Any]:
+        # the time left by the deadline's clock (a fleet's is the database's, not this host's)
+        return item.to_json(content=content, now_ms=self.inbox.now_ms())
 
     async def _body(self, receive: Receive, send: Send) -> dict[str, Any] | None:
         raw = await read_body(receive, _MAX_BODY)
@@ -170,7 +174,7 @@ class ApprovalRoutes:
         except InboxFull as exc:
             await _json(send, 503, {"error": "inbox_full", "message": str(exc)})
             return
-        await _json(send, 201, item.to_json(content=True))
+        await _json(send, 201, self._shown(item, True))
 
     async def _one(self, approval_id: str, scope: Scope, receive: Receive, send: Send) -> None:
         item = await self.inbox.call(self.inbox.get, approval_id)
@@ -195,7 +199,7 @@ class ApprovalRoutes:
             finally:
                 self.waiting -= 1
         # the asker gets the edited arguments whatever the display rule: they are its answer
-        await _json(send, 200, item.to_json(content=True))
+        await _json(send, 200, self._shown(item, True))
 
     async def _withdraw(self, approval_id: str, send: Send) -> None:
         """The asker stopped waiting (:meth:`ApprovalInbox.withdraw`)."""
@@ -203,7 +207,7 @@ class ApprovalRoutes:
         if item is None:
             await self._not_answered(approval_id, send)
             return
-        await _json(send, 200, item.to_json(content=self.capture_content))
+        await _json(send, 200, self._shown(item, self.capture_content))
 
     async def _not_answered(self, approval_id: str, send: Send) -> None:
         known = await self.inbox.call(self.inbox.get, approval_id)
@@ -238,7 +242,7 @@ class ApprovalRoutes:
         if item is None:
             await self._not_answered(approval_id, send)
             return
-        await _json(send, 200, item.to_json(content=self.capture_content))
+        await _json(send, 200, self._shown(item, self.capture_content))
 
 
 async def _answered(inbox: ApprovalInbox, item: Any, wait: float) -> None:

@@ -3,6 +3,7 @@ through another, decided once, due by the database's clock, and kept across a ki
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -452,3 +453,34 @@ def test_a_default_outlasts_hundreds_of_answers_given_after_it(pg_url: str) -> N
     finally:
         for s in stores:
             s.close()
+
+
+def test_the_time_left_shown_is_the_database_s_whatever_the_instance_s_clock(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the deadline is the database's clock; an instance whose clock is a minute behind showed a
+    # card of 30 s as having 90 s left, and the person who took their time got the default
+    skewed = tmp_path / "skewed"
+    skewed.mkdir()
+    (skewed / "sitecustomize.py").write_text(
+        "import time\n"
+        "_ns, _s = time.time_ns, time.time\n"
+        "time.time_ns = lambda: _ns() - 60_000_000_000\n"
+        "time.time = lambda: _s() - 60.0\n"
+    )
+    right = _serve_proc(tmp_path, pg_url)
+    monkeypatch.setenv("PYTHONPATH", f"{skewed}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    behind = _serve_proc(tmp_path, pg_url)
+    try:
+        asked = httpx.post(
+            f"{right.url}/v1/approvals",
+            json={"hook_id": "bot", "tool": "deploy", "timeout_s": 30, "default": "allow"},
+            headers={"Authorization": f"Bearer {INGEST}"},
+        )
+        assert asked.status_code == 201, asked.text
+        for server in (right, behind):
+            shown = _pending(server.url, _admin(server.url))
+            assert 20 < shown["time_left_s"] <= 30, server.url
+    finally:
+        right.stop()
+        behind.stop()
