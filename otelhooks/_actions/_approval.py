@@ -30,13 +30,16 @@ with an :class:`~otelhooks._live.ApprovalNote` (who answered, when, what): the d
 the note in ``Verdict.approvals``, and the owner of the call's span writes it there as an
 ``approve`` / ``reject`` span event. A failure to ask (the inbox is full, serve cannot be reached)
 blocks: the hook's ``on_error`` is ``block`` whatever the hook says, since a person who was never
-asked did not approve.
+asked did not approve. An asker that stops waiting (interrupted, cancelled, giving up) withdraws
+its approval (:meth:`ApprovalInbox.withdraw`; ``DELETE /v1/approvals/{id}`` from afar): its call
+is blocked, so no person should approve it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import threading
 import time
 from collections.abc import Iterable
 from typing import Any, Literal
@@ -208,8 +211,13 @@ class ApprovalAction:
         """Ask and wait on this thread (at most ``timeout``)."""
         url = self.url
         if url is None:
+            inbox = self._inbox or process_inbox()
             item = self._local(payload)
-            (self._inbox or process_inbox()).wait(item)
+            try:
+                inbox.wait(item)
+            except BaseException:  # interrupted: nobody waits for this answer any more
+                inbox.withdraw(item.id)
+                raise
             return self._result(payload, item.to_json())
         return self._result(payload, self._remote_sync(url, payload))
 
@@ -219,7 +227,11 @@ class ApprovalAction:
         if url is None:
             inbox = self._inbox or process_inbox()
             item = await inbox.call(self._local, payload)
-            await inbox.await_answer(item)
+            try:
+                await inbox.await_answer(item)
+            except BaseException:  # cancelled: withdrawn on a thread, the caller waits no more
+                asyncio.get_running_loop().run_in_executor(None, inbox.withdraw, item.id)
+                raise
             return self._result(payload, item.to_json())
         return self._result(payload, await self._remote_async(url, payload))
 
@@ -236,6 +248,7 @@ class ApprovalAction:
 
     def _remote_sync(self, url: str, payload: HookEvent) -> dict[str, Any]:
         deadline = time.monotonic() + self.config.timeout + 5
+        answer: dict[str, Any] = {}
         try:
             with httpx.Client(base_url=url, headers=self._headers(), timeout=10) as client:
                 created = client.post("/v1/approvals", json=self._request(payload))
@@ -254,11 +267,29 @@ class ApprovalAction:
                     if time.monotonic() > deadline and answer.get("state") == "pending":
                         raise ValueError("serve did not apply the default in time")
                 return answer
-        except (httpx.HTTPError, ValueError, KeyError) as exc:
-            raise self._fail(payload, str(exc)) from None
+        except BaseException as exc:
+            if answer.get("state") == "pending":  # the call is blocked: nobody waits any more
+                self._withdraw_soon(url, str(answer.get("id")))
+            if isinstance(exc, (httpx.HTTPError, ValueError, KeyError)):
+                raise self._fail(payload, str(exc)) from None
+            raise
+
+    def _withdraw_soon(self, url: str, approval_id: str) -> None:
+        """Tell serve, on a thread, that this asker stopped waiting (its card goes, denied by
+        ``asker``): the block is answered at once, also when serve hangs (a CLI's hook timeout
+        does not wait for it), and the process's exit waits for the thread (at most 2 s)."""
+        threading.Thread(target=self._withdraw, args=(url, approval_id)).start()
+
+    def _withdraw(self, url: str, approval_id: str) -> None:
+        """Serve out of reach is logged, not raised: the call is blocked either way."""
+        try:
+            httpx.delete(f"{url}/v1/approvals/{approval_id}", headers=self._headers(), timeout=2)
+        except httpx.HTTPError as exc:
+            _log.warning("approval not withdrawn", approval=approval_id, error=str(exc))
 
     async def _remote_async(self, url: str, payload: HookEvent) -> dict[str, Any]:
         deadline = time.monotonic() + self.config.timeout + 5
+        answer: dict[str, Any] = {}
         try:
             async with httpx.AsyncClient(
                 base_url=url, headers=self._headers(), timeout=10
@@ -280,8 +311,12 @@ class ApprovalAction:
                         raise ValueError("serve did not apply the default in time")
                     await asyncio.sleep(0)
                 return answer
-        except (httpx.HTTPError, ValueError, KeyError) as exc:
-            raise self._fail(payload, str(exc)) from None
+        except BaseException as exc:
+            if answer.get("state") == "pending":  # the call is blocked: nobody waits any more
+                self._withdraw_soon(url, str(answer.get("id")))
+            if isinstance(exc, (httpx.HTTPError, ValueError, KeyError)):
+                raise self._fail(payload, str(exc)) from None
+            raise
 
 
 def _args(payload: HookEvent) -> dict[str, Any] | None:

@@ -35,6 +35,7 @@ Decision = Literal["allow", "deny"]
 _log = structlog.get_logger("otelhooks")
 _T = TypeVar("_T")
 _NOT_YET_S = 0.05
+WITHDRAWN = "the asker stopped waiting: nobody waits for this answer any more"
 
 
 class InboxFull(Exception):
@@ -90,8 +91,10 @@ class Approval:
         """``allow`` / ``deny`` once answered."""
         return {"allowed": "allow", "denied": "deny"}.get(self.state)  # type: ignore[return-value]
 
-    def to_json(self, *, content: bool = True) -> dict[str, Any]:
-        """The JSON of ``GET /v1/approvals`` (arguments left out without ``content``)."""
+    def to_json(self, *, content: bool = True, now_ms: int | None = None) -> dict[str, Any]:
+        """The JSON of ``GET /v1/approvals`` (arguments left out without ``content``;
+        ``time_left_s`` by ``now_ms``, the clock of the deadline: :meth:`ApprovalInbox.now_ms`)."""
+        now_ms = _now_ms() if now_ms is None else now_ms
         body = {
             "id": self.id,
             "hook_id": self.hook_id,
@@ -104,7 +107,7 @@ class Approval:
             "span_id": self.span_id,
             "created_ms": self.created_ms,
             "deadline_ms": self.deadline_ms,
-            "time_left_s": max(0.0, (self.deadline_ms - _now_ms()) / 1000),
+            "time_left_s": max(0.0, (self.deadline_ms - now_ms) / 1000),
             "default": self.default,
             "reason": self.reason,
             "editable": self.editable and content,
@@ -151,6 +154,12 @@ class ApprovalInbox:
         self.signal = AppendSignal()
         self.version = 0
         self._lock = threading.Lock()
+        #: calls refused because ``max_pending`` waited (the page says how many, and since when:
+        #: a person must act, e.g. **Deny all**, or every call is blocked), with the epoch
+        #: milliseconds of the first and the last one
+        self.refused = 0
+        self.refused_since_ms = 0
+        self.refused_last_ms = 0
         self._pending: dict[str, Approval] = {}
         self._answered: OrderedDict[str, Approval] = OrderedDict()
         self._listeners: list[Callable[[Approval], None]] = []
@@ -208,12 +217,17 @@ class ApprovalInbox:
             editable=editable,
         )
         with self._lock:
-            self._expire_overdue()
-            if len(self._pending) >= self.max_pending:
-                raise InboxFull(f"{self.max_pending} approvals are waiting already")
-            self._pending[item.id] = item
+            expired = self._expire_overdue()
+            full = len(self._pending) >= self.max_pending
+            if full:
+                self._count_refused()
+            else:
+                self._pending[item.id] = item
             self.version += 1
+        self._settled(expired)  # their defaults are recorded as any other answer
         self.signal.notify()
+        if full:
+            raise InboxFull(f"{self.max_pending} approvals are waiting already")
         return item
 
     def get(self, approval_id: str) -> Approval | None:
@@ -255,6 +269,12 @@ class ApprovalInbox:
         self._settled(expired if item is None else [*expired, item])
         return item
 
+    def withdraw(self, approval_id: str) -> Approval | None:
+        """Its asker stopped waiting (cancelled, interrupted, gave up: its call was blocked):
+        the approval is denied by ``asker``, so nobody approves a call nobody waits for and a
+        rerun's card is the only one left; ``None`` as :meth:`answer`."""
+        return self.answer(approval_id, "deny", by="asker", reason=WITHDRAWN)
+
     def expire(self, approval_id: str) -> Approval | None:
         """Apply the default to a pending approval (its waiter's deadline passed)."""
         with self._lock:
@@ -265,9 +285,13 @@ class ApprovalInbox:
         self._settled([item])
         return item
 
+    def now_ms(self) -> int:
+        """Now by the clock that decides the deadlines (this process's), epoch milliseconds."""
+        return _now_ms()
+
     def seconds_left(self, item: Approval) -> float:
-        """Seconds until ``item``'s deadline, by the clock that decides it (this process's)."""
-        return (item.deadline_ms - _now_ms()) / 1000
+        """Seconds until ``item``'s deadline, by the clock that decides it (:meth:`now_ms`)."""
+        return (item.deadline_ms - self.now_ms()) / 1000
 
     def recheck(self) -> None:
         """Read answers given elsewhere (nothing to read here: every answer is given in this
@@ -334,17 +358,28 @@ class ApprovalInbox:
         item.answered_ms = _now_ms()
         item.answer_reason = reason
         item.answer_args = args if decision == "allow" else None
-        self._answered[item.id] = item
-        while len(self._answered) > self.keep_answered:
-            # a default goes before a person's answer: anyone holding the ingest token can have
-            # hundreds of defaults applied in a second, and an asker that looks once a second
-            # (serve had no room for its long-poll) would find the person's answer gone
-            default = next((a for a in self._answered.values() if a.answered_by == "timeout"), None)
-            if default is None:
-                self._answered.popitem(last=False)
-            else:
-                del self._answered[default.id]
+        self._keep_answered(item)
         self.version += 1
+
+    def _keep_answered(self, item: Approval) -> None:
+        """Keep ``item`` among the answers: the last ``keep_answered`` defaults applied and the
+        last ``keep_answered`` answers of people, apart. Anyone holding the ingest token can
+        have hundreds of defaults applied in a second, and one **Deny all** gives hundreds of
+        answers: either would push out an answer its asker, looking once a second (serve had
+        no room for its long-poll), has not read yet. A shared inbox's ``_TRIM`` holds the same
+        rule in SQL. Call with the lock held."""
+        self._answered[item.id] = item
+        self._answered.move_to_end(item.id)
+        timed_out = item.answered_by == "timeout"
+        kind = [a for a in self._answered.values() if (a.answered_by == "timeout") == timed_out]
+        for gone in kind[: max(0, len(kind) - self.keep_answered)]:
+            del self._answered[gone.id]
+
+    def _count_refused(self) -> None:
+        """Count one call refused by a full inbox; call with the lock held."""
+        self.refused_last_ms = _now_ms()
+        self.refused_since_ms = self.refused_since_ms or self.refused_last_ms
+        self.refused += 1
 
     def _expire_overdue(self) -> list[Approval]:
         now = _now_ms()

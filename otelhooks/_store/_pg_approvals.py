@@ -17,7 +17,8 @@ instance whose statement changed the row tells its listeners (the event-log reco
 stand-in span), so each answer is recorded once in the fleet.
 
 What is pending is bounded fleet-wide (``max_pending``, counted under the head lock); answered
-rows beyond the newest ``keep_answered`` are deleted by whoever answers.
+rows beyond the last ``keep_answered`` defaults and the last ``keep_answered`` answers of people
+are deleted by whoever answers (as in :class:`ApprovalInbox`).
 """
 
 from __future__ import annotations
@@ -75,9 +76,12 @@ _OVERDUE: Final = (
     f"SELECT EXISTS (SELECT 1 FROM otelhooks_approvals WHERE state = 'pending' "
     f"AND deadline_ms <= {_NOW_MS})"
 ).encode()
+# the rule of ApprovalInbox._keep_answered: the last ``keep`` defaults and the last ``keep``
+# answers of people, apart
 _TRIM: Final = (
-    b"DELETE FROM otelhooks_approvals WHERE id IN (SELECT id FROM otelhooks_approvals "
-    b"WHERE state <> 'pending' ORDER BY changed DESC, id OFFSET %(keep)s)"
+    b"DELETE FROM otelhooks_approvals WHERE id IN (SELECT id FROM (SELECT id, row_number() "
+    b"OVER (PARTITION BY answered_by = 'timeout' ORDER BY changed DESC, id) AS n "
+    b"FROM otelhooks_approvals WHERE state <> 'pending') a WHERE n > %(keep)s)"
 )
 _CHANGES: Final = (
     "SELECT h.changed, a.* FROM otelhooks_approvals_head h LEFT JOIN LATERAL "
@@ -196,6 +200,9 @@ class SharedApprovalInbox(ApprovalInbox):
             if rows:
                 conn.execute(_NOTIFY, (APPROVALS_CHANNEL,))
         if not rows:
+            with self._lock:
+                self._count_refused()  # by this instance: the page of each says what it refused
+            self.recheck()  # the refusal took a change number: this instance's page looks again
             raise InboxFull(f"{self.max_pending} approvals are waiting already")
         self._clock(rows[0])
         self.recheck()
@@ -280,10 +287,9 @@ class SharedApprovalInbox(ApprovalInbox):
         self.recheck()
         return super().answered()
 
-    def seconds_left(self, item: Approval) -> float:
-        """Seconds until ``item``'s deadline by the database's clock (as last seen)."""
-        now_db = time.time_ns() // 1_000_000 + self._offset_ms
-        return (item.deadline_ms - now_db) / 1000
+    def now_ms(self) -> int:
+        """Now by the database's clock (as last seen): an instance's own may be off."""
+        return time.time_ns() // 1_000_000 + self._offset_ms
 
     def recheck(self) -> None:
         """Read the rows changed since the last change seen and update the copies here.
@@ -346,12 +352,6 @@ class SharedApprovalInbox(ApprovalInbox):
         if tell:
             self._settled([i for i in items if i.state != "pending"], tell=True)
         return items
-
-    def _keep_answered(self, item: Approval) -> None:
-        self._answered[item.id] = item
-        self._answered.move_to_end(item.id)
-        while len(self._answered) > self.keep_answered:
-            self._answered.popitem(last=False)
 
 
 def _one_int(row: tuple[Any, ...] | None) -> int:

@@ -3,7 +3,9 @@
 =====================================  ==========================================================
 route                                  who, what
 =====================================  ==========================================================
-``GET /v1/approvals``                  admin: ``{"pending": [...], "answered": [...]}``
+``GET /v1/approvals``                  admin: ``{"pending": [...], "answered": [...],
+                                       "refused": {"count", "since_ms", "last_ms"}}`` (calls
+                                       refused because the inbox was full)
 ``POST /v1/approvals/{id}``            admin: ``{"decision": "allow" | "deny", "reason": "...",
                                        "args": {...}, "by": "..."}`` answers one (409 when it
                                        was answered already, 404 when unknown)
@@ -12,6 +14,8 @@ route                                  who, what
 ``GET /v1/approvals/{id}?wait=S``      ingest or admin: the approval, after up to ``S`` seconds
                                        of waiting for its answer (the default applies at its
                                        deadline)
+``DELETE /v1/approvals/{id}``          ingest or admin (bearer only): its asker stopped waiting;
+                                       the approval is denied by ``asker`` (409 when answered)
 =====================================  ==========================================================
 
 A browser answers with its session cookie, a same-origin ``Origin`` and the CSRF token; ``by``
@@ -28,7 +32,7 @@ import re
 from typing import Any
 from urllib.parse import parse_qs
 
-from otelhooks._actions._approval_inbox import ApprovalInbox, InboxFull
+from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, InboxFull
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
 from otelhooks.web._auth import SECURITY_HEADERS, WebAuth
 
@@ -91,6 +95,8 @@ class ApprovalRoutes:
             await self._create(receive, send)
         elif match is not None and method == "GET":
             await self._one(match.group(1), scope, receive, send)
+        elif match is not None and method == "DELETE" and caller.how == "bearer":
+            await self._withdraw(match.group(1), send)
         elif match is not None and method == "POST" and caller.admin:
             if not self.auth.allows_change(scope, caller):
                 await _json(send, 403, {"error": "forbidden", "message": "CSRF check failed"})
@@ -106,9 +112,18 @@ class ApprovalRoutes:
         return {
             "capture_content": content,
             "version": self.inbox.version,
-            "pending": [a.to_json(content=content) for a in self.inbox.pending()],
-            "answered": [a.to_json(content=content) for a in self.inbox.answered()],
+            "refused": {
+                "count": self.inbox.refused,
+                "since_ms": self.inbox.refused_since_ms,
+                "last_ms": self.inbox.refused_last_ms,
+            },
+            "pending": [self._shown(a, content) for a in self.inbox.pending()],
+            "answered": [self._shown(a, content) for a in self.inbox.answered()],
         }
+
+    def _shown(self, item: Approval, content: bool) -> dict[str, Any]:
+        # the time left by the deadline's clock (a fleet's is the database's, not this host's)
+        return item.to_json(content=content, now_ms=self.inbox.now_ms())
 
     async def _body(self, receive: Receive, send: Send) -> dict[str, Any] | None:
         raw = await read_body(receive, _MAX_BODY)
@@ -159,7 +174,7 @@ class ApprovalRoutes:
         except InboxFull as exc:
             await _json(send, 503, {"error": "inbox_full", "message": str(exc)})
             return
-        await _json(send, 201, item.to_json(content=True))
+        await _json(send, 201, self._shown(item, True))
 
     async def _one(self, approval_id: str, scope: Scope, receive: Receive, send: Send) -> None:
         item = await self.inbox.call(self.inbox.get, approval_id)
@@ -184,7 +199,23 @@ class ApprovalRoutes:
             finally:
                 self.waiting -= 1
         # the asker gets the edited arguments whatever the display rule: they are its answer
-        await _json(send, 200, item.to_json(content=True))
+        await _json(send, 200, self._shown(item, True))
+
+    async def _withdraw(self, approval_id: str, send: Send) -> None:
+        """The asker stopped waiting (:meth:`ApprovalInbox.withdraw`)."""
+        item = await self.inbox.call(self.inbox.withdraw, approval_id)
+        if item is None:
+            await self._not_answered(approval_id, send)
+            return
+        await _json(send, 200, self._shown(item, self.capture_content))
+
+    async def _not_answered(self, approval_id: str, send: Send) -> None:
+        known = await self.inbox.call(self.inbox.get, approval_id)
+        if known is None:
+            await _json(send, 404, {"error": "not_found"})
+        else:  # the page shows the message: whose answer stands (``timeout``: the default)
+            given = f"answered already: {known.decision} by {known.answered_by}"
+            await _json(send, 409, {"error": "answered", "message": given})
 
     async def _answer(self, approval_id: str, receive: Receive, send: Send, how: str) -> None:
         body = await self._body(receive, send)
@@ -209,14 +240,9 @@ class ApprovalRoutes:
         )
         item = await self.inbox.call(answer)
         if item is None:
-            known = await self.inbox.call(self.inbox.get, approval_id)
-            if known is None:
-                await _json(send, 404, {"error": "not_found"})
-            else:  # the page shows the message: whose answer stands (``timeout``: the default)
-                given = f"answered already: {known.decision} by {known.answered_by}"
-                await _json(send, 409, {"error": "answered", "message": given})
+            await self._not_answered(approval_id, send)
             return
-        await _json(send, 200, item.to_json(content=self.capture_content))
+        await _json(send, 200, self._shown(item, self.capture_content))
 
 
 async def _answered(inbox: ApprovalInbox, item: Any, wait: float) -> None:

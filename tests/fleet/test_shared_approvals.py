@@ -3,6 +3,7 @@ through another, decided once, due by the database's clock, and kept across a ki
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -381,3 +382,105 @@ def test_while_postgresql_is_down_the_inbox_answers_503_then_recovers(
         f"{a.url}/v1/approvals/{approval}", json={"decision": "allow"}, headers=AUTH
     )
     assert answered.status_code == 200
+
+
+def test_a_person_s_answer_outlasts_hundreds_of_defaults_applied_after_it(pg_url: str) -> None:
+    # as in serve's own inbox (tests/web/test_inbox_flood.py): anything holding the ingest token
+    # can have hundreds of its cards time out between two looks of an asker; before, the fleet
+    # kept the newest 200 answers whatever they were, the look got 404 and the call the person
+    # approved was blocked
+    stores = [PostgresStore(pg_url), PostgresStore(pg_url)]
+    try:
+        stores[0].migrate()
+        asked, flooded = (SharedApprovalInbox(s) for s in stores)
+        ask = {"hook_id": "h", "event": "before_tool_call", "tool": "Bash"}
+        real = asked.request(**ask, timeout_s=60, default="deny", args={"command": "ls"})
+        assert flooded.answer(real.id, "allow", by="alice") is not None
+        for _ in range(250):  # each one asked applies the default of the one before
+            flooded.request(**ask, timeout_s=0.001, default="deny")
+        time.sleep(0.01)
+        flooded.pending()  # the last one's default too
+        for inbox in (asked, flooded):
+            got = inbox.get(real.id)
+            assert got is not None
+            assert (got.state, got.answered_by) == ("allowed", "alice")
+        (kept,) = stores[0].statement(b"SELECT count(*) FROM otelhooks_approvals")
+        assert kept[0] == 201  # still bounded: the last 200 defaults and the person's answer
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_a_call_refused_by_the_full_fleet_inbox_is_counted_and_moves_the_page(
+    pg_url: str,
+) -> None:
+    # the page says how many calls were refused (each one blocked); it reads the listing again
+    # when the version moves
+    store = PostgresStore(pg_url)
+    try:
+        store.migrate()
+        inbox = SharedApprovalInbox(store, max_pending=1)
+        ask = {"hook_id": "h", "event": "before_tool_call", "tool": "t", "timeout_s": 60}
+        inbox.request(**ask, default="deny")
+        version = inbox.version
+        with pytest.raises(InboxFull):
+            inbox.request(**ask, default="deny")
+        assert inbox.refused == 1
+        assert 0 < inbox.refused_since_ms == inbox.refused_last_ms
+        assert inbox.version > version
+    finally:
+        store.close()
+
+
+def test_a_default_outlasts_hundreds_of_answers_given_after_it(pg_url: str) -> None:
+    # one Deny all gives hundreds of answers; the default applied before them stays readable
+    # by its asker (through any instance), as a person's answer outlasts hundreds of defaults
+    stores = [PostgresStore(pg_url), PostgresStore(pg_url)]
+    try:
+        stores[0].migrate()
+        asked, answering = (SharedApprovalInbox(s) for s in stores)
+        ask = {"hook_id": "h", "event": "before_tool_call", "tool": "Bash"}
+        due = asked.request(**ask, timeout_s=0.001, default="allow")
+        time.sleep(0.01)
+        assert asked.expire(due.id) is not None
+        for _ in range(210):
+            card = answering.request(**ask, timeout_s=60, default="deny")
+            answering.answer(card.id, "deny", by="browser")
+        for inbox in (asked, answering):
+            got = inbox.get(due.id)
+            assert got is not None
+            assert (got.state, got.answered_by) == ("allowed", "timeout")
+    finally:
+        for s in stores:
+            s.close()
+
+
+def test_the_time_left_shown_is_the_database_s_whatever_the_instance_s_clock(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the deadline is the database's clock; an instance whose clock is a minute behind showed a
+    # card of 30 s as having 90 s left, and the person who took their time got the default
+    skewed = tmp_path / "skewed"
+    skewed.mkdir()
+    (skewed / "sitecustomize.py").write_text(
+        "import time\n"
+        "_ns, _s = time.time_ns, time.time\n"
+        "time.time_ns = lambda: _ns() - 60_000_000_000\n"
+        "time.time = lambda: _s() - 60.0\n"
+    )
+    right = _serve_proc(tmp_path, pg_url)
+    monkeypatch.setenv("PYTHONPATH", f"{skewed}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
+    behind = _serve_proc(tmp_path, pg_url)
+    try:
+        asked = httpx.post(
+            f"{right.url}/v1/approvals",
+            json={"hook_id": "bot", "tool": "deploy", "timeout_s": 30, "default": "allow"},
+            headers={"Authorization": f"Bearer {INGEST}"},
+        )
+        assert asked.status_code == 201, asked.text
+        for server in (right, behind):
+            shown = _pending(server.url, _admin(server.url))
+            assert 20 < shown["time_left_s"] <= 30, server.url
+    finally:
+        right.stop()
+        behind.stop()

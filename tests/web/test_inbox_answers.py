@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer
+from otelhooks._actions._approval_inbox import ApprovalInbox
 from tests.web.conftest import AUTH, click_answer, log_in
 
 pytestmark = pytest.mark.timeout(60)
@@ -104,3 +105,35 @@ def test_an_answer_given_is_not_called_not_given_when_the_list_cannot_be_read(
         assert card.locator("button.approve").is_disabled()  # no second answer offered
     finally:
         page.context.close()
+
+
+def test_a_default_applied_while_another_call_is_asked_is_recorded() -> None:
+    # the listeners write the event-log record and the span of every answer; a default applied
+    # as another call was asked (the one moment a quiet inbox looks at its deadlines) told none
+    inbox = ApprovalInbox()
+    told: list[str] = []
+    inbox.add_listener(lambda item: told.append(item.id))
+    ask = {"hook_id": "h", "event": "before_tool_call", "tool": "Bash", "default": "deny"}
+    due = inbox.request(**ask, timeout_s=0.001)
+    time.sleep(0.01)
+    inbox.request(**ask, timeout_s=60)
+    assert (due.state, due.answered_by) == ("denied", "timeout")
+    assert told == [due.id]
+
+
+def test_a_default_stays_readable_after_a_person_answered_hundreds_of_cards() -> None:
+    # a person who clicks Deny all on 256 cards gives 256 answers at once; a default applied
+    # after them was dropped as soon as it was kept (a default went before any person's answer),
+    # so its asker, looking once a second, got 404 and blocked a call whose default was allow
+    inbox = ApprovalInbox()
+    ask = {"hook_id": "h", "event": "before_tool_call", "tool": "Bash"}
+    for _ in range(256):
+        card = inbox.request(**ask, timeout_s=60, default="deny")
+        inbox.answer(card.id, "deny", by="browser")
+    due = inbox.request(**ask, timeout_s=0.001, default="allow")
+    time.sleep(0.01)
+    inbox.pending()  # a look at the list applies the default
+    got = inbox.get(due.id)
+    assert got is not None
+    assert (got.state, got.answered_by) == ("allowed", "timeout")
+    assert len(inbox.answered()) == inbox.keep_answered + 1  # the last 200 of people, and it

@@ -227,3 +227,40 @@ def test_a_person_s_answer_outlasts_hundreds_of_defaults_applied_after_it(
         got = agent.get(f"/v1/approvals/{real}")
     assert got.status_code == 200, got.text
     assert got.json()["state"] == "allowed"
+
+
+def test_the_page_says_how_many_calls_a_full_inbox_refused_and_since_when(
+    browser: Any, server: EventLogServer
+) -> None:
+    # anything holding the ingest token can fill the 256 waiting places; every call asked after
+    # that is refused and blocked, which only its asker's log said: the person saw a page of
+    # cards and nothing telling them to act
+    with httpx.Client(base_url=server.url, headers=AGENT) as agent:
+        body = {"tool": "Bash", "timeout_s": 600, "default": "deny", "args": {"command": "ls"}}
+        for _ in range(256):
+            assert agent.post("/v1/approvals", json=body).status_code == 201
+    before = httpx.get(f"{server.url}/v1/approvals", headers=AUTH).json()["refused"]
+    page = log_in(browser, server.url)
+    try:
+        page.goto(f"{server.url}/approvals")
+        page.locator("article.approval-card").nth(255).wait_for(timeout=10000)
+        if not before["count"]:
+            assert page.locator("#refused").is_hidden()
+        for _ in range(3):  # the real calls, asked once the inbox is full
+            refused = httpx.post(f"{server.url}/v1/approvals", json=body, headers=AGENT)
+            assert refused.status_code == 503
+        note = page.locator("#refused")
+        expected = f"{before['count'] + 3} calls refused since "
+        page.wait_for_function(
+            "t => document.getElementById('refused').textContent.startsWith(t)",
+            arg=expected,
+            timeout=5000,
+        )
+        assert note.is_visible()
+        assert "the inbox was full" in note.text_content()
+    finally:
+        page.context.close()
+    after = httpx.get(f"{server.url}/v1/approvals", headers=AUTH).json()["refused"]
+    assert after["count"] == before["count"] + 3
+    assert after["since_ms"] <= after["last_ms"] <= time.time() * 1000
+    assert after["since_ms"] == (before["since_ms"] or after["since_ms"])

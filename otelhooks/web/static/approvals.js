@@ -150,6 +150,20 @@
       $('pending').append(entry.box);
       if (entry.edit) fit(entry.edit);
     }
+    // A full inbox refuses every call (each one blocked): the asker logs it, which the person
+    // does not read. Said above the cards, it moves them down once, as a card leaving does.
+    const refused = body.refused;
+    if (refused.count) {
+      const note = $('refused');
+      if (note.hidden) {
+        note.hidden = false;
+        for (const entry of cards.values()) entry.movedAt = Date.now();
+      }
+      note.textContent = `${refused.count} call${refused.count === 1 ? '' : 's'} refused since `
+        + `${when(refused.since_ms * 1000)} (the last at ${when(refused.last_ms * 1000)}): the `
+        + 'inbox was full, and each one was blocked. Deny the calls you do not expect to make room.';
+      note.title = note.textContent;
+    }
     $('none-pending').hidden = body.pending.length > 0;
     $('all').hidden = cards.size === 0; // shown with the first card: its showing moves none
     $('deny-all').textContent = `Deny all ${cards.size} waiting`;

@@ -1,0 +1,147 @@
+"""An approval whose asker stopped waiting (interrupted, cancelled, gave up) leaves the inbox:
+no person approves a call nobody waits for, and a rerun's card is not one of two look-alikes.
+Real serve, real asker processes."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from otelhooks import EventLogServer, serve
+from otelhooks._actions._approval_inbox import WITHDRAWN
+from otelhooks.testing import pipeline
+from tests.web.conftest import AUTH, TOKEN
+
+pytestmark = pytest.mark.timeout(60)
+
+AGENT = {"Authorization": "Bearer agent-ingest-t0ken"}
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
+    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
+    started = serve(token=TOKEN)
+    try:
+        yield started
+    finally:
+        with httpx.Client(base_url=started.url, headers=AUTH) as admin:
+            for item in admin.get("/v1/approvals").json()["pending"]:
+                admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
+        started.stop()
+
+
+def _hook(tool: str, url: str | None) -> dict[str, Any]:
+    approval: dict[str, Any] = {"timeout": 60, "default": "allow"}
+    if url:
+        approval["url"] = url
+    return {"id": "ask", "type": "before_tool_call", "matcher": tool, "approval": approval}
+
+
+def _card(admin: httpx.Client, tool: str, timeout_s: float = 20) -> str:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for item in admin.get("/v1/approvals").json()["pending"]:
+            if item["tool"] == tool:
+                return str(item["id"])
+        time.sleep(0.05)
+    raise AssertionError(f"no card for {tool}")
+
+
+def _withdrawn(admin: httpx.Client, approval: str, timeout_s: float = 10) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        got = admin.get(f"/v1/approvals/{approval}").json()
+        if got["state"] != "pending":
+            return dict(got)
+        time.sleep(0.05)
+    raise AssertionError("the card is still waiting though nobody waits for its answer")
+
+
+ASKER = """\
+import os, sys
+from otelhooks.testing import pipeline
+hook = {"id": "ask", "type": "before_tool_call", "matcher": "rm",
+        "approval": {"timeout": 60, "default": "allow", "url": sys.argv[1]}}
+with pipeline(hooks=[hook]) as pipe:
+    with pipe.oh.operation("bot") as op, op.step() as step:
+        print("asking", flush=True)
+        step.run_tool("fs", "rm", {"path": "/data"}, lambda **kw: "ran")
+"""
+
+
+def test_an_asker_interrupted_withdraws_its_card(server: EventLogServer, tmp_path: Path) -> None:
+    # a person presses Ctrl-C on the agent (or a CLI interrupts its hook) while the call waits:
+    # before, the card stayed for its 60 s and a person could approve a call nobody waited for
+    script = tmp_path / "asker.py"
+    script.write_text(ASKER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env["OTELHOOKS_INGEST_TOKEN"] = AGENT["Authorization"].removeprefix("Bearer ")
+    child = subprocess.Popen(
+        [sys.executable, str(script), server.url], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        with httpx.Client(base_url=server.url, headers=AUTH) as admin:
+            card = _card(admin, "fs/rm")
+            child.send_signal(signal.SIGINT)
+            child.wait(20)
+            got = _withdrawn(admin, card)
+            late = admin.post(f"/v1/approvals/{card}", json={"decision": "allow"})
+    finally:
+        child.kill()
+        child.wait()
+    assert (got["state"], got["answered_by"], got["answer_reason"]) == (
+        "denied",
+        "asker",
+        WITHDRAWN,
+    )
+    assert late.status_code == 409
+    assert late.json()["message"] == "answered already: deny by asker"
+
+
+@pytest.mark.parametrize("afar", [False, True], ids=["in-process", "url"])
+def test_an_asker_cancelled_withdraws_its_card(server: EventLogServer, afar: bool) -> None:
+    # an agent framework that stops waiting for a tool (its own timeout) cancels the hook
+    ran: list[Any] = []
+
+    async def agent(pipe: Any) -> None:
+        async with pipe.oh.operation("bot") as op, op.step() as step:
+            await step.arun_tool("fs", "rm", {"path": "/data"}, lambda **kw: ran.append(kw))
+
+    async def impatient(pipe: Any) -> None:
+        with pytest.raises(TimeoutError):
+            await asyncio.wait_for(agent(pipe), 1.5)
+
+    hook = _hook("rm", server.url if afar else None)
+    with (
+        pipeline(hooks=[hook]) as pipe,
+        httpx.Client(base_url=server.url, headers=AUTH) as admin,
+    ):
+        worker = threading.Thread(target=asyncio.run, args=(impatient(pipe),))
+        worker.start()
+        card = _card(admin, "fs/rm")
+        worker.join(10)
+        got = _withdrawn(admin, card)
+    assert (got["state"], got["answered_by"]) == ("denied", "asker")
+    assert ran == []
+
+
+def test_a_card_answered_is_not_withdrawn(server: EventLogServer) -> None:
+    with httpx.Client(base_url=server.url) as client:
+        body = {"tool": "Bash", "timeout_s": 60, "default": "deny", "args": {}}
+        card = client.post("/v1/approvals", json=body, headers=AGENT).json()["id"]
+        client.post(f"/v1/approvals/{card}", json={"decision": "allow"}, headers=AUTH)
+        gone = client.delete(f"/v1/approvals/{card}", headers=AGENT)
+        got = client.get(f"/v1/approvals/{card}", headers=AGENT).json()
+    assert gone.status_code == 409
+    assert got["state"] == "allowed"
