@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import textwrap
 import uuid
@@ -260,3 +261,35 @@ def test_dll_hook_loads_a_plugin_from_its_plugins_folder(
     (hook,) = load_config([config]).hooks
     assert (hook.id, hook.event, hook.plugin) == ("audit", "on_complete", name)
     assert hook.action(EVENT) == "ok"
+
+
+def test_two_scripts_whose_helpers_share_a_name_are_refused_not_mixed(tmp_path: Path) -> None:
+    # Python imports a module once per process: b's `from rules import WORD` found a's rules.py,
+    # and guard b let `rm -rf` through (exit 0, no word). Run in a process of its own, so that
+    # neither `rules` reaches this one.
+    for folder, word in (("a", "sudo"), ("b", "rm -rf")):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "rules.py").write_text(f"WORD = {word!r}\n")
+        (tmp_path / folder / "guard.py").write_text(
+            "from rules import WORD\n\n"
+            "def guard(event):\n"
+            "    if WORD in str(event.args):\n"
+            f"        event.deny('{folder}: no ' + WORD)\n"
+        )
+    (tmp_path / "hooks.yaml").write_text(
+        "hooks:\n"
+        "  - {id: a, type: PreToolUse, matcher: Bash, script: a/guard.py:guard}\n"
+        "  - {id: b, type: PreToolUse, matcher: Bash, script: b/guard.py:guard}\n"
+    )
+    event = {"session_id": "s", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+             "tool_input": {"command": "rm -rf /"}, "tool_use_id": "t1"}  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", "hooks.yaml",
+         "--fail-closed"],
+        input=json.dumps(event), capture_output=True, text=True, cwd=tmp_path, timeout=60,
+        env={**os.environ, "OTELHOOKS_BRIDGE_STATE": str(tmp_path / "state.sqlite3")},
+    )  # fmt: skip
+    answer = json.loads(run.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny", run.stdout
+    assert "rules (imported first from" in answer["permissionDecisionReason"]
+    assert "rename one of them" in run.stderr

@@ -18,6 +18,7 @@ from __future__ import annotations
 import hashlib
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import threading
 from collections.abc import Callable
@@ -66,7 +67,24 @@ def _helpers_finder(entry: str) -> importlib.machinery.FileFinder:
     )
 
 
-sys.path_hooks.insert(0, _helpers_finder)
+def _shadowed_helpers(folder: str) -> list[str]:
+    """The helpers beside a script (``rules.py``, or a ``rules`` package) whose names another
+    script's folder gave a module first: ``import rules`` in both scripts finds the first one,
+    and the second guard would decide by the other's rules."""
+    found = []
+    for name, module in list(sys.modules.items()):
+        origin = getattr(module, "__file__", None)
+        if "." in name or not isinstance(origin, str):
+            continue
+        home = os.path.dirname(origin)
+        if os.path.basename(origin) == "__init__.py":
+            home = os.path.dirname(home)
+        if home == folder or home not in _folders:
+            continue
+        beside = os.path.join(folder, name)
+        if os.path.isfile(beside + ".py") or os.path.isdir(beside):
+            found.append(f"{name} (imported first from {home})")
+    return found
 
 
 def split_script_ref(ref: str) -> tuple[str, str]:
@@ -107,6 +125,8 @@ def _load_module(path: Path) -> ModuleType:
         # not put its working folder on the path); appended, so that a file there never
         # shadows an installed module (a project's own logging.py).
         if str(path.parent) not in sys.path:
+            if _helpers_finder not in sys.path_hooks:
+                sys.path_hooks.insert(0, _helpers_finder)
             _folders.add(str(path.parent))
             sys.path_importer_cache.pop(str(path.parent), None)  # a finder of it from before
             sys.path.append(str(path.parent))
@@ -123,6 +143,15 @@ def _load_module(path: Path) -> ModuleType:
                 f"script {str(path)!r} failed while loading: {type(exc).__name__}: {exc}",
                 field="script",
             ) from None
+        shadowed = _shadowed_helpers(str(path.parent))
+        if shadowed:
+            sys.modules.pop(name, None)
+            raise ConfigError(
+                f"script {str(path)!r}: the helpers beside it have the names of another "
+                f"script's helpers, which Python imports once per process: "
+                f"{', '.join(shadowed)}; rename one of them",
+                field="script",
+            )
         _modules[key] = module
         return module
 
