@@ -29,17 +29,14 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
         "pip install 'otelhooks[openai-agents]'"
     ) from exc
 
+from otelhooks.integrations.openai_agents._guard import UnguardedToolWarning
 from otelhooks.integrations.openai_agents._runner import (
     GUARDRAIL_NAME,
     PROVIDER,
     HookedRunner,
     RunBlockedError,
 )
-from otelhooks.integrations.openai_agents._tools import (
-    UnguardedToolWarning,
-    hook_agent,
-    hook_tool,
-)
+from otelhooks.integrations.openai_agents._tools import hook_agent, hook_tool
 
 __all__ = [
     "GUARDRAIL_NAME",

@@ -63,12 +63,8 @@ from otelhooks._fingerprint import canonical_json
 from otelhooks._instrument import AgentCall, AgentTracer, LlmCall, Operation, Step
 from otelhooks._live import LiveEvent
 from otelhooks.integrations._scopes import DetachedScope
-from otelhooks.integrations.openai_agents._tools import (
-    CURRENT_RUN,
-    Execute,
-    hook_agent,
-    warn_unhooked_state,
-)
+from otelhooks.integrations.openai_agents._guard import CURRENT_RUN, Execute
+from otelhooks.integrations.openai_agents._tools import hook_agent, warn_unhooked_state
 
 __all__ = ["PROVIDER", "AgentRun", "HookedRunner", "RunBlockedError"]
 

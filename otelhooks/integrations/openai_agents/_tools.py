@@ -12,9 +12,9 @@ reaches otelhooks' hooks; such a rejection is recorded as an ``on_tool_call_deni
 (see :func:`_watch_guardrail`).
 
 The tools of an agent's MCP servers (``agent.mcp_servers``) go through the same chain:
-:func:`hook_agent` gives the clone a :class:`_HookedMCPServer` for each server, which delegates
-everything to the user's server and judges each ``call_tool`` (identifier: the server's name, so
-``{server}/{tool}`` and ``mcp__{server}__{tool}`` match it, as in the MCP gateway).
+:func:`hook_agent` gives the clone a wrapper around each server
+(:mod:`~otelhooks.integrations.openai_agents._mcp_servers`), which delegates everything to the
+user's server and judges each ``call_tool``.
 
 Every other tool (the hosted tools the model's API runs, ``ComputerTool``, ``CustomTool``, a
 hosted ``ShellTool``) and those a ``SandboxAgent``'s capabilities add while it runs are not seen
@@ -30,8 +30,7 @@ import inspect
 import json
 import warnings
 from collections.abc import Awaitable, Callable
-from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any, Final, overload
+from typing import Any, Final, overload
 
 from agents import (
     Agent,
@@ -52,49 +51,27 @@ from agents import (
     ToolInputGuardrail,
     ToolInputGuardrailData,
 )
-from agents.agent import AgentBase
 from agents.mcp import MCPServer
 from agents.run_context import RunContextWrapper
 from agents.sandbox import Capability, SandboxAgent
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolGuardrailFunctionOutput
-from mcp.types import (
-    CallToolResult,
-    GetPromptResult,
-    ListPromptsResult,
-    ListResourcesResult,
-    ListResourceTemplatesResult,
-    ReadResourceResult,
-    TextContent,
-)
-from mcp.types import Tool as MCPTool
 from openai.types.responses.response_output_item import LocalShellCallAction
 
-from otelhooks import _semconv as sc
 from otelhooks._tool_kinds import KIND_NAMES
+from otelhooks.integrations.openai_agents._guard import (
+    CURRENT_RUN,
+    UnguardedToolWarning,
+    guarded,
+    parse_args,
+)
+from otelhooks.integrations.openai_agents._mcp_servers import HookedMCPServer
 
-if TYPE_CHECKING:
-    from otelhooks.integrations.openai_agents._runner import AgentRun
-
-__all__ = [
-    "CURRENT_RUN",
-    "Execute",
-    "UnguardedToolWarning",
-    "hook_agent",
-    "hook_tool",
-    "parse_args",
-    "warn_unhooked_state",
-]
-
-CURRENT_RUN: ContextVar[AgentRun | None] = ContextVar("otelhooks_openai_agents_run", default=None)
-"""The run :class:`~otelhooks.integrations.openai_agents.HookedRunner` is executing (inherited by
-the SDK's tool tasks)."""
+__all__ = ["hook_agent", "hook_tool", "warn_unhooked_state"]
 
 _HOOKED: Final = "__otelhooks_hooked__"
 
 Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
-# runs a tool given the arguments a hook rewrote (None: unchanged)
-Execute = Callable[[dict[str, Any] | None], Awaitable[Any]]
 
 # The kind a guard names for each SDK tool otelhooks wraps (its default name is one of the kind's).
 _KINDS: Final[dict[type[Any], str]] = {
@@ -102,25 +79,6 @@ _KINDS: Final[dict[type[Any], str]] = {
     LocalShellTool: "@shell",
     ApplyPatchTool: "@file_edit",
 }
-
-
-class UnguardedToolWarning(UserWarning):
-    """An agent's tool runs without any otelhooks tool hook seeing it (a hosted tool the model's
-    API runs, a tool kind otelhooks cannot wrap, a hooked tool or MCP server run outside
-    :meth:`HookedRunner.run`), or a tool kind's guard cannot match it (a renamed
-    ``ShellTool``).
-
-    Turn it into an error to refuse such agents: ``warnings.simplefilter("error",
-    UnguardedToolWarning)``.
-    """
-
-
-def parse_args(raw: str) -> dict[str, Any]:
-    try:
-        value = json.loads(raw) if raw else {}
-    except ValueError:
-        return {"_raw": raw}
-    return value if isinstance(value, dict) else {"_value": value}
 
 
 def _watch_guardrail(tool_name: str, guardrail: ToolInputGuardrail[Any]) -> ToolInputGuardrail[Any]:
@@ -141,30 +99,6 @@ def _watch_guardrail(tool_name: str, guardrail: ToolInputGuardrail[Any]) -> Tool
         return output
 
     return ToolInputGuardrail(guardrail_function=watched, name=guardrail.get_name())
-
-
-async def _guarded(
-    name: str,
-    identifier: str | None,
-    args: dict[str, Any],
-    call_id: str | None,
-    run: Execute,
-    shown: Callable[[Any], Any] | None = None,
-    attributes: dict[str, Any] | None = None,
-) -> tuple[Any, bool]:
-    """``run`` through the current hooked run's tool hooks (as it is outside one)."""
-    hooked_run = CURRENT_RUN.get()
-    if hooked_run is None:
-        # a hooked agent run by the SDK's own Runner (run_streamed included): no hook can see the
-        # call, so say so rather than let the guards look in force
-        warnings.warn(
-            f"tool {name!r} of a hooked agent ran outside HookedRunner.run: no otelhooks tool "
-            "hook saw it (run the agent with HookedRunner.run)",
-            UnguardedToolWarning,
-            stacklevel=2,
-        )
-        return await run(None), False
-    return await hooked_run.guard_tool(name, identifier, args, call_id, run, shown, attributes)
 
 
 def _shell_text(output: Any) -> Any:
@@ -235,7 +169,7 @@ def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
         async def run(changed: dict[str, Any] | None) -> Any:
             return await original(ctx, input if changed is None else json.dumps(changed))
 
-        output, _ = await _guarded(tool.name, identifier, parse_args(input), ctx.tool_call_id, run)
+        output, _ = await guarded(tool.name, identifier, parse_args(input), ctx.tool_call_id, run)
         return output
 
     setattr(invoke, _HOOKED, True)
@@ -272,7 +206,7 @@ def _hook_shell(tool: ShellTool, identifier: str | None) -> ShellTool:
                 return await _maybe(executor(dataclasses.replace(request, data=data)))
             return await _maybe(executor(request))
 
-        output, _ = await _guarded(
+        output, _ = await guarded(
             tool.name, identifier, args, request.data.call_id, run, _shell_text
         )
         return output if isinstance(output, ShellResult) else str(output)
@@ -296,7 +230,7 @@ def _hook_local_shell(tool: LocalShellTool, identifier: str | None) -> LocalShel
                 return await _maybe(executor(dataclasses.replace(request, data=data)))
             return await _maybe(executor(request))
 
-        output, _ = await _guarded(tool.name, identifier, args, request.data.call_id, run)
+        output, _ = await guarded(tool.name, identifier, args, request.data.call_id, run)
         return str(output)
 
     setattr(execute, _HOOKED, True)
@@ -334,7 +268,7 @@ class _HookedEditor:
             return await _maybe(getattr(self.editor, op.type)(op))
 
         # the operation does not carry the model's call id; the span gets one of its own
-        output, denied = await _guarded(self.name, self.identifier, args, None, run, _patch_text)
+        output, denied = await guarded(self.name, self.identifier, args, None, run, _patch_text)
         if denied:
             return ApplyPatchResult(status="failed", output=str(output))
         return output if isinstance(output, ApplyPatchResult | None) else str(output)
@@ -355,124 +289,6 @@ def _hook_apply_patch(tool: ApplyPatchTool, identifier: str | None) -> ApplyPatc
     return dataclasses.replace(tool, editor=_HookedEditor(tool.editor, tool.name, identifier))
 
 
-class _MCPToolError(Exception):
-    """An MCP tool's result flagged ``is_error``: the call failed (the model still gets it)."""
-
-    def __init__(self, result: CallToolResult) -> None:
-        super().__init__(_mcp_text(result) or "the MCP tool reported an error")
-        self.result = result
-
-
-def _mcp_text(result: Any) -> Any:
-    """What an MCP tool result says: its text blocks (any other block as JSON)."""
-    if not isinstance(result, CallToolResult):
-        return result
-    return "\n".join(
-        b.text if isinstance(b, TextContent) else b.model_dump_json() for b in result.content
-    )
-
-
-def _mcp_answer(text: Any, *, error: bool) -> CallToolResult:
-    """A tool result otelhooks answers with (a denial, a mock, a filtered result), as the MCP
-    gateway writes it."""
-    return CallToolResult(content=[TextContent(type="text", text=str(text))], is_error=error)
-
-
-class _HookedMCPServer(MCPServer):
-    """An agent's MCP server whose tool calls go through otelhooks' tool hooks.
-
-    Everything else is the user's server's: its lifecycle, listings, prompts and resources, and
-    every setting the SDK reads from a server (approval policy, failure handler, guardrails,
-    structured content, meta resolver). ``MCPServer.__init__`` is deliberately not called: an
-    attribute it would have set here is read from the user's server instead (``__getattr__``).
-    """
-
-    def __init__(self, server: MCPServer) -> None:
-        self.server = server
-
-    def __getattr__(self, name: str) -> Any:
-        # only reached for what this class does not define: the user's server's attributes
-        if name == "server":  # not set yet (a copy being made): never recurse
-            raise AttributeError(name)
-        return getattr(self.server, name)
-
-    @property
-    def name(self) -> str:
-        return self.server.name
-
-    @property
-    def cached_tools(self) -> list[MCPTool] | None:
-        return self.server.cached_tools
-
-    async def connect(self) -> None:
-        await self.server.connect()  # type: ignore[no-untyped-call]
-
-    async def cleanup(self) -> None:
-        await self.server.cleanup()  # type: ignore[no-untyped-call]
-
-    async def __aenter__(self) -> _HookedMCPServer:
-        await self.server.connect()  # type: ignore[no-untyped-call]
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.server.cleanup()  # type: ignore[no-untyped-call]
-
-    async def list_tools(
-        self, run_context: RunContextWrapper[Any] | None = None, agent: AgentBase | None = None
-    ) -> list[MCPTool]:
-        return await self.server.list_tools(run_context, agent)
-
-    async def call_tool(
-        self, tool_name: str, arguments: dict[str, Any] | None, meta: dict[str, Any] | None = None
-    ) -> CallToolResult:
-        async def run(changed: dict[str, Any] | None) -> Any:
-            result = await self.server.call_tool(
-                tool_name, arguments if changed is None else changed, meta
-            )
-            if result.is_error:
-                raise _MCPToolError(result)
-            return result
-
-        attributes = {sc.MCP_METHOD_NAME: "tools/call", sc.MCP_SERVER_NAME: self.server.name}
-        try:
-            # the SDK does not pass the model's call id to a server; the span gets one of its own
-            output, denied = await _guarded(
-                tool_name, self.server.name, dict(arguments or {}), None, run, _mcp_text, attributes
-            )
-        except _MCPToolError as failed:
-            return failed.result
-        if isinstance(output, CallToolResult):
-            return output
-        return _mcp_answer(output, error=denied)
-
-    async def list_prompts(self) -> ListPromptsResult:
-        return await self.server.list_prompts()
-
-    async def get_prompt(
-        self, name: str, arguments: dict[str, Any] | None = None
-    ) -> GetPromptResult:
-        return await self.server.get_prompt(name, arguments)
-
-    async def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
-        return await self.server.list_resources(cursor)
-
-    async def list_resource_templates(
-        self, cursor: str | None = None
-    ) -> ListResourceTemplatesResult:
-        return await self.server.list_resource_templates(cursor)
-
-    async def read_resource(self, uri: str) -> ReadResourceResult:
-        return await self.server.read_resource(uri)
-
-    # The SDK asks the server itself for these two when it turns its tools into function tools:
-    # the user's approval policy and failure handler, never the defaults of this wrapper.
-    def _get_needs_approval_for_tool(self, tool: MCPTool, agent: AgentBase | None) -> Any:
-        return self.server._get_needs_approval_for_tool(tool, agent)
-
-    def _get_failure_error_function(self, agent_failure_error_function: Any) -> Any:
-        return self.server._get_failure_error_function(agent_failure_error_function)
-
-
 def _hooked(agent: Agent[Any], seen: set[int]) -> bool:
     """Whether ``agent`` and every agent it hands off to run hooked tools only (as the agents
     :func:`hook_agent` returns do)."""
@@ -482,7 +298,7 @@ def _hooked(agent: Agent[Any], seen: set[int]) -> bool:
     hookable = FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool
     if any(isinstance(t, hookable) and hook_tool(t) is not t for t in agent.tools):
         return False
-    if any(not isinstance(s, _HookedMCPServer) for s in agent.mcp_servers):
+    if any(not isinstance(s, HookedMCPServer) for s in agent.mcp_servers):
         return False
     return all(
         _hooked(h, seen) if isinstance(h, Agent) else getattr(h.on_invoke_handoff, _HOOKED, False)
@@ -607,7 +423,7 @@ def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None)
         for t in agent.tools
     ]
     servers: list[MCPServer] = [
-        s if isinstance(s, _HookedMCPServer) else _HookedMCPServer(s) for s in agent.mcp_servers
+        s if isinstance(s, HookedMCPServer) else HookedMCPServer(s) for s in agent.mcp_servers
     ]
     clone = agent.clone(tools=tools, mcp_servers=servers)
     seen[id(agent)] = clone

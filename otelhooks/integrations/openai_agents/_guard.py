@@ -1,0 +1,67 @@
+"""The one way a hooked tool of the Agents SDK runs: through the tool hooks of the run
+:class:`~otelhooks.integrations.openai_agents.HookedRunner` is executing (:func:`guarded`), or,
+outside one, with an :class:`UnguardedToolWarning` saying no hook saw it."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from otelhooks.integrations.openai_agents._runner import AgentRun
+
+__all__ = ["CURRENT_RUN", "Execute", "UnguardedToolWarning", "guarded", "parse_args"]
+
+CURRENT_RUN: ContextVar[AgentRun | None] = ContextVar("otelhooks_openai_agents_run", default=None)
+"""The run :class:`~otelhooks.integrations.openai_agents.HookedRunner` is executing (inherited by
+the SDK's tool tasks)."""
+
+
+# runs a tool given the arguments a hook rewrote (None: unchanged)
+Execute = Callable[[dict[str, Any] | None], Awaitable[Any]]
+
+
+class UnguardedToolWarning(UserWarning):
+    """An agent's tool runs without any otelhooks tool hook seeing it (a hosted tool the model's
+    API runs, a tool kind otelhooks cannot wrap, a hooked tool or MCP server run outside
+    :meth:`HookedRunner.run`), or a tool kind's guard cannot match it (a renamed
+    ``ShellTool``).
+
+    Turn it into an error to refuse such agents: ``warnings.simplefilter("error",
+    UnguardedToolWarning)``.
+    """
+
+
+def parse_args(raw: str) -> dict[str, Any]:
+    try:
+        value = json.loads(raw) if raw else {}
+    except ValueError:
+        return {"_raw": raw}
+    return value if isinstance(value, dict) else {"_value": value}
+
+
+async def guarded(
+    name: str,
+    identifier: str | None,
+    args: dict[str, Any],
+    call_id: str | None,
+    run: Execute,
+    shown: Callable[[Any], Any] | None = None,
+    attributes: dict[str, Any] | None = None,
+) -> tuple[Any, bool]:
+    """``run`` through the current hooked run's tool hooks (as it is outside one)."""
+    hooked_run = CURRENT_RUN.get()
+    if hooked_run is None:
+        # a hooked agent run by the SDK's own Runner (run_streamed included): no hook can see the
+        # call, so say so rather than let the guards look in force
+        warnings.warn(
+            f"tool {name!r} of a hooked agent ran outside HookedRunner.run: no otelhooks tool "
+            "hook saw it (run the agent with HookedRunner.run)",
+            UnguardedToolWarning,
+            stacklevel=2,
+        )
+        return await run(None), False
+    return await hooked_run.guard_tool(name, identifier, args, call_id, run, shown, attributes)
