@@ -8,20 +8,40 @@ import json
 import warnings
 from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-if TYPE_CHECKING:
-    from otelhooks.integrations.openai_agents._runner import AgentRun
-
-__all__ = ["CURRENT_RUN", "Execute", "UnguardedToolWarning", "guarded", "parse_args"]
-
-CURRENT_RUN: ContextVar[AgentRun | None] = ContextVar("otelhooks_openai_agents_run", default=None)
-"""The run :class:`~otelhooks.integrations.openai_agents.HookedRunner` is executing (inherited by
-the SDK's tool tasks)."""
+__all__ = ["CURRENT_RUN", "Execute", "GuardingRun", "UnguardedToolWarning", "guarded", "parse_args"]
 
 
 # runs a tool given the arguments a hook rewrote (None: unchanged)
 Execute = Callable[[dict[str, Any] | None], Awaitable[Any]]
+
+
+class GuardingRun(Protocol):
+    """What a hooked tool asks of the run executing it
+    (:class:`~otelhooks.integrations.openai_agents._runner.AgentRun`)."""
+
+    async def guard_tool(
+        self,
+        name: str,
+        identifier: str | None,
+        args: dict[str, Any],
+        call_id: str | None,
+        execute: Execute,
+        shown: Callable[[Any], Any] | None = None,
+        attributes: dict[str, Any] | None = None,
+    ) -> tuple[Any, bool]: ...
+
+    def guardrail_rejected(
+        self, tool: str, call_id: str, args: dict[str, Any], guardrail: str, message: str
+    ) -> None: ...
+
+
+CURRENT_RUN: ContextVar[GuardingRun | None] = ContextVar(
+    "otelhooks_openai_agents_run", default=None
+)
+"""The run :class:`~otelhooks.integrations.openai_agents.HookedRunner` is executing (inherited by
+the SDK's tool tasks)."""
 
 
 class UnguardedToolWarning(UserWarning):
