@@ -31,7 +31,8 @@ def _claude_code(args: argparse.Namespace) -> int:
 
     log_to_stderr()
     from otelhooks.integrations.claude_code import BridgeOptions
-    from otelhooks.integrations.coding_agents._run import answer_process, answer_seconds
+    from otelhooks.integrations.coding_agents._one_process import answer_process
+    from otelhooks.integrations.coding_agents._run import answer_seconds
 
     options = BridgeOptions(
         hooks=tuple(args.hooks),

@@ -25,7 +25,8 @@ def _bridge(args: argparse.Namespace) -> int:
         return 2
     from otelhooks._cli._common import log_to_stderr
     from otelhooks.integrations.claude_code import BridgeOptions
-    from otelhooks.integrations.coding_agents._run import answer_process, answer_seconds
+    from otelhooks.integrations.coding_agents._one_process import answer_process
+    from otelhooks.integrations.coding_agents._run import answer_seconds
 
     log_to_stderr()
     options = BridgeOptions(

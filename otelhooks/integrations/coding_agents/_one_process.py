@@ -1,0 +1,238 @@
+"""A hook process's one answer (``otelhooks claude-code``, ``codex``, ``gemini``): the bridge's
+(:func:`~otelhooks.integrations.coding_agents._run.run_hook`), printed alone on the stdout the CLI
+reads, or, past its time, the late answer (:class:`Deadline`)."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from types import FrameType
+from typing import Any, TextIO
+
+import structlog
+
+from otelhooks.integrations.coding_agents._common import HookResponse
+from otelhooks.integrations.coding_agents._run import BridgeOptions, _run_hook, late_refusal
+
+__all__ = ["Deadline", "answer_process"]
+
+_log = structlog.get_logger("otelhooks")
+
+
+def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> int:
+    """One hook process's whole answer (``otelhooks claude-code``, ``codex``, ``gemini``):
+    :func:`run_hook`'s, printed, and its exit code.
+
+    A hook that hangs, or a guard's module that never finishes importing, would otherwise keep
+    the process until the CLI's own timeout, after which Codex CLI and Gemini CLI run the tool,
+    ``--fail-closed`` or not. So when there is no answer within ``answer_s`` (the bridge
+    daemon's own limit; an ``approval:`` hook's timeout and 5 s more when longer), the answer a
+    bridge problem gets is printed instead (a deny under ``--fail-closed``, else exit 1) and
+    the process ends at once.
+
+    The answer is written in UTF-8 whatever the locale, as the CLIs read it: in a Latin-1
+    locale a deny reason with a character it lacks (U+2019) crashed the printing (exit 1, and
+    the tool ran). It is alone on stdout (:func:`_answer_stream`).
+    """
+    if isinstance(sys.stderr, io.TextIOWrapper):
+        sys.stderr.reconfigure(encoding="utf-8")
+    answer_to = _answer_stream()
+    tell, asked = _waiting_client(), _asked_at()
+    started = asked if tell is not None else None
+    deadline = Deadline(raw, options, answer_s, answer_to, tell=tell, started=started)
+    previous = signal.signal(signal.SIGTERM, _end_hooks_then_die)
+    try:
+        response = _run_hook(raw, options, os.environ, deadline)
+        if not deadline.answer(response):
+            threading.Event().wait()  # the deadline's answer is being printed; it exits
+    finally:
+        deadline.cancel()
+        signal.signal(signal.SIGTERM, previous)
+    return response.exit_code
+
+
+def _end_hooks_then_die(signum: int, frame: FrameType | None) -> None:
+    # A CLI ends a hook at its timeout with SIGTERM (Claude Code does): the command hooks this
+    # process runs would go on unsupervised, their own timeouts being this process's to keep.
+    from otelhooks.integrations.claude_code.hook_client import end_hooks_of
+
+    end_hooks_of(os.getpid())
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def _answer_stream() -> TextIO:
+    """The stdout the CLI reads the answer from, kept for the answer alone. A CLI takes a hook's
+    stdout for its JSON answer only when it is that JSON: a guard's ``print`` (or a command it
+    started on the inherited stdout) in front of a deny made it plain text, and the tool ran.
+    So from here on the process's own stdout, ``sys.stdout`` and descriptor 1, is its stderr."""
+    sys.stdout.flush()
+    answer = open(os.dup(1), "w", encoding="utf-8", closefd=True)  # noqa: SIM115 - kept to the end
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return answer
+
+
+def _print(response: HookResponse, answer_to: TextIO) -> None:
+    if response.stdout:
+        print(response.stdout, file=answer_to)
+        answer_to.flush()
+    if response.stderr:
+        print(response.stderr, file=sys.stderr)
+
+
+def _waiting_client() -> int | None:
+    """The pipe of the hook client waiting for this process (``$OTELHOOKS_BRIDGE_LATE_FD``),
+    taken out of the environment so that no command hook inherits its name; ``None`` when this
+    process was not started by the client (or the variable names no pipe)."""
+    import stat
+
+    from otelhooks.integrations.claude_code.hook_client import LATE_FD_ENV
+
+    try:
+        fd = int(os.environ.pop(LATE_FD_ENV, ""))
+        return fd if fd > 2 and stat.S_ISFIFO(os.fstat(fd).st_mode) else None
+    except (ValueError, OSError):
+        return None
+
+
+def _asked_at() -> float | None:
+    """When the waiting hook client read the event (``$OTELHOOKS_BRIDGE_ASKED_AT``, its
+    ``time.monotonic()``), taken out of the environment like the pipe; ``None`` when it names
+    no time of the past."""
+    from otelhooks.integrations.claude_code.hook_client import ASKED_AT_ENV
+
+    try:
+        asked = float(os.environ.pop(ASKED_AT_ENV, ""))
+    except ValueError:
+        return None
+    return asked if math.isfinite(asked) and asked <= time.monotonic() else None
+
+
+class Deadline:
+    """The one answer of a hook process: the bridge's, or, past its time, the late answer.
+
+    Its clock is a thread, which runs only when it gets the interpreter's lock: a hook holding
+    that lock in one long C call (a user's regular expression backtracking for minutes: ``re``
+    never lets go of it) stops the clock with everything else, and the CLI's own timeout then
+    runs the tool. So each time the late answer changes (the hooks known, an approval's longer
+    time) it is also handed to the hook client that started this process (``tell``, a pipe),
+    which holds no such lock: past the deadline, the client prints it and kills this process.
+    """
+
+    def __init__(
+        self,
+        raw: bytes,
+        options: BridgeOptions,
+        answer_s: float,
+        answer_to: TextIO,
+        *,
+        tell: int | None = None,
+        started: float | None = None,
+    ) -> None:
+        from otelhooks.integrations.coding_agents._dialects import dialect_named
+
+        self.raw, self.options, self.answer_s = raw, options, answer_s
+        self._answer_to = answer_to
+        # when the hook client read the event, if a daemon failed to answer it first: the time
+        # that daemon used is gone from the CLI's timeout too
+        now = time.monotonic()
+        self.started = now if started is None else started
+        self.wait_s = answer_s
+        self._answered = threading.Lock()
+        self._dialect = dialect_named(options.dialect)
+        self._event = self._dialect.event_of(raw)
+        self._tell = tell
+        self.hooks: Sequence[Any] | None = None  # the hooks that decide the event, once known
+        self._timer = self._arm(max(0.0, self.started + answer_s - now))
+        self._told()
+
+    def _arm(self, seconds: float) -> threading.Timer:
+        timer = threading.Timer(seconds, self._late)
+        timer.daemon = True
+        timer.start()
+        return timer
+
+    def allow_approvals(self, hooks: Sequence[Any]) -> None:
+        """An ``approval:`` hook waits for a person up to its own timeout: that long, and 5 s
+        more, before the late answer (as the daemon does)."""
+        from otelhooks._actions._approval import longest_approval_of
+
+        wait_s = longest_approval_of(hooks)
+        if wait_s:
+            self.wait_s = max(self.answer_s, wait_s + 5.0)
+            self._told()
+
+    def decided_by(self, hooks: Sequence[Any] | None) -> None:
+        """The hooks that decide the event (a late answer is a deny when one blocks when it
+        fails)."""
+        self.hooks = hooks
+        self._told()
+
+    def answer(self, response: HookResponse) -> bool:
+        """Print ``response`` unless the late answer came first (then ``False``)."""
+        if not self._answered.acquire(blocking=False):
+            return False
+        self._tell_client({"answered": response.exit_code})
+        _print(response, self._answer_to)
+        return True
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+    def _late(self) -> None:
+        left = self.wait_s - (time.monotonic() - self.started)
+        if left > 0:  # an approval hook's time
+            self._timer = self._arm(left)
+            return
+        if not self._answered.acquire(blocking=False):
+            return  # the bridge's own answer is being printed
+        late = self._late_answer()
+        _log.error(
+            f"the {self._dialect.display_name} bridge gave no answer in time",
+            problem=f"no answer within {self.wait_s:g} s",
+        )
+        self._tell_client({"answered": late.exit_code})
+        _print(late, self._answer_to)
+        sys.stderr.flush()
+        from otelhooks.integrations.claude_code.hook_client import end_hooks_of
+
+        end_hooks_of(os.getpid())  # their timeouts were this process's to keep
+        os._exit(late.exit_code)  # the main thread may be held in a hook's C call
+
+    def _late_answer(self) -> HookResponse:
+        problem = f"no answer within {self.wait_s:g} s"
+        refusal = late_refusal(self._event, problem, self.options, self.hooks, self.raw)
+        return self._dialect.answer(refusal)
+
+    def _told(self) -> None:
+        """Hand the late answer, and when it is due, to the waiting hook client."""
+        if self._tell is None:
+            return
+        late = self._late_answer()
+        self._tell_client(
+            {
+                "due": self.started + self.wait_s,  # CLOCK_MONOTONIC: one clock for the machine
+                "exit_code": late.exit_code,
+                "stdout": late.stdout,
+                "stderr": late.stderr,
+            }
+        )
+
+    def _tell_client(self, message: dict[str, Any]) -> None:
+        """One line to the waiting hook client: the late answer, or that the answer (with its
+        exit code) is being printed. A process that ends without the second, a hook having
+        crashed it (``os._exit``, a fault in a C extension), is answered with the first."""
+        if self._tell is None:
+            return
+        try:
+            os.write(self._tell, f"{json.dumps(message)}\n".encode())
+        except OSError:
+            self._tell = None  # the client is gone: nobody to tell
