@@ -7,6 +7,7 @@ import os
 import shutil
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -127,3 +128,22 @@ def approval_holder(
             assert holders, "no span holds the approval"
             return str(holders[0]["n"])
         time.sleep(0.05)
+
+
+# the token every agent on the machine holds (hook clients, scripts): it may ask, never answer
+AGENT = {"Authorization": "Bearer agent-ingest-t0ken"}
+
+
+@contextmanager
+def serving_inbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
+    """A serve whose agents hold :data:`AGENT`; what it leaves waiting in the process's inbox
+    (which outlives it) is denied as it stops."""
+    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
+    started = serve(token=TOKEN)
+    try:
+        yield started
+    finally:
+        with httpx.Client(base_url=started.url, headers=AUTH) as admin:
+            for item in admin.get("/v1/approvals").json()["pending"]:
+                admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
+        started.stop()

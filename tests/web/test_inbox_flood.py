@@ -15,27 +15,17 @@ from typing import Any
 import httpx
 import pytest
 
-from otelhooks import EventLogServer, serve
+from otelhooks import EventLogServer
 from otelhooks.testing import pipeline
-from tests.web.conftest import AUTH, TOKEN, log_in
+from tests.web.conftest import AGENT, AUTH, log_in, serving_inbox
 
 pytestmark = pytest.mark.timeout(60)
-
-AGENT = {"Authorization": "Bearer agent-ingest-t0ken"}
 
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
-    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
-    started = serve(token=TOKEN)
-    try:
+    with serving_inbox(monkeypatch) as started:
         yield started
-    finally:
-        # the inbox is the process's (it outlives this serve): leave nothing waiting in it
-        with httpx.Client(base_url=started.url, headers=AUTH) as admin:
-            for item in admin.get("/v1/approvals").json()["pending"]:
-                admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
-        started.stop()
 
 
 def _ask(server: EventLogServer, command: str, via: Any = httpx, **fields: Any) -> str:

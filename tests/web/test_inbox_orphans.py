@@ -18,27 +18,18 @@ from typing import Any
 import httpx
 import pytest
 
-from otelhooks import EventLogServer, serve
+from otelhooks import EventLogServer
 from otelhooks._actions._approval_inbox import WITHDRAWN
 from otelhooks.testing import pipeline
-from tests.web.conftest import AUTH, TOKEN
+from tests.web.conftest import AGENT, AUTH, serving_inbox
 
 pytestmark = pytest.mark.timeout(60)
-
-AGENT = {"Authorization": "Bearer agent-ingest-t0ken"}
 
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
-    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
-    started = serve(token=TOKEN)
-    try:
+    with serving_inbox(monkeypatch) as started:
         yield started
-    finally:
-        with httpx.Client(base_url=started.url, headers=AUTH) as admin:
-            for item in admin.get("/v1/approvals").json()["pending"]:
-                admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
-        started.stop()
 
 
 def _hook(tool: str, url: str | None) -> dict[str, Any]:
