@@ -18,18 +18,18 @@ long as it likes, and 20,000 of them exhaust the process's descriptors, after wh
   most once per second, with the count of lines held back; so are the HTTP server's own
   warnings (``Invalid HTTP request received.``, one per garbage request otherwise).
 
-Example (what :class:`~otelhooks.EventLogServer` does for its own server):
-    >>> import uvicorn
+Example (what :class:`~otelhooks.EventLogServer` does for its own server; the protocol is in
+:mod:`otelhooks._eventlog._guarded_http`, which imports uvicorn):
     >>> from otelhooks._eventlog._guard import ConnectionGuard
+    >>> from otelhooks._eventlog._guarded_http import GuardedConfig
     >>> async def app(scope, receive, send): ...
     >>> guard = ConnectionGuard(max_connections=1000, header_timeout_s=10)
-    >>> config = uvicorn.Config(app, host="127.0.0.1", port=0, http=guard.protocol_class())
+    >>> config = GuardedConfig(app, guard=guard, host="127.0.0.1", port=0)
 """
 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import resource
 import time
@@ -86,10 +86,6 @@ class ConnectionGuard:
         self.timed_out = 0
         self._idle: OrderedDict[Any, None] = OrderedDict()
 
-    def protocol_class(self) -> type[Any]:
-        """The uvicorn ``http`` protocol class (an ``HttpToolsProtocol``) bound to this guard."""
-        return type("GuardedHttpToolsProtocol", (_guarded_base(),), {"_guard": self})
-
     # -- called by the protocol ------------------------------------------------------------------
 
     def admit(self, conn: Any) -> bool:
@@ -115,87 +111,6 @@ class ConnectionGuard:
 
     def closed(self, conn: Any) -> None:
         self._idle.pop(conn, None)
-
-
-@functools.cache
-def _guarded_base() -> type[Any]:
-    """uvicorn's httptools protocol (requests parsed in C, not by the pure-Python h11) with the
-    guard's deadline and limit (imported on first use: importing otelhooks does not import
-    uvicorn)."""
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
-
-    class Guarded(HttpToolsProtocol):
-        """Subclassed per guard (``_guard``)."""
-
-        _guard: ConnectionGuard
-
-        def __init__(self, *args: Any, **kwargs: Any) -> None:
-            super().__init__(*args, **kwargs)
-            self._head_timer: asyncio.TimerHandle | None = None
-            self.dropped = False
-
-        def _waiting_for_head(self) -> bool:
-            return self.cycle is None or self.cycle.response_complete
-
-        def _arm(self) -> None:
-            if self._head_timer is None:
-                timeout = self._guard.header_timeout_s
-                self._head_timer = self.loop.call_later(timeout, self._too_slow)
-
-        def _disarm(self) -> None:
-            if self._head_timer is not None:
-                self._head_timer.cancel()
-                self._head_timer = None
-
-        def _too_slow(self) -> None:
-            self._head_timer = None
-            if self._waiting_for_head() and not self.transport.is_closing():
-                self._guard.timed_out += 1
-                self.drop()
-
-        def drop(self) -> None:
-            """Close now, without a response (evicted, refused or too slow)."""
-            if not self.dropped:
-                self.dropped = True
-                self._guard.open -= 1
-                self._guard.closed(self)
-            self._disarm()
-            self.transport.abort()
-
-        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
-            super().connection_made(transport)
-            if not self._guard.admit(self):
-                self.drop()
-                return
-            self._arm()
-
-        def data_received(self, data: bytes) -> None:
-            if self.dropped:
-                return
-            super().data_received(data)
-            if self._waiting_for_head():
-                # part of a head (a keep-alive connection's next request: the deadline starts
-                # at its first bytes); a head that comes whole, as a client's does, needs no
-                # timer at all
-                self._arm()
-            else:
-                self._disarm()
-                self._guard.busy(self)
-
-        def on_response_complete(self) -> None:
-            super().on_response_complete()
-            if not self.dropped and not self.transport.is_closing():
-                self._guard.idle(self)
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            self._disarm()
-            if not self.dropped:
-                self.dropped = True
-                self._guard.open -= 1
-                self._guard.closed(self)
-            super().connection_lost(exc)
-
-    return Guarded
 
 
 class RateLimitedLoopErrors:

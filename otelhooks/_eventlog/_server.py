@@ -162,8 +162,7 @@ class EventLogServer:
         return self
 
     def _prepare(self) -> uvicorn.Server:
-        import uvicorn
-
+        from otelhooks._eventlog._guarded_http import GuardedConfig
         from otelhooks._local_hosts import LocalHosts  # it reads this package's ASGI helpers
 
         hooked = "/v1/hooks/claude-code" in self.app.routes
@@ -173,9 +172,9 @@ class EventLogServer:
                 if isinstance(inner, HookSpanProcessor):
                     warn_intercept_hooks(inner, claude_code=hooked)
         self.bind()
-        config = uvicorn.Config(
+        config = GuardedConfig(
             LocalHosts(self.app, bound=self.host, allowed=self.allowed_hosts),
-            http=self.guard.protocol_class(),
+            guard=self.guard,
             log_config=None,
             access_log=False,
             lifespan="on",
