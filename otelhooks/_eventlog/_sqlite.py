@@ -80,8 +80,15 @@ def _lock_writer(path: str) -> int:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
-        holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+        opener = os.read(fd, 32).decode(errors="replace").strip() or "?"
+        holders = _holders(fd)
         os.close(fd)
+        # A fork child shares the lock (a flock belongs to the open file) and keeps it after
+        # the process that opened the log exited: naming only that process sent the user
+        # looking for a pid that no longer ran.
+        holder = ", ".join(map(str, holders)) or opener
+        if holders and opener not in map(str, holders):
+            holder += f", forked from pid {opener} that opened it"
         raise EventLogInUse(
             f"{path} is already written by another event log (pid {holder}): one writer per "
             "durable file; stop the other `otelhooks serve` or give this one its own path"
@@ -92,6 +99,28 @@ def _lock_writer(path: str) -> int:
     os.ftruncate(fd, 0)
     os.write(fd, str(os.getpid()).encode())
     return fd
+
+
+def _holders(fd: int) -> list[int]:
+    """The other processes that have ``fd``'s file open (Linux's ``/proc``; elsewhere none)."""
+    wanted = os.fstat(fd)
+    found = []
+    try:
+        pids = [int(name) for name in os.listdir("/proc") if name.isdigit()]
+    except OSError:
+        return []
+    for pid in sorted(pids):
+        if pid == os.getpid():
+            continue
+        try:
+            for link in os.listdir(f"/proc/{pid}/fd"):
+                seen = os.stat(f"/proc/{pid}/fd/{link}")
+                if (seen.st_dev, seen.st_ino) == (wanted.st_dev, wanted.st_ino):
+                    found.append(pid)
+                    break
+        except OSError:  # gone, or another user's
+            continue
+    return found
 
 
 class SqliteEventLog(EventLog):

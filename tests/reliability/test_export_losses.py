@@ -12,6 +12,7 @@ import sqlite3
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -22,6 +23,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 import otelhooks
+from otelhooks._eventlog._sqlite import EventLogInUse
 from tests._realparts import OtlpHttpSink
 from tests._webhook_server import Reply, webhook_server
 
@@ -33,6 +35,7 @@ _CHILDREN = 2
 _FORKING_SCRIPT = """
 import sys
 import otelhooks
+from otelhooks._eventlog._sqlite import EventLogInUse
 
 oh = otelhooks.configure(set_global=False, structured_logging=False, **{configure})
 
@@ -113,6 +116,7 @@ def test_a_traces_file_keeps_the_lines_of_forked_children(tmp_path: Path) -> Non
 _NOTIFY_THEN_FORK = """
 import multiprocessing, sys
 import otelhooks
+from otelhooks._eventlog._sqlite import EventLogInUse
 
 oh = otelhooks.configure(set_global=False, structured_logging=False)
 oh.register([{{"id": "notify", "type": "afterToolCall", "webhook": {{"url": "{url}"}}}}])
@@ -155,6 +159,7 @@ def test_a_fork_never_waits_for_a_traces_fifo_to_be_read(tmp_path: Path) -> None
     script = """
 import os, sys
 import otelhooks
+from otelhooks._eventlog._sqlite import EventLogInUse
 oh = otelhooks.configure(traces_out="traces.fifo", set_global=False, structured_logging=False)
 pid = os.fork()
 if pid == 0:
@@ -220,6 +225,7 @@ class KeepAliveCollector:
 _EXPORT_THEN_FORK = """
 import multiprocessing, sys
 import otelhooks
+from otelhooks._eventlog._sqlite import EventLogInUse
 
 oh = otelhooks.configure(set_global=False, structured_logging=False, otlp=True)
 with oh.operation("before the fork"):
@@ -349,6 +355,7 @@ def test_records_a_stalled_event_log_refuses_are_counted(tmp_path: Path) -> None
 _QUEUE_THEN_FORK = """
 import multiprocessing, sys
 import otelhooks
+from otelhooks._eventlog._sqlite import EventLogInUse
 
 oh = otelhooks.configure(set_global=False, structured_logging=False, outbox_path="outbox.db")
 oh.register([{{"id": "q", "type": "afterToolCall",
@@ -389,6 +396,7 @@ def test_an_outbox_shared_with_forked_children_delivers_each_row_once(tmp_path: 
 _EVENT_LOG_THEN_FORK = """
 import multiprocessing
 import otelhooks
+from otelhooks._eventlog._sqlite import EventLogInUse
 
 oh = otelhooks.configure(set_global=False, structured_logging=False)
 log = otelhooks.SqliteEventLog("events.sqlite3")
@@ -434,3 +442,63 @@ def test_an_event_log_keeps_the_records_of_forked_children_in_one_order(
     # five runs (the parent's two, a child's each) of ten calls each, a trace each
     traces = [record.trace_id for record in batch.records]
     assert sorted(traces.count(trace) for trace in set(traces)) == [10] * 5
+
+
+_EVENT_LOG_THEN_OUTLIVED = """
+import os, sys, time
+import otelhooks
+from otelhooks._eventlog._sqlite import EventLogInUse
+from otelhooks._eventlog._model import EventEntry
+
+log = otelhooks.SqliteEventLog("events.sqlite3")
+parent = os.getpid()
+child = os.fork()
+if child == 0:
+    while os.getppid() == parent:  # goes on after its parent exited
+        time.sleep(0.01)
+    log.append(EventEntry(0, "late", None, None, None, "after_loop", 0, 1, None, "", None, None))
+    assert log.flush(10.0)
+    print("written", flush=True)
+    sys.stdin.read()  # until the test closes it
+    log.close()
+    os._exit(0)
+print(parent, child, flush=True)
+log.close()
+"""
+
+
+def test_a_fork_child_that_outlives_the_opener_of_an_event_log_is_named_as_its_writer(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "agent.py").write_text(_EVENT_LOG_THEN_OUTLIVED)
+    agent = subprocess.Popen(
+        [sys.executable, "agent.py"],
+        cwd=tmp_path,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert agent.stdin is not None
+    assert agent.stdout is not None
+    try:
+        parent, child = agent.stdout.readline().split()
+        assert agent.wait(30) == 0
+        assert agent.stdout.readline() == "written\n"  # the child still writes the log
+        # Before, the error named only the opener, which no longer ran.
+        with pytest.raises(EventLogInUse) as refused:
+            otelhooks.SqliteEventLog(tmp_path / "events.sqlite3")
+        assert f"(pid {child}, forked from pid {parent} that opened it)" in str(refused.value)
+    finally:
+        agent.stdin.close()  # the child ends, and with it the lock
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            log = otelhooks.SqliteEventLog(tmp_path / "events.sqlite3")
+            break
+        except EventLogInUse:
+            assert time.monotonic() < deadline, "the writer lock outlived the child"
+            time.sleep(0.02)
+    try:
+        assert [record.agent for record in log.read(0, 10).records] == ["late"]
+    finally:
+        log.close()
