@@ -4,8 +4,8 @@ The SDK's HTTP exporters retry a refused connection with backoff until their tim
 logging one line per attempt. Ours take the SDK exporter as it is and give it a
 ``requests.Session`` (a documented argument) that records every answer on a
 :class:`DeliveryTracker` and, while the tracker is fail-fast, turns a refused connection or a
-timeout into an error the SDK does not retry. gRPC exporters get no retryable codes and a capped
-timeout while fail-fast.
+timeout into an error the SDK does not retry. gRPC exporters retry nothing themselves (see
+:func:`_grpc_options`) and get a capped timeout while fail-fast.
 """
 
 from __future__ import annotations
@@ -197,9 +197,7 @@ def otlp_span_exporter(tracker: DeliveryTracker | None = None) -> SpanExporter:
     if grpc:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as G
 
-        if tracker is not None and tracker.fail_fast:
-            return G(timeout=tracker.timeout(None), retryable_error_codes=())
-        return G()
+        return G(**_grpc_options(tracker))
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as H
 
     return H(session=_TrackedSession(tracker)) if tracker is not None else H()
@@ -220,8 +218,7 @@ def otlp_metric_reader(tracker: DeliveryTracker | None = None) -> MetricReader:
         class CountedGrpc(_CountsExports, G):
             pass
 
-        options = {"timeout": tracker.timeout(None)} if tracker.fail_fast else {}
-        return PeriodicExportingMetricReader(CountedGrpc(tracker, **options))
+        return PeriodicExportingMetricReader(CountedGrpc(tracker, **_grpc_options(tracker)))
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as H
 
     if tracker is None:
@@ -231,6 +228,26 @@ def otlp_metric_reader(tracker: DeliveryTracker | None = None) -> MetricReader:
         pass
 
     return PeriodicExportingMetricReader(CountedHttp(tracker, session=_TrackedSession(tracker)))
+
+
+def _grpc_options(tracker: DeliveryTracker | None) -> dict[str, Any]:
+    """The gRPC exporter's options for a tracked destination: no retries of its own.
+
+    The SDK's exporter retries a failed request with backoff until its timeout (10 s) and
+    hears of a shutdown only once the export is over: a script's exit with the collector down
+    waited its whole shutdown deadline (0.01 s over OTLP/HTTP). The span batch processor
+    retries a failed batch itself and stops at the shutdown; a metric export that fails is
+    counted, and the next one carries the cumulative sums. An empty list is the SDK's default
+    set, so the codes retried are the one no failure has.
+    """
+    if tracker is None:
+        return {}
+    from grpc import StatusCode
+
+    options: dict[str, Any] = {"retryable_error_codes": (StatusCode.OK,)}
+    if tracker.fail_fast:
+        options["timeout"] = tracker.timeout(None)
+    return options
 
 
 class _CountsExports(MetricExporter):

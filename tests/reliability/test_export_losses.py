@@ -8,6 +8,7 @@ or to a real SQLite event log, and looks at what arrived and what was counted.
 from __future__ import annotations
 
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -502,3 +503,80 @@ def test_a_fork_child_that_outlives_the_opener_of_an_event_log_is_named_as_its_w
         assert [record.agent for record in log.read(0, 10).records] == ["late"]
     finally:
         log.close()
+
+
+class _GrpcCollector:
+    """A real OTLP/gRPC trace server on 127.0.0.1 answering ``UNAVAILABLE`` to its first
+    ``unavailable`` requests, then keeping every span."""
+
+    def __init__(self, unavailable: int = 0) -> None:
+        from concurrent import futures
+
+        import grpc
+        from opentelemetry.proto.collector.trace.v1 import (
+            trace_service_pb2,
+            trace_service_pb2_grpc,
+        )
+
+        self.requests = 0
+        self.spans: list[str] = []
+        collector = self
+
+        class Traces(trace_service_pb2_grpc.TraceServiceServicer):
+            def Export(self, request: Any, context: Any) -> Any:
+                collector.requests += 1
+                if collector.requests <= unavailable:
+                    context.abort(grpc.StatusCode.UNAVAILABLE, "starting")
+                for resource in request.resource_spans:
+                    for scope in resource.scope_spans:
+                        collector.spans.extend(span.name for span in scope.spans)
+                return trace_service_pb2.ExportTraceServiceResponse()
+
+        self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+        trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), self.server)
+        self.endpoint = f"http://127.0.0.1:{self.server.add_insecure_port('127.0.0.1:0')}"
+        self.server.start()
+
+
+def _grpc_env(monkeypatch: pytest.MonkeyPatch, endpoint: str) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+
+
+def test_a_scripts_exit_with_a_refused_grpc_collector_is_quick(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    with socket.socket() as bound:  # bound, never listening: every connection is refused
+        bound.bind(("127.0.0.1", 0))
+        _grpc_env(monkeypatch, f"http://127.0.0.1:{bound.getsockname()[1]}")
+        oh = otelhooks.configure(
+            traces_out=tmp_path / "t.jsonl", set_global=False, structured_logging=False
+        )
+        with oh.operation("helper"):
+            pass
+        started = time.monotonic()
+        report = oh.shutdown(timeout_s=10.0, log=False)
+        # Before, the SDK's exporter retried until its own 10 s, deaf to the shutdown: the
+        # exit took the whole deadline (OTLP/HTTP: at once).
+        assert time.monotonic() - started < 3.0
+    spans = [d for d in report if d.kind == "spans"]
+    assert [(d.sent, d.delivered, d.failed) for d in spans] == [(1, 1, 0), (1, 0, 1)]
+
+
+def test_a_grpc_collector_unavailable_for_a_while_loses_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    collector = _GrpcCollector(unavailable=2)
+    try:
+        _grpc_env(monkeypatch, collector.endpoint)
+        oh = otelhooks.configure(set_global=False, structured_logging=False)
+        with oh.operation("agent") as op, op.step() as step:
+            step.run_tool("fs", "read", {}, lambda: "ok")
+        assert oh.force_flush(20.0)  # the batch processor retries what the exporter did not
+        report = oh.shutdown(timeout_s=5.0, log=False)
+    finally:
+        collector.server.stop(0)
+    assert sorted(collector.spans) == ["execute_tool read", "invoke_agent agent", "step 0"]
+    assert collector.requests >= 3  # two refused, then kept
+    assert report.ok
