@@ -141,6 +141,13 @@ class _TrackedSession(requests.Session):
             tracker.error(
                 f"{response.status_code} {response.reason}".strip(), status=response.status_code
             )
+        elif response.headers.get("Content-Type", "").startswith("text/html"):
+            # A proxy's or captive portal's login page, answered 200 for every address (an
+            # HTTP_PROXY that does not let the collector's address through): the SDK took it
+            # for an accepted export, and every span was lost while the report said exported.
+            reason = f"{response.status_code} {response.reason} with an HTML page, not OTLP"
+            tracker.error(" ".join(reason.split()))
+            raise GiveUp(reason)
         elif response.content:
             _count_rejected(tracker, response)
         return response
