@@ -266,10 +266,12 @@ class AgentEvents:
 
     def install(self, target: HookRegistry | HookSpanProcessor) -> list[Hook]:
         """Register the observer hooks (global hooks of ``target``); on a processor, a record
-        the log refuses (its queue full) is counted in its engine's ``otelhooks.dropped``
-        (``source="event_log"``)."""
+        the log refuses (its queue full) or cannot commit (``write_failed``) is counted in its
+        engine's ``otelhooks.dropped`` (``source="event_log"``)."""
         if isinstance(target, HookSpanProcessor):
-            self._count_drop = target.engine.metrics.drop_counter("event_log")
+            count = self._count_drop = target.engine.metrics.drop_counter("event_log")
+            # Before, records lost to a failed commit were in the log's stats and a log line.
+            self.log.count_lost_with(lambda lost: count(lost, "write_failed"))
             return target.registry.register(self.hooks)
         return target.register(self.hooks)
 

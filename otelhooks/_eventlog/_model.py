@@ -10,6 +10,7 @@ type, a stop reason).
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
@@ -168,6 +169,7 @@ class EventLog(abc.ABC):
     signal: AppendSignal
     durable: bool = False
     blocking_stats: bool = False
+    _on_lost: Callable[[int], None] | None = None
 
     @property
     @abc.abstractmethod
@@ -191,6 +193,17 @@ class EventLog(abc.ABC):
     def commit_failures(self) -> int:
         """Records a durable log accepted but could not commit (0 for in-memory logs)."""
         return 0
+
+    def count_lost_with(self, callback: Callable[[int], None] | None) -> None:
+        """Call ``callback(count)`` as records the log accepted are lost: a durable log's
+        commit that failed (a full disk, a neighbour holding the file's lock past the busy
+        timeout). ``None`` stops it."""
+        self._on_lost = callback
+
+    def _report_lost(self, count: int) -> None:
+        callback = self._on_lost
+        if callback is not None:
+            callback(count)
 
     @property
     def lost(self) -> int:

@@ -271,6 +271,7 @@ class SqliteEventLog(EventLog):
                 conn.execute("ROLLBACK")
             self._failed += len(batch)  # counted in stats().dropped
             _log.exception("event log write failed", log=self.name, records=len(batch))
+            self._report_lost(len(batch))
             return
         with self._lock:
             self._head = head

@@ -351,6 +351,43 @@ def test_records_a_stalled_event_log_refuses_are_counted(tmp_path: Path) -> None
     oh.shutdown(timeout_s=5.0, log=False)
 
 
+
+# The disk fills once the event log is open: the commits of the records that follow fail.
+_EVENT_LOG_ON_A_FULL_DISK = """
+import os, resource, signal
+import otelhooks
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+reader = InMemoryMetricReader()
+oh = otelhooks.configure(metric_readers=[reader], set_global=False, structured_logging=False)
+log = otelhooks.SqliteEventLog("events.sqlite3")
+events = otelhooks.AgentEvents(otelhooks.AgentEventsConfig(name="shop"), log=log)
+events.install(oh.hooks)
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG
+full = max(os.path.getsize(f) for f in ("events.sqlite3", "events.sqlite3-wal"))
+resource.setrlimit(resource.RLIMIT_FSIZE, (full, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+with oh.operation("shop") as op, op.step() as step:
+    for n in range(3):
+        step.run_tool("shop", "order_create", {"n": n}, lambda n: "ok")
+assert oh.engine.flush(5.0) and log.flush(5.0)
+assert oh.metrics.flush(5.0)
+data = reader.get_metrics_data()
+counted = sorted(
+    (str(p.attributes["otelhooks.drop.source"]), str(p.attributes["otelhooks.drop.reason"]),
+     int(p.value))
+    for rm in data.resource_metrics for sm in rm.scope_metrics for m in sm.metrics
+    if m.name == "otelhooks.dropped" for p in m.data.data_points
+)
+print("lost", log.stats().dropped, "counted", counted)
+"""
+
+
+def test_records_an_event_log_cannot_commit_are_counted(tmp_path: Path) -> None:
+    output = _run(_EVENT_LOG_ON_A_FULL_DISK, tmp_path, "", {})
+    assert "event log write failed" in output
+    # Before, they were in the log's stats and a log line only: "counted []".
+    assert "lost 3 counted [('event_log', 'write_failed', 3)]" in output
+
 # Queued notifications (the durable outbox), the parent's still waiting at the fork: parent and
 # children share one outbox file.
 _QUEUE_THEN_FORK = """
