@@ -216,7 +216,9 @@ def decode_metrics(body: bytes, content_type: str) -> list[ReceivedPoint]:
 
 
 def _response(kind: Literal["logs", "metrics"], content_type: str, rejected: int) -> bytes:
-    message = f"{kind} not kept (past a bound); see otelhooks.dropped" if rejected else ""
+    message = (
+        f"{kind} not kept (past a bound, or refused); see otelhooks.dropped" if rejected else ""
+    )
     if content_type != PROTOBUF:
         if not rejected:
             return b"{}"

@@ -9,7 +9,8 @@ timeout and a second (:class:`_Stalls`) has its connection's socket shut down: i
 lost connection would. Errors are
 translated here, at one boundary: a connection that cannot be had or is lost
 (``OperationalError``, a pool timeout) is :class:`StoreUnavailable` (``503``, retry), any
-other database error :class:`StoreError`; both name the store without its password.
+other database error :class:`StoreError`, also a value past the database's limits (an index row
+too large), which is the value's fault; both name the store without its password.
 
 Schema migrations are numbered steps applied in one transaction under an advisory lock, so
 instances starting together do not race; ``otelhooks_schema`` records each applied version.
@@ -218,10 +219,8 @@ class PostgresStore(Store):
                 yield conn
         except PoolTimeout as exc:
             raise StoreUnavailable(self.name, f"no connection: {exc}") from None
-        except (psycopg.OperationalError, psycopg.errors.QueryCanceled) as exc:
-            raise StoreUnavailable(self.name, _first_line(exc)) from None
         except psycopg.Error as exc:
-            raise StoreError(self.name, _first_line(exc)) from None
+            raise _translated(self.name, exc) from None
 
     def statement(
         self,
@@ -268,10 +267,8 @@ class PostgresStore(Store):
                     pool.putconn(conn)
         except PoolTimeout as exc:
             raise StoreUnavailable(self.name, f"no connection: {exc}") from None
-        except (psycopg.OperationalError, psycopg.errors.QueryCanceled) as exc:
-            raise StoreUnavailable(self.name, _first_line(exc)) from None
         except psycopg.Error as exc:
-            raise StoreError(self.name, _first_line(exc)) from None
+            raise _translated(self.name, exc) from None
 
     def version(self) -> int:
         """The schema version in the database (0 before the first migration)."""
@@ -358,6 +355,19 @@ def _rows_of(
     cursor = conn.execute(sql, params)
     # rownumber, not description: the latter builds a Column per column each time
     return cursor.fetchall() if cursor.rownumber is not None else []
+
+
+def _translated(name: str, exc: psycopg.Error) -> StoreError:
+    """The store's error for a database error (see the module doc)."""
+    import psycopg
+
+    # a value past the database's limits (an index row of a client's megabyte id) fails its
+    # own change only: as unavailable, every session's changes and spend reads skipped the
+    # store a while, and every budget guard of the instance failed with them
+    lost = isinstance(exc, psycopg.OperationalError | psycopg.errors.QueryCanceled)
+    if lost and not isinstance(exc, psycopg.errors.ProgramLimitExceeded):
+        return StoreUnavailable(name, _first_line(exc))
+    return StoreError(name, _first_line(exc))
 
 
 def _first_line(exc: BaseException) -> str:

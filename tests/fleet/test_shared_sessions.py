@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -278,3 +279,63 @@ def test_the_hook_route_on_postgresql_always_takes_its_runner(
     # no hook watches Read, but every session change is a round trip: never on the event loop
     assert not route.inline({"hook_event_name": "PreToolUse", "tool_name": "Read"})
     assert not route.bridge.state.local
+
+
+ENDED = """\
+import pathlib
+
+
+def ended(event):
+    with pathlib.Path(OUT).open("a") as out:
+        out.write(f"{event.sessionKey} {event.reason}\\n")
+"""
+
+
+def test_a_session_end_on_an_instance_that_never_saw_the_session_ends_it_and_runs_its_hooks(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # Before, the instance answered 409 ("not known to the server"), a non-blocking error for
+    # Claude Code: the session_end hook never ran and the turn and tool use another instance
+    # opened stayed open in the store until their ttl.
+    out = tmp_path / "ended.txt"
+    (tmp_path / "ended.py").write_text(ENDED.replace("OUT", repr(str(out))))
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(
+        f"hooks:\n  - id: on-end\n    type: session_end\n    script: {tmp_path}/ended.py:ended\n"
+    )
+    made: list[tuple[EventLogServer, InMemorySpanExporter]] = []
+    try:
+        for _ in range(2):
+            exported = InMemorySpanExporter()
+            server = serve([hooks], token=TOKEN, span_exporters=[exported], store=pg_url, web=False)
+            made.append((server, exported))
+        (a, _), (b, in_b) = made
+        prompt = {**_bash("UserPromptSubmit", ""), "prompt": "hello"}
+        assert httpx.post(a.url + ROUTE, json=prompt, headers=AUTH).status_code == 200
+        pre = httpx.post(a.url + ROUTE, json=_bash("PreToolUse", "toolu_end"), headers=AUTH)
+        assert pre.status_code == 200
+        end = {**_bash("SessionEnd", ""), "reason": "logout"}
+        answer = httpx.post(b.url + ROUTE, json=end, headers=AUTH)
+        assert answer.status_code == 200, answer.text
+        deadline = time.monotonic() + 10  # observers are queued
+        while not out.exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert out.read_text() == "sess-fleet logout\n"
+        b.stop()  # flushes its exporter
+        names = {s.name: s for s in in_b.get_finished_spans()}
+        assert "agent_lifecycle session_end" in names
+        tool = names["execute_tool Bash"]  # ended there, as the session's end
+        assert tool.attributes is not None
+        assert tool.attributes.get("gen_ai.tool.call.id") == "toolu_end"
+        assert "invoke_agent claude-code" in names  # the turn too
+    finally:
+        for server, _ in made:
+            server.stop()
+    store = open_store(pg_url)
+    try:
+        sessions = store.claude_code_sessions()
+        assert sessions is not None
+        assert not sessions.has_open_tool("sess-fleet", "toolu_end")
+        assert sessions.peek_operation("sess-fleet") is None
+    finally:
+        store.close()

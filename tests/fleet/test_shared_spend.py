@@ -3,6 +3,7 @@ of one restarted, sees what the session spent (before, each ``serve`` kept it in
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -150,3 +151,22 @@ def test_a_keyed_call_is_added_once_and_the_kept_keys_are_bounded(
     assert (total.cost_usd, total.calls) == (0.5, 600)
     # pruned every 256th call of a session down to the bound: at call 513, 87 calls ago
     assert kept == (3 + 87,)
+
+
+def test_an_id_past_postgresqls_index_limit_leaves_every_other_sessions_guard_deciding(
+    tmp_path: Path, pg_url: str, started: list[EventLogServer]
+) -> None:
+    # An index row of an id this long (random: it does not compress) is past PostgreSQL's
+    # limit. That error was taken for the store being down: for a second every session's
+    # change and spend read skipped the store, so the session past its budget below ran its
+    # call with "a hook failed and did not decide".
+    hooks = tmp_path / "guard.yaml"
+    hooks.write_text(GUARD)
+    server = _instance(started, hooks, pg_url)
+    _costs(server)
+    huge = {**_bash("PreToolUse", "toolu_h", "ls"), "session_id": secrets.token_hex(20_000)}
+    hostile = httpx.post(server.url + ROUTE, json=huge, headers=AUTH)
+    assert hostile.status_code == 200
+    assert _decision(hostile.json()) == "allow"  # its own guard decided, on a scratch state
+    answer = _pre(server, "toolu_v")
+    assert _decision(answer) == "deny", answer

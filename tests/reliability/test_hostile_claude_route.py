@@ -164,9 +164,12 @@ def test_one_sessions_slow_calls_do_not_delay_another_sessions_guard(server: Ser
     assert "no answer within" in slow_answers[-1].text
 
 
-def test_a_session_end_for_a_session_never_seen_is_refused(server: ServeProc) -> None:
+def test_a_session_end_for_a_session_never_seen_is_answered(server: ServeProc) -> None:
+    # it may end a session this server forgot (a restart) or never served (another instance):
+    # its hooks run (a 409 was a non-blocking error, no hook ran); it ends nothing else
     forged = {"session_id": "s-never-seen", "hook_event_name": "SessionEnd", "reason": "x"}
-    assert _post(server, forged).status_code == 409
+    answer = _post(server, forged)
+    assert (answer.status_code, answer.json()) == (200, {})
 
 
 @pytest.mark.parametrize("since", ["5_000", "+7", " 5", "\u0665"])

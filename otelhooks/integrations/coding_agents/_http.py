@@ -30,8 +30,11 @@ not open                    forgot it (a restart without a store, a scratch stat
                             instance). The tool use is not recorded: no session state changes and
                             no span is written or ended (a forged or misrouted end ends nothing);
                             its hooks see ``spanId`` null and ``operationId`` empty
-a ``SessionEnd`` of a       409: it ends nothing (its hooks only observe)
-session never seen
+a ``SessionEnd`` of a       as any ``SessionEnd``: it ends what the store holds of the session
+session never seen          (its open turn and tool uses, on a fleet those another instance
+                            started) and its hooks run, for it may be the end of a session this
+                            server forgot (a restart without a store) or never served (another
+                            instance); a forged one ends nothing the store does not hold
 ==========================  ======================================================================
 
 The body is read by :func:`~otelhooks.integrations.coding_agents._input.parse_input`, as the
@@ -243,9 +246,9 @@ class ClaudeCodeHookRoute:
     def answer(self, payload: Mapping[str, Any]) -> tuple[int, bytes]:
         """Handle one hook input; returns the HTTP status and body."""
         event = str(payload.get("hook_event_name") or "")
-        refused = self._foreign(event, payload)
-        if refused is not None:
-            return 409, json.dumps({"error": "conflict", "message": refused}).encode()
+        sessions = self.bridge.state
+        if isinstance(sessions, ServerSessions):
+            sessions.note(str(payload.get("session_id") or "unknown-session"))
         try:
             response = self.bridge.handle(payload, open_tools_only=True)
         except StoreUnavailable as exc:
@@ -257,19 +260,6 @@ class ClaudeCodeHookRoute:
             _log.exception("claude-code hook failed", hook_event=event)
             return self._failure(event or None, f"{type(exc).__name__}: {exc}")
         return http_answer(event, response)
-
-    def _foreign(self, event: str, payload: Mapping[str, Any]) -> str | None:
-        """Why an event that ends a session names one the server never saw, or ``None``."""
-        sessions = self.bridge.state
-        if not isinstance(sessions, ServerSessions):
-            return None
-        session = str(payload.get("session_id") or "unknown-session")
-        if event == "SessionEnd":
-            if not sessions.saw(session):
-                return "this session is not known to the server"
-        else:
-            sessions.note(session)
-        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:

@@ -28,7 +28,10 @@ are bounded by count (``remember`` tool uses) and bytes (``max_log_bytes``, olde
 forgotten first; one record larger than a tenth of that is not kept). Each drop is counted by
 ``otelhooks.dropped`` (source ``claude_code_telemetry``, reason ``too_many_metrics``,
 ``evicted_oldest`` or ``record_too_large``); the points and records not taken are the answer's
-OTLP ``partialSuccess``.
+OTLP ``partialSuccess``. An ``api_request`` whose cost or token counts no model call has
+(negative, NaN, infinite, past :data:`MAX_CALL_USD` or :data:`MAX_CALL_TOKENS`, not a number),
+or that has neither a time nor Claude Code's ``event.timestamp`` or ``event.sequence`` (its
+retry could not be told from a second call), is refused the same way (reason ``not_a_call``).
 
 Observer hooks and event logs see each fact once: the facts the hook route already reported
 (its tool uses through ``after_tool_call``, its turns through ``on_complete``) and the LLM
@@ -41,11 +44,10 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 import structlog
 from opentelemetry.context import Context
@@ -71,6 +73,11 @@ ORIGINAL_TRACE_ID = "claude_code.trace_id"
 SESSION_ID = "session.id"
 
 _log = structlog.get_logger("otelhooks")
+# past any model's list price for its whole context, and a session's sums stay in PostgreSQL's
+# bigint: a record claiming more is no model call's (one past the bigint made every later call
+# of its session fail to add, its spend stuck below a budget)
+MAX_CALL_USD: Final = 1_000.0
+MAX_CALL_TOKENS: Final = 100_000_000
 _REPORTED_BY_LOGS = frozenset({"llm_request"})  # span.type values the log events already report
 
 
@@ -95,29 +102,32 @@ def _record_size(attrs: dict[str, Any]) -> int:
     return sum(len(str(key)) + len(str(value)) for key, value in attrs.items())
 
 
-def _int(value: Any) -> int:
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return 0
+def _amount(value: Any, limit: float) -> float | None:
+    """A model call's cost or token count as its record gives it; None when it is missing.
 
-
-def _cost(value: Any) -> float | None:
-    """Claude Code's ``cost_usd`` as dollars; None when it is missing or not a price."""
-    if isinstance(value, bool):
+    Raises:
+        ValueError: no call has it (not a number, negative, NaN, infinite, past ``limit``).
+    """
+    if value is None:
         return None
     try:
-        cost = float(value)
-    except (TypeError, ValueError):
-        return None
-    return cost if math.isfinite(cost) and cost >= 0 else None
+        if isinstance(value, bool):
+            raise TypeError
+        amount = float(value)
+    except (TypeError, ValueError, OverflowError):
+        raise ValueError(f"not a number: {str(value)[:40]!r}") from None
+    if not 0 <= amount <= limit:  # NaN too
+        raise ValueError(f"{amount!r} is outside [0, {limit:g}]")
+    return amount
 
 
 def _call_key(session: str, record: ReceivedLog) -> bytes | None:
     """What tells one model call from another: a digest of its record (its time, Claude Code's
     ``event.sequence``, ``request_id``... all in the attributes), the same in a client's retry
-    of the request. None for a record without a time: two such records may be two calls."""
-    if not record.time_unix_nano:
+    of the request. None for a record with neither a time nor Claude Code's ``event.timestamp``
+    or ``event.sequence``: two such records may be two calls, or one and its retry."""
+    attrs = record.attributes
+    if not (record.time_unix_nano or attrs.get("event.timestamp") or "event.sequence" in attrs):
         return None
     text = json.dumps(
         [session, record.time_unix_nano, record.attributes], sort_keys=True, default=repr
@@ -274,7 +284,8 @@ class ClaudeTelemetry(SpanProcessor):
             return dict(self._tools.get((session_id, tool_use_id), {}))
 
     def on_logs(self, records: Sequence[ReceivedLog]) -> int:
-        """Join received log records (the ``/v1/logs`` sink); how many were too large to keep.
+        """Join received log records (the ``/v1/logs`` sink); how many were not kept (too large,
+        or a model call's record refused: see :meth:`_llm_output`).
 
         Raises:
             StoreError: the cost of a model call could not be added to its session: the
@@ -293,7 +304,7 @@ class ClaudeTelemetry(SpanProcessor):
             if isinstance(use_id, str):
                 too_large += not self._keep((session, use_id), name, attrs)
             if name == "api_request":
-                self._llm_output(session, record)
+                too_large += not self._llm_output(session, record)
         return too_large
 
     def _keep(self, key: tuple[str, str], name: str, attrs: dict[str, Any]) -> bool:
@@ -317,23 +328,36 @@ class ClaudeTelemetry(SpanProcessor):
             self._count_drop(dropped, "evicted_oldest")
         return True
 
-    def _llm_output(self, session: str, record: ReceivedLog) -> None:
+    def _llm_output(self, session: str, record: ReceivedLog) -> bool:
+        """Add a model call to its session's spend and observe it; False when its record is
+        refused, counted (reason ``not_a_call``): a cost or token count no call has, or nothing
+        that tells it from a retry of the same call (added once, or twice)."""
         attrs = record.attributes
         when: dict[str, Any] = {}
         if record.time_unix_nano:
             when["timestamp"] = record.time_unix_nano // 1_000_000
-        cost = _cost(attrs.get("cost_usd"))
-        cache_read = max(0, _int(attrs.get("cache_read_tokens")))
-        cache_creation = max(0, _int(attrs.get("cache_creation_tokens")))
+        # each session's running cost, from Claude Code's own cost_usd: kept with the sessions
+        key = _call_key(session, record)
+        try:
+            cost = _amount(attrs.get("cost_usd"), MAX_CALL_USD)
+            cache_read, cache_creation, input_tokens, output_tokens = (
+                int(_amount(attrs.get(name), MAX_CALL_TOKENS) or 0)
+                for name in (
+                    "cache_read_tokens",
+                    "cache_creation_tokens",
+                    "input_tokens",
+                    "output_tokens",
+                )
+            )
+        except ValueError:
+            key = None
+        if key is None:
+            self._count_drop(1, "not_a_call")
+            return False
         # Anthropic's input_tokens excludes the cache: the GenAI conventions' input count (the
         # Anthropic refinement of spans.yaml) is input + cache read + cache creation, which is
         # what budgets and cost must see.
-        usage = TokenUsage(
-            input=max(0, _int(attrs.get("input_tokens"))) + cache_read + cache_creation,
-            output=max(0, _int(attrs.get("output_tokens"))),
-        )
-        # each session's running cost, from Claude Code's own cost_usd: kept with the sessions
-        key = _call_key(session, record)
+        usage = TokenUsage(input=input_tokens + cache_read + cache_creation, output=output_tokens)
         try:
             total = self.sessions.add_spend(session, cost, usage.input, usage.output, key)
         except StoreError as exc:
@@ -346,7 +370,7 @@ class ClaudeTelemetry(SpanProcessor):
             )
             raise
         if total is None:  # a retried request: this call was added (and observed) already
-            return
+            return True
         extra: dict[str, Any] = {
             "costUsd": cost,
             # a Claude Code session is the operation otelhooks knows of it: no run of its own
@@ -371,6 +395,7 @@ class ClaudeTelemetry(SpanProcessor):
             self.engine.dispatch("llm_output", event, values=(event.model or "*",))
         except CriticalHookDeliveryError:
             _log.exception("critical hook delivery failed", event="llm_output")
+        return True
 
     def on_metrics(self, points: Sequence[ReceivedPoint]) -> int:
         """Count received metric points per metric (the ``/v1/metrics`` sink); how many were
