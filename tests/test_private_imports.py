@@ -31,6 +31,7 @@ ALLOWED: dict[str, str] = {
     "deny_matrix/test_deny_matrix.py": "the Claude Code HTTP hook route, served without `serve`",
     "fleet/test_fleet_slow_store.py": "the advisory lock of the shared sessions",
     "fleet/test_shared_spend.py": "the spend each session store keeps, bounded",
+    "fleet/test_cost_records_refused.py": "the spend each session store keeps",
     "web/test_inbox_answers.py": "which answers the inbox keeps for their askers",
     "web/test_inbox_orphans.py": "the reason a withdrawn approval gives",
     "fleet/test_pg_eventlog.py": _STORE,
