@@ -145,8 +145,12 @@ def _receiver(signature: inspect.Signature) -> str | None:
 def _bind(
     signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
 ) -> dict[str, Any]:
-    """The tool's arguments by name, as hooks see them (a method's receiver left out)."""
-    arguments = dict(signature.bind(*args, **kwargs).arguments)
+    """The tool's arguments by name, as hooks see them: what the function receives, its
+    defaults filled in (a guard denying ``force`` must see the ``force=True`` it defaults to),
+    a method's receiver left out."""
+    bound = signature.bind(*args, **kwargs)
+    bound.apply_defaults()
+    arguments = dict(bound.arguments)
     receiver = _receiver(signature)
     if receiver is not None:
         arguments.pop(receiver, None)

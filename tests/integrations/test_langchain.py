@@ -488,3 +488,70 @@ def test_every_otelhooks_handler_of_a_run_has_its_decisions_obeyed(
     assert tool_message(result, "t4").content == "cached: otel is great"
     assert tool_message(result, "t2").content == "the safe copy"
     assert [e for e in logs if e["log_level"] == "warning"] == []
+
+
+def _deny_force(event: ToolCallEvent) -> Block | ToolCallEvent | None:
+    if event.args.get("path") == "/":  # the root is cleaned without force
+        return event.model_copy(update={"args": {**event.args, "force": False}})
+    return Block("force is not allowed") if event.args.get("force") else None
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_guard_sees_the_defaults_the_function_receives(
+    pipe: TestPipeline, use_async: bool
+) -> None:
+    # guards saw only the arguments the model sent: a call leaving out `force` ran the
+    # function with its default force=True past a guard denying force
+    ran: list[tuple[str, bool]] = []
+
+    @tool
+    def remove(path: str, force: bool = True) -> str:
+        """Remove a path."""
+        ran.append((path, force))
+        return "removed"
+
+    pipe.register(hook("no-force", "beforeToolCall", _deny_force))
+    calls = [
+        {"name": "remove", "args": {"path": "/tmp/x"}, "id": "r1", "type": "tool_call"},
+        {"name": "remove", "args": {"path": "/"}, "id": "r2", "type": "tool_call"},
+    ]
+    app = StateGraph(MessagesState).add_node("tools", ToolNode([hook_tool(remove)]))
+    graph_ = app.add_edge(START, "tools").compile()
+    state: Any = {"messages": [AIMessage("", tool_calls=calls)]}
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(pipe.tracer, agent_name="r")]}
+    out = asyncio.run(graph_.ainvoke(state, config)) if use_async else graph_.invoke(state, config)
+
+    assert ran == [("/", False)]  # the guard's rewrite of a default reaches the function
+    assert tool_message(out, "r1").content == "force is not allowed"
+    assert tool_message(out, "r2").content == "removed"
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_hooked_tool_given_a_plain_string_is_judged_by_its_argument(
+    pipe: TestPipeline, use_async: bool
+) -> None:
+    # LangChain takes a plain string for a one-argument tool: the guard saw {"input": ...}, so a
+    # guard reading `command` let it pass, and the wrapper then failed with a ValidationError
+    ran: list[str] = []
+
+    @tool
+    def shell(command: str) -> str:
+        """Run a shell command."""
+        ran.append(command)
+        return f"ran {command}"
+
+    def no_rm(event: ToolCallEvent) -> Block | None:
+        return Block("rm is not allowed") if "rm" in str(event.args.get("command")) else None
+
+    pipe.register(hook("no-rm", "beforeToolCall", no_rm))
+    hooked = hook_tool(shell)
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(pipe.tracer, agent_name="r")]}
+
+    def call(text: str) -> Any:
+        if use_async:
+            return asyncio.run(hooked.ainvoke(text, config))
+        return hooked.invoke(text, config)
+
+    assert call("ls") == "ran ls"
+    assert call("rm -rf /") == "rm is not allowed"
+    assert ran == ["ls"]

@@ -553,3 +553,38 @@ def test_a_run_resumed_from_a_saved_state_is_guarded_or_says_it_is_not(pipe: Tes
     assert world.ran == []
     assert world.files == {"a.txt": "hello otel hooks"}
     assert model.tool_outputs()["d1"] == "deleting files is not allowed"
+
+
+def _deny_force(event: ToolCallEvent) -> Block | ToolCallEvent | None:
+    if event.args.get("path") == "/":  # the root is cleaned without force
+        return event.model_copy(update={"args": {**event.args, "force": False}})
+    return Block("force is not allowed") if event.args.get("force") else None
+
+
+@pytest.mark.parametrize("strict", [True, False], ids=["strict", "not-strict"])
+def test_a_guard_sees_the_defaults_the_function_receives(pipe: TestPipeline, strict: bool) -> None:
+    # guards saw only the JSON the model sent: a call leaving out `force` ran the function with
+    # its default force=True past a guard denying force
+    ran: list[tuple[str, bool]] = []
+
+    @function_tool(strict_mode=strict)
+    def remove(path: str, force: bool = True) -> str:
+        """Remove a path."""
+        ran.append((path, force))
+        return "removed"
+
+    model = ScriptedModel(
+        "m",
+        [
+            [
+                function_call("remove", {"path": "/tmp/x"}, call_id="r1"),
+                function_call("remove", {"path": "/"}, call_id="r2"),
+            ],
+            [assistant_message("done")],
+        ],
+    )
+    pipe.register(hook("no-force", "beforeToolCall", _deny_force))
+    asyncio.run(HookedRunner(pipe.tracer).run(Agent(name="bot", model=model, tools=[remove]), "go"))
+
+    assert ran == [("/", False)]  # the guard's rewrite of a default reaches the function
+    assert model.tool_outputs() == {"r1": "force is not allowed", "r2": "removed"}

@@ -28,7 +28,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict
 
 from otelhooks import _semconv as sc
 from otelhooks._instrument import ToolCall
@@ -108,6 +108,32 @@ class HookedTool(BaseTool):
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
     inner: BaseTool
+
+    def _full_input(self, tool_input: str | dict[str, Any]) -> str | dict[str, Any]:
+        """The input as the tool's function receives it, which is what the handler's guards
+        judge as the call starts: a plain string (LangChain's input for a one-argument tool)
+        named after that argument, and each default of the argument schema the caller left
+        out filled in (a guard denying ``force`` must see the ``force=True`` it defaults to)."""
+        schema = self.args_schema
+        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
+            return tool_input
+        fields = schema.model_fields
+        if isinstance(tool_input, str):
+            if not fields:
+                return tool_input
+            tool_input = {next(iter(fields)): tool_input}
+        defaults = {
+            name: field.get_default(call_default_factory=True)
+            for name, field in fields.items()
+            if not field.is_required() and name not in tool_input
+        }
+        return {**tool_input, **defaults}
+
+    def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        return super().run(self._full_input(tool_input), *args, **kwargs)
+
+    async def arun(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        return await super().arun(self._full_input(tool_input), *args, **kwargs)
 
     def _child_config(self, manager: Manager | None) -> dict[str, Any]:
         return {"callbacks": manager.get_child()} if manager is not None else {}
