@@ -17,6 +17,8 @@ from agents import (
     GuardrailFunctionOutput,
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
+    RunConfig,
+    ToolErrorFormatterArgs,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrailData,
     function_tool,
@@ -588,3 +590,38 @@ def test_a_guard_sees_the_defaults_the_function_receives(pipe: TestPipeline, str
 
     assert ran == [("/", False)]  # the guard's rewrite of a default reaches the function
     assert model.tool_outputs() == {"r1": "force is not allowed", "r2": "removed"}
+
+
+@pytest.mark.parametrize("own_formatter", [False, True], ids=["sdk-message", "own-formatter"])
+def test_a_tool_that_raises_is_a_failure_with_the_sdks_tracing_off(
+    pipe: TestPipeline, recorder: Recorder, own_formatter: bool
+) -> None:
+    # otelhooks read the failure from the SDK's tracing span only: with tracing off, the
+    # exception the SDK turned into a message for the model was recorded as a success
+    @function_tool
+    def flaky() -> str:
+        """Always fails."""
+        raise ConnectionError("upstream down")
+
+    def formatter(args: ToolErrorFormatterArgs[Any]) -> str:
+        return f"{args.tool_name} is down"
+
+    config = RunConfig(
+        tracing_disabled=True, tool_error_formatter=formatter if own_formatter else None
+    )
+    model = ScriptedModel(
+        "m", [[function_call("flaky", {}, call_id="f1")], [assistant_message("gave up")]]
+    )
+    pipe.register(hook("err", "onToolCallError", recorder))
+    agent = Agent(name="bot", model=model, tools=[flaky])
+    asyncio.run(HookedRunner(pipe.tracer).run(agent, "go", run_config=config))
+    pipe.flush()
+
+    span = pipe.span("execute_tool flaky")
+    assert span.status.status_code is StatusCode.ERROR
+    assert (span.attributes or {})["error.type"] == "ConnectionError"
+    assert (span.attributes or {})["otelhooks.tool.outcome"] == "error"
+    assert [e.errorType for e in recorder.of("on_tool_call_error")] == ["ConnectionError"]  # type: ignore[attr-defined]
+    shown = "flaky is down" if own_formatter else "An error occurred while running the tool"
+    assert model.tool_outputs()["f1"].startswith(shown)  # the model is told as the SDK tells it
+    assert config.tool_error_formatter is (formatter if own_formatter else None)  # yours, unchanged
