@@ -505,7 +505,7 @@ def test_a_guard_sees_the_defaults_the_function_receives(
     ran: list[tuple[str, bool]] = []
 
     @tool
-    def remove(path: str, force: bool = True) -> str:
+    def remove(path: str, force: bool = True, limit: int = None) -> str:  # type: ignore[assignment]  # noqa: RUF013 (a sloppy default, as users write)
         """Remove a path."""
         ran.append((path, force))
         return "removed"
@@ -555,3 +555,22 @@ def test_a_hooked_tool_given_a_plain_string_is_judged_by_its_argument(
     assert call("ls") == "ran ls"
     assert call("rm -rf /") == "rm is not allowed"
     assert ran == ["ls"]
+
+
+@pytest.mark.parametrize("handler", [True, False], ids=["handler", "no-handler"])
+def test_a_hooked_tool_with_a_none_default_runs_as_it_does_unwrapped(
+    pipe: TestPipeline, handler: bool
+) -> None:
+    # LangChain hands a tool's _run every default of its schema; the wrapper gave them all to
+    # the inner tool, whose validation refuses the None that `limit: int = None` defaults to:
+    # the tool, which runs unwrapped, failed wrapped
+    @tool
+    def head(path: str, limit: int = None) -> str:  # type: ignore[assignment]  # noqa: RUF013 (a sloppy default, as users write)
+        """The first lines of a file."""
+        return f"{path}: {limit}"
+
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(pipe.tracer)] if handler else []}
+    with capture_logs():
+        assert head.invoke({"path": "a.txt"}) == "a.txt: None"
+        assert hook_tool(head).invoke({"path": "a.txt"}, config) == "a.txt: None"
+        assert hook_tool(head).invoke({"path": "a.txt", "limit": 3}, config) == "a.txt: 3"

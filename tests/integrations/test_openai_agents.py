@@ -570,7 +570,7 @@ def test_a_guard_sees_the_defaults_the_function_receives(pipe: TestPipeline, str
     ran: list[tuple[str, bool]] = []
 
     @function_tool(strict_mode=strict)
-    def remove(path: str, force: bool = True) -> str:
+    def remove(path: str, force: bool = True, limit: int = None) -> str:  # type: ignore[assignment]  # noqa: RUF013 (a sloppy default, as users write)
         """Remove a path."""
         ran.append((path, force))
         return "removed"

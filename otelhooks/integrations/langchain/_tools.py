@@ -29,6 +29,7 @@ from langchain_core.callbacks import (
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict
+from pydantic.fields import FieldInfo
 
 from otelhooks import _semconv as sc
 from otelhooks._instrument import ToolCall
@@ -109,15 +110,34 @@ class HookedTool(BaseTool):
 
     inner: BaseTool
 
+    def _fields(self) -> dict[str, FieldInfo]:
+        schema = self.args_schema
+        if isinstance(schema, type) and issubclass(schema, BaseModel):
+            return schema.model_fields
+        return {}
+
+    def _for_inner(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """What the inner tool is given: LangChain hands ``_run`` every default of the schema,
+        and the inner tool validates what it is given, where ``limit: int = None`` refuses the
+        ``None`` it defaults to; such a default is left for the inner tool to fill in."""
+        fields = self._fields()
+        return {
+            k: v
+            for k, v in kwargs.items()
+            if v is not None
+            or k not in fields
+            or fields[k].is_required()
+            or fields[k].default is not None
+        }
+
     def _full_input(self, tool_input: str | dict[str, Any]) -> str | dict[str, Any]:
         """The input as the tool's function receives it, which is what the handler's guards
         judge as the call starts: a plain string (LangChain's input for a one-argument tool)
         named after that argument, and each default of the argument schema the caller left
-        out filled in (a guard denying ``force`` must see the ``force=True`` it defaults to)."""
-        schema = self.args_schema
-        if not (isinstance(schema, type) and issubclass(schema, BaseModel)):
-            return tool_input
-        fields = schema.model_fields
+        out filled in (a guard denying ``force`` must see the ``force=True`` it defaults to).
+        Not a ``None`` default: the schema validates what is given, and ``limit: int = None``
+        refuses a ``None`` given (the OpenAI Agents SDK's strict schemas drop them too)."""
+        fields = self._fields()
         if isinstance(tool_input, str):
             if not fields:
                 return tool_input
@@ -127,7 +147,7 @@ class HookedTool(BaseTool):
             for name, field in fields.items()
             if not field.is_required() and name not in tool_input
         }
-        return {**tool_input, **defaults}
+        return {**tool_input, **{k: v for k, v in defaults.items() if v is not None}}
 
     def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         return super().run(self._full_input(tool_input), *args, **kwargs)
@@ -144,12 +164,13 @@ class HookedTool(BaseTool):
         runs = _find_runs(run_manager, self.name)
         config = self._child_config(run_manager)
         if not runs:
-            return self.inner.invoke(kwargs, config=config)  # type: ignore[arg-type]
+            return self.inner.invoke(self._for_inner(kwargs), config=config)  # type: ignore[arg-type]
         tool = _decisive(runs)
         if not tool.call.should_run:
             return _refusal(tool, self.name)
         # the validated input (injected arguments included), then any rewritten arguments
-        output = self.inner.invoke({**kwargs, **tool.call.args}, config=config)  # type: ignore[arg-type]
+        merged = self._for_inner({**kwargs, **tool.call.args})
+        output = self.inner.invoke(merged, config=config)  # type: ignore[arg-type]
         kept = _text(output)
         for run in runs:  # each handler's tool_result_persist hooks filter what the last kept
             kept = run.call.set_result(kept).content
@@ -165,11 +186,11 @@ class HookedTool(BaseTool):
         runs = _find_runs(run_manager, self.name)
         config = self._child_config(run_manager)
         if not runs:
-            return await self.inner.ainvoke(kwargs, config=config)  # type: ignore[arg-type]
+            return await self.inner.ainvoke(self._for_inner(kwargs), config=config)  # type: ignore[arg-type]
         tool = _decisive(runs)
         if not tool.call.should_run:
             return _refusal(tool, self.name)
-        merged = {**kwargs, **tool.call.args}
+        merged = self._for_inner({**kwargs, **tool.call.args})
         output = await self.inner.ainvoke(merged, config=config)  # type: ignore[arg-type]
         kept = _text(output)
         for run in runs:

@@ -164,14 +164,15 @@ def hook_tool(
 def _with_defaults(schema: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
     """``args`` as the function receives them: each top-level default of the tool's schema
     that the model left out filled in, so a guard denying ``force`` sees the ``force=True`` it
-    defaults to (a strict schema keeps every default but ``None``)."""
+    defaults to. Not a ``None`` default, which a strict schema drops: a rewrite passes every
+    argument on, and ``limit: int = None`` refuses a ``None`` given."""
     properties = schema.get("properties")
     if not isinstance(properties, dict):
         return args
     defaults = {
         name: copy.deepcopy(p["default"])
         for name, p in properties.items()
-        if isinstance(p, dict) and "default" in p and name not in args
+        if isinstance(p, dict) and p.get("default") is not None and name not in args
     }
     return {**args, **defaults} if defaults else args
 
