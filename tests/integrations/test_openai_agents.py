@@ -625,3 +625,35 @@ def test_a_tool_that_raises_is_a_failure_with_the_sdks_tracing_off(
     shown = "flaky is down" if own_formatter else "An error occurred while running the tool"
     assert model.tool_outputs()["f1"].startswith(shown)  # the model is told as the SDK tells it
     assert config.tool_error_formatter is (formatter if own_formatter else None)  # yours, unchanged
+
+
+def test_a_failure_inside_an_agent_run_as_a_tool_is_not_the_agent_tools(
+    pipe: TestPipeline,
+) -> None:
+    # the exception of a tool of an (unhooked) agent run as a tool reaches the same
+    # tool_error_formatter: it is that tool's, not the failure of the call that ran the agent
+    @function_tool
+    def flaky() -> str:
+        """Always fails."""
+        raise ConnectionError("upstream down")
+
+    inner = ScriptedModel(
+        "m", [[function_call("flaky", {}, call_id="i1")], [assistant_message("handled")]]
+    )
+    sub = Agent(name="sub", model=inner, tools=[flaky])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnguardedToolWarning)
+        ask = sub.as_tool(tool_name="ask_sub", tool_description="Ask the sub-agent.")
+        model = ScriptedModel(
+            "m",
+            [[function_call("ask_sub", {"input": "go"}, call_id="o1")], [assistant_message("ok")]],
+        )
+        agent = Agent(name="bot", model=model, tools=[ask])
+        config = RunConfig(tracing_disabled=True)
+        asyncio.run(HookedRunner(pipe.tracer).run(agent, "go", run_config=config))
+    pipe.flush()
+
+    assert model.tool_outputs() == {"o1": "handled"}
+    span = pipe.span("execute_tool ask_sub")
+    assert span.status.status_code is StatusCode.UNSET
+    assert (span.attributes or {})["otelhooks.tool.outcome"] == "success"

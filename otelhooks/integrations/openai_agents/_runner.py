@@ -80,9 +80,13 @@ GUARDRAIL_NAME = sc.GUARDRAIL_NAME
 
 _log = structlog.get_logger("otelhooks")
 
-# The exceptions of the hooked call running in this task that the SDK turned into a message for
-# the model (its tool_error_formatter saw them): set by AgentRun.guard_tool around the call.
-_RAISED: ContextVar[list[Exception] | None] = ContextVar("otelhooks_tool_raised", default=None)
+# The hooked call running in this task (its call id) and the exceptions of its tool that the SDK
+# turned into a message for the model (its tool_error_formatter saw them): set by
+# AgentRun.guard_tool around the call. The id tells them from those of a call nested in it (the
+# tools of an unhooked agent run as a tool), which are not this call's failure.
+_RAISED: ContextVar[tuple[str | None, list[Exception]] | None] = ContextVar(
+    "otelhooks_tool_raised", default=None
+)
 
 
 def _watching_errors(config: RunConfig | None) -> RunConfig:
@@ -94,9 +98,11 @@ def _watching_errors(config: RunConfig | None) -> RunConfig:
     yours = config.tool_error_formatter
 
     async def formatter(args: ToolErrorFormatterArgs[Any]) -> str | None:
-        raised = _RAISED.get()
-        if raised is not None and args.kind == "tool_exception" and args.error is not None:
-            raised.append(args.error)
+        current = _RAISED.get()
+        if current is not None and args.kind == "tool_exception" and args.error is not None:
+            call_id, raised = current
+            if args.call_id == call_id:
+                raised.append(args.error)
         if yours is None:
             return None
         message = yours(args)
@@ -241,7 +247,7 @@ class AgentRun:
                 if not call.should_run:
                     return call.result.content, call.denied
                 raised: list[Exception] = []
-                token = _RAISED.set(raised)
+                token = _RAISED.set((call_id, raised))
                 try:
                     output = await execute(call.args if call.args != args else None)
                 finally:
