@@ -15,7 +15,7 @@ pytest.importorskip("langgraph")
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, ToolException, tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -574,3 +574,36 @@ def test_a_hooked_tool_with_a_none_default_runs_as_it_does_unwrapped(
         assert head.invoke({"path": "a.txt"}) == "a.txt: None"
         assert hook_tool(head).invoke({"path": "a.txt"}, config) == "a.txt: None"
         assert hook_tool(head).invoke({"path": "a.txt", "limit": 3}, config) == "a.txt: 3"
+
+
+@pytest.mark.parametrize("hooked", [False, True], ids=["unwrapped", "hook_tool"])
+def test_a_tool_error_langchain_answers_with_is_a_failed_call(
+    pipe: TestPipeline, hooked: bool
+) -> None:
+    # a ToolException the tool's handle_tool_error turns into its answer (a ToolMessage with
+    # status="error") was recorded as a success; wrapped, the model was even told "success"
+    @tool(response_format="content_and_artifact")
+    def scan(path: str) -> tuple[str, dict[str, str]]:
+        """Scan a disk."""
+        if path == "/dev/sdz":
+            raise ToolException("disk on fire")
+        return "clean", {"path": path}
+
+    scan.handle_tool_error = True
+    calls = [
+        {"name": "scan", "args": {"path": "/dev/sdz"}, "id": "r1", "type": "tool_call"},
+        {"name": "scan", "args": {"path": "/dev/sda"}, "id": "r2", "type": "tool_call"},
+    ]
+    node = ToolNode([hook_tool(scan) if hooked else scan])
+    app = StateGraph(MessagesState).add_node("tools", node).add_edge(START, "tools").compile()
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="r")
+    out = app.invoke({"messages": [AIMessage("", tool_calls=calls)]}, {"callbacks": [handler]})
+    pipe.flush()
+
+    failed, ok = tool_message(out, "r1"), tool_message(out, "r2")
+    assert (failed.content, failed.status) == ("disk on fire", "error")
+    assert (ok.content, ok.status, ok.artifact) == ("clean", "success", {"path": "/dev/sda"})
+    spans = sorted(pipe.spans("execute_tool scan"), key=lambda s: s.start_time or 0)
+    outcomes = [(s.attributes or {})["otelhooks.tool.outcome"] for s in spans]
+    assert sorted(outcomes) == ["error", "success"]
+    assert sorted(s.status.status_code.name for s in spans) == ["ERROR", "UNSET"]

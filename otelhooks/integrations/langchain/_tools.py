@@ -27,6 +27,7 @@ from langchain_core.callbacks import (
     CallbackManagerForToolRun,
 )
 from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict
 from pydantic.fields import FieldInfo
@@ -37,6 +38,7 @@ from otelhooks.integrations.langchain._handler import (
     HOOKED_METADATA_KEY,
     OtelHooksCallbackHandler,
     ToolRun,
+    succeeded,
 )
 
 __all__ = ["HookedTool", "hook_tool"]
@@ -155,8 +157,17 @@ class HookedTool(BaseTool):
     async def arun(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         return await super().arun(self._full_input(tool_input), *args, **kwargs)
 
-    def _child_config(self, manager: Manager | None) -> dict[str, Any]:
-        return {"callbacks": manager.get_child()} if manager is not None else {}
+    def _inner_input(self, tool: ToolRun, kwargs: dict[str, Any]) -> Any:
+        """The validated input (injected arguments included), then any rewritten arguments; as
+        the model's tool call when the call has its id, so the inner tool answers with its own
+        ``ToolMessage`` (its ``status="error"`` from ``handle_tool_error``, its artifact)."""
+        args = self._for_inner({**kwargs, **tool.call.args})
+        if tool.tool_call_id is None:
+            return args
+        return {"name": self.inner.name, "args": args, "id": tool.tool_call_id, "type": "tool_call"}
+
+    def _child_config(self, manager: Manager | None) -> RunnableConfig:
+        return RunnableConfig(callbacks=manager.get_child()) if manager is not None else {}
 
     def _run(
         self, *args: Any, run_manager: CallbackManagerForToolRun | None = None, **kwargs: Any
@@ -164,16 +175,14 @@ class HookedTool(BaseTool):
         runs = _find_runs(run_manager, self.name)
         config = self._child_config(run_manager)
         if not runs:
-            return self.inner.invoke(self._for_inner(kwargs), config=config)  # type: ignore[arg-type]
+            return self.inner.invoke(self._for_inner(kwargs), config=config)
         tool = _decisive(runs)
         if not tool.call.should_run:
             return _refusal(tool, self.name)
-        # the validated input (injected arguments included), then any rewritten arguments
-        merged = self._for_inner({**kwargs, **tool.call.args})
-        output = self.inner.invoke(merged, config=config)  # type: ignore[arg-type]
-        kept = _text(output)
+        output = self.inner.invoke(self._inner_input(tool, kwargs), config=config)
+        kept, success = _text(output), succeeded(output)
         for run in runs:  # each handler's tool_result_persist hooks filter what the last kept
-            kept = run.call.set_result(kept).content
+            kept = run.call.set_result(kept, success=success).content
             run.result_set = True
         return output if kept == _text(output) else kept
 
@@ -186,15 +195,14 @@ class HookedTool(BaseTool):
         runs = _find_runs(run_manager, self.name)
         config = self._child_config(run_manager)
         if not runs:
-            return await self.inner.ainvoke(self._for_inner(kwargs), config=config)  # type: ignore[arg-type]
+            return await self.inner.ainvoke(self._for_inner(kwargs), config=config)
         tool = _decisive(runs)
         if not tool.call.should_run:
             return _refusal(tool, self.name)
-        merged = self._for_inner({**kwargs, **tool.call.args})
-        output = await self.inner.ainvoke(merged, config=config)  # type: ignore[arg-type]
-        kept = _text(output)
+        output = await self.inner.ainvoke(self._inner_input(tool, kwargs), config=config)
+        kept, success = _text(output), succeeded(output)
         for run in runs:
-            kept = (await run.call.aset_result(kept)).content
+            kept = (await run.call.aset_result(kept, success=success)).content
             run.result_set = True
         return output if kept == _text(output) else kept
 
