@@ -607,3 +607,37 @@ def test_a_tool_error_langchain_answers_with_is_a_failed_call(
     outcomes = [(s.attributes or {})["otelhooks.tool.outcome"] for s in spans]
     assert sorted(outcomes) == ["error", "success"]
     assert sorted(s.status.status_code.name for s in spans) == ["ERROR", "UNSET"]
+
+
+def test_a_guard_sees_each_value_as_the_function_receives_it(pipe: TestPipeline) -> None:
+    # the schema's validation makes "true", 1 and "yes" the function's force=True: a guard
+    # comparing with true (as a jq `.force == true` command guard does) saw the string and let
+    # the forced delete run
+    ran: list[tuple[str, bool]] = []
+
+    @tool
+    def remove(path: str, force: bool = False) -> str:
+        """Remove a path."""
+        ran.append((path, force))
+        return "removed"
+
+    def no_force(event: ToolCallEvent) -> Block | None:
+        return Block("force is not allowed") if event.args.get("force") is True else None
+
+    pipe.register(hook("no-force", "beforeToolCall", no_force))
+    given = [True, "true", 1, "yes", "false"]
+    calls = [
+        {"name": "remove", "args": {"path": "/", "force": f}, "id": f"r{i}", "type": "tool_call"}
+        for i, f in enumerate(given)
+    ]
+    app = StateGraph(MessagesState).add_node("tools", ToolNode([hook_tool(remove)]))
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="r")
+    out = (
+        app.add_edge(START, "tools")
+        .compile()
+        .invoke({"messages": [AIMessage("", tool_calls=calls)]}, {"callbacks": [handler]})
+    )
+
+    answers = [tool_message(out, f"r{i}").content for i in range(len(given))]
+    assert answers == ["force is not allowed"] * 4 + ["removed"]
+    assert ran == [("/", False)]

@@ -29,8 +29,7 @@ from langchain_core.callbacks import (
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from pydantic import BaseModel, ConfigDict
-from pydantic.fields import FieldInfo
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from otelhooks import _semconv as sc
 from otelhooks._instrument import ToolCall
@@ -112,17 +111,17 @@ class HookedTool(BaseTool):
 
     inner: BaseTool
 
-    def _fields(self) -> dict[str, FieldInfo]:
+    def _model(self) -> type[BaseModel] | None:
+        """The argument schema, when it is a pydantic model (LangChain also takes JSON's)."""
         schema = self.args_schema
-        if isinstance(schema, type) and issubclass(schema, BaseModel):
-            return schema.model_fields
-        return {}
+        return schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
 
     def _for_inner(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """What the inner tool is given: LangChain hands ``_run`` every default of the schema,
         and the inner tool validates what it is given, where ``limit: int = None`` refuses the
         ``None`` it defaults to; such a default is left for the inner tool to fill in."""
-        fields = self._fields()
+        model = self._model()
+        fields = model.model_fields if model is not None else {}
         return {
             k: v
             for k, v in kwargs.items()
@@ -135,21 +134,28 @@ class HookedTool(BaseTool):
     def _full_input(self, tool_input: str | dict[str, Any]) -> str | dict[str, Any]:
         """The input as the tool's function receives it, which is what the handler's guards
         judge as the call starts: a plain string (LangChain's input for a one-argument tool)
-        named after that argument, and each default of the argument schema the caller left
-        out filled in (a guard denying ``force`` must see the ``force=True`` it defaults to).
-        Not a ``None`` default: the schema validates what is given, and ``limit: int = None``
-        refuses a ``None`` given (the OpenAI Agents SDK's strict schemas drop them too)."""
-        fields = self._fields()
+        named after that argument, each default of the argument schema the caller left out
+        filled in (a guard denying ``force`` must see the ``force=True`` it defaults to), and
+        each value as the schema gives it to the function (``"true"`` given is ``True``, which
+        a guard comparing with ``true`` must see). Not a ``None`` default: the schema validates
+        what is given, and ``limit: int = None`` refuses a ``None`` given."""
+        model = self._model()
+        if model is None or not model.model_fields:
+            return tool_input
+        fields = model.model_fields
         if isinstance(tool_input, str):
-            if not fields:
-                return tool_input
             tool_input = {next(iter(fields)): tool_input}
         defaults = {
             name: field.get_default(call_default_factory=True)
             for name, field in fields.items()
             if not field.is_required() and name not in tool_input
         }
-        return {**tool_input, **{k: v for k, v in defaults.items() if v is not None}}
+        full = {**tool_input, **{k: v for k, v in defaults.items() if v is not None}}
+        try:
+            parsed = model.model_validate(full)
+        except ValidationError:  # LangChain's own validation answers it, as without otelhooks
+            return full
+        return {**full, **{k: getattr(parsed, k) for k in full if k in fields}}
 
     def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         return super().run(self._full_input(tool_input), *args, **kwargs)
