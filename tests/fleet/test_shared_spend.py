@@ -170,3 +170,26 @@ def test_an_id_past_postgresqls_index_limit_leaves_every_other_sessions_guard_de
     assert _decision(hostile.json()) == "allow"  # its own guard decided, on a scratch state
     answer = _pre(server, "toolu_v")
     assert _decision(answer) == "deny", answer
+
+
+def test_one_sessions_lock_timeout_leaves_every_other_sessions_guard_deciding(
+    tmp_path: Path, pg_url: str, started: list[EventLogServer]
+) -> None:
+    # A change that waits past the lock timeout for a lock another transaction holds failed
+    # alone; it was taken for the store being down: for a second every session's change and
+    # spend read skipped the store, and the session past its budget below ran its call.
+    from otelhooks._store._pg_schema import SESSIONS_LOCK
+
+    hooks = tmp_path / "guard.yaml"
+    hooks.write_text(GUARD)
+    server = serve([hooks], token=TOKEN, store=pg_url, web=False, hook_timeout_s=2.0)
+    started.append(server)  # statements and lock waits: 1 s
+    _costs(server)
+    with psycopg.connect(pg_url) as holder:  # a real lock, held by another connection
+        holder.execute("SELECT pg_advisory_xact_lock(%s)", (SESSIONS_LOCK,))
+        end = {"session_id": "other", "hook_event_name": "SessionEnd", "reason": "exit"}
+        waited = httpx.post(server.url + ROUTE, json=end, headers=AUTH, timeout=10)
+        assert waited.status_code == 200, waited.text  # its change made in the scratch state
+        answer = _pre(server, "toolu_l")  # within the second the store was skipped
+        holder.rollback()
+    assert _decision(answer) == "deny", answer
