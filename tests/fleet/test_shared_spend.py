@@ -64,13 +64,17 @@ def test_a_session_past_its_budget_is_denied_on_every_instance_and_after_a_resta
     assert restarted == "deny"  # was allow: a restarted serve started the session from $0
 
 
+@pytest.mark.parametrize("fail_closed", [False, True])
 @pytest.mark.parametrize("on_error", ["continue", "block"])
 def test_a_spend_the_store_cannot_read_fails_the_guard_and_its_on_error_decides(
-    tmp_path: Path, pg_url: str, started: list[EventLogServer], on_error: str
+    tmp_path: Path, pg_url: str, started: list[EventLogServer], on_error: str, fail_closed: bool
 ) -> None:
+    # --fail-closed is about the bridge's own failures (docs/adapters.md): a guard that runs
+    # and fails, this one too, is its hook's on_error's to decide, as the help and docs say
     hooks = tmp_path / "guard.yaml"
     hooks.write_text(f"{GUARD}    on_error: {on_error}\n")
-    server = _instance(started, hooks, pg_url)
+    server = serve([hooks], token=TOKEN, store=pg_url, web=False, fail_closed=fail_closed)
+    started.append(server)
     _costs(server)
     with psycopg.connect(pg_url, autocommit=True) as conn:  # the totals cannot be read now
         conn.execute("ALTER TABLE otelhooks_claude_code.spend RENAME TO spend_gone")
