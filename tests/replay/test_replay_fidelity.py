@@ -1,0 +1,134 @@
+"""Replay and ``hooks test`` match a tool by every name the live bridge matches it by.
+
+The Claude Code and Codex bridges offer a guard's matcher the tool's name, the names the MCP
+gateway gives an MCP tool (``mcp__memory__create`` is also ``memory/create`` and ``create``),
+and the names the CLI itself matches the tool by (Codex runs a ``Write`` or ``Edit`` hook on its
+``apply_patch``). Replay of their recordings and ``otelhooks hooks test`` offered the recorded
+name only, so a guard the live bridge enforces was reported as not matching: "changes: none"
+for a policy that denies. Real processes: the one-process bridge answers each event, and
+records the session that replay then reads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otelhooks import semconv as sc
+from otelhooks.testing import run_cli
+from tests.replay.conftest import replay_main
+
+REPO = Path(__file__).resolve().parents[2]
+
+# each guard names the tool as the live bridge matches it, not as the CLI reports it
+GUARDS = """\
+hooks:
+  - id: no-create
+    type: PreToolUse
+    matcher: create_entities
+    command: echo 'no creating' >&2; exit 2
+  - id: no-write
+    type: PreToolUse
+    matcher: Write
+    command: echo 'no writing' >&2; exit 2
+"""
+MCP_CALL = ("mcp__memory__create_entities", {"entities": []}, "no-create")
+PATCH_CALL = ("apply_patch", {"input": "*** Begin Patch"}, "no-write")
+
+
+def _bridge(
+    folder: Path, dialect: str, hooks: str, event: str, tool: str, args: dict[str, Any]
+) -> dict[str, Any] | None:
+    """One hook event through the one-process bridge (a real process); its answer."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL")}
+    env |= {
+        "PYTHONPATH": str(REPO),
+        "OTELHOOKS_BRIDGE_STATE": str(folder / f"state-{hooks}.sqlite3"),
+        sc.ENV_CAPTURE_CONTENT: "true",
+    }
+    payload = {
+        "session_id": "s-fidelity",
+        "hook_event_name": event,
+        "tool_name": tool,
+        "tool_input": args,
+        "tool_use_id": f"use-{tool}",
+        "cwd": str(folder),
+    }
+    if event == "PostToolUse":
+        payload["tool_response"] = "done"
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "otelhooks",
+            dialect,
+            "--hooks",
+            hooks,
+            "--traces-out",
+            str(folder / f"traces-{hooks}.jsonl"),
+        ],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=folder,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout) if done.stdout.strip() else None
+
+
+@pytest.mark.parametrize(
+    ("dialect", "call"), [("claude-code", MCP_CALL), ("codex", MCP_CALL), ("codex", PATCH_CALL)]
+)
+def test_replay_denies_what_the_live_bridge_denies(
+    tmp_path: Path, dialect: str, call: tuple[str, dict[str, Any], str]
+) -> None:
+    tool, args, guard = call
+    (tmp_path / "guards.yaml").write_text(GUARDS)
+    (tmp_path / "none.yaml").write_text("hooks: []\n")
+    live = _bridge(tmp_path, dialect, "guards.yaml", "PreToolUse", tool, args)
+    assert live is not None
+    assert live["hookSpecificOutput"]["permissionDecision"] == "deny"
+    # the same call recorded with no guard, then replayed through the guards
+    for event in ("PreToolUse", "PostToolUse"):
+        assert _bridge(tmp_path, dialect, "none.yaml", event, tool, args) is None
+    run = replay_main(
+        tmp_path / "traces-none.yaml.jsonl",
+        "--hooks",
+        tmp_path / "guards.yaml",
+        "--format",
+        "json",
+        "--fail-on",
+        "deny",
+    )
+    assert run.code == 1, run.stdout + run.stderr
+    replayed = run.one("event", event="before_tool_call", subject=tool)
+    assert replayed["now"]["decision"] == "deny"
+    assert replayed["now"]["by"] == [guard]
+
+
+def test_hooks_test_matches_an_mcp_tool_as_the_bridge_does(tmp_path: Path) -> None:
+    (tmp_path / "guards.yaml").write_text(GUARDS)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = run_cli(
+            "hooks",
+            "test",
+            str(tmp_path / "guards.yaml"),
+            "--event",
+            "PreToolUse",
+            "--tool",
+            MCP_CALL[0],
+        )
+    assert "verdict: blocked by no-create: no creating" in out.getvalue(), out.getvalue()
+    assert code == 0
