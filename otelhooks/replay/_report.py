@@ -66,7 +66,8 @@ class Tally:
         seen: events the hook matched (for a tool: its recorded calls).
         deny, mock, rewrite: events the policy now denies, mocks, rewrites.
         errors: events where a hook failed.
-        would_call: control webhooks not called (no ``--live-webhooks``).
+        would_call: control webhooks not called (no ``--live-webhooks``) and approvals (a
+            person is never asked).
         changed: events whose decision differs from the recorded one.
     """
 
@@ -265,7 +266,11 @@ class ReplayReport:
                     for entry in record["permissive"]:
                         yield f"    permissive: {entry}"
         if self._would_call:
-            yield from ("", "Would call (control webhooks, not called without --live-webhooks)")
+            yield from (
+                "",
+                "Would call (control webhooks, not called without --live-webhooks; approvals, "
+                "never asked): not evaluated",
+            )
             for hook, count in self._would_call.items():
                 yield f"  {hook}: {count} event(s)"
         if self.unreadable.total:

@@ -17,6 +17,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -132,3 +133,52 @@ def test_hooks_test_matches_an_mcp_tool_as_the_bridge_does(tmp_path: Path) -> No
         )
     assert "verdict: blocked by no-create: no creating" in out.getvalue(), out.getvalue()
     assert code == 0
+
+
+# -- approvals: a dry run never asks a person ---------------------------------------------------
+
+ASK = """\
+hooks:
+  - id: ask-create
+    type: PreToolUse
+    matcher: mcp__memory__create_entities
+    approval:
+      timeout: 20
+      default: allow
+"""
+
+
+def test_replay_never_asks_a_person_and_lists_the_approval_as_not_asked(tmp_path: Path) -> None:
+    """Replay used to put each recorded call in the approvals inbox a person answers (a card
+    for a call nobody waits for), wait out the approval's timeout per event, and report its
+    default, "changes: none", where live a person decides. Now it is listed as not asked."""
+    from otelhooks._actions._approval_inbox import process_inbox
+
+    tool, args, _ = MCP_CALL
+    (tmp_path / "none.yaml").write_text("hooks: []\n")
+    (tmp_path / "ask.yaml").write_text(ASK)
+    for event in ("PreToolUse", "PostToolUse"):
+        _bridge(tmp_path, "claude-code", "none.yaml", event, tool, args)
+    inbox = process_inbox()
+    cards: list[object] = []
+    inbox.add_listener(cards.append)  # served: a person would see what is put here
+    try:
+        started = time.monotonic()
+        run = replay_main(
+            tmp_path / "traces-none.yaml.jsonl",
+            "--hooks",
+            tmp_path / "ask.yaml",
+            "--format",
+            "json",
+        )
+        seconds = time.monotonic() - started
+    finally:
+        inbox.remove_listener(cards.append)
+    asked = [a for a in (*inbox.pending(), *inbox.answered()) if a.hook_id == "ask-create"]
+    assert asked == []
+    assert cards == []
+    assert seconds < 10
+    assert run.code == 0, run.stderr
+    replayed = run.one("event", event="before_tool_call", subject=tool)
+    assert replayed["would_call"] == ["ask-create"]
+    assert replayed["now"]["decision"] == "allow"
