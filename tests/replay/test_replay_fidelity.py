@@ -182,3 +182,48 @@ def test_replay_never_asks_a_person_and_lists_the_approval_as_not_asked(tmp_path
     replayed = run.one("event", event="before_tool_call", subject=tool)
     assert replayed["would_call"] == ["ask-create"]
     assert replayed["now"]["decision"] == "allow"
+
+
+# -- the JSON report is JSON -------------------------------------------------------------------
+
+FAILING = """\
+hooks:
+  - id: broken
+    type: beforeToolCall
+    script: broken.py:guard
+  - id: cap
+    type: beforeToolCall
+    budget: {operation_usd: 0.01}
+"""
+
+
+def test_the_json_report_has_only_json_on_stdout_when_hooks_log(tmp_path: Path) -> None:
+    """A hook that fails, or a budget guard that sees no spend, logs a warning: it went to
+    stdout, between the report's JSON lines, so a CI step parsing them failed on a log line."""
+    (tmp_path / "broken.py").write_text("def guard(event):\n    raise RuntimeError('boom')\n")
+    (tmp_path / "policy.yaml").write_text(FAILING)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL")}
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "otelhooks",
+            "replay",
+            str(REPO / "examples/replay/traces.jsonl"),
+            "--hooks",
+            str(tmp_path / "policy.yaml"),
+            "--format",
+            "json",
+        ],
+        capture_output=True,
+        text=True,
+        env={**env, "PYTHONPATH": str(REPO)},
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in done.stdout.splitlines()]
+    assert records[-1]["type"] == "summary"
+    assert any(r.get("errors") == ["broken: RuntimeError: boom"] for r in records)
+    assert "hook failed" in done.stderr
+    assert "budget guard sees no spend here" in done.stderr
