@@ -161,7 +161,8 @@ def test_replay_never_asks_a_person_and_lists_the_approval_as_not_asked(tmp_path
         _bridge(tmp_path, "claude-code", "none.yaml", event, tool, args)
     inbox = process_inbox()
     cards: list[object] = []
-    inbox.add_listener(cards.append)  # served: a person would see what is put here
+    listener = cards.append  # one object: the inbox removes a listener by identity
+    inbox.add_listener(listener)  # served: a person would see what is put here
     try:
         started = time.monotonic()
         run = replay_main(
@@ -173,7 +174,7 @@ def test_replay_never_asks_a_person_and_lists_the_approval_as_not_asked(tmp_path
         )
         seconds = time.monotonic() - started
     finally:
-        inbox.remove_listener(cards.append)
+        inbox.remove_listener(listener)
     asked = [a for a in (*inbox.pending(), *inbox.answered()) if a.hook_id == "ask-create"]
     assert asked == []
     assert cards == []
@@ -227,3 +228,40 @@ def test_the_json_report_has_only_json_on_stdout_when_hooks_log(tmp_path: Path) 
     assert any(r.get("errors") == ["broken: RuntimeError: boom"] for r in records)
     assert "hook failed" in done.stderr
     assert "budget guard sees no spend here" in done.stderr
+
+
+# -- the MCP gateway's recordings ----------------------------------------------------------------
+
+
+def test_replay_of_a_gateway_recording_denies_what_the_gateway_denies(tmp_path: Path) -> None:
+    """The gateway matches a call as ``server/tool`` (``testsrv/write_note``) and records the
+    tool's bare name with the server beside it; replay matched the bare name only, so the
+    gateway's own guard read "changes: none" on the gateway's own recording."""
+    import anyio
+
+    from tests.mcp._harness import DENY_NOTES, DENY_SCRIPT, stdio_session, write_hooks
+
+    policy = write_hooks(tmp_path, DENY_NOTES, DENY_SCRIPT)
+
+    async def scenario() -> tuple[object, object]:
+        async with stdio_session(tmp_path, [policy]) as session:
+            denied = await session.call_tool("write_note", {"text": "secret"})
+        recorded = tmp_path / "recorded"
+        recorded.mkdir()
+        async with stdio_session(recorded) as session:  # no guard: recorded as allowed
+            allowed = await session.call_tool("write_note", {"text": "secret"})
+        return denied, allowed
+
+    denied, allowed = anyio.run(scenario)
+    assert getattr(denied, "is_error", None) is True
+    assert getattr(allowed, "is_error", None) is False
+    traces = tmp_path / "recorded" / "traces.jsonl"
+    deadline = time.monotonic() + 10
+    while "write_note" not in (traces.read_text() if traces.exists() else ""):
+        assert time.monotonic() < deadline, "the gateway wrote no span of the call"
+        time.sleep(0.05)
+    run = replay_main(traces, "--hooks", policy, "--format", "json", "--fail-on", "deny")
+    assert run.code == 1, run.stdout + run.stderr
+    replayed = run.one("event", event="before_tool_call", subject="testsrv/write_note")
+    live_reason = denied.content[0].text  # type: ignore[attr-defined]
+    assert replayed["now"] == {"decision": "deny", "by": ["no-notes"], "reason": live_reason}
