@@ -32,6 +32,8 @@ ALLOWED: dict[str, str] = {
     "fleet/test_fleet_slow_store.py": "the advisory lock of the shared sessions",
     "fleet/test_shared_spend.py": "the spend each session store keeps, bounded",
     "web/test_inbox_answers.py": "which answers the inbox keeps for their askers",
+    "replay/test_replay_fidelity.py": "that a dry run puts nothing in the process's approvals "
+    "inbox",
     "web/test_inbox_orphans.py": "the reason a withdrawn approval gives",
     "fleet/test_pg_eventlog.py": _STORE,
     "fleet/test_pg_outbox.py": _STORE,
