@@ -43,6 +43,13 @@ __all__ = ["DEFAULT_BLOCK_REASONS", "InterceptChain"]
 _DENY = 3
 _DECISION_RANK = {"ask": 1, "defer": 2, "deny": _DENY}
 
+_LISTED: dict[tuple[bool, bool], frozenset[str]] = {
+    (False, True): frozenset(),
+    (False, False): frozenset({"webhook"}),
+    (True, True): frozenset({"approval"}),
+    (True, False): frozenset({"webhook", "approval"}),
+}
+
 DEFAULT_BLOCK_REASONS: dict[str, str] = {
     "before_tool_call": "Blocked by beforeToolCall hook.",
     "message_sending": "Blocked by message_sending hook.",
@@ -74,12 +81,12 @@ class InterceptChain:
     __slots__ = (
         "approvals",
         "blocked",
-        "call_webhooks",
         "decided_by",
         "dry_run",
         "errors",
         "event",
         "hooks",
+        "listed",
         "marks",
         "matched",
         "mock",
@@ -106,7 +113,10 @@ class InterceptChain:
         self.hooks = hooks
         self.event = event
         self.dry_run = dry_run  # deciding only (HooksEngine.dry_run): nothing is counted
-        self.call_webhooks = call_webhooks  # False: control webhooks are reported as "would call"
+        # The kinds of hook that ask outside and are listed in ``would_call`` instead of run: a
+        # control webhook unless ``call_webhooks``; an approval in a dry run, since no call
+        # waits for the person's answer there (and a card would ask them about none).
+        self.listed = _LISTED[dry_run, call_webhooks]
         self.soft_rank = 0  # set while a command's ask/defer block leaves the chain open (rule 6)
         self.scratch: HookEvent | None = None  # the copy a permissive hook was given (rule 7)
         # What the last permissive hook would have done (read it for a permissive hook only).

@@ -126,7 +126,8 @@ class Dispatcher:
         the caller holds the payload, so no :class:`LiveEvent` is made for it, and has looked up
         its ``intercepts``), with no side effect beyond the hooks themselves: notification
         webhooks are not enqueued and nothing is counted in metrics. ``call_webhooks=False``:
-        control webhooks are listed in ``would_call`` instead of called. ``inline``: call sync
+        control webhooks are listed in ``would_call`` instead of called; approval hooks always
+        are (no person is asked about a call that is not waiting). ``inline``: call sync
         hooks on this thread and judge their deadlines when they return (see :meth:`_run_chain`).
 
         Returns the chain, which carries the decision in a verdict's fields (its
@@ -148,10 +149,10 @@ class Dispatcher:
         recordings). A hook that never returns blocks the caller: only for callers that accept
         that (dry runs). Commands and webhooks enforce their own timeouts either way."""
         calls = self._calls
-        listed = not chain.call_webhooks  # control webhooks are listed, not called
+        listed = chain.listed  # kinds of hook listed, not run (a control webhook, a person)
         counted = not chain.dry_run  # a live run's durations are counted; a dry run's are not
         for hook in chain.hooks:
-            may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
+            may_skip = chain.soft_rank or (listed and hook.kind in listed)
             if may_skip and self._skips(chain, hook):
                 continue
             payload = chain.scratch_for(hook) if hook.permissive else chain.payload
@@ -192,10 +193,10 @@ class Dispatcher:
         chain = self._begin_chain(live, dry_run, call_webhooks)
         if chain is None:
             return self._end_chain(live, None)
-        listed = not chain.call_webhooks
+        listed = chain.listed
         counted = not chain.dry_run
         for hook in chain.hooks:
-            may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
+            may_skip = chain.soft_rank or (listed and hook.kind in listed)
             if may_skip and self._skips(chain, hook):
                 continue
             payload = chain.scratch_for(hook) if hook.permissive else chain.payload
@@ -241,11 +242,11 @@ class Dispatcher:
     @staticmethod
     def _skips(chain: InterceptChain, hook: HookFacts) -> bool:
         """Whether ``hook`` does not run (the loops ask only when a rule here can apply: an
-        ask/defer holds the chain open, or ``hook`` is a control webhook not called)."""
+        ask/defer holds the chain open, or ``hook`` asks outside and is only listed)."""
         if chain.skips(hook):
             return True
-        if not chain.call_webhooks and hook.kind == "webhook":
-            chain.would_call.append(hook.id)  # a control webhook: reported, not called
+        if hook.kind in chain.listed:
+            chain.would_call.append(hook.id)  # a control webhook or a person: reported, not asked
             return True
         return False
 
