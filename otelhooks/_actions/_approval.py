@@ -42,13 +42,21 @@ import os
 import threading
 import time
 from collections.abc import Iterable
+from functools import partial
 from typing import Any, Literal
 
 import httpx
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, InboxFull, process_inbox
+from otelhooks._actions._approval_inbox import (
+    CLIENT_GONE,
+    Approval,
+    ApprovalInbox,
+    Asker,
+    InboxFull,
+    process_inbox,
+)
 from otelhooks._errors import ConfigError, HookError
 from otelhooks._events import (
     BeforeAgentStartEvent,
@@ -214,7 +222,8 @@ class ApprovalAction:
             inbox = self._inbox or process_inbox()
             item = self._local(payload)
             try:
-                inbox.wait(item)
+                with Asker.holding(partial(inbox.withdraw, item.id, CLIENT_GONE)):
+                    inbox.wait(item)
             except BaseException:  # interrupted: nobody waits for this answer any more
                 inbox.withdraw(item.id)
                 raise
@@ -228,7 +237,8 @@ class ApprovalAction:
             inbox = self._inbox or process_inbox()
             item = await inbox.call(self._local, payload)
             try:
-                await inbox.await_answer(item)
+                with Asker.holding(partial(inbox.withdraw, item.id, CLIENT_GONE)):
+                    await inbox.await_answer(item)
             except BaseException:  # cancelled: withdrawn on a thread, the caller waits no more
                 asyncio.get_running_loop().run_in_executor(None, inbox.withdraw, item.id)
                 raise
@@ -253,19 +263,21 @@ class ApprovalAction:
             with httpx.Client(base_url=url, headers=self._headers(), timeout=10) as client:
                 created = client.post("/v1/approvals", json=self._request(payload))
                 answer = _json(created, (201,))
-                while answer.get("state") == "pending":
-                    wait = max(0.0, min(_POLL_S, deadline - time.monotonic()))
-                    got = client.get(
-                        f"/v1/approvals/{answer['id']}",
-                        params={"wait": f"{wait:.3f}"},
-                        timeout=wait + 10,
-                    )
-                    if got.status_code == 503:  # no room for one more long-poll: look instead
-                        time.sleep(_LOOK_S)
-                        got = client.get(f"/v1/approvals/{answer['id']}")
-                    answer = _json(got, (200,))
-                    if time.monotonic() > deadline and answer.get("state") == "pending":
-                        raise ValueError("serve did not apply the default in time")
+                gone = partial(self._withdraw_soon, url, str(answer.get("id")))
+                with Asker.holding(gone):
+                    while answer.get("state") == "pending":
+                        wait = max(0.0, min(_POLL_S, deadline - time.monotonic()))
+                        got = client.get(
+                            f"/v1/approvals/{answer['id']}",
+                            params={"wait": f"{wait:.3f}"},
+                            timeout=wait + 10,
+                        )
+                        if got.status_code == 503:  # no room for one more long-poll: look instead
+                            time.sleep(_LOOK_S)
+                            got = client.get(f"/v1/approvals/{answer['id']}")
+                        answer = _json(got, (200,))
+                        if time.monotonic() > deadline and answer.get("state") == "pending":
+                            raise ValueError("serve did not apply the default in time")
                 return answer
         except BaseException as exc:
             if answer.get("state") == "pending":  # the call is blocked: nobody waits any more

@@ -14,7 +14,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer, serve
-from otelhooks._actions._approval_inbox import InboxFull
+from otelhooks._actions._approval_inbox import CLIENT_GONE, InboxFull
 from otelhooks._store._pg_approvals import SharedApprovalInbox
 from otelhooks._store._postgres import PostgresStore
 from tests._postgres import PostgresCluster
@@ -126,6 +126,38 @@ def test_a_call_held_on_one_instance_is_denied_through_another_and_wakes_within_
     assert [(x["id"], x["state"], x["answered_by"]) for x in on_a["answered"]] == [
         (item["id"], "denied", "alice")
     ]
+
+
+def test_a_claude_code_hook_that_gives_up_withdraws_its_card_on_every_instance(
+    pair: list[EventLogServer],
+) -> None:
+    # Claude Code's HTTP hook times out (or is interrupted) while instance a holds its call:
+    # before, the card stayed pending on the fleet and a person's Approve through b was
+    # recorded "allowed" for a call Claude Code no longer waited for
+    a, b = pair
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(
+            a.url + ROUTE,
+            json=_pre_tool_use("toolu_gone"),
+            headers=AUTH,
+            timeout=httpx.Timeout(5, read=1),
+        )
+    deadline = time.monotonic() + 10
+    listed = httpx.get(f"{b.url}/v1/approvals", headers=AUTH).json()
+    while listed["pending"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+        listed = httpx.get(f"{b.url}/v1/approvals", headers=AUTH).json()
+    assert listed["pending"] == []
+    (item,) = listed["answered"]
+    assert (item["state"], item["answered_by"], item["answer_reason"]) == (
+        "denied",
+        "asker",
+        CLIENT_GONE,
+    )
+    late = httpx.post(
+        f"{b.url}/v1/approvals/{item['id']}", json={"decision": "allow"}, headers=AUTH
+    )
+    assert late.status_code == 409
 
 
 def test_the_version_the_page_waits_on_is_the_same_on_every_instance(

@@ -18,10 +18,10 @@ from typing import Any
 import httpx
 import pytest
 
-from otelhooks import EventLogServer
-from otelhooks._actions._approval_inbox import WITHDRAWN
+from otelhooks import EventLogServer, serve
+from otelhooks._actions._approval_inbox import CLIENT_GONE, WITHDRAWN
 from otelhooks.testing import pipeline
-from tests.web.conftest import AGENT, AUTH, serving_inbox
+from tests.web.conftest import AGENT, AUTH, TOKEN, serving_inbox
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -136,3 +136,65 @@ def test_a_card_answered_is_not_withdrawn(server: EventLogServer) -> None:
         got = client.get(f"/v1/approvals/{card}", headers=AGENT).json()
     assert gone.status_code == 409
     assert got["state"] == "allowed"
+
+
+HOLD_BASH = """\
+hooks:
+  - id: ask-before-shell
+    type: PreToolUse
+    matcher: Bash
+    approval: {timeout: 60, default: deny, reason: a person approves shell commands}
+"""
+
+
+def _pre_tool_use(session: str) -> dict[str, Any]:
+    return {
+        "hook_event_name": "PreToolUse",
+        "session_id": session,
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": "/tmp",
+        "tool_name": "Bash",
+        "tool_input": {"command": "rm -rf victim"},
+        "tool_use_id": f"toolu_{session}",
+    }
+
+
+def _card_of(admin: httpx.Client, session: str) -> str:
+    listing = admin.get("/v1/approvals").json()
+    (card,) = [a for a in listing["pending"] + listing["answered"] if a["session"] == session]
+    return str(card["id"])
+
+
+def test_a_claude_code_hook_that_gives_up_withdraws_its_card(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Claude Code's HTTP hook has its own timeout (or the person presses Esc): it closes the
+    # connection and goes on without the answer. Before, serve's route kept waiting, the card
+    # stayed for its 60 s, and a person's Approve was recorded "allowed" for a call nobody
+    # waited for any more
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(HOLD_BASH)
+    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
+    started = serve([hooks], token=TOKEN)
+    try:
+        with httpx.Client(base_url=started.url, headers=AUTH) as admin:
+            with pytest.raises(httpx.ReadTimeout):  # the hook's own timeout: 1 s
+                httpx.post(
+                    f"{started.url}/v1/hooks/claude-code",
+                    json=_pre_tool_use("gave-up"),
+                    headers=AGENT,
+                    timeout=httpx.Timeout(5, read=1),
+                )
+            got = _withdrawn(admin, _card_of(admin, "gave-up"))
+            late = admin.post(f"/v1/approvals/{got['id']}", json={"decision": "allow"})
+    finally:
+        with httpx.Client(base_url=started.url, headers=AUTH) as admin:
+            for item in admin.get("/v1/approvals").json()["pending"]:
+                admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
+        started.stop()
+    assert (got["state"], got["answered_by"], got["answer_reason"]) == (
+        "denied",
+        "asker",
+        CLIENT_GONE,
+    )
+    assert late.status_code == 409

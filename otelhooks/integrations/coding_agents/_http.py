@@ -35,6 +35,9 @@ session never seen          (its open turn and tool uses, on a fleet those anoth
                             started) and its hooks run, for it may be the end of a session this
                             server forgot (a restart without a store) or never served (another
                             instance); a forged one ends nothing the store does not hold
+the client closes its       nobody reads the answer (Claude Code's hook timeout passed, or it
+connection first            was interrupted): the approvals asked for the call are withdrawn
+                            (:class:`~otelhooks._actions._approval_inbox.Asker`)
 ==========================  ======================================================================
 
 The body is read by :func:`~otelhooks.integrations.coding_agents._input.parse_input`, as the
@@ -65,6 +68,7 @@ deadline is answered as the store's failure, ``503`` with ``Retry-After``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Collection, Mapping
 from functools import partial
@@ -73,6 +77,7 @@ from typing import Any
 import structlog
 
 from otelhooks._actions._approval import longest_approval_of
+from otelhooks._actions._approval_inbox import Asker
 from otelhooks._dispatch._calls import waited_within
 from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
 from otelhooks._hooks import Hook
@@ -237,10 +242,15 @@ class ClaudeCodeHookRoute:
         return hooks is not None and all(id(h) in self._recorder_ids for h in hooks)
 
     def _decide(
-        self, payload: Mapping[str, Any], deadline_s: float, only: frozenset[int] | None = None
+        self,
+        payload: Mapping[str, Any],
+        deadline_s: float,
+        only: frozenset[int] | None,
+        asker: Asker,
     ) -> tuple[int, bytes]:
-        """:meth:`answer` on the deciding thread, whose waiter answers within ``deadline_s``."""
-        with waited_within(deadline_s, only=only):
+        """:meth:`answer` on the deciding thread, whose waiter answers within ``deadline_s``;
+        the approvals asked there are withdrawn when ``asker`` (the client) goes away."""
+        with waited_within(deadline_s, only=only), asker.asking():
             return self.answer(payload)
 
     def answer(self, payload: Mapping[str, Any]) -> tuple[int, bytes]:
@@ -300,9 +310,13 @@ class ClaudeCodeHookRoute:
             session = str(payload.get("session_id") or "unknown-session")
             deadline_s = self._deadline_s() if not quiet else self.decision_timeout_s
             only = self._recorder_ids if quiet else None
+            asker = Asker()
+            watch = asyncio.ensure_future(_client_gone(receive, asker, event))
             try:
                 status, answer = await self.runner.run(
-                    session, partial(self._decide, payload, deadline_s, only), timeout_s=deadline_s
+                    session,
+                    partial(self._decide, payload, deadline_s, only, asker),
+                    timeout_s=deadline_s,
                 )
             except Late as late:
                 if quiet and not (self.fail_closed and event == "PreToolUse"):
@@ -322,8 +336,24 @@ class ClaudeCodeHookRoute:
                     status, answer = http_answer(event, closed_answer(event, problem, payload))
                 else:
                     status, answer = self._failure(event, problem, closed=closed)
+            finally:
+                watch.cancel()
         await respond(send, status, answer, b"application/json")
 
     def close(self) -> None:
         """Stop the runner's threads (after the calls it holds)."""
         self.runner.close()
+
+
+async def _client_gone(receive: Receive, asker: Asker, event: str) -> None:
+    """Wait for the client to close its connection before its answer (Claude Code's hook
+    timeout passed, or it was interrupted: it went on without us), then withdraw the approvals
+    asked for it, so that no person approves a call nobody waits for."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
+    _log.warning(
+        "claude-code hook: the client stopped waiting before the answer; "
+        "its approvals are withdrawn",
+        hook_event=event,
+    )
+    await asyncio.to_thread(asker.gone)  # a shared inbox's withdrawal waits for the database
