@@ -32,7 +32,8 @@ the note in ``Verdict.approvals``, and the owner of the call's span writes it th
 blocks: the hook's ``on_error`` is ``block`` whatever the hook says, since a person who was never
 asked did not approve. An asker that stops waiting (interrupted, cancelled, giving up) withdraws
 its approval (:meth:`ApprovalInbox.withdraw`; ``DELETE /v1/approvals/{id}`` from afar): its call
-is blocked, so no person should approve it.
+is blocked, so no person should approve it. Its long-polls carry ``asker=1``: killed outright, it
+sends nothing, but serve withdraws the approval when the long-poll's connection closes.
 """
 
 from __future__ import annotations
@@ -269,7 +270,7 @@ class ApprovalAction:
                         wait = max(0.0, min(_POLL_S, deadline - time.monotonic()))
                         got = client.get(
                             f"/v1/approvals/{answer['id']}",
-                            params={"wait": f"{wait:.3f}"},
+                            params={"wait": f"{wait:.3f}", "asker": "1"},
                             timeout=wait + 10,
                         )
                         if got.status_code == 503:  # no room for one more long-poll: look instead
@@ -312,7 +313,7 @@ class ApprovalAction:
                     wait = max(0.0, min(_POLL_S, deadline - time.monotonic()))
                     got = await client.get(
                         f"/v1/approvals/{answer['id']}",
-                        params={"wait": f"{wait:.3f}"},
+                        params={"wait": f"{wait:.3f}", "asker": "1"},
                         timeout=wait + 10,
                     )
                     if got.status_code == 503:  # no room for one more long-poll: look instead

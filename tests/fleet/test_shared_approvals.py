@@ -4,6 +4,9 @@ through another, decided once, due by the database's clock, and kept across a ki
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -154,6 +157,49 @@ def test_a_claude_code_hook_that_gives_up_withdraws_its_card_on_every_instance(
         "asker",
         CLIENT_GONE,
     )
+    late = httpx.post(
+        f"{b.url}/v1/approvals/{item['id']}", json={"decision": "allow"}, headers=AUTH
+    )
+    assert late.status_code == 409
+
+
+ASKER = """\
+import sys
+from otelhooks.testing import pipeline
+hook = {"id": "ask", "type": "before_tool_call", "matcher": "rm",
+        "approval": {"timeout": 60, "default": "allow", "url": sys.argv[1]}}
+with pipeline(hooks=[hook]) as pipe:
+    with pipe.oh.operation("bot") as op, op.step() as step:
+        step.run_tool("fs", "rm", {"path": "/data"}, lambda **kw: "ran")
+"""
+
+
+def test_an_asker_killed_outright_has_its_card_withdrawn_on_every_instance(
+    pair: list[EventLogServer], tmp_path: Path
+) -> None:
+    # kill -9 of a process whose call waits on instance a: its long-poll's socket closes.
+    # Before, the card waited its 60 s on the fleet and an Approve through b was recorded
+    a, b = pair
+    script = tmp_path / "asker.py"
+    script.write_text(ASKER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OTELHOOKS_INGEST_TOKEN": TOKEN}
+    child = subprocess.Popen([sys.executable, str(script), a.url], env=env)
+    try:
+        item = _pending(b.url)
+        time.sleep(0.5)  # its long-poll is waiting on a
+        child.send_signal(signal.SIGKILL)
+        child.wait(20)
+        deadline = time.monotonic() + 10
+        listed = httpx.get(f"{b.url}/v1/approvals", headers=AUTH).json()
+        while listed["pending"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+            listed = httpx.get(f"{b.url}/v1/approvals", headers=AUTH).json()
+    finally:
+        child.kill()
+        child.wait()
+    assert listed["pending"] == []
+    (got,) = listed["answered"]
+    assert (got["id"], got["state"], got["answered_by"]) == (item["id"], "denied", "asker")
     late = httpx.post(
         f"{b.url}/v1/approvals/{item['id']}", json={"decision": "allow"}, headers=AUTH
     )

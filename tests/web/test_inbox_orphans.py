@@ -100,6 +100,39 @@ def test_an_asker_interrupted_withdraws_its_card(server: EventLogServer, tmp_pat
     assert late.json()["message"] == "answered already: deny by asker"
 
 
+def test_an_asker_killed_outright_has_its_card_withdrawn(
+    server: EventLogServer, tmp_path: Path
+) -> None:
+    # kill -9 of the process holding the call (a bridge daemon, a one-process bridge): it
+    # cannot send its DELETE. Before, its card waited the whole 60 s and a person's Approve
+    # was recorded "allowed" for a call nobody waited for; its long-poll's socket closing
+    # now withdraws it
+    script = tmp_path / "asker.py"
+    script.write_text(ASKER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    env["OTELHOOKS_INGEST_TOKEN"] = AGENT["Authorization"].removeprefix("Bearer ")
+    child = subprocess.Popen(
+        [sys.executable, str(script), server.url], env=env, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        with httpx.Client(base_url=server.url, headers=AUTH) as admin:
+            card = _card(admin, "fs/rm")
+            time.sleep(0.5)  # its long-poll is waiting
+            child.send_signal(signal.SIGKILL)
+            child.wait(20)
+            got = _withdrawn(admin, card)
+            late = admin.post(f"/v1/approvals/{card}", json={"decision": "allow"})
+    finally:
+        child.kill()
+        child.wait()
+    assert (got["state"], got["answered_by"], got["answer_reason"]) == (
+        "denied",
+        "asker",
+        WITHDRAWN,
+    )
+    assert late.status_code == 409
+
+
 @pytest.mark.parametrize("afar", [False, True], ids=["in-process", "url"])
 def test_an_asker_cancelled_withdraws_its_card(server: EventLogServer, afar: bool) -> None:
     # an agent framework that stops waiting for a tool (its own timeout) cancels the hook

@@ -79,7 +79,7 @@ import structlog
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks._actions._approval_inbox import Asker
 from otelhooks._dispatch._calls import waited_within
-from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
+from otelhooks._eventlog._asgi import Receive, Scope, Send, disconnected, read_body, respond
 from otelhooks._hooks import Hook
 from otelhooks._store._errors import StoreUnavailable
 from otelhooks.integrations.coding_agents._answers import (
@@ -349,8 +349,7 @@ async def _client_gone(receive: Receive, asker: Asker, event: str) -> None:
     """Wait for the client to close its connection before its answer (Claude Code's hook
     timeout passed, or it was interrupted: it went on without us), then withdraw the approvals
     asked for it, so that no person approves a call nobody waits for."""
-    while (await receive())["type"] != "http.disconnect":
-        pass
+    await disconnected(receive)
     _log.warning(
         "claude-code hook: the client stopped waiting before the answer; "
         "its approvals are withdrawn",
