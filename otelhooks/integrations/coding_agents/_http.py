@@ -351,8 +351,9 @@ async def _client_gone(receive: Receive, asker: Asker, event: str) -> None:
     asked for it, so that no person approves a call nobody waits for."""
     await disconnected(receive)
     _log.warning(
-        "claude-code hook: the client stopped waiting before the answer; "
-        "its approvals are withdrawn",
+        "claude-code hook: the client stopped waiting before the answer (its hook timeout, or "
+        "an interrupt) and went on without it (a timed-out PreToolUse runs its tool): its "
+        "approvals are withdrawn; give the hook a timeout longer than the approval's",
         hook_event=event,
     )
     await asyncio.to_thread(asker.gone)  # a shared inbox's withdrawal waits for the database
