@@ -77,13 +77,15 @@ class Asker:
         finally:
             Asker._current.reset(token)
 
-    def gone(self) -> None:
-        """The client went away: withdraw what is asked for it now and from now on."""
+    def gone(self) -> int:
+        """The client went away: withdraw what is asked for it now and from now on; returns
+        how many were waiting."""
         with self._lock:
             self._gone = True
             withdraws, self._withdraws = self._withdraws, []
         for withdraw in withdraws:
             withdraw()
+        return len(withdraws)
 
     @staticmethod
     @contextlib.contextmanager
