@@ -316,8 +316,7 @@ class InterceptChain:
             update = dict(result)
         else:
             return None
-        if isinstance(payload, ToolCallEvent):
-            _reconcile_tool_arguments(payload, update)
+        _reconcile_twins(payload, update)
         try:
             return model.model_validate(
                 {**payload.model_dump(by_alias=True, warnings=False), **update}
@@ -347,13 +346,26 @@ def _scratch_copy(payload: HookEvent) -> HookEvent:
     return copy
 
 
-def _reconcile_tool_arguments(payload: ToolCallEvent, update: dict[str, Any]) -> None:
-    """LobeHub calls the arguments ``args``, the kernel ``toolInput``: whichever of the two the
-    handler changed wins, and the other follows it (a kernel handler typically returns the whole
-    payload with only ``toolInput`` changed)."""
-    new_input = update.get("toolInput", payload.toolInput)
-    new_args = update.get("args", payload.args)
-    if new_input != payload.toolInput and isinstance(new_input, dict):
-        update["args"] = new_input
-    elif new_args != payload.args:
-        update["toolInput"] = new_args
+# Fields two dialects name differently, the kernel's first: LobeHub calls a tool's arguments
+# ``args``, the kernel ``toolInput``; the workspace engine (and Claude Code) calls the prompt
+# ``userMessage``, the kernel ``input``.
+_TWIN_FIELDS: dict[str, tuple[str, str]] = {
+    "before_tool_call": ("toolInput", "args"),
+    "before_agent_start": ("input", "userMessage"),
+}
+
+
+def _reconcile_twins(payload: HookEvent, update: dict[str, Any]) -> None:
+    """Whichever of two twin fields the handler changed wins, and the other follows it (a kernel
+    handler typically returns the whole payload with only ``toolInput`` changed); the runtime
+    reads one of them. A wrong type in either fails validation: it is never dropped."""
+    twins = _TWIN_FIELDS.get(payload.event)
+    if twins is None:
+        return
+    kernel, other = twins
+    new_kernel = update.get(kernel, getattr(payload, kernel))
+    new_other = update.get(other, getattr(payload, other))
+    if new_kernel != getattr(payload, kernel):
+        update[other] = new_kernel
+    elif new_other != getattr(payload, other):
+        update[kernel] = new_other

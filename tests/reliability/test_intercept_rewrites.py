@@ -208,3 +208,42 @@ def test_a_tool_call_rewritten_as_a_model_is_validated_and_reaches_the_tool() ->
     denied = call({**bad, "handler": lambda e: e.model_copy(update={"args": 42})})
     assert denied.startswith("hook bad failed")
     assert ran == [safe]
+
+
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        lambda data: {"userMessage": "[redacted]"},
+        lambda data: data.model_copy(update={"userMessage": "[redacted]"}),
+    ],
+    ids=["dict", "model_copy"],
+)
+def test_a_prompt_rewritten_in_the_workspace_engines_field_is_the_input_the_run_gets(
+    pipe: TestPipeline, rewrite: Any
+) -> None:
+    # The workspace reference tells consumers to read userMessage; before, a UserPromptSubmit
+    # hook's rewrite of it was accepted ("rewritten") and the run got its first input.
+    pipe.register({"id": "redact", "type": "UserPromptSubmit", "handler": rewrite})
+    with pipe.tracer.operation("agent", input="my password is hunter2") as op:
+        pass
+    assert (op.input, op.blocked) == ("[redacted]", False)
+
+
+def test_a_tool_input_rewritten_to_a_non_object_follows_on_error() -> None:
+    # Before: toolInput "rm -rf /" was taken as a rewrite and dropped (args kept), so the call
+    # ran with its first arguments under on_error: block.
+    ran: list[dict[str, Any]] = []
+    with pipeline() as pipe:
+        pipe.register(
+            {
+                "id": "bad",
+                "type": "before_tool_call",
+                "handler": lambda data: {**data.model_dump(), "toolInput": "rm -rf /"},
+                "intercept": True,
+                "on_error": "block",
+            }
+        )
+        with pipe.tracer.operation("agent") as op, op.step() as step:
+            result = step.run_tool("sh", "run", {"cmd": "ls"}, lambda **kw: ran.append(kw))
+    assert ran == []
+    assert result.content.startswith("hook bad failed")
