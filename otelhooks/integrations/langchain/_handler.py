@@ -40,6 +40,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
+from otelhooks._encoding import dumps
 from otelhooks._errors import RunBlockedError
 from otelhooks._instrument import AgentTracer, LlmCall, Operation, Step, ToolCall
 from otelhooks.integrations._scopes import DetachedScope
@@ -221,7 +222,9 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         self._root_of[run_id] = root
         return root
 
-    def _ensure_run(self, run_id: UUID, parent: UUID | None, name: str, kwargs: Any) -> _Run:
+    def _ensure_run(
+        self, run_id: UUID, parent: UUID | None, name: str, kwargs: Any, input: str = ""
+    ) -> _Run:
         root = self._root(run_id, parent)
         run = self._runs.get(root)
         if run is None:
@@ -232,6 +235,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 provider=PROVIDER,
                 session_id=self.session_id or (str(thread) if thread is not None else None),
                 user_id=self.user_id,
+                input=input,
             )
             run = _Run(owner=run_id, operation=DetachedScope(op, None))
             run.operation.enter()
@@ -284,7 +288,9 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         with _Guard("on_chain_start"), self._lock:
             if parent_run_id is None:
                 name = kwargs.get("name") or (serialized or {}).get("name") or "chain"
-                self._ensure_run(run_id, None, str(name), kwargs)
+                # what before_agent_start guards read (before, "": an input guard let every run by)
+                text = inputs if isinstance(inputs, str) else dumps(inputs)
+                self._ensure_run(run_id, None, str(name), kwargs, text)
             else:
                 self._root(run_id, parent_run_id)
 

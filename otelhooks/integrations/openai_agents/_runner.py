@@ -57,6 +57,7 @@ from agents.tracing import get_current_span
 from opentelemetry import trace
 
 from otelhooks import _semconv as sc
+from otelhooks._encoding import dumps
 from otelhooks._errors import RunBlockedError
 from otelhooks._events import ToolCallDeniedEvent
 from otelhooks._fingerprint import canonical_json
@@ -371,7 +372,11 @@ class HookedRunner:
             RunBlockedError: a ``before_agent_start`` hook refused the run.
             Exception: whatever ``Runner.run`` raises (recorded on the operation first).
         """
-        text = input if isinstance(input, str) else ""
+        # what before_agent_start guards read: a list of items as its JSON text (before, "": an
+        # input guard let every such run by); only a string is rewritten
+        text = (
+            input if isinstance(input, str) else "" if isinstance(input, RunState) else dumps(input)
+        )
         runnable = hook_agent(agent) if self.hook_tools else agent
         if self.hook_tools and isinstance(input, RunState):
             warn_unhooked_state(input)
