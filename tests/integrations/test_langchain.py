@@ -422,6 +422,25 @@ def test_an_input_guard_reads_the_runs_input_and_blocks_it(
     assert world.ran == []
 
 
+def test_a_rewrite_of_the_input_refuses_the_run_which_cannot_take_it(pipe: TestPipeline) -> None:
+    # a callback cannot give the graph another input: run as it was, the redaction was lost
+    # without a word and the model got the password
+    def redact(event: HookEvent) -> dict[str, Any]:
+        return {"input": getattr(event, "input", "").replace("hunter2", "***")}
+
+    pipe.register(hook("redact", "before_agent_start", redact))
+    world = World()
+    app = graph(world, [hook_tool(t) for t in make_tools(world)], list(SCRIPT))
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher")
+    state = {"messages": [("user", "my password is hunter2")]}
+    with pytest.raises(RunBlockedError, match="cannot take"):
+        app.invoke(state, config={"callbacks": [handler]})
+    assert world.seen == []
+    # an input the hook leaves alone runs
+    state = {"messages": [("user", "add 2 and 3, read a.txt, then clean up")]}
+    assert app.invoke(state, config={"callbacks": [handler]})["messages"][-1].content
+
+
 @pytest.mark.parametrize("outer_hooked", [False, True], ids=["plain-outer", "hooked-outer"])
 def test_a_hooked_tool_called_by_another_tool_obeys_its_deny(
     pipe: TestPipeline, outer_hooked: bool

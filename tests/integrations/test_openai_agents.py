@@ -372,6 +372,22 @@ def test_an_input_guard_reads_a_list_input_and_blocks_it(pipe: TestPipeline) -> 
     assert model.inputs == []
 
 
+def test_a_rewrite_a_list_input_cannot_take_refuses_the_run(pipe: TestPipeline) -> None:
+    # only a string takes a rewrite: a redaction of a list of items, run as it was, would
+    # send the password to the model without a word
+    model = ScriptedModel("m", [[assistant_message("never")]])
+    agent = Agent(name="bot", model=model)
+
+    def redact(event: Any) -> dict[str, Any]:
+        return {"input": event.input.replace("hunter2", "***")}
+
+    pipe.register(hook("redact", "before_agent_start", redact))
+    items: Any = [{"role": "user", "content": "my password is hunter2"}]
+    with pytest.raises(RunBlockedError, match="cannot take"):
+        asyncio.run(HookedRunner(pipe.tracer).run(agent, items))
+    assert model.inputs == []
+
+
 def test_a_rewritten_input_is_what_the_model_receives(pipe: TestPipeline) -> None:
     model = ScriptedModel("m", [[assistant_message("ok")]])
     agent = Agent(name="bot", model=model)

@@ -71,6 +71,11 @@ _PROVIDERS = {
 HOOKED_METADATA_KEY = "otelhooks_hooked"
 _INTERRUPTS = frozenset({"GraphInterrupt", "NodeInterrupt"})
 
+_REWRITE_REFUSED = (
+    "a before_agent_start hook rewrote the input, which a LangChain run cannot take from a "
+    "callback: the run was refused rather than run with the input as it was"
+)
+
 _log = structlog.get_logger("otelhooks")
 
 
@@ -239,10 +244,16 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
             )
             run = _Run(owner=run_id, operation=DetachedScope(op, None))
             run.operation.enter()
-            if op.blocked:
+            refused = op.block_reason if op.blocked else None
+            if not op.blocked and op.input != input:
+                # a callback cannot hand the run another input: run as it was, the rewrite (a
+                # redaction, say) would be lost without a word
+                refused = _REWRITE_REFUSED
+                op.complete("interrupted")
+            if op.blocked or refused is not None:
                 self._root_of.pop(run_id, None)
                 run.operation.exit()
-                raise RunBlockedError(op.block_reason)
+                raise RunBlockedError(refused)
             self._runs[root] = run
         run.members.add(run_id)
         return run

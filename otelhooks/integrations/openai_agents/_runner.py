@@ -383,11 +383,18 @@ class HookedRunner:
         operation = self.tracer.operation(
             agent.name, provider=PROVIDER, session_id=session_id, user_id=user_id, input=text
         )
+        refused: str | None = None
         async with operation as op:
-            if not op.blocked:
+            if not op.blocked and not isinstance(input, str) and op.input != text:
+                refused = (
+                    "a before_agent_start hook rewrote the input, which a list of input items "
+                    "cannot take: the run was refused rather than run with the items as they were"
+                )
+                op.complete("interrupted")
+            elif not op.blocked:
                 result, max_turns = await self._execute(op, runnable, input, hooks, runner_options)
-        if op.blocked:
-            raise RunBlockedError(op.block_reason)
+        if op.blocked or refused is not None:
+            raise RunBlockedError(refused or op.block_reason)
         if max_turns is not None:
             raise max_turns
         assert result is not None
