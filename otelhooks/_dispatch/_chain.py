@@ -5,7 +5,9 @@ Rules (each has its own test):
 1. Interceptors run in registration order; each sees the payload the previous one left.
 2. A handler returns ``None`` to change nothing, a payload (model or dict) to rewrite, or
    :class:`~otelhooks.Block` to block. Under the kernel contract (``intercept=True``)
-   ``None`` blocks.
+   ``None`` blocks. A rewrite is validated, whatever shape it comes in. A handler that
+   changed the payload's text in place (``data.content = ...``, the kernel's ``return data``)
+   rewrote it: the runtime sends what the later hooks saw.
 3. The first block wins and ends the chain; a tool call's default reason is LobeHub's
    ``Blocked by beforeToolCall hook.``
 4. ``event.mock(result)`` on ``before_tool_call``: the first accepted mock wins and ends the chain.
@@ -34,7 +36,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from otelhooks._events import HookEvent, ToolCallEvent, ToolResult
+from otelhooks._events import EVENTS, HookEvent, ToolCallEvent, ToolResult
 from otelhooks._events._marks import ToolCallMarks
 from otelhooks._hook_step import HookStep
 from otelhooks._hooks import Block, HookFacts
@@ -46,11 +48,22 @@ __all__ = ["DEFAULT_BLOCK_REASONS", "InterceptChain"]
 _DENY = 3
 _DECISION_RANK = {"ask": 1, "defer": 2, "deny": _DENY}
 
+# The hook kinds a chain lists as would-call instead of running, by (dry_run, call_webhooks).
 _LISTED: dict[tuple[bool, bool], frozenset[str]] = {
     (False, True): frozenset(),
     (False, False): frozenset({"webhook"}),
     (True, True): frozenset({"approval"}),
     (True, False): frozenset({"webhook", "approval"}),
+}
+
+# The intercept events whose rewritten field is text (message_sending's content,
+# before_agent_start's input): text changes only by assignment, so comparing it after each hook
+# tells every change made in place. A tool call's args or a result can change deep inside, which
+# no cheap comparison tells: their in-place changes are not watched.
+_TEXT_FIELDS: dict[str, str] = {
+    spec.name: spec.rewrites
+    for spec in EVENTS.values()
+    if spec.rewrites and spec.payload.model_fields[spec.rewrites].annotation is str
 }
 
 DEFAULT_BLOCK_REASONS: dict[str, str] = {
@@ -89,6 +102,7 @@ class InterceptChain:
         "edited_by",
         "errors",
         "event",
+        "field",
         "hooks",
         "listed",
         "marks",
@@ -102,6 +116,7 @@ class InterceptChain:
         "scratch",
         "soft_rank",
         "steps",
+        "text",
         "would_call",
     )
 
@@ -139,6 +154,8 @@ class InterceptChain:
         self.payload = payload
         # A tool call's marks (None for other events), read once per payload the chain holds.
         self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
+        self.field = _TEXT_FIELDS.get(event, "")
+        self.text: str | None = getattr(payload, self.field) if self.field else None
 
     def verdict(self) -> Verdict:
         """What the hooks decided, as the public :class:`~otelhooks._live.Verdict`."""
@@ -166,9 +183,15 @@ class InterceptChain:
         return tuple(hook for hook in self.hooks if hook is not author)
 
     def _hold(self, payload: HookEvent) -> None:
-        """Go on with ``payload`` (a rewrite, or a fresh copy after a failure), and its marks."""
+        """Go on with ``payload`` (a rewrite, or a fresh copy after a failure), its marks and
+        its text."""
         self.payload = payload
         self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
+        self.text = getattr(payload, self.field) if self.field else None
+
+    def _changed_in_place(self) -> bool:
+        """Whether the last hook changed the payload's text in place (:data:`_TEXT_FIELDS`)."""
+        return self.text is not None and getattr(self.payload, self.field) != self.text
 
     def skips(self, hook: HookFacts) -> bool:
         """Whether ``hook`` no longer runs: after an ask/defer block only commands do."""
@@ -193,9 +216,11 @@ class InterceptChain:
             self.steps.append(HookStep(hook.id, hook.kind, outcome, permissive=self.permissive))
             return False, outcome
         marks = self.marks
-        # The common case: it allowed (rule 2) and left no mark (rule 4).
-        if (result is self.payload or (result is None and not hook.intercept)) and (
-            marks is None or not (marks.denied or marks.mock is not None)
+        # The common case: it allowed (rule 2), left no mark (rule 4) and its text as it was.
+        if (
+            (result is self.payload or (result is None and not hook.intercept))
+            and (marks is None or not (marks.denied or marks.mock is not None))
+            and not self._changed_in_place()
         ):
             self.steps.append(hook.steps["ok"])
             return False, "ok"
@@ -229,12 +254,12 @@ class InterceptChain:
         if result is None or result is payload:
             if hook.intercept and result is None:
                 return self._block(hook, None), "blocked"
-            return False, "ok"
+            if not self._changed_in_place():
+                return False, "ok"
+            result = payload  # its text changed in place: a rewrite, validated as one
         rewritten = self._rewrite(payload, result)
         if rewritten is None:
             return self.fail(hook, f"returned {type(result).__name__}, which is not a payload")
-        if isinstance(rewritten, ToolCallEvent) and rewritten._marks is marks:
-            rewritten._marks = marks.copy()  # a shallow copy of the payload: marks of its own
         self._hold(rewritten)
         self.rewritten_by.append(hook.id)
         return False, "rewritten"
@@ -254,6 +279,8 @@ class InterceptChain:
             self.permissive = f"error: would block: {problem}" if block else f"error: {problem}"
             return False, outcome
         payload, marks = self.payload, self.marks
+        if self.text is not None:  # what the failed hook changed in place, then or later, is lost
+            self._hold(payload.model_copy(update={self.field: self.text}))
         if isinstance(payload, ToolCallEvent) and marks is not None:
             marks.closed = True
             fresh = payload.model_copy()
@@ -311,16 +338,20 @@ class InterceptChain:
 
     @staticmethod
     def _rewrite(payload: HookEvent, result: Any) -> HookEvent | None:
+        """The payload ``result`` makes, validated: a model changed by ``model_copy(update=...)``
+        or an assignment was not (its ``42`` where text goes reached the runtime), or ``None``."""
         model = type(payload)
         if isinstance(result, model):
-            return result
-        if not isinstance(result, Mapping):
+            update = result.model_dump(by_alias=True, warnings=False)
+        elif isinstance(result, Mapping):
+            update = dict(result)
+        else:
             return None
-        update = dict(result)
-        if isinstance(payload, ToolCallEvent):
-            _reconcile_tool_arguments(payload, update)
+        _reconcile_twins(payload, update)
         try:
-            return model.model_validate({**payload.model_dump(by_alias=True), **update})
+            return model.model_validate(
+                {**payload.model_dump(by_alias=True, warnings=False), **update}
+            )
         except ValidationError:
             return None
 
@@ -346,13 +377,26 @@ def _scratch_copy(payload: HookEvent) -> HookEvent:
     return copy
 
 
-def _reconcile_tool_arguments(payload: ToolCallEvent, update: dict[str, Any]) -> None:
-    """LobeHub calls the arguments ``args``, the kernel ``toolInput``: whichever of the two the
-    handler changed wins, and the other follows it (a kernel handler typically returns the whole
-    payload with only ``toolInput`` changed)."""
-    new_input = update.get("toolInput", payload.toolInput)
-    new_args = update.get("args", payload.args)
-    if new_input != payload.toolInput and isinstance(new_input, dict):
-        update["args"] = new_input
-    elif new_args != payload.args:
-        update["toolInput"] = new_args
+# Fields two dialects name differently, the kernel's first: LobeHub calls a tool's arguments
+# ``args``, the kernel ``toolInput``; the workspace engine (and Claude Code) calls the prompt
+# ``userMessage``, the kernel ``input``.
+_TWIN_FIELDS: dict[str, tuple[str, str]] = {
+    "before_tool_call": ("toolInput", "args"),
+    "before_agent_start": ("input", "userMessage"),
+}
+
+
+def _reconcile_twins(payload: HookEvent, update: dict[str, Any]) -> None:
+    """Whichever of two twin fields the handler changed wins, and the other follows it (a kernel
+    handler typically returns the whole payload with only ``toolInput`` changed); the runtime
+    reads one of them. A wrong type in either fails validation: it is never dropped."""
+    twins = _TWIN_FIELDS.get(payload.event)
+    if twins is None:
+        return
+    kernel, other = twins
+    new_kernel = update.get(kernel, getattr(payload, kernel))
+    new_other = update.get(other, getattr(payload, other))
+    if new_kernel != getattr(payload, kernel):
+        update[other] = new_kernel
+    elif new_other != getattr(payload, other):
+        update[kernel] = new_other

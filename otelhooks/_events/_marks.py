@@ -23,13 +23,6 @@ class ToolCallMarks:
     denied: bool = False
     deny_reason: str | None = None
 
-    def copy(self) -> ToolCallMarks:
-        """The same marks, in an object of their own."""
-        marks = ToolCallMarks()
-        marks.mock, marks.closed = self.mock, self.closed
-        marks.denied, marks.deny_reason = self.denied, self.deny_reason
-        return marks
-
 
 class MarksOnFirstRead:
     """A payload's :class:`ToolCallMarks`, made on its first read and then kept in the

@@ -45,6 +45,7 @@ class EventSpec:
         otel: how the event appears in OpenTelemetry (documentation, also printed in the README).
         aliases: the event's name in each dialect that has it.
         tool_event: matchers run against the tool (LobeHub allows matchers only on these).
+        rewrites: for an intercept event, the payload field the runtime takes from a rewrite.
     """
 
     name: str
@@ -54,6 +55,7 @@ class EventSpec:
     otel: str
     aliases: dict[Dialect, tuple[str, ...]] = field(default_factory=dict)
     tool_event: bool = False
+    rewrites: str | None = None
 
 
 L, K, A, W = Dialect.LOBEHUB, Dialect.KERNEL, Dialect.AGENT_OS, Dialect.WORKSPACE
@@ -67,6 +69,7 @@ _SPECS: Final[tuple[EventSpec, ...]] = (
         p.BeforeAgentStartEvent,
         "start of the `invoke_agent {agent}` span (intercept: rewrite or block the input)",
         {K: ("before_agent_start",), W: ("UserPromptSubmit",)},
+        rewrites="input",
     ),
     EventSpec(
         "on_complete",
@@ -134,6 +137,7 @@ _SPECS: Final[tuple[EventSpec, ...]] = (
         "start of an `execute_tool {tool}` span (intercept: mock, deny, rewrite args)",
         {L: ("beforeToolCall",), K: ("before_tool_call",), W: ("PreToolUse",)},
         tool_event=True,
+        rewrites="args",
     ),
     EventSpec(
         "after_tool_call",
@@ -176,6 +180,7 @@ _SPECS: Final[tuple[EventSpec, ...]] = (
         "result)",
         {K: ("tool_result_persist",)},
         tool_event=True,
+        rewrites="result",
     ),
     EventSpec(
         "after_tool_batch",
@@ -276,6 +281,7 @@ _SPECS: Final[tuple[EventSpec, ...]] = (
         p.MessageSendingEvent,
         "start of a `send_message {channel}` span (intercept: rewrite or block)",
         {K: ("message_sending",)},
+        rewrites="content",
     ),
     EventSpec(
         "message_sent",

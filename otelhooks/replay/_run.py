@@ -15,6 +15,7 @@ from typing import Any
 
 from otelhooks._dispatch import InterceptChain
 from otelhooks._engine import HooksEngine, dry_run_if_hooked
+from otelhooks._events import EVENTS
 from otelhooks._hook_step import HookStep
 from otelhooks._live import Verdict
 from otelhooks.replay._events import Decision, RecordedEvent
@@ -26,14 +27,6 @@ __all__ = ["CHANGES", "ReplayOutcome", "decision_of", "replay_events"]
 CHANGES = ("deny", "mock", "rewrite", "allow", "error")
 
 _ALLOW = Decision()
-
-# The payload field each intercept event's rewrites are diffed on.
-_REWRITTEN_FIELD = {
-    "before_tool_call": "args",
-    "message_sending": "content",
-    "before_agent_start": "input",
-    "tool_result_persist": "result",
-}
 
 
 @dataclass(slots=True)
@@ -159,7 +152,7 @@ def _outcome(event: RecordedEvent, chain: InterceptChain) -> ReplayOutcome:
     if now.action == "rewrite":
         # Hooks may have changed the payload in place: what it was is built again from the
         # span (a few events in a hundred are rewritten; a copy of every payload is not kept).
-        name = _REWRITTEN_FIELD[event.event]
+        name = EVENTS[event.event].rewrites or ""
         before = getattr(event.build(), name)
         diff = diff_values(before, getattr(chain.payload, name, None), name)
     # The dry run's chain is this event's own: its lists are kept.

@@ -396,6 +396,51 @@ def test_a_before_agent_start_block_refuses_the_graph_before_the_model(
     assert world.ran == ["add", "read_file", "delete_file", "search"]
 
 
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_an_input_guard_reads_the_runs_input_and_blocks_it(
+    pipe: TestPipeline, use_async: bool
+) -> None:
+    # before: before_agent_start hooks got input "", so a guard on the input let every run by
+    def no_passwords(event: HookEvent) -> Block | None:
+        return Block("no passwords") if "hunter2" in getattr(event, "input", "") else None
+
+    pipe.register(hook("no-passwords", "before_agent_start", no_passwords))
+    world = World()
+    app = graph(world, [hook_tool(t) for t in make_tools(world)], list(SCRIPT))
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher")
+    config: Any = {"callbacks": [handler]}
+
+    def invoke(state: Any) -> Any:
+        if use_async:
+            return asyncio.run(app.ainvoke(state, config=config))
+        return app.invoke(state, config=config)
+
+    for state in ({"messages": [("user", "my password is hunter2")]}, "my password is hunter2"):
+        with pytest.raises(RunBlockedError, match="no passwords"):
+            invoke(state)
+    assert world.seen == []  # the model was never called
+    assert world.ran == []
+
+
+def test_a_rewrite_of_the_input_refuses_the_run_which_cannot_take_it(pipe: TestPipeline) -> None:
+    # a callback cannot give the graph another input: run as it was, the redaction was lost
+    # without a word and the model got the password
+    def redact(event: HookEvent) -> dict[str, Any]:
+        return {"input": getattr(event, "input", "").replace("hunter2", "***")}
+
+    pipe.register(hook("redact", "before_agent_start", redact))
+    world = World()
+    app = graph(world, [hook_tool(t) for t in make_tools(world)], list(SCRIPT))
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher")
+    state = {"messages": [("user", "my password is hunter2")]}
+    with pytest.raises(RunBlockedError, match="cannot take"):
+        app.invoke(state, config={"callbacks": [handler]})
+    assert world.seen == []
+    # an input the hook leaves alone runs
+    state = {"messages": [("user", "add 2 and 3, read a.txt, then clean up")]}
+    assert app.invoke(state, config={"callbacks": [handler]})["messages"][-1].content
+
+
 @pytest.mark.parametrize("outer_hooked", [False, True], ids=["plain-outer", "hooked-outer"])
 def test_a_hooked_tool_called_by_another_tool_obeys_its_deny(
     pipe: TestPipeline, outer_hooked: bool

@@ -358,6 +358,38 @@ def test_a_blocked_run_never_calls_the_model(pipe: TestPipeline) -> None:
     assert span.attributes["otelhooks.operation.complete_reason"] == "interrupted"
 
 
+def test_an_input_guard_reads_a_list_input_and_blocks_it(pipe: TestPipeline) -> None:
+    # before: a list of items reached before_agent_start hooks as input "", so a guard on the
+    # input let the password reach the model
+    model = ScriptedModel("m", [[assistant_message("never")]])
+    agent = Agent(name="bot", model=model)
+
+    def no_passwords(event: Any) -> Block | None:
+        return Block("no passwords") if "hunter2" in event.input else None
+
+    pipe.register(hook("no-passwords", "before_agent_start", no_passwords))
+    items: Any = [{"role": "user", "content": "my password is hunter2"}]
+    with pytest.raises(RunBlockedError, match="no passwords"):
+        asyncio.run(HookedRunner(pipe.tracer).run(agent, items))
+    assert model.inputs == []
+
+
+def test_a_rewrite_a_list_input_cannot_take_refuses_the_run(pipe: TestPipeline) -> None:
+    # only a string takes a rewrite: a redaction of a list of items, run as it was, would
+    # send the password to the model without a word
+    model = ScriptedModel("m", [[assistant_message("never")]])
+    agent = Agent(name="bot", model=model)
+
+    def redact(event: Any) -> dict[str, Any]:
+        return {"input": event.input.replace("hunter2", "***")}
+
+    pipe.register(hook("redact", "before_agent_start", redact))
+    items: Any = [{"role": "user", "content": "my password is hunter2"}]
+    with pytest.raises(RunBlockedError, match="cannot take"):
+        asyncio.run(HookedRunner(pipe.tracer).run(agent, items))
+    assert model.inputs == []
+
+
 def test_a_rewritten_input_is_what_the_model_receives(pipe: TestPipeline) -> None:
     model = ScriptedModel("m", [[assistant_message("ok")]])
     agent = Agent(name="bot", model=model)

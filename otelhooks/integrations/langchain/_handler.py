@@ -40,6 +40,7 @@ from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGeneration, LLMResult
 
+from otelhooks._encoding import dumps
 from otelhooks._errors import RunBlockedError
 from otelhooks._instrument import AgentTracer, LlmCall, Operation, Step, ToolCall
 from otelhooks.integrations._scopes import DetachedScope
@@ -70,6 +71,11 @@ _PROVIDERS = {
 }
 HOOKED_METADATA_KEY = "otelhooks_hooked"
 _INTERRUPTS = frozenset({"GraphInterrupt", "NodeInterrupt"})
+
+_REWRITE_REFUSED = (
+    "a before_agent_start hook rewrote the input, which a LangChain run cannot take from a "
+    "callback: the run was refused rather than run with the input as it was"
+)
 
 _log = structlog.get_logger("otelhooks")
 
@@ -222,7 +228,9 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         self._root_of[run_id] = root
         return root
 
-    def _ensure_run(self, run_id: UUID, parent: UUID | None, name: str, kwargs: Any) -> _Run:
+    def _ensure_run(
+        self, run_id: UUID, parent: UUID | None, name: str, kwargs: Any, input: str = ""
+    ) -> _Run:
         root = self._root(run_id, parent)
         run = self._runs.get(root)
         if run is None:
@@ -233,13 +241,20 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 provider=PROVIDER,
                 session_id=self.session_id or (str(thread) if thread is not None else None),
                 user_id=self.user_id,
+                input=input,
             )
             run = _Run(owner=run_id, operation=DetachedScope(op, None))
             run.operation.enter()
-            if op.blocked:
+            refused = op.block_reason if op.blocked else None
+            if not op.blocked and op.input != input:
+                # a callback cannot hand the run another input: run as it was, the rewrite (a
+                # redaction, say) would be lost without a word
+                refused = _REWRITE_REFUSED
+                op.complete("interrupted")
+            if op.blocked or refused is not None:
                 self._root_of.pop(run_id, None)
                 run.operation.exit()
-                raise RunBlockedError(op.block_reason)
+                raise RunBlockedError(refused)
             self._runs[root] = run
         run.members.add(run_id)
         return run
@@ -285,7 +300,9 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         with _Guard("on_chain_start"), self._lock:
             if parent_run_id is None:
                 name = kwargs.get("name") or (serialized or {}).get("name") or "chain"
-                self._ensure_run(run_id, None, str(name), kwargs)
+                # what before_agent_start guards read (before, "": an input guard let every run by)
+                text = inputs if isinstance(inputs, str) else dumps(inputs)
+                self._ensure_run(run_id, None, str(name), kwargs, text)
             else:
                 self._root(run_id, parent_run_id)
 

@@ -62,6 +62,7 @@ from agents.tracing import get_current_span
 from opentelemetry import trace
 
 from otelhooks import _semconv as sc
+from otelhooks._encoding import dumps
 from otelhooks._errors import RunBlockedError
 from otelhooks._events import ToolCallDeniedEvent
 from otelhooks._fingerprint import canonical_json
@@ -417,18 +418,29 @@ class HookedRunner:
             RunBlockedError: a ``before_agent_start`` hook refused the run.
             Exception: whatever ``Runner.run`` raises (recorded on the operation first).
         """
-        text = input if isinstance(input, str) else ""
+        # what before_agent_start guards read: a list of items as its JSON text (before, "": an
+        # input guard let every such run by); only a string is rewritten
+        text = (
+            input if isinstance(input, str) else "" if isinstance(input, RunState) else dumps(input)
+        )
         runnable = hook_agent(agent) if self.hook_tools else agent
         if self.hook_tools and isinstance(input, RunState):
             warn_unhooked_state(input)
         operation = self.tracer.operation(
             agent.name, provider=PROVIDER, session_id=session_id, user_id=user_id, input=text
         )
+        refused: str | None = None
         async with operation as op:
-            if not op.blocked:
+            if not op.blocked and not isinstance(input, str) and op.input != text:
+                refused = (
+                    "a before_agent_start hook rewrote the input, which a list of input items "
+                    "cannot take: the run was refused rather than run with the items as they were"
+                )
+                op.complete("interrupted")
+            elif not op.blocked:
                 result, max_turns = await self._execute(op, runnable, input, hooks, runner_options)
-        if op.blocked:
-            raise RunBlockedError(op.block_reason)
+        if op.blocked or refused is not None:
+            raise RunBlockedError(refused or op.block_reason)
         if max_turns is not None:
             raise max_turns
         assert result is not None
