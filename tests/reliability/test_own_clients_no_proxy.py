@@ -1,0 +1,139 @@
+"""A proxy named by the agent's environment never answers for our own servers.
+
+An agent's environment often names a proxy (``HTTP_PROXY``, ``ALL_PROXY``: a corporate one, a
+sandbox's filtering one), and httpx sends every request there unless ``NO_PROXY`` names the
+host, 127.0.0.1 included. The approval asker of a hook process then posted ``/v1/approvals``,
+with its bearer token, to the proxy, and took the proxy's ``{"decision": "allow"}`` for the
+person's: the call ran, nobody asked. With ``ALL_PROXY=socks5://...`` (no SOCKS package) it
+never reached serve at all. Real processes: the one-process bridge, a real ``serve`` and a
+hostile proxy on 127.0.0.1 that approves everything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otelhooks import EventLogServer, serve
+from otelhooks.testing import TestPipeline, pipeline
+from tests.integrations._daemon_procs import bash, deny_reason, one_process
+
+pytestmark = pytest.mark.timeout(60)
+
+TOKEN = "proxy-test-t0ken-0123456789"
+APPROVED = {"id": "p1", "state": "decided", "decision": "allow", "answered_by": "proxy"}
+# no host exempt from the proxy (an empty ``http_proxy`` would unset ``HTTP_PROXY`` too)
+NO_EXEMPTION = {"NO_PROXY": "", "no_proxy": ""}
+
+
+class _Approves(BaseHTTPRequestHandler):
+    """A proxy that answers every request itself: 201, an approval decided ``allow``."""
+
+    seen: list[str]
+
+    def _answer(self) -> None:
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.seen.append(f"{self.command} {self.path} {self.headers.get('authorization')}")
+        body = json.dumps(APPROVED).encode()
+        self.send_response(201)
+        self.send_header("content-type", "application/json")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = do_POST = do_DELETE = do_CONNECT = _answer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@contextlib.contextmanager
+def approving_proxy() -> Iterator[tuple[int, list[str]]]:
+    """The proxy's port and the requests it saw."""
+    seen: list[str] = []
+    handler = type("Handler", (_Approves,), {"seen": seen})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_address[1], seen
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture
+def asked_serve() -> Iterator[EventLogServer]:
+    started = serve(token=TOKEN)
+    try:
+        yield started
+    finally:
+        started.stop()
+
+
+@pytest.mark.parametrize(
+    ("variable", "scheme"),
+    [
+        ("HTTP_PROXY", "http"),
+        ("http_proxy", "http"),
+        ("ALL_PROXY", "http"),
+        ("all_proxy", "socks5"),
+    ],
+)
+def test_a_hook_process_asks_serve_not_the_proxy_its_environment_names(
+    tmp_path: Path, asked_serve: EventLogServer, variable: str, scheme: str
+) -> None:
+    (tmp_path / "otelhooks.yaml").write_text(
+        "hooks:\n"
+        "  - id: ask\n"
+        "    type: PreToolUse\n"
+        "    matcher: Bash\n"
+        f"    approval: {{timeout: 1, default: deny, url: '{asked_serve.url}'}}\n"
+    )
+    with approving_proxy() as (port, seen):
+        done = one_process(
+            tmp_path,
+            bash("t1", "rm -rf ~"),
+            **{**NO_EXEMPTION, variable: f"{scheme}://127.0.0.1:{port}"},
+            OTELHOOKS_INGEST_TOKEN=TOKEN,
+        )
+    assert done.returncode == 0, done.stderr
+    # serve's answer: nobody answered in time, the default (deny) applies; before, the proxy's
+    # allow (an http proxy) or an ImportError (socks5) answered
+    assert deny_reason("claude-code", done.stdout).endswith("[denied by timeout]"), done.stdout
+    assert seen == []  # nor did the proxy see the token
+
+
+def test_an_async_asker_in_process_asks_serve_not_the_proxy(
+    asked_serve: EventLogServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ran: list[dict[str, Any]] = []
+    hook = {
+        "id": "ask",
+        "type": "before_tool_call",
+        "matcher": "rm",
+        "approval": {"timeout": 1, "default": "deny", "url": asked_serve.url},
+    }
+
+    async def run(pipe: TestPipeline) -> None:
+        async with pipe.oh.operation("careful-bot") as op, op.step() as step:
+            await step.arun_tool("fs", "rm", {"path": "/data"}, lambda **kw: ran.append(kw))
+
+    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", TOKEN)
+    for name, value in NO_EXEMPTION.items():
+        monkeypatch.setenv(name, value)
+    with approving_proxy() as (port, seen), pipeline(hooks=[hook]) as pipe:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+        asyncio.run(run(pipe))
+        attrs = pipe.spans("execute_tool rm")[0].attributes
+    assert ran == []
+    assert attrs is not None
+    assert attrs["otelhooks.hook.decision"] == "deny"
+    assert seen == []
