@@ -20,11 +20,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from otelhooks import EventLogServer, serve
+from otelhooks import EventLogClient, EventLogServer, serve
 from otelhooks.testing import TestPipeline, pipeline
 from tests.integrations._daemon_procs import bash, deny_reason, one_process
+from tests.mcp._harness import calls, http_gateway, http_session, write_hooks
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -136,4 +138,38 @@ def test_an_async_asker_in_process_asks_serve_not_the_proxy(
     assert ran == []
     assert attrs is not None
     assert attrs["otelhooks.hook.decision"] == "deny"
+    assert seen == []
+
+
+def test_the_event_log_client_reads_a_loopback_serve_not_the_proxy(
+    asked_serve: EventLogServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in NO_EXEMPTION.items():
+        monkeypatch.setenv(name, value)
+    with approving_proxy() as (port, seen):
+        monkeypatch.setenv("ALL_PROXY", f"http://127.0.0.1:{port}")
+        with EventLogClient(asked_serve.url, token=TOKEN) as client:
+            batch = client.fetch()
+    assert batch.records == []  # serve's answer (the proxy's is not an event batch)
+    assert seen == []
+
+
+def test_the_mcp_gateway_reaches_a_loopback_upstream_not_the_proxy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hooks = write_hooks(tmp_path, "hooks: []\n")
+
+    async def add(url: str) -> Any:
+        async with http_session(url) as session:
+            return await session.call_tool("add", {"a": 40, "b": 2})
+
+    with approving_proxy() as (port, seen), contextlib.ExitStack() as stack:
+        with monkeypatch.context() as env:  # the gateway's environment, not this client's
+            for name, value in NO_EXEMPTION.items():
+                env.setenv(name, value)
+            env.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+            url = stack.enter_context(http_gateway(tmp_path, [hooks]))
+        result = anyio.run(add, url)
+    assert result.is_error is False
+    assert {"tool": "add", "args": {"a": 40, "b": 2}} in calls(tmp_path)
     assert seen == []
