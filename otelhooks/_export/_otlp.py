@@ -29,6 +29,7 @@ from opentelemetry.sdk.metrics.export import (
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from otelhooks._export._report import DeliveryTracker
+from otelhooks._loopback import trust_env_for
 from otelhooks._worker import at_fork
 
 __all__ = [
@@ -101,6 +102,9 @@ def describe_request_error(exc: BaseException, timeout: float | None = None) -> 
     return f"connection failed ({type(exc).__name__})"
 
 
+_DIRECT: dict[str, str | None] = {"http": None, "https": None, "all": None}
+
+
 class _TrackedSession(requests.Session):
     """Records each answer on the tracker; gives up at once while fail-fast."""
 
@@ -120,6 +124,10 @@ class _TrackedSession(requests.Session):
             raise GiveUp(tracker.reason or "the destination did not answer")
         timeout = tracker.timeout(kwargs.get("timeout"))
         kwargs["timeout"] = timeout
+        if not trust_env_for(url):
+            # a collector on this machine is reached directly: a proxy's empty 200 would pass
+            # for an accepted export (each ``None`` unsets what the environment names)
+            kwargs["proxies"] = _DIRECT
         try:
             response: requests.Response = super().request(method, url, *args, **kwargs)
         except requests.RequestException as exc:

@@ -23,10 +23,12 @@ from typing import Any
 import anyio
 import pytest
 
+import otelhooks
 from otelhooks import EventLogClient, EventLogServer, serve
 from otelhooks.testing import TestPipeline, pipeline
 from tests.integrations._daemon_procs import bash, deny_reason, one_process
 from tests.mcp._harness import calls, http_gateway, http_session, write_hooks
+from tests.reliability.test_telemetry_losses import SPANS, collector, run_agent
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -172,4 +174,25 @@ def test_the_mcp_gateway_reaches_a_loopback_upstream_not_the_proxy(
         result = anyio.run(add, url)
     assert result.is_error is False
     assert {"tool": "add", "args": {"a": 40, "b": 2}} in calls(tmp_path)
+    assert seen == []
+
+
+def test_spans_for_a_loopback_collector_reach_it_not_the_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The proxy's 2xx with a JSON body is an accepted export to the SDK: before, the report said
+    # every span was exported, none reached the collector, and nothing was counted.
+    for name, value in NO_EXEMPTION.items():
+        monkeypatch.setenv(name, value)
+    with approving_proxy() as (port, seen), collector() as receiver:
+        monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{port}")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", receiver.endpoint + "/v1/traces")
+        monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+        oh = otelhooks.configure(
+            service_name="proxied", otlp=True, set_global=False, structured_logging=False
+        )
+        run_agent(oh)
+        oh.force_flush(5.0)
+        oh.shutdown(timeout_s=5.0, log=False)
+    assert len(receiver.spans) == SPANS
     assert seen == []
