@@ -246,7 +246,8 @@ def otlp_metric_reader(tracker: DeliveryTracker | None = None) -> MetricReader:
 
 
 def _grpc_options(tracker: DeliveryTracker | None) -> dict[str, Any]:
-    """The gRPC exporter's options for a tracked destination: no retries of its own.
+    """The gRPC exporter's options for a tracked destination: no retries of its own, and no
+    proxy for a loopback one.
 
     The SDK's exporter retries a failed request with backoff until its timeout (10 s) and
     hears of a shutdown only once the export is over: a script's exit with the collector down
@@ -260,6 +261,9 @@ def _grpc_options(tracker: DeliveryTracker | None) -> dict[str, Any]:
     from grpc import StatusCode
 
     options: dict[str, Any] = {"retryable_error_codes": (StatusCode.OK,)}
+    if not trust_env_for(tracker.destination):
+        # gRPC takes ``http_proxy`` too: a collector on this machine is reached directly
+        options["channel_options"] = (("grpc.enable_http_proxy", 0),)
     if tracker.fail_fast:
         options["timeout"] = tracker.timeout(None)
     return options

@@ -196,3 +196,44 @@ def test_spans_for_a_loopback_collector_reach_it_not_the_proxy(
         oh.shutdown(timeout_s=5.0, log=False)
     assert len(receiver.spans) == SPANS
     assert seen == []
+
+
+def test_grpc_spans_for_a_loopback_collector_reach_it_not_the_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from concurrent import futures
+
+    import grpc
+    from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
+
+    received: list[Any] = []
+
+    class Traces(trace_service_pb2_grpc.TraceServiceServicer):
+        def Export(self, request: Any, context: Any) -> Any:
+            received.append(request)
+            return trace_service_pb2.ExportTraceServiceResponse()
+
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
+    trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
+    grpc_port = server.add_insecure_port("127.0.0.1:0")
+    server.start()
+    for name, value in NO_EXEMPTION.items():
+        monkeypatch.setenv(name, value)
+    try:
+        with approving_proxy() as (port, seen):
+            monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{port}")
+            monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{grpc_port}")
+            monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+            monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+            oh = otelhooks.configure(
+                service_name="proxied", otlp=True, set_global=False, structured_logging=False
+            )
+            run_agent(oh)
+            report = oh.shutdown(timeout_s=5.0, log=False)
+    finally:
+        server.stop(1)
+    # before, the exporter asked the proxy to CONNECT to the collector: a proxy speaking gRPC
+    # answered for it, any other failed every export
+    assert seen == []
+    assert sum(len(rs.scope_spans[0].spans) for r in received for rs in r.resource_spans) == SPANS
+    assert report.ok
