@@ -26,7 +26,16 @@ import pytest
 import otelhooks
 from otelhooks import EventLogClient, EventLogServer, serve
 from otelhooks.testing import TestPipeline, pipeline
-from tests.integrations._daemon_procs import bash, deny_reason, one_process
+from tests.integrations._daemon_procs import (
+    NO_ANSWER,
+    bash,
+    client_env,
+    daemon_pid,
+    deny_reason,
+    hook,
+    one_process,
+    runtime_folder,
+)
 from tests.mcp._harness import calls, http_gateway, http_session, write_hooks
 from tests.reliability.test_telemetry_losses import SPANS, collector, run_agent
 
@@ -237,3 +246,30 @@ def test_grpc_spans_for_a_loopback_collector_reach_it_not_the_proxy(
     assert seen == []
     assert sum(len(rs.scope_spans[0].spans) for r in received for rs in r.resource_spans) == SPANS
     assert report.ok
+
+
+def test_the_bridge_daemon_asks_serve_not_the_proxy_its_environment_names(
+    tmp_path: Path, asked_serve: EventLogServer
+) -> None:
+    (tmp_path / "otelhooks.yaml").write_text(
+        "hooks:\n"
+        "  - id: ask\n"
+        "    type: PreToolUse\n"
+        "    matcher: Bash\n"
+        f"    approval: {{timeout: 1, default: deny, url: '{asked_serve.url}'}}\n"
+    )
+    with approving_proxy() as (port, seen), runtime_folder() as runtime:
+        env = client_env(
+            tmp_path,
+            runtime,
+            **NO_EXEMPTION,
+            HTTP_PROXY=f"http://127.0.0.1:{port}",
+            OTELHOOKS_INGEST_TOKEN=TOKEN,
+        )
+        first = hook(env, bash("t1", "rm -rf ~"))  # starts the daemon, which inherits the proxy
+        daemon_pid(runtime)
+        second = hook(env, bash("t2", "rm -rf ~"))
+    assert NO_ANSWER not in second.stderr  # the daemon answered
+    for done in (first, second):
+        assert done.deny_reason().endswith("[denied by timeout]"), done.stdout
+    assert seen == []
