@@ -42,7 +42,10 @@ async def _post(route: Any, body: bytes) -> int:
     messages = [{"type": "http.request", "body": body, "more_body": False}]
 
     async def receive() -> dict[str, Any]:
-        return messages.pop() if messages else {"type": "http.disconnect"}
+        if messages:
+            return messages.pop()
+        await asyncio.Event().wait()  # the client waits for its answer (as uvicorn's receive)
+        return {"type": "http.disconnect"}
 
     async def send(message: dict[str, Any]) -> None:
         sent.append(message)

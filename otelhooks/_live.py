@@ -97,7 +97,8 @@ class Verdict:
         mock: the accepted mock result of a tool call, and ``mocked_by`` its hook.
         errors: ``hook id: problem`` for each hook that failed.
         matched: ids of the intercept hooks that matched, in the order they ran.
-        would_call: control webhooks a dry run (``HooksEngine.dry_run``) did not call.
+        would_call: control webhooks and approvals a dry run (``HooksEngine.dry_run``) did
+            not ask.
         steps: what each hook that ran did, in order.
         approvals: how each ``approval:`` hook that ran was answered, in order.
     """

@@ -329,6 +329,11 @@ def _split_names(source: str) -> frozenset[str]:
     return frozenset(n.strip() for n in re.split(r"[|,]", source) if n.strip())
 
 
+# Claude Code's permission-rule shape, on the tools its ``if`` field reads (``Bash(git:*)``)
+_PERMISSION_RULE: Final = re.compile(
+    r"^\s*(Bash|PowerShell|Read|Edit|Write|MultiEdit|NotebookEdit|Glob|Grep|WebFetch)\(.*\)\s*$",
+    re.DOTALL,
+)
 _KINDS: Final = re.compile(r"^[@A-Za-z0-9_\-, |/.:]+$")
 
 
@@ -398,16 +403,26 @@ def compile_matcher(source: str | None, dialect: str, *, hook_id: str | None = N
 def never_matches(source: str | None, *, tool_event: bool) -> str | None:
     """Why a matcher can never match anything a runtime emits, or ``None``.
 
-    Two mistakes are caught: a Claude Code MCP name without its tool part (``mcp__memory``, an
-    exact name no tool has; Claude Code's reference says to write ``mcp__memory__.*``), and a
-    tool name (``mcp__...`` or ``server/tool``) on an event that carries no tool name.
+    Three mistakes are caught: a Claude Code MCP name without its tool part (``mcp__memory``, an
+    exact name no tool has; Claude Code's reference says to write ``mcp__memory__.*``), a tool
+    name (``mcp__...`` or ``server/tool``) on an event that carries no tool name, and a Claude
+    Code permission rule (``Bash(git:*)``), which as a matcher does not match its tool, in
+    Claude Code either: the rule belongs in the handler's ``if``.
 
     Example:
         >>> never_matches("mcp__memory", tool_event=True).split(":")[0]
         "'mcp__memory' names no tool"
+        >>> never_matches("Bash(git:*)", tool_event=True).startswith("'Bash(git:*)' is a")
+        True
     """
     if source is None:
         return None
+    rule = _PERMISSION_RULE.match(source)
+    if rule is not None and not compile_matcher(source, "claude").matches((rule[1],)):
+        return (
+            f"{source!r} is a permission rule, not a tool name, and never matches {rule[1]}: "
+            f'write matcher {rule[1]!r} and, in Claude Code settings, "if": {source!r}'
+        )
     names = [n.strip() for n in re.split(r"[|,]", source.strip("/")) if n.strip()]
     for name in names:
         if name.startswith(MCP_PREFIX) and _CLAUDE_NAMES.match(name):

@@ -129,14 +129,16 @@ def _int(attrs: Mapping[str, Any], key: str) -> int:
 def tool_identity(attrs: Mapping[str, Any], span_name: str, span_id: str) -> dict[str, Any]:
     """The tool a span of ``execute_tool`` ran: ``toolCallId``, ``identifier``, ``apiName`` and
     ``argsFp``, from otelhooks' attributes or, for other instrumentations, from
-    ``gen_ai.tool.name`` (an ``identifier/apiName`` name is split) and the span name.
+    ``gen_ai.tool.name`` (an ``identifier/apiName`` name is split) and the span name. The MCP
+    gateway's span names the server apart (``mcp.server.name``): it is the identifier, as the
+    gateway's guards see the call (``server/tool``).
 
     Example:
         >>> tool_identity({"gen_ai.tool.name": "fs/rm"}, "execute_tool fs/rm", "ab")["apiName"]
         'rm'
     """
     name = str(attrs.get(sc.GEN_AI_TOOL_NAME, span_name.removeprefix("execute_tool ")))
-    identifier = str(attrs.get(sc.TOOL_IDENTIFIER, ""))
+    identifier = str(attrs.get(sc.TOOL_IDENTIFIER) or attrs.get(sc.MCP_SERVER_NAME) or "")
     api = name
     if not identifier and "/" in name:
         identifier, _, api = name.partition("/")

@@ -25,6 +25,7 @@ from typing import Any, Final
 
 __all__ = [
     "ANNOTATION_KINDS",
+    "CLI_MATCHER_ALIASES",
     "KIND_NAMES",
     "MCP_KIND",
     "MCP_PATTERN",
@@ -43,6 +44,13 @@ KIND_NAMES: Final[dict[str, frozenset[str]]] = {
     "@web_search": frozenset(
         {"WebSearch", "web_search", "google_web_search", "web_search_preview"}
     ),
+}
+# The names a coding agent's CLI also matches a tool by, under the agent name its spans carry:
+# Codex CLI runs a hook whose matcher names ``Write`` or ``Edit`` on its ``apply_patch`` too (for
+# hooks written with Claude Code's names; checked with the real CLI 0.171). The bridge offers
+# them to matchers live, replay from the recorded agent name.
+CLI_MATCHER_ALIASES: Final[dict[str, dict[str, tuple[str, ...]]]] = {
+    "codex": {"apply_patch": ("Write", "Edit")},
 }
 MCP_KIND: Final = "@mcp"
 # Claude Code's and Codex's MCP tool names; the gateway's server/tool reaches it as an alias

@@ -4,6 +4,9 @@ problem of every hook, invalid regex matchers located (a warning; an error with 
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -158,3 +161,87 @@ def test_an_event_typo_does_not_print_every_event_name(
     assert "Did you mean 'afterToolCall'?" in lines[1]
     assert "PreToolUse" not in lines[1]
     assert len(lines[1].replace(str(path), "FILE")) < 160  # the path's length is pytest's
+
+
+PROMPT_GUARD = """\
+{"hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [
+  {"type": "prompt", "prompt": "Is this command safe? $ARGUMENTS"},
+  {"type": "command", "command": "true"}
+]}]}}
+"""
+
+
+def test_a_claude_guard_otelhooks_skips_is_a_counted_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """A ``prompt`` guard of a Claude Code settings file never runs under otelhooks (the bridge
+    lets ``rm -rf`` through). validate said "OK, 0 warnings" (the skip was a Python warning on
+    stderr, gone under ``-W ignore``), and ``--strict`` passed."""
+    path = write(tmp_path / "settings.json", PROMPT_GUARD)
+    live = subprocess.run(
+        [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", path],
+        input=json.dumps(
+            {
+                "session_id": "s",
+                "hook_event_name": "PreToolUse",
+                "tool_name": "Bash",
+                "tool_input": {"command": "rm -rf /"},
+                "tool_use_id": "u",
+            }
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "OTELHOOKS_BRIDGE_STATE": str(tmp_path / "state.sqlite3")},
+        check=False,
+    )
+    assert (live.returncode, live.stdout) == (0, "")  # allowed: the prompt guard did not run
+    code, lines = validate(capsys, path)
+    assert code == 0
+    assert lines[0] == f"OK   {path} [claude_settings]: 1 hook, 1 warning"
+    assert lines[1].startswith(f"  warning: {path}:2: hook settings:PreToolUse[0].hooks[0]: ")
+    assert lines[1].endswith("a prompt handler needs Claude Code's model: otelhooks skips it")
+    assert lines[-1] == "1 file, 1 hook, 0 problems, 1 warning"
+    code, lines = validate(capsys, "--strict", path)
+    assert code == 1
+    assert lines[0] == f"FAIL {path} [claude_settings]: 1 problem"
+
+
+def test_a_permission_rule_as_a_matcher_is_a_warning(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """``"matcher": "Bash(git:*)"`` reads as a guard on git commands, and never matches Bash,
+    in Claude Code (a matcher names tools) as in the bridge: ``git push`` went through while
+    validate said OK. The rule belongs in the handler's ``if``; a regex that matches the tool
+    (``Bash(.*)``) is no warning."""
+    path = write(
+        tmp_path / "settings.json",
+        '{"hooks": {"PreToolUse": [{"matcher": "Bash(git:*)", "hooks": ['
+        '{"type": "command", "command": "echo no git >&2; exit 2"}]}, '
+        '{"matcher": "Bash(.*)", "hooks": [{"type": "command", "command": "true"}]}]}}',
+    )
+    live = subprocess.run(
+        [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", path],
+        input=json.dumps(
+            {
+                "session_id": "s",
+                "hook_event_name": "PreToolUse",
+                "tool_name": "Bash",
+                "tool_input": {"command": "git push --force"},
+                "tool_use_id": "u",
+            }
+        ),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "OTELHOOKS_BRIDGE_STATE": str(tmp_path / "state.sqlite3")},
+        check=False,
+    )
+    assert (live.returncode, live.stdout) == (0, "")  # allowed: the guard never fired
+    code, lines = validate(capsys, path)
+    assert code == 0
+    assert lines[0] == f"OK   {path} [claude_settings]: 2 hooks, 1 warning"
+    assert "PreToolUse[0].hooks[0] (before_tool_call): matcher never matches: " in lines[1]
+    assert "'Bash(git:*)' is a permission rule, not a tool name" in lines[1]
+    code, _ = validate(capsys, "--strict", path)
+    assert code == 1

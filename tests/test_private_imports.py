@@ -33,7 +33,10 @@ ALLOWED: dict[str, str] = {
     "fleet/test_shared_spend.py": "the spend each session store keeps, bounded",
     "fleet/test_cost_records_refused.py": "the spend each session store keeps",
     "web/test_inbox_answers.py": "which answers the inbox keeps for their askers",
+    "replay/test_replay_fidelity.py": "that a dry run puts nothing in the process's approvals "
+    "inbox",
     "web/test_inbox_orphans.py": "the reason a withdrawn approval gives",
+    "web/test_claude_code_approval.py": "the reason a withdrawn approval gives",
     "fleet/test_pg_eventlog.py": _STORE,
     "fleet/test_pg_outbox.py": _STORE,
     "fleet/test_shared_approvals.py": _STORE,

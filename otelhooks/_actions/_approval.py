@@ -32,7 +32,8 @@ the note in ``Verdict.approvals``, and the owner of the call's span writes it th
 blocks: the hook's ``on_error`` is ``block`` whatever the hook says, since a person who was never
 asked did not approve. An asker that stops waiting (interrupted, cancelled, giving up) withdraws
 its approval (:meth:`ApprovalInbox.withdraw`; ``DELETE /v1/approvals/{id}`` from afar): its call
-is blocked, so no person should approve it.
+is blocked, so no person should approve it. Its long-polls carry ``asker=1``: killed outright, it
+sends nothing, but serve withdraws the approval when the long-poll's connection closes.
 """
 
 from __future__ import annotations
@@ -42,13 +43,21 @@ import os
 import threading
 import time
 from collections.abc import Iterable
+from functools import partial
 from typing import Any, Literal
 
 import httpx
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, InboxFull, process_inbox
+from otelhooks._actions._approval_inbox import (
+    CLIENT_GONE,
+    Approval,
+    ApprovalInbox,
+    Asker,
+    InboxFull,
+    process_inbox,
+)
 from otelhooks._errors import ConfigError, HookError
 from otelhooks._events import (
     BeforeAgentStartEvent,
@@ -215,7 +224,8 @@ class ApprovalAction:
             inbox = self._inbox or process_inbox()
             item = self._local(payload)
             try:
-                inbox.wait(item)
+                with Asker.holding(partial(inbox.withdraw, item.id, CLIENT_GONE)):
+                    inbox.wait(item)
             except BaseException:  # interrupted: nobody waits for this answer any more
                 inbox.withdraw(item.id)
                 raise
@@ -229,7 +239,8 @@ class ApprovalAction:
             inbox = self._inbox or process_inbox()
             item = await inbox.call(self._local, payload)
             try:
-                await inbox.await_answer(item)
+                with Asker.holding(partial(inbox.withdraw, item.id, CLIENT_GONE)):
+                    await inbox.await_answer(item)
             except BaseException:  # cancelled: withdrawn on a thread, the caller waits no more
                 asyncio.get_running_loop().run_in_executor(None, inbox.withdraw, item.id)
                 raise
@@ -256,19 +267,21 @@ class ApprovalAction:
             ) as client:
                 created = client.post("/v1/approvals", json=self._request(payload))
                 answer = _json(created, (201,))
-                while answer.get("state") == "pending":
-                    wait = max(0.0, min(_POLL_S, deadline - time.monotonic()))
-                    got = client.get(
-                        f"/v1/approvals/{answer['id']}",
-                        params={"wait": f"{wait:.3f}"},
-                        timeout=wait + 10,
-                    )
-                    if got.status_code == 503:  # no room for one more long-poll: look instead
-                        time.sleep(_LOOK_S)
-                        got = client.get(f"/v1/approvals/{answer['id']}")
-                    answer = _json(got, (200,))
-                    if time.monotonic() > deadline and answer.get("state") == "pending":
-                        raise ValueError("serve did not apply the default in time")
+                gone = partial(self._withdraw_soon, url, str(answer.get("id")))
+                with Asker.holding(gone):
+                    while answer.get("state") == "pending":
+                        wait = max(0.0, min(_POLL_S, deadline - time.monotonic()))
+                        got = client.get(
+                            f"/v1/approvals/{answer['id']}",
+                            params={"wait": f"{wait:.3f}", "asker": "1"},
+                            timeout=wait + 10,
+                        )
+                        if got.status_code == 503:  # no room for one more long-poll: look instead
+                            time.sleep(_LOOK_S)
+                            got = client.get(f"/v1/approvals/{answer['id']}")
+                        answer = _json(got, (200,))
+                        if time.monotonic() > deadline and answer.get("state") == "pending":
+                            raise ValueError("serve did not apply the default in time")
                 return answer
         except BaseException as exc:
             if answer.get("state") == "pending":  # the call is blocked: nobody waits any more
@@ -308,7 +321,7 @@ class ApprovalAction:
                     wait = max(0.0, min(_POLL_S, deadline - time.monotonic()))
                     got = await client.get(
                         f"/v1/approvals/{answer['id']}",
-                        params={"wait": f"{wait:.3f}"},
+                        params={"wait": f"{wait:.3f}", "asker": "1"},
                         timeout=wait + 10,
                     )
                     if got.status_code == 503:  # no room for one more long-poll: look instead

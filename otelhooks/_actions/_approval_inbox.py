@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -28,7 +29,7 @@ import structlog
 
 from otelhooks._eventlog._signal import AppendSignal
 
-__all__ = ["Approval", "ApprovalInbox", "InboxFull", "process_inbox"]
+__all__ = ["Approval", "ApprovalInbox", "Asker", "InboxFull", "process_inbox"]
 
 Decision = Literal["allow", "deny"]
 
@@ -36,10 +37,75 @@ _log = structlog.get_logger("otelhooks")
 _T = TypeVar("_T")
 _NOT_YET_S = 0.05
 WITHDRAWN = "the asker stopped waiting: nobody waits for this answer any more"
+#: the reason of a card withdrawn because the client of the call gave up (:class:`Asker`)
+CLIENT_GONE = (
+    "the client that asked stopped waiting (its own hook timeout, an interrupt): nobody waits "
+    "for this answer any more, and the client went on without it"
+)
 
 
 class InboxFull(Exception):
     """The inbox holds ``max_pending`` waiting calls already."""
+
+
+class Asker:
+    """The client a call's approvals are asked for, which may stop waiting before the hook does.
+
+    A server that holds a client's request while its hooks ask a person (serve's Claude Code
+    route) runs the hooks inside :meth:`asking`; each approval asked there is withdrawn when
+    :meth:`gone` says the client went away (its connection closed: its own timeout passed, or
+    it was interrupted). The hook still waits for its answer (the withdrawal, a deny), but no
+    person approves a call its client no longer waits for.
+    """
+
+    _current: contextvars.ContextVar[Asker | None] = contextvars.ContextVar(
+        "otelhooks_asker", default=None
+    )
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._gone = False
+        self._withdraws: list[Callable[[], object]] = []
+
+    @contextlib.contextmanager
+    def asking(self) -> Iterator[None]:
+        """Approvals asked inside (on this thread, and in contexts copied from it) are held
+        for this client."""
+        token = Asker._current.set(self)
+        try:
+            yield
+        finally:
+            Asker._current.reset(token)
+
+    def gone(self) -> int:
+        """The client went away: withdraw what is asked for it now and from now on; returns
+        how many were waiting."""
+        with self._lock:
+            self._gone = True
+            withdraws, self._withdraws = self._withdraws, []
+        for withdraw in withdraws:
+            withdraw()
+        return len(withdraws)
+
+    @staticmethod
+    @contextlib.contextmanager
+    def holding(withdraw: Callable[[], object]) -> Iterator[None]:
+        """Inside, ``withdraw`` is called if the current client (if any) goes away."""
+        asker = Asker._current.get()
+        if asker is None:
+            yield
+            return
+        with asker._lock:
+            gone = asker._gone
+            if not gone:
+                asker._withdraws.append(withdraw)
+        if gone:
+            withdraw()
+        try:
+            yield
+        finally:
+            with asker._lock, contextlib.suppress(ValueError):
+                asker._withdraws.remove(withdraw)
 
 
 @dataclass
@@ -269,11 +335,11 @@ class ApprovalInbox:
         self._settled(expired if item is None else [*expired, item])
         return item
 
-    def withdraw(self, approval_id: str) -> Approval | None:
+    def withdraw(self, approval_id: str, reason: str = WITHDRAWN) -> Approval | None:
         """Its asker stopped waiting (cancelled, interrupted, gave up: its call was blocked):
         the approval is denied by ``asker``, so nobody approves a call nobody waits for and a
         rerun's card is the only one left; ``None`` as :meth:`answer`."""
-        return self.answer(approval_id, "deny", by="asker", reason=WITHDRAWN)
+        return self.answer(approval_id, "deny", by="asker", reason=reason)
 
     def expire(self, approval_id: str) -> Approval | None:
         """Apply the default to a pending approval (its waiter's deadline passed)."""

@@ -78,6 +78,7 @@ def sample_event(
     fields.
     """
     from otelhooks._events import GenericEvent
+    from otelhooks._matchers import tool_aliases
 
     model = spec.payload
     data: dict[str, Any] = {}
@@ -86,7 +87,8 @@ def sample_event(
     if "apiName" in fields:
         identifier, api = split_tool(tool)
         matcher_value = f"{identifier}/{api}" if identifier else api
-        values = (matcher_value, api)
+        # an MCP tool's other names too, as the Claude Code bridge offers them
+        values = (matcher_value, api, *tool_aliases(matcher_value))
         data.update(
             toolCallId="call_sample", identifier=identifier, apiName=api, toolName=api, args={}
         )

@@ -11,7 +11,7 @@ import argparse
 import os
 import sys
 
-from otelhooks._cli._common import Subcommands
+from otelhooks._cli._common import Subcommands, log_to_stderr
 from otelhooks._errors import ConfigError
 
 __all__ = ["add_parser"]
@@ -30,6 +30,19 @@ def _kinds(text: str) -> list[str]:
 
 
 def _replay(args: argparse.Namespace) -> int:
+    import structlog
+
+    # stdout is the report (JSON lines a CI step parses): the policy's hooks log to stderr, and
+    # the caller's logging is as it was afterwards (``run_cli`` runs this in its process)
+    saved = structlog.get_config()
+    log_to_stderr()
+    try:
+        return _report(args)
+    finally:
+        structlog.configure(**saved)
+
+
+def _report(args: argparse.Namespace) -> int:
     from otelhooks.replay import RecordingError, replay
 
     try:

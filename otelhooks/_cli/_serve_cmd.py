@@ -144,8 +144,11 @@ def add_parser(sub: Subcommands) -> None:
     serve.add_argument(
         "--fail-closed",
         action="store_true",
-        help="Claude Code hooks: when a hook fails on PreToolUse, answer deny (default: 500, "
-        "which Claude Code treats as a non-blocking error and runs the tool)",
+        help="Claude Code hooks: when the bridge itself fails on PreToolUse (no answer in time, "
+        "an input it cannot read, a store failure it cannot work around), answer deny "
+        "(default: 500, which Claude Code treats as a non-blocking error and runs the tool); "
+        "a hook that runs and fails (a budget guard whose spend the store cannot read too) "
+        "follows its on_error: give guards on_error: block",
     )
     serve.add_argument(
         "--hook-timeout",

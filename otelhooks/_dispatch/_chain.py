@@ -22,6 +22,9 @@ Rules (each has its own test):
 7. A hook in ``mode: permissive`` gets its own deep copy of the payload; what it would do (block,
    mock, rewrite, fail under ``on_error: block``) is recorded in its step's ``permissive`` and
    never applied: the chain goes on as if it had allowed.
+8. Arguments a person edited on an approval's card are judged again from the first hook, past
+   that approval (its person chose them): the call that runs passed every guard, those listed
+   before the approval included (:meth:`InterceptChain.again`; docs/design.md says why).
 """
 
 from __future__ import annotations
@@ -42,6 +45,13 @@ __all__ = ["DEFAULT_BLOCK_REASONS", "InterceptChain"]
 
 _DENY = 3
 _DECISION_RANK = {"ask": 1, "defer": 2, "deny": _DENY}
+
+_LISTED: dict[tuple[bool, bool], frozenset[str]] = {
+    (False, True): frozenset(),
+    (False, False): frozenset({"webhook"}),
+    (True, True): frozenset({"approval"}),
+    (True, False): frozenset({"webhook", "approval"}),
+}
 
 DEFAULT_BLOCK_REASONS: dict[str, str] = {
     "before_tool_call": "Blocked by beforeToolCall hook.",
@@ -74,12 +84,13 @@ class InterceptChain:
     __slots__ = (
         "approvals",
         "blocked",
-        "call_webhooks",
         "decided_by",
         "dry_run",
+        "edited_by",
         "errors",
         "event",
         "hooks",
+        "listed",
         "marks",
         "matched",
         "mock",
@@ -106,7 +117,10 @@ class InterceptChain:
         self.hooks = hooks
         self.event = event
         self.dry_run = dry_run  # deciding only (HooksEngine.dry_run): nothing is counted
-        self.call_webhooks = call_webhooks  # False: control webhooks are reported as "would call"
+        # The kinds of hook that ask outside and are listed in ``would_call`` instead of run: a
+        # control webhook unless ``call_webhooks``; an approval in a dry run, since no call
+        # waits for the person's answer there (and a card would ask them about none).
+        self.listed = _LISTED[dry_run, call_webhooks]
         self.soft_rank = 0  # set while a command's ask/defer block leaves the chain open (rule 6)
         self.scratch: HookEvent | None = None  # the copy a permissive hook was given (rule 7)
         # What the last permissive hook would have done (read it for a permissive hook only).
@@ -120,6 +134,8 @@ class InterceptChain:
         self.would_call: list[str] = []
         self.steps: list[HookStep] = []
         self.approvals: list[ApprovalNote] = []
+        # the approval whose person's edit is the payload held, until the hooks before it saw it
+        self.edited_by: HookFacts | None = None
         self.payload = payload
         # A tool call's marks (None for other events), read once per payload the chain holds.
         self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
@@ -141,6 +157,14 @@ class InterceptChain:
             self.approvals,
         )
 
+    def again(self) -> tuple[HookFacts, ...]:
+        """The hooks to run next (rule 8) once the loop stopped at an approval whose person
+        edited the arguments (``edited_by``): every hook from the first again, on the edited
+        arguments, past that approval (a guard listed before it judged only the arguments
+        asked about)."""
+        author, self.edited_by = self.edited_by, None
+        return tuple(hook for hook in self.hooks if hook is not author)
+
     def _hold(self, payload: HookEvent) -> None:
         """Go on with ``payload`` (a rewrite, or a fresh copy after a failure), and its marks."""
         self.payload = payload
@@ -157,9 +181,12 @@ class InterceptChain:
         return self.scratch
 
     def apply(self, hook: HookFacts, result: Any) -> tuple[bool, str]:
-        """Apply a handler's return value and record the hook's step. Returns (stop, outcome)."""
+        """Apply a handler's return value and record the hook's step. Returns (stop, outcome):
+        a stop with ``edited_by`` set is an approval's edit, which :meth:`again` judges."""
+        edited = False
         if isinstance(result, Answered):  # an approval: who answered goes on the call's span
             self.approvals.append(result.note)
+            edited = result.note.args is not None
             result = result.result
         if hook.permissive:
             outcome = self._would(hook, result)
@@ -174,6 +201,9 @@ class InterceptChain:
             return False, "ok"
         stop, outcome = self._enforce(hook, result)
         self.steps.append(hook.steps[outcome])
+        if edited and outcome == "rewritten":
+            self.edited_by = hook  # rule 8: the loop stops here and starts again (again())
+            return True, outcome
         return stop, outcome
 
     def _enforce(self, hook: HookFacts, result: Any) -> tuple[bool, str]:

@@ -126,7 +126,8 @@ class Dispatcher:
         the caller holds the payload, so no :class:`LiveEvent` is made for it, and has looked up
         its ``intercepts``), with no side effect beyond the hooks themselves: notification
         webhooks are not enqueued and nothing is counted in metrics. ``call_webhooks=False``:
-        control webhooks are listed in ``would_call`` instead of called. ``inline``: call sync
+        control webhooks are listed in ``would_call`` instead of called; approval hooks always
+        are (no person is asked about a call that is not waiting). ``inline``: call sync
         hooks on this thread and judge their deadlines when they return (see :meth:`_run_chain`).
 
         Returns the chain, which carries the decision in a verdict's fields (its
@@ -148,41 +149,45 @@ class Dispatcher:
         recordings). A hook that never returns blocks the caller: only for callers that accept
         that (dry runs). Commands and webhooks enforce their own timeouts either way."""
         calls = self._calls
-        listed = not chain.call_webhooks  # control webhooks are listed, not called
+        listed = chain.listed  # kinds of hook listed, not run (a control webhook, a person)
         counted = not chain.dry_run  # a live run's durations are counted; a dry run's are not
-        for hook in chain.hooks:
-            may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
-            if may_skip and self._skips(chain, hook):
-                continue
-            payload = chain.scratch_for(hook) if hook.permissive else chain.payload
-            started = perf_counter()
-            try:
-                if not inline or hook.is_async:
-                    result = calls.call(hook.hook, payload)
+        hooks = chain.hooks
+        while hooks:
+            for hook in hooks:
+                may_skip = chain.soft_rank or (listed and hook.kind in listed)
+                if may_skip and self._skips(chain, hook):
+                    continue
+                payload = chain.scratch_for(hook) if hook.permissive else chain.payload
+                started = perf_counter()
+                try:
+                    if not inline or hook.is_async:
+                        result = calls.call(hook.hook, payload)
+                    else:
+                        # In a copy of the context, as in the pool: a hook's context variables stay
+                        # its own. ``hook.call``: what the observer worker calls for it too (a
+                        # Python handler: its function); a command or a control webhook bounds its
+                        # own time.
+                        result = copy_context().run(hook.call, payload)
+                        # A sync callable's coroutine (the payload itself, or None, never is).
+                        if result is not None and result is not payload and isawaitable(result):
+                            result = calls.run_coroutine(hook.hook, result)
+                        elif perf_counter() - started > hook.deadline_s:
+                            raise DeadlinePassed  # late, as the pool would have judged it
+                except Exception as exc:
+                    stop = self._hook_failed(chain, hook, live, exc, started)
+                except BaseException as exc:  # an inline hook's SystemExit...: see hooks_failure
+                    failure = hooks_failure(exc)
+                    if failure is None:
+                        raise
+                    stop = self._hook_failed(chain, hook, live, failure, started)
                 else:
-                    # In a copy of the context, as in the pool: a hook's context variables stay
-                    # its own. ``hook.call``: what the observer worker calls for it too (a
-                    # Python handler: its function); a command or a control webhook bounds its
-                    # own time.
-                    result = copy_context().run(hook.call, payload)
-                    # A sync callable's coroutine (the payload itself, or None, never is).
-                    if result is not None and result is not payload and isawaitable(result):
-                        result = calls.run_coroutine(hook.hook, result)
-                    elif perf_counter() - started > hook.deadline_s:
-                        raise DeadlinePassed  # late, as the pool would have judged it
-            except Exception as exc:
-                stop = self._hook_failed(chain, hook, live, exc, started)
-            except BaseException as exc:  # an inline hook's SystemExit...: see hooks_failure
-                failure = hooks_failure(exc)
-                if failure is None:
-                    raise
-                stop = self._hook_failed(chain, hook, live, failure, started)
-            else:
-                stop, outcome = chain.apply(hook, result)
-                if counted:
-                    self._count_returned(chain, hook, outcome, started)
-            if stop:
-                break
+                    stop, outcome = chain.apply(hook, result)
+                    if counted:
+                        self._count_returned(chain, hook, outcome, started)
+                if stop:
+                    break
+            # rule 8: an approval's edit stopped the loop, to be judged from the first hook
+            hooks = chain.again() if chain.edited_by is not None else ()
 
     async def intercept_async(
         self, live: LiveEvent, *, dry_run: bool = False, call_webhooks: bool = True
@@ -192,24 +197,28 @@ class Dispatcher:
         chain = self._begin_chain(live, dry_run, call_webhooks)
         if chain is None:
             return self._end_chain(live, None)
-        listed = not chain.call_webhooks
+        listed = chain.listed
         counted = not chain.dry_run
-        for hook in chain.hooks:
-            may_skip = chain.soft_rank or (listed and hook.kind == "webhook")
-            if may_skip and self._skips(chain, hook):
-                continue
-            payload = chain.scratch_for(hook) if hook.permissive else chain.payload
-            started = perf_counter()
-            try:
-                result = await self._calls.acall(hook.hook, payload)
-            except Exception as exc:
-                stop = self._hook_failed(chain, hook, live, exc, started)
-            else:
-                stop, outcome = chain.apply(hook, result)
-                if counted:
-                    self._count_returned(chain, hook, outcome, started)
-            if stop:
-                break
+        hooks = chain.hooks
+        while hooks:
+            for hook in hooks:
+                may_skip = chain.soft_rank or (listed and hook.kind in listed)
+                if may_skip and self._skips(chain, hook):
+                    continue
+                payload = chain.scratch_for(hook) if hook.permissive else chain.payload
+                started = perf_counter()
+                try:
+                    result = await self._calls.acall(hook.hook, payload)
+                except Exception as exc:
+                    stop = self._hook_failed(chain, hook, live, exc, started)
+                else:
+                    stop, outcome = chain.apply(hook, result)
+                    if counted:
+                        self._count_returned(chain, hook, outcome, started)
+                if stop:
+                    break
+            # rule 8: an approval's edit stopped the loop, to be judged from the first hook
+            hooks = chain.again() if chain.edited_by is not None else ()
         return self._end_chain(live, chain)
 
     # The two loops above differ only in how a hook is called; the rules live here and in
@@ -241,11 +250,11 @@ class Dispatcher:
     @staticmethod
     def _skips(chain: InterceptChain, hook: HookFacts) -> bool:
         """Whether ``hook`` does not run (the loops ask only when a rule here can apply: an
-        ask/defer holds the chain open, or ``hook`` is a control webhook not called)."""
+        ask/defer holds the chain open, or ``hook`` asks outside and is only listed)."""
         if chain.skips(hook):
             return True
-        if not chain.call_webhooks and hook.kind == "webhook":
-            chain.would_call.append(hook.id)  # a control webhook: reported, not called
+        if hook.kind in chain.listed:
+            chain.would_call.append(hook.id)  # a control webhook or a person: reported, not asked
             return True
         return False
 

@@ -286,7 +286,8 @@ class HooksEngine:
 
         The intercept chain runs exactly as live (same matchers, order, handlers, commands and
         scripts). Nothing is queued for observers and nothing is counted; control webhooks are
-        listed in ``Verdict.would_call`` unless ``call_webhooks``. For an event that is not an
+        listed in ``Verdict.would_call`` unless ``call_webhooks``, and approval hooks always
+        are (no person is asked about a call nobody waits for). For an event that is not an
         intercept point the verdict is empty (observers cannot change anything).
 
         ``inline=True`` calls sync Python hooks on this thread instead of the handler pool and

@@ -15,6 +15,7 @@ __all__ = [
     "Scope",
     "Send",
     "check_auth",
+    "disconnected",
     "header",
     "otlp_request_format",
     "read_body",
@@ -85,6 +86,13 @@ async def respond(
         head.append((b"www-authenticate", b'Bearer realm="otelhooks"'))
     await send({"type": "http.response.start", "status": status, "headers": head})
     await send({"type": "http.response.body", "body": body})
+
+
+async def disconnected(receive: Receive) -> None:
+    """Return once the client closed its connection (what is left of its body is dropped): a
+    client waiting for a long answer (a person's) may give up first."""
+    while (await receive())["type"] != "http.disconnect":
+        pass
 
 
 async def read_body(receive: Receive, limit: int) -> bytes | None:

@@ -342,7 +342,8 @@ def serve(
     logs and metrics, and joins Claude Code's telemetry with its sessions; hook spans and
     joined spans go to ``span_exporters`` and to OTLP when the ``OTEL_EXPORTER_OTLP_*``
     endpoint is set. Sessions survive a restart when an ``agent_events`` log is durable.
-    ``fail_closed`` makes a failing hook deny ``PreToolUse`` instead of answering 500;
+    ``fail_closed`` makes the bridge's own failure deny ``PreToolUse`` instead of answering 500
+    (a hook that runs and fails follows its ``on_error``);
     ``hook_timeout_s`` is when a deciding Claude Code hook not answered yet counts as failed.
     With ``web`` (the default) the server also serves the web view and the approvals inbox
     (:mod:`otelhooks.web`), linking trace ids to ``jaeger_url`` and metrics to ``grafana_url``.

@@ -142,11 +142,25 @@ def _receiver(signature: inspect.Signature) -> str | None:
     return None
 
 
+def _defaults(signature: inspect.Signature) -> dict[str, Any]:
+    """Each parameter's default by name: what the function receives for one left out."""
+    return {n: p.default for n, p in signature.parameters.items() if p.default is not p.empty}
+
+
 def _bind(
-    signature: inspect.Signature, args: tuple[Any, ...], kwargs: dict[str, Any]
+    signature: inspect.Signature,
+    defaults: dict[str, Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
 ) -> dict[str, Any]:
-    """The tool's arguments by name, as hooks see them (a method's receiver left out)."""
+    """The tool's arguments by name, as hooks see them: what the function receives, its
+    ``defaults`` filled in (a guard denying ``force`` must see the ``force=True`` it defaults
+    to), a method's receiver left out. The defaults are read once, when the function is
+    decorated: ``BoundArguments.apply_defaults`` reads them again at each call, 7 % of a call's
+    instructions (benchmarks/README.md, "@otelhooks.tool's defaults")."""
     arguments = dict(signature.bind(*args, **kwargs).arguments)
+    for name, value in defaults.items():
+        arguments.setdefault(name, value)
     receiver = _receiver(signature)
     if receiver is not None:
         arguments.pop(receiver, None)
@@ -245,13 +259,14 @@ def tool(
 
         api_name = name or func.__name__
         signature = inspect.signature(func)
+        defaults = _defaults(signature)
         frame = _Frame(api_name, tracer)
 
         if inspect.iscoroutinefunction(func):
 
             @functools.wraps(func)
             async def arun(*args: P.args, **kwargs: P.kwargs) -> Any:
-                original = _bind(signature, args, kwargs)
+                original = _bind(signature, defaults, args, kwargs)
                 async with AsyncExitStack() as stack:
                     step = await frame.aenter(stack)
                     # A denial is raised once the call's span has ended as "denied": raised
@@ -271,7 +286,7 @@ def tool(
 
         @functools.wraps(func)
         def run(*args: P.args, **kwargs: P.kwargs) -> Any:
-            original = _bind(signature, args, kwargs)
+            original = _bind(signature, defaults, args, kwargs)
             with ExitStack() as stack:
                 step = frame.enter(stack)
                 with step.tool_call(identifier, api_name, dict(original)) as call:

@@ -2,12 +2,14 @@
 
 Errors name the store (its URL without a password), so an operator reading a log line knows
 which database it is about. :class:`StoreUnavailable` means "cannot commit right now": the
-HTTP layer answers ``503`` with ``Retry-After`` and the client retries.
+HTTP layer answers ``503`` with ``Retry-After`` and the client retries. :class:`StoreBusy`, one
+of them, is about one change only (its lock wait or its statement past the timeout): the store
+itself answers, so what skips the store while it is unavailable does not skip it for that.
 """
 
 from __future__ import annotations
 
-__all__ = ["StoreError", "StoreUnavailable"]
+__all__ = ["StoreBusy", "StoreError", "StoreUnavailable"]
 
 
 class StoreError(Exception):
@@ -26,3 +28,10 @@ class StoreUnavailable(StoreError):
     """
 
     retry_after_s = 1
+
+
+class StoreBusy(StoreUnavailable):
+    """This change waited past the store's timeouts (a lock another transaction holds, a slow
+    statement), or lost a deadlock: retry it. The store itself answers, so every other change
+    still goes to it: an agent that makes its own session's changes wait must not turn the
+    store off for every session (their budget guards read it)."""

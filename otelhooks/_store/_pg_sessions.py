@@ -39,7 +39,9 @@ A guard's decision does not need the shared state (it only joins a ``PreToolUse`
 cannot make (down, restarting, locked past its lock timeout, the pool exhausted, or a value it
 refuses: text with a NUL byte) is made in a scratch :class:`ServerSessions` in memory instead,
 and the hooks still decide. The problem is logged; after the store was unavailable it is left
-alone for its ``Retry-After`` (no event pays its connection wait again meanwhile). What the
+alone for its ``Retry-After`` (no event pays its connection wait again meanwhile), but not after
+one change waited past its lock or statement timeout (:class:`StoreBusy`): that is the change's
+own trouble, and every other session's changes and spend reads still go to the store. What the
 scratch holds is this instance's alone, bounded as any :class:`ServerSessions`: a tool use
 started there ends there, also once the store is back; one started on the store and ended
 while it cannot be read is judged by its hooks as any, without a span. Every statement here but
@@ -60,7 +62,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Final, ParamSpec, TypeVar
 import structlog
 
 from otelhooks._instrument._spend import CALL_WINDOW_S, Spend, session_key
-from otelhooks._store._errors import StoreError, StoreUnavailable
+from otelhooks._store._errors import StoreBusy, StoreError, StoreUnavailable
 from otelhooks._store._pg_schema import SESSIONS_LOCK
 from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
 from otelhooks.integrations.coding_agents._state import (
@@ -316,8 +318,10 @@ class SharedSessions(ServerSessions):
             return self._fallback
 
     def _cannot(self, change: str, exc: StoreError) -> None:
-        """Log why a change is made in the scratch; an unavailable store is left alone a while."""
-        retry_s = exc.retry_after_s if isinstance(exc, StoreUnavailable) else 0
+        """Log why a change is made in the scratch; an unavailable store is left alone a while
+        (not for one change that waited too long: the store answers the others)."""
+        down = isinstance(exc, StoreUnavailable) and not isinstance(exc, StoreBusy)
+        retry_s = StoreUnavailable.retry_after_s if down else 0
         _log.error(
             "the store cannot keep this claude-code session change: made without it (the hooks "
             "still decide; the span is not joined across the fleet)",

@@ -8,9 +8,12 @@ a guard's decision on a Claude Code hook. So a statement not answered within the
 timeout and a second (:class:`_Stalls`) has its connection's socket shut down: it fails as a
 lost connection would. Errors are
 translated here, at one boundary: a connection that cannot be had or is lost
-(``OperationalError``, a pool timeout) is :class:`StoreUnavailable` (``503``, retry), any
-other database error :class:`StoreError`, also a value past the database's limits (an index row
-too large), which is the value's fault; both name the store without its password.
+(``OperationalError``, a pool timeout) or a server that turned read-only (a standby after a
+failover) is :class:`StoreUnavailable` (``503``, retry); one change past its lock or statement
+timeout, or a deadlock's loser, is :class:`StoreBusy` (``503`` too, but only that change is
+retried: the store answers); any other database error :class:`StoreError`, also a value past
+the database's limits (an index row too large), which is the value's fault; all name the store
+without its password.
 
 Schema migrations are numbered steps applied in one transaction under an advisory lock, so
 instances starting together do not race; ``otelhooks_schema`` records each applied version.
@@ -32,7 +35,7 @@ import structlog
 from otelhooks._config import AgentEventsConfig
 from otelhooks._eventlog._model import EventLog
 from otelhooks._store._base import DEFAULT_STATEMENT_TIMEOUT_S, Store
-from otelhooks._store._errors import StoreError, StoreUnavailable
+from otelhooks._store._errors import StoreBusy, StoreError, StoreUnavailable
 from otelhooks._store._pg_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -360,12 +363,16 @@ def _rows_of(
 def _translated(name: str, exc: psycopg.Error) -> StoreError:
     """The store's error for a database error (see the module doc)."""
     import psycopg
+    from psycopg import errors
 
-    # a value past the database's limits (an index row of a client's megabyte id) fails its
-    # own change only: as unavailable, every session's changes and spend reads skipped the
-    # store a while, and every budget guard of the instance failed with them
-    lost = isinstance(exc, psycopg.OperationalError | psycopg.errors.QueryCanceled)
-    if lost and not isinstance(exc, psycopg.errors.ProgramLimitExceeded):
+    # one change's own failure (its lock wait or statement past the timeout, a deadlock it
+    # lost, a value past the database's limits: an index row of a client's megabyte id) fails
+    # that change only: as the store down, every session's changes and spend reads skipped
+    # the store a while, and every budget guard of the instance failed with them
+    if isinstance(exc, errors.QueryCanceled | errors.LockNotAvailable | errors.TransactionRollback):
+        return StoreBusy(name, _first_line(exc))
+    down = psycopg.OperationalError | errors.ReadOnlySqlTransaction  # lost, or a standby now
+    if isinstance(exc, down) and not isinstance(exc, errors.ProgramLimitExceeded):
         return StoreUnavailable(name, _first_line(exc))
     return StoreError(name, _first_line(exc))
 

@@ -34,13 +34,16 @@ from otelhooks._events import (
     ToolResultPersistEvent,
 )
 from otelhooks._json import JsonProblem, loads_bounded
+from otelhooks._matchers import tool_aliases
 from otelhooks._span_mapping import tool_identity
+from otelhooks._tool_kinds import CLI_MATCHER_ALIASES
 from otelhooks.replay._context import SpanContext
 
 __all__ = ["Decision", "RecordedEvent", "SpanContext", "recorded_events"]
 
 _STATUS_ERROR = 2  # OTLP Status.code STATUS_CODE_ERROR
 _EMPTY_ARGS_SIZE = 2  # len("{}"): arguments known to be empty even without capture
+_NO_ALIASES: dict[str, tuple[str, ...]] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,7 +236,11 @@ def _tool_events(
     else:
         rewritten = attrs.get(sc.HOOK_REWRITTEN_BY)
         recorded = _blocked(attrs, rewritten, False) if rewritten else _ALLOWED
-    values = (subject, api)
+    if identifier:  # as the instrumentation and the MCP gateway offer them
+        values: tuple[str, ...] = (subject, api)
+    else:  # as the coding agents' bridge does: an MCP tool's gateway names, the CLI's aliases
+        cli = CLI_MATCHER_ALIASES.get(agent, _NO_ALIASES) if agent else _NO_ALIASES
+        values = (api, *tool_aliases(api), *cli.get(api, ()))
 
     def build_call() -> HookEvent:
         common["args"] = _arguments(raw_args)  # parsed again for each build: its own dict

@@ -66,7 +66,8 @@ class Tally:
         seen: events the hook matched (for a tool: its recorded calls).
         deny, mock, rewrite: events the policy now denies, mocks, rewrites.
         errors: events where a hook failed.
-        would_call: control webhooks not called (no ``--live-webhooks``).
+        would_call: control webhooks not called (no ``--live-webhooks``) and approvals (a
+            person is never asked).
         changed: events whose decision differs from the recorded one.
     """
 
@@ -107,6 +108,8 @@ class ReplayReport:
         self.by_event: Counter[str] = Counter()
         self.changes: Counter[str] = Counter()
         self.content_missing = 0
+        # Events a hook of the policy did not decide: a control webhook or a person not asked.
+        self.not_evaluated = 0
         self.hooks: dict[str, Tally] = {hook_id: Tally() for hook_id in hook_ids}
         self.tools: dict[str, Tally] = {}
         # Lines, frames and events that could not be read (``otelhooks replay`` exits 2).
@@ -152,6 +155,7 @@ class ReplayReport:
                 break
         if change is not None or missing or would_call or permissive:
             if would_call:
+                self.not_evaluated += 1
                 self._would_call.update(would_call)
             record = _event_record(outcome, change, permissive)
             line = _to_json(record)
@@ -218,6 +222,7 @@ class ReplayReport:
             "by_event": dict(self.by_event),
             "changes": {kind: self.changes[kind] for kind in sorted(self.changes)},
             "content_not_recorded": self.content_missing,
+            "not_evaluated": self.not_evaluated,
             "unreadable": self.unreadable.total,
             "unreadable_first": list(self.unreadable),
             **self.sources,
@@ -265,7 +270,11 @@ class ReplayReport:
                     for entry in record["permissive"]:
                         yield f"    permissive: {entry}"
         if self._would_call:
-            yield from ("", "Would call (control webhooks, not called without --live-webhooks)")
+            yield from (
+                "",
+                "Would call (control webhooks, not called without --live-webhooks; approvals, "
+                "never asked): not evaluated",
+            )
             for hook, count in self._would_call.items():
                 yield f"  {hook}: {count} event(s)"
         if self.unreadable.total:
@@ -289,6 +298,8 @@ class ReplayReport:
             + (f" ({kinds})" if kinds else "")
             + f"; changes: {changes}"
         )
+        if self.not_evaluated:
+            head += f"; {self.not_evaluated} not evaluated (would call)"
         if self.content_missing:
             head += f"; {self.content_missing} decided without recorded content"
         if self.unreadable.total:

@@ -48,7 +48,8 @@ class ReplayOutcome:
             ``op`` one of ``add``, ``remove``, ``replace``).
         errors: ``hook id: problem`` for each hook that failed.
         matched: the intercept hooks that matched, in the order they ran.
-        would_call: control webhooks that were not called (no ``--live-webhooks``).
+        would_call: control webhooks that were not called (no ``--live-webhooks``) and
+            approvals, whose person is never asked.
         steps: what each hook did.
     """
 
@@ -106,7 +107,8 @@ def replay_events(
     Args:
         engine: the policy (``HooksEngine.from_files(...)``).
         events: from :func:`recorded_events`.
-        live_webhooks: call control webhooks; otherwise they are listed in ``would_call``.
+        live_webhooks: call control webhooks; otherwise they are listed in ``would_call``
+            (approvals always are).
         pooled: call Python hooks on the engine's handler pool under their deadlines, as live
             (a hook that hangs is cut off). By default they run on this thread and their
             deadlines are judged when they return: the same verdicts, several times faster.

@@ -13,7 +13,8 @@ route                                  who, what
                                        with the approval
 ``GET /v1/approvals/{id}?wait=S``      ingest or admin: the approval, after up to ``S`` seconds
                                        of waiting for its answer (the default applies at its
-                                       deadline)
+                                       deadline); with ``asker=1`` (its asker's long-poll) the
+                                       connection closing before the answer withdraws it
 ``DELETE /v1/approvals/{id}``          ingest or admin (bearer only): its asker stopped waiting;
                                        the approval is denied by ``asker`` (409 when answered)
 =====================================  ==========================================================
@@ -33,7 +34,7 @@ from typing import Any
 from urllib.parse import parse_qs
 
 from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, InboxFull
-from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
+from otelhooks._eventlog._asgi import Receive, Scope, Send, disconnected, read_body, respond
 from otelhooks.web._auth import SECURITY_HEADERS, WebAuth
 
 __all__ = ["ApprovalRoutes", "wait_seconds"]
@@ -184,20 +185,35 @@ class ApprovalRoutes:
         if item.state == "pending" and self.inbox.seconds_left(item) <= 0:
             # an asker that only looks (no room for its long-poll) gets the default at the deadline
             await self.inbox.call(self.inbox.expire, item.id)
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
         try:
-            raw = parse_qs(scope.get("query_string", b"").decode("latin-1")).get("wait", ["0"])
-            wait = wait_seconds(raw[0], 0.0)
+            wait = wait_seconds(query.get("wait", ["0"])[0], 0.0)
         except ValueError:
             wait = 0.0
+        asker = query.get("asker") == ["1"]  # its connection closing withdraws the approval
         if wait and item.state == "pending":
             if self.waiting >= _MAX_WAITERS:
                 await _json(send, 503, {"error": "too_many_waiters"})
                 return
             self.waiting += 1
+            answered = asyncio.ensure_future(
+                asyncio.wait_for(_answered(self.inbox, item, wait), wait + 1)
+            )
+            waits = (
+                {answered, asyncio.ensure_future(disconnected(receive))} if asker else {answered}
+            )
             try:
-                await asyncio.wait_for(_answered(self.inbox, item, wait), wait + 1)
+                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
             finally:
                 self.waiting -= 1
+                for task in waits:
+                    task.cancel()
+            if not answered.done():
+                # the asker went away mid-poll (killed: its socket closed; alive, it withdraws
+                # and never polls again either): nobody waits for this answer any more
+                await self.inbox.call(self.inbox.withdraw, item.id)
+                return
+            answered.result()
         # the asker gets the edited arguments whatever the display rule: they are its answer
         await _json(send, 200, self._shown(item, True))
 

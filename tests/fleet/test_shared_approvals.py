@@ -4,6 +4,9 @@ through another, decided once, due by the database's clock, and kept across a ki
 from __future__ import annotations
 
 import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -14,7 +17,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer, serve
-from otelhooks._actions._approval_inbox import InboxFull
+from otelhooks._actions._approval_inbox import CLIENT_GONE, InboxFull
 from otelhooks._store._pg_approvals import SharedApprovalInbox
 from otelhooks._store._postgres import PostgresStore
 from tests._postgres import PostgresCluster
@@ -126,6 +129,81 @@ def test_a_call_held_on_one_instance_is_denied_through_another_and_wakes_within_
     assert [(x["id"], x["state"], x["answered_by"]) for x in on_a["answered"]] == [
         (item["id"], "denied", "alice")
     ]
+
+
+def test_a_claude_code_hook_that_gives_up_withdraws_its_card_on_every_instance(
+    pair: list[EventLogServer],
+) -> None:
+    # Claude Code's HTTP hook times out (or is interrupted) while instance a holds its call:
+    # before, the card stayed pending on the fleet and a person's Approve through b was
+    # recorded "allowed" for a call Claude Code no longer waited for
+    a, b = pair
+    with pytest.raises(httpx.ReadTimeout):
+        httpx.post(
+            a.url + ROUTE,
+            json=_pre_tool_use("toolu_gone"),
+            headers=AUTH,
+            timeout=httpx.Timeout(5, read=1),
+        )
+    deadline = time.monotonic() + 10
+    listed = httpx.get(f"{b.url}/v1/approvals", headers=AUTH).json()
+    while listed["pending"] and time.monotonic() < deadline:
+        time.sleep(0.05)
+        listed = httpx.get(f"{b.url}/v1/approvals", headers=AUTH).json()
+    assert listed["pending"] == []
+    (item,) = listed["answered"]
+    assert (item["state"], item["answered_by"], item["answer_reason"]) == (
+        "denied",
+        "asker",
+        CLIENT_GONE,
+    )
+    late = httpx.post(
+        f"{b.url}/v1/approvals/{item['id']}", json={"decision": "allow"}, headers=AUTH
+    )
+    assert late.status_code == 409
+
+
+ASKER = """\
+import sys
+from otelhooks.testing import pipeline
+hook = {"id": "ask", "type": "before_tool_call", "matcher": "rm",
+        "approval": {"timeout": 60, "default": "allow", "url": sys.argv[1]}}
+with pipeline(hooks=[hook]) as pipe:
+    with pipe.oh.operation("bot") as op, op.step() as step:
+        step.run_tool("fs", "rm", {"path": "/data"}, lambda **kw: "ran")
+"""
+
+
+def test_an_asker_killed_outright_has_its_card_withdrawn_on_every_instance(
+    pair: list[EventLogServer], tmp_path: Path
+) -> None:
+    # kill -9 of a process whose call waits on instance a: its long-poll's socket closes.
+    # Before, the card waited its 60 s on the fleet and an Approve through b was recorded
+    a, b = pair
+    script = tmp_path / "asker.py"
+    script.write_text(ASKER)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "OTELHOOKS_INGEST_TOKEN": TOKEN}
+    child = subprocess.Popen([sys.executable, str(script), a.url], env=env)
+    try:
+        item = _pending(b.url)
+        time.sleep(0.5)  # its long-poll is waiting on a
+        child.send_signal(signal.SIGKILL)
+        child.wait(20)
+        deadline = time.monotonic() + 10
+        listed = httpx.get(f"{b.url}/v1/approvals", headers=AUTH).json()
+        while listed["pending"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+            listed = httpx.get(f"{b.url}/v1/approvals", headers=AUTH).json()
+    finally:
+        child.kill()
+        child.wait()
+    assert listed["pending"] == []
+    (got,) = listed["answered"]
+    assert (got["id"], got["state"], got["answered_by"]) == (item["id"], "denied", "asker")
+    late = httpx.post(
+        f"{b.url}/v1/approvals/{item['id']}", json={"decision": "allow"}, headers=AUTH
+    )
+    assert late.status_code == 409
 
 
 def test_the_version_the_page_waits_on_is_the_same_on_every_instance(

@@ -339,3 +339,37 @@ def test_a_session_end_on_an_instance_that_never_saw_the_session_ends_it_and_run
         assert sessions.peek_operation("sess-fleet") is None
     finally:
         store.close()
+
+
+_NAME_GUARD = """\
+from otelhooks import Block
+
+
+def guard(event):
+    if event.apiName == "Bash" and "rm -rf" in str(event.args):
+        return Block("rm -rf is not allowed here")
+    return event
+"""
+
+
+@pytest.mark.parametrize("store", ["memory", "postgresql"])
+def test_a_guard_reads_the_tool_of_its_own_call_when_the_tool_use_id_is_open(
+    tmp_path: Path, pg_url: str, store: str
+) -> None:
+    # A PreToolUse whose tool_use_id is open with another tool (a session id shared by two
+    # agents, a client choosing its ids) gave the guard the open one's tool name: a guard
+    # that checks it allowed `rm -rf` as a `Read`.
+    (tmp_path / "guard.py").write_text(_NAME_GUARD)
+    hooks = tmp_path / "guard.yaml"
+    hooks.write_text(
+        f"hooks:\n  - id: g\n    type: PreToolUse\n    script: {tmp_path}/guard.py:guard\n"
+    )
+    server = serve([hooks], token=TOKEN, web=False, store=pg_url if store != "memory" else None)
+    try:
+        read = _bash("PreToolUse", "toolu_same", tool_name="Read", tool_input={"file_path": "x"})
+        assert httpx.post(server.url + ROUTE, json=read, headers=AUTH).json() == {}
+        rm = _bash("PreToolUse", "toolu_same", tool_input={"command": "rm -rf /tmp/x"})
+        answer = httpx.post(server.url + ROUTE, json=rm, headers=AUTH).json()
+    finally:
+        server.stop()
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "deny", answer

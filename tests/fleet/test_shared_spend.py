@@ -64,13 +64,17 @@ def test_a_session_past_its_budget_is_denied_on_every_instance_and_after_a_resta
     assert restarted == "deny"  # was allow: a restarted serve started the session from $0
 
 
+@pytest.mark.parametrize("fail_closed", [False, True])
 @pytest.mark.parametrize("on_error", ["continue", "block"])
 def test_a_spend_the_store_cannot_read_fails_the_guard_and_its_on_error_decides(
-    tmp_path: Path, pg_url: str, started: list[EventLogServer], on_error: str
+    tmp_path: Path, pg_url: str, started: list[EventLogServer], on_error: str, fail_closed: bool
 ) -> None:
+    # --fail-closed is about the bridge's own failures (docs/adapters.md): a guard that runs
+    # and fails, this one too, is its hook's on_error's to decide, as the help and docs say
     hooks = tmp_path / "guard.yaml"
     hooks.write_text(f"{GUARD}    on_error: {on_error}\n")
-    server = _instance(started, hooks, pg_url)
+    server = serve([hooks], token=TOKEN, store=pg_url, web=False, fail_closed=fail_closed)
+    started.append(server)
     _costs(server)
     with psycopg.connect(pg_url, autocommit=True) as conn:  # the totals cannot be read now
         conn.execute("ALTER TABLE otelhooks_claude_code.spend RENAME TO spend_gone")
@@ -169,4 +173,27 @@ def test_an_id_past_postgresqls_index_limit_leaves_every_other_sessions_guard_de
     assert hostile.status_code == 200
     assert _decision(hostile.json()) == "allow"  # its own guard decided, on a scratch state
     answer = _pre(server, "toolu_v")
+    assert _decision(answer) == "deny", answer
+
+
+def test_one_sessions_lock_timeout_leaves_every_other_sessions_guard_deciding(
+    tmp_path: Path, pg_url: str, started: list[EventLogServer]
+) -> None:
+    # A change that waits past the lock timeout for a lock another transaction holds failed
+    # alone; it was taken for the store being down: for a second every session's change and
+    # spend read skipped the store, and the session past its budget below ran its call.
+    from otelhooks._store._pg_schema import SESSIONS_LOCK
+
+    hooks = tmp_path / "guard.yaml"
+    hooks.write_text(GUARD)
+    server = serve([hooks], token=TOKEN, store=pg_url, web=False, hook_timeout_s=2.0)
+    started.append(server)  # statements and lock waits: 1 s
+    _costs(server)
+    with psycopg.connect(pg_url) as holder:  # a real lock, held by another connection
+        holder.execute("SELECT pg_advisory_xact_lock(%s)", (SESSIONS_LOCK,))
+        end = {"session_id": "other", "hook_event_name": "SessionEnd", "reason": "exit"}
+        waited = httpx.post(server.url + ROUTE, json=end, headers=AUTH, timeout=10)
+        assert waited.status_code == 200, waited.text  # its change made in the scratch state
+        answer = _pre(server, "toolu_l")  # within the second the store was skipped
+        holder.rollback()
     assert _decision(answer) == "deny", answer

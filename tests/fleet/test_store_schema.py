@@ -9,7 +9,7 @@ import sys
 import psycopg
 import pytest
 
-from otelhooks._store._errors import StoreError, StoreUnavailable
+from otelhooks._store._errors import StoreBusy, StoreError, StoreUnavailable
 from otelhooks._store._open import STORE_ENV, open_store
 from otelhooks._store._pg_schema import SCHEMA_VERSION
 from otelhooks._store._postgres import PostgresStore
@@ -139,6 +139,38 @@ def test_a_query_past_the_statement_timeout_is_cancelled_and_names_the_store(
         ):
             _run(store, "SELECT pg_sleep(5)")
         assert time.monotonic() - started < 3
+    finally:
+        store.close()
+
+
+def test_one_changes_wait_is_busy_and_a_lost_or_read_only_server_is_unavailable(
+    pg_url: str,
+) -> None:
+    """Only a failure of the connection or the server makes the store unavailable (every
+    session's changes and spend reads skip it a while); a change past its lock or statement
+    timeout is that change's failure (it was the store unavailable: any agent could turn it
+    off for every session by making its own changes wait)."""
+    store = PostgresStore(pg_url, statement_timeout_s=0.3)
+    try:
+        with psycopg.connect(pg_url) as holder:  # a lock held by another connection
+            holder.execute("SELECT pg_advisory_xact_lock(7)")
+            with pytest.raises(StoreBusy):
+                store.statement(b"SELECT pg_advisory_xact_lock(7)")
+        with pytest.raises(StoreBusy, match="statement timeout"):
+            store.statement(b"SELECT pg_sleep(5)")
+        with pytest.raises(StoreUnavailable) as lost:  # the server ends the connection
+            store.statement(b"SELECT pg_terminate_backend(pg_backend_pid())")
+        assert not isinstance(lost.value, StoreBusy)
+    finally:
+        store.close()
+    name = pg_url.rsplit("/", 1)[1]
+    with psycopg.connect(pg_url, autocommit=True) as admin:  # as a standby after a failover
+        admin.execute(f'ALTER DATABASE "{name}" SET default_transaction_read_only = on')
+    store = PostgresStore(pg_url)
+    try:
+        with pytest.raises(StoreUnavailable, match="read-only") as read_only:
+            store.statement(b"CREATE TABLE t ()")
+        assert not isinstance(read_only.value, StoreBusy)
     finally:
         store.close()
 

@@ -515,3 +515,44 @@ def test_a_call_in_a_task_that_outlived_a_run_with_guards_of_its_own_says_they_d
 
     assert asyncio.run(main()) == ["removed"]
     assert ran == ["after-the-run"]
+
+
+def _deny_force(event: ToolCallEvent) -> Block | ToolCallEvent | None:
+    if event.args.get("path") == "/":  # the root is cleaned without force
+        return event.model_copy(update={"args": {**event.args, "force": False}})
+    return Block("force is not allowed") if event.args.get("force") else None
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_a_guard_sees_the_defaults_the_function_receives(
+    pipe: TestPipeline, tracer: AgentTracer, use_async: bool
+) -> None:
+    # guards saw only the arguments the caller wrote: called without `force`, the function ran
+    # with its default force=True past a guard denying force
+    ran: list[tuple[str, bool]] = []
+    pipe.register(hook("no-force", "beforeToolCall", _deny_force))
+
+    @otelhooks.tool(identifier="fs", name="rm")
+    def remove(path: str, force: bool = True) -> str:
+        ran.append((path, force))
+        return "removed"
+
+    @otelhooks.tool(identifier="fs", name="rm")
+    async def aremove(path: str, force: bool = True) -> str:
+        ran.append((path, force))
+        return "removed"
+
+    async def calls() -> None:
+        async with tracer.operation("cleaner") as op, op.step():
+            with pytest.raises(ToolDenied, match="force is not allowed"):
+                await aremove("/tmp/x")
+            assert await aremove("/") == "removed"
+
+    if use_async:
+        asyncio.run(calls())
+    else:
+        with tracer.operation("cleaner") as op, op.step():
+            with pytest.raises(ToolDenied, match="force is not allowed"):
+                remove("/tmp/x")
+            assert remove("/") == "removed"  # the guard's rewrite of a default reaches it
+    assert ran == [("/", False)]

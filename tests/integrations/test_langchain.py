@@ -15,7 +15,7 @@ pytest.importorskip("langgraph")
 
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, ToolException, tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode, tools_condition
@@ -488,3 +488,156 @@ def test_every_otelhooks_handler_of_a_run_has_its_decisions_obeyed(
     assert tool_message(result, "t4").content == "cached: otel is great"
     assert tool_message(result, "t2").content == "the safe copy"
     assert [e for e in logs if e["log_level"] == "warning"] == []
+
+
+def _deny_force(event: ToolCallEvent) -> Block | ToolCallEvent | None:
+    if event.args.get("path") == "/":  # the root is cleaned without force
+        return event.model_copy(update={"args": {**event.args, "force": False}})
+    return Block("force is not allowed") if event.args.get("force") else None
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_guard_sees_the_defaults_the_function_receives(
+    pipe: TestPipeline, use_async: bool
+) -> None:
+    # guards saw only the arguments the model sent: a call leaving out `force` ran the
+    # function with its default force=True past a guard denying force
+    ran: list[tuple[str, bool]] = []
+
+    @tool
+    def remove(path: str, force: bool = True, limit: int = None) -> str:  # type: ignore[assignment]  # noqa: RUF013 (a sloppy default, as users write)
+        """Remove a path."""
+        ran.append((path, force))
+        return "removed"
+
+    pipe.register(hook("no-force", "beforeToolCall", _deny_force))
+    calls = [
+        {"name": "remove", "args": {"path": "/tmp/x"}, "id": "r1", "type": "tool_call"},
+        {"name": "remove", "args": {"path": "/"}, "id": "r2", "type": "tool_call"},
+    ]
+    app = StateGraph(MessagesState).add_node("tools", ToolNode([hook_tool(remove)]))
+    graph_ = app.add_edge(START, "tools").compile()
+    state: Any = {"messages": [AIMessage("", tool_calls=calls)]}
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(pipe.tracer, agent_name="r")]}
+    out = asyncio.run(graph_.ainvoke(state, config)) if use_async else graph_.invoke(state, config)
+
+    assert ran == [("/", False)]  # the guard's rewrite of a default reaches the function
+    assert tool_message(out, "r1").content == "force is not allowed"
+    assert tool_message(out, "r2").content == "removed"
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_a_hooked_tool_given_a_plain_string_is_judged_by_its_argument(
+    pipe: TestPipeline, use_async: bool
+) -> None:
+    # LangChain takes a plain string for a one-argument tool: the guard saw {"input": ...}, so a
+    # guard reading `command` let it pass, and the wrapper then failed with a ValidationError
+    ran: list[str] = []
+
+    @tool
+    def shell(command: str) -> str:
+        """Run a shell command."""
+        ran.append(command)
+        return f"ran {command}"
+
+    def no_rm(event: ToolCallEvent) -> Block | None:
+        return Block("rm is not allowed") if "rm" in str(event.args.get("command")) else None
+
+    pipe.register(hook("no-rm", "beforeToolCall", no_rm))
+    hooked = hook_tool(shell)
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(pipe.tracer, agent_name="r")]}
+
+    def call(text: str) -> Any:
+        if use_async:
+            return asyncio.run(hooked.ainvoke(text, config))
+        return hooked.invoke(text, config)
+
+    assert call("ls") == "ran ls"
+    assert call("rm -rf /") == "rm is not allowed"
+    assert ran == ["ls"]
+
+
+@pytest.mark.parametrize("handler", [True, False], ids=["handler", "no-handler"])
+def test_a_hooked_tool_with_a_none_default_runs_as_it_does_unwrapped(
+    pipe: TestPipeline, handler: bool
+) -> None:
+    # LangChain hands a tool's _run every default of its schema; the wrapper gave them all to
+    # the inner tool, whose validation refuses the None that `limit: int = None` defaults to:
+    # the tool, which runs unwrapped, failed wrapped
+    @tool
+    def head(path: str, limit: int = None) -> str:  # type: ignore[assignment]  # noqa: RUF013 (a sloppy default, as users write)
+        """The first lines of a file."""
+        return f"{path}: {limit}"
+
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(pipe.tracer)] if handler else []}
+    with capture_logs():
+        assert head.invoke({"path": "a.txt"}) == "a.txt: None"
+        assert hook_tool(head).invoke({"path": "a.txt"}, config) == "a.txt: None"
+        assert hook_tool(head).invoke({"path": "a.txt", "limit": 3}, config) == "a.txt: 3"
+
+
+@pytest.mark.parametrize("hooked", [False, True], ids=["unwrapped", "hook_tool"])
+def test_a_tool_error_langchain_answers_with_is_a_failed_call(
+    pipe: TestPipeline, hooked: bool
+) -> None:
+    # a ToolException the tool's handle_tool_error turns into its answer (a ToolMessage with
+    # status="error") was recorded as a success; wrapped, the model was even told "success"
+    @tool(response_format="content_and_artifact")
+    def scan(path: str) -> tuple[str, dict[str, str]]:
+        """Scan a disk."""
+        if path == "/dev/sdz":
+            raise ToolException("disk on fire")
+        return "clean", {"path": path}
+
+    scan.handle_tool_error = True
+    calls = [
+        {"name": "scan", "args": {"path": "/dev/sdz"}, "id": "r1", "type": "tool_call"},
+        {"name": "scan", "args": {"path": "/dev/sda"}, "id": "r2", "type": "tool_call"},
+    ]
+    node = ToolNode([hook_tool(scan) if hooked else scan])
+    app = StateGraph(MessagesState).add_node("tools", node).add_edge(START, "tools").compile()
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="r")
+    out = app.invoke({"messages": [AIMessage("", tool_calls=calls)]}, {"callbacks": [handler]})
+    pipe.flush()
+
+    failed, ok = tool_message(out, "r1"), tool_message(out, "r2")
+    assert (failed.content, failed.status) == ("disk on fire", "error")
+    assert (ok.content, ok.status, ok.artifact) == ("clean", "success", {"path": "/dev/sda"})
+    spans = sorted(pipe.spans("execute_tool scan"), key=lambda s: s.start_time or 0)
+    outcomes = [(s.attributes or {})["otelhooks.tool.outcome"] for s in spans]
+    assert sorted(outcomes) == ["error", "success"]
+    assert sorted(s.status.status_code.name for s in spans) == ["ERROR", "UNSET"]
+
+
+def test_a_guard_sees_each_value_as_the_function_receives_it(pipe: TestPipeline) -> None:
+    # the schema's validation makes "true", 1 and "yes" the function's force=True: a guard
+    # comparing with true (as a jq `.force == true` command guard does) saw the string and let
+    # the forced delete run
+    ran: list[tuple[str, bool]] = []
+
+    @tool
+    def remove(path: str, force: bool = False) -> str:
+        """Remove a path."""
+        ran.append((path, force))
+        return "removed"
+
+    def no_force(event: ToolCallEvent) -> Block | None:
+        return Block("force is not allowed") if event.args.get("force") is True else None
+
+    pipe.register(hook("no-force", "beforeToolCall", no_force))
+    given = [True, "true", 1, "yes", "false"]
+    calls = [
+        {"name": "remove", "args": {"path": "/", "force": f}, "id": f"r{i}", "type": "tool_call"}
+        for i, f in enumerate(given)
+    ]
+    app = StateGraph(MessagesState).add_node("tools", ToolNode([hook_tool(remove)]))
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="r")
+    out = (
+        app.add_edge(START, "tools")
+        .compile()
+        .invoke({"messages": [AIMessage("", tool_calls=calls)]}, {"callbacks": [handler]})
+    )
+
+    answers = [tool_message(out, f"r{i}").content for i in range(len(given))]
+    assert answers == ["force is not allowed"] * 4 + ["removed"]
+    assert ran == [("/", False)]

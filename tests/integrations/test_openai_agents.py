@@ -17,6 +17,8 @@ from agents import (
     GuardrailFunctionOutput,
     InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
+    RunConfig,
+    ToolErrorFormatterArgs,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrailData,
     function_tool,
@@ -553,3 +555,105 @@ def test_a_run_resumed_from_a_saved_state_is_guarded_or_says_it_is_not(pipe: Tes
     assert world.ran == []
     assert world.files == {"a.txt": "hello otel hooks"}
     assert model.tool_outputs()["d1"] == "deleting files is not allowed"
+
+
+def _deny_force(event: ToolCallEvent) -> Block | ToolCallEvent | None:
+    if event.args.get("path") == "/":  # the root is cleaned without force
+        return event.model_copy(update={"args": {**event.args, "force": False}})
+    return Block("force is not allowed") if event.args.get("force") else None
+
+
+@pytest.mark.parametrize("strict", [True, False], ids=["strict", "not-strict"])
+def test_a_guard_sees_the_defaults_the_function_receives(pipe: TestPipeline, strict: bool) -> None:
+    # guards saw only the JSON the model sent: a call leaving out `force` ran the function with
+    # its default force=True past a guard denying force
+    ran: list[tuple[str, bool]] = []
+
+    @function_tool(strict_mode=strict)
+    def remove(path: str, force: bool = True, limit: int = None) -> str:  # type: ignore[assignment]  # noqa: RUF013 (a sloppy default, as users write)
+        """Remove a path."""
+        ran.append((path, force))
+        return "removed"
+
+    model = ScriptedModel(
+        "m",
+        [
+            [
+                function_call("remove", {"path": "/tmp/x"}, call_id="r1"),
+                function_call("remove", {"path": "/"}, call_id="r2"),
+            ],
+            [assistant_message("done")],
+        ],
+    )
+    pipe.register(hook("no-force", "beforeToolCall", _deny_force))
+    asyncio.run(HookedRunner(pipe.tracer).run(Agent(name="bot", model=model, tools=[remove]), "go"))
+
+    assert ran == [("/", False)]  # the guard's rewrite of a default reaches the function
+    assert model.tool_outputs() == {"r1": "force is not allowed", "r2": "removed"}
+
+
+@pytest.mark.parametrize("own_formatter", [False, True], ids=["sdk-message", "own-formatter"])
+def test_a_tool_that_raises_is_a_failure_with_the_sdks_tracing_off(
+    pipe: TestPipeline, recorder: Recorder, own_formatter: bool
+) -> None:
+    # otelhooks read the failure from the SDK's tracing span only: with tracing off, the
+    # exception the SDK turned into a message for the model was recorded as a success
+    @function_tool
+    def flaky() -> str:
+        """Always fails."""
+        raise ConnectionError("upstream down")
+
+    def formatter(args: ToolErrorFormatterArgs[Any]) -> str:
+        return f"{args.tool_name} is down"
+
+    config = RunConfig(
+        tracing_disabled=True, tool_error_formatter=formatter if own_formatter else None
+    )
+    model = ScriptedModel(
+        "m", [[function_call("flaky", {}, call_id="f1")], [assistant_message("gave up")]]
+    )
+    pipe.register(hook("err", "onToolCallError", recorder))
+    agent = Agent(name="bot", model=model, tools=[flaky])
+    asyncio.run(HookedRunner(pipe.tracer).run(agent, "go", run_config=config))
+    pipe.flush()
+
+    span = pipe.span("execute_tool flaky")
+    assert span.status.status_code is StatusCode.ERROR
+    assert (span.attributes or {})["error.type"] == "ConnectionError"
+    assert (span.attributes or {})["otelhooks.tool.outcome"] == "error"
+    assert [e.errorType for e in recorder.of("on_tool_call_error")] == ["ConnectionError"]  # type: ignore[attr-defined]
+    shown = "flaky is down" if own_formatter else "An error occurred while running the tool"
+    assert model.tool_outputs()["f1"].startswith(shown)  # the model is told as the SDK tells it
+    assert config.tool_error_formatter is (formatter if own_formatter else None)  # yours, unchanged
+
+
+def test_a_failure_inside_an_agent_run_as_a_tool_is_not_the_agent_tools(
+    pipe: TestPipeline,
+) -> None:
+    # the exception of a tool of an (unhooked) agent run as a tool reaches the same
+    # tool_error_formatter: it is that tool's, not the failure of the call that ran the agent
+    @function_tool
+    def flaky() -> str:
+        """Always fails."""
+        raise ConnectionError("upstream down")
+
+    inner = ScriptedModel(
+        "m", [[function_call("flaky", {}, call_id="i1")], [assistant_message("handled")]]
+    )
+    sub = Agent(name="sub", model=inner, tools=[flaky])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UnguardedToolWarning)
+        ask = sub.as_tool(tool_name="ask_sub", tool_description="Ask the sub-agent.")
+        model = ScriptedModel(
+            "m",
+            [[function_call("ask_sub", {"input": "go"}, call_id="o1")], [assistant_message("ok")]],
+        )
+        agent = Agent(name="bot", model=model, tools=[ask])
+        config = RunConfig(tracing_disabled=True)
+        asyncio.run(HookedRunner(pipe.tracer).run(agent, "go", run_config=config))
+    pipe.flush()
+
+    assert model.tool_outputs() == {"o1": "handled"}
+    span = pipe.span("execute_tool ask_sub")
+    assert span.status.status_code is StatusCode.UNSET
+    assert (span.attributes or {})["otelhooks.tool.outcome"] == "success"

@@ -278,6 +278,32 @@ def test_filter_tools_hides_the_denied_tool_from_the_list(tmp_path: Path) -> Non
     assert {"add", "slow", "count"} <= set(names)
 
 
+ASK_NOTES = """
+hooks:
+  - id: ask-notes
+    type: beforeToolCall
+    matcher: "testsrv/write_note"
+    approval: {timeout: 20, default: deny}
+"""
+
+
+def test_filter_tools_lists_a_tool_a_person_approves_at_once(tmp_path: Path) -> None:
+    """An approval decides each call when it is made: the list is no call, so nobody is asked
+    and the tool stays listed. Before, ``tools/list`` asked for an approval of a pretend call
+    per such tool, waited out its timeout, and hid the tool when the default was deny."""
+    hooks = write_hooks(tmp_path, ASK_NOTES)
+
+    async def scenario() -> tuple[list[str], float]:
+        async with stdio_session(tmp_path, [hooks], ["--filter-tools"]) as session:
+            started = time.monotonic()
+            listed = await session.list_tools()
+            return [tool.name for tool in listed.tools], time.monotonic() - started
+
+    names, seconds = anyio.run(scenario)
+    assert "write_note" in names
+    assert seconds < 10
+
+
 def test_server_initiated_sampling_request_round_trips(tmp_path: Path) -> None:
     asked: list[str] = []
 

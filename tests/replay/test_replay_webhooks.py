@@ -31,6 +31,11 @@ def test_control_webhooks_are_not_called_without_live_webhooks(
     assert all(e["would_call"] == ["guard"] and e["now"]["decision"] == "allow" for e in waiting)
     assert report.hooks["guard"].would_call == 2
     assert "guard: 2 event(s)" in report.table()
+    # what a person reads first, and what CI reads, say the guard was not evaluated: not a
+    # bare list of changes for a policy whose webhook would deny
+    assert report.table().splitlines()[0].endswith("; 2 not evaluated (would call)")
+    (summary,) = [r for r in report.records() if r["type"] == "summary"]
+    assert summary["not_evaluated"] == 2
 
 
 def test_live_webhooks_call_the_endpoint_and_its_decision_counts(

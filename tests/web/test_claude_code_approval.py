@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer, serve
+from otelhooks._actions._approval_inbox import CLIENT_GONE
 from otelhooks.integrations.claude_code import install
 from tests._realparts import require
 from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
@@ -150,3 +152,35 @@ def test_a_click_on_deny_stops_the_real_claude_code_tool(
     # one record of the approval in serve's index: the Bash call's span, not serve's stand-in too
     assert approval_holder(approving_server, item["trace_id"], approval) == "execute_tool Bash"
     assert "never delete the victim folder" in json.dumps(denied["content"])
+
+
+def test_the_card_of_a_real_claude_code_hook_that_gave_up_is_withdrawn(
+    approving_server: EventLogServer, project: Path, tmp_path: Path
+) -> None:
+    # the person's settings give the hook 3 s, less than the approval's 60: Claude Code gives
+    # up, takes it as a non-blocking error and runs the tool. Before, the card stayed pending
+    # for 60 s and a person's Approve was recorded "allowed" for a call already run
+    require("the Claude Code CLI (npm ci --prefix tests/claude_code_cli)", CLAUDE.exists())
+    settings = project / ".claude" / "settings.json"
+    install(settings, http=approving_server.url)
+    data = json.loads(settings.read_text())
+    data["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"] = 3
+    settings.write_text(json.dumps(data))
+    api = MessagesApi([ToolStep("toolu_ls", "Bash", {"command": "ls", "description": "list"})])
+    out: dict[str, Any] = {}
+    before = httpx.get(f"{approving_server.url}/v1/approvals", headers=AUTH).json()["answered"]
+    with serve_messages_api(api) as api_url:
+        _claude(project, api_url, tmp_path / "home", out)
+    assert out["result"].returncode == 0, out["result"].stderr[-2000:]
+    listing = httpx.get(f"{approving_server.url}/v1/approvals", headers=AUTH).json()
+    for _ in range(100):  # the withdrawal follows the connection's close
+        if not listing["pending"]:
+            break
+        time.sleep(0.05)
+        listing = httpx.get(f"{approving_server.url}/v1/approvals", headers=AUTH).json()
+    assert listing["pending"] == []
+    seen = {a["id"] for a in before}
+    gave_up = [a for a in listing["answered"] if a["id"] not in seen]
+    assert [(a["state"], a["answered_by"], a["answer_reason"]) for a in gave_up] == [
+        ("denied", "asker", CLIENT_GONE)
+    ]

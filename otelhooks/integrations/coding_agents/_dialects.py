@@ -25,6 +25,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from otelhooks._tool_kinds import CLI_MATCHER_ALIASES
 from otelhooks.integrations.coding_agents._common import HookResponse, cli_name
 from otelhooks.integrations.coding_agents._input import event_name_of
 
@@ -44,19 +45,14 @@ GEMINI_EVENTS: dict[str, str] = {
 }
 
 
-# Codex CLI runs a hook whose matcher names ``Write`` or ``Edit`` on its ``apply_patch`` too (its
-# matcher aliases, for hooks written with Claude Code's names; checked with the real CLI 0.171)
-CODEX_MATCHER_ALIASES: dict[str, list[str]] = {"apply_patch": ["Write", "Edit"]}
-
-
 def _same(payload: dict[str, Any]) -> dict[str, Any]:
     return payload
 
 
 def _codex_in(payload: dict[str, Any]) -> dict[str, Any]:
     # the names the tool is matched by besides its own (ToolUses' tool_values reads them)
-    aliases = CODEX_MATCHER_ALIASES.get(str(payload.get("tool_name")))
-    return {**payload, "matcher_aliases": aliases} if aliases else payload
+    aliases = CLI_MATCHER_ALIASES["codex"].get(str(payload.get("tool_name")))
+    return {**payload, "matcher_aliases": list(aliases)} if aliases else payload
 
 
 def _same_answer(response: HookResponse) -> HookResponse:

@@ -35,6 +35,9 @@ session never seen          (its open turn and tool uses, on a fleet those anoth
                             started) and its hooks run, for it may be the end of a session this
                             server forgot (a restart without a store) or never served (another
                             instance); a forged one ends nothing the store does not hold
+the client closes its       nobody reads the answer (Claude Code's hook timeout passed, or it
+connection first            was interrupted): the approvals asked for the call are withdrawn
+                            (:class:`~otelhooks._actions._approval_inbox.Asker`)
 ==========================  ======================================================================
 
 The body is read by :func:`~otelhooks.integrations.coding_agents._input.parse_input`, as the
@@ -65,6 +68,8 @@ deadline is answered as the store's failure, ``503`` with ``Retry-After``.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 from collections.abc import Collection, Mapping
 from functools import partial
@@ -73,8 +78,9 @@ from typing import Any
 import structlog
 
 from otelhooks._actions._approval import longest_approval_of
+from otelhooks._actions._approval_inbox import Asker
 from otelhooks._dispatch._calls import waited_within
-from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, respond
+from otelhooks._eventlog._asgi import Receive, Scope, Send, disconnected, read_body, respond
 from otelhooks._hooks import Hook
 from otelhooks._store._errors import StoreUnavailable
 from otelhooks.integrations.coding_agents._answers import (
@@ -180,7 +186,8 @@ class ClaudeCodeHookRoute:
         self.decision_timeout_s = decision_timeout_s
         drops = bridge.engine.metrics.drop_counter("claude_code_hooks")
         self.runner = runner or FairRunner(workers=DECIDING_THREADS, on_drop=drops)
-        self._deadline_at = (-1, decision_timeout_s)  # (registry version, deadline) last read
+        # (registry version, deadline, whether an approval hook may ask a person) last read
+        self._deadline_at = (-1, decision_timeout_s, False)
         self._recorders = tuple(recorders)  # held, so that their ids stay theirs
         self._recorder_ids = frozenset(map(id, self._recorders))
         sessions = bridge.state
@@ -203,15 +210,22 @@ class ClaudeCodeHookRoute:
         """When a deciding call counts as failed: an approval hook holds it for a person, so
         its timeout (and the margin its own deadline takes first) comes before ours."""
         registry = self.bridge.engine.registry
-        version, deadline_s = self._deadline_at
+        version, deadline_s, asks = self._deadline_at
         if version != registry.version:  # read again only when the hooks changed
             version = registry.version
             wait_s = longest_approval_of(registry.hooks())
             deadline_s = self.decision_timeout_s
             if wait_s:
                 deadline_s = max(self.decision_timeout_s, wait_s + 5.0)
-            self._deadline_at = (version, deadline_s)
+            asks = wait_s > 0
+            self._deadline_at = (version, deadline_s, asks)
         return deadline_s
+
+    def _asks_people(self) -> bool:
+        """Whether an approval hook is registered: a person may be asked, and the client may
+        give up first (:class:`Asker`)."""
+        self._deadline_s()  # read again when the hooks changed
+        return self._deadline_at[2]
 
     def inline(self, payload: Mapping[str, Any]) -> bool:
         """Whether a deciding event may be answered on the event loop: its session store never
@@ -237,10 +251,16 @@ class ClaudeCodeHookRoute:
         return hooks is not None and all(id(h) in self._recorder_ids for h in hooks)
 
     def _decide(
-        self, payload: Mapping[str, Any], deadline_s: float, only: frozenset[int] | None = None
+        self,
+        payload: Mapping[str, Any],
+        deadline_s: float,
+        only: frozenset[int] | None = None,
+        asker: Asker | None = None,
     ) -> tuple[int, bytes]:
-        """:meth:`answer` on the deciding thread, whose waiter answers within ``deadline_s``."""
-        with waited_within(deadline_s, only=only):
+        """:meth:`answer` on the deciding thread, whose waiter answers within ``deadline_s``;
+        the approvals asked there are withdrawn when ``asker`` (the client) goes away."""
+        asking = asker.asking() if asker is not None else contextlib.nullcontext()
+        with waited_within(deadline_s, only=only), asking:
             return self.answer(payload)
 
     def answer(self, payload: Mapping[str, Any]) -> tuple[int, bytes]:
@@ -300,9 +320,14 @@ class ClaudeCodeHookRoute:
             session = str(payload.get("session_id") or "unknown-session")
             deadline_s = self._deadline_s() if not quiet else self.decision_timeout_s
             only = self._recorder_ids if quiet else None
+            # a person may be asked: the client's giving up withdraws what it asked
+            asker = Asker() if not quiet and self._asks_people() else None
+            watch = asyncio.ensure_future(_client_gone(receive, asker, event)) if asker else None
             try:
                 status, answer = await self.runner.run(
-                    session, partial(self._decide, payload, deadline_s, only), timeout_s=deadline_s
+                    session,
+                    partial(self._decide, payload, deadline_s, only, asker),
+                    timeout_s=deadline_s,
                 )
             except Late as late:
                 if quiet and not (self.fail_closed and event == "PreToolUse"):
@@ -322,8 +347,26 @@ class ClaudeCodeHookRoute:
                     status, answer = http_answer(event, closed_answer(event, problem, payload))
                 else:
                     status, answer = self._failure(event, problem, closed=closed)
+            finally:
+                if watch is not None:
+                    watch.cancel()
         await respond(send, status, answer, b"application/json")
 
     def close(self) -> None:
         """Stop the runner's threads (after the calls it holds)."""
         self.runner.close()
+
+
+async def _client_gone(receive: Receive, asker: Asker, event: str) -> None:
+    """Wait for the client to close its connection before its answer (Claude Code's hook
+    timeout passed, or it was interrupted: it went on without us), then withdraw the approvals
+    asked for it, so that no person approves a call nobody waits for."""
+    await disconnected(receive)
+    # a shared inbox's withdrawal waits for the database
+    if await asyncio.to_thread(asker.gone):
+        _log.warning(
+            "claude-code hook: the client stopped waiting before the answer (its hook timeout, "
+            "or an interrupt) and went on without it (a timed-out PreToolUse runs its tool): "
+            "its approvals are withdrawn; give the hook a timeout longer than the approval's",
+            hook_event=event,
+        )

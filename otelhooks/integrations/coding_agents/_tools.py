@@ -202,6 +202,10 @@ class ToolUses(Part):
         tool = self.state.begin_tool(
             session, use_id, tool_name, args if self.capture else {}, attributes=known
         )
+        if tool.tool_name != tool_name:
+            # its id is open with another tool (a session id two agents share, a client
+            # choosing ids): the hooks judge this call, never the open one's tool
+            tool = replace(tool, tool_name=tool_name)
 
         def event() -> ToolCallEvent:  # built only for a hook that matches
             fields: dict[str, Any] = {

@@ -50,6 +50,7 @@ __all__ = [
     "OtelHooksCallbackHandler",
     "RunBlockedError",
     "ToolRun",
+    "succeeded",
 ]
 
 # LangChain is not a model provider: the provider comes from each model call's ``ls_provider``
@@ -413,7 +414,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         if tool is not None:
             call = tool.call
             if exc is None and not tool.result_set and call.should_run:
-                call.set_result(_text(output))
+                call.set_result(_text(output), success=succeeded(output))
             tool.scope.exit(exc)
         with self._lock:
             self._end_member(run_id, exc)
@@ -425,6 +426,12 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
     def on_tool_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
         with _Guard("on_tool_error"):
             self._tool_done(run_id, None, error)
+
+
+def succeeded(output: Any) -> bool:
+    """False for a tool error LangChain turned into the tool's answer (``handle_tool_error``,
+    ``handle_validation_error``: a ``ToolMessage`` with ``status="error"``)."""
+    return getattr(output, "status", None) != "error"
 
 
 class _Guard:

@@ -27,8 +27,9 @@ from langchain_core.callbacks import (
     CallbackManagerForToolRun,
 )
 from langchain_core.messages import ToolMessage
+from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from otelhooks import _semconv as sc
 from otelhooks._instrument import ToolCall
@@ -36,6 +37,7 @@ from otelhooks.integrations.langchain._handler import (
     HOOKED_METADATA_KEY,
     OtelHooksCallbackHandler,
     ToolRun,
+    succeeded,
 )
 
 __all__ = ["HookedTool", "hook_tool"]
@@ -109,8 +111,69 @@ class HookedTool(BaseTool):
 
     inner: BaseTool
 
-    def _child_config(self, manager: Manager | None) -> dict[str, Any]:
-        return {"callbacks": manager.get_child()} if manager is not None else {}
+    def _model(self) -> type[BaseModel] | None:
+        """The argument schema, when it is a pydantic model (LangChain also takes JSON's)."""
+        schema = self.args_schema
+        return schema if isinstance(schema, type) and issubclass(schema, BaseModel) else None
+
+    def _for_inner(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """What the inner tool is given: LangChain hands ``_run`` every default of the schema,
+        and the inner tool validates what it is given, where ``limit: int = None`` refuses the
+        ``None`` it defaults to; such a default is left for the inner tool to fill in."""
+        model = self._model()
+        fields = model.model_fields if model is not None else {}
+        return {
+            k: v
+            for k, v in kwargs.items()
+            if v is not None
+            or k not in fields
+            or fields[k].is_required()
+            or fields[k].default is not None
+        }
+
+    def _full_input(self, tool_input: str | dict[str, Any]) -> str | dict[str, Any]:
+        """The input as the tool's function receives it, which is what the handler's guards
+        judge as the call starts: a plain string (LangChain's input for a one-argument tool)
+        named after that argument, each default of the argument schema the caller left out
+        filled in (a guard denying ``force`` must see the ``force=True`` it defaults to), and
+        each value as the schema gives it to the function (``"true"`` given is ``True``, which
+        a guard comparing with ``true`` must see). Not a ``None`` default: the schema validates
+        what is given, and ``limit: int = None`` refuses a ``None`` given."""
+        model = self._model()
+        if model is None or not model.model_fields:
+            return tool_input
+        fields = model.model_fields
+        if isinstance(tool_input, str):
+            tool_input = {next(iter(fields)): tool_input}
+        defaults = {
+            name: field.get_default(call_default_factory=True)
+            for name, field in fields.items()
+            if not field.is_required() and name not in tool_input
+        }
+        full = {**tool_input, **{k: v for k, v in defaults.items() if v is not None}}
+        try:
+            parsed = model.model_validate(full)
+        except ValidationError:  # LangChain's own validation answers it, as without otelhooks
+            return full
+        return {**full, **{k: getattr(parsed, k) for k in full if k in fields}}
+
+    def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        return super().run(self._full_input(tool_input), *args, **kwargs)
+
+    async def arun(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+        return await super().arun(self._full_input(tool_input), *args, **kwargs)
+
+    def _inner_input(self, tool: ToolRun, kwargs: dict[str, Any]) -> Any:
+        """The validated input (injected arguments included), then any rewritten arguments; as
+        the model's tool call when the call has its id, so the inner tool answers with its own
+        ``ToolMessage`` (its ``status="error"`` from ``handle_tool_error``, its artifact)."""
+        args = self._for_inner({**kwargs, **tool.call.args})
+        if tool.tool_call_id is None:
+            return args
+        return {"name": self.inner.name, "args": args, "id": tool.tool_call_id, "type": "tool_call"}
+
+    def _child_config(self, manager: Manager | None) -> RunnableConfig:
+        return RunnableConfig(callbacks=manager.get_child()) if manager is not None else {}
 
     def _run(
         self, *args: Any, run_manager: CallbackManagerForToolRun | None = None, **kwargs: Any
@@ -118,15 +181,14 @@ class HookedTool(BaseTool):
         runs = _find_runs(run_manager, self.name)
         config = self._child_config(run_manager)
         if not runs:
-            return self.inner.invoke(kwargs, config=config)  # type: ignore[arg-type]
+            return self.inner.invoke(self._for_inner(kwargs), config=config)
         tool = _decisive(runs)
         if not tool.call.should_run:
             return _refusal(tool, self.name)
-        # the validated input (injected arguments included), then any rewritten arguments
-        output = self.inner.invoke({**kwargs, **tool.call.args}, config=config)  # type: ignore[arg-type]
-        kept = _text(output)
+        output = self.inner.invoke(self._inner_input(tool, kwargs), config=config)
+        kept, success = _text(output), succeeded(output)
         for run in runs:  # each handler's tool_result_persist hooks filter what the last kept
-            kept = run.call.set_result(kept).content
+            kept = run.call.set_result(kept, success=success).content
             run.result_set = True
         return output if kept == _text(output) else kept
 
@@ -139,15 +201,14 @@ class HookedTool(BaseTool):
         runs = _find_runs(run_manager, self.name)
         config = self._child_config(run_manager)
         if not runs:
-            return await self.inner.ainvoke(kwargs, config=config)  # type: ignore[arg-type]
+            return await self.inner.ainvoke(self._for_inner(kwargs), config=config)
         tool = _decisive(runs)
         if not tool.call.should_run:
             return _refusal(tool, self.name)
-        merged = {**kwargs, **tool.call.args}
-        output = await self.inner.ainvoke(merged, config=config)  # type: ignore[arg-type]
-        kept = _text(output)
+        output = await self.inner.ainvoke(self._inner_input(tool, kwargs), config=config)
+        kept, success = _text(output), succeeded(output)
         for run in runs:
-            kept = (await run.call.aset_result(kept)).content
+            kept = (await run.call.aset_result(kept, success=success)).content
             run.result_set = True
         return output if kept == _text(output) else kept
 

@@ -137,7 +137,12 @@ class HookedMCPServer(MCPServer):
         return await self.server.read_resource(uri)
 
     # The SDK asks the server itself for these two when it turns its tools into function tools:
-    # the user's approval policy and failure handler, never the defaults of this wrapper.
+    # the user's approval policy and failure handler, never the defaults of this wrapper. They
+    # stay underscore forwards because no public way exists: MCPServer keeps both settings only
+    # in attributes of its own (require_approval normalized, the failure handler possibly
+    # unset), so MCPServer.__init__ cannot be given them from public fields, and the SDK's
+    # MCPUtil calls these two methods on whatever server object the agent lists (a server class
+    # of the user's may override them, which a forward keeps).
     def _get_needs_approval_for_tool(self, tool: MCPTool, agent: AgentBase | None) -> Any:
         return self.server._get_needs_approval_for_tool(tool, agent)
 

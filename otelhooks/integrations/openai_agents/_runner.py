@@ -33,7 +33,10 @@ tool input guardrail ``reject_content``  an ``on_tool_call_denied`` event (decid
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import inspect
 from collections.abc import Callable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -44,10 +47,12 @@ from agents import (
     ItemHelpers,
     MaxTurnsExceeded,
     OutputGuardrailTripwireTriggered,
+    RunConfig,
     RunHooks,
     Runner,
     RunState,
     Tool,
+    ToolErrorFormatterArgs,
 )
 from agents.items import ModelResponse, TResponseInputItem
 from agents.models.interface import Model
@@ -74,6 +79,36 @@ PROVIDER = "openai"
 GUARDRAIL_NAME = sc.GUARDRAIL_NAME
 
 _log = structlog.get_logger("otelhooks")
+
+# The hooked call running in this task (its call id) and the exceptions of its tool that the SDK
+# turned into a message for the model (its tool_error_formatter saw them): set by
+# AgentRun.guard_tool around the call. The id tells them from those of a call nested in it (the
+# tools of an unhooked agent run as a tool), which are not this call's failure.
+_RAISED: ContextVar[tuple[str | None, list[Exception]] | None] = ContextVar(
+    "otelhooks_tool_raised", default=None
+)
+
+
+def _watching_errors(config: RunConfig | None) -> RunConfig:
+    """A copy of the run's config whose ``tool_error_formatter`` tells the hooked call the
+    exception its tool raised, then answers as yours did (``None``: the SDK's message). The SDK
+    hands a function tool's exception to this public callback whether its tracing is on or off;
+    its tracing span, the only other place it reports one, is a no-op when tracing is off."""
+    config = config if config is not None else RunConfig()
+    yours = config.tool_error_formatter
+
+    async def formatter(args: ToolErrorFormatterArgs[Any]) -> str | None:
+        current = _RAISED.get()
+        if current is not None and args.kind == "tool_exception" and args.error is not None:
+            call_id, raised = current
+            if args.call_id == call_id:
+                raised.append(args.error)
+        if yours is None:
+            return None
+        message = yours(args)
+        return await message if inspect.isawaitable(message) else message
+
+    return dataclasses.replace(config, tool_error_formatter=formatter)
 
 
 def _model_name(agent: Agent[Any]) -> str:
@@ -211,10 +246,19 @@ class AgentRun:
                     call.span.set_attributes(attributes)
                 if not call.should_run:
                     return call.result.content, call.denied
-                output = await execute(call.args if call.args != args else None)
+                raised: list[Exception] = []
+                token = _RAISED.set((call_id, raised))
+                try:
+                    output = await execute(call.args if call.args != args else None)
+                finally:
+                    _RAISED.reset(token)
+                if raised:
+                    # The SDK's default failure handler turned it into a message for the model.
+                    call.fail(raised[-1])
+                    return output, False
                 error = getattr(get_current_span(), "error", None)
                 if error:
-                    # The SDK's failure handler turned an exception into a message for the model.
+                    # A failure handler of the tool's own did; only the SDK's tracing says so.
                     call.fail(RuntimeError(str(error.get("message", "tool failed"))))
                     return output, False
                 result = output if shown is None else shown(output)
@@ -365,7 +409,9 @@ class HookedRunner:
                 are not hooked (an ``UnguardedToolWarning`` names them).
             session_id, user_id: recorded on the operation (``gen_ai.conversation.id``).
             hooks: your own ``RunHooks``; they are called after otelhooks'.
-            runner_options: passed to ``Runner.run`` (``max_turns``, ``run_config``, ...).
+            runner_options: passed to ``Runner.run`` (``max_turns``, ``run_config``, ...); the
+                ``run_config`` is a copy of yours whose ``tool_error_formatter`` tells otelhooks
+                a tool's exception before answering as yours does.
 
         Raises:
             RunBlockedError: a ``before_agent_start`` hook refused the run.
@@ -401,6 +447,7 @@ class HookedRunner:
         error: BaseException | None = None
         try:
             prompt = op.input if isinstance(input, str) else input
+            options = {**options, "run_config": _watching_errors(options.get("run_config"))}
             return await Runner.run(agent, prompt, hooks=_RunHooks(run, hooks), **options), None
         except MaxTurnsExceeded as exc:
             error = exc

@@ -140,11 +140,12 @@ def hook_tool(
     tool, and its result goes through ``tool_result_persist``. Outside a hooked run the
     copy behaves exactly as ``tool``. Hooking a hooked tool returns it unchanged.
 
-    The arguments hooks see: a ``FunctionTool``'s JSON arguments; a ``ShellTool``'s
-    ``commands``, ``timeout_ms``, ``max_output_length``; a ``LocalShellTool``'s ``command``,
-    ``env``, ``timeout_ms``, ``user``, ``working_directory``; an ``ApplyPatchTool``'s ``type``
-    (``create_file``, ``update_file``, ``delete_file``), ``path``, ``diff`` and ``move_to``, one
-    call per file operation. A hosted ``ShellTool`` (no executor) is returned unchanged.
+    The arguments hooks see: a ``FunctionTool``'s JSON arguments, its schema's top-level
+    defaults filled in; a ``ShellTool``'s ``commands``, ``timeout_ms``, ``max_output_length``; a
+    ``LocalShellTool``'s ``command``, ``env``, ``timeout_ms``, ``user``, ``working_directory``; an
+    ``ApplyPatchTool``'s ``type`` (``create_file``, ``update_file``, ``delete_file``), ``path``,
+    ``diff`` and ``move_to``, one call per file operation. A hosted ``ShellTool`` (no executor)
+    is returned unchanged.
 
     Args:
         tool: the SDK tool.
@@ -160,6 +161,22 @@ def hook_tool(
     return _hook_apply_patch(tool, identifier)
 
 
+def _with_defaults(schema: dict[str, Any], args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` as the function receives them: each top-level default of the tool's schema
+    that the model left out filled in, so a guard denying ``force`` sees the ``force=True`` it
+    defaults to. Not a ``None`` default, which a strict schema drops: a rewrite passes every
+    argument on, and ``limit: int = None`` refuses a ``None`` given."""
+    properties = schema.get("properties")
+    if not isinstance(properties, dict):
+        return args
+    defaults = {
+        name: copy.deepcopy(p["default"])
+        for name, p in properties.items()
+        if isinstance(p, dict) and p.get("default") is not None and name not in args
+    }
+    return {**args, **defaults} if defaults else args
+
+
 def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
     if getattr(tool.on_invoke_tool, _HOOKED, False):
         return tool
@@ -169,7 +186,8 @@ def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
         async def run(changed: dict[str, Any] | None) -> Any:
             return await original(ctx, input if changed is None else json.dumps(changed))
 
-        output, _ = await guarded(tool.name, identifier, parse_args(input), ctx.tool_call_id, run)
+        args = _with_defaults(tool.params_json_schema, parse_args(input))
+        output, _ = await guarded(tool.name, identifier, args, ctx.tool_call_id, run)
         return output
 
     setattr(invoke, _HOOKED, True)
