@@ -35,6 +35,7 @@ from otelhooks._worker import at_fork
 __all__ = [
     "GiveUp",
     "describe_request_error",
+    "grpc_channel_options",
     "otlp_configured",
     "otlp_metric_reader",
     "otlp_span_exporter",
@@ -245,6 +246,12 @@ def otlp_metric_reader(tracker: DeliveryTracker | None = None) -> MetricReader:
     return PeriodicExportingMetricReader(CountedHttp(tracker, session=_TrackedSession(tracker)))
 
 
+def grpc_channel_options(url: str) -> dict[str, Any]:
+    """The ``channel_options`` argument of a gRPC exporter of ``url``: gRPC takes ``http_proxy``
+    too, and a collector on this machine is reached directly (``trust_env_for``)."""
+    return {} if trust_env_for(url) else {"channel_options": (("grpc.enable_http_proxy", 0),)}
+
+
 def _grpc_options(tracker: DeliveryTracker | None) -> dict[str, Any]:
     """The gRPC exporter's options for a tracked destination: no retries of its own, and no
     proxy for a loopback one.
@@ -260,10 +267,10 @@ def _grpc_options(tracker: DeliveryTracker | None) -> dict[str, Any]:
         return {}
     from grpc import StatusCode
 
-    options: dict[str, Any] = {"retryable_error_codes": (StatusCode.OK,)}
-    if not trust_env_for(tracker.destination):
-        # gRPC takes ``http_proxy`` too: a collector on this machine is reached directly
-        options["channel_options"] = (("grpc.enable_http_proxy", 0),)
+    options: dict[str, Any] = {
+        "retryable_error_codes": (StatusCode.OK,),
+        **grpc_channel_options(tracker.destination),
+    }
     if tracker.fail_fast:
         options["timeout"] = tracker.timeout(None)
     return options

@@ -207,9 +207,9 @@ def test_spans_for_a_loopback_collector_reach_it_not_the_proxy(
     assert seen == []
 
 
-def test_grpc_spans_for_a_loopback_collector_reach_it_not_the_proxy(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+@contextlib.contextmanager
+def grpc_collector() -> Iterator[tuple[int, list[Any]]]:
+    """A real OTLP/gRPC trace receiver on 127.0.0.1: its port and the requests it got."""
     from concurrent import futures
 
     import grpc
@@ -224,28 +224,65 @@ def test_grpc_spans_for_a_loopback_collector_reach_it_not_the_proxy(
 
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=2))
     trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), server)
-    grpc_port = server.add_insecure_port("127.0.0.1:0")
+    port = server.add_insecure_port("127.0.0.1:0")
     server.start()
-    for name, value in NO_EXEMPTION.items():
-        monkeypatch.setenv(name, value)
     try:
-        with approving_proxy() as (port, seen):
-            monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{port}")
-            monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{grpc_port}")
-            monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
-            monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
-            oh = otelhooks.configure(
-                service_name="proxied", otlp=True, set_global=False, structured_logging=False
-            )
-            run_agent(oh)
-            report = oh.shutdown(timeout_s=5.0, log=False)
+        yield port, received
     finally:
         server.stop(1)
+
+
+def _spans(received: list[Any]) -> int:
+    return sum(len(ss.spans) for r in received for rs in r.resource_spans for ss in rs.scope_spans)
+
+
+def test_grpc_spans_for_a_loopback_collector_reach_it_not_the_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in NO_EXEMPTION.items():
+        monkeypatch.setenv(name, value)
+    with grpc_collector() as (grpc_port, received), approving_proxy() as (port, seen):
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{port}")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{grpc_port}")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+        monkeypatch.setenv("OTEL_METRICS_EXPORTER", "none")
+        oh = otelhooks.configure(
+            service_name="proxied", otlp=True, set_global=False, structured_logging=False
+        )
+        run_agent(oh)
+        report = oh.shutdown(timeout_s=5.0, log=False)
     # before, the exporter asked the proxy to CONNECT to the collector: a proxy speaking gRPC
     # answered for it, any other failed every export
     assert seen == []
-    assert sum(len(rs.scope_spans[0].spans) for r in received for rs in r.resource_spans) == SPANS
+    assert _spans(received) == SPANS
     assert report.ok
+
+
+def test_a_coding_agents_grpc_exporter_reaches_a_loopback_collector_not_the_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the exporter a hook process builds from the hooks' OTEL_* settings (otelhooks.env)
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from otelhooks.integrations.coding_agents._environment import otlp_exporter
+
+    for name, value in NO_EXEMPTION.items():
+        monkeypatch.setenv(name, value)
+    with grpc_collector() as (grpc_port, received), approving_proxy() as (port, seen):
+        monkeypatch.setenv("http_proxy", f"http://127.0.0.1:{port}")
+        settings = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{grpc_port}",
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+        }
+        exporter = otlp_exporter(settings)
+        assert exporter is not None
+        span = TracerProvider().get_tracer("t").start_span("execute_tool Bash")
+        span.end()
+        result = exporter.export([span])  # type: ignore[list-item]
+        exporter.shutdown()
+    assert seen == []
+    assert _spans(received) == 1
+    assert result.name == "SUCCESS"
 
 
 def test_the_bridge_daemon_asks_serve_not_the_proxy_its_environment_names(
