@@ -23,11 +23,12 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from otelhooks._eventlog._asgi import header, send_json
+from otelhooks._loopback import loopback
 
 # serve and the MCP gateway each type their ASGI messages their own way
 ASGIApp = Callable[..., Awaitable[None]]
 
-__all__ = ["LocalHosts", "host_of", "loopback"]
+__all__ = ["LocalHosts", "host_of"]
 
 
 def host_of(value: str) -> str:
@@ -46,17 +47,6 @@ def _is_ip(name: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def loopback(address: str) -> bool:
-    """Whether ``address`` (an address to listen on) is this machine's own: a server bound
-    there is reached by its own user's programs and web pages, and by nothing else."""
-    if address == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(address).is_loopback
-    except ValueError:
-        return False
 
 
 class LocalHosts:

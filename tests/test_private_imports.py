@@ -66,6 +66,8 @@ ALLOWED: dict[str, str] = {
     "reliability/test_exit_flush.py": "the webhook outbox's file",
     "reliability/test_hostile_claude_route.py": "the Claude Code routes and received OTLP signals",
     "reliability/test_hostile_guards.py": "caps: command output, depth, matchers",
+    "reliability/test_own_clients_no_proxy.py": "the exporter a coding agent's hook process "
+    "builds from its OTEL_* settings",
     "reliability/test_webhook_faults.py": "the outbox, the control response limit",
     "replay/test_replay_equivalence.py": "replay's streaming reader against the whole-file one",
     "stack/test_collector_fleet.py": "`serve`'s default port in the generated Collector config",

@@ -68,6 +68,7 @@ from otelhooks._events import (
 )
 from otelhooks._hooks import Block, Hook
 from otelhooks._live import Answered, ApprovalNote
+from otelhooks._loopback import trust_env_for
 
 __all__ = [
     "APPROVALS_URL_ENV",
@@ -261,7 +262,9 @@ class ApprovalAction:
         deadline = time.monotonic() + self.config.timeout + 5
         answer: dict[str, Any] = {}
         try:
-            with httpx.Client(base_url=url, headers=self._headers(), timeout=10) as client:
+            with httpx.Client(
+                base_url=url, headers=self._headers(), timeout=10, trust_env=trust_env_for(url)
+            ) as client:
                 created = client.post("/v1/approvals", json=self._request(payload))
                 answer = _json(created, (201,))
                 gone = partial(self._withdraw_soon, url, str(answer.get("id")))
@@ -296,7 +299,12 @@ class ApprovalAction:
     def _withdraw(self, url: str, approval_id: str) -> None:
         """Serve out of reach is logged, not raised: the call is blocked either way."""
         try:
-            httpx.delete(f"{url}/v1/approvals/{approval_id}", headers=self._headers(), timeout=2)
+            httpx.delete(
+                f"{url}/v1/approvals/{approval_id}",
+                headers=self._headers(),
+                timeout=2,
+                trust_env=trust_env_for(url),
+            )
         except httpx.HTTPError as exc:
             _log.warning("approval not withdrawn", approval=approval_id, error=str(exc))
 
@@ -305,7 +313,7 @@ class ApprovalAction:
         answer: dict[str, Any] = {}
         try:
             async with httpx.AsyncClient(
-                base_url=url, headers=self._headers(), timeout=10
+                base_url=url, headers=self._headers(), timeout=10, trust_env=trust_env_for(url)
             ) as client:
                 created = await client.post("/v1/approvals", json=self._request(payload))
                 answer = _json(created, (201,))

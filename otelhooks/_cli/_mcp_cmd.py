@@ -36,7 +36,7 @@ def _fail(message: str) -> int:
 
 def _mcp(args: argparse.Namespace) -> int:
     from otelhooks._config import load_config
-    from otelhooks._local_hosts import loopback
+    from otelhooks._loopback import loopback
     from otelhooks.mcp import UpstreamHeaders
 
     command = list(args.command)

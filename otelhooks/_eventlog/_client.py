@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, Self
 from otelhooks._errors import OtelHooksError
 from otelhooks._eventlog._model import EventBatch, EventRecord
 from otelhooks._eventlog._params import DEFAULT_LIMIT, DEFAULT_WAIT_S
+from otelhooks._loopback import trust_env_for
 
 if TYPE_CHECKING:
     import httpx
@@ -118,7 +119,9 @@ class EventLogClient:
         token = token or os.environ.get("OTELHOOKS_ADMIN_TOKEN", "")
         self._headers = {"Authorization": f"Bearer {token}"}
         self._own_http = http is None
-        self._http = http or httpx.Client(timeout=httpx.Timeout(10.0, read=wait_timeout + 10.0))
+        self._http = http or httpx.Client(
+            timeout=httpx.Timeout(10.0, read=wait_timeout + 10.0), trust_env=trust_env_for(url)
+        )
         self._url = url.rstrip("/") + "/v1/events"
 
     # -- one request ---------------------------------------------------------------------------

@@ -29,11 +29,13 @@ from opentelemetry.sdk.metrics.export import (
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from otelhooks._export._report import DeliveryTracker
+from otelhooks._loopback import trust_env_for
 from otelhooks._worker import at_fork
 
 __all__ = [
     "GiveUp",
     "describe_request_error",
+    "grpc_channel_options",
     "otlp_configured",
     "otlp_metric_reader",
     "otlp_span_exporter",
@@ -101,6 +103,9 @@ def describe_request_error(exc: BaseException, timeout: float | None = None) -> 
     return f"connection failed ({type(exc).__name__})"
 
 
+_DIRECT: dict[str, str | None] = {"http": None, "https": None, "all": None}
+
+
 class _TrackedSession(requests.Session):
     """Records each answer on the tracker; gives up at once while fail-fast."""
 
@@ -120,6 +125,10 @@ class _TrackedSession(requests.Session):
             raise GiveUp(tracker.reason or "the destination did not answer")
         timeout = tracker.timeout(kwargs.get("timeout"))
         kwargs["timeout"] = timeout
+        if not trust_env_for(url):
+            # a collector on this machine is reached directly: a proxy's empty 200 would pass
+            # for an accepted export (each ``None`` unsets what the environment names)
+            kwargs["proxies"] = _DIRECT
         try:
             response: requests.Response = super().request(method, url, *args, **kwargs)
         except requests.RequestException as exc:
@@ -237,8 +246,15 @@ def otlp_metric_reader(tracker: DeliveryTracker | None = None) -> MetricReader:
     return PeriodicExportingMetricReader(CountedHttp(tracker, session=_TrackedSession(tracker)))
 
 
+def grpc_channel_options(url: str) -> dict[str, Any]:
+    """The ``channel_options`` argument of a gRPC exporter of ``url``: gRPC takes ``http_proxy``
+    too, and a collector on this machine is reached directly (``trust_env_for``)."""
+    return {} if trust_env_for(url) else {"channel_options": (("grpc.enable_http_proxy", 0),)}
+
+
 def _grpc_options(tracker: DeliveryTracker | None) -> dict[str, Any]:
-    """The gRPC exporter's options for a tracked destination: no retries of its own.
+    """The gRPC exporter's options for a tracked destination: no retries of its own, and no
+    proxy for a loopback one.
 
     The SDK's exporter retries a failed request with backoff until its timeout (10 s) and
     hears of a shutdown only once the export is over: a script's exit with the collector down
@@ -251,7 +267,10 @@ def _grpc_options(tracker: DeliveryTracker | None) -> dict[str, Any]:
         return {}
     from grpc import StatusCode
 
-    options: dict[str, Any] = {"retryable_error_codes": (StatusCode.OK,)}
+    options: dict[str, Any] = {
+        "retryable_error_codes": (StatusCode.OK,),
+        **grpc_channel_options(tracker.destination),
+    }
     if tracker.fail_fast:
         options["timeout"] = tracker.timeout(None)
     return options

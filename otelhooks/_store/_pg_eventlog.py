@@ -17,8 +17,9 @@ keys the log already holds, so an OTLP request retried on another instance after
 committed it and died before answering does not store its records twice.
 
 A batch whose transaction fails is not retried here: its records are counted in
-:attr:`commit_failures` and the receiver, which waits for the commit, answers ``503`` so that
-the client sends them again.
+:attr:`commit_failures` and reported lost (``count_lost_with``: ``otelhooks.dropped``, as the
+SQLite log's are), and the receiver, which waits for the commit, answers ``503`` so that the
+client sends them again.
 """
 
 from __future__ import annotations
@@ -176,6 +177,7 @@ class PostgresEventLog(EventLog):
             with self._lock:
                 self._failed += len(batch)
             _log.error("event log commit failed", log=self.name, records=len(batch), error=str(exc))
+            self._report_lost(len(batch))
             return
         fresh = int(written[0][0])
         with self._lock:

@@ -34,6 +34,7 @@ import structlog
 from otelhooks import _semconv as sc
 from otelhooks._json import loads_bounded
 from otelhooks._local_hosts import LocalHosts
+from otelhooks._loopback import trust_env_for
 from otelhooks.mcp._asgi import (
     Receive,
     Scope,
@@ -112,7 +113,9 @@ class McpHttpProxy:
         self.upstream = upstream
         self.headers = dict(headers or {})
         self.client = client or httpx.AsyncClient(
-            timeout=httpx.Timeout(30.0, read=None), follow_redirects=False
+            timeout=httpx.Timeout(30.0, read=None),
+            follow_redirects=False,
+            trust_env=trust_env_for(upstream),
         )
         self.token = token.encode() if token else None
         self.max_body_bytes = max_body_bytes

@@ -243,3 +243,28 @@ def test_a_record_holding_a_nul_byte_is_stored_with_the_others_of_its_batch(
         ("text \\u0000 stays", "calc/add"),
     ]
     assert a.commit_failures == 0
+
+
+def test_records_a_commit_fails_to_store_are_reported_lost(pg_url: str) -> None:
+    store = open_store(pg_url)
+    log = store.event_log(AgentEventsConfig(name="refused", capacity=100))
+    assert isinstance(store, PostgresStore)
+    lost: list[int] = []
+    log.count_lost_with(lost.append)
+    # the database refuses every record (as a full disk or a revoked grant would)
+    store.statement(
+        b"CREATE FUNCTION refuse() RETURNS trigger AS $$ BEGIN RAISE EXCEPTION 'refused'; "
+        b"END $$ LANGUAGE plpgsql; CREATE TRIGGER refuse BEFORE INSERT ON otelhooks_events "
+        b"FOR EACH ROW EXECUTE FUNCTION refuse()"
+    )
+    try:
+        for n in range(3):
+            log.append(_entry(n))
+        assert log.flush(10)
+        assert log.commit_failures == 3
+        # Before, they were in the log's stats and a log line only: never in otelhooks.dropped.
+        assert sum(lost) == 3
+    finally:
+        store.statement(b"DROP TRIGGER refuse ON otelhooks_events; DROP FUNCTION refuse()")
+        log.close()
+        store.close()

@@ -29,7 +29,7 @@ from urllib.parse import unquote
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from otelhooks._errors import ConfigError
-from otelhooks._export._otlp import tracked_session
+from otelhooks._export._otlp import grpc_channel_options, tracked_session
 from otelhooks._export._report import DeliveryTracker
 from otelhooks._redact import register_secret
 
@@ -162,12 +162,17 @@ def otlp_exporter(
     if protocol == "grpc":
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as G
 
+        direct = grpc_channel_options(traces or base)
         if tracker is not None:
             tracker.destination = traces or base
             return G(
-                endpoint=traces or base, headers=headers, timeout=timeout, retryable_error_codes=()
+                endpoint=traces or base,
+                headers=headers,
+                timeout=timeout,
+                retryable_error_codes=(),
+                **direct,
             )
-        return G(endpoint=traces or base, headers=headers, timeout=timeout)
+        return G(endpoint=traces or base, headers=headers, timeout=timeout, **direct)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as H
 
     # the base endpoint gets the signal path appended, as the specification says
