@@ -5,7 +5,7 @@ logging one line per attempt. Ours take the SDK exporter as it is and give it a
 ``requests.Session`` (a documented argument) that records every answer on a
 :class:`DeliveryTracker` and, while the tracker is fail-fast, turns a refused connection or a
 timeout into an error the SDK does not retry. gRPC exporters retry nothing themselves (see
-:func:`_grpc_options`) and get a capped timeout while fail-fast.
+:func:`grpc_no_retries`) and get a capped timeout while fail-fast.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ __all__ = [
     "GiveUp",
     "describe_request_error",
     "grpc_channel_options",
+    "grpc_no_retries",
     "otlp_configured",
     "otlp_metric_reader",
     "otlp_span_exporter",
@@ -252,9 +253,8 @@ def grpc_channel_options(url: str) -> dict[str, Any]:
     return {} if trust_env_for(url) else {"channel_options": (("grpc.enable_http_proxy", 0),)}
 
 
-def _grpc_options(tracker: DeliveryTracker | None) -> dict[str, Any]:
-    """The gRPC exporter's options for a tracked destination: no retries of its own, and no
-    proxy for a loopback one.
+def grpc_no_retries() -> dict[str, Any]:
+    """The ``retryable_error_codes`` argument of a tracked gRPC exporter: none.
 
     The SDK's exporter retries a failed request with backoff until its timeout (10 s) and
     hears of a shutdown only once the export is over: a script's exit with the collector down
@@ -263,12 +263,18 @@ def _grpc_options(tracker: DeliveryTracker | None) -> dict[str, Any]:
     counted, and the next one carries the cumulative sums. An empty list is the SDK's default
     set, so the codes retried are the one no failure has.
     """
-    if tracker is None:
-        return {}
     from grpc import StatusCode
 
+    return {"retryable_error_codes": (StatusCode.OK,)}
+
+
+def _grpc_options(tracker: DeliveryTracker | None) -> dict[str, Any]:
+    """The gRPC exporter's options for a tracked destination: no retries of its own
+    (:func:`grpc_no_retries`), and no proxy for a loopback one."""
+    if tracker is None:
+        return {}
     options: dict[str, Any] = {
-        "retryable_error_codes": (StatusCode.OK,),
+        **grpc_no_retries(),
         **grpc_channel_options(tracker.destination),
     }
     if tracker.fail_fast:

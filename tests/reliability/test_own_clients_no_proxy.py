@@ -14,7 +14,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import threading
+import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -310,3 +312,31 @@ def test_the_bridge_daemon_asks_serve_not_the_proxy_its_environment_names(
     for done in (first, second):
         assert done.deny_reason().endswith("[denied by timeout]"), done.stdout
     assert seen == []
+
+
+def test_a_coding_agents_grpc_exporter_gives_a_refused_collector_up_at_once() -> None:
+    # A hook process has 1.5 s for its SessionEnd: its gRPC exporter must not retry with
+    # backoff itself (an empty list of retryable codes is the SDK's default list, ~7 s here).
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from otelhooks._export._report import DeliveryTracker
+    from otelhooks.integrations.coding_agents._environment import otlp_exporter
+
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        refused = holder.getsockname()[1]  # bound, never listening: connections are refused
+        settings = {
+            "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{refused}",
+            "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+        }
+        tracker = DeliveryTracker("spans", "", fail_fast=True)
+        exporter = otlp_exporter(settings, tracker)
+        assert exporter is not None
+        span = TracerProvider().get_tracer("t").start_span("execute_tool Bash")
+        span.end()
+        started = time.monotonic()
+        result = exporter.export([span])  # type: ignore[list-item]
+        took = time.monotonic() - started
+        exporter.shutdown()
+    assert result.name == "FAILURE"
+    assert took < 1.5

@@ -29,7 +29,7 @@ from urllib.parse import unquote
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from otelhooks._errors import ConfigError
-from otelhooks._export._otlp import grpc_channel_options, tracked_session
+from otelhooks._export._otlp import grpc_channel_options, grpc_no_retries, tracked_session
 from otelhooks._export._report import DeliveryTracker
 from otelhooks._redact import register_secret
 
@@ -169,7 +169,7 @@ def otlp_exporter(
                 endpoint=traces or base,
                 headers=headers,
                 timeout=timeout,
-                retryable_error_codes=(),
+                **grpc_no_retries(),
                 **direct,
             )
         return G(endpoint=traces or base, headers=headers, timeout=timeout, **direct)
