@@ -106,6 +106,10 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
+        if self.pipeline:
+            # uvicorn reads on as soon as one answer is out: a client pipelining thousands of
+            # requests had each read's thousands parsed between two steps of everyone else's
+            self.flow.pause_reading()
         if not self.dropped and not self.transport.is_closing():
             self._guard.idle(self)
 

@@ -350,3 +350,46 @@ def test_a_body_that_never_ends_is_closed_at_the_body_deadline(tmp_path: Path) -
         finally:
             for (sock,) in cases:
                 sock.close()
+
+
+def test_clients_pipelining_thousands_of_requests_do_not_delay_the_hook_route(
+    tmp_path: Path,
+) -> None:
+    # Eight connections, no token, each sends 20,000 pipelined GETs at once and reads nothing.
+    # On main uvicorn read on after every answer, so each read's thousands of requests were
+    # parsed between two steps of every other connection: a hook's answer took 6 to 11 s,
+    # past Claude Code's 10 s, and the tool ran.
+    with serving(
+        tmp_path, "--hooks", events_file(tmp_path, DENY_RM), "--max-connections", "16"
+    ) as server:
+        flood = []
+        for _ in range(8):
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            sock.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                sock.send(b"GET /nothing-here HTTP/1.1\r\nHost: localhost\r\n\r\n" * 20_000)
+            flood.append(sock)
+        try:
+            time.sleep(0.5)
+            event = {
+                "session_id": "pipelined",
+                "hook_event_name": "PreToolUse",
+                "tool_name": "Bash",
+                "tool_input": {"command": "rm -rf /"},
+                "tool_use_id": "toolu_pipelined",
+                "cwd": str(tmp_path),
+                "transcript_path": str(tmp_path / "t.jsonl"),
+            }
+            started = time.monotonic()
+            response = httpx.post(
+                f"{server.url}/v1/hooks/claude-code",
+                json=event,
+                headers={"Authorization": f"Bearer {INGEST}"},
+                timeout=30,
+            )
+            took = time.monotonic() - started
+            assert response.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
+            assert took < 3, took
+        finally:
+            for sock in flood:
+                sock.close()
