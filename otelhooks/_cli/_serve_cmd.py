@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from otelhooks._cli._common import Subcommands, exit_on_sigterm
 from otelhooks._errors import ConfigError
-from otelhooks._eventlog._guard import DEFAULT_HEADER_TIMEOUT_S
+from otelhooks._eventlog._guard import DEFAULT_BODY_TIMEOUT_S, DEFAULT_HEADER_TIMEOUT_S
 from otelhooks._eventlog._http import DEFAULT_MAX_WAITERS
 
 __all__ = ["add_parser"]
@@ -38,6 +38,7 @@ def _serve(args: argparse.Namespace) -> int:
             start=False,
             max_connections=args.max_connections,
             header_timeout_s=args.header_timeout,
+            body_timeout_s=args.body_timeout,
             claude_code=not args.no_claude_code,
             fail_closed=args.fail_closed,
             hook_timeout_s=args.hook_timeout,
@@ -139,6 +140,14 @@ def add_parser(sub: Subcommands) -> None:
         metavar="SECONDS",
         help="time a connection has to send its request headers "
         f"(default {DEFAULT_HEADER_TIMEOUT_S:g})",
+    )
+    serve.add_argument(
+        "--body-timeout",
+        type=_positive(float),
+        default=DEFAULT_BODY_TIMEOUT_S,
+        metavar="SECONDS",
+        help="time a request's body has to arrive once its headers did, on every route "
+        f"(default {DEFAULT_BODY_TIMEOUT_S:g})",
     )
     serve.add_argument("--log-json", action="store_true", help="log lines as JSON")
     serve.add_argument(

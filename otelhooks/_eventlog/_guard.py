@@ -1,5 +1,6 @@
-"""What keeps ``otelhooks serve`` answering under abuse: a header deadline, a connection limit that
-evicts idle connections first, and event-loop errors (accept failures) logged at a bounded rate.
+"""What keeps ``otelhooks serve`` answering under abuse: header and body deadlines, a connection
+limit that evicts connections not being served first, and event-loop errors (accept failures)
+logged at a bounded rate.
 
 uvicorn's HTTP/1.1 protocol has a keep-alive timeout but no deadline for a request's headers: a
 client that connects and sends nothing (or one byte a minute) holds a file descriptor for as
@@ -9,11 +10,15 @@ long as it likes, and 20,000 of them exhaust the process's descriptors, after wh
 - **Header deadline.** A connection must deliver a whole request head within
   ``header_timeout_s`` of connecting (or of its previous response, on keep-alive), else it is
   closed. Bytes that trickle in do not extend it.
+- **Body deadline.** A request's body must arrive whole within ``body_timeout_s`` of its head,
+  else the connection is closed (no answer: the client stopped sending). One rule for every
+  route, ``/v1/logs``, the hook route and the web pages alike.
 - **Connection limit.** At most ``max_connections`` connections are open. A new connection
-  beyond the limit closes the *oldest idle* one (no request in progress: idle keep-alive or
-  still waiting for its headers); only when every connection is serving a request is the new
-  one closed instead. A real client, which sends its request as soon as it connects, is
-  therefore served even while thousands of idle sockets keep arriving.
+  beyond the limit closes the *oldest idle* one (not being served: idle keep-alive, still
+  waiting for its headers, or its body still arriving); only when every connection is serving a
+  whole request is the new one closed instead. A real client, which sends its request as soon
+  as it connects, is therefore served even while thousands of idle sockets, or sockets dripping
+  a body a byte at a time, keep arriving.
 - **Loop errors.** ``accept`` failures (``EMFILE``) and other event-loop errors are logged at
   most once per second, with the count of lines held back; so are the HTTP server's own
   warnings (``Invalid HTTP request received.``, one per garbage request otherwise).
@@ -39,6 +44,7 @@ from typing import Any
 import structlog
 
 __all__ = [
+    "DEFAULT_BODY_TIMEOUT_S",
     "DEFAULT_HEADER_TIMEOUT_S",
     "ConnectionGuard",
     "RateLimitedLog",
@@ -47,6 +53,8 @@ __all__ = [
 ]
 
 DEFAULT_HEADER_TIMEOUT_S = 10.0
+# a 16 MiB OTLP request over a slow link; a hook input arrives in one packet
+DEFAULT_BODY_TIMEOUT_S = 30.0
 
 _log = structlog.get_logger("otelhooks")
 
@@ -61,11 +69,12 @@ def default_max_connections() -> int:
 
 
 class ConnectionGuard:
-    """The connection limit and header deadline shared by one server's connections.
+    """The connection limit and deadlines shared by one server's connections.
 
     Args:
         max_connections: open connections allowed (see the module docstring for who gives way).
         header_timeout_s: time a connection has to deliver a request head.
+        body_timeout_s: time a request's body has to arrive once its head did.
     """
 
     def __init__(
@@ -73,13 +82,15 @@ class ConnectionGuard:
         *,
         max_connections: int | None = None,
         header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
+        body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
     ) -> None:
         if max_connections is not None and max_connections <= 0:
             raise ValueError("max_connections must be positive")
-        if header_timeout_s <= 0:
-            raise ValueError("header_timeout_s must be positive")
+        if header_timeout_s <= 0 or body_timeout_s <= 0:
+            raise ValueError("header_timeout_s and body_timeout_s must be positive")
         self.max_connections = max_connections or default_max_connections()
         self.header_timeout_s = header_timeout_s
+        self.body_timeout_s = body_timeout_s
         self.open = 0
         self.evicted = 0
         self.refused = 0

@@ -1,5 +1,6 @@
 """uvicorn's httptools protocol (requests parsed in C, not by the pure-Python h11) with a
-:class:`~otelhooks._eventlog._guard.ConnectionGuard`'s header deadline and connection limit.
+:class:`~otelhooks._eventlog._guard.ConnectionGuard`'s header and body deadlines and connection
+limit.
 
 A module of its own, imported on first use: importing otelhooks does not import uvicorn. The
 guard reaches each connection through the server's config (:class:`GuardedConfig`), which
@@ -41,25 +42,33 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if not isinstance(config, GuardedConfig):
             raise TypeError("GuardedHttpToolsProtocol serves a GuardedConfig only")
         self._guard = config.guard
-        self._head_timer: asyncio.TimerHandle | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timing_body = False  # which deadline the timer holds: the head's or the body's
         self.dropped = False
 
     def _waiting_for_head(self) -> bool:
         return self.cycle is None or self.cycle.response_complete
 
-    def _arm(self) -> None:
-        if self._head_timer is None:
-            timeout = self._guard.header_timeout_s
-            self._head_timer = self.loop.call_later(timeout, self._too_slow)
+    def _body_arriving(self) -> bool:
+        return self.cycle is not None and self.cycle.more_body and not self.cycle.response_complete
+
+    def _arm(self, body: bool) -> None:
+        if self._timer is not None and self._timing_body != body:
+            self._disarm()  # the head came whole: the body's deadline starts now
+        if self._timer is None:
+            timeout = self._guard.body_timeout_s if body else self._guard.header_timeout_s
+            self._timer = self.loop.call_later(timeout, self._too_slow)
+            self._timing_body = body
 
     def _disarm(self) -> None:
-        if self._head_timer is not None:
-            self._head_timer.cancel()
-            self._head_timer = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     def _too_slow(self) -> None:
-        self._head_timer = None
-        if self._waiting_for_head() and not self.transport.is_closing():
+        self._timer = None
+        arriving = self._waiting_for_head() or self._body_arriving()
+        if arriving and not self.transport.is_closing():
             self._guard.timed_out += 1
             self.drop()
 
@@ -77,7 +86,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         if not self._guard.admit(self):
             self.drop()
             return
-        self._arm()
+        self._arm(body=False)
 
     def data_received(self, data: bytes) -> None:
         if self.dropped:
@@ -85,14 +94,22 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().data_received(data)
         if self._waiting_for_head():
             # part of a head (a keep-alive connection's next request: the deadline starts at its
-            # first bytes); a head that comes whole, as a client's does, needs no timer at all
-            self._arm()
+            # first bytes); a request that comes whole, as a client's does, needs no timer at all
+            self._arm(body=False)
+        elif self._body_arriving():
+            # not serving yet: a body that trickles in is evicted and timed out as a head is, or
+            # a few slow senders would hold every connection and lock the hook route out
+            self._arm(body=True)
         else:
             self._disarm()
             self._guard.busy(self)
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
+        if self.pipeline:
+            # uvicorn reads on as soon as one answer is out: a client pipelining thousands of
+            # requests had each read's thousands parsed between two steps of everyone else's
+            self.flow.pause_reading()
         if not self.dropped and not self.transport.is_closing():
             self._guard.idle(self)
 

@@ -26,8 +26,8 @@ Every span not taken is counted in ``otelhooks.dropped{otelhooks.drop.source="ot
 with reason ``queue_full`` (also for a ``503``: the client may send them again) or ``invalid``.
 A failure's body is a ``google.rpc.Status`` in the request's encoding (see
 :mod:`otelhooks._eventlog._otlp_status`). Other answers: 400 for an undecodable body (nesting
-too deep included), 408 when the body does not arrive within ``body_timeout_s``, 413 past the
-size bound, 415 for another media type or encoding.
+too deep included), 413 past the size bound, 415 for another media type or encoding. A body
+that does not arrive in time is the server's to cut (``serve --body-timeout``, every route).
 """
 
 from __future__ import annotations
@@ -95,7 +95,6 @@ class OtlpIngest:
         admission_timeout_s: how long a span waits for room in a full observer queue (the
             wait restarts whenever room appears).
         commit_timeout_s: how long a durable commit may take before the answer is 503.
-        body_timeout_s: how long the body may take to arrive (else 408).
         metrics: where rejections are counted; the first HookSpanProcessor's when omitted.
 
     Example:
@@ -125,14 +124,12 @@ class OtlpIngest:
         logs: Sequence[EventLog] = (),
         admission_timeout_s: float = 10.0,
         commit_timeout_s: float = 30.0,
-        body_timeout_s: float = 30.0,
         metrics: AgentMetrics | None = None,
     ) -> None:
         self.span_processors = tuple(span_processors)
         self.max_body_bytes = max_body_bytes
         self.admission_timeout_s = admission_timeout_s
         self.commit_timeout_s = commit_timeout_s
-        self.body_timeout_s = body_timeout_s
         self._hooks = _hook_processors(self.span_processors)
         self._prepare = [p for p in self.span_processors if isinstance(p, PreparesBatch)]
         self._durable = [log for log in logs if log.durable]
@@ -148,12 +145,7 @@ class OtlpIngest:
             return
         ctype, encoding = request_format
         limit = self.max_body_bytes
-        try:
-            data = await asyncio.wait_for(read_body(receive, limit), self.body_timeout_s)
-        except TimeoutError:
-            message = f"body not received in {self.body_timeout_s}s"
-            await send_otlp_error(send, 408, ctype, "timeout", message, [(b"connection", b"close")])
-            return
+        data = await read_body(receive, limit)
         retry = [(b"retry-after", str(RETRY_AFTER_S).encode())]
         try:
             if data and encoding == "gzip":

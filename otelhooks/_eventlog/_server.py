@@ -27,6 +27,7 @@ from otelhooks._config import AgentEventsConfig, load_config
 from otelhooks._errors import ConfigError
 from otelhooks._eventlog._agent_events import AgentEvents, NoticeSink
 from otelhooks._eventlog._guard import (
+    DEFAULT_BODY_TIMEOUT_S,
     DEFAULT_HEADER_TIMEOUT_S,
     ConnectionGuard,
     RateLimitedLoopErrors,
@@ -71,6 +72,8 @@ class EventLogServer:
             (default: half the descriptor limit, at most 4,096). See
             :mod:`otelhooks._eventlog._guard`.
         header_timeout_s: time a connection has to send a request head (default 10 s).
+        body_timeout_s: time a request's body has to arrive once its head did (default 30 s),
+            on every route.
         owned: closed by :meth:`stop` after the HTTP server (logs closed, processors shut down).
         routes: more ``POST`` routes (ingest token), e.g. Claude Code's hook route.
         fallback: the handler of every other path (the web view; it checks its own auth).
@@ -101,6 +104,7 @@ class EventLogServer:
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         max_connections: int | None = None,
         header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
+        body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
         owned: Sequence[EventLog | AgentEvents | SpanProcessor | _Closable] = (),
         routes: Mapping[str, Route] | None = None,
         fallback: Route | None = None,
@@ -127,7 +131,9 @@ class EventLogServer:
         )
         self.span_processors = tuple(span_processors)
         self.guard = ConnectionGuard(
-            max_connections=max_connections, header_timeout_s=header_timeout_s
+            max_connections=max_connections,
+            header_timeout_s=header_timeout_s,
+            body_timeout_s=body_timeout_s,
         )
         self.host = host
         self.allowed_hosts = tuple(allowed_hosts)
@@ -318,6 +324,7 @@ def serve(
     start: bool = True,
     max_connections: int | None = None,
     header_timeout_s: float = DEFAULT_HEADER_TIMEOUT_S,
+    body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S,
     claude_code: bool = True,
     span_exporters: Sequence[SpanExporter] = (),
     fail_closed: bool = False,
@@ -460,6 +467,7 @@ def serve(
         max_waiters=max_waiters,
         max_connections=max_connections,
         header_timeout_s=header_timeout_s,
+        body_timeout_s=body_timeout_s,
         owned=owned,
         routes=routes,
         fallback=fallback,

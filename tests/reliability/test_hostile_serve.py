@@ -264,3 +264,132 @@ def test_a_page_using_dns_rebinding_is_refused_and_allowed_hosts_are_answered(
     assert (rebound.status_code, login.status_code, foreign.status_code) == (403, 403, 403)
     assert "rebind.test" in rebound.json()["message"]
     assert (named.status_code, local.status_code) == (200, 200)
+
+
+DENY_RM = """\
+hooks:
+  - id: no-rm
+    type: PreToolUse
+    matcher: Bash
+    on_error: block
+    command: >-
+      if grep -q 'rm -rf'; then echo 'rm -rf is not allowed here' >&2; exit 2; fi
+"""
+
+
+def dripping_posts(port: int, paths: list[str], head: str = "") -> list[socket.socket]:
+    """One connection per path: a POST's head with the ingest token and then one byte of its
+    100,000-byte body (more bytes come only from the test)."""
+    opened = []
+    for path in paths:
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        framing = head or "Content-Length: 100000"
+        sock.sendall(
+            f"POST {path} HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer {INGEST}\r\n{framing}\r\n\r\n{{".encode()
+        )
+        opened.append(sock)
+    return opened
+
+
+def test_bodies_dripping_on_every_route_do_not_lock_the_hook_route_out(tmp_path: Path) -> None:
+    # Every connection allowed is a POST whose body trickles in (on main: each counted as
+    # serving, so the guard's rm -rf post got "Server disconnected" and Claude Code ran it).
+    with serving(
+        tmp_path, "--hooks", events_file(tmp_path, DENY_RM), "--max-connections", "8"
+    ) as server:
+        routes = ["/v1/logs", "/v1/metrics", "/v1/traces", "/v1/hooks/claude-code"]
+        drippers = dripping_posts(server.port, routes * 2)
+        try:
+            time.sleep(0.3)  # all eight admitted and their heads read
+            event = {
+                "session_id": "drip",
+                "hook_event_name": "PreToolUse",
+                "tool_name": "Bash",
+                "tool_input": {"command": "rm -rf /"},
+                "tool_use_id": "toolu_drip",
+                "cwd": str(tmp_path),
+                "transcript_path": str(tmp_path / "t.jsonl"),
+            }
+            for _ in range(3):
+                for sock in drippers:
+                    with contextlib.suppress(OSError):
+                        sock.send(b" ")
+                response = httpx.post(
+                    f"{server.url}/v1/hooks/claude-code",
+                    json=event,
+                    headers={"Authorization": f"Bearer {INGEST}"},
+                    timeout=10,
+                )
+                assert response.status_code == 200, response.text
+                decision = response.json()["hookSpecificOutput"]["permissionDecision"]
+                assert decision == "deny"
+        finally:
+            for sock in drippers:
+                sock.close()
+        assert "Traceback" not in server.output()
+
+
+def test_a_body_that_never_ends_is_closed_at_the_body_deadline(tmp_path: Path) -> None:
+    # A Content-Length body trickling on the hook route and on the web login form, and a
+    # chunked body whose chunk never ends on /v1/logs: each closed at --body-timeout, with or
+    # without Expect: 100-continue.
+    with serving(tmp_path, "--body-timeout", "1") as server:
+        cases = [
+            dripping_posts(server.port, ["/v1/hooks/claude-code"]),
+            dripping_posts(server.port, ["/login"]),
+            dripping_posts(
+                server.port, ["/v1/traces"], "Content-Length: 100000\r\nExpect: 100-continue"
+            ),
+            dripping_posts(server.port, ["/v1/logs"], "Transfer-Encoding: chunked"),
+        ]
+        cases[-1][0].sendall(b"1000\r\n")  # the size of a chunk whose bytes then trickle
+        try:
+            for (sock,) in cases:
+                assert seconds_until_closed(sock) < 4
+        finally:
+            for (sock,) in cases:
+                sock.close()
+
+
+def test_clients_pipelining_thousands_of_requests_do_not_delay_the_hook_route(
+    tmp_path: Path,
+) -> None:
+    # Eight connections, no token, each sends 20,000 pipelined GETs at once and reads nothing.
+    # On main uvicorn read on after every answer, so each read's thousands of requests were
+    # parsed between two steps of every other connection: a hook's answer took 6 to 11 s,
+    # past Claude Code's 10 s, and the tool ran.
+    with serving(
+        tmp_path, "--hooks", events_file(tmp_path, DENY_RM), "--max-connections", "16"
+    ) as server:
+        flood = []
+        for _ in range(8):
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+            sock.setblocking(False)
+            with contextlib.suppress(BlockingIOError):
+                sock.send(b"GET /nothing-here HTTP/1.1\r\nHost: localhost\r\n\r\n" * 20_000)
+            flood.append(sock)
+        try:
+            time.sleep(0.5)
+            event = {
+                "session_id": "pipelined",
+                "hook_event_name": "PreToolUse",
+                "tool_name": "Bash",
+                "tool_input": {"command": "rm -rf /"},
+                "tool_use_id": "toolu_pipelined",
+                "cwd": str(tmp_path),
+                "transcript_path": str(tmp_path / "t.jsonl"),
+            }
+            started = time.monotonic()
+            response = httpx.post(
+                f"{server.url}/v1/hooks/claude-code",
+                json=event,
+                headers={"Authorization": f"Bearer {INGEST}"},
+                timeout=30,
+            )
+            took = time.monotonic() - started
+            assert response.json()["hookSpecificOutput"]["permissionDecision"] == "deny"
+            assert took < 3, took
+        finally:
+            for sock in flood:
+                sock.close()
