@@ -13,8 +13,9 @@ when it cannot decide; so does this one:
   ``VAR=value`` assignments are stripped. A pattern that names more than the command runs the
   handler anyway when the command holds ``$(``, a backtick or ``$VAR``.
 - File tools (``Read``, ``Edit``, ``Write``, ``MultiEdit``, ``NotebookEdit``, ``Glob``,
-  ``Grep``): a gitignore-style glob against the path relative to the working folder (``*.ts``
-  at any depth, ``src/**`` under ``src``, ``//abs/**`` absolute, ``~/`` the home folder).
+  ``Grep``): a gitignore-style glob against the path relative to the event's folder (its
+  ``cwd``; the process's without one), ``..`` resolved as the tool resolves it (``*.ts`` at any
+  depth, ``src/**`` under ``src``, ``//abs/**`` absolute, ``~/`` the home folder).
 - ``WebFetch(domain:example.com)``: the URL's host or a subdomain.
 - Anything else with a pattern: runs (fail open).
 """
@@ -125,15 +126,18 @@ class IfRule:
         regex = _star_regex(spec)
         return any(regex.fullmatch(sub) for sub in _subcommands(command))
 
-    def _file(self, spec: str, args: Mapping[str, Any]) -> bool:
+    def _file(self, spec: str, args: Mapping[str, Any], cwd: str | None) -> bool:
         path = args.get("file_path") or args.get("notebook_path") or args.get("path")
         if not isinstance(path, str) or not path:
             return True
+        # The folder of the call, not the process's: a daemon serves sessions of many folders
+        # (and one that moved); the tool edits `folder/a/../b` as `folder/b`.
+        here = os.path.normpath(cwd or working_folder())
+        path = "/" + os.path.normpath(os.path.join(here, path)).lstrip("/")
         if spec.startswith("//"):
             return bool(_glob_regex(spec[1:]).fullmatch(path))
         if spec.startswith("~/"):
             return bool(_glob_regex(os.path.expanduser("~") + spec[1:]).fullmatch(path))
-        here = PurePosixPath(working_folder())
         full = PurePosixPath(path)
         relative = str(full.relative_to(here)) if full.is_relative_to(here) else path
         pattern = spec.lstrip("/").removeprefix("./")
@@ -141,8 +145,9 @@ class IfRule:
             return bool(_glob_regex(pattern).fullmatch(PurePosixPath(relative).name))
         return bool(_glob_regex(pattern).fullmatch(relative))
 
-    def matches(self, tool: str, args: Mapping[str, Any]) -> bool:
-        """Whether a call of ``tool`` with ``args`` passes the rule (``True`` when unsure)."""
+    def matches(self, tool: str, args: Mapping[str, Any], cwd: str | None = None) -> bool:
+        """Whether a call of ``tool`` with ``args``, made in the folder ``cwd`` (the process's
+        when None), passes the rule (``True`` when unsure)."""
         if not self._tool_matches(tool):
             return False
         spec = self.spec
@@ -151,7 +156,7 @@ class IfRule:
         if self.tool in _SHELLS:
             return self._shell(spec, args)
         if self.tool in _FILE_TOOLS:
-            return self._file(spec, args)
+            return self._file(spec, args, cwd)
         if self.tool == "WebFetch" and spec.startswith("domain:"):
             url = args.get("url")
             if not isinstance(url, str):
@@ -184,8 +189,12 @@ class IfGate:
     def __call__(self, payload: HookEvent) -> Any:
         tool = getattr(payload, "apiName", None)
         args = getattr(payload, "args", None)
+        own = getattr(payload, "claudeCode", None)  # a coding agent's event: its own folder
+        cwd = own.get("cwd") if isinstance(own, Mapping) else None
         if isinstance(tool, str) and not self.rule.matches(
-            tool, args if isinstance(args, Mapping) else {}
+            tool,
+            args if isinstance(args, Mapping) else {},
+            cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None,
         ):
             return None
         return self.inner(payload)

@@ -13,6 +13,7 @@ and a canonical field Claude Code does not report (a compaction's message count)
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -42,6 +43,7 @@ __all__ = [
     "claude_fields",
     "lifecycle_attributes",
     "matcher_value",
+    "own_fields",
     "point_payload",
     "turn_attributes",
 ]
@@ -235,6 +237,17 @@ def claude_fields(payload: Mapping[str, Any], *, capture: bool) -> dict[str, Any
     }
 
 
+def own_fields(name: str | None, payload: Mapping[str, Any], *, capture: bool) -> dict[str, Any]:
+    """A hook payload's ``claudeCode``: the event's name, its own fields and its ``cwd``, the
+    folder a hook judges the event's paths against (a Claude ``if`` rule, a command's ``cwd``
+    input): a daemon serves the sessions of many folders, and its own is the first event's."""
+    own: dict[str, Any] = {"hookEventName": name, **claude_fields(payload, capture=capture)}
+    cwd = payload.get("cwd")
+    if isinstance(cwd, str) and os.path.isabs(cwd):
+        own["cwd"] = cwd
+    return own
+
+
 def point_payload(
     event: ClaudeEvent | None,
     payload: Mapping[str, Any],
@@ -248,7 +261,7 @@ def point_payload(
     fields: dict[str, Any] = {
         **common,
         "event": name,
-        "claudeCode": {"hookEventName": _str(payload, "hook_event_name"), **extra},
+        "claudeCode": own_fields(_str(payload, "hook_event_name"), payload, capture=capture),
     }
     build = _POINT_BUILDERS.get(name)
     if build is None:

@@ -50,7 +50,7 @@ from otelhooks.integrations.coding_agents._common import (
     HookResponse,
     text,
 )
-from otelhooks.integrations.coding_agents._mapping import claude_fields, turn_attributes
+from otelhooks.integrations.coding_agents._mapping import own_fields, turn_attributes
 from otelhooks.integrations.coding_agents._part import Part, Shared
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._shapes import shaped
@@ -188,10 +188,7 @@ class ToolUses(Part):
     def _own(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         """Claude Code's own fields of the input (content ones with capture), for hooks
         written for Claude Code (they read ``permission_mode``, ``tool_response``...)."""
-        return {
-            "hookEventName": payload.get("hook_event_name"),
-            **claude_fields(payload, capture=self.capture),
-        }
+        return own_fields(payload.get("hook_event_name"), payload, capture=self.capture)
 
     def pre(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
         tool_name, args, use_id = _args(payload)

@@ -29,7 +29,7 @@ from otelhooks.integrations.coding_agents._common import (
     HookResponse,
     cli_name,
 )
-from otelhooks.integrations.coding_agents._mapping import claude_fields
+from otelhooks.integrations.coding_agents._mapping import own_fields
 from otelhooks.integrations.coding_agents._part import Part
 from otelhooks.integrations.coding_agents._spans import (
     SpanRecord,
@@ -167,10 +167,7 @@ class Turns(Part):
 
         def complete() -> CompleteEvent:  # built for a hook only (the turn read only then)
             op = self.state.peek_operation(session)
-            own: dict[str, Any] = {
-                "hookEventName": name,
-                **claude_fields(payload, capture=self.capture),
-            }
+            own = own_fields(name, payload, capture=self.capture)
             return CompleteEvent.model_validate(
                 {
                     **turn_ids(session, op, op.span_id if op is not None else None),

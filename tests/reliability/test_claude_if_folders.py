@@ -1,0 +1,110 @@
+"""A Claude Code ``if`` rule on a file tool judges the path in the folder of the call.
+
+``"if": "Edit(src/**)"`` is relative to the current folder, which Claude Code sends as the
+event's ``cwd``; the bridge daemon runs in the folder of the event that started it, and serves
+every later event of the project (one that ``cd build`` moved, another session). Real hook
+client, daemon and one-process bridge processes.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from otelhooks.integrations.claude_code import hook_client
+from tests.integrations._daemon_procs import REPO, client_env, daemon_pid, runtime_folder
+
+FROZEN = "src is frozen"
+SETTINGS = {
+    "hooks": {
+        "PreToolUse": [
+            {
+                "matcher": "Edit",
+                "hooks": [
+                    {
+                        "type": "command",
+                        "if": "Edit(src/**)",
+                        "command": f"echo '{FROZEN}' >&2; exit 2",
+                    }
+                ],
+            }
+        ]
+    }
+}
+
+
+def _edit(use_id: str, cwd: Path, path: str) -> dict[str, Any]:
+    return {
+        "session_id": "s-1",
+        "hook_event_name": "PreToolUse",
+        "cwd": str(cwd),
+        "tool_name": "Edit",
+        "tool_input": {"file_path": path, "old_string": "a", "new_string": "b"},
+        "tool_use_id": use_id,
+    }
+
+
+def _project(tmp_path: Path) -> Path:
+    project = tmp_path / "project"
+    (project / "src").mkdir(parents=True)
+    (project / "build").mkdir()
+    (project / "settings.json").write_text(json.dumps(SETTINGS))
+    return project
+
+
+def _answer(argv: list[str], folder: Path, env: dict[str, str], event: dict[str, Any]) -> str:
+    """The deny reason the process run in ``folder`` answers ``event`` with ("" for none)."""
+    done = subprocess.run(
+        argv,
+        input=json.dumps(event),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=folder,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    if not done.stdout.strip():
+        return ""
+    return str(json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"])
+
+
+def test_the_daemon_judges_an_if_rule_in_the_folder_of_each_event(tmp_path: Path) -> None:
+    # before: the daemon started by an event in build/ took `src/**` as build/src/**, and the
+    # project's src/a.py, edited by the session back in the project, went through
+    project = _project(tmp_path)
+    argv = [sys.executable, "-I", "-S", hook_client.__file__, "--hooks", "settings.json"]
+    with runtime_folder() as runtime:
+        env = client_env(project, runtime)
+        build = project / "build"
+        assert _answer(argv, build, env, _edit("t1", build, str(build / "a.o"))) == ""
+        daemon_pid(runtime)
+        src = project / "src" / "a.py"
+        assert _answer(argv, project, env, _edit("t2", project, str(src))) == FROZEN
+        # and the folder the event names, not the one the CLI happens to run the hook in
+        assert _answer(argv, build, env, _edit("t3", project, str(src))) == FROZEN
+        assert _answer(argv, build, env, _edit("t4", build, str(build / "b.o"))) == ""
+
+
+def test_the_one_process_bridge_judges_the_path_the_tool_edits(tmp_path: Path) -> None:
+    # before: `..` kept `project/build/../src/a.py` out of src/**, a relative path was read
+    # against the bridge's own folder, and so was every path once the session had moved
+    project = _project(tmp_path)
+    argv = [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", "settings.json"]
+    env = client_env(project, tmp_path, PYTHONPATH=str(REPO))
+    build = project / "build"
+    for use_id, cwd, path in [
+        ("t1", project, str(build / ".." / "src" / "a.py")),
+        ("t3", project, "build/../src/a.py"),
+        ("t4", project, str(project / "src" / "deep" / "a.py")),
+    ]:
+        assert _answer(argv, build, env, _edit(use_id, cwd, path)) == FROZEN, (cwd, path)
+    for use_id, cwd, path in [
+        ("t5", project, str(build / "src" / "a.py")),
+        ("t7", project, "src/../build/a.o"),
+    ]:
+        assert _answer(argv, project, env, _edit(use_id, cwd, path)) == "", (cwd, path)
