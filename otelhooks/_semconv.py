@@ -175,6 +175,9 @@ AGENT_SPAN_IDS: Final = "otelhooks.agent.span_ids"
 # as Claude Code's telemetry names them.
 CLAUDE_CODE_PROMPT_ID: Final = "claude_code.prompt_id"
 CLAUDE_CODE_EFFORT_LEVEL: Final = "claude_code.effort.level"
+# The folder of a tool call (the hook input's ``cwd``), kept with its arguments: replay judges a
+# Claude ``if`` rule's relative paths where the call was made.
+CLAUDE_CODE_CWD: Final = "claude_code.cwd"
 
 COMPACT_MESSAGES_BEFORE: Final = "otelhooks.compact.messages_before"
 COMPACT_MESSAGES_AFTER: Final = "otelhooks.compact.messages_after"

@@ -14,8 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from otelhooks import semconv as sc
 from otelhooks.integrations.claude_code import hook_client
 from tests.integrations._daemon_procs import REPO, client_env, daemon_pid, runtime_folder
+from tests.replay.conftest import replay_main
 
 FROZEN = "src is frozen"
 SETTINGS = {
@@ -108,3 +110,26 @@ def test_the_one_process_bridge_judges_the_path_the_tool_edits(tmp_path: Path) -
         ("t7", project, "src/../build/a.o"),
     ]:
         assert _answer(argv, project, env, _edit(use_id, cwd, path)) == "", (cwd, path)
+
+
+def test_replay_judges_an_if_rule_in_the_folder_of_the_recorded_call(tmp_path: Path) -> None:
+    # before: replay read `src/**` against the folder it was run from (here the test's), so the
+    # recorded edit of the project's src/a.py, which the live bridge denies, read "changes: none"
+    project = _project(tmp_path)
+    (project / "none.yaml").write_text("hooks: []\n")
+    traces = tmp_path / "traces.jsonl"
+    argv = [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", "none.yaml"]
+    argv += ["--traces-out", str(traces)]
+    env = client_env(project, tmp_path, PYTHONPATH=str(REPO), **{sc.ENV_CAPTURE_CONTENT: "true"})
+    # the edit the rule covers, then one it does not (so the rule judged the recorded path)
+    for use_id, path in [("t1", project / "src" / "a.py"), ("t2", project / "build" / "a.o")]:
+        edit = _edit(use_id, project, str(path))
+        assert _answer(argv, project, env, edit) == ""
+        done = {**edit, "hook_event_name": "PostToolUse", "tool_response": {"success": True}}
+        assert _answer(argv, project, env, done) == ""
+    assert Path.cwd() != project
+    run = replay_main(traces, "--hooks", project / "settings.json", "--format", "json")
+    # replay lists the calls whose verdict changed: the src/ edit only, of the two it judged
+    replayed = run.one("event", event="before_tool_call")
+    assert replayed["now"]["decision"] == "deny", run.stdout + run.stderr
+    assert (run.one("tool", tool="Edit")["seen"], replayed["now"]["reason"]) == (2, FROZEN)

@@ -41,6 +41,7 @@ __all__ = [
     "EVENTS",
     "ClaudeEvent",
     "claude_fields",
+    "event_cwd",
     "lifecycle_attributes",
     "matcher_value",
     "own_fields",
@@ -237,13 +238,19 @@ def claude_fields(payload: Mapping[str, Any], *, capture: bool) -> dict[str, Any
     }
 
 
+def event_cwd(payload: Mapping[str, Any]) -> str | None:
+    """The folder of the event (the hook input's ``cwd``) when it names one."""
+    cwd = payload.get("cwd")
+    return cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None
+
+
 def own_fields(name: str | None, payload: Mapping[str, Any], *, capture: bool) -> dict[str, Any]:
     """A hook payload's ``claudeCode``: the event's name, its own fields and its ``cwd``, the
     folder a hook judges the event's paths against (a Claude ``if`` rule, a command's ``cwd``
     input): a daemon serves the sessions of many folders, and its own is the first event's."""
     own: dict[str, Any] = {"hookEventName": name, **claude_fields(payload, capture=capture)}
-    cwd = payload.get("cwd")
-    if isinstance(cwd, str) and os.path.isabs(cwd):
+    cwd = event_cwd(payload)
+    if cwd is not None:
         own["cwd"] = cwd
     return own
 

@@ -50,7 +50,11 @@ from otelhooks.integrations.coding_agents._common import (
     HookResponse,
     text,
 )
-from otelhooks.integrations.coding_agents._mapping import own_fields, turn_attributes
+from otelhooks.integrations.coding_agents._mapping import (
+    event_cwd,
+    own_fields,
+    turn_attributes,
+)
 from otelhooks.integrations.coding_agents._part import Part, Shared
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._shapes import shaped
@@ -196,6 +200,9 @@ class ToolUses(Part):
         # what the span keeps whatever the hooks decide, kept with the start: a call no hook
         # adds to needs no second change (set_tool_attributes) before it is answered
         known = {**turn_attributes(payload), **self._args_attributes(args)}
+        cwd = event_cwd(payload)
+        if self.capture and cwd is not None:  # with the arguments, what their paths are relative to
+            known[sc.CLAUDE_CODE_CWD] = cwd
         tool = self.state.begin_tool(
             session, use_id, tool_name, args if self.capture else {}, attributes=known
         )
