@@ -14,8 +14,9 @@ when it cannot decide; so does this one:
   handler anyway when the command holds ``$(``, a backtick or ``$VAR``.
 - File tools (``Read``, ``Edit``, ``Write``, ``MultiEdit``, ``NotebookEdit``, ``Glob``,
   ``Grep``): a gitignore-style glob against the path relative to the event's folder (its
-  ``cwd``; the process's without one), ``..`` resolved as the tool resolves it (``*.ts`` at any
-  depth, ``src/**`` under ``src``, ``//abs/**`` absolute, ``~/`` the home folder).
+  ``cwd``; the process's without one), ``..`` and a leading ``~/`` resolved as the tool does
+  (``*.ts`` at any depth, ``src/**`` under ``src``, ``//abs/**`` absolute, ``~/`` the home
+  folder).
 - ``WebFetch(domain:example.com)``: the URL's host or a subdomain.
 - Anything else with a pattern: runs (fail open).
 """
@@ -131,7 +132,9 @@ class IfRule:
         if not isinstance(path, str) or not path:
             return True
         # The folder of the call, not the process's: a daemon serves sessions of many folders
-        # (and one that moved); the tool edits `folder/a/../b` as `folder/b`.
+        # (and one that moved); the tool edits `folder/a/../b` as `folder/b`, and `~/b` at home.
+        if path == "~" or path.startswith("~/"):
+            path = os.path.expanduser(path)
         here = os.path.normpath(cwd or working_folder())
         path = "/" + os.path.normpath(os.path.join(here, path)).lstrip("/")
         if spec.startswith("//"):

@@ -133,3 +133,21 @@ def test_replay_judges_an_if_rule_in_the_folder_of_the_recorded_call(tmp_path: P
     replayed = run.one("event", event="before_tool_call")
     assert replayed["now"]["decision"] == "deny", run.stdout + run.stderr
     assert (run.one("tool", tool="Edit")["seen"], replayed["now"]["reason"]) == (2, FROZEN)
+
+
+def test_a_path_from_the_home_folder_is_judged_where_the_tool_writes(tmp_path: Path) -> None:
+    # before: `~/.ssh/authorized_keys` (which Claude Code's tools write in the home folder) was
+    # read as a file of the project, `Write(~/.ssh/**)` did not match, and the write ran
+    project = _project(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    rule = {"type": "command", "if": "Write(~/.ssh/**)", "command": "echo no >&2; exit 2"}
+    settings = {"hooks": {"PreToolUse": [{"matcher": "Write", "hooks": [rule]}]}}
+    (project / "settings.json").write_text(json.dumps(settings))
+    argv = [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", "settings.json"]
+    env = client_env(project, tmp_path, PYTHONPATH=str(REPO), HOME=str(home))
+    answers = []
+    for use_id, path in [("t1", "~/.ssh/authorized_keys"), ("t2", "~/notes.txt")]:
+        write = _edit(use_id, project, path) | {"tool_name": "Write"}
+        answers.append(_answer(argv, project, env, write))
+    assert answers == ["no", ""]
