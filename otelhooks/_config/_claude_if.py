@@ -18,7 +18,9 @@ when it cannot decide; so does this one:
   (``*.ts`` at any depth, ``src/**`` under ``src``, ``//abs/**`` absolute, ``~/`` the home
   folder).
 - ``WebFetch(domain:example.com)``: the URL's host or a subdomain.
-- Anything else with a pattern: runs (fail open).
+- Anything else with a pattern: runs (fail open), and so does a tool the CLI matches by the
+  rule's tool name (Codex's ``apply_patch`` by ``Edit`` and ``Write``): its arguments are not
+  that tool's.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from urllib.parse import urlsplit
 
 from otelhooks._events import HookEvent
 from otelhooks._paths import working_folder
+from otelhooks._tool_kinds import CLI_MATCHER_ALIASES
 
 __all__ = ["IfGate", "IfRule", "parse_if"]
 
@@ -45,6 +48,8 @@ _SUBSTITUTION: Final = re.compile(r"\$\(([^()]*)\)|`([^`]*)`")
 _SEPARATORS: Final = re.compile(r"&&|\|\||;|\||\n")
 _ASSIGNMENT: Final = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|\"[^\"]*\"|\S*)\s+)+")
 _DYNAMIC: Final = re.compile(r"\$\(|`|\$[A-Za-z_{]")
+# the names a CLI also matches a tool by (a hook's matcher ``Edit`` runs on Codex's apply_patch)
+_CLI_NAMES: Final = {t: names for cli in CLI_MATCHER_ALIASES.values() for t, names in cli.items()}
 
 
 def _star_regex(pattern: str) -> re.Pattern[str]:
@@ -152,7 +157,8 @@ class IfRule:
         """Whether a call of ``tool`` with ``args``, made in the folder ``cwd`` (the process's
         when None), passes the rule (``True`` when unsure)."""
         if not self._tool_matches(tool):
-            return False
+            # a tool the CLI matches by the rule's tool: the rule cannot read its arguments
+            return any(self._tool_matches(name) for name in _CLI_NAMES.get(tool, ()))
         spec = self.spec
         if spec is None:
             return True

@@ -151,3 +151,27 @@ def test_a_path_from_the_home_folder_is_judged_where_the_tool_writes(tmp_path: P
         write = _edit(use_id, project, path) | {"tool_name": "Write"}
         answers.append(_answer(argv, project, env, write))
     assert answers == ["no", ""]
+
+
+PATCH = "*** Begin Patch\n*** Update File: src/a.py\n@@\n-a\n+b\n*** End Patch\n"
+
+
+def test_an_if_rule_on_edit_still_guards_codex_apply_patch(tmp_path: Path) -> None:
+    # Codex CLI runs a hook whose matcher is `Edit` on its apply_patch, and so does the bridge;
+    # before, the handler's `if: Edit(src/**)` then read the tool name apply_patch, matched
+    # nothing, skipped the guard, and the patch of src/a.py ran
+    project = _project(tmp_path)
+    argv = [sys.executable, "-m", "otelhooks", "codex", "--hooks", "settings.json"]
+    env = client_env(project, tmp_path, PYTHONPATH=str(REPO))
+    patch = {
+        "session_id": "s-1",
+        "hook_event_name": "PreToolUse",
+        "cwd": str(project),
+        "turn_id": "turn-1",
+        "tool_name": "apply_patch",
+        "tool_input": {"command": PATCH},
+        "tool_use_id": "call-1",
+    }
+    assert _answer(argv, project, env, patch) == FROZEN
+    shell = patch | {"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "c-2"}
+    assert _answer(argv, project, env, shell) == ""  # the matcher is Edit's: no other tool
