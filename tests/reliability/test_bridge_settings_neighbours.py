@@ -140,7 +140,9 @@ def test_a_daemon_whose_folder_was_deleted_leaves_and_the_guard_still_denies(
 ) -> None:
     # before: the daemon's working folder is the one of the event that started it; once that
     # folder was deleted (a build folder, a scratch project) every command guard it ran failed
-    # (`a hook failed and did not decide`) and the rm -rf was allowed, in every session it served
+    # (`a hook failed and did not decide`) and the rm -rf was allowed, in every session it served.
+    # Each folder has a daemon of its own (test_claude_if_folders.py): the one whose folder was
+    # deleted and made again (`rm -rf build && mkdir build`) is the one its next event reaches.
     project = tmp_path / "project"
     project.mkdir()
     (project / "otelhooks.yaml").write_text(NO_RM)
@@ -148,18 +150,19 @@ def test_a_daemon_whose_folder_was_deleted_leaves_and_the_guard_still_denies(
     scratch.mkdir()
     with runtime_folder() as runtime:
         env = client_env(project, runtime)
-        if dialect == "codex":  # Codex CLI sets no project folder: one daemon for every folder
+        if dialect == "codex":  # Codex CLI sets no project folder
             del env["CLAUDE_PROJECT_DIR"]
         argv = ["--dialect", dialect, "--hooks", str(project / "otelhooks.yaml")]
         assert _client_in(scratch, env, argv, "t1", "ls").returncode == 0
         started_there = daemon_pid(runtime)
         assert (
-            _client_in(project, env, argv, "t2", "rm -rf a").deny_reason()
+            _client_in(scratch, env, argv, "t2", "rm -rf a").deny_reason()
             == "rm -rf is not allowed here"
         )
         scratch.rmdir()
-        first = _client_in(project, env, argv, "t3", "rm -rf b")
-        second = _client_in(project, env, argv, "t4", "rm -rf c")
+        scratch.mkdir()
+        first = _client_in(scratch, env, argv, "t3", "rm -rf b")
+        second = _client_in(scratch, env, argv, "t4", "rm -rf c")
         left = until_gone(started_there)
     assert first.deny_reason() == second.deny_reason() == "rm -rf is not allowed here"
     assert left  # and the daemon that could no longer run a command left

@@ -175,3 +175,46 @@ def test_an_if_rule_on_edit_still_guards_codex_apply_patch(tmp_path: Path) -> No
     assert _answer(argv, project, env, patch) == FROZEN
     shell = patch | {"tool_name": "Bash", "tool_input": {"command": "ls"}, "tool_use_id": "c-2"}
     assert _answer(argv, project, env, shell) == ""  # the matcher is Edit's: no other tool
+
+
+def test_a_command_hook_runs_in_the_folder_of_the_cli_that_asked(tmp_path: Path) -> None:
+    # before: one daemon served every folder of the project, and ran `./guard.sh` in the folder
+    # of the event that started it (build/): the guard was not found there, "a hook failed and
+    # did not decide", and the project's rm -rf went through where the one-process bridge denies
+    project = tmp_path / "project"
+    (project / "build").mkdir(parents=True)
+    guard = project / "guard.sh"
+    guard.write_text("#!/bin/sh\necho 'guard.sh says no' >&2\nexit 2\n")
+    guard.chmod(0o755)
+    command = {"type": "command", "command": "./guard.sh"}
+    hooks = {"PreToolUse": [{"matcher": "Bash", "hooks": [command]}]}
+    (project / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    argv = [sys.executable, "-I", "-S", hook_client.__file__]
+    argv += ["--hooks", str(project / "settings.json")]
+
+    def rm(use_id: str, cwd: Path) -> dict[str, Any]:
+        return {
+            "session_id": "s-1",
+            "hook_event_name": "PreToolUse",
+            "cwd": str(cwd),
+            "tool_name": "Bash",
+            "tool_input": {"command": "rm -rf x"},
+            "tool_use_id": use_id,
+        }
+
+    with runtime_folder() as runtime:
+        env = client_env(project, runtime)
+        build = project / "build"
+        done = subprocess.run(
+            argv,
+            input=json.dumps(rm("t1", build)),
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=build,
+            timeout=60,
+            check=False,
+        )
+        assert "guard.sh" in done.stderr  # not found in build/, as in Claude Code's own run
+        daemon_pid(runtime)
+        assert _answer(argv, project, env, rm("t2", project)) == "guard.sh says no"

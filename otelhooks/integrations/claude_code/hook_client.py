@@ -14,8 +14,9 @@ daemon is listening, starts one in the background (``otelhooks claude-code ... d
 is answered by the ordinary one-process bridge meanwhile. The daemon keeps sessions in the same
 state file as the one-process bridge, so either can handle any event; it exits after
 ``$OTELHOOKS_BRIDGE_DAEMON_IDLE`` seconds without events (default 900). A changed hooks file
-or environment, or another otelhooks installed (this file replaced), gives a new daemon (the
-socket name is a digest of them).
+or environment, another otelhooks installed (this file replaced), or another working folder
+gives a new daemon (the socket name is a digest of them): a daemon runs command hooks in its
+own folder, which is the CLI's, as the one-process bridge does.
 
 An answer may take minutes (an ``approval:`` hook waits for a person), so the client waits for
 it without an end of its own, but never for a daemon that no longer answers: after each second
@@ -133,7 +134,10 @@ def socket_path(argv: list[str]) -> str:
     # code it loaded before must not go on answering (a fixed guard path would wait for its idle)
     files.append(os.path.abspath(__file__))
     env = sorted((k, v) for k, v in os.environ.items() if k.startswith(_ENV_PREFIXES))
-    key = json.dumps([sys.executable, argv, env, [(f, _mtime(f)) for f in files]])
+    # The working folder too: a command hook (`./guard.sh`) runs in the daemon's, which must be
+    # the CLI's, as it is for the one-process bridge; a daemon started from another folder of the
+    # project ran it there, where it failed, and the call went through.
+    key = json.dumps([sys.executable, argv, env, [(f, _mtime(f)) for f in files], os.getcwd()])
     digest = hashlib.sha256(key.encode()).hexdigest()[:20]
     name = f"cc-{digest}.sock"
     folder = os.environ.get("XDG_RUNTIME_DIR") or ""
