@@ -196,21 +196,26 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def joins(item: Approval, *, hook_id: str, event: str, call: str, args: dict[str, Any]) -> bool:
+def joins(
+    item: Approval, *, hook_id: str, event: str, call: str, args: dict[str, Any], now_ms: int
+) -> bool:
     """Whether asking ``hook_id`` about ``call`` again (a client or a load balancer retrying
     a hook input, a second instance reached) gets ``item`` instead of a card of its own: the
-    same hook, event, call and arguments, and ``item`` still pending or answered by a person or
-    its default. Two cards of one call would let the retry's default allow what a person
-    denied on the other. A card its asker withdrew is not joined (nobody answered it: the
-    retry's asker waits for a person). Arguments a person edited are asked about again (they
-    differ). The rule of both inboxes (a shared one reads its candidates from the database)."""
+    same hook, event, call and arguments, and ``item`` still pending, or answered by a person or
+    its default before its deadline (``now_ms``: the deadline's clock) passed. Two cards of one
+    call would let the retry's default allow what a person denied on the other. A card its
+    asker withdrew is not joined (nobody answered it: the retry's asker waits for a person),
+    and an answer past its card's deadline answers no later ask (a runtime reusing a call id,
+    an MCP client its request ids, is asked again). Arguments a person edited are asked about
+    again (they differ). The rule of both inboxes (a shared one reads its candidates from the
+    database)."""
     return (
         bool(call)
         and item.call == call
         and item.hook_id == hook_id
         and item.event == event
         and item.args == args
-        and (item.state == "pending" or item.answered_by != "asker")
+        and (item.state == "pending" or (item.answered_by != "asker" and now_ms < item.deadline_ms))
     )
 
 
@@ -314,7 +319,7 @@ class ApprovalInbox:
                 (
                     a
                     for a in seen
-                    if joins(a, hook_id=hook_id, event=event, call=call, args=item.args)
+                    if joins(a, hook_id=hook_id, event=event, call=call, args=item.args, now_ms=now)
                 ),
                 None,
             )

@@ -214,14 +214,19 @@ class SharedApprovalInbox(ApprovalInbox):
         asked = json.loads(str(params["args"]))  # as a row gives it back
         with self.store.transaction() as conn:
             params["changed"] = _one_int(conn.execute(_NEXT).fetchone())
-            rows = []
+            rows: list[tuple[Any, ...]] = []
             if call:
-                cards = conn.execute(_OF_CALL, {"call": call}).fetchall()
+                cards: list[tuple[Any, ...]] = conn.execute(_OF_CALL, {"call": call}).fetchall()
                 rows = [
                     row
                     for row in cards
                     if joins(
-                        _row_to_approval(row), hook_id=hook_id, event=event, call=call, args=asked
+                        _row_to_approval(row),
+                        hook_id=hook_id,
+                        event=event,
+                        call=call,
+                        args=asked,
+                        now_ms=int(row[-1]),
                     )
                 ][:1]
             if not rows:

@@ -146,3 +146,30 @@ def test_a_retry_after_the_first_client_gave_up_gets_a_card_of_its_own(
         assert retry.decision() == "allow"
     assert withdrawn["answered_by"] == "asker"
     assert card["id"] != withdrawn["id"]
+
+
+def test_an_answer_answers_its_call_only_until_its_card_s_deadline(
+    server: EventLogServer,
+) -> None:
+    # a runtime reusing a call id (an MCP client its request ids) is asked again once the
+    # first card's time is up: a person's allow is not a standing permission
+    ask = {
+        "hook_id": "ask",
+        "tool": "Bash",
+        "args": {"command": "rm -rf build"},
+        "timeout_s": 1.5,
+        "default": "deny",
+        "session": "sess-reused",
+        "call": "sess-reused\n1",
+    }
+    with httpx.Client(base_url=server.url, headers=AGENT) as agent:
+        first = agent.post("/v1/approvals", json=ask).json()
+        with httpx.Client(base_url=server.url, headers=AUTH) as admin:
+            admin.post(f"/v1/approvals/{first['id']}", json={"decision": "allow", "by": "bob"})
+        again = agent.post("/v1/approvals", json=ask).json()  # a retry, within the card's time
+        time.sleep(max(0.0, first["deadline_ms"] / 1000 - time.time()) + 0.2)
+        later = agent.post("/v1/approvals", json=ask).json()
+        agent.delete(f"/v1/approvals/{later['id']}")
+    assert (again["id"], again["state"], again["answered_by"]) == (first["id"], "allowed", "bob")
+    assert later["id"] != first["id"]
+    assert later["state"] == "pending"
