@@ -99,6 +99,33 @@ def test_validate_reports_a_skipped_disabled_file(
     assert "skipped: disabled" in out
 
 
+def test_validate_warns_when_an_approval_outlasts_claude_code_s_hook_timeout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # install wrote a timeout covering the 60 s approval; the approval then grew to 300 s.
+    # Claude Code would give up at 75 s and (a timed-out hook does not block) run the tool
+    hooks = write(
+        tmp_path / ".claude" / "otelhooks.yaml",
+        "hooks:\n  - id: ask\n    type: PreToolUse\n    matcher: Bash\n"
+        "    approval: {timeout: 60, default: deny}\n",
+    )
+    settings = tmp_path / ".claude" / "settings.json"
+    url = "http://127.0.0.1:4319"
+    assert run(capsys, "claude-code", "install", "--project", str(tmp_path), "--http", url)[0] == 0
+    assert json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"] == 75
+    code, out = run(capsys, "validate", str(settings), str(hooks))
+    assert (code, "warning" in out) == (0, False)
+    hooks.write_text(hooks.read_text().replace("timeout: 60", "timeout: 300"))
+    code, out = run(capsys, "validate", str(settings), str(hooks))
+    assert code == 0
+    assert (
+        "warning: PreToolUse: the otelhooks hook's timeout (75 s) is shorter than an approval "
+        "validated with it may hold the call (300 s)"
+    ) in out
+    assert "it writes 315 s" in out
+    assert run(capsys, "validate", "--strict", str(settings), str(hooks))[0] == 1
+
+
 def test_validate_needs_a_path() -> None:
     assert run_cli("validate") == 2  # argparse's usage error
 

@@ -37,6 +37,7 @@ ALLOWED: dict[str, str] = {
     "inbox",
     "web/test_inbox_orphans.py": "the reason a withdrawn approval gives",
     "web/test_claude_code_approval.py": "the reason a withdrawn approval gives",
+    "reliability/test_daemon_approvals.py": "the reason a withdrawn approval gives",
     "fleet/test_pg_eventlog.py": _STORE,
     "fleet/test_pg_outbox.py": _STORE,
     "fleet/test_shared_approvals.py": _STORE,

@@ -169,6 +169,7 @@ class ApprovalAction:
             "default": self.config.default,
             "reason": self.config.reason or "",
             "editable": isinstance(payload, ToolCallEvent) or args is not None,
+            "call": _call(payload),
         }
 
     def _result(self, payload: HookEvent, answer: dict[str, Any]) -> Answered:
@@ -338,6 +339,17 @@ class ApprovalAction:
             if isinstance(exc, (httpx.HTTPError, ValueError, KeyError)):
                 raise self._fail(payload, str(exc)) from None
             raise
+
+
+def _call(payload: HookEvent) -> str:
+    """The call a card is asked for: its session and tool call id ("" without one, when each
+    ask is a card of its own)."""
+    ids = [str(getattr(payload, "toolCallId", "") or "")]
+    if isinstance(payload, BeforeHumanInterventionEvent):
+        ids = [t.toolCallId or "" for t in payload.pendingTools]
+    if not all(ids) or not ids:
+        return ""
+    return "\n".join([payload.sessionKey or "", *ids])
 
 
 def _args(payload: HookEvent) -> dict[str, Any] | None:

@@ -29,7 +29,7 @@ import structlog
 
 from otelhooks._eventlog._signal import AppendSignal
 
-__all__ = ["Approval", "ApprovalInbox", "Asker", "InboxFull", "process_inbox"]
+__all__ = ["Approval", "ApprovalInbox", "Asker", "InboxFull", "joins", "process_inbox"]
 
 Decision = Literal["allow", "deny"]
 
@@ -122,6 +122,8 @@ class Approval:
         default: what applies at the deadline.
         reason: why the hook asks (shown to the person; the deny reason by default).
         editable: the runtime accepts edited arguments with an allow.
+        call: the session and tool call id of the call held ("" when the runtime gives none):
+            one card per call (:func:`joins`).
         state: ``pending``, ``allowed``, ``denied``.
         answered_by: ``who`` of the answer (``timeout`` when the default applied).
         answered_ms, answer_reason, answer_args: the rest of the answer.
@@ -142,6 +144,7 @@ class Approval:
     default: Decision
     reason: str
     editable: bool
+    call: str = ""
     state: str = "pending"
     answered_by: str = ""
     answered_ms: int = 0
@@ -191,6 +194,29 @@ class Approval:
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def joins(
+    item: Approval, *, hook_id: str, event: str, call: str, args: dict[str, Any], now_ms: int
+) -> bool:
+    """Whether asking ``hook_id`` about ``call`` again (a client or a load balancer retrying
+    a hook input, a second instance reached) gets ``item`` instead of a card of its own: the
+    same hook, event, call and arguments, and ``item`` still pending, or answered by a person or
+    its default before its deadline (``now_ms``: the deadline's clock) passed. Two cards of one
+    call would let the retry's default allow what a person denied on the other. A card its
+    asker withdrew is not joined (nobody answered it: the retry's asker waits for a person),
+    and an answer past its card's deadline answers no later ask (a runtime reusing a call id,
+    an MCP client its request ids, is asked again). Arguments a person edited are asked about
+    again (they differ). The rule of both inboxes (a shared one reads its candidates from the
+    database)."""
+    return (
+        bool(call)
+        and item.call == call
+        and item.hook_id == hook_id
+        and item.event == event
+        and item.args == args
+        and (item.state == "pending" or (item.answered_by != "asker" and now_ms < item.deadline_ms))
+    )
 
 
 class ApprovalInbox:
@@ -262,8 +288,10 @@ class ApprovalInbox:
         trace_id: str = "",
         span_id: str = "",
         editable: bool = False,
+        call: str = "",
     ) -> Approval:
-        """Add a pending approval; raises :class:`InboxFull` past ``max_pending``."""
+        """Add a pending approval, or give the card of the same call (:func:`joins`); raises
+        :class:`InboxFull` past ``max_pending``."""
         now = _now_ms()
         item = Approval(
             id=uuid.uuid4().hex,
@@ -281,11 +309,24 @@ class ApprovalInbox:
             default=default,
             reason=reason,
             editable=editable,
+            call=call,
         )
         with self._lock:
             expired = self._expire_overdue()
-            full = len(self._pending) >= self.max_pending
-            if full:
+            # the pending card first, then the newest answer
+            seen = [*self._pending.values(), *reversed(self._answered.values())] if call else []
+            joined = next(
+                (
+                    a
+                    for a in seen
+                    if joins(a, hook_id=hook_id, event=event, call=call, args=item.args, now_ms=now)
+                ),
+                None,
+            )
+            full = joined is None and len(self._pending) >= self.max_pending
+            if joined is not None:
+                item = joined
+            elif full:
                 self._count_refused()
             else:
                 self._pending[item.id] = item

@@ -6,11 +6,13 @@ import argparse
 import sys
 import warnings
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from otelhooks._cli._common import Subcommands
 
 if TYPE_CHECKING:
+    from otelhooks._config._load import ConfigSource
     from otelhooks._hooks import Hook
 
 __all__ = ["add_parser", "report_lines"]
@@ -52,11 +54,13 @@ def report_lines(paths: list[str], *, strict: bool = False) -> tuple[list[str], 
                 caught_warning.filename,
                 caught_warning.lineno,
             )
+    short = _short_timeouts(sources)
     for source in sources:
         kind = source.format or "?"
         found = [
             *source.warnings,
             *_matcher_warnings(source.hooks),
+            *short.get(source.path, ()),
             *skipped.pop(source.path, ()),
         ]
         count = len(source.problems) + (len(found) if strict else 0)
@@ -111,6 +115,50 @@ def _matcher_warnings(hooks: Sequence[Hook]) -> list[str]:
         why = never_matches(hook.matcher, tool_event=tools)
         if why is not None:
             found.append(f"hook {hook.id} ({hook.event}): matcher never matches: {why}")
+    return found
+
+
+def _short_timeouts(sources: Sequence[ConfigSource]) -> dict[str, list[str]]:
+    """For each Claude Code settings file validated, a warning for each of the hooks ``install``
+    wrote whose ``timeout`` is shorter than an ``approval:`` validated with it may hold a call
+    (the hooks file edited after the install; install's own rule, ``covering_timeout``): Claude
+    Code would give up first and, a timed-out hook being a non-blocking error, run the tool the
+    person was still asked about."""
+    import json
+
+    from otelhooks._actions._approval import longest_approval_of
+    from otelhooks.integrations.claude_code._entries import (
+        APPROVAL_EVENTS,
+        covering_timeout,
+        is_ours,
+    )
+
+    wait_s = longest_approval_of(hook for source in sources for hook in source.hooks)
+    found: dict[str, list[str]] = {}
+    for source in sources if wait_s else ():
+        if source.format != "claude_settings":
+            continue
+        try:
+            events = json.loads(Path(source.path).read_text(encoding="utf-8")).get("hooks")
+        except (OSError, ValueError, AttributeError):
+            continue
+        for event in APPROVAL_EVENTS:
+            groups = events.get(event) if isinstance(events, dict) else None
+            for group in groups if isinstance(groups, list) else ():
+                handlers = group.get("hooks") if isinstance(group, dict) else None
+                for handler in handlers if isinstance(handlers, list) else ():
+                    timeout = handler.get("timeout") if isinstance(handler, dict) else None
+                    if not is_ours(handler) or not isinstance(timeout, int | float):
+                        continue
+                    if timeout < covering_timeout(wait_s):
+                        found.setdefault(source.path, []).append(
+                            f"{event}: the otelhooks hook's timeout ({timeout:g} s) is shorter "
+                            f"than an approval validated with it may hold the call "
+                            f"({wait_s:g} s): Claude Code gives up first and goes on without the "
+                            f"answer (a timed-out hook does not block); "
+                            f"run `otelhooks claude-code install` again (it writes "
+                            f"{covering_timeout(wait_s)} s)"
+                        )
     return found
 
 

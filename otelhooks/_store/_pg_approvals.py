@@ -31,7 +31,13 @@ from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 
-from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, Decision, InboxFull
+from otelhooks._actions._approval_inbox import (
+    Approval,
+    ApprovalInbox,
+    Decision,
+    InboxFull,
+    joins,
+)
 from otelhooks._store._errors import StoreError
 from otelhooks._store._pg_listen import APPROVALS_CHANNEL
 
@@ -46,17 +52,24 @@ _NOW_MS: Final = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 _COLUMNS: Final = (
     "id, changed, hook_id, event, tool, args, agent, session, user_id, trace_id, span_id, "
     "created_ms, deadline_ms, default_decision, reason, editable, state, answered_by, "
-    "answered_ms, answer_reason, answer_args"
+    "answered_ms, answer_reason, answer_args, call"
 )
 _NEXT: Final = b"UPDATE otelhooks_approvals_head SET changed = changed + 1 RETURNING changed"
 _INSERT: Final = (
     "INSERT INTO otelhooks_approvals (id, changed, hook_id, event, tool, args, agent, session, "
-    "user_id, trace_id, span_id, created_ms, deadline_ms, default_decision, reason, editable) "
-    "SELECT %(id)s, %(changed)s, %(hook_id)s, %(event)s, %(tool)s, %(args)s, %(agent)s, "
+    "user_id, trace_id, span_id, created_ms, deadline_ms, default_decision, reason, editable, "
+    "call) SELECT %(id)s, %(changed)s, %(hook_id)s, %(event)s, %(tool)s, %(args)s, %(agent)s, "
     "%(session)s, %(user)s, %(trace_id)s, %(span_id)s, t.now, t.now + %(timeout_ms)s, "
-    f"%(default)s, %(reason)s, %(editable)s FROM (SELECT {_NOW_MS} AS now) t "
+    f"%(default)s, %(reason)s, %(editable)s, %(call)s FROM (SELECT {_NOW_MS} AS now) t "
     "WHERE (SELECT count(*) FROM otelhooks_approvals WHERE state = 'pending' "
     f"AND deadline_ms > t.now) < %(max)s RETURNING {_COLUMNS}, {_NOW_MS}"
+).encode()
+# the cards of a call (read under the head lock, so no other instance asks in between): the
+# pending one first, then the newest answer; :func:`joins` picks
+_OF_CALL: Final = (
+    f"SELECT {_COLUMNS}, {_NOW_MS} FROM otelhooks_approvals WHERE call = %(call)s "
+    f"AND (state <> 'pending' OR deadline_ms > {_NOW_MS}) "
+    "ORDER BY state = 'pending' DESC, changed DESC"
 ).encode()
 _ANSWER: Final = (
     "UPDATE otelhooks_approvals SET state = %(state)s, answered_by = %(by)s, "
@@ -117,6 +130,7 @@ def _row_to_approval(row: tuple[Any, ...]) -> Approval:
         answered_ms=int(row[18]),
         answer_reason=row[19],
         answer_args=answer_args,
+        call=row[21],
     )
 
 
@@ -169,8 +183,10 @@ class SharedApprovalInbox(ApprovalInbox):
         trace_id: str = "",
         span_id: str = "",
         editable: bool = False,
+        call: str = "",
     ) -> Approval:
-        """Add a pending approval, its deadline by the database's clock.
+        """Add a pending approval, its deadline by the database's clock, or give the card of
+        the same call asked through any instance (:func:`joins`).
 
         Raises:
             InboxFull: ``max_pending`` approvals wait in the fleet already.
@@ -192,11 +208,29 @@ class SharedApprovalInbox(ApprovalInbox):
             "default": default,
             "reason": reason,
             "editable": editable,
+            "call": call,
             "max": self.max_pending,
         }
+        asked = json.loads(str(params["args"]))  # as a row gives it back
         with self.store.transaction() as conn:
             params["changed"] = _one_int(conn.execute(_NEXT).fetchone())
-            rows = conn.execute(_INSERT, params).fetchall()
+            rows: list[tuple[Any, ...]] = []
+            if call:
+                cards: list[tuple[Any, ...]] = conn.execute(_OF_CALL, {"call": call}).fetchall()
+                rows = [
+                    row
+                    for row in cards
+                    if joins(
+                        _row_to_approval(row),
+                        hook_id=hook_id,
+                        event=event,
+                        call=call,
+                        args=asked,
+                        now_ms=int(row[-1]),
+                    )
+                ][:1]
+            if not rows:
+                rows = conn.execute(_INSERT, params).fetchall()
             if rows:
                 conn.execute(_NOTIFY, (APPROVALS_CHANNEL,))
         if not rows:
@@ -207,7 +241,7 @@ class SharedApprovalInbox(ApprovalInbox):
         self._clock(rows[0])
         self.recheck()
         with self._lock:
-            held = self._pending.get(str(rows[0][0]))
+            held = self._pending.get(str(rows[0][0])) or self._answered.get(str(rows[0][0]))
         return held if held is not None else self._apply(rows, tell=False)[0]
 
     def answer(

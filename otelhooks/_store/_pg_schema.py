@@ -327,5 +327,14 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
         CREATE INDEX otelhooks_claude_code_spend_calls_at ON otelhooks_claude_code.spend_calls (at);
         """,
     ),
+    (
+        11,
+        # The call an approval was asked for (its session and tool call id): a retry of the
+        # same call gets the card of the first ask, on whichever instance it lands.
+        """
+        ALTER TABLE otelhooks_approvals ADD COLUMN call TEXT NOT NULL DEFAULT '';
+        CREATE INDEX otelhooks_approvals_call ON otelhooks_approvals (call) WHERE call <> '';
+        """,
+    ),
 )
 SCHEMA_VERSION: Final = MIGRATIONS[-1][0]

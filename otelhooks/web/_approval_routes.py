@@ -170,6 +170,7 @@ class ApprovalRoutes:
                     trace_id=_hex(body.get("trace_id"), 32),
                     span_id=_hex(body.get("span_id"), 16),
                     editable=body.get("editable") is True,
+                    call=_text(body.get("call")),
                 )
             )
         except InboxFull as exc:

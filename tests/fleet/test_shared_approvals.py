@@ -131,6 +131,69 @@ def test_a_call_held_on_one_instance_is_denied_through_another_and_wakes_within_
     ]
 
 
+def test_a_call_retried_through_another_instance_waits_on_the_first_card(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # a load balancer gives up on instance a (its connection to a stays open) and posts the
+    # same PreToolUse to b: before, b opened a second card; the person denied the first, the
+    # second reached its default (allow) and the rm -rf ran, "approved by timeout"
+    hooks = _hooks(tmp_path, timeout=4)
+    a, b = (serve([hooks], token=TOKEN, store=pg_url) for _ in range(2))
+    try:
+        first = _Held(a.url, "toolu_retry")
+        card = _pending(b.url)
+        retry = _Held(b.url, "toolu_retry")
+        denied = httpx.post(
+            f"{b.url}/v1/approvals/{card['id']}",
+            json={"decision": "deny", "by": "bob"},
+            headers=AUTH,
+        )
+        assert denied.status_code == 200, denied.text
+        late = _Held(a.url, "toolu_retry")  # one more, after the answer
+        decisions = [
+            held.join().json()["hookSpecificOutput"]["permissionDecision"]
+            for held in (first, retry, late)
+        ]
+        listing = httpx.get(f"{a.url}/v1/approvals", headers=AUTH).json()
+    finally:
+        a.stop()
+        b.stop()
+    assert decisions == ["deny", "deny", "deny"]
+    assert listing["pending"] == []
+    assert [(x["id"], x["answered_by"]) for x in listing["answered"]] == [(card["id"], "bob")]
+
+
+def test_an_instance_stopped_while_it_holds_a_call_withdraws_its_card(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # a restart of the instance holding Claude Code's call: before, the card stayed pending on
+    # the fleet and a person's Approve through b was recorded "allowed" for a call whose client
+    # had its answer (a failure) from a
+    hooks = _hooks(tmp_path)
+    a, b = (serve([hooks], token=TOKEN, store=pg_url) for _ in range(2))
+    try:
+        held = _Held(a.url, "toolu_restart")
+        card = _pending(b.url)
+        a.stop()
+        assert held.join().status_code == 500
+        deadline = time.monotonic() + 10
+        listed = httpx.get(f"{b.url}/v1/approvals", headers=AUTH).json()
+        while listed["pending"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+            listed = httpx.get(f"{b.url}/v1/approvals", headers=AUTH).json()
+        late = httpx.post(
+            f"{b.url}/v1/approvals/{card['id']}", json={"decision": "allow"}, headers=AUTH
+        )
+    finally:
+        a.stop()
+        b.stop()
+    assert listed["pending"] == []
+    assert [(x["id"], x["state"], x["answered_by"]) for x in listed["answered"]] == [
+        (card["id"], "denied", "asker")
+    ]
+    assert late.status_code == 409
+
+
 def test_a_claude_code_hook_that_gives_up_withdraws_its_card_on_every_instance(
     pair: list[EventLogServer],
 ) -> None:

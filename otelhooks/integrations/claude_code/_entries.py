@@ -164,6 +164,18 @@ def hook_url(base: str) -> str:
     return base if base.endswith(ROUTE) else base + ROUTE
 
 
+def covering_timeout(wait_s: float) -> int:
+    """Claude Code's hook timeout for an event an approval of ``wait_s`` seconds may hold: an
+    approval hook holds the call until a person answers, and a hook that times out first is a
+    non-blocking error (the tool runs), so Claude Code must wait longer.
+
+    Example:
+        >>> covering_timeout(60)
+        75
+    """
+    return math.ceil(wait_s) + 15
+
+
 def handler(
     event: str,
     *,
@@ -174,8 +186,7 @@ def handler(
     wait_s: float = 0.0,
 ) -> dict[str, Any]:
     """Our entry for ``event``: an ``http`` hook posting to ``http``, else the command form."""
-    # An approval hook holds the call until a person answers: Claude Code must wait longer.
-    longer = math.ceil(wait_s) + 15 if wait_s and event in APPROVAL_EVENTS else 0
+    longer = covering_timeout(wait_s) if wait_s and event in APPROVAL_EVENTS else 0
     guard_closed = fail_closed and event in GUARD_EVENTS
     entry: dict[str, Any]
     if http is not None:

@@ -15,11 +15,15 @@ Events run on a :class:`~otelhooks.integrations.coding_agents._fair.FairRunner` 
 one session's slow hooks never hold another's, and an event not answered within ``answer_s``
 (25 s by default, inside the 30 s ``install`` writes for the command form) is answered as the
 bridge answers a failure (a deny under ``--fail-closed``, else exit 1) and logged as an error.
+A hook client that closes its connection before its answer (its CLI killed it at the hook's
+timeout) withdraws the approvals asked for its event
+(:class:`~otelhooks._actions._approval_inbox.Asker`), as serve's hook route does.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import fcntl
 import os
 import re
@@ -36,10 +40,18 @@ from typing import TYPE_CHECKING, Any, Literal
 import structlog
 
 from otelhooks._actions._approval import longest_approval_of
+from otelhooks._actions._approval_inbox import Asker
 from otelhooks._actions._script import split_script_ref
 from otelhooks._dispatch._calls import waited_within
 from otelhooks._errors import ConfigError
-from otelhooks._eventlog._asgi import Receive, Scope, Send, read_body, send_json
+from otelhooks._eventlog._asgi import (
+    Receive,
+    Scope,
+    Send,
+    disconnected,
+    read_body,
+    send_json,
+)
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
@@ -325,20 +337,22 @@ class _DaemonApp(_Served):
         super().close()
         _close(self.bridge)
 
-    def _answer_s(self) -> float:
+    def _answer_s(self) -> tuple[float, bool]:
         """When an event not answered yet counts as failed: an approval hook holds a call for
         a person, so its timeout (and the margin its own deadline takes) comes first; ``install``
-        gives Claude Code's hook 15 s more than that."""
+        gives Claude Code's hook 15 s more than that. And whether an approval hook may ask."""
         wait_s = longest_approval_of(self.bridge.engine.registry.hooks())
-        return max(self.answer_s, wait_s + 5.0) if wait_s else self.answer_s
+        return (max(self.answer_s, wait_s + 5.0), True) if wait_s else (self.answer_s, False)
 
     def answer(self, raw: bytes) -> HookResponse:
         return self.dialect.answer(self._answer(raw, self.dialect.to_bridge))
 
-    def _decide(self, raw: bytes, answer_s: float) -> HookResponse:
+    def _decide(self, raw: bytes, answer_s: float, asker: Asker | None = None) -> HookResponse:
         """:meth:`answer` on the runner's thread, whose waiter (the event loop) answers within
-        ``answer_s``: sync Python hooks run on this thread (``waited_within``)."""
-        with waited_within(answer_s):
+        ``answer_s``: sync Python hooks run on this thread (``waited_within``); the approvals
+        asked there are withdrawn when ``asker`` (the hook client) goes away."""
+        asking = asker.asking() if asker is not None else contextlib.nullcontext()
+        with waited_within(answer_s), asking:
             return self.answer(raw)
 
     def _answer(
@@ -361,10 +375,14 @@ class _DaemonApp(_Served):
         raw = await read_body(receive, _BODY_LIMIT) or b""
         found = _SESSION.search(raw, 0, 1 << 16)
         key = found.group(1).decode("utf-8", "replace") if found else ""
+        answer_s, asks = self._answer_s()
+        # a person may be asked: the hook client killed by its CLI (its timeout) withdraws
+        # what it asked, for the CLI went on without the answer
+        asker = Asker() if asks else None
+        watch = asyncio.ensure_future(_client_gone(receive, asker)) if asker else None
         try:
-            answer_s = self._answer_s()
             response = await self.runner.run(
-                key, partial(self._decide, raw, answer_s), timeout_s=answer_s
+                key, partial(self._decide, raw, answer_s, asker), timeout_s=answer_s
             )
         except Late as late:
             event = self.dialect.event_of(raw)
@@ -377,6 +395,9 @@ class _DaemonApp(_Served):
             hooks = self._deciding(raw)
             refusal = late_refusal(event, f"no answer: {late}", self.options, hooks, raw)
             response = self.dialect.answer(refusal)
+        finally:
+            if watch is not None:
+                watch.cancel()
         await send_json(send, 200, _answer_body(response))
 
     def _deciding(self, raw: bytes) -> list[Hook] | None:
@@ -385,6 +406,18 @@ class _DaemonApp(_Served):
             return self.bridge.hooks_now(self.dialect.to_bridge(parse_input(raw)))
         except InputProblem:
             return None
+
+
+async def _client_gone(receive: Receive, asker: Asker) -> None:
+    """Wait for the hook client to close its connection before its answer (its CLI killed it
+    at the hook's timeout, or it was interrupted), then withdraw the approvals asked for it."""
+    await disconnected(receive)
+    if await asyncio.to_thread(asker.gone):
+        _log.warning(
+            "the hook client stopped waiting before the answer (its CLI's hook timeout, or an "
+            "interrupt): its approvals are withdrawn; give the hook a timeout longer than the "
+            "approval's"
+        )
 
 
 def _build_within(

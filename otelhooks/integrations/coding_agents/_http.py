@@ -71,6 +71,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import threading
 from collections.abc import Collection, Mapping
 from functools import partial
 from typing import Any
@@ -329,6 +330,12 @@ class ClaudeCodeHookRoute:
                     partial(self._decide, payload, deadline_s, only, asker),
                     timeout_s=deadline_s,
                 )
+            except asyncio.CancelledError:
+                # serve is stopping (a restart of a fleet's instance): the client's answer is
+                # a failure, nobody waits for the cards asked for it any more
+                if asker is not None:
+                    threading.Thread(target=asker.gone, name="otelhooks-withdraw").start()
+                raise
             except Late as late:
                 if quiet and not (self.fail_closed and event == "PreToolUse"):
                     # nothing but the store could hold it (or too many wait for it): the
