@@ -284,10 +284,10 @@ class InterceptChain:
                 return self._block(hook, None), "blocked"
             if not self._changed_in_place():
                 return False, "ok"
-            result = payload  # its text changed in place: a rewrite, validated as one
+            result = payload  # changed in place: a rewrite, validated as one
         rewritten = self._rewrite(payload, result)
-        if rewritten is None:
-            return self.fail(hook, f"returned {type(result).__name__}, which is not a payload")
+        if isinstance(rewritten, str):
+            return self.fail(hook, rewritten)
         self._hold(rewritten)
         self.rewritten_by.append(hook.id)
         return False, "rewritten"
@@ -355,8 +355,9 @@ class InterceptChain:
                 return "rewritten"
             self.permissive = "allow"
             return "ok"
-        if self._rewrite(self.payload, result) is None:
-            self.permissive = f"error: returned {type(result).__name__}, which is not a payload"
+        problem = self._rewrite(self.payload, result)
+        if isinstance(problem, str):
+            self.permissive = f"error: {problem}"
             self.errors.append(f"{hook.id}: {self.permissive[7:]}")
             return "error"
         self.permissive = "rewrite"
@@ -372,18 +373,24 @@ class InterceptChain:
         return True
 
     @staticmethod
-    def _rewrite(payload: HookEvent, result: Any) -> HookEvent | None:
+    def _rewrite(payload: HookEvent, result: Any) -> HookEvent | str:
         """The payload ``result`` makes, validated: a model changed by ``model_copy(update=...)``
-        or an assignment was not (its ``42`` where text goes reached the runtime), or ``None``."""
+        or an assignment was not (its ``42`` where text goes reached the runtime), or what is
+        wrong with it. A dict naming a field the payload has not (``{"text": ...}`` for a
+        message's ``content``) is wrong: the runtime would go on as if nothing was rewritten."""
         model = type(payload)
+        dumped = payload.model_dump(by_alias=True, warnings=False)
         if isinstance(result, model):
             update = result.model_dump(by_alias=True, warnings=False)
         elif isinstance(result, Mapping):
             update = dict(result)
+            unknown = [str(k) for k in update if k not in dumped and k not in model.model_fields]
+            if unknown:
+                return f"rewrote {', '.join(unknown)}, which {payload.event} has no field for"
         else:
-            return None
+            return f"returned {type(result).__name__}, which is not a payload"
         _reconcile_twins(payload, update)
-        fields = {**payload.model_dump(by_alias=True, warnings=False), **update}
+        fields = {**dumped, **update}
         if "toolInput" in fields and fields["toolInput"] == fields["args"]:
             # one object under both names, as a runtime's payload has: an in-place change of
             # either is a change of the args the runtime runs
@@ -391,7 +398,7 @@ class InterceptChain:
         try:
             return model.model_validate(fields)
         except ValidationError:
-            return None
+            return f"returned {type(result).__name__}, which is not a payload"
 
 
 def _reason_text(reason: object) -> str | None:

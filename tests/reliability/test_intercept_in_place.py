@@ -108,3 +108,30 @@ def test_the_bridge_answers_with_the_arguments_a_hook_changed_in_place(tmp_path:
     assert answer.returncode == 0, answer.stderr
     specific = json.loads(answer.stdout)["hookSpecificOutput"]
     assert specific["updatedInput"] == {"command": "rm -rf ./build"}
+
+
+@pytest.mark.parametrize("on_error", ["continue", "block"])
+def test_a_message_rewrite_naming_a_field_the_message_has_not_follows_on_error(
+    on_error: str,
+) -> None:
+    # {"text": ...} where message_sending's field is content: before, recorded as a rewrite
+    # (rewritten_by) while the message went out as it was, whatever on_error said
+    delivered: list[str] = []
+    with pipeline() as pipe:
+        pipe.register(
+            {
+                "id": "redact",
+                "type": "message_sending",
+                "handler": lambda data: {"text": "[redacted]"},
+                "on_error": on_error,
+            }
+        )
+        with pipe.tracer.operation("agent") as op:
+            op.send_message("chat", "user-1", "hunter2", deliver=delivered.append)
+        pipe.flush()
+        span = pipe.span("send_message chat")
+    assert sc.HOOK_REWRITTEN_BY not in (span.attributes or {})
+    assert "redact: rewrote text, which message_sending has no field for" in str(
+        span.attributes[sc.HOOK_ERRORS]  # type: ignore[index]
+    )
+    assert delivered == (["hunter2"] if on_error == "continue" else [])
