@@ -152,16 +152,11 @@ class InterceptChain:
         self.approvals: list[ApprovalNote] = []
         # the approval whose person's edit is the payload held, until the hooks before it saw it
         self.edited_by: HookFacts | None = None
-        # The rewritable field as the runtime gave it (the payload the hooks get holds a deep
-        # copy of a container): a change a hook makes in place never reaches the runtime's own
-        # objects, and tells itself by a comparison (rule 2).
-        self.field = field = _REWRITES.get(event, "")
-        self.kept: Any = getattr(payload, field) if field else _UNWATCHED
-        if field and not isinstance(self.kept, str):
-            payload = self._handed(payload)
         self.payload = payload
         # A tool call's marks (None for other events), read once per payload the chain holds.
         self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
+        self.field = _REWRITES.get(event, "")
+        self.kept: Any = _kept(payload, self.field)
 
     def verdict(self) -> Verdict:
         """What the hooks decided, as the public :class:`~otelhooks._live.Verdict`."""
@@ -187,20 +182,6 @@ class InterceptChain:
         asked about)."""
         author, self.edited_by = self.edited_by, None
         return tuple(hook for hook in self.hooks if hook is not author)
-
-    def _handed(self, payload: HookEvent) -> HookEvent:
-        """A copy of ``payload`` whose rewritable field is a deep copy of ``kept`` (a tool call's
-        ``toolInput`` with it, when it is the same object as its ``args``); ``payload`` itself
-        when that field cannot be copied (it is then not watched)."""
-        try:
-            value = deepcopy(self.kept)
-        except Exception:  # an in-process tool's argument holding a lock, a socket
-            self.kept = _UNWATCHED
-            return payload
-        update = {self.field: value}
-        if isinstance(payload, ToolCallEvent) and payload.toolInput is payload.args:
-            update["toolInput"] = value
-        return payload.model_copy(update=update)
 
     def _hold(self, payload: HookEvent) -> None:
         """Go on with ``payload`` (a rewrite, or a fresh copy after a failure), its marks and
@@ -310,10 +291,12 @@ class InterceptChain:
         # What the failed hook changed in place, then or later, is lost: later hooks get a
         # copy holding the field as it was before it ran.
         fresh = payload
-        if isinstance(kept, str):
-            fresh = payload.model_copy(update={self.field: kept})
-        elif kept is not _UNWATCHED:
-            fresh = self._handed(payload)
+        if kept is not _UNWATCHED:
+            value = _copied(kept)
+            update = {self.field: value}
+            if isinstance(payload, ToolCallEvent):
+                update["toolInput"] = value
+            fresh = payload.model_copy(update=update)
         if isinstance(fresh, ToolCallEvent) and marks is not None:
             marks.closed = True
             if fresh is payload:
@@ -417,13 +400,23 @@ def _kept(payload: HookEvent, field: str) -> Any:
     """What the chain keeps of ``payload``'s rewritable ``field`` to tell a change in place."""
     if not field:
         return _UNWATCHED
-    value = getattr(payload, field)
-    if isinstance(value, str):
-        return value
     try:
-        return deepcopy(value)
+        return _copied(getattr(payload, field))
     except Exception:  # an in-process tool's argument that cannot be copied (a lock, a socket)
         return _UNWATCHED
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of ``value``: JSON's containers copied here, at a third of ``deepcopy``'s
+    cost (a tool call's args, once per chain: benchmarks/README.md), anything else by it."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if kind is list:
+        return [_copied(item) for item in value]
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    return deepcopy(value)
 
 
 def _scratch_copy(payload: HookEvent) -> HookEvent:

@@ -66,18 +66,23 @@ def test_arguments_changed_in_place_are_the_ones_the_later_guard_judged_and_the_
 
 
 def test_what_a_failed_hook_changed_in_place_is_not_run() -> None:
-    # on_error: continue ignores the failed hook: the call runs as if it had not run
+    # on_error: continue ignores the failed hook: the next hook and the call see the arguments
+    # as if it had not run
     ran: list[dict[str, Any]] = []
+    judged: list[dict[str, Any]] = []
 
     def half_done(event: Any) -> None:
-        event.args["opts"]["recursive"] = False
+        event.args["recursive"] = False
         raise RuntimeError("half done")
 
     with pipeline() as pipe:
-        pipe.register({"id": "half", "type": "beforeToolCall", "handler": half_done})
+        pipe.register(
+            {"id": "half", "type": "beforeToolCall", "handler": half_done},
+            {"id": "guard", "type": "beforeToolCall", "handler": lambda e: judged.append(e.args)},
+        )
         with pipe.tracer.operation("agent") as op, op.step() as step:
-            step.run_tool("fs", "ls", {"opts": {"recursive": True}}, lambda **kw: ran.append(kw))
-    assert ran == [{"opts": {"recursive": True}}]
+            step.run_tool("fs", "ls", {"recursive": True}, lambda **kw: ran.append(kw))
+    assert (judged, ran) == ([{"recursive": True}], [{"recursive": True}])
 
 
 def test_a_result_redacted_in_place_is_the_result_the_model_reads() -> None:
@@ -108,6 +113,39 @@ def test_the_bridge_answers_with_the_arguments_a_hook_changed_in_place(tmp_path:
     assert answer.returncode == 0, answer.stderr
     specific = json.loads(answer.stdout)["hookSpecificOutput"]
     assert specific["updatedInput"] == {"command": "rm -rf ./build"}
+
+
+def test_the_bridge_answers_with_arguments_and_output_changed_in_place_deep_inside(
+    tmp_path: Path,
+) -> None:
+    # the bridge's own copy of what the agent sent was changed with the hooks', so it told no
+    # change and answered nothing: the agent ran the first edit and showed the secret
+    (tmp_path / "otelhooks.yaml").write_text(
+        "hooks:\n"
+        "  - {id: tame, type: PreToolUse, matcher: MultiEdit, script: hooks.py:tame}\n"
+        "  - {id: redact, type: tool_result_persist, matcher: Bash, script: hooks.py:redact}\n"
+    )
+    (tmp_path / "hooks.py").write_text(
+        "def tame(event):\n"
+        "    event.args['edits'][0]['new_string'] = 'safe'\n"
+        "def redact(data):\n"
+        "    data.result['stdout'] = data.result['stdout'].replace('S-42-SECRET', '***')\n"
+    )
+    edits = {"file_path": "a.py", "edits": [{"old_string": "x", "new_string": "rm -rf /"}]}
+    pre = {**bash("t1", "", "s1"), "tool_name": "MultiEdit", "tool_input": edits}
+    answer = one_process(tmp_path, pre)
+    assert answer.returncode == 0, answer.stderr
+    specific = json.loads(answer.stdout)["hookSpecificOutput"]
+    assert specific["updatedInput"]["edits"] == [{"old_string": "x", "new_string": "safe"}]
+    post = {
+        **bash("t2", "cat .env", "s1"),
+        "hook_event_name": "PostToolUse",
+        "tool_response": {"stdout": "KEY=S-42-SECRET", "stderr": ""},
+    }
+    answer = one_process(tmp_path, post)
+    assert answer.returncode == 0, answer.stderr
+    output = json.loads(answer.stdout)["hookSpecificOutput"]["updatedToolOutput"]
+    assert output["stdout"] == "KEY=***"
 
 
 @pytest.mark.parametrize("on_error", ["continue", "block"])
