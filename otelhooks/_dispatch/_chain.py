@@ -58,9 +58,9 @@ _LISTED: dict[tuple[bool, bool], frozenset[str]] = {
     (True, False): frozenset({"webhook", "approval"}),
 }
 
-# The field a runtime takes from each intercept event's rewrite. The chain keeps a copy of it
-# (the text itself; a deep copy of a tool call's args or a result, which a hook may change deep
-# inside) and compares after each hook: a change made in place is a rewrite by that hook.
+# The field a runtime takes from each intercept event's rewrite. The chain keeps it as it came
+# (hooks get a deep copy of a tool call's args or a result, which they may change deep inside)
+# and compares after each hook: a change made in place is a rewrite by that hook.
 _REWRITES: dict[str, str] = {spec.name: spec.rewrites for spec in EVENTS.values() if spec.rewrites}
 
 # ``kept`` when the field is not watched: no rewritable field, or one that cannot be copied or
@@ -152,11 +152,9 @@ class InterceptChain:
         self.approvals: list[ApprovalNote] = []
         # the approval whose person's edit is the payload held, until the hooks before it saw it
         self.edited_by: HookFacts | None = None
-        self.payload = payload
-        # A tool call's marks (None for other events), read once per payload the chain holds.
-        self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
         self.field = _REWRITES.get(event, "")
-        self.kept: Any = _kept(payload, self.field)
+        self.kept: Any = _UNWATCHED
+        self._hold(payload)
 
     def verdict(self) -> Verdict:
         """What the hooks decided, as the public :class:`~otelhooks._live.Verdict`."""
@@ -184,11 +182,28 @@ class InterceptChain:
         return tuple(hook for hook in self.hooks if hook is not author)
 
     def _hold(self, payload: HookEvent) -> None:
-        """Go on with ``payload`` (a rewrite, or a fresh copy after a failure), its marks and
-        a copy of its rewritable field."""
+        """Go on with ``payload`` (the first, a rewrite, or a fresh copy after a failure) and
+        its marks. Its rewritable field is kept as it came and the hooks get a deep copy in
+        its place (a tool call's ``toolInput`` too, when it is the same object as its ``args``):
+        what a hook changes in place never reaches the runtime's own objects, and a comparison
+        after each hook tells it (rule 2)."""
         self.payload = payload
+        # A tool call's marks (None for other events), read once per payload the chain holds.
         self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
-        self.kept = _kept(payload, self.field)
+        field = self.field
+        if not field:
+            return
+        value = self.kept = getattr(payload, field)
+        if isinstance(value, str):
+            return  # text changes only by assignment
+        try:
+            handed = _copied(value)
+        except Exception:  # an in-process tool's argument that cannot be copied (a lock)
+            self.kept = _UNWATCHED
+            return
+        if isinstance(payload, ToolCallEvent) and payload.toolInput is value:
+            payload.toolInput = handed
+        setattr(payload, field, handed)
 
     def _changed_in_place(self) -> bool:
         """Whether the last hook changed the payload's rewritable field in place
@@ -292,10 +307,9 @@ class InterceptChain:
         # copy holding the field as it was before it ran.
         fresh = payload
         if kept is not _UNWATCHED:
-            value = _copied(kept)
-            update = {self.field: value}
+            update = {self.field: kept}
             if isinstance(payload, ToolCallEvent):
-                update["toolInput"] = value
+                update["toolInput"] = kept
             fresh = payload.model_copy(update=update)
         if isinstance(fresh, ToolCallEvent) and marks is not None:
             marks.closed = True
@@ -394,16 +408,6 @@ def _reason_text(reason: object) -> str | None:
     if not reason:
         return None
     return scrub(reason if isinstance(reason, str) else str(reason))
-
-
-def _kept(payload: HookEvent, field: str) -> Any:
-    """What the chain keeps of ``payload``'s rewritable ``field`` to tell a change in place."""
-    if not field:
-        return _UNWATCHED
-    try:
-        return _copied(getattr(payload, field))
-    except Exception:  # an in-process tool's argument that cannot be copied (a lock, a socket)
-        return _UNWATCHED
 
 
 def _copied(value: Any) -> Any:

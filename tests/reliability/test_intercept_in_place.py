@@ -73,6 +73,7 @@ def test_what_a_failed_hook_changed_in_place_is_not_run() -> None:
 
     def half_done(event: Any) -> None:
         event.args["recursive"] = False
+        event.args["opts"]["dir"] = "/"  # deep inside: the caller's own object is not changed
         raise RuntimeError("half done")
 
     with pipeline() as pipe:
@@ -81,8 +82,10 @@ def test_what_a_failed_hook_changed_in_place_is_not_run() -> None:
             {"id": "guard", "type": "beforeToolCall", "handler": lambda e: judged.append(e.args)},
         )
         with pipe.tracer.operation("agent") as op, op.step() as step:
-            step.run_tool("fs", "ls", {"recursive": True}, lambda **kw: ran.append(kw))
-    assert (judged, ran) == ([{"recursive": True}], [{"recursive": True}])
+            args = {"recursive": True, "opts": {"dir": "."}}
+            step.run_tool("fs", "ls", args, lambda **kw: ran.append(kw))
+    first = {"recursive": True, "opts": {"dir": "."}}
+    assert (judged, ran, args) == ([first], [first], first)
 
 
 def test_a_result_redacted_in_place_is_the_result_the_model_reads() -> None:

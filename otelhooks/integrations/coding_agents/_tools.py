@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from copy import deepcopy
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -210,9 +209,7 @@ class ToolUses(Part):
 
         def event() -> ToolCallEvent:  # built only for a hook that matches
             fields: dict[str, Any] = {
-                # the hooks' own copy: a change one makes in place deep inside is told from
-                # the arguments the agent sent (updatedInput), which it must not reach
-                **self._tool_event(tool, deepcopy(args)),
+                **self._tool_event(tool, args),
                 "claudeCode": self._own(payload),
             }
             if self.spend is not None:
@@ -353,7 +350,7 @@ class ToolUses(Part):
             toolName=tool.tool_name,
             toolCallId=tool.tool_use_id,
             apiName=tool.tool_name,
-            result=deepcopy(response),  # as the arguments' (above): told from the output sent
+            result=response,
         )
         verdict, answers = run_hooks(self.engine, "tool_result_persist", event, values)
         if verdict.blocked:
