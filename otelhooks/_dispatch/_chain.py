@@ -6,8 +6,9 @@ Rules (each has its own test):
 2. A handler returns ``None`` to change nothing, a payload (model or dict) to rewrite, or
    :class:`~otelhooks.Block` to block. Under the kernel contract (``intercept=True``)
    ``None`` blocks. A rewrite is validated, whatever shape it comes in. A handler that
-   changed the payload's text in place (``data.content = ...``, the kernel's ``return data``)
-   rewrote it: the runtime sends what the later hooks saw.
+   changed the rewritable field in place (``data.content = ...``, the kernel's ``return
+   data``; ``event.args["path"] = ...``; ``data.result["content"] = ...``) rewrote it: the
+   runtime runs, sends or keeps what the later hooks saw.
 3. The first block wins and ends the chain; a tool call's default reason is LobeHub's
    ``Blocked by beforeToolCall hook.``
 4. ``event.mock(result)`` on ``before_tool_call``: the first accepted mock wins and ends the chain.
@@ -32,6 +33,7 @@ Rules (each has its own test):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from copy import deepcopy
 from typing import Any
 
 from pydantic import ValidationError
@@ -56,15 +58,14 @@ _LISTED: dict[tuple[bool, bool], frozenset[str]] = {
     (True, False): frozenset({"webhook", "approval"}),
 }
 
-# The intercept events whose rewritten field is text (message_sending's content,
-# before_agent_start's input): text changes only by assignment, so comparing it after each hook
-# tells every change made in place. A tool call's args or a result can change deep inside, which
-# no cheap comparison tells: their in-place changes are not watched.
-_TEXT_FIELDS: dict[str, str] = {
-    spec.name: spec.rewrites
-    for spec in EVENTS.values()
-    if spec.rewrites and spec.payload.model_fields[spec.rewrites].annotation is str
-}
+# The field a runtime takes from each intercept event's rewrite. The chain keeps it as it came
+# (hooks get a deep copy of a tool call's args or a result, which they may change deep inside)
+# and compares after each hook: a change made in place is a rewrite by that hook.
+_REWRITES: dict[str, str] = {spec.name: spec.rewrites for spec in EVENTS.values() if spec.rewrites}
+
+# ``kept`` when the field is not watched: no rewritable field, or one that cannot be copied or
+# compared (an in-process tool's argument holding a lock, an array whose ``!=`` is no bool).
+_UNWATCHED: Any = object()
 
 DEFAULT_BLOCK_REASONS: dict[str, str] = {
     "before_tool_call": "Blocked by beforeToolCall hook.",
@@ -104,6 +105,7 @@ class InterceptChain:
         "event",
         "field",
         "hooks",
+        "kept",
         "listed",
         "marks",
         "matched",
@@ -116,7 +118,6 @@ class InterceptChain:
         "scratch",
         "soft_rank",
         "steps",
-        "text",
         "would_call",
     )
 
@@ -151,11 +152,9 @@ class InterceptChain:
         self.approvals: list[ApprovalNote] = []
         # the approval whose person's edit is the payload held, until the hooks before it saw it
         self.edited_by: HookFacts | None = None
-        self.payload = payload
-        # A tool call's marks (None for other events), read once per payload the chain holds.
-        self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
-        self.field = _TEXT_FIELDS.get(event, "")
-        self.text: str | None = getattr(payload, self.field) if self.field else None
+        self.field = _REWRITES.get(event, "")
+        self.kept: Any = _UNWATCHED
+        self._hold(payload)
 
     def verdict(self) -> Verdict:
         """What the hooks decided, as the public :class:`~otelhooks._live.Verdict`."""
@@ -183,15 +182,40 @@ class InterceptChain:
         return tuple(hook for hook in self.hooks if hook is not author)
 
     def _hold(self, payload: HookEvent) -> None:
-        """Go on with ``payload`` (a rewrite, or a fresh copy after a failure), its marks and
-        its text."""
+        """Go on with ``payload`` (the first, a rewrite, or a fresh copy after a failure) and
+        its marks. Its rewritable field is kept as it came and the hooks get a deep copy in
+        its place (a tool call's ``toolInput`` too, when it is the same object as its ``args``):
+        what a hook changes in place never reaches the runtime's own objects, and a comparison
+        after each hook tells it (rule 2)."""
         self.payload = payload
+        # A tool call's marks (None for other events), read once per payload the chain holds.
         self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
-        self.text = getattr(payload, self.field) if self.field else None
+        field = self.field
+        if not field:
+            return
+        value = self.kept = getattr(payload, field)
+        if isinstance(value, str):
+            return  # text changes only by assignment
+        try:
+            handed = _copied(value)
+        except Exception:  # an in-process tool's argument that cannot be copied (a lock)
+            self.kept = _UNWATCHED
+            return
+        if isinstance(payload, ToolCallEvent) and payload.toolInput is value:
+            payload.toolInput = handed
+        setattr(payload, field, handed)
 
     def _changed_in_place(self) -> bool:
-        """Whether the last hook changed the payload's text in place (:data:`_TEXT_FIELDS`)."""
-        return self.text is not None and getattr(self.payload, self.field) != self.text
+        """Whether the last hook changed the payload's rewritable field in place
+        (:data:`_REWRITES`); a field whose comparison fails is no longer watched."""
+        kept = self.kept
+        if kept is _UNWATCHED:
+            return False
+        try:
+            return bool(getattr(self.payload, self.field) != kept)
+        except Exception:
+            self.kept = _UNWATCHED
+            return False
 
     def skips(self, hook: HookFacts) -> bool:
         """Whether ``hook`` no longer runs: after an ask/defer block only commands do."""
@@ -256,10 +280,10 @@ class InterceptChain:
                 return self._block(hook, None), "blocked"
             if not self._changed_in_place():
                 return False, "ok"
-            result = payload  # its text changed in place: a rewrite, validated as one
+            result = payload  # changed in place: a rewrite, validated as one
         rewritten = self._rewrite(payload, result)
-        if rewritten is None:
-            return self.fail(hook, f"returned {type(result).__name__}, which is not a payload")
+        if isinstance(rewritten, str):
+            return self.fail(hook, rewritten)
         self._hold(rewritten)
         self.rewritten_by.append(hook.id)
         return False, "rewritten"
@@ -278,18 +302,26 @@ class InterceptChain:
             block = hook.blocks_on_error
             self.permissive = f"error: would block: {problem}" if block else f"error: {problem}"
             return False, outcome
-        payload, marks = self.payload, self.marks
-        if self.text is not None:  # what the failed hook changed in place, then or later, is lost
-            self._hold(payload.model_copy(update={self.field: self.text}))
-        if isinstance(payload, ToolCallEvent) and marks is not None:
+        payload, marks, kept = self.payload, self.marks, self.kept
+        # What the failed hook changed in place, then or later, is lost: later hooks get a
+        # copy holding the field as it was before it ran.
+        fresh = payload
+        if kept is not _UNWATCHED:
+            update = {self.field: kept}
+            if isinstance(payload, ToolCallEvent):
+                update["toolInput"] = kept
+            fresh = payload.model_copy(update=update)
+        if isinstance(fresh, ToolCallEvent) and marks is not None:
             marks.closed = True
-            fresh = payload.model_copy()
+            if fresh is payload:
+                fresh = fresh.model_copy()
             fresh._marks = ToolCallMarks()
+        if fresh is not payload:
             self._hold(fresh)
-            if marks.denied:  # a deny made before the failure stands
-                self._block(hook, marks.deny_reason)
-                self.soft_rank = 0
-                return True, outcome
+        if marks is not None and marks.denied:  # a deny made before the failure stands
+            self._block(hook, marks.deny_reason)
+            self.soft_rank = 0
+            return True, outcome
         if hook.blocks_on_error:
             self._block(hook, f"hook {hook.id} failed: {problem}")
             self.soft_rank = 0
@@ -320,8 +352,9 @@ class InterceptChain:
                 return "rewritten"
             self.permissive = "allow"
             return "ok"
-        if self._rewrite(self.payload, result) is None:
-            self.permissive = f"error: returned {type(result).__name__}, which is not a payload"
+        problem = self._rewrite(self.payload, result)
+        if isinstance(problem, str):
+            self.permissive = f"error: {problem}"
             self.errors.append(f"{hook.id}: {self.permissive[7:]}")
             return "error"
         self.permissive = "rewrite"
@@ -337,23 +370,32 @@ class InterceptChain:
         return True
 
     @staticmethod
-    def _rewrite(payload: HookEvent, result: Any) -> HookEvent | None:
+    def _rewrite(payload: HookEvent, result: Any) -> HookEvent | str:
         """The payload ``result`` makes, validated: a model changed by ``model_copy(update=...)``
-        or an assignment was not (its ``42`` where text goes reached the runtime), or ``None``."""
+        or an assignment was not (its ``42`` where text goes reached the runtime), or what is
+        wrong with it. A dict naming a field the payload has not (``{"text": ...}`` for a
+        message's ``content``) is wrong: the runtime would go on as if nothing was rewritten."""
         model = type(payload)
+        dumped = payload.model_dump(by_alias=True, warnings=False)
         if isinstance(result, model):
             update = result.model_dump(by_alias=True, warnings=False)
         elif isinstance(result, Mapping):
             update = dict(result)
+            unknown = [str(k) for k in update if k not in dumped and k not in model.model_fields]
+            if unknown:
+                return f"rewrote {', '.join(unknown)}, which {payload.event} has no field for"
         else:
-            return None
+            return f"returned {type(result).__name__}, which is not a payload"
         _reconcile_twins(payload, update)
+        fields = {**dumped, **update}
+        if "toolInput" in fields and fields["toolInput"] == fields["args"]:
+            # one object under both names, as a runtime's payload has: an in-place change of
+            # either is a change of the args the runtime runs
+            del fields["toolInput"]
         try:
-            return model.model_validate(
-                {**payload.model_dump(by_alias=True, warnings=False), **update}
-            )
+            return model.model_validate(fields)
         except ValidationError:
-            return None
+            return f"returned {type(result).__name__}, which is not a payload"
 
 
 def _reason_text(reason: object) -> str | None:
@@ -366,6 +408,19 @@ def _reason_text(reason: object) -> str | None:
     if not reason:
         return None
     return scrub(reason if isinstance(reason, str) else str(reason))
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of ``value``: JSON's containers copied here, at a third of ``deepcopy``'s
+    cost (a tool call's args, once per chain: benchmarks/README.md), anything else by it."""
+    kind = type(value)
+    if kind is dict:
+        return {key: _copied(item) for key, item in value.items()}
+    if kind is list:
+        return [_copied(item) for item in value]
+    if kind is str or kind is int or kind is float or kind is bool or value is None:
+        return value
+    return deepcopy(value)
 
 
 def _scratch_copy(payload: HookEvent) -> HookEvent:

@@ -239,6 +239,30 @@ def test_rewritten_arguments_reach_the_tool(pipe: TestPipeline) -> None:
     assert tool_message(result, "t2").content == "the safe copy"
 
 
+def test_arguments_a_hook_changed_in_place_are_the_ones_the_later_guard_judged_and_the_tool_got(
+    pipe: TestPipeline,
+) -> None:
+    world = World(files={"a.txt": "hello otel hooks", "safe.txt": "the safe copy"})
+    judged: list[str] = []
+
+    def redirect(event: Any) -> None:
+        if event.apiName == "read_file":
+            event.args["path"] = "safe.txt"
+
+    def guard(event: Any) -> Block | None:
+        if event.apiName != "read_file":
+            return None
+        judged.append(event.args["path"])
+        return Block("not a.txt") if event.args["path"] == "a.txt" else None
+
+    pipe.register(
+        *GUARDS, hook("redirect", "before_tool_call", redirect), hook("guard", "PreToolUse", guard)
+    )
+    result = run(pipe, world)
+
+    assert (judged, tool_message(result, "t2").content) == (["safe.txt"], "the safe copy")
+
+
 def test_tool_events_reach_a_webhook_on_a_real_local_server(
     pipe: TestPipeline, server: WebhookServer, deliverer: WebhookDeliverer
 ) -> None:
