@@ -51,9 +51,9 @@ def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> in
     started = asked if tell is not None else None
     deadline = Deadline(raw, options, answer_s, answer_to, tell=tell, started=started)
     previous = signal.signal(signal.SIGTERM, _end_hooks_then_die)
-    asker, done = Asker(), threading.Event()
-    if tell is not None:
-        threading.Thread(target=_watch_client, args=(asker, done), daemon=True).start()
+    asker, done, client = Asker(), threading.Event(), _client_pid()
+    if tell is not None and client is not None:
+        threading.Thread(target=_watch_client, args=(asker, client, done), daemon=True).start()
     try:
         with asker.asking():
             response = _run_hook(raw, options, os.environ, deadline)
@@ -66,12 +66,22 @@ def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> in
     return response.exit_code
 
 
-def _watch_client(asker: Asker, done: threading.Event) -> None:
+def _client_pid() -> int | None:
+    """The pid of the hook client that started this process (``$OTELHOOKS_BRIDGE_CLIENT_PID``),
+    taken out of the environment like its pipe."""
+    from otelhooks.integrations.claude_code.hook_client import CLIENT_PID_ENV
+
+    try:
+        return int(os.environ.pop(CLIENT_PID_ENV, ""))
+    except ValueError:
+        return None
+
+
+def _watch_client(asker: Asker, client: int, done: threading.Event) -> None:
     """Withdraw the approvals asked for the event once the hook client waiting for this process
     is gone (its CLI killed it at the hook's timeout: this process, its child, is handed to
     another parent), as the daemon does when the client closes its connection: nobody may
     approve a call the CLI went on without."""
-    client = os.getppid()
     while not done.wait(_WATCH_S):
         if os.getppid() != client:
             if asker.gone():
