@@ -80,3 +80,24 @@ def test_a_hook_client_killed_at_its_timeout_withdraws_the_daemon_s_card(
     assert (got["id"], got["answered_by"], got["answer_reason"]) == (card["id"], "asker", WITHDRAWN)
     assert late.status_code == 409
     assert daemon_pid(runtime_dir) == daemon  # the daemon serves on
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL], ids=["term", "kill"])
+def test_a_hook_client_killed_at_its_timeout_withdraws_the_one_process_bridge_s_card(
+    server: EventLogServer, tmp_path: Path, runtime_dir: Path, sig: signal.Signals
+) -> None:
+    # The first event of a fresh socket folder is answered by the one-process bridge, a child of
+    # the hook client. Before, the killed client left it running and asking: the card waited its
+    # 60 s and a person's Approve was recorded "allowed" for a call nobody waited for.
+    (tmp_path / "otelhooks.yaml").write_text(HOLD_BASH.format(url=server.url))
+    env = client_env(tmp_path, runtime_dir, OTELHOOKS_INGEST_TOKEN=TOKEN)
+    session = f"s-one-{sig.name}"
+    proc, at = start_hook(env, bash("toolu_1", "rm -rf victim", session=session))
+    with httpx.Client(base_url=server.url, headers=AUTH) as admin:
+        card = _card(admin, session, "pending")
+        proc.send_signal(sig)  # the CLI's hook timeout
+        finish((proc, at))
+        got = _card(admin, session, "denied")
+        late = admin.post(f"/v1/approvals/{card['id']}", json={"decision": "allow"})
+    assert (got["id"], got["answered_by"], got["answer_reason"]) == (card["id"], "asker", WITHDRAWN)
+    assert late.status_code == 409

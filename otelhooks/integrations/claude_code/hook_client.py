@@ -51,13 +51,24 @@ import subprocess
 import sys
 import time
 
-__all__ = ["ASKED_AT_ENV", "IDLE_ENV", "LATE_FD_ENV", "end_hooks_of", "main", "socket_path"]
+__all__ = [
+    "ASKED_AT_ENV",
+    "CLIENT_PID_ENV",
+    "IDLE_ENV",
+    "LATE_FD_ENV",
+    "end_hooks_of",
+    "main",
+    "socket_path",
+]
 
 IDLE_ENV = "OTELHOOKS_BRIDGE_DAEMON_IDLE"  # earlier OTELHOOKS_CLAUDE_DAEMON_IDLE, still read
 # the pipe on which the one-process bridge tells this client its late answer
 LATE_FD_ENV = "OTELHOOKS_BRIDGE_LATE_FD"
 # when this client read an event a daemon failed to answer: the one-process bridge's time runs
 ASKED_AT_ENV = "OTELHOOKS_BRIDGE_ASKED_AT"
+# this client's pid: the one-process bridge withdraws its approvals once its parent is another
+# (the CLI killed this client at its timeout), also when that came before it could look
+CLIENT_PID_ENV = "OTELHOOKS_BRIDGE_CLIENT_PID"
 _ENV_PREFIXES = ("OTELHOOKS_", "OTEL_", "CLAUDE_PROJECT_DIR", "HOME")
 _FLAGS_WITH_PATHS = ("--hooks", "--traces-out", "--state", "--export-env")
 # the CLI that runs this client with ``--dialect NAME`` (none: Claude Code)
@@ -328,7 +339,7 @@ def _one_process(args: list[str], body: bytes, asked: float | None = None) -> in
     printed and with which exit code; past the time with no answer, or when it ends without one
     (a hook crashed it), the late answer is this client's (the bridge killed)."""
     told_r, told_w = os.pipe()
-    env = {**os.environ, LATE_FD_ENV: str(told_w)}
+    env = {**os.environ, LATE_FD_ENV: str(told_w), CLIENT_PID_ENV: str(os.getpid())}
     if asked is not None:
         env[ASKED_AT_ENV] = repr(asked)
     try:

@@ -38,6 +38,10 @@ session never seen          (its open turn and tool uses, on a fleet those anoth
 the client closes its       nobody reads the answer (Claude Code's hook timeout passed, or it
 connection first            was interrupted): the approvals asked for the call are withdrawn
                             (:class:`~otelhooks._actions._approval_inbox.Asker`)
+serve stops while it        past the stop's 5 s grace: answered as a failure that names the stop
+holds the call              (a deny when a hook that blocks when it fails, an approval, or
+                            fail-closed guards it), never the server's bare 500; its approvals
+                            are withdrawn
 ==========================  ======================================================================
 
 The body is read by :func:`~otelhooks.integrations.coding_agents._input.parse_input`, as the
@@ -110,6 +114,8 @@ DEFAULT_DECISION_TIMEOUT_S = 8.0
 # deciding calls answered at once, across sessions (each may wait for a person's approval)
 DECIDING_THREADS = 64
 
+# what a deciding call held when serve stops (a restart) is answered with
+_STOPPED = "otelhooks serve stopped (a restart, or its end) before the hooks answered"
 _log = structlog.get_logger("otelhooks")
 
 # events whose hooks decide: they run before the answer (every other event's hooks are queued)
@@ -331,11 +337,18 @@ class ClaudeCodeHookRoute:
                     timeout_s=deadline_s,
                 )
             except asyncio.CancelledError:
-                # serve is stopping (a restart of a fleet's instance): the client's answer is
-                # a failure, nobody waits for the cards asked for it any more
+                # serve is stopping (a restart of a fleet's instance) past its grace: nobody
+                # waits for the cards asked for the call any more, and its client gets a
+                # failure that says so (a deny under fail-closed), not the server's bare 500,
+                # which Claude Code takes as no decision and runs the tool
                 if asker is not None:
                     threading.Thread(target=asker.gone, name="otelhooks-withdraw").start()
-                raise
+                _log.error(
+                    "claude-code hook: serve stopped before the answer: answered as a failure",
+                    hook_event=event,
+                    fail_closed=self.fail_closed,
+                )
+                status, answer = self._late(event, payload, _STOPPED)
             except Late as late:
                 if quiet and not (self.fail_closed and event == "PreToolUse"):
                     # nothing but the store could hold it (or too many wait for it): the
@@ -347,17 +360,19 @@ class ClaudeCodeHookRoute:
                     reason=late.reason,
                     fail_closed=self.fail_closed,
                 )
-                hooks = self.bridge.hooks_now(payload)
-                problem, closed = late_problem(f"otelhooks: {late}", hooks)
-                if closed and event != "PreToolUse":
-                    # the hook that blocks when it fails failed: its block, as in time
-                    status, answer = http_answer(event, closed_answer(event, problem, payload))
-                else:
-                    status, answer = self._failure(event, problem, closed=closed)
+                status, answer = self._late(event, payload, f"otelhooks: {late}")
             finally:
                 if watch is not None:
                     watch.cancel()
         await respond(send, status, answer, b"application/json")
+
+    def _late(self, event: str, payload: Mapping[str, Any], problem: str) -> tuple[int, bytes]:
+        """The answer of a deciding call its hooks did not answer in time."""
+        problem, closed = late_problem(problem, self.bridge.hooks_now(payload))
+        if closed and event != "PreToolUse":
+            # the hook that blocks when it fails failed: its block, as in time
+            return http_answer(event, closed_answer(event, problem, payload))
+        return self._failure(event, problem, closed=closed)
 
     def close(self) -> None:
         """Stop the runner's threads (after the calls it holds)."""

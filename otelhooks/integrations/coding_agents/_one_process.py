@@ -18,12 +18,15 @@ from typing import Any, TextIO
 
 import structlog
 
+from otelhooks._actions._approval_inbox import Asker
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._run import BridgeOptions, _run_hook, late_refusal
 
 __all__ = ["Deadline", "answer_process"]
 
 _log = structlog.get_logger("otelhooks")
+# how often a one-process bridge started by the hook client looks whether the client still waits
+_WATCH_S = 0.25
 
 
 def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> int:
@@ -48,14 +51,46 @@ def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> in
     started = asked if tell is not None else None
     deadline = Deadline(raw, options, answer_s, answer_to, tell=tell, started=started)
     previous = signal.signal(signal.SIGTERM, _end_hooks_then_die)
+    asker, done, client = Asker(), threading.Event(), _client_pid()
+    if tell is not None and client is not None:
+        threading.Thread(target=_watch_client, args=(asker, client, done), daemon=True).start()
     try:
-        response = _run_hook(raw, options, os.environ, deadline)
+        with asker.asking():
+            response = _run_hook(raw, options, os.environ, deadline)
         if not deadline.answer(response):
             threading.Event().wait()  # the deadline's answer is being printed; it exits
     finally:
+        done.set()
         deadline.cancel()
         signal.signal(signal.SIGTERM, previous)
     return response.exit_code
+
+
+def _client_pid() -> int | None:
+    """The pid of the hook client that started this process (``$OTELHOOKS_BRIDGE_CLIENT_PID``),
+    taken out of the environment like its pipe."""
+    from otelhooks.integrations.claude_code.hook_client import CLIENT_PID_ENV
+
+    try:
+        return int(os.environ.pop(CLIENT_PID_ENV, ""))
+    except ValueError:
+        return None
+
+
+def _watch_client(asker: Asker, client: int, done: threading.Event) -> None:
+    """Withdraw the approvals asked for the event once the hook client waiting for this process
+    is gone (its CLI killed it at the hook's timeout: this process, its child, is handed to
+    another parent), as the daemon does when the client closes its connection: nobody may
+    approve a call the CLI went on without."""
+    while not done.wait(_WATCH_S):
+        if os.getppid() != client:
+            if asker.gone():
+                _log.warning(
+                    "the hook client stopped waiting before the answer (its CLI's hook timeout, "
+                    "or an interrupt): its approvals are withdrawn; give the hook a timeout "
+                    "longer than the approval's"
+                )
+            return
 
 
 def _end_hooks_then_die(signum: int, frame: FrameType | None) -> None:
