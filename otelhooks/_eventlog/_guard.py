@@ -13,6 +13,10 @@ long as it likes, and 20,000 of them exhaust the process's descriptors, after wh
 - **Body deadline.** A request's body must arrive whole within ``body_timeout_s`` of its head,
   else the connection is closed (no answer: the client stopped sending). One rule for every
   route, ``/v1/logs``, the hook route and the web pages alike.
+- **Head size.** A request head (request line and headers) larger than
+  :data:`MAX_HEAD_BYTES` closes its connection: the HTTP parser buffers a head whole, so one
+  connection sending headers as fast as it can grew the process by about 95 MB within the head's
+  deadline.
 - **Connection limit.** At most ``max_connections`` connections are open. A new connection
   beyond the limit closes the *oldest idle* one (not being served: idle keep-alive, still
   waiting for its headers, or its body still arriving); only when every connection is serving a
@@ -46,6 +50,7 @@ import structlog
 __all__ = [
     "DEFAULT_BODY_TIMEOUT_S",
     "DEFAULT_HEADER_TIMEOUT_S",
+    "MAX_HEAD_BYTES",
     "ConnectionGuard",
     "RateLimitedLog",
     "RateLimitedLoopErrors",
@@ -53,6 +58,8 @@ __all__ = [
 ]
 
 DEFAULT_HEADER_TIMEOUT_S = 10.0
+# what no client of serve sends in a head (a browser's, with its cookies, stays under 16 KiB)
+MAX_HEAD_BYTES = 64 * 1024
 # a 16 MiB OTLP request over a slow link; a hook input arrives in one packet
 DEFAULT_BODY_TIMEOUT_S = 30.0
 
@@ -95,6 +102,7 @@ class ConnectionGuard:
         self.evicted = 0
         self.refused = 0
         self.timed_out = 0
+        self.too_large = 0
         self._idle: OrderedDict[Any, None] = OrderedDict()
 
     # -- called by the protocol ------------------------------------------------------------------

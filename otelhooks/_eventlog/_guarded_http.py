@@ -15,7 +15,7 @@ from typing import Any
 import uvicorn
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from otelhooks._eventlog._guard import ConnectionGuard
+from otelhooks._eventlog._guard import MAX_HEAD_BYTES, ConnectionGuard
 
 __all__ = ["GuardedConfig", "GuardedHttpToolsProtocol"]
 
@@ -44,6 +44,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._guard = config.guard
         self._timer: asyncio.TimerHandle | None = None
         self._timing_body = False  # which deadline the timer holds: the head's or the body's
+        self._head_bytes = 0  # of the head arriving (MAX_HEAD_BYTES)
         self.dropped = False
 
     def _waiting_for_head(self) -> bool:
@@ -91,12 +92,20 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if self.dropped:
             return
+        if self._waiting_for_head():
+            self._head_bytes += len(data)
         super().data_received(data)
         if self._waiting_for_head():
+            if self._head_bytes > MAX_HEAD_BYTES and not self.transport.is_closing():
+                self._guard.too_large += 1
+                self.drop()
+                return
             # part of a head (a keep-alive connection's next request: the deadline starts at its
             # first bytes); a request that comes whole, as a client's does, needs no timer at all
             self._arm(body=False)
-        elif self._body_arriving():
+            return
+        self._head_bytes = 0
+        if self._body_arriving():
             # not serving yet: a body that trickles in is evicted and timed out as a head is, or
             # a few slow senders would hold every connection and lock the hook route out
             self._arm(body=True)

@@ -393,3 +393,35 @@ def test_clients_pipelining_thousands_of_requests_do_not_delay_the_hook_route(
         finally:
             for sock in flood:
                 sock.close()
+
+
+def _head_sent_until_closed(port: int, header_bytes: int) -> bool:
+    """Send a head with ``header_bytes`` of headers, as fast as the socket takes it; whether the
+    server closed the connection before the head was whole."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        sock.sendall(b"GET /v1/events?mode=version HTTP/1.1\r\nHost: localhost\r\n")
+        line = b"X-Pad: " + b"a" * 1000 + b"\r\n"
+        for _ in range(header_bytes // len(line)):
+            sock.sendall(line)
+        sock.sendall(f"Authorization: Bearer {ADMIN}\r\n\r\n".encode())
+        answer = sock.recv(65536)
+    except OSError:
+        return True
+    finally:
+        sock.close()
+    return answer == b""
+
+
+def test_a_head_past_its_limit_closes_its_connection_and_a_big_one_is_served(
+    tmp_path: Path,
+) -> None:
+    # Before: the HTTP parser buffered a head of any size until the header deadline, about 55 MB
+    # a connection (+95 MB of memory) in 8 s; a few of them, and every connection, the hook route's
+    # included, shared one swollen process.
+    with serving(tmp_path) as server:
+        started = time.monotonic()
+        assert _head_sent_until_closed(server.port, 4 * 1024 * 1024)
+        assert time.monotonic() - started < 5  # at the limit, not at the 10 s header deadline
+        assert not _head_sent_until_closed(server.port, 32 * 1024)  # a big, honest head
+        assert "Traceback" not in server.output()
