@@ -236,7 +236,7 @@ class CountingBatchSpanProcessor(SpanProcessor):
                         self._record_drop(rejected, "rejected")
                 break
             if tracker is not None and tracker.reason is None:
-                # An exporter without a tracked session (gRPC, a file, yours) says only this.
+                # An exporter that does not tell the tracker (a file, yours) says only this.
                 said = getattr(self._exporter, "last_error", None)
                 tracker.error(str(said) if said else "the exporter reported a failure")
             if tracker is not None and tracker.too_large and len(batch) > 1:

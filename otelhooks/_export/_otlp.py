@@ -4,8 +4,9 @@ The SDK's HTTP exporters retry a refused connection with backoff until their tim
 logging one line per attempt. Ours take the SDK exporter as it is and give it a
 ``requests.Session`` (a documented argument) that records every answer on a
 :class:`DeliveryTracker` and, while the tracker is fail-fast, turns a refused connection or a
-timeout into an error the SDK does not retry. gRPC exporters retry nothing themselves (see
-:func:`grpc_no_retries`) and get a capped timeout while fail-fast.
+timeout into an error the SDK does not retry. A tracked gRPC span destination gets our own
+:class:`GrpcSpanExporter` (the SDK's keeps each answer to itself); the SDK's gRPC metric exporter
+retries nothing itself (see :func:`grpc_no_retries`) and gets a capped timeout while fail-fast.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import math
 import os
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -26,7 +28,8 @@ from opentelemetry.sdk.metrics.export import (
     MetricsData,
     PeriodicExportingMetricReader,
 )
-from opentelemetry.sdk.trace.export import SpanExporter
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from otelhooks._export._report import DeliveryTracker
 from otelhooks._loopback import trust_env_for
@@ -34,6 +37,7 @@ from otelhooks._worker import at_fork
 
 __all__ = [
     "GiveUp",
+    "GrpcSpanExporter",
     "describe_request_error",
     "grpc_channel_options",
     "grpc_no_retries",
@@ -103,6 +107,8 @@ def describe_request_error(exc: BaseException, timeout: float | None = None) -> 
         return "unknown host"
     return f"connection failed ({type(exc).__name__})"
 
+
+_grpc_log = logging.getLogger(__name__)
 
 _DIRECT: dict[str, str | None] = {"http": None, "https": None, "all": None}
 
@@ -190,9 +196,17 @@ def _count_rejected(tracker: DeliveryTracker, response: requests.Response) -> No
             count, message = points.rejected_data_points, points.error_message
     except (DecodeError, ValueError, TypeError, AttributeError):
         return  # not an OTLP answer: nothing it says can be counted
+    _rejected(tracker, count, noun, message)
+
+
+def _rejected(tracker: DeliveryTracker, count: int, noun: str, message: str) -> None:
     if count > 0:
-        said = " ".join(message.split())[:200] or "no reason given"  # one report line
-        tracker.rejected(count, f"{count} {noun} rejected: {said}")
+        tracker.rejected(count, f"{count} {noun} rejected: {_one_line(message)}")
+
+
+def _one_line(text: str) -> str:
+    """A collector's message as one report line."""
+    return " ".join(text.split())[:200] or "no reason given"
 
 
 def tracked_session(tracker: DeliveryTracker) -> requests.Session:
@@ -211,13 +225,158 @@ def otlp_span_exporter(tracker: DeliveryTracker | None = None) -> SpanExporter:
     grpc = _protocol("TRACES") == "grpc"
     if tracker is not None:
         tracker.destination = _endpoint("TRACES", "v1/traces", grpc)
+    if grpc and tracker is not None:
+        return GrpcSpanExporter(tracker)
     if grpc:
         from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as G
 
-        return G(**_grpc_options(tracker))
+        return G()
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as H
 
     return H(session=_TrackedSession(tracker)) if tracker is not None else H()
+
+
+class GrpcSpanExporter(SpanExporter):
+    """An OTLP/gRPC span exporter that tells ``tracker`` what each answer said.
+
+    The SDK's gRPC exporter keeps the answer to itself: a collector's ``partial_success`` went
+    uncounted, and a batch over the collector's message limit (``RESOURCE_EXHAUSTED``) was
+    retried whole, then lost whole, as "the exporter reported a failure". This one is made of the
+    public pieces the SDK's is made of (the generated stub, the OTLP encoder, grpc's channels)
+    and reads the same variables from ``settings``, each ``OTEL_EXPORTER_OTLP_TRACES_*`` before
+    its ``OTEL_EXPORTER_OTLP_*``: ``ENDPOINT``, ``INSECURE``, ``HEADERS``, ``TIMEOUT`` (seconds,
+    as the SDK reads it), ``COMPRESSION`` (``gzip``), ``CERTIFICATE``, ``CLIENT_KEY`` and
+    ``CLIENT_CERTIFICATE``. It retries nothing: the span batch processor does.
+
+    Args:
+        tracker: records each failure and partial success (the exporter's timeout is capped by
+            it while fail-fast).
+        settings: the variables (the process's environment by default).
+        endpoint: instead of the endpoint variables.
+        headers: instead of the headers variables (names in lower case).
+        timeout: seconds, instead of the timeout variables.
+    """
+
+    def __init__(
+        self,
+        tracker: DeliveryTracker,
+        settings: Mapping[str, str] = os.environ,
+        *,
+        endpoint: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        import grpc
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+        from opentelemetry.util.re import parse_env_headers
+
+        def setting(name: str) -> str | None:
+            return settings.get(f"OTEL_EXPORTER_OTLP_TRACES_{name}") or settings.get(
+                f"OTEL_EXPORTER_OTLP_{name}"
+            )
+
+        self.tracker = tracker
+        url = endpoint or setting("ENDPOINT") or "http://localhost:4317"
+        parts = urlsplit(url)
+        # the SDK's rule: https:// is TLS; else the variable says; else plain only for http://
+        said = setting("INSECURE")
+        if parts.scheme == "https":
+            insecure = False
+        elif said is not None:
+            insecure = said.strip().lower() == "true"
+        else:
+            insecure = parts.scheme == "http"
+        if headers is None:
+            headers = parse_env_headers(setting("HEADERS") or "", liberal=True)
+        self._metadata = tuple(headers.items())
+        self._timeout = timeout or float(setting("TIMEOUT") or 10)
+        gzip = (setting("COMPRESSION") or "").strip().lower() == "gzip"
+        compression = grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression
+        options = grpc_channel_options(url).get("channel_options", ())
+        target = parts.netloc or url
+        if insecure:
+            self._channel = grpc.insecure_channel(target, options, compression)
+        else:
+            files = [_read_file(tracker, setting(name)) for name in _TLS_FILES]
+            credentials = grpc.ssl_channel_credentials(*files)
+            self._channel = grpc.secure_channel(target, credentials, options, compression)
+        self._stub = TraceServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._closed = False
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Send ``spans`` in one request; the tracker hears why it failed or what was rejected."""
+        import grpc
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+        if self._closed:
+            return SpanExportResult.FAILURE
+        tracker = self.tracker
+        try:
+            answer = self._stub.Export(
+                encode_spans(spans),
+                metadata=self._metadata,
+                timeout=tracker.timeout(self._timeout),
+            )
+        except grpc.RpcError as error:  # also a grpc.Call: its status and trailers
+            reason = _record_status(
+                tracker, error.code(), error.details(), error.trailing_metadata()
+            )
+            # as the SDK's exporter logs it (summarised: see summarise_sdk_logs)
+            _grpc_log.warning("Failed to export spans to %s: %s", tracker.destination, reason)
+            return SpanExportResult.FAILURE
+        partial = answer.partial_success
+        _rejected(tracker, partial.rejected_spans, "spans", partial.error_message)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        """Close the channel: later exports fail at once."""
+        self._closed = True
+        self._channel.close()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Nothing is buffered here."""
+        return True
+
+
+# the client's trust roots, key and certificate chain, in grpc.ssl_channel_credentials' order
+_TLS_FILES = ("CERTIFICATE", "CLIENT_KEY", "CLIENT_CERTIFICATE")
+
+
+def _read_file(tracker: DeliveryTracker, path: str | None) -> bytes | None:
+    """A TLS file's bytes; one that cannot be read is in the report (the connection then fails
+    with a reason, or trusts the system's roots, as the SDK's exporter does)."""
+    if not path:
+        return None
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except OSError as exc:
+        tracker.error(f"cannot read {path}: {exc.strerror or exc}")
+        return None
+
+
+def _record_status(tracker: DeliveryTracker, code: Any, details: str | None, trailers: Any) -> str:
+    """Tell ``tracker`` of a failed gRPC export, in the terms of the HTTP answer each status
+    stands for in the OTLP specification, so that one rule (:func:`permanent_status`, the 413
+    split) decides both: ``RESOURCE_EXHAUSTED`` without ``RetryInfo`` is a request too large
+    (never retried: sent again in halves), the codes the specification does not retry are
+    permanent, and a collector that cannot be reached or did not answer in time is dead while
+    fail-fast. Returns the reason recorded."""
+    name = str(code.name)
+    retry_later = any(key == "google.rpc.retryinfo-bin" for key, _ in trailers or ())
+    status = _AS_HTTP.get(name, None if name in _RETRYABLE else 400)
+    if name == "RESOURCE_EXHAUSTED" and retry_later:
+        status = 429
+    reason = f"{name}: {_one_line(details)}" if details else name
+    tracker.error(reason, status=status, dead=name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"))
+    return reason
+
+
+# The gRPC statuses the OTLP specification retries (RESOURCE_EXHAUSTED only with RetryInfo).
+_RETRYABLE = frozenset(
+    ("CANCELLED", "DEADLINE_EXCEEDED", "ABORTED", "OUT_OF_RANGE", "UNAVAILABLE", "DATA_LOSS")
+)
+_AS_HTTP = {"RESOURCE_EXHAUSTED": 413, "UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403}
 
 
 def otlp_metric_reader(tracker: DeliveryTracker | None = None) -> MetricReader:
@@ -324,9 +483,11 @@ def _has_points(metrics_data: MetricsData) -> bool:
 
 # -- the SDK's own log lines ----------------------------------------------------------------------
 
-# The loggers of the modules that log each failed export; one is an SDK ``_internal`` module's
-# (the periodic reader's). tests/test_private_names.py fails when one is renamed.
+# The loggers of the modules that log each failed export (our gRPC span exporter's too); one is
+# an SDK ``_internal`` module's (the periodic reader's). tests/test_private_names.py fails when
+# one is renamed.
 _SDK_LOGGERS = (
+    _grpc_log.name,
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
     "opentelemetry.exporter.otlp.proto.http.metric_exporter",
     "opentelemetry.exporter.otlp.common.http",
