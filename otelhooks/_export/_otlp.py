@@ -311,9 +311,10 @@ class GrpcSpanExporter(SpanExporter):
         if self._closed:
             return SpanExportResult.FAILURE
         tracker = self.tracker
+        request = encode_spans(spans)
         try:
             answer = self._stub.Export(
-                encode_spans(spans),
+                request,
                 metadata=self._metadata,
                 timeout=tracker.timeout(self._timeout),
             )
@@ -321,12 +322,16 @@ class GrpcSpanExporter(SpanExporter):
             reason = _record_status(
                 tracker, error.code(), error.details(), error.trailing_metadata()
             )
-            # as the SDK's exporter logs it (summarised: see summarise_sdk_logs)
-            _grpc_log.warning("Failed to export spans to %s: %s", tracker.destination, reason)
-            return SpanExportResult.FAILURE
-        partial = answer.partial_success
-        _rejected(tracker, partial.rejected_spans, "spans", partial.error_message)
-        return SpanExportResult.SUCCESS
+        except (TypeError, ValueError) as error:  # metadata grpc will not send (text "-bin")
+            reason = f"the request could not be made: {_one_line(str(error))}"
+            tracker.error(reason, status=400)
+        else:
+            partial = answer.partial_success
+            _rejected(tracker, partial.rejected_spans, "spans", partial.error_message)
+            return SpanExportResult.SUCCESS
+        # as the SDK's exporter logs it (summarised: see summarise_sdk_logs)
+        _grpc_log.warning("Failed to export spans to %s: %s", tracker.destination, reason)
+        return SpanExportResult.FAILURE
 
     def shutdown(self) -> None:
         """Close the channel: later exports fail at once."""

@@ -259,6 +259,24 @@ def test_the_grpc_exporter_sends_the_headers_of_the_signal_before_the_general_on
     assert "x-general" not in metadata
 
 
+def test_a_header_grpc_will_not_send_fails_the_export_with_its_reason(
+    grpc_env: Callable[[str], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # gRPC takes a "-bin" metadata value as bytes only: the export raised (before, the hook
+    # process's report then said "no answer before the shutdown deadline").
+    collector = GrpcCollector()
+    try:
+        grpc_env(collector.endpoint)
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_HEADERS", "x-token-bin=abc")
+        result, tracker = _export(_spans(1))
+    finally:
+        collector.stop()
+    assert result is SpanExportResult.FAILURE
+    assert (tracker.reason or "").startswith("the request could not be made: ")
+    assert not tracker.retryable
+    assert collector.metadata == []
+
+
 def test_the_grpc_exporter_takes_an_endpoint_without_scheme_as_tls_unless_insecure(
     grpc_env: Callable[[str], None], monkeypatch: pytest.MonkeyPatch
 ) -> None:
