@@ -11,9 +11,11 @@ retries nothing itself (see :func:`grpc_no_retries`) and gets a capped timeout w
 
 from __future__ import annotations
 
+import errno
 import logging
 import math
 import os
+import stat
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -348,16 +350,28 @@ _TLS_FILES = ("CERTIFICATE", "CLIENT_KEY", "CLIENT_CERTIFICATE")
 
 
 def _read_file(tracker: DeliveryTracker, path: str | None) -> bytes | None:
-    """A TLS file's bytes; one that cannot be read is in the report (the connection then fails
-    with a reason, or trusts the system's roots, as the SDK's exporter does)."""
+    """A TLS file's bytes. One that cannot be read is logged and in the report, and the channel
+    trusts the system's roots, as the SDK's exporter does; a FIFO (or a device, or a file past
+    4 MiB) is refused unread: a hook process reading it waited for a writer past its answer
+    time, and the agent ran the call its guard denied."""
     if not path:
         return None
     try:
-        with open(path, "rb") as handle:
-            return handle.read()
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file")
+            data = handle.read(_MAX_TLS_FILE + 1)
+        if len(data) > _MAX_TLS_FILE:
+            raise OSError(errno.EFBIG, "larger than 4 MiB")
     except OSError as exc:
-        tracker.error(f"cannot read {path}: {exc.strerror or exc}")
+        reason = f"cannot read {path}: {exc.strerror or exc}"
+        _grpc_log.warning("%s (the system's trust roots are used)", reason)
+        tracker.error(reason)
         return None
+    return data
+
+
+_MAX_TLS_FILE = 4 << 20
 
 
 def _record_status(tracker: DeliveryTracker, code: Any, details: str | None, trailers: Any) -> str:

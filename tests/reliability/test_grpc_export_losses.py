@@ -8,6 +8,7 @@ builds, and looks at what arrived, what was counted and what the delivery report
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -29,6 +30,7 @@ import otelhooks
 from otelhooks._export._otlp import otlp_span_exporter
 from otelhooks._export._report import DeliveryTracker
 from otelhooks.integrations.coding_agents._environment import otlp_exporter
+from tests.integrations._daemon_procs import NO_RM, bash, one_process
 
 # What the collector does with a request: return an answer, or abort the call.
 Answer = Callable[[Any, list[str]], Any]
@@ -405,3 +407,21 @@ def test_the_grpc_exporter_trusts_the_certificate_the_variable_names_and_no_othe
         collector.stop()
     assert trusted is SpanExportResult.SUCCESS
     assert collector.spans == ["span0"]
+
+
+def test_a_fifo_named_as_the_grpc_certificate_never_silences_a_guard(tmp_path: Path) -> None:
+    # The collector's trust root is a FIFO (an odd file: a process substitution's path, a named
+    # pipe a script left), in the environment a CLI passes its hooks (Codex's, Gemini CLI's) or
+    # in the hooks' export file. Before, the hook process read it while it built its exporter,
+    # waited for a writer past its answer time (25 s) and exited 1, after which the CLI ran the
+    # `rm -rf` the guard denies.
+    fifo = tmp_path / "ca.pem"
+    os.mkfifo(fifo)
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM)
+    (tmp_path / "otelhooks.env").write_text(
+        "OTEL_EXPORTER_OTLP_ENDPOINT=https://127.0.0.1:9\nOTEL_EXPORTER_OTLP_PROTOCOL=grpc\n"
+    )
+    done = one_process(tmp_path, bash("u1", "rm -rf /"), OTEL_EXPORTER_OTLP_CERTIFICATE=str(fifo))
+    assert done.deny_reason() == "rm -rf is not allowed here"
+    assert done.seconds < 20
+    assert f"cannot read {fifo}: not a regular file" in done.stderr
