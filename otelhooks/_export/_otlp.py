@@ -18,7 +18,8 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from importlib.metadata import entry_points
 from typing import Any
 from urllib.parse import urljoin, urlsplit
 
@@ -248,7 +249,8 @@ class GrpcSpanExporter(SpanExporter):
     and reads the same variables from ``settings``, each ``OTEL_EXPORTER_OTLP_TRACES_*`` before
     its ``OTEL_EXPORTER_OTLP_*``: ``ENDPOINT``, ``INSECURE``, ``HEADERS``, ``TIMEOUT`` (seconds,
     as the SDK reads it), ``COMPRESSION`` (``gzip``), ``CERTIFICATE``, ``CLIENT_KEY`` and
-    ``CLIENT_CERTIFICATE``. It retries nothing: the span batch processor does.
+    ``CLIENT_CERTIFICATE``, and the credential provider (see :func:`_credentials`). It retries
+    nothing: the span batch processor does.
 
     Args:
         tracker: records each failure and partial success (the exporter's timeout is capped by
@@ -299,8 +301,7 @@ class GrpcSpanExporter(SpanExporter):
         if insecure:
             self._channel = grpc.insecure_channel(target, options, compression)
         else:
-            files = [_read_file(tracker, setting(name)) for name in _TLS_FILES]
-            credentials = grpc.ssl_channel_credentials(*files)
+            credentials = _credentials(tracker, settings, setting)
             self._channel = grpc.secure_channel(target, credentials, options, compression)
         self._stub = TraceServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._closed = False
@@ -343,6 +344,36 @@ class GrpcSpanExporter(SpanExporter):
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Nothing is buffered here."""
         return True
+
+
+def _credentials(
+    tracker: DeliveryTracker, settings: Mapping[str, str], setting: Callable[[str], str | None]
+) -> Any:
+    """The channel's TLS credentials: a credential provider's, as the SDK's exporter takes it
+    (``OTEL_PYTHON_EXPORTER_OTLP_GRPC_[TRACES_]CREDENTIAL_PROVIDER`` names an entry point of
+    ``opentelemetry_otlp_credential_provider``), else made of the TLS files. A provider that
+    cannot be had is logged and in the report (the SDK's exporter raised: in a hook process, an
+    exit 1 after which the CLI runs the call a guard denies)."""
+    import grpc
+
+    name = settings.get("OTEL_PYTHON_EXPORTER_OTLP_GRPC_TRACES_CREDENTIAL_PROVIDER") or (
+        settings.get("OTEL_PYTHON_EXPORTER_OTLP_GRPC_CREDENTIAL_PROVIDER")
+    )
+    if name:
+        found = entry_points(group="opentelemetry_otlp_credential_provider", name=name)
+        try:
+            provided = next(iter(found)).load()()
+            why = f"it gave a {type(provided).__name__}"
+        except StopIteration:
+            provided, why = None, "no such entry point"
+        except Exception as exc:  # the plugin's own failure
+            provided, why = None, _one_line(f"{type(exc).__name__}: {exc}")
+        if isinstance(provided, grpc.ChannelCredentials):
+            return provided
+        reason = f"no credentials from the provider {name!r}: {why}"
+        _grpc_log.warning(reason)
+        tracker.error(reason)
+    return grpc.ssl_channel_credentials(*(_read_file(tracker, setting(n)) for n in _TLS_FILES))
 
 
 # the client's trust roots, key and certificate chain, in grpc.ssl_channel_credentials' order

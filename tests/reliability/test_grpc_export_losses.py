@@ -8,6 +8,7 @@ builds, and looks at what arrived, what was counted and what the delivery report
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import socket
@@ -409,19 +410,78 @@ def test_the_grpc_exporter_trusts_the_certificate_the_variable_names_and_no_othe
     assert collector.spans == ["span0"]
 
 
-def test_a_fifo_named_as_the_grpc_certificate_never_silences_a_guard(tmp_path: Path) -> None:
-    # The collector's trust root is a FIFO (an odd file: a process substitution's path, a named
-    # pipe a script left), in the environment a CLI passes its hooks (Codex's, Gemini CLI's) or
-    # in the hooks' export file. Before, the hook process read it while it built its exporter,
-    # waited for a writer past its answer time (25 s) and exited 1, after which the CLI ran the
-    # `rm -rf` the guard denies.
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("OTEL_EXPORTER_OTLP_CERTIFICATE", "FIFO", "cannot read FIFO: not a regular file"),
+        (
+            "OTEL_PYTHON_EXPORTER_OTLP_GRPC_CREDENTIAL_PROVIDER",
+            "missing",
+            "no credentials from the provider 'missing': no such entry point",
+        ),
+        ("OTEL_EXPORTER_OTLP_COMPRESSION", "none", "0 of 1 spans exported"),
+    ],
+    ids=["fifo-certificate", "missing-provider", "compression-none"],
+)
+def test_an_odd_grpc_setting_never_silences_a_guard(
+    tmp_path: Path, variable: str, value: str, said: str
+) -> None:
+    # Settings in the environment a CLI passes its hooks (Codex's, Gemini CLI's). Before, the
+    # hook process failed while it built its gRPC exporter and exited 1, after which the CLI
+    # ran the `rm -rf` the guard denies: a FIFO as the collector's trust root (a process
+    # substitution's path, a pipe a script left) held it past its answer time (25 s); a
+    # credential provider not installed, or the specification's `none` compression, raised.
     fifo = tmp_path / "ca.pem"
     os.mkfifo(fifo)
     (tmp_path / "otelhooks.yaml").write_text(NO_RM)
     (tmp_path / "otelhooks.env").write_text(
         "OTEL_EXPORTER_OTLP_ENDPOINT=https://127.0.0.1:9\nOTEL_EXPORTER_OTLP_PROTOCOL=grpc\n"
     )
-    done = one_process(tmp_path, bash("u1", "rm -rf /"), OTEL_EXPORTER_OTLP_CERTIFICATE=str(fifo))
+    env = {variable: value.replace("FIFO", str(fifo))}
+    done = one_process(tmp_path, bash("u1", "rm -rf /"), **env)
     assert done.deny_reason() == "rm -rf is not allowed here"
     assert done.seconds < 20
-    assert f"cannot read {fifo}: not a regular file" in done.stderr
+    assert said.replace("FIFO", str(fifo)) in done.stderr
+
+
+@pytest.mark.parametrize("provider", ["trusting", "missing"])
+def test_the_grpc_exporter_takes_its_credentials_from_the_provider_the_variable_names(
+    grpc_env: Callable[[str], None],
+    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path,
+    certificate: tuple[Path, bytes, bytes],
+    provider: str,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # The SDK's exporter takes a plugin's credentials (an entry point, a cloud's sign-in); one
+    # it cannot find made it raise (in a hook process, an exit 1 and the call ran).
+    path, key, cert = certificate
+    (tmp_path / "otel_test_provider.py").write_text(
+        f"import grpc\ndef trusting():\n"
+        f"    return grpc.ssl_channel_credentials(open({str(path)!r}, 'rb').read())\n"
+    )
+    info = tmp_path / "otel_test_provider-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: otel-provider\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text(
+        "[opentelemetry_otlp_credential_provider]\ntrusting = otel_test_provider:trusting\n"
+    )
+    monkeypatch.syspath_prepend(str(tmp_path))
+    collector = GrpcCollector(tls=(key, cert))
+    try:
+        grpc_env(f"https://127.0.0.1:{collector.port}")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "2")
+        monkeypatch.setenv("OTEL_PYTHON_EXPORTER_OTLP_GRPC_CREDENTIAL_PROVIDER", provider)
+        with caplog.at_level(logging.WARNING):
+            result, tracker = _export(_spans(1))
+    finally:
+        collector.stop()
+    said = [r.getMessage() for r in caplog.records if "credentials" in r.getMessage()]
+    if provider == "trusting":
+        assert said == []
+        assert result is SpanExportResult.SUCCESS
+        assert collector.spans == ["span0"]
+    else:  # the system's trust roots, which do not know this certificate
+        assert result is SpanExportResult.FAILURE
+        assert (tracker.reason or "").startswith("UNAVAILABLE")
+        assert said == ["no credentials from the provider 'missing': no such entry point"]
