@@ -352,8 +352,8 @@ def _credentials(
     """The channel's TLS credentials: a credential provider's, as the SDK's exporter takes it
     (``OTEL_PYTHON_EXPORTER_OTLP_GRPC_[TRACES_]CREDENTIAL_PROVIDER`` names an entry point of
     ``opentelemetry_otlp_credential_provider``), else made of the TLS files. A provider that
-    cannot be had is logged and in the report (the SDK's exporter raised: in a hook process, an
-    exit 1 after which the CLI runs the call a guard denies)."""
+    cannot be had is logged and recorded as the destination's last error (the SDK's exporter
+    raised: in a hook process, an exit 1 after which the CLI runs the call a guard denies)."""
     import grpc
 
     name = settings.get("OTEL_PYTHON_EXPORTER_OTLP_GRPC_TRACES_CREDENTIAL_PROVIDER") or (
@@ -381,10 +381,10 @@ _TLS_FILES = ("CERTIFICATE", "CLIENT_KEY", "CLIENT_CERTIFICATE")
 
 
 def _read_file(tracker: DeliveryTracker, path: str | None) -> bytes | None:
-    """A TLS file's bytes. One that cannot be read is logged and in the report, and the channel
-    trusts the system's roots, as the SDK's exporter does; a FIFO (or a device, or a file past
-    4 MiB) is refused unread: a hook process reading it waited for a writer past its answer
-    time, and the agent ran the call its guard denied."""
+    """A TLS file's bytes. One that cannot be read is logged and recorded as the destination's
+    last error, and the channel trusts the system's roots, as the SDK's exporter does. A FIFO
+    (or a device, or a file past 4 MiB) is refused unread: a hook process reading it waited for
+    a writer past its answer time, and the agent ran the call its guard denied."""
     if not path:
         return None
     try:
