@@ -19,7 +19,7 @@ import pytest
 from otelhooks import EventLogServer, serve
 from otelhooks._actions import _approval_inbox
 from otelhooks._actions._approval_inbox import LAPSED
-from tests.web.conftest import AGENT, AUTH, TOKEN, serving_inbox
+from tests.web.conftest import AGENT, AUTH, TOKEN, log_in, serving_inbox
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -180,3 +180,33 @@ def test_an_asker_killed_where_no_connection_tells_has_its_card_withdrawn_by_the
     assert card in answered, f"still pending {time.monotonic() - killed:.1f} s after the kill"
     assert (answered[card]["answered_by"], answered[card]["answer_reason"]) == ("asker", LAPSED)
     assert late.status_code == 409
+
+
+def test_the_page_shows_a_card_whose_lease_lapsed_as_no_longer_waiting(
+    browser: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a person with the page open, nothing else happening: the card whose asker is gone must
+    # leave the pending list (and its Approve with it) without anything else moving the inbox
+    monkeypatch.setattr(_approval_inbox, "LEASE_S", 2.0)
+    with serving_inbox(monkeypatch) as server:
+        page = log_in(browser, server.url)
+        try:
+            page.goto(f"{server.url}/approvals")
+            asked = httpx.post(
+                f"{server.url}/v1/approvals",
+                json={"hook_id": "lapse", "tool": "deploy", "timeout_s": 60, "default": "allow"},
+                headers=AGENT,
+            )
+            approval = asked.json()["id"]
+            card = page.locator(f".approval-card[data-approval='{approval}']")
+            card.wait_for(timeout=10_000)
+            asked_at = time.monotonic()
+            row = page.locator(f"#answered tr[data-approval='{approval}']")
+            row.wait_for(timeout=10_000)
+            shown = time.monotonic() - asked_at
+            by = row.locator("td").nth(4).inner_text()
+            approves = card.locator("button.approve").count()
+        finally:
+            page.context.close()
+    assert (approves, by) == (0, "asker")
+    assert shown < 2.0 + 3.5, f"shown as waiting {shown:.1f} s"
