@@ -33,7 +33,9 @@ blocks: the hook's ``on_error`` is ``block`` whatever the hook says, since a per
 asked did not approve. An asker that stops waiting (interrupted, cancelled, giving up) withdraws
 its approval (:meth:`ApprovalInbox.withdraw`; ``DELETE /v1/approvals/{id}`` from afar): its call
 is blocked, so no person should approve it. Its long-polls carry ``asker=1``: killed outright, it
-sends nothing, but serve withdraws the approval when the long-poll's connection closes.
+sends nothing, but serve withdraws the approval when the long-poll's connection closes. A card
+several askers wait on (one call, one card: a retry) goes when the last of them is gone, and a
+card none of them waited on or looked at for ``LEASE_S`` goes too (killed between two polls).
 """
 
 from __future__ import annotations

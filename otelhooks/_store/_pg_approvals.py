@@ -16,6 +16,11 @@ second after it loses to the default on every instance, whatever their clocks sa
 instance whose statement changed the row tells its listeners (the event-log record, the
 stand-in span), so each answer is recorded once in the fleet.
 
+A card counts its askers in its row (``askers``, ``leaving``, ``held_ms``: the holds open on
+any instance, and when one last began or ended): the last one gone withdraws it, and so does
+none waiting on it for ``LEASE_S`` by the database's clock, counted from the database's start
+at the earliest (its askers could not look while it was down).
+
 What is pending is bounded fleet-wide (``max_pending``, counted under the head lock); answered
 rows beyond the last ``keep_answered`` defaults and the last ``keep_answered`` answers of people
 are deleted by whoever answers (as in :class:`ApprovalInbox`).
