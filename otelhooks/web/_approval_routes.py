@@ -37,11 +37,16 @@ import re
 from typing import Any
 from urllib.parse import parse_qs
 
+import structlog
+
 from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, InboxFull
 from otelhooks._eventlog._asgi import Receive, Scope, Send, disconnected, read_body, respond
+from otelhooks._store._errors import StoreError
 from otelhooks.web._auth import SECURITY_HEADERS, WebAuth
 
 __all__ = ["ApprovalRoutes", "wait_seconds"]
+
+_log = structlog.get_logger("otelhooks")
 
 _ONE = re.compile(r"^/v1/approvals/([0-9a-f]{32})$")
 _MAX_BODY = 256 * 1024  # one call's arguments; 256 waiting calls at most (the inbox's bound)
@@ -225,7 +230,12 @@ class ApprovalRoutes:
                 answered.result()
         finally:
             release = functools.partial(self.inbox.release, item.id, gone=gone)
-            await self.inbox.call(release)
+            try:
+                await self.inbox.call(release)
+            except StoreError as exc:
+                # the answer polled for still goes out; the hold stays counted, so the card is
+                # left to its default, never withdrawn under a live asker
+                _log.warning("approval hold not released", approval=item.id, error=str(exc))
         # the asker gets the edited arguments whatever the display rule: they are its answer
         await _json(send, 200, self._shown(item, True))
 
