@@ -4,6 +4,7 @@ its first try opened. Real serve, real asker processes killed with SIGKILL."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -18,7 +19,11 @@ import pytest
 
 from otelhooks import EventLogServer, serve
 from otelhooks._actions import _approval_inbox
-from otelhooks._actions._approval_inbox import LAPSED
+from otelhooks._actions._approval import ApprovalAction
+from otelhooks._actions._approval_inbox import LAPSED, Asker
+from otelhooks._errors import HookError
+from otelhooks._events import ToolCallEvent
+from otelhooks._live import Answered
 from tests.web.conftest import AGENT, AUTH, TOKEN, log_in, serving_inbox
 
 pytestmark = pytest.mark.timeout(60)
@@ -210,3 +215,51 @@ def test_the_page_shows_a_card_whose_lease_lapsed_as_no_longer_waiting(
             page.context.close()
     assert (approves, by) == (0, "asker")
     assert shown < 2.0 + 3.5, f"shown as waiting {shown:.1f} s"
+
+
+def test_a_daemon_s_client_gone_leaves_the_card_to_another_asker_of_the_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the bridge daemon asks for a hook client (through approval.url) whose CLI kills it, while
+    # another asker of the same call (a retry) waits on the card: the daemon's thread cannot
+    # stop its long-poll, so it tells serve one of the polls open is its own. Before, its
+    # DELETE withdrew the card and the other asker was denied "by asker"
+    with serving_inbox(monkeypatch) as server:
+        action = ApprovalAction(
+            "ask", "before_tool_call", {"timeout": 60, "default": "deny", "url": server.url}
+        )
+        event = {
+            "event": "before_tool_call",
+            "identifier": "fs",
+            "apiName": "rm",
+            "args": {"path": "/data"},
+            "toolCallId": "call-daemon",
+            "sessionKey": "sess-daemon",
+        }
+        got: dict[str, Any] = {}
+        client = Asker()
+
+        def ask(name: str) -> None:
+            with client.asking() if name == "daemon" else contextlib.nullcontext():
+                try:
+                    got[name] = action(ToolCallEvent.model_validate(event))
+                except HookError as exc:
+                    got[name] = exc
+
+        daemon = threading.Thread(target=ask, args=("daemon",))
+        daemon.start()
+        with httpx.Client(base_url=server.url, headers=AUTH) as admin:
+            card = _pending(admin, "daemon")
+            other = threading.Thread(target=ask, args=("other",))
+            other.start()
+            time.sleep(1)  # both long-poll the one card
+            client.gone()  # the hook client killed: the daemon's DELETE goes
+            time.sleep(1.5)
+            still = _cards(admin, "daemon")["pending"]
+            allowed = admin.post(f"/v1/approvals/{card['id']}", json={"decision": "allow"})
+            other.join(30)
+            daemon.join(40)
+    assert [x["id"] for x in still] == [card["id"]]
+    assert allowed.status_code == 200, allowed.text
+    assert isinstance(got["other"], Answered)
+    assert got["other"].note.decision == "allow"
