@@ -36,6 +36,8 @@ ALLOWED: dict[str, str] = {
     "replay/test_replay_fidelity.py": "that a dry run puts nothing in the process's approvals "
     "inbox",
     "web/test_inbox_orphans.py": "the reason a withdrawn approval gives",
+    "web/test_card_askers.py": "the lease of an approval card (shortened) and its reason",
+    "fleet/test_shared_card_askers.py": "the lease of an approval card and its reason",
     "web/test_claude_code_approval.py": "the reason a withdrawn approval gives",
     "reliability/test_daemon_approvals.py": "the reason a withdrawn approval gives",
     "fleet/test_pg_eventlog.py": _STORE,

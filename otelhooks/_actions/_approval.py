@@ -33,7 +33,9 @@ blocks: the hook's ``on_error`` is ``block`` whatever the hook says, since a per
 asked did not approve. An asker that stops waiting (interrupted, cancelled, giving up) withdraws
 its approval (:meth:`ApprovalInbox.withdraw`; ``DELETE /v1/approvals/{id}`` from afar): its call
 is blocked, so no person should approve it. Its long-polls carry ``asker=1``: killed outright, it
-sends nothing, but serve withdraws the approval when the long-poll's connection closes.
+sends nothing, but serve withdraws the approval when the long-poll's connection closes. A card
+several askers wait on (one call, one card: a retry) goes when the last of them is gone, and a
+card none of them waited on or looked at for ``LEASE_S`` goes too (killed between two polls).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from otelhooks._actions._approval_inbox import (
     CLIENT_GONE,
+    WITHDRAWN,
     Approval,
     ApprovalInbox,
     Asker,
@@ -224,12 +227,15 @@ class ApprovalAction:
         if url is None:
             inbox = self._inbox or process_inbox()
             item = self._local(payload)
+            hold = _Hold(inbox, item.id)
             try:
-                with Asker.holding(partial(inbox.withdraw, item.id, CLIENT_GONE)):
+                with Asker.holding(partial(hold.end, CLIENT_GONE)):
                     inbox.wait(item)
             except BaseException:  # interrupted: nobody waits for this answer any more
-                inbox.withdraw(item.id)
+                hold.end(WITHDRAWN)
                 raise
+            finally:
+                hold.end()
             return self._result(payload, item.to_json())
         return self._result(payload, self._remote_sync(url, payload))
 
@@ -239,12 +245,14 @@ class ApprovalAction:
         if url is None:
             inbox = self._inbox or process_inbox()
             item = await inbox.call(self._local, payload)
+            hold = await inbox.call(_Hold, inbox, item.id)
             try:
-                with Asker.holding(partial(inbox.withdraw, item.id, CLIENT_GONE)):
+                with Asker.holding(partial(hold.end, CLIENT_GONE)):
                     await inbox.await_answer(item)
             except BaseException:  # cancelled: withdrawn on a thread, the caller waits no more
-                asyncio.get_running_loop().run_in_executor(None, inbox.withdraw, item.id)
+                asyncio.get_running_loop().run_in_executor(None, hold.end, WITHDRAWN)
                 raise
+            await inbox.call(hold.end)
             return self._result(payload, item.to_json())
         return self._result(payload, await self._remote_async(url, payload))
 
@@ -268,21 +276,34 @@ class ApprovalAction:
             ) as client:
                 created = client.post("/v1/approvals", json=self._request(payload))
                 answer = _json(created, (201,))
-                gone = partial(self._withdraw_soon, url, str(answer.get("id")))
+                # the client went away (a daemon's hook client killed): this thread cannot stop
+                # its long-poll, so serve is told that one of the polls open is a gone asker's
+                stopped, polling = threading.Event(), threading.Event()
+
+                def gone() -> None:
+                    stopped.set()
+                    self._withdraw_soon(url, str(answer.get("id")), polling=polling.is_set())
+
                 with Asker.holding(gone):
-                    while answer.get("state") == "pending":
+                    while answer.get("state") == "pending" and not stopped.is_set():
                         wait = max(0.0, min(_POLL_S, deadline - time.monotonic()))
-                        got = client.get(
-                            f"/v1/approvals/{answer['id']}",
-                            params={"wait": f"{wait:.3f}", "asker": "1"},
-                            timeout=wait + 10,
-                        )
+                        polling.set()
+                        try:
+                            got = client.get(
+                                f"/v1/approvals/{answer['id']}",
+                                params={"wait": f"{wait:.3f}", "asker": "1"},
+                                timeout=wait + 10,
+                            )
+                        finally:
+                            polling.clear()
                         if got.status_code == 503:  # no room for one more long-poll: look instead
                             time.sleep(_LOOK_S)
                             got = client.get(f"/v1/approvals/{answer['id']}")
                         answer = _json(got, (200,))
                         if time.monotonic() > deadline and answer.get("state") == "pending":
                             raise ValueError("serve did not apply the default in time")
+                if answer.get("state") == "pending":
+                    raise ValueError("the client stopped waiting")
                 return answer
         except BaseException as exc:
             if answer.get("state") == "pending":  # the call is blocked: nobody waits any more
@@ -291,17 +312,19 @@ class ApprovalAction:
                 raise self._fail(payload, str(exc)) from None
             raise
 
-    def _withdraw_soon(self, url: str, approval_id: str) -> None:
+    def _withdraw_soon(self, url: str, approval_id: str, *, polling: bool = False) -> None:
         """Tell serve, on a thread, that this asker stopped waiting (its card goes, denied by
-        ``asker``): the block is answered at once, also when serve hangs (a CLI's hook timeout
-        does not wait for it), and the process's exit waits for the thread (at most 2 s)."""
-        threading.Thread(target=self._withdraw, args=(url, approval_id)).start()
+        ``asker``, unless another asker of the call waits on it): the block is answered at
+        once, also when serve hangs (a CLI's hook timeout does not wait for it), and the
+        process's exit waits for the thread (at most 2 s)."""
+        threading.Thread(target=self._withdraw, args=(url, approval_id, polling)).start()
 
-    def _withdraw(self, url: str, approval_id: str) -> None:
+    def _withdraw(self, url: str, approval_id: str, polling: bool = False) -> None:
         """Serve out of reach is logged, not raised: the call is blocked either way."""
         try:
             httpx.delete(
                 f"{url}/v1/approvals/{approval_id}",
+                params={"polling": "1"} if polling else None,
                 headers=self._headers(),
                 timeout=2,
                 trust_env=trust_env_for(url),
@@ -339,6 +362,21 @@ class ApprovalAction:
             if isinstance(exc, (httpx.HTTPError, ValueError, KeyError)):
                 raise self._fail(payload, str(exc)) from None
             raise
+
+
+class _Hold:
+    """This waiter's :meth:`ApprovalInbox.hold` of a card, ended once: ``end(reason)`` when
+    it stops waiting (the card is withdrawn unless another asker of the call waits on it),
+    ``end()`` when it got its answer."""
+
+    def __init__(self, inbox: ApprovalInbox, approval_id: str) -> None:
+        self._inbox, self._id = inbox, approval_id
+        self._ended = threading.Lock()
+        inbox.hold(approval_id)
+
+    def end(self, reason: str = "") -> None:
+        if self._ended.acquire(blocking=False):
+            self._inbox.release(self._id, gone=bool(reason), reason=reason or WITHDRAWN)
 
 
 def _call(payload: HookEvent) -> str:

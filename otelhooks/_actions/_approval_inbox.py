@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import contextvars
+import math
 import threading
 import time
 import uuid
@@ -29,7 +30,16 @@ import structlog
 
 from otelhooks._eventlog._signal import AppendSignal
 
-__all__ = ["Approval", "ApprovalInbox", "Asker", "InboxFull", "joins", "process_inbox"]
+__all__ = [
+    "LEASE_S",
+    "Approval",
+    "ApprovalInbox",
+    "Asker",
+    "InboxFull",
+    "joins",
+    "lapsed_at",
+    "process_inbox",
+]
 
 Decision = Literal["allow", "deny"]
 
@@ -37,6 +47,17 @@ _log = structlog.get_logger("otelhooks")
 _T = TypeVar("_T")
 _NOT_YET_S = 0.05
 WITHDRAWN = "the asker stopped waiting: nobody waits for this answer any more"
+#: seconds a pending card lives with none of its askers waiting on it (no long-poll open, no
+#: look, no waiter in this process): far above the gap between two long-polls (milliseconds) and
+#: an asker's looks once a second when serve has no room for its long-poll, far below an
+#: approval's timeout. An asker killed between two long-polls, or an older one that does not
+#: send ``asker=1``, leaves its card withdrawn after it instead of approvable to its deadline.
+LEASE_S = 10.0
+#: the reason of a card withdrawn because none of its askers looked for :data:`LEASE_S`
+LAPSED = (
+    f"no asker has waited on this card for {LEASE_S:g} s (killed, or gone between two "
+    "long-polls): nobody waits for this answer any more"
+)
 #: the reason of a card withdrawn because the client of the call gave up (:class:`Asker`)
 CLIENT_GONE = (
     "the client that asked stopped waiting (its own hook timeout, an interrupt): nobody waits "
@@ -124,6 +145,9 @@ class Approval:
         editable: the runtime accepts edited arguments with an allow.
         call: the session and tool call id of the call held ("" when the runtime gives none):
             one card per call (:func:`joins`).
+        askers, leaving, held_ms: how many holds are open (:meth:`ApprovalInbox.hold`), how
+            many of them are of askers gone already, and when one last began or ended (the
+            inbox's clock; creation at first): the lease.
         state: ``pending``, ``allowed``, ``denied``.
         answered_by: ``who`` of the answer (``timeout`` when the default applied).
         answered_ms, answer_reason, answer_args: the rest of the answer.
@@ -145,6 +169,9 @@ class Approval:
     reason: str
     editable: bool
     call: str = ""
+    askers: int = 0
+    leaving: int = 0
+    held_ms: int = 0
     state: str = "pending"
     answered_by: str = ""
     answered_ms: int = 0
@@ -217,6 +244,12 @@ def joins(
         and item.args == args
         and (item.state == "pending" or (item.answered_by != "asker" and now_ms < item.deadline_ms))
     )
+
+
+def lapsed_at(item: Approval) -> float:
+    """When ``item``'s lease ends (epoch milliseconds, by its inbox's clock): :data:`LEASE_S`
+    after its last asker stopped waiting on it or looked; never while one waits."""
+    return math.inf if item.askers > item.leaving else item.held_ms + LEASE_S * 1000
 
 
 class ApprovalInbox:
@@ -310,6 +343,7 @@ class ApprovalInbox:
             reason=reason,
             editable=editable,
             call=call,
+            held_ms=now,
         )
         with self._lock:
             expired = self._expire_overdue()
@@ -376,11 +410,57 @@ class ApprovalInbox:
         self._settled(expired if item is None else [*expired, item])
         return item
 
-    def withdraw(self, approval_id: str, reason: str = WITHDRAWN) -> Approval | None:
-        """Its asker stopped waiting (cancelled, interrupted, gave up: its call was blocked):
-        the approval is denied by ``asker``, so nobody approves a call nobody waits for and a
-        rerun's card is the only one left; ``None`` as :meth:`answer`."""
-        return self.answer(approval_id, "deny", by="asker", reason=reason)
+    def withdraw(
+        self, approval_id: str, reason: str = WITHDRAWN, *, polling: bool = False
+    ) -> Approval | None:
+        """An asker stopped waiting (cancelled, interrupted, gave up: its call was blocked):
+        unless another asker of the same call waits on it, the approval is denied by ``asker``,
+        so nobody approves a call nobody waits for and a rerun's card is the only one left;
+        ``None`` as :meth:`answer`, and while another asker waits on it. ``polling``: one of the
+        holds open (:meth:`hold`) is that asker's, whose end it will not wait for (a long-poll
+        of a thread it cannot stop)."""
+        with self._lock:
+            expired = self._expire_overdue()
+            item = self._pending.get(approval_id)
+            if item is not None:
+                item.leaving = min(item.leaving + polling, item.askers)
+                item = self._left(item, gone=True, reason=reason)
+        self._settled(expired if item is None else [*expired, item])
+        return item
+
+    def hold(self, approval_id: str) -> None:
+        """One more asker waits on the approval (a long-poll, a waiter in this process) until
+        its :meth:`release`: a card is withdrawn only when its last asker is gone."""
+        with self._lock:
+            item = self._pending.get(approval_id)
+            if item is not None:
+                item.askers += 1
+                item.held_ms = _now_ms()
+
+    def release(self, approval_id: str, *, gone: bool, reason: str = WITHDRAWN) -> Approval | None:
+        """An asker's :meth:`hold` ends: it looks again soon, or, ``gone``, it stopped waiting;
+        then as :meth:`withdraw`. Nobody waiting on a card for :data:`LEASE_S` withdraws it
+        too (the lease)."""
+        with self._lock:
+            expired = self._expire_overdue()
+            item = self._pending.get(approval_id)
+            if item is not None:
+                item.askers = max(0, item.askers - 1)
+                # a hold of an asker gone already ends first, as far as anyone can tell: the
+                # count of the others is at worst one too many, until that hold ends too
+                item.leaving = max(0, min(item.leaving - 1, item.askers))
+                item = self._left(item, gone=gone, reason=reason)
+        self._settled(expired if item is None else [*expired, item])
+        return item
+
+    def _left(self, item: Approval, *, gone: bool, reason: str) -> Approval | None:
+        """Renew ``item``'s lease; withdraw it if ``gone`` and no asker waits on it any more
+        (then it is returned); call with the lock held."""
+        item.held_ms = _now_ms()
+        if not gone or item.askers > item.leaving:
+            return None
+        self._resolve(item, "deny", by="asker", reason=reason)
+        return item
 
     def expire(self, approval_id: str) -> Approval | None:
         """Apply the default to a pending approval (its waiter's deadline passed)."""
@@ -489,11 +569,16 @@ class ApprovalInbox:
         self.refused += 1
 
     def _expire_overdue(self) -> list[Approval]:
+        """Apply the defaults due and withdraw the cards whose lease lapsed; call with the lock
+        held."""
         now = _now_ms()
         overdue = [item for item in self._pending.values() if item.deadline_ms <= now]
         for item in overdue:
             self._resolve(item, item.default, by="timeout", reason="no answer in time")
-        return overdue
+        lapsed = [item for item in self._pending.values() if lapsed_at(item) <= now]
+        for item in lapsed:
+            self._resolve(item, "deny", by="asker", reason=LAPSED)
+        return [*overdue, *lapsed]
 
     def _settled(self, items: list[Approval], *, tell: bool = True) -> None:
         """Wake the waiters of answered ``items`` and, with ``tell``, tell the listeners

@@ -16,6 +16,11 @@ second after it loses to the default on every instance, whatever their clocks sa
 instance whose statement changed the row tells its listeners (the event-log record, the
 stand-in span), so each answer is recorded once in the fleet.
 
+A card counts its askers in its row (``askers``, ``leaving``, ``held_ms``: the holds open on
+any instance, and when one last began or ended): the last one gone withdraws it, and so does
+none waiting on it for ``LEASE_S`` by the database's clock, counted from the database's start
+at the earliest (its askers could not look while it was down).
+
 What is pending is bounded fleet-wide (``max_pending``, counted under the head lock); answered
 rows beyond the last ``keep_answered`` defaults and the last ``keep_answered`` answers of people
 are deleted by whoever answers (as in :class:`ApprovalInbox`).
@@ -32,6 +37,9 @@ from typing import TYPE_CHECKING, Any, Final
 import structlog
 
 from otelhooks._actions._approval_inbox import (
+    LAPSED,
+    LEASE_S,
+    WITHDRAWN,
     Approval,
     ApprovalInbox,
     Decision,
@@ -52,15 +60,22 @@ _NOW_MS: Final = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
 _COLUMNS: Final = (
     "id, changed, hook_id, event, tool, args, agent, session, user_id, trace_id, span_id, "
     "created_ms, deadline_ms, default_decision, reason, editable, state, answered_by, "
-    "answered_ms, answer_reason, answer_args, call"
+    "answered_ms, answer_reason, answer_args, call, askers, leaving, held_ms"
+)
+# the rule of :func:`lapsed_at` (no asker waits on it, none began or ended a hold for LEASE_S),
+# counted from the database's start at the earliest: while it was down no asker could renew
+_LAPSED: Final = (
+    "(askers <= leaving AND greatest(held_ms, (extract(epoch FROM pg_postmaster_start_time()) "
+    f"* 1000)::bigint) + {int(LEASE_S * 1000)} <= {_NOW_MS})"
 )
 _NEXT: Final = b"UPDATE otelhooks_approvals_head SET changed = changed + 1 RETURNING changed"
 _INSERT: Final = (
     "INSERT INTO otelhooks_approvals (id, changed, hook_id, event, tool, args, agent, session, "
     "user_id, trace_id, span_id, created_ms, deadline_ms, default_decision, reason, editable, "
-    "call) SELECT %(id)s, %(changed)s, %(hook_id)s, %(event)s, %(tool)s, %(args)s, %(agent)s, "
-    "%(session)s, %(user)s, %(trace_id)s, %(span_id)s, t.now, t.now + %(timeout_ms)s, "
-    f"%(default)s, %(reason)s, %(editable)s, %(call)s FROM (SELECT {_NOW_MS} AS now) t "
+    "call, held_ms) SELECT %(id)s, %(changed)s, %(hook_id)s, %(event)s, %(tool)s, %(args)s, "
+    "%(agent)s, %(session)s, %(user)s, %(trace_id)s, %(span_id)s, t.now, t.now + "
+    "%(timeout_ms)s, %(default)s, %(reason)s, %(editable)s, %(call)s, t.now "
+    f"FROM (SELECT {_NOW_MS} AS now) t "
     "WHERE (SELECT count(*) FROM otelhooks_approvals WHERE state = 'pending' "
     f"AND deadline_ms > t.now) < %(max)s RETURNING {_COLUMNS}, {_NOW_MS}"
 ).encode()
@@ -75,19 +90,33 @@ _ANSWER: Final = (
     "UPDATE otelhooks_approvals SET state = %(state)s, answered_by = %(by)s, "
     f"answered_ms = {_NOW_MS}, answer_reason = %(reason)s, "
     "answer_args = CASE WHEN editable THEN %(args)s::text END, changed = %(changed)s "
-    f"WHERE id = %(id)s AND state = 'pending' AND deadline_ms > {_NOW_MS} "
+    f"WHERE id = %(id)s AND state = 'pending' AND deadline_ms > {_NOW_MS} AND NOT {_LAPSED} "
     f"RETURNING {_COLUMNS}, {_NOW_MS}"
 ).encode()
+# the default of the approvals past their deadline, the withdrawal of those whose lease lapsed
 _EXPIRE: Final = (
-    "UPDATE otelhooks_approvals SET state = CASE default_decision WHEN 'allow' "
-    "THEN 'allowed' ELSE 'denied' END, answered_by = 'timeout', "
-    f"answered_ms = {_NOW_MS}, answer_reason = 'no answer in time', changed = %(changed)s "
-    f"WHERE state = 'pending' AND deadline_ms <= {_NOW_MS} AND (%(id)s = '' OR id = %(id)s) "
-    f"RETURNING {_COLUMNS}, {_NOW_MS}"
+    "UPDATE otelhooks_approvals SET state = CASE WHEN deadline_ms > t.now THEN 'denied' "
+    "WHEN default_decision = 'allow' THEN 'allowed' ELSE 'denied' END, answered_by = CASE WHEN "
+    "deadline_ms > t.now THEN 'asker' ELSE 'timeout' END, answered_ms = t.now, answer_reason = "
+    "CASE WHEN deadline_ms > t.now THEN %(lapsed)s ELSE 'no answer in time' END, "
+    f"changed = %(changed)s FROM (SELECT {_NOW_MS} AS now) t WHERE state = 'pending' "
+    f"AND (deadline_ms <= t.now OR {_LAPSED}) AND (%(id)s = '' OR id = %(id)s) "
+    f"RETURNING {_COLUMNS}, t.now"
 ).encode()
 _OVERDUE: Final = (
     f"SELECT EXISTS (SELECT 1 FROM otelhooks_approvals WHERE state = 'pending' "
-    f"AND deadline_ms <= {_NOW_MS})"
+    f"AND (deadline_ms <= {_NOW_MS} OR {_LAPSED}))"
+).encode()
+_HOLD: Final = (
+    f"UPDATE otelhooks_approvals SET askers = askers + 1, held_ms = {_NOW_MS} "
+    "WHERE id = %(id)s AND state = 'pending'"
+).encode()
+# a hold ends (``ended``), or an asker whose hold is still open is gone (``polling``): the
+# arithmetic of ApprovalInbox.release and withdraw
+_LEAVE: Final = (
+    "UPDATE otelhooks_approvals SET askers = greatest(askers - %(ended)s, 0), leaving = "
+    "greatest(0, least(leaving - %(ended)s + %(polling)s, askers - %(ended)s)), "
+    f"held_ms = {_NOW_MS} WHERE id = %(id)s AND state = 'pending' RETURNING askers, leaving"
 ).encode()
 # the rule of ApprovalInbox._keep_answered: the last ``keep`` defaults and the last ``keep``
 # answers of people, apart
@@ -131,6 +160,9 @@ def _row_to_approval(row: tuple[Any, ...]) -> Approval:
         answer_reason=row[19],
         answer_args=answer_args,
         call=row[21],
+        askers=int(row[22]),
+        leaving=int(row[23]),
+        held_ms=int(row[24]),
     )
 
 
@@ -276,6 +308,43 @@ class SharedApprovalInbox(ApprovalInbox):
         self._clock(rows[0])
         return self._apply(rows, tell=True)[0]
 
+    def hold(self, approval_id: str) -> None:
+        """One more asker waits on the approval, on any instance (the count is the row's)."""
+        self.store.statement(_HOLD, {"id": approval_id})
+
+    def release(self, approval_id: str, *, gone: bool, reason: str = WITHDRAWN) -> Approval | None:
+        """An asker's hold ends (see :meth:`ApprovalInbox.release`), on any instance."""
+        return self._leave(approval_id, ended=1, polling=0, gone=gone, reason=reason)
+
+    def withdraw(
+        self, approval_id: str, reason: str = WITHDRAWN, *, polling: bool = False
+    ) -> Approval | None:
+        """An asker stopped waiting (see :meth:`ApprovalInbox.withdraw`), on any instance."""
+        return self._leave(approval_id, ended=0, polling=int(polling), gone=True, reason=reason)
+
+    def _leave(
+        self, approval_id: str, *, ended: int, polling: int, gone: bool, reason: str
+    ) -> Approval | None:
+        params: dict[str, object] = {"id": approval_id, "ended": ended, "polling": polling}
+        if not gone:  # no answer can follow: the row alone, no change number
+            self.store.statement(_LEAVE, params)
+            return None
+        answer = {"state": "denied", "by": "asker", "reason": reason, "args": None}
+        with self.store.transaction() as conn:
+            # the head first, as every answer takes it: no other instance answers in between
+            params["changed"] = _one_int(conn.execute(_NEXT).fetchone())
+            left: tuple[Any, ...] | None = conn.execute(_LEAVE, params).fetchone()
+            rows: list[tuple[Any, ...]] = []
+            if left is not None and left[0] <= left[1]:  # no asker waits on it any more
+                rows = conn.execute(_ANSWER, {**params, **answer}).fetchall()
+            if rows:
+                conn.execute(_NOTIFY, (APPROVALS_CHANNEL,))
+                self._trim(conn)
+        if not rows:
+            return None
+        self._clock(rows[0])
+        return self._apply(rows, tell=True)[0]
+
     def expire(self, approval_id: str) -> Approval | None:
         """Apply the default to ``approval_id`` if its deadline passed by the database's clock;
         the approval as it is now (still pending when the database says it is not due)."""
@@ -291,7 +360,8 @@ class SharedApprovalInbox(ApprovalInbox):
     def _expire(self, approval_id: str) -> None:
         with self.store.transaction() as conn:
             changed = _one_int(conn.execute(_NEXT).fetchone())
-            rows = conn.execute(_EXPIRE, {"changed": changed, "id": approval_id}).fetchall()
+            params = {"changed": changed, "id": approval_id, "lapsed": LAPSED}
+            rows = conn.execute(_EXPIRE, params).fetchall()
             if rows:
                 conn.execute(_NOTIFY, (APPROVALS_CHANNEL,))
                 self._trim(conn)

@@ -336,5 +336,20 @@ MIGRATIONS: Final[tuple[tuple[int, str], ...]] = (
         CREATE INDEX otelhooks_approvals_call ON otelhooks_approvals (call) WHERE call <> '';
         """,
     ),
+    (
+        12,
+        # An approval's askers: the holds open on it (long-polls, waiters, on any instance),
+        # those of askers gone already, and when one last began or ended (the database's
+        # clock): a card goes when its last asker is gone, or when none waited on it for a
+        # while (the lease). Cards pending now start their lease now.
+        """
+        ALTER TABLE otelhooks_approvals ADD COLUMN askers INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE otelhooks_approvals ADD COLUMN leaving INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE otelhooks_approvals ADD COLUMN held_ms BIGINT NOT NULL DEFAULT 0;
+        UPDATE otelhooks_approvals
+           SET held_ms = (extract(epoch FROM clock_timestamp()) * 1000)::bigint
+         WHERE state = 'pending';
+        """,
+    ),
 )
 SCHEMA_VERSION: Final = MIGRATIONS[-1][0]

@@ -25,6 +25,7 @@ style sheet wants the admin token (see :mod:`otelhooks.web._auth`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import re
@@ -35,6 +36,7 @@ from urllib.parse import parse_qs
 
 from otelhooks._actions._approval_inbox import ApprovalInbox
 from otelhooks._eventlog._asgi import Receive, Scope, Send, header, read_body, respond
+from otelhooks._store._errors import StoreError
 from otelhooks.web._approval_routes import ApprovalRoutes, wait_seconds
 from otelhooks.web._auth import COOKIE, SECURITY_HEADERS, Caller, WebAuth
 from otelhooks.web._store import TraceIndex
@@ -52,6 +54,7 @@ _STATIC_TYPES = {
 _PUBLIC = frozenset({"/login", "/static/style.css", "/static/login.js"})
 _TRACE = re.compile(r"^/v1/ui/traces/([0-9a-f]{32})(?:/spans/([0-9a-f]{16}))?$")
 _MAX_WAITERS = 64
+_LOOK_S = 1.0  # how often an open page's long-poll looks at the cards' leases and deadlines
 
 
 def _static() -> dict[str, tuple[bytes, bytes]]:
@@ -99,6 +102,7 @@ class WebApp:
     ) -> None:
         self.index = index
         self.inbox = inbox
+        self._looked = float("-inf")
         self.auth = auth
         self.jaeger_url = (jaeger_url or "").rstrip("/")
         self.grafana_url = (grafana_url or "").rstrip("/")
@@ -219,6 +223,13 @@ class WebApp:
         try:
             while True:
                 woken = [self.index.signal.arm(), self.inbox.signal.arm()]
+                # a card whose askers are gone (its lease lapsed) or whose deadline passed
+                # leaves the inbox only when something looks at it: the open page does, so it
+                # never offers to answer a card nobody waits for
+                if loop.time() >= self._looked + _LOOK_S:  # once a second, whatever the pages
+                    self._looked = loop.time()
+                    with contextlib.suppress(StoreError):  # the page's listing says it
+                        await self.inbox.call(self.inbox.pending)
                 now = {"version": self.index.version, "approvals": self.inbox.version}
                 left = deadline - loop.time()
                 if now["version"] != since or now["approvals"] != seen or left <= 0:
@@ -227,7 +238,9 @@ class WebApp:
                 waits = [asyncio.ensure_future(w.wait()) for w in woken]
                 try:
                     done, _ = await asyncio.wait(
-                        [*waits, gone], timeout=left, return_when=asyncio.FIRST_COMPLETED
+                        [*waits, gone],
+                        timeout=min(left, _LOOK_S),
+                        return_when=asyncio.FIRST_COMPLETED,
                     )
                 finally:
                     for w in waits:

@@ -13,10 +13,14 @@ route                                  who, what
                                        with the approval
 ``GET /v1/approvals/{id}?wait=S``      ingest or admin: the approval, after up to ``S`` seconds
                                        of waiting for its answer (the default applies at its
-                                       deadline); with ``asker=1`` (its asker's long-poll) the
-                                       connection closing before the answer withdraws it
+                                       deadline); each renews its lease; with ``asker=1`` (its
+                                       asker's long-poll) the connection closing before the
+                                       answer withdraws it, unless another asker waits on it
 ``DELETE /v1/approvals/{id}``          ingest or admin (bearer only): its asker stopped waiting;
-                                       the approval is denied by ``asker`` (409 when answered)
+                                       the approval is denied by ``asker`` unless another asker
+                                       waits on it (409 when answered, 202 when still waited
+                                       on); ``?polling=1``: a long-poll of the asker's is still
+                                       open (a thread it cannot stop), not another asker
 =====================================  ==========================================================
 
 A browser answers with its session cookie, a same-origin ``Origin`` and the CSRF token; ``by``
@@ -33,11 +37,16 @@ import re
 from typing import Any
 from urllib.parse import parse_qs
 
+import structlog
+
 from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, InboxFull
 from otelhooks._eventlog._asgi import Receive, Scope, Send, disconnected, read_body, respond
+from otelhooks._store._errors import StoreError
 from otelhooks.web._auth import SECURITY_HEADERS, WebAuth
 
 __all__ = ["ApprovalRoutes", "wait_seconds"]
+
+_log = structlog.get_logger("otelhooks")
 
 _ONE = re.compile(r"^/v1/approvals/([0-9a-f]{32})$")
 _MAX_BODY = 256 * 1024  # one call's arguments; 256 waiting calls at most (the inbox's bound)
@@ -97,7 +106,8 @@ class ApprovalRoutes:
         elif match is not None and method == "GET":
             await self._one(match.group(1), scope, receive, send)
         elif match is not None and method == "DELETE" and caller.how == "bearer":
-            await self._withdraw(match.group(1), send)
+            polling = b"polling=1" in scope.get("query_string", b"").split(b"&")
+            await self._withdraw(match.group(1), send, polling=polling)
         elif match is not None and method == "POST" and caller.admin:
             if not self.auth.allows_change(scope, caller):
                 await _json(send, 403, {"error": "forbidden", "message": "CSRF check failed"})
@@ -192,36 +202,52 @@ class ApprovalRoutes:
         except ValueError:
             wait = 0.0
         asker = query.get("asker") == ["1"]  # its connection closing withdraws the approval
-        if wait and item.state == "pending":
-            if self.waiting >= _MAX_WAITERS:
-                await _json(send, 503, {"error": "too_many_waiters"})
-                return
-            self.waiting += 1
-            answered = asyncio.ensure_future(
-                asyncio.wait_for(_answered(self.inbox, item, wait), wait + 1)
-            )
-            waits = (
-                {answered, asyncio.ensure_future(disconnected(receive))} if asker else {answered}
-            )
+        # every look at a card is its asker's (the page lists them all): it renews the lease
+        await self.inbox.call(self.inbox.hold, item.id)
+        gone = False
+        try:
+            if wait and item.state == "pending":
+                if self.waiting >= _MAX_WAITERS:
+                    await _json(send, 503, {"error": "too_many_waiters"})
+                    return
+                self.waiting += 1
+                answered = asyncio.ensure_future(
+                    asyncio.wait_for(_answered(self.inbox, item, wait), wait + 1)
+                )
+                waits = {answered, asyncio.ensure_future(disconnected(receive))}
+                try:
+                    await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    self.waiting -= 1
+                    for task in waits:
+                        task.cancel()
+                if not answered.done():
+                    # the asker went away mid-poll (killed: its socket closed; alive, it
+                    # withdraws and never polls again either): with ``asker=1`` the card goes
+                    # unless another asker of the same call waits on it; else its lease runs
+                    gone = asker
+                    return
+                answered.result()
+        finally:
+            release = functools.partial(self.inbox.release, item.id, gone=gone)
             try:
-                await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                self.waiting -= 1
-                for task in waits:
-                    task.cancel()
-            if not answered.done():
-                # the asker went away mid-poll (killed: its socket closed; alive, it withdraws
-                # and never polls again either): nobody waits for this answer any more
-                await self.inbox.call(self.inbox.withdraw, item.id)
-                return
-            answered.result()
+                await self.inbox.call(release)
+            except StoreError as exc:
+                # the answer polled for still goes out; the hold stays counted, so the card is
+                # left to its default, never withdrawn under a live asker
+                _log.warning("approval hold not released", approval=item.id, error=str(exc))
         # the asker gets the edited arguments whatever the display rule: they are its answer
         await _json(send, 200, self._shown(item, True))
 
-    async def _withdraw(self, approval_id: str, send: Send) -> None:
+    async def _withdraw(self, approval_id: str, send: Send, *, polling: bool) -> None:
         """The asker stopped waiting (:meth:`ApprovalInbox.withdraw`)."""
-        item = await self.inbox.call(self.inbox.withdraw, approval_id)
+        withdraw = functools.partial(self.inbox.withdraw, approval_id, polling=polling)
+        item = await self.inbox.call(withdraw)
         if item is None:
+            known = await self.inbox.call(self.inbox.get, approval_id)
+            if known is not None and known.state == "pending":  # another asker waits on it
+                await _json(send, 202, self._shown(known, self.capture_content))
+                return
             await self._not_answered(approval_id, send)
             return
         await _json(send, 200, self._shown(item, self.capture_content))

@@ -1,0 +1,265 @@
+"""A card is withdrawn when the last of its askers is gone, not the first: one card per call,
+so a retried call (a load balancer's second try, a second instance reached) waits on the card
+its first try opened. Real serve, real asker processes killed with SIGKILL."""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from otelhooks import EventLogServer, serve
+from otelhooks._actions import _approval_inbox
+from otelhooks._actions._approval import ApprovalAction
+from otelhooks._actions._approval_inbox import LAPSED, Asker
+from otelhooks._errors import HookError
+from otelhooks._events import ToolCallEvent
+from otelhooks._live import Answered
+from tests.web.conftest import AGENT, AUTH, TOKEN, log_in, serving_inbox
+
+pytestmark = pytest.mark.timeout(60)
+
+ROUTE = "/v1/hooks/claude-code"
+HOLD_BASH = """\
+hooks:
+  - id: ask-before-shell
+    type: PreToolUse
+    matcher: Bash
+    approval: {timeout: 30, default: deny, reason: a person approves shell commands}
+"""
+
+
+def _pre_tool_use(use_id: str) -> dict[str, Any]:
+    return {
+        "hook_event_name": "PreToolUse",
+        "session_id": f"sess-{use_id}",
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": "/tmp",
+        "tool_name": "Bash",
+        "tool_input": {"command": "ls"},
+        "tool_use_id": use_id,
+    }
+
+
+class _Posted:
+    """A hook input posted on a thread, its connection open until the answer (or ``read_s``)."""
+
+    def __init__(self, url: str, body: dict[str, Any], read_s: float = 30) -> None:
+        self.response: httpx.Response | None = None
+        self.error: Exception | None = None
+        self._thread = threading.Thread(target=self._post, args=(url, body, read_s))
+        self._thread.start()
+
+    def _post(self, url: str, body: dict[str, Any], read_s: float) -> None:
+        try:
+            timeout = httpx.Timeout(5, read=read_s)
+            self.response = httpx.post(url + ROUTE, json=body, headers=AGENT, timeout=timeout)
+        except httpx.HTTPError as exc:
+            self.error = exc
+
+    def join(self) -> None:
+        self._thread.join(30)
+
+    def decision(self) -> str:
+        self.join()
+        assert self.response is not None, self.error
+        assert self.response.status_code == 200, self.response.text
+        return str(self.response.json()["hookSpecificOutput"]["permissionDecision"])
+
+
+def _cards(admin: httpx.Client, use_id: str) -> dict[str, list[dict[str, Any]]]:
+    listing = admin.get("/v1/approvals").json()
+    return {
+        key: [a for a in listing[key] if a["session"] == f"sess-{use_id}"]
+        for key in ("pending", "answered")
+    }
+
+
+def _pending(admin: httpx.Client, use_id: str) -> dict[str, Any]:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        pending = _cards(admin, use_id)["pending"]
+        if pending:
+            return dict(pending[0])
+        time.sleep(0.02)
+    raise AssertionError("no card became pending")
+
+
+@pytest.fixture
+def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(HOLD_BASH)
+    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
+    started = serve([hooks], token=TOKEN)
+    try:
+        yield started
+    finally:
+        with httpx.Client(base_url=started.url, headers=AUTH) as admin:
+            for item in admin.get("/v1/approvals").json()["pending"]:
+                admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
+        started.stop()
+
+
+def test_the_first_try_giving_up_leaves_the_card_to_the_retry_waiting_on_it(
+    server: EventLogServer,
+) -> None:
+    # a load balancer gives up on its first try and retries: the retry waits on the first
+    # try's card. Before, the first try's connection closing withdrew the card, and the retry,
+    # still waiting for the person, was denied "by asker" with nobody having said no
+    first = _Posted(server.url, _pre_tool_use("toolu_two"), read_s=1.5)
+    with httpx.Client(base_url=server.url, headers=AUTH) as admin:
+        card = _pending(admin, "toolu_two")
+        retry = _Posted(server.url, _pre_tool_use("toolu_two"))
+        time.sleep(0.5)  # the retry waits on the card
+        first.join()
+        assert isinstance(first.error, httpx.ReadTimeout)
+        time.sleep(1)  # the first try's connection closed
+        still = _cards(admin, "toolu_two")
+        allowed = admin.post(f"/v1/approvals/{card['id']}", json={"decision": "allow", "by": "bob"})
+        assert allowed.status_code == 200, allowed.text
+        assert retry.decision() == "allow"
+    assert [a["id"] for a in still["pending"]] == [card["id"]]
+
+
+# an asker that speaks the protocol by hand: asks, then looks (``wait=0``: serve had no room for
+# its long-poll) or long-polls without ``asker=1`` (an older otelhooks), until killed
+RAW_ASKER = """\
+import sys, time, httpx
+url, token, how = sys.argv[1:4]
+with httpx.Client(base_url=url, headers={"authorization": f"Bearer {token}"}) as client:
+    card = client.post("/v1/approvals", json={"hook_id": "raw", "tool": sys.argv[4],
+                       "timeout_s": 60, "default": "allow"}).json()
+    print(card["id"], flush=True)
+    while True:
+        if how == "looks":
+            client.get(f"/v1/approvals/{card['id']}")
+            time.sleep(0.5)
+        else:
+            client.get(f"/v1/approvals/{card['id']}", params={"wait": "5"}, timeout=15)
+"""
+
+
+@pytest.mark.parametrize("how", ["looks", "old"])
+def test_an_asker_killed_where_no_connection_tells_has_its_card_withdrawn_by_the_lease(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    # killed between two looks, or mid-poll without asker=1: no connection of its closes
+    # while serve listens for it. Before, the card waited its 60 s and a person's Approve was
+    # recorded "allowed" for a call nobody waited for; now nobody waiting on it for LEASE_S
+    # withdraws it (shortened here)
+    monkeypatch.setattr(_approval_inbox, "LEASE_S", 2.0)
+    script = tmp_path / "raw_asker.py"
+    script.write_text(RAW_ASKER)
+    with serving_inbox(monkeypatch) as server:
+        token = AGENT["Authorization"].removeprefix("Bearer ")
+        child = subprocess.Popen(
+            [sys.executable, str(script), server.url, token, how, f"lease-{how}"],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        try:
+            assert child.stdout is not None
+            card = child.stdout.readline().strip()
+            with httpx.Client(base_url=server.url, headers=AUTH) as admin:
+                time.sleep(3)  # its looks or polls keep the card past one lease
+                assert admin.get(f"/v1/approvals/{card}").json()["state"] == "pending"
+                child.send_signal(signal.SIGKILL)
+                child.wait(10)
+                killed = time.monotonic()
+                time.sleep(2.5)
+                got = admin.get("/v1/approvals").json()
+                late = admin.post(f"/v1/approvals/{card}", json={"decision": "allow"})
+        finally:
+            child.kill()
+            child.wait()
+    answered = {a["id"]: a for a in got["answered"]}
+    assert card in answered, f"still pending {time.monotonic() - killed:.1f} s after the kill"
+    assert (answered[card]["answered_by"], answered[card]["answer_reason"]) == ("asker", LAPSED)
+    assert late.status_code == 409
+
+
+def test_the_page_shows_a_card_whose_lease_lapsed_as_no_longer_waiting(
+    browser: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a person with the page open, nothing else happening: the card whose asker is gone must
+    # leave the pending list (and its Approve with it) without anything else moving the inbox
+    monkeypatch.setattr(_approval_inbox, "LEASE_S", 2.0)
+    with serving_inbox(monkeypatch) as server:
+        page = log_in(browser, server.url)
+        try:
+            page.goto(f"{server.url}/approvals")
+            asked = httpx.post(
+                f"{server.url}/v1/approvals",
+                json={"hook_id": "lapse", "tool": "deploy", "timeout_s": 60, "default": "allow"},
+                headers=AGENT,
+            )
+            approval = asked.json()["id"]
+            card = page.locator(f".approval-card[data-approval='{approval}']")
+            card.wait_for(timeout=10_000)
+            asked_at = time.monotonic()
+            row = page.locator(f"#answered tr[data-approval='{approval}']")
+            row.wait_for(timeout=10_000)
+            shown = time.monotonic() - asked_at
+            by = row.locator("td").nth(4).inner_text()
+            approves = card.locator("button.approve").count()
+        finally:
+            page.context.close()
+    assert (approves, by) == (0, "asker")
+    assert shown < 2.0 + 3.5, f"shown as waiting {shown:.1f} s"
+
+
+def test_a_daemon_s_client_gone_leaves_the_card_to_another_asker_of_the_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # the bridge daemon asks for a hook client (through approval.url) whose CLI kills it, while
+    # another asker of the same call (a retry) waits on the card: the daemon's thread cannot
+    # stop its long-poll, so it tells serve one of the polls open is its own. Before, its
+    # DELETE withdrew the card and the other asker was denied "by asker"
+    with serving_inbox(monkeypatch) as server:
+        action = ApprovalAction(
+            "ask", "before_tool_call", {"timeout": 60, "default": "deny", "url": server.url}
+        )
+        event = {
+            "event": "before_tool_call",
+            "identifier": "fs",
+            "apiName": "rm",
+            "args": {"path": "/data"},
+            "toolCallId": "call-daemon",
+            "sessionKey": "sess-daemon",
+        }
+        got: dict[str, Any] = {}
+        client = Asker()
+
+        def ask(name: str) -> None:
+            with client.asking() if name == "daemon" else contextlib.nullcontext():
+                try:
+                    got[name] = action(ToolCallEvent.model_validate(event))
+                except HookError as exc:
+                    got[name] = exc
+
+        daemon = threading.Thread(target=ask, args=("daemon",))
+        daemon.start()
+        with httpx.Client(base_url=server.url, headers=AUTH) as admin:
+            card = _pending(admin, "daemon")
+            other = threading.Thread(target=ask, args=("other",))
+            other.start()
+            time.sleep(1)  # both long-poll the one card
+            client.gone()  # the hook client killed: the daemon's DELETE goes
+            time.sleep(1.5)
+            still = _cards(admin, "daemon")["pending"]
+            allowed = admin.post(f"/v1/approvals/{card['id']}", json={"decision": "allow"})
+            other.join(30)
+            daemon.join(40)
+    assert [x["id"] for x in still] == [card["id"]]
+    assert allowed.status_code == 200, allowed.text
+    assert isinstance(got["other"], Answered)
+    assert got["other"].note.decision == "allow"
