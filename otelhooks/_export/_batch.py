@@ -230,8 +230,7 @@ class CountingBatchSpanProcessor(SpanProcessor):
                 if tracker is not None:
                     # Accepted, but the answer may say some spans were not kept: never retried
                     # (OTLP says so), counted and reported as the failures they are.
-                    rejected = min(len(batch), tracker.take_rejected())
-                    tracker.delivered(len(batch) - rejected)
+                    rejected = tracker.accepted(len(batch))
                     if rejected:
                         self._record_drop(rejected, "rejected")
                 break
@@ -258,8 +257,8 @@ class CountingBatchSpanProcessor(SpanProcessor):
             self._retry_wake.wait(pause)
 
     def _record_drop(self, count: int, reason: str) -> None:
-        if self.tracker is not None:
-            if reason in ("export_failed", "rejected"):
+        if self.tracker is not None and reason != "rejected":  # counted by tracker.accepted
+            if reason == "export_failed":
                 self.tracker.failed(count)
             else:
                 self.tracker.dropped(count, _DROP_REASONS.get(reason, reason))

@@ -238,6 +238,17 @@ class DeliveryTracker:
             self._delivered += count
             self._permanent = False
 
+    def accepted(self, count: int) -> int:
+        """A request of ``count`` items was accepted: those its answer said were not kept
+        (:meth:`rejected`, never retried, as OTLP says) are failed, the rest delivered.
+        Returns how many were rejected."""
+        with self._lock:
+            rejected, self._rejected = min(count, self._rejected), 0
+            self._delivered += count - rejected
+            self._failed += rejected
+            self._permanent = False
+            return rejected
+
     def failed(self, count: int = 1, reason: str | None = None) -> None:
         """``count`` items were given up on."""
         with self._lock:

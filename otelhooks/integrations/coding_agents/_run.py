@@ -355,7 +355,7 @@ class _Counted(SpanExporter):
         self.tracker.sent(len(spans))
         result = self.inner.export(spans)
         if result is SpanExportResult.SUCCESS:
-            self.tracker.delivered(len(spans))
+            self.tracker.accepted(len(spans))  # what the answer rejected is failed
         else:
             self.tracker.failed(len(spans), getattr(self.inner, "last_error", None))
         return result
