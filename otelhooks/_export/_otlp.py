@@ -226,14 +226,13 @@ def otlp_span_exporter(tracker: DeliveryTracker | None = None) -> SpanExporter:
             to the endpoint URL.
     """
     grpc = _protocol("TRACES") == "grpc"
+    if grpc and tracker is None:
+        # untracked (``serve``'s) too: the SDK's exporter raised on a setting ours takes
+        tracker = DeliveryTracker("spans", "")
     if tracker is not None:
         tracker.destination = _endpoint("TRACES", "v1/traces", grpc)
     if grpc and tracker is not None:
         return GrpcSpanExporter(tracker)
-    if grpc:
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as G
-
-        return G()
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as H
 
     return H(session=_TrackedSession(tracker)) if tracker is not None else H()

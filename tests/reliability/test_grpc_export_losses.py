@@ -31,7 +31,16 @@ import otelhooks
 from otelhooks._export._otlp import otlp_span_exporter
 from otelhooks._export._report import DeliveryTracker
 from otelhooks.integrations.coding_agents._environment import otlp_exporter
-from tests.integrations._daemon_procs import NO_RM, bash, one_process
+from tests.integrations._daemon_procs import (
+    NO_ANSWER,
+    NO_RM,
+    bash,
+    client_env,
+    daemon_pid,
+    hook,
+    one_process,
+    runtime_folder,
+)
 
 # What the collector does with a request: return an answer, or abort the call.
 Answer = Callable[[Any, list[str]], Any]
@@ -509,3 +518,35 @@ def test_a_hook_processs_report_says_what_a_grpc_collector_rejected(tmp_path: Pa
     assert f"0 of 1 spans exported to {collector.endpoint}: 1 spans rejected: queue full" in (
         done.stderr
     )
+
+
+@pytest.mark.parametrize(
+    ("variable", "value"),
+    [
+        ("OTEL_EXPORTER_OTLP_CERTIFICATE", "FIFO"),
+        ("OTEL_PYTHON_EXPORTER_OTLP_GRPC_CREDENTIAL_PROVIDER", "missing"),
+        ("OTEL_EXPORTER_OTLP_COMPRESSION", "none"),
+    ],
+    ids=["fifo-certificate", "missing-provider", "compression-none"],
+)
+def test_an_odd_grpc_setting_never_silences_a_guard_of_the_bridge_daemon(
+    tmp_path: Path, variable: str, value: str
+) -> None:
+    # The same settings through the hook client: the first event starts the daemon (and is
+    # answered by the one-process bridge), the next ones are the daemon's. Before, the daemon
+    # built the SDK's gRPC exporter, which raised: every event it answered was an exit 1, after
+    # which the CLI ran the `rm -rf` the guard denies; a FIFO held it while it built its bridge
+    # (each event was the one-process bridge's, after the client's wait).
+    fifo = tmp_path / "ca.pem"
+    os.mkfifo(fifo)
+    (tmp_path / "otelhooks.yaml").write_text(NO_RM)
+    (tmp_path / "otelhooks.env").write_text(
+        "OTEL_EXPORTER_OTLP_ENDPOINT=https://127.0.0.1:9\nOTEL_EXPORTER_OTLP_PROTOCOL=grpc\n"
+    )
+    with runtime_folder() as runtime:
+        env = client_env(tmp_path, runtime, **{variable: value.replace("FIFO", str(fifo))})
+        assert hook(env, bash("u1", "rm -rf /")).deny_reason() == "rm -rf is not allowed here"
+        daemon_pid(runtime)
+        done = hook(env, bash("u2", "rm -rf /"))
+    assert done.deny_reason() == "rm -rf is not allowed here"
+    assert NO_ANSWER not in done.stderr  # the daemon's own answer

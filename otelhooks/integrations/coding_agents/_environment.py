@@ -29,7 +29,7 @@ from urllib.parse import unquote
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from otelhooks._errors import ConfigError
-from otelhooks._export._otlp import GrpcSpanExporter, grpc_channel_options, tracked_session
+from otelhooks._export._otlp import GrpcSpanExporter, tracked_session
 from otelhooks._export._report import DeliveryTracker
 from otelhooks._redact import register_secret
 
@@ -142,9 +142,9 @@ def otlp_exporter(
     """An OTLP span exporter configured from ``settings`` (``None`` without an endpoint).
 
     Reads the standard variables: ``OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT``, ``..._PROTOCOL``
-    (``http/protobuf`` default, or ``grpc``) and ``..._HEADERS``; over gRPC with a ``tracker``,
-    also the others the SDK's gRPC exporter reads (see :class:`GrpcSpanExporter`). With a
-    ``tracker`` (fail-fast, as a hook process must be: Claude Code gives ``SessionEnd`` hooks
+    (``http/protobuf`` default, or ``grpc``) and ``..._HEADERS``; over gRPC also the others
+    the SDK's gRPC exporter reads (see :class:`GrpcSpanExporter`). With a ``tracker``
+    (fail-fast, as a hook process must be: Claude Code gives ``SessionEnd`` hooks
     1.5 s) a refused or silent collector is given up on at once and reported; the export
     timeout is the tracker's.
     """
@@ -161,16 +161,13 @@ def otlp_exporter(
     if tracker is not None:
         timeout = tracker.timeout(timeout) or timeout
     headers = _headers(settings)
-    if protocol == "grpc" and tracker is not None:
+    if protocol == "grpc":
+        # tracked or not (the bridge daemon's): the SDK's exporter raised on a setting ours takes
+        tracker = tracker or DeliveryTracker("spans", "")
         tracker.destination = traces or base
         return GrpcSpanExporter(
             tracker, settings, endpoint=traces or base, headers=headers, timeout=timeout
         )
-    if protocol == "grpc":
-        from opentelemetry.exporter.otlp.proto.grpc.trace_exporter import OTLPSpanExporter as G
-
-        direct = grpc_channel_options(traces or base)
-        return G(endpoint=traces or base, headers=headers, timeout=timeout, **direct)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as H
 
     # the base endpoint gets the signal path appended, as the specification says
