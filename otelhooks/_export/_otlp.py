@@ -6,7 +6,8 @@ logging one line per attempt. Ours take the SDK exporter as it is and give it a
 :class:`DeliveryTracker` and, while the tracker is fail-fast, turns a refused connection or a
 timeout into an error the SDK does not retry. A tracked gRPC span destination gets our own
 :class:`GrpcSpanExporter` (the SDK's keeps each answer to itself); the SDK's gRPC metric exporter
-retries nothing itself (see :func:`grpc_no_retries`) and gets a capped timeout while fail-fast.
+retries nothing itself (see :func:`grpc_no_retries`), gets a capped timeout while fail-fast, and
+the span exporter's credentials and compression (:func:`_grpc_link`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import os
 import stat
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from importlib.metadata import entry_points
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -274,33 +275,20 @@ class GrpcSpanExporter(SpanExporter):
         from opentelemetry.util.re import parse_env_headers
 
         def setting(name: str) -> str | None:
-            return settings.get(f"OTEL_EXPORTER_OTLP_TRACES_{name}") or settings.get(
-                f"OTEL_EXPORTER_OTLP_{name}"
-            )
+            return _setting(settings, "TRACES", name)
 
         self.tracker = tracker
         url = endpoint or setting("ENDPOINT") or "http://localhost:4317"
-        parts = urlsplit(url)
-        # the SDK's rule: https:// is TLS; else the variable says; else plain only for http://
-        said = setting("INSECURE")
-        if parts.scheme == "https":
-            insecure = False
-        elif said is not None:
-            insecure = said.strip().lower() == "true"
-        else:
-            insecure = parts.scheme == "http"
         if headers is None:
             headers = parse_env_headers(setting("HEADERS") or "", liberal=True)
         self._metadata = tuple(headers.items())
         self._timeout = timeout or float(setting("TIMEOUT") or 10)
-        gzip = (setting("COMPRESSION") or "").strip().lower() == "gzip"
-        compression = grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression
+        credentials, compression = _grpc_link(tracker, settings, "TRACES", url)
         options = grpc_channel_options(url).get("channel_options", ())
-        target = parts.netloc or url
-        if insecure:
+        target = urlsplit(url).netloc or url
+        if credentials is None:
             self._channel = grpc.insecure_channel(target, options, compression)
         else:
-            credentials = _credentials(tracker, settings, setting)
             self._channel = grpc.secure_channel(target, credentials, options, compression)
         self._stub = TraceServiceStub(self._channel)  # type: ignore[no-untyped-call]
         self._closed = False
@@ -345,17 +333,46 @@ class GrpcSpanExporter(SpanExporter):
         return True
 
 
-def _credentials(
-    tracker: DeliveryTracker, settings: Mapping[str, str], setting: Callable[[str], str | None]
-) -> Any:
+def _setting(settings: Mapping[str, str], signal: str, name: str) -> str | None:
+    """``OTEL_EXPORTER_OTLP_{signal}_{name}``, else ``OTEL_EXPORTER_OTLP_{name}``."""
+    return settings.get(f"OTEL_EXPORTER_OTLP_{signal}_{name}") or settings.get(
+        f"OTEL_EXPORTER_OTLP_{name}"
+    )
+
+
+def _grpc_link(
+    tracker: DeliveryTracker, settings: Mapping[str, str], signal: str, url: str
+) -> tuple[Any, Any]:
+    """The TLS credentials of a gRPC channel to ``url`` (``None``: plain) and its compression,
+    read from ``settings`` for ``signal`` (``TRACES``, ``METRICS``) by the SDK's rules, except
+    that nothing odd raises or waits (see :func:`_credentials`): a hook process or a script's
+    ``configure()`` failed or hung on a setting the exporter could do without. The specification's
+    ``none`` compression is taken (the SDK's exporter raised)."""
+    import grpc
+
+    scheme = urlsplit(url).scheme
+    # the SDK's rule: https:// is TLS; else the variable says; else plain only for http://
+    said = _setting(settings, signal, "INSECURE")
+    if scheme == "https":
+        insecure = False
+    elif said is not None:
+        insecure = said.strip().lower() == "true"
+    else:
+        insecure = scheme == "http"
+    gzip = (_setting(settings, signal, "COMPRESSION") or "").strip().lower() == "gzip"
+    compression = grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression
+    return (None if insecure else _credentials(tracker, settings, signal)), compression
+
+
+def _credentials(tracker: DeliveryTracker, settings: Mapping[str, str], signal: str) -> Any:
     """The channel's TLS credentials: a credential provider's, as the SDK's exporter takes it
-    (``OTEL_PYTHON_EXPORTER_OTLP_GRPC_[TRACES_]CREDENTIAL_PROVIDER`` names an entry point of
+    (``OTEL_PYTHON_EXPORTER_OTLP_GRPC_[{signal}_]CREDENTIAL_PROVIDER`` names an entry point of
     ``opentelemetry_otlp_credential_provider``), else made of the TLS files. A provider that
     cannot be had is logged and recorded as the destination's last error (the SDK's exporter
     raised: in a hook process, an exit 1 after which the CLI runs the call a guard denies)."""
     import grpc
 
-    name = settings.get("OTEL_PYTHON_EXPORTER_OTLP_GRPC_TRACES_CREDENTIAL_PROVIDER") or (
+    name = settings.get(f"OTEL_PYTHON_EXPORTER_OTLP_GRPC_{signal}_CREDENTIAL_PROVIDER") or (
         settings.get("OTEL_PYTHON_EXPORTER_OTLP_GRPC_CREDENTIAL_PROVIDER")
     )
     if name:
@@ -372,7 +389,8 @@ def _credentials(
         reason = f"no credentials from the provider {name!r}: {why}"
         _grpc_log.warning(reason)
         tracker.error(reason)
-    return grpc.ssl_channel_credentials(*(_read_file(tracker, setting(n)) for n in _TLS_FILES))
+    files = (_read_file(tracker, _setting(settings, signal, n)) for n in _TLS_FILES)
+    return grpc.ssl_channel_credentials(*files)
 
 
 # the client's trust roots, key and certificate chain, in grpc.ssl_channel_credentials' order
@@ -477,13 +495,19 @@ def grpc_no_retries() -> dict[str, Any]:
 
 
 def _grpc_options(tracker: DeliveryTracker | None) -> dict[str, Any]:
-    """The gRPC exporter's options for a tracked destination: no retries of its own
-    (:func:`grpc_no_retries`), and no proxy for a loopback one."""
+    """The gRPC metric exporter's options for a tracked destination: no retries of its own
+    (:func:`grpc_no_retries`), no proxy for a loopback one, and the credentials and compression
+    the span exporter's rule gives (:func:`_grpc_link`)."""
     if tracker is None:
         return {}
+    credentials, compression = _grpc_link(tracker, os.environ, "METRICS", tracker.destination)
     options: dict[str, Any] = {
         **grpc_no_retries(),
         **grpc_channel_options(tracker.destination),
+        # ours, so that the SDK's exporter reads no TLS file or provider itself
+        "insecure": credentials is None,
+        "credentials": credentials,
+        "compression": compression,
     }
     if tracker.fail_fast:
         options["timeout"] = tracker.timeout(None)

@@ -13,6 +13,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -550,3 +551,53 @@ def test_an_odd_grpc_setting_never_silences_a_guard_of_the_bridge_daemon(
         done = hook(env, bash("u2", "rm -rf /"))
     assert done.deny_reason() == "rm -rf is not allowed here"
     assert NO_ANSWER not in done.stderr  # the daemon's own answer
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "said"),
+    [
+        ("OTEL_EXPORTER_OTLP_METRICS_CERTIFICATE", "FIFO", "cannot read FIFO: not a regular file"),
+        (
+            "OTEL_PYTHON_EXPORTER_OTLP_GRPC_CREDENTIAL_PROVIDER",
+            "missing",
+            "no credentials from the provider 'missing': no such entry point",
+        ),
+        ("OTEL_EXPORTER_OTLP_METRICS_COMPRESSION", "none", "configured"),
+    ],
+    ids=["fifo-certificate", "missing-provider", "compression-none"],
+)
+def test_an_odd_grpc_metrics_setting_never_stops_configure(
+    tmp_path: Path, variable: str, value: str, said: str
+) -> None:
+    # Before, the SDK's gRPC metric exporter read the FIFO in configure() and waited for a
+    # writer for ever; a credential provider not installed or `none` made configure() raise.
+    fifo = tmp_path / "ca.pem"
+    os.mkfifo(fifo)
+    script = (
+        "import otelhooks\n"
+        "oh = otelhooks.configure(otlp=True, set_global=False, structured_logging=False)\n"
+        "print('configured', flush=True)\n"
+        "oh.shutdown()\n"
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(Path(otelhooks.__file__).parents[1]),
+        "OTEL_EXPORTER_OTLP_ENDPOINT": "https://127.0.0.1:9",
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+        "OTEL_METRICS_EXPORTER": "otlp",
+        "OTELHOOKS_SHUTDOWN_TIMEOUT": "1",
+        variable: value.replace("FIFO", str(fifo)),
+    }
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", script],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=20,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        pytest.fail("configure() did not return within 20 s")
+    assert "configured" in done.stdout, done.stderr
+    assert said.replace("FIFO", str(fifo)) in done.stdout + done.stderr
