@@ -601,3 +601,42 @@ def test_an_odd_grpc_metrics_setting_never_stops_configure(
         pytest.fail("configure() did not return within 20 s")
     assert "configured" in done.stdout, done.stderr
     assert said.replace("FIFO", str(fifo)) in done.stdout + done.stderr
+
+
+def test_a_span_too_large_for_a_grpc_collector_is_lost_alone_by_the_bridge_daemon(
+    tmp_path: Path,
+) -> None:
+    # The bridge the daemon builds once, its events handled as the daemon handles them. Before,
+    # its SDK batch processor sent the batch with the span too large (a captured 200 kB command)
+    # whole, and every span of it was lost.
+    from otelhooks.integrations.coding_agents._daemon import build_bridge
+    from otelhooks.integrations.coding_agents._run import BridgeOptions
+
+    collector = GrpcCollector(max_receive=64 * 1024)
+    (tmp_path / "otelhooks.yaml").write_text("hooks: []\n")
+    env = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint,
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT": "true",
+        "CLAUDE_PROJECT_DIR": str(tmp_path),
+    }
+    options = BridgeOptions(hooks=("otelhooks.yaml",), state=str(tmp_path / "state.sqlite3"))
+    bridge, _ = build_bridge(options, env)
+    try:
+        for n in range(5):
+            command = "x" * 200_000 if n == 2 else f"echo {n}"
+            for event in ("PreToolUse", "PostToolUse"):
+                bridge.handle(
+                    {
+                        "session_id": "s",
+                        "hook_event_name": event,
+                        "tool_name": "Bash",
+                        "tool_input": {"command": command},
+                        "tool_use_id": f"u{n}",
+                        "tool_response": {"stdout": "ok"},
+                    }
+                )
+        bridge.close()  # exports what is queued
+    finally:
+        collector.stop()
+    assert collector.spans == ["execute_tool Bash"] * 4

@@ -30,7 +30,9 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from otelhooks._eventlog._http import Route
 from otelhooks._eventlog._otlp_signals import OtlpSignalIngest
+from otelhooks._export._batch import CountingBatchSpanProcessor
 from otelhooks._export._otlp import otlp_configured, otlp_span_exporter
+from otelhooks._export._report import DeliveryTracker
 from otelhooks._hooks import Hook
 from otelhooks._processor import HookSpanProcessor
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
@@ -120,9 +122,13 @@ def claude_code_routes(
     # The server's engine delivers its own webhooks (created on first use, shut down with it).
     deliverer = None
     chosen = list(exporters)
-    if otlp_configured():
-        chosen.append(otlp_span_exporter())
     export: list[SpanProcessor] = [BatchSpanProcessor(e, schedule_delay_millis=500) for e in chosen]
+    if otlp_configured():
+        tracker = DeliveryTracker("spans", "")
+        chosen.append(otlp_span_exporter(tracker))
+        # configure()'s processor: its tracker hears why an export failed, so a batch too
+        # large for the collector is sent again in halves (the SDK's lost it whole)
+        export.append(CountingBatchSpanProcessor(chosen[-1], schedule_delay_s=0.5, tracker=tracker))
     received = list(downstream or (processor,))
     # the bridge's received spans reach downstream anyway: not the exporters among it again
     among = {id(p) for p in received}

@@ -138,15 +138,12 @@ def build_bridge(
     """The bridge the one-process form builds per event, built once (state in memory + file),
     and the files it was built from (:func:`sources_of`)."""
     from opentelemetry.sdk.resources import Resource
-    from opentelemetry.sdk.trace.export import (
-        BatchSpanProcessor,
-        SimpleSpanProcessor,
-        SpanExporter,
-    )
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 
     from otelhooks._config import load_config
     from otelhooks._export import OtlpJsonLinesSpanExporter
-    from otelhooks._export._report import shutdown_timeout
+    from otelhooks._export._batch import CountingBatchSpanProcessor
+    from otelhooks._export._report import DeliveryTracker, shutdown_timeout
     from otelhooks.integrations.coding_agents._environment import otlp_exporter, project_path
     from otelhooks.integrations.coding_agents._run import hooks_and_settings
     from otelhooks.integrations.coding_agents._spans import LockedFileExporter, SpanWriter
@@ -168,9 +165,13 @@ def build_bridge(
         )
         # written as each span ends: a reader (or the one-process bridge) sees it at once
         writer.provider.add_span_processor(SimpleSpanProcessor(file_exporter))
-    otlp = otlp_exporter(settings)
+    tracker = DeliveryTracker("spans", "")
+    otlp = otlp_exporter(settings, tracker)
     if otlp is not None:
-        writer.provider.add_span_processor(BatchSpanProcessor(otlp, schedule_delay_millis=500))
+        # configure()'s processor: its tracker hears why an export failed, so a batch too
+        # large for the collector is sent again in halves (the SDK's lost it whole)
+        batcher = CountingBatchSpanProcessor(otlp, schedule_delay_s=0.5, tracker=tracker)
+        writer.provider.add_span_processor(batcher)
     state = options.state or env_value(settings, STATE_ENV)
     state_path = project_path(state, env) if state else DEFAULT_STATE_PATH.expanduser()
     from otelhooks.integrations.coding_agents._dialects import dialect_named
