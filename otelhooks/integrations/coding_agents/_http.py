@@ -87,7 +87,7 @@ from otelhooks._actions._approval_inbox import Asker
 from otelhooks._dispatch._calls import waited_within
 from otelhooks._eventlog._asgi import Receive, Scope, Send, disconnected, read_body, respond
 from otelhooks._hooks import Hook
-from otelhooks._store._errors import StoreUnavailable
+from otelhooks._store._errors import StoreUnavailable, error_reason
 from otelhooks.integrations.coding_agents._answers import (
     ANSWERING_EVENTS,
     closed_answer,
@@ -293,7 +293,7 @@ class ClaudeCodeHookRoute:
             await self._serve(receive, send)
         except StoreUnavailable as exc:
             _log.warning("claude-code hook: store unavailable", error=str(exc))
-            body = json.dumps({"error": "store_unavailable", "message": str(exc)}).encode()
+            body = json.dumps({"error": error_reason(exc), "message": str(exc)}).encode()
             retry = [(b"retry-after", str(exc.retry_after_s).encode())]
             await respond(send, 503, body, b"application/json", retry)
 
