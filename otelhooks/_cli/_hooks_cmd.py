@@ -157,6 +157,18 @@ def _verdict_line(verdict: Verdict, original: HookEvent) -> str:
     return "verdict: allowed"
 
 
+def _by_kind(wider: list[Hook], hooks: list[Hook]) -> None:
+    """Name the hooks that match a tool only by an MCP annotation kind: the sample call has
+    none, where the MCP gateway offers the kinds its server lists for the tool."""
+    kinds = [hook.id for hook in wider if hook not in hooks]
+    if kinds:
+        print(
+            f"not evaluated: {', '.join(kinds)} match(es) an MCP tool by its annotation kinds "
+            "(@destructive ...), which a sample call has none of; through the MCP gateway they "
+            "match the tools its server lists so (a tool never listed: @destructive, @open_world)"
+        )
+
+
 def _test(args: argparse.Namespace) -> int:
     from otelhooks._actions._notes import collecting
     from otelhooks._actions._webhook_delivery import WebhookDeliverer
@@ -166,6 +178,7 @@ def _test(args: argparse.Namespace) -> int:
     from otelhooks._errors import ConfigError
     from otelhooks._events import resolve_event
     from otelhooks._setup import shutdown_timeout
+    from otelhooks._tool_kinds import ANNOTATION_KINDS
 
     try:
         extra = json.loads(args.args) if args.args else {}
@@ -192,6 +205,8 @@ def _test(args: argparse.Namespace) -> int:
     hooks = engine.registry.match(spec.name, values)
     shown = f"{args.event} ({spec.name})" if args.event != spec.name else spec.name
     where = f" for {values[0]}" if values != ("*",) else ""
+    if "/" in values[0]:  # an identifier/apiName tool, as the MCP gateway names its calls
+        _by_kind(engine.registry.match(spec.name, (*values, *ANNOTATION_KINDS)), hooks)
     if not hooks:
         print(f"no hook in these files matches {shown}{where}")
         return 1

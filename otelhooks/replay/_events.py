@@ -36,7 +36,7 @@ from otelhooks._events import (
 from otelhooks._json import JsonProblem, loads_bounded
 from otelhooks._matchers import tool_aliases
 from otelhooks._span_mapping import tool_identity
-from otelhooks._tool_kinds import CLI_MATCHER_ALIASES
+from otelhooks._tool_kinds import ANNOTATION_KINDS, CLI_MATCHER_ALIASES
 from otelhooks.replay._context import SpanContext
 
 __all__ = ["Decision", "RecordedEvent", "SpanContext", "recorded_events"]
@@ -44,6 +44,9 @@ __all__ = ["Decision", "RecordedEvent", "SpanContext", "recorded_events"]
 _STATUS_ERROR = 2  # OTLP Status.code STATUS_CODE_ERROR
 _EMPTY_ARGS_SIZE = 2  # len("{}"): arguments known to be empty even without capture
 _NO_ALIASES: dict[str, tuple[str, ...]] = {}
+# what the MCP gateway may have matched a call by that a recording made before it wrote
+# otelhooks.tool.kinds does not say
+_ANY_KIND = tuple(ANNOTATION_KINDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,6 +96,9 @@ class RecordedEvent:
         content_recorded: False when the span lacks the content the payload needs (capture
             was off): hooks saw names, matcher values and fingerprints only.
         span: the recorded span (as :func:`read_recording` gives it).
+        unknown: why some hooks cannot be judged on this event, and the matcher values live
+            may have offered that the span does not say: a hook that matches only with them
+            is not evaluated.
     """
 
     event: str
@@ -105,6 +111,7 @@ class RecordedEvent:
     subject: str
     content_recorded: bool
     span: dict[str, Any]
+    unknown: tuple[str, tuple[str, ...]] | None = None
     _payload: HookEvent | None = None
 
     @property
@@ -231,6 +238,7 @@ def _tool_events(
     raw_args = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
     # Without capture the arguments are unknown, unless their size says they were "{}".
     has_args = raw_args is not None or attrs.get(sc.TOOL_ARGS_SIZE) == _EMPTY_ARGS_SIZE
+    unknown: tuple[str, tuple[str, ...]] | None = None
     outcome = attrs.get(sc.TOOL_OUTCOME)
     if attrs.get(sc.HOOK_DECISION) == "deny" or outcome == "denied":
         recorded = _blocked(attrs, (), True)
@@ -241,6 +249,12 @@ def _tool_events(
         recorded = _blocked(attrs, rewritten, False) if rewritten else _ALLOWED
     if identifier:  # as the instrumentation and the MCP gateway offer them
         values: tuple[str, ...] = (subject, api)
+        if sc.MCP_METHOD_NAME in attrs:  # the gateway's: the annotation kinds it matched by
+            kinds = attrs.get(sc.TOOL_KINDS)
+            if isinstance(kinds, list | tuple):
+                values += tuple(k for k in kinds if isinstance(k, str))
+            else:
+                unknown = (_NO_KINDS, _ANY_KIND)
     else:  # as the coding agents' bridge does: an MCP tool's gateway names, the CLI's aliases
         cli = CLI_MATCHER_ALIASES.get(agent, _NO_ALIASES) if agent else _NO_ALIASES
         values = (api, *tool_aliases(api), *cli.get(api, ()))
@@ -260,6 +274,7 @@ def _tool_events(
         subject,
         has_args,
         span,
+        unknown,
     )
     failed = (span.get("status") or {}).get("code") == _STATUS_ERROR
     if failed or outcome not in (None, "success", "error"):
@@ -299,7 +314,14 @@ def _tool_events(
         subject,
         has_result,
         span,
+        unknown,
     )
+
+
+_NO_KINDS = (
+    "the recording does not say the tool's annotation kinds (no otelhooks.tool.kinds: a gateway "
+    "older than this release), which this hook's matcher names"
+)
 
 
 def _arguments(raw: Any) -> dict[str, Any]:

@@ -44,6 +44,8 @@ class ReplayOutcome:
         would_call: control webhooks that were not called (no ``--live-webhooks``) and
             approvals, whose person is never asked.
         steps: what each hook did.
+        not_evaluable: ``hook id: why`` for each hook the recording cannot judge the event by
+            (the tool kinds of an MCP gateway recording made before they were recorded).
     """
 
     recorded: RecordedEvent
@@ -54,6 +56,7 @@ class ReplayOutcome:
     matched: list[str] = field(default_factory=list)
     would_call: list[str] = field(default_factory=list)
     steps: list[HookStep] = field(default_factory=list)
+    not_evaluable: list[str] = field(default_factory=list)
 
     @property
     def change(self) -> str | None:
@@ -133,6 +136,8 @@ def replay_events(
                 outcome = ReplayOutcome(event, _ALLOW, event.recorded.action != "allow")
             else:
                 outcome = _outcome(event, chain)
+            if event.unknown is not None:
+                outcome.not_evaluable = _not_evaluable(engine, event)
         except (ValueError, TypeError, RecursionError, MemoryError) as exc:
             # A recorded value the payload cannot hold (pydantic refused it, or it is too
             # deep): this event cannot be replayed; the others still are.
@@ -144,6 +149,16 @@ def replay_events(
             )
             continue
         yield outcome
+
+
+def _not_evaluable(engine: HooksEngine, event: RecordedEvent) -> list[str]:
+    """The hooks ``event.unknown`` keeps from being judged: those that match only with the
+    matcher values the span does not say."""
+    assert event.unknown is not None
+    why, extra = event.unknown
+    known = {hook.id for hook in engine.registry.match(event.event, event.values)}
+    wider = engine.registry.match(event.event, event.values + extra)
+    return [f"{hook.id}: {why}" for hook in wider if hook.id not in known]
 
 
 def _outcome(event: RecordedEvent, chain: InterceptChain) -> ReplayOutcome:

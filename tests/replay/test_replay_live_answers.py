@@ -1,0 +1,130 @@
+"""Replay and ``hooks test`` answer as the live runtime does, or say they cannot.
+
+Each gap is shown on real recordings (the MCP gateway between the MCP SDK's client and
+server, the coding agents' bridge, the demo run) and checked against the live answer:
+
+- the gateway matches a call by its tool's annotation kinds (``@destructive`` ...), which its
+  spans did not carry: replay of its own recording let a ``@destructive`` guard's call through,
+  and ``hooks test`` said only that no hook matches.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import time
+from pathlib import Path
+
+import anyio
+import pytest
+
+from otelhooks import semconv as sc
+from otelhooks.testing import run_cli
+from tests.replay.conftest import replay_main
+
+pytestmark = pytest.mark.timeout(120)
+
+REPO = Path(__file__).resolve().parents[2]
+
+NO_DESTRUCTION = """
+hooks:
+  - id: no-destruction
+    type: beforeToolCall
+    matcher: "@destructive"
+    command: "echo 'destructive tools need a person' >&2; exit 2"
+"""
+
+
+def _wait_for(traces: Path, text: str) -> None:
+    deadline = time.monotonic() + 10
+    while text not in (traces.read_text() if traces.exists() else ""):
+        assert time.monotonic() < deadline, f"no span of {text} in {traces}"
+        time.sleep(0.05)
+
+
+def _without(traces: Path, key: str) -> Path:
+    """The recording as a gateway that did not write ``key`` would have made it."""
+    older = traces.with_name("older.jsonl")
+    lines = []
+    for line in traces.read_text().splitlines():
+        data = json.loads(line)
+        for resource in data.get("resourceSpans", ()):
+            for scope in resource.get("scopeSpans", ()):
+                for span in scope.get("spans", ()):
+                    span["attributes"] = [a for a in span["attributes"] if a["key"] != key]
+        lines.append(json.dumps(data))
+    older.write_text("\n".join(lines) + "\n")
+    return older
+
+
+def test_a_kind_guard_denies_in_replay_what_the_gateway_denies(tmp_path: Path) -> None:
+    from tests.mcp._harness import stdio_session, write_hooks
+
+    policy = write_hooks(tmp_path, NO_DESTRUCTION)
+    recorded = tmp_path / "recorded"
+    recorded.mkdir()
+
+    async def scenario() -> tuple[object, object]:
+        async with stdio_session(tmp_path, [policy]) as session:
+            await session.list_tools()
+            live = await session.call_tool("purge", {"key": "k"})
+        async with stdio_session(recorded) as session:  # no guard: recorded as allowed
+            await session.list_tools()
+            await session.call_tool("purge", {"key": "k"})
+            await session.call_tool("lookup", {"key": "k"})
+        return live, None
+
+    live, _ = anyio.run(scenario)
+    assert getattr(live, "is_error", None) is True
+    traces = recorded / "traces.jsonl"
+    _wait_for(traces, "tools/call lookup")
+    run = replay_main(traces, "--hooks", policy, "--format", "json", "--fail-on", "deny")
+    assert run.code == 1, run.stdout + run.stderr
+    purge = run.one("event", event="before_tool_call", subject="testsrv/purge")
+    assert purge["now"]["decision"] == "deny"
+    assert purge["now"]["by"] == ["no-destruction"]
+    assert [e for e in run.events() if e["subject"] == "testsrv/lookup"] == []
+
+    # A recording made before the gateway wrote the kinds: not silently unmatched.
+    run = replay_main(_without(traces, sc.TOOL_KINDS), "--hooks", policy, "--format", "json")
+    assert run.code == 0, run.stderr
+    purge = run.one("event", event="before_tool_call", subject="testsrv/purge")
+    assert purge["now"]["decision"] == "allow"
+    assert [n.split(":")[0] for n in purge["not_evaluable"]] == ["no-destruction"]
+    assert "otelhooks.tool.kinds" in purge["not_evaluable"][0]
+    summary = run.one("summary")
+    assert summary["not_evaluated"] >= 2  # purge and lookup: either might have matched
+
+
+def test_hooks_test_names_a_guard_that_matches_a_gateway_tool_by_its_kind(tmp_path: Path) -> None:
+    """``hooks test --tool testsrv/purge`` said only "no hook matches" of a ``@destructive``
+    guard the gateway runs on that call (a tool never listed is destructive by default)."""
+    (tmp_path / "hooks.yaml").write_text(NO_DESTRUCTION)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = run_cli(
+            "hooks",
+            "test",
+            str(tmp_path / "hooks.yaml"),
+            "--event",
+            "beforeToolCall",
+            "--tool",
+            "testsrv/purge",
+        )
+    assert code == 1
+    assert "not evaluated: no-destruction match(es) an MCP tool by its annotation kinds" in (
+        out.getvalue()
+    )
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        run_cli(
+            "hooks",
+            "test",
+            str(tmp_path / "hooks.yaml"),
+            "--event",
+            "beforeToolCall",
+            "--tool",
+            "Bash",
+        )
+    assert "not evaluated" not in out.getvalue()  # no identifier: not a gateway's call
