@@ -85,7 +85,7 @@ class ReplayReport:
 
     An event is listed when its decision changed, a hook failed on it, a control webhook was
     not called for it, the recording cannot judge it by one of the hooks (``not_evaluable``:
-    tool kinds not recorded), a hook in ``mode: permissive`` would have
+    arguments cut short, tool kinds not recorded), a hook in ``mode: permissive`` would have
     acted on it (``permissive``, never part of the decision), or hooks decided it without its
     content
     (``content not recorded``). What is kept of it is its JSON record (:meth:`listed`), written

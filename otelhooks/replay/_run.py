@@ -45,7 +45,7 @@ class ReplayOutcome:
             approvals, whose person is never asked.
         steps: what each hook did.
         not_evaluable: ``hook id: why`` for each hook the recording cannot judge the event by
-            (the tool kinds of an MCP gateway recording made before they were recorded).
+            (arguments cut short by the capture limit, tool kinds not recorded).
     """
 
     recorded: RecordedEvent
@@ -137,7 +137,7 @@ def replay_events(
             else:
                 outcome = _outcome(event, chain)
             if event.unknown is not None:
-                outcome.not_evaluable = _not_evaluable(engine, event)
+                outcome.not_evaluable = _not_evaluable(engine, event, outcome.matched)
         except (ValueError, TypeError, RecursionError, MemoryError) as exc:
             # A recorded value the payload cannot hold (pydantic refused it, or it is too
             # deep): this event cannot be replayed; the others still are.
@@ -151,14 +151,16 @@ def replay_events(
         yield outcome
 
 
-def _not_evaluable(engine: HooksEngine, event: RecordedEvent) -> list[str]:
-    """The hooks ``event.unknown`` keeps from being judged: those that match only with the
-    matcher values the span does not say."""
+def _not_evaluable(engine: HooksEngine, event: RecordedEvent, matched: list[str]) -> list[str]:
+    """The hooks ``event.unknown`` keeps from being judged: with matcher values the span does
+    not say, those that match only with them; without, every hook that matched."""
     assert event.unknown is not None
     why, extra = event.unknown
-    known = {hook.id for hook in engine.registry.match(event.event, event.values)}
-    wider = engine.registry.match(event.event, event.values + extra)
-    return [f"{hook.id}: {why}" for hook in wider if hook.id not in known]
+    if extra:
+        known = {hook.id for hook in engine.registry.match(event.event, event.values)}
+        wider = engine.registry.match(event.event, event.values + extra)
+        return [f"{hook.id}: {why}" for hook in wider if hook.id not in known]
+    return [f"{hook_id}: {why}" for hook_id in matched]
 
 
 def _outcome(event: RecordedEvent, chain: InterceptChain) -> ReplayOutcome:

@@ -5,7 +5,9 @@ server, the coding agents' bridge, the demo run) and checked against the live an
 
 - the gateway matches a call by its tool's annotation kinds (``@destructive`` ...), which its
   spans did not carry: replay of its own recording let a ``@destructive`` guard's call through,
-  and ``hooks test`` said only that no hook matches.
+  and ``hooks test`` said only that no hook matches;
+- arguments cut short by the exporter's attribute length limit were judged as if whole: a guard
+  on them read "allow", the event marked as recorded with its content.
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -95,6 +100,57 @@ def test_a_kind_guard_denies_in_replay_what_the_gateway_denies(tmp_path: Path) -
     assert "otelhooks.tool.kinds" in purge["not_evaluable"][0]
     summary = run.one("summary")
     assert summary["not_evaluated"] >= 2  # purge and lookup: either might have matched
+
+
+READS = """\
+hooks:
+  - id: no-notes
+    type: beforeToolCall
+    matcher: "^fs/readFile$"
+    script: guard.py:no_notes
+"""
+READS_PY = """\
+from otelhooks import Block
+
+def no_notes(event):
+    if str(event.args.get("path", "")).endswith("notes.md"):
+        return Block("notes are private")
+"""
+
+
+def test_a_guard_on_arguments_cut_short_is_not_evaluated_not_allowed(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env |= {
+        "PYTHONPATH": str(REPO),
+        sc.ENV_CAPTURE_CONTENT: "true",
+        "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "12",  # the SDK cuts every longer string
+    }
+    traces = tmp_path / "traces.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "otelhooks", "demo", "--quiet", "--traces-out", str(traces)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "guard.py").write_text(READS_PY)
+    (tmp_path / "policy.yaml").write_text(READS)
+    run = replay_main(traces, "--hooks", tmp_path / "policy.yaml", "--format", "json")
+    assert run.code == 0, run.stderr
+    reads = [
+        e
+        for e in run.events()
+        if e["subject"] == "fs/readFile" and e["event"] == "before_tool_call"
+    ]
+    assert reads, run.stdout
+    for read in reads:
+        assert read["content_recorded"] is False
+        assert [n.split(":")[0] for n in read["not_evaluable"]] == ["no-notes"]
+        assert "cut short" in read["not_evaluable"][0]
+    assert run.one("summary")["not_evaluated"] >= len(reads)
 
 
 def test_hooks_test_names_a_guard_that_matches_a_gateway_tool_by_its_kind(tmp_path: Path) -> None:
