@@ -36,14 +36,13 @@ from otelhooks._events import (
 from otelhooks._json import JsonProblem, loads_bounded
 from otelhooks._matchers import tool_aliases
 from otelhooks._span_mapping import tool_identity
-from otelhooks._tool_kinds import ANNOTATION_KINDS, CLI_MATCHER_ALIASES
+from otelhooks._tool_kinds import ANNOTATION_KINDS, cli_aliases
 from otelhooks.replay._context import SpanContext
 
 __all__ = ["Decision", "RecordedEvent", "SpanContext", "recorded_events"]
 
 _STATUS_ERROR = 2  # OTLP Status.code STATUS_CODE_ERROR
 _EMPTY_ARGS_SIZE = 2  # len("{}"): arguments known to be empty even without capture
-_NO_ALIASES: dict[str, tuple[str, ...]] = {}
 # what the MCP gateway may have matched a call by that a recording made before it wrote
 # otelhooks.tool.kinds does not say
 _ANY_KIND = tuple(ANNOTATION_KINDS)
@@ -261,8 +260,7 @@ def _tool_events(
             elif unknown is None:
                 unknown = (_NO_KINDS, _ANY_KIND)
     else:  # as the coding agents' bridge does: an MCP tool's gateway names, the CLI's aliases
-        cli = CLI_MATCHER_ALIASES.get(agent, _NO_ALIASES) if agent else _NO_ALIASES
-        values = (api, *tool_aliases(api), *cli.get(api, ()))
+        values = (api, *tool_aliases(api), *cli_aliases(agent, api))
 
     def build_call() -> HookEvent:
         common["args"] = _arguments(raw_args)  # parsed again for each build: its own dict

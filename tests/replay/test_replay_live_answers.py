@@ -6,6 +6,8 @@ server, the coding agents' bridge, the demo run) and checked against the live an
 - the gateway matches a call by its tool's annotation kinds (``@destructive`` ...), which its
   spans did not carry: replay of its own recording let a ``@destructive`` guard's call through,
   and ``hooks test`` said only that no hook matches;
+- Gemini CLI names an MCP tool ``mcp_<server>_<tool>``, a matcher value live that replay did
+  not rebuild from the recorded ``mcp__<server>__<tool>``;
 - arguments cut short by the exporter's attribute length limit were judged as if whole: a guard
   on them read "allow", the event marked as recorded with its content.
 """
@@ -20,17 +22,20 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
 
 from otelhooks import semconv as sc
+from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.testing import run_cli
 from tests.replay.conftest import replay_main
 
 pytestmark = pytest.mark.timeout(120)
 
 REPO = Path(__file__).resolve().parents[2]
+KINDS = REPO / "tests" / "coding_agents_cli" / "captured" / "kinds"
 
 NO_DESTRUCTION = """
 hooks:
@@ -100,6 +105,49 @@ def test_a_kind_guard_denies_in_replay_what_the_gateway_denies(tmp_path: Path) -
     assert "otelhooks.tool.kinds" in purge["not_evaluable"][0]
     summary = run.one("summary")
     assert summary["not_evaluated"] >= 2  # purge and lookup: either might have matched
+
+
+def _gemini_mcp_call(event: str = "BeforeTool") -> dict[str, Any]:
+    # Gemini CLI 0.61's BeforeTool of an MCP tool: its name, and the mcp_context it adds
+    call: dict[str, Any] = json.loads((KINDS / "gemini-0.61.0-shell-BeforeTool.json").read_text())
+    call |= {
+        "hook_event_name": event,
+        "tool_name": "mcp_testsrv_write_note",
+        "tool_input": {"text": "hi"},
+        "mcp_context": {"server_name": "testsrv", "tool_name": "write_note"},
+    }
+    if event == "AfterTool":
+        call["tool_response"] = {"llmContent": "noted"}
+    return call
+
+
+def test_a_guard_on_geminis_mcp_name_denies_in_replay_as_live(tmp_path: Path) -> None:
+    guard = tmp_path / "guard.yaml"
+    guard.write_text(
+        "hooks:\n  - id: no-notes\n    type: PreToolUse\n    matcher: mcp_testsrv_write_note\n"
+        "    command: \"echo 'no notes' >&2; exit 2\"\n"
+    )
+    none = tmp_path / "none.yaml"
+    none.write_text("hooks: []\n")
+    live = run_hook(
+        json.dumps(_gemini_mcp_call()),
+        BridgeOptions(hooks=(str(guard),), state=str(tmp_path / "live.sqlite3"), dialect="gemini"),
+        environ={},
+    )
+    assert json.loads(live.stdout)["decision"] == "deny"
+    traces = tmp_path / "traces.jsonl"
+    options = BridgeOptions(
+        hooks=(str(none),),
+        state=str(tmp_path / "rec.sqlite3"),
+        dialect="gemini",
+        traces_out=str(traces),
+    )
+    for event in ("BeforeTool", "AfterTool"):
+        assert run_hook(json.dumps(_gemini_mcp_call(event)), options, environ={}).stdout == ""
+    run = replay_main(traces, "--hooks", guard, "--format", "json", "--fail-on", "deny")
+    assert run.code == 1, run.stdout + run.stderr
+    replayed = run.one("event", event="before_tool_call", subject="mcp__testsrv__write_note")
+    assert replayed["now"] == {"decision": "deny", "by": ["no-notes"], "reason": "no notes"}
 
 
 READS = """\
