@@ -144,7 +144,25 @@ def _command_detail(detail: object) -> list[str]:
     return lines
 
 
-def _verdict_line(verdict: Verdict, original: HookEvent) -> str:
+def _asked(verdict: Verdict, notes: list[tuple[str, object]]) -> bool:
+    """Whether the block is a command's ``ask`` (its note says what it answered)."""
+    from otelhooks._actions._command import CommandDecision
+
+    said = [
+        detail[1].decision
+        for hook_id, detail in notes
+        if hook_id == verdict.decided_by
+        and isinstance(detail, tuple)
+        and len(detail) == 2
+        and isinstance(detail[1], CommandDecision)
+    ]
+    return bool(said) and said[-1] == "ask"
+
+
+def _verdict_line(verdict: Verdict, original: HookEvent, notes: list[tuple[str, object]]) -> str:
+    if verdict.blocked and _asked(verdict, notes):
+        # as a dry run lists an approval: Claude Code asks the person, who decides
+        return f"verdict: would ask a person ({verdict.decided_by}): {verdict.reason}"
     if verdict.blocked:
         return f"verdict: blocked by {verdict.decided_by}: {verdict.reason}"
     if verdict.mock is not None:
@@ -219,7 +237,7 @@ def _test(args: argparse.Namespace) -> int:
             verdict = engine.fire(spec.name, payload, values=values)
         _report(hooks, verdict, notes)
         if spec.intercept:
-            print(_verdict_line(verdict, original))
+            print(_verdict_line(verdict, original, notes))
             for step in verdict.steps:
                 if step.permissive not in (None, "allow"):
                     print(f"permissive: {step.hook_id} would {step.permissive} (not enforced)")

@@ -53,7 +53,8 @@ class Decision:
     """What intercept hooks decided for one event.
 
     Attributes:
-        action: ``allow``, ``deny`` (also a blocked message or run), ``mock`` or ``rewrite``.
+        action: ``allow``, ``deny`` (also a blocked message or run), ``mock`` or ``rewrite``;
+            in a replay, also ``ask``: a command answered ``ask``, and live a person decides.
         by: the deciding hook ids (every rewriting hook for ``rewrite``).
         reason: why, for ``deny``.
 

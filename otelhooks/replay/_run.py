@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otelhooks._dispatch import InterceptChain
+from otelhooks._dispatch._chain import _DECISION_RANK
 from otelhooks._engine import HooksEngine, dry_run_if_hooked
 from otelhooks._events import EVENTS
 from otelhooks._hook_step import HookStep
@@ -27,6 +28,9 @@ __all__ = ["CHANGES", "ReplayOutcome", "decision_of", "replay_events"]
 CHANGES = ("deny", "mock", "rewrite", "allow", "error")
 
 _ALLOW = Decision()
+# The chain's rank when a command's ``ask`` is the strongest answer: live, Claude Code asks the
+# person (a dry run asks nobody: like an approval, the event is not evaluated).
+_ASKED = _DECISION_RANK["ask"]
 
 
 @dataclass(slots=True)
@@ -36,13 +40,14 @@ class ReplayOutcome:
     Attributes:
         recorded: the event, with the decision recorded then (``recorded.recorded``).
         now: what the policy decides now.
-        changed: ``now.action`` differs from the recorded action.
+        changed: ``now.action`` differs from the recorded action (an ``ask`` never does: a
+            person decides, and the asking hook is listed in ``would_call``).
         diff: for a rewrite, the changes to the payload (``{"path", "op", "from", "to"}``,
             ``op`` one of ``add``, ``remove``, ``replace``).
         errors: ``hook id: problem`` for each hook that failed.
         matched: the intercept hooks that matched, in the order they ran.
-        would_call: control webhooks that were not called (no ``--live-webhooks``) and
-            approvals, whose person is never asked.
+        would_call: control webhooks that were not called (no ``--live-webhooks``),
+            approvals and commands that answered ``ask``, whose person is never asked.
         steps: what each hook did.
         not_evaluable: ``hook id: why`` for each hook the recording cannot judge the event by
             (arguments cut short by the capture limit, tool kinds not recorded).
@@ -166,6 +171,10 @@ def _not_evaluable(engine: HooksEngine, event: RecordedEvent, matched: list[str]
 def _outcome(event: RecordedEvent, chain: InterceptChain) -> ReplayOutcome:
     diff: list[dict[str, Any]] = []
     now = decision_of(chain)
+    would_call = chain.would_call
+    if now.action == "deny" and chain.soft_rank == _ASKED:
+        now = Decision("ask", now.by, now.reason)
+        would_call = [*would_call, *now.by]
     if now.action == "rewrite":
         # Hooks may have changed the payload in place: what it was is built again from the
         # span (a few events in a hundred are rewritten; a copy of every payload is not kept).
@@ -176,11 +185,11 @@ def _outcome(event: RecordedEvent, chain: InterceptChain) -> ReplayOutcome:
     return ReplayOutcome(
         event,
         now,
-        now.action != event.recorded.action,
+        now.action not in (event.recorded.action, "ask"),
         diff,
         chain.errors,
         chain.matched,
-        chain.would_call,
+        would_call,
         chain.steps,
     )
 

@@ -8,6 +8,7 @@ server, the coding agents' bridge, the demo run) and checked against the live an
   and ``hooks test`` said only that no hook matches;
 - Gemini CLI names an MCP tool ``mcp_<server>_<tool>``, a matcher value live that replay did
   not rebuild from the recorded ``mcp__<server>__<tool>``;
+- a command answering ``ask`` (Claude Code asks the person) read as a deny in both;
 - arguments cut short by the exporter's attribute length limit were judged as if whole: a guard
   on them read "allow", the event marked as recorded with its content.
 """
@@ -31,6 +32,7 @@ from otelhooks import semconv as sc
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.testing import run_cli
 from tests.replay.conftest import replay_main
+from tests.replay.test_replay_fidelity import _bridge
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -148,6 +150,58 @@ def test_a_guard_on_geminis_mcp_name_denies_in_replay_as_live(tmp_path: Path) ->
     assert run.code == 1, run.stdout + run.stderr
     replayed = run.one("event", event="before_tool_call", subject="mcp__testsrv__write_note")
     assert replayed["now"] == {"decision": "deny", "by": ["no-notes"], "reason": "no notes"}
+
+
+ASK = """\
+hooks:
+  - id: confirm-rm
+    type: PreToolUse
+    matcher: Bash
+    command: >-
+      echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse",
+      "permissionDecision": "ask", "permissionDecisionReason": "rm needs a person"}}'
+"""
+
+
+def test_a_commands_ask_is_would_ask_in_replay_and_hooks_test(tmp_path: Path) -> None:
+    (tmp_path / "ask.yaml").write_text(ASK)
+    (tmp_path / "none.yaml").write_text("hooks: []\n")
+    args = {"command": "rm -rf build"}
+    live = _bridge(tmp_path, "claude-code", "ask.yaml", "PreToolUse", "Bash", args)
+    assert live is not None
+    assert live["hookSpecificOutput"]["permissionDecision"] == "ask"  # a person decides
+    for event in ("PreToolUse", "PostToolUse"):
+        assert _bridge(tmp_path, "claude-code", "none.yaml", event, "Bash", args) is None
+
+    run = replay_main(
+        tmp_path / "traces-none.yaml.jsonl",
+        "--hooks",
+        tmp_path / "ask.yaml",
+        "--format",
+        "json",
+        "--fail-on",
+        "deny",
+    )
+    assert run.code == 0, run.stdout + run.stderr
+    replayed = run.one("event", event="before_tool_call", subject="Bash")
+    assert replayed["now"] == {
+        "decision": "ask",
+        "by": ["confirm-rm"],
+        "reason": "rm needs a person",
+    }
+    assert replayed["change"] is None
+    assert replayed["would_call"] == ["confirm-rm"]
+    summary = run.one("summary")
+    assert summary["changes"] == {}
+    assert summary["not_evaluated"] == 1
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = run_cli(
+            "hooks", "test", str(tmp_path / "ask.yaml"), "--event", "PreToolUse", "--tool", "Bash"
+        )
+    assert code == 0
+    assert "verdict: would ask a person (confirm-rm): rm needs a person" in out.getvalue()
 
 
 READS = """\
