@@ -162,7 +162,10 @@ def _asked(verdict: Verdict, notes: list[tuple[str, object]]) -> bool:
 def _verdict_line(verdict: Verdict, original: HookEvent, notes: list[tuple[str, object]]) -> str:
     if verdict.blocked and _asked(verdict, notes):
         # as a dry run lists an approval: Claude Code asks the person, who decides
-        return f"verdict: would ask a person ({verdict.decided_by}): {verdict.reason}"
+        return (
+            f"verdict: would ask a person ({verdict.decided_by}): {verdict.reason} (Claude "
+            "Code and Gemini CLI ask; Codex CLI and the in-process runtimes deny the call)"
+        )
     if verdict.blocked:
         return f"verdict: blocked by {verdict.decided_by}: {verdict.reason}"
     if verdict.mock is not None:

@@ -28,8 +28,9 @@ __all__ = ["CHANGES", "ReplayOutcome", "decision_of", "replay_events"]
 CHANGES = ("deny", "mock", "rewrite", "allow", "error")
 
 _ALLOW = Decision()
-# The chain's rank when a command's ``ask`` is the strongest answer: live, Claude Code asks the
-# person (a dry run asks nobody: like an approval, the event is not evaluated).
+# The chain's rank when a command's ``ask`` is the strongest answer: live, Claude Code and
+# Gemini CLI ask the person (a dry run asks nobody: like an approval, the event is not
+# evaluated); Codex CLI and the in-process runtimes deny the call.
 _ASKED = _DECISION_RANK["ask"]
 
 
@@ -156,6 +157,17 @@ def replay_events(
         yield outcome
 
 
+def _asks(agent: str | None) -> bool:
+    """Whether the coding agent that ran a recorded call asks a person on a hook's ``ask``."""
+    # imported here: only an event a command asks about needs the bridge's rules
+    from otelhooks.integrations.coding_agents._combine import CANNOT
+    from otelhooks.integrations.coding_agents._common import AGENT
+    from otelhooks.integrations.coding_agents._dialects import DIALECTS
+
+    known = agent == AGENT or any(agent == d.agent for d in DIALECTS.values())
+    return known and "ask" not in CANNOT.get(agent or "", ())
+
+
 def _not_evaluable(engine: HooksEngine, event: RecordedEvent, matched: list[str]) -> list[str]:
     """The hooks ``event.unknown`` keeps from being judged: with matcher values the span does
     not say, those that match only with them; without, every hook that matched."""
@@ -172,7 +184,7 @@ def _outcome(event: RecordedEvent, chain: InterceptChain) -> ReplayOutcome:
     diff: list[dict[str, Any]] = []
     now = decision_of(chain)
     would_call = chain.would_call
-    if now.action == "deny" and chain.soft_rank == _ASKED:
+    if now.action == "deny" and chain.soft_rank == _ASKED and _asks(event.agent):
         now = Decision("ask", now.by, now.reason)
         would_call = [*would_call, *now.by]
     if now.action == "rewrite":

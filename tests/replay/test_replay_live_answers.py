@@ -286,3 +286,23 @@ def test_hooks_test_names_a_guard_that_matches_a_gateway_tool_by_its_kind(tmp_pa
             "Bash",
         )
     assert "not evaluated" not in out.getvalue()  # no identifier: not a gateway's call
+
+
+def test_a_commands_ask_stays_a_deny_in_replay_of_an_agent_that_cannot_ask(
+    tmp_path: Path,
+) -> None:
+    """Codex CLI ignores an ``ask``, so the bridge denies the call: so does replay."""
+    (tmp_path / "ask.yaml").write_text(ASK)
+    (tmp_path / "none.yaml").write_text("hooks: []\n")
+    args = {"command": "rm -rf build"}
+    live = _bridge(tmp_path, "codex", "ask.yaml", "PreToolUse", "Bash", args)
+    assert live is not None
+    assert live["hookSpecificOutput"]["permissionDecision"] == "deny"
+    for event in ("PreToolUse", "PostToolUse"):
+        assert _bridge(tmp_path, "codex", "none.yaml", event, "Bash", args) is None
+    run = replay_main(
+        tmp_path / "traces-none.yaml.jsonl", "--hooks", tmp_path / "ask.yaml", "--format", "json"
+    )
+    replayed = run.one("event", event="before_tool_call", subject="Bash")
+    assert replayed["now"]["decision"] == "deny"
+    assert replayed["would_call"] == []
