@@ -91,6 +91,8 @@ TOOL_IDENTIFIER: Final = "otelhooks.tool.identifier"
 TOOL_API_NAME: Final = "otelhooks.tool.api_name"
 TOOL_CALL_INDEX: Final = "otelhooks.tool.call_index"
 TOOL_MATCHER_VALUE: Final = "otelhooks.tool.matcher_value"
+# the MCP gateway: the annotation kinds (@destructive ...) a call was matched by, for replay
+TOOL_KINDS: Final = "otelhooks.tool.kinds"
 TOOL_ARGS_FINGERPRINT: Final = "otelhooks.tool.args_fp"
 TOOL_ARGS_SIZE: Final = "otelhooks.tool.args_size"
 TOOL_RESULT_SIZE: Final = "otelhooks.tool.result_size"
