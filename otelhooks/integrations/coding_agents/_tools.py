@@ -54,6 +54,7 @@ from otelhooks.integrations.coding_agents._common import (
 from otelhooks.integrations.coding_agents._mapping import (
     event_cwd,
     own_fields,
+    project_dir,
     turn_attributes,
 )
 from otelhooks.integrations.coding_agents._part import Part, Shared
@@ -204,6 +205,9 @@ class ToolUses(Part):
         cwd = event_cwd(payload)
         if self.capture and cwd is not None:  # with the arguments, what their paths are relative to
             known[sc.CLAUDE_CODE_CWD] = cwd
+            project = project_dir()
+            if project is not None:
+                known[sc.CLAUDE_CODE_PROJECT_DIR] = project
         tool = self.state.begin_tool(
             session, use_id, tool_name, args if self.capture else {}, attributes=known
         )
