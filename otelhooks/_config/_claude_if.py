@@ -19,7 +19,8 @@ when it cannot decide; so does this one:
   ``~/`` the home folder); ``/src/**`` is under the project's ``src`` (the folder Claude Code
   started in, its ``CLAUDE_PROJECT_DIR``, whatever folder a ``cd`` moved the session to; checked
   with Claude Code 2.1.332, which reads it so from project and user settings alike), under the
-  event's folder when the project is not known.
+  event's folder when the project is not known. A path through a folder link matches as written
+  and where it lands, so a guard narrowed to a folder is not escaped through a link to it.
 - ``WebFetch(domain:example.com)``: the URL's host or a subdomain.
 - Anything else with a pattern: runs (fail open), and so does a tool the CLI matches by the
   rule's tool name (Codex's ``apply_patch`` by ``Edit`` and ``Write``): its arguments are not
@@ -97,6 +98,21 @@ def _subcommands(command: str) -> list[str]:
     return found
 
 
+def _path_matches(spec: str, path: str, here: str) -> bool:
+    """Whether the absolute ``path`` matches a file rule's ``spec`` read from the folder
+    ``here`` (``//`` absolute, ``~/`` the home folder's)."""
+    if spec.startswith("//"):
+        return bool(_glob_regex(spec[1:]).fullmatch(path))
+    if spec.startswith("~/"):
+        return bool(_glob_regex(os.path.expanduser("~") + spec[1:]).fullmatch(path))
+    full = PurePosixPath(path)
+    relative = str(full.relative_to(here)) if full.is_relative_to(here) else path
+    pattern = spec.lstrip("/").removeprefix("./")
+    if "/" not in pattern:  # a bare name pattern matches at any depth (gitignore)
+        return bool(_glob_regex(pattern).fullmatch(PurePosixPath(relative).name))
+    return bool(_glob_regex(pattern).fullmatch(relative))
+
+
 class IfRule:
     """One parsed ``if`` rule; :meth:`matches` says whether the handler runs for a call.
 
@@ -147,18 +163,15 @@ class IfRule:
             path = os.path.expanduser(path)
         here = os.path.normpath(cwd or working_folder())
         path = "/" + os.path.normpath(os.path.join(here, path)).lstrip("/")
-        if spec.startswith("//"):
-            return bool(_glob_regex(spec[1:]).fullmatch(path))
-        if spec.startswith("~/"):
-            return bool(_glob_regex(os.path.expanduser("~") + spec[1:]).fullmatch(path))
         if spec.startswith("/") and project is not None:
             here = os.path.normpath(project)  # `/src/**`: the project's, not the session's folder
-        full = PurePosixPath(path)
-        relative = str(full.relative_to(here)) if full.is_relative_to(here) else path
-        pattern = spec.lstrip("/").removeprefix("./")
-        if "/" not in pattern:  # a bare name pattern matches at any depth (gitignore)
-            return bool(_glob_regex(pattern).fullmatch(PurePosixPath(relative).name))
-        return bool(_glob_regex(pattern).fullmatch(relative))
+        # Where the tool lands too: a folder link on the way (`src/out -> /etc`) must not take
+        # an edit out of a guard narrowed to `//etc/**` (Claude Code 2.1.332 matches the path
+        # as written, and edits through such a link; it refuses to write a link to a file).
+        landing = os.path.realpath(path)
+        return _path_matches(spec, path, here) or (
+            landing != path and _path_matches(spec, landing, here)
+        )
 
     def matches(
         self,

@@ -250,3 +250,32 @@ def test_a_rule_from_the_project_root_is_judged_there_after_a_cd(tmp_path: Path)
     # nothing changed: replay denies the project's src/a.py and lets build/src/a.py through
     assert run.one("tool", tool="Edit")["deny"] >= 1, run.stdout + run.stderr
     assert run.one("summary")["changes"] == {}, run.stdout
+
+
+def test_a_folder_link_does_not_take_an_edit_out_of_its_rule(tmp_path: Path) -> None:
+    # Claude Code 2.1.332 edits through a link to a folder (src/out -> outside), matching its
+    # `if` rules on the path as written (checked with the real CLI). Before, so did the bridge:
+    # the guard narrowed to the outside folder, or to src/, was skipped for an edit that landed
+    # there through a link, and the edit ran
+    project = _project(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / "src" / "out").symlink_to(outside)
+    (project / "build" / "src").symlink_to(project / "src")
+    rules = [f"Edit(/{outside}/**)", "Edit(src/**)"]
+    handlers = [
+        {"type": "command", "if": rule, "command": f"echo '{rule}' >&2; exit 2"} for rule in rules
+    ]
+    settings = {"hooks": {"PreToolUse": [{"matcher": "Edit", "hooks": handlers}]}}
+    (project / "settings.json").write_text(json.dumps(settings))
+    argv = [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", "settings.json"]
+    env = client_env(project, tmp_path, PYTHONPATH=str(REPO))
+    said = [
+        _answer(argv, project, env, _edit(use_id, project, path))
+        for use_id, path in [
+            ("t1", "src/out/passwd"),  # lands outside (and is written under src/)
+            ("t2", "build/src/a.py"),  # lands in src/
+            ("t3", "build/a.o"),  # no link: neither rule
+        ]
+    ]
+    assert said == [rules[0], rules[1], ""], said
