@@ -302,11 +302,14 @@ class ToolUses(Part):
         arguments (a person's edit on an approval's card, a hook's ``updatedInput``) is judged
         by the ``PreToolUse`` guards first, as :meth:`pre` judges a call: Claude Code runs the
         changed call without a second ``PreToolUse``, and the guards judged only the arguments
-        asked about. A guard's deny (or ``ask``, ``defer``, mock: none is an allow) makes the
-        answer a deny with its reason; a guard's rewrite of the changed arguments is what runs.
-        ``ids`` are the request's own (turn, span)."""
+        asked about. A guard's deny (or ``ask``, ``defer``, mock, a rewrite nobody approved:
+        none is an allow, and this answer cannot ask a person) makes the answer a deny with its
+        reason; a command's allow with its own ``updatedInput`` runs that. ``ids`` are the
+        request's own (turn, span)."""
         specific = output.get("hookSpecificOutput")
-        decision = specific.get("decision") if isinstance(specific, dict) else None
+        if not isinstance(specific, dict):
+            return
+        decision = specific.get("decision")
         if not isinstance(decision, dict) or decision.get("behavior") != "allow":
             return
         edited = decision.get("updatedInput")
@@ -327,7 +330,6 @@ class ToolUses(Part):
         verdict, _, judged, _ = self._judge(session, tool, args, changed)
         pre = judged.get("hookSpecificOutput") or {}
         said = pre.get("permissionDecision")
-        assert isinstance(specific, dict)  # narrowed with decision above
         if said in ("deny", "ask", "defer") or judged.get("continue") is False:
             reason = str(pre.get("permissionDecisionReason") or judged.get("stopReason") or "")
             if said in ("ask", "defer"):  # a PermissionRequest answer cannot ask again
