@@ -235,8 +235,11 @@ def _tool_events(
     if "operationId" in common:
         common["runId"] = common["operationId"]
     cwd = attrs.get(sc.CLAUDE_CODE_CWD)
-    if isinstance(cwd, str):  # the folder of the call, as the live bridge gives it to hooks
+    if isinstance(cwd, str):  # the folders of the call, as the live bridge gives them to hooks
         common["claudeCode"] = {"cwd": cwd}
+        project = attrs.get(sc.CLAUDE_CODE_PROJECT_DIR)
+        if isinstance(project, str):
+            common["claudeCode"]["projectDir"] = project
     raw_args = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
     # Without capture the arguments are unknown, unless their size says they were "{}".
     args_size = attrs.get(sc.TOOL_ARGS_SIZE)
