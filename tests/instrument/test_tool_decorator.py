@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -556,3 +558,69 @@ def test_a_guard_sees_the_defaults_the_function_receives(
                 remove("/tmp/x")
             assert remove("/") == "removed"  # the guard's rewrite of a default reaches it
     assert ran == [("/", False)]
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_no_hook_changes_a_default_or_an_argument_later_calls_receive(
+    pipe: TestPipeline, tracer: AgentTracer, use_async: bool
+) -> None:
+    # Observers of the call's end (after, error, denied) got the function's default list and
+    # the caller's list themselves, and a guard got them when a sibling argument (a lock)
+    # could not be copied: what a hook appended there, every later call received.
+    def tag(event: Any) -> None:
+        event.args["tags"].append(event.event)
+
+    def deny_rm(event: ToolCallEvent) -> Block | None:
+        tag(event)
+        return Block("no rm") if event.args["path"] == "rm" else None
+
+    pipe.register(
+        hook("guard", "beforeToolCall", deny_rm),
+        *(
+            hook(n, n, tag)
+            for n in ("after_tool_call", "on_tool_call_error", "on_tool_call_denied")
+        ),
+    )
+    received: list[list[str]] = []
+    lock = threading.Lock()
+
+    def body(path: str, tags: list[str]) -> str:
+        received.append(list(tags))
+        if path == "boom":
+            raise RuntimeError("boom")
+        return "ok"
+
+    @otelhooks.tool(name="t")
+    def run(path: str, tags: list[str] = [], held: Any = lock) -> str:  # noqa: B006 (the case)
+        return body(path, tags)
+
+    @otelhooks.tool(name="t")
+    async def arun(path: str, tags: list[str] = [], held: Any = lock) -> str:  # noqa: B006
+        return body(path, tags)
+
+    mine: list[str] = []
+    paths = ["ok", "boom", "rm", "ok"]
+
+    async def acalls() -> None:
+        async with tracer.operation("a") as op, op.step():
+            for path in paths:
+                with contextlib.suppress(RuntimeError, ToolDenied):
+                    await arun(path)
+                with contextlib.suppress(RuntimeError, ToolDenied):
+                    await arun(path, mine)
+
+    if use_async:
+        asyncio.run(acalls())
+    else:
+        with tracer.operation("a") as op, op.step():
+            for path in paths:
+                with contextlib.suppress(RuntimeError, ToolDenied):
+                    run(path)
+                with contextlib.suppress(RuntimeError, ToolDenied):
+                    run(path, mine)
+    assert pipe.flush()
+    fn = arun if use_async else run
+    assert fn.__wrapped__.__defaults__[0] == []  # type: ignore[attr-defined]
+    assert mine == []
+    # each call received what the guard left: its own copy, changed by this call's guard only
+    assert received == [["before_tool_call"]] * 6
