@@ -624,3 +624,38 @@ def test_no_hook_changes_a_default_or_an_argument_later_calls_receive(
     assert mine == []
     # each call received what the guard left: its own copy, changed by this call's guard only
     assert received == [["before_tool_call"]] * 6
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_a_guard_sees_each_keyword_a_function_taking_kwargs_receives(
+    pipe: TestPipeline, tracer: AgentTracer, use_async: bool
+) -> None:
+    # guards saw {"kwargs": {"path": ..., "force": True}}: a guard denying `force` let
+    # `rm(path="/", force=True)` run, and one rewriting `path` changed nothing
+    ran: list[dict[str, Any]] = []
+    pipe.register(hook("no-force", "beforeToolCall", _deny_force))
+
+    @otelhooks.tool(identifier="fs", name="rm")
+    def remove(**kwargs: Any) -> str:
+        ran.append(kwargs)
+        return "removed"
+
+    @otelhooks.tool(identifier="fs", name="rm")
+    async def aremove(**kwargs: Any) -> str:
+        ran.append(kwargs)
+        return "removed"
+
+    async def calls() -> None:
+        async with tracer.operation("cleaner") as op, op.step():
+            with pytest.raises(ToolDenied, match="force is not allowed"):
+                await aremove(path="/tmp/x", force=True)
+            assert await aremove(path="/", force=True) == "removed"
+
+    if use_async:
+        asyncio.run(calls())
+    else:
+        with tracer.operation("cleaner") as op, op.step():
+            with pytest.raises(ToolDenied, match="force is not allowed"):
+                remove(path="/tmp/x", force=True)
+            assert remove(path="/", force=True) == "removed"
+    assert ran == [{"path": "/", "force": False}]  # the guard's rewrite reaches it
