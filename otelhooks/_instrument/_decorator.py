@@ -16,9 +16,9 @@ import functools
 import inspect
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, ExitStack
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeGuard, TypeVar, overload
 
 from otelhooks._errors import ToolDenied
 from otelhooks._events import ToolResult
@@ -132,6 +132,17 @@ def _runs_have_tool_guards(tracer: AgentTracer) -> bool:
     registry = tracer.engine.registry
     shared = {id(h) for h in registry.hooks()}
     return any(id(h) not in shared for h in registry.may_match("before_tool_call"))
+
+
+def _is_async(func: Callable[..., Any]) -> TypeGuard[Callable[..., Awaitable[Any]]]:
+    """Whether calling ``func`` gives a coroutine: an ``async def`` function, also behind
+    ``functools.partial``, or an object whose ``__call__`` is one (Python 3.11's
+    ``iscoroutinefunction`` says no to the object: wrapped as sync, its span ended before it ran
+    and a ``tool_result_persist`` hook saw the coroutine's name, not what it returned)."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    call = getattr(func, "__call__", None)  # noqa: B004 (the method that runs, not a test)
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
 
 
 def _receiver(signature: inspect.Signature) -> str | None:
@@ -275,7 +286,7 @@ def tool(
         spread = _var_keyword(signature)
         frame = _Frame(api_name, tracer)
 
-        if inspect.iscoroutinefunction(func):
+        if _is_async(func):
 
             @functools.wraps(func)
             async def arun(*args: P.args, **kwargs: P.kwargs) -> Any:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import subprocess
 import sys
@@ -659,3 +660,28 @@ def test_a_guard_sees_each_keyword_a_function_taking_kwargs_receives(
                 remove(path="/tmp/x", force=True)
             assert remove(path="/", force=True) == "removed"
     assert ran == [{"path": "/", "force": False}]  # the guard's rewrite reaches it
+
+
+def test_an_object_whose_call_is_async_is_an_async_tool(
+    pipe: TestPipeline, tracer: AgentTracer
+) -> None:
+    # Python 3.11's iscoroutinefunction says no to such an object: it was wrapped as a sync
+    # tool, whose span ended before the coroutine ran, so a tool_result_persist hook redacting
+    # the secret saw "<coroutine ...>" and the caller got the secret
+    def redact(event: Any) -> None:
+        event.result["content"] = event.result["content"].replace("SECRET", "***")
+
+    pipe.register(hook("redact", "tool_result_persist", redact))
+
+    class Fetch:
+        async def __call__(self, url: str) -> str:
+            return f"token=SECRET from {url}"
+
+    fetch = otelhooks.tool(name="fetch")(Fetch())
+    partly = otelhooks.tool(name="fetch")(functools.partial(Fetch(), "b"))
+
+    async def calls() -> list[str]:
+        async with tracer.operation("a") as op, op.step():
+            return [await fetch("a"), await partly()]
+
+    assert asyncio.run(calls()) == ["token=*** from a", "token=*** from b"]
