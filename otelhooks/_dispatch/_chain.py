@@ -412,9 +412,9 @@ def _reason_text(reason: object) -> str | None:
 def copied(value: Any) -> Any:
     """A deep copy of ``value`` for hooks, which may change it: JSON's containers copied here,
     at a third of ``deepcopy``'s cost (a tool call's args, once per chain:
-    benchmarks/README.md), anything else by it. What cannot be copied (an in-process tool's
-    lock or client, a value nested past the recursion limit) is ``value`` itself, so a
-    tool's list argument beside its lock is still a copy."""
+    benchmarks/README.md), anything else by it. What cannot be copied, or whose copy is not
+    equal to it (an in-process tool's lock, client or plain object; a value nested past the
+    recursion limit), is ``value`` itself, so a tool's list argument beside it is still a copy."""
     try:
         return _copy(value)
     except RecursionError:
@@ -430,8 +430,11 @@ def _copy(value: Any) -> Any:
     if kind is str or kind is int or kind is float or kind is bool or value is None:
         return value
     try:
-        return deepcopy(value)
-    except Exception:
+        twin = deepcopy(value)
+        # an object compared by identity (a plain class's): its copy would look changed by
+        # every hook, and the tool would get the copy, not the caller's object
+        return twin if bool(twin == value) else value
+    except Exception:  # cannot be copied or compared
         return value
 
 

@@ -685,3 +685,43 @@ def test_an_object_whose_call_is_async_is_an_async_tool(
             return [await fetch("a"), await partly()]
 
     assert asyncio.run(calls()) == ["token=*** from a", "token=*** from b"]
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_a_guard_that_allows_leaves_the_tool_the_callers_own_object(
+    pipe: TestPipeline, tracer: AgentTracer, use_async: bool
+) -> None:
+    # the chain handed hooks a deep copy of each argument and took any difference for a
+    # change in place: a plain object (compared by identity) differed from its copy, so every
+    # guard that allowed was a rewrite, and the tool added to a copy of the caller's cart
+    class Cart:
+        def __init__(self) -> None:
+            self.items: list[str] = []
+
+    pipe.register(hook("allow", "beforeToolCall", lambda event: None))
+
+    @otelhooks.tool(name="add")
+    def add(cart: Cart, item: str) -> str:
+        cart.items.append(item)
+        return "added"
+
+    @otelhooks.tool(name="add")
+    async def aadd(cart: Cart, item: str) -> str:
+        cart.items.append(item)
+        return "added"
+
+    cart = Cart()
+
+    async def calls() -> None:
+        async with tracer.operation("shop") as op, op.step():
+            assert await aadd(cart, "tea") == "added"
+
+    if use_async:
+        asyncio.run(calls())
+    else:
+        with tracer.operation("shop") as op, op.step():
+            assert add(cart, "tea") == "added"
+    assert cart.items == ["tea"]
+    (span,) = pipe.spans("execute_tool add")
+    assert span.attributes is not None
+    assert "otelhooks.hook.rewritten_by" not in span.attributes
