@@ -689,3 +689,51 @@ def test_a_failure_inside_an_agent_run_as_a_tool_is_not_the_agent_tools(
     span = pipe.span("execute_tool ask_sub")
     assert span.status.status_code is StatusCode.UNSET
     assert (span.attributes or {})["otelhooks.tool.outcome"] == "success"
+
+
+def _deny_true_force(event: ToolCallEvent) -> Block | ToolCallEvent | None:
+    if event.args.get("path") == "/":  # the root is cleaned without force
+        return event.model_copy(update={"args": {**event.args, "force": False}})
+    return Block("force is not allowed") if event.args.get("force") is True else None
+
+
+def test_a_guard_judges_the_values_a_non_strict_tool_receives(pipe: TestPipeline) -> None:
+    # a non-strict tool's JSON is validated by the SDK through the function's annotations before
+    # the call: the guard judged the string "true" while the function ran with force=True
+    ran: list[tuple[str, object]] = []
+
+    @function_tool(strict_mode=False)
+    def remove(path: str, force: bool = False, retries: int = 0) -> str:
+        """Remove a path."""
+        ran.append((path, force))
+        return "removed"
+
+    model = ScriptedModel(
+        "m",
+        [
+            [
+                function_call("remove", {"path": "/tmp/x", "force": "true"}, call_id="r1"),
+                function_call(
+                    "remove", {"path": "/", "force": "yes", "retries": "2"}, call_id="r2"
+                ),
+                function_call("remove", {"path": "/tmp/y", "force": "maybe"}, call_id="r3"),
+            ],
+            [assistant_message("done")],
+        ],
+    )
+    seen: list[dict[str, Any]] = []
+
+    def guard(event: ToolCallEvent) -> Block | ToolCallEvent | None:
+        seen.append(dict(event.args))
+        return _deny_true_force(event)
+
+    pipe.register(hook("no-force", "beforeToolCall", guard))
+    asyncio.run(HookedRunner(pipe.tracer).run(Agent(name="bot", model=model, tools=[remove]), "go"))
+
+    assert ran == [("/", False)]  # the rewrite of a coerced value reaches the function
+    told = model.tool_outputs()
+    assert told["r1"] == "force is not allowed"
+    assert told["r2"] == "removed"
+    assert told["r3"].startswith("An error occurred")  # the SDK refuses "maybe", as unhooked
+    assert {"path": "/tmp/x", "force": True, "retries": 0} in seen
+    assert {"path": "/", "force": True, "retries": 2} in seen

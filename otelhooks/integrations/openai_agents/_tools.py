@@ -24,11 +24,13 @@ never silently.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import inspect
 import json
 import warnings
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, overload
 
@@ -51,12 +53,14 @@ from agents import (
     ToolInputGuardrail,
     ToolInputGuardrailData,
 )
+from agents.function_schema import function_schema
 from agents.mcp import MCPServer
 from agents.run_context import RunContextWrapper
 from agents.sandbox import Capability, SandboxAgent
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolGuardrailFunctionOutput
 from openai.types.responses.response_output_item import LocalShellCallAction
+from pydantic import BaseModel, ValidationError
 
 from otelhooks._tool_kinds import KIND_NAMES
 from otelhooks.integrations.openai_agents._guard import (
@@ -177,16 +181,67 @@ def _with_defaults(schema: dict[str, Any], args: dict[str, Any]) -> dict[str, An
     return {**args, **defaults} if defaults else args
 
 
+# Each @function_tool's argument model, by the function you decorated: hook_agent hooks every
+# tool at each run, and making the model costs milliseconds. Keyed by your code's own objects
+# (weakly: a tool made per request goes with its function), never by names from a model.
+_MODELS: Final[weakref.WeakKeyDictionary[Any, type[BaseModel] | None]] = weakref.WeakKeyDictionary()
+
+
+def _arguments_model(tool: FunctionTool) -> type[BaseModel] | None:
+    """The model the SDK validates a ``@function_tool`` call's JSON with before the call, made
+    again from your function by the SDK's public ``function_schema`` (the SDK keeps its own
+    private); ``None`` for a tool of another kind (its ``on_invoke_tool`` reads the JSON
+    itself)."""
+    try:
+        func: Any = tool.__wrapped__  # the SDK's public way to the function you decorated
+    except AttributeError:  # not made by @function_tool
+        return None
+    try:
+        return _MODELS[func]
+    except (KeyError, TypeError):  # TypeError: a callable object that cannot be weakly keyed
+        pass
+    try:
+        # a callable object: the SDK reads its __call__ the same way
+        target = func if inspect.isroutine(func) or inspect.isclass(func) else func.__call__
+        model: type[BaseModel] | None = function_schema(
+            target, use_docstring_info=False
+        ).params_pydantic_model
+    except Exception:  # a callable the SDK reads otherwise: the JSON values, as sent
+        model = None
+    with contextlib.suppress(TypeError):
+        _MODELS[func] = model
+    return model
+
+
+def _received(
+    model: type[BaseModel] | None, schema: dict[str, Any], args: dict[str, Any]
+) -> dict[str, Any]:
+    """``args`` as the function receives them, which is what guards judge: each value as the
+    SDK's validation gives it (``"true"`` given to a ``bool`` is ``true``, as a non-strict
+    schema lets the model send; in its JSON form, so a rewrite is JSON again) and each default
+    the model left out (:func:`_with_defaults`). Arguments the SDK refuses are shown as sent:
+    the function does not run."""
+    full = _with_defaults(schema, args)
+    if model is None:
+        return full
+    try:
+        values = model.model_validate(full).model_dump(mode="json")
+    except ValidationError:
+        return full
+    return {**full, **{k: v for k, v in values.items() if k in full}}
+
+
 def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
     if getattr(tool.on_invoke_tool, _HOOKED, False):
         return tool
     original: Invoker = tool.on_invoke_tool
+    model = _arguments_model(tool)
 
     async def invoke(ctx: ToolContext[Any], input: str) -> Any:
         async def run(changed: dict[str, Any] | None) -> Any:
             return await original(ctx, input if changed is None else json.dumps(changed))
 
-        args = _with_defaults(tool.params_json_schema, parse_args(input))
+        args = _received(model, tool.params_json_schema, parse_args(input))
         output, _ = await guarded(tool.name, identifier, args, ctx.tool_call_id, run)
         return output
 
