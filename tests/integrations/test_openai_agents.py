@@ -27,6 +27,7 @@ from agents import (
     tool_input_guardrail,
 )
 from agents.testing import assistant_message, function_call
+from agents.tool import resolve_function_tool_failure_error_function
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 
@@ -737,3 +738,59 @@ def test_a_guard_judges_the_values_a_non_strict_tool_receives(pipe: TestPipeline
     assert told["r3"].startswith("An error occurred")  # the SDK refuses "maybe", as unhooked
     assert {"path": "/tmp/x", "force": True, "retries": 0} in seen
     assert {"path": "/", "force": True, "retries": 2} in seen
+
+
+def test_a_tool_with_its_own_failure_function_is_a_failure_with_tracing_off(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    # the SDK tells a tool's own failure_error_function, not the run's tool_error_formatter, an
+    # exception; with tracing off nothing else says so and the call was recorded as a success
+    def explain(ctx: Any, error: Exception) -> str:
+        return f"flaky said: {error}"
+
+    @function_tool(failure_error_function=explain)
+    def flaky() -> str:
+        """Always fails."""
+        raise ConnectionError("upstream down")
+
+    model = ScriptedModel(
+        "m", [[function_call("flaky", {}, call_id="f1")], [assistant_message("gave up")]]
+    )
+    pipe.register(hook("err", "onToolCallError", recorder))
+    agent = Agent(name="bot", model=model, tools=[flaky])
+    config = RunConfig(tracing_disabled=True)
+    asyncio.run(HookedRunner(pipe.tracer).run(agent, "go", run_config=config))
+    pipe.flush()
+
+    span = pipe.span("execute_tool flaky")
+    assert span.status.status_code is StatusCode.ERROR
+    assert (span.attributes or {})["error.type"] == "ConnectionError"
+    assert [e.errorType for e in recorder.of("on_tool_call_error")] == ["ConnectionError"]  # type: ignore[attr-defined]
+    assert model.tool_outputs() == {"f1": "flaky said: upstream down"}  # your function's text
+    assert resolve_function_tool_failure_error_function(flaky) is explain  # your tool, unchanged
+
+
+class _DownModel(ScriptedModel):
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("model down")
+
+
+def test_an_agent_tool_whose_agent_failed_is_a_failure_with_tracing_off(
+    pipe: TestPipeline,
+) -> None:
+    # Agent.as_tool gives its tool the SDK's default failure handler as one of its own, which
+    # the run's tool_error_formatter never hears of: a sub-agent that failed was a success
+    sub = hook_agent(Agent(name="sub", model=_DownModel("m", [])))
+    ask = sub.as_tool(tool_name="ask_sub", tool_description="Ask the sub-agent.")
+    model = ScriptedModel(
+        "m", [[function_call("ask_sub", {"input": "go"}, call_id="o1")], [assistant_message("ok")]]
+    )
+    config = RunConfig(tracing_disabled=True)
+    agent = Agent(name="bot", model=model, tools=[ask])
+    asyncio.run(HookedRunner(pipe.tracer).run(agent, "go", run_config=config))
+    pipe.flush()
+
+    span = pipe.span("execute_tool ask_sub")
+    assert span.status.status_code is StatusCode.ERROR
+    assert (span.attributes or {})["error.type"] == "ConnectionError"
+    assert model.tool_outputs()["o1"].startswith("An error occurred")  # as the SDK tells it

@@ -57,6 +57,14 @@ from agents.function_schema import function_schema
 from agents.mcp import MCPServer
 from agents.run_context import RunContextWrapper
 from agents.sandbox import Capability, SandboxAgent
+from agents.tool import (
+    ToolErrorFunction,
+    ToolOriginType,
+    default_tool_error_function,
+    get_function_tool_origin,
+    resolve_function_tool_failure_error_function,
+    set_function_tool_failure_error_function,
+)
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolGuardrailFunctionOutput
 from openai.types.responses.response_output_item import LocalShellCallAction
@@ -68,6 +76,7 @@ from otelhooks.integrations.openai_agents._guard import (
     UnguardedToolWarning,
     guarded,
     parse_args,
+    tool_raised,
 )
 from otelhooks.integrations.openai_agents._mcp_servers import HookedMCPServer
 
@@ -231,22 +240,46 @@ def _received(
     return {**full, **{k: v for k, v in values.items() if k in full}}
 
 
+def _telling_failures(handler: ToolErrorFunction) -> ToolErrorFunction:
+    """``handler`` (a tool's own ``failure_error_function``), first telling the hooked call the
+    exception it is given: the SDK hands such a handler, not the run's ``tool_error_formatter``,
+    the exception, and with its tracing off nothing else says the call failed."""
+
+    def telling(ctx: RunContextWrapper[Any], error: Exception) -> Any:
+        tool_raised(ctx.tool_call_id if isinstance(ctx, ToolContext) else None, error)
+        return handler(ctx, error)
+
+    return telling
+
+
 def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
     if getattr(tool.on_invoke_tool, _HOOKED, False):
         return tool
-    original: Invoker = tool.on_invoke_tool
     model = _arguments_model(tool)
+    hooked = copy.copy(tool)
+    # the copy's own invoker: the SDK binds a @function_tool's to the copy, whose failure
+    # handler is then the one it reads (yours, telling the call first), never your tool's
+    inner: Invoker = hooked.on_invoke_tool
+    handler = resolve_function_tool_failure_error_function(tool)
+    origin = get_function_tool_origin(tool)
+    if handler is not None and (
+        handler is not default_tool_error_function
+        # Agent.as_tool gives its tool the SDK's default as a handler of its own
+        or (origin is not None and origin.type is ToolOriginType.AGENT_AS_TOOL)
+    ):
+        # (the default itself, left unset, tells the run's tool_error_formatter, which tells
+        # the call; set here, it would not, and your formatter's message would be lost)
+        set_function_tool_failure_error_function(hooked, _telling_failures(handler))
 
     async def invoke(ctx: ToolContext[Any], input: str) -> Any:
         async def run(changed: dict[str, Any] | None) -> Any:
-            return await original(ctx, input if changed is None else json.dumps(changed))
+            return await inner(ctx, input if changed is None else json.dumps(changed))
 
         args = _received(model, tool.params_json_schema, parse_args(input))
         output, _ = await guarded(tool.name, identifier, args, ctx.tool_call_id, run)
         return output
 
     setattr(invoke, _HOOKED, True)
-    hooked = copy.copy(tool)
     hooked.on_invoke_tool = invoke
     if tool.tool_input_guardrails:
         hooked.tool_input_guardrails = [
