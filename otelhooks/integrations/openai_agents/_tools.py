@@ -412,28 +412,36 @@ def _hooked(agent: Agent[Any], seen: set[int]) -> bool:
     )
 
 
-def _unhooked_sub_agent(tool: FunctionTool) -> str | None:
-    """The name of the agent an ``Agent.as_tool`` tool runs when that agent (or one it hands
-    off to) has tools otelhooks' hooks do not see: the tool runs that very agent, never a clone
-    :func:`hook_agent` could make. The SDK marks such a tool only with these two fields
-    (another SDK version: not recognised)."""
-    agent = (
-        getattr(tool, "_agent_instance", None) if getattr(tool, "_is_agent_tool", False) else None
+def _agent_tool_unguarded(tool: FunctionTool) -> str | None:
+    """Why the agent an ``Agent.as_tool`` tool runs is not guarded (``None``: it is, or
+    ``tool`` is no agent tool): that agent (or one it hands off to) has tools otelhooks' hooks do
+    not see, the tool running that very agent, never a clone :func:`hook_agent` could make."""
+    origin = get_function_tool_origin(tool)
+    if origin is None or origin.type is not ToolOriginType.AGENT_AS_TOOL:
+        return None
+    # The SDK has no public way to the agent of an agent tool; this field, which the SDK reads
+    # itself (a run state resuming a nested run), is the one place it keeps it. Without it (an
+    # SDK that moved it), say that nothing is known rather than take the tools as hooked.
+    agent = getattr(tool, "_agent_instance", None)
+    if not isinstance(agent, Agent):
+        return (
+            f"it runs agent {origin.agent_name!r}, whose tools otelhooks cannot see "
+            "(this SDK version does not say which agent object it runs)"
+        )
+    if _hooked(agent, set()):
+        return None
+    return (
+        f"it runs agent {agent.name!r}, whose own tools are not hooked "
+        "(make the tool with hook_agent(agent).as_tool(...))"
     )
-    if isinstance(agent, Agent) and not _hooked(agent, set()):
-        return agent.name
-    return None
 
 
 def _unguarded(tool: Tool) -> str | None:
     """Why no otelhooks tool hook sees ``tool`` once hooked (``None``: they all do)."""
     if isinstance(tool, FunctionTool):
-        sub_agent = _unhooked_sub_agent(tool)
-        if sub_agent is not None:
-            return (
-                f"it runs agent {sub_agent!r}, whose own tools are not hooked "
-                "(make the tool with hook_agent(agent).as_tool(...))"
-            )
+        why = _agent_tool_unguarded(tool)
+        if why is not None:
+            return why
     elif isinstance(tool, LocalShellTool | ApplyPatchTool):
         pass
     elif isinstance(tool, ShellTool):
