@@ -30,6 +30,7 @@ from agents.testing import assistant_message, function_call
 from agents.tool import resolve_function_tool_failure_error_function
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
+from pydantic import SecretStr
 
 from otelhooks import Block, HookEvent, ToolCallEvent, WebhookDeliverer
 from otelhooks.integrations.openai_agents import (
@@ -794,3 +795,33 @@ def test_an_agent_tool_whose_agent_failed_is_a_failure_with_tracing_off(
     assert span.status.status_code is StatusCode.ERROR
     assert (span.attributes or {})["error.type"] == "ConnectionError"
     assert model.tool_outputs()["o1"].startswith("An error occurred")  # as the SDK tells it
+
+
+def test_a_value_whose_json_form_is_not_the_value_reaches_the_function_as_sent(
+    pipe: TestPipeline,
+) -> None:
+    # a SecretStr's JSON form is its mask: shown to guards, a rewrite of another argument sent
+    # the mask to the function in place of the secret
+    got: list[tuple[str, str]] = []
+
+    @function_tool(strict_mode=False)
+    def upload(path: str, token: SecretStr) -> str:
+        """Upload a file."""
+        got.append((path, token.get_secret_value()))
+        return "uploaded"
+
+    def redirect(event: ToolCallEvent) -> ToolCallEvent:
+        return event.model_copy(update={"args": {**event.args, "path": "/tmp/safe"}})
+
+    model = ScriptedModel(
+        "m",
+        [
+            [function_call("upload", {"path": "/etc", "token": "s3cr3t"}, call_id="u1")],
+            [assistant_message("done")],
+        ],
+    )
+    pipe.register(hook("redirect", "beforeToolCall", redirect))
+    asyncio.run(HookedRunner(pipe.tracer).run(Agent(name="bot", model=model, tools=[upload]), "go"))
+
+    assert got == [("/tmp/safe", "s3cr3t")]
+    assert model.tool_outputs() == {"u1": "uploaded"}

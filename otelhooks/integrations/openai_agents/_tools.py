@@ -234,10 +234,21 @@ def _received(
     if model is None:
         return full
     try:
-        values = model.model_validate(full).model_dump(mode="json")
+        parsed = model.model_validate(full)
+        values = parsed.model_dump(mode="json")
+        # a JSON form that is not the value again (a SecretStr's is its mask) stays as sent:
+        # a rewrite passes every argument on, and the function would get the mask
+        again = model.model_validate({**full, **values})
     except ValidationError:
         return full
-    return {**full, **{k: v for k, v in values.items() if k in full}}
+    return {
+        **full,
+        **{
+            k: v
+            for k, v in values.items()
+            if k in full and getattr(again, k, None) == getattr(parsed, k, None)
+        },
+    }
 
 
 def _telling_failures(handler: ToolErrorFunction) -> ToolErrorFunction:
