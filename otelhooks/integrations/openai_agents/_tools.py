@@ -154,7 +154,9 @@ def hook_tool(
     copy behaves exactly as ``tool``. Hooking a hooked tool returns it unchanged.
 
     The arguments hooks see: a ``FunctionTool``'s JSON arguments, its schema's top-level
-    defaults filled in; a ``ShellTool``'s ``commands``, ``timeout_ms``, ``max_output_length``; a
+    defaults filled in and, for a ``@function_tool``, each value as the SDK's validation gives
+    it to the function (``"true"`` given to a ``bool`` is ``True``); a ``ShellTool``'s
+    ``commands``, ``timeout_ms``, ``max_output_length``; a
     ``LocalShellTool``'s ``command``, ``env``, ``timeout_ms``, ``user``, ``working_directory``; an
     ``ApplyPatchTool``'s ``type`` (``create_file``, ``update_file``, ``delete_file``), ``path``,
     ``diff`` and ``move_to``, one call per file operation. A hosted ``ShellTool`` (no executor)
