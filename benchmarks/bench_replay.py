@@ -178,6 +178,7 @@ def write_recording(path: Path, calls: int, per_run: int) -> int:
                 if identifier == "shell":
                     args["cmd"] = "ls -la"
                 text = json.dumps(args, separators=(",", ":"), sort_keys=True)
+                result = "password=x" if n % 50 == 0 else "ok result"
                 attrs = [
                     _kv("gen_ai.operation.name", "execute_tool"),
                     _kv("gen_ai.tool.name", api),
@@ -189,8 +190,9 @@ def write_recording(path: Path, calls: int, per_run: int) -> int:
                     _kv("otelhooks.tool.args_size", len(text)),
                     _kv("gen_ai.tool.call.arguments", text),
                     _kv("otelhooks.tool.outcome", "success"),
-                    _kv("otelhooks.tool.result_size", 12),
-                    _kv("gen_ai.tool.call.result", "password=x" if n % 50 == 0 else "ok result"),
+                    # as recorded: the size of the result beside it (a shorter one was cut)
+                    _kv("otelhooks.tool.result_size", len(result)),
+                    _kv("gen_ai.tool.call.result", result),
                 ]
                 spans.append(
                     {

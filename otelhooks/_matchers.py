@@ -65,6 +65,7 @@ __all__ = [
     "Matcher",
     "backtracking_risk",
     "compile_matcher",
+    "mcp_parts",
     "never_matches",
     "tool_aliases",
 ]
@@ -77,6 +78,20 @@ _log = structlog.get_logger("otelhooks")
 
 _CLAUDE_NAMES: Final = re.compile(r"^[A-Za-z0-9_\-, |]+$")
 MCP_PREFIX: Final = "mcp__"
+
+
+def mcp_parts(value: str) -> tuple[str, str] | None:
+    """The server and tool of Claude Code's ``mcp__server__tool`` (split at the first ``__``
+    after the prefix), else None.
+
+    Example:
+        >>> mcp_parts("mcp__memory__create_entities")
+        ('memory', 'create_entities')
+    """
+    if not value.startswith(MCP_PREFIX):
+        return None
+    server, sep, tool = value[len(MCP_PREFIX) :].partition("__")
+    return (server, tool) if sep and server and tool else None
 
 
 def tool_aliases(value: str) -> tuple[str, ...]:
@@ -92,8 +107,8 @@ def tool_aliases(value: str) -> tuple[str, ...]:
         ()
     """
     if value.startswith(MCP_PREFIX):
-        server, sep, tool = value[len(MCP_PREFIX) :].partition("__")
-        return (f"{server}/{tool}", tool) if sep and server and tool else ()
+        parts = mcp_parts(value)
+        return (f"{parts[0]}/{parts[1]}", parts[1]) if parts else ()
     server, sep, tool = value.partition("/")
     if sep and server and tool and "/" not in tool:
         return (f"{MCP_PREFIX}{server}__{tool}",)

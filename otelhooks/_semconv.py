@@ -91,6 +91,8 @@ TOOL_IDENTIFIER: Final = "otelhooks.tool.identifier"
 TOOL_API_NAME: Final = "otelhooks.tool.api_name"
 TOOL_CALL_INDEX: Final = "otelhooks.tool.call_index"
 TOOL_MATCHER_VALUE: Final = "otelhooks.tool.matcher_value"
+# the MCP gateway: the annotation kinds (@destructive ...) a call was matched by, for replay
+TOOL_KINDS: Final = "otelhooks.tool.kinds"
 TOOL_ARGS_FINGERPRINT: Final = "otelhooks.tool.args_fp"
 TOOL_ARGS_SIZE: Final = "otelhooks.tool.args_size"
 TOOL_RESULT_SIZE: Final = "otelhooks.tool.result_size"
@@ -178,6 +180,8 @@ CLAUDE_CODE_EFFORT_LEVEL: Final = "claude_code.effort.level"
 # The folder of a tool call (the hook input's ``cwd``), kept with its arguments: replay judges a
 # Claude ``if`` rule's relative paths where the call was made.
 CLAUDE_CODE_CWD: Final = "claude_code.cwd"
+# The folder the session started in (``$CLAUDE_PROJECT_DIR``), kept with it: a ``/src/**`` rule's.
+CLAUDE_CODE_PROJECT_DIR: Final = "claude_code.project_dir"
 
 COMPACT_MESSAGES_BEFORE: Final = "otelhooks.compact.messages_before"
 COMPACT_MESSAGES_AFTER: Final = "otelhooks.compact.messages_after"

@@ -23,6 +23,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from otelhooks._matchers import mcp_parts
+
 __all__ = [
     "ANNOTATION_KINDS",
     "CLI_MATCHER_ALIASES",
@@ -30,6 +32,7 @@ __all__ = [
     "MCP_KIND",
     "MCP_PATTERN",
     "annotation_kinds",
+    "cli_aliases",
     "kind_names",
 ]
 
@@ -52,6 +55,9 @@ KIND_NAMES: Final[dict[str, frozenset[str]]] = {
 CLI_MATCHER_ALIASES: Final[dict[str, dict[str, tuple[str, ...]]]] = {
     "codex": {"apply_patch": ("Write", "Edit")},
 }
+# Gemini CLI names an MCP tool ``mcp_<server>_<tool>`` in its hooks (the bridge records it as
+# the other CLIs name it, ``mcp__<server>__<tool>``, and offers Gemini's own name live).
+GEMINI_AGENT: Final = "gemini-cli"
 MCP_KIND: Final = "@mcp"
 # Claude Code's and Codex's MCP tool names; the gateway's server/tool reaches it as an alias
 MCP_PATTERN: Final = r"mcp__[^_].*__."
@@ -94,6 +100,24 @@ def annotation_kinds(annotations: Mapping[str, Any] | None) -> tuple[str, ...]:
         for kind in ANNOTATION_KINDS
         if (kind == "@read_only" or kind == "@open_world" or not read_only) and hint(kind)
     )
+
+
+def cli_aliases(agent: str | None, name: str) -> tuple[str, ...]:
+    """The names the CLI ``agent`` (as its spans name it) also matches its tool ``name`` by:
+    :data:`CLI_MATCHER_ALIASES`, and Gemini CLI's ``mcp_<server>_<tool>`` of an MCP tool
+    recorded as ``mcp__<server>__<tool>`` (split where the gateway's alias rule splits it).
+
+    Example:
+        >>> cli_aliases("gemini-cli", "mcp__memory__create_entities")
+        ('mcp_memory_create_entities',)
+        >>> cli_aliases("codex", "apply_patch")
+        ('Write', 'Edit')
+    """
+    if agent == GEMINI_AGENT:
+        parts = mcp_parts(name)
+        return (f"mcp_{parts[0]}_{parts[1]}",) if parts else ()
+    cli = CLI_MATCHER_ALIASES.get(agent) if agent else None
+    return cli.get(name, ()) if cli else ()
 
 
 def kind_names(kind: str) -> frozenset[str] | None:

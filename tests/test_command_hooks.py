@@ -165,6 +165,23 @@ def test_inherited_environment_is_passed_through(
     assert dump(tmp_path, tool_event())["env"]["OTELHOOKS_TEST_INHERITED"] == "yes"
 
 
+def test_serve_s_admin_token_is_not_inherited(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A guard script that runs the agent's own tests would hand them the power to approve
+    # the agent's held calls; the ingest token, which agents hold anyway, still passes.
+    monkeypatch.setenv("OTELHOOKS_ADMIN_TOKEN", "admin-s3cret")
+    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", "ingest-token")
+    out = tmp_path / "env.json"
+    script = "import json, os, sys; open(sys.argv[1], 'w').write(json.dumps(dict(os.environ)))"
+    hook = command_hook([sys.executable, "-c", script, str(out)])
+    assert action_of(hook).run(tool_event()).exit_code == 0
+    env = json.loads(out.read_text())
+    assert "OTELHOOKS_ADMIN_TOKEN" not in env
+    assert "admin-s3cret" not in json.dumps(env)
+    assert env["OTELHOOKS_INGEST_TOKEN"] == "ingest-token"
+
+
 def test_workspace_id_comes_from_the_environment_when_not_configured(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -32,6 +32,9 @@ ALLOWED: dict[str, str] = {
     "fleet/test_fleet_slow_store.py": "the advisory lock of the shared sessions",
     "fleet/test_shared_spend.py": "the spend each session store keeps, bounded",
     "fleet/test_cost_records_refused.py": "the spend each session store keeps",
+    "fleet/test_logs_flood.py": "the key the spend of a session is kept under",
+    "reliability/test_grpc_export_losses.py": "the gRPC span exporter's reading of a status "
+    "and a partial success, on its delivery tracker",
     "web/test_inbox_answers.py": "which answers the inbox keeps for their askers",
     "replay/test_replay_fidelity.py": "that a dry run puts nothing in the process's approvals "
     "inbox",

@@ -57,10 +57,10 @@ from otelhooks._actions._approval_inbox import (
     WITHDRAWN,
     Approval,
     ApprovalInbox,
-    Asker,
     InboxFull,
     process_inbox,
 )
+from otelhooks._actions._asker import Asker
 from otelhooks._errors import ConfigError, HookError
 from otelhooks._events import (
     BeforeAgentStartEvent,

@@ -16,13 +16,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import contextvars
 import math
 import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
@@ -34,7 +33,6 @@ __all__ = [
     "LEASE_S",
     "Approval",
     "ApprovalInbox",
-    "Asker",
     "InboxFull",
     "joins",
     "lapsed_at",
@@ -58,7 +56,7 @@ LAPSED = (
     f"no asker has waited on this card for {LEASE_S:g} s (killed, or gone between two "
     "long-polls): nobody waits for this answer any more"
 )
-#: the reason of a card withdrawn because the client of the call gave up (:class:`Asker`)
+#: the reason of a card withdrawn because the client of the call gave up (an ``Asker`` gone)
 CLIENT_GONE = (
     "the client that asked stopped waiting (its own hook timeout, an interrupt): nobody waits "
     "for this answer any more, and the client went on without it"
@@ -67,66 +65,6 @@ CLIENT_GONE = (
 
 class InboxFull(Exception):
     """The inbox holds ``max_pending`` waiting calls already."""
-
-
-class Asker:
-    """The client a call's approvals are asked for, which may stop waiting before the hook does.
-
-    A server that holds a client's request while its hooks ask a person (serve's Claude Code
-    route) runs the hooks inside :meth:`asking`; each approval asked there is withdrawn when
-    :meth:`gone` says the client went away (its connection closed: its own timeout passed, or
-    it was interrupted). The hook still waits for its answer (the withdrawal, a deny), but no
-    person approves a call its client no longer waits for.
-    """
-
-    _current: contextvars.ContextVar[Asker | None] = contextvars.ContextVar(
-        "otelhooks_asker", default=None
-    )
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._gone = False
-        self._withdraws: list[Callable[[], object]] = []
-
-    @contextlib.contextmanager
-    def asking(self) -> Iterator[None]:
-        """Approvals asked inside (on this thread, and in contexts copied from it) are held
-        for this client."""
-        token = Asker._current.set(self)
-        try:
-            yield
-        finally:
-            Asker._current.reset(token)
-
-    def gone(self) -> int:
-        """The client went away: withdraw what is asked for it now and from now on; returns
-        how many were waiting."""
-        with self._lock:
-            self._gone = True
-            withdraws, self._withdraws = self._withdraws, []
-        for withdraw in withdraws:
-            withdraw()
-        return len(withdraws)
-
-    @staticmethod
-    @contextlib.contextmanager
-    def holding(withdraw: Callable[[], object]) -> Iterator[None]:
-        """Inside, ``withdraw`` is called if the current client (if any) goes away."""
-        asker = Asker._current.get()
-        if asker is None:
-            yield
-            return
-        with asker._lock:
-            gone = asker._gone
-            if not gone:
-                asker._withdraws.append(withdraw)
-        if gone:
-            withdraw()
-        try:
-            yield
-        finally:
-            with asker._lock, contextlib.suppress(ValueError):
-                asker._withdraws.remove(withdraw)
 
 
 @dataclass

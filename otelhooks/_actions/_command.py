@@ -64,14 +64,19 @@ deny > defer > ask > allow (see :mod:`otelhooks._dispatch._chain`).
 from __future__ import annotations
 
 import json
-import os
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 import structlog
 
-from otelhooks._actions._command_env import excerpt, hook_environment, stdin_document, to_json
+from otelhooks._actions._command_env import (
+    excerpt,
+    hook_environment,
+    inherited_environment,
+    stdin_document,
+    to_json,
+)
 from otelhooks._actions._command_output import (
     BLOCKING,
     OUTPUT_CAP_BYTES,
@@ -224,7 +229,7 @@ class CommandAction:
     def run(self, payload: HookEvent) -> CommandOutcome:
         """Run the command once for ``payload`` and return what happened (never raises)."""
         env = {
-            **os.environ,
+            **inherited_environment(),
             **hook_environment(self.hook, payload, workspace_id=self.workspace_id),
         }
         data = to_json(stdin_document(self.hook, payload)).encode("utf-8")

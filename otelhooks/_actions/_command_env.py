@@ -38,6 +38,7 @@ __all__ = [
     "LOG_EXCERPT_CHARS",
     "excerpt",
     "hook_environment",
+    "inherited_environment",
     "stdin_document",
     "to_json",
     "truncation_marker",
@@ -45,6 +46,23 @@ __all__ = [
 
 ENV_VALUE_CAP_BYTES: Final = 64 * 1024  # Linux refuses a single "NAME=value" over 128 KiB
 LOG_EXCERPT_CHARS: Final = 500
+# serve's admin token answers approvals and reads every session's events. A command hook needs
+# neither, and whatever it runs (a test suite, a linter over the agent's own files) would
+# inherit the power to approve the agent's held calls.
+WITHHELD_ENV: Final = frozenset({"OTELHOOKS_ADMIN_TOKEN"})
+
+
+def inherited_environment() -> dict[str, str]:
+    """The environment a command hook inherits: this process's, without serve's admin token.
+
+    Example:
+        >>> import os
+        >>> os.environ["OTELHOOKS_ADMIN_TOKEN"] = "s3cret"
+        >>> "OTELHOOKS_ADMIN_TOKEN" in inherited_environment()
+        False
+        >>> del os.environ["OTELHOOKS_ADMIN_TOKEN"]
+    """
+    return {k: v for k, v in os.environ.items() if k not in WITHHELD_ENV}
 
 
 def excerpt(text: str, limit: int = LOG_EXCERPT_CHARS) -> str:

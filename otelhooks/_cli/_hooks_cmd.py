@@ -144,7 +144,28 @@ def _command_detail(detail: object) -> list[str]:
     return lines
 
 
-def _verdict_line(verdict: Verdict, original: HookEvent) -> str:
+def _asked(verdict: Verdict, notes: list[tuple[str, object]]) -> bool:
+    """Whether the block is a command's ``ask`` (its note says what it answered)."""
+    from otelhooks._actions._command import CommandDecision
+
+    said = [
+        detail[1].decision
+        for hook_id, detail in notes
+        if hook_id == verdict.decided_by
+        and isinstance(detail, tuple)
+        and len(detail) == 2
+        and isinstance(detail[1], CommandDecision)
+    ]
+    return bool(said) and said[-1] == "ask"
+
+
+def _verdict_line(verdict: Verdict, original: HookEvent, notes: list[tuple[str, object]]) -> str:
+    if verdict.blocked and _asked(verdict, notes):
+        # as a dry run lists an approval: Claude Code asks the person, who decides
+        return (
+            f"verdict: would ask a person ({verdict.decided_by}): {verdict.reason} (Claude "
+            "Code and Gemini CLI ask; Codex CLI and the in-process runtimes deny the call)"
+        )
     if verdict.blocked:
         return f"verdict: blocked by {verdict.decided_by}: {verdict.reason}"
     if verdict.mock is not None:
@@ -157,6 +178,18 @@ def _verdict_line(verdict: Verdict, original: HookEvent) -> str:
     return "verdict: allowed"
 
 
+def _by_kind(wider: list[Hook], hooks: list[Hook]) -> None:
+    """Name the hooks that match a tool only by an MCP annotation kind: the sample call has
+    none, where the MCP gateway offers the kinds its server lists for the tool."""
+    kinds = [hook.id for hook in wider if hook not in hooks]
+    if kinds:
+        print(
+            f"not evaluated: {', '.join(kinds)} match(es) an MCP tool by its annotation kinds "
+            "(@destructive ...), which a sample call has none of; through the MCP gateway they "
+            "match the tools its server lists so (a tool never listed: @destructive, @open_world)"
+        )
+
+
 def _test(args: argparse.Namespace) -> int:
     from otelhooks._actions._notes import collecting
     from otelhooks._actions._webhook_delivery import WebhookDeliverer
@@ -166,6 +199,7 @@ def _test(args: argparse.Namespace) -> int:
     from otelhooks._errors import ConfigError
     from otelhooks._events import resolve_event
     from otelhooks._setup import shutdown_timeout
+    from otelhooks._tool_kinds import ANNOTATION_KINDS
 
     try:
         extra = json.loads(args.args) if args.args else {}
@@ -192,6 +226,8 @@ def _test(args: argparse.Namespace) -> int:
     hooks = engine.registry.match(spec.name, values)
     shown = f"{args.event} ({spec.name})" if args.event != spec.name else spec.name
     where = f" for {values[0]}" if values != ("*",) else ""
+    if "/" in values[0]:  # an identifier/apiName tool, as the MCP gateway names its calls
+        _by_kind(engine.registry.match(spec.name, (*values, *ANNOTATION_KINDS)), hooks)
     if not hooks:
         print(f"no hook in these files matches {shown}{where}")
         return 1
@@ -204,7 +240,7 @@ def _test(args: argparse.Namespace) -> int:
             verdict = engine.fire(spec.name, payload, values=values)
         _report(hooks, verdict, notes)
         if spec.intercept:
-            print(_verdict_line(verdict, original))
+            print(_verdict_line(verdict, original, notes))
             for step in verdict.steps:
                 if step.permissive not in (None, "allow"):
                     print(f"permissive: {step.hook_id} would {step.permissive} (not enforced)")

@@ -15,8 +15,12 @@ when it cannot decide; so does this one:
 - File tools (``Read``, ``Edit``, ``Write``, ``MultiEdit``, ``NotebookEdit``, ``Glob``,
   ``Grep``): a gitignore-style glob against the path relative to the event's folder (its
   ``cwd``; the process's without one), ``..`` and a leading ``~/`` resolved as the tool does
-  (``*.ts`` at any depth, ``src/**`` under ``src``, ``//abs/**`` absolute, ``~/`` the home
-  folder).
+  (``*.ts`` at any depth, ``src/**`` and ``./src/**`` under ``src``, ``//abs/**`` absolute,
+  ``~/`` the home folder); ``/src/**`` is under the project's ``src`` (the folder Claude Code
+  started in, its ``CLAUDE_PROJECT_DIR``, whatever folder a ``cd`` moved the session to; checked
+  with Claude Code 2.1.332, which reads it so from project and user settings alike), under the
+  event's folder when the project is not known. A path through a folder link matches as written
+  and where it lands, so a guard narrowed to a folder is not escaped through a link to it.
 - ``WebFetch(domain:example.com)``: the URL's host or a subdomain.
 - Anything else with a pattern: runs (fail open), and so does a tool the CLI matches by the
   rule's tool name (Codex's ``apply_patch`` by ``Edit`` and ``Write``): its arguments are not
@@ -94,6 +98,21 @@ def _subcommands(command: str) -> list[str]:
     return found
 
 
+def _path_matches(spec: str, path: str, here: str) -> bool:
+    """Whether the absolute ``path`` matches a file rule's ``spec`` read from the folder
+    ``here`` (``//`` absolute, ``~/`` the home folder's)."""
+    if spec.startswith("//"):
+        return bool(_glob_regex(spec[1:]).fullmatch(path))
+    if spec.startswith("~/"):
+        return bool(_glob_regex(os.path.expanduser("~") + spec[1:]).fullmatch(path))
+    full = PurePosixPath(path)
+    relative = str(full.relative_to(here)) if full.is_relative_to(here) else path
+    pattern = spec.lstrip("/").removeprefix("./")
+    if "/" not in pattern:  # a bare name pattern matches at any depth (gitignore)
+        return bool(_glob_regex(pattern).fullmatch(PurePosixPath(relative).name))
+    return bool(_glob_regex(pattern).fullmatch(relative))
+
+
 class IfRule:
     """One parsed ``if`` rule; :meth:`matches` says whether the handler runs for a call.
 
@@ -132,7 +151,9 @@ class IfRule:
         regex = _star_regex(spec)
         return any(regex.fullmatch(sub) for sub in _subcommands(command))
 
-    def _file(self, spec: str, args: Mapping[str, Any], cwd: str | None) -> bool:
+    def _file(
+        self, spec: str, args: Mapping[str, Any], cwd: str | None, project: str | None
+    ) -> bool:
         path = args.get("file_path") or args.get("notebook_path") or args.get("path")
         if not isinstance(path, str) or not path:
             return True
@@ -142,20 +163,26 @@ class IfRule:
             path = os.path.expanduser(path)
         here = os.path.normpath(cwd or working_folder())
         path = "/" + os.path.normpath(os.path.join(here, path)).lstrip("/")
-        if spec.startswith("//"):
-            return bool(_glob_regex(spec[1:]).fullmatch(path))
-        if spec.startswith("~/"):
-            return bool(_glob_regex(os.path.expanduser("~") + spec[1:]).fullmatch(path))
-        full = PurePosixPath(path)
-        relative = str(full.relative_to(here)) if full.is_relative_to(here) else path
-        pattern = spec.lstrip("/").removeprefix("./")
-        if "/" not in pattern:  # a bare name pattern matches at any depth (gitignore)
-            return bool(_glob_regex(pattern).fullmatch(PurePosixPath(relative).name))
-        return bool(_glob_regex(pattern).fullmatch(relative))
+        if spec.startswith("/") and project is not None:
+            here = os.path.normpath(project)  # `/src/**`: the project's, not the session's folder
+        # Where the tool lands too: a folder link on the way (`src/out -> /etc`) must not take
+        # an edit out of a guard narrowed to `//etc/**` (Claude Code 2.1.332 matches the path
+        # as written, and edits through such a link; it refuses to write a link to a file).
+        landing = os.path.realpath(path)
+        return _path_matches(spec, path, here) or (
+            landing != path and _path_matches(spec, landing, here)
+        )
 
-    def matches(self, tool: str, args: Mapping[str, Any], cwd: str | None = None) -> bool:
+    def matches(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        cwd: str | None = None,
+        project: str | None = None,
+    ) -> bool:
         """Whether a call of ``tool`` with ``args``, made in the folder ``cwd`` (the process's
-        when None), passes the rule (``True`` when unsure)."""
+        when None) of the session started in ``project`` (unknown when None), passes the rule
+        (``True`` when unsure)."""
         if not self._tool_matches(tool):
             # a tool the CLI matches by the rule's tool: the rule cannot read its arguments
             return any(self._tool_matches(name) for name in _CLI_NAMES.get(tool, ()))
@@ -165,7 +192,7 @@ class IfRule:
         if self.tool in _SHELLS:
             return self._shell(spec, args)
         if self.tool in _FILE_TOOLS:
-            return self._file(spec, args, cwd)
+            return self._file(spec, args, cwd, project)
         if self.tool == "WebFetch" and spec.startswith("domain:"):
             url = args.get("url")
             if not isinstance(url, str):
@@ -198,12 +225,14 @@ class IfGate:
     def __call__(self, payload: HookEvent) -> Any:
         tool = getattr(payload, "apiName", None)
         args = getattr(payload, "args", None)
-        own = getattr(payload, "claudeCode", None)  # a coding agent's event: its own folder
-        cwd = own.get("cwd") if isinstance(own, Mapping) else None
+        own = getattr(payload, "claudeCode", None)  # a coding agent's event: its own folders
+        own = own if isinstance(own, Mapping) else {}
+        cwd, project = own.get("cwd"), own.get("projectDir")
         if isinstance(tool, str) and not self.rule.matches(
             tool,
             args if isinstance(args, Mapping) else {},
             cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None,
+            project if isinstance(project, str) and os.path.isabs(project) else None,
         ):
             return None
         return self.inner(payload)

@@ -45,7 +45,7 @@ from otelhooks._hooks import Block, HookFacts
 from otelhooks._live import Answered, ApprovalNote, Verdict
 from otelhooks._redact import scrub
 
-__all__ = ["DEFAULT_BLOCK_REASONS", "InterceptChain"]
+__all__ = ["DEFAULT_BLOCK_REASONS", "InterceptChain", "copied"]
 
 _DENY = 3
 _DECISION_RANK = {"ask": 1, "defer": 2, "deny": _DENY}
@@ -64,7 +64,7 @@ _LISTED: dict[tuple[bool, bool], frozenset[str]] = {
 _REWRITES: dict[str, str] = {spec.name: spec.rewrites for spec in EVENTS.values() if spec.rewrites}
 
 # ``kept`` when the field is not watched: no rewritable field, or one that cannot be copied or
-# compared (an in-process tool's argument holding a lock, an array whose ``!=`` is no bool).
+# compared (nested past the recursion limit, an array whose ``!=`` is no bool).
 _UNWATCHED: Any = object()
 
 DEFAULT_BLOCK_REASONS: dict[str, str] = {
@@ -196,9 +196,8 @@ class InterceptChain:
         value = self.kept = getattr(payload, field)
         if isinstance(value, str):
             return  # text changes only by assignment
-        try:
-            handed = _copied(value)
-        except Exception:  # an in-process tool's argument that cannot be copied (a lock)
+        handed = copied(value)
+        if handed is value:  # nested past the interpreter's recursion limit
             self.kept = _UNWATCHED
             return
         if isinstance(payload, ToolCallEvent) and payload.toolInput is value:
@@ -410,17 +409,33 @@ def _reason_text(reason: object) -> str | None:
     return scrub(reason if isinstance(reason, str) else str(reason))
 
 
-def _copied(value: Any) -> Any:
-    """A deep copy of ``value``: JSON's containers copied here, at a third of ``deepcopy``'s
-    cost (a tool call's args, once per chain: benchmarks/README.md), anything else by it."""
+def copied(value: Any) -> Any:
+    """A deep copy of ``value`` for hooks, which may change it: JSON's containers copied here,
+    at a third of ``deepcopy``'s cost (a tool call's args, once per chain:
+    benchmarks/README.md), anything else by it. What cannot be copied, or whose copy is not
+    equal to it (an in-process tool's lock, client or plain object; a value nested past the
+    recursion limit), is ``value`` itself, so a tool's list argument beside it is still a copy."""
+    try:
+        return _copy(value)
+    except RecursionError:
+        return value
+
+
+def _copy(value: Any) -> Any:
     kind = type(value)
     if kind is dict:
-        return {key: _copied(item) for key, item in value.items()}
+        return {key: _copy(item) for key, item in value.items()}
     if kind is list:
-        return [_copied(item) for item in value]
+        return [_copy(item) for item in value]
     if kind is str or kind is int or kind is float or kind is bool or value is None:
         return value
-    return deepcopy(value)
+    try:
+        twin = deepcopy(value)
+        # an object compared by identity (a plain class's): its copy would look changed by
+        # every hook, and the tool would get the copy, not the caller's object
+        return twin if bool(twin == value) else value
+    except Exception:  # cannot be copied or compared
+        return value
 
 
 def _scratch_copy(payload: HookEvent) -> HookEvent:

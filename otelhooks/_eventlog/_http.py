@@ -10,8 +10,10 @@ that returns as soon as a record after ``since`` exists (woken through the log's
 ``/v1/traces`` is :class:`~otelhooks._eventlog._ingest.OtlpIngest`.
 
 A route that meets a store which cannot answer right now (PostgreSQL restarting:
-:class:`~otelhooks._store._errors.StoreUnavailable`) answers ``503`` with ``Retry-After``;
-another store error is a ``500`` naming the store.
+:class:`~otelhooks._store._errors.StoreUnavailable`) answers ``503`` with ``Retry-After``, its
+``error`` ``store_busy`` when the store answers but this change waited too long (a lock, serve's
+own pool all in use) and ``store_unavailable`` otherwise; another store error is a ``500``
+naming the store.
 """
 
 from __future__ import annotations
@@ -37,7 +39,7 @@ from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES, OtlpIngest
 from otelhooks._eventlog._model import EventBatch, EventLog, LogStats
 from otelhooks._eventlog._otlp_status import answer_type
 from otelhooks._eventlog._params import BadParameter, EventsQuery, parse_query
-from otelhooks._store._errors import StoreError, StoreUnavailable
+from otelhooks._store._errors import StoreError, StoreUnavailable, error_reason
 
 __all__ = ["DEFAULT_MAX_WAITERS", "EventLogApp", "Route"]
 
@@ -128,12 +130,12 @@ class EventLogApp:
             _log.warning("store error answering a request", path=scope["path"], error=str(exc))
             if started:  # the answer is on its way: the client sees a cut response
                 raise
-            status, reason = (503, "store_unavailable")
+            status, reason = (503, error_reason(exc))
             retry: list[tuple[bytes, bytes]] = []
             if isinstance(exc, StoreUnavailable):
                 retry = [(b"retry-after", str(exc.retry_after_s).encode())]
             else:
-                status, reason = (500, "store_error")
+                status = 500
             otlp = scope["path"] in _OTLP_PATHS
             body = {"error": reason, "message": str(exc)}
             await self._refuse(scope, send, otlp, status, body, retry)

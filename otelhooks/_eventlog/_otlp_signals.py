@@ -11,23 +11,36 @@ on a worker thread); each request becomes plain records handed to the sinks:
 Answers follow OTLP/HTTP: 200 with an empty ``Export*ServiceResponse`` once every sink kept the
 records (with ``partialSuccess`` counting those a sink would not keep, e.g. past a bound); 503
 with ``Retry-After`` when a sink could not (the store is down: the client sends the request
-again, so a sink must take a record it kept already without counting it twice), also at once
-while ``max_busy`` requests of the route are in progress (a stalled store holds their threads:
-the route's own, never asyncio's default pool, which ``/v1/events`` and the approval inbox use);
-400 for a body that does not decode, 413 past the bound, 415 for another media type or encoding.
+again, so a sink must take a record it kept already without counting it twice); 400 for a
+body that does not decode, 413 past the bound, 415 for another media type or encoding.
+
+At most ``max_busy`` requests of a route are in progress, on the route's own threads (never
+asyncio's default pool, which ``/v1/events`` and the approval inbox use: a stalled store holds
+them). A request past them waits for a thread, the **smallest body first**, at most
+``max_wait_s`` and with at most ``max_waiting`` others (one more refuses the largest of them
+all); then 503 with ``Retry-After``. Anything holding the ingest token can keep the threads busy
+with large or slow requests: refused at once, as they were, a Claude Code run's few cost records
+were refused on every retry by its exporter, and its spend never reached the budget guard; now
+they pass every large request waiting, and wait for one thread at most. Bodies past
+:data:`SERIAL_DECODE_BYTES` are decoded one at a time: four 15 MiB OTLP/JSON bodies decoded at
+once held the event loop, every hook answer with it, for 10-14 s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
+import heapq
+import itertools
 import json
 import re
+import threading
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 import structlog
 
@@ -44,6 +57,7 @@ from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES, RETRY_AFTER_S, _
 from otelhooks._eventlog._otlp import JSON, PROTOBUF, OtlpDecodeError
 
 __all__ = [
+    "SERIAL_DECODE_BYTES",
     "LogSink",
     "MetricSink",
     "NotKept",
@@ -55,6 +69,8 @@ __all__ = [
 ]
 
 _log = structlog.get_logger("otelhooks")
+# bodies larger than this are decoded one at a time (see OtlpSignalIngest.ingest)
+SERIAL_DECODE_BYTES: Final = 1024 * 1024
 _HEX = re.compile(r"[0-9a-fA-F]*")
 
 
@@ -256,8 +272,9 @@ class OtlpSignalIngest:
             others still run, and the answer is 503 (the request is sent again to all of them);
             what a sink returns (records it would not keep) is the answer's ``partialSuccess``.
         max_body_bytes: largest body, before and after gunzip (else 413).
-        max_busy: requests in progress at most (each on a thread of the route's); past it,
-            503 with ``Retry-After``.
+        max_busy: requests in progress at most (each on a thread of the route's).
+        max_waiting: requests waiting for a thread at most (one more refuses the largest).
+        max_wait_s: how long a request waits for a thread before its 503 with ``Retry-After``.
 
     Example:
         >>> seen = []
@@ -273,23 +290,37 @@ class OtlpSignalIngest:
         *,
         max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
         max_busy: int = 4,
+        max_waiting: int = 16,
+        max_wait_s: float = 5.0,
     ) -> None:
         self.kind = kind
         self.sinks = list(sinks)
         self.max_body_bytes = max_body_bytes
         self.max_busy = max_busy
+        self.max_waiting = max_waiting
+        self.max_wait_s = max_wait_s
         self.received = 0
-        self._busy = 0  # changed on the event loop only
+        # changed on the event loop only: requests on a thread, and those waiting for one by
+        # (body size, arrival), each woken with its thread handed over
+        self._busy = 0
+        self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._arrivals = itertools.count()
         self._pool: ThreadPoolExecutor | None = None
+        self._decoding = threading.Lock()
 
     def ingest(self, body: bytes, content_type: str) -> int:
         """Decode ``body`` and hand its records to the sinks; returns how many were not kept
         (the most any sink would not keep)."""
-        records: Sequence[Any] = (
-            decode_logs(body, content_type)
-            if self.kind == "logs"
-            else decode_metrics(body, content_type)
-        )
+        # a large body becomes millions of Python objects: four decoded at once held the event
+        # loop 10-14 s (the collector's passes over all of them, the threads' turns), and with it
+        # every hook answer; one at a time, a small body (a run's cost records) not waiting
+        big = len(body) > SERIAL_DECODE_BYTES
+        with self._decoding if big else contextlib.nullcontext():
+            records: Sequence[Any] = (
+                decode_logs(body, content_type)
+                if self.kind == "logs"
+                else decode_metrics(body, content_type)
+            )
         self.received += len(records)
         failed = rejected = 0
         for sink in self.sinks:
@@ -307,6 +338,51 @@ class OtlpSignalIngest:
         if self._pool is not None:
             self._pool.shutdown(wait=False)
 
+    async def _thread_for(self, size: int) -> None:
+        """Take one of the route's threads, waiting (smallest body first) while all are busy.
+
+        Raises:
+            NotKept: none came within ``max_wait_s``, or larger waiters filled the queue.
+        """
+        if self._busy < self.max_busy and not self._waiting:
+            self._busy += 1
+            return
+        busy = f"{self._busy} {self.kind} requests in progress: send it again"
+        if len(self._waiting) >= self.max_waiting:
+            largest = max(self._waiting)
+            if largest[0] <= size:
+                raise NotKept(busy)
+            self._waiting.remove(largest)
+            heapq.heapify(self._waiting)
+            largest[2].set_exception(NotKept(busy))
+        turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (size, next(self._arrivals), turn)
+        heapq.heappush(self._waiting, entry)
+        try:
+            await asyncio.wait_for(asyncio.shield(turn), self.max_wait_s)
+        except (TimeoutError, asyncio.CancelledError) as exc:
+            handed = turn.done() and not turn.cancelled() and turn.exception() is None
+            if not turn.done():
+                turn.cancel()
+                self._waiting.remove(entry)
+                heapq.heapify(self._waiting)
+            if isinstance(exc, TimeoutError):
+                if handed:
+                    return  # the thread came as the wait ended
+                raise NotKept(busy) from None
+            if handed:
+                self._hand_over()  # the client went away as its thread came
+            raise
+
+    def _hand_over(self) -> None:
+        """Give a finished request's thread to the smallest waiting one, else free it."""
+        while self._waiting:
+            _, _, turn = heapq.heappop(self._waiting)
+            if not turn.done():
+                turn.set_result(None)
+                return
+        self._busy -= 1
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         request_format = await otlp_request_format(scope, send, (PROTOBUF, JSON))
         if request_format is None:
@@ -320,16 +396,14 @@ class OtlpSignalIngest:
             if data is None:
                 await send_otlp_error(send, 413, ctype, "too_large", f"at most {limit} bytes")
                 return
-            if self._busy >= self.max_busy:
-                raise NotKept(f"{self._busy} {self.kind} requests in progress: send it again")
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(self.max_busy, f"otelhooks-{self.kind}")
-            self._busy += 1
+            await self._thread_for(len(data))
             try:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(self.max_busy, f"otelhooks-{self.kind}")
                 loop = asyncio.get_running_loop()
                 rejected = await loop.run_in_executor(self._pool, self.ingest, data, ctype)
             finally:
-                self._busy -= 1
+                self._hand_over()
         except (OtlpDecodeError, zlib.error, RecursionError) as exc:
             await send_otlp_error(send, 400, ctype, "bad_request", str(exc))
             return

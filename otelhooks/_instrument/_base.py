@@ -342,7 +342,11 @@ class SpanScope(ABC):
         self._open(deferred=False)
         live = self._live
         if live is not None:  # else no hook watched the start: nothing to apply
-            self._after_verdict(live.verdict)
+            try:
+                self._after_verdict(live.verdict)
+            except BaseException as exc:
+                self.__exit__(type(exc), exc, exc.__traceback__)
+                raise
         return self
 
     def __exit__(
@@ -362,9 +366,16 @@ class SpanScope(ABC):
         self._open(deferred=True)
         live = self._live
         if live is not None:
-            verdict = await self.tracer.engine.astart(live)
-            record_verdict(self.span, live.name, verdict)
-            self._after_verdict(verdict)
+            try:
+                verdict = await self.tracer.engine.astart(live)
+                record_verdict(self.span, live.name, verdict)
+                self._after_verdict(verdict)
+            except BaseException as exc:
+                # ``async with`` never calls ``__aexit__`` for an ``__aenter__`` that raised: a
+                # runtime cancelling a call while its hooks decide (a tool timeout,
+                # ``asyncio.wait_for``) left the span open, never exported, the call unrecorded.
+                self.__exit__(type(exc), exc, exc.__traceback__)
+                raise
         return self
 
     async def __aexit__(

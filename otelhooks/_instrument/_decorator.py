@@ -16,9 +16,9 @@ import functools
 import inspect
 import threading
 import warnings
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, ExitStack
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, overload
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeGuard, TypeVar, overload
 
 from otelhooks._errors import ToolDenied
 from otelhooks._events import ToolResult
@@ -134,6 +134,17 @@ def _runs_have_tool_guards(tracer: AgentTracer) -> bool:
     return any(id(h) not in shared for h in registry.may_match("before_tool_call"))
 
 
+def _is_async(func: Callable[..., Any]) -> TypeGuard[Callable[..., Awaitable[Any]]]:
+    """Whether calling ``func`` gives a coroutine: an ``async def`` function, also behind
+    ``functools.partial``, or an object whose ``__call__`` is one (Python 3.11's
+    ``iscoroutinefunction`` says no to the object: wrapped as sync, its span ended before it ran
+    and a ``tool_result_persist`` hook saw the coroutine's name, not what it returned)."""
+    while isinstance(func, functools.partial):
+        func = func.func
+    call = getattr(func, "__call__", None)  # noqa: B004 (the method that runs, not a test)
+    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
+
+
 def _receiver(signature: inspect.Signature) -> str | None:
     """The name of a method's ``self`` or ``cls``: passed to the call, not shown to hooks."""
     first = next(iter(signature.parameters.values()), None)
@@ -147,20 +158,32 @@ def _defaults(signature: inspect.Signature) -> dict[str, Any]:
     return {n: p.default for n, p in signature.parameters.items() if p.default is not p.empty}
 
 
+def _var_keyword(signature: inspect.Signature) -> str | None:
+    """The name of the ``**kwargs`` parameter, if the function has one."""
+    kinds = {p.kind: n for n, p in signature.parameters.items()}
+    return kinds.get(inspect.Parameter.VAR_KEYWORD)
+
+
 def _bind(
     signature: inspect.Signature,
     defaults: dict[str, Any],
+    spread: str | None,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> dict[str, Any]:
     """The tool's arguments by name, as hooks see them: what the function receives, its
     ``defaults`` filled in (a guard denying ``force`` must see the ``force=True`` it defaults
-    to), a method's receiver left out. The defaults are read once, when the function is
-    decorated: ``BoundArguments.apply_defaults`` reads them again at each call, 7 % of a call's
+    to), the keywords its ``**`` parameter (``spread``) takes each by its own name (a guard
+    reading ``force`` must see the ``force=True`` given to ``def f(**kwargs)``), a method's
+    receiver left out. The defaults are read once, when the function is decorated:
+    ``BoundArguments.apply_defaults`` reads them again at each call, 7 % of a call's
     instructions (benchmarks/README.md, "@otelhooks.tool's defaults")."""
     arguments = dict(signature.bind(*args, **kwargs).arguments)
     for name, value in defaults.items():
         arguments.setdefault(name, value)
+    if spread is not None and spread in arguments and not arguments.keys() & arguments[spread]:
+        # (a keyword named as a positional-only parameter stays under ``spread``)
+        arguments.update(arguments.pop(spread))
     receiver = _receiver(signature)
     if receiver is not None:
         arguments.pop(receiver, None)
@@ -260,13 +283,14 @@ def tool(
         api_name = name or func.__name__
         signature = inspect.signature(func)
         defaults = _defaults(signature)
+        spread = _var_keyword(signature)
         frame = _Frame(api_name, tracer)
 
-        if inspect.iscoroutinefunction(func):
+        if _is_async(func):
 
             @functools.wraps(func)
             async def arun(*args: P.args, **kwargs: P.kwargs) -> Any:
-                original = _bind(signature, defaults, args, kwargs)
+                original = _bind(signature, defaults, spread, args, kwargs)
                 async with AsyncExitStack() as stack:
                     step = await frame.aenter(stack)
                     # A denial is raised once the call's span has ended as "denied": raised
@@ -286,7 +310,7 @@ def tool(
 
         @functools.wraps(func)
         def run(*args: P.args, **kwargs: P.kwargs) -> Any:
-            original = _bind(signature, defaults, args, kwargs)
+            original = _bind(signature, defaults, spread, args, kwargs)
             with ExitStack() as stack:
                 step = frame.enter(stack)
                 with step.tool_call(identifier, api_name, dict(original)) as call:

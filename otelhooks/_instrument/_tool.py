@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.trace import Status, StatusCode
 
 from otelhooks import _semconv as sc
+from otelhooks._dispatch._chain import copied
 from otelhooks._engine import NO_EVENTS, Hooked
 from otelhooks._events import (
     AfterToolCallEvent,
@@ -172,6 +173,12 @@ class ToolCall(SpanScope):
             "agentId": op.agent_id,
         }
 
+    def _observed(self) -> dict[str, Any]:
+        """The fields of an event observers get (denied, error, after): a deep copy of the
+        arguments, which an observer may change, so none reaches a caller's object or the
+        function's default that later calls receive."""
+        return {**self._context(), "args": copied(self.args)}
+
     def _before_event(self) -> ToolCallEvent:
         # Built only when a hook matches, by the engine as the span starts (its chain run now,
         # or awaited in async code), so it sees the arguments as the call began.
@@ -253,7 +260,7 @@ class ToolCall(SpanScope):
                     "decidedBy": verdict.decided_by,
                 },
             )
-            context, reason, by = self._context(), verdict.reason or "", verdict.decided_by
+            context, reason, by = self._observed(), verdict.reason or "", verdict.decided_by
             self.live.follow(
                 "on_tool_call_denied",
                 lambda: ToolCallDeniedEvent(**context, reason=reason, decidedBy=by),
@@ -351,7 +358,7 @@ class ToolCall(SpanScope):
             message, error_type = error_text(exc), type(exc).__qualname__
             self._follow_if_hooked(
                 "on_tool_call_error",
-                lambda: ToolCallErrorEvent(**self._context(), error=message, errorType=error_type),
+                lambda: ToolCallErrorEvent(**self._observed(), error=message, errorType=error_type),
             )
         else:
             outcome = (
@@ -365,10 +372,9 @@ class ToolCall(SpanScope):
             )
             if self._hooked("after_tool_call"):
                 # Copied now (the agent may change its arguments after the call), built by the
-                # observer worker: the agent's thread pays for a dict, not for validation.
+                # observer worker: the agent's thread pays for a copy, not for validation.
                 fields = {
-                    **self._context(),
-                    "args": dict(self.args),
+                    **self._observed(),
                     "mocked": self.mocked,
                     "permissive": list(self.permissive),
                 }

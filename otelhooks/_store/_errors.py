@@ -9,7 +9,7 @@ itself answers, so what skips the store while it is unavailable does not skip it
 
 from __future__ import annotations
 
-__all__ = ["StoreBusy", "StoreError", "StoreUnavailable"]
+__all__ = ["StoreBusy", "StoreError", "StoreUnavailable", "error_reason"]
 
 
 class StoreError(Exception):
@@ -34,4 +34,14 @@ class StoreBusy(StoreUnavailable):
     """This change waited past the store's timeouts (a lock another transaction holds, a slow
     statement), or lost a deadlock: retry it. The store itself answers, so every other change
     still goes to it: an agent that makes its own session's changes wait must not turn the
-    store off for every session (their budget guards read it)."""
+    store off for every session (their budget guards read it). Also a wait for one of serve's
+    own pooled connections while all of them are in use: serve is saturated, the store is not
+    down."""
+
+
+def error_reason(exc: StoreError) -> str:
+    """The ``error`` of an HTTP answer about ``exc``: an operator tells serve's saturation or one
+    change's wait (``store_busy``) from the store down (``store_unavailable``)."""
+    if isinstance(exc, StoreBusy):
+        return "store_busy"
+    return "store_unavailable" if isinstance(exc, StoreUnavailable) else "store_error"

@@ -97,6 +97,12 @@ _TOOL_COLUMNS: Final = (
     "tool_input, call_index, attributes"
 )
 _NOW: Final = "EXTRACT(EPOCH FROM clock_timestamp())"
+# Start times are the database's clock, one for the fleet, and are read back as their distance
+# from it now, which the reader adds to its own clock (_here): a tool use started on one instance
+# and ended on another whose clock is behind lasts what it lasted (docs/design.md).
+_NOW_NS: Final = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000000)::bigint"
+_OP_READ: Final = f"session_id, operation_id, span_id, start_ns - {_NOW_NS}, prompt"
+_TOOL_READ: Final = _TOOL_COLUMNS.replace("start_ns", f"start_ns - {_NOW_NS}")
 _TOUCH: Final = f"""
 INSERT INTO {_S}.touched VALUES (%(s)s, {_NOW})
 ON CONFLICT (session_id) DO UPDATE SET at = EXCLUDED.at
@@ -104,11 +110,11 @@ ON CONFLICT (session_id) DO UPDATE SET at = EXCLUDED.at
 # The open turn, opened if there is none: the insert's row, or (on conflict) the one there.
 _CURRENT_OPERATION: Final = f"""
 WITH touch AS ({_TOUCH}), new AS (
-    INSERT INTO {_S}.operations VALUES (%(s)s, %(op)s, %(span)s, %(start)s, '')
+    INSERT INTO {_S}.operations VALUES (%(s)s, %(op)s, %(span)s, {_NOW_NS}, '')
     ON CONFLICT (session_id) DO NOTHING RETURNING {_OP_COLUMNS}
 )
-SELECT {_OP_COLUMNS} FROM new
-UNION ALL SELECT {_OP_COLUMNS} FROM {_S}.operations WHERE session_id = %(s)s
+SELECT {_OP_READ} FROM new
+UNION ALL SELECT {_OP_READ} FROM {_S}.operations WHERE session_id = %(s)s
 """.encode()
 # A tool use started in the open turn (opened if there is none: _CURRENT_OPERATION's way): the
 # recorded one if it exists, else counted and inserted. Nothing is counted unless the turn is
@@ -133,7 +139,7 @@ _NO_COUNT: Final = f"SELECT {UNCOUNTED} AS idx WHERE NOT EXISTS (SELECT 1 FROM o
 _NO_COUNT_IN_TURN: Final = "SELECT '{}' AS attrs"
 _BEGIN: Final = f"""
 WITH touch AS ({_TOUCH}), opened AS (
-    INSERT INTO {_S}.operations VALUES (%(s)s, %(op)s, %(opspan)s, %(opstart)s, '')
+    INSERT INTO {_S}.operations VALUES (%(s)s, %(op)s, %(opspan)s, {_NOW_NS}, '')
     ON CONFLICT (session_id) DO NOTHING RETURNING operation_id, span_id
 ), op AS (
     SELECT operation_id, span_id FROM opened
@@ -142,11 +148,11 @@ WITH touch AS ({_TOUCH}), opened AS (
     SELECT {_TOOL_COLUMNS} FROM {_S}.tools WHERE session_id = %(s)s AND tool_use_id = %(u)s
 ), n AS ({{index}}), k AS ({{turn}}), new AS (
     INSERT INTO {_S}.tools
-    SELECT %(s)s, %(u)s, %(span)s, op.span_id, op.operation_id, %(start)s, %(name)s, %(input)s,
+    SELECT %(s)s, %(u)s, %(span)s, op.span_id, op.operation_id, {_NOW_NS}, %(name)s, %(input)s,
         idx, (attrs::jsonb || %(attrs)s::jsonb)::text
     FROM n, k, op ON CONFLICT (session_id, tool_use_id) DO NOTHING RETURNING {_TOOL_COLUMNS}
 )
-SELECT {_TOOL_COLUMNS} FROM new UNION ALL SELECT {_TOOL_COLUMNS} FROM old
+SELECT {_TOOL_READ} FROM new UNION ALL SELECT {_TOOL_READ} FROM old
 """
 _BEGIN_TOOL: Final = _BEGIN.format(index=_COUNT, turn=_COUNT_IN_TURN).encode()
 _BEGIN_UNCOUNTED: Final = _BEGIN.format(index=_NO_COUNT, turn=_NO_COUNT_IN_TURN).encode()
@@ -171,14 +177,16 @@ SELECT session_id FROM gone
 _SET_ATTRIBUTES: Final = (
     f"UPDATE {_S}.tools SET attributes = %s WHERE session_id = %s AND tool_use_id = %s".encode()
 )
-_PEEK_OPERATION: Final = f"SELECT {_OP_COLUMNS} FROM {_S}.operations WHERE session_id = %s".encode()
+_PEEK_OPERATION: Final = f"SELECT {_OP_READ} FROM {_S}.operations WHERE session_id = %s".encode()
 _HAS_TOOL: Final = f"SELECT 1 FROM {_S}.tools WHERE session_id = %s AND tool_use_id = %s".encode()
 _TOOL_SPAN: Final = (
     f"SELECT span_id FROM {_S}.tools WHERE session_id = %s AND tool_use_id = %s".encode()
 )
 # A turn opened and closed: the locked transactions, run by the server (migration 7).
-_START_OPERATION: Final = f"SELECT * FROM {_S}.start_operation(%s, %s, %s, %s, %s)".encode()
-_END_OPERATION: Final = f"SELECT * FROM {_S}.end_operation(%s)".encode()
+_START_OPERATION: Final = (
+    f"SELECT {_OP_READ} FROM {_S}.start_operation(%s, %s, %s, {_NOW_NS}, %s)".encode()
+)
+_END_OPERATION: Final = f"SELECT {_OP_READ} FROM {_S}.end_operation(%s)".encode()
 _SPEND: Final = "cost_usd, input_tokens, output_tokens, calls, unpriced_calls"
 # One model call added to a session's total (not idempotent: run again, it adds again).
 _ADD_SPEND: Final = f"""
@@ -212,17 +220,26 @@ DELETE FROM {_S}.spend WHERE at < {_NOW} - %(ttl)s
 """.encode()
 _READ_SPEND: Final = f"SELECT {_SPEND} FROM {_S}.spend WHERE key = %s".encode()
 _END_TOOL: Final = (
-    f"DELETE FROM {_S}.tools WHERE session_id = %s AND tool_use_id = %s RETURNING {_TOOL_COLUMNS}"
+    f"DELETE FROM {_S}.tools WHERE session_id = %s AND tool_use_id = %s RETURNING {_TOOL_READ}"
 ).encode()
+
+
+def _here(since_ns: int) -> int:
+    """A start read as its distance from the database's now: on this instance's clock."""
+    return time.time_ns() + int(since_ns)
 
 
 def _open_tool(row: Sequence[Any]) -> OpenTool:
     attributes = json.loads(row[9])
     turn_index = turn_index_of(attributes)
     return OpenTool(
-        row[0], row[1], row[2], row[3], row[4], row[5], row[6],
+        row[0], row[1], row[2], row[3], row[4], _here(row[5]), row[6],
         json.loads(row[7]), row[8], attributes, turn_index,
     )  # fmt: skip
+
+
+def _operation(row: Sequence[Any]) -> OpenOperation:
+    return OpenOperation(row[0], row[1], row[2], _here(row[3]), row[4])
 
 
 class _Row(tuple[Any, ...]):
@@ -350,7 +367,7 @@ class SharedSessions(ServerSessions):
     @_or_scratch
     def peek_operation(self, session_id: str) -> OpenOperation | None:
         rows = self.store.statement(_PEEK_OPERATION, (session_id,), idempotent=True)
-        return OpenOperation(*rows[0]) if rows else None
+        return _operation(rows[0]) if rows else None
 
     @_or_scratch
     def current_operation(self, session_id: str) -> OpenOperation:
@@ -361,11 +378,10 @@ class SharedSessions(ServerSessions):
                 "s": session_id,
                 "op": f"op_{uuid.uuid4().hex[:16]}",
                 "span": new_span_id(),
-                "start": time.time_ns(),
             }
             rows = self.store.statement(_CURRENT_OPERATION, params, idempotent=True)
             if rows:
-                return OpenOperation(*rows[0])
+                return _operation(rows[0])
         return super().current_operation(session_id)  # still contended: the locked way
 
     @_or_scratch
@@ -387,10 +403,8 @@ class SharedSessions(ServerSessions):
                 "s": session_id,
                 "op": f"op_{uuid.uuid4().hex[:16]}",
                 "opspan": new_span_id(),
-                "opstart": time.time_ns(),
                 "u": tool_use_id,
                 "span": new_span_id(),
-                "start": time.time_ns(),
                 "name": tool_name,
                 "input": stored,
                 "attrs": kept,
@@ -422,16 +436,16 @@ class SharedSessions(ServerSessions):
         new = OpenOperation(
             session_id, f"op_{uuid.uuid4().hex[:16]}", new_span_id(), time.time_ns(), prompt
         )
-        params = (session_id, new.operation_id, new.span_id, new.start_ns, prompt)
+        params = (session_id, new.operation_id, new.span_id, prompt)
         rows = self.store.statement(_START_OPERATION, params)
         self._new_turn(session_id)
-        return new, OpenOperation(*rows[0]) if rows else None
+        return new, _operation(rows[0]) if rows else None
 
     @_or_scratch
     def end_operation(self, session_id: str) -> OpenOperation | None:
         rows = self.store.statement(_END_OPERATION, (session_id,), idempotent=True)
         self._new_turn(session_id)
-        return OpenOperation(*rows[0]) if rows else None
+        return _operation(rows[0]) if rows else None
 
     def _forget_session(self, session_id: str, reason: str) -> bool:
         params = {"s": session_id, "ttl": self.ttl_s}

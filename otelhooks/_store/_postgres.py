@@ -8,12 +8,14 @@ a guard's decision on a Claude Code hook. So a statement not answered within the
 timeout and a second (:class:`_Stalls`) has its connection's socket shut down: it fails as a
 lost connection would. Errors are
 translated here, at one boundary: a connection that cannot be had or is lost
-(``OperationalError``, a pool timeout) or a server that turned read-only (a standby after a
-failover) is :class:`StoreUnavailable` (``503``, retry); one change past its lock or statement
-timeout, or a deadlock's loser, is :class:`StoreBusy` (``503`` too, but only that change is
-retried: the store answers); any other database error :class:`StoreError`, also a value past
-the database's limits (an index row too large), which is the value's fault; all name the store
-without its password.
+(``OperationalError``, a pool timeout while the pool cannot open its connections) or a server
+that turned read-only (a standby after a failover) is :class:`StoreUnavailable` (``503``,
+retry); one change past its lock or statement timeout, or a deadlock's loser, is
+:class:`StoreBusy` (``503`` too, but only that change is retried: the store answers), and so is
+a pool timeout while every connection of the pool is open and lent (serve is saturated, the
+server is not down: as unavailable, one busy moment turned the store off for every session);
+any other database error :class:`StoreError`, also a value past the database's limits (an
+index row too large), which is the value's fault; all name the store without its password.
 
 Schema migrations are numbered steps applied in one transaction under an advisory lock, so
 instances starting together do not race; ``otelhooks_schema`` records each applied version.
@@ -137,7 +139,8 @@ class PostgresStore(Store):
         url: a libpq URL or conninfo string (``postgresql://user@host:5432/db``).
         max_connections: the pool's bound (each instance holds at most this many).
         statement_timeout_s: the longest any one query may run.
-        pool_timeout_s: how long a caller waits for a connection before the store counts as
+        pool_timeout_s: how long a caller waits for a connection: then its change is
+            :class:`StoreBusy` when every pooled connection is in use, else the store is
             unavailable.
         connect_timeout_s: how long opening one connection may take.
 
@@ -202,7 +205,9 @@ class PostgresStore(Store):
         pool's size (every pooled connection may have been dropped), at last a fresh one.
 
         Raises:
-            StoreUnavailable: no connection in time, or the connection was lost.
+            StoreBusy: every pooled connection stayed in use past the pool's timeout, or the
+                change waited past its lock or statement timeout.
+            StoreUnavailable: no connection could be opened in time, or it was lost.
             StoreError: any other database error.
         """
         import psycopg
@@ -221,7 +226,7 @@ class PostgresStore(Store):
                             raise
                 yield conn
         except PoolTimeout as exc:
-            raise StoreUnavailable(self.name, f"no connection: {exc}") from None
+            raise self._pool_timeout(exc) from None
         except psycopg.Error as exc:
             raise _translated(self.name, exc) from None
 
@@ -241,7 +246,9 @@ class PostgresStore(Store):
         up to the pool's size, where :meth:`transaction` finds a dead one at ``BEGIN``.
 
         Raises:
-            StoreUnavailable: no connection in time, or the connection was lost.
+            StoreBusy: every pooled connection stayed in use past the pool's timeout, or the
+                change waited past its lock or statement timeout.
+            StoreUnavailable: no connection could be opened in time, or it was lost.
             StoreError: any other database error.
         """
         import psycopg
@@ -269,9 +276,22 @@ class PostgresStore(Store):
                     self._stalls.end(conn)
                     pool.putconn(conn)
         except PoolTimeout as exc:
-            raise StoreUnavailable(self.name, f"no connection: {exc}") from None
+            raise self._pool_timeout(exc) from None
         except psycopg.Error as exc:
             raise _translated(self.name, exc) from None
+
+    def _pool_timeout(self, exc: Exception) -> StoreUnavailable:
+        """What a wait for a pooled connection past the pool's timeout means: every connection
+        open and lent is serve's own saturation (:class:`StoreBusy`); fewer open means the pool
+        could not open more: the server is down or refusing."""
+        stats = self._pool.get_stats()
+        if stats.get("pool_size", 0) >= self._pool.max_size:
+            return StoreBusy(
+                self.name,
+                f"serve is saturated, not the store: all {self._pool.max_size} pooled "
+                f"connections in use ({exc})",
+            )
+        return StoreUnavailable(self.name, f"no connection: {exc}")
 
     def version(self) -> int:
         """The schema version in the database (0 before the first migration)."""

@@ -254,6 +254,8 @@ class McpSession:
         tool = name if isinstance(name, str) else ""
         kinds = self._kinds.get(tool, UNLISTED)
         values = pending.values = (f"{self.server_name}/{tool}", tool, *kinds)
+        # a guard matched by a kind is matched so in replay too, which reads it from the span
+        pending.span.set_attribute(sc.TOOL_KINDS, kinds)
         pending.msg = msg
         pending.session_id, pending.server = self.session_id, self.server_name
         if not self.gateway.engine.matches("before_tool_call", values):

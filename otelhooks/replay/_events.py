@@ -36,14 +36,16 @@ from otelhooks._events import (
 from otelhooks._json import JsonProblem, loads_bounded
 from otelhooks._matchers import tool_aliases
 from otelhooks._span_mapping import tool_identity
-from otelhooks._tool_kinds import CLI_MATCHER_ALIASES
+from otelhooks._tool_kinds import ANNOTATION_KINDS, cli_aliases
 from otelhooks.replay._context import SpanContext
 
 __all__ = ["Decision", "RecordedEvent", "SpanContext", "recorded_events"]
 
 _STATUS_ERROR = 2  # OTLP Status.code STATUS_CODE_ERROR
 _EMPTY_ARGS_SIZE = 2  # len("{}"): arguments known to be empty even without capture
-_NO_ALIASES: dict[str, tuple[str, ...]] = {}
+# what the MCP gateway may have matched a call by that a recording made before it wrote
+# otelhooks.tool.kinds does not say
+_ANY_KIND = tuple(ANNOTATION_KINDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +53,8 @@ class Decision:
     """What intercept hooks decided for one event.
 
     Attributes:
-        action: ``allow``, ``deny`` (also a blocked message or run), ``mock`` or ``rewrite``.
+        action: ``allow``, ``deny`` (also a blocked message or run), ``mock`` or ``rewrite``;
+            in a replay, also ``ask``: a command answered ``ask``, and live a person decides.
         by: the deciding hook ids (every rewriting hook for ``rewrite``).
         reason: why, for ``deny``.
 
@@ -91,8 +94,13 @@ class RecordedEvent:
         agent: the agent that ran it (the nearest ``invoke_agent`` span), if known.
         subject: the tool (``identifier/apiName``), message (``channel -> target``) or agent.
         content_recorded: False when the span lacks the content the payload needs (capture
-            was off): hooks saw names, matcher values and fingerprints only.
+            was off, or the capture limit cut it short): hooks saw names, matcher values and
+            fingerprints only.
         span: the recorded span (as :func:`read_recording` gives it).
+        unknown: why some hooks cannot be judged on this event, and the matcher values live
+            may have offered that the span does not say (``()``: every one is known): a hook
+            that matches only with them, or any hook that matches arguments cut short, is
+            not evaluated.
     """
 
     event: str
@@ -105,6 +113,7 @@ class RecordedEvent:
     subject: str
     content_recorded: bool
     span: dict[str, Any]
+    unknown: tuple[str, tuple[str, ...]] | None = None
     _payload: HookEvent | None = None
 
     @property
@@ -226,11 +235,18 @@ def _tool_events(
     if "operationId" in common:
         common["runId"] = common["operationId"]
     cwd = attrs.get(sc.CLAUDE_CODE_CWD)
-    if isinstance(cwd, str):  # the folder of the call, as the live bridge gives it to hooks
+    if isinstance(cwd, str):  # the folders of the call, as the live bridge gives them to hooks
         common["claudeCode"] = {"cwd": cwd}
+        project = attrs.get(sc.CLAUDE_CODE_PROJECT_DIR)
+        if isinstance(project, str):
+            common["claudeCode"]["projectDir"] = project
     raw_args = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
     # Without capture the arguments are unknown, unless their size says they were "{}".
-    has_args = raw_args is not None or attrs.get(sc.TOOL_ARGS_SIZE) == _EMPTY_ARGS_SIZE
+    args_size = attrs.get(sc.TOOL_ARGS_SIZE)
+    has_args = raw_args is not None or args_size == _EMPTY_ARGS_SIZE
+    unknown: tuple[str, tuple[str, ...]] | None = None
+    if _cut(raw_args, args_size, "utf-8"):
+        has_args, unknown = False, (_CUT_ARGS, ())
     outcome = attrs.get(sc.TOOL_OUTCOME)
     if attrs.get(sc.HOOK_DECISION) == "deny" or outcome == "denied":
         recorded = _blocked(attrs, (), True)
@@ -241,9 +257,14 @@ def _tool_events(
         recorded = _blocked(attrs, rewritten, False) if rewritten else _ALLOWED
     if identifier:  # as the instrumentation and the MCP gateway offer them
         values: tuple[str, ...] = (subject, api)
+        if sc.MCP_METHOD_NAME in attrs:  # the gateway's: the annotation kinds it matched by
+            kinds = attrs.get(sc.TOOL_KINDS)
+            if isinstance(kinds, list | tuple):
+                values += tuple(k for k in kinds if isinstance(k, str))
+            elif unknown is None:
+                unknown = (_NO_KINDS, _ANY_KIND)
     else:  # as the coding agents' bridge does: an MCP tool's gateway names, the CLI's aliases
-        cli = CLI_MATCHER_ALIASES.get(agent, _NO_ALIASES) if agent else _NO_ALIASES
-        values = (api, *tool_aliases(api), *cli.get(api, ()))
+        values = (api, *tool_aliases(api), *cli_aliases(agent, api))
 
     def build_call() -> HookEvent:
         common["args"] = _arguments(raw_args)  # parsed again for each build: its own dict
@@ -260,12 +281,15 @@ def _tool_events(
         subject,
         has_args,
         span,
+        unknown,
     )
     failed = (span.get("status") or {}).get("code") == _STATUS_ERROR
     if failed or outcome not in (None, "success", "error"):
         return  # denied, mocked or raised: nothing was persisted
     content = attrs.get(sc.GEN_AI_TOOL_CALL_RESULT)
-    has_result = isinstance(content, str) or attrs.get(sc.TOOL_RESULT_SIZE) == 0
+    result_size = attrs.get(sc.TOOL_RESULT_SIZE)
+    has_result = isinstance(content, str) or result_size == 0
+    cut = _cut(content, result_size, None)
     persisted = _ALLOWED
     for span_event in span.get("events") or ():
         if span_event.get("name") == sc.EVENT_TOOL_RESULT_PERSIST:
@@ -297,9 +321,32 @@ def _tool_events(
         span_id,
         agent,
         subject,
-        has_result,
+        has_result and not cut,
         span,
+        (_CUT_RESULT, ()) if cut else unknown if unknown and unknown[1] else None,
     )
+
+
+_CUT_ARGS = (
+    "its arguments were recorded cut short (the attribute length limit): a guard reading them "
+    "cannot be judged"
+)
+_CUT_RESULT = (
+    "its result was recorded cut short (the attribute length limit): a guard reading it cannot "
+    "be judged"
+)
+_NO_KINDS = (
+    "the recording does not say the tool's annotation kinds (no otelhooks.tool.kinds: a gateway "
+    "older than this release), which this hook's matcher names"
+)
+
+
+def _cut(text: Any, size: Any, encoding: str | None) -> bool:
+    """Whether a recorded ``text`` is shorter than the ``size`` recorded beside it (bytes in
+    ``encoding``, else characters): the exporter's attribute length limit cut it."""
+    if not isinstance(text, str) or not isinstance(size, int) or len(text) >= size:
+        return False  # as long as the size, in characters: in bytes too
+    return encoding is None or len(text.encode(encoding, "surrogatepass")) < size
 
 
 def _arguments(raw: Any) -> dict[str, Any]:

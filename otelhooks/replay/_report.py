@@ -84,8 +84,10 @@ class ReplayReport:
     """Collects :class:`ReplayOutcome` s; lists only the events worth reporting.
 
     An event is listed when its decision changed, a hook failed on it, a control webhook was
-    not called for it, a hook in ``mode: permissive`` would have acted on it (``permissive``,
-    never part of the decision), or hooks decided it without its content
+    not called for it, the recording cannot judge it by one of the hooks (``not_evaluable``:
+    arguments cut short, tool kinds not recorded), a hook in ``mode: permissive`` would have
+    acted on it (``permissive``, never part of the decision), or hooks decided it without its
+    content
     (``content not recorded``). What is kept of it is its JSON record (:meth:`listed`), written
     to a spooled temporary file as it is added: nothing of the outcome itself.
 
@@ -121,6 +123,7 @@ class ReplayReport:
         self._listed_end = 0
         self._permissive = 0  # events listed for a permissive hook
         self._would_call: Counter[str] = Counter()  # hook -> events listed for its webhook
+        self._unjudged = 0  # events listed with hooks the recording cannot judge them by
 
     def add(self, outcome: ReplayOutcome) -> None:
         """Count ``outcome`` (and list it when it is worth reporting)."""
@@ -133,8 +136,9 @@ class ReplayReport:
             if tool is None:
                 tool = self.tools[event.subject] = Tally()
             tool.seen += 1
-        if not outcome.matched and not outcome.changed:  # nothing matched, nothing changed: counted
-            return
+        unjudged = outcome.not_evaluable
+        if not outcome.matched and not outcome.changed and not unjudged:
+            return  # nothing matched, nothing changed: counted
         now = outcome.now
         changed, errors = outcome.changed, outcome.errors
         # Allowed as recorded, no hook failed: no change, and each hook (and the tool) counts as
@@ -153,10 +157,11 @@ class ReplayReport:
                 permissive = _permissive(outcome)
                 self._permissive += 1
                 break
-        if change is not None or missing or would_call or permissive:
-            if would_call:
+        if change is not None or missing or would_call or permissive or unjudged:
+            if would_call or unjudged:
                 self.not_evaluated += 1
                 self._would_call.update(would_call)
+                self._unjudged += bool(unjudged)
             record = _event_record(outcome, change, permissive)
             line = _to_json(record)
             data = line.encode("utf-8", "surrogatepass") + b"\n"
@@ -277,6 +282,13 @@ class ReplayReport:
             )
             for hook, count in self._would_call.items():
                 yield f"  {hook}: {count} event(s)"
+        if self._unjudged:
+            yield from ("", f"Not evaluable from the recording ({self._unjudged}): not evaluated")
+            for record in self.listed():
+                if record["not_evaluable"]:
+                    yield f"  {record['event']} {record['subject']}  trace {record['trace_id']}"
+                    for entry in record["not_evaluable"]:
+                        yield f"    {entry}"
         if self.unreadable.total:
             yield from ("", f"Could not be read ({self.unreadable.total}): not replayed")
             for problem in self.unreadable:
@@ -299,7 +311,8 @@ class ReplayReport:
             + f"; changes: {changes}"
         )
         if self.not_evaluated:
-            head += f"; {self.not_evaluated} not evaluated (would call)"
+            why = "would call, or not evaluable" if self._unjudged else "would call"
+            head += f"; {self.not_evaluated} not evaluated ({why})"
         if self.content_missing:
             head += f"; {self.content_missing} decided without recorded content"
         if self.unreadable.total:
@@ -341,6 +354,7 @@ def _event_record(
         "diff": outcome.diff,
         "errors": outcome.errors,
         "would_call": outcome.would_call,
+        "not_evaluable": outcome.not_evaluable,
         "matched": outcome.matched,
         "content_recorded": event.content_recorded,
         "permissive": permissive,

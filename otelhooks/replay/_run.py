@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from otelhooks._dispatch import InterceptChain
+from otelhooks._dispatch._chain import _DECISION_RANK
 from otelhooks._engine import HooksEngine, dry_run_if_hooked
 from otelhooks._events import EVENTS
 from otelhooks._hook_step import HookStep
@@ -27,6 +28,10 @@ __all__ = ["CHANGES", "ReplayOutcome", "decision_of", "replay_events"]
 CHANGES = ("deny", "mock", "rewrite", "allow", "error")
 
 _ALLOW = Decision()
+# The chain's rank when a command's ``ask`` is the strongest answer: live, Claude Code and
+# Gemini CLI ask the person (a dry run asks nobody: like an approval, the event is not
+# evaluated); Codex CLI and the in-process runtimes deny the call.
+_ASKED = _DECISION_RANK["ask"]
 
 
 @dataclass(slots=True)
@@ -36,14 +41,17 @@ class ReplayOutcome:
     Attributes:
         recorded: the event, with the decision recorded then (``recorded.recorded``).
         now: what the policy decides now.
-        changed: ``now.action`` differs from the recorded action.
+        changed: ``now.action`` differs from the recorded action (an ``ask`` never does: a
+            person decides, and the asking hook is listed in ``would_call``).
         diff: for a rewrite, the changes to the payload (``{"path", "op", "from", "to"}``,
             ``op`` one of ``add``, ``remove``, ``replace``).
         errors: ``hook id: problem`` for each hook that failed.
         matched: the intercept hooks that matched, in the order they ran.
-        would_call: control webhooks that were not called (no ``--live-webhooks``) and
-            approvals, whose person is never asked.
+        would_call: control webhooks that were not called (no ``--live-webhooks``),
+            approvals and commands that answered ``ask``, whose person is never asked.
         steps: what each hook did.
+        not_evaluable: ``hook id: why`` for each hook the recording cannot judge the event by
+            (arguments cut short by the capture limit, tool kinds not recorded).
     """
 
     recorded: RecordedEvent
@@ -54,6 +62,7 @@ class ReplayOutcome:
     matched: list[str] = field(default_factory=list)
     would_call: list[str] = field(default_factory=list)
     steps: list[HookStep] = field(default_factory=list)
+    not_evaluable: list[str] = field(default_factory=list)
 
     @property
     def change(self) -> str | None:
@@ -133,6 +142,8 @@ def replay_events(
                 outcome = ReplayOutcome(event, _ALLOW, event.recorded.action != "allow")
             else:
                 outcome = _outcome(event, chain)
+            if event.unknown is not None:
+                outcome.not_evaluable = _not_evaluable(engine, event, outcome.matched)
         except (ValueError, TypeError, RecursionError, MemoryError) as exc:
             # A recorded value the payload cannot hold (pydantic refused it, or it is too
             # deep): this event cannot be replayed; the others still are.
@@ -146,9 +157,36 @@ def replay_events(
         yield outcome
 
 
+def _asks(agent: str | None) -> bool:
+    """Whether the coding agent that ran a recorded call asks a person on a hook's ``ask``."""
+    # imported here: only an event a command asks about needs the bridge's rules
+    from otelhooks.integrations.coding_agents._combine import CANNOT
+    from otelhooks.integrations.coding_agents._common import AGENT
+    from otelhooks.integrations.coding_agents._dialects import DIALECTS
+
+    known = agent == AGENT or any(agent == d.agent for d in DIALECTS.values())
+    return known and "ask" not in CANNOT.get(agent or "", ())
+
+
+def _not_evaluable(engine: HooksEngine, event: RecordedEvent, matched: list[str]) -> list[str]:
+    """The hooks ``event.unknown`` keeps from being judged: with matcher values the span does
+    not say, those that match only with them; without, every hook that matched."""
+    assert event.unknown is not None
+    why, extra = event.unknown
+    if extra:
+        known = {hook.id for hook in engine.registry.match(event.event, event.values)}
+        wider = engine.registry.match(event.event, event.values + extra)
+        return [f"{hook.id}: {why}" for hook in wider if hook.id not in known]
+    return [f"{hook_id}: {why}" for hook_id in matched]
+
+
 def _outcome(event: RecordedEvent, chain: InterceptChain) -> ReplayOutcome:
     diff: list[dict[str, Any]] = []
     now = decision_of(chain)
+    would_call = chain.would_call
+    if now.action == "deny" and chain.soft_rank == _ASKED and _asks(event.agent):
+        now = Decision("ask", now.by, now.reason)
+        would_call = [*would_call, *now.by]
     if now.action == "rewrite":
         # Hooks may have changed the payload in place: what it was is built again from the
         # span (a few events in a hundred are rewritten; a copy of every payload is not kept).
@@ -159,11 +197,11 @@ def _outcome(event: RecordedEvent, chain: InterceptChain) -> ReplayOutcome:
     return ReplayOutcome(
         event,
         now,
-        now.action != event.recorded.action,
+        now.action not in (event.recorded.action, "ask"),
         diff,
         chain.errors,
         chain.matched,
-        chain.would_call,
+        would_call,
         chain.steps,
     )
 

@@ -185,10 +185,48 @@ def test_the_pool_is_bounded_and_a_caller_waits_at_most_the_pool_timeout(pg_url:
             for _ in range(2):
                 held.enter_context(store.transaction())
             started = time.monotonic()
-            with pytest.raises(StoreUnavailable, match="no connection"):
+            with pytest.raises(StoreBusy, match="all 2 pooled connections in use"):
                 _run(store, "SELECT 1")
             assert 0.4 < time.monotonic() - started < 3
         _run(store, "SELECT 1")  # released: usable again
+    finally:
+        store.close()
+
+
+def test_a_pool_all_in_use_is_busy_and_a_pool_that_cannot_connect_is_unavailable(
+    pg_url: str,
+) -> None:
+    """An operator tells serve's saturation from the store down: a wait for a connection while
+    every pooled one is lent is :class:`StoreBusy` (its message says so, its answer
+    ``store_busy``), so the store is not skipped for every session; one while the pool cannot
+    open a connection is the store unavailable. Before, both were unavailable: one busy moment
+    left every session's spend unread for a second, its budget guard failing."""
+    import contextlib
+
+    from otelhooks._store._errors import error_reason
+    from otelhooks._store._pg_sessions import SharedSessions
+
+    store = PostgresStore(pg_url, max_connections=2, pool_timeout_s=0.3)
+    sessions = SharedSessions(store)
+    try:
+        store.migrate()
+        with contextlib.ExitStack() as held:
+            for _ in range(2):
+                held.enter_context(store.transaction())
+            with pytest.raises(StoreBusy, match="serve is saturated, not the store") as busy:
+                store.statement(b"SELECT 1")
+            assert error_reason(busy.value) == "store_busy"
+            sessions.current_operation("s1")  # made in the scratch, as a busy change is
+        assert sessions.spend_of("s2").calls == 0  # the store is still asked: it answers
+    finally:
+        store.close()
+    dead = pg_url.rsplit(":", 1)[0] + f":{free_port()}/nobody"  # nothing listens there
+    store = PostgresStore(dead, max_connections=2, pool_timeout_s=0.3)
+    try:
+        with pytest.raises(StoreUnavailable, match="no connection") as down:
+            store.statement(b"SELECT 1")
+        assert not isinstance(down.value, StoreBusy)
+        assert error_reason(down.value) == "store_unavailable"
     finally:
         store.close()
 

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
 import os
 import subprocess
 import sys
 import textwrap
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -556,3 +559,169 @@ def test_a_guard_sees_the_defaults_the_function_receives(
                 remove("/tmp/x")
             assert remove("/") == "removed"  # the guard's rewrite of a default reaches it
     assert ran == [("/", False)]
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_no_hook_changes_a_default_or_an_argument_later_calls_receive(
+    pipe: TestPipeline, tracer: AgentTracer, use_async: bool
+) -> None:
+    # Observers of the call's end (after, error, denied) got the function's default list and
+    # the caller's list themselves, and a guard got them when a sibling argument (a lock)
+    # could not be copied: what a hook appended there, every later call received.
+    def tag(event: Any) -> None:
+        event.args["tags"].append(event.event)
+
+    def deny_rm(event: ToolCallEvent) -> Block | None:
+        tag(event)
+        return Block("no rm") if event.args["path"] == "rm" else None
+
+    pipe.register(
+        hook("guard", "beforeToolCall", deny_rm),
+        *(
+            hook(n, n, tag)
+            for n in ("after_tool_call", "on_tool_call_error", "on_tool_call_denied")
+        ),
+    )
+    received: list[list[str]] = []
+    lock = threading.Lock()
+
+    def body(path: str, tags: list[str]) -> str:
+        received.append(list(tags))
+        if path == "boom":
+            raise RuntimeError("boom")
+        return "ok"
+
+    @otelhooks.tool(name="t")
+    def run(path: str, tags: list[str] = [], held: Any = lock) -> str:  # noqa: B006 (the case)
+        return body(path, tags)
+
+    @otelhooks.tool(name="t")
+    async def arun(path: str, tags: list[str] = [], held: Any = lock) -> str:  # noqa: B006
+        return body(path, tags)
+
+    mine: list[str] = []
+    paths = ["ok", "boom", "rm", "ok"]
+
+    async def acalls() -> None:
+        async with tracer.operation("a") as op, op.step():
+            for path in paths:
+                with contextlib.suppress(RuntimeError, ToolDenied):
+                    await arun(path)
+                with contextlib.suppress(RuntimeError, ToolDenied):
+                    await arun(path, mine)
+
+    if use_async:
+        asyncio.run(acalls())
+    else:
+        with tracer.operation("a") as op, op.step():
+            for path in paths:
+                with contextlib.suppress(RuntimeError, ToolDenied):
+                    run(path)
+                with contextlib.suppress(RuntimeError, ToolDenied):
+                    run(path, mine)
+    assert pipe.flush()
+    fn = arun if use_async else run
+    assert fn.__wrapped__.__defaults__[0] == []  # type: ignore[attr-defined]
+    assert mine == []
+    # each call received what the guard left: its own copy, changed by this call's guard only
+    assert received == [["before_tool_call"]] * 6
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_a_guard_sees_each_keyword_a_function_taking_kwargs_receives(
+    pipe: TestPipeline, tracer: AgentTracer, use_async: bool
+) -> None:
+    # guards saw {"kwargs": {"path": ..., "force": True}}: a guard denying `force` let
+    # `rm(path="/", force=True)` run, and one rewriting `path` changed nothing
+    ran: list[dict[str, Any]] = []
+    pipe.register(hook("no-force", "beforeToolCall", _deny_force))
+
+    @otelhooks.tool(identifier="fs", name="rm")
+    def remove(**kwargs: Any) -> str:
+        ran.append(kwargs)
+        return "removed"
+
+    @otelhooks.tool(identifier="fs", name="rm")
+    async def aremove(**kwargs: Any) -> str:
+        ran.append(kwargs)
+        return "removed"
+
+    async def calls() -> None:
+        async with tracer.operation("cleaner") as op, op.step():
+            with pytest.raises(ToolDenied, match="force is not allowed"):
+                await aremove(path="/tmp/x", force=True)
+            assert await aremove(path="/", force=True) == "removed"
+
+    if use_async:
+        asyncio.run(calls())
+    else:
+        with tracer.operation("cleaner") as op, op.step():
+            with pytest.raises(ToolDenied, match="force is not allowed"):
+                remove(path="/tmp/x", force=True)
+            assert remove(path="/", force=True) == "removed"
+    assert ran == [{"path": "/", "force": False}]  # the guard's rewrite reaches it
+
+
+def test_an_object_whose_call_is_async_is_an_async_tool(
+    pipe: TestPipeline, tracer: AgentTracer
+) -> None:
+    # Python 3.11's iscoroutinefunction says no to such an object: it was wrapped as a sync
+    # tool, whose span ended before the coroutine ran, so a tool_result_persist hook redacting
+    # the secret saw "<coroutine ...>" and the caller got the secret
+    def redact(event: Any) -> None:
+        event.result["content"] = event.result["content"].replace("SECRET", "***")
+
+    pipe.register(hook("redact", "tool_result_persist", redact))
+
+    class Fetch:
+        async def __call__(self, url: str) -> str:
+            return f"token=SECRET from {url}"
+
+    fetch = otelhooks.tool(name="fetch")(Fetch())
+    partly = otelhooks.tool(name="fetch")(functools.partial(Fetch(), "b"))
+
+    async def calls() -> list[str]:
+        async with tracer.operation("a") as op, op.step():
+            return [await fetch("a"), await partly()]
+
+    assert asyncio.run(calls()) == ["token=*** from a", "token=*** from b"]
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["sync", "async"])
+def test_a_guard_that_allows_leaves_the_tool_the_callers_own_object(
+    pipe: TestPipeline, tracer: AgentTracer, use_async: bool
+) -> None:
+    # the chain handed hooks a deep copy of each argument and took any difference for a
+    # change in place: a plain object (compared by identity) differed from its copy, so every
+    # guard that allowed was a rewrite, and the tool added to a copy of the caller's cart
+    class Cart:
+        def __init__(self) -> None:
+            self.items: list[str] = []
+
+    pipe.register(hook("allow", "beforeToolCall", lambda event: None))
+
+    @otelhooks.tool(name="add")
+    def add(cart: Cart, item: str) -> str:
+        cart.items.append(item)
+        return "added"
+
+    @otelhooks.tool(name="add")
+    async def aadd(cart: Cart, item: str) -> str:
+        cart.items.append(item)
+        return "added"
+
+    cart = Cart()
+
+    async def calls() -> None:
+        async with tracer.operation("shop") as op, op.step():
+            assert await aadd(cart, "tea") == "added"
+
+    if use_async:
+        asyncio.run(calls())
+    else:
+        with tracer.operation("shop") as op, op.step():
+            assert add(cart, "tea") == "added"
+    assert cart.items == ["tea"]
+    (span,) = pipe.spans("execute_tool add")
+    assert span.attributes is not None
+    assert "otelhooks.hook.rewritten_by" not in span.attributes

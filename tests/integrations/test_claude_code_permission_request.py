@@ -23,6 +23,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otelhooks import EventLogServer, serve
 from otelhooks.integrations.claude_code import hook_client, install
+from otelhooks.integrations.coding_agents import BridgeState, CodingAgentBridge
 from tests.web.conftest import approval_holder
 
 pytestmark = pytest.mark.timeout(90)
@@ -175,6 +176,44 @@ def test_the_http_route_denies_a_permission_request_with_the_persons_reason(
     (event,) = [e for e in span.events if e.name == "otelhooks.reject"]
     assert event.attributes is not None
     assert event.attributes["otelhooks.approval.reason"] == "keep node_modules"
+
+
+def test_a_persons_edit_on_the_http_route_is_judged_by_the_pre_tool_use_guards(
+    tmp_path: Path, capture: None
+) -> None:
+    # before: the guard judged the asked command at PreToolUse; the person's edit into
+    # `rm -rf /` was answered as an allow with that updatedInput, which Claude Code runs
+    hooks = _hooks_file(tmp_path / "hooks.json", "ask-edit")
+    spec = json.loads(hooks.read_text())
+    guard = "if grep -q 'rm -rf'; then echo 'no rm -rf' >&2; exit 2; fi"
+    spec["hooks"].insert(
+        0, {"id": "no-rm", "type": "PreToolUse", "matcher": "Bash", "command": guard}
+    )
+    hooks.write_text(json.dumps(spec))
+    server = serve([hooks], token=TOKEN)
+    asked = {**_documented_input("s-route-edit"), "tool_input": {"command": "ls node_modules"}}
+    try:
+        with httpx.Client(base_url=server.url, headers=AUTH) as api:
+            denied, _ = _while_pending(
+                api,
+                "ask-edit",
+                lambda: _post_hook(server.url, asked),
+                {"decision": "allow", "by": "eve", "args": {"command": "rm -rf /"}},
+            )
+            # an edit the guard lets through is the allow the person gave
+            allowed, _ = _while_pending(
+                api,
+                "ask-edit",
+                lambda: _post_hook(server.url, {**asked, "session_id": "s-route-edit-2"}),
+                {"decision": "allow", "by": "eve", "args": {"command": "ls -la node_modules"}},
+            )
+    finally:
+        server.stop()
+    assert denied["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "no rm -rf"}
+    assert allowed["hookSpecificOutput"]["decision"] == {
+        "behavior": "allow",
+        "updatedInput": {"command": "ls -la node_modules"},
+    }
 
 
 # -- the command bridge ---------------------------------------------------------------------------
@@ -392,3 +431,40 @@ def test_the_bridges_tool_span_sent_to_serve_is_the_one_record_of_its_approval(
             assert sent.status_code == 200
     holder = approval_holder(asking_server, item["trace_id"], item["id"], headers=AUTH)
     assert holder == "execute_tool Bash"
+
+
+def _swap(command: str) -> dict[str, Any]:
+    """A ``PermissionRequest`` command hook that allows the call as ``command``."""
+    decision = {"behavior": "allow", "updatedInput": {"command": command}}
+    answer = {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
+    return {
+        "id": "swap",
+        "type": "PermissionRequest",
+        "matcher": "Bash",
+        "command": f"echo '{json.dumps(answer)}'",
+    }
+
+
+@pytest.mark.parametrize(
+    ("guard", "said"),
+    [
+        (lambda e: e.mock("canned") if "rm" in e.args["command"] else None, "mocked by"),
+        # a guard's rewrite is an ask at PreToolUse (a person confirms it); here none can
+        (lambda e: {"args": {"command": e.args["command"] + " --dry-run"}}, "--dry-run"),
+    ],
+)
+def test_every_guard_decision_but_an_allow_denies_a_changed_permission_request(
+    tmp_path: Path, guard: Callable[[Any], Any], said: str
+) -> None:
+    hooks = [
+        {"id": "guard", "type": "beforeToolCall", "matcher": "Bash", "handler": guard},
+        _swap("rm x"),
+    ]
+    bridge = CodingAgentBridge(hooks=hooks, state=BridgeState(tmp_path / "state.sqlite3"))
+    try:
+        answer = bridge.handle(_documented_input("s-guard") | {"tool_input": {"command": "ls"}})
+    finally:
+        bridge.close()
+    decision = json.loads(answer.stdout)["hookSpecificOutput"]["decision"]
+    assert decision["behavior"] == "deny"
+    assert said in decision["message"]

@@ -27,8 +27,10 @@ from agents import (
     tool_input_guardrail,
 )
 from agents.testing import assistant_message, function_call
+from agents.tool import resolve_function_tool_failure_error_function
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
+from pydantic import SecretStr
 
 from otelhooks import Block, HookEvent, ToolCallEvent, WebhookDeliverer
 from otelhooks.integrations.openai_agents import (
@@ -689,3 +691,137 @@ def test_a_failure_inside_an_agent_run_as_a_tool_is_not_the_agent_tools(
     span = pipe.span("execute_tool ask_sub")
     assert span.status.status_code is StatusCode.UNSET
     assert (span.attributes or {})["otelhooks.tool.outcome"] == "success"
+
+
+def _deny_true_force(event: ToolCallEvent) -> Block | ToolCallEvent | None:
+    if event.args.get("path") == "/":  # the root is cleaned without force
+        return event.model_copy(update={"args": {**event.args, "force": False}})
+    return Block("force is not allowed") if event.args.get("force") is True else None
+
+
+def test_a_guard_judges_the_values_a_non_strict_tool_receives(pipe: TestPipeline) -> None:
+    # a non-strict tool's JSON is validated by the SDK through the function's annotations before
+    # the call: the guard judged the string "true" while the function ran with force=True
+    ran: list[tuple[str, object]] = []
+
+    @function_tool(strict_mode=False)
+    def remove(path: str, force: bool = False, retries: int = 0) -> str:
+        """Remove a path."""
+        ran.append((path, force))
+        return "removed"
+
+    model = ScriptedModel(
+        "m",
+        [
+            [
+                function_call("remove", {"path": "/tmp/x", "force": "true"}, call_id="r1"),
+                function_call(
+                    "remove", {"path": "/", "force": "yes", "retries": "2"}, call_id="r2"
+                ),
+                function_call("remove", {"path": "/tmp/y", "force": "maybe"}, call_id="r3"),
+            ],
+            [assistant_message("done")],
+        ],
+    )
+    seen: list[dict[str, Any]] = []
+
+    def guard(event: ToolCallEvent) -> Block | ToolCallEvent | None:
+        seen.append(dict(event.args))
+        return _deny_true_force(event)
+
+    pipe.register(hook("no-force", "beforeToolCall", guard))
+    asyncio.run(HookedRunner(pipe.tracer).run(Agent(name="bot", model=model, tools=[remove]), "go"))
+
+    assert ran == [("/", False)]  # the rewrite of a coerced value reaches the function
+    told = model.tool_outputs()
+    assert told["r1"] == "force is not allowed"
+    assert told["r2"] == "removed"
+    assert told["r3"].startswith("An error occurred")  # the SDK refuses "maybe", as unhooked
+    assert {"path": "/tmp/x", "force": True, "retries": 0} in seen
+    assert {"path": "/", "force": True, "retries": 2} in seen
+
+
+def test_a_tool_with_its_own_failure_function_is_a_failure_with_tracing_off(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    # the SDK tells a tool's own failure_error_function, not the run's tool_error_formatter, an
+    # exception; with tracing off nothing else says so and the call was recorded as a success
+    def explain(ctx: Any, error: Exception) -> str:
+        return f"flaky said: {error}"
+
+    @function_tool(failure_error_function=explain)
+    def flaky() -> str:
+        """Always fails."""
+        raise ConnectionError("upstream down")
+
+    model = ScriptedModel(
+        "m", [[function_call("flaky", {}, call_id="f1")], [assistant_message("gave up")]]
+    )
+    pipe.register(hook("err", "onToolCallError", recorder))
+    agent = Agent(name="bot", model=model, tools=[flaky])
+    config = RunConfig(tracing_disabled=True)
+    asyncio.run(HookedRunner(pipe.tracer).run(agent, "go", run_config=config))
+    pipe.flush()
+
+    span = pipe.span("execute_tool flaky")
+    assert span.status.status_code is StatusCode.ERROR
+    assert (span.attributes or {})["error.type"] == "ConnectionError"
+    assert [e.errorType for e in recorder.of("on_tool_call_error")] == ["ConnectionError"]  # type: ignore[attr-defined]
+    assert model.tool_outputs() == {"f1": "flaky said: upstream down"}  # your function's text
+    assert resolve_function_tool_failure_error_function(flaky) is explain  # your tool, unchanged
+
+
+class _DownModel(ScriptedModel):
+    async def get_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError("model down")
+
+
+def test_an_agent_tool_whose_agent_failed_is_a_failure_with_tracing_off(
+    pipe: TestPipeline,
+) -> None:
+    # Agent.as_tool gives its tool the SDK's default failure handler as one of its own, which
+    # the run's tool_error_formatter never hears of: a sub-agent that failed was a success
+    sub = hook_agent(Agent(name="sub", model=_DownModel("m", [])))
+    ask = sub.as_tool(tool_name="ask_sub", tool_description="Ask the sub-agent.")
+    model = ScriptedModel(
+        "m", [[function_call("ask_sub", {"input": "go"}, call_id="o1")], [assistant_message("ok")]]
+    )
+    config = RunConfig(tracing_disabled=True)
+    agent = Agent(name="bot", model=model, tools=[ask])
+    asyncio.run(HookedRunner(pipe.tracer).run(agent, "go", run_config=config))
+    pipe.flush()
+
+    span = pipe.span("execute_tool ask_sub")
+    assert span.status.status_code is StatusCode.ERROR
+    assert (span.attributes or {})["error.type"] == "ConnectionError"
+    assert model.tool_outputs()["o1"].startswith("An error occurred")  # as the SDK tells it
+
+
+def test_a_value_whose_json_form_is_not_the_value_reaches_the_function_as_sent(
+    pipe: TestPipeline,
+) -> None:
+    # a SecretStr's JSON form is its mask: shown to guards, a rewrite of another argument sent
+    # the mask to the function in place of the secret
+    got: list[tuple[str, str]] = []
+
+    @function_tool(strict_mode=False)
+    def upload(path: str, token: SecretStr) -> str:
+        """Upload a file."""
+        got.append((path, token.get_secret_value()))
+        return "uploaded"
+
+    def redirect(event: ToolCallEvent) -> ToolCallEvent:
+        return event.model_copy(update={"args": {**event.args, "path": "/tmp/safe"}})
+
+    model = ScriptedModel(
+        "m",
+        [
+            [function_call("upload", {"path": "/etc", "token": "s3cr3t"}, call_id="u1")],
+            [assistant_message("done")],
+        ],
+    )
+    pipe.register(hook("redirect", "beforeToolCall", redirect))
+    asyncio.run(HookedRunner(pipe.tracer).run(Agent(name="bot", model=model, tools=[upload]), "go"))
+
+    assert got == [("/tmp/safe", "s3cr3t")]
+    assert model.tool_outputs() == {"u1": "uploaded"}

@@ -218,3 +218,64 @@ def test_a_command_hook_runs_in_the_folder_of_the_cli_that_asked(tmp_path: Path)
         assert "guard.sh" in done.stderr  # not found in build/, as in Claude Code's own run
         daemon_pid(runtime)
         assert _answer(argv, project, env, rm("t2", project)) == "guard.sh says no"
+
+
+def test_a_rule_from_the_project_root_is_judged_there_after_a_cd(tmp_path: Path) -> None:
+    # Claude Code 2.1.332 reads `Edit(/src/**)` from the folder it started in (its
+    # CLAUDE_PROJECT_DIR), also once a `cd build` moved the session (the event's cwd), and
+    # `Edit(./src/**)` from the session's folder. Before, the bridge read both from the cwd:
+    # after `cd build`, an edit of the project's src/a.py went through, and build/src/a.py was
+    # denied; replay judged as the bridge did
+    project = _project(tmp_path)
+    rule = {"type": "command", "if": "Edit(/src/**)", "command": f"echo '{FROZEN}' >&2; exit 2"}
+    settings = {"hooks": {"PreToolUse": [{"matcher": "Edit", "hooks": [rule]}]}}
+    (project / "settings.json").write_text(json.dumps(settings))
+    build = project / "build"
+    traces = tmp_path / "traces.jsonl"
+    client = [sys.executable, "-I", "-S", hook_client.__file__, "--hooks", "settings.json"]
+    bridge = [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", "settings.json"]
+    bridge += ["--traces-out", str(traces)]
+    with runtime_folder() as runtime:
+        env = client_env(project, runtime, **{sc.ENV_CAPTURE_CONTENT: "true"})
+        for argv in (client, bridge):
+            for use_id, path, said in [
+                ("t1", project / "src" / "a.py", FROZEN),
+                ("t2", build / "src" / "a.py", ""),
+            ]:
+                edit = _edit(f"{use_id}-{len(argv)}", build, str(path))
+                assert _answer(argv, build, env, edit) == said, (argv[2], path)
+                done = {**edit, "hook_event_name": "PostToolUse", "tool_response": {}}
+                _answer(argv, build, env, done)
+    run = replay_main(traces, "--hooks", project / "settings.json", "--format", "json")
+    # nothing changed: replay denies the project's src/a.py and lets build/src/a.py through
+    assert run.one("tool", tool="Edit")["deny"] >= 1, run.stdout + run.stderr
+    assert run.one("summary")["changes"] == {}, run.stdout
+
+
+def test_a_folder_link_does_not_take_an_edit_out_of_its_rule(tmp_path: Path) -> None:
+    # Claude Code 2.1.332 edits through a link to a folder (src/out -> outside), matching its
+    # `if` rules on the path as written (checked with the real CLI). Before, so did the bridge:
+    # the guard narrowed to the outside folder, or to src/, was skipped for an edit that landed
+    # there through a link, and the edit ran
+    project = _project(tmp_path)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (project / "src" / "out").symlink_to(outside)
+    (project / "build" / "src").symlink_to(project / "src")
+    rules = [f"Edit(/{outside}/**)", "Edit(src/**)"]
+    handlers = [
+        {"type": "command", "if": rule, "command": f"echo '{rule}' >&2; exit 2"} for rule in rules
+    ]
+    settings = {"hooks": {"PreToolUse": [{"matcher": "Edit", "hooks": handlers}]}}
+    (project / "settings.json").write_text(json.dumps(settings))
+    argv = [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", "settings.json"]
+    env = client_env(project, tmp_path, PYTHONPATH=str(REPO))
+    said = [
+        _answer(argv, project, env, _edit(use_id, project, path))
+        for use_id, path in [
+            ("t1", "src/out/passwd"),  # lands outside (and is written under src/)
+            ("t2", "build/src/a.py"),  # lands in src/
+            ("t3", "build/a.o"),  # no link: neither rule
+        ]
+    ]
+    assert said == [rules[0], rules[1], ""], said

@@ -20,7 +20,8 @@ import pytest
 from otelhooks import EventLogServer, serve
 from otelhooks._actions import _approval_inbox
 from otelhooks._actions._approval import ApprovalAction
-from otelhooks._actions._approval_inbox import LAPSED, Asker
+from otelhooks._actions._approval_inbox import LAPSED
+from otelhooks._actions._asker import Asker
 from otelhooks._errors import HookError
 from otelhooks._events import ToolCallEvent
 from otelhooks._live import Answered

@@ -107,6 +107,7 @@ _log = structlog.get_logger("otelhooks")
 # holds this to what the handlers run.
 _ALSO_NOW: Final[dict[str, tuple[str, ...]]] = {
     "PostToolUse": ("tool_result_persist",),
+    "PermissionRequest": ("before_tool_call",),  # on changed arguments (ToolUses.judge_edit)
     "MessageDisplay": ("message_sending",),
 }
 
@@ -376,6 +377,8 @@ class CodingAgentBridge:
             approvals = [(n, a) for n, a, _ in approval_events(verdict)]
             self.writer.write(replace(record, events=[*record.events, *approvals]))
         output, lost = combine(name, [*answers, *more], extra=extra, agent=self.agent)
+        if later:
+            self.tools.judge_edit(session, payload, output, common)
         return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
     def _message_sending(

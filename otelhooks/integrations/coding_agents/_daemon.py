@@ -17,7 +17,7 @@ one session's slow hooks never hold another's, and an event not answered within 
 bridge answers a failure (a deny under ``--fail-closed``, else exit 1) and logged as an error.
 A hook client that closes its connection before its answer (its CLI killed it at the hook's
 timeout) withdraws the approvals asked for its event
-(:class:`~otelhooks._actions._approval_inbox.Asker`), as serve's hook route does.
+(:class:`~otelhooks._actions._asker.Asker`), as serve's hook route does.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import structlog
 
 from otelhooks._actions._approval import longest_approval_of
-from otelhooks._actions._approval_inbox import Asker
+from otelhooks._actions._asker import Asker
 from otelhooks._actions._script import split_script_ref
 from otelhooks._dispatch._calls import waited_within
 from otelhooks._errors import ConfigError

@@ -37,7 +37,7 @@ session never seen          (its open turn and tool uses, on a fleet those anoth
                             instance); a forged one ends nothing the store does not hold
 the client closes its       nobody reads the answer (Claude Code's hook timeout passed, or it
 connection first            was interrupted): the approvals asked for the call are withdrawn
-                            (:class:`~otelhooks._actions._approval_inbox.Asker`)
+                            (:class:`~otelhooks._actions._asker.Asker`)
 serve stops while it        past the stop's 5 s grace: answered as a failure that names the stop
 holds the call              (a deny when a hook that blocks when it fails, an approval, or
                             fail-closed guards it), never the server's bare 500; its approvals
@@ -83,11 +83,11 @@ from typing import Any
 import structlog
 
 from otelhooks._actions._approval import longest_approval_of
-from otelhooks._actions._approval_inbox import Asker
+from otelhooks._actions._asker import Asker
 from otelhooks._dispatch._calls import waited_within
 from otelhooks._eventlog._asgi import Receive, Scope, Send, disconnected, read_body, respond
 from otelhooks._hooks import Hook
-from otelhooks._store._errors import StoreUnavailable
+from otelhooks._store._errors import StoreUnavailable, error_reason
 from otelhooks.integrations.coding_agents._answers import (
     ANSWERING_EVENTS,
     closed_answer,
@@ -293,7 +293,7 @@ class ClaudeCodeHookRoute:
             await self._serve(receive, send)
         except StoreUnavailable as exc:
             _log.warning("claude-code hook: store unavailable", error=str(exc))
-            body = json.dumps({"error": "store_unavailable", "message": str(exc)}).encode()
+            body = json.dumps({"error": error_reason(exc), "message": str(exc)}).encode()
             retry = [(b"retry-after", str(exc.retry_after_s).encode())]
             await respond(send, 503, body, b"application/json", retry)
 

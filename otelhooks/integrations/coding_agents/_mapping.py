@@ -34,6 +34,7 @@ from otelhooks._events import (
     PendingTool,
     ToolBatchEvent,
 )
+from otelhooks.integrations.coding_agents._environment import PROJECT_DIR_ENV
 
 __all__ = [
     "COMMON_KEYS",
@@ -46,6 +47,7 @@ __all__ = [
     "matcher_value",
     "own_fields",
     "point_payload",
+    "project_dir",
     "turn_attributes",
 ]
 
@@ -244,14 +246,27 @@ def event_cwd(payload: Mapping[str, Any]) -> str | None:
     return cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None
 
 
+def project_dir() -> str | None:
+    """The folder Claude Code started in (``$CLAUDE_PROJECT_DIR``, which it gives every command
+    hook: the bridge's process, and the daemon, one per project), ``None`` where it is not known
+    (``serve``'s route)."""
+    found = os.environ.get(PROJECT_DIR_ENV)
+    return found if found and os.path.isabs(found) else None
+
+
 def own_fields(name: str | None, payload: Mapping[str, Any], *, capture: bool) -> dict[str, Any]:
-    """A hook payload's ``claudeCode``: the event's name, its own fields and its ``cwd``, the
-    folder a hook judges the event's paths against (a Claude ``if`` rule, a command's ``cwd``
-    input): a daemon serves the sessions of many folders, and its own is the first event's."""
+    """A hook payload's ``claudeCode``: the event's name, its own fields, its ``cwd`` and the
+    project's folder (``projectDir``), the folders a hook judges the event's paths against (a
+    Claude ``if`` rule: ``./src/**`` the current folder's, ``/src/**`` the project's; a
+    command's ``cwd`` input): a daemon serves the sessions of many folders, and its own is the
+    first event's."""
     own: dict[str, Any] = {"hookEventName": name, **claude_fields(payload, capture=capture)}
     cwd = event_cwd(payload)
     if cwd is not None:
         own["cwd"] = cwd
+    project = project_dir()
+    if project is not None:
+        own["projectDir"] = project
     return own
 
 

@@ -18,7 +18,7 @@ from typing import Any, TextIO
 
 import structlog
 
-from otelhooks._actions._approval_inbox import Asker
+from otelhooks._actions._asker import Asker
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._run import BridgeOptions, _run_hook, late_refusal
 

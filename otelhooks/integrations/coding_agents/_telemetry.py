@@ -31,7 +31,9 @@ forgotten first; one record larger than a tenth of that is not kept). Each drop 
 OTLP ``partialSuccess``. An ``api_request`` whose cost or token counts no model call has
 (negative, NaN, infinite, past :data:`MAX_CALL_USD` or :data:`MAX_CALL_TOKENS`, not a number),
 or that has neither a time nor Claude Code's ``event.timestamp`` or ``event.sequence`` (its
-retry could not be told from a second call), is refused the same way (reason ``not_a_call``).
+retry could not be told from a second call), is refused the same way (reason ``not_a_call``),
+and so are the ``api_request`` records of one request past :data:`MAX_CALLS_PER_REQUEST`
+(reason ``too_many_calls``: each is a store write, and the route has four threads).
 
 Observer hooks and event logs see each fact once: the facts the hook route already reported
 (its tool uses through ``after_tool_call``, its turns through ``on_complete``) and the LLM
@@ -78,6 +80,11 @@ _log = structlog.get_logger("otelhooks")
 # of its session fail to add, its spend stuck below a budget)
 MAX_CALL_USD: Final = 1_000.0
 MAX_CALL_TOKENS: Final = 100_000_000
+# Model calls one /v1/logs request adds at most: each is a store write (milliseconds on
+# PostgreSQL), and 16 MiB of them held one of the route's threads for minutes, so four such
+# requests kept a real run's cost records out. The OpenTelemetry SDKs' default export batch
+# (512 records, most of them not model calls) is never past it.
+MAX_CALLS_PER_REQUEST: Final = 512
 _REPORTED_BY_LOGS = frozenset({"llm_request"})  # span.type values the log events already report
 
 
@@ -285,7 +292,8 @@ class ClaudeTelemetry(SpanProcessor):
 
     def on_logs(self, records: Sequence[ReceivedLog]) -> int:
         """Join received log records (the ``/v1/logs`` sink); how many were not kept (too large,
-        or a model call's record refused: see :meth:`_llm_output`).
+        a model call's record refused: see :meth:`_llm_output`, or past
+        :data:`MAX_CALLS_PER_REQUEST`).
 
         Raises:
             StoreError: the cost of a model call could not be added to its session: the
@@ -293,7 +301,7 @@ class ClaudeTelemetry(SpanProcessor):
                 the client is to send the request again, and a call added already is not
                 added twice (nor observed twice).
         """
-        too_large = 0
+        too_large = calls = 0
         for record in records:
             attrs = record.attributes
             session = attrs.get(SESSION_ID)
@@ -304,6 +312,11 @@ class ClaudeTelemetry(SpanProcessor):
             if isinstance(use_id, str):
                 too_large += not self._keep((session, use_id), name, attrs)
             if name == "api_request":
+                calls += 1
+                if calls > MAX_CALLS_PER_REQUEST:
+                    self._count_drop(1, "too_many_calls")
+                    too_large += 1
+                    continue
                 too_large += not self._llm_output(session, record)
         return too_large
 

@@ -7,6 +7,7 @@ deny or a mock ends the span at once and is answered in Claude Code's format. ``
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -53,6 +54,7 @@ from otelhooks.integrations.coding_agents._common import (
 from otelhooks.integrations.coding_agents._mapping import (
     event_cwd,
     own_fields,
+    project_dir,
     turn_attributes,
 )
 from otelhooks.integrations.coding_agents._part import Part, Shared
@@ -203,6 +205,9 @@ class ToolUses(Part):
         cwd = event_cwd(payload)
         if self.capture and cwd is not None:  # with the arguments, what their paths are relative to
             known[sc.CLAUDE_CODE_CWD] = cwd
+            project = project_dir()
+            if project is not None:
+                known[sc.CLAUDE_CODE_PROJECT_DIR] = project
         tool = self.state.begin_tool(
             session, use_id, tool_name, args if self.capture else {}, attributes=known
         )
@@ -211,40 +216,10 @@ class ToolUses(Part):
             # choosing ids): the hooks judge this call, never the open one's tool
             tool = replace(tool, tool_name=tool_name)
 
-        def event() -> ToolCallEvent:  # built only for a hook that matches
-            fields: dict[str, Any] = {
-                **self._tool_event(tool, args),
-                "claudeCode": self._own(payload),
-            }
-            if self.spend is not None:
-                try:
-                    fields["spend"] = running(None, self.spend.spend_of(session))
-                except StoreError as exc:  # a budget guard fails: its on_error decides
-                    fields["spend"] = RunningSpend(error=str(exc))
-            return ToolCallEvent(**fields)
-
         values = tool_values(tool_name, payload)  # the matcher values of this tool use
-        verdict, answers = run_hooks(
-            self.engine, "before_tool_call", event, values, operation_id=tool.operation_id
-        )
+        verdict, answers, output, lost = self._judge(session, tool, args, payload)
         attrs = {**known, **self._verdict_attributes(verdict)}
         mock = verdict.mock
-        if mock is not None:
-            # Claude Code cannot take a result in place of running the tool: the nearest is a
-            # deny whose reason (which the model reads) is the mocked result
-            by = verdict.mocked_by or "a hook"
-            answers.append(block_answer(by, f"mocked by {by}: {mock.content}"))
-        rewritten = verdict.payload
-        updated = (
-            rewritten.args
-            if verdict.rewritten_by
-            and isinstance(rewritten, ToolCallEvent)
-            and rewritten.args != args
-            else None
-        )
-        answers += approval_allows("PreToolUse", verdict)  # a person's allow is an allow
-        output, lost = combine("PreToolUse", answers, updated_input=updated, agent=self.agent)
-        keep_block("PreToolUse", output, verdict)
         specific = output.get("hookSpecificOutput") or {}
         decision = specific.get("permissionDecision")
         if decision != "deny":
@@ -273,6 +248,98 @@ class ToolUses(Part):
         if kept != tool.attributes:  # the hooks added to them (or a repeated start's differ)
             self.state.set_tool_attributes(tool, kept)
         return response
+
+    def _judge(
+        self, session: str, tool: OpenTool, args: dict[str, Any], payload: Mapping[str, Any]
+    ) -> tuple[Verdict, list[HookAnswer], dict[str, Any], list[str]]:
+        """The ``before_tool_call`` guards on ``tool`` called with ``args``, their answers
+        combined as the ``PreToolUse`` answer: a mock is a deny whose reason is the mocked
+        result, a rewrite is ``updatedInput``, a person's allow an allow."""
+
+        def event() -> ToolCallEvent:  # built only for a hook that matches
+            fields: dict[str, Any] = {
+                **self._tool_event(tool, args),
+                "claudeCode": self._own(payload),
+            }
+            if self.spend is not None:
+                try:
+                    fields["spend"] = running(None, self.spend.spend_of(session))
+                except StoreError as exc:  # a budget guard fails: its on_error decides
+                    fields["spend"] = RunningSpend(error=str(exc))
+            return ToolCallEvent(**fields)
+
+        values = tool_values(tool.tool_name, payload)
+        verdict, answers = run_hooks(
+            self.engine, "before_tool_call", event, values, operation_id=tool.operation_id
+        )
+        mock = verdict.mock
+        if mock is not None:
+            # Claude Code cannot take a result in place of running the tool: the nearest is a
+            # deny whose reason (which the model reads) is the mocked result
+            by = verdict.mocked_by or "a hook"
+            answers.append(block_answer(by, f"mocked by {by}: {mock.content}"))
+        rewritten = verdict.payload
+        updated = (
+            rewritten.args
+            if verdict.rewritten_by
+            and isinstance(rewritten, ToolCallEvent)
+            and rewritten.args != args
+            else None
+        )
+        answers += approval_allows("PreToolUse", verdict)  # a person's allow is an allow
+        output, lost = combine("PreToolUse", answers, updated_input=updated, agent=self.agent)
+        keep_block("PreToolUse", output, verdict)
+        return verdict, answers, output, lost
+
+    def judge_edit(
+        self,
+        session: str,
+        payload: Mapping[str, Any],
+        output: dict[str, Any],
+        ids: Mapping[str, Any],
+    ) -> None:
+        """A ``PermissionRequest`` answer (``output``) that allows the call with changed
+        arguments (a person's edit on an approval's card, a hook's ``updatedInput``) is judged
+        by the ``PreToolUse`` guards first, as :meth:`pre` judges a call: Claude Code runs the
+        changed call without a second ``PreToolUse``, and the guards judged only the arguments
+        asked about. A guard's deny (or ``ask``, ``defer``, mock, a rewrite nobody approved:
+        none is an allow, and this answer cannot ask a person) makes the answer a deny with its
+        reason; a command's allow with its own ``updatedInput`` runs that. ``ids`` are the
+        request's own (turn, span)."""
+        specific = output.get("hookSpecificOutput")
+        if not isinstance(specific, dict):
+            return
+        decision = specific.get("decision")
+        if not isinstance(decision, dict) or decision.get("behavior") != "allow":
+            return
+        edited = decision.get("updatedInput")
+        tool_name, asked, _ = _args(payload)
+        if not isinstance(edited, dict) or edited == asked:
+            return
+        # the call as its PreToolUse would have named it (a guard may read the event's name;
+        # the request's own suggestions are not the call's)
+        changed = {
+            **{k: v for k, v in payload.items() if k != "permission_suggestions"},
+            "hook_event_name": "PreToolUse",
+            "tool_input": edited,
+        }
+        _, args, use_id = _args(changed)
+        span_id = int(ids.get("spanId") or "0", 16)
+        operation = str(ids.get("operationId") or "")
+        tool = OpenTool(session, use_id, span_id, 0, operation, 0, tool_name, args, 0, {})
+        verdict, _, judged, _ = self._judge(session, tool, args, changed)
+        pre = judged.get("hookSpecificOutput") or {}
+        said = pre.get("permissionDecision")
+        if said in ("deny", "ask", "defer") or judged.get("continue") is False:
+            reason = str(pre.get("permissionDecisionReason") or judged.get("stopReason") or "")
+            if said in ("ask", "defer"):  # a PermissionRequest answer cannot ask again
+                would = pre.get("updatedInput", args)
+                reason = f"{reason}; the arguments it would run: {json.dumps(would)}"
+            specific["decision"] = {"behavior": "deny", "message": reason}
+            return
+        if isinstance(pre.get("updatedInput"), dict):
+            decision["updatedInput"] = pre["updatedInput"]
+        tell_failures(output, verdict.errors)
 
     def _refuse(
         self,

@@ -10,7 +10,16 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any, Protocol
 
-__all__ = ["CURRENT_RUN", "Execute", "GuardingRun", "UnguardedToolWarning", "guarded", "parse_args"]
+__all__ = [
+    "CURRENT_RUN",
+    "RAISED",
+    "Execute",
+    "GuardingRun",
+    "UnguardedToolWarning",
+    "guarded",
+    "parse_args",
+    "tool_raised",
+]
 
 
 # runs a tool given the arguments a hook rewrote (None: unchanged)
@@ -42,6 +51,24 @@ CURRENT_RUN: ContextVar[GuardingRun | None] = ContextVar(
 )
 """The run :class:`~otelhooks.integrations.openai_agents.HookedRunner` is executing (inherited by
 the SDK's tool tasks)."""
+
+
+# The hooked call running in this task (its call id) and the exceptions of its tool that the SDK
+# turned into a message for the model: set by AgentRun.guard_tool around the call. The id tells
+# them from those of a call nested in it (the tools of an unhooked agent run as a tool), which
+# are not this call's failure.
+RAISED: ContextVar[tuple[str | None, list[Exception]] | None] = ContextVar(
+    "otelhooks_tool_raised", default=None
+)
+
+
+def tool_raised(call_id: str | None, error: Exception) -> None:
+    """Tell the hooked call ``call_id`` its tool raised ``error``, which the SDK turned into a
+    message for the model (a failure handler saw it: the run's ``tool_error_formatter`` or the
+    tool's own ``failure_error_function``)."""
+    current = RAISED.get()
+    if current is not None and current[0] == call_id:
+        current[1].append(error)
 
 
 class UnguardedToolWarning(UserWarning):

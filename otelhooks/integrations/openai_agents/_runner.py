@@ -36,7 +36,6 @@ import asyncio
 import dataclasses
 import inspect
 from collections.abc import Callable
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +68,7 @@ from otelhooks._fingerprint import canonical_json
 from otelhooks._instrument import AgentCall, AgentTracer, LlmCall, Operation, Step
 from otelhooks._live import LiveEvent
 from otelhooks.integrations._scopes import DetachedScope
-from otelhooks.integrations.openai_agents._guard import CURRENT_RUN, Execute
+from otelhooks.integrations.openai_agents._guard import CURRENT_RUN, RAISED, Execute, tool_raised
 from otelhooks.integrations.openai_agents._tools import hook_agent, warn_unhooked_state
 
 __all__ = ["PROVIDER", "AgentRun", "HookedRunner", "RunBlockedError"]
@@ -81,14 +80,6 @@ GUARDRAIL_NAME = sc.GUARDRAIL_NAME
 
 _log = structlog.get_logger("otelhooks")
 
-# The hooked call running in this task (its call id) and the exceptions of its tool that the SDK
-# turned into a message for the model (its tool_error_formatter saw them): set by
-# AgentRun.guard_tool around the call. The id tells them from those of a call nested in it (the
-# tools of an unhooked agent run as a tool), which are not this call's failure.
-_RAISED: ContextVar[tuple[str | None, list[Exception]] | None] = ContextVar(
-    "otelhooks_tool_raised", default=None
-)
-
 
 def _watching_errors(config: RunConfig | None) -> RunConfig:
     """A copy of the run's config whose ``tool_error_formatter`` tells the hooked call the
@@ -99,11 +90,8 @@ def _watching_errors(config: RunConfig | None) -> RunConfig:
     yours = config.tool_error_formatter
 
     async def formatter(args: ToolErrorFormatterArgs[Any]) -> str | None:
-        current = _RAISED.get()
-        if current is not None and args.kind == "tool_exception" and args.error is not None:
-            call_id, raised = current
-            if args.call_id == call_id:
-                raised.append(args.error)
+        if args.kind == "tool_exception" and args.error is not None:
+            tool_raised(args.call_id, args.error)
         if yours is None:
             return None
         message = yours(args)
@@ -248,18 +236,20 @@ class AgentRun:
                 if not call.should_run:
                     return call.result.content, call.denied
                 raised: list[Exception] = []
-                token = _RAISED.set((call_id, raised))
+                token = RAISED.set((call_id, raised))
                 try:
                     output = await execute(call.args if call.args != args else None)
                 finally:
-                    _RAISED.reset(token)
+                    RAISED.reset(token)
                 if raised:
-                    # The SDK's default failure handler turned it into a message for the model.
+                    # The SDK's failure handler (its default or the tool's own) turned it into a
+                    # message for the model.
                     call.fail(raised[-1])
                     return output, False
                 error = getattr(get_current_span(), "error", None)
                 if error:
-                    # A failure handler of the tool's own did; only the SDK's tracing says so.
+                    # A failure the SDK reports on its tracing span only (a function tool
+                    # given the SDK's default handler as its own, which no wrapper tells).
                     call.fail(RuntimeError(str(error.get("message", "tool failed"))))
                     return output, False
                 result = output if shown is None else shown(output)

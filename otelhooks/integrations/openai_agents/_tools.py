@@ -24,11 +24,13 @@ never silently.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import dataclasses
 import inspect
 import json
 import warnings
+import weakref
 from collections.abc import Awaitable, Callable
 from typing import Any, Final, overload
 
@@ -51,12 +53,22 @@ from agents import (
     ToolInputGuardrail,
     ToolInputGuardrailData,
 )
+from agents.function_schema import function_schema
 from agents.mcp import MCPServer
 from agents.run_context import RunContextWrapper
 from agents.sandbox import Capability, SandboxAgent
+from agents.tool import (
+    ToolErrorFunction,
+    ToolOriginType,
+    default_tool_error_function,
+    get_function_tool_origin,
+    resolve_function_tool_failure_error_function,
+    set_function_tool_failure_error_function,
+)
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolGuardrailFunctionOutput
 from openai.types.responses.response_output_item import LocalShellCallAction
+from pydantic import BaseModel, ValidationError
 
 from otelhooks._tool_kinds import KIND_NAMES
 from otelhooks.integrations.openai_agents._guard import (
@@ -64,6 +76,7 @@ from otelhooks.integrations.openai_agents._guard import (
     UnguardedToolWarning,
     guarded,
     parse_args,
+    tool_raised,
 )
 from otelhooks.integrations.openai_agents._mcp_servers import HookedMCPServer
 
@@ -141,7 +154,9 @@ def hook_tool(
     copy behaves exactly as ``tool``. Hooking a hooked tool returns it unchanged.
 
     The arguments hooks see: a ``FunctionTool``'s JSON arguments, its schema's top-level
-    defaults filled in; a ``ShellTool``'s ``commands``, ``timeout_ms``, ``max_output_length``; a
+    defaults filled in and, for a ``@function_tool``, each value as the SDK's validation gives
+    it to the function (``"true"`` given to a ``bool`` is ``True``); a ``ShellTool``'s
+    ``commands``, ``timeout_ms``, ``max_output_length``; a
     ``LocalShellTool``'s ``command``, ``env``, ``timeout_ms``, ``user``, ``working_directory``; an
     ``ApplyPatchTool``'s ``type`` (``create_file``, ``update_file``, ``delete_file``), ``path``,
     ``diff`` and ``move_to``, one call per file operation. A hosted ``ShellTool`` (no executor)
@@ -177,21 +192,107 @@ def _with_defaults(schema: dict[str, Any], args: dict[str, Any]) -> dict[str, An
     return {**args, **defaults} if defaults else args
 
 
+# Each @function_tool's argument model, by the function you decorated: hook_agent hooks every
+# tool at each run, and making the model costs milliseconds. Keyed by your code's own objects
+# (weakly: a tool made per request goes with its function), never by names from a model.
+_MODELS: Final[weakref.WeakKeyDictionary[Any, type[BaseModel] | None]] = weakref.WeakKeyDictionary()
+
+
+def _arguments_model(tool: FunctionTool) -> type[BaseModel] | None:
+    """The model the SDK validates a ``@function_tool`` call's JSON with before the call, made
+    again from your function by the SDK's public ``function_schema`` (the SDK keeps its own
+    private); ``None`` for a tool of another kind (its ``on_invoke_tool`` reads the JSON
+    itself)."""
+    try:
+        func: Any = tool.__wrapped__  # the SDK's public way to the function you decorated
+    except AttributeError:  # not made by @function_tool
+        return None
+    try:
+        return _MODELS[func]
+    except (KeyError, TypeError):  # TypeError: a callable object that cannot be weakly keyed
+        pass
+    try:
+        # a callable object: the SDK reads its __call__ the same way
+        target = func if inspect.isroutine(func) or inspect.isclass(func) else func.__call__
+        model: type[BaseModel] | None = function_schema(
+            target, use_docstring_info=False
+        ).params_pydantic_model
+    except Exception:  # a callable the SDK reads otherwise: the JSON values, as sent
+        model = None
+    with contextlib.suppress(TypeError):
+        _MODELS[func] = model
+    return model
+
+
+def _received(
+    model: type[BaseModel] | None, schema: dict[str, Any], args: dict[str, Any]
+) -> dict[str, Any]:
+    """``args`` as the function receives them, which is what guards judge: each value as the
+    SDK's validation gives it (``"true"`` given to a ``bool`` is ``true``, as a non-strict
+    schema lets the model send; in its JSON form, so a rewrite is JSON again) and each default
+    the model left out (:func:`_with_defaults`). Arguments the SDK refuses are shown as sent:
+    the function does not run."""
+    full = _with_defaults(schema, args)
+    if model is None:
+        return full
+    try:
+        parsed = model.model_validate(full)
+        values = parsed.model_dump(mode="json")
+        # a JSON form that is not the value again (a SecretStr's is its mask) stays as sent:
+        # a rewrite passes every argument on, and the function would get the mask
+        again = model.model_validate({**full, **values})
+    except ValidationError:
+        return full
+    return {
+        **full,
+        **{
+            k: v
+            for k, v in values.items()
+            if k in full and getattr(again, k, None) == getattr(parsed, k, None)
+        },
+    }
+
+
+def _telling_failures(handler: ToolErrorFunction) -> ToolErrorFunction:
+    """``handler`` (a tool's own ``failure_error_function``), first telling the hooked call the
+    exception it is given: the SDK hands such a handler, not the run's ``tool_error_formatter``,
+    the exception, and with its tracing off nothing else says the call failed."""
+
+    def telling(ctx: RunContextWrapper[Any], error: Exception) -> Any:
+        tool_raised(ctx.tool_call_id if isinstance(ctx, ToolContext) else None, error)
+        return handler(ctx, error)
+
+    return telling
+
+
 def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
     if getattr(tool.on_invoke_tool, _HOOKED, False):
         return tool
-    original: Invoker = tool.on_invoke_tool
+    model = _arguments_model(tool)
+    hooked = copy.copy(tool)
+    # the copy's own invoker: the SDK binds a @function_tool's to the copy, whose failure
+    # handler is then the one it reads (yours, telling the call first), never your tool's
+    inner: Invoker = hooked.on_invoke_tool
+    handler = resolve_function_tool_failure_error_function(tool)
+    origin = get_function_tool_origin(tool)
+    if handler is not None and (
+        handler is not default_tool_error_function
+        # Agent.as_tool gives its tool the SDK's default as a handler of its own
+        or (origin is not None and origin.type is ToolOriginType.AGENT_AS_TOOL)
+    ):
+        # (the default itself, left unset, tells the run's tool_error_formatter, which tells
+        # the call; set here, it would not, and your formatter's message would be lost)
+        set_function_tool_failure_error_function(hooked, _telling_failures(handler))
 
     async def invoke(ctx: ToolContext[Any], input: str) -> Any:
         async def run(changed: dict[str, Any] | None) -> Any:
-            return await original(ctx, input if changed is None else json.dumps(changed))
+            return await inner(ctx, input if changed is None else json.dumps(changed))
 
-        args = _with_defaults(tool.params_json_schema, parse_args(input))
+        args = _received(model, tool.params_json_schema, parse_args(input))
         output, _ = await guarded(tool.name, identifier, args, ctx.tool_call_id, run)
         return output
 
     setattr(invoke, _HOOKED, True)
-    hooked = copy.copy(tool)
     hooked.on_invoke_tool = invoke
     if tool.tool_input_guardrails:
         hooked.tool_input_guardrails = [
@@ -324,28 +425,36 @@ def _hooked(agent: Agent[Any], seen: set[int]) -> bool:
     )
 
 
-def _unhooked_sub_agent(tool: FunctionTool) -> str | None:
-    """The name of the agent an ``Agent.as_tool`` tool runs when that agent (or one it hands
-    off to) has tools otelhooks' hooks do not see: the tool runs that very agent, never a clone
-    :func:`hook_agent` could make. The SDK marks such a tool only with these two fields
-    (another SDK version: not recognised)."""
-    agent = (
-        getattr(tool, "_agent_instance", None) if getattr(tool, "_is_agent_tool", False) else None
+def _agent_tool_unguarded(tool: FunctionTool) -> str | None:
+    """Why the agent an ``Agent.as_tool`` tool runs is not guarded (``None``: it is, or
+    ``tool`` is no agent tool): that agent (or one it hands off to) has tools otelhooks' hooks do
+    not see, the tool running that very agent, never a clone :func:`hook_agent` could make."""
+    origin = get_function_tool_origin(tool)
+    if origin is None or origin.type is not ToolOriginType.AGENT_AS_TOOL:
+        return None
+    # The SDK has no public way to the agent of an agent tool; this field, which the SDK reads
+    # itself (a run state resuming a nested run), is the one place it keeps it. Without it (an
+    # SDK that moved it), say that nothing is known rather than take the tools as hooked.
+    agent = getattr(tool, "_agent_instance", None)
+    if not isinstance(agent, Agent):
+        return (
+            f"it runs agent {origin.agent_name!r}, whose tools otelhooks cannot see "
+            "(this SDK version does not say which agent object it runs)"
+        )
+    if _hooked(agent, set()):
+        return None
+    return (
+        f"it runs agent {agent.name!r}, whose own tools are not hooked "
+        "(make the tool with hook_agent(agent).as_tool(...))"
     )
-    if isinstance(agent, Agent) and not _hooked(agent, set()):
-        return agent.name
-    return None
 
 
 def _unguarded(tool: Tool) -> str | None:
     """Why no otelhooks tool hook sees ``tool`` once hooked (``None``: they all do)."""
     if isinstance(tool, FunctionTool):
-        sub_agent = _unhooked_sub_agent(tool)
-        if sub_agent is not None:
-            return (
-                f"it runs agent {sub_agent!r}, whose own tools are not hooked "
-                "(make the tool with hook_agent(agent).as_tool(...))"
-            )
+        why = _agent_tool_unguarded(tool)
+        if why is not None:
+            return why
     elif isinstance(tool, LocalShellTool | ApplyPatchTool):
         pass
     elif isinstance(tool, ShellTool):
