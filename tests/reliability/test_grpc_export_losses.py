@@ -497,28 +497,34 @@ def test_the_grpc_exporter_takes_its_credentials_from_the_provider_the_variable_
         assert said == ["no credentials from the provider 'missing': no such entry point"]
 
 
-def test_a_hook_processs_report_says_what_a_grpc_collector_rejected(tmp_path: Path) -> None:
+@pytest.mark.parametrize("protocol", ["grpc", "http/protobuf"])
+def test_a_hook_processs_report_says_what_a_collector_rejected(
+    tmp_path: Path, protocol: str
+) -> None:
     # Before, the hook process counted the whole batch exported (its report said nothing) while
     # the collector's answer said it had not kept one span.
+    from tests.reliability.test_telemetry_losses import Collector
+
     def answer(context: Any, names: list[str]) -> Any:
         partial = trace_service_pb2.ExportTracePartialSuccess(
-            rejected_spans=1, error_message="queue full"
+            rejected_spans=1, error_message="observer queue full"
         )
         return trace_service_pb2.ExportTraceServiceResponse(partial_success=partial)
 
-    collector = GrpcCollector(answer)
+    collector = GrpcCollector(answer) if protocol == "grpc" else Collector(reject=1)
+    url = collector.endpoint + ("" if protocol == "grpc" else "/v1/traces")
     try:
         (tmp_path / "otelhooks.yaml").write_text(NO_RM)
         (tmp_path / "otelhooks.env").write_text(
-            f"OTEL_EXPORTER_OTLP_ENDPOINT={collector.endpoint}\nOTEL_EXPORTER_OTLP_PROTOCOL=grpc\n"
+            f"OTEL_EXPORTER_OTLP_ENDPOINT={collector.endpoint}\n"
+            f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol}\n"
         )
         done = one_process(tmp_path, bash("u1", "rm -rf /"))
     finally:
         collector.stop()
     assert done.deny_reason() == "rm -rf is not allowed here"
-    assert f"0 of 1 spans exported to {collector.endpoint}: 1 spans rejected: queue full" in (
-        done.stderr
-    )
+    said = f"0 of 1 spans exported to {url}: 1 spans rejected: observer queue full"
+    assert said in done.stderr
 
 
 @pytest.mark.parametrize(
