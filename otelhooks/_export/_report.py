@@ -30,7 +30,9 @@ __all__ = [
     "DeliveryReport",
     "DeliveryTracker",
     "DestinationReport",
+    "one_line",
     "permanent_status",
+    "record_rejected",
     "shutdown_timeout",
 ]
 
@@ -349,3 +351,14 @@ class DeliveryTracker:
 def merge(reports: Iterable[DestinationReport]) -> DeliveryReport:
     """A report of these destinations, in order."""
     return DeliveryReport(tuple(reports))
+
+
+def record_rejected(tracker: DeliveryTracker, count: int, noun: str, message: str) -> None:
+    """Record what a collector's partial success did not keep (nothing when ``count`` is 0)."""
+    if count > 0:
+        tracker.rejected(count, f"{count} {noun} rejected: {one_line(message)}")
+
+
+def one_line(text: str) -> str:
+    """A collector's message as one report line."""
+    return " ".join(text.split())[:200] or "no reason given"

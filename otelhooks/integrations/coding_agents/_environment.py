@@ -29,7 +29,8 @@ from urllib.parse import unquote
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from otelhooks._errors import ConfigError
-from otelhooks._export._otlp import GrpcSpanExporter, tracked_session
+from otelhooks._export._otlp import tracked_session
+from otelhooks._export._otlp_grpc import GrpcSpanExporter
 from otelhooks._export._report import DeliveryTracker
 from otelhooks._redact import register_secret
 

@@ -1,0 +1,284 @@
+"""OTLP over gRPC: our span exporter, and the options the SDK's metric exporter is given.
+
+The SDK's gRPC span exporter keeps each answer to itself (a ``partial_success``, the status of a
+batch over the collector's message limit), so spans go through :class:`GrpcSpanExporter`, made
+of the same public pieces. The SDK's metric exporter stays (the periodic reader takes its
+temporality and aggregation preferences from it), given our credentials, compression and no
+retries of its own (:func:`grpc_metric_options`).
+"""
+
+from __future__ import annotations
+
+import errno
+import logging
+import os
+import stat
+from collections.abc import Mapping, Sequence
+from importlib.metadata import entry_points
+from typing import Any
+from urllib.parse import urlsplit
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+
+from otelhooks._export._report import DeliveryTracker, one_line, record_rejected
+from otelhooks._loopback import trust_env_for
+
+__all__ = [
+    "GRPC_LOGGER",
+    "GrpcSpanExporter",
+    "grpc_channel_options",
+    "grpc_metric_options",
+    "grpc_no_retries",
+]
+
+GRPC_LOGGER = __name__  # its lines are summarised with the SDK exporters' (summarise_sdk_logs)
+_grpc_log = logging.getLogger(GRPC_LOGGER)
+
+
+class GrpcSpanExporter(SpanExporter):
+    """An OTLP/gRPC span exporter that tells ``tracker`` what each answer said.
+
+    The SDK's gRPC exporter keeps the answer to itself: a collector's ``partial_success`` went
+    uncounted, and a batch over the collector's message limit (``RESOURCE_EXHAUSTED``) was
+    retried whole, then lost whole, as "the exporter reported a failure". This one is made of the
+    public pieces the SDK's is made of (the generated stub, the OTLP encoder, grpc's channels)
+    and reads the same variables from ``settings``, each ``OTEL_EXPORTER_OTLP_TRACES_*`` before
+    its ``OTEL_EXPORTER_OTLP_*``: ``ENDPOINT``, ``INSECURE``, ``HEADERS``, ``TIMEOUT`` (seconds,
+    as the SDK reads it), ``COMPRESSION`` (``gzip``), ``CERTIFICATE``, ``CLIENT_KEY`` and
+    ``CLIENT_CERTIFICATE``, and the credential provider (see :func:`_credentials`). It retries
+    nothing: the span batch processor does.
+
+    Args:
+        tracker: records each failure and partial success (the exporter's timeout is capped by
+            it while fail-fast).
+        settings: the variables (the process's environment by default).
+        endpoint: instead of the endpoint variables.
+        headers: instead of the headers variables (names in lower case).
+        timeout: seconds, instead of the timeout variables.
+    """
+
+    def __init__(
+        self,
+        tracker: DeliveryTracker,
+        settings: Mapping[str, str] = os.environ,
+        *,
+        endpoint: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        import grpc
+        from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
+        from opentelemetry.util.re import parse_env_headers
+
+        def setting(name: str) -> str | None:
+            return _setting(settings, "TRACES", name)
+
+        self.tracker = tracker
+        url = endpoint or setting("ENDPOINT") or "http://localhost:4317"
+        if headers is None:
+            headers = parse_env_headers(setting("HEADERS") or "", liberal=True)
+        self._metadata = tuple(headers.items())
+        self._timeout = timeout or float(setting("TIMEOUT") or 10)
+        credentials, compression = _grpc_link(tracker, settings, "TRACES", url)
+        options = grpc_channel_options(url).get("channel_options", ())
+        target = urlsplit(url).netloc or url
+        if credentials is None:
+            self._channel = grpc.insecure_channel(target, options, compression)
+        else:
+            self._channel = grpc.secure_channel(target, credentials, options, compression)
+        self._stub = TraceServiceStub(self._channel)  # type: ignore[no-untyped-call]
+        self._closed = False
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        """Send ``spans`` in one request; the tracker hears why it failed or what was rejected."""
+        import grpc
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+        if self._closed:
+            return SpanExportResult.FAILURE
+        tracker = self.tracker
+        request = encode_spans(spans)
+        try:
+            answer = self._stub.Export(
+                request,
+                metadata=self._metadata,
+                timeout=tracker.timeout(self._timeout),
+            )
+        except grpc.RpcError as error:  # also a grpc.Call: its status and trailers
+            reason = _record_status(
+                tracker, error.code(), error.details(), error.trailing_metadata()
+            )
+        except (TypeError, ValueError) as error:  # metadata grpc will not send (text "-bin")
+            reason = f"the request could not be made: {one_line(str(error))}"
+            tracker.error(reason, status=400)
+        else:
+            partial = answer.partial_success
+            record_rejected(tracker, partial.rejected_spans, "spans", partial.error_message)
+            return SpanExportResult.SUCCESS
+        # as the SDK's exporter logs it (summarised: see summarise_sdk_logs)
+        _grpc_log.warning("Failed to export spans to %s: %s", tracker.destination, reason)
+        return SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        """Close the channel: later exports fail at once."""
+        self._closed = True
+        self._channel.close()
+
+    def force_flush(self, timeout_millis: int = 30_000) -> bool:
+        """Nothing is buffered here."""
+        return True
+
+
+def _setting(settings: Mapping[str, str], signal: str, name: str) -> str | None:
+    """``OTEL_EXPORTER_OTLP_{signal}_{name}``, else ``OTEL_EXPORTER_OTLP_{name}``."""
+    return settings.get(f"OTEL_EXPORTER_OTLP_{signal}_{name}") or settings.get(
+        f"OTEL_EXPORTER_OTLP_{name}"
+    )
+
+
+def _grpc_link(
+    tracker: DeliveryTracker, settings: Mapping[str, str], signal: str, url: str
+) -> tuple[Any, Any]:
+    """The TLS credentials of a gRPC channel to ``url`` (``None``: plain) and its compression,
+    read from ``settings`` for ``signal`` (``TRACES``, ``METRICS``) by the SDK's rules, except
+    that nothing odd raises or waits (see :func:`_credentials`): a hook process or a script's
+    ``configure()`` failed or hung on a setting the exporter could do without. The specification's
+    ``none`` compression is taken (the SDK's exporter raised)."""
+    import grpc
+
+    scheme = urlsplit(url).scheme
+    # the SDK's rule: https:// is TLS; else the variable says; else plain only for http://
+    said = _setting(settings, signal, "INSECURE")
+    if scheme == "https":
+        insecure = False
+    elif said is not None:
+        insecure = said.strip().lower() == "true"
+    else:
+        insecure = scheme == "http"
+    gzip = (_setting(settings, signal, "COMPRESSION") or "").strip().lower() == "gzip"
+    compression = grpc.Compression.Gzip if gzip else grpc.Compression.NoCompression
+    return (None if insecure else _credentials(tracker, settings, signal)), compression
+
+
+def _credentials(tracker: DeliveryTracker, settings: Mapping[str, str], signal: str) -> Any:
+    """The channel's TLS credentials: a credential provider's, as the SDK's exporter takes it
+    (``OTEL_PYTHON_EXPORTER_OTLP_GRPC_[{signal}_]CREDENTIAL_PROVIDER`` names an entry point of
+    ``opentelemetry_otlp_credential_provider``), else made of the TLS files. A provider that
+    cannot be had is logged and recorded as the destination's last error (the SDK's exporter
+    raised: in a hook process, an exit 1 after which the CLI runs the call a guard denies)."""
+    import grpc
+
+    name = settings.get(f"OTEL_PYTHON_EXPORTER_OTLP_GRPC_{signal}_CREDENTIAL_PROVIDER") or (
+        settings.get("OTEL_PYTHON_EXPORTER_OTLP_GRPC_CREDENTIAL_PROVIDER")
+    )
+    if name:
+        found = entry_points(group="opentelemetry_otlp_credential_provider", name=name)
+        try:
+            provided = next(iter(found)).load()()
+            why = f"it gave a {type(provided).__name__}"
+        except StopIteration:
+            provided, why = None, "no such entry point"
+        except Exception as exc:  # the plugin's own failure
+            provided, why = None, one_line(f"{type(exc).__name__}: {exc}")
+        if isinstance(provided, grpc.ChannelCredentials):
+            return provided
+        reason = f"no credentials from the provider {name!r}: {why}"
+        _grpc_log.warning(reason)
+        tracker.error(reason)
+    files = (_read_file(tracker, _setting(settings, signal, n)) for n in _TLS_FILES)
+    return grpc.ssl_channel_credentials(*files)
+
+
+# the client's trust roots, key and certificate chain, in grpc.ssl_channel_credentials' order
+_TLS_FILES = ("CERTIFICATE", "CLIENT_KEY", "CLIENT_CERTIFICATE")
+
+
+def _read_file(tracker: DeliveryTracker, path: str | None) -> bytes | None:
+    """A TLS file's bytes. One that cannot be read is logged and recorded as the destination's
+    last error, and the channel trusts the system's roots, as the SDK's exporter does. A FIFO
+    (or a device, or a file past 4 MiB) is refused unread: a hook process reading it waited for
+    a writer past its answer time, and the agent ran the call its guard denied."""
+    if not path:
+        return None
+    try:
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file")
+            data = handle.read(_MAX_TLS_FILE + 1)
+        if len(data) > _MAX_TLS_FILE:
+            raise OSError(errno.EFBIG, "larger than 4 MiB")
+    except OSError as exc:
+        reason = f"cannot read {path}: {exc.strerror or exc}"
+        _grpc_log.warning("%s (the system's trust roots are used)", reason)
+        tracker.error(reason)
+        return None
+    return data
+
+
+_MAX_TLS_FILE = 4 << 20
+
+
+def _record_status(tracker: DeliveryTracker, code: Any, details: str | None, trailers: Any) -> str:
+    """Tell ``tracker`` of a failed gRPC export, in the terms of the HTTP answer each status
+    stands for in the OTLP specification, so that one rule (:func:`permanent_status`, the 413
+    split) decides both: ``RESOURCE_EXHAUSTED`` without ``RetryInfo`` is a request too large
+    (never retried: sent again in halves), the codes the specification does not retry are
+    permanent, and a collector that cannot be reached or did not answer in time is dead while
+    fail-fast. Returns the reason recorded."""
+    name = str(code.name)
+    retry_later = any(key == "google.rpc.retryinfo-bin" for key, _ in trailers or ())
+    status = _AS_HTTP.get(name, None if name in _RETRYABLE else 400)
+    if name == "RESOURCE_EXHAUSTED" and retry_later:
+        status = 429
+    reason = f"{name}: {one_line(details)}" if details else name
+    tracker.error(reason, status=status, dead=name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"))
+    return reason
+
+
+# The gRPC statuses the OTLP specification retries (RESOURCE_EXHAUSTED only with RetryInfo).
+_RETRYABLE = frozenset(
+    ("CANCELLED", "DEADLINE_EXCEEDED", "ABORTED", "OUT_OF_RANGE", "UNAVAILABLE", "DATA_LOSS")
+)
+_AS_HTTP = {"RESOURCE_EXHAUSTED": 413, "UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403}
+
+
+def grpc_channel_options(url: str) -> dict[str, Any]:
+    """The ``channel_options`` argument of a gRPC exporter of ``url``: gRPC takes ``http_proxy``
+    too, and a collector on this machine is reached directly (``trust_env_for``)."""
+    return {} if trust_env_for(url) else {"channel_options": (("grpc.enable_http_proxy", 0),)}
+
+
+def grpc_no_retries() -> dict[str, Any]:
+    """The ``retryable_error_codes`` argument of a tracked gRPC exporter: none.
+
+    The SDK's exporter retries a failed request with backoff until its timeout (10 s) and
+    hears of a shutdown only once the export is over: a script's exit with the collector down
+    waited its whole shutdown deadline (0.01 s over OTLP/HTTP). The span batch processor
+    retries a failed batch itself and stops at the shutdown; a metric export that fails is
+    counted, and the next one carries the cumulative sums. An empty list is the SDK's default
+    set, so the codes retried are the one no failure has.
+    """
+    from grpc import StatusCode
+
+    return {"retryable_error_codes": (StatusCode.OK,)}
+
+
+def grpc_metric_options(tracker: DeliveryTracker | None) -> dict[str, Any]:
+    """The gRPC metric exporter's options for a tracked destination: no retries of its own
+    (:func:`grpc_no_retries`), no proxy for a loopback one, and the credentials and compression
+    the span exporter's rule gives (:func:`_grpc_link`)."""
+    if tracker is None:
+        return {}
+    credentials, compression = _grpc_link(tracker, os.environ, "METRICS", tracker.destination)
+    options: dict[str, Any] = {
+        **grpc_no_retries(),
+        **grpc_channel_options(tracker.destination),
+        # ours, so that the SDK's exporter reads no TLS file or provider itself
+        "insecure": credentials is None,
+        "credentials": credentials,
+        "compression": compression,
+    }
+    if tracker.fail_fast:
+        options["timeout"] = tracker.timeout(None)
+    return options
