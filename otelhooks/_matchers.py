@@ -44,6 +44,15 @@ import structlog
 
 from otelhooks._encoding import clean_text
 from otelhooks._errors import InvalidMatcherError
+from otelhooks._tool_kinds import (
+    ANNOTATION_KINDS,
+    KIND_NAMES,
+    MCP_KIND,
+    MCP_PATTERN,
+    MCP_PREFIX,
+    kind_names,
+    mcp_parts,
+)
 
 # CPython's regex parser: private since 3.11 (``sre_parse`` is its deprecated alias) and the
 # only parser of Python's own regex syntax; typeshed has no stubs for it. docs/design.md
@@ -65,7 +74,6 @@ __all__ = [
     "Matcher",
     "backtracking_risk",
     "compile_matcher",
-    "mcp_parts",
     "never_matches",
     "tool_aliases",
 ]
@@ -77,21 +85,6 @@ MAX_FALLBACK_QUANTIFIERS: Final = 2
 _log = structlog.get_logger("otelhooks")
 
 _CLAUDE_NAMES: Final = re.compile(r"^[A-Za-z0-9_\-, |]+$")
-MCP_PREFIX: Final = "mcp__"
-
-
-def mcp_parts(value: str) -> tuple[str, str] | None:
-    """The server and tool of Claude Code's ``mcp__server__tool`` (split at the first ``__``
-    after the prefix), else None.
-
-    Example:
-        >>> mcp_parts("mcp__memory__create_entities")
-        ('memory', 'create_entities')
-    """
-    if not value.startswith(MCP_PREFIX):
-        return None
-    server, sep, tool = value[len(MCP_PREFIX) :].partition("__")
-    return (server, tool) if sep and server and tool else None
 
 
 def tool_aliases(value: str) -> tuple[str, ...]:
@@ -355,14 +348,6 @@ _KINDS: Final = re.compile(r"^[@A-Za-z0-9_\-, |/.:]+$")
 def _kinds_matcher(source: str, hook_id: str | None) -> Matcher:
     """``@shell|Read``: each tool kind expanded to its names (:mod:`otelhooks._tool_kinds`),
     ``@mcp`` as a name-shape regex."""
-    from otelhooks._tool_kinds import (
-        ANNOTATION_KINDS,
-        KIND_NAMES,
-        MCP_KIND,
-        MCP_PATTERN,
-        kind_names,
-    )
-
     names: set[str] = set()
     mcp = False
     for name in _split_names(source):

@@ -23,18 +23,35 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from otelhooks._matchers import mcp_parts
-
 __all__ = [
     "ANNOTATION_KINDS",
     "CLI_MATCHER_ALIASES",
     "KIND_NAMES",
     "MCP_KIND",
     "MCP_PATTERN",
+    "MCP_PREFIX",
     "annotation_kinds",
     "cli_aliases",
     "kind_names",
+    "mcp_parts",
 ]
+
+MCP_PREFIX: Final = "mcp__"
+
+
+def mcp_parts(value: str) -> tuple[str, str] | None:
+    """The server and tool of Claude Code's ``mcp__server__tool`` (split at the first ``__``
+    after the prefix), else None.
+
+    Example:
+        >>> mcp_parts("mcp__memory__create_entities")
+        ('memory', 'create_entities')
+    """
+    if not value.startswith(MCP_PREFIX):
+        return None
+    server, sep, tool = value[len(MCP_PREFIX) :].partition("__")
+    return (server, tool) if sep and server and tool else None
+
 
 KIND_NAMES: Final[dict[str, frozenset[str]]] = {
     "@shell": frozenset(
