@@ -374,11 +374,18 @@ class CodingAgentBridge:
         verdict, more = run_hooks(self.engine, event.event, event, values)
         if later:
             more = [*more, *approval_allows(name, verdict)]
-            approvals = [(n, a) for n, a, _ in approval_events(verdict)]
-            self.writer.write(replace(record, events=[*record.events, *approvals]))
         output, lost = combine(name, [*answers, *more], extra=extra, agent=self.agent)
         if later:
-            self.tools.judge_edit(session, payload, output, common)
+            # the PreToolUse guards' answer on changed arguments is on the span, a deny too
+            judged = self.tools.judge_edit(session, payload, output, common)
+            approvals = [(n, a) for n, a, _ in approval_events(verdict)]
+            self.writer.write(
+                replace(
+                    record,
+                    attributes={**record.attributes, **judged},
+                    events=[*record.events, *approvals],
+                )
+            )
         return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
     def _message_sending(
