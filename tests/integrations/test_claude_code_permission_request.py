@@ -521,3 +521,44 @@ def test_a_guards_deny_of_a_permission_requests_changed_arguments_is_recorded_as
     assert span.attributes["otelhooks.hook.decided_by"] == "no-rm"
     assert span.attributes["otelhooks.hook.decision_reason"] == "no rm -rf"
     assert span.attributes["otelhooks.hook.classification"] == "hook_denied"
+
+
+def _late_hooks(path: Path) -> Path:
+    # the guard (on_error: block) judges changed arguments only; a slow PermissionRequest hook
+    # makes the answer late without any change of arguments
+    guard = "if grep -q 'rm -rf'; then exit 2; fi"
+    spec = [
+        {"id": "no-rm", "type": "PreToolUse", "matcher": "Bash", "on_error": "block"},
+        {"id": "slow", "type": "PermissionRequest", "matcher": "Bash", "command": "sleep 4"},
+    ]
+    spec[0]["command"] = guard
+    path.write_text(json.dumps({"hooks": spec}))
+    return path
+
+
+def test_a_late_permission_request_answer_is_not_a_deny_of_a_guard_that_never_ran(
+    tmp_path: Path, runtime_dir: Path
+) -> None:
+    # before: the late answer was a deny "hook no-rm blocks when it fails", on both roads,
+    # though no-rm never ran (no argument changed) and a late answer, a failure Claude Code
+    # ignores, carries no changed arguments: Claude Code goes on with the asked `ls`, which
+    # no-rm judged at PreToolUse (and asks its own permission question)
+    hooks = _late_hooks(tmp_path / "hooks.json")
+    asked = {**_documented_input("s-late"), "tool_input": {"command": "ls"}}
+    server = serve([hooks], token=TOKEN, hook_timeout_s=1.0)
+    try:
+        answer = httpx.post(
+            f"{server.url}/v1/hooks/claude-code", json=asked, headers=AUTH, timeout=30
+        )
+    finally:
+        server.stop()
+    assert answer.status_code == 500, answer.text  # non-blocking: Claude Code's own question
+    assert "no-rm" not in answer.text
+    env = {**_bridge_env(tmp_path, runtime_dir), "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S": "1"}
+    argv = [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", str(hooks)]
+    done = subprocess.run(
+        argv, input=json.dumps(asked), env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1, (done.stdout, done.stderr[-2000:])  # non-blocking error
+    assert "no-rm" not in done.stdout + done.stderr
+    assert "deny" not in done.stdout
