@@ -504,9 +504,19 @@ def test_a_guards_deny_of_a_permission_requests_changed_arguments_is_recorded_as
         server = serve([hooks], token=TOKEN, span_exporters=[exported])
         try:
             asked = {**_documented_input("s-edit-denied"), "tool_input": {"command": "ls"}}
+            # Claude Code fires PreToolUse (the guard allows `ls`) then PermissionRequest, which
+            # names no tool_use_id; after its deny it sends no Post* event
+            pre = {**asked, "hook_event_name": "PreToolUse", "tool_use_id": "toolu_ls"}
+            del pre["permission_suggestions"]
+            assert _post_hook(server.url, pre) == {}
             output = _post_hook(server.url, asked)
             (denied,) = [r.json() for r in alerts.wait_for("/d")]
             span = _exported(exported)
+            deadline = time.monotonic() + 10
+            tools: list[Any] = []
+            while not tools and time.monotonic() < deadline:
+                tools = [s for s in exported.get_finished_spans() if s.name == "execute_tool Bash"]
+                time.sleep(0.05)
         finally:
             server.stop()
     assert output["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "no rm -rf"}
@@ -516,6 +526,12 @@ def test_a_guards_deny_of_a_permission_requests_changed_arguments_is_recorded_as
         "no-rm",
     )
     assert denied["args"] == {"command": "rm -rf /"}
+    assert denied["toolCallId"] == "toolu_ls"
+    (tool,) = tools  # the call's own span ends denied, not at SessionEnd as an allowed error
+    assert tool.attributes is not None
+    assert tool.attributes["otelhooks.tool.outcome"] == "denied"
+    assert tool.attributes["otelhooks.hook.decision"] == "deny"
+    assert tool.attributes["otelhooks.hook.decided_by"] == "no-rm"
     assert span.attributes is not None
     assert span.attributes["otelhooks.hook.decision"] == "deny"
     assert span.attributes["otelhooks.hook.decided_by"] == "no-rm"

@@ -329,8 +329,8 @@ class ToolUses(Part):
         none is an allow, and this answer cannot ask a person) makes the answer a deny with its
         reason; a command's allow with its own ``updatedInput`` runs that. ``ids`` are the
         request's own (turn, span). A deny is recorded as :meth:`pre` records one: the
-        attributes returned (for the request's span) and the ``on_tool_call_denied``
-        observers."""
+        call's open tool span ends denied (:meth:`_refuse`), with the attributes returned (for
+        the request's span too)."""
         specific = output.get("hookSpecificOutput")
         if not isinstance(specific, dict):
             return {}
@@ -362,9 +362,18 @@ class ToolUses(Part):
                 reason = f"{reason}; the arguments it would run: {json.dumps(would)}"
             specific["decision"] = {"behavior": "deny", "message": reason}
             attrs = self._decision_attributes(verdict, answers, "deny", reason)
-            context = self._tool_event(tool, args)
             values = tool_values(tool_name, payload)
-            self._tell_denied(context, reason, self._decided_by(verdict, attrs), values)
+            # the call's own span, opened at its PreToolUse, ends denied: Claude Code sends no
+            # Post* event after a PermissionRequest's deny
+            fingerprint = str(self._args_attributes(asked)[sc.TOOL_ARGS_FINGERPRINT])
+            opened_id = self.state.asked_tool(session, tool_name, fingerprint)
+            opened = self.state.end_tool(session, opened_id) if opened_id is not None else None
+            if opened is not None:
+                kept = {**opened.attributes, **attrs}
+                self._refuse(opened, kept, verdict, args, reason, values, mocked=False)
+            else:
+                context = self._tool_event(tool, args)
+                self._tell_denied(context, reason, self._decided_by(verdict, attrs), values)
             return attrs
         if isinstance(pre.get("updatedInput"), dict):
             decision["updatedInput"] = pre["updatedInput"]
