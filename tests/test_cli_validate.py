@@ -126,6 +126,32 @@ def test_validate_warns_when_an_approval_outlasts_claude_code_s_hook_timeout(
     assert run(capsys, "validate", "--strict", str(settings), str(hooks))[0] == 1
 
 
+def test_validate_warns_of_a_project_path_rule_served_over_http(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Claude Code's HTTP hook input names the event's cwd, never the project's folder: serve's
+    # route reads `/src/**` under the cwd, so after `cd build` an edit of src/a.py skips the guard
+    settings = tmp_path / ".claude" / "settings.json"
+    guards = [
+        {"type": "command", "command": "exit 2", "if": "Edit(/src/**)"},
+        {"type": "command", "command": "exit 2", "if": "Edit(//etc/**)"},
+    ]
+    user = {"hooks": {"PreToolUse": [{"matcher": "Edit", "hooks": guards}]}}
+    write(settings, json.dumps(user))
+    assert run(capsys, "claude-code", "install", "--project", str(tmp_path))[0] == 0
+    code, out = run(capsys, "validate", str(settings))
+    assert (code, "warning" in out) == (0, False)  # the command form reads $CLAUDE_PROJECT_DIR
+    write(settings, json.dumps(user))
+    url = "http://127.0.0.1:4319"
+    assert run(capsys, "claude-code", "install", "--project", str(tmp_path), "--http", url)[0] == 0
+    code, out = run(capsys, "validate", str(settings))
+    assert code == 0
+    (warning,) = [line for line in out.splitlines() if "warning:" in line]
+    assert "if 'Edit(/src/**)' names a path under the project's folder" in warning
+    assert "serve's route reads it under the event's cwd" in warning
+    assert run(capsys, "validate", "--strict", str(settings))[0] == 1
+
+
 def test_validate_needs_a_path() -> None:
     assert run_cli("validate") == 2  # argparse's usage error
 

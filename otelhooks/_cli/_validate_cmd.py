@@ -55,6 +55,8 @@ def report_lines(paths: list[str], *, strict: bool = False) -> tuple[list[str], 
                 caught_warning.lineno,
             )
     short = _short_timeouts(sources)
+    for path, rules in _served_project_rules(sources).items():
+        short.setdefault(path, []).extend(rules)
     for source in sources:
         kind = source.format or "?"
         found = [
@@ -99,6 +101,46 @@ def report_lines(paths: list[str], *, strict: bool = False) -> tuple[list[str], 
         summary += f", {warned} warning{'s' * (warned != 1)}"
     lines.append(summary)
     return lines, problems
+
+
+def _served_project_rules(sources: Sequence[ConfigSource]) -> dict[str, list[str]]:
+    """When a Claude Code settings file validated installs otelhooks as an ``http`` hook
+    (``serve``'s route), a warning for each ``if`` rule validated with it that names a path under
+    the project's folder (``Edit(/src/**)``): Claude Code's HTTP hook input does not name that
+    folder, so the route reads the path under the event's ``cwd``, and after a ``cd`` the rule
+    misses."""
+    import json
+
+    from otelhooks._config._claude_if import IfGate
+    from otelhooks.integrations.claude_code._entries import is_ours
+
+    def served(source: ConfigSource) -> bool:
+        try:
+            events = json.loads(Path(source.path).read_text(encoding="utf-8")).get("hooks")
+        except (OSError, ValueError, AttributeError):
+            return False
+        return any(
+            isinstance(handler, dict) and handler.get("type") == "http" and is_ours(handler)
+            for groups in (events.values() if isinstance(events, dict) else ())
+            for group in (groups if isinstance(groups, list) else ())
+            for handler in (group.get("hooks") or () if isinstance(group, dict) else ())
+        )
+
+    if not any(s.format == "claude_settings" and served(s) for s in sources):
+        return {}
+    found: dict[str, list[str]] = {}
+    for source in sources:
+        for hook in source.hooks:
+            gate = hook.handler
+            if isinstance(gate, IfGate) and gate.rule.reads_project:
+                found.setdefault(source.path, []).append(
+                    f"hook {hook.id}: if {gate.rule.raw!r} names a path under the project's "
+                    f"folder, which Claude Code's HTTP hook input does not carry: serve's route "
+                    f"reads it under the event's cwd (after a cd, the rule misses the project's "
+                    f"files); use an absolute '//' path, or the command form (install without "
+                    f"--http), which reads $CLAUDE_PROJECT_DIR"
+                )
+    return found
 
 
 def _matcher_warnings(hooks: Sequence[Hook]) -> list[str]:

@@ -132,6 +132,18 @@ class IfRule:
         spec = found.group("spec")
         self.spec = None if spec is None or spec.strip() in ("", "*") else spec.strip()
 
+    @property
+    def reads_project(self) -> bool:
+        """Whether the rule names a path under the project's folder (``Edit(/src/**)``), which
+        only a bridge told ``$CLAUDE_PROJECT_DIR`` reads there (else: under the event's ``cwd``).
+
+        Example:
+            >>> IfRule("Edit(/src/**)").reads_project, IfRule("Edit(//etc/**)").reads_project
+            (True, False)
+        """
+        spec = self.spec or ""
+        return self.tool in _FILE_TOOLS and spec.startswith("/") and not spec.startswith("//")
+
     def _tool_matches(self, tool: str) -> bool:
         if fnmatch.fnmatchcase(tool, self.tool):
             return True

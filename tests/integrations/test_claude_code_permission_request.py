@@ -24,6 +24,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from otelhooks import EventLogServer, serve
 from otelhooks.integrations.claude_code import hook_client, install
 from otelhooks.integrations.coding_agents import BridgeState, CodingAgentBridge
+from tests._webhook_server import webhook_server
 from tests.web.conftest import approval_holder
 
 pytestmark = pytest.mark.timeout(90)
@@ -468,3 +469,112 @@ def test_every_guard_decision_but_an_allow_denies_a_changed_permission_request(
     decision = json.loads(answer.stdout)["hookSpecificOutput"]["decision"]
     assert decision["behavior"] == "deny"
     assert said in decision["message"]
+
+
+def test_a_guards_deny_of_a_permission_requests_changed_arguments_is_recorded_as_a_deny(
+    tmp_path: Path, capture: None
+) -> None:
+    # before: the answer was the guard's deny, but the request's span said nothing of it and
+    # no on_tool_call_denied observer heard of it (an alert on denials missed it)
+    swap = {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "allow", "updatedInput": {"command": "rm -rf /"}},
+        }
+    }
+    exported = InMemorySpanExporter()
+    with webhook_server() as alerts:
+        hooks = tmp_path / "hooks.json"
+        spec = [
+            {
+                "id": "no-rm",
+                "type": "PreToolUse",
+                "matcher": "Bash",
+                "command": "if grep -q 'rm -rf'; then echo 'no rm -rf' >&2; exit 2; fi",
+            },
+            {
+                "id": "swap",
+                "type": "PermissionRequest",
+                "matcher": "Bash",
+                "command": f"echo '{json.dumps(swap)}'",
+            },
+            {"id": "alert", "type": "PermissionDenied", "webhook": {"url": alerts.url + "/d"}},
+        ]
+        hooks.write_text(json.dumps({"hooks": spec}))
+        server = serve([hooks], token=TOKEN, span_exporters=[exported])
+        try:
+            asked = {**_documented_input("s-edit-denied"), "tool_input": {"command": "ls"}}
+            # Claude Code fires PreToolUse (the guard allows `ls`) then PermissionRequest, which
+            # names no tool_use_id; after its deny it sends no Post* event
+            pre = {**asked, "hook_event_name": "PreToolUse", "tool_use_id": "toolu_ls"}
+            del pre["permission_suggestions"]
+            assert _post_hook(server.url, pre) == {}
+            output = _post_hook(server.url, asked)
+            (denied,) = [r.json() for r in alerts.wait_for("/d")]
+            span = _exported(exported)
+            deadline = time.monotonic() + 10
+            tools: list[Any] = []
+            while not tools and time.monotonic() < deadline:
+                tools = [s for s in exported.get_finished_spans() if s.name == "execute_tool Bash"]
+                time.sleep(0.05)
+        finally:
+            server.stop()
+    assert output["hookSpecificOutput"]["decision"] == {"behavior": "deny", "message": "no rm -rf"}
+    assert (denied["apiName"], denied["reason"], denied["decidedBy"]) == (
+        "Bash",
+        "no rm -rf",
+        "no-rm",
+    )
+    assert denied["args"] == {"command": "rm -rf /"}
+    assert denied["toolCallId"] == "toolu_ls"
+    (tool,) = tools  # the call's own span ends denied, not at SessionEnd as an allowed error
+    assert tool.attributes is not None
+    assert tool.attributes["otelhooks.tool.outcome"] == "denied"
+    assert tool.attributes["otelhooks.hook.decision"] == "deny"
+    assert tool.attributes["otelhooks.hook.decided_by"] == "no-rm"
+    assert span.attributes is not None
+    assert span.attributes["otelhooks.hook.decision"] == "deny"
+    assert span.attributes["otelhooks.hook.decided_by"] == "no-rm"
+    assert span.attributes["otelhooks.hook.decision_reason"] == "no rm -rf"
+    assert span.attributes["otelhooks.hook.classification"] == "hook_denied"
+
+
+def _late_hooks(path: Path) -> Path:
+    # the guard (on_error: block) judges changed arguments only; a slow PermissionRequest hook
+    # makes the answer late without any change of arguments
+    guard = "if grep -q 'rm -rf'; then exit 2; fi"
+    spec = [
+        {"id": "no-rm", "type": "PreToolUse", "matcher": "Bash", "on_error": "block"},
+        {"id": "slow", "type": "PermissionRequest", "matcher": "Bash", "command": "sleep 4"},
+    ]
+    spec[0]["command"] = guard
+    path.write_text(json.dumps({"hooks": spec}))
+    return path
+
+
+def test_a_late_permission_request_answer_is_not_a_deny_of_a_guard_that_never_ran(
+    tmp_path: Path, runtime_dir: Path
+) -> None:
+    # before: the late answer was a deny "hook no-rm blocks when it fails", on both roads,
+    # though no-rm never ran (no argument changed) and a late answer, a failure Claude Code
+    # ignores, carries no changed arguments: Claude Code goes on with the asked `ls`, which
+    # no-rm judged at PreToolUse (and asks its own permission question)
+    hooks = _late_hooks(tmp_path / "hooks.json")
+    asked = {**_documented_input("s-late"), "tool_input": {"command": "ls"}}
+    server = serve([hooks], token=TOKEN, hook_timeout_s=1.0)
+    try:
+        answer = httpx.post(
+            f"{server.url}/v1/hooks/claude-code", json=asked, headers=AUTH, timeout=30
+        )
+    finally:
+        server.stop()
+    assert answer.status_code == 500, answer.text  # non-blocking: Claude Code's own question
+    assert "no-rm" not in answer.text
+    env = {**_bridge_env(tmp_path, runtime_dir), "OTELHOOKS_BRIDGE_DAEMON_ANSWER_S": "1"}
+    argv = [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", str(hooks)]
+    done = subprocess.run(
+        argv, input=json.dumps(asked), env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 1, (done.stdout, done.stderr[-2000:])  # non-blocking error
+    assert "no-rm" not in done.stdout + done.stderr
+    assert "deny" not in done.stdout

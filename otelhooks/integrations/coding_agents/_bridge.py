@@ -217,16 +217,19 @@ class CodingAgentBridge:
 
     # -- dispatch ----------------------------------------------------------------------------------
 
-    def hooks_now(self, payload: Mapping[str, Any]) -> list[Hook] | None:
+    def hooks_now(self, payload: Mapping[str, Any], *, late: bool = False) -> list[Hook] | None:
         """The hooks that may run before ``payload`` is answered, as the engine's index names
-        them (``None``: the bridge cannot tell, so any may).
+        them (``None``: the bridge cannot tell, so any may); with ``late``, those whose failure
+        an answer not given in time is (their ``on_error: block`` makes it a block).
 
         An event outside :data:`ANSWERING_EVENTS` runs none (its observers are queued). A
         ``PreToolUse`` runs the ``before_tool_call`` hooks matching its tool's names; any other
         event every hook of the events it runs, whatever its matcher (an event that ends a tool
         use is dispatched with the name its start recorded, which its own input may not
         repeat). Hooks of any operation count: the operation is not known before its state is
-        read.
+        read. A late ``PermissionRequest`` answer (a failure, which Claude Code ignores) carries
+        no changed arguments: Claude Code goes on with the asked ones, which its ``PreToolUse``
+        guards judged, so those guards (run here on changed arguments only) are not among them.
 
         Example:
             >>> bridge = CodingAgentBridge(state=BridgeState("/tmp/cc-now.sqlite3"))
@@ -246,7 +249,8 @@ class CodingAgentBridge:
         if known is None:
             return None
         found: list[Hook] = []
-        for event in (known.canonical, *_ALSO_NOW.get(name, ())):
+        also = () if late and name == "PermissionRequest" else _ALSO_NOW.get(name, ())
+        for event in (known.canonical, *also):
             found += registry.may_match(event)
         return found
 
@@ -374,11 +378,18 @@ class CodingAgentBridge:
         verdict, more = run_hooks(self.engine, event.event, event, values)
         if later:
             more = [*more, *approval_allows(name, verdict)]
-            approvals = [(n, a) for n, a, _ in approval_events(verdict)]
-            self.writer.write(replace(record, events=[*record.events, *approvals]))
         output, lost = combine(name, [*answers, *more], extra=extra, agent=self.agent)
         if later:
-            self.tools.judge_edit(session, payload, output, common)
+            # the PreToolUse guards' answer on changed arguments is on the span, a deny too
+            judged = self.tools.judge_edit(session, payload, output, common)
+            approvals = [(n, a) for n, a, _ in approval_events(verdict)]
+            self.writer.write(
+                replace(
+                    record,
+                    attributes={**record.attributes, **judged},
+                    events=[*record.events, *approvals],
+                )
+            )
         return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
     def _message_sending(

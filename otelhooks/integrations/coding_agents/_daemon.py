@@ -404,7 +404,7 @@ class _DaemonApp(_Served):
     def _deciding(self, raw: bytes) -> list[Hook] | None:
         """The hooks that were to decide the event (``None``: its input does not parse)."""
         try:
-            return self.bridge.hooks_now(self.dialect.to_bridge(parse_input(raw)))
+            return self.bridge.hooks_now(self.dialect.to_bridge(parse_input(raw)), late=True)
         except InputProblem:
             return None
 

@@ -368,7 +368,7 @@ class ClaudeCodeHookRoute:
 
     def _late(self, event: str, payload: Mapping[str, Any], problem: str) -> tuple[int, bytes]:
         """The answer of a deciding call its hooks did not answer in time."""
-        problem, closed = late_problem(problem, self.bridge.hooks_now(payload))
+        problem, closed = late_problem(problem, self.bridge.hooks_now(payload, late=True))
         if closed and event != "PreToolUse":
             # the hook that blocks when it fails failed: its block, as in time
             return http_answer(event, closed_answer(event, problem, payload))

@@ -319,7 +319,7 @@ def _handle(
         fail_fast=True,
     )
     if deadline is not None:
-        deadline.decided_by(bridge.hooks_now(payload))
+        deadline.decided_by(bridge.hooks_now(payload, late=True))
     response = HookResponse(1, stderr=f"otelhooks {dialect.name}: the bridge did not answer")
     try:
         response = bridge.handle(payload)

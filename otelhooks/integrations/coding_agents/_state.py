@@ -31,6 +31,8 @@ from typing import Any, TypeVar
 
 import structlog
 
+from otelhooks._semconv import TOOL_ARGS_FINGERPRINT
+
 __all__ = [
     "DEFAULT_STATE_PATH",
     "RENAMED_ENV",
@@ -529,6 +531,17 @@ class BridgeState:
             "UPDATE tools SET attributes = ? WHERE session_id = ? AND tool_use_id = ?",
             (stored_attributes(tool, attributes), tool.session_id, tool.tool_use_id),
         )
+
+    def asked_tool(self, session_id: str, tool_name: str, fingerprint: str) -> str | None:
+        """The id of the oldest open use of ``tool_name`` whose arguments' fingerprint
+        (``otelhooks.tool.args_fp``) is ``fingerprint``: the call a ``PermissionRequest``, which
+        names no tool use id, asks about."""
+        row = self._one(
+            "SELECT tool_use_id FROM tools WHERE session_id = ? AND tool_name = ? "
+            "AND json_extract(attributes, ?) = ? ORDER BY start_ns LIMIT 1",
+            (session_id, tool_name, f'$."{TOOL_ARGS_FINGERPRINT}"', fingerprint),
+        )
+        return str(row[0]) if row is not None else None
 
     def end_tool(self, session_id: str, tool_use_id: str) -> OpenTool | None:
         """Remove and return the open tool use (``PostToolUse`` / ``PostToolUseFailure``)."""

@@ -218,20 +218,14 @@ class ToolUses(Part):
 
         values = tool_values(tool_name, payload)  # the matcher values of this tool use
         verdict, answers, output, lost = self._judge(session, tool, args, payload)
-        attrs = {**known, **self._verdict_attributes(verdict)}
         mock = verdict.mock
         specific = output.get("hookSpecificOutput") or {}
         decision = specific.get("permissionDecision")
+        reason = str(specific.get("permissionDecisionReason") or "")
         if decision != "deny":
             tell_failures(output, verdict.errors)
         response = respond("PreToolUse", output, lost, deny_mode=self.deny_mode, agent=self.agent)
-        if decision is not None:
-            # the span says what Claude Code was told, and by whom (continue: false included)
-            attrs[sc.HOOK_DECISION] = str(decision)
-        if decision == "deny" and not verdict.blocked and mock is None:
-            attrs[sc.HOOK_DECIDED_BY] = denied_by(answers) or ""
-            attrs[sc.HOOK_DECISION_REASON] = str(specific.get("permissionDecisionReason") or "")
-            attrs[sc.HOOK_CLASSIFICATION] = sc.CLASSIFICATION_HOOK_DENIED
+        attrs = {**known, **self._decision_attributes(verdict, answers, decision, reason)}
         kept: dict[str, Any] = attrs  # built for this call: the state keeps it as it is
         events = [[n, a] for n, a, _ in approval_events(verdict)]
         if security_findings_enabled():
@@ -242,12 +236,41 @@ class ToolUses(Part):
             kept[APPROVALS_KEY] = events
         if decision == "deny":
             self.state.end_tool(session, use_id)
-            reason = str(specific.get("permissionDecisionReason") or "")
             self._refuse(tool, kept, verdict, args, reason, values, mocked=mock is not None)
             return response
         if kept != tool.attributes:  # the hooks added to them (or a repeated start's differ)
             self.state.set_tool_attributes(tool, kept)
         return response
+
+    def _decision_attributes(
+        self, verdict: Verdict, answers: list[HookAnswer], decision: Any, reason: str
+    ) -> dict[str, types.AttributeValue]:
+        """What a call's span says of its guards' answer: what Claude Code was told, and by
+        whom (``continue: false`` included). One rule for a ``PreToolUse`` and for a
+        ``PermissionRequest`` whose changed arguments they judged (:meth:`judge_edit`)."""
+        attrs = self._verdict_attributes(verdict)
+        if decision is not None:
+            attrs[sc.HOOK_DECISION] = str(decision)
+        if decision == "deny" and not verdict.blocked and verdict.mock is None:
+            attrs[sc.HOOK_DECIDED_BY] = denied_by(answers) or ""
+            attrs[sc.HOOK_DECISION_REASON] = reason
+            attrs[sc.HOOK_CLASSIFICATION] = sc.CLASSIFICATION_HOOK_DENIED
+        return attrs
+
+    @staticmethod
+    def _decided_by(verdict: Verdict, attrs: Mapping[str, Any]) -> str:
+        return verdict.decided_by or verdict.mocked_by or str(attrs.get(sc.HOOK_DECIDED_BY, ""))
+
+    def _tell_denied(
+        self, context: dict[str, Any], reason: str, decided_by: str, values: tuple[str, ...]
+    ) -> None:
+        """``on_tool_call_denied`` observers of a call a guard denied (``context``: its
+        :meth:`_tool_event`)."""
+        self.observe(
+            "on_tool_call_denied",
+            lambda: ToolCallDeniedEvent(**context, reason=reason, decidedBy=decided_by),
+            values,
+        )
 
     def _judge(
         self, session: str, tool: OpenTool, args: dict[str, Any], payload: Mapping[str, Any]
@@ -297,7 +320,7 @@ class ToolUses(Part):
         payload: Mapping[str, Any],
         output: dict[str, Any],
         ids: Mapping[str, Any],
-    ) -> None:
+    ) -> dict[str, types.AttributeValue]:
         """A ``PermissionRequest`` answer (``output``) that allows the call with changed
         arguments (a person's edit on an approval's card, a hook's ``updatedInput``) is judged
         by the ``PreToolUse`` guards first, as :meth:`pre` judges a call: Claude Code runs the
@@ -305,17 +328,19 @@ class ToolUses(Part):
         asked about. A guard's deny (or ``ask``, ``defer``, mock, a rewrite nobody approved:
         none is an allow, and this answer cannot ask a person) makes the answer a deny with its
         reason; a command's allow with its own ``updatedInput`` runs that. ``ids`` are the
-        request's own (turn, span)."""
+        request's own (turn, span). A deny is recorded as :meth:`pre` records one: the
+        call's open tool span ends denied (:meth:`_refuse`), with the attributes returned (for
+        the request's span too)."""
         specific = output.get("hookSpecificOutput")
         if not isinstance(specific, dict):
-            return
+            return {}
         decision = specific.get("decision")
         if not isinstance(decision, dict) or decision.get("behavior") != "allow":
-            return
+            return {}
         edited = decision.get("updatedInput")
         tool_name, asked, _ = _args(payload)
         if not isinstance(edited, dict) or edited == asked:
-            return
+            return {}
         # the call as its PreToolUse would have named it (a guard may read the event's name;
         # the request's own suggestions are not the call's)
         changed = {
@@ -327,7 +352,7 @@ class ToolUses(Part):
         span_id = int(ids.get("spanId") or "0", 16)
         operation = str(ids.get("operationId") or "")
         tool = OpenTool(session, use_id, span_id, 0, operation, 0, tool_name, args, 0, {})
-        verdict, _, judged, _ = self._judge(session, tool, args, changed)
+        verdict, answers, judged, _ = self._judge(session, tool, args, changed)
         pre = judged.get("hookSpecificOutput") or {}
         said = pre.get("permissionDecision")
         if said in ("deny", "ask", "defer") or judged.get("continue") is False:
@@ -336,10 +361,24 @@ class ToolUses(Part):
                 would = pre.get("updatedInput", args)
                 reason = f"{reason}; the arguments it would run: {json.dumps(would)}"
             specific["decision"] = {"behavior": "deny", "message": reason}
-            return
+            attrs = self._decision_attributes(verdict, answers, "deny", reason)
+            values = tool_values(tool_name, payload)
+            # the call's own span, opened at its PreToolUse, ends denied: Claude Code sends no
+            # Post* event after a PermissionRequest's deny
+            fingerprint = str(self._args_attributes(asked)[sc.TOOL_ARGS_FINGERPRINT])
+            opened_id = self.state.asked_tool(session, tool_name, fingerprint)
+            opened = self.state.end_tool(session, opened_id) if opened_id is not None else None
+            if opened is not None:
+                kept = {**opened.attributes, **attrs}
+                self._refuse(opened, kept, verdict, args, reason, values, mocked=False)
+            else:
+                context = self._tool_event(tool, args)
+                self._tell_denied(context, reason, self._decided_by(verdict, attrs), values)
+            return attrs
         if isinstance(pre.get("updatedInput"), dict):
             decision["updatedInput"] = pre["updatedInput"]
         tell_failures(output, verdict.errors)
+        return {}
 
     def _refuse(
         self,
@@ -357,15 +396,9 @@ class ToolUses(Part):
         outcome = "denied" if denied else "mocked"
         self.end_tool(replace(tool, attributes=dict(attrs)), outcome, result=reason)
         context = self._tool_event(tool, args)
-        decided_by = (
-            verdict.decided_by or verdict.mocked_by or str(attrs.get(sc.HOOK_DECIDED_BY, ""))
-        )
+        decided_by = self._decided_by(verdict, attrs)
         if denied:
-            self.observe(
-                "on_tool_call_denied",
-                lambda: ToolCallDeniedEvent(**context, reason=reason, decidedBy=decided_by),
-                values,
-            )
+            self._tell_denied(context, reason, decided_by, values)
 
         def after() -> AfterToolCallEvent:
             state = {
