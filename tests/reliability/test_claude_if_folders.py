@@ -14,8 +14,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from otelhooks import load_config
 from otelhooks import semconv as sc
 from otelhooks.integrations.claude_code import hook_client
+from otelhooks.integrations.coding_agents import BridgeState, CodingAgentBridge
 from tests.integrations._daemon_procs import REPO, client_env, daemon_pid, runtime_folder
 from tests.replay.conftest import replay_main
 
@@ -279,3 +283,27 @@ def test_a_folder_link_does_not_take_an_edit_out_of_its_rule(tmp_path: Path) -> 
         ]
     ]
     assert said == [rules[0], rules[1], ""], said
+
+
+def test_a_bridge_serving_many_projects_never_reads_its_own_project_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # serve's route (a bridge built without a project folder) serves every developer's sessions:
+    # a `CLAUDE_PROJECT_DIR` in its own environment (serve started from a Claude Code session)
+    # names none of theirs. Before, every session's `Edit(/src/**)` was read under that folder,
+    # and an edit of the session's own src/a.py went through
+    project = _project(tmp_path)
+    rule = {"type": "command", "if": "Edit(/src/**)", "command": f"echo '{FROZEN}' >&2; exit 2"}
+    settings = {"hooks": {"PreToolUse": [{"matcher": "Edit", "hooks": [rule]}]}}
+    (project / "settings.json").write_text(json.dumps(settings))
+    monkeypatch.setenv("CLAUDE_PROJECT_DIR", str(tmp_path / "serve-started-here"))
+    bridge = CodingAgentBridge(
+        hooks=load_config([project / "settings.json"]).hooks,
+        state=BridgeState(str(tmp_path / "state.sqlite3")),
+        capture=False,
+    )
+    try:
+        answer = bridge.handle(_edit("t1", project, str(project / "src" / "a.py")))
+    finally:
+        bridge.close()
+    assert FROZEN in answer.stdout + answer.stderr, answer

@@ -167,8 +167,10 @@ class CodingAgentBridge:
         agent: str = AGENT,
         provider: str = PROVIDER,
         spend: ServerSessions | None = None,
+        project_dir: str | None = None,
     ) -> None:
         self.agent = agent
+        self.project = project_dir
         self.provider = provider
         self.state = state
         self.deny_mode = deny_mode
@@ -198,6 +200,7 @@ class CodingAgentBridge:
             capture=self.capture,
             agent=agent,
             provider=provider,
+            project=project_dir,
         )
         self.tools = ToolUses(shared, spend=spend)
         self.turns = Turns(shared)
@@ -355,7 +358,9 @@ class CodingAgentBridge:
         record = self._lifecycle_span(session, canonical, op, (marker,), write=not later)
         common = turn_ids(session, op, record.span_id)
         try:
-            event = point_payload(known, payload, common, capture=self.capture)
+            event = point_payload(
+                known, payload, common, capture=self.capture, project=self.project
+            )
         except ValidationError as exc:
             # ``event`` is structlog's own first argument: the hook event goes under another key
             _log.warning(

@@ -175,6 +175,7 @@ def build_bridge(
     state = options.state or env_value(settings, STATE_ENV)
     state_path = project_path(state, env) if state else DEFAULT_STATE_PATH.expanduser()
     from otelhooks.integrations.coding_agents._dialects import dialect_named
+    from otelhooks.integrations.coding_agents._mapping import project_dir
 
     dialect = dialect_named(options.dialect)
     bridge = CodingAgentBridge(
@@ -186,6 +187,7 @@ def build_bridge(
         deny_mode=options.deny_mode,
         service_name=service,
         capture=_truthy(settings.get(_CAPTURE_ENV)),
+        project_dir=project_dir(env),
     )
     read: list[str | os.PathLike[str]] = [
         *hook_paths,

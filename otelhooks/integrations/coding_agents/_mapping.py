@@ -246,15 +246,17 @@ def event_cwd(payload: Mapping[str, Any]) -> str | None:
     return cwd if isinstance(cwd, str) and os.path.isabs(cwd) else None
 
 
-def project_dir() -> str | None:
+def project_dir(env: Mapping[str, str] = os.environ) -> str | None:
     """The folder Claude Code started in (``$CLAUDE_PROJECT_DIR``, which it gives every command
-    hook: the bridge's process, and the daemon, one per project), ``None`` where it is not known
-    (``serve``'s route)."""
-    found = os.environ.get(PROJECT_DIR_ENV)
+    hook: the bridge's process, and the daemon, one per project). Only a command-form bridge
+    reads it (``serve``'s own environment names none of its sessions' projects)."""
+    found = env.get(PROJECT_DIR_ENV)
     return found if found and os.path.isabs(found) else None
 
 
-def own_fields(name: str | None, payload: Mapping[str, Any], *, capture: bool) -> dict[str, Any]:
+def own_fields(
+    name: str | None, payload: Mapping[str, Any], *, capture: bool, project: str | None
+) -> dict[str, Any]:
     """A hook payload's ``claudeCode``: the event's name, its own fields, its ``cwd`` and the
     project's folder (``projectDir``), the folders a hook judges the event's paths against (a
     Claude ``if`` rule: ``./src/**`` the current folder's, ``/src/**`` the project's; a
@@ -264,7 +266,6 @@ def own_fields(name: str | None, payload: Mapping[str, Any], *, capture: bool) -
     cwd = event_cwd(payload)
     if cwd is not None:
         own["cwd"] = cwd
-    project = project_dir()
     if project is not None:
         own["projectDir"] = project
     return own
@@ -276,6 +277,7 @@ def point_payload(
     common: dict[str, Any],
     *,
     capture: bool,
+    project: str | None,
 ) -> HookEvent:
     """The canonical payload of a point event (a :class:`GenericEvent` for unknown names)."""
     extra = claude_fields(payload, capture=capture)
@@ -283,7 +285,9 @@ def point_payload(
     fields: dict[str, Any] = {
         **common,
         "event": name,
-        "claudeCode": own_fields(_str(payload, "hook_event_name"), payload, capture=capture),
+        "claudeCode": own_fields(
+            _str(payload, "hook_event_name"), payload, capture=capture, project=project
+        ),
     }
     build = _POINT_BUILDERS.get(name)
     if build is None:

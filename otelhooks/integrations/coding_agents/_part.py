@@ -25,6 +25,9 @@ class Shared:
         capture: whether content (prompts, arguments, results) is recorded.
         agent: ``gen_ai.agent.name`` and the CLI the answers and messages name.
         provider: ``gen_ai.provider.name`` of the spans.
+        project: the folder Claude Code started in, where the bridge serves one project (a
+            command hook's process: ``$CLAUDE_PROJECT_DIR``); ``None`` for ``serve``'s route,
+            which serves many, and whose own environment names none of theirs.
     """
 
     state: BridgeState
@@ -35,6 +38,7 @@ class Shared:
     capture: bool
     agent: str
     provider: str
+    project: str | None = None
 
 
 class Part:
@@ -49,3 +53,4 @@ class Part:
         self.capture = shared.capture
         self.agent = shared.agent
         self.provider = shared.provider
+        self.project = shared.project

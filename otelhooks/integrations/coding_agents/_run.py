@@ -302,6 +302,7 @@ def _handle(
         exporters.append(_Counted(otlp, tracker))
     state_path = options.state or env_value(settings, STATE_ENV)
     from otelhooks.integrations.coding_agents._dialects import dialect_named
+    from otelhooks.integrations.coding_agents._mapping import project_dir
 
     dialect = dialect_named(options.dialect)
     # the environment given decides, not the process's own (an HTTP route passes its own)
@@ -317,6 +318,7 @@ def _handle(
         capture=_truthy(settings.get(_CAPTURE_ENV)),
         shutdown_timeout_s=timeout_s,
         fail_fast=True,
+        project_dir=project_dir(env),
     )
     if deadline is not None:
         deadline.decided_by(bridge.hooks_now(payload, late=True))

@@ -54,7 +54,6 @@ from otelhooks.integrations.coding_agents._common import (
 from otelhooks.integrations.coding_agents._mapping import (
     event_cwd,
     own_fields,
-    project_dir,
     turn_attributes,
 )
 from otelhooks.integrations.coding_agents._part import Part, Shared
@@ -194,7 +193,9 @@ class ToolUses(Part):
     def _own(self, payload: Mapping[str, Any]) -> dict[str, Any]:
         """Claude Code's own fields of the input (content ones with capture), for hooks
         written for Claude Code (they read ``permission_mode``, ``tool_response``...)."""
-        return own_fields(payload.get("hook_event_name"), payload, capture=self.capture)
+        return own_fields(
+            payload.get("hook_event_name"), payload, capture=self.capture, project=self.project
+        )
 
     def pre(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
         tool_name, args, use_id = _args(payload)
@@ -205,7 +206,7 @@ class ToolUses(Part):
         cwd = event_cwd(payload)
         if self.capture and cwd is not None:  # with the arguments, what their paths are relative to
             known[sc.CLAUDE_CODE_CWD] = cwd
-            project = project_dir()
+            project = self.project
             if project is not None:
                 known[sc.CLAUDE_CODE_PROJECT_DIR] = project
         tool = self.state.begin_tool(

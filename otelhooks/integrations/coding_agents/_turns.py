@@ -167,7 +167,7 @@ class Turns(Part):
 
         def complete() -> CompleteEvent:  # built for a hook only (the turn read only then)
             op = self.state.peek_operation(session)
-            own = own_fields(name, payload, capture=self.capture)
+            own = own_fields(name, payload, capture=self.capture, project=self.project)
             return CompleteEvent.model_validate(
                 {
                     **turn_ids(session, op, op.span_id if op is not None else None),
