@@ -18,6 +18,7 @@ from opentelemetry.trace import Span
 from otelhooks._engine import HooksEngine
 from otelhooks._events import AfterToolCallEvent, ToolCallErrorEvent, ToolCallEvent, ToolResult
 from otelhooks._live import Verdict
+from otelhooks._tool_schema import with_defaults
 from otelhooks.mcp._jsonrpc import Message, encode, result_response
 
 __all__ = [
@@ -49,6 +50,7 @@ class Pending:
     session_id: str = ""
     server: str = ""
     call: ToolCallEvent | None = None
+    schema: Any = None  # the tool's listed inputSchema, when a hook judges the call
     cancelled: bool = False
     # the span's kind (a request from the server is a CLIENT span) and its start attributes,
     # which the MCP operation metric records with what its end adds
@@ -77,7 +79,8 @@ def tool_call_event(pending: Pending) -> ToolCallEvent:
         toolCallId=f"{pending.session_id}:{msg.id}",
         identifier=pending.server,
         apiName=pending.values[1],
-        args=args if isinstance(args, dict) else {},
+        # what the server will run with: the defaults its schema declares filled in
+        args=with_defaults(args, pending.schema) if isinstance(args, dict) else {},
         executor="mcp",
         toolSource="mcp",
         sessionKey=pending.session_id,
@@ -107,12 +110,20 @@ def mock_answer(request_id: Any, mock: ToolResult) -> bytes:
     return result_response(request_id, result)
 
 
-def rewritten_frame(msg: Message, call: ToolCallEvent, verdict: Verdict) -> bytes:
-    """The request to forward: the original bytes unless a hook changed the arguments."""
+def rewritten_frame(msg: Message, call: ToolCallEvent, verdict: Verdict, schema: Any) -> bytes:
+    """The request to forward: the original bytes unless a hook changed the arguments (the
+    defaults filled in for the guards are not a change: the server fills them in itself)."""
     payload = verdict.payload
     args = payload.args if isinstance(payload, ToolCallEvent) else call.args
-    if args == msg.params.get("arguments", {}):
+    sent = msg.params.get("arguments", {})
+    if not isinstance(sent, dict):
+        sent = {}
+    filled = with_defaults(sent, schema)
+    if args == filled:
         return msg.raw
+    # a default the hook left as filled stays the server's to apply (a None default of an
+    # argument the server types as int would be refused if sent)
+    args = {k: v for k, v in args.items() if k in sent or k not in filled or v != filled[k]}
     data = dict(msg.data)
     data["params"] = {**msg.params, "arguments": args}
     return encode(data)

@@ -47,9 +47,16 @@ from opentelemetry.trace import Tracer
 
 from otelhooks import _semconv as sc
 from otelhooks._engine import HooksEngine
-from otelhooks.mcp._calls import Pending, request_key
+from otelhooks._tool_schema import type_problem
+from otelhooks.mcp._calls import Pending, deny_answer, request_key
 from otelhooks.mcp._decide import decide
-from otelhooks.mcp._filter import MAX_LISTED, UNLISTED, filter_tools, listed_kinds
+from otelhooks.mcp._filter import (
+    MAX_LISTED,
+    UNLISTED,
+    filter_tools,
+    listed_kinds,
+    listed_schemas,
+)
 from otelhooks.mcp._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -161,6 +168,7 @@ class McpSession:
         gateway.engine.claim_scope(getattr(self.span, "instrumentation_scope", None))
         self.requests = OpenRequests(self, gateway.spans, gateway.metrics, gateway.engine)
         self._kinds: dict[str, tuple[str, ...]] = {}  # each listed tool's annotation kinds
+        self._schemas: dict[str, Any] = {}  # each listed tool's inputSchema
         self.closed = False
 
     # -- client → server -------------------------------------------------------------------------
@@ -260,6 +268,12 @@ class McpSession:
         pending.session_id, pending.server = self.session_id, self.server_name
         if not self.gateway.engine.matches("before_tool_call", values):
             return Relay(to_server=[msg.raw])  # the common case: nothing to decide
+        schema = pending.schema = self._schemas.get(tool)
+        problem = type_problem(msg.params.get("arguments"), schema)
+        if problem is not None:  # the server would run a value the guards would misread
+            answer = deny_answer(msg.id, f"otelhooks refused the call: {problem}")
+            self.requests.finish(msg.id, parse(answer))
+            return Relay(to_client=[answer])
         return Relay(later=self._decided(msg, pending, values))
 
     async def _decided(self, msg: Message, pending: Pending, values: tuple[str, ...]) -> Relay:
@@ -340,11 +354,15 @@ class McpSession:
         return Relay(to_client=[raw])
 
     def _listed(self, msg: Message) -> None:
-        """Keep the annotation kinds of the listed tools (a later list, or page, adds to them;
-        past :data:`MAX_LISTED` tools the rest have the defaults)."""
+        """Keep the annotation kinds and input schemas of the listed tools (a later list, or
+        page, adds to them; past :data:`MAX_LISTED` tools the rest have the defaults and no
+        schema)."""
         for name, kinds in listed_kinds(msg).items():
             if name in self._kinds or len(self._kinds) < MAX_LISTED:
                 self._kinds[name] = kinds
+        for name, schema in listed_schemas(msg).items():
+            if name in self._schemas or len(self._schemas) < MAX_LISTED:
+                self._schemas[name] = schema
 
     async def _filtered(self, msg: Message, pending: Pending) -> Relay:
         try:
