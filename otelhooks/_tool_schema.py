@@ -13,7 +13,7 @@ Agents MCP wrapper alike:
   ``isError: true``, which the model reads and can correct by sending typed values);
 * :func:`with_defaults`: the defaults the schema declares for the arguments the client left
   out (in objects inside them too) are filled into what guards see; the server still gets
-  what the client sent.
+  what the client sent, or (:func:`rewritten`) what a hook rewrote.
 
 Only types are checked (``type``, through ``anyOf`` / ``oneOf`` / ``allOf``, local ``$ref``,
 ``properties``, ``additionalProperties``, ``prefixItems`` and ``items``): a value of the declared
@@ -27,7 +27,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any, Final
 
-__all__ = ["type_problem", "with_defaults"]
+__all__ = ["rewritten", "type_problem", "with_defaults"]
 
 # $ref hops followed without descending into the value (a schema whose refs loop stops here)
 _MAX_REF_HOPS: Final = 32
@@ -161,3 +161,19 @@ def _filled(value: Any, schema: Any, root: Mapping[str, Any]) -> Any:
             out = dict(value) if out is value else out
             out[name] = new
     return out
+
+
+def rewritten(judged: dict[str, Any], sent: dict[str, Any], schema: Any) -> dict[str, Any] | None:
+    """What the server gets after the hooks judged ``judged``: ``None`` when they changed
+    nothing (``sent`` goes as it is), else their arguments without the top-level defaults they
+    left as filled in, which stay the server's to apply (a ``None`` default of an argument typed
+    ``int`` is refused when sent).
+
+    >>> schema = {"properties": {"force": {"type": "boolean", "default": True}}}
+    >>> rewritten({"path": "/tmp", "force": True}, {"path": "/"}, schema)
+    {'path': '/tmp'}
+    """
+    filled = with_defaults(sent, schema)
+    if judged == filled:
+        return None
+    return {k: v for k, v in judged.items() if k in sent or k not in filled or v != filled[k]}

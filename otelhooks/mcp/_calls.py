@@ -18,7 +18,7 @@ from opentelemetry.trace import Span
 from otelhooks._engine import HooksEngine
 from otelhooks._events import AfterToolCallEvent, ToolCallErrorEvent, ToolCallEvent, ToolResult
 from otelhooks._live import Verdict
-from otelhooks._tool_schema import with_defaults
+from otelhooks._tool_schema import rewritten, with_defaults
 from otelhooks.mcp._jsonrpc import Message, encode, result_response
 
 __all__ = [
@@ -118,14 +118,11 @@ def rewritten_frame(msg: Message, call: ToolCallEvent, verdict: Verdict, schema:
     sent = msg.params.get("arguments", {})
     if not isinstance(sent, dict):
         sent = {}
-    filled = with_defaults(sent, schema)
-    if args == filled:
+    changed = rewritten(args, sent, schema)
+    if changed is None:
         return msg.raw
-    # a default the hook left as filled stays the server's to apply (a None default of an
-    # argument the server types as int would be refused if sent)
-    args = {k: v for k, v in args.items() if k in sent or k not in filled or v != filled[k]}
     data = dict(msg.data)
-    data["params"] = {**msg.params, "arguments": args}
+    data["params"] = {**msg.params, "arguments": changed}
     return encode(data)
 
 

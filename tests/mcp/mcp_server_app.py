@@ -109,6 +109,13 @@ async def ask(question: str, ctx: Context) -> str:
 
 
 @app.tool(structured_output=False)
+def fail(reason: str) -> str:
+    """Fail with ``reason`` (the SDK answers a tool's exception with an ``isError`` result)."""
+    _record("fail", reason=reason)
+    raise ValueError(reason)
+
+
+@app.tool(structured_output=False)
 def crash() -> str:
     """Die mid-call, as a broken server does."""
     _record("crash")
