@@ -139,6 +139,11 @@ class McpGateway:
         # one for every session, and a session that starts without a handshake (HTTP: one the
         # gateway dropped when idle, the server still knows) must be guarded under it too.
         self.server_name: str | None = None
+        # Each listed tool's inputSchema, from any session's tools/list, for the same reason: a
+        # session may call without listing (HTTP: a list the client cached, a session dropped
+        # when idle, the stateless protocol's request per session). Keyed by the names the
+        # server listed, at most MAX_LISTED.
+        self.schemas: dict[str, Any] = {}
         self.filter_tools = filter_tools
         self.spans = McpSpans(tracer, transport=transport, server=upstream)
         self.metrics = McpMetrics(meter_provider)
@@ -168,7 +173,6 @@ class McpSession:
         gateway.engine.claim_scope(getattr(self.span, "instrumentation_scope", None))
         self.requests = OpenRequests(self, gateway.spans, gateway.metrics, gateway.engine)
         self._kinds: dict[str, tuple[str, ...]] = {}  # each listed tool's annotation kinds
-        self._schemas: dict[str, Any] = {}  # each listed tool's inputSchema
         self.closed = False
 
     # -- client → server -------------------------------------------------------------------------
@@ -268,7 +272,7 @@ class McpSession:
         pending.session_id, pending.server = self.session_id, self.server_name
         if not self.gateway.engine.matches("before_tool_call", values):
             return Relay(to_server=[msg.raw])  # the common case: nothing to decide
-        schema = pending.schema = self._schemas.get(tool)
+        schema = pending.schema = self.gateway.schemas.get(tool)
         problem = type_problem(msg.params.get("arguments"), schema)
         if problem is not None:  # the server would run a value the guards would misread
             answer = deny_answer(msg.id, f"otelhooks refused the call: {problem}")
@@ -354,15 +358,16 @@ class McpSession:
         return Relay(to_client=[raw])
 
     def _listed(self, msg: Message) -> None:
-        """Keep the annotation kinds and input schemas of the listed tools (a later list, or
-        page, adds to them; past :data:`MAX_LISTED` tools the rest have the defaults and no
-        schema)."""
+        """Keep the annotation kinds (the session's) and input schemas (the gateway's) of the
+        listed tools (a later list, or page, adds to them; past :data:`MAX_LISTED` tools the
+        rest have the defaults and no schema)."""
         for name, kinds in listed_kinds(msg).items():
             if name in self._kinds or len(self._kinds) < MAX_LISTED:
                 self._kinds[name] = kinds
+        schemas = self.gateway.schemas
         for name, schema in listed_schemas(msg).items():
-            if name in self._schemas or len(self._schemas) < MAX_LISTED:
-                self._schemas[name] = schema
+            if name in schemas or len(schemas) < MAX_LISTED:
+                schemas[name] = schema
 
     async def _filtered(self, msg: Message, pending: Pending) -> Relay:
         try:

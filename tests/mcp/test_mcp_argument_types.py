@@ -15,7 +15,7 @@ from mcp.types import TextContent
 from pydantic import BaseModel
 
 from otelhooks._tool_schema import type_problem, with_defaults
-from tests.mcp._harness import calls, stdio_session, write_hooks
+from tests.mcp._harness import calls, http_gateway, http_session, stdio_session, write_hooks
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -157,3 +157,29 @@ def test_a_schema_whose_refs_loop_or_point_away_is_not_followed_forever() -> Non
     assert with_defaults({"x": "1"}, looped) == {"x": "1"}
     remote = {"properties": {"force": {"$ref": "https://example.invalid/bool.json"}}}
     assert type_problem({"force": "true"}, remote) is None
+
+
+def test_a_session_that_never_listed_is_judged_by_the_schema_another_session_listed(
+    tmp_path: Path,
+) -> None:
+    """Over HTTP a client may call without listing in that session (the list it cached, a
+    session the gateway dropped when idle, the stateless protocol's one request per session):
+    the schemas are the server's, kept by the gateway, not by the session that listed them."""
+    hooks = write_hooks(tmp_path, NO_FORCE, NO_FORCE_SCRIPT)
+
+    async def scenario(url: str) -> list[Any]:
+        async with http_session(url) as first:
+            await first.list_tools()
+        async with http_session(url) as second:
+            return [
+                await second.call_tool("rm", {"path": "/a", "force": "true"}),
+                await second.call_tool("wipe", {"path": "/b"}),
+            ]
+
+    with http_gateway(tmp_path, [hooks]) as url:
+        refused, denied = anyio.run(scenario, url)
+    assert refused.is_error is True
+    assert "arguments.force is string" in _text(refused)
+    assert denied.is_error is True
+    assert _text(denied) == "no forced removal"
+    assert calls(tmp_path) == []  # before, both ran forced
