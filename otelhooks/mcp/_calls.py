@@ -18,6 +18,7 @@ from opentelemetry.trace import Span
 from otelhooks._engine import HooksEngine
 from otelhooks._events import AfterToolCallEvent, ToolCallErrorEvent, ToolCallEvent, ToolResult
 from otelhooks._live import Verdict
+from otelhooks._tool_schema import rewritten, with_defaults
 from otelhooks.mcp._jsonrpc import Message, encode, result_response
 
 __all__ = [
@@ -49,6 +50,7 @@ class Pending:
     session_id: str = ""
     server: str = ""
     call: ToolCallEvent | None = None
+    schema: Any = None  # the tool's listed inputSchema, when a hook judges the call
     cancelled: bool = False
     # the span's kind (a request from the server is a CLIENT span) and its start attributes,
     # which the MCP operation metric records with what its end adds
@@ -77,7 +79,8 @@ def tool_call_event(pending: Pending) -> ToolCallEvent:
         toolCallId=f"{pending.session_id}:{msg.id}",
         identifier=pending.server,
         apiName=pending.values[1],
-        args=args if isinstance(args, dict) else {},
+        # what the server will run with: the defaults its schema declares filled in
+        args=with_defaults(args, pending.schema) if isinstance(args, dict) else {},
         executor="mcp",
         toolSource="mcp",
         sessionKey=pending.session_id,
@@ -107,14 +110,19 @@ def mock_answer(request_id: Any, mock: ToolResult) -> bytes:
     return result_response(request_id, result)
 
 
-def rewritten_frame(msg: Message, call: ToolCallEvent, verdict: Verdict) -> bytes:
-    """The request to forward: the original bytes unless a hook changed the arguments."""
+def rewritten_frame(msg: Message, call: ToolCallEvent, verdict: Verdict, schema: Any) -> bytes:
+    """The request to forward: the original bytes unless a hook changed the arguments (the
+    defaults filled in for the guards are not a change: the server fills them in itself)."""
     payload = verdict.payload
     args = payload.args if isinstance(payload, ToolCallEvent) else call.args
-    if args == msg.params.get("arguments", {}):
+    sent = msg.params.get("arguments", {})
+    if not isinstance(sent, dict):
+        sent = {}
+    changed = rewritten(args, sent, schema)
+    if changed is None:
         return msg.raw
     data = dict(msg.data)
-    data["params"] = {**msg.params, "arguments": args}
+    data["params"] = {**msg.params, "arguments": changed}
     return encode(data)
 
 

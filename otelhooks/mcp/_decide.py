@@ -70,7 +70,7 @@ async def decide(
         return None, _deny(engine, requests, msg, pending, verdict)
     if verdict.mock is not None:
         return None, _mock(requests, msg, verdict.mock)
-    return rewritten_frame(msg, call, verdict), None
+    return rewritten_frame(msg, call, verdict, pending.schema), None
 
 
 def _deny(

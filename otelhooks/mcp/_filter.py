@@ -24,9 +24,9 @@ from otelhooks._events import ToolCallEvent
 from otelhooks._tool_kinds import annotation_kinds
 from otelhooks.mcp._jsonrpc import Message, encode
 
-__all__ = ["MAX_LISTED", "UNLISTED", "filter_tools", "listed_kinds"]
+__all__ = ["MAX_LISTED", "UNLISTED", "filter_tools", "listed_kinds", "listed_schemas"]
 
-# a session remembers this many tools' kinds at most (a server chooses how many it lists)
+# a session remembers this many tools' kinds and schemas at most (the server chooses how many)
 MAX_LISTED: Final = 10_000
 # a tool never listed, or listed without annotations: the specification's defaults
 UNLISTED: Final = annotation_kinds(None)
@@ -49,6 +49,15 @@ def listed_kinds(msg: Message) -> dict[str, tuple[str, ...]]:
                 annotations if isinstance(annotations, Mapping) else None
             )
     return kinds
+
+
+def listed_schemas(msg: Message) -> dict[str, Any]:
+    """The ``inputSchema`` of each tool a ``tools/list`` answer names."""
+    return {
+        tool["name"]: tool.get("inputSchema")
+        for tool in _tools(msg) or ()
+        if isinstance(tool, dict) and isinstance(tool.get("name"), str)
+    }
 
 
 async def filter_tools(engine: HooksEngine, msg: Message, server: str) -> bytes:

@@ -47,9 +47,16 @@ from opentelemetry.trace import Tracer
 
 from otelhooks import _semconv as sc
 from otelhooks._engine import HooksEngine
-from otelhooks.mcp._calls import Pending, request_key
+from otelhooks._tool_schema import type_problem
+from otelhooks.mcp._calls import Pending, deny_answer, request_key
 from otelhooks.mcp._decide import decide
-from otelhooks.mcp._filter import MAX_LISTED, UNLISTED, filter_tools, listed_kinds
+from otelhooks.mcp._filter import (
+    MAX_LISTED,
+    UNLISTED,
+    filter_tools,
+    listed_kinds,
+    listed_schemas,
+)
 from otelhooks.mcp._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_REQUEST,
@@ -132,6 +139,11 @@ class McpGateway:
         # one for every session, and a session that starts without a handshake (HTTP: one the
         # gateway dropped when idle, the server still knows) must be guarded under it too.
         self.server_name: str | None = None
+        # Each listed tool's inputSchema, from any session's tools/list, for the same reason: a
+        # session may call without listing (HTTP: a list the client cached, a session dropped
+        # when idle, the stateless protocol's request per session). Keyed by the names the
+        # server listed, at most MAX_LISTED.
+        self.schemas: dict[str, Any] = {}
         self.filter_tools = filter_tools
         self.spans = McpSpans(tracer, transport=transport, server=upstream)
         self.metrics = McpMetrics(meter_provider)
@@ -260,6 +272,12 @@ class McpSession:
         pending.session_id, pending.server = self.session_id, self.server_name
         if not self.gateway.engine.matches("before_tool_call", values):
             return Relay(to_server=[msg.raw])  # the common case: nothing to decide
+        schema = pending.schema = self.gateway.schemas.get(tool)
+        problem = type_problem(msg.params.get("arguments"), schema)
+        if problem is not None:  # the server would run a value the guards would misread
+            answer = deny_answer(msg.id, f"otelhooks refused the call: {problem}")
+            self.requests.finish(msg.id, parse(answer))
+            return Relay(to_client=[answer])
         return Relay(later=self._decided(msg, pending, values))
 
     async def _decided(self, msg: Message, pending: Pending, values: tuple[str, ...]) -> Relay:
@@ -340,11 +358,16 @@ class McpSession:
         return Relay(to_client=[raw])
 
     def _listed(self, msg: Message) -> None:
-        """Keep the annotation kinds of the listed tools (a later list, or page, adds to them;
-        past :data:`MAX_LISTED` tools the rest have the defaults)."""
+        """Keep the annotation kinds (the session's) and input schemas (the gateway's) of the
+        listed tools (a later list, or page, adds to them; past :data:`MAX_LISTED` tools the
+        rest have the defaults and no schema)."""
         for name, kinds in listed_kinds(msg).items():
             if name in self._kinds or len(self._kinds) < MAX_LISTED:
                 self._kinds[name] = kinds
+        schemas = self.gateway.schemas
+        for name, schema in listed_schemas(msg).items():
+            if name in schemas or len(schemas) < MAX_LISTED:
+                schemas[name] = schema
 
     async def _filtered(self, msg: Message, pending: Pending) -> Relay:
         try:

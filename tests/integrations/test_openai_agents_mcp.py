@@ -122,23 +122,25 @@ def test_observers_see_an_mcp_call_s_result_and_its_failure(
     pipe.register(
         hook("after", "after_tool_call", recorder), hook("err", "on_tool_call_error", recorder)
     )
-    # a result the server flags is_error (arguments it refuses) is a failed call, also with the
+    # a result the server flags is_error (a tool that raised) is a failed call, also with the
     # SDK's tracing off (a function tool's handled error is read from the SDK's span)
     model, _ = run_calls(
         pipe,
         tmp_path / "log",
         ("add", {"a": 2, "b": 3}),
-        ("add", {"a": "two", "b": 3}),
+        ("fail", {"reason": "disk full"}),
         run_config=RunConfig(tracing_disabled=True),
     )
     pipe.flush()
     assert [(e.apiName, e.content) for e in recorder.of("after_tool_call")] == [("add", "5")]  # type: ignore[attr-defined]
-    assert [e.apiName for e in recorder.of("on_tool_call_error")] == ["add"]  # type: ignore[attr-defined]
-    assert "a" in model.tool_outputs()["m2"]  # the model still gets the server's error text
-    statuses = sorted(
-        s.status.status_code.name for s in pipe.spans() if s.name == "execute_tool add"
-    )
-    assert statuses == ["ERROR", "UNSET"]
+    assert [e.apiName for e in recorder.of("on_tool_call_error")] == ["fail"]  # type: ignore[attr-defined]
+    assert "Error executing tool fail" in model.tool_outputs()["m2"]  # the server's error text
+    statuses = {
+        s.name: s.status.status_code.name
+        for s in pipe.spans()
+        if s.name.startswith("execute_tool ")
+    }
+    assert statuses == {"execute_tool add": "UNSET", "execute_tool fail": "ERROR"}
 
 
 def test_the_server_s_own_approval_policy_still_holds(pipe: TestPipeline, tmp_path: Path) -> None:
@@ -270,3 +272,32 @@ def test_an_approved_mcp_call_resumed_from_a_saved_state_still_meets_the_guard(
 
     asyncio.run(main())
     assert len(reached(log)) == 1  # the unhooked resume, which the warning named
+
+
+def test_a_guard_judges_what_the_mcp_server_will_run(pipe: TestPipeline, tmp_path: Path) -> None:
+    """The server's lax validation runs ``"true"`` as ``True`` and fills in ``force=True`` for
+    ``wipe``: a value it would read as another is refused before the guard, the guard sees the
+    default, and a rewrite reaches the server without the defaults it left as they were."""
+
+    def no_force(event: ToolCallEvent) -> Block | ToolCallEvent | None:
+        if event.args.get("force") is True:
+            return Block("no forced removal")
+        if event.args.get("path") == "/c":
+            return event.model_copy(update={"args": {**event.args, "path": "/tmp/c"}})
+        return None
+
+    pipe.register(hook("no-force", "before_tool_call", no_force, matcher="^notes/(rm|wipe)$"))
+    model, _ = run_calls(
+        pipe,
+        tmp_path / "log",
+        ("rm", {"path": "/a", "force": "true"}),
+        ("wipe", {"path": "/b"}),
+        ("rm", {"path": "/c"}),
+    )
+    outputs = model.tool_outputs()
+    assert "arguments.force is string where the tool's inputSchema says boolean" in outputs["m1"]
+    assert "no forced removal" in outputs["m2"]
+    # before, /a and /b were removed forced
+    assert [(c["tool"], c["args"]) for c in reached(tmp_path / "log")] == [
+        ("rm", {"path": "/tmp/c", "force": False})
+    ]

@@ -60,6 +60,20 @@ def purge(key: str) -> str:
 
 
 @app.tool(structured_output=False)
+def rm(path: str, force: bool = False) -> str:
+    """Remove a path (the SDK validates in pydantic's lax mode: ``"true"`` is ``True``)."""
+    _record("rm", path=path, force=force)
+    return f"removed {path}" + (" (forced)" if force else "")
+
+
+@app.tool(structured_output=False)
+def wipe(path: str, force: bool = True) -> str:
+    """Wipe a path, forced unless told otherwise (a default the client need not send)."""
+    _record("wipe", path=path, force=force)
+    return f"wiped {path}" + (" (forced)" if force else "")
+
+
+@app.tool(structured_output=False)
 async def slow(tag: str, seconds: float = 0.2) -> str:
     """Answer ``tag`` after ``seconds``."""
     _record("slow", tag=tag)
@@ -92,6 +106,13 @@ async def ask(question: str, ctx: Context) -> str:
     message = SamplingMessage(role="user", content=TextContent(type="text", text=question))
     result = await ctx.session.create_message([message], max_tokens=16)
     return getattr(result.content, "text", "")
+
+
+@app.tool(structured_output=False)
+def fail(reason: str) -> str:
+    """Fail with ``reason`` (the SDK answers a tool's exception with an ``isError`` result)."""
+    _record("fail", reason=reason)
+    raise ValueError(reason)
 
 
 @app.tool(structured_output=False)

@@ -22,7 +22,9 @@ from mcp.types import (
 from mcp.types import Tool as MCPTool
 
 from otelhooks import _semconv as sc
+from otelhooks._tool_schema import rewritten, type_problem, with_defaults
 from otelhooks.integrations.openai_agents._guard import guarded
+from otelhooks.mcp._filter import MAX_LISTED
 
 __all__ = ["HookedMCPServer"]
 
@@ -61,6 +63,8 @@ class HookedMCPServer(MCPServer):
 
     def __init__(self, server: MCPServer) -> None:
         self.server = server
+        # each listed tool's inputSchema (names the server listed, bounded as in the gateway)
+        self._schemas: dict[str, Any] = {}
 
     def __getattr__(self, name: str) -> Any:
         # only reached for what this class does not define: the user's server's attributes
@@ -92,24 +96,36 @@ class HookedMCPServer(MCPServer):
     async def list_tools(
         self, run_context: RunContextWrapper[Any] | None = None, agent: AgentBase | None = None
     ) -> list[MCPTool]:
-        return await self.server.list_tools(run_context, agent)
+        tools = await self.server.list_tools(run_context, agent)
+        for tool in tools:
+            if tool.name in self._schemas or len(self._schemas) < MAX_LISTED:
+                self._schemas[tool.name] = tool.input_schema
+        return tools
 
     async def call_tool(
         self, tool_name: str, arguments: dict[str, Any] | None, meta: dict[str, Any] | None = None
     ) -> CallToolResult:
         async def run(changed: dict[str, Any] | None) -> Any:
+            sent = None if changed is None else rewritten(changed, arguments or {}, schema)
             result = await self.server.call_tool(
-                tool_name, arguments if changed is None else changed, meta
+                tool_name, arguments if sent is None else sent, meta
             )
             if result.is_error:
                 raise _MCPToolError(result)
             return result
 
+        # the guards judge what the server will run (the MCP gateway's rule, _tool_schema.py):
+        # a value the server would read as another is refused, its defaults are filled in
+        schema = self._schemas.get(tool_name)
+        problem = type_problem(arguments, schema)
+        if problem is not None:
+            return _mcp_answer(f"otelhooks refused the call: {problem}", error=True)
+        args = with_defaults(dict(arguments or {}), schema)
         attributes = {sc.MCP_METHOD_NAME: "tools/call", sc.MCP_SERVER_NAME: self.server.name}
         try:
             # the SDK does not pass the model's call id to a server; the span gets one of its own
             output, denied = await guarded(
-                tool_name, self.server.name, dict(arguments or {}), None, run, _mcp_text, attributes
+                tool_name, self.server.name, args, None, run, _mcp_text, attributes
             )
         except _MCPToolError as failed:
             return failed.result
