@@ -33,6 +33,8 @@ ALLOWED: dict[str, str] = {
     "fleet/test_shared_spend.py": "the spend each session store keeps, bounded",
     "fleet/test_cost_records_refused.py": "the spend each session store keeps",
     "fleet/test_logs_flood.py": "the key the spend of a session is kept under",
+    "mcp/test_mcp_argument_types.py": "the rule an MCP tool's schema gives its arguments "
+    "(types refused, defaults filled), on each schema shape the SDK lists",
     "reliability/test_grpc_export_losses.py": "the gRPC span exporter's reading of a status "
     "and a partial success, on its delivery tracker",
     "web/test_inbox_answers.py": "which answers the inbox keeps for their askers",
