@@ -125,7 +125,10 @@ class RecordedEvent:
 
 
 def recorded_events(
-    spans: Iterable[dict[str, Any]], *, context: SpanContext | None = None
+    spans: Iterable[dict[str, Any]],
+    *,
+    context: SpanContext | None = None,
+    problems: list[str] | None = None,
 ) -> Iterator[RecordedEvent]:
     """The intercept events of ``spans`` (one recording, or several), in span order.
 
@@ -133,6 +136,9 @@ def recorded_events(
         spans: the spans; held whole unless ``context`` is given.
         context: the ancestry of every span (:meth:`SpanContext.add` each span first, e.g. in
             a first pass over a streamed recording); built from ``spans`` when omitted.
+        problems: where a span whose ``gen_ai.operation.name`` was cut short (the exporter's
+            ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``) is described and skipped; without it, a
+            ``ValueError`` is raised.
 
     Example:
         >>> from otelhooks.replay import read_recording
@@ -154,6 +160,22 @@ def recorded_events(
             yield _message_event(span, attrs, context)
         elif op == sc.OP_INVOKE_AGENT:
             yield _agent_event(span, attrs, context)
+        elif isinstance(op, str) and any(name.startswith(op) for name in _REPLAYED):
+            # Cut by the exporter's limit, with the span's other values: an event no hook can
+            # be judged on, which skipped without a word read as a policy that passed.
+            problem = (
+                f"trace {span.get('traceId', '')} span {span.get('spanId', '')}: "
+                f"gen_ai.operation.name {op!r} was cut short (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT "
+                "of the recording process): not replayed"
+            )
+            if problems is None:
+                raise ValueError(problem)
+            problems.append(problem)
+
+
+# The operations replayed as intercept events; a recorded name that is a proper prefix of one
+# was cut short.
+_REPLAYED = (sc.OP_EXECUTE_TOOL, sc.OP_SEND_MESSAGE, sc.OP_INVOKE_AGENT)
 
 
 def _common(span: dict[str, Any], facts: Mapping[str, str]) -> dict[str, Any]:
