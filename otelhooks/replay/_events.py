@@ -155,6 +155,13 @@ def recorded_events(
         attrs = span.get("attributes") or {}
         op = attrs.get(sc.GEN_AI_OPERATION_NAME)
         if op == sc.OP_EXECUTE_TOOL:
+            named = str(span.get("name", "")).removeprefix(f"{sc.OP_EXECUTE_TOOL} ")
+            tool = attrs.get(sc.GEN_AI_TOOL_NAME)
+            if isinstance(tool, str) and tool != named and named.startswith(tool):
+                # the span's name is whole where the attribute was cut: no hook matching the
+                # tool's name can be judged on the cut one
+                _cut_short(span, f"gen_ai.tool.name {tool!r}", problems)
+                continue
             yield from _tool_events(span, attrs, context)
         elif op == sc.OP_SEND_MESSAGE:
             yield _message_event(span, attrs, context)
@@ -163,14 +170,17 @@ def recorded_events(
         elif isinstance(op, str) and any(name.startswith(op) for name in _REPLAYED):
             # Cut by the exporter's limit, with the span's other values: an event no hook can
             # be judged on, which skipped without a word read as a policy that passed.
-            problem = (
-                f"trace {span.get('traceId', '')} span {span.get('spanId', '')}: "
-                f"gen_ai.operation.name {op!r} was cut short (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT "
-                "of the recording process): not replayed"
-            )
-            if problems is None:
-                raise ValueError(problem)
-            problems.append(problem)
+            _cut_short(span, f"gen_ai.operation.name {op!r}", problems)
+
+
+def _cut_short(span: dict[str, Any], what: str, problems: list[str] | None) -> None:
+    problem = (
+        f"trace {span.get('traceId', '')} span {span.get('spanId', '')}: {what} was cut short "
+        "(OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT of the recording process): not replayed"
+    )
+    if problems is None:
+        raise ValueError(problem)
+    problems.append(problem)
 
 
 # The operations replayed as intercept events; a recorded name that is a proper prefix of one

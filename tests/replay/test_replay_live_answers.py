@@ -278,6 +278,48 @@ def test_a_recording_whose_operation_names_were_cut_is_not_a_policy_that_passed(
     assert "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT" in summary["unreadable_first"][0]
 
 
+LONG_NAME = """\
+import otelhooks
+
+oh = otelhooks.configure(traces_out="traces.jsonl", set_global=False, capture_content=True)
+
+
+@otelhooks.tool(identifier="fs", name="delete_everything", tracer=oh.tracer)
+def delete(path: str) -> str:
+    return "deleted"
+
+
+with oh.tracer.operation("cleaner") as op, op.step():
+    delete("/")
+oh.shutdown()
+"""
+
+
+def test_a_tool_name_cut_short_is_named_not_a_policy_that_passed(tmp_path: Path) -> None:
+    # the limit cut gen_ai.tool.name ("delete_every"): a guard on "delete_everything" matched
+    # nothing and replay said "changes: none", exit 0
+    (tmp_path / "agent.py").write_text(LONG_NAME)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env |= {"PYTHONPATH": str(REPO), "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "12"}
+    done = subprocess.run(
+        [sys.executable, "agent.py"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "policy.yaml").write_text(
+        "hooks:\n  - id: no-delete\n    type: beforeToolCall\n"
+        "    matcher: delete_everything\n    command: exit 2\n"
+    )
+    run = replay_main(tmp_path / "traces.jsonl", "--hooks", tmp_path / "policy.yaml")
+    assert run.code == 2, run.stdout
+    assert "gen_ai.tool.name 'delete_every' was cut short" in run.stderr
+
+
 def test_hooks_test_names_a_guard_that_matches_a_gateway_tool_by_its_kind(tmp_path: Path) -> None:
     """``hooks test --tool testsrv/purge`` said only "no hook matches" of a ``@destructive``
     guard the gateway runs on that call (a tool never listed is destructive by default)."""
