@@ -155,11 +155,23 @@ def _refuse_generators(func: Callable[..., Any], api_name: str) -> None:
     ``tool_result_persist`` hook would see the generator's name, never what it yields (a
     redaction missed every secret), so such a tool is refused when it is decorated."""
     if _gives(func, inspect.isgeneratorfunction) or _gives(func, inspect.isasyncgenfunction):
-        raise ConfigError(
-            f"@otelhooks.tool {api_name!r} is a generator: its body would run after the tool "
-            "call ended, unseen by the result hooks; return a list of the items instead "
-            "(e.g. a wrapper returning list(...) decorated in its place)"
-        )
+        raise _generator_error(api_name)
+
+
+def _checked(value: Any, api_name: str) -> Any:
+    """``value``, unless it is a generator the decoration could not foresee (a function behind
+    a decorator of its own, one returning a generator expression): refused before it runs."""
+    if inspect.isgenerator(value) or inspect.isasyncgen(value):
+        raise _generator_error(api_name)
+    return value
+
+
+def _generator_error(api_name: str) -> ConfigError:
+    return ConfigError(
+        f"@otelhooks.tool {api_name!r} is a generator: its body would run after the tool "
+        "call ended, unseen by the result hooks; return a list of the items instead "
+        "(e.g. a wrapper returning list(...) decorated in its place)"
+    )
 
 
 class _Shape:
@@ -329,7 +341,7 @@ def tool(
                     async with step.tool_call(identifier, api_name, dict(original)) as call:
                         if call.should_run:
                             a, kw = shape.call_args(args, kwargs, original, call.args)
-                            value = await func(*receiver, *a, **kw)
+                            value = _checked(await func(*receiver, *a, **kw), api_name)
                             persisted = await call.aset_result(value)
                 if call.denied:
                     raise _denied(call)
@@ -356,7 +368,7 @@ def tool(
                     with step.tool_call(identifier, api_name, dict(original)) as call:
                         if call.should_run:
                             a, kw = shape.call_args(args, kwargs, original, call.args)
-                            value = func(*receiver, *a, **kw)
+                            value = _checked(func(*receiver, *a, **kw), api_name)
                             persisted = call.set_result(value)
                 if call.denied:
                     raise _denied(call)

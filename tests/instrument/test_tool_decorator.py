@@ -747,6 +747,32 @@ def test_a_generator_is_refused_when_it_is_decorated(
         with pytest.raises(otelhooks.ConfigError, match=r"is a generator.*return a list"):
             otelhooks.tool(name="lines")(func)
 
+    # what decorating cannot foresee is refused when called, before the body runs
+    @otelhooks.tool(name="lines")
+    @functools.wraps(lines)
+    def wrapped(path: str) -> Any:
+        return lines(path)
+
+    @otelhooks.tool(name="lines")
+    def expression(path: str) -> Any:
+        return (line for line in [f"token=SECRET in {path}"])
+
+    @otelhooks.tool(name="lines")
+    async def awaited(path: str) -> Any:
+        return alines(path)
+
+    with tracer.operation("a") as op, op.step():
+        for call in (wrapped, expression):
+            with pytest.raises(otelhooks.ConfigError, match="is a generator"):
+                call("x")
+
+    async def acall() -> None:
+        async with tracer.operation("a") as op, op.step():
+            await awaited("x")
+
+    with pytest.raises(otelhooks.ConfigError, match="is a generator"):
+        asyncio.run(acall())
+
     @otelhooks.tool(name="lines")
     def listed(path: str) -> list[str]:  # what the error says to do: redacted
         return list(lines(path))
