@@ -15,7 +15,6 @@ from __future__ import annotations
 import functools
 import inspect
 import threading
-import types
 import warnings
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, ExitStack
@@ -86,7 +85,7 @@ class _Frame:
                 f"@otelhooks.tool {self.name!r} ran outside any operation and no configure() "
                 "set a global tracer: no hook saw it (pass tracer=, or call it in the "
                 "operation's context: in a thread of your own, contextvars.copy_context().run)",
-                stacklevel=5,  # the caller of the decorated function
+                stacklevel=4,  # the caller of the decorated function
             )
         elif _runs_have_tool_guards(tracer):
             # the same lost context with a global tracer: the global hooks see the call, but a
@@ -95,7 +94,7 @@ class _Frame:
                 f"@otelhooks.tool {self.name!r} ran outside any operation while a run has "
                 "before_tool_call hooks of its own: they did not see it (call it in the "
                 "operation's context: in a thread of your own, contextvars.copy_context().run)",
-                stacklevel=5,  # the caller of the decorated function
+                stacklevel=4,  # the caller of the decorated function
             )
         return tracer
 
@@ -106,7 +105,7 @@ class _Frame:
             warnings.warn(
                 f"@otelhooks.tool {self.name!r} ran in run {op.agent!r} after it ended: the "
                 "hooks the run was given did not see it (await the call before the run ends)",
-                stacklevel=5,  # the caller of the decorated function
+                stacklevel=4,  # the caller of the decorated function
             )
 
     def enter(self, stack: ExitStack) -> Step:
@@ -174,85 +173,77 @@ def _generator_error(api_name: str) -> ConfigError:
     )
 
 
-class _Shape:
-    """What a call's arguments are bound against: the function's signature, or a method's
-    without its receiver (passed to the function as bound, never shown to hooks)."""
-
-    def __init__(self, signature: inspect.Signature) -> None:
-        self.signature = signature
-        params = signature.parameters
-        # Each parameter's default by name, read once, when the function is decorated:
-        # ``BoundArguments.apply_defaults`` reads them again at each call, 7 % of a call's
-        # instructions (benchmarks/README.md, "@otelhooks.tool's defaults").
-        self.defaults = {n: p.default for n, p in params.items() if p.default is not p.empty}
-        kinds = {p.kind: n for n, p in params.items()}
-        self.spread = kinds.get(inspect.Parameter.VAR_KEYWORD)  # the ``**kwargs`` parameter
-
-    def method(self) -> _Shape:
-        """The shape of a call through an instance: the first positional parameter is the
-        receiver, whatever it is named (``self``, ``this``...)."""
-        params = list(self.signature.parameters.values())
-        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-        if params and params[0].kind in positional:
-            return _Shape(self.signature.replace(parameters=params[1:]))
-        return self
-
-    def bind(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
-        """The tool's arguments by name, as hooks see them: what the function receives, its
-        defaults filled in (a guard denying ``force`` must see the ``force=True`` it defaults
-        to), the keywords its ``**`` parameter takes each by its own name (a guard reading
-        ``force`` must see the ``force=True`` given to ``def f(**kwargs)``)."""
-        arguments = dict(self.signature.bind(*args, **kwargs).arguments)
-        for name, value in self.defaults.items():
-            arguments.setdefault(name, value)
-        spread = self.spread
-        if spread is not None and spread in arguments and not arguments.keys() & arguments[spread]:
-            # (a keyword named as a positional-only parameter stays under ``spread``)
-            arguments.update(arguments.pop(spread))
-        return arguments
-
-    def call_args(
-        self,
-        args: tuple[Any, ...],
-        kwargs: dict[str, Any],
-        original: dict[str, Any],
-        final: dict[str, Any],
-    ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        """The call's positional and keyword arguments after hooks rewrote ``original`` into
-        ``final`` (unchanged: the caller's own)."""
-        if final == original:
-            return args, kwargs
-        params = self.signature.parameters
-        unknown = sorted(set(final) - set(params))
-        if unknown and self.spread is None:
-            # Dropping them would run the tool with arguments other than the ones the hook chose.
-            raise TypeError(f"a hook rewrote the arguments with {', '.join(unknown)}, not taken")
-        bound = self.signature.bind_partial()
-        for name in params:  # in the signature's order, as positional arguments must be
-            if name in final:
-                bound.arguments[name] = final[name]
-        extra = {k: v for k, v in final.items() if k not in params}
-        return bound.args, {**bound.kwargs, **extra}
+def _receiver(signature: inspect.Signature) -> str | None:
+    """The name of a method's ``self`` or ``cls``: passed to the call, not shown to hooks."""
+    first = next(iter(signature.parameters.values()), None)
+    if first is not None and first.name in ("self", "cls"):
+        return first.name
+    return None
 
 
-class _Tool(functools.partial[Any]):
-    """A decorated function. A ``functools.partial`` of the call (so ``inspect`` still tells
-    an async tool from a sync one) that binds as a function does: read through an instance it
-    is a method whose receiver, whatever its name, is passed to the function and never judged
-    or copied by hooks (a receiver judged as an argument was deep-copied by a rewrite: the
-    method ran on the copy and its changes were lost)."""
+def _defaults(signature: inspect.Signature) -> dict[str, Any]:
+    """Each parameter's default by name: what the function receives for one left out."""
+    return {n: p.default for n, p in signature.parameters.items() if p.default is not p.empty}
 
-    method: Callable[..., Any]  # the call given the receiver first
-    __qualname__: str  # the function's (functools.update_wrapper)
 
-    def __get__(self, instance: object, owner: type | None = None) -> Any:
-        if instance is None:  # read through the class: a plain function, as Python's are
-            return self
-        return types.MethodType(self.method, instance)
+def _var_keyword(signature: inspect.Signature) -> str | None:
+    """The name of the ``**kwargs`` parameter, if the function has one."""
+    kinds = {p.kind: n for n, p in signature.parameters.items()}
+    return kinds.get(inspect.Parameter.VAR_KEYWORD)
 
-    def __reduce__(self) -> str:
-        # pickled by name, as the function it replaces
-        return self.__qualname__
+
+def _bind(
+    signature: inspect.Signature,
+    defaults: dict[str, Any],
+    spread: str | None,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+) -> dict[str, Any]:
+    """The tool's arguments by name, as hooks see them: what the function receives, its
+    ``defaults`` filled in (a guard denying ``force`` must see the ``force=True`` it defaults
+    to), the keywords its ``**`` parameter (``spread``) takes each by its own name (a guard
+    reading ``force`` must see the ``force=True`` given to ``def f(**kwargs)``), a method's
+    receiver left out. The defaults are read once, when the function is decorated:
+    ``BoundArguments.apply_defaults`` reads them again at each call, 7 % of a call's
+    instructions (benchmarks/README.md, "@otelhooks.tool's defaults")."""
+    arguments = dict(signature.bind(*args, **kwargs).arguments)
+    for name, value in defaults.items():
+        arguments.setdefault(name, value)
+    if spread is not None and spread in arguments and not arguments.keys() & arguments[spread]:
+        # (a keyword named as a positional-only parameter stays under ``spread``)
+        arguments.update(arguments.pop(spread))
+    receiver = _receiver(signature)
+    if receiver is not None:
+        arguments.pop(receiver, None)
+    return arguments
+
+
+def _call_args(
+    signature: inspect.Signature,
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    original: dict[str, Any],
+    final: dict[str, Any],
+) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    """The call's positional and keyword arguments after hooks rewrote ``original`` into
+    ``final`` (unchanged: the caller's own)."""
+    if final == original:
+        return args, kwargs
+    params = signature.parameters
+    takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+    unknown = sorted(set(final) - set(params))
+    if unknown and not takes_any:
+        # Dropping them would run the tool with arguments other than the ones the hook chose.
+        raise TypeError(f"a hook rewrote the arguments with {', '.join(unknown)}, not taken")
+    bound = signature.bind_partial()
+    receiver = _receiver(signature)
+    if receiver is not None:
+        bound.arguments[receiver] = signature.bind(*args, **kwargs).arguments[receiver]
+    for name in params:  # in the signature's order, as positional arguments must be
+        if name in final:
+            bound.arguments[name] = final[name]
+    extra = {k: v for k, v in final.items() if k not in params}
+    return bound.args, {**bound.kwargs, **extra}
 
 
 def _denied(call: ToolCall) -> ToolDenied:
@@ -323,25 +314,24 @@ def tool(
 
         api_name = name or func.__name__
         _refuse_generators(func, api_name)
+        signature = inspect.signature(func)
+        defaults = _defaults(signature)
+        spread = _var_keyword(signature)
         frame = _Frame(api_name, tracer)
-        plain = _Shape(inspect.signature(func))
-        method = plain.method()
-        made: _Tool
 
         if _is_async(func):
 
-            async def ainvoke(
-                shape: _Shape, receiver: tuple[Any, ...], args: Any, kwargs: Any
-            ) -> Any:
-                original = shape.bind(args, kwargs)
+            @functools.wraps(func)
+            async def arun(*args: P.args, **kwargs: P.kwargs) -> Any:
+                original = _bind(signature, defaults, spread, args, kwargs)
                 async with AsyncExitStack() as stack:
                     step = await frame.aenter(stack)
                     # A denial is raised once the call's span has ended as "denied": raised
                     # inside it, the span would record the caller's exception as the tool's.
                     async with step.tool_call(identifier, api_name, dict(original)) as call:
                         if call.should_run:
-                            a, kw = shape.call_args(args, kwargs, original, call.args)
-                            value = _checked(await func(*receiver, *a, **kw), api_name)
+                            a, kw = _call_args(signature, args, kwargs, original, call.args)
+                            value = _checked(await func(*a, **kw), api_name)
                             persisted = await call.aset_result(value)
                 if call.denied:
                     raise _denied(call)
@@ -349,45 +339,25 @@ def tool(
                     return call.result.content
                 return _returned(value, persisted, _as_result)
 
-            @functools.wraps(func)
-            async def arun(*args: Any, **kwargs: Any) -> Any:
-                return await ainvoke(plain, (), args, kwargs)
+            return arun  # type: ignore[return-value]
 
-            @functools.wraps(func)
-            async def arun_method(receiver: Any, /, *args: Any, **kwargs: Any) -> Any:
-                return await ainvoke(method, (receiver,), args, kwargs)
+        @functools.wraps(func)
+        def run(*args: P.args, **kwargs: P.kwargs) -> Any:
+            original = _bind(signature, defaults, spread, args, kwargs)
+            with ExitStack() as stack:
+                step = frame.enter(stack)
+                with step.tool_call(identifier, api_name, dict(original)) as call:
+                    if call.should_run:
+                        a, kw = _call_args(signature, args, kwargs, original, call.args)
+                        value = _checked(func(*a, **kw), api_name)
+                        persisted = call.set_result(value)
+            if call.denied:
+                raise _denied(call)
+            if call.mocked:
+                return call.result.content
+            return _returned(value, persisted, _as_result)
 
-            made = _Tool(arun)
-            made.method = arun_method
-        else:
-
-            def invoke(shape: _Shape, receiver: tuple[Any, ...], args: Any, kwargs: Any) -> Any:
-                original = shape.bind(args, kwargs)
-                with ExitStack() as stack:
-                    step = frame.enter(stack)
-                    with step.tool_call(identifier, api_name, dict(original)) as call:
-                        if call.should_run:
-                            a, kw = shape.call_args(args, kwargs, original, call.args)
-                            value = _checked(func(*receiver, *a, **kw), api_name)
-                            persisted = call.set_result(value)
-                if call.denied:
-                    raise _denied(call)
-                if call.mocked:
-                    return call.result.content
-                return _returned(value, persisted, _as_result)
-
-            @functools.wraps(func)
-            def run(*args: Any, **kwargs: Any) -> Any:
-                return invoke(plain, (), args, kwargs)
-
-            @functools.wraps(func)
-            def run_method(receiver: Any, /, *args: Any, **kwargs: Any) -> Any:
-                return invoke(method, (receiver,), args, kwargs)
-
-            made = _Tool(run)
-            made.method = run_method
-        functools.update_wrapper(made, func)
-        return made
+        return run
 
     if fn is not None:
         return decorate(fn)

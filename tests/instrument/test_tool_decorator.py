@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import functools
 import os
 import subprocess
@@ -786,57 +785,3 @@ def test_a_generator_is_refused_when_it_is_decorated(
     )
     with tracer.operation("a") as op, op.step():
         assert "SECRET" not in str(listed("x"))
-
-
-def test_a_methods_receiver_is_never_judged_or_copied_whatever_its_name(
-    pipe: TestPipeline, tracer: AgentTracer
-) -> None:
-    # the receiver was told from the arguments by its name (self/cls): named otherwise, hooks
-    # saw the instance as an argument, and a rewrite ran the method on a copy of it (its count
-    # stayed 0) or on a dict pydantic made of a dataclass
-    seen: list[dict[str, Any]] = []
-
-    def rewrite(event: ToolCallEvent) -> ToolCallEvent:
-        seen.append(dict(event.args))
-        return event.model_copy(update={"args": {**event.args, "path": "safe"}})
-
-    pipe.register(hook("rewrite", "beforeToolCall", rewrite))
-
-    @dataclasses.dataclass
-    class Files:
-        count: int = 0
-
-        @otelhooks.tool(name="read")
-        def read(this, path: str) -> str:
-            this.count += 1
-            return path
-
-        @otelhooks.tool(name="aread")
-        async def aread(this, path: str) -> str:
-            this.count += 1
-            return path
-
-        @classmethod
-        @otelhooks.tool(name="kind")
-        def kind(klass, path: str) -> str:
-            return f"{klass.__name__}:{path}"
-
-        @staticmethod
-        @otelhooks.tool(name="plain")
-        def plain(first: str, path: str) -> str:  # no receiver: both are arguments
-            return first + path
-
-    files = Files()
-
-    async def aread() -> str:
-        async with tracer.operation("a") as op, op.step():
-            return await files.aread("secret")
-
-    with tracer.operation("x") as op, op.step():
-        assert files.read("secret") == "safe"
-        assert Files.kind("secret") == "Files:safe"
-        assert files.plain("a", "secret") == "asafe"
-    assert asyncio.run(aread()) == "safe"
-    assert files.count == 2
-    read, kind, plain = {"path": "secret"}, {"path": "secret"}, {"first": "a", "path": "secret"}
-    assert seen == [read, kind, plain, read]
