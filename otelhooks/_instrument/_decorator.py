@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack, ExitStack
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeGuard, TypeVar, overload
 
-from otelhooks._errors import ToolDenied
+from otelhooks._errors import ConfigError, ToolDenied
 from otelhooks._events import ToolResult
 from otelhooks._instrument._current import current_operation, current_step
 
@@ -134,15 +134,43 @@ def _runs_have_tool_guards(tracer: AgentTracer) -> bool:
     return any(id(h) not in shared for h in registry.may_match("before_tool_call"))
 
 
-def _is_async(func: Callable[..., Any]) -> TypeGuard[Callable[..., Awaitable[Any]]]:
-    """Whether calling ``func`` gives a coroutine: an ``async def`` function, also behind
-    ``functools.partial``, or an object whose ``__call__`` is one (Python 3.11's
-    ``iscoroutinefunction`` says no to the object: wrapped as sync, its span ended before it ran
-    and a ``tool_result_persist`` hook saw the coroutine's name, not what it returned)."""
+def _gives(func: Callable[..., Any], test: Callable[[Any], bool]) -> bool:
+    """Whether ``test`` holds for ``func``, also behind ``functools.partial``, or for the
+    ``__call__`` of an object (Python 3.11's ``inspect`` tests say no to the object)."""
     while isinstance(func, functools.partial):
         func = func.func
     call = getattr(func, "__call__", None)  # noqa: B004 (the method that runs, not a test)
-    return inspect.iscoroutinefunction(func) or inspect.iscoroutinefunction(call)
+    return test(func) or test(call)
+
+
+def _is_async(func: Callable[..., Any]) -> TypeGuard[Callable[..., Awaitable[Any]]]:
+    """Whether calling ``func`` gives a coroutine (wrapped as sync, its span ended before it ran
+    and a ``tool_result_persist`` hook saw the coroutine's name, not what it returned)."""
+    return _gives(func, inspect.iscoroutinefunction)
+
+
+def _refuse_generators(func: Callable[..., Any], api_name: str) -> None:
+    """A generator's body runs as the caller iterates, after the call's span ended: a
+    ``tool_result_persist`` hook would see the generator's name, never what it yields (a
+    redaction missed every secret), so such a tool is refused when it is decorated."""
+    if _gives(func, inspect.isgeneratorfunction) or _gives(func, inspect.isasyncgenfunction):
+        raise _generator_error(api_name)
+
+
+def _checked(value: Any, api_name: str) -> Any:
+    """``value``, unless it is a generator the decoration could not foresee (a function behind
+    a decorator of its own, one returning a generator expression): refused before it runs."""
+    if inspect.isgenerator(value) or inspect.isasyncgen(value):
+        raise _generator_error(api_name)
+    return value
+
+
+def _generator_error(api_name: str) -> ConfigError:
+    return ConfigError(
+        f"@otelhooks.tool {api_name!r} is a generator: its body would run after the tool "
+        "call ended, unseen by the result hooks; return a list of the items instead "
+        "(e.g. a wrapper returning list(...) decorated in its place)"
+    )
 
 
 def _receiver(signature: inspect.Signature) -> str | None:
@@ -261,6 +289,10 @@ def tool(
         tracer: the tracer to open an operation with when the call runs outside any; by
             default the one ``configure()`` installed globally.
 
+    Raises:
+        ConfigError: ``func`` is a generator or async generator function (its body would run
+            after the call's span ended, so no result hook would see what it yields).
+
     Raises (from the decorated function):
         ToolDenied: a hook denied the call; the function did not run.
 
@@ -281,6 +313,7 @@ def tool(
         from otelhooks._instrument._tool import _as_result
 
         api_name = name or func.__name__
+        _refuse_generators(func, api_name)
         signature = inspect.signature(func)
         defaults = _defaults(signature)
         spread = _var_keyword(signature)
@@ -298,7 +331,7 @@ def tool(
                     async with step.tool_call(identifier, api_name, dict(original)) as call:
                         if call.should_run:
                             a, kw = _call_args(signature, args, kwargs, original, call.args)
-                            value = await func(*a, **kw)
+                            value = _checked(await func(*a, **kw), api_name)
                             persisted = await call.aset_result(value)
                 if call.denied:
                     raise _denied(call)
@@ -316,7 +349,7 @@ def tool(
                 with step.tool_call(identifier, api_name, dict(original)) as call:
                     if call.should_run:
                         a, kw = _call_args(signature, args, kwargs, original, call.args)
-                        value = func(*a, **kw)
+                        value = _checked(func(*a, **kw), api_name)
                         persisted = call.set_result(value)
             if call.denied:
                 raise _denied(call)

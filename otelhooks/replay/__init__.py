@@ -115,7 +115,7 @@ def replay(
             writer = AnnotationWriter(otlp_out, policy=policy) if otlp_out is not None else None
             outcomes = replay_events(
                 engine,
-                recorded_events(spans, context=context),
+                recorded_events(spans, context=context, problems=unreplayable),
                 live_webhooks=live_webhooks,
                 pooled=pooled,
                 problems=unreplayable,

@@ -125,7 +125,10 @@ class RecordedEvent:
 
 
 def recorded_events(
-    spans: Iterable[dict[str, Any]], *, context: SpanContext | None = None
+    spans: Iterable[dict[str, Any]],
+    *,
+    context: SpanContext | None = None,
+    problems: list[str] | None = None,
 ) -> Iterator[RecordedEvent]:
     """The intercept events of ``spans`` (one recording, or several), in span order.
 
@@ -133,6 +136,9 @@ def recorded_events(
         spans: the spans; held whole unless ``context`` is given.
         context: the ancestry of every span (:meth:`SpanContext.add` each span first, e.g. in
             a first pass over a streamed recording); built from ``spans`` when omitted.
+        problems: where a span whose ``gen_ai.operation.name`` was cut short (the exporter's
+            ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``) is described and skipped; without it, a
+            ``ValueError`` is raised.
 
     Example:
         >>> from otelhooks.replay import read_recording
@@ -149,11 +155,37 @@ def recorded_events(
         attrs = span.get("attributes") or {}
         op = attrs.get(sc.GEN_AI_OPERATION_NAME)
         if op == sc.OP_EXECUTE_TOOL:
+            named = str(span.get("name", "")).removeprefix(f"{sc.OP_EXECUTE_TOOL} ")
+            tool = attrs.get(sc.GEN_AI_TOOL_NAME)
+            if isinstance(tool, str) and tool != named and named.startswith(tool):
+                # the span's name is whole where the attribute was cut: no hook matching the
+                # tool's name can be judged on the cut one
+                _cut_short(span, f"gen_ai.tool.name {tool!r}", problems)
+                continue
             yield from _tool_events(span, attrs, context)
         elif op == sc.OP_SEND_MESSAGE:
             yield _message_event(span, attrs, context)
         elif op == sc.OP_INVOKE_AGENT:
             yield _agent_event(span, attrs, context)
+        elif isinstance(op, str) and any(name.startswith(op) for name in _REPLAYED):
+            # Cut by the exporter's limit, with the span's other values: an event no hook can
+            # be judged on, which skipped without a word read as a policy that passed.
+            _cut_short(span, f"gen_ai.operation.name {op!r}", problems)
+
+
+def _cut_short(span: dict[str, Any], what: str, problems: list[str] | None) -> None:
+    problem = (
+        f"trace {span.get('traceId', '')} span {span.get('spanId', '')}: {what} was cut short "
+        "(OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT of the recording process): not replayed"
+    )
+    if problems is None:
+        raise ValueError(problem)
+    problems.append(problem)
+
+
+# The operations replayed as intercept events; a recorded name that is a proper prefix of one
+# was cut short.
+_REPLAYED = (sc.OP_EXECUTE_TOOL, sc.OP_SEND_MESSAGE, sc.OP_INVOKE_AGENT)
 
 
 def _common(span: dict[str, Any], facts: Mapping[str, str]) -> dict[str, Any]:

@@ -725,3 +725,63 @@ def test_a_guard_that_allows_leaves_the_tool_the_callers_own_object(
     (span,) = pipe.spans("execute_tool add")
     assert span.attributes is not None
     assert "otelhooks.hook.rewritten_by" not in span.attributes
+
+
+def test_a_generator_is_refused_when_it_is_decorated(
+    pipe: TestPipeline, tracer: AgentTracer
+) -> None:
+    # wrapped as a plain function, the call's span ended before the body ran: a
+    # tool_result_persist redaction saw "<generator object ...>" and the caller got the secret
+    def lines(path: str) -> Any:
+        yield f"token=SECRET in {path}"
+
+    async def alines(path: str) -> Any:
+        yield f"token=SECRET in {path}"
+
+    class Lines:
+        def __call__(self, path: str) -> Any:
+            yield path
+
+    for func in (lines, alines, Lines(), functools.partial(lines, "a")):
+        with pytest.raises(otelhooks.ConfigError, match=r"is a generator.*return a list"):
+            otelhooks.tool(name="lines")(func)
+
+    # what decorating cannot foresee is refused when called, before the body runs
+    @otelhooks.tool(name="lines")
+    @functools.wraps(lines)
+    def wrapped(path: str) -> Any:
+        return lines(path)
+
+    @otelhooks.tool(name="lines")
+    def expression(path: str) -> Any:
+        return (line for line in [f"token=SECRET in {path}"])
+
+    @otelhooks.tool(name="lines")
+    async def awaited(path: str) -> Any:
+        return alines(path)
+
+    with tracer.operation("a") as op, op.step():
+        for call in (wrapped, expression):
+            with pytest.raises(otelhooks.ConfigError, match="is a generator"):
+                call("x")
+
+    async def acall() -> None:
+        async with tracer.operation("a") as op, op.step():
+            await awaited("x")
+
+    with pytest.raises(otelhooks.ConfigError, match="is a generator"):
+        asyncio.run(acall())
+
+    @otelhooks.tool(name="lines")
+    def listed(path: str) -> list[str]:  # what the error says to do: redacted
+        return list(lines(path))
+
+    pipe.register(
+        hook(
+            "redact",
+            "tool_result_persist",
+            lambda e: e.result.update(content=e.result["content"].replace("SECRET", "***")),
+        )
+    )
+    with tracer.operation("a") as op, op.step():
+        assert "SECRET" not in str(listed("x"))

@@ -220,12 +220,13 @@ def no_notes(event):
 """
 
 
-def test_a_guard_on_arguments_cut_short_is_not_evaluated_not_allowed(tmp_path: Path) -> None:
+def _demo_cut_at(tmp_path: Path, limit: int) -> Path:
+    """The demo recorded with content capture and ``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT=limit``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
     env |= {
         "PYTHONPATH": str(REPO),
         sc.ENV_CAPTURE_CONTENT: "true",
-        "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "12",  # the SDK cuts every longer string
+        "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": str(limit),  # the SDK cuts every longer string
     }
     traces = tmp_path / "traces.jsonl"
     done = subprocess.run(
@@ -240,6 +241,11 @@ def test_a_guard_on_arguments_cut_short_is_not_evaluated_not_allowed(tmp_path: P
     assert done.returncode == 0, done.stderr
     (tmp_path / "guard.py").write_text(READS_PY)
     (tmp_path / "policy.yaml").write_text(READS)
+    return traces
+
+
+def test_a_guard_on_arguments_cut_short_is_not_evaluated_not_allowed(tmp_path: Path) -> None:
+    traces = _demo_cut_at(tmp_path, 12)
     run = replay_main(traces, "--hooks", tmp_path / "policy.yaml", "--format", "json")
     assert run.code == 0, run.stderr
     reads = [
@@ -253,6 +259,65 @@ def test_a_guard_on_arguments_cut_short_is_not_evaluated_not_allowed(tmp_path: P
         assert [n.split(":")[0] for n in read["not_evaluable"]] == ["no-notes"]
         assert "cut short" in read["not_evaluable"][0]
     assert run.one("summary")["not_evaluated"] >= len(reads)
+
+
+def test_a_recording_whose_operation_names_were_cut_is_not_a_policy_that_passed(
+    tmp_path: Path,
+) -> None:
+    # a limit of 11 or less cuts gen_ai.operation.name itself ("execute_too"): replay found no
+    # intercept event, reported "0 events replayed, changes: none" and exited 0
+    traces = _demo_cut_at(tmp_path, 11)
+    run = replay_main(
+        traces, "--hooks", tmp_path / "policy.yaml", "--format", "json", "--fail-on", "deny"
+    )
+    assert run.code == 2, run.stderr
+    summary = run.one("summary")
+    assert summary["events"] == 0
+    assert summary["unreadable"] >= 7  # the demo's tool calls, at least
+    assert "gen_ai.operation.name 'execute_too' was cut short" in run.stderr
+    assert "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT" in summary["unreadable_first"][0]
+
+
+LONG_NAME = """\
+import otelhooks
+
+oh = otelhooks.configure(traces_out="traces.jsonl", set_global=False, capture_content=True)
+
+
+@otelhooks.tool(identifier="fs", name="delete_everything", tracer=oh.tracer)
+def delete(path: str) -> str:
+    return "deleted"
+
+
+with oh.tracer.operation("cleaner") as op, op.step():
+    delete("/")
+oh.shutdown()
+"""
+
+
+def test_a_tool_name_cut_short_is_named_not_a_policy_that_passed(tmp_path: Path) -> None:
+    # the limit cut gen_ai.tool.name ("delete_every"): a guard on "delete_everything" matched
+    # nothing and replay said "changes: none", exit 0
+    (tmp_path / "agent.py").write_text(LONG_NAME)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env |= {"PYTHONPATH": str(REPO), "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "12"}
+    done = subprocess.run(
+        [sys.executable, "agent.py"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "policy.yaml").write_text(
+        "hooks:\n  - id: no-delete\n    type: beforeToolCall\n"
+        "    matcher: delete_everything\n    command: exit 2\n"
+    )
+    run = replay_main(tmp_path / "traces.jsonl", "--hooks", tmp_path / "policy.yaml")
+    assert run.code == 2, run.stdout
+    assert "gen_ai.tool.name 'delete_every' was cut short" in run.stderr
 
 
 def test_hooks_test_names_a_guard_that_matches_a_gateway_tool_by_its_kind(tmp_path: Path) -> None:
