@@ -199,6 +199,14 @@ class ReplayReport:
         for line in self._lines():
             yield json.loads(line)
 
+    def _by_record(self, key: str, prefix: str) -> Iterator[str]:
+        """The text report's lines for each listed event with entries under ``key``."""
+        for record in self.listed():
+            if record[key]:
+                yield f"  {record['event']} {record['subject']}  trace {record['trace_id']}"
+                for entry in record[key]:
+                    yield f"    {prefix}{entry}"
+
     def _lines(self) -> Iterator[str]:
         # Each reader keeps its own place: renderings may interleave.
         listed, at = self._listed, 0
@@ -269,11 +277,7 @@ class ReplayReport:
                     )
         if self._permissive:
             yield from ("", f"Permissive, not enforced ({self._permissive})")
-            for record in self.listed():
-                if record["permissive"]:
-                    yield f"  {record['event']} {record['subject']}  trace {record['trace_id']}"
-                    for entry in record["permissive"]:
-                        yield f"    permissive: {entry}"
+            yield from self._by_record("permissive", "permissive: ")
         if self._would_call:
             yield from (
                 "",
@@ -284,11 +288,7 @@ class ReplayReport:
                 yield f"  {hook}: {count} event(s)"
         if self._unjudged:
             yield from ("", f"Not evaluable from the recording ({self._unjudged}): not evaluated")
-            for record in self.listed():
-                if record["not_evaluable"]:
-                    yield f"  {record['event']} {record['subject']}  trace {record['trace_id']}"
-                    for entry in record["not_evaluable"]:
-                        yield f"    {entry}"
+            yield from self._by_record("not_evaluable", "")
         if self.unreadable.total:
             yield from ("", f"Could not be read ({self.unreadable.total}): not replayed")
             for problem in self.unreadable:
