@@ -127,6 +127,7 @@ class InterceptChain:
         payload: HookEvent,
         hooks: tuple[HookFacts, ...],
         matched: tuple[str, ...],
+        watched: bool,
         dry_run: bool = False,
         call_webhooks: bool = True,
     ) -> None:
@@ -152,7 +153,10 @@ class InterceptChain:
         self.approvals: list[ApprovalNote] = []
         # the approval whose person's edit is the payload held, until the hooks before it saw it
         self.edited_by: HookFacts | None = None
-        self.field = _REWRITES.get(event, "")
+        # ``watched``: an enforcing hook runs, whose in-place change counts (rule 2); a chain of
+        # none (a replayed event only notifications match, permissive hooks: they get their own
+        # copy) copies nothing.
+        self.field = _REWRITES.get(event, "") if watched else ""
         self.kept: Any = _UNWATCHED
         self._hold(payload)
 

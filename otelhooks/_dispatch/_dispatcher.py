@@ -134,7 +134,13 @@ class Dispatcher:
         :meth:`~InterceptChain.verdict` makes a :class:`Verdict` of them)."""
         # Notifications observe; a dry run decides only (a chain without facts runs no hook).
         chain = InterceptChain(
-            name, payload, intercepts.facts, intercepts.matched, True, call_webhooks
+            name,
+            payload,
+            intercepts.facts,
+            intercepts.matched,
+            intercepts.watched,
+            True,
+            call_webhooks,
         )
         self._run_chain(chain, None, inline)
         return chain
@@ -241,6 +247,7 @@ class Dispatcher:
             live.payload(),
             intercepts.facts,
             intercepts.matched,
+            intercepts.watched,
             dry_run,
             call_webhooks,
         )

@@ -210,3 +210,24 @@ def test_replay_decides_each_event_as_dry_run_does_with_its_operations_hooks() -
     assert op.matched == expected.matched == ["g", "o"]
     assert (plain.now, plain.matched) == (Decision(), ["g"])
     assert (persisted.now, persisted.matched, built) == (Decision(), [], [])
+
+
+def test_a_chain_no_enforcing_hook_runs_in_copies_no_arguments() -> None:
+    # Only an enforcing hook's in-place change is one to tell (a permissive hook gets its own
+    # copy): a chain of none holds the caller's arguments, uncopied, as a replay reads them.
+    def tamper(event: ToolCallEvent) -> None:
+        event.args["n"] = 99
+
+    engine = HooksEngine(
+        [{"id": "try", "type": "beforeToolCall", "handler": tamper, "mode": "permissive"}]
+    )
+    try:
+        call = _call(1)
+        args = call.args
+        verdict = engine.dry_run("before_tool_call", call, inline=True)
+        assert verdict.payload is not None
+        assert verdict.payload.args is args
+        assert args == {"n": 1}
+        assert verdict.steps[0].permissive == "rewrite"
+    finally:
+        engine.shutdown(1.0)
