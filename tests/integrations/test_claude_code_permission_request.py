@@ -539,6 +539,54 @@ def test_a_guards_deny_of_a_permission_requests_changed_arguments_is_recorded_as
     assert span.attributes["otelhooks.hook.classification"] == "hook_denied"
 
 
+def test_a_permission_request_a_hook_denies_ends_its_call_denied(
+    tmp_path: Path, capture: None
+) -> None:
+    # before: Claude Code sends no Post* event after a PermissionRequest's deny, so the call's
+    # span stayed open until SessionEnd, ended as an error that PreToolUse had allowed, and no
+    # on_tool_call_denied observer heard of it
+    refuse = {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "deny", "message": "not on a Friday"},
+        }
+    }
+    exported = InMemorySpanExporter()
+    with webhook_server() as alerts:
+        hooks = tmp_path / "hooks.json"
+        spec = [
+            {
+                "id": "friday",
+                "type": "PermissionRequest",
+                "matcher": "Bash",
+                "command": f"echo '{json.dumps(refuse)}'",
+            },
+            {"id": "alert", "type": "PermissionDenied", "webhook": {"url": alerts.url + "/d"}},
+        ]
+        hooks.write_text(json.dumps({"hooks": spec}))
+        server = serve([hooks], token=TOKEN, span_exporters=[exported])
+        try:
+            asked = {**_documented_input("s-denied"), "tool_input": {"command": "ls"}}
+            pre = {**asked, "hook_event_name": "PreToolUse", "tool_use_id": "toolu_ls"}
+            del pre["permission_suggestions"]
+            assert _post_hook(server.url, pre) == {}
+            output = _post_hook(server.url, asked)
+            (denied,) = [r.json() for r in alerts.wait_for("/d")]
+            deadline = time.monotonic() + 10
+            tools: list[Any] = []
+            while not tools and time.monotonic() < deadline:
+                tools = [s for s in exported.get_finished_spans() if s.name == "execute_tool Bash"]
+                time.sleep(0.05)
+        finally:
+            server.stop()
+    assert output["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+    assert (denied["toolCallId"], denied["reason"]) == ("toolu_ls", "not on a Friday")
+    (tool,) = tools
+    assert tool.attributes is not None
+    assert tool.attributes["otelhooks.tool.outcome"] == "denied"
+    assert tool.attributes["otelhooks.hook.decision"] == "deny"
+
+
 def _late_hooks(path: Path) -> Path:
     # the guard (on_error: block) judges changed arguments only; a slow PermissionRequest hook
     # makes the answer late without any change of arguments

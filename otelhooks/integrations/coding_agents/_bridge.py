@@ -385,8 +385,11 @@ class CodingAgentBridge:
             more = [*more, *approval_allows(name, verdict)]
         output, lost = combine(name, [*answers, *more], extra=extra, agent=self.agent)
         if later:
-            # the PreToolUse guards' answer on changed arguments is on the span, a deny too
-            judged = self.tools.judge_edit(session, payload, output, common)
+            # the PreToolUse guards' answer on changed arguments, or the request's own deny, is
+            # on the span and ends the call denied
+            judged = self.tools.judge_edit(session, payload, output, common) or (
+                self.tools.request_denied(session, payload, output, common, verdict, more)
+            )
             approvals = [(n, a) for n, a, _ in approval_events(verdict)]
             self.writer.write(
                 replace(

@@ -350,9 +350,7 @@ class ToolUses(Part):
             "tool_input": edited,
         }
         _, args, use_id = _args(changed)
-        span_id = int(ids.get("spanId") or "0", 16)
-        operation = str(ids.get("operationId") or "")
-        tool = OpenTool(session, use_id, span_id, 0, operation, 0, tool_name, args, 0, {})
+        tool = self._asked(session, tool_name, args, use_id, ids)
         verdict, answers, judged, _ = self._judge(session, tool, args, changed)
         pre = judged.get("hookSpecificOutput") or {}
         said = pre.get("permissionDecision")
@@ -363,23 +361,70 @@ class ToolUses(Part):
                 reason = f"{reason}; the arguments it would run: {json.dumps(would)}"
             specific["decision"] = {"behavior": "deny", "message": reason}
             attrs = self._decision_attributes(verdict, answers, "deny", reason)
-            values = tool_values(tool_name, payload)
-            # the call's own span, opened at its PreToolUse, ends denied: Claude Code sends no
-            # Post* event after a PermissionRequest's deny
-            fingerprint = str(self._args_attributes(asked)[sc.TOOL_ARGS_FINGERPRINT])
-            opened_id = self.state.asked_tool(session, tool_name, fingerprint)
-            opened = self.state.end_tool(session, opened_id) if opened_id is not None else None
-            if opened is not None:
-                kept = {**opened.attributes, **attrs}
-                self._refuse(opened, kept, verdict, args, reason, values, mocked=False)
-            else:
-                context = self._tool_event(tool, args)
-                self._tell_denied(context, reason, self._decided_by(verdict, attrs), values)
+            self._end_asked(tool, payload, asked, attrs, verdict, reason)
             return attrs
         if isinstance(pre.get("updatedInput"), dict):
             decision["updatedInput"] = pre["updatedInput"]
         tell_failures(output, verdict.errors)
         return {}
+
+    def request_denied(
+        self,
+        session: str,
+        payload: Mapping[str, Any],
+        output: Mapping[str, Any],
+        ids: Mapping[str, Any],
+        verdict: Verdict,
+        answers: list[HookAnswer],
+    ) -> dict[str, types.AttributeValue]:
+        """A ``PermissionRequest`` answered deny (a person's Deny on an approval's card, a
+        hook's deny): the call is recorded denied as :meth:`pre` records one, and the
+        attributes are returned for the request's span. Claude Code sends no ``Post*`` event
+        after it: the call's span stayed open to the session's end, an error, and no
+        ``on_tool_call_denied`` observer heard of it."""
+        specific = output.get("hookSpecificOutput")
+        decision = specific.get("decision") if isinstance(specific, dict) else None
+        if not isinstance(decision, dict) or decision.get("behavior") != "deny":
+            return {}
+        reason = str(decision.get("message") or "")
+        tool_name, asked, use_id = _args(payload)
+        attrs = self._decision_attributes(verdict, answers, "deny", reason)
+        tool = self._asked(session, tool_name, asked, use_id, ids)
+        self._end_asked(tool, payload, asked, attrs, verdict, reason)
+        return attrs
+
+    @staticmethod
+    def _asked(
+        session: str, tool_name: str, args: dict[str, Any], use_id: str, ids: Mapping[str, Any]
+    ) -> OpenTool:
+        """The call a ``PermissionRequest`` asks about, as far as its own ids (turn, span) say."""
+        span_id = int(ids.get("spanId") or "0", 16)
+        operation = str(ids.get("operationId") or "")
+        return OpenTool(session, use_id, span_id, 0, operation, 0, tool_name, args, 0, {})
+
+    def _end_asked(
+        self,
+        tool: OpenTool,
+        payload: Mapping[str, Any],
+        asked: dict[str, Any],
+        attrs: dict[str, types.AttributeValue],
+        verdict: Verdict,
+        reason: str,
+    ) -> None:
+        """The call a denied ``PermissionRequest`` asked about (``asked``: its arguments as
+        asked; ``tool``: the call as judged) ends denied: its span, opened at its
+        ``PreToolUse``, and the observers; without an open span (its ``PreToolUse`` was not
+        seen) the observers only."""
+        values = tool_values(tool.tool_name, payload)
+        fingerprint = str(self._args_attributes(asked)[sc.TOOL_ARGS_FINGERPRINT])
+        opened_id = self.state.asked_tool(tool.session_id, tool.tool_name, fingerprint)
+        opened = self.state.end_tool(tool.session_id, opened_id) if opened_id else None
+        if opened is not None:
+            kept = {**opened.attributes, **attrs}
+            self._refuse(opened, kept, verdict, tool.tool_input, reason, values, mocked=False)
+        else:
+            context = self._tool_event(tool, tool.tool_input)
+            self._tell_denied(context, reason, self._decided_by(verdict, attrs), values)
 
     def _refuse(
         self,
