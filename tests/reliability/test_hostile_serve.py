@@ -191,7 +191,8 @@ def test_tokens_are_scrubbed_from_a_hook_that_prints_its_environment(tmp_path: P
             time.sleep(0.1)
         output = server.output()
     assert "observer hook failed" in output
-    assert "OTELHOOKS_ADMIN_TOKEN=[REDACTED]" in output  # the hook printed it, scrubbed
+    assert "OTELHOOKS_INGEST_TOKEN=[REDACTED]" in output  # the hook printed it, scrubbed
+    assert "OTELHOOKS_ADMIN_TOKEN" not in output  # a command hook never inherits it
     assert ADMIN not in output
     assert INGEST not in output
 
