@@ -155,7 +155,10 @@ def _tree(args: argparse.Namespace) -> int:
 
 def _where(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--user", action="store_true", help="~/.claude/settings.json instead of the project's"
+        "--user",
+        action="store_true",
+        help="~/.claude/settings.json ($CLAUDE_CONFIG_DIR/settings.json when set) instead of "
+        "the project's",
     )
     parser.add_argument(
         "--project", default=".", metavar="DIR", help="the project folder (default: .)"

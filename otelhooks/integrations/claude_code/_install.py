@@ -95,6 +95,8 @@ __all__ = [
 
 DEFAULT_HOOKS_FILE = ".claude/otelhooks.yaml"
 DEFAULT_TRACES = "~/.otelhooks/claude-code-traces.jsonl"
+# the folder of the user's Claude Code settings, when it is not ~/.claude
+USER_CONFIG_ENV = "CLAUDE_CONFIG_DIR"
 
 
 def _project_file(settings: Path, hooks_file: str) -> Path:
@@ -158,15 +160,19 @@ class SettingsChange:
 def settings_path(
     *, user: bool = False, project: str | os.PathLike[str] = ".", local: bool = False
 ) -> Path:
-    """``~/.claude/settings.json`` with ``user``, else ``PROJECT/.claude/settings.json`` (or
-    ``settings.local.json`` with ``local``): the files :func:`install` edits.
+    """``~/.claude/settings.json`` with ``user`` (``$CLAUDE_CONFIG_DIR/settings.json`` when that
+    is set), else ``PROJECT/.claude/settings.json`` (or ``settings.local.json`` with ``local``):
+    the files :func:`install` edits.
 
     Example:
         >>> settings_path(project="/work/p", local=True).as_posix()
         '/work/p/.claude/settings.local.json'
     """
     if user:
-        return Path("~/.claude/settings.json").expanduser()
+        # Claude Code reads the user's settings from $CLAUDE_CONFIG_DIR alone when it is set
+        # (taken as written: it expands no `~`): hooks written to ~/.claude never ran
+        folder = os.environ.get(USER_CONFIG_ENV)
+        return Path(folder) / "settings.json" if folder else Path.home() / ".claude/settings.json"
     name = "settings.local.json" if local else "settings.json"
     return Path(project) / ".claude" / name
 

@@ -61,9 +61,10 @@ def install_project(
 
     The command form goes to the project's ``.claude/settings.local.json`` (it names this
     machine's Python; ours are taken out of the shared ``settings.json``), the ``http`` form to
-    the shared ``.claude/settings.json`` (ours taken out of the local one), either to
-    ``~/.claude/settings.json`` with ``user``. A relative ``hooks_file`` that does not exist is
-    written as the starter hook file; a ``~`` traces folder is created ``0700``.
+    the shared ``.claude/settings.json`` (ours taken out of the local one), either to the
+    user's (:func:`~._install.settings_path`) with ``user``. A relative ``hooks_file`` that
+    does not exist is written as the starter hook file; a ``~`` traces folder is created
+    ``0700``.
 
     Args:
         project: the project folder.
