@@ -25,13 +25,15 @@ _STARTER = """\
 # change nothing.
 hooks:
   # Intercept: deny any tool call whose arguments contain `rm -rf`. A command hook gets the
-  # call's arguments as JSON in $HOOK_TOOL_INPUT (and the whole event on stdin); exit 2 with a
-  # reason on stderr denies it, as a Claude Code hook does. Exit 0 lets the call run.
+  # whole event as JSON on stdin, read here with `cat` (the arguments are also in
+  # $HOOK_TOOL_INPUT, but over 64 KiB only as a marker: a padded `rm -rf` would pass a guard
+  # reading that); exit 2 with a reason on stderr denies it, as a Claude Code hook does. Exit 0
+  # lets the call run.
   - id: no-rm-rf
     type: PreToolUse          # the same event as beforeToolCall and before_tool_call
     matcher: "*"              # every tool; "Bash", "Edit|Write" or a regex narrow it
     command: |
-      case "$HOOK_TOOL_INPUT" in
+      case "$(cat)" in
         *"rm -rf"*|*"rm -fr"*) echo "rm -rf is not allowed" >&2; exit 2 ;;
       esac
     timeout: 5                # seconds; a guard that cannot answer in time is ignored
