@@ -27,7 +27,9 @@ THEIRS: dict[str, Any] = {
 
 
 @pytest.fixture
-def settings(tmp_path: Path) -> Path:
+def settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    # the http form warns when the token Claude Code must send is not set (its own test)
+    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", "t")
     path = tmp_path / ".claude" / "settings.json"
     path.parent.mkdir()
     path.write_text(json.dumps(THEIRS))

@@ -177,16 +177,29 @@ def settings_path(
     return Path(project) / ".claude" / name
 
 
+def _token_note(http: str | None, blocks: bool) -> list[str]:
+    """Claude Code sends the token from its own environment: without it, serve refuses every
+    hook (401), which Claude Code takes for a hook that failed, saying nothing in `-p` mode."""
+    if http is None or os.environ.get(TOKEN_ENV):
+        return []
+    then = "blocks every call a guard would judge" if blocks else "runs every tool unguarded"
+    return [
+        f"${TOKEN_ENV} is not set here: run Claude Code with it set to serve's ingest token, "
+        f"or {hook_url(http)} refuses every hook (HTTP 401) and Claude Code {then}"
+    ]
+
+
 def _warnings(events: Sequence[str], http: str | None, fail_closed: bool) -> list[str]:
     guards = [e for e in GUARD_EVENTS if e in events]
     if not guards or fail_closed:
-        return []
+        return _token_note(http, bool(guards))
     if http is not None:
         return [
-            f"the {'/'.join(guards)} guards fail open when {hook_url(http)} is down or silent: "
-            "Claude Code reports a non-blocking hook error and runs the tool anyway; add "
-            "--fail-closed to have Claude Code block instead (and run `otelhooks serve "
-            "--fail-closed` so a failing hook denies)"
+            f"the {'/'.join(guards)} guards fail open when {hook_url(http)} is down, silent or "
+            "refuses the token: Claude Code reports a non-blocking hook error and runs the tool "
+            "anyway; add --fail-closed to have Claude Code block instead (and run `otelhooks "
+            "serve --fail-closed` so a failing hook denies)",
+            *_token_note(http, False),
         ]
     return [
         f"the {'/'.join(guards)} guards fail open: if the bridge itself fails (a broken "
