@@ -32,6 +32,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 from pydantic import SecretStr
 
+import otelhooks
 from otelhooks import Block, HookEvent, ToolCallEvent, WebhookDeliverer
 from otelhooks.integrations.openai_agents import (
     HookedRunner,
@@ -825,3 +826,74 @@ def test_a_value_whose_json_form_is_not_the_value_reaches_the_function_as_sent(
 
     assert got == [("/tmp/safe", "s3cr3t")]
     assert model.tool_outputs() == {"u1": "uploaded"}
+
+
+class _Files:
+    root = "/srv"
+
+    @otelhooks.tool
+    def read(this, path: str) -> str:  # a receiver not named self, as users write
+        """Read a file."""
+        return f"read {this.root}{path}"
+
+    @otelhooks.tool
+    async def aread(this, path: str) -> str:
+        """Read a file."""
+        return f"aread {this.root}{path}"
+
+    @staticmethod
+    @otelhooks.tool
+    def stat(path: str) -> str:
+        """Stat a file."""
+        return f"stat {path}"
+
+    @otelhooks.tool
+    @classmethod
+    def ls(klass, path: str) -> str:
+        """List a directory."""
+        return f"ls {klass.root}{path}"
+
+
+def test_a_decorated_method_is_a_function_tool_whose_guard_sees_its_arguments_only(
+    pipe: TestPipeline,
+) -> None:
+    # function_tool refuses a functools.partial: the decorated function stays a function, and
+    # a receiver not named self/cls (or a classmethod's) is never shown to the guard
+    seen: list[dict[str, Any]] = []
+
+    def no_etc(event: ToolCallEvent) -> Block | None:
+        seen.append(dict(event.args))
+        return Block("not /etc") if event.args["path"].startswith("/etc") else None
+
+    @function_tool
+    @otelhooks.tool
+    def plain(path: str) -> str:
+        """Read a file."""
+        return f"plain {path}"
+
+    files = _Files()
+    tools = [
+        function_tool(files.read),
+        function_tool(files.aread),
+        function_tool(_Files.stat),
+        function_tool(_Files.ls),
+        plain,
+    ]
+    calls = [
+        function_call(t.name, {"path": p}, call_id=f"{t.name}-{i}")
+        for t in tools
+        for i, p in enumerate(["/ok", "/etc/passwd"])
+    ]
+    model = ScriptedModel("m", [calls, [assistant_message("done")]])
+    pipe.register(hook("no-etc", "beforeToolCall", no_etc))
+    asyncio.run(HookedRunner(pipe.tracer).run(Agent(name="bot", model=model, tools=tools), "go"))
+
+    assert all(s.keys() == {"path"} for s in seen)
+    assert model.tool_outputs() == {
+        **{f"{t.name}-1": "not /etc" for t in tools},
+        "read-0": "read /srv/ok",
+        "aread-0": "aread /srv/ok",
+        "stat-0": "stat /ok",
+        "ls-0": "ls /srv/ok",
+        "plain-0": "plain /ok",
+    }
