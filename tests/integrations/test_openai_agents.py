@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import warnings
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,7 @@ from agents import (
     ToolErrorFormatterArgs,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrailData,
+    ToolInputGuardrailTripwireTriggered,
     function_tool,
     input_guardrail,
     set_trace_processors,
@@ -897,3 +899,58 @@ def test_a_decorated_method_is_a_function_tool_whose_guard_sees_its_arguments_on
         "ls-0": "ls /srv/ok",
         "plain-0": "plain /ok",
     }
+
+
+def _into_root(event: ToolCallEvent) -> ToolCallEvent:
+    return event.model_copy(update={"args": {"path": "/root" + event.args["path"]}})
+
+
+@pytest.mark.parametrize("behavior", ["reject_content", "raise_exception"])
+def test_an_sdk_guardrail_judges_the_arguments_a_hook_rewrote(
+    pipe: TestPipeline, recorder: Recorder, behavior: str
+) -> None:
+    # the SDK runs a tool's input guardrails before the tool's on_invoke_tool, where the hooks
+    # run: a hook's rewrite into /root reached the function past a guardrail refusing /root
+    ran: list[str] = []
+    judged: list[str] = []
+
+    @tool_input_guardrail
+    def no_root(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        judged.append(data.context.tool_arguments)
+        assert data.context.tool_call is not None
+        assert data.context.tool_call.arguments == data.context.tool_arguments
+        if "/root" not in data.context.tool_arguments:
+            return ToolGuardrailFunctionOutput.allow()
+        if behavior == "reject_content":
+            return ToolGuardrailFunctionOutput.reject_content("no access to /root")
+        return ToolGuardrailFunctionOutput.raise_exception()
+
+    @function_tool(tool_input_guardrails=[no_root])
+    def list_dir(path: str) -> str:
+        """List a directory."""
+        ran.append(path)
+        return "a b c"
+
+    model = ScriptedModel(
+        "m",
+        [[function_call("list_dir", {"path": "/x"}, call_id="g1")], [assistant_message("ok")]],
+    )
+    agent = Agent(name="bot", model=model, tools=[list_dir])
+    pipe.register(hook("into-root", "beforeToolCall", _into_root))
+    pipe.register(hook("denied", "on_tool_call_denied", recorder))
+    if behavior == "reject_content":
+        asyncio.run(HookedRunner(pipe.tracer).run(agent, "go"))
+    else:
+        with pytest.raises(ToolInputGuardrailTripwireTriggered):
+            asyncio.run(HookedRunner(pipe.tracer).run(agent, "go"))
+    pipe.flush()
+
+    assert ran == []
+    assert [json.loads(j) for j in judged] == [{"path": "/x"}, {"path": "/root/x"}]
+    span = pipe.span("execute_tool list_dir")
+    assert span.status.status_code is StatusCode.ERROR
+    if behavior == "reject_content":
+        assert model.tool_outputs() == {"g1": "no access to /root"}
+        (denied,) = recorder.of("on_tool_call_denied")
+        assert (denied.args, denied.decidedBy) == ({"path": "/root/x"}, "guardrail:no_root")  # type: ignore[attr-defined]
+        assert (span.attributes or {})["error.type"].endswith("RewriteRejectedError")
