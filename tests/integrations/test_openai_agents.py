@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 
@@ -32,7 +33,7 @@ from agents.testing import assistant_message, function_call
 from agents.tool import resolve_function_tool_failure_error_function
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
-from pydantic import SecretStr
+from pydantic import Field, SecretStr
 
 import otelhooks
 from otelhooks import Block, HookEvent, ToolCallEvent, WebhookDeliverer
@@ -954,3 +955,36 @@ def test_an_sdk_guardrail_judges_the_arguments_a_hook_rewrote(
         (denied,) = recorder.of("on_tool_call_denied")
         assert (denied.args, denied.decidedBy) == ({"path": "/root/x"}, "guardrail:no_root")  # type: ignore[attr-defined]
         assert (span.attributes or {})["error.type"].endswith("RewriteRejectedError")
+
+
+_TICKETS = itertools.count()  # module-level: the SDK reads the annotations from the module
+
+
+def test_a_decorated_function_under_function_tool_is_judged_as_the_function_gets_it(
+    pipe: TestPipeline,
+) -> None:
+    # the hooked FunctionTool's guard judges a validation of its own (the SDK keeps its own
+    # private): a default_factory's value differs between the two and is not shown to it; the
+    # guard of @otelhooks.tool under function_tool judges the very objects the SDK passes on
+    got: list[int] = []
+    judged: list[dict[str, Any]] = []
+
+    @function_tool(strict_mode=False)
+    @otelhooks.tool(identifier="desk", name="tag")
+    def tag(
+        path: str, ticket: Annotated[int, Field(default_factory=lambda: next(_TICKETS))]
+    ) -> str:
+        """Tag a path."""
+        got.append(ticket)
+        return "tagged"
+
+    model = ScriptedModel(
+        "m",
+        [[function_call("tag", {"path": "/x"}, call_id="t1")], [assistant_message("ok")]],
+    )
+    pipe.register(
+        hook("see", "beforeToolCall", lambda e: judged.append(dict(e.args)), matcher="^desk/")
+    )
+    asyncio.run(HookedRunner(pipe.tracer).run(Agent(name="bot", model=model, tools=[tag]), "go"))
+
+    assert judged == [{"path": "/x", "ticket": got[0]}]
