@@ -173,11 +173,37 @@ def _generator_error(api_name: str) -> ConfigError:
     )
 
 
-def _receiver(signature: inspect.Signature) -> str | None:
-    """The name of a method's ``self`` or ``cls``: passed to the call, not shown to hooks."""
+def _first_positional(signature: inspect.Signature) -> str | None:
+    """The name of the first parameter when it can be given positionally: where a method's
+    receiver is."""
     first = next(iter(signature.parameters.values()), None)
-    if first is not None and first.name in ("self", "cls"):
-        return first.name
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return first.name if first is not None and first.kind in positional else None
+
+
+def _receiver(
+    first: str | None, tool: Callable[..., Any], name: str | None, args: tuple[Any, ...]
+) -> str | None:
+    """The name of the parameter that receives a method's instance or class, passed to the call
+    and never shown to hooks (judged as an argument, a rewrite copied it: the method ran on the
+    copy). It is the first positional one when it is named ``self`` or ``cls``, or when the
+    first argument is what Python binds the decorated ``tool`` to: an instance of a class
+    holding it under ``name``, or a class holding it as a ``classmethod``. Told at each call,
+    not by a name alone (``def read(this, path)``) nor when decorated (a ``staticmethod``
+    stacked over the decoration has no receiver: its first argument is judged)."""
+    if first in ("self", "cls"):
+        return first
+    if first is None or name is None or not args:
+        return None
+    held = args[0]
+    for klass in type(held).__mro__:
+        if vars(klass).get(name) is tool:
+            return first
+    if isinstance(held, type):
+        for klass in held.__mro__:
+            method = vars(klass).get(name)
+            if isinstance(method, classmethod) and method.__func__ is tool:
+                return first
     return None
 
 
@@ -196,6 +222,7 @@ def _bind(
     signature: inspect.Signature,
     defaults: dict[str, Any],
     spread: str | None,
+    receiver: str | None,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
 ) -> dict[str, Any]:
@@ -203,7 +230,7 @@ def _bind(
     ``defaults`` filled in (a guard denying ``force`` must see the ``force=True`` it defaults
     to), the keywords its ``**`` parameter (``spread``) takes each by its own name (a guard
     reading ``force`` must see the ``force=True`` given to ``def f(**kwargs)``), a method's
-    receiver left out. The defaults are read once, when the function is decorated:
+    ``receiver`` left out. The defaults are read once, when the function is decorated:
     ``BoundArguments.apply_defaults`` reads them again at each call, 7 % of a call's
     instructions (benchmarks/README.md, "@otelhooks.tool's defaults")."""
     arguments = dict(signature.bind(*args, **kwargs).arguments)
@@ -212,7 +239,6 @@ def _bind(
     if spread is not None and spread in arguments and not arguments.keys() & arguments[spread]:
         # (a keyword named as a positional-only parameter stays under ``spread``)
         arguments.update(arguments.pop(spread))
-    receiver = _receiver(signature)
     if receiver is not None:
         arguments.pop(receiver, None)
     return arguments
@@ -220,6 +246,7 @@ def _bind(
 
 def _call_args(
     signature: inspect.Signature,
+    receiver: str | None,
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     original: dict[str, Any],
@@ -236,7 +263,6 @@ def _call_args(
         # Dropping them would run the tool with arguments other than the ones the hook chose.
         raise TypeError(f"a hook rewrote the arguments with {', '.join(unknown)}, not taken")
     bound = signature.bind_partial()
-    receiver = _receiver(signature)
     if receiver is not None:
         bound.arguments[receiver] = signature.bind(*args, **kwargs).arguments[receiver]
     for name in params:  # in the signature's order, as positional arguments must be
@@ -312,25 +338,34 @@ def tool(
     def decorate(func: Callable[P, R]) -> Callable[P, R]:
         from otelhooks._instrument._tool import _as_result
 
+        if isinstance(func, (staticmethod, classmethod)):
+            # decorated below ``@staticmethod``/``@classmethod``: the function is decorated and
+            # wrapped again, so it binds as Python binds the function it holds
+            return type(func)(decorate(func.__func__))
         api_name = name or func.__name__
         _refuse_generators(func, api_name)
         signature = inspect.signature(func)
         defaults = _defaults(signature)
         spread = _var_keyword(signature)
+        first = _first_positional(signature)
+        method_name: str | None = getattr(func, "__name__", None)  # a callable object has none
         frame = _Frame(api_name, tracer)
 
         if _is_async(func):
 
             @functools.wraps(func)
             async def arun(*args: P.args, **kwargs: P.kwargs) -> Any:
-                original = _bind(signature, defaults, spread, args, kwargs)
+                receiver = _receiver(first, arun, method_name, args)
+                original = _bind(signature, defaults, spread, receiver, args, kwargs)
                 async with AsyncExitStack() as stack:
                     step = await frame.aenter(stack)
                     # A denial is raised once the call's span has ended as "denied": raised
                     # inside it, the span would record the caller's exception as the tool's.
                     async with step.tool_call(identifier, api_name, dict(original)) as call:
                         if call.should_run:
-                            a, kw = _call_args(signature, args, kwargs, original, call.args)
+                            a, kw = _call_args(
+                                signature, receiver, args, kwargs, original, call.args
+                            )
                             value = _checked(await func(*a, **kw), api_name)
                             persisted = await call.aset_result(value)
                 if call.denied:
@@ -343,12 +378,13 @@ def tool(
 
         @functools.wraps(func)
         def run(*args: P.args, **kwargs: P.kwargs) -> Any:
-            original = _bind(signature, defaults, spread, args, kwargs)
+            receiver = _receiver(first, run, method_name, args)
+            original = _bind(signature, defaults, spread, receiver, args, kwargs)
             with ExitStack() as stack:
                 step = frame.enter(stack)
                 with step.tool_call(identifier, api_name, dict(original)) as call:
                     if call.should_run:
-                        a, kw = _call_args(signature, args, kwargs, original, call.args)
+                        a, kw = _call_args(signature, receiver, args, kwargs, original, call.args)
                         value = _checked(func(*a, **kw), api_name)
                         persisted = call.set_result(value)
             if call.denied:

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -785,3 +786,108 @@ def test_a_generator_is_refused_when_it_is_decorated(
     )
     with tracer.operation("a") as op, op.step():
         assert "SECRET" not in str(listed("x"))
+
+
+@dataclass
+class _Files:
+    """A receiver a rewrite must not copy: the method records on the caller's own instance."""
+
+    root: str = "/srv"
+    read_paths: list[str] = field(default_factory=list)
+
+    @otelhooks.tool
+    def read(this, path: str) -> str:  # a receiver not named self, as users write
+        this.read_paths.append(path)
+        return f"read {this.root}{path}"
+
+    @otelhooks.tool
+    async def aread(this, path: str) -> str:
+        this.read_paths.append(path)
+        return f"aread {this.root}{path}"
+
+    @staticmethod
+    @otelhooks.tool
+    def stat(path: str) -> str:
+        return f"stat {path}"
+
+    @otelhooks.tool
+    @staticmethod
+    def size(path: str) -> str:
+        return f"size {path}"
+
+    @classmethod
+    @otelhooks.tool
+    def ls(klass, path: str) -> str:
+        return f"ls {klass.__name__} {path}"
+
+    @otelhooks.tool
+    @classmethod
+    def tree(klass, path: str) -> str:
+        return f"tree {klass.__name__} {path}"
+
+
+class _MoreFiles(_Files):
+    def read(self, path: str) -> str:
+        return "more " + super().read(path)
+
+
+def test_a_methods_receiver_is_never_judged_or_copied_whatever_its_name(
+    pipe: TestPipeline, tracer: AgentTracer
+) -> None:
+    # hooks saw `this`/`klass` as an argument, a rewrite ran the method on a dict copied from
+    # the dataclass (AttributeError), and a tool stacked over @staticmethod/@classmethod failed
+    # through an instance or when decorated
+    seen: list[dict[str, Any]] = []
+
+    def under_tmp(event: ToolCallEvent) -> ToolCallEvent:
+        seen.append(dict(event.args))
+        return event.model_copy(
+            update={"args": {**event.args, "path": "/tmp" + event.args["path"]}}
+        )
+
+    pipe.register(hook("under-tmp", "beforeToolCall", under_tmp))
+    files = _Files()
+    with tracer.operation("x") as op, op.step():
+        results = [
+            files.read("/a"),
+            asyncio.run(files.aread("/b")),
+            _Files.read(files, "/c"),
+            _MoreFiles().read("/d"),
+            files.stat("/e"),
+            _Files.stat("/f"),
+            files.size("/g"),
+            _Files.size("/h"),
+            files.ls("/i"),
+            _Files.tree("/j"),
+            files.tree("/k"),
+        ]
+    assert seen == [{"path": f"/{c}"} for c in "abcdefghijk"]
+    assert results == [
+        "read /srv/tmp/a",
+        "aread /srv/tmp/b",
+        "read /srv/tmp/c",
+        "more read /srv/tmp/d",
+        "stat /tmp/e",
+        "stat /tmp/f",
+        "size /tmp/g",
+        "size /tmp/h",
+        "ls _Files /tmp/i",
+        "tree _Files /tmp/j",
+        "tree _Files /tmp/k",
+    ]
+    assert files.read_paths == ["/tmp/a", "/tmp/b", "/tmp/c"]
+
+
+def test_a_function_whose_first_argument_is_an_instance_still_shows_it(
+    pipe: TestPipeline, tracer: AgentTracer
+) -> None:
+    seen: list[dict[str, Any]] = []
+    pipe.register(hook("see", "beforeToolCall", lambda e: seen.append(dict(e.args))))
+
+    @otelhooks.tool
+    def archive(files: _Files, path: str) -> str:
+        return path
+
+    with tracer.operation("x") as op, op.step():
+        archive(_Files(), "/a")
+    assert [sorted(s) for s in seen] == [["files", "path"]]

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 
@@ -21,6 +23,7 @@ from agents import (
     ToolErrorFormatterArgs,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrailData,
+    ToolInputGuardrailTripwireTriggered,
     function_tool,
     input_guardrail,
     set_trace_processors,
@@ -30,8 +33,9 @@ from agents.testing import assistant_message, function_call
 from agents.tool import resolve_function_tool_failure_error_function
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
-from pydantic import SecretStr
+from pydantic import Field, SecretStr
 
+import otelhooks
 from otelhooks import Block, HookEvent, ToolCallEvent, WebhookDeliverer
 from otelhooks.integrations.openai_agents import (
     HookedRunner,
@@ -825,3 +829,162 @@ def test_a_value_whose_json_form_is_not_the_value_reaches_the_function_as_sent(
 
     assert got == [("/tmp/safe", "s3cr3t")]
     assert model.tool_outputs() == {"u1": "uploaded"}
+
+
+class _Files:
+    root = "/srv"
+
+    @otelhooks.tool
+    def read(this, path: str) -> str:  # a receiver not named self, as users write
+        """Read a file."""
+        return f"read {this.root}{path}"
+
+    @otelhooks.tool
+    async def aread(this, path: str) -> str:
+        """Read a file."""
+        return f"aread {this.root}{path}"
+
+    @staticmethod
+    @otelhooks.tool
+    def stat(path: str) -> str:
+        """Stat a file."""
+        return f"stat {path}"
+
+    @otelhooks.tool
+    @classmethod
+    def ls(klass, path: str) -> str:
+        """List a directory."""
+        return f"ls {klass.root}{path}"
+
+
+def test_a_decorated_method_is_a_function_tool_whose_guard_sees_its_arguments_only(
+    pipe: TestPipeline,
+) -> None:
+    # function_tool refuses a functools.partial: the decorated function stays a function, and
+    # a receiver not named self/cls (or a classmethod's) is never shown to the guard
+    seen: list[dict[str, Any]] = []
+
+    def no_etc(event: ToolCallEvent) -> Block | None:
+        seen.append(dict(event.args))
+        return Block("not /etc") if event.args["path"].startswith("/etc") else None
+
+    @function_tool
+    @otelhooks.tool
+    def plain(path: str) -> str:
+        """Read a file."""
+        return f"plain {path}"
+
+    files = _Files()
+    tools = [
+        function_tool(files.read),
+        function_tool(files.aread),
+        function_tool(_Files.stat),
+        function_tool(_Files.ls),
+        plain,
+    ]
+    calls = [
+        function_call(t.name, {"path": p}, call_id=f"{t.name}-{i}")
+        for t in tools
+        for i, p in enumerate(["/ok", "/etc/passwd"])
+    ]
+    model = ScriptedModel("m", [calls, [assistant_message("done")]])
+    pipe.register(hook("no-etc", "beforeToolCall", no_etc))
+    asyncio.run(HookedRunner(pipe.tracer).run(Agent(name="bot", model=model, tools=tools), "go"))
+
+    assert all(s.keys() == {"path"} for s in seen)
+    assert model.tool_outputs() == {
+        **{f"{t.name}-1": "not /etc" for t in tools},
+        "read-0": "read /srv/ok",
+        "aread-0": "aread /srv/ok",
+        "stat-0": "stat /ok",
+        "ls-0": "ls /srv/ok",
+        "plain-0": "plain /ok",
+    }
+
+
+def _into_root(event: ToolCallEvent) -> ToolCallEvent:
+    return event.model_copy(update={"args": {"path": "/root" + event.args["path"]}})
+
+
+@pytest.mark.parametrize("behavior", ["reject_content", "raise_exception"])
+def test_an_sdk_guardrail_judges_the_arguments_a_hook_rewrote(
+    pipe: TestPipeline, recorder: Recorder, behavior: str
+) -> None:
+    # the SDK runs a tool's input guardrails before the tool's on_invoke_tool, where the hooks
+    # run: a hook's rewrite into /root reached the function past a guardrail refusing /root
+    ran: list[str] = []
+    judged: list[str] = []
+
+    @tool_input_guardrail
+    def no_root(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        judged.append(data.context.tool_arguments)
+        assert data.context.tool_call is not None
+        assert data.context.tool_call.arguments == data.context.tool_arguments
+        if "/root" not in data.context.tool_arguments:
+            return ToolGuardrailFunctionOutput.allow()
+        if behavior == "reject_content":
+            return ToolGuardrailFunctionOutput.reject_content("no access to /root")
+        return ToolGuardrailFunctionOutput.raise_exception()
+
+    @function_tool(tool_input_guardrails=[no_root])
+    def list_dir(path: str) -> str:
+        """List a directory."""
+        ran.append(path)
+        return "a b c"
+
+    model = ScriptedModel(
+        "m",
+        [[function_call("list_dir", {"path": "/x"}, call_id="g1")], [assistant_message("ok")]],
+    )
+    agent = Agent(name="bot", model=model, tools=[list_dir])
+    pipe.register(hook("into-root", "beforeToolCall", _into_root))
+    pipe.register(hook("denied", "on_tool_call_denied", recorder))
+    if behavior == "reject_content":
+        asyncio.run(HookedRunner(pipe.tracer).run(agent, "go"))
+    else:
+        with pytest.raises(ToolInputGuardrailTripwireTriggered):
+            asyncio.run(HookedRunner(pipe.tracer).run(agent, "go"))
+    pipe.flush()
+
+    assert ran == []
+    assert [json.loads(j) for j in judged] == [{"path": "/x"}, {"path": "/root/x"}]
+    span = pipe.span("execute_tool list_dir")
+    assert span.status.status_code is StatusCode.ERROR
+    if behavior == "reject_content":
+        assert model.tool_outputs() == {"g1": "no access to /root"}
+        (denied,) = recorder.of("on_tool_call_denied")
+        assert (denied.args, denied.decidedBy) == ({"path": "/root/x"}, "guardrail:no_root")  # type: ignore[attr-defined]
+        assert (span.attributes or {})["error.type"].endswith("RewriteRejectedError")
+
+
+_TICKETS = itertools.count()  # module-level: the SDK reads the annotations from the module
+
+
+def test_a_decorated_function_under_function_tool_is_judged_as_the_function_gets_it(
+    pipe: TestPipeline,
+) -> None:
+    # the hooked FunctionTool's guard judges a validation of its own (the SDK keeps its own
+    # private): a default_factory's value differs between the two and is not shown to it; the
+    # guard of @otelhooks.tool under function_tool judges the very objects the SDK passes on
+    got: list[int] = []
+    judged: list[dict[str, Any]] = []
+
+    @function_tool(strict_mode=False)
+    @otelhooks.tool(identifier="desk", name="tag")
+    def tag(
+        path: str, ticket: Annotated[int, Field(default_factory=lambda: next(_TICKETS))]
+    ) -> str:
+        """Tag a path."""
+        got.append(ticket)
+        return "tagged"
+
+    model = ScriptedModel(
+        "m",
+        [[function_call("tag", {"path": "/x"}, call_id="t1")], [assistant_message("ok")]],
+    )
+    pipe.register(
+        hook("see", "beforeToolCall", lambda e: judged.append(dict(e.args)), matcher="^desk/")
+    )
+    asyncio.run(HookedRunner(pipe.tracer).run(Agent(name="bot", model=model, tools=[tag]), "go"))
+
+    assert judged == [{"path": "/x", "ticket": got[0]}]

@@ -9,7 +9,8 @@ file operation). All go through :meth:`AgentRun.guard_tool`.
 
 A function tool's hook runs after its own SDK guardrails, so an SDK guardrail rejection never
 reaches otelhooks' hooks; such a rejection is recorded as an ``on_tool_call_denied`` event instead
-(see :func:`_watch_guardrail`).
+(see :func:`_watch_guardrail`). Arguments a hook rewrote are judged by those guardrails again
+before the function runs (:func:`_judged_again`).
 
 The tools of an agent's MCP servers (``agent.mcp_servers``) go through the same chain:
 :func:`hook_agent` gives the clone a wrapper around each server
@@ -32,7 +33,7 @@ import json
 import warnings
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, overload
+from typing import Any, Final, cast, overload
 
 from agents import (
     Agent,
@@ -52,6 +53,7 @@ from agents import (
     Tool,
     ToolInputGuardrail,
     ToolInputGuardrailData,
+    ToolInputGuardrailTripwireTriggered,
 )
 from agents.function_schema import function_schema
 from agents.mcp import MCPServer
@@ -265,6 +267,33 @@ def _telling_failures(handler: ToolErrorFunction) -> ToolErrorFunction:
     return telling
 
 
+class RewriteRejectedError(Exception):
+    """An SDK tool input guardrail rejected the arguments a hook rewrote: the function did not
+    run and the model got the guardrail's message."""
+
+
+async def _judged_again(tool: FunctionTool, ctx: ToolContext[Any], arguments: str) -> str | None:
+    """Run ``tool``'s SDK input guardrails, as the SDK does, on the ``arguments`` a hook
+    rewrote: the SDK ran them before the hooks, on the arguments the model sent, and the
+    function must get only what every guard judged. Returns the message of the first that
+    rejects (``None``: all allow); a tripwire raises, as in the SDK."""
+    if not tool.tool_input_guardrails:
+        return None
+    again = copy.copy(ctx)
+    again.tool_arguments = arguments
+    if ctx.tool_call is not None:
+        again.tool_call = ctx.tool_call.model_copy(update={"arguments": arguments})
+    data = ToolInputGuardrailData(context=again, agent=cast(Agent[Any], ctx.agent))
+    for guardrail in tool.tool_input_guardrails:
+        output = await guardrail.run(data)
+        behavior = output.behavior
+        if behavior["type"] == "raise_exception":
+            raise ToolInputGuardrailTripwireTriggered(guardrail=guardrail, output=output)
+        if behavior["type"] == "reject_content":
+            return behavior["message"]
+    return None
+
+
 def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
     if getattr(tool.on_invoke_tool, _HOOKED, False):
         return tool
@@ -286,7 +315,14 @@ def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
 
     async def invoke(ctx: ToolContext[Any], input: str) -> Any:
         async def run(changed: dict[str, Any] | None) -> Any:
-            return await inner(ctx, input if changed is None else json.dumps(changed))
+            if changed is None:
+                return await inner(ctx, input)
+            rewritten = json.dumps(changed)
+            rejected = await _judged_again(hooked, ctx, rewritten)
+            if rejected is not None:
+                tool_raised(ctx.tool_call_id, RewriteRejectedError(rejected))
+                return rejected
+            return await inner(ctx, rewritten)
 
         args = _received(model, tool.params_json_schema, parse_args(input))
         output, _ = await guarded(tool.name, identifier, args, ctx.tool_call_id, run)
