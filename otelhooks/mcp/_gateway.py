@@ -193,16 +193,7 @@ class McpSession:
         try:
             return self._client_frame(raw)
         except Exception as exc:
-            _log.error(
-                "the gateway failed on a client frame; answered with an error", error=str(exc)
-            )
-            return Relay(
-                to_client=[
-                    error_response(
-                        recover_id(raw), INTERNAL_ERROR, f"otelhooks: gateway failed: {exc}"
-                    )
-                ]
-            )
+            return Relay(to_client=[_failed_itself(recover_id(raw), exc)])
 
     def refuse(self, raw: bytes, problem: str) -> Relay:
         """Answer a client frame that cannot be read (``problem`` says why) with a JSON-RPC
@@ -324,7 +315,12 @@ class McpSession:
         if failure is not None:
             self.requests.finish(msg.id, parse(failure))
             return Relay(to_client=[failure])
-        relay = self._judged(msg, pending, tool, listed)
+        try:
+            relay = self._judged(msg, pending, tool, listed)
+        except Exception as exc:  # as in from_client: never an answer left unsent
+            answer = _failed_itself(msg.id, exc)
+            self.requests.finish(msg.id, parse(answer))
+            return Relay(to_client=[answer])
         return await relay.later if relay.later is not None else relay
 
     async def _list_tools(self, tool: str) -> Listed | None:
@@ -537,3 +533,10 @@ class McpSession:
             attrs["error.type"] = "server_exited"
         self.gateway.metrics.session(time.perf_counter() - self._started, attrs)
         return answers
+
+
+def _failed_itself(request_id: Any, exc: Exception) -> bytes:
+    """The answer to a client request the gateway itself failed on (logged): an internal error,
+    the request never forwarded."""
+    _log.error("the gateway failed on a client frame; answered with an error", error=str(exc))
+    return error_response(request_id, INTERNAL_ERROR, f"otelhooks: gateway failed: {exc}")
