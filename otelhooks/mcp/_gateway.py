@@ -328,8 +328,23 @@ class McpSession:
         client's list is): what it says of ``tool``, ``None`` when it does not name it. Raises
         when the transport cannot ask, the server does not answer in time, or answers an
         error."""
-        if self.to_server is None:
+        send = self.to_server
+        if send is None:
             raise RuntimeError("this transport cannot send the gateway's own requests")
+
+        async def ask(frame: bytes, asked: asyncio.Future[Message]) -> Message:
+            # over HTTP the sending is the whole POST, whose event stream may stay open after
+            # the answer: the answer ends the wait, a failure of the sending raises
+            sending = asyncio.ensure_future(send(frame))
+            waiting: set[asyncio.Future[Any]] = {sending, asked}
+            try:
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if not asked.done():
+                    sending.result()
+                return await asked
+            finally:
+                sending.cancel()
+
         cursor: Any = None
         found: Listed | None = None
         for _ in range(MAX_LIST_PAGES):
@@ -339,8 +354,7 @@ class McpSession:
             params = {} if cursor is None else {"cursor": cursor}
             frame = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list", "params": params}
             try:
-                await self.to_server(encode(frame))
-                answer = await asyncio.wait_for(asked, LIST_TIMEOUT_S)
+                answer = await asyncio.wait_for(ask(encode(frame), asked), LIST_TIMEOUT_S)
             except TimeoutError:
                 raise RuntimeError(f"no tools/list answer in {LIST_TIMEOUT_S:g} s") from None
             finally:

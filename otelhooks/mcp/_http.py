@@ -235,12 +235,18 @@ class McpHttpProxy:
             session, "POST", relay.to_server[0], headers, send, extra=relay.to_client
         )
 
+    def _upstream_headers(self, headers: dict[str, str]) -> dict[str, str]:
+        """What goes upstream of the client's ``headers``: none hop-by-hop, and the configured
+        ones over the client's."""
+        out = {k: v for k, v in headers.items() if k not in _HOP}
+        out.update((k.lower(), v) for k, v in self.headers.items())
+        return out
+
     async def _ask(self, session: McpSession, headers: dict[str, str], frame: bytes) -> None:
         """Send the gateway's own request upstream, with the client's headers of the request
         it serves (its session, its credentials): the answer reaches ``session``, which keeps
         it from the client. Raises when the upstream cannot be reached or answers an error."""
-        out = {k: v for k, v in headers.items() if k not in _HOP}
-        out.update((k.lower(), v) for k, v in self.headers.items())  # configured ones win
+        out = self._upstream_headers(headers)
         out.setdefault("content-type", "application/json")
         out.setdefault("accept", "application/json, text/event-stream")
         request = self.client.build_request("POST", self.upstream, content=frame, headers=out)
@@ -271,8 +277,7 @@ class McpHttpProxy:
         extra: list[bytes] | None = None,
         receive: Receive | None = None,
     ) -> None:
-        out = {k: v for k, v in headers.items() if k not in _HOP}
-        out.update((k.lower(), v) for k, v in self.headers.items())  # configured ones win
+        out = self._upstream_headers(headers)
         request = self.client.build_request(method, self.upstream, content=body, headers=out)
         try:
             response = await self.client.send(request, stream=True)
