@@ -29,7 +29,8 @@ from typing import Any, Final
 
 __all__ = ["rewritten", "type_problem", "with_defaults"]
 
-# $ref hops followed without descending into the value (a schema whose refs loop stops here)
+# $ref hops, and anyOf / oneOf / allOf branches, followed without descending into the value (a
+# schema whose refs loop stops here)
 _MAX_REF_HOPS: Final = 32
 
 
@@ -73,7 +74,13 @@ def _resolve(schema: Any, root: Mapping[str, Any]) -> Any:
     return None
 
 
-def _problem(value: Any, schema: Any, root: Mapping[str, Any], where: str) -> str | None:
+def _problem(
+    value: Any, schema: Any, root: Mapping[str, Any], where: str, branches_in: int = 0
+) -> str | None:
+    if branches_in > _MAX_REF_HOPS:
+        # a branch that refers back to itself (``{"anyOf": [{"$ref": "#"}]}``): no type can be
+        # told, and a value no type was told for is not one to judge
+        return f"{where} cannot be checked: the tool's inputSchema refers to itself without end"
     schema = _resolve(schema, root)
     if not isinstance(schema, Mapping):
         return None
@@ -86,11 +93,11 @@ def _problem(value: Any, schema: Any, root: Mapping[str, Any], where: str) -> st
     for key in ("anyOf", "oneOf"):
         branches = schema.get(key)
         if isinstance(branches, list) and branches:
-            problems = [_problem(value, b, root, where) for b in branches]
+            problems = [_problem(value, b, root, where, branches_in + 1) for b in branches]
             if all(problems):
                 return problems[0]
     for branch in schema.get("allOf") or ():
-        problem = _problem(value, branch, root, where)
+        problem = _problem(value, branch, root, where, branches_in + 1)
         if problem:
             return problem
     if isinstance(value, dict):

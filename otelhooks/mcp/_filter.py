@@ -1,8 +1,9 @@
-"""``tools/list``: each tool's annotation kinds, and filtering (opt-in, ``--filter-tools``).
+"""``tools/list``: what the gateway keeps of each tool, and filtering (opt-in, ``--filter-tools``).
 
-:func:`listed_kinds` reads the annotation kinds (``@read_only`` ...,
-:func:`otelhooks._tool_kinds.annotation_kinds`) of every tool a list names: the gateway adds
-them to the matcher values of that tool's calls.
+:func:`listed_tools` reads the annotation kinds (``@read_only`` ...,
+:func:`otelhooks._tool_kinds.annotation_kinds`) and the ``inputSchema`` of every tool a list
+names: the gateway adds the kinds to the matcher values of that tool's calls, and judges their
+arguments by the schema.
 
 Filtering hides the tools a policy denies outright.
 
@@ -24,12 +25,14 @@ from otelhooks._events import ToolCallEvent
 from otelhooks._tool_kinds import annotation_kinds
 from otelhooks.mcp._jsonrpc import Message, encode
 
-__all__ = ["MAX_LISTED", "UNLISTED", "filter_tools", "listed_kinds", "listed_schemas"]
+__all__ = ["MAX_LISTED", "UNLISTED", "Listed", "filter_tools", "listed_tools"]
 
-# a session remembers this many tools' kinds and schemas at most (the server chooses how many)
+# the gateway remembers this many tools' kinds and schemas at most (the server chooses how many)
 MAX_LISTED: Final = 10_000
 # a tool never listed, or listed without annotations: the specification's defaults
 UNLISTED: Final = annotation_kinds(None)
+# what the gateway keeps of a listed tool: its annotation kinds and its inputSchema
+Listed = tuple[tuple[str, ...], Any]
 
 
 def _tools(msg: Message) -> list[Any] | None:
@@ -39,25 +42,15 @@ def _tools(msg: Message) -> list[Any] | None:
     return tools if isinstance(tools, list) else None
 
 
-def listed_kinds(msg: Message) -> dict[str, tuple[str, ...]]:
-    """The annotation kinds of each tool a ``tools/list`` answer names."""
-    kinds: dict[str, tuple[str, ...]] = {}
+def listed_tools(msg: Message) -> dict[str, Listed]:
+    """The annotation kinds and ``inputSchema`` of each tool a ``tools/list`` answer names."""
+    listed: dict[str, Listed] = {}
     for tool in _tools(msg) or ():
         if isinstance(tool, dict) and isinstance(tool.get("name"), str):
             annotations = tool.get("annotations")
-            kinds[tool["name"]] = annotation_kinds(
-                annotations if isinstance(annotations, Mapping) else None
-            )
-    return kinds
-
-
-def listed_schemas(msg: Message) -> dict[str, Any]:
-    """The ``inputSchema`` of each tool a ``tools/list`` answer names."""
-    return {
-        tool["name"]: tool.get("inputSchema")
-        for tool in _tools(msg) or ()
-        if isinstance(tool, dict) and isinstance(tool.get("name"), str)
-    }
+            kinds = annotation_kinds(annotations if isinstance(annotations, Mapping) else None)
+            listed[tool["name"]] = (kinds, tool.get("inputSchema"))
+    return listed
 
 
 async def filter_tools(engine: HooksEngine, msg: Message, server: str) -> bytes:
@@ -66,11 +59,11 @@ async def filter_tools(engine: HooksEngine, msg: Message, server: str) -> bytes:
     tools = _tools(msg)
     if tools is None:
         return msg.raw
-    kinds = listed_kinds(msg)
+    listed = listed_tools(msg)
     kept: list[Any] = []
     for tool in tools:
         name = tool.get("name") if isinstance(tool, dict) else None
-        if not isinstance(name, str) or not await _denied(engine, server, name, kinds[name]):
+        if not isinstance(name, str) or not await _denied(engine, server, name, listed[name][0]):
             kept.append(tool)
     if len(kept) == len(tools):
         return msg.raw

@@ -30,14 +30,19 @@ The rules, in order of precedence:
    server whose JSON reader ignores case (Go's ``encoding/json``) would run a call the hooks
    never saw; so is a call whose arguments name one argument twice (``cmd`` and ``CMD``), and
    a ``tools/call`` without an id (a notification, never judged).
+7. While a ``before_tool_call`` hook is configured, a ``tools/call`` of a tool no list through
+   the gateway named (or named before the server's ``notifications/tools/list_changed``) waits
+   for the gateway's own ``tools/list``: it is matched by the kinds and judged by the schema
+   the server lists, and refused as an unknown tool (-32602) when the server does not list it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 import uuid
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -50,15 +55,10 @@ from otelhooks._engine import HooksEngine
 from otelhooks._tool_schema import type_problem
 from otelhooks.mcp._calls import Pending, deny_answer, request_key
 from otelhooks.mcp._decide import decide
-from otelhooks.mcp._filter import (
-    MAX_LISTED,
-    UNLISTED,
-    filter_tools,
-    listed_kinds,
-    listed_schemas,
-)
+from otelhooks.mcp._filter import MAX_LISTED, UNLISTED, Listed, filter_tools, listed_tools
 from otelhooks.mcp._jsonrpc import (
     INTERNAL_ERROR,
+    INVALID_PARAMS,
     INVALID_REQUEST,
     PARSE_ERROR,
     Message,
@@ -81,6 +81,10 @@ DEFAULT_SERVER_NAME: Final = "mcp"
 # protocols up to 2025-11-25, and the discovery of the stateless 2026-07-28 protocol.
 _HANDSHAKES: Final = frozenset({"initialize", "server/discover"})
 _SERVER_INFO_META: Final = "io.modelcontextprotocol/serverInfo"
+# The gateway's own tools/list (a guarded call of a tool it has no listing of): how long it
+# waits for each page, and how many pages it reads before it gives up (the call is refused).
+LIST_TIMEOUT_S: Final = 10.0
+MAX_LIST_PAGES: Final = 100
 
 
 @dataclass(slots=True)
@@ -139,11 +143,12 @@ class McpGateway:
         # one for every session, and a session that starts without a handshake (HTTP: one the
         # gateway dropped when idle, the server still knows) must be guarded under it too.
         self.server_name: str | None = None
-        # Each listed tool's inputSchema, from any session's tools/list, for the same reason: a
-        # session may call without listing (HTTP: a list the client cached, a session dropped
-        # when idle, the stateless protocol's request per session). Keyed by the names the
-        # server listed, at most MAX_LISTED.
-        self.schemas: dict[str, Any] = {}
+        # Each listed tool's annotation kinds and inputSchema, from any session's tools/list
+        # (or the gateway's own), for the same reason: a session may call without listing
+        # (HTTP: a list the client cached, a session dropped when idle, the stateless
+        # protocol's request per session). Keyed by the names the server listed, at most
+        # MAX_LISTED; emptied by the server's notifications/tools/list_changed.
+        self.tools: dict[str, Listed] = {}
         self.filter_tools = filter_tools
         self.spans = McpSpans(tracer, transport=transport, server=upstream)
         self.metrics = McpMetrics(meter_provider)
@@ -172,7 +177,10 @@ class McpSession:
         # gateway's execute_tool spans for another instrumentation's and observe them again.
         gateway.engine.claim_scope(getattr(self.span, "instrumentation_scope", None))
         self.requests = OpenRequests(self, gateway.spans, gateway.metrics, gateway.engine)
-        self._kinds: dict[str, tuple[str, ...]] = {}  # each listed tool's annotation kinds
+        # How the gateway sends a request of its own to the server (set by the transport; the
+        # answer comes back through from_server), and those still waiting for their answer.
+        self.to_server: Callable[[bytes], Awaitable[None]] | None = None
+        self._asked: dict[Hashable, asyncio.Future[Message]] = {}
         self.closed = False
 
     # -- client → server -------------------------------------------------------------------------
@@ -185,16 +193,7 @@ class McpSession:
         try:
             return self._client_frame(raw)
         except Exception as exc:
-            _log.error(
-                "the gateway failed on a client frame; answered with an error", error=str(exc)
-            )
-            return Relay(
-                to_client=[
-                    error_response(
-                        recover_id(raw), INTERNAL_ERROR, f"otelhooks: gateway failed: {exc}"
-                    )
-                ]
-            )
+            return Relay(to_client=[_failed_itself(recover_id(raw), exc)])
 
     def refuse(self, raw: bytes, problem: str) -> Relay:
         """Answer a client frame that cannot be read (``problem`` says why) with a JSON-RPC
@@ -264,21 +263,111 @@ class McpSession:
             return Relay(to_server=[msg.raw])
         name = msg.params.get("name")
         tool = name if isinstance(name, str) else ""
-        kinds = self._kinds.get(tool, UNLISTED)
+        pending.msg = msg
+        pending.session_id, pending.server = self.session_id, self.server_name
+        if tool not in self.gateway.tools and self.gateway.engine.registry.may_match(
+            "before_tool_call"
+        ):
+            # a tool no list through the gateway named (the client did not list, the server
+            # changed its list since, or it is not the server's): guards match by its kinds and
+            # judge by its schema, and a name the server would read as a listed one must not
+            # pass unmatched
+            return Relay(later=self._listed_then_judged(msg, pending, tool))
+        return self._judged(msg, pending, tool)
+
+    def _judged(
+        self, msg: Message, pending: Pending, tool: str, listed: Listed | None = None
+    ) -> Relay:
+        """A ``tools/call`` of a tool as the server listed it (``listed``, else as the gateway
+        keeps it): relayed when no hook matches, refused when its arguments' types are not the
+        listed ones, else decided by the hooks."""
+        kinds, schema = listed or self.gateway.tools.get(tool, (UNLISTED, None))
         values = pending.values = (f"{self.server_name}/{tool}", tool, *kinds)
         # a guard matched by a kind is matched so in replay too, which reads it from the span
         pending.span.set_attribute(sc.TOOL_KINDS, kinds)
-        pending.msg = msg
-        pending.session_id, pending.server = self.session_id, self.server_name
         if not self.gateway.engine.matches("before_tool_call", values):
             return Relay(to_server=[msg.raw])  # the common case: nothing to decide
-        schema = pending.schema = self.gateway.schemas.get(tool)
+        pending.schema = schema
         problem = type_problem(msg.params.get("arguments"), schema)
         if problem is not None:  # the server would run a value the guards would misread
             answer = deny_answer(msg.id, f"otelhooks refused the call: {problem}")
             self.requests.finish(msg.id, parse(answer))
             return Relay(to_client=[answer])
         return Relay(later=self._decided(msg, pending, values))
+
+    async def _listed_then_judged(self, msg: Message, pending: Pending, tool: str) -> Relay:
+        """List the server's tools, then judge the call; a tool the server does not list is
+        refused as the specification's unknown tool (-32602), and a list the gateway cannot
+        get refuses the call (-32603): a guard must never judge it without its schema."""
+        listed: Listed | None = None
+        try:
+            listed = await self._list_tools(tool)
+            failure = None
+        except Exception as exc:
+            _log.error("the gateway could not list the server's tools", error=str(exc))
+            failure = error_response(
+                msg.id, INTERNAL_ERROR, f"otelhooks: cannot list the server's tools: {exc}"
+            )
+        if self.requests.from_client.get(request_key(msg.id)) is not pending:
+            return Relay()  # answered meanwhile: cancelled, or the server is gone
+        if failure is None and listed is None:
+            failure = error_response(msg.id, INVALID_PARAMS, f"Unknown tool: {tool}")
+        if failure is not None:
+            self.requests.finish(msg.id, parse(failure))
+            return Relay(to_client=[failure])
+        try:
+            relay = self._judged(msg, pending, tool, listed)
+        except Exception as exc:  # as in from_client: never an answer left unsent
+            answer = _failed_itself(msg.id, exc)
+            self.requests.finish(msg.id, parse(answer))
+            return Relay(to_client=[answer])
+        return await relay.later if relay.later is not None else relay
+
+    async def _list_tools(self, tool: str) -> Listed | None:
+        """Every page of the server's ``tools/list``, asked by the gateway itself (kept as a
+        client's list is): what it says of ``tool``, ``None`` when it does not name it. Raises
+        when the transport cannot ask, the server does not answer in time, or answers an
+        error."""
+        send = self.to_server
+        if send is None:
+            raise RuntimeError("this transport cannot send the gateway's own requests")
+
+        async def ask(frame: bytes, asked: asyncio.Future[Message]) -> Message:
+            # over HTTP the sending is the whole POST, whose event stream may stay open after
+            # the answer: the answer ends the wait, a failure of the sending raises
+            sending = asyncio.ensure_future(send(frame))
+            waiting: set[asyncio.Future[Any]] = {sending, asked}
+            try:
+                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
+                if not asked.done():
+                    sending.result()
+                return await asked
+            finally:
+                sending.cancel()
+
+        cursor: Any = None
+        found: Listed | None = None
+        for _ in range(MAX_LIST_PAGES):
+            request_id = f"otelhooks-{uuid.uuid4().hex}"
+            key = request_key(request_id)
+            asked = self._asked[key] = asyncio.get_running_loop().create_future()
+            params = {} if cursor is None else {"cursor": cursor}
+            frame = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list", "params": params}
+            try:
+                answer = await asyncio.wait_for(ask(encode(frame), asked), LIST_TIMEOUT_S)
+            except TimeoutError:
+                raise RuntimeError(f"no tools/list answer in {LIST_TIMEOUT_S:g} s") from None
+            finally:
+                self._asked.pop(key, None)
+            data = answer.data if isinstance(answer.data, dict) else {}
+            result = data.get("result")
+            if not isinstance(result, dict):
+                raise RuntimeError(f"the server answered tools/list with {data.get('error')}")
+            found = self._listed(answer).get(tool, found)
+            cursor = result.get("nextCursor")
+            if not isinstance(cursor, str) or not cursor:
+                return found
+        raise RuntimeError(f"the server's tool list has more than {MAX_LIST_PAGES} pages")
 
     async def _decided(self, msg: Message, pending: Pending, values: tuple[str, ...]) -> Relay:
         forward, answer = await decide(self.gateway.engine, self.requests, msg, pending, values)
@@ -334,6 +423,11 @@ class McpSession:
         if msg.kind == "unreadable":
             return self.server_garbage(raw, msg.problem or "not JSON")
         if msg.kind == "response":
+            asked = self._asked.pop(request_key(msg.id), None)
+            if asked is not None:  # the answer to the gateway's own request: the client's none
+                if not asked.done():
+                    asked.set_result(msg)
+                return Relay()
             pending = self.requests.from_client.get(request_key(msg.id))
             if pending is not None and pending.method in _HANDSHAKES:
                 self._on_initialized(msg)
@@ -351,23 +445,26 @@ class McpSession:
         elif msg.kind == "request":
             self.requests.start(msg, from_server=True)
         elif msg.kind == "notification":
+            if msg.method == "notifications/tools/list_changed":
+                # a listed schema may no longer be the server's: the next guarded call of each
+                # tool lists again before it is judged
+                self.gateway.tools.clear()
             self.requests.notification(msg, from_server=True)
         elif msg.kind == "batch":
             for item in msg.items():
                 self._server_frame(item.raw)  # observed only: a batch passes as it came
         return Relay(to_client=[raw])
 
-    def _listed(self, msg: Message) -> None:
-        """Keep the annotation kinds (the session's) and input schemas (the gateway's) of the
-        listed tools (a later list, or page, adds to them; past :data:`MAX_LISTED` tools the
-        rest have the defaults and no schema)."""
-        for name, kinds in listed_kinds(msg).items():
-            if name in self._kinds or len(self._kinds) < MAX_LISTED:
-                self._kinds[name] = kinds
-        schemas = self.gateway.schemas
-        for name, schema in listed_schemas(msg).items():
-            if name in schemas or len(schemas) < MAX_LISTED:
-                schemas[name] = schema
+    def _listed(self, msg: Message) -> dict[str, Listed]:
+        """Keep the annotation kinds and input schemas of the listed tools, the gateway's (a
+        later list, or page, adds to them; past :data:`MAX_LISTED` tools the rest have the
+        defaults and no schema, and a guarded call of one lists again). Returns what it read."""
+        tools = self.gateway.tools
+        listed = listed_tools(msg)
+        for name, one in listed.items():
+            if name in tools or len(tools) < MAX_LISTED:
+                tools[name] = one
+        return listed
 
     async def _filtered(self, msg: Message, pending: Pending) -> Relay:
         try:
@@ -450,3 +547,10 @@ class McpSession:
             attrs["error.type"] = "server_exited"
         self.gateway.metrics.session(time.perf_counter() - self._started, attrs)
         return answers
+
+
+def _failed_itself(request_id: Any, exc: Exception) -> bytes:
+    """The answer to a client request the gateway itself failed on (logged): an internal error,
+    the request never forwarded."""
+    _log.error("the gateway failed on a client frame; answered with an error", error=str(exc))
+    return error_response(request_id, INTERNAL_ERROR, f"otelhooks: gateway failed: {exc}")

@@ -23,6 +23,7 @@ is not forwarded upstream).
 from __future__ import annotations
 
 import contextlib
+import functools
 import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -219,6 +220,7 @@ class McpHttpProxy:
     async def _post(
         self, session: McpSession, body: bytes, headers: dict[str, str], send: Send
     ) -> None:
+        session.to_server = functools.partial(self._ask, session, headers)
         relay = session.from_client(body)
         while relay.later is not None:
             done = await relay.later
@@ -233,6 +235,37 @@ class McpHttpProxy:
             session, "POST", relay.to_server[0], headers, send, extra=relay.to_client
         )
 
+    def _upstream_headers(self, headers: dict[str, str]) -> dict[str, str]:
+        """What goes upstream of the client's ``headers``: none hop-by-hop, and the configured
+        ones over the client's."""
+        out = {k: v for k, v in headers.items() if k not in _HOP}
+        out.update((k.lower(), v) for k, v in self.headers.items())
+        return out
+
+    async def _ask(self, session: McpSession, headers: dict[str, str], frame: bytes) -> None:
+        """Send the gateway's own request upstream, with the client's headers of the request
+        it serves (its session, its credentials): the answer reaches ``session``, which keeps
+        it from the client. Raises when the upstream cannot be reached or answers an error."""
+        out = self._upstream_headers(headers)
+        out.setdefault("content-type", "application/json")
+        out.setdefault("accept", "application/json, text/event-stream")
+        request = self.client.build_request("POST", self.upstream, content=frame, headers=out)
+        response = await self.client.send(request, stream=True)
+        try:
+            if response.status_code >= 400:
+                raise RuntimeError(f"the MCP server answered HTTP {response.status_code}")
+            kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
+            if kind == "text/event-stream":
+                async for event in events(response.aiter_raw(), limit=self.max_body_bytes):
+                    if event.data is not None and event.data.strip():
+                        session.from_server(event.data)
+            else:
+                content = await read_upstream(response, self.max_body_bytes)
+                if content:
+                    session.from_server(content)
+        finally:
+            await response.aclose()
+
     async def _forward(
         self,
         session: McpSession,
@@ -244,8 +277,7 @@ class McpHttpProxy:
         extra: list[bytes] | None = None,
         receive: Receive | None = None,
     ) -> None:
-        out = {k: v for k, v in headers.items() if k not in _HOP}
-        out.update((k.lower(), v) for k, v in self.headers.items())  # configured ones win
+        out = self._upstream_headers(headers)
         request = self.client.build_request(method, self.upstream, content=body, headers=out)
         try:
             response = await self.client.send(request, stream=True)

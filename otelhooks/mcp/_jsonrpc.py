@@ -30,6 +30,7 @@ __all__ = [
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
+INVALID_PARAMS: Final = -32602  # the MCP specification's answer to an unknown tool
 INTERNAL_ERROR: Final = -32603
 # Implementation-defined server errors (-32000..-32099): the upstream server is gone or failed.
 UPSTREAM_ERROR: Final = -32000

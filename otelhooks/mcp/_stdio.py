@@ -181,6 +181,12 @@ async def run_stdio(
     client_out = _Out(client_out_writer)
     server_in = _Out(child.stdin)
     session = gateway.session()
+
+    async def ask(frame: bytes) -> None:  # the gateway's own request (its tools/list)
+        server_in.send([frame])
+        await server_in.drain()
+
+    session.to_server = ask
     decisions: set[asyncio.Task[None]] = set()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

@@ -16,9 +16,12 @@ INIT = {
     "capabilities": {"tools": {}},
     "serverInfo": {"name": "testsrv", "version": "1"},
 }
+TOOLS = ("add", "write_note")
 
 
 def result(msg: dict[str, Any]) -> dict[str, Any]:
+    if msg["method"] == "tools/list":  # the gateway lists before it judges a call
+        return {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in TOOLS]}
     if msg["method"] != "tools/call":
         return INIT if msg["method"] == "initialize" else {}
     params = msg.get("params", {})

@@ -16,6 +16,7 @@ INIT = {
     "capabilities": {"tools": {}},
     "serverInfo": {"name": "testsrv", "version": "1"},
 }
+TOOLS = ("add", "shell", "write_note")
 
 
 def member(obj: Any, name: str) -> Any:
@@ -32,6 +33,8 @@ def result(msg: Any) -> dict[str, Any] | None:
     method = member(msg, "method")
     if method == "initialize":
         return INIT
+    if method == "tools/list":  # the gateway lists before it judges a call
+        return {"tools": [{"name": n, "inputSchema": {"type": "object"}} for n in TOOLS]}
     if method != "tools/call":
         return None
     params = member(msg, "params") or {}

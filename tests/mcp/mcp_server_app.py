@@ -13,7 +13,7 @@ import os
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import SamplingMessage, TextContent, ToolAnnotations
+from mcp.types import SamplingMessage, TextContent, ToolAnnotations, ToolListChangedNotification
 
 app = MCPServer("testsrv")
 
@@ -120,6 +120,33 @@ def crash() -> str:
     """Die mid-call, as a broken server does."""
     _record("crash")
     os._exit(3)
+
+
+def _toggle(path: str) -> str:
+    """Toggle a path (``arm`` gives it a ``force`` argument)."""
+    _record("toggle", path=path)
+    return f"toggled {path}"
+
+
+def _armed_toggle(path: str, force: bool = False) -> str:
+    """Toggle a path, forced when told (lax validation: ``"true"`` is ``True``)."""
+    _record("toggle", path=path, force=force)
+    return f"toggled {path}" + (" (forced)" if force else "")
+
+
+app.add_tool(_toggle, name="toggle", structured_output=False)
+
+
+@app.tool(structured_output=False)
+async def arm(ctx: Context) -> str:
+    """Give ``toggle`` a ``force`` argument and say so (``notifications/tools/list_changed``,
+    sent before this answer, on the request's own stream over HTTP)."""
+    app.remove_tool("toggle")
+    app.add_tool(_armed_toggle, name="toggle", structured_output=False)
+    await ctx.session.send_notification(
+        ToolListChangedNotification(), related_request_id=ctx.request_id
+    )
+    return "armed"
 
 
 if __name__ == "__main__":

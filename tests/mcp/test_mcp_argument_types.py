@@ -159,6 +159,22 @@ def test_a_schema_whose_refs_loop_or_point_away_is_not_followed_forever() -> Non
     assert type_problem({"force": "true"}, remote) is None
 
 
+@pytest.mark.parametrize("combinator", ["anyOf", "oneOf", "allOf"])
+def test_a_schema_whose_branches_loop_is_refused_not_followed_forever(combinator: str) -> None:
+    """A branch that refers back to itself never reaches the value: no type can be told, so
+    the call is refused with the reason. Before, the check recursed until Python's limit and
+    raised ``RecursionError`` (the gateway answered "gateway failed", the OpenAI Agents
+    wrapper's call failed with the exception)."""
+    looped = {
+        "$defs": {"a": {combinator: [{"$ref": "#/$defs/a"}]}},
+        "properties": {"force": {"$ref": "#/$defs/a"}},
+    }
+    problem = type_problem({"force": "true"}, looped)
+    assert problem == (
+        "arguments.force cannot be checked: the tool's inputSchema refers to itself without end"
+    )
+
+
 def test_a_session_that_never_listed_is_judged_by_the_schema_another_session_listed(
     tmp_path: Path,
 ) -> None:

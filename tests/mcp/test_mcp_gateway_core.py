@@ -28,6 +28,12 @@ class Harness:
         self.engine = HooksEngine(hooks)
         self.gateway = McpGateway(self.engine, provider.get_tracer("t"), name="srv", **options)
         self.session: McpSession = self.gateway.session("s1")
+        # the server's list, as a client's tools/list would pass it: the gateway judges a call
+        # of a tool only by what the server lists
+        self.session.from_client(b'{"jsonrpc":"2.0","id":0,"method":"tools/list"}')
+        tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ("cat", "ls", "rm")]
+        answer = {"jsonrpc": "2.0", "id": 0, "result": {"tools": tools}}
+        self.session.from_server(json.dumps(answer).encode())
 
     def spans(self, name: str) -> list[ReadableSpan]:
         return [s for s in self.exporter.get_finished_spans() if s.name == name]

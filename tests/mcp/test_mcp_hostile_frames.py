@@ -81,7 +81,7 @@ def test_an_unreadable_frame_without_an_id_gets_a_parse_error_with_a_null_id(
 
 
 def test_arguments_1500_deep_reach_the_guard_as_data(tmp_path: Path) -> None:
-    deep = b'{"text": ' + b'{"a": ' * 1500 + b'"rm -rf /"' + b"}" * 1500 + b"}"
+    deep = b'{"text": "x", "more": ' + b'{"a": ' * 1500 + b'"rm -rf /"' + b"}" * 1500 + b"}"
     with raw_gateway(tmp_path) as client:
         client.send(_note_call(3, deep))
         answer = client.answer()

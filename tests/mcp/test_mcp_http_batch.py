@@ -84,6 +84,8 @@ def test_a_denied_call_batched_with_one_the_dead_upstream_fails_gets_its_denial(
     tmp_path: Path,
 ) -> None:
     with batch_gateway(tmp_path) as (client, server):
+        # listed while the server lived: the gateway judges a call by the server's list
+        client.post("/mcp", json={"jsonrpc": "2.0", "id": 5, "method": "tools/list"})
         server.kill()
         server.wait(10)
         answer = client.post(
