@@ -364,6 +364,8 @@ class PostgresStore(Store):
         return self._listener
 
     def close(self) -> None:
+        if self._inbox is not None:
+            self._inbox.close()
         if self._listener is not None:
             self._listener.close()
         self._pool.close(timeout=5.0)

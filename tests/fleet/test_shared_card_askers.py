@@ -5,6 +5,7 @@ real asker processes killed with SIGKILL."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import pytest
 from otelhooks import EventLogServer, serve
 from otelhooks._actions._approval_inbox import LAPSED, LEASE_S
 from tests._postgres import PostgresCluster
+from tests.reliability._serve_proc import ADMIN, INGEST, ServeProc
 from tests.web.test_card_askers import RAW_ASKER
 
 pytestmark = pytest.mark.timeout(120)
@@ -48,16 +50,16 @@ def _pre_tool_use(use_id: str) -> dict[str, Any]:
     }
 
 
-def _listing(url: str) -> dict[str, Any]:
-    listed = httpx.get(f"{url}/v1/approvals", headers=AUTH, timeout=30)
+def _listing(url: str, headers: dict[str, str] = AUTH) -> dict[str, Any]:
+    listed = httpx.get(f"{url}/v1/approvals", headers=headers, timeout=30)
     assert listed.status_code == 200, listed.text
     return dict(listed.json())
 
 
-def _pending(url: str) -> dict[str, Any]:
+def _pending(url: str, headers: dict[str, str] = AUTH) -> dict[str, Any]:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        pending = _listing(url)["pending"]
+        pending = _listing(url, headers)["pending"]
         if pending:
             (item,) = pending
             return dict(item)
@@ -183,3 +185,48 @@ def test_a_postgresql_restart_longer_than_the_lease_does_not_withdraw_a_card(
     looked = httpx.get(f"{a.url}/v1/approvals/{card}", headers=AUTH, timeout=30)
     assert [x["id"] for x in listed.json()["pending"]] == [card]
     assert looked.json()["state"] == "pending"
+
+
+def test_the_hold_of_an_instance_killed_9_lapses_and_a_live_askers_leaving_withdraws_the_card(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # Claude Code's call held on a (its hold counted in the row), a killed with kill -9: its
+    # hold never ended. The load balancer's retry on b joins the card and gives up in turn.
+    # Before, the dead hold kept the card pending to its 60 s default, approvable through b
+    # for a call nobody waited for. ~LEASE_S: the lease is the database's, not shortened here
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(HOOKS)
+    admin, ingest = ({"Authorization": f"Bearer {t}"} for t in (ADMIN, INGEST))
+    a, b = (ServeProc(tmp_path, "--store", pg_url, "--hooks", str(hooks)) for _ in range(2))
+    try:
+        first = threading.Thread(
+            target=_post_quietly, args=(a.url + ROUTE, ingest, 90), daemon=True
+        )
+        first.start()
+        card = _pending(b.url, admin)
+        a.kill9()
+        killed = time.monotonic()
+        _post_quietly(b.url + ROUTE, ingest, 1.5)  # the retry joins the card, then gives up
+        listed = _listing(b.url, admin)
+        while listed["pending"] and time.monotonic() < killed + LEASE_S + 5:
+            time.sleep(0.2)
+            listed = _listing(b.url, admin)
+        took = time.monotonic() - killed
+        late = httpx.post(
+            f"{b.url}/v1/approvals/{card['id']}", json={"decision": "allow"}, headers=admin
+        )
+    finally:
+        a.stop()
+        b.stop()
+    assert listed["pending"] == [], f"still pending {took:.1f} s after the kill"
+    (got,) = listed["answered"]
+    assert (got["id"], got["state"], got["answered_by"]) == (card["id"], "denied", "asker")
+    assert late.status_code == 409
+
+
+def _post_quietly(url: str, headers: dict[str, str], read_s: float) -> None:
+    with contextlib.suppress(httpx.HTTPError):
+        httpx.post(
+            url, json=_pre_tool_use("toolu_killed"), headers=headers,
+            timeout=httpx.Timeout(5, read=read_s),
+        )  # fmt: skip
