@@ -1,7 +1,9 @@
 """The PostgreSQL store: a bounded connection pool, the schema and its version table.
 
 Every connection runs with ``statement_timeout`` (and ``lock_timeout``), so no query waits for
-ever; taking a connection from the pool waits at most ``pool_timeout_s``. Those timeouts are
+ever, and with ``idle_in_transaction_session_timeout`` at twice it, so no transaction of an
+instance frozen inside it holds its locks for ever; taking a connection from the pool waits at
+most ``pool_timeout_s``. Those timeouts are
 the server's: a server that stops answering without closing (a hung host or disk, a network
 path that stops forwarding) would hold a :meth:`PostgresStore.statement` for ever, and with it
 a guard's decision on a Claude Code hook. So a statement not answered within the statement
@@ -174,9 +176,16 @@ class PostgresStore(Store):
         route_psycopg_logs(self.name)
         timeout_ms = int(statement_timeout_s * 1000)
         self.statement_timeout_s = statement_timeout_s
+        # a transaction left open by an instance frozen inside it (SIGSTOP, a paused VM) holds
+        # its locks, the approvals' head row among them, until the server ends it: every other
+        # instance's approvals failed as busy for as long as the freeze lasted
+        idle_ms = 2 * timeout_ms
         self.connect_kwargs: dict[str, object] = {
             "connect_timeout": max(1, round(connect_timeout_s)),
-            "options": f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms}",
+            "options": (
+                f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms} "
+                f"-c idle_in_transaction_session_timeout={idle_ms}"
+            ),
             "application_name": "otelhooks",
         }
         self._pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]] = ConnectionPool(

@@ -230,3 +230,73 @@ def _post_quietly(url: str, headers: dict[str, str], read_s: float) -> None:
             url, json=_pre_tool_use("toolu_killed"), headers=headers,
             timeout=httpx.Timeout(5, read=read_s),
         )  # fmt: skip
+
+
+def test_an_instance_frozen_inside_a_transaction_holds_the_fleet_s_approvals_a_bounded_while(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # a SIGSTOP (a paused VM, a debugger) of instance a inside an approvals transaction: its
+    # connection stays idle in the transaction, holding the approvals' head row. Before, every
+    # ask and answer on b failed as busy (a Claude Code call denied as a failing hook) until a
+    # resumed, however long that took; the server now ends such a transaction (twice the
+    # statement timeout: 1.5 s under --hook-timeout 3)
+    import psycopg
+
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(HOOKS)
+    ingest = {"Authorization": f"Bearer {INGEST}"}
+    a, b = (
+        ServeProc(tmp_path, "--store", pg_url, "--hooks", str(hooks), "--hook-timeout", "3")
+        for _ in range(2)
+    )
+    stop = threading.Event()
+
+    def ask_on_a() -> None:
+        with httpx.Client(timeout=10) as client:
+            while not stop.is_set():
+                with contextlib.suppress(httpx.HTTPError):
+                    client.post(
+                        f"{a.url}/v1/approvals",
+                        json={"hook_id": "bot", "tool": "x", "timeout_s": 1, "default": "deny"},
+                        headers=ingest,
+                    )
+
+    askers = [threading.Thread(target=ask_on_a, daemon=True) for _ in range(4)]
+    idle = (
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'otelhooks' "
+        "AND state = 'idle in transaction' AND query LIKE 'UPDATE otelhooks_approvals_head%'"
+    )
+    try:
+        for thread in askers:
+            thread.start()
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            for _ in range(200):  # until a is caught inside a transaction holding the head row
+                time.sleep(0.05)
+                a.proc.send_signal(signal.SIGSTOP)
+                time.sleep(0.1)
+                if admin.execute(idle).fetchone() == (1,):
+                    break
+                a.proc.send_signal(signal.SIGCONT)
+            else:
+                raise AssertionError("a was never frozen inside a transaction")
+        stop.set()
+        frozen = time.monotonic()
+        asked = None
+        while time.monotonic() < frozen + 10:
+            asked = httpx.post(
+                f"{b.url}/v1/approvals",
+                json={"hook_id": "bot", "tool": "deploy", "timeout_s": 60, "default": "deny"},
+                headers=ingest,
+                timeout=10,
+            )
+            if asked.status_code == 201:
+                break
+        took = time.monotonic() - frozen
+    finally:
+        stop.set()
+        a.proc.send_signal(signal.SIGCONT)
+        a.stop()
+        b.stop()
+    assert asked is not None
+    assert asked.status_code == 201, asked.text
+    assert took < 6, took
