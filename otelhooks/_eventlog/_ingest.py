@@ -33,12 +33,13 @@ that does not arrive in time is the server's to cut (``serve --body-timeout``, e
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import time
 import zlib
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Protocol, runtime_checkable
+from typing import Final, Protocol, runtime_checkable
 
 import structlog
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
@@ -58,10 +59,33 @@ from otelhooks._eventlog._otlp import encode_response as otlp_response
 from otelhooks._metrics import AgentMetrics
 from otelhooks._processor import HookSpanProcessor
 
-__all__ = ["DEFAULT_MAX_BODY_BYTES", "NotCommitted", "OtlpIngest", "PreparesBatch", "QueueFull"]
+__all__ = [
+    "DEFAULT_MAX_BODY_BYTES",
+    "SERIAL_DECODE_BYTES",
+    "NotCommitted",
+    "OtlpIngest",
+    "PreparesBatch",
+    "QueueFull",
+    "decoding",
+]
 
 DEFAULT_MAX_BODY_BYTES = 16 * 1024 * 1024
 RETRY_AFTER_S = 1
+#: bodies larger than this are decoded one at a time in the process, whichever route took them
+SERIAL_DECODE_BYTES: Final = 1024 * 1024
+# one for every route (traces, logs, metrics) and every server of the process: what it bounds,
+# the event loop's share of the interpreter, is the process's. Three 15 MiB bodies decoded at
+# once, one per route, delayed a hook's answer by 5-8 s where one at a time took about 1 s
+_DECODING_LARGE = threading.Lock()
+
+
+def decoding(body: bytes) -> contextlib.AbstractContextManager[object]:
+    """Where ``body`` is decoded: in turn with every other large body of the process (a large
+    body becomes millions of Python objects, and the collector's passes over them and the
+    threads' turns hold the event loop); a small one (a run's cost records) waits for none."""
+    return _DECODING_LARGE if len(body) > SERIAL_DECODE_BYTES else contextlib.nullcontext()
+
+
 # Room a span needs in an observer queue: one event per matching hook set (a span maps to at
 # most a few events). The exact count of anything still lost is added to the rejected count.
 _ROOM_PER_SPAN = 4
@@ -184,7 +208,8 @@ class OtlpIngest:
             QueueFull: no span could be queued (nothing of the request was taken).
             NotCommitted: the durable log did not commit in time.
         """
-        spans, invalid = decode_traces(body, content_type)
+        with decoding(body):
+            spans, invalid = decode_traces(body, content_type)
         if invalid:
             self._count_drop(invalid, "invalid")
         with self._lock:

@@ -22,25 +22,24 @@ all); then 503 with ``Retry-After``. Anything holding the ingest token can keep 
 with large or slow requests: refused at once, as they were, a Claude Code run's few cost records
 were refused on every retry by its exporter, and its spend never reached the budget guard; now
 they pass every large request waiting, and wait for one thread at most. Bodies past
-:data:`SERIAL_DECODE_BYTES` are decoded one at a time: four 15 MiB OTLP/JSON bodies decoded at
-once held the event loop, every hook answer with it, for 10-14 s.
+:data:`SERIAL_DECODE_BYTES` are decoded one at a time in the process, with those of
+``/v1/traces`` (:func:`~otelhooks._eventlog._ingest.decoding`): four 15 MiB OTLP/JSON bodies
+decoded at once held the event loop, every hook answer with it, for 10-14 s.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
-import contextlib
 import heapq
 import itertools
 import json
 import re
-import threading
 import zlib
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any, Final, Literal
+from typing import Any, Literal
 
 import structlog
 
@@ -53,7 +52,13 @@ from otelhooks._eventlog._asgi import (
     respond,
     send_otlp_error,
 )
-from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES, RETRY_AFTER_S, _gunzip
+from otelhooks._eventlog._ingest import (
+    DEFAULT_MAX_BODY_BYTES,
+    RETRY_AFTER_S,
+    SERIAL_DECODE_BYTES,
+    _gunzip,
+    decoding,
+)
 from otelhooks._eventlog._otlp import JSON, PROTOBUF, OtlpDecodeError
 
 __all__ = [
@@ -69,8 +74,6 @@ __all__ = [
 ]
 
 _log = structlog.get_logger("otelhooks")
-# bodies larger than this are decoded one at a time (see OtlpSignalIngest.ingest)
-SERIAL_DECODE_BYTES: Final = 1024 * 1024
 _HEX = re.compile(r"[0-9a-fA-F]*")
 
 
@@ -306,16 +309,13 @@ class OtlpSignalIngest:
         self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
         self._arrivals = itertools.count()
         self._pool: ThreadPoolExecutor | None = None
-        self._decoding = threading.Lock()
 
     def ingest(self, body: bytes, content_type: str) -> int:
         """Decode ``body`` and hand its records to the sinks; returns how many were not kept
         (the most any sink would not keep)."""
-        # a large body becomes millions of Python objects: four decoded at once held the event
-        # loop 10-14 s (the collector's passes over all of them, the threads' turns), and with it
-        # every hook answer; one at a time, a small body (a run's cost records) not waiting
-        big = len(body) > SERIAL_DECODE_BYTES
-        with self._decoding if big else contextlib.nullcontext():
+        # four large bodies decoded at once held the event loop, every hook answer with it,
+        # for 10-14 s: one at a time in the process
+        with decoding(body):
             records: Sequence[Any] = (
                 decode_logs(body, content_type)
                 if self.kind == "logs"

@@ -329,6 +329,12 @@ class AgentMetrics:
         self.llm_cost = counter(
             sc.METRIC_LLM_COST, "{USD}", "Cost of priced model calls (genai-prices), in US dollars."
         )
+        self.store_errors = counter(
+            sc.METRIC_STORE_ERRORS,
+            "{error}",
+            "serve's store statements that failed, by error: store_busy (serve saturated, or "
+            "one change waited past its timeout), store_unavailable (down), store_error.",
+        )
         self.dropped = QueuedCounter(_Sink(add=self._dropped.add), submit)
         self.tool_call = counted(self.tool_calls, self.tool_duration)
         """``record(seconds, attrs)``: ``tool_calls`` + 1 and ``tool_duration``."""

@@ -15,6 +15,8 @@ import abc
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from otelhooks._actions._approval_inbox import ApprovalInbox
     from otelhooks._actions._outbox import DurableQueue, Report
     from otelhooks._config import AgentEventsConfig
@@ -73,6 +75,10 @@ class Store(abc.ABC):
         """The approval inbox shared by the store's instances (``None``: this process's own
         inbox, as without a store)."""
         return None
+
+    def count_errors_with(self, count: Callable[[str], None]) -> None:  # noqa: B027
+        """Call ``count(error_reason(exc))`` for each error the store's database gives (none by
+        default: an embedded store's errors are its event log's, counted there)."""
 
     def close(self) -> None:  # noqa: B027 - nothing to release by default
         """Release connections (after the logs opened from the store are closed)."""

@@ -17,9 +17,12 @@ instance whose statement changed the row tells its listeners (the event-log reco
 stand-in span), so each answer is recorded once in the fleet.
 
 A card counts its askers in its row (``askers``, ``leaving``, ``held_ms``: the holds open on
-any instance, and when one last began or ended): the last one gone withdraws it, and so does
-none waiting on it for ``LEASE_S`` by the database's clock, counted from the database's start
-at the earliest (its askers could not look while it was down).
+any instance, and when one last began, ended or was renewed): the last one gone withdraws it,
+and so does none renewed for ``LEASE_S`` by the database's clock, counted from the database's
+start at the earliest (its askers could not look while it was down). Each instance renews the
+holds it has open every ``LEASE_S / 4``: the holds of an instance killed with ``kill -9`` (never
+ended, still counted) lapse with it, where the count alone kept its cards pending to their
+deadlines, approvable for calls nobody waited for.
 
 What is pending is bounded fleet-wide (``max_pending``, counted under the head lock); answered
 rows beyond the last ``keep_answered`` defaults and the last ``keep_answered`` answers of people
@@ -32,6 +35,7 @@ import json
 import threading
 import time
 import uuid
+from collections import Counter
 from typing import TYPE_CHECKING, Any, Final
 
 import structlog
@@ -62,11 +66,12 @@ _COLUMNS: Final = (
     "created_ms, deadline_ms, default_decision, reason, editable, state, answered_by, "
     "answered_ms, answer_reason, answer_args, call, askers, leaving, held_ms"
 )
-# the rule of :func:`lapsed_at` (no asker waits on it, none began or ended a hold for LEASE_S),
+# the rule of :func:`lapsed_at` across processes: no hold began, ended or was renewed for
+# LEASE_S (a live instance renews its open holds: a count not renewed is a dead instance's),
 # counted from the database's start at the earliest: while it was down no asker could renew
 _LAPSED: Final = (
-    "(askers <= leaving AND greatest(held_ms, (extract(epoch FROM pg_postmaster_start_time()) "
-    f"* 1000)::bigint) + {int(LEASE_S * 1000)} <= {_NOW_MS})"
+    "(greatest(held_ms, (extract(epoch FROM pg_postmaster_start_time()) * 1000)::bigint) "
+    f"+ {int(LEASE_S * 1000)} <= {_NOW_MS})"
 )
 _NEXT: Final = b"UPDATE otelhooks_approvals_head SET changed = changed + 1 RETURNING changed"
 _INSERT: Final = (
@@ -109,8 +114,13 @@ _OVERDUE: Final = (
 ).encode()
 _HOLD: Final = (
     f"UPDATE otelhooks_approvals SET askers = askers + 1, held_ms = {_NOW_MS} "
-    "WHERE id = %(id)s AND state = 'pending'"
+    "WHERE id = %(id)s AND state = 'pending' RETURNING id"
 ).encode()
+_RENEW: Final = (
+    f"UPDATE otelhooks_approvals SET held_ms = {_NOW_MS} "
+    "WHERE id = ANY(%(ids)s) AND state = 'pending'"
+).encode()
+_RENEW_S: Final = LEASE_S / 4  # three renewals may fail (a slow store) before a lease lapses
 # a hold ends (``ended``), or an asker whose hold is still open is gone (``polling``): the
 # arithmetic of ApprovalInbox.release and withdraw
 _LEAVE: Final = (
@@ -194,8 +204,16 @@ class SharedApprovalInbox(ApprovalInbox):
         self._seen = 0
         self._offset_ms = 0  # the database's clock minus ours, at the last statement
         self._reading = threading.Lock()  # one reader of changes at a time, in order
+        # this instance's open holds by card: ids of rows the database said were pending
+        self._holding: Counter[str] = Counter()
+        self._closed = threading.Event()
         store.listener().subscribe("approvals", self._woken, channel=APPROVALS_CHANNEL)
         self.recheck()
+        threading.Thread(target=self._renew, name="otelhooks-approval-holds", daemon=True).start()
+
+    def close(self) -> None:
+        """Stop renewing this instance's holds (the store is closing: they lapse)."""
+        self._closed.set()
 
     # -- writing ------------------------------------------------------------------------------
 
@@ -309,11 +327,20 @@ class SharedApprovalInbox(ApprovalInbox):
         return self._apply(rows, tell=True)[0]
 
     def hold(self, approval_id: str) -> None:
-        """One more asker waits on the approval, on any instance (the count is the row's)."""
-        self.store.statement(_HOLD, {"id": approval_id})
+        """One more asker waits on the approval, on any instance (the count is the row's;
+        this instance renews it until its :meth:`release`)."""
+        if self.store.statement(_HOLD, {"id": approval_id}):
+            with self._lock:
+                self._holding[approval_id] += 1
 
     def release(self, approval_id: str, *, gone: bool, reason: str = WITHDRAWN) -> Approval | None:
-        """An asker's hold ends (see :meth:`ApprovalInbox.release`), on any instance."""
+        """An asker's hold ends (see :meth:`ApprovalInbox.release`), on any instance; not
+        renewed any more, even if the store cannot count its end (then it lapses)."""
+        with self._lock:
+            if self._holding[approval_id] > 1:
+                self._holding[approval_id] -= 1
+            else:
+                self._holding.pop(approval_id, None)
         return self._leave(approval_id, ended=1, polling=0, gone=gone, reason=reason)
 
     def withdraw(
@@ -416,6 +443,17 @@ class SharedApprovalInbox(ApprovalInbox):
         if self.version != self._seen:
             self.version = self._seen
             self.signal.notify()
+
+    def _renew(self) -> None:
+        while not self._closed.wait(_RENEW_S):
+            with self._lock:
+                ids = list(self._holding)
+            if not ids:
+                continue
+            try:
+                self.store.statement(_RENEW, {"ids": ids})
+            except StoreError as exc:
+                _log.warning("approval holds not renewed", holds=len(ids), error=str(exc))
 
     def _woken(self) -> None:
         try:

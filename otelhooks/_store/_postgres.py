@@ -1,7 +1,9 @@
 """The PostgreSQL store: a bounded connection pool, the schema and its version table.
 
 Every connection runs with ``statement_timeout`` (and ``lock_timeout``), so no query waits for
-ever; taking a connection from the pool waits at most ``pool_timeout_s``. Those timeouts are
+ever, and with ``idle_in_transaction_session_timeout`` at twice it, so no transaction of an
+instance frozen inside it holds its locks for ever; taking a connection from the pool waits at
+most ``pool_timeout_s``. Those timeouts are
 the server's: a server that stops answering without closing (a hung host or disk, a network
 path that stops forwarding) would hold a :meth:`PostgresStore.statement` for ever, and with it
 a guard's decision on a Claude Code hook. So a statement not answered within the statement
@@ -16,6 +18,8 @@ a pool timeout while every connection of the pool is open and lent (serve is sat
 server is not down: as unavailable, one busy moment turned the store off for every session);
 any other database error :class:`StoreError`, also a value past the database's limits (an
 index row too large), which is the value's fault; all name the store without its password.
+Each is counted by its ``error`` (:meth:`PostgresStore.count_errors_with`: serve's
+``otelhooks.store.errors``), so an alert tells serve saturated from the store down.
 
 Schema migrations are numbered steps applied in one transaction under an advisory lock, so
 instances starting together do not race; ``otelhooks_schema`` records each applied version.
@@ -29,7 +33,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -37,7 +41,7 @@ import structlog
 from otelhooks._config import AgentEventsConfig
 from otelhooks._eventlog._model import EventLog
 from otelhooks._store._base import DEFAULT_STATEMENT_TIMEOUT_S, Store
-from otelhooks._store._errors import StoreBusy, StoreError, StoreUnavailable
+from otelhooks._store._errors import StoreBusy, StoreError, StoreUnavailable, error_reason
 from otelhooks._store._pg_schema import MIGRATION_LOCK, MIGRATIONS, SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -172,9 +176,16 @@ class PostgresStore(Store):
         route_psycopg_logs(self.name)
         timeout_ms = int(statement_timeout_s * 1000)
         self.statement_timeout_s = statement_timeout_s
+        # a transaction left open by an instance frozen inside it (SIGSTOP, a paused VM) holds
+        # its locks, the approvals' head row among them, until the server ends it: every other
+        # instance's approvals failed as busy for as long as the freeze lasted
+        idle_ms = 2 * timeout_ms
         self.connect_kwargs: dict[str, object] = {
             "connect_timeout": max(1, round(connect_timeout_s)),
-            "options": f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms}",
+            "options": (
+                f"-c statement_timeout={timeout_ms} -c lock_timeout={timeout_ms} "
+                f"-c idle_in_transaction_session_timeout={idle_ms}"
+            ),
             "application_name": "otelhooks",
         }
         self._pool: ConnectionPool[psycopg.Connection[tuple[object, ...]]] = ConnectionPool(
@@ -195,6 +206,23 @@ class PostgresStore(Store):
         self._logs: list[EventLog] = []
         self._listener: Listener | None = None
         self._inbox: SharedApprovalInbox | None = None
+        self._count_error: Callable[[str], None] = _count_nothing
+
+    def count_errors_with(self, count: Callable[[str], None]) -> None:
+        """Call ``count`` with the ``error`` (:func:`error_reason`) of each failed statement or
+        transaction: ``store_busy``, ``store_unavailable`` or ``store_error``."""
+        self._count_error = count
+
+    def _failed(self, exc: psycopg.Error) -> StoreError:
+        """The store's error for ``exc``, counted."""
+        from psycopg_pool import PoolTimeout
+
+        if isinstance(exc, PoolTimeout):
+            error: StoreError = self._pool_timeout(exc)
+        else:
+            error = _translated(self.name, exc)
+        self._count_error(error_reason(error))
+        return error
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[psycopg.Connection[tuple[object, ...]]]:
@@ -211,7 +239,6 @@ class PostgresStore(Store):
             StoreError: any other database error.
         """
         import psycopg
-        from psycopg_pool import PoolTimeout
 
         try:
             with contextlib.ExitStack() as stack:
@@ -225,10 +252,8 @@ class PostgresStore(Store):
                         if not (tries and conn.broken):
                             raise
                 yield conn
-        except PoolTimeout as exc:
-            raise self._pool_timeout(exc) from None
-        except psycopg.Error as exc:
-            raise _translated(self.name, exc) from None
+        except psycopg.Error as exc:  # a PoolTimeout too
+            raise self._failed(exc) from None
 
     def statement(
         self,
@@ -252,7 +277,6 @@ class PostgresStore(Store):
             StoreError: any other database error.
         """
         import psycopg
-        from psycopg_pool import PoolTimeout
 
         tries = self._pool.max_size + 1 if idempotent else 1
         pool = self._pool
@@ -275,10 +299,8 @@ class PostgresStore(Store):
                 finally:
                     self._stalls.end(conn)
                     pool.putconn(conn)
-        except PoolTimeout as exc:
-            raise self._pool_timeout(exc) from None
-        except psycopg.Error as exc:
-            raise _translated(self.name, exc) from None
+        except psycopg.Error as exc:  # a PoolTimeout too
+            raise self._failed(exc) from None
 
     def _pool_timeout(self, exc: Exception) -> StoreUnavailable:
         """What a wait for a pooled connection past the pool's timeout means: every connection
@@ -364,6 +386,8 @@ class PostgresStore(Store):
         return self._listener
 
     def close(self) -> None:
+        if self._inbox is not None:
+            self._inbox.close()
         if self._listener is not None:
             self._listener.close()
         self._pool.close(timeout=5.0)
@@ -378,6 +402,10 @@ def _rows_of(
     cursor = conn.execute(sql, params)
     # rownumber, not description: the latter builds a Column per column each time
     return cursor.fetchall() if cursor.rownumber is not None else []
+
+
+def _count_nothing(error: str) -> None:
+    pass
 
 
 def _translated(name: str, exc: psycopg.Error) -> StoreError:

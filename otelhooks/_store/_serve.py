@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from otelhooks import _semconv as sc
 from otelhooks._actions._outbox import DurableQueue, Report
 from otelhooks._actions._webhook_delivery import WebhookDeliverer
 from otelhooks._config import AgentEventsConfig
@@ -66,6 +67,8 @@ def open_state(
         state = open_store(url, statement_timeout_s=timeout_s)
     except StoreError as exc:
         raise ConfigError(str(exc), field="store") from None
+    errors = processor.engine.metrics.store_errors
+    state.count_errors_with(lambda error: errors.add(1, {sc.ATTR_STORE_ERROR: error}))
     try:
         logs = [state.event_log(c) for c in configs]
         state.approval_inbox()  # made now, so that a store it cannot read fails the start

@@ -234,7 +234,8 @@ class ApprovalRoutes:
                 await self.inbox.call(release)
             except StoreError as exc:
                 # the answer polled for still goes out; the hold stays counted, so the card is
-                # left to its default, never withdrawn under a live asker
+                # never withdrawn under a live asker (on a fleet it lapses a lease later unless
+                # that asker looks again, which it does while it lives)
                 _log.warning("approval hold not released", approval=item.id, error=str(exc))
         # the asker gets the edited arguments whatever the display rule: they are its answer
         await _json(send, 200, self._shown(item, True))

@@ -5,6 +5,7 @@ real asker processes killed with SIGKILL."""
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -20,6 +21,7 @@ import pytest
 from otelhooks import EventLogServer, serve
 from otelhooks._actions._approval_inbox import LAPSED, LEASE_S
 from tests._postgres import PostgresCluster
+from tests.reliability._serve_proc import ADMIN, INGEST, ServeProc
 from tests.web.test_card_askers import RAW_ASKER
 
 pytestmark = pytest.mark.timeout(120)
@@ -48,16 +50,16 @@ def _pre_tool_use(use_id: str) -> dict[str, Any]:
     }
 
 
-def _listing(url: str) -> dict[str, Any]:
-    listed = httpx.get(f"{url}/v1/approvals", headers=AUTH, timeout=30)
+def _listing(url: str, headers: dict[str, str] = AUTH) -> dict[str, Any]:
+    listed = httpx.get(f"{url}/v1/approvals", headers=headers, timeout=30)
     assert listed.status_code == 200, listed.text
     return dict(listed.json())
 
 
-def _pending(url: str) -> dict[str, Any]:
+def _pending(url: str, headers: dict[str, str] = AUTH) -> dict[str, Any]:
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
-        pending = _listing(url)["pending"]
+        pending = _listing(url, headers)["pending"]
         if pending:
             (item,) = pending
             return dict(item)
@@ -183,3 +185,118 @@ def test_a_postgresql_restart_longer_than_the_lease_does_not_withdraw_a_card(
     looked = httpx.get(f"{a.url}/v1/approvals/{card}", headers=AUTH, timeout=30)
     assert [x["id"] for x in listed.json()["pending"]] == [card]
     assert looked.json()["state"] == "pending"
+
+
+def test_the_hold_of_an_instance_killed_9_lapses_and_a_live_askers_leaving_withdraws_the_card(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # Claude Code's call held on a (its hold counted in the row), a killed with kill -9: its
+    # hold never ended. The load balancer's retry on b joins the card and gives up in turn.
+    # Before, the dead hold kept the card pending to its 60 s default, approvable through b
+    # for a call nobody waited for. ~LEASE_S: the lease is the database's, not shortened here
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(HOOKS)
+    admin, ingest = ({"Authorization": f"Bearer {t}"} for t in (ADMIN, INGEST))
+    a, b = (ServeProc(tmp_path, "--store", pg_url, "--hooks", str(hooks)) for _ in range(2))
+    try:
+        first = threading.Thread(
+            target=_post_quietly, args=(a.url + ROUTE, ingest, 90), daemon=True
+        )
+        first.start()
+        card = _pending(b.url, admin)
+        a.kill9()
+        killed = time.monotonic()
+        _post_quietly(b.url + ROUTE, ingest, 1.5)  # the retry joins the card, then gives up
+        listed = _listing(b.url, admin)
+        while listed["pending"] and time.monotonic() < killed + LEASE_S + 5:
+            time.sleep(0.2)
+            listed = _listing(b.url, admin)
+        took = time.monotonic() - killed
+        late = httpx.post(
+            f"{b.url}/v1/approvals/{card['id']}", json={"decision": "allow"}, headers=admin
+        )
+    finally:
+        a.stop()
+        b.stop()
+    assert listed["pending"] == [], f"still pending {took:.1f} s after the kill"
+    (got,) = listed["answered"]
+    assert (got["id"], got["state"], got["answered_by"]) == (card["id"], "denied", "asker")
+    assert late.status_code == 409
+
+
+def _post_quietly(url: str, headers: dict[str, str], read_s: float) -> None:
+    with contextlib.suppress(httpx.HTTPError):
+        httpx.post(
+            url, json=_pre_tool_use("toolu_killed"), headers=headers,
+            timeout=httpx.Timeout(5, read=read_s),
+        )  # fmt: skip
+
+
+def test_an_instance_frozen_inside_a_transaction_holds_the_fleet_s_approvals_a_bounded_while(
+    pg_url: str, tmp_path: Path
+) -> None:
+    # a SIGSTOP (a paused VM, a debugger) of instance a inside an approvals transaction: its
+    # connection stays idle in the transaction, holding the approvals' head row. Before, every
+    # ask and answer on b failed as busy (a Claude Code call denied as a failing hook) until a
+    # resumed, however long that took; the server now ends such a transaction (twice the
+    # statement timeout: 1.5 s under --hook-timeout 3)
+    import psycopg
+
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(HOOKS)
+    ingest = {"Authorization": f"Bearer {INGEST}"}
+    a, b = (
+        ServeProc(tmp_path, "--store", pg_url, "--hooks", str(hooks), "--hook-timeout", "3")
+        for _ in range(2)
+    )
+    stop = threading.Event()
+
+    def ask_on_a() -> None:
+        with httpx.Client(timeout=10) as client:
+            while not stop.is_set():
+                with contextlib.suppress(httpx.HTTPError):
+                    client.post(
+                        f"{a.url}/v1/approvals",
+                        json={"hook_id": "bot", "tool": "x", "timeout_s": 1, "default": "deny"},
+                        headers=ingest,
+                    )
+
+    askers = [threading.Thread(target=ask_on_a, daemon=True) for _ in range(4)]
+    idle = (
+        "SELECT count(*) FROM pg_stat_activity WHERE application_name = 'otelhooks' "
+        "AND state = 'idle in transaction' AND query LIKE 'UPDATE otelhooks_approvals_head%'"
+    )
+    try:
+        for thread in askers:
+            thread.start()
+        with psycopg.connect(pg_url, autocommit=True) as admin:
+            for _ in range(200):  # until a is caught inside a transaction holding the head row
+                time.sleep(0.05)
+                a.proc.send_signal(signal.SIGSTOP)
+                time.sleep(0.1)
+                if admin.execute(idle).fetchone() == (1,):
+                    break
+                a.proc.send_signal(signal.SIGCONT)
+            else:
+                raise AssertionError("a was never frozen inside a transaction")
+        stop.set()
+        frozen = time.monotonic()
+        asked = None
+        while time.monotonic() < frozen + 10:
+            asked = httpx.post(
+                f"{b.url}/v1/approvals",
+                json={"hook_id": "bot", "tool": "deploy", "timeout_s": 60, "default": "deny"},
+                headers=ingest,
+                timeout=10,
+            )
+            if asked.status_code == 201:
+                break
+        took = time.monotonic() - frozen
+    finally:
+        stop.set()
+        a.proc.send_signal(signal.SIGCONT)
+        a.stop()
+        b.stop()
+    assert asked is not None
+    assert asked.status_code == 201, asked.text
+    assert took < 6, took

@@ -265,3 +265,50 @@ def test_a_transaction_passes_over_every_pooled_connection_the_server_dropped(
             assert conn.execute("SELECT 2").fetchone() == (2,)
     finally:
         store.close()
+
+
+def test_serve_counts_a_saturated_pool_and_a_store_it_cannot_reach_apart(pg_url: str) -> None:
+    """What an operator alerts on (``otelhooks.store.errors``) tells serve saturated (every
+    pooled connection in use: ``store_busy``) from the store down (``store_unavailable``).
+    Before, both were a ``503`` with ``Retry-After: 1`` and a log line, and no metric at all."""
+    import contextlib
+
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from otelhooks import AgentMetrics, HookSpanProcessor
+    from otelhooks import _semconv as sc
+    from otelhooks._store._serve import open_state
+    from tests.fleet._fleet import StallingProxy
+
+    reader = InMemoryMetricReader()
+    metrics = AgentMetrics(MeterProvider(metric_readers=[reader]))
+    proxy = StallingProxy(int(pg_url.rsplit(":", 1)[1].split("/")[0]))
+    state, _, closing = open_state(proxy.url(pg_url), [], HookSpanProcessor(metrics=metrics))
+    try:
+
+        def fill(held: contextlib.ExitStack) -> None:
+            for _ in range(100):  # past the pool's bound: the one that waits is refused
+                held.enter_context(state.transaction())
+
+        with contextlib.ExitStack() as held, pytest.raises(StoreBusy):
+            fill(held)
+        proxy.close()  # every connection lost, none can be opened
+        with pytest.raises(StoreUnavailable) as down:
+            state.statement(b"SELECT 1")  # type: ignore[attr-defined]
+        assert not isinstance(down.value, StoreBusy)
+    finally:
+        for thing in closing:
+            thing.close()
+        state.close()
+    assert metrics.flush()
+    counted: dict[str, float] = {}
+    data = reader.get_metrics_data()
+    for resource in data.resource_metrics if data else ():
+        for scope in resource.scope_metrics:
+            for found in scope.metrics:
+                for point in found.data.data_points if found.name == sc.METRIC_STORE_ERRORS else ():
+                    error = str(point.attributes[sc.ATTR_STORE_ERROR])
+                    counted[error] = counted.get(error, 0) + point.value
+    assert counted.get("store_busy") == 1, counted
+    assert counted.get("store_unavailable", 0) >= 1, counted

@@ -196,7 +196,16 @@ def test_dashboard_expression_returns_series_of_the_demo(
     assert_series_carry_the_service(expression, result)
 
 
-@pytest.mark.parametrize("expression", rule_expressions(), ids=lambda e: e.where)
+# serve's own metrics: `otelhooks demo` opens no store, so their series never exist here; their
+# rules are proved by promtool's unit tests (prometheus/tests), the metric by tests/fleet
+SERVE_ONLY = ("otelhooks_store_errors_total", "otelhooks:store_errors:")
+
+
+def _of_the_demo(expressions: list[Expression]) -> list[Expression]:
+    return [e for e in expressions if not any(name in e.promql for name in SERVE_ONLY)]
+
+
+@pytest.mark.parametrize("expression", _of_the_demo(rule_expressions()), ids=lambda e: e.where)
 def test_rule_expression_returns_series_of_the_demo(
     live: LiveStack, expression: Expression
 ) -> None:
@@ -208,7 +217,11 @@ def test_rule_expression_returns_series_of_the_demo(
 
 
 SELECTORS = sorted(
-    {sel for e in dashboard_expressions() + rule_expressions() for sel in selectors(e.promql)}
+    {
+        sel
+        for e in _of_the_demo(dashboard_expressions() + rule_expressions())
+        for sel in selectors(e.promql)
+    }
 )
 
 
