@@ -32,9 +32,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from otelhooks.integrations.claude_code._entries import MARK, client_command, is_ours
+from otelhooks.integrations.claude_code._entries import (
+    APPROVAL_EVENTS,
+    MARK,
+    client_command,
+    covering_timeout,
+    is_ours,
+)
 from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_ours
-from otelhooks.integrations.claude_code._install import SettingsChange
+from otelhooks.integrations.claude_code._install import SettingsChange, _longest_approval
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import edit_settings
 from otelhooks.integrations.coding_agents._dialects import dialect_named
@@ -133,10 +139,18 @@ def _closed(command: str) -> str:
 
 
 def _groups(
-    agent: AgentInstall, events: Sequence[str], command: str, *, fail_closed: bool
+    agent: AgentInstall,
+    events: Sequence[str],
+    command: str,
+    *,
+    fail_closed: bool,
+    wait_s: float = 0.0,
 ) -> dict[str, dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
     guard = dialect_named(agent.dialect).events
+    # an approval holds the call until a person answers: a CLI that gave up first (it kills the
+    # hook at its timeout) runs the tool, the approval's default deny never heard
+    longer = covering_timeout(wait_s) if wait_s else 0
     for event in events:
         closed = fail_closed and guard.get(event) == "PreToolUse"
         handler: dict[str, Any] = {
@@ -147,6 +161,8 @@ def _groups(
             handler = {"name": "otelhooks", **handler}
         # Codex clamps a SessionEnd hook to 3 s (and says so on every run)
         seconds = 3 if agent.dialect == "codex" and event == "SessionEnd" else _TIMEOUT_S
+        if guard.get(event) in APPROVAL_EVENTS:
+            seconds = max(seconds, longer)
         handler["timeout"] = seconds * agent.timeout_scale
         group: dict[str, Any] = {"hooks": [handler]}
         if event in _TOOL_EVENTS:
@@ -374,7 +390,13 @@ def install_agent(
     hooks = Path(hooks_file).expanduser()
     hooks = hooks if hooks.is_absolute() else (Path(project) / hooks).absolute()
     command = _command(dialect, hooks, traces_out, fail_closed)
-    groups = _groups(agent, list(dialect_named(dialect).events), command, fail_closed=fail_closed)
+    groups = _groups(
+        agent,
+        list(dialect_named(dialect).events),
+        command,
+        fail_closed=fail_closed,
+        wait_s=_longest_approval(hooks),
+    )
     warnings = (
         []
         if fail_closed
