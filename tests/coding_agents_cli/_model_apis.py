@@ -12,6 +12,7 @@ output, a hook's reason).
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -27,7 +28,9 @@ class ShellStep:
     """One scripted model turn: run ``command`` in the CLI's shell tool, call id ``id``.
 
     With ``tool`` the turn calls that tool instead, with ``args`` (a JSON object), or for
-    Codex's freeform tools (``apply_patch``) with ``text`` as its raw input.
+    Codex's freeform tools (``apply_patch``) with ``text`` as its raw input. An argument
+    ``"{session}"`` is the number of the last ``session ID`` Codex reported (a running command's,
+    for ``write_stdin``).
     """
 
     id: str
@@ -77,8 +80,17 @@ class ResponsesApi:
         }
         for step in self.steps:
             if step.id not in answered:
-                return self._call(step, len(self.requests))
+                return self._call(self._with_session(step, body), len(self.requests))
         return self._text(len(self.requests))
+
+    @staticmethod
+    def _with_session(step: ShellStep, body: dict[str, Any]) -> ShellStep:
+        if "{session}" not in (step.args or {}).values():
+            return step
+        said = re.findall(r"session ID (\d+)", json.dumps(body.get("input")))
+        session = int(said[-1]) if said else 0
+        args = {k: session if v == "{session}" else v for k, v in (step.args or {}).items()}
+        return ShellStep(step.id, tool=step.tool, args=args)
 
     def outputs(self) -> dict[str, str]:
         """Every ``function_call_output`` Codex sent back, by call id."""
