@@ -8,7 +8,7 @@ longest approval in the hooks file, as ``claude-code install`` does. Before, bot
 approval of 31 s with ``default: deny``, nobody answering, was cut off at 30 s and the scripted
 ``rm -r victim`` ran.
 
-The real-CLI test takes about 35 s per CLI: only an approval held past the CLIs' former 30 s
+The real-CLI test takes 35-50 s per CLI: only an approval held past the CLIs' former 30 s
 shows that the CLI still waits.
 """
 
@@ -72,6 +72,20 @@ def test_without_an_approval_the_timeouts_stay_30_s(dialect: str, tmp_path: Path
     install_agent(dialect, project=tmp_path, hooks_file="hooks.yaml")
     held, unit = HELD[dialect]
     assert {_timeouts(dialect, tmp_path)[event] for event in held} == {30 * unit}
+
+
+def test_a_hooks_file_that_hangs_as_it_loads_does_not_hang_install(tmp_path: Path) -> None:
+    """Reading the approvals loads the hooks file, which imports its script guards: one that
+    hangs as it is imported (a policy fetched from a host that does not answer) is given 5 s,
+    then install goes on with 30 s and says why."""
+    (tmp_path / "policy.py").write_text("import time\ntime.sleep(3600)\n")
+    hooks = (
+        'hooks:\n  - {id: policy, type: PreToolUse, matcher: "@shell", script: policy.py:guard}\n'
+    )
+    (tmp_path / "hooks.yaml").write_text(hooks)
+    change = install_agent("codex", project=tmp_path, hooks_file="hooks.yaml")
+    assert _timeouts("codex", tmp_path)["PreToolUse"] == 30
+    assert any("did not load within 5 s" in w for w in change.warnings), change.warnings
 
 
 @pytest.mark.parametrize("dialect", ["codex", "gemini"])

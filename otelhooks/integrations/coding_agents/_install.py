@@ -26,6 +26,7 @@ import json
 import os
 import shlex
 import sys
+import threading
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -67,6 +68,9 @@ _CODEX_SYSTEM_DIR_ENV = "OTELHOOKS_CODEX_SYSTEM_DIR"
 _TOOL_EVENTS = frozenset(
     {"PreToolUse", "PermissionRequest", "PostToolUse", "BeforeTool", "AfterTool"}
 )
+# how long install reads the hooks file for its approvals: loading it imports its script
+# guards, and one that hangs as it is imported must not hang install
+_READ_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -136,6 +140,16 @@ def _closed(command: str) -> str:
         'echo "otelhooks: the guard could not run (exit $s): blocked (--fail-closed)" >&2; '
         f"exit 2 {MARK}"
     )
+
+
+def _approval_wait(hooks: Path) -> float | None:
+    """The longest ``approval.timeout`` in ``hooks`` (0 without one), or None when reading it
+    took longer than :data:`_READ_S` (it goes on, on a daemon thread left to it)."""
+    found: list[float] = []
+    reader = threading.Thread(target=lambda: found.append(_longest_approval(hooks)), daemon=True)
+    reader.start()
+    reader.join(_READ_S)
+    return found[0] if found else None
 
 
 def _groups(
@@ -390,12 +404,13 @@ def install_agent(
     hooks = Path(hooks_file).expanduser()
     hooks = hooks if hooks.is_absolute() else (Path(project) / hooks).absolute()
     command = _command(dialect, hooks, traces_out, fail_closed)
+    wait_s = _approval_wait(hooks)
     groups = _groups(
         agent,
         list(dialect_named(dialect).events),
         command,
         fail_closed=fail_closed,
-        wait_s=_longest_approval(hooks),
+        wait_s=wait_s or 0.0,
     )
     warnings = (
         []
@@ -405,6 +420,12 @@ def install_agent(
             "crash) the CLI runs the tool anyway; add --fail-closed to deny"
         ]
     )
+    if wait_s is None:
+        warnings.append(
+            f"{hooks} did not load within {_READ_S:g} s (a guard's module that hangs as it is "
+            f"imported?), so the hook timeouts stay {_TIMEOUT_S} s: the CLI runs the tool when an "
+            "approval: holds a call longer than that; re-run install once the file loads"
+        )
     if dialect == "gemini":
         system, defaults = gemini_system_files()
         own = [path] if user else [path, hooks_path("gemini", user=True)]
