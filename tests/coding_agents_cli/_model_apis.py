@@ -12,6 +12,7 @@ output, a hook's reason).
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -27,7 +28,12 @@ class ShellStep:
     """One scripted model turn: run ``command`` in the CLI's shell tool, call id ``id``.
 
     With ``tool`` the turn calls that tool instead, with ``args`` (a JSON object), or for
-    Codex's freeform tools (``apply_patch``) with ``text`` as its raw input.
+    Codex's freeform tools (``apply_patch``) with ``text`` as its raw input. An argument
+    ``"{session}"`` is the number of the last ``session ID`` Codex reported (a running command's,
+    for ``write_stdin``). ``namespace`` is the Codex tool namespace the tool is in
+    (``collaboration`` for ``spawn_agent``); a step with ``subagent`` is asked of the sub-agent
+    the others started (Codex: a request without the CLI's prompt; Gemini: one offering
+    ``complete_task``), the others of the agent the person prompted.
     """
 
     id: str
@@ -35,6 +41,8 @@ class ShellStep:
     tool: str = ""
     args: dict[str, Any] | None = None
     text: str | None = None
+    namespace: str | None = None
+    subagent: bool = False
 
     def call(self, shell: str, key: str) -> tuple[str, dict[str, Any]]:
         """The tool and arguments to ask for (``shell {key: command}`` by default)."""
@@ -75,10 +83,23 @@ class ResponsesApi:
             if isinstance(item, dict)
             and item.get("type") in ("function_call_output", "custom_tool_call_output")
         }
+        sub = not any(
+            isinstance(item, dict) and item.get("role") == "user" and "clean up" in str(item)
+            for item in body.get("input") or ()
+        )
         for step in self.steps:
-            if step.id not in answered:
-                return self._call(step, len(self.requests))
+            if step.subagent == sub and step.id not in answered:
+                return self._call(self._with_session(step, body), len(self.requests))
         return self._text(len(self.requests))
+
+    @staticmethod
+    def _with_session(step: ShellStep, body: dict[str, Any]) -> ShellStep:
+        if "{session}" not in (step.args or {}).values():
+            return step
+        said = re.findall(r"session ID (\d+)", json.dumps(body.get("input")))
+        session = int(said[-1]) if said else 0
+        args = {k: session if v == "{session}" else v for k, v in (step.args or {}).items()}
+        return ShellStep(step.id, tool=step.tool, args=args, namespace=step.namespace)
 
     def outputs(self) -> dict[str, str]:
         """Every ``function_call_output`` Codex sent back, by call id."""
@@ -121,6 +142,7 @@ class ResponsesApi:
             "name": name,
             "arguments": arguments,
             "status": "completed",
+            **({"namespace": step.namespace} if step.namespace else {}),
         }
         started = {**item, "arguments": "", "status": "in_progress"}
         return _sse(
@@ -217,13 +239,17 @@ class GeminiApi:
         if ":generateContent" in path:  # not streamed (a web search, a check): one JSON object
             text = '{"next_speaker": "user", "reasoning": "done"}'
             return json.dumps(self._data([{"text": text}])).encode()
-        if not self._offers_shell(body):
+        if not self._offers(body, "run_shell_command"):
             return self._chunk([{"text": '{"next_speaker": "user", "reasoning": "done"}'}])
         answered = self._answered()
+        sub = self._offers(body, "complete_task")
         for step in self.steps:
             name, args = step.call("run_shell_command", "command")
-            if _key(name, args) not in answered:
+            if step.subagent == sub and _key(name, args) not in answered:
                 return self._chunk([{"functionCall": {"name": name, "args": args}}])
+        if sub:  # a sub-agent ends by calling complete_task with its result
+            done = {"name": "complete_task", "args": {"result": {"response": self.final_text}}}
+            return self._chunk([{"functionCall": done}])
         return self._chunk([{"text": self.final_text}])
 
     def _answered(self) -> set[str]:
@@ -242,10 +268,10 @@ class GeminiApi:
         return found
 
     @staticmethod
-    def _offers_shell(body: dict[str, Any]) -> bool:
+    def _offers(body: dict[str, Any], name: str) -> bool:
         for tool in body.get("tools") or ():
             for decl in tool.get("functionDeclarations") or () if isinstance(tool, dict) else ():
-                if isinstance(decl, dict) and decl.get("name") == "run_shell_command":
+                if isinstance(decl, dict) and decl.get("name") == name:
                     return True
         return False
 

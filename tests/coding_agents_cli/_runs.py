@@ -163,6 +163,7 @@ def _isolated(
     settle_locks: Path | None = None,
     web_view: WebView | None = None,
     recorder: bool = False,
+    approvals: bool = False,
 ) -> CliRun:
     spec: dict[str, Any] = {
         "api": api,
@@ -176,7 +177,7 @@ def _isolated(
     }
     work.mkdir(parents=True, exist_ok=True)
     if serve_traces is not None:
-        spec["serve"] = _serve_spec(serve_traces, work, web_view)
+        spec["serve"] = _serve_spec(serve_traces, work, web_view, approvals=approvals)
         spec["settle_locks"] = str(settle_locks) if settle_locks is not None else None
     spec_file, out_file = work / f"{api}-spec.json", work / f"{api}-out.json"
     spec_file.write_text(json.dumps(spec))
@@ -205,17 +206,20 @@ class WebView:
     wait_for: Sequence[Sequence[str]]
 
 
-def _serve_spec(traces: Path, work: Path, web_view: WebView | None = None) -> dict[str, Any]:
+def _serve_spec(
+    traces: Path, work: Path, web_view: WebView | None = None, *, approvals: bool = False
+) -> dict[str, Any]:
     """``otelhooks serve`` writing the spans it joins to ``traces`` (its web view on with
-    ``web_view``)."""
+    ``web_view``, its approvals inbox on with ``approvals`` too)."""
     argv = [sys.executable, "-m", "otelhooks", "serve", "--port", str(SERVE_PORT)]
     env = {
         **_base_env(work),
         "OTELHOOKS_ADMIN_TOKEN": SERVE_TOKEN,
         "OTELHOOKS_INGEST_TOKEN": SERVE_TOKEN,
     }
+    web = [] if web_view or approvals else ["--no-web"]
     spec: dict[str, Any] = {
-        "argv": [*argv, *([] if web_view else ["--no-web"]), "--traces-out", str(traces)],
+        "argv": [*argv, *web, "--traces-out", str(traces)],
         "env": env,
         "port": SERVE_PORT,
         "log": str(work / "serve.log"),
@@ -241,11 +245,13 @@ def run_codex(
     settle_locks: Path | None = None,
     web_view: WebView | None = None,
     recorder: bool = False,
+    approvals: bool = False,
 ) -> CliRun:
     """``codex exec`` in ``project`` against the scripted Responses API (``codex_config``
     must have written ``home/.codex/config.toml``); with ``serve_traces``, serve stops only
-    once the bridge daemons of ``settle_locks`` (their socket folder) have left; with
-    ``recorder``, a recording HTTP server listens at ``RECORDER_URL``."""
+    once the bridge daemons of ``settle_locks`` (their socket folder) have left, and with
+    ``approvals`` it keeps an approvals inbox; with ``recorder``, a recording HTTP server
+    listens at ``RECORDER_URL``."""
     env = {
         **_base_env(home),
         "CODEX_HOME": str(home / ".codex"),
@@ -277,6 +283,7 @@ def run_codex(
         settle_locks,
         web_view,
         recorder,
+        approvals,
     )
 
 
@@ -309,9 +316,11 @@ def run_gemini(
     settings: dict[str, Any] | None = None,
     serve_traces: Path | None = None,
     web_view: WebView | None = None,
+    approvals: bool = False,
 ) -> CliRun:
     """``gemini -p ... --yolo`` in ``project`` against the scripted Gemini API (``settings``
-    replace top-level keys of its user settings)."""
+    replace top-level keys of its user settings; ``serve_traces`` and ``approvals`` as for
+    :func:`run_codex`)."""
     gemini_settings(home, settings)
     env = {
         **_base_env(home),
@@ -337,6 +346,7 @@ def run_gemini(
         timeout_s,
         serve_traces=serve_traces,
         web_view=web_view,
+        approvals=approvals,
     )
 
 

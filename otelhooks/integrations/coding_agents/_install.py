@@ -26,15 +26,22 @@ import json
 import os
 import shlex
 import sys
+import threading
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from otelhooks.integrations.claude_code._entries import MARK, client_command, is_ours
+from otelhooks.integrations.claude_code._entries import (
+    APPROVAL_EVENTS,
+    MARK,
+    client_command,
+    covering_timeout,
+    is_ours,
+)
 from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_ours
-from otelhooks.integrations.claude_code._install import SettingsChange
+from otelhooks.integrations.claude_code._install import SettingsChange, _longest_approval
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import edit_settings
 from otelhooks.integrations.coding_agents._dialects import dialect_named
@@ -61,6 +68,9 @@ _CODEX_SYSTEM_DIR_ENV = "OTELHOOKS_CODEX_SYSTEM_DIR"
 _TOOL_EVENTS = frozenset(
     {"PreToolUse", "PermissionRequest", "PostToolUse", "BeforeTool", "AfterTool"}
 )
+# how long install reads the hooks file for its approvals: loading it imports its script
+# guards, and one that hangs as it is imported must not hang install
+_READ_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,11 +142,29 @@ def _closed(command: str) -> str:
     )
 
 
+def _approval_wait(hooks: Path) -> float | None:
+    """The longest ``approval.timeout`` in ``hooks`` (0 without one), or None when reading it
+    took longer than :data:`_READ_S` (it goes on, on a daemon thread left to it)."""
+    found: list[float] = []
+    reader = threading.Thread(target=lambda: found.append(_longest_approval(hooks)), daemon=True)
+    reader.start()
+    reader.join(_READ_S)
+    return found[0] if found else None
+
+
 def _groups(
-    agent: AgentInstall, events: Sequence[str], command: str, *, fail_closed: bool
+    agent: AgentInstall,
+    events: Sequence[str],
+    command: str,
+    *,
+    fail_closed: bool,
+    wait_s: float = 0.0,
 ) -> dict[str, dict[str, Any]]:
     groups: dict[str, dict[str, Any]] = {}
     guard = dialect_named(agent.dialect).events
+    # an approval holds the call until a person answers: a CLI that gave up first (it kills the
+    # hook at its timeout) runs the tool, the approval's default deny never heard
+    longer = covering_timeout(wait_s) if wait_s else 0
     for event in events:
         closed = fail_closed and guard.get(event) == "PreToolUse"
         handler: dict[str, Any] = {
@@ -147,6 +175,8 @@ def _groups(
             handler = {"name": "otelhooks", **handler}
         # Codex clamps a SessionEnd hook to 3 s (and says so on every run)
         seconds = 3 if agent.dialect == "codex" and event == "SessionEnd" else _TIMEOUT_S
+        if guard.get(event) in APPROVAL_EVENTS:
+            seconds = max(seconds, longer)
         handler["timeout"] = seconds * agent.timeout_scale
         group: dict[str, Any] = {"hooks": [handler]}
         if event in _TOOL_EVENTS:
@@ -374,7 +404,14 @@ def install_agent(
     hooks = Path(hooks_file).expanduser()
     hooks = hooks if hooks.is_absolute() else (Path(project) / hooks).absolute()
     command = _command(dialect, hooks, traces_out, fail_closed)
-    groups = _groups(agent, list(dialect_named(dialect).events), command, fail_closed=fail_closed)
+    wait_s = _approval_wait(hooks)
+    groups = _groups(
+        agent,
+        list(dialect_named(dialect).events),
+        command,
+        fail_closed=fail_closed,
+        wait_s=wait_s or 0.0,
+    )
     warnings = (
         []
         if fail_closed
@@ -383,6 +420,12 @@ def install_agent(
             "crash) the CLI runs the tool anyway; add --fail-closed to deny"
         ]
     )
+    if wait_s is None:
+        warnings.append(
+            f"{hooks} did not load within {_READ_S:g} s (a guard's module that hangs as it is "
+            f"imported?), so the hook timeouts stay {_TIMEOUT_S} s: the CLI runs the tool when an "
+            "approval: holds a call longer than that; re-run install once the file loads"
+        )
     if dialect == "gemini":
         system, defaults = gemini_system_files()
         own = [path] if user else [path, hooks_path("gemini", user=True)]
