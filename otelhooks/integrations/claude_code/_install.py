@@ -50,6 +50,7 @@ re-exported from :mod:`otelhooks.integrations.claude_code`.
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,7 @@ from pathlib import Path
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks._config import load_config
 from otelhooks._errors import ConfigError
+from otelhooks._hooks import Hook
 from otelhooks.integrations.claude_code._entries import (
     ASYNC_EVENTS,
     CLIENT_FILE,
@@ -105,15 +107,39 @@ def _project_file(settings: Path, hooks_file: str) -> Path:
     return given if given.is_absolute() else settings.parent.parent / given
 
 
-def _longest_approval(hooks_file: Path) -> float:
-    """The longest ``approval.timeout`` in the hooks file (0 when there is none, or the file is
-    missing or invalid: ``validate`` reports that): Claude Code's own timeout must exceed it."""
+# How long install waits for the hooks file to load: loading imports its `script:` guards, and a
+# module that hangs as it is imported must not hang the install with it.
+READ_S = 5.0
+
+
+def read_hooks(hooks_file: Path) -> tuple[Hook, ...] | None:
+    """The hooks of ``hooks_file`` as install reads them: none when the file is missing or
+    invalid (``validate`` reports that), None when it did not load within :data:`READ_S` (the
+    load goes on, on a daemon thread left to it)."""
     if not hooks_file.is_file():
-        return 0.0
-    try:
-        return longest_approval_of(load_config([hooks_file]).hooks)
-    except (ConfigError, OSError):
-        return 0.0
+        return ()
+    found: list[tuple[Hook, ...]] = []
+
+    def load() -> None:
+        try:
+            found.append(load_config([hooks_file]).hooks)
+        except (ConfigError, OSError):
+            found.append(())
+
+    reader = threading.Thread(target=load, name="otelhooks-install-read", daemon=True)
+    reader.start()
+    reader.join(READ_S)
+    return found[0] if found else None
+
+
+def slow_hooks_warning(hooks_file: Path, kept: str) -> str:
+    """What install says when :func:`read_hooks` gave up on ``hooks_file``: the hook timeouts
+    are ``kept``, not made to cover its approvals."""
+    return (
+        f"{hooks_file} did not load within {READ_S:g} s (a guard's module that hangs as it is "
+        f"imported?), so the hook timeouts stay {kept}: the CLI runs the tool when an "
+        "approval: holds a call longer than that; re-run install once the file loads"
+    )
 
 
 @dataclass
@@ -265,14 +291,18 @@ def install(
             f"some of {', '.join(INSTALLED_EVENTS)})"
         )
     change = SettingsChange(path, warnings=_warnings(events, http, fail_closed))
+    project_hooks = _project_file(path, hooks_file)
+    hooks = read_hooks(project_hooks)
+    if hooks is None:
+        change.warnings.append(slow_hooks_warning(project_hooks, "Claude Code's default"))
     ours = groups(
         events,
         http=http,
         hooks_file=hooks_file,
         fail_closed=fail_closed,
         traces_out=traces_out,
-        wait_s=_longest_approval(_project_file(path, hooks_file)),
-        watch=watch_list(_project_file(path, hooks_file)),
+        wait_s=longest_approval_of(hooks or ()),
+        watch=watch_list(hooks or ()),
     )
 
     def edit(text: str, root: Node | None) -> str:

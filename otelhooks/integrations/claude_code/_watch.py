@@ -8,11 +8,11 @@ watches nothing, so the hook never fires.
 from __future__ import annotations
 
 import re
-from pathlib import Path
+from collections.abc import Iterable
 
-from otelhooks._config import load_config
 from otelhooks._errors import ConfigError
 from otelhooks._events import resolve_event
+from otelhooks._hooks import Hook
 
 __all__ = ["DEFAULT_WATCH", "watch_list"]
 
@@ -22,27 +22,22 @@ DEFAULT_WATCH = ".envrc|.env"
 _LITERAL_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
-def watch_list(hooks_file: Path) -> str:
-    """FileChanged's matcher: the file names the hooks file's ``file_changed`` hooks match
+def watch_list(hooks: Iterable[Hook]) -> str:
+    """FileChanged's matcher: the file names the ``file_changed`` hooks of ``hooks`` match
     (literal names, ``|``-separated; paths give their last part), else :data:`DEFAULT_WATCH`.
 
     Example:
-        >>> watch_list(Path("/nonexistent/otelhooks.yaml"))
+        >>> watch_list(())
         '.envrc|.env'
     """
     names: list[str] = []
-    if hooks_file.is_file():
-        try:
-            hooks = load_config([hooks_file]).hooks
-        except (ConfigError, OSError):
-            hooks = ()
-        for hook in hooks:
-            if _canonical(hook.type) != "file_changed" or not isinstance(hook.matcher, str):
-                continue
-            for part in hook.matcher.split("|"):
-                name = part.strip().rsplit("/", 1)[-1]
-                if _LITERAL_NAME.fullmatch(name) and name not in (".", "..") and name not in names:
-                    names.append(name)
+    for hook in hooks:
+        if _canonical(hook.type) != "file_changed" or not isinstance(hook.matcher, str):
+            continue
+        for part in hook.matcher.split("|"):
+            name = part.strip().rsplit("/", 1)[-1]
+            if _LITERAL_NAME.fullmatch(name) and name not in (".", "..") and name not in names:
+                names.append(name)
     return "|".join(names) or DEFAULT_WATCH
 
 

@@ -26,13 +26,13 @@ import json
 import os
 import shlex
 import sys
-import threading
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from otelhooks._actions._approval import longest_approval_of
 from otelhooks.integrations.claude_code._entries import (
     APPROVAL_EVENTS,
     MARK,
@@ -41,7 +41,11 @@ from otelhooks.integrations.claude_code._entries import (
     is_ours,
 )
 from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_ours
-from otelhooks.integrations.claude_code._install import SettingsChange, _longest_approval
+from otelhooks.integrations.claude_code._install import (
+    SettingsChange,
+    read_hooks,
+    slow_hooks_warning,
+)
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import edit_settings
 from otelhooks.integrations.coding_agents._dialects import dialect_named
@@ -68,9 +72,6 @@ _CODEX_SYSTEM_DIR_ENV = "OTELHOOKS_CODEX_SYSTEM_DIR"
 _TOOL_EVENTS = frozenset(
     {"PreToolUse", "PermissionRequest", "PostToolUse", "BeforeTool", "AfterTool"}
 )
-# how long install reads the hooks file for its approvals: loading it imports its script
-# guards, and one that hangs as it is imported must not hang install
-_READ_S = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -140,16 +141,6 @@ def _closed(command: str) -> str:
         'echo "otelhooks: the guard could not run (exit $s): blocked (--fail-closed)" >&2; '
         f"exit 2 {MARK}"
     )
-
-
-def _approval_wait(hooks: Path) -> float | None:
-    """The longest ``approval.timeout`` in ``hooks`` (0 without one), or None when reading it
-    took longer than :data:`_READ_S` (it goes on, on a daemon thread left to it)."""
-    found: list[float] = []
-    reader = threading.Thread(target=lambda: found.append(_longest_approval(hooks)), daemon=True)
-    reader.start()
-    reader.join(_READ_S)
-    return found[0] if found else None
 
 
 def _groups(
@@ -404,7 +395,8 @@ def install_agent(
     hooks = Path(hooks_file).expanduser()
     hooks = hooks if hooks.is_absolute() else (Path(project) / hooks).absolute()
     command = _command(dialect, hooks, traces_out, fail_closed)
-    wait_s = _approval_wait(hooks)
+    loaded = read_hooks(hooks)
+    wait_s = None if loaded is None else longest_approval_of(loaded)
     groups = _groups(
         agent,
         list(dialect_named(dialect).events),
@@ -421,11 +413,7 @@ def install_agent(
         ]
     )
     if wait_s is None:
-        warnings.append(
-            f"{hooks} did not load within {_READ_S:g} s (a guard's module that hangs as it is "
-            f"imported?), so the hook timeouts stay {_TIMEOUT_S} s: the CLI runs the tool when an "
-            "approval: holds a call longer than that; re-run install once the file loads"
-        )
+        warnings.append(slow_hooks_warning(hooks, f"{_TIMEOUT_S} s"))
     if dialect == "gemini":
         system, defaults = gemini_system_files()
         own = [path] if user else [path, hooks_path("gemini", user=True)]
