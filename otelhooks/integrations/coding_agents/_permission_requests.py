@@ -35,14 +35,13 @@ def request_answered(
     ``verdict`` it is) on the call it asks about; ``ids`` are the request's own (turn, span).
     Returns what the request's span says of it: a deny's attributes, else nothing.
 
-    A deny (a person's Deny on an approval's card, a hook's deny) ends the call denied: else its
-    span stayed open to the session's end, an error, and no ``on_tool_call_denied`` observer
-    heard of it. An allow with changed arguments (a person's edit on the card, a hook's
-    ``updatedInput``) is judged by the ``PreToolUse`` guards first: they judged only the
-    arguments asked about. A guard's deny (or ``ask``, ``defer``, mock, a rewrite nobody
-    approved: none is an allow, and this answer cannot ask a person) makes the answer a deny
-    with its reason, and ends the call denied; a command's allow with its own ``updatedInput``
-    runs that.
+    A deny (a person's Deny on an approval's card, a hook's deny) ends the call denied
+    (:meth:`~._tools.ToolUses.end_asked`): no ``Post*`` event will. An allow with changed
+    arguments (a person's edit on the card, a hook's ``updatedInput``) is judged by the
+    ``PreToolUse`` guards first: they judged only the arguments asked about. A guard's deny (or
+    ``ask``, ``defer``, mock, a rewrite nobody approved: none is an allow, and this answer
+    cannot ask a person) makes the answer a deny with its reason, and ends the call denied; a
+    command's allow with its own ``updatedInput`` runs that.
     """
     specific = output.get("hookSpecificOutput")
     if not isinstance(specific, dict):
