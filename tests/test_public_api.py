@@ -54,16 +54,28 @@ def test_importing_the_package_starts_no_thread_and_opens_no_socket() -> None:
 
 
 def test_every_event_model_is_public_in_otelhooks_events() -> None:
-    import otelhooks.events
-    from otelhooks._events import _payloads
+    import importlib
+    import pkgutil
 
+    from pydantic import BaseModel
+
+    import otelhooks._events
+    import otelhooks.events
+
+    modules = [
+        importlib.import_module(f"otelhooks._events.{m.name}")
+        for m in pkgutil.iter_modules(otelhooks._events.__path__)
+    ]
     models = {
         name
-        for name, value in vars(_payloads).items()
+        for module in modules
+        for name, value in vars(module).items()
         if isinstance(value, type)
+        and issubclass(value, BaseModel)
         and not name.startswith("_")
-        and value.__module__ == _payloads.__name__
+        and value.__module__ == module.__name__
     }
+    assert "ToolCallEvent" in models
     assert models <= set(otelhooks.events.__all__)
     for name in otelhooks.events.EVENTS.values():
         assert name.payload.__name__ in otelhooks.events.__all__

@@ -88,6 +88,7 @@ from otelhooks.integrations.coding_agents._mapping import (
 )
 from otelhooks.integrations.coding_agents._model_calls import ModelCalls
 from otelhooks.integrations.coding_agents._part import Shared
+from otelhooks.integrations.coding_agents._permission_requests import request_answered
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._spans import (
     SpanRecord,
@@ -107,7 +108,7 @@ _log = structlog.get_logger("otelhooks")
 # holds this to what the handlers run.
 _ALSO_NOW: Final[dict[str, tuple[str, ...]]] = {
     "PostToolUse": ("tool_result_persist",),
-    "PermissionRequest": ("before_tool_call",),  # on changed arguments (ToolUses.judge_edit)
+    "PermissionRequest": ("before_tool_call",),  # on changed arguments (request_answered)
     "MessageDisplay": ("message_sending",),
 }
 
@@ -387,9 +388,7 @@ class CodingAgentBridge:
         if later:
             # the PreToolUse guards' answer on changed arguments, or the request's own deny, is
             # on the span and ends the call denied
-            judged = self.tools.judge_edit(session, payload, output, common) or (
-                self.tools.request_denied(session, payload, output, common, verdict, more)
-            )
+            judged = request_answered(self.tools, session, payload, output, common, verdict, more)
             approvals = [(n, a) for n, a, _ in approval_events(verdict)]
             self.writer.write(
                 replace(

@@ -7,7 +7,6 @@ deny or a mock ends the span at once and is answered in Claude Code's format. ``
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping
 from dataclasses import replace
@@ -69,10 +68,10 @@ from otelhooks.integrations.coding_agents._spans import (
 )
 from otelhooks.integrations.coding_agents._state import OpenTool
 
-__all__ = ["ToolUses", "tool_values"]
+__all__ = ["ToolUses", "tool_args", "tool_values"]
 
 
-def _args(payload: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
+def tool_args(payload: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
     """(tool name, tool input, tool use id) of a tool event."""
     name = str(payload.get("tool_name") or "tool")
     raw = payload.get("tool_input")
@@ -198,7 +197,7 @@ class ToolUses(Part):
         )
 
     def pre(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
-        tool_name, args, use_id = _args(payload)
+        tool_name, args, use_id = tool_args(payload)
         # the state file keeps the arguments only when content is captured (data at rest)
         # what the span keeps whatever the hooks decide, kept with the start: a call no hook
         # adds to needs no second change (set_tool_attributes) before it is answered
@@ -218,7 +217,7 @@ class ToolUses(Part):
             tool = replace(tool, tool_name=tool_name)
 
         values = tool_values(tool_name, payload)  # the matcher values of this tool use
-        verdict, answers, output, lost = self._judge(session, tool, args, payload)
+        verdict, answers, output, lost = self.judge(session, tool, args, payload)
         mock = verdict.mock
         specific = output.get("hookSpecificOutput") or {}
         decision = specific.get("permissionDecision")
@@ -248,7 +247,8 @@ class ToolUses(Part):
     ) -> dict[str, types.AttributeValue]:
         """What a call's span says of its guards' answer: what Claude Code was told, and by
         whom (``continue: false`` included). One rule for a ``PreToolUse`` and for a
-        ``PermissionRequest`` whose changed arguments they judged (:meth:`judge_edit`)."""
+        ``PermissionRequest`` whose changed arguments they judged, or that was denied
+        (:meth:`end_asked`)."""
         attrs = self._verdict_attributes(verdict)
         if decision is not None:
             attrs[sc.HOOK_DECISION] = str(decision)
@@ -273,7 +273,7 @@ class ToolUses(Part):
             values,
         )
 
-    def _judge(
+    def judge(
         self, session: str, tool: OpenTool, args: dict[str, Any], payload: Mapping[str, Any]
     ) -> tuple[Verdict, list[HookAnswer], dict[str, Any], list[str]]:
         """The ``before_tool_call`` guards on ``tool`` called with ``args``, their answers
@@ -315,106 +315,21 @@ class ToolUses(Part):
         keep_block("PreToolUse", output, verdict)
         return verdict, answers, output, lost
 
-    def judge_edit(
-        self,
-        session: str,
-        payload: Mapping[str, Any],
-        output: dict[str, Any],
-        ids: Mapping[str, Any],
-    ) -> dict[str, types.AttributeValue]:
-        """A ``PermissionRequest`` answer (``output``) that allows the call with changed
-        arguments (a person's edit on an approval's card, a hook's ``updatedInput``) is judged
-        by the ``PreToolUse`` guards first, as :meth:`pre` judges a call: Claude Code runs the
-        changed call without a second ``PreToolUse``, and the guards judged only the arguments
-        asked about. A guard's deny (or ``ask``, ``defer``, mock, a rewrite nobody approved:
-        none is an allow, and this answer cannot ask a person) makes the answer a deny with its
-        reason; a command's allow with its own ``updatedInput`` runs that. ``ids`` are the
-        request's own (turn, span). A deny is recorded as :meth:`pre` records one: the
-        call's open tool span ends denied (:meth:`_refuse`), with the attributes returned (for
-        the request's span too)."""
-        specific = output.get("hookSpecificOutput")
-        if not isinstance(specific, dict):
-            return {}
-        decision = specific.get("decision")
-        if not isinstance(decision, dict) or decision.get("behavior") != "allow":
-            return {}
-        edited = decision.get("updatedInput")
-        tool_name, asked, _ = _args(payload)
-        if not isinstance(edited, dict) or edited == asked:
-            return {}
-        # the call as its PreToolUse would have named it (a guard may read the event's name;
-        # the request's own suggestions are not the call's)
-        changed = {
-            **{k: v for k, v in payload.items() if k != "permission_suggestions"},
-            "hook_event_name": "PreToolUse",
-            "tool_input": edited,
-        }
-        _, args, use_id = _args(changed)
-        tool = self._asked(session, tool_name, args, use_id, ids)
-        verdict, answers, judged, _ = self._judge(session, tool, args, changed)
-        pre = judged.get("hookSpecificOutput") or {}
-        said = pre.get("permissionDecision")
-        if said in ("deny", "ask", "defer") or judged.get("continue") is False:
-            reason = str(pre.get("permissionDecisionReason") or judged.get("stopReason") or "")
-            if said in ("ask", "defer"):  # a PermissionRequest answer cannot ask again
-                would = pre.get("updatedInput", args)
-                reason = f"{reason}; the arguments it would run: {json.dumps(would)}"
-            specific["decision"] = {"behavior": "deny", "message": reason}
-            attrs = self._decision_attributes(verdict, answers, "deny", reason)
-            self._end_asked(tool, payload, asked, attrs, verdict, reason)
-            return attrs
-        if isinstance(pre.get("updatedInput"), dict):
-            decision["updatedInput"] = pre["updatedInput"]
-        tell_failures(output, verdict.errors)
-        return {}
-
-    def request_denied(
-        self,
-        session: str,
-        payload: Mapping[str, Any],
-        output: Mapping[str, Any],
-        ids: Mapping[str, Any],
-        verdict: Verdict,
-        answers: list[HookAnswer],
-    ) -> dict[str, types.AttributeValue]:
-        """A ``PermissionRequest`` answered deny (a person's Deny on an approval's card, a
-        hook's deny): the call is recorded denied as :meth:`pre` records one, and the
-        attributes are returned for the request's span. Claude Code sends no ``Post*`` event
-        after it: the call's span stayed open to the session's end, an error, and no
-        ``on_tool_call_denied`` observer heard of it."""
-        specific = output.get("hookSpecificOutput")
-        decision = specific.get("decision") if isinstance(specific, dict) else None
-        if not isinstance(decision, dict) or decision.get("behavior") != "deny":
-            return {}
-        reason = str(decision.get("message") or "")
-        tool_name, asked, use_id = _args(payload)
-        attrs = self._decision_attributes(verdict, answers, "deny", reason)
-        tool = self._asked(session, tool_name, asked, use_id, ids)
-        self._end_asked(tool, payload, asked, attrs, verdict, reason)
-        return attrs
-
-    @staticmethod
-    def _asked(
-        session: str, tool_name: str, args: dict[str, Any], use_id: str, ids: Mapping[str, Any]
-    ) -> OpenTool:
-        """The call a ``PermissionRequest`` asks about, as far as its own ids (turn, span) say."""
-        span_id = int(ids.get("spanId") or "0", 16)
-        operation = str(ids.get("operationId") or "")
-        return OpenTool(session, use_id, span_id, 0, operation, 0, tool_name, args, 0, {})
-
-    def _end_asked(
+    def end_asked(
         self,
         tool: OpenTool,
         payload: Mapping[str, Any],
         asked: dict[str, Any],
-        attrs: dict[str, types.AttributeValue],
         verdict: Verdict,
+        answers: list[HookAnswer],
         reason: str,
-    ) -> None:
+    ) -> dict[str, types.AttributeValue]:
         """The call a denied ``PermissionRequest`` asked about (``asked``: its arguments as
-        asked; ``tool``: the call as judged) ends denied: its span, opened at its
-        ``PreToolUse``, and the observers; without an open span (its ``PreToolUse`` was not
-        seen) the observers only."""
+        asked; ``tool``: the call as judged) ends denied, as :meth:`pre` ends one: its span,
+        opened at its ``PreToolUse``, and the observers; without an open span (its
+        ``PreToolUse`` was not seen) the observers only. Returns what the deny's span says of
+        it (the request's span says it too)."""
+        attrs = self._decision_attributes(verdict, answers, "deny", reason)
         values = tool_values(tool.tool_name, payload)
         fingerprint = str(self._args_attributes(asked)[sc.TOOL_ARGS_FINGERPRINT])
         opened_id = self.state.asked_tool(tool.session_id, tool.tool_name, fingerprint)
@@ -425,6 +340,7 @@ class ToolUses(Part):
         else:
             context = self._tool_event(tool, tool.tool_input)
             self._tell_denied(context, reason, self._decided_by(verdict, attrs), values)
+        return attrs
 
     def _refuse(
         self,
@@ -474,7 +390,7 @@ class ToolUses(Part):
         ``open_only`` (a server) outside the session state and without a span (``span_id`` 0,
         which :meth:`end_tool` writes nothing for: a forged or misrouted end ends nothing and
         records no call), else recorded as a zero-length span. Either way its hooks run on it."""
-        tool_name, args, use_id = _args(payload)
+        tool_name, args, use_id = tool_args(payload)
         tool = self.state.end_tool(session, use_id)
         if tool is None and open_only:
             return OpenTool(session, use_id, 0, 0, "", time.time_ns(), tool_name, args, 0, {})
@@ -527,7 +443,10 @@ class ToolUses(Part):
         values = tool_values(tool.tool_name, payload)
 
         def context() -> dict[str, Any]:
-            return {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
+            return {
+                **self._tool_event(tool, tool_args(payload)[1]),
+                "claudeCode": self._own(payload),
+            }
 
         if name == "PostToolUseFailure":
             error = str(payload.get("error") or "the tool failed")
@@ -567,7 +486,10 @@ class ToolUses(Part):
         tool = self._take_tool(session, payload, open_only)
         reason = str(payload.get("reason") or "denied by Claude Code")
         self.end_tool(tool, "denied", result=reason)
-        context = {**self._tool_event(tool, _args(payload)[1]), "claudeCode": self._own(payload)}
+        context = {
+            **self._tool_event(tool, tool_args(payload)[1]),
+            "claudeCode": self._own(payload),
+        }
         denied = ToolCallDeniedEvent(**context, reason=reason, decidedBy=self.agent)
         values = tool_values(tool.tool_name, payload)
         _, answers = run_hooks(self.engine, "on_tool_call_denied", denied, values)
