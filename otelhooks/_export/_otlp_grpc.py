@@ -223,14 +223,18 @@ def _record_status(tracker: DeliveryTracker, code: Any, details: str | None, tra
     """Tell ``tracker`` of a failed gRPC export, in the terms of the HTTP answer each status
     stands for in the OTLP specification, so that one rule (:func:`permanent_status`, the 413
     split) decides both: ``RESOURCE_EXHAUSTED`` without ``RetryInfo`` is a request too large
-    (never retried: sent again in halves), the codes the specification does not retry are
-    permanent, and a collector that cannot be reached or did not answer in time is dead while
-    fail-fast. Returns the reason recorded."""
+    (never retried: sent again in halves), and so is tonic's ``OUT_OF_RANGE`` "decoded message
+    length too large" (rotel's, any Rust collector's: retried whole as OUT_OF_RANGE is, the
+    batch was lost whole); the codes the specification does not retry are permanent, and a
+    collector that cannot be reached or did not answer in time is dead while fail-fast.
+    Returns the reason recorded."""
     name = str(code.name)
     retry_later = any(key == "google.rpc.retryinfo-bin" for key, _ in trailers or ())
     status = _AS_HTTP.get(name, None if name in _RETRYABLE else 400)
     if name == "RESOURCE_EXHAUSTED" and retry_later:
         status = 429
+    elif name == "OUT_OF_RANGE" and _TONIC_TOO_LARGE in (details or ""):
+        status = 413
     reason = f"{name}: {one_line(details)}" if details else name
     tracker.error(reason, status=status, dead=name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"))
     return reason
@@ -241,6 +245,9 @@ _RETRYABLE = frozenset(
     ("CANCELLED", "DEADLINE_EXCEEDED", "ABORTED", "OUT_OF_RANGE", "UNAVAILABLE", "DATA_LOSS")
 )
 _AS_HTTP = {"RESOURCE_EXHAUSTED": 413, "UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403}
+# tonic's words for a request over its decoding limit (grpc-go and grpc's core answer
+# RESOURCE_EXHAUSTED); any other OUT_OF_RANGE stays retried, as the specification says
+_TONIC_TOO_LARGE = "decoded message length too large"
 
 
 def grpc_channel_options(url: str) -> dict[str, Any]:

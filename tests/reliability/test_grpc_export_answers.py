@@ -1,0 +1,75 @@
+"""What an OTLP/gRPC collector answers, and what otelhooks' exporters make of it: a request
+too large for a tonic-based collector, the timeout variables, a metrics ``partial_success``.
+
+Each test exports to a real server on 127.0.0.1: a real rotel collector (tonic), or a
+``grpc.server`` with the generated servicers.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from opentelemetry.sdk.trace.export import SpanExportResult
+
+from tests._realparts import OtlpHttpSink, rotel_binary, rotel_collector
+from tests.reliability.test_grpc_export_losses import (
+    GrpcCollector,
+    _agent_run,
+    _dropped,
+    _export,
+    _spans,
+    grpc_env,
+)
+
+__all__ = ["grpc_env"]  # the fixture, shared
+
+
+def test_a_span_too_large_for_a_tonic_collector_is_lost_alone_and_counted(
+    grpc_env: Callable[[str], None],
+) -> None:
+    # rotel (tonic) answers a request over its 4 MiB decoding limit OUT_OF_RANGE ("decoded
+    # message length too large"), which the specification retries: before, the batch was sent
+    # whole again for 5 minutes, then every span of it was lost.
+    if rotel_binary() is None:
+        pytest.skip("rotel is not installed")
+    sink = OtlpHttpSink()
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        rotel_collector(sink.endpoint, Path(folder)) as (grpc_port, _),
+    ):
+        grpc_env(f"http://127.0.0.1:{grpc_port}")
+        oh, reader = _agent_run(lambda name: "x" * (5 << 20) if name == "read" else "small")
+        assert oh.force_flush(10.0)  # the halves are sent at once, not the batch again
+        assert oh.metrics.flush(5.0)
+        assert _dropped(reader) == {("span_export", "export_failed"): 1}
+        report = oh.shutdown(timeout_s=5.0, log=False)
+        assert sink.wait_for_span_count(6, timeout=10.0)
+    assert sorted(sink.span_names) == [
+        "execute_tool diff", "execute_tool grep", "execute_tool list", "execute_tool stat",
+        "invoke_agent agent", "step 0",
+    ]  # fmt: skip
+    [line] = report.lines()
+    assert line.startswith(f"6 of 7 spans exported to http://127.0.0.1:{grpc_port}: OUT_OF_RANGE: ")
+    assert "decoded message length too large" in line
+
+
+def test_an_out_of_range_not_about_size_is_retried_whole(grpc_env: Callable[[str], None]) -> None:
+    # Only tonic's "too large" is a request too large: any other OUT_OF_RANGE stays what the
+    # specification says, retried as it is.
+    def answer(context: Any, names: list[str]) -> Any:
+        context.abort(grpc.StatusCode.OUT_OF_RANGE, "offset past the end")
+
+    collector = GrpcCollector(answer)
+    try:
+        grpc_env(collector.endpoint)
+        result, tracker = _export(_spans(2))
+    finally:
+        collector.stop()
+    assert result is SpanExportResult.FAILURE
+    assert tracker.reason == "OUT_OF_RANGE: offset past the end"
+    assert (tracker.too_large, tracker.retryable) == (False, True)
