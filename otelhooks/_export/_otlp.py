@@ -29,7 +29,12 @@ from opentelemetry.sdk.metrics.export import (
 )
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from otelhooks._export._otlp_grpc import GRPC_LOGGER, GrpcSpanExporter, grpc_metric_options
+from otelhooks._export._otlp_grpc import (
+    GRPC_LOGGER,
+    GrpcSpanExporter,
+    grpc_metric_options,
+    otlp_timeout,
+)
 from otelhooks._export._report import DeliveryTracker, record_rejected
 from otelhooks._loopback import trust_env_for
 from otelhooks._worker import at_fork
@@ -216,7 +221,10 @@ def otlp_span_exporter(tracker: DeliveryTracker | None = None) -> SpanExporter:
         return GrpcSpanExporter(tracker)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as H
 
-    return H(session=_TrackedSession(tracker)) if tracker is not None else H()
+    timeout = otlp_timeout(os.environ, "TRACES")
+    if tracker is None:
+        return H(timeout=timeout)
+    return H(session=_TrackedSession(tracker), timeout=timeout)
 
 
 def otlp_metric_reader(tracker: DeliveryTracker | None = None) -> MetricReader:
@@ -229,7 +237,7 @@ def otlp_metric_reader(tracker: DeliveryTracker | None = None) -> MetricReader:
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as G
 
         if tracker is None:
-            return PeriodicExportingMetricReader(G())
+            return PeriodicExportingMetricReader(G(timeout=otlp_timeout(os.environ, "METRICS")))
 
         class CountedGrpc(_CountsExports, G):
             pass
@@ -237,13 +245,15 @@ def otlp_metric_reader(tracker: DeliveryTracker | None = None) -> MetricReader:
         return PeriodicExportingMetricReader(CountedGrpc(tracker, **grpc_metric_options(tracker)))
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as H
 
+    timeout = otlp_timeout(os.environ, "METRICS")
     if tracker is None:
-        return PeriodicExportingMetricReader(H())
+        return PeriodicExportingMetricReader(H(timeout=timeout))
 
     class CountedHttp(_CountsExports, H):
         pass
 
-    return PeriodicExportingMetricReader(CountedHttp(tracker, session=_TrackedSession(tracker)))
+    exporter = CountedHttp(tracker, session=_TrackedSession(tracker), timeout=timeout)
+    return PeriodicExportingMetricReader(exporter)
 
 
 class _CountsExports(MetricExporter):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import math
 import os
 import stat
 from collections.abc import Mapping, Sequence
@@ -30,6 +31,7 @@ __all__ = [
     "grpc_channel_options",
     "grpc_metric_options",
     "grpc_no_retries",
+    "otlp_timeout",
 ]
 
 GRPC_LOGGER = __name__  # its lines are summarised with the SDK exporters' (summarise_sdk_logs)
@@ -44,8 +46,8 @@ class GrpcSpanExporter(SpanExporter):
     retried whole, then lost whole, as "the exporter reported a failure". This one is made of the
     public pieces the SDK's is made of (the generated stub, the OTLP encoder, grpc's channels)
     and reads the same variables from ``settings``, each ``OTEL_EXPORTER_OTLP_TRACES_*`` before
-    its ``OTEL_EXPORTER_OTLP_*``: ``ENDPOINT``, ``INSECURE``, ``HEADERS``, ``TIMEOUT`` (seconds,
-    as the SDK reads it), ``COMPRESSION`` (``gzip``), ``CERTIFICATE``, ``CLIENT_KEY`` and
+    its ``OTEL_EXPORTER_OTLP_*``: ``ENDPOINT``, ``INSECURE``, ``HEADERS``, ``TIMEOUT``
+    (:func:`otlp_timeout`), ``COMPRESSION`` (``gzip``), ``CERTIFICATE``, ``CLIENT_KEY`` and
     ``CLIENT_CERTIFICATE``, and the credential provider (see :func:`_credentials`). It retries
     nothing: the span batch processor does.
 
@@ -79,7 +81,7 @@ class GrpcSpanExporter(SpanExporter):
         if headers is None:
             headers = parse_env_headers(setting("HEADERS") or "", liberal=True)
         self._metadata = tuple(headers.items())
-        self._timeout = timeout or float(setting("TIMEOUT") or 10)
+        self._timeout = otlp_timeout(settings, "TRACES") if timeout is None else timeout
         credentials, compression = _grpc_link(tracker, settings, "TRACES", url)
         options = grpc_channel_options(url).get("channel_options", ())
         target = urlsplit(url).netloc or url
@@ -135,6 +137,35 @@ def _setting(settings: Mapping[str, str], signal: str, name: str) -> str | None:
     return settings.get(f"OTEL_EXPORTER_OTLP_{signal}_{name}") or settings.get(
         f"OTEL_EXPORTER_OTLP_{name}"
     )
+
+
+def otlp_timeout(settings: Mapping[str, str], signal: str) -> float:
+    """Seconds an OTLP exporter of ``signal`` (``TRACES``, ``METRICS``) waits for an answer, the
+    one rule of all of otelhooks' OTLP exporters: ``OTEL_EXPORTER_OTLP_{signal}_TIMEOUT``, else
+    ``OTEL_EXPORTER_OTLP_TIMEOUT`` (seconds, as the Python SDK reads them), else 10.
+
+    ``0`` is the specification's "no limit", as long as it lets an implementation take for it
+    (2^31-1 ms); a value that is not a number, negative or not finite is logged and the default
+    used, as it says. Before, ``0`` and negative values failed every export at once in one
+    exporter and waited for ever in another, and a word raised in ``configure()``. A command's
+    or hook process's cap (fail-fast) and the shutdown deadline still bound every request
+    (:meth:`DeliveryTracker.timeout`): no setting makes a short-lived process wait on a stalled
+    collector."""
+    raw = (_setting(settings, signal, "TIMEOUT") or "").strip()
+    if not raw:
+        return _DEFAULT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < math.inf:
+        _grpc_log.warning("invalid OTLP timeout %r, using %g s", raw, _DEFAULT_TIMEOUT_S)
+        return _DEFAULT_TIMEOUT_S
+    return value or _NO_LIMIT_S
+
+
+_DEFAULT_TIMEOUT_S = 10.0
+_NO_LIMIT_S = (2**31 - 1) / 1000  # the specification's stand-in for no limit
 
 
 def _grpc_link(
@@ -285,7 +316,6 @@ def grpc_metric_options(tracker: DeliveryTracker | None) -> dict[str, Any]:
         "insecure": credentials is None,
         "credentials": credentials,
         "compression": compression,
+        "timeout": tracker.timeout(otlp_timeout(os.environ, "METRICS")),
     }
-    if tracker.fail_fast:
-        options["timeout"] = tracker.timeout(None)
     return options

@@ -8,6 +8,7 @@ Each test exports to a real server on 127.0.0.1: a real rotel collector (tonic),
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,6 +17,8 @@ import grpc
 import pytest
 from opentelemetry.sdk.trace.export import SpanExportResult
 
+from otelhooks._export._report import DeliveryTracker
+from otelhooks.integrations.coding_agents._environment import otlp_exporter
 from tests._realparts import OtlpHttpSink, rotel_binary, rotel_collector
 from tests.reliability.test_grpc_export_losses import (
     GrpcCollector,
@@ -73,3 +76,67 @@ def test_an_out_of_range_not_about_size_is_retried_whole(grpc_env: Callable[[str
     assert result is SpanExportResult.FAILURE
     assert tracker.reason == "OUT_OF_RANGE: offset past the end"
     assert (tracker.too_large, tracker.retryable) == (False, True)
+
+
+# -- OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]TIMEOUT: one rule for every exporter ----------------
+
+
+@pytest.mark.parametrize("timeout", ["0", "-1", "ten"])
+def test_an_odd_otlp_timeout_leaves_export_to_a_healthy_grpc_collector_working(
+    grpc_env: Callable[[str], None], monkeypatch: pytest.MonkeyPatch, timeout: str
+) -> None:
+    # 0 is the specification's "no limit"; a negative value or a word is ignored (logged), as
+    # it says. Before, 0 failed every metric export at once (the SDK's exporter), -1 every span
+    # and metric export, and a word made configure() raise.
+    collector = GrpcCollector()
+    try:
+        grpc_env(collector.endpoint)
+        monkeypatch.setenv("OTEL_METRICS_EXPORTER", "otlp")
+        monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", timeout)
+        oh, _ = _agent_run(lambda name: "small")
+        assert oh.force_flush(5.0)
+        assert oh.metrics.flush(5.0)
+        report = oh.shutdown(timeout_s=5.0, log=False)
+    finally:
+        collector.stop()
+    assert len(collector.spans) == 7
+    assert collector.metric_requests > 0
+    assert report.ok, report.lines()
+
+
+@pytest.mark.parametrize(
+    ("timeout", "cap"), [("0", 0.5), ("", 0.0)], ids=["no-limit", "zero-shutdown-timeout"]
+)
+def test_a_stalled_grpc_collector_holds_a_fail_fast_export_no_longer_than_its_cap(
+    timeout: str, cap: float
+) -> None:
+    # A hook process's exporter (fail-fast, capped by OTELHOOKS_SHUTDOWN_TIMEOUT) against a
+    # collector that takes the request and never answers. "No limit" never lifts the cap; a cap
+    # of 0 is the shortest wait. Before, a cap of 0 was taken for none: the export waited the
+    # exporter's whole 10 s, past the 1.5 s Claude Code gives a SessionEnd hook.
+    collector: GrpcCollector
+
+    def stalled(context: Any, names: list[str]) -> Any:
+        collector.release.wait(30)
+        return None
+
+    collector = GrpcCollector(stalled)
+    tracker = DeliveryTracker("spans", "", fail_fast=True, request_timeout_s=cap)
+    settings = {
+        "OTEL_EXPORTER_OTLP_ENDPOINT": collector.endpoint,
+        "OTEL_EXPORTER_OTLP_PROTOCOL": "grpc",
+        "OTEL_EXPORTER_OTLP_TIMEOUT": timeout,
+    }
+    try:
+        exporter = otlp_exporter(settings, tracker)
+        assert exporter is not None
+        started = time.monotonic()
+        result = exporter.export(_spans(1))
+        waited = time.monotonic() - started
+        exporter.shutdown()
+    finally:
+        collector.stop()
+    assert result is SpanExportResult.FAILURE
+    assert waited < cap + 2.0, waited
+    assert (tracker.reason or "").startswith("DEADLINE_EXCEEDED")
+    assert tracker.dead  # not tried again
