@@ -32,7 +32,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 from otelhooks._export._otlp_grpc import (
     GRPC_LOGGER,
     GrpcSpanExporter,
-    grpc_metric_options,
+    grpc_metric_exporter,
     otlp_timeout,
 )
 from otelhooks._export._report import DeliveryTracker, record_rejected
@@ -239,10 +239,7 @@ def otlp_metric_reader(tracker: DeliveryTracker | None = None) -> MetricReader:
         if tracker is None:
             return PeriodicExportingMetricReader(G(timeout=otlp_timeout(os.environ, "METRICS")))
 
-        class CountedGrpc(_CountsExports, G):
-            pass
-
-        return PeriodicExportingMetricReader(CountedGrpc(tracker, **grpc_metric_options(tracker)))
+        return PeriodicExportingMetricReader(grpc_metric_exporter(tracker, _CountsExports))
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as H
 
     timeout = otlp_timeout(os.environ, "METRICS")

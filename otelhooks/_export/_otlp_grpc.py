@@ -1,10 +1,10 @@
-"""OTLP over gRPC: our span exporter, and the options the SDK's metric exporter is given.
+"""OTLP over gRPC: our span exporter, and the SDK's metric exporter sending through our link.
 
-The SDK's gRPC span exporter keeps each answer to itself (a ``partial_success``, the status of a
+The SDK's gRPC exporters keep each answer to themselves (a ``partial_success``, the status of a
 batch over the collector's message limit), so spans go through :class:`GrpcSpanExporter`, made
-of the same public pieces. The SDK's metric exporter stays (the periodic reader takes its
-temporality and aggregation preferences from it), given our credentials, compression and no
-retries of its own (:func:`grpc_metric_options`).
+of the same public pieces, and metrics through the SDK's exporter (the periodic reader takes its
+temporality and aggregation preferences from it) whose exports go through the same
+:class:`GrpcLink` (:func:`grpc_metric_exporter`).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from importlib.metadata import entry_points
 from typing import Any
 from urllib.parse import urlsplit
 
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
@@ -27,15 +28,91 @@ from otelhooks._loopback import trust_env_for
 
 __all__ = [
     "GRPC_LOGGER",
+    "GrpcLink",
     "GrpcSpanExporter",
     "grpc_channel_options",
-    "grpc_metric_options",
-    "grpc_no_retries",
+    "grpc_metric_exporter",
     "otlp_timeout",
 ]
 
 GRPC_LOGGER = __name__  # its lines are summarised with the SDK exporters' (summarise_sdk_logs)
 _grpc_log = logging.getLogger(GRPC_LOGGER)
+
+
+class GrpcLink:
+    """A gRPC channel to an OTLP collector, and the requests sent on it, told to ``tracker``.
+
+    It reads the variables the SDK's exporters read from ``settings``, each
+    ``OTEL_EXPORTER_OTLP_{signal}_*`` before its ``OTEL_EXPORTER_OTLP_*``: ``ENDPOINT``,
+    ``INSECURE``, ``HEADERS``, ``TIMEOUT`` (:func:`otlp_timeout`), ``COMPRESSION`` (``gzip``),
+    ``CERTIFICATE``, ``CLIENT_KEY`` and ``CLIENT_CERTIFICATE``, and the credential provider
+    (see :func:`_credentials`). It retries nothing: the span batch processor does, and the
+    next metric export carries the cumulative sums.
+
+    Args:
+        tracker: records each failure (the timeout is capped by it while fail-fast).
+        settings: the variables.
+        signal: ``TRACES`` or ``METRICS``.
+        endpoint: instead of the endpoint variables.
+        headers: instead of the headers variables (names in lower case).
+        timeout: seconds, instead of the timeout variables.
+    """
+
+    def __init__(
+        self,
+        tracker: DeliveryTracker,
+        settings: Mapping[str, str],
+        signal: str,
+        *,
+        endpoint: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        import grpc
+        from opentelemetry.util.re import parse_env_headers
+
+        self.tracker = tracker
+        url = endpoint or _setting(settings, signal, "ENDPOINT") or "http://localhost:4317"
+        if headers is None:
+            headers = parse_env_headers(_setting(settings, signal, "HEADERS") or "", liberal=True)
+        self._metadata = tuple(headers.items())
+        self.timeout = otlp_timeout(settings, signal) if timeout is None else timeout
+        self.credentials, self.compression = _grpc_link(tracker, settings, signal, url)
+        options = grpc_channel_options(url).get("channel_options", ())
+        target = urlsplit(url).netloc or url
+        credentials, compression = self.credentials, self.compression
+        if credentials is None:
+            self.channel = grpc.insecure_channel(target, options, compression)
+        else:
+            self.channel = grpc.secure_channel(target, credentials, options, compression)
+        self._closed = False
+
+    def send(self, call: Any, request: Any, what: str) -> Any:
+        """``call``'s answer to ``request`` (``what``: "spans"), or ``None`` when there is none:
+        the tracker heard why, and a line is logged as the SDK's exporter logs it (summarised:
+        see summarise_sdk_logs)."""
+        import grpc
+
+        if self._closed:
+            return None
+        tracker = self.tracker
+        try:
+            timeout = tracker.timeout(self.timeout)
+            return call(request, metadata=self._metadata, timeout=timeout)
+        except grpc.RpcError as error:  # also a grpc.Call: its status and trailers
+            reason = _record_status(
+                tracker, error.code(), error.details(), error.trailing_metadata()
+            )
+        except (TypeError, ValueError) as error:  # metadata grpc will not send (text "-bin")
+            reason = f"the request could not be made: {one_line(str(error))}"
+            tracker.error(reason, status=400)
+        _grpc_log.warning("Failed to export %s to %s: %s", what, tracker.destination, reason)
+        return None
+
+    def close(self) -> None:
+        """Close the channel: later requests fail at once."""
+        self._closed = True
+        self.channel.close()
 
 
 class GrpcSpanExporter(SpanExporter):
@@ -45,11 +122,7 @@ class GrpcSpanExporter(SpanExporter):
     uncounted, and a batch over the collector's message limit (``RESOURCE_EXHAUSTED``) was
     retried whole, then lost whole, as "the exporter reported a failure". This one is made of the
     public pieces the SDK's is made of (the generated stub, the OTLP encoder, grpc's channels)
-    and reads the same variables from ``settings``, each ``OTEL_EXPORTER_OTLP_TRACES_*`` before
-    its ``OTEL_EXPORTER_OTLP_*``: ``ENDPOINT``, ``INSECURE``, ``HEADERS``, ``TIMEOUT``
-    (:func:`otlp_timeout`), ``COMPRESSION`` (``gzip``), ``CERTIFICATE``, ``CLIENT_KEY`` and
-    ``CLIENT_CERTIFICATE``, and the credential provider (see :func:`_credentials`). It retries
-    nothing: the span batch processor does.
+    and reads the same variables (:class:`GrpcLink`, ``TRACES``).
 
     Args:
         tracker: records each failure and partial success (the exporter's timeout is capped by
@@ -69,63 +142,28 @@ class GrpcSpanExporter(SpanExporter):
         headers: Mapping[str, str] | None = None,
         timeout: float | None = None,
     ) -> None:
-        import grpc
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
-        from opentelemetry.util.re import parse_env_headers
-
-        def setting(name: str) -> str | None:
-            return _setting(settings, "TRACES", name)
 
         self.tracker = tracker
-        url = endpoint or setting("ENDPOINT") or "http://localhost:4317"
-        if headers is None:
-            headers = parse_env_headers(setting("HEADERS") or "", liberal=True)
-        self._metadata = tuple(headers.items())
-        self._timeout = otlp_timeout(settings, "TRACES") if timeout is None else timeout
-        credentials, compression = _grpc_link(tracker, settings, "TRACES", url)
-        options = grpc_channel_options(url).get("channel_options", ())
-        target = urlsplit(url).netloc or url
-        if credentials is None:
-            self._channel = grpc.insecure_channel(target, options, compression)
-        else:
-            self._channel = grpc.secure_channel(target, credentials, options, compression)
-        self._stub = TraceServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._closed = False
+        self._link = GrpcLink(
+            tracker, settings, "TRACES", endpoint=endpoint, headers=headers, timeout=timeout
+        )
+        self._stub = TraceServiceStub(self._link.channel)  # type: ignore[no-untyped-call]
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Send ``spans`` in one request; the tracker hears why it failed or what was rejected."""
-        import grpc
         from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-        if self._closed:
+        answer = self._link.send(self._stub.Export, encode_spans(spans), "spans")
+        if answer is None:
             return SpanExportResult.FAILURE
-        tracker = self.tracker
-        request = encode_spans(spans)
-        try:
-            answer = self._stub.Export(
-                request,
-                metadata=self._metadata,
-                timeout=tracker.timeout(self._timeout),
-            )
-        except grpc.RpcError as error:  # also a grpc.Call: its status and trailers
-            reason = _record_status(
-                tracker, error.code(), error.details(), error.trailing_metadata()
-            )
-        except (TypeError, ValueError) as error:  # metadata grpc will not send (text "-bin")
-            reason = f"the request could not be made: {one_line(str(error))}"
-            tracker.error(reason, status=400)
-        else:
-            partial = answer.partial_success
-            record_rejected(tracker, partial.rejected_spans, "spans", partial.error_message)
-            return SpanExportResult.SUCCESS
-        # as the SDK's exporter logs it (summarised: see summarise_sdk_logs)
-        _grpc_log.warning("Failed to export spans to %s: %s", tracker.destination, reason)
-        return SpanExportResult.FAILURE
+        partial = answer.partial_success
+        record_rejected(self.tracker, partial.rejected_spans, "spans", partial.error_message)
+        return SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:
         """Close the channel: later exports fail at once."""
-        self._closed = True
-        self._channel.close()
+        self._link.close()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Nothing is buffered here."""
@@ -287,35 +325,53 @@ def grpc_channel_options(url: str) -> dict[str, Any]:
     return {} if trust_env_for(url) else {"channel_options": (("grpc.enable_http_proxy", 0),)}
 
 
-def grpc_no_retries() -> dict[str, Any]:
-    """The ``retryable_error_codes`` argument of a tracked gRPC exporter: none.
+def grpc_metric_exporter(tracker: DeliveryTracker, counted: type[Any]) -> MetricExporter:
+    """The gRPC metric exporter of a tracked destination, ``counted`` first in its bases.
 
-    The SDK's exporter retries a failed request with backoff until its timeout (10 s) and
-    hears of a shutdown only once the export is over: a script's exit with the collector down
-    waited its whole shutdown deadline (0.01 s over OTLP/HTTP). The span batch processor
-    retries a failed batch itself and stops at the shutdown; a metric export that fails is
-    counted, and the next one carries the cumulative sums. An empty list is the SDK's default
-    set, so the codes retried are the one no failure has.
-    """
-    from grpc import StatusCode
+    The SDK's exporter is its base: the periodic reader takes its temporality and aggregation
+    preferences from it, and they are the SDK's own, from its constructor (the
+    ``OTEL_EXPORTER_OTLP_METRICS_*`` variables included). Each export goes through a
+    :class:`GrpcLink` (``METRICS``), as spans do: the SDK's keeps the answer to itself, so a
+    collector's ``partial_success`` went uncounted and each failure was "the exporter reported
+    a failure"; it also retried with backoff until its timeout, deaf to a shutdown. The SDK's
+    channel is given the link's credentials (so it reads no TLS file or provider itself) and
+    is never used."""
+    from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+    from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2_grpc import (
+        MetricsServiceStub,
+    )
 
-    return {"retryable_error_codes": (StatusCode.OK,)}
+    link = GrpcLink(tracker, os.environ, "METRICS")
 
+    class Linked(OTLPMetricExporter):
+        def export(
+            self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+        ) -> MetricExportResult:
+            answer = link.send(stub.Export, encode_metrics(metrics_data), "metrics")
+            if answer is None:
+                return MetricExportResult.FAILURE
+            partial = answer.partial_success
+            count, message = partial.rejected_data_points, partial.error_message
+            record_rejected(tracker, count, "data points", message)
+            return MetricExportResult.SUCCESS
 
-def grpc_metric_options(tracker: DeliveryTracker | None) -> dict[str, Any]:
-    """The gRPC metric exporter's options for a tracked destination: no retries of its own
-    (:func:`grpc_no_retries`), no proxy for a loopback one, and the credentials and compression
-    the span exporter's rule gives (:func:`_grpc_link`)."""
-    if tracker is None:
-        return {}
-    credentials, compression = _grpc_link(tracker, os.environ, "METRICS", tracker.destination)
-    options: dict[str, Any] = {
-        **grpc_no_retries(),
-        **grpc_channel_options(tracker.destination),
-        # ours, so that the SDK's exporter reads no TLS file or provider itself
-        "insecure": credentials is None,
-        "credentials": credentials,
-        "compression": compression,
-        "timeout": tracker.timeout(otlp_timeout(os.environ, "METRICS")),
-    }
-    return options
+        def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+            link.close()
+            super().shutdown(timeout_millis, **kwargs)
+
+    stub = MetricsServiceStub(link.channel)  # type: ignore[no-untyped-call]
+
+    class Counted(counted, Linked):  # type: ignore[misc]
+        pass
+
+    credentials = link.credentials
+    made: Any = Counted  # ``counted``'s constructor: the tracker, then the SDK's options
+    exporter: MetricExporter = made(
+        tracker,
+        insecure=credentials is None,
+        credentials=credentials,
+        compression=link.compression,
+        timeout=link.timeout,
+    )
+    return exporter

@@ -15,6 +15,7 @@ from typing import Any
 
 import grpc
 import pytest
+from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from otelhooks._export._report import DeliveryTracker
@@ -140,3 +141,47 @@ def test_a_stalled_grpc_collector_holds_a_fail_fast_export_no_longer_than_its_ca
     assert waited < cap + 2.0, waited
     assert (tracker.reason or "").startswith("DEADLINE_EXCEEDED")
     assert tracker.dead  # not tried again
+
+
+# -- metrics over gRPC: the answer is read, as for spans ------------------------------------------
+
+
+def test_a_grpc_collectors_metrics_partial_success_is_counted_and_reported(
+    grpc_env: Callable[[str], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before, the SDK's gRPC metric exporter kept the answer to itself: data points a collector
+    # said it did not keep (a cardinality limit) were reported accepted. Over OTLP/HTTP they
+    # were already counted.
+    partial = metrics_service_pb2.ExportMetricsPartialSuccess(
+        rejected_data_points=1, error_message="cardinality\nlimit"
+    )
+    answer = metrics_service_pb2.ExportMetricsServiceResponse(partial_success=partial)
+    collector = GrpcCollector(metrics_answer=answer)
+    try:
+        grpc_env(collector.endpoint)
+        monkeypatch.setenv("OTEL_METRICS_EXPORTER", "otlp")
+        oh, _ = _agent_run(lambda name: "small")
+        assert oh.metrics.flush(5.0)
+        report = oh.shutdown(timeout_s=5.0, log=False)
+    finally:
+        collector.stop()
+    spans, metric_exports = report
+    assert spans.ok
+    assert metric_exports.sent == collector.metric_requests > 0
+    assert (metric_exports.delivered, metric_exports.failed) == (0, metric_exports.sent)
+    assert metric_exports.reason == "1 data points rejected: cardinality limit"
+
+
+def test_a_grpc_metrics_failure_says_the_collectors_status(
+    grpc_env: Callable[[str], None], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Before: "the exporter reported a failure", whatever the collector said.
+    collector = GrpcCollector()
+    collector.stop()  # nothing listens on its port any more
+    grpc_env(collector.endpoint)
+    monkeypatch.setenv("OTEL_METRICS_EXPORTER", "otlp")
+    oh, _ = _agent_run(lambda name: "small")
+    report = oh.shutdown(timeout_s=2.0, log=False)
+    metric_exports = report.destinations[-1]
+    assert metric_exports.delivered == 0
+    assert (metric_exports.reason or "").startswith("UNAVAILABLE"), metric_exports.reason
