@@ -101,7 +101,7 @@ class GrpcLink:
             return call(request, metadata=self._metadata, timeout=timeout)
         except grpc.RpcError as error:  # also a grpc.Call: its status and trailers
             reason = _record_status(
-                tracker, error.code(), error.details(), error.trailing_metadata()
+                tracker, error.code(), error.details(), error.trailing_metadata(), self.compression
             )
         except (TypeError, ValueError) as error:  # metadata grpc will not send (text "-bin")
             reason = f"the request could not be made: {one_line(str(error))}"
@@ -288,22 +288,35 @@ def _read_file(tracker: DeliveryTracker, path: str | None) -> bytes | None:
 _MAX_TLS_FILE = 4 << 20
 
 
-def _record_status(tracker: DeliveryTracker, code: Any, details: str | None, trailers: Any) -> str:
+def _record_status(
+    tracker: DeliveryTracker, code: Any, details: str | None, trailers: Any, compression: Any
+) -> str:
     """Tell ``tracker`` of a failed gRPC export, in the terms of the HTTP answer each status
     stands for in the OTLP specification, so that one rule (:func:`permanent_status`, the 413
     split) decides both: ``RESOURCE_EXHAUSTED`` without ``RetryInfo`` is a request too large
     (never retried: sent again in halves), and so is tonic's ``OUT_OF_RANGE`` "decoded message
     length too large" (rotel's, any Rust collector's: retried whole as OUT_OF_RANGE is, the
     batch was lost whole); the codes the specification does not retry are permanent, and a
-    collector that cannot be reached or did not answer in time is dead while fail-fast.
+    collector that cannot be reached or did not answer in time is dead while fail-fast. An
+    answer too large for our client to read (``compression``: the request's) is none of these.
     Returns the reason recorded."""
+    import grpc
+
     name = str(code.name)
+    text = details or ""
     retry_later = any(key == "google.rpc.retryinfo-bin" for key, _ in trailers or ())
     status = _AS_HTTP.get(name, None if name in _RETRYABLE else 400)
     if name == "RESOURCE_EXHAUSTED" and retry_later:
         status = 429
-    elif name == "OUT_OF_RANGE" and _TONIC_TOO_LARGE in (details or ""):
+    elif name == "OUT_OF_RANGE" and _TONIC_TOO_LARGE in text:
         status = 413
+    elif _ANSWER_TOO_LARGE in text or (
+        # a request not compressed was not decompressed: the answer was (a gzip bomb)
+        _DECOMPRESSED_TOO_LARGE in text and compression == grpc.Compression.NoCompression
+    ):
+        # The collector's answer, past what our client reads (4 MiB): the request was probably
+        # kept, so it is neither sent again nor in halves (each half a copy of its spans).
+        status = 400
     reason = f"{name}: {one_line(details)}" if details else name
     tracker.error(reason, status=status, dead=name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"))
     return reason
@@ -317,6 +330,10 @@ _AS_HTTP = {"RESOURCE_EXHAUSTED": 413, "UNAUTHENTICATED": 401, "PERMISSION_DENIE
 # tonic's words for a request over its decoding limit (grpc-go and grpc's core answer
 # RESOURCE_EXHAUSTED); any other OUT_OF_RANGE stays retried, as the specification says
 _TONIC_TOO_LARGE = "decoded message length too large"
+# gRPC's core's words for an answer too large for our client to read (the second is also a
+# server's for a compressed request too large once decompressed)
+_ANSWER_TOO_LARGE = "CLIENT: Received message larger than max"
+_DECOMPRESSED_TOO_LARGE = "Decompressed message larger than max"
 
 
 def grpc_channel_options(url: str) -> dict[str, Any]:

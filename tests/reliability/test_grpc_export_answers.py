@@ -16,6 +16,7 @@ from typing import Any
 import grpc
 import pytest
 from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
+from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
 from opentelemetry.sdk.trace.export import SpanExportResult
 
 from otelhooks._export._report import DeliveryTracker
@@ -185,3 +186,41 @@ def test_a_grpc_metrics_failure_says_the_collectors_status(
     metric_exports = report.destinations[-1]
     assert metric_exports.delivered == 0
     assert (metric_exports.reason or "").startswith("UNAVAILABLE"), metric_exports.reason
+
+
+@pytest.mark.parametrize(
+    ("gzip", "said"),
+    [
+        (True, "Decompressed message larger than max"),
+        (False, "CLIENT: Received message larger than max"),
+    ],
+    ids=["gzip-bomb", "plain"],
+)
+def test_a_grpc_answer_too_large_to_read_is_not_taken_for_a_request_too_large(
+    grpc_env: Callable[[str], None], gzip: bool, said: str
+) -> None:
+    # A collector's answer past the 4 MiB our client reads (a gzip bomb: 6 KB on the wire, 6
+    # MiB once decompressed) is RESOURCE_EXHAUSTED from our own client. Before, it was taken
+    # for "the request was too large": the batch the collector had kept was sent again in
+    # halves, down to each span (each span received up to 4 times), all reported failed.
+    collector: GrpcCollector
+
+    def bomb(context: Any, names: list[str]) -> Any:
+        collector.spans.extend(names)
+        if gzip:
+            context.set_compression(grpc.Compression.Gzip)
+        partial = trace_service_pb2.ExportTracePartialSuccess(error_message="x" * (6 << 20))
+        return trace_service_pb2.ExportTraceServiceResponse(partial_success=partial)
+
+    collector = GrpcCollector(bomb)
+    try:
+        grpc_env(collector.endpoint)
+        oh, _ = _agent_run(lambda name: "small")
+        assert oh.force_flush(5.0)
+        report = oh.shutdown(timeout_s=5.0, log=False)
+    finally:
+        collector.stop()
+    assert len(collector.spans) == 7  # each once
+    [destination] = report.destinations
+    assert destination.failed == 7  # the answer could not be read: not known to be kept
+    assert said in (destination.reason or "")
