@@ -183,12 +183,12 @@ def otlp_timeout(settings: Mapping[str, str], signal: str) -> float:
     ``OTEL_EXPORTER_OTLP_TIMEOUT`` (seconds, as the Python SDK reads them), else 10.
 
     ``0`` is the specification's "no limit", as long as it lets an implementation take for it
-    (2^31-1 ms); a value that is not a number, negative or not finite is logged and the default
-    used, as it says. Before, ``0`` and negative values failed every export at once in one
-    exporter and waited for ever in another, and a word raised in ``configure()``. A command's
-    or hook process's cap (fail-fast) and the shutdown deadline still bound every request
-    (:meth:`DeliveryTracker.timeout`): no setting makes a short-lived process wait on a stalled
-    collector."""
+    (2^31-1 ms, also the longest wait); a value that is not a number, negative or not finite is
+    logged and the default used, as it says. Before, ``0`` and negative values failed every
+    export at once in one exporter and waited for ever in another, and a word raised in
+    ``configure()``. A command's or hook process's cap (fail-fast) and the shutdown deadline
+    still bound every request (:meth:`DeliveryTracker.timeout`): no setting makes a
+    short-lived process wait on a stalled collector."""
     raw = (_setting(settings, signal, "TIMEOUT") or "").strip()
     if not raw:
         return _DEFAULT_TIMEOUT_S
@@ -199,7 +199,8 @@ def otlp_timeout(settings: Mapping[str, str], signal: str) -> float:
     if not 0 <= value < math.inf:
         _grpc_log.warning("invalid OTLP timeout %r, using %g s", raw, _DEFAULT_TIMEOUT_S)
         return _DEFAULT_TIMEOUT_S
-    return value or _NO_LIMIT_S
+    # past it (1e12 s) gRPC's deadline overflowed: every export failed at once
+    return min(value or _NO_LIMIT_S, _NO_LIMIT_S)
 
 
 _DEFAULT_TIMEOUT_S = 10.0

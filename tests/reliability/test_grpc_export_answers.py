@@ -83,13 +83,14 @@ def test_an_out_of_range_not_about_size_is_retried_whole(grpc_env: Callable[[str
 # -- OTEL_EXPORTER_OTLP_[TRACES_|METRICS_]TIMEOUT: one rule for every exporter ----------------
 
 
-@pytest.mark.parametrize("timeout", ["0", "-1", "ten"])
+@pytest.mark.parametrize("timeout", ["0", "-1", "ten", "1e12"])
 def test_an_odd_otlp_timeout_leaves_export_to_a_healthy_grpc_collector_working(
     grpc_env: Callable[[str], None], monkeypatch: pytest.MonkeyPatch, timeout: str
 ) -> None:
     # 0 is the specification's "no limit"; a negative value or a word is ignored (logged), as
-    # it says. Before, 0 failed every metric export at once (the SDK's exporter), -1 every span
-    # and metric export, and a word made configure() raise.
+    # it says; a longer wait than 2^31-1 ms is that. Before, 0 failed every metric export at
+    # once (the SDK's exporter), -1 and 1e12 (gRPC's deadline overflowed) every span and metric
+    # export, and a word made configure() raise.
     collector = GrpcCollector()
     try:
         grpc_env(collector.endpoint)
