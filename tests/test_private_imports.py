@@ -37,6 +37,8 @@ ALLOWED: dict[str, str] = {
     "(types refused, defaults filled), on each schema shape the SDK lists",
     "reliability/test_grpc_export_losses.py": "the gRPC span exporter's reading of a status "
     "and a partial success, on its delivery tracker",
+    "reliability/test_grpc_export_answers.py": "the exporter a coding agent's hook process "
+    "builds, on its delivery tracker (fail-fast, its cap)",
     "web/test_inbox_answers.py": "which answers the inbox keeps for their askers",
     "replay/test_replay_fidelity.py": "that a dry run puts nothing in the process's approvals "
     "inbox",

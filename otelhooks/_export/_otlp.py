@@ -11,6 +11,7 @@ timeout into an error the SDK does not retry. gRPC spans go through our own
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import os
@@ -29,7 +30,12 @@ from opentelemetry.sdk.metrics.export import (
 )
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from otelhooks._export._otlp_grpc import GRPC_LOGGER, GrpcSpanExporter, grpc_metric_options
+from otelhooks._export._otlp_grpc import (
+    GRPC_LOGGER,
+    GrpcSpanExporter,
+    grpc_metric_exporter,
+    otlp_timeout,
+)
 from otelhooks._export._report import DeliveryTracker, record_rejected
 from otelhooks._loopback import trust_env_for
 from otelhooks._worker import at_fork
@@ -126,6 +132,7 @@ class _TrackedSession(requests.Session):
             raise GiveUp(tracker.reason or "the destination did not answer")
         timeout = tracker.timeout(kwargs.get("timeout"))
         kwargs["timeout"] = timeout
+        kwargs["stream"] = True  # the answer is read below, bounded (_answer)
         if not trust_env_for(url):
             # a collector on this machine is reached directly: a proxy's empty 200 would pass
             # for an accepted export (each ``None`` unsets what the environment names)
@@ -138,6 +145,12 @@ class _TrackedSession(requests.Session):
             if tracker.fail_fast:
                 raise GiveUp(reason) from exc
             raise
+        with response:  # once read (bounded), its connection is free again: nothing else reads it
+            self._judge(url, response)
+        return response
+
+    def _judge(self, url: str, response: requests.Response) -> None:
+        tracker = self.tracker
         if 300 <= response.status_code < 400:
             # The SDK's client never follows a redirect and takes it for an accepted export:
             # every span sent to an http:// endpoint that redirects to https:// (or to a login
@@ -158,12 +171,29 @@ class _TrackedSession(requests.Session):
             reason = f"{response.status_code} {response.reason} with an HTML page, not OTLP"
             tracker.error(" ".join(reason.split()))
             raise GiveUp(reason)
-        elif response.content:
-            _count_rejected(tracker, response)
-        return response
+        elif body := _answer(response):
+            _count_rejected(tracker, response.headers.get("Content-Type", ""), body)
 
 
-def _count_rejected(tracker: DeliveryTracker, response: requests.Response) -> None:
+def _answer(response: requests.Response) -> bytes:
+    """The answer's body, decompressed as it is read, empty past 1 MiB (an OTLP answer takes a
+    few bytes). requests reads and decompresses a whole body: a collector's gzip bomb (1 MB on
+    the wire, 1 GB of zeros) held a hook process 20 s and 2 GB of memory."""
+    body = bytearray()
+    try:
+        for chunk in response.iter_content(_MAX_ANSWER // 16):
+            body += chunk
+            if len(body) > _MAX_ANSWER:
+                return b""
+    except (requests.RequestException, OSError):
+        return b""  # cut off, or not what its encoding says: nothing it says can be counted
+    return bytes(body)
+
+
+_MAX_ANSWER = 1 << 20
+
+
+def _count_rejected(tracker: DeliveryTracker, content_type: str, body: bytes) -> None:
     """Record the OTLP ``partialSuccess`` of an accepted answer: the SDK's exporters take any
     2xx for a whole success, so spans a collector (``otelhooks serve`` with a full queue among
     them) said it did not keep were reported exported and counted nowhere."""
@@ -178,15 +208,15 @@ def _count_rejected(tracker: DeliveryTracker, response: requests.Response) -> No
     spans = tracker.kind == "spans"
     noun = "spans" if spans else "data points"
     try:
-        if response.headers.get("Content-Type", "").startswith("application/json"):
-            partial = response.json().get("partialSuccess") or {}
+        if content_type.startswith("application/json"):
+            partial = json.loads(body).get("partialSuccess") or {}
             count = int(partial.get("rejectedSpans" if spans else "rejectedDataPoints") or 0)
             message = str(partial.get("errorMessage") or "")
         elif spans:
-            traces = ExportTraceServiceResponse.FromString(response.content).partial_success
+            traces = ExportTraceServiceResponse.FromString(body).partial_success
             count, message = traces.rejected_spans, traces.error_message
         else:
-            points = ExportMetricsServiceResponse.FromString(response.content).partial_success
+            points = ExportMetricsServiceResponse.FromString(body).partial_success
             count, message = points.rejected_data_points, points.error_message
     except (DecodeError, ValueError, TypeError, AttributeError):
         return  # not an OTLP answer: nothing it says can be counted
@@ -216,7 +246,10 @@ def otlp_span_exporter(tracker: DeliveryTracker | None = None) -> SpanExporter:
         return GrpcSpanExporter(tracker)
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter as H
 
-    return H(session=_TrackedSession(tracker)) if tracker is not None else H()
+    timeout = otlp_timeout(os.environ, "TRACES")
+    if tracker is None:
+        return H(timeout=timeout)
+    return H(session=_TrackedSession(tracker), timeout=timeout)
 
 
 def otlp_metric_reader(tracker: DeliveryTracker | None = None) -> MetricReader:
@@ -229,21 +262,20 @@ def otlp_metric_reader(tracker: DeliveryTracker | None = None) -> MetricReader:
         from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter as G
 
         if tracker is None:
-            return PeriodicExportingMetricReader(G())
+            return PeriodicExportingMetricReader(G(timeout=otlp_timeout(os.environ, "METRICS")))
 
-        class CountedGrpc(_CountsExports, G):
-            pass
-
-        return PeriodicExportingMetricReader(CountedGrpc(tracker, **grpc_metric_options(tracker)))
+        return PeriodicExportingMetricReader(grpc_metric_exporter(tracker, _CountsExports))
     from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter as H
 
+    timeout = otlp_timeout(os.environ, "METRICS")
     if tracker is None:
-        return PeriodicExportingMetricReader(H())
+        return PeriodicExportingMetricReader(H(timeout=timeout))
 
     class CountedHttp(_CountsExports, H):
         pass
 
-    return PeriodicExportingMetricReader(CountedHttp(tracker, session=_TrackedSession(tracker)))
+    exporter = CountedHttp(tracker, session=_TrackedSession(tracker), timeout=timeout)
+    return PeriodicExportingMetricReader(exporter)
 
 
 class _CountsExports(MetricExporter):

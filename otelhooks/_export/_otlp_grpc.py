@@ -1,16 +1,17 @@
-"""OTLP over gRPC: our span exporter, and the options the SDK's metric exporter is given.
+"""OTLP over gRPC: our span exporter, and the SDK's metric exporter sending through our link.
 
-The SDK's gRPC span exporter keeps each answer to itself (a ``partial_success``, the status of a
+The SDK's gRPC exporters keep each answer to themselves (a ``partial_success``, the status of a
 batch over the collector's message limit), so spans go through :class:`GrpcSpanExporter`, made
-of the same public pieces. The SDK's metric exporter stays (the periodic reader takes its
-temporality and aggregation preferences from it), given our credentials, compression and no
-retries of its own (:func:`grpc_metric_options`).
+of the same public pieces, and metrics through the SDK's exporter (the periodic reader takes its
+temporality and aggregation preferences from it) whose exports go through the same
+:class:`GrpcLink` (:func:`grpc_metric_exporter`).
 """
 
 from __future__ import annotations
 
 import errno
 import logging
+import math
 import os
 import stat
 from collections.abc import Mapping, Sequence
@@ -18,6 +19,7 @@ from importlib.metadata import entry_points
 from typing import Any
 from urllib.parse import urlsplit
 
+from opentelemetry.sdk.metrics.export import MetricExporter, MetricExportResult, MetricsData
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
@@ -26,14 +28,91 @@ from otelhooks._loopback import trust_env_for
 
 __all__ = [
     "GRPC_LOGGER",
+    "GrpcLink",
     "GrpcSpanExporter",
     "grpc_channel_options",
-    "grpc_metric_options",
-    "grpc_no_retries",
+    "grpc_metric_exporter",
+    "otlp_timeout",
 ]
 
 GRPC_LOGGER = __name__  # its lines are summarised with the SDK exporters' (summarise_sdk_logs)
 _grpc_log = logging.getLogger(GRPC_LOGGER)
+
+
+class GrpcLink:
+    """A gRPC channel to an OTLP collector, and the requests sent on it, told to ``tracker``.
+
+    It reads the variables the SDK's exporters read from ``settings``, each
+    ``OTEL_EXPORTER_OTLP_{signal}_*`` before its ``OTEL_EXPORTER_OTLP_*``: ``ENDPOINT``,
+    ``INSECURE``, ``HEADERS``, ``TIMEOUT`` (:func:`otlp_timeout`), ``COMPRESSION`` (``gzip``),
+    ``CERTIFICATE``, ``CLIENT_KEY`` and ``CLIENT_CERTIFICATE``, and the credential provider
+    (see :func:`_credentials`). It retries nothing: the span batch processor does, and the
+    next metric export carries the cumulative sums.
+
+    Args:
+        tracker: records each failure (the timeout is capped by it while fail-fast).
+        settings: the variables.
+        signal: ``TRACES`` or ``METRICS``.
+        endpoint: instead of the endpoint variables.
+        headers: instead of the headers variables (names in lower case).
+        timeout: seconds, instead of the timeout variables.
+    """
+
+    def __init__(
+        self,
+        tracker: DeliveryTracker,
+        settings: Mapping[str, str],
+        signal: str,
+        *,
+        endpoint: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        timeout: float | None = None,
+    ) -> None:
+        import grpc
+        from opentelemetry.util.re import parse_env_headers
+
+        self.tracker = tracker
+        url = endpoint or _setting(settings, signal, "ENDPOINT") or "http://localhost:4317"
+        if headers is None:
+            headers = parse_env_headers(_setting(settings, signal, "HEADERS") or "", liberal=True)
+        self._metadata = tuple(headers.items())
+        self.timeout = otlp_timeout(settings, signal) if timeout is None else timeout
+        self.credentials, self.compression = _grpc_link(tracker, settings, signal, url)
+        options = grpc_channel_options(url).get("channel_options", ())
+        target = urlsplit(url).netloc or url
+        credentials, compression = self.credentials, self.compression
+        if credentials is None:
+            self.channel = grpc.insecure_channel(target, options, compression)
+        else:
+            self.channel = grpc.secure_channel(target, credentials, options, compression)
+        self._closed = False
+
+    def send(self, call: Any, request: Any, what: str) -> Any:
+        """``call``'s answer to ``request`` (``what``: "spans"), or ``None`` when there is none:
+        the tracker heard why, and a line is logged as the SDK's exporter logs it (summarised:
+        see summarise_sdk_logs)."""
+        import grpc
+
+        if self._closed:
+            return None
+        tracker = self.tracker
+        try:
+            timeout = tracker.timeout(self.timeout)
+            return call(request, metadata=self._metadata, timeout=timeout)
+        except grpc.RpcError as error:  # also a grpc.Call: its status and trailers
+            reason = _record_status(
+                tracker, error.code(), error.details(), error.trailing_metadata(), self.compression
+            )
+        except (TypeError, ValueError) as error:  # metadata grpc will not send (text "-bin")
+            reason = f"the request could not be made: {one_line(str(error))}"
+            tracker.error(reason, status=400)
+        _grpc_log.warning("Failed to export %s to %s: %s", what, tracker.destination, reason)
+        return None
+
+    def close(self) -> None:
+        """Close the channel: later requests fail at once."""
+        self._closed = True
+        self.channel.close()
 
 
 class GrpcSpanExporter(SpanExporter):
@@ -43,11 +122,7 @@ class GrpcSpanExporter(SpanExporter):
     uncounted, and a batch over the collector's message limit (``RESOURCE_EXHAUSTED``) was
     retried whole, then lost whole, as "the exporter reported a failure". This one is made of the
     public pieces the SDK's is made of (the generated stub, the OTLP encoder, grpc's channels)
-    and reads the same variables from ``settings``, each ``OTEL_EXPORTER_OTLP_TRACES_*`` before
-    its ``OTEL_EXPORTER_OTLP_*``: ``ENDPOINT``, ``INSECURE``, ``HEADERS``, ``TIMEOUT`` (seconds,
-    as the SDK reads it), ``COMPRESSION`` (``gzip``), ``CERTIFICATE``, ``CLIENT_KEY`` and
-    ``CLIENT_CERTIFICATE``, and the credential provider (see :func:`_credentials`). It retries
-    nothing: the span batch processor does.
+    and reads the same variables (:class:`GrpcLink`, ``TRACES``).
 
     Args:
         tracker: records each failure and partial success (the exporter's timeout is capped by
@@ -67,63 +142,28 @@ class GrpcSpanExporter(SpanExporter):
         headers: Mapping[str, str] | None = None,
         timeout: float | None = None,
     ) -> None:
-        import grpc
         from opentelemetry.proto.collector.trace.v1.trace_service_pb2_grpc import TraceServiceStub
-        from opentelemetry.util.re import parse_env_headers
-
-        def setting(name: str) -> str | None:
-            return _setting(settings, "TRACES", name)
 
         self.tracker = tracker
-        url = endpoint or setting("ENDPOINT") or "http://localhost:4317"
-        if headers is None:
-            headers = parse_env_headers(setting("HEADERS") or "", liberal=True)
-        self._metadata = tuple(headers.items())
-        self._timeout = timeout or float(setting("TIMEOUT") or 10)
-        credentials, compression = _grpc_link(tracker, settings, "TRACES", url)
-        options = grpc_channel_options(url).get("channel_options", ())
-        target = urlsplit(url).netloc or url
-        if credentials is None:
-            self._channel = grpc.insecure_channel(target, options, compression)
-        else:
-            self._channel = grpc.secure_channel(target, credentials, options, compression)
-        self._stub = TraceServiceStub(self._channel)  # type: ignore[no-untyped-call]
-        self._closed = False
+        self._link = GrpcLink(
+            tracker, settings, "TRACES", endpoint=endpoint, headers=headers, timeout=timeout
+        )
+        self._stub = TraceServiceStub(self._link.channel)  # type: ignore[no-untyped-call]
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         """Send ``spans`` in one request; the tracker hears why it failed or what was rejected."""
-        import grpc
         from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-        if self._closed:
+        answer = self._link.send(self._stub.Export, encode_spans(spans), "spans")
+        if answer is None:
             return SpanExportResult.FAILURE
-        tracker = self.tracker
-        request = encode_spans(spans)
-        try:
-            answer = self._stub.Export(
-                request,
-                metadata=self._metadata,
-                timeout=tracker.timeout(self._timeout),
-            )
-        except grpc.RpcError as error:  # also a grpc.Call: its status and trailers
-            reason = _record_status(
-                tracker, error.code(), error.details(), error.trailing_metadata()
-            )
-        except (TypeError, ValueError) as error:  # metadata grpc will not send (text "-bin")
-            reason = f"the request could not be made: {one_line(str(error))}"
-            tracker.error(reason, status=400)
-        else:
-            partial = answer.partial_success
-            record_rejected(tracker, partial.rejected_spans, "spans", partial.error_message)
-            return SpanExportResult.SUCCESS
-        # as the SDK's exporter logs it (summarised: see summarise_sdk_logs)
-        _grpc_log.warning("Failed to export spans to %s: %s", tracker.destination, reason)
-        return SpanExportResult.FAILURE
+        partial = answer.partial_success
+        record_rejected(self.tracker, partial.rejected_spans, "spans", partial.error_message)
+        return SpanExportResult.SUCCESS
 
     def shutdown(self) -> None:
         """Close the channel: later exports fail at once."""
-        self._closed = True
-        self._channel.close()
+        self._link.close()
 
     def force_flush(self, timeout_millis: int = 30_000) -> bool:
         """Nothing is buffered here."""
@@ -135,6 +175,36 @@ def _setting(settings: Mapping[str, str], signal: str, name: str) -> str | None:
     return settings.get(f"OTEL_EXPORTER_OTLP_{signal}_{name}") or settings.get(
         f"OTEL_EXPORTER_OTLP_{name}"
     )
+
+
+def otlp_timeout(settings: Mapping[str, str], signal: str) -> float:
+    """Seconds an OTLP exporter of ``signal`` (``TRACES``, ``METRICS``) waits for an answer, the
+    one rule of all of otelhooks' OTLP exporters: ``OTEL_EXPORTER_OTLP_{signal}_TIMEOUT``, else
+    ``OTEL_EXPORTER_OTLP_TIMEOUT`` (seconds, as the Python SDK reads them), else 10.
+
+    ``0`` is the specification's "no limit", as long as it lets an implementation take for it
+    (2^31-1 ms, also the longest wait); a value that is not a number, negative or not finite is
+    logged and the default used, as it says. Before, ``0`` and negative values failed every
+    export at once in one exporter and waited for ever in another, and a word raised in
+    ``configure()``. A command's or hook process's cap (fail-fast) and the shutdown deadline
+    still bound every request (:meth:`DeliveryTracker.timeout`): no setting makes a
+    short-lived process wait on a stalled collector."""
+    raw = (_setting(settings, signal, "TIMEOUT") or "").strip()
+    if not raw:
+        return _DEFAULT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value < math.inf:
+        _grpc_log.warning("invalid OTLP timeout %r, using %g s", raw, _DEFAULT_TIMEOUT_S)
+        return _DEFAULT_TIMEOUT_S
+    # past it (1e12 s) gRPC's deadline overflowed: every export failed at once
+    return min(value or _NO_LIMIT_S, _NO_LIMIT_S)
+
+
+_DEFAULT_TIMEOUT_S = 10.0
+_NO_LIMIT_S = (2**31 - 1) / 1000  # the specification's stand-in for no limit
 
 
 def _grpc_link(
@@ -219,18 +289,35 @@ def _read_file(tracker: DeliveryTracker, path: str | None) -> bytes | None:
 _MAX_TLS_FILE = 4 << 20
 
 
-def _record_status(tracker: DeliveryTracker, code: Any, details: str | None, trailers: Any) -> str:
+def _record_status(
+    tracker: DeliveryTracker, code: Any, details: str | None, trailers: Any, compression: Any
+) -> str:
     """Tell ``tracker`` of a failed gRPC export, in the terms of the HTTP answer each status
     stands for in the OTLP specification, so that one rule (:func:`permanent_status`, the 413
     split) decides both: ``RESOURCE_EXHAUSTED`` without ``RetryInfo`` is a request too large
-    (never retried: sent again in halves), the codes the specification does not retry are
-    permanent, and a collector that cannot be reached or did not answer in time is dead while
-    fail-fast. Returns the reason recorded."""
+    (never retried: sent again in halves), and so is tonic's ``OUT_OF_RANGE`` "decoded message
+    length too large" (rotel's, any Rust collector's: retried whole as OUT_OF_RANGE is, the
+    batch was lost whole); the codes the specification does not retry are permanent, and a
+    collector that cannot be reached or did not answer in time is dead while fail-fast. An
+    answer too large for our client to read (``compression``: the request's) is none of these.
+    Returns the reason recorded."""
+    import grpc
+
     name = str(code.name)
+    text = details or ""
     retry_later = any(key == "google.rpc.retryinfo-bin" for key, _ in trailers or ())
     status = _AS_HTTP.get(name, None if name in _RETRYABLE else 400)
     if name == "RESOURCE_EXHAUSTED" and retry_later:
         status = 429
+    elif name == "OUT_OF_RANGE" and _TONIC_TOO_LARGE in text:
+        status = 413
+    elif _ANSWER_TOO_LARGE in text or (
+        # a request not compressed was not decompressed: the answer was (a gzip bomb)
+        _DECOMPRESSED_TOO_LARGE in text and compression == grpc.Compression.NoCompression
+    ):
+        # The collector's answer, past what our client reads (4 MiB): the request was probably
+        # kept, so it is neither sent again nor in halves (each half a copy of its spans).
+        status = 400
     reason = f"{name}: {one_line(details)}" if details else name
     tracker.error(reason, status=status, dead=name in ("UNAVAILABLE", "DEADLINE_EXCEEDED"))
     return reason
@@ -241,6 +328,13 @@ _RETRYABLE = frozenset(
     ("CANCELLED", "DEADLINE_EXCEEDED", "ABORTED", "OUT_OF_RANGE", "UNAVAILABLE", "DATA_LOSS")
 )
 _AS_HTTP = {"RESOURCE_EXHAUSTED": 413, "UNAUTHENTICATED": 401, "PERMISSION_DENIED": 403}
+# tonic's words for a request over its decoding limit (grpc-go and grpc's core answer
+# RESOURCE_EXHAUSTED); any other OUT_OF_RANGE stays retried, as the specification says
+_TONIC_TOO_LARGE = "decoded message length too large"
+# gRPC's core's words for an answer too large for our client to read (the second is also a
+# server's for a compressed request too large once decompressed)
+_ANSWER_TOO_LARGE = "CLIENT: Received message larger than max"
+_DECOMPRESSED_TOO_LARGE = "Decompressed message larger than max"
 
 
 def grpc_channel_options(url: str) -> dict[str, Any]:
@@ -249,36 +343,53 @@ def grpc_channel_options(url: str) -> dict[str, Any]:
     return {} if trust_env_for(url) else {"channel_options": (("grpc.enable_http_proxy", 0),)}
 
 
-def grpc_no_retries() -> dict[str, Any]:
-    """The ``retryable_error_codes`` argument of a tracked gRPC exporter: none.
+def grpc_metric_exporter(tracker: DeliveryTracker, counted: type[Any]) -> MetricExporter:
+    """The gRPC metric exporter of a tracked destination, ``counted`` first in its bases.
 
-    The SDK's exporter retries a failed request with backoff until its timeout (10 s) and
-    hears of a shutdown only once the export is over: a script's exit with the collector down
-    waited its whole shutdown deadline (0.01 s over OTLP/HTTP). The span batch processor
-    retries a failed batch itself and stops at the shutdown; a metric export that fails is
-    counted, and the next one carries the cumulative sums. An empty list is the SDK's default
-    set, so the codes retried are the one no failure has.
-    """
-    from grpc import StatusCode
+    The SDK's exporter is its base: the periodic reader takes its temporality and aggregation
+    preferences from it, and they are the SDK's own, from its constructor (the
+    ``OTEL_EXPORTER_OTLP_METRICS_*`` variables included). Each export goes through a
+    :class:`GrpcLink` (``METRICS``), as spans do: the SDK's keeps the answer to itself, so a
+    collector's ``partial_success`` went uncounted and each failure was "the exporter reported
+    a failure"; it also retried with backoff until its timeout, deaf to a shutdown. The SDK's
+    channel is given the link's credentials (so it reads no TLS file or provider itself) and
+    is never used."""
+    from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+    from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import OTLPMetricExporter
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2_grpc import (
+        MetricsServiceStub,
+    )
 
-    return {"retryable_error_codes": (StatusCode.OK,)}
+    link = GrpcLink(tracker, os.environ, "METRICS")
 
+    class Linked(OTLPMetricExporter):
+        def export(
+            self, metrics_data: MetricsData, timeout_millis: float = 10_000, **kwargs: Any
+        ) -> MetricExportResult:
+            answer = link.send(stub.Export, encode_metrics(metrics_data), "metrics")
+            if answer is None:
+                return MetricExportResult.FAILURE
+            partial = answer.partial_success
+            count, message = partial.rejected_data_points, partial.error_message
+            record_rejected(tracker, count, "data points", message)
+            return MetricExportResult.SUCCESS
 
-def grpc_metric_options(tracker: DeliveryTracker | None) -> dict[str, Any]:
-    """The gRPC metric exporter's options for a tracked destination: no retries of its own
-    (:func:`grpc_no_retries`), no proxy for a loopback one, and the credentials and compression
-    the span exporter's rule gives (:func:`_grpc_link`)."""
-    if tracker is None:
-        return {}
-    credentials, compression = _grpc_link(tracker, os.environ, "METRICS", tracker.destination)
-    options: dict[str, Any] = {
-        **grpc_no_retries(),
-        **grpc_channel_options(tracker.destination),
-        # ours, so that the SDK's exporter reads no TLS file or provider itself
-        "insecure": credentials is None,
-        "credentials": credentials,
-        "compression": compression,
-    }
-    if tracker.fail_fast:
-        options["timeout"] = tracker.timeout(None)
-    return options
+        def shutdown(self, timeout_millis: float = 30_000, **kwargs: Any) -> None:
+            link.close()
+            super().shutdown(timeout_millis, **kwargs)
+
+    stub = MetricsServiceStub(link.channel)  # type: ignore[no-untyped-call]
+
+    class Counted(counted, Linked):  # type: ignore[misc]
+        pass
+
+    credentials = link.credentials
+    made: Any = Counted  # ``counted``'s constructor: the tracker, then the SDK's options
+    exporter: MetricExporter = made(
+        tracker,
+        insecure=credentials is None,
+        credentials=credentials,
+        compression=link.compression,
+        timeout=link.timeout,
+    )
+    return exporter

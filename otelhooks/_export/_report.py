@@ -326,11 +326,16 @@ class DeliveryTracker:
         return self._reason
 
     def timeout(self, requested: float | None) -> float | None:
-        """The timeout to use for one request: the requested one, capped while fail-fast."""
-        caps = [t for t in (requested, self.request_timeout_s if self.fail_fast else None) if t]
+        """The timeout to use for one request: the requested one, capped while fail-fast.
+
+        A cap of 0 (``OTELHOOKS_SHUTDOWN_TIMEOUT=0``) is the shortest wait, never none: before,
+        it was dropped, and a hook process waited the exporter's whole timeout (10 s) on a
+        stalled collector."""
+        cap = self.request_timeout_s if self.fail_fast else None
+        caps = [t for t in (requested, cap) if t is not None]
         if self._deadline is not None:
-            caps.append(max(0.05, self._deadline - time.monotonic()))
-        return min(caps) if caps else None
+            caps.append(self._deadline - time.monotonic())
+        return max(0.05, min(caps)) if caps else None
 
     def report(self) -> DestinationReport:
         """The counts so far."""

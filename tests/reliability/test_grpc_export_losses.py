@@ -23,6 +23,10 @@ from typing import Any
 
 import grpc
 import pytest
+from opentelemetry.proto.collector.metrics.v1 import (
+    metrics_service_pb2,
+    metrics_service_pb2_grpc,
+)
 from opentelemetry.proto.collector.trace.v1 import trace_service_pb2, trace_service_pb2_grpc
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -48,7 +52,8 @@ Answer = Callable[[Any, list[str]], Any]
 
 
 class GrpcCollector:
-    """A real OTLP/gRPC trace server: keeps every span, unless ``answer`` says otherwise."""
+    """A real OTLP/gRPC trace and metrics server: keeps every span, unless ``answer`` says
+    otherwise, and every metrics request, answered ``metrics_answer`` (a whole success)."""
 
     def __init__(
         self,
@@ -56,8 +61,10 @@ class GrpcCollector:
         *,
         max_receive: int | None = None,
         tls: tuple[bytes, bytes] | None = None,
+        metrics_answer: Any = None,
     ) -> None:
         self.spans: list[str] = []
+        self.metric_requests = 0
         self.metadata: list[dict[str, str]] = []
         self.release = threading.Event()  # a silent answer waits for this
         collector = self
@@ -76,9 +83,15 @@ class GrpcCollector:
                 collector.spans.extend(names)
                 return trace_service_pb2.ExportTraceServiceResponse()
 
+        class Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):
+            def Export(self, request: Any, context: Any) -> Any:
+                collector.metric_requests += 1
+                return metrics_answer or metrics_service_pb2.ExportMetricsServiceResponse()
+
         options = [("grpc.max_receive_message_length", max_receive)] if max_receive else []
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=4), options=options)
         trace_service_pb2_grpc.add_TraceServiceServicer_to_server(Traces(), self.server)
+        metrics_service_pb2_grpc.add_MetricsServiceServicer_to_server(Metrics(), self.server)
         if tls is None:
             self.port = self.server.add_insecure_port("127.0.0.1:0")
         else:

@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from otelhooks._errors import ConfigError
 from otelhooks._export._otlp import tracked_session
-from otelhooks._export._otlp_grpc import GrpcSpanExporter
+from otelhooks._export._otlp_grpc import GrpcSpanExporter, otlp_timeout
 from otelhooks._export._report import DeliveryTracker
 from otelhooks._redact import register_secret
 
@@ -158,9 +158,8 @@ def otlp_exporter(
         or settings.get("OTEL_EXPORTER_OTLP_PROTOCOL")
         or "http/protobuf"
     ).strip()
-    timeout = 10.0  # seconds; a hook process must not outlive Claude Code's patience
-    if tracker is not None:
-        timeout = tracker.timeout(timeout) or timeout
+    # capped by the tracker (a hook process's: fail-fast) at each request
+    timeout = otlp_timeout(settings, "TRACES")
     headers = _headers(settings)
     if protocol == "grpc":
         # tracked or not (the bridge daemon's): the SDK's exporter raised on a setting ours takes
