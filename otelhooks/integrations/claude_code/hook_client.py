@@ -7,7 +7,8 @@ the webhook client) costs that process about 0.6 s of CPU, so instead
 
     /usr/bin/python3 -I -S .../otelhooks/integrations/claude_code/hook_client.py --hooks FILE
 
-It hands the event to a per-user bridge daemon over a Unix socket (``0600`` in a ``0700``
+It hands the event, after its own environment (the daemon runs the event's command hooks with
+it), to a per-user bridge daemon over a Unix socket (``0600`` in a ``0700``
 folder the user owns; in any other folder no socket is trusted and the one-process bridge
 answers) and prints the daemon's answer exactly as the bridge would. The first event, when no
 daemon is listening, starts one in the background (``otelhooks claude-code ... daemon``) and
@@ -157,6 +158,17 @@ def socket_path(argv: list[str]) -> str:
         # loads the hooks, fails to listen and logs a traceback
         folder = f"/tmp/otelhooks-{os.getuid()}"
     return os.path.join(folder, name)
+
+
+def _environment() -> bytes:
+    """This process's environment as one JSON line, sent before the event: the daemon runs the
+    event's command hooks with it, not with the environment of the session that started the
+    daemon. Its bytes exactly, whatever the locale (the daemon runs in UTF-8 mode)."""
+    env = {
+        k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
+        for k, v in os.environb.items()
+    }
+    return json.dumps(env).encode() + b"\n"
 
 
 def _ask(path: str, body: bytes) -> dict[str, object] | None:
@@ -448,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     if private:
         try:
-            answer = _ask(path, body)
+            answer = _ask(path, _environment() + body)
         except (OSError, ValueError):
             print(_NO_ANSWER, file=sys.stderr)
             failed = True
