@@ -172,8 +172,9 @@ def _environment() -> bytes:
 
 
 def _ask(path: str, body: bytes) -> dict[str, object] | None:
-    """The daemon's answer, ``None`` when no daemon listens there; ``OSError`` or ``ValueError``
-    when one listens but gives no answer (it died, or stopped answering and was killed)."""
+    """The daemon's answer to the event ``body`` (sent after this process's environment),
+    ``None`` when no daemon listens there; ``OSError`` or ``ValueError`` when one listens but
+    gives no answer (it died, or stopped answering and was killed)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(0.5)
@@ -181,6 +182,7 @@ def _ask(path: str, body: bytes) -> dict[str, object] | None:
     except OSError:
         sock.close()
         return None
+    body = _environment() + body
     with sock:
         sock.settimeout(_SLICE_S)
         head = (
@@ -460,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     failed = False
     if private:
         try:
-            answer = _ask(path, _environment() + body)
+            answer = _ask(path, body)
         except (OSError, ValueError):
             print(_NO_ANSWER, file=sys.stderr)
             failed = True
