@@ -14,6 +14,9 @@ one ``NAME=value`` over 128 KiB): a value over :data:`ENV_VALUE_CAP_BYTES` is re
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ENV_VALUE_CAP_BYTES",
     "LOG_EXCERPT_CHARS",
+    "event_environment",
     "excerpt",
     "hook_environment",
     "inherited_environment",
@@ -50,10 +54,24 @@ LOG_EXCERPT_CHARS: Final = 500
 # neither, and whatever it runs (a test suite, a linter over the agent's own files) would
 # inherit the power to approve the agent's held calls.
 WITHHELD_ENV: Final = frozenset({"OTELHOOKS_ADMIN_TOKEN"})
+# The environment of the process the event came from, when that is not this one: the bridge
+# daemon answers every session of a project, each started with its own (``STRICT=1 claude``).
+_EVENT_ENV: ContextVar[Mapping[str, str] | None] = ContextVar("otelhooks_event_env", default=None)
+
+
+@contextmanager
+def event_environment(env: Mapping[str, str]) -> Iterator[None]:
+    """Command hooks run within inherit ``env`` instead of this process's environment."""
+    token = _EVENT_ENV.set(env)
+    try:
+        yield
+    finally:
+        _EVENT_ENV.reset(token)
 
 
 def inherited_environment() -> dict[str, str]:
-    """The environment a command hook inherits: this process's, without serve's admin token.
+    """The environment a command hook inherits: this process's (or the event's, within
+    :func:`event_environment`), without serve's admin token.
 
     Example:
         >>> import os
@@ -61,8 +79,12 @@ def inherited_environment() -> dict[str, str]:
         >>> "OTELHOOKS_ADMIN_TOKEN" in inherited_environment()
         False
         >>> del os.environ["OTELHOOKS_ADMIN_TOKEN"]
+        >>> with event_environment({"STRICT": "1", "OTELHOOKS_ADMIN_TOKEN": "s3cret"}):
+        ...     inherited_environment()
+        {'STRICT': '1'}
     """
-    return {k: v for k, v in os.environ.items() if k not in WITHHELD_ENV}
+    env = _EVENT_ENV.get()
+    return {k: v for k, v in (os.environ if env is None else env).items() if k not in WITHHELD_ENV}
 
 
 def excerpt(text: str, limit: int = LOG_EXCERPT_CHARS) -> str:

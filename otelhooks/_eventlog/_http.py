@@ -65,7 +65,9 @@ class EventLogApp:
         max_waiters: long-polls allowed to wait at the same time.
         max_body_bytes: largest OTLP body accepted, before and after gunzip (else 413).
         routes: more ``POST`` routes by path (``/v1/logs``, ``/v1/hooks/claude-code``...),
-            each an ASGI handler called once the ingest token was checked.
+            each an ASGI handler called once the ingest token was checked; one with an async
+            ``refused(receive, send, status, body)`` method answers a missing or refused token
+            itself (``status`` and ``body`` are the app's answer).
         fallback: the handler of every other path (the web view), which checks its own auth.
     """
 
@@ -164,7 +166,12 @@ class EventLogApp:
             return
         denied = check_auth(header(scope, b"authorization"), token)
         if denied is not None:
-            await self._refuse(scope, send, otlp, *denied)
+            # a route whose client takes this refusal for "no objection" answers it its own way
+            refused = getattr(self.routes.get(path), "refused", None)
+            if refused is not None:
+                await refused(receive, send, *denied)
+            else:
+                await self._refuse(scope, send, otlp, *denied)
             return
         if path == "/v1/events":
             await self._events(scope, receive, send)

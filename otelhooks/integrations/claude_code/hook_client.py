@@ -7,7 +7,8 @@ the webhook client) costs that process about 0.6 s of CPU, so instead
 
     /usr/bin/python3 -I -S .../otelhooks/integrations/claude_code/hook_client.py --hooks FILE
 
-It hands the event to a per-user bridge daemon over a Unix socket (``0600`` in a ``0700``
+It hands the event, after its own environment (the daemon runs the event's command hooks with
+it), to a per-user bridge daemon over a Unix socket (``0600`` in a ``0700``
 folder the user owns; in any other folder no socket is trusted and the one-process bridge
 answers) and prints the daemon's answer exactly as the bridge would. The first event, when no
 daemon is listening, starts one in the background (``otelhooks claude-code ... daemon``) and
@@ -159,9 +160,21 @@ def socket_path(argv: list[str]) -> str:
     return os.path.join(folder, name)
 
 
+def _environment() -> bytes:
+    """This process's environment as one JSON line, sent before the event: the daemon runs the
+    event's command hooks with it, not with the environment of the session that started the
+    daemon. Its bytes exactly, whatever the locale (the daemon runs in UTF-8 mode)."""
+    env = {
+        k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
+        for k, v in os.environb.items()
+    }
+    return json.dumps(env).encode() + b"\n"
+
+
 def _ask(path: str, body: bytes) -> dict[str, object] | None:
-    """The daemon's answer, ``None`` when no daemon listens there; ``OSError`` or ``ValueError``
-    when one listens but gives no answer (it died, or stopped answering and was killed)."""
+    """The daemon's answer to the event ``body`` (sent after this process's environment),
+    ``None`` when no daemon listens there; ``OSError`` or ``ValueError`` when one listens but
+    gives no answer (it died, or stopped answering and was killed)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.settimeout(0.5)
@@ -169,6 +182,7 @@ def _ask(path: str, body: bytes) -> dict[str, object] | None:
     except OSError:
         sock.close()
         return None
+    body = _environment() + body
     with sock:
         sock.settimeout(_SLICE_S)
         head = (

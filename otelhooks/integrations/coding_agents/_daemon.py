@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import json
 import os
 import re
 import socket
@@ -41,6 +42,7 @@ import structlog
 
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks._actions._asker import Asker
+from otelhooks._actions._command_env import event_environment
 from otelhooks._actions._script import split_script_ref
 from otelhooks._dispatch._calls import waited_within
 from otelhooks._errors import ConfigError
@@ -269,6 +271,19 @@ def _answer_body(response: HookResponse) -> dict[str, Any]:
     return {"exit_code": response.exit_code, "stdout": response.stdout, "stderr": response.stderr}
 
 
+def _environment_and_event(body: bytes) -> tuple[dict[str, str] | None, bytes]:
+    """The hook client's environment (the body's first line, a JSON object) and its event;
+    ``None`` and the whole body when the first line is not an environment."""
+    head, _, event = body.partition(b"\n")
+    try:
+        env = json.loads(head)
+    except ValueError:
+        return None, body
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        return None, body
+    return env, event
+
+
 class _Unloaded(_Served):
     """The daemon of hooks that do not load: a broken hooks file, a ``script:`` guard that does
     not import, a state file it cannot open. Leaving at once would make every event start a
@@ -279,7 +294,7 @@ class _Unloaded(_Served):
     it leaves, so that the next event starts a daemon with the mended hooks."""
 
     async def _serve(self, receive: Receive, send: Send) -> None:
-        raw = await read_body(receive, _BODY_LIMIT) or b""
+        _, raw = _environment_and_event(await read_body(receive, _BODY_LIMIT) or b"")
         try:
             payload = self.dialect.to_bridge(parse_input(raw))
         except InputProblem as exc:
@@ -350,12 +365,16 @@ class _DaemonApp(_Served):
     def answer(self, raw: bytes) -> HookResponse:
         return self.dialect.answer(self._answer(raw, self.dialect.to_bridge))
 
-    def _decide(self, raw: bytes, answer_s: float, asker: Asker | None = None) -> HookResponse:
+    def _decide(
+        self, env: dict[str, str], raw: bytes, answer_s: float, asker: Asker | None = None
+    ) -> HookResponse:
         """:meth:`answer` on the runner's thread, whose waiter (the event loop) answers within
         ``answer_s``: sync Python hooks run on this thread (``waited_within``); the approvals
-        asked there are withdrawn when ``asker`` (the hook client) goes away."""
+        asked there are withdrawn when ``asker`` (the hook client) goes away. Command hooks run
+        with ``env``, the hook client's environment: this daemon's is the environment of the
+        session that started it, and a guard reading ``$STRICT`` judged another session by it."""
         asking = asker.asking() if asker is not None else contextlib.nullcontext()
-        with waited_within(answer_s), asking:
+        with waited_within(answer_s), asking, event_environment(env):
             return self.answer(raw)
 
     def _answer(
@@ -375,7 +394,14 @@ class _DaemonApp(_Served):
 
     async def _serve(self, receive: Receive, send: Send) -> None:
         self.last = time.monotonic()
-        raw = await read_body(receive, _BODY_LIMIT) or b""
+        env, raw = _environment_and_event(await read_body(receive, _BODY_LIMIT) or b"")
+        if env is None:  # not our hook client's: its guards would run with another environment
+            problem = "the hook client sent no environment"
+            response = self.dialect.answer(
+                _refusal(self.dialect.event_of(raw), problem, self.options)
+            )
+            await send_json(send, 200, _answer_body(response))
+            return
         found = _SESSION.search(raw, 0, 1 << 16)
         key = found.group(1).decode("utf-8", "replace") if found else ""
         answer_s, asks = self._answer_s()
@@ -385,7 +411,7 @@ class _DaemonApp(_Served):
         watch = asyncio.ensure_future(_client_gone(receive, asker)) if asker else None
         try:
             response = await self.runner.run(
-                key, partial(self._decide, raw, answer_s, asker), timeout_s=answer_s
+                key, partial(self._decide, env, raw, answer_s, asker), timeout_s=answer_s
             )
         except Late as late:
             event = self.dialect.event_of(raw)

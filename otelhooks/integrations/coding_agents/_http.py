@@ -35,6 +35,9 @@ session never seen          (its open turn and tool uses, on a fleet those anoth
                             started) and its hooks run, for it may be the end of a session this
                             server forgot (a restart without a store) or never served (another
                             instance); a forged one ends nothing the store does not hold
+a missing or refused        401 or 403 (non-blocking: the tool runs) or, with ``fail_closed``,
+token                       the failure answer above (a deny for ``PreToolUse``, naming the token
+                            problem); nothing of it is handled or recorded
 the client closes its       nobody reads the answer (Claude Code's hook timeout passed, or it
 connection first            was interrupted): the approvals asked for the call are withdrawn
                             (:class:`~otelhooks._actions._asker.Asker`)
@@ -287,6 +290,24 @@ class ClaudeCodeHookRoute:
             _log.exception("claude-code hook failed", hook_event=event)
             return self._failure(event or None, f"{type(exc).__name__}: {exc}")
         return http_answer(event, response)
+
+    async def refused(
+        self, receive: Receive, send: Send, status: int, body: Mapping[str, Any]
+    ) -> None:
+        """Answer a request whose token is missing or refused (``status`` and ``body``: the
+        app's 401 or 403). Claude Code takes those for a hook that failed and runs the tool, so
+        with ``fail_closed`` the event gets the failure answer (a deny for ``PreToolUse``). Its
+        body is read for the event's name only: no hook runs, nothing is recorded, no session
+        is looked at, so the sender learns nothing the 401 or 403 did not say."""
+        if self.fail_closed:
+            raw = await read_body(receive, self.max_body_bytes)
+            event = event_name_of(raw) if raw is not None else None
+            problem = f"the hook request was refused: {body.get('message')}"
+            closed, answer = self._failure(event, problem, status)
+            if closed == 200:
+                await respond(send, 200, answer, b"application/json")
+                return
+        await respond(send, status, json.dumps(body).encode(), b"application/json")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         try:
