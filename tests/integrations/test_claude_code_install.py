@@ -304,7 +304,7 @@ def test_a_hooks_file_that_hangs_as_it_loads_does_not_hang_install(settings: Pat
     project = settings.parent.parent
     (project / "policy.py").write_text("import time\ntime.sleep(3600)\n")
     (project / "hooks.yaml").write_text(
-        'hooks:\n  - {id: policy, type: PreToolUse, matcher: Bash, script: policy.py:guard}\n'
+        "hooks:\n  - {id: policy, type: PreToolUse, matcher: Bash, script: policy.py:guard}\n"
     )
     change = install(settings, hooks_file="hooks.yaml")
     assert any("did not load within 5 s" in w for w in change.warnings), change.warnings
