@@ -144,8 +144,9 @@ def _command_detail(detail: object) -> list[str]:
     return lines
 
 
-def _asked(verdict: Verdict, notes: list[tuple[str, object]]) -> bool:
-    """Whether the block is a command's ``ask`` (its note says what it answered)."""
+def _soft(verdict: Verdict, notes: list[tuple[str, object]]) -> str | None:
+    """``ask`` or ``defer`` when the block is a command's answer so (its note says what it
+    answered)."""
     from otelhooks._actions._command import CommandDecision
 
     said = [
@@ -156,15 +157,22 @@ def _asked(verdict: Verdict, notes: list[tuple[str, object]]) -> bool:
         and len(detail) == 2
         and isinstance(detail[1], CommandDecision)
     ]
-    return bool(said) and said[-1] == "ask"
+    return said[-1] if said and said[-1] in ("ask", "defer") else None
 
 
 def _verdict_line(verdict: Verdict, original: HookEvent, notes: list[tuple[str, object]]) -> str:
-    if verdict.blocked and _asked(verdict, notes):
+    soft = _soft(verdict, notes) if verdict.blocked else None
+    if soft == "ask":
         # as a dry run lists an approval: Claude Code asks the person, who decides
         return (
             f"verdict: would ask a person ({verdict.decided_by}): {verdict.reason} (Claude "
             "Code and Gemini CLI ask; Codex CLI and the in-process runtimes deny the call)"
+        )
+    if soft == "defer":
+        return (
+            f"verdict: would defer the call ({verdict.decided_by}): {verdict.reason} (Claude "
+            "Code holds it for a decision made elsewhere; Codex CLI, Gemini CLI and the "
+            "in-process runtimes deny the call)"
         )
     if verdict.blocked:
         return f"verdict: blocked by {verdict.decided_by}: {verdict.reason}"

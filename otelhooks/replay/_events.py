@@ -54,7 +54,8 @@ class Decision:
 
     Attributes:
         action: ``allow``, ``deny`` (also a blocked message or run), ``mock`` or ``rewrite``;
-            in a replay, also ``ask``: a command answered ``ask``, and live a person decides.
+            in a replay, also ``ask`` or ``defer``: a command answered so, and live a person
+            (or, for ``defer``, whatever the agent defers to) decides.
         by: the deciding hook ids (every rewriting hook for ``rewrite``).
         reason: why, for ``deny``.
 
