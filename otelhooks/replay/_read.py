@@ -113,7 +113,7 @@ def iter_ancestry(
     path: str | os.PathLike[str], wanted: Collection[str], *, problems: list[str] | None = None
 ) -> Iterator[dict[str, Any]]:
     """What a first pass over a recording needs of each span, read without decoding the rest:
-    ``traceId``, ``spanId``, ``parentSpanId`` (hex) and the string attributes named in
+    ``traceId``, ``spanId``, ``parentSpanId`` (hex), ``name`` and the string attributes named in
     ``wanted``. Problems are reported as :func:`iter_spans` reports them."""
     name = os.fspath(path)
     for number, request in _raw_requests(name, problems):
@@ -141,6 +141,7 @@ def _proto_ancestry(
                     "traceId": span.trace_id.hex(),
                     "spanId": span.span_id.hex(),
                     "parentSpanId": span.parent_span_id.hex(),
+                    "name": span.name,
                     "attributes": attrs,
                 }
 
@@ -159,6 +160,7 @@ def _json_ancestry(request: dict[str, Any], wanted: Collection[str]) -> Iterator
                     "traceId": span.get("traceId", ""),
                     "spanId": span.get("spanId", ""),
                     "parentSpanId": span.get("parentSpanId", ""),
+                    "name": span.get("name", ""),
                     "attributes": attrs,
                 }
 

@@ -1,5 +1,8 @@
 """Replay and ``hooks test`` never read as "allow" (or as a deny) what they could not judge.
 
+- a name or id the exporter's attribute length limit cut (an agent's name, a session id, a
+  tool call id) was matched and handed to hooks as if whole: a guard on the agent's name, or a
+  command comparing ``$HOOK_SESSION_ID``, read "changes: none" and replay exited 0;
 - a command's ``permissionDecision: "defer"`` (Claude Code holds the call for a decision made
   elsewhere) read as a deny in replay's report and as "blocked" in ``hooks test``;
 """
@@ -8,6 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +23,81 @@ from tests.replay.conftest import replay_main
 from tests.replay.test_replay_fidelity import _bridge
 
 pytestmark = pytest.mark.timeout(120)
+
+REPO = Path(__file__).resolve().parents[2]
+
+AGENT = """\
+import otelhooks
+
+oh = otelhooks.configure(traces_out="traces.jsonl", set_global=False, capture_content=True)
+
+
+@otelhooks.tool(identifier="fs", name="rm", tracer=oh.tracer)
+def rm(path: str) -> str:
+    return "deleted"
+
+
+with oh.tracer.operation("research-assistant", session_id="session-0123456789abcdef") as op:
+    with op.step():
+        rm("/")
+oh.shutdown()
+"""
+# Live, both deny: the run by the agent's name, the call by the run's session.
+GUARDS = """\
+hooks:
+  - id: no-research
+    type: before_agent_start
+    matcher: ^research-assistant$
+    command: exit 2
+  - id: session-guard
+    type: before_tool_call
+    matcher: fs/rm
+    command: 'test "$HOOK_SESSION_ID" = session-0123456789abcdef && exit 2; exit 0'
+"""
+
+
+@pytest.mark.parametrize(
+    ("limit", "tool_call"),
+    [
+        # the tool span shows the limit itself (its 16-digit argument fingerprint was cut)
+        (14, "gen_ai.tool.call.id 'call_"),
+        # it shows nothing: its run's span does (the agent's name is shorter than its span
+        # name says), and the call inherits that name (and session id) from it
+        (17, "gen_ai.agent.name 'research-assistan'"),
+    ],
+)
+def test_a_cut_agent_name_session_or_call_id_is_not_a_policy_that_passed(
+    tmp_path: Path, limit: int, tool_call: str
+) -> None:
+    (tmp_path / "agent.py").write_text(AGENT)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env |= {"PYTHONPATH": str(REPO), "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": str(limit)}
+    done = subprocess.run(
+        [sys.executable, "agent.py"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "policy.yaml").write_text(GUARDS)
+    run = replay_main(
+        tmp_path / "traces.jsonl", "--hooks", tmp_path / "policy.yaml", "--format", "json"
+    )
+    assert run.code == 2, run.stdout
+    summary = run.one("summary")
+    assert summary["events"] == 0
+    assert summary["unreadable"] == 2  # the run and the call
+    agent = f"gen_ai.agent.name {'research-assistant'[:limit]!r} was cut short, or may have been"
+    run_line, call_line = sorted(
+        (line for line in run.stderr.splitlines() if "could not read" in line),
+        key=lambda line: agent not in line,
+    )
+    assert agent in run_line
+    assert tool_call in call_line
+
 
 DEFER = """\
 hooks:
