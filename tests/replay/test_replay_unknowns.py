@@ -3,6 +3,8 @@
 - a name or id the exporter's attribute length limit cut (an agent's name, a session id, a
   tool call id) was matched and handed to hooks as if whole: a guard on the agent's name, or a
   command comparing ``$HOOK_SESSION_ID``, read "changes: none" and replay exited 0;
+- ``hooks test`` judged a payload as the in-process runtimes do only: a user could not see that
+  Codex CLI gets a deny where Claude Code gets ``ask``;
 - a command's ``permissionDecision: "defer"`` (Claude Code holds the call for a decision made
   elsewhere) read as a deny in replay's report and as "blocked" in ``hooks test``;
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
 import subprocess
 import sys
@@ -160,3 +163,52 @@ def test_hooks_test_says_a_commands_defer_holds_the_call(tmp_path: Path) -> None
         )
     assert code == 0
     assert "verdict: would defer the call (hold-rm): the release manager decides" in out.getvalue()
+
+
+ASK = """\
+hooks:
+  - id: confirm-rm
+    type: PreToolUse
+    matcher: Bash
+    command: >-
+      echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse",
+      "permissionDecision": "ask", "permissionDecisionReason": "rm needs a person"}}'
+"""
+
+
+@pytest.mark.parametrize(
+    ("dialect", "event", "said"),
+    [
+        ("claude-code", "PreToolUse", "ask"),
+        ("codex", "PreToolUse", "deny"),
+        ("gemini", "BeforeTool", "ask"),
+    ],
+)
+def test_hooks_test_gives_the_answer_each_cli_gets_live(
+    tmp_path: Path, dialect: str, event: str, said: str
+) -> None:
+    (tmp_path / "ask.yaml").write_text(ASK)
+    args = {"command": "rm -rf build"}
+    live = _bridge(tmp_path, dialect, "ask.yaml", event, "Bash", args)  # a real process
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = run_cli(
+            "hooks",
+            "test",
+            str(tmp_path / "ask.yaml"),
+            "--dialect",
+            dialect,
+            "--event",
+            event,
+            "--tool",
+            "Bash",
+            "--args",
+            json.dumps(args),
+        )
+    assert code == 0, out.getvalue()
+    lines = out.getvalue().splitlines()
+    assert "exit code: 0" in lines
+    (stdout,) = (line.removeprefix("stdout: ") for line in lines if line.startswith("stdout: "))
+    assert json.loads(stdout) == live  # exactly the live bridge's answer
+    specific = live.get("hookSpecificOutput", {})
+    assert live.get("decision", specific.get("permissionDecision")) == said
