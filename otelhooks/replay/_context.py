@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 from otelhooks import _semconv as sc
 
@@ -16,7 +16,7 @@ _FINGERPRINT_DIGITS = 16
 _NAMED = {sc.OP_EXECUTE_TOOL: sc.GEN_AI_TOOL_NAME, sc.OP_INVOKE_AGENT: sc.GEN_AI_AGENT_NAME}
 
 
-def cut(text: Any, size: Any, encoding: str | None) -> bool:
+def cut(text: Any, size: Any, encoding: str | None) -> TypeGuard[str]:
     """Whether a recorded ``text`` is shorter than the ``size`` recorded beside it (bytes in
     ``encoding``, else characters): the exporter's attribute length limit cut it."""
     if not isinstance(text, str) or not isinstance(size, int) or len(text) >= size:
@@ -28,21 +28,21 @@ def _recorded_limit(name: str, attrs: Mapping[str, Any]) -> int | None:
     """The attribute length limit (``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``) a span shows it was
     recorded under: the length of a value of it that is shorter than a whole copy says (its
     span name, its recorded size, the fingerprint's 16 digits); None when none is."""
-    proofs = []
+    limit = None
     op, _, whole = name.partition(" ")
     named = attrs.get(_NAMED.get(op, ""))
     if isinstance(named, str) and named != whole and whole.startswith(named):
-        proofs.append(len(named))
+        limit = len(named)
     fingerprint = attrs.get(sc.TOOL_ARGS_FINGERPRINT)
     if isinstance(fingerprint, str) and len(fingerprint) < _FINGERPRINT_DIGITS:
-        proofs.append(len(fingerprint))
-    for text, size, encoding in (
-        (sc.GEN_AI_TOOL_CALL_ARGUMENTS, sc.TOOL_ARGS_SIZE, "utf-8"),
-        (sc.GEN_AI_TOOL_CALL_RESULT, sc.TOOL_RESULT_SIZE, None),
-    ):
-        if cut(attrs.get(text), attrs.get(size), encoding):
-            proofs.append(len(attrs[text]))
-    return min(proofs, default=None)
+        limit = min(limit or _FINGERPRINT_DIGITS, len(fingerprint))
+    args = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+    if cut(args, attrs.get(sc.TOOL_ARGS_SIZE), "utf-8"):
+        limit = min(limit or len(args), len(args))
+    result = attrs.get(sc.GEN_AI_TOOL_CALL_RESULT)
+    if cut(result, attrs.get(sc.TOOL_RESULT_SIZE), None):
+        limit = min(limit or len(result), len(result))
+    return limit
 
 
 def reached_limit(name: str, attrs: Mapping[str, Any], checked: Iterable[str]) -> str | None:
