@@ -34,6 +34,7 @@ _ALLOW = Decision()
 # approval, the event is not evaluated. An agent that cannot (``CANNOT``: the bridge denies)
 # and the in-process runtimes deny the call.
 _SOFT = {rank: name for name, rank in _DECISION_RANK.items() if name in ("ask", "defer")}
+_SOFT_NAMES = frozenset(_SOFT.values())
 
 
 @dataclass(slots=True)
@@ -187,8 +188,8 @@ def _outcome(event: RecordedEvent, chain: InterceptChain) -> ReplayOutcome:
     diff: list[dict[str, Any]] = []
     now = decision_of(chain)
     would_call = chain.would_call
-    soft = _SOFT.get(chain.soft_rank)
-    if now.action == "deny" and soft is not None and _carries(event.agent, soft):
+    soft = _SOFT.get(chain.soft_rank) if now.action == "deny" else None
+    if soft is not None and _carries(event.agent, soft):
         now = Decision(soft, now.by, now.reason)
         would_call = [*would_call, *now.by]
     if now.action == "rewrite":
@@ -201,7 +202,7 @@ def _outcome(event: RecordedEvent, chain: InterceptChain) -> ReplayOutcome:
     return ReplayOutcome(
         event,
         now,
-        now.action not in (event.recorded.action, *_SOFT.values()),
+        now.action != event.recorded.action and now.action not in _SOFT_NAMES,
         diff,
         chain.errors,
         chain.matched,
