@@ -144,8 +144,9 @@ def _command_detail(detail: object) -> list[str]:
     return lines
 
 
-def _asked(verdict: Verdict, notes: list[tuple[str, object]]) -> bool:
-    """Whether the block is a command's ``ask`` (its note says what it answered)."""
+def _soft(verdict: Verdict, notes: list[tuple[str, object]]) -> str | None:
+    """``ask`` or ``defer`` when the block is a command's answer so (its note says what it
+    answered)."""
     from otelhooks._actions._command import CommandDecision
 
     said = [
@@ -156,15 +157,22 @@ def _asked(verdict: Verdict, notes: list[tuple[str, object]]) -> bool:
         and len(detail) == 2
         and isinstance(detail[1], CommandDecision)
     ]
-    return bool(said) and said[-1] == "ask"
+    return said[-1] if said and said[-1] in ("ask", "defer") else None
 
 
 def _verdict_line(verdict: Verdict, original: HookEvent, notes: list[tuple[str, object]]) -> str:
-    if verdict.blocked and _asked(verdict, notes):
+    soft = _soft(verdict, notes) if verdict.blocked else None
+    if soft == "ask":
         # as a dry run lists an approval: Claude Code asks the person, who decides
         return (
             f"verdict: would ask a person ({verdict.decided_by}): {verdict.reason} (Claude "
             "Code and Gemini CLI ask; Codex CLI and the in-process runtimes deny the call)"
+        )
+    if soft == "defer":
+        return (
+            f"verdict: would defer the call ({verdict.decided_by}): {verdict.reason} (Claude "
+            "Code holds it for a decision made elsewhere; Codex CLI, Gemini CLI and the "
+            "in-process runtimes deny the call)"
         )
     if verdict.blocked:
         return f"verdict: blocked by {verdict.decided_by}: {verdict.reason}"
@@ -209,6 +217,8 @@ def _test(args: argparse.Namespace) -> int:
     if not isinstance(extra, dict):
         print("otelhooks hooks test: --args must be a JSON object")
         return 2
+    if args.dialect:
+        return _test_as(args, extra)
     try:
         spec, _ = resolve_event(args.event)
     except (ConfigError, ValueError) as exc:
@@ -259,6 +269,45 @@ def _test(args: argparse.Namespace) -> int:
     return 0 if delivered else EXIT_UNDELIVERED
 
 
+def _test_as(args: argparse.Namespace, extra: dict[str, Any]) -> int:
+    """``--dialect``: the CLI's own hook input through the bridge that CLI runs (``run_hook``,
+    the live route), and its answer as the CLI gets it."""
+    import os
+    import tempfile
+
+    from otelhooks.integrations.claude_code import BridgeOptions, run_hook
+    from otelhooks.integrations.coding_agents._dialects import dialect_named
+
+    event: dict[str, Any] = {
+        "session_id": "sample-session",
+        "hook_event_name": args.event,
+        "cwd": os.getcwd(),
+    }
+    if args.tool:
+        event |= {"tool_name": args.tool, "tool_input": extra, "tool_use_id": "call_sample"}
+    else:
+        event |= extra
+    # the sample session's own state: it neither reads nor changes a real session's
+    with tempfile.TemporaryDirectory() as folder:
+        options = BridgeOptions(
+            hooks=tuple(args.paths),
+            state=os.path.join(folder, "state.sqlite3"),
+            dialect=args.dialect,
+        )
+        answer = run_hook(json.dumps(event), options)
+    where = f" for {args.tool}" if args.tool else ""
+    print(
+        f"{dialect_named(args.dialect).display_name} gets, for {args.event}{where} "
+        f"(the answer of `otelhooks {args.dialect}`):"
+    )
+    print(f"exit code: {answer.exit_code}")
+    print(f"stdout: {answer.stdout.strip() or '(empty)'}")
+    if answer.stderr.strip():
+        print(f"stderr: {answer.stderr.strip()}")
+    # exit 1 (a failed hook process): the CLI runs the call whatever the hooks said
+    return 0 if answer.exit_code in (0, 2) else 1
+
+
 def _report(hooks: list[Hook], verdict: Verdict, notes: list[tuple[str, object]]) -> None:
     steps = {step.hook_id: step for step in verdict.steps}
     details: dict[str, list[str]] = {}
@@ -299,7 +348,19 @@ def add_parser(sub: Subcommands) -> None:
         "verdict of an intercept chain. Commands really run; webhooks really send.",
     )
     test.add_argument("paths", nargs="+", metavar="PATH", help="config files or folders")
-    test.add_argument("--event", required=True, metavar="NAME", help="any dialect's event name")
+    test.add_argument(
+        "--event",
+        required=True,
+        metavar="NAME",
+        help="any dialect's event name (with --dialect: that CLI's own, e.g. Gemini's BeforeTool)",
+    )
+    test.add_argument(
+        "--dialect",
+        choices=("claude-code", "codex", "gemini"),
+        help="judge the event as that CLI's hook input, through the bridge it runs, and print "
+        "the answer it gets (exit code, stdout, stderr); without it, as the in-process runtimes "
+        "(otelhooks, LobeHub, kernel) judge it",
+    )
     test.add_argument(
         "--tool", metavar="ID/API", help="the tool (identifier/apiName, or a bare tool name)"
     )

@@ -2,14 +2,70 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from typing import Any, TypeGuard
 
 from otelhooks import _semconv as sc
 
-__all__ = ["SpanContext"]
+__all__ = ["SpanContext", "reached_limit"]
 
 _NO_FACTS: dict[str, str] = {}
+# otelhooks' fingerprint of a call's arguments (otelhooks.tool.args_fp): always 16 hex digits
+_FINGERPRINT_DIGITS = 16
+# The names a span's own name repeats (span names are not cut): operation -> attribute
+_NAMED = {sc.OP_EXECUTE_TOOL: sc.GEN_AI_TOOL_NAME, sc.OP_INVOKE_AGENT: sc.GEN_AI_AGENT_NAME}
+
+
+def cut(text: Any, size: Any, encoding: str | None) -> TypeGuard[str]:
+    """Whether a recorded ``text`` is shorter than the ``size`` recorded beside it (bytes in
+    ``encoding``, else characters): the exporter's attribute length limit cut it."""
+    if not isinstance(text, str) or not isinstance(size, int) or len(text) >= size:
+        return False  # as long as the size, in characters: in bytes too
+    return encoding is None or len(text.encode(encoding, "surrogatepass")) < size
+
+
+def _recorded_limit(name: str, attrs: Mapping[str, Any]) -> int | None:
+    """The attribute length limit (``OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT``) a span shows it was
+    recorded under: the length of a value of it that is shorter than a whole copy says (its
+    span name, its recorded size, the fingerprint's 16 digits); None when none is."""
+    limit = None
+    op, _, whole = name.partition(" ")
+    named = attrs.get(_NAMED.get(op, ""))
+    if isinstance(named, str) and named != whole and whole.startswith(named):
+        limit = len(named)
+    fingerprint = attrs.get(sc.TOOL_ARGS_FINGERPRINT)
+    if isinstance(fingerprint, str) and len(fingerprint) < _FINGERPRINT_DIGITS:
+        limit = min(limit or _FINGERPRINT_DIGITS, len(fingerprint))
+    args = attrs.get(sc.GEN_AI_TOOL_CALL_ARGUMENTS)
+    if cut(args, attrs.get(sc.TOOL_ARGS_SIZE), "utf-8"):
+        limit = min(limit or len(args), len(args))
+    result = attrs.get(sc.GEN_AI_TOOL_CALL_RESULT)
+    if cut(result, attrs.get(sc.TOOL_RESULT_SIZE), None):
+        limit = min(limit or len(result), len(result))
+    return limit
+
+
+def reached_limit(name: str, attrs: Mapping[str, Any], checked: Iterable[str]) -> str | None:
+    """The first attribute of ``checked`` (as ``key 'value'``) whose value may have been cut
+    by the attribute length limit: as long as the limit the span shows it was recorded under.
+    A span that shows no cut value cannot show that its others were not: None.
+
+    Example:
+        >>> reached_limit("invoke_agent research-assistant", {
+        ...     "gen_ai.agent.name": "research-ass", "gen_ai.conversation.id": "session-0123"},
+        ...     ["gen_ai.conversation.id"])
+        "gen_ai.conversation.id 'session-0123'"
+    """
+    limit = _recorded_limit(name, attrs)
+    if limit is None:
+        return None
+    for attr in checked:
+        value = attrs.get(attr)
+        if isinstance(value, str) and len(value) >= limit:
+            return f"{attr} {value!r}"
+    return None
+
+
 # A span (or an ancestry) walked further than this has a cycle: a malformed file.
 _DEEPEST = 10_000
 
@@ -31,7 +87,8 @@ class _Node:
 
 
 class SpanContext:
-    """Facts a span inherits from its ancestors: agent, operation, session, user.
+    """Facts a span inherits from its ancestors: agent, operation, session, user; and
+    ``cut``, the first of them that the attribute length limit may have cut (``key 'value'``).
 
     Only what that needs is kept of each span added (its parent and those few attributes), so
     a recording can be streamed without being held: each span is added as it is read, and its
@@ -58,7 +115,9 @@ class SpanContext:
         (sc.SESSION_ID, "sessionKey"),
         (sc.USER_ID, "userId"),
     )
-    wanted = frozenset(attr for attr, _ in _KEYS)
+    facts = tuple(attr for attr, _ in _KEYS)
+    """The attributes of the facts, in the order they are looked at."""
+    wanted = frozenset(facts)
     """The attributes :meth:`add` reads (what a first pass needs to keep of a span)."""
 
     def __init__(self) -> None:
@@ -188,4 +247,10 @@ class SpanContext:
             value = attrs.get(attr)
             if isinstance(value, str) and value:
                 own[field] = value
+        # A fact the attribute length limit may have cut is inherited as "cut": what it is
+        # (judged on the attributes a first pass keeps, so that both passes answer alike).
+        kept = {attr: attrs[attr] for attr in self.facts if attr in attrs}
+        cut_fact = reached_limit(str(span.get("name", "")), kept, kept)
+        if cut_fact is not None:
+            own["cut"] = cut_fact
         return own or _NO_FACTS

@@ -37,7 +37,7 @@ from otelhooks._json import JsonProblem, loads_bounded
 from otelhooks._matchers import tool_aliases
 from otelhooks._span_mapping import tool_identity
 from otelhooks._tool_kinds import ANNOTATION_KINDS, cli_aliases
-from otelhooks.replay._context import SpanContext
+from otelhooks.replay._context import SpanContext, cut, reached_limit
 
 __all__ = ["Decision", "RecordedEvent", "SpanContext", "recorded_events"]
 
@@ -54,7 +54,8 @@ class Decision:
 
     Attributes:
         action: ``allow``, ``deny`` (also a blocked message or run), ``mock`` or ``rewrite``;
-            in a replay, also ``ask``: a command answered ``ask``, and live a person decides.
+            in a replay, also ``ask`` or ``defer``: a command answered so, and live a person
+            (or, for ``defer``, whatever the agent defers to) decides.
         by: the deciding hook ids (every rewriting hook for ``rewrite``).
         reason: why, for ``deny``.
 
@@ -154,19 +155,20 @@ def recorded_events(
     for span in spans:
         attrs = span.get("attributes") or {}
         op = attrs.get(sc.GEN_AI_OPERATION_NAME)
-        if op == sc.OP_EXECUTE_TOOL:
-            named = str(span.get("name", "")).removeprefix(f"{sc.OP_EXECUTE_TOOL} ")
-            tool = attrs.get(sc.GEN_AI_TOOL_NAME)
-            if isinstance(tool, str) and tool != named and named.startswith(tool):
-                # the span's name is whole where the attribute was cut: no hook matching the
-                # tool's name can be judged on the cut one
-                _cut_short(span, f"gen_ai.tool.name {tool!r}", problems)
-                continue
-            yield from _tool_events(span, attrs, context)
-        elif op == sc.OP_SEND_MESSAGE:
-            yield _message_event(span, attrs, context)
-        elif op == sc.OP_INVOKE_AGENT:
-            yield _agent_event(span, attrs, context)
+        if op in _REPLAYED:
+            # A name or id a matcher or hook reads, cut by the exporter's limit (on this span,
+            # or on the ancestor it is inherited from): no hook reading it can be judged on
+            # the cut one, and one matching it would not even run.
+            facts = context.of(span)
+            was_cut = reached_limit(str(span.get("name", "")), attrs, _READ) or facts.get("cut")
+            if was_cut is not None:
+                _cut_short(span, was_cut, problems)
+            elif op == sc.OP_EXECUTE_TOOL:
+                yield from _tool_events(span, attrs, facts)
+            elif op == sc.OP_SEND_MESSAGE:
+                yield _message_event(span, attrs, facts)
+            else:
+                yield _agent_event(span, attrs, facts)
         elif isinstance(op, str) and any(name.startswith(op) for name in _REPLAYED):
             # Cut by the exporter's limit, with the span's other values: an event no hook can
             # be judged on, which skipped without a word read as a policy that passed.
@@ -175,8 +177,9 @@ def recorded_events(
 
 def _cut_short(span: dict[str, Any], what: str, problems: list[str] | None) -> None:
     problem = (
-        f"trace {span.get('traceId', '')} span {span.get('spanId', '')}: {what} was cut short "
-        "(OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT of the recording process): not replayed"
+        f"trace {span.get('traceId', '')} span {span.get('spanId', '')}: {what} was cut short, "
+        "or may have been (OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT of the recording process): not "
+        "replayed"
     )
     if problems is None:
         raise ValueError(problem)
@@ -186,6 +189,19 @@ def _cut_short(span: dict[str, Any], what: str, problems: list[str] | None) -> N
 # The operations replayed as intercept events; a recorded name that is a proper prefix of one
 # was cut short.
 _REPLAYED = (sc.OP_EXECUTE_TOOL, sc.OP_SEND_MESSAGE, sc.OP_INVOKE_AGENT)
+# What matchers and hooks read of a replayed span besides its content (the arguments and the
+# result, whose cut makes only the hooks that matched not evaluable): names, ids, folders.
+_READ = (
+    sc.GEN_AI_TOOL_NAME,
+    sc.TOOL_IDENTIFIER,
+    sc.MCP_SERVER_NAME,
+    sc.GEN_AI_TOOL_CALL_ID,
+    sc.MESSAGE_CHANNEL,
+    sc.MESSAGE_TARGET,
+    sc.CLAUDE_CODE_CWD,
+    sc.CLAUDE_CODE_PROJECT_DIR,
+    *SpanContext.facts,
+)
 
 
 def _common(span: dict[str, Any], facts: Mapping[str, str]) -> dict[str, Any]:
@@ -241,9 +257,8 @@ def _blocked(attrs: Mapping[str, Any], rewritten: Any, blocked: bool) -> Decisio
 
 
 def _tool_events(
-    span: dict[str, Any], attrs: Mapping[str, Any], context: SpanContext
+    span: dict[str, Any], attrs: Mapping[str, Any], facts: Mapping[str, str]
 ) -> Iterator[RecordedEvent]:
-    facts = context.of(span)
     trace_id, span_id = span.get("traceId", ""), span.get("spanId", "")
     agent = facts.get("agent") or facts.get("agentId")
     tool = tool_identity(attrs, str(span.get("name", "")), str(span_id))
@@ -277,7 +292,7 @@ def _tool_events(
     args_size = attrs.get(sc.TOOL_ARGS_SIZE)
     has_args = raw_args is not None or args_size == _EMPTY_ARGS_SIZE
     unknown: tuple[str, tuple[str, ...]] | None = None
-    if _cut(raw_args, args_size, "utf-8"):
+    if cut(raw_args, args_size, "utf-8"):
         has_args, unknown = False, (_CUT_ARGS, ())
     outcome = attrs.get(sc.TOOL_OUTCOME)
     if attrs.get(sc.HOOK_DECISION) == "deny" or outcome == "denied":
@@ -321,7 +336,7 @@ def _tool_events(
     content = attrs.get(sc.GEN_AI_TOOL_CALL_RESULT)
     result_size = attrs.get(sc.TOOL_RESULT_SIZE)
     has_result = isinstance(content, str) or result_size == 0
-    cut = _cut(content, result_size, None)
+    result_cut = cut(content, result_size, None)
     persisted = _ALLOWED
     for span_event in span.get("events") or ():
         if span_event.get("name") == sc.EVENT_TOOL_RESULT_PERSIST:
@@ -353,9 +368,9 @@ def _tool_events(
         span_id,
         agent,
         subject,
-        has_result and not cut,
+        has_result and not result_cut,
         span,
-        (_CUT_RESULT, ()) if cut else unknown if unknown and unknown[1] else None,
+        (_CUT_RESULT, ()) if result_cut else unknown if unknown and unknown[1] else None,
     )
 
 
@@ -373,14 +388,6 @@ _NO_KINDS = (
 )
 
 
-def _cut(text: Any, size: Any, encoding: str | None) -> bool:
-    """Whether a recorded ``text`` is shorter than the ``size`` recorded beside it (bytes in
-    ``encoding``, else characters): the exporter's attribute length limit cut it."""
-    if not isinstance(text, str) or not isinstance(size, int) or len(text) >= size:
-        return False  # as long as the size, in characters: in bytes too
-    return encoding is None or len(text.encode(encoding, "surrogatepass")) < size
-
-
 def _arguments(raw: Any) -> dict[str, Any]:
     if raw is None:
         return {}
@@ -393,9 +400,8 @@ def _arguments(raw: Any) -> dict[str, Any]:
 
 
 def _message_event(
-    span: dict[str, Any], attrs: Mapping[str, Any], context: SpanContext
+    span: dict[str, Any], attrs: Mapping[str, Any], facts: Mapping[str, str]
 ) -> RecordedEvent:
-    facts = context.of(span)
     channel = str(attrs.get(sc.MESSAGE_CHANNEL) or str(span.get("name", "")).partition(" ")[2])
     target = str(attrs.get(sc.MESSAGE_TARGET) or "")
     content = _output_text(attrs.get(sc.GEN_AI_OUTPUT_MESSAGES))
@@ -418,9 +424,8 @@ def _message_event(
 
 
 def _agent_event(
-    span: dict[str, Any], attrs: Mapping[str, Any], context: SpanContext
+    span: dict[str, Any], attrs: Mapping[str, Any], facts: Mapping[str, str]
 ) -> RecordedEvent:
-    facts = context.of(span)
     name = str(attrs.get(sc.GEN_AI_AGENT_NAME) or str(span.get("name", "")).partition(" ")[2])
     agent_id = str(attrs.get(sc.GEN_AI_AGENT_ID) or name)
     text = _input_text(attrs.get(sc.GEN_AI_INPUT_MESSAGES))

@@ -47,9 +47,12 @@ __all__ = [
 
 # A bare ExportTraceServiceRequest starts with field 1 (resource_spans), wire type 2.
 _RESOURCE_SPANS_TAG = 0x0A
-# One unframed message is read whole (and decoded to several times its size): larger than an
-# OTLP/HTTP request body ever is, it is refused rather than risk the memory.
+# A request is read whole (and decoded to several times its size): one larger than an OTLP/HTTP
+# request body ever is (an unframed message, a JSON line, a frame) is refused rather than risk
+# the memory.
 BARE_MESSAGE_LIMIT: Final = 64 * 1024 * 1024
+# a line over the limit is passed over this many bytes at a time
+_SKIP_CHUNK: Final = 1024 * 1024
 
 
 class RecordingError(ValueError):
@@ -113,7 +116,7 @@ def iter_ancestry(
     path: str | os.PathLike[str], wanted: Collection[str], *, problems: list[str] | None = None
 ) -> Iterator[dict[str, Any]]:
     """What a first pass over a recording needs of each span, read without decoding the rest:
-    ``traceId``, ``spanId``, ``parentSpanId`` (hex) and the string attributes named in
+    ``traceId``, ``spanId``, ``parentSpanId`` (hex), ``name`` and the string attributes named in
     ``wanted``. Problems are reported as :func:`iter_spans` reports them."""
     name = os.fspath(path)
     for number, request in _raw_requests(name, problems):
@@ -141,6 +144,7 @@ def _proto_ancestry(
                     "traceId": span.trace_id.hex(),
                     "spanId": span.span_id.hex(),
                     "parentSpanId": span.parent_span_id.hex(),
+                    "name": span.name,
                     "attributes": attrs,
                 }
 
@@ -159,6 +163,7 @@ def _json_ancestry(request: dict[str, Any], wanted: Collection[str]) -> Iterator
                     "traceId": span.get("traceId", ""),
                     "spanId": span.get("spanId", ""),
                     "parentSpanId": span.get("parentSpanId", ""),
+                    "name": span.get("name", ""),
                     "attributes": attrs,
                 }
 
@@ -209,7 +214,17 @@ def _raw_requests(
             return
         file.seek(0)
         if head[:1] == b"{":
-            for number, line in enumerate(file, start=1):
+            number = 0
+            while line := file.readline(BARE_MESSAGE_LIMIT + 1):
+                number += 1
+                if len(line) > BARE_MESSAGE_LIMIT:
+                    while not line.endswith(b"\n") and (line := file.readline(_SKIP_CHUNK)):
+                        pass
+                    _problem(
+                        problems,
+                        f"{name}:{number}: a line over {BARE_MESSAGE_LIMIT} bytes: not read",
+                    )
+                    continue
                 if not line.strip():
                     continue
                 try:
@@ -293,6 +308,10 @@ def _messages(
     while (frame := _next_frame(file, framing)) is not None:
         number += 1
         offset, data = frame
+        if data is None:
+            _problem(problems, f"{name}: message {number} (byte {offset}): over "
+                     f"{BARE_MESSAGE_LIMIT} bytes: not read")  # fmt: skip
+            continue
         message = _parse(data)
         if message is None:
             _problem(problems, f"{name}: message {number} (byte {offset}): not an OTLP "
@@ -342,11 +361,14 @@ def _frames_fit(file: BinaryIO, size: int, read_size: Callable[[BinaryIO], int |
 
 def _next_frame(
     file: BinaryIO, read_size: Callable[[BinaryIO], int | None]
-) -> tuple[int, bytes] | None:
+) -> tuple[int, bytes | None] | None:
     frame_size = read_size(file)
     if frame_size is None or frame_size < 0:
         return None
     offset = file.tell()
+    if frame_size > BARE_MESSAGE_LIMIT:
+        file.seek(offset + frame_size)
+        return offset, None  # not read
     return offset, file.read(frame_size)
 
 

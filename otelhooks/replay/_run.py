@@ -28,10 +28,13 @@ __all__ = ["CHANGES", "ReplayOutcome", "decision_of", "replay_events"]
 CHANGES = ("deny", "mock", "rewrite", "allow", "error")
 
 _ALLOW = Decision()
-# The chain's rank when a command's ``ask`` is the strongest answer: live, Claude Code and
-# Gemini CLI ask the person (a dry run asks nobody: like an approval, the event is not
-# evaluated); Codex CLI and the in-process runtimes deny the call.
-_ASKED = _DECISION_RANK["ask"]
+# A command's ``ask`` or ``defer`` as the strongest answer, by the chain's rank: live, a coding
+# agent that can carry it (Claude Code asks the person, or pauses for a decision made
+# elsewhere; Gemini CLI asks) leaves the call to someone a dry run never asks: like an
+# approval, the event is not evaluated. An agent that cannot (``CANNOT``: the bridge denies)
+# and the in-process runtimes deny the call.
+_SOFT = {rank: name for name, rank in _DECISION_RANK.items() if name in ("ask", "defer")}
+_SOFT_NAMES = frozenset(_SOFT.values())
 
 
 @dataclass(slots=True)
@@ -41,8 +44,8 @@ class ReplayOutcome:
     Attributes:
         recorded: the event, with the decision recorded then (``recorded.recorded``).
         now: what the policy decides now.
-        changed: ``now.action`` differs from the recorded action (an ``ask`` never does: a
-            person decides, and the asking hook is listed in ``would_call``).
+        changed: ``now.action`` differs from the recorded action (an ``ask`` or ``defer``
+            never does: someone else decides, and the hook is listed in ``would_call``).
         diff: for a rewrite, the changes to the payload (``{"path", "op", "from", "to"}``,
             ``op`` one of ``add``, ``remove``, ``replace``).
         errors: ``hook id: problem`` for each hook that failed.
@@ -157,15 +160,16 @@ def replay_events(
         yield outcome
 
 
-def _asks(agent: str | None) -> bool:
-    """Whether the coding agent that ran a recorded call asks a person on a hook's ``ask``."""
-    # imported here: only an event a command asks about needs the bridge's rules
+def _carries(agent: str | None, decision: str) -> bool:
+    """Whether the coding agent that ran a recorded call acts on a hook's ``decision``
+    (``ask``, ``defer``) rather than have the bridge deny the call."""
+    # imported here: only an event a command asks about or defers needs the bridge's rules
     from otelhooks.integrations.coding_agents._combine import CANNOT
     from otelhooks.integrations.coding_agents._common import AGENT
     from otelhooks.integrations.coding_agents._dialects import DIALECTS
 
     known = agent == AGENT or any(agent == d.agent for d in DIALECTS.values())
-    return known and "ask" not in CANNOT.get(agent or "", ())
+    return known and decision not in CANNOT.get(agent or "", ())
 
 
 def _not_evaluable(engine: HooksEngine, event: RecordedEvent, matched: list[str]) -> list[str]:
@@ -184,8 +188,9 @@ def _outcome(event: RecordedEvent, chain: InterceptChain) -> ReplayOutcome:
     diff: list[dict[str, Any]] = []
     now = decision_of(chain)
     would_call = chain.would_call
-    if now.action == "deny" and chain.soft_rank == _ASKED and _asks(event.agent):
-        now = Decision("ask", now.by, now.reason)
+    soft = _SOFT.get(chain.soft_rank) if now.action == "deny" else None
+    if soft is not None and _carries(event.agent, soft):
+        now = Decision(soft, now.by, now.reason)
         would_call = [*would_call, *now.by]
     if now.action == "rewrite":
         # Hooks may have changed the payload in place: what it was is built again from the
@@ -197,7 +202,7 @@ def _outcome(event: RecordedEvent, chain: InterceptChain) -> ReplayOutcome:
     return ReplayOutcome(
         event,
         now,
-        now.action not in (event.recorded.action, "ask"),
+        now.action != event.recorded.action and now.action not in _SOFT_NAMES,
         diff,
         chain.errors,
         chain.matched,

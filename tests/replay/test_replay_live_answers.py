@@ -244,9 +244,44 @@ def _demo_cut_at(tmp_path: Path, limit: int) -> Path:
     return traces
 
 
+LONG_PATH = """\
+import otelhooks
+
+oh = otelhooks.configure(traces_out="traces.jsonl", set_global=False, capture_content=True)
+
+
+@otelhooks.tool(identifier="fs", name="readFile", tracer=oh.tracer)
+def read(path: str) -> str:
+    return "text"
+
+
+with oh.tracer.operation("reader") as op, op.step():
+    read("projects/" + "x" * 40 + "/notes.md")
+oh.shutdown()
+"""
+
+
 def test_a_guard_on_arguments_cut_short_is_not_evaluated_not_allowed(tmp_path: Path) -> None:
-    traces = _demo_cut_at(tmp_path, 12)
-    run = replay_main(traces, "--hooks", tmp_path / "policy.yaml", "--format", "json")
+    # a limit of 40 cuts the arguments (65 characters), and none of the names and ids (at a
+    # limit that cuts an id too, the span is not replayed at all: see test_replay_unknowns.py)
+    (tmp_path / "agent.py").write_text(LONG_PATH)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env |= {"PYTHONPATH": str(REPO), "OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT": "40"}
+    done = subprocess.run(
+        [sys.executable, "agent.py"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    (tmp_path / "guard.py").write_text(READS_PY)
+    (tmp_path / "policy.yaml").write_text(READS)
+    run = replay_main(
+        tmp_path / "traces.jsonl", "--hooks", tmp_path / "policy.yaml", "--format", "json"
+    )
     assert run.code == 0, run.stderr
     reads = [
         e

@@ -123,3 +123,53 @@ def test_otlp_ids_and_a_cycle_in_a_malformed_file() -> None:
     context.add({"traceId": "t", "spanId": "b", "parentSpanId": "a"})
     assert context.complete({"traceId": "t", "spanId": "a"})
     assert context.of({"traceId": "t", "spanId": "b"}) == {}
+
+
+def test_a_line_too_long_to_be_a_request_is_named_not_read_whole(tmp_path: Path) -> None:
+    """A recording whose first line runs for 130 MiB (a torn file, a line never ended) was read
+    whole and decoded: about three times its size in memory (844 MB at 256 MiB, 1.6 GB at
+    512 MiB; a 2 GiB line takes the memory of a small machine). Such a line is now passed over
+    a MiB at a time, named, and the rest replayed."""
+    import os
+    import subprocess
+    import sys
+
+    recording = tmp_path / "long.jsonl"
+    with recording.open("wb") as file:
+        file.write(b'{"resourceSpans": [], "note": "')
+        chunk = b"a" * (1 << 20)
+        for _ in range(130):
+            file.write(chunk)
+        file.write(b'"}\n')
+    _recording(tmp_path / "calls.jsonl", 100)
+    with recording.open("ab") as file:
+        file.write((tmp_path / "calls.jsonl").read_bytes())
+    (tmp_path / "policy.yaml").write_text(
+        "hooks:\n  - id: no-rm\n    type: beforeToolCall\n    matcher: fs/rm\n    command: exit 2\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2])
+    # the replay's own peak, said as it exits
+    measured = (
+        "import atexit, resource, runpy, sys; atexit.register(lambda: print('peak', "
+        "resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, file=sys.stderr)); "
+        "sys.argv[0] = 'otelhooks'; runpy.run_module('otelhooks', run_name='__main__')"
+    )
+    done = subprocess.run(
+        [
+            *(sys.executable, "-c", measured, "replay", str(recording)),
+            *("--hooks", "policy.yaml", "--format", "json"),
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "long.jsonl:1: a line over 67108864 bytes: not read" in done.stderr
+    summary = json.loads(done.stdout.splitlines()[-1])
+    assert summary["changes"] == {"deny": 100}  # the lines after it are replayed
+    peak_kb = int(done.stderr.rsplit("peak ", 1)[1].split()[0])
+    assert peak_kb < 300_000, peak_kb  # 190 MB; the line read whole: 450 MB
