@@ -1,5 +1,6 @@
-"""LangChain / LangGraph: a hooked tool returning a LangGraph ``Command`` keeps it when a
-``tool_result_persist`` hook rewrites its text, or fails loudly (a real ``ToolNode`` graph)."""
+"""LangChain / LangGraph: a hooked tool's result keeps its own shape when a
+``tool_result_persist`` hook rewrites its text (a ``ToolMessage``'s status and artifact, a
+LangGraph ``Command``'s update and ``goto``), or the call fails loudly (a real ``ToolNode``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 pytest.importorskip("langgraph")
 
 from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.tools import InjectedToolCallId, tool
+from langchain_core.tools import InjectedToolCallId, ToolException, tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command
@@ -131,3 +132,32 @@ def test_a_command_whose_message_cannot_be_rewritten_fails_loudly(
     assert span.status.status_code is StatusCode.ERROR
     (error,) = recorder.of("on_tool_call_error")
     assert "Command" in error.error  # type: ignore[attr-defined]
+
+
+def test_a_tool_message_keeps_its_status_and_artifact_when_a_hook_rewrites_it(
+    pipe: TestPipeline,
+) -> None:
+    # the caller got the redacted text alone: LangChain made it a new ToolMessage, its
+    # artifact dropped and a tool error's status="error" turned into "success"
+    @tool(response_format="content_and_artifact")
+    def page(url: str) -> tuple[str, dict[str, int]]:
+        """Fetch a page and its raw bytes."""
+        return f"token=SECRET from {url}", {"bytes": 42}
+
+    @tool
+    def broken(url: str) -> str:
+        """Fetch a page that fails."""
+        raise ToolException(f"SECRET refused for {url}")
+
+    broken.handle_tool_error = True
+    pipe.register(hook("redact", "tool_result_persist", _redact))
+    node = ToolNode([hook_tool(page), hook_tool(broken)])
+    app = StateGraph(MessagesState).add_node("tools", node).add_edge(START, "tools").compile()
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(pipe.tracer)]}
+    out = app.invoke(_calls(("page", {"url": "a"}, "p1"), ("broken", {"url": "b"}, "b1")), config)
+
+    said = {m.tool_call_id: (m.status, m.content, m.artifact) for m in out["messages"][1:]}
+    assert said == {
+        "p1": ("success", "token=*** from a", {"bytes": 42}),
+        "b1": ("error", "*** refused for b", None),
+    }

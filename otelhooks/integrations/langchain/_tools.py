@@ -80,10 +80,13 @@ def _text(output: Any, tool_call_id: str | None = None) -> str:
 
 def _kept(output: Any, kept: str, tool_call_id: str | None) -> Any:
     """What the caller gets once the hooks kept ``kept`` of ``output``'s text: ``output`` when
-    they left it; a ``Command`` with its call's message holding ``kept`` (its update and
-    ``goto`` kept); else ``kept``. A ``Command`` without such a message raises, never lost."""
+    they left it; a ``ToolMessage`` (its ``status``, ``artifact``) or a ``Command`` (its update
+    and ``goto``) holding ``kept`` as its call's message; else ``kept``. A ``Command`` without
+    such a message raises, never lost."""
     if kept == _text(output, tool_call_id):
         return output
+    if isinstance(output, ToolMessage):
+        return output.model_copy(update={"content": kept})
     holds_command = isinstance(output, list) and any(isinstance(o, Command) for o in output)
     if isinstance(output, Command):
         message = _tool_message(output, tool_call_id)
