@@ -15,6 +15,9 @@ pytest.importorskip("agents")
 
 from agents import (
     Agent,
+    ApplyPatchOperation,
+    ApplyPatchResult,
+    ApplyPatchTool,
     RunContextWrapper,
     ShellCommandRequest,
     ShellTool,
@@ -22,7 +25,7 @@ from agents import (
     set_trace_processors,
 )
 from agents.testing import assistant_message, function_call
-from openai.types.responses import ResponseFunctionShellToolCall
+from openai.types.responses import ResponseApplyPatchToolCall, ResponseFunctionShellToolCall
 from opentelemetry.trace import StatusCode
 
 from otelhooks import ToolCallEvent
@@ -156,3 +159,38 @@ def test_a_hook_may_not_change_a_shell_command_a_person_approved(pipe: TestPipel
 
     assert ran == []
     assert "approval" in model.tool_outputs()["c1"]
+
+
+class _Files:
+    """An ``ApplyPatchEditor`` keeping what it deletes."""
+
+    def __init__(self) -> None:
+        self.deleted: list[str] = []
+
+    def create_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult:
+        raise AssertionError("not asked")
+
+    def update_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult:
+        raise AssertionError("not asked")
+
+    def delete_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult:
+        self.deleted.append(operation.path)
+        return ApplyPatchResult(status="completed", output=f"deleted {operation.path}")
+
+
+def test_a_hook_may_not_change_a_file_operation_a_person_approved(pipe: TestPipeline) -> None:
+    files = _Files()
+    call = ResponseApplyPatchToolCall(
+        id="ap_p1",
+        call_id="p1",
+        type="apply_patch_call",
+        status="completed",
+        operation={"type": "delete_file", "path": "scratch.md"},
+    )
+    model = ScriptedModel("m", [[call], [assistant_message("ok")]])
+    pipe.register(hook("into-etc", "beforeToolCall", _into("/etc/passwd"), matcher="@file_edit"))
+    tool = ApplyPatchTool(editor=files, needs_approval=True)
+    _approved_run(pipe, Agent(name="writer", model=model, tools=[tool]))
+
+    assert files.deleted == []
+    assert "approval" in model.tool_outputs()["p1"]

@@ -47,7 +47,7 @@ async def judged_again(tool: FunctionTool, ctx: ToolContext[Any], arguments: str
 
 
 async def approval_refuses(
-    tool_name: str, setting: Any, ctx: RunContextWrapper[Any], rewritten: Any, call_id: str
+    tool_name: str, setting: Any, ctx: RunContextWrapper[Any] | None, rewritten: Any, call_id: str
 ) -> None:
     """Refuse a rewrite of a call a person approves: the SDK asked the person (or would have)
     about the arguments the model sent, and a hook may not silently change what they approved.

@@ -375,10 +375,15 @@ def _hook_local_shell(tool: LocalShellTool, identifier: str | None) -> LocalShel
 class _HookedEditor:
     """An ``ApplyPatchEditor`` whose file operations go through otelhooks' tool hooks."""
 
-    def __init__(self, editor: ApplyPatchEditor, name: str, identifier: str | None) -> None:
+    def __init__(
+        self, editor: ApplyPatchEditor, name: str, identifier: str | None, approved: bool
+    ) -> None:
         self.editor = editor
         self.name = name
         self.identifier = identifier
+        # the tool's needs_approval is set: its policy takes a call id an editor is not given,
+        # so it cannot be asked about a rewrite, which a person never saw, and refuses all
+        self.approved = approved
 
     async def _apply(self, operation: ApplyPatchOperation) -> ApplyPatchResult | str | None:
         args: dict[str, Any] = {
@@ -398,6 +403,7 @@ class _HookedEditor:
                     diff=changed.get("diff"),
                     move_to=changed.get("move_to"),
                 )
+                await approval_refuses(self.name, self.approved, op.ctx_wrapper, op, "")
             if op.type not in ("create_file", "update_file", "delete_file"):
                 raise ValueError(f"unknown apply_patch operation {op.type!r}")
             return await _maybe(getattr(self.editor, op.type)(op))
@@ -421,7 +427,8 @@ class _HookedEditor:
 def _hook_apply_patch(tool: ApplyPatchTool, identifier: str | None) -> ApplyPatchTool:
     if isinstance(tool.editor, _HookedEditor):
         return tool
-    return dataclasses.replace(tool, editor=_HookedEditor(tool.editor, tool.name, identifier))
+    editor = _HookedEditor(tool.editor, tool.name, identifier, tool.needs_approval is not False)
+    return dataclasses.replace(tool, editor=editor)
 
 
 def _hooked(agent: Agent[Any], seen: set[int]) -> bool:
