@@ -124,7 +124,7 @@ def test_a_command_whose_message_cannot_be_rewritten_fails_loudly(
     )
     config: Any = {"callbacks": [OtelHooksCallbackHandler(pipe.tracer)]}
 
-    with pytest.raises(ResultNotRewritableError, match="Command without a single ToolMessage"):
+    with pytest.raises(ResultNotRewritableError, match="without a single ToolMessage"):
         app.invoke({"history": [call]}, config)
     pipe.flush()
 
@@ -132,6 +132,24 @@ def test_a_command_whose_message_cannot_be_rewritten_fails_loudly(
     assert span.status.status_code is StatusCode.ERROR
     (error,) = recorder.of("on_tool_call_error")
     assert "Command" in error.error  # type: ignore[attr-defined]
+
+
+def test_a_list_of_commands_fails_loudly_when_a_hook_rewrites_it(pipe: TestPipeline) -> None:
+    # ToolNode takes a list of Commands from one call; its text is the list's, which a
+    # rewrite would hand back as a plain string
+    @tool
+    def fetch_all(url: str, tool_call_id: Annotated[str, InjectedToolCallId]) -> list[Any]:
+        """Fetch a page."""
+        message = ToolMessage(content=f"token=SECRET from {url}", tool_call_id=tool_call_id)
+        return [Command(update={"messages": [message], "fetched": [url]})]
+
+    pipe.register(hook("redact", "tool_result_persist", _redact))
+    app = StateGraph(State).add_node("tools", ToolNode([hook_tool(fetch_all)]))
+    graph = app.add_edge(START, "tools").compile()
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(pipe.tracer)]}
+
+    with pytest.raises(ResultNotRewritableError, match="list of them"):
+        graph.invoke(_calls(("fetch_all", {"url": "a"}, "l1")), config)
 
 
 def test_a_tool_message_keeps_its_status_and_artifact_when_a_hook_rewrites_it(

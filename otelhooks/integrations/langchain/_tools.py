@@ -100,9 +100,10 @@ def _kept(output: Any, kept: str, tool_call_id: str | None) -> Any:
     elif not holds_command:
         return kept
     raise ResultNotRewritableError(
-        "a tool_result_persist hook changed the result of this call, a LangGraph Command "
-        f"without a single ToolMessage for call {tool_call_id!r} in update['messages'] to "
-        "rewrite: otelhooks cannot hand it back rewritten without dropping its update"
+        "a tool_result_persist hook changed the result of this call, a LangGraph Command (or "
+        f"a list of them) without a single ToolMessage for call {tool_call_id!r} in "
+        "update['messages'] to rewrite: otelhooks cannot hand it back rewritten without "
+        "dropping its update"
     )
 
 
