@@ -29,7 +29,7 @@ from openai.types.responses import ResponseApplyPatchToolCall, ResponseFunctionS
 from opentelemetry.trace import StatusCode
 
 from otelhooks import ToolCallEvent
-from otelhooks.integrations.openai_agents import HookedRunner
+from otelhooks.integrations.openai_agents import HookedRunner, hook_tool
 from otelhooks.testing import TestPipeline
 from tests.conftest import Recorder, hook
 from tests.integrations._agents_model import ScriptedModel
@@ -110,6 +110,32 @@ def test_a_hook_may_not_change_the_arguments_a_person_approved(
     span = pipe.span("execute_tool delete_file")
     assert span.status.status_code is StatusCode.ERROR
     assert (span.attributes or {})["otelhooks.hook.decision"] == "deny"
+
+
+def test_the_refusal_reaches_the_observers_of_the_tool_s_own_identifier(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    @function_tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        raise AssertionError("a refused rewrite ran")
+
+    model = ScriptedModel(
+        "m",
+        [
+            [function_call("delete_file", {"path": "a.txt"}, call_id="d1")],
+            [assistant_message("ok")],
+        ],
+    )
+    pipe.register(
+        hook("into-etc", "beforeToolCall", _into("/etc/passwd")),
+        hook("desk", "on_tool_call_denied", recorder, matcher="desk/delete_file"),
+    )
+    tool = hook_tool(delete_file, identifier="desk")
+    _approved_run(pipe, Agent(name="cleaner", model=model, tools=[tool]))
+
+    (denied,) = recorder.of("on_tool_call_denied")
+    assert denied.identifier == "desk"  # type: ignore[attr-defined]
 
 
 def test_a_rewrite_the_approval_policy_lets_through_runs(pipe: TestPipeline) -> None:

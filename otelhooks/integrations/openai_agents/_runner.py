@@ -280,7 +280,12 @@ class AgentRun:
             }
         )
         self._denied(
-            call.api_name, call.tool_call_id, call.args, refused.decided_by, refused.reason
+            call.api_name,
+            call.tool_call_id,
+            call.args,
+            refused.decided_by,
+            refused.reason,
+            call.identifier,
         )
         await call.aset_result(refused.reason, success=False)
         return refused.reason
@@ -299,16 +304,24 @@ class AgentRun:
         self._denied(tool, call_id, args, f"guardrail:{guardrail}", message)
 
     def _denied(
-        self, tool: str, call_id: str, args: dict[str, Any], decided_by: str, reason: str
+        self,
+        tool: str,
+        call_id: str,
+        args: dict[str, Any],
+        decided_by: str,
+        reason: str,
+        identifier: str | None = None,
     ) -> None:
-        """Tell ``on_tool_call_denied`` observers of a deny no hook's verdict made."""
+        """Tell ``on_tool_call_denied`` observers of a deny no hook's verdict made (of the
+        call's ``identifier``; the agent's when omitted)."""
         frame = self.frame
         op = frame.operation
+        ident = identifier if identifier is not None else frame.agent
         step = frame.step.scope if frame.step is not None else None
         payload = ToolCallDeniedEvent(
             **op.common(),
             toolCallId=call_id,
-            identifier=frame.agent,
+            identifier=ident,
             apiName=tool,
             args=args,
             agentId=op.agent_id,
@@ -319,7 +332,7 @@ class AgentRun:
         live = LiveEvent(
             "on_tool_call_denied",
             lambda: payload,
-            values=(f"{frame.agent}/{tool}", tool),
+            values=(f"{ident}/{tool}", tool),
             operation_id=op.operation_id,
         )
         if step is not None:
