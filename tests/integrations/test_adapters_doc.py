@@ -64,6 +64,7 @@ def test_the_hooks_file_of_the_claude_code_section_loads(tmp_path: Path) -> None
                 "PROVIDER",
                 "HookedTool",
                 "OtelHooksCallbackHandler",
+                "ResultNotRewritableError",
                 "RunBlockedError",
                 "ToolRun",
                 "hook_tool",

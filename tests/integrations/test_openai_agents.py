@@ -939,6 +939,7 @@ def test_an_sdk_guardrail_judges_the_arguments_a_hook_rewrote(
     agent = Agent(name="bot", model=model, tools=[list_dir])
     pipe.register(hook("into-root", "beforeToolCall", _into_root))
     pipe.register(hook("denied", "on_tool_call_denied", recorder))
+    pipe.register(hook("error", "on_tool_call_error", recorder))
     if behavior == "reject_content":
         asyncio.run(HookedRunner(pipe.tracer).run(agent, "go"))
     else:
@@ -954,7 +955,9 @@ def test_an_sdk_guardrail_judges_the_arguments_a_hook_rewrote(
         assert model.tool_outputs() == {"g1": "no access to /root"}
         (denied,) = recorder.of("on_tool_call_denied")
         assert (denied.args, denied.decidedBy) == ({"path": "/root/x"}, "guardrail:no_root")  # type: ignore[attr-defined]
-        assert (span.attributes or {})["error.type"].endswith("RewriteRejectedError")
+        # a deny, not also a tool error: the function never ran
+        assert recorder.of("on_tool_call_error") == []
+        assert (span.attributes or {})["otelhooks.hook.decided_by"] == "guardrail:no_root"
 
 
 _TICKETS = itertools.count()  # module-level: the SDK reads the annotations from the module

@@ -41,13 +41,14 @@ from otelhooks.integrations.langchain._handler import (
     RunBlockedError,
     ToolRun,
 )
-from otelhooks.integrations.langchain._tools import HookedTool, hook_tool
+from otelhooks.integrations.langchain._tools import HookedTool, ResultNotRewritableError, hook_tool
 
 __all__ = [
     "HOOKED_METADATA_KEY",
     "PROVIDER",
     "HookedTool",
     "OtelHooksCallbackHandler",
+    "ResultNotRewritableError",
     "RunBlockedError",
     "ToolRun",
     "hook_tool",

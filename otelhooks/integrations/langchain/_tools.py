@@ -10,7 +10,8 @@ refusal by any stands, then rewritten arguments) and then:
   is never called and the graph goes on;
 * mocked: returns the mock's content, the inner tool is never called;
 * otherwise: calls the inner tool with the (possibly rewritten) arguments and passes the result
-  through ``tool_result_persist``.
+  through ``tool_result_persist`` (a LangGraph ``Command``'s own ``ToolMessage``, rewritten in
+  place, or :class:`ResultNotRewritableError`).
 
 Without the handler in the run's callbacks (none was given, or a thread pool of your own lost the
 run's context) the wrapper calls the inner tool and logs a warning that no hook saw the call.
@@ -18,7 +19,8 @@ run's context) the wrapper calls the inner tool and logs a warning that no hook 
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from typing import Any, cast
 
 import structlog
 from langchain_core.callbacks import (
@@ -29,6 +31,7 @@ from langchain_core.callbacks import (
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool
+from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from otelhooks import _semconv as sc
@@ -40,16 +43,68 @@ from otelhooks.integrations.langchain._handler import (
     succeeded,
 )
 
-__all__ = ["HookedTool", "hook_tool"]
+__all__ = ["HookedTool", "ResultNotRewritableError", "hook_tool"]
 
 _log = structlog.get_logger("otelhooks")
 
 Manager = CallbackManagerForToolRun | AsyncCallbackManagerForToolRun
 
 
-def _text(output: Any) -> str:
+class ResultNotRewritableError(Exception):
+    """A ``tool_result_persist`` hook changed the text of a tool's result that otelhooks cannot
+    rewrite as the result it is: a LangGraph ``Command`` (or a list holding one) whose
+    ``update["messages"]`` holds no single ``ToolMessage`` of the call. Handing back the hook's
+    text instead would drop the ``Command``'s state update and ``goto`` without a word."""
+
+
+def _tool_message(command: Command[Any], tool_call_id: str | None) -> ToolMessage | None:
+    """The call's own message in ``command``'s ``update["messages"]``: the one ``ToolMessage``
+    bound to ``tool_call_id`` (``None``: none, several, or an update of another shape)."""
+    update = command.update
+    messages = update.get("messages") if isinstance(update, dict) else None
+    if tool_call_id is None or not isinstance(messages, list):
+        return None
+    found = [m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == tool_call_id]
+    return found[0] if len(found) == 1 else None
+
+
+def _text(output: Any, tool_call_id: str | None = None) -> str:
+    """The text of ``output`` the ``tool_result_persist`` hooks judge: a ``Command``'s is its
+    call's ``ToolMessage``'s, or (none to rewrite) the whole ``Command``'s."""
+    if isinstance(output, Command):
+        message = _tool_message(output, tool_call_id)
+        output = output if message is None else message
     content = getattr(output, "content", output)
     return content if isinstance(content, str) else str(content)
+
+
+def _kept(output: Any, kept: str, tool_call_id: str | None) -> Any:
+    """What the caller gets once the hooks kept ``kept`` of ``output``'s text: ``output`` when
+    they left it; a ``ToolMessage`` (its ``status``, ``artifact``) or a ``Command`` (its update
+    and ``goto``) holding ``kept`` as its call's message; else ``kept``. A ``Command`` without
+    such a message raises, never lost."""
+    if kept == _text(output, tool_call_id):
+        return output
+    if isinstance(output, ToolMessage):
+        return output.model_copy(update={"content": kept})
+    holds_command = isinstance(output, list) and any(isinstance(o, Command) for o in output)
+    if isinstance(output, Command):
+        message = _tool_message(output, tool_call_id)
+        if message is not None:
+            update = cast(dict[str, Any], output.update)
+            messages = [
+                message.model_copy(update={"content": kept}) if m is message else m
+                for m in update["messages"]
+            ]
+            return dataclasses.replace(output, update={**update, "messages": messages})
+    elif not holds_command:
+        return kept
+    raise ResultNotRewritableError(
+        "a tool_result_persist hook changed the result of this call, a LangGraph Command (or "
+        f"a list of them) without a single ToolMessage for call {tool_call_id!r} in "
+        "update['messages'] to rewrite: otelhooks cannot hand it back rewritten without "
+        "dropping its update"
+    )
 
 
 def _find_runs(manager: Manager | None, name: str) -> list[ToolRun]:
@@ -186,11 +241,11 @@ class HookedTool(BaseTool):
         if not tool.call.should_run:
             return _refusal(tool, self.name)
         output = self.inner.invoke(self._inner_input(tool, kwargs), config=config)
-        kept, success = _text(output), succeeded(output)
+        kept, success = _text(output, tool.tool_call_id), succeeded(output)
         for run in runs:  # each handler's tool_result_persist hooks filter what the last kept
             kept = run.call.set_result(kept, success=success).content
             run.result_set = True
-        return output if kept == _text(output) else kept
+        return _kept(output, kept, tool.tool_call_id)
 
     async def _arun(
         self,
@@ -206,11 +261,11 @@ class HookedTool(BaseTool):
         if not tool.call.should_run:
             return _refusal(tool, self.name)
         output = await self.inner.ainvoke(self._inner_input(tool, kwargs), config=config)
-        kept, success = _text(output), succeeded(output)
+        kept, success = _text(output, tool.tool_call_id), succeeded(output)
         for run in runs:
             kept = (await run.call.aset_result(kept, success=success)).content
             run.result_set = True
-        return output if kept == _text(output) else kept
+        return _kept(output, kept, tool.tool_call_id)
 
 
 def hook_tool(tool: BaseTool) -> BaseTool:

@@ -15,6 +15,7 @@ __all__ = [
     "RAISED",
     "Execute",
     "GuardingRun",
+    "RewriteRefusedError",
     "UnguardedToolWarning",
     "guarded",
     "parse_args",
@@ -69,6 +70,17 @@ def tool_raised(call_id: str | None, error: Exception) -> None:
     current = RAISED.get()
     if current is not None and current[0] == call_id:
         current[1].append(error)
+
+
+class RewriteRefusedError(Exception):
+    """A check the SDK made before the hooks refused, made again, the arguments a hook rewrote
+    (a tool input guardrail, the tool's ``needs_approval``): raised by a hooked tool's ``run``
+    instead of running the tool, it makes the call a deny ``decided_by`` gave ``reason`` for."""
+
+    def __init__(self, reason: str, decided_by: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.decided_by = decided_by
 
 
 class UnguardedToolWarning(UserWarning):

@@ -65,10 +65,16 @@ from otelhooks._encoding import dumps
 from otelhooks._errors import RunBlockedError
 from otelhooks._events import ToolCallDeniedEvent
 from otelhooks._fingerprint import canonical_json
-from otelhooks._instrument import AgentCall, AgentTracer, LlmCall, Operation, Step
+from otelhooks._instrument import AgentCall, AgentTracer, LlmCall, Operation, Step, ToolCall
 from otelhooks._live import LiveEvent
 from otelhooks.integrations._scopes import DetachedScope
-from otelhooks.integrations.openai_agents._guard import CURRENT_RUN, RAISED, Execute, tool_raised
+from otelhooks.integrations.openai_agents._guard import (
+    CURRENT_RUN,
+    RAISED,
+    Execute,
+    RewriteRefusedError,
+    tool_raised,
+)
 from otelhooks.integrations.openai_agents._tools import hook_agent, warn_unhooked_state
 
 __all__ = ["PROVIDER", "AgentRun", "HookedRunner", "RunBlockedError"]
@@ -239,6 +245,8 @@ class AgentRun:
                 token = RAISED.set((call_id, raised))
                 try:
                     output = await execute(call.args if call.args != args else None)
+                except RewriteRefusedError as refused:
+                    return await self._refused(call, refused), True
                 finally:
                     RAISED.reset(token)
                 if raised:
@@ -258,33 +266,73 @@ class AgentRun:
                 # a tool_result_persist hook may have filtered the result; else keep the object
                 return (output if kept.content == as_text else kept.content), False
 
+    async def _refused(self, call: ToolCall, refused: RewriteRefusedError) -> str:
+        """A rewrite the SDK's own checks refuse, made again: a deny, which no hook's verdict
+        made, so the call reports it here: ``on_tool_call_denied`` (not ``on_tool_call_error``:
+        the tool never ran), the deny on the span and the span failed, its result the reason,
+        which the model gets."""
+        call.span.set_attributes(
+            {
+                sc.HOOK_DECISION: "deny",
+                sc.HOOK_DECISION_REASON: refused.reason,
+                sc.HOOK_DECIDED_BY: refused.decided_by,
+                sc.HOOK_CLASSIFICATION: sc.CLASSIFICATION_HOOK_DENIED,
+            }
+        )
+        self._denied(
+            call.api_name,
+            call.tool_call_id,
+            call.args,
+            refused.decided_by,
+            refused.reason,
+            call.identifier,
+        )
+        await call.aset_result(refused.reason, success=False)
+        return refused.reason
+
     def guardrail_rejected(
         self, tool: str, call_id: str, args: dict[str, Any], guardrail: str, message: str
     ) -> None:
         """An SDK tool input guardrail rejected a call: the function did not run."""
         frame = self.frame
-        op = frame.operation
         step = frame.step.scope if frame.step is not None else None
         if step is not None:
             step.span.add_event(
                 sc.EVENT_TOOL_GUARDRAIL,
                 {sc.GEN_AI_TOOL_NAME: tool, GUARDRAIL_NAME: guardrail, sc.HOOK_DECISION: "deny"},
             )
+        self._denied(tool, call_id, args, f"guardrail:{guardrail}", message)
+
+    def _denied(
+        self,
+        tool: str,
+        call_id: str,
+        args: dict[str, Any],
+        decided_by: str,
+        reason: str,
+        identifier: str | None = None,
+    ) -> None:
+        """Tell ``on_tool_call_denied`` observers of a deny no hook's verdict made (of the
+        call's ``identifier``; the agent's when omitted)."""
+        frame = self.frame
+        op = frame.operation
+        ident = identifier if identifier is not None else frame.agent
+        step = frame.step.scope if frame.step is not None else None
         payload = ToolCallDeniedEvent(
             **op.common(),
             toolCallId=call_id,
-            identifier=frame.agent,
+            identifier=ident,
             apiName=tool,
             args=args,
             agentId=op.agent_id,
             stepIndex=step.index if step is not None else 0,
-            reason=message,
-            decidedBy=f"guardrail:{guardrail}",
+            reason=reason,
+            decidedBy=decided_by,
         )
         live = LiveEvent(
             "on_tool_call_denied",
             lambda: payload,
-            values=(f"{frame.agent}/{tool}", tool),
+            values=(f"{ident}/{tool}", tool),
             operation_id=op.operation_id,
         )
         if step is not None:

@@ -10,7 +10,8 @@ file operation). All go through :meth:`AgentRun.guard_tool`.
 A function tool's hook runs after its own SDK guardrails, so an SDK guardrail rejection never
 reaches otelhooks' hooks; such a rejection is recorded as an ``on_tool_call_denied`` event instead
 (see :func:`_watch_guardrail`). Arguments a hook rewrote are judged by those guardrails again
-before the function runs (:func:`_judged_again`).
+before the function runs, and a rewrite of a call a person approves (``needs_approval``) is
+refused (:mod:`~otelhooks.integrations.openai_agents._rewrites`).
 
 The tools of an agent's MCP servers (``agent.mcp_servers``) go through the same chain:
 :func:`hook_agent` gives the clone a wrapper around each server
@@ -33,7 +34,7 @@ import json
 import warnings
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import Any, Final, cast, overload
+from typing import Any, Final, overload
 
 from agents import (
     Agent,
@@ -53,7 +54,6 @@ from agents import (
     Tool,
     ToolInputGuardrail,
     ToolInputGuardrailData,
-    ToolInputGuardrailTripwireTriggered,
 )
 from agents.function_schema import function_schema
 from agents.mcp import MCPServer
@@ -81,6 +81,7 @@ from otelhooks.integrations.openai_agents._guard import (
     tool_raised,
 )
 from otelhooks.integrations.openai_agents._mcp_servers import HookedMCPServer
+from otelhooks.integrations.openai_agents._rewrites import approval_refuses, judged_again
 
 __all__ = ["hook_agent", "hook_tool", "warn_unhooked_state"]
 
@@ -267,33 +268,6 @@ def _telling_failures(handler: ToolErrorFunction) -> ToolErrorFunction:
     return telling
 
 
-class RewriteRejectedError(Exception):
-    """An SDK tool input guardrail rejected the arguments a hook rewrote: the function did not
-    run and the model got the guardrail's message."""
-
-
-async def _judged_again(tool: FunctionTool, ctx: ToolContext[Any], arguments: str) -> str | None:
-    """Run ``tool``'s SDK input guardrails, as the SDK does, on the ``arguments`` a hook
-    rewrote: the SDK ran them before the hooks, on the arguments the model sent, and the
-    function must get only what every guard judged. Returns the message of the first that
-    rejects (``None``: all allow); a tripwire raises, as in the SDK."""
-    if not tool.tool_input_guardrails:
-        return None
-    again = copy.copy(ctx)
-    again.tool_arguments = arguments
-    if ctx.tool_call is not None:
-        again.tool_call = ctx.tool_call.model_copy(update={"arguments": arguments})
-    data = ToolInputGuardrailData(context=again, agent=cast(Agent[Any], ctx.agent))
-    for guardrail in tool.tool_input_guardrails:
-        output = await guardrail.run(data)
-        behavior = output.behavior
-        if behavior["type"] == "raise_exception":
-            raise ToolInputGuardrailTripwireTriggered(guardrail=guardrail, output=output)
-        if behavior["type"] == "reject_content":
-            return behavior["message"]
-    return None
-
-
 def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
     if getattr(tool.on_invoke_tool, _HOOKED, False):
         return tool
@@ -318,10 +292,9 @@ def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
             if changed is None:
                 return await inner(ctx, input)
             rewritten = json.dumps(changed)
-            rejected = await _judged_again(hooked, ctx, rewritten)
-            if rejected is not None:
-                tool_raised(ctx.tool_call_id, RewriteRejectedError(rejected))
-                return rejected
+            # your tool's own guardrails, not the watched copies: the refusal is the call's deny
+            await judged_again(tool, ctx, rewritten)
+            await approval_refuses(tool.name, tool.needs_approval, ctx, changed, ctx.tool_call_id)
             return await inner(ctx, rewritten)
 
         args = _received(model, tool.params_json_schema, parse_args(input))
@@ -356,6 +329,13 @@ def _hook_shell(tool: ShellTool, identifier: str | None) -> ShellTool:
                     commands=[str(c) for c in changed["commands"]],
                     timeout_ms=changed.get("timeout_ms"),
                     max_output_length=changed.get("max_output_length"),
+                )
+                await approval_refuses(
+                    tool.name,
+                    tool.needs_approval,
+                    request.ctx_wrapper,
+                    action,
+                    request.data.call_id,
                 )
                 data = dataclasses.replace(request.data, action=action)
                 return await _maybe(executor(dataclasses.replace(request, data=data)))
@@ -395,10 +375,15 @@ def _hook_local_shell(tool: LocalShellTool, identifier: str | None) -> LocalShel
 class _HookedEditor:
     """An ``ApplyPatchEditor`` whose file operations go through otelhooks' tool hooks."""
 
-    def __init__(self, editor: ApplyPatchEditor, name: str, identifier: str | None) -> None:
+    def __init__(
+        self, editor: ApplyPatchEditor, name: str, identifier: str | None, approved: bool
+    ) -> None:
         self.editor = editor
         self.name = name
         self.identifier = identifier
+        # the tool's needs_approval is set: its policy takes a call id an editor is not given,
+        # so it cannot be asked about a rewrite, which a person never saw, and refuses all
+        self.approved = approved
 
     async def _apply(self, operation: ApplyPatchOperation) -> ApplyPatchResult | str | None:
         args: dict[str, Any] = {
@@ -418,6 +403,7 @@ class _HookedEditor:
                     diff=changed.get("diff"),
                     move_to=changed.get("move_to"),
                 )
+                await approval_refuses(self.name, self.approved, op.ctx_wrapper, op, "")
             if op.type not in ("create_file", "update_file", "delete_file"):
                 raise ValueError(f"unknown apply_patch operation {op.type!r}")
             return await _maybe(getattr(self.editor, op.type)(op))
@@ -441,7 +427,8 @@ class _HookedEditor:
 def _hook_apply_patch(tool: ApplyPatchTool, identifier: str | None) -> ApplyPatchTool:
     if isinstance(tool.editor, _HookedEditor):
         return tool
-    return dataclasses.replace(tool, editor=_HookedEditor(tool.editor, tool.name, identifier))
+    editor = _HookedEditor(tool.editor, tool.name, identifier, tool.needs_approval is not False)
+    return dataclasses.replace(tool, editor=editor)
 
 
 def _hooked(agent: Agent[Any], seen: set[int]) -> bool:

@@ -1,0 +1,72 @@
+"""What arguments a hook rewrote must pass before an SDK tool runs them: the checks the SDK made
+on the arguments the model sent, before the hooks ran, made again on the rewrite.
+
+A rewrite either check refuses is a deny (:class:`RewriteRefusedError`): the tool does not run,
+the model gets the reason and ``on_tool_call_denied`` observers hear of it.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+from typing import Any, cast
+
+from agents import (
+    Agent,
+    FunctionTool,
+    RunContextWrapper,
+    ToolInputGuardrailData,
+    ToolInputGuardrailTripwireTriggered,
+)
+from agents.tool_context import ToolContext
+
+from otelhooks.integrations.openai_agents._guard import RewriteRefusedError
+
+__all__ = ["approval_refuses", "judged_again"]
+
+
+async def judged_again(tool: FunctionTool, ctx: ToolContext[Any], arguments: str) -> None:
+    """Run ``tool``'s SDK input guardrails, as the SDK does, on the ``arguments`` a hook
+    rewrote: the SDK ran them before the hooks, on the arguments the model sent, and the
+    function must get only what every guard judged. The first that rejects refuses the rewrite;
+    a tripwire raises, as in the SDK."""
+    if not tool.tool_input_guardrails:
+        return
+    again = copy.copy(ctx)
+    again.tool_arguments = arguments
+    if ctx.tool_call is not None:
+        again.tool_call = ctx.tool_call.model_copy(update={"arguments": arguments})
+    data = ToolInputGuardrailData(context=again, agent=cast(Agent[Any], ctx.agent))
+    for guardrail in tool.tool_input_guardrails:
+        output = await guardrail.run(data)
+        behavior = output.behavior
+        if behavior["type"] == "raise_exception":
+            raise ToolInputGuardrailTripwireTriggered(guardrail=guardrail, output=output)
+        if behavior["type"] == "reject_content":
+            raise RewriteRefusedError(behavior["message"], f"guardrail:{guardrail.get_name()}")
+
+
+async def approval_refuses(
+    tool_name: str, setting: Any, ctx: RunContextWrapper[Any] | None, rewritten: Any, call_id: str
+) -> None:
+    """Refuse a rewrite of a call a person approves: the SDK asked the person (or would have)
+    about the arguments the model sent, and a hook may not silently change what they approved.
+    ``setting`` is the tool's ``needs_approval``: ``True``, or a policy that answers ``True``
+    (or raises) for the ``rewritten`` arguments, refuses; a policy answering ``False`` lets the
+    rewrite run, as it would have run unasked."""
+    if setting is False:
+        return
+    needs = setting
+    if callable(setting):
+        try:
+            needs = setting(ctx, rewritten, call_id)
+            if inspect.isawaitable(needs):
+                needs = await needs
+        except Exception:  # a policy that cannot judge the rewrite: nobody approved it
+            needs = True
+    if needs:
+        raise RewriteRefusedError(
+            f"tool {tool_name!r} needs a person's approval, and a hook's rewrite changed the "
+            "arguments approved: the call was denied",
+            "needs_approval",
+        )
