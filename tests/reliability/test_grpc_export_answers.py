@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from otelhooks._export._report import DeliveryTracker
 from otelhooks.integrations.coding_agents._environment import otlp_exporter
-from tests._realparts import OtlpHttpSink, rotel_binary, rotel_collector
+from tests._realparts import OtlpHttpSink, require, rotel_binary, rotel_collector
 from tests.reliability.test_grpc_export_losses import (
     GrpcCollector,
     _agent_run,
@@ -40,8 +40,7 @@ def test_a_span_too_large_for_a_tonic_collector_is_lost_alone_and_counted(
     # rotel (tonic) answers a request over its 4 MiB decoding limit OUT_OF_RANGE ("decoded
     # message length too large"), which the specification retries: before, the batch was sent
     # whole again for 5 minutes, then every span of it was lost.
-    if rotel_binary() is None:
-        pytest.skip("rotel is not installed")
+    require("rotel", rotel_binary() is not None)  # under CI a failure, not a skip
     sink = OtlpHttpSink()
     with (
         tempfile.TemporaryDirectory() as folder,
