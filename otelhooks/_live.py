@@ -24,7 +24,7 @@ from otelhooks._hook_step import HookStep
 if TYPE_CHECKING:
     from otelhooks._hooks import Hook
 
-__all__ = ["Answered", "ApprovalNote", "LiveEvent", "Verdict"]
+__all__ = ["Answered", "ApprovalNote", "LiveEvent", "Verdict", "refusal"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -115,6 +115,22 @@ class Verdict:
     would_call: list[str] = field(default_factory=list)
     steps: list[HookStep] = field(default_factory=list)
     approvals: list[ApprovalNote] = field(default_factory=list)
+
+
+def refusal(problem: str) -> Verdict:
+    """The verdict on a tool call otelhooks itself refuses before any hook runs (its arguments'
+    types are not the ones the tool's schema declares): a deny decided by ``otelhooks``, which
+    every runtime records and tells ``on_tool_call_denied`` observers as it does a hook's deny.
+
+    Example:
+        >>> refusal("arguments.force is string").reason
+        'otelhooks refused the call: arguments.force is string'
+    """
+    return Verdict(
+        blocked=True,
+        reason=f"otelhooks refused the call: {problem}",
+        decided_by=sc.DECIDED_BY_OTELHOOKS,
+    )
 
 
 class LiveEvent:

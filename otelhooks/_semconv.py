@@ -111,6 +111,8 @@ HOOK_ERRORS: Final = "otelhooks.hook.errors"
 # "hook-id: would-be decision" of each hook in mode: permissive (recorded, never enforced)
 HOOK_PERMISSIVE: Final = "otelhooks.hook.permissive"
 CLASSIFICATION_HOOK_DENIED: Final = "hook_denied"
+# decided_by of a call otelhooks itself refused before any hook ran (see _live.refusal)
+DECIDED_BY_OTELHOOKS: Final = "otelhooks"
 
 # `otelhooks replay`: a recorded span annotated with what a policy decides now.
 REPLAY_EVENT: Final = "otelhooks.replay"  # span event, one per replayed lifecycle event

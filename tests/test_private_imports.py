@@ -55,6 +55,7 @@ ALLOWED: dict[str, str] = {
     "fleet/test_shared_web_index.py": _STORE,
     "fleet/test_store_schema.py": _STORE,
     "instrument/test_foreign_model_spans.py": "the bound on open foreign model spans",
+    "test_refused_tool_call.py": "what the web view reads of a refused call's span",
     "integration/test_demo_command.py": "the demo's own event list and hooks file",
     "integrations/test_adapters_doc.py": _CLI,
     "integrations/test_agent_telemetry_joins.py": "the bridge's telemetry joins and session bounds",

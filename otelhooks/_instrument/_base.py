@@ -224,8 +224,9 @@ class AgentTracer:
 
 
 def record_verdict(span: Span, event: str, verdict: Verdict) -> None:
-    """Write what the hooks of ``event`` did on its span (nothing when none matched)."""
-    if verdict.matched and span.is_recording():
+    """Write what the hooks of ``event`` did on its span (nothing when none matched and
+    nothing was refused: see :func:`~otelhooks._live.refusal`)."""
+    if (verdict.matched or verdict.blocked) and span.is_recording():
         span.set_attributes(verdict_attributes(event, verdict))
         for name, attrs, at in approval_events(verdict):  # who answered, on the call's span
             span.add_event(name, attrs, timestamp=at)
@@ -367,8 +368,10 @@ class SpanScope(ABC):
         live = self._live
         if live is not None:
             try:
-                verdict = await self.tracer.engine.astart(live)
-                record_verdict(self.span, live.name, verdict)
+                verdict = live.verdict  # decided already: a call otelhooks refused
+                if live.deferred:
+                    verdict = await self.tracer.engine.astart(live)
+                    record_verdict(self.span, live.name, verdict)
                 self._after_verdict(verdict)
             except BaseException as exc:
                 # ``async with`` never calls ``__aexit__`` for an ``__aenter__`` that raised: a

@@ -176,8 +176,15 @@ class Step(SpanScope):
         *,
         tool_call_id: str | None = None,
         tool_type: str = "function",
+        refused: str | None = None,
     ) -> ToolCall:
-        """A tool call: an ``execute_tool {api_name}`` span whose start runs the interceptors."""
+        """A tool call: an ``execute_tool {api_name}`` span whose start runs the interceptors.
+
+        ``refused`` is why otelhooks itself refuses the call before any hook runs (its
+        arguments' types are not its schema's): no hook runs, the call is denied as by a hook
+        (``decidedBy: "otelhooks"``, the reason on the span, ``on_tool_call_denied`` told) and
+        :attr:`ToolCall.should_run` is False.
+        """
         return ToolCall(
             self,
             identifier,
@@ -185,6 +192,7 @@ class Step(SpanScope):
             dict(args or {}),
             tool_call_id=tool_call_id,
             tool_type=tool_type,
+            refused=refused,
         )
 
     def run_tool(

@@ -23,9 +23,9 @@ from otelhooks._events import (
     ToolResultPersistEvent,
 )
 from otelhooks._fingerprint import canonical_json, fnv1a_64
-from otelhooks._instrument._base import SpanScope
+from otelhooks._instrument._base import SpanScope, record_verdict
 from otelhooks._instrument._budget import spend_of
-from otelhooks._live import LiveEvent, Verdict
+from otelhooks._live import LiveEvent, Verdict, refusal
 from otelhooks._redact import error_text, scrub
 
 if TYPE_CHECKING:
@@ -118,6 +118,7 @@ class ToolCall(SpanScope):
     _result: ToolResult | None = None
     _tool_started = 0.0
     _matched: list[str] | None = None
+    _refusal: Verdict | None = None  # otelhooks refused the call itself: no hook decides it
     # Which of the tool events had hooks for this call when it started, and which hooks.
     _hooks_on: Hooked = NO_EVENTS
 
@@ -130,6 +131,7 @@ class ToolCall(SpanScope):
         *,
         tool_call_id: str | None,
         tool_type: str,
+        refused: str | None = None,
     ) -> None:
         self.tracer = step.tracer
         self.step = step
@@ -141,6 +143,8 @@ class ToolCall(SpanScope):
         self.tool_type = tool_type
         self._values = (f"{identifier}/{api_name}" if identifier else api_name, api_name)
         self.call_index = step.operation.next_call_index(self._values[0])
+        if refused is not None:
+            self._refusal = refusal(refused)
 
     @property
     def matcher_value(self) -> str:
@@ -226,7 +230,7 @@ class ToolCall(SpanScope):
             # Every hook this call's events match (interceptors and later observers), written
             # with the start attributes (a shared answer: never changed).
             attrs[sc.HOOK_MATCHED] = self._matched = self._hooks_on.ids
-        if "before_tool_call" in self._hooks_on:
+        if "before_tool_call" in self._hooks_on and self._refusal is None:
             live = LiveEvent(
                 "before_tool_call",
                 self._before_event,
@@ -236,6 +240,11 @@ class ToolCall(SpanScope):
             )
         self._begin(f"{sc.OP_EXECUTE_TOOL} {self.api_name}", live, attributes=attrs)
         self._tool_started = time.perf_counter()
+        if self._refusal is not None:
+            # no hook runs: the refusal is this call's verdict, recorded and applied (entering
+            # the scope) as a hook's deny is, on an event the engine never runs hooks for
+            self.live.verdict = self._refusal
+            record_verdict(self.span, "before_tool_call", self._refusal)
 
     def _after_verdict(self, verdict: Verdict | None) -> None:
         if verdict is None:

@@ -2,10 +2,11 @@
 
 This module's one job is running the ``before_tool_call`` chain on a call a hook matches and
 turning its verdict into frames: a deny answers the client with a tool result ``isError: true``
-carrying the reason (and queues ``on_tool_call_denied``), a mock answers with the mocked
-content, a rewrite forwards the request with the rewritten arguments. When the hooks themselves
-fail the client gets a JSON-RPC error that says so: the call is neither forwarded nor changed
-silently. The verdict (and who answered an approval) is recorded on the call's span.
+carrying the reason (and queues ``on_tool_call_denied``), as does a call otelhooks refuses itself
+before the chain (:func:`refuse`); a mock answers with the mocked content, a rewrite forwards the
+request with the rewritten arguments. When the hooks themselves fail the client gets a JSON-RPC
+error that says so: the call is neither forwarded nor changed silently. The verdict (and who
+answered an approval) is recorded on the call's span.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import structlog
 
 from otelhooks._engine import HooksEngine
 from otelhooks._events import ToolCallDeniedEvent, ToolResult
-from otelhooks._live import Verdict
+from otelhooks._live import Verdict, refusal
 from otelhooks._span_mapping import (
     approval_events,
     security_findings,
@@ -34,7 +35,7 @@ from otelhooks.mcp._jsonrpc import INTERNAL_ERROR, Message, error_response, pars
 from otelhooks.mcp._requests import OpenRequests
 from otelhooks.mcp._spans import set_attributes
 
-__all__ = ["decide"]
+__all__ = ["decide", "refuse"]
 
 _log = structlog.get_logger("otelhooks.mcp")
 
@@ -71,6 +72,16 @@ async def decide(
     if verdict.mock is not None:
         return None, _mock(requests, msg, verdict.mock)
     return rewritten_frame(msg, call, verdict, pending.schema), None
+
+
+def refuse(
+    engine: HooksEngine, requests: OpenRequests, msg: Message, pending: Pending, problem: str
+) -> bytes:
+    """Deny a call otelhooks itself refuses (``problem``) before any hook runs: recorded and
+    told to the observers as a hook's deny, decided by ``otelhooks``."""
+    verdict = refusal(problem)
+    set_attributes(pending.span, verdict_attributes("before_tool_call", verdict))
+    return _deny(engine, requests, msg, pending, verdict)
 
 
 def _deny(

@@ -53,8 +53,8 @@ from opentelemetry.trace import Tracer
 from otelhooks import _semconv as sc
 from otelhooks._engine import HooksEngine
 from otelhooks._tool_schema import type_problem
-from otelhooks.mcp._calls import Pending, deny_answer, request_key
-from otelhooks.mcp._decide import decide
+from otelhooks.mcp._calls import Pending, request_key
+from otelhooks.mcp._decide import decide, refuse
 from otelhooks.mcp._filter import MAX_LISTED, UNLISTED, Listed, filter_tools, listed_tools
 from otelhooks.mcp._jsonrpc import (
     INTERNAL_ERROR,
@@ -290,8 +290,7 @@ class McpSession:
         pending.schema = schema
         problem = type_problem(msg.params.get("arguments"), schema)
         if problem is not None:  # the server would run a value the guards would misread
-            answer = deny_answer(msg.id, f"otelhooks refused the call: {problem}")
-            self.requests.finish(msg.id, parse(answer))
+            answer = refuse(self.gateway.engine, self.requests, msg, pending, problem)
             return Relay(to_client=[answer])
         return Relay(later=self._decided(msg, pending, values))
 

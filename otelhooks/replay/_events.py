@@ -259,6 +259,10 @@ def _blocked(attrs: Mapping[str, Any], rewritten: Any, blocked: bool) -> Decisio
 def _tool_events(
     span: dict[str, Any], attrs: Mapping[str, Any], facts: Mapping[str, str]
 ) -> Iterator[RecordedEvent]:
+    if attrs.get(sc.HOOK_DECIDED_BY) == sc.DECIDED_BY_OTELHOOKS:
+        # otelhooks refused the call before any hook ran (its arguments' types): no policy
+        # decides it, then or now, and nothing ran to persist
+        return
     trace_id, span_id = span.get("traceId", ""), span.get("spanId", "")
     agent = facts.get("agent") or facts.get("agentId")
     tool = tool_identity(attrs, str(span.get("name", "")), str(span_id))

@@ -301,3 +301,48 @@ def test_a_guard_judges_what_the_mcp_server_will_run(pipe: TestPipeline, tmp_pat
     assert [(c["tool"], c["args"]) for c in reached(tmp_path / "log")] == [
         ("rm", {"path": "/tmp/c", "force": False})
     ]
+
+
+def test_a_refused_mcp_call_is_a_deny_by_otelhooks_that_observers_see(
+    pipe: TestPipeline, tmp_path: Path, recorder: Recorder
+) -> None:
+    """A call otelhooks refuses before any hook runs (its arguments' types are not the listed
+    schema's) is a deny decided by ``otelhooks``, as in the MCP gateway: an ``execute_tool``
+    span with the decision and its reason, ``on_tool_call_denied`` told, no guard run, the
+    server never reached; a well-typed call is judged as before."""
+    guarded: list[dict[str, Any]] = []
+
+    def no_force(event: ToolCallEvent) -> None:
+        guarded.append(dict(event.args))
+
+    pipe.register(
+        hook("no-force", "before_tool_call", no_force, matcher="^notes/rm$"),
+        hook("denied", "on_tool_call_denied", recorder),
+        hook("err", "on_tool_call_error", recorder),
+    )
+    model, _ = run_calls(
+        pipe,
+        tmp_path / "log",
+        ("rm", {"path": "/a", "force": "true"}),
+        ("rm", {"path": "/b", "force": False}),
+    )
+    pipe.flush()
+    reason = (
+        "otelhooks refused the call: arguments.force is string where the tool's inputSchema "
+        "says boolean"
+    )
+    assert reason in model.tool_outputs()["m1"]
+    assert guarded == [{"path": "/b", "force": False}]  # no guard saw the refused call
+    assert [(c["tool"], c["args"]) for c in reached(tmp_path / "log")] == [
+        ("rm", {"path": "/b", "force": False})
+    ]
+    denied, ran = (s.attributes or {} for s in pipe.spans("execute_tool rm"))
+    assert denied["otelhooks.hook.decision"] == "deny"
+    assert denied["otelhooks.hook.decided_by"] == "otelhooks"
+    assert denied["otelhooks.hook.decision_reason"] == reason
+    assert denied["otelhooks.tool.outcome"] == "denied"
+    assert ran["otelhooks.hook.decision"] == "allow"
+    assert ran["otelhooks.tool.outcome"] == "success"
+    told = [(e.args, e.reason, e.decidedBy) for e in recorder.of("on_tool_call_denied")]  # type: ignore[attr-defined]
+    assert told == [({"path": "/a", "force": "true"}, reason, "otelhooks")]
+    assert recorder.of("on_tool_call_error") == []

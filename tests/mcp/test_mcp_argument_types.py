@@ -5,6 +5,8 @@ default the client left out is filled into what the guard sees."""
 
 from __future__ import annotations
 
+import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from mcp.server.mcpserver import MCPServer
 from mcp.types import TextContent
 from pydantic import BaseModel
 
+from otelhooks import read_otlp_json_lines
 from otelhooks._tool_schema import type_problem, with_defaults
 from tests.mcp._harness import calls, http_gateway, http_session, stdio_session, write_hooks
 
@@ -199,3 +202,110 @@ def test_a_session_that_never_listed_is_judged_by_the_schema_another_session_lis
     assert denied.is_error is True
     assert _text(denied) == "no forced removal"
     assert calls(tmp_path) == []  # before, both ran forced
+
+
+OBSERVED = (
+    NO_FORCE
+    + """
+  - id: told
+    type: on_tool_call_denied
+    matcher: ".*"
+    script: hooks.py:told
+  - id: told-error
+    type: on_tool_call_error
+    matcher: ".*"
+    script: hooks.py:told
+"""
+)
+OBSERVED_SCRIPT = """
+import json
+from pathlib import Path
+
+from otelhooks import Block
+
+SEEN = Path(__file__).with_name("seen.jsonl")
+
+def _note(line):
+    with SEEN.open("a") as f:
+        f.write(json.dumps(line) + "\\n")
+
+def no_force(event):
+    _note({"guard": event.args})
+    if event.args.get("force") is True:
+        return Block("no forced removal")
+    return None
+
+def told(event):
+    _note({"event": type(event).__name__, **event.model_dump(mode="json", include={
+        "apiName", "reason", "decidedBy", "args"})})
+"""
+
+
+def test_a_refused_call_is_a_deny_by_otelhooks_on_the_span_and_for_observers(
+    tmp_path: Path,
+) -> None:
+    """A call otelhooks refuses before any hook runs is recorded as a hook's deny is: the
+    ``execute_tool`` span says ``deny`` and why, ``on_tool_call_denied`` observers are told
+    (``decidedBy: otelhooks``), no guard runs; a well-typed call is judged as before."""
+    hooks = write_hooks(tmp_path, OBSERVED, OBSERVED_SCRIPT)
+
+    async def scenario() -> list[Any]:
+        async with stdio_session(tmp_path, [hooks]) as session:
+            await session.list_tools()
+            return [
+                await session.call_tool("rm", {"path": "/a", "force": "true"}),
+                await session.call_tool("rm", {"path": "/b", "force": False}),
+            ]
+
+    refused, allowed = anyio.run(scenario)
+    reason = (
+        "otelhooks refused the call: arguments.force is string where the tool's inputSchema "
+        "says boolean"
+    )
+    assert (refused.is_error, _text(refused)) == (True, reason)
+    assert allowed.is_error is not True
+    spans = _spans_eventually(tmp_path / "traces.jsonl", "mcp.session")
+    rm = [s for s in spans if s["name"] == "tools/call rm"]
+    assert len(rm) == 2
+    denied, ran = (s["attributes"] for s in rm)
+    assert denied["otelhooks.hook.decision"] == "deny"
+    assert denied["otelhooks.hook.decided_by"] == "otelhooks"
+    assert denied["otelhooks.hook.decision_reason"] == reason
+    assert denied["otelhooks.hook.classification"] == "hook_denied"
+    assert "error.type" not in denied  # a deny, as a hook's: not a tool_error
+    assert rm[0].get("status", {}).get("code") in (None, 0, "STATUS_CODE_UNSET")
+    assert ran["otelhooks.hook.decision"] == "allow"
+    seen = _seen_eventually(tmp_path / "seen.jsonl", 2)  # the gateway has exited: all of it
+    # no guard saw the refused call; the deny alone was told (no error, no after)
+    assert [line for line in seen if "guard" in line] == [{"guard": {"path": "/b", "force": False}}]
+    assert [line for line in seen if "event" in line] == [
+        {
+            "event": "ToolCallDeniedEvent",
+            "apiName": "rm",
+            "args": {"path": "/a", "force": "true"},
+            "reason": reason,
+            "decidedBy": "otelhooks",
+        }
+    ]
+    assert calls(tmp_path) == [{"tool": "rm", "args": {"path": "/b", "force": False}}]
+
+
+def _seen_eventually(path: Path, count: int, timeout_s: float = 10.0) -> list[dict[str, Any]]:
+    """What the hooks noted, once ``count`` lines are there or the time is up (observers run
+    on the gateway's worker)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lines = path.read_text().splitlines() if path.exists() else []
+        if len(lines) >= count or time.monotonic() > deadline:
+            return [json.loads(line) for line in lines]
+        time.sleep(0.1)
+
+
+def _spans_eventually(path: Path, name: str, timeout_s: float = 15.0) -> list[dict[str, Any]]:
+    """The exported spans once ``name`` is among them (the gateway flushes as it exits)."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        spans = read_otlp_json_lines(path) if path.exists() else []
+        if any(s["name"] == name for s in spans) or time.monotonic() > deadline:
+            return spans
+        time.sleep(0.1)

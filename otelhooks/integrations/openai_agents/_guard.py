@@ -10,6 +10,8 @@ from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
 from typing import Any, Protocol
 
+from otelhooks._live import refusal
+
 __all__ = [
     "CURRENT_RUN",
     "RAISED",
@@ -40,6 +42,7 @@ class GuardingRun(Protocol):
         execute: Execute,
         shown: Callable[[Any], Any] | None = None,
         attributes: dict[str, Any] | None = None,
+        refused: str | None = None,
     ) -> tuple[Any, bool]: ...
 
     def guardrail_rejected(
@@ -110,10 +113,14 @@ async def guarded(
     run: Execute,
     shown: Callable[[Any], Any] | None = None,
     attributes: dict[str, Any] | None = None,
+    refused: str | None = None,
 ) -> tuple[Any, bool]:
-    """``run`` through the current hooked run's tool hooks (as it is outside one)."""
+    """``run`` through the current hooked run's tool hooks (as it is outside one); a call
+    otelhooks ``refused`` (why) never runs, and is denied with no hook run."""
     hooked_run = CURRENT_RUN.get()
     if hooked_run is None:
+        if refused is not None:  # nothing runs unguarded: the refusal is the answer
+            return refusal(refused).reason, True
         # a hooked agent run by the SDK's own Runner (run_streamed included): no hook can see the
         # call, so say so rather than let the guards look in force
         warnings.warn(
@@ -123,4 +130,6 @@ async def guarded(
             stacklevel=2,
         )
         return await run(None), False
-    return await hooked_run.guard_tool(name, identifier, args, call_id, run, shown, attributes)
+    return await hooked_run.guard_tool(
+        name, identifier, args, call_id, run, shown, attributes, refused
+    )

@@ -115,17 +115,16 @@ class HookedMCPServer(MCPServer):
             return result
 
         # the guards judge what the server will run (the MCP gateway's rule, _tool_schema.py):
-        # a value the server would read as another is refused, its defaults are filled in
+        # a value the server would read as another is refused (denied by otelhooks, no hook
+        # run), its defaults are filled in
         schema = self._schemas.get(tool_name)
         problem = type_problem(arguments, schema)
-        if problem is not None:
-            return _mcp_answer(f"otelhooks refused the call: {problem}", error=True)
         args = with_defaults(dict(arguments or {}), schema)
         attributes = {sc.MCP_METHOD_NAME: "tools/call", sc.MCP_SERVER_NAME: self.server.name}
         try:
             # the SDK does not pass the model's call id to a server; the span gets one of its own
             output, denied = await guarded(
-                tool_name, self.server.name, args, None, run, _mcp_text, attributes
+                tool_name, self.server.name, args, None, run, _mcp_text, attributes, problem
             )
         except _MCPToolError as failed:
             return failed.result

@@ -223,20 +223,24 @@ class AgentRun:
         execute: Execute,
         shown: Callable[[Any], Any] | None = None,
         attributes: dict[str, Any] | None = None,
+        refused: str | None = None,
     ) -> tuple[Any, bool]:
         """Run one hooked tool call as an ``execute_tool`` span in the current step.
 
         ``execute`` runs the tool (given the arguments a hook rewrote, ``None`` when unchanged)
         only when no hook denied or mocked the call; ``shown`` gives the part of its output the
         model is shown, which is the call's result (the output itself when omitted);
-        ``attributes`` are added to the span. Returns what the tool should return and whether a
-        hook denied the call.
+        ``attributes`` are added to the span; a call otelhooks ``refused`` (why) is denied with
+        no hook run (``Step.tool_call``). Returns what the tool should return and whether the
+        call was denied.
         """
         frame = self.frame
         step = frame.open_step()
         ident = identifier if identifier is not None else frame.agent
         with trace.use_span(step.span, end_on_exit=False):
-            async with step.tool_call(ident, name, args, tool_call_id=call_id) as call:
+            async with step.tool_call(
+                ident, name, args, tool_call_id=call_id, refused=refused
+            ) as call:
                 if attributes:
                     call.span.set_attributes(attributes)
                 if not call.should_run:
