@@ -45,6 +45,12 @@ class Gateway:
             **options,
         )
         self.session: McpSession = self.gateway.session("s1")
+        # the server's list, as a client's tools/list passes it: the gateway judges a guarded
+        # call only of a tool the server lists
+        self.session.from_client(b'{"jsonrpc":"2.0","id":0,"method":"tools/list"}')
+        tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ("t", "rm")]
+        answer = {"jsonrpc": "2.0", "id": 0, "result": {"tools": tools}}
+        self.session.from_server(json.dumps(answer).encode())
         self._id = 0
 
     def call(self, method: str, answer: dict[str, Any], *, from_server: bool = False) -> None:
@@ -164,11 +170,13 @@ def test_operations_are_measured_with_the_conventions_attributes(gw: Gateway) ->
     gw.call("tools/call", {"result": {"content": []}})
     gw.call("tools/call", _error(-32603))
     spec = FIXTURE["metrics"]["mcp.server.operation.duration"]
-    points = gw.metric_points("mcp.server.operation.duration")
+    every = gw.metric_points("mcp.server.operation.duration")
+    for point in every:
+        assert set(point.attributes) <= set(spec["attributes"])
+    # (the harness's own tools/list first)
+    points = [p for p in every if p.attributes["mcp.method.name"] == "tools/call"]
     assert sum(p.count for p in points) == 2
     for point in points:
-        assert set(point.attributes) <= set(spec["attributes"])
-        assert point.attributes["mcp.method.name"] == "tools/call"
         assert point.attributes["gen_ai.tool.name"] == "t"
     failed = [p for p in points if "error.type" in p.attributes]
     assert [p.attributes["rpc.response.status_code"] for p in failed] == ["-32603"]
