@@ -322,3 +322,32 @@ def test_the_deny_holds_beside_the_applications_own_allow(
     tools = [s for s in memory.get_finished_spans() if s.name == "execute_tool Bash"]
     outcomes = sorted(str((s.attributes or {}).get("otelhooks.tool.outcome")) for s in tools)
     assert outcomes == ["denied", "success"]
+
+
+def test_the_cli_waits_for_an_approval_longer_than_the_callbacks_timeout(
+    project: Path, tmp_path: Path
+) -> None:
+    # an approval holds the call until a person answers (here nobody does, and its default
+    # allow applies at 2 s): the CLI gave up at hooks_for's 1 s and refused the call, so an
+    # approval longer than timeout_s was cut short whatever the person answered
+    _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    approval = {
+        "id": "ask-shell",
+        "type": "before_tool_call",
+        "matcher": "Bash",
+        "approval": {"timeout": 2, "default": "allow"},
+    }
+    oh = otelhooks.configure(
+        hooks=[approval], otlp=False, set_global=False, structured_logging=False
+    )
+    hooks = hooks_for(oh, state=tmp_path / "s.sqlite3", timeout_s=1)
+    assert [m.timeout for m in hooks["Notification"]] == [1]  # no approval holds it
+    touch = ToolStep("toolu_ok", "Bash", {"command": "touch harmless.txt", "description": "t"})
+    try:
+        with serve_messages_api(MessagesApi([touch])) as url:
+            _run(project, tmp_path / "home", url, hooks)
+    finally:
+        oh.shutdown()
+    assert (project / "harmless.txt").exists()
