@@ -93,7 +93,7 @@ def hooks_for(
             processors export the spans (``oh.shutdown()`` flushes them).
         state: the bridge's session file (a fresh temporary one when omitted).
         timeout_s: how long the SDK waits for one callback; on the events an ``approval:``
-            hook of ``oh`` may hold (``PreToolUse``, ``PermissionRequest``,
+            hook of ``oh`` (registered by now) may hold (``PreToolUse``, ``PermissionRequest``,
             ``UserPromptSubmit``), at least the longest approval's timeout and 15 s more, as
             ``install`` writes it (the CLI refuses a call whose callback it stopped waiting for).
         fail_closed: when the bridge itself fails on a ``PreToolUse``, deny the call (as the
