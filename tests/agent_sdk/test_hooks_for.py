@@ -59,7 +59,7 @@ def _steps() -> list[ToolStep]:
     ]
 
 
-def _run(project: Path, home: Path, url: str, hooks: Any) -> list[Any]:
+def _run(project: Path, home: Path, url: str, hooks: Any, **options: Any) -> list[Any]:
     sdk = _sdk()
     env = {
         "ANTHROPIC_BASE_URL": url,
@@ -72,12 +72,14 @@ def _run(project: Path, home: Path, url: str, hooks: Any) -> list[Any]:
         "IS_SANDBOX": "1",  # CI runs as root
     }
     home.mkdir(parents=True, exist_ok=True)
-    options = sdk.ClaudeAgentOptions(
-        permission_mode="bypassPermissions", cwd=str(project), env=env, hooks=hooks
-    )
+    options.setdefault("permission_mode", "bypassPermissions")
+    sdk_options = sdk.ClaudeAgentOptions(cwd=str(project), env=env, hooks=hooks, **options)
+
+    async def prompt() -> Any:  # a stream: the SDK takes can_use_tool only with one
+        yield {"type": "user", "message": {"role": "user", "content": "clean up"}}
 
     async def main() -> list[Any]:
-        return [message async for message in sdk.query(prompt="clean up", options=options)]
+        return [message async for message in sdk.query(prompt=prompt(), options=sdk_options)]
 
     return asyncio.run(asyncio.wait_for(main(), 90))
 
@@ -279,3 +281,73 @@ def test_fail_closed_denies_when_the_bridge_itself_fails(
     assert answer["permissionDecisionReason"] == (
         "otelhooks could not check this tool call (fail-closed): RuntimeError: a bug of the bridge"
     )
+
+
+@pytest.mark.parametrize("beside", ["allowing_callback", "allowing_can_use_tool"])
+def test_the_deny_holds_beside_the_applications_own_allow(
+    project: Path, tmp_path: Path, beside: str
+) -> None:
+    # the CLI asks every PreToolUse callback and takes the strictest answer, then asks
+    # can_use_tool only about calls no hook denied: an allow of the application's own is
+    # no way past the guard (a PermissionRequest hook, unlike PreToolUse, races can_use_tool)
+    sdk = _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    asked: list[str] = []
+
+    async def allow(_: Any, __: Any, ___: Any) -> Any:
+        decision = {"hookEventName": "PreToolUse", "permissionDecision": "allow"}
+        return {"hookSpecificOutput": decision}
+
+    async def can_use_tool(_: str, tool_input: dict[str, Any], __: Any) -> Any:
+        asked.append(str(tool_input.get("command")))
+        return sdk.PermissionResultAllow()
+
+    memory = InMemorySpanExporter()
+    oh = otelhooks.configure(hooks=GUARD, otlp=False, set_global=False, span_exporters=[memory])
+    hooks = hooks_for(oh, state=tmp_path / "s.sqlite3")
+    options: dict[str, Any] = {}
+    if beside == "allowing_callback":
+        hooks["PreToolUse"].insert(0, sdk.HookMatcher(matcher="Bash", hooks=[allow]))
+    else:
+        options = {"permission_mode": "default", "can_use_tool": can_use_tool}
+    try:
+        with serve_messages_api(MessagesApi(_steps())) as url:
+            _run(project, tmp_path / "home", url, hooks, **options)
+    finally:
+        oh.shutdown()
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    assert (project / "harmless.txt").exists()
+    assert "rm -rf victim" not in asked
+    tools = [s for s in memory.get_finished_spans() if s.name == "execute_tool Bash"]
+    outcomes = sorted(str((s.attributes or {}).get("otelhooks.tool.outcome")) for s in tools)
+    assert outcomes == ["denied", "success"]
+
+
+def test_the_cli_waits_for_an_approval_longer_than_the_callbacks_timeout(
+    project: Path, tmp_path: Path
+) -> None:
+    # an approval holds the call until a person answers (here nobody does, and its default
+    # allow applies at 2 s): the CLI gave up at hooks_for's 1 s and refused the call, so an
+    # approval longer than timeout_s was cut short whatever the person answered
+    _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    approval = {
+        "id": "ask-shell",
+        "type": "before_tool_call",
+        "matcher": "Bash",
+        "approval": {"timeout": 2, "default": "allow"},
+    }
+    oh = otelhooks.configure(
+        hooks=[approval], otlp=False, set_global=False, structured_logging=False
+    )
+    hooks = hooks_for(oh, state=tmp_path / "s.sqlite3", timeout_s=1)
+    assert [m.timeout for m in hooks["Notification"]] == [1]  # no approval holds it
+    touch = ToolStep("toolu_ok", "Bash", {"command": "touch harmless.txt", "description": "t"})
+    try:
+        with serve_messages_api(MessagesApi([touch])) as url:
+            _run(project, tmp_path / "home", url, hooks)
+    finally:
+        oh.shutdown()
+    assert (project / "harmless.txt").exists()

@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from otelhooks._actions._approval import longest_approval_of
+from otelhooks.integrations.claude_code._entries import APPROVAL_EVENTS, covering_timeout
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._input import whole_characters
@@ -90,7 +92,10 @@ def hooks_for(
         oh: what :func:`otelhooks.configure` returned: its engine runs the hooks, its span
             processors export the spans (``oh.shutdown()`` flushes them).
         state: the bridge's session file (a fresh temporary one when omitted).
-        timeout_s: how long the SDK waits for one callback.
+        timeout_s: how long the SDK waits for one callback; on the events an ``approval:``
+            hook of ``oh`` (registered by now) may hold (``PreToolUse``, ``PermissionRequest``,
+            ``UserPromptSubmit``), at least the longest approval's timeout and 15 s more, as
+            ``install`` writes it (the CLI refuses a call whose callback it stopped waiting for).
         fail_closed: when the bridge itself fails on a ``PreToolUse``, deny the call (as the
             command bridge's ``--fail-closed``). Otherwise the failure is logged and the
             callback raises, which the CLI shows and then runs the tool.
@@ -118,6 +123,10 @@ def hooks_for(
     # asyncio.to_thread executor, which parallel tool calls would otherwise fill.
     worker = ThreadPoolExecutor(1, thread_name_prefix="otelhooks-claude-agent-sdk")
     refusing = BridgeOptions(fail_closed=True)
+    # an approval holds the call until a person answers: a CLI that gave up first refused the
+    # call, whatever the person then answered
+    approvals = longest_approval_of(oh.engine.registry.hooks())
+    approval_s = max(timeout_s, covering_timeout(approvals)) if approvals else timeout_s
 
     def handle(payload: dict[str, Any]) -> HookResponse:
         try:
@@ -147,7 +156,7 @@ def hooks_for(
             HookMatcher(
                 matcher="*" if event in _TOOL_EVENTS else None,
                 hooks=[callback_for(event)],
-                timeout=timeout_s,
+                timeout=approval_s if event in APPROVAL_EVENTS else timeout_s,
             )
         ]
         for event in SDK_EVENTS
