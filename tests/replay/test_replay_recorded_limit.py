@@ -161,3 +161,31 @@ def test_a_claude_code_bridge_recording_says_its_limit(tmp_path: Path) -> None:
     assert run.code == 2, run.stdout
     assert run.one("summary")["unreadable"] >= 1
     assert f"gen_ai.conversation.id {session[:24]!r} was cut short" in run.stderr
+
+
+def test_every_provider_otelhooks_makes_says_the_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # in process: configure() (the MCP gateway's and the bridges' too), serve's web serving and
+    # the bridges' span writer (the daemon's and serve's); the span limit wins over the general
+    from otelhooks import configure
+    from otelhooks._resource import recording_resource
+    from otelhooks.integrations.coding_agents import _spans
+    from otelhooks.web._serving import web_serving
+
+    monkeypatch.setenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT", "64")
+    monkeypatch.setenv("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT", "48")
+    oh = configure(set_global=False, structured_logging=False, otlp=False)
+    serving = web_serving(token="t")
+    try:
+        writer = _spans.SpanWriter((), recording_resource({"service.name": "bridge"}))
+        for provider in (oh.tracer_provider, serving.provider, writer.provider):
+            assert provider.resource.attributes[semconv.ATTRIBUTE_VALUE_LENGTH_LIMIT] == 48
+    finally:
+        serving.close()
+        oh.shutdown()
+    monkeypatch.delenv("OTEL_ATTRIBUTE_VALUE_LENGTH_LIMIT")
+    monkeypatch.delenv("OTEL_SPAN_ATTRIBUTE_VALUE_LENGTH_LIMIT")
+    oh = configure(set_global=False, structured_logging=False, otlp=False)
+    try:
+        assert semconv.ATTRIBUTE_VALUE_LENGTH_LIMIT not in oh.tracer_provider.resource.attributes
+    finally:
+        oh.shutdown()
