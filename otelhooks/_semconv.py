@@ -127,6 +127,9 @@ REPLAY_DIFF: Final = "otelhooks.replay.diff"
 REPLAY_ERRORS: Final = "otelhooks.replay.errors"
 REPLAY_WOULD_CALL: Final = "otelhooks.replay.would_call"
 REPLAY_POLICY: Final = "otelhooks.replay.policy"  # resource attribute: the policy files
+# Resource attribute of every provider otelhooks makes: the span attribute value length limit
+# its spans were recorded under (set only when one is), so replay knows which values it may cut.
+ATTRIBUTE_VALUE_LENGTH_LIMIT: Final = "otelhooks.attribute_value_length_limit"
 
 APPROVAL_ACTION: Final = "otelhooks.approval.action"
 APPROVAL_TOOL_CALL_ID: Final = "otelhooks.approval.tool_call_id"

@@ -29,7 +29,6 @@ from opentelemetry import metrics as otel_metrics
 from opentelemetry import trace
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SpanExporter
 
@@ -62,6 +61,7 @@ from otelhooks._instrument._decorator import set_default_tracer
 from otelhooks._logging import configure_logging
 from otelhooks._metrics import AgentMetrics, metric_views
 from otelhooks._processor import HookSpanProcessor
+from otelhooks._resource import recording_resource
 from otelhooks._sdks import Instrumented
 from otelhooks._sdks import instrument as instrument_sdks
 from otelhooks._worker import at_fork, at_multiprocessing_child_exit
@@ -442,7 +442,7 @@ def configure(
             DeprecationWarning,
             stacklevel=2,
         )
-    resource = Resource.create({"service.name": service_name, **(resource_attributes or {})})
+    resource = recording_resource({"service.name": service_name, **(resource_attributes or {})})
     timeout_s = shutdown_timeout() if shutdown_timeout_s is None else shutdown_timeout_s
     readers = list(metric_readers)
     use_otlp = _otlp_configured() if otlp is None else otlp

@@ -81,6 +81,8 @@ ALLOWED: dict[str, str] = {
     "builds from its OTEL_* settings",
     "reliability/test_webhook_faults.py": "the outbox, the control response limit",
     "replay/test_replay_equivalence.py": "replay's streaming reader against the whole-file one",
+    "replay/test_replay_recorded_limit.py": "that serve's web serving and the bridges' span "
+    "writer (private) make their providers' resource as configure() does",
     "stack/test_collector_fleet.py": "`serve`'s default port in the generated Collector config",
     "stack/test_live_prometheus.py": "the histograms' bucket boundaries",
     "test_batch_processor.py": "the delivery tracker's counts",

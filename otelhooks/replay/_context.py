@@ -45,20 +45,31 @@ def _recorded_limit(name: str, attrs: Mapping[str, Any]) -> int | None:
     return limit
 
 
-def reached_limit(name: str, attrs: Mapping[str, Any], checked: Iterable[str]) -> str | None:
+def reached_limit(
+    span: Mapping[str, Any], attrs: Mapping[str, Any], checked: Iterable[str]
+) -> str | None:
     """The first attribute of ``checked`` (as ``key 'value'``) whose value may have been cut
-    by the attribute length limit: as long as the limit the span shows it was recorded under.
-    A span that shows no cut value cannot show that its others were not: None.
+    by the attribute length limit: as long as the limit the recording's resource says
+    (``otelhooks.attribute_value_length_limit``: every provider otelhooks makes writes it),
+    else the one ``span`` (its name, its ``attrs``) shows it was recorded under. A span of a
+    recording that says no limit and that shows no cut value cannot show that its others were
+    not: None.
 
     Example:
-        >>> reached_limit("invoke_agent research-assistant", {
+        >>> reached_limit({"name": "invoke_agent research-assistant"}, {
         ...     "gen_ai.agent.name": "research-ass", "gen_ai.conversation.id": "session-0123"},
         ...     ["gen_ai.conversation.id"])
         "gen_ai.conversation.id 'session-0123'"
+        >>> reached_limit({"resource": {"otelhooks.attribute_value_length_limit": 12}},
+        ...     {"gen_ai.conversation.id": "session-0123"}, ["gen_ai.conversation.id"])
+        "gen_ai.conversation.id 'session-0123'"
     """
-    limit = _recorded_limit(name, attrs)
-    if limit is None:
-        return None
+    resource = span.get("resource")
+    limit = resource.get(sc.ATTRIBUTE_VALUE_LENGTH_LIMIT) if isinstance(resource, dict) else None
+    if type(limit) is not int or limit < 0:  # the recording does not say it
+        limit = _recorded_limit(str(span.get("name", "")), attrs)
+        if limit is None:
+            return None
     for attr in checked:
         value = attrs.get(attr)
         if isinstance(value, str) and len(value) >= limit:
@@ -250,7 +261,7 @@ class SpanContext:
         # A fact the attribute length limit may have cut is inherited as "cut": what it is
         # (judged on the attributes a first pass keeps, so that both passes answer alike).
         kept = {attr: attrs[attr] for attr in self.facts if attr in attrs}
-        cut_fact = reached_limit(str(span.get("name", "")), kept, kept)
+        cut_fact = reached_limit(span, kept, kept)
         if cut_fact is not None:
             own["cut"] = cut_fact
         return own or _NO_FACTS

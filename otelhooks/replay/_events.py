@@ -160,7 +160,7 @@ def recorded_events(
             # or on the ancestor it is inherited from): no hook reading it can be judged on
             # the cut one, and one matching it would not even run.
             facts = context.of(span)
-            was_cut = reached_limit(str(span.get("name", "")), attrs, _READ) or facts.get("cut")
+            was_cut = reached_limit(span, attrs, _READ) or facts.get("cut")
             if was_cut is not None:
                 _cut_short(span, was_cut, problems)
             elif op == sc.OP_EXECUTE_TOOL:

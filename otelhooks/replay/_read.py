@@ -32,7 +32,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
 )
 
-from otelhooks._export._otlp_json import _flatten_request, _ids_to_hex
+from otelhooks._export._otlp_json import _attributes, _flatten_request, _ids_to_hex
 from otelhooks._json import JsonProblem, loads_bounded
 
 __all__ = [
@@ -116,8 +116,9 @@ def iter_ancestry(
     path: str | os.PathLike[str], wanted: Collection[str], *, problems: list[str] | None = None
 ) -> Iterator[dict[str, Any]]:
     """What a first pass over a recording needs of each span, read without decoding the rest:
-    ``traceId``, ``spanId``, ``parentSpanId`` (hex), ``name`` and the string attributes named in
-    ``wanted``. Problems are reported as :func:`iter_spans` reports them."""
+    ``traceId``, ``spanId``, ``parentSpanId`` (hex), ``name``, the string attributes named in
+    ``wanted`` and the ``resource`` (its integer attributes, from a protobuf dump). Problems are
+    reported as :func:`iter_spans` reports them."""
     name = os.fspath(path)
     for number, request in _raw_requests(name, problems):
         try:
@@ -133,6 +134,12 @@ def _proto_ancestry(
     request: ExportTraceServiceRequest, wanted: Collection[str]
 ) -> Iterator[dict[str, Any]]:
     for resource_spans in request.resource_spans:
+        # its integer attributes: the attribute length limit it says, if it says one
+        resource = {
+            kv.key: kv.value.int_value
+            for kv in resource_spans.resource.attributes
+            if kv.value.WhichOneof("value") == "int_value"
+        }
         for scope_spans in resource_spans.scope_spans:
             for span in scope_spans.spans:
                 attrs = {
@@ -146,11 +153,13 @@ def _proto_ancestry(
                     "parentSpanId": span.parent_span_id.hex(),
                     "name": span.name,
                     "attributes": attrs,
+                    "resource": resource,
                 }
 
 
 def _json_ancestry(request: dict[str, Any], wanted: Collection[str]) -> Iterator[dict[str, Any]]:
     for resource_spans in request.get("resourceSpans", ()):
+        resource = _attributes(resource_spans.get("resource", {}).get("attributes"))
         for scope_spans in resource_spans.get("scopeSpans", ()):
             for span in scope_spans.get("spans", ()):
                 attrs = {}
@@ -165,6 +174,7 @@ def _json_ancestry(request: dict[str, Any], wanted: Collection[str]) -> Iterator
                     "parentSpanId": span.get("parentSpanId", ""),
                     "name": span.get("name", ""),
                     "attributes": attrs,
+                    "resource": resource,
                 }
 
 

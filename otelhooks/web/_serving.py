@@ -10,7 +10,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from opentelemetry import trace
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.trace import NonRecordingSpan, SpanContext, Status, StatusCode, TraceFlags
 
@@ -19,6 +18,7 @@ from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, process_
 from otelhooks._capture import capture_from_env
 from otelhooks._eventlog._model import EventEntry, EventLog
 from otelhooks._fingerprint import args_fingerprint
+from otelhooks._resource import recording_resource
 from otelhooks._version import __version__
 from otelhooks.web._app import WebApp
 from otelhooks.web._auth import WebAuth
@@ -157,7 +157,7 @@ def web_serving(
     if index is None:
         index = TraceIndex(max_traces=max_traces, max_spans=max_spans, capture_content=capture)
     inbox = inbox if inbox is not None else process_inbox()
-    provider = TracerProvider(resource=Resource.create({"service.name": "otelhooks-serve"}))
+    provider = TracerProvider(resource=recording_resource({"service.name": "otelhooks-serve"}))
     provider.add_span_processor(index)
     for processor in exporters:
         provider.add_span_processor(processor)

@@ -24,6 +24,7 @@ import pytest
 from otelhooks.testing import run_cli
 from tests.replay.conftest import replay_main
 from tests.replay.test_replay_fidelity import _bridge
+from tests.replay.test_replay_recorded_limit import unsay_limit
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -60,17 +61,19 @@ hooks:
 
 
 @pytest.mark.parametrize(
-    ("limit", "tool_call"),
+    ("limit", "said", "tool_call"),
     [
         # the tool span shows the limit itself (its 16-digit argument fingerprint was cut)
-        (14, "gen_ai.tool.call.id 'call_"),
+        (14, False, "gen_ai.tool.call.id 'call_"),
         # it shows nothing: its run's span does (the agent's name is shorter than its span
         # name says), and the call inherits that name (and session id) from it
-        (17, "gen_ai.agent.name 'research-assistan'"),
+        (17, False, "gen_ai.agent.name 'research-assistan'"),
+        # the recording's resource says the limit: the call's own id is as long
+        (17, True, "gen_ai.tool.call.id '"),
     ],
 )
 def test_a_cut_agent_name_session_or_call_id_is_not_a_policy_that_passed(
-    tmp_path: Path, limit: int, tool_call: str
+    tmp_path: Path, limit: int, said: bool, tool_call: str
 ) -> None:
     (tmp_path / "agent.py").write_text(AGENT)
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
@@ -85,6 +88,8 @@ def test_a_cut_agent_name_session_or_call_id_is_not_a_policy_that_passed(
         check=False,
     )
     assert done.returncode == 0, done.stderr
+    if not said:  # as a recording made by a TracerProvider of the user's own
+        unsay_limit(tmp_path / "traces.jsonl")
     (tmp_path / "policy.yaml").write_text(GUARDS)
     run = replay_main(
         tmp_path / "traces.jsonl", "--hooks", tmp_path / "policy.yaml", "--format", "json"

@@ -23,7 +23,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 
@@ -35,6 +34,7 @@ from otelhooks._export._otlp import otlp_configured, otlp_span_exporter
 from otelhooks._export._report import DeliveryTracker
 from otelhooks._hooks import Hook
 from otelhooks._processor import HookSpanProcessor
+from otelhooks._resource import recording_resource
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import AGENT
 from otelhooks.integrations.coding_agents._http import (
@@ -133,7 +133,7 @@ def claude_code_routes(
     # the bridge's received spans reach downstream anyway: not the exporters among it again
     among = {id(p) for p in received}
     forward = [p for e, p in zip(chosen, export, strict=True) if id(e) not in among]
-    writer = SpanWriter((), Resource.create({"service.name": service_name}))
+    writer = SpanWriter((), recording_resource({"service.name": service_name}))
     if sessions is None:
         drops = processor.engine.metrics.drop_counter("claude_code_sessions")
         sessions = ServerSessions(sessions_path, on_drop=drops, exclusive=True)

@@ -46,7 +46,6 @@ from dataclasses import replace
 from typing import Any, Final
 
 import structlog
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace.export import SpanExporter
 from opentelemetry.util import types
 from pydantic import ValidationError
@@ -62,6 +61,7 @@ from otelhooks._events import (
 from otelhooks._export._report import DeliveryReport, merge
 from otelhooks._hooks import Hook
 from otelhooks._matchers import tool_aliases
+from otelhooks._resource import recording_resource
 from otelhooks._setup import configure
 from otelhooks._span_mapping import approval_events
 from otelhooks.integrations.coding_agents._answers import (
@@ -190,7 +190,7 @@ class CodingAgentBridge:
             engine = self.oh.engine
         self.engine = engine
         self.observe = observer(self.engine)
-        resource = Resource.create({"service.name": service_name})
+        resource = recording_resource({"service.name": service_name})
         self.writer = writer if writer is not None else SpanWriter(exporters, resource)
         shared = Shared(
             state=state,

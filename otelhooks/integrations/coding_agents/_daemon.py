@@ -139,13 +139,13 @@ def build_bridge(
 ) -> tuple[CodingAgentBridge, dict[str, Stamp]]:
     """The bridge the one-process form builds per event, built once (state in memory + file),
     and the files it was built from (:func:`sources_of`)."""
-    from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
 
     from otelhooks._config import load_config
     from otelhooks._export import OtlpJsonLinesSpanExporter
     from otelhooks._export._batch import CountingBatchSpanProcessor
     from otelhooks._export._report import DeliveryTracker, shutdown_timeout
+    from otelhooks._resource import recording_resource
     from otelhooks.integrations.coding_agents._environment import otlp_exporter, project_path
     from otelhooks.integrations.coding_agents._run import hooks_and_settings
     from otelhooks.integrations.coding_agents._spans import LockedFileExporter, SpanWriter
@@ -155,7 +155,7 @@ def build_bridge(
     loaded = load_config(hook_paths)
     hooks = loaded.hooks
     service = settings.get("OTEL_SERVICE_NAME") or options.service_name
-    writer = SpanWriter((), Resource.create({"service.name": service}))
+    writer = SpanWriter((), recording_resource({"service.name": service}))
     traces_out = options.traces_out or settings.get(TRACES_ENV)
     if traces_out:
         path = os.fspath(project_path(traces_out, env))
