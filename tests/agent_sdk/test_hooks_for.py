@@ -351,3 +351,49 @@ def test_the_cli_waits_for_an_approval_longer_than_the_callbacks_timeout(
     finally:
         oh.shutdown()
     assert (project / "harmless.txt").exists()
+
+
+def test_a_guard_the_cli_gave_up_on_holds_back_no_other_event(tmp_path: Path) -> None:
+    # the CLI stops waiting for a callback at its timeout and refuses the call; the guard went
+    # on holding hooks_for's one thread, so every later event, of any session, timed out too
+    # and was refused whatever its guards decided
+    _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    stuck = [
+        {
+            **GUARD[0],
+            "id": "stuck",
+            "command": 'case "$HOOK_TOOL_INPUT" in *stuck*) sleep 2;; esac; ',
+        }
+    ]
+    hooks = [*stuck, *GUARD]
+    oh = otelhooks.configure(hooks=hooks, otlp=False, set_global=False, structured_logging=False)
+    [matcher] = hooks_for(oh, state=tmp_path / "s.sqlite3", timeout_s=1)["PreToolUse"]
+    [callback] = matcher.hooks
+
+    def call(session: str, command: str, n: int) -> Any:
+        event = {
+            "session_id": session,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": command},
+        }
+        # the CLI's own wait: an answer after it is refused whatever it says
+        return asyncio.wait_for(callback(event, f"toolu_{n}", None), 1)
+
+    async def main() -> list[Any]:
+        first = asyncio.ensure_future(call("s-1", "stuck", 0))
+        await asyncio.sleep(0.2)
+        later = [call("s-1", "rm -rf victim", 1), call("s-2", "rm -rf victim", 2)]
+        answers = [await first, *await asyncio.gather(*later)]
+        await asyncio.sleep(1.5)  # the stuck guard ends before oh shuts down
+        return answers
+
+    try:
+        answers = [a["hookSpecificOutput"] for a in asyncio.run(main())]
+    finally:
+        oh.shutdown()
+    assert [a["permissionDecision"] for a in answers] == ["deny"] * 3
+    assert "no answer within 0.75 s" in answers[0]["permissionDecisionReason"]
+    assert [a["permissionDecisionReason"] for a in answers[1:]] == ["no deleting"] * 2

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import json
 import os
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,8 +14,10 @@ import structlog
 
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks.integrations.claude_code._entries import APPROVAL_EVENTS, covering_timeout
+from otelhooks.integrations.coding_agents._answers import closed_answer
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
+from otelhooks.integrations.coding_agents._fair import FairRunner, Late
 from otelhooks.integrations.coding_agents._input import whole_characters
 from otelhooks.integrations.coding_agents._run import BridgeOptions, _refusal
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
@@ -118,10 +119,11 @@ def hooks_for(
         agent=AGENT,
         provider="anthropic",
     )
-    # One thread of its own, one event at a time (the bridge pairs a tool's start and end in
-    # order): events waiting behind a slow hook hold no thread, and none of the application's
-    # asyncio.to_thread executor, which parallel tool calls would otherwise fill.
-    worker = ThreadPoolExecutor(1, thread_name_prefix="otelhooks-claude-agent-sdk")
+    # Threads of its own, as the bridge daemon's: events waiting behind a slow hook hold none of
+    # the application's asyncio.to_thread executor (parallel tool calls would fill it); a
+    # session's events wait only behind its own; a hook still running when its answer is due
+    # is given up on and its thread replaced, so it holds back no other event.
+    runner = FairRunner()
     refusing = BridgeOptions(fail_closed=True)
     # an approval holds the call until a person answers: a CLI that gave up first refused the
     # call, whatever the person then answered
@@ -137,16 +139,37 @@ def hooks_for(
             _log.exception("the Claude Agent SDK bridge failed", hook_event="PreToolUse")
             return _refusal("PreToolUse", f"{type(exc).__name__}: {exc}", refusing)
 
+    def late(event: str, payload: dict[str, Any], problem: str) -> HookResponse:
+        """The CLI refuses a call (or blocks a prompt) whose callback it stopped waiting for:
+        answered just before, with the reason, and logged."""
+        _log.error(
+            "a Claude Agent SDK hook gave no answer in time", hook_event=event, problem=problem
+        )
+        if event == "PreToolUse":
+            return _refusal(event, problem, refusing)
+        if event in APPROVAL_EVENTS:
+            return closed_answer(event, f"otelhooks: {problem}", payload)
+        return HookResponse(1, stderr=f"otelhooks: {problem}")
+
+    waits = {event: approval_s if event in APPROVAL_EVENTS else timeout_s for event in SDK_EVENTS}
+
     def callback_for(event: str) -> Any:
+        wait_s = waits[event]
+        # answered before the CLI stops waiting, so the refusal is one that says why
+        answer_s = wait_s - min(1.0, wait_s / 4)
+
         async def callback(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
             # the CLI's JSON may hold lone surrogates (\ud800 escapes): no file or span takes them
             payload = whole_characters(dict(input_data))
             payload.setdefault("hook_event_name", event)
             if tool_use_id and not payload.get("tool_use_id"):
                 payload["tool_use_id"] = tool_use_id
-            run = contextvars.copy_context().run
-            loop = asyncio.get_running_loop()
-            response = await loop.run_in_executor(worker, run, handle, payload)
+            run = partial(contextvars.copy_context().run, handle, payload)
+            try:
+                key = str(payload.get("session_id") or "")
+                response = await runner.run(key, run, timeout_s=answer_s)
+            except Late as exc:  # past its deadline, or too many events wait
+                response = late(event, payload, str(exc))
             return sdk_output(event, response)
 
         return callback
@@ -156,7 +179,7 @@ def hooks_for(
             HookMatcher(
                 matcher="*" if event in _TOOL_EVENTS else None,
                 hooks=[callback_for(event)],
-                timeout=approval_s if event in APPROVAL_EVENTS else timeout_s,
+                timeout=waits[event],
             )
         ]
         for event in SDK_EVENTS
