@@ -397,3 +397,56 @@ def test_a_guard_the_cli_gave_up_on_holds_back_no_other_event(tmp_path: Path) ->
     assert [a["permissionDecision"] for a in answers] == ["deny"] * 3
     assert "no answer within 0.75 s" in answers[0]["permissionDecisionReason"]
     assert [a["permissionDecisionReason"] for a in answers[1:]] == ["no deleting"] * 2
+
+
+ASK = [
+    {
+        "id": "ask-rm",
+        "type": "PreToolUse",
+        "matcher": "Bash",
+        "command": 'case "$HOOK_TOOL_INPUT" in *\'rm -rf\'*) echo \'{"hookSpecificOutput": '
+        '{"hookEventName": "PreToolUse", "permissionDecision": "ask", '
+        '"permissionDecisionReason": "sure?"}}\';; esac',
+    }
+]
+
+
+def test_closing_the_hooks_records_a_call_the_cli_refused_after_pre_tool_use(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # under the SDK nobody answers a guard's "ask": the CLI refuses the call and sends no
+    # event more (no PermissionDenied, no SessionEnd), so its span stayed open, never exported
+    _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "temp"))
+    (tmp_path / "temp").mkdir()
+    memory = InMemorySpanExporter()
+    oh = otelhooks.configure(hooks=ASK, otlp=False, set_global=False, span_exporters=[memory])
+    try:
+        with hooks_for(oh) as hooks, serve_messages_api(MessagesApi(_steps())) as url:
+            _run(project, tmp_path / "home", url, hooks)
+            assert list((tmp_path / "temp").iterdir())  # the session file's folder
+        assert not list((tmp_path / "temp").iterdir())
+        answer = asyncio.run(
+            hooks["PreToolUse"][0].hooks[0](
+                {"session_id": "s-9", "tool_name": "Bash", "tool_input": {"command": "ls"}},
+                "toolu_9",
+                None,
+            )
+        )
+    finally:
+        oh.shutdown()
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    tools = {
+        str((s.attributes or {}).get("gen_ai.tool.call.id")): s.attributes or {}
+        for s in memory.get_finished_spans()
+        if s.name == "execute_tool Bash"
+    }
+    assert tools["toolu_ok"]["otelhooks.tool.outcome"] == "success"
+    refused = tools["toolu_rm"]
+    assert refused["otelhooks.hook.decision"] == "ask"
+    assert refused["otelhooks.tool.outcome"] == "error"
+    assert refused["error.type"] == "SessionEnded"
+    # closed, it refuses rather than let a call through unchecked
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"

@@ -5,7 +5,9 @@ from __future__ import annotations
 import contextvars
 import json
 import os
+import shutil
 import tempfile
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -28,7 +30,7 @@ if TYPE_CHECKING:
 
     from otelhooks._setup import OtelHooks
 
-__all__ = ["AGENT", "SDK_EVENTS", "hooks_for", "sdk_output"]
+__all__ = ["AGENT", "SDK_EVENTS", "SdkHooks", "hooks_for", "sdk_output"]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -80,13 +82,42 @@ def sdk_output(event: str, response: HookResponse) -> dict[str, Any]:
     return {str(_RENAMED.get(k, k)): v for k, v in data.items()}
 
 
+class SdkHooks(dict[str, list["HookMatcher"]]):
+    """What :func:`hooks_for` returns: the ``hooks`` of ``ClaudeAgentOptions`` (a plain
+    ``{event: [HookMatcher]}`` mapping) and :meth:`close`, which ends its sessions.
+
+    Under the SDK the CLI sends no ``SessionEnd``, and a call it refuses after ``PreToolUse``
+    (a guard's ``ask`` with nobody to ask, ``continue: false``) sends nothing more either: only
+    ``close`` tells that those calls never ran.
+    """
+
+    def __init__(self, hooks: dict[str, list[HookMatcher]], close: Callable[[], None]) -> None:
+        super().__init__(hooks)
+        self._close = close
+
+    def close(self) -> None:
+        """End every session the callbacks saw, as a ``SessionEnd`` would (reason ``closed``):
+        a tool call still open is ended as an error (``SessionEnded``) with the decision its
+        guards gave, the open turn as interrupted; the spans go to ``oh``'s processors. Then
+        free the threads, the session file's connection and the temporary folder ``hooks_for``
+        made. A callback called after this answers as a failure (a ``PreToolUse`` is denied).
+        Calling it again does nothing."""
+        self._close()
+
+    def __enter__(self) -> SdkHooks:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
 def hooks_for(
     oh: OtelHooks,
     *,
     state: str | os.PathLike[str] | None = None,
     timeout_s: float = 60.0,
     fail_closed: bool = False,
-) -> dict[str, list[HookMatcher]]:
+) -> SdkHooks:
     """The ``hooks`` of ``ClaudeAgentOptions`` running ``oh``'s hooks and tracing the run.
 
     Args:
@@ -103,18 +134,20 @@ def hooks_for(
 
     Returns:
         ``{event: [HookMatcher(matcher=..., hooks=[callback])]}`` for every event of
-        :data:`SDK_EVENTS`.
+        :data:`SDK_EVENTS`, whose :meth:`SdkHooks.close` (or ``with``) ends its sessions.
     """
     from claude_agent_sdk import HookMatcher
 
-    path = Path(state) if state is not None else Path(tempfile.mkdtemp()) / "sessions.sqlite3"
+    folder = Path(tempfile.mkdtemp()) if state is None else None
+    path = Path(state) if state is not None else Path(str(folder)) / "sessions.sqlite3"
+    sessions = ServerSessions(path)
     writer = SpanWriter((), oh.tracer_provider.resource)
     for processor in oh.exporters:
         # the same processors as oh's own spans: one pipeline, flushed by oh.shutdown()
         writer.provider.add_span_processor(processor)
     bridge = CodingAgentBridge(
         engine=oh.engine,
-        state=ServerSessions(path),
+        state=sessions,
         writer=writer,
         agent=AGENT,
         provider="anthropic",
@@ -139,11 +172,13 @@ def hooks_for(
             _log.exception("the Claude Agent SDK bridge failed", hook_event="PreToolUse")
             return _refusal("PreToolUse", f"{type(exc).__name__}: {exc}", refusing)
 
+    closed: list[bool] = []  # once close() ran, every event is answered as a failure
+
     def late(event: str, payload: dict[str, Any], problem: str) -> HookResponse:
         """The CLI refuses a call (or blocks a prompt) whose callback it stopped waiting for:
         answered just before, with the reason, and logged."""
         _log.error(
-            "a Claude Agent SDK hook gave no answer in time", hook_event=event, problem=problem
+            "a Claude Agent SDK hook event answered as a failure", hook_event=event, problem=problem
         )
         if event == "PreToolUse":
             return _refusal(event, problem, refusing)
@@ -166,6 +201,8 @@ def hooks_for(
                 payload["tool_use_id"] = tool_use_id
             run = partial(contextvars.copy_context().run, handle, payload)
             try:
+                if closed:
+                    raise Late("closed", "hooks_for was closed")
                 key = str(payload.get("session_id") or "")
                 response = await runner.run(key, run, timeout_s=answer_s)
             except Late as exc:  # past its deadline, or too many events wait
@@ -174,7 +211,22 @@ def hooks_for(
 
         return callback
 
-    return {
+    def close() -> None:
+        if closed:
+            return
+        closed.append(True)
+        runner.close()  # the events under way end first
+        for session in sessions.held_sessions():
+            end = {"hook_event_name": "SessionEnd", "session_id": session, "reason": "closed"}
+            try:
+                bridge.handle(end)
+            except Exception:
+                _log.exception("hooks_for could not end a session")
+        sessions.close()
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    matchers = {
         event: [
             HookMatcher(
                 matcher="*" if event in _TOOL_EVENTS else None,
@@ -184,3 +236,4 @@ def hooks_for(
         ]
         for event in SDK_EVENTS
     }
+    return SdkHooks(matchers, close)
