@@ -364,12 +364,12 @@ def test_a_guard_the_cli_gave_up_on_holds_back_no_other_event(tmp_path: Path) ->
         {
             **GUARD[0],
             "id": "stuck",
-            "command": 'case "$HOOK_TOOL_INPUT" in *stuck*) sleep 2;; esac; ',
+            "command": 'case "$HOOK_TOOL_INPUT" in *stuck*) sleep 3;; esac; ',
         }
     ]
     hooks = [*stuck, *GUARD]
     oh = otelhooks.configure(hooks=hooks, otlp=False, set_global=False, structured_logging=False)
-    [matcher] = hooks_for(oh, state=tmp_path / "s.sqlite3", timeout_s=1)["PreToolUse"]
+    [matcher] = hooks_for(oh, state=tmp_path / "s.sqlite3", timeout_s=2)["PreToolUse"]
     [callback] = matcher.hooks
 
     def call(session: str, command: str, n: int) -> Any:
@@ -380,14 +380,14 @@ def test_a_guard_the_cli_gave_up_on_holds_back_no_other_event(tmp_path: Path) ->
             "tool_input": {"command": command},
         }
         # the CLI's own wait: an answer after it is refused whatever it says
-        return asyncio.wait_for(callback(event, f"toolu_{n}", None), 1)
+        return asyncio.wait_for(callback(event, f"toolu_{n}", None), 2)
 
     async def main() -> list[Any]:
         first = asyncio.ensure_future(call("s-1", "stuck", 0))
         await asyncio.sleep(0.2)
         later = [call("s-1", "rm -rf victim", 1), call("s-2", "rm -rf victim", 2)]
         answers = [await first, *await asyncio.gather(*later)]
-        await asyncio.sleep(1.5)  # the stuck guard ends before oh shuts down
+        await asyncio.sleep(1.7)  # the stuck guard ends before oh shuts down
         return answers
 
     try:
@@ -395,7 +395,7 @@ def test_a_guard_the_cli_gave_up_on_holds_back_no_other_event(tmp_path: Path) ->
     finally:
         oh.shutdown()
     assert [a["permissionDecision"] for a in answers] == ["deny"] * 3
-    assert "no answer within 0.75 s" in answers[0]["permissionDecisionReason"]
+    assert "no answer within 1.5 s" in answers[0]["permissionDecisionReason"]
     assert [a["permissionDecisionReason"] for a in answers[1:]] == ["no deleting"] * 2
 
 

@@ -87,7 +87,7 @@ class SdkHooks(dict[str, list["HookMatcher"]]):
     ``{event: [HookMatcher]}`` mapping) and :meth:`close`, which ends its sessions.
 
     Under the SDK the CLI sends no ``SessionEnd``, and a call it refuses after ``PreToolUse``
-    (a guard's ``ask`` with nobody to ask, ``continue: false``) sends nothing more either: only
+    (a guard's ``ask``, with nobody to ask) sends nothing more either: only
     ``close`` tells that those calls never ran.
     """
 
