@@ -351,3 +351,102 @@ def test_the_cli_waits_for_an_approval_longer_than_the_callbacks_timeout(
     finally:
         oh.shutdown()
     assert (project / "harmless.txt").exists()
+
+
+def test_a_guard_the_cli_gave_up_on_holds_back_no_other_event(tmp_path: Path) -> None:
+    # the CLI stops waiting for a callback at its timeout and refuses the call; the guard went
+    # on holding hooks_for's one thread, so every later event, of any session, timed out too
+    # and was refused whatever its guards decided
+    _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    stuck = [
+        {
+            **GUARD[0],
+            "id": "stuck",
+            "command": 'case "$HOOK_TOOL_INPUT" in *stuck*) sleep 3;; esac; ',
+        }
+    ]
+    hooks = [*stuck, *GUARD]
+    oh = otelhooks.configure(hooks=hooks, otlp=False, set_global=False, structured_logging=False)
+    [matcher] = hooks_for(oh, state=tmp_path / "s.sqlite3", timeout_s=2)["PreToolUse"]
+    [callback] = matcher.hooks
+
+    def call(session: str, command: str, n: int) -> Any:
+        event = {
+            "session_id": session,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": command},
+        }
+        # the CLI's own wait: an answer after it is refused whatever it says
+        return asyncio.wait_for(callback(event, f"toolu_{n}", None), 2)
+
+    async def main() -> list[Any]:
+        first = asyncio.ensure_future(call("s-1", "stuck", 0))
+        await asyncio.sleep(0.2)
+        later = [call("s-1", "rm -rf victim", 1), call("s-2", "rm -rf victim", 2)]
+        answers = [await first, *await asyncio.gather(*later)]
+        await asyncio.sleep(1.7)  # the stuck guard ends before oh shuts down
+        return answers
+
+    try:
+        answers = [a["hookSpecificOutput"] for a in asyncio.run(main())]
+    finally:
+        oh.shutdown()
+    assert [a["permissionDecision"] for a in answers] == ["deny"] * 3
+    assert "no answer within 1.5 s" in answers[0]["permissionDecisionReason"]
+    assert [a["permissionDecisionReason"] for a in answers[1:]] == ["no deleting"] * 2
+
+
+ASK = [
+    {
+        "id": "ask-rm",
+        "type": "PreToolUse",
+        "matcher": "Bash",
+        "command": 'case "$HOOK_TOOL_INPUT" in *\'rm -rf\'*) echo \'{"hookSpecificOutput": '
+        '{"hookEventName": "PreToolUse", "permissionDecision": "ask", '
+        '"permissionDecisionReason": "sure?"}}\';; esac',
+    }
+]
+
+
+def test_closing_the_hooks_records_a_call_the_cli_refused_after_pre_tool_use(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # under the SDK nobody answers a guard's "ask": the CLI refuses the call and sends no
+    # event more (no PermissionDenied, no SessionEnd), so its span stayed open, never exported
+    _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "temp"))
+    (tmp_path / "temp").mkdir()
+    memory = InMemorySpanExporter()
+    oh = otelhooks.configure(hooks=ASK, otlp=False, set_global=False, span_exporters=[memory])
+    try:
+        with hooks_for(oh) as hooks, serve_messages_api(MessagesApi(_steps())) as url:
+            _run(project, tmp_path / "home", url, hooks)
+            assert list((tmp_path / "temp").iterdir())  # the session file's folder
+        assert not list((tmp_path / "temp").iterdir())
+        answer = asyncio.run(
+            hooks["PreToolUse"][0].hooks[0](
+                {"session_id": "s-9", "tool_name": "Bash", "tool_input": {"command": "ls"}},
+                "toolu_9",
+                None,
+            )
+        )
+    finally:
+        oh.shutdown()
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    tools = {
+        str((s.attributes or {}).get("gen_ai.tool.call.id")): s.attributes or {}
+        for s in memory.get_finished_spans()
+        if s.name == "execute_tool Bash"
+    }
+    assert tools["toolu_ok"]["otelhooks.tool.outcome"] == "success"
+    refused = tools["toolu_rm"]
+    assert refused["otelhooks.hook.decision"] == "ask"
+    assert refused["otelhooks.tool.outcome"] == "error"
+    assert refused["error.type"] == "SessionEnded"
+    # closed, it refuses rather than let a call through unchecked
+    assert answer["hookSpecificOutput"]["permissionDecision"] == "deny"

@@ -5,6 +5,9 @@ hook event the SDK offers. Each Python callback hands the SDK's hook input to th
 Claude Code CLI's hooks reach (sessions, tool-use pairing, one trace per session, ``execute_tool``
 spans), running the hooks of ``oh``'s engine, and answers in the SDK's own output shape
 (``continue_``, ``hookSpecificOutput.permissionDecision`` ...). No settings file, no hook process.
+The SDK sends no ``SessionEnd``: close what ``hooks_for`` returned (or use it in ``with``) when
+the application is done with its sessions, so the calls the CLI refused after ``PreToolUse``
+are recorded too.
 
 Example:
     >>> import otelhooks
@@ -13,8 +16,9 @@ Example:
     >>> no_rm = {"id": "no-rm", "type": "before_tool_call", "matcher": "Bash",
     ...          "command": "grep -q 'rm ' && echo 'no rm' >&2 && exit 2 || exit 0"}
     >>> oh = otelhooks.configure(otlp=False, set_global=False, hooks=[no_rm])
-    >>> options = ClaudeAgentOptions(hooks=hooks_for(oh))  # then query(prompt, options=options)
-    >>> "PreToolUse" in options.hooks
+    >>> with hooks_for(oh) as hooks:  # closing it ends the sessions it saw
+    ...     options = ClaudeAgentOptions(hooks=hooks)  # then query(prompt, options=options)
+    ...     "PreToolUse" in options.hooks
     True
     >>> oh.shutdown().ok
     True
@@ -22,6 +26,6 @@ Example:
 Needs the ``claude-agent-sdk`` package (``otelhooks[claude-agent-sdk]``).
 """
 
-from otelhooks.integrations.claude_agent_sdk._hooks import SDK_EVENTS, hooks_for
+from otelhooks.integrations.claude_agent_sdk._hooks import SDK_EVENTS, SdkHooks, hooks_for
 
-__all__ = ["SDK_EVENTS", "hooks_for"]
+__all__ = ["SDK_EVENTS", "SdkHooks", "hooks_for"]

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextvars
 import json
 import os
+import shutil
 import tempfile
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -15,8 +16,10 @@ import structlog
 
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks.integrations.claude_code._entries import APPROVAL_EVENTS, covering_timeout
+from otelhooks.integrations.coding_agents._answers import closed_answer
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
+from otelhooks.integrations.coding_agents._fair import FairRunner, Late
 from otelhooks.integrations.coding_agents._input import whole_characters
 from otelhooks.integrations.coding_agents._run import BridgeOptions, _refusal
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
@@ -27,7 +30,7 @@ if TYPE_CHECKING:
 
     from otelhooks._setup import OtelHooks
 
-__all__ = ["AGENT", "SDK_EVENTS", "hooks_for", "sdk_output"]
+__all__ = ["AGENT", "SDK_EVENTS", "SdkHooks", "hooks_for", "sdk_output"]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -79,13 +82,42 @@ def sdk_output(event: str, response: HookResponse) -> dict[str, Any]:
     return {str(_RENAMED.get(k, k)): v for k, v in data.items()}
 
 
+class SdkHooks(dict[str, list["HookMatcher"]]):
+    """What :func:`hooks_for` returns: the ``hooks`` of ``ClaudeAgentOptions`` (a plain
+    ``{event: [HookMatcher]}`` mapping) and :meth:`close`, which ends its sessions.
+
+    Under the SDK the CLI sends no ``SessionEnd``, and a call it refuses after ``PreToolUse``
+    (a guard's ``ask``, with nobody to ask) sends nothing more either: only
+    ``close`` tells that those calls never ran.
+    """
+
+    def __init__(self, hooks: dict[str, list[HookMatcher]], close: Callable[[], None]) -> None:
+        super().__init__(hooks)
+        self._close = close
+
+    def close(self) -> None:
+        """End every session the callbacks saw, as a ``SessionEnd`` would (reason ``closed``):
+        a tool call still open is ended as an error (``SessionEnded``) with the decision its
+        guards gave, the open turn as interrupted; the spans go to ``oh``'s processors. Then
+        free the threads, the session file's connection and the temporary folder ``hooks_for``
+        made. A callback called after this answers as a failure (a ``PreToolUse`` is denied).
+        Calling it again does nothing."""
+        self._close()
+
+    def __enter__(self) -> SdkHooks:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
 def hooks_for(
     oh: OtelHooks,
     *,
     state: str | os.PathLike[str] | None = None,
     timeout_s: float = 60.0,
     fail_closed: bool = False,
-) -> dict[str, list[HookMatcher]]:
+) -> SdkHooks:
     """The ``hooks`` of ``ClaudeAgentOptions`` running ``oh``'s hooks and tracing the run.
 
     Args:
@@ -102,26 +134,29 @@ def hooks_for(
 
     Returns:
         ``{event: [HookMatcher(matcher=..., hooks=[callback])]}`` for every event of
-        :data:`SDK_EVENTS`.
+        :data:`SDK_EVENTS`, whose :meth:`SdkHooks.close` (or ``with``) ends its sessions.
     """
     from claude_agent_sdk import HookMatcher
 
-    path = Path(state) if state is not None else Path(tempfile.mkdtemp()) / "sessions.sqlite3"
+    folder = Path(tempfile.mkdtemp()) if state is None else None
+    path = Path(state) if state is not None else Path(str(folder)) / "sessions.sqlite3"
+    sessions = ServerSessions(path)
     writer = SpanWriter((), oh.tracer_provider.resource)
     for processor in oh.exporters:
         # the same processors as oh's own spans: one pipeline, flushed by oh.shutdown()
         writer.provider.add_span_processor(processor)
     bridge = CodingAgentBridge(
         engine=oh.engine,
-        state=ServerSessions(path),
+        state=sessions,
         writer=writer,
         agent=AGENT,
         provider="anthropic",
     )
-    # One thread of its own, one event at a time (the bridge pairs a tool's start and end in
-    # order): events waiting behind a slow hook hold no thread, and none of the application's
-    # asyncio.to_thread executor, which parallel tool calls would otherwise fill.
-    worker = ThreadPoolExecutor(1, thread_name_prefix="otelhooks-claude-agent-sdk")
+    # Threads of its own, as the bridge daemon's: events waiting behind a slow hook hold none of
+    # the application's asyncio.to_thread executor (parallel tool calls would fill it); a
+    # session's events wait only behind its own; a hook still running when its answer is due
+    # is given up on and its thread replaced, so it holds back no other event.
+    runner = FairRunner()
     refusing = BridgeOptions(fail_closed=True)
     # an approval holds the call until a person answers: a CLI that gave up first refused the
     # call, whatever the person then answered
@@ -137,27 +172,68 @@ def hooks_for(
             _log.exception("the Claude Agent SDK bridge failed", hook_event="PreToolUse")
             return _refusal("PreToolUse", f"{type(exc).__name__}: {exc}", refusing)
 
+    closed: list[bool] = []  # once close() ran, every event is answered as a failure
+
+    def late(event: str, payload: dict[str, Any], problem: str) -> HookResponse:
+        """The CLI refuses a call (or blocks a prompt) whose callback it stopped waiting for:
+        answered just before, with the reason, and logged."""
+        _log.error(
+            "a Claude Agent SDK hook event answered as a failure", hook_event=event, problem=problem
+        )
+        if event == "PreToolUse":
+            return _refusal(event, problem, refusing)
+        if event in APPROVAL_EVENTS:
+            return closed_answer(event, f"otelhooks: {problem}", payload)
+        return HookResponse(1, stderr=f"otelhooks: {problem}")
+
+    waits = {event: approval_s if event in APPROVAL_EVENTS else timeout_s for event in SDK_EVENTS}
+
     def callback_for(event: str) -> Any:
+        wait_s = waits[event]
+        # answered before the CLI stops waiting, so the refusal is one that says why
+        answer_s = wait_s - min(1.0, wait_s / 4)
+
         async def callback(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
             # the CLI's JSON may hold lone surrogates (\ud800 escapes): no file or span takes them
             payload = whole_characters(dict(input_data))
             payload.setdefault("hook_event_name", event)
             if tool_use_id and not payload.get("tool_use_id"):
                 payload["tool_use_id"] = tool_use_id
-            run = contextvars.copy_context().run
-            loop = asyncio.get_running_loop()
-            response = await loop.run_in_executor(worker, run, handle, payload)
+            run = partial(contextvars.copy_context().run, handle, payload)
+            try:
+                if closed:
+                    raise Late("closed", "hooks_for was closed")
+                key = str(payload.get("session_id") or "")
+                response = await runner.run(key, run, timeout_s=answer_s)
+            except Late as exc:  # past its deadline, or too many events wait
+                response = late(event, payload, str(exc))
             return sdk_output(event, response)
 
         return callback
 
-    return {
+    def close() -> None:
+        if closed:
+            return
+        closed.append(True)
+        runner.close()  # the events under way end first
+        for session in sessions.held_sessions():
+            end = {"hook_event_name": "SessionEnd", "session_id": session, "reason": "closed"}
+            try:
+                bridge.handle(end)
+            except Exception:
+                _log.exception("hooks_for could not end a session")
+        sessions.close()
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    matchers = {
         event: [
             HookMatcher(
                 matcher="*" if event in _TOOL_EVENTS else None,
                 hooks=[callback_for(event)],
-                timeout=approval_s if event in APPROVAL_EVENTS else timeout_s,
+                timeout=waits[event],
             )
         ]
         for event in SDK_EVENTS
     }
+    return SdkHooks(matchers, close)

@@ -324,6 +324,11 @@ class ServerSessions(BridgeState):
         with self._lock:
             return len(self._held), self._held_bytes
 
+    def held_sessions(self) -> list[str]:
+        """The sessions held (those no ``SessionEnd`` ended yet), oldest used first."""
+        with self._lock:
+            return list(self._held)
+
     def _hold(self, session_id: str, tool: tuple[str, int] | None = None) -> None:
         """Account a use of ``session_id`` (and an open tool of ``size`` bytes); then forget
         what is past a bound."""
