@@ -289,3 +289,16 @@ def test_a_call_behind_a_slow_one_gets_a_thread_of_its_own_soon(form: str) -> No
     finally:
         release.set()
         runner.close()
+
+
+def test_a_call_arriving_as_the_runner_closes_is_late_not_an_error() -> None:
+    """hooks_for's callback checks it is open, then runs; a close() in between used to raise
+    RuntimeError there, which the Claude Agent SDK takes as a failed callback and runs the
+    tool: it is :class:`Late`, answered with the fail-closed answer like any late call."""
+    runner = FairRunner()
+    runner.close()
+    with pytest.raises(Late) as caught:
+        asyncio.run(runner.run("s", lambda: "ran", timeout_s=1.0))
+    assert caught.value.reason == "closed"
+    with pytest.raises(Late):
+        runner.submit("s", lambda: "ran")

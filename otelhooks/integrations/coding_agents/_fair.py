@@ -184,7 +184,8 @@ class FairRunner:
         """Queue ``fn`` under ``key``; its future (cancel it to give up before it starts).
 
         Raises:
-            Late: too many calls wait (``reason`` ``queue_full``).
+            Late: too many calls wait (``reason`` ``queue_full``), or the runner is closed
+                (``closed``).
         """
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
         self._queue(_Job(key, fn, _to_future(future), future))
@@ -194,7 +195,8 @@ class FairRunner:
         """``fn()`` on a thread, answered within ``timeout_s``.
 
         Raises:
-            Late: no answer within ``timeout_s`` (``reason`` ``deadline``), or too many wait.
+            Late: no answer within ``timeout_s`` (``reason`` ``deadline``), too many wait, or
+                the runner is closed (``closed``).
         """
         loop = asyncio.get_running_loop()
         waiter: asyncio.Future[T] = loop.create_future()
@@ -241,7 +243,10 @@ class FairRunner:
     def _queue(self, job: _Job) -> None:
         with self._cond:
             if self._closed:
-                raise RuntimeError("the runner is closed")
+                # a call that arrives while its server or hooks_for closes gets its caller's
+                # failure answer, like a late one: an exception there may be no answer at all
+                # (the Claude Agent SDK runs the tool when a callback raises)
+                raise Late("closed", "the runner is closed")
             self._reap()
             queue = self._queues.get(job.key)
             waiting = len(queue) if queue is not None else 0
