@@ -66,7 +66,8 @@ ALLOWED: dict[str, str] = {
     "integrations/test_claude_code_install.py": "our marks, older forms, async events; " + _CLI,
     "integrations/test_claude_code_tool_names.py": "tool aliases and `validate`'s report lines",
     "mcp/test_mcp_docs.py": _CLI,
-    "mcp/test_mcp_gateway_core.py": "the gateway's SSE framing",
+    "mcp/test_mcp_gateway_core.py": "the gateway's SSE framing, and the bound on the "
+    "tools the sessions' own lists keep",
     "mcp/test_mcp_hostile_frames.py": "the stdio gateway's line limit and stall bound",
     "mcp/test_mcp_http_hostile.py": "the HTTP gateway's body and SSE event limits",
     "mcp/test_mcp_tool_kinds.py": "tool kinds from MCP annotations",

@@ -25,10 +25,20 @@ from otelhooks._events import ToolCallEvent
 from otelhooks._tool_kinds import annotation_kinds
 from otelhooks.mcp._jsonrpc import Message, encode
 
-__all__ = ["MAX_LISTED", "UNLISTED", "Listed", "filter_tools", "listed_tools"]
+__all__ = [
+    "MAX_LISTED",
+    "MAX_SESSIONS_LISTED",
+    "UNLISTED",
+    "Listed",
+    "filter_tools",
+    "listed_tools",
+]
 
-# the gateway remembers this many tools' kinds and schemas at most (the server chooses how many)
+# the gateway remembers this many tools' kinds and schemas at most in one table (the server
+# chooses how many), and this many in all sessions' own tables together (the client chooses
+# how many sessions)
 MAX_LISTED: Final = 10_000
+MAX_SESSIONS_LISTED: Final = 4 * MAX_LISTED
 # a tool never listed, or listed without annotations: the specification's defaults
 UNLISTED: Final = annotation_kinds(None)
 # what the gateway keeps of a listed tool: its annotation kinds and its inputSchema

@@ -30,10 +30,13 @@ The rules, in order of precedence:
    server whose JSON reader ignores case (Go's ``encoding/json``) would run a call the hooks
    never saw; so is a call whose arguments name one argument twice (``cmd`` and ``CMD``), and
    a ``tools/call`` without an id (a notification, never judged).
-7. While a ``before_tool_call`` hook is configured, a ``tools/call`` of a tool no list through
-   the gateway named (or named before the server's ``notifications/tools/list_changed``) waits
-   for the gateway's own ``tools/list``: it is matched by the kinds and judged by the schema
-   the server lists, and refused as an unknown tool (-32602) when the server does not list it.
+7. A ``tools/call`` is matched by the kinds and judged by the schema of the list its own
+   session was given (a server may list differently per session); a session that never listed
+   by the list the gateway keeps for such sessions. While a ``before_tool_call`` hook is
+   configured, a call of a tool that list does not name (or named before the server's
+   ``notifications/tools/list_changed`` to the session) waits for the gateway's own
+   ``tools/list`` in that session, and is refused as an unknown tool (-32602) when the server
+   does not list it.
 """
 
 from __future__ import annotations
@@ -55,7 +58,14 @@ from otelhooks._engine import HooksEngine
 from otelhooks._tool_schema import type_problem
 from otelhooks.mcp._calls import Pending, request_key
 from otelhooks.mcp._decide import decide, refuse
-from otelhooks.mcp._filter import MAX_LISTED, UNLISTED, Listed, filter_tools, listed_tools
+from otelhooks.mcp._filter import (
+    MAX_LISTED,
+    MAX_SESSIONS_LISTED,
+    UNLISTED,
+    Listed,
+    filter_tools,
+    listed_tools,
+)
 from otelhooks.mcp._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -143,12 +153,15 @@ class McpGateway:
         # one for every session, and a session that starts without a handshake (HTTP: one the
         # gateway dropped when idle, the server still knows) must be guarded under it too.
         self.server_name: str | None = None
-        # Each listed tool's annotation kinds and inputSchema, from any session's tools/list
-        # (or the gateway's own), for the same reason: a session may call without listing
-        # (HTTP: a list the client cached, a session dropped when idle, the stateless
-        # protocol's request per session). Keyed by the names the server listed, at most
-        # MAX_LISTED; emptied by the server's notifications/tools/list_changed.
+        # Each listed tool's annotation kinds and inputSchema for the sessions that never
+        # listed (HTTP: a list the client cached, a session dropped when idle, the stateless
+        # protocol's request per session), from the gateway's own tools/list in such a
+        # session. Keyed by the names the server listed, at most MAX_LISTED; emptied by the
+        # server's notifications/tools/list_changed.
         self.tools: dict[str, Listed] = {}
+        # How many tools the sessions' own tables keep together, at most MAX_SESSIONS_LISTED:
+        # a client opening sessions that each list many tools must not grow the gateway.
+        self.session_listed = 0
         self.filter_tools = filter_tools
         self.spans = McpSpans(tracer, transport=transport, server=upstream)
         self.metrics = McpMetrics(meter_provider)
@@ -181,6 +194,9 @@ class McpSession:
         # answer comes back through from_server), and those still waiting for their answer.
         self.to_server: Callable[[bytes], Awaitable[None]] | None = None
         self._asked: dict[Hashable, asyncio.Future[Message]] = {}
+        # What this session's own tools/list answers named (None until it lists): the server
+        # may give each session its own list, and a call is judged by its session's.
+        self.tools: dict[str, Listed] | None = None
         self.closed = False
 
     # -- client → server -------------------------------------------------------------------------
@@ -265,23 +281,20 @@ class McpSession:
         tool = name if isinstance(name, str) else ""
         pending.msg = msg
         pending.session_id, pending.server = self.session_id, self.server_name
-        if tool not in self.gateway.tools and self.gateway.engine.registry.may_match(
-            "before_tool_call"
-        ):
+        listed = self.listing(tool)
+        if listed is None and self.gateway.engine.registry.may_match("before_tool_call"):
             # a tool no list through the gateway named (the client did not list, the server
             # changed its list since, or it is not the server's): guards match by its kinds and
             # judge by its schema, and a name the server would read as a listed one must not
             # pass unmatched
             return Relay(later=self._listed_then_judged(msg, pending, tool))
-        return self._judged(msg, pending, tool)
+        return self._judged(msg, pending, tool, listed)
 
-    def _judged(
-        self, msg: Message, pending: Pending, tool: str, listed: Listed | None = None
-    ) -> Relay:
-        """A ``tools/call`` of a tool as the server listed it (``listed``, else as the gateway
-        keeps it): relayed when no hook matches, refused when its arguments' types are not the
-        listed ones, else decided by the hooks."""
-        kinds, schema = listed or self.gateway.tools.get(tool, (UNLISTED, None))
+    def _judged(self, msg: Message, pending: Pending, tool: str, listed: Listed | None) -> Relay:
+        """A ``tools/call`` of a tool as the server listed it (``None``: not listed): relayed
+        when no hook matches, refused when its arguments' types are not the listed ones, else
+        decided by the hooks."""
+        kinds, schema = listed or (UNLISTED, None)
         values = pending.values = (f"{self.server_name}/{tool}", tool, *kinds)
         # a guard matched by a kind is matched so in replay too, which reads it from the span
         pending.span.set_attribute(sc.TOOL_KINDS, kinds)
@@ -431,6 +444,8 @@ class McpSession:
             if pending is not None and pending.method in _HANDSHAKES:
                 self._on_initialized(msg)
             if pending is not None and pending.method == "tools/list":
+                if self.tools is None:
+                    self.tools = {}  # from now on, judged by its own list
                 self._listed(msg)
             if (
                 pending is not None
@@ -446,7 +461,8 @@ class McpSession:
         elif msg.kind == "notification":
             if msg.method == "notifications/tools/list_changed":
                 # a listed schema may no longer be the server's: the next guarded call of each
-                # tool lists again before it is judged
+                # tool lists again (in this session) before it is judged
+                self._forget()
                 self.gateway.tools.clear()
             self.requests.notification(msg, from_server=True)
         elif msg.kind == "batch":
@@ -454,16 +470,36 @@ class McpSession:
                 self._server_frame(item.raw)  # observed only: a batch passes as it came
         return Relay(to_client=[raw])
 
+    def listing(self, tool: str) -> Listed | None:
+        """The annotation kinds and inputSchema ``tool`` is judged by: from this session's own
+        lists once it listed, else from the gateway's table; ``None`` when that holds none."""
+        return (self.tools if self.tools is not None else self.gateway.tools).get(tool)
+
     def _listed(self, msg: Message) -> dict[str, Listed]:
-        """Keep the annotation kinds and input schemas of the listed tools, the gateway's (a
-        later list, or page, adds to them; past :data:`MAX_LISTED` tools the rest have the
-        defaults and no schema, and a guarded call of one lists again). Returns what it read."""
-        tools = self.gateway.tools
+        """Keep the annotation kinds and input schemas of the listed tools where
+        :meth:`listing` reads them (a later list, or page, adds to them; past
+        :data:`MAX_LISTED` tools in a table, or :data:`MAX_SESSIONS_LISTED` in all sessions'
+        tables, the rest are not kept, and a guarded call of one lists again). Returns what it
+        read."""
+        own = self.tools
+        tools = own if own is not None else self.gateway.tools
         listed = listed_tools(msg)
         for name, one in listed.items():
-            if name in tools or len(tools) < MAX_LISTED:
+            if name in tools:
                 tools[name] = one
+            elif len(tools) < MAX_LISTED and (
+                own is None or self.gateway.session_listed < MAX_SESSIONS_LISTED
+            ):
+                tools[name] = one
+                if own is not None:
+                    self.gateway.session_listed += 1
         return listed
+
+    def _forget(self) -> None:
+        """Empty this session's own table (it still judges by its own lists, listing again)."""
+        if self.tools:
+            self.gateway.session_listed -= len(self.tools)
+            self.tools = {}
 
     async def _filtered(self, msg: Message, pending: Pending) -> Relay:
         try:
@@ -537,6 +573,7 @@ class McpSession:
         if self.closed:
             return []
         self.closed = True
+        self._forget()
         answers = self.requests.close(reason)
         self.span.end()
         attrs = {k: v for k, v in self.peer.items() if k == sc.NETWORK_PROTOCOL_NAME}

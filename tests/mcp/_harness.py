@@ -139,12 +139,14 @@ def process(args: Sequence[str], log: Path, port: int) -> Iterator[subprocess.Po
 
 
 @contextmanager
-def http_gateway(tmp: Path, hooks: Sequence[Path] = (), extra: Sequence[str] = ()) -> Iterator[str]:
-    """The SDK server over Streamable HTTP and ``otelhooks mcp --listen --upstream`` in front of
-    it; yields the gateway's URL. Spans are in ``tmp/traces.jsonl`` once this exits."""
+def http_gateway(
+    tmp: Path, hooks: Sequence[Path] = (), extra: Sequence[str] = (), app: Path = SERVER_APP
+) -> Iterator[str]:
+    """The SDK server ``app`` over Streamable HTTP and ``otelhooks mcp --listen --upstream`` in
+    front of it; yields the gateway's URL. Spans are in ``tmp/traces.jsonl`` once this exits."""
     server_port, gateway_port = free_port(), free_port()
     log = tmp / "calls.jsonl"
-    with process([str(SERVER_APP), "http", str(server_port)], log, server_port):
+    with process([str(app), "http", str(server_port)], log, server_port):
         args = [
             *gateway_args(hooks, tmp / "traces.jsonl", extra),
             "--listen",

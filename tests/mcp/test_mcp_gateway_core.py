@@ -15,6 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otelhooks import Block, HooksEngine
 from otelhooks.mcp import McpGateway, McpSession, Relay, UpstreamHeaders
+from otelhooks.mcp._filter import MAX_SESSIONS_LISTED
 from otelhooks.mcp._sse import events, with_data
 
 pytestmark = pytest.mark.timeout(30)
@@ -228,7 +229,7 @@ def test_the_server_name_of_either_handshake_makes_the_guard_match(
              "handler": lambda e: Block("rm is off")}  # fmt: skip
     h = Harness([guard])
     h.gateway.name = None  # learned from the server, as without --name
-    session = h.gateway.session("s2")
+    session = h.session  # it listed: a session that did not would have the gateway list
     opening = {"jsonrpc": "2.0", "id": 1, "method": handshake, "params": {}}
     session.from_client(json.dumps(opening).encode())
     session.from_server(json.dumps({"jsonrpc": "2.0", "id": 1, "result": result}).encode())
@@ -237,3 +238,27 @@ def test_the_server_name_of_either_handshake_makes_the_guard_match(
     (answer,) = relay.to_client
     assert json.loads(answer)["result"]["isError"] is True
     h.engine.shutdown(2)
+
+
+def test_the_sessions_own_lists_are_kept_within_one_bound_together(deny_rm: Harness) -> None:
+    """A client opening sessions that each list 10,000 tools: the sessions' tables keep
+    MAX_SESSIONS_LISTED tools together (a session past it keeps none and lists again when it
+    calls), given back when a session ends or its list changes."""
+    many = 10_000
+    tools = [{"name": f"t{i}", "inputSchema": {"type": "object"}} for i in range(many)]
+    answer = json.dumps({"jsonrpc": "2.0", "id": 0, "result": {"tools": tools}}).encode()
+    sessions = []
+    for n in range(MAX_SESSIONS_LISTED // many + 1):
+        session = deny_rm.gateway.session(f"many-{n}")
+        session.from_client(b'{"jsonrpc":"2.0","id":0,"method":"tools/list"}')
+        session.from_server(answer)
+        sessions.append(session)
+    assert deny_rm.gateway.session_listed == MAX_SESSIONS_LISTED
+    assert [len(s.tools or ()) for s in sessions[-2:]] == [many - 3, 0]  # s1 keeps 3
+    assert sessions[-1].listing("t0") is None
+    assert sessions[0].listing("t0") is not None
+    sessions[0].from_server(b'{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}')
+    assert sessions[0].tools == {}
+    for session in sessions:
+        session.close()
+    assert deny_rm.gateway.session_listed == 3

@@ -153,3 +153,40 @@ def test_a_session_that_never_listed_is_matched_by_the_kinds_the_server_annotate
     assert _text(purged) == "destructive tools need a person"
     assert _text(looked) == "value of k"
     assert [c["tool"] for c in calls(tmp_path)] == ["lookup"]
+
+
+def test_each_session_is_judged_by_the_list_it_was_given(tmp_path: Path) -> None:
+    """A server that lists per session (``rm``'s ``force`` a string to every session, a
+    boolean to the one that called ``arm``). Before, every session was judged by the last list
+    through the gateway: A's ``{"force": "true"}`` passed by B's string schema and ran forced."""
+    hooks = write_hooks(tmp_path, NO_FORCE, NO_FORCE_SCRIPT)
+    app = Path(__file__).with_name("per_session_server.py")
+
+    async def scenario(url: str) -> dict[str, str]:
+        texts: dict[str, str] = {}
+        async with http_session(url) as a, http_session(url) as b:
+            await a.list_tools()
+            await b.list_tools()
+            await a.call_tool("arm", {})  # notifications/tools/list_changed to A only
+            # A listed, then its list changed: the gateway lists again, in A's session
+            texts["a after arm"] = _text(await a.call_tool("rm", {"path": "/a", "force": "true"}))
+            # B's own list still says string, and B's server runs a string
+            texts["b after arm"] = _text(await b.call_tool("rm", {"path": "/b", "force": "true"}))
+            await a.list_tools()
+            await b.list_tools()  # the last list through the gateway says string
+            texts["a listed"] = _text(await a.call_tool("rm", {"path": "/a", "force": "true"}))
+            texts["a forced"] = _text(await a.call_tool("rm", {"path": "/a", "force": True}))
+            texts["b listed"] = _text(await b.call_tool("rm", {"path": "/b", "force": "true"}))
+        return texts
+
+    with http_gateway(tmp_path, [hooks], app=app) as url:
+        texts = anyio.run(scenario, url)
+    refused = "otelhooks refused the call: arguments.force is string where the tool's inputSchema"
+    assert texts == {
+        "a after arm": f"{refused} says boolean",
+        "b after arm": "removed, force='true'",
+        "a listed": f"{refused} says boolean",
+        "a forced": "no forced removal",
+        "b listed": "removed, force='true'",
+    }
+    assert calls(tmp_path) == [{"tool": "rm", "args": {"path": "/b", "force": "true"}}] * 2
