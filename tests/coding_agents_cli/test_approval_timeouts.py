@@ -15,6 +15,8 @@ shows that the CLI still waits.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,9 +85,17 @@ def test_a_hooks_file_that_hangs_as_it_loads_does_not_hang_install(tmp_path: Pat
         'hooks:\n  - {id: policy, type: PreToolUse, matcher: "@shell", script: policy.py:guard}\n'
     )
     (tmp_path / "hooks.yaml").write_text(hooks)
-    change = install_agent("codex", project=tmp_path, hooks_file="hooks.yaml")
+    # its own process: the hung import holds the script loader's lock while the process lives
+    command = [sys.executable, "-m", "otelhooks", "codex", "install", "--project", str(tmp_path)]
+    done = subprocess.run(
+        [*command, "--hooks", str(tmp_path / "hooks.yaml")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
     assert _timeouts("codex", tmp_path)["PreToolUse"] == 30
-    assert any("did not load within 5 s" in w for w in change.warnings), change.warnings
+    assert "did not load within 5 s" in done.stdout + done.stderr
 
 
 @pytest.mark.parametrize("dialect", ["codex", "gemini"])
