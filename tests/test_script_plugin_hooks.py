@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import threading
 import uuid
 from pathlib import Path
 
@@ -126,6 +127,60 @@ def test_a_script_file_is_executed_once_for_all_its_hooks(tmp_path: Path) -> Non
     script_hook(f"{script}:a")
     script_hook(f"{script}:b")
     assert counter.read_text() == "x"
+
+
+def test_a_script_that_hangs_as_it_loads_holds_only_its_own_file(tmp_path: Path) -> None:
+    """A guard whose module waits on a host that does not answer used to hold the loader's one
+    lock: every later script load in the process (an install's bounded read, a daemon's next
+    config) waited behind it for ever."""
+    release = tmp_path / "release"
+    stuck = write(
+        tmp_path / "stuck" / "policy.py",
+        f"""
+        import os, time
+        while not os.path.exists({str(release)!r}):
+            time.sleep(0.01)
+        def guard(event): pass
+        """,
+    )
+    other = write(tmp_path / "other" / "guard.py", "def guard(event):\n    return 'other'\n")
+    loading = threading.Thread(target=script_hook, args=(f"{stuck}:guard",), daemon=True)
+    loading.start()
+    try:
+        done: list[Hook] = []
+        second = threading.Thread(target=lambda: done.append(script_hook(f"{other}:guard")))
+        second.start()
+        second.join(10)
+        assert [hook.action(EVENT) for hook in done] == ["other"]
+        assert loading.is_alive()  # the first is still importing
+    finally:
+        release.touch()
+        loading.join(10)
+
+
+def test_two_threads_loading_one_script_run_it_once(tmp_path: Path) -> None:
+    counter = tmp_path / "loads"
+    script = write(
+        tmp_path / "slow.py",
+        f"""
+        import time
+        with open({str(counter)!r}, "a") as f:
+            f.write("x")
+        time.sleep(0.3)
+        def guard(event): return 1
+        """,
+    )
+    loaded: list[Hook] = []
+    threads = [
+        threading.Thread(target=lambda: loaded.append(script_hook(f"{script}:guard")))
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(10)
+    assert counter.read_text() == "x"
+    assert [hook.action(EVENT) for hook in loaded] == [1, 1, 1, 1]
 
 
 def test_an_edited_script_is_loaded_again_by_the_next_load(tmp_path: Path) -> None:

@@ -35,7 +35,9 @@ if TYPE_CHECKING:
 __all__ = ["ScriptAction", "load_script_function", "split_script_ref"]
 
 _modules: dict[tuple[str, int, int], ModuleType] = {}
-_lock = threading.RLock()  # a script may load hooks (and scripts) while it loads
+_lock = threading.Lock()  # the table above and the import path, each held for a moment
+# the lock of each file being run; reentrant: a script may load hooks (and scripts) as it loads
+_loading: dict[tuple[str, int, int], threading.RLock] = {}
 
 
 class _FreshLoader(importlib.machinery.SourceFileLoader):
@@ -112,48 +114,66 @@ def _load_module(path: Path) -> ModuleType:
         cached = _modules.get(key)
         if cached is not None:
             return cached
-        digest = hashlib.sha1(str(key).encode(), usedforsecurity=False).hexdigest()[:12]
-        name = f"otelhooks_script_{path.stem if path.stem.isidentifier() else 'm'}_{digest}"
-        spec = importlib.util.spec_from_file_location(
-            name, path, loader=_FreshLoader(name, str(path))
-        )
-        if spec is None or spec.loader is None:
-            raise ConfigError(f"script {str(path)!r} is not a Python file", field="script")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module  # dataclasses and pickling look the module up by name
-        # The script's own helpers beside it import, wherever the process runs (the bridge does
-        # not put its working folder on the path); appended, so that a file there never
-        # shadows an installed module (a project's own logging.py).
-        if str(path.parent) not in sys.path:
-            if _helpers_finder not in sys.path_hooks:
-                sys.path_hooks.insert(0, _helpers_finder)
-            _folders.add(str(path.parent))
-            sys.path_importer_cache.pop(str(path.parent), None)  # a finder of it from before
-            sys.path.append(str(path.parent))
+        loading = _loading.setdefault(key, threading.RLock())
+    # One lock per file while it runs: a script that hangs as it is imported (a policy fetched
+    # from a host that does not answer) holds its own file, never every other script's load
+    # in the process (a daemon's next config, an install's bounded read).
+    with loading:
         try:
-            spec.loader.exec_module(module)
-        except SyntaxError as exc:
-            sys.modules.pop(name, None)
-            raise ConfigError(
-                f"script {str(path)!r} line {exc.lineno}: syntax error: {exc.msg}", field="script"
-            ) from None
-        except (Exception, SystemExit) as exc:
-            sys.modules.pop(name, None)
-            raise ConfigError(
-                f"script {str(path)!r} failed while loading: {type(exc).__name__}: {exc}",
-                field="script",
-            ) from None
-        shadowed = _shadowed_helpers(str(path.parent))
-        if shadowed:
-            sys.modules.pop(name, None)
-            raise ConfigError(
-                f"script {str(path)!r}: the helpers beside it have the names of another "
-                f"script's helpers, which Python imports once per process: "
-                f"{', '.join(shadowed)}; rename one of them",
-                field="script",
-            )
+            return _modules.get(key) or _run_module(path, key)
+        finally:
+            with _lock:
+                _loading.pop(key, None)
+
+
+def _run_module(path: Path, key: tuple[str, int, int]) -> ModuleType:
+    digest = hashlib.sha1(str(key).encode(), usedforsecurity=False).hexdigest()[:12]
+    name = f"otelhooks_script_{path.stem if path.stem.isidentifier() else 'm'}_{digest}"
+    spec = importlib.util.spec_from_file_location(name, path, loader=_FreshLoader(name, str(path)))
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"script {str(path)!r} is not a Python file", field="script")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # dataclasses and pickling look the module up by name
+    with _lock:
+        _on_import_path(str(path.parent))
+    try:
+        spec.loader.exec_module(module)
+    except SyntaxError as exc:
+        sys.modules.pop(name, None)
+        raise ConfigError(
+            f"script {str(path)!r} line {exc.lineno}: syntax error: {exc.msg}", field="script"
+        ) from None
+    except (Exception, SystemExit) as exc:
+        sys.modules.pop(name, None)
+        raise ConfigError(
+            f"script {str(path)!r} failed while loading: {type(exc).__name__}: {exc}",
+            field="script",
+        ) from None
+    shadowed = _shadowed_helpers(str(path.parent))
+    if shadowed:
+        sys.modules.pop(name, None)
+        raise ConfigError(
+            f"script {str(path)!r}: the helpers beside it have the names of another "
+            f"script's helpers, which Python imports once per process: "
+            f"{', '.join(shadowed)}; rename one of them",
+            field="script",
+        )
+    with _lock:
         _modules[key] = module
-        return module
+    return module
+
+
+def _on_import_path(folder: str) -> None:
+    """The script's own helpers beside it import, wherever the process runs (the bridge does
+    not put its working folder on the path); appended, so that a file there never shadows an
+    installed module (a project's own logging.py)."""
+    if folder in sys.path:
+        return
+    if _helpers_finder not in sys.path_hooks:
+        sys.path_hooks.insert(0, _helpers_finder)
+    _folders.add(folder)
+    sys.path_importer_cache.pop(folder, None)  # a finder of it from before
+    sys.path.append(folder)
 
 
 def load_script_function(ref: str, *, base_dir: Path | None = None) -> Callable[..., Any]:
