@@ -3,7 +3,7 @@
 :func:`listed_tools` reads the annotation kinds (``@read_only`` ...,
 :func:`otelhooks._tool_kinds.annotation_kinds`) and the ``inputSchema`` of every tool a list
 names: the gateway adds the kinds to the matcher values of that tool's calls, and judges their
-arguments by the schema.
+arguments by the schema (the tables that keep them: :mod:`._listing`).
 
 Filtering hides the tools a policy denies outright.
 
@@ -25,20 +25,8 @@ from otelhooks._events import ToolCallEvent
 from otelhooks._tool_kinds import annotation_kinds
 from otelhooks.mcp._jsonrpc import Message, encode
 
-__all__ = [
-    "MAX_LISTED",
-    "MAX_SESSIONS_LISTED",
-    "UNLISTED",
-    "Listed",
-    "filter_tools",
-    "listed_tools",
-]
+__all__ = ["UNLISTED", "Listed", "filter_tools", "listed_tools"]
 
-# the gateway remembers this many tools' kinds and schemas at most in one table (the server
-# chooses how many), and this many in all sessions' own tables together (the client chooses
-# how many sessions)
-MAX_LISTED: Final = 10_000
-MAX_SESSIONS_LISTED: Final = 4 * MAX_LISTED
 # a tool never listed, or listed without annotations: the specification's defaults
 UNLISTED: Final = annotation_kinds(None)
 # what the gateway keeps of a listed tool: its annotation kinds and its inputSchema

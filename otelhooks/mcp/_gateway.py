@@ -4,7 +4,8 @@
 name); :class:`McpSession` follows one MCP session: it reads each message as it crosses, and says
 what to send on (:class:`Relay`). Transports (stdio, Streamable HTTP) only move bytes. This
 module's one job is that routing of frames; a ``tools/call``'s decision is :mod:`._decide`'s, the
-open requests' spans and durations :mod:`._requests`'.
+tools it is judged by :mod:`._listing`'s, the open requests' spans and durations
+:mod:`._requests`'.
 
 The rules, in order of precedence:
 
@@ -41,11 +42,10 @@ The rules, in order of precedence:
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Hashable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -58,14 +58,7 @@ from otelhooks._engine import HooksEngine
 from otelhooks._tool_schema import type_problem
 from otelhooks.mcp._calls import Pending, request_key
 from otelhooks.mcp._decide import decide, refuse
-from otelhooks.mcp._filter import (
-    MAX_LISTED,
-    MAX_SESSIONS_LISTED,
-    UNLISTED,
-    Listed,
-    filter_tools,
-    listed_tools,
-)
+from otelhooks.mcp._filter import UNLISTED, Listed, filter_tools
 from otelhooks.mcp._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -78,6 +71,7 @@ from otelhooks.mcp._jsonrpc import (
     parse,
     recover_id,
 )
+from otelhooks.mcp._listing import SessionTools
 from otelhooks.mcp._metrics import McpMetrics
 from otelhooks.mcp._requests import OpenRequests
 from otelhooks.mcp._spans import McpSpans, set_attributes
@@ -91,10 +85,6 @@ DEFAULT_SERVER_NAME: Final = "mcp"
 # protocols up to 2025-11-25, and the discovery of the stateless 2026-07-28 protocol.
 _HANDSHAKES: Final = frozenset({"initialize", "server/discover"})
 _SERVER_INFO_META: Final = "io.modelcontextprotocol/serverInfo"
-# The gateway's own tools/list (a guarded call of a tool it has no listing of): how long it
-# waits for each page, and how many pages it reads before it gives up (the call is refused).
-LIST_TIMEOUT_S: Final = 10.0
-MAX_LIST_PAGES: Final = 100
 
 
 @dataclass(slots=True)
@@ -191,12 +181,10 @@ class McpSession:
         gateway.engine.claim_scope(getattr(self.span, "instrumentation_scope", None))
         self.requests = OpenRequests(self, gateway.spans, gateway.metrics, gateway.engine)
         # How the gateway sends a request of its own to the server (set by the transport; the
-        # answer comes back through from_server), and those still waiting for their answer.
+        # answer comes back through from_server).
         self.to_server: Callable[[bytes], Awaitable[None]] | None = None
-        self._asked: dict[Hashable, asyncio.Future[Message]] = {}
-        # What this session's own tools/list answers named (None until it lists): the server
-        # may give each session its own list, and a call is judged by its session's.
-        self.tools: dict[str, Listed] | None = None
+        # the tools a call is judged by: this session's own lists, else the gateway's
+        self.listings = SessionTools(gateway)
         self.closed = False
 
     # -- client → server -------------------------------------------------------------------------
@@ -313,7 +301,7 @@ class McpSession:
         get refuses the call (-32603): a guard must never judge it without its schema."""
         listed: Listed | None = None
         try:
-            listed = await self._list_tools(tool)
+            listed = await self.listings.list_tools(self.to_server, tool)
             failure = None
         except Exception as exc:
             _log.error("the gateway could not list the server's tools", error=str(exc))
@@ -334,52 +322,6 @@ class McpSession:
             self.requests.finish(msg.id, parse(answer))
             return Relay(to_client=[answer])
         return await relay.later if relay.later is not None else relay
-
-    async def _list_tools(self, tool: str) -> Listed | None:
-        """Every page of the server's ``tools/list``, asked by the gateway itself (kept as a
-        client's list is): what it says of ``tool``, ``None`` when it does not name it. Raises
-        when the transport cannot ask, the server does not answer in time, or answers an
-        error."""
-        send = self.to_server
-        if send is None:
-            raise RuntimeError("this transport cannot send the gateway's own requests")
-
-        async def ask(frame: bytes, asked: asyncio.Future[Message]) -> Message:
-            # over HTTP the sending is the whole POST, whose event stream may stay open after
-            # the answer: the answer ends the wait, a failure of the sending raises
-            sending = asyncio.ensure_future(send(frame))
-            waiting: set[asyncio.Future[Any]] = {sending, asked}
-            try:
-                await asyncio.wait(waiting, return_when=asyncio.FIRST_COMPLETED)
-                if not asked.done():
-                    sending.result()
-                return await asked
-            finally:
-                sending.cancel()
-
-        cursor: Any = None
-        found: Listed | None = None
-        for _ in range(MAX_LIST_PAGES):
-            request_id = f"otelhooks-{uuid.uuid4().hex}"
-            key = request_key(request_id)
-            asked = self._asked[key] = asyncio.get_running_loop().create_future()
-            params = {} if cursor is None else {"cursor": cursor}
-            frame = {"jsonrpc": "2.0", "id": request_id, "method": "tools/list", "params": params}
-            try:
-                answer = await asyncio.wait_for(ask(encode(frame), asked), LIST_TIMEOUT_S)
-            except TimeoutError:
-                raise RuntimeError(f"no tools/list answer in {LIST_TIMEOUT_S:g} s") from None
-            finally:
-                self._asked.pop(key, None)
-            data = answer.data if isinstance(answer.data, dict) else {}
-            result = data.get("result")
-            if not isinstance(result, dict):
-                raise RuntimeError(f"the server answered tools/list with {data.get('error')}")
-            found = self._listed(answer).get(tool, found)
-            cursor = result.get("nextCursor")
-            if not isinstance(cursor, str) or not cursor:
-                return found
-        raise RuntimeError(f"the server's tool list has more than {MAX_LIST_PAGES} pages")
 
     async def _decided(self, msg: Message, pending: Pending, values: tuple[str, ...]) -> Relay:
         forward, answer = await decide(self.gateway.engine, self.requests, msg, pending, values)
@@ -435,18 +377,13 @@ class McpSession:
         if msg.kind == "unreadable":
             return self.server_garbage(raw, msg.problem or "not JSON")
         if msg.kind == "response":
-            asked = self._asked.pop(request_key(msg.id), None)
-            if asked is not None:  # the answer to the gateway's own request: the client's none
-                if not asked.done():
-                    asked.set_result(msg)
+            if self.listings.answered(msg):  # the gateway's own request: the client's none
                 return Relay()
             pending = self.requests.from_client.get(request_key(msg.id))
             if pending is not None and pending.method in _HANDSHAKES:
                 self._on_initialized(msg)
             if pending is not None and pending.method == "tools/list":
-                if self.tools is None:
-                    self.tools = {}  # from now on, judged by its own list
-                self._listed(msg)
+                self.listings.client_listed(msg)
             if (
                 pending is not None
                 and pending.method == "tools/list"
@@ -460,46 +397,22 @@ class McpSession:
             self.requests.start(msg, from_server=True)
         elif msg.kind == "notification":
             if msg.method == "notifications/tools/list_changed":
-                # a listed schema may no longer be the server's: the next guarded call of each
-                # tool lists again (in this session) before it is judged
-                self._forget()
-                self.gateway.tools.clear()
+                self.listings.changed()
             self.requests.notification(msg, from_server=True)
         elif msg.kind == "batch":
             for item in msg.items():
                 self._server_frame(item.raw)  # observed only: a batch passes as it came
         return Relay(to_client=[raw])
 
+    @property
+    def tools(self) -> dict[str, Listed] | None:
+        """What this session's own ``tools/list`` answers named (``None`` until it lists)."""
+        return self.listings.own
+
     def listing(self, tool: str) -> Listed | None:
-        """The annotation kinds and inputSchema ``tool`` is judged by: from this session's own
-        lists once it listed, else from the gateway's table; ``None`` when that holds none."""
-        return (self.tools if self.tools is not None else self.gateway.tools).get(tool)
-
-    def _listed(self, msg: Message) -> dict[str, Listed]:
-        """Keep the annotation kinds and input schemas of the listed tools where
-        :meth:`listing` reads them (a later list, or page, adds to them; past
-        :data:`MAX_LISTED` tools in a table, or :data:`MAX_SESSIONS_LISTED` in all sessions'
-        tables, the rest are not kept, and a guarded call of one lists again). Returns what it
-        read."""
-        own = self.tools
-        tools = own if own is not None else self.gateway.tools
-        listed = listed_tools(msg)
-        for name, one in listed.items():
-            if name in tools:
-                tools[name] = one
-            elif len(tools) < MAX_LISTED and (
-                own is None or self.gateway.session_listed < MAX_SESSIONS_LISTED
-            ):
-                tools[name] = one
-                if own is not None:
-                    self.gateway.session_listed += 1
-        return listed
-
-    def _forget(self) -> None:
-        """Empty this session's own table (it still judges by its own lists, listing again)."""
-        if self.tools:
-            self.gateway.session_listed -= len(self.tools)
-            self.tools = {}
+        """The annotation kinds and inputSchema ``tool`` is judged by (see
+        :meth:`SessionTools.listing`)."""
+        return self.listings.listing(tool)
 
     async def _filtered(self, msg: Message, pending: Pending) -> Relay:
         try:
@@ -573,7 +486,7 @@ class McpSession:
         if self.closed:
             return []
         self.closed = True
-        self._forget()
+        self.listings.forget()
         answers = self.requests.close(reason)
         self.span.end()
         attrs = {k: v for k, v in self.peer.items() if k == sc.NETWORK_PROTOCOL_NAME}

@@ -15,7 +15,7 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from otelhooks import Block, HooksEngine
 from otelhooks.mcp import McpGateway, McpSession, Relay, UpstreamHeaders
-from otelhooks.mcp._filter import MAX_SESSIONS_LISTED
+from otelhooks.mcp._listing import MAX_SESSIONS_LISTED
 from otelhooks.mcp._sse import events, with_data
 
 pytestmark = pytest.mark.timeout(30)

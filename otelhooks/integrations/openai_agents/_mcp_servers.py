@@ -24,7 +24,7 @@ from mcp.types import Tool as MCPTool
 from otelhooks import _semconv as sc
 from otelhooks._tool_schema import rewritten, type_problem, with_defaults
 from otelhooks.integrations.openai_agents._guard import guarded
-from otelhooks.mcp._filter import MAX_LISTED
+from otelhooks.mcp._listing import MAX_LISTED
 
 __all__ = ["HookedMCPServer"]
 
