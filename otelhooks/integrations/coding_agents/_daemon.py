@@ -17,7 +17,9 @@ one session's slow hooks never hold another's, and an event not answered within 
 bridge answers a failure (a deny under ``--fail-closed``, else exit 1) and logged as an error.
 A hook client that closes its connection before its answer (its CLI killed it at the hook's
 timeout) withdraws the approvals asked for its event
-(:class:`~otelhooks._actions._asker.Asker`), as serve's hook route does.
+(:class:`~otelhooks._actions._asker.Asker`), as serve's hook route does: that end of an event's
+time is :mod:`._late_answers`'. Each event's command hooks run with the environment of the hook
+client that sent it, not the daemon's (:mod:`._event_env`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
-import json
 import os
 import re
 import socket
@@ -40,24 +41,22 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 
-from otelhooks._actions._approval import longest_approval_of
 from otelhooks._actions._asker import Asker
 from otelhooks._actions._command_env import event_environment
 from otelhooks._actions._script import split_script_ref
 from otelhooks._dispatch._calls import waited_within
 from otelhooks._errors import ConfigError
-from otelhooks._eventlog._asgi import (
-    Receive,
-    Scope,
-    Send,
-    disconnected,
-    read_body,
-    send_json,
-)
+from otelhooks._eventlog._asgi import Receive, Scope, Send, send_json
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
+from otelhooks.integrations.coding_agents._event_env import NO_ENVIRONMENT, read_event
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
 from otelhooks.integrations.coding_agents._input import InputProblem, parse_input
+from otelhooks.integrations.coding_agents._late_answers import (
+    answer_deadline,
+    client_gone,
+    late_answer,
+)
 from otelhooks.integrations.coding_agents._run import (
     _CAPTURE_ENV,
     BRIDGE_SHUTDOWN_TIMEOUT_S,
@@ -67,7 +66,6 @@ from otelhooks.integrations.coding_agents._run import (
     _truthy,
     answer_seconds,
     env_seconds,
-    late_refusal,
 )
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, env_value
@@ -76,7 +74,6 @@ __all__ = ["DEFAULT_IDLE_S", "build_bridge", "run_daemon"]
 
 DEFAULT_IDLE_S = 900.0
 Stamp = tuple[int, ...]  # a file's identity and version (_stamp)
-_BODY_LIMIT = 64 * 1024 * 1024
 # the fairness key, read without parsing (Claude Code writes session_id first)
 _SESSION = re.compile(rb'"session_id"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
 
@@ -271,19 +268,6 @@ def _answer_body(response: HookResponse) -> dict[str, Any]:
     return {"exit_code": response.exit_code, "stdout": response.stdout, "stderr": response.stderr}
 
 
-def _environment_and_event(body: bytes) -> tuple[dict[str, str] | None, bytes]:
-    """The hook client's environment (the body's first line, a JSON object) and its event;
-    ``None`` and the whole body when the first line is not an environment."""
-    head, _, event = body.partition(b"\n")
-    try:
-        env = json.loads(head)
-    except ValueError:
-        return None, body
-    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-        return None, body
-    return env, event
-
-
 class _Unloaded(_Served):
     """The daemon of hooks that do not load: a broken hooks file, a ``script:`` guard that does
     not import, a state file it cannot open. Leaving at once would make every event start a
@@ -294,7 +278,7 @@ class _Unloaded(_Served):
     it leaves, so that the next event starts a daemon with the mended hooks."""
 
     async def _serve(self, receive: Receive, send: Send) -> None:
-        _, raw = _environment_and_event(await read_body(receive, _BODY_LIMIT) or b"")
+        _, raw = await read_event(receive)
         try:
             payload = self.dialect.to_bridge(parse_input(raw))
         except InputProblem as exc:
@@ -355,13 +339,6 @@ class _DaemonApp(_Served):
         super().close()
         _close(self.bridge)
 
-    def _answer_s(self) -> tuple[float, bool]:
-        """When an event not answered yet counts as failed: an approval hook holds a call for
-        a person, so its timeout (and the margin its own deadline takes) comes first; ``install``
-        gives Claude Code's hook 15 s more than that. And whether an approval hook may ask."""
-        wait_s = longest_approval_of(self.bridge.engine.registry.hooks())
-        return (max(self.answer_s, wait_s + 5.0), True) if wait_s else (self.answer_s, False)
-
     def answer(self, raw: bytes) -> HookResponse:
         return self.dialect.answer(self._answer(raw, self.dialect.to_bridge))
 
@@ -394,59 +371,30 @@ class _DaemonApp(_Served):
 
     async def _serve(self, receive: Receive, send: Send) -> None:
         self.last = time.monotonic()
-        env, raw = _environment_and_event(await read_body(receive, _BODY_LIMIT) or b"")
+        env, raw = await read_event(receive)
         if env is None:  # not our hook client's: its guards would run with another environment
-            problem = "the hook client sent no environment"
             response = self.dialect.answer(
-                _refusal(self.dialect.event_of(raw), problem, self.options)
+                _refusal(self.dialect.event_of(raw), NO_ENVIRONMENT, self.options)
             )
             await send_json(send, 200, _answer_body(response))
             return
         found = _SESSION.search(raw, 0, 1 << 16)
         key = found.group(1).decode("utf-8", "replace") if found else ""
-        answer_s, asks = self._answer_s()
+        answer_s, asks = answer_deadline(self.bridge, self.answer_s)
         # a person may be asked: the hook client killed by its CLI (its timeout) withdraws
         # what it asked, for the CLI went on without the answer
         asker = Asker() if asks else None
-        watch = asyncio.ensure_future(_client_gone(receive, asker)) if asker else None
+        watch = asyncio.ensure_future(client_gone(receive, asker)) if asker else None
         try:
             response = await self.runner.run(
                 key, partial(self._decide, env, raw, answer_s, asker), timeout_s=answer_s
             )
         except Late as late:
-            event = self.dialect.event_of(raw)
-            _log.error(
-                f"a {self.dialect.display_name} hook gave no answer in time: answered as a failure",
-                hook_event=event,
-                reason=late.reason,
-                fail_closed=self.options.fail_closed,
-            )
-            hooks = self._deciding(raw)
-            refusal = late_refusal(event, f"no answer: {late}", self.options, hooks, raw)
-            response = self.dialect.answer(refusal)
+            response = late_answer(self.bridge, self.dialect, self.options, raw, late)
         finally:
             if watch is not None:
                 watch.cancel()
         await send_json(send, 200, _answer_body(response))
-
-    def _deciding(self, raw: bytes) -> list[Hook] | None:
-        """The hooks that were to decide the event (``None``: its input does not parse)."""
-        try:
-            return self.bridge.hooks_now(self.dialect.to_bridge(parse_input(raw)), late=True)
-        except InputProblem:
-            return None
-
-
-async def _client_gone(receive: Receive, asker: Asker) -> None:
-    """Wait for the hook client to close its connection before its answer (its CLI killed it
-    at the hook's timeout, or it was interrupted), then withdraw the approvals asked for it."""
-    await disconnected(receive)
-    if await asyncio.to_thread(asker.gone):
-        _log.warning(
-            "the hook client stopped waiting before the answer (its CLI's hook timeout, or an "
-            "interrupt): its approvals are withdrawn; give the hook a timeout longer than the "
-            "approval's"
-        )
 
 
 def _build_within(
