@@ -1,7 +1,9 @@
 """Work ``otelhooks serve`` no longer does per request (issue #33 point 5), against a real server
-on 127.0.0.1: the hook route's spans are built only when something receives them. The work
+on 127.0.0.1: the hook route's spans are built only when something receives them, and a
+client's ``Host`` is parsed once, a rebinding page's still refused on every request. The work
 is counted with ``sys.setprofile`` on the server's threads (calls of the SDK's
-``Tracer.start_span``), so the figures do not depend on the machine's load."""
+``Tracer.start_span`` and of ``ipaddress.ip_address``), so the figures do not depend on the
+machine's load."""
 
 from __future__ import annotations
 
@@ -95,3 +97,34 @@ def test_the_hook_route_still_exports_its_spans_to_an_exporter_or_the_web_view(
         for event in _turn("s-viewed"):
             assert httpx.post(server.url + ROUTE, json=event, headers=AUTH).status_code == 200
     assert counts[START_SPAN] >= 2
+
+
+IP_ADDRESS = ("ipaddress.py", "ip_address")
+
+
+def test_a_clients_host_is_parsed_once_and_a_rebinding_host_is_refused_every_time() -> None:
+    with counting_calls(IP_ADDRESS) as counts, serve(start=False, token=TOKEN, web=False) as server:
+        host = f"127.0.0.1:{server.port}"
+        started = counts[IP_ADDRESS]  # its own address's, as it started
+        with httpx.Client(base_url=server.url, headers=AUTH, timeout=10) as client:
+            version = [
+                client.get("/v1/events?mode=version", headers={"host": host}).status_code
+                for _ in range(20)
+            ]
+            parsed = counts[IP_ADDRESS] - started
+            # more answered hosts than are remembered, then a rebinding page's, each time
+            others = [
+                client.get("/v1/events?mode=version", headers={"host": f"127.0.0.{n}"})
+                for n in range(2, 202)
+            ]
+            rebound = [
+                client.get("/v1/events?mode=version", headers={"host": "rebind.test"})
+                for _ in range(3)
+            ]
+            again = client.get("/v1/events?mode=version", headers={"host": host})
+    assert version == [200] * 20
+    assert parsed == 1  # was 20: one parse of the same Host a request
+    assert {r.status_code for r in others} == {200}
+    assert [r.status_code for r in rebound] == [403] * 3
+    assert "rebind.test" in rebound[-1].json()["message"]
+    assert again.status_code == 200
