@@ -147,7 +147,9 @@ def start_serve(
     benchmarks' admin token, ``pythonpath``'s otelhooks and ``env``; return the process and its
     URL once it answers."""
     port = _free_port()
-    argv = [*wrapper, sys.executable, "-m", "otelhooks", "serve", "--port", str(port), *args]
+    # -P: ``-m`` would put the working folder first on sys.path, and a run from a checkout
+    # imports that checkout's otelhooks whatever ``pythonpath`` names (its "before" is the after)
+    argv = [*wrapper, sys.executable, "-P", "-m", "otelhooks", "serve", "--port", str(port), *args]
     full_env = {
         **os.environ,
         "PYTHONPATH": str(pythonpath),

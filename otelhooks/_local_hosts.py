@@ -27,6 +27,12 @@ from otelhooks._loopback import loopback
 
 # serve and the MCP gateway each type their ASGI messages their own way
 ASGIApp = Callable[..., Awaitable[None]]
+# Host values answered that are remembered: a client names the same one on every request, and
+# parsing it again (an IP address in Python) was a seventh of a refused request's CPU. Only
+# answered values are kept, the first ones up to this count, none longer than a host name and
+# port can be (a client choosing many cannot make the memory grow)
+_KNOWN_HOSTS = 64
+_KNOWN_HOST_CHARS = 270
 
 __all__ = ["LocalHosts", "host_of"]
 
@@ -69,6 +75,7 @@ class LocalHosts:
         self.app = app
         self.names = {host_of(name) for name in allowed}
         self.checked = bool(self.names) or loopback(bound)
+        self._answered: set[str] = set()  # Host header values answered (_KNOWN_HOSTS)
 
     def answers(self, host: str) -> bool:
         """Whether a request naming ``host`` (a host name, no port) is answered."""
@@ -84,8 +91,13 @@ class LocalHosts:
 
     def _problem(self, scope: Any) -> str | None:
         host = header(scope, b"host")
-        if host is not None and not self.answers(host_of(host)):
-            return f"this server does not answer the host {host_of(host)[:80]!r} (--allowed-host)"
+        if host is not None and host not in self._answered:
+            if not self.answers(host_of(host)):
+                return (
+                    f"this server does not answer the host {host_of(host)[:80]!r} (--allowed-host)"
+                )
+            if len(self._answered) < _KNOWN_HOSTS and len(host) <= _KNOWN_HOST_CHARS:
+                self._answered.add(host)
         origin = header(scope, b"origin")
         if origin is not None and not self.answers((urlsplit(origin).hostname or "").lower()):
             return f"requests from the origin {origin[:80]!r} are refused (--allowed-host)"

@@ -133,7 +133,8 @@ def claude_code_routes(
     # the bridge's received spans reach downstream anyway: not the exporters among it again
     among = {id(p) for p in received}
     forward = [p for e, p in zip(chosen, export, strict=True) if id(e) not in among]
-    writer = SpanWriter((), recording_resource({"service.name": service_name}))
+    # no exporter and no web view: the spans of the hook route would be built for nobody
+    writer = SpanWriter((), recording_resource({"service.name": service_name}), read=bool(export))
     if sessions is None:
         drops = processor.engine.metrics.drop_counter("claude_code_sessions")
         sessions = ServerSessions(sessions_path, on_drop=drops, exclusive=True)

@@ -115,9 +115,15 @@ class SpanWriter:
         exporters: where spans go (each behind a ``SimpleSpanProcessor``: a hook process is
             short-lived and exports before it exits).
         resource: the provider's resource.
+        read: whether anything receives the spans (processors added to :attr:`provider` later
+            included). ``False`` (``serve`` with no exporter and no web view): :meth:`write`
+            builds no span, which nobody would read.
     """
 
-    def __init__(self, exporters: Sequence[SpanExporter], resource: Resource) -> None:
+    def __init__(
+        self, exporters: Sequence[SpanExporter], resource: Resource, *, read: bool = True
+    ) -> None:
+        self.read = read or bool(exporters)
         self._ids = _PresetIds()
         self._lock = threading.Lock()
         self.provider = TracerProvider(
@@ -128,6 +134,9 @@ class SpanWriter:
         self._tracer = self.provider.get_tracer(BRIDGE_SCOPE, __version__, schema_url=sc.SCHEMA_URL)
 
     def write(self, record: SpanRecord) -> None:
+        """Export ``record`` as an ended SDK span (nothing when no one reads spans)."""
+        if not self.read:
+            return
         parent = otel_context.Context()
         if record.parent_span_id is not None:
             remote = SpanContext(

@@ -163,6 +163,8 @@ class ToolUses(Part):
     ) -> None:
         if not tool.span_id:  # a tool use never opened here (see _take_tool): nothing to end
             return
+        if not self.writer.read:
+            return  # no span is written (nothing receives them): its attributes need no building
         kept = dict(tool.attributes)
         approvals = kept.pop(APPROVALS_KEY, None)
         attrs = {**self._start_attributes(tool), **attribute_map(kept), **(extra or {})}

@@ -71,19 +71,20 @@ class Turns(Part):
         completed: bool = False,
     ) -> None:
         end = time.time_ns()
-        self.writer.write(
-            SpanRecord(
-                f"{sc.OP_INVOKE_AGENT} {self.agent}",
-                session_trace_id(op.session_id),
-                op.span_id,
-                None,
-                op.start_ns,
-                end,
-                self._attributes(op, reason),
-                error=error,
-                error_type=error_type if error else None,
+        if self.writer.read:  # else nothing receives spans: none is built
+            self.writer.write(
+                SpanRecord(
+                    f"{sc.OP_INVOKE_AGENT} {self.agent}",
+                    session_trace_id(op.session_id),
+                    op.span_id,
+                    None,
+                    op.start_ns,
+                    end,
+                    self._attributes(op, reason),
+                    error=error,
+                    error_type=error_type if error else None,
+                )
             )
-        )
         if completed and error is None:
             return  # Stop's hooks ran before Claude Code was answered: no event to build
         common = turn_ids(op.session_id, op, op.span_id)
