@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import copy
 import inspect
+from collections.abc import Sequence
 from typing import Any, cast
 
 from agents import (
     Agent,
-    FunctionTool,
     RunContextWrapper,
+    ToolInputGuardrail,
     ToolInputGuardrailData,
     ToolInputGuardrailTripwireTriggered,
 )
@@ -25,19 +26,21 @@ from otelhooks.integrations.openai_agents._guard import RewriteRefusedError
 __all__ = ["approval_refuses", "judged_again"]
 
 
-async def judged_again(tool: FunctionTool, ctx: ToolContext[Any], arguments: str) -> None:
-    """Run ``tool``'s SDK input guardrails, as the SDK does, on the ``arguments`` a hook
-    rewrote: the SDK ran them before the hooks, on the arguments the model sent, and the
-    function must get only what every guard judged. The first that rejects refuses the rewrite;
-    a tripwire raises, as in the SDK."""
-    if not tool.tool_input_guardrails:
+async def judged_again(
+    guardrails: Sequence[ToolInputGuardrail[Any]] | None, ctx: ToolContext[Any], arguments: str
+) -> None:
+    """Run a tool's SDK input ``guardrails`` (a function tool's, or an MCP server's), as the SDK
+    does, on the ``arguments`` a hook rewrote: the SDK ran them before the hooks, on the
+    arguments the model sent, and the tool must get only what every guard judged. The first
+    that rejects refuses the rewrite; a tripwire raises, as in the SDK."""
+    if not guardrails:
         return
     again = copy.copy(ctx)
     again.tool_arguments = arguments
     if ctx.tool_call is not None:
         again.tool_call = ctx.tool_call.model_copy(update={"arguments": arguments})
     data = ToolInputGuardrailData(context=again, agent=cast(Agent[Any], ctx.agent))
-    for guardrail in tool.tool_input_guardrails:
+    for guardrail in guardrails:
         output = await guardrail.run(data)
         behavior = output.behavior
         if behavior["type"] == "raise_exception":

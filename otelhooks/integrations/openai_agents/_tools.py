@@ -293,7 +293,7 @@ def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
                 return await inner(ctx, input)
             rewritten = json.dumps(changed)
             # your tool's own guardrails, not the watched copies: the refusal is the call's deny
-            await judged_again(tool, ctx, rewritten)
+            await judged_again(tool.tool_input_guardrails, ctx, rewritten)
             await approval_refuses(tool.name, tool.needs_approval, ctx, changed, ctx.tool_call_id)
             return await inner(ctx, rewritten)
 
