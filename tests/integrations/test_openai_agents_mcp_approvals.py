@@ -144,3 +144,48 @@ def test_the_server_s_guardrails_judge_a_rewritten_mcp_call_again(
     assert "no rewritten notes" in model.tool_outputs()["m1"]
     (denied,) = recorder.of("on_tool_call_denied")
     assert denied.decidedBy == "guardrail:_no_rewritten_text"  # type: ignore[attr-defined]
+
+
+@tool_input_guardrail
+def _no_secrets(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+    if "secret" in data.context.tool_arguments:
+        return ToolGuardrailFunctionOutput.reject_content("no secrets")
+    return ToolGuardrailFunctionOutput.allow()
+
+
+def test_a_call_the_server_s_guardrail_rejects_is_recorded_as_a_deny(
+    pipe: TestPipeline, tmp_path: Path, recorder: Recorder
+) -> None:
+    # the SDK runs the server's guardrails before the hooks: a rejected call never reached them
+    # and left no record at all (a function tool's rejection was already told)
+    pipe.register(hook("denied", "on_tool_call_denied", recorder, matcher="notes/write_note"))
+    log = tmp_path / "log"
+    model = ScriptedModel(
+        "m",
+        [
+            [function_call("write_note", {"text": "a secret"}, call_id="m1")],
+            [assistant_message("done")],
+        ],
+    )
+
+    async def main() -> None:
+        async with notes_server(log, tool_input_guardrails=[_no_secrets]) as server:
+            agent = Agent(name="writer", model=model, mcp_servers=[server])
+            await HookedRunner(pipe.tracer).run(agent, "go")
+
+    asyncio.run(main())
+    pipe.flush()
+
+    assert reached(log) == []
+    assert model.tool_outputs()["m1"] == "no secrets"
+    told = [
+        (e.identifier, e.apiName, e.toolCallId, e.args, e.decidedBy, e.reason)  # type: ignore[attr-defined]
+        for e in recorder.of("on_tool_call_denied")
+    ]
+    assert told == [
+        ("notes", "write_note", "m1", {"text": "a secret"}, "guardrail:_no_secrets", "no secrets")
+    ]
+    (step,) = [
+        s for s in pipe.spans() if any(e.name == "otelhooks.tool_guardrail" for e in s.events)
+    ]
+    assert step.name.startswith("step ")

@@ -15,6 +15,7 @@ import json
 from contextvars import ContextVar
 from typing import Any
 
+from agents import ToolInputGuardrail
 from agents.agent import AgentBase
 from agents.mcp import MCPServer, MCPToolMetaContext, MCPToolMetaResolver
 from agents.run_context import RunContextWrapper
@@ -33,7 +34,11 @@ from mcp.types import Tool as MCPTool
 from otelhooks import _semconv as sc
 from otelhooks._tool_schema import rewritten, type_problem, with_defaults
 from otelhooks.integrations.openai_agents._guard import RewriteRefusedError, guarded
-from otelhooks.integrations.openai_agents._rewrites import approval_refuses, judged_again
+from otelhooks.integrations.openai_agents._rewrites import (
+    approval_refuses,
+    judged_again,
+    watch_guardrail,
+)
 from otelhooks.mcp._filter import MAX_LISTED
 
 __all__ = ["HookedMCPServer"]
@@ -85,6 +90,14 @@ class HookedMCPServer(MCPServer):
         # each tool's needs_approval, as the SDK got it from the server for its function tool
         self._approvals: dict[str, Any] = {}
         self.tool_meta_resolver: MCPToolMetaResolver | None = self._resolve_meta
+        # the SDK runs these before the hooks: a call one rejects never reaches them, and each
+        # rejection is reported to the run (your server's own judge a hook's rewrite again)
+        guardrails = getattr(server, "tool_input_guardrails", None)
+        self.tool_input_guardrails: list[ToolInputGuardrail[Any]] | None = (
+            None
+            if guardrails is None
+            else [watch_guardrail(g, identifier=server.name) for g in guardrails]
+        )
 
     def __getattr__(self, name: str) -> Any:
         # only reached for what this class does not define: the user's server's attributes

@@ -20,10 +20,41 @@ from agents import (
     ToolInputGuardrailTripwireTriggered,
 )
 from agents.tool_context import ToolContext
+from agents.tool_guardrails import ToolGuardrailFunctionOutput
 
-from otelhooks.integrations.openai_agents._guard import RewriteRefusedError
+from otelhooks.integrations.openai_agents._guard import (
+    CURRENT_RUN,
+    RewriteRefusedError,
+    parse_args,
+)
 
-__all__ = ["approval_refuses", "judged_again"]
+__all__ = ["approval_refuses", "judged_again", "watch_guardrail"]
+
+
+def watch_guardrail(
+    guardrail: ToolInputGuardrail[Any], tool_name: str | None = None, identifier: str | None = None
+) -> ToolInputGuardrail[Any]:
+    """The SDK guardrail, unchanged in effect, reporting a ``reject_content`` to the run (the
+    call never reaches the hooks, which is the only record it gets): of ``tool_name`` (the
+    call's own tool when omitted, as for the guardrails of an MCP server, which judge all its
+    tools) and ``identifier`` (the agent's when omitted)."""
+
+    async def watched(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        output = await guardrail.run(data)
+        behavior = output.behavior
+        run = CURRENT_RUN.get()
+        if run is not None and behavior["type"] == "reject_content":
+            run.guardrail_rejected(
+                tool_name if tool_name is not None else data.context.tool_name,
+                data.context.tool_call_id,
+                parse_args(data.context.tool_arguments),
+                guardrail.get_name(),
+                behavior["message"],
+                identifier,
+            )
+        return output
+
+    return ToolInputGuardrail(guardrail_function=watched, name=guardrail.get_name())
 
 
 async def judged_again(

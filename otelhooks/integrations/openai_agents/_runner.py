@@ -295,9 +295,16 @@ class AgentRun:
         return refused.reason
 
     def guardrail_rejected(
-        self, tool: str, call_id: str, args: dict[str, Any], guardrail: str, message: str
+        self,
+        tool: str,
+        call_id: str,
+        args: dict[str, Any],
+        guardrail: str,
+        message: str,
+        identifier: str | None = None,
     ) -> None:
-        """An SDK tool input guardrail rejected a call: the function did not run."""
+        """An SDK tool input guardrail rejected a call of ``identifier``'s ``tool`` (the
+        agent's when omitted): the tool did not run."""
         frame = self.frame
         step = frame.step.scope if frame.step is not None else None
         if step is not None:
@@ -305,7 +312,7 @@ class AgentRun:
                 sc.EVENT_TOOL_GUARDRAIL,
                 {sc.GEN_AI_TOOL_NAME: tool, GUARDRAIL_NAME: guardrail, sc.HOOK_DECISION: "deny"},
             )
-        self._denied(tool, call_id, args, f"guardrail:{guardrail}", message)
+        self._denied(tool, call_id, args, f"guardrail:{guardrail}", message, identifier)
 
     def _denied(
         self,
