@@ -430,9 +430,15 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 run.open_in_step = max(0, run.open_in_step - 1)
         if tool is not None:
             call = tool.call
-            if exc is None and not tool.result_set and call.should_run:
-                call.set_result(_text(output), success=succeeded(output))
-            tool.scope.exit(exc)
+            if exc is not None and type(exc).__name__ in _INTERRUPTS:
+                # the tool asked a person (interrupt()): paused, not failed; it runs again,
+                # judged again, when the graph resumes
+                call.interrupt()
+                tool.scope.exit(None)
+            else:
+                if exc is None and not tool.result_set and call.should_run:
+                    call.set_result(_text(output), success=succeeded(output))
+                tool.scope.exit(exc)
         with self._lock:
             self._end_member(run_id, exc)
 

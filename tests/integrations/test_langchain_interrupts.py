@@ -1,0 +1,109 @@
+"""LangChain / LangGraph: a hooked tool that asks a person (LangGraph's ``interrupt()``) in a real
+``ToolNode`` with a checkpointer, resumed with ``Command(resume=...)``: the paused call is
+recorded as paused, never as a failure, and the resumed call is judged again."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.types import Command, interrupt
+from opentelemetry.trace import StatusCode
+
+from otelhooks.integrations.langchain import OtelHooksCallbackHandler, hook_tool
+from otelhooks.testing import TestPipeline
+from tests.conftest import Recorder, hook
+
+
+def _graph(ran: list[str]) -> Any:
+    @tool
+    def delete_file(path: str) -> str:
+        """Delete a file, once a person says yes."""
+        if interrupt({"delete": path}) != "yes":
+            return "not approved"
+        ran.append(path)
+        return f"deleted {path}"
+
+    return (
+        StateGraph(MessagesState)
+        .add_node("tools", ToolNode([hook_tool(delete_file)]))
+        .add_edge(START, "tools")
+        .compile(checkpointer=InMemorySaver())
+    )
+
+
+def _ask_then_resume(app: Any, config: Any, mode: str) -> tuple[Any, Any]:
+    call = {"name": "delete_file", "args": {"path": "a.txt"}, "id": "c1", "type": "tool_call"}
+    given: Any = {"messages": [AIMessage("", tool_calls=[call])]}
+    if mode == "invoke":
+        return app.invoke(given, config), app.invoke(Command(resume="yes"), config)
+
+    async def both() -> tuple[Any, Any]:
+        return await app.ainvoke(given, config), await app.ainvoke(Command(resume="yes"), config)
+
+    return asyncio.run(both())
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_a_tool_that_asks_a_person_is_paused_not_failed(
+    pipe: TestPipeline, recorder: Recorder, mode: str
+) -> None:
+    # the interrupt was recorded as the tool's failure: an ERROR span with error.type
+    # GraphInterrupt and an on_tool_call_error for every call that asked a person
+    pipe.register(
+        hook("error", "on_tool_call_error", recorder),
+        hook("after", "after_tool_call", recorder),
+    )
+    ran: list[str] = []
+    config: Any = {
+        "configurable": {"thread_id": f"t-{mode}"},
+        "callbacks": [OtelHooksCallbackHandler(pipe.tracer)],
+    }
+    asked, done = _ask_then_resume(_graph(ran), config, mode)
+    pipe.flush()
+
+    assert [i.value for i in asked["__interrupt__"]] == [{"delete": "a.txt"}]
+    assert done["messages"][-1].content == "deleted a.txt"
+    assert ran == ["a.txt"]
+    assert recorder.of("on_tool_call_error") == []
+    assert [e.toolCallId for e in recorder.of("after_tool_call")] == ["c1"]  # type: ignore[attr-defined]
+    paused, finished = pipe.spans("execute_tool delete_file")
+    assert paused.status.status_code is StatusCode.UNSET
+    assert (paused.attributes or {})["otelhooks.tool.outcome"] == "interrupted"
+    assert "error.type" not in (paused.attributes or {})
+    assert (finished.attributes or {})["otelhooks.tool.outcome"] == "success"
+
+
+def test_a_paused_call_from_another_process_is_not_reported_finished(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    # a paused call's span reaching serve from another otelhooks process (the same attributes
+    # through another tracer) was told to after_tool_call as a success
+    pipe.register(
+        hook("after", "after_tool_call", recorder), hook("err", "on_tool_call_error", recorder)
+    )
+    other = pipe.oh.tracer_provider.get_tracer("another.otelhooks.process")
+    attrs = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "delete_file",
+        "gen_ai.tool.call.id": "c1",
+        "otelhooks.tool.outcome": "interrupted",
+    }
+    with pipe.tracer.operation("graph") as op, op.step():
+        with other.start_as_current_span("execute_tool delete_file", attributes=attrs):
+            pass
+        with other.start_as_current_span(
+            "execute_tool delete_file", attributes={**attrs, "otelhooks.tool.outcome": "success"}
+        ):
+            pass
+    pipe.flush()
+    assert recorder.names() == ["after_tool_call"]  # the finished one only
