@@ -1,6 +1,7 @@
 """LangChain / LangGraph: a hooked tool that asks a person (LangGraph's ``interrupt()``) in a real
 ``ToolNode`` with a checkpointer, resumed with ``Command(resume=...)``: the paused call is
-recorded as paused, never as a failure, and the resumed call is judged again."""
+recorded as paused, never as a failure, and the resumed call is judged again: it runs only with
+the arguments its tool had when it asked."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, interrupt
 from opentelemetry.trace import StatusCode
 
+from otelhooks import Block, ToolCallEvent
 from otelhooks.integrations.langchain import OtelHooksCallbackHandler, hook_tool
 from otelhooks.testing import TestPipeline
 from tests.conftest import Recorder, hook
@@ -107,3 +109,80 @@ def test_a_paused_call_from_another_process_is_not_reported_finished(
             pass
     pipe.flush()
     assert recorder.names() == ["after_tool_call"]  # the finished one only
+
+
+def _rewrites(*paths: str) -> Any:
+    """A guard rewriting the path into ``paths[n]`` at its ``n``-th call (a policy that answers
+    otherwise once the person has been asked: a clock, a service, a rule changed meanwhile)."""
+    answers = list(paths)
+
+    def rewrite(event: ToolCallEvent) -> ToolCallEvent:
+        return event.model_copy(update={"args": {"path": answers.pop(0)}})
+
+    return rewrite
+
+
+def test_a_resumed_call_runs_only_with_the_arguments_its_tool_asked_about(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    # the person was asked about /tmp/a.txt and said yes; on resume the guard, run again,
+    # rewrote the path into /etc/passwd, and the tool deleted /etc/passwd
+    pipe.register(
+        hook("where", "before_tool_call", _rewrites("/tmp/a.txt", "/etc/passwd")),
+        hook("denied", "on_tool_call_denied", recorder),
+    )
+    ran: list[str] = []
+    config: Any = {
+        "configurable": {"thread_id": "t-changed"},
+        "callbacks": [OtelHooksCallbackHandler(pipe.tracer)],
+    }
+    asked, done = _ask_then_resume(_graph(ran), config, "invoke")
+    pipe.flush()
+
+    assert [i.value for i in asked["__interrupt__"]] == [{"delete": "/tmp/a.txt"}]
+    assert ran == []
+    answer = done["messages"][-1]
+    assert (answer.tool_call_id, answer.status) == ("c1", "error")
+    assert "asked a person" in answer.content
+    told = [(e.args, e.decidedBy) for e in recorder.of("on_tool_call_denied")]  # type: ignore[attr-defined]
+    assert told == [({"path": "/etc/passwd"}, "otelhooks")]
+    _, resumed = pipe.spans("execute_tool delete_file")
+    assert (resumed.attributes or {})["otelhooks.tool.outcome"] == "denied"
+
+
+def test_a_resumed_call_judged_alike_runs_and_a_deny_on_resume_stops_it(
+    pipe: TestPipeline,
+) -> None:
+    # controls: the same rewrite at both passes runs; a guard added while the graph waited
+    # denies the resumed call (the hooks judge it again)
+    ran: list[str] = []
+    where = _rewrites("/tmp/a.txt", "/tmp/a.txt", "/tmp/b.txt", "/tmp/b.txt")
+    pipe.register(hook("where", "before_tool_call", where))
+    handler = OtelHooksCallbackHandler(pipe.tracer)
+    alike: Any = {"configurable": {"thread_id": "t-alike"}, "callbacks": [handler]}
+    _, done = _ask_then_resume(_graph(ran), alike, "invoke")
+    assert ran == ["/tmp/a.txt"]
+    assert done["messages"][-1].content == "deleted /tmp/a.txt"
+
+    app = _graph(ran)
+    given: Any = {
+        "messages": [
+            AIMessage(
+                "",
+                tool_calls=[
+                    {
+                        "name": "delete_file",
+                        "args": {"path": "b.txt"},
+                        "id": "c2",
+                        "type": "tool_call",
+                    }
+                ],
+            )
+        ]
+    }
+    later: Any = {"configurable": {"thread_id": "t-deny"}, "callbacks": [handler]}
+    app.invoke(given, later)
+    pipe.register(hook("no-delete", "before_tool_call", lambda e: Block("no deleting")))
+    done = app.invoke(Command(resume="yes"), later)
+    assert ran == ["/tmp/a.txt"]
+    assert (done["messages"][-1].status, done["messages"][-1].content) == ("error", "no deleting")

@@ -79,6 +79,15 @@ _REWRITE_REFUSED = (
 
 _log = structlog.get_logger("otelhooks")
 
+# A resumed call must run with the arguments its tool had when it asked a person: LangGraph runs
+# the tool again from its start, the hooks judge it again, and a rewrite then deciding otherwise
+# would run what nobody was shown. Calls paused and never resumed are forgotten oldest first.
+_MAX_PAUSED = 1024
+_RESUMED_CHANGED = (
+    "the hooks gave this resumed call other arguments than its tool had when it asked a person "
+    "(interrupt()): nobody was shown them"
+)
+
 
 @dataclass
 class ToolRun:
@@ -215,6 +224,10 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         self._runs: dict[UUID, _Run] = {}
         self._llms: dict[UUID, DetachedScope[LlmCall]] = {}
         self._tools: dict[UUID, ToolRun] = {}
+        # (thread, tool call id) of a hooked call that asked a person -> the arguments it had;
+        # and each open hooked call's key
+        self._paused: dict[tuple[str, str], dict[str, Any]] = {}
+        self._keys: dict[UUID, tuple[str, str]] = {}
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
@@ -412,6 +425,8 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 tool = ToolRun(DetachedScope(call, step.span), hooked, tool_call_id, args=args)
                 self._tools[run_id] = tool
             tool.scope.enter()
+            if hooked and tool_call_id is not None:
+                self._judge_resumed(run_id, tool, kwargs)
             if not hooked and not call.should_run:
                 _log.warning(
                     "a tool hook decided, but the tool is not wrapped: not enforced",
@@ -421,8 +436,28 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                     fix="wrap it with otelhooks.integrations.langchain.hook_tool",
                 )
 
+    def _judge_resumed(self, run_id: UUID, tool: ToolRun, kwargs: dict[str, Any]) -> None:
+        """Refuse a resumed call the hooks gave other arguments than it had when it paused."""
+        thread = (kwargs.get("metadata") or {}).get("thread_id")
+        key = ("" if thread is None else str(thread), str(tool.tool_call_id))
+        with self._lock:
+            self._keys[run_id] = key
+            asked = self._paused.pop(key, None)
+        if asked is not None and tool.call.args != asked:
+            tool.call.refuse(_RESUMED_CHANGED)
+
+    def _paused_call(self, key: tuple[str, str] | None, call: ToolCall) -> None:
+        """Remember the arguments of a hooked call that asked a person."""
+        if key is None or not call.should_run:
+            return
+        with self._lock:
+            self._paused[key] = dict(call.args)
+            while len(self._paused) > _MAX_PAUSED:
+                del self._paused[next(iter(self._paused))]
+
     def _tool_done(self, run_id: UUID, output: Any, exc: BaseException | None) -> None:
         with self._lock:
+            key = self._keys.pop(run_id, None)
             tool = self._tools.pop(run_id, None)
             root = self._root_of.get(run_id)
             run = self._runs.get(root) if root is not None else None
@@ -434,6 +469,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 # the tool asked a person (interrupt()): paused, not failed; it runs again,
                 # judged again, when the graph resumes
                 call.interrupt()
+                self._paused_call(key, call)
                 tool.scope.exit(None)
             else:
                 if exc is None and not tool.result_set and call.should_run:
