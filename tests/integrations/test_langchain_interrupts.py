@@ -186,3 +186,19 @@ def test_a_resumed_call_judged_alike_runs_and_a_deny_on_resume_stops_it(
     done = app.invoke(Command(resume="yes"), later)
     assert ran == ["/tmp/a.txt"]
     assert (done["messages"][-1].status, done["messages"][-1].content) == ("error", "no deleting")
+
+
+def test_a_new_call_with_a_paused_call_s_id_is_not_taken_for_its_resume(pipe: TestPipeline) -> None:
+    # a call left waiting, then a new input in the same thread whose model reuses the call id
+    # (as scripted and some local models do): a new call, judged as any other
+    ran: list[str] = []
+    pipe.register(hook("where", "before_tool_call", _rewrites("/tmp/a.txt", "/tmp/b.txt")))
+    app = _graph(ran)
+    config: Any = {
+        "configurable": {"thread_id": "t-reused"},
+        "callbacks": [OtelHooksCallbackHandler(pipe.tracer)],
+    }
+    call = {"name": "delete_file", "args": {"path": "x"}, "id": "c1", "type": "tool_call"}
+    app.invoke({"messages": [AIMessage("", tool_calls=[call])]}, config)
+    again = app.invoke({"messages": [AIMessage("", tool_calls=[call])]}, config)
+    assert [i.value for i in again["__interrupt__"]] == [{"delete": "/tmp/b.txt"}]

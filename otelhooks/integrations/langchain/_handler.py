@@ -224,10 +224,10 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         self._runs: dict[UUID, _Run] = {}
         self._llms: dict[UUID, DetachedScope[LlmCall]] = {}
         self._tools: dict[UUID, ToolRun] = {}
-        # (thread, tool call id) of a hooked call that asked a person -> the arguments it had;
-        # and each open hooked call's key
-        self._paused: dict[tuple[str, str], dict[str, Any]] = {}
-        self._keys: dict[UUID, tuple[str, str]] = {}
+        # (thread, task namespace, tool call id) of a hooked call that asked a person -> the
+        # arguments it had; and each open hooked call's key
+        self._paused: dict[tuple[str, ...], dict[str, Any]] = {}
+        self._keys: dict[UUID, tuple[str, ...]] = {}
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
@@ -438,15 +438,20 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
 
     def _judge_resumed(self, run_id: UUID, tool: ToolRun, kwargs: dict[str, Any]) -> None:
         """Refuse a resumed call the hooks gave other arguments than it had when it paused."""
-        thread = (kwargs.get("metadata") or {}).get("thread_id")
-        key = ("" if thread is None else str(thread), str(tool.tool_call_id))
+        # the task LangGraph resumes has the namespace it paused in; a new input a new one
+        metadata = kwargs.get("metadata") or {}
+        thread, namespace = (
+            metadata.get("thread_id", ""),
+            metadata.get("langgraph_checkpoint_ns", ""),
+        )
+        key = (str(thread), str(namespace), str(tool.tool_call_id))
         with self._lock:
             self._keys[run_id] = key
             asked = self._paused.pop(key, None)
         if asked is not None and tool.call.args != asked:
             tool.call.refuse(_RESUMED_CHANGED)
 
-    def _paused_call(self, key: tuple[str, str] | None, call: ToolCall) -> None:
+    def _paused_call(self, key: tuple[str, ...] | None, call: ToolCall) -> None:
         """Remember the arguments of a hooked call that asked a person."""
         if key is None or not call.should_run:
             return
