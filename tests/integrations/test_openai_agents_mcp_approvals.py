@@ -189,3 +189,36 @@ def test_a_call_the_server_s_guardrail_rejects_is_recorded_as_a_deny(
         s for s in pipe.spans() if any(e.name == "otelhooks.tool_guardrail" for e in s.events)
     ]
     assert step.name.startswith("step ")
+
+
+def test_an_mcp_call_a_person_rejected_is_told_as_a_deny_of_its_server(
+    pipe: TestPipeline, tmp_path: Path, recorder: Recorder
+) -> None:
+    pipe.register(hook("denied", "on_tool_call_denied", recorder, matcher="notes/write_note"))
+    log = tmp_path / "log"
+    model = ScriptedModel(
+        "m",
+        [
+            [function_call("write_note", {"text": "x"}, call_id="m1")],
+            [assistant_message("done")],
+        ],
+    )
+
+    async def main() -> None:
+        async with notes_server(log, require_approval="always") as server:
+            agent = Agent(name="writer", model=model, mcp_servers=[server])
+            runner = HookedRunner(pipe.tracer)
+            state = (await runner.run(agent, "go")).to_state()
+            for item in state.get_interruptions():
+                state.reject(item)
+            await runner.run(agent, state)
+
+    asyncio.run(main())
+    pipe.flush()
+
+    assert reached(log) == []
+    told = [
+        (e.identifier, e.apiName, e.toolCallId, e.args, e.decidedBy)  # type: ignore[attr-defined]
+        for e in recorder.of("on_tool_call_denied")
+    ]
+    assert told == [("notes", "write_note", "m1", {"text": "x"}, "needs_approval")]
