@@ -256,3 +256,30 @@ def test_a_call_a_person_rejected_is_told_as_a_deny(pipe: TestPipeline, recorder
         for e in recorder.of("on_tool_call_denied")
     ]
     assert told == [("delete_file", "d1", {"path": "a.txt"}, "needs_approval", "not that file")]
+
+
+def test_a_run_paused_for_an_approval_ends_interrupted_and_its_resume_done(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    # the run that stopped to ask a person was reported done, as if the agent had finished
+    @function_tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        return "deleted"
+
+    model = ScriptedModel(
+        "m",
+        [
+            [function_call("delete_file", {"path": "a.txt"}, call_id="d1")],
+            [assistant_message("ok")],
+        ],
+    )
+    pipe.register(hook("complete", "on_complete", recorder))
+    _approved_run(pipe, Agent(name="cleaner", model=model, tools=[delete_file]))
+
+    assert recorder.fields("reason") == [("interrupted",), ("done",)]
+    reasons = [
+        (s.attributes or {})["otelhooks.operation.complete_reason"]
+        for s in pipe.spans("invoke_agent cleaner")
+    ]
+    assert reasons == ["interrupted", "done"]

@@ -27,6 +27,7 @@ tool input guardrail ``reject_content``  an ``on_tool_call_denied`` event (decid
                                        ``guardrail:{name}``), a span event
                                        ``otelhooks.tool_guardrail``
 ``MaxTurnsExceeded``                   complete reason ``max_steps`` (the exception propagates)
+a run paused for approvals             complete reason ``interrupted`` (``result.interruptions``)
 a call a person rejected               an ``on_tool_call_denied`` event (decided by
 (``RunState.reject``)                  ``needs_approval``) once the resumed run returns
 =====================================  ==========================================================
@@ -526,6 +527,8 @@ class HookedRunner:
                     )
             except Exception:  # a telemetry problem must not fail the agent run
                 _log.exception("openai-agents adapter failed", callback="rejected approvals")
+            if result.interruptions:  # paused for a person's approval, as LangGraph's interrupt
+                op.complete("interrupted")
             return result, None
         except MaxTurnsExceeded as exc:
             error = exc
