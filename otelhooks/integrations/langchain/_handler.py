@@ -225,8 +225,8 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         self._llms: dict[UUID, DetachedScope[LlmCall]] = {}
         self._tools: dict[UUID, ToolRun] = {}
         # (thread, task namespace, tool call id) of a hooked call that asked a person -> the
-        # arguments it had; and each open hooked call's key
-        self._paused: dict[tuple[str, ...], dict[str, Any]] = {}
+        # arguments it was called with and those its tool had; and each open hooked call's key
+        self._paused: dict[tuple[str, ...], tuple[dict[str, Any], dict[str, Any]]] = {}
         self._keys: dict[UUID, tuple[str, ...]] = {}
 
     # -- bookkeeping ------------------------------------------------------------------------------
@@ -448,15 +448,18 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         with self._lock:
             self._keys[run_id] = key
             asked = self._paused.pop(key, None)
-        if asked is not None and tool.call.args != asked:
+        # arguments the graph changed meanwhile (a person editing the call) are a new question
+        # for the hooks; only theirs must not move from what the tool had
+        if asked is not None and tool.args == asked[0] and tool.call.args != asked[1]:
             tool.call.refuse(_RESUMED_CHANGED)
 
-    def _paused_call(self, key: tuple[str, ...] | None, call: ToolCall) -> None:
+    def _paused_call(self, key: tuple[str, ...] | None, tool: ToolRun) -> None:
         """Remember the arguments of a hooked call that asked a person."""
+        call = tool.call
         if key is None or not call.should_run:
             return
         with self._lock:
-            self._paused[key] = dict(call.args)
+            self._paused[key] = (dict(tool.args), dict(call.args))
             while len(self._paused) > _MAX_PAUSED:
                 del self._paused[next(iter(self._paused))]
 
@@ -474,7 +477,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 # the tool asked a person (interrupt()): paused, not failed; it runs again,
                 # judged again, when the graph resumes
                 call.interrupt()
-                self._paused_call(key, call)
+                self._paused_call(key, tool)
                 tool.scope.exit(None)
             else:
                 if exc is None and not tool.result_set and call.should_run:
