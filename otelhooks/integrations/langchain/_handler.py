@@ -44,6 +44,7 @@ from otelhooks._encoding import dumps
 from otelhooks._errors import RunBlockedError
 from otelhooks._instrument import AgentTracer, LlmCall, Operation, Step, ToolCall
 from otelhooks.integrations._scopes import DetachedScope
+from otelhooks.integrations.langchain._resume import PausedCalls
 
 __all__ = [
     "HOOKED_METADATA_KEY",
@@ -78,15 +79,6 @@ _REWRITE_REFUSED = (
 )
 
 _log = structlog.get_logger("otelhooks")
-
-# A resumed call must run with the arguments its tool had when it asked a person: LangGraph runs
-# the tool again from its start, the hooks judge it again, and a rewrite then deciding otherwise
-# would run what nobody was shown. Calls paused and never resumed are forgotten oldest first.
-_MAX_PAUSED = 1024
-_RESUMED_CHANGED = (
-    "the hooks gave this resumed call other arguments than its tool had when it asked a person "
-    "(interrupt()): nobody was shown them"
-)
 
 
 @dataclass
@@ -224,10 +216,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         self._runs: dict[UUID, _Run] = {}
         self._llms: dict[UUID, DetachedScope[LlmCall]] = {}
         self._tools: dict[UUID, ToolRun] = {}
-        # (thread, task namespace, tool call id) of a hooked call that asked a person -> the
-        # arguments it was called with and those its tool had; and each open hooked call's key
-        self._paused: dict[tuple[str, ...], tuple[dict[str, Any], dict[str, Any]]] = {}
-        self._keys: dict[UUID, tuple[str, ...]] = {}
+        self._paused = PausedCalls()
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
@@ -426,7 +415,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 self._tools[run_id] = tool
             tool.scope.enter()
             if hooked and tool_call_id is not None:
-                self._judge_resumed(run_id, tool, kwargs)
+                self._paused.judge(run_id, tool, kwargs.get("metadata") or {})
             if not hooked and not call.should_run:
                 _log.warning(
                     "a tool hook decided, but the tool is not wrapped: not enforced",
@@ -436,36 +425,8 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                     fix="wrap it with otelhooks.integrations.langchain.hook_tool",
                 )
 
-    def _judge_resumed(self, run_id: UUID, tool: ToolRun, kwargs: dict[str, Any]) -> None:
-        """Refuse a resumed call the hooks gave other arguments than it had when it paused."""
-        # the task LangGraph resumes has the namespace it paused in; a new input a new one
-        metadata = kwargs.get("metadata") or {}
-        thread, namespace = (
-            metadata.get("thread_id", ""),
-            metadata.get("langgraph_checkpoint_ns", ""),
-        )
-        key = (str(thread), str(namespace), str(tool.tool_call_id))
-        with self._lock:
-            self._keys[run_id] = key
-            asked = self._paused.pop(key, None)
-        # arguments the graph changed meanwhile (a person editing the call) are a new question
-        # for the hooks; only theirs must not move from what the tool had
-        if asked is not None and tool.args == asked[0] and tool.call.args != asked[1]:
-            tool.call.refuse(_RESUMED_CHANGED)
-
-    def _paused_call(self, key: tuple[str, ...] | None, tool: ToolRun) -> None:
-        """Remember the arguments of a hooked call that asked a person."""
-        call = tool.call
-        if key is None or not call.should_run:
-            return
-        with self._lock:
-            self._paused[key] = (dict(tool.args), dict(call.args))
-            while len(self._paused) > _MAX_PAUSED:
-                del self._paused[next(iter(self._paused))]
-
     def _tool_done(self, run_id: UUID, output: Any, exc: BaseException | None) -> None:
         with self._lock:
-            key = self._keys.pop(run_id, None)
             tool = self._tools.pop(run_id, None)
             root = self._root_of.get(run_id)
             run = self._runs.get(root) if root is not None else None
@@ -477,9 +438,10 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 # the tool asked a person (interrupt()): paused, not failed; it runs again,
                 # judged again, when the graph resumes
                 call.interrupt()
-                self._paused_call(key, tool)
+                self._paused.done(run_id, tool, paused=True)
                 tool.scope.exit(None)
             else:
+                self._paused.done(run_id, tool, paused=False)
                 if exc is None and not tool.result_set and call.should_run:
                     call.set_result(_text(output), success=succeeded(output))
                 tool.scope.exit(exc)
