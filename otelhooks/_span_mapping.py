@@ -184,6 +184,8 @@ def events_from_foreign_span(span: ReadableSpan) -> list[LiveEvent]:
 
             return [LiveEvent("on_tool_call_error", build_error, values=values)]
 
+        if outcome == "interrupted":  # paused for a person: it ends when the run resumes
+            return []
         # otelhooks.tool.outcome, when an otelhooks process made the span
         denied = outcome == "denied"
         ok = outcome not in ("error", "denied")

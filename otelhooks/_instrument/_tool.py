@@ -113,6 +113,7 @@ class ToolCall(SpanScope):
     denied = False
     deny_reason: str | None = None
     mocked = False
+    interrupted = False
     permissive: tuple[str, ...] = ()  # what permissive hooks would have done (never done)
     persist_blocked = False
     _result: ToolResult | None = None
@@ -358,11 +359,33 @@ class ToolCall(SpanScope):
             content=f"{type(exc).__name__}: {exc}", success=False, error=error_text(exc)
         )
 
+    def refuse(self, problem: str) -> None:
+        """Deny the call after its hooks allowed it, for a rule otelhooks checks once they have
+        decided (``problem`` says why): a deny decided by ``otelhooks``, as a call refused
+        before any hook runs is. :attr:`should_run` turns False, the reason is the result, the
+        span records the deny and ``on_tool_call_denied`` observers are told. A call a hook
+        already denied or mocked is left as it is."""
+        if not self.should_run:
+            return
+        verdict = refusal(problem)
+        record_verdict(self.span, "before_tool_call", verdict)
+        permissive = self.permissive  # what the hooks' verdict recorded stays
+        self._after_verdict(verdict)
+        self.permissive = permissive
+
+    def interrupt(self) -> None:
+        """The tool paused for a person (a LangGraph ``interrupt()``): it neither finished nor
+        failed, and runs again when the run resumes. The call ends with outcome
+        ``interrupted``: no error status, no ``on_tool_call_error`` or ``after_tool_call``."""
+        self.interrupted = True
+
     def _close(self, exc: BaseException | None) -> None:
         now = time.perf_counter()  # one clock read for the payload's and the metric's times
         elapsed_ms = (now - self._tool_started) * 1000
         result = self.result
-        if exc is not None:
+        if self.interrupted and exc is None:
+            outcome = "interrupted"
+        elif exc is not None:
             outcome = "error"
             message, error_type = error_text(exc), type(exc).__qualname__
             self._follow_if_hooked(

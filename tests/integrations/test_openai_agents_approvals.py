@@ -220,3 +220,66 @@ def test_a_hook_may_not_change_a_file_operation_a_person_approved(pipe: TestPipe
 
     assert files.deleted == []
     assert "approval" in model.tool_outputs()["p1"]
+
+
+def test_a_call_a_person_rejected_is_told_as_a_deny(pipe: TestPipeline, recorder: Recorder) -> None:
+    # the SDK answers a rejected call itself and never calls the tool's invoker, where the
+    # hooks run: the call left no record at all
+    @function_tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        raise AssertionError("a rejected call ran")
+
+    model = ScriptedModel(
+        "m",
+        [
+            [function_call("delete_file", {"path": "a.txt"}, call_id="d1")],
+            [assistant_message("ok")],
+        ],
+    )
+    pipe.register(hook("denied", "on_tool_call_denied", recorder, matcher="cleaner/delete_file"))
+
+    async def go() -> None:
+        runner = HookedRunner(pipe.tracer)
+        agent = Agent(name="cleaner", model=model, tools=[delete_file])
+        state = (await runner.run(agent, "clean")).to_state()
+        for item in state.get_interruptions():
+            state.reject(item, rejection_message="not that file")
+        await runner.run(agent, state)
+
+    asyncio.run(go())
+    pipe.flush()
+
+    assert model.tool_outputs()["d1"] == "not that file"
+    told = [
+        (e.apiName, e.toolCallId, e.args, e.decidedBy, e.reason)  # type: ignore[attr-defined]
+        for e in recorder.of("on_tool_call_denied")
+    ]
+    assert told == [("delete_file", "d1", {"path": "a.txt"}, "needs_approval", "not that file")]
+
+
+def test_a_run_paused_for_an_approval_ends_interrupted_and_its_resume_done(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    # the run that stopped to ask a person was reported done, as if the agent had finished
+    @function_tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        return "deleted"
+
+    model = ScriptedModel(
+        "m",
+        [
+            [function_call("delete_file", {"path": "a.txt"}, call_id="d1")],
+            [assistant_message("ok")],
+        ],
+    )
+    pipe.register(hook("complete", "on_complete", recorder))
+    _approved_run(pipe, Agent(name="cleaner", model=model, tools=[delete_file]))
+
+    assert recorder.fields("reason") == [("interrupted",), ("done",)]
+    reasons = [
+        (s.attributes or {})["otelhooks.operation.complete_reason"]
+        for s in pipe.spans("invoke_agent cleaner")
+    ]
+    assert reasons == ["interrupted", "done"]

@@ -44,6 +44,7 @@ from otelhooks._encoding import dumps
 from otelhooks._errors import RunBlockedError
 from otelhooks._instrument import AgentTracer, LlmCall, Operation, Step, ToolCall
 from otelhooks.integrations._scopes import DetachedScope
+from otelhooks.integrations.langchain._resume import PausedCalls
 
 __all__ = [
     "HOOKED_METADATA_KEY",
@@ -215,6 +216,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         self._runs: dict[UUID, _Run] = {}
         self._llms: dict[UUID, DetachedScope[LlmCall]] = {}
         self._tools: dict[UUID, ToolRun] = {}
+        self._paused = PausedCalls()
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
@@ -412,6 +414,8 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 tool = ToolRun(DetachedScope(call, step.span), hooked, tool_call_id, args=args)
                 self._tools[run_id] = tool
             tool.scope.enter()
+            if hooked and tool_call_id is not None:
+                self._paused.judge(run_id, tool, kwargs.get("metadata") or {})
             if not hooked and not call.should_run:
                 _log.warning(
                     "a tool hook decided, but the tool is not wrapped: not enforced",
@@ -430,9 +434,17 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 run.open_in_step = max(0, run.open_in_step - 1)
         if tool is not None:
             call = tool.call
-            if exc is None and not tool.result_set and call.should_run:
-                call.set_result(_text(output), success=succeeded(output))
-            tool.scope.exit(exc)
+            if exc is not None and type(exc).__name__ in _INTERRUPTS:
+                # the tool asked a person (interrupt()): paused, not failed; it runs again,
+                # judged again, when the graph resumes
+                call.interrupt()
+                self._paused.done(run_id, tool, paused=True)
+                tool.scope.exit(None)
+            else:
+                self._paused.done(run_id, tool, paused=False)
+                if exc is None and not tool.result_set and call.should_run:
+                    call.set_result(_text(output), success=succeeded(output))
+                tool.scope.exit(exc)
         with self._lock:
             self._end_member(run_id, exc)
 

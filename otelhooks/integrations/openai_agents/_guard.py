@@ -46,7 +46,13 @@ class GuardingRun(Protocol):
     ) -> tuple[Any, bool]: ...
 
     def guardrail_rejected(
-        self, tool: str, call_id: str, args: dict[str, Any], guardrail: str, message: str
+        self,
+        tool: str,
+        call_id: str,
+        args: dict[str, Any],
+        guardrail: str,
+        message: str,
+        identifier: str | None = None,
     ) -> None: ...
 
 

@@ -1,15 +1,25 @@
 """The MCP servers of a hooked agent: each ``call_tool`` goes through otelhooks' tool hooks
 (:func:`~otelhooks.integrations.openai_agents._guard.guarded`, identifier the server's name, so
 ``{server}/{tool}`` and ``mcp__{server}__{tool}`` match it, as in the MCP gateway); everything
-else is the user's server's."""
+else is the user's server's.
+
+Arguments a hook rewrote meet the checks the SDK made on the model's before the hooks ran
+(:mod:`~otelhooks.integrations.openai_agents._rewrites`): the server's ``tool_input_guardrails``
+judge them again, and a rewrite of a call the server's ``require_approval`` has a person approve
+is refused, as for a function tool.
+"""
 
 from __future__ import annotations
 
+import json
+from contextvars import ContextVar
 from typing import Any
 
+from agents import ToolInputGuardrail
 from agents.agent import AgentBase
-from agents.mcp import MCPServer
+from agents.mcp import MCPServer, MCPToolMetaContext, MCPToolMetaResolver
 from agents.run_context import RunContextWrapper
+from agents.tool_context import ToolContext
 from mcp.types import (
     CallToolResult,
     GetPromptResult,
@@ -23,10 +33,22 @@ from mcp.types import Tool as MCPTool
 
 from otelhooks import _semconv as sc
 from otelhooks._tool_schema import rewritten, type_problem, with_defaults
-from otelhooks.integrations.openai_agents._guard import guarded
+from otelhooks.integrations.openai_agents._guard import RewriteRefusedError, guarded
+from otelhooks.integrations.openai_agents._rewrites import (
+    approval_refuses,
+    judged_again,
+    watch_guardrail,
+)
 from otelhooks.mcp._listing import MAX_LISTED
 
 __all__ = ["HookedMCPServer"]
+
+# The MCP tool call the SDK is making in this task: its tool name, arguments and ToolContext,
+# told by the server's meta resolver, which the SDK calls (in the calling task, with the call's
+# context) right before it gives the server only the name and arguments. The task the SDK then
+# runs call_tool in inherits it.
+_Calling = tuple[str, dict[str, Any] | None, RunContextWrapper[Any]]
+_CALLING: ContextVar[_Calling | None] = ContextVar("otelhooks_mcp_calling", default=None)
 
 
 class _MCPToolError(Exception):
@@ -65,6 +87,17 @@ class HookedMCPServer(MCPServer):
         self.server = server
         # each listed tool's inputSchema (names the server listed, bounded as in the gateway)
         self._schemas: dict[str, Any] = {}
+        # each tool's needs_approval, as the SDK got it from the server for its function tool
+        self._approvals: dict[str, Any] = {}
+        self.tool_meta_resolver: MCPToolMetaResolver | None = self._resolve_meta
+        # the SDK runs these before the hooks: a call one rejects never reaches them, and each
+        # rejection is reported to the run (your server's own judge a hook's rewrite again)
+        guardrails = getattr(server, "tool_input_guardrails", None)
+        self.tool_input_guardrails: list[ToolInputGuardrail[Any]] | None = (
+            None
+            if guardrails is None
+            else [watch_guardrail(g, identifier=server.name) for g in guardrails]
+        )
 
     def __getattr__(self, name: str) -> Any:
         # only reached for what this class does not define: the user's server's attributes
@@ -102,11 +135,45 @@ class HookedMCPServer(MCPServer):
                 self._schemas[tool.name] = tool.input_schema
         return tools
 
+    def _resolve_meta(self, context: MCPToolMetaContext) -> Any:
+        """The ``tool_meta_resolver`` the SDK calls: the user's server's (its answer unchanged),
+        first telling :meth:`call_tool` the context of the call it resolves for."""
+        _CALLING.set((context.tool_name, context.arguments, context.run_context))
+        yours = getattr(self.server, "tool_meta_resolver", None)
+        return None if yours is None else yours(context)
+
+    async def _judge_rewrite(
+        self, tool_name: str, ctx: RunContextWrapper[Any] | None, sent: dict[str, Any]
+    ) -> None:
+        """Refuse (:class:`RewriteRefusedError`) a rewrite the server's guardrails reject or
+        that changes a call a person approved; a check that cannot be made refuses it."""
+        guardrails = getattr(self.server, "tool_input_guardrails", None)
+        if guardrails:
+            if not isinstance(ctx, ToolContext):
+                raise RewriteRefusedError(
+                    f"MCP tool {tool_name!r}: the server's tool input guardrails could not judge "
+                    "the arguments a hook rewrote (the SDK did not say which call this is): the "
+                    "call was denied",
+                    "otelhooks",
+                )
+            await judged_again(guardrails, ctx, json.dumps(sent))
+        # unknown (the SDK never asked this server): as if it asks a person, refused
+        setting = self._approvals.get(tool_name, True)
+        call_id = ctx.tool_call_id if isinstance(ctx, ToolContext) else ""
+        await approval_refuses(tool_name, setting, ctx, sent, call_id)
+
     async def call_tool(
         self, tool_name: str, arguments: dict[str, Any] | None, meta: dict[str, Any] | None = None
     ) -> CallToolResult:
+        calling = _CALLING.get()
+        ctx = None
+        if calling is not None and calling[0] == tool_name and calling[1] == arguments:
+            ctx = calling[2]
+
         async def run(changed: dict[str, Any] | None) -> Any:
             sent = None if changed is None else rewritten(changed, arguments or {}, schema)
+            if sent is not None:
+                await self._judge_rewrite(tool_name, ctx, sent)
             result = await self.server.call_tool(
                 tool_name, arguments if sent is None else sent, meta
             )
@@ -121,10 +188,11 @@ class HookedMCPServer(MCPServer):
         problem = type_problem(arguments, schema)
         args = with_defaults(dict(arguments or {}), schema)
         attributes = {sc.MCP_METHOD_NAME: "tools/call", sc.MCP_SERVER_NAME: self.server.name}
+        # the model's call id, from the call's context (else the span gets one of its own)
+        call_id = ctx.tool_call_id if isinstance(ctx, ToolContext) else None
         try:
-            # the SDK does not pass the model's call id to a server; the span gets one of its own
             output, denied = await guarded(
-                tool_name, self.server.name, args, None, run, _mcp_text, attributes, problem
+                tool_name, self.server.name, args, call_id, run, _mcp_text, attributes, problem
             )
         except _MCPToolError as failed:
             return failed.result
@@ -159,7 +227,10 @@ class HookedMCPServer(MCPServer):
     # MCPUtil calls these two methods on whatever server object the agent lists (a server class
     # of the user's may override them, which a forward keeps).
     def _get_needs_approval_for_tool(self, tool: MCPTool, agent: AgentBase | None) -> Any:
-        return self.server._get_needs_approval_for_tool(tool, agent)
+        setting = self.server._get_needs_approval_for_tool(tool, agent)
+        if tool.name in self._approvals or len(self._approvals) < MAX_LISTED:
+            self._approvals[tool.name] = setting  # what a rewrite of its calls is judged by
+        return setting
 
     def _get_failure_error_function(self, agent_failure_error_function: Any) -> Any:
         return self.server._get_failure_error_function(agent_failure_error_function)

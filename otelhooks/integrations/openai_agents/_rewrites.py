@@ -9,35 +9,69 @@ from __future__ import annotations
 
 import copy
 import inspect
+from collections.abc import Sequence
 from typing import Any, cast
 
 from agents import (
     Agent,
-    FunctionTool,
     RunContextWrapper,
+    ToolInputGuardrail,
     ToolInputGuardrailData,
     ToolInputGuardrailTripwireTriggered,
 )
 from agents.tool_context import ToolContext
+from agents.tool_guardrails import ToolGuardrailFunctionOutput
 
-from otelhooks.integrations.openai_agents._guard import RewriteRefusedError
+from otelhooks.integrations.openai_agents._guard import (
+    CURRENT_RUN,
+    RewriteRefusedError,
+    parse_args,
+)
 
-__all__ = ["approval_refuses", "judged_again"]
+__all__ = ["approval_refuses", "judged_again", "watch_guardrail"]
 
 
-async def judged_again(tool: FunctionTool, ctx: ToolContext[Any], arguments: str) -> None:
-    """Run ``tool``'s SDK input guardrails, as the SDK does, on the ``arguments`` a hook
-    rewrote: the SDK ran them before the hooks, on the arguments the model sent, and the
-    function must get only what every guard judged. The first that rejects refuses the rewrite;
-    a tripwire raises, as in the SDK."""
-    if not tool.tool_input_guardrails:
+def watch_guardrail(
+    guardrail: ToolInputGuardrail[Any], tool_name: str | None = None, identifier: str | None = None
+) -> ToolInputGuardrail[Any]:
+    """The SDK guardrail, unchanged in effect, reporting a ``reject_content`` to the run (the
+    call never reaches the hooks, which is the only record it gets): of ``tool_name`` (the
+    call's own tool when omitted, as for the guardrails of an MCP server, which judge all its
+    tools) and ``identifier`` (the agent's when omitted)."""
+
+    async def watched(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        output = await guardrail.run(data)
+        behavior = output.behavior
+        run = CURRENT_RUN.get()
+        if run is not None and behavior["type"] == "reject_content":
+            run.guardrail_rejected(
+                tool_name if tool_name is not None else data.context.tool_name,
+                data.context.tool_call_id,
+                parse_args(data.context.tool_arguments),
+                guardrail.get_name(),
+                behavior["message"],
+                identifier,
+            )
+        return output
+
+    return ToolInputGuardrail(guardrail_function=watched, name=guardrail.get_name())
+
+
+async def judged_again(
+    guardrails: Sequence[ToolInputGuardrail[Any]] | None, ctx: ToolContext[Any], arguments: str
+) -> None:
+    """Run a tool's SDK input ``guardrails`` (a function tool's, or an MCP server's), as the SDK
+    does, on the ``arguments`` a hook rewrote: the SDK ran them before the hooks, on the
+    arguments the model sent, and the tool must get only what every guard judged. The first
+    that rejects refuses the rewrite; a tripwire raises, as in the SDK."""
+    if not guardrails:
         return
     again = copy.copy(ctx)
     again.tool_arguments = arguments
     if ctx.tool_call is not None:
         again.tool_call = ctx.tool_call.model_copy(update={"arguments": arguments})
     data = ToolInputGuardrailData(context=again, agent=cast(Agent[Any], ctx.agent))
-    for guardrail in tool.tool_input_guardrails:
+    for guardrail in guardrails:
         output = await guardrail.run(data)
         behavior = output.behavior
         if behavior["type"] == "raise_exception":

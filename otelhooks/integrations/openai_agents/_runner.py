@@ -27,6 +27,9 @@ tool input guardrail ``reject_content``  an ``on_tool_call_denied`` event (decid
                                        ``guardrail:{name}``), a span event
                                        ``otelhooks.tool_guardrail``
 ``MaxTurnsExceeded``                   complete reason ``max_steps`` (the exception propagates)
+a run paused for approvals             complete reason ``interrupted`` (``result.interruptions``)
+a call a person rejected               an ``on_tool_call_denied`` event (decided by
+(``RunState.reject``)                  ``needs_approval``) once the resumed run returns
 =====================================  ==========================================================
 """
 
@@ -68,6 +71,7 @@ from otelhooks._fingerprint import canonical_json
 from otelhooks._instrument import AgentCall, AgentTracer, LlmCall, Operation, Step, ToolCall
 from otelhooks._live import LiveEvent
 from otelhooks.integrations._scopes import DetachedScope
+from otelhooks.integrations.openai_agents._approvals import rejected
 from otelhooks.integrations.openai_agents._guard import (
     CURRENT_RUN,
     RAISED,
@@ -283,7 +287,7 @@ class AgentRun:
                 sc.HOOK_CLASSIFICATION: sc.CLASSIFICATION_HOOK_DENIED,
             }
         )
-        self._denied(
+        self.denied(
             call.api_name,
             call.tool_call_id,
             call.args,
@@ -295,9 +299,16 @@ class AgentRun:
         return refused.reason
 
     def guardrail_rejected(
-        self, tool: str, call_id: str, args: dict[str, Any], guardrail: str, message: str
+        self,
+        tool: str,
+        call_id: str,
+        args: dict[str, Any],
+        guardrail: str,
+        message: str,
+        identifier: str | None = None,
     ) -> None:
-        """An SDK tool input guardrail rejected a call: the function did not run."""
+        """An SDK tool input guardrail rejected a call of ``identifier``'s ``tool`` (the
+        agent's when omitted): the tool did not run."""
         frame = self.frame
         step = frame.step.scope if frame.step is not None else None
         if step is not None:
@@ -305,9 +316,9 @@ class AgentRun:
                 sc.EVENT_TOOL_GUARDRAIL,
                 {sc.GEN_AI_TOOL_NAME: tool, GUARDRAIL_NAME: guardrail, sc.HOOK_DECISION: "deny"},
             )
-        self._denied(tool, call_id, args, f"guardrail:{guardrail}", message)
+        self.denied(tool, call_id, args, f"guardrail:{guardrail}", message, identifier)
 
-    def _denied(
+    def denied(
         self,
         tool: str,
         call_id: str,
@@ -502,7 +513,23 @@ class HookedRunner:
         try:
             prompt = op.input if isinstance(input, str) else input
             options = {**options, "run_config": _watching_errors(options.get("run_config"))}
-            return await Runner.run(agent, prompt, hooks=_RunHooks(run, hooks), **options), None
+            asked = input.get_interruptions() if isinstance(input, RunState) else []
+            result = await Runner.run(agent, prompt, hooks=_RunHooks(run, hooks), **options)
+            try:
+                for call in rejected(asked, result.context_wrapper):
+                    run.denied(
+                        call.tool,
+                        call.call_id,
+                        call.args,
+                        "needs_approval",
+                        call.reason,
+                        call.identifier,
+                    )
+            except Exception:  # a telemetry problem must not fail the agent run
+                _log.exception("openai-agents adapter failed", callback="rejected approvals")
+            if result.interruptions:  # paused for a person's approval, as LangGraph's interrupt
+                op.complete("interrupted")
+            return result, None
         except MaxTurnsExceeded as exc:
             error = exc
             op.complete("max_steps")

@@ -9,9 +9,9 @@ file operation). All go through :meth:`AgentRun.guard_tool`.
 
 A function tool's hook runs after its own SDK guardrails, so an SDK guardrail rejection never
 reaches otelhooks' hooks; such a rejection is recorded as an ``on_tool_call_denied`` event instead
-(see :func:`_watch_guardrail`). Arguments a hook rewrote are judged by those guardrails again
-before the function runs, and a rewrite of a call a person approves (``needs_approval``) is
-refused (:mod:`~otelhooks.integrations.openai_agents._rewrites`).
+(``watch_guardrail``; an MCP server's guardrails too). Arguments a hook rewrote are judged by
+those guardrails again before the function runs, and a rewrite of a call a person approves
+(``needs_approval``) is refused (:mod:`~otelhooks.integrations.openai_agents._rewrites`).
 
 The tools of an agent's MCP servers (``agent.mcp_servers``) go through the same chain:
 :func:`hook_agent` gives the clone a wrapper around each server
@@ -50,8 +50,6 @@ from agents import (
     ShellResult,
     ShellTool,
     Tool,
-    ToolInputGuardrail,
-    ToolInputGuardrailData,
 )
 from agents.mcp import MCPServer
 from agents.run_context import RunContextWrapper
@@ -65,20 +63,22 @@ from agents.tool import (
     set_function_tool_failure_error_function,
 )
 from agents.tool_context import ToolContext
-from agents.tool_guardrails import ToolGuardrailFunctionOutput
 from openai.types.responses.response_output_item import LocalShellCallAction
 
 from otelhooks._tool_kinds import KIND_NAMES
 from otelhooks.integrations.openai_agents._arguments import arguments_model, received
 from otelhooks.integrations.openai_agents._guard import (
-    CURRENT_RUN,
     UnguardedToolWarning,
     guarded,
     parse_args,
     tool_raised,
 )
 from otelhooks.integrations.openai_agents._mcp_servers import HookedMCPServer
-from otelhooks.integrations.openai_agents._rewrites import approval_refuses, judged_again
+from otelhooks.integrations.openai_agents._rewrites import (
+    approval_refuses,
+    judged_again,
+    watch_guardrail,
+)
 
 __all__ = ["hook_agent", "hook_tool", "warn_unhooked_state"]
 
@@ -92,26 +92,6 @@ _KINDS: Final[dict[type[Any], str]] = {
     LocalShellTool: "@shell",
     ApplyPatchTool: "@file_edit",
 }
-
-
-def _watch_guardrail(tool_name: str, guardrail: ToolInputGuardrail[Any]) -> ToolInputGuardrail[Any]:
-    """The SDK guardrail, unchanged in effect, reporting a ``reject_content`` to the run."""
-
-    async def watched(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
-        output = await guardrail.run(data)
-        behavior = output.behavior
-        run = CURRENT_RUN.get()
-        if run is not None and behavior["type"] == "reject_content":
-            run.guardrail_rejected(
-                tool_name,
-                data.context.tool_call_id,
-                parse_args(data.context.tool_arguments),
-                guardrail.get_name(),
-                behavior["message"],
-            )
-        return output
-
-    return ToolInputGuardrail(guardrail_function=watched, name=guardrail.get_name())
 
 
 def _shell_text(output: Any) -> Any:
@@ -213,7 +193,7 @@ def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
                 return await inner(ctx, input)
             rewritten = json.dumps(changed)
             # your tool's own guardrails, not the watched copies: the refusal is the call's deny
-            await judged_again(tool, ctx, rewritten)
+            await judged_again(tool.tool_input_guardrails, ctx, rewritten)
             await approval_refuses(tool.name, tool.needs_approval, ctx, changed, ctx.tool_call_id)
             return await inner(ctx, rewritten)
 
@@ -225,7 +205,7 @@ def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
     hooked.on_invoke_tool = invoke
     if tool.tool_input_guardrails:
         hooked.tool_input_guardrails = [
-            _watch_guardrail(tool.name, g) for g in tool.tool_input_guardrails
+            watch_guardrail(g, tool.name) for g in tool.tool_input_guardrails
         ]
     return hooked
 
