@@ -49,6 +49,7 @@ from otelhooks.integrations.claude_code._install import (
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import edit_settings
 from otelhooks.integrations.coding_agents._dialects import dialect_named
+from otelhooks.integrations.coding_agents._neighbours import neighbour_notes
 
 __all__ = [
     "AgentInstall",
@@ -386,7 +387,9 @@ def install_agent(
         hooks (:func:`codex_hooks_off`, :func:`gemini_hooks_off`: a setting of the user's, the
         project's or an administrator's), then where a guard fails open and, for Codex, what
         it needs before it runs the hooks (:func:`codex_trust_notes`), for a Gemini project
-        install that Gemini CLI runs them only in a trusted folder (``--skip-trust`` skips them).
+        install that Gemini CLI runs them only in a trusted folder (``--skip-trust`` skips them),
+        and the other hooks of the tool guard's event (in the file, and the user's for a project
+        install), whose argument rewrites the CLI applies unchecked.
 
     Raises:
         ValueError: ``dialect`` has no installer, the file cannot be edited without loss, or
@@ -440,6 +443,8 @@ def install_agent(
             )
         warnings[:0] = codex_hooks_off(path, None if user else project)
         warnings += codex_trust_notes(path, None if user else Path(project))
+    others = [] if user else [hooks_path(dialect, user=True)]
+    warnings += neighbour_notes(dialect, dialect_named(dialect).display_name, [path, *others])
     change = SettingsChange(path, warnings=warnings)
 
     def edit(text: str, root: Node | None) -> str:
