@@ -20,12 +20,14 @@ an allow rule for file reads must not cover it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any, Final
 
 __all__ = [
     "ANNOTATION_KINDS",
     "CLI_MATCHER_ALIASES",
+    "GEMINI_LEGACY_NAMES",
     "KIND_NAMES",
     "MCP_KIND",
     "MCP_PATTERN",
@@ -72,6 +74,16 @@ KIND_NAMES: Final[dict[str, frozenset[str]]] = {
 CLI_MATCHER_ALIASES: Final[dict[str, dict[str, tuple[str, ...]]]] = {
     "codex": {"apply_patch": ("Write", "Edit")},
 }
+# Codex CLI takes a shell command that runs its patcher (``apply_patch <<'EOF'`` ..., after a
+# ``cd DIR &&`` too, or ``applypatch``) for an apply_patch and patches the files itself, while its
+# hooks see that call as ``Bash`` (0.171): the command is matched by apply_patch's names too. Any
+# command that names the patcher as a word counts (a superset of what Codex takes, on purpose: a
+# file guard may fire on a command that only mentions it, never miss one that patches).
+_CODEX_PATCHER = re.compile(r"(?<![\w.-])(?:apply_patch|applypatch)(?![\w.-])")
+# Gemini CLI runs a tool the model asks for by a former name as the current one, and its hooks get
+# the former name (0.61: ``search_file_content`` runs ``grep_search``): the dialect names the tool
+# by its current name, and each is a matcher value of the other.
+GEMINI_LEGACY_NAMES: Final[dict[str, str]] = {"search_file_content": "grep_search"}
 # Gemini CLI names an MCP tool ``mcp_<server>_<tool>`` in its hooks (the bridge records it as
 # the other CLIs name it, ``mcp__<server>__<tool>``, and offers Gemini's own name live).
 GEMINI_AGENT: Final = "gemini-cli"
@@ -119,22 +131,38 @@ def annotation_kinds(annotations: Mapping[str, Any] | None) -> tuple[str, ...]:
     )
 
 
-def cli_aliases(agent: str | None, name: str) -> tuple[str, ...]:
+def cli_aliases(
+    agent: str | None, name: str, args: Mapping[str, Any] | None = None
+) -> tuple[str, ...]:
     """The names the CLI ``agent`` (as its spans name it) also matches its tool ``name`` by:
-    :data:`CLI_MATCHER_ALIASES`, and Gemini CLI's ``mcp_<server>_<tool>`` of an MCP tool
-    recorded as ``mcp__<server>__<tool>`` (split where the gateway's alias rule splits it).
+    :data:`CLI_MATCHER_ALIASES`; Codex CLI's ``apply_patch`` names for a ``Bash`` call whose
+    command (in ``args``) runs its patcher, which Codex applies as a patch; Gemini CLI's
+    ``mcp_<server>_<tool>`` of an MCP tool recorded as ``mcp__<server>__<tool>`` (split where
+    the gateway's alias rule splits it), and the former names of a tool
+    (:data:`GEMINI_LEGACY_NAMES`).
 
     Example:
         >>> cli_aliases("gemini-cli", "mcp__memory__create_entities")
         ('mcp_memory_create_entities',)
         >>> cli_aliases("codex", "apply_patch")
         ('Write', 'Edit')
+        >>> cli_aliases("codex", "Bash", {"command": "apply_patch <<'EOF'"})
+        ('apply_patch', 'Write', 'Edit')
+        >>> cli_aliases("gemini-cli", "grep_search")
+        ('search_file_content',)
     """
     if agent == GEMINI_AGENT:
         parts = mcp_parts(name)
-        return (f"mcp_{parts[0]}_{parts[1]}",) if parts else ()
+        if parts:
+            return (f"mcp_{parts[0]}_{parts[1]}",)
+        return tuple(old for old, current in GEMINI_LEGACY_NAMES.items() if current == name)
     cli = CLI_MATCHER_ALIASES.get(agent) if agent else None
-    return cli.get(name, ()) if cli else ()
+    if not cli:
+        return ()
+    command = args.get("command") if agent == "codex" and name == "Bash" and args else None
+    if isinstance(command, str) and _CODEX_PATCHER.search(command):
+        return ("apply_patch", *cli.get("apply_patch", ()))
+    return cli.get(name, ())
 
 
 def kind_names(kind: str) -> frozenset[str] | None:

@@ -315,7 +315,7 @@ def _tool_events(
             elif unknown is None:
                 unknown = (_NO_KINDS, _ANY_KIND)
     else:  # as the coding agents' bridge does: an MCP tool's gateway names, the CLI's aliases
-        values = (api, *tool_aliases(api), *cli_aliases(agent, api))
+        values = (api, *tool_aliases(api), *cli_aliases(agent, api, _arguments(raw_args)))
 
     def build_call() -> HookEvent:
         common["args"] = _arguments(raw_args)  # parsed again for each build: its own dict

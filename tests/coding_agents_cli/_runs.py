@@ -317,10 +317,12 @@ def run_gemini(
     serve_traces: Path | None = None,
     web_view: WebView | None = None,
     approvals: bool = False,
+    skip_trust: bool = False,
 ) -> CliRun:
     """``gemini -p ... --yolo`` in ``project`` against the scripted Gemini API (``settings``
     replace top-level keys of its user settings; ``serve_traces`` and ``approvals`` as for
-    :func:`run_codex`)."""
+    :func:`run_codex`). The folder is trusted through ``GEMINI_CLI_TRUST_WORKSPACE``, or with
+    ``skip_trust`` through ``--skip-trust`` (what Gemini CLI suggests for headless runs)."""
     gemini_settings(home, settings)
     env = {
         **_base_env(home),
@@ -335,6 +337,9 @@ def run_gemini(
         **(extra_env or {}),
     }
     argv = [str(GEMINI), "-p", "clean up", "--yolo", "--output-format", "json"]
+    if skip_trust:
+        env.pop("GEMINI_CLI_TRUST_WORKSPACE")
+        argv.append("--skip-trust")
     work = home / "run"
     return _isolated(
         "gemini",

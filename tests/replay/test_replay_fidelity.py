@@ -3,10 +3,11 @@
 The Claude Code and Codex bridges offer a guard's matcher the tool's name, the names the MCP
 gateway gives an MCP tool (``mcp__memory__create`` is also ``memory/create`` and ``create``),
 and the names the CLI itself matches the tool by (Codex runs a ``Write`` or ``Edit`` hook on its
-``apply_patch``). Replay of their recordings and ``otelhooks hooks test`` offered the recorded
-name only, so a guard the live bridge enforces was reported as not matching: "changes: none"
-for a policy that denies. Real processes: the one-process bridge answers each event, and
-records the session that replay then reads.
+``apply_patch``, and applies a ``Bash`` command that runs its patcher as one). Replay of their
+recordings and ``otelhooks hooks test`` offered the recorded name only, so a guard the live
+bridge enforces was reported as not matching: "changes: none" for a policy that denies. Real
+processes: the one-process bridge answers each event, and records the session that replay then
+reads.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ hooks:
 """
 MCP_CALL = ("mcp__memory__create_entities", {"entities": []}, "no-create")
 PATCH_CALL = ("apply_patch", {"input": "*** Begin Patch"}, "no-write")
+# a shell command Codex applies as a patch: matched by apply_patch's names too
+SHELL_PATCH_CALL = ("Bash", {"command": "apply_patch <<'EOF'\n*** Begin Patch\nEOF"}, "no-write")
 
 
 def _bridge(
@@ -89,7 +92,13 @@ def _bridge(
 
 
 @pytest.mark.parametrize(
-    ("dialect", "call"), [("claude-code", MCP_CALL), ("codex", MCP_CALL), ("codex", PATCH_CALL)]
+    ("dialect", "call"),
+    [
+        ("claude-code", MCP_CALL),
+        ("codex", MCP_CALL),
+        ("codex", PATCH_CALL),
+        ("codex", SHELL_PATCH_CALL),
+    ],
 )
 def test_replay_denies_what_the_live_bridge_denies(
     tmp_path: Path, dialect: str, call: tuple[str, dict[str, Any], str]

@@ -8,11 +8,13 @@ the bridge's answer translated into the CLI's own output format.
 - **Codex CLI** copies Claude Code's schema (same event names, ``tool_name: "Bash"`` with
   ``tool_input.command``, ``permissionDecision: deny`` JSON and exit 2): its answer is the
   bridge's, and its input only gains the names Codex also matches ``apply_patch`` by (``Write``,
-  ``Edit``) as ``matcher_aliases``.
+  ``Edit``) as ``matcher_aliases``, and a ``Bash`` command that runs its patcher (Codex applies
+  ``apply_patch <<'EOF'`` itself) gains ``apply_patch``'s names.
 - **Gemini CLI** has its own events (``BeforeTool`` ... ``AfterAgent``) and answers
   (``{"decision": "deny", "reason": ...}``, ``hookSpecificOutput.tool_input`` to rewrite the
   arguments); an MCP tool (``mcp_<server>_<tool>``, with ``mcp_context``) is named
-  ``mcp__<server>__<tool>`` as the other CLIs name it (its own name stays a matcher value);
+  ``mcp__<server>__<tool>`` as the other CLIs name it (its own name stays a matcher value), and
+  a tool asked for by a former name (``search_file_content``) by the current one it runs as;
   its tool events carry no call id, so the bridge pairs ``BeforeTool`` with ``AfterTool`` by
   tool name and arguments (two identical calls at once in one session would be paired in
   either order).
@@ -25,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from otelhooks._tool_kinds import CLI_MATCHER_ALIASES
+from otelhooks._tool_kinds import GEMINI_LEGACY_NAMES, cli_aliases
 from otelhooks.integrations.coding_agents._common import HookResponse, cli_name
 from otelhooks.integrations.coding_agents._input import event_name_of
 
@@ -50,8 +52,11 @@ def _same(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _codex_in(payload: dict[str, Any]) -> dict[str, Any]:
-    # the names the tool is matched by besides its own (ToolUses' tool_values reads them)
-    aliases = CLI_MATCHER_ALIASES["codex"].get(str(payload.get("tool_name")))
+    # the names the tool is matched by besides its own (ToolUses' tool_values reads them); a
+    # Bash command that runs Codex's patcher is an apply_patch too
+    tool_input = payload.get("tool_input")
+    args = tool_input if isinstance(tool_input, dict) else None
+    aliases = cli_aliases("codex", str(payload.get("tool_name")), args)
     return {**payload, "matcher_aliases": list(aliases)} if aliases else payload
 
 
@@ -108,6 +113,13 @@ def _gemini_in(payload: dict[str, Any]) -> dict[str, Any]:
     out["hook_event_name"] = GEMINI_EVENTS.get(name, name)
     if name == "AfterAgent":
         out.setdefault("last_assistant_message", payload.get("prompt_response"))
+    tool = payload.get("tool_name")
+    if isinstance(tool, str):  # a former name runs the current tool: named so, each an alias
+        current = GEMINI_LEGACY_NAMES.get(tool, tool)
+        aliases = cli_aliases("gemini-cli", current)
+        if aliases and not current.startswith("mcp__"):
+            out["tool_name"] = current
+            out["matcher_aliases"] = list(aliases)
     mcp = payload.get("mcp_context")
     if isinstance(mcp, dict):
         server, tool = mcp.get("server_name"), mcp.get("tool_name")

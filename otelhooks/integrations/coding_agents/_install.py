@@ -49,6 +49,7 @@ from otelhooks.integrations.claude_code._install import (
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import edit_settings
 from otelhooks.integrations.coding_agents._dialects import dialect_named
+from otelhooks.integrations.coding_agents._neighbours import neighbour_notes
 
 __all__ = [
     "AgentInstall",
@@ -69,6 +70,14 @@ _CODEX_HANDLER_TYPES = frozenset({"command", "mcp_tool", "prompt", "agent"})
 # Codex has no variable that moves its system folder; this one moves where install looks (a
 # test's folder, or a machine whose policy is deployed elsewhere)
 _CODEX_SYSTEM_DIR_ENV = "OTELHOOKS_CODEX_SYSTEM_DIR"
+# Gemini CLI 0.61 reads a project's settings before it takes --skip-trust as trusting the
+# folder: the run goes on with none of the project's hooks (tests/coding_agents_cli)
+_GEMINI_TRUST = (
+    "Gemini CLI runs a project's hooks only in a trusted folder, and `gemini --skip-trust` (what "
+    "it suggests for headless runs) loads none of them: the guards never see a tool call, without "
+    "a word; trust the folder (GEMINI_CLI_TRUST_WORKSPACE=true, or in interactive Gemini CLI), or "
+    "install with --user (the user's hooks run in any folder)"
+)
 _TOOL_EVENTS = frozenset(
     {"PreToolUse", "PermissionRequest", "PostToolUse", "BeforeTool", "AfterTool"}
 )
@@ -377,7 +386,10 @@ def install_agent(
         What happened to the file; its warnings say first when the CLI would run none of the
         hooks (:func:`codex_hooks_off`, :func:`gemini_hooks_off`: a setting of the user's, the
         project's or an administrator's), then where a guard fails open and, for Codex, what
-        it needs before it runs the hooks (:func:`codex_trust_notes`).
+        it needs before it runs the hooks (:func:`codex_trust_notes`), for a Gemini project
+        install that Gemini CLI runs them only in a trusted folder (``--skip-trust`` skips them),
+        and the other hooks of the tool guard's event (in the file, and the user's for a project
+        install), whose argument rewrites the CLI applies unchecked.
 
     Raises:
         ValueError: ``dialect`` has no installer, the file cannot be edited without loss, or
@@ -421,6 +433,8 @@ def install_agent(
         warnings[:0] = gemini_hooks_off(
             [f for f in files if f in own or _read_by_gemini(f)], system=system
         )
+        if not user:
+            warnings.append(_GEMINI_TRUST)
     if dialect == "codex":
         if not fail_closed:
             warnings.append(
@@ -429,6 +443,8 @@ def install_agent(
             )
         warnings[:0] = codex_hooks_off(path, None if user else project)
         warnings += codex_trust_notes(path, None if user else Path(project))
+    others = [] if user else [hooks_path(dialect, user=True)]
+    warnings += neighbour_notes(dialect, dialect_named(dialect).display_name, [path, *others])
     change = SettingsChange(path, warnings=warnings)
 
     def edit(text: str, root: Node | None) -> str:
