@@ -1,0 +1,79 @@
+"""Long-polls on two real ``otelhooks serve`` instances sharing a PostgreSQL some way off, woken
+by one write: every one is answered within a second of the acknowledgement.
+
+150 pollers (75 per instance), not the 1,000 of ``benchmarks/longpoll_wake_bench.py``, and a
+store 0.2 s away (:class:`~tests.fleet._fleet.StallingProxy` delays what serve sends it): the
+cost that grows with the pollers is each waiter's own read, a round trip through a pool of a
+few connections, so a few waiters on a far store show what a thousand show on a near one
+(benchmarks/README.md has both).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.fleet._fleet import StallingProxy, start_instance
+from tests.reliability._serve_proc import ADMIN, ServeProc, post_traces, tool_spans_json
+
+PER_INSTANCE = 75
+ROUND_TRIP_S = 0.2
+
+
+@pytest.fixture
+def far_fleet(tmp_path: Path, pg_url: str) -> Iterator[tuple[ServeProc, ServeProc, StallingProxy]]:
+    proxy = StallingProxy(int(pg_url.rsplit(":", 1)[1].split("/")[0]))
+    started: list[ServeProc] = []
+    try:
+        for _ in range(2):
+            started.append(
+                start_instance(tmp_path, proxy.url(pg_url), "--max-waiters", str(PER_INSTANCE + 8))
+            )
+        yield started[0], started[1], proxy
+    finally:
+        proxy.delay_s = 0.0
+        for instance in started:
+            instance.stop()
+        proxy.close()
+
+
+async def _wake(urls: list[str], proxy: StallingProxy) -> tuple[list[httpx.Response], float]:
+    tls = ssl.create_default_context()  # made once: each client would load the CA file again
+    headers = {"Authorization": f"Bearer {ADMIN}"}
+    answered: list[float] = []
+
+    async def poll(url: str) -> httpx.Response:
+        async with httpx.AsyncClient(headers=headers, timeout=60, verify=tls) as client:
+            params = {"log": "fleet", "mode": "wait", "since": 0, "timeout": 60}
+            response = await client.get(f"{url}/v1/events", params=params)
+            answered.append(time.monotonic())
+            return response
+
+    tasks = [asyncio.create_task(poll(url)) for url in urls for _ in range(PER_INSTANCE)]
+    await asyncio.sleep(3.0)  # every poll sent and waiting (none can be answered yet)
+    assert not answered, "a long-poll was answered before the write"
+    proxy.delay_s = ROUND_TRIP_S
+    response = await asyncio.to_thread(post_traces, urls[0], tool_spans_json(1))
+    acked = time.monotonic()
+    assert response.status_code == 200, response.text
+    responses = await asyncio.wait_for(asyncio.gather(*tasks), 60)
+    return list(responses), max(answered) - acked
+
+
+def test_a_write_answers_every_long_poll_of_both_instances_within_a_second(
+    far_fleet: tuple[ServeProc, ServeProc, StallingProxy],
+) -> None:
+    """Before, each woken long-poll read the store itself: 75 round trips of 0.2 s per instance
+    through a handful of threads, the last answered about 3 s after the write. Now the waiters
+    of a cursor share one read: a round trip or two."""
+    a, b, proxy = far_fleet
+    responses, last = asyncio.run(_wake([a.url, b.url], proxy))
+    assert [r.status_code for r in responses] == [200] * len(responses)
+    assert all([e["seq"] for e in r.json()["events"]] == [1] for r in responses)
+    assert last < 1.0, f"the last long-poll was answered {last:.2f} s after the write's ack"
