@@ -1,8 +1,8 @@
 """Long-polls on two real ``otelhooks serve`` instances sharing a PostgreSQL some way off, woken
-by one write: every one is answered within a second of the acknowledgement.
+by one write: every one is answered within a few round trips of the acknowledgement.
 
-150 pollers (75 per instance), not the 1,000 of ``benchmarks/longpoll_wake_bench.py``, and a
-store 0.2 s away (:class:`~tests.fleet._fleet.StallingProxy` delays what serve sends it): the
+200 pollers (100 per instance), not the 1,000 of ``benchmarks/longpoll_wake_bench.py``, and a
+store 0.3 s away (:class:`~tests.fleet._fleet.StallingProxy` delays what serve sends it): the
 cost that grows with the pollers is each waiter's own read, a round trip through a pool of a
 few connections, so a few waiters on a far store show what a thousand show on a near one
 (benchmarks/README.md has both).
@@ -22,8 +22,8 @@ import pytest
 from tests.fleet._fleet import StallingProxy, start_instance
 from tests.reliability._serve_proc import ADMIN, ServeProc, post_traces, tool_spans_json
 
-PER_INSTANCE = 75
-ROUND_TRIP_S = 0.2
+PER_INSTANCE = 100
+ROUND_TRIP_S = 0.3
 
 
 @pytest.fixture
@@ -66,14 +66,15 @@ async def _wake(urls: list[str], proxy: StallingProxy) -> tuple[list[httpx.Respo
     return list(responses), max(answered) - acked
 
 
-def test_a_write_answers_every_long_poll_of_both_instances_within_a_second(
+def test_a_write_answers_every_long_poll_of_both_instances_within_a_few_round_trips(
     far_fleet: tuple[ServeProc, ServeProc, StallingProxy],
 ) -> None:
-    """Before, each woken long-poll read the store itself: 75 round trips of 0.2 s per instance
-    through a handful of threads, the last answered about 3 s after the write. Now the waiters
-    of a cursor share one read: a round trip or two."""
+    """Before, each woken long-poll read the store itself: 100 round trips of 0.3 s per instance
+    through a handful of threads, the last answered 5 s or more after the write (60 waiters:
+    3.3-4.2 s). Now the waiters of a cursor share one read: a round trip or two (0.5-0.6 s
+    measured; the bound leaves room for a loaded machine)."""
     a, b, proxy = far_fleet
     responses, last = asyncio.run(_wake([a.url, b.url], proxy))
     assert [r.status_code for r in responses] == [200] * len(responses)
     assert all([e["seq"] for e in r.json()["events"]] == [1] for r in responses)
-    assert last < 1.0, f"the last long-poll was answered {last:.2f} s after the write's ack"
+    assert last < 2.0, f"the last long-poll was answered {last:.2f} s after the write's ack"
