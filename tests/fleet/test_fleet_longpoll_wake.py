@@ -78,3 +78,30 @@ def test_a_write_answers_every_long_poll_of_both_instances_within_a_few_round_tr
     assert [r.status_code for r in responses] == [200] * len(responses)
     assert all([e["seq"] for e in r.json()["events"]] == [1] for r in responses)
     assert last < 2.0, f"the last long-poll was answered {last:.2f} s after the write's ack"
+
+
+def test_long_polls_sharing_a_read_the_store_cannot_answer_all_get_503(
+    far_fleet: tuple[ServeProc, ServeProc, StallingProxy],
+) -> None:
+    """The store gone while long-polls wait: at their timeout each reads again, the reads of
+    waiters due together are one, and its failure answers every one of them 503 (none is left
+    waiting on a read that failed, none gets an empty 200 as if the log were empty)."""
+    a, _, proxy = far_fleet
+
+    async def polls() -> list[httpx.Response]:
+        tls = ssl.create_default_context()
+        headers = {"Authorization": f"Bearer {ADMIN}"}
+
+        async def poll() -> httpx.Response:
+            async with httpx.AsyncClient(headers=headers, timeout=60, verify=tls) as client:
+                params = {"log": "fleet", "mode": "wait", "since": 0, "timeout": 4}
+                return await client.get(f"{a.url}/v1/events", params=params)
+
+        tasks = [asyncio.create_task(poll()) for _ in range(PER_INSTANCE // 2)]
+        await asyncio.sleep(2.0)  # every poll waiting
+        proxy.close()  # every connection to the store cut, and none can be opened
+        return list(await asyncio.wait_for(asyncio.gather(*tasks), 60))
+
+    responses = asyncio.run(polls())
+    assert [r.status_code for r in responses] == [503] * len(responses)
+    assert {r.json()["error"] for r in responses} <= {"store_unavailable", "store_busy"}
