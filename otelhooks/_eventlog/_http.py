@@ -5,8 +5,10 @@ token 403, and neither reveals anything. Tokens are compared with :func:`hmac.co
 
 ``/v1/events`` answers ``mode=drain|events|version`` at once and ``mode=wait`` as a long-poll
 that returns as soon as a record after ``since`` exists (woken through the log's
-:class:`~otelhooks._eventlog._signal.AppendSignal`) or empty at ``timeout``. At most
-``max_waiters`` long-polls wait at a time; one more gets 503 with ``Retry-After: 1``.
+:class:`~otelhooks._eventlog._signal.AppendSignal`) or empty at ``timeout``. The long-polls of
+one cursor woken together share one read and one encoded answer
+(:mod:`~otelhooks._eventlog._shared_read`). At most ``max_waiters`` long-polls wait at a time;
+one more gets 503 with ``Retry-After: 1``.
 ``/v1/traces`` is :class:`~otelhooks._eventlog._ingest.OtlpIngest`.
 
 A route that meets a store which cannot answer right now (PostgreSQL restarting:
@@ -32,6 +34,7 @@ from otelhooks._eventlog._asgi import (
     Send,
     check_auth,
     header,
+    respond,
     send_json,
     send_otlp_error,
 )
@@ -39,6 +42,7 @@ from otelhooks._eventlog._ingest import DEFAULT_MAX_BODY_BYTES, OtlpIngest
 from otelhooks._eventlog._model import EventBatch, EventLog, LogStats
 from otelhooks._eventlog._otlp_status import answer_type
 from otelhooks._eventlog._params import BadParameter, EventsQuery, parse_query
+from otelhooks._eventlog._shared_read import SharedBatch, SharedReads
 from otelhooks._store._errors import StoreError, StoreUnavailable, error_reason
 
 __all__ = ["DEFAULT_MAX_WAITERS", "EventLogApp", "Route"]
@@ -97,6 +101,7 @@ class EventLogApp:
         self._waiting = 0
         self._loop: asyncio.AbstractEventLoop | None = None
         self._closing: asyncio.Event | None = None
+        self._reads = SharedReads()
 
     @property
     def waiting(self) -> int:
@@ -113,6 +118,7 @@ class EventLogApp:
         if self._closing is None or self._loop is not asyncio.get_running_loop():
             self._loop = asyncio.get_running_loop()
             self._closing = asyncio.Event()
+            self._reads = SharedReads()
         return self._closing
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -228,27 +234,34 @@ class EventLogApp:
             return
         waited = await self._long_poll(log, query, receive, send)
         if waited is not None:
-            await send_json(send, 200, _batch_body(query, log, waited))
+            encoded = waited.encoded(lambda batch: _batch_body(query, log, batch))
+            await respond(send, 200, encoded, b"application/json")
 
     async def _long_poll(
         self, log: EventLog, query: EventsQuery, receive: Receive, send: Send
-    ) -> EventBatch | None:
+    ) -> SharedBatch | None:
         """The batch to answer with; ``None`` when the answer was already sent (503) or the
         client went away."""
         loop = asyncio.get_running_loop()
         closing = self._bind()
+        reads, key = self._reads, (query.log, query.since, query.limit)
+
+        def read() -> Awaitable[EventBatch]:
+            return _read(log, query, newest=False)
+
         deadline = loop.time() + query.timeout
         tasks: list[asyncio.Future[Any]] = []
         holding = False
         try:
             while True:
                 woken = log.signal.arm()  # before reading: see the module doc of _signal
-                batch = await _read(log, query, newest=False)
+                shared = await reads.read(key, read)
+                batch = shared.batch
                 remaining = deadline - loop.time()
                 if batch.records or query.since > batch.head or closing.is_set():
-                    return batch
+                    return shared
                 if remaining <= 0:
-                    return dataclasses.replace(batch, timed_out=True)
+                    return SharedBatch(dataclasses.replace(batch, timed_out=True))
                 if not holding:
                     if self._waiting >= self.max_waiters:
                         body = {

@@ -5,6 +5,7 @@ from __future__ import annotations
 import select
 import socket
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -49,10 +50,13 @@ def all_records(url: str) -> list[dict[str, Any]]:
 
 class StallingProxy:
     """A TCP proxy on 127.0.0.1 to ``port`` whose :meth:`stall` stops forwarding either way
-    without closing anything: a server that never answers (a hung host, a dead network path)."""
+    without closing anything: a server that never answers (a hung host, a dead network path).
+    While :attr:`delay_s` is set, what a client sends waits that long first: a server that
+    far away (every request's round trip takes it longer)."""
 
     def __init__(self, port: int) -> None:
         self.target = port
+        self.delay_s = 0.0
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.stalled = threading.Event()
@@ -84,15 +88,24 @@ class StallingProxy:
 
     def _pump(self, client: socket.socket, server: socket.socket) -> None:
         peer = {client: server, server: client}
+        # poll, not select: in a process with a thousand sockets (a benchmark's clients) the
+        # proxy's descriptors pass select's 1,024
+        poller = select.poll()
+        by_fd = {sock.fileno(): sock for sock in peer}
+        for fd in by_fd:
+            poller.register(fd, select.POLLIN)
         try:
             while not self.closed.is_set():
-                ready, _, _ = select.select([client, server], [], [], 0.05)
+                events = poller.poll(50)
                 if self.stalled.is_set():
                     continue
-                for sock in ready:
+                for fd, _ in events:
+                    sock = by_fd[fd]
                     data = sock.recv(65536)
                     if not data:
                         return
+                    if sock is client and self.delay_s:
+                        time.sleep(self.delay_s)
                     peer[sock].sendall(data)
         except OSError:
             return
