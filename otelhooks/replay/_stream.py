@@ -13,7 +13,7 @@ recordings is read first, as a second read, and the rest is given out as it is r
 
 A span read again (the same trace id and span id: an exporter that retried a batch after a
 timeout wrote it twice, or two recordings given both hold it) is given out once and counted in
-``duplicates``. Telling it holds nothing more than the ancestry already does: the context keeps
+``duplicates``; a span without a span id is always given out. Telling it holds nothing more than the ancestry already does: the context keeps
 one entry per span id for as long as the replay runs (a span's parent may come at any point of
 the recordings), and that entry says whether the span was given out (a flag on its node; a span
 that stands for its parent's node was given out when it was added). After a first read of the
@@ -72,7 +72,9 @@ class Spans:
         for path in self.recordings:
             for span in iter_spans(path, problems=self.problems):
                 key, new = context._add(span)
-                if not new:  # the same span again (module docstring): counted once
+                # the same span again (module docstring): counted once; spans without an id
+                # cannot be told apart, and none is taken for another's copy
+                if not new and key[1]:
                     self.duplicates += 1
                     continue
                 self.read += 1

@@ -102,3 +102,16 @@ def test_spans_read_again_after_the_ancestry_was_read_first_count_once(
     assert both.changes == alone.changes == {"deny": 6_001}
     assert both.spans == alone.spans == 6_001
     assert (alone.duplicates, both.duplicates) == (0, 6_000)
+
+
+def test_spans_without_ids_are_each_replayed(policy: Path, tmp_path: Path) -> None:
+    # Nothing tells two spans without a span id apart (a hand-made or converted recording):
+    # neither is taken for the other's copy.
+    spans = json.loads(_orphan_line(0, 3))
+    for span in spans["resourceSpans"][0]["scopeSpans"][0]["spans"]:
+        del span["spanId"]
+    recording = tmp_path / "no-ids.jsonl"
+    recording.write_text(json.dumps(spans) + "\n")
+    report = replay([recording], [policy])
+    assert report.changes == {"deny": 3}
+    assert (report.spans, report.duplicates) == (3, 0)
