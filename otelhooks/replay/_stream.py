@@ -13,12 +13,13 @@ recordings is read first, as a second read, and the rest is given out as it is r
 
 A span read again (the same trace id and span id: an exporter that retried a batch after a
 timeout wrote it twice, or two recordings given both hold it) is given out once and counted in
-``duplicates``; a span without a span id is always given out. Telling it holds nothing more than the ancestry already does: the context keeps
-one entry per span id for as long as the replay runs (a span's parent may come at any point of
-the recordings), and that entry says whether the span was given out (a flag on its node; a span
-that stands for its parent's node was given out when it was added). After a first read of the
-ancestry (past :data:`HELD_BACK`), each span read there has a node of its own, which costs that
-mode a node per span that had none.
+``duplicates``; a span without a span id is always given out. Telling it holds nothing more
+than the ancestry already does: the context keeps one entry per span id for as long as the
+replay runs (a span's parent may come at any point of the recordings), and that entry says
+whether the span was given out (a flag on its node; a span that stands for its parent's node
+was given out when it was added). After a first read of the ancestry (past
+:data:`HELD_BACK`), each span read there has a node of its own, which costs that mode a node
+per span that had none.
 """
 
 from __future__ import annotations
