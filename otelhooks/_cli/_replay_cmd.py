@@ -68,6 +68,13 @@ def _report(args: argparse.Namespace) -> int:
     except BrokenPipeError:
         # The reader left (`| head`): the verdict below still decides the exit status.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if report.duplicates:
+        print(
+            f"otelhooks replay: {report.duplicates} duplicate span(s) skipped (the same trace id "
+            "and span id read again: a retried export, or recordings that overlap); each span "
+            "was replayed once",
+            file=sys.stderr,
+        )
     if args.otlp_out:
         print(f"annotated spans written as OTLP JSON lines to {args.otlp_out}", file=sys.stderr)
     if report.unreadable.total:

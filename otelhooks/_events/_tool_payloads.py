@@ -51,12 +51,17 @@ class _ToolContext(HookEvent):
 
     @model_validator(mode="after")
     def _mirror_kernel_names(self) -> _ToolContext:
+        # Filled in the model's ``__dict__``, where its fields' values are: a second name for a
+        # value it holds, not through the model's ``__setattr__`` (two of them on every tool
+        # payload built: benchmarks/README.md, "Replay, 2026-12-06"); the fields given are
+        # the fields set.
+        fields = self.__dict__
         if not self.toolName:
-            self.toolName = self.apiName
+            fields["toolName"] = self.apiName
         if self.toolInput is None:
-            self.toolInput = self.args
+            fields["toolInput"] = self.args
         if self.runId is None:
-            self.runId = self.operationId
+            fields["runId"] = self.operationId
         return self
 
     @property

@@ -82,7 +82,10 @@ def replay(
             live (see :func:`replay_events`); slower, for policies whose hooks may hang.
 
     Lines, frames and events that cannot be read are skipped and listed in the report's
-    :attr:`~ReplayReport.unreadable`; the report covers the rest.
+    :attr:`~ReplayReport.unreadable`; the report covers the rest. A span read again (the same
+    trace id and span id: a retried export wrote it twice, or two recordings hold it) is
+    replayed once and counted in the report's ``duplicates``; telling it keeps nothing beyond
+    the one entry per span id the ancestry keeps anyway.
 
     While it runs, the cyclic garbage collector (process-wide) is paused and run on the young
     generations once per 5,000 replayed events instead; it is given back as it was found.
@@ -126,6 +129,7 @@ def replay(
                     writer.add(outcome)
                 tick()
         report.spans = spans.read
+        report.duplicates = spans.duplicates
         report.unreadable.extend_from(unreplayable)
         if writer is not None:
             writer.write(recordings)

@@ -84,15 +84,17 @@ _DEEPEST = 10_000
 class _Node:
     """A span added, or named as a parent and not added yet (``known`` false). A span with no
     facts of its own whose parent was added or named first is not given a node: it inherits
-    exactly what its parent does, so its id stands for its parent's node."""
+    exactly what its parent does, so its id stands for its parent's node (and says it was
+    given out: see :meth:`SpanContext._add`)."""
 
-    __slots__ = ("complete", "inherited", "key", "known", "own", "parent")
+    __slots__ = ("complete", "given", "inherited", "key", "known", "own", "parent")
 
     def __init__(self, key: tuple[str, str]) -> None:
         self.key = key
         self.parent: _Node | None = None
         self.own = _NO_FACTS
         self.known = False
+        self.given = False  # the span was given out to be replayed (not only its ancestry read)
         self.complete = False  # it and every ancestor added
         self.inherited: dict[str, str] | None = None  # what of() answered
 
@@ -139,16 +141,29 @@ class SpanContext:
         """Remember ``span``'s parent and its own facts."""
         self._add(span)
 
-    def _add(self, span: Mapping[str, Any]) -> tuple[str, str]:
-        # add, returning the span's (trace id, span id): the stream keys its spans once
+    def _add(
+        self, span: Mapping[str, Any], ancestry_only: bool = False
+    ) -> tuple[tuple[str, str], bool]:
+        # Add, returning the span's (trace id, span id), which the stream keys its spans by,
+        # and whether it is new: not given out before (the same trace id and span id read
+        # again is the same span: a retried export wrote it twice, or two files hold it).
+        # ``ancestry_only``: added by a first pass that reads the ancestry, not given out
+        # (Spans past its bound); such a span gets a node of its own, which the stream then
+        # marks given, instead of standing for its parent's.
         trace, span_id = str(span.get("traceId", "")), str(span.get("spanId", ""))
         key = (trace, span_id)
         nodes = self._traces.get(trace)
         if nodes is None:
             nodes = self._traces[trace] = {}
         node = nodes.get(span_id)
-        if node is not None and (node.known or node.key[1] != span_id):
-            return key  # added before (with its own node, or standing for its parent's)
+        if node is not None:
+            if node.key[1] != span_id:
+                return key, False  # standing for its parent's node: added and given out before
+            if node.known:
+                if node.given or ancestry_only:
+                    return key, False
+                node.given = True  # its ancestry was read first: given out now, once
+                return key, True
         attrs = span.get("attributes") or _NO_FACTS
         # most spans (tool calls) carry none of the facts
         own = _NO_FACTS if self.wanted.isdisjoint(attrs) else self._own(span)
@@ -160,12 +175,13 @@ class SpanContext:
             if parent is None:
                 parent = nodes[parent_id] = _Node((trace, parent_id))
         if node is None:
-            if parent is not None and own is _NO_FACTS:
+            if parent is not None and own is _NO_FACTS and not ancestry_only:
                 nodes[span_id] = parent
-                return key
+                return key, True
             node = nodes[span_id] = _Node(key)
         node.parent, node.own, node.known = parent, own, True
-        return key
+        node.given = not ancestry_only
+        return key, True
 
     def complete(self, span: Mapping[str, Any]) -> bool:
         """Whether every ancestor of ``span`` has been added, up to one without a parent: what

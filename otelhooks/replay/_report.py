@@ -106,6 +106,9 @@ class ReplayReport:
     ) -> None:
         self.sources = sources or {}
         self.spans = 0
+        # Spans read again and skipped: the same trace id and span id as one replayed (a
+        # retried export, or recordings that overlap); each span is replayed once.
+        self.duplicates = 0
         self.events = 0
         self.by_event: Counter[str] = Counter()
         self.changes: Counter[str] = Counter()
@@ -231,6 +234,7 @@ class ReplayReport:
         yield {
             "type": "summary",
             "spans": self.spans,
+            "duplicate_spans": self.duplicates,
             "events": self.events,
             "by_event": dict(self.by_event),
             "changes": {kind: self.changes[kind] for kind in sorted(self.changes)},
@@ -317,6 +321,8 @@ class ReplayReport:
             head += f"; {self.content_missing} decided without recorded content"
         if self.unreadable.total:
             head += f"; {self.unreadable.total} could not be read"
+        if self.duplicates:
+            head += f"; {self.duplicates} duplicate spans skipped"
         return head
 
 

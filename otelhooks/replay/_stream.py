@@ -10,6 +10,16 @@ whole ancestry first would have given (a span id added twice keeps its first fac
 The spans held back are bounded: past :data:`HELD_BACK` (an agent run longer than that before
 its root span, or spans whose root was never recorded), the ancestry of every span of the
 recordings is read first, as a second read, and the rest is given out as it is read.
+
+A span read again (the same trace id and span id: an exporter that retried a batch after a
+timeout wrote it twice, or two recordings given both hold it) is given out once and counted in
+``duplicates``; a span without a span id is always given out. Telling it holds nothing more
+than the ancestry already does: the context keeps one entry per span id for as long as the
+replay runs (a span's parent may come at any point of the recordings), and that entry says
+whether the span was given out (a flag on its node; a span that stands for its parent's node
+was given out when it was added). After a first read of the ancestry (past
+:data:`HELD_BACK`), each span read there has a node of its own, which costs that mode a node
+per span that had none.
 """
 
 from __future__ import annotations
@@ -32,8 +42,9 @@ class Spans:
     """The spans of ``recordings`` for :func:`~otelhooks.replay.recorded_events` with
     ``context``: each given out once its ancestry is known (see the module docstring).
 
-    ``read`` counts the spans read; ``problems`` gets what could not be read, as
-    :func:`~otelhooks.replay.iter_spans` describes it.
+    ``read`` counts the spans given out; ``duplicates`` the spans read again and skipped (the
+    same trace id and span id as one given out before); ``problems`` gets what could not be
+    read, as :func:`~otelhooks.replay.iter_spans` describes it.
     """
 
     def __init__(
@@ -48,6 +59,7 @@ class Spans:
         self.problems = problems
         self.held_back = HELD_BACK if held_back is None else held_back
         self.read = 0
+        self.duplicates = 0
         # True once the ancestry of every span was read first (past ``held_back``).
         self.ancestry_read = False
 
@@ -60,8 +72,13 @@ class Spans:
         waiting: tuple[str, str] | None = None  # the ancestor the first span held waits for
         for path in self.recordings:
             for span in iter_spans(path, problems=self.problems):
+                key, new = context._add(span)
+                # the same span again (module docstring): counted once; spans without an id
+                # cannot be told apart, and none is taken for another's copy
+                if not new and key[1]:
+                    self.duplicates += 1
+                    continue
                 self.read += 1
-                key = context._add(span)
                 if self.ancestry_read:
                     yield span
                     continue
@@ -91,5 +108,5 @@ class Spans:
         for path in self.recordings:
             # Problems are reported by the spans' own read, when it gets there.
             for span in iter_ancestry(path, self.context.wanted, problems=[]):
-                self.context.add(span)
+                self.context._add(span, ancestry_only=True)
         self.ancestry_read = True

@@ -220,15 +220,23 @@ def test_several_policy_files_after_one_hooks_flag(
 
 
 def test_a_reader_that_stops_early_leaves_the_exit_status_to_fail_on(
-    captured_demo: Path, policy: Path
+    captured_demo: Path, policy: Path, tmp_path: Path
 ) -> None:
     import os
+    import re
     import subprocess
     import sys
 
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
-    # The same run 12 times over: a report larger than the pipe's buffer.
-    args = [*[str(captured_demo)] * 12, "--hooks", str(policy), "--fail-on", "deny"]
+    # The same run 12 times over, each copy its own traces (a span read twice is replayed
+    # once): a report larger than the pipe's buffer.
+    text = captured_demo.read_text()
+    copies = []
+    for n in range(12):
+        copy = tmp_path / f"run-{n}.jsonl"
+        copy.write_text(re.sub(r'("traceId":\s*")[0-9a-f]', rf"\g<1>{n:x}", text))
+        copies.append(str(copy))
+    args = [*copies, "--hooks", str(policy), "--fail-on", "deny"]
     proc = subprocess.Popen(
         [sys.executable, "-m", "otelhooks", "replay", *args],
         stdout=subprocess.PIPE,
