@@ -204,14 +204,11 @@ class InterceptChain:
         if handed is value:  # nested past the interpreter's recursion limit
             self.kept = _UNWATCHED
             return
-        # Put in the field's place in the payload's ``__dict__``, where the model keeps its
-        # fields' values: an equal value for the hooks, not a change, so not through the
-        # model's ``__setattr__`` (twice a tool call: half of what a one-hook chain paid for
-        # its copy, benchmarks/README.md), and its fields set are as they came.
-        fields = payload.__dict__
-        if isinstance(payload, ToolCallEvent) and fields.get("toolInput") is value:
-            fields["toolInput"] = handed
-        fields[field] = handed
+        # Through the model's own assignment, like any change to a payload: writing its
+        # ``__dict__`` would save two ``__setattr__`` calls and step past pydantic's rules.
+        if isinstance(payload, ToolCallEvent) and payload.toolInput is value:
+            payload.toolInput = handed
+        setattr(payload, field, handed)
 
     def skips(self, hook: HookFacts) -> bool:
         """Whether ``hook`` no longer runs: after an ask/defer block only commands do."""

@@ -51,17 +51,12 @@ class _ToolContext(HookEvent):
 
     @model_validator(mode="after")
     def _mirror_kernel_names(self) -> _ToolContext:
-        # Filled in the model's ``__dict__``, where its fields' values are: a second name for a
-        # value it holds, not through the model's ``__setattr__`` (two of them on every tool
-        # payload built: benchmarks/README.md, "Replay, 2026-12-06"); the fields given are
-        # the fields set.
-        fields = self.__dict__
         if not self.toolName:
-            fields["toolName"] = self.apiName
+            self.toolName = self.apiName
         if self.toolInput is None:
-            fields["toolInput"] = self.args
+            self.toolInput = self.args
         if self.runId is None:
-            fields["runId"] = self.operationId
+            self.runId = self.operationId
         return self
 
     @property
