@@ -22,17 +22,23 @@ from otelhooks._encoding import clean_text
 __all__ = ["encodable"]
 
 
-def _gather(attributes: Mapping[str, Any] | None, texts: list[str]) -> None:
-    """Append each key and each text value of ``attributes`` (a sequence's too) to ``texts``."""
-    if attributes is None:
-        return
-    # Each value is read once: the SDK's attribute mapping answers every read with a Python call.
+def _ok(text: str) -> bool:
+    # isascii() is a flag read: the usual all-ASCII text costs no scan.
+    return text.isascii() or clean_text(text) is text
+
+
+def _attributes_ok(attributes: Mapping[str, Any] | None) -> bool:
+    if not attributes:
+        return True
     for key, value in attributes.items():
-        texts.append(key)
+        if not key.isascii() and not _ok(key):
+            return False
         if type(value) is str:
-            texts.append(value)
-        elif type(value) is tuple:
-            texts.extend(v for v in value if type(v) is str)
+            if not value.isascii() and not _ok(value):
+                return False
+        elif type(value) is tuple and not all(_ok(v) for v in value if type(v) is str):
+            return False
+    return True
 
 
 def _clean(value: Any) -> Any:
@@ -53,16 +59,13 @@ def encodable(span: ReadableSpan) -> ReadableSpan:
     """``span`` itself when all its text encodes as UTF-8, else a copy whose text does."""
     description = span.status.description
     events, links = span.events, span.links
-    texts = [span.name] if description is None else [span.name, description]
-    _gather(span.attributes, texts)
-    for event in events:
-        texts.append(event.name)
-        _gather(event.attributes, texts)
-    for link in links:
-        _gather(link.attributes, texts)
-    # All-ASCII text, the usual case, is known from a flag of each string, checked in one C
-    # loop; only non-ASCII text can hold a lone surrogate, and only it is scanned.
-    if all(map(str.isascii, texts)) or all(clean_text(text) is text for text in texts):
+    if (
+        _ok(span.name)
+        and (description is None or _ok(description))
+        and _attributes_ok(span.attributes)
+        and (not events or all(_ok(e.name) and _attributes_ok(e.attributes) for e in events))
+        and (not links or all(_attributes_ok(link.attributes) for link in links))
+    ):
         return span
     return ReadableSpan(
         name=clean_text(span.name),
