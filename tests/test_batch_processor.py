@@ -369,7 +369,7 @@ def test_text_utf8_cannot_hold_is_replaced_wherever_a_span_holds_it(
     provider: TracerProvider,
 ) -> None:
     # A lone surrogate in an event's name or attribute, a link's attribute key or a sequence
-    # attribute's item becomes U+FFFD; text UTF-8 can hold (accented, a valid pair) is kept.
+    # attribute's item becomes U+FFFD; text UTF-8 can hold (accented, an emoji) is kept.
     exporter = InMemorySpanExporter()
     processor = CountingBatchSpanProcessor(exporter, schedule_delay_s=0.0)
     provider.add_span_processor(processor)
