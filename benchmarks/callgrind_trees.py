@@ -31,6 +31,8 @@ def run(tree, key, n):
                 "valgrind",
                 "--tool=callgrind",
                 "--separate-threads=yes",
+                # As run.py: valgrind's default scheduling can starve the observer worker.
+                "--fair-sched=yes",
                 f"--callgrind-out-file={out}",
                 PY,
                 f"{root}/benchmarks/_callgrind.py",
@@ -44,7 +46,7 @@ def run(tree, key, n):
             timeout=1800,
         )
         total = [int(x.rsplit(":", 1)[1]) for x in p.stderr.splitlines() if "Collected :" in x]
-        if not total:
+        if not total or p.returncode:  # _callgrind.py refuses a run whose queue dropped events
             raise RuntimeError(p.stderr[-3000:])
         main = 0
         for f in Path(d).glob("cg.out*-01"):

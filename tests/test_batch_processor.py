@@ -363,3 +363,31 @@ def test_the_delivery_report_counts_every_span_offered_kept_or_dropped(
     assert (report.sent, report.delivered, report.dropped) == (5, 3, 2)
     assert report.line() == "3 of 5 spans exported to memory: queue full"
     processor.shutdown()
+
+
+def test_text_utf8_cannot_hold_is_replaced_wherever_a_span_holds_it(
+    provider: TracerProvider,
+) -> None:
+    # A lone surrogate in an event's name or attribute, a link's attribute key or a sequence
+    # attribute's item becomes U+FFFD; text UTF-8 can hold (accented, an emoji) is kept.
+    exporter = InMemorySpanExporter()
+    processor = CountingBatchSpanProcessor(exporter, schedule_delay_s=0.0)
+    provider.add_span_processor(processor)
+    tracer = provider.get_tracer("test")
+    linked = tracer.start_span("linked")
+    linked.end()
+    with tracer.start_as_current_span(
+        "caf\u00e9 \U0001f600",
+        attributes={"names": ("ok", "b\udce9"), "kept": "\u00e9"},
+        links=[Link(linked.get_span_context(), {"k\ud800": 1})],
+    ) as span:
+        span.add_event("e\ud800", {"path": "caf\udce9"})
+    assert processor.force_flush(5_000)
+    (exported,) = [s for s in exporter.get_finished_spans() if s.name != "linked"]
+    assert exported.name == "caf\u00e9 \U0001f600"
+    assert dict(exported.attributes or {}) == {"names": ("ok", "b\ufffd"), "kept": "\u00e9"}
+    assert [dict(link.attributes or {}) for link in exported.links] == [{"k\ufffd": 1}]
+    assert [(e.name, dict(e.attributes or {})) for e in exported.events] == [
+        ("e\ufffd", {"path": "caf\ufffd"})
+    ]
+    processor.shutdown()
