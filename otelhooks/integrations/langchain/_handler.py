@@ -42,9 +42,10 @@ from langchain_core.outputs import ChatGeneration, LLMResult
 
 from otelhooks._encoding import dumps
 from otelhooks._errors import RunBlockedError
-from otelhooks._instrument import AgentTracer, LlmCall, Operation, Step, ToolCall
+from otelhooks._instrument import AgentTracer, LlmCall, Operation, Step
 from otelhooks.integrations._scopes import DetachedScope
 from otelhooks.integrations.langchain._resume import PausedCalls
+from otelhooks.integrations.langchain._tool_run import ToolRun
 
 __all__ = [
     "HOOKED_METADATA_KEY",
@@ -79,29 +80,6 @@ _REWRITE_REFUSED = (
 )
 
 _log = structlog.get_logger("otelhooks")
-
-
-@dataclass
-class ToolRun:
-    """One tool run the handler opened: its span scope and whether a wrapper enforces hooks.
-
-    Attributes:
-        scope: the ``execute_tool`` scope.
-        hooked: the tool is an otelhooks wrapper (it obeys denials and mocks).
-        tool_call_id: the model's tool call id, when the tool was called with one.
-        result_set: the wrapper already recorded the result.
-        args: the arguments the call started with (before any hook rewrote them).
-    """
-
-    scope: DetachedScope[ToolCall]
-    hooked: bool
-    tool_call_id: str | None
-    result_set: bool = False
-    args: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def call(self) -> ToolCall:
-        return self.scope.scope
 
 
 @dataclass

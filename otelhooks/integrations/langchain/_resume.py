@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 if TYPE_CHECKING:
-    from otelhooks.integrations.langchain._handler import ToolRun
+    from otelhooks.integrations.langchain._tool_run import ToolRun
 
 __all__ = ["RESUMED_CHANGED", "PausedCalls"]
 

@@ -1,0 +1,36 @@
+"""``ToolRun``: what the LangChain handler keeps of one tool run it opened. A record of its own,
+read by the handler, by the tool wrappers and by the resume check after LangGraph's
+``interrupt()``, none of which the others need to import."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from otelhooks._instrument import ToolCall
+from otelhooks.integrations._scopes import DetachedScope
+
+__all__ = ["ToolRun"]
+
+
+@dataclass
+class ToolRun:
+    """One tool run the handler opened: its span scope and whether a wrapper enforces hooks.
+
+    Attributes:
+        scope: the ``execute_tool`` scope.
+        hooked: the tool is an otelhooks wrapper (it obeys denials and mocks).
+        tool_call_id: the model's tool call id, when the tool was called with one.
+        result_set: the wrapper already recorded the result.
+        args: the arguments the call started with (before any hook rewrote them).
+    """
+
+    scope: DetachedScope[ToolCall]
+    hooked: bool
+    tool_call_id: str | None
+    result_set: bool = False
+    args: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def call(self) -> ToolCall:
+        return self.scope.scope
