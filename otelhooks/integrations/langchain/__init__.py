@@ -24,7 +24,7 @@ Example: a guard denies a LangGraph tool call, and the tool never runs:
     >>> oh.shutdown().ok
     True
 
-See :mod:`otelhooks.integrations.langchain._handler` for the mapping.
+The mapping of callbacks to spans and events: docs/adapters.md, "LangChain / LangGraph".
 """
 
 try:

@@ -18,7 +18,7 @@ Example: a ``before_agent_start`` guard stops a run before the model is called:
     >>> oh.shutdown().ok
     True
 
-See :mod:`otelhooks.integrations.openai_agents._runner` for the mapping.
+The mapping of the SDK's lifecycle to spans and events: docs/adapters.md, "OpenAI Agents SDK".
 """
 
 try:
