@@ -234,6 +234,8 @@ EVENT_APPROVE: Final = "otelhooks.approve"
 EVENT_REJECT: Final = "otelhooks.reject"
 EVENT_TOOL_RESULT_PERSIST: Final = "otelhooks.tool_result_persist"
 EVENT_TOOL_GUARDRAIL: Final = "otelhooks.tool_guardrail"
+# a call an agent framework holds for a person's approval, or that the person rejected
+EVENT_TOOL_APPROVAL: Final = "otelhooks.tool_approval"
 EVENT_PREFIX: Final = "otelhooks."
 CLAUDE_CODE_EVENT_PREFIX: Final = "claude_code."
 

@@ -222,3 +222,12 @@ def test_an_mcp_call_a_person_rejected_is_told_as_a_deny_of_its_server(
         for e in recorder.of("on_tool_call_denied")
     ]
     assert told == [("notes", "write_note", "m1", {"text": "x"}, "needs_approval")]
+    # the pause and the rejection are on the steps, under the server's matcher value
+    held = [
+        (e.attributes or {}).get("otelhooks.approval.decision")
+        for s in pipe.spans()
+        for e in s.events
+        if e.name == "otelhooks.tool_approval"
+        and (e.attributes or {}).get("otelhooks.tool.matcher_value") == "notes/write_note"
+    ]
+    assert sorted(held) == ["deny", "pending"]

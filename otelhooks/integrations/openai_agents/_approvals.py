@@ -1,7 +1,10 @@
-"""The calls of a resumed run a person rejected (``RunState.reject``): the SDK answers the model
-with its rejection message and never calls the tool's invoker, where otelhooks' hooks run, so
-nothing else records them. :class:`~otelhooks.integrations.openai_agents.HookedRunner` tells
-``on_tool_call_denied`` observers of each, decided by ``needs_approval``."""
+"""The calls of a run that a person is asked about (``needs_approval``): those a run pauses for
+(``result.interruptions``) and those of a resumed run a person rejected (``RunState.reject``).
+The SDK answers a rejected call itself and never calls the tool's invoker, where otelhooks'
+hooks run, so nothing else records them.
+:class:`~otelhooks.integrations.openai_agents.HookedRunner` tells ``on_tool_call_denied``
+observers of each (decided by ``needs_approval``) and writes an ``otelhooks.tool_approval``
+event on the step, as it writes one on the step that paused for each call it waits for."""
 
 from __future__ import annotations
 
@@ -12,9 +15,10 @@ from typing import Any
 from agents import RunContextWrapper, ToolApprovalItem
 from agents.tool import ToolOriginType
 
+from otelhooks import _semconv as sc
 from otelhooks.integrations.openai_agents._guard import parse_args
 
-__all__ = ["Rejected", "rejected"]
+__all__ = ["Decisions", "Rejected", "pending_event", "rejected", "rejected_event"]
 
 DEFAULT_REASON = "a person rejected the call (needs_approval)"
 
@@ -31,6 +35,13 @@ class Rejected:
     reason: str
 
 
+def _identifier(item: ToolApprovalItem) -> str:
+    origin = item.tool_origin
+    server = origin.mcp_server_name if origin is not None else None
+    mcp = origin is not None and origin.type is ToolOriginType.MCP and server
+    return server if mcp and server else item.agent.name
+
+
 def rejected(asked: list[ToolApprovalItem], context: RunContextWrapper[Any]) -> Iterator[Rejected]:
     """The calls of ``asked`` (the run state's interruptions, read before the run) that
     ``context`` (the resumed run's) says were rejected."""
@@ -42,14 +53,53 @@ def rejected(asked: list[ToolApprovalItem], context: RunContextWrapper[Any]) -> 
         if context.is_tool_approved(name, call_id) is not False:
             continue
         message = context.get_rejection_message(name, call_id, tool_namespace=namespace)
-        origin = item.tool_origin
-        server = origin.mcp_server_name if origin is not None else None
-        mcp = origin is not None and origin.type is ToolOriginType.MCP and server
         raw = item.arguments
         yield Rejected(
             tool=name,
             call_id=call_id,
             args=parse_args(raw) if isinstance(raw, str) else {},
-            identifier=server if mcp and server else item.agent.name,
+            identifier=_identifier(item),
             reason=message or DEFAULT_REASON,
         )
+
+
+def pending_event(item: ToolApprovalItem) -> dict[str, Any]:
+    """The attributes of the ``otelhooks.tool_approval`` event of a call the run paused for."""
+    name = item.tool_name or item.name or ""
+    return {
+        sc.GEN_AI_TOOL_NAME: name,
+        sc.GEN_AI_TOOL_CALL_ID: item.call_id or "",
+        sc.TOOL_MATCHER_VALUE: f"{_identifier(item)}/{name}",
+        sc.APPROVAL_DECISION: "pending",
+    }
+
+
+def rejected_event(call: Rejected) -> dict[str, Any]:
+    """The attributes of the ``otelhooks.tool_approval`` event of a call a person rejected."""
+    return {
+        sc.GEN_AI_TOOL_NAME: call.tool,
+        sc.GEN_AI_TOOL_CALL_ID: call.call_id,
+        sc.TOOL_MATCHER_VALUE: f"{call.identifier}/{call.tool}",
+        sc.APPROVAL_DECISION: "deny",
+        sc.APPROVAL_REASON: call.reason,
+    }
+
+
+class Decisions:
+    """The calls a resumed run's state asked a person about, until the run's own context (the
+    first the SDK hands a callback, else the one it returns or raises with) says which were
+    rejected: read once, so each rejection is told once."""
+
+    def __init__(self, asked: list[ToolApprovalItem]) -> None:
+        self.asked = asked
+        self.context: RunContextWrapper[Any] | None = None
+
+    def take(self, context: RunContextWrapper[Any] | None) -> list[Rejected]:
+        """The rejected calls, the first time a context is known (``context``, else the last
+        one seen); then none."""
+        if context is not None:
+            self.context = context
+        if not self.asked or self.context is None:
+            return []
+        asked, self.asked = self.asked, []
+        return list(rejected(asked, self.context))

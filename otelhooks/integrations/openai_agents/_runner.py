@@ -27,9 +27,13 @@ tool input guardrail ``reject_content``  an ``on_tool_call_denied`` event (decid
                                        ``guardrail:{name}``), a span event
                                        ``otelhooks.tool_guardrail``
 ``MaxTurnsExceeded``                   complete reason ``max_steps`` (the exception propagates)
-a run paused for approvals             complete reason ``interrupted`` (``result.interruptions``)
+a run paused for approvals             complete reason ``interrupted`` (``result.interruptions``),
+                                       a span event ``otelhooks.tool_approval`` (``pending``) on
+                                       the step that asked, one per call
 a call a person rejected               an ``on_tool_call_denied`` event (decided by
-(``RunState.reject``)                  ``needs_approval``) once the resumed run returns
+(``RunState.reject``)                  ``needs_approval``) and ``otelhooks.tool_approval``
+                                       (``deny``) on the resumed run's first step, as the SDK
+                                       applies it (its first callback), else as the run ends
 =====================================  ==========================================================
 """
 
@@ -45,6 +49,7 @@ from typing import Any
 import structlog
 from agents import (
     Agent,
+    AgentsException,
     InputGuardrailTripwireTriggered,
     ItemHelpers,
     MaxTurnsExceeded,
@@ -53,13 +58,12 @@ from agents import (
     RunHooks,
     Runner,
     RunState,
-    Tool,
     ToolErrorFormatterArgs,
 )
 from agents.items import ModelResponse, TResponseInputItem
 from agents.models.interface import Model
 from agents.result import RunResult
-from agents.run_context import AgentHookContext, RunContextWrapper
+from agents.run_context import RunContextWrapper
 from agents.tracing import get_current_span
 from opentelemetry import trace
 
@@ -71,7 +75,11 @@ from otelhooks._fingerprint import canonical_json
 from otelhooks._instrument import AgentCall, AgentTracer, LlmCall, Operation, Step, ToolCall
 from otelhooks._live import LiveEvent
 from otelhooks.integrations._scopes import DetachedScope
-from otelhooks.integrations.openai_agents._approvals import rejected
+from otelhooks.integrations.openai_agents._approvals import (
+    Decisions,
+    pending_event,
+    rejected_event,
+)
 from otelhooks.integrations.openai_agents._guard import (
     CURRENT_RUN,
     RAISED,
@@ -79,6 +87,7 @@ from otelhooks.integrations.openai_agents._guard import (
     RewriteRefusedError,
     tool_raised,
 )
+from otelhooks.integrations.openai_agents._run_hooks import RunHooksFeed, recording
 from otelhooks.integrations.openai_agents._tools import hook_agent, warn_unhooked_state
 
 __all__ = ["PROVIDER", "AgentRun", "HookedRunner", "RunBlockedError"]
@@ -162,9 +171,12 @@ class _Frame:
 class AgentRun:
     """The otelhooks side of one ``Runner.run``: the frames and the tool entry point."""
 
-    def __init__(self, tracer: AgentTracer, root: Operation, agent: str) -> None:
+    def __init__(
+        self, tracer: AgentTracer, root: Operation, agent: str, asked: Decisions | None = None
+    ) -> None:
         self.tracer = tracer
         self.frames = [_Frame(root, agent)]
+        self.decisions = asked if asked is not None else Decisions([])
 
     @property
     def frame(self) -> _Frame:
@@ -215,6 +227,27 @@ class AgentRun:
                 frame.op_scope.exit(exc)
             if frame.call is not None:
                 frame.call.exit(exc)
+
+    # -- approvals ------------------------------------------------------------------------------
+
+    def settle(self, context: RunContextWrapper[Any] | None) -> None:
+        """Record the calls of the resumed state a person rejected, once the run's ``context``
+        is known: the SDK answered them before any callback of the run (with the model's next
+        input), and the run may yet raise."""
+        calls = self.decisions.take(context)
+        if not calls:
+            return
+        step = self.frame.open_step()
+        for call in calls:
+            step.span.add_event(sc.EVENT_TOOL_APPROVAL, rejected_event(call))
+            reason, ident = call.reason, call.identifier
+            self.denied(call.tool, call.call_id, call.args, "needs_approval", reason, ident)
+
+    def paused(self, items: list[Any]) -> None:
+        """The run paused for a person's approval of ``items``: each on the step that asked."""
+        step = self.frame.open_step()
+        for item in items:
+            step.span.add_event(sc.EVENT_TOOL_APPROVAL, pending_event(item))
 
     # -- tools ----------------------------------------------------------------------------------
 
@@ -358,70 +391,6 @@ class AgentRun:
         )
 
 
-class _RunHooks(RunHooks[Any]):
-    """The SDK's run hooks, feeding :class:`AgentRun` (and then the caller's own hooks)."""
-
-    def __init__(self, run: AgentRun, inner: RunHooks[Any] | None) -> None:
-        self.run = run
-        self.inner = inner
-
-    def _guard(self, what: str, fn: Any, *args: Any) -> None:
-        try:
-            fn(*args)
-        except Exception:  # a telemetry problem must not fail the agent run
-            _log.exception("openai-agents adapter failed", callback=what)
-
-    async def on_llm_start(
-        self,
-        context: RunContextWrapper[Any],
-        agent: Agent[Any],
-        system_prompt: str | None,
-        input_items: list[TResponseInputItem],
-    ) -> None:
-        self._guard("on_llm_start", self.run.llm_start, agent, system_prompt, input_items)
-        if self.inner is not None:
-            await self.inner.on_llm_start(context, agent, system_prompt, input_items)
-
-    async def on_llm_end(
-        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
-    ) -> None:
-        self._guard("on_llm_end", self.run.llm_end, response)
-        if self.inner is not None:
-            await self.inner.on_llm_end(context, agent, response)
-
-    async def on_handoff(
-        self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
-    ) -> None:
-        try:
-            await self.run.handoff(to_agent)
-        except Exception:
-            _log.exception("openai-agents adapter failed", callback="on_handoff")
-        if self.inner is not None:
-            await self.inner.on_handoff(context, from_agent, to_agent)
-
-    async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
-        if self.inner is not None:
-            await self.inner.on_agent_start(context, agent)
-
-    async def on_agent_end(
-        self, context: AgentHookContext[Any], agent: Agent[Any], output: Any
-    ) -> None:
-        if self.inner is not None:
-            await self.inner.on_agent_end(context, agent, output)
-
-    async def on_tool_start(
-        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
-    ) -> None:
-        if self.inner is not None:
-            await self.inner.on_tool_start(context, agent, tool)
-
-    async def on_tool_end(
-        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object
-    ) -> None:
-        if self.inner is not None:
-            await self.inner.on_tool_end(context, agent, tool, result)
-
-
 class HookedRunner:
     """Runs OpenAI Agents SDK agents as otelhooks operations.
 
@@ -507,28 +476,19 @@ class HookedRunner:
         hooks: RunHooks[Any] | None,
         options: dict[str, Any],
     ) -> tuple[RunResult | None, MaxTurnsExceeded | None]:
-        run = AgentRun(self.tracer, op, op.agent)
+        asked = Decisions(input.get_interruptions() if isinstance(input, RunState) else [])
+        run = AgentRun(self.tracer, op, op.agent, asked)
         token = CURRENT_RUN.set(run)
         error: BaseException | None = None
+        context: RunContextWrapper[Any] | None = None
         try:
             prompt = op.input if isinstance(input, str) else input
             options = {**options, "run_config": _watching_errors(options.get("run_config"))}
-            asked = input.get_interruptions() if isinstance(input, RunState) else []
-            result = await Runner.run(agent, prompt, hooks=_RunHooks(run, hooks), **options)
-            try:
-                for call in rejected(asked, result.context_wrapper):
-                    run.denied(
-                        call.tool,
-                        call.call_id,
-                        call.args,
-                        "needs_approval",
-                        call.reason,
-                        call.identifier,
-                    )
-            except Exception:  # a telemetry problem must not fail the agent run
-                _log.exception("openai-agents adapter failed", callback="rejected approvals")
+            result = await Runner.run(agent, prompt, hooks=RunHooksFeed(run, hooks), **options)
+            context = result.context_wrapper
             if result.interruptions:  # paused for a person's approval, as LangGraph's interrupt
                 op.complete("interrupted")
+                recording("paused approvals", run.paused, result.interruptions)
             return result, None
         except MaxTurnsExceeded as exc:
             error = exc
@@ -542,6 +502,17 @@ class HookedRunner:
             error = exc
             raise
         finally:
+            if error is not None and isinstance(error, AgentsException) and error.run_data:
+                context = error.run_data.context_wrapper
+            # at the latest as the run ends, whether it returned or raised
+            recording("rejected approvals", run.settle, context)
+            if asked.asked:
+                # raised before any callback, with no context to read the decisions from
+                _log.error(
+                    "openai-agents adapter could not tell which calls a person rejected: the "
+                    "resumed run failed before the SDK handed otelhooks its context",
+                    calls=[item.call_id for item in asked.asked],
+                )
             CURRENT_RUN.reset(token)
             run.close(error)
 

@@ -1,0 +1,103 @@
+"""The SDK's run hooks of a :class:`~otelhooks.integrations.openai_agents.HookedRunner` run:
+each callback feeds the otelhooks side of the run (``AgentRun``), then the caller's own hooks.
+A telemetry problem is logged, never raised into the agent run."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import structlog
+from agents import Agent, RunHooks, Tool
+from agents.items import ModelResponse, TResponseInputItem
+from agents.run_context import AgentHookContext, RunContextWrapper
+
+if TYPE_CHECKING:
+    from otelhooks.integrations.openai_agents._runner import AgentRun
+
+__all__ = ["RunHooksFeed", "recording"]
+
+_log = structlog.get_logger("otelhooks")
+
+
+def recording(what: str, fn: Callable[..., None], *args: Any) -> None:
+    """Call ``fn(*args)``, logging (never raising) what it raises: ``what`` names it."""
+    try:
+        fn(*args)
+    except Exception:  # a telemetry problem must not fail the agent run
+        _log.exception("openai-agents adapter failed", callback=what)
+
+
+class RunHooksFeed(RunHooks[Any]):
+    """The SDK's run hooks, feeding :class:`AgentRun` (and then the caller's own hooks)."""
+
+    def __init__(self, run: AgentRun, inner: RunHooks[Any] | None) -> None:
+        self.run = run
+        self.inner = inner
+
+    def _guard(self, what: str, fn: Any, *args: Any) -> None:
+        try:
+            fn(*args)
+        except Exception:  # a telemetry problem must not fail the agent run
+            _log.exception("openai-agents adapter failed", callback=what)
+
+    def _settle(self, what: str, context: RunContextWrapper[Any]) -> None:
+        # the first callback of a resumed run comes after the SDK answered its rejected calls
+        self._guard(what, self.run.settle, context)
+
+    async def on_llm_start(
+        self,
+        context: RunContextWrapper[Any],
+        agent: Agent[Any],
+        system_prompt: str | None,
+        input_items: list[TResponseInputItem],
+    ) -> None:
+        self._settle("on_llm_start", context)
+        self._guard("on_llm_start", self.run.llm_start, agent, system_prompt, input_items)
+        if self.inner is not None:
+            await self.inner.on_llm_start(context, agent, system_prompt, input_items)
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        self._settle("on_llm_end", context)
+        self._guard("on_llm_end", self.run.llm_end, response)
+        if self.inner is not None:
+            await self.inner.on_llm_end(context, agent, response)
+
+    async def on_handoff(
+        self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
+    ) -> None:
+        self._settle("on_handoff", context)
+        try:
+            await self.run.handoff(to_agent)
+        except Exception:
+            _log.exception("openai-agents adapter failed", callback="on_handoff")
+        if self.inner is not None:
+            await self.inner.on_handoff(context, from_agent, to_agent)
+
+    async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
+        self._settle("on_agent_start", context)
+        if self.inner is not None:
+            await self.inner.on_agent_start(context, agent)
+
+    async def on_agent_end(
+        self, context: AgentHookContext[Any], agent: Agent[Any], output: Any
+    ) -> None:
+        self._settle("on_agent_end", context)
+        if self.inner is not None:
+            await self.inner.on_agent_end(context, agent, output)
+
+    async def on_tool_start(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
+    ) -> None:
+        self._settle("on_tool_start", context)
+        if self.inner is not None:
+            await self.inner.on_tool_start(context, agent, tool)
+
+    async def on_tool_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object
+    ) -> None:
+        self._settle("on_tool_end", context)
+        if self.inner is not None:
+            await self.inner.on_tool_end(context, agent, tool, result)
