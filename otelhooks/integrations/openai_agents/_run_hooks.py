@@ -5,17 +5,14 @@ A telemetry problem is logged, never raised into the agent run."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import structlog
 from agents import Agent, RunHooks, Tool
 from agents.items import ModelResponse, TResponseInputItem
 from agents.run_context import AgentHookContext, RunContextWrapper
 
-if TYPE_CHECKING:
-    from otelhooks.integrations.openai_agents._runner import AgentRun
-
-__all__ = ["RunHooksFeed", "recording"]
+__all__ = ["RunFeed", "RunHooksFeed", "recording"]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -28,10 +25,22 @@ def recording(what: str, fn: Callable[..., None], *args: Any) -> None:
         _log.exception("openai-agents adapter failed", callback=what)
 
 
-class RunHooksFeed(RunHooks[Any]):
-    """The SDK's run hooks, feeding :class:`AgentRun` (and then the caller's own hooks)."""
+class RunFeed(Protocol):
+    """What the run hooks feed: the otelhooks side of one run (``AgentRun``)."""
 
-    def __init__(self, run: AgentRun, inner: RunHooks[Any] | None) -> None:
+    def settle(self, context: RunContextWrapper[Any] | None) -> None: ...
+
+    def llm_start(self, agent: Agent[Any], system_prompt: str | None, items: list[Any]) -> None: ...
+
+    def llm_end(self, response: ModelResponse) -> None: ...
+
+    async def handoff(self, to_agent: Agent[Any]) -> None: ...
+
+
+class RunHooksFeed(RunHooks[Any]):
+    """The SDK's run hooks, feeding a :class:`RunFeed` (and then the caller's own hooks)."""
+
+    def __init__(self, run: RunFeed, inner: RunHooks[Any] | None) -> None:
         self.run = run
         self.inner = inner
 
