@@ -19,6 +19,11 @@ or environment, another otelhooks installed (this file replaced), or another wor
 gives a new daemon (the socket name is a digest of them): a daemon runs command hooks in its
 own folder, which is the CLI's, as the one-process bridge does.
 
+Before anything else it reads the ``OTELHOOKS_*`` settings of the export file
+(``otelhooks.env`` beside the hooks file) into its environment, a variable it has winning:
+Gemini CLI removes variables from a hook's environment (an approval's serve URL and token), and
+the daemon and the one-process bridge it starts inherit them from it.
+
 An answer may take minutes (an ``approval:`` hook waits for a person), so the client waits for
 it without an end of its own, but never for a daemon that no longer answers: after each second
 without the answer it asks the daemon ``GET /alive`` on a second connection, which the daemon's
