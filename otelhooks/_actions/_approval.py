@@ -75,12 +75,18 @@ from otelhooks._loopback import trust_env_for
 
 __all__ = [
     "APPROVALS_URL_ENV",
+    "UNSERVED_BLOCKS",
     "ApprovalAction",
     "ApprovalConfig",
     "longest_approval_of",
 ]
 
 APPROVALS_URL_ENV = "OTELHOOKS_APPROVALS_URL"
+# Set in a CLI's hook process (the bridge, one process or its daemon), whose inbox nobody ever
+# lists: an approval without a serve to ask is a failure to ask, blocked at once, not a wait for
+# its default. Gemini CLI removes OTELHOOKS_APPROVALS_URL from hooks' environment under its
+# redaction; a `default: allow` then let the call run after the timeout, nobody ever asked.
+UNSERVED_BLOCKS = threading.Event()
 _log = structlog.get_logger("otelhooks")
 _POLL_S = 25.0  # one long-poll; shorter than proxies' idle timeouts
 # serve holds at most 256 long-polls, and anything holding the ingest token can take them all:
@@ -208,6 +214,14 @@ class ApprovalAction:
 
     def _local(self, payload: HookEvent) -> Approval:
         inbox = self._inbox or process_inbox()
+        if not inbox.served and UNSERVED_BLOCKS.is_set():
+            raise HookError(
+                "cannot ask a person: no serve to ask (set the hook's approval.url, or "
+                f"{APPROVALS_URL_ENV} in otelhooks.env beside the hooks file: a CLI may remove "
+                "variables from a hook's environment) and this hook process lists no approvals",
+                hook_id=self.hook_id,
+                event=payload.event,
+            )
         if not inbox.served:
             # nobody can answer: the call waits its whole timeout for the default
             _log.warning(
@@ -262,6 +276,14 @@ class ApprovalAction:
         names = [self.config.token_env] if self.config.token_env else []
         names += ["OTELHOOKS_INGEST_TOKEN", "OTELHOOKS_ADMIN_TOKEN"]
         token = next((os.environ[n] for n in names if os.environ.get(n)), "")
+        if not token:
+            # Gemini CLI removes such names from a hook's environment: the bare header was
+            # refused with "Illegal header value", which named neither the token nor the cause
+            raise ValueError(
+                f"no token for serve: none of {', '.join(names)} is set in this process's "
+                "environment (Gemini CLI removes variables named *TOKEN* from hooks' "
+                "environment: put the token in otelhooks.env beside the hooks file)"
+            )
         return {"authorization": f"Bearer {token}"}
 
     def _fail(self, payload: HookEvent, problem: str) -> HookError:

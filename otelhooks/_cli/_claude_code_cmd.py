@@ -27,9 +27,11 @@ def _claude_code(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    from otelhooks._actions._approval import UNSERVED_BLOCKS
     from otelhooks._cli._common import log_to_stderr
 
     log_to_stderr()
+    UNSERVED_BLOCKS.set()  # a hook process: nobody lists its approvals
     from otelhooks.integrations.claude_code import BridgeOptions
     from otelhooks.integrations.coding_agents._one_process import answer_process
     from otelhooks.integrations.coding_agents._run import answer_seconds

@@ -19,6 +19,11 @@ or environment, another otelhooks installed (this file replaced), or another wor
 gives a new daemon (the socket name is a digest of them): a daemon runs command hooks in its
 own folder, which is the CLI's, as the one-process bridge does.
 
+Before anything else it reads the ``OTELHOOKS_*`` settings of the export file
+(``otelhooks.env`` beside the hooks file) into its environment, a variable it has winning:
+Gemini CLI removes variables from a hook's environment (an approval's serve URL and token), and
+the daemon and the one-process bridge it starts inherit them from it.
+
 An answer may take minutes (an ``approval:`` hook waits for a person), so the client waits for
 it without an end of its own, but never for a daemon that no longer answers: after each second
 without the answer it asks the daemon ``GET /alive`` on a second connection, which the daemon's
@@ -102,6 +107,38 @@ def _dialect(argv: list[str]) -> str:
         if arg.startswith("--dialect="):
             return arg.partition("=")[2]
     return "claude-code"
+
+
+def _export_file_settings(argv: list[str]) -> dict[str, str]:
+    """The ``OTELHOOKS_*`` settings of the export files (``--export-env``, else
+    ``$OTELHOOKS_EXPORT_ENV``, else ``otelhooks.env`` beside each ``--hooks``), read as the
+    bridge reads them. Gemini CLI removes from a hook's environment every variable whose name
+    holds TOKEN, KEY, AUTH ... (and, under GitHub Actions, every variable but a few): an
+    approval's serve URL and token set there reach the hook only from this file."""
+    explicit = [a.partition("=")[2] for a in argv if a.startswith("--export-env=")]
+    explicit += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--export-env"]
+    if not explicit and os.environ.get("OTELHOOKS_EXPORT_ENV"):
+        explicit = [_resolve(os.environ["OTELHOOKS_EXPORT_ENV"])]
+    files = explicit or [
+        os.path.join(p if os.path.isdir(p) else os.path.dirname(p), "otelhooks.env")
+        for i, p in enumerate(argv[1:])
+        if argv[i] == "--hooks"
+    ]
+    settings: dict[str, str] = {}
+    for path in files:
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read(64 * 1024).decode("utf-8", "replace")
+        except OSError:
+            continue  # the bridge reports an explicit file it cannot read
+        for line in text.splitlines():
+            key, sep, value = line.strip().removeprefix("export ").partition("=")
+            key, value = key.strip(), value.strip()
+            if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+                value = value[1:-1]
+            if sep and key.startswith("OTELHOOKS_"):
+                settings.setdefault(key, value)
+    return settings
 
 
 def _resolve(path: str) -> str:
@@ -446,6 +483,9 @@ def main(argv: list[str] | None = None) -> int:
         # command hook starts in it, so every guard would fail and let the call through.
         os.chdir("/")
     args = _normalized(list(sys.argv[1:] if argv is None else argv))
+    # a variable the process has wins, as in the bridge; the daemon and the bridge inherit these
+    for key, value in _export_file_settings(args).items():
+        os.environ.setdefault(key, value)
     if sys.stdin.isatty():  # typed in a terminal, it would wait for an event nobody sends
         dialect = _dialect(args)
         cli = _CLIS.get(dialect, dialect)

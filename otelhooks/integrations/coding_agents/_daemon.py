@@ -423,8 +423,10 @@ def run_daemon(socket_path: str, options: BridgeOptions, *, idle_s: float | None
     """Serve ``socket_path`` until idle; returns 0 (also when another daemon already serves)."""
     import uvicorn
 
+    from otelhooks._actions._approval import UNSERVED_BLOCKS
     from otelhooks.integrations.claude_code.hook_client import IDLE_ENV
 
+    UNSERVED_BLOCKS.set()  # a hook process: nobody lists its approvals
     idle = env_seconds(os.environ, IDLE_ENV, DEFAULT_IDLE_S) if idle_s is None else idle_s
     answer_s = answer_seconds(os.environ)
     path = Path(socket_path)
