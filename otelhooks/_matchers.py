@@ -108,10 +108,32 @@ def tool_aliases(value: str) -> tuple[str, ...]:
     return ()
 
 
+# Codex CLI names an MCP tool after its server and tool with every character a Responses API
+# function name of its namespaces cannot hold made "_": its hooks see server ``my-files``'s
+# tool as ``mcp__my_files__delete_file``, which an exact guard on the configured name missed
+_CODEX_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_]")
+
+
+def _codex_named(name: str) -> str | None:
+    """The name Codex CLI gives the MCP tool ``name`` (``mcp__server__tool`` or
+    ``server/tool``), when it differs from ``mcp__server__tool``."""
+    parts = mcp_parts(name)
+    if parts is None:
+        server, sep, tool = name.partition("/")
+        parts = (server, tool) if sep and server and tool and "/" not in tool else None
+    if parts is None:
+        return None
+    codex = f"{MCP_PREFIX}{_CODEX_UNSAFE.sub('_', parts[0])}__{_CODEX_UNSAFE.sub('_', parts[1])}"
+    return codex if codex != f"{MCP_PREFIX}{parts[0]}__{parts[1]}" else None
+
+
 def _with_aliases(names: frozenset[str]) -> frozenset[str]:
     """Exact names and the ``server/tool`` or ``mcp__server__tool`` twin of each (not the bare
-    tool: ``mcp__memory__create`` names the memory server's tool, not every ``create``)."""
-    return names | {alias for name in names for alias in tool_aliases(name)[:1]}
+    tool: ``mcp__memory__create`` names the memory server's tool, not every ``create``), and
+    the name Codex CLI gives an MCP tool whose server or tool name holds a ``-`` or ``.``."""
+    twins = {alias for name in names for alias in tool_aliases(name)[:1]}
+    codex = {c for name in names if (c := _codex_named(name)) is not None}
+    return names | twins | codex
 
 
 _NATIVE_NAMES: Final = re.compile(r"^[A-Za-z0-9_\-, |/.:]+$")

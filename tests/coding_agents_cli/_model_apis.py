@@ -84,8 +84,7 @@ class ResponsesApi:
         answered = {
             str(item.get("call_id"))
             for item in body.get("input") or ()
-            if isinstance(item, dict)
-            and item.get("type") in _OUTPUTS
+            if isinstance(item, dict) and item.get("type") in _OUTPUTS
         }
         sub = not any(
             isinstance(item, dict) and item.get("role") == "user" and "clean up" in str(item)

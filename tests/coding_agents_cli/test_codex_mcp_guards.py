@@ -4,6 +4,11 @@ Codex CLI 0.171 holds an MCP server's tools back ("deferred tool namespaces") un
 ``tool_search`` loads them; the model then calls ``delete_file`` in the ``mcp__files``
 namespace, and Codex's PreToolUse names it ``mcp__files__delete_file``. The scripted model does
 both; the MCP server (``mcp_files_server.py``) really deletes the file it is asked to.
+
+Codex names the tools of server ``my-files`` ``mcp__my_files__<tool>`` (its namespace holds no
+``-``): a guard naming the server as configured (``mcp__my-files__delete_file``, what Claude Code
+calls the same server's tool) did not fire, and the real Codex CLI deleted the file. An exact
+MCP name in a matcher now matches the name Codex gives that tool too.
 """
 
 from __future__ import annotations
@@ -14,21 +19,26 @@ from pathlib import Path
 
 import pytest
 
+from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import CODEX, codex_config, need_cli, run_codex, skip_reason
 
 pytestmark = pytest.mark.timeout(150)
 
 SERVER = Path(__file__).parent / "mcp_files_server.py"
-STEPS = [
-    {"id": "call_search", "tool": "tool_search", "args": {"query": "delete file"}},
-    {
-        "id": "call_delete",
-        "tool": "delete_file",
-        "namespace": "mcp__files",
-        "args": {"path": "victim/keep.txt"},
-    },
-]
+
+
+def _steps(namespace: str = "mcp__files") -> list[dict[str, object]]:
+    """Search for the tool, then call it in its server's namespace."""
+    return [
+        {"id": "call_search", "tool": "tool_search", "args": {"query": "delete file"}},
+        {
+            "id": "call_delete",
+            "tool": "delete_file",
+            "namespace": namespace,
+            "args": {"path": "victim/keep.txt"},
+        },
+    ]
 
 
 def _guard(matcher: str) -> str:
@@ -39,7 +49,7 @@ def _guard(matcher: str) -> str:
     )
 
 
-def _configure(project: Path, home: Path) -> None:
+def _configure(project: Path, home: Path, name: str = "files") -> None:
     """Codex's config with the ``files`` MCP server (stdio), rooted at ``project``.
 
     Codex starts MCP servers beside the turn: a ``tool_search`` made before the server listed
@@ -47,9 +57,49 @@ def _configure(project: Path, home: Path) -> None:
     machine), so the run waits for the server's startup (``mcp_optional_startup_grace_ms``)."""
     config = codex_config(home, trusted=project) / "config.toml"
     server = [str(SERVER), str(project)]
-    table = f"\n[mcp_servers.files]\ncommand = {json.dumps(sys.executable)}\n"
+    table = f"\n[mcp_servers.{json.dumps(name)}]\ncommand = {json.dumps(sys.executable)}\n"
     top = "mcp_optional_startup_grace_ms = 30000\n"
     config.write_text(top + config.read_text() + table + f"args = {json.dumps(server)}\n")
+
+
+# Codex CLI 0.171's PreToolUse of server ``my-files``'s tool, as its hook received it
+RENAMED_CALL = {
+    "session_id": "01a24a82-0790-78b1-90fe-38b63c125f60",
+    "turn_id": "01a24a82-07a4-7652-b8d3-378cd61ba818",
+    "transcript_path": None,
+    "cwd": "/project",
+    "hook_event_name": "PreToolUse",
+    "model": "gpt-5.5",
+    "permission_mode": "bypassPermissions",
+    "tool_name": "mcp__my_files__delete_file",
+    "tool_input": {"path": "victim/keep.txt"},
+    "tool_use_id": "call_del",
+}
+
+
+@pytest.mark.parametrize(
+    ("matcher", "denied"),
+    [
+        ("mcp__my-files__delete_file", True),
+        ("my-files/delete_file", True),
+        ("mcp__my_files__delete_file", True),
+        ("mcp__other-files__delete_file", False),
+    ],
+)
+def test_a_guard_on_the_configured_server_name_answers_codex_s_name(
+    tmp_path: Path, matcher: str, denied: bool
+) -> None:
+    (tmp_path / "hooks.yaml").write_text(_guard(matcher))
+    options = BridgeOptions(
+        hooks=(str(tmp_path / "hooks.yaml"),),
+        state=str(tmp_path / "state.sqlite3"),
+        dialect="codex",
+    )
+    answer = run_hook(json.dumps(RENAMED_CALL), options, environ={}).stdout
+    if not denied:
+        assert answer == ""
+        return
+    assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -65,7 +115,7 @@ def test_control_the_real_codex_cli_deletes_through_the_mcp_tool(
     need_cli(CODEX)
     home = tmp_path / "home"
     _configure(project, home)
-    run = run_codex(project, home, STEPS, extra_env=_env(tmp_path))
+    run = run_codex(project, home, _steps(), extra_env=_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert not (project / "victim" / "keep.txt").exists(), skip_reason(run)
     assert "deleted victim/keep.txt" in run.told()
@@ -80,7 +130,24 @@ def test_the_real_codex_cli_is_kept_from_an_mcp_tool_by_a_guard(
     install_agent("codex", project=project, hooks_file="hooks.yaml")
     home = tmp_path / "home"
     _configure(project, home)
-    run = run_codex(project, home, STEPS, extra_env=_env(tmp_path))
+    run = run_codex(project, home, _steps(), extra_env=_env(tmp_path))
+    assert run.returncode == 0, skip_reason(run)
+    assert (project / "victim" / "keep.txt").read_text() == "precious", skip_reason(run)
+    assert "files stay here" in run.told(), skip_reason(run)
+
+
+@pytest.mark.parametrize(
+    "matcher", ["mcp__my-files__delete_file", "mcp__my_files__delete_file", "@mcp"]
+)
+def test_a_guard_names_a_server_codex_renames_as_it_is_configured(
+    project: Path, tmp_path: Path, matcher: str
+) -> None:
+    need_cli(CODEX)
+    (project / "hooks.yaml").write_text(_guard(matcher))
+    install_agent("codex", project=project, hooks_file="hooks.yaml")
+    home = tmp_path / "home"
+    _configure(project, home, "my-files")
+    run = run_codex(project, home, _steps("mcp__my_files"), extra_env=_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious", skip_reason(run)
     assert "files stay here" in run.told(), skip_reason(run)
