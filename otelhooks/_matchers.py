@@ -342,9 +342,29 @@ def _compile_bounded(pattern: str, source: str, hook_id: str | None) -> Matcher:
     return Matcher(source, MatchKind.REGEX, pattern=fallback, engine="re", prefix=prefix)
 
 
+# an MCP server named with a "-" in a regex: `mcp__my-files__`, or `my-files/` where a name starts
+_DASHED_SERVER: Final = re.compile(
+    r"mcp__([A-Za-z0-9_]*-[A-Za-z0-9_\-]*?)__|(?:^|(?<=[|(])|(?<=(?<!\[)\^))([A-Za-z0-9_]*-[A-Za-z0-9_\-]*)(\\?/)"
+)
+
+
+def _codex_server(found: re.Match[str]) -> str:
+    if found.group(1) is not None:
+        return f"{MCP_PREFIX}{found.group(1).replace('-', '_')}__"
+    return f"{found.group(2).replace('-', '_')}{found.group(3)}"
+
+
+def _codex_twin(pattern: str) -> str:
+    """``pattern``, and as an alternative the same with each MCP server it names written as
+    Codex CLI names it (``-`` made ``_``, see :func:`_codex_named`): else the regex never
+    matched Codex's name of that server's tools."""
+    twin = _DASHED_SERVER.sub(_codex_server, pattern)
+    return pattern if twin == pattern else f"(?:{pattern})|(?:{twin})"
+
+
 def _regex_or_exact(source: str, pattern: str, *, hook_id: str | None) -> Matcher:
     try:
-        return _compile_bounded(pattern, source, hook_id)
+        return _compile_bounded(_codex_twin(pattern), source, hook_id)
     except (re.error, RecursionError, OverflowError) as exc:
         _log.warning(
             "invalid regex matcher, falling back to exact match",

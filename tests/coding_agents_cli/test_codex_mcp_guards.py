@@ -8,7 +8,8 @@ both; the MCP server (``mcp_files_server.py``) really deletes the file it is ask
 Codex names the tools of server ``my-files`` ``mcp__my_files__<tool>`` (its namespace holds no
 ``-``): a guard naming the server as configured (``mcp__my-files__delete_file``, what Claude Code
 calls the same server's tool) did not fire, and the real Codex CLI deleted the file. An exact
-MCP name in a matcher now matches the name Codex gives that tool too.
+MCP name in a matcher now matches the name Codex gives that tool too, and so does a regex naming
+the server with its ``-`` (``mcp__my-files__.*``).
 """
 
 from __future__ import annotations
@@ -83,7 +84,12 @@ RENAMED_CALL = {
         ("mcp__my-files__delete_file", True),
         ("my-files/delete_file", True),
         ("mcp__my_files__delete_file", True),
+        ("mcp__my-files__.*", True),
+        ("^mcp__my-files__delete.*$", True),
+        ("/^my-files\\/delete_.*/", True),
+        ("Bash|mcp__my-files__.*", True),
         ("mcp__other-files__delete_file", False),
+        ("mcp__other-files__.*", False),
     ],
 )
 def test_a_guard_on_the_configured_server_name_answers_codex_s_name(
@@ -137,7 +143,8 @@ def test_the_real_codex_cli_is_kept_from_an_mcp_tool_by_a_guard(
 
 
 @pytest.mark.parametrize(
-    "matcher", ["mcp__my-files__delete_file", "mcp__my_files__delete_file", "@mcp"]
+    "matcher",
+    ["mcp__my-files__delete_file", "mcp__my-files__.*", "mcp__my_files__delete_file", "@mcp"],
 )
 def test_a_guard_names_a_server_codex_renames_as_it_is_configured(
     project: Path, tmp_path: Path, matcher: str
