@@ -342,23 +342,24 @@ def _compile_bounded(pattern: str, source: str, hook_id: str | None) -> Matcher:
     return Matcher(source, MatchKind.REGEX, pattern=fallback, engine="re", prefix=prefix)
 
 
-# an MCP server named with a "-" in a regex: `mcp__my-files__`, or `my-files/` where a name starts
-_DASHED_SERVER: Final = re.compile(
-    r"mcp__([A-Za-z0-9_]*-[A-Za-z0-9_\-]*?)__|(?:^|(?<=[|(])|(?<=(?<!\[)\^))([A-Za-z0-9_]*-[A-Za-z0-9_\-]*)(\\?/)"
+# an MCP tool named with a "-" in a regex (`mcp__my-files__`, `mcp__files__delete-file`), or a
+# server's `my-files/` where a name starts
+_DASHED_MCP_NAME: Final = re.compile(
+    r"(mcp__[A-Za-z0-9_]*-[A-Za-z0-9_\-]*)|(?:^|(?<=[|(])|(?<=(?<!\[)\^))([A-Za-z0-9_]*-[A-Za-z0-9_\-]*)(\\?/)"
 )
 
 
-def _codex_server(found: re.Match[str]) -> str:
-    if found.group(1) is not None:
-        return f"{MCP_PREFIX}{found.group(1).replace('-', '_')}__"
+def _codex_name(found: re.Match[str]) -> str:
+    if found.group(1) is not None:  # the server's name, the tool's, or both
+        return found.group(1).replace("-", "_")
     return f"{found.group(2).replace('-', '_')}{found.group(3)}"
 
 
 def _codex_twin(pattern: str) -> str:
-    """``pattern``, and as an alternative the same with each MCP server it names written as
-    Codex CLI names it (``-`` made ``_``, see :func:`_codex_named`): else the regex never
-    matched Codex's name of that server's tools."""
-    twin = _DASHED_SERVER.sub(_codex_server, pattern)
+    """``pattern``, and as an alternative the same with each MCP server and tool it names
+    written as Codex CLI names them (``-`` made ``_``, see :func:`_codex_named`; a ``.`` in a
+    regex matches Codex's ``_`` already): else the regex never matched Codex's name."""
+    twin = _DASHED_MCP_NAME.sub(_codex_name, pattern)
     return pattern if twin == pattern else f"(?:{pattern})|(?:{twin})"
 
 

@@ -108,6 +108,33 @@ def test_a_guard_on_the_configured_server_name_answers_codex_s_name(
     assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
+@pytest.mark.parametrize(
+    ("matcher", "denied"),
+    [
+        ("mcp__my-files__delete-file.v2", True),
+        ("my-files/delete-file.v2", True),
+        ("mcp__my-files__delete-file.*", True),
+        ("mcp__my-files__delete-file", False),
+    ],
+)
+def test_a_guard_on_a_tool_name_codex_changes_answers_codex_s_name(
+    tmp_path: Path, matcher: str, denied: bool
+) -> None:
+    # Codex CLI 0.171 named server my-files's tool delete-file.v2 mcp__my_files__delete_file_v2
+    call = {**RENAMED_CALL, "tool_name": "mcp__my_files__delete_file_v2"}
+    (tmp_path / "hooks.yaml").write_text(_guard(matcher))
+    options = BridgeOptions(
+        hooks=(str(tmp_path / "hooks.yaml"),),
+        state=str(tmp_path / "state.sqlite3"),
+        dialect="codex",
+    )
+    answer = run_hook(json.dumps(call), options, environ={}).stdout
+    if not denied:
+        assert answer == ""
+        return
+    assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "deny"
+
+
 def _env(tmp_path: Path) -> dict[str, str]:
     return {
         "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
