@@ -50,7 +50,7 @@ def _guard(matcher: str) -> str:
     )
 
 
-def _configure(project: Path, home: Path, name: str = "files") -> None:
+def _configure(project: Path, home: Path, name: str = "files", *, code_mode: bool = False) -> None:
     """Codex's config with the ``files`` MCP server (stdio), rooted at ``project``.
 
     Codex starts MCP servers beside the turn: a ``tool_search`` made before the server listed
@@ -60,7 +60,10 @@ def _configure(project: Path, home: Path, name: str = "files") -> None:
     server = [str(SERVER), str(project)]
     table = f"\n[mcp_servers.{json.dumps(name)}]\ncommand = {json.dumps(sys.executable)}\n"
     top = "mcp_optional_startup_grace_ms = 30000\n"
-    config.write_text(top + config.read_text() + table + f"args = {json.dumps(server)}\n")
+    text = config.read_text()
+    if code_mode:  # the model's JavaScript calls the tools (``exec``)
+        text = text.replace("[features]\n", "[features]\ncode_mode = true\n")
+    config.write_text(top + text + table + f"args = {json.dumps(server)}\n")
 
 
 # Codex CLI 0.171's PreToolUse of server ``my-files``'s tool, as its hook received it
@@ -185,3 +188,21 @@ def test_a_guard_names_a_server_codex_renames_as_it_is_configured(
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious", skip_reason(run)
     assert "files stay here" in run.told(), skip_reason(run)
+
+
+def test_the_real_codex_cli_is_kept_from_an_mcp_tool_its_code_mode_calls(
+    project: Path, tmp_path: Path
+) -> None:
+    # with code_mode, the model's JavaScript (Codex's exec tool) calls the MCP tool: Codex 0.171
+    # runs PreToolUse on that nested call, named as any other call of the tool
+    need_cli(CODEX)
+    (project / "hooks.yaml").write_text(_guard("mcp__files__delete_file"))
+    install_agent("codex", project=project, hooks_file="hooks.yaml")
+    home = tmp_path / "home"
+    _configure(project, home, code_mode=True)
+    script = "text(await tools.mcp__files__delete_file({path: 'victim/keep.txt'}));"
+    steps = [{"id": "call_exec", "tool": "exec", "text": script}]
+    run = run_codex(project, home, steps, extra_env=_env(tmp_path))
+    assert run.returncode == 0, skip_reason(run)
+    assert (project / "victim" / "keep.txt").read_text() == "precious", skip_reason(run)
+    assert "files stay here" in json.dumps(run.requests[-1]["input"]), skip_reason(run)
