@@ -108,10 +108,32 @@ def tool_aliases(value: str) -> tuple[str, ...]:
     return ()
 
 
+# Codex CLI names an MCP tool after its server and tool with every character a Responses API
+# function name of its namespaces cannot hold made "_": its hooks see server ``my-files``'s
+# tool as ``mcp__my_files__delete_file``, which an exact guard on the configured name missed
+_CODEX_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_]")
+
+
+def _codex_named(name: str) -> str | None:
+    """The name Codex CLI gives the MCP tool ``name`` (``mcp__server__tool`` or
+    ``server/tool``), when it differs from ``mcp__server__tool``."""
+    parts = mcp_parts(name)
+    if parts is None:
+        server, sep, tool = name.partition("/")
+        parts = (server, tool) if sep and server and tool and "/" not in tool else None
+    if parts is None:
+        return None
+    codex = f"{MCP_PREFIX}{_CODEX_UNSAFE.sub('_', parts[0])}__{_CODEX_UNSAFE.sub('_', parts[1])}"
+    return codex if codex != f"{MCP_PREFIX}{parts[0]}__{parts[1]}" else None
+
+
 def _with_aliases(names: frozenset[str]) -> frozenset[str]:
     """Exact names and the ``server/tool`` or ``mcp__server__tool`` twin of each (not the bare
-    tool: ``mcp__memory__create`` names the memory server's tool, not every ``create``)."""
-    return names | {alias for name in names for alias in tool_aliases(name)[:1]}
+    tool: ``mcp__memory__create`` names the memory server's tool, not every ``create``), and
+    the name Codex CLI gives an MCP tool whose server or tool name holds a ``-`` or ``.``."""
+    twins = {alias for name in names for alias in tool_aliases(name)[:1]}
+    codex = {c for name in names if (c := _codex_named(name)) is not None}
+    return names | twins | codex
 
 
 _NATIVE_NAMES: Final = re.compile(r"^[A-Za-z0-9_\-, |/.:]+$")
@@ -320,9 +342,30 @@ def _compile_bounded(pattern: str, source: str, hook_id: str | None) -> Matcher:
     return Matcher(source, MatchKind.REGEX, pattern=fallback, engine="re", prefix=prefix)
 
 
+# an MCP tool named with a "-" in a regex (`mcp__my-files__`, `mcp__files__delete-file`), or a
+# server's `my-files/` where a name starts
+_DASHED_MCP_NAME: Final = re.compile(
+    r"(mcp__[A-Za-z0-9_]*-[A-Za-z0-9_\-]*)|(?:^|(?<=[|(])|(?<=(?<!\[)\^))([A-Za-z0-9_]*-[A-Za-z0-9_\-]*)(\\?/)"
+)
+
+
+def _codex_name(found: re.Match[str]) -> str:
+    if found.group(1) is not None:  # the server's name, the tool's, or both
+        return found.group(1).replace("-", "_")
+    return f"{found.group(2).replace('-', '_')}{found.group(3)}"
+
+
+def _codex_twin(pattern: str) -> str:
+    """``pattern``, and as an alternative the same with each MCP server and tool it names
+    written as Codex CLI names them (``-`` made ``_``, see :func:`_codex_named`; a ``.`` in a
+    regex matches Codex's ``_`` already): else the regex never matched Codex's name."""
+    twin = _DASHED_MCP_NAME.sub(_codex_name, pattern)
+    return pattern if twin == pattern else f"(?:{pattern})|(?:{twin})"
+
+
 def _regex_or_exact(source: str, pattern: str, *, hook_id: str | None) -> Matcher:
     try:
-        return _compile_bounded(pattern, source, hook_id)
+        return _compile_bounded(_codex_twin(pattern), source, hook_id)
     except (re.error, RecursionError, OverflowError) as exc:
         _log.warning(
             "invalid regex matcher, falling back to exact match",

@@ -51,6 +51,10 @@ class ShellStep:
         return shell, {key: self.command}
 
 
+# the input items that answer a call (by its call_id)
+_OUTPUTS = ("function_call_output", "custom_tool_call_output", "tool_search_output")
+
+
 class _Api(Protocol):
     requests: list[dict[str, Any]]
 
@@ -80,8 +84,7 @@ class ResponsesApi:
         answered = {
             str(item.get("call_id"))
             for item in body.get("input") or ()
-            if isinstance(item, dict)
-            and item.get("type") in ("function_call_output", "custom_tool_call_output")
+            if isinstance(item, dict) and item.get("type") in _OUTPUTS
         }
         sub = not any(
             isinstance(item, dict) and item.get("role") == "user" and "clean up" in str(item)
@@ -133,6 +136,8 @@ class ResponsesApi:
     def _call(self, step: ShellStep, n: int) -> bytes:
         if step.text is not None:
             return self._custom(step, n)
+        if step.tool == "tool_search":
+            return self._search(step, n)
         name, args = step.call("exec_command", "cmd")
         arguments = json.dumps(args)
         item = {
@@ -157,6 +162,29 @@ class ResponsesApi:
                 ("response.function_call_arguments.done", {
                     "type": "response.function_call_arguments.done", "item_id": item["id"],
                     "output_index": 0, "arguments": arguments}),
+                ("response.output_item.done", {"type": "response.output_item.done",
+                                               "output_index": 0, "item": item}),
+                ("response.completed", {"type": "response.completed",
+                                        "response": self._envelope(n, "completed", [item])}),
+            ]
+        )  # fmt: skip
+
+    def _search(self, step: ShellStep, n: int) -> bytes:
+        """A ``tool_search`` call, which Codex runs itself (``execution: client``): its
+        ``tool_search_output`` loads the deferred tools it found (an MCP server's) for the next
+        request."""
+        item = {
+            "type": "tool_search_call",
+            "id": f"ts_{step.id}",
+            "call_id": step.id,
+            "execution": "client",
+            "arguments": dict(step.args or {}),
+            "status": "completed",
+        }
+        return _sse(
+            [
+                ("response.created", {"type": "response.created",
+                                      "response": self._envelope(n, "in_progress", [])}),
                 ("response.output_item.done", {"type": "response.output_item.done",
                                                "output_index": 0, "item": item}),
                 ("response.completed", {"type": "response.completed",
