@@ -114,7 +114,9 @@ def _export_file_settings(argv: list[str]) -> dict[str, str]:
     ``$OTELHOOKS_EXPORT_ENV``, else ``otelhooks.env`` beside each ``--hooks``), read as the
     bridge reads them. Gemini CLI removes from a hook's environment every variable whose name
     holds TOKEN, KEY, AUTH ... (and, under GitHub Actions, every variable but a few): an
-    approval's serve URL and token set there reach the hook only from this file."""
+    approval's serve URL and token set there reach the hook only from this file. The
+    standard-library twin of the bridge's own reader (this file cannot import it); a test holds
+    the two to one reading."""
     explicit = [a.partition("=")[2] for a in argv if a.startswith("--export-env=")]
     explicit += [argv[i + 1] for i, a in enumerate(argv[:-1]) if a == "--export-env"]
     if not explicit and os.environ.get("OTELHOOKS_EXPORT_ENV"):
