@@ -121,15 +121,13 @@ if TYPE_CHECKING:
         AgentMetrics,
         metric_views,
     )
+    from otelhooks._pipeline import OtelHooks
     from otelhooks._processor import (
         HookSpanProcessor,
     )
     from otelhooks._redact import register_secret
     from otelhooks._sdks import instrument
-    from otelhooks._setup import (
-        OtelHooks,
-        configure,
-    )
+    from otelhooks._setup import configure
     from otelhooks._version import __version__
 
 # Importing the package imports nothing else: each public name loads its module on first use
@@ -188,7 +186,7 @@ _WHERE: dict[str, str] = {
     "LoadedConfig": "otelhooks._config",
     "Notice": "otelhooks._eventlog",
     "Operation": "otelhooks._instrument",
-    "OtelHooks": "otelhooks._setup",
+    "OtelHooks": "otelhooks._pipeline",
     "OtelHooksError": "otelhooks._errors",
     "OtlpJsonLinesSpanExporter": "otelhooks._export",
     "PayloadBuilder": "otelhooks._actions._webhook_payload",

@@ -26,6 +26,7 @@ from otelhooks._config import load_config
 from otelhooks._demo_hooks import demo_hooks_file
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Hook
+from otelhooks._pipeline import OtelHooks
 from otelhooks._runtime import (
     AgentSpec,
     ModelReply,
@@ -36,7 +37,6 @@ from otelhooks._runtime import (
     failing_tool,
     file_tools,
 )
-from otelhooks._setup import OtelHooks
 
 __all__ = ["INTERCEPT_OF", "LOBEHUB_TYPES", "DemoReport", "policy_hooks", "run_demo", "tally_hooks"]
 

@@ -50,7 +50,8 @@ from otelhooks._engine import HooksEngine
 from otelhooks._events import EVENTS, HookEvent
 from otelhooks._hooks import Hook
 from otelhooks._instrument import AgentTracer
-from otelhooks._setup import OtelHooks, configure
+from otelhooks._pipeline import OtelHooks
+from otelhooks._setup import configure
 from otelhooks._sources import SOURCES
 
 __all__ = [

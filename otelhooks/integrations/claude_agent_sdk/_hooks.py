@@ -28,7 +28,7 @@ from otelhooks.integrations.coding_agents._spans import SpanWriter
 if TYPE_CHECKING:
     from claude_agent_sdk import HookMatcher
 
-    from otelhooks._setup import OtelHooks
+    from otelhooks._pipeline import OtelHooks
 
 __all__ = ["AGENT", "SDK_EVENTS", "SdkHooks", "hooks_for", "sdk_output"]
 
