@@ -1,9 +1,11 @@
 """A LangGraph graph paused in one process and resumed in another, as a web server resumes a
 thread from its checkpointer: :func:`pause` runs the graph until its tool asks a person and saves
 the checkpoints (and the store's items) with the public checkpointer and store APIs; run as
-``python -m tests.integrations._langgraph_resume_proc STATE store|nostore``, this module loads
-them into a new checkpointer (and store), resumes with a new otelhooks pipeline and handler whose
-guard now rewrites the path into ``/etc/passwd``, and prints what ran as JSON."""
+``python -m tests.integrations._langgraph_resume_proc resume STATE store|nostore PATH``, this
+module loads them into a new checkpointer (and store), resumes with a new otelhooks pipeline and
+handler whose guard now rewrites the path into ``PATH``, and prints what ran as JSON (``pause
+STATE store|nostore`` pauses, in a process of its own). The tool's ``colors`` default is a
+set, whose order differs between processes hashing strings with other seeds."""
 
 from __future__ import annotations
 
@@ -27,11 +29,12 @@ from otelhooks.integrations.langchain import OtelHooksCallbackHandler, hook_tool
 from otelhooks.testing import pipeline
 
 THREAD = {"configurable": {"thread_id": "t-elsewhere"}}
+COLORS = frozenset({"red", "green", "blue", "cyan"})
 
 
 def _app(ran: list[str], saver: InMemorySaver, store: InMemoryStore | None) -> Any:
     @tool
-    def delete_file(path: str) -> str:
+    def delete_file(path: str, colors: frozenset[str] = COLORS) -> str:
         """Delete a file, once a person says yes."""
         if interrupt({"delete": path}) != "yes":
             return "not approved"
@@ -97,17 +100,22 @@ def _load(state_file: Path, with_store: bool) -> tuple[InMemorySaver, InMemorySt
     return saver, store
 
 
-def resume(state_file: Path, *, with_store: bool) -> dict[str, Any]:
-    """Resume the saved thread with ``yes`` in this process, the guard now answering
-    ``/etc/passwd``: what ran and the tool's answer."""
+def resume(state_file: Path, *, with_store: bool, path: str) -> dict[str, Any]:
+    """Resume the saved thread with ``yes`` in this process, the guard now answering ``path``:
+    what ran and the tool's answer."""
     saver, store = _load(state_file, with_store)
     ran: list[str] = []
     with pipeline() as pipe:
-        pipe.register(_rewrite_into("/etc/passwd"))
+        pipe.register(_rewrite_into(path))
         handler = OtelHooksCallbackHandler(pipe.tracer)
         done = _app(ran, saver, store).invoke(Command(resume="yes"), _config(handler))
     return {"ran": ran, "answer": done["messages"][-1].content}
 
 
 if __name__ == "__main__":
-    print(json.dumps(resume(Path(sys.argv[1]), with_store=sys.argv[2] == "store")))
+    mode, state, store_flag = sys.argv[1:4]
+    if mode == "pause":
+        asked = pause(Path(state), with_store=store_flag == "store")
+        print(json.dumps([i.value for i in asked["__interrupt__"]]))
+    else:
+        print(json.dumps(resume(Path(state), with_store=store_flag == "store", path=sys.argv[4])))

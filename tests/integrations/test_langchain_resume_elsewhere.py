@@ -282,6 +282,22 @@ def test_a_resume_after_the_checkpoint_was_edited_is_refused(
     assert UNVERIFIED in done["messages"][-1].content
 
 
+def _in_process(*argv: str, hash_seed: str = "2") -> Any:
+    """``_langgraph_resume_proc`` run as a process of its own: what it printed last."""
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root), "PYTHONHASHSEED": hash_seed}
+    out = subprocess.run(
+        [sys.executable, "-m", "tests.integrations._langgraph_resume_proc", *argv],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=root,
+        env=env,
+        check=True,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
 @pytest.mark.parametrize("store", [True, False], ids=["store", "no-store"])
 def test_a_resume_in_another_process_runs_only_what_its_tool_asked_about(
     tmp_path: Path, store: bool
@@ -292,23 +308,7 @@ def test_a_resume_in_another_process_runs_only_what_its_tool_asked_about(
     state = tmp_path / "thread.pickle"
     asked = _procs.pause(state, with_store=store)
     assert [i.value for i in asked["__interrupt__"]] == [{"delete": "/tmp/a.txt"}]
-    root = Path(__file__).resolve().parents[2]
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "tests.integrations._langgraph_resume_proc",
-            str(state),
-            "store" if store else "nostore",
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        cwd=root,
-        env={**os.environ, "PYTHONPATH": str(root)},
-        check=True,
-    )
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result = _in_process("resume", state, "store" if store else "nostore", "/etc/passwd")
     assert result["ran"] == []
     assert (CHANGED if store else UNVERIFIED) in result["answer"]
 
@@ -407,14 +407,47 @@ def test_a_resume_through_two_handlers_each_with_its_hooks_runs_what_they_decide
     assert done["messages"][-1].content == "deleted /tmp/a.txt"
 
 
-def test_an_edited_call_asked_again_then_resumed_runs(pipe: TestPipeline) -> None:
-    # control: the edited checkpoint run on with invoke(None) asks the person again, about the
-    # edited call, and that answer resumes it
+@pytest.mark.parametrize("edit", ["update_state", "command-update"])
+def test_an_edited_call_asked_again_then_resumed_runs(pipe: TestPipeline, edit: str) -> None:
+    # control: the edited call run on without a resume (invoke(None) after update_state, or
+    # Command(update=...)) asks the person again, about the edited call, and that answer
+    # resumes it
     ran: list[str] = []
     app = _graph(ran, store=True)
-    app.invoke(_given(_call("a.txt")), _config(pipe, "t-asked-again"))
-    app.update_state(_config(pipe, "t-asked-again"), _given(_call("b.txt")), as_node="__start__")
-    again = app.invoke(None, _config(pipe, "t-asked-again"))
+    thread = f"t-asked-again-{edit}"
+    app.invoke(_given(_call("a.txt")), _config(pipe, thread))
+    if edit == "update_state":
+        app.update_state(_config(pipe, thread), _given(_call("b.txt")), as_node="__start__")
+        again = app.invoke(None, _config(pipe, thread))
+    else:
+        again = app.invoke(Command(update=_given(_call("b.txt"))), _config(pipe, thread))
     assert [i.value["delete"] for i in again["__interrupt__"]] == ["b.txt"]
-    done = app.invoke(Command(resume="yes"), _config(pipe, "t-asked-again"))
+    done = app.invoke(Command(resume="yes"), _config(pipe, thread))
     assert (ran, done["messages"][-1].content) == (["b.txt"], "deleted b.txt")
+
+
+@pytest.mark.parametrize("store", [True, False], ids=["store", "same-handler"])
+def test_a_resume_that_edits_the_paused_call_is_refused(pipe: TestPipeline, store: bool) -> None:
+    # Command(resume="yes", update=...) changing the paused call: LangGraph reruns the same
+    # task with the edited call, whose interrupt() takes the "yes" given for a.txt, and the
+    # hooks judged the edit afresh: the tool deleted what nobody was asked about
+    ran: list[str] = []
+    app = _graph(ran, store=store)
+    config = _config(pipe, f"t-update-{store}")
+    app.invoke(_given(_call("a.txt")), config)
+    resume_config = _config(pipe, f"t-update-{store}") if store else config
+    edit = Command(resume="yes", update=_given(_call("/etc/passwd")))
+    done = app.invoke(edit, resume_config)
+    assert ran == []
+    assert "changed since its tool asked" in done["messages"][-1].content
+
+
+def test_a_resume_in_another_process_judged_alike_runs(tmp_path: Path) -> None:
+    # control: paused and resumed in two processes hashing strings with other seeds, the
+    # guard answering alike: the call runs (the tool's set default, in another order in each
+    # process, must not look like other arguments)
+    state = tmp_path / "thread.pickle"
+    asked = _in_process("pause", str(state), "store", hash_seed="1")
+    assert [a["delete"] for a in asked] == ["/tmp/a.txt"]
+    result = _in_process("resume", str(state), "store", "/tmp/a.txt", hash_seed="2")
+    assert (result["ran"], result["answer"]) == (["/tmp/a.txt"], "deleted /tmp/a.txt")

@@ -29,12 +29,14 @@ import structlog
 from langgraph.config import get_store
 from langgraph.store.base import BaseStore
 from langgraph.types import Command
+from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from otelhooks.integrations.langchain._tool_run import ToolRun
 
 __all__ = [
     "RESUMED_CHANGED",
+    "RESUMED_EDITED",
     "RESUME_UNCHECKED",
     "RESUME_UNVERIFIED",
     "PausedCalls",
@@ -50,6 +52,11 @@ _NAMESPACE = ("otelhooks", "langgraph_paused")
 RESUMED_CHANGED = (
     "the hooks gave this resumed call other arguments than its tool had when it asked a person "
     "(interrupt()): nobody was shown them"
+)
+RESUMED_EDITED = (
+    "this resumed call's arguments changed since its tool asked a person (interrupt()): the "
+    "answer given was for other arguments; to ask about these, run the graph on without "
+    "Command(resume=...)"
 )
 RESUME_UNVERIFIED = (
     "this call runs in a LangGraph task a resume reruns, and otelhooks holds no record of that "
@@ -70,10 +77,24 @@ def is_resume(inputs: Any) -> bool:
     return isinstance(inputs, Command) and inputs.resume is not None
 
 
+def _plain(value: Any) -> Any:
+    """``value`` as the same JSON in every process: a set sorted (its order follows the
+    process's string hashing), a pydantic model by its fields, anything else by its repr."""
+    if isinstance(value, set | frozenset):
+        return sorted(_canonical(v) for v in value)
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return repr(value)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=True, default=_plain)
+
+
 def _fingerprint(args: Mapping[str, Any]) -> str:
     """A digest of ``args`` (stored instead of the arguments, which may hold secrets)."""
     try:
-        text = json.dumps(args, sort_keys=True, ensure_ascii=True, default=repr)
+        text = _canonical(args)
     except (TypeError, ValueError):  # keys of mixed types, a cycle
         text = repr(args)
     return hashlib.sha256(text.encode()).hexdigest()
@@ -174,8 +195,8 @@ class PausedCalls:
     ) -> None:
         """As the call starts, its hooks having decided: refuse it (``ToolCall.refuse``) when it
         resumes a paused call whose hooks gave the tool other arguments, or (``resumed``: in a
-        task a resume reruns) when nothing remembers that task's pause. A call whose model's
-        arguments changed since it asked is a new question for the hooks."""
+        task a resume reruns) whose own arguments changed since it asked, or when nothing
+        remembers that task's pause."""
         thread = str(metadata.get("thread_id", ""))
         task = str(metadata.get("langgraph_checkpoint_ns", ""))
         call_id = str(tool.tool_call_id)
@@ -192,9 +213,12 @@ class PausedCalls:
         with self._lock:
             self._keys[run_id] = (thread, task, call_id, asked is not None)
         if asked is not None:
-            if asked.get("given") == _fingerprint(tool.args) and _fingerprint(
-                tool.call.args
-            ) not in asked.get("ran", []):
+            if asked.get("given") != _fingerprint(tool.args):
+                # the same task rerun with another call (Command(resume=..., update=...)):
+                # its interrupt() takes the answer given for the old one
+                if resumed:
+                    tool.call.refuse(RESUMED_EDITED)
+            elif _fingerprint(tool.call.args) not in asked.get("ran", []):
                 tool.call.refuse(RESUMED_CHANGED)
         elif resumed and not known and tool.call.should_run:
             _log.warning(
