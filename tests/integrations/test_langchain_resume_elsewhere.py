@@ -451,3 +451,35 @@ def test_a_resume_in_another_process_judged_alike_runs(tmp_path: Path) -> None:
     assert [a["delete"] for a in asked] == ["/tmp/a.txt"]
     result = _in_process("resume", str(state), "store", "/tmp/a.txt", hash_seed="2")
     assert (result["ran"], result["answer"]) == (["/tmp/a.txt"], "deleted /tmp/a.txt")
+
+
+def test_a_pause_seen_only_from_the_tool_s_callbacks_says_a_resume_goes_unnoticed(
+    pipe: TestPipeline,
+) -> None:
+    # the handler given to the tool only (hook_tool keeps its callbacks) sees no graph run,
+    # so cannot tell a resume from a new call: it said nothing, and a new handler resuming
+    # without a store judged the call afresh
+    ran: list[str] = []
+    handler = OtelHooksCallbackHandler(pipe.tracer)
+
+    @tool
+    def delete_file(path: str) -> str:
+        """Delete a file, once a person says yes."""
+        if interrupt({"delete": path}) != "yes":
+            return "not approved"
+        ran.append(path)
+        return f"deleted {path}"
+
+    wrapped = hook_tool(delete_file.model_copy(update={"callbacks": [handler]}))
+    app = (
+        StateGraph(MessagesState)
+        .add_node("tools", ToolNode([wrapped]))
+        .add_edge(START, "tools")
+        .compile(checkpointer=InMemorySaver())
+    )
+    with capture_logs() as logs:
+        for call_id in ("c1", "c2"):
+            config: Any = {"configurable": {"thread_id": f"t-tool-cb-{call_id}"}}
+            app.invoke(_given(_call("a.txt", call_id)), config)
+    said = [e for e in logs if "does not see the graph's run" in e["event"]]
+    assert [(e["log_level"], e["tool_call_id"]) for e in said] == [("warning", "c1")]  # once

@@ -419,13 +419,15 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
             run = self._runs.get(root) if root is not None else None
             if tool is not None and run is not None:
                 run.open_in_step = max(0, run.open_in_step - 1)
+            # the handler saw no run above the tool (it is in the tool's callbacks only)
+            rootless = run is not None and run.owner == run_id
         if tool is not None:
             call = tool.call
             if exc is not None and type(exc).__name__ in _INTERRUPTS:
                 # the tool asked a person (interrupt()): paused, not failed; it runs again,
                 # judged again, when the graph resumes
                 call.interrupt()
-                self._paused.done(run_id, tool, paused=True)
+                self._paused.done(run_id, tool, paused=True, rootless=rootless)
                 tool.scope.exit(None)
             else:
                 self._paused.done(run_id, tool, paused=False)

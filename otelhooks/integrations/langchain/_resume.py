@@ -153,6 +153,7 @@ class PausedCalls:
         self._local: dict[tuple[str, str], _Task] = {}  # (thread, task) -> its paused calls
         # each open hooked call's thread, task, call id and whether a pause of it was recorded
         self._keys: dict[UUID, tuple[str, str, str, bool]] = {}
+        self._warned = False  # that a pause was seen without the graph's run
 
     def _recalled(
         self, store: BaseStore | None, thread: str, task: str, call_id: str
@@ -230,11 +231,23 @@ class PausedCalls:
             )
             tool.call.refuse(RESUME_UNVERIFIED)
 
-    def done(self, run_id: UUID, tool: ToolRun, *, paused: bool) -> None:
+    def done(self, run_id: UUID, tool: ToolRun, *, paused: bool, rootless: bool = False) -> None:
         """The call ended: ``paused`` (its tool asked a person), remember what it had; a
-        resumed call that finished is forgotten (a replay of its task is asked afresh)."""
+        resumed call that finished is forgotten. ``rootless``: the handler saw no run above
+        the call, so it cannot tell a resume of it (said once)."""
         with self._lock:
             key = self._keys.pop(run_id, None)
+            warn = paused and rootless and not self._warned
+            self._warned = self._warned or warn
+        if warn:
+            _log.warning(
+                "a hooked LangGraph call paused, but the handler does not see the graph's run: "
+                "a resume of it by another handler, unless the graph's store recorded the "
+                "pause, is judged afresh",
+                tool_call_id=tool.tool_call_id,
+                fix="pass the OtelHooksCallbackHandler in the run's config "
+                "(config={'callbacks': [handler]}), not only in the tool's callbacks",
+            )
         if key is None:
             return
         thread, task, call_id, recorded = key
