@@ -164,6 +164,12 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         identifier: the ``identifier`` half of tool matcher values (``identifier/apiName``);
             empty by default, so matchers see the tool name.
 
+    A hooked tool that asks a person (LangGraph's ``interrupt()``) pauses; resumed, it runs
+    only with the arguments it had when it asked. Any handler, in any process, checks that
+    when the graph has a store (``compile(store=...)``), else the handler that saw the pause;
+    a resume nothing recorded is refused. Give the handler in the run's config, where it sees
+    the resume (docs/adapters.md, "LangChain / LangGraph").
+
     Example: (a whole run is in :mod:`otelhooks.integrations.langchain`'s example)
         >>> import otelhooks
         >>> oh = otelhooks.configure(otlp=False, set_global=False)
