@@ -404,11 +404,12 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 if run.wave is not None:
                     run.wave.saw(metadata)
                 resumed = run.wave is not None and run.wave.holds(metadata)
+                rootless = run.owner == run_id  # no graph run seen: a resume is not told
                 tool = ToolRun(DetachedScope(call, step.span), hooked, tool_call_id, args=args)
                 self._tools[run_id] = tool
             tool.scope.enter()
             if hooked and tool_call_id is not None:
-                self._paused.judge(run_id, tool, metadata, resumed=resumed)
+                self._paused.judge(run_id, tool, metadata, resumed=resumed, rootless=rootless)
             if not hooked and not call.should_run:
                 _log.warning(
                     "a tool hook decided, but the tool is not wrapped: not enforced",

@@ -192,15 +192,26 @@ class PausedCalls:
             self._local.get((thread, task), {}).pop(call_id, None)
 
     def judge(
-        self, run_id: UUID, tool: ToolRun, metadata: Mapping[str, Any], *, resumed: bool
+        self,
+        run_id: UUID,
+        tool: ToolRun,
+        metadata: Mapping[str, Any],
+        *,
+        resumed: bool,
+        rootless: bool = False,
     ) -> None:
         """As the call starts, its hooks having decided: refuse it (``ToolCall.refuse``) when it
         resumes a paused call whose hooks gave the tool other arguments, or (``resumed``: in a
         task a resume reruns) whose own arguments changed since it asked, or when nothing
-        remembers that task's pause."""
+        remembers that task's pause. A call the handler sees is no resume (neither ``resumed``
+        nor ``rootless``: the handler saw the graph's run) is not looked up."""
         thread = str(metadata.get("thread_id", ""))
         task = str(metadata.get("langgraph_checkpoint_ns", ""))
         call_id = str(tool.tool_call_id)
+        if not resumed and not rootless:
+            with self._lock:
+                self._keys[run_id] = (thread, task, call_id, False)
+            return
         store = _store()
         try:
             known, asked = self._recalled(store, thread, task, call_id)
