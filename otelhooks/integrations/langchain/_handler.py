@@ -44,7 +44,7 @@ from otelhooks._encoding import dumps
 from otelhooks._errors import RunBlockedError
 from otelhooks._instrument import AgentTracer, LlmCall, Operation, Step
 from otelhooks.integrations._scopes import DetachedScope
-from otelhooks.integrations.langchain._resume import PausedCalls
+from otelhooks.integrations.langchain._resume import PausedCalls, ResumeWave, is_resume
 from otelhooks.integrations.langchain._tool_run import ToolRun
 
 __all__ = [
@@ -91,6 +91,7 @@ class _Run:
     step: DetachedScope[Step] | None = None
     open_in_step: int = 0
     members: set[UUID] = field(default_factory=set)
+    wave: ResumeWave | None = None  # a resumed graph's: the tasks it resumes
 
 
 def _text(output: Any) -> str:
@@ -162,6 +163,12 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
             session defaults to the run's ``thread_id`` metadata when there is one.
         identifier: the ``identifier`` half of tool matcher values (``identifier/apiName``);
             empty by default, so matchers see the tool name.
+
+    A hooked tool that asks a person (LangGraph's ``interrupt()``) pauses; resumed, it runs
+    only with the arguments it had when it asked. Any handler, in any process, checks that
+    when the graph has a store (``compile(store=...)``), else the handler that saw the pause;
+    a resume nothing recorded is refused. Give the handler in the run's config, where it sees
+    the resume (docs/adapters.md, "LangChain / LangGraph").
 
     Example: (a whole run is in :mod:`otelhooks.integrations.langchain`'s example)
         >>> import otelhooks
@@ -282,9 +289,13 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 name = kwargs.get("name") or (serialized or {}).get("name") or "chain"
                 # what before_agent_start guards read (before, "": an input guard let every run by)
                 text = inputs if isinstance(inputs, str) else dumps(inputs)
-                self._ensure_run(run_id, None, str(name), kwargs, text)
+                root = self._ensure_run(run_id, None, str(name), kwargs, text)
+                if is_resume(inputs):
+                    root.wave = ResumeWave()
             else:
-                self._root(run_id, parent_run_id)
+                run = self._runs.get(self._root(run_id, parent_run_id))
+                if run is not None and run.wave is not None:
+                    run.wave.saw(kwargs.get("metadata") or {})
 
     def on_chain_end(self, outputs: Any, *, run_id: UUID, **kwargs: Any) -> None:
         with _Guard("on_chain_end"), self._lock:
@@ -388,12 +399,17 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 tool_call_id = kwargs.get("tool_call_id")
                 args = dict(inputs) if isinstance(inputs, dict) else {"input": input_str}
                 call = step.tool_call(self.identifier, name, args, tool_call_id=tool_call_id)
-                hooked = bool((kwargs.get("metadata") or {}).get(HOOKED_METADATA_KEY))
+                metadata = kwargs.get("metadata") or {}
+                hooked = bool(metadata.get(HOOKED_METADATA_KEY))
+                if run.wave is not None:
+                    run.wave.saw(metadata)
+                resumed = run.wave is not None and run.wave.holds(metadata)
+                rootless = run.owner == run_id  # no graph run seen: a resume is not told
                 tool = ToolRun(DetachedScope(call, step.span), hooked, tool_call_id, args=args)
                 self._tools[run_id] = tool
             tool.scope.enter()
             if hooked and tool_call_id is not None:
-                self._paused.judge(run_id, tool, kwargs.get("metadata") or {})
+                self._paused.judge(run_id, tool, metadata, resumed=resumed, rootless=rootless)
             if not hooked and not call.should_run:
                 _log.warning(
                     "a tool hook decided, but the tool is not wrapped: not enforced",
@@ -410,13 +426,15 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
             run = self._runs.get(root) if root is not None else None
             if tool is not None and run is not None:
                 run.open_in_step = max(0, run.open_in_step - 1)
+            # the handler saw no run above the tool (it is in the tool's callbacks only)
+            rootless = run is not None and run.owner == run_id
         if tool is not None:
             call = tool.call
             if exc is not None and type(exc).__name__ in _INTERRUPTS:
                 # the tool asked a person (interrupt()): paused, not failed; it runs again,
                 # judged again, when the graph resumes
                 call.interrupt()
-                self._paused.done(run_id, tool, paused=True)
+                self._paused.done(run_id, tool, paused=True, rootless=rootless)
                 tool.scope.exit(None)
             else:
                 self._paused.done(run_id, tool, paused=False)

@@ -2,60 +2,272 @@
 the arguments its tool had when it asked.
 
 LangGraph runs the tool again from its start on resume, and the ``before_tool_call`` hooks judge
-it again: a rewrite answering otherwise the second time would run what nobody was shown. The
-handler remembers each paused call (by thread, LangGraph task namespace and tool call id: a new
-input runs in a new task) and refuses a resumed call the hooks gave other arguments.
+it again: a rewrite answering otherwise the second time would run what nobody was shown. Each
+paused call is remembered (by thread, LangGraph task namespace and tool call id: a new input runs
+in a new task) as fingerprints of the arguments it came with and those its tool had, and a
+resumed call the hooks gave other arguments is refused.
+
+Where the memory lives: the graph's store (``compile(store=...)``, LangGraph's public
+cross-process persistence, read with ``get_store()``) when it has one, so a resume handled by
+another handler object or process is checked too; else the handler object. LangGraph gives a
+task no public way to read what was saved with its interrupt, so nothing of otelhooks can ride
+in the checkpoint itself. A call a resume reruns whose pause no memory holds (a new handler, a
+checkpoint edited so the task is new) cannot be checked: it is refused, never judged afresh.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
+
+import structlog
+from langgraph.config import get_store
+from langgraph.store.base import BaseStore
+from langgraph.types import Command
+from pydantic import BaseModel
 
 if TYPE_CHECKING:
     from otelhooks.integrations.langchain._tool_run import ToolRun
 
-__all__ = ["RESUMED_CHANGED", "PausedCalls"]
+__all__ = [
+    "RESUMED_CHANGED",
+    "RESUMED_EDITED",
+    "RESUME_UNCHECKED",
+    "RESUME_UNVERIFIED",
+    "PausedCalls",
+    "ResumeWave",
+    "is_resume",
+]
 
-# calls paused and never resumed are forgotten oldest first
+_log = structlog.get_logger("otelhooks")
+
+# calls paused and never resumed are forgotten oldest first (the handler's own memory)
 _MAX_PAUSED = 1024
+_NAMESPACE = ("otelhooks", "langgraph_paused")
 RESUMED_CHANGED = (
     "the hooks gave this resumed call other arguments than its tool had when it asked a person "
     "(interrupt()): nobody was shown them"
 )
+RESUMED_EDITED = (
+    "this resumed call's arguments changed since its tool asked a person (interrupt()): the "
+    "answer given was for other arguments; to ask about these, run the graph on without "
+    "Command(resume=...)"
+)
+RESUME_UNVERIFIED = (
+    "this call runs in a LangGraph task a resume reruns, and otelhooks holds no record of that "
+    "task's pause (another handler or process paused it and the graph has no store, or the "
+    "checkpoint was edited since): the arguments its tool had when it asked a person cannot be "
+    "checked, so it does not run"
+)
+RESUME_UNCHECKED = (
+    "the graph's store failed as otelhooks read what this call's tool had when it asked a "
+    "person (interrupt()): it could not be checked, so it does not run"
+)
+# a paused task as remembered: the fingerprints of each call that asked (call id -> record)
+_Task = dict[str, dict[str, Any]]
 
-_Key = tuple[str, str, str]
+
+def is_resume(inputs: Any) -> bool:
+    """A root run's input resumes a paused graph (``Command(resume=...)``)."""
+    return isinstance(inputs, Command) and inputs.resume is not None
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as the same JSON in every process: a set sorted (its order follows the
+    process's string hashing), a pydantic model by its fields, anything else by its repr."""
+    if isinstance(value, set | frozenset):
+        return sorted(_canonical(v) for v in value)
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    return repr(value)
+
+
+def _canonical(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=True, default=_plain)
+
+
+def _fingerprint(args: Mapping[str, Any]) -> str:
+    """A digest of ``args`` (stored instead of the arguments, which may hold secrets)."""
+    try:
+        text = _canonical(args)
+    except (TypeError, ValueError):  # keys of mixed types, a cycle
+        text = repr(args)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class ResumeWave:
+    """The LangGraph tasks a resumed run runs first: those it resumes (its later tasks, and
+    those of a subgraph entered afresh, are new). A task is in the wave when it runs at the
+    first step its graph runs in this run and its parent task (if any) is in the wave."""
+
+    first_step: dict[str, int] = field(default_factory=dict)
+    tasks: set[str] = field(default_factory=set)
+
+    def saw(self, metadata: Mapping[str, Any]) -> None:
+        """A run started in a task (``langgraph_checkpoint_ns``, ``langgraph_step``)."""
+        ns, step = metadata.get("langgraph_checkpoint_ns"), metadata.get("langgraph_step")
+        if not isinstance(ns, str) or not ns or not isinstance(step, int):
+            return
+        parent = ns.rpartition("|")[0]
+        first = self.first_step.setdefault(parent, step)
+        if step == first and (not parent or parent in self.tasks):
+            self.tasks.add(ns)
+
+    def holds(self, metadata: Mapping[str, Any]) -> bool:
+        return metadata.get("langgraph_checkpoint_ns") in self.tasks
+
+
+def _store() -> BaseStore | None:
+    """The running graph's store (``None``: none, or not in a graph's task)."""
+    try:
+        return get_store()
+    except (RuntimeError, KeyError, AttributeError):
+        return None
+
+
+def _namespace(thread: str) -> tuple[str, ...]:
+    """The store namespace of ``thread``'s paused calls: the thread id hashed, since a store
+    label may hold no period and cannot be empty (``user.42``, a run without a thread)."""
+    return (*_NAMESPACE, hashlib.sha256(thread.encode()).hexdigest()[:32])
+
+
+def _key(*parts: str) -> str:
+    return json.dumps(parts)  # a tool call id holding a separator cannot pass for another key
 
 
 class PausedCalls:
-    """The hooked calls of one handler whose tool asked a person, until they resume."""
+    """The hooked calls whose tool asked a person, until they resume: in the graph's store
+    (an item per paused task, one per call), else in this handler (the latest tasks). A call's
+    record holds the fingerprint of the arguments it came with and of each set its tool was
+    given at a pause (one per otelhooks handler in the run, each recording what its hooks
+    decided)."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # key -> (the arguments the call came with, those its tool had)
-        self._paused: dict[_Key, tuple[dict[str, Any], dict[str, Any]]] = {}
-        self._keys: dict[UUID, _Key] = {}  # each open hooked call's key
+        self._local: dict[tuple[str, str], _Task] = {}  # (thread, task) -> its paused calls
+        # each open hooked call's thread, task, call id and whether a pause of it was recorded
+        self._keys: dict[UUID, tuple[str, str, str, bool]] = {}
+        self._warned = False  # that a pause was seen without the graph's run
 
-    def judge(self, run_id: UUID, tool: ToolRun, metadata: Mapping[str, Any]) -> None:
-        """As the call starts, its hooks having decided: refuse it (``ToolCall.refuse``) when it
-        resumes a paused call whose hooks gave the tool other arguments. Arguments the graph
-        changed meanwhile (a person editing the call) are a new question for the hooks."""
-        thread = str(metadata.get("thread_id", ""))
-        key = (thread, str(metadata.get("langgraph_checkpoint_ns", "")), str(tool.tool_call_id))
+    def _recalled(
+        self, store: BaseStore | None, thread: str, task: str, call_id: str
+    ) -> tuple[bool, dict[str, Any] | None]:
+        """Whether ``task``'s pause is remembered, and ``call_id``'s record in it."""
+        if store is not None:
+            known = store.get(_namespace(thread), _key("task", task)) is not None
+            item = store.get(_namespace(thread), _key("call", task, call_id)) if known else None
+            return known, None if item is None else item.value
         with self._lock:
-            self._keys[run_id] = key
-            asked = self._paused.pop(key, None)
-        if asked is not None and tool.args == asked[0] and tool.call.args != asked[1]:
-            tool.call.refuse(RESUMED_CHANGED)
+            calls = self._local.get((thread, task))
+            return calls is not None, None if calls is None else calls.get(call_id)
 
-    def done(self, run_id: UUID, tool: ToolRun, *, paused: bool) -> None:
-        """The call ended: ``paused`` (its tool asked a person), remember what it had."""
+    def _remember(
+        self, store: BaseStore | None, thread: str, task: str, call_id: str, given: str, ran: str
+    ) -> None:
+        if store is not None:
+            found = store.get(_namespace(thread), _key("call", task, call_id))
+            old = found.value if found is not None and found.value.get("given") == given else {}
+            record = {"given": given, "ran": sorted({*old.get("ran", []), ran})}
+            store.put(_namespace(thread), _key("call", task, call_id), record, index=False)
+            store.put(_namespace(thread), _key("task", task), {}, index=False)
+            return
+        with self._lock:
+            calls = self._local.pop((thread, task), {})
+            calls[call_id] = {"given": given, "ran": [ran]}
+            self._local[(thread, task)] = calls
+            while len(self._local) > _MAX_PAUSED:
+                del self._local[next(iter(self._local))]
+
+    def _forget(self, store: BaseStore | None, thread: str, task: str, call_id: str) -> None:
+        if store is not None:
+            store.delete(_namespace(thread), _key("call", task, call_id))
+            return
+        with self._lock:
+            self._local.get((thread, task), {}).pop(call_id, None)
+
+    def judge(
+        self,
+        run_id: UUID,
+        tool: ToolRun,
+        metadata: Mapping[str, Any],
+        *,
+        resumed: bool,
+        rootless: bool = False,
+    ) -> None:
+        """As the call starts, its hooks having decided: refuse it (``ToolCall.refuse``) when it
+        resumes a paused call whose hooks gave the tool other arguments, or (``resumed``: in a
+        task a resume reruns) whose own arguments changed since it asked, or when nothing
+        remembers that task's pause. A call the handler sees is no resume (neither ``resumed``
+        nor ``rootless``: the handler saw the graph's run) is not looked up."""
+        thread = str(metadata.get("thread_id", ""))
+        task = str(metadata.get("langgraph_checkpoint_ns", ""))
+        call_id = str(tool.tool_call_id)
+        if not resumed and not rootless:
+            with self._lock:
+                self._keys[run_id] = (thread, task, call_id, False)
+            return
+        store = _store()
+        try:
+            known, asked = self._recalled(store, thread, task, call_id)
+        except Exception:
+            _log.error(
+                "the graph's store failed as a hooked call started", refused=resumed, exc_info=True
+            )
+            known, asked = False, None
+            if resumed:
+                tool.call.refuse(RESUME_UNCHECKED)
+        with self._lock:
+            self._keys[run_id] = (thread, task, call_id, asked is not None)
+        if asked is not None:
+            if asked.get("given") != _fingerprint(tool.args):
+                # the same task rerun with another call (Command(resume=..., update=...)):
+                # its interrupt() takes the answer given for the old one
+                if resumed:
+                    tool.call.refuse(RESUMED_EDITED)
+            elif _fingerprint(tool.call.args) not in asked.get("ran", []):
+                tool.call.refuse(RESUMED_CHANGED)
+        elif resumed and not known and tool.call.should_run:
+            _log.warning(
+                "a resumed LangGraph call was refused: its pause was not recorded",
+                thread_id=thread,
+                tool_call_id=tool.tool_call_id,
+                fix="compile the graph with a store (compile(store=...)) or resume with the "
+                "OtelHooksCallbackHandler object that saw it pause",
+            )
+            tool.call.refuse(RESUME_UNVERIFIED)
+
+    def done(self, run_id: UUID, tool: ToolRun, *, paused: bool, rootless: bool = False) -> None:
+        """The call ended: ``paused`` (its tool asked a person), remember what it had; a
+        resumed call that finished is forgotten. ``rootless``: the handler saw no run above
+        the call, so it cannot tell a resume of it (said once)."""
         with self._lock:
             key = self._keys.pop(run_id, None)
-            if key is None or not paused or not tool.call.should_run:
-                return
-            self._paused[key] = (dict(tool.args), dict(tool.call.args))
-            while len(self._paused) > _MAX_PAUSED:
-                del self._paused[next(iter(self._paused))]
+            warn = paused and rootless and not self._warned
+            self._warned = self._warned or warn
+        if warn:
+            _log.warning(
+                "a hooked LangGraph call paused, but the handler does not see the graph's run: "
+                "a resume of it by another handler, unless the graph's store recorded the "
+                "pause, is judged afresh",
+                tool_call_id=tool.tool_call_id,
+                fix="pass the OtelHooksCallbackHandler in the run's config "
+                "(config={'callbacks': [handler]}), not only in the tool's callbacks",
+            )
+        if key is None:
+            return
+        thread, task, call_id, recorded = key
+        store = _store()
+        try:
+            if paused and tool.call.should_run:
+                given, ran = _fingerprint(tool.args), _fingerprint(tool.call.args)
+                self._remember(store, thread, task, call_id, given, ran)
+            elif recorded:
+                self._forget(store, thread, task, call_id)
+        except Exception:  # its resume, finding no record, is refused
+            _log.error("the graph's store failed: a paused call was not recorded", exc_info=True)
