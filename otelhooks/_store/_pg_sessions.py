@@ -466,7 +466,7 @@ class SharedSessions(ServerSessions):
 
     @_or_scratch
     def tool_span(self, session_id: str, tool_use_id: str) -> int | None:
-        with self._lock:
+        with self._memory:
             ended = self._ended.items.get((session_id, tool_use_id))
         if ended is not None:
             return ended

@@ -4,6 +4,10 @@ bounded."""
 
 from __future__ import annotations
 
+import sqlite3
+import threading
+import time
+from pathlib import Path
 from typing import Any
 
 from opentelemetry.sdk.resources import Resource
@@ -170,3 +174,39 @@ def test_a_trace_is_not_remembered_for_a_session_id_past_the_bound() -> None:
     huge = _span("codex_exec", 13, 2, {"conversation.id": "x" * (MAX_SESSION_ID + 1)})
     telemetry.prepare([child, huge])
     assert telemetry.join(child) is None
+
+
+def test_the_join_memory_answers_while_a_transaction_waits_for_the_file(tmp_path: Path) -> None:
+    """The daemon's state file is shared with hook processes: while a neighbour holds its write
+    lock, a tool use starting waits for it (up to 5 s) holding the file's connection. What the
+    store keeps in memory (the span an ended tool use became, which the telemetry joins read for
+    every received span; whether a session was seen; what is held) answers at once, not after
+    that wait (before: it took the connection's lock, and waited)."""
+    path = tmp_path / "state.sqlite3"
+    sessions = ServerSessions(path)
+    sessions.begin_tool("s-1", "toolu_1", "Bash", {})
+    ended = sessions.end_tool("s-1", "toolu_1")
+    assert ended is not None
+    neighbour = sqlite3.connect(path, isolation_level=None)
+    neighbour.execute("BEGIN IMMEDIATE")
+    thread = threading.Thread(target=sessions.begin_tool, args=("s-1", "toolu_2", "Bash", {}))
+    thread.start()
+    try:
+        deadline = time.monotonic() + 5
+        while not sessions._lock.locked():  # the tool use is in its transaction, waiting
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+        began = time.monotonic()
+        assert sessions.tool_span("s-1", "toolu_1") == ended.span_id
+        assert sessions.saw("s-1")
+        sessions.note("s-2")
+        assert sessions.held[0] == 1
+        waited = time.monotonic() - began
+        assert thread.is_alive()  # still waiting for the neighbour
+    finally:
+        neighbour.execute("ROLLBACK")
+        neighbour.close()
+        thread.join(10)
+    assert waited < 1.0
+    assert sessions.has_open_tool("s-1", "toolu_2")  # started on the file once it was free
+    sessions.close()

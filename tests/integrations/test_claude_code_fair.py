@@ -302,3 +302,57 @@ def test_a_call_arriving_as_the_runner_closes_is_late_not_an_error() -> None:
     assert caught.value.reason == "closed"
     with pytest.raises(Late):
         runner.submit("s", lambda: "ran")
+
+
+class _TimerCountingLoop(asyncio.SelectorEventLoop):
+    """An event loop (the test's own) that notes every timer scheduled on it: how far ahead."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ahead_s: list[float] = []
+
+    def call_at(self, when: float, callback: Any, *args: Any, context: Any = None) -> Any:
+        self.ahead_s.append(when - self.time())
+        return super().call_at(when, callback, *args, context=context)
+
+
+def test_a_quick_call_schedules_one_timer_on_the_loop_and_the_deadline_still_holds() -> None:
+    """Each guarded PreToolUse under serve goes through ``run``: a call answered before
+    ``grow_after_s`` schedules one timer, never its far deadline (before: a second timer at the
+    deadline, 8 s ahead, left cancelled in the loop's heap by every quick call). A call still
+    running at ``grow_after_s`` then gets its deadline, and one whose deadline comes first is
+    given up on at its deadline."""
+    runner = FairRunner(workers=4, per_key=1, grow_after_s=5.0)
+    release = threading.Event()
+
+    async def scenario(loop: _TimerCountingLoop) -> tuple[list[float], float, float]:
+        before = len(loop.ahead_s)
+        for n in range(20):
+            assert await runner.run(f"s{n % 4}", lambda n=n: n, timeout_s=30.0) == n
+        quick = loop.ahead_s[before:]
+        began = time.monotonic()
+        with pytest.raises(Late):  # its deadline (0.2 s) before grow_after_s (5 s)
+            await runner.run("s-late", lambda: release.wait(10), timeout_s=0.2)
+        short = time.monotonic() - began
+        stalling = FairRunner(workers=4, per_key=1, grow_after_s=0.05)
+        began = time.monotonic()
+        try:
+            with pytest.raises(Late):  # stalled at 0.05 s, then given up on at 0.4 s
+                await stalling.run("s-slow", lambda: release.wait(10), timeout_s=0.4)
+        finally:
+            release.set()
+            stalling.close()
+        return quick, short, time.monotonic() - began
+
+    try:
+        with asyncio.Runner(loop_factory=_TimerCountingLoop) as run:
+            loop = run.get_loop()
+            assert isinstance(loop, _TimerCountingLoop)
+            quick, short, slow = run.run(scenario(loop))
+        assert len(quick) == 20  # one timer per call
+        assert max(quick) <= 5.0 + 0.01  # none as far as the 30 s deadline
+        assert 0.2 <= short < 3.0
+        assert 0.4 <= slow < 3.0
+    finally:
+        release.set()
+        runner.close()

@@ -206,8 +206,18 @@ class FairRunner:
 
         job = _Job(key, fn, answer)
         self._queue(job)
-        timer = loop.call_later(timeout_s, _expire, waiter)
-        stall = loop.call_later(self.grow_after_s, self._stalled, job)
+        deadline = loop.time() + timeout_s
+        # one timer at a time: the stall check, then the deadline (a quick call, most of them,
+        # is answered before the first fires and leaves no far timer in the loop's heap)
+        timer: list[asyncio.TimerHandle] = []
+
+        def stalled() -> None:
+            if not waiter.done():
+                self._stalled(job)
+                timer[0] = loop.call_at(deadline, _expire, waiter)
+
+        timer.append(loop.call_later(min(self.grow_after_s, timeout_s), stalled))
+
         try:
             return await waiter
         except _Expired:
@@ -217,8 +227,7 @@ class FairRunner:
             self._give_up(job, timeout_s, count=False)  # nobody waits for it any more
             raise
         finally:
-            timer.cancel()
-            stall.cancel()
+            timer[0].cancel()
 
     def call(self, key: str, fn: Callable[[], T], *, timeout_s: float) -> T:
         """The blocking form of :meth:`run` (for a caller on a thread of its own)."""

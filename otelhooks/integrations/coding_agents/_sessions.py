@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -198,6 +199,10 @@ class ServerSessions(BridgeState):
         self.max_tools_per_session = max_tools_per_session
         self.max_bytes = max_bytes
         self.on_drop = on_drop or _no_drop
+        # what this process keeps in memory (the join memory, the bounds' accounting) has a lock
+        # of its own: the connection's is held for a whole transaction, and an event's notes
+        # and counts never wait for another thread's statements
+        self._memory = threading.Lock()
         self._ended = _Recent(remember, max_bytes // 2, self._forgot)
         self._seen = _Recent(remember, max_bytes // 2, self._forgot)
         self._held: OrderedDict[str, _Held] = OrderedDict()
@@ -246,11 +251,11 @@ class ServerSessions(BridgeState):
         """Remember the ``execute_tool`` span of a tool use another process traced (the command
         bridge's, received as OTLP), for :meth:`tool_span` (bounded as the join memory is)."""
         size = len(session_id) + len(tool_use_id) + _ROW_BYTES
-        with self._lock:
+        with self._memory:
             self._ended.put((session_id, tool_use_id), span_id, size)
 
     def _see(self, session_id: str) -> None:
-        with self._lock:
+        with self._memory:
             self._seen.put(session_id, 0, len(session_id) + _ROW_BYTES)
 
     def note(self, session_id: str) -> None:
@@ -259,7 +264,7 @@ class ServerSessions(BridgeState):
 
     def saw(self, session_id: str) -> bool:
         """Whether hook events of this session reached the store (recently, in this process)."""
-        with self._lock:
+        with self._memory:
             return session_id in self._seen.items
 
     # -- spend -------------------------------------------------------------------------------------
@@ -321,12 +326,12 @@ class ServerSessions(BridgeState):
     @property
     def held(self) -> tuple[int, int]:
         """Sessions held and the bytes of ids and tool inputs they hold (see the class doc)."""
-        with self._lock:
+        with self._memory:
             return len(self._held), self._held_bytes
 
     def held_sessions(self) -> list[str]:
         """The sessions held (those no ``SessionEnd`` ended yet), oldest used first."""
-        with self._lock:
+        with self._memory:
             return list(self._held)
 
     def _hold(self, session_id: str, tool: tuple[str, int] | None = None) -> None:
@@ -334,7 +339,7 @@ class ServerSessions(BridgeState):
         what is past a bound."""
         now = time.monotonic()
         drops: list[tuple[str | tuple[str, str], str]] = []
-        with self._lock:
+        with self._memory:
             held = self._held.get(session_id)
             if held is None:
                 held = self._held[session_id] = _Held(now, bytes=_session_bytes(session_id))
@@ -403,7 +408,7 @@ class ServerSessions(BridgeState):
             self._held_bytes += size
 
     def _release_tool(self, session_id: str, tool_use_id: str) -> None:
-        with self._lock:
+        with self._memory:
             held = self._held.get(session_id)
             size = held.tools.pop(tool_use_id, None) if held is not None else None
             if held is not None and size is not None:
@@ -412,7 +417,7 @@ class ServerSessions(BridgeState):
 
     def _count_name(self, session_id: str, tool_name: str) -> None:
         """Account the turn-count row of ``tool_name``; past a bound, the turn's counts go."""
-        with self._lock:
+        with self._memory:
             held = self._held.get(session_id)
             if held is None or tool_name in held.names:
                 return
@@ -432,7 +437,7 @@ class ServerSessions(BridgeState):
     def _new_turn(self, session_id: str, keep: str | None = None) -> None:
         """Forget the accounting of a session's turn counts (their rows were deleted), but
         ``keep``'s."""
-        with self._lock:
+        with self._memory:
             held = self._held.get(session_id)
             if held is not None:
                 kept = {n: b for n, b in held.names.items() if n == keep}
@@ -442,7 +447,7 @@ class ServerSessions(BridgeState):
                 held.names = kept
 
     def _release(self, session_id: str) -> None:
-        with self._lock:
+        with self._memory:
             held = self._held.pop(session_id, None)
             if held is not None:
                 self._held_bytes -= held.bytes
@@ -501,7 +506,7 @@ class ServerSessions(BridgeState):
 
     def tool_span(self, session_id: str, tool_use_id: str) -> int | None:
         """The span id of the ``execute_tool`` span of a tool use (open or recently ended)."""
-        with self._lock:
+        with self._memory:
             ended = self._ended.items.get((session_id, tool_use_id))
         if ended is not None:
             return ended
