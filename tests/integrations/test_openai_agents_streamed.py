@@ -4,18 +4,37 @@ streams, no network) is guarded as ``run`` is, and its operation ends with the s
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("agents")
 
-from agents import Agent, function_tool, set_trace_processors
+from agents import (
+    Agent,
+    GuardrailFunctionOutput,
+    InputGuardrailTripwireTriggered,
+    MaxTurnsExceeded,
+    Runner,
+    SQLiteSession,
+    UserError,
+    function_tool,
+    input_guardrail,
+    set_trace_processors,
+)
 from agents.testing import assistant_message, function_call
+from opentelemetry import trace
+from opentelemetry.trace import StatusCode
 
-from otelhooks import Block, HookEvent
-from otelhooks.integrations.openai_agents import HookedRunner
-from otelhooks.testing import TestPipeline
+from otelhooks import Block, HookEvent, ToolCallEvent
+from otelhooks.integrations.openai_agents import (
+    HookedRunner,
+    RunBlockedError,
+    UnguardedToolWarning,
+    hook_agent,
+)
+from otelhooks.testing import Recorder, TestPipeline, pipeline
 from tests.conftest import hook
 from tests.integrations._agents_model import ScriptedModel
 
@@ -71,3 +90,439 @@ def test_a_streamed_run_denies_a_tool_a_guard_denies(pipe: TestPipeline) -> None
     op = pipe.span("invoke_agent cleaner")
     assert op.attributes is not None
     assert op.attributes["otelhooks.operation.complete_reason"] == "done"
+
+
+def test_the_operation_ends_before_the_stream_does(pipe: TestPipeline) -> None:
+    ran: list[str] = []
+    agent, _ = deleter(ran)
+
+    async def main() -> list[str]:
+        result = await HookedRunner(pipe.tracer).run_streamed(agent, "clean up")
+        async for _ in result.stream_events():
+            pass
+        return [s.name for s in pipe.spans("invoke_agent cleaner")]  # ended spans only
+
+    assert asyncio.run(main()) == ["invoke_agent cleaner"]
+    assert ran == ["a.txt"]  # no guard: the tool runs
+
+
+def test_a_reader_that_stops_early_still_gets_the_deny_to_the_model(pipe: TestPipeline) -> None:
+    # the consumer reads one event and walks away: the SDK's run goes on in its task, every
+    # tool call still guarded, and the operation ends with it
+    pipe.register(NO_DELETE)
+    ran: list[str] = []
+    agent, model = deleter(ran)
+
+    async def main() -> None:
+        result = await HookedRunner(pipe.tracer).run_streamed(agent, "clean up")
+        async for _ in result.stream_events():
+            break
+        task = result.run_loop_task
+        assert task is not None
+        await asyncio.wait_for(asyncio.shield(task), 30)
+
+    asyncio.run(main())
+    assert ran == []
+    assert model.tool_outputs()["d1"] == "deleting files is not allowed"
+    op = pipe.span("invoke_agent cleaner")
+    assert op.attributes is not None
+    assert op.attributes["otelhooks.operation.complete_reason"] == "done"
+
+
+def test_a_cancelled_stream_ends_its_operation_interrupted(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    pipe.register(NO_DELETE, hook("done", "onComplete", recorder))
+
+    async def main() -> None:
+        ran: list[str] = []
+        agent, model = deleter(ran)
+        runner = HookedRunner(pipe.tracer)
+        result = await runner.run_streamed(agent, "clean up")
+        async for event in result.stream_events():
+            if event.type == "run_item_stream_event" and event.name == "tool_output":
+                result.cancel()
+        assert ran == []
+        assert model.tool_outputs() == {}  # cancelled before the model's second turn
+
+    asyncio.run(main())
+    pipe.flush()
+    op = pipe.span("invoke_agent cleaner")
+    assert op.attributes is not None
+    assert op.attributes["otelhooks.operation.complete_reason"] == "interrupted"
+    assert [e.reason for e in recorder.of("on_complete")] == ["interrupted"]  # type: ignore[attr-defined]
+    assert pipe.span("execute_tool delete_file").attributes["otelhooks.hook.decision"] == "deny"  # type: ignore[index]
+
+
+def test_a_stream_left_unread_when_its_loop_ends_does_not_leak_its_operation(
+    pipe: TestPipeline,
+) -> None:
+    # asyncio.run cancels the SDK's task as the loop ends: the operation ends with it
+    model = ScriptedModel("scripted", [[assistant_message("never read")]])
+    agent = Agent(name="idle", model=model)
+
+    async def main() -> None:
+        await HookedRunner(pipe.tracer).run_streamed(agent, "hi")
+
+    asyncio.run(main())
+    op = pipe.span("invoke_agent idle")
+    assert op.attributes is not None
+    assert op.attributes["otelhooks.operation.complete_reason"] == "interrupted"
+    assert model.inputs == []
+
+
+async def _go(pipe: TestPipeline, agent: Agent[Any], input: Any, **options: Any) -> Any:
+    """A streamed run read to its end (what ``run`` returns: the result, or the error raised)."""
+    result = await HookedRunner(pipe.tracer).run_streamed(agent, input, **options)
+    async for _ in result.stream_events():
+        pass
+    return result
+
+
+def _shape(pipe: TestPipeline, agent: str) -> tuple[Any, ...]:
+    op = pipe.span(f"invoke_agent {agent}")
+    attrs = dict(op.attributes or {})
+    return (
+        op.status.status_code,
+        attrs["otelhooks.operation.complete_reason"],
+        attrs.get("otelhooks.guardrail.name"),
+        sorted(s.name for s in pipe.spans() if s.name.startswith(("step", "chat", "execute"))),
+    )
+
+
+def _failing_agents() -> dict[str, tuple[Agent[Any], type[BaseException], dict[str, Any]]]:
+    @input_guardrail
+    def no_secrets(ctx: Any, agent: Any, input: Any) -> GuardrailFunctionOutput:
+        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
+
+    ran: list[str] = []
+    looping, _ = deleter(ran)
+    looping.model = ScriptedModel(
+        "scripted",
+        [[function_call("delete_file", {"path": "a.txt"}, call_id=f"d{n}")] for n in (1, 2)],
+    )
+    return {
+        "model_error": (
+            Agent(name="broken", model=ScriptedModel("scripted", [ConnectionError("model down")])),
+            ConnectionError,
+            {},
+        ),
+        "max_turns": (looping, MaxTurnsExceeded, {"max_turns": 1}),
+        "input_guardrail": (
+            Agent(
+                name="guarded",
+                model=ScriptedModel("scripted", [[assistant_message("never")]]),
+                input_guardrails=[no_secrets],
+            ),
+            InputGuardrailTripwireTriggered,
+            {},
+        ),
+    }
+
+
+@pytest.mark.parametrize("case", ["model_error", "max_turns", "input_guardrail"])
+def test_a_stream_that_raises_ends_its_operation_as_run_does(case: str) -> None:
+    shapes, told = [], []
+    for streamed in (False, True):
+        seen = Recorder()
+        with pipeline() as pipe:
+            pipe.register(NO_DELETE, hook("err", "onError", seen), hook("end", "onComplete", seen))
+            agent, raised, options = _failing_agents()[case]
+            runner = HookedRunner(pipe.tracer)
+            go = _go(pipe, agent, "x", **options) if streamed else runner.run(agent, "x", **options)
+            with pytest.raises(raised):
+                asyncio.run(go)
+            pipe.flush()
+            shapes.append(_shape(pipe, agent.name))
+            told.append([(e.event, getattr(e, "errorType", None)) for e in seen.events])
+            if case == "max_turns":  # the run's one tool call was denied, streamed or not
+                denied = pipe.span("execute_tool delete_file").attributes
+                assert denied is not None
+                assert denied["otelhooks.hook.decision"] == "deny"
+    if case == "input_guardrail":
+        # a streamed run calls the model beside the guardrail (the SDK's way), run waits for it
+        assert shapes[1][:3] == shapes[0][:3]
+    else:
+        assert shapes[1] == shapes[0]
+    assert told[1] == told[0]
+    assert [e for e, _ in told[0]] == ["on_error", "on_complete"] or case == "max_turns"
+
+
+def _agent_of(pipe: TestPipeline, span: Any) -> str:
+    """The agent of the ``invoke_agent`` span ``span`` is in."""
+    by_id = {s.context.span_id: s for s in pipe.spans() if s.context is not None}
+    while not span.name.startswith("invoke_agent "):
+        span = by_id[span.parent.span_id]
+    return str(span.name.removeprefix("invoke_agent "))
+
+
+def test_two_streamed_runs_at_once_each_guard_and_record_their_own_calls(
+    pipe: TestPipeline,
+) -> None:
+    pipe.register(NO_DELETE)
+    ran: list[str] = []
+    started: dict[str, asyncio.Event] = {}
+
+    def agent(name: str, other: str) -> tuple[Agent[Any], ScriptedModel]:
+        @function_tool(name_override="work")
+        async def work() -> str:
+            """Work, once the other run's work has begun too."""
+            started[name].set()
+            await asyncio.wait_for(started[other].wait(), 30)
+            ran.append(name)
+            return f"{name} worked"
+
+        @function_tool
+        def delete_file(path: str) -> str:
+            """Delete a file."""
+            ran.append(f"{name} deleted")
+            return "deleted"
+
+        model = ScriptedModel(
+            f"scripted-{name}",
+            [
+                [
+                    function_call("work", {}, call_id=f"w-{name}"),
+                    function_call("delete_file", {"path": "a.txt"}, call_id=f"d-{name}"),
+                ],
+                [assistant_message(f"{name} done")],
+            ],
+        )
+        return Agent(name=name, model=model, tools=[work, delete_file]), model
+
+    async def main() -> list[Any]:
+        started.update(left=asyncio.Event(), right=asyncio.Event())
+        (left, left_model), (right, right_model) = agent("left", "right"), agent("right", "left")
+        results = await asyncio.gather(_go(pipe, left, "go"), _go(pipe, right, "go"))
+        assert [r.final_output for r in results] == ["left done", "right done"]
+        return [left_model, right_model]
+
+    left_model, right_model = asyncio.run(main())
+    assert sorted(ran) == ["left", "right"]
+    for name, model in (("left", left_model), ("right", right_model)):
+        assert model.tool_outputs() == {
+            f"w-{name}": f"{name} worked",
+            f"d-{name}": "deleting files is not allowed",
+        }
+    tools = [s for s in pipe.spans() if s.name.startswith("execute_tool ")]
+    got = sorted((_agent_of(pipe, s), (s.attributes or {})["gen_ai.tool.call.id"]) for s in tools)
+    assert got == [
+        ("left", "d-left"),
+        ("left", "w-left"),
+        ("right", "d-right"),
+        ("right", "w-right"),
+    ]
+
+
+@pytest.mark.parametrize("decision", ["approve", "reject"])
+def test_a_streamed_run_paused_for_approval_and_resumed_streamed_is_guarded(
+    pipe: TestPipeline, recorder: Recorder, decision: str
+) -> None:
+    from agents import RunState
+
+    pipe.register(NO_DELETE, hook("denied", "on_tool_call_denied", recorder))
+    ran: list[str] = []
+
+    @function_tool(needs_approval=True)
+    def delete_file(path: str) -> str:
+        """Delete a file."""
+        ran.append(path)
+        return "deleted"
+
+    model = ScriptedModel(
+        "scripted",
+        [
+            [function_call("delete_file", {"path": "a.txt"}, call_id="d1")],
+            [assistant_message("cleaned")],
+        ],
+    )
+    agent = Agent(name="cleaner", model=model, tools=[delete_file])
+
+    async def both_halves() -> None:
+        first = await _go(pipe, agent, "clean up")
+        assert [i.call_id for i in first.interruptions] == ["d1"]
+        state = await RunState.from_string(hook_agent(agent), first.to_state().to_string())
+        for item in state.get_interruptions():
+            if decision == "approve":
+                state.approve(item)
+            else:
+                state.reject(item, rejection_message="not that file")
+        second = await _go(pipe, agent, state)
+        assert second.final_output == "cleaned"
+
+    asyncio.run(both_halves())
+    pipe.flush()
+    assert ran == []
+    first, second = sorted(pipe.spans("invoke_agent cleaner"), key=lambda s: s.start_time or 0)
+    reasons = [(s.attributes or {})["otelhooks.operation.complete_reason"] for s in (first, second)]
+    assert reasons == ["interrupted", "done"]
+    pending = [
+        dict(e.attributes or {})
+        for s in pipe.spans()
+        for e in s.events
+        if e.name == "otelhooks.tool_approval"
+    ]
+    assert [p["otelhooks.approval.decision"] for p in pending] == (
+        ["pending"] if decision == "approve" else ["pending", "deny"]
+    )
+    told = [(e.toolCallId, e.decidedBy) for e in recorder.of("on_tool_call_denied")]  # type: ignore[attr-defined]
+    if (
+        decision == "approve"
+    ):  # the person said yes; the guard still says no, and the model hears it
+        assert model.tool_outputs()["d1"] == "deleting files is not allowed"
+        assert told == [("d1", "no-delete")]
+    else:
+        assert model.tool_outputs()["d1"] == "not that file"
+        assert told == [("d1", "needs_approval")]
+
+
+def test_a_stream_cancelled_after_its_turn_ends_interrupted_not_done(pipe: TestPipeline) -> None:
+    # result.cancel(mode="after_turn") lets the turn's tool calls run (guarded) and stops before
+    # the next model call, with no answer and nothing raised: the run was reported done
+    pipe.register(NO_DELETE)
+    ran: list[str] = []
+    agent, model = deleter(ran)
+
+    async def main() -> None:
+        result = await HookedRunner(pipe.tracer).run_streamed(agent, "clean up")
+        async for event in result.stream_events():
+            if event.type == "run_item_stream_event" and event.name == "tool_called":
+                result.cancel(mode="after_turn")
+        assert result.final_output is None
+
+    asyncio.run(main())
+    assert ran == []
+    assert len(model.inputs) == 1
+    op = pipe.span("invoke_agent cleaner")
+    assert op.attributes is not None
+    assert op.attributes["otelhooks.operation.complete_reason"] == "interrupted"
+    assert pipe.span("execute_tool delete_file").attributes["otelhooks.hook.decision"] == "deny"  # type: ignore[index]
+
+
+def _tree(pipe: TestPipeline) -> list[tuple[str, str, str | None]]:
+    """Each span as (name, its parent's name, its hook decision), in a stable order."""
+    spans = pipe.spans()
+    by_id = {s.context.span_id: s.name for s in spans if s.context is not None}
+    return sorted(
+        (
+            s.name,
+            by_id.get(s.parent.span_id, "") if s.parent else "",
+            (s.attributes or {}).get("otelhooks.hook.decision"),  # type: ignore[misc]
+        )
+        for s in spans
+    )
+
+
+def test_a_streamed_run_with_a_handoff_records_what_run_records() -> None:
+    from tests.integrations.test_openai_agents import GUARDS, World, build
+
+    trees, worlds = [], []
+    for streamed in (False, True):
+        world = World()
+        with pipeline() as pipe:
+            pipe.register(*GUARDS)
+            planner, _, _ = build(world)
+            if streamed:
+                result = asyncio.run(_go(pipe, planner, "plan it", session_id="s-42"))
+            else:
+                runner = HookedRunner(pipe.tracer)
+                result = asyncio.run(runner.run(planner, "plan it", session_id="s-42"))
+            assert result.final_output == "3 words, 1 file kept"
+            trees.append(_tree(pipe))
+            worlds.append((world.ran, world.files))
+    assert trees[1] == trees[0]
+    assert (
+        worlds[1]
+        == worlds[0]
+        == (["add", "read_file", "word_count"], {"a.txt": "hello otel hooks"})
+    )
+
+
+def test_a_streamed_run_guards_its_mcp_servers_tools(pipe: TestPipeline, tmp_path: Path) -> None:
+    # a real MCP server over stdio: a deny never reaches it, a mock answers for it, a rewrite
+    # reaches it as rewritten
+    pytest.importorskip("mcp")
+    from tests.integrations.test_openai_agents_mcp import notes_server, reached
+
+    def mock_lookup(event: ToolCallEvent) -> None:
+        event.mock("cached value")
+
+    def redact(event: ToolCallEvent) -> ToolCallEvent:
+        return event.model_copy(update={"args": {"text": "[redacted]"}})
+
+    pipe.register(
+        hook("no-delete", "PreToolUse", lambda e: Block("no purges"), matcher="mcp__notes__purge"),
+        hook("mock", "before_tool_call", mock_lookup, matcher="notes/lookup"),
+        hook("redact", "before_tool_call", redact, matcher="write_note"),
+    )
+    log = tmp_path / "log"
+    calls = [("lookup", {"key": "k"}), ("write_note", {"text": "secret"}), ("purge", {"key": "k"})]
+    turn = [function_call(t, a, call_id=f"m{i}") for i, (t, a) in enumerate(calls, 1)]
+    model = ScriptedModel("scripted", [turn, [assistant_message("done")]])
+
+    async def main() -> Any:
+        async with notes_server(log) as server:
+            agent = Agent(name="writer", model=model, mcp_servers=[server])
+            return await _go(pipe, agent, "go")
+
+    assert asyncio.run(main()).final_output == "done"
+    assert [(c["tool"], c["args"]) for c in reached(log)] == [
+        ("write_note", {"text": "[redacted]"})
+    ]
+    seen = model.tool_outputs()
+    assert "cached value" in seen["m1"]
+    assert "noted: [redacted]" in seen["m2"]
+    assert "no purges" in seen["m3"]
+
+
+def test_a_blocked_or_refused_streamed_run_never_starts_and_ends_its_operation(
+    pipe: TestPipeline,
+) -> None:
+    pipe.register(
+        hook("no-secrets", "before_agent_start", lambda e: Block("no secrets"), matcher="vault")
+    )
+    model = ScriptedModel("scripted", [[assistant_message("never")]])
+
+    async def main() -> None:
+        runner = HookedRunner(pipe.tracer)
+        with pytest.raises(RunBlockedError, match="no secrets"):
+            await runner.run_streamed(Agent(name="vault", model=model), "the password")
+        # the SDK refuses a session together with a conversation id before it starts a run
+        with pytest.raises(UserError):
+            await runner.run_streamed(
+                Agent(name="sdk-refused", model=model),
+                "hi",
+                session=SQLiteSession("s"),
+                conversation_id="c",
+            )
+
+    asyncio.run(main())
+    assert model.inputs == []
+    blocked, refused = pipe.span("invoke_agent vault"), pipe.span("invoke_agent sdk-refused")
+    assert (blocked.attributes or {})["otelhooks.operation.complete_reason"] == "interrupted"
+    assert (refused.attributes or {})["otelhooks.operation.complete_reason"] == "error"
+    assert refused.status.status_code is StatusCode.ERROR
+
+
+def test_the_callers_context_holds_neither_the_run_nor_its_span(pipe: TestPipeline) -> None:
+    # the run and its operation's span live in the SDK's task only: a hooked agent the caller
+    # then runs with the SDK's own Runner is not reported into the streamed run (it says so)
+    pipe.register(NO_DELETE)
+    ran: list[str] = []
+    agent, _ = deleter(ran)
+    plain, _ = deleter(ran, call_id="d2")
+
+    async def main() -> None:
+        before = trace.get_current_span()
+        result = await HookedRunner(pipe.tracer).run_streamed(agent, "clean up")
+        assert trace.get_current_span() is before
+        with pytest.warns(UnguardedToolWarning, match="delete_file"):
+            await Runner.run(hook_agent(plain), "clean up")
+        async for _ in result.stream_events():
+            pass
+
+    asyncio.run(main())
+    assert ran == ["a.txt"]  # the plain SDK run's call, which no guard saw (and said so)
+    assert [
+        (s.attributes or {})["gen_ai.tool.call.id"] for s in pipe.spans("execute_tool delete_file")
+    ] == ["d1"]

@@ -39,7 +39,6 @@ from otelhooks.integrations.openai_agents._guard import (
     RAISED,
     Execute,
     RewriteRefusedError,
-    tool_raised,
 )
 from otelhooks.integrations.openai_agents._run_hooks import recording
 
@@ -112,6 +111,9 @@ class AgentRun:
         self.root = root
         self.frames = [_Frame(root, agent)]
         self.decisions = asked if asked is not None else Decisions([])
+        # the SDK called on_agent_end: the run reached its final output (a streamed run stopped
+        # with result.cancel(mode="after_turn") ends without one, and without raising)
+        self.final = False
 
     @property
     def frame(self) -> _Frame:
@@ -325,7 +327,9 @@ class AgentRun:
             1, {sc.GEN_AI_TOOL_NAME: tool, sc.ATTR_OUTCOME: "denied"}
         )
 
-
+    def answered(self) -> None:
+        """The SDK ran the final output's hooks: the run has its answer."""
+        self.final = True
 
     # -- the end ----------------------------------------------------------------------------------
 

@@ -36,6 +36,8 @@ class RunFeed(Protocol):
 
     async def handoff(self, to_agent: Agent[Any]) -> None: ...
 
+    def answered(self) -> None: ...
+
 
 class RunHooksFeed(RunHooks[Any]):
     """The SDK's run hooks, feeding a :class:`RunFeed` (and then the caller's own hooks)."""
@@ -94,6 +96,7 @@ class RunHooksFeed(RunHooks[Any]):
         self, context: AgentHookContext[Any], agent: Agent[Any], output: Any
     ) -> None:
         self._settle("on_agent_end", context)
+        self._guard("on_agent_end", self.run.answered)
         if self.inner is not None:
             await self.inner.on_agent_end(context, agent, output)
 

@@ -6,7 +6,8 @@ The mapping (one place):
 Agents SDK                             otelhooks
 =====================================  ==========================================================
 ``Runner.run`` of the starting agent   operation ``invoke_agent {agent}`` (input interceptors
-                                       may rewrite a string input or refuse the run)
+(``Runner.run_streamed``: the same,    may rewrite a string input or refuse the run)
+ended when the SDK's run task ends)
 a model call (``on_llm_start/end``)    a new ``step {n}`` with its ``chat {model}`` span, usage
                                        from ``ModelResponse.usage``
 a hooked tool (function, local         ``execute_tool {tool}`` in the current step, matcher value
@@ -27,6 +28,8 @@ tool input guardrail ``reject_content``  an ``on_tool_call_denied`` event (decid
                                        ``guardrail:{name}``), a span event
                                        ``otelhooks.tool_guardrail``
 ``MaxTurnsExceeded``                   complete reason ``max_steps`` (the exception propagates)
+a streamed run cancelled               complete reason ``interrupted`` (``result.cancel()``, either
+                                       mode, or its event loop ended under it)
 a run paused for approvals             complete reason ``interrupted`` (``result.interruptions``),
                                        a span event ``otelhooks.tool_approval`` (``pending``) on
                                        the step that asked, one per call

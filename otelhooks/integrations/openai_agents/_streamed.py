@@ -20,7 +20,6 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from agents import (
     Agent,
-    InputGuardrailTripwireTriggered,
     MaxTurnsExceeded,
     RunHooks,
     Runner,
@@ -61,7 +60,7 @@ async def streamed(
     run, prompt, options = runner.start(op, input, hooks, options)
     ctx.run(CURRENT_RUN.set, run)
     try:
-        result = ctx.run(Runner.run_streamed, runnable, prompt, **options)
+        result = ctx.run(lambda: Runner.run_streamed(runnable, prompt, **options))
     except BaseException as exc:  # the SDK refused its arguments: no run started
         ctx.run(_end, run, op, run.failure(exc), exc, None)
         raise
@@ -77,26 +76,28 @@ async def streamed(
 
 def _raised(task: asyncio.Task[Any], result: RunResultStreaming) -> BaseException | None:
     """What the SDK's finished run task ends the stream with, read as ``stream_events()`` reads
-    it: the task's exception, else an input guardrail that tripped or the turns run out (which
-    the stream raises without the task raising them)."""
+    it: the task's exception, else the turns run out (which the stream raises, the task does
+    not)."""
     if task.cancelled():
         return asyncio.CancelledError()
     error = task.exception()
     if error is not None:
         return error
-    for guardrail in result.input_guardrail_results:
-        if guardrail.output.tripwire_triggered:
-            return InputGuardrailTripwireTriggered(guardrail)
     if result.max_turns is not None and result.current_turn > result.max_turns:
         return MaxTurnsExceeded(f"Max turns ({result.max_turns}) exceeded")
     return None
 
 
-def _ended(run: AgentRun, op: Operation, result: RunResultStreaming, task: asyncio.Task[Any]) -> None:
+def _ended(
+    run: AgentRun, op: Operation, result: RunResultStreaming, task: asyncio.Task[Any]
+) -> None:
     """The SDK's run task is done: end the run's scopes and its operation (in ``ctx``)."""
     error = _raised(task, result)
     if isinstance(error, asyncio.CancelledError):
         op.complete("interrupted")  # result.cancel(), or the event loop ended under it
+        failed = None
+    elif error is None and not run.final and not result.interruptions:
+        op.complete("interrupted")  # result.cancel(mode="after_turn"): stopped with no answer
         failed = None
     else:
         failed = run.failure(error) if error is not None else None
