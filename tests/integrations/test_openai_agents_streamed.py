@@ -1,5 +1,6 @@
 """``HookedRunner.run_streamed``: a streamed run of the real Agents SDK (a scripted model that
-streams, no network) is guarded as ``run`` is, and its operation ends with the stream."""
+streams, no network) is guarded as ``run`` is, and records what ``run`` records (how its
+operation ends: ``test_openai_agents_streamed_end.py``)."""
 
 from __future__ import annotations
 
@@ -13,24 +14,16 @@ pytest.importorskip("agents")
 
 from agents import (
     Agent,
-    GuardrailFunctionOutput,
-    InputGuardrailTripwireTriggered,
-    MaxTurnsExceeded,
     Runner,
-    SQLiteSession,
-    UserError,
     function_tool,
-    input_guardrail,
     set_trace_processors,
 )
 from agents.testing import assistant_message, function_call
 from opentelemetry import trace
-from opentelemetry.trace import StatusCode
 
 from otelhooks import Block, HookEvent, ToolCallEvent
 from otelhooks.integrations.openai_agents import (
     HookedRunner,
-    RunBlockedError,
     UnguardedToolWarning,
     hook_agent,
 )
@@ -92,20 +85,6 @@ def test_a_streamed_run_denies_a_tool_a_guard_denies(pipe: TestPipeline) -> None
     assert op.attributes["otelhooks.operation.complete_reason"] == "done"
 
 
-def test_the_operation_ends_before_the_stream_does(pipe: TestPipeline) -> None:
-    ran: list[str] = []
-    agent, _ = deleter(ran)
-
-    async def main() -> list[str]:
-        result = await HookedRunner(pipe.tracer).run_streamed(agent, "clean up")
-        async for _ in result.stream_events():
-            pass
-        return [s.name for s in pipe.spans("invoke_agent cleaner")]  # ended spans only
-
-    assert asyncio.run(main()) == ["invoke_agent cleaner"]
-    assert ran == ["a.txt"]  # no guard: the tool runs
-
-
 def test_a_reader_that_stops_early_still_gets_the_deny_to_the_model(pipe: TestPipeline) -> None:
     # the consumer reads one event and walks away: the SDK's run goes on in its task, every
     # tool call still guarded, and the operation ends with it
@@ -129,123 +108,12 @@ def test_a_reader_that_stops_early_still_gets_the_deny_to_the_model(pipe: TestPi
     assert op.attributes["otelhooks.operation.complete_reason"] == "done"
 
 
-def test_a_cancelled_stream_ends_its_operation_interrupted(
-    pipe: TestPipeline, recorder: Recorder
-) -> None:
-    pipe.register(NO_DELETE, hook("done", "onComplete", recorder))
-
-    async def main() -> None:
-        ran: list[str] = []
-        agent, model = deleter(ran)
-        runner = HookedRunner(pipe.tracer)
-        result = await runner.run_streamed(agent, "clean up")
-        async for event in result.stream_events():
-            if event.type == "run_item_stream_event" and event.name == "tool_output":
-                result.cancel()
-        assert ran == []
-        assert model.tool_outputs() == {}  # cancelled before the model's second turn
-
-    asyncio.run(main())
-    pipe.flush()
-    op = pipe.span("invoke_agent cleaner")
-    assert op.attributes is not None
-    assert op.attributes["otelhooks.operation.complete_reason"] == "interrupted"
-    assert [e.reason for e in recorder.of("on_complete")] == ["interrupted"]  # type: ignore[attr-defined]
-    assert pipe.span("execute_tool delete_file").attributes["otelhooks.hook.decision"] == "deny"  # type: ignore[index]
-
-
-def test_a_stream_left_unread_when_its_loop_ends_does_not_leak_its_operation(
-    pipe: TestPipeline,
-) -> None:
-    # asyncio.run cancels the SDK's task as the loop ends: the operation ends with it
-    model = ScriptedModel("scripted", [[assistant_message("never read")]])
-    agent = Agent(name="idle", model=model)
-
-    async def main() -> None:
-        await HookedRunner(pipe.tracer).run_streamed(agent, "hi")
-
-    asyncio.run(main())
-    op = pipe.span("invoke_agent idle")
-    assert op.attributes is not None
-    assert op.attributes["otelhooks.operation.complete_reason"] == "interrupted"
-    assert model.inputs == []
-
-
-async def _go(pipe: TestPipeline, agent: Agent[Any], input: Any, **options: Any) -> Any:
+async def stream_to_end(pipe: TestPipeline, agent: Agent[Any], input: Any, **options: Any) -> Any:
     """A streamed run read to its end (what ``run`` returns: the result, or the error raised)."""
     result = await HookedRunner(pipe.tracer).run_streamed(agent, input, **options)
     async for _ in result.stream_events():
         pass
     return result
-
-
-def _shape(pipe: TestPipeline, agent: str) -> tuple[Any, ...]:
-    op = pipe.span(f"invoke_agent {agent}")
-    attrs = dict(op.attributes or {})
-    return (
-        op.status.status_code,
-        attrs["otelhooks.operation.complete_reason"],
-        attrs.get("otelhooks.guardrail.name"),
-        sorted(s.name for s in pipe.spans() if s.name.startswith(("step", "chat", "execute"))),
-    )
-
-
-def _failing_agents() -> dict[str, tuple[Agent[Any], type[BaseException], dict[str, Any]]]:
-    @input_guardrail
-    def no_secrets(ctx: Any, agent: Any, input: Any) -> GuardrailFunctionOutput:
-        return GuardrailFunctionOutput(output_info=None, tripwire_triggered=True)
-
-    ran: list[str] = []
-    looping, _ = deleter(ran)
-    looping.model = ScriptedModel(
-        "scripted",
-        [[function_call("delete_file", {"path": "a.txt"}, call_id=f"d{n}")] for n in (1, 2)],
-    )
-    return {
-        "model_error": (
-            Agent(name="broken", model=ScriptedModel("scripted", [ConnectionError("model down")])),
-            ConnectionError,
-            {},
-        ),
-        "max_turns": (looping, MaxTurnsExceeded, {"max_turns": 1}),
-        "input_guardrail": (
-            Agent(
-                name="guarded",
-                model=ScriptedModel("scripted", [[assistant_message("never")]]),
-                input_guardrails=[no_secrets],
-            ),
-            InputGuardrailTripwireTriggered,
-            {},
-        ),
-    }
-
-
-@pytest.mark.parametrize("case", ["model_error", "max_turns", "input_guardrail"])
-def test_a_stream_that_raises_ends_its_operation_as_run_does(case: str) -> None:
-    shapes, told = [], []
-    for streamed in (False, True):
-        seen = Recorder()
-        with pipeline() as pipe:
-            pipe.register(NO_DELETE, hook("err", "onError", seen), hook("end", "onComplete", seen))
-            agent, raised, options = _failing_agents()[case]
-            runner = HookedRunner(pipe.tracer)
-            go = _go(pipe, agent, "x", **options) if streamed else runner.run(agent, "x", **options)
-            with pytest.raises(raised):
-                asyncio.run(go)
-            pipe.flush()
-            shapes.append(_shape(pipe, agent.name))
-            told.append([(e.event, getattr(e, "errorType", None)) for e in seen.events])
-            if case == "max_turns":  # the run's one tool call was denied, streamed or not
-                denied = pipe.span("execute_tool delete_file").attributes
-                assert denied is not None
-                assert denied["otelhooks.hook.decision"] == "deny"
-    if case == "input_guardrail":
-        # a streamed run calls the model beside the guardrail (the SDK's way), run waits for it
-        assert shapes[1][:3] == shapes[0][:3]
-    else:
-        assert shapes[1] == shapes[0]
-    assert told[1] == told[0]
-    assert [e for e, _ in told[0]] == ["on_error", "on_complete"] or case == "max_turns"
 
 
 def _agent_of(pipe: TestPipeline, span: Any) -> str:
@@ -293,7 +161,9 @@ def test_two_streamed_runs_at_once_each_guard_and_record_their_own_calls(
     async def main() -> list[Any]:
         started.update(left=asyncio.Event(), right=asyncio.Event())
         (left, left_model), (right, right_model) = agent("left", "right"), agent("right", "left")
-        results = await asyncio.gather(_go(pipe, left, "go"), _go(pipe, right, "go"))
+        results = await asyncio.gather(
+            stream_to_end(pipe, left, "go"), stream_to_end(pipe, right, "go")
+        )
         assert [r.final_output for r in results] == ["left done", "right done"]
         return [left_model, right_model]
 
@@ -339,7 +209,7 @@ def test_a_streamed_run_paused_for_approval_and_resumed_streamed_is_guarded(
     agent = Agent(name="cleaner", model=model, tools=[delete_file])
 
     async def both_halves() -> None:
-        first = await _go(pipe, agent, "clean up")
+        first = await stream_to_end(pipe, agent, "clean up")
         assert [i.call_id for i in first.interruptions] == ["d1"]
         state = await RunState.from_string(hook_agent(agent), first.to_state().to_string())
         for item in state.get_interruptions():
@@ -347,7 +217,7 @@ def test_a_streamed_run_paused_for_approval_and_resumed_streamed_is_guarded(
                 state.approve(item)
             else:
                 state.reject(item, rejection_message="not that file")
-        second = await _go(pipe, agent, state)
+        second = await stream_to_end(pipe, agent, state)
         assert second.final_output == "cleaned"
 
     asyncio.run(both_halves())
@@ -376,29 +246,6 @@ def test_a_streamed_run_paused_for_approval_and_resumed_streamed_is_guarded(
         assert told == [("d1", "needs_approval")]
 
 
-def test_a_stream_cancelled_after_its_turn_ends_interrupted_not_done(pipe: TestPipeline) -> None:
-    # result.cancel(mode="after_turn") lets the turn's tool calls run (guarded) and stops before
-    # the next model call, with no answer and nothing raised: the run was reported done
-    pipe.register(NO_DELETE)
-    ran: list[str] = []
-    agent, model = deleter(ran)
-
-    async def main() -> None:
-        result = await HookedRunner(pipe.tracer).run_streamed(agent, "clean up")
-        async for event in result.stream_events():
-            if event.type == "run_item_stream_event" and event.name == "tool_called":
-                result.cancel(mode="after_turn")
-        assert result.final_output is None
-
-    asyncio.run(main())
-    assert ran == []
-    assert len(model.inputs) == 1
-    op = pipe.span("invoke_agent cleaner")
-    assert op.attributes is not None
-    assert op.attributes["otelhooks.operation.complete_reason"] == "interrupted"
-    assert pipe.span("execute_tool delete_file").attributes["otelhooks.hook.decision"] == "deny"  # type: ignore[index]
-
-
 def _tree(pipe: TestPipeline) -> list[tuple[str, str, str | None]]:
     """Each span as (name, its parent's name, its hook decision), in a stable order."""
     spans = pipe.spans()
@@ -423,7 +270,7 @@ def test_a_streamed_run_with_a_handoff_records_what_run_records() -> None:
             pipe.register(*GUARDS)
             planner, _, _ = build(world)
             if streamed:
-                result = asyncio.run(_go(pipe, planner, "plan it", session_id="s-42"))
+                result = asyncio.run(stream_to_end(pipe, planner, "plan it", session_id="s-42"))
             else:
                 runner = HookedRunner(pipe.tracer)
                 result = asyncio.run(runner.run(planner, "plan it", session_id="s-42"))
@@ -463,7 +310,7 @@ def test_a_streamed_run_guards_its_mcp_servers_tools(pipe: TestPipeline, tmp_pat
     async def main() -> Any:
         async with notes_server(log) as server:
             agent = Agent(name="writer", model=model, mcp_servers=[server])
-            return await _go(pipe, agent, "go")
+            return await stream_to_end(pipe, agent, "go")
 
     assert asyncio.run(main()).final_output == "done"
     assert [(c["tool"], c["args"]) for c in reached(log)] == [
@@ -473,35 +320,6 @@ def test_a_streamed_run_guards_its_mcp_servers_tools(pipe: TestPipeline, tmp_pat
     assert "cached value" in seen["m1"]
     assert "noted: [redacted]" in seen["m2"]
     assert "no purges" in seen["m3"]
-
-
-def test_a_blocked_or_refused_streamed_run_never_starts_and_ends_its_operation(
-    pipe: TestPipeline,
-) -> None:
-    pipe.register(
-        hook("no-secrets", "before_agent_start", lambda e: Block("no secrets"), matcher="vault")
-    )
-    model = ScriptedModel("scripted", [[assistant_message("never")]])
-
-    async def main() -> None:
-        runner = HookedRunner(pipe.tracer)
-        with pytest.raises(RunBlockedError, match="no secrets"):
-            await runner.run_streamed(Agent(name="vault", model=model), "the password")
-        # the SDK refuses a session together with a conversation id before it starts a run
-        with pytest.raises(UserError):
-            await runner.run_streamed(
-                Agent(name="sdk-refused", model=model),
-                "hi",
-                session=SQLiteSession("s"),
-                conversation_id="c",
-            )
-
-    asyncio.run(main())
-    assert model.inputs == []
-    blocked, refused = pipe.span("invoke_agent vault"), pipe.span("invoke_agent sdk-refused")
-    assert (blocked.attributes or {})["otelhooks.operation.complete_reason"] == "interrupted"
-    assert (refused.attributes or {})["otelhooks.operation.complete_reason"] == "error"
-    assert refused.status.status_code is StatusCode.ERROR
 
 
 def test_the_callers_context_holds_neither_the_run_nor_its_span(pipe: TestPipeline) -> None:

@@ -74,14 +74,17 @@ async def streamed(
     return result
 
 
-def _raised(task: asyncio.Task[Any], result: RunResultStreaming) -> BaseException | None:
+def _raised(
+    task: asyncio.Task[Any], result: RunResultStreaming, answered: bool
+) -> BaseException | None:
     """What the SDK's finished run task ends the stream with, read as ``stream_events()`` reads
-    it: the task's exception, else the turns run out (which the stream raises, the task does
-    not)."""
+    it: the task's exception; else, for a run with no answer (``answered``: the SDK ran the
+    final output's hooks) that paused for nothing, the turns run out, which the stream raises
+    and the task does not."""
     if task.cancelled():
         return asyncio.CancelledError()
     error = task.exception()
-    if error is not None:
+    if error is not None or answered or result.interruptions:
         return error
     if result.max_turns is not None and result.current_turn > result.max_turns:
         return MaxTurnsExceeded(f"Max turns ({result.max_turns}) exceeded")
@@ -92,15 +95,14 @@ def _ended(
     run: AgentRun, op: Operation, result: RunResultStreaming, task: asyncio.Task[Any]
 ) -> None:
     """The SDK's run task is done: end the run's scopes and its operation (in ``ctx``)."""
-    error = _raised(task, result)
+    error = _raised(task, result, run.final)
+    failed: BaseException | None = None
     if isinstance(error, asyncio.CancelledError):
         op.complete("interrupted")  # result.cancel(), or the event loop ended under it
-        failed = None
     elif error is None and not run.final and not result.interruptions:
         op.complete("interrupted")  # result.cancel(mode="after_turn"): stopped with no answer
-        failed = None
-    else:
-        failed = run.failure(error) if error is not None else None
+    elif error is not None:
+        failed = run.failure(error)
     _end(run, op, failed, error, result)
 
 
