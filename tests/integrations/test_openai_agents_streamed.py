@@ -344,3 +344,24 @@ def test_the_callers_context_holds_neither_the_run_nor_its_span(pipe: TestPipeli
     assert [
         (s.attributes or {})["gen_ai.tool.call.id"] for s in pipe.spans("execute_tool delete_file")
     ] == ["d1"]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+def test_a_run_config_given_as_a_dict_is_taken_as_the_sdk_takes_it(
+    pipe: TestPipeline, streamed: bool
+) -> None:
+    # the SDK's runner takes run_config as a RunConfig or a dict of its fields: the dict raised
+    # a TypeError from otelhooks' copy of it (replace() of a non-dataclass) before the SDK ran
+    pipe.register(NO_DELETE)
+    ran: list[str] = []
+    agent, model = deleter(ran)
+    config = {"workflow_name": "cleanup", "tracing_disabled": True}
+
+    async def main() -> Any:
+        if streamed:
+            return await stream_to_end(pipe, agent, "clean up", run_config=config)
+        return await HookedRunner(pipe.tracer).run(agent, "clean up", run_config=config)
+
+    assert asyncio.run(main()).final_output == "done"
+    assert ran == []
+    assert model.tool_outputs()["d1"] == "deleting files is not allowed"

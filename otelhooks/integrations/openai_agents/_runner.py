@@ -79,11 +79,14 @@ _REWRITE_REFUSED = (
 )
 
 
-def _watching_errors(config: RunConfig | None) -> RunConfig:
+def _watching_errors(config: RunConfig | dict[str, Any] | None) -> RunConfig:
     """A copy of the run's config whose ``tool_error_formatter`` tells the hooked call the
     exception its tool raised, then answers as yours did (``None``: the SDK's message). The SDK
     hands a function tool's exception to this public callback whether its tracing is on or off;
-    its tracing span, the only other place it reports one, is a no-op when tracing is off."""
+    its tracing span, the only other place it reports one, is a no-op when tracing is off. A
+    dict is read as the SDK's runner reads one: the fields of a ``RunConfig``."""
+    if isinstance(config, dict):
+        config = RunConfig(**config)  # an unknown field raises TypeError, as the SDK's does
     config = config if config is not None else RunConfig()
     yours = config.tool_error_formatter
 
