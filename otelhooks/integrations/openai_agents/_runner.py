@@ -150,10 +150,10 @@ class HookedRunner:
             RunBlockedError: a ``before_agent_start`` hook refused the run.
             Exception: whatever ``Runner.run`` raises (recorded on the operation first).
         """
-        runnable, operation = self.operation(agent, input, session_id, user_id)
+        runnable, operation = self._operation(agent, input, session_id, user_id)
         refused: str | None = None
         async with operation as op:
-            refused = self.refusal(op, input)
+            refused = self._refusal(op, input)
             if not op.blocked and refused is None:
                 result, max_turns = await self._execute(op, runnable, input, hooks, runner_options)
         if op.blocked or refused is not None:
@@ -190,7 +190,7 @@ class HookedRunner:
         """
         return await streamed(self, agent, input, session_id, user_id, hooks, runner_options)
 
-    def operation(
+    def _operation(
         self, agent: Agent[Any], input: Input, session_id: str | None, user_id: str | None
     ) -> tuple[Agent[Any], Operation]:
         """The agent to run (hooked unless ``hook_tools`` is off) and the run's operation."""
@@ -208,7 +208,7 @@ class HookedRunner:
         return runnable, operation
 
     @staticmethod
-    def refusal(op: Operation, input: Input) -> str | None:
+    def _refusal(op: Operation, input: Input) -> str | None:
         """Why the entered operation ``op``, which no hook blocked, does not run (``None``: it
         runs): a hook rewrote an input that is not a string."""
         if op.blocked:
@@ -219,7 +219,7 @@ class HookedRunner:
             return _REWRITE_REFUSED
         return None
 
-    def start(
+    def _start(
         self, op: Operation, input: Input, hooks: RunHooks[Any] | None, options: dict[str, Any]
     ) -> tuple[AgentRun, Input, dict[str, Any]]:
         """The otelhooks side of the run ``op`` begins, and what the SDK's runner is given: the
@@ -242,7 +242,7 @@ class HookedRunner:
         hooks: RunHooks[Any] | None,
         options: dict[str, Any],
     ) -> tuple[RunResult | None, MaxTurnsExceeded | None]:
-        run, prompt, options = self.start(op, input, hooks, options)
+        run, prompt, options = self._start(op, input, hooks, options)
         token = CURRENT_RUN.set(run)
         error: BaseException | None = None
         result: RunResult | None = None

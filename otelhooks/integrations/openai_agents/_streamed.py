@@ -49,15 +49,15 @@ async def streamed(
     options: dict[str, Any],
 ) -> RunResultStreaming:
     """Enter the operation, start the SDK's streamed run inside it, and return its result."""
-    runnable, operation = runner.operation(agent, input, session_id, user_id)
+    runnable, operation = runner._operation(agent, input, session_id, user_id)
     ctx = contextvars.copy_context()
     # before_agent_start hooks are awaited here, attached to ``ctx``, not the caller's context
     op = await asyncio.create_task(operation.__aenter__(), context=ctx)
-    refused = runner.refusal(op, input)
+    refused = runner._refusal(op, input)
     if op.blocked or refused is not None:
         ctx.run(op.__exit__, None, None, None)
         raise RunBlockedError(refused or op.block_reason)
-    run, prompt, options = runner.start(op, input, hooks, options)
+    run, prompt, options = runner._start(op, input, hooks, options)
     ctx.run(CURRENT_RUN.set, run)
     try:
         result = ctx.run(lambda: Runner.run_streamed(runnable, prompt, **options))
