@@ -15,8 +15,11 @@ pytest.importorskip("agents")
 from agents import (
     Agent,
     Runner,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrailData,
     function_tool,
     set_trace_processors,
+    tool_input_guardrail,
 )
 from agents.testing import assistant_message, function_call
 from opentelemetry import trace
@@ -365,3 +368,55 @@ def test_a_run_config_given_as_a_dict_is_taken_as_the_sdk_takes_it(
     assert asyncio.run(main()).final_output == "done"
     assert ran == []
     assert model.tool_outputs()["d1"] == "deleting files is not allowed"
+
+
+def test_a_streamed_runs_tool_guardrail_rejection_is_a_deny_and_a_mock_answers(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    # an SDK tool input guardrail's reject_content and an otelhooks mock, in one streamed turn
+    ran: list[str] = []
+
+    @tool_input_guardrail
+    def no_root(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        if "/root" in data.context.tool_arguments:
+            return ToolGuardrailFunctionOutput.reject_content("no access to /root")
+        return ToolGuardrailFunctionOutput.allow()
+
+    @function_tool(tool_input_guardrails=[no_root])
+    def list_dir(path: str) -> str:
+        """List a directory."""
+        ran.append(path)
+        return "a b c"
+
+    @function_tool
+    def search(query: str) -> str:
+        """Search the web."""
+        ran.append(query)
+        return "live results"
+
+    def offline(event: ToolCallEvent) -> None:
+        event.mock("cached results")
+
+    model = ScriptedModel(
+        "scripted",
+        [
+            [
+                function_call("list_dir", {"path": "/root"}, call_id="g1"),
+                function_call("search", {"query": "otel"}, call_id="s1"),
+            ],
+            [assistant_message("ok")],
+        ],
+    )
+    pipe.register(
+        hook("denied", "on_tool_call_denied", recorder),
+        hook("offline", "before_tool_call", offline, matcher="search"),
+    )
+    agent = Agent(name="bot", model=model, tools=[list_dir, search])
+    asyncio.run(stream_to_end(pipe, agent, "go"))
+    pipe.flush()
+
+    assert ran == []
+    assert model.tool_outputs() == {"g1": "no access to /root", "s1": "cached results"}
+    told = [(e.apiName, e.decidedBy) for e in recorder.of("on_tool_call_denied")]  # type: ignore[attr-defined]
+    assert told == [("list_dir", "guardrail:no_root")]
+    assert [e.name for e in pipe.span("step 0").events] == ["otelhooks.tool_guardrail"]
