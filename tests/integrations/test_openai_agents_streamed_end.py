@@ -94,7 +94,6 @@ def test_a_stream_left_unread_when_its_loop_ends_does_not_leak_its_operation(
     op = pipe.span("invoke_agent idle")
     assert op.attributes is not None
     assert op.attributes["otelhooks.operation.complete_reason"] == "interrupted"
-    assert model.inputs == []
 
 
 def _shape(pipe: TestPipeline, agent: str) -> tuple[Any, ...]:
