@@ -27,7 +27,7 @@ from agents import (
 from agents.testing import assistant_message, function_call
 from opentelemetry.trace import StatusCode
 
-from otelhooks import Block
+from otelhooks import Block, BudgetExceeded
 from otelhooks.integrations.openai_agents import HookedRunner, RunBlockedError
 from otelhooks.testing import Recorder, TestPipeline, pipeline
 from tests.conftest import hook
@@ -279,3 +279,30 @@ def test_a_stream_cancelled_while_a_tool_runs_ends_every_span(pipe: TestPipeline
         span = pipe.span(name)
         assert span.status.status_code is StatusCode.ERROR
         assert (span.attributes or {})["error.type"] == "asyncio.exceptions.CancelledError"
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+def test_a_budget_guard_that_refuses_a_model_call_stops_the_run(
+    pipe: TestPipeline, recorder: Recorder, streamed: bool
+) -> None:
+    # past the budget the guard refused the second model call (its span said deny), but the
+    # adapter logged the refusal as a telemetry problem and the SDK sent the call anyway
+    pipe.register(
+        {"id": "cap", "type": "beforeToolCall", "budget": {"operation_tokens": 10}},
+        hook("end", "onComplete", recorder),
+    )
+    ran: list[str] = []
+    agent, model = deleter(ran)
+    runner = HookedRunner(pipe.tracer)
+    go = stream_to_end(pipe, agent, "clean up") if streamed else runner.run(agent, "clean up")
+    with pytest.raises(BudgetExceeded, match="past its limit of 10"):
+        asyncio.run(go)
+    pipe.flush()
+
+    assert len(model.inputs) == 1  # the second call was never sent
+    assert ran == []  # the tool call between them was denied by the same guard
+    op = pipe.span("invoke_agent cleaner")
+    assert (op.attributes or {})["otelhooks.operation.complete_reason"] == "cost_limit"
+    assert [e.reason for e in recorder.of("on_complete")] == ["cost_limit"]  # type: ignore[attr-defined]
+    refused = [s for s in pipe.spans("chat scripted") if s.status.status_code is StatusCode.ERROR]
+    assert [(s.attributes or {})["otelhooks.budget.scope"] for s in refused] == ["operation_tokens"]

@@ -25,6 +25,7 @@ from agents.tracing import get_current_span
 from opentelemetry import trace
 
 from otelhooks import _semconv as sc
+from otelhooks._errors import BudgetExceeded
 from otelhooks._events import ToolCallDeniedEvent
 from otelhooks._fingerprint import canonical_json
 from otelhooks._instrument import AgentCall, AgentTracer, LlmCall, Operation, Step, ToolCall
@@ -126,8 +127,9 @@ class AgentRun:
         frame.close_step()
         step = frame.open_step()
         call = step.llm(_model_name(agent), messages=_messages(system_prompt, items))
-        frame.llm = DetachedScope(call, step.span)
-        frame.llm.enter()
+        scope = DetachedScope(call, step.span)
+        scope.enter()  # BudgetExceeded: a budget guard refused the call, whose span has ended
+        frame.llm = scope
 
     def llm_end(self, response: ModelResponse) -> None:
         frame = self.frame
@@ -335,10 +337,14 @@ class AgentRun:
 
     def failure(self, exc: BaseException) -> BaseException | None:
         """What the operation fails with when the SDK's run raised ``exc`` (``None``: it does
-        not): ``MaxTurnsExceeded`` ends it with ``max_steps``; a guardrail tripwire fails it
-        naming the guardrail; anything else fails it."""
+        not): ``MaxTurnsExceeded`` ends it with ``max_steps``, a budget guard's refusal of a model
+        call (``BudgetExceeded``) with ``cost_limit``; a guardrail tripwire fails it naming the
+        guardrail; anything else fails it."""
         if isinstance(exc, MaxTurnsExceeded):
             self.root.complete("max_steps")
+            return None
+        if isinstance(exc, BudgetExceeded):
+            self.root.complete("cost_limit")
             return None
         if isinstance(exc, (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered)):
             self.root.span.set_attribute(GUARDRAIL_NAME, exc.guardrail_result.guardrail.get_name())

@@ -1,6 +1,7 @@
 """The SDK's run hooks of a :class:`~otelhooks.integrations.openai_agents.HookedRunner` run:
 each callback feeds the otelhooks side of the run (``AgentRun``), then the caller's own hooks.
-A telemetry problem is logged, never raised into the agent run."""
+A telemetry problem is logged, never raised into the agent run; a budget guard's refusal of a
+model call (``BudgetExceeded``) is raised, so the SDK never sends the call."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ import structlog
 from agents import Agent, RunHooks, Tool
 from agents.items import ModelResponse, TResponseInputItem
 from agents.run_context import AgentHookContext, RunContextWrapper
+
+from otelhooks._errors import BudgetExceeded
 
 __all__ = ["RunFeed", "RunHooksFeed", "recording"]
 
@@ -64,7 +67,12 @@ class RunHooksFeed(RunHooks[Any]):
         input_items: list[TResponseInputItem],
     ) -> None:
         self._settle("on_llm_start", context)
-        self._guard("on_llm_start", self.run.llm_start, agent, system_prompt, input_items)
+        try:
+            self.run.llm_start(agent, system_prompt, input_items)
+        except BudgetExceeded:
+            raise  # a budget guard refused the model call: raised here, the SDK never sends it
+        except Exception:
+            _log.exception("openai-agents adapter failed", callback="on_llm_start")
         if self.inner is not None:
             await self.inner.on_llm_start(context, agent, system_prompt, input_items)
 

@@ -28,6 +28,9 @@ tool input guardrail ``reject_content``  an ``on_tool_call_denied`` event (decid
                                        ``guardrail:{name}``), a span event
                                        ``otelhooks.tool_guardrail``
 ``MaxTurnsExceeded``                   complete reason ``max_steps`` (the exception propagates)
+a budget guard refusing a model call   ``BudgetExceeded`` raised from ``on_llm_start``: the SDK
+                                       never sends the call; complete reason ``cost_limit`` (the
+                                       exception propagates)
 a streamed run cancelled               complete reason ``interrupted`` (``result.cancel()``, either
                                        mode, or its event loop ended under it)
 a run paused for approvals             complete reason ``interrupted`` (``result.interruptions``),
@@ -49,7 +52,6 @@ from typing import Any
 
 from agents import (
     Agent,
-    MaxTurnsExceeded,
     RunConfig,
     RunHooks,
     Runner,
@@ -241,7 +243,7 @@ class HookedRunner:
         input: Input,
         hooks: RunHooks[Any] | None,
         options: dict[str, Any],
-    ) -> tuple[RunResult | None, MaxTurnsExceeded | None]:
+    ) -> tuple[RunResult | None, BaseException | None]:
         run, prompt, options = self._start(op, input, hooks, options)
         token = CURRENT_RUN.set(run)
         error: BaseException | None = None
@@ -251,8 +253,8 @@ class HookedRunner:
             return result, None
         except BaseException as exc:
             error = exc
-            if run.failure(exc) is None and isinstance(exc, MaxTurnsExceeded):
-                return None, exc  # ends the operation with max_steps, raised after it
+            if run.failure(exc) is None:
+                return None, exc  # ends the operation (max_steps, cost_limit), raised after it
             raise
         finally:
             CURRENT_RUN.reset(token)
