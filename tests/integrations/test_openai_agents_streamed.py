@@ -23,10 +23,12 @@ from agents import (
 )
 from agents.testing import assistant_message, function_call
 from opentelemetry import trace
+from opentelemetry.trace import StatusCode
 
 from otelhooks import Block, HookEvent, ToolCallEvent
 from otelhooks.integrations.openai_agents import (
     HookedRunner,
+    RunBlockedError,
     UnguardedToolWarning,
     hook_agent,
 )
@@ -420,3 +422,38 @@ def test_a_streamed_runs_tool_guardrail_rejection_is_a_deny_and_a_mock_answers(
     told = [(e.apiName, e.decidedBy) for e in recorder.of("on_tool_call_denied")]  # type: ignore[attr-defined]
     assert told == [("list_dir", "guardrail:no_root")]
     assert [e.name for e in pipe.span("step 0").events] == ["otelhooks.tool_guardrail"]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+def test_a_handoff_to_an_agent_a_guard_refuses_never_runs_it(
+    pipe: TestPipeline, streamed: bool
+) -> None:
+    # a before_agent_start guard blocked the agent handed off to: its operation said
+    # interrupted, yet the SDK ran it (its model twice, its word_count tool) without a word
+    from tests.integrations.test_openai_agents import GUARDS, World, build
+
+    def no_summaries(event: HookEvent) -> Block:
+        return Block("no summaries")
+
+    pipe.register(
+        *GUARDS, hook("no-summaries", "before_agent_start", no_summaries, matcher="summarizer")
+    )
+    world = World()
+    planner, _, summarizer_model = build(world)
+    runner = HookedRunner(pipe.tracer)
+    go = stream_to_end(pipe, planner, "plan it") if streamed else runner.run(planner, "plan it")
+    with pytest.raises(RunBlockedError, match="no summaries"):
+        asyncio.run(go)
+
+    assert summarizer_model.inputs == []
+    assert world.ran == ["add", "read_file"]
+    reasons = {
+        s.name: (s.attributes or {})["otelhooks.operation.complete_reason"]
+        for s in pipe.spans()
+        if s.name.startswith("invoke_agent ")
+    }
+    assert reasons == {
+        "invoke_agent planner": "interrupted",
+        "invoke_agent summarizer": "interrupted",
+    }
+    assert pipe.span("call_agent summarizer").status.status_code is StatusCode.ERROR

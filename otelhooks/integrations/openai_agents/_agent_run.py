@@ -25,7 +25,7 @@ from agents.tracing import get_current_span
 from opentelemetry import trace
 
 from otelhooks import _semconv as sc
-from otelhooks._errors import BudgetExceeded
+from otelhooks._errors import BudgetExceeded, RunBlockedError
 from otelhooks._events import ToolCallDeniedEvent
 from otelhooks._fingerprint import canonical_json
 from otelhooks._instrument import AgentCall, AgentTracer, LlmCall, Operation, Step, ToolCall
@@ -155,6 +155,13 @@ class AgentRun:
         op_scope = DetachedScope(child, call.scope.span)
         await op_scope.aenter()
         frame.close_llm()
+        if child.blocked:
+            # a before_agent_start hook refused the agent handed off to: raised into the SDK's
+            # handoff, so the agent never runs (its operation ends interrupted, as a refused run)
+            refused = RunBlockedError(child.block_reason)
+            op_scope.exit()
+            call.exit(refused)
+            raise refused
         self.frames.append(_Frame(child, to_agent.name, op_scope=op_scope, call=call))
 
     def close(self, exc: BaseException | None) -> None:
@@ -338,13 +345,17 @@ class AgentRun:
     def failure(self, exc: BaseException) -> BaseException | None:
         """What the operation fails with when the SDK's run raised ``exc`` (``None``: it does
         not): ``MaxTurnsExceeded`` ends it with ``max_steps``, a budget guard's refusal of a model
-        call (``BudgetExceeded``) with ``cost_limit``; a guardrail tripwire fails it naming the
-        guardrail; anything else fails it."""
+        call (``BudgetExceeded``) with ``cost_limit``, a refused handoff (``RunBlockedError``)
+        with ``interrupted``; a guardrail tripwire fails it naming the guardrail; anything else
+        fails it."""
         if isinstance(exc, MaxTurnsExceeded):
             self.root.complete("max_steps")
             return None
         if isinstance(exc, BudgetExceeded):
             self.root.complete("cost_limit")
+            return None
+        if isinstance(exc, RunBlockedError):  # the agent a handoff went to was refused
+            self.root.complete("interrupted")
             return None
         if isinstance(exc, (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered)):
             self.root.span.set_attribute(GUARDRAIL_NAME, exc.guardrail_result.guardrail.get_name())

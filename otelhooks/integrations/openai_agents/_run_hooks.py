@@ -1,7 +1,8 @@
 """The SDK's run hooks of a :class:`~otelhooks.integrations.openai_agents.HookedRunner` run:
 each callback feeds the otelhooks side of the run (``AgentRun``), then the caller's own hooks.
 A telemetry problem is logged, never raised into the agent run; a budget guard's refusal of a
-model call (``BudgetExceeded``) is raised, so the SDK never sends the call."""
+model call (``BudgetExceeded``) or of an agent handed off to (``RunBlockedError``) is raised,
+so the SDK never sends the call or runs the agent."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from agents import Agent, RunHooks, Tool
 from agents.items import ModelResponse, TResponseInputItem
 from agents.run_context import AgentHookContext, RunContextWrapper
 
-from otelhooks._errors import BudgetExceeded
+from otelhooks._errors import BudgetExceeded, RunBlockedError
 
 __all__ = ["RunFeed", "RunHooksFeed", "recording"]
 
@@ -90,6 +91,8 @@ class RunHooksFeed(RunHooks[Any]):
         self._settle("on_handoff", context)
         try:
             await self.run.handoff(to_agent)
+        except RunBlockedError:
+            raise  # a before_agent_start hook refused the agent: the SDK must not run it
         except Exception:
             _log.exception("openai-agents adapter failed", callback="on_handoff")
         if self.inner is not None:

@@ -20,7 +20,9 @@ an MCP server's tool call              ``execute_tool {tool}``, matcher value ``
 any other tool                         not seen: an ``UnguardedToolWarning`` names them
 a handoff (``on_handoff``)             ``call_agent {to}`` in the current step and a child
                                        ``invoke_agent {to}`` linked to the parent operation; the
-                                       following turns are steps of the child
+                                       following turns are steps of the child; a child a
+                                       ``before_agent_start`` hook refuses raises
+                                       ``RunBlockedError`` (both end ``interrupted``)
 input/output guardrail tripwire        the operation fails: ``on_error`` with ``error.type``
                                        ``InputGuardrailTripwireTriggered`` / ``Output...``, and
                                        ``otelhooks.guardrail.name`` on the span
