@@ -151,7 +151,9 @@ class HookedRunner:
                 a tool's exception before answering as yours does.
 
         Raises:
-            RunBlockedError: a ``before_agent_start`` hook refused the run.
+            RunBlockedError: a ``before_agent_start`` hook refused the run, or the agent a
+                handoff went to.
+            BudgetExceeded: a budget guard refused a model call (the SDK never sent it).
             Exception: whatever ``Runner.run`` raises (recorded on the operation first).
         """
         runnable, operation = self._operation(agent, input, session_id, user_id)
@@ -159,11 +161,11 @@ class HookedRunner:
         async with operation as op:
             refused = self._refusal(op, input)
             if not op.blocked and refused is None:
-                result, max_turns = await self._execute(op, runnable, input, hooks, runner_options)
+                result, ended = await self._execute(op, runnable, input, hooks, runner_options)
         if op.blocked or refused is not None:
             raise RunBlockedError(refused or op.block_reason)
-        if max_turns is not None:
-            raise max_turns
+        if ended is not None:  # what ended the run without failing its operation
+            raise ended
         assert result is not None
         return result
 
@@ -190,7 +192,7 @@ class HookedRunner:
         Raises:
             RunBlockedError: a ``before_agent_start`` hook refused the run.
             Exception: whatever ``Runner.run_streamed`` raises before it starts the run; what
-                the run raises later, ``result.stream_events()`` raises.
+                the run raises later (as :meth:`run` would), ``result.stream_events()`` raises.
         """
         return await streamed(self, agent, input, session_id, user_id, hooks, runner_options)
 
