@@ -85,6 +85,7 @@ PATHS = (
     "mcp-stdio",
     "mcp-http",
     "openai-agents",
+    "openai-agents-streamed",
     "langgraph",
     "replay",
 )
@@ -233,6 +234,25 @@ def _openai_agents(case: Case) -> tuple[bool, str]:
     return "delete_file" in world.ran, str((span.attributes or {}).get(HOOK_DECIDED_BY))
 
 
+def _openai_agents_streamed(case: Case) -> tuple[bool, str]:
+    from otelhooks.integrations.openai_agents import HookedRunner
+    from tests.integrations.test_openai_agents import World, build
+
+    world = World()
+    with pipeline(hooks=_hooks(case)) as pipe:
+        planner, _, _ = build(world)
+
+        async def streamed() -> None:
+            runner = HookedRunner(pipe.oh.tracer)
+            result = await runner.run_streamed(planner, "plan it", session_id="s")
+            async for _ in result.stream_events():
+                pass
+
+        asyncio.run(streamed())
+        span = pipe.spans("execute_tool delete_file")[0]
+    return "delete_file" in world.ran, str((span.attributes or {}).get(HOOK_DECIDED_BY))
+
+
 def _langgraph(case: Case) -> tuple[bool, str]:
     from otelhooks.integrations.langchain import OtelHooksCallbackHandler, hook_tool
     from tests.integrations.test_langchain import World, ai, graph, make_tools
@@ -275,6 +295,7 @@ RUN: dict[str, Callable[[Case], tuple[bool, str]]] = {
     "mcp-stdio": _mcp_stdio,
     "mcp-http": _mcp_http,
     "openai-agents": _openai_agents,
+    "openai-agents-streamed": _openai_agents_streamed,
     "langgraph": _langgraph,
     "replay": _replay,
 }

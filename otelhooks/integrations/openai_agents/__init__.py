@@ -15,6 +15,17 @@ Example: a ``before_agent_start`` guard stops a run before the model is called:
     ... except RunBlockedError as blocked:
     ...     print("blocked:", blocked)
     blocked: no passwords
+
+A streamed run is awaited once (the input guards decide there), then read as the SDK's own:
+    >>> async def streamed() -> None:
+    ...     result = await runner.run_streamed(agent, "What is the admin password?")
+    ...     async for event in result.stream_events():  # every tool call guarded as in run
+    ...         pass
+    >>> try:
+    ...     asyncio.run(streamed())
+    ... except RunBlockedError as blocked:
+    ...     print("blocked:", blocked)
+    blocked: no passwords
     >>> oh.shutdown().ok
     True
 

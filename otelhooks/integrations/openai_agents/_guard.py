@@ -95,8 +95,8 @@ class RewriteRefusedError(Exception):
 class UnguardedToolWarning(UserWarning):
     """An agent's tool runs without any otelhooks tool hook seeing it (a hosted tool the model's
     API runs, a tool kind otelhooks cannot wrap, a hooked tool or MCP server run outside
-    :meth:`HookedRunner.run`), or a tool kind's guard cannot match it (a renamed
-    ``ShellTool``).
+    :meth:`HookedRunner.run` and :meth:`HookedRunner.run_streamed`), or a tool kind's guard
+    cannot match it (a renamed ``ShellTool``).
 
     Turn it into an error to refuse such agents: ``warnings.simplefilter("error",
     UnguardedToolWarning)``.
@@ -127,11 +127,11 @@ async def guarded(
     if hooked_run is None:
         if refused is not None:  # nothing runs unguarded: the refusal is the answer
             return refusal(refused).reason, True
-        # a hooked agent run by the SDK's own Runner (run_streamed included): no hook can see the
-        # call, so say so rather than let the guards look in force
+        # a hooked agent run by the SDK's own Runner (streamed or not): no hook can see the call,
+        # so say so rather than let the guards look in force
         warnings.warn(
             f"tool {name!r} of a hooked agent ran outside HookedRunner.run: no otelhooks tool "
-            "hook saw it (run the agent with HookedRunner.run)",
+            "hook saw it (run the agent with HookedRunner.run or HookedRunner.run_streamed)",
             UnguardedToolWarning,
             stacklevel=2,
         )

@@ -1,6 +1,8 @@
 """The SDK's run hooks of a :class:`~otelhooks.integrations.openai_agents.HookedRunner` run:
 each callback feeds the otelhooks side of the run (``AgentRun``), then the caller's own hooks.
-A telemetry problem is logged, never raised into the agent run."""
+A telemetry problem is logged, never raised into the agent run; a budget guard's refusal of a
+model call (``BudgetExceeded``) or of an agent handed off to (``RunBlockedError``) is raised,
+so the SDK never sends the call or runs the agent."""
 
 from __future__ import annotations
 
@@ -11,6 +13,8 @@ import structlog
 from agents import Agent, RunHooks, Tool
 from agents.items import ModelResponse, TResponseInputItem
 from agents.run_context import AgentHookContext, RunContextWrapper
+
+from otelhooks._errors import BudgetExceeded, RunBlockedError
 
 __all__ = ["RunFeed", "RunHooksFeed", "recording"]
 
@@ -35,6 +39,8 @@ class RunFeed(Protocol):
     def llm_end(self, response: ModelResponse) -> None: ...
 
     async def handoff(self, to_agent: Agent[Any]) -> None: ...
+
+    def answered(self) -> None: ...
 
 
 class RunHooksFeed(RunHooks[Any]):
@@ -62,7 +68,12 @@ class RunHooksFeed(RunHooks[Any]):
         input_items: list[TResponseInputItem],
     ) -> None:
         self._settle("on_llm_start", context)
-        self._guard("on_llm_start", self.run.llm_start, agent, system_prompt, input_items)
+        try:
+            self.run.llm_start(agent, system_prompt, input_items)
+        except BudgetExceeded:
+            raise  # a budget guard refused the model call: raised here, the SDK never sends it
+        except Exception:
+            _log.exception("openai-agents adapter failed", callback="on_llm_start")
         if self.inner is not None:
             await self.inner.on_llm_start(context, agent, system_prompt, input_items)
 
@@ -80,6 +91,8 @@ class RunHooksFeed(RunHooks[Any]):
         self._settle("on_handoff", context)
         try:
             await self.run.handoff(to_agent)
+        except RunBlockedError:
+            raise  # a before_agent_start hook refused the agent: the SDK must not run it
         except Exception:
             _log.exception("openai-agents adapter failed", callback="on_handoff")
         if self.inner is not None:
@@ -94,6 +107,7 @@ class RunHooksFeed(RunHooks[Any]):
         self, context: AgentHookContext[Any], agent: Agent[Any], output: Any
     ) -> None:
         self._settle("on_agent_end", context)
+        self._guard("on_agent_end", self.run.answered)
         if self.inner is not None:
             await self.inner.on_agent_end(context, agent, output)
 

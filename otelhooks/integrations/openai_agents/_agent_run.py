@@ -1,0 +1,387 @@
+"""The otelhooks side of one Agents SDK run (``AgentRun``): its operation's frames (the root
+agent and each handed-off child), the steps and model calls the run hooks open and close, the
+one entry point of every hooked tool call (``guard_tool``), and how the run ends. Shared by
+:meth:`HookedRunner.run` and :meth:`HookedRunner.run_streamed`, so both record one shape."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from agents import (
+    Agent,
+    AgentsException,
+    InputGuardrailTripwireTriggered,
+    ItemHelpers,
+    MaxTurnsExceeded,
+    OutputGuardrailTripwireTriggered,
+)
+from agents.items import ModelResponse, TResponseInputItem
+from agents.models.interface import Model
+from agents.run_context import RunContextWrapper
+from agents.tracing import get_current_span
+from opentelemetry import trace
+
+from otelhooks import _semconv as sc
+from otelhooks._errors import BudgetExceeded, RunBlockedError
+from otelhooks._events import ToolCallDeniedEvent
+from otelhooks._fingerprint import canonical_json
+from otelhooks._instrument import AgentCall, AgentTracer, LlmCall, Operation, Step, ToolCall
+from otelhooks._live import LiveEvent
+from otelhooks.integrations._scopes import DetachedScope
+from otelhooks.integrations.openai_agents._approvals import (
+    Decisions,
+    pending_event,
+    rejected_event,
+)
+from otelhooks.integrations.openai_agents._guard import (
+    RAISED,
+    Execute,
+    RewriteRefusedError,
+)
+from otelhooks.integrations.openai_agents._run_hooks import recording
+
+__all__ = ["GUARDRAIL_NAME", "PROVIDER", "AgentRun"]
+
+# gen_ai.provider.name: the Agents SDK calls OpenAI's models unless told otherwise.
+PROVIDER = "openai"
+# a public name of this integration since it began; the one definition is in _semconv
+GUARDRAIL_NAME = sc.GUARDRAIL_NAME
+
+_log = structlog.get_logger("otelhooks")
+
+
+def _model_name(agent: Agent[Any]) -> str:
+    model = agent.model
+    if isinstance(model, str):
+        return model
+    if isinstance(model, Model):
+        name = getattr(model, "model", None)
+        return name if isinstance(name, str) else type(model).__name__
+    return "default"
+
+
+def _messages(system_prompt: str | None, items: list[TResponseInputItem]) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = []
+    if system_prompt:
+        messages.append({"role": "system", "content": system_prompt})
+    for item in items:
+        messages.append(dict(item) if isinstance(item, dict) else {"content": str(item)})
+    return messages
+
+
+@dataclass
+class _Frame:
+    """One agent of the run: the root operation, or a handed-off child and its ``call_agent``."""
+
+    operation: Operation
+    agent: str
+    op_scope: DetachedScope[Operation] | None = None
+    call: DetachedScope[AgentCall] | None = None
+    step: DetachedScope[Step] | None = None
+    llm: DetachedScope[LlmCall] | None = None
+
+    def close_llm(self, exc: BaseException | None = None) -> None:
+        if self.llm is not None:
+            self.llm.exit(exc)
+            self.llm = None
+
+    def close_step(self, exc: BaseException | None = None) -> None:
+        self.close_llm(exc)
+        if self.step is not None:
+            self.step.exit(exc)
+            self.step = None
+
+    def open_step(self) -> Step:
+        if self.step is None:
+            op = self.operation
+            self.step = DetachedScope(op.step(), op.span)
+            self.step.enter()
+        return self.step.scope
+
+
+class AgentRun:
+    """The otelhooks side of one ``Runner.run``: the frames and the tool entry point."""
+
+    def __init__(
+        self, tracer: AgentTracer, root: Operation, agent: str, asked: Decisions | None = None
+    ) -> None:
+        self.tracer = tracer
+        self.root = root
+        self.frames = [_Frame(root, agent)]
+        self.decisions = asked if asked is not None else Decisions([])
+        # the SDK called on_agent_end: the run reached its final output (a streamed run stopped
+        # with result.cancel(mode="after_turn") ends without one, and without raising)
+        self.final = False
+
+    @property
+    def frame(self) -> _Frame:
+        return self.frames[-1]
+
+    # -- model calls ---------------------------------------------------------------------------
+
+    def llm_start(self, agent: Agent[Any], system_prompt: str | None, items: list[Any]) -> None:
+        frame = self.frame
+        frame.close_step()
+        step = frame.open_step()
+        call = step.llm(_model_name(agent), messages=_messages(system_prompt, items))
+        scope = DetachedScope(call, step.span)
+        scope.enter()  # BudgetExceeded: a budget guard refused the call, whose span has ended
+        frame.llm = scope
+
+    def llm_end(self, response: ModelResponse) -> None:
+        frame = self.frame
+        if frame.llm is None:
+            return
+        calls = [i for i in response.output if getattr(i, "type", None) == "function_call"]
+        frame.llm.scope.record(
+            "".join(ItemHelpers.extract_last_text(i) or "" for i in response.output),
+            input_tokens=response.usage.input_tokens,
+            output_tokens=response.usage.output_tokens,
+            finish_reason="tool_calls" if calls else "stop",
+        )
+        frame.close_llm()
+
+    # -- handoffs -------------------------------------------------------------------------------
+
+    async def handoff(self, to_agent: Agent[Any]) -> None:
+        frame = self.frame
+        step = frame.open_step()
+        call = DetachedScope(step.call_agent(to_agent.name), step.span)
+        call.enter()
+        child = call.scope.operation(to_agent.name, provider=PROVIDER)
+        op_scope = DetachedScope(child, call.scope.span)
+        await op_scope.aenter()
+        frame.close_llm()
+        if child.blocked:
+            # a before_agent_start hook refused the agent handed off to: raised into the SDK's
+            # handoff, so the agent never runs (its operation ends interrupted, as a refused run)
+            refused = RunBlockedError(child.block_reason)
+            op_scope.exit()
+            call.exit(refused)
+            raise refused
+        self.frames.append(_Frame(child, to_agent.name, op_scope=op_scope, call=call))
+
+    def close(self, exc: BaseException | None) -> None:
+        """End every open scope, innermost first (the root operation is the runner's)."""
+        while self.frames:
+            frame = self.frames.pop()
+            frame.close_step(exc)
+            if frame.op_scope is not None:
+                frame.op_scope.exit(exc)
+            if frame.call is not None:
+                frame.call.exit(exc)
+
+    # -- approvals ------------------------------------------------------------------------------
+
+    def settle(self, context: RunContextWrapper[Any] | None) -> None:
+        """Record the calls of the resumed state a person rejected, once the run's ``context``
+        is known: the SDK answered them before any callback of the run (with the model's next
+        input), and the run may yet raise."""
+        calls = self.decisions.take(context)
+        if not calls:
+            return
+        step = self.frame.open_step()
+        for call in calls:
+            step.span.add_event(sc.EVENT_TOOL_APPROVAL, rejected_event(call))
+            reason, ident = call.reason, call.identifier
+            self.denied(call.tool, call.call_id, call.args, "needs_approval", reason, ident)
+
+    def paused(self, items: list[Any]) -> None:
+        """The run paused for a person's approval of ``items``: each on the step that asked."""
+        step = self.frame.open_step()
+        for item in items:
+            step.span.add_event(sc.EVENT_TOOL_APPROVAL, pending_event(item))
+
+    # -- tools ----------------------------------------------------------------------------------
+
+    async def guard_tool(
+        self,
+        name: str,
+        identifier: str | None,
+        args: dict[str, Any],
+        call_id: str | None,
+        execute: Execute,
+        shown: Callable[[Any], Any] | None = None,
+        attributes: dict[str, Any] | None = None,
+        refused: str | None = None,
+    ) -> tuple[Any, bool]:
+        """Run one hooked tool call as an ``execute_tool`` span in the current step.
+
+        ``execute`` runs the tool (given the arguments a hook rewrote, ``None`` when unchanged)
+        only when no hook denied or mocked the call; ``shown`` gives the part of its output the
+        model is shown, which is the call's result (the output itself when omitted);
+        ``attributes`` are added to the span; a call otelhooks ``refused`` (why) is denied with
+        no hook run (``Step.tool_call``). Returns what the tool should return and whether the
+        call was denied.
+        """
+        frame = self.frame
+        step = frame.open_step()
+        ident = identifier if identifier is not None else frame.agent
+        with trace.use_span(step.span, end_on_exit=False):
+            async with step.tool_call(
+                ident, name, args, tool_call_id=call_id, refused=refused
+            ) as call:
+                if attributes:
+                    call.span.set_attributes(attributes)
+                if not call.should_run:
+                    return call.result.content, call.denied
+                raised: list[Exception] = []
+                token = RAISED.set((call_id, raised))
+                try:
+                    output = await execute(call.args if call.args != args else None)
+                except RewriteRefusedError as refused:
+                    return await self._refused(call, refused), True
+                finally:
+                    RAISED.reset(token)
+                if raised:
+                    # The SDK's failure handler (its default or the tool's own) turned it into a
+                    # message for the model.
+                    call.fail(raised[-1])
+                    return output, False
+                error = getattr(get_current_span(), "error", None)
+                if error:
+                    # A failure the SDK reports on its tracing span only (a function tool
+                    # given the SDK's default handler as its own, which no wrapper tells).
+                    call.fail(RuntimeError(str(error.get("message", "tool failed"))))
+                    return output, False
+                result = output if shown is None else shown(output)
+                kept = await call.aset_result(result)
+                as_text = result if isinstance(result, str) else canonical_json(result)
+                # a tool_result_persist hook may have filtered the result; else keep the object
+                return (output if kept.content == as_text else kept.content), False
+
+    async def _refused(self, call: ToolCall, refused: RewriteRefusedError) -> str:
+        """A rewrite the SDK's own checks refuse, made again: a deny, which no hook's verdict
+        made, so the call reports it here: ``on_tool_call_denied`` (not ``on_tool_call_error``:
+        the tool never ran), the deny on the span and the span failed, its result the reason,
+        which the model gets."""
+        call.span.set_attributes(
+            {
+                sc.HOOK_DECISION: "deny",
+                sc.HOOK_DECISION_REASON: refused.reason,
+                sc.HOOK_DECIDED_BY: refused.decided_by,
+                sc.HOOK_CLASSIFICATION: sc.CLASSIFICATION_HOOK_DENIED,
+            }
+        )
+        self.denied(
+            call.api_name,
+            call.tool_call_id,
+            call.args,
+            refused.decided_by,
+            refused.reason,
+            call.identifier,
+        )
+        await call.aset_result(refused.reason, success=False)
+        return refused.reason
+
+    def guardrail_rejected(
+        self,
+        tool: str,
+        call_id: str,
+        args: dict[str, Any],
+        guardrail: str,
+        message: str,
+        identifier: str | None = None,
+    ) -> None:
+        """An SDK tool input guardrail rejected a call of ``identifier``'s ``tool`` (the
+        agent's when omitted): the tool did not run."""
+        frame = self.frame
+        step = frame.step.scope if frame.step is not None else None
+        if step is not None:
+            step.span.add_event(
+                sc.EVENT_TOOL_GUARDRAIL,
+                {sc.GEN_AI_TOOL_NAME: tool, GUARDRAIL_NAME: guardrail, sc.HOOK_DECISION: "deny"},
+            )
+        self.denied(tool, call_id, args, f"guardrail:{guardrail}", message, identifier)
+
+    def denied(
+        self,
+        tool: str,
+        call_id: str,
+        args: dict[str, Any],
+        decided_by: str,
+        reason: str,
+        identifier: str | None = None,
+    ) -> None:
+        """Tell ``on_tool_call_denied`` observers of a deny no hook's verdict made (of the
+        call's ``identifier``; the agent's when omitted)."""
+        frame = self.frame
+        op = frame.operation
+        ident = identifier if identifier is not None else frame.agent
+        step = frame.step.scope if frame.step is not None else None
+        payload = ToolCallDeniedEvent(
+            **op.common(),
+            toolCallId=call_id,
+            identifier=ident,
+            apiName=tool,
+            args=args,
+            agentId=op.agent_id,
+            stepIndex=step.index if step is not None else 0,
+            reason=reason,
+            decidedBy=decided_by,
+        )
+        live = LiveEvent(
+            "on_tool_call_denied",
+            lambda: payload,
+            values=(f"{ident}/{tool}", tool),
+            operation_id=op.operation_id,
+        )
+        if step is not None:
+            live.span_context = step.span.get_span_context()
+        self.tracer.observe(live)
+        self.tracer.metrics.tool_calls.add(
+            1, {sc.GEN_AI_TOOL_NAME: tool, sc.ATTR_OUTCOME: "denied"}
+        )
+
+    def answered(self) -> None:
+        """The SDK ran the final output's hooks: the run has its answer."""
+        self.final = True
+
+    # -- the end ----------------------------------------------------------------------------------
+
+    def failure(self, exc: BaseException) -> BaseException | None:
+        """What the operation fails with when the SDK's run raised ``exc`` (``None``: it does
+        not): ``MaxTurnsExceeded`` ends it with ``max_steps``, a budget guard's refusal of a model
+        call (``BudgetExceeded``) with ``cost_limit``, a refused handoff (``RunBlockedError``)
+        with ``interrupted``; a guardrail tripwire fails it naming the guardrail; anything else
+        fails it."""
+        if isinstance(exc, MaxTurnsExceeded):
+            self.root.complete("max_steps")
+            return None
+        if isinstance(exc, BudgetExceeded):
+            self.root.complete("cost_limit")
+            return None
+        if isinstance(exc, RunBlockedError):  # the agent a handoff went to was refused
+            self.root.complete("interrupted")
+            return None
+        if isinstance(exc, (InputGuardrailTripwireTriggered, OutputGuardrailTripwireTriggered)):
+            self.root.span.set_attribute(GUARDRAIL_NAME, exc.guardrail_result.guardrail.get_name())
+        return exc
+
+    def end(
+        self,
+        error: BaseException | None,
+        context: RunContextWrapper[Any] | None,
+        interruptions: list[Any] | None = None,
+    ) -> None:
+        """The SDK's run returned (paused for the approval of ``interruptions``, if any) or
+        raised ``error``, with ``context`` (``None``: unknown): record what a person decided and
+        what the run waits for, then end every scope but the root operation's."""
+        if error is not None and isinstance(error, AgentsException) and error.run_data:
+            context = error.run_data.context_wrapper
+        if interruptions and error is None:  # paused for a person, as LangGraph's interrupt
+            self.root.complete("interrupted")
+            recording("paused approvals", self.paused, interruptions)
+        # at the latest as the run ends, whether it returned or raised
+        recording("rejected approvals", self.settle, context)
+        if self.decisions.asked:
+            # raised before any callback, with no context to read the decisions from
+            _log.error(
+                "openai-agents adapter could not tell which calls a person rejected: the "
+                "resumed run failed before the SDK handed otelhooks its context",
+                calls=[item.call_id for item in self.decisions.asked],
+            )
+        self.close(error)
