@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import types
 import typing
 from typing import TYPE_CHECKING, Any
@@ -305,7 +306,33 @@ def _test_as(args: argparse.Namespace, extra: dict[str, Any]) -> int:
     if answer.stderr.strip():
         print(f"stderr: {answer.stderr.strip()}")
     # exit 1 (a failed hook process): the CLI runs the call whatever the hooks said
-    return 0 if answer.exit_code in (0, 2) else 1
+    code = 0 if answer.exit_code in (0, 2) else 1
+    if args.dialect == "codex" and _codex_ignores_a_guarded_server(args.paths):
+        return 1
+    return code
+
+
+def _codex_ignores_a_guarded_server(paths: list[str]) -> bool:
+    """Say on stderr which MCP servers of Codex's config (this folder's and the user's) Codex
+    ignores for their names; whether a hook of ``paths`` names one (it guards nothing)."""
+    import os
+
+    from otelhooks._config import load_config
+    from otelhooks._errors import ConfigError
+    from otelhooks.integrations.coding_agents._codex_servers import (
+        codex_config_files,
+        ignored_server_notes,
+    )
+
+    configs = codex_config_files(os.getcwd())
+    try:
+        hooks = load_config(paths).hooks
+    except ConfigError:
+        hooks = ()  # the bridge's answer above said what is wrong with the files
+    notes = ignored_server_notes(configs, hooks)
+    for note in notes:
+        print(f"warning: {note}", file=sys.stderr)
+    return any("guards nothing" in note for note in notes)
 
 
 def _report(hooks: list[Hook], verdict: Verdict, notes: list[tuple[str, object]]) -> None:

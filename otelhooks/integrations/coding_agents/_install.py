@@ -48,6 +48,10 @@ from otelhooks.integrations.claude_code._install import (
 )
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import edit_settings
+from otelhooks.integrations.coding_agents._codex_servers import (
+    codex_config_files,
+    ignored_server_notes,
+)
 from otelhooks.integrations.coding_agents._dialects import dialect_named
 from otelhooks.integrations.coding_agents._neighbours import neighbour_notes
 
@@ -442,6 +446,8 @@ def install_agent(
                 "Failed`, `codex exec --json` nothing): with --fail-closed the model is told"
             )
         warnings[:0] = codex_hooks_off(path, None if user else project)
+        configs = codex_config_files(None if user else project)
+        warnings[:0] = ignored_server_notes(configs, loaded or ())
         warnings += codex_trust_notes(path, None if user else Path(project))
     others = [] if user else [hooks_path(dialect, user=True)]
     warnings += neighbour_notes(dialect, dialect_named(dialect).display_name, [path, *others])
