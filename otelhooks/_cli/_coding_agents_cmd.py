@@ -13,8 +13,9 @@ from otelhooks._cli._common import Subcommands
 __all__ = ["add_parser"]
 
 _CLIS = {"codex": "Codex CLI", "gemini": "Gemini CLI"}  # each dialect's display_name
-# install's warnings that a guard never runs (the hooks off, a server Codex ignores)
-_LOUD = ("no installed hook will run", "Codex CLI ignores MCP server")
+# install's warnings that a guard never runs or a record is lost (the hooks off, a server Codex
+# ignores, settings Gemini removes from the hooks' environment)
+_LOUD = ("no installed hook will run", "Codex CLI ignores MCP server", "Gemini CLI removes")
 
 
 def _bridge(args: argparse.Namespace) -> int:

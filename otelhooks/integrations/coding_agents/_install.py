@@ -53,6 +53,7 @@ from otelhooks.integrations.coding_agents._codex_servers import (
     ignored_server_notes,
 )
 from otelhooks.integrations.coding_agents._dialects import dialect_named
+from otelhooks.integrations.coding_agents._gemini_redaction import redaction_notes
 from otelhooks.integrations.coding_agents._neighbours import neighbour_notes
 
 __all__ = [
@@ -439,6 +440,8 @@ def install_agent(
         )
         if not user:
             warnings.append(_GEMINI_TRUST)
+        layers = [defaults, hooks_path("gemini", user=True), *([] if user else [path]), system]
+        warnings[:0] = redaction_notes(os.environ, hooks, loaded or (), layers)
     if dialect == "codex":
         if not fail_closed:
             warnings.append(
