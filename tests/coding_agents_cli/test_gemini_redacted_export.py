@@ -45,12 +45,15 @@ SECURITY = {
 }
 
 
-def _install(project: Path, home: Path, extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    """``otelhooks gemini install`` in the environment Gemini CLI then runs in."""
+def _install(
+    project: Path, home: Path, extra: dict[str, str], *args: str
+) -> subprocess.CompletedProcess[str]:
+    """``otelhooks gemini install`` (or ``args``) in the environment Gemini CLI then runs in."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL", "GITHUB", "GEMINI"))}
     env |= {"PYTHONPATH": str(REPO), "HOME": str(home), **extra}
+    argv = args or ("gemini", "install", "--hooks", "hooks.yaml")
     return subprocess.run(
-        [sys.executable, "-m", "otelhooks", "gemini", "install", "--hooks", "hooks.yaml"],
+        [sys.executable, "-m", "otelhooks", *argv],
         cwd=project,
         env=env,
         capture_output=True,
@@ -135,3 +138,7 @@ def test_install_names_an_approval_token_gemini_removes_by_its_name(
     assert installed.returncode == 0, installed.stderr
     assert "warning: Gemini CLI removes SERVE_BEARER_TOKEN from" in installed.stderr
     assert "security.environmentVariableRedaction is enabled" in installed.stderr
+    hooks_test = ("hooks", "test", "hooks.yaml", "--dialect", "gemini", "--event", "BeforeAgent")
+    tested = _install(project, tmp_path, env, *hooks_test)
+    assert tested.returncode == 1, tested.stdout + tested.stderr
+    assert "warning: Gemini CLI removes SERVE_BEARER_TOKEN from" in tested.stderr
