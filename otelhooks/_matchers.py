@@ -21,6 +21,11 @@ either way matches the tool under the other name too (:func:`tool_aliases`): nam
 with their alias, a regex is also tried on the aliases of the values, and the registry's prefix
 index knows a regex's aliased prefix (:attr:`Matcher.index_prefixes`).
 
+**Codex CLI's names.** Codex CLI makes every character but letters, digits and ``_`` of an MCP
+server's and tool's name ``_`` (``mcp__my_files__delete_file`` for ``my-files``'s
+``delete-file``): an exact name also matches its Codex name, and a regex holding such a
+character has a twin (:mod:`otelhooks._codex_names`) tried on the names Codex gives MCP tools.
+
 **Bounded time.** A user's regex runs on RE2 (the ``google-re2`` package, ``otelhooks[re2]``),
 whose matching time is linear in the input: ``(a+)+$`` costs microseconds on any tool name. What
 RE2 cannot run (lookarounds; also every regex when the package is not installed) runs on Python's
@@ -34,6 +39,7 @@ characters of each value; a pattern that fails that check is an
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import re
 from dataclasses import dataclass
@@ -42,6 +48,7 @@ from typing import Any, Final, Protocol
 
 import structlog
 
+from otelhooks._codex_names import CODEX_SHAPED, codex_named, codex_regex
 from otelhooks._encoding import clean_text
 from otelhooks._errors import InvalidMatcherError
 from otelhooks._tool_kinds import (
@@ -108,31 +115,12 @@ def tool_aliases(value: str) -> tuple[str, ...]:
     return ()
 
 
-# Codex CLI names an MCP tool after its server and tool with every character a Responses API
-# function name of its namespaces cannot hold made "_": its hooks see server ``my-files``'s
-# tool as ``mcp__my_files__delete_file``, which an exact guard on the configured name missed
-_CODEX_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_]")
-
-
-def _codex_named(name: str) -> str | None:
-    """The name Codex CLI gives the MCP tool ``name`` (``mcp__server__tool`` or
-    ``server/tool``), when it differs from ``mcp__server__tool``."""
-    parts = mcp_parts(name)
-    if parts is None:
-        server, sep, tool = name.partition("/")
-        parts = (server, tool) if sep and server and tool and "/" not in tool else None
-    if parts is None:
-        return None
-    codex = f"{MCP_PREFIX}{_CODEX_UNSAFE.sub('_', parts[0])}__{_CODEX_UNSAFE.sub('_', parts[1])}"
-    return codex if codex != f"{MCP_PREFIX}{parts[0]}__{parts[1]}" else None
-
-
 def _with_aliases(names: frozenset[str]) -> frozenset[str]:
     """Exact names and the ``server/tool`` or ``mcp__server__tool`` twin of each (not the bare
     tool: ``mcp__memory__create`` names the memory server's tool, not every ``create``), and
     the name Codex CLI gives an MCP tool whose server or tool name holds a ``-`` or ``.``."""
     twins = {alias for name in names for alias in tool_aliases(name)[:1]}
-    codex = {c for name in names if (c := _codex_named(name)) is not None}
+    codex = {c for name in names if (c := codex_named(name)) is not None}
     return names | twins | codex
 
 
@@ -158,7 +146,8 @@ class Matcher:
     ``engine`` says what runs a regex: ``re2`` (linear time) or ``re`` (a pattern that passed
     :func:`backtracking_risk`, on at most :data:`MAX_FALLBACK_INPUT` characters of a value).
     ``prefix`` is a regex's :func:`anchored_prefix`: a value not starting with it never matches
-    (the registry's index rules out many regex hooks at once by it).
+    (the registry's index rules out many regex hooks at once by it). ``codex`` is the regex
+    written as Codex CLI names MCP tools, tried on Codex-shaped names when it differs.
     """
 
     source: str | None
@@ -167,6 +156,7 @@ class Matcher:
     pattern: Searcher | None = None
     engine: str | None = None
     prefix: str | None = None
+    codex: Matcher | None = None
 
     def matches(self, values: tuple[str, ...]) -> bool:
         if self.kind is MatchKind.ALL:
@@ -177,7 +167,13 @@ class Matcher:
             return True
         # the same tool under its other name (mcp__server__tool <-> server/tool)
         aliases = tuple(a for v in values for a in tool_aliases(v))
-        return bool(aliases) and self._search(aliases)
+        if aliases and self._search(aliases):
+            return True
+        if self.codex is None:
+            return False
+        # an MCP tool as Codex CLI names it, against the regex written Codex's way
+        codex = tuple(v for v in values if CODEX_SHAPED.match(v))
+        return bool(codex) and self.codex.matches(codex)
 
     def _search(self, values: tuple[str, ...]) -> bool:
         assert self.pattern is not None
@@ -194,6 +190,13 @@ class Matcher:
             >>> compile_matcher(r"/^db\\/.*/", "otelhooks").index_prefixes
             ('db/', 'mcp__db__')
         """
+        prefixes = self._own_prefixes()
+        if prefixes is None or self.codex is None:
+            return prefixes
+        codex = self.codex.index_prefixes
+        return None if codex is None else prefixes + codex
+
+    def _own_prefixes(self) -> tuple[str, ...] | None:
         prefix = self.prefix
         if prefix is None:
             return None
@@ -342,30 +345,9 @@ def _compile_bounded(pattern: str, source: str, hook_id: str | None) -> Matcher:
     return Matcher(source, MatchKind.REGEX, pattern=fallback, engine="re", prefix=prefix)
 
 
-# an MCP tool named with a "-" in a regex (`mcp__my-files__`, `mcp__files__delete-file`), or a
-# server's `my-files/` where a name starts
-_DASHED_MCP_NAME: Final = re.compile(
-    r"(mcp__[A-Za-z0-9_]*-[A-Za-z0-9_\-]*)|(?:^|(?<=[|(])|(?<=(?<!\[)\^))([A-Za-z0-9_]*-[A-Za-z0-9_\-]*)(\\?/)"
-)
-
-
-def _codex_name(found: re.Match[str]) -> str:
-    if found.group(1) is not None:  # the server's name, the tool's, or both
-        return found.group(1).replace("-", "_")
-    return f"{found.group(2).replace('-', '_')}{found.group(3)}"
-
-
-def _codex_twin(pattern: str) -> str:
-    """``pattern``, and as an alternative the same with each MCP server and tool it names
-    written as Codex CLI names them (``-`` made ``_``, see :func:`_codex_named`; a ``.`` in a
-    regex matches Codex's ``_`` already): else the regex never matched Codex's name."""
-    twin = _DASHED_MCP_NAME.sub(_codex_name, pattern)
-    return pattern if twin == pattern else f"(?:{pattern})|(?:{twin})"
-
-
 def _regex_or_exact(source: str, pattern: str, *, hook_id: str | None) -> Matcher:
     try:
-        return _compile_bounded(_codex_twin(pattern), source, hook_id)
+        matcher = _compile_bounded(pattern, source, hook_id)
     except (re.error, RecursionError, OverflowError) as exc:
         _log.warning(
             "invalid regex matcher, falling back to exact match",
@@ -374,6 +356,22 @@ def _regex_or_exact(source: str, pattern: str, *, hook_id: str | None) -> Matche
             error=str(exc),
         )
         return Matcher(source, MatchKind.NAMES, names=frozenset({source}))
+    twin = codex_regex(pattern)
+    if twin is None:
+        return matcher
+    # the same regex with the MCP names Codex CLI renames written its way (delete-file is its
+    # delete_file): tried on Codex-shaped names only, so no other tool's name changes
+    try:
+        codex = _compile_bounded(twin, source, hook_id)
+    except (re.error, RecursionError, OverflowError) as exc:  # pragma: no cover - a bug of ours
+        _log.warning(
+            "matcher: no Codex CLI twin, it may miss an MCP tool Codex renames",
+            hook_id=hook_id,
+            matcher=source,
+            error=str(exc),
+        )
+        return matcher
+    return dataclasses.replace(matcher, codex=codex)
 
 
 def _split_names(source: str) -> frozenset[str]:

@@ -44,7 +44,7 @@ import asyncio
 import os
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from functools import partial
 from typing import Any, Literal
 
@@ -72,12 +72,14 @@ from otelhooks._events import (
 from otelhooks._hooks import Block, Hook
 from otelhooks._live import Answered, ApprovalNote
 from otelhooks._loopback import trust_env_for
+from otelhooks._redact import register_secret
 
 __all__ = [
     "APPROVALS_URL_ENV",
     "UNSERVED_BLOCKS",
     "ApprovalAction",
     "ApprovalConfig",
+    "add_export_tokens",
     "longest_approval_of",
 ]
 
@@ -87,6 +89,10 @@ APPROVALS_URL_ENV = "OTELHOOKS_APPROVALS_URL"
 # its default. Gemini CLI removes OTELHOOKS_APPROVALS_URL from hooks' environment under its
 # redaction; a `default: allow` then let the call run after the timeout, nobody ever asked.
 UNSERVED_BLOCKS = threading.Event()
+# An approval's token_env read from the export file (otelhooks.env) by a CLI's hook process:
+# Gemini CLI removes *TOKEN* variables from hooks' environment, and the file's value is this
+# approval's alone, never put in the environment other hooks run with.
+_EXPORT_TOKENS: dict[str, str] = {}
 _log = structlog.get_logger("otelhooks")
 _POLL_S = 25.0  # one long-poll; shorter than proxies' idle timeouts
 # serve holds at most 256 long-polls, and anything holding the ingest token can take them all:
@@ -275,14 +281,14 @@ class ApprovalAction:
     def _headers(self) -> dict[str, str]:
         names = [self.config.token_env] if self.config.token_env else []
         names += ["OTELHOOKS_INGEST_TOKEN", "OTELHOOKS_ADMIN_TOKEN"]
-        token = next((os.environ[n] for n in names if os.environ.get(n)), "")
+        token = next((v for n in names if (v := os.environ.get(n) or _EXPORT_TOKENS.get(n))), "")
         if not token:
             # Gemini CLI removes such names from a hook's environment: the bare header was
             # refused with "Illegal header value", which named neither the token nor the cause
             raise ValueError(
                 f"no token for serve: none of {', '.join(names)} is set in this process's "
-                "environment (Gemini CLI removes variables named *TOKEN* from hooks' "
-                "environment: put the token in otelhooks.env beside the hooks file)"
+                "environment or in otelhooks.env beside the hooks file (Gemini CLI removes "
+                f"variables named *TOKEN* from hooks' environment: put {names[0]}=... there)"
             )
         return {"authorization": f"Bearer {token}"}
 
@@ -447,6 +453,15 @@ def _json(response: httpx.Response, accept: tuple[int, ...]) -> dict[str, Any]:
     if not isinstance(body, dict) or "state" not in body:
         raise ValueError("the answer is not an approval")
     return body
+
+
+def add_export_tokens(tokens: Mapping[str, str]) -> None:
+    """Tokens an approval's ``token_env`` names, read from the export file by a CLI's hook
+    process: used when the environment lacks the variable (Gemini CLI removed it)."""
+    for name, value in tokens.items():
+        if value:
+            register_secret(value)
+            _EXPORT_TOKENS[name] = value
 
 
 def longest_approval_of(hooks: Iterable[Hook]) -> float:

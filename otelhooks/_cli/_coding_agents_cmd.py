@@ -13,6 +13,9 @@ from otelhooks._cli._common import Subcommands
 __all__ = ["add_parser"]
 
 _CLIS = {"codex": "Codex CLI", "gemini": "Gemini CLI"}  # each dialect's display_name
+# install's warnings that a guard never runs or a record is lost (the hooks off, a server Codex
+# ignores, settings Gemini removes from the hooks' environment)
+_LOUD = ("no installed hook will run", "Codex CLI ignores MCP server", "Gemini CLI removes")
 
 
 def _bridge(args: argparse.Namespace) -> int:
@@ -75,7 +78,7 @@ def _install(args: argparse.Namespace) -> int:
     if traces:
         print(f"  traces: {traces} (one trace per session; `otelhooks claude-code tree` prints it)")
     for warning in change.warnings:
-        if warning.startswith("no installed hook will run"):  # the guards are off: said loudly
+        if warning.startswith(_LOUD):  # guards that never run: said loudly
             print(f"warning: {warning}", file=sys.stderr)
         else:
             print(f"  note: {warning}")

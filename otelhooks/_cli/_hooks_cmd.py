@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import types
 import typing
 from typing import TYPE_CHECKING, Any
@@ -305,7 +306,61 @@ def _test_as(args: argparse.Namespace, extra: dict[str, Any]) -> int:
     if answer.stderr.strip():
         print(f"stderr: {answer.stderr.strip()}")
     # exit 1 (a failed hook process): the CLI runs the call whatever the hooks said
-    return 0 if answer.exit_code in (0, 2) else 1
+    code = 0 if answer.exit_code in (0, 2) else 1
+    if args.dialect == "codex" and _codex_ignores_a_guarded_server(args.paths):
+        return 1
+    if args.dialect == "gemini" and _gemini_removes_settings(args.paths):
+        return 1
+    return code
+
+
+def _gemini_removes_settings(paths: list[str]) -> bool:
+    """Say on stderr which ``OTEL_*``, ``OTELHOOKS_*`` and ``token_env`` variables of this
+    environment Gemini CLI would remove from the hooks' (its settings here and the user's) and
+    the export file beside the first hooks path does not set; whether there is one."""
+    import os
+    from pathlib import Path
+
+    from otelhooks._config import load_config
+    from otelhooks._errors import ConfigError
+    from otelhooks.integrations.coding_agents._gemini_redaction import redaction_notes
+    from otelhooks.integrations.coding_agents._install import gemini_system_files, hooks_path
+
+    try:
+        hooks = load_config(paths).hooks
+    except ConfigError:
+        hooks = ()  # the bridge's answer above said what is wrong with the files
+    system, defaults = gemini_system_files()
+    layers = [defaults, hooks_path("gemini", user=True), hooks_path("gemini"), system]
+    first = Path(paths[0])
+    hooks_file = first / "hooks.yaml" if first.is_dir() else first
+    notes = redaction_notes(os.environ, hooks_file.absolute(), hooks, layers)
+    for note in notes:
+        print(f"warning: {note}", file=sys.stderr)
+    return bool(notes)
+
+
+def _codex_ignores_a_guarded_server(paths: list[str]) -> bool:
+    """Say on stderr which MCP servers of Codex's config (this folder's and the user's) Codex
+    ignores for their names; whether a hook of ``paths`` names one (it guards nothing)."""
+    import os
+
+    from otelhooks._config import load_config
+    from otelhooks._errors import ConfigError
+    from otelhooks.integrations.coding_agents._codex_servers import (
+        codex_config_files,
+        ignored_server_notes,
+    )
+
+    configs = codex_config_files(os.getcwd())
+    try:
+        hooks = load_config(paths).hooks
+    except ConfigError:
+        hooks = ()  # the bridge's answer above said what is wrong with the files
+    notes = ignored_server_notes(configs, hooks)
+    for note in notes:
+        print(f"warning: {note}", file=sys.stderr)
+    return any("guards nothing" in note for note in notes)
 
 
 def _report(hooks: list[Hook], verdict: Verdict, notes: list[tuple[str, object]]) -> None:

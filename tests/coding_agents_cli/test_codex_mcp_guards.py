@@ -15,56 +15,16 @@ the server with its ``-`` (``mcp__my-files__.*``).
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents import install_agent
-from tests.coding_agents_cli._runs import CODEX, codex_config, need_cli, run_codex, skip_reason
+from tests.coding_agents_cli._codex_mcp import bridge_env, configure_codex, guard_file, mcp_steps
+from tests.coding_agents_cli._runs import CODEX, need_cli, run_codex, skip_reason
 
 pytestmark = pytest.mark.timeout(150)
-
-SERVER = Path(__file__).parent / "mcp_files_server.py"
-
-
-def _steps(namespace: str = "mcp__files") -> list[dict[str, object]]:
-    """Search for the tool, then call it in its server's namespace."""
-    return [
-        {"id": "call_search", "tool": "tool_search", "args": {"query": "delete file"}},
-        {
-            "id": "call_delete",
-            "tool": "delete_file",
-            "namespace": namespace,
-            "args": {"path": "victim/keep.txt"},
-        },
-    ]
-
-
-def _guard(matcher: str) -> str:
-    return (
-        "hooks:\n  - id: keep-files\n    type: PreToolUse\n"
-        f"    matcher: {json.dumps(matcher)}\n"
-        "    command: \"echo 'files stay here' >&2; exit 2\"\n"
-    )
-
-
-def _configure(project: Path, home: Path, name: str = "files", *, code_mode: bool = False) -> None:
-    """Codex's config with the ``files`` MCP server (stdio), rooted at ``project``.
-
-    Codex starts MCP servers beside the turn: a ``tool_search`` made before the server listed
-    its tools finds nothing (an empty search, then an unsupported call, under a loaded
-    machine), so the run waits for the server's startup (``mcp_optional_startup_grace_ms``)."""
-    config = codex_config(home, trusted=project) / "config.toml"
-    server = [str(SERVER), str(project)]
-    table = f"\n[mcp_servers.{json.dumps(name)}]\ncommand = {json.dumps(sys.executable)}\n"
-    top = "mcp_optional_startup_grace_ms = 30000\n"
-    text = config.read_text()
-    if code_mode:  # the model's JavaScript calls the tools (``exec``)
-        text = text.replace("[features]\n", "[features]\ncode_mode = true\n")
-    config.write_text(top + text + table + f"args = {json.dumps(server)}\n")
-
 
 # Codex CLI 0.171's PreToolUse of server ``my-files``'s tool, as its hook received it
 RENAMED_CALL = {
@@ -98,7 +58,7 @@ RENAMED_CALL = {
 def test_a_guard_on_the_configured_server_name_answers_codex_s_name(
     tmp_path: Path, matcher: str, denied: bool
 ) -> None:
-    (tmp_path / "hooks.yaml").write_text(_guard(matcher))
+    (tmp_path / "hooks.yaml").write_text(guard_file(matcher))
     options = BridgeOptions(
         hooks=(str(tmp_path / "hooks.yaml"),),
         state=str(tmp_path / "state.sqlite3"),
@@ -125,7 +85,7 @@ def test_a_guard_on_a_tool_name_codex_changes_answers_codex_s_name(
 ) -> None:
     # Codex CLI 0.171 named server my-files's tool delete-file.v2 mcp__my_files__delete_file_v2
     call = {**RENAMED_CALL, "tool_name": "mcp__my_files__delete_file_v2"}
-    (tmp_path / "hooks.yaml").write_text(_guard(matcher))
+    (tmp_path / "hooks.yaml").write_text(guard_file(matcher))
     options = BridgeOptions(
         hooks=(str(tmp_path / "hooks.yaml"),),
         state=str(tmp_path / "state.sqlite3"),
@@ -138,20 +98,13 @@ def test_a_guard_on_a_tool_name_codex_changes_answers_codex_s_name(
     assert json.loads(answer)["hookSpecificOutput"]["permissionDecision"] == "deny"
 
 
-def _env(tmp_path: Path) -> dict[str, str]:
-    return {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
-    }
-
-
 def test_control_the_real_codex_cli_deletes_through_the_mcp_tool(
     project: Path, tmp_path: Path
 ) -> None:
     need_cli(CODEX)
     home = tmp_path / "home"
-    _configure(project, home)
-    run = run_codex(project, home, _steps(), extra_env=_env(tmp_path))
+    configure_codex(project, home)
+    run = run_codex(project, home, mcp_steps(), extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert not (project / "victim" / "keep.txt").exists(), skip_reason(run)
     assert "deleted victim/keep.txt" in run.told()
@@ -162,11 +115,11 @@ def test_the_real_codex_cli_is_kept_from_an_mcp_tool_by_a_guard(
     project: Path, tmp_path: Path, matcher: str
 ) -> None:
     need_cli(CODEX)
-    (project / "hooks.yaml").write_text(_guard(matcher))
+    (project / "hooks.yaml").write_text(guard_file(matcher))
     install_agent("codex", project=project, hooks_file="hooks.yaml")
     home = tmp_path / "home"
-    _configure(project, home)
-    run = run_codex(project, home, _steps(), extra_env=_env(tmp_path))
+    configure_codex(project, home)
+    run = run_codex(project, home, mcp_steps(), extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious", skip_reason(run)
     assert "files stay here" in run.told(), skip_reason(run)
@@ -180,11 +133,11 @@ def test_a_guard_names_a_server_codex_renames_as_it_is_configured(
     project: Path, tmp_path: Path, matcher: str
 ) -> None:
     need_cli(CODEX)
-    (project / "hooks.yaml").write_text(_guard(matcher))
+    (project / "hooks.yaml").write_text(guard_file(matcher))
     install_agent("codex", project=project, hooks_file="hooks.yaml")
     home = tmp_path / "home"
-    _configure(project, home, "my-files")
-    run = run_codex(project, home, _steps("mcp__my_files"), extra_env=_env(tmp_path))
+    configure_codex(project, home, "my-files")
+    run = run_codex(project, home, mcp_steps("mcp__my_files"), extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious", skip_reason(run)
     assert "files stay here" in run.told(), skip_reason(run)
@@ -196,13 +149,13 @@ def test_the_real_codex_cli_is_kept_from_an_mcp_tool_its_code_mode_calls(
     # with code_mode, the model's JavaScript (Codex's exec tool) calls the MCP tool: Codex 0.171
     # runs PreToolUse on that nested call, named as any other call of the tool
     need_cli(CODEX)
-    (project / "hooks.yaml").write_text(_guard("mcp__files__delete_file"))
+    (project / "hooks.yaml").write_text(guard_file("mcp__files__delete_file"))
     install_agent("codex", project=project, hooks_file="hooks.yaml")
     home = tmp_path / "home"
-    _configure(project, home, code_mode=True)
+    configure_codex(project, home, code_mode=True)
     script = "text(await tools.mcp__files__delete_file({path: 'victim/keep.txt'}));"
     steps = [{"id": "call_exec", "tool": "exec", "text": script}]
-    run = run_codex(project, home, steps, extra_env=_env(tmp_path))
+    run = run_codex(project, home, steps, extra_env=bridge_env(tmp_path))
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious", skip_reason(run)
     assert "files stay here" in json.dumps(run.requests[-1]["input"]), skip_reason(run)

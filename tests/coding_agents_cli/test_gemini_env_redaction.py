@@ -49,6 +49,8 @@ hooks:
 """
 
 
+OWN = "SERVE_BEARER_TOKEN"  # an approval's token_env of its own (not an OTELHOOKS_* name)
+
 SECURITY = {
     "folderTrust": {"enabled": False},
     "auth": {"selectedType": "gemini-api-key"},
@@ -112,3 +114,37 @@ def test_an_approval_with_no_serve_left_blocks_at_once(project: Path, tmp_path: 
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").read_text() == "precious", run.told()
     assert "cannot ask a person: no serve to ask" in run.told(), run.told()
+
+
+@pytest.mark.parametrize("token_in_file", [True, False], ids=["export-file", "environment-only"])
+def test_an_approval_s_own_token_variable_is_read_from_the_export_file(
+    token_in_file: bool, project: Path, tmp_path: Path
+) -> None:
+    """``token_env: SERVE_BEARER_TOKEN`` (not an ``OTELHOOKS_*`` name): Gemini CLI removes it,
+    and before, ``otelhooks.env`` was read for ``OTELHOOKS_*`` names only, so the deny told the
+    person to put the token in a file that was then ignored."""
+    need_cli(GEMINI)
+    hooks = APPROVAL.replace(f"url: {SERVE_URL}", f"url: {SERVE_URL}\n      token_env: {OWN}")
+    (project / "hooks.yaml").write_text(hooks)
+    if token_in_file:
+        export = project / "otelhooks.env"
+        export.write_text(f"{OWN}={SERVE_TOKEN}\n")
+        export.chmod(0o600)
+    install_agent("gemini", project=project, hooks_file="hooks.yaml")
+    env = {k: v for k, v in _env(tmp_path).items() if k != "OTELHOOKS_INGEST_TOKEN"}
+    run = run_gemini(
+        project,
+        tmp_path / "home",
+        [("call_rm", "rm -r victim")],
+        extra_env={**env, OWN: SERVE_TOKEN},  # what Gemini CLI removes
+        settings={"security": SECURITY},
+        serve_traces=tmp_path / "t.jsonl",
+        approvals=True,
+    )
+    assert run.returncode == 0, skip_reason(run)
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    if token_in_file:  # serve was asked: nobody answered and its default denied
+        assert "not approved (no answer within 3s)" in run.told(), run.told()
+    else:
+        assert f"no token for serve: none of {OWN}, OTELHOOKS_INGEST_TOKEN" in run.told()
+        assert f"put {OWN}=... there" in run.told(), run.told()

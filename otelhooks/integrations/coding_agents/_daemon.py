@@ -143,7 +143,11 @@ def build_bridge(
     from otelhooks._export._batch import CountingBatchSpanProcessor
     from otelhooks._export._report import DeliveryTracker, shutdown_timeout
     from otelhooks._resource import recording_resource
-    from otelhooks.integrations.coding_agents._environment import otlp_exporter, project_path
+    from otelhooks.integrations.coding_agents._environment import (
+        approval_tokens,
+        otlp_exporter,
+        project_path,
+    )
     from otelhooks.integrations.coding_agents._run import hooks_and_settings
     from otelhooks.integrations.coding_agents._spans import LockedFileExporter, SpanWriter
 
@@ -151,6 +155,7 @@ def build_bridge(
     hook_paths, settings, export_files = hooks_and_settings(options, env)
     loaded = load_config(hook_paths)
     hooks = loaded.hooks
+    approval_tokens(hooks, export_files, env)
     service = settings.get("OTEL_SERVICE_NAME") or options.service_name
     writer = SpanWriter((), recording_resource({"service.name": service}))
     traces_out = options.traces_out or settings.get(TRACES_ENV)

@@ -9,7 +9,9 @@ and removes every ``OTEL_*`` variable from the hook's environment. So:
 - export settings are read from an *export file*: ``otelhooks.env`` in the folder of each
   ``--hooks`` path (or the file ``--export-env`` names). One ``KEY=VALUE`` per line, ``#``
   comments, an optional ``export`` prefix, values optionally quoted, no ``$`` expansion. Only
-  ``OTEL_*`` and ``OTELHOOKS_*`` keys are read; a variable the process already has wins.
+  ``OTEL_*`` and ``OTELHOOKS_*`` keys are read; a variable the process already has wins. The
+  variable an ``approval:`` names in ``token_env`` is read too (:func:`approval_tokens`), for
+  that approval only: it is never put in the environment hooks run with.
 
 Example ``.claude/otelhooks.env``::
 
@@ -28,15 +30,18 @@ from urllib.parse import unquote
 
 from opentelemetry.sdk.trace.export import SpanExporter
 
+from otelhooks._actions._approval import ApprovalAction, add_export_tokens
 from otelhooks._errors import ConfigError
 from otelhooks._export._otlp import tracked_session
 from otelhooks._export._otlp_grpc import GrpcSpanExporter, otlp_timeout
 from otelhooks._export._report import DeliveryTracker
+from otelhooks._hooks import Hook
 from otelhooks._redact import register_secret
 
 __all__ = [
     "EXPORT_FILE",
     "PROJECT_DIR_ENV",
+    "approval_tokens",
     "export_files",
     "export_settings",
     "otlp_exporter",
@@ -64,8 +69,9 @@ def project_path(path: str | os.PathLike[str], environ: Mapping[str, str]) -> Pa
     return Path(project).expanduser() / resolved
 
 
-def read_export_file(path: Path) -> dict[str, str]:
-    """The ``OTEL_*`` / ``OTELHOOKS_*`` settings of one export file (see the module docstring).
+def read_export_file(path: Path, names: Iterable[str] = ()) -> dict[str, str]:
+    """The ``OTEL_*`` / ``OTELHOOKS_*`` settings of one export file (see the module docstring),
+    and the values of ``names`` (an approval's ``token_env``) when it sets them.
 
     Raises:
         ConfigError: the file cannot be read, is too large, or has a line that is not
@@ -79,6 +85,7 @@ def read_export_file(path: Path) -> dict[str, str]:
     if len(raw) > _MAX_BYTES:
         raise ConfigError(f"more than {_MAX_BYTES} bytes", file=str(path))
     settings: dict[str, str] = {}
+    wanted = frozenset(names)
     for number, line in enumerate(raw.decode("utf-8", "replace").splitlines(), 1):
         text = line.strip()
         if not text or text.startswith("#"):
@@ -91,7 +98,7 @@ def read_export_file(path: Path) -> dict[str, str]:
             raise ConfigError("expected KEY=VALUE", file=str(path), line=number)
         if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
             value = value[1:-1]
-        if key.startswith(_PREFIXES):
+        if key.startswith(_PREFIXES) or key in wanted:
             settings.setdefault(key, value)
     return settings
 
@@ -122,6 +129,29 @@ def export_settings(
             merged.setdefault(key, value)
     merged.update({k: v for k, v in environ.items() if k.startswith(_PREFIXES)})
     return merged
+
+
+def approval_tokens(
+    hooks: Iterable[Hook], files: Iterable[Path], environ: Mapping[str, str]
+) -> None:
+    """Give each ``approval:`` of ``hooks`` whose ``token_env`` the process lacks the value the
+    export ``files`` set for it (:func:`~otelhooks._actions._approval.add_export_tokens`). Gemini
+    CLI removes a variable named ``*TOKEN*`` from hooks' environment: the hook client restores
+    ``OTELHOOKS_*`` names from the file, and this the name an approval chose."""
+    names = {
+        h.action.config.token_env
+        for h in hooks
+        if isinstance(h.action, ApprovalAction) and h.action.config.token_env
+    } - set(environ)
+    if not names:
+        return
+    found: dict[str, str] = {}
+    for path in files:
+        if path.is_file():
+            for key, value in read_export_file(path, names).items():
+                if key in names:
+                    found.setdefault(key, value)
+    add_export_tokens(found)
 
 
 def _headers(settings: Mapping[str, str]) -> dict[str, str]:

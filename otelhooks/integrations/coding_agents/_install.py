@@ -48,7 +48,12 @@ from otelhooks.integrations.claude_code._install import (
 )
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import edit_settings
+from otelhooks.integrations.coding_agents._codex_servers import (
+    codex_config_files,
+    ignored_server_notes,
+)
 from otelhooks.integrations.coding_agents._dialects import dialect_named
+from otelhooks.integrations.coding_agents._gemini_redaction import redaction_notes
 from otelhooks.integrations.coding_agents._neighbours import neighbour_notes
 
 __all__ = [
@@ -435,6 +440,8 @@ def install_agent(
         )
         if not user:
             warnings.append(_GEMINI_TRUST)
+        layers = [defaults, hooks_path("gemini", user=True), *([] if user else [path]), system]
+        warnings[:0] = redaction_notes(os.environ, hooks, loaded or (), layers)
     if dialect == "codex":
         if not fail_closed:
             warnings.append(
@@ -442,6 +449,8 @@ def install_agent(
                 "Failed`, `codex exec --json` nothing): with --fail-closed the model is told"
             )
         warnings[:0] = codex_hooks_off(path, None if user else project)
+        configs = codex_config_files(None if user else project)
+        warnings[:0] = ignored_server_notes(configs, loaded or ())
         warnings += codex_trust_notes(path, None if user else Path(project))
     others = [] if user else [hooks_path(dialect, user=True)]
     warnings += neighbour_notes(dialect, dialect_named(dialect).display_name, [path, *others])

@@ -32,6 +32,7 @@ from otelhooks._export._otlp import summarise_sdk_logs
 from otelhooks._export._report import DeliveryTracker, shutdown_timeout
 from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse
 from otelhooks.integrations.coding_agents._environment import (
+    approval_tokens,
     export_files,
     export_settings,
     otlp_exporter,
@@ -276,8 +277,9 @@ def _handle(
     from otelhooks.integrations.coding_agents._spans import LockedFileExporter
     from otelhooks.integrations.coding_agents._state import BridgeState
 
-    hook_paths, settings, _ = hooks_and_settings(options, env)
+    hook_paths, settings, read = hooks_and_settings(options, env)
     hooks = load_config(hook_paths).hooks
+    approval_tokens(hooks, read, env)
     if deadline is not None:
         deadline.allow_approvals(hooks)
     timeout_s = shutdown_timeout(BRIDGE_SHUTDOWN_TIMEOUT_S)
