@@ -101,18 +101,23 @@ CASES = {
     # answer (the quotes of a command its reason echoes, two objects) is read as a cut one is.
     "a-broken-answer-without-a-decision-is-a-non-blocking-error": Case(
         "otelhooks: a broken answer", '{"hookSpecificOutput": deny', 0, True, "ran ls", "error",
-        error="names an answer field, but is not valid JSON (Expecting value",
+        error="names an answer field, but does not parse (Expecting value",
     ),
     "a-broken-answer-s-deny-denies": Case(
         "otelhooks: a broken answer",
         '{"hookSpecificOutput": {"permissionDecision": "deny", '
         '"permissionDecisionReason": "no rm of "victim""}}',
-        0, False, "no rm of  [otelhooks: read from an answer that is not valid JSON]", "blocked",
+        0, False, "no rm of  [otelhooks: read from an answer that does not parse]", "blocked",
     ),
     "two-answers-one-after-the-other-are-a-broken-answer": Case(
         "otelhooks: a broken answer",
         json.dumps({"decision": "block", "reason": "no"}) + "\n" + json.dumps({"ok": 1}),
-        0, False, "no [otelhooks: read from an answer that is not valid JSON]", "blocked",
+        0, False, "no [otelhooks: read from an answer that does not parse]", "blocked",
+    ),
+    "an-answer-too-deep-for-python-s-parser-still-blocks": Case(
+        "otelhooks: a broken answer",
+        '{"decision": "block", "reason": "no", "seen": ' + "[" * 5000 + "]" * 5000 + "}",
+        0, False, "no [otelhooks: read from an answer that does not parse]", "blocked",
     ),
     "a-broken-answer-s-allow-and-rewrite-are-a-non-blocking-error": Case(
         "otelhooks: a broken answer",

@@ -350,8 +350,8 @@ class CommandAction:
         total = answer.cut_at
         if answer.broken is not None and (not intercept or not answer.blocks):
             return CommandDecision(
-                problem=f"stdout starts with '{{' and names an answer field, but is not valid "
-                f"JSON ({answer.broken}): no decision but a deny, ask or defer is taken from it"
+                problem=f"stdout starts with '{{' and names an answer field, but does not "
+                f"parse ({answer.broken}): no decision but a deny, ask or defer is taken from it"
             )
         if not intercept:
             return CommandDecision(result=payload)

@@ -168,7 +168,7 @@ class Answer:
 _ANSWER_FIELD: Final = re.compile(
     r'"(?:hookSpecificOutput|permissionDecision|decision|continue|updatedInput|tool_input)"\s*:'
 )
-BROKEN_NOTE: Final = " [otelhooks: read from an answer that is not valid JSON]"
+BROKEN_NOTE: Final = " [otelhooks: read from an answer that does not parse]"
 
 
 def read_answer(text: str, total: int | None = None) -> Answer | None:
@@ -194,11 +194,14 @@ def read_answer(text: str, total: int | None = None) -> Answer | None:
         return Answer(salvaged or {}, cut_at=total, readable=salvaged is not None)
     try:
         answer = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
+        # RecursionError: valid, but nested too deeply for Python's parser (not JavaScript's:
+        # Claude Code reads it), which failed the hook before and let its deny go
         if _ANSWER_FIELD.search(text) is None:
             return None
+        why = str(exc) if isinstance(exc, ValueError) else "nested too deeply to parse"
         salvaged = salvage(text, note=BROKEN_NOTE)
-        return Answer(salvaged or {}, broken=str(exc), readable=salvaged is not None)
+        return Answer(salvaged or {}, broken=why, readable=salvaged is not None)
     return Answer(answer) if isinstance(answer, dict) else None
 
 
