@@ -52,6 +52,8 @@ exit codes", "JSON output"), as the handler return protocol:
 - exit 0 without a decision: success. exit 2: block (intercept events; on observed events it is
   only logged); the reason is the JSON's (``permissionDecisionReason``, ``reason``,
   ``stopReason``) when stdout is a JSON object that gives one, stderr otherwise.
+- A deny (block, ask, defer) printed before the command timed out stands: it decided, then hung
+  on something else. Its allow does not.
 - any other exit whose output decides nothing, a signal, a timeout, a process that cannot start:
   a :class:`~otelhooks.HookError`, which the dispatcher records (span attribute
   ``otelhooks.hook.errors``, ``otelhooks.hook.invocations{outcome=error|timeout}``, a
@@ -277,6 +279,9 @@ class CommandAction:
         if outcome.start_error is not None:
             return CommandDecision(problem=outcome.start_error)
         if outcome.timed_out:
+            late = self._said_in_time(outcome, payload)
+            if late is not None:
+                return late
             return CommandDecision(problem=f"timed out after {self.timeout:g}s; process killed")
         code = outcome.exit_code
         assert code is not None
@@ -303,6 +308,24 @@ class CommandAction:
             detail = outcome.stderr.strip()
             return CommandDecision(problem=f"{how}: {excerpt(detail)}" if detail else how)
         return CommandDecision(result=payload)
+
+    def _said_in_time(self, outcome: CommandOutcome, payload: HookEvent) -> CommandDecision | None:
+        """The deny (block, ask, defer) a command printed before it timed out: it decided, then
+        hung on something else (an audit call that does not answer), and the deny stands.
+        Its allow does not: the command did not finish, and what it still had to say is
+        unknown. None when it printed no such answer."""
+        if not EVENTS[payload.event].intercept:
+            return None
+        answer = read_answer(trimmed(outcome.stdout), outcome.stdout_bytes)
+        if answer is None or not answer.blocks:
+            return None
+        verdict = self._read(answer, payload, intercept=True)
+        if not isinstance(verdict.result, CommandBlock):
+            return None
+        said = verdict.reason or f"Blocked by hook {self.hook.id}."
+        reason = f"{said} [otelhooks: printed before the hook timed out after {self.timeout:g}s]"
+        block = CommandBlock(reason, decision=verdict.result.decision)
+        return CommandDecision(result=block, decision=block.decision, reason=reason)
 
     def _exit_two(
         self,
@@ -450,4 +473,11 @@ class CommandAction:
             if outcome.timed_out:
                 raise HookTimeoutError(verdict.problem, hook_id=self.hook.id, event=payload.event)
             raise HookError(verdict.problem, hook_id=self.hook.id, event=payload.event)
+        if outcome.timed_out:
+            _log.warning(
+                "command hook timed out after its answer, which stands",
+                hook_id=self.hook.id,
+                lifecycle_event=payload.event,
+                decision=verdict.decision,
+            )
         return verdict.result

@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from otelhooks._actions._command_output import read_answer, trimmed
+from otelhooks._actions._command_output import Answer, read_answer, trimmed
 
 __all__ = ["HookAnswer", "block_answer", "command_answer", "http_answer"]
 
@@ -88,9 +88,11 @@ def command_answer(
         >>> command_answer("h", 2, "", "no rm\\n").reason
         'no rm'
     """
-    if exit_code is None:
-        return None
     output = _json_object(stdout)
+    if exit_code is None:
+        # timed out (or never started): a deny it printed before stands, as the command hook's
+        # own reading takes it; nothing else it printed does
+        return HookAnswer(hook_id, output) if output and Answer(output).blocks else None
     if exit_code == 2:
         reason = (_json_reason(output) if output else None) or stderr.strip() or None
         return HookAnswer(hook_id, output or {}, blocked=True, reason=reason)

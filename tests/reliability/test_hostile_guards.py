@@ -376,3 +376,29 @@ def test_an_allow_the_command_s_own_quotes_broke_is_a_failure_the_person_is_told
     assert "permissionDecision" not in json.dumps(told), done.stdout
     assert "a hook failed and did not decide: no-rm" in told["systemMessage"]
     assert "does not parse (Expecting" in told["systemMessage"]
+
+
+def test_a_deny_printed_before_the_guard_hung_denies_in_the_bridge(tmp_path: Path) -> None:
+    """The guard denies, then hangs on an audit call past its timeout. Before, the bridge
+    answered a failure (`systemMessage`) and Claude Code ran the `rm -rf`."""
+    deny = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                   "permissionDecisionReason": "no rm"}}  # fmt: skip
+    (tmp_path / "answer.json").write_text(json.dumps(deny))
+    (tmp_path / "hooks.yaml").write_text(
+        "hooks:\n  - {id: no-rm, type: PreToolUse, matcher: Bash, timeout: 1,\n"
+        "     command: 'cat answer.json; sleep 30'}\n"
+    )
+    event = {"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+             "tool_use_id": "t1", "cwd": str(tmp_path),
+             "tool_input": {"command": "rm -rf victim"}}  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", "hooks.yaml",
+         "--state", str(tmp_path / "state.sqlite3")],
+        input=json.dumps(event), capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert time.monotonic() - started < 20
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer = json.loads(done.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny", done.stdout
+    assert "timed out after its answer, which stands" in done.stderr
