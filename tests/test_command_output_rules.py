@@ -114,6 +114,11 @@ CASES = {
         json.dumps({"decision": "block", "reason": "no"}) + "\n" + json.dumps({"ok": 1}),
         0, False, "no [otelhooks: read from an answer that does not parse]", "blocked",
     ),
+    "a-broken-answer-s-continue-false-stops": Case(
+        "otelhooks: a broken answer",
+        '{"continue": false, "stopReason": "halt at "rm""}',
+        0, False, "halt at  [otelhooks: read from an answer that does not parse]", "blocked",
+    ),
     "an-answer-too-deep-for-python-s-parser-still-blocks": Case(
         "otelhooks: a broken answer",
         '{"decision": "block", "reason": "no", "seen": ' + "[" * 5000 + "]" * 5000 + "}",

@@ -72,7 +72,10 @@ def trimmed(stdout: str) -> str:
 # Read from a JSON answer cut at the cap: the first decision and reason it states.
 _CUT_PERMISSION: Final = re.compile(r'"permissionDecision"\s*:\s*"(allow|deny|ask|defer)"')
 _CUT_BLOCK: Final = re.compile(r'"decision"\s*:\s*"(?:block|deny)"')
-_CUT_REASON: Final = re.compile(r'"(?:permissionDecisionReason|reason)"\s*:\s*"((?:[^"\\]|\\.)*)')
+_CUT_STOP: Final = re.compile(r'"continue"\s*:\s*false\b')
+_CUT_REASON: Final = re.compile(
+    r'"(?:permissionDecisionReason|reason|stopReason)"\s*:\s*"((?:[^"\\]|\\.)*)'
+)
 
 
 def salvage(prefix: str, *, note: str = "") -> dict[str, Any] | None:
@@ -87,6 +90,8 @@ def salvage(prefix: str, *, note: str = "") -> dict[str, Any] | None:
         except ValueError:  # cut inside an escape: take the text as it is
             reason = raw
         reason += note
+    if _CUT_STOP.search(prefix) is not None:
+        return {"continue": False, "stopReason": reason}  # Claude Code: it wins over any decision
     permission = _CUT_PERMISSION.search(prefix)
     if permission is not None:
         return {
@@ -146,10 +151,12 @@ class Answer:
 
     @property
     def blocks(self) -> bool:
-        """It states a deny, a block, an ask or a defer: what may be taken from an answer that
-        is not whole (its allow, and the rewrite with it, may not)."""
+        """It states a deny, a block, an ask, a defer or ``continue: false``: what may be taken
+        from an answer that is not whole (its allow, and the rewrite with it, may not)."""
         specific = self.fields.get("hookSpecificOutput")
         permission = specific.get("permissionDecision") if isinstance(specific, dict) else None
+        if self.fields.get("continue") is False:
+            return True
         return self.fields.get("decision") in BLOCKING or permission in ("deny", "ask", "defer")
 
     def reason(self) -> str | None:
