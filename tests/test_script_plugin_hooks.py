@@ -261,6 +261,57 @@ def test_a_script_that_loads_itself_back_as_it_loads_is_refused_at_once(tmp_path
     assert str(caught.value).count("failed while loading") == 2  # a.py's, then b.py's
 
 
+_FORK_WHILE_LOADING = """
+import os, sys, threading, time, otelhooks
+stuck, release, started = sys.argv[1:4]
+said = []
+def load():
+    try:
+        otelhooks.load_config(stuck)
+        said.append("loaded")
+    except otelhooks.ConfigError as exc:
+        said.append(f"refused: {exc}")
+loading = threading.Thread(target=load, daemon=True)
+loading.start()
+while not os.path.exists(started):
+    time.sleep(0.01)
+pid = os.fork()
+if pid == 0:
+    open(release, "w").close()  # the child's run of the file ends at once
+    child = threading.Thread(target=load, daemon=True)
+    child.start()
+    child.join(10)
+    os.write(1, ("stuck" if child.is_alive() else said[-1]).encode() + b"\\n")
+    os._exit(0)
+os.waitpid(pid, 0)
+open(release, "w").close()
+loading.join(10)
+"""
+
+
+def test_a_fork_while_a_script_loads_leaves_the_child_free_to_load_it(tmp_path: Path) -> None:
+    """Before, the child waited for ever for the parent's thread, which it does not have, to
+    finish running the file."""
+    release, started = tmp_path / "release", tmp_path / "started"
+    write(
+        tmp_path / "stuck.py",
+        f"""
+        import os, time
+        open({str(started)!r}, "w").close()
+        while not os.path.exists({str(release)!r}):
+            time.sleep(0.01)
+        def guard(event): pass
+        """,
+    )
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text("hooks:\n  - {id: s, type: PreToolUse, script: stuck.py:guard}\n")
+    run = subprocess.run(
+        [sys.executable, "-c", _FORK_WHILE_LOADING, str(hooks), str(release), str(started)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert run.stdout.splitlines() == ["loaded"], run.stdout + run.stderr
+
+
 def test_an_edited_script_is_loaded_again_by_the_next_load(tmp_path: Path) -> None:
     script = write(tmp_path / "v.py", "def version(event):\n    return 1\n")
     first = script_hook(f"{script}:version")

@@ -48,6 +48,19 @@ _running: dict[_Key, int] = {}
 _waiting: dict[int, _Key] = {}
 
 
+def _forget_loads() -> None:
+    """After a fork, in the child: none of the parent's threads is there, so a file one of them
+    was running would be waited on for ever (and the lock may have been held at the fork)."""
+    global _lock
+    _lock = threading.Condition()
+    _running.clear()
+    _waiting.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_loads)
+
+
 class _FreshLoader(importlib.machinery.SourceFileLoader):
     """Compiles the script's text as it is on disk. CPython's bytecode cache (``__pycache__``)
     tells a file's versions apart by its size and its time in whole seconds: a guard tightened
