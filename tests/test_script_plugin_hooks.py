@@ -312,6 +312,31 @@ def test_a_fork_while_a_script_loads_leaves_the_child_free_to_load_it(tmp_path: 
     assert run.stdout.splitlines() == ["loaded"], run.stdout + run.stderr
 
 
+def test_a_script_that_forks_as_it_loads_loads_in_both_processes(tmp_path: Path) -> None:
+    """The child of a fork at import finishes the load too (it must not trip over the note of
+    the load in progress, which a forked child starts without)."""
+    write(tmp_path / "forks.py", "import os\nCHILD = os.fork() == 0\ndef guard(event): pass\n")
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text("hooks:\n  - {id: f, type: PreToolUse, script: forks.py:guard}\n")
+    code = (
+        "import os, sys, otelhooks\n"
+        "try:\n"
+        "    otelhooks.load_config(sys.argv[1]); said = 'loaded'\n"
+        "except Exception as exc:\n"
+        "    said = f'failed: {type(exc).__name__}: {exc}'\n"
+        "child = [m for n, m in sys.modules.items() if n.startswith('otelhooks_script_forks')]\n"
+        "who = 'child' if child and child[0].CHILD else 'parent'\n"
+        "os.write(1, f'{who} {said}\\n'.encode())\n"
+        "if who == 'child':\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(hooks)], capture_output=True, text=True, timeout=60
+    )
+    assert sorted(run.stdout.splitlines()) == ["child loaded", "parent loaded"], run.stderr
+
+
 def test_an_edited_script_is_loaded_again_by_the_next_load(tmp_path: Path) -> None:
     script = write(tmp_path / "v.py", "def version(event):\n    return 1\n")
     first = script_hook(f"{script}:version")

@@ -141,7 +141,7 @@ def _load_module(path: Path) -> ModuleType:
         return _run_module(path, key)
     finally:
         with _lock:
-            del _running[key]
+            _running.pop(key, None)  # gone if this is a child forked while it ran the file
             _lock.notify_all()
 
 
@@ -174,7 +174,7 @@ def _claim(key: _Key) -> ModuleType | None:
             try:
                 _lock.wait()
             finally:
-                del _waiting[me]
+                _waiting.pop(me, None)
 
 
 def _cycle(key: _Key, owner: int, me: int) -> str | None:
