@@ -209,19 +209,20 @@ def _scripts_that_load_each_other(tmp_path: Path) -> tuple[Path, Path]:
 
 
 _LOAD_IN_THREADS = """
-import sys, threading, otelhooks
+import os, sys, threading, otelhooks
 def load(path):
     try:
         otelhooks.load_config(path)
-        print("loaded", flush=True)
+        said = "loaded"
     except otelhooks.ConfigError as exc:
-        print("refused", str(exc).replace("\\n", " "), flush=True)
+        said = "refused " + str(exc).replace("\\n", " ")
+    os.write(1, (said + "\\n").encode())  # one write: the two threads' lines never mix
 threads = [threading.Thread(target=load, args=(p,), daemon=True) for p in sys.argv[1:]]
 for t in threads:
     t.start()
 for t in threads:
     t.join(20)
-print("stuck" if any(t.is_alive() for t in threads) else "ended", flush=True)
+os.write(1, b"stuck\\n" if any(t.is_alive() for t in threads) else b"ended\\n")
 """
 
 
