@@ -705,7 +705,7 @@ def test_a_deny_printed_before_the_timeout_stands(pipe: TestPipeline, tmp_path: 
     """Before, the timeout threw the printed deny away: a non-blocking error, and the call ran."""
     deny = permission("deny", permissionDecisionReason="no rm")
     command = _answering_then_hanging(tmp_path, deny)
-    pipe.register({"id": "g", "type": "PreToolUse", "command": command, "timeout": 0.5})
+    pipe.register({"id": "g", "type": "PreToolUse", "command": command, "timeout": 2.0})
     result, seen = run_tool(pipe)
     assert seen == []
     assert result.content.startswith("no rm [otelhooks: printed before the hook timed out")
@@ -717,7 +717,7 @@ def test_an_allow_printed_before_the_timeout_is_still_a_timeout(
 ) -> None:
     rewrite = permission("allow", updatedInput={"cmd": "ls -la"})
     command = _answering_then_hanging(tmp_path, rewrite)
-    pipe.register({"id": "g", "type": "PreToolUse", "command": command, "timeout": 0.5})
+    pipe.register({"id": "g", "type": "PreToolUse", "command": command, "timeout": 2.0})
     _, seen = run_tool(pipe)
     assert seen == [{"cmd": "ls"}]  # not rewritten: the hook did not finish
     assert invocations(pipe, "g", "timeout") == 1

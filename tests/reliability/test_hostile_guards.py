@@ -385,7 +385,7 @@ def test_a_deny_printed_before_the_guard_hung_denies_in_the_bridge(tmp_path: Pat
                                    "permissionDecisionReason": "no rm"}}  # fmt: skip
     (tmp_path / "answer.json").write_text(json.dumps(deny))
     (tmp_path / "hooks.yaml").write_text(
-        "hooks:\n  - {id: no-rm, type: PreToolUse, matcher: Bash, timeout: 1,\n"
+        "hooks:\n  - {id: no-rm, type: PreToolUse, matcher: Bash, timeout: 2,\n"
         "     command: 'cat answer.json; sleep 30'}\n"
     )
     event = {"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Bash",
