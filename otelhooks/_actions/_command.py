@@ -49,9 +49,10 @@ exit codes", "JSON output"), as the handler return protocol:
   ``decision`` other than ``approve``/``block``/``allow``/``deny``, an unknown
   ``permissionDecision``) is a non-blocking error: a :class:`~otelhooks.HookError`, never a
   silent allow, never a deny.
-- exit 0 without a decision: success. exit 2: block (intercept events; on observed events it is
-  only logged); the reason is the JSON's (``permissionDecisionReason``, ``reason``,
-  ``stopReason``) when stdout is a JSON object that gives one, stderr otherwise.
+- exit 0 without a decision: success. exit 2: block (intercept events; on observed events it
+  decides nothing here, and a coding-agent bridge passes it on to its CLI); the reason is the
+  JSON's (``permissionDecisionReason``, ``reason``, ``stopReason``) when stdout is a JSON object
+  that gives one, stderr otherwise.
 - A deny (block, ask, defer) printed before the command timed out stands: it decided, then hung
   on something else. Its allow does not.
 - any other exit whose output decides nothing, a signal, a timeout, a process that cannot start:
