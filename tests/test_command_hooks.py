@@ -691,3 +691,33 @@ def test_timed_out_observer_command_is_recorded_as_a_timeout(pipe: TestPipeline)
 
 def test_command_actions_are_marked_concurrent() -> None:
     assert action_of(command_hook("true")).concurrent is True
+
+
+def _answering_then_hanging(tmp_path: Path, answer: dict[str, Any]) -> str:
+    """A guard that prints its answer, then hangs on something else (an audit call that does
+    not answer)."""
+    path = tmp_path / "answer.json"
+    path.write_text(json.dumps(answer))
+    return f'cat "{path}"; sleep 30'
+
+
+def test_a_deny_printed_before_the_timeout_stands(pipe: TestPipeline, tmp_path: Path) -> None:
+    """Before, the timeout threw the printed deny away: a non-blocking error, and the call ran."""
+    deny = permission("deny", permissionDecisionReason="no rm")
+    command = _answering_then_hanging(tmp_path, deny)
+    pipe.register({"id": "g", "type": "PreToolUse", "command": command, "timeout": 2.0})
+    result, seen = run_tool(pipe)
+    assert seen == []
+    assert result.content.startswith("no rm [otelhooks: printed before the hook timed out")
+    assert invocations(pipe, "g", "blocked") == 1
+
+
+def test_an_allow_printed_before_the_timeout_is_still_a_timeout(
+    pipe: TestPipeline, tmp_path: Path
+) -> None:
+    rewrite = permission("allow", updatedInput={"cmd": "ls -la"})
+    command = _answering_then_hanging(tmp_path, rewrite)
+    pipe.register({"id": "g", "type": "PreToolUse", "command": command, "timeout": 2.0})
+    _, seen = run_tool(pipe)
+    assert seen == [{"cmd": "ls"}]  # not rewritten: the hook did not finish
+    assert invocations(pipe, "g", "timeout") == 1

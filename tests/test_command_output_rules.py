@@ -7,7 +7,9 @@ quotes them:
 - JSON on stdout is read on every exit code; a valid JSON object decides on its own, exit 1
   included (a deny printed before ``exit 1`` denies);
 - exit 2 blocks, and its message is the JSON's reason if there is one, stderr otherwise;
-- stdout that starts with ``{`` but is not valid JSON is plain text;
+- stdout that starts with ``{`` but is not valid JSON is plain text; otelhooks' one departure:
+  when it names an answer field (a broken answer), a deny, block, ask or defer read from it
+  stands and anything else is a non-blocking error (Claude Code runs the call without a word);
 - JSON that does not follow the output schema is a non-blocking error: the tool runs, and the
   error is reported (span attribute ``otelhooks.hook.errors``, the invocation counted with
   ``outcome=error``, a ``command hook failed`` log line), never a silent allow, never a deny.
@@ -89,11 +91,44 @@ CASES = {
         "stderr text", "blocked",
     ),
     "brace-but-not-json-is-plain-text-on-exit-0": Case(
-        "JSON output", '{"hookSpecificOutput": deny', 0, True, "ran ls", "ok",
+        "JSON output", "{not json}", 0, True, "ran ls", "ok",
     ),
     "brace-but-not-json-on-exit-1-is-a-non-blocking-error": Case(
-        "Other exit codes", '{"hookSpecificOutput": deny', 1, True, "ran ls", "error",
+        "Other exit codes", "{not json}", 1, True, "ran ls", "error",
         error="exited with 1: stderr text",
+    ),
+    # Not Claude Code's, which reads it as plain text and runs the call without a word: a broken
+    # answer (the quotes of a command its reason echoes, two objects) is read as a cut one is.
+    "a-broken-answer-without-a-decision-is-a-non-blocking-error": Case(
+        "otelhooks: a broken answer", '{"hookSpecificOutput": deny', 0, True, "ran ls", "error",
+        error="names an answer field, but does not parse (Expecting value",
+    ),
+    "a-broken-answer-s-deny-denies": Case(
+        "otelhooks: a broken answer",
+        '{"hookSpecificOutput": {"permissionDecision": "deny", '
+        '"permissionDecisionReason": "no rm of "victim""}}',
+        0, False, "no rm of  [otelhooks: read from an answer that does not parse]", "blocked",
+    ),
+    "two-answers-one-after-the-other-are-a-broken-answer": Case(
+        "otelhooks: a broken answer",
+        json.dumps({"decision": "block", "reason": "no"}) + "\n" + json.dumps({"ok": 1}),
+        0, False, "no [otelhooks: read from an answer that does not parse]", "blocked",
+    ),
+    "a-broken-answer-s-continue-false-stops": Case(
+        "otelhooks: a broken answer",
+        '{"continue": false, "stopReason": "halt at "rm""}',
+        0, False, "halt at  [otelhooks: read from an answer that does not parse]", "blocked",
+    ),
+    "an-answer-too-deep-for-python-s-parser-still-blocks": Case(
+        "otelhooks: a broken answer",
+        '{"decision": "block", "reason": "no", "seen": ' + "[" * 5000 + "]" * 5000 + "}",
+        0, False, "no [otelhooks: read from an answer that does not parse]", "blocked",
+    ),
+    "a-broken-answer-s-allow-and-rewrite-are-a-non-blocking-error": Case(
+        "otelhooks: a broken answer",
+        '{"hookSpecificOutput": {"permissionDecision": "allow", '
+        '"updatedInput": {"cmd": "ls "-la""}}}',
+        0, True, "ran ls", "error", error="no decision but a deny, ask or defer is taken",
     ),
     "json-without-a-decision-on-exit-1-is-a-non-blocking-error": Case(
         "Other exit codes", json.dumps({"systemMessage": "hi"}), 1, True, "ran ls", "error",

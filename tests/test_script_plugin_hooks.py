@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 import uuid
 from pathlib import Path
 
@@ -181,6 +182,160 @@ def test_two_threads_loading_one_script_run_it_once(tmp_path: Path) -> None:
         thread.join(10)
     assert counter.read_text() == "x"
     assert [hook.action(EVENT) for hook in loaded] == [1, 1, 1, 1]
+
+
+def _scripts_that_load_each_other(tmp_path: Path) -> tuple[Path, Path]:
+    """Two hooks files whose scripts load the other's hooks file as they are imported; each
+    waits (at most 5 s) until the other has started, so that two threads loading them hold one
+    file each before either asks for the other."""
+    for me, other in (("a", "b"), ("b", "a")):
+        hook = f"  - id: {me}\n    type: PreToolUse\n    script: {me}.py:guard\n"
+        write(tmp_path / me / "hooks.yaml", "hooks:\n" + hook)
+        write(
+            tmp_path / me / f"{me}.py",
+            f"""
+            import os, time, otelhooks
+            open({str(tmp_path / f"started-{me}")!r}, "w").close()
+            give_up = time.monotonic() + 5
+            while not os.path.exists({str(tmp_path / f"started-{other}")!r}):
+                if time.monotonic() > give_up:
+                    break
+                time.sleep(0.01)
+            otelhooks.load_config({str(tmp_path / other / "hooks.yaml")!r})
+            def guard(event): pass
+            """,
+        )
+    return tmp_path / "a" / "hooks.yaml", tmp_path / "b" / "hooks.yaml"
+
+
+_LOAD_IN_THREADS = """
+import os, sys, threading, otelhooks
+def load(path):
+    try:
+        otelhooks.load_config(path)
+        said = "loaded"
+    except otelhooks.ConfigError as exc:
+        said = "refused " + str(exc).replace("\\n", " ")
+    os.write(1, (said + "\\n").encode())  # one write: the two threads' lines never mix
+threads = [threading.Thread(target=load, args=(p,), daemon=True) for p in sys.argv[1:]]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join(20)
+os.write(1, b"stuck\\n" if any(t.is_alive() for t in threads) else b"ended\\n")
+"""
+
+
+def test_scripts_that_load_each_other_from_two_threads_are_refused_not_deadlocked(
+    tmp_path: Path,
+) -> None:
+    """Before, each file's lock was held by one thread while it waited for the other's: both
+    loads waited for ever (a process whose configuration never finished loading, no word)."""
+    first, second = _scripts_that_load_each_other(tmp_path)
+    # its own process: a regression would leave threads waiting for ever
+    run = subprocess.run(
+        [sys.executable, "-c", _LOAD_IN_THREADS, str(first), str(second)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    lines = run.stdout.splitlines()
+    assert lines[-1:] == ["ended"], run.stdout + run.stderr
+    assert len(lines) == 3, run.stdout
+    assert all(line.startswith("refused") for line in lines[:2]), run.stdout
+    a, b = tmp_path / "a" / "a.py", tmp_path / "b" / "b.py"
+    cycles = (f"loaded again while it loads: {a} -> {b} -> {a}",
+              f"loaded again while it loads: {b} -> {a} -> {b}")  # fmt: skip
+    assert all(any(c in line for c in cycles) for line in lines[:2]), run.stdout
+
+
+def test_a_script_that_loads_itself_back_as_it_loads_is_refused_at_once(tmp_path: Path) -> None:
+    """Before, the file's lock let its own thread in again: the two scripts ran each other
+    over and over until Python's recursion limit, and the error, hundreds of levels deep,
+    ended in "invalid YAML: maximum recursion depth exceeded"."""
+    first, _ = _scripts_that_load_each_other(tmp_path)
+    (tmp_path / "started-b").touch()  # one thread: b.py need not wait for a second one
+    started = time.monotonic()
+    with pytest.raises(ConfigError) as caught:
+        load_config(first)
+    assert time.monotonic() - started < 5
+    a, b = tmp_path / "a" / "a.py", tmp_path / "b" / "b.py"
+    assert f"loaded again while it loads: {a} -> {b} -> {a}" in str(caught.value)
+    assert str(caught.value).count("failed while loading") == 2  # a.py's, then b.py's
+
+
+_FORK_WHILE_LOADING = """
+import os, sys, threading, time, otelhooks
+stuck, release, started = sys.argv[1:4]
+said = []
+def load():
+    try:
+        otelhooks.load_config(stuck)
+        said.append("loaded")
+    except otelhooks.ConfigError as exc:
+        said.append(f"refused: {exc}")
+loading = threading.Thread(target=load, daemon=True)
+loading.start()
+while not os.path.exists(started):
+    time.sleep(0.01)
+pid = os.fork()
+if pid == 0:
+    open(release, "w").close()  # the child's run of the file ends at once
+    child = threading.Thread(target=load, daemon=True)
+    child.start()
+    child.join(10)
+    os.write(1, ("stuck" if child.is_alive() else said[-1]).encode() + b"\\n")
+    os._exit(0)
+os.waitpid(pid, 0)
+open(release, "w").close()
+loading.join(10)
+"""
+
+
+def test_a_fork_while_a_script_loads_leaves_the_child_free_to_load_it(tmp_path: Path) -> None:
+    """Before, the child waited for ever for the parent's thread, which it does not have, to
+    finish running the file."""
+    release, started = tmp_path / "release", tmp_path / "started"
+    write(
+        tmp_path / "stuck.py",
+        f"""
+        import os, time
+        open({str(started)!r}, "w").close()
+        while not os.path.exists({str(release)!r}):
+            time.sleep(0.01)
+        def guard(event): pass
+        """,
+    )
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text("hooks:\n  - {id: s, type: PreToolUse, script: stuck.py:guard}\n")
+    run = subprocess.run(
+        [sys.executable, "-c", _FORK_WHILE_LOADING, str(hooks), str(release), str(started)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert run.stdout.splitlines() == ["loaded"], run.stdout + run.stderr
+
+
+def test_a_script_that_forks_as_it_loads_loads_in_both_processes(tmp_path: Path) -> None:
+    """The child of a fork at import finishes the load too (it must not trip over the note of
+    the load in progress, which a forked child starts without)."""
+    write(tmp_path / "forks.py", "import os\nCHILD = os.fork() == 0\ndef guard(event): pass\n")
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text("hooks:\n  - {id: f, type: PreToolUse, script: forks.py:guard}\n")
+    code = (
+        "import os, sys, otelhooks\n"
+        "try:\n"
+        "    otelhooks.load_config(sys.argv[1]); said = 'loaded'\n"
+        "except Exception as exc:\n"
+        "    said = f'failed: {type(exc).__name__}: {exc}'\n"
+        "child = [m for n, m in sys.modules.items() if n.startswith('otelhooks_script_forks')]\n"
+        "who = 'child' if child and child[0].CHILD else 'parent'\n"
+        "os.write(1, f'{who} {said}\\n'.encode())\n"
+        "if who == 'child':\n"
+        "    os._exit(0)\n"
+        "os.wait()\n"
+    )
+    run = subprocess.run(
+        [sys.executable, "-c", code, str(hooks)], capture_output=True, text=True, timeout=60
+    )
+    assert sorted(run.stdout.splitlines()) == ["child loaded", "parent loaded"], run.stderr
 
 
 def test_an_edited_script_is_loaded_again_by_the_next_load(tmp_path: Path) -> None:

@@ -372,3 +372,30 @@ def test_a_notification_beside_a_handler_observer_reaches_both(
     pipe.flush()
     assert [body.json()["apiName"] for body in server.requests("/n")] == ["readFile"]
     assert [event.apiName for event in seen] == ["readFile"]  # type: ignore[attr-defined]
+
+
+def test_a_notification_whose_body_cannot_be_built_is_counted_as_dropped(
+    pipe: TestPipeline, server: WebhookServer
+) -> None:
+    """A redactor that raises loses the notification. Before, only a log line said so: the
+    `otelhooks.dropped` count that alerts watch did not, nor the delivery report."""
+
+    def broken(body: dict[str, Any]) -> dict[str, Any]:
+        raise ValueError("redactor bug")
+
+    d = WebhookDeliverer(metrics=pipe.oh.metrics, builder=PayloadBuilder(redactors=[broken]))
+    pipe.oh.engine.deliverer = d
+    server.routes["/n"] = Reply(204)
+    pipe.register(notify(server))
+    try:
+        run(pipe)
+        pipe.flush()
+        assert d.flush(10)
+        dropped = {"otelhooks.drop.source": "webhook", "otelhooks.drop.reason": "payload_error"}
+        assert pipe.metric_total("otelhooks.dropped", dropped) == 1
+        (report,) = d.reports()
+        assert (report.sent, report.delivered) == (1, 0)
+        assert report.sent == report.delivered + report.failed + report.dropped
+        assert server.requests("/n") == []
+    finally:
+        d.shutdown(10)

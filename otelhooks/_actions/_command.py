@@ -39,7 +39,8 @@ exit codes", "JSON output"), as the handler return protocol:
   says which. On any intercept event ``{"decision": "block", "reason": ...}`` blocks (over a
   ``permissionDecision`` other than ``deny``, as in Claude Code), and
   ``{"continue": false, "stopReason": ...}`` blocks whatever else the answer says. Stdout that
-  starts with ``{`` but is not valid JSON is plain text, which decides nothing.
+  starts with ``{`` but is not valid JSON is plain text, which decides nothing, unless it names
+  an answer field: a broken answer is read as one cut at the cap is (:func:`read_answer`).
 - Gemini CLI's own answers are read too, as a guard written from its reference prints them:
   ``{"decision": "deny"}`` blocks as ``block`` does (``allow`` is ``approve``), and
   ``hookSpecificOutput.tool_input`` is merged into the tool's arguments, as Gemini CLI merges
@@ -48,9 +49,12 @@ exit codes", "JSON output"), as the handler return protocol:
   ``decision`` other than ``approve``/``block``/``allow``/``deny``, an unknown
   ``permissionDecision``) is a non-blocking error: a :class:`~otelhooks.HookError`, never a
   silent allow, never a deny.
-- exit 0 without a decision: success. exit 2: block (intercept events; on observed events it is
-  only logged); the reason is the JSON's (``permissionDecisionReason``, ``reason``,
-  ``stopReason``) when stdout is a JSON object that gives one, stderr otherwise.
+- exit 0 without a decision: success. exit 2: block (intercept events; on observed events it
+  decides nothing here, and a coding-agent bridge passes it on to its CLI); the reason is the
+  JSON's (``permissionDecisionReason``, ``reason``, ``stopReason``) when stdout is a JSON object
+  that gives one, stderr otherwise.
+- A deny (block, ask, defer) printed before the command timed out stands: it decided, then hung
+  on something else. Its allow does not.
 - any other exit whose output decides nothing, a signal, a timeout, a process that cannot start:
   a :class:`~otelhooks.HookError`, which the dispatcher records (span attribute
   ``otelhooks.hook.errors``, ``otelhooks.hook.invocations{outcome=error|timeout}``, a
@@ -63,7 +67,6 @@ deny > defer > ask > allow (see :mod:`otelhooks._dispatch._chain`).
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -79,11 +82,12 @@ from otelhooks._actions._command_env import (
 )
 from otelhooks._actions._command_output import (
     BLOCKING,
+    BROKEN_NOTE,
     OUTPUT_CAP_BYTES,
     REASON_CAP_CHARS,
     Answer,
     cut_reason,
-    salvage,
+    read_answer,
     schema_problem,
     trimmed,
 )
@@ -276,12 +280,15 @@ class CommandAction:
         if outcome.start_error is not None:
             return CommandDecision(problem=outcome.start_error)
         if outcome.timed_out:
+            late = self._said_in_time(outcome, payload)
+            if late is not None:
+                return late
             return CommandDecision(problem=f"timed out after {self.timeout:g}s; process killed")
         code = outcome.exit_code
         assert code is not None
         intercept = EVENTS[payload.event].intercept
         text = trimmed(outcome.stdout)
-        answer = self._answer(text, outcome.stdout_bytes) if text.startswith("{") else None
+        answer = read_answer(text, outcome.stdout_bytes)
         if code == 2:
             return self._exit_two(outcome, answer, payload, intercept=intercept)
         if not text and outcome.stdout_bytes > OUTPUT_CAP_BYTES:
@@ -303,17 +310,23 @@ class CommandAction:
             return CommandDecision(problem=f"{how}: {excerpt(detail)}" if detail else how)
         return CommandDecision(result=payload)
 
-    @staticmethod
-    def _answer(text: str, total: int) -> Answer | None:
-        """stdout as a JSON object, or None when it is plain text (``{`` but not valid JSON)."""
-        if total > OUTPUT_CAP_BYTES:
-            salvaged = salvage(text)
-            return Answer(salvaged or {}, cut_at=total, readable=salvaged is not None)
-        try:
-            answer = json.loads(text)
-        except ValueError:
+    def _said_in_time(self, outcome: CommandOutcome, payload: HookEvent) -> CommandDecision | None:
+        """The deny (block, ask, defer) a command printed before it timed out: it decided, then
+        hung on something else (an audit call that does not answer), and the deny stands.
+        Its allow does not: the command did not finish, and what it still had to say is
+        unknown. None when it printed no such answer."""
+        if not EVENTS[payload.event].intercept:
             return None
-        return Answer(answer) if isinstance(answer, dict) else None
+        answer = read_answer(trimmed(outcome.stdout), outcome.stdout_bytes)
+        if answer is None or not answer.blocks:
+            return None
+        verdict = self._read(answer, payload, intercept=True)
+        if not isinstance(verdict.result, CommandBlock):
+            return None
+        said = verdict.reason or f"Blocked by hook {self.hook.id}."
+        reason = f"{said} [otelhooks: printed before the hook timed out after {self.timeout:g}s]"
+        block = CommandBlock(reason, decision=verdict.result.decision)
+        return CommandDecision(result=block, decision=block.decision, reason=reason)
 
     def _exit_two(
         self,
@@ -342,7 +355,7 @@ class CommandAction:
 
     def _read(self, answer: Answer, payload: HookEvent, *, intercept: bool) -> CommandDecision:
         """What a JSON object on stdout decides (a schema-invalid one is a failure)."""
-        if answer.cut_at is not None:
+        if not answer.whole:
             return self._decide_cut(answer, payload, intercept=intercept)
         problem = schema_problem(answer.fields)
         if problem is not None:
@@ -356,10 +369,16 @@ class CommandAction:
     def _decide_cut(
         self, answer: Answer, payload: HookEvent, *, intercept: bool
     ) -> CommandDecision:
-        """Decide on a JSON answer cut at the cap: a deny (or block, ask, defer) still holds."""
+        """Decide on a JSON answer cut at the cap or broken: a deny (or block, ask, defer) still
+        holds; anything else it says is a failure (an observer's broken answer too: said)."""
+        total = answer.cut_at
+        if answer.broken is not None and (not intercept or not answer.blocks):
+            return CommandDecision(
+                problem=f"stdout starts with '{{' and names an answer field, but does not "
+                f"parse ({answer.broken}): no decision but a deny, ask or defer is taken from it"
+            )
         if not intercept:
             return CommandDecision(result=payload)
-        total = answer.cut_at
         specific = answer.fields.get("hookSpecificOutput")
         allows = isinstance(specific, dict) and specific.get("permissionDecision") == "allow"
         if not answer.readable or allows:
@@ -368,8 +387,11 @@ class CommandAction:
                 "and gives no decision that can be taken from its first part"
             )
         verdict = self._decide(answer.fields, payload)
-        if verdict.reason is not None or verdict.decision is not None:
-            reason = cut_reason(verdict.reason or "", total_bytes=total)
+        if answer.broken is not None or verdict.reason is not None or verdict.decision is not None:
+            if answer.broken is not None:
+                reason = verdict.reason or f"Blocked by hook {self.hook.id}.{BROKEN_NOTE}"
+            else:
+                reason = cut_reason(verdict.reason or "", total_bytes=total) or ""
             block = CommandBlock(reason, decision=verdict.decision or "deny")
             return CommandDecision(result=block, decision=block.decision, reason=reason)
         return verdict
@@ -452,4 +474,11 @@ class CommandAction:
             if outcome.timed_out:
                 raise HookTimeoutError(verdict.problem, hook_id=self.hook.id, event=payload.event)
             raise HookError(verdict.problem, hook_id=self.hook.id, event=payload.event)
+        if outcome.timed_out:
+            _log.warning(
+                "command hook timed out after its answer, which stands",
+                hook_id=self.hook.id,
+                lifecycle_event=payload.event,
+                decision=verdict.decision,
+            )
         return verdict.result

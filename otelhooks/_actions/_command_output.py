@@ -22,6 +22,7 @@ __all__ = [
     "Answer",
     "Capture",
     "cut_reason",
+    "read_answer",
     "salvage",
     "schema_problem",
     "trimmed",
@@ -71,11 +72,15 @@ def trimmed(stdout: str) -> str:
 # Read from a JSON answer cut at the cap: the first decision and reason it states.
 _CUT_PERMISSION: Final = re.compile(r'"permissionDecision"\s*:\s*"(allow|deny|ask|defer)"')
 _CUT_BLOCK: Final = re.compile(r'"decision"\s*:\s*"(?:block|deny)"')
-_CUT_REASON: Final = re.compile(r'"(?:permissionDecisionReason|reason)"\s*:\s*"((?:[^"\\]|\\.)*)')
+_CUT_STOP: Final = re.compile(r'"continue"\s*:\s*false\b')
+_CUT_REASON: Final = re.compile(
+    r'"(?:permissionDecisionReason|reason|stopReason)"\s*:\s*"((?:[^"\\]|\\.)*)'
+)
 
 
-def salvage(prefix: str) -> dict[str, Any] | None:
-    """The answer a JSON document cut at the cap gave, as far as it can be read; None if none."""
+def salvage(prefix: str, *, note: str = "") -> dict[str, Any] | None:
+    """The answer a JSON document cut at the cap (or broken) gave, as far as it can be read; None
+    if none. ``note`` is appended to the reason it gives."""
     found = _CUT_REASON.search(prefix)
     reason: str | None = None
     if found is not None:
@@ -84,6 +89,9 @@ def salvage(prefix: str) -> dict[str, Any] | None:
             reason = json.loads(f'"{raw}"')
         except ValueError:  # cut inside an escape: take the text as it is
             reason = raw
+        reason += note
+    if _CUT_STOP.search(prefix) is not None:
+        return {"continue": False, "stopReason": reason}  # Claude Code: it wins over any decision
     permission = _CUT_PERMISSION.search(prefix)
     if permission is not None:
         return {
@@ -114,20 +122,42 @@ class Capture:
 
 
 class Answer:
-    """A JSON object a command printed: its fields, and whether it was cut at the cap.
+    """A JSON object a command printed: its fields, and whether it was cut at the cap or broken.
 
-    ``cut_at`` is how many bytes the command wrote when it went past the cap (``fields`` is then
-    what :func:`salvage` read from its first part, and ``readable`` whether it read anything).
+    ``cut_at`` is how many bytes the command wrote when it went past the cap; ``broken`` why the
+    JSON answer does not parse. Either way ``fields`` is what :func:`salvage` read from it, and
+    ``readable`` whether it read anything.
     """
 
-    __slots__ = ("cut_at", "fields", "readable")
+    __slots__ = ("broken", "cut_at", "fields", "readable")
 
     def __init__(
-        self, fields: dict[str, Any], *, cut_at: int | None = None, readable: bool = True
+        self,
+        fields: dict[str, Any],
+        *,
+        cut_at: int | None = None,
+        broken: str | None = None,
+        readable: bool = True,
     ) -> None:
         self.fields = fields
         self.cut_at = cut_at
+        self.broken = broken
         self.readable = readable
+
+    @property
+    def whole(self) -> bool:
+        """Parsed whole: neither cut at the cap nor broken."""
+        return self.cut_at is None and self.broken is None
+
+    @property
+    def blocks(self) -> bool:
+        """It states a deny, a block, an ask, a defer or ``continue: false``: what may be taken
+        from an answer that is not whole (its allow, and the rewrite with it, may not)."""
+        specific = self.fields.get("hookSpecificOutput")
+        permission = specific.get("permissionDecision") if isinstance(specific, dict) else None
+        if self.fields.get("continue") is False:
+            return True
+        return self.fields.get("decision") in BLOCKING or permission in ("deny", "ask", "defer")
 
     def reason(self) -> str | None:
         """The reason the answer gives, the first of ``permissionDecisionReason``, ``reason``
@@ -139,6 +169,47 @@ class Answer:
             self.fields.get("stopReason"),
         ]
         return next((c for c in candidates if isinstance(c, str) and c), None)
+
+
+# A field only an answer has: stdout that starts with `{` and names one was meant as the answer.
+_ANSWER_FIELD: Final = re.compile(
+    r'"(?:hookSpecificOutput|permissionDecision|decision|continue|updatedInput|tool_input)"\s*:'
+)
+BROKEN_NOTE: Final = " [otelhooks: read from an answer that does not parse]"
+
+
+def read_answer(text: str, total: int | None = None) -> Answer | None:
+    """Trimmed stdout as the command's JSON answer; None when it is plain text.
+
+    Claude Code reads stdout that starts with ``{`` but does not parse as plain text, which
+    decides nothing. So a guard whose answer broke (a reason holding the quote of a command it
+    echoes, two objects printed, a raw tab) let the call run without a word: one that states an
+    answer field is read as a cut answer is (:func:`salvage`, ``broken`` set), so its deny still
+    denies and its allow is a failure. ``total`` is how many bytes the command wrote, when past
+    the cap.
+
+    Example:
+        >>> read_answer('{"decision": "block", "reason": "no "rm" here"}').fields["decision"]
+        'block'
+        >>> read_answer("{not json") is None
+        True
+    """
+    if not text.startswith("{"):
+        return None
+    if total is not None and total > OUTPUT_CAP_BYTES:
+        salvaged = salvage(text)
+        return Answer(salvaged or {}, cut_at=total, readable=salvaged is not None)
+    try:
+        answer = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        # RecursionError: valid, but nested too deeply for Python's parser (not JavaScript's:
+        # Claude Code reads it), which failed the hook before and let its deny go
+        if _ANSWER_FIELD.search(text) is None:
+            return None
+        why = str(exc) if isinstance(exc, ValueError) else "nested too deeply to parse"
+        salvaged = salvage(text, note=BROKEN_NOTE)
+        return Answer(salvaged or {}, broken=why, readable=salvaged is not None)
+    return Answer(answer) if isinstance(answer, dict) else None
 
 
 # Claude Code's hook output schema (hooks reference, "JSON output"): the type of each field it

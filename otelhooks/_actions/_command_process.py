@@ -9,7 +9,9 @@
   exits (a pidfd wakes the reader at once), then drains what is left for at most
   :data:`DRAIN_S`: a child that keeps stdout open cannot hold the hook's answer back.
 - At the timeout the reaper gets ``SIGTERM`` (it ends everything below it and exits), and
-  :data:`GRACE_S` later the whole process group gets ``SIGKILL``.
+  :data:`GRACE_S` later the whole process group gets ``SIGKILL``. The reaper gets ``SIGTERM``
+  too when this process dies (killed with ``SIGKILL``, a hang-up): nothing is left to keep the
+  hook's timeout, so the hook ends with it.
 """
 
 from __future__ import annotations
@@ -64,7 +66,7 @@ def spawn(argv: list[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
         # What execvp would say, said here: the reaper's child can only exit 127.
         reaper = None
     return subprocess.Popen(
-        [*reaper, *argv] if reaper is not None else argv,
+        [*reaper, str(os.getpid()), *argv] if reaper is not None else argv,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

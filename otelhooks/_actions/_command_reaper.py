@@ -1,13 +1,15 @@
 """The small parent a command hook runs under on Linux, so that nothing the hook started
 outlives it.
 
-Run as ``python -I -S _command_reaper.py PROGRAM ARGS...``: it makes itself a *child
+Run as ``python -I -S _command_reaper.py PARENT_PID PROGRAM ARGS...``: it makes itself a *child
 subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``), so every process the hook starts that loses its
 parent (a ``setsid`` or double-forked daemon, a ``nohup`` job whose shell exited) is re-parented to
 it rather than to init, where nobody could find it again. It forks and executes the hook, waits
 for it, then kills (``SIGKILL``) and reaps every process left below it, round after round until
 none is left, and exits as the hook did (the same code, or the same signal). ``SIGTERM`` (sent by
-otelhooks at the hook's timeout) does the same at once, without waiting for the hook.
+otelhooks at the hook's timeout) does the same at once, without waiting for the hook; so does
+the death of the process that started it (``PR_SET_PDEATHSIG``), which kept the hook's timeout:
+a bridge killed with ``SIGKILL``, or by a hang-up, left its hook running unsupervised.
 
 What it cannot catch: a process the hook has another program start for it (``systemd-run``,
 ``at``, a container runtime, an ssh session) is not below it. It uses only the standard library
@@ -26,7 +28,8 @@ import sys
 
 __all__ = ["main"]
 
-_PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
+_PR_SET_CHILD_SUBREAPER = 36
 _EXEC_FAILED = 127  # what a shell exits with for a command it cannot run
 
 
@@ -107,14 +110,20 @@ def _exit_as(status: int) -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Run ``argv`` as the hook; end everything below it when it ends (see the module)."""
+    """Run ``argv[1:]`` as the hook for the process ``argv[0]``; end everything below it when it
+    ends, or when that process does (see the module)."""
     signal.signal(signal.SIGTERM, _stop)
+    parent, argv = int(argv[0]), argv[1:]
     try:
-        ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+        prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
     except (OSError, AttributeError):
         pass  # not Linux after all: the process group is still killed
     status: int | None = None
     try:
+        if os.getppid() != parent:
+            raise _Stop  # it died before the signal was set: nobody keeps the hook's timeout
         pid = os.fork()
         if pid == 0:
             try:

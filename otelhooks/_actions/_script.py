@@ -5,7 +5,9 @@ rule (recognised but not implemented there). The file is executed once when the 
 at config load, so every problem is a :class:`~otelhooks.ConfigError` naming the ``script`` field
 (a syntax error also names the script's line) — and the module is cached by path and
 modification time: hooks naming the same unchanged file share one module, and an edited file is
-loaded again by the next load (the next run), never in the middle of one. The file's own text
+loaded again by the next load (the next run), never in the middle of one. Each file is run by
+one thread at a time, others loading it wait for that run; scripts that load each other as they
+load (a cycle through ``load_config``) are refused, never waited on. The file's own text
 is compiled each time, never CPython's bytecode cache of it, and so are the modules beside it
 (see :class:`_FreshLoader`).
 
@@ -34,10 +36,29 @@ if TYPE_CHECKING:
 
 __all__ = ["ScriptAction", "load_script_function", "split_script_ref"]
 
-_modules: dict[tuple[str, int, int], ModuleType] = {}
-_lock = threading.Lock()  # the table above and the import path, each held for a moment
-# the lock of each file being run; reentrant: a script may load hooks (and scripts) as it loads
-_loading: dict[tuple[str, int, int], threading.RLock] = {}
+_Key = tuple[str, int, int]
+_modules: dict[_Key, ModuleType] = {}
+# The tables here and the import path, each held for a moment. A file being run belongs to the
+# thread running it (``_running``); a thread waiting for another's file says which
+# (``_waiting``), so that scripts loading each other as they load (a hooks file that names a
+# script which loads the first one's hooks file) are found and refused, never waited on for
+# ever, as Python's own imports find such a deadlock.
+_lock = threading.Condition()
+_running: dict[_Key, int] = {}
+_waiting: dict[int, _Key] = {}
+
+
+def _forget_loads() -> None:
+    """After a fork, in the child: none of the parent's threads is there, so a file one of them
+    was running would be waited on for ever (and the lock may have been held at the fork)."""
+    global _lock
+    _lock = threading.Condition()
+    _running.clear()
+    _waiting.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_loads)
 
 
 class _FreshLoader(importlib.machinery.SourceFileLoader):
@@ -110,23 +131,74 @@ def _load_module(path: Path) -> ModuleType:
     if not path.is_file():
         raise ConfigError(f"script {str(path)!r} is not a file", field="script")
     key = (str(path), stat.st_mtime_ns, stat.st_size)
+    # One file at a time per file, not per process: a script that hangs as it is imported (a
+    # policy fetched from a host that does not answer) holds its own file, never every other
+    # script's load in the process (a daemon's next config, an install's bounded read).
+    cached = _claim(key)
+    if cached is not None:
+        return cached
+    try:
+        return _run_module(path, key)
+    finally:
+        with _lock:
+            _running.pop(key, None)  # gone if this is a child forked while it ran the file
+            _lock.notify_all()
+
+
+def _claim(key: _Key) -> ModuleType | None:
+    """The module of ``key`` once loaded, or None when this thread is now the one to run it
+    (it waits while another thread runs it).
+
+    Raises:
+        ConfigError: the file is being loaded by this thread already, or by a thread that waits,
+            through others perhaps, for a file this thread is loading: they load each other.
+    """
+    me = threading.get_ident()
     with _lock:
-        cached = _modules.get(key)
-        if cached is not None:
-            return cached
-        loading = _loading.setdefault(key, threading.RLock())
-    # One lock per file while it runs: a script that hangs as it is imported (a policy fetched
-    # from a host that does not answer) holds its own file, never every other script's load
-    # in the process (a daemon's next config, an install's bounded read).
-    with loading:
-        try:
-            return _modules.get(key) or _run_module(path, key)
-        finally:
-            with _lock:
-                _loading.pop(key, None)
+        while True:
+            cached = _modules.get(key)
+            if cached is not None:
+                return cached
+            owner = _running.get(key)
+            if owner is None:
+                _running[key] = me
+                return None
+            cycle = _cycle(key, owner, me)
+            if cycle is not None:
+                raise ConfigError(
+                    f"script {key[0]!r} is loaded again while it loads: {cycle}; scripts "
+                    "that load each other's hooks as they load would wait for ever",
+                    field="script",
+                )
+            _waiting[me] = key
+            try:
+                _lock.wait()
+            finally:
+                _waiting.pop(me, None)
 
 
-def _run_module(path: Path, key: tuple[str, int, int]) -> ModuleType:
+def _cycle(key: _Key, owner: int, me: int) -> str | None:
+    """The chain of loads that would wait on ``me`` for ever if ``me`` waited for ``key``, whose
+    file ``owner`` runs; None when there is none (call with the lock held)."""
+    chain = [key[0]]
+    seen: set[int] = set()
+    while owner != me:
+        wanted = _waiting.get(owner)
+        if wanted is None or owner in seen:
+            return None  # the owner runs on: it will finish, or fail, and wake us
+        seen.add(owner)
+        chain.append(wanted[0])
+        runner = _running.get(wanted)
+        if runner is None:
+            return None  # done meanwhile: the waiter goes on once it wakes
+        owner = runner
+    if len(chain) == 1:
+        # loaded again by its own thread: name the file it is loaded back from, if another
+        chain += [k[0] for k, thread in _running.items() if thread == me and k != key][-1:]
+    return " -> ".join([*chain, key[0]])
+
+
+def _run_module(path: Path, key: _Key) -> ModuleType:
     digest = hashlib.sha1(str(key).encode(), usedforsecurity=False).hexdigest()[:12]
     name = f"otelhooks_script_{path.stem if path.stem.isidentifier() else 'm'}_{digest}"
     spec = importlib.util.spec_from_file_location(name, path, loader=_FreshLoader(name, str(path)))

@@ -252,8 +252,12 @@ class WebhookDeliverer:
             try:
                 body = self._body(item)
             except Exception as exc:
+                # a redactor or email resolver that raises: the notification is lost, and said
+                # so where every other lost one is (the dropped count, the delivery report)
                 _log.warning("webhook payload failed", hook_id=item.hook_id, error=scrub(str(exc)))
                 self._record(item, "error", 0.0)
+                self._count_dropped(1, "payload_error")
+                self._tracker(item.config).dropped(1, "its body could not be built")
                 continue
             if body is None:
                 continue

@@ -5,7 +5,9 @@ reads a hook's answer like this, and so does :func:`command_answer`:
 
 - stdout that starts with ``{`` (white space and a byte-order mark around it ignored) and
   parses as a JSON object is the answer, **on every exit code**; stdout that does not parse is
-  plain text;
+  plain text, unless it names an answer field: then a deny, block, ask or defer read from it
+  (:func:`~otelhooks._actions._command_output.read_answer`) is the answer, as the command
+  hook's own reading takes it;
 - exit 2 blocks whatever the JSON says; its message is the JSON's blocking reason when it gives
   one, stderr otherwise;
 - plain-text stdout on exit 0 is context for ``UserPromptSubmit``, ``UserPromptExpansion`` and
@@ -19,11 +21,10 @@ bridge collects these answers (:mod:`otelhooks._actions._notes`) and combines th
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from otelhooks._actions._command_output import trimmed
+from otelhooks._actions._command_output import Answer, read_answer, trimmed
 
 __all__ = ["HookAnswer", "block_answer", "command_answer", "http_answer"]
 
@@ -52,14 +53,13 @@ class HookAnswer:
 
 
 def _json_object(stdout: str) -> dict[str, Any] | None:
-    text = trimmed(stdout)
-    if not text.startswith("{"):
-        return None
-    try:
-        data = json.loads(text)
-    except ValueError:
+    answer = read_answer(trimmed(stdout))
+    if answer is None:
         return None  # Claude Code reads it as plain text
-    return data if isinstance(data, dict) else None
+    if not answer.whole and not answer.blocks:
+        # a broken answer's allow is not taken (the command hook's failure says why)
+        return None
+    return answer.fields
 
 
 def _json_reason(output: dict[str, Any]) -> str | None:
@@ -88,9 +88,11 @@ def command_answer(
         >>> command_answer("h", 2, "", "no rm\\n").reason
         'no rm'
     """
-    if exit_code is None:
-        return None
     output = _json_object(stdout)
+    if exit_code is None:
+        # timed out (or never started): a deny it printed before stands, as the command hook's
+        # own reading takes it; nothing else it printed does
+        return HookAnswer(hook_id, output) if output and Answer(output).blocks else None
     if exit_code == 2:
         reason = (_json_reason(output) if output else None) or stderr.strip() or None
         return HookAnswer(hook_id, output or {}, blocked=True, reason=reason)

@@ -9,8 +9,12 @@ none of them runs, and this process has no new zombie child. Each case runs as a
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import signal
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -225,3 +229,42 @@ def test_the_hook_runs_with_the_default_signal_dispositions(tmp_path: Path) -> N
     ignored = int(outcome.stdout.split()[1], 16)
     assert ignored & (1 << (signal.SIGPIPE - 1)) == 0
     assert ignored & (1 << (signal.SIGXFSZ - 1)) == 0
+
+
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGHUP], ids=["SIGKILL", "SIGHUP"])
+def test_a_hook_does_not_outlive_the_bridge_killed_while_it_runs(
+    tmp_path: Path, sig: signal.Signals
+) -> None:
+    """The bridge that ran the hook keeps its timeout; killed (`SIGKILL`: no handler runs), or
+    hung up on (a closed terminal), it used to leave the hook and its child running on, here
+    for 30 s, unsupervised."""
+    pids = tmp_path / "pids"
+    command = 'sleep 30 & echo $! >> "$PIDS"; echo $$ >> "$PIDS"; sleep 30'
+    (tmp_path / "hooks.yaml").write_text(
+        "hooks:\n  - id: slow\n    type: PreToolUse\n    timeout: 30\n"
+        f"    command: {json.dumps(command)}\n"
+    )
+    event = {"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+             "tool_use_id": "t1", "cwd": str(tmp_path),
+             "tool_input": {"command": "ls"}}  # fmt: skip
+    bridge = subprocess.Popen(
+        [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", "hooks.yaml",
+         "--state", str(tmp_path / "state.sqlite3")],
+        stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        cwd=tmp_path, env={**os.environ, "PIDS": str(pids)},
+    )  # fmt: skip
+    try:
+        assert bridge.stdin is not None
+        bridge.stdin.write(json.dumps(event).encode())
+        bridge.stdin.close()
+        started = wait_for_pids(pids, 2, within_s=30)
+        assert len(started) == 2, "the hook did not start"
+        bridge.send_signal(sig)
+        bridge.wait(10)
+        assert wait_until_gone(started, within_s=5) == []
+    finally:
+        bridge.kill()
+        bridge.wait()
+        for pid in pids_in(pids):  # what a failing run left, by its pid
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)

@@ -321,3 +321,84 @@ def test_a_command_guard_still_decides_once_the_agent_removed_its_own_folder(
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == ["denied: no rm"]
     assert not folder.exists()
+
+
+# A guard that writes its answer by string interpolation, as many shell guards do: the command it
+# echoes goes into the reason unescaped.
+_ECHOING_GUARD = """\
+cmd=$("$PY" -c 'import json, sys; print(json.load(sys.stdin)["tool_input"]["command"])')
+case "$cmd" in
+  *"rm -rf"*) printf '{"hookSpecificOutput": {"hookEventName": "PreToolUse", \
+"permissionDecision": "%s", "permissionDecisionReason": "refused: %s"}}\\n' "$ANSWER" "$cmd" ;;
+esac
+"""
+
+
+def _bridge(tmp_path: Path, command: str, answer: str) -> subprocess.CompletedProcess[str]:
+    guard = tmp_path / "guard.sh"
+    guard.write_text(_ECHOING_GUARD)
+    hooks = tmp_path / "hooks.yaml"
+    hooks.write_text(
+        "hooks:\n  - {id: no-rm, type: PreToolUse, matcher: Bash, command: sh ./guard.sh}\n"
+    )
+    event = {"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+             "tool_use_id": "t1", "cwd": str(tmp_path),
+             "tool_input": {"command": command}}  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", str(hooks),
+         "--state", str(tmp_path / "state.sqlite3")],
+        input=json.dumps(event), capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        env={**os.environ, "PY": sys.executable, "ANSWER": answer},
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["rm -rf victim", 'rm -rf "victim"'])
+def test_a_deny_the_command_s_own_quotes_broke_still_denies_in_the_bridge(
+    tmp_path: Path, command: str
+) -> None:
+    """The model quotes its path and the guard's answer is no longer JSON. Before, it was plain
+    text to the bridge, as to Claude Code: exit 0, nothing on stdout, and the `rm -rf` ran
+    without a word (with `on_error: block` too)."""
+    done = _bridge(tmp_path, command, "deny")
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer = json.loads(done.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny", done.stdout
+    assert answer["permissionDecisionReason"].startswith("refused: rm -rf ")
+
+
+def test_an_allow_the_command_s_own_quotes_broke_is_a_failure_the_person_is_told_of(
+    tmp_path: Path,
+) -> None:
+    """Its rewrite, if any, is lost: the failure is said (before, not a word)."""
+    done = _bridge(tmp_path, 'rm -rf "victim"', "allow")
+    assert done.returncode == 0, done.stderr[-2000:]
+    told = json.loads(done.stdout)
+    assert "permissionDecision" not in json.dumps(told), done.stdout
+    assert "a hook failed and did not decide: no-rm" in told["systemMessage"]
+    assert "does not parse (Expecting" in told["systemMessage"]
+
+
+def test_a_deny_printed_before_the_guard_hung_denies_in_the_bridge(tmp_path: Path) -> None:
+    """The guard denies, then hangs on an audit call past its timeout. Before, the bridge
+    answered a failure (`systemMessage`) and Claude Code ran the `rm -rf`."""
+    deny = {"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+                                   "permissionDecisionReason": "no rm"}}  # fmt: skip
+    (tmp_path / "answer.json").write_text(json.dumps(deny))
+    (tmp_path / "hooks.yaml").write_text(
+        "hooks:\n  - {id: no-rm, type: PreToolUse, matcher: Bash, timeout: 2,\n"
+        "     command: 'cat answer.json; sleep 30'}\n"
+    )
+    event = {"session_id": "s1", "hook_event_name": "PreToolUse", "tool_name": "Bash",
+             "tool_use_id": "t1", "cwd": str(tmp_path),
+             "tool_input": {"command": "rm -rf victim"}}  # fmt: skip
+    started = time.monotonic()
+    done = subprocess.run(
+        [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", "hooks.yaml",
+         "--state", str(tmp_path / "state.sqlite3")],
+        input=json.dumps(event), capture_output=True, text=True, timeout=60, cwd=tmp_path,
+    )  # fmt: skip
+    assert time.monotonic() - started < 20
+    assert done.returncode == 0, done.stderr[-2000:]
+    answer = json.loads(done.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny", done.stdout
+    assert "timed out after its answer, which stands" in done.stderr
