@@ -154,9 +154,10 @@ class InterceptChain:
         self.approvals: list[ApprovalNote] = []
         # the approval whose person's edit is the payload held, until the hooks before it saw it
         self.edited_by: HookFacts | None = None
-        # ``watched``: an enforcing hook runs, whose in-place change counts (rule 2); a chain of
-        # none (a replayed event only notifications match, permissive hooks: they get their own
-        # copy) copies nothing.
+        # ``watched``: an enforcing Python hook runs, whose in-place change counts (rule 2); a
+        # chain of none copies nothing: the copy guards against code otelhooks does not own
+        # changing the payload in place (its commands, webhooks, approvals and budgets never
+        # do; permissive hooks get their own copy; notifications observe).
         self.field = _REWRITES.get(event, "") if watched else ""
         self.kept: Any = _UNWATCHED
         self._hold(payload, owned)

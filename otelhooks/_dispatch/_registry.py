@@ -117,8 +117,10 @@ class Intercepts:
     ``hooks``: every matching hook, in registration order; ``facts``: those that decide, as
     :class:`~otelhooks._hooks.HookFacts` (notifications observe, off the path); ``matched``:
     what each chain's verdict copies as its ``matched``: their ids, or when none decides the
-    ids of the notifications; ``watched``: whether an enforcing (not permissive) hook decides,
-    so a chain must tell its in-place changes.
+    ids of the notifications; ``watched``: whether an enforcing (not permissive) hook that is
+    handed the payload object decides (a Python function: ``HookFacts.hands_payload``), so a
+    chain must tell its in-place changes: a chain of commands, webhooks, approvals and budgets
+    copies and compares nothing.
     """
 
     __slots__ = ("facts", "hooks", "matched", "watched")
@@ -127,7 +129,7 @@ class Intercepts:
         self.hooks = hooks
         self.facts: tuple[HookFacts, ...] = tuple(f for h in hooks if not (f := h.facts).notifies)
         self.matched = tuple(f.id for f in self.facts) if self.facts else tuple(h.id for h in hooks)
-        self.watched = any(not f.permissive for f in self.facts)
+        self.watched = any(f.hands_payload and not f.permissive for f in self.facts)
 
 
 _NO_INTERCEPTS: Final = Intercepts([])
