@@ -196,3 +196,38 @@ def test_an_in_place_change_replayed_is_judged_as_on_a_callers_payload() -> None
     assert persist_live.payload.result["content"] == "[REDACTED]"
     assert persist_own[0] == persist_own[1]
     assert isinstance(persist_live.payload, ToolResultPersistEvent)
+
+
+def test_arguments_recorded_as_a_structure_are_the_payloads_own() -> None:
+    # Another instrumentation's span may carry the arguments as a map (OTLP kvlistValue) or a
+    # list, which the reader gives as the span's own dict or list: a hook changing them in
+    # place changes the payload's, never the span's, and the diff starts from the recording.
+    engine = HooksEngine([{"id": "deep", "type": "beforeToolCall", "handler": _deep_anywhere}])
+    span = _span(0, {}, "rows")
+    recorded = {"n": 0, "opts": {"deep": [0]}}
+    span["attributes"]["gen_ai.tool.call.arguments"] = recorded
+    listed = _span(1, {}, "rows")
+    listed["attributes"]["gen_ai.tool.call.arguments"] = [{"opts": {"deep": [1]}}]
+
+    call, _, other, _ = replay_events(engine, recorded_events([span, listed, _agent()]))
+
+    assert call.now.action == "rewrite"
+    assert call.diff == [
+        {"path": "args.opts.deep", "op": "replace", "from": [0], "to": [0, "hook"]}
+    ]
+    assert recorded == {"n": 0, "opts": {"deep": [0]}}
+    assert other.now.action == "rewrite"
+    assert other.diff == [
+        {
+            "path": "args.input",
+            "op": "replace",
+            "from": [{"opts": {"deep": [1]}}],
+            "to": [{"opts": {"deep": [1, "hook"]}}],
+        }
+    ]
+    assert listed["attributes"]["gen_ai.tool.call.arguments"] == [{"opts": {"deep": [1]}}]
+
+
+def _deep_anywhere(event: Any) -> None:
+    target = event.args["input"][0] if "input" in event.args else event.args
+    target["opts"]["deep"].append("hook")
