@@ -41,11 +41,15 @@ class Action(Protocol):
     """What a hook does. Called with the event payload, it returns the handler return protocol
     (``None``: no change; a payload or dict: rewrite; :class:`Block`: block). ``is_async``:
     calling it returns a coroutine; ``concurrent``: observers of one event may run it beside
-    its siblings."""
+    its siblings; ``hands_payload``: the payload object itself reaches code otelhooks does not
+    own (a Python function), which may change it in place, so an intercept chain keeps a copy
+    of its rewritable field to tell (otelhooks' own commands, webhooks, approvals and budgets
+    read it, or send a copy of it, and answer with their decision)."""
 
     kind: str
     is_async: bool
     concurrent: bool
+    hands_payload: bool
 
     def __call__(self, payload: HookEvent) -> Any: ...
 
@@ -308,6 +312,7 @@ class HookFacts:
         "blocks_on_error",
         "call",
         "deadline_s",
+        "hands_payload",
         "hook",
         "id",
         "intercept",
@@ -328,6 +333,7 @@ class HookFacts:
         self.blocks_on_error = hook.error_policy == "block"
         self.deadline_s = hook.deadline_s
         self.is_async = action.is_async
+        self.hands_payload = action.hands_payload
         self.notifies = hook.notifies
         self.call: Callable[[HookEvent], Any] = hook.inline or action
         self.steps = {

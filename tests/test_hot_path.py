@@ -7,6 +7,7 @@ released once built; the arguments' fingerprint.
 from __future__ import annotations
 
 import gc
+import sys
 import weakref
 from typing import Any
 
@@ -151,3 +152,32 @@ def test_a_tool_name_seen_first_and_seen_again_lands_in_one_series_per_outcome(
         sc.GEN_AI_TOOL_TYPE: "function",
         sc.ATTR_OUTCOME: "success",
     }
+
+
+def test_tools_taking_turns_are_answered_from_their_plans_without_testing_a_prefix() -> None:
+    reg = HookRegistry()
+    reg.register(
+        [
+            {"id": "fs", "type": "before_tool_call", "matcher": "^fs/", "handler": _noop},
+            {"id": "db", "type": "before_tool_call", "matcher": "^db/", "handler": _noop},
+            {"id": "all", "type": "before_tool_call", "handler": _noop},
+        ]
+    )
+    fs, db = ("fs/readFile", "readFile"), ("db/query", "query")
+    for values in (fs, db):  # each gets its plan
+        reg.intercepts("before_tool_call", values)
+    tested: list[str] = []
+
+    def profile(frame: Any, event: str, arg: Any) -> None:
+        if event == "c_call" and getattr(arg, "__name__", "") == "startswith":
+            tested.append(event)
+
+    found = []
+    sys.setprofile(profile)
+    try:
+        for values in (fs, db, fs, db):  # equal tuples of their own, as each call asks
+            found.append(reg.intercepts("before_tool_call", tuple(list(values))).matched)
+    finally:
+        sys.setprofile(None)
+    assert found == [("fs", "all"), ("db", "all")] * 2
+    assert tested == []

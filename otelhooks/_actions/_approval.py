@@ -136,6 +136,7 @@ class ApprovalAction:
     kind = "approval"
     is_async = False
     concurrent = False
+    hands_payload = False  # otelhooks' own code reads the payload; it never changes it
     self_bounded = True  # waits on its own deadline, in the inbox or on serve's long-poll
     on_error = "block"
 

@@ -92,6 +92,7 @@ class BudgetAction:
     kind = "budget"
     is_async = False
     concurrent = False
+    hands_payload = False  # otelhooks' own code reads the payload; it never changes it
 
     def __init__(self, hook_id: str, event: str, config: Any) -> None:
         if event != "before_tool_call":

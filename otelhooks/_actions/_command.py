@@ -197,6 +197,7 @@ class CommandAction:
     kind = "command"
     is_async = False
     concurrent = True
+    hands_payload = False  # otelhooks' own code reads the payload; it never changes it
 
     def __init__(self, hook: Hook) -> None:
         command = hook.command

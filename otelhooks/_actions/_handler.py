@@ -14,6 +14,9 @@ class HandlerAction:
 
     kind = "handler"
     concurrent = False
+    # The payload object reaches Python code otelhooks does not own, which may change it in
+    # place (a script's and a plugin's function too): the chain watches its rewritable field.
+    hands_payload = True
 
     __slots__ = ("fn", "is_async")
 

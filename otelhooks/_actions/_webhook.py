@@ -25,6 +25,7 @@ class NotifyWebhookAction:
     kind = "webhook"
     is_async = False
     concurrent = False
+    hands_payload = False  # otelhooks' own code reads the payload; it never changes it
 
     def __init__(self, hook_id: str, hook_type: str, config: WebhookConfig) -> None:
         self.hook_id = hook_id

@@ -101,6 +101,7 @@ class ControlWebhookAction:
     kind = "webhook"
     is_async = False
     concurrent = False
+    hands_payload = False  # otelhooks' own code reads the payload; it never changes it
     self_bounded = True
 
     def __init__(self, hook_id: str, hook_type: str, config: WebhookConfig) -> None:

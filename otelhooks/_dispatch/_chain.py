@@ -130,6 +130,7 @@ class InterceptChain:
         watched: bool,
         dry_run: bool = False,
         call_webhooks: bool = True,
+        owned: bool = False,
     ) -> None:
         self.hooks = hooks
         self.event = event
@@ -153,12 +154,13 @@ class InterceptChain:
         self.approvals: list[ApprovalNote] = []
         # the approval whose person's edit is the payload held, until the hooks before it saw it
         self.edited_by: HookFacts | None = None
-        # ``watched``: an enforcing hook runs, whose in-place change counts (rule 2); a chain of
-        # none (a replayed event only notifications match, permissive hooks: they get their own
-        # copy) copies nothing.
+        # ``watched``: an enforcing Python hook runs, whose in-place change counts (rule 2); a
+        # chain of none copies nothing: the copy guards against code otelhooks does not own
+        # changing the payload in place (its commands, webhooks, approvals and budgets never
+        # do; permissive hooks get their own copy; notifications observe).
         self.field = _REWRITES.get(event, "") if watched else ""
         self.kept: Any = _UNWATCHED
-        self._hold(payload)
+        self._hold(payload, owned)
 
     def verdict(self) -> Verdict:
         """What the hooks decided, as the public :class:`~otelhooks._live.Verdict`."""
@@ -185,12 +187,19 @@ class InterceptChain:
         author, self.edited_by = self.edited_by, None
         return tuple(hook for hook in self.hooks if hook is not author)
 
-    def _hold(self, payload: HookEvent) -> None:
+    def _hold(self, payload: HookEvent, owned: bool = False) -> None:
         """Go on with ``payload`` (the first, a rewrite, or a fresh copy after a failure) and
-        its marks. Its rewritable field is kept as it came and the hooks get a deep copy in
-        its place (a tool call's ``toolInput`` too, when it is the same object as its ``args``):
-        what a hook changes in place never reaches the runtime's own objects, and a comparison
-        after each hook tells it (rule 2)."""
+        its marks. The hooks get its rewritable field and the chain keeps another copy of it
+        as it came, to compare with after each hook (rule 2): what a hook changes in place
+        never reaches the runtime's own objects.
+
+        Which of the two the hooks get is a question of ownership, and the copy and the
+        comparison are the same either way. A payload holding the runtime's (or the user's)
+        own objects keeps the value as it came and is given a deep copy in its place (a tool
+        call's ``toolInput`` too, when it is the same object as its ``args``). An ``owned``
+        payload was built for this chain alone (a replay builds each from its span, and
+        nothing else holds its values): the hooks get its values as they are and the copy is
+        what the chain keeps, which spares the payload two assignments."""
         self.payload = payload
         # A tool call's marks (None for other events), read once per payload the chain holds.
         self.marks = payload._marks if isinstance(payload, ToolCallEvent) else None
@@ -203,6 +212,9 @@ class InterceptChain:
         handed = copied(value)
         if handed is value:  # nested past the interpreter's recursion limit
             self.kept = _UNWATCHED
+            return
+        if owned:
+            self.kept = handed
             return
         # Through the model's own assignment, like any change to a payload: writing its
         # ``__dict__`` would save two ``__setattr__`` calls and step past pydantic's rules.

@@ -121,6 +121,7 @@ class Dispatcher:
         intercepts: Intercepts,
         call_webhooks: bool = False,
         inline: bool = False,
+        owned: bool = False,
     ) -> InterceptChain:
         """What the interceptors of ``name`` would decide for ``payload`` (``HooksEngine.dry_run``:
         the caller holds the payload, so no :class:`LiveEvent` is made for it, and has looked up
@@ -129,6 +130,8 @@ class Dispatcher:
         control webhooks are listed in ``would_call`` instead of called; approval hooks always
         are (no person is asked about a call that is not waiting). ``inline``: call sync
         hooks on this thread and judge their deadlines when they return (see :meth:`_run_chain`).
+        ``owned``: ``payload`` was built for this call alone, nothing else holds its values
+        (see :meth:`InterceptChain._hold`).
 
         Returns the chain, which carries the decision in a verdict's fields (its
         :meth:`~InterceptChain.verdict` makes a :class:`Verdict` of them)."""
@@ -141,6 +144,7 @@ class Dispatcher:
             intercepts.watched,
             True,
             call_webhooks,
+            owned,
         )
         self._run_chain(chain, None, inline)
         return chain

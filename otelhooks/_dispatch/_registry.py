@@ -14,8 +14,10 @@ cache. Other values get a plan of their own, cached until the registrations chan
 full), which fills an event on first use from that event's hooks matching everything, the hooks
 naming one of the values, and, unless no prefix could match, a scan of its regex hooks. The
 latest (values, plan) pair is kept too, so the several events one tool call asks about with the
-same values tuple cost one identity check each. A plan also keeps, per intercept event, what
-that event's chain reads (:class:`Intercepts`), so a chain's set-up is one lookup.
+same values tuple cost one identity check each, and a plan of its own is looked up before any
+name or prefix is tested: tools that take turns cost one dictionary read a call. A plan also
+keeps, per intercept event, what that event's chain reads (:class:`Intercepts`), so a chain's
+set-up is one lookup.
 """
 
 from __future__ import annotations
@@ -117,8 +119,10 @@ class Intercepts:
     ``hooks``: every matching hook, in registration order; ``facts``: those that decide, as
     :class:`~otelhooks._hooks.HookFacts` (notifications observe, off the path); ``matched``:
     what each chain's verdict copies as its ``matched``: their ids, or when none decides the
-    ids of the notifications; ``watched``: whether an enforcing (not permissive) hook decides,
-    so a chain must tell its in-place changes.
+    ids of the notifications; ``watched``: whether an enforcing (not permissive) hook that is
+    handed the payload object decides (a Python function: ``HookFacts.hands_payload``), so a
+    chain must tell its in-place changes: a chain of commands, webhooks, approvals and budgets
+    copies and compares nothing.
     """
 
     __slots__ = ("facts", "hooks", "matched", "watched")
@@ -127,7 +131,7 @@ class Intercepts:
         self.hooks = hooks
         self.facts: tuple[HookFacts, ...] = tuple(f for h in hooks if not (f := h.facts).notifies)
         self.matched = tuple(f.id for f in self.facts) if self.facts else tuple(h.id for h in hooks)
-        self.watched = any(not f.permissive for f in self.facts)
+        self.watched = any(f.hands_payload and not f.permissive for f in self.facts)
 
 
 _NO_INTERCEPTS: Final = Intercepts([])
@@ -236,21 +240,25 @@ class _Index:
         if last[0] is values or last[0] == values:
             # Equal counts too: each call of the same tool asks with a tuple of its own.
             return last[1]
-        plan = self.base
-        if self.open_regex:
-            plan = self._plan(values)
-        else:
-            # Inline, not a helper per value: this loop is all a cold lookup costs.
-            names, prefixes = self.names, self.prefixes
-            for v in values:
-                if v in names:
-                    plan = self._plan(values)
-                    break
-                if prefixes and v:  # v[0], not v[:1]: indexing is the cheaper of the two
-                    group = prefixes.get(v[0])
-                    if group is not None and v.startswith(group):
+        # Values with a plan of their own were asked about before: one dictionary read, before
+        # any name or prefix is tested (tools taking turns miss ``last`` at every call).
+        plan = self.plans.get(values)
+        if plan is None:
+            plan = self.base
+            if self.open_regex:
+                plan = self._plan(values)
+            else:
+                # Inline, not a helper per value: this loop is all a cold lookup costs.
+                names, prefixes = self.names, self.prefixes
+                for v in values:
+                    if v in names:
                         plan = self._plan(values)
                         break
+                    if prefixes and v:  # v[0], not v[:1]: indexing is the cheaper of the two
+                        group = prefixes.get(v[0])
+                        if group is not None and v.startswith(group):
+                            plan = self._plan(values)
+                            break
         self.last = (values, plan)
         return plan
 

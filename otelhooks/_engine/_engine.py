@@ -408,6 +408,9 @@ def dry_run_if_hooked(
     bulk caller reads there rather than have a :class:`Verdict` made for every event.
 
     One registry lookup for both questions, where ``matches`` and then ``dry_run`` ask twice.
+    ``build`` makes a payload of its own at each call, holding values nothing else holds (a
+    replay parses them from the span): the chain hands the hooks those values and keeps its
+    copy to compare with (``InterceptChain._hold``), where a caller's payload is given a copy.
     """
     dispatcher = engine._dispatcher
     registry = dispatcher.registry
@@ -419,7 +422,7 @@ def dry_run_if_hooked(
     if operation_id is not None and registry.has_own(operation_id):
         # that operation's own hooks apply too, as in dry_run
         intercepts = registry.intercepts(event, values, operation_id=operation_id)
-    return dispatcher.decide(event, payload, intercepts, call_webhooks, inline)
+    return dispatcher.decide(event, payload, intercepts, call_webhooks, inline, owned=True)
 
 
 # Returned for every event no hook matched (the hot path allocates nothing); callers only read it.

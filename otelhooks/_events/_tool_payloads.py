@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from otelhooks._events._base import HookEvent
 from otelhooks._events._marks import MarksOnFirstRead
@@ -44,20 +44,28 @@ class _ToolContext(HookEvent):
     # the arguments' fingerprint when the args themselves are not at hand (a received span's
     # otelhooks.tool.args_fp; "" when it had none)
     argsFp: str | None = None
-    # kernel names for the same facts
-    toolName: str = ""
-    toolInput: Any = None
-    runId: str | None = None
+    # The kernel's names for the same facts, given or taken from LobeHub's (validated after
+    # them, by field order): ``toolInput`` is the validated ``args`` object itself, so a change
+    # made through either name is one change. Field validators, not an after-validator that
+    # assigns: each assignment is a ``__setattr__`` on every tool payload built.
+    toolName: str = Field(default="", validate_default=True)
+    toolInput: Any = Field(default=None, validate_default=True)
+    runId: str | None = Field(default=None, validate_default=True)
 
-    @model_validator(mode="after")
-    def _mirror_kernel_names(self) -> _ToolContext:
-        if not self.toolName:
-            self.toolName = self.apiName
-        if self.toolInput is None:
-            self.toolInput = self.args
-        if self.runId is None:
-            self.runId = self.operationId
-        return self
+    @field_validator("toolName")
+    @classmethod
+    def _tool_name(cls, value: str, info: ValidationInfo) -> str:
+        return value or info.data.get("apiName", "")
+
+    @field_validator("toolInput")
+    @classmethod
+    def _tool_input(cls, value: Any, info: ValidationInfo) -> Any:
+        return info.data.get("args") if value is None else value
+
+    @field_validator("runId")
+    @classmethod
+    def _run_id(cls, value: str | None, info: ValidationInfo) -> str | None:
+        return info.data.get("operationId") if value is None else value
 
     @property
     def matcher_value(self) -> str:

@@ -22,6 +22,7 @@ marked ``content_recorded=False``.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from copy import deepcopy
 from dataclasses import dataclass
 from typing import Any
 
@@ -318,7 +319,11 @@ def _tool_events(
         values = (api, *tool_aliases(api), *cli_aliases(agent, api, _arguments(raw_args)))
 
     def build_call() -> HookEvent:
-        common["args"] = _arguments(raw_args)  # parsed again for each build: its own dict
+        # The payload's own values at each build (its chain hands them to the hooks, which may
+        # change them in place): text parsed again; arguments recorded as a structure (an
+        # OTLP map or list, the span's own) copied, so the span and a rewrite's diff keep them.
+        args = _arguments(raw_args if isinstance(raw_args, str) else deepcopy(raw_args))
+        common["args"] = args
         return ToolCallEvent.model_validate(common)
 
     yield RecordedEvent(
