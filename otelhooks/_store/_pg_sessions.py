@@ -65,7 +65,7 @@ from otelhooks._instrument._spend import CALL_WINDOW_S, Spend, session_key
 from otelhooks._store._errors import StoreBusy, StoreError, StoreUnavailable
 from otelhooks._store._pg_schema import SESSIONS_LOCK
 from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
-from otelhooks.integrations.coding_agents._state import (
+from otelhooks.integrations.coding_agents._state_rows import (
     TURN_KEY,
     UNCOUNTED,
     OpenOperation,

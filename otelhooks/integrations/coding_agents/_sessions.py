@@ -46,9 +46,9 @@ from typing import Any
 
 from otelhooks._instrument._spend import CALL_WINDOW_S, CALLS_KEPT, Spend, session_key
 from otelhooks._store._errors import StoreError
-from otelhooks.integrations.coding_agents._state import (
+from otelhooks.integrations.coding_agents._state import BridgeState
+from otelhooks.integrations.coding_agents._state_rows import (
     UNCOUNTED,
-    BridgeState,
     OpenOperation,
     OpenTool,
     connect,
@@ -168,7 +168,7 @@ class ServerSessions(BridgeState):
         on_drop: ``(count, reason)`` for each session or tool use forgotten.
         exclusive: the file is this process's alone (a server's sessions, not the command
             bridge's state file that hook processes share): its lock is held while it is open
-            (see :func:`~otelhooks.integrations.coding_agents._state.connect`).
+            (see :func:`~otelhooks.integrations.coding_agents._state_rows.connect`).
 
     Example:
         >>> sessions = ServerSessions()
