@@ -1,10 +1,10 @@
 """The state file's tables and the records kept in them: open turns and open tool uses.
 
 One job: the rows themselves, what a turn and a tool use look like in SQLite and the
-statements that read and write them. :class:`~._state.BridgeState` (one hook process's file,
-with its fallback to memory) and the server's sessions (SQLite or PostgreSQL) all keep the same
-records, so the records and their statements live apart from any one way of holding the file.
-Each function here runs inside a transaction its caller opened.
+statements that read and write them. ``BridgeState`` (one hook process's file, with its
+fallback to memory) and the server's sessions (SQLite or PostgreSQL) all keep the same records,
+so the records and their statements live apart from any one way of holding the file. A
+function here that is handed a connection runs inside the transaction its caller opened.
 """
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ def begin_tool_in(
     attributes: dict[str, Any],
 ) -> OpenTool:
     """Record a tool use as it starts in ``operation`` (see
-    :meth:`~._state.BridgeState.begin_tool`); a tool use recorded already gets its record."""
+    ``BridgeState.begin_tool``); a tool use recorded already gets its record."""
     key = (operation.session_id, tool_use_id)
     index, turn_index = UNCOUNTED, 0
     if counted:
