@@ -27,6 +27,9 @@ deadlines, approvable for calls nobody waited for.
 What is pending is bounded fleet-wide (``max_pending``, counted under the head lock); answered
 rows beyond the last ``keep_answered`` defaults and the last ``keep_answered`` answers of people
 are deleted by whoever answers (as in :class:`ApprovalInbox`).
+
+The statements, and the reading of a row into an :class:`Approval`, are ``_pg_approval_sql``'s:
+this module holds when each runs and how this instance's copies follow the rows.
 """
 
 from __future__ import annotations
@@ -51,6 +54,21 @@ from otelhooks._actions._approval_inbox import (
     joins,
 )
 from otelhooks._store._errors import StoreError
+from otelhooks._store._pg_approval_sql import (
+    ANSWER,
+    CHANGES,
+    EXPIRE,
+    HOLD,
+    INSERT,
+    LEAVE,
+    NEXT,
+    NOTIFY,
+    OF_CALL,
+    OVERDUE,
+    RENEW,
+    TRIM,
+    read_approval,
+)
 from otelhooks._store._pg_listen import APPROVALS_CHANNEL
 
 if TYPE_CHECKING:
@@ -60,120 +78,9 @@ __all__ = ["SharedApprovalInbox"]
 
 _log = structlog.get_logger("otelhooks")
 
-_NOW_MS: Final = "(extract(epoch FROM clock_timestamp()) * 1000)::bigint"
-_COLUMNS: Final = (
-    "id, changed, hook_id, event, tool, args, agent, session, user_id, trace_id, span_id, "
-    "created_ms, deadline_ms, default_decision, reason, editable, state, answered_by, "
-    "answered_ms, answer_reason, answer_args, call, askers, leaving, held_ms"
-)
-# the rule of :func:`lapsed_at` across processes: no hold began, ended or was renewed for
-# LEASE_S (a live instance renews its open holds: a count not renewed is a dead instance's),
-# counted from the database's start at the earliest: while it was down no asker could renew
-_LAPSED: Final = (
-    "(greatest(held_ms, (extract(epoch FROM pg_postmaster_start_time()) * 1000)::bigint) "
-    f"+ {int(LEASE_S * 1000)} <= {_NOW_MS})"
-)
-_NEXT: Final = b"UPDATE otelhooks_approvals_head SET changed = changed + 1 RETURNING changed"
-_INSERT: Final = (
-    "INSERT INTO otelhooks_approvals (id, changed, hook_id, event, tool, args, agent, session, "
-    "user_id, trace_id, span_id, created_ms, deadline_ms, default_decision, reason, editable, "
-    "call, held_ms) SELECT %(id)s, %(changed)s, %(hook_id)s, %(event)s, %(tool)s, %(args)s, "
-    "%(agent)s, %(session)s, %(user)s, %(trace_id)s, %(span_id)s, t.now, t.now + "
-    "%(timeout_ms)s, %(default)s, %(reason)s, %(editable)s, %(call)s, t.now "
-    f"FROM (SELECT {_NOW_MS} AS now) t "
-    "WHERE (SELECT count(*) FROM otelhooks_approvals WHERE state = 'pending' "
-    f"AND deadline_ms > t.now) < %(max)s RETURNING {_COLUMNS}, {_NOW_MS}"
-).encode()
-# the cards of a call (read under the head lock, so no other instance asks in between): the
-# pending one first, then the newest answer; :func:`joins` picks
-_OF_CALL: Final = (
-    f"SELECT {_COLUMNS}, {_NOW_MS} FROM otelhooks_approvals WHERE call = %(call)s "
-    f"AND (state <> 'pending' OR deadline_ms > {_NOW_MS}) "
-    "ORDER BY state = 'pending' DESC, changed DESC"
-).encode()
-_ANSWER: Final = (
-    "UPDATE otelhooks_approvals SET state = %(state)s, answered_by = %(by)s, "
-    f"answered_ms = {_NOW_MS}, answer_reason = %(reason)s, "
-    "answer_args = CASE WHEN editable THEN %(args)s::text END, changed = %(changed)s "
-    f"WHERE id = %(id)s AND state = 'pending' AND deadline_ms > {_NOW_MS} AND NOT {_LAPSED} "
-    f"RETURNING {_COLUMNS}, {_NOW_MS}"
-).encode()
-# the default of the approvals past their deadline, the withdrawal of those whose lease lapsed
-_EXPIRE: Final = (
-    "UPDATE otelhooks_approvals SET state = CASE WHEN deadline_ms > t.now THEN 'denied' "
-    "WHEN default_decision = 'allow' THEN 'allowed' ELSE 'denied' END, answered_by = CASE WHEN "
-    "deadline_ms > t.now THEN 'asker' ELSE 'timeout' END, answered_ms = t.now, answer_reason = "
-    "CASE WHEN deadline_ms > t.now THEN %(lapsed)s ELSE 'no answer in time' END, "
-    f"changed = %(changed)s FROM (SELECT {_NOW_MS} AS now) t WHERE state = 'pending' "
-    f"AND (deadline_ms <= t.now OR {_LAPSED}) AND (%(id)s = '' OR id = %(id)s) "
-    f"RETURNING {_COLUMNS}, t.now"
-).encode()
-_OVERDUE: Final = (
-    f"SELECT EXISTS (SELECT 1 FROM otelhooks_approvals WHERE state = 'pending' "
-    f"AND (deadline_ms <= {_NOW_MS} OR {_LAPSED}))"
-).encode()
-_HOLD: Final = (
-    f"UPDATE otelhooks_approvals SET askers = askers + 1, held_ms = {_NOW_MS} "
-    "WHERE id = %(id)s AND state = 'pending' RETURNING id"
-).encode()
-_RENEW: Final = (
-    f"UPDATE otelhooks_approvals SET held_ms = {_NOW_MS} "
-    "WHERE id = ANY(%(ids)s) AND state = 'pending'"
-).encode()
 _RENEW_S: Final = LEASE_S / 4  # three renewals may fail (a slow store) before a lease lapses
-# a hold ends (``ended``), or an asker whose hold is still open is gone (``polling``): the
-# arithmetic of ApprovalInbox.release and withdraw
-_LEAVE: Final = (
-    "UPDATE otelhooks_approvals SET askers = greatest(askers - %(ended)s, 0), leaving = "
-    "greatest(0, least(leaving - %(ended)s + %(polling)s, askers - %(ended)s)), "
-    f"held_ms = {_NOW_MS} WHERE id = %(id)s AND state = 'pending' RETURNING askers, leaving"
-).encode()
-# the rule of ApprovalInbox._keep_answered: the last ``keep`` defaults and the last ``keep``
-# answers of people, apart
-_TRIM: Final = (
-    b"DELETE FROM otelhooks_approvals WHERE id IN (SELECT id FROM (SELECT id, row_number() "
-    b"OVER (PARTITION BY answered_by = 'timeout' ORDER BY changed DESC, id) AS n "
-    b"FROM otelhooks_approvals WHERE state <> 'pending') a WHERE n > %(keep)s)"
-)
-_CHANGES: Final = (
-    "SELECT h.changed, a.* FROM otelhooks_approvals_head h LEFT JOIN LATERAL "
-    f"(SELECT {_COLUMNS}, {_NOW_MS} FROM otelhooks_approvals WHERE changed > %(seen)s "
-    "ORDER BY changed LIMIT %(limit)s) a ON true"
-).encode()
-_NOTIFY: Final = b"SELECT pg_notify(%s, 'approvals')"
 _PAGE: Final = 1000
 _RECHECK_S: Final = 5.0  # a waiter reads the rows again even if a notification was lost
-
-
-def _row_to_approval(row: tuple[Any, ...]) -> Approval:
-    """An :class:`Approval` of a row in ``_COLUMNS`` order."""
-    answer_args = json.loads(row[20]) if row[20] is not None else None
-    return Approval(
-        id=row[0],
-        hook_id=row[2],
-        event=row[3],
-        tool=row[4],
-        args=json.loads(row[5]),
-        agent=row[6],
-        session=row[7],
-        user=row[8],
-        trace_id=row[9],
-        span_id=row[10],
-        created_ms=int(row[11]),
-        deadline_ms=int(row[12]),
-        default=row[13],
-        reason=row[14],
-        editable=bool(row[15]),
-        state=row[16],
-        answered_by=row[17],
-        answered_ms=int(row[18]),
-        answer_reason=row[19],
-        answer_args=answer_args,
-        call=row[21],
-        askers=int(row[22]),
-        leaving=int(row[23]),
-        held_ms=int(row[24]),
-    )
 
 
 class SharedApprovalInbox(ApprovalInbox):
@@ -263,15 +170,15 @@ class SharedApprovalInbox(ApprovalInbox):
         }
         asked = json.loads(str(params["args"]))  # as a row gives it back
         with self.store.transaction() as conn:
-            params["changed"] = _one_int(conn.execute(_NEXT).fetchone())
+            params["changed"] = _one_int(conn.execute(NEXT).fetchone())
             rows: list[tuple[Any, ...]] = []
             if call:
-                cards: list[tuple[Any, ...]] = conn.execute(_OF_CALL, {"call": call}).fetchall()
+                cards: list[tuple[Any, ...]] = conn.execute(OF_CALL, {"call": call}).fetchall()
                 rows = [
                     row
                     for row in cards
                     if joins(
-                        _row_to_approval(row),
+                        read_approval(row),
                         hook_id=hook_id,
                         event=event,
                         call=call,
@@ -280,9 +187,9 @@ class SharedApprovalInbox(ApprovalInbox):
                     )
                 ][:1]
             if not rows:
-                rows = conn.execute(_INSERT, params).fetchall()
+                rows = conn.execute(INSERT, params).fetchall()
             if rows:
-                conn.execute(_NOTIFY, (APPROVALS_CHANNEL,))
+                conn.execute(NOTIFY, (APPROVALS_CHANNEL,))
         if not rows:
             with self._lock:
                 self._count_refused()  # by this instance: the page of each says what it refused
@@ -315,10 +222,10 @@ class SharedApprovalInbox(ApprovalInbox):
             "args": json.dumps(args, default=str) if args is not None and allowed else None,
         }
         with self.store.transaction() as conn:
-            params["changed"] = _one_int(conn.execute(_NEXT).fetchone())
-            rows = conn.execute(_ANSWER, params).fetchall()
+            params["changed"] = _one_int(conn.execute(NEXT).fetchone())
+            rows = conn.execute(ANSWER, params).fetchall()
             if rows:
-                conn.execute(_NOTIFY, (APPROVALS_CHANNEL,))
+                conn.execute(NOTIFY, (APPROVALS_CHANNEL,))
                 self._trim(conn)
         if not rows:
             self.expire(approval_id)  # a late answer: the default wins, and is recorded
@@ -329,7 +236,7 @@ class SharedApprovalInbox(ApprovalInbox):
     def hold(self, approval_id: str) -> None:
         """One more asker waits on the approval, on any instance (the count is the row's;
         this instance renews it until its :meth:`release`)."""
-        if self.store.statement(_HOLD, {"id": approval_id}):
+        if self.store.statement(HOLD, {"id": approval_id}):
             with self._lock:
                 self._holding[approval_id] += 1
 
@@ -354,18 +261,18 @@ class SharedApprovalInbox(ApprovalInbox):
     ) -> Approval | None:
         params: dict[str, object] = {"id": approval_id, "ended": ended, "polling": polling}
         if not gone:  # no answer can follow: the row alone, no change number
-            self.store.statement(_LEAVE, params)
+            self.store.statement(LEAVE, params)
             return None
         answer = {"state": "denied", "by": "asker", "reason": reason, "args": None}
         with self.store.transaction() as conn:
             # the head first, as every answer takes it: no other instance answers in between
-            params["changed"] = _one_int(conn.execute(_NEXT).fetchone())
-            left: tuple[Any, ...] | None = conn.execute(_LEAVE, params).fetchone()
+            params["changed"] = _one_int(conn.execute(NEXT).fetchone())
+            left: tuple[Any, ...] | None = conn.execute(LEAVE, params).fetchone()
             rows: list[tuple[Any, ...]] = []
             if left is not None and left[0] <= left[1]:  # no asker waits on it any more
-                rows = conn.execute(_ANSWER, {**params, **answer}).fetchall()
+                rows = conn.execute(ANSWER, {**params, **answer}).fetchall()
             if rows:
-                conn.execute(_NOTIFY, (APPROVALS_CHANNEL,))
+                conn.execute(NOTIFY, (APPROVALS_CHANNEL,))
                 self._trim(conn)
         if not rows:
             return None
@@ -380,24 +287,24 @@ class SharedApprovalInbox(ApprovalInbox):
 
     def _expire_due(self) -> None:
         """Apply the default to every overdue approval (one read when none is)."""
-        found = self.store.statement(_OVERDUE)
+        found = self.store.statement(OVERDUE)
         if found and found[0][0]:
             self._expire("")
 
     def _expire(self, approval_id: str) -> None:
         with self.store.transaction() as conn:
-            changed = _one_int(conn.execute(_NEXT).fetchone())
+            changed = _one_int(conn.execute(NEXT).fetchone())
             params = {"changed": changed, "id": approval_id, "lapsed": LAPSED}
-            rows = conn.execute(_EXPIRE, params).fetchall()
+            rows = conn.execute(EXPIRE, params).fetchall()
             if rows:
-                conn.execute(_NOTIFY, (APPROVALS_CHANNEL,))
+                conn.execute(NOTIFY, (APPROVALS_CHANNEL,))
                 self._trim(conn)
         if rows:
             self._clock(rows[0])
             self._apply(rows, tell=True)
 
     def _trim(self, conn: Any) -> None:
-        conn.execute(_TRIM, {"keep": self.keep_answered})
+        conn.execute(TRIM, {"keep": self.keep_answered})
 
     # -- reading ------------------------------------------------------------------------------
 
@@ -430,7 +337,7 @@ class SharedApprovalInbox(ApprovalInbox):
         """
         with self._reading:
             while True:
-                rows = self.store.statement(_CHANGES, {"seen": self._seen, "limit": _PAGE})
+                rows = self.store.statement(CHANGES, {"seen": self._seen, "limit": _PAGE})
                 head = _one_int(rows[0]) if rows else self._seen
                 changed = [row[1:] for row in rows if row[1] is not None]
                 if changed:
@@ -451,7 +358,7 @@ class SharedApprovalInbox(ApprovalInbox):
             if not ids:
                 continue
             try:
-                self.store.statement(_RENEW, {"ids": ids})
+                self.store.statement(RENEW, {"ids": ids})
             except StoreError as exc:
                 _log.warning("approval holds not renewed", holds=len(ids), error=str(exc))
 
@@ -473,7 +380,7 @@ class SharedApprovalInbox(ApprovalInbox):
         settled: list[Approval] = []
         with self._lock:
             for row in rows:
-                fresh = _row_to_approval(row)
+                fresh = read_approval(row)
                 item = self._pending.get(fresh.id) or self._answered.get(fresh.id)
                 if item is None:
                     item = fresh

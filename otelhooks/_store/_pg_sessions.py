@@ -48,6 +48,9 @@ while it cannot be read is judged by its hooks as any, without a span. Every sta
 the one that opens a turn stores nothing twice, so it runs again on another connection when a
 pooled one was dropped (the server restarted, ``pg_terminate_backend``): a restart sends no tool use
 to the scratch.
+
+The statements themselves, and the reading of their rows, are ``_pg_session_sql``'s: this module
+holds when each is sent and what is done when the store cannot take it.
 """
 
 from __future__ import annotations
@@ -64,15 +67,33 @@ import structlog
 from otelhooks._instrument._spend import CALL_WINDOW_S, Spend, session_key
 from otelhooks._store._errors import StoreBusy, StoreError, StoreUnavailable
 from otelhooks._store._pg_schema import SESSIONS_LOCK
+from otelhooks._store._pg_session_sql import (
+    ADD_CALL,
+    ADD_SPEND,
+    BEGIN_TOOL,
+    BEGIN_UNCOUNTED,
+    CURRENT_OPERATION,
+    END_OPERATION,
+    END_TOOL,
+    FORGET,
+    FORGET_CALLS,
+    FORGET_SPEND,
+    HAS_TOOL,
+    PEEK_OPERATION,
+    READ_SPEND,
+    SESSIONS_SCHEMA,
+    SET_ATTRIBUTES,
+    START_OPERATION,
+    TOOL_SPAN,
+    read_operation,
+    read_tool,
+)
 from otelhooks.integrations.coding_agents._sessions import DropCounter, ServerSessions
-from otelhooks.integrations.coding_agents._state import (
-    TURN_KEY,
-    UNCOUNTED,
+from otelhooks.integrations.coding_agents._state_rows import (
     OpenOperation,
     OpenTool,
     new_span_id,
     stored_attributes,
-    turn_index_of,
 )
 
 if TYPE_CHECKING:
@@ -84,162 +105,10 @@ T = TypeVar("T")
 P = ParamSpec("P")
 _log = structlog.get_logger("otelhooks")
 
-__all__ = ["SESSIONS_SCHEMA", "SharedSessions"]
+__all__ = ["SharedSessions"]
 
-SESSIONS_SCHEMA: Final = "otelhooks_claude_code"
 # A race lost to another instance inserting the same key is run again, this many times at most.
 _RACES: Final = 3
-
-_S = SESSIONS_SCHEMA
-_OP_COLUMNS: Final = "session_id, operation_id, span_id, start_ns, prompt"
-_TOOL_COLUMNS: Final = (
-    "session_id, tool_use_id, span_id, parent_span_id, operation_id, start_ns, tool_name, "
-    "tool_input, call_index, attributes"
-)
-_NOW: Final = "EXTRACT(EPOCH FROM clock_timestamp())"
-# Start times are the database's clock, one for the fleet, and are read back as their distance
-# from it now, which the reader adds to its own clock (_here): a tool use started on one instance
-# and ended on another whose clock is behind lasts what it lasted (docs/design.md).
-_NOW_NS: Final = "(EXTRACT(EPOCH FROM clock_timestamp()) * 1000000000)::bigint"
-_OP_READ: Final = f"session_id, operation_id, span_id, start_ns - {_NOW_NS}, prompt"
-_TOOL_READ: Final = _TOOL_COLUMNS.replace("start_ns", f"start_ns - {_NOW_NS}")
-_TOUCH: Final = f"""
-INSERT INTO {_S}.touched VALUES (%(s)s, {_NOW})
-ON CONFLICT (session_id) DO UPDATE SET at = EXCLUDED.at
-"""
-# The open turn, opened if there is none: the insert's row, or (on conflict) the one there.
-_CURRENT_OPERATION: Final = f"""
-WITH touch AS ({_TOUCH}), new AS (
-    INSERT INTO {_S}.operations VALUES (%(s)s, %(op)s, %(span)s, {_NOW_NS}, '')
-    ON CONFLICT (session_id) DO NOTHING RETURNING {_OP_COLUMNS}
-)
-SELECT {_OP_READ} FROM new
-UNION ALL SELECT {_OP_READ} FROM {_S}.operations WHERE session_id = %(s)s
-""".encode()
-# A tool use started in the open turn (opened if there is none: _CURRENT_OPERATION's way): the
-# recorded one if it exists, else counted and inserted. Nothing is counted unless the turn is
-# found, so a race lost (no row) takes no number.
-_COUNT: Final = f"""
-    INSERT INTO {_S}.counters AS c SELECT %(s)s, 1
-    WHERE NOT EXISTS (SELECT 1 FROM old) AND EXISTS (SELECT 1 FROM op)
-    ON CONFLICT (session_id) DO UPDATE SET tool_calls = c.tool_calls + 1
-    RETURNING c.tool_calls - 1 AS idx
-"""
-# ... and its tool's calls in the turn (the state file's _COUNT_IN_TURN), kept in its attributes.
-_COUNT_IN_TURN: Final = f"""
-    INSERT INTO {_S}.tool_turns AS t SELECT %(s)s, %(name)s, op.operation_id, 1 FROM op
-    WHERE NOT EXISTS (SELECT 1 FROM old)
-    ON CONFLICT (session_id, tool_name) DO UPDATE SET
-        calls = CASE WHEN t.operation_id = EXCLUDED.operation_id THEN t.calls + 1 ELSE 1 END,
-        operation_id = EXCLUDED.operation_id
-    RETURNING json_build_object('{TURN_KEY}', t.calls)::text AS attrs
-"""
-# An open call that is not a tool use (a model call): inserted without taking an index.
-_NO_COUNT: Final = f"SELECT {UNCOUNTED} AS idx WHERE NOT EXISTS (SELECT 1 FROM old)"
-_NO_COUNT_IN_TURN: Final = "SELECT '{}' AS attrs"
-_BEGIN: Final = f"""
-WITH touch AS ({_TOUCH}), opened AS (
-    INSERT INTO {_S}.operations VALUES (%(s)s, %(op)s, %(opspan)s, {_NOW_NS}, '')
-    ON CONFLICT (session_id) DO NOTHING RETURNING operation_id, span_id
-), op AS (
-    SELECT operation_id, span_id FROM opened
-    UNION ALL SELECT operation_id, span_id FROM {_S}.operations WHERE session_id = %(s)s
-), old AS (
-    SELECT {_TOOL_COLUMNS} FROM {_S}.tools WHERE session_id = %(s)s AND tool_use_id = %(u)s
-), n AS ({{index}}), k AS ({{turn}}), new AS (
-    INSERT INTO {_S}.tools
-    SELECT %(s)s, %(u)s, %(span)s, op.span_id, op.operation_id, {_NOW_NS}, %(name)s, %(input)s,
-        idx, (attrs::jsonb || %(attrs)s::jsonb)::text
-    FROM n, k, op ON CONFLICT (session_id, tool_use_id) DO NOTHING RETURNING {_TOOL_COLUMNS}
-)
-SELECT {_TOOL_READ} FROM new UNION ALL SELECT {_TOOL_READ} FROM old
-"""
-_BEGIN_TOOL: Final = _BEGIN.format(index=_COUNT, turn=_COUNT_IN_TURN).encode()
-_BEGIN_UNCOUNTED: Final = _BEGIN.format(index=_NO_COUNT, turn=_NO_COUNT_IN_TURN).encode()
-# Every session idle past the ttl (and the one asked about, if nothing says when it was used).
-_FORGET: Final = f"""
-WITH idle AS (
-    DELETE FROM {_S}.touched WHERE at < {_NOW} - %(ttl)s RETURNING session_id
-), gone AS (
-    SELECT session_id FROM idle
-    UNION SELECT %(s)s WHERE NOT EXISTS (SELECT 1 FROM {_S}.touched WHERE session_id = %(s)s)
-), o AS (
-    DELETE FROM {_S}.operations WHERE session_id IN (SELECT session_id FROM gone) RETURNING 1
-), t AS (
-    DELETE FROM {_S}.tools WHERE session_id IN (SELECT session_id FROM gone) RETURNING 1
-), c AS (
-    DELETE FROM {_S}.counters WHERE session_id IN (SELECT session_id FROM gone) RETURNING 1
-), k AS (
-    DELETE FROM {_S}.tool_turns WHERE session_id IN (SELECT session_id FROM gone) RETURNING 1
-)
-SELECT session_id FROM gone
-""".encode()
-_SET_ATTRIBUTES: Final = (
-    f"UPDATE {_S}.tools SET attributes = %s WHERE session_id = %s AND tool_use_id = %s".encode()
-)
-_PEEK_OPERATION: Final = f"SELECT {_OP_READ} FROM {_S}.operations WHERE session_id = %s".encode()
-_HAS_TOOL: Final = f"SELECT 1 FROM {_S}.tools WHERE session_id = %s AND tool_use_id = %s".encode()
-_TOOL_SPAN: Final = (
-    f"SELECT span_id FROM {_S}.tools WHERE session_id = %s AND tool_use_id = %s".encode()
-)
-# A turn opened and closed: the locked transactions, run by the server (migration 7).
-_START_OPERATION: Final = (
-    f"SELECT {_OP_READ} FROM {_S}.start_operation(%s, %s, %s, {_NOW_NS}, %s)".encode()
-)
-_END_OPERATION: Final = f"SELECT {_OP_READ} FROM {_S}.end_operation(%s)".encode()
-_SPEND: Final = "cost_usd, input_tokens, output_tokens, calls, unpriced_calls"
-# One model call added to a session's total (not idempotent: run again, it adds again).
-_ADD_SPEND: Final = f"""
-INSERT INTO {_S}.spend AS t VALUES (%(k)s, %(c)s, %(i)s, %(o)s, 1, %(u)s, {_NOW})
-ON CONFLICT (key) DO UPDATE SET cost_usd = t.cost_usd + EXCLUDED.cost_usd,
-    input_tokens = t.input_tokens + EXCLUDED.input_tokens,
-    output_tokens = t.output_tokens + EXCLUDED.output_tokens, calls = t.calls + 1,
-    unpriced_calls = t.unpriced_calls + EXCLUDED.unpriced_calls, at = EXCLUDED.at
-RETURNING {_SPEND}
-""".encode()
-# The same for a keyed call: no row when it was added already (see CALL_WINDOW_S).
-_ADD_CALL: Final = f"""
-WITH new AS (
-    INSERT INTO {_S}.spend_calls VALUES (%(r)s, {_NOW}) ON CONFLICT DO NOTHING RETURNING 1
-)
-INSERT INTO {_S}.spend AS t SELECT %(k)s, %(c)s, %(i)s, %(o)s, 1, %(u)s, {_NOW} FROM new
-ON CONFLICT (key) DO UPDATE SET cost_usd = t.cost_usd + EXCLUDED.cost_usd,
-    input_tokens = t.input_tokens + EXCLUDED.input_tokens,
-    output_tokens = t.output_tokens + EXCLUDED.output_tokens, calls = t.calls + 1,
-    unpriced_calls = t.unpriced_calls + EXCLUDED.unpriced_calls, at = EXCLUDED.at
-RETURNING {_SPEND}
-""".encode()
-_FORGET_CALLS: Final = f"""
-DELETE FROM {_S}.spend_calls WHERE at < {_NOW} - %(window)s
-    OR key IN (SELECT key FROM {_S}.spend_calls ORDER BY at DESC OFFSET %(max)s)
-""".encode()
-# After a session's first call: the totals idle past the ttl, and the oldest past the count.
-_FORGET_SPEND: Final = f"""
-DELETE FROM {_S}.spend WHERE at < {_NOW} - %(ttl)s
-    OR key IN (SELECT key FROM {_S}.spend ORDER BY at DESC OFFSET %(max)s)
-""".encode()
-_READ_SPEND: Final = f"SELECT {_SPEND} FROM {_S}.spend WHERE key = %s".encode()
-_END_TOOL: Final = (
-    f"DELETE FROM {_S}.tools WHERE session_id = %s AND tool_use_id = %s RETURNING {_TOOL_READ}"
-).encode()
-
-
-def _here(since_ns: int) -> int:
-    """A start read as its distance from the database's now: on this instance's clock."""
-    return time.time_ns() + int(since_ns)
-
-
-def _open_tool(row: Sequence[Any]) -> OpenTool:
-    attributes = json.loads(row[9])
-    turn_index = turn_index_of(attributes)
-    return OpenTool(
-        row[0], row[1], row[2], row[3], row[4], _here(row[5]), row[6],
-        json.loads(row[7]), row[8], attributes, turn_index,
-    )  # fmt: skip
-
-
-def _operation(row: Sequence[Any]) -> OpenOperation:
-    return OpenOperation(row[0], row[1], row[2], _here(row[3]), row[4])
 
 
 class _Row(tuple[Any, ...]):
@@ -366,8 +235,8 @@ class SharedSessions(ServerSessions):
 
     @_or_scratch
     def peek_operation(self, session_id: str) -> OpenOperation | None:
-        rows = self.store.statement(_PEEK_OPERATION, (session_id,), idempotent=True)
-        return _operation(rows[0]) if rows else None
+        rows = self.store.statement(PEEK_OPERATION, (session_id,), idempotent=True)
+        return read_operation(rows[0]) if rows else None
 
     @_or_scratch
     def current_operation(self, session_id: str) -> OpenOperation:
@@ -379,9 +248,9 @@ class SharedSessions(ServerSessions):
                 "op": f"op_{uuid.uuid4().hex[:16]}",
                 "span": new_span_id(),
             }
-            rows = self.store.statement(_CURRENT_OPERATION, params, idempotent=True)
+            rows = self.store.statement(CURRENT_OPERATION, params, idempotent=True)
             if rows:
-                return _operation(rows[0])
+                return read_operation(rows[0])
         return super().current_operation(session_id)  # still contended: the locked way
 
     @_or_scratch
@@ -410,10 +279,10 @@ class SharedSessions(ServerSessions):
                 "attrs": kept,
             }
             rows = self.store.statement(
-                _BEGIN_TOOL if counted else _BEGIN_UNCOUNTED, params, idempotent=True
+                BEGIN_TOOL if counted else BEGIN_UNCOUNTED, params, idempotent=True
             )
             if rows:
-                tool = _open_tool(rows[0])
+                tool = read_tool(rows[0])
                 break
         else:  # still contended: the locked way
             tool = super(ServerSessions, self).begin_tool(
@@ -437,19 +306,19 @@ class SharedSessions(ServerSessions):
             session_id, f"op_{uuid.uuid4().hex[:16]}", new_span_id(), time.time_ns(), prompt
         )
         params = (session_id, new.operation_id, new.span_id, prompt)
-        rows = self.store.statement(_START_OPERATION, params)
+        rows = self.store.statement(START_OPERATION, params)
         self._new_turn(session_id)
-        return new, _operation(rows[0]) if rows else None
+        return new, read_operation(rows[0]) if rows else None
 
     @_or_scratch
     def end_operation(self, session_id: str) -> OpenOperation | None:
-        rows = self.store.statement(_END_OPERATION, (session_id,), idempotent=True)
+        rows = self.store.statement(END_OPERATION, (session_id,), idempotent=True)
         self._new_turn(session_id)
-        return _operation(rows[0]) if rows else None
+        return read_operation(rows[0]) if rows else None
 
     def _forget_session(self, session_id: str, reason: str) -> bool:
         params = {"s": session_id, "ttl": self.ttl_s}
-        gone = {str(r[0]) for r in self.store.statement(_FORGET, params, idempotent=True)}
+        gone = {str(r[0]) for r in self.store.statement(FORGET, params, idempotent=True)}
         others = len(gone - {session_id})
         if others:
             self.on_drop(others, "expired")
@@ -458,11 +327,11 @@ class SharedSessions(ServerSessions):
     @_or_scratch
     def set_tool_attributes(self, tool: OpenTool, attributes: dict[str, Any]) -> None:
         params = (stored_attributes(tool, attributes), tool.session_id, tool.tool_use_id)
-        self.store.statement(_SET_ATTRIBUTES, params, idempotent=True)
+        self.store.statement(SET_ATTRIBUTES, params, idempotent=True)
 
     @_or_scratch
     def has_open_tool(self, session_id: str, tool_use_id: str) -> bool:
-        return bool(self.store.statement(_HAS_TOOL, (session_id, tool_use_id), idempotent=True))
+        return bool(self.store.statement(HAS_TOOL, (session_id, tool_use_id), idempotent=True))
 
     @_or_scratch
     def tool_span(self, session_id: str, tool_use_id: str) -> int | None:
@@ -470,17 +339,17 @@ class SharedSessions(ServerSessions):
             ended = self._ended.items.get((session_id, tool_use_id))
         if ended is not None:
             return ended
-        rows = self.store.statement(_TOOL_SPAN, (session_id, tool_use_id), idempotent=True)
+        rows = self.store.statement(TOOL_SPAN, (session_id, tool_use_id), idempotent=True)
         return int(rows[0][0]) if rows else None
 
     @_or_scratch
     def end_tool(self, session_id: str, tool_use_id: str) -> OpenTool | None:
         # run again, it deletes nothing: the end answered as if the store never had it
-        rows = self.store.statement(_END_TOOL, (session_id, tool_use_id), idempotent=True)
+        rows = self.store.statement(END_TOOL, (session_id, tool_use_id), idempotent=True)
         if not rows:  # or started in the scratch while the store could not keep it
             scratch = self._fallback
             return scratch.end_tool(session_id, tool_use_id) if scratch is not None else None
-        tool = _open_tool(rows[0])
+        tool = read_tool(rows[0])
         self._release_tool(session_id, tool_use_id)
         self._keep(tool)
         return tool
@@ -505,20 +374,20 @@ class SharedSessions(ServerSessions):
             "u": int(cost_usd is None),
             "r": call,
         }
-        rows = self.store.statement(_ADD_SPEND if call is None else _ADD_CALL, params)
+        rows = self.store.statement(ADD_SPEND if call is None else ADD_CALL, params)
         if not rows:
             return None
         total = Spend(*rows[0])
         if total.calls == 1:  # a session new to the store: the bounds may be passed now
             bounds = {"ttl": self.ttl_s, "max": self.max_sessions}
-            self.store.statement(_FORGET_SPEND, bounds, idempotent=True)
+            self.store.statement(FORGET_SPEND, bounds, idempotent=True)
         if call is not None and total.calls % 256 == 1:
             forget = {"window": CALL_WINDOW_S, "max": self.max_calls}
-            self.store.statement(_FORGET_CALLS, forget, idempotent=True)
+            self.store.statement(FORGET_CALLS, forget, idempotent=True)
         return total
 
     def spend_of(self, session_id: str) -> Spend:
         if time.monotonic() < self._store_retry_at:
             raise StoreUnavailable(self.store.name, "unavailable a moment ago: not asked again yet")
-        rows = self.store.statement(_READ_SPEND, (session_key(session_id),), idempotent=True)
+        rows = self.store.statement(READ_SPEND, (session_key(session_id),), idempotent=True)
         return Spend(*rows[0]) if rows else Spend()

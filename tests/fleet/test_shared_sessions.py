@@ -17,7 +17,7 @@ from otelhooks import EventLogServer, serve
 from otelhooks._store._open import open_store
 from otelhooks._store._pg_sessions import SharedSessions
 from otelhooks.integrations.coding_agents import BridgeState
-from otelhooks.integrations.coding_agents._state import OpenOperation
+from otelhooks.integrations.coding_agents._state_rows import OpenOperation
 
 TOKEN = "fleet-admin"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}

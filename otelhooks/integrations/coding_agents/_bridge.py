@@ -95,7 +95,8 @@ from otelhooks.integrations.coding_agents._spans import (
     SpanWriter,
     session_trace_id,
 )
-from otelhooks.integrations.coding_agents._state import BridgeState, OpenOperation
+from otelhooks.integrations.coding_agents._state import BridgeState
+from otelhooks.integrations.coding_agents._state_rows import OpenOperation
 from otelhooks.integrations.coding_agents._tools import ToolUses, tool_values
 from otelhooks.integrations.coding_agents._turns import Turns, turn_ids
 

@@ -16,7 +16,7 @@ from opentelemetry.util import types
 from otelhooks._config._claude_answer import HookAnswer
 from otelhooks._live import Verdict
 from otelhooks.integrations.coding_agents._answers import tell_failures
-from otelhooks.integrations.coding_agents._state import OpenTool
+from otelhooks.integrations.coding_agents._state_rows import OpenTool
 from otelhooks.integrations.coding_agents._tools import ToolUses, tool_args
 
 __all__ = ["request_answered"]

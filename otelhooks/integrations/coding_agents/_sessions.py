@@ -30,6 +30,9 @@ survives a restart as they do (a file) and is the fleet's (PostgreSQL). A ``Sess
 not end it (a resumed session goes on spending); it is keyed by :func:`session_key` and
 forgotten when no call was added to it for ``ttl_s`` (wall clock: it outlives the process) or
 past the ``max_sessions`` most recently added to.
+
+The bounds' accounting (what each session holds, what is past a bound) is ``_session_bounds``'s:
+this module holds the tables and deletes what that accounting names.
 """
 
 from __future__ import annotations
@@ -39,16 +42,20 @@ import os
 import sqlite3
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from otelhooks._instrument._spend import CALL_WINDOW_S, CALLS_KEPT, Spend, session_key
 from otelhooks._store._errors import StoreError
-from otelhooks.integrations.coding_agents._state import (
+from otelhooks.integrations.coding_agents._session_bounds import (
+    ROW_BYTES,
+    Holdings,
+    Recent,
+    tool_bytes,
+)
+from otelhooks.integrations.coding_agents._state import BridgeState
+from otelhooks.integrations.coding_agents._state_rows import (
     UNCOUNTED,
-    BridgeState,
     OpenOperation,
     OpenTool,
     connect,
@@ -93,64 +100,11 @@ _FORGET_CALLS = (
 _READ_SPEND = (
     "SELECT cost_usd, input_tokens, output_tokens, calls, unpriced_calls FROM spend WHERE key = ?"
 )
-_ROW_BYTES = 128  # what a row costs beyond its strings (ids, integers, SQLite's own)
-
-
-def _session_bytes(session_id: str) -> int:
-    # a session's id is stored four times: the operations and counters rows and their keys
-    return 4 * len(session_id) + 2 * _ROW_BYTES
-
-
-def _count_bytes(session_id: str, tool_name: str) -> int:
-    # a turn-count row (tool_turns): its key twice, with the operation id
-    return 2 * (len(session_id) + len(tool_name)) + 32 + _ROW_BYTES
-
-
-def _tool_bytes(session_id: str, tool_use_id: str, name: str, tool_input: int) -> int:
-    # a tool row, and its (session_id, tool_use_id) key again in the primary key's index
-    return 2 * (len(session_id) + len(tool_use_id)) + len(name) + tool_input + _ROW_BYTES
-
-
 DropCounter = Callable[[int, str], None]
 
 
 def _no_drop(count: int, reason: str) -> None:
     pass
-
-
-class _Recent:
-    """Keys remembered most recent last, bounded in count and bytes (oldest forgotten)."""
-
-    def __init__(self, max_count: int, max_bytes: int, on_drop: Callable[[], None]) -> None:
-        self.on_drop = on_drop
-        self.items: OrderedDict[Any, int] = OrderedDict()
-        self.sizes: dict[Any, int] = {}
-        self.bytes = 0
-        self.max_count = max_count
-        self.max_bytes = max_bytes
-
-    def put(self, key: Any, value: int, size: int) -> None:
-        if key in self.items:
-            self.bytes -= self.sizes[key]
-        self.items[key] = value
-        self.items.move_to_end(key)
-        self.sizes[key] = size
-        self.bytes += size
-        while self.items and (len(self.items) > self.max_count or self.bytes > self.max_bytes):
-            old, _ = self.items.popitem(last=False)
-            self.bytes -= self.sizes.pop(old)
-            self.on_drop()
-
-
-@dataclass(slots=True)
-class _Held:
-    """What the store holds for one session: when it was last used and its open tools' bytes."""
-
-    touched: float
-    tools: OrderedDict[str, int] = field(default_factory=OrderedDict)
-    bytes: int = 0
-    # the tool names counted in the current turn (their tool_turns rows) and those rows' bytes
-    names: dict[str, int] = field(default_factory=dict)
 
 
 class ServerSessions(BridgeState):
@@ -168,7 +122,7 @@ class ServerSessions(BridgeState):
         on_drop: ``(count, reason)`` for each session or tool use forgotten.
         exclusive: the file is this process's alone (a server's sessions, not the command
             bridge's state file that hook processes share): its lock is held while it is open
-            (see :func:`~otelhooks.integrations.coding_agents._state.connect`).
+            (see :func:`~otelhooks.integrations.coding_agents._state_rows.connect`).
 
     Example:
         >>> sessions = ServerSessions()
@@ -203,10 +157,9 @@ class ServerSessions(BridgeState):
         # of its own: the connection's is held for a whole transaction, and an event's notes
         # and counts never wait for another thread's statements
         self._memory = threading.Lock()
-        self._ended = _Recent(remember, max_bytes // 2, self._forgot)
-        self._seen = _Recent(remember, max_bytes // 2, self._forgot)
-        self._held: OrderedDict[str, _Held] = OrderedDict()
-        self._held_bytes = 0
+        self._ended = Recent(remember, max_bytes // 2, self._forgot)
+        self._seen = Recent(remember, max_bytes // 2, self._forgot)
+        self._holdings = Holdings(self)  # the bounds' accounting, under the memory lock
         if path is not None:
             self._count_kept()
 
@@ -250,13 +203,13 @@ class ServerSessions(BridgeState):
     def remember_tool(self, session_id: str, tool_use_id: str, span_id: int) -> None:
         """Remember the ``execute_tool`` span of a tool use another process traced (the command
         bridge's, received as OTLP), for :meth:`tool_span` (bounded as the join memory is)."""
-        size = len(session_id) + len(tool_use_id) + _ROW_BYTES
+        size = len(session_id) + len(tool_use_id) + ROW_BYTES
         with self._memory:
             self._ended.put((session_id, tool_use_id), span_id, size)
 
     def _see(self, session_id: str) -> None:
         with self._memory:
-            self._seen.put(session_id, 0, len(session_id) + _ROW_BYTES)
+            self._seen.put(session_id, 0, len(session_id) + ROW_BYTES)
 
     def note(self, session_id: str) -> None:
         """Remember that a hook event of ``session_id`` arrived (see :meth:`saw`)."""
@@ -327,51 +280,19 @@ class ServerSessions(BridgeState):
     def held(self) -> tuple[int, int]:
         """Sessions held and the bytes of ids and tool inputs they hold (see the class doc)."""
         with self._memory:
-            return len(self._held), self._held_bytes
+            return len(self._holdings.sessions), self._holdings.bytes
 
     def held_sessions(self) -> list[str]:
         """The sessions held (those no ``SessionEnd`` ended yet), oldest used first."""
         with self._memory:
-            return list(self._held)
+            return list(self._holdings.sessions)
 
     def _hold(self, session_id: str, tool: tuple[str, int] | None = None) -> None:
         """Account a use of ``session_id`` (and an open tool of ``size`` bytes); then forget
         what is past a bound."""
         now = time.monotonic()
-        drops: list[tuple[str | tuple[str, str], str]] = []
         with self._memory:
-            held = self._held.get(session_id)
-            if held is None:
-                held = self._held[session_id] = _Held(now, bytes=_session_bytes(session_id))
-                self._held_bytes += held.bytes
-            held.touched = now
-            self._held.move_to_end(session_id)
-            if tool is not None and tool[0] not in held.tools:
-                held.tools[tool[0]] = tool[1]
-                held.bytes += tool[1]
-                self._held_bytes += tool[1]
-                while len(held.tools) > 1 and (
-                    len(held.tools) > self.max_tools_per_session or held.bytes > self.max_bytes
-                ):
-                    old, size = held.tools.popitem(last=False)
-                    held.bytes -= size
-                    self._held_bytes -= size
-                    many = len(held.tools) >= self.max_tools_per_session
-                    why = "too_many_tools" if many else "too_many_bytes"
-                    drops.append(((session_id, old), why))
-            while self._held:
-                oldest, first = next(iter(self._held.items()))
-                if now - first.touched > self.ttl_s:
-                    reason = "expired"
-                elif len(self._held) > self.max_sessions:
-                    reason = "too_many_sessions"
-                elif self._held_bytes > self.max_bytes and oldest != session_id:
-                    reason = "too_many_bytes"
-                else:
-                    break
-                del self._held[oldest]
-                self._held_bytes -= first.bytes
-                drops.append((oldest, reason))
+            drops = self._holdings.hold(session_id, now, tool)
         for what, reason in drops:
             if isinstance(what, tuple):
                 super().end_tool(*what)
@@ -397,35 +318,16 @@ class ServerSessions(BridgeState):
             return tools, db.execute("SELECT session_id FROM operations").fetchall()
 
         rows, sessions = self._tx(read)
-        for session_id, *_ in [*rows, *sessions]:
-            if session_id not in self._held:
-                self._held[session_id] = _Held(now, bytes=_session_bytes(session_id))
-                self._held_bytes += _session_bytes(session_id)
-        for session_id, tool_use_id, name_length, input_length in rows:
-            size = _tool_bytes(session_id, tool_use_id, "", name_length + input_length)
-            self._held[session_id].tools[tool_use_id] = size
-            self._held[session_id].bytes += size
-            self._held_bytes += size
+        self._holdings.count_kept(rows, sessions, now)
 
     def _release_tool(self, session_id: str, tool_use_id: str) -> None:
         with self._memory:
-            held = self._held.get(session_id)
-            size = held.tools.pop(tool_use_id, None) if held is not None else None
-            if held is not None and size is not None:
-                held.bytes -= size
-                self._held_bytes -= size
+            self._holdings.release_tool(session_id, tool_use_id)
 
     def _count_name(self, session_id: str, tool_name: str) -> None:
         """Account the turn-count row of ``tool_name``; past a bound, the turn's counts go."""
         with self._memory:
-            held = self._held.get(session_id)
-            if held is None or tool_name in held.names:
-                return
-            size = held.names[tool_name] = _count_bytes(session_id, tool_name)
-            held.bytes += size
-            self._held_bytes += size
-            past = len(held.names) > self.max_tools_per_session
-            past = past or sum(held.names.values()) > self.max_bytes
+            past = self._holdings.count_name(session_id, tool_name)
         if past:  # the other names' counts go; this one's (just taken) stays
             self._one(
                 "DELETE FROM tool_turns WHERE session_id = ? AND tool_name <> ?",
@@ -438,19 +340,11 @@ class ServerSessions(BridgeState):
         """Forget the accounting of a session's turn counts (their rows were deleted), but
         ``keep``'s."""
         with self._memory:
-            held = self._held.get(session_id)
-            if held is not None:
-                kept = {n: b for n, b in held.names.items() if n == keep}
-                size = sum(held.names.values()) - sum(kept.values())
-                held.bytes -= size
-                self._held_bytes -= size
-                held.names = kept
+            self._holdings.new_turn(session_id, keep)
 
     def _release(self, session_id: str) -> None:
         with self._memory:
-            held = self._held.pop(session_id, None)
-            if held is not None:
-                self._held_bytes -= held.bytes
+            self._holdings.release(session_id)
 
     def has_open_tool(self, session_id: str, tool_use_id: str) -> bool:
         """Whether ``tool_use_id`` was started in ``session_id`` and has not ended."""
@@ -499,7 +393,7 @@ class ServerSessions(BridgeState):
     def _held_tool(self, tool: OpenTool, stored: int) -> None:
         """Account a use of the session and the tool use just started (its stored input
         ``stored`` bytes long): one ``_hold`` for both."""
-        size = _tool_bytes(tool.session_id, tool.tool_use_id, tool.tool_name, stored)
+        size = tool_bytes(tool.session_id, tool.tool_use_id, tool.tool_name, stored)
         self._hold(tool.session_id, (tool.tool_use_id, size))
         if tool.call_index != UNCOUNTED:
             self._count_name(tool.session_id, tool.tool_name)

@@ -9,6 +9,9 @@ makes one transaction for each change it must make before or after its hooks run
 (``PreToolUse``: the tool use started in its turn, then its verdict kept; ``PostToolUse``: the
 tool use ended), on one connection a process opens once: opening one costs more than the
 transaction, and closing the last connection to the file checkpoints its log to disk.
+This module holds the file (where it is, how it is opened, what is done when it cannot be
+used); the rows and the statements that read and write them are ``_state_rows``'s, shared with
+the server's sessions.
 
 Data at rest: the file is created ``0600`` (SQLite gives its ``-wal`` and ``-shm`` files the same
 mode) and missing folders ``0700``; the default folder ``~/.otelhooks`` is kept ``0700``. Prompts
@@ -17,37 +20,37 @@ and tool arguments are written only when content capture is on (the bridge decid
 
 from __future__ import annotations
 
-import json
 import os
 import sqlite3
 import threading
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from random import getrandbits
 from typing import Any, TypeVar
 
 import structlog
 
 from otelhooks._semconv import TOOL_ARGS_FINGERPRINT
+from otelhooks.integrations.coding_agents._state_rows import (
+    OpenOperation,
+    OpenTool,
+    begin_tool_in,
+    connect,
+    current_operation_in,
+    new_span_id,
+    read_operation,
+    read_tool,
+    stored_attributes,
+)
 
 __all__ = [
     "DEFAULT_STATE_PATH",
     "RENAMED_ENV",
     "STATE_ENV",
     "STATE_WAIT_S",
-    "TURN_KEY",
-    "UNCOUNTED",
     "BridgeState",
-    "OpenOperation",
-    "OpenTool",
-    "connect",
     "env_value",
-    "new_span_id",
-    "stored_attributes",
-    "turn_index_of",
 ]
 
 STATE_ENV = "OTELHOOKS_BRIDGE_STATE"
@@ -63,62 +66,6 @@ DEFAULT_STATE_PATH = Path("~/.otelhooks/claude-code.sqlite3")
 #: without the file (:class:`BridgeState`): far past any real transaction (milliseconds), well
 #: inside the time a hook has to answer (25 s), so a stopped neighbour cannot silence a guard.
 STATE_WAIT_S = 5.0
-# the call_index of an open call that is not a tool use (``begin_tool(counted=False)``)
-UNCOUNTED = -1
-# Where a tool row keeps its turn index (LobeHub's ``callIndex``): inside the ``attributes``
-# JSON, so the ``tools`` table of an existing state file (or database) needs no new column.
-TURN_KEY = "~otelhooks.turn_index"
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS operations (
-    session_id   TEXT PRIMARY KEY,
-    operation_id TEXT NOT NULL,
-    span_id      INTEGER NOT NULL,
-    start_ns     INTEGER NOT NULL,
-    prompt       TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS tools (
-    session_id     TEXT NOT NULL,
-    tool_use_id    TEXT NOT NULL,
-    span_id        INTEGER NOT NULL,
-    parent_span_id INTEGER NOT NULL,
-    operation_id   TEXT NOT NULL,
-    start_ns       INTEGER NOT NULL,
-    tool_name      TEXT NOT NULL,
-    tool_input     TEXT NOT NULL,
-    call_index     INTEGER NOT NULL,
-    attributes     TEXT NOT NULL,
-    PRIMARY KEY (session_id, tool_use_id)
-);
-CREATE TABLE IF NOT EXISTS counters (
-    session_id TEXT PRIMARY KEY,
-    tool_calls INTEGER NOT NULL
-);
-CREATE TABLE IF NOT EXISTS tool_turns (
-    session_id   TEXT NOT NULL,
-    tool_name    TEXT NOT NULL,
-    operation_id TEXT NOT NULL,
-    calls        INTEGER NOT NULL,
-    PRIMARY KEY (session_id, tool_name)
-);
-"""
-# A tool's calls in the turn, this one included: the count restarts at 1 in another turn.
-_COUNT_IN_TURN = (
-    "INSERT INTO tool_turns VALUES (?, ?, ?, 1) ON CONFLICT(session_id, tool_name) "
-    "DO UPDATE SET calls = CASE WHEN tool_turns.operation_id = excluded.operation_id "
-    "THEN tool_turns.calls + 1 ELSE 1 END, operation_id = excluded.operation_id RETURNING calls"
-)
-
-
-_TOOL_ROW = "SELECT * FROM tools WHERE session_id = ? AND tool_use_id = ?"
-# The session's next call index, taken only for a tool use not recorded yet (no row otherwise).
-_COUNT_NEW = (
-    "INSERT INTO counters SELECT ?, 1 WHERE NOT EXISTS "
-    "(SELECT 1 FROM tools WHERE session_id = ? AND tool_use_id = ?) "
-    "ON CONFLICT(session_id) DO UPDATE SET tool_calls = counters.tool_calls + 1 "
-    "RETURNING tool_calls - 1"
-)
-
 
 T = TypeVar("T")
 _log = structlog.get_logger("otelhooks")
@@ -144,170 +91,6 @@ def _transaction(db: sqlite3.Connection, body: Callable[[sqlite3.Connection], T]
             db.execute("ROLLBACK")
         raise
     return result
-
-
-def new_span_id() -> int:
-    """A span id for a stored span: 63 random bits, never 0 (SQLite and PostgreSQL integers are
-    signed 64-bit)."""
-    return getrandbits(63) or 1
-
-
-@dataclass(frozen=True, slots=True)
-class OpenOperation:
-    """A turn (``UserPromptSubmit`` to ``Stop``, the bridge's names): an ``invoke_agent`` span."""
-
-    session_id: str
-    operation_id: str
-    span_id: int
-    start_ns: int
-    prompt: str
-
-
-@dataclass(frozen=True, slots=True)
-class OpenTool:
-    """A tool use between ``PreToolUse`` and ``PostToolUse``: an ``execute_tool`` span."""
-
-    session_id: str
-    tool_use_id: str
-    span_id: int
-    parent_span_id: int
-    operation_id: str
-    start_ns: int
-    tool_name: str
-    tool_input: dict[str, Any]
-    call_index: int
-    attributes: dict[str, Any]
-    # LobeHub's ``callIndex``: this tool's calls in the turn, from 1 (``tool_name`` is the
-    # bridge's ``identifier/apiName``); 0 for a call that is not counted (a model call) and for
-    # a row an older version wrote
-    turn_index: int = 0
-
-
-def turn_index_of(attributes: dict[str, Any]) -> int:
-    """Take the turn index out of a tool row's stored attributes (0 when there is none)."""
-    index = attributes.pop(TURN_KEY, 0)
-    return index if isinstance(index, int) else 0
-
-
-def stored_attributes(tool: OpenTool, attributes: dict[str, Any]) -> str:
-    """The ``attributes`` column of a tool row: the attributes and the tool's turn index."""
-    kept = {**attributes, TURN_KEY: tool.turn_index} if tool.turn_index else attributes
-    return json.dumps(kept)
-
-
-def _tool(row: sqlite3.Row) -> OpenTool:
-    attributes = json.loads(row["attributes"])
-    turn_index = turn_index_of(attributes)
-    return OpenTool(
-        row["session_id"],
-        row["tool_use_id"],
-        row["span_id"],
-        row["parent_span_id"],
-        row["operation_id"],
-        row["start_ns"],
-        row["tool_name"],
-        json.loads(row["tool_input"]),
-        row["call_index"],
-        attributes,
-        turn_index,
-    )
-
-
-def _operation(row: sqlite3.Row) -> OpenOperation:
-    return OpenOperation(
-        row["session_id"], row["operation_id"], row["span_id"], row["start_ns"], row["prompt"]
-    )
-
-
-def _current(db: sqlite3.Connection, session_id: str) -> OpenOperation:
-    row = db.execute("SELECT * FROM operations WHERE session_id = ?", (session_id,)).fetchone()
-    if row is not None:
-        return _operation(row)
-    new = OpenOperation(
-        session_id, f"op_{uuid.uuid4().hex[:16]}", new_span_id(), time.time_ns(), ""
-    )
-    db.execute(
-        "INSERT INTO operations VALUES (?, ?, ?, ?, ?)",
-        (new.session_id, new.operation_id, new.span_id, new.start_ns, new.prompt),
-    )
-    return new
-
-
-def _start(
-    db: sqlite3.Connection,
-    operation: OpenOperation,
-    tool_use_id: str,
-    tool_name: str,
-    tool_input: dict[str, Any],
-    counted: bool,
-    attributes: dict[str, Any],
-) -> OpenTool:
-    key = (operation.session_id, tool_use_id)
-    index, turn_index = UNCOUNTED, 0
-    if counted:
-        # counted unless recorded already (then no row comes back): the check and the count
-        # are one statement
-        counted_row = db.execute(_COUNT_NEW, (operation.session_id, *key)).fetchone()
-        if counted_row is None:
-            return _tool(db.execute(_TOOL_ROW, key).fetchone())
-        index = counted_row[0]
-        turn_index = db.execute(
-            _COUNT_IN_TURN, (operation.session_id, tool_name, operation.operation_id)
-        ).fetchone()[0]
-    else:
-        row = db.execute(_TOOL_ROW, key).fetchone()
-        if row is not None:
-            return _tool(row)
-    tool = OpenTool(
-        operation.session_id,
-        tool_use_id,
-        new_span_id(),
-        operation.span_id,
-        operation.operation_id,
-        time.time_ns(),
-        tool_name,
-        tool_input,
-        index,
-        attributes,
-        turn_index,
-    )
-    db.execute(
-        "INSERT INTO tools VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (
-            tool.session_id,
-            tool.tool_use_id,
-            tool.span_id,
-            tool.parent_span_id,
-            tool.operation_id,
-            tool.start_ns,
-            tool.tool_name,
-            json.dumps(tool_input, default=str),
-            tool.call_index,
-            stored_attributes(tool, attributes),
-        ),
-    )
-    return tool
-
-
-def connect(
-    path: str | os.PathLike[str], *, exclusive: bool = False, wait_s: float = 30.0
-) -> sqlite3.Connection:
-    """A connection to a state database (``":memory:"`` for one in memory), its tables made.
-
-    ``exclusive``: no other process opens the file (a server's own sessions): the connection
-    takes the file's lock once and keeps it, instead of taking and releasing it (and reading the
-    shared WAL index) in every transaction; another process opening the file waits for it.
-    ``wait_s``: how long a statement waits for another connection's lock before it fails.
-    """
-    db = sqlite3.connect(path, timeout=wait_s, isolation_level=None, check_same_thread=False)
-    db.row_factory = sqlite3.Row
-    if str(path) != _MEMORY:
-        if exclusive:  # before WAL's first use: its index then lives in this process's memory
-            db.execute("PRAGMA locking_mode=EXCLUSIVE")
-        db.execute("PRAGMA journal_mode=WAL")
-        db.execute("PRAGMA synchronous=NORMAL")
-    db.executescript(_SCHEMA)
-    return db
 
 
 def env_value(values: Mapping[str, str], name: str) -> str | None:
@@ -472,16 +255,16 @@ class BridgeState:
             return row
 
         row = self._tx(body)
-        return new, _operation(row) if row is not None else None
+        return new, read_operation(row) if row is not None else None
 
     def current_operation(self, session_id: str) -> OpenOperation:
         """The open turn, opened now if there is none (hooks installed mid-session)."""
-        return self._tx(lambda db: _current(db, session_id))
+        return self._tx(lambda db: current_operation_in(db, session_id))
 
     def peek_operation(self, session_id: str) -> OpenOperation | None:
         """The open turn, or ``None`` (nothing is opened)."""
         row = self._one("SELECT * FROM operations WHERE session_id = ?", (session_id,))
-        return _operation(row) if row is not None else None
+        return read_operation(row) if row is not None else None
 
     def end_operation(self, session_id: str) -> OpenOperation | None:
         """Close the open turn (``Stop``); ``None`` if there was none."""
@@ -494,7 +277,7 @@ class BridgeState:
             return row
 
         row = self._tx(body)
-        return _operation(row) if row is not None else None
+        return read_operation(row) if row is not None else None
 
     # -- tool uses ---------------------------------------------------------------------------------
 
@@ -520,8 +303,8 @@ class BridgeState:
         kept = dict(attributes) if attributes else {}
 
         def body(db: sqlite3.Connection) -> OpenTool:
-            op = _current(db, session_id)
-            return _start(db, op, tool_use_id, tool_name, tool_input, counted, kept)
+            op = current_operation_in(db, session_id)
+            return begin_tool_in(db, op, tool_use_id, tool_name, tool_input, counted, kept)
 
         return self._tx(body)
 
@@ -549,7 +332,7 @@ class BridgeState:
             "DELETE FROM tools WHERE session_id = ? AND tool_use_id = ? RETURNING *",
             (session_id, tool_use_id),
         )
-        return _tool(row) if row is not None else None
+        return read_tool(row) if row is not None else None
 
     def end_session(self, session_id: str) -> tuple[OpenOperation | None, list[OpenTool]]:
         """Remove everything of a session (``SessionEnd``): the open turn and tool uses."""
@@ -566,4 +349,4 @@ class BridgeState:
             return op, tools
 
         op, tools = self._tx(body)
-        return (_operation(op) if op is not None else None), [_tool(t) for t in tools]
+        return (read_operation(op) if op is not None else None), [read_tool(t) for t in tools]

@@ -66,7 +66,7 @@ from otelhooks.integrations.coding_agents._spans import (
     session_trace_id,
     stored_events,
 )
-from otelhooks.integrations.coding_agents._state import OpenTool
+from otelhooks.integrations.coding_agents._state_rows import OpenTool
 
 __all__ = ["ToolUses", "tool_args", "tool_values"]
 

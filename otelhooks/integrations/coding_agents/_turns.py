@@ -36,7 +36,7 @@ from otelhooks.integrations.coding_agents._spans import (
     event_ids,
     session_trace_id,
 )
-from otelhooks.integrations.coding_agents._state import OpenOperation
+from otelhooks.integrations.coding_agents._state_rows import OpenOperation
 
 __all__ = ["Turns", "turn_ids"]
 
