@@ -49,10 +49,17 @@ def rejected(asked: list[ToolApprovalItem], context: RunContextWrapper[Any]) -> 
         name, call_id = item.tool_name or item.name, item.call_id
         if not name or not call_id:
             continue
+        # asked as the SDK asks itself on resuming: by the call's namespace and its pending
+        # item, not the bare name (which finds no decision of a namespaced tool's call)
         namespace = item.tool_namespace
-        if context.is_tool_approved(name, call_id) is not False:
+        status = context.get_approval_status(
+            name, call_id, tool_namespace=namespace, existing_pending=item
+        )
+        if status is not False:
             continue
-        message = context.get_rejection_message(name, call_id, tool_namespace=namespace)
+        message = context.get_rejection_message(
+            name, call_id, tool_namespace=namespace, existing_pending=item
+        )
         raw = item.arguments
         yield Rejected(
             tool=name,

@@ -1,0 +1,194 @@
+"""OpenAI Agents SDK: a person's decision on a call of a namespaced tool (``tool_namespace``: the
+model calls it by its name and a ``namespace``; the SDK keys the decision ``{namespace}.{name}``)
+is recorded as that of a plain function tool's call, on the call it was made on, in ``run`` and
+``run_streamed`` (the real SDK, a scripted model, the spans the SDK exported)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agents")
+
+from agents import (
+    Agent,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrailData,
+    function_tool,
+    set_trace_processors,
+    tool_input_guardrail,
+    tool_namespace,
+)
+from agents.testing import assistant_message, function_call
+
+from otelhooks.integrations.openai_agents import HookedRunner
+from otelhooks.testing import TestPipeline
+from tests.conftest import Recorder, hook
+from tests.integrations._agents_model import ScriptedModel
+
+APPROVAL = "otelhooks.tool_approval"
+
+
+@pytest.fixture(autouse=True)
+def _no_sdk_trace_export() -> None:
+    # The SDK's default trace processor would send traces to OpenAI when a key is set.
+    set_trace_processors([])
+
+
+@function_tool(needs_approval=True)
+def delete_file(path: str) -> str:
+    """Delete a file."""
+    return f"deleted {path}"
+
+
+def _namespaced(name: str) -> list[Any]:
+    return list(tool_namespace(name=name, description=f"the {name} tools", tools=[delete_file]))
+
+
+def _decide_and_resume(
+    pipe: TestPipeline,
+    tools: list[Any],
+    calls: list[Any],
+    approve: set[str],
+    *,
+    streamed: bool = False,
+) -> ScriptedModel:
+    """Run; a person approves the calls in ``approve`` and rejects the others; resume."""
+    model = ScriptedModel("m", [calls, [assistant_message("ok")]])
+
+    async def go() -> None:
+        runner = HookedRunner(pipe.tracer)
+        agent = Agent(name="cleaner", model=model, tools=tools)
+
+        async def once(given: Any) -> Any:
+            if not streamed:
+                return await runner.run(agent, given)
+            result = await runner.run_streamed(agent, given)
+            async for _ in result.stream_events():
+                pass
+            return result
+
+        state = (await once("clean")).to_state()
+        for item in state.get_interruptions():
+            if item.call_id in approve:
+                state.approve(item)
+            else:
+                state.reject(item, rejection_message=f"not {item.call_id}")
+        assert (await once(state)).final_output == "ok"
+
+    asyncio.run(go())
+    pipe.flush()
+    return model
+
+
+def _denies(pipe: TestPipeline) -> list[dict[str, Any]]:
+    return [
+        dict(e.attributes or {})
+        for s in pipe.spans()
+        for e in s.events
+        if e.name == APPROVAL and (e.attributes or {}).get("otelhooks.approval.decision") == "deny"
+    ]
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+def test_a_rejected_call_of_a_namespaced_tool_is_recorded(
+    pipe: TestPipeline, recorder: Recorder, streamed: bool
+) -> None:
+    # the rejection was looked up by the bare name, under which the SDK keeps no decision of a
+    # namespaced tool: the call was answered "rejected" and nothing said so
+    pipe.register(hook("denied", "on_tool_call_denied", recorder, matcher="cleaner/delete_file"))
+    call = function_call("delete_file", {"path": "a"}, call_id="d1", namespace="fs")
+
+    model = _decide_and_resume(pipe, _namespaced("fs"), [call], set(), streamed=streamed)
+
+    assert model.tool_outputs() == {"d1": "not d1"}
+    told = recorder.fields(
+        "apiName", "toolCallId", "decidedBy", "reason", event="on_tool_call_denied"
+    )
+    assert told == [("delete_file", "d1", "needs_approval", "not d1")]
+    assert _denies(pipe) == [
+        {
+            "gen_ai.tool.name": "delete_file",
+            "gen_ai.tool.call.id": "d1",
+            "otelhooks.tool.matcher_value": "cleaner/delete_file",
+            "otelhooks.approval.decision": "deny",
+            "otelhooks.approval.reason": "not d1",
+        }
+    ]
+    assert pipe.spans("execute_tool delete_file") == []  # the tool never ran
+
+
+def test_the_rejection_is_recorded_on_the_call_of_its_own_namespace(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    # one bare name in two namespaces, one call approved and one rejected in one state
+    pipe.register(hook("denied", "on_tool_call_denied", recorder))
+    calls = [
+        function_call("delete_file", {"path": "a"}, call_id="f1", namespace="fs"),
+        function_call("delete_file", {"path": "b"}, call_id="b1", namespace="db"),
+    ]
+
+    model = _decide_and_resume(pipe, _namespaced("fs") + _namespaced("db"), calls, {"b1"})
+
+    assert model.tool_outputs() == {"f1": "not f1", "b1": "deleted b"}
+    told = recorder.fields("toolCallId", "args", "reason", event="on_tool_call_denied")
+    assert told == [("f1", {"path": "a"}, "not f1")]
+    assert [d["gen_ai.tool.call.id"] for d in _denies(pipe)] == ["f1"]
+    (ran,) = pipe.spans("execute_tool delete_file")
+    assert (ran.attributes or {})["gen_ai.tool.call.id"] == "b1"
+
+
+def test_a_rejected_call_of_a_tool_whose_name_has_the_namespace_separator_is_recorded(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    # a top-level tool named "fs.delete_file" (the SDK's key of a namespaced fs tool's decision)
+    # beside a namespaced db.delete_file: each decision on its own call
+    pipe.register(hook("denied", "on_tool_call_denied", recorder))
+    dotted = function_tool(
+        lambda path: f"erased {path}", name_override="fs.delete_file", needs_approval=True
+    )
+    calls = [
+        function_call("fs.delete_file", {"path": "a"}, call_id="f1"),
+        function_call("delete_file", {"path": "b"}, call_id="b1", namespace="db"),
+    ]
+
+    model = _decide_and_resume(pipe, [dotted, *_namespaced("db")], calls, {"b1"})
+
+    assert model.tool_outputs() == {"f1": "not f1", "b1": "deleted b"}
+    told = recorder.fields("apiName", "toolCallId", event="on_tool_call_denied")
+    assert told == [("fs.delete_file", "f1")]
+
+
+def test_a_guardrail_rejection_of_a_namespaced_tools_call_is_recorded(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    @tool_input_guardrail
+    def no_root(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        if "/root" in data.context.tool_arguments:
+            return ToolGuardrailFunctionOutput.reject_content("no access to /root")
+        return ToolGuardrailFunctionOutput.allow()
+
+    @function_tool(tool_input_guardrails=[no_root])
+    def read_file(path: str) -> str:
+        """Read a file."""
+        raise AssertionError("a rejected call ran")
+
+    pipe.register(hook("denied", "on_tool_call_denied", recorder))
+    tools = tool_namespace(name="fs", description="the fs tools", tools=[read_file])
+    call = function_call("read_file", {"path": "/root/x"}, call_id="r1", namespace="fs")
+    model = ScriptedModel("m", [[call], [assistant_message("ok")]])
+
+    async def go() -> None:
+        agent = Agent(name="reader", model=model, tools=list(tools))
+        assert (await HookedRunner(pipe.tracer).run(agent, "read")).final_output == "ok"
+
+    asyncio.run(go())
+    pipe.flush()
+
+    assert model.tool_outputs() == {"r1": "no access to /root"}
+    told = recorder.fields(
+        "apiName", "identifier", "toolCallId", "decidedBy", event="on_tool_call_denied"
+    )
+    assert told == [("read_file", "reader", "r1", "guardrail:no_root")]
