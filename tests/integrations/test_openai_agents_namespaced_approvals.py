@@ -1,7 +1,8 @@
 """OpenAI Agents SDK: a person's decision on a call of a namespaced tool (``tool_namespace``: the
 model calls it by its name and a ``namespace``; the SDK keys the decision ``{namespace}.{name}``)
-is recorded as that of a plain function tool's call, on the call it was made on, in ``run`` and
-``run_streamed`` (the real SDK, a scripted model, the spans the SDK exported)."""
+or of an agent used as a tool (``Agent.as_tool``: the SDK keeps the decision in that agent's
+nested run) is recorded as that of a plain function tool's call, on the call it was made on, in
+``run`` and ``run_streamed`` (the real SDK, a scripted model, the spans the SDK exported)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ pytest.importorskip("agents")
 
 from agents import (
     Agent,
+    AgentHooks,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrailData,
     function_tool,
@@ -23,7 +25,7 @@ from agents import (
 )
 from agents.testing import assistant_message, function_call
 
-from otelhooks.integrations.openai_agents import HookedRunner
+from otelhooks.integrations.openai_agents import HookedRunner, hook_agent
 from otelhooks.testing import TestPipeline
 from tests.conftest import Recorder, hook
 from tests.integrations._agents_model import ScriptedModel
@@ -192,3 +194,50 @@ def test_a_guardrail_rejection_of_a_namespaced_tools_call_is_recorded(
         "apiName", "identifier", "toolCallId", "decidedBy", event="on_tool_call_denied"
     )
     assert told == [("read_file", "reader", "r1", "guardrail:no_root")]
+
+
+class _Seen(AgentHooks[Any]):
+    """An agent's own hooks: the callbacks it was called with."""
+
+    def __init__(self) -> None:
+        self.seen: list[str] = []
+
+    async def on_llm_start(self, context: Any, agent: Any, *args: Any) -> None:
+        self.seen.append(f"llm_start {agent.name}")
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+def test_a_rejected_call_of_an_agent_used_as_a_tool_is_recorded(
+    pipe: TestPipeline, recorder: Recorder, streamed: bool
+) -> None:
+    # the SDK keeps the decision on the nested agent's call in that agent's own run, which the
+    # run's hooks never see: the call was answered "rejected" and nothing said so; a namespaced
+    # call beside it in the same state is approved and runs
+    pipe.register(hook("denied", "on_tool_call_denied", recorder))
+    own = _Seen()
+    inner_model = ScriptedModel(
+        "i",
+        [
+            [function_call("delete_file", {"path": "a"}, call_id="i1")],
+            [assistant_message("done")],
+        ],
+    )
+    janitor = Agent(name="janitor", model=inner_model, tools=[delete_file], hooks=own)
+    as_tool = hook_agent(janitor).as_tool(tool_name="janitor", tool_description="Cleans up.")
+    calls = [
+        function_call("janitor", {"input": "clean"}, call_id="o1"),
+        function_call("delete_file", {"path": "b"}, call_id="b1", namespace="db"),
+    ]
+
+    model = _decide_and_resume(
+        pipe, [as_tool, *_namespaced("db")], calls, {"b1"}, streamed=streamed
+    )
+
+    assert inner_model.tool_outputs() == {"i1": "not i1"}
+    assert model.tool_outputs() == {"o1": "done", "b1": "deleted b"}
+    told = recorder.fields(
+        "apiName", "identifier", "toolCallId", "decidedBy", "reason", event="on_tool_call_denied"
+    )
+    assert told == [("delete_file", "janitor", "i1", "needs_approval", "not i1")]
+    assert [d["otelhooks.tool.matcher_value"] for d in _denies(pipe)] == ["janitor/delete_file"]
+    assert own.seen == ["llm_start janitor", "llm_start janitor"]  # its own hooks still called

@@ -10,13 +10,14 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import structlog
-from agents import Agent, RunHooks, Tool
+from agents import Agent, AgentHooks, RunHooks, Tool
 from agents.items import ModelResponse, TResponseInputItem
 from agents.run_context import AgentHookContext, RunContextWrapper
 
 from otelhooks._errors import BudgetExceeded, RunBlockedError
+from otelhooks.integrations.openai_agents._guard import CURRENT_RUN
 
-__all__ = ["RunFeed", "RunHooksFeed", "recording"]
+__all__ = ["AgentHooksFeed", "RunFeed", "RunHooksFeed", "recording"]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -124,3 +125,71 @@ class RunHooksFeed(RunHooks[Any]):
         self._settle("on_tool_end", context)
         if self.inner is not None:
             await self.inner.on_tool_end(context, agent, tool, result)
+
+
+class AgentHooksFeed(AgentHooks[Any]):
+    """A hooked agent's own hooks: each callback first has the run
+    :class:`~otelhooks.integrations.openai_agents.HookedRunner` is executing settle what a person
+    decided with the callback's context, then calls the agent's own hooks (``inner``).
+
+    An agent used as a tool (``Agent.as_tool``) is run by the SDK's own runner, inside the tool
+    call, with none of the run's hooks: a call of it a person rejected is decided in that nested
+    run's context, which only these callbacks are handed."""
+
+    def __init__(self, inner: AgentHooks[Any] | None) -> None:
+        self.inner = inner
+
+    @staticmethod
+    def _settle(what: str, context: RunContextWrapper[Any]) -> None:
+        run = CURRENT_RUN.get()
+        if run is not None:
+            recording(what, run.settle, context)
+
+    async def on_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
+        self._settle("agent on_start", context)
+        if self.inner is not None:
+            await self.inner.on_start(context, agent)
+
+    async def on_end(self, context: AgentHookContext[Any], agent: Agent[Any], output: Any) -> None:
+        self._settle("agent on_end", context)
+        if self.inner is not None:
+            await self.inner.on_end(context, agent, output)
+
+    async def on_handoff(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], source: Agent[Any]
+    ) -> None:
+        self._settle("agent on_handoff", context)
+        if self.inner is not None:
+            await self.inner.on_handoff(context, agent, source)
+
+    async def on_tool_start(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
+    ) -> None:
+        self._settle("agent on_tool_start", context)
+        if self.inner is not None:
+            await self.inner.on_tool_start(context, agent, tool)
+
+    async def on_tool_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object
+    ) -> None:
+        self._settle("agent on_tool_end", context)
+        if self.inner is not None:
+            await self.inner.on_tool_end(context, agent, tool, result)
+
+    async def on_llm_start(
+        self,
+        context: RunContextWrapper[Any],
+        agent: Agent[Any],
+        system_prompt: str | None,
+        input_items: list[TResponseInputItem],
+    ) -> None:
+        self._settle("agent on_llm_start", context)
+        if self.inner is not None:
+            await self.inner.on_llm_start(context, agent, system_prompt, input_items)
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        self._settle("agent on_llm_end", context)
+        if self.inner is not None:
+            await self.inner.on_llm_end(context, agent, response)
