@@ -18,6 +18,7 @@ from agents import (
     AgentHooks,
     ToolGuardrailFunctionOutput,
     ToolInputGuardrailData,
+    ToolSearchTool,
     function_tool,
     set_trace_processors,
     tool_input_guardrail,
@@ -161,6 +162,28 @@ def test_a_rejected_call_of_a_tool_whose_name_has_the_namespace_separator_is_rec
     assert model.tool_outputs() == {"f1": "not f1", "b1": "deleted b"}
     told = recorder.fields("apiName", "toolCallId", event="on_tool_call_denied")
     assert told == [("fs.delete_file", "f1")]
+
+
+@pytest.mark.filterwarnings("ignore::otelhooks.integrations.openai_agents.UnguardedToolWarning")
+def test_a_rejected_call_of_a_deferred_tool_is_recorded(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    # a tool tool search loads (defer_loading): the model calls it in a namespace of its own
+    # name, which the SDK keys "deferred_top_level:{name}" (the hosted ToolSearchTool warns)
+    pipe.register(hook("denied", "on_tool_call_denied", recorder, matcher="cleaner/purge"))
+    purge = function_tool(
+        lambda path: f"purged {path}",
+        name_override="purge",
+        needs_approval=True,
+        defer_loading=True,
+    )
+    call = function_call("purge", {"path": "a"}, call_id="p1", namespace="purge")
+
+    model = _decide_and_resume(pipe, [purge, ToolSearchTool()], [call], set())
+
+    assert model.tool_outputs() == {"p1": "not p1"}
+    told = recorder.fields("apiName", "toolCallId", "decidedBy", event="on_tool_call_denied")
+    assert told == [("purge", "p1", "needs_approval")]
 
 
 def test_a_guardrail_rejection_of_a_namespaced_tools_call_is_recorded(
