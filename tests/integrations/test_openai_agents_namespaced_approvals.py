@@ -25,6 +25,7 @@ from agents import (
     tool_namespace,
 )
 from agents.testing import assistant_message, function_call
+from structlog.testing import capture_logs
 
 from otelhooks.integrations.openai_agents import HookedRunner, hook_agent
 from otelhooks.testing import TestPipeline
@@ -264,3 +265,32 @@ def test_a_rejected_call_of_an_agent_used_as_a_tool_is_recorded(
     assert told == [("delete_file", "janitor", "i1", "needs_approval", "not i1")]
     assert [d["otelhooks.tool.matcher_value"] for d in _denies(pipe)] == ["janitor/delete_file"]
     assert own.seen == ["llm_start janitor", "llm_start janitor"]  # its own hooks still called
+
+
+@pytest.mark.filterwarnings("ignore::otelhooks.integrations.openai_agents.UnguardedToolWarning")
+def test_a_decision_no_context_of_the_run_holds_is_an_error_in_the_log(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    # an agent used as a tool that is not hooked (your agent's own as_tool: the warning names
+    # it) decides its calls in a nested run otelhooks never sees: the rejection was dropped
+    # without a word
+    pipe.register(hook("denied", "on_tool_call_denied", recorder))
+    inner_model = ScriptedModel(
+        "i",
+        [
+            [function_call("delete_file", {"path": "a"}, call_id="i1")],
+            [assistant_message("done")],
+        ],
+    )
+    janitor = Agent(name="janitor", model=inner_model, tools=[delete_file])
+    as_tool = janitor.as_tool(tool_name="janitor", tool_description="Cleans up.")
+    call = function_call("janitor", {"input": "clean"}, call_id="o1")
+
+    with capture_logs() as logs:
+        _decide_and_resume(pipe, [as_tool], [call], set())
+
+    assert inner_model.tool_outputs() == {"i1": "not i1"}
+    assert recorder.of("on_tool_call_denied") == []
+    (error,) = [e for e in logs if e["log_level"] == "error"]
+    assert "could not tell which calls a person rejected" in error["event"]
+    assert error["calls"] == ["i1"]
