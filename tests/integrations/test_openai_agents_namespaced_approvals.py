@@ -58,8 +58,10 @@ def _decide_and_resume(
     approve: set[str],
     *,
     streamed: bool = False,
+    always: bool = False,
 ) -> ScriptedModel:
-    """Run; a person approves the calls in ``approve`` and rejects the others; resume."""
+    """Run; a person approves the calls in ``approve`` and rejects the others (``always``:
+    every call of their tool); resume."""
     model = ScriptedModel("m", [calls, [assistant_message("ok")]])
 
     async def go() -> None:
@@ -79,7 +81,7 @@ def _decide_and_resume(
             if item.call_id in approve:
                 state.approve(item)
             else:
-                state.reject(item, rejection_message=f"not {item.call_id}")
+                state.reject(item, always, rejection_message=f"not {item.call_id}")
         assert (await once(state)).final_output == "ok"
 
     asyncio.run(go())
@@ -124,17 +126,20 @@ def test_a_rejected_call_of_a_namespaced_tool_is_recorded(
     assert pipe.spans("execute_tool delete_file") == []  # the tool never ran
 
 
+@pytest.mark.parametrize("always", [False, True], ids=["this_call", "always_reject"])
 def test_the_rejection_is_recorded_on_the_call_of_its_own_namespace(
-    pipe: TestPipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder, always: bool
 ) -> None:
-    # one bare name in two namespaces, one call approved and one rejected in one state
+    # one bare name in two namespaces, one call approved and one rejected in one state (a
+    # rejection of every call of fs.delete_file is not one of db.delete_file's)
     pipe.register(hook("denied", "on_tool_call_denied", recorder))
     calls = [
         function_call("delete_file", {"path": "a"}, call_id="f1", namespace="fs"),
         function_call("delete_file", {"path": "b"}, call_id="b1", namespace="db"),
     ]
 
-    model = _decide_and_resume(pipe, _namespaced("fs") + _namespaced("db"), calls, {"b1"})
+    tools = _namespaced("fs") + _namespaced("db")
+    model = _decide_and_resume(pipe, tools, calls, {"b1"}, always=always)
 
     assert model.tool_outputs() == {"f1": "not f1", "b1": "deleted b"}
     told = recorder.fields("toolCallId", "args", "reason", event="on_tool_call_denied")
