@@ -299,3 +299,44 @@ def test_a_decision_no_context_of_the_run_holds_is_an_error_in_the_log(
     (error,) = [e for e in logs if e["log_level"] == "error"]
     assert "could not tell which calls a person rejected" in error["event"]
     assert error["calls"] == ["i1"]
+
+
+def test_a_nested_run_is_not_asked_about_the_outer_runs_call_of_the_same_id(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    # the agent used as a tool and the agent calling it each call delete_file with call id c1:
+    # the nested call rejected, the outer one approved; only the nested one is a rejection
+    pipe.register(hook("denied", "on_tool_call_denied", recorder))
+    inner_model = ScriptedModel(
+        "i",
+        [
+            [function_call("delete_file", {"path": "a"}, call_id="c1")],
+            [assistant_message("done")],
+        ],
+    )
+    janitor = Agent(name="janitor", model=inner_model, tools=[delete_file])
+    as_tool = hook_agent(janitor).as_tool(tool_name="janitor", tool_description="Cleans up.")
+    calls = [
+        function_call("janitor", {"input": "clean"}, call_id="o1"),
+        function_call("delete_file", {"path": "b"}, call_id="c1"),
+    ]
+    model = ScriptedModel("m", [calls, [assistant_message("ok")]])
+
+    async def go() -> None:
+        runner = HookedRunner(pipe.tracer)
+        agent = Agent(name="cleaner", model=model, tools=[as_tool, delete_file])
+        state = (await runner.run(agent, "clean")).to_state()
+        for item in state.get_interruptions():
+            if item.agent.name == "janitor":
+                state.reject(item, rejection_message="not the nested one")
+            else:
+                state.approve(item)
+        assert (await runner.run(agent, state)).final_output == "ok"
+
+    asyncio.run(go())
+    pipe.flush()
+
+    assert inner_model.tool_outputs() == {"c1": "not the nested one"}
+    assert model.tool_outputs() == {"o1": "done", "c1": "deleted b"}
+    told = recorder.fields("identifier", "toolCallId", "reason", event="on_tool_call_denied")
+    assert told == [("janitor", "c1", "not the nested one")]

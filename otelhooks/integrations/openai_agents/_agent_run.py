@@ -176,11 +176,13 @@ class AgentRun:
 
     # -- approvals ------------------------------------------------------------------------------
 
-    def settle(self, context: RunContextWrapper[Any] | None) -> None:
+    def settle(self, context: RunContextWrapper[Any] | None, agent: str | None = None) -> None:
         """Record the calls of the resumed state a person rejected, once the run's ``context``
         is known: the SDK answered them before any callback of the run (with the model's next
-        input), and the run may yet raise."""
-        calls = self.decisions.take(context)
+        input), and the run may yet raise. With ``agent``, ``context`` is that of a run of the
+        agent so named (the nested run of an agent used as a tool, whose calls' decisions only
+        it holds)."""
+        calls = self.decisions.take(context, agent)
         if not calls:
             return
         step = self.frame.open_step()

@@ -115,9 +115,21 @@ class Decisions:
         self.asked = asked
         self.context: RunContextWrapper[Any] | None = None
 
-    def take(self, context: RunContextWrapper[Any] | None) -> list[Rejected]:
+    def take(
+        self, context: RunContextWrapper[Any] | None, agent: str | None = None
+    ) -> list[Rejected]:
         """The calls ``context`` (else the last one seen) says were rejected, and not told
-        before."""
+        before; with ``agent``, ``context`` is that of a run of the agent so named (a nested
+        one, maybe), asked only about that agent's calls: another run's context is never asked
+        about calls it did not make (asking binds the call to it)."""
+        if agent is not None:
+            if context is None:
+                return []
+            mine = [item for item in self.asked if item.agent.name == agent]
+            found, undecided = decided(mine, context) if mine else ([], [])
+            settled = {id(item) for item in mine} - {id(item) for item in undecided}
+            self.asked = [item for item in self.asked if id(item) not in settled]
+            return found
         if context is not None:
             self.context = context
         if not self.asked or self.context is None:

@@ -140,39 +140,39 @@ class AgentHooksFeed(AgentHooks[Any]):
         self.inner = inner
 
     @staticmethod
-    def _settle(what: str, context: RunContextWrapper[Any]) -> None:
+    def _settle(what: str, context: RunContextWrapper[Any], agent: Agent[Any]) -> None:
         run = CURRENT_RUN.get()
         if run is not None:
-            recording(what, run.settle, context)
+            recording(what, run.settle, context, agent.name)
 
     async def on_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
-        self._settle("agent on_start", context)
+        self._settle("agent on_start", context, agent)
         if self.inner is not None:
             await self.inner.on_start(context, agent)
 
     async def on_end(self, context: AgentHookContext[Any], agent: Agent[Any], output: Any) -> None:
-        self._settle("agent on_end", context)
+        self._settle("agent on_end", context, agent)
         if self.inner is not None:
             await self.inner.on_end(context, agent, output)
 
     async def on_handoff(
         self, context: RunContextWrapper[Any], agent: Agent[Any], source: Agent[Any]
     ) -> None:
-        self._settle("agent on_handoff", context)
+        self._settle("agent on_handoff", context, agent)
         if self.inner is not None:
             await self.inner.on_handoff(context, agent, source)
 
     async def on_tool_start(
         self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
     ) -> None:
-        self._settle("agent on_tool_start", context)
+        self._settle("agent on_tool_start", context, agent)
         if self.inner is not None:
             await self.inner.on_tool_start(context, agent, tool)
 
     async def on_tool_end(
         self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object
     ) -> None:
-        self._settle("agent on_tool_end", context)
+        self._settle("agent on_tool_end", context, agent)
         if self.inner is not None:
             await self.inner.on_tool_end(context, agent, tool, result)
 
@@ -183,13 +183,13 @@ class AgentHooksFeed(AgentHooks[Any]):
         system_prompt: str | None,
         input_items: list[TResponseInputItem],
     ) -> None:
-        self._settle("agent on_llm_start", context)
+        self._settle("agent on_llm_start", context, agent)
         if self.inner is not None:
             await self.inner.on_llm_start(context, agent, system_prompt, input_items)
 
     async def on_llm_end(
         self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
     ) -> None:
-        self._settle("agent on_llm_end", context)
+        self._settle("agent on_llm_end", context, agent)
         if self.inner is not None:
             await self.inner.on_llm_end(context, agent, response)
