@@ -301,11 +301,12 @@ def test_a_decision_no_context_of_the_run_holds_is_an_error_in_the_log(
     assert error["calls"] == ["i1"]
 
 
+@pytest.mark.parametrize("rejected", ["janitor", "cleaner"])
 def test_a_nested_run_is_not_asked_about_the_outer_runs_call_of_the_same_id(
-    pipe: TestPipeline, recorder: Recorder
+    pipe: TestPipeline, recorder: Recorder, rejected: str
 ) -> None:
     # the agent used as a tool and the agent calling it each call delete_file with call id c1:
-    # the nested call rejected, the outer one approved; only the nested one is a rejection
+    # one rejected, the other approved; only the rejected one is a rejection
     pipe.register(hook("denied", "on_tool_call_denied", recorder))
     inner_model = ScriptedModel(
         "i",
@@ -327,8 +328,8 @@ def test_a_nested_run_is_not_asked_about_the_outer_runs_call_of_the_same_id(
         agent = Agent(name="cleaner", model=model, tools=[as_tool, delete_file])
         state = (await runner.run(agent, "clean")).to_state()
         for item in state.get_interruptions():
-            if item.agent.name == "janitor":
-                state.reject(item, rejection_message="not the nested one")
+            if item.agent.name == rejected:
+                state.reject(item, rejection_message=f"not {rejected}'s")
             else:
                 state.approve(item)
         assert (await runner.run(agent, state)).final_output == "ok"
@@ -336,7 +337,10 @@ def test_a_nested_run_is_not_asked_about_the_outer_runs_call_of_the_same_id(
     asyncio.run(go())
     pipe.flush()
 
-    assert inner_model.tool_outputs() == {"c1": "not the nested one"}
-    assert model.tool_outputs() == {"o1": "done", "c1": "deleted b"}
+    nested, outer = (
+        ("not janitor's", "deleted b") if rejected == "janitor" else ("deleted a", "not cleaner's")
+    )
+    assert inner_model.tool_outputs() == {"c1": nested}
+    assert model.tool_outputs() == {"o1": "done", "c1": outer}
     told = recorder.fields("identifier", "toolCallId", "reason", event="on_tool_call_denied")
-    assert told == [("janitor", "c1", "not the nested one")]
+    assert told == [(rejected, "c1", f"not {rejected}'s")]
