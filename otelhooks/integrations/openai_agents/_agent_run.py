@@ -176,13 +176,15 @@ class AgentRun:
 
     # -- approvals ------------------------------------------------------------------------------
 
-    def settle(self, context: RunContextWrapper[Any] | None, agent: str | None = None) -> None:
+    def settle(
+        self, context: RunContextWrapper[Any] | None, agent: str | None = None, own: bool = True
+    ) -> None:
         """Record the calls of the resumed state a person rejected, once the run's ``context``
         is known: the SDK answered them before any callback of the run (with the model's next
-        input), and the run may yet raise. With ``agent``, ``context`` is that of a run of the
-        agent so named (the nested run of an agent used as a tool, whose calls' decisions only
-        it holds)."""
-        calls = self.decisions.take(context, agent)
+        input), and the run may yet raise. With ``agent``, only the calls of the agent so named,
+        whose callback handed ``context`` (not ``own``: the nested run's of an agent used as a
+        tool, which alone holds the decisions on its calls)."""
+        calls = self.decisions.take(context, agent, own)
         if not calls:
             return
         step = self.frame.open_step()

@@ -116,23 +116,22 @@ class Decisions:
         self.context: RunContextWrapper[Any] | None = None
 
     def take(
-        self, context: RunContextWrapper[Any] | None, agent: str | None = None
+        self, context: RunContextWrapper[Any] | None, agent: str | None = None, own: bool = True
     ) -> list[Rejected]:
-        """The calls ``context`` (else the last one seen) says were rejected, and not told
-        before; with ``agent``, ``context`` is that of a run of the agent so named (a nested
-        one, maybe), asked only about that agent's calls: another run's context is never asked
-        about calls it did not make (asking binds the call to it)."""
-        if agent is not None:
-            if context is None:
-                return []
-            mine = [item for item in self.asked if item.agent.name == agent]
-            found, undecided = decided(mine, context) if mine else ([], [])
-            settled = {id(item) for item in mine} - {id(item) for item in undecided}
-            self.asked = [item for item in self.asked if id(item) not in settled]
-            return found
-        if context is not None:
+        """The calls ``context`` (else the run's own last seen) says were rejected, and not told
+        before. With ``agent``, only the calls of the agent so named, whose callback handed
+        ``context``: a run's context is never asked about calls another run made (asking binds
+        the call to it, and a call id the other run reused fails the question). ``own``:
+        ``context`` is the run's own, not that of the nested run of an agent used as a tool."""
+        if context is not None and own:
             self.context = context
-        if not self.asked or self.context is None:
+        if agent is not None:
+            asked = [item for item in self.asked if item.agent.name == agent]
+        else:
+            asked, context = self.asked, self.context
+        if not asked or context is None:
             return []
-        found, self.asked = decided(self.asked, self.context)
+        found, undecided = decided(asked, context)
+        settled = {id(item) for item in asked} - {id(item) for item in undecided}
+        self.asked = [item for item in self.asked if id(item) not in settled]
         return found
