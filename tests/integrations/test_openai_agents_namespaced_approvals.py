@@ -347,3 +347,44 @@ def test_a_nested_run_is_not_asked_about_the_outer_runs_call_of_the_same_id(
     told = recorder.fields("identifier", "toolCallId", "reason", event="on_tool_call_denied")
     assert told == [(rejected, "c1", f"not {rejected}'s")]
     assert [e for e in logs if e["log_level"] == "error"] == []
+
+
+def test_a_guardrail_rejection_in_an_agent_used_as_a_tool_is_that_agents(
+    pipe: TestPipeline, recorder: Recorder
+) -> None:
+    # the nested agent's tool runs as reader/read_file, but its guardrail's rejection was told
+    # as boss/read_file (the calling agent's), which a guard on reader/read_file never matched
+    @tool_input_guardrail
+    def no_root(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        return ToolGuardrailFunctionOutput.reject_content("no access to /root")
+
+    @function_tool(tool_input_guardrails=[no_root])
+    def read_file(path: str) -> str:
+        """Read a file."""
+        raise AssertionError("a rejected call ran")
+
+    pipe.register(hook("denied", "on_tool_call_denied", recorder, matcher="reader/read_file"))
+    inner_model = ScriptedModel(
+        "i",
+        [
+            [function_call("read_file", {"path": "/root/x"}, call_id="r1")],
+            [assistant_message("done")],
+        ],
+    )
+    reader = Agent(name="reader", model=inner_model, tools=[read_file])
+    as_tool = hook_agent(reader).as_tool(tool_name="reader", tool_description="Reads files.")
+    model = ScriptedModel(
+        "m",
+        [[function_call("reader", {"input": "read"}, call_id="o1")], [assistant_message("ok")]],
+    )
+
+    async def go() -> None:
+        agent = Agent(name="boss", model=model, tools=[as_tool])
+        assert (await HookedRunner(pipe.tracer).run(agent, "read")).final_output == "ok"
+
+    asyncio.run(go())
+    pipe.flush()
+
+    assert inner_model.tool_outputs() == {"r1": "no access to /root"}
+    told = recorder.fields("identifier", "toolCallId", "decidedBy", event="on_tool_call_denied")
+    assert told == [("reader", "r1", "guardrail:no_root")]

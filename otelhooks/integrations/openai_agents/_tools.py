@@ -205,8 +205,9 @@ def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
     setattr(invoke, _HOOKED, True)
     hooked.on_invoke_tool = invoke
     if tool.tool_input_guardrails:
+        # named as the tool's calls that run are (an agent used as a tool: its agent's name)
         hooked.tool_input_guardrails = [
-            watch_guardrail(g, tool.name) for g in tool.tool_input_guardrails
+            watch_guardrail(g, tool.name, identifier) for g in tool.tool_input_guardrails
         ]
     return hooked
 
