@@ -176,11 +176,15 @@ class AgentRun:
 
     # -- approvals ------------------------------------------------------------------------------
 
-    def settle(self, context: RunContextWrapper[Any] | None) -> None:
+    def settle(
+        self, context: RunContextWrapper[Any] | None, agent: str | None = None, own: bool = True
+    ) -> None:
         """Record the calls of the resumed state a person rejected, once the run's ``context``
         is known: the SDK answered them before any callback of the run (with the model's next
-        input), and the run may yet raise."""
-        calls = self.decisions.take(context)
+        input), and the run may yet raise. With ``agent``, only the calls of the agent so named,
+        whose callback handed ``context`` (not ``own``: the nested run's of an agent used as a
+        tool, which alone holds the decisions on its calls)."""
+        calls = self.decisions.take(context, agent, own)
         if not calls:
             return
         step = self.frame.open_step()
@@ -377,11 +381,14 @@ class AgentRun:
             recording("paused approvals", self.paused, interruptions)
         # at the latest as the run ends, whether it returned or raised
         recording("rejected approvals", self.settle, context)
-        if self.decisions.asked:
-            # raised before any callback, with no context to read the decisions from
+        waiting = {getattr(item, "call_id", None) for item in interruptions or []}
+        unknown = [item.call_id for item in self.decisions.asked if item.call_id not in waiting]
+        if unknown:
+            # no context seen holds their decision: the run raised before any callback, or an
+            # agent used as a tool was resumed where no callback of its run reached otelhooks
             _log.error(
-                "openai-agents adapter could not tell which calls a person rejected: the "
-                "resumed run failed before the SDK handed otelhooks its context",
-                calls=[item.call_id for item in self.decisions.asked],
+                "openai-agents adapter could not tell which calls a person rejected: no "
+                "context of the resumed run it was handed holds their decision",
+                calls=unknown,
             )
         self.close(error)

@@ -4,11 +4,13 @@ The SDK answers a rejected call itself and never calls the tool's invoker, where
 hooks run, so nothing else records them.
 :class:`~otelhooks.integrations.openai_agents.HookedRunner` tells ``on_tool_call_denied``
 observers of each (decided by ``needs_approval``) and writes an ``otelhooks.tool_approval``
-event on the step, as it writes one on the step that paused for each call it waits for."""
+event on the step, as it writes one on the step that paused for each call it waits for. The
+decision is read as the SDK reads it (by the call's namespace and pending item), from the
+resumed run's context or, for a call of an agent used as a tool, from that agent's nested run's
+(handed to the agent's hooks, which :func:`hook_agent` gives each clone)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -18,7 +20,7 @@ from agents.tool import ToolOriginType
 from otelhooks import _semconv as sc
 from otelhooks.integrations.openai_agents._guard import parse_args
 
-__all__ = ["Decisions", "Rejected", "pending_event", "rejected", "rejected_event"]
+__all__ = ["Decisions", "Rejected", "decided", "pending_event", "rejected_event"]
 
 DEFAULT_REASON = "a person rejected the call (needs_approval)"
 
@@ -42,25 +44,42 @@ def _identifier(item: ToolApprovalItem) -> str:
     return server if mcp and server else item.agent.name
 
 
-def rejected(asked: list[ToolApprovalItem], context: RunContextWrapper[Any]) -> Iterator[Rejected]:
+def decided(
+    asked: list[ToolApprovalItem], context: RunContextWrapper[Any]
+) -> tuple[list[Rejected], list[ToolApprovalItem]]:
     """The calls of ``asked`` (the run state's interruptions, read before the run) that
-    ``context`` (the resumed run's) says were rejected."""
+    ``context`` (a resumed run's, or that of the nested run of an agent used as a tool) says
+    were rejected, and those it holds no decision on (the others were approved)."""
+    found: list[Rejected] = []
+    undecided: list[ToolApprovalItem] = []
     for item in asked:
         name, call_id = item.tool_name or item.name, item.call_id
         if not name or not call_id:
             continue
+        # asked as the SDK asks itself on resuming: by the call's namespace and its pending
+        # item, not the bare name (which finds no decision of a namespaced tool's call)
         namespace = item.tool_namespace
-        if context.is_tool_approved(name, call_id) is not False:
-            continue
-        message = context.get_rejection_message(name, call_id, tool_namespace=namespace)
-        raw = item.arguments
-        yield Rejected(
-            tool=name,
-            call_id=call_id,
-            args=parse_args(raw) if isinstance(raw, str) else {},
-            identifier=_identifier(item),
-            reason=message or DEFAULT_REASON,
+        status = context.get_approval_status(
+            name, call_id, tool_namespace=namespace, existing_pending=item
         )
+        if status is None:
+            undecided.append(item)
+        if status is not False:
+            continue
+        message = context.get_rejection_message(
+            name, call_id, tool_namespace=namespace, existing_pending=item
+        )
+        raw = item.arguments
+        found.append(
+            Rejected(
+                tool=name,
+                call_id=call_id,
+                args=parse_args(raw) if isinstance(raw, str) else {},
+                identifier=_identifier(item),
+                reason=message or DEFAULT_REASON,
+            )
+        )
+    return found, undecided
 
 
 def pending_event(item: ToolApprovalItem) -> dict[str, Any]:
@@ -86,20 +105,33 @@ def rejected_event(call: Rejected) -> dict[str, Any]:
 
 
 class Decisions:
-    """The calls a resumed run's state asked a person about, until the run's own context (the
-    first the SDK hands a callback, else the one it returns or raises with) says which were
-    rejected: read once, so each rejection is told once."""
+    """The calls a resumed run's state asked a person about, until a context of the run says
+    what was decided: the run's own (the first the SDK hands a callback, else the one it
+    returns or raises with), or, for a call of an agent used as a tool (``Agent.as_tool``),
+    whose decision the SDK keeps in that agent's nested run, the nested run's. A call is
+    dropped once decided, so each rejection is told once."""
 
     def __init__(self, asked: list[ToolApprovalItem]) -> None:
         self.asked = asked
         self.context: RunContextWrapper[Any] | None = None
 
-    def take(self, context: RunContextWrapper[Any] | None) -> list[Rejected]:
-        """The rejected calls, the first time a context is known (``context``, else the last
-        one seen); then none."""
-        if context is not None:
+    def take(
+        self, context: RunContextWrapper[Any] | None, agent: str | None = None, own: bool = True
+    ) -> list[Rejected]:
+        """The calls ``context`` (else the run's own last seen) says were rejected, and not told
+        before. With ``agent``, only the calls of the agent so named, whose callback handed
+        ``context``: a run's context is never asked about calls another run made (asking binds
+        the call to it, and a call id the other run reused fails the question). ``own``:
+        ``context`` is the run's own, not that of the nested run of an agent used as a tool."""
+        if context is not None and own:
             self.context = context
-        if not self.asked or self.context is None:
+        if agent is not None:
+            asked = [item for item in self.asked if item.agent.name == agent]
+        else:
+            asked, context = self.asked, self.context
+        if not asked or context is None:
             return []
-        asked, self.asked = self.asked, []
-        return list(rejected(asked, self.context))
+        found, undecided = decided(asked, context)
+        settled = {id(item) for item in asked} - {id(item) for item in undecided}
+        self.asked = [item for item in self.asked if id(item) not in settled]
+        return found

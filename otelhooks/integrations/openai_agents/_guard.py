@@ -45,6 +45,8 @@ class GuardingRun(Protocol):
         refused: str | None = None,
     ) -> tuple[Any, bool]: ...
 
+    def settle(self, context: Any, agent: str | None = None, own: bool = True) -> None: ...
+
     def guardrail_rejected(
         self,
         tool: str,

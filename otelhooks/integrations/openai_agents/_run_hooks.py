@@ -10,13 +10,14 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 import structlog
-from agents import Agent, RunHooks, Tool
+from agents import Agent, AgentHooks, RunHooks, Tool
 from agents.items import ModelResponse, TResponseInputItem
 from agents.run_context import AgentHookContext, RunContextWrapper
 
 from otelhooks._errors import BudgetExceeded, RunBlockedError
+from otelhooks.integrations.openai_agents._guard import CURRENT_RUN
 
-__all__ = ["RunFeed", "RunHooksFeed", "recording"]
+__all__ = ["AgentHooksFeed", "RunFeed", "RunHooksFeed", "recording"]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -32,7 +33,9 @@ def recording(what: str, fn: Callable[..., None], *args: Any) -> None:
 class RunFeed(Protocol):
     """What the run hooks feed: the otelhooks side of one run (``AgentRun``)."""
 
-    def settle(self, context: RunContextWrapper[Any] | None) -> None: ...
+    def settle(
+        self, context: RunContextWrapper[Any] | None, agent: str | None = None, own: bool = True
+    ) -> None: ...
 
     def llm_start(self, agent: Agent[Any], system_prompt: str | None, items: list[Any]) -> None: ...
 
@@ -56,9 +59,9 @@ class RunHooksFeed(RunHooks[Any]):
         except Exception:  # a telemetry problem must not fail the agent run
             _log.exception("openai-agents adapter failed", callback=what)
 
-    def _settle(self, what: str, context: RunContextWrapper[Any]) -> None:
+    def _settle(self, what: str, context: RunContextWrapper[Any], agent: Agent[Any]) -> None:
         # the first callback of a resumed run comes after the SDK answered its rejected calls
-        self._guard(what, self.run.settle, context)
+        self._guard(what, self.run.settle, context, agent.name)
 
     async def on_llm_start(
         self,
@@ -67,7 +70,7 @@ class RunHooksFeed(RunHooks[Any]):
         system_prompt: str | None,
         input_items: list[TResponseInputItem],
     ) -> None:
-        self._settle("on_llm_start", context)
+        self._settle("on_llm_start", context, agent)
         try:
             self.run.llm_start(agent, system_prompt, input_items)
         except BudgetExceeded:
@@ -80,7 +83,7 @@ class RunHooksFeed(RunHooks[Any]):
     async def on_llm_end(
         self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
     ) -> None:
-        self._settle("on_llm_end", context)
+        self._settle("on_llm_end", context, agent)
         self._guard("on_llm_end", self.run.llm_end, response)
         if self.inner is not None:
             await self.inner.on_llm_end(context, agent, response)
@@ -88,7 +91,7 @@ class RunHooksFeed(RunHooks[Any]):
     async def on_handoff(
         self, context: RunContextWrapper[Any], from_agent: Agent[Any], to_agent: Agent[Any]
     ) -> None:
-        self._settle("on_handoff", context)
+        self._settle("on_handoff", context, from_agent)
         try:
             await self.run.handoff(to_agent)
         except RunBlockedError:
@@ -99,14 +102,14 @@ class RunHooksFeed(RunHooks[Any]):
             await self.inner.on_handoff(context, from_agent, to_agent)
 
     async def on_agent_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
-        self._settle("on_agent_start", context)
+        self._settle("on_agent_start", context, agent)
         if self.inner is not None:
             await self.inner.on_agent_start(context, agent)
 
     async def on_agent_end(
         self, context: AgentHookContext[Any], agent: Agent[Any], output: Any
     ) -> None:
-        self._settle("on_agent_end", context)
+        self._settle("on_agent_end", context, agent)
         self._guard("on_agent_end", self.run.answered)
         if self.inner is not None:
             await self.inner.on_agent_end(context, agent, output)
@@ -114,13 +117,81 @@ class RunHooksFeed(RunHooks[Any]):
     async def on_tool_start(
         self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
     ) -> None:
-        self._settle("on_tool_start", context)
+        self._settle("on_tool_start", context, agent)
         if self.inner is not None:
             await self.inner.on_tool_start(context, agent, tool)
 
     async def on_tool_end(
         self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object
     ) -> None:
-        self._settle("on_tool_end", context)
+        self._settle("on_tool_end", context, agent)
         if self.inner is not None:
             await self.inner.on_tool_end(context, agent, tool, result)
+
+
+class AgentHooksFeed(AgentHooks[Any]):
+    """A hooked agent's own hooks: each callback first has the run
+    :class:`~otelhooks.integrations.openai_agents.HookedRunner` is executing settle what a person
+    decided with the callback's context, then calls the agent's own hooks (``inner``).
+
+    An agent used as a tool (``Agent.as_tool``) is run by the SDK's own runner, inside the tool
+    call, with none of the run's hooks: a call of it a person rejected is decided in that nested
+    run's context, which only these callbacks are handed."""
+
+    def __init__(self, inner: AgentHooks[Any] | None) -> None:
+        self.inner = inner
+
+    @staticmethod
+    def _settle(what: str, context: RunContextWrapper[Any], agent: Agent[Any]) -> None:
+        run = CURRENT_RUN.get()
+        if run is not None:
+            recording(what, run.settle, context, agent.name, False)
+
+    async def on_start(self, context: AgentHookContext[Any], agent: Agent[Any]) -> None:
+        self._settle("agent on_start", context, agent)
+        if self.inner is not None:
+            await self.inner.on_start(context, agent)
+
+    async def on_end(self, context: AgentHookContext[Any], agent: Agent[Any], output: Any) -> None:
+        self._settle("agent on_end", context, agent)
+        if self.inner is not None:
+            await self.inner.on_end(context, agent, output)
+
+    async def on_handoff(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], source: Agent[Any]
+    ) -> None:
+        self._settle("agent on_handoff", context, agent)
+        if self.inner is not None:
+            await self.inner.on_handoff(context, agent, source)
+
+    async def on_tool_start(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
+    ) -> None:
+        self._settle("agent on_tool_start", context, agent)
+        if self.inner is not None:
+            await self.inner.on_tool_start(context, agent, tool)
+
+    async def on_tool_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool, result: object
+    ) -> None:
+        self._settle("agent on_tool_end", context, agent)
+        if self.inner is not None:
+            await self.inner.on_tool_end(context, agent, tool, result)
+
+    async def on_llm_start(
+        self,
+        context: RunContextWrapper[Any],
+        agent: Agent[Any],
+        system_prompt: str | None,
+        input_items: list[TResponseInputItem],
+    ) -> None:
+        self._settle("agent on_llm_start", context, agent)
+        if self.inner is not None:
+            await self.inner.on_llm_start(context, agent, system_prompt, input_items)
+
+    async def on_llm_end(
+        self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
+    ) -> None:
+        self._settle("agent on_llm_end", context, agent)
+        if self.inner is not None:
+            await self.inner.on_llm_end(context, agent, response)

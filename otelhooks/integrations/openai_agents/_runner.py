@@ -39,9 +39,10 @@ a run paused for approvals             complete reason ``interrupted`` (``result
                                        a span event ``otelhooks.tool_approval`` (``pending``) on
                                        the step that asked, one per call
 a call a person rejected               an ``on_tool_call_denied`` event (decided by
-(``RunState.reject``)                  ``needs_approval``) and ``otelhooks.tool_approval``
-                                       (``deny``) on the resumed run's first step, as the SDK
-                                       applies it (its first callback), else as the run ends
+(``RunState.reject``; a namespaced     ``needs_approval``) and ``otelhooks.tool_approval``
+tool's, an ``Agent.as_tool`` agent's   (``deny``) on the resumed run's first step, as the SDK
+tools')                                applies it (its first callback; the nested run's, for an
+                                       agent used as a tool), else as the run ends
 =====================================  ==========================================================
 """
 

@@ -79,6 +79,7 @@ from otelhooks.integrations.openai_agents._rewrites import (
     judged_again,
     watch_guardrail,
 )
+from otelhooks.integrations.openai_agents._run_hooks import AgentHooksFeed
 
 __all__ = ["hook_agent", "hook_tool", "warn_unhooked_state"]
 
@@ -204,8 +205,9 @@ def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
     setattr(invoke, _HOOKED, True)
     hooked.on_invoke_tool = invoke
     if tool.tool_input_guardrails:
+        # named as the tool's calls that run are (an agent used as a tool: its agent's name)
         hooked.tool_input_guardrails = [
-            watch_guardrail(g, tool.name) for g in tool.tool_input_guardrails
+            watch_guardrail(g, tool.name, identifier) for g in tool.tool_input_guardrails
         ]
     return hooked
 
@@ -456,7 +458,9 @@ def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None)
     by hooked copies (:func:`hook_tool`), each MCP server by a wrapper that delegates to it and
     judges its tool calls (matcher value ``{server}/{tool}``; connect and clean up your own
     server objects as usual, the wrapper uses them); every other tool is kept and named in an
-    :class:`UnguardedToolWarning` (Python shows it once per agent and tool list). The original
+    :class:`UnguardedToolWarning` (Python shows it once per agent and tool list). The clone's
+    hooks (``Agent.hooks``) tell otelhooks' run what a person decided on its calls, then call the
+    agent's own hooks. The original
     agents and tools are not changed, so they stay safe to share. A ``Handoff`` object (as
     opposed to a plain agent in ``handoffs``) is copied so that the agent it returns is hooked
     when the handoff happens.
@@ -475,7 +479,10 @@ def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None)
     servers: list[MCPServer] = [
         s if isinstance(s, HookedMCPServer) else HookedMCPServer(s) for s in agent.mcp_servers
     ]
-    clone = agent.clone(tools=tools, mcp_servers=servers)
+    # the agent's own hooks, after otelhooks' (a person's decision on a call of it, run as a
+    # tool, is known only to its nested run, which the run's hooks never see)
+    hooks = agent.hooks if isinstance(agent.hooks, AgentHooksFeed) else AgentHooksFeed(agent.hooks)
+    clone = agent.clone(tools=tools, mcp_servers=servers, hooks=hooks)
     seen[id(agent)] = clone
     clone.handoffs = [
         hook_agent(h, _seen=seen) if isinstance(h, Agent) else _hook_handoff(h)
