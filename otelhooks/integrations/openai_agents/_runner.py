@@ -195,7 +195,13 @@ class HookedRunner:
             Exception: whatever ``Runner.run_streamed`` raises before it starts the run; what
                 the run raises later (as :meth:`run` would), ``result.stream_events()`` raises.
         """
-        return await streamed(self, agent, input, session_id, user_id, hooks, runner_options)
+        runnable, operation = self._operation(agent, input, session_id, user_id)
+        return await streamed(
+            runnable,
+            operation,
+            refusal=lambda op: self._refusal(op, input),
+            start=lambda op: self._start(op, input, hooks, runner_options),
+        )
 
     def _operation(
         self, agent: Agent[Any], input: Input, session_id: str | None, user_id: str | None

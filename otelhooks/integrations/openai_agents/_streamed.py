@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import structlog
 from agents import (
     Agent,
     MaxTurnsExceeded,
-    RunHooks,
     Runner,
 )
 from agents.result import RunResultStreaming
@@ -31,33 +31,30 @@ from otelhooks._instrument import Operation
 from otelhooks.integrations.openai_agents._agent_run import AgentRun
 from otelhooks.integrations.openai_agents._guard import CURRENT_RUN
 
-if TYPE_CHECKING:
-    from otelhooks.integrations.openai_agents._runner import HookedRunner, Input
-
 __all__ = ["streamed"]
 
 _log = structlog.get_logger("otelhooks")
 
 
 async def streamed(
-    runner: HookedRunner,
-    agent: Agent[Any],
-    input: Input,
-    session_id: str | None,
-    user_id: str | None,
-    hooks: RunHooks[Any] | None,
-    options: dict[str, Any],
+    runnable: Agent[Any],
+    operation: Operation,
+    *,
+    refusal: Callable[[Operation], str | None],
+    start: Callable[[Operation], tuple[AgentRun, Any, dict[str, Any]]],
 ) -> RunResultStreaming:
-    """Enter the operation, start the SDK's streamed run inside it, and return its result."""
-    runnable, operation = runner._operation(agent, input, session_id, user_id)
+    """Enter ``operation``, start the SDK's streamed run of ``runnable`` inside it, and return
+    its result. ``refusal`` says why the entered operation does not run (``None``: it runs);
+    ``start`` begins otelhooks' side of the run and gives the SDK's input and options (both
+    :class:`HookedRunner`'s, shared with its ``run``)."""
     ctx = contextvars.copy_context()
     # before_agent_start hooks are awaited here, attached to ``ctx``, not the caller's context
     op = await asyncio.create_task(operation.__aenter__(), context=ctx)
-    refused = runner._refusal(op, input)
+    refused = refusal(op)
     if op.blocked or refused is not None:
         ctx.run(op.__exit__, None, None, None)
         raise RunBlockedError(refused or op.block_reason)
-    run, prompt, options = runner._start(op, input, hooks, options)
+    run, prompt, options = start(op)
     ctx.run(CURRENT_RUN.set, run)
     try:
         result = ctx.run(lambda: Runner.run_streamed(runnable, prompt, **options))
