@@ -407,7 +407,14 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 rootless = run.owner == run_id  # no graph run seen: a resume is not told
                 tool = ToolRun(DetachedScope(call, step.span), hooked, tool_call_id, args=args)
                 self._tools[run_id] = tool
-            tool.scope.enter()
+            try:
+                tool.scope.enter()
+            except Exception:
+                # no record: the wrapper refuses the call its guards never judged
+                with self._lock:
+                    self._tools.pop(run_id, None)
+                    run.open_in_step = max(0, run.open_in_step - 1)
+                raise
             if hooked and tool_call_id is not None:
                 self._paused.judge(run_id, tool, metadata, resumed=resumed, rootless=rootless)
             if not hooked and not call.should_run:

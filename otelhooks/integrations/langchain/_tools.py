@@ -15,10 +15,13 @@ refusal by any stands, then rewritten arguments) and then:
 
 Without the handler in the run's callbacks (none was given, or a thread pool of your own lost the
 run's context) the wrapper calls the inner tool and logs a warning that no hook saw the call.
+With a handler that holds no record of the call (it failed as the call started, so its guards
+never decided) the call is refused instead, decided by ``otelhooks``.
 """
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 from typing import Any, cast
 
@@ -48,6 +51,17 @@ __all__ = ["HookedTool", "ResultNotRewritableError", "hook_tool"]
 _log = structlog.get_logger("otelhooks")
 
 Manager = CallbackManagerForToolRun | AsyncCallbackManagerForToolRun
+
+# the model's tool call id of the call the wrapper is running: LangChain gives it to ``run``,
+# not to ``_run``, which runs in a copy of ``run``'s context
+_CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "otelhooks_langchain_call_id", default=None
+)
+
+_UNJUDGED = (
+    "otelhooks could not judge this call (its handler failed as the tool started): refused "
+    "rather than run without its guards"
+)
 
 
 class ResultNotRewritableError(Exception):
@@ -107,16 +121,24 @@ def _kept(output: Any, kept: str, tool_call_id: str | None) -> Any:
     )
 
 
+class _Unjudged(Exception):
+    """An otelhooks handler in the call's callbacks holds no record of it: its start failed
+    (logged there), so its guards never decided."""
+
+
 def _find_runs(manager: Manager | None, name: str) -> list[ToolRun]:
-    """The call as each otelhooks handler in its callbacks opened it."""
+    """The call as each otelhooks handler in its callbacks opened it; :class:`_Unjudged` when
+    one of them did not."""
     runs: list[ToolRun] = []
-    if manager is not None:
-        handlers: list[BaseCallbackHandler] = list(manager.handlers)
-        for handler in handlers:
-            if isinstance(handler, OtelHooksCallbackHandler):
-                found = handler.tool_run(manager.run_id)
-                if found is not None:
-                    runs.append(found)
+    handlers: list[BaseCallbackHandler] = list(manager.handlers) if manager is not None else []
+    for handler in handlers:
+        if isinstance(handler, OtelHooksCallbackHandler):
+            found = handler.tool_run(manager.run_id) if manager is not None else None
+            if found is None:
+                # running it would let a deny its guards might give go unheard
+                _log.error("a hooked tool's call was not judged: refused", tool=name)
+                raise _Unjudged
+            runs.append(found)
     if not runs:
         # the tool runs, as it would without otelhooks; a deny a guard would give must not
         # look held
@@ -134,6 +156,26 @@ def _decisive(runs: list[ToolRun]) -> ToolRun:
     guards hold, so a refusal (deny or mock) stands, then arguments a hook rewrote."""
     refused = next((t for t in runs if not t.call.should_run), None)
     return refused or next((t for t in runs if t.call.args != t.args), runs[0])
+
+
+def _unjudged(name: str) -> Any:
+    """What the model sees of a call no guard could judge: an error, never the tool's run."""
+    call_id = _CALL_ID.get()
+    if call_id is None:
+        return _UNJUDGED
+    return ToolMessage(
+        content=_UNJUDGED,
+        tool_call_id=call_id,
+        name=name,
+        status="error",
+        response_metadata={
+            "otelhooks": {
+                "classification": sc.CLASSIFICATION_HOOK_DENIED,
+                "reason": _UNJUDGED,
+                "decidedBy": "otelhooks",
+            }
+        },
+    )
 
 
 def _refusal(tool: ToolRun, name: str) -> Any:
@@ -213,10 +255,18 @@ class HookedTool(BaseTool):
         return {**full, **{k: getattr(parsed, k) for k in full if k in fields}}
 
     def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        return super().run(self._full_input(tool_input), *args, **kwargs)
+        token = _CALL_ID.set(kwargs.get("tool_call_id"))
+        try:
+            return super().run(self._full_input(tool_input), *args, **kwargs)
+        finally:
+            _CALL_ID.reset(token)
 
     async def arun(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        return await super().arun(self._full_input(tool_input), *args, **kwargs)
+        token = _CALL_ID.set(kwargs.get("tool_call_id"))
+        try:
+            return await super().arun(self._full_input(tool_input), *args, **kwargs)
+        finally:
+            _CALL_ID.reset(token)
 
     def _inner_input(self, tool: ToolRun, kwargs: dict[str, Any]) -> Any:
         """The validated input (injected arguments included), then any rewritten arguments; as
@@ -233,7 +283,10 @@ class HookedTool(BaseTool):
     def _run(
         self, *args: Any, run_manager: CallbackManagerForToolRun | None = None, **kwargs: Any
     ) -> Any:
-        runs = _find_runs(run_manager, self.name)
+        try:
+            runs = _find_runs(run_manager, self.name)
+        except _Unjudged:
+            return _unjudged(self.name)
         config = self._child_config(run_manager)
         if not runs:
             return self.inner.invoke(self._for_inner(kwargs), config=config)
@@ -253,7 +306,10 @@ class HookedTool(BaseTool):
         run_manager: AsyncCallbackManagerForToolRun | None = None,
         **kwargs: Any,
     ) -> Any:
-        runs = _find_runs(run_manager, self.name)
+        try:
+            runs = _find_runs(run_manager, self.name)
+        except _Unjudged:
+            return _unjudged(self.name)
         config = self._child_config(run_manager)
         if not runs:
             return await self.inner.ainvoke(self._for_inner(kwargs), config=config)

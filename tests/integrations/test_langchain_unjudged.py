@@ -1,0 +1,101 @@
+"""A ``hook_tool`` call its otelhooks handler could not judge is refused, never run unguarded."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import BaseTool, tool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+from structlog.testing import capture_logs
+
+import otelhooks
+from otelhooks import Block, ToolCallEvent
+from otelhooks.integrations.langchain import OtelHooksCallbackHandler, hook_tool
+
+
+class Unprintable:
+    """A value whose text cannot be taken: the handler fails on it as a tool starts."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+def _deny_all(event: ToolCallEvent) -> Block:
+    return Block(f"denied: {sorted(map(str, event.args))}")
+
+
+def _setup() -> tuple[otelhooks.Otelhooks, OtelHooksCallbackHandler, list[Any], BaseTool]:
+    hooks = [{"id": "deny", "type": "before_tool_call", "matcher": "*", "handler": _deny_all}]
+    oh = otelhooks.configure(otlp=False, set_global=False, hooks=hooks)
+    ran: list[Any] = []
+
+    @tool
+    def wipe(targets: dict[Any, str]) -> str:
+        """Wipe the targets."""
+        ran.append(targets)
+        return "wiped"
+
+    return oh, OtelHooksCallbackHandler(oh.tracer), ran, hook_tool(wipe)
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_arguments_json_cannot_key_are_still_judged(mode: str) -> None:
+    # a tuple key (JSON has no spelling for it) made the call's span fail to open: no guard
+    # ran and the wrapper ran the tool past a deny-everything guard
+    oh, handler, ran, wipe = _setup()
+    args = {"targets": {(1, 2): "/"}}
+    config: Any = {"callbacks": [handler]}
+    if mode == "invoke":
+        result = wipe.invoke(args, config=config)
+    else:
+        result = asyncio.run(wipe.ainvoke(args, config=config))
+    assert result == "denied: ['targets']"
+    assert ran == []
+    assert oh.shutdown().ok
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_a_call_the_handler_failed_to_open_is_refused(mode: str) -> None:
+    # before: the handler's failure was logged and swallowed, the wrapper found no record,
+    # warned that no handler was given (untrue) and ran the tool
+    oh, handler, ran, wipe = _setup()
+    config: Any = {"callbacks": [handler], "metadata": {"thread_id": Unprintable()}}
+    with capture_logs() as logs:
+        if mode == "invoke":
+            result = wipe.invoke({"targets": {"a": "/"}}, config=config)
+        else:
+            result = asyncio.run(wipe.ainvoke({"targets": {"a": "/"}}, config=config))
+    assert ran == []
+    assert "refused rather than run without its guards" in result
+    events = [entry["event"] for entry in logs]
+    assert "a hooked tool's call was not judged: refused" in events
+    assert not any("ran without the otelhooks handler" in e for e in events)
+    assert oh.shutdown().ok
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_tool_node_tells_the_model_the_unjudged_call_was_refused(mode: str) -> None:
+    oh, handler, ran, wipe = _setup()
+    graph = StateGraph(MessagesState).add_node("tools", ToolNode([wipe]))
+    compiled = graph.add_edge(START, "tools").compile()
+    call = {"name": "wipe", "args": {"targets": {"a": "/"}}, "id": "c1", "type": "tool_call"}
+    state: Any = {"messages": [AIMessage("", tool_calls=[call])]}
+    config: Any = {"callbacks": [handler], "metadata": {"thread_id": Unprintable()}}
+    if mode == "invoke":
+        out = compiled.invoke(state, config=config)
+    else:
+        out = asyncio.run(compiled.ainvoke(state, config=config))
+    message = out["messages"][-1]
+    assert isinstance(message, ToolMessage)
+    assert ran == []
+    assert message.status == "error"
+    assert message.tool_call_id == "c1"
+    assert message.response_metadata["otelhooks"]["decidedBy"] == "otelhooks"
+    assert oh.shutdown().ok
