@@ -1,4 +1,5 @@
-"""A ``hook_tool`` call its otelhooks handler could not judge is refused, never run unguarded."""
+"""A ``hook_tool`` call runs only as its guards judged it: a call its otelhooks handler could not
+judge is refused, and the function gets the values the guards saw."""
 
 from __future__ import annotations
 
@@ -10,9 +11,10 @@ import pytest
 pytest.importorskip("langgraph")
 
 from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.tools import BaseTool, tool
+from langchain_core.tools import BaseTool, StructuredTool, tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
+from pydantic import BaseModel, field_validator
 from structlog.testing import capture_logs
 
 import otelhooks
@@ -98,4 +100,61 @@ def test_tool_node_tells_the_model_the_unjudged_call_was_refused(mode: str) -> N
     assert message.status == "error"
     assert message.tool_call_id == "c1"
     assert message.response_metadata["otelhooks"]["decidedBy"] == "otelhooks"
+    assert oh.shutdown().ok
+
+
+class ReadArgs(BaseModel):
+    path: str
+    mode: str = "text"
+
+    @field_validator("path")
+    @classmethod
+    def _strip_scheme(cls, value: str) -> str:
+        return value.removeprefix("file://")
+
+    @field_validator("mode")
+    @classmethod
+    def _tag_mode(cls, value: str) -> str:
+        return f"{value}!"
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "tool_node", "no_handler"])
+def test_the_function_gets_the_values_the_guard_judged(mode: str) -> None:
+    # before: the schema's validators ran again on the validated values, so the guard judged
+    # "file:///etc/passwd" (one prefix stripped) and the function read "/etc/passwd" (two)
+    judged: list[dict[str, Any]] = []
+
+    def no_passwd(event: ToolCallEvent) -> Block | None:
+        judged.append(dict(event.args))
+        return Block("no passwd") if event.args.get("path") == "/etc/passwd" else None
+
+    hooks = [{"id": "passwd", "type": "before_tool_call", "matcher": "*", "handler": no_passwd}]
+    oh = otelhooks.configure(otlp=False, set_global=False, hooks=hooks)
+    ran: list[tuple[str, str]] = []
+
+    def read(path: str, mode: str = "text") -> str:
+        ran.append((path, mode))
+        return "contents"
+
+    inner = StructuredTool.from_function(read, name="read", description="d", args_schema=ReadArgs)
+    reader = hook_tool(inner)
+    args = {"path": "file://file:///etc/passwd"}
+    config: Any = {
+        "callbacks": [] if mode == "no_handler" else [OtelHooksCallbackHandler(oh.tracer)]
+    }
+    if mode == "invoke" or mode == "no_handler":
+        reader.invoke(args, config=config)
+    elif mode == "ainvoke":
+        asyncio.run(reader.ainvoke(args, config=config))
+    else:
+        graph = StateGraph(MessagesState).add_node("tools", ToolNode([reader]))
+        call = {"name": "read", "args": args, "id": "c1", "type": "tool_call"}
+        state: Any = {"messages": [AIMessage("", tool_calls=[call])]}
+        graph.add_edge(START, "tools").compile().invoke(state, config=config)
+    # what the function gets unwrapped: each validator once, the default as it is
+    inner.invoke(args)
+    assert ran[0] == ran[-1] == ("file:///etc/passwd", "text")
+    assert len(ran) == 2
+    if mode != "no_handler":
+        assert judged[0] == {"path": "file:///etc/passwd", "mode": "text"}
     assert oh.shutdown().ok

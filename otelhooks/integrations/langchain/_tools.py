@@ -52,10 +52,10 @@ _log = structlog.get_logger("otelhooks")
 
 Manager = CallbackManagerForToolRun | AsyncCallbackManagerForToolRun
 
-# the model's tool call id of the call the wrapper is running: LangChain gives it to ``run``,
-# not to ``_run``, which runs in a copy of ``run``'s context
-_CALL_ID: contextvars.ContextVar[str | None] = contextvars.ContextVar(
-    "otelhooks_langchain_call_id", default=None
+# what ``run`` was given (the model's tool call id, the input before any validation): LangChain
+# hands ``_run`` neither, and ``_run`` runs in a copy of ``run``'s context
+_GIVEN: contextvars.ContextVar[tuple[str | None, dict[str, Any]]] = contextvars.ContextVar(
+    "otelhooks_langchain_given", default=(None, {})
 )
 
 _UNJUDGED = (
@@ -160,7 +160,7 @@ def _decisive(runs: list[ToolRun]) -> ToolRun:
 
 def _unjudged(name: str) -> Any:
     """What the model sees of a call no guard could judge: an error, never the tool's run."""
-    call_id = _CALL_ID.get()
+    call_id = _GIVEN.get()[0]
     if call_id is None:
         return _UNJUDGED
     return ToolMessage(
@@ -249,30 +249,63 @@ class HookedTool(BaseTool):
         }
         full = {**tool_input, **{k: v for k, v in defaults.items() if v is not None}}
         try:
-            parsed = model.model_validate(full)
+            # what was given, validated; a default left out is the function's as it is (its
+            # validators do not run on it unless the schema says ``validate_default``)
+            parsed = model.model_validate(tool_input)
         except ValidationError:  # LangChain's own validation answers it, as without otelhooks
             return full
         return {**full, **{k: getattr(parsed, k) for k in full if k in fields}}
 
     def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        token = _CALL_ID.set(kwargs.get("tool_call_id"))
+        token = _GIVEN.set((kwargs.get("tool_call_id"), self._given(tool_input)))
         try:
             return super().run(self._full_input(tool_input), *args, **kwargs)
         finally:
-            _CALL_ID.reset(token)
+            _GIVEN.reset(token)
 
     async def arun(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        token = _CALL_ID.set(kwargs.get("tool_call_id"))
+        token = _GIVEN.set((kwargs.get("tool_call_id"), self._given(tool_input)))
         try:
             return await super().arun(self._full_input(tool_input), *args, **kwargs)
         finally:
-            _CALL_ID.reset(token)
+            _GIVEN.reset(token)
+
+    def _given(self, tool_input: str | dict[str, Any]) -> dict[str, Any]:
+        """The arguments as the caller gave them, before the schema's validators ran."""
+        model = self._model()
+        if isinstance(tool_input, dict):
+            return dict(tool_input)
+        return {next(iter(model.model_fields)): tool_input} if model and model.model_fields else {}
+
+    def _args_for_inner(self, kwargs: dict[str, Any], tool: ToolRun | None) -> dict[str, Any]:
+        """What the inner tool is given, which its schema validates once more: each argument
+        as the caller gave it (the schema's validators ran on ``kwargs`` already, and one that
+        is not idempotent, ``removeprefix("file://")``, would run twice: the function would
+        get other values than the guards judged), an argument a hook rewrote as the hook
+        gave it, a default the caller left out left for the inner tool to fill in, injected
+        arguments (``InjectedToolCallId``) as LangChain filled them in."""
+        given = _GIVEN.get()[1]
+        decided = tool.call.args if tool is not None else {}
+        started = tool.args if tool is not None else {}
+        model = self._model()
+        fields = model.model_fields if model is not None else {}
+        args: dict[str, Any] = {}
+        for key, value in {**kwargs, **decided}.items():
+            if key in decided and (key not in started or decided[key] != started[key]):
+                args[key] = value  # the hook's
+            elif key in given:
+                args[key] = given[key]
+            elif key not in fields or fields[key].is_required():
+                args[key] = value
+        for key in started.keys() - decided.keys():  # a hook removed it
+            args.pop(key, None)
+        return self._for_inner(args)
 
     def _inner_input(self, tool: ToolRun, kwargs: dict[str, Any]) -> Any:
         """The validated input (injected arguments included), then any rewritten arguments; as
         the model's tool call when the call has its id, so the inner tool answers with its own
         ``ToolMessage`` (its ``status="error"`` from ``handle_tool_error``, its artifact)."""
-        args = self._for_inner({**kwargs, **tool.call.args})
+        args = self._args_for_inner(kwargs, tool)
         if tool.tool_call_id is None:
             return args
         return {"name": self.inner.name, "args": args, "id": tool.tool_call_id, "type": "tool_call"}
@@ -289,7 +322,7 @@ class HookedTool(BaseTool):
             return _unjudged(self.name)
         config = self._child_config(run_manager)
         if not runs:
-            return self.inner.invoke(self._for_inner(kwargs), config=config)
+            return self.inner.invoke(self._args_for_inner(kwargs, None), config=config)
         tool = _decisive(runs)
         if not tool.call.should_run:
             return _refusal(tool, self.name)
@@ -312,7 +345,7 @@ class HookedTool(BaseTool):
             return _unjudged(self.name)
         config = self._child_config(run_manager)
         if not runs:
-            return await self.inner.ainvoke(self._for_inner(kwargs), config=config)
+            return await self.inner.ainvoke(self._args_for_inner(kwargs, None), config=config)
         tool = _decisive(runs)
         if not tool.call.should_run:
             return _refusal(tool, self.name)
