@@ -4,6 +4,8 @@ judge is refused, and the function gets the values the guards saw."""
 from __future__ import annotations
 
 import asyncio
+import threading
+import uuid
 from typing import Any
 
 import pytest
@@ -158,3 +160,64 @@ def test_the_function_gets_the_values_the_guard_judged(mode: str) -> None:
     if mode != "no_handler":
         assert judged[0] == {"path": "file:///etc/passwd", "mode": "text"}
     assert oh.shutdown().ok
+
+
+def test_two_calls_under_one_run_id_are_both_refused() -> None:
+    # a caller's fixed config["run_id"] on two calls at once: the later start replaced the
+    # earlier call's record, so the denied call found the allowed one's decision and ran
+    passwd_waiting, go, b_over, a_over = (threading.Event() for _ in range(4))
+
+    def no_passwd(event: ToolCallEvent) -> Block | None:
+        return Block("no passwd") if event.args["path"] == "/etc/passwd" else None
+
+    def slow_audit(event: ToolCallEvent) -> None:
+        if event.args["path"] == "/etc/passwd":
+            passwd_waiting.set()
+            go.wait(30)
+
+    guard_hooks = [
+        {"id": "passwd", "type": "before_tool_call", "matcher": "*", "handler": no_passwd}
+    ]
+    audit_hooks = [
+        {"id": "audit", "type": "before_tool_call", "matcher": "*", "handler": slow_audit}
+    ]
+    guard = otelhooks.configure(otlp=False, set_global=False, hooks=guard_hooks)
+    audit = otelhooks.configure(otlp=False, set_global=False, hooks=audit_hooks)
+    handlers = [OtelHooksCallbackHandler(guard.tracer), OtelHooksCallbackHandler(audit.tracer)]
+    ran: list[str] = []
+
+    @tool
+    def read(path: str) -> str:
+        """Read a file."""
+        ran.append(path)
+        if path == "/tmp/ok":
+            b_over.set()
+            a_over.wait(30)  # still open when the denied call looks its decision up
+        return "contents"
+
+    reader = hook_tool(read)
+    config: Any = {"callbacks": handlers, "run_id": uuid.UUID(int=7)}
+    results: dict[str, Any] = {}
+
+    def call(path: str, done: threading.Event) -> None:
+        try:
+            results[path] = reader.invoke({"path": path}, config=config)
+        finally:
+            done.set()
+
+    first = threading.Thread(target=call, args=("/etc/passwd", a_over))
+    second = threading.Thread(target=call, args=("/tmp/ok", b_over))
+    with capture_logs() as logs:
+        first.start()
+        assert passwd_waiting.wait(30)
+        second.start()
+        assert b_over.wait(30)
+        go.set()
+        first.join(30)
+        second.join(30)
+    assert "/etc/passwd" not in ran
+    assert "refused rather than run without its guards" in results["/etc/passwd"]
+    assert "refused rather than run without its guards" in results["/tmp/ok"]
+    assert "two tool calls share one run id: refused" in [entry["event"] for entry in logs]
+    assert guard.shutdown().ok
+    assert audit.shutdown().ok

@@ -201,6 +201,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         self._runs: dict[UUID, _Run] = {}
         self._llms: dict[UUID, DetachedScope[LlmCall]] = {}
         self._tools: dict[UUID, ToolRun] = {}
+        self._sharers: dict[UUID, int] = {}  # later calls under an open tool run's id
         self._paused = PausedCalls()
 
     # -- bookkeeping ------------------------------------------------------------------------------
@@ -393,6 +394,11 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                     self._root(run_id, parent_run_id)  # the wrapper's inner tool: one span only
                     return
                 name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
+                if run_id in self._tools:  # a caller's fixed config["run_id"], two calls at once
+                    self._tools[run_id].contested = True
+                    self._sharers[run_id] = self._sharers.get(run_id, 0) + 1
+                    _log.error("two tool calls share one run id: refused", tool=name)
+                    return
                 run = self._ensure_run(run_id, parent_run_id, name, kwargs)
                 step = self._current_step(run)
                 run.open_in_step += 1
@@ -428,6 +434,11 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
 
     def _tool_done(self, run_id: UUID, output: Any, exc: BaseException | None) -> None:
         with self._lock:
+            sharers = self._sharers.pop(run_id, 0)
+            if sharers:  # a call that shared the id ended: the first one's record stays open
+                if sharers > 1:
+                    self._sharers[run_id] = sharers - 1
+                return
             tool = self._tools.pop(run_id, None)
             root = self._root_of.get(run_id)
             run = self._runs.get(root) if root is not None else None

@@ -23,6 +23,8 @@ class ToolRun:
         tool_call_id: the model's tool call id, when the tool was called with one.
         result_set: the wrapper already recorded the result.
         args: the arguments the call started with (before any hook rewrote them).
+        contested: another call started under the same run id while this one was open: the
+            decision found by that id may be either call's, so the wrappers refuse both.
     """
 
     scope: DetachedScope[ToolCall]
@@ -30,6 +32,7 @@ class ToolRun:
     tool_call_id: str | None
     result_set: bool = False
     args: dict[str, Any] = field(default_factory=dict)
+    contested: bool = False
 
     @property
     def call(self) -> ToolCall:

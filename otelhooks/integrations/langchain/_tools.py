@@ -59,8 +59,8 @@ _GIVEN: contextvars.ContextVar[tuple[str | None, dict[str, Any]]] = contextvars.
 )
 
 _UNJUDGED = (
-    "otelhooks could not judge this call (its handler failed as the tool started): refused "
-    "rather than run without its guards"
+    "otelhooks could not judge this call (its handler failed as the tool started, or another "
+    "call started under its run id): refused rather than run without its guards"
 )
 
 
@@ -122,8 +122,8 @@ def _kept(output: Any, kept: str, tool_call_id: str | None) -> Any:
 
 
 class _Unjudged(Exception):
-    """An otelhooks handler in the call's callbacks holds no record of it: its start failed
-    (logged there), so its guards never decided."""
+    """An otelhooks handler in the call's callbacks holds no record of it (its start failed,
+    logged there, so its guards never decided) or one another call shares."""
 
 
 def _find_runs(manager: Manager | None, name: str) -> list[ToolRun]:
@@ -134,7 +134,7 @@ def _find_runs(manager: Manager | None, name: str) -> list[ToolRun]:
     for handler in handlers:
         if isinstance(handler, OtelHooksCallbackHandler):
             found = handler.tool_run(manager.run_id) if manager is not None else None
-            if found is None:
+            if found is None or found.contested:
                 # running it would let a deny its guards might give go unheard
                 _log.error("a hooked tool's call was not judged: refused", tool=name)
                 raise _Unjudged
