@@ -6,14 +6,14 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from typing import Any
+from typing import Annotated, Any
 
 import pytest
 
 pytest.importorskip("langgraph")
 
 from langchain_core.messages import AIMessage, ToolMessage
-from langchain_core.tools import BaseTool, StructuredTool, tool
+from langchain_core.tools import BaseTool, InjectedToolArg, StructuredTool, tool
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from pydantic import BaseModel, field_validator
@@ -221,3 +221,40 @@ def test_two_calls_under_one_run_id_are_both_refused() -> None:
     assert "two tool calls share one run id: refused" in [entry["event"] for entry in logs]
     assert guard.shutdown().ok
     assert audit.shutdown().ok
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_guards_judge_and_rewrite_what_the_caller_injected(mode: str) -> None:
+    # before: LangChain hides InjectedToolArg arguments from callbacks, so a guard denying
+    # guests never saw `user` and the guest's delete ran
+    def no_guests(event: ToolCallEvent) -> Block | ToolCallEvent | None:
+        if event.args.get("user") == "guest":
+            return Block("guests may not delete")
+        if event.args.get("user") == "root":
+            event.args["user"] = "operator"  # a rewrite reaches the function too
+            return event
+        return None
+
+    hooks = [{"id": "guests", "type": "before_tool_call", "matcher": "*", "handler": no_guests}]
+    oh = otelhooks.configure(otlp=False, set_global=False, hooks=hooks)
+    handler = OtelHooksCallbackHandler(oh.tracer)
+    ran: list[tuple[str, str]] = []
+
+    @tool
+    def delete(path: str, user: Annotated[str, InjectedToolArg]) -> str:
+        """Delete a file."""
+        ran.append((path, user))
+        return "deleted"
+
+    deleter = hook_tool(delete)
+    config: Any = {"callbacks": [handler]}
+    results = []
+    for user in ("guest", "root", "alice"):
+        args = {"path": "a.txt", "user": user}
+        if mode == "invoke":
+            results.append(deleter.invoke(args, config=config))
+        else:
+            results.append(asyncio.run(deleter.ainvoke(args, config=config)))
+    assert results == ["guests may not delete", "deleted", "deleted"]
+    assert ran == [("a.txt", "operator"), ("a.txt", "alice")]
+    assert oh.shutdown().ok

@@ -45,7 +45,7 @@ from otelhooks._errors import RunBlockedError
 from otelhooks._instrument import AgentTracer, LlmCall, Operation, Step
 from otelhooks.integrations._scopes import DetachedScope
 from otelhooks.integrations.langchain._resume import PausedCalls, ResumeWave, is_resume
-from otelhooks.integrations.langchain._tool_run import ToolRun
+from otelhooks.integrations.langchain._tool_run import CALLER_INJECTED, ToolRun
 
 __all__ = [
     "HOOKED_METADATA_KEY",
@@ -403,10 +403,12 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 step = self._current_step(run)
                 run.open_in_step += 1
                 tool_call_id = kwargs.get("tool_call_id")
-                args = dict(inputs) if isinstance(inputs, dict) else {"input": input_str}
-                call = step.tool_call(self.identifier, name, args, tool_call_id=tool_call_id)
                 metadata = kwargs.get("metadata") or {}
                 hooked = bool(metadata.get(HOOKED_METADATA_KEY))
+                args = dict(inputs) if isinstance(inputs, dict) else {"input": input_str}
+                if hooked:  # what the caller injected (a user id) is the guards' to judge too
+                    args.update(CALLER_INJECTED.get() or {})
+                call = step.tool_call(self.identifier, name, args, tool_call_id=tool_call_id)
                 if run.wave is not None:
                     run.wave.saw(metadata)
                 resumed = run.wave is not None and run.wave.holds(metadata)

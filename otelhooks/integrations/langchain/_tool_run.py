@@ -4,13 +4,21 @@ read by the handler, by the tool wrappers and by the resume check after LangGrap
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from otelhooks._instrument import ToolCall
 from otelhooks.integrations._scopes import DetachedScope
 
-__all__ = ["ToolRun"]
+__all__ = ["CALLER_INJECTED", "ToolRun"]
+
+# The ``InjectedToolArg`` arguments the caller gave a hooked tool, which LangChain leaves out of
+# what callbacks see: set by the wrapper as its run starts, read by the handler's tool start,
+# which runs in that context (a synchronous handler in an async run gets a copy of it).
+CALLER_INJECTED: ContextVar[dict[str, Any] | None] = ContextVar(
+    "otelhooks_langchain_caller_injected", default=None
+)
 
 
 @dataclass

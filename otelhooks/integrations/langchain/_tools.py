@@ -33,7 +33,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, InjectedToolArg
 from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -45,6 +45,7 @@ from otelhooks.integrations.langchain._handler import (
     ToolRun,
     succeeded,
 )
+from otelhooks.integrations.langchain._tool_run import CALLER_INJECTED
 
 __all__ = ["HookedTool", "ResultNotRewritableError", "hook_tool"]
 
@@ -257,18 +258,37 @@ class HookedTool(BaseTool):
         return {**full, **{k: getattr(parsed, k) for k in full if k in fields}}
 
     def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        token = _GIVEN.set((kwargs.get("tool_call_id"), self._given(tool_input)))
+        given = self._given(tool_input)
+        token = _GIVEN.set((kwargs.get("tool_call_id"), given))
+        injected = CALLER_INJECTED.set(self._caller_injected(given))
         try:
             return super().run(self._full_input(tool_input), *args, **kwargs)
         finally:
+            CALLER_INJECTED.reset(injected)
             _GIVEN.reset(token)
 
     async def arun(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        token = _GIVEN.set((kwargs.get("tool_call_id"), self._given(tool_input)))
+        given = self._given(tool_input)
+        token = _GIVEN.set((kwargs.get("tool_call_id"), given))
+        injected = CALLER_INJECTED.set(self._caller_injected(given))
         try:
             return await super().arun(self._full_input(tool_input), *args, **kwargs)
         finally:
+            CALLER_INJECTED.reset(injected)
             _GIVEN.reset(token)
+
+    def _caller_injected(self, given: dict[str, Any]) -> dict[str, Any]:
+        """The ``InjectedToolArg`` arguments the caller gave (a user id the model may not set),
+        which LangChain hides from callbacks; not LangGraph's own (the graph's state, its store,
+        the call id: its kinds of ``InjectedToolArg``), which the graph fills in."""
+        model = self._model()
+        fields = model.model_fields if model is not None else {}
+        return {
+            k: given[k]
+            for k, f in fields.items()
+            if k in given
+            and any(m is InjectedToolArg or type(m) is InjectedToolArg for m in f.metadata)
+        }
 
     def _given(self, tool_input: str | dict[str, Any]) -> dict[str, Any]:
         """The arguments as the caller gave them, before the schema's validators ran."""
