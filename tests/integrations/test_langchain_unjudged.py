@@ -258,3 +258,34 @@ def test_guards_judge_and_rewrite_what_the_caller_injected(mode: str) -> None:
     assert results == ["guests may not delete", "deleted", "deleted"]
     assert ran == [("a.txt", "operator"), ("a.txt", "alice")]
     assert oh.shutdown().ok
+
+
+@pytest.mark.parametrize("mode", ["invoke", "tool_node"])
+def test_an_invalid_call_answers_as_the_unwrapped_tool_does(mode: str) -> None:
+    # before: the wrapper validated the input without the tool's handle_validation_error, so
+    # a call the tool answers with "Tool input validation error" raised instead
+    oh = otelhooks.configure(otlp=False, set_global=False)
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(oh.tracer)]}
+    ran: list[int] = []
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        ran.append(a + b)
+        return a + b
+
+    add.handle_validation_error = True
+    answers = []
+    for candidate in (add, hook_tool(add)):
+        if mode == "invoke":
+            answers.append(candidate.invoke({"a": "x", "b": 1}, config=config))
+            continue
+        nodes = ToolNode([candidate], handle_tool_errors=False)
+        graph = StateGraph(MessagesState).add_node("tools", nodes).add_edge(START, "tools")
+        call = {"name": "add", "args": {"a": "x", "b": 1}, "id": "c1", "type": "tool_call"}
+        state: Any = {"messages": [AIMessage("", tool_calls=[call])]}
+        message = graph.compile().invoke(state, config=config)["messages"][-1]
+        answers.append((message.content, message.status))
+    assert answers[0] == answers[1]
+    assert ran == []
+    assert oh.shutdown().ok

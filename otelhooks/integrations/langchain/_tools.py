@@ -381,7 +381,8 @@ def hook_tool(tool: BaseTool) -> BaseTool:
     """``tool`` wrapped so otelhooks' denials and mocks really stop it (see the module doc).
 
     The wrapper keeps the tool's name, description and argument schema, so the model sees the
-    same tool, and its ``callbacks`` (a handler given to the tool itself decides there too).
+    same tool, its ``handle_validation_error`` (an invalid call answers as the tool would) and
+    its ``callbacks`` (a handler given to the tool itself decides there too).
     Wrapping a wrapped tool returns it unchanged.
     """
     if isinstance(tool, HookedTool):
@@ -391,6 +392,8 @@ def hook_tool(tool: BaseTool) -> BaseTool:
         description=tool.description,
         args_schema=tool.args_schema,
         return_direct=tool.return_direct,
+        # the wrapper validates the input first: an invalid call answers as the tool would
+        handle_validation_error=tool.handle_validation_error,
         metadata={**(tool.metadata or {}), HOOKED_METADATA_KEY: True},
         tags=tool.tags,
         # a handler given to the tool itself must see the wrapper's start, which decides
