@@ -44,7 +44,9 @@ def canonical_json(value: Any) -> str:
     """The canonical JSON text of ``value`` (see the module docstring); always valid UTF-8."""
     try:
         text = _ENCODER.encode(value)
-    except (RecursionError, ValueError):
+    except (RecursionError, ValueError, TypeError):
+        # a cycle, a key JSON has no spelling for (a tuple): the call must still open its span
+        # and reach its guards, or it would run unjudged
         return _safe_canonical(value)
     if not text.isascii():
         try:

@@ -45,7 +45,7 @@ from otelhooks._errors import RunBlockedError
 from otelhooks._instrument import AgentTracer, LlmCall, Operation, Step
 from otelhooks.integrations._scopes import DetachedScope
 from otelhooks.integrations.langchain._resume import PausedCalls, ResumeWave, is_resume
-from otelhooks.integrations.langchain._tool_run import ToolRun
+from otelhooks.integrations.langchain._tool_run import CALLER_INJECTED, ToolRun
 
 __all__ = [
     "HOOKED_METADATA_KEY",
@@ -201,6 +201,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         self._runs: dict[UUID, _Run] = {}
         self._llms: dict[UUID, DetachedScope[LlmCall]] = {}
         self._tools: dict[UUID, ToolRun] = {}
+        self._sharers: dict[UUID, int] = {}  # later calls under an open tool run's id
         self._paused = PausedCalls()
 
     # -- bookkeeping ------------------------------------------------------------------------------
@@ -393,21 +394,35 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                     self._root(run_id, parent_run_id)  # the wrapper's inner tool: one span only
                     return
                 name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
+                if run_id in self._tools:  # a caller's fixed config["run_id"], two calls at once
+                    self._tools[run_id].contested = True
+                    self._sharers[run_id] = self._sharers.get(run_id, 0) + 1
+                    _log.error("two tool calls share one run id: refused", tool=name)
+                    return
                 run = self._ensure_run(run_id, parent_run_id, name, kwargs)
                 step = self._current_step(run)
                 run.open_in_step += 1
                 tool_call_id = kwargs.get("tool_call_id")
-                args = dict(inputs) if isinstance(inputs, dict) else {"input": input_str}
-                call = step.tool_call(self.identifier, name, args, tool_call_id=tool_call_id)
                 metadata = kwargs.get("metadata") or {}
                 hooked = bool(metadata.get(HOOKED_METADATA_KEY))
+                args = dict(inputs) if isinstance(inputs, dict) else {"input": input_str}
+                if hooked:  # what the caller injected (a user id) is the guards' to judge too
+                    args.update(CALLER_INJECTED.get() or {})
+                call = step.tool_call(self.identifier, name, args, tool_call_id=tool_call_id)
                 if run.wave is not None:
                     run.wave.saw(metadata)
                 resumed = run.wave is not None and run.wave.holds(metadata)
                 rootless = run.owner == run_id  # no graph run seen: a resume is not told
                 tool = ToolRun(DetachedScope(call, step.span), hooked, tool_call_id, args=args)
                 self._tools[run_id] = tool
-            tool.scope.enter()
+            try:
+                tool.scope.enter()
+            except Exception:
+                # no record: the wrapper refuses the call its guards never judged
+                with self._lock:
+                    self._tools.pop(run_id, None)
+                    run.open_in_step = max(0, run.open_in_step - 1)
+                raise
             if hooked and tool_call_id is not None:
                 self._paused.judge(run_id, tool, metadata, resumed=resumed, rootless=rootless)
             if not hooked and not call.should_run:
@@ -421,6 +436,11 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
 
     def _tool_done(self, run_id: UUID, output: Any, exc: BaseException | None) -> None:
         with self._lock:
+            sharers = self._sharers.pop(run_id, 0)
+            if sharers:  # a call that shared the id ended: the first one's record stays open
+                if sharers > 1:
+                    self._sharers[run_id] = sharers - 1
+                return
             tool = self._tools.pop(run_id, None)
             root = self._root_of.get(run_id)
             run = self._runs.get(root) if root is not None else None

@@ -4,13 +4,21 @@ read by the handler, by the tool wrappers and by the resume check after LangGrap
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any
 
 from otelhooks._instrument import ToolCall
 from otelhooks.integrations._scopes import DetachedScope
 
-__all__ = ["ToolRun"]
+__all__ = ["CALLER_INJECTED", "ToolRun"]
+
+# The ``InjectedToolArg`` arguments the caller gave a hooked tool, which LangChain leaves out of
+# what callbacks see: set by the wrapper as its run starts, read by the handler's tool start,
+# which runs in that context (a synchronous handler in an async run gets a copy of it).
+CALLER_INJECTED: ContextVar[dict[str, Any] | None] = ContextVar(
+    "otelhooks_langchain_caller_injected", default=None
+)
 
 
 @dataclass
@@ -23,6 +31,8 @@ class ToolRun:
         tool_call_id: the model's tool call id, when the tool was called with one.
         result_set: the wrapper already recorded the result.
         args: the arguments the call started with (before any hook rewrote them).
+        contested: another call started under the same run id while this one was open: the
+            decision found by that id may be either call's, so the wrappers refuse both.
     """
 
     scope: DetachedScope[ToolCall]
@@ -30,6 +40,7 @@ class ToolRun:
     tool_call_id: str | None
     result_set: bool = False
     args: dict[str, Any] = field(default_factory=dict)
+    contested: bool = False
 
     @property
     def call(self) -> ToolCall:

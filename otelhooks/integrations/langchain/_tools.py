@@ -15,10 +15,13 @@ refusal by any stands, then rewritten arguments) and then:
 
 Without the handler in the run's callbacks (none was given, or a thread pool of your own lost the
 run's context) the wrapper calls the inner tool and logs a warning that no hook saw the call.
+With a handler that holds no record of the call (it failed as the call started, so its guards
+never decided) the call is refused instead, decided by ``otelhooks``.
 """
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 from typing import Any, cast
 
@@ -30,7 +33,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, InjectedToolArg
 from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -42,12 +45,24 @@ from otelhooks.integrations.langchain._handler import (
     ToolRun,
     succeeded,
 )
+from otelhooks.integrations.langchain._tool_run import CALLER_INJECTED
 
 __all__ = ["HookedTool", "ResultNotRewritableError", "hook_tool"]
 
 _log = structlog.get_logger("otelhooks")
 
 Manager = CallbackManagerForToolRun | AsyncCallbackManagerForToolRun
+
+# what ``run`` was given (the model's tool call id, the input before any validation): LangChain
+# hands ``_run`` neither, and ``_run`` runs in a copy of ``run``'s context
+_GIVEN: contextvars.ContextVar[tuple[str | None, dict[str, Any]]] = contextvars.ContextVar(
+    "otelhooks_langchain_given", default=(None, {})
+)
+
+_UNJUDGED = (
+    "otelhooks could not judge this call (its handler failed as the tool started, or another "
+    "call started under its run id): refused rather than run without its guards"
+)
 
 
 class ResultNotRewritableError(Exception):
@@ -107,16 +122,24 @@ def _kept(output: Any, kept: str, tool_call_id: str | None) -> Any:
     )
 
 
+class _Unjudged(Exception):
+    """An otelhooks handler in the call's callbacks holds no record of it (its start failed,
+    logged there, so its guards never decided) or one another call shares."""
+
+
 def _find_runs(manager: Manager | None, name: str) -> list[ToolRun]:
-    """The call as each otelhooks handler in its callbacks opened it."""
+    """The call as each otelhooks handler in its callbacks opened it; :class:`_Unjudged` when
+    one of them did not."""
     runs: list[ToolRun] = []
-    if manager is not None:
-        handlers: list[BaseCallbackHandler] = list(manager.handlers)
-        for handler in handlers:
-            if isinstance(handler, OtelHooksCallbackHandler):
-                found = handler.tool_run(manager.run_id)
-                if found is not None:
-                    runs.append(found)
+    handlers: list[BaseCallbackHandler] = list(manager.handlers) if manager is not None else []
+    for handler in handlers:
+        if isinstance(handler, OtelHooksCallbackHandler):
+            found = handler.tool_run(manager.run_id) if manager is not None else None
+            if found is None or found.contested:
+                # running it would let a deny its guards might give go unheard
+                _log.error("a hooked tool's call was not judged: refused", tool=name)
+                raise _Unjudged
+            runs.append(found)
     if not runs:
         # the tool runs, as it would without otelhooks; a deny a guard would give must not
         # look held
@@ -134,6 +157,26 @@ def _decisive(runs: list[ToolRun]) -> ToolRun:
     guards hold, so a refusal (deny or mock) stands, then arguments a hook rewrote."""
     refused = next((t for t in runs if not t.call.should_run), None)
     return refused or next((t for t in runs if t.call.args != t.args), runs[0])
+
+
+def _unjudged(name: str) -> Any:
+    """What the model sees of a call no guard could judge: an error, never the tool's run."""
+    call_id = _GIVEN.get()[0]
+    if call_id is None:
+        return _UNJUDGED
+    return ToolMessage(
+        content=_UNJUDGED,
+        tool_call_id=call_id,
+        name=name,
+        status="error",
+        response_metadata={
+            "otelhooks": {
+                "classification": sc.CLASSIFICATION_HOOK_DENIED,
+                "reason": _UNJUDGED,
+                "decidedBy": "otelhooks",
+            }
+        },
+    )
 
 
 def _refusal(tool: ToolRun, name: str) -> Any:
@@ -207,22 +250,82 @@ class HookedTool(BaseTool):
         }
         full = {**tool_input, **{k: v for k, v in defaults.items() if v is not None}}
         try:
-            parsed = model.model_validate(full)
+            # what was given, validated; a default left out is the function's as it is (its
+            # validators do not run on it unless the schema says ``validate_default``)
+            parsed = model.model_validate(tool_input)
         except ValidationError:  # LangChain's own validation answers it, as without otelhooks
             return full
         return {**full, **{k: getattr(parsed, k) for k in full if k in fields}}
 
     def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        return super().run(self._full_input(tool_input), *args, **kwargs)
+        given = self._given(tool_input)
+        token = _GIVEN.set((kwargs.get("tool_call_id"), given))
+        injected = CALLER_INJECTED.set(self._caller_injected(given))
+        try:
+            return super().run(self._full_input(tool_input), *args, **kwargs)
+        finally:
+            CALLER_INJECTED.reset(injected)
+            _GIVEN.reset(token)
 
     async def arun(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
-        return await super().arun(self._full_input(tool_input), *args, **kwargs)
+        given = self._given(tool_input)
+        token = _GIVEN.set((kwargs.get("tool_call_id"), given))
+        injected = CALLER_INJECTED.set(self._caller_injected(given))
+        try:
+            return await super().arun(self._full_input(tool_input), *args, **kwargs)
+        finally:
+            CALLER_INJECTED.reset(injected)
+            _GIVEN.reset(token)
+
+    def _caller_injected(self, given: dict[str, Any]) -> dict[str, Any]:
+        """The ``InjectedToolArg`` arguments the caller gave (a user id the model may not set),
+        which LangChain hides from callbacks; not LangGraph's own (the graph's state, its store,
+        the call id: its kinds of ``InjectedToolArg``), which the graph fills in."""
+        model = self._model()
+        fields = model.model_fields if model is not None else {}
+        return {
+            k: given[k]
+            for k, f in fields.items()
+            if k in given
+            and any(m is InjectedToolArg or type(m) is InjectedToolArg for m in f.metadata)
+        }
+
+    def _given(self, tool_input: str | dict[str, Any]) -> dict[str, Any]:
+        """The arguments as the caller gave them, before the schema's validators ran."""
+        model = self._model()
+        if isinstance(tool_input, dict):
+            return dict(tool_input)
+        return {next(iter(model.model_fields)): tool_input} if model and model.model_fields else {}
+
+    def _args_for_inner(self, kwargs: dict[str, Any], tool: ToolRun | None) -> dict[str, Any]:
+        """What the inner tool is given, which its schema validates once more: each argument
+        as the caller gave it (the schema's validators ran on ``kwargs`` already, and one that
+        is not idempotent, ``removeprefix("file://")``, would run twice: the function would
+        get other values than the guards judged), an argument a hook rewrote as the hook
+        gave it, a default the caller left out left for the inner tool to fill in, injected
+        arguments (``InjectedToolCallId``) as LangChain filled them in."""
+        given = _GIVEN.get()[1]
+        decided = tool.call.args if tool is not None else {}
+        started = tool.args if tool is not None else {}
+        model = self._model()
+        fields = model.model_fields if model is not None else {}
+        args: dict[str, Any] = {}
+        for key, value in {**kwargs, **decided}.items():
+            if key in decided and (key not in started or decided[key] != started[key]):
+                args[key] = value  # the hook's
+            elif key in given:
+                args[key] = given[key]
+            elif key not in fields or fields[key].is_required():
+                args[key] = value
+        for key in started.keys() - decided.keys():  # a hook removed it
+            args.pop(key, None)
+        return self._for_inner(args)
 
     def _inner_input(self, tool: ToolRun, kwargs: dict[str, Any]) -> Any:
         """The validated input (injected arguments included), then any rewritten arguments; as
         the model's tool call when the call has its id, so the inner tool answers with its own
         ``ToolMessage`` (its ``status="error"`` from ``handle_tool_error``, its artifact)."""
-        args = self._for_inner({**kwargs, **tool.call.args})
+        args = self._args_for_inner(kwargs, tool)
         if tool.tool_call_id is None:
             return args
         return {"name": self.inner.name, "args": args, "id": tool.tool_call_id, "type": "tool_call"}
@@ -233,10 +336,13 @@ class HookedTool(BaseTool):
     def _run(
         self, *args: Any, run_manager: CallbackManagerForToolRun | None = None, **kwargs: Any
     ) -> Any:
-        runs = _find_runs(run_manager, self.name)
+        try:
+            runs = _find_runs(run_manager, self.name)
+        except _Unjudged:
+            return _unjudged(self.name)
         config = self._child_config(run_manager)
         if not runs:
-            return self.inner.invoke(self._for_inner(kwargs), config=config)
+            return self.inner.invoke(self._args_for_inner(kwargs, None), config=config)
         tool = _decisive(runs)
         if not tool.call.should_run:
             return _refusal(tool, self.name)
@@ -253,10 +359,13 @@ class HookedTool(BaseTool):
         run_manager: AsyncCallbackManagerForToolRun | None = None,
         **kwargs: Any,
     ) -> Any:
-        runs = _find_runs(run_manager, self.name)
+        try:
+            runs = _find_runs(run_manager, self.name)
+        except _Unjudged:
+            return _unjudged(self.name)
         config = self._child_config(run_manager)
         if not runs:
-            return await self.inner.ainvoke(self._for_inner(kwargs), config=config)
+            return await self.inner.ainvoke(self._args_for_inner(kwargs, None), config=config)
         tool = _decisive(runs)
         if not tool.call.should_run:
             return _refusal(tool, self.name)
@@ -272,7 +381,8 @@ def hook_tool(tool: BaseTool) -> BaseTool:
     """``tool`` wrapped so otelhooks' denials and mocks really stop it (see the module doc).
 
     The wrapper keeps the tool's name, description and argument schema, so the model sees the
-    same tool, and its ``callbacks`` (a handler given to the tool itself decides there too).
+    same tool, its ``handle_validation_error`` (an invalid call answers as the tool would) and
+    its ``callbacks`` (a handler given to the tool itself decides there too).
     Wrapping a wrapped tool returns it unchanged.
     """
     if isinstance(tool, HookedTool):
@@ -282,6 +392,8 @@ def hook_tool(tool: BaseTool) -> BaseTool:
         description=tool.description,
         args_schema=tool.args_schema,
         return_direct=tool.return_direct,
+        # the wrapper validates the input first: an invalid call answers as the tool would
+        handle_validation_error=tool.handle_validation_error,
         metadata={**(tool.metadata or {}), HOOKED_METADATA_KEY: True},
         tags=tool.tags,
         # a handler given to the tool itself must see the wrapper's start, which decides

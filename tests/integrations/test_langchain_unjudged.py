@@ -1,0 +1,291 @@
+"""A ``hook_tool`` call runs only as its guards judged it: a call its otelhooks handler could not
+judge is refused, and the function gets the values the guards saw."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import uuid
+from typing import Annotated, Any
+
+import pytest
+
+pytest.importorskip("langgraph")
+
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.tools import BaseTool, InjectedToolArg, StructuredTool, tool
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+from pydantic import BaseModel, field_validator
+from structlog.testing import capture_logs
+
+import otelhooks
+from otelhooks import Block, ToolCallEvent
+from otelhooks.integrations.langchain import OtelHooksCallbackHandler, hook_tool
+
+
+class Unprintable:
+    """A value whose text cannot be taken: the handler fails on it as a tool starts."""
+
+    def __str__(self) -> str:
+        raise RuntimeError("no text")
+
+
+def _deny_all(event: ToolCallEvent) -> Block:
+    return Block(f"denied: {sorted(map(str, event.args))}")
+
+
+def _setup() -> tuple[otelhooks.Otelhooks, OtelHooksCallbackHandler, list[Any], BaseTool]:
+    hooks = [{"id": "deny", "type": "before_tool_call", "matcher": "*", "handler": _deny_all}]
+    oh = otelhooks.configure(otlp=False, set_global=False, hooks=hooks)
+    ran: list[Any] = []
+
+    @tool
+    def wipe(targets: dict[Any, str]) -> str:
+        """Wipe the targets."""
+        ran.append(targets)
+        return "wiped"
+
+    return oh, OtelHooksCallbackHandler(oh.tracer), ran, hook_tool(wipe)
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_arguments_json_cannot_key_are_still_judged(mode: str) -> None:
+    # a tuple key (JSON has no spelling for it) made the call's span fail to open: no guard
+    # ran and the wrapper ran the tool past a deny-everything guard
+    oh, handler, ran, wipe = _setup()
+    args = {"targets": {(1, 2): "/"}}
+    config: Any = {"callbacks": [handler]}
+    if mode == "invoke":
+        result = wipe.invoke(args, config=config)
+    else:
+        result = asyncio.run(wipe.ainvoke(args, config=config))
+    assert result == "denied: ['targets']"
+    assert ran == []
+    assert oh.shutdown().ok
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_a_call_the_handler_failed_to_open_is_refused(mode: str) -> None:
+    # before: the handler's failure was logged and swallowed, the wrapper found no record,
+    # warned that no handler was given (untrue) and ran the tool
+    oh, handler, ran, wipe = _setup()
+    config: Any = {"callbacks": [handler], "metadata": {"thread_id": Unprintable()}}
+    with capture_logs() as logs:
+        if mode == "invoke":
+            result = wipe.invoke({"targets": {"a": "/"}}, config=config)
+        else:
+            result = asyncio.run(wipe.ainvoke({"targets": {"a": "/"}}, config=config))
+    assert ran == []
+    assert "refused rather than run without its guards" in result
+    events = [entry["event"] for entry in logs]
+    assert "a hooked tool's call was not judged: refused" in events
+    assert not any("ran without the otelhooks handler" in e for e in events)
+    assert oh.shutdown().ok
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_tool_node_tells_the_model_the_unjudged_call_was_refused(mode: str) -> None:
+    oh, handler, ran, wipe = _setup()
+    graph = StateGraph(MessagesState).add_node("tools", ToolNode([wipe]))
+    compiled = graph.add_edge(START, "tools").compile()
+    call = {"name": "wipe", "args": {"targets": {"a": "/"}}, "id": "c1", "type": "tool_call"}
+    state: Any = {"messages": [AIMessage("", tool_calls=[call])]}
+    config: Any = {"callbacks": [handler], "metadata": {"thread_id": Unprintable()}}
+    if mode == "invoke":
+        out = compiled.invoke(state, config=config)
+    else:
+        out = asyncio.run(compiled.ainvoke(state, config=config))
+    message = out["messages"][-1]
+    assert isinstance(message, ToolMessage)
+    assert ran == []
+    assert message.status == "error"
+    assert message.tool_call_id == "c1"
+    assert message.response_metadata["otelhooks"]["decidedBy"] == "otelhooks"
+    assert oh.shutdown().ok
+
+
+class ReadArgs(BaseModel):
+    path: str
+    mode: str = "text"
+
+    @field_validator("path")
+    @classmethod
+    def _strip_scheme(cls, value: str) -> str:
+        return value.removeprefix("file://")
+
+    @field_validator("mode")
+    @classmethod
+    def _tag_mode(cls, value: str) -> str:
+        return f"{value}!"
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "tool_node", "no_handler"])
+def test_the_function_gets_the_values_the_guard_judged(mode: str) -> None:
+    # before: the schema's validators ran again on the validated values, so the guard judged
+    # "file:///etc/passwd" (one prefix stripped) and the function read "/etc/passwd" (two)
+    judged: list[dict[str, Any]] = []
+
+    def no_passwd(event: ToolCallEvent) -> Block | None:
+        judged.append(dict(event.args))
+        return Block("no passwd") if event.args.get("path") == "/etc/passwd" else None
+
+    hooks = [{"id": "passwd", "type": "before_tool_call", "matcher": "*", "handler": no_passwd}]
+    oh = otelhooks.configure(otlp=False, set_global=False, hooks=hooks)
+    ran: list[tuple[str, str]] = []
+
+    def read(path: str, mode: str = "text") -> str:
+        ran.append((path, mode))
+        return "contents"
+
+    inner = StructuredTool.from_function(read, name="read", description="d", args_schema=ReadArgs)
+    reader = hook_tool(inner)
+    args = {"path": "file://file:///etc/passwd"}
+    config: Any = {
+        "callbacks": [] if mode == "no_handler" else [OtelHooksCallbackHandler(oh.tracer)]
+    }
+    if mode == "invoke" or mode == "no_handler":
+        reader.invoke(args, config=config)
+    elif mode == "ainvoke":
+        asyncio.run(reader.ainvoke(args, config=config))
+    else:
+        graph = StateGraph(MessagesState).add_node("tools", ToolNode([reader]))
+        call = {"name": "read", "args": args, "id": "c1", "type": "tool_call"}
+        state: Any = {"messages": [AIMessage("", tool_calls=[call])]}
+        graph.add_edge(START, "tools").compile().invoke(state, config=config)
+    # what the function gets unwrapped: each validator once, the default as it is
+    inner.invoke(args)
+    assert ran[0] == ran[-1] == ("file:///etc/passwd", "text")
+    assert len(ran) == 2
+    if mode != "no_handler":
+        assert judged[0] == {"path": "file:///etc/passwd", "mode": "text"}
+    assert oh.shutdown().ok
+
+
+def test_two_calls_under_one_run_id_are_both_refused() -> None:
+    # a caller's fixed config["run_id"] on two calls at once: the later start replaced the
+    # earlier call's record, so the denied call found the allowed one's decision and ran
+    passwd_waiting, go, b_over, a_over = (threading.Event() for _ in range(4))
+
+    def no_passwd(event: ToolCallEvent) -> Block | None:
+        return Block("no passwd") if event.args["path"] == "/etc/passwd" else None
+
+    def slow_audit(event: ToolCallEvent) -> None:
+        if event.args["path"] == "/etc/passwd":
+            passwd_waiting.set()
+            go.wait(30)
+
+    guard_hooks = [
+        {"id": "passwd", "type": "before_tool_call", "matcher": "*", "handler": no_passwd}
+    ]
+    audit_hooks = [
+        {"id": "audit", "type": "before_tool_call", "matcher": "*", "handler": slow_audit}
+    ]
+    guard = otelhooks.configure(otlp=False, set_global=False, hooks=guard_hooks)
+    audit = otelhooks.configure(otlp=False, set_global=False, hooks=audit_hooks)
+    handlers = [OtelHooksCallbackHandler(guard.tracer), OtelHooksCallbackHandler(audit.tracer)]
+    ran: list[str] = []
+
+    @tool
+    def read(path: str) -> str:
+        """Read a file."""
+        ran.append(path)
+        if path == "/tmp/ok":
+            b_over.set()
+            a_over.wait(30)  # still open when the denied call looks its decision up
+        return "contents"
+
+    reader = hook_tool(read)
+    config: Any = {"callbacks": handlers, "run_id": uuid.UUID(int=7)}
+    results: dict[str, Any] = {}
+
+    def call(path: str, done: threading.Event) -> None:
+        try:
+            results[path] = reader.invoke({"path": path}, config=config)
+        finally:
+            done.set()
+
+    first = threading.Thread(target=call, args=("/etc/passwd", a_over))
+    second = threading.Thread(target=call, args=("/tmp/ok", b_over))
+    with capture_logs() as logs:
+        first.start()
+        assert passwd_waiting.wait(30)
+        second.start()
+        assert b_over.wait(30)
+        go.set()
+        first.join(30)
+        second.join(30)
+    assert "/etc/passwd" not in ran
+    assert "refused rather than run without its guards" in results["/etc/passwd"]
+    assert "refused rather than run without its guards" in results["/tmp/ok"]
+    assert "two tool calls share one run id: refused" in [entry["event"] for entry in logs]
+    assert guard.shutdown().ok
+    assert audit.shutdown().ok
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_guards_judge_and_rewrite_what_the_caller_injected(mode: str) -> None:
+    # before: LangChain hides InjectedToolArg arguments from callbacks, so a guard denying
+    # guests never saw `user` and the guest's delete ran
+    def no_guests(event: ToolCallEvent) -> Block | ToolCallEvent | None:
+        if event.args.get("user") == "guest":
+            return Block("guests may not delete")
+        if event.args.get("user") == "root":
+            event.args["user"] = "operator"  # a rewrite reaches the function too
+            return event
+        return None
+
+    hooks = [{"id": "guests", "type": "before_tool_call", "matcher": "*", "handler": no_guests}]
+    oh = otelhooks.configure(otlp=False, set_global=False, hooks=hooks)
+    handler = OtelHooksCallbackHandler(oh.tracer)
+    ran: list[tuple[str, str]] = []
+
+    @tool
+    def delete(path: str, user: Annotated[str, InjectedToolArg]) -> str:
+        """Delete a file."""
+        ran.append((path, user))
+        return "deleted"
+
+    deleter = hook_tool(delete)
+    config: Any = {"callbacks": [handler]}
+    results = []
+    for user in ("guest", "root", "alice"):
+        args = {"path": "a.txt", "user": user}
+        if mode == "invoke":
+            results.append(deleter.invoke(args, config=config))
+        else:
+            results.append(asyncio.run(deleter.ainvoke(args, config=config)))
+    assert results == ["guests may not delete", "deleted", "deleted"]
+    assert ran == [("a.txt", "operator"), ("a.txt", "alice")]
+    assert oh.shutdown().ok
+
+
+@pytest.mark.parametrize("mode", ["invoke", "tool_node"])
+def test_an_invalid_call_answers_as_the_unwrapped_tool_does(mode: str) -> None:
+    # before: the wrapper validated the input without the tool's handle_validation_error, so
+    # a call the tool answers with "Tool input validation error" raised instead
+    oh = otelhooks.configure(otlp=False, set_global=False)
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(oh.tracer)]}
+    ran: list[int] = []
+
+    @tool
+    def add(a: int, b: int) -> int:
+        """Add two numbers."""
+        ran.append(a + b)
+        return a + b
+
+    add.handle_validation_error = True
+    answers = []
+    for candidate in (add, hook_tool(add)):
+        if mode == "invoke":
+            answers.append(candidate.invoke({"a": "x", "b": 1}, config=config))
+            continue
+        nodes = ToolNode([candidate], handle_tool_errors=False)
+        graph = StateGraph(MessagesState).add_node("tools", nodes).add_edge(START, "tools")
+        call = {"name": "add", "args": {"a": "x", "b": 1}, "id": "c1", "type": "tool_call"}
+        state: Any = {"messages": [AIMessage("", tool_calls=[call])]}
+        message = graph.compile().invoke(state, config=config)["messages"][-1]
+        answers.append((message.content, message.status))
+    assert answers[0] == answers[1]
+    assert ran == []
+    assert oh.shutdown().ok
