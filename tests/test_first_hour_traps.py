@@ -276,6 +276,42 @@ def test_hook_failure_log_lines_carry_the_tool_calls_span_ids(
         assert entry["trace_id"] == f"{span.context.trace_id:032x}"
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [{"decision": "mock", "result": "x"}, ["deny"]],
+    ids=["another-systems-answer", "a-list"],
+)
+def test_a_handler_returning_no_answer_is_a_failure_said_in_the_log(
+    otelhooks_pipeline: TestPipeline, answer: object
+) -> None:
+    # A dict naming no field of the payload (another hook system's answer) or a value that is no
+    # payload at all decides nothing: the hook failed and its on_error policy (continue) let the
+    # call run. Before, only the span said so: no log line, the call ran as if allowed.
+    lines = io.StringIO()
+    pipe = otelhooks_pipeline
+    try:
+        structlog.configure(
+            processors=[otelhooks.add_trace_context, structlog.processors.JSONRenderer()],
+            logger_factory=structlog.PrintLoggerFactory(file=lines),
+        )
+        pipe.oh.register(
+            [{"id": "mocker", "type": "PreToolUse", "matcher": "rm", "handler": lambda e: answer}]
+        )
+        with pipe.oh.operation("a") as op, op.step() as step:
+            ran = step.run_tool("fs", "rm", {"path": "/tmp/x"}, lambda path: f"removed {path}")
+    finally:
+        structlog.reset_defaults()
+    assert ran.content == "removed /tmp/x"  # on_error: continue, as documented
+    (span,) = pipe.spans("execute_tool rm")
+    assert span.context is not None
+    logged = [json.loads(line) for line in lines.getvalue().splitlines()]
+    (failure,) = [e for e in logged if e["event"].endswith("hook failed")]
+    assert failure["hook_id"] == "mocker"
+    assert failure["lifecycle_event"] == "before_tool_call"
+    assert "decision" in failure["error"] or "list" in failure["error"]
+    assert failure["span_id"] == f"{span.context.span_id:016x}"
+
+
 def test_configure_traces_out_holds_the_last_run_only(tmp_path: Path) -> None:
     path = tmp_path / "traces.jsonl"
     for agent in ("first", "second"):

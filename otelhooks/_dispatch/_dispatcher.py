@@ -193,7 +193,7 @@ class Dispatcher:
                 else:
                     stop, outcome = chain.apply(hook, result)
                     if counted:
-                        self._count_returned(chain, hook, outcome, started)
+                        self._count_returned(chain, hook, live, outcome, started)
                 if stop:
                     break
             # rule 8: an approval's edit stopped the loop, to be judged from the first hook
@@ -224,7 +224,7 @@ class Dispatcher:
                 else:
                     stop, outcome = chain.apply(hook, result)
                     if counted:
-                        self._count_returned(chain, hook, outcome, started)
+                        self._count_returned(chain, hook, live, outcome, started)
                 if stop:
                     break
             # rule 8: an approval's edit stopped the loop, to be judged from the first hook
@@ -278,7 +278,12 @@ class Dispatcher:
         return live.verdict
 
     def _count_returned(
-        self, chain: InterceptChain, hook: HookFacts, outcome: str, started: float
+        self,
+        chain: InterceptChain,
+        hook: HookFacts,
+        live: LiveEvent | None,
+        outcome: str,
+        started: float,
     ) -> None:
         """A live chain's account of a hook that returned (a dry run counts nothing and its
         caller reports what a permissive hook would have done)."""
@@ -289,7 +294,24 @@ class Dispatcher:
                 lifecycle_event=chain.event,
                 would=chain.permissive,
             )
+        elif outcome == "error":  # what it returned is no answer ({"decision": "mock"}, a list)
+            self._say_failed(chain, hook, live, chain.errors[-1].removeprefix(f"{hook.id}: "))
         self._record(hook.hook, outcome, perf_counter() - started)
+
+    @staticmethod
+    def _say_failed(
+        chain: InterceptChain, hook: HookFacts, live: LiveEvent | None, problem: str
+    ) -> None:
+        """The log line of a failed hook: whether it raised or returned what is no answer, its
+        ``on_error`` policy decided what happens next, and the person running the agent is told
+        (the span and the metrics say it too)."""
+        _log.warning(
+            "hook failed",
+            hook_id=hook.id,
+            lifecycle_event=chain.event,
+            error=scrub(problem),
+            **(live.log_ids() if live is not None else _payload_ids(chain.payload)),
+        )
 
     def _hook_failed(
         self,
@@ -317,13 +339,7 @@ class Dispatcher:
             )
         )
         if outcome == "error":
-            _log.warning(
-                "hook failed",
-                hook_id=hook.id,
-                lifecycle_event=chain.event,
-                error=scrub(str(exc)),
-                **(live.log_ids() if live is not None else _payload_ids(chain.payload)),
-            )
+            self._say_failed(chain, hook, live, str(exc))
         if not chain.dry_run:
             self._record(hook.hook, outcome, perf_counter() - started)
         return stop
