@@ -30,7 +30,8 @@ The rules, in order of precedence:
    with a long s) is answered with an invalid-request error (-32600) and never forwarded: a
    server whose JSON reader ignores case (Go's ``encoding/json``) would run a call the hooks
    never saw; so is a call whose arguments name one argument twice (``cmd`` and ``CMD``), and
-   a ``tools/call`` without an id (a notification, never judged).
+   a ``tools/call`` without an id (a notification, never judged), and a request reusing the id
+   of one still waiting (its answer would end both records).
 7. A ``tools/call`` is matched by the kinds and judged by the schema of the list its own
    session was given (a server may list differently per session); a session that never listed
    by the list the gateway keeps for such sessions. While a ``before_tool_call`` hook is
@@ -200,8 +201,7 @@ class McpSession:
             return Relay(to_client=[_failed_itself(recover_id(raw), exc)])
 
     def refuse(self, raw: bytes, problem: str) -> Relay:
-        """Answer a client frame that cannot be read (``problem`` says why) with a JSON-RPC
-        parse error; nothing is forwarded."""
+        """Answer an unreadable client frame (``problem``: why) with a parse error, unforwarded."""
         _log.warning(
             "a client frame could not be read; answered with a parse error", problem=problem
         )
@@ -245,6 +245,8 @@ class McpSession:
         return self.gateway.name or self.gateway.server_name or DEFAULT_SERVER_NAME
 
     def _client_request(self, msg: Message) -> Relay:
+        if request_key(msg.id) in self.requests.from_client:  # one answer would end both
+            return self.invalid(msg, f"the id {msg.id!r} is that of a request still waiting")
         if (
             msg.method == "tools/call"
             and self.gateway.name is None
@@ -352,8 +354,7 @@ class McpSession:
     # -- server → client -------------------------------------------------------------------------
 
     def from_server(self, raw: bytes) -> Relay:
-        """A frame from the server: what to pass to the client (unchanged, and logged, when the
-        gateway itself fails on it)."""
+        """A server frame: what to pass on (as it came, logged, when the gateway fails on it)."""
         try:
             return self._server_frame(raw)
         except Exception as exc:
@@ -464,8 +465,7 @@ class McpSession:
             set_attributes(pending.span, {sc.MCP_SESSION_ID: session_id})
 
     def fail_all(self, reason: str, *, error_type: str) -> list[bytes]:
-        """Every client request still waiting gets a JSON-RPC error (returned, for the
-        transport to send): the server's stream can no longer be trusted to answer them."""
+        """Every client request still waiting gets a JSON-RPC error (returned to send)."""
         return self.requests.fail_all(reason, error_type=error_type)
 
     def fail(self, frame: bytes, reason: str, *, error_type: str) -> list[bytes]:
