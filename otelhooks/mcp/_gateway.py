@@ -284,7 +284,7 @@ class McpSession:
         """A ``tools/call`` of a tool as the server listed it (``None``: not listed): relayed
         when no hook matches, refused when its arguments' types are not the listed ones, else
         decided by the hooks."""
-        kinds, schema = listed or (UNLISTED, None)
+        kinds, schema, pending.output_schema = listed or (UNLISTED, None, None)
         values = pending.values = (f"{self.server_name}/{tool}", tool, *kinds)
         # a guard matched by a kind is matched so in replay too, which reads it from the span
         pending.span.set_attribute(sc.TOOL_KINDS, kinds)
