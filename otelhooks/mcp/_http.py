@@ -344,7 +344,7 @@ class McpHttpProxy:
             reason = f"the MCP server answered HTTP {response.status_code}"
             session.fail(body, reason, error_type=str(response.status_code))
             await respond(send, response.status_code, content, back)
-        elif kind == "application/json":
+        elif kind == "application/json" and content.strip():  # 202 may name a type, no body
             frames = await _frames(session, content)
             await respond(send, response.status_code, _merge(frames + extra), back)
         elif extra:  # 202 to what went upstream; the hooks' answers still reach the client
