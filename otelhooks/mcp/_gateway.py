@@ -38,7 +38,7 @@ The rules, in order of precedence:
    configured, a call of a tool that list does not name (or named before the server's
    ``notifications/tools/list_changed`` to the session) waits for the gateway's own
    ``tools/list`` in that session, and is refused as an unknown tool (-32602) when the server
-   does not list it.
+   does not list it. A call decided across a list change is judged again (:mod:`._rejudge`).
 """
 
 from __future__ import annotations
@@ -74,6 +74,7 @@ from otelhooks.mcp._jsonrpc import (
 )
 from otelhooks.mcp._listing import SessionTools
 from otelhooks.mcp._metrics import McpMetrics
+from otelhooks.mcp._rejudge import judge_again
 from otelhooks.mcp._requests import OpenRequests
 from otelhooks.mcp._spans import McpSpans, set_attributes
 
@@ -153,6 +154,7 @@ class McpGateway:
         # How many tools the sessions' own tables keep together, at most MAX_SESSIONS_LISTED:
         # a client opening sessions that each list many tools must not grow the gateway.
         self.session_listed = 0
+        self.list_changes = 0  # tools/list_changed notifications seen: see ._rejudge
         self.filter_tools = filter_tools
         self.spans = McpSpans(tracer, transport=transport, server=upstream)
         self.metrics = McpMetrics(meter_provider)
@@ -191,10 +193,8 @@ class McpSession:
     # -- client → server -------------------------------------------------------------------------
 
     def from_client(self, raw: bytes) -> Relay:
-        """A frame from the client: what to forward, answer, or still decide.
-
-        A failure of the gateway itself answers the frame with a JSON-RPC internal error and
-        logs the problem: a frame the gateway could not read is never forwarded."""
+        """A frame from the client: what to forward, answer, or still decide (a failure of the
+        gateway itself answers it with an internal error, logged; nothing is forwarded)."""
         try:
             return self._client_frame(raw)
         except Exception as exc:
@@ -210,8 +210,7 @@ class McpSession:
         )
 
     def invalid(self, msg: Message, problem: str) -> Relay:
-        """Answer a client message that a server could read as another one than the hooks
-        did (``problem`` says how) with a JSON-RPC invalid-request error; nothing is forwarded."""
+        """Answer a client message a server could misread (``problem``) with -32600, unsent."""
         _log.warning("a client frame was refused as an invalid request", problem=problem)
         return Relay(
             to_client=[error_response(msg.id, INVALID_REQUEST, f"Invalid request: {problem}")]
@@ -295,7 +294,7 @@ class McpSession:
         if problem is not None:  # the server would run a value the guards would misread
             answer = refuse(self.gateway.engine, self.requests, msg, pending, problem)
             return Relay(to_client=[answer])
-        return Relay(later=self._decided(msg, pending, values))
+        return Relay(later=self._decided(msg, pending, values, self.gateway.list_changes))
 
     async def _listed_then_judged(self, msg: Message, pending: Pending, tool: str) -> Relay:
         """List the server's tools, then judge the call; a tool the server does not list is
@@ -325,8 +324,12 @@ class McpSession:
             return Relay(to_client=[answer])
         return await relay.later if relay.later is not None else relay
 
-    async def _decided(self, msg: Message, pending: Pending, values: tuple[str, ...]) -> Relay:
+    async def _decided(
+        self, msg: Message, pending: Pending, values: tuple[str, ...], changes: int
+    ) -> Relay:
         forward, answer = await decide(self.gateway.engine, self.requests, msg, pending, values)
+        if forward is not None and self.gateway.list_changes != changes:  # see _rejudge
+            forward, answer = await judge_again(self, msg, pending, forward)
         return Relay(
             to_server=[forward] if forward is not None else [],
             to_client=[answer] if answer is not None else [],
@@ -362,8 +365,7 @@ class McpSession:
             return Relay(to_client=[raw])
 
     def server_garbage(self, raw: bytes, problem: str) -> Relay:
-        """A server frame that cannot be read (``problem`` says why): not passed on; the
-        client's request it answers, when its id can be told, gets a JSON-RPC error."""
+        """An unreadable server frame (``problem``): dropped, the request it answers failed."""
         _log.error("the MCP server sent a frame that cannot be read; dropped", problem=problem)
         key = request_key(recover_id(raw))
         answer = self.requests.fail_one(
@@ -399,6 +401,7 @@ class McpSession:
         elif msg.kind == "notification":
             if msg.method == "notifications/tools/list_changed":
                 self.listings.changed()
+                self.gateway.list_changes += 1
             self.requests.notification(msg, from_server=True)
         elif msg.kind == "batch":
             for item in msg.items():
@@ -411,8 +414,7 @@ class McpSession:
         return self.listings.own
 
     def listing(self, tool: str) -> Listed | None:
-        """The annotation kinds and inputSchema ``tool`` is judged by (see
-        :meth:`SessionTools.listing`)."""
+        """What ``tool`` is judged by (:meth:`SessionTools.listing`)."""
         return self.listings.listing(tool)
 
     async def _filtered(self, msg: Message, pending: Pending) -> Relay:
@@ -469,8 +471,7 @@ class McpSession:
         return self.requests.fail_all(reason, error_type=error_type)
 
     def fail(self, frame: bytes, reason: str, *, error_type: str) -> list[bytes]:
-        """The upstream failed ``frame``: each of its requests still waiting gets a JSON-RPC
-        error (returned, for the transport to send) and its span ends with ``error_type``."""
+        """The upstream failed ``frame``: its requests still waiting get errors (returned)."""
         answers: list[bytes] = []
         for item in parse(frame).items():
             if item.kind == "request":
@@ -481,8 +482,7 @@ class McpSession:
         return answers
 
     def close(self, reason: str | None = None) -> list[bytes]:
-        """End the session. With ``reason`` (the server is gone), the client's requests still
-        waiting get a JSON-RPC error each, returned here for the transport to send."""
+        """End the session; with ``reason`` (the server is gone) answer what waits (returned)."""
         if self.closed:
             return []
         self.closed = True
