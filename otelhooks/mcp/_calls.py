@@ -51,6 +51,7 @@ class Pending:
     server: str = ""
     call: ToolCallEvent | None = None
     schema: Any = None  # the tool's listed inputSchema, when a hook judges the call
+    output_schema: Any = None  # its listed outputSchema: a mock must give what it requires
     cancelled: bool = False
     # the span's kind (a request from the server is a CLIENT span) and its start attributes,
     # which the MCP operation metric records with what its end adds

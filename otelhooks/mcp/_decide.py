@@ -3,7 +3,8 @@
 This module's one job is running the ``before_tool_call`` chain on a call a hook matches and
 turning its verdict into frames: a deny answers the client with a tool result ``isError: true``
 carrying the reason (and queues ``on_tool_call_denied``), as does a call otelhooks refuses itself
-before the chain (:func:`refuse`); a mock answers with the mocked content, a rewrite forwards the
+before the chain (:func:`refuse`); a mock answers with the mocked content (a tool error when the
+tool's ``outputSchema`` needs ``structuredContent`` it lacks), a rewrite forwards the
 request with the rewritten arguments. When the hooks themselves fail the client gets a JSON-RPC
 error that says so: the call is neither forwarded nor changed silently. The verdict (and who
 answered an approval) is recorded on the call's span.
@@ -70,7 +71,7 @@ async def decide(
     if verdict.blocked:
         return None, _deny(engine, requests, msg, pending, verdict)
     if verdict.mock is not None:
-        return None, _mock(requests, msg, verdict.mock)
+        return None, _mock(requests, msg, pending, verdict.mock)
     return rewritten_frame(msg, call, verdict, pending.schema), None
 
 
@@ -101,7 +102,18 @@ def _deny(
     return answer
 
 
-def _mock(requests: OpenRequests, msg: Message, mock: ToolResult) -> bytes:
+def _mock(requests: OpenRequests, msg: Message, pending: Pending, mock: ToolResult) -> bytes:
     answer = mock_answer(msg.id, mock)
+    structured = (mock.model_extra or {}).get("structuredContent")
+    if mock.success and pending.output_schema is not None and not isinstance(structured, dict):
+        # a client checks the result against the tool's outputSchema and refuses it (the MCP
+        # Python SDK raises): the call failed there, so it must not be recorded as a success
+        tool = pending.values[1] if pending.values else "the tool"
+        problem = (
+            f"otelhooks: a hook mocked {tool} without the structuredContent its "
+            "outputSchema requires"
+        )
+        _log.warning("a mock lacks the structuredContent of an outputSchema", problem=problem)
+        answer = deny_answer(msg.id, problem)
     requests.finish(msg.id, parse(answer), mocked=True)
     return answer

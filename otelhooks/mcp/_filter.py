@@ -29,8 +29,8 @@ __all__ = ["UNLISTED", "Listed", "filter_tools", "listed_tools"]
 
 # a tool never listed, or listed without annotations: the specification's defaults
 UNLISTED: Final = annotation_kinds(None)
-# what the gateway keeps of a listed tool: its annotation kinds and its inputSchema
-Listed = tuple[tuple[str, ...], Any]
+# what the gateway keeps of a listed tool: its annotation kinds, inputSchema and outputSchema
+Listed = tuple[tuple[str, ...], Any, Any]
 
 
 def _tools(msg: Message) -> list[Any] | None:
@@ -41,13 +41,14 @@ def _tools(msg: Message) -> list[Any] | None:
 
 
 def listed_tools(msg: Message) -> dict[str, Listed]:
-    """The annotation kinds and ``inputSchema`` of each tool a ``tools/list`` answer names."""
+    """The annotation kinds, ``inputSchema`` and ``outputSchema`` of each tool a ``tools/list``
+    answer names."""
     listed: dict[str, Listed] = {}
     for tool in _tools(msg) or ():
         if isinstance(tool, dict) and isinstance(tool.get("name"), str):
             annotations = tool.get("annotations")
             kinds = annotation_kinds(annotations if isinstance(annotations, Mapping) else None)
-            listed[tool["name"]] = (kinds, tool.get("inputSchema"))
+            listed[tool["name"]] = (kinds, tool.get("inputSchema"), tool.get("outputSchema"))
     return listed
 
 

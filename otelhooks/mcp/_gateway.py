@@ -30,14 +30,15 @@ The rules, in order of precedence:
    with a long s) is answered with an invalid-request error (-32600) and never forwarded: a
    server whose JSON reader ignores case (Go's ``encoding/json``) would run a call the hooks
    never saw; so is a call whose arguments name one argument twice (``cmd`` and ``CMD``), and
-   a ``tools/call`` without an id (a notification, never judged).
+   a ``tools/call`` without an id (a notification, never judged), and a request reusing the id
+   of one still waiting (its answer would end both records).
 7. A ``tools/call`` is matched by the kinds and judged by the schema of the list its own
    session was given (a server may list differently per session); a session that never listed
    by the list the gateway keeps for such sessions. While a ``before_tool_call`` hook is
    configured, a call of a tool that list does not name (or named before the server's
    ``notifications/tools/list_changed`` to the session) waits for the gateway's own
    ``tools/list`` in that session, and is refused as an unknown tool (-32602) when the server
-   does not list it.
+   does not list it. A call decided across a list change is judged again (:mod:`._rejudge`).
 """
 
 from __future__ import annotations
@@ -73,6 +74,7 @@ from otelhooks.mcp._jsonrpc import (
 )
 from otelhooks.mcp._listing import SessionTools
 from otelhooks.mcp._metrics import McpMetrics
+from otelhooks.mcp._rejudge import judge_again
 from otelhooks.mcp._requests import OpenRequests
 from otelhooks.mcp._spans import McpSpans, set_attributes
 
@@ -152,6 +154,7 @@ class McpGateway:
         # How many tools the sessions' own tables keep together, at most MAX_SESSIONS_LISTED:
         # a client opening sessions that each list many tools must not grow the gateway.
         self.session_listed = 0
+        self.list_changes = 0  # tools/list_changed notifications seen: see ._rejudge
         self.filter_tools = filter_tools
         self.spans = McpSpans(tracer, transport=transport, server=upstream)
         self.metrics = McpMetrics(meter_provider)
@@ -190,18 +193,15 @@ class McpSession:
     # -- client → server -------------------------------------------------------------------------
 
     def from_client(self, raw: bytes) -> Relay:
-        """A frame from the client: what to forward, answer, or still decide.
-
-        A failure of the gateway itself answers the frame with a JSON-RPC internal error and
-        logs the problem: a frame the gateway could not read is never forwarded."""
+        """A frame from the client: what to forward, answer, or still decide (a failure of the
+        gateway itself answers it with an internal error, logged; nothing is forwarded)."""
         try:
             return self._client_frame(raw)
         except Exception as exc:
             return Relay(to_client=[_failed_itself(recover_id(raw), exc)])
 
     def refuse(self, raw: bytes, problem: str) -> Relay:
-        """Answer a client frame that cannot be read (``problem`` says why) with a JSON-RPC
-        parse error; nothing is forwarded."""
+        """Answer an unreadable client frame (``problem``: why) with a parse error, unforwarded."""
         _log.warning(
             "a client frame could not be read; answered with a parse error", problem=problem
         )
@@ -210,8 +210,7 @@ class McpSession:
         )
 
     def invalid(self, msg: Message, problem: str) -> Relay:
-        """Answer a client message that a server could read as another one than the hooks
-        did (``problem`` says how) with a JSON-RPC invalid-request error; nothing is forwarded."""
+        """Answer a client message a server could misread (``problem``) with -32600, unsent."""
         _log.warning("a client frame was refused as an invalid request", problem=problem)
         return Relay(
             to_client=[error_response(msg.id, INVALID_REQUEST, f"Invalid request: {problem}")]
@@ -245,6 +244,8 @@ class McpSession:
         return self.gateway.name or self.gateway.server_name or DEFAULT_SERVER_NAME
 
     def _client_request(self, msg: Message) -> Relay:
+        if request_key(msg.id) in self.requests.from_client:  # one answer would end both
+            return self.invalid(msg, f"the id {msg.id!r} is that of a request still waiting")
         if (
             msg.method == "tools/call"
             and self.gateway.name is None
@@ -282,7 +283,7 @@ class McpSession:
         """A ``tools/call`` of a tool as the server listed it (``None``: not listed): relayed
         when no hook matches, refused when its arguments' types are not the listed ones, else
         decided by the hooks."""
-        kinds, schema = listed or (UNLISTED, None)
+        kinds, schema, pending.output_schema = listed or (UNLISTED, None, None)
         values = pending.values = (f"{self.server_name}/{tool}", tool, *kinds)
         # a guard matched by a kind is matched so in replay too, which reads it from the span
         pending.span.set_attribute(sc.TOOL_KINDS, kinds)
@@ -293,7 +294,7 @@ class McpSession:
         if problem is not None:  # the server would run a value the guards would misread
             answer = refuse(self.gateway.engine, self.requests, msg, pending, problem)
             return Relay(to_client=[answer])
-        return Relay(later=self._decided(msg, pending, values))
+        return Relay(later=self._decided(msg, pending, values, self.gateway.list_changes))
 
     async def _listed_then_judged(self, msg: Message, pending: Pending, tool: str) -> Relay:
         """List the server's tools, then judge the call; a tool the server does not list is
@@ -323,8 +324,12 @@ class McpSession:
             return Relay(to_client=[answer])
         return await relay.later if relay.later is not None else relay
 
-    async def _decided(self, msg: Message, pending: Pending, values: tuple[str, ...]) -> Relay:
+    async def _decided(
+        self, msg: Message, pending: Pending, values: tuple[str, ...], changes: int
+    ) -> Relay:
         forward, answer = await decide(self.gateway.engine, self.requests, msg, pending, values)
+        if forward is not None and self.gateway.list_changes != changes:  # see _rejudge
+            forward, answer = await judge_again(self, msg, pending, forward)
         return Relay(
             to_server=[forward] if forward is not None else [],
             to_client=[answer] if answer is not None else [],
@@ -352,8 +357,7 @@ class McpSession:
     # -- server → client -------------------------------------------------------------------------
 
     def from_server(self, raw: bytes) -> Relay:
-        """A frame from the server: what to pass to the client (unchanged, and logged, when the
-        gateway itself fails on it)."""
+        """A server frame: what to pass on (as it came, logged, when the gateway fails on it)."""
         try:
             return self._server_frame(raw)
         except Exception as exc:
@@ -361,8 +365,7 @@ class McpSession:
             return Relay(to_client=[raw])
 
     def server_garbage(self, raw: bytes, problem: str) -> Relay:
-        """A server frame that cannot be read (``problem`` says why): not passed on; the
-        client's request it answers, when its id can be told, gets a JSON-RPC error."""
+        """An unreadable server frame (``problem``): dropped, the request it answers failed."""
         _log.error("the MCP server sent a frame that cannot be read; dropped", problem=problem)
         key = request_key(recover_id(raw))
         answer = self.requests.fail_one(
@@ -398,6 +401,7 @@ class McpSession:
         elif msg.kind == "notification":
             if msg.method == "notifications/tools/list_changed":
                 self.listings.changed()
+                self.gateway.list_changes += 1
             self.requests.notification(msg, from_server=True)
         elif msg.kind == "batch":
             for item in msg.items():
@@ -410,8 +414,7 @@ class McpSession:
         return self.listings.own
 
     def listing(self, tool: str) -> Listed | None:
-        """The annotation kinds and inputSchema ``tool`` is judged by (see
-        :meth:`SessionTools.listing`)."""
+        """What ``tool`` is judged by (:meth:`SessionTools.listing`)."""
         return self.listings.listing(tool)
 
     async def _filtered(self, msg: Message, pending: Pending) -> Relay:
@@ -464,13 +467,11 @@ class McpSession:
             set_attributes(pending.span, {sc.MCP_SESSION_ID: session_id})
 
     def fail_all(self, reason: str, *, error_type: str) -> list[bytes]:
-        """Every client request still waiting gets a JSON-RPC error (returned, for the
-        transport to send): the server's stream can no longer be trusted to answer them."""
+        """Every client request still waiting gets a JSON-RPC error (returned to send)."""
         return self.requests.fail_all(reason, error_type=error_type)
 
     def fail(self, frame: bytes, reason: str, *, error_type: str) -> list[bytes]:
-        """The upstream failed ``frame``: each of its requests still waiting gets a JSON-RPC
-        error (returned, for the transport to send) and its span ends with ``error_type``."""
+        """The upstream failed ``frame``: its requests still waiting get errors (returned)."""
         answers: list[bytes] = []
         for item in parse(frame).items():
             if item.kind == "request":
@@ -481,8 +482,7 @@ class McpSession:
         return answers
 
     def close(self, reason: str | None = None) -> list[bytes]:
-        """End the session. With ``reason`` (the server is gone), the client's requests still
-        waiting get a JSON-RPC error each, returned here for the transport to send."""
+        """End the session; with ``reason`` (the server is gone) answer what waits (returned)."""
         if self.closed:
             return []
         self.closed = True

@@ -170,15 +170,25 @@ class McpHttpProxy:
         else:
             session = self._session(session_id)
         session.peer = _peer(scope)
+        status: list[int] = []  # what the upstream answered a DELETE (relayed as it was)
+
+        async def sent(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                status.append(message["status"])
+            await send(message)
+
         try:
             if method == "POST":
                 await self._post(session, body, incoming, send)
             else:
-                await self._forward(session, method, b"", incoming, send, receive=receive)
+                await self._forward(session, method, b"", incoming, sent, receive=receive)
         finally:
-            if method == "DELETE":
+            # a DELETE ends the session only when the upstream ended it (it may refuse, 405):
+            # one the server goes on with must still have its calls awaited and recorded
+            ended = method == "DELETE" and bool(status) and status[0] < 300
+            if ended:
                 self.sessions.pop(session_id, None)
-            if method == "DELETE" or not self._kept(session):
+            if ended or not self._kept(session):
                 session.close()  # a session the upstream did not name ends with its request
 
     def _session(self, session_id: str | None) -> McpSession:
@@ -344,7 +354,7 @@ class McpHttpProxy:
             reason = f"the MCP server answered HTTP {response.status_code}"
             session.fail(body, reason, error_type=str(response.status_code))
             await respond(send, response.status_code, content, back)
-        elif kind == "application/json":
+        elif kind == "application/json" and content.strip():  # 202 may name a type, no body
             frames = await _frames(session, content)
             await respond(send, response.status_code, _merge(frames + extra), back)
         elif extra:  # 202 to what went upstream; the hooks' answers still reach the client
