@@ -14,6 +14,11 @@ its delivery may take (its webhook's ``timeout``) and ``lease_s``, so no other p
 meanwhile. A process that dies holding a lease delays that one row by as much, as the PostgreSQL
 outbox does (:mod:`otelhooks._store._pg_outbox`).
 
+Another process may also hold the file's write lock for long (a backup tool, a ``sqlite3`` shell
+left in a transaction). The pump then waits it out: its own connection gives up on the lock
+quickly, so flush and close keep their deadlines, and it tries again with a bounded backoff,
+saying so once; what it leased stays leased, what is due is delivered when the lock is released.
+
 Only the serializable part of a hook is stored: its webhook config (header templates, never
 resolved values) and the JSON body. It is re-validated when a row is loaded.
 """
@@ -28,7 +33,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Final, Protocol
+from typing import Final, Protocol, TypeVar
 
 import structlog
 from pydantic import ValidationError
@@ -41,6 +46,12 @@ from otelhooks._worker import at_fork
 __all__ = ["Attempt", "DurableQueue", "Outbox", "Report", "attempt", "backoff_s"]
 
 _log = structlog.get_logger("otelhooks")
+
+_T = TypeVar("_T")
+# The pump's own connection gives up on another process's write lock this soon, then backs off:
+# it never holds this process's lock (which flush and close wait for) through a long busy wait.
+_PUMP_BUSY_S: Final = 0.25
+_STORE_PAUSE_MAX_S: Final = 2.0
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS outbox (
@@ -179,6 +190,8 @@ class Outbox:
         self._poll_s = poll_s
         self._report = report
         self._inherited: list[sqlite3.Connection] = []
+        self.store_error: str | None = None  # what the pump last met, while the store fails
+        self._left: tuple[int, str] | None = None  # what stayed queued at close, and why
         self._open()
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(outbox)")}
         if "event" not in columns:  # an outbox written by an earlier version
@@ -191,6 +204,9 @@ class Outbox:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
+        self._pump_db = sqlite3.connect(
+            self.path, timeout=_PUMP_BUSY_S, check_same_thread=False, isolation_level=None
+        )
         self._leased = 0  # rows this process's pump has taken and not finished
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -200,7 +216,7 @@ class Outbox:
         # SQLite forbids using a connection opened before fork in the child, closing it included
         # (it could undo the parent's locks or journal): it is kept, unused, and a new one opened;
         # the parent's pump thread and locks do not exist here either
-        self._inherited.append(self._db)
+        self._inherited += [self._db, self._pump_db]
         self._open()
 
     def put(
@@ -244,13 +260,33 @@ class Outbox:
             time.sleep(0.01)
         return False
 
+    def stalled(self) -> tuple[int, str] | None:
+        """While the store fails (another process holds its write lock), or if it failed when
+        :meth:`close` ran: how many rows wait in it, and the error. ``None`` otherwise."""
+        if self._left is not None or self._stop.is_set():
+            return self._left
+        error = self.store_error
+        if error is None:
+            return None
+        try:
+            return self.pending(), error
+        except sqlite3.Error:
+            return 0, error
+
     def close(self, timeout_s: float = 5.0) -> None:
+        """Stop the pump (waiting at most ``timeout_s`` for it) and close the file."""
+        deadline = time.monotonic() + timeout_s
+        self._left = self.stalled()
         self._stop.set()
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
-        with self._lock:
-            self._db.close()
+        if self._lock.acquire(timeout=max(0.0, deadline - time.monotonic()) + _PUMP_BUSY_S):
+            try:
+                self._db.close()
+                self._pump_db.close()
+            finally:
+                self._lock.release()
 
     def _start(self) -> None:
         if self._thread is None or not self._thread.is_alive():
@@ -259,45 +295,86 @@ class Outbox:
 
     def _lease(self, now: float) -> _Row | None:
         """Take the oldest due row for this process, for as long as its delivery may take."""
+        db = self._pump_db
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")  # the one writer: no other process takes it
+            db.execute("BEGIN IMMEDIATE")  # the one writer: no other process takes it
             try:
-                found = self._db.execute(
+                found = db.execute(
                     "SELECT id, hook_id, event_id, event, config, body, attempts, deadline_at "
                     "FROM outbox WHERE next_at <= ? ORDER BY id LIMIT 1",
                     (now,),
                 ).fetchone()
                 if found is not None:
                     row = _Row(*found)
-                    self._db.execute(
+                    db.execute(
                         "UPDATE outbox SET next_at = ? WHERE id = ?",
                         (now + _attempt_s(row.config) + self.lease_s, row.id),
                     )
-                self._db.execute("COMMIT")
+                db.execute("COMMIT")
             except BaseException:
-                self._db.execute("ROLLBACK")
+                if db.in_transaction:
+                    db.execute("ROLLBACK")
                 raise
             if found is None:
                 return None
             self._leased += 1
         return row
 
+    def _store(self, op: Callable[[], _T]) -> tuple[bool, _T | None]:
+        """Run one store operation of the pump until it succeeds: ``(True, its result)``, or
+        ``(False, None)`` when the outbox closes first. A failing store (another process holding
+        the write lock past the busy timeout, a full disk) is said once and tried again with a
+        bounded backoff; the pump never dies of it."""
+        failures = 0
+        while True:
+            try:
+                result = op()
+            except sqlite3.Error as exc:
+                failures += 1
+                if self.store_error is None:
+                    _log.warning(
+                        "outbox store unavailable, deliveries wait",
+                        path=str(self.path),
+                        error=str(exc),
+                    )
+                self.store_error = str(exc)
+                if self._stop.wait(min(_STORE_PAUSE_MAX_S, 0.05 * 2**failures)):
+                    return False, None
+                continue
+            if self.store_error is not None:
+                _log.info("outbox store available again", path=str(self.path))
+                self.store_error = None
+            return True, result
+
     def _pump(self) -> None:
         while not self._stop.is_set():
-            row = self._lease(time.time())
+            ok, row = self._store(lambda: self._lease(time.time()))
+            if not ok:
+                return
             if row is None:
                 self._wake.wait(self._poll_s)
                 self._wake.clear()
                 continue
             try:
                 self._deliver(row)
+            except Exception as exc:  # a report callback that raises: the pump goes on
+                _log.warning("outbox delivery crashed", hook_id=row.hook_id, error=str(exc))
             finally:
                 with self._lock:
                     self._leased -= 1
 
+    def _write(self, sql: str, args: tuple[object, ...]) -> bool:
+        """One write of the pump, waited out while the store fails; False when closing first
+        (the row stays leased, and is delivered again after its lease: at-least-once)."""
+
+        def run() -> None:
+            with self._lock:
+                self._pump_db.execute(sql, args)
+
+        return self._store(run)[0]
+
     def _finish(self, row: _Row, outcome: str, delivery: Delivery | None, reason: str) -> None:
-        with self._lock:
-            self._db.execute("DELETE FROM outbox WHERE id = ?", (row.id,))
+        self._write("DELETE FROM outbox WHERE id = ?", (row.id,))
         if self._report is not None:
             self._report(row.hook_id, row.event, outcome, delivery, reason)
 
@@ -309,9 +386,7 @@ class Outbox:
         if result.outcome != "retry":
             self._finish(row, result.outcome, result.delivery, result.reason)
             return
-        with self._lock:
-            self._db.execute(
-                "UPDATE outbox SET attempts = attempts + 1, next_at = ?, last_error = ? "
-                "WHERE id = ?",
-                (now + result.retry_in_s, result.reason, row.id),
-            )
+        self._write(
+            "UPDATE outbox SET attempts = attempts + 1, next_at = ?, last_error = ? WHERE id = ?",
+            (now + result.retry_in_s, result.reason, row.id),
+        )

@@ -157,9 +157,23 @@ class WebhookDeliverer:
         return tracker
 
     def reports(self) -> list[DestinationReport]:
-        """What reached each webhook URL so far (``delivery: queue`` hooks not included: their
-        events wait in the outbox)."""
-        return [tracker.report() for tracker in list(self._trackers.values())]
+        """What reached each webhook URL so far. ``delivery: queue`` hooks are not included
+        (their events wait in the outbox) unless the outbox's store fails (another process holds
+        its write lock): then one line for the outbox file says how many wait, and why."""
+        reports = [tracker.report() for tracker in list(self._trackers.values())]
+        stalled = self._outbox.stalled() if isinstance(self._outbox, Outbox) else None
+        if stalled is not None:
+            left, error = stalled
+            assert isinstance(self._outbox, Outbox)
+            reason = f"{left} still queued in the outbox ({error})"
+            if self._closed:
+                reason += "; delivered at the next start"
+            reports.append(
+                DestinationReport(
+                    "webhooks", str(self._outbox.path), left, 0, 0, left, reason, None
+                )
+            )
+        return reports
 
     def _enqueue_durable(self, item: _Item) -> bool:
         body = self._body(item)
@@ -412,7 +426,8 @@ class WebhookDeliverer:
         with self._idle:
             if self._closed:
                 return
-        self.start_shutdown(time.monotonic() + timeout_s)
+        deadline = time.monotonic() + timeout_s
+        self.start_shutdown(deadline)
         self.flush(timeout_s)
         self._worker.shutdown(0.1)
         with self._idle:
@@ -430,7 +445,7 @@ class WebhookDeliverer:
                 asyncio.run_coroutine_threadsafe(self._client.aclose(), loop).result(5)
             loop.call_soon_threadsafe(loop.stop)
         if self._outbox is not None:
-            self._outbox.close()
+            self._outbox.close(max(0.0, deadline - time.monotonic()))
 
 
 async def _cancel_other_tasks() -> None:

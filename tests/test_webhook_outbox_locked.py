@@ -1,0 +1,162 @@
+"""delivery: queue under a locked outbox file: another process holds SQLite's write lock
+(a second otelhooks process, a backup tool, a ``sqlite3`` shell left in a transaction)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from structlog.testing import capture_logs
+
+from otelhooks import CriticalHookDeliveryError, WebhookDeliverer
+from otelhooks.testing import TestPipeline
+from tests._webhook_server import Received, Reply, WebhookServer
+
+# Holds BEGIN IMMEDIATE on the file from the line it reads on stdin, for argv[2] seconds
+# (or until killed), then commits.
+NEIGHBOUR = textwrap.dedent(
+    """
+    import sqlite3, sys, time
+    db = sqlite3.connect(sys.argv[1], isolation_level=None)
+    sys.stdin.readline()
+    db.execute("BEGIN IMMEDIATE")
+    print("locked", flush=True)
+    time.sleep(float(sys.argv[2]))
+    db.execute("COMMIT")
+    print("released", flush=True)
+    """
+)
+
+
+class Neighbour:
+    def __init__(self, path: Path, hold_s: float) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", NEIGHBOUR, str(path), str(hold_s)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        )  # fmt: skip
+        self.locked = threading.Event()
+
+    def lock(self) -> None:
+        assert self.proc.stdin is not None
+        assert self.proc.stdout is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+        assert self.proc.stdout.readline().strip() == "locked"
+        self.locked.set()
+
+    def released(self, timeout_s: float) -> bool:
+        assert self.proc.stdout is not None
+        self.proc.wait(timeout_s)
+        return "released" in self.proc.stdout.read()
+
+
+@pytest.fixture
+def outbox_path(tmp_path: Path) -> Path:
+    return tmp_path / "outbox.db"
+
+
+@pytest.fixture
+def queued(pipe: TestPipeline, deliverer: WebhookDeliverer, server: WebhookServer) -> None:
+    pipe.register(
+        {"id": "q", "type": "afterToolCall",
+         "webhook": {"url": server.url + "/q", "delivery": "queue"}}
+    )  # fmt: skip
+
+
+def lock_at_first_request(server: WebhookServer, neighbour: Neighbour) -> None:
+    """The first delivery takes the lock for the neighbour, then fails (503): the pump's next
+    write (the retry's reschedule) meets the lock. Later ones are accepted."""
+
+    def reply(_got: Received) -> Reply:
+        if not neighbour.locked.is_set():
+            neighbour.lock()
+            return Reply(503)
+        return Reply(204)
+
+    server.routes["/q"] = reply
+
+
+def run_one_tool(pipe: TestPipeline) -> None:
+    with pipe.tracer.operation("agent") as op, op.step() as step:
+        step.run_tool("calc", "add", {}, lambda: "1")
+
+
+@pytest.mark.usefixtures("queued")
+def test_a_queued_webhook_is_delivered_once_a_neighbours_write_lock_is_released(
+    pipe: TestPipeline, server: WebhookServer, outbox_path: Path
+) -> None:
+    neighbour = Neighbour(outbox_path, hold_s=6.5)  # past SQLite's 5 s busy timeout
+    lock_at_first_request(server, neighbour)
+    with capture_logs() as logs:
+        run_one_tool(pipe)  # nothing is enqueued after this
+        assert neighbour.released(30)
+        got = server.wait_for("/q", 2, timeout_s=20)
+    assert len(got) == 2  # the retry, once the lock was released
+    assert {r.headers["idempotency-key"] for r in got} == {got[0].headers["idempotency-key"]}
+    said = [e for e in logs if e["event"] == "outbox store unavailable, deliveries wait"]
+    assert len(said) == 1  # once, however long the lock lasted
+    assert said[0]["path"] == str(outbox_path)
+    assert "database is locked" in said[0]["error"]
+
+
+@pytest.mark.usefixtures("queued")
+def test_a_shutdown_while_the_outbox_is_locked_keeps_its_deadline_and_reports_what_stayed(
+    pipe: TestPipeline, deliverer: WebhookDeliverer, server: WebhookServer, outbox_path: Path
+) -> None:
+    neighbour = Neighbour(outbox_path, hold_s=120)  # held until killed
+    try:
+        lock_at_first_request(server, neighbour)
+        run_one_tool(pipe)
+        assert server.wait_for("/q", 1)
+        time.sleep(0.5)  # the pump is now waiting on the lock
+        started = time.monotonic()
+        deliverer.shutdown(1.0)
+        took = time.monotonic() - started
+        lines = [r.line() for r in deliverer.reports()]
+    finally:
+        neighbour.proc.kill()
+        neighbour.proc.wait(10)
+    assert took < 2.0, took
+    assert lines == [
+        f"0 of 1 webhooks delivered to {outbox_path} (1 dropped): 1 still queued in the outbox "
+        "(database is locked); delivered at the next start"
+    ]
+
+
+@pytest.mark.parametrize("fallback", ["fetch", "none"])
+def test_an_enqueue_the_locked_outbox_cannot_store_follows_the_hooks_fallback(
+    pipe: TestPipeline,
+    deliverer: WebhookDeliverer,
+    server: WebhookServer,
+    outbox_path: Path,
+    fallback: str,
+) -> None:
+    server.routes["/q"] = Reply(204)
+    pipe.register(
+        {"id": "q", "type": "afterToolCall",
+         "webhook": {"url": server.url + "/q", "delivery": "queue", "fallback": fallback}}
+    )  # fmt: skip
+    run_one_tool(pipe)  # stored and delivered through the outbox
+    assert len(server.wait_for("/q", 1)) == 1
+    neighbour = Neighbour(outbox_path, hold_s=120)  # held until killed
+    try:
+        neighbour.lock()
+        with capture_logs() as logs:
+            if fallback == "none":
+                with pytest.raises(CriticalHookDeliveryError):
+                    run_one_tool(pipe)
+            else:
+                run_one_tool(pipe)  # the insert waits out the busy timeout, then fetch
+                assert len(server.wait_for("/q", 2)) == 2  # delivered while still locked
+    finally:
+        neighbour.proc.kill()
+        neighbour.proc.wait(10)
+    if fallback == "fetch":
+        said = [e for e in logs if e["event"] == "outbox unavailable, falling back to fetch"]
+        assert len(said) == 1
+        assert "database is locked" in said[0]["error"]
