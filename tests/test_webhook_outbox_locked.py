@@ -160,3 +160,31 @@ def test_an_enqueue_the_locked_outbox_cannot_store_follows_the_hooks_fallback(
         said = [e for e in logs if e["event"] == "outbox unavailable, falling back to fetch"]
         assert len(said) == 1
         assert "database is locked" in said[0]["error"]
+
+
+def test_a_flush_keeps_its_deadline_while_an_enqueue_waits_on_the_lock(
+    pipe: TestPipeline, deliverer: WebhookDeliverer, server: WebhookServer, outbox_path: Path
+) -> None:
+    server.routes["/q"] = Reply(204)
+    pipe.register(
+        {"id": "q", "type": "afterToolCall",
+         "webhook": {"url": server.url + "/q", "delivery": "queue"}}
+    )  # fmt: skip
+    run_one_tool(pipe)
+    assert len(server.wait_for("/q", 1)) == 1
+    neighbour = Neighbour(outbox_path, hold_s=120)  # held until killed
+    try:
+        neighbour.lock()
+        agent = threading.Thread(target=run_one_tool, args=(pipe,))
+        agent.start()  # its insert waits out SQLite's 5 s busy timeout
+        time.sleep(0.5)
+        started = time.monotonic()
+        flushed = deliverer.flush(1.0)
+        took = time.monotonic() - started
+        agent.join(30)
+    finally:
+        neighbour.proc.kill()
+        neighbour.proc.wait(10)
+    assert took < 2.0, took
+    assert not flushed
+    assert len(server.wait_for("/q", 2)) == 2  # the waiting enqueue fell back to fetch

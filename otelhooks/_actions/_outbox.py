@@ -191,6 +191,7 @@ class Outbox:
         self._report = report
         self._inherited: list[sqlite3.Connection] = []
         self.store_error: str | None = None  # what the pump last met, while the store fails
+        self._waiting = 0  # rows in the outbox when the pump last met that error
         self._left: tuple[int, str] | None = None  # what stayed queued at close, and why
         self._open()
         columns = {row[1] for row in self._db.execute("PRAGMA table_info(outbox)")}
@@ -251,12 +252,18 @@ class Outbox:
         self._start()
         self._wake.set()
         while time.monotonic() < deadline:
-            with self._lock:
+            # an enqueue waiting on another process's write lock holds this lock: never past
+            # the deadline
+            if not self._lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
+                return False
+            try:
                 due = self._db.execute(
                     "SELECT 1 FROM outbox WHERE next_at <= ? LIMIT 1", (time.time(),)
                 ).fetchone()
                 if due is None and self._leased == 0:
                     return True
+            finally:
+                self._lock.release()
             time.sleep(0.01)
         return False
 
@@ -266,12 +273,7 @@ class Outbox:
         if self._left is not None or self._stop.is_set():
             return self._left
         error = self.store_error
-        if error is None:
-            return None
-        try:
-            return self.pending(), error
-        except sqlite3.Error:
-            return 0, error
+        return None if error is None else (self._waiting, error)
 
     def close(self, timeout_s: float = 5.0) -> None:
         """Stop the pump (waiting at most ``timeout_s`` for it) and close the file."""
@@ -338,6 +340,7 @@ class Outbox:
                         error=str(exc),
                     )
                 self.store_error = str(exc)
+                self._waiting = self._count(self._waiting)
                 if self._stop.wait(min(_STORE_PAUSE_MAX_S, 0.05 * 2**failures)):
                     return False, None
                 continue
@@ -345,6 +348,14 @@ class Outbox:
                 _log.info("outbox store available again", path=str(self.path))
                 self.store_error = None
             return True, result
+
+    def _count(self, otherwise: int) -> int:
+        """The rows in the outbox (a read: another process's write lock does not stop it in
+        WAL mode), or ``otherwise`` when even that fails."""
+        try:
+            return int(self._pump_db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0])
+        except sqlite3.Error:
+            return otherwise
 
     def _pump(self) -> None:
         while not self._stop.is_set():
