@@ -283,7 +283,9 @@ class Outbox:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout_s)
-        if self._lock.acquire(timeout=max(0.0, deadline - time.monotonic()) + _PUMP_BUSY_S):
+        # past the deadline (the pump still in a busy wait), the connections are left to the
+        # garbage collector: the pump stops at its next step
+        if self._lock.acquire(timeout=max(0.0, deadline - time.monotonic())):
             try:
                 self._db.close()
                 self._pump_db.close()
@@ -332,6 +334,8 @@ class Outbox:
             try:
                 result = op()
             except sqlite3.Error as exc:
+                if self._stop.is_set():
+                    return False, None  # closing (its connection may be closed already)
                 failures += 1
                 if self.store_error is None:
                     _log.warning(
