@@ -43,6 +43,7 @@ class GuardingRun(Protocol):
         shown: Callable[[Any], Any] | None = None,
         attributes: dict[str, Any] | None = None,
         refused: str | None = None,
+        namespace: str | None = None,
     ) -> tuple[Any, bool]: ...
 
     def settle(self, context: Any, agent: str | None = None, own: bool = True) -> None: ...
@@ -55,6 +56,7 @@ class GuardingRun(Protocol):
         guardrail: str,
         message: str,
         identifier: str | None = None,
+        namespace: str | None = None,
     ) -> None: ...
 
 
@@ -122,9 +124,11 @@ async def guarded(
     shown: Callable[[Any], Any] | None = None,
     attributes: dict[str, Any] | None = None,
     refused: str | None = None,
+    namespace: str | None = None,
 ) -> tuple[Any, bool]:
     """``run`` through the current hooked run's tool hooks (as it is outside one); a call
-    otelhooks ``refused`` (why) never runs, and is denied with no hook run."""
+    otelhooks ``refused`` (why) never runs, and is denied with no hook run. ``namespace``: the
+    tool's ``tool_namespace`` (matched as ``{namespace}.{name}`` and as ``name``)."""
     hooked_run = CURRENT_RUN.get()
     if hooked_run is None:
         if refused is not None:  # nothing runs unguarded: the refusal is the answer
@@ -139,5 +143,5 @@ async def guarded(
         )
         return await run(None), False
     return await hooked_run.guard_tool(
-        name, identifier, args, call_id, run, shown, attributes, refused
+        name, identifier, args, call_id, run, shown, attributes, refused, namespace
     )

@@ -32,12 +32,15 @@ __all__ = ["approval_refuses", "judged_again", "watch_guardrail"]
 
 
 def watch_guardrail(
-    guardrail: ToolInputGuardrail[Any], tool_name: str | None = None, identifier: str | None = None
+    guardrail: ToolInputGuardrail[Any],
+    tool_name: str | None = None,
+    identifier: str | None = None,
+    namespace: str | None = None,
 ) -> ToolInputGuardrail[Any]:
     """The SDK guardrail, unchanged in effect, reporting a ``reject_content`` to the run (the
     call never reaches the hooks, which is the only record it gets): of ``tool_name`` (the
     call's own tool when omitted, as for the guardrails of an MCP server, which judge all its
-    tools) and ``identifier`` (the agent's when omitted)."""
+    tools), ``identifier`` (the agent's when omitted) and the tool's ``namespace``."""
 
     async def watched(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         output = await guardrail.run(data)
@@ -51,6 +54,7 @@ def watch_guardrail(
                 guardrail.get_name(),
                 behavior["message"],
                 identifier,
+                namespace,
             )
         return output
 
