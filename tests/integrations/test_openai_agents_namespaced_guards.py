@@ -17,7 +17,7 @@ from agents import Agent, function_tool, set_trace_processors, tool_namespace
 from agents.testing import assistant_message, function_call
 
 from otelhooks import Block, HooksEngine, OtlpJsonLinesSpanExporter, ToolCallEvent
-from otelhooks.integrations.openai_agents import HookedRunner
+from otelhooks.integrations.openai_agents import HookedRunner, hook_tool
 from otelhooks.replay import replay
 from otelhooks.testing import TestPipeline
 from tests.conftest import Recorder, hook
@@ -36,14 +36,15 @@ def delete_file(path: str) -> str:
     return f"deleted {path}"
 
 
-def _tools() -> list[Any]:
+def _tools(hooked_first: bool = False) -> list[Any]:
+    tool = hook_tool(delete_file) if hooked_first else delete_file
     return [
-        *tool_namespace(name="fs", description="the fs tools", tools=[delete_file]),
-        *tool_namespace(name="db", description="the db tools", tools=[delete_file]),
+        *tool_namespace(name="fs", description="the fs tools", tools=[tool]),
+        *tool_namespace(name="db", description="the db tools", tools=[tool]),
     ]
 
 
-def _run(pipe: TestPipeline, streamed: bool) -> ScriptedModel:
+def _run(pipe: TestPipeline, streamed: bool, hooked_first: bool = False) -> ScriptedModel:
     calls = [
         function_call("delete_file", {"path": "a"}, call_id="f1", namespace="fs"),
         function_call("delete_file", {"path": "b"}, call_id="b1", namespace="db"),
@@ -52,7 +53,7 @@ def _run(pipe: TestPipeline, streamed: bool) -> ScriptedModel:
 
     async def go() -> None:
         runner = HookedRunner(pipe.tracer)
-        agent = Agent(name="cleaner", model=model, tools=_tools())
+        agent = Agent(name="cleaner", model=model, tools=_tools(hooked_first))
         if not streamed:
             assert (await runner.run(agent, "clean")).final_output == "ok"
             return
@@ -132,3 +133,19 @@ def test_a_recorded_namespaced_call_is_replayed_under_both_names(
     everything = ["cleaner/db.delete_file", "cleaner/fs.delete_file"]
     assert subjects == (denied if denied is not None else everything)
     assert report.changes["deny"] == len(subjects)
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+def test_a_tool_hooked_before_it_was_namespaced_is_matched_by_its_namespace(
+    pipe: TestPipeline, recorder: Recorder, streamed: bool
+) -> None:
+    # tool_namespace(tools=[hook_tool(f)]): the hooked copy was made with no namespace, and a
+    # guard on db.delete_file never fired for the namespaced copies of it
+    pipe.register(hook("no-db-delete", "before_tool_call", _deny, matcher="db.delete_file"))
+    pipe.register(hook("denied", "on_tool_call_denied", recorder))
+
+    model = _run(pipe, streamed, hooked_first=True)
+
+    assert model.tool_outputs() == {"f1": "deleted a", "b1": "no db.delete_file"}
+    told = recorder.fields("apiName", "toolNamespace", "toolCallId", event="on_tool_call_denied")
+    assert told == [("delete_file", "db", "b1")]

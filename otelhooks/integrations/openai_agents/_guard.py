@@ -19,6 +19,7 @@ __all__ = [
     "GuardingRun",
     "RewriteRefusedError",
     "UnguardedToolWarning",
+    "call_namespace",
     "guarded",
     "parse_args",
     "tool_raised",
@@ -105,6 +106,13 @@ class UnguardedToolWarning(UserWarning):
     Turn it into an error to refuse such agents: ``warnings.simplefilter("error",
     UnguardedToolWarning)``.
     """
+
+
+def call_namespace(namespace: Any, name: str) -> str | None:
+    """The namespace a call of tool ``name`` was made in (a ``ToolContext``'s
+    ``tool_namespace``), ``None`` for none and for the one the model calls a deferred tool in
+    (``defer_loading``: the tool's own name, which ``tool_namespace()`` refuses to give)."""
+    return namespace if isinstance(namespace, str) and namespace and namespace != name else None
 
 
 def parse_args(raw: str) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from agents.tool_guardrails import ToolGuardrailFunctionOutput
 from otelhooks.integrations.openai_agents._guard import (
     CURRENT_RUN,
     RewriteRefusedError,
+    call_namespace,
     parse_args,
 )
 
@@ -47,6 +48,9 @@ def watch_guardrail(
         behavior = output.behavior
         run = CURRENT_RUN.get()
         if run is not None and behavior["type"] == "reject_content":
+            space = namespace
+            if space is None and tool_name is not None:  # hooked before tool_namespace()
+                space = call_namespace(data.context.tool_namespace, tool_name)
             run.guardrail_rejected(
                 tool_name if tool_name is not None else data.context.tool_name,
                 data.context.tool_call_id,
@@ -54,7 +58,7 @@ def watch_guardrail(
                 guardrail.get_name(),
                 behavior["message"],
                 identifier,
-                namespace,
+                space,
             )
         return output
 

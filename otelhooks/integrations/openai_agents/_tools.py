@@ -69,6 +69,7 @@ from otelhooks._tool_kinds import KIND_NAMES
 from otelhooks.integrations.openai_agents._arguments import arguments_model, received
 from otelhooks.integrations.openai_agents._guard import (
     UnguardedToolWarning,
+    call_namespace,
     guarded,
     parse_args,
     tool_raised,
@@ -210,8 +211,10 @@ def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
             return await inner(ctx, rewritten)
 
         args = received(model, tool.params_json_schema, parse_args(input))
+        # a tool hooked before tool_namespace() copied it into a namespace: the call's says
+        space = namespace or call_namespace(ctx.tool_namespace, tool.name)
         output, _ = await guarded(
-            tool.name, identifier, args, ctx.tool_call_id, run, namespace=namespace
+            tool.name, identifier, args, ctx.tool_call_id, run, namespace=space
         )
         return output
 
