@@ -225,7 +225,8 @@ def test_a_guardrail_rejection_of_a_namespaced_tools_call_is_recorded(
         """Read a file."""
         raise AssertionError("a rejected call ran")
 
-    pipe.register(hook("denied", "on_tool_call_denied", recorder))
+    # (a hook on fs.read_file's denials never heard of the rejection: it was told as read_file)
+    pipe.register(hook("denied", "on_tool_call_denied", recorder, matcher="fs.read_file"))
     tools = tool_namespace(name="fs", description="the fs tools", tools=[read_file])
     call = function_call("read_file", {"path": "/root/x"}, call_id="r1", namespace="fs")
     model = ScriptedModel("m", [[call], [assistant_message("ok")]])
@@ -239,9 +240,14 @@ def test_a_guardrail_rejection_of_a_namespaced_tools_call_is_recorded(
 
     assert model.tool_outputs() == {"r1": "no access to /root"}
     told = recorder.fields(
-        "apiName", "identifier", "toolCallId", "decidedBy", event="on_tool_call_denied"
+        "apiName",
+        "toolNamespace",
+        "identifier",
+        "toolCallId",
+        "decidedBy",
+        event="on_tool_call_denied",
     )
-    assert told == [("read_file", "reader", "r1", "guardrail:no_root")]
+    assert told == [("read_file", "fs", "reader", "r1", "guardrail:no_root")]
 
 
 class _Seen(AgentHooks[Any]):
