@@ -124,6 +124,16 @@ def test_a_rejected_call_of_a_namespaced_tool_is_recorded(
         }
     ]
     assert pipe.spans("execute_tool fs.delete_file") == []  # the tool never ran
+    pending = [
+        dict(e.attributes or {})
+        for s in pipe.spans()
+        for e in s.events
+        if e.name == APPROVAL
+        and (e.attributes or {}).get("otelhooks.approval.decision") == "pending"
+    ]
+    assert [(p["gen_ai.tool.name"], p["otelhooks.tool.matcher_value"]) for p in pending] == [
+        ("fs.delete_file", "cleaner/fs.delete_file")
+    ]
 
 
 @pytest.mark.parametrize("always", [False, True], ids=["this_call", "always_reject"])
