@@ -91,6 +91,9 @@ TOOL_IDENTIFIER: Final = "otelhooks.tool.identifier"
 TOOL_API_NAME: Final = "otelhooks.tool.api_name"
 TOOL_CALL_INDEX: Final = "otelhooks.tool.call_index"
 TOOL_MATCHER_VALUE: Final = "otelhooks.tool.matcher_value"
+# a namespaced tool's namespace (OpenAI Agents' tool_namespace): gen_ai.tool.name is
+# "{namespace}.{apiName}"; replay offers matchers the bare names too, as the live call did
+TOOL_NAMESPACE: Final = "otelhooks.tool.namespace"
 # the MCP gateway: the annotation kinds (@destructive ...) a call was matched by, for replay
 TOOL_KINDS: Final = "otelhooks.tool.kinds"
 TOOL_ARGS_FINGERPRINT: Final = "otelhooks.tool.args_fp"

@@ -17,6 +17,7 @@ from opentelemetry.trace import Span, StatusCode
 from opentelemetry.util.types import AttributeValue
 
 from otelhooks import _semconv as sc
+from otelhooks._engine._values import tool_values
 from otelhooks._events import (
     EVENTS,
     AfterToolCallEvent,
@@ -131,7 +132,9 @@ def tool_identity(attrs: Mapping[str, Any], span_name: str, span_id: str) -> dic
     ``argsFp``, from otelhooks' attributes or, for other instrumentations, from
     ``gen_ai.tool.name`` (an ``identifier/apiName`` name is split) and the span name. The MCP
     gateway's span names the server apart (``mcp.server.name``): it is the identifier, as the
-    gateway's guards see the call (``server/tool``).
+    gateway's guards see the call (``server/tool``). A namespaced tool's span
+    (``otelhooks.tool.namespace``) names it ``{namespace}.{apiName}``: the namespace is told
+    apart as ``toolNamespace``.
 
     Example:
         >>> tool_identity({"gen_ai.tool.name": "fs/rm"}, "execute_tool fs/rm", "ab")["apiName"]
@@ -142,12 +145,16 @@ def tool_identity(attrs: Mapping[str, Any], span_name: str, span_id: str) -> dic
     api = name
     if not identifier and "/" in name:
         identifier, _, api = name.partition("/")
-    return {
+    found: dict[str, Any] = {
         "toolCallId": str(attrs.get(sc.GEN_AI_TOOL_CALL_ID, span_id)),
         "identifier": identifier,
         "apiName": api,
         "argsFp": str(attrs.get(sc.TOOL_ARGS_FINGERPRINT, "")),
     }
+    namespace = attrs.get(sc.TOOL_NAMESPACE)
+    if isinstance(namespace, str) and namespace and api.startswith(f"{namespace}."):
+        found["apiName"], found["toolNamespace"] = api[len(namespace) + 1 :], namespace
+    return found
 
 
 def events_from_foreign_span(span: ReadableSpan) -> list[LiveEvent]:
@@ -172,8 +179,7 @@ def events_from_foreign_span(span: ReadableSpan) -> list[LiveEvent]:
 
     if op == sc.OP_EXECUTE_TOOL:
         tool: dict[str, Any] = {**common, **tool_identity(attrs, span.name, span_id)}
-        identifier, api = tool["identifier"], tool["apiName"]
-        values = (f"{identifier}/{api}", api) if identifier else (api,)
+        values = tool_values(tool["identifier"], tool["apiName"], tool.get("toolNamespace"))
         outcome = attrs.get(sc.TOOL_OUTCOME)
         if failed:
 

@@ -275,3 +275,40 @@ def test_demo_runs_every_example_config(tmp_path: Path) -> None:
         "message received on chat",  # kernel app script
     ):
         assert line in log, f"{line!r} missing from the examples log:\n{log}"
+
+
+@pytest.mark.parametrize(
+    ("namespace", "matched"),
+    [("db", "1 hook matches"), ("fs", "no hook in these files matches"), ("", "no hook")],
+)
+def test_hooks_test_matches_a_namespaced_tool_by_its_namespace(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, namespace: str, matched: str
+) -> None:
+    # hooks test could not say a guard on db.delete_file fires for the db namespace's call of
+    # delete_file: it offered the bare name only, which the guard never names
+    path = write(
+        tmp_path / "hooks.yaml",
+        "- {id: no-db, type: before_tool_call, matcher: db.delete_file, command: ['true']}\n",
+    )
+    ns = ["--namespace", namespace] if namespace else []
+    code, out = run(
+        capsys, "hooks", "test", str(path), "--event", "before_tool_call",
+        "--tool", "cleaner/delete_file", *ns,
+    )  # fmt: skip
+    assert out.startswith(matched), out
+    assert code == (1 if matched.startswith("no") else 0), out
+
+
+def test_hooks_test_matches_a_namespaced_tool_by_its_bare_name(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = write(
+        tmp_path / "hooks.yaml",
+        "- {id: no-delete, type: before_tool_call, matcher: delete_file, command: ['true']}\n",
+    )
+    code, out = run(
+        capsys, "hooks", "test", str(path), "--event", "before_tool_call",
+        "--tool", "cleaner/delete_file", "--namespace", "fs",
+    )  # fmt: skip
+    assert code == 0, out
+    assert out.startswith("1 hook matches before_tool_call for cleaner/fs.delete_file"), out

@@ -71,13 +71,19 @@ def split_tool(tool: str | None) -> tuple[str, str]:
 
 
 def sample_event(
-    spec: EventSpec, *, tool: str | None = None, args: dict[str, Any] | None = None
+    spec: EventSpec,
+    *,
+    tool: str | None = None,
+    args: dict[str, Any] | None = None,
+    namespace: str | None = None,
 ) -> tuple[HookEvent, tuple[str, ...]]:
     """A payload of ``spec``'s model with sample values, and the values matchers see.
 
     For tool events ``args`` are the tool arguments; for other events they override payload
-    fields.
+    fields. ``namespace``: the tool's namespace (OpenAI Agents' ``tool_namespace``), matched
+    as ``{namespace}.{apiName}`` and by the bare name, as a live call is.
     """
+    from otelhooks._engine import tool_values
     from otelhooks._events import GenericEvent
     from otelhooks._matchers import tool_aliases
 
@@ -87,11 +93,16 @@ def sample_event(
     fields = model.model_fields
     if "apiName" in fields:
         identifier, api = split_tool(tool)
-        matcher_value = f"{identifier}/{api}" if identifier else api
+        named = tool_values(identifier, api, namespace)
         # an MCP tool's other names too, as the Claude Code bridge offers them
-        values = (matcher_value, api, *tool_aliases(matcher_value))
+        values = (*named, *tool_aliases(named[0]))
         data.update(
-            toolCallId="call_sample", identifier=identifier, apiName=api, toolName=api, args={}
+            toolCallId="call_sample",
+            identifier=identifier,
+            apiName=api,
+            toolName=api,
+            toolNamespace=namespace,
+            args={},
         )
         if "args" in fields:
             data["args"] = dict(args or {})
@@ -219,6 +230,9 @@ def _test(args: argparse.Namespace) -> int:
         print("otelhooks hooks test: --args must be a JSON object")
         return 2
     if args.dialect:
+        if args.namespace:  # no coding agent CLI names a tool by a namespace
+            print("otelhooks hooks test: --namespace is an OpenAI Agents tool's, not --dialect's")
+            return 2
         return _test_as(args, extra)
     try:
         spec, _ = resolve_event(args.event)
@@ -227,7 +241,9 @@ def _test(args: argparse.Namespace) -> int:
         return 2
     try:
         loaded = load_config(args.paths)
-        payload, values = sample_event(spec, tool=args.tool, args=extra)
+        payload, values = sample_event(
+            spec, tool=args.tool, args=extra, namespace=args.namespace or None
+        )
     except (ConfigError, ValueError) as exc:
         print(f"otelhooks hooks test: {exc}")
         return 2
@@ -418,6 +434,12 @@ def add_parser(sub: Subcommands) -> None:
     )
     test.add_argument(
         "--tool", metavar="ID/API", help="the tool (identifier/apiName, or a bare tool name)"
+    )
+    test.add_argument(
+        "--namespace",
+        metavar="NS",
+        help="the tool's namespace (OpenAI Agents' tool_namespace): matched as NS.apiName and "
+        "by the bare apiName, as the live call is",
     )
     test.add_argument(
         "--args",

@@ -10,14 +10,32 @@ from __future__ import annotations
 
 from otelhooks._events import HookEvent
 
-__all__ = ["matcher_values"]
+__all__ = ["matcher_values", "tool_values"]
+
+
+def tool_values(identifier: str, api: str, namespace: str | None = None) -> tuple[str, ...]:
+    """What hook matchers compare for a call of ``identifier``'s tool ``api``: its
+    ``identifier/apiName`` and ``apiName`` (the bare name when there is no identifier). A tool in
+    a ``namespace`` (OpenAI Agents' ``tool_namespace``) is first named ``namespace.apiName``, so
+    a matcher naming the namespace matches that namespace's tool only, and then by its bare
+    name, which every matcher written before namespaces names it by.
+
+    Example:
+        >>> tool_values("cleaner", "delete_file", "fs")
+        ('cleaner/fs.delete_file', 'fs.delete_file', 'cleaner/delete_file', 'delete_file')
+    """
+    bare = (f"{identifier}/{api}", api) if identifier else (api,)
+    if not namespace:
+        return bare
+    name = f"{namespace}.{api}"
+    return ((f"{identifier}/{name}", name) if identifier else (name,)) + bare
 
 
 def matcher_values(payload: HookEvent) -> tuple[str, ...]:
     """What hook matchers compare for ``payload``.
 
     Rules, first that applies: a generic event's ``matcherValue``; a tool event's
-    ``identifier/apiName`` and ``apiName`` (the bare name when there is no identifier); a
+    :func:`tool_values` (its ``toolNamespace`` too); a
     message's channel and target; a model call's model; the agent's id; else ``("*",)``.
 
     Example:
@@ -31,8 +49,12 @@ def matcher_values(payload: HookEvent) -> tuple[str, ...]:
         return (value,)
     api = data.get("apiName")
     if isinstance(api, str) and api:
-        identifier = data.get("identifier")
-        return (f"{identifier}/{api}", api) if identifier else (api,)
+        identifier, namespace = data.get("identifier"), data.get("toolNamespace")
+        return tool_values(
+            identifier if isinstance(identifier, str) else "",
+            api,
+            namespace if isinstance(namespace, str) else None,
+        )
     channel = data.get("channelId")
     if isinstance(channel, str) and channel:
         target = data.get("target")

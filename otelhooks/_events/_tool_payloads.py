@@ -40,6 +40,9 @@ class _ToolContext(HookEvent):
     assistantMessageId: str | None = None
     executor: str = "server"
     toolSource: str | None = None
+    # the namespace of a namespaced tool (OpenAI Agents' ``tool_namespace``), whose full name is
+    # ``{toolNamespace}.{apiName}``; matchers see both names (``matcher_values``)
+    toolNamespace: str | None = None
     agentId: str | None = None
     # the arguments' fingerprint when the args themselves are not at hand (a received span's
     # otelhooks.tool.args_fp; "" when it had none)
@@ -188,6 +191,7 @@ class ToolResultPersistEvent(HookEvent):
     toolCallId: str | None = None
     identifier: str | None = None
     apiName: str | None = None
+    toolNamespace: str | None = None  # as the call's (a namespaced tool's namespace)
     result: Any = None
 
     @property

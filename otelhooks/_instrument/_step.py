@@ -177,13 +177,16 @@ class Step(SpanScope):
         tool_call_id: str | None = None,
         tool_type: str = "function",
         refused: str | None = None,
+        namespace: str | None = None,
     ) -> ToolCall:
         """A tool call: an ``execute_tool {api_name}`` span whose start runs the interceptors.
 
         ``refused`` is why otelhooks itself refuses the call before any hook runs (its
         arguments' types are not its schema's): no hook runs, the call is denied as by a hook
         (``decidedBy: "otelhooks"``, the reason on the span, ``on_tool_call_denied`` told) and
-        :attr:`ToolCall.should_run` is False.
+        :attr:`ToolCall.should_run` is False. A tool in a ``namespace`` (OpenAI Agents'
+        ``tool_namespace``) is named ``{namespace}.{api_name}`` on the span; matchers see that
+        name and the bare ``api_name`` (:func:`~otelhooks.matcher_values`).
         """
         return ToolCall(
             self,
@@ -193,6 +196,7 @@ class Step(SpanScope):
             tool_call_id=tool_call_id,
             tool_type=tool_type,
             refused=refused,
+            namespace=namespace,
         )
 
     def run_tool(

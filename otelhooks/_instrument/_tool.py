@@ -12,7 +12,7 @@ from opentelemetry.trace import Status, StatusCode
 
 from otelhooks import _semconv as sc
 from otelhooks._dispatch._chain import copied
-from otelhooks._engine import NO_EVENTS, Hooked
+from otelhooks._engine import NO_EVENTS, Hooked, tool_values
 from otelhooks._events import (
     AfterToolCallEvent,
     HookEvent,
@@ -133,6 +133,7 @@ class ToolCall(SpanScope):
         tool_call_id: str | None,
         tool_type: str,
         refused: str | None = None,
+        namespace: str | None = None,
     ) -> None:
         self.tracer = step.tracer
         self.step = step
@@ -142,14 +143,17 @@ class ToolCall(SpanScope):
         self.args = args
         self.tool_call_id = tool_call_id or "call_" + getrandbits(64).to_bytes(8).hex()
         self.tool_type = tool_type
-        self._values = (f"{identifier}/{api_name}" if identifier else api_name, api_name)
+        self.namespace = namespace or None
+        # the tool's full name: the span's, the metrics' (a namespace's tool is not another's)
+        self.tool_name = f"{namespace}.{api_name}" if namespace else api_name
+        self._values = tool_values(identifier, api_name, self.namespace)
         self.call_index = step.operation.next_call_index(self._values[0])
         if refused is not None:
             self._refusal = refusal(refused)
 
     @property
     def matcher_value(self) -> str:
-        return f"{self.identifier}/{self.api_name}" if self.identifier else self.api_name
+        return self._values[0]
 
     @property
     def should_run(self) -> bool:
@@ -171,6 +175,7 @@ class ToolCall(SpanScope):
             "toolCallId": self.tool_call_id,
             "identifier": self.identifier,
             "apiName": self.api_name,
+            "toolNamespace": self.namespace,
             "args": self.args,
             "callIndex": self.call_index,
             "stepIndex": self.step.index,
@@ -210,7 +215,7 @@ class ToolCall(SpanScope):
         encoded = text.encode("utf-8")
         attrs: dict[str, Any] = {
             sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
-            sc.GEN_AI_TOOL_NAME: self.api_name,
+            sc.GEN_AI_TOOL_NAME: self.tool_name,
             sc.GEN_AI_TOOL_CALL_ID: self.tool_call_id,
             sc.GEN_AI_TOOL_TYPE: self.tool_type,
             # the conventions' "agent executing the tool" (conditionally required)
@@ -221,6 +226,8 @@ class ToolCall(SpanScope):
             sc.TOOL_ARGS_FINGERPRINT: fnv1a_64(encoded).to_bytes(8).hex(),
             sc.TOOL_ARGS_SIZE: len(encoded),
         }
+        if self.namespace:
+            attrs[sc.TOOL_NAMESPACE] = self.namespace
         if self.tracer.capture_content:
             attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = text
         self._hooks_on = self.tracer.engine.hooked(
@@ -239,7 +246,7 @@ class ToolCall(SpanScope):
                 operation_id=self.step.operation.operation_id,
                 deferred=deferred,
             )
-        self._begin(f"{sc.OP_EXECUTE_TOOL} {self.api_name}", live, attributes=attrs)
+        self._begin(f"{sc.OP_EXECUTE_TOOL} {self.tool_name}", live, attributes=attrs)
         self._tool_started = time.perf_counter()
         if self._refusal is not None:
             # no hook runs: the refusal is this call's verdict, recorded and applied (entering
@@ -298,6 +305,7 @@ class ToolCall(SpanScope):
                 toolCallId=self.tool_call_id,
                 identifier=self.identifier,
                 apiName=self.api_name,
+                toolNamespace=self.namespace,
                 result=result.model_dump(exclude_none=True),
             ),
             values=self._values,
@@ -432,6 +440,6 @@ class ToolCall(SpanScope):
             self.span.set_status(Status(StatusCode.ERROR, scrub(result.error or "")))
             self.span.set_attribute(sc.ERROR_TYPE, ERROR_TYPE_OTHER)
         attrs = _metric_attrs(
-            self.step.operation.agent, self.api_name, outcome, self.tool_type, failure
+            self.step.operation.agent, self.tool_name, outcome, self.tool_type, failure
         )
         self.tracer.metrics.tool_call.record(now - self._started, attrs)

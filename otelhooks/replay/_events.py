@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from otelhooks import _semconv as sc
+from otelhooks._engine import tool_values
 from otelhooks._events import (
     BeforeAgentStartEvent,
     HookEvent,
@@ -267,8 +268,8 @@ def _tool_events(
     trace_id, span_id = span.get("traceId", ""), span.get("spanId", "")
     agent = facts.get("agent") or facts.get("agentId")
     tool = tool_identity(attrs, str(span.get("name", "")), str(span_id))
-    identifier, api = tool["identifier"], tool["apiName"]
-    subject = f"{identifier}/{api}" if identifier else api
+    identifier, api, namespace = tool["identifier"], tool["apiName"], tool.get("toolNamespace")
+    subject = tool_values(identifier, api, namespace)[0]
     shared = _common(span, facts)
     common = shared | tool
     if "agentId" in facts:
@@ -308,7 +309,7 @@ def _tool_events(
         rewritten = attrs.get(sc.HOOK_REWRITTEN_BY)
         recorded = _blocked(attrs, rewritten, False) if rewritten else _ALLOWED
     if identifier:  # as the instrumentation and the MCP gateway offer them
-        values: tuple[str, ...] = (subject, api)
+        values: tuple[str, ...] = tool_values(identifier, api, namespace)
         if sc.MCP_METHOD_NAME in attrs:  # the gateway's: the annotation kinds it matched by
             kinds = attrs.get(sc.TOOL_KINDS)
             if isinstance(kinds, list | tuple):

@@ -111,19 +111,29 @@ def test_a_rejected_call_of_a_namespaced_tool_is_recorded(
 
     assert model.tool_outputs() == {"d1": "not d1"}
     told = recorder.fields(
-        "apiName", "toolCallId", "decidedBy", "reason", event="on_tool_call_denied"
+        "apiName", "toolNamespace", "toolCallId", "decidedBy", "reason", event="on_tool_call_denied"
     )
-    assert told == [("delete_file", "d1", "needs_approval", "not d1")]
+    assert told == [("delete_file", "fs", "d1", "needs_approval", "not d1")]
     assert _denies(pipe) == [
         {
-            "gen_ai.tool.name": "delete_file",
+            "gen_ai.tool.name": "fs.delete_file",
             "gen_ai.tool.call.id": "d1",
-            "otelhooks.tool.matcher_value": "cleaner/delete_file",
+            "otelhooks.tool.matcher_value": "cleaner/fs.delete_file",
             "otelhooks.approval.decision": "deny",
             "otelhooks.approval.reason": "not d1",
         }
     ]
-    assert pipe.spans("execute_tool delete_file") == []  # the tool never ran
+    assert pipe.spans("execute_tool fs.delete_file") == []  # the tool never ran
+    pending = [
+        dict(e.attributes or {})
+        for s in pipe.spans()
+        for e in s.events
+        if e.name == APPROVAL
+        and (e.attributes or {}).get("otelhooks.approval.decision") == "pending"
+    ]
+    assert [(p["gen_ai.tool.name"], p["otelhooks.tool.matcher_value"]) for p in pending] == [
+        ("fs.delete_file", "cleaner/fs.delete_file")
+    ]
 
 
 @pytest.mark.parametrize("always", [False, True], ids=["this_call", "always_reject"])
@@ -145,8 +155,27 @@ def test_the_rejection_is_recorded_on_the_call_of_its_own_namespace(
     told = recorder.fields("toolCallId", "args", "reason", event="on_tool_call_denied")
     assert told == [("f1", {"path": "a"}, "not f1")]
     assert [d["gen_ai.tool.call.id"] for d in _denies(pipe)] == ["f1"]
-    (ran,) = pipe.spans("execute_tool delete_file")
+    (ran,) = pipe.spans("execute_tool db.delete_file")
     assert (ran.attributes or {})["gen_ai.tool.call.id"] == "b1"
+
+
+@pytest.mark.parametrize("matcher", ["fs.delete_file", "cleaner/fs.delete_file"])
+def test_a_rejection_is_told_to_the_hooks_of_its_namespace_only(
+    pipe: TestPipeline, recorder: Recorder, matcher: str
+) -> None:
+    # the rejection was told as cleaner/delete_file: a hook on fs.delete_file's denials never
+    # heard of it
+    pipe.register(hook("denied", "on_tool_call_denied", recorder, matcher=matcher))
+    calls = [
+        function_call("delete_file", {"path": "a"}, call_id="f1", namespace="fs"),
+        function_call("delete_file", {"path": "b"}, call_id="b1", namespace="db"),
+    ]
+
+    model = _decide_and_resume(pipe, _namespaced("fs") + _namespaced("db"), calls, set())
+
+    assert model.tool_outputs() == {"f1": "not f1", "b1": "not b1"}
+    told = recorder.fields("toolNamespace", "toolCallId", event="on_tool_call_denied")
+    assert told == [("fs", "f1")]
 
 
 def test_a_rejected_call_of_a_tool_whose_name_has_the_namespace_separator_is_recorded(
@@ -206,7 +235,8 @@ def test_a_guardrail_rejection_of_a_namespaced_tools_call_is_recorded(
         """Read a file."""
         raise AssertionError("a rejected call ran")
 
-    pipe.register(hook("denied", "on_tool_call_denied", recorder))
+    # (a hook on fs.read_file's denials never heard of the rejection: it was told as read_file)
+    pipe.register(hook("denied", "on_tool_call_denied", recorder, matcher="fs.read_file"))
     tools = tool_namespace(name="fs", description="the fs tools", tools=[read_file])
     call = function_call("read_file", {"path": "/root/x"}, call_id="r1", namespace="fs")
     model = ScriptedModel("m", [[call], [assistant_message("ok")]])
@@ -220,9 +250,14 @@ def test_a_guardrail_rejection_of_a_namespaced_tools_call_is_recorded(
 
     assert model.tool_outputs() == {"r1": "no access to /root"}
     told = recorder.fields(
-        "apiName", "identifier", "toolCallId", "decidedBy", event="on_tool_call_denied"
+        "apiName",
+        "toolNamespace",
+        "identifier",
+        "toolCallId",
+        "decidedBy",
+        event="on_tool_call_denied",
     )
-    assert told == [("read_file", "reader", "r1", "guardrail:no_root")]
+    assert told == [("read_file", "fs", "reader", "r1", "guardrail:no_root")]
 
 
 class _Seen(AgentHooks[Any]):

@@ -178,7 +178,7 @@ def test_each_tool_span_gets_its_own_parents_facts_and_its_own_names() -> None:
         "event": "tool_result_persist", "timestamp": 5, "operationId": "op2",
         "parentOperationId": None, "sessionKey": "s2", "userId": "u", "traceId": "t",
         "spanId": "z", "toolName": "rm", "toolCallId": "z", "identifier": "fs",
-        "apiName": "rm"}  # fmt: skip
+        "apiName": "rm", "toolNamespace": None}  # fmt: skip
 
 
 def _recorded(event: str, build: Any, values: tuple[str, ...]) -> RecordedEvent:

@@ -25,6 +25,7 @@ from agents.tracing import get_current_span
 from opentelemetry import trace
 
 from otelhooks import _semconv as sc
+from otelhooks._engine import tool_values
 from otelhooks._errors import BudgetExceeded, RunBlockedError
 from otelhooks._events import ToolCallDeniedEvent
 from otelhooks._fingerprint import canonical_json
@@ -190,8 +191,8 @@ class AgentRun:
         step = self.frame.open_step()
         for call in calls:
             step.span.add_event(sc.EVENT_TOOL_APPROVAL, rejected_event(call))
-            reason, ident = call.reason, call.identifier
-            self.denied(call.tool, call.call_id, call.args, "needs_approval", reason, ident)
+            reason, ident, space = call.reason, call.identifier, call.namespace
+            self.denied(call.tool, call.call_id, call.args, "needs_approval", reason, ident, space)
 
     def paused(self, items: list[Any]) -> None:
         """The run paused for a person's approval of ``items``: each on the step that asked."""
@@ -211,6 +212,7 @@ class AgentRun:
         shown: Callable[[Any], Any] | None = None,
         attributes: dict[str, Any] | None = None,
         refused: str | None = None,
+        namespace: str | None = None,
     ) -> tuple[Any, bool]:
         """Run one hooked tool call as an ``execute_tool`` span in the current step.
 
@@ -218,7 +220,8 @@ class AgentRun:
         only when no hook denied or mocked the call; ``shown`` gives the part of its output the
         model is shown, which is the call's result (the output itself when omitted);
         ``attributes`` are added to the span; a call otelhooks ``refused`` (why) is denied with
-        no hook run (``Step.tool_call``). Returns what the tool should return and whether the
+        no hook run (``Step.tool_call``); ``namespace`` is the tool's ``tool_namespace``.
+        Returns what the tool should return and whether the
         call was denied.
         """
         frame = self.frame
@@ -226,7 +229,7 @@ class AgentRun:
         ident = identifier if identifier is not None else frame.agent
         with trace.use_span(step.span, end_on_exit=False):
             async with step.tool_call(
-                ident, name, args, tool_call_id=call_id, refused=refused
+                ident, name, args, tool_call_id=call_id, refused=refused, namespace=namespace
             ) as call:
                 if attributes:
                     call.span.set_attributes(attributes)
@@ -277,6 +280,7 @@ class AgentRun:
             refused.decided_by,
             refused.reason,
             call.identifier,
+            call.namespace,
         )
         await call.aset_result(refused.reason, success=False)
         return refused.reason
@@ -289,6 +293,7 @@ class AgentRun:
         guardrail: str,
         message: str,
         identifier: str | None = None,
+        namespace: str | None = None,
     ) -> None:
         """An SDK tool input guardrail rejected a call of ``identifier``'s ``tool`` (the
         agent's when omitted): the tool did not run."""
@@ -297,9 +302,14 @@ class AgentRun:
         if step is not None:
             step.span.add_event(
                 sc.EVENT_TOOL_GUARDRAIL,
-                {sc.GEN_AI_TOOL_NAME: tool, GUARDRAIL_NAME: guardrail, sc.HOOK_DECISION: "deny"},
+                {
+                    sc.GEN_AI_TOOL_NAME: f"{namespace}.{tool}" if namespace else tool,
+                    GUARDRAIL_NAME: guardrail,
+                    sc.HOOK_DECISION: "deny",
+                },
             )
-        self.denied(tool, call_id, args, f"guardrail:{guardrail}", message, identifier)
+        by = f"guardrail:{guardrail}"
+        self.denied(tool, call_id, args, by, message, identifier, namespace)
 
     def denied(
         self,
@@ -309,9 +319,10 @@ class AgentRun:
         decided_by: str,
         reason: str,
         identifier: str | None = None,
+        namespace: str | None = None,
     ) -> None:
         """Tell ``on_tool_call_denied`` observers of a deny no hook's verdict made (of the
-        call's ``identifier``; the agent's when omitted)."""
+        call's ``identifier``, the agent's when omitted; of the tool's ``namespace``, if any)."""
         frame = self.frame
         op = frame.operation
         ident = identifier if identifier is not None else frame.agent
@@ -321,6 +332,7 @@ class AgentRun:
             toolCallId=call_id,
             identifier=ident,
             apiName=tool,
+            toolNamespace=namespace,
             args=args,
             agentId=op.agent_id,
             stepIndex=step.index if step is not None else 0,
@@ -330,14 +342,18 @@ class AgentRun:
         live = LiveEvent(
             "on_tool_call_denied",
             lambda: payload,
-            values=(f"{ident}/{tool}", tool),
+            values=tool_values(ident, tool, namespace),
             operation_id=op.operation_id,
         )
         if step is not None:
             live.span_context = step.span.get_span_context()
         self.tracer.observe(live)
         self.tracer.metrics.tool_calls.add(
-            1, {sc.GEN_AI_TOOL_NAME: tool, sc.ATTR_OUTCOME: "denied"}
+            1,
+            {
+                sc.GEN_AI_TOOL_NAME: f"{namespace}.{tool}" if namespace else tool,
+                sc.ATTR_OUTCOME: "denied",
+            },
         )
 
     def answered(self) -> None:

@@ -28,13 +28,15 @@ DEFAULT_REASON = "a person rejected the call (needs_approval)"
 @dataclass(frozen=True)
 class Rejected:
     """One call a person rejected: its tool, call id, arguments, the identifier of its
-    matcher value (its MCP server's name, else its agent's) and the reason given."""
+    matcher value (its MCP server's name, else its agent's), the reason given and its tool's
+    ``tool_namespace`` (``None``: none)."""
 
     tool: str
     call_id: str
     args: dict[str, Any]
     identifier: str
     reason: str
+    namespace: str | None = None
 
 
 def _identifier(item: ToolApprovalItem) -> str:
@@ -42,6 +44,19 @@ def _identifier(item: ToolApprovalItem) -> str:
     server = origin.mcp_server_name if origin is not None else None
     mcp = origin is not None and origin.type is ToolOriginType.MCP and server
     return server if mcp and server else item.agent.name
+
+
+def _namespace(item: ToolApprovalItem) -> str | None:
+    """The ``tool_namespace`` of the call's tool; ``None`` for none, and for the namespace the
+    model calls a deferred tool in (``defer_loading``), which is the tool's own name, not one
+    ``tool_namespace`` gave it."""
+    namespace, name = item.tool_namespace, item.tool_name or item.name
+    return namespace if namespace and namespace != name else None
+
+
+def _named(name: str, namespace: str | None) -> str:
+    """The tool's full name, as its ``execute_tool`` span's ``gen_ai.tool.name`` gives it."""
+    return f"{namespace}.{name}" if namespace else name
 
 
 def decided(
@@ -77,6 +92,7 @@ def decided(
                 args=parse_args(raw) if isinstance(raw, str) else {},
                 identifier=_identifier(item),
                 reason=message or DEFAULT_REASON,
+                namespace=_namespace(item),
             )
         )
     return found, undecided
@@ -84,7 +100,7 @@ def decided(
 
 def pending_event(item: ToolApprovalItem) -> dict[str, Any]:
     """The attributes of the ``otelhooks.tool_approval`` event of a call the run paused for."""
-    name = item.tool_name or item.name or ""
+    name = _named(item.tool_name or item.name or "", _namespace(item))
     return {
         sc.GEN_AI_TOOL_NAME: name,
         sc.GEN_AI_TOOL_CALL_ID: item.call_id or "",
@@ -95,10 +111,11 @@ def pending_event(item: ToolApprovalItem) -> dict[str, Any]:
 
 def rejected_event(call: Rejected) -> dict[str, Any]:
     """The attributes of the ``otelhooks.tool_approval`` event of a call a person rejected."""
+    name = _named(call.tool, call.namespace)
     return {
-        sc.GEN_AI_TOOL_NAME: call.tool,
+        sc.GEN_AI_TOOL_NAME: name,
         sc.GEN_AI_TOOL_CALL_ID: call.call_id,
-        sc.TOOL_MATCHER_VALUE: f"{call.identifier}/{call.tool}",
+        sc.TOOL_MATCHER_VALUE: f"{call.identifier}/{name}",
         sc.APPROVAL_DECISION: "deny",
         sc.APPROVAL_REASON: call.reason,
     }

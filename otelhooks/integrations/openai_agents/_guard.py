@@ -19,6 +19,7 @@ __all__ = [
     "GuardingRun",
     "RewriteRefusedError",
     "UnguardedToolWarning",
+    "call_namespace",
     "guarded",
     "parse_args",
     "tool_raised",
@@ -43,6 +44,7 @@ class GuardingRun(Protocol):
         shown: Callable[[Any], Any] | None = None,
         attributes: dict[str, Any] | None = None,
         refused: str | None = None,
+        namespace: str | None = None,
     ) -> tuple[Any, bool]: ...
 
     def settle(self, context: Any, agent: str | None = None, own: bool = True) -> None: ...
@@ -55,6 +57,7 @@ class GuardingRun(Protocol):
         guardrail: str,
         message: str,
         identifier: str | None = None,
+        namespace: str | None = None,
     ) -> None: ...
 
 
@@ -105,6 +108,13 @@ class UnguardedToolWarning(UserWarning):
     """
 
 
+def call_namespace(namespace: Any, name: str) -> str | None:
+    """The namespace a call of tool ``name`` was made in (a ``ToolContext``'s
+    ``tool_namespace``), ``None`` for none and for the one the model calls a deferred tool in
+    (``defer_loading``: the tool's own name, which ``tool_namespace()`` refuses to give)."""
+    return namespace if isinstance(namespace, str) and namespace and namespace != name else None
+
+
 def parse_args(raw: str) -> dict[str, Any]:
     try:
         value = json.loads(raw) if raw else {}
@@ -122,9 +132,11 @@ async def guarded(
     shown: Callable[[Any], Any] | None = None,
     attributes: dict[str, Any] | None = None,
     refused: str | None = None,
+    namespace: str | None = None,
 ) -> tuple[Any, bool]:
     """``run`` through the current hooked run's tool hooks (as it is outside one); a call
-    otelhooks ``refused`` (why) never runs, and is denied with no hook run."""
+    otelhooks ``refused`` (why) never runs, and is denied with no hook run. ``namespace``: the
+    tool's ``tool_namespace`` (matched as ``{namespace}.{name}`` and as ``name``)."""
     hooked_run = CURRENT_RUN.get()
     if hooked_run is None:
         if refused is not None:  # nothing runs unguarded: the refusal is the answer
@@ -139,5 +151,5 @@ async def guarded(
         )
         return await run(None), False
     return await hooked_run.guard_tool(
-        name, identifier, args, call_id, run, shown, attributes, refused
+        name, identifier, args, call_id, run, shown, attributes, refused, namespace
     )

@@ -25,6 +25,7 @@ from agents.tool_guardrails import ToolGuardrailFunctionOutput
 from otelhooks.integrations.openai_agents._guard import (
     CURRENT_RUN,
     RewriteRefusedError,
+    call_namespace,
     parse_args,
 )
 
@@ -32,18 +33,24 @@ __all__ = ["approval_refuses", "judged_again", "watch_guardrail"]
 
 
 def watch_guardrail(
-    guardrail: ToolInputGuardrail[Any], tool_name: str | None = None, identifier: str | None = None
+    guardrail: ToolInputGuardrail[Any],
+    tool_name: str | None = None,
+    identifier: str | None = None,
+    namespace: str | None = None,
 ) -> ToolInputGuardrail[Any]:
     """The SDK guardrail, unchanged in effect, reporting a ``reject_content`` to the run (the
     call never reaches the hooks, which is the only record it gets): of ``tool_name`` (the
     call's own tool when omitted, as for the guardrails of an MCP server, which judge all its
-    tools) and ``identifier`` (the agent's when omitted)."""
+    tools), ``identifier`` (the agent's when omitted) and the tool's ``namespace``."""
 
     async def watched(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         output = await guardrail.run(data)
         behavior = output.behavior
         run = CURRENT_RUN.get()
         if run is not None and behavior["type"] == "reject_content":
+            space = namespace
+            if space is None and tool_name is not None:  # hooked before tool_namespace()
+                space = call_namespace(data.context.tool_namespace, tool_name)
             run.guardrail_rejected(
                 tool_name if tool_name is not None else data.context.tool_name,
                 data.context.tool_call_id,
@@ -51,6 +58,7 @@ def watch_guardrail(
                 guardrail.get_name(),
                 behavior["message"],
                 identifier,
+                space,
             )
         return output
 

@@ -69,6 +69,7 @@ from otelhooks._tool_kinds import KIND_NAMES
 from otelhooks.integrations.openai_agents._arguments import arguments_model, received
 from otelhooks.integrations.openai_agents._guard import (
     UnguardedToolWarning,
+    call_namespace,
     guarded,
     parse_args,
     tool_raised,
@@ -169,9 +170,20 @@ def _telling_failures(handler: ToolErrorFunction) -> ToolErrorFunction:
     return telling
 
 
+def namespace_of(tool: FunctionTool) -> str | None:
+    """The namespace ``tool_namespace`` put ``tool`` in (``None``: none), from the SDK's public
+    ``qualified_name`` (``{namespace}.{name}``), under which the SDK keys its decisions."""
+    qualified, suffix = tool.qualified_name, f".{tool.name}"
+    if qualified != tool.name and qualified.endswith(suffix):
+        return qualified.removesuffix(suffix) or None
+    return None
+
+
 def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
     if getattr(tool.on_invoke_tool, _HOOKED, False):
         return tool
+    # matched as {namespace}.{name} and as its bare name: fs's delete_file is not db's
+    namespace = namespace_of(tool)
     model = arguments_model(tool)
     hooked = copy.copy(tool)
     # the copy's own invoker: the SDK binds a @function_tool's to the copy, whose failure
@@ -199,7 +211,11 @@ def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
             return await inner(ctx, rewritten)
 
         args = received(model, tool.params_json_schema, parse_args(input))
-        output, _ = await guarded(tool.name, identifier, args, ctx.tool_call_id, run)
+        # a tool hooked before tool_namespace() copied it into a namespace: the call's says
+        space = namespace or call_namespace(ctx.tool_namespace, tool.name)
+        output, _ = await guarded(
+            tool.name, identifier, args, ctx.tool_call_id, run, namespace=space
+        )
         return output
 
     setattr(invoke, _HOOKED, True)
@@ -207,7 +223,7 @@ def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
     if tool.tool_input_guardrails:
         # named as the tool's calls that run are (an agent used as a tool: its agent's name)
         hooked.tool_input_guardrails = [
-            watch_guardrail(g, tool.name, identifier) for g in tool.tool_input_guardrails
+            watch_guardrail(g, tool.name, identifier, namespace) for g in tool.tool_input_guardrails
         ]
     return hooked
 
