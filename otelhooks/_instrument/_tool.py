@@ -308,9 +308,20 @@ class ToolCall(SpanScope):
 
     def _apply_persist(self, result: ToolResult, verdict: Verdict) -> ToolResult:
         if verdict.blocked:
+            # The model reads a failure carrying the block's reason, as it would a deny's: an
+            # empty success would tell it the tool ran and had nothing to say.
             self.persist_blocked = True
+            reason = verdict.reason or ""
             result = ToolResult(
-                content="", success=result.success, state={"type": "persist_blocked"}
+                content=reason,
+                success=False,
+                error=reason,
+                state={
+                    "type": "persist_blocked",
+                    "classification": sc.CLASSIFICATION_HOOK_DENIED,
+                    "reason": reason,
+                    "decidedBy": verdict.decided_by,
+                },
             )
         elif verdict.rewritten_by and isinstance(verdict.payload, ToolResultPersistEvent):
             new = verdict.payload.result
@@ -396,6 +407,8 @@ class ToolCall(SpanScope):
             outcome = (
                 "denied"
                 if self.denied
+                else "blocked"
+                if self.persist_blocked
                 else "mocked"
                 if self.mocked
                 else "success"
