@@ -163,17 +163,45 @@ def test_the_agents_sdk_model_reads_the_reason_of_a_blocked_result(
     _blocked_span(pipe, "cat")
 
 
-@pytest.mark.parametrize("dialect", ["claude-code", "codex"])
+CAPTURED = Path(__file__).parents[1] / "coding_agents_cli" / "captured" / "kinds"
+
+
+def _gemini(event: str) -> dict[str, Any]:
+    payload: dict[str, Any] = json.loads(
+        (CAPTURED / f"gemini-0.61.0-shell-{event}.json").read_text()
+    )
+    if event == "AfterTool":
+        payload["tool_response"] = {"llmContent": "KEY=S-42-SECRET", "returnDisplay": "KEY=…"}
+    return payload
+
+
+def _claude(event: str) -> dict[str, Any]:
+    payload = bash("t1", "cat .env", "s1")
+    if event == "PostToolUse":
+        payload["hook_event_name"] = event
+        payload["tool_response"] = {"stdout": "KEY=S-42-SECRET", "stderr": ""}
+    return payload
+
+
+@pytest.mark.parametrize(
+    ("dialect", "events", "decision", "tool"),
+    [
+        ("claude-code", ("PreToolUse", "PostToolUse"), "block", "Bash"),
+        ("codex", ("PreToolUse", "PostToolUse"), "block", "Bash"),
+        ("gemini", ("BeforeTool", "AfterTool"), "deny", "run_shell_command"),
+    ],
+    ids=["claude-code", "codex", "gemini"],
+)
 def test_the_bridge_answers_a_blocked_result_with_its_reason_and_its_span_says_blocked(
-    tmp_path: Path, dialect: str
+    tmp_path: Path, dialect: str, events: tuple[str, str], decision: str, tool: str
 ) -> None:
     # before: the agent got the reason, but the span said success and after_tool_call hooks
     # were told the call succeeded
     (tmp_path / "otelhooks.yaml").write_text(
         "hooks:\n"
-        f"  - {{id: {REASON_PART}, type: tool_result_persist, matcher: Bash,"
+        f"  - {{id: {REASON_PART}, type: tool_result_persist, matcher: {tool},"
         " script: hooks.py:scan, on_error: block}\n"
-        "  - {id: seen, type: after_tool_call, matcher: Bash, script: hooks.py:seen}\n"
+        f"  - {{id: seen, type: after_tool_call, matcher: {tool}, script: hooks.py:seen}}\n"
     )
     (tmp_path / "hooks.py").write_text(
         "import json, pathlib\n"
@@ -182,22 +210,17 @@ def test_the_bridge_answers_a_blocked_result_with_its_reason_and_its_span_says_b
         "def seen(event):\n"
         "    pathlib.Path('after.json').write_text(json.dumps(event.success))\n"
     )
+    payload = _gemini if dialect == "gemini" else _claude
     traces = tmp_path / "traces.jsonl"
     flags = ("--traces-out", str(traces))
-    assert (
-        one_process(tmp_path, bash("t1", "cat .env", "s1"), *flags, dialect=dialect).returncode == 0
-    )
-    post = {
-        **bash("t1", "cat .env", "s1"),
-        "hook_event_name": "PostToolUse",
-        "tool_response": {"stdout": "KEY=S-42-SECRET", "stderr": ""},
-    }
-    answer = one_process(tmp_path, post, *flags, dialect=dialect)
+    before = one_process(tmp_path, payload(events[0]), *flags, dialect=dialect)
+    assert before.returncode == 0, before.stderr
+    answer = one_process(tmp_path, payload(events[1]), *flags, dialect=dialect)
     assert answer.returncode == 0, answer.stderr
     said = json.loads(answer.stdout)
-    assert said["decision"] == "block"
+    assert said["decision"] == decision
     assert REASON_PART in said["reason"]
     assert "S-42-SECRET" not in answer.stdout
-    (span,) = [s for s in read_otlp_json_lines(traces) if s["name"] == "execute_tool Bash"]
+    (span,) = [s for s in read_otlp_json_lines(traces) if s["name"] == f"execute_tool {tool}"]
     assert span["attributes"]["otelhooks.tool.outcome"] == "blocked"
     assert json.loads((tmp_path / "after.json").read_text()) is False
