@@ -224,3 +224,34 @@ def test_the_bridge_answers_a_blocked_result_with_its_reason_and_its_span_says_b
     (span,) = [s for s in read_otlp_json_lines(traces) if s["name"] == f"execute_tool {tool}"]
     assert span["attributes"]["otelhooks.tool.outcome"] == "blocked"
     assert json.loads((tmp_path / "after.json").read_text()) is False
+
+
+def test_an_unwrapped_langchain_tool_whose_result_is_blocked_says_it_was_not_enforced(
+    pipe: TestPipeline,
+) -> None:
+    # a callback cannot change a tool's output: the model reads it whatever the hooks said.
+    # Before, only the span said the result was blocked; now a warning says it was not enforced
+    pytest.importorskip("langgraph")
+    from langchain_core.messages import AIMessage
+    from langchain_core.tools import tool
+    from langgraph.graph import START, MessagesState, StateGraph
+    from langgraph.prebuilt import ToolNode
+    from structlog.testing import capture_logs
+
+    from otelhooks.integrations.langchain import OtelHooksCallbackHandler
+
+    @tool
+    def cat(path: str) -> str:
+        """Read a file."""
+        return "KEY=S-42-SECRET"
+
+    pipe.register(_failing_persist())
+    app = StateGraph(MessagesState).add_node("tools", ToolNode([cat])).add_edge(START, "tools")
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(pipe.tracer)]}
+    call = {"name": "cat", "args": {"path": "/s"}, "id": "c1", "type": "tool_call"}
+    with capture_logs() as logs:
+        app.compile().invoke({"messages": [AIMessage(content="", tool_calls=[call])]}, config)
+    (line,) = [e for e in logs if "tool_result_persist" in e["event"]]
+    assert line["log_level"] == "warning"
+    assert "not enforced" in line["event"]
+    assert (line["tool"], line["blocked"]) == ("cat", True)

@@ -398,7 +398,18 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
             else:
                 self._paused.done(run_id, tool, paused=False)
                 if exc is None and not tool.result_set and call.should_run:
-                    call.set_result(_text(output), success=succeeded(output))
+                    seen = _text(output)
+                    kept = call.set_result(seen, success=succeeded(output)).content
+                    if not tool.hooked and (call.persist_blocked or kept != seen):
+                        # the model reads the tool's own output: a span saying the hooks
+                        # withheld or changed it must not be the only trace of that
+                        _log.warning(
+                            "a tool_result_persist hook blocked or rewrote the result, but "
+                            "the tool is not wrapped: not enforced",
+                            tool=call.api_name,
+                            blocked=call.persist_blocked,
+                            fix="wrap it with otelhooks.integrations.langchain.hook_tool",
+                        )
                 tool.scope.exit(exc)
         with self._lock:
             self._end_member(run_id, exc)
