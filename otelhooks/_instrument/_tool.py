@@ -341,7 +341,8 @@ class ToolCall(SpanScope):
     def set_result(self, value: Any, *, success: bool = True) -> ToolResult:
         """Record the tool's output; ``tool_result_persist`` interceptors may filter it.
 
-        Returns the result as persisted (what the agent should keep).
+        Returns the result as persisted (what the agent should keep): a block is a failed
+        result whose content is the block's reason.
         """
         result = _as_result(value)
         if not success:
