@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from otelhooks import read_otlp_json_lines
-from tests.mcp._harness import calls, stdio_session, write_hooks
+from tests.mcp._harness import calls, http_gateway, http_session, stdio_session, write_hooks
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -49,24 +49,39 @@ def redact(data):
 
 
 def failed(event):
-    with open("observed.jsonl", "a") as f:
+    with open(OBSERVED, "a") as f:
         f.write(json.dumps({"tool": event.apiName, "error": event.error}) + "\\n")
 """
 
 
+@pytest.mark.parametrize("transport", ["stdio", "http"])
 def test_a_blocked_result_is_a_tool_error_with_the_reason_and_a_rewrite_is_what_the_client_gets(
-    tmp_path: Path,
+    tmp_path: Path, transport: str
 ) -> None:
-    hooks = write_hooks(tmp_path, HOOKS, SCRIPT)
+    # the hooks run in the gateway's working folder: they write where the test reads
+    observed_at = f"OBSERVED = {str(tmp_path / 'observed.jsonl')!r}\n"
+    hooks = write_hooks(tmp_path, HOOKS, observed_at + SCRIPT)
 
-    async def scenario() -> tuple[Any, Any]:
+    async def calls_on(session: Any) -> tuple[Any, Any]:
+        await session.list_tools()
+        note = await session.call_tool("write_note", {"text": "S-42-SECRET"})
+        looked = await session.call_tool("lookup", {"key": "S-42-SECRET"})
+        return note, looked
+
+    async def over_stdio() -> tuple[Any, Any]:
         async with stdio_session(tmp_path, [hooks]) as session:
-            await session.list_tools()
-            note = await session.call_tool("write_note", {"text": "S-42-SECRET"})
-            looked = await session.call_tool("lookup", {"key": "S-42-SECRET"})
-            return note, looked
+            return await calls_on(session)
 
-    note, looked = anyio.run(scenario)
+    if transport == "stdio":
+        note, looked = anyio.run(over_stdio)
+    else:
+        with http_gateway(tmp_path, [hooks]) as url:
+
+            async def over_http() -> tuple[Any, Any]:
+                async with http_session(url) as session:
+                    return await calls_on(session)
+
+            note, looked = anyio.run(over_http)
     # before: (False, "noted: S-42-SECRET") and "value of S-42-SECRET"
     assert note.is_error is True
     assert "leak-check" in note.content[0].text
