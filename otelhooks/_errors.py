@@ -185,7 +185,8 @@ class DeadlinePassed(OtelHooksError):
 
 
 class ToolDenied(OtelHooksError):
-    """A hook denied a call of an ``@otelhooks.tool`` function: the function did not run.
+    """A hook denied a call of an ``@otelhooks.tool`` function (the function did not run), or
+    a ``tool_result_persist`` hook blocked what it returned (it ran; its result is withheld).
 
     Agent frameworks treat an exception from a tool as the tool's error and show its message
     to the model, so the reason reaches the model as a denial would.

@@ -194,7 +194,7 @@ def events_from_foreign_span(span: ReadableSpan) -> list[LiveEvent]:
             return []
         # otelhooks.tool.outcome, when an otelhooks process made the span
         denied = outcome == "denied"
-        ok = outcome not in ("error", "denied")
+        ok = outcome not in ("error", "denied", "blocked")  # blocked: its result withheld
 
         def build_after() -> HookEvent:
             state = {"type": "blocked", "classification": sc.CLASSIFICATION_HOOK_DENIED}

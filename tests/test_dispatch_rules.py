@@ -640,7 +640,7 @@ def test_tool_result_persist_filters_the_result(pipe: TestPipeline, recorder: Re
     assert getattr(recorder.events[0], "content", None) == "token=***"
 
 
-def test_tool_result_persist_block_drops_the_content(pipe: TestPipeline) -> None:
+def test_tool_result_persist_block_withholds_the_content_as_a_failure(pipe: TestPipeline) -> None:
     pipe.register(hook("drop", "tool_result_persist", lambda d: None, intercept=True))
     with (
         pipe.tracer.operation("a") as op,
@@ -648,7 +648,8 @@ def test_tool_result_persist_block_drops_the_content(pipe: TestPipeline) -> None
         step.tool_call("fs", "readFile") as call,
     ):
         persisted = call.set_result("secret")
-    assert persisted.content == ""
+    assert persisted.content == "Blocked by tool_result_persist hook."
+    assert persisted.success is False
     assert call.persist_blocked
 
 

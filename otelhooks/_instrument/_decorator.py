@@ -2,12 +2,13 @@
 
 Called inside an operation's step (found in the context: no ``step`` is passed around), a
 decorated function is an ``execute_tool`` span with every tool hook: matchers see
-``identifier/name``; a deny raises :class:`~otelhooks.ToolDenied` (what agent frameworks turn
-into a tool error for the model); a mock's content is returned instead of calling the function;
-arguments a hook rewrote are what the function is called with; a result a
-``tool_result_persist`` hook rewrote is what the caller receives. An exception of the function
-is recorded on the span and raised as it was. Outside any step (directly in an operation, or
-outside any), the call opens a step (and an operation named after the tool) of its own.
+``identifier/name``; a deny, or a ``tool_result_persist`` block of the result, raises
+:class:`~otelhooks.ToolDenied` (what agent frameworks turn into a tool error for the model); a
+mock's content is returned instead of calling the function; arguments a hook rewrote are what
+the function is called with; a result a ``tool_result_persist`` hook rewrote is what the caller
+receives. An exception of the function is recorded on the span and raised as it was. Outside
+any step (directly in an operation, or outside any), the call opens a step (and an operation
+named after the tool) of its own.
 """
 
 from __future__ import annotations
@@ -275,9 +276,8 @@ def _call_args(
 def _denied(call: ToolCall) -> ToolDenied:
     state = call.result.state or {}
     by = state.get("decidedBy")
-    return ToolDenied(
-        call.deny_reason or "", tool=call.matcher_value, decided_by=by if by else None
-    )
+    reason = call.deny_reason or (call.result.content if call.persist_blocked else "")
+    return ToolDenied(reason, tool=call.matcher_value, decided_by=by if by else None)
 
 
 def _returned(value: Any, persisted: ToolResult, as_result: Callable[[Any], ToolResult]) -> Any:
@@ -368,7 +368,7 @@ def tool(
                             )
                             value = _checked(await func(*a, **kw), api_name)
                             persisted = await call.aset_result(value)
-                if call.denied:
+                if call.denied or call.persist_blocked:
                     raise _denied(call)
                 if call.mocked:
                     return call.result.content
@@ -387,7 +387,7 @@ def tool(
                         a, kw = _call_args(signature, receiver, args, kwargs, original, call.args)
                         value = _checked(func(*a, **kw), api_name)
                         persisted = call.set_result(value)
-            if call.denied:
+            if call.denied or call.persist_blocked:
                 raise _denied(call)
             if call.mocked:
                 return call.result.content

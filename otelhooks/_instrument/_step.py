@@ -209,8 +209,9 @@ class Step(SpanScope):
     ) -> ToolResult:
         """Run ``fn(**args)`` as a tool call, honouring mocks and denials; never raises.
 
-        Returns the result the agent should see: the tool's, a mock, a ``hook_denied`` result, or
-        a failed result carrying the exception message.
+        Returns the result the agent should see: the tool's, a mock, a ``hook_denied`` result, a
+        failed result carrying the reason of a ``tool_result_persist`` block, or a failed result
+        carrying the exception message.
         """
         with self.tool_call(identifier, api_name, args, **options) as call:
             if call.should_run:

@@ -316,9 +316,20 @@ class ToolCall(SpanScope):
 
     def _apply_persist(self, result: ToolResult, verdict: Verdict) -> ToolResult:
         if verdict.blocked:
+            # The model reads a failure carrying the block's reason, as it would a deny's: an
+            # empty success would tell it the tool ran and had nothing to say.
             self.persist_blocked = True
+            reason = verdict.reason or ""
             result = ToolResult(
-                content="", success=result.success, state={"type": "persist_blocked"}
+                content=reason,
+                success=False,
+                error=reason,
+                state={
+                    "type": "persist_blocked",
+                    "classification": sc.CLASSIFICATION_HOOK_DENIED,
+                    "reason": reason,
+                    "decidedBy": verdict.decided_by,
+                },
             )
         elif verdict.rewritten_by and isinstance(verdict.payload, ToolResultPersistEvent):
             new = verdict.payload.result
@@ -338,7 +349,8 @@ class ToolCall(SpanScope):
     def set_result(self, value: Any, *, success: bool = True) -> ToolResult:
         """Record the tool's output; ``tool_result_persist`` interceptors may filter it.
 
-        Returns the result as persisted (what the agent should keep).
+        Returns the result as persisted (what the agent should keep): a block is a failed
+        result whose content is the block's reason.
         """
         result = _as_result(value)
         if not success:
@@ -404,6 +416,8 @@ class ToolCall(SpanScope):
             outcome = (
                 "denied"
                 if self.denied
+                else "blocked"
+                if self.persist_blocked
                 else "mocked"
                 if self.mocked
                 else "success"

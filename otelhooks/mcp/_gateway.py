@@ -14,7 +14,9 @@ The rules, in order of precedence:
    ``("<server>/<tool>", "<tool>")``: a deny answers the client with a tool result
    ``isError: true`` carrying the reason (the server never sees the call); a mock answers with
    the mocked content; a rewrite forwards the request with the rewritten arguments.
-3. The answer of a forwarded call is observed: ``after_tool_call`` (or ``on_tool_call_error``
+3. The answer of a forwarded call goes through the ``tool_result_persist`` hooks when one
+   matches (:mod:`._persist`: a block is an ``isError`` result carrying the reason), then is
+   observed: ``after_tool_call`` (or ``on_tool_call_error``
    for ``isError`` results and JSON-RPC errors) is queued for observers; a denial queues
    ``on_tool_call_denied``.
 4. When the hooks themselves fail (an exception out of the engine), the client gets a JSON-RPC
@@ -74,6 +76,7 @@ from otelhooks.mcp._jsonrpc import (
 )
 from otelhooks.mcp._listing import SessionTools
 from otelhooks.mcp._metrics import McpMetrics
+from otelhooks.mcp._persist import filters, persist
 from otelhooks.mcp._rejudge import judge_again
 from otelhooks.mcp._requests import OpenRequests
 from otelhooks.mcp._spans import McpSpans, set_attributes
@@ -383,6 +386,8 @@ class McpSession:
             if self.listings.answered(msg):  # the gateway's own request: the client's none
                 return Relay()
             pending = self.requests.from_client.get(request_key(msg.id))
+            if pending is not None and filters(self.gateway.engine, pending, msg):
+                return Relay(later=self._persisted(msg, pending))
             if pending is not None and pending.method in _HANDSHAKES:
                 self._on_initialized(msg)
             if pending is not None and pending.method == "tools/list":
@@ -416,6 +421,18 @@ class McpSession:
     def listing(self, tool: str) -> Listed | None:
         """What ``tool`` is judged by (:meth:`SessionTools.listing`)."""
         return self.listings.listing(tool)
+
+    async def _persisted(self, msg: Message, pending: Pending) -> Relay:
+        try:
+            out, blocked = await persist(self.gateway.engine, msg, pending)
+        except Exception as exc:  # never the result unfiltered: the client gets an error
+            _log.error("the gateway failed filtering a tool result", error=str(exc))
+            out = error_response(msg.id, INTERNAL_ERROR, f"otelhooks: gateway failed: {exc}")
+            blocked = False
+        if request_key(msg.id) not in self.requests.from_client:
+            return Relay()  # cancelled, or the session ended, while the hooks ran
+        self.requests.finish(msg.id, parse(out), denied=blocked)
+        return Relay(to_client=[out])
 
     async def _filtered(self, msg: Message, pending: Pending) -> Relay:
         try:

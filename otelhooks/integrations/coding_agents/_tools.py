@@ -407,11 +407,12 @@ class ToolUses(Part):
 
     def _persist(
         self, tool: OpenTool, response: Any, values: tuple[str, ...]
-    ) -> tuple[Any, list[HookAnswer], dict[str, Any]]:
+    ) -> tuple[Any, list[HookAnswer], dict[str, Any], bool]:
         """Run ``tool_result_persist`` interceptors (the kernel's result filter) on the output:
-        a rewrite or a block becomes ``updatedToolOutput`` in the tool's own output shape."""
+        a rewrite or a block becomes ``updatedToolOutput`` in the tool's own output shape; the
+        last item says the hooks blocked it (the engine's block is in ``answers``)."""
         if not self.engine.matches("tool_result_persist", values):
-            return response, [], {}
+            return response, [], {}, False
         event = ToolResultPersistEvent(
             sessionKey=tool.session_id,
             operationId=tool.operation_id,
@@ -427,10 +428,10 @@ class ToolUses(Part):
         elif verdict.rewritten_by and isinstance(verdict.payload, ToolResultPersistEvent):
             updated = shaped(response, verdict.payload.result)
         else:
-            return response, answers, {}
+            return response, answers, {}, False
         if updated == response:
-            return response, answers, {}
-        return updated, answers, {"updatedToolOutput": updated}
+            return response, answers, {}, verdict.blocked
+        return updated, answers, {"updatedToolOutput": updated}, verdict.blocked
 
     def post(
         self, session: str, name: str, payload: Mapping[str, Any], *, open_only: bool = False
@@ -463,18 +464,21 @@ class ToolUses(Part):
             output, lost = combine(name, answers, agent=self.agent)
             return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
         # what the model will see (after a tool_result_persist rewrite) is what is recorded
-        response, answers, extra = self._persist(tool, payload.get("tool_response"), values)
+        response, answers, extra, blocked = self._persist(
+            tool, payload.get("tool_response"), values
+        )
         content = text(response)
-        self.end_tool(tool, "success", result=content, extra=ended)
+        # a withheld output is the hooks' block, not the tool's success (nor its error)
+        self.end_tool(tool, "blocked" if blocked else "success", result=content, extra=ended)
 
         def after() -> AfterToolCallEvent:
             return AfterToolCallEvent(
                 **context(),
                 content=content,
-                success=True,
+                success=not blocked,
                 executionTimeMs=elapsed_ms,
                 duration=elapsed_ms / 1000,
-                result=ToolResult(content=content, success=True, executionTime=elapsed_ms),
+                result=ToolResult(content=content, success=not blocked, executionTime=elapsed_ms),
                 toolOutput=response,
             )
 

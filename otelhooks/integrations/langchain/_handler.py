@@ -38,12 +38,17 @@ from uuid import UUID
 import structlog
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatGeneration, LLMResult
+from langchain_core.outputs import LLMResult
 
 from otelhooks._encoding import dumps
 from otelhooks._errors import RunBlockedError
 from otelhooks._instrument import AgentTracer, LlmCall, Operation, Step
 from otelhooks.integrations._scopes import DetachedScope
+from otelhooks.integrations.langchain._model_calls import (
+    model_name,
+    provider_name,
+    record_generation,
+)
 from otelhooks.integrations.langchain._resume import PausedCalls, ResumeWave, is_resume
 from otelhooks.integrations.langchain._tool_run import CALLER_INJECTED, ToolRun
 
@@ -59,18 +64,6 @@ __all__ = [
 # LangChain is not a model provider: the provider comes from each model call's ``ls_provider``
 # (LangChain's tracing metadata), in the GenAI conventions' spelling where they name it.
 PROVIDER: str | None = None
-_PROVIDERS = {
-    "azure": "azure.ai.openai",
-    "azure_openai": "azure.ai.openai",
-    "bedrock": "aws.bedrock",
-    "amazon_bedrock": "aws.bedrock",
-    "google_genai": "gcp.gen_ai",
-    "google_vertexai": "gcp.vertex_ai",
-    "vertexai": "gcp.vertex_ai",
-    "mistralai": "mistral_ai",
-    "xai": "x_ai",
-    "ibm": "ibm.watsonx.ai",
-}
 HOOKED_METADATA_KEY = "otelhooks_hooked"
 _INTERRUPTS = frozenset({"GraphInterrupt", "NodeInterrupt"})
 
@@ -97,60 +90,6 @@ class _Run:
 def _text(output: Any) -> str:
     content = getattr(output, "content", output)
     return content if isinstance(content, str) else str(content)
-
-
-def _model_name(serialized: dict[str, Any] | None, kwargs: dict[str, Any]) -> str:
-    params = kwargs.get("invocation_params") or {}
-    metadata = kwargs.get("metadata") or {}
-    for value in (
-        params.get("model"),
-        params.get("model_name"),
-        metadata.get("ls_model_name"),
-        kwargs.get("name"),
-        (serialized or {}).get("name"),
-    ):
-        if isinstance(value, str) and value:
-            return value
-    return "chat"
-
-
-def _provider_name(kwargs: dict[str, Any]) -> str | None:
-    """The call's ``gen_ai.provider.name``: LangChain's ``ls_provider``, in the spec's names."""
-    provider = (kwargs.get("metadata") or {}).get("ls_provider")
-    if not isinstance(provider, str) or not provider:
-        return None
-    return _PROVIDERS.get(provider, provider)
-
-
-def _record(call: LlmCall, response: LLMResult) -> None:
-    """Record the first generation: text, usage, response model and finish reason."""
-    gen = response.generations[0][0] if response.generations and response.generations[0] else None
-    text = gen.text if gen is not None else ""
-    finish = (gen.generation_info or {}).get("finish_reason") if gen is not None else None
-    llm_output = response.llm_output or {}
-    token_usage = llm_output.get("token_usage") or {}
-    tokens = (
-        int(token_usage.get("prompt_tokens", 0)),
-        int(token_usage.get("completion_tokens", 0)),
-    )
-    model = llm_output.get("model_name")
-    if isinstance(gen, ChatGeneration):
-        message = gen.message
-        meta = message.response_metadata
-        finish = meta.get("finish_reason", finish)
-        model = meta.get("model_name") or meta.get("model") or model
-        if getattr(message, "tool_calls", None) and not finish:
-            finish = "tool_calls"
-        usage = getattr(message, "usage_metadata", None)
-        if usage:
-            tokens = (usage.get("input_tokens", 0), usage.get("output_tokens", 0))
-    call.record(
-        text,
-        input_tokens=tokens[0],
-        output_tokens=tokens[1],
-        response_model=model if isinstance(model, str) else None,
-        finish_reason=finish if isinstance(finish, str) else None,
-    )
 
 
 class OtelHooksCallbackHandler(BaseCallbackHandler):
@@ -317,11 +256,11 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         kwargs: dict[str, Any],
     ) -> None:
         with self._lock:
-            model = _model_name(serialized, kwargs)
+            model = model_name(serialized, kwargs)
             run = self._ensure_run(run_id, parent_run_id, model, kwargs)
             step = self._new_step(run)
             run.open_in_step += 1
-            call = step.llm(model, messages=messages, provider=_provider_name(kwargs))
+            call = step.llm(model, messages=messages, provider=provider_name(kwargs))
             scope = DetachedScope(call, step.span)
             self._llms[run_id] = scope
         scope.enter()
@@ -368,7 +307,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         with _Guard("on_llm_end"):
             scope = self._llms.get(run_id)
             if scope is not None:
-                _record(scope.scope, response)
+                record_generation(scope.scope, response)
             self._llm_done(run_id, None)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
@@ -459,7 +398,18 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
             else:
                 self._paused.done(run_id, tool, paused=False)
                 if exc is None and not tool.result_set and call.should_run:
-                    call.set_result(_text(output), success=succeeded(output))
+                    seen = _text(output)
+                    kept = call.set_result(seen, success=succeeded(output)).content
+                    if not tool.hooked and (call.persist_blocked or kept != seen):
+                        # the model reads the tool's own output: a span saying the hooks
+                        # withheld or changed it must not be the only trace of that
+                        _log.warning(
+                            "a tool_result_persist hook blocked or rewrote the result, but "
+                            "the tool is not wrapped: not enforced",
+                            tool=call.api_name,
+                            blocked=call.persist_blocked,
+                            fix="wrap it with otelhooks.integrations.langchain.hook_tool",
+                        )
                 tool.scope.exit(exc)
         with self._lock:
             self._end_member(run_id, exc)

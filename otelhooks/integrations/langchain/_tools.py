@@ -179,6 +179,34 @@ def _unjudged(name: str) -> Any:
     )
 
 
+def _persisted(
+    runs: list[ToolRun], output: Any, kept: str, tool_call_id: str | None, name: str
+) -> Any:
+    """What the caller gets once each handler's ``tool_result_persist`` hooks judged the
+    result: a block (any handler's) is an error carrying its reason, as a deny is (its
+    ``Command``'s update withheld with its text); else what :func:`_kept` keeps."""
+    blocked = next((r.call for r in runs if r.call.persist_blocked), None)
+    if blocked is None:
+        return _kept(output, kept, tool_call_id)
+    state = blocked.result.state or {}
+    reason = str(state.get("reason") or blocked.result.content)
+    if tool_call_id is None:
+        return reason
+    return ToolMessage(
+        content=reason,
+        tool_call_id=tool_call_id,
+        name=name,
+        status="error",
+        response_metadata={
+            "otelhooks": {
+                "classification": sc.CLASSIFICATION_HOOK_DENIED,
+                "reason": reason,
+                "decidedBy": state.get("decidedBy"),
+            }
+        },
+    )
+
+
 def _refusal(tool: ToolRun, name: str) -> Any:
     """What the model sees instead of the tool's output: a denial or a mock."""
     call: ToolCall = tool.call
@@ -351,7 +379,7 @@ class HookedTool(BaseTool):
         for run in runs:  # each handler's tool_result_persist hooks filter what the last kept
             kept = run.call.set_result(kept, success=success).content
             run.result_set = True
-        return _kept(output, kept, tool.tool_call_id)
+        return _persisted(runs, output, kept, tool.tool_call_id, self.name)
 
     async def _arun(
         self,
@@ -374,7 +402,7 @@ class HookedTool(BaseTool):
         for run in runs:
             kept = (await run.call.aset_result(kept, success=success)).content
             run.result_set = True
-        return _kept(output, kept, tool.tool_call_id)
+        return _persisted(runs, output, kept, tool.tool_call_id, self.name)
 
 
 def hook_tool(tool: BaseTool) -> BaseTool:
