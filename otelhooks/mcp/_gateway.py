@@ -332,7 +332,15 @@ class McpSession:
     ) -> Relay:
         forward, answer = await decide(self.gateway.engine, self.requests, msg, pending, values)
         if forward is not None and self.gateway.list_changes != changes:  # see _rejudge
-            forward, answer = await judge_again(self, msg, pending, forward)
+            forward, answer = await judge_again(
+                self.gateway.engine,
+                self.requests,
+                self.listings,
+                self.to_server,
+                msg,
+                pending,
+                forward,
+            )
         return Relay(
             to_server=[forward] if forward is not None else [],
             to_client=[answer] if answer is not None else [],
