@@ -105,7 +105,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
 
     A hooked tool that asks a person (LangGraph's ``interrupt()``) pauses; resumed, it runs
     only with the arguments it had when it asked. Any handler, in any process, checks that
-    when the graph has a store (``compile(store=...)``), else the handler that saw the pause;
+    when the graph was compiled with a ``store``, else the handler that saw the pause;
     a resume nothing recorded is refused. Give the handler in the run's config, where it sees
     the resume (docs/adapters.md, "LangChain / LangGraph").
 

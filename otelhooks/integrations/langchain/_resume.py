@@ -7,7 +7,7 @@ paused call is remembered (by thread, LangGraph task namespace and tool call id:
 in a new task) as fingerprints of the arguments it came with and those its tool had, and a
 resumed call the hooks gave other arguments is refused.
 
-Where the memory lives: the graph's store (``compile(store=...)``, LangGraph's public
+Where the memory lives: the graph's store (given when the graph is compiled; LangGraph's public
 cross-process persistence, read with ``get_store()``) when it has one, so a resume handled by
 another handler object or process is checked too; else the handler object. LangGraph gives a
 task no public way to read what was saved with its interrupt, so nothing of otelhooks can ride
@@ -237,8 +237,8 @@ class PausedCalls:
                 "a resumed LangGraph call was refused: its pause was not recorded",
                 thread_id=thread,
                 tool_call_id=tool.tool_call_id,
-                fix="compile the graph with a store (compile(store=...)) or resume with the "
-                "OtelHooksCallbackHandler object that saw it pause",
+                fix="give the graph a store when it is compiled (its store= argument) or resume "
+                "with the OtelHooksCallbackHandler object that saw it pause",
             )
             tool.call.refuse(RESUME_UNVERIFIED)
 

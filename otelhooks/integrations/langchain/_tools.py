@@ -159,24 +159,30 @@ def _decisive(runs: list[ToolRun]) -> ToolRun:
     return refused or next((t for t in runs if t.call.args != t.args), runs[0])
 
 
-def _unjudged(name: str) -> Any:
-    """What the model sees of a call no guard could judge: an error, never the tool's run."""
-    call_id = _GIVEN.get()[0]
-    if call_id is None:
-        return _UNJUDGED
+def _denial(reason: str, tool_call_id: str, name: str, decided_by: Any) -> ToolMessage:
+    """The ``ToolMessage`` of a call otelhooks or a hook refused (a deny, a blocked result, a
+    call no guard could judge): an error carrying the reason, and who decided it."""
     return ToolMessage(
-        content=_UNJUDGED,
-        tool_call_id=call_id,
+        content=reason,
+        tool_call_id=tool_call_id,
         name=name,
         status="error",
         response_metadata={
             "otelhooks": {
                 "classification": sc.CLASSIFICATION_HOOK_DENIED,
-                "reason": _UNJUDGED,
-                "decidedBy": "otelhooks",
+                "reason": reason,
+                "decidedBy": decided_by,
             }
         },
     )
+
+
+def _unjudged(name: str) -> Any:
+    """What the model sees of a call no guard could judge: an error, never the tool's run."""
+    call_id = _GIVEN.get()[0]
+    if call_id is None:
+        return _UNJUDGED
+    return _denial(_UNJUDGED, call_id, name, "otelhooks")
 
 
 def _persisted(
@@ -192,19 +198,7 @@ def _persisted(
     reason = str(state.get("reason") or blocked.result.content)
     if tool_call_id is None:
         return reason
-    return ToolMessage(
-        content=reason,
-        tool_call_id=tool_call_id,
-        name=name,
-        status="error",
-        response_metadata={
-            "otelhooks": {
-                "classification": sc.CLASSIFICATION_HOOK_DENIED,
-                "reason": reason,
-                "decidedBy": state.get("decidedBy"),
-            }
-        },
-    )
+    return _denial(reason, tool_call_id, name, state.get("decidedBy"))
 
 
 def _refusal(tool: ToolRun, name: str) -> Any:
@@ -215,19 +209,7 @@ def _refusal(tool: ToolRun, name: str) -> Any:
     reason = call.deny_reason or call.result.content
     if tool.tool_call_id is None:
         return reason
-    return ToolMessage(
-        content=reason,
-        tool_call_id=tool.tool_call_id,
-        name=name,
-        status="error",
-        response_metadata={
-            "otelhooks": {
-                "classification": sc.CLASSIFICATION_HOOK_DENIED,
-                "reason": reason,
-                "decidedBy": (call.result.state or {}).get("decidedBy"),
-            }
-        },
-    )
+    return _denial(reason, tool.tool_call_id, name, (call.result.state or {}).get("decidedBy"))
 
 
 class HookedTool(BaseTool):
