@@ -79,6 +79,7 @@ from otelhooks.mcp._metrics import McpMetrics
 from otelhooks.mcp._persist import filters, persist
 from otelhooks.mcp._rejudge import judge_again
 from otelhooks.mcp._requests import OpenRequests
+from otelhooks.mcp._session_facts import client_facts, server_facts
 from otelhooks.mcp._spans import McpSpans, set_attributes
 
 __all__ = ["McpGateway", "McpSession", "Relay"]
@@ -89,7 +90,6 @@ DEFAULT_SERVER_NAME: Final = "mcp"
 # The requests that open a session and whose answer names the server: the handshake of
 # protocols up to 2025-11-25, and the discovery of the stateless 2026-07-28 protocol.
 _HANDSHAKES: Final = frozenset({"initialize", "server/discover"})
-_SERVER_INFO_META: Final = "io.modelcontextprotocol/serverInfo"
 
 
 @dataclass(slots=True)
@@ -454,28 +454,18 @@ class McpSession:
     # -- the session's facts --------------------------------------------------------------------
 
     def _on_initialize(self, msg: Message) -> None:
-        version = msg.params.get("protocolVersion")
-        if isinstance(version, str):
-            self.protocol_version = version
-        info = msg.params.get("clientInfo")
-        if isinstance(info, dict) and isinstance(info.get("name"), str) and info["name"]:
-            # the agent that executes the tools: gen_ai.agent.name of the tools/call spans
-            self.agent_name = info["name"]
+        version, agent = client_facts(msg)
+        self.protocol_version = version or self.protocol_version
+        self.agent_name = agent or self.agent_name
 
     def _on_initialized(self, msg: Message) -> None:
-        result = msg.data.get("result") if isinstance(msg.data, dict) else None
-        if not isinstance(result, dict):
+        facts = server_facts(msg)
+        if facts is None:
             return
-        if isinstance(result.get("protocolVersion"), str):
-            self.protocol_version = result["protocolVersion"]
-        info = result.get("serverInfo")
-        meta = result.get("_meta")
-        if not isinstance(info, dict) and isinstance(meta, dict):
-            # protocol 2026-07-28: ``server/discover`` (and every result) names the server in
-            # ``_meta``; a guard matching ``<server>/<tool>`` must see the same name either way
-            info = meta.get(_SERVER_INFO_META)
-        if isinstance(info, dict) and info.get("name"):
-            self.gateway.server_name = str(info["name"])
+        version, name = facts
+        self.protocol_version = version or self.protocol_version
+        if name:
+            self.gateway.server_name = name
         elif self.gateway.server_name is None:  # a server without a name: known as the default
             self.gateway.server_name = DEFAULT_SERVER_NAME
         pending = self.requests.from_client.get(request_key(msg.id))
