@@ -157,7 +157,7 @@ def test_an_enqueue_the_locked_outbox_cannot_store_follows_the_hooks_fallback(
                 with pytest.raises(CriticalHookDeliveryError):
                     run_one_tool(pipe)
             else:
-                run_one_tool(pipe)  # the insert waits out the busy timeout, then fetch
+                run_one_tool(pipe)  # the insert waits 0.25 s at most, then fetch
                 assert len(server.wait_for("/q", 2)) == 2  # delivered while still locked
     finally:
         neighbour.proc.kill()
@@ -182,8 +182,8 @@ def test_a_flush_keeps_its_deadline_while_an_enqueue_waits_on_the_lock(
     try:
         neighbour.lock()
         agent = threading.Thread(target=run_one_tool, args=(pipe,))
-        agent.start()  # its insert waits out SQLite's 5 s busy timeout
-        time.sleep(1.0)  # the insert is waiting (4 s left of it)
+        agent.start()  # its insert waits at most 0.25 s for the lock
+        time.sleep(0.1)  # the insert is waiting
         started = time.monotonic()
         deliverer.flush(1.0)
         took = time.monotonic() - started
@@ -193,3 +193,114 @@ def test_a_flush_keeps_its_deadline_while_an_enqueue_waits_on_the_lock(
         neighbour.proc.wait(10)
     assert took < 2.0, took
     assert len(server.wait_for("/q", 2)) == 2  # the waiting enqueue fell back to fetch
+
+
+# The bound an enqueue waits for the outbox (0.25 s), with room for a loaded machine; SQLite's
+# own busy timeout, which it waited before, is 5 s.
+BOUND_S = 1.5
+
+
+def exclusive_neighbour(path: Path) -> subprocess.Popen[str]:
+    """A process holding ``BEGIN EXCLUSIVE`` on ``path`` until killed (created if missing)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", NEIGHBOUR.replace("IMMEDIATE", "EXCLUSIVE"), str(path), "120"],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    assert proc.stdin is not None
+    assert proc.stdout is not None
+    proc.stdin.write("go\n")
+    proc.stdin.flush()
+    assert proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+def timed(pipe: TestPipeline) -> float:
+    started = time.monotonic()
+    run_one_tool(pipe)
+    return time.monotonic() - started
+
+
+@pytest.mark.parametrize("outbox", ["in use", "first opened"])
+def test_an_enqueue_under_a_neighbours_exclusive_lock_waits_a_short_bound_then_falls_back(
+    pipe: TestPipeline,
+    deliverer: WebhookDeliverer,
+    server: WebhookServer,
+    outbox_path: Path,
+    outbox: str,
+) -> None:
+    server.routes["/q"] = Reply(204)
+    pipe.register(
+        {"id": "q", "type": "afterToolCall",
+         "webhook": {"url": server.url + "/q", "delivery": "queue"}}
+    )  # fmt: skip
+    before = 0
+    if outbox == "in use":
+        run_one_tool(pipe)  # stored and delivered through the outbox
+        before = len(server.wait_for("/q", 1))
+    neighbour = exclusive_neighbour(outbox_path)
+    try:
+        with capture_logs() as logs:
+            took = timed(pipe)  # on this (the agent's) thread
+            got = server.wait_for("/q", before + 1)  # delivered while still locked
+    finally:
+        neighbour.kill()
+        neighbour.wait(10)
+    assert took < BOUND_S, took  # was 5.0 s
+    assert len(got) == before + 1
+    said = [e for e in logs if e["event"] == "outbox unavailable, falling back to fetch"]
+    assert len(said) == 1
+    assert "locked" in said[0]["error"] or "busy" in said[0]["error"]
+
+
+def test_sessions_enqueuing_at_once_under_the_lock_do_not_wait_one_behind_another(
+    pipe: TestPipeline, deliverer: WebhookDeliverer, server: WebhookServer, outbox_path: Path
+) -> None:
+    server.routes["/q"] = Reply(204)
+    pipe.register(
+        {"id": "q", "type": "afterToolCall",
+         "webhook": {"url": server.url + "/q", "delivery": "queue"}}
+    )  # fmt: skip
+    run_one_tool(pipe)
+    assert len(server.wait_for("/q", 1)) == 1
+    neighbour = exclusive_neighbour(outbox_path)
+    took: list[float] = []
+    try:
+        sessions = [threading.Thread(target=lambda: took.append(timed(pipe))) for _ in range(4)]
+        for session in sessions:
+            session.start()
+        for session in sessions:
+            session.join(60)
+        got = server.wait_for("/q", 5)
+    finally:
+        neighbour.kill()
+        neighbour.wait(10)
+    assert len(took) == 4
+    assert max(took) < BOUND_S, took  # was 5, 10, 15 and 20 s, one behind the other
+    assert len(got) == 5  # each delivered, from memory
+
+
+def test_a_long_lock_costs_later_enqueues_no_wait_and_the_outbox_serves_again_after(
+    pipe: TestPipeline, deliverer: WebhookDeliverer, server: WebhookServer, outbox_path: Path
+) -> None:
+    server.routes["/q"] = Reply(204)
+    pipe.register(
+        {"id": "q", "type": "afterToolCall",
+         "webhook": {"url": server.url + "/q", "delivery": "queue"}}
+    )  # fmt: skip
+    run_one_tool(pipe)
+    assert len(server.wait_for("/q", 1)) == 1
+    neighbour = exclusive_neighbour(outbox_path)
+    try:
+        took = [timed(pipe) for _ in range(6)]
+        assert len(server.wait_for("/q", 7)) == 7
+    finally:
+        neighbour.kill()
+        neighbour.wait(10)
+    assert sum(took) < 2 * BOUND_S, took  # was 6 x 5.0 s
+    waiting = time.monotonic() + 20
+    while deliverer.reports() and time.monotonic() < waiting:
+        time.sleep(0.05)  # until the pump found the store available again
+    with capture_logs() as logs:
+        run_one_tool(pipe)  # stored in the outbox again: no fallback
+        assert len(server.wait_for("/q", 8)) == 8
+    assert not [e for e in logs if e["event"] == "outbox unavailable, falling back to fetch"]

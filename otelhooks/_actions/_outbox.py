@@ -18,6 +18,10 @@ Another process may also hold the file's write lock for long (a backup tool, a `
 left in a transaction). The pump then waits it out: its own connection gives up on the lock
 quickly, so flush and close keep their deadlines, and it tries again with a bounded backoff,
 saying so once; what it leased stays leased, what is due is delivered when the lock is released.
+An enqueue runs on its caller's thread (the agent's, or serve's event loop for a hook that only
+records): it waits for the outbox at most :data:`PUT_WAIT_S` in all (this process's lock and the
+file's write lock), and not at all while the pump finds the store failing, then raises, and the
+hook's ``fallback`` applies (a warning and in-memory delivery, or the critical error).
 
 Only the serializable part of a hook is stored: its webhook config (header templates, never
 resolved values) and the JSON body. It is re-validated when a row is loaded.
@@ -43,7 +47,7 @@ from otelhooks._actions._webhook_http import Delivery, prepare, send
 from otelhooks._private_files import private_file
 from otelhooks._worker import at_fork
 
-__all__ = ["Attempt", "DurableQueue", "Outbox", "Report", "attempt", "backoff_s"]
+__all__ = ["PUT_WAIT_S", "Attempt", "DurableQueue", "Outbox", "Report", "attempt", "backoff_s"]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -52,6 +56,9 @@ _T = TypeVar("_T")
 # it never holds this process's lock (which flush and close wait for) through a long busy wait.
 _PUMP_BUSY_S: Final = 0.25
 _STORE_PAUSE_MAX_S: Final = 2.0
+# The longest an enqueue waits for the outbox: it runs on the agent's thread (SQLite's own 5 s
+# busy timeout, per enqueue and one after the other across sessions, stalled every agent).
+PUT_WAIT_S: Final = 0.25
 
 _SCHEMA: Final = """
 CREATE TABLE IF NOT EXISTS outbox (
@@ -201,7 +208,10 @@ class Outbox:
 
     def _open(self) -> None:
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        # opened lazily by the first enqueue, on the agent's thread: bounded like an enqueue
+        self._db = sqlite3.connect(
+            self.path, timeout=PUT_WAIT_S, check_same_thread=False, isolation_level=None
+        )
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
@@ -223,15 +233,31 @@ class Outbox:
     def put(
         self, hook_id: str, event_id: str, config: WebhookConfig, body: bytes, *, event: str = ""
     ) -> None:
-        """Store one delivery durably (committed when this returns) and wake the pump."""
+        """Store one delivery durably (committed when this returns) and wake the pump.
+
+        Raises:
+            sqlite3.OperationalError: not stored within :data:`PUT_WAIT_S` (another process
+                holds the file's write lock), or at once while the pump finds the store failing.
+        """
         now = time.time()
-        with self._lock:
+        failing = self.store_error
+        wait_s = 0.0 if failing is not None else PUT_WAIT_S
+        deadline = time.monotonic() + wait_s
+        if not self._lock.acquire(timeout=wait_s):
+            raise sqlite3.OperationalError(
+                failing or f"the outbox stayed busy in this process past {PUT_WAIT_S} s"
+            )
+        try:
+            left_ms = int(max(0.0, deadline - time.monotonic()) * 1000)
+            self._db.execute(f"PRAGMA busy_timeout = {left_ms}")
             self._db.execute(
                 "INSERT INTO outbox (hook_id, event_id, event, config, body, next_at, deadline_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (hook_id, event_id, event, json.dumps(config.persisted()), body, now,
                  now + self.retry_deadline_s),
             )  # fmt: skip
+        finally:
+            self._lock.release()
         self._start()
         self._wake.set()
 
