@@ -24,7 +24,7 @@ from otelhooks._hook_step import HookStep
 if TYPE_CHECKING:
     from otelhooks._hooks import Hook
 
-__all__ = ["Answered", "ApprovalNote", "LiveEvent", "Verdict", "refusal"]
+__all__ = ["Answered", "ApprovalNote", "LiveEvent", "Verdict", "persist_event", "refusal"]
 
 
 @dataclass(slots=True, frozen=True)
@@ -131,6 +131,26 @@ def refusal(problem: str) -> Verdict:
         reason=f"otelhooks refused the call: {problem}",
         decided_by=sc.DECIDED_BY_OTELHOOKS,
     )
+
+
+def persist_event(verdict: Verdict) -> dict[str, AttributeValue]:
+    """The attributes of a tool span's ``tool_result_persist`` event: whether its hooks blocked
+    the result (and then which hook, and why, as a deny's span says), rewrote it, and matched.
+
+    Example:
+        >>> persist_event(Verdict(blocked=True, reason="leak", decided_by="scan"))[
+        ...     "otelhooks.hook.decided_by"]
+        'scan'
+    """
+    attrs: dict[str, AttributeValue] = {
+        sc.MESSAGE_BLOCKED: verdict.blocked,
+        sc.HOOK_REWRITTEN_BY: verdict.rewritten_by,
+        sc.HOOK_MATCHED: verdict.matched,
+    }
+    if verdict.blocked:
+        attrs[sc.HOOK_DECIDED_BY] = verdict.decided_by or ""
+        attrs[sc.HOOK_DECISION_REASON] = verdict.reason or ""
+    return attrs
 
 
 class LiveEvent:

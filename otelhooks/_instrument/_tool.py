@@ -25,7 +25,7 @@ from otelhooks._events import (
 from otelhooks._fingerprint import canonical_json, fnv1a_64
 from otelhooks._instrument._base import SpanScope, record_verdict
 from otelhooks._instrument._budget import spend_of
-from otelhooks._live import LiveEvent, Verdict, refusal
+from otelhooks._live import LiveEvent, Verdict, persist_event, refusal
 from otelhooks._redact import error_text, scrub
 
 if TYPE_CHECKING:
@@ -335,14 +335,7 @@ class ToolCall(SpanScope):
             new = verdict.payload.result
             result = ToolResult.model_validate(new) if isinstance(new, dict) else _as_result(new)
         if verdict.matched:
-            self.span.add_event(
-                sc.EVENT_TOOL_RESULT_PERSIST,
-                {
-                    sc.MESSAGE_BLOCKED: verdict.blocked,
-                    sc.HOOK_REWRITTEN_BY: verdict.rewritten_by,
-                    sc.HOOK_MATCHED: verdict.matched,
-                },
-            )
+            self.span.add_event(sc.EVENT_TOOL_RESULT_PERSIST, persist_event(verdict))
         self._result = result
         return result
 

@@ -19,6 +19,7 @@ import structlog
 from otelhooks import _semconv as sc
 from otelhooks._engine import HooksEngine
 from otelhooks._events import ToolResultPersistEvent
+from otelhooks._live import persist_event
 from otelhooks.mcp._calls import Pending, deny_answer
 from otelhooks.mcp._jsonrpc import INTERNAL_ERROR, Message, encode, error_response
 
@@ -59,14 +60,7 @@ async def persist(engine: HooksEngine, msg: Message, pending: Pending) -> tuple[
         return error_response(msg.id, INTERNAL_ERROR, f"otelhooks: hooks failed: {exc}"), False
     span = pending.span
     if verdict.matched:
-        span.add_event(
-            sc.EVENT_TOOL_RESULT_PERSIST,
-            {
-                sc.MESSAGE_BLOCKED: verdict.blocked,
-                sc.HOOK_REWRITTEN_BY: verdict.rewritten_by,
-                sc.HOOK_MATCHED: verdict.matched,
-            },
-        )
+        span.add_event(sc.EVENT_TOOL_RESULT_PERSIST, persist_event(verdict))
     if verdict.blocked:
         span.set_attribute(sc.TOOL_OUTCOME, "blocked")
         reason = verdict.reason or "blocked by a hook"

@@ -27,11 +27,12 @@ def decision_of(
 ) -> dict[str, Any]:
     """What the hooks decided on one span, for the page: ``{"kind", "by", "why"}`` or ``{}``.
 
-    ``kind`` is ``denied``, ``mocked``, ``rewritten``, ``asked`` (a person was asked: an
+    ``kind`` is ``denied``, ``blocked`` (the tool ran, a ``tool_result_persist`` hook withheld
+    its result from the model), ``mocked``, ``rewritten``, ``asked`` (a person was asked: an
     approval, or Claude Code's ``ask``), ``permissive`` (a hook in ``mode: permissive`` would
     have decided: recorded, not enforced) or ``failed`` (a hook failed and its ``on_error:
     continue`` let the call through). A call a person denied is ``asked`` with ``"blocked":
-    True`` (one mark per approval; the runs list still counts it a denial).
+    True`` (one mark per approval; the runs list still counts it a denial, as a blocked result).
 
     Example:
         >>> decision_of({"otelhooks.tool.outcome": "denied", "otelhooks.hook.decided_by": "g"})
@@ -63,6 +64,8 @@ def decision_of(
         return {**mark, "blocked": True} if denied else mark
     if denied:
         return {"kind": "denied", "by": by, "why": why}
+    if outcome == "blocked":
+        return _blocked(by, why, events)
     if outcome == "mocked" or attrs.get(sc.HOOK_MOCKED) is True:
         return {"kind": "mocked", "by": str(attrs.get(sc.HOOK_MOCKED_BY) or ""), "why": ""}
     rewritten = attrs.get(sc.HOOK_REWRITTEN_BY)
@@ -77,6 +80,18 @@ def decision_of(
         errors = list(map(str, attrs[sc.HOOK_ERRORS]))
         return {"kind": "failed", "by": errors[0].split(":")[0], "why": "; ".join(errors)}
     return {}
+
+
+def _blocked(by: str, why: str, events: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """A blocked result's mark: who blocked it and why, from its ``tool_result_persist`` event
+    (recorded there by otelhooks' instrumentation and the MCP gateway), else the span's."""
+    for event in reversed(events):
+        a = event.get("a") or {}
+        if event.get("n") == sc.EVENT_TOOL_RESULT_PERSIST and a.get(sc.MESSAGE_BLOCKED):
+            by = str(a.get(sc.HOOK_DECIDED_BY) or by)
+            why = str(a.get(sc.HOOK_DECISION_REASON) or why)
+            break
+    return {"kind": "blocked", "by": by, "why": why or "result withheld from the model"}
 
 
 @dataclass
@@ -171,7 +186,9 @@ class TraceSummary:
         kind = span["d"].get("kind")
         if kind:
             self.decisions.add(kind)
-            if kind == "denied" or span["d"].get("blocked"):
+            if kind == "blocked":
+                self.denials += 1  # a hook stopped what the model reads, as a deny does
+            elif kind == "denied" or span["d"].get("blocked"):
                 self.decisions.add("denied")
                 self.denials += 1
         # tokens: counted on model calls only (an invoke_agent span sums its own calls)
