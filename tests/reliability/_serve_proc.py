@@ -24,7 +24,14 @@ INGEST = "ingest-secret-9c2e"
 class ServeProc:
     """``otelhooks serve --port 0`` with its output in files; ``url`` once it listens."""
 
-    def __init__(self, tmp: Path, *args: str, nofile: int | None = None, wait: bool = True) -> None:
+    def __init__(
+        self,
+        tmp: Path,
+        *args: str,
+        nofile: int | None = None,
+        wait: bool = True,
+        home: Path | None = None,
+    ) -> None:
         self.out_path = tmp / f"serve-{time.monotonic_ns()}.out"
         self.err_path = self.out_path.with_suffix(".err")
 
@@ -33,6 +40,8 @@ class ServeProc:
                 resource.setrlimit(resource.RLIMIT_NOFILE, (nofile, nofile))
 
         env = cli_env(OTELHOOKS_ADMIN_TOKEN=ADMIN, OTELHOOKS_INGEST_TOKEN=INGEST)
+        if home is not None:  # where serve keeps its files of ~/.otelhooks (the outbox)
+            env["HOME"] = str(home)
         with self.out_path.open("wb") as out, self.err_path.open("wb") as err:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "otelhooks", "serve", "--port", "0", *args],
