@@ -304,3 +304,29 @@ def test_a_long_lock_costs_later_enqueues_no_wait_and_the_outbox_serves_again_af
         run_one_tool(pipe)  # stored in the outbox again: no fallback
         assert len(server.wait_for("/q", 8)) == 8
     assert not [e for e in logs if e["event"] == "outbox unavailable, falling back to fetch"]
+
+
+def test_an_outbox_locked_before_its_first_open_costs_later_enqueues_no_wait(
+    pipe: TestPipeline, deliverer: WebhookDeliverer, server: WebhookServer, outbox_path: Path
+) -> None:
+    server.routes["/q"] = Reply(204)
+    pipe.register(
+        {"id": "q", "type": "afterToolCall",
+         "webhook": {"url": server.url + "/q", "delivery": "queue"}}
+    )  # fmt: skip
+    neighbour = exclusive_neighbour(outbox_path)  # before this process ever opened it
+    try:
+        took = [timed(pipe) for _ in range(10)]
+        assert len(server.wait_for("/q", 10)) == 10  # each delivered directly
+    finally:
+        neighbour.kill()
+        neighbour.wait(10)
+    assert sum(took) < BOUND_S, took  # was 0.26 s each: every enqueue tried to open it again
+    stored = False
+    giving_up = time.monotonic() + 20
+    while not stored and time.monotonic() < giving_up:  # opened again 2 s after the first try
+        with capture_logs() as logs:
+            run_one_tool(pipe)
+        stored = not [e for e in logs if e["event"] == "outbox unavailable, falling back to fetch"]
+        time.sleep(0.2)
+    assert stored

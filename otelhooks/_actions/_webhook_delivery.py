@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import os
+import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -49,6 +50,9 @@ __all__ = ["WebhookDeliverer"]
 
 _log = structlog.get_logger("otelhooks")
 _SUCCESS = tuple(range(200, 300))
+# An outbox file another process held locked when it was first opened is opened again no sooner
+# than this: meanwhile an enqueue follows its fallback without waiting (as the pump's backoff).
+_OUTBOX_RETRY_S = 2.0
 
 
 @dataclass(slots=True)
@@ -118,6 +122,9 @@ class WebhookDeliverer:
         self._outbox_path = outbox_path
         self._outbox_factory = outbox_factory
         self._outbox: DurableQueue | None = None
+        # an outbox file that could not be opened (locked) is tried again this late, not by
+        # every enqueue on the agent's thread: (when, why)
+        self._outbox_retry: tuple[float, str] = (0.0, "")
         # One drop recorder for the queue and for deliveries given up on (attributes built once).
         self._count_dropped = self.metrics.drop_counter("webhook")
         self._worker: BoundedWorker[_Item] = BoundedWorker(
@@ -195,12 +202,25 @@ class WebhookDeliverer:
             return self._worker.submit(item)
 
     def outbox(self) -> DurableQueue:
+        """The durable queue of ``delivery: queue`` hooks, opened at the first use.
+
+        Raises:
+            sqlite3.Error: the outbox file could not be opened (another process holds it
+                locked); for 2 s after that, at once with the same error.
+        """
         if self._outbox is None:
             if self._outbox_factory is not None:
                 self._outbox = self._outbox_factory(self._report_outbox)
             else:
+                retry_at, why = self._outbox_retry
+                if time.monotonic() < retry_at:
+                    raise sqlite3.OperationalError(why)
                 path = self._outbox_path or Path.home() / ".otelhooks" / "outbox.sqlite3"
-                self._outbox = Outbox(path, report=self._report_outbox)
+                try:
+                    self._outbox = Outbox(path, report=self._report_outbox)
+                except sqlite3.Error as exc:
+                    self._outbox_retry = (time.monotonic() + _OUTBOX_RETRY_S, str(exc))
+                    raise
         return self._outbox
 
     # -- the worker's side ------------------------------------------------------------------------
