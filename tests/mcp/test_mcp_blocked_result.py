@@ -92,5 +92,12 @@ def test_a_blocked_result_is_a_tool_error_with_the_reason_and_a_rewrite_is_what_
     attrs = spans["tools/call write_note"]["attributes"]
     assert attrs["otelhooks.tool.outcome"] == "blocked"
     assert "error.type" not in attrs  # a hook's policy, not a failure
+    (persisted,) = [
+        e["attributes"]
+        for e in spans["tools/call write_note"]["events"]
+        if e["name"] == "otelhooks.tool_result_persist"
+    ]
+    assert persisted["otelhooks.hook.decided_by"] == "leak-check"  # the web view's mark says it
+    assert persisted["otelhooks.hook.decision_reason"]
     observed = (tmp_path / "observed.jsonl").read_text().splitlines()
     assert [json.loads(line)["tool"] for line in observed] == ["write_note"]
