@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from agents import (
@@ -37,11 +37,13 @@ def watch_guardrail(
     tool_name: str | None = None,
     identifier: str | None = None,
     namespace: str | None = None,
+    named: Callable[[str], str] | None = None,
 ) -> ToolInputGuardrail[Any]:
     """The SDK guardrail, unchanged in effect, reporting a ``reject_content`` to the run (the
     call never reaches the hooks, which is the only record it gets): of ``tool_name`` (the
     call's own tool when omitted, as for the guardrails of an MCP server, which judge all its
-    tools), ``identifier`` (the agent's when omitted) and the tool's ``namespace``."""
+    tools, ``named`` giving the server's name for the tool the model called), ``identifier``
+    (the agent's when omitted) and the tool's ``namespace``."""
 
     async def watched(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         output = await guardrail.run(data)
@@ -51,8 +53,9 @@ def watch_guardrail(
             space = namespace
             if space is None and tool_name is not None:  # hooked before tool_namespace()
                 space = call_namespace(data.context.tool_namespace, tool_name)
+            called = data.context.tool_name
             run.guardrail_rejected(
-                tool_name if tool_name is not None else data.context.tool_name,
+                tool_name if tool_name is not None else named(called) if named else called,
                 data.context.tool_call_id,
                 parse_args(data.context.tool_arguments),
                 guardrail.get_name(),
