@@ -5,7 +5,8 @@ interceptors run, awaited, as it starts) and calls the real one only when no hoo
 mocked the call: a ``FunctionTool``'s ``on_invoke_tool``, a ``ShellTool``'s or
 ``LocalShellTool``'s ``executor`` (matcher value ``shell`` / ``local_shell``: ``@shell``) and an
 ``ApplyPatchTool``'s ``editor`` (``apply_patch``: ``@file_edit`` and ``@file_write``, one span per
-file operation). All go through :meth:`AgentRun.guard_tool`.
+file operation, :mod:`~otelhooks.integrations.openai_agents._apply_patch`). All go through
+:meth:`AgentRun.guard_tool`.
 
 A function tool's hook runs after its own SDK guardrails, so an SDK guardrail rejection never
 reaches otelhooks' hooks; such a rejection is recorded as an ``on_tool_call_denied`` event instead
@@ -28,7 +29,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import inspect
 import json
 import warnings
 from collections.abc import Awaitable, Callable
@@ -36,9 +36,6 @@ from typing import Any, Final, overload
 
 from agents import (
     Agent,
-    ApplyPatchEditor,
-    ApplyPatchOperation,
-    ApplyPatchResult,
     ApplyPatchTool,
     FunctionTool,
     Handoff,
@@ -66,9 +63,11 @@ from agents.tool_context import ToolContext
 from openai.types.responses.response_output_item import LocalShellCallAction
 
 from otelhooks._tool_kinds import KIND_NAMES
+from otelhooks.integrations.openai_agents._apply_patch import hook_apply_patch
 from otelhooks.integrations.openai_agents._arguments import arguments_model, received
 from otelhooks.integrations.openai_agents._guard import (
     UnguardedToolWarning,
+    awaited,
     call_namespace,
     guarded,
     parse_args,
@@ -101,17 +100,6 @@ def _shell_text(output: Any) -> Any:
     if not isinstance(output, ShellResult):
         return output
     return "\n".join(part for o in output.output for part in (o.stdout, o.stderr) if part)
-
-
-def _patch_text(output: Any) -> Any:
-    """What the model is shown of an editor's result: its ``output``."""
-    if isinstance(output, ApplyPatchResult):
-        return output.output or ""
-    return "" if output is None else output
-
-
-async def _maybe(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
 
 
 @overload
@@ -155,7 +143,7 @@ def hook_tool(
         return _hook_shell(tool, identifier)
     if isinstance(tool, LocalShellTool):
         return _hook_local_shell(tool, identifier)
-    return _hook_apply_patch(tool, identifier)
+    return hook_apply_patch(tool, identifier)
 
 
 def _telling_failures(handler: ToolErrorFunction) -> ToolErrorFunction:
@@ -256,8 +244,8 @@ def _hook_shell(tool: ShellTool, identifier: str | None) -> ShellTool:
                     request.data.call_id,
                 )
                 data = dataclasses.replace(request.data, action=action)
-                return await _maybe(executor(dataclasses.replace(request, data=data)))
-            return await _maybe(executor(request))
+                return await awaited(executor(dataclasses.replace(request, data=data)))
+            return await awaited(executor(request))
 
         output, _ = await guarded(
             tool.name, identifier, args, request.data.call_id, run, _shell_text
@@ -280,73 +268,14 @@ def _hook_local_shell(tool: LocalShellTool, identifier: str | None) -> LocalShel
             if changed is not None:
                 action = LocalShellCallAction.model_validate({**changed, "type": "exec"})
                 data = request.data.model_copy(update={"action": action})
-                return await _maybe(executor(dataclasses.replace(request, data=data)))
-            return await _maybe(executor(request))
+                return await awaited(executor(dataclasses.replace(request, data=data)))
+            return await awaited(executor(request))
 
         output, _ = await guarded(tool.name, identifier, args, request.data.call_id, run)
         return str(output)
 
     setattr(execute, _HOOKED, True)
     return dataclasses.replace(tool, executor=execute)
-
-
-class _HookedEditor:
-    """An ``ApplyPatchEditor`` whose file operations go through otelhooks' tool hooks."""
-
-    def __init__(
-        self, editor: ApplyPatchEditor, name: str, identifier: str | None, approved: bool
-    ) -> None:
-        self.editor = editor
-        self.name = name
-        self.identifier = identifier
-        # the tool's needs_approval is set: its policy takes a call id an editor is not given,
-        # so it cannot be asked about a rewrite, which a person never saw, and refuses all
-        self.approved = approved
-
-    async def _apply(self, operation: ApplyPatchOperation) -> ApplyPatchResult | str | None:
-        args: dict[str, Any] = {
-            "type": operation.type,
-            "path": operation.path,
-            "diff": operation.diff,
-            "move_to": operation.move_to,
-        }
-
-        async def run(changed: dict[str, Any] | None) -> Any:
-            op = operation
-            if changed is not None:
-                op = dataclasses.replace(
-                    operation,
-                    type=changed["type"],
-                    path=str(changed["path"]),
-                    diff=changed.get("diff"),
-                    move_to=changed.get("move_to"),
-                )
-                await approval_refuses(self.name, self.approved, op.ctx_wrapper, op, "")
-            if op.type not in ("create_file", "update_file", "delete_file"):
-                raise ValueError(f"unknown apply_patch operation {op.type!r}")
-            return await _maybe(getattr(self.editor, op.type)(op))
-
-        # the operation does not carry the model's call id; the span gets one of its own
-        output, denied = await guarded(self.name, self.identifier, args, None, run, _patch_text)
-        if denied:
-            return ApplyPatchResult(status="failed", output=str(output))
-        return output if isinstance(output, ApplyPatchResult | None) else str(output)
-
-    async def create_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult | str | None:
-        return await self._apply(operation)
-
-    async def update_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult | str | None:
-        return await self._apply(operation)
-
-    async def delete_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult | str | None:
-        return await self._apply(operation)
-
-
-def _hook_apply_patch(tool: ApplyPatchTool, identifier: str | None) -> ApplyPatchTool:
-    if isinstance(tool.editor, _HookedEditor):
-        return tool
-    editor = _HookedEditor(tool.editor, tool.name, identifier, tool.needs_approval is not False)
-    return dataclasses.replace(tool, editor=editor)
 
 
 def _hooked(agent: Agent[Any], seen: set[int]) -> bool:
