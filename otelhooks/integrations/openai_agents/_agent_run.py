@@ -42,6 +42,7 @@ from otelhooks.integrations.openai_agents._guard import (
     Execute,
     RewriteRefusedError,
 )
+from otelhooks.integrations.openai_agents._hosted import record_hosted
 from otelhooks.integrations.openai_agents._run_hooks import recording
 
 __all__ = ["GUARDRAIL_NAME", "PROVIDER", "AgentRun"]
@@ -144,6 +145,11 @@ class AgentRun:
             finish_reason="tool_calls" if calls else "stop",
         )
         frame.close_llm()
+
+    async def hosted(self, output: list[Any]) -> None:
+        """Record the calls in a model's ``output`` that no hook can stop (``_hosted``)."""
+        frame = self.frame
+        await record_hosted(frame.open_step(), frame.agent, output)
 
     # -- handoffs -------------------------------------------------------------------------------
 

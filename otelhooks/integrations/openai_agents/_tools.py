@@ -22,7 +22,8 @@ user's server and judges each ``call_tool``.
 Every other tool (the hosted tools the model's API runs, ``ComputerTool``, ``CustomTool``, a
 hosted ``ShellTool``) and those a ``SandboxAgent``'s capabilities add while it runs are not seen
 by any otelhooks tool hook: :func:`hook_agent` says so with an :class:`UnguardedToolWarning`,
-never silently.
+never silently, and each of their calls is recorded from the model's response
+(:mod:`~otelhooks.integrations.openai_agents._hosted`).
 """
 
 from __future__ import annotations
