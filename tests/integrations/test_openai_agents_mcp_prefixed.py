@@ -24,7 +24,7 @@ from agents.testing import assistant_message, function_call
 
 from otelhooks import Block
 from otelhooks.integrations.openai_agents import HookedRunner
-from otelhooks.testing import TestPipeline
+from otelhooks.testing import TestPipeline, run_cli
 from tests.conftest import Recorder, hook
 from tests.integrations._agents_model import ScriptedModel
 from tests.integrations.test_openai_agents_mcp import notes_server, reached
@@ -118,3 +118,26 @@ def test_a_prefixed_mcp_tool_is_named_by_its_server_s_name_in_every_record(
     ]
     span = pipe.span("execute_tool write_note")
     assert (span.attributes or {})["otelhooks.tool.matcher_value"] == "notes/write_note"
+
+
+def test_hooks_test_judges_the_sdk_s_prefixed_name_as_the_live_call_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``hooks test --tool notes/mcp_notes__add`` (the name the model called, in the SDK's
+    trace): before, "no hook matches" while the live call of it was denied by ``notes/add``."""
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "hooks:\n"
+        "  - id: no-add\n"
+        "    type: PreToolUse\n"
+        "    matcher: notes/add\n"
+        "    command: \"echo 'no adding' >&2; exit 2\"\n"
+    )
+    code = run_cli(
+        "hooks", "test", str(policy), "--event", "PreToolUse", "--tool", "notes/mcp_notes__add"
+    )
+    out = capsys.readouterr().out
+    assert "a live call is matched as notes/add, and so is this one" in out
+    assert "1 hook matches PreToolUse (before_tool_call) for notes/add" in out
+    assert "- no-add [command]: blocked" in out
+    assert code == 0, out

@@ -38,6 +38,7 @@ from mcp.types import (
 from mcp.types import Tool as MCPTool
 
 from otelhooks import _semconv as sc
+from otelhooks._agents_mcp_names import safe_part
 from otelhooks._tool_schema import rewritten, type_problem, with_defaults
 from otelhooks.integrations.openai_agents._guard import RewriteRefusedError, guarded
 from otelhooks.integrations.openai_agents._rewrites import (
@@ -55,13 +56,6 @@ __all__ = ["HookedMCPServer"]
 # runs call_tool in inherits it.
 _Calling = tuple[str, dict[str, Any] | None, RunContextWrapper[Any]]
 _CALLING: ContextVar[_Calling | None] = ContextVar("otelhooks_mcp_calling", default=None)
-
-
-def _safe_part(value: str) -> str:
-    """A name as the SDK writes it into a prefixed tool name (``include_server_in_tool_names``):
-    each character other than an ASCII letter, digit, ``_`` or ``-`` as ``_``, trimmed of them."""
-    safe = "".join(c if c.isascii() and (c.isalnum() or c in "_-") else "_" for c in value)
-    return safe.strip("_-")
 
 
 class _MCPToolError(Exception):
@@ -164,7 +158,7 @@ class HookedMCPServer(MCPServer):
             return self._called[called]
         # the longest listed name the SDK's prefix ends with (a server named "a__b" has "c" and
         # "b__c" end alike)
-        found = [t for t in self._schemas if called.endswith(f"__{_safe_part(t)}")]
+        found = [t for t in self._schemas if called.endswith(f"__{safe_part(t)}")]
         return max(found, key=len) if found else called
 
     def _resolve_meta(self, context: MCPToolMetaContext) -> Any:
