@@ -115,3 +115,37 @@ def test_a_hosted_tool_s_call_no_hook_decided_on_is_observed(
     assert span.status.status_code is not StatusCode.ERROR
     assert sorted(e.apiName for e in recorder.of("after_tool_call")) == ["read_page", "web_search"]  # type: ignore[attr-defined]
     assert [e for e in logs if "not enforced" in e["event"]] == []
+
+
+def test_a_shell_deny_of_a_hosted_shell_s_call_is_recorded_as_not_enforced(
+    pipe: TestPipeline,
+) -> None:
+    """A ``ShellTool`` with no executor runs in the API's container: before, a ``@shell`` deny
+    of its ``rm -rf`` left no span and no line; a local ``ShellTool``'s call is judged by its
+    hooked executor, never also here."""
+    from agents import ShellTool
+    from openai.types.responses import ResponseFunctionShellToolCall
+    from openai.types.responses.response_function_shell_tool_call import Action
+
+    pipe.register(hook("no-shell", "before_tool_call", lambda e: Block("no"), matcher="@shell"))
+    rm = ResponseFunctionShellToolCall(
+        id="sh1",
+        call_id="c1",
+        type="shell_call",
+        status="completed",
+        action=Action(commands=["rm -rf /data"], timeout_ms=1000, max_output_length=None),
+    )
+    model = ScriptedModel("m", [[rm, assistant_message("gone")]])
+    shell = ShellTool(environment={"type": "container_auto"})
+    agent = Agent(name="ops", model=model, tools=[shell])
+    with warnings.catch_warnings(), capture_logs() as logs:
+        warnings.simplefilter("ignore", UnguardedToolWarning)
+        asyncio.run(HookedRunner(pipe.tracer).run(agent, "go"))
+    pipe.flush()
+
+    span = pipe.span("execute_tool shell")
+    attrs = span.attributes or {}
+    assert attrs["otelhooks.hook.decision"] == "deny"
+    assert attrs["error.type"] == "otelhooks.integrations.openai_agents.UnguardedToolCall"
+    assert attrs["gen_ai.tool.call.id"] == "c1"
+    assert [e["tool"] for e in logs if "not enforced" in e["event"]] == ["ops/shell"]

@@ -17,6 +17,7 @@ from agents import (
     ItemHelpers,
     MaxTurnsExceeded,
     OutputGuardrailTripwireTriggered,
+    ShellTool,
 )
 from agents.items import ModelResponse, TResponseInputItem
 from agents.models.interface import Model
@@ -146,10 +147,14 @@ class AgentRun:
         )
         frame.close_llm()
 
-    async def hosted(self, output: list[Any]) -> None:
-        """Record the calls in a model's ``output`` that no hook can stop (``_hosted``)."""
+    async def hosted(self, agent: Agent[Any], output: list[Any]) -> None:
+        """Record the calls in ``agent``'s model's ``output`` that no hook can stop
+        (``_hosted``)."""
         frame = self.frame
-        await record_hosted(frame.open_step(), frame.agent, output)
+        shell = next(
+            (t.name for t in agent.tools if isinstance(t, ShellTool) and t.executor is None), None
+        )
+        await record_hosted(frame.open_step(), frame.agent, output, shell)
 
     # -- handoffs -------------------------------------------------------------------------------
 

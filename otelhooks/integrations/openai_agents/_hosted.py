@@ -1,6 +1,7 @@
 """The calls of the tools no otelhooks hook can stop, read from the model's response: the hosted
 tools the model's API ran before it answered (``WebSearchTool``, ``FileSearchTool``,
-``CodeInterpreterTool``, ``ImageGenerationTool``, a ``HostedMCPTool``'s server) and those the SDK
+``CodeInterpreterTool``, ``ImageGenerationTool``, a ``HostedMCPTool``'s server, a ``ShellTool``
+with no executor, whose arguments are a local one's) and those the SDK
 runs with nothing otelhooks wraps (``ComputerTool``, ``CustomTool``).
 
 Each is an ``execute_tool {tool}`` span in the step of the model call that made it (a hosted
@@ -57,14 +58,21 @@ class UnguardedToolCall(RuntimeError):
 UnguardedToolCall.__module__ = "otelhooks.integrations.openai_agents"
 
 
-def _call(item: Any) -> tuple[str | None, str, dict[str, Any], str | None] | None:
+def _call(
+    item: Any, shell: str | None
+) -> tuple[str | None, str, dict[str, Any], str | None] | None:
     """The call ``item`` of a model's output is, if it is one of a tool no hook can stop:
-    (identifier, tool, arguments, call id); identifier ``None``: the agent's."""
+    (identifier, tool, arguments, call id); identifier ``None``: the agent's. ``shell``: the
+    name of the agent's hosted ``ShellTool`` (a local one's calls are hooked)."""
     kind = getattr(item, "type", None)
-    if kind not in _TOOLS:
-        return None
     fields = item.model_dump(mode="json", exclude_none=True)
     call_id = fields.get("call_id") or fields.get("id")
+    if kind == "shell_call" and shell is not None:
+        action = fields.get("action") or {}
+        keys = ("commands", "timeout_ms", "max_output_length")
+        return None, shell, {k: action.get(k) for k in keys}, call_id
+    if kind not in _TOOLS:
+        return None
     if kind == "mcp_call":
         args = parse_args(str(fields.get("arguments") or ""))
         return str(fields.get("server_label") or ""), str(item.name), args, call_id
@@ -73,10 +81,13 @@ def _call(item: Any) -> tuple[str | None, str, dict[str, Any], str | None] | Non
     return None, name, args, call_id
 
 
-async def record_hosted(step: Step, agent: str, output: list[Any]) -> None:
-    """Record each call in the model's ``output`` that no hook can stop (see the module)."""
+async def record_hosted(
+    step: Step, agent: str, output: list[Any], shell: str | None = None
+) -> None:
+    """Record each call in the model's ``output`` that no hook can stop (see the module);
+    ``shell``: the name of the agent's hosted ``ShellTool``, if it has one."""
     for item in output:
-        found = _call(item)
+        found = _call(item, shell)
         if found is None:
             continue
         identifier, name, args, call_id = found

@@ -41,7 +41,7 @@ class RunFeed(Protocol):
 
     def llm_end(self, response: ModelResponse) -> None: ...
 
-    async def hosted(self, output: list[Any]) -> None: ...
+    async def hosted(self, agent: Agent[Any], output: list[Any]) -> None: ...
 
     async def handoff(self, to_agent: Agent[Any]) -> None: ...
 
@@ -88,7 +88,7 @@ class RunHooksFeed(RunHooks[Any]):
         self._settle("on_llm_end", context, agent)
         self._guard("on_llm_end", self.run.llm_end, response)
         try:  # the calls in the response no hook can stop: recorded, a decision on one told
-            await self.run.hosted(response.output)
+            await self.run.hosted(agent, response.output)
         except Exception:
             _log.exception("openai-agents adapter failed", callback="on_llm_end")
         if self.inner is not None:
