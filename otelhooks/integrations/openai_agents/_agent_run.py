@@ -322,6 +322,35 @@ class AgentRun:
         by = f"guardrail:{guardrail}"
         self.denied(tool, call_id, args, by, message, identifier, namespace)
 
+    def output_withheld(
+        self,
+        tool: str,
+        call_id: str,
+        guardrail: str,
+        message: str,
+        identifier: str | None = None,
+        namespace: str | None = None,
+    ) -> None:
+        """An SDK tool output guardrail replaced a call's result with ``message``: the tool ran
+        (its span says what it returned) and the model reads the message instead."""
+        step = self.frame.step.scope if self.frame.step is not None else None
+        if step is None:
+            return
+        ident = identifier if identifier is not None else self.frame.agent
+        name = f"{namespace}.{tool}" if namespace else tool
+        step.span.add_event(
+            sc.EVENT_TOOL_GUARDRAIL,
+            {
+                sc.GEN_AI_TOOL_NAME: name,
+                sc.GEN_AI_TOOL_CALL_ID: call_id,
+                sc.TOOL_MATCHER_VALUE: f"{ident}/{name}",
+                GUARDRAIL_NAME: guardrail,
+                sc.HOOK_DECISION: "deny",
+                sc.HOOK_DECISION_REASON: message,
+                sc.TOOL_OUTCOME: "blocked",
+            },
+        )
+
     def denied(
         self,
         tool: str,

@@ -51,6 +51,16 @@ class GuardingRun(Protocol):
 
     def settle(self, context: Any, agent: str | None = None, own: bool = True) -> None: ...
 
+    def output_withheld(
+        self,
+        tool: str,
+        call_id: str,
+        guardrail: str,
+        message: str,
+        identifier: str | None = None,
+        namespace: str | None = None,
+    ) -> None: ...
+
     def guardrail_rejected(
         self,
         tool: str,

@@ -18,6 +18,8 @@ from agents import (
     ToolInputGuardrail,
     ToolInputGuardrailData,
     ToolInputGuardrailTripwireTriggered,
+    ToolOutputGuardrail,
+    ToolOutputGuardrailData,
 )
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolGuardrailFunctionOutput
@@ -29,7 +31,7 @@ from otelhooks.integrations.openai_agents._guard import (
     parse_args,
 )
 
-__all__ = ["approval_refuses", "judged_again", "watch_guardrail"]
+__all__ = ["approval_refuses", "judged_again", "watch_guardrail", "watch_output_guardrail"]
 
 
 def watch_guardrail(
@@ -66,6 +68,34 @@ def watch_guardrail(
         return output
 
     return ToolInputGuardrail(guardrail_function=watched, name=guardrail.get_name())
+
+
+def watch_output_guardrail(
+    guardrail: ToolOutputGuardrail[Any],
+    identifier: str | None = None,
+    named: Callable[[str], str] | None = None,
+) -> ToolOutputGuardrail[Any]:
+    """The SDK output guardrail, unchanged in effect, reporting a ``reject_content`` to the run:
+    the tool ran, and its span says what it returned, but the model reads the guardrail's
+    message instead, which nothing else records. Named as :func:`watch_guardrail` names."""
+
+    async def watched(data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        output = await guardrail.run(data)
+        behavior = output.behavior
+        run = CURRENT_RUN.get()
+        if run is not None and behavior["type"] == "reject_content":
+            called = data.context.tool_name
+            run.output_withheld(
+                named(called) if named else called,
+                data.context.tool_call_id,
+                guardrail.get_name(),
+                behavior["message"],
+                identifier,
+                call_namespace(data.context.tool_namespace, called),
+            )
+        return output
+
+    return ToolOutputGuardrail(guardrail_function=watched, name=guardrail.get_name())
 
 
 async def judged_again(

@@ -79,6 +79,7 @@ from otelhooks.integrations.openai_agents._rewrites import (
     approval_refuses,
     judged_again,
     watch_guardrail,
+    watch_output_guardrail,
 )
 from otelhooks.integrations.openai_agents._run_hooks import AgentHooksFeed
 
@@ -209,6 +210,10 @@ def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
 
     setattr(invoke, _HOOKED, True)
     hooked.on_invoke_tool = invoke
+    if tool.tool_output_guardrails:
+        hooked.tool_output_guardrails = [
+            watch_output_guardrail(g, identifier) for g in tool.tool_output_guardrails
+        ]
     if tool.tool_input_guardrails:
         # named as the tool's calls that run are (an agent used as a tool: its agent's name)
         hooked.tool_input_guardrails = [
