@@ -4,6 +4,7 @@ model (``reject_content``) is recorded (the real SDK, a scripted model)."""
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import pytest
 
@@ -78,3 +79,49 @@ def test_an_output_guardrail_s_withheld_result_is_recorded(pipe: TestPipeline) -
             "otelhooks.tool.outcome": "blocked",
         }
     ]
+
+
+def test_an_mcp_server_s_output_guardrail_s_withheld_result_is_recorded(
+    pipe: TestPipeline, tmp_path: Path
+) -> None:
+    """The server's ``tool_output_guardrails`` (a real MCP server over stdio, its tools named
+    ``mcp_notes__{tool}`` for the model): recorded as ``notes/lookup``, as hooks match it."""
+    pytest.importorskip("mcp")
+    from tests.integrations.test_openai_agents_mcp import notes_server
+
+    @tool_output_guardrail
+    def no_values(data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        if "value of" in str(data.output):
+            return ToolGuardrailFunctionOutput.reject_content("withheld")
+        return ToolGuardrailFunctionOutput.allow()
+
+    model = ScriptedModel(
+        "m",
+        [
+            [function_call("mcp_notes__lookup", {"key": "k"}, call_id="m1")],
+            [assistant_message("ok")],
+        ],
+    )
+
+    async def main() -> None:
+        async with notes_server(tmp_path / "log", tool_output_guardrails=[no_values]) as server:
+            agent = Agent(
+                name="reader",
+                model=model,
+                mcp_servers=[server],
+                mcp_config={"include_server_in_tool_names": True},
+            )
+            await HookedRunner(pipe.tracer).run(agent, "go")
+
+    asyncio.run(main())
+    pipe.flush()
+
+    assert model.tool_outputs() == {"m1": "withheld"}
+    (event,) = [
+        dict(e.attributes or {})
+        for s in pipe.spans()
+        for e in s.events
+        if e.name == "otelhooks.tool_guardrail"
+    ]
+    assert event["otelhooks.tool.matcher_value"] == "notes/lookup"
+    assert (event["gen_ai.tool.call.id"], event["otelhooks.guardrail.name"]) == ("m1", "no_values")

@@ -21,7 +21,7 @@ import json
 from contextvars import ContextVar
 from typing import Any
 
-from agents import ToolInputGuardrail
+from agents import ToolInputGuardrail, ToolOutputGuardrail
 from agents.agent import AgentBase
 from agents.mcp import MCPServer, MCPToolMetaContext, MCPToolMetaResolver
 from agents.run_context import RunContextWrapper
@@ -45,6 +45,7 @@ from otelhooks.integrations.openai_agents._rewrites import (
     approval_refuses,
     judged_again,
     watch_guardrail,
+    watch_output_guardrail,
 )
 from otelhooks.mcp._listing import MAX_LISTED
 
@@ -109,6 +110,13 @@ class HookedMCPServer(MCPServer):
                 watch_guardrail(g, identifier=server.name, named=self.tool_named)
                 for g in guardrails
             ]
+        )
+        # these run after the call: one that withholds a result from the model is recorded
+        outputs = getattr(server, "tool_output_guardrails", None)
+        self.tool_output_guardrails: list[ToolOutputGuardrail[Any]] | None = (
+            None
+            if outputs is None
+            else [watch_output_guardrail(g, server.name, self.tool_named) for g in outputs]
         )
 
     def __getattr__(self, name: str) -> Any:
