@@ -2,7 +2,7 @@
 tools the model's API ran before it answered (``WebSearchTool``, ``FileSearchTool``,
 ``CodeInterpreterTool``, ``ImageGenerationTool``, a ``HostedMCPTool``'s server, a ``ShellTool``
 with no executor, whose arguments are a local one's) and those the SDK
-runs with nothing otelhooks wraps (``ComputerTool``, ``CustomTool``).
+runs with nothing otelhooks wraps (``ComputerTool``).
 
 Each is an ``execute_tool {tool}`` span in the step of the model call that made it (a hosted
 MCP call's matcher value ``{server_label}/{tool}``, as any MCP tool's), and the tool hooks run on
@@ -35,7 +35,6 @@ _TOOLS: Final[dict[str, str | None]] = {
     "code_interpreter_call": "code_interpreter",
     "image_generation_call": "image_generation",
     "computer_call": "computer_use_preview",
-    "custom_tool_call": None,
     "mcp_call": None,
 }
 
@@ -46,7 +45,7 @@ _IDS: Final = frozenset({"type", "id", "call_id", "status", "pending_safety_chec
 
 class UnguardedToolCall(RuntimeError):
     """A hook denied or mocked a call no otelhooks hook can stop (a hosted tool the model's API
-    ran, a ``ComputerTool`` or ``CustomTool`` the SDK runs): the decision was not enforced.
+    ran, a ``ComputerTool`` the SDK runs): the decision was not enforced.
 
     The failure of that call's ``execute_tool`` span (``error.type``
     ``otelhooks.integrations.openai_agents.UnguardedToolCall``) and of ``on_tool_call_error``;

@@ -5,7 +5,8 @@ interceptors run, awaited, as it starts) and calls the real one only when no hoo
 mocked the call: a ``FunctionTool``'s ``on_invoke_tool``, a ``ShellTool``'s or
 ``LocalShellTool``'s ``executor`` (matcher value ``shell`` / ``local_shell``: ``@shell``) and an
 ``ApplyPatchTool``'s ``editor`` (``apply_patch``: ``@file_edit`` and ``@file_write``, one span per
-file operation, :mod:`~otelhooks.integrations.openai_agents._apply_patch`). All go through
+file operation, :mod:`~otelhooks.integrations.openai_agents._apply_patch`) and a
+``CustomTool``'s ``on_invoke_tool`` (its raw string as the argument ``input``). All go through
 :meth:`AgentRun.guard_tool`.
 
 A function tool's hook runs after its own SDK guardrails, so an SDK guardrail rejection never
@@ -19,8 +20,8 @@ The tools of an agent's MCP servers (``agent.mcp_servers``) go through the same 
 (:mod:`~otelhooks.integrations.openai_agents._mcp_servers`), which delegates everything to the
 user's server and judges each ``call_tool``.
 
-Every other tool (the hosted tools the model's API runs, ``ComputerTool``, ``CustomTool``, a
-hosted ``ShellTool``) and those a ``SandboxAgent``'s capabilities add while it runs are not seen
+Every other tool (the hosted tools the model's API runs, ``ComputerTool``, a hosted
+``ShellTool``) and those a ``SandboxAgent``'s capabilities add while it runs are not seen
 by any otelhooks tool hook: :func:`hook_agent` says so with an :class:`UnguardedToolWarning`,
 never silently, and each of their calls is recorded from the model's response
 (:mod:`~otelhooks.integrations.openai_agents._hosted`).
@@ -38,6 +39,7 @@ from typing import Any, Final, overload
 from agents import (
     Agent,
     ApplyPatchTool,
+    CustomTool,
     FunctionTool,
     Handoff,
     LocalShellCommandRequest,
@@ -88,6 +90,8 @@ __all__ = ["hook_agent", "hook_tool", "warn_unhooked_state"]
 _HOOKED: Final = "__otelhooks_hooked__"
 
 Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
+# the tools otelhooks wraps (each kind's callable: see the module docstring)
+Hookable = FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool | CustomTool
 
 # The kind a guard names for each SDK tool otelhooks wraps (its default name is one of the kind's).
 _KINDS: Final[dict[type[Any], str]] = {
@@ -112,32 +116,31 @@ def hook_tool(tool: ShellTool, *, identifier: str | None = None) -> ShellTool: .
 def hook_tool(tool: LocalShellTool, *, identifier: str | None = None) -> LocalShellTool: ...
 @overload
 def hook_tool(tool: ApplyPatchTool, *, identifier: str | None = None) -> ApplyPatchTool: ...
-def hook_tool(
-    tool: FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool,
-    *,
-    identifier: str | None = None,
-) -> FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool:
+@overload
+def hook_tool(tool: CustomTool, *, identifier: str | None = None) -> CustomTool: ...
+def hook_tool(tool: Hookable, *, identifier: str | None = None) -> Hookable:
     """A copy of ``tool`` whose calls go through otelhooks' tool hooks.
 
-    Inside :meth:`HookedRunner.run` each call is an ``execute_tool {name}`` span: a
-    ``before_tool_call`` deny or mock means the tool is never run (the model gets the
-    ``hook_denied`` reason or the mock as the tool output), rewritten arguments reach the
-    tool, and its result goes through ``tool_result_persist``. Outside a hooked run the
-    copy behaves exactly as ``tool``. Hooking a hooked tool returns it unchanged.
+        Inside :meth:`HookedRunner.run` each call is an ``execute_tool {name}`` span: a
+        ``before_tool_call`` deny or mock means the tool is never run (the model gets the
+        ``hook_denied`` reason or the mock as the tool output), rewritten arguments reach the
+        tool, and its result goes through ``tool_result_persist``. Outside a hooked run the
+        copy behaves exactly as ``tool``. Hooking a hooked tool returns it unchanged.
 
-    The arguments hooks see: a ``FunctionTool``'s JSON arguments, its schema's top-level
-    defaults filled in and, for a ``@function_tool``, each value as the SDK's validation gives
-    it to the function (``"true"`` given to a ``bool`` is ``True``); a ``ShellTool``'s
-    ``commands``, ``timeout_ms``, ``max_output_length``; a
-    ``LocalShellTool``'s ``command``, ``env``, ``timeout_ms``, ``user``, ``working_directory``; an
-    ``ApplyPatchTool``'s ``type`` (``create_file``, ``update_file``, ``delete_file``), ``path``,
-    ``diff`` and ``move_to``, one call per file operation. A hosted ``ShellTool`` (no executor)
-    is returned unchanged.
+        The arguments hooks see: a ``FunctionTool``'s JSON arguments, its schema's top-level
+        defaults filled in and, for a ``@function_tool``, each value as the SDK's validation gives
+        it to the function (``"true"`` given to a ``bool`` is ``True``); a ``ShellTool``'s
+        ``commands``, ``timeout_ms``, ``max_output_length``; a
+        ``LocalShellTool``'s ``command``, ``env``, ``timeout_ms``, ``user``, ``working_directory``; an
+        ``ApplyPatchTool``'s ``type`` (``create_file``, ``update_file``, ``delete_file``), ``path``,
+        ``diff`` and ``move_to``, one call per file operation; a ``CustomTool``'s raw string as
+    ``input``. A hosted ``ShellTool`` (no executor)
+        is returned unchanged.
 
-    Args:
-        tool: the SDK tool.
-        identifier: the ``identifier`` half of the matcher value ``identifier/apiName``; the
-            calling agent's name when omitted.
+        Args:
+            tool: the SDK tool.
+            identifier: the ``identifier`` half of the matcher value ``identifier/apiName``; the
+                calling agent's name when omitted.
     """
     if isinstance(tool, FunctionTool):
         return _hook_function(tool, identifier)
@@ -145,6 +148,8 @@ def hook_tool(
         return _hook_shell(tool, identifier)
     if isinstance(tool, LocalShellTool):
         return _hook_local_shell(tool, identifier)
+    if isinstance(tool, CustomTool):
+        return _hook_custom(tool, identifier)
     return hook_apply_patch(tool, identifier)
 
 
@@ -284,14 +289,33 @@ def _hook_local_shell(tool: LocalShellTool, identifier: str | None) -> LocalShel
     return dataclasses.replace(tool, executor=execute)
 
 
+def _hook_custom(tool: CustomTool, identifier: str | None) -> CustomTool:
+    invoke = tool.on_invoke_tool
+    if getattr(invoke, _HOOKED, False):
+        return tool
+
+    async def hooked(ctx: ToolContext[Any], input: str) -> Any:
+        async def run(changed: dict[str, Any] | None) -> Any:
+            if changed is None:
+                return await awaited(invoke(ctx, input))
+            text = str(changed.get("input", ""))
+            await approval_refuses(tool.name, tool.needs_approval, ctx, text, ctx.tool_call_id)
+            return await awaited(invoke(ctx, text))
+
+        output, _ = await guarded(tool.name, identifier, {"input": input}, ctx.tool_call_id, run)
+        return output
+
+    setattr(hooked, _HOOKED, True)
+    return dataclasses.replace(tool, on_invoke_tool=hooked)
+
+
 def _hooked(agent: Agent[Any], seen: set[int]) -> bool:
     """Whether ``agent`` and every agent it hands off to run hooked tools only (as the agents
     :func:`hook_agent` returns do)."""
     if id(agent) in seen:
         return True
     seen.add(id(agent))
-    hookable = FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool
-    if any(isinstance(t, hookable) and hook_tool(t) is not t for t in agent.tools):
+    if any(isinstance(t, Hookable) and hook_tool(t) is not t for t in agent.tools):
         return False
     if any(not isinstance(s, HookedMCPServer) for s in agent.mcp_servers):
         return False
@@ -331,7 +355,7 @@ def _unguarded(tool: Tool) -> str | None:
         why = _agent_tool_unguarded(tool)
         if why is not None:
             return why
-    elif isinstance(tool, LocalShellTool | ApplyPatchTool):
+    elif isinstance(tool, LocalShellTool | ApplyPatchTool | CustomTool):
         pass
     elif isinstance(tool, ShellTool):
         if tool.executor is None:
@@ -422,9 +446,7 @@ def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None)
     _warn_unguarded(agent)
     tools = [
         # named after their agent, also when another agent's run calls it (``as_tool``)
-        hook_tool(t, identifier=agent.name)
-        if isinstance(t, FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool)
-        else t
+        hook_tool(t, identifier=agent.name) if isinstance(t, Hookable) else t
         for t in agent.tools
     ]
     servers: list[MCPServer] = [
