@@ -121,26 +121,25 @@ def hook_tool(tool: CustomTool, *, identifier: str | None = None) -> CustomTool:
 def hook_tool(tool: Hookable, *, identifier: str | None = None) -> Hookable:
     """A copy of ``tool`` whose calls go through otelhooks' tool hooks.
 
-        Inside :meth:`HookedRunner.run` each call is an ``execute_tool {name}`` span: a
-        ``before_tool_call`` deny or mock means the tool is never run (the model gets the
-        ``hook_denied`` reason or the mock as the tool output), rewritten arguments reach the
-        tool, and its result goes through ``tool_result_persist``. Outside a hooked run the
-        copy behaves exactly as ``tool``. Hooking a hooked tool returns it unchanged.
+    Inside :meth:`HookedRunner.run` each call is an ``execute_tool {name}`` span: a
+    ``before_tool_call`` deny or mock means the tool is never run (the model gets the
+    ``hook_denied`` reason or the mock as the tool output), rewritten arguments reach the
+    tool, and its result goes through ``tool_result_persist``. Outside a hooked run the
+    copy behaves exactly as ``tool``. Hooking a hooked tool returns it unchanged.
 
-        The arguments hooks see: a ``FunctionTool``'s JSON arguments, its schema's top-level
-        defaults filled in and, for a ``@function_tool``, each value as the SDK's validation gives
-        it to the function (``"true"`` given to a ``bool`` is ``True``); a ``ShellTool``'s
-        ``commands``, ``timeout_ms``, ``max_output_length``; a
-        ``LocalShellTool``'s ``command``, ``env``, ``timeout_ms``, ``user``, ``working_directory``; an
-        ``ApplyPatchTool``'s ``type`` (``create_file``, ``update_file``, ``delete_file``), ``path``,
-        ``diff`` and ``move_to``, one call per file operation; a ``CustomTool``'s raw string as
-    ``input``. A hosted ``ShellTool`` (no executor)
-        is returned unchanged.
+    The arguments hooks see: a ``FunctionTool``'s JSON arguments, its schema's top-level
+    defaults filled in and, for a ``@function_tool``, each value as the SDK's validation gives
+    it to the function (``"true"`` given to a ``bool`` is ``True``); a ``ShellTool``'s
+    ``commands``, ``timeout_ms``, ``max_output_length``; a ``LocalShellTool``'s ``command``,
+    ``env``, ``timeout_ms``, ``user``, ``working_directory``; an ``ApplyPatchTool``'s ``type``
+    (``create_file``, ``update_file``, ``delete_file``), ``path``, ``diff`` and ``move_to``, one
+    call per file operation; a ``CustomTool``'s raw string as ``input``. A hosted ``ShellTool``
+    (no executor) is returned unchanged.
 
-        Args:
-            tool: the SDK tool.
-            identifier: the ``identifier`` half of the matcher value ``identifier/apiName``; the
-                calling agent's name when omitted.
+    Args:
+        tool: the SDK tool.
+        identifier: the ``identifier`` half of the matcher value ``identifier/apiName``; the
+            calling agent's name when omitted.
     """
     if isinstance(tool, FunctionTool):
         return _hook_function(tool, identifier)
