@@ -213,6 +213,7 @@ def _by_kind(wider: list[Hook], hooks: list[Hook]) -> None:
 def _test(args: argparse.Namespace) -> int:
     from otelhooks._actions._notes import collecting
     from otelhooks._actions._webhook_delivery import WebhookDeliverer
+    from otelhooks._agents_mcp_names import prefixed_tool
     from otelhooks._cli._common import CLI_SHUTDOWN_TIMEOUT_S
     from otelhooks._config import load_config
     from otelhooks._engine import HooksEngine
@@ -239,6 +240,15 @@ def _test(args: argparse.Namespace) -> int:
     except (ConfigError, ValueError) as exc:
         print(f"otelhooks hooks test: --event: {exc}")
         return 2
+    identifier, api = split_tool(args.tool)
+    own = prefixed_tool(identifier, api) if args.tool and identifier else None
+    if own is not None:  # judged as the live call is: by the server's own name
+        print(
+            f"otelhooks hooks test: {api} is the OpenAI Agents SDK's name for {identifier}'s "
+            f"tool {own} (include_server_in_tool_names); a live call is matched as "
+            f"{identifier}/{own}, and so is this one"
+        )
+        args.tool = f"{identifier}/{own}"
     try:
         loaded = load_config(args.paths)
         payload, values = sample_event(

@@ -112,7 +112,11 @@ class ScriptedModel(Model):
                 if not isinstance(raw, dict):
                     continue
                 kind = raw.get("type")
-                if kind in ("function_call_output", "local_shell_call_output"):
+                if kind in (
+                    "function_call_output",
+                    "local_shell_call_output",
+                    "custom_tool_call_output",
+                ):
                     seen[str(raw["call_id"])] = str(raw["output"])
                 elif kind == "shell_call_output":
                     seen[str(raw["call_id"])] = "".join(o["stdout"] for o in raw["output"])

@@ -41,6 +41,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from otelhooks.integrations.openai_agents._guard import UnguardedToolWarning
+from otelhooks.integrations.openai_agents._hosted import UnguardedToolCall
 from otelhooks.integrations.openai_agents._runner import (
     GUARDRAIL_NAME,
     PROVIDER,
@@ -54,6 +55,7 @@ __all__ = [
     "PROVIDER",
     "HookedRunner",
     "RunBlockedError",
+    "UnguardedToolCall",
     "UnguardedToolWarning",
     "hook_agent",
     "hook_tool",

@@ -17,6 +17,7 @@ from agents import (
     ItemHelpers,
     MaxTurnsExceeded,
     OutputGuardrailTripwireTriggered,
+    ShellTool,
 )
 from agents.items import ModelResponse, TResponseInputItem
 from agents.models.interface import Model
@@ -42,6 +43,7 @@ from otelhooks.integrations.openai_agents._guard import (
     Execute,
     RewriteRefusedError,
 )
+from otelhooks.integrations.openai_agents._hosted import record_hosted
 from otelhooks.integrations.openai_agents._run_hooks import recording
 
 __all__ = ["GUARDRAIL_NAME", "PROVIDER", "AgentRun"]
@@ -144,6 +146,15 @@ class AgentRun:
             finish_reason="tool_calls" if calls else "stop",
         )
         frame.close_llm()
+
+    async def hosted(self, agent: Agent[Any], output: list[Any]) -> None:
+        """Record the calls in ``agent``'s model's ``output`` that no hook can stop
+        (``_hosted``)."""
+        frame = self.frame
+        shell = next(
+            (t.name for t in agent.tools if isinstance(t, ShellTool) and t.executor is None), None
+        )
+        await record_hosted(frame.open_step(), frame.agent, output, shell)
 
     # -- handoffs -------------------------------------------------------------------------------
 
@@ -310,6 +321,35 @@ class AgentRun:
             )
         by = f"guardrail:{guardrail}"
         self.denied(tool, call_id, args, by, message, identifier, namespace)
+
+    def output_withheld(
+        self,
+        tool: str,
+        call_id: str,
+        guardrail: str,
+        message: str,
+        identifier: str | None = None,
+        namespace: str | None = None,
+    ) -> None:
+        """An SDK tool output guardrail replaced a call's result with ``message``: the tool ran
+        (its span says what it returned) and the model reads the message instead."""
+        step = self.frame.step.scope if self.frame.step is not None else None
+        if step is None:
+            return
+        ident = identifier if identifier is not None else self.frame.agent
+        name = f"{namespace}.{tool}" if namespace else tool
+        step.span.add_event(
+            sc.EVENT_TOOL_GUARDRAIL,
+            {
+                sc.GEN_AI_TOOL_NAME: name,
+                sc.GEN_AI_TOOL_CALL_ID: call_id,
+                sc.TOOL_MATCHER_VALUE: f"{ident}/{name}",
+                GUARDRAIL_NAME: guardrail,
+                sc.HOOK_DECISION: "deny",
+                sc.HOOK_DECISION_REASON: message,
+                sc.TOOL_OUTCOME: "blocked",
+            },
+        )
 
     def denied(
         self,

@@ -19,6 +19,7 @@ from agents.tool import ToolOriginType
 
 from otelhooks import _semconv as sc
 from otelhooks.integrations.openai_agents._guard import parse_args
+from otelhooks.integrations.openai_agents._mcp_servers import HookedMCPServer
 
 __all__ = ["Decisions", "Rejected", "decided", "pending_event", "rejected_event"]
 
@@ -44,6 +45,19 @@ def _identifier(item: ToolApprovalItem) -> str:
     server = origin.mcp_server_name if origin is not None else None
     mcp = origin is not None and origin.type is ToolOriginType.MCP and server
     return server if mcp and server else item.agent.name
+
+
+def _tool(item: ToolApprovalItem) -> str:
+    """The call's tool as hooks name it: an MCP tool by its server's own name for it (the SDK
+    may have given the model ``mcp_{server}__{tool}``, ``include_server_in_tool_names``)."""
+    name = item.tool_name or item.name or ""
+    origin = item.tool_origin
+    if origin is None or origin.type is not ToolOriginType.MCP:
+        return name
+    for server in item.agent.mcp_servers:
+        if isinstance(server, HookedMCPServer) and server.name == origin.mcp_server_name:
+            return server.tool_named(name)
+    return name
 
 
 def _namespace(item: ToolApprovalItem) -> str | None:
@@ -87,7 +101,7 @@ def decided(
         raw = item.arguments
         found.append(
             Rejected(
-                tool=name,
+                tool=_tool(item),
                 call_id=call_id,
                 args=parse_args(raw) if isinstance(raw, str) else {},
                 identifier=_identifier(item),
@@ -100,7 +114,7 @@ def decided(
 
 def pending_event(item: ToolApprovalItem) -> dict[str, Any]:
     """The attributes of the ``otelhooks.tool_approval`` event of a call the run paused for."""
-    name = _named(item.tool_name or item.name or "", _namespace(item))
+    name = _named(_tool(item), _namespace(item))
     return {
         sc.GEN_AI_TOOL_NAME: name,
         sc.GEN_AI_TOOL_CALL_ID: item.call_id or "",

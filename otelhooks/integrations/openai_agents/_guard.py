@@ -4,6 +4,7 @@ outside one, with an :class:`UnguardedToolWarning` saying no hook saw it."""
 
 from __future__ import annotations
 
+import inspect
 import json
 import warnings
 from collections.abc import Awaitable, Callable
@@ -19,6 +20,7 @@ __all__ = [
     "GuardingRun",
     "RewriteRefusedError",
     "UnguardedToolWarning",
+    "awaited",
     "call_namespace",
     "guarded",
     "parse_args",
@@ -48,6 +50,16 @@ class GuardingRun(Protocol):
     ) -> tuple[Any, bool]: ...
 
     def settle(self, context: Any, agent: str | None = None, own: bool = True) -> None: ...
+
+    def output_withheld(
+        self,
+        tool: str,
+        call_id: str,
+        guardrail: str,
+        message: str,
+        identifier: str | None = None,
+        namespace: str | None = None,
+    ) -> None: ...
 
     def guardrail_rejected(
         self,
@@ -113,6 +125,11 @@ def call_namespace(namespace: Any, name: str) -> str | None:
     ``tool_namespace``), ``None`` for none and for the one the model calls a deferred tool in
     (``defer_loading``: the tool's own name, which ``tool_namespace()`` refuses to give)."""
     return namespace if isinstance(namespace, str) and namespace and namespace != name else None
+
+
+async def awaited(value: Any) -> Any:
+    """``value``, awaited if it is awaitable (an executor or editor may be sync or async)."""
+    return await value if inspect.isawaitable(value) else value
 
 
 def parse_args(raw: str) -> dict[str, Any]:

@@ -7,6 +7,12 @@ Arguments a hook rewrote meet the checks the SDK made on the model's before the 
 (:mod:`~otelhooks.integrations.openai_agents._rewrites`): the server's ``tool_input_guardrails``
 judge them again, and a rewrite of a call the server's ``require_approval`` has a person approve
 is refused, as for a function tool.
+
+A tool is named by its server's own name for it everywhere (hook matchers, spans,
+``on_tool_call_denied``, the approval and guardrail events): with the agent's
+``mcp_config={"include_server_in_tool_names": True}`` the SDK gives the model
+``mcp_{server}__{tool}`` instead, and a record a guardrail or a person's rejection makes of such a
+call is named back (:meth:`HookedMCPServer.tool_named`), as a hook matched it.
 """
 
 from __future__ import annotations
@@ -15,7 +21,7 @@ import json
 from contextvars import ContextVar
 from typing import Any
 
-from agents import ToolInputGuardrail
+from agents import ToolInputGuardrail, ToolOutputGuardrail
 from agents.agent import AgentBase
 from agents.mcp import MCPServer, MCPToolMetaContext, MCPToolMetaResolver
 from agents.run_context import RunContextWrapper
@@ -32,12 +38,14 @@ from mcp.types import (
 from mcp.types import Tool as MCPTool
 
 from otelhooks import _semconv as sc
+from otelhooks._agents_mcp_names import safe_part
 from otelhooks._tool_schema import rewritten, type_problem, with_defaults
 from otelhooks.integrations.openai_agents._guard import RewriteRefusedError, guarded
 from otelhooks.integrations.openai_agents._rewrites import (
     approval_refuses,
     judged_again,
     watch_guardrail,
+    watch_output_guardrail,
 )
 from otelhooks.mcp._listing import MAX_LISTED
 
@@ -89,6 +97,8 @@ class HookedMCPServer(MCPServer):
         self._schemas: dict[str, Any] = {}
         # each tool's needs_approval, as the SDK got it from the server for its function tool
         self._approvals: dict[str, Any] = {}
+        # the name the model called each tool by, when the SDK prefixed it: the tool's own
+        self._called: dict[str, str] = {}
         self.tool_meta_resolver: MCPToolMetaResolver | None = self._resolve_meta
         # the SDK runs these before the hooks: a call one rejects never reaches them, and each
         # rejection is reported to the run (your server's own judge a hook's rewrite again)
@@ -96,7 +106,17 @@ class HookedMCPServer(MCPServer):
         self.tool_input_guardrails: list[ToolInputGuardrail[Any]] | None = (
             None
             if guardrails is None
-            else [watch_guardrail(g, identifier=server.name) for g in guardrails]
+            else [
+                watch_guardrail(g, identifier=server.name, named=self.tool_named)
+                for g in guardrails
+            ]
+        )
+        # these run after the call: one that withholds a result from the model is recorded
+        outputs = getattr(server, "tool_output_guardrails", None)
+        self.tool_output_guardrails: list[ToolOutputGuardrail[Any]] | None = (
+            None
+            if outputs is None
+            else [watch_output_guardrail(g, server.name, self.tool_named) for g in outputs]
         )
 
     def __getattr__(self, name: str) -> Any:
@@ -135,6 +155,20 @@ class HookedMCPServer(MCPServer):
                 self._schemas[tool.name] = tool.input_schema
         return tools
 
+    def tool_named(self, called: str) -> str:
+        """The server's own name for the tool the model called ``called``: the SDK names it
+        ``mcp_{server}__{tool}`` under ``include_server_in_tool_names`` (a name it shortened
+        with a hash, past 64 characters, is known once a call of it reached the server; until
+        then it stays the model's)."""
+        if called in self._schemas or not called.startswith("mcp_"):
+            return called
+        if called in self._called:
+            return self._called[called]
+        # the longest listed name the SDK's prefix ends with (a server named "a__b" has "c" and
+        # "b__c" end alike)
+        found = [t for t in self._schemas if called.endswith(f"__{safe_part(t)}")]
+        return max(found, key=len) if found else called
+
     def _resolve_meta(self, context: MCPToolMetaContext) -> Any:
         """The ``tool_meta_resolver`` the SDK calls: the user's server's (its answer unchanged),
         first telling :meth:`call_tool` the context of the call it resolves for."""
@@ -169,6 +203,9 @@ class HookedMCPServer(MCPServer):
         ctx = None
         if calling is not None and calling[0] == tool_name and calling[1] == arguments:
             ctx = calling[2]
+            called = ctx.tool_name if isinstance(ctx, ToolContext) else tool_name
+            if called != tool_name and (called in self._called or len(self._called) < MAX_LISTED):
+                self._called[called] = tool_name
 
         async def run(changed: dict[str, Any] | None) -> Any:
             sent = None if changed is None else rewritten(changed, arguments or {}, schema)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import inspect
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, cast
 
 from agents import (
@@ -18,6 +18,8 @@ from agents import (
     ToolInputGuardrail,
     ToolInputGuardrailData,
     ToolInputGuardrailTripwireTriggered,
+    ToolOutputGuardrail,
+    ToolOutputGuardrailData,
 )
 from agents.tool_context import ToolContext
 from agents.tool_guardrails import ToolGuardrailFunctionOutput
@@ -29,7 +31,7 @@ from otelhooks.integrations.openai_agents._guard import (
     parse_args,
 )
 
-__all__ = ["approval_refuses", "judged_again", "watch_guardrail"]
+__all__ = ["approval_refuses", "judged_again", "watch_guardrail", "watch_output_guardrail"]
 
 
 def watch_guardrail(
@@ -37,11 +39,13 @@ def watch_guardrail(
     tool_name: str | None = None,
     identifier: str | None = None,
     namespace: str | None = None,
+    named: Callable[[str], str] | None = None,
 ) -> ToolInputGuardrail[Any]:
     """The SDK guardrail, unchanged in effect, reporting a ``reject_content`` to the run (the
     call never reaches the hooks, which is the only record it gets): of ``tool_name`` (the
     call's own tool when omitted, as for the guardrails of an MCP server, which judge all its
-    tools), ``identifier`` (the agent's when omitted) and the tool's ``namespace``."""
+    tools, ``named`` giving the server's name for the tool the model called), ``identifier``
+    (the agent's when omitted) and the tool's ``namespace``."""
 
     async def watched(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
         output = await guardrail.run(data)
@@ -51,8 +55,9 @@ def watch_guardrail(
             space = namespace
             if space is None and tool_name is not None:  # hooked before tool_namespace()
                 space = call_namespace(data.context.tool_namespace, tool_name)
+            called = data.context.tool_name
             run.guardrail_rejected(
-                tool_name if tool_name is not None else data.context.tool_name,
+                tool_name if tool_name is not None else named(called) if named else called,
                 data.context.tool_call_id,
                 parse_args(data.context.tool_arguments),
                 guardrail.get_name(),
@@ -63,6 +68,34 @@ def watch_guardrail(
         return output
 
     return ToolInputGuardrail(guardrail_function=watched, name=guardrail.get_name())
+
+
+def watch_output_guardrail(
+    guardrail: ToolOutputGuardrail[Any],
+    identifier: str | None = None,
+    named: Callable[[str], str] | None = None,
+) -> ToolOutputGuardrail[Any]:
+    """The SDK output guardrail, unchanged in effect, reporting a ``reject_content`` to the run:
+    the tool ran, and its span says what it returned, but the model reads the guardrail's
+    message instead, which nothing else records. Named as :func:`watch_guardrail` names."""
+
+    async def watched(data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        output = await guardrail.run(data)
+        behavior = output.behavior
+        run = CURRENT_RUN.get()
+        if run is not None and behavior["type"] == "reject_content":
+            called = data.context.tool_name
+            run.output_withheld(
+                named(called) if named else called,
+                data.context.tool_call_id,
+                guardrail.get_name(),
+                behavior["message"],
+                identifier,
+                call_namespace(data.context.tool_namespace, called),
+            )
+        return output
+
+    return ToolOutputGuardrail(guardrail_function=watched, name=guardrail.get_name())
 
 
 async def judged_again(

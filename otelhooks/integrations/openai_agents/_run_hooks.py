@@ -41,6 +41,8 @@ class RunFeed(Protocol):
 
     def llm_end(self, response: ModelResponse) -> None: ...
 
+    async def hosted(self, agent: Agent[Any], output: list[Any]) -> None: ...
+
     async def handoff(self, to_agent: Agent[Any]) -> None: ...
 
     def answered(self) -> None: ...
@@ -85,6 +87,10 @@ class RunHooksFeed(RunHooks[Any]):
     ) -> None:
         self._settle("on_llm_end", context, agent)
         self._guard("on_llm_end", self.run.llm_end, response)
+        try:  # the calls in the response no hook can stop: recorded, a decision on one told
+            await self.run.hosted(agent, response.output)
+        except Exception:
+            _log.exception("openai-agents adapter failed", callback="on_llm_end")
         if self.inner is not None:
             await self.inner.on_llm_end(context, agent, response)
 

@@ -12,12 +12,16 @@ a model call (``on_llm_start/end``)    a new ``step {n}`` with its ``chat {model
                                        from ``ModelResponse.usage``
 a hooked tool (function, local         ``execute_tool {tool}`` in the current step, matcher value
 ``ShellTool``, ``LocalShellTool``,     ``{agent}/{tool}``; deny or mock stops the function, the
-``ApplyPatchTool`` file operation)     executor or the editor operation
+``ApplyPatchTool`` file operation,     executor or the editor operation
+``CustomTool``)
 an MCP server's tool call              ``execute_tool {tool}``, matcher value ``{server}/{tool}``
                                        (``mcp__{server}__{tool}`` matches it too), with
                                        ``mcp.method.name`` and ``otelhooks.mcp.server.name``;
                                        deny or mock stops the server's ``call_tool``
-any other tool                         not seen: an ``UnguardedToolWarning`` names them
+any other tool (hosted tools,          an ``UnguardedToolWarning`` names them; each call in the
+``ComputerTool``)                      model's response is ``execute_tool {tool}``, which no
+                                       hook can stop: a deny or mock fails it
+                                       (``UnguardedToolCall``) and logs ``not enforced``
 a handoff (``on_handoff``)             ``call_agent {to}`` in the current step and a child
                                        ``invoke_agent {to}`` linked to the parent operation; the
                                        following turns are steps of the child; a child a

@@ -5,7 +5,9 @@ interceptors run, awaited, as it starts) and calls the real one only when no hoo
 mocked the call: a ``FunctionTool``'s ``on_invoke_tool``, a ``ShellTool``'s or
 ``LocalShellTool``'s ``executor`` (matcher value ``shell`` / ``local_shell``: ``@shell``) and an
 ``ApplyPatchTool``'s ``editor`` (``apply_patch``: ``@file_edit`` and ``@file_write``, one span per
-file operation). All go through :meth:`AgentRun.guard_tool`.
+file operation, :mod:`~otelhooks.integrations.openai_agents._apply_patch`) and a
+``CustomTool``'s ``on_invoke_tool`` (its raw string as the argument ``input``). All go through
+:meth:`AgentRun.guard_tool`.
 
 A function tool's hook runs after its own SDK guardrails, so an SDK guardrail rejection never
 reaches otelhooks' hooks; such a rejection is recorded as an ``on_tool_call_denied`` event instead
@@ -18,17 +20,17 @@ The tools of an agent's MCP servers (``agent.mcp_servers``) go through the same 
 (:mod:`~otelhooks.integrations.openai_agents._mcp_servers`), which delegates everything to the
 user's server and judges each ``call_tool``.
 
-Every other tool (the hosted tools the model's API runs, ``ComputerTool``, ``CustomTool``, a
-hosted ``ShellTool``) and those a ``SandboxAgent``'s capabilities add while it runs are not seen
+Every other tool (the hosted tools the model's API runs, ``ComputerTool``, a hosted
+``ShellTool``) and those a ``SandboxAgent``'s capabilities add while it runs are not seen
 by any otelhooks tool hook: :func:`hook_agent` says so with an :class:`UnguardedToolWarning`,
-never silently.
+never silently, and each of their calls is recorded from the model's response
+(:mod:`~otelhooks.integrations.openai_agents._hosted`).
 """
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import inspect
 import json
 import warnings
 from collections.abc import Awaitable, Callable
@@ -36,10 +38,8 @@ from typing import Any, Final, overload
 
 from agents import (
     Agent,
-    ApplyPatchEditor,
-    ApplyPatchOperation,
-    ApplyPatchResult,
     ApplyPatchTool,
+    CustomTool,
     FunctionTool,
     Handoff,
     LocalShellCommandRequest,
@@ -66,9 +66,11 @@ from agents.tool_context import ToolContext
 from openai.types.responses.response_output_item import LocalShellCallAction
 
 from otelhooks._tool_kinds import KIND_NAMES
+from otelhooks.integrations.openai_agents._apply_patch import hook_apply_patch
 from otelhooks.integrations.openai_agents._arguments import arguments_model, received
 from otelhooks.integrations.openai_agents._guard import (
     UnguardedToolWarning,
+    awaited,
     call_namespace,
     guarded,
     parse_args,
@@ -79,6 +81,7 @@ from otelhooks.integrations.openai_agents._rewrites import (
     approval_refuses,
     judged_again,
     watch_guardrail,
+    watch_output_guardrail,
 )
 from otelhooks.integrations.openai_agents._run_hooks import AgentHooksFeed
 
@@ -87,6 +90,8 @@ __all__ = ["hook_agent", "hook_tool", "warn_unhooked_state"]
 _HOOKED: Final = "__otelhooks_hooked__"
 
 Invoker = Callable[[ToolContext[Any], str], Awaitable[Any]]
+# the tools otelhooks wraps (each kind's callable: see the module docstring)
+Hookable = FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool | CustomTool
 
 # The kind a guard names for each SDK tool otelhooks wraps (its default name is one of the kind's).
 _KINDS: Final[dict[type[Any], str]] = {
@@ -103,17 +108,6 @@ def _shell_text(output: Any) -> Any:
     return "\n".join(part for o in output.output for part in (o.stdout, o.stderr) if part)
 
 
-def _patch_text(output: Any) -> Any:
-    """What the model is shown of an editor's result: its ``output``."""
-    if isinstance(output, ApplyPatchResult):
-        return output.output or ""
-    return "" if output is None else output
-
-
-async def _maybe(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
 @overload
 def hook_tool(tool: FunctionTool, *, identifier: str | None = None) -> FunctionTool: ...
 @overload
@@ -122,11 +116,9 @@ def hook_tool(tool: ShellTool, *, identifier: str | None = None) -> ShellTool: .
 def hook_tool(tool: LocalShellTool, *, identifier: str | None = None) -> LocalShellTool: ...
 @overload
 def hook_tool(tool: ApplyPatchTool, *, identifier: str | None = None) -> ApplyPatchTool: ...
-def hook_tool(
-    tool: FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool,
-    *,
-    identifier: str | None = None,
-) -> FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool:
+@overload
+def hook_tool(tool: CustomTool, *, identifier: str | None = None) -> CustomTool: ...
+def hook_tool(tool: Hookable, *, identifier: str | None = None) -> Hookable:
     """A copy of ``tool`` whose calls go through otelhooks' tool hooks.
 
     Inside :meth:`HookedRunner.run` each call is an ``execute_tool {name}`` span: a
@@ -138,11 +130,11 @@ def hook_tool(
     The arguments hooks see: a ``FunctionTool``'s JSON arguments, its schema's top-level
     defaults filled in and, for a ``@function_tool``, each value as the SDK's validation gives
     it to the function (``"true"`` given to a ``bool`` is ``True``); a ``ShellTool``'s
-    ``commands``, ``timeout_ms``, ``max_output_length``; a
-    ``LocalShellTool``'s ``command``, ``env``, ``timeout_ms``, ``user``, ``working_directory``; an
-    ``ApplyPatchTool``'s ``type`` (``create_file``, ``update_file``, ``delete_file``), ``path``,
-    ``diff`` and ``move_to``, one call per file operation. A hosted ``ShellTool`` (no executor)
-    is returned unchanged.
+    ``commands``, ``timeout_ms``, ``max_output_length``; a ``LocalShellTool``'s ``command``,
+    ``env``, ``timeout_ms``, ``user``, ``working_directory``; an ``ApplyPatchTool``'s ``type``
+    (``create_file``, ``update_file``, ``delete_file``), ``path``, ``diff`` and ``move_to``, one
+    call per file operation; a ``CustomTool``'s raw string as ``input``. A hosted ``ShellTool``
+    (no executor) is returned unchanged.
 
     Args:
         tool: the SDK tool.
@@ -155,7 +147,9 @@ def hook_tool(
         return _hook_shell(tool, identifier)
     if isinstance(tool, LocalShellTool):
         return _hook_local_shell(tool, identifier)
-    return _hook_apply_patch(tool, identifier)
+    if isinstance(tool, CustomTool):
+        return _hook_custom(tool, identifier)
+    return hook_apply_patch(tool, identifier)
 
 
 def _telling_failures(handler: ToolErrorFunction) -> ToolErrorFunction:
@@ -220,6 +214,10 @@ def _hook_function(tool: FunctionTool, identifier: str | None) -> FunctionTool:
 
     setattr(invoke, _HOOKED, True)
     hooked.on_invoke_tool = invoke
+    if tool.tool_output_guardrails:
+        hooked.tool_output_guardrails = [
+            watch_output_guardrail(g, identifier) for g in tool.tool_output_guardrails
+        ]
     if tool.tool_input_guardrails:
         # named as the tool's calls that run are (an agent used as a tool: its agent's name)
         hooked.tool_input_guardrails = [
@@ -256,8 +254,8 @@ def _hook_shell(tool: ShellTool, identifier: str | None) -> ShellTool:
                     request.data.call_id,
                 )
                 data = dataclasses.replace(request.data, action=action)
-                return await _maybe(executor(dataclasses.replace(request, data=data)))
-            return await _maybe(executor(request))
+                return await awaited(executor(dataclasses.replace(request, data=data)))
+            return await awaited(executor(request))
 
         output, _ = await guarded(
             tool.name, identifier, args, request.data.call_id, run, _shell_text
@@ -280,8 +278,8 @@ def _hook_local_shell(tool: LocalShellTool, identifier: str | None) -> LocalShel
             if changed is not None:
                 action = LocalShellCallAction.model_validate({**changed, "type": "exec"})
                 data = request.data.model_copy(update={"action": action})
-                return await _maybe(executor(dataclasses.replace(request, data=data)))
-            return await _maybe(executor(request))
+                return await awaited(executor(dataclasses.replace(request, data=data)))
+            return await awaited(executor(request))
 
         output, _ = await guarded(tool.name, identifier, args, request.data.call_id, run)
         return str(output)
@@ -290,63 +288,24 @@ def _hook_local_shell(tool: LocalShellTool, identifier: str | None) -> LocalShel
     return dataclasses.replace(tool, executor=execute)
 
 
-class _HookedEditor:
-    """An ``ApplyPatchEditor`` whose file operations go through otelhooks' tool hooks."""
-
-    def __init__(
-        self, editor: ApplyPatchEditor, name: str, identifier: str | None, approved: bool
-    ) -> None:
-        self.editor = editor
-        self.name = name
-        self.identifier = identifier
-        # the tool's needs_approval is set: its policy takes a call id an editor is not given,
-        # so it cannot be asked about a rewrite, which a person never saw, and refuses all
-        self.approved = approved
-
-    async def _apply(self, operation: ApplyPatchOperation) -> ApplyPatchResult | str | None:
-        args: dict[str, Any] = {
-            "type": operation.type,
-            "path": operation.path,
-            "diff": operation.diff,
-            "move_to": operation.move_to,
-        }
-
-        async def run(changed: dict[str, Any] | None) -> Any:
-            op = operation
-            if changed is not None:
-                op = dataclasses.replace(
-                    operation,
-                    type=changed["type"],
-                    path=str(changed["path"]),
-                    diff=changed.get("diff"),
-                    move_to=changed.get("move_to"),
-                )
-                await approval_refuses(self.name, self.approved, op.ctx_wrapper, op, "")
-            if op.type not in ("create_file", "update_file", "delete_file"):
-                raise ValueError(f"unknown apply_patch operation {op.type!r}")
-            return await _maybe(getattr(self.editor, op.type)(op))
-
-        # the operation does not carry the model's call id; the span gets one of its own
-        output, denied = await guarded(self.name, self.identifier, args, None, run, _patch_text)
-        if denied:
-            return ApplyPatchResult(status="failed", output=str(output))
-        return output if isinstance(output, ApplyPatchResult | None) else str(output)
-
-    async def create_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult | str | None:
-        return await self._apply(operation)
-
-    async def update_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult | str | None:
-        return await self._apply(operation)
-
-    async def delete_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult | str | None:
-        return await self._apply(operation)
-
-
-def _hook_apply_patch(tool: ApplyPatchTool, identifier: str | None) -> ApplyPatchTool:
-    if isinstance(tool.editor, _HookedEditor):
+def _hook_custom(tool: CustomTool, identifier: str | None) -> CustomTool:
+    invoke = tool.on_invoke_tool
+    if getattr(invoke, _HOOKED, False):
         return tool
-    editor = _HookedEditor(tool.editor, tool.name, identifier, tool.needs_approval is not False)
-    return dataclasses.replace(tool, editor=editor)
+
+    async def hooked(ctx: ToolContext[Any], input: str) -> Any:
+        async def run(changed: dict[str, Any] | None) -> Any:
+            if changed is None:
+                return await awaited(invoke(ctx, input))
+            text = str(changed.get("input", ""))
+            await approval_refuses(tool.name, tool.needs_approval, ctx, text, ctx.tool_call_id)
+            return await awaited(invoke(ctx, text))
+
+        output, _ = await guarded(tool.name, identifier, {"input": input}, ctx.tool_call_id, run)
+        return output
+
+    setattr(hooked, _HOOKED, True)
+    return dataclasses.replace(tool, on_invoke_tool=hooked)
 
 
 def _hooked(agent: Agent[Any], seen: set[int]) -> bool:
@@ -355,8 +314,7 @@ def _hooked(agent: Agent[Any], seen: set[int]) -> bool:
     if id(agent) in seen:
         return True
     seen.add(id(agent))
-    hookable = FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool
-    if any(isinstance(t, hookable) and hook_tool(t) is not t for t in agent.tools):
+    if any(isinstance(t, Hookable) and hook_tool(t) is not t for t in agent.tools):
         return False
     if any(not isinstance(s, HookedMCPServer) for s in agent.mcp_servers):
         return False
@@ -396,7 +354,7 @@ def _unguarded(tool: Tool) -> str | None:
         why = _agent_tool_unguarded(tool)
         if why is not None:
             return why
-    elif isinstance(tool, LocalShellTool | ApplyPatchTool):
+    elif isinstance(tool, LocalShellTool | ApplyPatchTool | CustomTool):
         pass
     elif isinstance(tool, ShellTool):
         if tool.executor is None:
@@ -487,9 +445,7 @@ def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None)
     _warn_unguarded(agent)
     tools = [
         # named after their agent, also when another agent's run calls it (``as_tool``)
-        hook_tool(t, identifier=agent.name)
-        if isinstance(t, FunctionTool | ShellTool | LocalShellTool | ApplyPatchTool)
-        else t
+        hook_tool(t, identifier=agent.name) if isinstance(t, Hookable) else t
         for t in agent.tools
     ]
     servers: list[MCPServer] = [
