@@ -3,9 +3,10 @@
 :class:`McpGateway` holds what every session shares (the hooks engine, the tracer, the server
 name); :class:`McpSession` follows one MCP session: it reads each message as it crosses, and says
 what to send on (:class:`Relay`). Transports (stdio, Streamable HTTP) only move bytes. This
-module's one job is that routing of frames; a ``tools/call``'s decision is :mod:`._decide`'s, the
-tools it is judged by :mod:`._listing`'s, the open requests' spans and durations
-:mod:`._requests`'.
+module's one job is that routing of the client's frames; the server's are
+:mod:`._server_frames`', a ``tools/call``'s decision is :mod:`._decide`'s, the tools it is judged
+by :mod:`._listing`'s, the open requests' spans and durations :mod:`._requests`', what the
+client was answered (and an answer the server sends again becomes) :mod:`._answered`'s.
 
 The rules, in order of precedence:
 
@@ -41,6 +42,9 @@ The rules, in order of precedence:
    ``notifications/tools/list_changed`` to the session) waits for the gateway's own
    ``tools/list`` in that session, and is refused as an unknown tool (-32602) when the server
    does not list it. A call decided across a list change is judged again (:mod:`._rejudge`).
+8. A server's answer to no request still waiting (sent again on a resumed stream, or for an id
+   the client never used) never reaches the client as the server sent it: the client gets the
+   answer the gateway recorded, or nothing (logged, counted) when it recorded none.
 """
 
 from __future__ import annotations
@@ -49,8 +53,7 @@ import json
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any
 
 import structlog
 from opentelemetry.metrics import MeterProvider
@@ -61,7 +64,7 @@ from otelhooks._engine import HooksEngine
 from otelhooks._tool_schema import type_problem
 from otelhooks.mcp._calls import Pending, request_key
 from otelhooks.mcp._decide import decide, refuse
-from otelhooks.mcp._filter import UNLISTED, Listed, filter_tools
+from otelhooks.mcp._filter import UNLISTED, Listed
 from otelhooks.mcp._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -76,34 +79,16 @@ from otelhooks.mcp._jsonrpc import (
 )
 from otelhooks.mcp._listing import SessionTools
 from otelhooks.mcp._metrics import McpMetrics
-from otelhooks.mcp._persist import filters, persist
 from otelhooks.mcp._rejudge import judge_again
+from otelhooks.mcp._relay import Relay
 from otelhooks.mcp._requests import OpenRequests
-from otelhooks.mcp._session_facts import client_facts, server_facts
+from otelhooks.mcp._server_frames import DEFAULT_SERVER_NAME, HANDSHAKES, ServerFrames
+from otelhooks.mcp._session_facts import client_facts
 from otelhooks.mcp._spans import McpSpans, set_attributes
 
 __all__ = ["McpGateway", "McpSession", "Relay"]
 
 _log = structlog.get_logger("otelhooks.mcp")
-
-DEFAULT_SERVER_NAME: Final = "mcp"
-# The requests that open a session and whose answer names the server: the handshake of
-# protocols up to 2025-11-25, and the discovery of the stateless 2026-07-28 protocol.
-_HANDSHAKES: Final = frozenset({"initialize", "server/discover"})
-
-
-@dataclass(slots=True)
-class Relay:
-    """What to send after a message crossed.
-
-    Attributes:
-        to_server, to_client: frames to send now, in order.
-        later: a decision still running (a hook chain); await it and send its relay too.
-    """
-
-    to_server: list[bytes] = field(default_factory=list)
-    to_client: list[bytes] = field(default_factory=list)
-    later: Awaitable[Relay] | None = None
 
 
 class McpGateway:
@@ -191,6 +176,7 @@ class McpSession:
         self.to_server: Callable[[bytes], Awaitable[None]] | None = None
         # the tools a call is judged by: this session's own lists, else the gateway's
         self.listings = SessionTools(gateway)
+        self.server_frames = ServerFrames(self)  # what the server's frames do
         self.closed = False
 
     # -- client → server -------------------------------------------------------------------------
@@ -265,7 +251,7 @@ class McpSession:
                 "start the session again, or start the gateway with --name",
             )
         pending = self.requests.start(msg, from_server=False)
-        if msg.method in _HANDSHAKES:
+        if msg.method in HANDSHAKES:
             self._on_initialize(msg)
         if msg.method != "tools/call":
             return Relay(to_server=[msg.raw])
@@ -370,56 +356,14 @@ class McpSession:
     def from_server(self, raw: bytes) -> Relay:
         """A server frame: what to pass on (as it came, logged, when the gateway fails on it)."""
         try:
-            return self._server_frame(raw)
+            return self.server_frames.frame(raw)
         except Exception as exc:
             _log.error("the gateway failed on a server frame; passed unchanged", error=str(exc))
             return Relay(to_client=[raw])
 
     def server_garbage(self, raw: bytes, problem: str) -> Relay:
         """An unreadable server frame (``problem``): dropped, the request it answers failed."""
-        _log.error("the MCP server sent a frame that cannot be read; dropped", problem=problem)
-        key = request_key(recover_id(raw))
-        answer = self.requests.fail_one(
-            key,
-            f"the MCP server sent an answer that cannot be read: {problem}",
-            error_type="invalid_response",
-        )
-        return Relay(to_client=[answer] if answer is not None else [])
-
-    def _server_frame(self, raw: bytes) -> Relay:
-        msg = parse(raw)
-        if msg.kind == "unreadable":
-            return self.server_garbage(raw, msg.problem or "not JSON")
-        if msg.kind == "response":
-            if self.listings.answered(msg):  # the gateway's own request: the client's none
-                return Relay()
-            pending = self.requests.from_client.get(request_key(msg.id))
-            if pending is not None and filters(self.gateway.engine, pending, msg):
-                return Relay(later=self._persisted(msg, pending))
-            if pending is not None and pending.method in _HANDSHAKES:
-                self._on_initialized(msg)
-            if pending is not None and pending.method == "tools/list":
-                self.listings.client_listed(msg)
-            if (
-                pending is not None
-                and pending.method == "tools/list"
-                and self.gateway.filter_tools
-                and not pending.cancelled
-            ):
-                self.requests.from_client.pop(request_key(msg.id), None)
-                return Relay(later=self._filtered(msg, pending))
-            self.requests.finish(msg.id, msg)
-        elif msg.kind == "request":
-            self.requests.start(msg, from_server=True)
-        elif msg.kind == "notification":
-            if msg.method == "notifications/tools/list_changed":
-                self.listings.changed()
-                self.gateway.list_changes += 1
-            self.requests.notification(msg, from_server=True)
-        elif msg.kind == "batch":
-            for item in msg.items():
-                self._server_frame(item.raw)  # observed only: a batch passes as it came
-        return Relay(to_client=[raw])
+        return self.server_frames.garbage(raw, problem)
 
     @property
     def tools(self) -> dict[str, Listed] | None:
@@ -430,49 +374,12 @@ class McpSession:
         """What ``tool`` is judged by (:meth:`SessionTools.listing`)."""
         return self.listings.listing(tool)
 
-    async def _persisted(self, msg: Message, pending: Pending) -> Relay:
-        try:
-            out, blocked = await persist(self.gateway.engine, msg, pending)
-        except Exception as exc:  # never the result unfiltered: the client gets an error
-            _log.error("the gateway failed filtering a tool result", error=str(exc))
-            out = error_response(msg.id, INTERNAL_ERROR, f"otelhooks: gateway failed: {exc}")
-            blocked = False
-        if request_key(msg.id) not in self.requests.from_client:
-            return Relay()  # cancelled, or the session ended, while the hooks ran
-        self.requests.finish(msg.id, parse(out), denied=blocked)
-        return Relay(to_client=[out])
-
-    async def _filtered(self, msg: Message, pending: Pending) -> Relay:
-        try:
-            out = await filter_tools(self.gateway.engine, msg, self.server_name)
-        except Exception as exc:  # the filter failed: the list passes unfiltered, and we say so
-            _log.error("tools/list filter failed; the list passes unfiltered", error=str(exc))
-            out = msg.raw
-        self.requests.end(pending, msg)
-        return Relay(to_client=[out])
-
     # -- the session's facts --------------------------------------------------------------------
 
     def _on_initialize(self, msg: Message) -> None:
         version, agent = client_facts(msg)
         self.protocol_version = version or self.protocol_version
         self.agent_name = agent or self.agent_name
-
-    def _on_initialized(self, msg: Message) -> None:
-        facts = server_facts(msg)
-        if facts is None:
-            return
-        version, name = facts
-        self.protocol_version = version or self.protocol_version
-        if name:
-            self.gateway.server_name = name
-        elif self.gateway.server_name is None:  # a server without a name: known as the default
-            self.gateway.server_name = DEFAULT_SERVER_NAME
-        pending = self.requests.from_client.get(request_key(msg.id))
-        if pending is not None:
-            set_attributes(pending.span, {sc.MCP_SERVER_NAME: self.server_name})
-            if self.protocol_version:
-                set_attributes(pending.span, {sc.MCP_PROTOCOL_VERSION: self.protocol_version})
 
     def rename(self, session_id: str) -> None:
         """The transport learned the session's id (HTTP: the server's ``Mcp-Session-Id``)."""

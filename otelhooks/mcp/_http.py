@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import time
+import weakref
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
@@ -50,14 +51,22 @@ from otelhooks.mcp._asgi import (
     until_disconnect,
 )
 from otelhooks.mcp._gateway import McpGateway, McpSession, Relay
-from otelhooks.mcp._jsonrpc import PARSE_ERROR, encode, error_response, parse, recover_id
-from otelhooks.mcp._sse import EventTooLarge, events, frame_event, with_data
+from otelhooks.mcp._jsonrpc import (
+    INVALID_REQUEST,
+    PARSE_ERROR,
+    encode,
+    error_response,
+    parse,
+    recover_id,
+)
+from otelhooks.mcp._sse import EventIds, EventTooLarge, events, frame_event, with_data
 
 __all__ = ["McpHttpProxy", "run_http"]
 
 _log = structlog.get_logger("otelhooks.mcp")
 
 SESSION_HEADER: Final = "mcp-session-id"
+_JSON: Final = "application/json"
 MAX_BODY_BYTES: Final = 64 * 1024 * 1024
 MAX_SESSIONS: Final = 1024
 SESSION_IDLE_S: Final = 3600.0
@@ -127,6 +136,10 @@ class McpHttpProxy:
         self.sessions_dropped = 0
         # counted in ``otelhooks.dropped`` (source ``mcp_sessions``) as well as logged
         self._count_drop = gateway.engine.metrics.drop_counter("mcp_sessions")
+        # the event ids each session's streams carried: what its client may resume after
+        self.event_ids: weakref.WeakKeyDictionary[McpSession, EventIds] = (
+            weakref.WeakKeyDictionary()
+        )
 
     async def aclose(self) -> None:
         for session, _ in self.sessions.values():
@@ -169,6 +182,12 @@ class McpHttpProxy:
             session = self.gateway.session() if fresh else self._session(session_id)
         else:
             session = self._session(session_id)
+            resumed = incoming.get("last-event-id") if method == "GET" else None
+            if resumed is not None and not self._resumable(session, resumed):
+                if not self._kept(session):
+                    session.close()
+                await respond(send, 400, _not_resumable(resumed), {"content-type": _JSON})
+                return
         session.peer = _peer(scope)
         status: list[int] = []  # what the upstream answered a DELETE (relayed as it was)
 
@@ -201,6 +220,13 @@ class McpHttpProxy:
             self.sessions.move_to_end(session_id)
             return kept[0]
         return self.gateway.session(session_id)
+
+    def _resumable(self, session: McpSession, last_event_id: str) -> bool:
+        """Whether ``session``'s streams carried the event ``last_event_id`` to its client: a
+        server with one event store for all sessions sends any session's events after any id,
+        answers included, to whoever names it."""
+        ids = self.event_ids.get(session)
+        return ids is not None and last_event_id.encode("latin-1") in ids
 
     def _kept(self, session: McpSession) -> bool:
         return any(s is session for s, _ in self.sessions.values())
@@ -368,6 +394,8 @@ class McpHttpProxy:
         try:
             async for event in events(response.aiter_raw(), limit=self.max_body_bytes):
                 out = event.raw
+                if event.id is not None:
+                    self.event_ids.setdefault(session, EventIds()).add(event.id)
                 if event.data is not None and event.data.strip():
                     frames = await _frames(session, event.data)
                     if frames != [event.data]:
@@ -412,6 +440,20 @@ async def _frames(session: McpSession, data: bytes) -> list[bytes]:
     if relay.later is not None:
         frames = [*(f for f in frames if f != data), *(await relay.later).to_client]
     return frames
+
+
+def _not_resumable(last_event_id: str) -> bytes:
+    """The answer to a ``GET`` resuming after an event its session's streams never carried."""
+    _log.warning(
+        "a stream resumption after an event this session was never sent was refused",
+        last_event_id=last_event_id[:64],
+    )
+    return error_response(
+        None,
+        INVALID_REQUEST,
+        "otelhooks: Last-Event-ID names no event the gateway sent this session (another "
+        "session's, or one the gateway no longer holds): open the stream without it",
+    )
 
 
 def _merge(frames: list[bytes]) -> bytes:

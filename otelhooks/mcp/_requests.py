@@ -14,6 +14,7 @@ from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from otelhooks import _semconv as sc
+from otelhooks.mcp._answered import Answered
 from otelhooks.mcp._calls import Pending, observe_result, request_key
 from otelhooks.mcp._jsonrpc import UPSTREAM_ERROR, Message, error_response, parse
 from otelhooks.mcp._spans import set_attributes
@@ -55,6 +56,8 @@ class OpenRequests:
         self.engine = engine
         self.from_client: dict[Hashable, Pending] = {}
         self.from_server: dict[Hashable, Pending] = {}
+        # what the client was answered: what a server's answer sent again becomes
+        self.answered = Answered(engine.metrics.drop_counter("mcp_answers"))
 
     def _message_span(self, msg: Message, from_server: bool) -> tuple[Span, dict[str, Any]]:
         """The span of a message crossing this session, and its metric attributes."""
@@ -114,6 +117,8 @@ class OpenRequests:
             pending = table.pop(request_key(request_id), None)
             if pending is not None:
                 pending.cancelled = True
+                if not from_server:
+                    self.answered.record(request_id, None)
                 self.end(pending, None, error_type="cancelled")
         started = time.perf_counter()
         span, attrs = self._message_span(msg, from_server)
@@ -137,6 +142,8 @@ class OpenRequests:
         pending = table.pop(request_key(request_id), None)
         if pending is None:
             return  # an answer to a request we never saw (or already cancelled)
+        if not from_server:
+            self.answered.record(request_id, answer.raw)
         if observe and pending.values is not None:
             observe_result(self.engine, pending, answer, mocked=mocked)
         self.end(pending, answer, denied=denied)
@@ -148,6 +155,7 @@ class OpenRequests:
         if pending is None:
             return None
         answer = error_response(pending.request_id, UPSTREAM_ERROR, reason)
+        self.answered.record(pending.request_id, answer)
         if pending.values is not None:
             observe_result(self.engine, pending, parse(answer), mocked=False)
         self.end(pending, None, error_type=error_type, code=UPSTREAM_ERROR)

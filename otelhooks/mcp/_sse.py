@@ -7,36 +7,55 @@ the gateway reads). An event whose frame a hook changed is written anew by :func
 from __future__ import annotations
 
 import re
+from collections import OrderedDict
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Final
 
-__all__ = ["EVENT_LIMIT", "EventTooLarge", "SseEvent", "events", "frame_event", "with_data"]
+__all__ = [
+    "EVENT_LIMIT",
+    "EventIds",
+    "EventTooLarge",
+    "SseEvent",
+    "events",
+    "frame_event",
+    "with_data",
+]
 
 # One event carries one JSON-RPC frame: the same limit as a stdio line.
 EVENT_LIMIT: Final = 64 * 1024 * 1024
+# The event ids a session's streams carried that a client may resume after: the last ones
+# (a client resumes from the last id it read), each of a bounded length.
+MAX_EVENT_IDS: Final = 4096
+MAX_EVENT_ID_BYTES: Final = 256
 _BOUNDARY: Final = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 _LINE: Final = re.compile(rb"\r\n|\n|\r")
 
 
 @dataclass(slots=True)
 class SseEvent:
-    """One event: ``raw`` (including its terminating blank line) and its ``data`` lines joined
-    by ``\\n`` (``None`` for an event without data, such as a comment or a retry hint)."""
+    """One event: ``raw`` (including its terminating blank line), its ``data`` lines joined
+    by ``\\n`` (``None`` for an event without data, such as a comment or a retry hint), and its
+    ``id`` (``None`` when it sets none)."""
 
     raw: bytes
     data: bytes | None
+    id: bytes | None = None
 
 
 def _parse(raw: bytes) -> SseEvent:
     data: list[bytes] = []
+    event_id: bytes | None = None
     for line in _LINE.split(raw):
         if line.startswith(b"data:"):
             value = line[5:]
             data.append(value[1:] if value.startswith(b" ") else value)
         elif line == b"data":
             data.append(b"")
-    return SseEvent(raw, b"\n".join(data) if data else None)
+        elif line.startswith(b"id:") and b"\0" not in line:  # the SSE rule: an id with NUL is none
+            value = line[3:]
+            event_id = value[1:] if value.startswith(b" ") else value
+    return SseEvent(raw, b"\n".join(data) if data else None, event_id)
 
 
 class EventTooLarge(ValueError):
@@ -84,3 +103,23 @@ def with_data(event: SseEvent, data: bytes) -> bytes:
 def frame_event(data: bytes) -> bytes:
     """A new ``message`` event carrying ``data``."""
     return b"event: message\ndata: " + data + b"\n\n"
+
+
+class EventIds:
+    """The event ids the streams of one session carried to its client: a ``Last-Event-ID``
+    the client resumes after must be one of them (the last :data:`MAX_EVENT_IDS`)."""
+
+    def __init__(self) -> None:
+        self._ids: OrderedDict[bytes, None] = OrderedDict()
+
+    def add(self, event_id: bytes) -> None:
+        """The client was sent an event with ``event_id``."""
+        if len(event_id) > MAX_EVENT_ID_BYTES:
+            return  # never held: resuming after it is refused, as after any id not held
+        self._ids[event_id] = None
+        self._ids.move_to_end(event_id)
+        while len(self._ids) > MAX_EVENT_IDS:
+            self._ids.popitem(last=False)
+
+    def __contains__(self, event_id: object) -> bool:
+        return event_id in self._ids

@@ -1,7 +1,9 @@
 """Over Streamable HTTP, the answer a hook gave to a call of a client's batch was lost whenever
 the rest of the batch did not come back as JSON: the upstream answered ``202 Accepted`` (the rest
 was notifications) or could not be reached. The denied call never ran, but the client waited for
-its answer until its own timeout. Now the hooks' answers go back in every case.
+its answer until its own timeout. Now the hooks' answers go back in every case. And a batch of
+answers passed as the server sent it, unfiltered by ``tool_result_persist``: now each answer in
+it is filtered as one sent alone is.
 
 Real processes: a batch-taking HTTP server (``batch_http_server.py``, as the TypeScript SDK's
 server answers batches), ``python -m otelhooks mcp --listen --upstream`` in front of it, and a
@@ -41,9 +43,11 @@ DENIAL = {"content": [{"type": "text", "text": "notes are read-only here"}], "is
 
 
 @contextmanager
-def batch_gateway(tmp_path: Path) -> Iterator[tuple[httpx.Client, Any]]:
+def batch_gateway(
+    tmp_path: Path, hooks_yaml: str = DENY_NOTES, script: str = DENY_SCRIPT
+) -> Iterator[tuple[httpx.Client, Any]]:
     """A client with a session through the gateway, and the upstream server's process."""
-    hooks = write_hooks(tmp_path, DENY_NOTES, DENY_SCRIPT)
+    hooks = write_hooks(tmp_path, hooks_yaml, script)
     server_port, gateway_port = free_port(), free_port()
     log = tmp_path / "calls.jsonl"
     with process([str(SERVER), str(server_port)], log, server_port) as server:
@@ -100,3 +104,34 @@ def test_a_denied_call_batched_with_one_the_dead_upstream_fails_gets_its_denial(
     assert "cannot reach the MCP server" in by_id[6]["error"]["message"]
     assert by_id[7] == {"jsonrpc": "2.0", "id": 7, "result": DENIAL}
     assert calls(tmp_path) == []
+
+
+WITHHOLD = """
+hooks:
+  - id: withhold
+    type: tool_result_persist
+    matcher: "^write_note$"
+    script: hooks.py:withhold
+"""
+WITHHOLD_SCRIPT = """
+from otelhooks import Block
+
+def withhold(data):
+    return Block("note results are withheld")
+"""
+
+
+def test_each_answer_of_a_batch_is_filtered_as_one_sent_alone(tmp_path: Path) -> None:
+    with batch_gateway(tmp_path, WITHHOLD, WITHHOLD_SCRIPT) as (client, _):
+        answer = client.post(
+            "/mcp",
+            json=[
+                {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "add"}},
+                {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": DENIED},
+            ],
+        )
+    by_id = {item["id"]: item for item in answer.json()}
+    assert by_id[6]["result"]["content"][0]["text"] == "ran add"
+    withheld = {"content": [{"type": "text", "text": "note results are withheld"}], "isError": True}
+    assert by_id[7] == {"jsonrpc": "2.0", "id": 7, "result": withheld}
+    assert [c["tool"] for c in calls(tmp_path)] == ["add", "write_note"]

@@ -1,0 +1,164 @@
+"""The server → client direction of an MCP session through the gateway.
+
+Each server frame is read as it crosses: an answer ends the client's request it answers (its
+span, its observers) after the ``tool_result_persist`` hooks filtered a tool's result
+(:mod:`._persist`) and the ``tools/list`` filter dropped what the guards deny
+(:mod:`._filter`); an answer to no request still waiting is what :mod:`._answered` says; a
+request of the server starts its span; ``notifications/tools/list_changed`` makes every
+session's lists stale. A frame that cannot be read is dropped and the request it answers
+failed. A batch is read item by item, each as if it came alone: it passes as it came unless one
+of its items was changed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Final
+
+import structlog
+
+from otelhooks import _semconv as sc
+from otelhooks.mcp._calls import Pending, request_key
+from otelhooks.mcp._filter import filter_tools
+from otelhooks.mcp._jsonrpc import (
+    INTERNAL_ERROR,
+    Message,
+    encode,
+    error_response,
+    parse,
+    recover_id,
+)
+from otelhooks.mcp._persist import filters, persist
+from otelhooks.mcp._relay import Relay
+from otelhooks.mcp._session_facts import server_facts
+from otelhooks.mcp._spans import set_attributes
+
+if TYPE_CHECKING:
+    from otelhooks.mcp._gateway import McpSession
+
+__all__ = ["DEFAULT_SERVER_NAME", "HANDSHAKES", "ServerFrames"]
+
+_log = structlog.get_logger("otelhooks.mcp")
+
+DEFAULT_SERVER_NAME: Final = "mcp"
+# The requests that open a session and whose answer names the server: the handshake of
+# protocols up to 2025-11-25, and the discovery of the stateless 2026-07-28 protocol.
+HANDSHAKES: Final = frozenset({"initialize", "server/discover"})
+
+
+class ServerFrames:
+    """What the server's frames do to ``session`` (:meth:`McpSession.from_server`)."""
+
+    def __init__(self, session: McpSession) -> None:
+        self.session = session
+
+    def garbage(self, raw: bytes, problem: str) -> Relay:
+        """An unreadable server frame (``problem``): dropped, the request it answers failed."""
+        _log.error("the MCP server sent a frame that cannot be read; dropped", problem=problem)
+        key = request_key(recover_id(raw))
+        answer = self.session.requests.fail_one(
+            key,
+            f"the MCP server sent an answer that cannot be read: {problem}",
+            error_type="invalid_response",
+        )
+        return Relay(to_client=[answer] if answer is not None else [])
+
+    def frame(self, raw: bytes) -> Relay:
+        """What to send on for the server frame ``raw``."""
+        msg = parse(raw)
+        if msg.kind == "unreadable":
+            return self.garbage(raw, msg.problem or "not JSON")
+        if msg.kind == "response":
+            return self._response(msg)
+        session = self.session
+        if msg.kind == "request":
+            session.requests.start(msg, from_server=True)
+        elif msg.kind == "notification":
+            if msg.method == "notifications/tools/list_changed":
+                session.listings.changed()
+                session.gateway.list_changes += 1
+            session.requests.notification(msg, from_server=True)
+        elif msg.kind == "batch":
+            return self._batch(msg)
+        return Relay(to_client=[raw])
+
+    def _response(self, msg: Message) -> Relay:
+        session = self.session
+        requests = session.requests
+        if session.listings.answered(msg):  # the gateway's own request: the client's none
+            return Relay()
+        pending = requests.from_client.get(request_key(msg.id))
+        if pending is None:
+            if msg.id is None:  # an error the server could tie to no request: passed on
+                return Relay(to_client=[msg.raw])
+            again = requests.answered.again(msg)  # answered already, or never asked
+            return Relay(to_client=[again] if again is not None else [])
+        if filters(session.gateway.engine, pending, msg):
+            return Relay(later=self._persisted(msg, pending))
+        if pending.method in HANDSHAKES:
+            self._on_initialized(msg)
+        if pending.method == "tools/list":
+            session.listings.client_listed(msg)
+            if session.gateway.filter_tools and not pending.cancelled:
+                requests.from_client.pop(request_key(msg.id), None)
+                return Relay(later=self._filtered(msg, pending))
+        requests.finish(msg.id, msg)
+        return Relay(to_client=[msg.raw])
+
+    def _batch(self, msg: Message) -> Relay:
+        """A batch of the server (the answer to a client's batch, protocol 2025-03-26): each
+        item as if it came alone; as it came unless an item's answer was changed."""
+        items = msg.items()
+        relays = [self.frame(item.raw) for item in items]
+        if all(
+            r.later is None and r.to_client == [i.raw] for r, i in zip(relays, items, strict=True)
+        ):
+            return Relay(to_client=[msg.raw])
+
+        async def decided() -> Relay:
+            done = [await r.later if r.later is not None else r for r in relays]
+            out = [parse(f).data for r in done for f in r.to_client]
+            return Relay(to_client=[encode(out)] if out else [])
+
+        return Relay(later=decided())
+
+    async def _persisted(self, msg: Message, pending: Pending) -> Relay:
+        requests = self.session.requests
+        try:
+            out, blocked = await persist(self.session.gateway.engine, msg, pending)
+        except Exception as exc:  # never the result unfiltered: the client gets an error
+            _log.error("the gateway failed filtering a tool result", error=str(exc))
+            out = error_response(msg.id, INTERNAL_ERROR, f"otelhooks: gateway failed: {exc}")
+            blocked = False
+        if request_key(msg.id) not in requests.from_client:
+            return Relay()  # cancelled, or the session ended, while the hooks ran
+        requests.finish(msg.id, parse(out), denied=blocked)
+        return Relay(to_client=[out])
+
+    async def _filtered(self, msg: Message, pending: Pending) -> Relay:
+        session = self.session
+        try:
+            out = await filter_tools(session.gateway.engine, msg, session.server_name)
+        except Exception as exc:  # the filter failed: the list passes unfiltered, and we say so
+            _log.error("tools/list filter failed; the list passes unfiltered", error=str(exc))
+            out = msg.raw
+        session.requests.answered.record(msg.id, out)
+        session.requests.end(pending, msg)
+        return Relay(to_client=[out])
+
+    def _on_initialized(self, msg: Message) -> None:
+        """The server's handshake answer: its protocol version and name (see ``server_name``)."""
+        facts = server_facts(msg)
+        if facts is None:
+            return
+        session, gateway = self.session, self.session.gateway
+        version, name = facts
+        session.protocol_version = version or session.protocol_version
+        if name:
+            gateway.server_name = name
+        elif gateway.server_name is None:  # a server without a name: known as the default
+            gateway.server_name = DEFAULT_SERVER_NAME
+        pending = session.requests.from_client.get(request_key(msg.id))
+        if pending is not None:
+            set_attributes(pending.span, {sc.MCP_SERVER_NAME: session.server_name})
+            if session.protocol_version:
+                set_attributes(pending.span, {sc.MCP_PROTOCOL_VERSION: session.protocol_version})
