@@ -183,7 +183,7 @@ class McpHttpProxy:
         else:
             session = self._session(session_id)
             resumed = incoming.get("last-event-id") if method == "GET" else None
-            if resumed is not None and not self._resumable(session, resumed):
+            if resumed and not self._resumable(session, resumed):  # empty: not resuming
                 if not self._kept(session):
                     session.close()
                 await respond(send, 400, _not_resumable(resumed), {"content-type": _JSON})

@@ -130,7 +130,10 @@ class ServerFrames:
             out = error_response(msg.id, INTERNAL_ERROR, f"otelhooks: gateway failed: {exc}")
             blocked = False
         if request_key(msg.id) not in requests.from_client:
-            return Relay()  # cancelled, or the session ended, while the hooks ran
+            # answered while the hooks ran (the same answer on another stream: what the client
+            # got there), cancelled, or the session ended
+            again = requests.answered.again(msg)
+            return Relay(to_client=[again] if again is not None else [])
         requests.finish(msg.id, parse(out), denied=blocked)
         return Relay(to_client=[out])
 

@@ -204,3 +204,28 @@ def test_an_answer_to_a_cancelled_call_or_an_id_never_used_is_dropped() -> None:
     unknown = _frame(id=None, error={"code": -32700, "message": "Parse error"})
     assert session.from_server(unknown).to_client == [unknown]
     session.close()
+
+
+def test_the_same_answer_on_two_streams_while_the_hooks_filter_it_is_filtered_on_both() -> None:
+    # a client that resumed while its first stream still carried the answer gets it twice
+    def redact(event: Any) -> None:
+        event.result["content"][0]["text"] = "***"
+
+    hooks = [{"id": "r", "type": "tool_result_persist", "matcher": "^add$", "handler": redact}]
+    engine = HooksEngine(hooks)
+    session = McpGateway(engine, NoOpTracer(), name="testsrv").session()
+
+    async def both() -> tuple[list[bytes], list[bytes]]:
+        session.from_client(CALL)
+        first, second = session.from_server(RESULT), session.from_server(RESULT)
+        assert first.later is not None
+        assert second.later is not None
+        return (await first.later).to_client, (await second.later).to_client
+
+    try:
+        first, second = anyio.run(both)
+    finally:
+        session.close()
+        engine.shutdown(2)
+    assert json.loads(first[0])["result"]["content"][0]["text"] == "***"
+    assert second == first  # before, nothing: the resumed stream never got its answer
