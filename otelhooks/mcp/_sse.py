@@ -26,7 +26,7 @@ __all__ = [
 EVENT_LIMIT: Final = 64 * 1024 * 1024
 # The event ids a session's streams carried that a client may resume after: the last ones
 # (a client resumes from the last id it read), each of a bounded length.
-MAX_EVENT_IDS: Final = 4096
+MAX_EVENT_IDS: Final = 1024
 MAX_EVENT_ID_BYTES: Final = 256
 _BOUNDARY: Final = re.compile(rb"\r\n\r\n|\n\n|\r\r")
 _LINE: Final = re.compile(rb"\r\n|\n|\r")

@@ -229,3 +229,17 @@ def test_the_same_answer_on_two_streams_while_the_hooks_filter_it_is_filtered_on
         engine.shutdown(2)
     assert json.loads(first[0])["result"]["content"][0]["text"] == "***"
     assert second == first  # before, nothing: the resumed stream never got its answer
+
+
+def test_a_large_answer_sent_again_passes_only_as_the_client_was_given_it() -> None:
+    # past 64 KiB a session keeps an answer's digest, not its bytes
+    session = _session()
+    big = _frame(id=3, result={"content": [{"type": "text", "text": "x" * 100_000}]})
+    other = _frame(id=3, result={"content": [{"type": "text", "text": "y" * 100_000}]})
+    session.from_client(CALL)
+    assert session.from_server(big).to_client == [big]
+    assert session.from_server(big).to_client == [big]
+    (refused,) = session.from_server(other).to_client
+    session.close()
+    assert json.loads(refused)["error"]["code"] == -32000
+    assert "no longer holds" in json.loads(refused)["error"]["message"]
