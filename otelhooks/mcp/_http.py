@@ -15,18 +15,16 @@ Bounds, as a reverse proxy keeps them: a request body past ``max_body_bytes`` is
 past the same size fails the requests it answers; a body that is not UTF-8 JSON gets 400 and a
 JSON-RPC parse error, and is not forwarded. Sessions are kept only once the upstream named them
 (its ``Mcp-Session-Id``), at most ``max_sessions``, each dropped after ``session_idle_s`` without
-a request (a client-chosen id the upstream does not know is never kept). With a ``token``, every
-request needs ``Authorization: Bearer <token>`` (401 without one, 403 for another; the header
-is not forwarded upstream).
+a request (a client-chosen id the upstream does not know is never kept: :mod:`._http_sessions`).
+A ``GET`` resuming a stream (``Last-Event-ID``) after an event its session was never sent gets
+400 and is not forwarded. With a ``token``, every request needs ``Authorization: Bearer
+<token>`` (401 without one, 403 for another; the header is not forwarded upstream).
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
-import time
-import weakref
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
@@ -51,6 +49,7 @@ from otelhooks.mcp._asgi import (
     until_disconnect,
 )
 from otelhooks.mcp._gateway import McpGateway, McpSession, Relay
+from otelhooks.mcp._http_sessions import KeptSessions
 from otelhooks.mcp._jsonrpc import (
     INVALID_REQUEST,
     PARSE_ERROR,
@@ -59,7 +58,7 @@ from otelhooks.mcp._jsonrpc import (
     parse,
     recover_id,
 )
-from otelhooks.mcp._sse import EventIds, EventTooLarge, events, frame_event, with_data
+from otelhooks.mcp._sse import EventTooLarge, events, frame_event, with_data
 
 __all__ = ["McpHttpProxy", "run_http"]
 
@@ -129,22 +128,15 @@ class McpHttpProxy:
         )
         self.token = token.encode() if token else None
         self.max_body_bytes = max_body_bytes
-        self.max_sessions = max_sessions
-        self.session_idle_s = session_idle_s
-        # By the upstream's session id, least recently used first: (session, last request).
-        self.sessions: OrderedDict[str | None, tuple[McpSession, float]] = OrderedDict()
-        self.sessions_dropped = 0
-        # counted in ``otelhooks.dropped`` (source ``mcp_sessions``) as well as logged
-        self._count_drop = gateway.engine.metrics.drop_counter("mcp_sessions")
-        # the event ids each session's streams carried: what its client may resume after
-        self.event_ids: weakref.WeakKeyDictionary[McpSession, EventIds] = (
-            weakref.WeakKeyDictionary()
-        )
+        self.sessions = KeptSessions(gateway, max_sessions, session_idle_s)
+
+    @property
+    def sessions_dropped(self) -> int:
+        """Sessions dropped so far (idle, or past ``max_sessions``)."""
+        return self.sessions.dropped
 
     async def aclose(self) -> None:
-        for session, _ in self.sessions.values():
-            session.close()
-        self.sessions.clear()
+        self.sessions.close()
         await self.client.aclose()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -179,12 +171,12 @@ class McpHttpProxy:
                 await respond(send, 400, answer, {"content-type": "application/json"})
                 return
             fresh = session_id is None and msg.method == "initialize"
-            session = self.gateway.session() if fresh else self._session(session_id)
+            session = self.gateway.session() if fresh else self.sessions.session(session_id)
         else:
-            session = self._session(session_id)
+            session = self.sessions.session(session_id)
             resumed = incoming.get("last-event-id") if method == "GET" else None
-            if resumed and not self._resumable(session, resumed):  # empty: not resuming
-                if not self._kept(session):
+            if resumed and not self.sessions.resumable(session, resumed):  # empty: not resuming
+                if not self.sessions.kept(session):
                     session.close()
                 await respond(send, 400, _not_resumable(resumed), {"content-type": _JSON})
                 return
@@ -206,52 +198,9 @@ class McpHttpProxy:
             # one the server goes on with must still have its calls awaited and recorded
             ended = method == "DELETE" and bool(status) and status[0] < 300
             if ended:
-                self.sessions.pop(session_id, None)
-            if ended or not self._kept(session):
+                self.sessions.end(session_id)
+            if ended or not self.sessions.kept(session):
                 session.close()  # a session the upstream did not name ends with its request
-
-    def _session(self, session_id: str | None) -> McpSession:
-        """The kept session ``session_id``, or a new one that is kept only if the upstream
-        names it in its answer (a client-chosen id alone keeps nothing)."""
-        self._expire()
-        kept = self.sessions.get(session_id)
-        if kept is not None and not kept[0].closed:
-            self.sessions[session_id] = (kept[0], time.monotonic())
-            self.sessions.move_to_end(session_id)
-            return kept[0]
-        return self.gateway.session(session_id)
-
-    def _resumable(self, session: McpSession, last_event_id: str) -> bool:
-        """Whether ``session``'s streams carried the event ``last_event_id`` to its client: a
-        server with one event store for all sessions sends any session's events after any id,
-        answers included, to whoever names it."""
-        ids = self.event_ids.get(session)
-        return ids is not None and last_event_id.encode("latin-1") in ids
-
-    def _kept(self, session: McpSession) -> bool:
-        return any(s is session for s, _ in self.sessions.values())
-
-    def _keep(self, session_id: str | None, session: McpSession) -> None:
-        self.sessions[session_id] = (session, time.monotonic())
-        self.sessions.move_to_end(session_id)
-        while len(self.sessions) > self.max_sessions:
-            _, (oldest, _) = self.sessions.popitem(last=False)
-            self._drop(oldest, "the gateway keeps at most max_sessions sessions")
-
-    def _expire(self) -> None:
-        cutoff = time.monotonic() - self.session_idle_s
-        while self.sessions:
-            session_id, (session, seen) = next(iter(self.sessions.items()))
-            if seen > cutoff:
-                return
-            del self.sessions[session_id]
-            self._drop(session, "idle")
-
-    def _drop(self, session: McpSession, why: str) -> None:
-        self.sessions_dropped += 1
-        _log.warning("an MCP session was dropped", why=why, dropped=self.sessions_dropped)
-        self._count_drop(1, why)
-        session.close()
 
     async def _post(
         self, session: McpSession, body: bytes, headers: dict[str, str], send: Send
@@ -336,9 +285,8 @@ class McpHttpProxy:
         receive: Receive | None,
     ) -> None:
         new_id = response.headers.get(SESSION_HEADER)
-        kept = self.sessions.get(new_id)
-        if response.status_code < 400 and (kept is None or kept[0] is not session):
-            self._keep(new_id, session)  # the upstream named (or accepted) this session
+        if response.status_code < 400 and not self.sessions.named(new_id, session):
+            self.sessions.keep(new_id, session)  # the upstream named (or accepted) this session
             if new_id:
                 session.rename(new_id)
         back = {k: v for k, v in response.headers.items() if k.lower() not in _HOP}
@@ -395,7 +343,7 @@ class McpHttpProxy:
             async for event in events(response.aiter_raw(), limit=self.max_body_bytes):
                 out = event.raw
                 if event.id is not None:
-                    self.event_ids.setdefault(session, EventIds()).add(event.id)
+                    self.sessions.sent_event(session, event.id)
                 if event.data is not None and event.data.strip():
                     frames = await _frames(session, event.data)
                     if frames != [event.data]:
