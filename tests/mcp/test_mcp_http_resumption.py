@@ -24,7 +24,7 @@ import httpx
 import pytest
 from opentelemetry.trace import NoOpTracer
 
-from otelhooks import HooksEngine, read_otlp_json_lines
+from otelhooks import Block, HooksEngine, read_otlp_json_lines
 from otelhooks.mcp import McpGateway, McpSession
 from tests.mcp._harness import RAW_INIT, calls, http_gateway, http_session, write_hooks
 
@@ -243,3 +243,31 @@ def test_a_large_answer_sent_again_passes_only_as_the_client_was_given_it() -> N
     session.close()
     assert json.loads(refused)["error"]["code"] == -32000
     assert "no longer holds" in json.loads(refused)["error"]["message"]
+
+
+def test_a_servers_answer_to_a_denied_calls_id_is_the_denial() -> None:
+    # the server never saw the call; an answer under its id is not the client's result
+    hooks = [{"id": "no-add", "type": "beforeToolCall", "matcher": "testsrv/add", "handler": deny}]
+    engine = HooksEngine(hooks)
+    session = McpGateway(engine, NoOpTracer(), name="testsrv").session()
+    listed = {"tools": [{"name": "add", "inputSchema": {"type": "object"}}]}
+    try:
+        session.from_client(_frame(id=0, method="tools/list"))
+        session.from_server(_frame(id=0, result=listed))
+        relay = session.from_client(CALL)
+        assert relay.later is not None
+        (denial,) = anyio.run(_settled, relay.later)
+        assert session.from_server(RESULT).to_client == [denial]
+    finally:
+        session.close()
+        engine.shutdown(2)
+    assert json.loads(denial)["result"]["content"][0]["text"] == "add is off"
+
+
+def deny(event: Any) -> Block:
+    return Block("add is off")
+
+
+async def _settled(later: Any) -> list[bytes]:
+    done = await later
+    return list(done.to_client)
