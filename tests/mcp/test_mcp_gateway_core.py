@@ -34,7 +34,7 @@ class Harness:
         self.session.from_client(b'{"jsonrpc":"2.0","id":0,"method":"tools/list"}')
         tools = [{"name": n, "inputSchema": {"type": "object"}} for n in ("cat", "ls", "rm")]
         answer = {"jsonrpc": "2.0", "id": 0, "result": {"tools": tools}}
-        self.session.from_server(json.dumps(answer).encode())
+        settle(self.session.from_server(json.dumps(answer).encode()))
 
     def spans(self, name: str) -> list[ReadableSpan]:
         return [s for s in self.exporter.get_finished_spans() if s.name == name]
