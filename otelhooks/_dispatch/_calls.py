@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from otelhooks._actions._handler import HandlerAction
+from otelhooks._dispatch._late import late_pooled, late_task
 from otelhooks._errors import DeadlinePassed, HookCapacityError
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Hook
@@ -123,6 +124,10 @@ def _hook_code(fn: Callable[..., Any], *args: Any) -> Any:
         if failure is None:
             raise
         raise failure from exc
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 def _run_coroutine(fn: Callable[..., Any], payload: HookEvent) -> Any:
@@ -298,6 +303,7 @@ class HookCalls:
         if not waiting.done():
             waiting.remove_done_callback(wake)
             waiting.cancel()
+            waiting.add_done_callback(late_task(hook))  # one that caught the cancellation
             if task:
                 with self._lock:
                     self.abandoned[waiting] = (None, hook.id)
@@ -312,7 +318,13 @@ class HookCalls:
         return value
 
     def run_coroutine(self, hook: Hook, coroutine: Any) -> Any:
-        """Run the coroutine a sync handler returned, on the pool, under the hook's deadline."""
+        """Run the coroutine (or any awaitable) a sync handler returned, on the pool, under the
+        hook's deadline."""
+        if not inspect.iscoroutine(coroutine):
+            # An awaitable that is no coroutine (an object with ``__await__``): ``asyncio.run``
+            # takes only a coroutine, and its refusal was the hook's error, so its deny was lost
+            # under ``on_error: continue``; the async chain awaits it.
+            coroutine = _awaited(coroutine)
         return self._wait(self._submit(hook, hook.event, asyncio.run, coroutine), hook.deadline_s)
 
     def try_start(self, hook: Hook, payload: HookEvent) -> Any:
@@ -374,6 +386,7 @@ class HookCalls:
             return  # finished in time after all, or still queued: it will never start late
         with self._lock:
             self.abandoned[future] = (pool, hook.id)
+        future.add_done_callback(late_pooled(hook))
 
     def _wait(self, submitted: _Submitted, timeout: float) -> Any:
         future = submitted[0]

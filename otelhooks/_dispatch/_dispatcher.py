@@ -340,6 +340,10 @@ class Dispatcher:
         )
         if outcome == "error":
             self._say_failed(chain, hook, live, str(exc))
+        elif outcome == "timeout":
+            # Said as an error is: a guard too slow to answer let the call go on (on_error:
+            # continue) with only a step on the span and a count to tell it.
+            self._say_failed(chain, hook, live, problem)
         if not chain.dry_run:
             self._record(hook.hook, outcome, perf_counter() - started)
         return stop

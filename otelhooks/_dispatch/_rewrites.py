@@ -17,19 +17,21 @@ __all__ = ["rewrite"]
 def rewrite(payload: HookEvent, result: Any) -> HookEvent | str:
     """The payload ``result`` makes, validated: a model changed by ``model_copy(update=...)``
     or an assignment was not (its ``42`` where text goes reached the runtime), or what is
-    wrong with it. A dict naming a field the payload has not (``{"text": ...}`` for a
-    message's ``content``) is wrong: the runtime would go on as if nothing was rewritten."""
+    wrong with it. A dict or a model naming a field the payload has not (``{"text": ...}`` for
+    a message's ``content``) is wrong: the runtime would go on as if nothing was rewritten."""
     model = type(payload)
     dumped = payload.model_dump(by_alias=True, warnings=False)
     if isinstance(result, model):
         update = result.model_dump(by_alias=True, warnings=False)
     elif isinstance(result, Mapping):
         update = dict(result)
-        unknown = [str(k) for k in update if k not in dumped and k not in model.model_fields]
-        if unknown:
-            return f"rewrote {', '.join(unknown)}, which {payload.event} has no field for"
     else:
         return f"returned {type(result).__name__}, which is not a payload"
+    # A model too: a subclass's own field or an extra one set on a copy (``model_copy(update=
+    # {"text": ...})``) validated as an extra of the payload, which the runtime never reads.
+    unknown = [str(k) for k in update if k not in dumped and k not in model.model_fields]
+    if unknown:
+        return f"rewrote {', '.join(unknown)}, which {payload.event} has no field for"
     _reconcile_twins(payload, update)
     fields = {**dumped, **update}
     if "toolInput" in fields and fields["toolInput"] == fields["args"]:
