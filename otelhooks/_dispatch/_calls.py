@@ -33,6 +33,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from otelhooks._actions._handler import HandlerAction
+from otelhooks._dispatch._failures import hooks_failure
 from otelhooks._dispatch._late import late_pooled, late_task
 from otelhooks._errors import DeadlinePassed, HookCapacityError
 from otelhooks._events import HookEvent
@@ -41,9 +42,6 @@ from otelhooks._hooks import Hook
 __all__ = [
     "MAX_ABANDONED",
     "HookCalls",
-    "HookRaised",
-    "failure_text",
-    "hooks_failure",
     "waited_within",
 ]
 
@@ -76,41 +74,6 @@ def waited_within(deadline_s: float, *, only: frozenset[int] | None = None) -> I
         yield
     finally:
         _WAITED.reset(token)
-
-
-class HookRaised(Exception):
-    """What a hook raised that is not an ``Exception`` (``SystemExit`` from a script's
-    ``sys.exit()``, ``KeyboardInterrupt``, ``BaseException``...), as the hook's failure."""
-
-    def __init__(self, raised: BaseException) -> None:
-        super().__init__(f"{type(raised).__name__}: {raised}")
-        self.raised = raised
-
-
-def hooks_failure(exc: BaseException) -> Exception | None:
-    """``exc``, raised while a hook's code ran, as that hook's failure (which follows its
-    ``on_error``); None when it is the application's and goes on up.
-
-    A hook does not end the process it decides for: its ``sys.exit()`` raised ``SystemExit``
-    through the command bridge, which then exited 0 with no answer (an allow, ``on_error:
-    block`` and ``--fail-closed`` or not). Only on the main thread are ``KeyboardInterrupt`` and
-    ``SystemExit`` the application's: a signal handler raises them there (Ctrl-C, a SIGTERM
-    handler), whatever frame runs; elsewhere only the hook can have raised them.
-    """
-    if isinstance(exc, Exception):
-        return exc
-    if isinstance(exc, (KeyboardInterrupt, SystemExit)) and (
-        threading.current_thread() is threading.main_thread()
-    ):
-        return None
-    return HookRaised(exc)
-
-
-def failure_text(exc: Exception) -> str:
-    """What a failed hook's step says of ``exc``: its class and message."""
-    if isinstance(exc, HookRaised):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
 
 
 def _hook_code(fn: Callable[..., Any], *args: Any) -> Any:

@@ -19,8 +19,9 @@ import structlog
 
 from otelhooks import _semconv as sc
 from otelhooks._actions._notes import note
-from otelhooks._dispatch._calls import MAX_ABANDONED, HookCalls, failure_text, hooks_failure
+from otelhooks._dispatch._calls import MAX_ABANDONED, HookCalls
 from otelhooks._dispatch._chain import InterceptChain
+from otelhooks._dispatch._failures import failure_text, hooks_failure
 from otelhooks._dispatch._observers import ObserverRunner
 from otelhooks._dispatch._registry import HookRegistry, Intercepts
 from otelhooks._errors import (
@@ -322,7 +323,8 @@ class Dispatcher:
         started: float,
     ) -> bool:
         """Record a hook that raised (``started``: when it was called)."""
-        if isinstance(exc, DeadlinePassed):
+        late = isinstance(exc, DeadlinePassed)
+        if late:
             problem, outcome = f"timed out after {hook.deadline_s:g}s", "timeout"
         elif isinstance(exc, HookTimeoutError):  # the action enforced its own timeout (a command)
             problem, outcome = str(exc), "timeout"
@@ -340,9 +342,10 @@ class Dispatcher:
         )
         if outcome == "error":
             self._say_failed(chain, hook, live, str(exc))
-        elif outcome == "timeout":
+        elif late:
             # Said as an error is: a guard too slow to answer let the call go on (on_error:
-            # continue) with only a step on the span and a count to tell it.
+            # continue) with only a step on the span and a count to tell it. An action that
+            # enforces its own timeout (a command, a webhook) says it there.
             self._say_failed(chain, hook, live, problem)
         if not chain.dry_run:
             self._record(hook.hook, outcome, perf_counter() - started)
