@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from structlog.testing import capture_logs
 
-from otelhooks import Block, HookEvent, ToolCallEvent, ToolResult
+from otelhooks import Block, HookEvent, HooksEngine, ToolCallEvent, ToolResult
 from otelhooks import semconv as sc
 from otelhooks.testing import TestPipeline, pipeline
 
@@ -166,3 +166,20 @@ def test_an_async_block_returned_after_the_deadline_is_said_in_the_log(pipe: Tes
     assert len(ran) == 1
     (late,) = [e for e in logs if "deadline" in e["event"]]
     assert (late["hook_id"], late["reason"]) == ("stubborn", "no rm, but too late")
+
+
+def test_a_block_returned_late_to_an_inline_dry_run_is_said_in_the_log() -> None:
+    # A dry run (replay) calls sync hooks on its own thread and judges the deadline on return:
+    # the late block is a timeout there too, and said, as on the pool.
+    def slow_refusal(event: HookEvent) -> Block:
+        time.sleep(0.3)
+        return Block("no rm, but too late")
+
+    engine = HooksEngine([_guard("slow", slow_refusal, timeout=0.1)])
+    event = ToolCallEvent(toolCallId="c1", identifier="shell", apiName="exec", args={})
+    with capture_logs() as logs:
+        verdict = engine.dry_run("before_tool_call", event, inline=True)
+    assert not verdict.blocked
+    assert verdict.errors == ["slow: timed out after 0.1s"]
+    (late,) = [e for e in logs if "deadline" in e["event"]]
+    assert (late["hook_id"], late["reason"]) == ("slow", "no rm, but too late")

@@ -34,7 +34,7 @@ from typing import Any
 
 from otelhooks._actions._handler import HandlerAction
 from otelhooks._dispatch._failures import hooks_failure
-from otelhooks._dispatch._late import late_pooled, late_task
+from otelhooks._dispatch._late import late_answer, late_pooled, late_task
 from otelhooks._errors import DeadlinePassed, HookCapacityError
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Hook
@@ -196,6 +196,7 @@ class HookCalls:
         if result is not None and inspect.isawaitable(result):  # a sync callable's coroutine
             return self.run_coroutine(hook, result)
         if time.perf_counter() - started > hook.deadline_s:
+            late_answer(hook, result)
             raise DeadlinePassed  # late, as the pool would have judged it
         return result
 

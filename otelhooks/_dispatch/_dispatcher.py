@@ -22,6 +22,7 @@ from otelhooks._actions._notes import note
 from otelhooks._dispatch._calls import MAX_ABANDONED, HookCalls
 from otelhooks._dispatch._chain import InterceptChain
 from otelhooks._dispatch._failures import failure_text, hooks_failure
+from otelhooks._dispatch._late import late_answer
 from otelhooks._dispatch._observers import ObserverRunner
 from otelhooks._dispatch._registry import HookRegistry, Intercepts
 from otelhooks._errors import (
@@ -183,6 +184,7 @@ class Dispatcher:
                         if result is not None and result is not payload and isawaitable(result):
                             result = calls.run_coroutine(hook.hook, result)
                         elif perf_counter() - started > hook.deadline_s:
+                            late_answer(hook.hook, result)
                             raise DeadlinePassed  # late, as the pool would have judged it
                 except Exception as exc:
                     stop = self._hook_failed(chain, hook, live, exc, started)

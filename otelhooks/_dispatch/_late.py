@@ -14,13 +14,14 @@ import structlog
 from otelhooks._hooks import Block, Hook
 from otelhooks._redact import scrub
 
-__all__ = ["late_pooled", "late_task"]
+__all__ = ["late_answer", "late_pooled", "late_task"]
 
 _log = structlog.get_logger("otelhooks")
 
 
-def _late(hook: Hook, answer: Any) -> None:
-    """Log ``answer``, the late return of ``hook``, when it is a refusal."""
+def late_answer(hook: Hook, answer: Any) -> None:
+    """Log ``answer``, what ``hook`` returned past its deadline, when it is a refusal (a call
+    judged on return, on the caller's thread, passes it at once)."""
     if isinstance(answer, Block):
         reason = answer.reason if isinstance(answer.reason, str) else str(answer.reason or "")
         _log.warning(
@@ -37,7 +38,7 @@ def late_pooled(hook: Hook) -> Callable[[Future[Any]], None]:
 
     def done(future: Future[Any]) -> None:
         if not future.cancelled() and future.exception() is None:
-            _late(hook, future.result())
+            late_answer(hook, future.result())
 
     return done
 
@@ -50,6 +51,6 @@ def late_task(hook: Hook) -> Callable[[asyncio.Future[Any]], None]:
         if not task.cancelled() and task.exception() is None:
             ok, value = task.result()
             if ok:
-                _late(hook, value)
+                late_answer(hook, value)
 
     return done
