@@ -21,7 +21,9 @@ def rewrite(payload: HookEvent, result: Any) -> HookEvent | str:
     a message's ``content``) is wrong: the runtime would go on as if nothing was rewritten."""
     model = type(payload)
     dumped = payload.model_dump(by_alias=True, warnings=False)
-    if isinstance(result, model):
+    if result is payload:
+        update: dict[str, Any] = {}  # changed in place: its dump is ``dumped``, dumped once
+    elif isinstance(result, model):
         update = result.model_dump(by_alias=True, warnings=False)
     elif isinstance(result, Mapping):
         update = dict(result)
