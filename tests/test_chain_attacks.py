@@ -183,3 +183,27 @@ def test_a_block_returned_late_to_an_inline_dry_run_is_said_in_the_log() -> None
     assert verdict.errors == ["slow: timed out after 0.1s"]
     (late,) = [e for e in logs if "deadline" in e["event"]]
     assert (late["hook_id"], late["reason"]) == ("slow", "no rm, but too late")
+
+
+def test_a_hook_changing_the_registrations_mid_chain_leaves_the_call_it_judges_as_matched(
+    pipe: TestPipeline,
+) -> None:
+    # A guard removed by an earlier hook still judges the call in flight (fails closed); one
+    # registered then judges from the next call on; a second registration of an id is refused.
+    refused: list[str] = []
+
+    def reshuffles(event: HookEvent) -> None:
+        if pipe.oh.engine.registry.remove("no-rm"):
+            pipe.register(_guard("later", lambda e: Block("no rm, later")))
+        try:
+            pipe.register(_guard("later", lambda e: None))
+        except Exception as exc:
+            refused.append(type(exc).__name__)
+
+    pipe.register(_guard("reshuffles", reshuffles))
+    pipe.register(_guard("no-rm", lambda event: Block("no rm")))
+    ran: list[dict[str, Any]] = []
+    assert _call(pipe, ran).content == "no rm"
+    assert _call(pipe, ran).content == "no rm, later"
+    assert ran == []
+    assert refused == ["ConfigError", "ConfigError"]
