@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from otelhooks import Hook, HookRegistry
-from otelhooks._dispatch import _registry
+from otelhooks._dispatch import _match_index
 
 EVENTS = ("before_tool_call", "after_tool_call", "on_tool_call_error", "tool_result_persist")
 DIALECTS = ("otelhooks", "lobehub", "workspace", "claude")
@@ -159,7 +159,7 @@ def test_the_index_answers_as_every_hooks_own_matcher(
     seed: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A tiny cache: the property holds through overflow and refills too.
-    monkeypatch.setattr(_registry, "_CACHE_LIMIT", 1 + seed % 5)
+    monkeypatch.setattr(_match_index, "_CACHE_LIMIT", 1 + seed % 5)
     rng = random.Random(seed)
     reg = HookRegistry()
     global_hooks = _random_hooks(rng, rng.randint(1, 25), "g")

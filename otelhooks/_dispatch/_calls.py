@@ -33,6 +33,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from otelhooks._actions._handler import HandlerAction
+from otelhooks._dispatch._failures import hooks_failure
+from otelhooks._dispatch._late import late_answer, late_pooled, late_task
 from otelhooks._errors import DeadlinePassed, HookCapacityError
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Hook
@@ -40,9 +42,6 @@ from otelhooks._hooks import Hook
 __all__ = [
     "MAX_ABANDONED",
     "HookCalls",
-    "HookRaised",
-    "failure_text",
-    "hooks_failure",
     "waited_within",
 ]
 
@@ -77,41 +76,6 @@ def waited_within(deadline_s: float, *, only: frozenset[int] | None = None) -> I
         _WAITED.reset(token)
 
 
-class HookRaised(Exception):
-    """What a hook raised that is not an ``Exception`` (``SystemExit`` from a script's
-    ``sys.exit()``, ``KeyboardInterrupt``, ``BaseException``...), as the hook's failure."""
-
-    def __init__(self, raised: BaseException) -> None:
-        super().__init__(f"{type(raised).__name__}: {raised}")
-        self.raised = raised
-
-
-def hooks_failure(exc: BaseException) -> Exception | None:
-    """``exc``, raised while a hook's code ran, as that hook's failure (which follows its
-    ``on_error``); None when it is the application's and goes on up.
-
-    A hook does not end the process it decides for: its ``sys.exit()`` raised ``SystemExit``
-    through the command bridge, which then exited 0 with no answer (an allow, ``on_error:
-    block`` and ``--fail-closed`` or not). Only on the main thread are ``KeyboardInterrupt`` and
-    ``SystemExit`` the application's: a signal handler raises them there (Ctrl-C, a SIGTERM
-    handler), whatever frame runs; elsewhere only the hook can have raised them.
-    """
-    if isinstance(exc, Exception):
-        return exc
-    if isinstance(exc, (KeyboardInterrupt, SystemExit)) and (
-        threading.current_thread() is threading.main_thread()
-    ):
-        return None
-    return HookRaised(exc)
-
-
-def failure_text(exc: Exception) -> str:
-    """What a failed hook's step says of ``exc``: its class and message."""
-    if isinstance(exc, HookRaised):
-        return str(exc)
-    return f"{type(exc).__name__}: {exc}"
-
-
 def _hook_code(fn: Callable[..., Any], *args: Any) -> Any:
     """``fn(*args)``, a hook's code: what it raises is an ``Exception`` (:func:`hooks_failure`)."""
     try:
@@ -123,6 +87,10 @@ def _hook_code(fn: Callable[..., Any], *args: Any) -> Any:
         if failure is None:
             raise
         raise failure from exc
+
+
+async def _awaited(awaitable: Any) -> Any:
+    return await awaitable
 
 
 def _run_coroutine(fn: Callable[..., Any], payload: HookEvent) -> Any:
@@ -228,6 +196,7 @@ class HookCalls:
         if result is not None and inspect.isawaitable(result):  # a sync callable's coroutine
             return self.run_coroutine(hook, result)
         if time.perf_counter() - started > hook.deadline_s:
+            late_answer(hook, result)
             raise DeadlinePassed  # late, as the pool would have judged it
         return result
 
@@ -298,6 +267,7 @@ class HookCalls:
         if not waiting.done():
             waiting.remove_done_callback(wake)
             waiting.cancel()
+            waiting.add_done_callback(late_task(hook))  # one that caught the cancellation
             if task:
                 with self._lock:
                     self.abandoned[waiting] = (None, hook.id)
@@ -312,7 +282,13 @@ class HookCalls:
         return value
 
     def run_coroutine(self, hook: Hook, coroutine: Any) -> Any:
-        """Run the coroutine a sync handler returned, on the pool, under the hook's deadline."""
+        """Run the coroutine (or any awaitable) a sync handler returned, on the pool, under the
+        hook's deadline."""
+        if not inspect.iscoroutine(coroutine):
+            # An awaitable that is no coroutine (an object with ``__await__``): ``asyncio.run``
+            # takes only a coroutine, and its refusal was the hook's error, so its deny was lost
+            # under ``on_error: continue``; the async chain awaits it.
+            coroutine = _awaited(coroutine)
         return self._wait(self._submit(hook, hook.event, asyncio.run, coroutine), hook.deadline_s)
 
     def try_start(self, hook: Hook, payload: HookEvent) -> Any:
@@ -374,6 +350,7 @@ class HookCalls:
             return  # finished in time after all, or still queued: it will never start late
         with self._lock:
             self.abandoned[future] = (pool, hook.id)
+        future.add_done_callback(late_pooled(hook))
 
     def _wait(self, submitted: _Submitted, timeout: float) -> Any:
         future = submitted[0]

@@ -32,12 +32,10 @@ Rules (each has its own test):
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from copy import deepcopy
 from typing import Any
 
-from pydantic import ValidationError
-
+from otelhooks._dispatch._copies import copied, scratch_copy
+from otelhooks._dispatch._rewrites import rewrite
 from otelhooks._events import EVENTS, HookEvent, ToolCallEvent, ToolResult
 from otelhooks._events._marks import ToolCallMarks
 from otelhooks._hook_step import HookStep
@@ -45,7 +43,7 @@ from otelhooks._hooks import Block, HookFacts
 from otelhooks._live import Answered, ApprovalNote, Verdict
 from otelhooks._redact import scrub
 
-__all__ = ["DEFAULT_BLOCK_REASONS", "InterceptChain", "copied"]
+__all__ = ["DEFAULT_BLOCK_REASONS", "InterceptChain"]
 
 _DENY = 3
 _DECISION_RANK = {"ask": 1, "defer": 2, "deny": _DENY}
@@ -80,7 +78,7 @@ class InterceptChain:
     """State of one intercept dispatch: feed it each hook's result with :meth:`apply`.
 
     It reads each hook through its :class:`~otelhooks._hooks.HookFacts` (``Hook.facts``), as the
-    registry's :class:`~otelhooks._dispatch._registry.Intercepts` hold them (``facts``; and
+    registry's :class:`~otelhooks._dispatch._match_index.Intercepts` hold them (``facts``; and
     ``matched``, the ids its verdict lists: taken apart, so the chain imports nothing of the
     registry, which imports the actions, one of which imports the chain). It carries what
     the hooks decided in the fields of a :class:`~otelhooks._live.Verdict` (``blocked`` ...
@@ -229,7 +227,7 @@ class InterceptChain:
     def scratch_for(self, hook: HookFacts) -> HookEvent:
         """The payload to hand to a permissive ``hook``: its own copy (rule 7)."""
         self.permissive = None
-        self.scratch = _scratch_copy(self.payload)
+        self.scratch = scratch_copy(self.payload)
         return self.scratch
 
     def apply(self, hook: HookFacts, result: Any) -> tuple[bool, str]:
@@ -294,7 +292,7 @@ class InterceptChain:
             # Past apply's common case with no block, mark or ask/defer: it changed its field
             # in place, a rewrite, validated as one.
             result = payload
-        rewritten = self._rewrite(payload, result)
+        rewritten = rewrite(payload, result)
         if isinstance(rewritten, str):
             return self.fail(hook, rewritten)
         self._hold(rewritten)
@@ -365,7 +363,7 @@ class InterceptChain:
                 return "rewritten"
             self.permissive = "allow"
             return "ok"
-        problem = self._rewrite(self.payload, result)
+        problem = rewrite(self.payload, result)
         if isinstance(problem, str):
             self.permissive = f"error: {problem}"
             self.errors.append(f"{hook.id}: {self.permissive[7:]}")
@@ -382,34 +380,6 @@ class InterceptChain:
         self.decided_by = hook.id
         return True
 
-    @staticmethod
-    def _rewrite(payload: HookEvent, result: Any) -> HookEvent | str:
-        """The payload ``result`` makes, validated: a model changed by ``model_copy(update=...)``
-        or an assignment was not (its ``42`` where text goes reached the runtime), or what is
-        wrong with it. A dict naming a field the payload has not (``{"text": ...}`` for a
-        message's ``content``) is wrong: the runtime would go on as if nothing was rewritten."""
-        model = type(payload)
-        dumped = payload.model_dump(by_alias=True, warnings=False)
-        if isinstance(result, model):
-            update = result.model_dump(by_alias=True, warnings=False)
-        elif isinstance(result, Mapping):
-            update = dict(result)
-            unknown = [str(k) for k in update if k not in dumped and k not in model.model_fields]
-            if unknown:
-                return f"rewrote {', '.join(unknown)}, which {payload.event} has no field for"
-        else:
-            return f"returned {type(result).__name__}, which is not a payload"
-        _reconcile_twins(payload, update)
-        fields = {**dumped, **update}
-        if "toolInput" in fields and fields["toolInput"] == fields["args"]:
-            # one object under both names, as a runtime's payload has: an in-place change of
-            # either is a change of the args the runtime runs
-            del fields["toolInput"]
-        try:
-            return model.model_validate(fields)
-        except ValidationError:
-            return f"returned {type(result).__name__}, which is not a payload"
-
 
 def _reason_text(reason: object) -> str | None:
     """A block's reason as the text it is shown as, known secrets scrubbed; None for none.
@@ -421,80 +391,3 @@ def _reason_text(reason: object) -> str | None:
     if not reason:
         return None
     return scrub(reason if isinstance(reason, str) else str(reason))
-
-
-def copied(value: Any) -> Any:
-    """A deep copy of ``value`` for hooks, which may change it: JSON's containers copied here,
-    at a third of ``deepcopy``'s cost (a tool call's args, once per chain:
-    benchmarks/README.md), anything else by it. What cannot be copied, or whose copy is not
-    equal to it (an in-process tool's lock, client or plain object; a value nested past the
-    recursion limit), is ``value`` itself, so a tool's list argument beside it is still a copy."""
-    try:
-        return _copy(value)
-    except RecursionError:
-        return value
-
-
-# JSON's scalars: immutable, so a copy holds them as they are.
-_SCALARS = frozenset({str, int, float, bool, type(None)})
-
-
-def _copy(value: Any) -> Any:
-    kind = type(value)
-    # A container's shallow copy, then a copy of each container in it: most values of a tool
-    # call's arguments are scalars, which cost no call (benchmarks/README.md, "Replay, 2026-12-06").
-    if kind is dict:
-        twin = value.copy()
-        for key, item in value.items():
-            if type(item) not in _SCALARS:
-                twin[key] = _copy(item)
-        return twin
-    if kind is list:
-        twins = value.copy()
-        for index, item in enumerate(value):
-            if type(item) not in _SCALARS:
-                twins[index] = _copy(item)
-        return twins
-    if kind in _SCALARS:
-        return value
-    try:
-        twin = deepcopy(value)
-        # an object compared by identity (a plain class's): its copy would look changed by
-        # every hook, and the tool would get the copy, not the caller's object
-        return twin if bool(twin == value) else value
-    except Exception:  # cannot be copied or compared
-        return value
-
-
-def _scratch_copy(payload: HookEvent) -> HookEvent:
-    """A copy a permissive hook may change, mock or deny freely: nothing of it reaches the
-    payload the chain goes on with."""
-    copy = payload.model_copy(deep=True)
-    if isinstance(copy, ToolCallEvent):
-        copy._marks = ToolCallMarks()
-    return copy
-
-
-# Fields two dialects name differently, the kernel's first: LobeHub calls a tool's arguments
-# ``args``, the kernel ``toolInput``; the workspace engine (and Claude Code) calls the prompt
-# ``userMessage``, the kernel ``input``.
-_TWIN_FIELDS: dict[str, tuple[str, str]] = {
-    "before_tool_call": ("toolInput", "args"),
-    "before_agent_start": ("input", "userMessage"),
-}
-
-
-def _reconcile_twins(payload: HookEvent, update: dict[str, Any]) -> None:
-    """Whichever of two twin fields the handler changed wins, and the other follows it (a kernel
-    handler typically returns the whole payload with only ``toolInput`` changed); the runtime
-    reads one of them. A wrong type in either fails validation: it is never dropped."""
-    twins = _TWIN_FIELDS.get(payload.event)
-    if twins is None:
-        return
-    kernel, other = twins
-    new_kernel = update.get(kernel, getattr(payload, kernel))
-    new_other = update.get(other, getattr(payload, other))
-    if new_kernel != getattr(payload, kernel):
-        update[other] = new_kernel
-    elif new_other != getattr(payload, other):
-        update[kernel] = new_other

@@ -19,8 +19,10 @@ import structlog
 
 from otelhooks import _semconv as sc
 from otelhooks._actions._notes import note
-from otelhooks._dispatch._calls import MAX_ABANDONED, HookCalls, failure_text, hooks_failure
+from otelhooks._dispatch._calls import MAX_ABANDONED, HookCalls
 from otelhooks._dispatch._chain import InterceptChain
+from otelhooks._dispatch._failures import failure_text, hooks_failure
+from otelhooks._dispatch._late import late_answer
 from otelhooks._dispatch._observers import ObserverRunner
 from otelhooks._dispatch._registry import HookRegistry, Intercepts
 from otelhooks._errors import (
@@ -182,6 +184,7 @@ class Dispatcher:
                         if result is not None and result is not payload and isawaitable(result):
                             result = calls.run_coroutine(hook.hook, result)
                         elif perf_counter() - started > hook.deadline_s:
+                            late_answer(hook.hook, result)
                             raise DeadlinePassed  # late, as the pool would have judged it
                 except Exception as exc:
                     stop = self._hook_failed(chain, hook, live, exc, started)
@@ -322,7 +325,8 @@ class Dispatcher:
         started: float,
     ) -> bool:
         """Record a hook that raised (``started``: when it was called)."""
-        if isinstance(exc, DeadlinePassed):
+        late = isinstance(exc, DeadlinePassed)
+        if late:
             problem, outcome = f"timed out after {hook.deadline_s:g}s", "timeout"
         elif isinstance(exc, HookTimeoutError):  # the action enforced its own timeout (a command)
             problem, outcome = str(exc), "timeout"
@@ -340,6 +344,11 @@ class Dispatcher:
         )
         if outcome == "error":
             self._say_failed(chain, hook, live, str(exc))
+        elif late:
+            # Said as an error is: a guard too slow to answer let the call go on (on_error:
+            # continue) with only a step on the span and a count to tell it. An action that
+            # enforces its own timeout (a command, a webhook) says it there.
+            self._say_failed(chain, hook, live, problem)
         if not chain.dry_run:
             self._record(hook.hook, outcome, perf_counter() - started)
         return stop

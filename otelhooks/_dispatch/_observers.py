@@ -25,7 +25,8 @@ from typing import Any
 import structlog
 
 from otelhooks import _semconv as sc
-from otelhooks._dispatch._calls import HookCalls, hooks_failure
+from otelhooks._dispatch._calls import HookCalls
+from otelhooks._dispatch._failures import hooks_failure
 from otelhooks._errors import DeadlinePassed, HookCapacityError, HookTimeoutError
 from otelhooks._events import HookEvent
 from otelhooks._hooks import Hook

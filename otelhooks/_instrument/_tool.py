@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 from opentelemetry.trace import Status, StatusCode
 
 from otelhooks import _semconv as sc
-from otelhooks._dispatch._chain import copied
+from otelhooks._dispatch._copies import copied
 from otelhooks._engine import NO_EVENTS, Hooked, tool_values
 from otelhooks._events import (
     AfterToolCallEvent,
