@@ -13,6 +13,8 @@ Claude Code event            otelhooks
                              Claude cannot take as a result) answers ``permissionDecision: deny``
                              (or exit 2 with the reason on stderr), rewritten arguments answer
                              ``ask`` with ``updatedInput`` (the person confirms the change)
+``PreSkillShellCommand``     a skill's inline shell command: judged as the ``PreToolUse`` of its
+                             shell tool, and its span ends once it is answered
 ``PostToolUse``              the tool span ends (another process): ``tool_result_persist``
                              interceptors (a rewrite or block is ``updatedToolOutput``), then
                              ``after_tool_call``
@@ -79,6 +81,7 @@ from otelhooks.integrations.coding_agents._common import (
     event_marker,
     observer,
 )
+from otelhooks.integrations.coding_agents._input import SKILL_COMMAND_KEY
 from otelhooks.integrations.coding_agents._mapping import (
     EVENTS,
     claude_fields,
@@ -97,7 +100,7 @@ from otelhooks.integrations.coding_agents._spans import (
 )
 from otelhooks.integrations.coding_agents._state import BridgeState
 from otelhooks.integrations.coding_agents._state_rows import OpenOperation
-from otelhooks.integrations.coding_agents._tools import ToolUses, tool_values
+from otelhooks.integrations.coding_agents._tools import ToolUses, tool_args, tool_values
 from otelhooks.integrations.coding_agents._turns import Turns, turn_ids
 
 __all__ = ["ClaudeCodeBridge", "CodingAgentBridge"]
@@ -273,7 +276,13 @@ class CodingAgentBridge:
         session = str(payload.get("session_id") or "unknown-session")
         name = str(payload.get("hook_event_name") or "")
         if name == "PreToolUse":
-            return self.tools.pre(session, payload)
+            response = self.tools.pre(session, payload)
+            if payload.get(SKILL_COMMAND_KEY):
+                # no PostToolUse follows a skill's inline command: one not denied ends now
+                tool = self.state.end_tool(session, tool_args(payload)[2])
+                if tool is not None:
+                    self.tools.end_tool(tool, "allowed")
+            return response
         if name in ("PostToolUse", "PostToolUseFailure"):
             return self.tools.post(session, name, payload, open_only=open_tools_only)
         if name == "PermissionDenied":
