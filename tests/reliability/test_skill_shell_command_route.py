@@ -124,3 +124,29 @@ def _attr(span: dict[str, Any], key: str) -> Any:
         if item["key"] == key:
             return next(iter(item["value"].values()))
     return None
+
+
+def test_validate_accepts_the_skill_command_entry_install_writes(tmp_path: Path) -> None:
+    """What ``claude-code install`` writes passes ``validate --strict`` (before: ``unknown event
+    'PreSkillShellCommand'``, exit 1); a user's own handler there is a warning (Claude Code runs
+    it, otelhooks does not), not a hook run on every ``PreToolUse``."""
+    env = cli_env(HOME=str(tmp_path / "home"))
+    env.pop("CLAUDE_CONFIG_DIR", None)
+
+    def otelhooks(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "otelhooks", *args],
+            capture_output=True, text=True, timeout=60, cwd=tmp_path, env=env,
+        )  # fmt: skip
+
+    assert otelhooks("claude-code", "install").returncode == 0
+    settings = tmp_path / ".claude" / "settings.local.json"
+    checked = otelhooks("validate", "--strict", str(settings))
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    data = json.loads(settings.read_text())
+    own = {"type": "command", "command": "./skill-guard.sh"}
+    data["hooks"]["PreSkillShellCommand"][0]["hooks"].append(own)
+    settings.write_text(json.dumps(data, indent=2))
+    warned = otelhooks("validate", "--strict", str(settings))
+    assert warned.returncode != 0
+    assert "skill's inline shell command; otelhooks skips it" in warned.stdout + warned.stderr
