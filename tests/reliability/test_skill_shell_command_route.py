@@ -32,6 +32,15 @@ hooks:
     command: >-
       if grep -q 'rm -rf'; then echo 'rm -rf is not allowed here' >&2; exit 2; fi
 """
+# a guard that asks a person about a push (Claude Code runs no skill command it is asked about)
+ASKS = """\
+  - id: ask-push
+    type: PreToolUse
+    matcher: Bash
+    command: >-
+      if grep -q 'git push'; then echo '{"hookSpecificOutput": {"hookEventName": "PreToolUse",
+      "permissionDecision": "ask", "permissionDecisionReason": "push?"}}'; fi
+"""
 
 
 def _skill_command(use_id: str, command: str) -> dict[str, Any]:
@@ -87,10 +96,11 @@ def test_an_unreadable_skill_command_is_denied_under_fail_closed(server: ServePr
 def test_the_command_forms_span_of_an_allowed_skill_command_ends_once_answered(
     tmp_path: Path,
 ) -> None:
-    (tmp_path / "policy.yaml").write_text(POLICY)
+    (tmp_path / "policy.yaml").write_text(POLICY + ASKS)
     traces = tmp_path / "traces.jsonl"
     answers = []
-    for use_id, command in (("c1", "rm -rf victim"), ("c2", "echo hello")):
+    calls = (("c1", "rm -rf victim"), ("c2", "echo hello"), ("c3", "git push --force"))
+    for use_id, command in calls:
         done = subprocess.run(
             [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", "policy.yaml",
              "--traces-out", str(traces), "--state", str(tmp_path / "state.sqlite3")],
@@ -107,7 +117,12 @@ def test_the_command_forms_span_of_an_allowed_skill_command_ends_once_answered(
         for s in spans
         if s["name"] == "execute_tool Bash"
     }
-    assert outcomes == {"c1:preamble-0": "denied", "c2:preamble-0": "allowed"}
+    assert '"permissionDecision": "ask"' in answers[2]
+    assert outcomes == {
+        "c1:preamble-0": "denied",
+        "c2:preamble-0": "allowed",
+        "c3:preamble-0": "not_run",
+    }
 
 
 def _spans(export: dict[str, Any]) -> list[dict[str, Any]]:

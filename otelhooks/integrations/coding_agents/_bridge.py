@@ -41,6 +41,7 @@ answer leaves the CLI's own permission rules in charge.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -278,10 +279,11 @@ class CodingAgentBridge:
         if name == "PreToolUse":
             response = self.tools.pre(session, payload)
             if payload.get(SKILL_COMMAND_KEY):
-                # no PostToolUse follows a skill's inline command: one not denied ends now
+                # no PostToolUse follows a skill's inline command: one not denied ends now; an
+                # ask, a defer or changed arguments keep it from running too (Claude Code 2.1.332)
                 tool = self.state.end_tool(session, tool_args(payload)[2])
                 if tool is not None:
-                    self.tools.end_tool(tool, "allowed")
+                    self.tools.end_tool(tool, "not_run" if _held(response) else "allowed")
             return response
         if name in ("PostToolUse", "PostToolUseFailure"):
             return self.tools.post(session, name, payload, open_only=open_tools_only)
@@ -429,6 +431,19 @@ class CodingAgentBridge:
         if isinstance(new, MessageSendingEvent) and new.content != delta:
             return {"displayContent": new.content}, []
         return {}, []
+
+
+def _held(response: HookResponse) -> bool:
+    """Whether a ``PreToolUse`` answer asks, defers or changes the arguments: none of them lets
+    a skill's inline shell command run (Claude Code applies no changed arguments there)."""
+    try:
+        data = json.loads(response.stdout) if response.stdout.strip() else None
+    except ValueError:
+        return False
+    specific = data.get("hookSpecificOutput") if isinstance(data, dict) else None
+    if not isinstance(specific, dict):
+        return False
+    return specific.get("permissionDecision") in ("ask", "defer") or "updatedInput" in specific
 
 
 # Its name while it served Claude Code alone (``otelhooks.integrations.claude_code`` documents it)
