@@ -10,13 +10,17 @@ starter guard (``no-rm-rf``) never saw the command: a skill ran ``rm -rf victim`
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from otelhooks.integrations.claude_code import install, install_project
 from tests._realparts import free_port
+from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
 from tests.coding_agents_cli._runs import CLAUDE, need_cli, run_claude, skip_reason
+from tests.reliability._serve_proc import INGEST, ServeProc
 
 pytestmark = pytest.mark.timeout(150)
 
@@ -86,3 +90,44 @@ def test_a_skill_command_whose_server_is_down_is_blocked_under_fail_closed(
     run = run_claude(project, tmp_path / "home", steps, extra_env={"OTELHOOKS_INGEST_TOKEN": "t"})
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim").exists() is fail_closed, skip_reason(run)
+
+
+def test_an_http_hook_into_serve_keeps_a_skills_inline_rm_rf_from_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``install --http``: Claude Code posts the ``PreSkillShellCommand`` to serve's hook route,
+    whose ``Bash`` guard denies the skill's ``rm -rf``, and the real CLI does not run it (serve
+    and the CLI share the loopback here, as in ``test_install_http_token.py``)."""
+    need_cli(CLAUDE)
+    project, home = tmp_path / "project", tmp_path / "home"
+    (project / "victim").mkdir(parents=True)
+    (project / "victim" / "keep.txt").write_text("precious")
+    policy = tmp_path / "policy.yaml"
+    policy.write_text(
+        "hooks:\n  - id: no-rm\n    type: PreToolUse\n    matcher: Bash\n    command: >-\n"
+        "      if grep -q 'rm -rf'; then echo 'rm -rf is not allowed here' >&2; exit 2; fi\n"
+    )
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    _skill(project, "wipe", "rm -rf victim && echo wiped")
+    _skill(project, "mark", "touch harmless.txt && echo marked")
+    steps = [ToolStep(f"call_{name}", "Skill", {"skill": name}) for name in ("wipe", "mark")]
+    api = MessagesApi(steps)
+    server = ServeProc(tmp_path, "--hooks", str(policy))
+    try:
+        install_project(project=project, http=server.url, traces_out=None)
+        with serve_messages_api(api) as api_url:
+            run = subprocess.run(
+                [str(CLAUDE), "-p", "clean up", "--permission-mode", "bypassPermissions"],
+                cwd=project, capture_output=True, text=True, timeout=90,
+                env={"PATH": os.environ["PATH"], "HOME": str(home), "ANTHROPIC_BASE_URL": api_url,
+                     "ANTHROPIC_API_KEY": "sk-ant-fake", "DISABLE_TELEMETRY": "1",
+                     "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1",
+                     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "IS_SANDBOX": "1",
+                     "OTELHOOKS_INGEST_TOKEN": INGEST},
+            )  # fmt: skip
+    finally:
+        server.stop()
+    assert run.returncode == 0, run.stderr[-2000:]
+    assert (project / "victim" / "keep.txt").read_text() == "precious", run.stdout[-2000:]
+    assert (project / "harmless.txt").exists(), run.stdout[-2000:]
