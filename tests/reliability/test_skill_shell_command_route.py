@@ -165,3 +165,23 @@ def test_validate_accepts_the_skill_command_entry_install_writes(tmp_path: Path)
     warned = otelhooks("validate", "--strict", str(settings))
     assert warned.returncode != 0
     assert "skill's inline shell command; otelhooks skips it" in warned.stdout + warned.stderr
+
+
+def test_a_shell_guard_denies_a_powershell_skill_command(tmp_path: Path) -> None:
+    """A skill whose inline command runs in PowerShell (``shell: powershell``; Claude Code's
+    ``PreSkillShellCommand`` names ``tool_name: "PowerShell"``) meets a ``@shell`` guard, as
+    Claude Code's PowerShell tool does (before, ``@shell`` named ``Bash`` alone: allowed)."""
+    (tmp_path / "policy.yaml").write_text(
+        "hooks:\n  - id: no-remove\n    type: PreToolUse\n    matcher: '@shell'\n"
+        "    command: >-\n      if grep -q 'Remove-Item'; then echo 'no removal' >&2; exit 2; fi\n"
+    )
+    event = {**_skill_command("c1", "Remove-Item -Recurse victim"), "tool_name": "PowerShell"}
+    done = subprocess.run(
+        [sys.executable, "-m", "otelhooks", "claude-code", "--hooks", "policy.yaml",
+         "--state", str(tmp_path / "state.sqlite3")],
+        input=json.dumps(event), capture_output=True, text=True, timeout=60, cwd=tmp_path,
+        env=cli_env(),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert '"permissionDecision": "deny"' in done.stdout
+    assert "no removal" in done.stdout
