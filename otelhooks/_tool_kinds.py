@@ -56,8 +56,18 @@ def mcp_parts(value: str) -> tuple[str, str] | None:
 
 
 KIND_NAMES: Final[dict[str, frozenset[str]]] = {
+    # Claude Code's PowerShell tool (Windows) runs commands as Bash does, and is the shell of a
+    # skill's ``shell: powershell`` inline command (its PreSkillShellCommand names it)
     "@shell": frozenset(
-        {"Bash", "exec_command", "shell", "local_shell", "run_shell_command", "terminal"}
+        {
+            "Bash",
+            "PowerShell",
+            "exec_command",
+            "shell",
+            "local_shell",
+            "run_shell_command",
+            "terminal",
+        }
     ),
     "@file_write": frozenset({"Write", "apply_patch", "write_file"}),
     "@file_edit": frozenset({"Edit", "MultiEdit", "NotebookEdit", "apply_patch", "replace"}),

@@ -102,6 +102,10 @@ class ClaudeSettingsWarning(UserWarning):
     Claude Code would (the message names the file, line, hook and field)."""
 
 
+# Claude Code 2.1.332's event for a skill's inline shell command (see _skill_command_groups)
+_SKILL_COMMAND: Final = "PreSkillShellCommand"
+
+
 def _warn(doc: Document, loc: Loc, hook_id: str, problem: str) -> None:
     line = doc.line(loc) or 0
     # warn_explicit: the warning points at the settings file and line, not at this module
@@ -333,12 +337,31 @@ def _http_fields(
     return {"handler": run, "timeout": min(timeout + 1.0, _MAX_WEBHOOK_TIMEOUT_S)}, problems
 
 
+def _skill_command_groups(doc: Document, groups: Any, key_loc: Loc, stem: str) -> None:
+    """``PreSkillShellCommand`` (Claude Code 2.1.332: a skill's inline shell command), which
+    ``claude-code install`` hooks: its entry is the bridge, which judges the command with the
+    ``PreToolUse`` guards. Another handler there runs in Claude Code only: a warning, skipped
+    (run on every ``PreToolUse`` it would judge calls it was never written for)."""
+    from otelhooks.integrations.claude_code._entries import is_ours
+
+    for g, group in enumerate(groups if isinstance(groups, list) else ()):
+        handlers = group.get("hooks") if isinstance(group, dict) else None
+        for h, handler in enumerate(handlers if isinstance(handlers, list) else ()):
+            if not is_ours(handler):
+                _warn(doc, (*key_loc, g, "hooks", h), f"{stem}:{_SKILL_COMMAND}[{g}].hooks[{h}]",
+                      "Claude Code runs this handler on a skill's inline shell command; "
+                      "otelhooks skips it (its PreToolUse guards judge such commands)")  # fmt: skip
+
+
 def load_claude_settings(doc: Document, errors: list[ConfigError]) -> list[Hook]:
     """The hooks of one Claude Code settings document; problems go to ``errors``."""
     stem = doc.path.stem
     hooks: list[Hook] = []
     for event, groups in doc.data["hooks"].items():
         key_loc: tuple[str | int, ...] = ("hooks", event)
+        if event == _SKILL_COMMAND:
+            _skill_command_groups(doc, groups, key_loc, stem)
+            continue
         try:
             resolve_event(str(event))
         except ConfigError as exc:

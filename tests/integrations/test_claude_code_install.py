@@ -116,7 +116,7 @@ def test_fail_closed_guards_ask_claude_code_to_block_when_the_hook_cannot_answer
     assert change.warnings == []
     ours = _ours(json.loads(settings.read_text()))
     blocking = {e for e, hs in ours.items() if hs[0].get("onFailure") == "block"}
-    assert blocking == {"PreToolUse", "UserPromptSubmit"}
+    assert blocking == {"PreToolUse", "PreSkillShellCommand", "UserPromptSubmit"}
     assert all(h.get("onFailure") in (None, "block") for hs in ours.values() for h in hs)
     assert install(settings, http=http, fail_closed=True).changed is False  # still ours
     install(settings, http=http)  # fail open again: no entry keeps onFailure

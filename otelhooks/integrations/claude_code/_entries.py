@@ -50,6 +50,7 @@ INSTALLED_EVENTS: tuple[str, ...] = (
     "UserPromptSubmit",
     "UserPromptExpansion",
     "PreToolUse",
+    "PreSkillShellCommand",
     "PermissionRequest",
     "PermissionDenied",
     "PostToolUse",
@@ -90,13 +91,15 @@ SYNC_EVENTS = frozenset(
         "Stop",
         "StopFailure",
         "SessionEnd",
+        "PreSkillShellCommand",
         *TOOL_EVENTS,
     }
 )
 ASYNC_EVENTS = frozenset(INSTALLED_EVENTS) - SYNC_EVENTS
-GUARD_EVENTS = ("PreToolUse", "UserPromptSubmit")
+# a skill's inline shell command (Claude Code 2.1.332) is judged as its shell tool's call
+GUARD_EVENTS = ("PreToolUse", "PreSkillShellCommand", "UserPromptSubmit")
 # events whose hooks may wait for a person (an ``approval:`` hook): their timeout is longer
-APPROVAL_EVENTS = ("PreToolUse", "UserPromptSubmit", "PermissionRequest")
+APPROVAL_EVENTS = ("PreToolUse", "PreSkillShellCommand", "UserPromptSubmit", "PermissionRequest")
 
 
 def _legacy_command(command: str) -> bool:

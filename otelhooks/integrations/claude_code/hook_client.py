@@ -56,13 +56,13 @@ import socket
 import subprocess
 import sys
 import time
+from types import ModuleType
 
 __all__ = [
     "ASKED_AT_ENV",
     "CLIENT_PID_ENV",
     "IDLE_ENV",
     "LATE_FD_ENV",
-    "end_hooks_of",
     "main",
     "socket_path",
 ]
@@ -79,15 +79,13 @@ _ENV_PREFIXES = ("OTELHOOKS_", "OTEL_", "CLAUDE_PROJECT_DIR", "HOME")
 _FLAGS_WITH_PATHS = ("--hooks", "--traces-out", "--state", "--export-env")
 # the CLI that runs this client with ``--dialect NAME`` (none: Claude Code)
 _CLIS = {"claude-code": "Claude Code", "codex": "Codex CLI", "gemini": "Gemini CLI"}
-# without progress for a slice, the daemon is asked whether it lives, and given the probe's time
+# without progress for a slice, the daemon is asked whether it lives (``_daemon_probe``)
 _SLICE_S = 1.0
-_PROBE_S = 2.0
 # how often the client looks at the one-process bridge's clock, and how long past the time it
 # was told it leaves the bridge's own clock to answer first (the same answer)
 _LATE_CHECK_S = 0.25
 _LATE_GRACE_S = 0.5
 _SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path (Linux's 108, less the final NUL)
-_ALIVE = b"GET /alive HTTP/1.1\r\nHost: otelhooks\r\nConnection: close\r\n\r\n"
 # The bridge in Python's UTF-8 mode, whatever the locale: the CLIs write and read UTF-8, and in
 # a Latin-1 locale a tool input with a character it lacks (a U+2019) could not be handed to a
 # command hook (its environment is encoded in the locale's encoding): every guard failed open.
@@ -233,13 +231,13 @@ def _ask(path: str, body: bytes) -> dict[str, object] | None:
             try:
                 request = request[sock.send(request) :]
             except TimeoutError:
-                _still_there(sock, path)
+                _probe().still_there(sock, path, _SLICE_S)
         chunks = []
         while True:
             try:
                 chunk = sock.recv(65536)
             except TimeoutError:
-                _still_there(sock, path)
+                _probe().still_there(sock, path, _SLICE_S)
                 continue
             if not chunk:
                 break
@@ -251,115 +249,26 @@ def _ask(path: str, body: bytes) -> dict[str, object] | None:
     return answer if isinstance(answer, dict) and "exit_code" in answer else None
 
 
-def _still_there(sock: socket.socket, path: str) -> None:
-    """Returns when the daemon at the other end of ``sock`` lives (it answers ``GET /alive`` at
-    once, or its answer came meanwhile); else kills it and raises ``TimeoutError``."""
-    if _alive(path, _peer(sock)):
-        return
-    sock.settimeout(0)
-    try:
-        sock.recv(1, socket.MSG_PEEK)  # its answer (or its end) came while the probe waited
-    except BlockingIOError:
-        _kill_peer(sock, path)
-        raise TimeoutError("the bridge daemon did not answer") from None
-    sock.settimeout(_SLICE_S)
+def _probe() -> ModuleType:
+    """The daemon probe beside this file (``_daemon_probe.py``), loaded when first needed: an
+    event answered at once never pays for it. Run as a script under ``-I``, this file's folder
+    is not on the import path, so the module is loaded from its path."""
+    if __package__:
+        from otelhooks.integrations.claude_code import _daemon_probe
 
+        return _daemon_probe
+    name = "otelhooks_hook_client_probe"
+    if name not in sys.modules:
+        import importlib.util
 
-def _alive(path: str, pid: int | None) -> bool:
-    """Whether the daemon ``pid`` (the one holding the event) answers ``GET /alive`` at
-    ``path``. When the path no longer leads to it (its file deleted by a tmp cleaner, or a newer
-    daemon's), whether that process is not stopped: asking the path, a healthy daemon was
-    killed mid-event, and a stopped one was taken for the newer daemon answering there."""
-    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    with probe:
-        probe.settimeout(_PROBE_S)
-        try:
-            probe.connect(path)
-            if pid is None or _peer(probe) == pid:
-                probe.sendall(_ALIVE)
-                return probe.recv(64).startswith(b"HTTP/1.1 200")
-        except (FileNotFoundError, ConnectionRefusedError):
-            pass
-        except OSError:
-            return False
-    return pid is not None and _not_stopped(pid)
-
-
-def _not_stopped(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as stat:
-            state = stat.read().rpartition(b")")[2].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in (b"T", b"t", b"Z", b"X")
-
-
-def _peer(sock: socket.socket) -> int | None:
-    """The pid of this user's process at the other end of ``sock`` (Linux's ``SO_PEERCRED``);
-    ``None`` elsewhere, or when that process is another user's."""
-    import struct
-
-    option = getattr(socket, "SO_PEERCRED", None)
-    if option is None:
-        return None
-    creds = sock.getsockopt(socket.SOL_SOCKET, option, struct.calcsize("3i"))
-    pid, uid, _ = struct.unpack("3i", creds)
-    return pid if pid > 0 and uid == os.getuid() else None
-
-
-def _kill_peer(sock: socket.socket, path: str) -> None:
-    """Kill the process listening at the other end of ``sock``: left alone, a stopped daemon
-    keeps its socket and lock (no new daemon can start, so every event would wait for the probe
-    again) and maybe the state file's lock, which the one-process bridge would wait 30 s for.
-    Without ``SO_PEERCRED`` (not Linux) it is left. Killed, it cannot log what it left undone."""
-    pid = _peer(sock)
-    if pid is not None:
-        _kill(pid)
-        try:
-            with open(path[: -len(".sock")] + ".log", "a", encoding="utf-8") as log:
-                log.write(
-                    f"{time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime())} [error    ] the hook "
-                    "client killed the bridge daemon: no answer to GET /alive within 2 s; the "
-                    "events it was answering are answered by the one-process bridge, their hooks "
-                    f"run again, and the notifications it had not sent yet are lost pid={pid}\n"
-                )
-        except OSError:
-            pass
-
-
-def _kill(pid: int) -> None:
-    """``SIGKILL`` a daemon or bridge (stopped or blocked, it acts on no other signal), and the
-    command hooks it runs."""
-    import signal
-
-    try:
-        os.kill(pid, signal.SIGSTOP)  # it starts no more, and its ended hooks keep their ids
-        end_hooks_of(pid)
-        os.kill(pid, signal.SIGKILL)
-    except OSError:
-        pass
-
-
-def end_hooks_of(pid: int) -> None:
-    """``SIGTERM`` the command hooks ``pid`` runs (each a process group, whose reaper then ends
-    all below it), as at their timeout: a bridge ending without them left them running
-    unsupervised, a killed daemon's beside their second run."""
-    import signal
-
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return
-    for entry in entries:
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as stat:
-                ppid = int(stat.read().rpartition(b")")[2].split()[1])
-            if ppid == pid:
-                os.killpg(int(entry), signal.SIGTERM)
-        except (OSError, IndexError, ValueError):
-            continue  # gone meanwhile, or not a group of its own
+        here = os.path.dirname(os.path.abspath(__file__))
+        spec = importlib.util.spec_from_file_location(name, os.path.join(here, "_daemon_probe.py"))
+        if spec is None or spec.loader is None:
+            raise ImportError(f"no _daemon_probe.py in {here}")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        sys.modules[name] = module
+    return sys.modules[name]
 
 
 def _private_folder(path: str) -> bool:
@@ -419,7 +328,8 @@ def _one_process(args: list[str], body: bytes, asked: float | None = None) -> in
                 pending = None  # handed over; communicate goes on with the rest
             told.read(told_pipe)
             if told.late is not None and told.overdue():
-                _kill(bridge.pid)  # held in a C call, or in any way its own clock cannot see
+                # held in a C call, or in any way its own clock cannot see
+                _probe().kill(bridge.pid)
                 bridge.wait()
                 return _write(told.late)
     if told.answered is None and told.late is not None:

@@ -13,6 +13,8 @@ Claude Code event            otelhooks
                              Claude cannot take as a result) answers ``permissionDecision: deny``
                              (or exit 2 with the reason on stderr), rewritten arguments answer
                              ``ask`` with ``updatedInput`` (the person confirms the change)
+``PreSkillShellCommand``     a skill's inline shell command: judged as the ``PreToolUse`` of its
+                             shell tool, and its span ends once it is answered
 ``PostToolUse``              the tool span ends (another process): ``tool_result_persist``
                              interceptors (a rewrite or block is ``updatedToolOutput``), then
                              ``after_tool_call``
@@ -39,6 +41,7 @@ answer leaves the CLI's own permission rules in charge.
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -79,6 +82,7 @@ from otelhooks.integrations.coding_agents._common import (
     event_marker,
     observer,
 )
+from otelhooks.integrations.coding_agents._input import SKILL_COMMAND_KEY
 from otelhooks.integrations.coding_agents._mapping import (
     EVENTS,
     claude_fields,
@@ -97,7 +101,7 @@ from otelhooks.integrations.coding_agents._spans import (
 )
 from otelhooks.integrations.coding_agents._state import BridgeState
 from otelhooks.integrations.coding_agents._state_rows import OpenOperation
-from otelhooks.integrations.coding_agents._tools import ToolUses, tool_values
+from otelhooks.integrations.coding_agents._tools import ToolUses, tool_args, tool_values
 from otelhooks.integrations.coding_agents._turns import Turns, turn_ids
 
 __all__ = ["ClaudeCodeBridge", "CodingAgentBridge"]
@@ -273,7 +277,14 @@ class CodingAgentBridge:
         session = str(payload.get("session_id") or "unknown-session")
         name = str(payload.get("hook_event_name") or "")
         if name == "PreToolUse":
-            return self.tools.pre(session, payload)
+            response = self.tools.pre(session, payload)
+            if payload.get(SKILL_COMMAND_KEY):
+                # no PostToolUse follows a skill's inline command: one not denied ends now; an
+                # ask, a defer or changed arguments keep it from running too (Claude Code 2.1.332)
+                tool = self.state.end_tool(session, tool_args(payload)[2])
+                if tool is not None:
+                    self.tools.end_tool(tool, "not_run" if _held(response) else "allowed")
+            return response
         if name in ("PostToolUse", "PostToolUseFailure"):
             return self.tools.post(session, name, payload, open_only=open_tools_only)
         if name == "PermissionDenied":
@@ -420,6 +431,19 @@ class CodingAgentBridge:
         if isinstance(new, MessageSendingEvent) and new.content != delta:
             return {"displayContent": new.content}, []
         return {}, []
+
+
+def _held(response: HookResponse) -> bool:
+    """Whether a ``PreToolUse`` answer asks, defers or changes the arguments: none of them lets
+    a skill's inline shell command run (Claude Code applies no changed arguments there)."""
+    try:
+        data = json.loads(response.stdout) if response.stdout.strip() else None
+    except ValueError:
+        return False
+    specific = data.get("hookSpecificOutput") if isinstance(data, dict) else None
+    if not isinstance(specific, dict):
+        return False
+    return specific.get("permissionDecision") in ("ask", "defer") or "updatedInput" in specific
 
 
 # Its name while it served Claude Code alone (``otelhooks.integrations.claude_code`` documents it)

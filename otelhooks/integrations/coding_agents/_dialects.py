@@ -29,7 +29,7 @@ from typing import Any
 
 from otelhooks._tool_kinds import GEMINI_LEGACY_NAMES, cli_aliases
 from otelhooks.integrations.coding_agents._common import HookResponse, cli_name
-from otelhooks.integrations.coding_agents._input import event_name_of
+from otelhooks.integrations.coding_agents._input import SKILL_COMMAND, as_tool_call, event_name_of
 
 __all__ = ["DIALECTS", "GEMINI_EVENTS", "Dialect", "dialect_named"]
 
@@ -172,7 +172,14 @@ def _gemini_out(response: HookResponse) -> HookResponse:
 
 
 DIALECTS: dict[str, Dialect] = {
-    "claude-code": Dialect("claude-code", "claude-code", "anthropic"),
+    # a skill's inline shell command is judged as its shell tool's call (and failed as one)
+    "claude-code": Dialect(
+        "claude-code",
+        "claude-code",
+        "anthropic",
+        to_bridge=as_tool_call,
+        events={SKILL_COMMAND: "PreToolUse"},
+    ),
     "codex": Dialect(
         "codex",
         "codex",

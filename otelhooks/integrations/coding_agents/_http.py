@@ -99,7 +99,13 @@ from otelhooks.integrations.coding_agents._answers import (
 from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
-from otelhooks.integrations.coding_agents._input import InputProblem, event_name_of, parse_input
+from otelhooks.integrations.coding_agents._input import (
+    SKILL_COMMAND,
+    InputProblem,
+    as_tool_call,
+    event_name_of,
+    parse_input,
+)
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 
 __all__ = [
@@ -123,6 +129,12 @@ _log = structlog.get_logger("otelhooks")
 
 # events whose hooks decide: they run before the answer (every other event's hooks are queued)
 _DECIDING = ANSWERING_EVENTS
+
+
+def _event_of(raw: bytes) -> str | None:
+    """The bridge's name of an unreadable input's event (a skill's command is a PreToolUse)."""
+    seen = event_name_of(raw)
+    return "PreToolUse" if seen == SKILL_COMMAND else seen
 
 
 def _deny(event: str, reason: str) -> dict[str, Any]:
@@ -301,7 +313,7 @@ class ClaudeCodeHookRoute:
         is looked at, so the sender learns nothing the 401 or 403 did not say."""
         if self.fail_closed:
             raw = await read_body(receive, self.max_body_bytes)
-            event = event_name_of(raw) if raw is not None else None
+            event = _event_of(raw) if raw is not None else None
             problem = f"the hook request was refused: {body.get('message')}"
             closed, answer = self._failure(event, problem, status)
             if closed == 200:
@@ -328,9 +340,9 @@ class ClaudeCodeHookRoute:
             await respond(send, status, answer, b"application/json")
             return
         try:
-            payload = parse_input(raw)
+            payload = as_tool_call(parse_input(raw))
         except InputProblem as exc:
-            status, answer = self._failure(event_name_of(raw), str(exc), 400)
+            status, answer = self._failure(_event_of(raw), str(exc), 400)
             await respond(send, status, answer, b"application/json")
             return
         event = str(payload.get("hook_event_name") or "")

@@ -15,7 +15,24 @@ from typing import Any, Final
 
 from otelhooks._json import MAX_DEPTH, JsonProblem, loads_bounded
 
-__all__ = ["MAX_DEPTH", "InputProblem", "event_name_of", "parse_input", "whole_characters"]
+__all__ = [
+    "MAX_DEPTH",
+    "SKILL_COMMAND",
+    "SKILL_COMMAND_KEY",
+    "InputProblem",
+    "as_tool_call",
+    "event_name_of",
+    "parse_input",
+    "whole_characters",
+]
+
+# Claude Code 2.1.332's event for a skill's (or command's) inline ``!`cmd` `` as it loads: the
+# shell runs it, and no ``PreToolUse`` fires for it (checked with the real CLI). It names the
+# shell tool (``Bash``, ``PowerShell``) and the command as ``tool_name`` / ``tool_input``, and a
+# deny (JSON or exit 2) keeps it from running, as a ``PreToolUse`` deny keeps a call.
+SKILL_COMMAND: Final = "PreSkillShellCommand"
+# the input's mark that its ``PreToolUse`` is such a command (no ``PostToolUse`` follows it)
+SKILL_COMMAND_KEY: Final = "otelhooks_skill_command"
 
 _EVENT_NAME: Final = re.compile(r'"hook_event_name"\s*:\s*"([A-Za-z0-9_]{1,64})"')
 _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F]")
@@ -69,3 +86,17 @@ def event_name_of(raw: str | bytes) -> str | None:
     text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
     found = _EVENT_NAME.search(text[: 1 << 20])
     return found.group(1) if found else None
+
+
+def as_tool_call(payload: dict[str, Any]) -> dict[str, Any]:
+    """A skill's inline shell command (:data:`SKILL_COMMAND`) as the ``PreToolUse`` of its
+    shell tool, so the guards of that tool judge it (before, none ran and the command ran
+    whatever they deny); any other input as it is.
+
+    Example:
+        >>> as_tool_call({"hook_event_name": "PreSkillShellCommand"})["hook_event_name"]
+        'PreToolUse'
+    """
+    if payload.get("hook_event_name") != SKILL_COMMAND:
+        return payload
+    return {**payload, "hook_event_name": "PreToolUse", SKILL_COMMAND_KEY: True}

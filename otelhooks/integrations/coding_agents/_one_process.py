@@ -96,7 +96,7 @@ def _watch_client(asker: Asker, client: int, done: threading.Event) -> None:
 def _end_hooks_then_die(signum: int, frame: FrameType | None) -> None:
     # A CLI ends a hook at its timeout with SIGTERM (Claude Code does): the command hooks this
     # process runs would go on unsupervised, their own timeouts being this process's to keep.
-    from otelhooks.integrations.claude_code.hook_client import end_hooks_of
+    from otelhooks.integrations.claude_code._daemon_probe import end_hooks_of
 
     end_hooks_of(os.getpid())
     signal.signal(signum, signal.SIG_DFL)
@@ -237,7 +237,7 @@ class Deadline:
         self._tell_client({"answered": late.exit_code})
         _print(late, self._answer_to)
         sys.stderr.flush()
-        from otelhooks.integrations.claude_code.hook_client import end_hooks_of
+        from otelhooks.integrations.claude_code._daemon_probe import end_hooks_of
 
         end_hooks_of(os.getpid())  # their timeouts were this process's to keep
         os._exit(late.exit_code)  # the main thread may be held in a hook's C call
