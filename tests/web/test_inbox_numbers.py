@@ -4,6 +4,7 @@ serve, Debian's Chromium, content capture on."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,6 +12,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer
+from otelhooks.testing import pipeline
 from tests.web.conftest import AGENT, AUTH, click_answer, log_in, serving_inbox
 
 pytestmark = pytest.mark.timeout(90)
@@ -87,3 +89,26 @@ def test_a_large_integer_is_shown_and_run_as_it_is(
     answer = httpx.get(f"{showing_inbox.url}/v1/approvals/{editable}", headers=AUTH).json()
     assert answer["state"] == "allowed"
     assert answer["answer_args"] == {"account": BIG, "amount": 6, "memo": "a\ud800b"}
+
+
+def test_a_call_in_serve_s_process_with_such_arguments_is_blocked(
+    showing_inbox: EventLogServer,
+) -> None:
+    hook = {
+        "id": "ask-nan",
+        "type": "before_tool_call",
+        "matcher": "rm",
+        "approval": {"timeout": 2, "default": "allow"},
+    }
+    ran: list[dict[str, Any]] = []
+    with pipeline(hooks=[hook]) as pipe:
+        with pipe.oh.operation("careful-bot") as op, op.step() as step:
+            args = {"path": "/data", "retries": math.nan}
+            step.run_tool("fs", "rm", args, lambda **kw: ran.append(kw) or "ok")
+        span = pipe.spans("execute_tool rm")[0]
+    # blocked at once, never a card the page could not show (nor its default after 2 s)
+    assert ran == []
+    assert span.attributes is not None
+    assert "cannot be shown" in str(span.attributes["otelhooks.hook.decision_reason"])
+    listing = httpx.get(f"{showing_inbox.url}/v1/approvals", headers=AUTH).json()
+    assert not [a for a in listing["pending"] + listing["answered"] if a["hook_id"] == "ask-nan"]
