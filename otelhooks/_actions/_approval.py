@@ -52,6 +52,7 @@ import httpx
 import structlog
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from otelhooks._actions._approval_args import ArgsNotShowable
 from otelhooks._actions._approval_inbox import (
     CLIENT_GONE,
     WITHDRAWN,
@@ -239,7 +240,7 @@ class ApprovalAction:
             )
         try:
             return inbox.request(**self._request(payload))
-        except InboxFull as exc:
+        except (InboxFull, ArgsNotShowable) as exc:
             raise HookError(str(exc), hook_id=self.hook_id, event=payload.event) from None
 
     def __call__(self, payload: HookEvent) -> Any:

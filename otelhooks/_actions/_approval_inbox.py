@@ -27,6 +27,7 @@ from typing import Any, Literal, TypeVar
 
 import structlog
 
+from otelhooks._actions._approval_args import showable
 from otelhooks._eventlog._signal import AppendSignal
 
 __all__ = [
@@ -262,7 +263,9 @@ class ApprovalInbox:
         call: str = "",
     ) -> Approval:
         """Add a pending approval, or give the card of the same call (:func:`joins`); raises
-        :class:`InboxFull` past ``max_pending``."""
+        :class:`InboxFull` past ``max_pending``, ``ArgsNotShowable`` for arguments the page
+        cannot show as they are."""
+        showable(args)
         now = _now_ms()
         item = Approval(
             id=uuid.uuid4().hex,
@@ -337,7 +340,9 @@ class ApprovalInbox:
         args: dict[str, Any] | None = None,
     ) -> Approval | None:
         """Answer a pending approval; ``None`` when it is unknown or was answered already (its
-        deadline passed: the default applies now, as a waiter between two looks would find)."""
+        deadline passed: the default applies now, as a waiter between two looks would find).
+        Edited ``args`` the page could not show raise ``ArgsNotShowable``."""
+        showable(args)
         with self._lock:
             expired = self._expire_overdue()
             item = self._pending.get(approval_id)

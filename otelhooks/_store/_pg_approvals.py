@@ -43,6 +43,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 
+from otelhooks._actions._approval_args import showable
 from otelhooks._actions._approval_inbox import (
     LAPSED,
     LEASE_S,
@@ -148,7 +149,9 @@ class SharedApprovalInbox(ApprovalInbox):
         Raises:
             InboxFull: ``max_pending`` approvals wait in the fleet already.
             StoreUnavailable: the store cannot commit right now.
+            ArgsNotShowable: arguments the page cannot show as they are.
         """
+        showable(args)
         self._expire_due()
         params = {
             "id": uuid.uuid4().hex,
@@ -212,7 +215,9 @@ class SharedApprovalInbox(ApprovalInbox):
     ) -> Approval | None:
         """Answer a pending approval unless another instance, a person or its deadline did
         first; ``None`` when it is unknown or was answered already (then its default applies
-        now if its deadline passed)."""
+        now if its deadline passed); edited ``args`` the page cannot show raise
+        ``ArgsNotShowable``."""
+        showable(args)
         allowed = decision == "allow"
         params: dict[str, object] = {
             "id": approval_id,

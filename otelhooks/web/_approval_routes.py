@@ -39,6 +39,7 @@ from urllib.parse import parse_qs
 
 import structlog
 
+from otelhooks._actions._approval_args import ArgsNotShowable, args_text
 from otelhooks._actions._approval_inbox import Approval, ApprovalInbox, InboxFull
 from otelhooks._eventlog._asgi import Receive, Scope, Send, disconnected, read_body, respond
 from otelhooks._store._errors import StoreError
@@ -128,7 +129,11 @@ class ApprovalRoutes:
                 "since_ms": self.inbox.refused_since_ms,
                 "last_ms": self.inbox.refused_last_ms,
             },
-            "pending": [self._shown(a, content) for a in self.inbox.pending()],
+            # a browser reads each number as a double: the page shows the arguments' own text
+            "pending": [
+                {**self._shown(a, content), "args_text": args_text(a.args) if content else None}
+                for a in self.inbox.pending()
+            ],
             "answered": [self._shown(a, content) for a in self.inbox.answered()],
         }
 
@@ -185,6 +190,9 @@ class ApprovalRoutes:
             )
         except InboxFull as exc:
             await _json(send, 503, {"error": "inbox_full", "message": str(exc)})
+            return
+        except ArgsNotShowable as exc:  # the page could not show the card (nor any other)
+            await _json(send, 400, {"error": "bad_request", "message": str(exc)})
             return
         await _json(send, 201, self._shown(item, True))
 
@@ -282,7 +290,11 @@ class ApprovalRoutes:
             reason=_text(body.get("reason")),
             args=args,
         )
-        item = await self.inbox.call(answer)
+        try:
+            item = await self.inbox.call(answer)
+        except ArgsNotShowable as exc:
+            await _json(send, 400, {"error": "bad_request", "message": str(exc)})
+            return
         if item is None:
             await self._not_answered(approval_id, send)
             return

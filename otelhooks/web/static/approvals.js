@@ -39,9 +39,12 @@
     }
     box.append(head, meta);
     let edit = null;
+    let text = '';
     if (content) {
       box.append(el('h4', null, 'Arguments'));
-      const text = visible(JSON.stringify(item.args, null, 2));
+      // the arguments' own text (serve's): JSON.parse reads every number as a double, and
+      // showed 9007199254740993 as 9007199254740992, which is not the call that runs
+      text = visible(item.args_text ?? JSON.stringify(item.args, null, 2));
       if (item.editable) {
         edit = el('textarea', 'args');
         edit.value = text;
@@ -66,20 +69,21 @@
         return;
       }
       problem.hidden = true;
-      const body = { decision, reason: reason.value };
-      if (edit && decision === 'allow') {
+      let body = JSON.stringify({ decision, reason: reason.value });
+      if (edit && decision === 'allow' && edit.value !== text) {
         try {
-          const edited = JSON.parse(edit.value);
-          if (JSON.stringify(edited) !== JSON.stringify(item.args)) body.args = edited;
+          JSON.parse(edit.value);
         } catch (err) {
           problem.textContent = `The arguments are not valid JSON: ${err.message}`;
           problem.hidden = false;
           return;
         }
+        // the box's own text, not JSON.parse's reading of it: that rounds each large integer
+        body = `${body.slice(0, -1)},"args":${edit.value}}`;
       }
       approve.disabled = deny.disabled = true;
       try {
-        await api(`/v1/approvals/${item.id}`, { method: 'POST', body: JSON.stringify(body) });
+        await api(`/v1/approvals/${item.id}`, { method: 'POST', body });
       } catch (err) {
         problem.textContent = `Not answered: ${err.message}`;
         problem.hidden = false;

@@ -5,10 +5,11 @@ const oh = (() => {
   const state = { session: null, version: -1, approvals: -1 };
 
   // Characters that reorder or hide text without being seen (bidi controls, zero-width and other
-  // format characters, line separators, control characters but tab and newline): an argument can
-  // make `;rm -rf ~` read as a comment. They are shown as \uXXXX, each UTF-16 unit: inside a
-  // JSON string that is the character's own escape, so the text still parses to the same value.
-  const HIDDEN = /[\p{Cf}\p{Zl}\p{Zp}\0-\x08\x0b-\x1f\x7f-\x9f]/gu;
+  // format characters, line separators, control characters but tab and newline, lone surrogates,
+  // drawn as one replacement character whatever they are): an argument can make `;rm -rf ~` read
+  // as a comment. They are shown as \uXXXX, each UTF-16 unit: inside a JSON string that is the
+  // character's own escape, so the text still parses to the same value.
+  const HIDDEN = /[\p{Cf}\p{Zl}\p{Zp}\p{Cs}\0-\x08\x0b-\x1f\x7f-\x9f]/gu;
   function escapeUnits(c) {
     let out = '';
     for (let i = 0; i < c.length; i++) out += `\\u${c.charCodeAt(i).toString(16).padStart(4, '0')}`;
