@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -86,6 +87,8 @@ _GEMINI_TRUST = (
     "a word; trust the folder (GEMINI_CLI_TRUST_WORKSPACE=true, or in interactive Gemini CLI), or "
     "install with --user (the user's hooks run in any folder)"
 )
+# what Gemini CLI 0.61 takes for a variable in a settings string (JavaScript's \w is ASCII)
+_GEMINI_VARIABLE = re.compile(r"\$(?=[A-Za-z0-9_{])")
 _TOOL_EVENTS = frozenset(
     {"PreToolUse", "PermissionRequest", "PostToolUse", "BeforeTool", "AfterTool"}
 )
@@ -147,16 +150,35 @@ def _command(dialect: str, hooks_file: Path, traces_out: str | None, fail_closed
     return f"{command} {MARK}"
 
 
+def gemini_literal(command: str) -> str:
+    """``command`` as Gemini CLI must be given it to run it as written.
+
+    Gemini CLI replaces ``$NAME`` and ``${NAME}`` in every string of its settings with its own
+    environment's value before it runs a hook, with no escape: a path with ``$HOME`` in it
+    named another file, and the guard could not start (the tool ran). Every such ``$`` here is
+    inside a :func:`shlex.quote` path (single quotes), and the commands use no shell variable
+    (``$?`` only), so the quote is closed right after it: ``'a$''HOME'`` is ``a$HOME`` to the
+    shell and holds no ``$`` followed by a name for Gemini CLI.
+
+    Example:
+        >>> gemini_literal("cat '/p/$HOME/x' # otelhooks:installed")
+        "cat '/p/$''HOME/x' # otelhooks:installed"
+    """
+    return _GEMINI_VARIABLE.sub("$''", command)
+
+
 def _closed(command: str) -> str:
     """The tool guard's command under ``--fail-closed``: the bridge's own answer (exit 0 or 2)
     as it is, any other exit (the interpreter gone, a crash) a block. Neither CLI has Claude
     Code's ``onFailure``, and Codex runs the tool after a hook that cannot start, fail-closed
     or not; both run hook commands with a shell."""
     bare = command.removesuffix(f" {MARK}")
+    # `$?` still holds the bridge's exit inside a branch; no named variable, which Gemini CLI
+    # would replace with its environment's (see gemini_literal)
     return (
-        f"{bare}; s=$?; case $s in 0|2) exit $s;; esac; "
-        'echo "otelhooks: the guard could not run (exit $s): blocked (--fail-closed)" >&2; '
-        f"exit 2 {MARK}"
+        f"{bare}; case $? in 0|2) exit $?;; *) "
+        'echo "otelhooks: the guard could not run (exit $?): blocked (--fail-closed)" >&2; '
+        f"exit 2;; esac {MARK}"
     )
 
 
@@ -175,9 +197,10 @@ def _groups(
     longer = covering_timeout(wait_s) if wait_s else 0
     for event in events:
         closed = fail_closed and guard.get(event) == "PreToolUse"
+        text = _closed(command) if closed else command
         handler: dict[str, Any] = {
             "type": "command",
-            "command": _closed(command) if closed else command,
+            "command": gemini_literal(text) if agent.dialect == "gemini" else text,
         }
         if agent.named:
             handler = {"name": "otelhooks", **handler}
