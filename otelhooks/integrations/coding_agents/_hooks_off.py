@@ -5,13 +5,14 @@ turn hooks off, read the way each CLI reads them (Gemini CLI's settings are JSON
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+from otelhooks.integrations.coding_agents._gemini_json import gemini_json
 
 __all__ = [
     "codex_home",
@@ -33,10 +34,8 @@ def codex_home() -> Path:
 
 
 def _settings(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}  # no file, or one install refuses on its own when it is the target
+    # comments and all, as Gemini CLI reads it; None for no file, or one Gemini CLI skips
+    data = gemini_json(path)
     config = data.get("hooksConfig") if isinstance(data, dict) else None
     return config if isinstance(config, dict) else {}
 

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from otelhooks.integrations.claude_code._entries import is_ours
+from otelhooks.integrations.coding_agents._gemini_json import gemini_json
 
 __all__ = ["neighbour_notes"]
 
@@ -24,11 +25,14 @@ _GUARD_EVENT = {"codex": "PreToolUse", "gemini": "BeforeTool"}
 _SHOWN = 80  # characters of a neighbour's command in the note
 
 
-def _handlers(path: Path, event: str) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []  # no file, or one the installer refuses on its own
+def _handlers(path: Path, event: str, dialect: str) -> list[dict[str, Any]]:
+    if dialect == "gemini":  # with comments, as Gemini CLI reads its settings
+        data = gemini_json(path)
+    else:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return []  # no file, or one the installer refuses on its own
     hooks = data.get("hooks") if isinstance(data, dict) else None
     groups = hooks.get(event) if isinstance(hooks, dict) else None
     found = []
@@ -54,7 +58,7 @@ def neighbour_notes(dialect: str, display: str, files: Sequence[Path]) -> list[s
         return []
     named = []
     for path in files:
-        for handler in _handlers(path, event):
+        for handler in _handlers(path, event, dialect):
             # Gemini CLI names its handlers (what its warnings and /hooks show)
             what = str(handler.get("name") or handler.get("command") or handler.get("type"))
             what = what if len(what) <= _SHOWN else what[: _SHOWN - 3] + "..."
