@@ -15,6 +15,8 @@ import re
 from pathlib import Path
 from typing import Any
 
+from otelhooks.integrations.claude_code._settings_file import read_regular
+
 __all__ = ["gemini_json", "strip_comments"]
 
 _VISIBLE = re.compile(r"\S")
@@ -86,8 +88,10 @@ def strip_comments(text: str) -> str:
 def gemini_json(path: Path) -> Any:
     """The settings in ``path`` as Gemini CLI reads them (``None``: no file, or one Gemini CLI
     skips as unparsable; it takes invalid UTF-8 as replacement characters)."""
+    raw = read_regular(path)
+    if raw is None:
+        return None
     try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
-        return json.loads(strip_comments(text))
-    except (OSError, ValueError, RecursionError):
+        return json.loads(strip_comments(raw.decode("utf-8", errors="replace")))
+    except (ValueError, RecursionError):
         return None

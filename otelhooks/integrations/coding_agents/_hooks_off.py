@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from otelhooks.integrations.claude_code._settings_file import read_regular
 from otelhooks.integrations.coding_agents._gemini_json import gemini_json
 
 __all__ = [
@@ -111,10 +112,11 @@ def gemini_hooks_off(files: Sequence[Path], *, system: Path | None = None) -> li
 
 
 def _toml(path: Path) -> dict[str, Any]:
+    raw = read_regular(path)
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}  # no file, or one Codex itself refuses to start with
+        return tomllib.loads(raw.decode("utf-8")) if raw is not None else {}
+    except ValueError:
+        return {}  # one Codex itself refuses to start with
 
 
 def _hooks_feature(config: dict[str, Any]) -> bool | None:

@@ -46,7 +46,7 @@ from otelhooks.integrations.claude_code._install import (
     slow_hooks_warning,
 )
 from otelhooks.integrations.claude_code._json_text import Node
-from otelhooks.integrations.claude_code._settings_file import edit_settings
+from otelhooks.integrations.claude_code._settings_file import check_editable, edit_settings
 from otelhooks.integrations.coding_agents._codex_servers import (
     codex_config_files,
     ignored_server_notes,
@@ -263,6 +263,8 @@ def install_agent(
     """
     agent = _agent(dialect)
     path = hooks_path(dialect, project=project, user=user)
+    # refused before the checks below read it: a named pipe there would hold them forever
+    check_editable(path)
     hooks = Path(hooks_file).expanduser()
     hooks = hooks if hooks.is_absolute() else (Path(project) / hooks).absolute()
     command = _command(dialect, hooks, traces_out, fail_closed)

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from otelhooks.integrations.claude_code._entries import is_ours
+from otelhooks.integrations.claude_code._settings_file import read_regular
 from otelhooks.integrations.coding_agents._gemini_json import gemini_json
 
 __all__ = ["neighbour_notes"]
@@ -29,10 +30,11 @@ def _handlers(path: Path, event: str, dialect: str) -> list[dict[str, Any]]:
     if dialect == "gemini":  # with comments, as Gemini CLI reads its settings
         data = gemini_json(path)
     else:
+        raw = read_regular(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            return []  # no file, or one the installer refuses on its own
+            data = json.loads(raw) if raw is not None else None
+        except ValueError:
+            return []  # one the installer refuses on its own
     hooks = data.get("hooks") if isinstance(data, dict) else None
     groups = hooks.get(event) if isinstance(hooks, dict) else None
     found = []
