@@ -309,6 +309,8 @@ def install_agent(
         warnings[:0] = ignored_server_notes(configs, loaded or ())
         warnings += codex_trust_notes(path, None if user else Path(project))
     others = [] if user else [hooks_path(dialect, user=True)]
+    if dialect == "codex":  # Codex runs the hooks of its config.toml files' `[hooks]` too
+        others += codex_config_files(None if user else project)
     warnings += neighbour_notes(dialect, dialect_named(dialect).display_name, [path, *others])
     change = SettingsChange(path, warnings=warnings)
 

@@ -11,6 +11,7 @@ so, naming each such hook they find (:func:`neighbour_notes`).
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,12 @@ _SHOWN = 80  # characters of a neighbour's command in the note
 def _handlers(path: Path, event: str, dialect: str) -> list[dict[str, Any]]:
     if dialect == "gemini":  # with comments, as Gemini CLI reads its settings
         data = gemini_json(path)
+    elif path.suffix == ".toml":  # Codex's config.toml: a `[hooks]` table, as in hooks.json
+        raw = read_regular(path)
+        try:
+            data = tomllib.loads(raw.decode("utf-8")) if raw is not None else None
+        except ValueError:
+            return []  # one Codex refuses to start with
     else:
         raw = read_regular(path)
         try:
