@@ -107,7 +107,8 @@ class AgentInstall:
     def user_folder(self) -> Path:
         if self.dialect == "codex":
             return codex_home()
-        return Path(f"~/{self.folder}").expanduser()
+        # Gemini CLI 0.61 takes $GEMINI_CLI_HOME for the home its user settings are under
+        return Path(os.environ.get("GEMINI_CLI_HOME") or "~").expanduser() / self.folder
 
 
 _AGENTS = {
@@ -126,7 +127,8 @@ def _agent(dialect: str) -> AgentInstall:
 
 def hooks_path(dialect: str, *, project: str | os.PathLike[str] = ".", user: bool = False) -> Path:
     """The file :func:`install_agent` edits for ``dialect`` (``codex`` or ``gemini``): the
-    project's, or with ``user`` the user's (``$CODEX_HOME/hooks.json``, ``~/.gemini/...``).
+    project's, or with ``user`` the user's (``$CODEX_HOME/hooks.json``, ``~/.gemini/...``, or
+    ``$GEMINI_CLI_HOME/.gemini/...`` when set, as Gemini CLI reads it).
 
     Raises:
         ValueError: ``dialect`` has no installer here (Claude Code's is
