@@ -342,15 +342,33 @@ def _refuse_what_codex_rejects(text: str, path: Path) -> None:
     for event, groups in events.items():
         for group in groups if isinstance(groups, list) else ():
             handlers = group.get("hooks") if isinstance(group, dict) else None
-            for handler in handlers if isinstance(handlers, list) else ():
-                kind = handler.get("type") if isinstance(handler, dict) else None
-                if kind not in _CODEX_HANDLER_TYPES:
-                    raise ValueError(
-                        f"{path}: a {event} hook of type {kind!r}: Codex CLI rejects the whole "
-                        f"file for it (it runs {', '.join(sorted(_CODEX_HANDLER_TYPES))}), so no "
-                        "hook there would run, otelhooks' guards included; change or remove "
-                        "that hook first (the file is left untouched)"
-                    )
+            problems = [_codex_rejects(h) for h in (handlers if isinstance(handlers, list) else ())]
+            matcher = group.get("matcher") if isinstance(group, dict) else None
+            if matcher is not None and not isinstance(matcher, str):
+                problems.insert(0, f"with a matcher that is not a string ({matcher!r})")
+            for problem in filter(None, problems):
+                raise ValueError(
+                    f"{path}: a {event} hook {problem}: Codex CLI rejects the whole file for it "
+                    f"(it runs {', '.join(sorted(_CODEX_HANDLER_TYPES))} hooks, each as its "
+                    "schema says), without a word, so no hook there would run, otelhooks' "
+                    "guards included; change or remove that hook first (the file is left "
+                    "untouched)"
+                )
+
+
+def _codex_rejects(handler: Any) -> str | None:
+    """What in one handler makes Codex 0.171 reject its file (each checked with the real CLI;
+    a key it does not know it accepts)."""
+    kind = handler.get("type") if isinstance(handler, dict) else None
+    if kind not in _CODEX_HANDLER_TYPES:
+        return f"of type {kind!r}"
+    if kind == "command" and not isinstance(handler.get("command"), str):
+        return "without a `command` string"
+    timeout = handler.get("timeout")
+    whole = isinstance(timeout, int) and not isinstance(timeout, bool) and timeout >= 0
+    if timeout is not None and not whole:
+        return f"with a timeout that is not a whole number of seconds ({timeout!r})"
+    return None
 
 
 def uninstall_agent(
