@@ -101,7 +101,11 @@ def _uninstall(args: argparse.Namespace) -> int:
 
 
 def _where(parser: argparse.ArgumentParser, dialect: str) -> None:
-    user_file = "$CODEX_HOME/hooks.json" if dialect == "codex" else "~/.gemini/settings.json"
+    user_file = (
+        "$CODEX_HOME/hooks.json"
+        if dialect == "codex"
+        else "~/.gemini/settings.json ($GEMINI_CLI_HOME/.gemini when set)"
+    )
     parser.add_argument("--user", action="store_true", help=f"{user_file} instead of the project's")
     parser.add_argument(
         "--project", default=".", metavar="DIR", help="the project folder (default: .)"

@@ -20,7 +20,7 @@ from otelhooks.integrations.claude_code._install import (
     settings_path,
     uninstall,
 )
-from otelhooks.integrations.claude_code._settings_file import check_editable
+from otelhooks.integrations.claude_code._settings_file import check_editable, read_regular
 
 __all__ = ["ProjectChange", "install_project", "uninstall_project"]
 
@@ -145,10 +145,11 @@ def _managed_settings_files() -> list[Path]:
 
 
 def _settings(path: Path) -> dict[str, object]:
+    raw = read_regular(path)  # a named pipe would hold install forever
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}  # no file, or one install refuses on its own when it is the target
+        data = json.loads(raw) if raw is not None else {}
+    except ValueError:
+        return {}  # one install refuses on its own when it is the target
     return data if isinstance(data, dict) else {}
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from otelhooks.integrations.claude_code._json_text import Node, parse
 
-__all__ = ["Edited", "check_editable", "edit_settings"]
+__all__ = ["Edited", "check_editable", "edit_settings", "read_regular"]
 
 _EMPTY = ("{}", "{}\n")
 _ATTEMPTS = 5
@@ -51,13 +51,47 @@ class Edited:
         return self.before != self.after
 
 
+def _kind(mode: int) -> str | None:
+    """What a file that is not a regular file is, for the refusal (``None``: a regular file)."""
+    if stat.S_ISREG(mode):
+        return None
+    kinds = {
+        stat.S_ISFIFO: "a named pipe",
+        stat.S_ISCHR: "a character device",
+        stat.S_ISBLK: "a block device",
+        stat.S_ISSOCK: "a socket",
+        stat.S_ISDIR: "a folder",
+    }
+    return next((name for test, name in kinds.items() if test(mode)), "not a regular file")
+
+
 def _read(path: Path) -> tuple[bytes | None, tuple[int, int, int] | None]:
+    # Opened without blocking and checked before a byte is read: a named pipe would hold install
+    # forever, and a device (a link to /dev/null) would be replaced by a regular file when
+    # written, by root the machine's own.
     try:
-        with path.open("rb") as handle:
-            info = os.fstat(handle.fileno())
-            return handle.read(), (info.st_ino, info.st_size, info.st_mtime_ns)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         return None, None
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(fd)
+        kind = _kind(info.st_mode)
+        if kind is not None:
+            raise ValueError(
+                f"{path}: {kind}, not a settings file: nothing is read from or written to it; "
+                "point it at a regular file, or remove it"
+            )
+        return handle.read(), (info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def read_regular(path: Path) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file (``None``: no file, one that cannot be
+    read, or a pipe, device or folder: a CLI's settings read beside the one install edits, where
+    a named pipe would hold install forever)."""
+    try:
+        return _read(path)[0]
+    except (OSError, ValueError):
+        return None
 
 
 def _signature(path: Path) -> tuple[int, int, int] | None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Final
 
 from otelhooks._hooks import Hook
+from otelhooks.integrations.claude_code._settings_file import read_regular
 
 __all__ = ["codex_config_files", "ignored_server_notes"]
 
@@ -37,9 +38,10 @@ def codex_config_files(project: str | os.PathLike[str] | None) -> list[Path]:
 
 
 def _servers(path: Path) -> list[str]:
+    raw = read_regular(path)  # a named pipe would hold install forever
     try:
-        config = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        config = tomllib.loads(raw.decode("utf-8")) if raw is not None else {}
+    except ValueError:
         return []
     servers = config.get("mcp_servers")
     return [str(name) for name in servers] if isinstance(servers, dict) else []

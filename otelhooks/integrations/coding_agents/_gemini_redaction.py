@@ -19,7 +19,6 @@ on the strict case: the spans are lost, and arrive from the export file).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -29,6 +28,7 @@ from otelhooks._actions._approval import ApprovalAction
 from otelhooks._errors import ConfigError
 from otelhooks._hooks import Hook
 from otelhooks.integrations.coding_agents._environment import EXPORT_FILE, read_export_file
+from otelhooks.integrations.coding_agents._gemini_json import gemini_json
 
 __all__ = ["gemini_removes", "redaction_notes"]
 
@@ -138,9 +138,8 @@ def _redaction(settings_files: Iterable[Path]) -> dict[str, Any]:
     merged: dict[str, Any] = {"allowed": set(), "blocked": set()}
     for path in settings_files:
         try:
-            settings = json.loads(path.read_text(encoding="utf-8"))
-            redaction = settings["security"]["environmentVariableRedaction"]
-        except (OSError, ValueError, KeyError, TypeError):
+            redaction = gemini_json(path)["security"]["environmentVariableRedaction"]
+        except (KeyError, TypeError):
             continue
         if not isinstance(redaction, dict):
             continue

@@ -24,9 +24,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
-import sys
-import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,13 +46,21 @@ from otelhooks.integrations.claude_code._install import (
     slow_hooks_warning,
 )
 from otelhooks.integrations.claude_code._json_text import Node
-from otelhooks.integrations.claude_code._settings_file import edit_settings
+from otelhooks.integrations.claude_code._settings_file import check_editable, edit_settings
 from otelhooks.integrations.coding_agents._codex_servers import (
     codex_config_files,
     ignored_server_notes,
 )
 from otelhooks.integrations.coding_agents._dialects import dialect_named
 from otelhooks.integrations.coding_agents._gemini_redaction import redaction_notes
+from otelhooks.integrations.coding_agents._hooks_off import (
+    codex_home,
+    codex_hooks_off,
+    codex_trust_notes,
+    gemini_hooks_off,
+    gemini_reads,
+    gemini_system_files,
+)
 from otelhooks.integrations.coding_agents._neighbours import neighbour_notes
 
 __all__ = [
@@ -72,9 +79,6 @@ _TIMEOUT_S = 30
 # The handler types Codex 0.171 parses; for any other it rejects the whole hooks.json ("unknown
 # variant"), so no hook of that file runs, ours included (tests/coding_agents_cli).
 _CODEX_HANDLER_TYPES = frozenset({"command", "mcp_tool", "prompt", "agent"})
-# Codex has no variable that moves its system folder; this one moves where install looks (a
-# test's folder, or a machine whose policy is deployed elsewhere)
-_CODEX_SYSTEM_DIR_ENV = "OTELHOOKS_CODEX_SYSTEM_DIR"
 # Gemini CLI 0.61 reads a project's settings before it takes --skip-trust as trusting the
 # folder: the run goes on with none of the project's hooks (tests/coding_agents_cli)
 _GEMINI_TRUST = (
@@ -83,6 +87,8 @@ _GEMINI_TRUST = (
     "a word; trust the folder (GEMINI_CLI_TRUST_WORKSPACE=true, or in interactive Gemini CLI), or "
     "install with --user (the user's hooks run in any folder)"
 )
+# what Gemini CLI 0.61 takes for a variable in a settings string (JavaScript's \w is ASCII)
+_GEMINI_VARIABLE = re.compile(r"\$(?=[A-Za-z0-9_{])")
 _TOOL_EVENTS = frozenset(
     {"PreToolUse", "PermissionRequest", "PostToolUse", "BeforeTool", "AfterTool"}
 )
@@ -100,8 +106,9 @@ class AgentInstall:
 
     def user_folder(self) -> Path:
         if self.dialect == "codex":
-            return Path(os.environ.get("CODEX_HOME") or "~/.codex").expanduser()
-        return Path(f"~/{self.folder}").expanduser()
+            return codex_home()
+        # Gemini CLI 0.61 takes $GEMINI_CLI_HOME for the home its user settings are under
+        return Path(os.environ.get("GEMINI_CLI_HOME") or "~").expanduser() / self.folder
 
 
 _AGENTS = {
@@ -120,7 +127,8 @@ def _agent(dialect: str) -> AgentInstall:
 
 def hooks_path(dialect: str, *, project: str | os.PathLike[str] = ".", user: bool = False) -> Path:
     """The file :func:`install_agent` edits for ``dialect`` (``codex`` or ``gemini``): the
-    project's, or with ``user`` the user's (``$CODEX_HOME/hooks.json``, ``~/.gemini/...``).
+    project's, or with ``user`` the user's (``$CODEX_HOME/hooks.json``, ``~/.gemini/...``, or
+    ``$GEMINI_CLI_HOME/.gemini/...`` when set, as Gemini CLI reads it).
 
     Raises:
         ValueError: ``dialect`` has no installer here (Claude Code's is
@@ -144,16 +152,35 @@ def _command(dialect: str, hooks_file: Path, traces_out: str | None, fail_closed
     return f"{command} {MARK}"
 
 
+def gemini_literal(command: str) -> str:
+    """``command`` as Gemini CLI must be given it to run it as written.
+
+    Gemini CLI replaces ``$NAME`` and ``${NAME}`` in every string of its settings with its own
+    environment's value before it runs a hook, with no escape: a path with ``$HOME`` in it
+    named another file, and the guard could not start (the tool ran). Every such ``$`` here is
+    inside a :func:`shlex.quote` path (single quotes), and the commands use no shell variable
+    (``$?`` only), so the quote is closed right after it: ``'a$''HOME'`` is ``a$HOME`` to the
+    shell and holds no ``$`` followed by a name for Gemini CLI.
+
+    Example:
+        >>> gemini_literal("cat '/p/$HOME/x' # otelhooks:installed")
+        "cat '/p/$''HOME/x' # otelhooks:installed"
+    """
+    return _GEMINI_VARIABLE.sub("$''", command)
+
+
 def _closed(command: str) -> str:
     """The tool guard's command under ``--fail-closed``: the bridge's own answer (exit 0 or 2)
     as it is, any other exit (the interpreter gone, a crash) a block. Neither CLI has Claude
     Code's ``onFailure``, and Codex runs the tool after a hook that cannot start, fail-closed
     or not; both run hook commands with a shell."""
     bare = command.removesuffix(f" {MARK}")
+    # `$?` still holds the bridge's exit inside a branch; no named variable, which Gemini CLI
+    # would replace with its environment's (see gemini_literal)
     return (
-        f"{bare}; s=$?; case $s in 0|2) exit $s;; esac; "
-        'echo "otelhooks: the guard could not run (exit $s): blocked (--fail-closed)" >&2; '
-        f"exit 2 {MARK}"
+        f"{bare}; case $? in 0|2) exit $?;; *) "
+        'echo "otelhooks: the guard could not run (exit $?): blocked (--fail-closed)" >&2; '
+        f"exit 2;; esac {MARK}"
     )
 
 
@@ -172,9 +199,10 @@ def _groups(
     longer = covering_timeout(wait_s) if wait_s else 0
     for event in events:
         closed = fail_closed and guard.get(event) == "PreToolUse"
+        text = _closed(command) if closed else command
         handler: dict[str, Any] = {
             "type": "command",
-            "command": _closed(command) if closed else command,
+            "command": gemini_literal(text) if agent.dialect == "gemini" else text,
         }
         if agent.named:
             handler = {"name": "otelhooks", **handler}
@@ -188,178 +216,6 @@ def _groups(
             group = {"matcher": "*", **group}
         groups[event] = group
     return groups
-
-
-def _settings(path: Path) -> dict[str, Any]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}  # no file, or one install refuses on its own when it is the target
-    config = data.get("hooksConfig") if isinstance(data, dict) else None
-    return config if isinstance(config, dict) else {}
-
-
-def gemini_system_files() -> tuple[Path, Path]:
-    """Gemini CLI's system settings (an administrator's: over the user's and the project's)
-    and system defaults (under them all), where Gemini CLI looks: the paths
-    ``GEMINI_CLI_SYSTEM_SETTINGS_PATH`` and ``GEMINI_CLI_SYSTEM_DEFAULTS_PATH`` name, else
-    ``/etc/gemini-cli/settings.json`` (Linux; ``/Library/Application Support/GeminiCli`` on
-    macOS, ``C:\\ProgramData\\gemini-cli`` on Windows) and ``system-defaults.json`` beside it.
-    Gemini CLI reads either only when root owns it and every folder above it, none of them
-    writable by a group or others (POSIX)."""
-    system = os.environ.get("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
-    if not system:
-        system = {
-            "darwin": "/Library/Application Support/GeminiCli/settings.json",
-            "win32": "C:/ProgramData/gemini-cli/settings.json",
-        }.get(sys.platform, "/etc/gemini-cli/settings.json")
-    defaults = os.environ.get("GEMINI_CLI_SYSTEM_DEFAULTS_PATH")
-    return Path(system), Path(defaults or Path(system).parent / "system-defaults.json")
-
-
-def _read_by_gemini(path: Path) -> bool:
-    """Whether Gemini CLI reads the system file ``path``: on POSIX only when it and every
-    folder above it (as given and resolved) belong to root and no group or other user can
-    write them; it skips any other with a security warning."""
-    if sys.platform == "win32":
-        return True
-    try:
-        for item in {path, *path.parents, *path.resolve().parents}:
-            if item.is_symlink() and item.lstat().st_uid != 0:
-                return False
-            stat = item.stat()
-            if stat.st_uid != 0 or stat.st_mode & 0o022:
-                return False
-    except OSError:
-        return False
-    return True
-
-
-def gemini_hooks_off(files: Sequence[Path], *, system: Path | None = None) -> list[str]:
-    """Why Gemini CLI would run none of our hooks, from its settings ``files`` (highest
-    precedence first: the system settings, the project's, the user's, the system defaults):
-    ``hooksConfig.enabled: false`` in the first that sets it, or ``otelhooks`` (our handlers'
-    name) in a ``hooksConfig.disabled`` (Gemini CLI joins every file's list). A note about
-    ``system`` (the system settings file) says that only an administrator can change it.
-
-    Example:
-        >>> gemini_hooks_off([Path("/nonexistent/settings.json")])
-        []
-    """
-    admin = "; Gemini CLI's system settings override the user's and the project's: only an "
-    notes = []
-    for path in files:
-        enabled = _settings(path).get("enabled")
-        if isinstance(enabled, bool):
-            if not enabled:
-                notes.append(
-                    f"no installed hook will run: {path} sets `hooksConfig.enabled: false`, so "
-                    "Gemini CLI runs no hook at all and the guards never see a tool call"
-                    + (admin + "administrator can lift it" if path == system else "")
-                )
-            break
-    for path in files:
-        disabled = _settings(path).get("disabled")
-        if isinstance(disabled, list) and "otelhooks" in disabled:
-            notes.append(
-                f"no installed hook will run: {path} lists `otelhooks` in "
-                "`hooksConfig.disabled`, so Gemini CLI skips every hook of that name, ours"
-                + (admin + "administrator can take it out" if path == system else "")
-            )
-    return notes
-
-
-def _toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}  # no file, or one Codex itself refuses to start with
-
-
-def _hooks_feature(config: dict[str, Any]) -> bool | None:
-    """``[features] hooks`` (or its older name ``codex_hooks``) of a Codex TOML file."""
-    features = config.get("features")
-    if not isinstance(features, dict):
-        return None
-    value = features.get("hooks", features.get("codex_hooks"))
-    return value if isinstance(value, bool) else None
-
-
-def codex_hooks_off(target: Path, project: str | os.PathLike[str] | None) -> list[str]:
-    """Why Codex would run none of the hooks written to ``target``, from the files Codex 0.171
-    reads: the administrator's ``requirements.toml`` (``allow_managed_hooks_only = true``, or
-    ``[features] hooks = false``), else ``[features] hooks = false`` in the first config layer
-    that sets the feature, highest first: the legacy ``managed_config.toml``, the project's
-    ``.codex/config.toml`` (with ``project``), ``$CODEX_HOME/config.toml``, the system
-    ``config.toml``. The system files are in ``/etc/codex``, or the folder
-    ``$OTELHOOKS_CODEX_SYSTEM_DIR`` names. Requirements from the cloud or macOS managed
-    preferences are not read."""
-    system = Path(os.environ.get(_CODEX_SYSTEM_DIR_ENV) or "/etc/codex")
-    requirements = system / "requirements.toml"
-    admin = "Codex's requirements: an administrator's, which no config file overrides"
-    required = _toml(requirements)
-    if _hooks_feature(required) is False:
-        return [
-            f"no installed hook will run: {requirements} ({admin}) sets `[features] hooks = "
-            "false`, so Codex runs no hook at all and the guards never see a tool call; only "
-            "an administrator can lift it"
-        ]
-    if required.get("allow_managed_hooks_only") is True:
-        return [
-            f"no installed hook will run: {requirements} ({admin}) sets "
-            "`allow_managed_hooks_only = true`, so Codex runs only managed hooks and ignores "
-            f"those in {target}; the guards never see a tool call until an administrator adds "
-            "the otelhooks hooks to the requirements' `[hooks]` (or to managed config)"
-        ]
-    user = _AGENTS["codex"].user_folder() / "config.toml"
-    layers = [system / "managed_config.toml", user, system / "config.toml"]
-    if project is not None:
-        layers.insert(1, Path(project) / ".codex" / "config.toml")
-    for path in layers:
-        enabled = _hooks_feature(_toml(path))
-        if enabled is None:
-            continue
-        if enabled:
-            return []
-        if path == layers[0]:
-            what = "only an administrator can lift it (managed config overrides every config.toml)"
-        elif path == layers[-1]:
-            what = f"`hooks = true` under `[features]` in {user} overrides it"
-        else:
-            what = "remove it, or set it to true"
-        return [
-            f"no installed hook will run: {path} sets `[features] hooks = false`, so Codex runs "
-            f"no hook at all and the guards never see a tool call; {what}"
-        ]
-    return []
-
-
-def codex_trust_notes(
-    path: str | os.PathLike[str], project: str | os.PathLike[str] | None
-) -> list[str]:
-    """What Codex needs before it runs the hooks written to ``path`` (it skips untrusted hooks
-    without a word): one sentence per step, the project's trust first when ``project`` is given.
-
-    :func:`install_agent` puts these in the warnings of a Codex install.
-
-    Example:
-        >>> notes = codex_trust_notes(Path("/work/p/.codex/hooks.json"), Path("/work/p"))
-        >>> len(notes), 'trust_level = "trusted"' in notes[0]
-        (2, True)
-    """
-    notes = []
-    if project is not None:
-        notes.append(
-            "Codex loads a project's .codex/hooks.json only for a trusted project: "
-            f'$CODEX_HOME/config.toml needs [projects."{Path(project).resolve()}"] '
-            'trust_level = "trusted"'
-        )
-    notes.append(
-        f"Codex runs a hook only once its content is trusted ({path}): review and trust "
-        "them in interactive Codex, or run `codex exec --dangerously-bypass-hook-trust`; "
-        "until then Codex skips them silently"
-    )
-    return notes
 
 
 def install_agent(
@@ -409,6 +265,8 @@ def install_agent(
     """
     agent = _agent(dialect)
     path = hooks_path(dialect, project=project, user=user)
+    # refused before the checks below read it: a named pipe there would hold them forever
+    check_editable(path)
     hooks = Path(hooks_file).expanduser()
     hooks = hooks if hooks.is_absolute() else (Path(project) / hooks).absolute()
     command = _command(dialect, hooks, traces_out, fail_closed)
@@ -436,7 +294,7 @@ def install_agent(
         own = [path] if user else [path, hooks_path("gemini", user=True)]
         files = [system, *own, defaults]
         warnings[:0] = gemini_hooks_off(
-            [f for f in files if f in own or _read_by_gemini(f)], system=system
+            [f for f in files if f in own or gemini_reads(f)], system=system
         )
         if not user:
             warnings.append(_GEMINI_TRUST)
@@ -453,6 +311,8 @@ def install_agent(
         warnings[:0] = ignored_server_notes(configs, loaded or ())
         warnings += codex_trust_notes(path, None if user else Path(project))
     others = [] if user else [hooks_path(dialect, user=True)]
+    if dialect == "codex":  # Codex runs the hooks of its config.toml files' `[hooks]` too
+        others += codex_config_files(None if user else project)
     warnings += neighbour_notes(dialect, dialect_named(dialect).display_name, [path, *others])
     change = SettingsChange(path, warnings=warnings)
 
@@ -482,15 +342,33 @@ def _refuse_what_codex_rejects(text: str, path: Path) -> None:
     for event, groups in events.items():
         for group in groups if isinstance(groups, list) else ():
             handlers = group.get("hooks") if isinstance(group, dict) else None
-            for handler in handlers if isinstance(handlers, list) else ():
-                kind = handler.get("type") if isinstance(handler, dict) else None
-                if kind not in _CODEX_HANDLER_TYPES:
-                    raise ValueError(
-                        f"{path}: a {event} hook of type {kind!r}: Codex CLI rejects the whole "
-                        f"file for it (it runs {', '.join(sorted(_CODEX_HANDLER_TYPES))}), so no "
-                        "hook there would run, otelhooks' guards included; change or remove "
-                        "that hook first (the file is left untouched)"
-                    )
+            problems = [_codex_rejects(h) for h in (handlers if isinstance(handlers, list) else ())]
+            matcher = group.get("matcher") if isinstance(group, dict) else None
+            if matcher is not None and not isinstance(matcher, str):
+                problems.insert(0, f"with a matcher that is not a string ({matcher!r})")
+            for problem in filter(None, problems):
+                raise ValueError(
+                    f"{path}: a {event} hook {problem}: Codex CLI rejects the whole file for it "
+                    f"(it runs {', '.join(sorted(_CODEX_HANDLER_TYPES))} hooks, each as its "
+                    "schema says), without a word, so no hook there would run, otelhooks' "
+                    "guards included; change or remove that hook first (the file is left "
+                    "untouched)"
+                )
+
+
+def _codex_rejects(handler: Any) -> str | None:
+    """What in one handler makes Codex 0.171 reject its file (each checked with the real CLI;
+    a key it does not know it accepts)."""
+    kind = handler.get("type") if isinstance(handler, dict) else None
+    if kind not in _CODEX_HANDLER_TYPES:
+        return f"of type {kind!r}"
+    if kind == "command" and not isinstance(handler.get("command"), str):
+        return "without a `command` string"
+    timeout = handler.get("timeout")
+    whole = isinstance(timeout, int) and not isinstance(timeout, bool) and timeout >= 0
+    if timeout is not None and not whole:
+        return f"with a timeout that is not a whole number of seconds ({timeout!r})"
+    return None
 
 
 def uninstall_agent(

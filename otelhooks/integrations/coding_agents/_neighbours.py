@@ -11,11 +11,14 @@ so, naming each such hook they find (:func:`neighbour_notes`).
 from __future__ import annotations
 
 import json
+import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from otelhooks.integrations.claude_code._entries import is_ours
+from otelhooks.integrations.claude_code._settings_file import read_regular
+from otelhooks.integrations.coding_agents._gemini_json import gemini_json
 
 __all__ = ["neighbour_notes"]
 
@@ -24,11 +27,21 @@ _GUARD_EVENT = {"codex": "PreToolUse", "gemini": "BeforeTool"}
 _SHOWN = 80  # characters of a neighbour's command in the note
 
 
-def _handlers(path: Path, event: str) -> list[dict[str, Any]]:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []  # no file, or one the installer refuses on its own
+def _handlers(path: Path, event: str, dialect: str) -> list[dict[str, Any]]:
+    if dialect == "gemini":  # with comments, as Gemini CLI reads its settings
+        data = gemini_json(path)
+    elif path.suffix == ".toml":  # Codex's config.toml: a `[hooks]` table, as in hooks.json
+        raw = read_regular(path)
+        try:
+            data = tomllib.loads(raw.decode("utf-8")) if raw is not None else None
+        except ValueError:
+            return []  # one Codex refuses to start with
+    else:
+        raw = read_regular(path)
+        try:
+            data = json.loads(raw) if raw is not None else None
+        except ValueError:
+            return []  # one the installer refuses on its own
     hooks = data.get("hooks") if isinstance(data, dict) else None
     groups = hooks.get(event) if isinstance(hooks, dict) else None
     found = []
@@ -54,7 +67,7 @@ def neighbour_notes(dialect: str, display: str, files: Sequence[Path]) -> list[s
         return []
     named = []
     for path in files:
-        for handler in _handlers(path, event):
+        for handler in _handlers(path, event, dialect):
             # Gemini CLI names its handlers (what its warnings and /hooks show)
             what = str(handler.get("name") or handler.get("command") or handler.get("type"))
             what = what if len(what) <= _SHOWN else what[: _SHOWN - 3] + "..."
