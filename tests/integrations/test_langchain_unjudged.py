@@ -4,6 +4,7 @@ judge is refused, and the function gets the values the guards saw."""
 from __future__ import annotations
 
 import asyncio
+import enum
 import threading
 import uuid
 from typing import Annotated, Any
@@ -288,4 +289,63 @@ def test_an_invalid_call_answers_as_the_unwrapped_tool_does(mode: str) -> None:
         answers.append((message.content, message.status))
     assert answers[0] == answers[1]
     assert ran == []
+    assert oh.shutdown().ok
+
+
+class Mode(enum.Enum):
+    READ = "read"
+    DELETE = "delete"
+
+
+class Opts(BaseModel):
+    force: bool = False
+    depth: int = 1
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "tool_node"])
+def test_a_guard_reads_enums_and_nested_models_as_the_model_wrote_them(mode: str) -> None:
+    # before: the guard got the schema's Python values, Mode.DELETE (!= "delete") and an Opts
+    # object (not subscriptable: the guard failed): both deletes ran past it
+    def guard(event: ToolCallEvent) -> Block | ToolCallEvent | None:
+        if event.args["mode"] == "delete":
+            return Block("no delete")
+        if event.args["opts"]["force"]:
+            return Block("no force")
+        event.args["opts"]["depth"] = 0  # a rewrite in place, in the same form, still reaches
+        return event
+
+    hooks = [{"id": "g", "type": "before_tool_call", "matcher": "*", "handler": guard}]
+    oh = otelhooks.configure(otlp=False, set_global=False, hooks=hooks)
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(oh.tracer)]}
+    ran: list[tuple[Mode, Opts]] = []
+
+    @tool
+    def act(path: str, mode: Mode, opts: Opts) -> str:
+        """Act on a path."""
+        ran.append((mode, opts))
+        return "done"
+
+    acting = hook_tool(act)
+    given = [
+        {"path": "a", "mode": "delete", "opts": {}},
+        {"path": "a", "mode": "read", "opts": {"force": True}},
+        {"path": "a", "mode": "read", "opts": {"depth": 5}},
+    ]
+    if mode == "invoke":
+        answers = [acting.invoke(args, config=config) for args in given]
+    elif mode == "ainvoke":
+        answers = [asyncio.run(acting.ainvoke(args, config=config)) for args in given]
+    else:
+        calls = [
+            {"name": "act", "args": args, "id": f"c{i}", "type": "tool_call"}
+            for i, args in enumerate(given)
+        ]
+        graph = StateGraph(MessagesState).add_node("tools", ToolNode([acting]))
+        state: Any = {"messages": [AIMessage("", tool_calls=calls)]}
+        out = graph.add_edge(START, "tools").compile().invoke(state, config=config)
+        by_id = {m.tool_call_id: m.content for m in out["messages"] if isinstance(m, ToolMessage)}
+        answers = [by_id[f"c{i}"] for i in range(len(given))]
+    assert answers == ["no delete", "no force", "done"]
+    # the function still gets the schema's values: the enum member, the model
+    assert ran == [(Mode.READ, Opts(force=False, depth=0))]
     assert oh.shutdown().ok

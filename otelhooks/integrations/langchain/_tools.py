@@ -36,6 +36,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolArg
 from langgraph.types import Command
 from pydantic import BaseModel, ConfigDict, ValidationError
+from pydantic_core import PydanticSerializationError
 
 from otelhooks import _semconv as sc
 from otelhooks._instrument import ToolCall
@@ -120,6 +121,14 @@ def _kept(output: Any, kept: str, tool_call_id: str | None) -> Any:
         "update['messages'] to rewrite: otelhooks cannot hand it back rewritten without "
         "dropping its update"
     )
+
+
+def _injects(marker: Any) -> bool:
+    """``marker`` (an ``Annotated`` argument's) makes the argument one the caller or the graph
+    fills in (``InjectedToolArg``, LangGraph's ``InjectedState``, class or instance)."""
+    if isinstance(marker, type):
+        return issubclass(marker, InjectedToolArg)
+    return isinstance(marker, InjectedToolArg)
 
 
 class _Unjudged(Exception):
@@ -244,9 +253,11 @@ class HookedTool(BaseTool):
         judge as the call starts: a plain string (LangChain's input for a one-argument tool)
         named after that argument, each default of the argument schema the caller left out
         filled in (a guard denying ``force`` must see the ``force=True`` it defaults to), and
-        each value as the schema gives it to the function (``"true"`` given is ``True``, which
-        a guard comparing with ``true`` must see). Not a ``None`` default: the schema validates
-        what is given, and ``limit: int = None`` refuses a ``None`` given."""
+        each value as the schema gives it to the function, in its JSON form (``"true"`` given
+        is ``True``, which a guard comparing with ``true`` must see; an enum is its value and a
+        nested model its fields, as the model wrote them, which a guard compares with). Not a
+        ``None`` default: the schema validates what is given, and ``limit: int = None`` refuses
+        a ``None`` given."""
         model = self._model()
         if model is None or not model.model_fields:
             return tool_input
@@ -265,7 +276,32 @@ class HookedTool(BaseTool):
             parsed = model.model_validate(tool_input)
         except ValidationError:  # LangChain's own validation answers it, as without otelhooks
             return full
-        return {**full, **{k: getattr(parsed, k) for k in full if k in fields}}
+        values = {k: getattr(parsed, k) for k in full if k in fields}
+        return {**full, **values, **self._json_form(parsed, values)}
+
+    def _json_form(self, parsed: BaseModel, values: dict[str, Any]) -> dict[str, Any]:
+        """``values`` (validated) as JSON gives them: ``Mode.DELETE`` is ``"delete"``, an
+        ``Opts`` its fields. A Python guard comparing ``args["mode"] == "delete"`` or reading
+        ``args["opts"]["force"]`` saw the enum member or the model object: it let the delete
+        run or failed. Not the injected arguments (the graph's state, its store), which the
+        guards do not see, nor a set, nor a value JSON cannot hold; none when the schema
+        cannot take the values back in that form (a strict field): LangChain validates what
+        the guards judge."""
+        fields = type(parsed).model_fields
+        form: dict[str, Any] = {}
+        for key, value in values.items():
+            # a set stays one: as a list its order would be the process's string hashing's
+            if isinstance(value, set | frozenset) or any(map(_injects, fields[key].metadata)):
+                continue
+            try:
+                form[key] = parsed.model_dump(mode="json", include={key})[key]
+            except (PydanticSerializationError, KeyError):  # no JSON form, or it is not dumped
+                continue
+        try:
+            type(parsed).model_validate({**values, **form})
+        except Exception:  # a probe: the values as validated are what LangChain took before
+            return {}
+        return form
 
     def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         given = self._given(tool_input)
