@@ -85,6 +85,16 @@ class _Run:
     open_in_step: int = 0
     members: set[UUID] = field(default_factory=set)
     wave: ResumeWave | None = None  # a resumed graph's: the tasks it resumes
+    # hooked calls without a tool call id started so far, by task: the n-th such call of a
+    # task is the n-th again when a resume reruns the task, so its key
+    unnamed: dict[str, int] = field(default_factory=dict)
+
+    def unnamed_key(self, metadata: dict[str, Any], name: str) -> str:
+        """The key of a hooked call without a tool call id (a node calls the tool itself): its
+        tool and place among such calls of its task (NULs: no model's call id spells it)."""
+        task = str(metadata.get("langgraph_checkpoint_ns", ""))
+        n = self.unnamed[task] = self.unnamed.get(task, -1) + 1
+        return f"\0{name}\0{n}"
 
 
 def _text(output: Any) -> str:
@@ -354,6 +364,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 rootless = run.owner == run_id  # no graph run seen: a resume is not told
                 tool = ToolRun(DetachedScope(call, step.span), hooked, tool_call_id, args=args)
                 self._tools[run_id] = tool
+                unnamed = run.unnamed_key(metadata, name) if tool_call_id is None else None
             try:
                 tool.scope.enter()
             except Exception:
@@ -362,8 +373,12 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                     self._tools.pop(run_id, None)
                     run.open_in_step = max(0, run.open_in_step - 1)
                 raise
-            if hooked and tool_call_id is not None:
-                self._paused.judge(run_id, tool, metadata, resumed=resumed, rootless=rootless)
+            # a call without an id in a handler that sees no graph run has no place to be
+            # known by (each such call is a run of its own)
+            if hooked and (tool_call_id is not None or not rootless):
+                self._paused.judge(
+                    run_id, tool, metadata, resumed=resumed, rootless=rootless, call_id=unnamed
+                )
             if not hooked and not call.should_run:
                 _log.warning(
                     "a tool hook decided, but the tool is not wrapped: not enforced",

@@ -3,8 +3,9 @@ the arguments its tool had when it asked.
 
 LangGraph runs the tool again from its start on resume, and the ``before_tool_call`` hooks judge
 it again: a rewrite answering otherwise the second time would run what nobody was shown. Each
-paused call is remembered (by thread, LangGraph task namespace and tool call id: a new input runs
-in a new task) as fingerprints of the arguments it came with and those its tool had, and a
+paused call is remembered (by thread, LangGraph task namespace and tool call id, or the call's
+place in its task when a node called the tool without one: a new input runs in a new task),
+until its thread goes, as fingerprints of the arguments it came with and those its tool had, and a
 resumed call the hooks gave other arguments is refused.
 
 Where the memory lives: the graph's store (given when the graph is compiled; LangGraph's public
@@ -151,8 +152,8 @@ class PausedCalls:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._local: dict[tuple[str, str], _Task] = {}  # (thread, task) -> its paused calls
-        # each open hooked call's thread, task, call id and whether a pause of it was recorded
-        self._keys: dict[UUID, tuple[str, str, str, bool]] = {}
+        # each open hooked call's thread, task and call id (or key, without one)
+        self._keys: dict[UUID, tuple[str, str, str]] = {}
         self._warned = False  # that a pause was seen without the graph's run
 
     def _recalled(
@@ -184,13 +185,6 @@ class PausedCalls:
             while len(self._local) > _MAX_PAUSED:
                 del self._local[next(iter(self._local))]
 
-    def _forget(self, store: BaseStore | None, thread: str, task: str, call_id: str) -> None:
-        if store is not None:
-            store.delete(_namespace(thread), _key("call", task, call_id))
-            return
-        with self._lock:
-            self._local.get((thread, task), {}).pop(call_id, None)
-
     def judge(
         self,
         run_id: UUID,
@@ -199,18 +193,23 @@ class PausedCalls:
         *,
         resumed: bool,
         rootless: bool = False,
+        call_id: str | None = None,
     ) -> None:
         """As the call starts, its hooks having decided: refuse it (``ToolCall.refuse``) when it
         resumes a paused call whose hooks gave the tool other arguments, or (``resumed``: in a
         task a resume reruns) whose own arguments changed since it asked, or when nothing
         remembers that task's pause. A call the handler sees is no resume (neither ``resumed``
-        nor ``rootless``: the handler saw the graph's run) is not looked up."""
+        nor ``rootless``: the handler saw the graph's run) is not looked up. ``call_id``: the
+        key of a call without a tool call id (a node calling the tool itself), which is
+        checked against a pause recorded under it, but not refused for want of one: the task
+        may have paused at a question of the node's own."""
         thread = str(metadata.get("thread_id", ""))
         task = str(metadata.get("langgraph_checkpoint_ns", ""))
-        call_id = str(tool.tool_call_id)
+        has_id = call_id is None
+        call_id = str(tool.tool_call_id) if call_id is None else call_id
         if not resumed and not rootless:
             with self._lock:
-                self._keys[run_id] = (thread, task, call_id, False)
+                self._keys[run_id] = (thread, task, call_id)
             return
         store = _store()
         try:
@@ -223,7 +222,7 @@ class PausedCalls:
             if resumed:
                 tool.call.refuse(RESUME_UNCHECKED)
         with self._lock:
-            self._keys[run_id] = (thread, task, call_id, asked is not None)
+            self._keys[run_id] = (thread, task, call_id)
         if asked is not None:
             if asked.get("given") != _fingerprint(tool.args):
                 # the same task rerun with another call (Command(resume=..., update=...)):
@@ -232,7 +231,7 @@ class PausedCalls:
                     tool.call.refuse(RESUMED_EDITED)
             elif _fingerprint(tool.call.args) not in asked.get("ran", []):
                 tool.call.refuse(RESUMED_CHANGED)
-        elif resumed and not known and tool.call.should_run:
+        elif resumed and has_id and not known and tool.call.should_run:
             _log.warning(
                 "a resumed LangGraph call was refused: its pause was not recorded",
                 thread_id=thread,
@@ -243,9 +242,12 @@ class PausedCalls:
             tool.call.refuse(RESUME_UNVERIFIED)
 
     def done(self, run_id: UUID, tool: ToolRun, *, paused: bool, rootless: bool = False) -> None:
-        """The call ended: ``paused`` (its tool asked a person), remember what it had; a
-        resumed call that finished is forgotten. ``rootless``: the handler saw no run above
-        the call, so it cannot tell a resume of it (said once)."""
+        """The call ended: ``paused`` (its tool asked a person), remember what it had. A
+        resumed call that finished is remembered still: its task runs again from its start
+        at its next pause (the node asks a question of its own after the tool), where the
+        call's ``interrupt()`` takes the answer given before, for these arguments.
+        ``rootless``: the handler saw no run above the call, so it cannot tell a resume of it
+        (said once)."""
         with self._lock:
             key = self._keys.pop(run_id, None)
             warn = paused and rootless and not self._warned
@@ -261,13 +263,12 @@ class PausedCalls:
             )
         if key is None:
             return
-        thread, task, call_id, recorded = key
+        thread, task, call_id = key
+        if not paused or not tool.call.should_run:
+            return
         store = _store()
         try:
-            if paused and tool.call.should_run:
-                given, ran = _fingerprint(tool.args), _fingerprint(tool.call.args)
-                self._remember(store, thread, task, call_id, given, ran)
-            elif recorded:
-                self._forget(store, thread, task, call_id)
+            given, ran = _fingerprint(tool.args), _fingerprint(tool.call.args)
+            self._remember(store, thread, task, call_id, given, ran)
         except Exception:  # its resume, finding no record, is refused
             _log.error("the graph's store failed: a paused call was not recorded", exc_info=True)
