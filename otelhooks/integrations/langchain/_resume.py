@@ -158,29 +158,48 @@ class PausedCalls:
 
     def _recalled(
         self, store: BaseStore | None, thread: str, task: str, call_id: str
-    ) -> tuple[bool, dict[str, Any] | None]:
-        """Whether ``task``'s pause is remembered, and ``call_id``'s record in it."""
+    ) -> tuple[bool, dict[str, Any] | None, int]:
+        """Whether ``task``'s pause is remembered, ``call_id``'s record in it, and how many of
+        the task's calls paused (1 for a marker of an older otelhooks, which kept no count)."""
         if store is not None:
-            known = store.get(_namespace(thread), _key("task", task)) is not None
-            item = store.get(_namespace(thread), _key("call", task, call_id)) if known else None
-            return known, None if item is None else item.value
+            marker = store.get(_namespace(thread), _key("task", task))
+            if marker is None:
+                return False, None, 0
+            item = store.get(_namespace(thread), _key("call", task, call_id))
+            paused = len(marker.value.get("calls", [call_id]))
+            return True, None if item is None else item.value, paused
         with self._lock:
             calls = self._local.get((thread, task))
-            return calls is not None, None if calls is None else calls.get(call_id)
+            if calls is None:
+                return False, None, 0
+            return True, calls.get(call_id), len(calls)
 
     def _remember(
-        self, store: BaseStore | None, thread: str, task: str, call_id: str, given: str, ran: str
+        self, store: BaseStore | None, key: tuple[str, str, str], given: str, ran: str, pause: str
     ) -> None:
+        """Record a pause of the call ``key`` (thread, task, call id): the fingerprints, and
+        ``pause`` (the tool run's id, the same in each handler) among the call's pauses."""
+        thread, task, call_id = key
+
+        def merged(old: dict[str, Any] | None) -> dict[str, Any]:
+            kept = old if old is not None and old.get("given") == given else {}
+            return {
+                "given": given,
+                "ran": sorted({*kept.get("ran", []), ran}),
+                "pauses": sorted({*kept.get("pauses", []), pause}),
+            }
+
         if store is not None:
             found = store.get(_namespace(thread), _key("call", task, call_id))
-            old = found.value if found is not None and found.value.get("given") == given else {}
-            record = {"given": given, "ran": sorted({*old.get("ran", []), ran})}
+            record = merged(None if found is None else found.value)
             store.put(_namespace(thread), _key("call", task, call_id), record, index=False)
-            store.put(_namespace(thread), _key("task", task), {}, index=False)
+            marker = store.get(_namespace(thread), _key("task", task))
+            ids = {call_id, *(marker.value.get("calls", []) if marker is not None else [])}
+            store.put(_namespace(thread), _key("task", task), {"calls": sorted(ids)}, index=False)
             return
         with self._lock:
             calls = self._local.pop((thread, task), {})
-            calls[call_id] = {"given": given, "ran": [ran]}
+            calls[call_id] = merged(calls.get(call_id))
             self._local[(thread, task)] = calls
             while len(self._local) > _MAX_PAUSED:
                 del self._local[next(iter(self._local))]
@@ -213,16 +232,23 @@ class PausedCalls:
             return
         store = _store()
         try:
-            known, asked = self._recalled(store, thread, task, call_id)
+            known, asked, paused = self._recalled(store, thread, task, call_id)
         except Exception:
             _log.error(
                 "the graph's store failed as a hooked call started", refused=resumed, exc_info=True
             )
-            known, asked = False, None
+            known, asked, paused = False, None, 0
             if resumed:
                 tool.call.refuse(RESUME_UNCHECKED)
+                tool.answers = 1  # it may have asked: better a question asked again than
+                # its answer taken by the next one
         with self._lock:
             self._keys[run_id] = (thread, task, call_id)
+        if asked is not None and paused == 1:
+            # each pause's answer is its tool's: a refusal must take them (see ToolRun); not
+            # where several calls of one task paused at once (a ToolNode's parallel calls),
+            # whose interrupt()s LangGraph numbers in the order they happen to run
+            tool.answers = max(len(asked.get("pauses", [])), 1)
         if asked is not None:
             if asked.get("given") != _fingerprint(tool.args):
                 # the same task rerun with another call (Command(resume=..., update=...)):
@@ -240,6 +266,7 @@ class PausedCalls:
                 "with the OtelHooksCallbackHandler object that saw it pause",
             )
             tool.call.refuse(RESUME_UNVERIFIED)
+            tool.answers = 1  # as above
 
     def done(self, run_id: UUID, tool: ToolRun, *, paused: bool, rootless: bool = False) -> None:
         """The call ended: ``paused`` (its tool asked a person), remember what it had. A
@@ -263,12 +290,11 @@ class PausedCalls:
             )
         if key is None:
             return
-        thread, task, call_id = key
         if not paused or not tool.call.should_run:
             return
         store = _store()
         try:
             given, ran = _fingerprint(tool.args), _fingerprint(tool.call.args)
-            self._remember(store, thread, task, call_id, given, ran)
+            self._remember(store, key, given, ran, str(run_id))
         except Exception:  # its resume, finding no record, is refused
             _log.error("the graph's store failed: a paused call was not recorded", exc_info=True)

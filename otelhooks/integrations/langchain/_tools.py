@@ -34,7 +34,7 @@ from langchain_core.callbacks import (
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolArg
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import PydanticSerializationError
 
@@ -63,6 +63,14 @@ _GIVEN: contextvars.ContextVar[tuple[str | None, dict[str, Any]]] = contextvars.
 _UNJUDGED = (
     "otelhooks could not judge this call (its handler failed as the tool started, or another "
     "call started under its run id): refused rather than run without its guards"
+)
+
+
+# what a person is asked should a refused call find no answer to take (its record counted more
+# pauses than the task kept answers): never shown when the answers are there
+_ANSWER_TAKEN = (
+    "otelhooks refused a call whose tool asked a person; this question stands in for it so "
+    "that the answer given to it is not taken by another"
 )
 
 
@@ -210,8 +218,13 @@ def _persisted(
     return _denial(reason, tool_call_id, name, state.get("decidedBy"))
 
 
-def _refusal(tool: ToolRun, name: str) -> Any:
-    """What the model sees instead of the tool's output: a denial or a mock."""
+def _refusal(runs: list[ToolRun], tool: ToolRun, name: str) -> Any:
+    """What the model sees instead of the tool's output: a denial or a mock. A refused call
+    resuming its tool's pause takes the answers given to it first: LangGraph hands each
+    ``interrupt()`` of a task the answers in turn, so the task's next question (the node's
+    own "send $1000?") would take the "yes" given to this call's."""
+    for _ in range(max(r.answers for r in runs)):
+        interrupt(_ANSWER_TAKEN)
     call: ToolCall = tool.call
     if call.mocked:
         return call.result.content
@@ -391,7 +404,7 @@ class HookedTool(BaseTool):
             return self.inner.invoke(self._args_for_inner(kwargs, None), config=config)
         tool = _decisive(runs)
         if not tool.call.should_run:
-            return _refusal(tool, self.name)
+            return _refusal(runs, tool, self.name)
         output = self.inner.invoke(self._inner_input(tool, kwargs), config=config)
         kept, success = _text(output, tool.tool_call_id), succeeded(output)
         for run in runs:  # each handler's tool_result_persist hooks filter what the last kept
@@ -414,7 +427,7 @@ class HookedTool(BaseTool):
             return await self.inner.ainvoke(self._args_for_inner(kwargs, None), config=config)
         tool = _decisive(runs)
         if not tool.call.should_run:
-            return _refusal(tool, self.name)
+            return _refusal(runs, tool, self.name)
         output = await self.inner.ainvoke(self._inner_input(tool, kwargs), config=config)
         kept, success = _text(output, tool.tool_call_id), succeeded(output)
         for run in runs:
