@@ -349,3 +349,64 @@ def test_a_guard_reads_enums_and_nested_models_as_the_model_wrote_them(mode: str
     # the function still gets the schema's values: the enum member, the model
     assert ran == [(Mode.READ, Opts(force=False, depth=0))]
     assert oh.shutdown().ok
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+@pytest.mark.parametrize("order", ["sandbox-first", "redact-first"])
+def test_two_handlers_rewriting_a_call_differently_refuse_it(mode: str, order: str) -> None:
+    # one handler's hooks sandbox the path, another's redact the token: the wrapper ran the
+    # first rewrite it found, so the other was dropped without a word (the token reached the
+    # tool, or the path left the sandbox)
+    def sandbox(event: ToolCallEvent) -> ToolCallEvent:
+        event.args["path"] = "/sandbox" + str(event.args["path"])
+        return event
+
+    def redact(event: ToolCallEvent) -> ToolCallEvent:
+        event.args["token"] = "***"
+        return event
+
+    def same(event: ToolCallEvent) -> ToolCallEvent:
+        event.args["path"] = "/sandbox/x"
+        return event
+
+    pipelines = {
+        name: otelhooks.configure(
+            otlp=False,
+            set_global=False,
+            hooks=[{"id": name, "type": "before_tool_call", "matcher": "*", "handler": fn}],
+        )
+        for name, fn in (("sandbox", sandbox), ("redact", redact), ("same", same))
+    }
+    handlers = {name: OtelHooksCallbackHandler(oh.tracer) for name, oh in pipelines.items()}
+    ran: list[tuple[str, str]] = []
+
+    @tool
+    def fetch(path: str, token: str) -> str:
+        """Fetch a file with a token."""
+        ran.append((path, token))
+        return "fetched"
+
+    fetcher = hook_tool(fetch)
+    names = ["sandbox", "redact"] if order == "sandbox-first" else ["redact", "sandbox"]
+    call = {"name": "fetch", "args": {"path": "/x", "token": "s3cret"}, "id": "c1"}
+
+    def run(*names: str) -> Any:
+        config: Any = {"callbacks": [handlers[n] for n in names]}
+        if mode == "invoke":
+            return fetcher.invoke({**call, "type": "tool_call"}, config=config)
+        return asyncio.run(fetcher.ainvoke({**call, "type": "tool_call"}, config=config))
+
+    with capture_logs() as logs:
+        refused = run(*names)
+    assert ran == []
+    assert refused.status == "error"
+    assert refused.response_metadata["otelhooks"]["decidedBy"] == "otelhooks"
+    assert "rewrote" in refused.content
+    assert "two otelhooks handlers rewrote a call differently: refused" in [
+        e["event"] for e in logs
+    ]
+    # the control: handlers rewriting it alike (or one alone) run it as rewritten
+    assert run("same", "sandbox").content == "fetched"
+    assert ran == [("/sandbox/x", "s3cret")]
+    for oh in pipelines.values():
+        assert oh.shutdown().ok

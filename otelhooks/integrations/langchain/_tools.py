@@ -74,6 +74,12 @@ _ANSWER_TAKEN = (
 )
 
 
+_REWRITES_DIFFER = (
+    "the hooks of two otelhooks handlers of this run rewrote this call's arguments differently: "
+    "refused rather than run with one rewrite and not the other"
+)
+
+
 class ResultNotRewritableError(Exception):
     """A ``tool_result_persist`` hook changed the text of a tool's result that otelhooks cannot
     rewrite as the result it is: a LangGraph ``Command`` (or a list holding one) whose
@@ -171,9 +177,19 @@ def _find_runs(manager: Manager | None, name: str) -> list[ToolRun]:
 
 def _decisive(runs: list[ToolRun]) -> ToolRun:
     """The decision the call follows when several handlers' hooks decided: each handler's
-    guards hold, so a refusal (deny or mock) stands, then arguments a hook rewrote."""
+    guards hold, so a refusal (deny or mock) stands, then arguments a hook rewrote. Two
+    handlers rewriting it differently (one sandboxes the path, one redacts the token) refuse
+    it: running either's would drop the other's without a word, and no guard judged both."""
     refused = next((t for t in runs if not t.call.should_run), None)
-    return refused or next((t for t in runs if t.call.args != t.args), runs[0])
+    if refused is not None:
+        return refused
+    rewritten = [t for t in runs if t.call.args != t.args]
+    if any(t.call.args != rewritten[0].call.args for t in rewritten):
+        _log.error("two otelhooks handlers rewrote a call differently: refused")
+        for t in runs:
+            t.call.refuse(_REWRITES_DIFFER)
+        return runs[0]
+    return rewritten[0] if rewritten else runs[0]
 
 
 def _denial(reason: str, tool_call_id: str, name: str, decided_by: Any) -> ToolMessage:
