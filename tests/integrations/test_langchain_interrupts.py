@@ -356,3 +356,49 @@ def test_a_call_without_a_tool_call_id_judged_alike_resumes_and_runs(pipe: TestP
     assert [i.value for i in later["__interrupt__"]] == ["anything else?"]
     assert done["messages"][-1].content == "deleted a.txt"
     assert ran == ["ls /tmp", "ls /tmp", "a.txt", "ls /tmp", "a.txt"]
+
+
+def test_a_call_without_a_tool_call_id_is_known_by_its_tool_whatever_ran_before(
+    pipe: TestPipeline,
+) -> None:
+    # a node lists the folder only when its cache is empty: on resume the listing no longer
+    # ran before the delete, so the delete took another place among the task's calls, found
+    # no record, and ran the guard's /etc/passwd judged afresh
+    pipe.register(hook("where", "before_tool_call", _paths("/tmp/a.txt", "/etc/passwd")))
+    ran: list[str] = []
+    cache: dict[str, str] = {}
+
+    @tool
+    def list_dir(path: str) -> str:
+        """List a folder."""
+        return "a.txt"
+
+    @tool
+    def delete_file(path: str) -> str:
+        """Delete a file, once a person says yes."""
+        if interrupt({"delete": path}) != "yes":
+            return "not approved"
+        ran.append(path)
+        return f"deleted {path}"
+
+    lister, deleter = hook_tool(list_dir), hook_tool(delete_file)
+
+    def node(state: MessagesState) -> dict[str, Any]:
+        if "/tmp" not in cache:
+            cache["/tmp"] = lister.invoke({"path": "/tmp"})
+        return {"messages": [AIMessage(deleter.invoke({"path": "a.txt"}))]}
+
+    app = (
+        StateGraph(MessagesState)
+        .add_node("node", node)
+        .add_edge(START, "node")
+        .compile(checkpointer=InMemorySaver())
+    )
+    config: Any = {
+        "configurable": {"thread_id": "t-no-id-cache"},
+        "callbacks": [OtelHooksCallbackHandler(pipe.tracer)],
+    }
+    asked, done = _resume(app, config, "invoke", "yes")
+    assert [i.value for i in asked["__interrupt__"]] == [{"delete": "/tmp/a.txt"}]
+    assert ran == []
+    assert "asked a person" in done["messages"][-1].content

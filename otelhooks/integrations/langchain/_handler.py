@@ -85,15 +85,17 @@ class _Run:
     open_in_step: int = 0
     members: set[UUID] = field(default_factory=set)
     wave: ResumeWave | None = None  # a resumed graph's: the tasks it resumes
-    # hooked calls without a tool call id started so far, by task: the n-th such call of a
-    # task is the n-th again when a resume reruns the task, so its key
-    unnamed: dict[str, int] = field(default_factory=dict)
+    # hooked calls without a tool call id started so far, by task and tool: the n-th such
+    # call of a tool in a task is the n-th again when a resume reruns the task, so its key
+    # (by tool, so that calls of two tools a node runs at once cannot swap places)
+    unnamed: dict[tuple[str, str], int] = field(default_factory=dict)
 
     def unnamed_key(self, metadata: dict[str, Any], name: str) -> str:
         """The key of a hooked call without a tool call id (a node calls the tool itself): its
-        tool and place among such calls of its task (NULs: no model's call id spells it)."""
-        task = str(metadata.get("langgraph_checkpoint_ns", ""))
-        n = self.unnamed[task] = self.unnamed.get(task, -1) + 1
+        tool and place among such calls of it in its task (NULs: no model's call id spells
+        it)."""
+        place = (str(metadata.get("langgraph_checkpoint_ns", "")), name)
+        n = self.unnamed[place] = self.unnamed.get(place, -1) + 1
         return f"\0{name}\0{n}"
 
 
