@@ -186,3 +186,51 @@ def test_a_call_refused_as_unrecorded_leaves_the_next_question_unanswered(
     )
     assert done == []
     assert [i.value for i in resumed["__interrupt__"]] == [PAY]
+
+
+@pytest.mark.parametrize("store", [True, False], ids=["store", "same-handler"])
+def test_the_second_of_two_asking_calls_refused_leaves_the_next_question_unanswered(
+    pipe: TestPipeline, store: bool
+) -> None:
+    # a node deleting two files, each asked about in turn, then asking to pay: the second
+    # delete refused on its resume gave its "yes" to the payment (two calls of the task had
+    # paused, if in separate runs, so neither was taken to own its answers)
+    done: list[str] = []
+
+    @tool
+    def delete_file(path: str) -> str:
+        """Delete a file, once a person says yes."""
+        if interrupt({"delete": path}) != "yes":
+            return "not approved"
+        done.append(path)
+        return f"deleted {path}"
+
+    deleter = hook_tool(delete_file)
+
+    def node(state: MessagesState) -> dict[str, Any]:
+        first = deleter.invoke({"path": "a.txt"})
+        second = deleter.invoke({"path": "b.txt"})
+        if interrupt(PAY) == "yes":
+            done.append("PAID")
+        return {"messages": [AIMessage(f"{first}; {second}")]}
+
+    app = (
+        StateGraph(MessagesState)
+        .add_node("node", node)
+        .add_edge(START, "node")
+        .compile(checkpointer=InMemorySaver(), store=InMemoryStore() if store else None)
+    )
+    config: Any = {
+        "configurable": {"thread_id": f"t-two-asks-{store}"},
+        "callbacks": [OtelHooksCallbackHandler(pipe.tracer)],
+    }
+
+    def deny_b() -> None:
+        no_b = lambda e: Block("not b") if e.args["path"] == "b.txt" else None  # noqa: E731
+        pipe.register(hook("no-b", "before_tool_call", no_b))
+
+    first, second, resumed = _run(app, config, "invoke", ["yes", "yes"], deny_b)
+    assert [i.value["delete"] for i in first["__interrupt__"]] == ["a.txt"]
+    assert [i.value["delete"] for i in second["__interrupt__"]] == ["b.txt"]
+    assert "PAID" not in done
+    assert [i.value for i in resumed["__interrupt__"]] == [PAY]

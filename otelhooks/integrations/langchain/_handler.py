@@ -410,7 +410,8 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 # the tool asked a person (interrupt()): paused, not failed; it runs again,
                 # judged again, when the graph resumes
                 call.interrupt()
-                self._paused.done(run_id, tool, paused=True, rootless=rootless)
+                graph_run = run.owner if run is not None else None
+                self._paused.done(run_id, tool, paused=True, rootless=rootless, graph_run=graph_run)
                 tool.scope.exit(None)
             else:
                 self._paused.done(run_id, tool, paused=False)

@@ -158,35 +158,47 @@ class PausedCalls:
 
     def _recalled(
         self, store: BaseStore | None, thread: str, task: str, call_id: str
-    ) -> tuple[bool, dict[str, Any] | None, int]:
-        """Whether ``task``'s pause is remembered, ``call_id``'s record in it, and how many of
-        the task's calls paused (1 for a marker of an older otelhooks, which kept no count)."""
+    ) -> tuple[bool, dict[str, Any] | None, dict[str, list[str]]]:
+        """Whether ``task``'s pause is remembered, ``call_id``'s record in it, and the graph
+        runs each of the task's paused calls paused in (by call)."""
         if store is not None:
             marker = store.get(_namespace(thread), _key("task", task))
             if marker is None:
-                return False, None, 0
+                return False, None, {}
             item = store.get(_namespace(thread), _key("call", task, call_id))
-            paused = len(marker.value.get("calls", [call_id]))
-            return True, None if item is None else item.value, paused
+            runs = marker.value.get("calls")
+            return (
+                True,
+                None if item is None else item.value,
+                runs if isinstance(runs, dict) else {},
+            )
         with self._lock:
             calls = self._local.get((thread, task))
             if calls is None:
-                return False, None, 0
-            return True, calls.get(call_id), len(calls)
+                return False, None, {}
+            return True, calls.get(call_id), {c: r.get("runs", []) for c, r in calls.items()}
 
     def _remember(
-        self, store: BaseStore | None, key: tuple[str, str, str], given: str, ran: str, pause: str
+        self,
+        store: BaseStore | None,
+        key: tuple[str, str, str],
+        given: str,
+        ran: str,
+        pause: tuple[str, str],
     ) -> None:
         """Record a pause of the call ``key`` (thread, task, call id): the fingerprints, and
-        ``pause`` (the tool run's id, the same in each handler) among the call's pauses."""
+        ``pause`` (the tool run's id and the graph run's, the same in each handler) among the
+        call's pauses."""
         thread, task, call_id = key
+        tool_run, graph_run = pause
 
         def merged(old: dict[str, Any] | None) -> dict[str, Any]:
             kept = old if old is not None and old.get("given") == given else {}
             return {
                 "given": given,
                 "ran": sorted({*kept.get("ran", []), ran}),
-                "pauses": sorted({*kept.get("pauses", []), pause}),
+                "pauses": sorted({*kept.get("pauses", []), tool_run}),
+                "runs": sorted({*kept.get("runs", []), graph_run}),
             }
 
         if store is not None:
@@ -194,8 +206,9 @@ class PausedCalls:
             record = merged(None if found is None else found.value)
             store.put(_namespace(thread), _key("call", task, call_id), record, index=False)
             marker = store.get(_namespace(thread), _key("task", task))
-            ids = {call_id, *(marker.value.get("calls", []) if marker is not None else [])}
-            store.put(_namespace(thread), _key("task", task), {"calls": sorted(ids)}, index=False)
+            calls = marker.value.get("calls") if marker is not None else None
+            calls = {**(calls if isinstance(calls, dict) else {}), call_id: record["runs"]}
+            store.put(_namespace(thread), _key("task", task), {"calls": calls}, index=False)
             return
         with self._lock:
             calls = self._local.pop((thread, task), {})
@@ -232,22 +245,25 @@ class PausedCalls:
             return
         store = _store()
         try:
-            known, asked, paused = self._recalled(store, thread, task, call_id)
+            known, asked, paused_in = self._recalled(store, thread, task, call_id)
         except Exception:
             _log.error(
                 "the graph's store failed as a hooked call started", refused=resumed, exc_info=True
             )
-            known, asked, paused = False, None, 0
+            known, asked, paused_in = False, None, {}
             if resumed:
                 tool.call.refuse(RESUME_UNCHECKED)
                 tool.answers = 1  # it may have asked: better a question asked again than
                 # its answer taken by the next one
         with self._lock:
             self._keys[run_id] = (thread, task, call_id)
-        if asked is not None and paused == 1:
+        mine = set(asked.get("runs", [])) if asked is not None else set()
+        if asked is not None and not any(
+            mine & set(runs) for other, runs in paused_in.items() if other != call_id
+        ):
             # each pause's answer is its tool's: a refusal must take them (see ToolRun); not
-            # where several calls of one task paused at once (a ToolNode's parallel calls),
-            # whose interrupt()s LangGraph numbers in the order they happen to run
+            # where another call of the task paused in the same graph run (a ToolNode's
+            # parallel calls), whose interrupt()s LangGraph numbers as they happen to run
             tool.answers = max(len(asked.get("pauses", [])), 1)
         if asked is not None:
             if asked.get("given") != _fingerprint(tool.args):
@@ -268,13 +284,21 @@ class PausedCalls:
             tool.call.refuse(RESUME_UNVERIFIED)
             tool.answers = 1  # as above
 
-    def done(self, run_id: UUID, tool: ToolRun, *, paused: bool, rootless: bool = False) -> None:
+    def done(
+        self,
+        run_id: UUID,
+        tool: ToolRun,
+        *,
+        paused: bool,
+        rootless: bool = False,
+        graph_run: UUID | None = None,
+    ) -> None:
         """The call ended: ``paused`` (its tool asked a person), remember what it had. A
         resumed call that finished is remembered still: its task runs again from its start
         at its next pause (the node asks a question of its own after the tool), where the
         call's ``interrupt()`` takes the answer given before, for these arguments.
         ``rootless``: the handler saw no run above the call, so it cannot tell a resume of it
-        (said once)."""
+        (said once). ``graph_run``: the root run it paused in."""
         with self._lock:
             key = self._keys.pop(run_id, None)
             warn = paused and rootless and not self._warned
@@ -295,6 +319,6 @@ class PausedCalls:
         store = _store()
         try:
             given, ran = _fingerprint(tool.args), _fingerprint(tool.call.args)
-            self._remember(store, key, given, ran, str(run_id))
+            self._remember(store, key, given, ran, (str(run_id), str(graph_run or run_id)))
         except Exception:  # its resume, finding no record, is refused
             _log.error("the graph's store failed: a paused call was not recorded", exc_info=True)
