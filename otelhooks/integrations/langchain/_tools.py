@@ -22,8 +22,7 @@ never decided) the call is refused instead, decided by ``otelhooks``.
 from __future__ import annotations
 
 import contextvars
-import dataclasses
-from typing import Any, cast
+from typing import Any
 
 import structlog
 from langchain_core.callbacks import (
@@ -34,9 +33,8 @@ from langchain_core.callbacks import (
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolArg
-from langgraph.types import Command, interrupt
+from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict, ValidationError
-from pydantic_core import PydanticSerializationError
 
 from otelhooks import _semconv as sc
 from otelhooks._instrument import ToolCall
@@ -46,6 +44,10 @@ from otelhooks.integrations.langchain._handler import (
     ToolRun,
     succeeded,
 )
+from otelhooks.integrations.langchain._tool_args import json_form
+from otelhooks.integrations.langchain._tool_results import ResultNotRewritableError
+from otelhooks.integrations.langchain._tool_results import kept as kept_result
+from otelhooks.integrations.langchain._tool_results import text as result_text
 from otelhooks.integrations.langchain._tool_run import CALLER_INJECTED
 
 __all__ = ["HookedTool", "ResultNotRewritableError", "hook_tool"]
@@ -78,71 +80,6 @@ _REWRITES_DIFFER = (
     "the hooks of two otelhooks handlers of this run rewrote this call's arguments differently: "
     "refused rather than run with one rewrite and not the other"
 )
-
-
-class ResultNotRewritableError(Exception):
-    """A ``tool_result_persist`` hook changed the text of a tool's result that otelhooks cannot
-    rewrite as the result it is: a LangGraph ``Command`` (or a list holding one) whose
-    ``update["messages"]`` holds no single ``ToolMessage`` of the call. Handing back the hook's
-    text instead would drop the ``Command``'s state update and ``goto`` without a word."""
-
-
-def _tool_message(command: Command[Any], tool_call_id: str | None) -> ToolMessage | None:
-    """The call's own message in ``command``'s ``update["messages"]``: the one ``ToolMessage``
-    bound to ``tool_call_id`` (``None``: none, several, or an update of another shape)."""
-    update = command.update
-    messages = update.get("messages") if isinstance(update, dict) else None
-    if tool_call_id is None or not isinstance(messages, list):
-        return None
-    found = [m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == tool_call_id]
-    return found[0] if len(found) == 1 else None
-
-
-def _text(output: Any, tool_call_id: str | None = None) -> str:
-    """The text of ``output`` the ``tool_result_persist`` hooks judge: a ``Command``'s is its
-    call's ``ToolMessage``'s, or (none to rewrite) the whole ``Command``'s."""
-    if isinstance(output, Command):
-        message = _tool_message(output, tool_call_id)
-        output = output if message is None else message
-    content = getattr(output, "content", output)
-    return content if isinstance(content, str) else str(content)
-
-
-def _kept(output: Any, kept: str, tool_call_id: str | None) -> Any:
-    """What the caller gets once the hooks kept ``kept`` of ``output``'s text: ``output`` when
-    they left it; a ``ToolMessage`` (its ``status``, ``artifact``) or a ``Command`` (its update
-    and ``goto``) holding ``kept`` as its call's message; else ``kept``. A ``Command`` without
-    such a message raises, never lost."""
-    if kept == _text(output, tool_call_id):
-        return output
-    if isinstance(output, ToolMessage):
-        return output.model_copy(update={"content": kept})
-    holds_command = isinstance(output, list) and any(isinstance(o, Command) for o in output)
-    if isinstance(output, Command):
-        message = _tool_message(output, tool_call_id)
-        if message is not None:
-            update = cast(dict[str, Any], output.update)
-            messages = [
-                message.model_copy(update={"content": kept}) if m is message else m
-                for m in update["messages"]
-            ]
-            return dataclasses.replace(output, update={**update, "messages": messages})
-    elif not holds_command:
-        return kept
-    raise ResultNotRewritableError(
-        "a tool_result_persist hook changed the result of this call, a LangGraph Command (or "
-        f"a list of them) without a single ToolMessage for call {tool_call_id!r} in "
-        "update['messages'] to rewrite: otelhooks cannot hand it back rewritten without "
-        "dropping its update"
-    )
-
-
-def _injects(marker: Any) -> bool:
-    """``marker`` (an ``Annotated`` argument's) makes the argument one the caller or the graph
-    fills in (``InjectedToolArg``, LangGraph's ``InjectedState``, class or instance)."""
-    if isinstance(marker, type):
-        return issubclass(marker, InjectedToolArg)
-    return isinstance(marker, InjectedToolArg)
 
 
 class _Unjudged(Exception):
@@ -226,7 +163,7 @@ def _persisted(
     ``Command``'s update withheld with its text); else what :func:`_kept` keeps."""
     blocked = next((r.call for r in runs if r.call.persist_blocked), None)
     if blocked is None:
-        return _kept(output, kept, tool_call_id)
+        return kept_result(output, kept, tool_call_id)
     state = blocked.result.state or {}
     reason = str(state.get("reason") or blocked.result.content)
     if tool_call_id is None:
@@ -306,31 +243,7 @@ class HookedTool(BaseTool):
         except ValidationError:  # LangChain's own validation answers it, as without otelhooks
             return full
         values = {k: getattr(parsed, k) for k in full if k in fields}
-        return {**full, **values, **self._json_form(parsed, values)}
-
-    def _json_form(self, parsed: BaseModel, values: dict[str, Any]) -> dict[str, Any]:
-        """``values`` (validated) as JSON gives them: ``Mode.DELETE`` is ``"delete"``, an
-        ``Opts`` its fields. A Python guard comparing ``args["mode"] == "delete"`` or reading
-        ``args["opts"]["force"]`` saw the enum member or the model object: it let the delete
-        run or failed. Not the injected arguments (the graph's state, its store), which the
-        guards do not see, nor a set, nor a value JSON cannot hold; none when the schema
-        cannot take the values back in that form (a strict field): LangChain validates what
-        the guards judge."""
-        fields = type(parsed).model_fields
-        form: dict[str, Any] = {}
-        for key, value in values.items():
-            # a set stays one: as a list its order would be the process's string hashing's
-            if isinstance(value, set | frozenset) or any(map(_injects, fields[key].metadata)):
-                continue
-            try:
-                form[key] = parsed.model_dump(mode="json", include={key})[key]
-            except (PydanticSerializationError, KeyError):  # no JSON form, or it is not dumped
-                continue
-        try:
-            type(parsed).model_validate({**values, **form})
-        except Exception:  # a probe: the values as validated are what LangChain took before
-            return {}
-        return form
+        return {**full, **values, **json_form(parsed, values)}
 
     def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         given = self._given(tool_input)
@@ -422,7 +335,7 @@ class HookedTool(BaseTool):
         if not tool.call.should_run:
             return _refusal(runs, tool, self.name)
         output = self.inner.invoke(self._inner_input(tool, kwargs), config=config)
-        kept, success = _text(output, tool.tool_call_id), succeeded(output)
+        kept, success = result_text(output, tool.tool_call_id), succeeded(output)
         for run in runs:  # each handler's tool_result_persist hooks filter what the last kept
             kept = run.call.set_result(kept, success=success).content
             run.result_set = True
@@ -445,7 +358,7 @@ class HookedTool(BaseTool):
         if not tool.call.should_run:
             return _refusal(runs, tool, self.name)
         output = await self.inner.ainvoke(self._inner_input(tool, kwargs), config=config)
-        kept, success = _text(output, tool.tool_call_id), succeeded(output)
+        kept, success = result_text(output, tool.tool_call_id), succeeded(output)
         for run in runs:
             kept = (await run.call.aset_result(kept, success=success)).content
             run.result_set = True
