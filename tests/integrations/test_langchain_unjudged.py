@@ -410,3 +410,35 @@ def test_two_handlers_rewriting_a_call_differently_refuse_it(mode: str, order: s
     assert ran == [("/sandbox/x", "s3cret")]
     for oh in pipelines.values():
         assert oh.shutdown().ok
+
+
+class Shell(BaseTool):
+    """A tool of the caller's own class, its arguments only in its ``_run``'s signature."""
+
+    name: str = "shell"
+    description: str = "Run a command."
+    ran: list[str] = []
+
+    def _run(self, command: str, timeout: int = 5, run_manager: Any = None) -> str:
+        self.ran.append(command)
+        return f"ran {command}"
+
+
+def test_a_tool_class_without_an_args_schema_keeps_its_arguments_wrapped() -> None:
+    # the wrapper took the tool's args_schema (None) and LangChain read its own
+    # (*args, **kwargs): the model was told the tool takes "args" and "kwargs", and a plain
+    # string (LangChain's input for one argument) raised TypeError instead of being judged
+    def no_rm(event: ToolCallEvent) -> Block | None:
+        return Block("no rm") if "rm" in str(event.args.get("command")) else None
+
+    hooks = [{"id": "rm", "type": "before_tool_call", "matcher": "*", "handler": no_rm}]
+    oh = otelhooks.configure(otlp=False, set_global=False, hooks=hooks)
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(oh.tracer)]}
+    inner = Shell(ran=[])
+    shell = hook_tool(inner)
+    schema = shell.tool_call_schema.model_json_schema()  # type: ignore[union-attr]
+    assert schema == inner.tool_call_schema.model_json_schema()  # type: ignore[union-attr]
+    assert shell.invoke("rm -rf /", config=config) == "no rm"
+    assert shell.invoke({"command": "ls"}, config=config) == "ran ls"
+    assert inner.ran == ["ls"]
+    assert oh.shutdown().ok

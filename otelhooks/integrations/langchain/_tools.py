@@ -32,7 +32,7 @@ from langchain_core.callbacks import (
 )
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, InjectedToolArg
+from langchain_core.tools import BaseTool, InjectedToolArg, Tool
 from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -378,7 +378,11 @@ def hook_tool(tool: BaseTool) -> BaseTool:
     return HookedTool(
         name=tool.name,
         description=tool.description,
-        args_schema=tool.args_schema,
+        # a BaseTool of the caller's without one has it from its _run's signature, which the
+        # wrapper's (*args, **kwargs) is not: the model would be told "args" and "kwargs"
+        args_schema=tool.args_schema
+        if tool.args_schema is not None or isinstance(tool, Tool)
+        else tool.get_input_schema(),
         return_direct=tool.return_direct,
         # the wrapper validates the input first: an invalid call answers as the tool would
         handle_validation_error=tool.handle_validation_error,
