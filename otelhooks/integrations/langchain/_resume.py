@@ -158,25 +158,34 @@ class PausedCalls:
 
     def _recalled(
         self, store: BaseStore | None, thread: str, task: str, call_id: str
-    ) -> tuple[bool, dict[str, Any] | None, dict[str, list[str]]]:
-        """Whether ``task``'s pause is remembered, ``call_id``'s record in it, and the graph
-        runs each of the task's paused calls paused in (by call)."""
+    ) -> tuple[bool, dict[str, Any] | None]:
+        """Whether ``task``'s pause is remembered, and ``call_id``'s record in it."""
         if store is not None:
-            marker = store.get(_namespace(thread), _key("task", task))
-            if marker is None:
-                return False, None, {}
-            item = store.get(_namespace(thread), _key("call", task, call_id))
-            runs = marker.value.get("calls")
-            return (
-                True,
-                None if item is None else item.value,
-                runs if isinstance(runs, dict) else {},
-            )
+            known = store.get(_namespace(thread), _key("task", task)) is not None
+            item = store.get(_namespace(thread), _key("call", task, call_id)) if known else None
+            return known, None if item is None else item.value
         with self._lock:
             calls = self._local.get((thread, task))
-            if calls is None:
-                return False, None, {}
-            return True, calls.get(call_id), {c: r.get("runs", []) for c, r in calls.items()}
+            return calls is not None, None if calls is None else calls.get(call_id)
+
+    def _paused_with(
+        self, store: BaseStore | None, thread: str, task: str, call_id: str, runs: set[str]
+    ) -> bool:
+        """Whether another call of ``task`` paused in one of the graph runs ``runs`` (each call's
+        own record says where: one record a call, so no two writers share one)."""
+        if store is None:
+            with self._lock:
+                calls = dict(self._local.get((thread, task), {}))
+            records = [r for c, r in calls.items() if c != call_id]
+        else:
+            records, offset = [], 0
+            while page := store.search(_namespace(thread), limit=100, offset=offset):
+                offset += len(page)
+                for item in page:
+                    parts = json.loads(item.key)
+                    if parts[:2] == ["call", task] and parts[2:] != [call_id]:
+                        records.append(item.value)
+        return any(runs & set(r.get("runs", [])) for r in records)
 
     def _remember(
         self,
@@ -205,10 +214,7 @@ class PausedCalls:
             found = store.get(_namespace(thread), _key("call", task, call_id))
             record = merged(None if found is None else found.value)
             store.put(_namespace(thread), _key("call", task, call_id), record, index=False)
-            marker = store.get(_namespace(thread), _key("task", task))
-            calls = marker.value.get("calls") if marker is not None else None
-            calls = {**(calls if isinstance(calls, dict) else {}), call_id: record["runs"]}
-            store.put(_namespace(thread), _key("task", task), {"calls": calls}, index=False)
+            store.put(_namespace(thread), _key("task", task), {}, index=False)
             return
         with self._lock:
             calls = self._local.pop((thread, task), {})
@@ -245,26 +251,18 @@ class PausedCalls:
             return
         store = _store()
         try:
-            known, asked, paused_in = self._recalled(store, thread, task, call_id)
+            known, asked = self._recalled(store, thread, task, call_id)
         except Exception:
             _log.error(
                 "the graph's store failed as a hooked call started", refused=resumed, exc_info=True
             )
-            known, asked, paused_in = False, None, {}
+            known, asked = False, None
             if resumed:
                 tool.call.refuse(RESUME_UNCHECKED)
                 tool.answers = 1  # it may have asked: better a question asked again than
                 # its answer taken by the next one
         with self._lock:
             self._keys[run_id] = (thread, task, call_id)
-        mine = set(asked.get("runs", [])) if asked is not None else set()
-        if asked is not None and not any(
-            mine & set(runs) for other, runs in paused_in.items() if other != call_id
-        ):
-            # each pause's answer is its tool's: a refusal must take them (see ToolRun); not
-            # where another call of the task paused in the same graph run (a ToolNode's
-            # parallel calls), whose interrupt()s LangGraph numbers as they happen to run
-            tool.answers = max(len(asked.get("pauses", [])), 1)
         if asked is not None:
             if asked.get("given") != _fingerprint(tool.args):
                 # the same task rerun with another call (Command(resume=..., update=...)):
@@ -283,6 +281,19 @@ class PausedCalls:
             )
             tool.call.refuse(RESUME_UNVERIFIED)
             tool.answers = 1  # as above
+
+        if asked is not None and not tool.call.should_run:
+            # each pause's answer is its tool's: refused, it must take them (see ToolRun); not
+            # where another call of the task paused in the same graph run (a ToolNode's
+            # parallel calls), whose interrupt()s LangGraph numbers as they happen to run
+            runs = set(asked.get("runs", []))
+            try:
+                shared = self._paused_with(store, thread, task, call_id, runs)
+            except Exception:
+                _log.error("the graph's store failed as a refused call resumed", exc_info=True)
+                shared = True  # its answers left: the refusal stands, as before
+            if not shared:
+                tool.answers = max(len(asked.get("pauses", [])), 1)
 
     def done(
         self,
