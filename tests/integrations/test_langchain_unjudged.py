@@ -4,6 +4,7 @@ judge is refused, and the function gets the values the guards saw."""
 from __future__ import annotations
 
 import asyncio
+import enum
 import threading
 import uuid
 from typing import Annotated, Any
@@ -288,4 +289,156 @@ def test_an_invalid_call_answers_as_the_unwrapped_tool_does(mode: str) -> None:
         answers.append((message.content, message.status))
     assert answers[0] == answers[1]
     assert ran == []
+    assert oh.shutdown().ok
+
+
+class Mode(enum.Enum):
+    READ = "read"
+    DELETE = "delete"
+
+
+class Opts(BaseModel):
+    force: bool = False
+    depth: int = 1
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke", "tool_node"])
+def test_a_guard_reads_enums_and_nested_models_as_the_model_wrote_them(mode: str) -> None:
+    # before: the guard got the schema's Python values, Mode.DELETE (!= "delete") and an Opts
+    # object (not subscriptable: the guard failed): both deletes ran past it
+    def guard(event: ToolCallEvent) -> Block | ToolCallEvent | None:
+        if event.args["mode"] == "delete":
+            return Block("no delete")
+        if event.args["opts"]["force"]:
+            return Block("no force")
+        event.args["opts"]["depth"] = 0  # a rewrite in place, in the same form, still reaches
+        return event
+
+    hooks = [{"id": "g", "type": "before_tool_call", "matcher": "*", "handler": guard}]
+    oh = otelhooks.configure(otlp=False, set_global=False, hooks=hooks)
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(oh.tracer)]}
+    ran: list[tuple[Mode, Opts]] = []
+
+    @tool
+    def act(path: str, mode: Mode, opts: Opts) -> str:
+        """Act on a path."""
+        ran.append((mode, opts))
+        return "done"
+
+    acting = hook_tool(act)
+    given = [
+        {"path": "a", "mode": "delete", "opts": {}},
+        {"path": "a", "mode": "read", "opts": {"force": True}},
+        {"path": "a", "mode": "read", "opts": {"depth": 5}},
+    ]
+    if mode == "invoke":
+        answers = [acting.invoke(args, config=config) for args in given]
+    elif mode == "ainvoke":
+        answers = [asyncio.run(acting.ainvoke(args, config=config)) for args in given]
+    else:
+        calls = [
+            {"name": "act", "args": args, "id": f"c{i}", "type": "tool_call"}
+            for i, args in enumerate(given)
+        ]
+        graph = StateGraph(MessagesState).add_node("tools", ToolNode([acting]))
+        state: Any = {"messages": [AIMessage("", tool_calls=calls)]}
+        out = graph.add_edge(START, "tools").compile().invoke(state, config=config)
+        by_id = {m.tool_call_id: m.content for m in out["messages"] if isinstance(m, ToolMessage)}
+        answers = [by_id[f"c{i}"] for i in range(len(given))]
+    assert answers == ["no delete", "no force", "done"]
+    # the function still gets the schema's values: the enum member, the model
+    assert ran == [(Mode.READ, Opts(force=False, depth=0))]
+    assert oh.shutdown().ok
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+@pytest.mark.parametrize("order", ["sandbox-first", "redact-first"])
+def test_two_handlers_rewriting_a_call_differently_refuse_it(mode: str, order: str) -> None:
+    # one handler's hooks sandbox the path, another's redact the token: the wrapper ran the
+    # first rewrite it found, so the other was dropped without a word (the token reached the
+    # tool, or the path left the sandbox)
+    def sandbox(event: ToolCallEvent) -> ToolCallEvent:
+        event.args["path"] = "/sandbox" + str(event.args["path"])
+        return event
+
+    def redact(event: ToolCallEvent) -> ToolCallEvent:
+        event.args["token"] = "***"
+        return event
+
+    def same(event: ToolCallEvent) -> ToolCallEvent:
+        event.args["path"] = "/sandbox/x"
+        return event
+
+    pipelines = {
+        name: otelhooks.configure(
+            otlp=False,
+            set_global=False,
+            hooks=[{"id": name, "type": "before_tool_call", "matcher": "*", "handler": fn}],
+        )
+        for name, fn in (("sandbox", sandbox), ("redact", redact), ("same", same))
+    }
+    handlers = {name: OtelHooksCallbackHandler(oh.tracer) for name, oh in pipelines.items()}
+    ran: list[tuple[str, str]] = []
+
+    @tool
+    def fetch(path: str, token: str) -> str:
+        """Fetch a file with a token."""
+        ran.append((path, token))
+        return "fetched"
+
+    fetcher = hook_tool(fetch)
+    names = ["sandbox", "redact"] if order == "sandbox-first" else ["redact", "sandbox"]
+    call = {"name": "fetch", "args": {"path": "/x", "token": "s3cret"}, "id": "c1"}
+
+    def run(*names: str) -> Any:
+        config: Any = {"callbacks": [handlers[n] for n in names]}
+        if mode == "invoke":
+            return fetcher.invoke({**call, "type": "tool_call"}, config=config)
+        return asyncio.run(fetcher.ainvoke({**call, "type": "tool_call"}, config=config))
+
+    with capture_logs() as logs:
+        refused = run(*names)
+    assert ran == []
+    assert refused.status == "error"
+    assert refused.response_metadata["otelhooks"]["decidedBy"] == "otelhooks"
+    assert "rewrote" in refused.content
+    assert "two otelhooks handlers rewrote a call differently: refused" in [
+        e["event"] for e in logs
+    ]
+    # the control: handlers rewriting it alike (or one alone) run it as rewritten
+    assert run("same", "sandbox").content == "fetched"
+    assert ran == [("/sandbox/x", "s3cret")]
+    for oh in pipelines.values():
+        assert oh.shutdown().ok
+
+
+class Shell(BaseTool):
+    """A tool of the caller's own class, its arguments only in its ``_run``'s signature."""
+
+    name: str = "shell"
+    description: str = "Run a command."
+    ran: list[str] = []
+
+    def _run(self, command: str, timeout: int = 5, run_manager: Any = None) -> str:
+        self.ran.append(command)
+        return f"ran {command}"
+
+
+def test_a_tool_class_without_an_args_schema_keeps_its_arguments_wrapped() -> None:
+    # the wrapper took the tool's args_schema (None) and LangChain read its own
+    # (*args, **kwargs): the model was told the tool takes "args" and "kwargs", and a plain
+    # string (LangChain's input for one argument) raised TypeError instead of being judged
+    def no_rm(event: ToolCallEvent) -> Block | None:
+        return Block("no rm") if "rm" in str(event.args.get("command")) else None
+
+    hooks = [{"id": "rm", "type": "before_tool_call", "matcher": "*", "handler": no_rm}]
+    oh = otelhooks.configure(otlp=False, set_global=False, hooks=hooks)
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(oh.tracer)]}
+    inner = Shell(ran=[])
+    shell = hook_tool(inner)
+    schema = shell.tool_call_schema.model_json_schema()  # type: ignore[union-attr]
+    assert schema == inner.tool_call_schema.model_json_schema()  # type: ignore[union-attr]
+    assert shell.invoke("rm -rf /", config=config) == "no rm"
+    assert shell.invoke({"command": "ls"}, config=config) == "ran ls"
+    assert inner.ran == ["ls"]
     assert oh.shutdown().ok

@@ -41,7 +41,8 @@ from otelhooks.integrations.langchain._handler import (
     RunBlockedError,
     ToolRun,
 )
-from otelhooks.integrations.langchain._tools import HookedTool, ResultNotRewritableError, hook_tool
+from otelhooks.integrations.langchain._tool_results import ResultNotRewritableError
+from otelhooks.integrations.langchain._tools import HookedTool, hook_tool
 
 __all__ = [
     "HOOKED_METADATA_KEY",

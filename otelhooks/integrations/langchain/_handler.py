@@ -85,6 +85,18 @@ class _Run:
     open_in_step: int = 0
     members: set[UUID] = field(default_factory=set)
     wave: ResumeWave | None = None  # a resumed graph's: the tasks it resumes
+    # hooked calls without a tool call id started so far, by task and tool: the n-th such
+    # call of a tool in a task is the n-th again when a resume reruns the task, so its key
+    # (by tool, so that calls of two tools a node runs at once cannot swap places)
+    unnamed: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def unnamed_key(self, metadata: dict[str, Any], name: str) -> str:
+        """The key of a hooked call without a tool call id (a node calls the tool itself): its
+        tool and place among such calls of it in its task (NULs: no model's call id spells
+        it)."""
+        place = (str(metadata.get("langgraph_checkpoint_ns", "")), name)
+        n = self.unnamed[place] = self.unnamed.get(place, -1) + 1
+        return f"\0{name}\0{n}"
 
 
 def _text(output: Any) -> str:
@@ -354,6 +366,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 rootless = run.owner == run_id  # no graph run seen: a resume is not told
                 tool = ToolRun(DetachedScope(call, step.span), hooked, tool_call_id, args=args)
                 self._tools[run_id] = tool
+                unnamed = run.unnamed_key(metadata, name) if tool_call_id is None else None
             try:
                 tool.scope.enter()
             except Exception:
@@ -362,8 +375,12 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                     self._tools.pop(run_id, None)
                     run.open_in_step = max(0, run.open_in_step - 1)
                 raise
-            if hooked and tool_call_id is not None:
-                self._paused.judge(run_id, tool, metadata, resumed=resumed, rootless=rootless)
+            # a call without an id in a handler that sees no graph run has no place to be
+            # known by (each such call is a run of its own)
+            if hooked and (tool_call_id is not None or not rootless):
+                self._paused.judge(
+                    run_id, tool, metadata, resumed=resumed, rootless=rootless, call_id=unnamed
+                )
             if not hooked and not call.should_run:
                 _log.warning(
                     "a tool hook decided, but the tool is not wrapped: not enforced",
@@ -393,7 +410,8 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 # the tool asked a person (interrupt()): paused, not failed; it runs again,
                 # judged again, when the graph resumes
                 call.interrupt()
-                self._paused.done(run_id, tool, paused=True, rootless=rootless)
+                graph_run = run.owner if run is not None else None
+                self._paused.done(run_id, tool, paused=True, rootless=rootless, graph_run=graph_run)
                 tool.scope.exit(None)
             else:
                 self._paused.done(run_id, tool, paused=False)

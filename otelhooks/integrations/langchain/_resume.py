@@ -3,8 +3,9 @@ the arguments its tool had when it asked.
 
 LangGraph runs the tool again from its start on resume, and the ``before_tool_call`` hooks judge
 it again: a rewrite answering otherwise the second time would run what nobody was shown. Each
-paused call is remembered (by thread, LangGraph task namespace and tool call id: a new input runs
-in a new task) as fingerprints of the arguments it came with and those its tool had, and a
+paused call is remembered (by thread, LangGraph task namespace and tool call id, or the call's
+place in its task when a node called the tool without one: a new input runs in a new task),
+until its thread goes, as fingerprints of the arguments it came with and those its tool had, and a
 resumed call the hooks gave other arguments is refused.
 
 Where the memory lives: the graph's store (given when the graph is compiled; LangGraph's public
@@ -151,8 +152,8 @@ class PausedCalls:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._local: dict[tuple[str, str], _Task] = {}  # (thread, task) -> its paused calls
-        # each open hooked call's thread, task, call id and whether a pause of it was recorded
-        self._keys: dict[UUID, tuple[str, str, str, bool]] = {}
+        # each open hooked call's thread, task and call id (or key, without one)
+        self._keys: dict[UUID, tuple[str, str, str]] = {}
         self._warned = False  # that a pause was seen without the graph's run
 
     def _recalled(
@@ -167,29 +168,60 @@ class PausedCalls:
             calls = self._local.get((thread, task))
             return calls is not None, None if calls is None else calls.get(call_id)
 
+    def _paused_with(
+        self, store: BaseStore | None, thread: str, task: str, call_id: str, runs: set[str]
+    ) -> bool:
+        """Whether another call of ``task`` paused in one of the graph runs ``runs`` (each call's
+        own record says where: one record a call, so no two writers share one)."""
+        if store is None:
+            with self._lock:
+                calls = dict(self._local.get((thread, task), {}))
+            records = [r for c, r in calls.items() if c != call_id]
+        else:
+            records, offset = [], 0
+            while page := store.search(_namespace(thread), limit=100, offset=offset):
+                offset += len(page)
+                for item in page:
+                    parts = json.loads(item.key)
+                    if parts[:2] == ["call", task] and parts[2:] != [call_id]:
+                        records.append(item.value)
+        return any(runs & set(r.get("runs", [])) for r in records)
+
     def _remember(
-        self, store: BaseStore | None, thread: str, task: str, call_id: str, given: str, ran: str
+        self,
+        store: BaseStore | None,
+        key: tuple[str, str, str],
+        given: str,
+        ran: str,
+        pause: tuple[str, str],
     ) -> None:
+        """Record a pause of the call ``key`` (thread, task, call id): the fingerprints, and
+        ``pause`` (the tool run's id and the graph run's, the same in each handler) among the
+        call's pauses."""
+        thread, task, call_id = key
+        tool_run, graph_run = pause
+
+        def merged(old: dict[str, Any] | None) -> dict[str, Any]:
+            kept = old if old is not None and old.get("given") == given else {}
+            return {
+                "given": given,
+                "ran": sorted({*kept.get("ran", []), ran}),
+                "pauses": sorted({*kept.get("pauses", []), tool_run}),
+                "runs": sorted({*kept.get("runs", []), graph_run}),
+            }
+
         if store is not None:
             found = store.get(_namespace(thread), _key("call", task, call_id))
-            old = found.value if found is not None and found.value.get("given") == given else {}
-            record = {"given": given, "ran": sorted({*old.get("ran", []), ran})}
+            record = merged(None if found is None else found.value)
             store.put(_namespace(thread), _key("call", task, call_id), record, index=False)
             store.put(_namespace(thread), _key("task", task), {}, index=False)
             return
         with self._lock:
             calls = self._local.pop((thread, task), {})
-            calls[call_id] = {"given": given, "ran": [ran]}
+            calls[call_id] = merged(calls.get(call_id))
             self._local[(thread, task)] = calls
             while len(self._local) > _MAX_PAUSED:
                 del self._local[next(iter(self._local))]
-
-    def _forget(self, store: BaseStore | None, thread: str, task: str, call_id: str) -> None:
-        if store is not None:
-            store.delete(_namespace(thread), _key("call", task, call_id))
-            return
-        with self._lock:
-            self._local.get((thread, task), {}).pop(call_id, None)
 
     def judge(
         self,
@@ -199,18 +231,23 @@ class PausedCalls:
         *,
         resumed: bool,
         rootless: bool = False,
+        call_id: str | None = None,
     ) -> None:
         """As the call starts, its hooks having decided: refuse it (``ToolCall.refuse``) when it
         resumes a paused call whose hooks gave the tool other arguments, or (``resumed``: in a
         task a resume reruns) whose own arguments changed since it asked, or when nothing
         remembers that task's pause. A call the handler sees is no resume (neither ``resumed``
-        nor ``rootless``: the handler saw the graph's run) is not looked up."""
+        nor ``rootless``: the handler saw the graph's run) is not looked up. ``call_id``: the
+        key of a call without a tool call id (a node calling the tool itself), which is
+        checked against a pause recorded under it, but not refused for want of one: the task
+        may have paused at a question of the node's own."""
         thread = str(metadata.get("thread_id", ""))
         task = str(metadata.get("langgraph_checkpoint_ns", ""))
-        call_id = str(tool.tool_call_id)
+        has_id = call_id is None
+        call_id = str(tool.tool_call_id) if call_id is None else call_id
         if not resumed and not rootless:
             with self._lock:
-                self._keys[run_id] = (thread, task, call_id, False)
+                self._keys[run_id] = (thread, task, call_id)
             return
         store = _store()
         try:
@@ -222,8 +259,10 @@ class PausedCalls:
             known, asked = False, None
             if resumed:
                 tool.call.refuse(RESUME_UNCHECKED)
+                tool.answers = 1  # it may have asked: better a question asked again than
+                # its answer taken by the next one
         with self._lock:
-            self._keys[run_id] = (thread, task, call_id, asked is not None)
+            self._keys[run_id] = (thread, task, call_id)
         if asked is not None:
             if asked.get("given") != _fingerprint(tool.args):
                 # the same task rerun with another call (Command(resume=..., update=...)):
@@ -232,7 +271,7 @@ class PausedCalls:
                     tool.call.refuse(RESUMED_EDITED)
             elif _fingerprint(tool.call.args) not in asked.get("ran", []):
                 tool.call.refuse(RESUMED_CHANGED)
-        elif resumed and not known and tool.call.should_run:
+        elif resumed and has_id and not known and tool.call.should_run:
             _log.warning(
                 "a resumed LangGraph call was refused: its pause was not recorded",
                 thread_id=thread,
@@ -241,11 +280,36 @@ class PausedCalls:
                 "with the OtelHooksCallbackHandler object that saw it pause",
             )
             tool.call.refuse(RESUME_UNVERIFIED)
+            tool.answers = 1  # as above
 
-    def done(self, run_id: UUID, tool: ToolRun, *, paused: bool, rootless: bool = False) -> None:
-        """The call ended: ``paused`` (its tool asked a person), remember what it had; a
-        resumed call that finished is forgotten. ``rootless``: the handler saw no run above
-        the call, so it cannot tell a resume of it (said once)."""
+        if asked is not None and not tool.call.should_run:
+            # each pause's answer is its tool's: refused, it must take them (see ToolRun); not
+            # where another call of the task paused in the same graph run (a ToolNode's
+            # parallel calls), whose interrupt()s LangGraph numbers as they happen to run
+            runs = set(asked.get("runs", []))
+            try:
+                shared = self._paused_with(store, thread, task, call_id, runs)
+            except Exception:
+                _log.error("the graph's store failed as a refused call resumed", exc_info=True)
+                shared = True  # its answers left: the refusal stands, as before
+            if not shared:
+                tool.answers = max(len(asked.get("pauses", [])), 1)
+
+    def done(
+        self,
+        run_id: UUID,
+        tool: ToolRun,
+        *,
+        paused: bool,
+        rootless: bool = False,
+        graph_run: UUID | None = None,
+    ) -> None:
+        """The call ended: ``paused`` (its tool asked a person), remember what it had. A
+        resumed call that finished is remembered still: its task runs again from its start
+        at its next pause (the node asks a question of its own after the tool), where the
+        call's ``interrupt()`` takes the answer given before, for these arguments.
+        ``rootless``: the handler saw no run above the call, so it cannot tell a resume of it
+        (said once). ``graph_run``: the root run it paused in."""
         with self._lock:
             key = self._keys.pop(run_id, None)
             warn = paused and rootless and not self._warned
@@ -261,13 +325,11 @@ class PausedCalls:
             )
         if key is None:
             return
-        thread, task, call_id, recorded = key
+        if not paused or not tool.call.should_run:
+            return
         store = _store()
         try:
-            if paused and tool.call.should_run:
-                given, ran = _fingerprint(tool.args), _fingerprint(tool.call.args)
-                self._remember(store, thread, task, call_id, given, ran)
-            elif recorded:
-                self._forget(store, thread, task, call_id)
+            given, ran = _fingerprint(tool.args), _fingerprint(tool.call.args)
+            self._remember(store, key, given, ran, (str(run_id), str(graph_run or run_id)))
         except Exception:  # its resume, finding no record, is refused
             _log.error("the graph's store failed: a paused call was not recorded", exc_info=True)

@@ -33,6 +33,10 @@ class ToolRun:
         args: the arguments the call started with (before any hook rewrote them).
         contested: another call started under the same run id while this one was open: the
             decision found by that id may be either call's, so the wrappers refuse both.
+        answers: the answers a person gave this call's tool at its pauses (LangGraph's
+            ``interrupt()``), which a rerun of its task hands each ``interrupt()`` of the task
+            in turn: refused, the call takes them itself, else the task's next question
+            would get the answer given to this one.
     """
 
     scope: DetachedScope[ToolCall]
@@ -41,6 +45,7 @@ class ToolRun:
     result_set: bool = False
     args: dict[str, Any] = field(default_factory=dict)
     contested: bool = False
+    answers: int = 0
 
     @property
     def call(self) -> ToolCall:

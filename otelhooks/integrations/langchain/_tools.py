@@ -22,8 +22,7 @@ never decided) the call is refused instead, decided by ``otelhooks``.
 from __future__ import annotations
 
 import contextvars
-import dataclasses
-from typing import Any, cast
+from typing import Any
 
 import structlog
 from langchain_core.callbacks import (
@@ -33,8 +32,8 @@ from langchain_core.callbacks import (
 )
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool, InjectedToolArg
-from langgraph.types import Command
+from langchain_core.tools import BaseTool, InjectedToolArg, Tool
+from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from otelhooks import _semconv as sc
@@ -45,6 +44,10 @@ from otelhooks.integrations.langchain._handler import (
     ToolRun,
     succeeded,
 )
+from otelhooks.integrations.langchain._tool_args import json_form
+from otelhooks.integrations.langchain._tool_results import ResultNotRewritableError
+from otelhooks.integrations.langchain._tool_results import kept as kept_result
+from otelhooks.integrations.langchain._tool_results import text as result_text
 from otelhooks.integrations.langchain._tool_run import CALLER_INJECTED
 
 __all__ = ["HookedTool", "ResultNotRewritableError", "hook_tool"]
@@ -65,61 +68,18 @@ _UNJUDGED = (
 )
 
 
-class ResultNotRewritableError(Exception):
-    """A ``tool_result_persist`` hook changed the text of a tool's result that otelhooks cannot
-    rewrite as the result it is: a LangGraph ``Command`` (or a list holding one) whose
-    ``update["messages"]`` holds no single ``ToolMessage`` of the call. Handing back the hook's
-    text instead would drop the ``Command``'s state update and ``goto`` without a word."""
+# what a person is asked should a refused call find no answer to take (its record counted more
+# pauses than the task kept answers): never shown when the answers are there
+_ANSWER_TAKEN = (
+    "otelhooks refused a call whose tool asked a person; this question stands in for it so "
+    "that the answer given to it is not taken by another"
+)
 
 
-def _tool_message(command: Command[Any], tool_call_id: str | None) -> ToolMessage | None:
-    """The call's own message in ``command``'s ``update["messages"]``: the one ``ToolMessage``
-    bound to ``tool_call_id`` (``None``: none, several, or an update of another shape)."""
-    update = command.update
-    messages = update.get("messages") if isinstance(update, dict) else None
-    if tool_call_id is None or not isinstance(messages, list):
-        return None
-    found = [m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == tool_call_id]
-    return found[0] if len(found) == 1 else None
-
-
-def _text(output: Any, tool_call_id: str | None = None) -> str:
-    """The text of ``output`` the ``tool_result_persist`` hooks judge: a ``Command``'s is its
-    call's ``ToolMessage``'s, or (none to rewrite) the whole ``Command``'s."""
-    if isinstance(output, Command):
-        message = _tool_message(output, tool_call_id)
-        output = output if message is None else message
-    content = getattr(output, "content", output)
-    return content if isinstance(content, str) else str(content)
-
-
-def _kept(output: Any, kept: str, tool_call_id: str | None) -> Any:
-    """What the caller gets once the hooks kept ``kept`` of ``output``'s text: ``output`` when
-    they left it; a ``ToolMessage`` (its ``status``, ``artifact``) or a ``Command`` (its update
-    and ``goto``) holding ``kept`` as its call's message; else ``kept``. A ``Command`` without
-    such a message raises, never lost."""
-    if kept == _text(output, tool_call_id):
-        return output
-    if isinstance(output, ToolMessage):
-        return output.model_copy(update={"content": kept})
-    holds_command = isinstance(output, list) and any(isinstance(o, Command) for o in output)
-    if isinstance(output, Command):
-        message = _tool_message(output, tool_call_id)
-        if message is not None:
-            update = cast(dict[str, Any], output.update)
-            messages = [
-                message.model_copy(update={"content": kept}) if m is message else m
-                for m in update["messages"]
-            ]
-            return dataclasses.replace(output, update={**update, "messages": messages})
-    elif not holds_command:
-        return kept
-    raise ResultNotRewritableError(
-        "a tool_result_persist hook changed the result of this call, a LangGraph Command (or "
-        f"a list of them) without a single ToolMessage for call {tool_call_id!r} in "
-        "update['messages'] to rewrite: otelhooks cannot hand it back rewritten without "
-        "dropping its update"
-    )
+_REWRITES_DIFFER = (
+    "the hooks of two otelhooks handlers of this run rewrote this call's arguments differently: "
+    "refused rather than run with one rewrite and not the other"
+)
 
 
 class _Unjudged(Exception):
@@ -154,9 +114,19 @@ def _find_runs(manager: Manager | None, name: str) -> list[ToolRun]:
 
 def _decisive(runs: list[ToolRun]) -> ToolRun:
     """The decision the call follows when several handlers' hooks decided: each handler's
-    guards hold, so a refusal (deny or mock) stands, then arguments a hook rewrote."""
+    guards hold, so a refusal (deny or mock) stands, then arguments a hook rewrote. Two
+    handlers rewriting it differently (one sandboxes the path, one redacts the token) refuse
+    it: running either's would drop the other's without a word, and no guard judged both."""
     refused = next((t for t in runs if not t.call.should_run), None)
-    return refused or next((t for t in runs if t.call.args != t.args), runs[0])
+    if refused is not None:
+        return refused
+    rewritten = [t for t in runs if t.call.args != t.args]
+    if any(t.call.args != rewritten[0].call.args for t in rewritten):
+        _log.error("two otelhooks handlers rewrote a call differently: refused")
+        for t in runs:
+            t.call.refuse(_REWRITES_DIFFER)
+        return runs[0]
+    return rewritten[0] if rewritten else runs[0]
 
 
 def _denial(reason: str, tool_call_id: str, name: str, decided_by: Any) -> ToolMessage:
@@ -193,7 +163,7 @@ def _persisted(
     ``Command``'s update withheld with its text); else what :func:`_kept` keeps."""
     blocked = next((r.call for r in runs if r.call.persist_blocked), None)
     if blocked is None:
-        return _kept(output, kept, tool_call_id)
+        return kept_result(output, kept, tool_call_id)
     state = blocked.result.state or {}
     reason = str(state.get("reason") or blocked.result.content)
     if tool_call_id is None:
@@ -201,8 +171,13 @@ def _persisted(
     return _denial(reason, tool_call_id, name, state.get("decidedBy"))
 
 
-def _refusal(tool: ToolRun, name: str) -> Any:
-    """What the model sees instead of the tool's output: a denial or a mock."""
+def _refusal(runs: list[ToolRun], tool: ToolRun, name: str) -> Any:
+    """What the model sees instead of the tool's output: a denial or a mock. A refused call
+    resuming its tool's pause takes the answers given to it first: LangGraph hands each
+    ``interrupt()`` of a task the answers in turn, so the task's next question (the node's
+    own "send $1000?") would take the "yes" given to this call's."""
+    for _ in range(max(r.answers for r in runs)):
+        interrupt(_ANSWER_TAKEN)
     call: ToolCall = tool.call
     if call.mocked:
         return call.result.content
@@ -244,9 +219,11 @@ class HookedTool(BaseTool):
         judge as the call starts: a plain string (LangChain's input for a one-argument tool)
         named after that argument, each default of the argument schema the caller left out
         filled in (a guard denying ``force`` must see the ``force=True`` it defaults to), and
-        each value as the schema gives it to the function (``"true"`` given is ``True``, which
-        a guard comparing with ``true`` must see). Not a ``None`` default: the schema validates
-        what is given, and ``limit: int = None`` refuses a ``None`` given."""
+        each value as the schema gives it to the function, in its JSON form (``"true"`` given
+        is ``True``, which a guard comparing with ``true`` must see; an enum is its value and a
+        nested model its fields, as the model wrote them, which a guard compares with). Not a
+        ``None`` default: the schema validates what is given, and ``limit: int = None`` refuses
+        a ``None`` given."""
         model = self._model()
         if model is None or not model.model_fields:
             return tool_input
@@ -265,7 +242,8 @@ class HookedTool(BaseTool):
             parsed = model.model_validate(tool_input)
         except ValidationError:  # LangChain's own validation answers it, as without otelhooks
             return full
-        return {**full, **{k: getattr(parsed, k) for k in full if k in fields}}
+        values = {k: getattr(parsed, k) for k in full if k in fields}
+        return {**full, **values, **json_form(parsed, values)}
 
     def run(self, tool_input: str | dict[str, Any], *args: Any, **kwargs: Any) -> Any:
         given = self._given(tool_input)
@@ -355,9 +333,9 @@ class HookedTool(BaseTool):
             return self.inner.invoke(self._args_for_inner(kwargs, None), config=config)
         tool = _decisive(runs)
         if not tool.call.should_run:
-            return _refusal(tool, self.name)
+            return _refusal(runs, tool, self.name)
         output = self.inner.invoke(self._inner_input(tool, kwargs), config=config)
-        kept, success = _text(output, tool.tool_call_id), succeeded(output)
+        kept, success = result_text(output, tool.tool_call_id), succeeded(output)
         for run in runs:  # each handler's tool_result_persist hooks filter what the last kept
             kept = run.call.set_result(kept, success=success).content
             run.result_set = True
@@ -378,9 +356,9 @@ class HookedTool(BaseTool):
             return await self.inner.ainvoke(self._args_for_inner(kwargs, None), config=config)
         tool = _decisive(runs)
         if not tool.call.should_run:
-            return _refusal(tool, self.name)
+            return _refusal(runs, tool, self.name)
         output = await self.inner.ainvoke(self._inner_input(tool, kwargs), config=config)
-        kept, success = _text(output, tool.tool_call_id), succeeded(output)
+        kept, success = result_text(output, tool.tool_call_id), succeeded(output)
         for run in runs:
             kept = (await run.call.aset_result(kept, success=success)).content
             run.result_set = True
@@ -400,7 +378,11 @@ def hook_tool(tool: BaseTool) -> BaseTool:
     return HookedTool(
         name=tool.name,
         description=tool.description,
-        args_schema=tool.args_schema,
+        # a BaseTool of the caller's without one has it from its _run's signature, which the
+        # wrapper's (*args, **kwargs) is not: the model would be told "args" and "kwargs"
+        args_schema=tool.args_schema
+        if tool.args_schema is not None or isinstance(tool, Tool)
+        else tool.get_input_schema(),
         return_direct=tool.return_direct,
         # the wrapper validates the input first: an invalid call answers as the tool would
         handle_validation_error=tool.handle_validation_error,

@@ -1,0 +1,69 @@
+"""What a ``hook_tool`` call hands back once ``tool_result_persist`` hooks kept a result's text:
+the result itself, a ``ToolMessage`` or a LangGraph ``Command`` rewritten in place, or an error."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, cast
+
+from langchain_core.messages import ToolMessage
+from langgraph.types import Command
+
+__all__ = ["ResultNotRewritableError", "kept", "text"]
+
+
+class ResultNotRewritableError(Exception):
+    """A ``tool_result_persist`` hook changed the text of a tool's result that otelhooks cannot
+    rewrite as the result it is: a LangGraph ``Command`` (or a list holding one) whose
+    ``update["messages"]`` holds no single ``ToolMessage`` of the call. Handing back the hook's
+    text instead would drop the ``Command``'s state update and ``goto`` without a word."""
+
+
+def tool_message(command: Command[Any], tool_call_id: str | None) -> ToolMessage | None:
+    """The call's own message in ``command``'s ``update["messages"]``: the one ``ToolMessage``
+    bound to ``tool_call_id`` (``None``: none, several, or an update of another shape)."""
+    update = command.update
+    messages = update.get("messages") if isinstance(update, dict) else None
+    if tool_call_id is None or not isinstance(messages, list):
+        return None
+    found = [m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == tool_call_id]
+    return found[0] if len(found) == 1 else None
+
+
+def text(output: Any, tool_call_id: str | None = None) -> str:
+    """The text of ``output`` the ``tool_result_persist`` hooks judge: a ``Command``'s is its
+    call's ``ToolMessage``'s, or (none to rewrite) the whole ``Command``'s."""
+    if isinstance(output, Command):
+        message = tool_message(output, tool_call_id)
+        output = output if message is None else message
+    content = getattr(output, "content", output)
+    return content if isinstance(content, str) else str(content)
+
+
+def kept(output: Any, kept: str, tool_call_id: str | None) -> Any:
+    """What the caller gets once the hooks kept ``kept`` of ``output``'s text: ``output`` when
+    they left it; a ``ToolMessage`` (its ``status``, ``artifact``) or a ``Command`` (its update
+    and ``goto``) holding ``kept`` as its call's message; else ``kept``. A ``Command`` without
+    such a message raises, never lost."""
+    if kept == text(output, tool_call_id):
+        return output
+    if isinstance(output, ToolMessage):
+        return output.model_copy(update={"content": kept})
+    holds_command = isinstance(output, list) and any(isinstance(o, Command) for o in output)
+    if isinstance(output, Command):
+        message = tool_message(output, tool_call_id)
+        if message is not None:
+            update = cast(dict[str, Any], output.update)
+            messages = [
+                message.model_copy(update={"content": kept}) if m is message else m
+                for m in update["messages"]
+            ]
+            return dataclasses.replace(output, update={**update, "messages": messages})
+    elif not holds_command:
+        return kept
+    raise ResultNotRewritableError(
+        "a tool_result_persist hook changed the result of this call, a LangGraph Command (or "
+        f"a list of them) without a single ToolMessage for call {tool_call_id!r} in "
+        "update['messages'] to rewrite: otelhooks cannot hand it back rewritten without "
+        "dropping its update"
+    )
