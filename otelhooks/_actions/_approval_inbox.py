@@ -16,22 +16,34 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import math
 import threading
-import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 import structlog
 
 from otelhooks._actions._approval_args import showable
+from otelhooks._actions._approval_card import (
+    CLIENT_GONE,
+    LAPSED,
+    LEASE_S,
+    WITHDRAWN,
+    Approval,
+    Decision,
+    InboxFull,
+    epoch_ms,
+    joins,
+    lapsed_at,
+)
 from otelhooks._eventlog._signal import AppendSignal
 
 __all__ = [
+    "CLIENT_GONE",
+    "LAPSED",
     "LEASE_S",
+    "WITHDRAWN",
     "Approval",
     "ApprovalInbox",
     "InboxFull",
@@ -40,155 +52,9 @@ __all__ = [
     "process_inbox",
 ]
 
-Decision = Literal["allow", "deny"]
-
 _log = structlog.get_logger("otelhooks")
 _T = TypeVar("_T")
 _NOT_YET_S = 0.05
-WITHDRAWN = "the asker stopped waiting: nobody waits for this answer any more"
-#: seconds a pending card lives with none of its askers waiting on it (no long-poll open, no
-#: look, no waiter in this process): far above the gap between two long-polls (milliseconds) and
-#: an asker's looks once a second when serve has no room for its long-poll, far below an
-#: approval's timeout. An asker killed between two long-polls, or an older one that does not
-#: send ``asker=1``, leaves its card withdrawn after it instead of approvable to its deadline.
-LEASE_S = 10.0
-#: the reason of a card withdrawn because none of its askers looked for :data:`LEASE_S`
-LAPSED = (
-    f"no asker has waited on this card for {LEASE_S:g} s (killed, or gone between two "
-    "long-polls): nobody waits for this answer any more"
-)
-#: the reason of a card withdrawn because the client of the call gave up (an ``Asker`` gone)
-CLIENT_GONE = (
-    "the client that asked stopped waiting (its own hook timeout, an interrupt): nobody waits "
-    "for this answer any more, and the client went on without it"
-)
-
-
-class InboxFull(Exception):
-    """The inbox holds ``max_pending`` waiting calls already."""
-
-
-@dataclass
-class Approval:
-    """One call waiting for a person, then its answer.
-
-    Attributes:
-        id: random, unguessable (it is the answer's address).
-        hook_id, event, tool: which hook asked, on which event, for which tool.
-        args: the call's arguments (shown only when the server captures content).
-        agent, session, user: who is calling, when known.
-        trace_id, span_id: the span of the call, when known.
-        created_ms, deadline_ms: Unix epoch milliseconds.
-        default: what applies at the deadline.
-        reason: why the hook asks (shown to the person; the deny reason by default).
-        editable: the runtime accepts edited arguments with an allow.
-        call: the session and tool call id of the call held ("" when the runtime gives none):
-            one card per call (:func:`joins`).
-        askers, leaving, held_ms: how many holds are open (:meth:`ApprovalInbox.hold`), how
-            many of them are of askers gone already, and when one last began or ended (the
-            inbox's clock; creation at first): the lease.
-        state: ``pending``, ``allowed``, ``denied``.
-        answered_by: ``who`` of the answer (``timeout`` when the default applied).
-        answered_ms, answer_reason, answer_args: the rest of the answer.
-    """
-
-    id: str
-    hook_id: str
-    event: str
-    tool: str
-    args: dict[str, Any]
-    agent: str
-    session: str
-    user: str
-    trace_id: str
-    span_id: str
-    created_ms: int
-    deadline_ms: int
-    default: Decision
-    reason: str
-    editable: bool
-    call: str = ""
-    askers: int = 0
-    leaving: int = 0
-    held_ms: int = 0
-    state: str = "pending"
-    answered_by: str = ""
-    answered_ms: int = 0
-    answer_reason: str = ""
-    answer_args: dict[str, Any] | None = None
-    _done: threading.Event = field(default_factory=threading.Event, repr=False)
-    _loops: list[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = field(
-        default_factory=list, repr=False
-    )
-
-    @property
-    def decision(self) -> Decision | None:
-        """``allow`` / ``deny`` once answered."""
-        return {"allowed": "allow", "denied": "deny"}.get(self.state)  # type: ignore[return-value]
-
-    def to_json(self, *, content: bool = True, now_ms: int | None = None) -> dict[str, Any]:
-        """The JSON of ``GET /v1/approvals`` (arguments left out without ``content``;
-        ``time_left_s`` by ``now_ms``, the clock of the deadline: :meth:`ApprovalInbox.now_ms`)."""
-        now_ms = _now_ms() if now_ms is None else now_ms
-        body = {
-            "id": self.id,
-            "hook_id": self.hook_id,
-            "event": self.event,
-            "tool": self.tool,
-            "agent": self.agent,
-            "session": self.session,
-            "user": self.user,
-            "trace_id": self.trace_id,
-            "span_id": self.span_id,
-            "created_ms": self.created_ms,
-            "deadline_ms": self.deadline_ms,
-            "time_left_s": max(0.0, (self.deadline_ms - now_ms) / 1000),
-            "default": self.default,
-            "reason": self.reason,
-            "editable": self.editable and content,
-            "state": self.state,
-            "decision": self.decision,
-            "answered_by": self.answered_by,
-            "answered_ms": self.answered_ms,
-            "answer_reason": self.answer_reason,
-        }
-        if content:
-            body["args"] = self.args
-            body["answer_args"] = self.answer_args
-        return body
-
-
-def _now_ms() -> int:
-    return time.time_ns() // 1_000_000
-
-
-def joins(
-    item: Approval, *, hook_id: str, event: str, call: str, args: dict[str, Any], now_ms: int
-) -> bool:
-    """Whether asking ``hook_id`` about ``call`` again (a client or a load balancer retrying
-    a hook input, a second instance reached) gets ``item`` instead of a card of its own: the
-    same hook, event, call and arguments, and ``item`` still pending, or answered by a person or
-    its default before its deadline (``now_ms``: the deadline's clock) passed. Two cards of one
-    call would let the retry's default allow what a person denied on the other. A card its
-    asker withdrew is not joined (nobody answered it: the retry's asker waits for a person),
-    and an answer past its card's deadline answers no later ask (a runtime reusing a call id,
-    an MCP client its request ids, is asked again). Arguments a person edited are asked about
-    again (they differ). The rule of both inboxes (a shared one reads its candidates from the
-    database)."""
-    return (
-        bool(call)
-        and item.call == call
-        and item.hook_id == hook_id
-        and item.event == event
-        and item.args == args
-        and (item.state == "pending" or (item.answered_by != "asker" and now_ms < item.deadline_ms))
-    )
-
-
-def lapsed_at(item: Approval) -> float:
-    """When ``item``'s lease ends (epoch milliseconds, by its inbox's clock): :data:`LEASE_S`
-    after its last asker stopped waiting on it or looked; never while one waits."""
-    return math.inf if item.askers > item.leaving else item.held_ms + LEASE_S * 1000
 
 
 class ApprovalInbox:
@@ -266,7 +132,7 @@ class ApprovalInbox:
         :class:`InboxFull` past ``max_pending``, ``ArgsNotShowable`` for arguments the page
         cannot show as they are."""
         showable(args)
-        now = _now_ms()
+        now = epoch_ms()
         item = Approval(
             id=uuid.uuid4().hex,
             hook_id=hook_id,
@@ -378,7 +244,7 @@ class ApprovalInbox:
             item = self._pending.get(approval_id)
             if item is not None:
                 item.askers += 1
-                item.held_ms = _now_ms()
+                item.held_ms = epoch_ms()
 
     def release(self, approval_id: str, *, gone: bool, reason: str = WITHDRAWN) -> Approval | None:
         """An asker's :meth:`hold` ends: it looks again soon, or, ``gone``, it stopped waiting;
@@ -399,7 +265,7 @@ class ApprovalInbox:
     def _left(self, item: Approval, *, gone: bool, reason: str) -> Approval | None:
         """Renew ``item``'s lease; withdraw it if ``gone`` and no asker waits on it any more
         (then it is returned); call with the lock held."""
-        item.held_ms = _now_ms()
+        item.held_ms = epoch_ms()
         if not gone or item.askers > item.leaving:
             return None
         self._resolve(item, "deny", by="asker", reason=reason)
@@ -417,7 +283,7 @@ class ApprovalInbox:
 
     def now_ms(self) -> int:
         """Now by the clock that decides the deadlines (this process's), epoch milliseconds."""
-        return _now_ms()
+        return epoch_ms()
 
     def seconds_left(self, item: Approval) -> float:
         """Seconds until ``item``'s deadline, by the clock that decides it (:meth:`now_ms`)."""
@@ -485,7 +351,7 @@ class ApprovalInbox:
         del self._pending[item.id]
         item.state = "allowed" if decision == "allow" else "denied"
         item.answered_by = by
-        item.answered_ms = _now_ms()
+        item.answered_ms = epoch_ms()
         item.answer_reason = reason
         item.answer_args = args if decision == "allow" else None
         self._keep_answered(item)
@@ -507,14 +373,14 @@ class ApprovalInbox:
 
     def _count_refused(self) -> None:
         """Count one call refused by a full inbox; call with the lock held."""
-        self.refused_last_ms = _now_ms()
+        self.refused_last_ms = epoch_ms()
         self.refused_since_ms = self.refused_since_ms or self.refused_last_ms
         self.refused += 1
 
     def _expire_overdue(self) -> list[Approval]:
         """Apply the defaults due and withdraw the cards whose lease lapsed; call with the lock
         held."""
-        now = _now_ms()
+        now = epoch_ms()
         overdue = [item for item in self._pending.values() if item.deadline_ms <= now]
         for item in overdue:
             self._resolve(item, item.default, by="timeout", reason="no answer in time")

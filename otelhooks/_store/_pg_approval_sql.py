@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from otelhooks._actions._approval_inbox import LEASE_S, Approval
+from otelhooks._actions._approval_card import LEASE_S, Approval
 
 __all__ = [
     "ANSWER",

@@ -44,16 +44,16 @@ from typing import TYPE_CHECKING, Any, Final
 import structlog
 
 from otelhooks._actions._approval_args import showable
-from otelhooks._actions._approval_inbox import (
+from otelhooks._actions._approval_card import (
     LAPSED,
     LEASE_S,
     WITHDRAWN,
     Approval,
-    ApprovalInbox,
     Decision,
     InboxFull,
     joins,
 )
+from otelhooks._actions._approval_inbox import ApprovalInbox
 from otelhooks._store._errors import StoreError
 from otelhooks._store._pg_approval_sql import (
     ANSWER,
