@@ -6,7 +6,7 @@ Code's permission-rule syntax (hooks reference, "Common fields" and the Bash ``i
 when it cannot decide; so does this one:
 
 - ``Tool`` or ``Tool(*)``: the tool name (``*`` wildcards; ``mcp__server`` covers the server's
-  tools).
+  tools, also as Codex CLI names them: ``mcp__my-files`` its ``mcp__my_files__delete_file``).
 - ``Bash(pattern)`` / ``PowerShell(pattern)``: the pattern (``*`` matches anything, a trailing
   ``:*`` is a prefix) against every subcommand: the command is split at ``&&``, ``||``, ``;``,
   ``|`` and line breaks, and also at ``&``, ``|&``, ``(``, ``)``, ``{`` and ``}`` (a background
@@ -59,6 +59,8 @@ _SUBSTITUTION: Final = re.compile(r"\$\(([^()]*)\)|`([^`]*)`")
 _SEPARATORS: Final = re.compile(r"&&|\|\||;|\||\n")
 _ASSIGNMENT: Final = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|\"[^\"]*\"|\S*)\s+)+")
 _DYNAMIC: Final = re.compile(r"\$\(|`|\$[A-Za-z_{]")
+# what Codex CLI makes `_` in an MCP server's or tool's name (`*` stays the rule's wildcard)
+_CODEX_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_*]")
 # A finer split, added to the one above: a background job (`echo hi & rm -r x`), a subshell
 # (`(rm -r x)`), a group (`{ rm -r x; }`) ran as a subcommand no rule saw, and the handler a
 # `Bash(rm *)` rule gated was skipped while the CLI ran the `rm`.
@@ -149,7 +151,7 @@ class IfRule:
         True
     """
 
-    __slots__ = ("raw", "spec", "tool")
+    __slots__ = ("codex_tool", "raw", "spec", "tool")
 
     def __init__(self, raw: str) -> None:
         found = _RULE.match(raw)
@@ -157,6 +159,11 @@ class IfRule:
             raise ValueError(f"not a permission rule like 'Bash(git *)': {raw!r}")
         self.raw = raw
         self.tool: str = found.group("tool")
+        # The name Codex CLI gives the MCP tools the rule names: a server `my-files` (or a tool
+        # `delete-file.v2`) is `mcp__my_files__...` in its hooks. Before, such a rule never
+        # matched the call the handler's matcher selected, and Codex ran it.
+        renamed = _CODEX_UNSAFE.sub("_", self.tool)
+        self.codex_tool = renamed if self.tool.startswith("mcp__") else self.tool
         spec = found.group("spec")
         self.spec = None if spec is None or spec.strip() in ("", "*") else spec.strip()
 
@@ -173,10 +180,14 @@ class IfRule:
         return self.tool in _FILE_TOOLS and spec.startswith("/") and not spec.startswith("//")
 
     def _tool_matches(self, tool: str) -> bool:
-        if fnmatch.fnmatchcase(tool, self.tool):
-            return True
-        # ``mcp__server`` names every tool of that server
-        return self.tool.startswith("mcp__") and tool.startswith(f"{self.tool}__")
+        names = (self.tool,) if self.codex_tool == self.tool else (self.tool, self.codex_tool)
+        for name in names:
+            if fnmatch.fnmatchcase(tool, name):
+                return True
+            # ``mcp__server`` names every tool of that server
+            if name.startswith("mcp__") and tool.startswith(f"{name}__"):
+                return True
+        return False
 
     def _shell(self, spec: str, args: Mapping[str, Any]) -> bool:
         command = args.get("command")

@@ -9,7 +9,9 @@ Attacked with the real CLIs (Codex CLI 0.171, Gemini CLI 0.61), a guard gated by
   ``(rm -r victim)``, ``{ rm -r victim; }``) or after ``!`` / ``time`` / a keyword: the rule
   saw no subcommand starting with ``rm``;
 - Codex ran a patch through its shell (``apply_patch <<'EOF'``), which its hook reports as
-  ``Bash`` and the matcher ``Edit`` selects: the rule compared ``Bash`` with ``Edit``.
+  ``Bash`` and the matcher ``Edit`` selects: the rule compared ``Bash`` with ``Edit``;
+- the rule named an MCP server as configured (``mcp__my-files``), which Codex names
+  ``mcp__my_files`` (the handler's matcher matched it, the rule did not).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import pytest
 
 from otelhooks.integrations.claude_code import BridgeOptions, run_hook
 from otelhooks.integrations.coding_agents import install_agent
+from tests.coding_agents_cli._codex_mcp import bridge_env, configure_codex, mcp_steps
 from tests.coding_agents_cli._runs import (
     CODEX,
     GEMINI,
@@ -171,4 +174,52 @@ def test_the_real_gemini_cli_is_kept_from_an_rm_by_a_bash_if_rule(
     run = run_gemini(project, tmp_path / "home", [("call_1", command)], extra_env=env)
     assert run.returncode == 0, skip_reason(run)
     assert (project / "victim" / "keep.txt").exists(), skip_reason(run)
+    assert "the if guard says no" in run.told(), skip_reason(run)
+
+
+# Codex CLI 0.171's PreToolUse of server ``my-files``'s tool, as its hook received it
+RENAMED = {
+    "session_id": "01a24a82-0790-78b1-90fe-38b63c125f60",
+    "turn_id": "01a24a82-07a4-7652-b8d3-378cd61ba818",
+    "transcript_path": None,
+    "cwd": "/project",
+    "hook_event_name": "PreToolUse",
+    "model": "gpt-5.5",
+    "permission_mode": "bypassPermissions",
+    "tool_name": "mcp__my_files__delete_file",
+    "tool_input": {"path": "victim/keep.txt"},
+    "tool_use_id": "call_del",
+}
+
+
+@pytest.mark.parametrize(
+    ("rule", "denied"),
+    [
+        ("mcp__my-files", True),
+        ("mcp__my-files__delete_file", True),
+        ("mcp__my-files__*", True),
+        ("mcp__my-files__delete_file(*)", True),
+        ("mcp__my_files", True),
+        ("mcp__other-files", False),
+        ("mcp__my-files__rm", False),
+    ],
+)
+def test_an_mcp_if_rule_names_a_server_codex_renames_as_it_is_configured(
+    tmp_path: Path, rule: str, denied: bool
+) -> None:
+    answer = _answer(tmp_path, "codex", "mcp__my-files__delete_file", rule, RENAMED)
+    assert _denied(answer) == denied, answer
+
+
+def test_the_real_codex_cli_is_kept_from_an_mcp_tool_by_an_if_rule_on_its_server(
+    project: Path, tmp_path: Path
+) -> None:
+    need_cli(CODEX)
+    (project / "settings.json").write_text(_settings("mcp__my-files__.*", "mcp__my-files"))
+    install_agent("codex", project=project, hooks_file="settings.json")
+    home = tmp_path / "home"
+    configure_codex(project, home, "my-files")
+    run = run_codex(project, home, mcp_steps("mcp__my_files"), extra_env=bridge_env(tmp_path))
+    assert run.returncode == 0, skip_reason(run)
+    assert (project / "victim" / "keep.txt").read_text() == "precious", skip_reason(run)
     assert "the if guard says no" in run.told(), skip_reason(run)
