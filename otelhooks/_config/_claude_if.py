@@ -6,11 +6,14 @@ Code's permission-rule syntax (hooks reference, "Common fields" and the Bash ``i
 when it cannot decide; so does this one:
 
 - ``Tool`` or ``Tool(*)``: the tool name (``*`` wildcards; ``mcp__server`` covers the server's
-  tools).
+  tools, also as Codex CLI names them: ``mcp__my-files`` its ``mcp__my_files__delete_file``).
 - ``Bash(pattern)`` / ``PowerShell(pattern)``: the pattern (``*`` matches anything, a trailing
   ``:*`` is a prefix) against every subcommand: the command is split at ``&&``, ``||``, ``;``,
-  ``|`` and line breaks, commands inside ``$(...)`` and backticks are checked too, and leading
-  ``VAR=value`` assignments are stripped. A pattern that names more than the command runs the
+  ``|`` and line breaks, and also at ``&``, ``|&``, ``(``, ``)``, ``{`` and ``}`` (a background
+  job, a subshell, a group), commands inside ``$(...)`` and backticks are checked too, and
+  leading ``VAR=value`` assignments, ``!``, ``time`` and the shell's keywords (``if``, ``then``,
+  ``do`` ...) are stripped. Each finer split only adds subcommands, so a handler runs for
+  at least the commands it ran for before. A pattern that names more than the command runs the
   handler anyway when the command holds ``$(``, a backtick or ``$VAR``.
 - File tools (``Read``, ``Edit``, ``Write``, ``MultiEdit``, ``NotebookEdit``, ``Glob``,
   ``Grep``): a gitignore-style glob against the path relative to the event's folder (its
@@ -23,8 +26,12 @@ when it cannot decide; so does this one:
   and where it lands, so a guard narrowed to a folder is not escaped through a link to it.
 - ``WebFetch(domain:example.com)``: the URL's host or a subdomain.
 - Anything else with a pattern: runs (fail open), and so does a tool the CLI matches by the
-  rule's tool name (Codex's ``apply_patch`` by ``Edit`` and ``Write``): its arguments are not
-  that tool's.
+  rule's tool name (Codex's ``apply_patch`` by ``Edit`` and ``Write``, and a Codex shell
+  command that runs its patcher): its arguments are not that tool's.
+- Another CLI's name of the rule's tool (Gemini CLI's ``run_shell_command`` for ``Bash``,
+  ``write_file`` for ``Write``, ``replace`` for ``Edit``, ``read_file`` for ``Read``; Codex's
+  ``exec_command``): its arguments are read as the rule's tool's. Before, such a call never
+  matched the rule, and a guard gated by ``Bash(rm *)`` let Gemini CLI's ``rm -r`` run.
 """
 
 from __future__ import annotations
@@ -39,7 +46,7 @@ from urllib.parse import urlsplit
 
 from otelhooks._events import HookEvent
 from otelhooks._paths import working_folder
-from otelhooks._tool_kinds import CLI_MATCHER_ALIASES
+from otelhooks._tool_kinds import KIND_NAMES, cli_aliases
 
 __all__ = ["IfGate", "IfRule", "parse_if"]
 
@@ -52,8 +59,27 @@ _SUBSTITUTION: Final = re.compile(r"\$\(([^()]*)\)|`([^`]*)`")
 _SEPARATORS: Final = re.compile(r"&&|\|\||;|\||\n")
 _ASSIGNMENT: Final = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*=(?:'[^']*'|\"[^\"]*\"|\S*)\s+)+")
 _DYNAMIC: Final = re.compile(r"\$\(|`|\$[A-Za-z_{]")
-# the names a CLI also matches a tool by (a hook's matcher ``Edit`` runs on Codex's apply_patch)
-_CLI_NAMES: Final = {t: names for cli in CLI_MATCHER_ALIASES.values() for t, names in cli.items()}
+# what Codex CLI makes `_` in an MCP server's or tool's name (`*` stays the rule's wildcard)
+_CODEX_UNSAFE: Final = re.compile(r"[^A-Za-z0-9_*]")
+# A finer split, added to the one above: a background job (`echo hi & rm -r x`), a subshell
+# (`(rm -r x)`), a group (`{ rm -r x; }`) ran as a subcommand no rule saw, and the handler a
+# `Bash(rm *)` rule gated was skipped while the CLI ran the `rm`.
+_FINER: Final = re.compile(r"&|\(|\)|(?:^|(?<=\s))[{}](?=\s|$)")
+# what may stand before a simple command in a pipeline or compound command
+_PREFIX: Final = re.compile(
+    r"^(?:(?:!|time(?:\s+-p)?|if|then|elif|else|do|while|until|fi|done|esac)(?:\s+|$))+"
+)
+# Claude Code's tool names, and another CLI's name of each (Gemini's run_shell_command is a
+# Bash): an `if` naming Claude Code's tool reads that call's arguments. Codex's apply_patch is
+# Edit and Write, but its patch is not their arguments (see `cli_aliases` below).
+_CLAUDE_TOOLS: Final = frozenset(
+    {"Bash", "Read", "Edit", "MultiEdit", "NotebookEdit", "Write", "WebFetch", "WebSearch"}
+)
+_AS_CLAUDE: Final = {
+    name: frozenset(names & _CLAUDE_TOOLS)
+    for names in KIND_NAMES.values()
+    for name in names - _CLAUDE_TOOLS - {"apply_patch"}
+}
 
 
 def _star_regex(pattern: str) -> re.Pattern[str]:
@@ -91,9 +117,13 @@ def _subcommands(command: str) -> list[str]:
         text = pending.pop()
         for match in _SUBSTITUTION.finditer(text):
             pending.append(match.group(1) if match.group(1) is not None else match.group(2))
-        for part in _SEPARATORS.split(_SUBSTITUTION.sub(" ", text)):
+        plain = _SUBSTITUTION.sub(" ", text)
+        parts = _SEPARATORS.split(plain)
+        finer = [p for part in parts for p in _FINER.split(part)]
+        for part in [*parts, *(p for p in finer if p not in parts)]:
             part = _ASSIGNMENT.sub("", part.strip())
-            if part:
+            part = _ASSIGNMENT.sub("", _PREFIX.sub("", part))
+            if part and part not in found:
                 found.append(part)
     return found
 
@@ -121,7 +151,7 @@ class IfRule:
         True
     """
 
-    __slots__ = ("raw", "spec", "tool")
+    __slots__ = ("codex_tool", "raw", "spec", "tool")
 
     def __init__(self, raw: str) -> None:
         found = _RULE.match(raw)
@@ -129,6 +159,11 @@ class IfRule:
             raise ValueError(f"not a permission rule like 'Bash(git *)': {raw!r}")
         self.raw = raw
         self.tool: str = found.group("tool")
+        # The name Codex CLI gives the MCP tools the rule names: a server `my-files` (or a tool
+        # `delete-file.v2`) is `mcp__my_files__...` in its hooks. Before, such a rule never
+        # matched the call the handler's matcher selected, and Codex ran it.
+        renamed = _CODEX_UNSAFE.sub("_", self.tool)
+        self.codex_tool = renamed if self.tool.startswith("mcp__") else self.tool
         spec = found.group("spec")
         self.spec = None if spec is None or spec.strip() in ("", "*") else spec.strip()
 
@@ -145,10 +180,14 @@ class IfRule:
         return self.tool in _FILE_TOOLS and spec.startswith("/") and not spec.startswith("//")
 
     def _tool_matches(self, tool: str) -> bool:
-        if fnmatch.fnmatchcase(tool, self.tool):
-            return True
-        # ``mcp__server`` names every tool of that server
-        return self.tool.startswith("mcp__") and tool.startswith(f"{self.tool}__")
+        names = (self.tool,) if self.codex_tool == self.tool else (self.tool, self.codex_tool)
+        for name in names:
+            if fnmatch.fnmatchcase(tool, name):
+                return True
+            # ``mcp__server`` names every tool of that server
+            if name.startswith("mcp__") and tool.startswith(f"{name}__"):
+                return True
+        return False
 
     def _shell(self, spec: str, args: Mapping[str, Any]) -> bool:
         command = args.get("command")
@@ -197,7 +236,11 @@ class IfRule:
         (``True`` when unsure)."""
         if not self._tool_matches(tool):
             # a tool the CLI matches by the rule's tool: the rule cannot read its arguments
-            return any(self._tool_matches(name) for name in _CLI_NAMES.get(tool, ()))
+            if any(self._tool_matches(name) for name in cli_aliases("codex", tool, args)):
+                return True
+            # another CLI's name of the rule's tool: its arguments are that tool's
+            if not any(self._tool_matches(name) for name in _AS_CLAUDE.get(tool, ())):
+                return False
         spec = self.spec
         if spec is None:
             return True

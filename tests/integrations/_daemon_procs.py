@@ -59,7 +59,8 @@ class Hooked:
     seconds: float
 
     def deny_reason(self) -> str:
-        assert self.returncode == 0, self.stderr
+        # Codex CLI's deny is exit 2 too (its reason on stderr), Claude Code's exit 0
+        assert self.returncode in (0, 2), self.stderr
         reason: str = json.loads(self.stdout)["hookSpecificOutput"]["permissionDecisionReason"]
         return reason
 

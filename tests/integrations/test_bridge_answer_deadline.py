@@ -65,7 +65,7 @@ def test_a_guard_that_hangs_is_denied_in_time_under_fail_closed(
     (tmp_path / "otelhooks.yaml").write_text(HOOKS)
     (tmp_path / "guard.py").write_text(guard)
     code, stdout, stderr, seconds = _bridge(tmp_path, dialect, "--fail-closed")
-    assert code == 0, stderr
+    assert code == (2 if dialect == "codex" else 0), stderr  # Codex's deny: exit 2 too
     assert deny_reason(dialect, stdout) == (
         "otelhooks could not check this tool call (fail-closed): no answer within 2 s"
     )
@@ -104,7 +104,7 @@ def test_an_answer_in_time_is_in_the_clis_own_words(tmp_path: Path, dialect: str
     (tmp_path / "otelhooks.yaml").write_text(HOOKS)
     (tmp_path / "guard.py").write_text("def guard(event):\n    event.deny('no rm')\n")
     code, stdout, stderr, _ = _bridge(tmp_path, dialect, "--fail-closed")
-    assert code == 0, stderr
+    assert code == (2 if dialect == "codex" else 0), stderr  # Codex's deny: exit 2 too
     assert deny_reason(dialect, stdout) == "no rm"
     if dialect == "gemini":
         assert set(json.loads(stdout)) == {"decision", "reason"}
@@ -121,7 +121,7 @@ def test_what_a_guard_prints_never_joins_the_answer(tmp_path: Path, dialect: str
         "    os.system('printf shell')\n    event.deny('no rm')\n"
     )
     code, stdout, stderr, _ = _bridge(tmp_path, dialect)
-    assert code == 0, stderr
+    assert code == (2 if dialect == "codex" else 0), stderr  # Codex's deny: exit 2 too
     assert deny_reason(dialect, stdout) == "no rm"  # stdout is the answer's JSON, whole
     assert "checking" in stderr
     assert "shell" in stderr
@@ -156,7 +156,7 @@ def test_a_guard_that_blocks_when_it_fails_is_a_deny_when_no_answer_came_in_time
     (tmp_path / "otelhooks.yaml").write_text(SLOW_NEIGHBOURS.replace("ON_ERROR", "block"))
     (tmp_path / "guard.py").write_text("def guard(event):\n    pass\n")
     code, stdout, stderr, seconds = _bridge(tmp_path, dialect)  # no --fail-closed
-    assert code == 0, stderr
+    assert code == (2 if dialect == "codex" else 0), stderr  # Codex's deny: exit 2 too
     assert deny_reason(dialect, stdout) == (
         "otelhooks could not check this tool call (fail-closed): "
         "no answer within 2 s (hook policy blocks when it fails)"

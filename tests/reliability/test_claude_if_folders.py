@@ -73,7 +73,9 @@ def _answer(argv: list[str], folder: Path, env: dict[str, str], event: dict[str,
         timeout=60,
         check=False,
     )
-    assert done.returncode == 0, done.stderr
+    # Codex CLI's deny is exit 2 too (its reason on stderr), read whatever stdout holds
+    denied = "codex" in argv and '"permissionDecision": "deny"' in done.stdout
+    assert done.returncode == (2 if denied else 0), done.stderr
     if not done.stdout.strip():
         return ""
     return str(json.loads(done.stdout)["hookSpecificOutput"]["permissionDecisionReason"])

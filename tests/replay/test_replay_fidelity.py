@@ -87,7 +87,9 @@ def _bridge(
         timeout=60,
         check=False,
     )
-    assert done.returncode == 0, done.stderr
+    # Codex CLI's deny is exit 2 too (its reason on stderr), read whatever stdout holds
+    denied = dialect == "codex" and '"permissionDecision": "deny"' in done.stdout
+    assert done.returncode == (2 if denied else 0), done.stderr
     return json.loads(done.stdout) if done.stdout.strip() else None
 
 

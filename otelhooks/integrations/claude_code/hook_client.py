@@ -90,8 +90,12 @@ _SOCKET_PATH_MAX = 107  # bytes of a Unix socket's path (Linux's 108, less the f
 # a Latin-1 locale a tool input with a character it lacks (a U+2019) could not be handed to a
 # command hook (its environment is encoded in the locale's encoding): every guard failed open.
 # And with ``-P``: ``-m`` would put the working folder, the agent's, first on the import path,
-# and a ``structlog.py`` or ``yaml.py`` the agent wrote there ended every guard (exit 1).
-_BRIDGE = (sys.executable, "-X", "utf8", "-P", "-m", "otelhooks", "claude-code")
+# and a ``structlog.py`` or ``yaml.py`` the agent wrote there ended every guard (exit 1). With
+# ``-E`` and through ``_bridge_start.py`` (beside this file), which imports the otelhooks it is
+# part of: a ``PYTHONHOME`` or ``PYTHONPATH`` of another Python or project in the CLI's
+# environment ended every guard the same way.
+_START = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_bridge_start.py")
+_BRIDGE = (sys.executable, "-X", "utf8", "-E", "-P", _START, "claude-code")
 _ENDED = "otelhooks hook client: the bridge ended without an answer; answered as a late one"
 _NO_ANSWER = (
     "otelhooks hook client: the bridge daemon did not answer; answered by the one-process bridge"

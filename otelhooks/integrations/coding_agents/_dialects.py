@@ -33,6 +33,8 @@ from otelhooks.integrations.coding_agents._input import SKILL_COMMAND, as_tool_c
 
 __all__ = ["DIALECTS", "GEMINI_EVENTS", "Dialect", "dialect_named"]
 
+_DENIED = "Denied by an otelhooks guard."
+
 # Gemini CLI event -> the bridge's (Claude Code's) event; an event not listed keeps its name
 # and becomes an ``agent_lifecycle`` span with its observers (BeforeModel, AfterModel, ...).
 GEMINI_EVENTS: dict[str, str] = {
@@ -133,6 +135,29 @@ def _gemini_in(payload: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
+def _codex_out(response: HookResponse) -> HookResponse:
+    """A deny of a tool call is also exit 2 with the reason first on stderr (the JSON kept).
+
+    Codex CLI reads a hook's JSON only from a stdout that holds nothing else, and ran the call
+    when a line came first: bash prints what a ``BASH_ENV`` script says (a Docker image's
+    ``.bashrc`` with a conda or nvm banner) before the hook's command runs. At exit 2 Codex
+    blocks with stderr as the reason, whatever stdout holds (0.171, checked with the real CLI).
+    """
+    if response.exit_code != 0 or not response.stdout.strip():
+        return response
+    try:
+        data = json.loads(response.stdout)
+    except ValueError:
+        return response
+    specific = data.get("hookSpecificOutput") if isinstance(data, dict) else None
+    if not isinstance(specific, dict) or specific.get("permissionDecision") != "deny":
+        return response
+    # Codex refuses a blank reason at exit 2 too, and runs the call
+    reason = str(specific.get("permissionDecisionReason") or "").strip() or _DENIED
+    stderr = "\n".join(t for t in (reason, response.stderr.strip()) if t)
+    return HookResponse(2, response.stdout, stderr, response.http_body)
+
+
 def _gemini_out(response: HookResponse) -> HookResponse:
     """Claude Code's answer in Gemini CLI's words: a deny or block is ``decision: deny``, a
     rewrite is ``hookSpecificOutput.tool_input``, additional context stays where it was."""
@@ -185,6 +210,7 @@ DIALECTS: dict[str, Dialect] = {
         "codex",
         "openai",
         to_bridge=_codex_in,
+        answer=_codex_out,
         events={
             e: e
             for e in (
