@@ -95,7 +95,10 @@ def test_install_then_uninstall_gives_back_every_byte(cli: str, data: st.DataObj
     before = text.encode()
     with tempfile.TemporaryDirectory() as folder:
         installed, after = _round_trip(cli, Path(folder), before)
+        hooks = Path(folder) / "hooks.yaml"
+        again = _round_trip(cli, Path(folder) / "again", installed, hooks=hooks)
     assert after == before
+    assert again == (installed, before)  # installing again changes nothing, and still goes
     if "\r\n" in text:  # every line added ends as the file's lines do
         assert installed.count(b"\n") == installed.count(b"\r\n")
 
