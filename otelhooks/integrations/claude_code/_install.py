@@ -72,7 +72,7 @@ from otelhooks.integrations.claude_code._entries import (
     hook_url,
     is_ours,
 )
-from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_ours
+from otelhooks.integrations.claude_code._hook_splices import replace_ours, strip_ours
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import Edited, edit_settings
 from otelhooks.integrations.claude_code._watch import watch_list
@@ -309,9 +309,9 @@ def install(
     def edit(text: str, root: Node | None) -> str:
         if root is None:
             text = "{}\n"
-        stripped, change.removed = strip_ours(text, path, is_ours)
+        new, change.removed = replace_ours(text, path, is_ours, ours, root)
         change.added = list(ours)
-        return add_groups(stripped, path, ours)
+        return new
 
     return _record(change, edit_settings(path, edit))
 
@@ -339,7 +339,7 @@ def uninstall(path: str | os.PathLike[str]) -> SettingsChange:
     def edit(text: str, root: Node | None) -> str | None:
         if root is None:
             return None
-        stripped, change.removed = strip_ours(text, path, is_ours)
+        stripped, change.removed = strip_ours(text, path, is_ours, root)
         return stripped
 
     return _record(change, edit_settings(path, edit, create=False))

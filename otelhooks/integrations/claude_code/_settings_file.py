@@ -132,7 +132,7 @@ def _parsed(path: Path, raw: bytes | None) -> tuple[str, Node | None]:
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path}: not UTF-8 ({exc.reason})") from None
     try:
-        root = parse(text) if text.strip() else None
+        root = parse(text, only="hooks") if text.strip() else None
     except ValueError as exc:
         # Gemini CLI reads comments in its settings.json; this editor keeps bytes it
         # understands, so it says why instead of dropping them

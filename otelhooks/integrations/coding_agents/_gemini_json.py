@@ -91,7 +91,14 @@ def gemini_json(path: Path) -> Any:
     raw = read_regular(path)
     if raw is None:
         return None
+    text = raw.decode("utf-8", errors="replace")
     try:
-        return json.loads(strip_comments(raw.decode("utf-8", errors="replace")))
+        # text that parses as it is holds no comment: the character loop (seconds for a large
+        # file, run for each of install's checks) is only for one that does not
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        pass
+    try:
+        return json.loads(strip_comments(text))
     except (ValueError, RecursionError):
         return None

@@ -39,14 +39,14 @@ from otelhooks.integrations.claude_code._entries import (
     covering_timeout,
     is_ours,
 )
-from otelhooks.integrations.claude_code._hook_splices import add_groups, strip_ours
+from otelhooks.integrations.claude_code._hook_splices import replace_ours, strip_ours
 from otelhooks.integrations.claude_code._install import (
     SettingsChange,
     read_hooks,
     slow_hooks_warning,
 )
 from otelhooks.integrations.claude_code._json_text import Node
-from otelhooks.integrations.claude_code._settings_file import check_editable, edit_settings
+from otelhooks.integrations.claude_code._settings_file import edit_settings
 from otelhooks.integrations.coding_agents._codex_servers import (
     codex_config_files,
     ignored_server_notes,
@@ -265,8 +265,8 @@ def install_agent(
     """
     agent = _agent(dialect)
     path = hooks_path(dialect, project=project, user=user)
-    # refused before the checks below read it: a named pipe there would hold them forever
-    check_editable(path)
+    # not parsed here: edit_settings refuses what it cannot edit (a parse of a 13 MB file took
+    # seconds), and the checks below read it as read_regular does, never holding on a pipe
     hooks = Path(hooks_file).expanduser()
     hooks = hooks if hooks.is_absolute() else (Path(project) / hooks).absolute()
     command = _command(dialect, hooks, traces_out, fail_closed)
@@ -321,9 +321,9 @@ def install_agent(
             text = "{}\n"
         elif dialect == "codex":
             _refuse_what_codex_rejects(text, path)
-        stripped, change.removed = strip_ours(text, path, is_ours)
+        new, change.removed = replace_ours(text, path, is_ours, groups, root)
         change.added = list(groups)
-        return add_groups(stripped, path, groups)
+        return new
 
     edited = edit_settings(path, edit)
     change.before, change.after = edited.before, edited.after
@@ -395,7 +395,7 @@ def uninstall_agent(
     def edit(text: str, root: Node | None) -> str | None:
         if root is None:
             return None
-        stripped, change.removed = strip_ours(text, path, is_ours)
+        stripped, change.removed = strip_ours(text, path, is_ours, root)
         return stripped
 
     edited = edit_settings(path, edit, create=False)
