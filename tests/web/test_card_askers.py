@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer, serve
-from otelhooks._actions import _approval_inbox
+from otelhooks._actions import _approval_card
 from otelhooks._actions._approval import ApprovalAction
 from otelhooks._actions._approval_inbox import LAPSED
 from otelhooks._actions._asker import Asker
@@ -157,7 +157,7 @@ def test_an_asker_killed_where_no_connection_tells_has_its_card_withdrawn_by_the
     # while serve listens for it. Before, the card waited its 60 s and a person's Approve was
     # recorded "allowed" for a call nobody waited for; now nobody waiting on it for LEASE_S
     # withdraws it (shortened here)
-    monkeypatch.setattr(_approval_inbox, "LEASE_S", 2.0)
+    monkeypatch.setattr(_approval_card, "LEASE_S", 2.0)
     script = tmp_path / "raw_asker.py"
     script.write_text(RAW_ASKER)
     with serving_inbox(monkeypatch) as server:
@@ -193,7 +193,7 @@ def test_the_page_shows_a_card_whose_lease_lapsed_as_no_longer_waiting(
 ) -> None:
     # a person with the page open, nothing else happening: the card whose asker is gone must
     # leave the pending list (and its Approve with it) without anything else moving the inbox
-    monkeypatch.setattr(_approval_inbox, "LEASE_S", 2.0)
+    monkeypatch.setattr(_approval_card, "LEASE_S", 2.0)
     with serving_inbox(monkeypatch) as server:
         page = log_in(browser, server.url)
         try:
