@@ -1,0 +1,101 @@
+"""A skill's inline shell command in a Claude Agent SDK app meets the guards of ``hooks_for``.
+
+The CLI the SDK bundles (2.1.337) runs ``!`cmd` `` of a project skill's ``SKILL.md`` as the skill
+loads, with no ``PreToolUse``: only ``PreSkillShellCommand`` (``tool_name: "Bash"``). The SDK's
+``HookEvent`` does not name that event, but the SDK passes every hook name of
+``ClaudeAgentOptions(hooks=...)`` to its CLI, which calls the callback and honours its deny.
+Before, ``hooks_for`` hooked no such event: the scripted model loaded a skill whose command was
+``rm -rf victim`` and the folder was gone, the ``@shell`` guard never asked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+
+import otelhooks
+from tests.agent_sdk.test_hooks_for import GUARD, _run, _sdk
+from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def _project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    (root / "victim").mkdir(parents=True)
+    (root / "victim" / "keep.txt").write_text("precious")
+    for name, command in (("wipe", "rm -rf victim && echo wiped"), ("mark", "touch marked.txt")):
+        folder = root / ".claude" / "skills" / name
+        folder.mkdir(parents=True)
+        (folder / "SKILL.md").write_text(
+            f"---\nname: {name}\ndescription: runs {name}\n---\nDone: !`{command}`\n"
+        )
+    return root
+
+
+def _skills_run(tmp_path: Path, guarded: bool) -> tuple[Path, MessagesApi, InMemorySpanExporter]:
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    _sdk()
+    project = _project(tmp_path)
+    memory = InMemorySpanExporter()
+    oh = otelhooks.configure(hooks=GUARD, otlp=False, set_global=False, span_exporters=[memory])
+    api = MessagesApi([ToolStep(f"call_{n}", "Skill", {"skill": n}) for n in ("wipe", "mark")])
+    try:
+        with serve_messages_api(api) as url:
+            if guarded:
+                with hooks_for(oh, state=tmp_path / "s.sqlite3") as hooks:
+                    _run(project, tmp_path / "home", url, hooks)
+            else:
+                _run(project, tmp_path / "home", url, None)
+    finally:
+        oh.shutdown()
+    return project, api, memory
+
+
+def test_without_hooks_a_skills_inline_rm_rf_runs(tmp_path: Path) -> None:
+    project, _, _ = _skills_run(tmp_path, guarded=False)
+    assert not (project / "victim").exists()  # the attack is real: the CLI ran the command
+
+
+def test_hooks_for_keeps_a_skills_inline_rm_rf_from_running(tmp_path: Path) -> None:
+    project, api, memory = _skills_run(tmp_path, guarded=True)
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    # a command the guard allows still runs as its skill loads
+    assert (project / "marked.txt").exists()
+    sent = json.dumps(api.requests[-1].get("messages"))
+    assert "no deleting" in sent  # the model is told why the skill's command did not run
+    tools = [s for s in memory.get_finished_spans() if s.name == "execute_tool Bash"]
+    outcomes = sorted(str((s.attributes or {}).get("otelhooks.tool.outcome")) for s in tools)
+    assert outcomes == ["allowed", "denied"]
+
+
+def test_a_skill_command_answered_after_close_is_denied(tmp_path: Path) -> None:
+    """A callback that cannot judge the command (here: ``hooks_for`` already closed) denies
+    it in the event's own name, as it denies a ``PreToolUse``."""
+    _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    oh = otelhooks.configure(hooks=GUARD, otlp=False, set_global=False, structured_logging=False)
+    try:
+        hooks = hooks_for(oh, state=tmp_path / "s.sqlite3")
+        [matcher] = hooks["PreSkillShellCommand"]
+        [callback] = matcher.hooks
+        hooks.close()
+        event: dict[str, Any] = {
+            "session_id": "s-1",
+            "hook_event_name": "PreSkillShellCommand",
+            "tool_name": "Bash",
+            "tool_input": {"command": "touch fine.txt"},
+        }
+        answer = asyncio.run(callback(event, "call_mark:preamble-0", None))
+    finally:
+        oh.shutdown()
+    specific = answer["hookSpecificOutput"]
+    assert specific["hookEventName"] == "PreSkillShellCommand"
+    assert specific["permissionDecision"] == "deny"
