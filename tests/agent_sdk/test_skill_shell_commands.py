@@ -19,7 +19,7 @@ import pytest
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 import otelhooks
-from tests.agent_sdk.test_hooks_for import GUARD, _run, _sdk
+from tests.agent_sdk.test_hooks_for import GUARD, _sdk
 from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
 
 pytestmark = pytest.mark.timeout(120)
@@ -38,7 +38,37 @@ def _project(tmp_path: Path) -> Path:
     return root
 
 
-def _skills_run(tmp_path: Path, guarded: bool) -> tuple[Path, MessagesApi, InMemorySpanExporter]:
+def _run(project: Path, home: Path, url: str, hooks: Any, prompt: str) -> None:
+    sdk = _sdk()
+    home.mkdir(parents=True, exist_ok=True)
+    env = {
+        "ANTHROPIC_BASE_URL": url,
+        "ANTHROPIC_API_KEY": "sk-ant-fake",
+        "HOME": str(home),
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "IS_SANDBOX": "1",  # CI runs as root
+    }
+    options = sdk.ClaudeAgentOptions(
+        cwd=str(project), env=env, hooks=hooks, permission_mode="bypassPermissions"
+    )
+
+    async def stream() -> Any:  # a stream, as test_hooks_for's runs
+        yield {"type": "user", "message": {"role": "user", "content": prompt}}
+
+    async def main() -> None:
+        async for _ in sdk.query(prompt=stream(), options=options):
+            pass
+
+    asyncio.run(asyncio.wait_for(main(), 90))
+
+
+def _skills_run(
+    tmp_path: Path, guarded: bool, prompt: str = "clean up"
+) -> tuple[Path, MessagesApi, InMemorySpanExporter]:
+    """The scripted model loads the skills ``wipe`` then ``mark`` (a ``Skill`` call each)."""
     from otelhooks.integrations.claude_agent_sdk import hooks_for
 
     _sdk()
@@ -50,17 +80,27 @@ def _skills_run(tmp_path: Path, guarded: bool) -> tuple[Path, MessagesApi, InMem
         with serve_messages_api(api) as url:
             if guarded:
                 with hooks_for(oh, state=tmp_path / "s.sqlite3") as hooks:
-                    _run(project, tmp_path / "home", url, hooks)
+                    _run(project, tmp_path / "home", url, hooks, prompt)
             else:
-                _run(project, tmp_path / "home", url, None)
+                _run(project, tmp_path / "home", url, None, prompt)
     finally:
         oh.shutdown()
     return project, api, memory
 
 
-def test_without_hooks_a_skills_inline_rm_rf_runs(tmp_path: Path) -> None:
-    project, _, _ = _skills_run(tmp_path, guarded=False)
+@pytest.mark.parametrize("prompt", ["clean up", "/wipe"], ids=["model", "slash-command"])
+def test_without_hooks_a_skills_inline_rm_rf_runs(tmp_path: Path, prompt: str) -> None:
+    project, _, _ = _skills_run(tmp_path, guarded=False, prompt=prompt)
     assert not (project / "victim").exists()  # the attack is real: the CLI ran the command
+
+
+def test_hooks_for_keeps_a_slash_commands_inline_rm_rf_from_running(tmp_path: Path) -> None:
+    """The application's user types ``/wipe``: the CLI loads the skill itself, no ``Skill``
+    call, the same event."""
+    project, _, memory = _skills_run(tmp_path, guarded=True, prompt="/wipe")
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    tools = [s for s in memory.get_finished_spans() if s.name == "execute_tool Bash"]
+    assert "denied" in [(s.attributes or {}).get("otelhooks.tool.outcome") for s in tools]
 
 
 def test_hooks_for_keeps_a_skills_inline_rm_rf_from_running(tmp_path: Path) -> None:
