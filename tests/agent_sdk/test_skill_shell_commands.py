@@ -66,7 +66,7 @@ def _run(project: Path, home: Path, url: str, hooks: Any, prompt: str) -> None:
 
 
 def _skills_run(
-    tmp_path: Path, guarded: bool, prompt: str = "clean up"
+    tmp_path: Path, guarded: bool, prompt: str = "clean up", **options: Any
 ) -> tuple[Path, MessagesApi, InMemorySpanExporter]:
     """The scripted model loads the skills ``wipe`` then ``mark`` (a ``Skill`` call each)."""
     from otelhooks.integrations.claude_agent_sdk import hooks_for
@@ -79,7 +79,7 @@ def _skills_run(
     try:
         with serve_messages_api(api) as url:
             if guarded:
-                with hooks_for(oh, state=tmp_path / "s.sqlite3") as hooks:
+                with hooks_for(oh, state=tmp_path / "s.sqlite3", **options) as hooks:
                     _run(project, tmp_path / "home", url, hooks, prompt)
             else:
                 _run(project, tmp_path / "home", url, None, prompt)
@@ -139,3 +139,27 @@ def test_a_skill_command_answered_after_close_is_denied(tmp_path: Path) -> None:
     specific = answer["hookSpecificOutput"]
     assert specific["hookEventName"] == "PreSkillShellCommand"
     assert specific["permissionDecision"] == "deny"
+
+
+@pytest.mark.parametrize("fail_closed", [True, False], ids=["fail-closed", "default"])
+def test_a_skill_command_the_bridge_fails_on_is_denied_under_fail_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fail_closed: bool
+) -> None:
+    """A fault of the bridge's own: under ``fail_closed=True`` the real CLI is told to deny the
+    skill's command; by default the callback raises, which the CLI shows and then runs it."""
+    from otelhooks.integrations.coding_agents import CodingAgentBridge
+
+    real = CodingAgentBridge.handle
+
+    def broken(self: Any, payload: Any, **kwargs: Any) -> Any:
+        # only a Bash call fails: the prompt and the Skill calls are judged, the skills load
+        if payload.get("hook_event_name") == "PreToolUse" and payload.get("tool_name") == "Bash":
+            raise RuntimeError("a bug of the bridge")
+        return real(self, payload, **kwargs)
+
+    monkeypatch.setattr(CodingAgentBridge, "handle", broken)
+    project, api, _ = _skills_run(tmp_path, guarded=True, fail_closed=fail_closed)
+    assert (project / "victim").exists() is fail_closed
+    assert (project / "marked.txt").exists() is not fail_closed
+    if fail_closed:
+        assert "could not check this tool call (fail-closed)" in json.dumps(api.requests[-1])
