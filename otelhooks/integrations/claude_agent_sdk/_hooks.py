@@ -142,9 +142,9 @@ def hooks_for(
             hook of ``oh`` (registered by now) may hold (``PreToolUse``, ``PermissionRequest``,
             ``UserPromptSubmit``), at least the longest approval's timeout and 15 s more, as
             ``install`` writes it (the CLI refuses a call whose callback it stopped waiting for).
-        fail_closed: when the bridge itself fails on a ``PreToolUse`` or a skill's inline shell
-            command (``PreSkillShellCommand``), deny it (as the command bridge's
-            ``--fail-closed``). Otherwise the failure is logged and the
+        fail_closed: when the callback fails on a ``PreToolUse`` or a skill's inline shell
+            command (``PreSkillShellCommand``), in the bridge or before it, deny it (as the
+            command bridge's ``--fail-closed``). Otherwise the failure is logged and the
             callback raises, which the CLI shows and then runs the tool.
 
     A skill's inline shell command (``!`cmd` `` in a ``SKILL.md``), which the CLI runs as the
@@ -186,7 +186,7 @@ def hooks_for(
             return bridge.handle(payload)
         except Exception as exc:
             if not fail_closed or payload["hook_event_name"] != "PreToolUse":
-                raise
+                raise  # logged by the callback
             _log.exception("the Claude Agent SDK bridge failed", hook_event="PreToolUse")
             return _refusal("PreToolUse", f"{type(exc).__name__}: {exc}", refusing)
 
@@ -212,6 +212,18 @@ def hooks_for(
         answer_s = wait_s - min(1.0, wait_s / 4)
 
         async def callback(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+            try:
+                return await answer(input_data, tool_use_id)
+            except Exception as exc:
+                # anything that fails before the bridge answers (arguments nested deeper than
+                # the recursion limit, say): a callback that raises lets the CLI run the call
+                _log.exception("the Claude Agent SDK bridge failed", hook_event=event)
+                if not fail_closed or event not in _DENIABLE:
+                    raise
+                problem = f"{type(exc).__name__}: {exc}"
+                return sdk_output(event, _refusal("PreToolUse", problem, refusing))
+
+        async def answer(input_data: Any, tool_use_id: str | None) -> Any:
             # the CLI's JSON may hold lone surrogates (\ud800 escapes): no file or span takes them
             payload = whole_characters(dict(input_data))
             payload.setdefault("hook_event_name", event)
