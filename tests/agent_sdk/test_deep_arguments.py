@@ -3,13 +3,16 @@
 The scripted model calls an MCP tool of the application's own (the SDK's in-process server,
 whose schema takes any extra field) with ``{"path": "victim", "x": [[[...]]]}`` nested 700
 deep: the SDK reads it (``json`` goes that deep), but ``hooks_for``'s callback raised
-``RecursionError`` before its bridge saw the call, and a callback that raises lets the CLI run
-the tool: with ``fail_closed=True`` and a guard denying the tool, the folder was deleted. Now
-such a failure is the deny ``fail_closed`` promises.
+``RecursionError`` before its bridge saw the call (making lone surrogates whole, recursively),
+and a callback that raises lets the CLI run the tool: a guard denying the tool said nothing and
+the folder was deleted, ``fail_closed=True`` or not. Now the guard judges the call (the bridge
+takes JSON as deep as the SDK reads), and under ``fail_closed`` any failure of the callback
+before the bridge answers is a deny.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -33,8 +36,14 @@ NO_DELETE = [
 ]
 
 
-@pytest.mark.parametrize("depth", [10, 700], ids=["shallow", "deep"])
-def test_fail_closed_denies_a_call_too_deep_to_judge(tmp_path: Path, depth: int) -> None:
+@pytest.mark.parametrize(
+    ("depth", "fail_closed"),
+    [(10, True), (700, True), (700, False)],
+    ids=["shallow", "deep-fail-closed", "deep-default"],
+)
+def test_the_guard_judges_a_call_whose_arguments_nest_deep(
+    tmp_path: Path, depth: int, fail_closed: bool
+) -> None:
     sdk = _sdk()
     from otelhooks.integrations.claude_agent_sdk import hooks_for
 
@@ -52,11 +61,29 @@ def test_fail_closed_denies_a_call_too_deep_to_judge(tmp_path: Path, depth: int)
     api = MessagesApi([ToolStep("toolu_rm", "mcp__files__delete", {"path": "victim", "x": deep})])
     oh = otelhooks.configure(hooks=NO_DELETE, otlp=False, set_global=False)
     try:
-        hooks = hooks_for(oh, state=tmp_path / "s.sqlite3", fail_closed=True)
+        hooks = hooks_for(oh, state=tmp_path / "s.sqlite3", fail_closed=fail_closed)
         with serve_messages_api(api) as url, hooks:
             _run(project, tmp_path / "home", url, hooks, mcp_servers={"files": server})
     finally:
         oh.shutdown()
     assert (project / "victim" / "keep.txt").read_text() == "precious"
-    result = json.dumps(api.requests[-1]["messages"][-1])
-    assert ("RecursionError" if depth > 100 else "no deleting") in result
+    assert "no deleting" in json.dumps(api.requests[-1]["messages"][-1])
+
+
+def test_fail_closed_denies_a_call_its_callback_fails_on_before_the_bridge(
+    tmp_path: Path,
+) -> None:
+    """An input the callback cannot read (not a JSON object): a deny naming the failure."""
+    _sdk()
+    from otelhooks.integrations.claude_agent_sdk import hooks_for
+
+    oh = otelhooks.configure(hooks=NO_DELETE, otlp=False, set_global=False)
+    try:
+        with hooks_for(oh, state=tmp_path / "s.sqlite3", fail_closed=True) as hooks:
+            [matcher] = hooks["PreToolUse"]
+            answer = asyncio.run(matcher.hooks[0](None, "toolu_1", None))
+    finally:
+        oh.shutdown()
+    specific = answer["hookSpecificOutput"]
+    assert specific["permissionDecision"] == "deny"
+    assert "TypeError" in specific["permissionDecisionReason"]
