@@ -215,8 +215,8 @@ def hooks_for(
             try:
                 return await answer(input_data, tool_use_id)
             except Exception as exc:
-                # anything that fails before the bridge answers (arguments nested deeper than
-                # the recursion limit, say): a callback that raises lets the CLI run the call
+                # anything that fails before the bridge answers (an input that is no JSON
+                # object, say): a callback that raises lets the CLI run the call
                 _log.exception("the Claude Agent SDK bridge failed", hook_event=event)
                 if not fail_closed or event not in _DENIABLE:
                     raise
