@@ -151,6 +151,7 @@ def test_hooks_for_maps_every_sdk_event_to_one_async_callback() -> None:
     assert set(hooks) == {
         "UserPromptSubmit",
         "PreToolUse",
+        "PreSkillShellCommand",
         "PermissionRequest",
         "PostToolUse",
         "PostToolUseFailure",

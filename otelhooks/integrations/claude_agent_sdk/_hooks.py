@@ -20,7 +20,11 @@ from otelhooks.integrations.coding_agents._answers import closed_answer
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
-from otelhooks.integrations.coding_agents._input import whole_characters
+from otelhooks.integrations.coding_agents._input import (
+    SKILL_COMMAND,
+    as_tool_call,
+    whole_characters,
+)
 from otelhooks.integrations.coding_agents._run import BridgeOptions, _refusal
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._spans import SpanWriter
@@ -36,10 +40,14 @@ _log = structlog.get_logger("otelhooks")
 
 AGENT = "claude-agent-sdk"
 # The events ``ClaudeAgentOptions(hooks=...)`` accepts (claude-agent-sdk 0.2): the SDK has no
-# SessionStart/SessionEnd hooks, so a session's spans end with its turn (Stop).
+# SessionStart/SessionEnd hooks, so a session's spans end with its turn (Stop). The SDK's
+# ``HookEvent`` does not name PreSkillShellCommand, but it passes every name to its CLI, and the
+# CLI it bundles (2.1.337) fires it for a skill's inline shell command, with no PreToolUse: not
+# hooked, a project skill's ``!`rm -rf ...` `` ran past every guard.
 SDK_EVENTS: tuple[str, ...] = (
     "UserPromptSubmit",
     "PreToolUse",
+    SKILL_COMMAND,
     "PermissionRequest",
     "PostToolUse",
     "PostToolUseFailure",
@@ -50,6 +58,8 @@ SDK_EVENTS: tuple[str, ...] = (
     "Stop",
 )
 _TOOL_EVENTS = frozenset({"PreToolUse", "PermissionRequest", "PostToolUse", "PostToolUseFailure"})
+# answered with hookSpecificOutput.permissionDecision, a deny keeps the command from running
+_DENIABLE = frozenset({"PreToolUse", SKILL_COMMAND})
 # Python keywords the SDK spells with a trailing underscore (it renames them for the CLI)
 _RENAMED = {"continue": "continue_", "async": "async_"}
 
@@ -63,7 +73,7 @@ def sdk_output(event: str, response: HookResponse) -> dict[str, Any]:
         'deny'
     """
     if response.exit_code == 2:  # a block, its reason on stderr (the exit2 form)
-        if event == "PreToolUse":
+        if event in _DENIABLE:
             decision = {
                 "hookEventName": event,
                 "permissionDecision": "deny",
@@ -79,6 +89,10 @@ def sdk_output(event: str, response: HookResponse) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         return {}
+    specific = data.get("hookSpecificOutput")
+    if event == SKILL_COMMAND and isinstance(specific, dict):
+        # judged as the PreToolUse of its shell tool: answered in its own event's name
+        data["hookSpecificOutput"] = {**specific, "hookEventName": event}
     return {str(_RENAMED.get(k, k)): v for k, v in data.items()}
 
 
@@ -128,9 +142,13 @@ def hooks_for(
             hook of ``oh`` (registered by now) may hold (``PreToolUse``, ``PermissionRequest``,
             ``UserPromptSubmit``), at least the longest approval's timeout and 15 s more, as
             ``install`` writes it (the CLI refuses a call whose callback it stopped waiting for).
-        fail_closed: when the bridge itself fails on a ``PreToolUse``, deny the call (as the
+        fail_closed: when the callback fails on a ``PreToolUse`` or a skill's inline shell
+            command (``PreSkillShellCommand``), in the bridge or before it, deny it (as the
             command bridge's ``--fail-closed``). Otherwise the failure is logged and the
             callback raises, which the CLI shows and then runs the tool.
+
+    A skill's inline shell command (``!`cmd` `` in a ``SKILL.md``), which the CLI runs as the
+    skill loads with no ``PreToolUse``, is judged by the guards of its shell tool (``Bash``).
 
     Returns:
         ``{event: [HookMatcher(matcher=..., hooks=[callback])]}`` for every event of
@@ -168,7 +186,7 @@ def hooks_for(
             return bridge.handle(payload)
         except Exception as exc:
             if not fail_closed or payload["hook_event_name"] != "PreToolUse":
-                raise
+                raise  # logged by the callback
             _log.exception("the Claude Agent SDK bridge failed", hook_event="PreToolUse")
             return _refusal("PreToolUse", f"{type(exc).__name__}: {exc}", refusing)
 
@@ -180,8 +198,8 @@ def hooks_for(
         _log.error(
             "a Claude Agent SDK hook event answered as a failure", hook_event=event, problem=problem
         )
-        if event == "PreToolUse":
-            return _refusal(event, problem, refusing)
+        if event in _DENIABLE:
+            return _refusal("PreToolUse", problem, refusing)
         if event in APPROVAL_EVENTS:
             return closed_answer(event, f"otelhooks: {problem}", payload)
         return HookResponse(1, stderr=f"otelhooks: {problem}")
@@ -194,9 +212,23 @@ def hooks_for(
         answer_s = wait_s - min(1.0, wait_s / 4)
 
         async def callback(input_data: Any, tool_use_id: str | None, context: Any) -> Any:
+            try:
+                return await answer(input_data, tool_use_id)
+            except Exception as exc:
+                # anything that fails before the bridge answers (an input that is no JSON
+                # object, say): a callback that raises lets the CLI run the call
+                _log.exception("the Claude Agent SDK bridge failed", hook_event=event)
+                if not fail_closed or event not in _DENIABLE:
+                    raise
+                problem = f"{type(exc).__name__}: {exc}"
+                return sdk_output(event, _refusal("PreToolUse", problem, refusing))
+
+        async def answer(input_data: Any, tool_use_id: str | None) -> Any:
             # the CLI's JSON may hold lone surrogates (\ud800 escapes): no file or span takes them
             payload = whole_characters(dict(input_data))
             payload.setdefault("hook_event_name", event)
+            # a skill's inline command meets the guards of its shell tool, as under the CLI
+            payload = as_tool_call(payload)
             if tool_use_id and not payload.get("tool_use_id"):
                 payload["tool_use_id"] = tool_use_id
             run = partial(contextvars.copy_context().run, handle, payload)

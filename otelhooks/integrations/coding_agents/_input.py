@@ -72,13 +72,31 @@ def whole_characters(value: Any) -> Any:
         >>> whole_characters({"tool_use_id": "toolu_\\ud800"}) == {"tool_use_id": "toolu_\\ufffd"}
         True
     """
-    if isinstance(value, str):
-        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-    if isinstance(value, dict):
-        return {whole_characters(k): whole_characters(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [whole_characters(v) for v in value]
-    return value
+    # without recursion: an agent's JSON may nest deeper than Python's recursion limit (a tool
+    # call's arguments), and a guard must still judge it
+    root: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(value, root, 0)]  # (value, its new container, key)
+    while stack:
+        item, parent, key = stack.pop()
+        if isinstance(item, str):
+            parent[key] = _whole(item)
+        elif isinstance(item, dict):
+            # keys made equal keep the last value, at the first one's place, as a dict does
+            pairs = {_whole(k) if isinstance(k, str) else k: v for k, v in item.items()}
+            copy: dict[Any, Any] = dict.fromkeys(pairs)
+            parent[key] = copy
+            stack.extend((v, copy, k) for k, v in pairs.items())
+        elif isinstance(item, list):
+            items: list[Any] = [None] * len(item)
+            parent[key] = items
+            stack.extend((v, items, i) for i, v in enumerate(item))
+        else:
+            parent[key] = item
+    return root[0]
+
+
+def _whole(text: str) -> str:
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
 
 
 def event_name_of(raw: str | bytes) -> str | None:
