@@ -13,6 +13,7 @@ import structlog
 from agents import (
     Agent,
     AgentsException,
+    ComputerTool,
     InputGuardrailTripwireTriggered,
     ItemHelpers,
     MaxTurnsExceeded,
@@ -38,6 +39,7 @@ from otelhooks.integrations.openai_agents._approvals import (
     pending_event,
     rejected_event,
 )
+from otelhooks.integrations.openai_agents._computer import computer_hooked
 from otelhooks.integrations.openai_agents._guard import (
     RAISED,
     Execute,
@@ -154,7 +156,9 @@ class AgentRun:
         shell = next(
             (t.name for t in agent.tools if isinstance(t, ShellTool) and t.executor is None), None
         )
-        await record_hosted(frame.open_step(), frame.agent, output, shell)
+        # a hooked ComputerTool's actions are calls of their own, recorded as they run
+        computer = any(isinstance(t, ComputerTool) and not computer_hooked(t) for t in agent.tools)
+        await record_hosted(frame.open_step(), frame.agent, output, shell, computer)
 
     # -- handoffs -------------------------------------------------------------------------------
 
