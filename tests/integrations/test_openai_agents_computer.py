@@ -16,7 +16,14 @@ import pytest
 
 pytest.importorskip("agents")
 
-from agents import Agent, AsyncComputer, Computer, ComputerTool, set_trace_processors
+from agents import (
+    Agent,
+    AsyncComputer,
+    Computer,
+    ComputerProvider,
+    ComputerTool,
+    set_trace_processors,
+)
 from agents.models.openai_responses import OpenAIResponsesModel
 from openai import AsyncOpenAI
 from opentelemetry.trace import StatusCode
@@ -281,3 +288,57 @@ def test_a_rewrite_and_a_mock_reach_the_computer(pipe: TestPipeline, serve: Any)
     assert browser.done == [("click", (1, 2, "left", ["shift"])), ("type", ("ls ~",))]
     sent = [i for i in api.requests[1]["input"] if i.get("type") == "computer_call_output"]
     assert sent[0]["output"]["image_url"] == "data:image/png;base64,bW9jaw=="
+
+
+def test_a_guard_sees_the_safety_checks_the_api_flagged_a_call_with(
+    pipe: TestPipeline, serve: Any
+) -> None:
+    """Before, a call the model's API flagged (``pending_safety_checks``: it saw instructions
+    planted in the page) ran with no hook told: with no ``on_safety_check`` the SDK only logs a
+    warning, and a guard refusing flagged actions never saw the flag."""
+
+    def flagged(event: Any) -> Block | None:
+        checks = event.args.get("pending_safety_checks") or []
+        codes = [c["code"] for c in checks]
+        return Block(f"flagged: {codes}") if codes else None
+
+    pipe.register(hook("flagged", "before_tool_call", flagged))
+    check = {"id": "sc1", "code": "malicious_instructions", "message": "the page asks for this"}
+    turns = [
+        [_computer_call("c1", {"type": "click", "x": 5, "y": 5, "button": "left"})],
+        [_computer_call("c2", {"type": "type", "text": "my password"}, checks=[check])],
+    ]
+    desktop = Desktop()
+    agent = _agent(serve(_Api(turns)), desktop)
+
+    with pytest.raises(ToolDenied, match="malicious_instructions"):
+        asyncio.run(HookedRunner(pipe.tracer).run(agent, "log in"))
+
+    # the unflagged call ran (its click and screenshot), the flagged one never did
+    assert desktop.done == [("click", (5, 5, "left")), ("screenshot", ())]
+
+
+def test_a_computer_a_provider_makes_is_guarded_and_disposed(
+    pipe: TestPipeline, serve: Any
+) -> None:
+    """Before, a computer made per run (``ComputerProvider``) typed what a guard denied; now its
+    actions are guarded and its ``dispose`` is handed the computer it made."""
+    made: list[Desktop] = []
+    disposed: list[Any] = []
+
+    def create(*, run_context: Any) -> Desktop:
+        made.append(Desktop())
+        return made[-1]
+
+    def dispose(*, run_context: Any, computer: Any) -> None:
+        disposed.append(computer)
+
+    pipe.register(hook("no-rm", "before_tool_call", _no_rm))
+    provider = ComputerProvider(create=create, dispose=dispose)
+    agent = _agent(serve(_Api([_TURN])), provider)
+
+    with pytest.raises(ToolDenied):
+        asyncio.run(HookedRunner(pipe.tracer).run(agent, "go"))
+
+    assert [d.done for d in made] == [[("click", (10, 20, "left"))]]
+    assert disposed == made

@@ -4,6 +4,13 @@
 ``screenshot``, ...) and the action's fields (``x``, ``y``, ``button``, ``text``, ``keys``,
 ``path``, ``scroll_x``, ``scroll_y``).
 
+The safety checks the model's API flagged a call with (``pending_safety_checks``, which the
+SDK passes to ``on_safety_check`` when one is set, else only logs) are in each of its actions'
+arguments as ``pending_safety_checks`` (each check's ``id``, ``code``, ``message``), so a guard
+can deny what the API flagged: the agent's hooks queue each response's computer calls
+(``on_llm_end``) and take the next as its actions start (``on_tool_start``; the SDK runs a
+response's computer calls one after another, in order).
+
 The user's computer (or the one its factory or ``ComputerProvider`` makes for a run) is never
 changed: the SDK is given a copy of the tool whose computer is a wrapper that delegates each
 action after the hooks allow it. The span ends when the action has ended. The SDK turns no
@@ -16,6 +23,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import weakref
+from collections import deque
+from collections.abc import Iterable
 from typing import Any
 
 import structlog
@@ -25,7 +35,7 @@ from agents.run_context import RunContextWrapper
 from otelhooks._errors import ToolDenied
 from otelhooks.integrations.openai_agents._guard import awaited, guarded
 
-__all__ = ["computer_hooked", "hook_computer"]
+__all__ = ["calls_expected", "computer_call_starts", "computer_hooked", "hook_computer"]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -41,6 +51,39 @@ _PARAMS: dict[str, tuple[str, ...]] = {
     "keypress": ("keys",),
     "drag": ("path",),
 }
+
+
+class _Calls:
+    """The model's computer calls a hooked tool copy has yet to run (each one's pending safety
+    checks) and those of the one running."""
+
+    def __init__(self) -> None:
+        self.waiting: deque[list[dict[str, Any]]] = deque()
+        self.current: list[dict[str, Any]] = []
+
+
+# each hooked copy's calls; the SDK keys its own per-tool state the same way
+_CALLS: weakref.WeakKeyDictionary[ComputerTool[Any], _Calls] = weakref.WeakKeyDictionary()
+
+
+def calls_expected(tools: Iterable[Any], output: Iterable[Any]) -> None:
+    """Queue the ``computer_call`` items of a model's ``output`` on the agent's hooked
+    ``ComputerTool`` (of ``tools``): a new response's calls are the next to run."""
+    calls = next((_CALLS[t] for t in tools if isinstance(t, ComputerTool) and t in _CALLS), None)
+    if calls is None:
+        return
+    calls.waiting.clear()  # a call of the last response the SDK did not run never will
+    for item in output:
+        if getattr(item, "type", None) == "computer_call":
+            checks = getattr(item, "pending_safety_checks", None) or []
+            calls.waiting.append([c.model_dump(mode="json", exclude_none=True) for c in checks])
+
+
+def computer_call_starts(tool: Any) -> None:
+    """The SDK starts running the next queued call of ``tool`` (its ``on_tool_start``)."""
+    calls = _CALLS.get(tool) if isinstance(tool, ComputerTool) else None
+    if calls is not None:
+        calls.current = calls.waiting.popleft() if calls.waiting else []
 
 
 def _takes_keys(method: Any) -> bool:
@@ -65,10 +108,13 @@ class _HookedComputer(AsyncComputer):
     """An ``AsyncComputer`` whose actions go through otelhooks' tool hooks, then the user's
     ``computer`` (sync or async)."""
 
-    def __init__(self, computer: Computer | AsyncComputer, name: str, ident: str | None) -> None:
+    def __init__(
+        self, computer: Computer | AsyncComputer, name: str, ident: str | None, calls: _Calls
+    ) -> None:
         self.computer = computer
         self.name = name
         self.identifier = ident
+        self.calls = calls
 
     @property
     def environment(self) -> Any:
@@ -96,6 +142,8 @@ class _HookedComputer(AsyncComputer):
         args = {"action": action, **{k: v for k, v in fields.items() if v is not None}}
         if action == "drag":
             args["path"] = [list(p) for p in fields["path"]]
+        if self.calls.current:
+            args["pending_safety_checks"] = self.calls.current
 
         async def run(changed: dict[str, Any] | None) -> Any:
             return await self._perform(args if changed is None else changed)
@@ -141,7 +189,7 @@ class _HookedComputer(AsyncComputer):
 
 def computer_hooked(tool: ComputerTool[Any]) -> bool:
     """Whether ``tool``'s actions go through the hooks (a copy :func:`hook_computer` made)."""
-    return hook_computer(tool, None) is tool
+    return tool in _CALLS
 
 
 def hook_computer(tool: ComputerTool[Any], identifier: str | None) -> ComputerTool[Any]:
@@ -153,8 +201,9 @@ def hook_computer(tool: ComputerTool[Any], identifier: str | None) -> ComputerTo
     made_by = config.create if isinstance(config, ComputerProvider) else config
     if isinstance(config, _HookedComputer) or getattr(made_by, "__otelhooks_hooked__", False):
         return tool
+    calls = _Calls()
     if isinstance(config, Computer | AsyncComputer):
-        return dataclasses.replace(tool, computer=_HookedComputer(config, name, identifier))
+        return _kept(tool, _HookedComputer(config, name, identifier, calls), calls)
     provider = config if isinstance(config, ComputerProvider) else None
     create = provider.create if provider is not None else config
 
@@ -162,11 +211,11 @@ def hook_computer(tool: ComputerTool[Any], identifier: str | None) -> ComputerTo
         made = await awaited(create(run_context=run_context))
         if isinstance(made, _HookedComputer):
             return made
-        return _HookedComputer(made, name, identifier)
+        return _HookedComputer(made, name, identifier, calls)
 
     hooked_create.__otelhooks_hooked__ = True  # type: ignore[attr-defined]
     if provider is None or provider.dispose is None:
-        return dataclasses.replace(tool, computer=hooked_create)
+        return _kept(tool, hooked_create, calls)
     dispose = provider.dispose
 
     async def hooked_dispose(*, run_context: RunContextWrapper[Any], computer: Any) -> None:
@@ -174,4 +223,11 @@ def hook_computer(tool: ComputerTool[Any], identifier: str | None) -> ComputerTo
         await awaited(dispose(run_context=run_context, computer=inner))
 
     lifecycle = ComputerProvider(create=hooked_create, dispose=hooked_dispose)
-    return dataclasses.replace(tool, computer=lifecycle)
+    return _kept(tool, lifecycle, calls)
+
+
+def _kept(tool: ComputerTool[Any], computer: Any, calls: _Calls) -> ComputerTool[Any]:
+    """A copy of ``tool`` with ``computer``, whose calls are ``calls``."""
+    hooked = dataclasses.replace(tool, computer=computer)
+    _CALLS[hooked] = calls
+    return hooked
