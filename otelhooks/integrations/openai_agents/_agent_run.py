@@ -116,6 +116,9 @@ class AgentRun:
         self.tracer = tracer
         self.root = root
         self.frames = [_Frame(root, agent)]
+        # the agent a hooked handoff opened its call for, before the SDK ran the handoff's own
+        # code (handoff_starts); the SDK's on_handoff that follows finds it open
+        self.opened: str | None = None
         self.decisions = asked if asked is not None else Decisions([])
         # the SDK called on_agent_end: the run reached its final output (a streamed run stopped
         # with result.cancel(mode="after_turn") ends without one, and without raising)
@@ -162,12 +165,36 @@ class AgentRun:
 
     # -- handoffs -------------------------------------------------------------------------------
 
+    async def handoff_starts(self, name: str) -> None:
+        """A hooked handoff to agent ``name`` starts, before the SDK runs any of its code (its
+        ``on_handoff`` callback, the agents' ``AgentHooks.on_handoff``, its ``input_filter``):
+        its call opens here, and a ``before_agent_start`` refusal is raised here."""
+        await self._open(name)
+        self.opened = name
+
     async def handoff(self, to_agent: Agent[Any]) -> None:
+        """The SDK handed off to ``to_agent`` (its run hooks' ``on_handoff``)."""
+        opened, self.opened = self.opened, None
+        if opened == to_agent.name:
+            return
+        if opened is not None:
+            # the handoff returned another agent than the one it names: that one's call
+            self._drop()
+        await self._open(to_agent.name)
+
+    def _drop(self) -> None:
+        frame = self.frames.pop()
+        if frame.op_scope is not None:
+            frame.op_scope.exit()
+        if frame.call is not None:
+            frame.call.exit()
+
+    async def _open(self, name: str) -> None:
         frame = self.frame
         step = frame.open_step()
-        call = DetachedScope(step.call_agent(to_agent.name), step.span)
+        call = DetachedScope(step.call_agent(name), step.span)
         call.enter()
-        child = call.scope.operation(to_agent.name, provider=PROVIDER)
+        child = call.scope.operation(name, provider=PROVIDER)
         op_scope = DetachedScope(child, call.scope.span)
         await op_scope.aenter()
         frame.close_llm()
@@ -178,7 +205,7 @@ class AgentRun:
             op_scope.exit()
             call.exit(refused)
             raise refused
-        self.frames.append(_Frame(child, to_agent.name, op_scope=op_scope, call=call))
+        self.frames.append(_Frame(child, name, op_scope=op_scope, call=call))
 
     def close(self, exc: BaseException | None) -> None:
         """End every open scope, innermost first (the root operation is the runner's)."""

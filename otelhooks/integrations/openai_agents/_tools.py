@@ -53,6 +53,7 @@ from agents import (
     ShellResult,
     ShellTool,
     Tool,
+    handoff,
 )
 from agents.mcp import MCPServer
 from agents.run_context import RunContextWrapper
@@ -73,6 +74,7 @@ from otelhooks.integrations.openai_agents._apply_patch import hook_apply_patch
 from otelhooks.integrations.openai_agents._arguments import arguments_model, received
 from otelhooks.integrations.openai_agents._computer import hook_computer
 from otelhooks.integrations.openai_agents._guard import (
+    CURRENT_RUN,
     UnguardedToolWarning,
     awaited,
     call_namespace,
@@ -418,14 +420,25 @@ def warn_unhooked_state(state: RunState[Any, Any]) -> None:
 
 def _hook_handoff(handoff: Handoff[Any, Any]) -> Handoff[Any, Any]:
     """A copy of ``handoff`` handing off to a hooked clone of the agent it returns: that agent
-    is your code's (``handoff(agent)`` returns yours), and its tools would run unhooked."""
+    is your code's (``handoff(agent)`` returns yours), and its tools would run unhooked.
+
+    The hooked run decides on the agent handed off to (``before_agent_start``) before the
+    handoff's own code runs: the SDK runs its ``on_handoff`` callback, then its run hooks'
+    ``on_handoff`` beside the agents' own, so a refusal made there came after the callback
+    (and raced the agent's ``AgentHooks.on_handoff``)."""
     invoke = handoff.on_invoke_handoff
     if getattr(invoke, _HOOKED, False):
         return handoff
+    name = handoff.agent_name
 
     async def hooked(ctx: RunContextWrapper[Any], args: str) -> Any:
+        run = CURRENT_RUN.get()
+        if run is not None:
+            await run.handoff_starts(name)  # a refusal raises: nothing of the handoff runs
         to = await invoke(ctx, args)
-        return hook_agent(to) if isinstance(to, Agent) else to
+        # a clone hook_agent made (an agent of your handoffs list) is hooked already
+        hooked_already = isinstance(to, Agent) and isinstance(to.hooks, AgentHooksFeed)
+        return hook_agent(to) if isinstance(to, Agent) and not hooked_already else to
 
     setattr(hooked, _HOOKED, True)
     return dataclasses.replace(handoff, on_invoke_handoff=hooked)
@@ -442,9 +455,10 @@ def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None)
     :class:`UnguardedToolWarning` (Python shows it once per agent and tool list). The clone's
     hooks (``Agent.hooks``) tell otelhooks' run what a person decided on its calls, then call the
     agent's own hooks. The original
-    agents and tools are not changed, so they stay safe to share. A ``Handoff`` object (as
-    opposed to a plain agent in ``handoffs``) is copied so that the agent it returns is hooked
-    when the handoff happens.
+    agents and tools are not changed, so they stay safe to share. A ``Handoff`` object is
+    copied so that the agent it returns is hooked when the handoff happens, and a plain agent in
+    ``handoffs`` becomes such a copy of ``handoff(clone)``: the run decides on the agent handed
+    off to before any of the handoff's code runs.
     """
     seen = {} if _seen is None else _seen
     if id(agent) in seen:
@@ -467,8 +481,10 @@ def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None)
     hooks = agent.hooks if isinstance(agent.hooks, AgentHooksFeed) else AgentHooksFeed(agent.hooks)
     clone = agent.clone(tools=tools, mcp_servers=servers, hooks=hooks)
     seen[id(agent)] = clone
+    # an agent in the list is handed off to as the SDK would (handoff(agent)), through a hooked
+    # Handoff, so that a refusal of it comes before any of the handoff's code runs
     clone.handoffs = [
-        hook_agent(h, _seen=seen) if isinstance(h, Agent) else _hook_handoff(h)
+        _hook_handoff(handoff(hook_agent(h, _seen=seen)) if isinstance(h, Agent) else h)
         for h in agent.handoffs
     ]
     return clone
