@@ -16,7 +16,7 @@ from agents.testing import assistant_message, function_call
 from opentelemetry.trace import StatusCode
 
 from otelhooks import Block
-from otelhooks.integrations.openai_agents import HookedRunner, RunBlockedError
+from otelhooks.integrations.openai_agents import HookedRunner, RunBlockedError, hook_agent
 from otelhooks.testing import TestPipeline
 from tests.conftest import hook
 from tests.integrations._agents_model import ScriptedModel
@@ -111,3 +111,33 @@ def test_an_allowed_handoff_runs_its_callbacks_once(pipe: TestPipeline) -> None:
     ]
     assert len(pipe.spans("call_agent refunds")) == 1
     assert len(pipe.spans("invoke_agent refunds")) == 1
+
+
+def test_a_handoff_in_an_agent_run_as_a_tool_leaves_the_run_s_steps_alone(
+    pipe: TestPipeline,
+) -> None:
+    """The nested run of an agent used as a tool inherits the hooked run's context variables;
+    its handoff is not the run's, whose later steps stay in the run's own operation."""
+    ran: list[str] = []
+    desk, _ = _agents(ran, as_object=True)
+    boss_model = ScriptedModel(
+        "m",
+        [[function_call("ask_desk", {"input": "refund"}, call_id="t1")], [assistant_message("ok")]],
+    )
+    ask = hook_agent(desk).as_tool(tool_name="ask_desk", tool_description="The service desk.")
+    boss = Agent(name="boss", model=boss_model, tools=[ask])
+
+    result = asyncio.run(HookedRunner(pipe.tracer).run(boss, "refund me"))
+    pipe.flush()
+
+    assert result.final_output == "ok"
+    assert pipe.spans("call_agent refunds") == []
+    by_id = {s.context.span_id: s for s in pipe.spans() if s.context is not None}
+    chats = [s for s in pipe.spans() if s.name.startswith("chat")]
+    parents = set()
+    for chat in chats:
+        span = chat
+        while not span.name.startswith("invoke_agent "):
+            span = by_id[span.parent.span_id]  # type: ignore[union-attr]
+        parents.add(span.name)
+    assert parents == {"invoke_agent boss"}

@@ -165,10 +165,14 @@ class AgentRun:
 
     # -- handoffs -------------------------------------------------------------------------------
 
-    async def handoff_starts(self, name: str) -> None:
-        """A hooked handoff to agent ``name`` starts, before the SDK runs any of its code (its
-        ``on_handoff`` callback, the agents' ``AgentHooks.on_handoff``, its ``input_filter``):
-        its call opens here, and a ``before_agent_start`` refusal is raised here."""
+    async def handoff_starts(self, name: str, context: Any) -> None:
+        """A hooked handoff to agent ``name`` starts in the run of ``context``, before the SDK
+        runs any of its code (its ``on_handoff`` callback, the agents' ``AgentHooks.on_handoff``,
+        its ``input_filter``): its call opens here, and a ``before_agent_start`` refusal is
+        raised here. A handoff in another run (the nested run of an agent used as a tool, which
+        inherits this run's context variables) is not this run's: its steps are not ours."""
+        if context is None or context is not self.decisions.context:
+            return
         await self._open(name)
         self.opened = name
 

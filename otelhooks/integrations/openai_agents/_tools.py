@@ -434,7 +434,7 @@ def _hook_handoff(handoff: Handoff[Any, Any]) -> Handoff[Any, Any]:
     async def hooked(ctx: RunContextWrapper[Any], args: str) -> Any:
         run = CURRENT_RUN.get()
         if run is not None:
-            await run.handoff_starts(name)  # a refusal raises: nothing of the handoff runs
+            await run.handoff_starts(name, ctx)  # a refusal raises: nothing of it runs
         to = await invoke(ctx, args)
         # a clone hook_agent made (an agent of your handoffs list) is hooked already
         hooked_already = isinstance(to, Agent) and isinstance(to.hooks, AgentHooksFeed)
