@@ -117,7 +117,8 @@ def test_a_handoff_in_an_agent_run_as_a_tool_leaves_the_run_s_steps_alone(
     pipe: TestPipeline,
 ) -> None:
     """The nested run of an agent used as a tool inherits the hooked run's context variables;
-    its handoff is not the run's, whose later steps stay in the run's own operation."""
+    its handoff is decided in the run's step, but the run's later steps stay in the run's own
+    operation."""
     ran: list[str] = []
     desk, _ = _agents(ran, as_object=True)
     boss_model = ScriptedModel(
@@ -131,7 +132,7 @@ def test_a_handoff_in_an_agent_run_as_a_tool_leaves_the_run_s_steps_alone(
     pipe.flush()
 
     assert result.final_output == "ok"
-    assert pipe.spans("call_agent refunds") == []
+    assert len(pipe.spans("call_agent refunds")) == 1  # the decision, in the run's step
     by_id = {s.context.span_id: s for s in pipe.spans() if s.context is not None}
     chats = [s for s in pipe.spans() if s.name.startswith("chat")]
     parents = set()
@@ -141,3 +142,33 @@ def test_a_handoff_in_an_agent_run_as_a_tool_leaves_the_run_s_steps_alone(
             span = by_id[span.parent.span_id]  # type: ignore[union-attr]
         parents.add(span.name)
     assert parents == {"invoke_agent boss"}
+
+
+def test_a_refused_agent_is_refused_in_an_agent_run_as_a_tool(pipe: TestPipeline) -> None:
+    """Before, an agent used as a tool (``hook_agent(desk).as_tool``) handed off to an agent a
+    ``before_agent_start`` guard refuses, and the SDK ran it: its nested run has none of the run
+    hooks the refusal came from. Now the handoff is refused there too: the tool fails (the model
+    gets the SDK's failure message for it) and the refused agent's model is never called."""
+    pipe.register(
+        hook(
+            "no-refunds", "before_agent_start", lambda e: Block("refunds closed"), matcher="refunds"
+        )
+    )
+    ran: list[str] = []
+    desk, refunds_model = _agents(ran, as_object=True)
+    boss_model = ScriptedModel(
+        "m",
+        [[function_call("ask_desk", {"input": "refund"}, call_id="t1")], [assistant_message("ok")]],
+    )
+    ask = hook_agent(desk).as_tool(tool_name="ask_desk", tool_description="The service desk.")
+    boss = Agent(name="boss", model=boss_model, tools=[ask])
+
+    result = asyncio.run(HookedRunner(pipe.tracer).run(boss, "refund me"))
+    pipe.flush()
+
+    assert result.final_output == "ok"
+    assert refunds_model.inputs == []
+    assert ran == []
+    # the SDK's own failure message for an agent tool (it shows no exception's text)
+    assert boss_model.tool_outputs()["t1"].startswith("An error occurred while running the tool")
+    assert pipe.span("call_agent refunds").status.status_code is StatusCode.ERROR

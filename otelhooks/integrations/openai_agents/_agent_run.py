@@ -170,10 +170,12 @@ class AgentRun:
         runs any of its code (its ``on_handoff`` callback, the agents' ``AgentHooks.on_handoff``,
         its ``input_filter``): its call opens here, and a ``before_agent_start`` refusal is
         raised here. A handoff in another run (the nested run of an agent used as a tool, which
-        inherits this run's context variables) is not this run's: its steps are not ours."""
+        inherits this run's context variables, and none of its run hooks) is decided here too,
+        its call recorded in the current step, but its steps are not this run's."""
         if context is None or context is not self.decisions.context:
+            self._drop(await self._open(name))
             return
-        await self._open(name)
+        self.frames.append(await self._open(name))
         self.opened = name
 
     async def handoff(self, to_agent: Agent[Any]) -> None:
@@ -183,17 +185,19 @@ class AgentRun:
             return
         if opened is not None:
             # the handoff returned another agent than the one it names: that one's call
-            self._drop()
-        await self._open(to_agent.name)
+            self._drop(self.frames.pop())
+        self.frames.append(await self._open(to_agent.name))
 
-    def _drop(self) -> None:
-        frame = self.frames.pop()
+    @staticmethod
+    def _drop(frame: _Frame) -> None:
         if frame.op_scope is not None:
             frame.op_scope.exit()
         if frame.call is not None:
             frame.call.exit()
 
-    async def _open(self, name: str) -> None:
+    async def _open(self, name: str) -> _Frame:
+        """The frame of a handoff to agent ``name`` (its call and operation opened in the current
+        step); a ``before_agent_start`` refusal is raised."""
         frame = self.frame
         step = frame.open_step()
         call = DetachedScope(step.call_agent(name), step.span)
@@ -209,7 +213,7 @@ class AgentRun:
             op_scope.exit()
             call.exit(refused)
             raise refused
-        self.frames.append(_Frame(child, name, op_scope=op_scope, call=call))
+        return _Frame(child, name, op_scope=op_scope, call=call)
 
     def close(self, exc: BaseException | None) -> None:
         """End every open scope, innermost first (the root operation is the runner's)."""
