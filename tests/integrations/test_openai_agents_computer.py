@@ -342,3 +342,26 @@ def test_a_computer_a_provider_makes_is_guarded_and_disposed(
 
     assert [d.done for d in made] == [[("click", (10, 20, "left"))]]
     assert disposed == made
+
+
+def test_an_unhooked_computer_s_calls_are_still_recorded_as_not_enforced(
+    pipe: TestPipeline, serve: Any
+) -> None:
+    """With ``hook_tools=False`` nothing wraps the computer: each ``computer_call`` is recorded
+    from the model's response and a deny of it fails its span (``UnguardedToolCall``)."""
+    pipe.register(
+        hook("no", "before_tool_call", lambda e: Block("no"), matcher="computer_use_preview")
+    )
+    desktop = Desktop()
+    agent = _agent(
+        serve(_Api([[_computer_call("c1", {"type": "type", "text": "rm -rf ~"})]])), desktop
+    )
+
+    asyncio.run(HookedRunner(pipe.tracer, hook_tools=False).run(agent, "go"))
+    pipe.flush()
+
+    assert desktop.done == [("type", ("rm -rf ~",)), ("screenshot", ())]
+    (span,) = pipe.spans("execute_tool computer_use_preview")
+    assert span.attributes["error.type"] == (  # type: ignore[index]
+        "otelhooks.integrations.openai_agents.UnguardedToolCall"
+    )
