@@ -95,6 +95,21 @@ def _computer_call(call_id: str, *actions: dict[str, Any], checks: Any = ()) -> 
     }
 
 
+def _sse(answer: dict[str, Any]) -> bytes:
+    """``answer`` as the Responses API streams it: created, each item done, completed."""
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {**answer, "status": "in_progress", "output": []}}
+    ]
+    for n, item in enumerate(answer["output"]):
+        events.append({"type": "response.output_item.done", "output_index": n, "item": item})
+    events.append({"type": "response.completed", "response": answer})
+    lines = [
+        f"event: {e['type']}\ndata: {json.dumps({**e, 'sequence_number': n})}\n\n"
+        for n, e in enumerate(events)
+    ]
+    return "".join(lines).encode()
+
+
 @pytest.fixture
 def serve() -> Iterator[Any]:
     servers: list[ThreadingHTTPServer] = []
@@ -103,9 +118,12 @@ def serve() -> Iterator[Any]:
         class Handler(BaseHTTPRequestHandler):
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                data = json.dumps(api.answer(body)).encode()
+                answer = api.answer(body)
+                data, kind = json.dumps(answer).encode(), "application/json"
+                if body.get("stream"):
+                    data, kind = _sse(answer), "text/event-stream"
                 self.send_response(200)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
@@ -216,7 +234,17 @@ _TURN = [
 ]
 
 
-def test_a_denied_computer_action_never_runs(pipe: TestPipeline, serve: Any) -> None:
+async def _streamed(pipe: TestPipeline, agent: Agent[Any], input: str) -> Any:
+    result = await HookedRunner(pipe.tracer).run_streamed(agent, input)
+    async for _ in result.stream_events():
+        pass
+    return result
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
+def test_a_denied_computer_action_never_runs(
+    pipe: TestPipeline, serve: Any, streamed: bool
+) -> None:
     """Before, the guard's deny was only recorded (``UnguardedToolCall``): the SDK typed
     ``rm -rf ~`` and pressed enter on the user's computer."""
     seen: list[dict[str, Any]] = []
@@ -227,8 +255,10 @@ def test_a_denied_computer_action_never_runs(pipe: TestPipeline, serve: Any) -> 
     desktop = Desktop()
     agent = _agent(serve(_Api([_TURN])), desktop)
 
+    runner = HookedRunner(pipe.tracer)
+    go = _streamed(pipe, agent, "clean") if streamed else runner.run(agent, "clean")
     with pytest.raises(ToolDenied, match="no rm -rf"):
-        asyncio.run(HookedRunner(pipe.tracer).run(agent, "clean my home"))
+        asyncio.run(go)
     pipe.flush()
 
     assert desktop.done == [("click", (10, 20, "left"))]  # nothing typed, nothing pressed
@@ -290,8 +320,9 @@ def test_a_rewrite_and_a_mock_reach_the_computer(pipe: TestPipeline, serve: Any)
     assert sent[0]["output"]["image_url"] == "data:image/png;base64,bW9jaw=="
 
 
+@pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
 def test_a_guard_sees_the_safety_checks_the_api_flagged_a_call_with(
-    pipe: TestPipeline, serve: Any
+    pipe: TestPipeline, serve: Any, streamed: bool
 ) -> None:
     """Before, a call the model's API flagged (``pending_safety_checks``: it saw instructions
     planted in the page) ran with no hook told: with no ``on_safety_check`` the SDK only logs a
@@ -311,8 +342,10 @@ def test_a_guard_sees_the_safety_checks_the_api_flagged_a_call_with(
     desktop = Desktop()
     agent = _agent(serve(_Api(turns)), desktop)
 
+    runner = HookedRunner(pipe.tracer)
+    go = _streamed(pipe, agent, "log in") if streamed else runner.run(agent, "log in")
     with pytest.raises(ToolDenied, match="malicious_instructions"):
-        asyncio.run(HookedRunner(pipe.tracer).run(agent, "log in"))
+        asyncio.run(go)
 
     # the unflagged call ran (its click and screenshot), the flagged one never did
     assert desktop.done == [("click", (5, 5, "left")), ("screenshot", ())]
