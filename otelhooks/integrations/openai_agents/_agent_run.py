@@ -13,6 +13,7 @@ import structlog
 from agents import (
     Agent,
     AgentsException,
+    ComputerTool,
     InputGuardrailTripwireTriggered,
     ItemHelpers,
     MaxTurnsExceeded,
@@ -38,6 +39,7 @@ from otelhooks.integrations.openai_agents._approvals import (
     pending_event,
     rejected_event,
 )
+from otelhooks.integrations.openai_agents._computer import computer_hooked
 from otelhooks.integrations.openai_agents._guard import (
     RAISED,
     Execute,
@@ -114,6 +116,9 @@ class AgentRun:
         self.tracer = tracer
         self.root = root
         self.frames = [_Frame(root, agent)]
+        # the agent a hooked handoff opened its call for, before the SDK ran the handoff's own
+        # code (handoff_starts); the SDK's on_handoff that follows finds it open
+        self.opened: str | None = None
         self.decisions = asked if asked is not None else Decisions([])
         # the SDK called on_agent_end: the run reached its final output (a streamed run stopped
         # with result.cancel(mode="after_turn") ends without one, and without raising)
@@ -154,16 +159,50 @@ class AgentRun:
         shell = next(
             (t.name for t in agent.tools if isinstance(t, ShellTool) and t.executor is None), None
         )
-        await record_hosted(frame.open_step(), frame.agent, output, shell)
+        # a hooked ComputerTool's actions are calls of their own, recorded as they run
+        computer = any(isinstance(t, ComputerTool) and not computer_hooked(t) for t in agent.tools)
+        await record_hosted(frame.open_step(), frame.agent, output, shell, computer)
 
     # -- handoffs -------------------------------------------------------------------------------
 
+    async def handoff_starts(self, name: str, context: Any) -> None:
+        """A hooked handoff to agent ``name`` starts in the run of ``context``, before the SDK
+        runs any of its code (its ``on_handoff`` callback, the agents' ``AgentHooks.on_handoff``,
+        its ``input_filter``): its call opens here, and a ``before_agent_start`` refusal is
+        raised here. A handoff in another run (the nested run of an agent used as a tool, which
+        inherits this run's context variables, and none of its run hooks) is decided here too,
+        its call recorded in the current step, but its steps are not this run's."""
+        if context is None or context is not self.decisions.context:
+            self._drop(await self._open(name))
+            return
+        self.frames.append(await self._open(name))
+        self.opened = name
+
     async def handoff(self, to_agent: Agent[Any]) -> None:
+        """The SDK handed off to ``to_agent`` (its run hooks' ``on_handoff``)."""
+        opened, self.opened = self.opened, None
+        if opened == to_agent.name:
+            return
+        if opened is not None:
+            # the handoff returned another agent than the one it names: that one's call
+            self._drop(self.frames.pop())
+        self.frames.append(await self._open(to_agent.name))
+
+    @staticmethod
+    def _drop(frame: _Frame) -> None:
+        if frame.op_scope is not None:
+            frame.op_scope.exit()
+        if frame.call is not None:
+            frame.call.exit()
+
+    async def _open(self, name: str) -> _Frame:
+        """The frame of a handoff to agent ``name`` (its call and operation opened in the current
+        step); a ``before_agent_start`` refusal is raised."""
         frame = self.frame
         step = frame.open_step()
-        call = DetachedScope(step.call_agent(to_agent.name), step.span)
+        call = DetachedScope(step.call_agent(name), step.span)
         call.enter()
-        child = call.scope.operation(to_agent.name, provider=PROVIDER)
+        child = call.scope.operation(name, provider=PROVIDER)
         op_scope = DetachedScope(child, call.scope.span)
         await op_scope.aenter()
         frame.close_llm()
@@ -174,7 +213,7 @@ class AgentRun:
             op_scope.exit()
             call.exit(refused)
             raise refused
-        self.frames.append(_Frame(child, to_agent.name, op_scope=op_scope, call=call))
+        return _Frame(child, name, op_scope=op_scope, call=call)
 
     def close(self, exc: BaseException | None) -> None:
         """End every open scope, innermost first (the root operation is the runner's)."""

@@ -51,6 +51,8 @@ class GuardingRun(Protocol):
 
     def settle(self, context: Any, agent: str | None = None, own: bool = True) -> None: ...
 
+    async def handoff_starts(self, name: str, context: Any) -> None: ...
+
     def output_withheld(
         self,
         tool: str,

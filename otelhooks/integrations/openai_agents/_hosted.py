@@ -2,7 +2,9 @@
 tools the model's API ran before it answered (``WebSearchTool``, ``FileSearchTool``,
 ``CodeInterpreterTool``, ``ImageGenerationTool``, a ``HostedMCPTool``'s server, a ``ShellTool``
 with no executor, whose arguments are a local one's) and those the SDK
-runs with nothing otelhooks wraps (``ComputerTool``).
+runs with nothing otelhooks wraps (a ``ComputerTool`` of an agent whose tools are not hooked;
+a hooked one's actions are calls of their own,
+:mod:`~otelhooks.integrations.openai_agents._computer`).
 
 Each is an ``execute_tool {tool}`` span in the step of the model call that made it (a hosted
 MCP call's matcher value ``{server_label}/{tool}``, as any MCP tool's), and the tool hooks run on
@@ -45,7 +47,7 @@ _IDS: Final = frozenset({"type", "id", "call_id", "status", "pending_safety_chec
 
 class UnguardedToolCall(RuntimeError):
     """A hook denied or mocked a call no otelhooks hook can stop (a hosted tool the model's API
-    ran, a ``ComputerTool`` the SDK runs): the decision was not enforced.
+    ran, the ``ComputerTool`` of an agent run unhooked): the decision was not enforced.
 
     The failure of that call's ``execute_tool`` span (``error.type``
     ``otelhooks.integrations.openai_agents.UnguardedToolCall``) and of ``on_tool_call_error``;
@@ -58,7 +60,7 @@ UnguardedToolCall.__module__ = "otelhooks.integrations.openai_agents"
 
 
 def _call(
-    item: Any, shell: str | None
+    item: Any, shell: str | None, computer: bool
 ) -> tuple[str | None, str, dict[str, Any], str | None] | None:
     """The call ``item`` of a model's output is, if it is one of a tool no hook can stop:
     (identifier, tool, arguments, call id); identifier ``None``: the agent's. ``shell``: the
@@ -70,7 +72,7 @@ def _call(
         action = fields.get("action") or {}
         keys = ("commands", "timeout_ms", "max_output_length")
         return None, shell, {k: action.get(k) for k in keys}, call_id
-    if kind not in _TOOLS:
+    if kind not in _TOOLS or (kind == "computer_call" and not computer):
         return None
     if kind == "mcp_call":
         args = parse_args(str(fields.get("arguments") or ""))
@@ -81,12 +83,13 @@ def _call(
 
 
 async def record_hosted(
-    step: Step, agent: str, output: list[Any], shell: str | None = None
+    step: Step, agent: str, output: list[Any], shell: str | None = None, computer: bool = True
 ) -> None:
     """Record each call in the model's ``output`` that no hook can stop (see the module);
-    ``shell``: the name of the agent's hosted ``ShellTool``, if it has one."""
+    ``shell``: the name of the agent's hosted ``ShellTool``, if it has one; ``computer``:
+    whether its ``computer_call`` items are (its ``ComputerTool`` is not hooked)."""
     for item in output:
-        found = _call(item, shell)
+        found = _call(item, shell, computer)
         if found is None:
             continue
         identifier, name, args, call_id = found

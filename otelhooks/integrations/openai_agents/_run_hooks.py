@@ -15,6 +15,7 @@ from agents.items import ModelResponse, TResponseInputItem
 from agents.run_context import AgentHookContext, RunContextWrapper
 
 from otelhooks._errors import BudgetExceeded, RunBlockedError
+from otelhooks.integrations.openai_agents._computer import calls_expected, computer_call_starts
 from otelhooks.integrations.openai_agents._guard import CURRENT_RUN
 
 __all__ = ["AgentHooksFeed", "RunFeed", "RunHooksFeed", "recording"]
@@ -174,6 +175,7 @@ class AgentHooksFeed(AgentHooks[Any]):
         self, context: RunContextWrapper[Any], agent: Agent[Any], tool: Tool
     ) -> None:
         self._settle("agent on_tool_start", context, agent)
+        recording("agent on_tool_start", computer_call_starts, tool)
         if self.inner is not None:
             await self.inner.on_tool_start(context, agent, tool)
 
@@ -199,5 +201,7 @@ class AgentHooksFeed(AgentHooks[Any]):
         self, context: RunContextWrapper[Any], agent: Agent[Any], response: ModelResponse
     ) -> None:
         self._settle("agent on_llm_end", context, agent)
+        # the agent's own hooks, not the run's: an agent run as a tool runs with none of those
+        recording("agent on_llm_end", calls_expected, agent.tools, response.output)
         if self.inner is not None:
             await self.inner.on_llm_end(context, agent, response)

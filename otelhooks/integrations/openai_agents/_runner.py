@@ -18,8 +18,10 @@ an MCP server's tool call              ``execute_tool {tool}``, matcher value ``
                                        (``mcp__{server}__{tool}`` matches it too), with
                                        ``mcp.method.name`` and ``otelhooks.mcp.server.name``;
                                        deny or mock stops the server's ``call_tool``
-any other tool (hosted tools,          an ``UnguardedToolWarning`` names them; each call in the
-``ComputerTool``)                      model's response is ``execute_tool {tool}``, which no
+a ``ComputerTool`` action              ``execute_tool computer_use_preview`` around the action;
+                                       a deny raises ``ToolDenied`` before it runs
+any other tool (hosted tools)          an ``UnguardedToolWarning`` names them; each call in the
+                                       model's response is ``execute_tool {tool}``, which no
                                        hook can stop: a deny or mock fails it
                                        (``UnguardedToolCall``) and logs ``not enforced``
 a handoff (``on_handoff``)             ``call_agent {to}`` in the current step and a child

@@ -6,7 +6,9 @@ mocked the call: a ``FunctionTool``'s ``on_invoke_tool``, a ``ShellTool``'s or
 ``LocalShellTool``'s ``executor`` (matcher value ``shell`` / ``local_shell``: ``@shell``) and an
 ``ApplyPatchTool``'s ``editor`` (``apply_patch``: ``@file_edit`` and ``@file_write``, one span per
 file operation, :mod:`~otelhooks.integrations.openai_agents._apply_patch`) and a
-``CustomTool``'s ``on_invoke_tool`` (its raw string as the argument ``input``). All go through
+``CustomTool``'s ``on_invoke_tool`` (its raw string as the argument ``input``) and a
+``ComputerTool``'s ``computer``, one span per action
+(:mod:`~otelhooks.integrations.openai_agents._computer`). All go through
 :meth:`AgentRun.guard_tool`.
 
 A function tool's hook runs after its own SDK guardrails, so an SDK guardrail rejection never
@@ -20,7 +22,7 @@ The tools of an agent's MCP servers (``agent.mcp_servers``) go through the same 
 (:mod:`~otelhooks.integrations.openai_agents._mcp_servers`), which delegates everything to the
 user's server and judges each ``call_tool``.
 
-Every other tool (the hosted tools the model's API runs, ``ComputerTool``, a hosted
+Every other tool (the hosted tools the model's API runs, a hosted
 ``ShellTool``) and those a ``SandboxAgent``'s capabilities add while it runs are not seen
 by any otelhooks tool hook: :func:`hook_agent` says so with an :class:`UnguardedToolWarning`,
 never silently, and each of their calls is recorded from the model's response
@@ -39,6 +41,7 @@ from typing import Any, Final, overload
 from agents import (
     Agent,
     ApplyPatchTool,
+    ComputerTool,
     CustomTool,
     FunctionTool,
     Handoff,
@@ -50,6 +53,7 @@ from agents import (
     ShellResult,
     ShellTool,
     Tool,
+    handoff,
 )
 from agents.mcp import MCPServer
 from agents.run_context import RunContextWrapper
@@ -68,7 +72,9 @@ from openai.types.responses.response_output_item import LocalShellCallAction
 from otelhooks._tool_kinds import KIND_NAMES
 from otelhooks.integrations.openai_agents._apply_patch import hook_apply_patch
 from otelhooks.integrations.openai_agents._arguments import arguments_model, received
+from otelhooks.integrations.openai_agents._computer import hook_computer
 from otelhooks.integrations.openai_agents._guard import (
+    CURRENT_RUN,
     UnguardedToolWarning,
     awaited,
     call_namespace,
@@ -316,6 +322,8 @@ def _hooked(agent: Agent[Any], seen: set[int]) -> bool:
     seen.add(id(agent))
     if any(isinstance(t, Hookable) and hook_tool(t) is not t for t in agent.tools):
         return False
+    if any(isinstance(t, ComputerTool) and hook_computer(t, None) is not t for t in agent.tools):
+        return False
     if any(not isinstance(s, HookedMCPServer) for s in agent.mcp_servers):
         return False
     return all(
@@ -354,7 +362,7 @@ def _unguarded(tool: Tool) -> str | None:
         why = _agent_tool_unguarded(tool)
         if why is not None:
             return why
-    elif isinstance(tool, LocalShellTool | ApplyPatchTool | CustomTool):
+    elif isinstance(tool, LocalShellTool | ApplyPatchTool | CustomTool | ComputerTool):
         pass
     elif isinstance(tool, ShellTool):
         if tool.executor is None:
@@ -412,14 +420,25 @@ def warn_unhooked_state(state: RunState[Any, Any]) -> None:
 
 def _hook_handoff(handoff: Handoff[Any, Any]) -> Handoff[Any, Any]:
     """A copy of ``handoff`` handing off to a hooked clone of the agent it returns: that agent
-    is your code's (``handoff(agent)`` returns yours), and its tools would run unhooked."""
+    is your code's (``handoff(agent)`` returns yours), and its tools would run unhooked.
+
+    The hooked run decides on the agent handed off to (``before_agent_start``) before the
+    handoff's own code runs: the SDK runs its ``on_handoff`` callback, then its run hooks'
+    ``on_handoff`` beside the agents' own, so a refusal made there came after the callback
+    (and raced the agent's ``AgentHooks.on_handoff``)."""
     invoke = handoff.on_invoke_handoff
     if getattr(invoke, _HOOKED, False):
         return handoff
+    name = handoff.agent_name
 
     async def hooked(ctx: RunContextWrapper[Any], args: str) -> Any:
+        run = CURRENT_RUN.get()
+        if run is not None:
+            await run.handoff_starts(name, ctx)  # a refusal raises: nothing of it runs
         to = await invoke(ctx, args)
-        return hook_agent(to) if isinstance(to, Agent) else to
+        # a clone hook_agent made (an agent of your handoffs list) is hooked already
+        hooked_already = isinstance(to, Agent) and isinstance(to.hooks, AgentHooksFeed)
+        return hook_agent(to) if isinstance(to, Agent) and not hooked_already else to
 
     setattr(hooked, _HOOKED, True)
     return dataclasses.replace(handoff, on_invoke_handoff=hooked)
@@ -428,16 +447,18 @@ def _hook_handoff(handoff: Handoff[Any, Any]) -> Handoff[Any, Any]:
 def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None) -> Agent[Any]:
     """A clone of ``agent`` (and of every agent it hands off to) with its tools hooked.
 
-    Function tools, local ``ShellTool``, ``LocalShellTool`` and ``ApplyPatchTool`` are replaced
-    by hooked copies (:func:`hook_tool`), each MCP server by a wrapper that delegates to it and
-    judges its tool calls (matcher value ``{server}/{tool}``; connect and clean up your own
-    server objects as usual, the wrapper uses them); every other tool is kept and named in an
+    Function tools, local ``ShellTool``, ``LocalShellTool``, ``ApplyPatchTool`` and
+    ``ComputerTool`` are replaced by hooked copies (:func:`hook_tool`; a computer's, per
+    action), each MCP server by a wrapper that delegates to it and judges its tool calls
+    (matcher value ``{server}/{tool}``; connect and clean up your own server objects as usual,
+    the wrapper uses them); every other tool is kept and named in an
     :class:`UnguardedToolWarning` (Python shows it once per agent and tool list). The clone's
     hooks (``Agent.hooks``) tell otelhooks' run what a person decided on its calls, then call the
     agent's own hooks. The original
-    agents and tools are not changed, so they stay safe to share. A ``Handoff`` object (as
-    opposed to a plain agent in ``handoffs``) is copied so that the agent it returns is hooked
-    when the handoff happens.
+    agents and tools are not changed, so they stay safe to share. A ``Handoff`` object is
+    copied so that the agent it returns is hooked when the handoff happens, and a plain agent in
+    ``handoffs`` becomes such a copy of ``handoff(clone)``: the run decides on the agent handed
+    off to before any of the handoff's code runs.
     """
     seen = {} if _seen is None else _seen
     if id(agent) in seen:
@@ -445,7 +466,11 @@ def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None)
     _warn_unguarded(agent)
     tools = [
         # named after their agent, also when another agent's run calls it (``as_tool``)
-        hook_tool(t, identifier=agent.name) if isinstance(t, Hookable) else t
+        hook_tool(t, identifier=agent.name)
+        if isinstance(t, Hookable)
+        else hook_computer(t, agent.name)
+        if isinstance(t, ComputerTool)
+        else t
         for t in agent.tools
     ]
     servers: list[MCPServer] = [
@@ -456,8 +481,10 @@ def hook_agent(agent: Agent[Any], *, _seen: dict[int, Agent[Any]] | None = None)
     hooks = agent.hooks if isinstance(agent.hooks, AgentHooksFeed) else AgentHooksFeed(agent.hooks)
     clone = agent.clone(tools=tools, mcp_servers=servers, hooks=hooks)
     seen[id(agent)] = clone
+    # an agent in the list is handed off to as the SDK would (handoff(agent)), through a hooked
+    # Handoff, so that a refusal of it comes before any of the handoff's code runs
     clone.handoffs = [
-        hook_agent(h, _seen=seen) if isinstance(h, Agent) else _hook_handoff(h)
+        _hook_handoff(handoff(hook_agent(h, _seen=seen)) if isinstance(h, Agent) else h)
         for h in agent.handoffs
     ]
     return clone
