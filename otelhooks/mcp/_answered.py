@@ -77,6 +77,10 @@ class Answered:
         while len(self._answers) > MAX_ANSWERS or self._held > MAX_HELD_BYTES:
             self._forget(next(iter(self._answers)))
 
+    def __contains__(self, key: object) -> bool:
+        """Whether an answer to the request keyed ``key`` (:func:`request_key`) is remembered."""
+        return key in self._answers
+
     def _forget(self, key: Hashable) -> None:
         old = self._answers.pop(key, None)
         if old is not None:

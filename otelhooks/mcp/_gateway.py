@@ -354,12 +354,15 @@ class McpSession:
     # -- server → client -------------------------------------------------------------------------
 
     def from_server(self, raw: bytes) -> Relay:
-        """A server frame: what to pass on (as it came, logged, when the gateway fails on it)."""
+        """A server frame: what to pass on (when the gateway fails on it, answers in it are
+        errors to their requests, logged: :meth:`ServerFrames.failed`)."""
         try:
-            return self.server_frames.frame(raw)
+            relay = self.server_frames.frame(raw)
         except Exception as exc:
-            _log.error("the gateway failed on a server frame; passed unchanged", error=str(exc))
-            return Relay(to_client=[raw])
+            return self.server_frames.failed(raw, exc)
+        if relay.later is not None:
+            relay.later = self.server_frames.guarded(raw, relay.later)
+        return relay
 
     def server_garbage(self, raw: bytes, problem: str) -> Relay:
         """An unreadable server frame (``problem``): dropped, the request it answers failed."""
