@@ -27,7 +27,9 @@ The rules, in order of precedence:
    id when its first bytes show it) and never reaches the server; values nested deeper than
    64 levels reach the hooks as their JSON text. A server frame that cannot be parsed is not
    passed on: the request it answers (when its id can be told) gets a JSON-RPC error. A
-   failure of the gateway itself on a client frame answers it with an internal error.
+   failure of the gateway itself on a client frame answers it with an internal error; on a
+   server frame, the answers in it become internal errors to their requests
+   (:meth:`ServerFrames.failed`), never passed on unread.
 6. A client frame that spells a JSON-RPC member (``method``, ``id``, ``params``...), or a
    ``tools/call``'s ``name`` or ``arguments``, with other cases (``Method``, ``ID``, ``params``
    with a long s) is answered with an invalid-request error (-32600) and never forwarded: a
@@ -44,7 +46,8 @@ The rules, in order of precedence:
    does not list it. A call decided across a list change is judged again (:mod:`._rejudge`).
 8. A server's answer to no request still waiting (sent again on a resumed stream, or for an id
    the client never used) never reaches the client as the server sent it: the client gets the
-   answer the gateway recorded, or nothing (logged, counted) when it recorded none.
+   answer the gateway recorded, or nothing (logged, counted) when it recorded none. A request
+   of the server the client already answered, sent again, is not passed on again.
 """
 
 from __future__ import annotations
@@ -185,9 +188,29 @@ class McpSession:
         """A frame from the client: what to forward, answer, or still decide (a failure of the
         gateway itself answers it with an internal error, logged; nothing is forwarded)."""
         try:
-            return self._client_frame(raw)
+            relay = self._client_frame(raw)
         except Exception as exc:
             return Relay(to_client=[_failed_itself(recover_id(raw), exc)])
+        if relay.later is not None:
+            relay.later = self._client_guarded(raw, relay.later)
+        return relay
+
+    async def _client_guarded(self, raw: bytes, later: Awaitable[Relay]) -> Relay:
+        """``later``, the decision still running on the client frame ``raw``; when the gateway
+        fails in it, each of its requests still waiting is answered with an internal error
+        (its span ended ``gateway_error``) and nothing is forwarded."""
+        try:
+            return await later
+        except Exception as exc:
+            msg = parse(raw)
+            answers = []
+            for item in msg.items():
+                answer = _failed_itself(item.id, exc)
+                if item.kind == "request" and self.requests.gateway_failed(item.id, answer):
+                    answers.append(answer)
+            if msg.kind == "batch" and answers:
+                answers = [encode([json.loads(a) for a in answers])]
+            return Relay(to_client=answers)
 
     def refuse(self, raw: bytes, problem: str) -> Relay:
         """Answer an unreadable client frame (``problem``: why) with a parse error, unforwarded."""

@@ -21,7 +21,7 @@ import structlog
 from otelhooks import _semconv as sc
 from otelhooks.mcp._answered import MAX_ANSWERS, Answered
 from otelhooks.mcp._calls import Pending, observe_result, request_key
-from otelhooks.mcp._jsonrpc import UPSTREAM_ERROR, Message, error_response, parse
+from otelhooks.mcp._jsonrpc import INTERNAL_ERROR, UPSTREAM_ERROR, Message, error_response, parse
 from otelhooks.mcp._spans import set_attributes
 
 _log = structlog.get_logger("otelhooks.mcp")
@@ -194,6 +194,22 @@ class OpenRequests:
             observe_result(self.engine, pending, parse(answer), mocked=False)
         self.end(pending, None, error_type=error_type, code=UPSTREAM_ERROR)
         return answer
+
+    def gateway_failed(self, request_id: Any, answer: bytes) -> bool:
+        """The gateway itself failed on the client's request ``request_id`` (still waiting, or
+        answered just before it failed): ``answer`` is what the client gets (recorded, the
+        span ended ``gateway_error``; ``True``). ``False`` when the client waits for nothing
+        (cancelled, never asked, answered too long ago)."""
+        pending = self.from_client.pop(request_key(request_id), None)
+        if pending is None and not self.answered.given(request_id):
+            return False
+        self.answered.record(request_id, answer)  # a replay of the answer gets this one too
+        if pending is not None:
+            try:
+                self.end(pending, None, error_type="gateway_error", code=INTERNAL_ERROR)
+            except Exception as exc:  # the span's own failure: the answer still goes
+                _log.error("the gateway could not end a failed request's span", error=str(exc))
+        return True
 
     def fail_all(self, reason: str, *, error_type: str) -> list[bytes]:
         """Every client request still waiting gets a JSON-RPC error (returned)."""

@@ -93,21 +93,10 @@ class ServerFrames:
         return Relay(to_client=out)
 
     def _failed_answer(self, request_id: Any, exc: Exception) -> bytes | None:
-        requests = self.session.requests
-        key = request_key(request_id)
-        pending = requests.from_client.pop(key, None)
-        if pending is None and key not in requests.answered:
-            return None  # never asked (or long ago): what the server answers is dropped
         answer = error_response(
             request_id, INTERNAL_ERROR, f"otelhooks: gateway failed on the server's answer: {exc}"
         )
-        requests.answered.record(request_id, answer)  # a replay gets this error too
-        if pending is not None:
-            try:
-                requests.end(pending, None, error_type="gateway_error", code=INTERNAL_ERROR)
-            except Exception as again:  # the span's own failure: the answer still goes
-                _log.error("the gateway could not end a failed request's span", error=str(again))
-        return answer
+        return answer if self.session.requests.gateway_failed(request_id, answer) else None
 
     async def guarded(self, raw: bytes, later: Awaitable[Relay]) -> Relay:
         """``later``, the decision still running for the server frame ``raw``, or what

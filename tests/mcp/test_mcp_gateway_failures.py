@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NoOpTracer
 
-from otelhooks import HooksEngine
+from otelhooks import Block, HooksEngine
 from otelhooks.mcp import McpGateway
 
 pytestmark = pytest.mark.timeout(60)
@@ -133,3 +133,33 @@ def test_a_duplicate_answer_while_the_persist_hooks_run_waits_for_their_result()
     assert json.loads(first[0])["result"]["content"][0]["text"] == "***"
     assert second == first
     assert ran == ["S-42-SECRET"]  # before: the hooks ran once per copy
+
+
+def deny(event: Any) -> Block:
+    return Block("add is off")
+
+
+def test_a_call_the_gateway_fails_on_while_its_hooks_decide_is_answered_with_an_error() -> None:
+    hooks = [{"id": "no-add", "type": "beforeToolCall", "matcher": "testsrv/add", "handler": deny}]
+    engine = HooksEngine(hooks)
+    provider, _ = _traced()
+    session = McpGateway(engine, provider.get_tracer("t"), name="testsrv").session()
+    listed = {"tools": [{"name": "add", "inputSchema": {"type": "object"}}]}
+    try:
+        session.from_client(_frame(id=0, method="tools/list"))
+        session.from_server(_frame(id=0, result=listed))
+        relay = session.from_client(CALL)
+        assert relay.later is not None
+        # before: the decision raised (the denial's span could not end): no answer at all
+        done = anyio.run(_relay, relay.later)
+        assert done.to_server == []
+        (answer,) = done.to_client
+        assert json.loads(answer)["error"]["code"] == -32603
+        assert session.from_server(RESULT).to_client == [answer]  # a replay: the same error
+    finally:
+        session.close()
+        engine.shutdown(2)
+
+
+async def _relay(later: Any) -> Any:
+    return await later
