@@ -75,7 +75,8 @@ class OpenRequests:
         a sampling run twice. One still waiting, sent again, passes (the client may never
         have got it) without a second span."""
         key = request_key(msg.id)
-        if self.server_answered.get(key) == _request_digest(msg):
+        answered = self.server_answered.get(key)
+        if answered is not None and answered == _request_digest(msg):
             _log.info(
                 "a request the server sent again, which the client answered, was not "
                 "passed on again",
