@@ -186,31 +186,51 @@ class McpSession:
 
     def from_client(self, raw: bytes) -> Relay:
         """A frame from the client: what to forward, answer, or still decide (a failure of the
-        gateway itself answers it with an internal error, logged; nothing is forwarded)."""
+        gateway itself answers its requests with an internal error, logged; nothing is
+        forwarded)."""
+        since = time.perf_counter()
         try:
             relay = self._client_frame(raw)
         except Exception as exc:
-            return Relay(to_client=[_failed_itself(recover_id(raw), exc)])
+            return self._client_failed(raw, exc, since)
         if relay.later is not None:
             relay.later = self._client_guarded(raw, relay.later)
         return relay
 
     async def _client_guarded(self, raw: bytes, later: Awaitable[Relay]) -> Relay:
-        """``later``, the decision still running on the client frame ``raw``; when the gateway
-        fails in it, each of its requests still waiting is answered with an internal error
-        (its span ended ``gateway_error``) and nothing is forwarded."""
+        """``later``, the decision still running on the client frame ``raw``, or what
+        :meth:`_client_failed` says when the gateway fails in it."""
         try:
             return await later
         except Exception as exc:
+            return self._client_failed(raw, exc, None)
+
+    def _client_failed(self, raw: bytes, exc: Exception, since: float | None) -> Relay:
+        """The client frame ``raw`` the gateway failed on: each of its requests is answered
+        with an internal error, nothing forwarded; one it had started (``since``: in this
+        call; ``None``: its decision was running) ends there, its id free again."""
+        try:
             msg = parse(raw)
-            answers = []
-            for item in msg.items():
-                answer = _failed_itself(item.id, exc)
-                if item.kind == "request" and self.requests.gateway_failed(item.id, answer):
+        except Exception:
+            return Relay(to_client=[_failed_itself(recover_id(raw), exc)])
+        answers = []
+        for item in msg.items() if msg.kind in ("request", "batch") else []:
+            if item.kind != "request":
+                continue
+            answer = _failed_itself(item.id, exc)
+            if since is None:  # answered before the decision failed, or still deciding
+                if self.requests.gateway_failed(item.id, answer):
                     answers.append(answer)
-            if msg.kind == "batch" and answers:
-                answers = [encode([json.loads(a) for a in answers])]
-            return Relay(to_client=answers)
+                continue
+            pending = self.requests.from_client.get(request_key(item.id))
+            if pending is not None and pending.started >= since:  # not an earlier one's
+                self.requests.gateway_failed(item.id, answer)
+            answers.append(answer)
+        if msg.kind == "batch" and answers:
+            return Relay(to_client=[encode([json.loads(a) for a in answers])])
+        if not answers and since is not None:  # a notification or answer: as before
+            answers = [_failed_itself(recover_id(raw), exc)]
+        return Relay(to_client=answers)
 
     def refuse(self, raw: bytes, problem: str) -> Relay:
         """Answer an unreadable client frame (``problem``: why) with a parse error, unforwarded."""

@@ -163,3 +163,36 @@ def test_a_call_the_gateway_fails_on_while_its_hooks_decide_is_answered_with_an_
 
 async def _relay(later: Any) -> Any:
     return await later
+
+
+class RefusesToStart(SpanProcessor):
+    """A user's span processor that raises as one tool's call span starts."""
+
+    def on_start(self, span: Any, parent_context: Any = None) -> None:
+        if span.name == "tools/call boom":
+            raise RuntimeError("no spans for boom")
+
+
+def test_a_batch_the_gateway_fails_on_midway_answers_each_call_and_holds_no_id() -> None:
+    provider = TracerProvider()
+    exported = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exported))
+    provider.add_span_processor(RefusesToStart())
+    session = McpGateway(HooksEngine(), provider.get_tracer("t"), name="testsrv").session()
+    boom = _frame(id=4, method="tools/call", params={"name": "boom", "arguments": {}})
+    batch = b"[" + CALL + b"," + boom + b"]"
+    try:
+        relay = session.from_client(batch)
+        assert relay.to_server == []
+        (answers,) = relay.to_client
+        # before: one error with a null id; the first call stayed waiting, its id held
+        assert [(a["id"], a["error"]["code"]) for a in json.loads(answers)] == [
+            (3, -32603),
+            (4, -32603),
+        ]
+        assert session.from_client(CALL).to_server == [CALL]  # id 3 is free again
+    finally:
+        session.close()
+    ended = [s for s in exported.get_finished_spans() if s.name == "tools/call add"]
+    assert ended[0].attributes is not None
+    assert ended[0].attributes["error.type"] == "gateway_error"
