@@ -77,6 +77,12 @@ class Answered:
         while len(self._answers) > MAX_ANSWERS or self._held > MAX_HELD_BYTES:
             self._forget(next(iter(self._answers)))
 
+    def given(self, request_id: object) -> bool:
+        """Whether the client was given an answer to ``request_id`` that is remembered (a
+        cancelled request was given none)."""
+        recorded = self._answers.get(request_key(request_id))
+        return recorded is not None and (recorded.frame, recorded.digest) != (None, None)
+
     def _forget(self, key: Hashable) -> None:
         old = self._answers.pop(key, None)
         if old is not None:

@@ -7,6 +7,7 @@ observer events of a call's outcome (``after_tool_call``, ``on_tool_call_error``
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
@@ -53,6 +54,9 @@ class Pending:
     schema: Any = None  # the tool's listed inputSchema, when a hook judges the call
     output_schema: Any = None  # its listed outputSchema: a mock must give what it requires
     cancelled: bool = False
+    # set once the tool_result_persist hooks ran on its answer: the same answer arriving
+    # meanwhile (another stream) waits for that result instead of running the hooks again
+    persisted: asyncio.Event | None = None
     # the span's kind (a request from the server is a CLIENT span) and its start attributes,
     # which the MCP operation metric records with what its end adds
     from_server: bool = False

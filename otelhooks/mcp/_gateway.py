@@ -27,7 +27,9 @@ The rules, in order of precedence:
    id when its first bytes show it) and never reaches the server; values nested deeper than
    64 levels reach the hooks as their JSON text. A server frame that cannot be parsed is not
    passed on: the request it answers (when its id can be told) gets a JSON-RPC error. A
-   failure of the gateway itself on a client frame answers it with an internal error.
+   failure of the gateway itself on a client frame answers it with an internal error; on a
+   server frame, the answers in it become internal errors to their requests
+   (:meth:`ServerFrames.failed`), never passed on unread.
 6. A client frame that spells a JSON-RPC member (``method``, ``id``, ``params``...), or a
    ``tools/call``'s ``name`` or ``arguments``, with other cases (``Method``, ``ID``, ``params``
    with a long s) is answered with an invalid-request error (-32600) and never forwarded: a
@@ -44,7 +46,8 @@ The rules, in order of precedence:
    does not list it. A call decided across a list change is judged again (:mod:`._rejudge`).
 8. A server's answer to no request still waiting (sent again on a resumed stream, or for an id
    the client never used) never reaches the client as the server sent it: the client gets the
-   answer the gateway recorded, or nothing (logged, counted) when it recorded none.
+   answer the gateway recorded, or nothing (logged, counted) when it recorded none. A request
+   of the server the client already answered, sent again, is not passed on again.
 """
 
 from __future__ import annotations
@@ -183,11 +186,51 @@ class McpSession:
 
     def from_client(self, raw: bytes) -> Relay:
         """A frame from the client: what to forward, answer, or still decide (a failure of the
-        gateway itself answers it with an internal error, logged; nothing is forwarded)."""
+        gateway itself answers its requests with an internal error, logged; nothing is
+        forwarded)."""
+        since = time.perf_counter()
         try:
-            return self._client_frame(raw)
+            relay = self._client_frame(raw)
         except Exception as exc:
+            return self._client_failed(raw, exc, since)
+        if relay.later is not None:
+            relay.later = self._client_guarded(raw, relay.later)
+        return relay
+
+    async def _client_guarded(self, raw: bytes, later: Awaitable[Relay]) -> Relay:
+        """``later``, the decision still running on the client frame ``raw``, or what
+        :meth:`_client_failed` says when the gateway fails in it."""
+        try:
+            return await later
+        except Exception as exc:
+            return self._client_failed(raw, exc, None)
+
+    def _client_failed(self, raw: bytes, exc: Exception, since: float | None) -> Relay:
+        """The client frame ``raw`` the gateway failed on: each of its requests is answered
+        with an internal error, nothing forwarded; one it had started (``since``: in this
+        call; ``None``: its decision was running) ends there, its id free again."""
+        try:
+            msg = parse(raw)
+        except Exception:
             return Relay(to_client=[_failed_itself(recover_id(raw), exc)])
+        answers = []
+        for item in msg.items() if msg.kind in ("request", "batch") else []:
+            if item.kind != "request":
+                continue
+            answer = _failed_itself(item.id, exc)
+            if since is None:  # answered before the decision failed, or still deciding
+                if self.requests.gateway_failed(item.id, answer):
+                    answers.append(answer)
+                continue
+            pending = self.requests.from_client.get(request_key(item.id))
+            if pending is not None and pending.started >= since:  # not an earlier one's
+                self.requests.gateway_failed(item.id, answer)
+            answers.append(answer)
+        if msg.kind == "batch" and answers:
+            return Relay(to_client=[encode([json.loads(a) for a in answers])])
+        if not answers and since is not None:  # a notification or answer: as before
+            answers = [_failed_itself(recover_id(raw), exc)]
+        return Relay(to_client=answers)
 
     def refuse(self, raw: bytes, problem: str) -> Relay:
         """Answer an unreadable client frame (``problem``: why) with a parse error, unforwarded."""
@@ -354,12 +397,15 @@ class McpSession:
     # -- server → client -------------------------------------------------------------------------
 
     def from_server(self, raw: bytes) -> Relay:
-        """A server frame: what to pass on (as it came, logged, when the gateway fails on it)."""
+        """A server frame: what to pass on (when the gateway fails on it, answers in it are
+        errors to their requests, logged: :meth:`ServerFrames.failed`)."""
         try:
-            return self.server_frames.frame(raw)
+            relay = self.server_frames.frame(raw)
         except Exception as exc:
-            _log.error("the gateway failed on a server frame; passed unchanged", error=str(exc))
-            return Relay(to_client=[raw])
+            return self.server_frames.failed(raw, exc)
+        if relay.later is not None:
+            relay.later = self.server_frames.guarded(raw, relay.later)
+        return relay
 
     def server_garbage(self, raw: bytes, problem: str) -> Relay:
         """An unreadable server frame (``problem``): dropped, the request it answers failed."""

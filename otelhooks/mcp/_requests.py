@@ -9,15 +9,22 @@ closed. A ``tools/call``'s outcome is observed as it ends (``after_tool_call``,
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
+from collections import OrderedDict
 from collections.abc import Hashable
 from typing import TYPE_CHECKING, Any, Protocol
 
+import structlog
+
 from otelhooks import _semconv as sc
-from otelhooks.mcp._answered import Answered
+from otelhooks.mcp._answered import MAX_ANSWERS, Answered
 from otelhooks.mcp._calls import Pending, observe_result, request_key
-from otelhooks.mcp._jsonrpc import UPSTREAM_ERROR, Message, error_response, parse
+from otelhooks.mcp._jsonrpc import INTERNAL_ERROR, UPSTREAM_ERROR, Message, error_response, parse
 from otelhooks.mcp._spans import set_attributes
+
+_log = structlog.get_logger("otelhooks.mcp")
 
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
@@ -58,6 +65,28 @@ class OpenRequests:
         self.from_server: dict[Hashable, Pending] = {}
         # what the client was answered: what a server's answer sent again becomes
         self.answered = Answered(engine.metrics.drop_counter("mcp_answers"))
+        # the server's requests the client answered (the last MAX_ANSWERS): id -> digest
+        self.server_answered: OrderedDict[Hashable, bytes] = OrderedDict()
+
+    def server_asked(self, msg: Message) -> bool:
+        """A request of the server crossed: its span starts, and it is passed on (``True``).
+        One the client already answered, sent again (a resumed stream's replay: the same
+        id, method and params) is not (``False``, logged): the client would answer it twice,
+        a sampling run twice. One still waiting, sent again, passes (the client may never
+        have got it) without a second span."""
+        key = request_key(msg.id)
+        answered = self.server_answered.get(key)
+        if answered is not None and answered == _request_digest(msg):
+            _log.info(
+                "a request the server sent again, which the client answered, was not "
+                "passed on again",
+                method=msg.method,
+                request_id=repr(msg.id),
+            )
+            return False
+        if key not in self.from_server:
+            self.start(msg, from_server=True)
+        return True
 
     def _message_span(self, msg: Message, from_server: bool) -> tuple[Span, dict[str, Any]]:
         """The span of a message crossing this session, and its metric attributes."""
@@ -80,6 +109,8 @@ class OpenRequests:
             set_attributes(span, {sc.GEN_AI_AGENT_NAME: session.agent_name})
         pending = Pending(msg.method or "", span, time.perf_counter(), msg.id)
         pending.from_server, pending.attributes = from_server, attrs
+        if from_server:  # what a replay of it is told by (server_asked)
+            pending.msg = msg
         table = self.from_server if from_server else self.from_client
         table[request_key(msg.id)] = pending
         return pending
@@ -144,6 +175,10 @@ class OpenRequests:
             return  # an answer to a request we never saw (or already cancelled)
         if not from_server:
             self.answered.record(request_id, answer.raw)
+        elif pending.msg is not None:
+            self.server_answered[request_key(request_id)] = _request_digest(pending.msg)
+            while len(self.server_answered) > MAX_ANSWERS:
+                self.server_answered.popitem(last=False)
         if observe and pending.values is not None:
             observe_result(self.engine, pending, answer, mocked=mocked)
         self.end(pending, answer, denied=denied)
@@ -160,6 +195,22 @@ class OpenRequests:
             observe_result(self.engine, pending, parse(answer), mocked=False)
         self.end(pending, None, error_type=error_type, code=UPSTREAM_ERROR)
         return answer
+
+    def gateway_failed(self, request_id: Any, answer: bytes) -> bool:
+        """The gateway itself failed on the client's request ``request_id`` (still waiting, or
+        answered just before it failed): ``answer`` is what the client gets (recorded, the
+        span ended ``gateway_error``; ``True``). ``False`` when the client waits for nothing
+        (cancelled, never asked, answered too long ago)."""
+        pending = self.from_client.pop(request_key(request_id), None)
+        if pending is None and not self.answered.given(request_id):
+            return False
+        self.answered.record(request_id, answer)  # a replay of the answer gets this one too
+        if pending is not None:
+            try:
+                self.end(pending, None, error_type="gateway_error", code=INTERNAL_ERROR)
+            except Exception as exc:  # the span's own failure: the answer still goes
+                _log.error("the gateway could not end a failed request's span", error=str(exc))
+        return True
 
     def fail_all(self, reason: str, *, error_type: str) -> list[bytes]:
         """Every client request still waiting gets a JSON-RPC error (returned)."""
@@ -183,3 +234,10 @@ class OpenRequests:
             self.end(pending, None, error_type="session_closed")
         self.from_server.clear()
         return answers
+
+
+def _request_digest(msg: Message) -> bytes:
+    """What tells a request sent again from another one under the same id: its method and
+    params (not its bytes: a server's event store may encode it again otherwise)."""
+    text = json.dumps([msg.method, msg.params], sort_keys=True, ensure_ascii=True)
+    return hashlib.sha256(text.encode()).digest()

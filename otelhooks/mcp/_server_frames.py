@@ -8,11 +8,19 @@ request of the server starts its span; ``notifications/tools/list_changed`` make
 session's lists stale. A frame that cannot be read is dropped and the request it answers
 failed. A batch is read item by item, each as if it came alone: it passes as it came unless one
 of its items was changed.
+
+When the gateway itself fails on a server frame (:meth:`ServerFrames.failed`), nothing it should
+have judged passes unjudged: each answer in it to a request of the client becomes a JSON-RPC
+internal error to that request (its span ended with ``error.type=gateway_error``, the error
+recorded as what the client was given, logged), an answer to no request of the session is
+dropped; the server's own requests and notifications pass, since no hook judges them.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Final
+import asyncio
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING, Any, Final
 
 import structlog
 
@@ -62,6 +70,42 @@ class ServerFrames:
         )
         return Relay(to_client=[answer] if answer is not None else [])
 
+    def failed(self, raw: bytes, exc: Exception) -> Relay:
+        """What the client gets for the server frame ``raw`` the gateway failed on (``exc``):
+        never an answer the hooks did not see through (see the module doc)."""
+        _log.error(
+            "the gateway failed on a server frame; its answers are sent as errors",
+            error=str(exc),
+        )
+        try:
+            items = parse(raw).items()
+        except Exception:  # as unreadable: only the id its first bytes show
+            items = [Message(raw, None, "unreadable")]
+        out: list[bytes] = []
+        for item in items:
+            if item.kind in ("request", "notification"):
+                out.append(item.raw)
+            elif item.kind in ("response", "unreadable"):
+                request_id = item.id if item.kind == "response" else recover_id(item.raw)
+                answer = self._failed_answer(request_id, exc)
+                if answer is not None:
+                    out.append(answer)
+        return Relay(to_client=out)
+
+    def _failed_answer(self, request_id: Any, exc: Exception) -> bytes | None:
+        answer = error_response(
+            request_id, INTERNAL_ERROR, f"otelhooks: gateway failed on the server's answer: {exc}"
+        )
+        return answer if self.session.requests.gateway_failed(request_id, answer) else None
+
+    async def guarded(self, raw: bytes, later: Awaitable[Relay]) -> Relay:
+        """``later``, the decision still running for the server frame ``raw``, or what
+        :meth:`failed` says when the gateway fails in it."""
+        try:
+            return await later
+        except Exception as exc:
+            return self.failed(raw, exc)
+
     def frame(self, raw: bytes) -> Relay:
         """What to send on for the server frame ``raw``."""
         msg = parse(raw)
@@ -71,7 +115,8 @@ class ServerFrames:
             return self._response(msg)
         session = self.session
         if msg.kind == "request":
-            session.requests.start(msg, from_server=True)
+            if not session.requests.server_asked(msg):  # answered already: a replay
+                return Relay()
         elif msg.kind == "notification":
             if msg.method == "notifications/tools/list_changed":
                 session.listings.changed()
@@ -93,7 +138,10 @@ class ServerFrames:
             again = requests.answered.again(msg)  # answered already, or never asked
             return Relay(to_client=[again] if again is not None else [])
         if filters(session.gateway.engine, pending, msg):
-            return Relay(later=self._persisted(msg, pending))
+            if pending.persisted is not None:  # the hooks run on this answer already
+                return Relay(later=self._persisted_again(msg, pending, pending.persisted))
+            pending.persisted = asyncio.Event()
+            return Relay(later=self._persisted(msg, pending, pending.persisted))
         if pending.method in HANDSHAKES:
             self._on_initialized(msg)
         if pending.method == "tools/list":
@@ -121,7 +169,24 @@ class ServerFrames:
 
         return Relay(later=decided())
 
-    async def _persisted(self, msg: Message, pending: Pending) -> Relay:
+    async def _persisted_again(self, msg: Message, pending: Pending, ran: asyncio.Event) -> Relay:
+        """The answer ``msg`` again (another stream) while the hooks run on its first copy:
+        what the client was given for it once they are done, the hooks not run twice (run
+        here when the first copy's decision was dropped, its stream gone)."""
+        await ran.wait()
+        if self.session.requests.from_client.get(request_key(msg.id)) is pending:
+            pending.persisted = ran = asyncio.Event()
+            return await self._persisted(msg, pending, ran)
+        again = self.session.requests.answered.again(msg)
+        return Relay(to_client=[again] if again is not None else [])
+
+    async def _persisted(self, msg: Message, pending: Pending, ran: asyncio.Event) -> Relay:
+        try:
+            return await self._persist(msg, pending)
+        finally:
+            ran.set()
+
+    async def _persist(self, msg: Message, pending: Pending) -> Relay:
         requests = self.session.requests
         try:
             out, blocked = await persist(self.session.gateway.engine, msg, pending)
