@@ -52,6 +52,7 @@ from otelhooks._actions._command import MAX_CLAUDE_COMMAND_TIMEOUT_S
 from otelhooks._config._build import build_hook
 from otelhooks._config._claude_http import ClaudeHttpHandler
 from otelhooks._config._claude_if import IfGate, IfRule, parse_if
+from otelhooks._config._claude_mark import is_ours
 from otelhooks._config._parse import Document, Loc
 from otelhooks._errors import ConfigError
 from otelhooks._events import resolve_event
@@ -342,8 +343,6 @@ def _skill_command_groups(doc: Document, groups: Any, key_loc: Loc, stem: str) -
     ``claude-code install`` hooks: its entry is the bridge, which judges the command with the
     ``PreToolUse`` guards. Another handler there runs in Claude Code only: a warning, skipped
     (run on every ``PreToolUse`` it would judge calls it was never written for)."""
-    from otelhooks.integrations.claude_code._entries import is_ours
-
     for g, group in enumerate(groups if isinstance(groups, list) else ()):
         handlers = group.get("hooks") if isinstance(group, dict) else None
         for h, handler in enumerate(handlers if isinstance(handlers, list) else ()):

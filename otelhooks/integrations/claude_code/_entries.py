@@ -14,6 +14,14 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from otelhooks._config._claude_mark import (
+    CLIENT_FILE,
+    MARK,
+    MARK_HEADER,
+    ROUTE,
+    TOKEN_ENV,
+    is_ours,
+)
 from otelhooks.integrations.claude_code._watch import DEFAULT_WATCH
 from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
 
@@ -34,11 +42,6 @@ __all__ = [
     "is_ours",
 ]
 
-TOKEN_ENV = "OTELHOOKS_INGEST_TOKEN"
-ROUTE = "/v1/hooks/claude-code"
-CLIENT_FILE = "otelhooks/integrations/claude_code/hook_client.py"
-MARK = "# otelhooks:installed"
-MARK_HEADER = "X-Otelhooks-Installed"
 
 # Every event the bridge maps (Claude Code 2.1), in Claude's lifecycle order, except
 # WorktreeCreate (Claude Code takes that hook's stdout as the worktree path) and MessageDisplay
@@ -100,58 +103,6 @@ ASYNC_EVENTS = frozenset(INSTALLED_EVENTS) - SYNC_EVENTS
 GUARD_EVENTS = ("PreToolUse", "PreSkillShellCommand", "UserPromptSubmit")
 # events whose hooks may wait for a person (an ``approval:`` hook): their timeout is longer
 APPROVAL_EVENTS = ("PreToolUse", "PreSkillShellCommand", "UserPromptSubmit", "PermissionRequest")
-
-
-def _legacy_command(command: str) -> bool:
-    """The exact command an earlier ``install`` wrote: the hook client run by path."""
-    try:
-        words = shlex.split(command)
-    except ValueError:
-        return False
-    return (
-        len(words) in (6, 7)
-        and words[1:3] == ["-I", "-S"]
-        and words[3].endswith(CLIENT_FILE)
-        and words[4] == "--hooks"
-        and (len(words) == 6 or words[6] == "--fail-closed")
-    )
-
-
-def _legacy_http(handler: dict[str, Any]) -> bool:
-    """The exact ``http`` hook an earlier ``install`` wrote."""
-    return (
-        set(handler) == {"type", "url", "headers", "allowedEnvVars", "timeout"}
-        and str(handler.get("url") or "").rstrip("/").endswith(ROUTE)
-        and handler.get("headers") == {"Authorization": f"Bearer ${TOKEN_ENV}"}
-        and handler.get("allowedEnvVars") == [TOKEN_ENV]
-        and handler.get("timeout") == 10
-    )
-
-
-def is_ours(handler: Any) -> bool:
-    """Whether a hook handler entry was written by :func:`install` (this or an older version).
-
-    Ours carry a mark (a command ends with :data:`MARK`, an ``http`` hook has the header
-    :data:`MARK_HEADER`) or have the exact form an older version wrote; a user's own
-    ``otelhooks claude-code`` entry is never ours. The coding agents' installers use the same
-    rule.
-
-    Example:
-        >>> is_ours({"type": "command", "command": "otelhooks claude-code --fail-closed"})
-        False
-        >>> is_ours({"type": "command", "command": "python hook_client.py # otelhooks:installed"})
-        True
-    """
-    if not isinstance(handler, dict):
-        return False
-    if handler.get("type") == "command":
-        command = str(handler.get("command") or "")
-        return command.rstrip().endswith(MARK) or _legacy_command(command)
-    if handler.get("type") == "http":
-        headers = handler.get("headers")
-        marked = isinstance(headers, dict) and MARK_HEADER in headers
-        return marked or _legacy_http(handler)
-    return False
 
 
 def client_command() -> str:
