@@ -628,7 +628,7 @@ def test_a_span_too_large_for_a_grpc_collector_is_lost_alone_by_the_bridge_daemo
     # The bridge the daemon builds once, its events handled as the daemon handles them. Before,
     # its SDK batch processor sent the batch with the span too large (a captured 200 kB command)
     # whole, and every span of it was lost.
-    from otelhooks.integrations.coding_agents._daemon import build_bridge
+    from otelhooks.integrations.coding_agents._daemon_build import build_bridge
     from otelhooks.integrations.coding_agents._run import BridgeOptions
 
     collector = GrpcCollector(max_receive=64 * 1024)

@@ -19,7 +19,8 @@ A hook client that closes its connection before its answer (its CLI killed it at
 timeout) withdraws the approvals asked for its event
 (:class:`~otelhooks._actions._asker.Asker`), as serve's hook route does: that end of an event's
 time is :mod:`._late_answers`'. Each event's command hooks run with the environment of the hook
-client that sent it, not the daemon's (:mod:`._event_env`).
+client that sent it, not the daemon's (:mod:`._event_env`). The bridge it serves with, built
+once, and the files that bridge was built from are :mod:`._daemon_build`'s.
 """
 
 from __future__ import annotations
@@ -30,25 +31,24 @@ import fcntl
 import os
 import re
 import socket
-import sys
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 import structlog
 
 from otelhooks._actions._asker import Asker
 from otelhooks._actions._command_env import event_environment
-from otelhooks._actions._script import split_script_ref
 from otelhooks._dispatch._calls import waited_within
 from otelhooks._errors import ConfigError
 from otelhooks._eventlog._asgi import Receive, Scope, Send, send_json
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
+from otelhooks.integrations.coding_agents._daemon_build import Stamp, build_bridge, stamp
 from otelhooks.integrations.coding_agents._event_env import NO_ENVIRONMENT, read_event
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
 from otelhooks.integrations.coding_agents._input import InputProblem, parse_input
@@ -58,150 +58,20 @@ from otelhooks.integrations.coding_agents._late_answers import (
     late_answer,
 )
 from otelhooks.integrations.coding_agents._run import (
-    _CAPTURE_ENV,
-    BRIDGE_SHUTDOWN_TIMEOUT_S,
-    TRACES_ENV,
     BridgeOptions,
     _refusal,
-    _truthy,
     answer_seconds,
     env_seconds,
 )
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
-from otelhooks.integrations.coding_agents._state import DEFAULT_STATE_PATH, STATE_ENV, env_value
 
-__all__ = ["DEFAULT_IDLE_S", "build_bridge", "run_daemon"]
+__all__ = ["DEFAULT_IDLE_S", "run_daemon"]
 
 DEFAULT_IDLE_S = 900.0
-Stamp = tuple[int, ...]  # a file's identity and version (_stamp)
 # the fairness key, read without parsing (Claude Code writes session_id first)
 _SESSION = re.compile(rb'"session_id"\s*:\s*"((?:[^"\\]|\\.){0,256})"')
 
-if TYPE_CHECKING:
-    from otelhooks._hooks import Hook
-
 _log = structlog.get_logger("otelhooks")
-
-
-def sources_of(
-    paths: Iterable[str | os.PathLike[str]], hooks: Iterable[Hook], *, read_since: int = 0
-) -> dict[str, Stamp]:
-    """The files a daemon's hooks were built from, each with its modification time: the hook
-    files and folders it was given, the export files (which may name more hooks; one not there
-    yet too, as its coming changes them) and each config file read, and the file of every
-    Python function a hook calls (``script:``, ``handler:``, ``plugin:``; a ``script:`` also as
-    written, where a symlink may be retargeted), and the modules beside a ``script:`` imported
-    by the time the hooks were built (its helpers); a module imported later, or from elsewhere,
-    is not followed. Each is stamped with its identity too (:func:`_stamp`). A file modified
-    since ``read_since`` (``time.time_ns()`` before the first was read) may have changed after
-    it was read: its stamp is :data:`_CHANGED`, which no file has, so the daemon leaves at its
-    first event instead of running the old guard."""
-    files = [os.fspath(p) for p in paths]
-    beside: set[str] = set()  # the folders of scripts, on the import path as they load
-    for hook in hooks:
-        code = getattr(getattr(hook.action, "fn", None), "__code__", None)
-        if code is not None and os.path.isfile(code.co_filename):
-            files.append(code.co_filename)
-        if hook.script is not None:
-            files.append(os.path.expanduser(split_script_ref(hook.script)[0]))
-            if code is not None:
-                beside.add(os.path.dirname(code.co_filename))
-    for module in list(sys.modules.values()):
-        file = getattr(module, "__file__", None)
-        if isinstance(file, str) and os.path.dirname(file) in beside:
-            files.append(file)
-    since = read_since - _COARSE_CLOCK_NS
-    stamps = {path: _stamp(path) for path in files}
-    return {path: _CHANGED if s[-1] >= since > 0 else s for path, s in stamps.items()}
-
-
-# a file's time is the kernel's coarse clock, up to a tick (10 ms) behind ``time.time_ns()``
-_COARSE_CLOCK_NS = 50_000_000
-_CHANGED = (-2,)  # the stamp of a file that may have changed since it was read
-
-
-def _stamp(path: str) -> Stamp:
-    """A file's identity and version (``(-1,)``: no such file). Its time alone missed a file
-    replaced by one of the same time: a symlinked hooks file or guard retargeted into a Nix
-    store, whose files all have the time 1, or a copy that kept its time renamed over it."""
-    try:
-        info = os.stat(path)
-    except OSError:
-        return (-1,)
-    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
-
-
-def build_bridge(
-    options: BridgeOptions, env: Mapping[str, str]
-) -> tuple[CodingAgentBridge, dict[str, Stamp]]:
-    """The bridge the one-process form builds per event, built once (state in memory + file),
-    and the files it was built from (:func:`sources_of`)."""
-    from opentelemetry.sdk.trace.export import SimpleSpanProcessor, SpanExporter
-
-    from otelhooks._config import load_config
-    from otelhooks._export import OtlpJsonLinesSpanExporter
-    from otelhooks._export._batch import CountingBatchSpanProcessor
-    from otelhooks._export._report import DeliveryTracker, shutdown_timeout
-    from otelhooks._resource import recording_resource
-    from otelhooks.integrations.coding_agents._environment import (
-        approval_tokens,
-        otlp_exporter,
-        project_path,
-    )
-    from otelhooks.integrations.coding_agents._run import hooks_and_settings
-    from otelhooks.integrations.coding_agents._spans import LockedFileExporter, SpanWriter
-
-    began = time.time_ns()
-    hook_paths, settings, export_files = hooks_and_settings(options, env)
-    loaded = load_config(hook_paths)
-    hooks = loaded.hooks
-    approval_tokens(hooks, export_files, env)
-    service = settings.get("OTEL_SERVICE_NAME") or options.service_name
-    writer = SpanWriter((), recording_resource({"service.name": service}))
-    traces_out = options.traces_out or settings.get(TRACES_ENV)
-    if traces_out:
-        path = os.fspath(project_path(traces_out, env))
-        # as long as the one-process bridge waits for it: an event's answer waits on this
-        file_exporter: SpanExporter = LockedFileExporter(
-            OtlpJsonLinesSpanExporter(path),
-            f"{path}.lock",
-            wait_s=shutdown_timeout(BRIDGE_SHUTDOWN_TIMEOUT_S),
-        )
-        # written as each span ends: a reader (or the one-process bridge) sees it at once
-        writer.provider.add_span_processor(SimpleSpanProcessor(file_exporter))
-    tracker = DeliveryTracker("spans", "")
-    otlp = otlp_exporter(settings, tracker)
-    if otlp is not None:
-        # configure()'s processor: its tracker hears why an export failed, so a batch too
-        # large for the collector is sent again in halves (the SDK's lost it whole)
-        batcher = CountingBatchSpanProcessor(otlp, schedule_delay_s=0.5, tracker=tracker)
-        writer.provider.add_span_processor(batcher)
-    state = options.state or env_value(settings, STATE_ENV)
-    state_path = project_path(state, env) if state else DEFAULT_STATE_PATH.expanduser()
-    from otelhooks.integrations.coding_agents._dialects import dialect_named
-    from otelhooks.integrations.coding_agents._mapping import project_dir
-
-    dialect = dialect_named(options.dialect)
-    bridge = CodingAgentBridge(
-        agent=dialect.agent,
-        provider=dialect.provider,
-        hooks=hooks,
-        state=ServerSessions(state_path),
-        writer=writer,
-        deny_mode=options.deny_mode,
-        service_name=service,
-        capture=_truthy(settings.get(_CAPTURE_ENV)),
-        project_dir=project_dir(env),
-    )
-    read: list[str | os.PathLike[str]] = [
-        *hook_paths,
-        *export_files,
-        *(s.path for s in loaded.sources),
-    ]
-    # A file saved while the hooks loaded (a guard's module imports slowly, the build takes a
-    # second on a busy machine) kept the time of its new text, and the daemon ran the old one
-    # for as long as events kept coming.
-    return bridge, sources_of(read, hooks, read_since=began)
 
 
 class _Served(ABC):
@@ -338,7 +208,7 @@ class _DaemonApp(_Served):
     def changed(self) -> bool:
         # The hooks or a guard's code changed since they were loaded: answering with them would
         # run the old guard.
-        return super().changed() or any(_stamp(f) != t for f, t in self.sources.items())
+        return super().changed() or any(stamp(f) != t for f, t in self.sources.items())
 
     def close(self) -> None:
         super().close()
