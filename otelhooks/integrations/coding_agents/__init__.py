@@ -2,7 +2,7 @@
 
 The bridge is shared: sessions and open tool uses across hook processes (``_state``, and
 ``_sessions`` for a server), turns and their ``invoke_agent`` spans (``_turns``), tool-use
-pairing and ``execute_tool`` spans (``_tools``), model calls
+pairing and ``execute_tool`` spans (``_tools``, ``_tool_spans``), model calls
 (``_model_calls``), the span writer (``_spans``), the event table, the decision combination and
 the hook process's reply (``_mapping``, ``_combine``, ``_answers``: Claude Code's hook schema,
 the one the others copy), the one entry point (``_run``), the daemon (``_daemon``,

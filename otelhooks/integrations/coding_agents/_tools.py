@@ -2,7 +2,8 @@
 
 ``PreToolUse`` records the start (state file) and runs the ``before_tool_call`` interceptors; a
 deny or a mock ends the span at once and is answered in Claude Code's format. ``PostToolUse`` /
-``PostToolUseFailure`` / ``PermissionDenied``, in another process, end it.
+``PostToolUseFailure`` / ``PermissionDenied``, in another process, end it. What the span and the
+hooks' events of a tool use say is :mod:`._tool_spans`' (the base of :class:`ToolUses`).
 """
 
 from __future__ import annotations
@@ -26,16 +27,11 @@ from otelhooks._events import (
     ToolResult,
     ToolResultPersistEvent,
 )
-from otelhooks._fingerprint import canonical_json, fnv1a_64
+from otelhooks._fingerprint import canonical_json
 from otelhooks._instrument._spend import running
 from otelhooks._live import Verdict
 from otelhooks._matchers import tool_aliases
-from otelhooks._span_mapping import (
-    approval_events,
-    security_findings,
-    security_findings_enabled,
-    verdict_attributes,
-)
+from otelhooks._span_mapping import approval_events, security_findings, security_findings_enabled
 from otelhooks._store._errors import StoreError
 from otelhooks.integrations.coding_agents._answers import (
     combine,
@@ -46,27 +42,14 @@ from otelhooks.integrations.coding_agents._answers import (
     tell_failures,
 )
 from otelhooks.integrations.coding_agents._approvals import approval_allows
-from otelhooks.integrations.coding_agents._common import (
-    HookResponse,
-    text,
-)
-from otelhooks.integrations.coding_agents._mapping import (
-    event_cwd,
-    own_fields,
-    turn_attributes,
-)
-from otelhooks.integrations.coding_agents._part import Part, Shared
+from otelhooks.integrations.coding_agents._common import HookResponse, text
+from otelhooks.integrations.coding_agents._mapping import event_cwd, turn_attributes
+from otelhooks.integrations.coding_agents._part import Shared
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
 from otelhooks.integrations.coding_agents._shapes import shaped
-from otelhooks.integrations.coding_agents._spans import (
-    APPROVALS_KEY,
-    SpanRecord,
-    attribute_map,
-    event_ids,
-    session_trace_id,
-    stored_events,
-)
+from otelhooks.integrations.coding_agents._spans import APPROVALS_KEY
 from otelhooks.integrations.coding_agents._state_rows import OpenTool
+from otelhooks.integrations.coding_agents._tool_spans import ToolSpans
 
 __all__ = ["ToolUses", "tool_args", "tool_values"]
 
@@ -96,7 +79,7 @@ def tool_values(tool_name: str, payload: Mapping[str, Any] | None = None) -> tup
     return (tool_name, *tool_aliases(tool_name), *more)
 
 
-class ToolUses(Part):
+class ToolUses(ToolSpans):
     """The tool-use half of the bridge (see the module docstring)."""
 
     def __init__(self, shared: Shared, *, spend: ServerSessions | None = None) -> None:
@@ -104,99 +87,6 @@ class ToolUses(Part):
         # where the sessions' running cost is kept (Claude Code's own cost_usd, from its
         # telemetry under `serve`): what a budget guard reads on PreToolUse
         self.spend = spend
-
-    def _tool_event(self, tool: OpenTool, args: dict[str, Any] | None = None) -> dict[str, Any]:
-        return {
-            **event_ids(tool.session_id, tool.operation_id, tool.span_id),
-            "toolCallId": tool.tool_use_id,
-            "identifier": "",
-            "apiName": tool.tool_name,
-            "args": tool.tool_input if args is None else args,
-            # LobeHub numbers each tool's calls in the operation from 1 (toolPreparation.ts)
-            "callIndex": tool.turn_index,
-            # the turn's span stands for the assistant message that asked for the tool
-            "assistantMessageId": f"msg_{tool.parent_span_id:016x}"
-            if tool.parent_span_id
-            else None,
-            "agentId": self.agent,
-            "executor": "client",
-        }
-
-    @staticmethod
-    def _args_attributes(args: dict[str, Any]) -> dict[str, types.AttributeValue]:
-        """Fingerprint and size of the arguments: kept in the state file instead of the
-        arguments themselves when content capture is off."""
-        encoded = canonical_json(args).encode("utf-8", "replace")
-        return {
-            sc.TOOL_ARGS_FINGERPRINT: format(fnv1a_64(encoded), "016x"),
-            sc.TOOL_ARGS_SIZE: len(encoded),
-        }
-
-    def _start_attributes(self, tool: OpenTool) -> dict[str, types.AttributeValue]:
-        attrs: dict[str, types.AttributeValue] = {
-            sc.GEN_AI_OPERATION_NAME: sc.OP_EXECUTE_TOOL,
-            sc.GEN_AI_TOOL_NAME: tool.tool_name,
-            sc.GEN_AI_TOOL_CALL_ID: tool.tool_use_id,
-            sc.GEN_AI_TOOL_TYPE: "function",
-            sc.GEN_AI_CONVERSATION_ID: tool.session_id,
-            sc.GEN_AI_AGENT_NAME: self.agent,
-            sc.TOOL_IDENTIFIER: "",
-            sc.TOOL_MATCHER_VALUE: tool.tool_name,
-            sc.TOOL_CALL_INDEX: tool.call_index,
-            sc.OPERATION_ID: tool.operation_id,
-        }
-        if sc.TOOL_ARGS_FINGERPRINT not in tool.attributes:  # else kept from its start
-            attrs.update(self._args_attributes(tool.tool_input))
-        if self.capture:
-            attrs[sc.GEN_AI_TOOL_CALL_ARGUMENTS] = canonical_json(tool.tool_input)
-        return attrs
-
-    def end_tool(
-        self,
-        tool: OpenTool,
-        outcome: str,
-        *,
-        result: str = "",
-        error: str | None = None,
-        error_type: str | None = None,
-        extra: Mapping[str, types.AttributeValue] | None = None,
-    ) -> None:
-        if not tool.span_id:  # a tool use never opened here (see _take_tool): nothing to end
-            return
-        if not self.writer.read:
-            return  # no span is written (nothing receives them): its attributes need no building
-        kept = dict(tool.attributes)
-        approvals = kept.pop(APPROVALS_KEY, None)
-        attrs = {**self._start_attributes(tool), **attribute_map(kept), **(extra or {})}
-        attrs[sc.TOOL_OUTCOME] = outcome
-        attrs[sc.TOOL_RESULT_SIZE] = len(result)
-        if self.capture and result:
-            attrs[sc.GEN_AI_TOOL_CALL_RESULT] = result
-        self.writer.write(
-            SpanRecord(
-                f"{sc.OP_EXECUTE_TOOL} {tool.tool_name}",
-                session_trace_id(tool.session_id),
-                tool.span_id,
-                tool.parent_span_id,
-                tool.start_ns,
-                time.time_ns(),
-                attrs,
-                error=error,
-                error_type=error_type,
-                events=stored_events(approvals),
-            )
-        )
-
-    @staticmethod
-    def _verdict_attributes(verdict: Verdict) -> dict[str, types.AttributeValue]:
-        return verdict_attributes("before_tool_call", verdict) if verdict.matched else {}
-
-    def _own(self, payload: Mapping[str, Any]) -> dict[str, Any]:
-        """Claude Code's own fields of the input (content ones with capture), for hooks
-        written for Claude Code (they read ``permission_mode``, ``tool_response``...)."""
-        return own_fields(
-            payload.get("hook_event_name"), payload, capture=self.capture, project=self.project
-        )
 
     def pre(self, session: str, payload: Mapping[str, Any]) -> HookResponse:
         tool_name, args, use_id = tool_args(payload)
