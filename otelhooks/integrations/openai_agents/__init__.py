@@ -41,6 +41,7 @@ except ImportError as exc:  # pragma: no cover - exercised only without the extr
     ) from exc
 
 from otelhooks.integrations.openai_agents._guard import UnguardedToolWarning
+from otelhooks.integrations.openai_agents._hooked_agents import hook_agent
 from otelhooks.integrations.openai_agents._hosted import UnguardedToolCall
 from otelhooks.integrations.openai_agents._runner import (
     GUARDRAIL_NAME,
@@ -48,7 +49,7 @@ from otelhooks.integrations.openai_agents._runner import (
     HookedRunner,
     RunBlockedError,
 )
-from otelhooks.integrations.openai_agents._tools import hook_agent, hook_tool
+from otelhooks.integrations.openai_agents._tools import hook_tool
 
 __all__ = [
     "GUARDRAIL_NAME",

@@ -76,9 +76,9 @@ from otelhooks._instrument import AgentTracer, Operation
 from otelhooks.integrations.openai_agents._agent_run import GUARDRAIL_NAME, PROVIDER, AgentRun
 from otelhooks.integrations.openai_agents._approvals import Decisions
 from otelhooks.integrations.openai_agents._guard import CURRENT_RUN, tool_raised
+from otelhooks.integrations.openai_agents._hooked_agents import hook_agent, warn_unhooked_state
 from otelhooks.integrations.openai_agents._run_hooks import RunHooksFeed
 from otelhooks.integrations.openai_agents._streamed import streamed
-from otelhooks.integrations.openai_agents._tools import hook_agent, warn_unhooked_state
 
 __all__ = ["GUARDRAIL_NAME", "PROVIDER", "AgentRun", "HookedRunner", "RunBlockedError"]
 
