@@ -1,27 +1,22 @@
 """The otelhooks side of one Agents SDK run (``AgentRun``): its operation's frames (the root
 agent and each handed-off child), the steps and model calls the run hooks open and close, the
 one entry point of every hooked tool call (``guard_tool``), and how the run ends. Shared by
-:meth:`HookedRunner.run` and :meth:`HookedRunner.run_streamed`, so both record one shape."""
+:meth:`HookedRunner.run` and :meth:`HookedRunner.run_streamed`, so both record one shape. The
+frames, their steps and model calls, and the handoffs that open them are :mod:`._run_frames`'
+(the base of :class:`AgentRun`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import structlog
 from agents import (
-    Agent,
     AgentsException,
-    ComputerTool,
     InputGuardrailTripwireTriggered,
-    ItemHelpers,
     MaxTurnsExceeded,
     OutputGuardrailTripwireTriggered,
-    ShellTool,
 )
-from agents.items import ModelResponse, TResponseInputItem
-from agents.models.interface import Model
 from agents.run_context import RunContextWrapper
 from agents.tracing import get_current_span
 from opentelemetry import trace
@@ -31,83 +26,26 @@ from otelhooks._engine import tool_values
 from otelhooks._errors import BudgetExceeded, RunBlockedError
 from otelhooks._events import ToolCallDeniedEvent
 from otelhooks._fingerprint import canonical_json
-from otelhooks._instrument import AgentCall, AgentTracer, LlmCall, Operation, Step, ToolCall
+from otelhooks._instrument import AgentTracer, Operation, ToolCall
 from otelhooks._live import LiveEvent
-from otelhooks.integrations._scopes import DetachedScope
 from otelhooks.integrations.openai_agents._approvals import (
     Decisions,
     pending_event,
     rejected_event,
 )
-from otelhooks.integrations.openai_agents._computer import computer_hooked
-from otelhooks.integrations.openai_agents._guard import (
-    RAISED,
-    Execute,
-    RewriteRefusedError,
-)
-from otelhooks.integrations.openai_agents._hosted import record_hosted
+from otelhooks.integrations.openai_agents._guard import RAISED, Execute, RewriteRefusedError
+from otelhooks.integrations.openai_agents._run_frames import PROVIDER, Frame, RunFrames
 from otelhooks.integrations.openai_agents._run_hooks import recording
 
 __all__ = ["GUARDRAIL_NAME", "PROVIDER", "AgentRun"]
 
-# gen_ai.provider.name: the Agents SDK calls OpenAI's models unless told otherwise.
-PROVIDER = "openai"
 # a public name of this integration since it began; the one definition is in _semconv
 GUARDRAIL_NAME = sc.GUARDRAIL_NAME
 
 _log = structlog.get_logger("otelhooks")
 
 
-def _model_name(agent: Agent[Any]) -> str:
-    model = agent.model
-    if isinstance(model, str):
-        return model
-    if isinstance(model, Model):
-        name = getattr(model, "model", None)
-        return name if isinstance(name, str) else type(model).__name__
-    return "default"
-
-
-def _messages(system_prompt: str | None, items: list[TResponseInputItem]) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = []
-    if system_prompt:
-        messages.append({"role": "system", "content": system_prompt})
-    for item in items:
-        messages.append(dict(item) if isinstance(item, dict) else {"content": str(item)})
-    return messages
-
-
-@dataclass
-class _Frame:
-    """One agent of the run: the root operation, or a handed-off child and its ``call_agent``."""
-
-    operation: Operation
-    agent: str
-    op_scope: DetachedScope[Operation] | None = None
-    call: DetachedScope[AgentCall] | None = None
-    step: DetachedScope[Step] | None = None
-    llm: DetachedScope[LlmCall] | None = None
-
-    def close_llm(self, exc: BaseException | None = None) -> None:
-        if self.llm is not None:
-            self.llm.exit(exc)
-            self.llm = None
-
-    def close_step(self, exc: BaseException | None = None) -> None:
-        self.close_llm(exc)
-        if self.step is not None:
-            self.step.exit(exc)
-            self.step = None
-
-    def open_step(self) -> Step:
-        if self.step is None:
-            op = self.operation
-            self.step = DetachedScope(op.step(), op.span)
-            self.step.enter()
-        return self.step.scope
-
-
-class AgentRun:
+class AgentRun(RunFrames):
     """The otelhooks side of one ``Runner.run``: the frames and the tool entry point."""
 
     def __init__(
@@ -115,115 +53,14 @@ class AgentRun:
     ) -> None:
         self.tracer = tracer
         self.root = root
-        self.frames = [_Frame(root, agent)]
+        self.frames = [Frame(root, agent)]
         # the agent a hooked handoff opened its call for, before the SDK ran the handoff's own
         # code (handoff_starts); the SDK's on_handoff that follows finds it open
-        self.opened: str | None = None
+        self.opened = None
         self.decisions = asked if asked is not None else Decisions([])
         # the SDK called on_agent_end: the run reached its final output (a streamed run stopped
         # with result.cancel(mode="after_turn") ends without one, and without raising)
         self.final = False
-
-    @property
-    def frame(self) -> _Frame:
-        return self.frames[-1]
-
-    # -- model calls ---------------------------------------------------------------------------
-
-    def llm_start(self, agent: Agent[Any], system_prompt: str | None, items: list[Any]) -> None:
-        frame = self.frame
-        frame.close_step()
-        step = frame.open_step()
-        call = step.llm(_model_name(agent), messages=_messages(system_prompt, items))
-        scope = DetachedScope(call, step.span)
-        scope.enter()  # BudgetExceeded: a budget guard refused the call, whose span has ended
-        frame.llm = scope
-
-    def llm_end(self, response: ModelResponse) -> None:
-        frame = self.frame
-        if frame.llm is None:
-            return
-        calls = [i for i in response.output if getattr(i, "type", None) == "function_call"]
-        frame.llm.scope.record(
-            "".join(ItemHelpers.extract_last_text(i) or "" for i in response.output),
-            input_tokens=response.usage.input_tokens,
-            output_tokens=response.usage.output_tokens,
-            finish_reason="tool_calls" if calls else "stop",
-        )
-        frame.close_llm()
-
-    async def hosted(self, agent: Agent[Any], output: list[Any]) -> None:
-        """Record the calls in ``agent``'s model's ``output`` that no hook can stop
-        (``_hosted``)."""
-        frame = self.frame
-        shell = next(
-            (t.name for t in agent.tools if isinstance(t, ShellTool) and t.executor is None), None
-        )
-        # a hooked ComputerTool's actions are calls of their own, recorded as they run
-        computer = any(isinstance(t, ComputerTool) and not computer_hooked(t) for t in agent.tools)
-        await record_hosted(frame.open_step(), frame.agent, output, shell, computer)
-
-    # -- handoffs -------------------------------------------------------------------------------
-
-    async def handoff_starts(self, name: str, context: Any) -> None:
-        """A hooked handoff to agent ``name`` starts in the run of ``context``, before the SDK
-        runs any of its code (its ``on_handoff`` callback, the agents' ``AgentHooks.on_handoff``,
-        its ``input_filter``): its call opens here, and a ``before_agent_start`` refusal is
-        raised here. A handoff in another run (the nested run of an agent used as a tool, which
-        inherits this run's context variables, and none of its run hooks) is decided here too,
-        its call recorded in the current step, but its steps are not this run's."""
-        if context is None or context is not self.decisions.context:
-            self._drop(await self._open(name))
-            return
-        self.frames.append(await self._open(name))
-        self.opened = name
-
-    async def handoff(self, to_agent: Agent[Any]) -> None:
-        """The SDK handed off to ``to_agent`` (its run hooks' ``on_handoff``)."""
-        opened, self.opened = self.opened, None
-        if opened == to_agent.name:
-            return
-        if opened is not None:
-            # the handoff returned another agent than the one it names: that one's call
-            self._drop(self.frames.pop())
-        self.frames.append(await self._open(to_agent.name))
-
-    @staticmethod
-    def _drop(frame: _Frame) -> None:
-        if frame.op_scope is not None:
-            frame.op_scope.exit()
-        if frame.call is not None:
-            frame.call.exit()
-
-    async def _open(self, name: str) -> _Frame:
-        """The frame of a handoff to agent ``name`` (its call and operation opened in the current
-        step); a ``before_agent_start`` refusal is raised."""
-        frame = self.frame
-        step = frame.open_step()
-        call = DetachedScope(step.call_agent(name), step.span)
-        call.enter()
-        child = call.scope.operation(name, provider=PROVIDER)
-        op_scope = DetachedScope(child, call.scope.span)
-        await op_scope.aenter()
-        frame.close_llm()
-        if child.blocked:
-            # a before_agent_start hook refused the agent handed off to: raised into the SDK's
-            # handoff, so the agent never runs (its operation ends interrupted, as a refused run)
-            refused = RunBlockedError(child.block_reason)
-            op_scope.exit()
-            call.exit(refused)
-            raise refused
-        return _Frame(child, name, op_scope=op_scope, call=call)
-
-    def close(self, exc: BaseException | None) -> None:
-        """End every open scope, innermost first (the root operation is the runner's)."""
-        while self.frames:
-            frame = self.frames.pop()
-            frame.close_step(exc)
-            if frame.op_scope is not None:
-                frame.op_scope.exit(exc)
-            if frame.call is not None:
-                frame.call.exit(exc)
 
     # -- approvals ------------------------------------------------------------------------------
 
