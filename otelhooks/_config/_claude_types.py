@@ -15,6 +15,7 @@ unknown key passes, as it does in the CLI.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 __all__ = ["wrong_types"]
@@ -89,7 +90,8 @@ def _fits(value: Any, kind: str) -> bool:
 
 
 def _shown(value: Any) -> str:
-    text = repr(value) if not isinstance(value, str) else f'"{value}"'
+    # as JSON, the way the file says it (null, false, ["a"]), escaped: the message is one line
+    text = json.dumps(value)
     return text if len(text) <= 40 else text[:37] + "..."
 
 

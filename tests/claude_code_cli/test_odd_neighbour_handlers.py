@@ -108,9 +108,10 @@ def test_the_guard_runs_beside_a_handler_claude_code_might_reject(odd: str, tmp_
 # a value of the wrong type outside the hooks: the pinned CLI skips the whole file, hooks and all
 SKIPPED = {
     "model-number": ({"model": 5}, '"model" is 5'),
+    "model-null": ({"model": None}, '"model" is null'),
     "allow-string": ({"permissions": {"allow": "Bash"}}, '"permissions.allow" is "Bash"'),
     "hooks-off-string": ({"disableAllHooks": "false"}, '"disableAllHooks" is "false"'),
-    "env-list": ({"env": ["A=1"]}, "\"env\" is ['A=1']"),
+    "env-list": ({"env": ["A=1"]}, '"env" is ["A=1"]'),
 }
 
 
