@@ -6,7 +6,8 @@ hook, key or group. :func:`uninstall` removes exactly ours (and the groups and e
 empty). Each edit is a minimal splice of the file's text, under a lock, through symlinks
 (:mod:`._settings_file`): removing what install added gives back the file's bytes and mode, and
 no file where there was none. A file that cannot be edited without loss (a key given twice,
-not strict JSON) is refused, untouched.
+not strict JSON) is refused, untouched, and so is one Claude Code ignores whole, hooks included
+(a known setting of the wrong type: :func:`refuse_skipped`).
 
 **Ours** means written by ``install``, recognised by a mark: a command ends with the shell
 comment :data:`MARK`, an ``http`` hook carries the header :data:`MARK_HEADER`. Entries an older
