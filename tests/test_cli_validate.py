@@ -99,6 +99,28 @@ def test_validate_reports_a_skipped_disabled_file(
     assert "skipped: disabled" in out
 
 
+def test_validate_fails_a_claude_settings_file_claude_code_ignores_whole(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Claude Code 2.1.332 skips a settings file whose known setting has the wrong type, hooks
+    # and all (tests/claude_code_cli/test_odd_neighbour_handlers.py); validate said OK
+    settings = tmp_path / ".claude" / "settings.json"
+    url = "http://127.0.0.1:4319"
+    assert run(capsys, "claude-code", "install", "--project", str(tmp_path), "--http", url)[0] == 0
+    assert run(capsys, "validate", str(settings))[0] == 0
+    written = json.loads(settings.read_text())
+    odd = {"model": 5, "permissions": {"allow": "Bash"}, "effortLevel": 5, "mine": 1}
+    settings.write_text(json.dumps({**written, **odd}))
+    code, out = run(capsys, "validate", str(settings))
+    assert code == 1
+    assert f'{settings}: "model" is 5, not a string: Claude Code ignores this whole file' in out
+    assert '"permissions.allow" is "Bash", not a list of strings' in out
+    # a value the CLI drops (effortLevel) and a key it does not know: the file is still read
+    assert '"effortLevel"' not in out
+    assert '"mine"' not in out
+    assert "2 problems" in out
+
+
 def test_validate_warns_when_an_approval_outlasts_claude_code_s_hook_timeout(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -57,20 +57,22 @@ def report_lines(paths: list[str], *, strict: bool = False) -> tuple[list[str], 
     short = _short_timeouts(sources)
     for path, rules in _served_project_rules(sources).items():
         short.setdefault(path, []).extend(rules)
+    ignored = _ignored_whole(sources)
     for source in sources:
         kind = source.format or "?"
+        errors = [*source.problems, *ignored.get(source.path, ())]
         found = [
             *source.warnings,
             *_matcher_warnings(source.hooks),
             *short.get(source.path, ()),
             *skipped.pop(source.path, ()),
         ]
-        count = len(source.problems) + (len(found) if strict else 0)
+        count = len(errors) + (len(found) if strict else 0)
         shown = [] if strict else found
         if count:
             problems += count
             lines.append(f"FAIL {source.path} [{kind}]: {count} problem{'s' * (count != 1)}")
-            lines.extend(f"  {problem}" for problem in source.problems)
+            lines.extend(f"  {problem}" for problem in errors)
             if strict:
                 lines.extend(f"  {warning}" for warning in found)
             lines.extend(f"  warning: {warning}" for warning in shown)
@@ -157,6 +159,28 @@ def _matcher_warnings(hooks: Sequence[Hook]) -> list[str]:
         why = never_matches(hook.matcher, tool_event=tools)
         if why is not None:
             found.append(f"hook {hook.id} ({hook.event}): matcher never matches: {why}")
+    return found
+
+
+def _ignored_whole(sources: Sequence[ConfigSource]) -> dict[str, list[str]]:
+    """For each Claude Code settings file validated that holds a known setting of the wrong
+    type, a problem naming it: Claude Code ignores such a file whole, its hooks included."""
+    import json
+
+    from otelhooks._config._claude_types import wrong_types
+
+    found: dict[str, list[str]] = {}
+    for source in sources:
+        if source.format != "claude_settings":
+            continue
+        try:
+            settings = json.loads(Path(source.path).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # the loader reports a file it cannot read
+        found[source.path] = [
+            f"{source.path}: {wrong}: Claude Code ignores this whole file, its hooks included"
+            for wrong in wrong_types(settings)
+        ]
     return found
 
 

@@ -6,8 +6,9 @@ docs/reliability.md said Claude Code skips a settings file whole for a hook hand
 Checked here with the pinned CLI: ``otelhooks claude-code install`` into a
 ``settings.local.json`` that already holds such a handler on ``Stop``, then one session (a
 scripted Messages API on 127.0.0.1 asks for ``rm -rf victim``): whether the starter guard denied
-it says whether the file was read. It was, for every such handler; a value of the wrong type
-outside the hooks (``"model": 5``) does turn the whole file off, which the docs still say.
+it says whether the file was read. It was, for every such handler. A known setting of the
+wrong type outside the hooks (``"model": 5``) does turn the whole file off: install refuses
+such a file, naming the setting, instead of writing a guard that never runs.
 """
 
 from __future__ import annotations
@@ -38,32 +39,30 @@ ODD = {
 }
 
 
-def _guarded(
-    project: Path, tmp_path: Path, handler: dict[str, Any], extra: dict[str, Any] | None = None
-) -> bool:
-    """Whether the installed guard denied ``rm -rf victim`` beside ``handler`` (and ``extra``
-    keys in the file)."""
-    (project / "victim").mkdir(parents=True)
-    (project / "victim" / "keep.txt").write_text("precious")
-    local = project / ".claude" / "settings.local.json"
-    local.parent.mkdir()
-    settings = {**(extra or {}), "hooks": {"Stop": [{"hooks": [handler]}]}}
-    local.write_text(json.dumps(settings, indent=2) + "\n")
+def _env(tmp_path: Path) -> dict[str, str]:
     home = tmp_path / "home"
     home.mkdir()
-    env = {
+    return {
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": str(REPO),
         "HOME": str(home),
         "XDG_RUNTIME_DIR": str(tmp_path / "run"),
         "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
     }
-    installed = subprocess.run(
+
+
+def _install(project: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-m", "otelhooks", "claude-code", "install"],
         cwd=project, env=env, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
-    assert installed.returncode == 0, installed.stderr
-    assert handler in json.loads(local.read_text())["hooks"]["Stop"][0]["hooks"]
+
+
+def _session_guarded(project: Path, env: dict[str, str]) -> bool:
+    """Whether one Claude Code session in ``project`` asked for ``rm -rf victim`` left the
+    victim (the installed guard denied it)."""
+    (project / "victim").mkdir(parents=True, exist_ok=True)
+    (project / "victim" / "keep.txt").write_text("precious")
     api = MessagesApi([ToolStep("toolu_rm", "Bash", {"command": "rm -rf victim"})])
     with serve_messages_api(api) as url:
         claude_env = {
@@ -84,16 +83,35 @@ def _guarded(
     return (project / "victim" / "keep.txt").exists()
 
 
+def _guarded(
+    project: Path, tmp_path: Path, handler: dict[str, Any], extra: dict[str, Any] | None = None
+) -> bool:
+    """Whether the installed guard denied ``rm -rf victim`` beside ``handler`` (and ``extra``
+    keys in the file)."""
+    local = project / ".claude" / "settings.local.json"
+    local.parent.mkdir(parents=True)
+    settings = {**(extra or {}), "hooks": {"Stop": [{"hooks": [handler]}]}}
+    local.write_text(json.dumps(settings, indent=2) + "\n")
+    env = _env(tmp_path)
+    installed = _install(project, env)
+    assert installed.returncode == 0, installed.stderr
+    assert handler in json.loads(local.read_text())["hooks"]["Stop"][0]["hooks"]
+    return _session_guarded(project, env)
+
+
 @pytest.mark.parametrize("odd", sorted(ODD))
 def test_the_guard_runs_beside_a_handler_claude_code_might_reject(odd: str, tmp_path: Path) -> None:
     require("the Claude Code CLI (npm ci --prefix tests/claude_code_cli)", CLAUDE.exists())
     assert _guarded(tmp_path / "project", tmp_path, ODD[odd])
 
 
-# a value of the wrong type outside the hooks: the pinned CLI skips the whole file, ours too
+# a value of the wrong type outside the hooks: the pinned CLI skips the whole file, hooks and all
 SKIPPED = {
-    "model-number": {"model": 5},
-    "allow-string": {"permissions": {"allow": "Bash"}},
+    "model-number": ({"model": 5}, '"model" is 5'),
+    "model-null": ({"model": None}, '"model" is null'),
+    "allow-string": ({"permissions": {"allow": "Bash"}}, '"permissions.allow" is "Bash"'),
+    "hooks-off-string": ({"disableAllHooks": "false"}, '"disableAllHooks" is "false"'),
+    "env-list": ({"env": ["A=1"]}, '"env" is ["A=1"]'),
 }
 
 
@@ -105,10 +123,37 @@ def test_the_guard_runs_beside_a_handler_of_a_type_claude_code_does_not_know(
 
 
 @pytest.mark.parametrize("odd", sorted(SKIPPED))
-def test_a_value_of_the_wrong_type_elsewhere_turns_the_whole_file_off(
-    odd: str, tmp_path: Path
-) -> None:
+def test_install_refuses_a_file_claude_code_skips_whole(odd: str, tmp_path: Path) -> None:
+    """Before, install said ``updated`` and the guard it wrote never ran (``rm -rf`` did)."""
+    require("the Claude Code CLI (npm ci --prefix tests/claude_code_cli)", CLAUDE.exists())
+    extra, named = SKIPPED[odd]
+    project = tmp_path / "project"
+    (project / ".claude").mkdir(parents=True)
+    env = _env(tmp_path)
+    assert _install(project, env).returncode == 0  # a clean file: our hooks
+    local = project / ".claude" / "settings.local.json"
+    # the premise, with the real CLI: our hooks in a file holding the odd value never run
+    local.write_text(json.dumps({**extra, **json.loads(local.read_text())}, indent=2) + "\n")
+    assert not _session_guarded(project, env)
+    before = local.read_bytes()
+    again = _install(project, env)
+    assert again.returncode == 1
+    assert named in again.stderr
+    assert "Claude Code ignores this whole file" in again.stderr
+    assert local.read_bytes() == before  # left as it was
+    # fixed by hand (the odd value taken out): install writes, and the guard runs
+    local.write_text(json.dumps({"hooks": json.loads(before)["hooks"]}) + "\n")
+    assert _install(project, env).returncode == 0
+    assert _session_guarded(project, env)
+
+
+# a wrong value the CLI drops on its own (a fallback in its schema) or a key it does not know:
+# the file is read, so install writes it
+KEPT = {"effort-number": {"effortLevel": 5}, "unknown-key": {"otelhooksNote": 5}}
+
+
+@pytest.mark.parametrize("odd", sorted(KEPT))
+def test_install_writes_beside_a_value_claude_code_drops(odd: str, tmp_path: Path) -> None:
     require("the Claude Code CLI (npm ci --prefix tests/claude_code_cli)", CLAUDE.exists())
     handler = {"type": "command", "command": "true"}
-    # what docs/reliability.md says is not guaranteed: the guard never ran, rm -rf did
-    assert not _guarded(tmp_path / "project", tmp_path, handler, SKIPPED[odd])
+    assert _guarded(tmp_path / "project", tmp_path, handler, KEPT[odd])

@@ -197,6 +197,25 @@ def test_an_older_install_in_the_shared_file_moves_to_the_local_file(fresh: Path
     assert json.loads(shared.read_text()) == {"model": "m"}
 
 
+def test_switching_forms_into_a_file_claude_code_ignores_keeps_the_guard_where_it_runs(
+    fresh: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the http form goes to the shared file, which Claude Code ignores whole ("model": 5):
+    # install refuses it before it takes ours out of the local file, where the guard runs
+    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", "t")
+    assert run_cli("claude-code", "install", "--project", str(fresh)) == 0
+    local = fresh / ".claude" / "settings.local.json"
+    shared = fresh / ".claude" / "settings.json"
+    shared.write_text('{"model": 5}\n')
+    kept = local.read_bytes()
+    capsys.readouterr()
+    url = "http://127.0.0.1:4319"
+    assert run_cli("claude-code", "install", "--project", str(fresh), "--http", url) == 1
+    err = capsys.readouterr().err
+    assert f'{shared}: Claude Code ignores this whole file, hooks included, because "model"' in err
+    assert (local.read_bytes(), shared.read_text()) == (kept, '{"model": 5}\n')
+
+
 def test_install_records_traces_where_tree_reads_them_by_default(fresh: Path) -> None:
     assert cli.DEFAULT_TRACES == _install.DEFAULT_TRACES
     assert cli.DEFAULT_HOOKS_FILE == _install.DEFAULT_HOOKS_FILE

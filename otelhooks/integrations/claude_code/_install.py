@@ -6,7 +6,8 @@ hook, key or group. :func:`uninstall` removes exactly ours (and the groups and e
 empty). Each edit is a minimal splice of the file's text, under a lock, through symlinks
 (:mod:`._settings_file`): removing what install added gives back the file's bytes and mode, and
 no file where there was none. A file that cannot be edited without loss (a key given twice,
-not strict JSON) is refused, untouched.
+not strict JSON) is refused, untouched, and so is one Claude Code ignores whole, hooks included
+(a known setting of the wrong type: :func:`refuse_skipped`).
 
 **Ours** means written by ``install``, recognised by a mark: a command ends with the shell
 comment :data:`MARK`, an ``http`` hook carries the header :data:`MARK_HEADER`. Entries an older
@@ -49,6 +50,7 @@ re-exported from :mod:`otelhooks.integrations.claude_code`.
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 from collections.abc import Sequence
@@ -57,6 +59,7 @@ from pathlib import Path
 
 from otelhooks._actions._approval import longest_approval_of
 from otelhooks._config import load_config
+from otelhooks._config._claude_types import wrong_types
 from otelhooks._errors import ConfigError
 from otelhooks._hooks import Hook
 from otelhooks.integrations.claude_code._entries import (
@@ -234,6 +237,21 @@ def _warnings(events: Sequence[str], http: str | None, fail_closed: bool) -> lis
     ]
 
 
+def refuse_skipped(path: Path, text: str) -> None:
+    """Refuse a settings file Claude Code ignores whole (a known setting of the wrong type):
+    hooks written there would never run, and install would say ``updated``."""
+    try:
+        wrong = wrong_types(json.loads(text)) if text.strip() else []
+    except ValueError:
+        return  # not JSON: the settings editor refuses it, saying why
+    if wrong:
+        raise ValueError(
+            f"{path}: Claude Code ignores this whole file, hooks included, because "
+            f"{'; '.join(wrong)}: a guard installed here would never run; fix "
+            f"{'that setting' if len(wrong) == 1 else 'those settings'} and install again"
+        )
+
+
 def _record(change: SettingsChange, edited: Edited) -> SettingsChange:
     change.before, change.after = edited.before, edited.after
     return change
@@ -272,8 +290,9 @@ def install(
         What happened to the file; :attr:`SettingsChange.warnings` says where a guard fails open.
 
     Raises:
-        ValueError: an event is not one of :data:`INSTALLED_EVENTS`, or the file cannot be
-            edited without loss (it is left untouched).
+        ValueError: an event is not one of :data:`INSTALLED_EVENTS`, the file cannot be
+            edited without loss, or Claude Code would ignore it whole (a known setting of the
+            wrong type, named): it is left untouched.
         OSError: the file cannot be read or written.
 
     Example:
@@ -309,6 +328,7 @@ def install(
     def edit(text: str, root: Node | None) -> str:
         if root is None:
             text = "{}\n"
+        refuse_skipped(path, text)
         new, change.removed = replace_ours(text, path, is_ours, ours, root)
         change.added = list(ours)
         return new

@@ -17,6 +17,7 @@ from otelhooks.integrations.claude_code._install import (
     DEFAULT_TRACES,
     SettingsChange,
     install,
+    refuse_skipped,
     settings_path,
     uninstall,
 )
@@ -99,6 +100,7 @@ def install_project(
         target, other = (shared, local) if http is not None else (local, shared)
     if other is not None:
         check_editable(target)  # a refusal of the second file must leave the first as it was
+        refuse_skipped(target, (read_regular(target) or b"").decode("utf-8", "replace"))
         result.changes.append(uninstall(other))
     result.changes.append(
         install(
