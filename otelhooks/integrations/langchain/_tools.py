@@ -348,7 +348,7 @@ class HookedTool(BaseTool):
             again = retold(exc, message, kept)
             if again is None:
                 raise
-            raise again from None
+            raise again.with_traceback(exc.__traceback__) from None  # where it failed kept
         kept, success = result_text(output, tool.tool_call_id), succeeded(output)
         for run in runs:  # each handler's tool_result_persist hooks filter what the last kept
             kept = run.call.set_result(kept, success=success).content
@@ -382,7 +382,7 @@ class HookedTool(BaseTool):
             again = retold(exc, message, kept)
             if again is None:
                 raise
-            raise again from None
+            raise again.with_traceback(exc.__traceback__) from None  # where it failed kept
         kept, success = result_text(output, tool.tool_call_id), succeeded(output)
         for run in runs:
             kept = (await run.call.aset_result(kept, success=success)).content
