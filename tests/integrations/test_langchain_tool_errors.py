@@ -58,6 +58,19 @@ def login(user: str) -> str:
     raise ValueError(f"bad token {SECRET} for {user}")
 
 
+class LoginError(Exception):
+    """An exception whose text says less than its arguments (and its repr) do."""
+
+    def __str__(self) -> str:
+        return "login failed"
+
+
+@tool
+def login_quiet(user: str) -> str:
+    """Log a user in (its error's text hides its arguments)."""
+    raise LoginError(f"bad token {SECRET} for {user}")
+
+
 @tool
 def login_strict(user: str) -> str:
     """Log a user in (its error needs two values)."""
@@ -139,6 +152,7 @@ def test_a_tool_error_the_model_reads_goes_through_tool_result_persist(
     assert span.attributes is not None
     assert span.attributes["error.type"] == "ValueError"
     assert not any(SECRET in v for v in attribute_values(spans))
+    assert not any(SECRET in (s.status.description or "") for s in spans)
     assert len(errors.events) == 1
     assert SECRET not in str(errors.events[0].model_dump())
 
@@ -186,3 +200,16 @@ def test_a_blocked_tool_error_tells_the_model_the_reason(pipe: TestPipeline) -> 
     assert "ValueError(" in told.content
     assert "scan" in told.content
     assert "scanner down" in told.content
+
+
+def test_a_tool_error_whose_repr_says_more_than_its_text_is_made_again_from_its_text(
+    pipe: TestPipeline,
+) -> None:
+    # the hooks judged "login failed" and let it pass; the ToolNode told the model the
+    # exception's repr, LoginError('bad token S-42-SECRET for ann'), which no hook had seen
+    pipe.register(hook("redact", "tool_result_persist", _redact))
+    model = _model("login_quiet")
+    _run(_graph(login_quiet, True, model), pipe, "invoke")
+
+    told = model.seen[1][-1]
+    assert told.content == "Error: LoginError('login failed')\n Please fix your mistakes."

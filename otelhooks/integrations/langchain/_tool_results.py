@@ -27,12 +27,20 @@ class ToolErrorNotRetoldError(Exception):
     the hooks' text, so what a ``ToolNode``'s ``handle_tool_errors`` tells the model is theirs."""
 
 
-def retold(exc: Exception, message: str, kept: str) -> Exception | None:
+def _plain(exc: Exception, message: str) -> bool:
+    """``exc`` says nothing but ``message``: no attributes, and its ``repr`` (what a
+    ``ToolNode``'s ``handle_tool_errors=True`` tells the model) built from that text alone."""
+    shown = f"{type(exc).__name__}({message!r})" if message else f"{type(exc).__name__}()"
+    return not vars(exc) and repr(exc) == shown
+
+
+def retold(exc: Exception, message: str, kept: str, judged: bool) -> Exception | None:
     """The exception to raise for ``exc`` once the hooks kept ``kept`` of its text
-    ``message``: ``None`` (raise ``exc`` itself) when they left it, else one of ``exc``'s type
-    made from ``kept`` alone (nothing of ``exc``'s own state in it), else a
-    :class:`ToolErrorNotRetoldError`."""
-    if kept == message:
+    ``message`` (``judged``: a hook ran on it): ``None`` (raise ``exc`` itself) when they left
+    it and it says nothing else, else one of ``exc``'s type made from ``kept`` alone (nothing
+    of ``exc``'s own state in it: its other arguments, attributes and ``repr`` went unjudged),
+    else a :class:`ToolErrorNotRetoldError`."""
+    if kept == message and (not judged or _plain(exc, message)):
         return None
     try:
         again = type(exc)(kept)

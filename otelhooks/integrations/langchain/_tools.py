@@ -343,9 +343,10 @@ class HookedTool(BaseTool):
             raise
         except Exception as exc:
             kept = message = str(exc)
+            judged = any(run.call.filters_result() for run in runs)
             for run in runs:  # the model reads the error's text: the hooks filter it as a result
                 kept = run.call.set_result(kept, success=False).content
-            again = retold(exc, message, kept)
+            again = retold(exc, message, kept, judged)
             if again is None:
                 raise
             raise again.with_traceback(exc.__traceback__) from None  # where it failed kept
@@ -377,9 +378,10 @@ class HookedTool(BaseTool):
             raise
         except Exception as exc:
             kept = message = str(exc)
+            judged = any(run.call.filters_result() for run in runs)
             for run in runs:
                 kept = (await run.call.aset_result(kept, success=False)).content
-            again = retold(exc, message, kept)
+            again = retold(exc, message, kept, judged)
             if again is None:
                 raise
             raise again.with_traceback(exc.__traceback__) from None  # where it failed kept
