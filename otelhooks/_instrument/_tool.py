@@ -339,6 +339,11 @@ class ToolCall(SpanScope):
         self._result = result
         return result
 
+    def filters_result(self) -> bool:
+        """Whether a ``tool_result_persist`` hook matches this call now (its result will be
+        judged by :meth:`set_result`)."""
+        return self._hooked("tool_result_persist")
+
     def set_result(self, value: Any, *, success: bool = True) -> ToolResult:
         """Record the tool's output; ``tool_result_persist`` interceptors may filter it.
 

@@ -41,7 +41,10 @@ from otelhooks.integrations.langchain._handler import (
     RunBlockedError,
     ToolRun,
 )
-from otelhooks.integrations.langchain._tool_results import ResultNotRewritableError
+from otelhooks.integrations.langchain._tool_results import (
+    ResultNotRewritableError,
+    ToolErrorNotRetoldError,
+)
 from otelhooks.integrations.langchain._tools import HookedTool, hook_tool
 
 __all__ = [
@@ -51,6 +54,7 @@ __all__ = [
     "OtelHooksCallbackHandler",
     "ResultNotRewritableError",
     "RunBlockedError",
+    "ToolErrorNotRetoldError",
     "ToolRun",
     "hook_tool",
 ]

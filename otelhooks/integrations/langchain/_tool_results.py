@@ -1,5 +1,6 @@
 """What a ``hook_tool`` call hands back once ``tool_result_persist`` hooks kept a result's text:
-the result itself, a ``ToolMessage`` or a LangGraph ``Command`` rewritten in place, or an error."""
+the result itself, a ``ToolMessage`` or a LangGraph ``Command`` rewritten in place, or an error;
+and the exception a tool raised, made again with the text the hooks kept of it."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from typing import Any, cast
 from langchain_core.messages import ToolMessage
 from langgraph.types import Command
 
-__all__ = ["ResultNotRewritableError", "kept", "text"]
+__all__ = ["ResultNotRewritableError", "ToolErrorNotRetoldError", "kept", "retold", "text"]
 
 
 class ResultNotRewritableError(Exception):
@@ -17,6 +18,37 @@ class ResultNotRewritableError(Exception):
     rewrite as the result it is: a LangGraph ``Command`` (or a list holding one) whose
     ``update["messages"]`` holds no single ``ToolMessage`` of the call. Handing back the hook's
     text instead would drop the ``Command``'s state update and ``goto`` without a word."""
+
+
+class ToolErrorNotRetoldError(Exception):
+    """A ``hook_tool`` tool raised, ``tool_result_persist`` hooks changed (or blocked) the text of
+    its exception, and otelhooks could not make that exception's type again from their text
+    alone (its constructor wants more): raised in its place, its message the type's name and
+    the hooks' text, so what a ``ToolNode``'s ``handle_tool_errors`` tells the model is theirs."""
+
+
+def _plain(exc: Exception, message: str) -> bool:
+    """``exc`` says nothing but ``message``: no attributes, and its ``repr`` (what a
+    ``ToolNode``'s ``handle_tool_errors=True`` tells the model) built from that text alone."""
+    shown = f"{type(exc).__name__}({message!r})" if message else f"{type(exc).__name__}()"
+    return not vars(exc) and repr(exc) == shown
+
+
+def retold(exc: Exception, message: str, kept: str, judged: bool) -> Exception | None:
+    """The exception to raise for ``exc`` once the hooks kept ``kept`` of its text
+    ``message`` (``judged``: a hook ran on it): ``None`` (raise ``exc`` itself) when they left
+    it and it says nothing else, else one of ``exc``'s type made from ``kept`` alone (nothing
+    of ``exc``'s own state in it: its other arguments, attributes and ``repr`` went unjudged),
+    else a :class:`ToolErrorNotRetoldError`."""
+    if kept == message and (not judged or _plain(exc, message)):
+        return None
+    try:
+        again = type(exc)(kept)
+    except Exception:  # a constructor wanting more than the text: say so, never pass exc on
+        again = None
+    if isinstance(again, Exception):
+        return again
+    return ToolErrorNotRetoldError(f"{type(exc).__name__}: {kept}")
 
 
 def tool_message(command: Command[Any], tool_call_id: str | None) -> ToolMessage | None:

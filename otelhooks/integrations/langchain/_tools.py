@@ -11,7 +11,9 @@ refusal by any stands, then rewritten arguments) and then:
 * mocked: returns the mock's content, the inner tool is never called;
 * otherwise: calls the inner tool with the (possibly rewritten) arguments and passes the result
   through ``tool_result_persist`` (a LangGraph ``Command``'s own ``ToolMessage``, rewritten in
-  place, or :class:`ResultNotRewritableError`).
+  place, or :class:`ResultNotRewritableError`); an exception it raises is judged there too, as
+  its text (what a ``ToolNode``'s ``handle_tool_errors`` tells the model), and raised again made
+  from the text the hooks kept when they changed it.
 
 Without the handler in the run's callbacks (none was given, or a thread pool of your own lost the
 run's context) the wrapper calls the inner tool and logs a warning that no hook saw the call.
@@ -33,6 +35,7 @@ from langchain_core.callbacks import (
 from langchain_core.messages import ToolMessage
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import BaseTool, InjectedToolArg, Tool
+from langgraph.errors import GraphBubbleUp
 from langgraph.types import interrupt
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -45,7 +48,7 @@ from otelhooks.integrations.langchain._handler import (
     succeeded,
 )
 from otelhooks.integrations.langchain._tool_args import json_form
-from otelhooks.integrations.langchain._tool_results import ResultNotRewritableError
+from otelhooks.integrations.langchain._tool_results import ResultNotRewritableError, retold
 from otelhooks.integrations.langchain._tool_results import kept as kept_result
 from otelhooks.integrations.langchain._tool_results import text as result_text
 from otelhooks.integrations.langchain._tool_run import CALLER_INJECTED
@@ -334,7 +337,19 @@ class HookedTool(BaseTool):
         tool = _decisive(runs)
         if not tool.call.should_run:
             return _refusal(runs, tool, self.name)
-        output = self.inner.invoke(self._inner_input(tool, kwargs), config=config)
+        try:
+            output = self.inner.invoke(self._inner_input(tool, kwargs), config=config)
+        except GraphBubbleUp:  # LangGraph's interrupt(): a pause, not an error text
+            raise
+        except Exception as exc:
+            kept = message = str(exc)
+            judged = any(run.call.filters_result() for run in runs)
+            for run in runs:  # the model reads the error's text: the hooks filter it as a result
+                kept = run.call.set_result(kept, success=False).content
+            again = retold(exc, message, kept, judged)
+            if again is None:
+                raise
+            raise again.with_traceback(exc.__traceback__) from None  # where it failed kept
         kept, success = result_text(output, tool.tool_call_id), succeeded(output)
         for run in runs:  # each handler's tool_result_persist hooks filter what the last kept
             kept = run.call.set_result(kept, success=success).content
@@ -357,7 +372,19 @@ class HookedTool(BaseTool):
         tool = _decisive(runs)
         if not tool.call.should_run:
             return _refusal(runs, tool, self.name)
-        output = await self.inner.ainvoke(self._inner_input(tool, kwargs), config=config)
+        try:
+            output = await self.inner.ainvoke(self._inner_input(tool, kwargs), config=config)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            kept = message = str(exc)
+            judged = any(run.call.filters_result() for run in runs)
+            for run in runs:
+                kept = (await run.call.aset_result(kept, success=False)).content
+            again = retold(exc, message, kept, judged)
+            if again is None:
+                raise
+            raise again.with_traceback(exc.__traceback__) from None  # where it failed kept
         kept, success = result_text(output, tool.tool_call_id), succeeded(output)
         for run in runs:
             kept = (await run.call.aset_result(kept, success=success)).content

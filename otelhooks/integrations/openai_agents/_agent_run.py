@@ -130,17 +130,17 @@ class AgentRun(RunFrames):
                     return await self._refused(call, refused), True
                 finally:
                     RAISED.reset(token)
-                if raised:
-                    # The SDK's failure handler (its default or the tool's own) turned it into a
-                    # message for the model.
-                    call.fail(raised[-1])
-                    return output, False
                 error = getattr(get_current_span(), "error", None)
-                if error:
-                    # A failure the SDK reports on its tracing span only (a function tool
-                    # given the SDK's default handler as its own, which no wrapper tells).
-                    call.fail(RuntimeError(str(error.get("message", "tool failed"))))
-                    return output, False
+                if raised or error:
+                    # The SDK's failure handler (its default or the tool's own) turned it into a
+                    # message for the model, which the tool_result_persist hooks filter as a
+                    # result (a failed one); else a failure the SDK reports on its tracing span
+                    # only (a function tool given the SDK's default handler as its own).
+                    kept = await call.aset_result(output, success=False)
+                    message = str((error or {}).get("message", "tool failed"))
+                    call.fail(raised[-1] if raised else RuntimeError(message))
+                    as_text = output if isinstance(output, str) else canonical_json(output)
+                    return (output if kept.content == as_text else kept.content), False
                 result = output if shown is None else shown(output)
                 kept = await call.aset_result(result)
                 as_text = result if isinstance(result, str) else canonical_json(result)
