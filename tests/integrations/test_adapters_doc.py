@@ -67,6 +67,7 @@ def test_the_hooks_file_of_the_claude_code_section_loads(tmp_path: Path) -> None
                 "OtelHooksCallbackHandler",
                 "ResultNotRewritableError",
                 "RunBlockedError",
+                "ToolErrorNotRetoldError",
                 "ToolRun",
                 "hook_tool",
             ],
