@@ -24,6 +24,9 @@ Example: a guard denies a LangGraph tool call, and the tool never runs:
     >>> oh.shutdown().ok
     True
 
+A LangChain v1 ``create_agent`` agent: give it :class:`OtelHooksMiddleware` (its example), which
+puts every tool call it makes behind the same hooks.
+
 The mapping of callbacks to spans and events: docs/adapters.md, "LangChain / LangGraph".
 """
 
@@ -45,6 +48,7 @@ from otelhooks.integrations.langchain._tool_results import (
     ResultNotRewritableError,
     ToolErrorNotRetoldError,
 )
+from otelhooks.integrations.langchain._tool_run import ToolNotHookedError
 from otelhooks.integrations.langchain._tools import HookedTool, hook_tool
 
 __all__ = [
@@ -52,9 +56,21 @@ __all__ = [
     "PROVIDER",
     "HookedTool",
     "OtelHooksCallbackHandler",
+    "OtelHooksMiddleware",
     "ResultNotRewritableError",
     "RunBlockedError",
     "ToolErrorNotRetoldError",
+    "ToolNotHookedError",
     "ToolRun",
     "hook_tool",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``OtelHooksMiddleware`` needs ``langchain`` itself (v1), the rest only its core: imported
+    when asked for, so a LangGraph-only install keeps the rest."""
+    if name == "OtelHooksMiddleware":
+        from otelhooks.integrations.langchain._middleware import OtelHooksMiddleware
+
+        return OtelHooksMiddleware
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -50,7 +50,12 @@ from otelhooks.integrations.langchain._model_calls import (
     record_generation,
 )
 from otelhooks.integrations.langchain._resume import PausedCalls, ResumeWave, is_resume
-from otelhooks.integrations.langchain._tool_run import CALLER_INJECTED, ToolRun
+from otelhooks.integrations.langchain._tool_run import (
+    CALLER_INJECTED,
+    GUARDED_BY,
+    ToolNotHookedError,
+    ToolRun,
+)
 
 __all__ = [
     "HOOKED_METADATA_KEY",
@@ -130,7 +135,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         True
     """
 
-    raise_error = True  # only RunBlockedError leaves the handler (see _Guard)
+    raise_error = True  # only RunBlockedError and ToolNotHookedError leave it (see _Guard)
     run_inline = False
 
     def __init__(
@@ -345,6 +350,18 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                     self._root(run_id, parent_run_id)  # the wrapper's inner tool: one span only
                     return
                 name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
+                metadata = kwargs.get("metadata") or {}
+                hooked = bool(metadata.get(HOOKED_METADATA_KEY))
+                if not hooked and GUARDED_BY.get() is self:
+                    # a middleware after ours ran a tool of its own: nothing would enforce
+                    # a deny its guards gave, so it does not start
+                    _log.error("a tool no hook_tool wraps ran inside OtelHooksMiddleware: refused",
+                               tool=name)
+                    raise ToolNotHookedError(
+                        f"tool {name!r} started inside an OtelHooksMiddleware tool call without "
+                        "the otelhooks wrapper that enforces its hooks (a middleware listed after "
+                        "OtelHooksMiddleware ran or substituted it): refused"
+                    )
                 if run_id in self._tools:  # a caller's fixed config["run_id"], two calls at once
                     self._tools[run_id].contested = True
                     self._sharers[run_id] = self._sharers.get(run_id, 0) + 1
@@ -354,8 +371,6 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 step = self._current_step(run)
                 run.open_in_step += 1
                 tool_call_id = kwargs.get("tool_call_id")
-                metadata = kwargs.get("metadata") or {}
-                hooked = bool(metadata.get(HOOKED_METADATA_KEY))
                 args = dict(inputs) if isinstance(inputs, dict) else {"input": input_str}
                 if hooked:  # what the caller injected (a user id) is the guards' to judge too
                     args.update(CALLER_INJECTED.get() or {})
@@ -457,7 +472,7 @@ class _Guard:
         return None
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
-        if isinstance(exc, Exception) and not isinstance(exc, RunBlockedError):
+        if isinstance(exc, Exception) and not isinstance(exc, RunBlockedError | ToolNotHookedError):
             _log.error("langchain adapter failed", callback=self.what, exc_info=exc)
             return True
         return False

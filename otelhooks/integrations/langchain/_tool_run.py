@@ -11,7 +11,7 @@ from typing import Any
 from otelhooks._instrument import ToolCall
 from otelhooks.integrations._scopes import DetachedScope
 
-__all__ = ["CALLER_INJECTED", "ToolRun"]
+__all__ = ["CALLER_INJECTED", "GUARDED_BY", "ToolNotHookedError", "ToolRun"]
 
 # The ``InjectedToolArg`` arguments the caller gave a hooked tool, which LangChain leaves out of
 # what callbacks see: set by the wrapper as its run starts, read by the handler's tool start,
@@ -19,6 +19,20 @@ __all__ = ["CALLER_INJECTED", "ToolRun"]
 CALLER_INJECTED: ContextVar[dict[str, Any] | None] = ContextVar(
     "otelhooks_langchain_caller_injected", default=None
 )
+
+# The handler whose ``OtelHooksMiddleware`` is running a tool call of a LangChain agent: set by
+# the middleware around the rest of the call (the middleware after it, the ``ToolNode``), read
+# by that handler's tool start, which refuses a tool no wrapper enforces its hooks on (a
+# middleware after it ran one of its own); cleared inside a hooked tool, whose own work (a
+# subagent, say) is not the call the middleware guards.
+GUARDED_BY: ContextVar[object | None] = ContextVar("otelhooks_langchain_guarded_by", default=None)
+
+
+class ToolNotHookedError(Exception):
+    """A tool started inside an ``OtelHooksMiddleware``'s tool call that no ``hook_tool`` wrapper
+    enforces the hooks on (a middleware listed after it ran a tool of its own, or put one in the
+    request after otelhooks wrapped its tool): raised by the handler as the tool starts, so it
+    never runs; a deny or a rewrite its guards gave would go unheard."""
 
 
 @dataclass

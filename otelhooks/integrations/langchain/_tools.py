@@ -51,7 +51,7 @@ from otelhooks.integrations.langchain._tool_args import json_form
 from otelhooks.integrations.langchain._tool_results import ResultNotRewritableError, retold
 from otelhooks.integrations.langchain._tool_results import kept as kept_result
 from otelhooks.integrations.langchain._tool_results import text as result_text
-from otelhooks.integrations.langchain._tool_run import CALLER_INJECTED
+from otelhooks.integrations.langchain._tool_run import CALLER_INJECTED, GUARDED_BY
 
 __all__ = ["HookedTool", "ResultNotRewritableError", "hook_tool"]
 
@@ -252,9 +252,11 @@ class HookedTool(BaseTool):
         given = self._given(tool_input)
         token = _GIVEN.set((kwargs.get("tool_call_id"), given))
         injected = CALLER_INJECTED.set(self._caller_injected(given))
+        guarded = GUARDED_BY.set(None)  # this call is judged; what its tool runs is its own
         try:
             return super().run(self._full_input(tool_input), *args, **kwargs)
         finally:
+            GUARDED_BY.reset(guarded)
             CALLER_INJECTED.reset(injected)
             _GIVEN.reset(token)
 
@@ -262,9 +264,11 @@ class HookedTool(BaseTool):
         given = self._given(tool_input)
         token = _GIVEN.set((kwargs.get("tool_call_id"), given))
         injected = CALLER_INJECTED.set(self._caller_injected(given))
+        guarded = GUARDED_BY.set(None)
         try:
             return await super().arun(self._full_input(tool_input), *args, **kwargs)
         finally:
+            GUARDED_BY.reset(guarded)
             CALLER_INJECTED.reset(injected)
             _GIVEN.reset(token)
 

@@ -1,0 +1,122 @@
+"""``OtelHooksMiddleware``: the tool calls of a LangChain v1 ``create_agent`` agent behind
+otelhooks' tool hooks, with no tool wrapped by hand.
+
+``create_agent`` runs every tool call through its middleware's ``wrap_tool_call`` and then a
+LangGraph ``ToolNode``. The middleware puts the call's tool behind :func:`hook_tool` there (the
+same wrapper, so a deny, a mock, a rewrite and a ``tool_result_persist`` redaction are decided
+and enforced where they are for a ``ToolNode`` of hooked tools), the handler in the wrapped
+tool's callbacks (so its guards judge the call even when a run's config forgets it). Listed
+first, it is the outermost: any middleware after it that runs a tool of its own, or puts an
+unwrapped tool in the request, has that tool refused as it starts
+(:class:`ToolNotHookedError`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, ToolCallRequest
+from langchain_core.callbacks import BaseCallbackManager
+from langchain_core.messages import ToolMessage
+from langchain_core.tools import BaseTool
+from langgraph.types import Command
+
+from otelhooks.integrations.langchain._handler import OtelHooksCallbackHandler
+from otelhooks.integrations.langchain._tool_run import GUARDED_BY
+from otelhooks.integrations.langchain._tools import hook_tool
+
+__all__ = ["OtelHooksMiddleware"]
+
+Result = ToolMessage | Command[Any]
+
+
+class OtelHooksMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+    """A ``create_agent`` middleware: every tool call the agent makes obeys otelhooks' hooks.
+
+    Args:
+        handler: the :class:`OtelHooksCallbackHandler` whose guards judge the calls. Give the
+            same handler in the run's config too (``config={"callbacks": [handler]}``): it then
+            records the agent's model calls and steps, and sees a tool a later middleware runs
+            itself, which it refuses.
+
+    List it first in ``middleware=[...]`` (the outermost): a middleware before it could run a
+    tool no guard judges.
+
+    Example: a guard denies a ``create_agent`` tool call, and the tool never runs:
+        >>> from typing import Any
+        >>> import otelhooks
+        >>> from langchain.agents import create_agent
+        >>> from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+        >>> from langchain_core.messages import AIMessage
+        >>> from langchain_core.tools import tool
+        >>> from otelhooks.integrations.langchain import OtelHooksCallbackHandler
+        >>> from otelhooks.integrations.langchain import OtelHooksMiddleware
+        >>> class Scripted(GenericFakeChatModel):  # a chat model answering from a script
+        ...     def bind_tools(self, tools: Any, **kwargs: Any) -> "Scripted":
+        ...         return self
+        >>> @tool
+        ... def delete_file(path: str) -> str:
+        ...     '''Delete a file.'''
+        ...     raise AssertionError("never runs")
+        >>> no_delete = {"id": "no-delete", "type": "before_tool_call", "matcher": "delete_file",
+        ...              "handler": lambda event: otelhooks.Block("deleting files is not allowed")}
+        >>> oh = otelhooks.configure(otlp=False, set_global=False, hooks=[no_delete])
+        >>> handler = OtelHooksCallbackHandler(oh.tracer, agent_name="cleaner")
+        >>> call = {"name": "delete_file", "args": {"path": "a.txt"}, "id": "t1"}
+        >>> model = Scripted(messages=iter([AIMessage("", tool_calls=[call]), AIMessage("ok")]))
+        >>> agent = create_agent(model, tools=[delete_file],
+        ...                      middleware=[OtelHooksMiddleware(handler)])
+        >>> out = agent.invoke({"messages": [("user", "tidy up")]}, {"callbacks": [handler]})
+        >>> out["messages"][2].content
+        'deleting files is not allowed'
+        >>> oh.shutdown().ok
+        True
+    """
+
+    def __init__(self, handler: OtelHooksCallbackHandler) -> None:
+        super().__init__()
+        self.handler = handler
+
+    def _hooked(self, tool: BaseTool) -> BaseTool:
+        """``tool`` behind :func:`hook_tool`, the handler among its own callbacks (LangChain adds
+        a handler once, so one also in the run's config decides once)."""
+        hooked = hook_tool(tool)
+        callbacks = hooked.callbacks
+        if isinstance(callbacks, BaseCallbackManager):
+            manager = callbacks.copy()
+            manager.add_handler(self.handler, inherit=False)
+            return hooked.model_copy(update={"callbacks": manager})
+        listed = list(callbacks or [])
+        if self.handler not in listed:
+            listed.append(self.handler)
+        return hooked.model_copy(update={"callbacks": listed})
+
+    def _request(self, request: ToolCallRequest) -> ToolCallRequest:
+        """The request with its tool hooked (none: the ``ToolNode`` answers the call as one of
+        an unknown tool, or a later middleware runs one, which the handler refuses)."""
+        if request.tool is None:
+            return request
+        return request.override(tool=self._hooked(request.tool))
+
+    def wrap_tool_call(
+        self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Result]
+    ) -> Result:
+        """Run the call with its tool hooked, the handler refusing any tool started unhooked."""
+        token = GUARDED_BY.set(self.handler)
+        try:
+            return handler(self._request(request))
+        finally:
+            GUARDED_BY.reset(token)
+
+    async def awrap_tool_call(
+        self,
+        request: ToolCallRequest,
+        handler: Callable[[ToolCallRequest], Awaitable[Result]],
+    ) -> Result:
+        """As :meth:`wrap_tool_call`, in an async run."""
+        token = GUARDED_BY.set(self.handler)
+        try:
+            return await handler(self._request(request))
+        finally:
+            GUARDED_BY.reset(token)
