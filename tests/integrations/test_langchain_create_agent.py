@@ -1,0 +1,243 @@
+"""LangChain v1 ``create_agent`` with ``OtelHooksMiddleware``: a real agent (its graph, its
+``ToolNode``, its middleware chain, ``HumanInTheLoopMiddleware`` with a checkpointer) and a
+scripted chat model. Before the middleware, a tool given to ``create_agent`` as it is ran
+whatever the guards decided (a warning said the deny was not enforced)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+pytest.importorskip("langchain.agents")
+
+from langchain.agents import create_agent
+from langchain.agents.middleware import AgentMiddleware, HumanInTheLoopMiddleware
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.tools import BaseTool, tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+from pydantic import Field
+
+from otelhooks import Block, HookEvent
+from otelhooks.integrations.langchain import (
+    OtelHooksCallbackHandler,
+    OtelHooksMiddleware,
+    ToolNotHookedError,
+)
+from otelhooks.testing import TestPipeline
+from tests.conftest import hook
+
+SECRET = "sk-live-4242"
+
+
+class Scripted(GenericFakeChatModel):
+    """A chat model answering from a script; it records what it was shown each turn."""
+
+    seen: list[list[BaseMessage]] = Field(default_factory=list)
+
+    def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Scripted:
+        return self
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> Any:
+        self.seen.append(list(messages))
+        return super()._generate(messages, *args, **kwargs)
+
+
+def ai(*calls: tuple[str, dict[str, Any], str], text: str = "") -> AIMessage:
+    return AIMessage(
+        content=text,
+        tool_calls=[{"name": n, "args": a, "id": i, "type": "tool_call"} for n, a, i in calls],
+    )
+
+
+@dataclass
+class World:
+    ran: list[tuple[str, str]] = field(default_factory=list)
+
+    def tools(self) -> list[BaseTool]:
+        @tool
+        def delete_file(path: str) -> str:
+            """Delete a file."""
+            self.ran.append(("delete_file", path))
+            return f"deleted {path}"
+
+        @tool
+        def read_file(path: str) -> str:
+            """Read a file."""
+            self.ran.append(("read_file", path))
+            return f"{path}: token {SECRET}"
+
+        @tool
+        def search(query: str) -> str:
+            """Search the web."""
+            self.ran.append(("search", query))
+            return "live results"
+
+        @tool
+        def deploy(target: str) -> str:
+            """Deploy."""
+            self.ran.append(("deploy", target))
+            raise ValueError(f"deploy to {target} failed with key {SECRET}")
+
+        return [delete_file, read_file, search, deploy]
+
+
+def _redact(event: HookEvent) -> None:
+    result = event.result  # type: ignore[attr-defined]
+    result["content"] = result["content"].replace(SECRET, "[REDACTED]")
+
+
+def _sandbox(event: Any) -> None:
+    if event.apiName == "read_file":
+        event.args["path"] = "/sandbox/" + event.args["path"]
+
+
+GUARDS = (
+    hook("no-delete", "before_tool_call", lambda e: Block("no deleting"), matcher="delete_file"),
+    hook("offline", "before_tool_call", lambda e: e.mock("cached results"), matcher="search"),
+    hook("sandbox", "before_tool_call", _sandbox),
+    hook("redact", "tool_result_persist", _redact),
+)
+
+
+def _invoke(agent: Any, given: Any, config: Any, mode: str) -> Any:
+    if mode == "invoke":
+        return agent.invoke(given, config)
+    return asyncio.run(agent.ainvoke(given, config))
+
+
+def _by_id(result: Any) -> dict[str, ToolMessage]:
+    return {m.tool_call_id: m for m in result["messages"] if isinstance(m, ToolMessage)}
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_every_tool_call_of_create_agent_obeys_the_hooks(pipe: TestPipeline, mode: str) -> None:
+    # before: the tools as given to create_agent ran whatever the guards decided
+    pipe.register(*GUARDS)
+    world = World()
+    calls = (
+        ("delete_file", {"path": "a.txt"}, "c1"),
+        ("search", {"query": "otel"}, "c2"),
+        ("read_file", {"path": "notes.txt"}, "c3"),
+    )
+    model = Scripted(messages=iter([ai(*calls), ai(text="done")]))
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="helper")
+    agent = create_agent(model, tools=world.tools(), middleware=[OtelHooksMiddleware(handler)])
+    result = _invoke(agent, {"messages": [("user", "go")]}, {"callbacks": [handler]}, mode)
+    pipe.flush()
+
+    assert world.ran == [("read_file", "/sandbox/notes.txt")]  # denied and mocked never ran
+    answers = _by_id(result)
+    assert (answers["c1"].status, answers["c1"].content) == ("error", "no deleting")
+    assert answers["c1"].response_metadata["otelhooks"]["decidedBy"] == "no-delete"
+    assert answers["c2"].content == "cached results"
+    assert answers["c3"].content == "/sandbox/notes.txt: token [REDACTED]"
+    assert all(m in model.seen[-1] for m in answers.values())  # the model's next turn read them
+    # the handler, in the config and in the tool's callbacks, opened each call once
+    names = sorted(s.name for s in pipe.spans() if s.name.startswith("execute_tool"))
+    assert names == ["execute_tool delete_file", "execute_tool read_file", "execute_tool search"]
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_a_create_agent_tool_error_reaches_the_caller_as_the_hooks_kept_it(
+    pipe: TestPipeline, mode: str
+) -> None:
+    # before: the exception, its secret in its text, left the agent as the tool raised it
+    pipe.register(*GUARDS)
+    world = World()
+    model = Scripted(messages=iter([ai(("deploy", {"target": "prod"}, "c1")), ai(text="x")]))
+    handler = OtelHooksCallbackHandler(pipe.tracer)
+    agent = create_agent(model, tools=world.tools(), middleware=[OtelHooksMiddleware(handler)])
+    with pytest.raises(ValueError, match="deploy to prod failed") as raised:
+        _invoke(agent, {"messages": [("user", "go")]}, {"callbacks": [handler]}, mode)
+    assert world.ran == [("deploy", "prod")]
+    assert SECRET not in str(raised.value)
+    assert "[REDACTED]" in str(raised.value)
+
+
+class Substitute(AgentMiddleware):  # type: ignore[type-arg]
+    """A user's middleware that swaps in a tool of its own (the dynamic tools pattern)."""
+
+    def __init__(self, swap_in: BaseTool) -> None:
+        super().__init__()
+        self.swap_in = swap_in
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return handler(request.override(tool=self.swap_in))
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return await handler(request.override(tool=self.swap_in))
+
+
+class RunsItself(AgentMiddleware):  # type: ignore[type-arg]
+    """A user's middleware that runs a tool itself, never calling the handler."""
+
+    def __init__(self, own: BaseTool) -> None:
+        super().__init__()
+        self.own = own
+
+    def _answer(self, request: Any, text: Any) -> ToolMessage:
+        return ToolMessage(str(text), tool_call_id=request.tool_call["id"])
+
+    def wrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return self._answer(request, self.own.invoke(request.tool_call["args"]))
+
+    async def awrap_tool_call(self, request: Any, handler: Any) -> Any:
+        return self._answer(request, await self.own.ainvoke(request.tool_call["args"]))
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+@pytest.mark.parametrize("kind", ["substitute", "runs_itself"])
+def test_a_middleware_after_ours_cannot_run_a_tool_around_the_guards(
+    pipe: TestPipeline, mode: str, kind: str
+) -> None:
+    # before: the user's middleware ran delete_file unwrapped; the deny was a warning only
+    pipe.register(*GUARDS)
+    world = World()
+    delete_file = world.tools()[0]
+    user_mw = Substitute(delete_file) if kind == "substitute" else RunsItself(delete_file)
+    model = Scripted(messages=iter([ai(("delete_file", {"path": "a.txt"}, "c1")), ai(text="x")]))
+    handler = OtelHooksCallbackHandler(pipe.tracer)
+    mw = [OtelHooksMiddleware(handler), user_mw]
+    agent = create_agent(model, tools=world.tools(), middleware=mw)
+    with pytest.raises(ToolNotHookedError, match="delete_file"):
+        _invoke(agent, {"messages": [("user", "go")]}, {"callbacks": [handler]}, mode)
+    assert world.ran == []
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_human_in_the_loop_approvals_and_edits_are_judged_when_the_agent_resumes(
+    pipe: TestPipeline, mode: str
+) -> None:
+    # the edited call is judged as edited (denied here); the approved one runs on resume
+    def guard(event: Any) -> Block | None:
+        return Block("not that one") if event.args.get("path") == "keep.txt" else None
+
+    pipe.register(hook("keep", "before_tool_call", guard, matcher="delete_file"))
+    world = World()
+    calls = (("delete_file", {"path": "a.txt"}, "c1"), ("delete_file", {"path": "b.txt"}, "c2"))
+    model = Scripted(messages=iter([ai(*calls), ai(text="done")]))
+    handler = OtelHooksCallbackHandler(pipe.tracer)
+    ask = HumanInTheLoopMiddleware(interrupt_on={"delete_file": True})
+    agent = create_agent(
+        model,
+        tools=world.tools(),
+        middleware=[OtelHooksMiddleware(handler), ask],
+        checkpointer=InMemorySaver(),
+    )
+    config: Any = {"callbacks": [handler], "configurable": {"thread_id": f"hitl-{mode}"}}
+    asked = _invoke(agent, {"messages": [("user", "tidy")]}, config, mode)
+    assert world.ran == [] and asked["__interrupt__"]
+    edit = {"type": "edit", "edited_action": {"name": "delete_file", "args": {"path": "keep.txt"}}}
+    decisions = {"decisions": [{"type": "approve"}, edit]}
+    done = _invoke(agent, Command(resume=decisions), config, mode)
+
+    assert world.ran == [("delete_file", "a.txt")]
+    answers = _by_id(done)
+    assert answers["c1"].content == "deleted a.txt"
+    assert answers["c2"].status == "error" and "not that one" in str(answers["c2"].content)
