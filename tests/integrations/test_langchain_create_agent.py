@@ -160,7 +160,7 @@ def test_a_create_agent_tool_error_reaches_the_caller_as_the_hooks_kept_it(
     assert "[REDACTED]" in str(raised.value)
 
 
-class Substitute(AgentMiddleware):  # type: ignore[type-arg]
+class Substitute(AgentMiddleware):
     """A user's middleware that swaps in a tool of its own (the dynamic tools pattern)."""
 
     def __init__(self, swap_in: BaseTool) -> None:
@@ -174,7 +174,7 @@ class Substitute(AgentMiddleware):  # type: ignore[type-arg]
         return await handler(request.override(tool=self.swap_in))
 
 
-class RunsItself(AgentMiddleware):  # type: ignore[type-arg]
+class RunsItself(AgentMiddleware):
     """A user's middleware that runs a tool itself, never calling the handler."""
 
     def __init__(self, own: BaseTool) -> None:
@@ -232,7 +232,8 @@ def test_human_in_the_loop_approvals_and_edits_are_judged_when_the_agent_resumes
     )
     config: Any = {"callbacks": [handler], "configurable": {"thread_id": f"hitl-{mode}"}}
     asked = _invoke(agent, {"messages": [("user", "tidy")]}, config, mode)
-    assert world.ran == [] and asked["__interrupt__"]
+    assert world.ran == []
+    assert asked["__interrupt__"]
     edit = {"type": "edit", "edited_action": {"name": "delete_file", "args": {"path": "keep.txt"}}}
     decisions = {"decisions": [{"type": "approve"}, edit]}
     done = _invoke(agent, Command(resume=decisions), config, mode)
@@ -240,4 +241,5 @@ def test_human_in_the_loop_approvals_and_edits_are_judged_when_the_agent_resumes
     assert world.ran == [("delete_file", "a.txt")]
     answers = _by_id(done)
     assert answers["c1"].content == "deleted a.txt"
-    assert answers["c2"].status == "error" and "not that one" in str(answers["c2"].content)
+    assert answers["c2"].status == "error"
+    assert "not that one" in str(answers["c2"].content)

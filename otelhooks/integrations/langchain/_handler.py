@@ -355,8 +355,10 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                 if not hooked and GUARDED_BY.get() is self:
                     # a middleware after ours ran a tool of its own: nothing would enforce
                     # a deny its guards gave, so it does not start
-                    _log.error("a tool no hook_tool wraps ran inside OtelHooksMiddleware: refused",
-                               tool=name)
+                    _log.error(
+                        "a tool no hook_tool wraps ran inside OtelHooksMiddleware: refused",
+                        tool=name,
+                    )
                     raise ToolNotHookedError(
                         f"tool {name!r} started inside an OtelHooksMiddleware tool call without "
                         "the otelhooks wrapper that enforces its hooks (a middleware listed after "

@@ -31,7 +31,7 @@ __all__ = ["OtelHooksMiddleware"]
 Result = ToolMessage | Command[Any]
 
 
-class OtelHooksMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class OtelHooksMiddleware(AgentMiddleware):
     """A ``create_agent`` middleware: every tool call the agent makes obeys otelhooks' hooks.
 
     Args:
