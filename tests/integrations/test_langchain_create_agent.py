@@ -22,6 +22,7 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from pydantic import Field
+from structlog.testing import capture_logs
 
 from otelhooks import Block, HookEvent
 from otelhooks.integrations.langchain import (
@@ -243,3 +244,32 @@ def test_human_in_the_loop_approvals_and_edits_are_judged_when_the_agent_resumes
     assert answers["c1"].content == "deleted a.txt"
     assert answers["c2"].status == "error"
     assert "not that one" in str(answers["c2"].content)
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_the_middleware_alone_enforces_the_hooks_and_says_what_it_cannot_see(
+    pipe: TestPipeline, mode: str
+) -> None:
+    # the handler given to the middleware only: each call is still judged and enforced (the
+    # handler rides in the wrapped tool's callbacks); that a tool a later middleware runs
+    # itself goes unseen is said, once, as an error (before: nothing said it)
+    pipe.register(*GUARDS)
+    world = World()
+    calls = (("delete_file", {"path": "a.txt"}, "c1"), ("read_file", {"path": "n.txt"}, "c2"))
+    script = [ai(*calls), ai(text="again"), ai(*calls), ai(text="done")]
+    handler = OtelHooksCallbackHandler(pipe.tracer)
+    agent = create_agent(
+        Scripted(messages=iter(script)),
+        tools=world.tools(),
+        middleware=[OtelHooksMiddleware(handler)],
+    )
+    with capture_logs() as logs:
+        first = _invoke(agent, {"messages": [("user", "go")]}, {}, mode)
+        _invoke(agent, {"messages": [("user", "go")]}, {}, mode)
+
+    assert world.ran == [("read_file", "/sandbox/n.txt")] * 2
+    assert _by_id(first)["c1"].content == "no deleting"
+    assert _by_id(first)["c2"].content == "/sandbox/n.txt: token [REDACTED]"
+    told = [e for e in logs if "not in the run's callbacks" in e["event"]]
+    assert len(told) == 1
+    assert told[0]["log_level"] == "error"

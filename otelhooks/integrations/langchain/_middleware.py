@@ -14,8 +14,10 @@ unwrapped tool in the request, has that tool refused as it starts
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+import threading
 from typing import Any
 
+import structlog
 from langchain.agents.middleware import AgentMiddleware, ToolCallRequest
 from langchain_core.callbacks import BaseCallbackManager
 from langchain_core.messages import ToolMessage
@@ -27,6 +29,8 @@ from otelhooks.integrations.langchain._tool_run import GUARDED_BY
 from otelhooks.integrations.langchain._tools import hook_tool
 
 __all__ = ["OtelHooksMiddleware"]
+
+_log = structlog.get_logger("otelhooks")
 
 Result = ToolMessage | Command[Any]
 
@@ -77,6 +81,28 @@ class OtelHooksMiddleware(AgentMiddleware):
     def __init__(self, handler: OtelHooksCallbackHandler) -> None:
         super().__init__()
         self.handler = handler
+        self._lock = threading.Lock()
+        self._told = False  # that the handler was missing from a run's config
+
+    def _in_config(self, request: ToolCallRequest) -> None:
+        """Log an error (once) when the handler is not in the run's callbacks: it judges the
+        calls it wraps, but cannot see (so refuse) a tool a later middleware runs itself."""
+        runtime = getattr(request, "runtime", None)
+        config = getattr(runtime, "config", None) or {}
+        callbacks = config.get("callbacks")
+        if isinstance(callbacks, BaseCallbackManager):
+            callbacks = callbacks.handlers
+        if self.handler in list(callbacks or []):
+            return
+        with self._lock:
+            told, self._told = self._told, True
+        if not told:
+            _log.error(
+                "OtelHooksMiddleware's handler is not in the run's callbacks: a tool a later "
+                "middleware runs itself goes unjudged",
+                fix="invoke the agent with config={'callbacks': [handler]}, or "
+                "agent.with_config(callbacks=[handler])",
+            )
 
     def _hooked(self, tool: BaseTool) -> BaseTool:
         """``tool`` behind :func:`hook_tool`, the handler among its own callbacks (LangChain adds
@@ -103,6 +129,7 @@ class OtelHooksMiddleware(AgentMiddleware):
         self, request: ToolCallRequest, handler: Callable[[ToolCallRequest], Result]
     ) -> Result:
         """Run the call with its tool hooked, the handler refusing any tool started unhooked."""
+        self._in_config(request)
         token = GUARDED_BY.set(self.handler)
         try:
             return handler(self._request(request))
@@ -115,6 +142,7 @@ class OtelHooksMiddleware(AgentMiddleware):
         handler: Callable[[ToolCallRequest], Awaitable[Result]],
     ) -> Result:
         """As :meth:`wrap_tool_call`, in an async run."""
+        self._in_config(request)
         token = GUARDED_BY.set(self.handler)
         try:
             return await handler(self._request(request))
