@@ -13,8 +13,8 @@ unwrapped tool in the request, has that tool refused as it starts
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 import threading
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import structlog
