@@ -273,3 +273,20 @@ def test_the_middleware_alone_enforces_the_hooks_and_says_what_it_cannot_see(
     told = [e for e in logs if "not in the run's callbacks" in e["event"]]
     assert len(told) == 1
     assert told[0]["log_level"] == "error"
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_a_tool_a_middleware_before_ours_supplies_is_wrapped_and_judged(
+    pipe: TestPipeline, mode: str
+) -> None:
+    # the dynamic tools pattern, the supplying middleware listed first: its tool is hooked
+    pipe.register(*GUARDS)
+    world = World()
+    delete_file = world.tools()[0]
+    model = Scripted(messages=iter([ai(("delete_file", {"path": "a.txt"}, "c1")), ai(text="x")]))
+    handler = OtelHooksCallbackHandler(pipe.tracer)
+    mw = [Substitute(delete_file), OtelHooksMiddleware(handler)]
+    agent = create_agent(model, tools=[], middleware=mw)
+    result = _invoke(agent, {"messages": [("user", "go")]}, {"callbacks": [handler]}, mode)
+    assert world.ran == []
+    assert (_by_id(result)["c1"].status, _by_id(result)["c1"].content) == ("error", "no deleting")
