@@ -20,7 +20,7 @@ from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.types import Command
+from langgraph.types import Command, interrupt
 from pydantic import Field
 from structlog.testing import capture_logs
 
@@ -290,3 +290,43 @@ def test_a_tool_a_middleware_before_ours_supplies_is_wrapped_and_judged(
     result = _invoke(agent, {"messages": [("user", "go")]}, {"callbacks": [handler]}, mode)
     assert world.ran == []
     assert (_by_id(result)["c1"].status, _by_id(result)["c1"].content) == ("error", "no deleting")
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_parallel_calls_that_ask_a_person_each_take_their_own_answer_on_resume(
+    pipe: TestPipeline, mode: str
+) -> None:
+    # create_agent sends each call to a task of its own: the read the guards refuse on
+    # resume takes no answer, and the delete takes the "no" given to it, not the read's "yes"
+    got: dict[str, Any] = {}
+
+    @tool
+    def act(what: str) -> str:
+        """Act once a person says yes."""
+        got[what] = interrupt({"act": what})
+        return f"{what}: {got[what]}"
+
+    resumed: list[bool] = []
+
+    def guard(event: Any) -> Block | None:
+        refused = resumed and event.args["what"] == "read a.txt"
+        return Block("reads are off now") if refused else None
+
+    pipe.register(hook("reads", "before_tool_call", guard))
+    calls = (("act", {"what": "read a.txt"}, "c1"), ("act", {"what": "delete prod"}, "c2"))
+    model = Scripted(messages=iter([ai(*calls), ai(text="done")]))
+    handler = OtelHooksCallbackHandler(pipe.tracer)
+    agent = create_agent(
+        model, tools=[act], middleware=[OtelHooksMiddleware(handler)], checkpointer=InMemorySaver()
+    )
+    config: Any = {"callbacks": [handler], "configurable": {"thread_id": f"par-{mode}"}}
+    asked = _invoke(agent, {"messages": [("user", "go")]}, config, mode)
+    questions = {i.value["act"]: i.id for i in asked["__interrupt__"]}
+    assert sorted(questions) == ["delete prod", "read a.txt"]
+    resumed.append(True)
+    answers = {questions["read a.txt"]: "yes", questions["delete prod"]: "no"}
+    done = _invoke(agent, Command(resume=answers), config, mode)
+
+    assert got == {"delete prod": "no"}
+    assert _by_id(done)["c1"].content == "reads are off now"
+    assert _by_id(done)["c2"].content == "delete prod: no"
