@@ -3,8 +3,10 @@ through Playwright (never Playwright's own browser download)."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -147,3 +149,28 @@ def serving_inbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
             for item in admin.get("/v1/approvals").json()["pending"]:
                 admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
         started.stop()
+
+
+@contextmanager
+def other_port_app(page: bytes, *headers: tuple[str, str]) -> Iterator[str]:
+    """The agent's own web app on another 127.0.0.1 port, answering ``page`` to every GET."""
+
+    class App(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            for name, value in (*headers, ("content-type", "text/html")):
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    app = http.server.ThreadingHTTPServer(("127.0.0.1", 0), App)
+    thread = threading.Thread(target=app.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{app.server_port}/"
+    finally:
+        app.shutdown()
+        app.server_close()

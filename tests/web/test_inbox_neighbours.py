@@ -9,9 +9,6 @@ neighbour server, Debian's Chromium.
 
 from __future__ import annotations
 
-import contextlib
-import http.server
-import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,6 +18,7 @@ import pytest
 
 from otelhooks import EventLogServer
 from tests.web.conftest import AUTH, TOKEN, click_answer, log_in
+from tests.web.conftest import other_port_app as _app
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -37,31 +35,6 @@ def _ask(server: EventLogServer, **fields: Any) -> dict[str, Any]:
     created = httpx.post(f"{server.url}/v1/approvals", json=body, headers=AUTH)
     assert created.status_code == 201, created.text
     return dict(created.json())
-
-
-@contextlib.contextmanager
-def _app(page: bytes, *headers: tuple[str, str]) -> Iterator[str]:
-    """The agent's own web app on another 127.0.0.1 port, answering ``page`` to every GET."""
-
-    class App(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            for name, value in (*headers, ("content-type", "text/html")):
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(page)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    app = http.server.ThreadingHTTPServer(("127.0.0.1", 0), App)
-    thread = threading.Thread(target=app.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{app.server_port}/"
-    finally:
-        app.shutdown()
-        app.server_close()
 
 
 @pytest.fixture
