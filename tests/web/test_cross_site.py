@@ -94,7 +94,9 @@ class Seen:
 
 
 _IMG = "(u) => { const i = new Image(); i.src = u; document.body.appendChild(i); }"
-_SCRIPT = "(u) => { const s = document.createElement('script'); s.src = u; document.body.append(s); }"
+_SCRIPT = (
+    "(u) => { const s = document.createElement('script'); s.src = u; document.body.append(s); }"
+)
 _NO_CORS = "(u) => { fetch(u, {mode: 'no-cors', credentials: 'include'}).catch(() => 0); }"
 # a "simple" cross-site POST: no preflight, the body a JSON object all the same
 _FORM = """(u) => { const f = document.createElement('form'); f.method = 'POST'; f.action = u;
@@ -228,7 +230,7 @@ def test_a_cookie_request_that_names_no_page_of_serve_is_refused(server: EventLo
             "own-fetch": {"sec-fetch-site": "same-origin"},
             "typed": {"sec-fetch-site": "none"},
         }
-        got = {name: client.get("/v1/ui/session", headers=h).status_code for name, h in named.items()}
+        got = {n: client.get("/v1/ui/session", headers=h).status_code for n, h in named.items()}
     assert got == {
         "none": 403,
         "same-site": 403,
