@@ -174,3 +174,52 @@ def other_port_app(page: bytes, *headers: tuple[str, str]) -> Iterator[str]:
     finally:
         app.shutdown()
         app.server_close()
+
+
+class Seen:
+    """What serve answered each request of ``page`` (status, and whether it carried the
+    session cookie), read from the browser's network events: an opaque or blocked answer
+    included."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.urls: dict[str, str] = {}
+        self.cookie: dict[str, bool] = {}
+        self.headers: dict[str, dict[str, str]] = {}
+        self.status: dict[str, int] = {}
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.on("Network.requestWillBeSent", self._sent)
+        cdp.on("Network.requestWillBeSentExtraInfo", self._headers)
+        cdp.on("Network.responseReceivedExtraInfo", self._answered)
+
+    def _sent(self, event: dict[str, Any]) -> None:
+        self.urls[event["requestId"]] = event["request"]["url"]
+
+    def _headers(self, event: dict[str, Any]) -> None:
+        headers = {k.lower(): v for k, v in event["headers"].items()}
+        self.headers[event["requestId"]] = headers
+        self.cookie[event["requestId"]] = "otelhooks_session=" in headers.get("cookie", "")
+
+    def _answered(self, event: dict[str, Any]) -> None:
+        self.status[event["requestId"]] = event["statusCode"]
+
+    def sent(self, url: str) -> dict[str, str]:
+        """The headers the browser sent with the request of ``url`` (cookies included)."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for rid, sent in self.urls.items():
+                if sent == url and rid in self.headers:
+                    return self.headers[rid]
+            self.page.wait_for_timeout(50)
+        raise AssertionError(f"the browser never sent {url}")
+
+    def answer(self, url: str) -> tuple[int, bool]:
+        """The status serve gave the request of ``url``, and whether it carried the cookie."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for rid, sent in self.urls.items():
+                if sent == url and rid in self.status and rid in self.cookie:
+                    return self.status[rid], self.cookie[rid]
+            self.page.wait_for_timeout(50)
+        raise AssertionError(f"serve never answered {url} (or the browser never sent it)")

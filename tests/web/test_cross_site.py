@@ -7,7 +7,8 @@ such a ``GET /v1/approvals/{id}?asker=1`` withdrew a card (denied by ``asker``: 
 person was about to approve was blocked), a look every few seconds kept a card nobody waits for
 in the inbox, and every JSON route answered (the browser only hid the answer from the page).
 Real serve, a real neighbour server, Debian's Chromium; what serve answered is read from the
-browser's own network events (Chrome DevTools Protocol), since the page itself may not see it.
+browser's own network events (:class:`~tests.web.conftest.Seen`): the page itself may not see
+it.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import pytest
 
 from otelhooks import EventLogServer
 from otelhooks._actions._approval_inbox import LAPSED
-from tests.web.conftest import AGENT, AUTH, TOKEN, log_in, other_port_app, serving_inbox
+from tests.web.conftest import AGENT, AUTH, TOKEN, Seen, log_in, other_port_app, serving_inbox
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -54,43 +55,6 @@ def _card(server: EventLogServer, approval: str) -> dict[str, Any]:
         if item["id"] == approval:
             return dict(item)
     raise AssertionError(f"no card {approval}")
-
-
-class Seen:
-    """What serve answered each request of ``page`` (status, and whether it carried the
-    session cookie), read from the browser's network events: an opaque or blocked answer
-    included."""
-
-    def __init__(self, page: Any) -> None:
-        self.page = page
-        self.urls: dict[str, str] = {}
-        self.cookie: dict[str, bool] = {}
-        self.status: dict[str, int] = {}
-        cdp = page.context.new_cdp_session(page)
-        cdp.send("Network.enable")
-        cdp.on("Network.requestWillBeSent", self._sent)
-        cdp.on("Network.requestWillBeSentExtraInfo", self._headers)
-        cdp.on("Network.responseReceivedExtraInfo", self._answered)
-
-    def _sent(self, event: dict[str, Any]) -> None:
-        self.urls[event["requestId"]] = event["request"]["url"]
-
-    def _headers(self, event: dict[str, Any]) -> None:
-        cookie = {k.lower(): v for k, v in event["headers"].items()}.get("cookie", "")
-        self.cookie[event["requestId"]] = "otelhooks_session=" in cookie
-
-    def _answered(self, event: dict[str, Any]) -> None:
-        self.status[event["requestId"]] = event["statusCode"]
-
-    def answer(self, url: str) -> tuple[int, bool]:
-        """The status serve gave the request of ``url``, and whether it carried the cookie."""
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            for rid, sent in self.urls.items():
-                if sent == url and rid in self.status and rid in self.cookie:
-                    return self.status[rid], self.cookie[rid]
-            self.page.wait_for_timeout(50)
-        raise AssertionError(f"the browser never sent {url}")
 
 
 _IMG = "(u) => { const i = new Image(); i.src = u; document.body.appendChild(i); }"
