@@ -21,7 +21,6 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer
-from otelhooks._actions._approval_inbox import LAPSED
 from tests.web.conftest import AGENT, AUTH, TOKEN, Seen, log_in, other_port_app, serving_inbox
 
 pytestmark = pytest.mark.timeout(90)
@@ -155,11 +154,8 @@ def test_a_page_on_another_port_cannot_keep_a_card_nobody_waits_for(
     finally:
         page.context.close()
     card = _card(server, approval)
-    assert (card["state"], card["answered_by"], card["answer_reason"]) == (
-        "denied",
-        "asker",
-        LAPSED,
-    )
+    assert (card["state"], card["answered_by"]) == ("denied", "asker"), card
+    assert card["answer_reason"].startswith("no asker has waited on this card for 10 s"), card
 
 
 def test_the_person_s_own_browser_is_never_a_card_s_asker(
