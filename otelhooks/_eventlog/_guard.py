@@ -58,7 +58,8 @@ __all__ = [
 ]
 
 DEFAULT_HEADER_TIMEOUT_S = 10.0
-# what no client of serve sends in a head (a browser's, with its cookies, stays under 16 KiB)
+# what no client of serve sends in a head: a browser's stays under 16 KiB unless pages on other
+# ports of its host filled its cookie jar (then it is answered 431, saying so: _guarded_http)
 MAX_HEAD_BYTES = 64 * 1024
 # a 16 MiB OTLP request over a slow link; a hook input arrives in one packet
 DEFAULT_BODY_TIMEOUT_S = 30.0

@@ -128,3 +128,38 @@ def test_a_double_click_on_a_page_on_another_port_approves_nothing(
 def _state(server: EventLogServer, approval: str) -> str:
     got = httpx.get(f"{server.url}/v1/approvals/{approval}", headers=AUTH).json()
     return str(got["state"])
+
+
+# what a page on another port of the host can do: fill the host's cookie jar (cookies ignore
+# ports), so that the browser's every request to serve carries hundreds of KB of cookies
+FILL_JAR = """() => { for (let i = 0; i < 40; i++) {
+  document.cookie = `fill${i}=${'x'.repeat(4000)}; path=/; max-age=86400`; } }"""
+
+
+def test_a_cookie_jar_filled_by_a_page_on_another_port_is_named_and_cleared(
+    browser: Any, server: EventLogServer
+) -> None:
+    item = _ask(server)
+    page = log_in(browser, server.url)
+    try:
+        with _app(b"<p>the app the agent built</p>") as app:
+            page.goto(app)
+            page.evaluate(FILL_JAR)
+        # before: serve reset the connection (net::ERR_CONNECTION_RESET), the cause nowhere
+        refused = page.goto(f"{server.url}/approvals")
+        assert refused is not None
+        assert refused.status == 431
+        assert "Clear this host's cookies" in page.inner_text("body")
+        page.context.clear_cookies()  # what the answer asks of the person
+        page.goto(f"{server.url}/login")
+        page.fill("#token", TOKEN)
+        page.click("#login-submit")
+        page.wait_for_url(f"{server.url}/")
+        page.goto(f"{server.url}/approvals")
+        card = page.locator(f"article[data-approval='{item['id']}']")
+        click_answer(card.locator("button.deny"))
+        page.locator(f"tr.answered[data-approval='{item['id']}']").wait_for(timeout=5000)
+    finally:
+        page.context.close()
+    answered = httpx.get(f"{server.url}/v1/approvals/{item['id']}", headers=AUTH).json()
+    assert (answered["state"], answered["answered_by"]) == ("denied", "browser")
