@@ -187,6 +187,7 @@ class Seen:
         self.cookie: dict[str, bool] = {}
         self.headers: dict[str, dict[str, str]] = {}
         self.status: dict[str, int] = {}
+        self.answer_headers: dict[str, dict[str, str]] = {}
         cdp = page.context.new_cdp_session(page)
         cdp.send("Network.enable")
         cdp.on("Network.requestWillBeSent", self._sent)
@@ -203,6 +204,9 @@ class Seen:
 
     def _answered(self, event: dict[str, Any]) -> None:
         self.status[event["requestId"]] = event["statusCode"]
+        self.answer_headers[event["requestId"]] = {
+            k.lower(): v for k, v in event["headers"].items()
+        }
 
     def sent(self, url: str) -> dict[str, str]:
         """The headers the browser sent with the request of ``url`` (cookies included)."""
@@ -213,6 +217,14 @@ class Seen:
                     return self.headers[rid]
             self.page.wait_for_timeout(50)
         raise AssertionError(f"the browser never sent {url}")
+
+    def cors(self, url: str) -> dict[str, str]:
+        """The CORS headers of serve's answer to ``url`` (``Access-Control-*``)."""
+        self.answer(url)
+        rid = next(r for r, sent in self.urls.items() if sent == url and r in self.status)
+        headers = self.answer_headers[rid]
+        assert "x-content-type-options" in headers, "no headers read: nothing is tested"
+        return {k: v for k, v in headers.items() if k.startswith("access-")}
 
     def answer(self, url: str) -> tuple[int, bool]:
         """The status serve gave the request of ``url``, and whether it carried the cookie."""

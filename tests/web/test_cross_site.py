@@ -96,6 +96,7 @@ def test_no_json_route_answers_a_page_on_another_port(
         status, cookie = seen.answer(url)
         assert cookie, "the browser did not send the session cookie: nothing is tested"
         assert status == 403, f"{route}: serve answered {status}"
+        assert seen.cors(url) == {}  # no Origin echoed: no other page's script reads it
         # the person's own page goes on as before: still logged in, the card still theirs
         page.goto(f"{server.url}/approvals")
         page.locator(f"article[data-approval='{approval}']").wait_for(timeout=10_000)
