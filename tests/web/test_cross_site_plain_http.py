@@ -5,7 +5,8 @@ pages' requests by their ``Origin`` or ``Referer`` and refuses a cookie request 
 Debian's Chromium resolves ``serve.test`` to 127.0.0.1 by its own ``--host-resolver-rules``
 (no DNS is asked); the neighbour's page is another port of the same name, so the browser sends
 it the person's cookie (cookies ignore ports) and its ``<img referrerpolicy="no-referrer">``
-names no page at all.
+names no page at all. A page of ``rebind.test`` (its own name resolving to 127.0.0.1: DNS
+rebinding) reaches serve by a name serve does not answer, and gets 403 even for the login form.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from tests.web.conftest import click_answer as click
 pytestmark = pytest.mark.timeout(90)
 
 NAME = "serve.test"
+REBOUND = "rebind.test"  # a page's own name, resolving to 127.0.0.1 (DNS rebinding)
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +39,8 @@ def browser() -> Iterator[Any]:
     except ImportError:
         require("the playwright package", False)
     # the name is the browser's alone; nothing but 127.0.0.1 is reached, never through a proxy
-    args = [*CHROMIUM_ARGS, f"--host-resolver-rules=MAP {NAME} 127.0.0.1", "--no-proxy-server"]
+    rules = f"MAP {NAME} 127.0.0.1, MAP {REBOUND} 127.0.0.1"
+    args = [*CHROMIUM_ARGS, f"--host-resolver-rules={rules}", "--no-proxy-server"]
     with sync_playwright() as p:
         chromium = p.chromium.launch(executable_path=CHROMIUM, args=args)
         try:
@@ -115,3 +118,28 @@ def test_over_plain_http_the_inbox_works_and_a_neighbour_s_look_withdraws_nothin
     finally:
         page.context.close()
     assert _state(server, answered) == ("denied", "browser")
+
+
+_LOGIN_FORM = """(u) => { const f = document.createElement('form'); f.method = 'POST';
+  f.action = u; const t = document.createElement('input'); t.name = 'token'; t.value = 'guess';
+  f.append(t); document.body.append(f); f.submit(); }"""
+
+
+def test_a_page_whose_own_name_resolves_to_127_0_0_1_is_refused(
+    browser: Any, server: EventLogServer
+) -> None:
+    port = server.url.rsplit(":", 1)[1]
+    page = browser.new_context().new_page()
+    try:
+        seen = Seen(page)
+        with other_port_app(b"<!doctype html><p>a page of rebind.test</p>") as app:
+            page.goto(app.replace("127.0.0.1", REBOUND))
+            read = f"http://{REBOUND}:{port}/v1/ui/session"
+            page.evaluate("(u) => { fetch(u, {mode: 'no-cors'}).catch(() => 0); }", read)
+            assert seen.answer(read)[0] == 403
+            guess = f"http://{REBOUND}:{port}/login"
+            page.evaluate(_LOGIN_FORM, guess)
+            assert seen.answer(guess)[0] == 403
+            assert seen.sent(guess)["host"] == f"{REBOUND}:{port}"
+    finally:
+        page.context.close()
