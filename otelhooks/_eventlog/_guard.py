@@ -14,7 +14,8 @@ long as it likes, and 20,000 of them exhaust the process's descriptors, after wh
   else the connection is closed (no answer: the client stopped sending). One rule for every
   route, ``/v1/logs``, the hook route and the web pages alike.
 - **Head size.** A request head (request line and headers) larger than
-  :data:`MAX_HEAD_BYTES` closes its connection: the HTTP parser buffers a head whole, so one
+  :data:`MAX_HEAD_BYTES` is answered 431, saying why, and its connection closed (the rest of
+  the head read and dropped for a second): the HTTP parser buffers a head whole, so one
   connection sending headers as fast as it can grew the process by about 95 MB within the head's
   deadline.
 - **Connection limit.** At most ``max_connections`` connections are open. A new connection
@@ -58,7 +59,8 @@ __all__ = [
 ]
 
 DEFAULT_HEADER_TIMEOUT_S = 10.0
-# what no client of serve sends in a head (a browser's, with its cookies, stays under 16 KiB)
+# what no client of serve sends in a head: a browser's stays under 16 KiB unless pages on other
+# ports of its host filled its cookie jar (then it is answered 431, saying so: _guarded_http)
 MAX_HEAD_BYTES = 64 * 1024
 # a 16 MiB OTLP request over a slow link; a hook input arrives in one packet
 DEFAULT_BODY_TIMEOUT_S = 30.0

@@ -19,6 +19,22 @@ from otelhooks._eventlog._guard import MAX_HEAD_BYTES, ConnectionGuard
 
 __all__ = ["GuardedConfig", "GuardedHttpToolsProtocol"]
 
+_DRAIN_S = 1.0
+_TOO_LARGE_TEXT = (
+    b"The request's headers are larger than this server reads (%d KiB). From a browser that is "
+    b"its cookies for this host: pages on other ports of the same host can set them (cookies "
+    b"ignore ports). Clear this host's cookies in the browser, then log in again.\n"
+) % (MAX_HEAD_BYTES // 1024)
+_TOO_LARGE = (
+    b"HTTP/1.1 431 Request Header Fields Too Large\r\ncontent-type: text/plain; charset=utf-8"
+    b"\r\ncontent-length: %d\r\nconnection: close\r\n\r\n%s"
+    % (len(_TOO_LARGE_TEXT), _TOO_LARGE_TEXT)
+)
+_TOO_LARGE_LOG = (
+    f"a request's head passed {MAX_HEAD_BYTES // 1024} KiB: answered 431 and closed (a browser "
+    "sending that much holds cookies set by pages on other ports of this host)"
+)
+
 
 class GuardedConfig(uvicorn.Config):
     """A uvicorn config serving HTTP with :class:`GuardedHttpToolsProtocol` under ``guard``."""
@@ -46,6 +62,7 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._timing_body = False  # which deadline the timer holds: the head's or the body's
         self._head_bytes = 0  # of the head arriving (MAX_HEAD_BYTES)
         self.dropped = False
+        self.refusing = False  # a head too large was answered 431: the rest is dropped
 
     def _waiting_for_head(self) -> bool:
         return self.cycle is None or self.cycle.response_complete
@@ -89,16 +106,31 @@ class GuardedHttpToolsProtocol(HttpToolsProtocol):
             return
         self._arm(body=False)
 
+    def _refuse_head(self) -> None:
+        """A head too large: answer 431, saying why, and close. A browser's own head grows
+        past the limit when pages on other ports of its host fill the host's cookie jar
+        (cookies ignore ports; Chromium then sent 620 KB of them): a reset alone left the person
+        at "connection reset" without a cause, the approvals inbox out of reach."""
+        self._guard.too_large += 1
+        self.refusing = True
+        self.logger.warning(_TOO_LARGE_LOG)
+        self.transport.write(_TOO_LARGE)
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        # the rest of the head is read and dropped for a moment: closing with it unread
+        # resets the connection, and the browser shows the reset, not the answer
+        self._disarm()
+        self._timer = self.loop.call_later(_DRAIN_S, self.drop)
+
     def data_received(self, data: bytes) -> None:
-        if self.dropped:
+        if self.dropped or self.refusing:
             return
         if self._waiting_for_head():
             self._head_bytes += len(data)
         super().data_received(data)
         if self._waiting_for_head():
             if self._head_bytes > MAX_HEAD_BYTES and not self.transport.is_closing():
-                self._guard.too_large += 1
-                self.drop()
+                self._refuse_head()
                 return
             # part of a head (a keep-alive connection's next request: the deadline starts at its
             # first bytes); a request that comes whole, as a client's does, needs no timer at all

@@ -17,7 +17,10 @@ route                              what
 ``/v1/approvals...``               :mod:`otelhooks.web._approval_routes`
 =================================  ===============================================================
 
-Every response carries the headers of :data:`~otelhooks.web._auth.SECURITY_HEADERS` (a
+A request carrying the session cookie to any route but the pages and ``/login`` must come
+from serve's own pages (:meth:`~otelhooks.web._auth.WebAuth.from_own_page`), else 403: no
+other site's ``<img>``, form or ``no-cors`` fetch reaches a JSON route with the person's
+session. Every response carries the headers of :data:`~otelhooks.web._auth.SECURITY_HEADERS` (a
 Content-Security-Policy without inline scripts among them). Every route but ``/login`` and the
 style sheet wants the admin token (see :mod:`otelhooks.web._auth`).
 """
@@ -113,6 +116,12 @@ class WebApp:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         path, method = scope["path"], scope["method"]
+        page = path in ("/", "/approvals") or path.startswith("/static/")
+        if not page and path != "/login" and self._elsewhere(scope):
+            # the one rule for every route a browser's cookie reaches but a page (see _auth)
+            message = "a browser request from another site (Sec-Fetch-Site, Origin, Referer)"
+            await send_json(send, 403, {"error": "forbidden", "message": message})
+            return
         if path.startswith("/v1/approvals"):
             await self.approvals(scope, receive, send)
             return
@@ -127,7 +136,6 @@ class WebApp:
                 await self._file(send, path.removeprefix("/static/"))
             return
         caller = self.auth.caller(scope)
-        page = path in ("/", "/approvals") or path.startswith("/static/")
         if caller is None or not caller.admin:
             if page and method == "GET" and caller is None:
                 await _redirect(send, "/login")
@@ -163,6 +171,12 @@ class WebApp:
                 await send_json(send, 200, found)
         else:
             await send_json(send, 404, {"error": "not_found"})
+
+    def _elsewhere(self, scope: Scope) -> bool:
+        """A request carrying the session cookie that serve's own pages did not make: a page
+        loads nothing but serve's static files, so only it may be opened from a link elsewhere."""
+        caller = self.auth.caller(scope)
+        return caller is not None and caller.how == "cookie" and not self.auth.from_own_page(scope)
 
     async def _read(self, method: Callable[..., _T], /, *args: Any) -> _T:
         """``method(*args)`` of the index: on a worker thread when the index waits for a

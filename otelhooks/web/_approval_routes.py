@@ -24,7 +24,8 @@ route                                  who, what
 =====================================  ==========================================================
 
 A browser answers with its session cookie, a same-origin ``Origin`` and the CSRF token; ``by``
-is recorded as given (a chat integration names its user), else ``browser`` or ``api``.
+is recorded as given (a chat integration names its user), else ``browser`` or ``api``. A
+browser is never an asker: its ``GET /v1/approvals/{id}`` only reads (no lease, no ``asker=1``).
 """
 
 from __future__ import annotations
@@ -105,7 +106,7 @@ class ApprovalRoutes:
         elif path == "/v1/approvals" and method == "POST" and caller.how == "bearer":
             await self._create(receive, send)
         elif match is not None and method == "GET":
-            await self._one(match.group(1), scope, receive, send)
+            await self._one(match.group(1), scope, receive, send, asker=caller.how == "bearer")
         elif match is not None and method == "DELETE" and caller.how == "bearer":
             polling = b"polling=1" in scope.get("query_string", b"").split(b"&")
             await self._withdraw(match.group(1), send, polling=polling)
@@ -196,7 +197,12 @@ class ApprovalRoutes:
             return
         await _json(send, 201, self._shown(item, True))
 
-    async def _one(self, approval_id: str, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _one(
+        self, approval_id: str, scope: Scope, receive: Receive, send: Send, *, asker: bool
+    ) -> None:
+        """The approval, after its ``wait``. Only an ``asker`` (a bearer token's) holds it:
+        a browser's look, whatever it asks, never renews a lease nor withdraws the card (a GET
+        that a page elsewhere can make with the person's cookie changes nothing)."""
         item = await self.inbox.call(self.inbox.get, approval_id)
         if item is None:
             await _json(send, 404, {"error": "not_found"})
@@ -209,9 +215,11 @@ class ApprovalRoutes:
             wait = wait_seconds(query.get("wait", ["0"])[0], 0.0)
         except ValueError:
             wait = 0.0
-        asker = query.get("asker") == ["1"]  # its connection closing withdraws the approval
-        # every look at a card is its asker's (the page lists them all): it renews the lease
-        await self.inbox.call(self.inbox.hold, item.id)
+        leaving = asker and query.get("asker") == ["1"]  # its closing withdraws the approval
+        # every look of a bearer's at a card is its asker's (the page lists them all): it
+        # renews the lease
+        if asker:
+            await self.inbox.call(self.inbox.hold, item.id)
         gone = False
         try:
             if wait and item.state == "pending":
@@ -233,13 +241,14 @@ class ApprovalRoutes:
                     # the asker went away mid-poll (killed: its socket closed; alive, it
                     # withdraws and never polls again either): with ``asker=1`` the card goes
                     # unless another asker of the same call waits on it; else its lease runs
-                    gone = asker
+                    gone = leaving
                     return
                 answered.result()
         finally:
             release = functools.partial(self.inbox.release, item.id, gone=gone)
             try:
-                await self.inbox.call(release)
+                if asker:
+                    await self.inbox.call(release)
             except StoreError as exc:
                 # the answer polled for still goes out; the hold stays counted, so the card is
                 # never withdrawn under a live asker (on a fleet it lapses a lease later unless

@@ -5,6 +5,10 @@
   random session id in an ``HttpOnly; SameSite=Strict`` cookie. The token never travels in a URL
   and is never stored in the browser. Sessions live in memory (at most ``max_sessions``, each
   for ``session_ttl_s``), so a restart logs everyone out.
+- **Every browser request but a page's** (the JSON routes, ``GET`` ones included) must come
+  from serve's own pages (:meth:`WebAuth.from_own_page`). ``SameSite=Strict`` does not stop a
+  page on another port of the same host: the browser takes it for the same site and sends the
+  cookie with its ``<img>``, ``fetch(..., {mode: "no-cors"})`` and form requests.
 - **State-changing browser requests** (a ``POST`` carrying the cookie) need both a same-origin
   ``Origin`` header and the session's CSRF token in ``X-CSRF-Token`` (the page reads it from
   ``GET /v1/ui/session``). A bearer request has no ambient credential and needs neither.
@@ -135,6 +139,18 @@ class WebAuth:
             return False
         scheme, _, rest = origin.partition("://")
         return scheme in ("http", "https") and rest.split("/", 1)[0] == host
+
+    @staticmethod
+    def from_own_page(scope: Scope) -> bool:
+        """A cookie request that serve's own pages made: ``Sec-Fetch-Site: same-origin`` (or
+        ``none``, an address the person typed, for a ``GET``); from a browser that sends no
+        ``Sec-Fetch-Site`` (an older one, or a host it does not trust, reached over plain HTTP),
+        an ``Origin`` or ``Referer`` naming this server (the pages' ``Referrer-Policy`` keeps
+        it). A request that names nothing is refused: another page can send one like that."""
+        site = header(scope, b"sec-fetch-site")
+        if site is not None:
+            return site == "same-origin" or (site == "none" and scope["method"] == "GET")
+        return WebAuth.same_origin(scope)
 
     def allows_change(self, scope: Scope, caller: Caller) -> bool:
         """A state-changing request: bearer, or a cookie with same origin and the CSRF token."""

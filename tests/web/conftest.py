@@ -3,8 +3,10 @@ through Playwright (never Playwright's own browser download)."""
 
 from __future__ import annotations
 
+import http.server
 import os
 import shutil
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -147,3 +149,89 @@ def serving_inbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
             for item in admin.get("/v1/approvals").json()["pending"]:
                 admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
         started.stop()
+
+
+@contextmanager
+def other_port_app(page: bytes, *headers: tuple[str, str]) -> Iterator[str]:
+    """The agent's own web app on another 127.0.0.1 port, answering ``page`` to every GET."""
+
+    class App(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            for name, value in (*headers, ("content-type", "text/html")):
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(page)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    app = http.server.ThreadingHTTPServer(("127.0.0.1", 0), App)
+    thread = threading.Thread(target=app.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{app.server_port}/"
+    finally:
+        app.shutdown()
+        app.server_close()
+
+
+class Seen:
+    """What serve answered each request of ``page`` (status, and whether it carried the
+    session cookie), read from the browser's network events: an opaque or blocked answer
+    included."""
+
+    def __init__(self, page: Any) -> None:
+        self.page = page
+        self.urls: dict[str, str] = {}
+        self.cookie: dict[str, bool] = {}
+        self.headers: dict[str, dict[str, str]] = {}
+        self.status: dict[str, int] = {}
+        self.answer_headers: dict[str, dict[str, str]] = {}
+        cdp = page.context.new_cdp_session(page)
+        cdp.send("Network.enable")
+        cdp.on("Network.requestWillBeSent", self._sent)
+        cdp.on("Network.requestWillBeSentExtraInfo", self._headers)
+        cdp.on("Network.responseReceivedExtraInfo", self._answered)
+
+    def _sent(self, event: dict[str, Any]) -> None:
+        self.urls[event["requestId"]] = event["request"]["url"]
+
+    def _headers(self, event: dict[str, Any]) -> None:
+        headers = {k.lower(): v for k, v in event["headers"].items()}
+        self.headers[event["requestId"]] = headers
+        self.cookie[event["requestId"]] = "otelhooks_session=" in headers.get("cookie", "")
+
+    def _answered(self, event: dict[str, Any]) -> None:
+        self.status[event["requestId"]] = event["statusCode"]
+        self.answer_headers[event["requestId"]] = {
+            k.lower(): v for k, v in event["headers"].items()
+        }
+
+    def sent(self, url: str) -> dict[str, str]:
+        """The headers the browser sent with the request of ``url`` (cookies included)."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for rid, sent in self.urls.items():
+                if sent == url and rid in self.headers:
+                    return self.headers[rid]
+            self.page.wait_for_timeout(50)
+        raise AssertionError(f"the browser never sent {url}")
+
+    def cors(self, url: str) -> dict[str, str]:
+        """The CORS headers of serve's answer to ``url`` (``Access-Control-*``)."""
+        self.answer(url)
+        rid = next(r for r, sent in self.urls.items() if sent == url and r in self.status)
+        headers = self.answer_headers[rid]
+        assert "x-content-type-options" in headers, "no headers read: nothing is tested"
+        return {k: v for k, v in headers.items() if k.startswith("access-")}
+
+    def answer(self, url: str) -> tuple[int, bool]:
+        """The status serve gave the request of ``url``, and whether it carried the cookie."""
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            for rid, sent in self.urls.items():
+                if sent == url and rid in self.status and rid in self.cookie:
+                    return self.status[rid], self.cookie[rid]
+            self.page.wait_for_timeout(50)
+        raise AssertionError(f"serve never answered {url} (or the browser never sent it)")

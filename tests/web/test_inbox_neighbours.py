@@ -9,9 +9,6 @@ neighbour server, Debian's Chromium.
 
 from __future__ import annotations
 
-import contextlib
-import http.server
-import threading
 from collections.abc import Iterator
 from datetime import datetime, timedelta
 from typing import Any
@@ -21,6 +18,7 @@ import pytest
 
 from otelhooks import EventLogServer
 from tests.web.conftest import AUTH, TOKEN, click_answer, log_in
+from tests.web.conftest import other_port_app as _app
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -37,31 +35,6 @@ def _ask(server: EventLogServer, **fields: Any) -> dict[str, Any]:
     created = httpx.post(f"{server.url}/v1/approvals", json=body, headers=AUTH)
     assert created.status_code == 201, created.text
     return dict(created.json())
-
-
-@contextlib.contextmanager
-def _app(page: bytes, *headers: tuple[str, str]) -> Iterator[str]:
-    """The agent's own web app on another 127.0.0.1 port, answering ``page`` to every GET."""
-
-    class App(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
-            self.send_response(200)
-            for name, value in (*headers, ("content-type", "text/html")):
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(page)
-
-        def log_message(self, *args: Any) -> None:
-            pass
-
-    app = http.server.ThreadingHTTPServer(("127.0.0.1", 0), App)
-    thread = threading.Thread(target=app.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{app.server_port}/"
-    finally:
-        app.shutdown()
-        app.server_close()
 
 
 @pytest.fixture
@@ -155,3 +128,38 @@ def test_a_double_click_on_a_page_on_another_port_approves_nothing(
 def _state(server: EventLogServer, approval: str) -> str:
     got = httpx.get(f"{server.url}/v1/approvals/{approval}", headers=AUTH).json()
     return str(got["state"])
+
+
+# what a page on another port of the host can do: fill the host's cookie jar (cookies ignore
+# ports), so that the browser's every request to serve carries hundreds of KB of cookies
+FILL_JAR = """() => { for (let i = 0; i < 40; i++) {
+  document.cookie = `fill${i}=${'x'.repeat(4000)}; path=/; max-age=86400`; } }"""
+
+
+def test_a_cookie_jar_filled_by_a_page_on_another_port_is_named_and_cleared(
+    browser: Any, server: EventLogServer
+) -> None:
+    item = _ask(server)
+    page = log_in(browser, server.url)
+    try:
+        with _app(b"<p>the app the agent built</p>") as app:
+            page.goto(app)
+            page.evaluate(FILL_JAR)
+        # before: serve reset the connection (net::ERR_CONNECTION_RESET), the cause nowhere
+        refused = page.goto(f"{server.url}/approvals")
+        assert refused is not None
+        assert refused.status == 431
+        assert "Clear this host's cookies" in page.inner_text("body")
+        page.context.clear_cookies()  # what the answer asks of the person
+        page.goto(f"{server.url}/login")
+        page.fill("#token", TOKEN)
+        page.click("#login-submit")
+        page.wait_for_url(f"{server.url}/")
+        page.goto(f"{server.url}/approvals")
+        card = page.locator(f"article[data-approval='{item['id']}']")
+        click_answer(card.locator("button.deny"))
+        page.locator(f"tr.answered[data-approval='{item['id']}']").wait_for(timeout=5000)
+    finally:
+        page.context.close()
+    answered = httpx.get(f"{server.url}/v1/approvals/{item['id']}", headers=AUTH).json()
+    assert (answered["state"], answered["answered_by"]) == ("denied", "browser")

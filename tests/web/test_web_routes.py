@@ -146,7 +146,10 @@ def test_the_token_in_a_url_is_not_accepted(server: EventLogServer) -> None:
 
 @contextmanager
 def _login(server: EventLogServer) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=server.url, timeout=10) as client:
+    # a browser's requests name the page they come from (Sec-Fetch-Site, Origin or Referer):
+    # serve answers no cookie request that names none
+    page = {"referer": f"{server.url}/"}
+    with httpx.Client(base_url=server.url, timeout=10, headers=page) as client:
         response = client.post("/login", data={"token": TOKEN}, headers={"origin": server.url})
         assert response.status_code == 303
         yield client

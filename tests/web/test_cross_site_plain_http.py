@@ -1,0 +1,145 @@
+"""serve reached by a name over plain HTTP (``--allowed-host``, a machine's own name): the
+browser sends no ``Sec-Fetch-Site`` there (it does not trust the origin), so serve tells its own
+pages' requests by their ``Origin`` or ``Referer`` and refuses a cookie request naming neither.
+
+Debian's Chromium resolves ``serve.test`` to 127.0.0.1 by its own ``--host-resolver-rules``
+(no DNS is asked); the neighbour's page is another port of the same name, so the browser sends
+it the person's cookie (cookies ignore ports) and its ``<img referrerpolicy="no-referrer">``
+names no page at all. A page of ``rebind.test`` (its own name resolving to 127.0.0.1: DNS
+rebinding) reaches serve by a name serve does not answer, and gets 403 even for the login form.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from otelhooks import EventLogServer, serve
+from tests._realparts import require
+from tests.web.conftest import AGENT, AUTH, CHROMIUM, CHROMIUM_ARGS, TOKEN, Seen, other_port_app
+from tests.web.conftest import click_answer as click
+
+pytestmark = pytest.mark.timeout(90)
+
+NAME = "serve.test"
+REBOUND = "rebind.test"  # a page's own name, resolving to 127.0.0.1 (DNS rebinding)
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    require(
+        "Chromium (apt-get install chromium chromium-driver)", shutil.which(CHROMIUM) is not None
+    )
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        require("the playwright package", False)
+    # the name is the browser's alone; nothing but 127.0.0.1 is reached, never through a proxy
+    rules = f"MAP {NAME} 127.0.0.1, MAP {REBOUND} 127.0.0.1"
+    args = [*CHROMIUM_ARGS, f"--host-resolver-rules={rules}", "--no-proxy-server"]
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=CHROMIUM, args=args)
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
+    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
+    started = serve(token=TOKEN, allowed_hosts=[NAME])
+    try:
+        yield started
+    finally:
+        with httpx.Client(base_url=started.url, headers=AUTH) as admin:
+            for item in admin.get("/v1/approvals").json()["pending"]:
+                admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
+        started.stop()
+
+
+def _ask(server: EventLogServer) -> str:
+    body = {"hook_id": "ask", "tool": "Bash", "timeout_s": 60, "default": "allow", "args": {}}
+    created = httpx.post(f"{server.url}/v1/approvals", json=body, headers=AGENT)
+    assert created.status_code == 201, created.text
+    return str(created.json()["id"])
+
+
+def _state(server: EventLogServer, approval: str) -> tuple[str, str]:
+    got = httpx.get(f"{server.url}/v1/approvals", headers=AUTH).json()
+    for item in [*got["pending"], *got["answered"]]:
+        if item["id"] == approval:
+            return str(item["state"]), str(item["answered_by"])
+    raise AssertionError(f"no card {approval}")
+
+
+def _log_in(browser: Any, url: str) -> Any:
+    page = browser.new_context().new_page()
+    page.goto(f"{url}/login")
+    page.fill("#token", TOKEN)
+    page.click("#login-submit")
+    page.wait_for_url(f"{url}/")
+    return page
+
+
+_NO_REFERRER_IMG = """(u) => new Promise((done) => { const i = new Image();
+  i.referrerPolicy = 'no-referrer'; i.onload = i.onerror = () => done(0); i.src = u;
+  document.body.append(i); setTimeout(() => { i.remove(); window.stop(); done(0); }, 800); })"""
+
+
+def test_over_plain_http_the_inbox_works_and_a_neighbour_s_look_withdraws_nothing(
+    browser: Any, server: EventLogServer
+) -> None:
+    port = server.url.rsplit(":", 1)[1]
+    url = f"http://{NAME}:{port}"
+    withdrawn, answered = _ask(server), _ask(server)
+    page = _log_in(browser, url)
+    try:
+        other = page.context.new_page()
+        seen = Seen(other)
+        look = f"{url}/v1/approvals/{withdrawn}?wait=30&asker=1"
+        with other_port_app(b"<!doctype html><p>the app the agent built</p>") as app:
+            other.goto(app.replace("127.0.0.1", NAME))
+            other.evaluate(_NO_REFERRER_IMG, look)
+        sent = seen.sent(look)
+        assert "otelhooks_session=" in sent.get("cookie", ""), "no cookie: nothing is tested"
+        assert not {"sec-fetch-site", "origin", "referer"} & set(sent), sent
+        assert _state(server, withdrawn) == ("pending", "")
+        assert seen.answer(look)[0] == 403
+        # the person's own page, without Sec-Fetch-Site either, lists and answers
+        page.goto(f"{url}/approvals")
+        card = page.locator(f"article[data-approval='{answered}']")
+        click(card.locator("button.deny"))
+        page.locator(f"tr.answered[data-approval='{answered}']").wait_for(timeout=10_000)
+    finally:
+        page.context.close()
+    assert _state(server, answered) == ("denied", "browser")
+
+
+_LOGIN_FORM = """(u) => { const f = document.createElement('form'); f.method = 'POST';
+  f.action = u; const t = document.createElement('input'); t.name = 'token'; t.value = 'guess';
+  f.append(t); document.body.append(f); f.submit(); }"""
+
+
+def test_a_page_whose_own_name_resolves_to_127_0_0_1_is_refused(
+    browser: Any, server: EventLogServer
+) -> None:
+    port = server.url.rsplit(":", 1)[1]
+    page = browser.new_context().new_page()
+    try:
+        seen = Seen(page)
+        with other_port_app(b"<!doctype html><p>a page of rebind.test</p>") as app:
+            page.goto(app.replace("127.0.0.1", REBOUND))
+            read = f"http://{REBOUND}:{port}/v1/ui/session"
+            page.evaluate("(u) => { fetch(u, {mode: 'no-cors'}).catch(() => 0); }", read)
+            assert seen.answer(read)[0] == 403
+            guess = f"http://{REBOUND}:{port}/login"
+            page.evaluate(_LOGIN_FORM, guess)
+            assert seen.answer(guess)[0] == 403
+            assert seen.sent(guess)["host"] == f"{REBOUND}:{port}"
+    finally:
+        page.context.close()
