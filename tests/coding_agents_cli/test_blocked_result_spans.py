@@ -1,0 +1,84 @@
+"""A tool output a ``tool_result_persist`` hook withholds, through the command bridge of each CLI
+(the input each real CLI sent, captured): the ``execute_tool`` span names the hook and its reason,
+as the in-process and MCP gateway spans do (their ``otelhooks.tool_result_persist`` span event).
+
+Before, the bridge's span said ``otelhooks.tool.outcome: blocked`` and nothing of who withheld
+the output or why, though the answer it gave the CLI named both.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from otelhooks import read_otlp_json_lines
+from otelhooks.integrations.claude_code import BridgeOptions, run_hook
+
+pytestmark = pytest.mark.timeout(120)
+
+KINDS = Path(__file__).parent / "captured" / "kinds"
+GUARD = """\
+from otelhooks import Block
+
+def scan(event):
+    if "S-42" in str(event.result):
+        return Block("the output holds a key")
+    return None
+
+def broken(event):
+    raise RuntimeError("the scanner is down")
+"""
+HOOKS = """\
+hooks:
+  - id: leak-check
+    type: tool_result_persist
+    intercept: true
+    script: guard.py:{handler}
+    on_error: block
+"""
+CALLS = {
+    "claude-code": (
+        "claude-code-2.1.332-shell-PreToolUse",
+        "claude-code-2.1.332-shell-PostToolUse",
+    ),
+    "codex": ("codex-0.171.0-shell-PreToolUse", "codex-0.171.0-shell-PostToolUse"),
+    "gemini": ("gemini-0.61.0-shell-BeforeTool", "gemini-0.61.0-shell-AfterTool"),
+}
+REASONS = {"scan": "the output holds a key", "broken": "RuntimeError: the scanner is down"}
+
+
+def _with_output(dialect: str, event: dict[str, Any]) -> dict[str, Any]:
+    if dialect == "gemini":
+        return {**event, "tool_response": {"llmContent": "S-42-KEY", "returnDisplay": "S-42"}}
+    return {**event, "tool_response": "S-42-KEY"}
+
+
+@pytest.mark.parametrize("handler", ["scan", "broken"])
+@pytest.mark.parametrize("dialect", sorted(CALLS))
+def test_a_withheld_output_span_names_the_hook_and_why(
+    tmp_path: Path, dialect: str, handler: str
+) -> None:
+    (tmp_path / "guard.py").write_text(GUARD)
+    (tmp_path / "hooks.yaml").write_text(HOOKS.format(handler=handler))
+    traces = tmp_path / "traces.jsonl"
+    options = BridgeOptions(
+        hooks=(str(tmp_path / "hooks.yaml"),),
+        state=str(tmp_path / "state.sqlite3"),
+        traces_out=str(traces),
+        dialect=dialect,
+    )
+    pre, post = (json.loads((KINDS / f"{name}.json").read_text()) for name in CALLS[dialect])
+    assert run_hook(json.dumps(pre), options, environ={}).exit_code == 0
+    answer = run_hook(json.dumps(_with_output(dialect, post)), options, environ={})
+    assert "S-42-KEY" not in answer.stdout
+
+    (span,) = [s for s in read_otlp_json_lines(traces) if s["name"].startswith("execute_tool ")]
+    assert span["attributes"]["otelhooks.tool.outcome"] == "blocked"
+    (event,) = [e for e in span.get("events") or () if e["name"] == "otelhooks.tool_result_persist"]
+    said = event["attributes"]
+    assert said["otelhooks.message.blocked"] is True
+    assert said["otelhooks.hook.decided_by"] == "leak-check"
+    assert REASONS[handler] in said["otelhooks.hook.decision_reason"]
