@@ -93,7 +93,15 @@ def calls_resumed(state: RunState[Any, Any]) -> None:
     with no output yet) on its agents' hooked ``ComputerTool``: no model response of this run
     brings them (:func:`calls_expected`), and the state keeps each call's pending safety checks
     (read through its public JSON form)."""
-    data = state.to_json()
+    try:
+        data = state.to_json()
+    except Exception as exc:  # e.g. same-name agents the SDK cannot tell apart: resume anyway
+        _log.warning(
+            "the pending safety checks of the computer calls a resumed run state runs could "
+            "not be read: guards see none for them",
+            error=str(exc),
+        )
+        return
     last = data.get("last_processed_response")
     actions = last.get("computer_actions") if isinstance(last, dict) else None
     if not actions:
