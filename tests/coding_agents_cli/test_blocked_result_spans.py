@@ -1,9 +1,14 @@
-"""A tool output a ``tool_result_persist`` hook withholds, through the command bridge of each CLI
-(the input each real CLI sent, captured): the ``execute_tool`` span names the hook and its reason,
-as the in-process and MCP gateway spans do (their ``otelhooks.tool_result_persist`` span event).
+"""What a coding-agent bridge blocked names the hook and its reason on its span, as the in-process
+and MCP gateway spans do.
 
-Before, the bridge's span said ``otelhooks.tool.outcome: blocked`` and nothing of who withheld
-the output or why, though the answer it gave the CLI named both.
+A tool output a ``tool_result_persist`` hook withholds, through the command bridge of each CLI
+(the input each real CLI sent, captured): its ``execute_tool`` span carries the
+``otelhooks.tool_result_persist`` event. Before, the span said ``otelhooks.tool.outcome:
+blocked`` and nothing of who withheld the output or why, though the answer the CLI got named both.
+
+A Claude Code ``PermissionRequest`` a command hook denies (``decision.behavior: deny``, a real
+process): the request's span and the call's ``execute_tool`` span say
+``otelhooks.hook.decided_by``. Before, it was empty.
 """
 
 from __future__ import annotations
@@ -82,3 +87,38 @@ def test_a_withheld_output_span_names_the_hook_and_why(
     assert said["otelhooks.message.blocked"] is True
     assert said["otelhooks.hook.decided_by"] == "leak-check"
     assert REASONS[handler] in said["otelhooks.hook.decision_reason"]
+
+
+DENY_REQUEST = """\
+hooks:
+  - id: no-rm-request
+    type: PermissionRequest
+    command: >-
+      cat >/dev/null; echo '{"hookSpecificOutput": {"hookEventName": "PermissionRequest",
+      "decision": {"behavior": "deny", "message": "rm is not for agents"}}}'
+"""
+
+
+def test_a_permission_request_a_command_hook_denies_names_the_hook(tmp_path: Path) -> None:
+    from tests.conformance.claude_code._bridge_cli import fixture
+
+    (tmp_path / "hooks.yaml").write_text(DENY_REQUEST)
+    traces = tmp_path / "traces.jsonl"
+    options = BridgeOptions(
+        hooks=(str(tmp_path / "hooks.yaml"),),
+        state=str(tmp_path / "state.sqlite3"),
+        traces_out=str(traces),
+    )
+    inputs = fixture("hook_inputs.json")["inputs"]
+    (request,) = [i["input"] for i in inputs if i["event"] == "PermissionRequest"]
+    pre = {**request, "hook_event_name": "PreToolUse", "tool_use_id": "toolu_rm"}
+    pre.pop("permission_suggestions", None)
+    assert run_hook(json.dumps(pre), options, environ={}).exit_code == 0
+    answer = json.loads(run_hook(json.dumps(request), options, environ={}).stdout)
+    assert answer["hookSpecificOutput"]["decision"]["behavior"] == "deny"
+
+    spans = {s["name"]: s["attributes"] for s in read_otlp_json_lines(traces)}
+    for name in ("agent_lifecycle before_human_intervention", "execute_tool Bash"):
+        assert spans[name]["otelhooks.hook.decided_by"] == "no-rm-request", name
+        assert spans[name]["otelhooks.hook.decision_reason"] == "rm is not for agents", name
+    assert spans["execute_tool Bash"]["otelhooks.tool.outcome"] == "denied"
