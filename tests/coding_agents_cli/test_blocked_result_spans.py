@@ -9,6 +9,10 @@ blocked`` and nothing of who withheld the output or why, though the answer the C
 A Claude Code ``PermissionRequest`` a command hook denies (``decision.behavior: deny``, a real
 process): the request's span and the call's ``execute_tool`` span say
 ``otelhooks.hook.decided_by``. Before, it was empty.
+
+A prompt a hook refuses (a ``before_agent_start`` guard's ``Block``, a ``UserPromptSubmit``
+command's ``decision: block``), for each CLI: the turn's ``invoke_agent`` span names the hook and
+its reason. Before, it said ``interrupted`` and nothing more.
 """
 
 from __future__ import annotations
@@ -122,3 +126,66 @@ def test_a_permission_request_a_command_hook_denies_names_the_hook(tmp_path: Pat
         assert spans[name]["otelhooks.hook.decided_by"] == "no-rm-request", name
         assert spans[name]["otelhooks.hook.decision_reason"] == "rm is not for agents", name
     assert spans["execute_tool Bash"]["otelhooks.tool.outcome"] == "denied"
+
+
+CAPTURED = Path(__file__).parent / "captured"
+PROMPTS = {
+    "claude-code": None,  # the reference's own UserPromptSubmit input
+    "codex": "codex-UserPromptSubmit.json",
+    "gemini": "gemini-BeforeAgent.json",
+}
+PROMPT_HOOKS = {
+    "script": """\
+hooks:
+  - id: no-cleanup
+    type: before_agent_start
+    script: guard.py:refuse
+""",
+    "command": """\
+hooks:
+  - id: no-cleanup
+    type: UserPromptSubmit
+    command: >-
+      cat >/dev/null; echo '{"decision": "block", "reason": "not this prompt"}'
+""",
+}
+REFUSE = """\
+from otelhooks import Block
+
+def refuse(event):
+    return Block("not this prompt")
+"""
+
+
+@pytest.mark.parametrize("form", sorted(PROMPT_HOOKS))
+@pytest.mark.parametrize("dialect", sorted(PROMPTS))
+def test_a_refused_prompt_names_the_hook_on_the_turn_span(
+    tmp_path: Path, dialect: str, form: str
+) -> None:
+    """Before, the turn's ``invoke_agent`` span said ``interrupted`` and nothing of who
+    refused the prompt or why (an in-process run's span names both)."""
+    from tests.conformance.claude_code._bridge_cli import fixture
+
+    (tmp_path / "guard.py").write_text(REFUSE)
+    (tmp_path / "hooks.yaml").write_text(PROMPT_HOOKS[form])
+    traces = tmp_path / "traces.jsonl"
+    options = BridgeOptions(
+        hooks=(str(tmp_path / "hooks.yaml"),),
+        state=str(tmp_path / "state.sqlite3"),
+        traces_out=str(traces),
+        dialect=dialect,
+    )
+    captured = PROMPTS[dialect]
+    if captured is None:
+        inputs = fixture("hook_inputs.json")["inputs"]
+        (prompt,) = [i["input"] for i in inputs if i["event"] == "UserPromptSubmit"]
+    else:
+        prompt = json.loads((CAPTURED / captured).read_text())
+    answer = run_hook(json.dumps(prompt), options, environ={})
+    assert "not this prompt" in answer.stdout + answer.stderr
+
+    (span,) = [s for s in read_otlp_json_lines(traces) if s["name"].startswith("invoke_agent ")]
+    said = span["attributes"]
+    assert said["otelhooks.operation.complete_reason"] == "interrupted"
+    assert said["otelhooks.hook.decided_by"] == "no-cleanup"
+    assert said["otelhooks.hook.decision_reason"] == "not this prompt"
