@@ -60,6 +60,7 @@ def _report(change: SettingsChange) -> str:
 
 def _install(args: argparse.Namespace) -> int:
     from otelhooks.integrations.claude_code import install_project
+    from otelhooks.integrations.claude_code._cli_version import skill_shell_warning
 
     try:
         result = install_project(
@@ -86,6 +87,10 @@ def _install(args: argparse.Namespace) -> int:
     print(f"otelhooks {form} for every Claude Code hook event")
     for warning in result.changes[-1].warnings:
         print(f"warning: {warning}", file=sys.stderr)
+    # the hooks are written either way (the CLI may be updated later): said, exit unchanged
+    older = skill_shell_warning()
+    if older is not None:
+        print(f"warning: {older}", file=sys.stderr)
     print("how to see it:")
     print(_how_to_see(args.http, args.hooks_file, result.traces))
     return 0

@@ -59,3 +59,43 @@ def test_install_warns_when_claude_code_runs_no_hook_and_claude_code_proves_it(
     assert run.returncode == 0, skip_reason(run)
     # the starter guard denies rm -rf only when Claude Code runs hooks
     assert (project / "victim").exists() is not disabled
+
+
+# a file with a known setting of the wrong type ("model": 5), which Claude Code ignores whole:
+# its disableAllHooks turns nothing off, nor back on ({file: settings}, hooks off)
+IGNORED = {
+    "ignored-shared-true": ({"settings.json": {"disableAllHooks": True, "model": 5}}, False),
+    "ignored-shared-false-over-user-true": (
+        {"settings.json": {"disableAllHooks": False, "model": 5}, "~": {"disableAllHooks": True}},
+        True,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(IGNORED))
+def test_install_reads_disable_all_hooks_only_where_claude_code_does(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # before: the first case warned that no hook would run (Claude Code ran them), the second
+    # said nothing (Claude Code ran none)
+    where, disabled = IGNORED[case]
+    project, home = tmp_path / "project", tmp_path / "home"
+    (project / "victim").mkdir(parents=True)
+    (project / "victim" / "keep.txt").write_text("precious")
+    for name, settings in where.items():
+        path = home / ".claude" / "settings.json" if name == "~" else project / ".claude" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(settings))
+    monkeypatch.setenv("HOME", str(home))
+
+    result = install_project(project=project, traces_out=None)
+    warned = [w for w in result.changes[-1].warnings if "disableAllHooks" in w]
+    assert bool(warned) is disabled, warned
+    if disabled:
+        assert str(home / ".claude" / "settings.json") in warned[0]
+
+    need_cli(CLAUDE)
+    steps = [{"id": "call_rm", "tool": "Bash", "args": {"command": "rm -rf victim"}}]
+    run = run_claude(project, home, steps, extra_env=BRIDGE_ENV)
+    assert run.returncode == 0, skip_reason(run)
+    assert (project / "victim").exists() is not disabled

@@ -10,6 +10,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from otelhooks._config._claude_types import wrong_types
 from otelhooks._private_files import private_folder
 from otelhooks._starter import starter_hooks_yaml
 from otelhooks.integrations.claude_code._install import (
@@ -147,12 +148,15 @@ def _managed_settings_files() -> list[Path]:
 
 
 def _settings(path: Path) -> dict[str, object]:
+    """The settings of ``path`` as Claude Code reads them: none from a file it ignores whole (a
+    known setting of the wrong type, which install refuses to write into), whose
+    ``disableAllHooks`` turns nothing off, nor on."""
     raw = read_regular(path)  # a named pipe would hold install forever
     try:
         data = json.loads(raw) if raw is not None else {}
     except ValueError:
         return {}  # one install refuses on its own when it is the target
-    return data if isinstance(data, dict) else {}
+    return data if isinstance(data, dict) and not wrong_types(data) else {}
 
 
 def _hooks_off_notes(target: Path, files: list[Path]) -> list[str]:

@@ -479,4 +479,8 @@ def denied_by(answers: Sequence[HookAnswer]) -> str | None:
     for answer in answers:
         if _permission(answer)[0] == "deny":
             return answer.hook_id
+        # a PermissionRequest's deny (a command hook's `decision.behavior`) names its hook too
+        decision = _specific(answer).get("decision")
+        if isinstance(decision, dict) and decision.get("behavior") == "deny":
+            return answer.hook_id
     return None

@@ -9,7 +9,7 @@ own fields of the input. Deciding a call (its guards, their answer) is ``ToolUse
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from opentelemetry.util import types
@@ -91,6 +91,7 @@ class ToolSpans(Part):
         error: str | None = None,
         error_type: str | None = None,
         extra: Mapping[str, types.AttributeValue] | None = None,
+        events: Sequence[tuple[str, Mapping[str, types.AttributeValue]]] = (),
     ) -> None:
         if not tool.span_id:  # a tool use never opened here (see _take_tool): nothing to end
             return
@@ -114,7 +115,7 @@ class ToolSpans(Part):
                 attrs,
                 error=error,
                 error_type=error_type,
-                events=stored_events(approvals),
+                events=[*stored_events(approvals), *events],
             )
         )
 

@@ -29,7 +29,7 @@ from otelhooks._events import (
 )
 from otelhooks._fingerprint import canonical_json
 from otelhooks._instrument._spend import running
-from otelhooks._live import Verdict
+from otelhooks._live import Verdict, persist_event
 from otelhooks._matchers import tool_aliases
 from otelhooks._span_mapping import approval_events, security_findings, security_findings_enabled
 from otelhooks._store._errors import StoreError
@@ -297,12 +297,12 @@ class ToolUses(ToolSpans):
 
     def _persist(
         self, tool: OpenTool, response: Any, values: tuple[str, ...]
-    ) -> tuple[Any, list[HookAnswer], dict[str, Any], bool]:
+    ) -> tuple[Any, list[HookAnswer], dict[str, Any], Verdict]:
         """Run ``tool_result_persist`` interceptors (the kernel's result filter) on the output:
         a rewrite or a block becomes ``updatedToolOutput`` in the tool's own output shape; the
-        last item says the hooks blocked it (the engine's block is in ``answers``)."""
+        last item is their verdict (the engine's block is in ``answers`` too)."""
         if not self.engine.matches("tool_result_persist", values):
-            return response, [], {}, False
+            return response, [], {}, Verdict()
         event = ToolResultPersistEvent(
             sessionKey=tool.session_id,
             operationId=tool.operation_id,
@@ -318,10 +318,10 @@ class ToolUses(ToolSpans):
         elif verdict.rewritten_by and isinstance(verdict.payload, ToolResultPersistEvent):
             updated = shaped(response, verdict.payload.result)
         else:
-            return response, answers, {}, False
+            return response, answers, {}, verdict
         if updated == response:
-            return response, answers, {}, verdict.blocked
-        return updated, answers, {"updatedToolOutput": updated}, verdict.blocked
+            return response, answers, {}, verdict
+        return updated, answers, {"updatedToolOutput": updated}, verdict
 
     def post(
         self, session: str, name: str, payload: Mapping[str, Any], *, open_only: bool = False
@@ -354,12 +354,18 @@ class ToolUses(ToolSpans):
             output, lost = combine(name, answers, agent=self.agent)
             return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
         # what the model will see (after a tool_result_persist rewrite) is what is recorded
-        response, answers, extra, blocked = self._persist(
+        response, answers, extra, persisted = self._persist(
             tool, payload.get("tool_response"), values
         )
+        blocked = persisted.blocked
         content = text(response)
-        # a withheld output is the hooks' block, not the tool's success (nor its error)
-        self.end_tool(tool, "blocked" if blocked else "success", result=content, extra=ended)
+        # a withheld output is the hooks' block, not the tool's success (nor its error); the
+        # span event names the hook and its reason, as in process and at the MCP gateway
+        said = (
+            [(sc.EVENT_TOOL_RESULT_PERSIST, persist_event(persisted))] if persisted.matched else []
+        )
+        outcome = "blocked" if blocked else "success"
+        self.end_tool(tool, outcome, result=content, extra=ended, events=said)
 
         def after() -> AfterToolCallEvent:
             return AfterToolCallEvent(

@@ -18,8 +18,10 @@ from opentelemetry.util import types
 from otelhooks import _semconv as sc
 from otelhooks._config._claude_answer import block_answer
 from otelhooks._events import BeforeAgentStartEvent, CompleteEvent, ErrorEvent
+from otelhooks._span_mapping import verdict_attributes
 from otelhooks.integrations.coding_agents._answers import (
     combine,
+    denied_by,
     keep_block,
     respond,
     run_hooks,
@@ -69,6 +71,7 @@ class Turns(Part):
         *,
         error_type: str = "StopFailure",
         completed: bool = False,
+        attributes: Mapping[str, types.AttributeValue] | None = None,
     ) -> None:
         end = time.time_ns()
         if self.writer.read:  # else nothing receives spans: none is built
@@ -80,7 +83,7 @@ class Turns(Part):
                     None,
                     op.start_ns,
                     end,
-                    self._attributes(op, reason),
+                    {**self._attributes(op, reason), **(attributes or {})},
                     error=error,
                     error_type=error_type if error else None,
                 )
@@ -147,8 +150,14 @@ class Turns(Part):
         output, lost = combine(name, answers, agent=self.agent)
         keep_block(name, output, verdict)
         if output.get("decision") == "block" or output.get("continue") is False:
+            # which hook refused the prompt, and why, as an in-process run's span says it
+            said = verdict_attributes("before_agent_start", verdict)
+            if not verdict.blocked:  # a command hook's answer, or a rewrite refused above
+                said[sc.HOOK_DECIDED_BY] = denied_by(answers) or ""
+                why = output.get("reason") or output.get("stopReason") or ""
+                said[sc.HOOK_DECISION_REASON] = str(why)
             self.state.end_operation(session)
-            self.end(op, "interrupted", None)
+            self.end(op, "interrupted", None, attributes=said)
         else:
             tell_failures(output, verdict.errors)
         return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)

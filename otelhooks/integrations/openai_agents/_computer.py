@@ -29,13 +29,20 @@ from collections.abc import Iterable
 from typing import Any
 
 import structlog
-from agents import AsyncComputer, Computer, ComputerProvider, ComputerTool
+from agents import AsyncComputer, Computer, ComputerProvider, ComputerTool, RunState
 from agents.run_context import RunContextWrapper
+from openai.types.responses import ResponseComputerToolCall
 
 from otelhooks._errors import ToolDenied
 from otelhooks.integrations.openai_agents._guard import awaited, guarded
 
-__all__ = ["calls_expected", "computer_call_starts", "computer_hooked", "hook_computer"]
+__all__ = [
+    "calls_expected",
+    "calls_resumed",
+    "computer_call_starts",
+    "computer_hooked",
+    "hook_computer",
+]
 
 _log = structlog.get_logger("otelhooks")
 
@@ -62,6 +69,8 @@ class _Calls:
         self.current: list[dict[str, Any]] = []
 
 
+_OUTPUT = "computer_call_output"  # the item of a call that ran
+
 # each hooked copy's calls; the SDK keys its own per-tool state the same way
 _CALLS: weakref.WeakKeyDictionary[ComputerTool[Any], _Calls] = weakref.WeakKeyDictionary()
 
@@ -77,6 +86,38 @@ def calls_expected(tools: Iterable[Any], output: Iterable[Any]) -> None:
         if getattr(item, "type", None) == "computer_call":
             checks = getattr(item, "pending_safety_checks", None) or []
             calls.waiting.append([c.model_dump(mode="json", exclude_none=True) for c in checks])
+
+
+def calls_resumed(state: RunState[Any, Any]) -> None:
+    """Queue the ``computer_call`` items a resumed ``state`` will run (its last response's calls
+    with no output yet) on its agents' hooked ``ComputerTool``: no model response of this run
+    brings them (:func:`calls_expected`), and the state keeps each call's pending safety checks
+    (read through its public JSON form)."""
+    try:
+        data = state.to_json()
+    except Exception as exc:  # e.g. same-name agents the SDK cannot tell apart: resume anyway
+        _log.warning(
+            "the pending safety checks of the computer calls a resumed run state runs could "
+            "not be read: guards see none for them",
+            error=str(exc),
+        )
+        return
+    last = data.get("last_processed_response")
+    actions = last.get("computer_actions") if isinstance(last, dict) else None
+    if not actions:
+        return
+    raws = [item.get("raw_item") for item in data.get("generated_items") or ()]
+    done = {r.get("call_id") for r in raws if isinstance(r, dict) and r.get("type") == _OUTPUT}
+    calls = [a.get("tool_call") for a in actions if isinstance(a, dict)]
+    pending = [
+        ResponseComputerToolCall.model_validate(call)
+        for call in calls
+        if isinstance(call, dict) and call.get("call_id") not in done
+    ]
+    current = (data.get("current_agent") or {}).get("name")
+    agents = {id(i.agent): i.agent for i in state.get_interruptions() if i.agent.name == current}
+    for agent in agents.values():
+        calls_expected(agent.tools, pending)
 
 
 def computer_call_starts(tool: Any) -> None:

@@ -75,6 +75,7 @@ from otelhooks._errors import RunBlockedError
 from otelhooks._instrument import AgentTracer, Operation
 from otelhooks.integrations.openai_agents._agent_run import GUARDRAIL_NAME, PROVIDER, AgentRun
 from otelhooks.integrations.openai_agents._approvals import Decisions
+from otelhooks.integrations.openai_agents._computer import calls_resumed
 from otelhooks.integrations.openai_agents._guard import CURRENT_RUN, tool_raised
 from otelhooks.integrations.openai_agents._hooked_agents import hook_agent, warn_unhooked_state
 from otelhooks.integrations.openai_agents._run_hooks import RunHooksFeed
@@ -244,6 +245,8 @@ class HookedRunner:
         """The otelhooks side of the run ``op`` begins, and what the SDK's runner is given: the
         input (as hooks rewrote it) and its options (otelhooks' run hooks, then yours)."""
         asked = Decisions(input.get_interruptions() if isinstance(input, RunState) else [])
+        if isinstance(input, RunState) and self.hook_tools:
+            calls_resumed(input)  # their safety checks: no model response of this run has them
         run = AgentRun(self.tracer, op, op.agent, asked)
         prompt = op.input if isinstance(input, str) else input
         options = {
