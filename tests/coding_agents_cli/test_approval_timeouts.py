@@ -8,8 +8,8 @@ longest approval in the hooks file, as ``claude-code install`` does. Before, bot
 approval of 31 s with ``default: deny``, nobody answering, was cut off at 30 s and the scripted
 ``rm -r victim`` ran.
 
-The real-CLI test takes 35-50 s per CLI: only an approval held past the CLIs' former 30 s
-shows that the CLI still waits.
+The real-CLI test takes 35-50 s: only an approval held past the CLIs' former 30 s shows that
+the CLI still waits, so both CLIs wait at once.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -27,6 +28,7 @@ from tests.coding_agents_cli._runs import (
     GEMINI,
     SERVE_TOKEN,
     SERVE_URL,
+    CliRun,
     codex_config,
     need_cli,
     run_codex,
@@ -98,19 +100,19 @@ def test_a_hooks_file_that_hangs_as_it_loads_does_not_hang_install(tmp_path: Pat
     assert "did not load within 5 s" in done.stdout + done.stderr
 
 
-@pytest.mark.parametrize("dialect", ["codex", "gemini"])
-def test_the_real_cli_waits_for_an_approval_past_30_s(
-    dialect: str, project: Path, tmp_path: Path
-) -> None:
-    need_cli(CODEX if dialect == "codex" else GEMINI)
+def _wait_for_nobody(dialect: str, root: Path) -> tuple[Path, CliRun]:
+    """One CLI's run in ``root``: an approval of 31 s that nobody answers holds its ``rm``."""
+    project = root / "project"
+    (project / "victim").mkdir(parents=True)
+    (project / "victim" / "keep.txt").write_text("precious")
     (project / "hooks.yaml").write_text(APPROVAL)
     install_agent(dialect, project=project, hooks_file="hooks.yaml")
     env = {
-        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
+        "OTELHOOKS_CLAUDE_STATE": str(root / "state.sqlite3"),
         "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
         "OTELHOOKS_INGEST_TOKEN": SERVE_TOKEN,
     }
-    home, steps, traces = tmp_path / "home", [("call_rm", "rm -r victim")], tmp_path / "t.jsonl"
+    home, steps, traces = root / "home", [("call_rm", "rm -r victim")], root / "t.jsonl"
     if dialect == "codex":
         codex_config(home, trusted=project)
         run = run_codex(
@@ -120,7 +122,20 @@ def test_the_real_cli_waits_for_an_approval_past_30_s(
         run = run_gemini(
             project, home, steps, extra_env=env, timeout_s=90, serve_traces=traces, approvals=True
         )
-    assert run.returncode == 0, skip_reason(run)
-    # nobody answered: the approval's default denied at 31 s, and the CLI was still waiting
-    assert (project / "victim" / "keep.txt").read_text() == "precious"
-    assert f"not approved (no answer within {WAIT_S}s)" in run.told()
+    return project, run
+
+
+def test_the_real_clis_wait_for_an_approval_past_30_s(tmp_path: Path) -> None:
+    """Codex CLI and Gemini CLI at once, each in its own namespace and folders: the 31 s that
+    only a wait past the former 30 s shows are spent once, not once per CLI."""
+    dialects = ("codex", "gemini")
+    need_cli(CODEX)
+    need_cli(GEMINI)
+    with ThreadPoolExecutor(len(dialects)) as pool:
+        started = {d: pool.submit(_wait_for_nobody, d, tmp_path / d) for d in dialects}
+        runs = {d: future.result() for d, future in started.items()}
+    for dialect, (project, run) in runs.items():
+        assert run.returncode == 0, f"{dialect}: {skip_reason(run)}"
+        # nobody answered: the approval's default denied at 31 s, and the CLI was still waiting
+        assert (project / "victim" / "keep.txt").read_text() == "precious", dialect
+        assert f"not approved (no answer within {WAIT_S}s)" in run.told(), dialect

@@ -149,32 +149,17 @@ def test_codex_spans_join_the_sessions_trace_and_link_the_tool_span(tmp_path: Pa
     assert all(_attr(s, "codex.trace_id") for s in joined)
 
 
-def test_the_daemons_bridge_span_and_codexs_tool_span_are_linked_in_either_order(
-    tmp_path: Path, runtime_dir: Path
+def _assert_linked_in_either_order(
+    served: Path, joined: list[dict[str, Any]], tool: dict[str, Any]
 ) -> None:
-    need_cli(CODEX)
-    project = tmp_path / "project"
-    project.mkdir()
-    bridge = _install("codex", project, tmp_path)  # the fast client: the daemon's road
-    home = tmp_path / "home"
-    _codex_exporting_to_serve(home, project)
-    # the daemon's socket and lock (serve waits for it to leave), in a folder short enough for a
-    # socket's path: the hook client puts one too deep in /tmp/otelhooks-UID
-    sockets = runtime_dir
-    env = {**_bridge_env(tmp_path), "XDG_RUNTIME_DIR": str(sockets)}
-    served = tmp_path / "served.jsonl"
-    run = run_codex(project, home, STEPS, extra_env=env, serve_traces=served, settle_locks=sockets)
-    assert run.returncode == 0, skip_reason(run)
-    assert list(sockets.glob("*.sock.lock")), "the hooks did not run on a daemon"
-    joined = _assert_joined(bridge, served, "codex_exec")
-    (tool,) = [s for s in _spans(bridge) if s["name"].startswith("execute_tool")]
+    """The daemon's bridge span and Codex's tool span are linked once, by whichever came second:
+    Codex's span (bridge first) or the bridge's."""
     spans = _spans(served)
     ids = [(s["traceId"], s["spanId"]) for s in spans]
     assert len(ids) == len(set(ids)), "a span exported more than once"
     (received,) = [s for s in spans if s["spanId"] == tool["spanId"]]
     codex_tools = {s["spanId"] for s in joined if _attr(s, "call_id") == "call_hi"}
     assert codex_tools, [s["name"] for s in joined]
-    # whichever came second carries the link: Codex's span (bridge first) or the bridge's
     hook_linked = {
         s["spanId"] for s in joined if _attr(s, "otelhooks.hook.span_id") == tool["spanId"]
     }
@@ -185,33 +170,6 @@ def test_the_daemons_bridge_span_and_codexs_tool_span_are_linked_in_either_order
     assert links == agent_linked
 
 
-def test_gemini_spans_join_the_sessions_trace(tmp_path: Path) -> None:
-    need_cli(GEMINI)
-    project = tmp_path / "project"
-    project.mkdir()
-    bridge = _install("gemini", project, tmp_path)
-    home = tmp_path / "home"
-    settings = {"telemetry": _GEMINI_TELEMETRY}
-    served = tmp_path / "served.jsonl"
-    run = run_gemini(
-        project,
-        home,
-        STEPS,
-        extra_env={
-            **_bridge_env(tmp_path),
-            "GEMINI_TELEMETRY_ENABLED": "true",
-            "OTEL_EXPORTER_OTLP_HEADERS": f"Authorization=Bearer {SERVE_TOKEN}",
-        },
-        settings=settings,
-        serve_traces=served,
-    )
-    assert run.returncode == 0, skip_reason(run)
-    joined = _assert_joined(bridge, served, "gemini-cli")
-    names = {s["name"] for s in joined}
-    assert {"llm_call", "tool_call"} <= names
-    assert all(_attr(s, "gemini_cli.trace_id") for s in joined)
-
-
 def _web_spans(dump: Path, trace: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The summary and spans of ``trace`` as serve's web view showed them."""
     found = [t for t in json.loads(dump.read_text()) if t["summary"]["trace_id"] == trace]
@@ -219,9 +177,11 @@ def _web_spans(dump: Path, trace: str) -> tuple[dict[str, Any], list[dict[str, A
     return found[0]["summary"], found[0]["spans"]
 
 
-def test_codex_spans_show_in_serves_web_view_with_the_run(
+def test_codex_daemon_spans_link_in_either_order_and_show_in_serves_web_view(
     tmp_path: Path, runtime_dir: Path
 ) -> None:
+    """One real Codex CLI run whose hooks run on the daemon: its bridge span and Codex's tool
+    span are linked in either order, and serve's web view shows both."""
     need_cli(CODEX)
     project = tmp_path / "project"
     project.mkdir()
@@ -249,8 +209,10 @@ def test_codex_spans_show_in_serves_web_view_with_the_run(
         web_view=WebView(dump, wait_for),
     )
     assert run.returncode == 0, skip_reason(run)
+    assert list(sockets.glob("*.sock.lock")), "the hooks did not run on a daemon"
     joined = _assert_joined(bridge, served, "codex_exec")
     (tool,) = [s for s in _spans(bridge) if s["name"].startswith("execute_tool")]
+    _assert_linked_in_either_order(served, joined, tool)
     summary, spans = _web_spans(dump, tool["traceId"])
     assert summary["agent"] == "codex"
     assert summary["tools"] == ["Bash"]
@@ -266,7 +228,9 @@ def test_codex_spans_show_in_serves_web_view_with_the_run(
     assert linked <= codex_tools
 
 
-def test_gemini_spans_show_in_serves_web_view_with_the_run(tmp_path: Path) -> None:
+def test_gemini_spans_join_the_sessions_trace_and_show_in_serves_web_view(tmp_path: Path) -> None:
+    """One real Gemini CLI run: its spans join the session's trace in serve, and the web view
+    shows them beside the bridge's."""
     need_cli(GEMINI)
     project = tmp_path / "project"
     project.mkdir()
@@ -287,6 +251,8 @@ def test_gemini_spans_show_in_serves_web_view_with_the_run(tmp_path: Path) -> No
     )
     assert run.returncode == 0, skip_reason(run)
     joined = _assert_joined(bridge, served, "gemini-cli")
+    assert {"llm_call", "tool_call"} <= {s["name"] for s in joined}
+    assert all(_attr(s, "gemini_cli.trace_id") for s in joined)
     (tool,) = [s for s in _spans(bridge) if s["name"].startswith("execute_tool")]
     summary, spans = _web_spans(dump, tool["traceId"])
     assert summary["agent"] == "gemini-cli"

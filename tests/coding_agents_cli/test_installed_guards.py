@@ -113,16 +113,15 @@ def _gemini_response(run: Any) -> str:
     return " ".join(json.dumps(p["functionResponse"]) for p in parts if "functionResponse" in p)
 
 
-def test_codex_install_guard_stops_the_deletion(project: Path, tmp_path: Path) -> None:
-    run, _ = _codex(project, tmp_path, "Bash")
-    assert (project / "victim" / "keep.txt").read_text() == "precious"
-    assert "deleting is not allowed here" in _codex_output(run)
-
-
-def test_codex_run_is_one_trace_with_a_denied_execute_tool_span(
+# One run per CLI checks what its guard stops and the trace it leaves: a real CLI session is the
+# slow part, and each check reads the same run.
+def test_codex_install_guard_stops_the_deletion_in_one_trace_with_a_denied_tool_span(
     project: Path, tmp_path: Path
 ) -> None:
     run, traces = _codex(project, tmp_path, "Bash")
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    assert "deleting is not allowed here" in _codex_output(run)
+    # the run is one trace, its id the session's, with the tool span denied in the turn
     spans = _spans(traces)
     trace = format(session_trace_id(_codex_session(run.stdout)), "032x")
     assert {s["traceId"] for s in spans} == {trace}
@@ -133,16 +132,13 @@ def test_codex_run_is_one_trace_with_a_denied_execute_tool_span(
     assert tools[0]["parentSpanId"] == turns[0]["spanId"]
 
 
-def test_gemini_install_guard_stops_the_deletion(project: Path, tmp_path: Path) -> None:
-    run, _ = _gemini(project, tmp_path, "run_shell_command")
-    assert (project / "victim" / "keep.txt").read_text() == "precious"
-    assert "deleting is not allowed here" in _gemini_response(run)
-
-
-def test_gemini_run_is_one_trace_with_a_denied_execute_tool_span(
+def test_gemini_install_guard_stops_the_deletion_in_one_trace_with_chat_spans(
     project: Path, tmp_path: Path
 ) -> None:
-    _, traces = _gemini(project, tmp_path, "run_shell_command")
+    run, traces = _gemini(project, tmp_path, "run_shell_command")
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    assert "deleting is not allowed here" in _gemini_response(run)
+    # the run is one trace, with the tool span denied
     spans = _spans(traces)
     assert len({s["traceId"] for s in spans}) == 1
     tools = [s for s in spans if s["name"] == "execute_tool run_shell_command"]
@@ -150,6 +146,14 @@ def test_gemini_run_is_one_trace_with_a_denied_execute_tool_span(
     assert [s["name"] for s in spans if s["name"].startswith("invoke_agent")] == [
         "invoke_agent gemini-cli"
     ]
+    # the model calls are chat spans in the turn: one per request the scripted API answered
+    # (the tool call, then the closing text)
+    turn = next(s for s in spans if s["name"] == "invoke_agent gemini-cli")
+    chats = [s for s in spans if s["name"] == "chat gemini-2.5-flash"]
+    assert len(chats) == len(run.requests) == 2
+    assert {s["parentSpanId"] for s in chats} == {turn["spanId"]}
+    assert [_attr(s, "gen_ai.usage.input_tokens") for s in chats] == ["20", "20"]
+    assert {_attr(s, "gen_ai.provider.name") for s in chats} == {"gcp.gemini"}
 
 
 def test_codex_shell_kind_guard_stops_the_deletion(project: Path, tmp_path: Path) -> None:
@@ -162,18 +166,6 @@ def test_gemini_shell_kind_guard_stops_the_deletion(project: Path, tmp_path: Pat
     run, _ = _gemini(project, tmp_path, '"@shell"')
     assert (project / "victim" / "keep.txt").read_text() == "precious"
     assert "deleting is not allowed here" in _gemini_response(run)
-
-
-def test_gemini_model_calls_are_chat_spans_in_the_turn(project: Path, tmp_path: Path) -> None:
-    run, traces = _gemini(project, tmp_path, "run_shell_command")
-    spans = _spans(traces)
-    turn = next(s for s in spans if s["name"] == "invoke_agent gemini-cli")
-    chats = [s for s in spans if s["name"] == "chat gemini-2.5-flash"]
-    # one per request the scripted API answered: the tool call, then the closing text
-    assert len(chats) == len(run.requests) == 2
-    assert {s["parentSpanId"] for s in chats} == {turn["spanId"]}
-    assert [_attr(s, "gen_ai.usage.input_tokens") for s in chats] == ["20", "20"]
-    assert {_attr(s, "gen_ai.provider.name") for s in chats} == {"gcp.gemini"}
 
 
 def test_gemini_user_install_guards_a_project_with_no_hooks_of_its_own(
