@@ -76,3 +76,38 @@ def test_a_python_hook_in_the_same_chain_is_watched_and_its_change_is_a_rewrite(
     assert verdict.payload.args["n"] == 2
     assert copies  # the caller's argument, copied for the Python hook
     assert own == {"t": tally}  # the caller's own arguments are as it gave them
+
+
+def _deep(event: Any) -> None:
+    event.args["rows"][1][0]["v"] = "changed"  # in place, three containers down
+
+
+@pytest.mark.parametrize(
+    ("args", "hook", "field"),
+    [
+        ({"n": 1, "path": "a", "ok": True, "x": None, "f": 1.5}, _bump, "n"),  # scalars only
+        ({"rows": ["head", [{"v": "kept"}]], "n": 1}, _deep, "rows"),  # a list holding a list
+    ],
+    ids=["scalars-only", "nested-in-a-list"],
+)
+def test_each_shape_of_arguments_is_copied_for_the_hook_and_its_change_told(
+    args: dict[str, Any], hook: Any, field: str
+) -> None:
+    """A dict of scalars only is copied in one call, a container holding others item by item:
+    either way the hook's in-place change is its rewrite and the caller's values stay."""
+    engine = HooksEngine(
+        [
+            {"id": "first", "type": "beforeToolCall", "handler": lambda event: None},
+            {"id": "changer", "type": "beforeToolCall", "handler": hook},
+            {"id": "last", "type": "beforeToolCall", "handler": lambda event: None},
+        ]
+    )
+    payload = ToolCallEvent(toolCallId="c", identifier="", apiName="x", args=args)
+    before = repr(args)
+
+    verdict = engine.dry_run("before_tool_call", payload, inline=True)
+
+    assert verdict.rewritten_by == ["changer"]
+    assert [s.outcome for s in verdict.steps] == ["ok", "rewritten", "ok"]
+    assert verdict.payload.args[field] != args[field]
+    assert repr(args) == before  # nothing of the caller's arguments changed

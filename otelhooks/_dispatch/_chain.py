@@ -233,6 +233,25 @@ class InterceptChain:
     def apply(self, hook: HookFacts, result: Any) -> tuple[bool, str]:
         """Apply a handler's return value and record the hook's step. Returns (stop, outcome):
         a stop with ``edited_by`` set is an approval's edit, which :meth:`again` judges."""
+        marks = self.marks
+        # The common case, first: an enforcing hook allowed (rule 2), left no mark (rule 4)
+        # and its field as it was (an approval's answer is neither the payload nor None).
+        if (
+            (result is self.payload or (result is None and not hook.intercept))
+            and not hook.permissive
+            and (marks is None or not (marks.denied or marks.mock is not None))
+        ):
+            kept = self.kept
+            # Rule 2: what it changed in place (deep inside or not) is a rewrite; the field
+            # compared with the value kept as it came (_hold).
+            try:
+                changed = kept is not _UNWATCHED and bool(getattr(self.payload, self.field) != kept)
+            except Exception:  # a field whose comparison fails is no longer watched
+                changed = False
+                self.kept = _UNWATCHED
+            if not changed:
+                self.steps.append(hook.steps["ok"])
+                return False, "ok"
         edited = False
         if isinstance(result, Answered):  # an approval: who answered goes on the call's span
             self.approvals.append(result.note)
@@ -242,23 +261,6 @@ class InterceptChain:
             outcome = self._would(hook, result)
             self.steps.append(HookStep(hook.id, hook.kind, outcome, permissive=self.permissive))
             return False, outcome
-        marks = self.marks
-        changed = False
-        # The common case: it allowed (rule 2), left no mark (rule 4) and its field as it was.
-        if (result is self.payload or (result is None and not hook.intercept)) and (
-            marks is None or not (marks.denied or marks.mock is not None)
-        ):
-            kept = self.kept
-            if kept is not _UNWATCHED:
-                # Rule 2: what it changed in place (deep inside or not) is a rewrite; the
-                # field compared with the value kept as it came (_hold).
-                try:
-                    changed = bool(getattr(self.payload, self.field) != kept)
-                except Exception:  # a field whose comparison fails is no longer watched
-                    self.kept = _UNWATCHED
-            if not changed:
-                self.steps.append(hook.steps["ok"])
-                return False, "ok"
         stop, outcome = self._enforce(hook, result)
         self.steps.append(hook.steps[outcome])
         if edited and outcome == "rewritten":

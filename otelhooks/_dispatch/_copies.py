@@ -32,16 +32,21 @@ _SCALARS = frozenset({str, int, float, bool, type(None)})
 
 def _copy(value: Any) -> Any:
     kind = type(value)
-    # A container's shallow copy, then a copy of each container in it: most values of a tool
-    # call's arguments are scalars, which cost no call (benchmarks/README.md, "Replay, 2026-12-06").
+    # A container's shallow copy, then a copy of each container in it. Most tool calls'
+    # arguments and results hold scalars only, which one C call tells: then the shallow copy
+    # is the copy (benchmarks/README.md, "Replay, n-replay").
     if kind is dict:
         twin = value.copy()
+        if _SCALARS.issuperset(map(type, value.values())):
+            return twin
         for key, item in value.items():
             if type(item) not in _SCALARS:
                 twin[key] = _copy(item)
         return twin
     if kind is list:
         twins = value.copy()
+        if _SCALARS.issuperset(map(type, value)):
+            return twins
         for index, item in enumerate(value):
             if type(item) not in _SCALARS:
                 twins[index] = _copy(item)

@@ -166,8 +166,7 @@ class Dispatcher:
         hooks = chain.hooks
         while hooks:
             for hook in hooks:
-                may_skip = chain.soft_rank or (listed and hook.kind in listed)
-                if may_skip and self._skips(chain, hook):
+                if (chain.soft_rank or hook.kind in listed) and self._skips(chain, hook):
                     continue
                 payload = chain.scratch_for(hook) if hook.permissive else chain.payload
                 started = perf_counter()
@@ -215,8 +214,7 @@ class Dispatcher:
         hooks = chain.hooks
         while hooks:
             for hook in hooks:
-                may_skip = chain.soft_rank or (listed and hook.kind in listed)
-                if may_skip and self._skips(chain, hook):
+                if (chain.soft_rank or hook.kind in listed) and self._skips(chain, hook):
                     continue
                 payload = chain.scratch_for(hook) if hook.permissive else chain.payload
                 started = perf_counter()

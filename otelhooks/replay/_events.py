@@ -269,7 +269,9 @@ def _tool_events(
     agent = facts.get("agent") or facts.get("agentId")
     tool = tool_identity(attrs, str(span.get("name", "")), str(span_id))
     identifier, api, namespace = tool["identifier"], tool["apiName"], tool.get("toolNamespace")
-    subject = tool_values(identifier, api, namespace)[0]
+    # as the instrumentation and the MCP gateway offer them; the first names the tool
+    values: tuple[str, ...] = tool_values(identifier, api, namespace)
+    subject = values[0]
     shared = _common(span, facts)
     common = shared | tool
     if "agentId" in facts:
@@ -308,8 +310,7 @@ def _tool_events(
     else:
         rewritten = attrs.get(sc.HOOK_REWRITTEN_BY)
         recorded = _blocked(attrs, rewritten, False) if rewritten else _ALLOWED
-    if identifier:  # as the instrumentation and the MCP gateway offer them
-        values: tuple[str, ...] = tool_values(identifier, api, namespace)
+    if identifier:
         if sc.MCP_METHOD_NAME in attrs:  # the gateway's: the annotation kinds it matched by
             kinds = attrs.get(sc.TOOL_KINDS)
             if isinstance(kinds, list | tuple):
