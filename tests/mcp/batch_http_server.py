@@ -16,7 +16,7 @@ INIT = {
     "capabilities": {"tools": {}},
     "serverInfo": {"name": "testsrv", "version": "1"},
 }
-TOOLS = ("add", "write_note")
+TOOLS = ("add", "write_note", "check_token")
 
 
 def result(msg: dict[str, Any]) -> dict[str, Any]:
@@ -30,15 +30,21 @@ def result(msg: dict[str, Any]) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": f"ran {params.get('name')}"}]}
 
 
+def answer(msg: dict[str, Any]) -> dict[str, Any]:
+    """The answer to ``msg``: ``check_token`` refuses its token with a JSON-RPC error."""
+    params = msg.get("params", {})
+    if msg["method"] == "tools/call" and params.get("name") == "check_token":
+        token = params.get("arguments", {}).get("token")
+        error = {"code": -32001, "message": f"bad token {token}", "data": {"token": token}}
+        return {"jsonrpc": "2.0", "id": msg["id"], "error": error}
+    return {"jsonrpc": "2.0", "id": msg["id"], "result": result(msg)}
+
+
 class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         messages = body if isinstance(body, list) else [body]
-        answers = [
-            {"jsonrpc": "2.0", "id": m["id"], "result": result(m)}
-            for m in messages
-            if "method" in m and "id" in m
-        ]
+        answers = [answer(m) for m in messages if "method" in m and "id" in m]
         if not answers:
             self.send_response(202)
             self.send_header("content-length", "0")

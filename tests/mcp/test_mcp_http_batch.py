@@ -135,3 +135,34 @@ def test_each_answer_of_a_batch_is_filtered_as_one_sent_alone(tmp_path: Path) ->
     withheld = {"content": [{"type": "text", "text": "note results are withheld"}], "isError": True}
     assert by_id[7] == {"jsonrpc": "2.0", "id": 7, "result": withheld}
     assert [c["tool"] for c in calls(tmp_path)] == ["add", "write_note"]
+
+
+REDACT = """
+hooks:
+  - id: redact
+    type: tool_result_persist
+    matcher: "^check_token$"
+    script: hooks.py:redact
+"""
+REDACT_SCRIPT = """
+def redact(data):
+    for block in data.result["content"]:
+        block["text"] = block["text"].replace("S-42-SECRET", "***")
+"""
+
+
+def test_a_tool_error_in_a_batch_is_filtered_as_one_sent_alone(tmp_path: Path) -> None:
+    refused = {"name": "check_token", "arguments": {"token": "S-42-SECRET"}}
+    with batch_gateway(tmp_path, REDACT, REDACT_SCRIPT) as (client, _):
+        answer = client.post(
+            "/mcp",
+            json=[
+                {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "add"}},
+                {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": refused},
+            ],
+        )
+    by_id = {item["id"]: item for item in answer.json()}
+    assert by_id[6]["result"]["content"][0]["text"] == "ran add"
+    # before: "bad token S-42-SECRET", the data with it
+    error = {"code": -32001, "message": "bad token ***", "data": {"token": "***"}}
+    assert by_id[7] == {"jsonrpc": "2.0", "id": 7, "error": error}
