@@ -4,13 +4,16 @@ A tool's output reaches the client by more than its answer: the ``message`` of a
 ``notifications/progress`` for the call's ``progressToken`` (a client shows it as the call
 goes), and ``notifications/message`` (logging) the server sends while the call runs (the
 Python SDK's ``ctx.info(...)``; over Streamable HTTP on the call's own stream, over stdio tied
-to nothing). So while a ``tools/call`` a ``tool_result_persist`` hook matches is in flight,
-that text goes through the same hooks as a result ``{"content": [{"type": "text", "text":
-...}]}`` before the client reads it: a progress message by its own call's hooks, a log message
-by those of every such call in flight (the protocol names no call for it). A rewrite is the
-new text (a log's ``data`` that was not a string is read back from the JSON text when it still
-is JSON); a block puts the reason in its place; when the hooks fail the text is their error,
-logged: never the server's text unjudged. The call's span gets the hooks' event.
+to nothing), and the text of a request the tool makes of the client (``sampling/createMessage``:
+its messages' text and ``systemPrompt``, which the client's model reads; ``elicitation/create``:
+its ``message``, which its user reads). So while a ``tools/call`` a ``tool_result_persist`` hook
+matches is in flight, that text goes through the same hooks as a result ``{"content":
+[{"type": "text", "text": ...}]}`` before the client reads it: a progress message by its own
+call's hooks, the rest by those of every such call in flight (the protocol names no call for
+them). A rewrite is the new text (a value that was not a string is read back from the JSON
+text when it still is JSON); a block puts the reason in its place; when the hooks fail the
+text is their error, logged: never the server's text unjudged. The call's span gets the hooks'
+event.
 
 A notification judged is remembered (the last :data:`MAX_ANSWERS` of a session, by its method
 and params): the same one sent again once no call judges it (a resumed Streamable HTTP stream
@@ -18,7 +21,7 @@ replays a stream's events, notifications included) is what the client was given 
 time, or dropped (logged) when that was larger than :data:`MAX_ANSWER_BYTES`, never the
 server's text unjudged.
 
-The notifications judged, and the answers of the calls they are about, reach the client in the
+The messages judged, and the answers of the calls they are about, reach the client in the
 order the server sent them: each waits for the ones judged before it (:class:`Notes`), so a
 progress message is never read after its call's result.
 """
@@ -26,6 +29,8 @@ progress message is never read after its call's result.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import copy
 import hashlib
 import json
 from collections import OrderedDict
@@ -67,12 +72,14 @@ class Notes:
         self.sent: OrderedDict[bytes, bytes | None] = OrderedDict()
 
     def judge(self, msg: Message) -> Relay | None:
-        """The relay of the notification ``msg`` once the hooks of the calls it is about
-        judged its text; ``None`` when no hook is to see it (sent as it came)."""
-        member = JUDGED.get(msg.method or "")
-        if member is None or member not in msg.params:
+        """The relay of the notification (or server request) ``msg`` once the hooks of the
+        calls it is about judged its text; ``None`` when no hook is to see it (sent as it
+        came)."""
+        if not _parts(msg.method, msg.params):
             return None
         calls = self._calls(msg)
+        if not calls and (msg.kind == "request" or not self.sent):
+            return None  # the common case: no call filtered, nothing judged before
         key = _digest(msg)
         if not calls:
             if key not in self.sent:
@@ -85,7 +92,9 @@ class Notes:
                     method=msg.method,
                 )
             return Relay(to_client=[again] if again is not None else [])
-        work = self._recorded(key, self._judged(msg, member, calls, self.last))
+        work = self._judged(msg, calls, self.last)
+        if msg.kind != "request":  # a request sent again is server_asked's
+            work = self._recorded(key, work)
         try:
             task = asyncio.ensure_future(work)  # runs whether or not its stream is read
         except RuntimeError:  # no loop running (the public API driven by hand): in turn
@@ -97,8 +106,7 @@ class Notes:
         """Whether the text of the notification ``msg`` is for hooks to judge (``True`` too
         when that cannot be told: the caller then never sends it unjudged)."""
         try:
-            member = JUDGED.get(msg.method or "")
-            if member is None or member not in msg.params:
+            if not _parts(msg.method, msg.params):
                 return False
             return bool(self._calls(msg)) or _digest(msg) in self.sent
         except Exception:
@@ -128,25 +136,25 @@ class Notes:
         return [p for p in calls if _progress_token(p) == token]
 
     async def _judged(
-        self, msg: Message, member: str, calls: list[Pending], ahead: Awaitable[Any] | None
+        self, msg: Message, calls: list[Pending], ahead: Awaitable[Any] | None
     ) -> Relay:
-        value = msg.params[member]
-        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-        for pending in calls:
-            text = await self._filter(msg, pending, text)
+        data = copy.deepcopy(msg.data)
+        changed = False
+        for holder, member in _parts(msg.method, data["params"]):
+            value = holder[member]
+            text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            for pending in calls:
+                text = await self._filter(msg, pending, text)
+            if text == value or (not isinstance(value, str) and _same_json(text, value)):
+                continue
+            changed = True
+            holder[member] = text
+            if not isinstance(value, str):
+                with contextlib.suppress(ValueError):
+                    holder[member] = json.loads(text)
         if ahead is not None:
             await asyncio.gather(ahead, return_exceptions=True)
-        if text == value or (not isinstance(value, str) and _same_json(text, value)):
-            return Relay(to_client=[msg.raw])
-        new: Any = text
-        if not isinstance(value, str):
-            try:
-                new = json.loads(text)
-            except ValueError:
-                new = text
-        data = dict(msg.data)
-        data["params"] = {**msg.params, member: new}
-        return Relay(to_client=[encode(data)])
+        return Relay(to_client=[encode(data) if changed else msg.raw])
 
     async def _filter(self, msg: Message, pending: Pending, text: str) -> str:
         """``text`` once ``pending``'s ``tool_result_persist`` hooks judged it."""
@@ -190,6 +198,25 @@ class Notes:
             for part in content
             if isinstance(part, dict) and part.get("type") == "text"
         )
+
+
+def _parts(method: str | None, params: dict[str, Any]) -> list[tuple[dict[str, Any], str]]:
+    """Where the text of a server's message ``method`` is in its ``params``: each as the
+    object holding it and its member's name (none: nothing to judge)."""
+    if method in JUDGED:
+        return [(params, JUDGED[method])] if JUDGED[method] in params else []
+    if method == "elicitation/create":
+        return [(params, "message")] if "message" in params else []
+    if method != "sampling/createMessage":
+        return []
+    parts = [(params, "systemPrompt")] if "systemPrompt" in params else []
+    messages = params.get("messages")
+    for message in messages if isinstance(messages, list) else []:
+        content = message.get("content") if isinstance(message, dict) else None
+        for block in content if isinstance(content, list) else [content]:
+            if isinstance(block, dict) and "text" in block:
+                parts.append((block, "text"))
+    return parts
 
 
 def _progress_token(pending: Pending) -> Any:

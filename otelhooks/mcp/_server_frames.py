@@ -13,8 +13,8 @@ When the gateway itself fails on a server frame (:meth:`ServerFrames.failed`), n
 have judged passes unjudged: each answer in it to a request of the client becomes a JSON-RPC
 internal error to that request (its span ended with ``error.type=gateway_error``, the error
 recorded as what the client was given, logged), an answer to no request of the session is
-dropped; the server's own requests and notifications pass, since no hook judges them, except a
-notification whose text a call's hooks were to judge (:mod:`._notes`), which is dropped.
+dropped; the server's own requests and notifications pass, since no hook judges them, except
+one whose text a call's hooks were to judge (:mod:`._notes`), which is dropped.
 """
 
 from __future__ import annotations
@@ -86,9 +86,7 @@ class ServerFrames:
             items = [Message(raw, None, "unreadable")]
         out: list[bytes] = []
         for item in items:
-            if item.kind == "request" or (
-                item.kind == "notification" and not self.notes.judges(item)
-            ):
+            if item.kind in ("request", "notification") and not self.notes.judges(item):
                 out.append(item.raw)
             elif item.kind in ("response", "unreadable"):
                 request_id = item.id if item.kind == "response" else recover_id(item.raw)
@@ -122,6 +120,9 @@ class ServerFrames:
         if msg.kind == "request":
             if not session.requests.server_asked(msg):  # answered already: a replay
                 return Relay()
+            asked = self.notes.judge(msg)  # a sampling or elicitation text of a running call
+            if asked is not None:
+                return asked
         elif msg.kind == "notification":
             if msg.method == "notifications/tools/list_changed":
                 session.listings.changed()

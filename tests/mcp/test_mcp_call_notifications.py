@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+from mcp.types import CreateMessageResult, TextContent
 from opentelemetry.trace import NoOpTracer
 
 from otelhooks import HooksEngine, read_otlp_json_lines
@@ -202,3 +203,76 @@ def test_a_resumed_stream_replays_the_judged_notifications_never_the_servers(
     ]
     assert "S-42-SECRET" not in json.dumps(given)
     assert replayed == given  # before: the server's notifications, secret and all
+
+
+ASK_HOOKS = """
+hooks:
+  - id: redact
+    type: tool_result_persist
+    matcher: "^ask$"
+    script: hooks.py:redact
+"""
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_sampling_request_of_a_running_call_goes_through_its_hooks(
+    tmp_path: Path, transport: str
+) -> None:
+    # the tool asks the client's model about what it read: the model would read the secret
+    # its result's redaction keeps from it
+    hooks = write_hooks(tmp_path, ASK_HOOKS, SCRIPT)
+    asked: list[str] = []
+
+    async def sampling(context: Any, params: Any) -> Any:
+        asked.append(params.messages[0].content.text)
+        text = TextContent(type="text", text="sampled S-42-SECRET")
+        return CreateMessageResult(role="assistant", content=text, model="fake")
+
+    async def ask(session: Any) -> str:
+        result = await session.call_tool("ask", {"question": "what is S-42-SECRET?"})
+        return str(result.content[0].text)
+
+    async def over_stdio() -> str:
+        async with stdio_session(tmp_path, [hooks], sampling_callback=sampling) as session:
+            return await ask(session)
+
+    if transport == "stdio":
+        answered = anyio.run(over_stdio)
+    else:
+        with http_gateway(tmp_path, [hooks]) as url:
+
+            async def over_http() -> str:
+                async with http_session(url, sampling_callback=sampling) as session:
+                    return await ask(session)
+
+            answered = anyio.run(over_http)
+    assert asked == ["what is ***?"]  # before: "what is S-42-SECRET?"
+    assert answered == "sampled ***"
+
+
+def test_an_elicitation_of_a_running_call_goes_through_its_hooks() -> None:
+    # the client shows the message to its user; driven through the gateway's public API
+    def redact(event: Any) -> None:
+        for block in event.result["content"]:
+            block["text"] = block["text"].replace("S-42-SECRET", "***")
+
+    hooks = [{"id": "r", "type": "tool_result_persist", "matcher": "^add$", "handler": redact}]
+    engine = HooksEngine(hooks)
+    session = McpGateway(engine, NoOpTracer(), name="testsrv").session()
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add"}}
+    schema = {"type": "object", "properties": {}}
+    params = {"mode": "form", "message": "confirm S-42-SECRET?", "requestedSchema": schema}
+    elicit = {"jsonrpc": "2.0", "id": 0, "method": "elicitation/create", "params": params}
+
+    async def relayed() -> list[bytes]:
+        session.from_client(json.dumps(call).encode())
+        relay = session.from_server(json.dumps(elicit).encode())
+        assert relay.later is not None  # before: sent as it came
+        return (await relay.later).to_client
+
+    try:
+        (sent,) = anyio.run(relayed)
+    finally:
+        session.close()
+        engine.shutdown(2)
+    assert json.loads(sent)["params"] == {**params, "message": "confirm ***?"}
