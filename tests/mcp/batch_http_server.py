@@ -36,8 +36,16 @@ def answer(msg: dict[str, Any]) -> dict[str, Any]:
     if msg["method"] == "tools/call" and params.get("name") == "check_token":
         token = params.get("arguments", {}).get("token")
         error = {"code": -32001, "message": f"bad token {token}", "data": {"token": token}}
-        return {"jsonrpc": "2.0", "id": msg["id"], "error": error}
+        request_id = None if params.get("arguments", {}).get("null_id") else msg["id"]
+        return {"jsonrpc": "2.0", "id": request_id, "error": error}
     return {"jsonrpc": "2.0", "id": msg["id"], "result": result(msg)}
+
+
+def _status(body: Any) -> int:
+    """The HTTP status of the answer to ``body``: a ``check_token`` call's ``http`` argument
+    (a server answering a JSON-RPC error at an error status, as the specification allows)."""
+    args = body.get("params", {}).get("arguments", {}) if isinstance(body, dict) else {}
+    return int(args.get("http", 200)) if isinstance(args, dict) else 200
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -51,7 +59,7 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         out = json.dumps(answers if isinstance(body, list) else answers[0]).encode()
-        self.send_response(200)
+        self.send_response(_status(body))
         self.send_header("content-type", "application/json")
         self.send_header("mcp-session-id", "s1")
         self.send_header("content-length", str(len(out)))
