@@ -1,14 +1,13 @@
 """The server → client direction of an MCP session through the gateway.
 
-Each server frame is read as it crosses: an answer ends the client's request it answers (its
-span, its observers) after the ``tool_result_persist`` hooks filtered a tool's result
-(:mod:`._persist`) and the ``tools/list`` filter dropped what the guards deny
-(:mod:`._filter`); an answer to no request still waiting is what :mod:`._answered` says; a
-request of the server starts its span (and, like a progress or log notification, has its
-text judged by a running call's hooks: :mod:`._notes`);
-``notifications/tools/list_changed`` makes every session's lists stale. A frame that cannot be read is dropped and the request it answers
-failed. A batch is read item by item, each as if it came alone: it passes as it came unless one
-of its items was changed.
+Each server frame is read as it crosses: an answer ends the client's request it answers (its span,
+its observers) after the ``tool_result_persist`` hooks filtered a tool's result (:mod:`._persist`)
+and the ``tools/list`` filter dropped what the guards deny (:mod:`._filter`); an answer to no
+request still waiting is what :mod:`._answered` says; a request of the server starts its span (and,
+like a progress or log notification, has its text judged by a running call's hooks:
+:mod:`._notes`); ``notifications/tools/list_changed`` makes every session's lists stale. A frame
+that cannot be read is dropped and the request it answers failed. A batch is read item by item,
+each as if it came alone: it passes as it came unless one of its items was changed.
 
 When the gateway itself fails on a server frame (:meth:`ServerFrames.failed`), nothing it should
 have judged passes unjudged: each answer in it to a request of the client becomes a JSON-RPC
