@@ -212,11 +212,23 @@ def _parts(method: str | None, params: dict[str, Any]) -> list[tuple[dict[str, A
     parts = [(params, "systemPrompt")] if "systemPrompt" in params else []
     messages = params.get("messages")
     for message in messages if isinstance(messages, list) else []:
-        content = message.get("content") if isinstance(message, dict) else None
-        for block in content if isinstance(content, list) else [content]:
-            if isinstance(block, dict) and "text" in block:
-                parts.append((block, "text"))
+        if isinstance(message, dict):
+            parts.extend((block, "text") for block in _text_blocks(message.get("content")))
     return parts
+
+
+def _text_blocks(content: Any) -> list[dict[str, Any]]:
+    """The blocks with a ``text`` in a sampling message's ``content`` (a block or a list of
+    them), those inside a ``tool_result`` block's own ``content`` too."""
+    blocks: list[dict[str, Any]] = []
+    for block in content if isinstance(content, list) else [content]:
+        if not isinstance(block, dict):
+            continue
+        if "text" in block:
+            blocks.append(block)
+        if isinstance(block.get("content"), list | dict):
+            blocks.extend(_text_blocks(block["content"]))
+    return blocks
 
 
 def _progress_token(pending: Pending) -> Any:

@@ -276,3 +276,43 @@ def test_an_elicitation_of_a_running_call_goes_through_its_hooks() -> None:
         session.close()
         engine.shutdown(2)
     assert json.loads(sent)["params"] == {**params, "message": "confirm ***?"}
+
+
+def test_a_sampling_requests_tool_results_and_system_prompt_go_through_the_hooks() -> None:
+    # a sampling request may carry tool results of its own (protocol 2025-11-25) and a system
+    # prompt: the client's model reads them all; driven through the gateway's public API
+    def redact(event: Any) -> None:
+        for block in event.result["content"]:
+            block["text"] = block["text"].replace("S-42-SECRET", "***")
+
+    hooks = [{"id": "r", "type": "tool_result_persist", "matcher": "^add$", "handler": redact}]
+    engine = HooksEngine(hooks)
+    session = McpGateway(engine, NoOpTracer(), name="testsrv").session()
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add"}}
+    result_block = {
+        "type": "tool_result",
+        "toolUseId": "t1",
+        "content": [{"type": "text", "text": "read S-42-SECRET"}],
+    }
+    params = {
+        "systemPrompt": "the key is S-42-SECRET",
+        "messages": [{"role": "user", "content": [result_block]}],
+        "maxTokens": 16,
+    }
+    sample = {"jsonrpc": "2.0", "id": 0, "method": "sampling/createMessage", "params": params}
+
+    async def relayed() -> list[bytes]:
+        session.from_client(json.dumps(call).encode())
+        relay = session.from_server(json.dumps(sample).encode())
+        assert relay.later is not None  # before: sent as it came
+        return (await relay.later).to_client
+
+    try:
+        (sent,) = anyio.run(relayed)
+    finally:
+        session.close()
+        engine.shutdown(2)
+    got = json.loads(sent)["params"]
+    assert got["systemPrompt"] == "the key is ***"
+    assert got["messages"][0]["content"][0]["content"][0]["text"] == "read ***"
+    assert b"S-42-SECRET" not in sent
