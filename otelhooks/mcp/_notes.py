@@ -61,7 +61,8 @@ JUDGED: Final = {PROGRESS: "message", LOG: "data"}
 
 
 class Notes:
-    """The notifications of ``session``'s server judged by its calls' hooks, in order."""
+    """The notifications and requests of ``session``'s server judged by its running calls'
+    hooks, in order."""
 
     def __init__(self, session: McpSession) -> None:
         self.session = session
