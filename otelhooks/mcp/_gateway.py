@@ -15,8 +15,11 @@ The rules, in order of precedence:
    ``("<server>/<tool>", "<tool>")``: a deny answers the client with a tool result
    ``isError: true`` carrying the reason (the server never sees the call); a mock answers with
    the mocked content; a rewrite forwards the request with the rewritten arguments.
-3. The answer of a forwarded call goes through the ``tool_result_persist`` hooks when one
-   matches (:mod:`._persist`: a block is an ``isError`` result carrying the reason), then is
+3. The answer of a forwarded call (its result, or its JSON-RPC error judged as a failed
+   result) goes through the ``tool_result_persist`` hooks when one matches (:mod:`._persist`:
+   a block is an ``isError`` result carrying the reason), as does what the server tells the
+   client of the call while it runs (a progress or log message, a sampling or elicitation
+   request's text: :mod:`._notes`), then is
    observed: ``after_tool_call`` (or ``on_tool_call_error``
    for ``isError`` results and JSON-RPC errors) is queued for observers; a denial queues
    ``on_tool_call_denied``.

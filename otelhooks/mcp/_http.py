@@ -8,7 +8,9 @@ unless a hook changed its message). ``GET`` (the server's own stream) and ``DELE
 session) are relayed the same way. Sessions are told apart by ``Mcp-Session-Id``.
 
 When the upstream cannot be reached or drops a stream, each request still waiting gets a
-JSON-RPC error naming the problem; an HTTP error status of the upstream passes through as is.
+JSON-RPC error naming the problem; an HTTP error status of the upstream passes through, its
+body as it came unless it is a JSON-RPC answer, which is read as one at 200 is (an SDK client
+surfaces it: a tool's error goes through ``tool_result_persist``).
 
 Bounds, as a reverse proxy keeps them: a request body past ``max_body_bytes`` is refused with 413
 (by its ``Content-Length`` before it is read, or as it arrives), and an upstream answer or event
@@ -325,9 +327,10 @@ class McpHttpProxy:
             await self._failed(session, body, send, reason, extra, error_type="invalid_response")
             return
         if response.status_code >= 400:
+            answered = await _error_answer(session, body, content, kind)
             reason = f"the MCP server answered HTTP {response.status_code}"
             session.fail(body, reason, error_type=str(response.status_code))
-            await respond(send, response.status_code, content, back)
+            await respond(send, response.status_code, answered, back)
         elif kind == "application/json" and content.strip():  # 202 may name a type, no body
             frames = await _frames(session, content)
             await respond(send, response.status_code, _merge(frames + extra), back)
@@ -402,6 +405,21 @@ def _not_resumable(last_event_id: str) -> bytes:
         "otelhooks: Last-Event-ID names no event the gateway sent this session (another "
         "session's, or one the gateway no longer holds): open the stream without it",
     )
+
+
+async def _error_answer(session: McpSession, body: bytes, content: bytes, kind: str) -> bytes:
+    """What the client gets of the upstream's answer ``content`` to ``body`` at an HTTP error
+    status: a JSON-RPC answer in it is read as one at 200 is (``tool_result_persist`` on a
+    call's error), since an SDK client surfaces it (one whose ``id`` is ``null`` as the error of
+    the request it posted: so it is read as that request's); anything else as it came."""
+    msg = parse(content) if kind == "application/json" else None
+    if msg is None or msg.kind not in ("response", "batch"):
+        return content
+    sent = parse(body)
+    if msg.kind == "response" and msg.id is None and sent.kind == "request":
+        content = encode({**msg.data, "id": sent.id})
+    frames = await _frames(session, content)
+    return _merge(frames) if frames else b""
 
 
 def _merge(frames: list[bytes]) -> bytes:

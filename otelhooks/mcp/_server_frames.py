@@ -1,19 +1,20 @@
 """The server → client direction of an MCP session through the gateway.
 
-Each server frame is read as it crosses: an answer ends the client's request it answers (its
-span, its observers) after the ``tool_result_persist`` hooks filtered a tool's result
-(:mod:`._persist`) and the ``tools/list`` filter dropped what the guards deny
-(:mod:`._filter`); an answer to no request still waiting is what :mod:`._answered` says; a
-request of the server starts its span; ``notifications/tools/list_changed`` makes every
-session's lists stale. A frame that cannot be read is dropped and the request it answers
-failed. A batch is read item by item, each as if it came alone: it passes as it came unless one
-of its items was changed.
+Each server frame is read as it crosses: an answer ends the client's request it answers (its span,
+its observers) after the ``tool_result_persist`` hooks filtered a tool's result (:mod:`._persist`)
+and the ``tools/list`` filter dropped what the guards deny (:mod:`._filter`); an answer to no
+request still waiting is what :mod:`._answered` says; a request of the server starts its span (and,
+like a progress or log notification, has its text judged by a running call's hooks:
+:mod:`._notes`); ``notifications/tools/list_changed`` makes every session's lists stale. A frame
+that cannot be read is dropped and the request it answers failed. A batch is read item by item,
+each as if it came alone: it passes as it came unless one of its items was changed.
 
 When the gateway itself fails on a server frame (:meth:`ServerFrames.failed`), nothing it should
 have judged passes unjudged: each answer in it to a request of the client becomes a JSON-RPC
 internal error to that request (its span ended with ``error.type=gateway_error``, the error
 recorded as what the client was given, logged), an answer to no request of the session is
-dropped; the server's own requests and notifications pass, since no hook judges them.
+dropped; the server's own requests and notifications pass, since no hook judges them, except
+one whose text a call's hooks were to judge (:mod:`._notes`), which is dropped.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from otelhooks.mcp._jsonrpc import (
     parse,
     recover_id,
 )
+from otelhooks.mcp._notes import Notes
 from otelhooks.mcp._persist import filters, persist
 from otelhooks.mcp._relay import Relay
 from otelhooks.mcp._session_facts import server_facts
@@ -58,6 +60,7 @@ class ServerFrames:
 
     def __init__(self, session: McpSession) -> None:
         self.session = session
+        self.notes = Notes(session)  # what the server says of a call while it runs
 
     def garbage(self, raw: bytes, problem: str) -> Relay:
         """An unreadable server frame (``problem``): dropped, the request it answers failed."""
@@ -83,7 +86,7 @@ class ServerFrames:
             items = [Message(raw, None, "unreadable")]
         out: list[bytes] = []
         for item in items:
-            if item.kind in ("request", "notification"):
+            if item.kind in ("request", "notification") and not self.notes.judges(item):
                 out.append(item.raw)
             elif item.kind in ("response", "unreadable"):
                 request_id = item.id if item.kind == "response" else recover_id(item.raw)
@@ -117,11 +120,17 @@ class ServerFrames:
         if msg.kind == "request":
             if not session.requests.server_asked(msg):  # answered already: a replay
                 return Relay()
+            asked = self.notes.judge(msg)  # a sampling or elicitation text of a running call
+            if asked is not None:
+                return asked
         elif msg.kind == "notification":
             if msg.method == "notifications/tools/list_changed":
                 session.listings.changed()
                 session.gateway.list_changes += 1
             session.requests.notification(msg, from_server=True)
+            judged = self.notes.judge(msg)
+            if judged is not None:
+                return judged
         elif msg.kind == "batch":
             return self._batch(msg)
         return Relay(to_client=[raw])
@@ -141,7 +150,9 @@ class ServerFrames:
             if pending.persisted is not None:  # the hooks run on this answer already
                 return Relay(later=self._persisted_again(msg, pending, pending.persisted))
             pending.persisted = asyncio.Event()
-            return Relay(later=self._persisted(msg, pending, pending.persisted))
+            # sent after what the server said of the call before it (its progress, its logs)
+            ahead = self.notes.last
+            return Relay(later=self._persisted(msg, pending, pending.persisted, ahead))
         if pending.method in HANDSHAKES:
             self._on_initialized(msg)
         if pending.method == "tools/list":
@@ -176,15 +187,20 @@ class ServerFrames:
         await ran.wait()
         if self.session.requests.from_client.get(request_key(msg.id)) is pending:
             pending.persisted = ran = asyncio.Event()
-            return await self._persisted(msg, pending, ran)
+            return await self._persisted(msg, pending, ran, None)
         again = self.session.requests.answered.again(msg)
         return Relay(to_client=[again] if again is not None else [])
 
-    async def _persisted(self, msg: Message, pending: Pending, ran: asyncio.Event) -> Relay:
+    async def _persisted(
+        self, msg: Message, pending: Pending, ran: asyncio.Event, ahead: Awaitable[Any] | None
+    ) -> Relay:
         try:
-            return await self._persist(msg, pending)
+            relay = await self._persist(msg, pending)
         finally:
             ran.set()
+        if ahead is not None:
+            await asyncio.gather(ahead, return_exceptions=True)
+        return relay
 
     async def _persist(self, msg: Message, pending: Pending) -> Relay:
         requests = self.session.requests

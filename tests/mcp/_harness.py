@@ -159,10 +159,10 @@ def http_gateway(
 
 
 @asynccontextmanager
-async def http_session(url: str) -> AsyncIterator[ClientSession]:
+async def http_session(url: str, **client: Any) -> AsyncIterator[ClientSession]:
     async with (
         streamable_http_client(url) as (read, write),
-        ClientSession(read, write) as session,
+        ClientSession(read, write, **client) as session,
     ):
         with client_injects_no_trace_context():
             await session.initialize()

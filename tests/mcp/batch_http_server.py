@@ -16,7 +16,7 @@ INIT = {
     "capabilities": {"tools": {}},
     "serverInfo": {"name": "testsrv", "version": "1"},
 }
-TOOLS = ("add", "write_note")
+TOOLS = ("add", "write_note", "check_token")
 
 
 def result(msg: dict[str, Any]) -> dict[str, Any]:
@@ -30,22 +30,36 @@ def result(msg: dict[str, Any]) -> dict[str, Any]:
     return {"content": [{"type": "text", "text": f"ran {params.get('name')}"}]}
 
 
+def answer(msg: dict[str, Any]) -> dict[str, Any]:
+    """The answer to ``msg``: ``check_token`` refuses its token with a JSON-RPC error."""
+    params = msg.get("params", {})
+    if msg["method"] == "tools/call" and params.get("name") == "check_token":
+        token = params.get("arguments", {}).get("token")
+        error = {"code": -32001, "message": f"bad token {token}", "data": {"token": token}}
+        request_id = None if params.get("arguments", {}).get("null_id") else msg["id"]
+        return {"jsonrpc": "2.0", "id": request_id, "error": error}
+    return {"jsonrpc": "2.0", "id": msg["id"], "result": result(msg)}
+
+
+def _status(body: Any) -> int:
+    """The HTTP status of the answer to ``body``: a ``check_token`` call's ``http`` argument
+    (a server answering a JSON-RPC error at an error status, as the specification allows)."""
+    args = body.get("params", {}).get("arguments", {}) if isinstance(body, dict) else {}
+    return int(args.get("http", 200)) if isinstance(args, dict) else 200
+
+
 class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
         messages = body if isinstance(body, list) else [body]
-        answers = [
-            {"jsonrpc": "2.0", "id": m["id"], "result": result(m)}
-            for m in messages
-            if "method" in m and "id" in m
-        ]
+        answers = [answer(m) for m in messages if "method" in m and "id" in m]
         if not answers:
             self.send_response(202)
             self.send_header("content-length", "0")
             self.end_headers()
             return
         out = json.dumps(answers if isinstance(body, list) else answers[0]).encode()
-        self.send_response(200)
+        self.send_response(_status(body))
         self.send_header("content-type", "application/json")
         self.send_header("mcp-session-id", "s1")
         self.send_header("content-length", str(len(out)))

@@ -13,6 +13,7 @@ import os
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.shared.exceptions import MCPError
 from mcp.types import SamplingMessage, TextContent, ToolAnnotations, ToolListChangedNotification
 
 app = MCPServer("testsrv")
@@ -113,6 +114,25 @@ def fail(reason: str) -> str:
     """Fail with ``reason`` (the SDK answers a tool's exception with an ``isError`` result)."""
     _record("fail", reason=reason)
     raise ValueError(reason)
+
+
+@app.tool(structured_output=False)
+def check_token(token: str) -> str:
+    """Refuse ``token`` with a JSON-RPC error (the SDK passes an ``MCPError`` on as one), its
+    message and ``data`` quoting it."""
+    _record("check_token", token=token)
+    raise MCPError(-32001, f"bad token {token}", data={"token": token})
+
+
+@app.tool(structured_output=False)
+async def leak(secret: str, ctx: Context) -> str:
+    """Tell the client ``secret`` while the call runs: in a progress message and in a log
+    message (``notifications/message``), then answer."""
+    _record("leak", secret=secret)
+    await ctx.report_progress(1, 2, message=f"reading {secret}")
+    await ctx.info(f"read {secret}")
+    await ctx.log("warning", {"secret": secret})
+    return "done"
 
 
 @app.tool(structured_output=False)

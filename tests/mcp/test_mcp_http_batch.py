@@ -16,8 +16,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
+from mcp.shared.exceptions import MCPError
 
 from tests.mcp._harness import (
     DENY_NOTES,
@@ -25,6 +27,7 @@ from tests.mcp._harness import (
     calls,
     free_port,
     gateway_args,
+    http_session,
     process,
     write_hooks,
 )
@@ -135,3 +138,65 @@ def test_each_answer_of_a_batch_is_filtered_as_one_sent_alone(tmp_path: Path) ->
     withheld = {"content": [{"type": "text", "text": "note results are withheld"}], "isError": True}
     assert by_id[7] == {"jsonrpc": "2.0", "id": 7, "result": withheld}
     assert [c["tool"] for c in calls(tmp_path)] == ["add", "write_note"]
+
+
+REDACT = """
+hooks:
+  - id: redact
+    type: tool_result_persist
+    matcher: "^check_token$"
+    script: hooks.py:redact
+"""
+REDACT_SCRIPT = """
+def redact(data):
+    for block in data.result["content"]:
+        block["text"] = block["text"].replace("S-42-SECRET", "***")
+"""
+
+
+def test_a_tool_error_in_a_batch_is_filtered_as_one_sent_alone(tmp_path: Path) -> None:
+    refused = {"name": "check_token", "arguments": {"token": "S-42-SECRET"}}
+    with batch_gateway(tmp_path, REDACT, REDACT_SCRIPT) as (client, _):
+        answer = client.post(
+            "/mcp",
+            json=[
+                {"jsonrpc": "2.0", "id": 6, "method": "tools/call", "params": {"name": "add"}},
+                {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": refused},
+            ],
+        )
+    by_id = {item["id"]: item for item in answer.json()}
+    assert by_id[6]["result"]["content"][0]["text"] == "ran add"
+    # before: "bad token S-42-SECRET", the data with it
+    error = {"code": -32001, "message": "bad token ***", "data": {"token": "***"}}
+    assert by_id[7] == {"jsonrpc": "2.0", "id": 7, "error": error}
+
+
+@pytest.mark.parametrize("null_id", [False, True], ids=["its-id", "null-id"])
+def test_a_tool_error_at_an_http_error_status_goes_through_the_hooks(
+    tmp_path: Path, null_id: bool
+) -> None:
+    # the SDK's client surfaces the JSON-RPC error of a 4xx/5xx answer (one whose id is null
+    # as its request's): before, the gateway passed that body on as it came
+    args = {"token": "S-42-SECRET", "http": 400, "null_id": null_id}
+
+    async def refused() -> Any:
+        async with http_session(url) as session:
+            with pytest.raises(MCPError) as error:
+                await session.call_tool("check_token", args)
+            return error.value
+
+    hooks = write_hooks(tmp_path, REDACT, REDACT_SCRIPT)
+    server_port, gateway_port = free_port(), free_port()
+    log = tmp_path / "calls.jsonl"
+    with process([str(SERVER), str(server_port)], log, server_port):
+        gateway = [
+            *gateway_args([hooks], tmp_path / "traces.jsonl"),
+            "--listen",
+            f"127.0.0.1:{gateway_port}",
+            "--upstream",
+            f"http://127.0.0.1:{server_port}/mcp",
+        ]
+        with process(gateway, log, gateway_port):
+            url = f"http://127.0.0.1:{gateway_port}/mcp"
+            error = anyio.run(refused)
+    assert (error.code, error.message, error.data) == (-32001, "bad token ***", {"token": "***"})

@@ -1,0 +1,318 @@
+"""What a server tells the client about a ``tools/call`` while it runs goes through the call's
+``tool_result_persist`` hooks, as its result does: the ``message`` of a
+``notifications/progress`` for the call's ``progressToken``, and the ``data`` of a
+``notifications/message`` (logging) sent while the call runs. Before, both reached the client
+as the server sent them: a tool that reports ``reading S-42-SECRET`` as its progress, or logs
+it, showed the client the secret its result's redaction kept from it.
+
+Real processes: the SDK's server (``ctx.report_progress``, ``ctx.info``, ``ctx.log``),
+``python -m otelhooks mcp`` and the SDK's client (its progress and logging callbacks), over
+stdio and Streamable HTTP."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+from mcp.types import CreateMessageResult, TextContent
+from opentelemetry.trace import NoOpTracer
+
+from otelhooks import HooksEngine, read_otlp_json_lines
+from otelhooks.mcp import McpGateway
+from tests.mcp._harness import calls, http_gateway, http_session, stdio_session, write_hooks
+from tests.mcp.test_mcp_http_resumption import events, open_session
+
+pytestmark = pytest.mark.timeout(90)
+
+RESUMABLE = Path(__file__).with_name("resumable_server.py")
+
+HOOKS = """
+hooks:
+  - id: redact
+    type: tool_result_persist
+    matcher: "^leak$"
+    script: hooks.py:redact
+  - id: no-keys
+    type: tool_result_persist
+    matcher: "^leak$"
+    script: hooks.py:no_keys
+"""
+SCRIPT = """
+from otelhooks import Block
+
+
+def redact(data):
+    for block in data.result["content"]:
+        block["text"] = block["text"].replace("S-42-SECRET", "***")
+
+
+def no_keys(data):
+    if "K-9-BLOCK" in data.result["content"][0]["text"]:
+        return Block("key withheld")
+"""
+
+
+class Seen:
+    """What the SDK's client was told during its calls, in the order it was told."""
+
+    def __init__(self) -> None:
+        self.told: list[tuple[str, Any]] = []
+
+    async def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        self.told.append(("progress", message))
+
+    async def log(self, params: Any) -> None:
+        self.told.append(("log", params.data))
+
+
+async def _calls(session: Any, seen: Seen) -> list[str]:
+    texts = []
+    for secret in ("S-42-SECRET", "K-9-BLOCK"):
+        result = await session.call_tool(
+            "leak", {"secret": secret}, progress_callback=seen.progress
+        )
+        texts.append(result.content[0].text)
+        seen.told.append(("result", texts[-1]))
+    return texts
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_what_a_server_tells_of_a_running_call_goes_through_its_hooks(
+    tmp_path: Path, transport: str
+) -> None:
+    hooks = write_hooks(tmp_path, HOOKS, SCRIPT)
+    seen = Seen()
+
+    async def over_stdio() -> list[str]:
+        async with stdio_session(tmp_path, [hooks], logging_callback=seen.log) as session:
+            return await _calls(session, seen)
+
+    if transport == "stdio":
+        texts = anyio.run(over_stdio)
+    else:
+        with http_gateway(tmp_path, [hooks]) as url:
+
+            async def over_http() -> list[str]:
+                async with http_session(url, logging_callback=seen.log) as session:
+                    return await _calls(session, seen)
+
+            texts = anyio.run(over_http)
+    assert texts == ["done", "done"]
+    assert [c["args"]["secret"] for c in calls(tmp_path)] == ["S-42-SECRET", "K-9-BLOCK"]
+    # before: "reading S-42-SECRET", "read S-42-SECRET", {"secret": "S-42-SECRET"} and the key
+    told = seen.told
+    assert "S-42-SECRET" not in json.dumps(told)
+    assert "K-9-BLOCK" not in json.dumps(told)
+    assert ("progress", "reading ***") in told
+    assert ("log", "read ***") in told
+    assert ("log", {"secret": "***"}) in told  # data that was JSON stays JSON
+    assert told.count(("log", "key withheld")) == 2
+    assert ("progress", "key withheld") in told
+    spans = [
+        s for s in read_otlp_json_lines(tmp_path / "traces.jsonl") if s["name"] == "tools/call leak"
+    ]
+    persisted = [
+        e for s in spans for e in s["events"] if e["name"] == "otelhooks.tool_result_persist"
+    ]
+    methods = [e["attributes"].get("mcp.method.name") for e in persisted]
+    assert methods.count("notifications/progress") == 2
+    assert methods.count("notifications/message") == 4
+
+
+def test_a_judged_progress_message_reaches_the_client_before_its_calls_result() -> None:
+    # the progress message's hooks take longer than the result's: over stdio each decision is
+    # sent when it is done, so the client would read the progress of a call already answered
+    # (its SDK drops it). Driven through the gateway's public API, as a transport does.
+    async def redact(event: Any) -> None:
+        text = event.result["content"][0]["text"]
+        if text.startswith("reading"):
+            await asyncio.sleep(0.3)
+        event.result["content"][0]["text"] = text.replace("S-42-SECRET", "***")
+
+    hooks = [{"id": "r", "type": "tool_result_persist", "matcher": "^add$", "handler": redact}]
+    engine = HooksEngine(hooks)
+    session = McpGateway(engine, NoOpTracer(), name="testsrv").session()
+    params = {"name": "add", "arguments": {"a": 1, "b": 2}, "_meta": {"progressToken": "p1"}}
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params}
+    progress = {
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": "p1", "progress": 1, "message": "reading S-42-SECRET"},
+    }
+    result = {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "3"}]}}
+    sent: list[Any] = []
+
+    async def relayed() -> None:
+        session.from_client(json.dumps(call).encode())
+        first = session.from_server(json.dumps(progress).encode())
+        second = session.from_server(json.dumps(result).encode())
+
+        async def deliver(relay: Any) -> None:  # as the stdio transport does
+            sent.extend(json.loads(f) for f in (await relay.later).to_client)
+
+        assert first.later is not None  # before: sent as it came
+        assert second.later is not None
+        await asyncio.gather(deliver(second), deliver(first))
+
+    try:
+        anyio.run(relayed)
+    finally:
+        session.close()
+        engine.shutdown(2)
+    assert [m.get("method", m.get("id")) for m in sent] == ["notifications/progress", 3]
+    assert sent[0]["params"]["message"] == "reading ***"
+
+
+def test_a_resumed_stream_replays_the_judged_notifications_never_the_servers(
+    tmp_path: Path,
+) -> None:
+    # a server with an event store sends the call's stream again after the client's
+    # Last-Event-ID: its progress and log notifications too, once the call is over
+    hooks = write_hooks(tmp_path, HOOKS, SCRIPT)
+    with http_gateway(tmp_path, [hooks], app=RESUMABLE) as url, httpx.Client(timeout=30) as client:
+        headers = open_session(client, url)
+        params = {
+            "name": "leak",
+            "arguments": {"secret": "S-42-SECRET"},
+            "_meta": {"progressToken": 5},
+        }
+        call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}
+        with client.stream("POST", url, json=call, headers=headers) as stream:
+            seen = list(events(stream.iter_lines()))
+        first_id = seen[0][0]
+        assert first_id
+        given = [json.loads(d) for _, d in seen if d.strip()]
+        with client.stream("GET", url, headers={**headers, "last-event-id": first_id}) as again:
+            assert again.status_code == 200
+            replayed = []
+            for _, data in events(again.iter_lines()):
+                if data.strip():
+                    replayed.append(json.loads(data))
+                if replayed and replayed[-1].get("id") == 7:
+                    break
+    assert [m.get("method", m.get("id")) for m in given] == [
+        "notifications/progress",
+        "notifications/message",
+        "notifications/message",
+        7,
+    ]
+    assert "S-42-SECRET" not in json.dumps(given)
+    assert replayed == given  # before: the server's notifications, secret and all
+
+
+ASK_HOOKS = """
+hooks:
+  - id: redact
+    type: tool_result_persist
+    matcher: "^ask$"
+    script: hooks.py:redact
+"""
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_sampling_request_of_a_running_call_goes_through_its_hooks(
+    tmp_path: Path, transport: str
+) -> None:
+    # the tool asks the client's model about what it read: the model would read the secret
+    # its result's redaction keeps from it
+    hooks = write_hooks(tmp_path, ASK_HOOKS, SCRIPT)
+    asked: list[str] = []
+
+    async def sampling(context: Any, params: Any) -> Any:
+        asked.append(params.messages[0].content.text)
+        text = TextContent(type="text", text="sampled S-42-SECRET")
+        return CreateMessageResult(role="assistant", content=text, model="fake")
+
+    async def ask(session: Any) -> str:
+        result = await session.call_tool("ask", {"question": "what is S-42-SECRET?"})
+        return str(result.content[0].text)
+
+    async def over_stdio() -> str:
+        async with stdio_session(tmp_path, [hooks], sampling_callback=sampling) as session:
+            return await ask(session)
+
+    if transport == "stdio":
+        answered = anyio.run(over_stdio)
+    else:
+        with http_gateway(tmp_path, [hooks]) as url:
+
+            async def over_http() -> str:
+                async with http_session(url, sampling_callback=sampling) as session:
+                    return await ask(session)
+
+            answered = anyio.run(over_http)
+    assert asked == ["what is ***?"]  # before: "what is S-42-SECRET?"
+    assert answered == "sampled ***"
+
+
+def test_an_elicitation_of_a_running_call_goes_through_its_hooks() -> None:
+    # the client shows the message to its user; driven through the gateway's public API
+    def redact(event: Any) -> None:
+        for block in event.result["content"]:
+            block["text"] = block["text"].replace("S-42-SECRET", "***")
+
+    hooks = [{"id": "r", "type": "tool_result_persist", "matcher": "^add$", "handler": redact}]
+    engine = HooksEngine(hooks)
+    session = McpGateway(engine, NoOpTracer(), name="testsrv").session()
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add"}}
+    schema = {"type": "object", "properties": {}}
+    params = {"mode": "form", "message": "confirm S-42-SECRET?", "requestedSchema": schema}
+    elicit = {"jsonrpc": "2.0", "id": 0, "method": "elicitation/create", "params": params}
+
+    async def relayed() -> list[bytes]:
+        session.from_client(json.dumps(call).encode())
+        relay = session.from_server(json.dumps(elicit).encode())
+        assert relay.later is not None  # before: sent as it came
+        return (await relay.later).to_client
+
+    try:
+        (sent,) = anyio.run(relayed)
+    finally:
+        session.close()
+        engine.shutdown(2)
+    assert json.loads(sent)["params"] == {**params, "message": "confirm ***?"}
+
+
+def test_a_sampling_requests_tool_results_and_system_prompt_go_through_the_hooks() -> None:
+    # a sampling request may carry tool results of its own (protocol 2025-11-25) and a system
+    # prompt: the client's model reads them all; driven through the gateway's public API
+    def redact(event: Any) -> None:
+        for block in event.result["content"]:
+            block["text"] = block["text"].replace("S-42-SECRET", "***")
+
+    hooks = [{"id": "r", "type": "tool_result_persist", "matcher": "^add$", "handler": redact}]
+    engine = HooksEngine(hooks)
+    session = McpGateway(engine, NoOpTracer(), name="testsrv").session()
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add"}}
+    result_block = {
+        "type": "tool_result",
+        "toolUseId": "t1",
+        "content": [{"type": "text", "text": "read S-42-SECRET"}],
+    }
+    params = {
+        "systemPrompt": "the key is S-42-SECRET",
+        "messages": [{"role": "user", "content": [result_block]}],
+        "maxTokens": 16,
+    }
+    sample = {"jsonrpc": "2.0", "id": 0, "method": "sampling/createMessage", "params": params}
+
+    async def relayed() -> list[bytes]:
+        session.from_client(json.dumps(call).encode())
+        relay = session.from_server(json.dumps(sample).encode())
+        assert relay.later is not None  # before: sent as it came
+        return (await relay.later).to_client
+
+    try:
+        (sent,) = anyio.run(relayed)
+    finally:
+        session.close()
+        engine.shutdown(2)
+    got = json.loads(sent)["params"]
+    assert got["systemPrompt"] == "the key is ***"
+    assert got["messages"][0]["content"][0]["content"][0]["text"] == "read ***"
+    assert b"S-42-SECRET" not in sent
