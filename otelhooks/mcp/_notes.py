@@ -45,6 +45,7 @@ from otelhooks._live import persist_event
 from otelhooks.mcp._answered import MAX_ANSWER_BYTES, MAX_ANSWERS
 from otelhooks.mcp._calls import Pending, request_key
 from otelhooks.mcp._jsonrpc import Message, encode
+from otelhooks.mcp._persist import result_event
 from otelhooks.mcp._relay import Relay
 
 if TYPE_CHECKING:
@@ -161,14 +162,7 @@ class Notes:
         """``text`` once ``pending``'s ``tool_result_persist`` hooks judged it."""
         assert pending.values is not None
         result = {"content": [{"type": "text", "text": text}]}
-        event = ToolResultPersistEvent(
-            sessionKey=pending.session_id,
-            toolName=pending.values[1],
-            toolCallId=f"{pending.session_id}:{pending.request_id}",
-            identifier=pending.server,
-            apiName=pending.values[1],
-            result=result,
-        )
+        event = result_event(pending, pending.request_id, result)
         engine = self.session.gateway.engine
         try:
             verdict = await engine.adispatch("tool_result_persist", event, values=pending.values)

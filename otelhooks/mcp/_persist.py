@@ -51,6 +51,20 @@ def filters(engine: HooksEngine, pending: Pending | None, msg: Message) -> bool:
     return engine.matches("tool_result_persist", pending.values)
 
 
+def result_event(pending: Pending, request_id: Any, result: Any) -> ToolResultPersistEvent:
+    """The ``tool_result_persist`` event of ``pending``'s call for ``result``: its answer, or
+    a message the server sent while the call ran."""
+    assert pending.values is not None
+    return ToolResultPersistEvent(
+        sessionKey=pending.session_id,
+        toolName=pending.values[1],
+        toolCallId=f"{pending.session_id}:{request_id}",
+        identifier=pending.server,
+        apiName=pending.values[1],
+        result=result,
+    )
+
+
 def judged(data: Any) -> dict[str, Any] | None:
     """What the hooks see of a ``tools/call`` answer ``data``: its result, or its error as a
     failed result; ``None`` for an answer that is neither."""
@@ -84,14 +98,7 @@ async def persist(engine: HooksEngine, msg: Message, pending: Pending) -> tuple[
         reason = "otelhooks: the MCP server's answer is neither a tool result nor an error"
         return error_response(msg.id, UPSTREAM_ERROR, reason), False
     assert isinstance(data, dict)
-    event = ToolResultPersistEvent(
-        sessionKey=pending.session_id,
-        toolName=pending.values[1],
-        toolCallId=f"{pending.session_id}:{msg.id}",
-        identifier=pending.server,
-        apiName=pending.values[1],
-        result=result,
-    )
+    event = result_event(pending, msg.id, result)
     try:
         verdict = await engine.adispatch("tool_result_persist", event, values=pending.values)
     except Exception as exc:  # the hooks failed: say so, never pass the result unfiltered
