@@ -14,6 +14,12 @@ another handler object or process is checked too; else the handler object. LangG
 task no public way to read what was saved with its interrupt, so nothing of otelhooks can ride
 in the checkpoint itself. A call a resume reruns whose pause no memory holds (a new handler, a
 checkpoint edited so the task is new) cannot be checked: it is refused, never judged afresh.
+
+LangGraph hands a task's answers to its ``interrupt()``s in the order they are reached, and a
+``ToolNode`` runs a model's calls together in one task: no answer can be matched to its call
+where two calls asked in the same run (all are refused), and a call may not start before one
+that asked earlier took its answer in this run (it is refused), so that an answer given for one
+call never reaches another.
 """
 
 from __future__ import annotations
