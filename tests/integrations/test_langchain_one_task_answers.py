@@ -218,3 +218,46 @@ def test_a_call_asking_after_another_cannot_take_the_other_s_answer(
     assert WHAT[0] not in got
     assert got.get(WHAT[1]) in (None, "no")  # refused, or asked and told no: never the yes
     assert "__interrupt__" not in done
+
+
+def test_a_call_that_never_asked_runs_once_the_asking_call_took_its_answer(
+    pipe: TestPipeline,
+) -> None:
+    # the control: a read beside a delete that asked waits for the delete to take its "yes",
+    # then runs; neither is refused
+    ran: list[str] = []
+
+    @tool
+    def read(path: str) -> str:
+        """Read a file."""
+        ran.append(f"read {path}")
+        return "text"
+
+    @tool
+    def delete(path: str) -> str:
+        """Delete a file once a person says yes."""
+        answer = interrupt({"delete": path})
+        ran.append(f"delete {path}: {answer}")
+        return f"deleted {path}: {answer}"
+
+    app = (
+        StateGraph(MessagesState)
+        .add_node("tools", ToolNode([hook_tool(read), hook_tool(delete)]))
+        .add_edge(START, "tools")
+        .add_edge("tools", END)
+        .compile(checkpointer=InMemorySaver())
+    )
+    calls = [
+        {"name": "read", "args": {"path": "a"}, "id": "c0", "type": "tool_call"},
+        {"name": "delete", "args": {"path": "b"}, "id": "c1", "type": "tool_call"},
+    ]
+    config: Any = {
+        "configurable": {"thread_id": "t-mixed"},
+        "callbacks": [OtelHooksCallbackHandler(pipe.tracer)],
+    }
+    asked = app.invoke({"messages": [AIMessage("", tool_calls=calls)]}, config)
+    done = app.invoke(Command(resume="yes"), config)
+
+    assert [i.value for i in asked["__interrupt__"]] == [{"delete": "b"}]
+    assert ran[-2:] == ["delete b: yes", "read a"]
+    assert [m.content for m in _refused(done).values()] == ["text", "deleted b: yes"]

@@ -17,9 +17,9 @@ checkpoint edited so the task is new) cannot be checked: it is refused, never ju
 
 LangGraph hands a task's answers to its ``interrupt()``s in the order they are reached, and a
 ``ToolNode`` runs a model's calls together in one task: no answer can be matched to its call
-where two calls asked in the same run (all are refused), and a call may not start before one
-that asked earlier took its answer in this run (it is refused), so that an answer given for one
-call never reaches another.
+where two calls asked in the same run (all are refused), and a call waits for those that asked
+before it to take their answers in this run (it is refused if they do not end in time), so
+that an answer given for one call never reaches another.
 """
 
 from __future__ import annotations
@@ -59,6 +59,9 @@ _log = structlog.get_logger("otelhooks")
 # calls paused and never resumed are forgotten oldest first (the handler's own memory)
 _MAX_PAUSED = 1024
 _NAMESPACE = ("otelhooks", "langgraph_paused")
+# how long a resumed call waits for the calls of its task that asked before it to take their
+# answers (their tools end) before it is refused rather than take one of them
+_TURN_WAIT_SECONDS = 30.0
 RESUMED_CHANGED = (
     "the hooks gave this resumed call other arguments than its tool had when it asked a person "
     "(interrupt()): nobody was shown them"
@@ -76,9 +79,10 @@ RESUMED_TOGETHER = (
 )
 RESUMED_AHEAD = (
     "another call of this LangGraph task asked a person before this one and had not taken its "
-    "answer yet when this one started: LangGraph hands the task's answers to whichever call "
-    "reaches interrupt() first, so the answer given did not name this call, and it does not "
-    "run; send each call to a task of its own (Send, as create_agent does)"
+    "answer after a wait (its tool still running, or it did not run again): LangGraph hands "
+    "the task's answers to whichever call reaches interrupt() first, so the answer given did "
+    "not name this call, and it does not run; send each call to a task of its own (Send, as "
+    "create_agent does)"
 )
 RESUME_UNVERIFIED = (
     "this call runs in a LangGraph task a resume reruns, and otelhooks holds no record of that "
@@ -184,11 +188,12 @@ class PausedCalls:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._turns = threading.Condition(self._lock)  # a hooked call ended
         self._local: dict[tuple[str, str], _Task] = {}  # (thread, task) -> its paused calls
         # each open hooked call's thread, task and call id (or key, without one), graph run
         self._keys: dict[UUID, tuple[str, str, str, str]] = {}
-        # the hooked calls that ended, by thread, task and graph run: a resumed call waits
-        # for none, so one whose turn at the task's answers comes later refuses to go first
+        # the hooked calls that ended, by thread, task and graph run: a resumed call whose
+        # turn at the task's answers comes later waits for them
         self._ended: dict[tuple[str, str, str], set[str]] = {}
         self._warned = False  # that a pause was seen without the graph's run
 
@@ -339,9 +344,12 @@ class PausedCalls:
         # Calls a node makes with plain arguments run in turn, the same turn at each rerun
         mine = None if asked is None else asked.get("first", 0)
         earlier = {c for c, r in records.items() if mine is None or r.get("first", 0) < mine}
-        with self._lock:
-            ended = self._ended.get((thread, task, str(graph_run)), set())
-            ahead = has_id and bool(earlier - {call_id} - ended)
+        waiting = (thread, task, str(graph_run))
+        with self._turns:
+            ahead = has_id and not self._turns.wait_for(
+                lambda: not earlier - {call_id} - self._ended.get(waiting, set()),
+                timeout=_TURN_WAIT_SECONDS,
+            )
         if ahead:
             tool.call.refuse(RESUMED_AHEAD)
             tool.answers = 0  # its answers come after those not yet taken
@@ -372,6 +380,7 @@ class PausedCalls:
                 self._ended.setdefault((thread, task, graph_run_key), set()).add(call_id)
                 while len(self._ended) > _MAX_PAUSED:
                     del self._ended[next(iter(self._ended))]
+                self._turns.notify_all()
             warn = paused and rootless and not self._warned
             self._warned = self._warned or warn
         if warn:
