@@ -396,7 +396,13 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
             # known by (each such call is a run of its own)
             if hooked and (tool_call_id is not None or not rootless):
                 self._paused.judge(
-                    run_id, tool, metadata, resumed=resumed, rootless=rootless, call_id=unnamed
+                    run_id,
+                    tool,
+                    metadata,
+                    resumed=resumed,
+                    rootless=rootless,
+                    call_id=unnamed,
+                    graph_run=run.owner,
                 )
             if not hooked and not call.should_run:
                 _log.warning(

@@ -14,6 +14,12 @@ another handler object or process is checked too; else the handler object. LangG
 task no public way to read what was saved with its interrupt, so nothing of otelhooks can ride
 in the checkpoint itself. A call a resume reruns whose pause no memory holds (a new handler, a
 checkpoint edited so the task is new) cannot be checked: it is refused, never judged afresh.
+
+LangGraph hands a task's answers to its ``interrupt()``s in the order they are reached, and a
+``ToolNode`` runs a model's calls together in one task: no answer can be matched to its call
+where two calls asked in the same run (all are refused), and a call waits for those that asked
+before it to take their answers in this run (it is refused if they do not end in time), so
+that an answer given for one call never reaches another.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -36,8 +43,10 @@ if TYPE_CHECKING:
     from otelhooks.integrations.langchain._tool_run import ToolRun
 
 __all__ = [
+    "RESUMED_AHEAD",
     "RESUMED_CHANGED",
     "RESUMED_EDITED",
+    "RESUMED_TOGETHER",
     "RESUME_UNCHECKED",
     "RESUME_UNVERIFIED",
     "PausedCalls",
@@ -50,6 +59,9 @@ _log = structlog.get_logger("otelhooks")
 # calls paused and never resumed are forgotten oldest first (the handler's own memory)
 _MAX_PAUSED = 1024
 _NAMESPACE = ("otelhooks", "langgraph_paused")
+# how long a resumed call waits for the calls of its task that asked before it to take their
+# answers (their tools end) before it is refused rather than take one of them
+_TURN_WAIT_SECONDS = 30.0
 RESUMED_CHANGED = (
     "the hooks gave this resumed call other arguments than its tool had when it asked a person "
     "(interrupt()): nobody was shown them"
@@ -58,6 +70,19 @@ RESUMED_EDITED = (
     "this resumed call's arguments changed since its tool asked a person (interrupt()): the "
     "answer given was for other arguments; to ask about these, run the graph on without "
     "Command(resume=...)"
+)
+RESUMED_TOGETHER = (
+    "several calls of this LangGraph task (a ToolNode running them together) asked a person in "
+    "the same run: LangGraph hands the task's answers to whichever call reaches interrupt() "
+    "first, so the answer given did not name this call, and it does not run; send each call to "
+    "a task of its own (Send, as create_agent does) so that each takes its own answer"
+)
+RESUMED_AHEAD = (
+    "another call of this LangGraph task asked a person before this one and had not taken its "
+    "answer after a wait (its tool still running, or it did not run again): LangGraph hands "
+    "the task's answers to whichever call reaches interrupt() first, so the answer given did "
+    "not name this call, and it does not run; send each call to a task of its own (Send, as "
+    "create_agent does)"
 )
 RESUME_UNVERIFIED = (
     "this call runs in a LangGraph task a resume reruns, and otelhooks holds no record of that "
@@ -71,6 +96,18 @@ RESUME_UNCHECKED = (
 )
 # a paused task as remembered: the fingerprints of each call that asked (call id -> record)
 _Task = dict[str, dict[str, Any]]
+
+
+def _asked_together(records: _Task) -> bool:
+    """Whether two calls of a task paused in the same graph run (a ``ToolNode`` running them
+    together; calls a node makes in turn cannot: the first pause ends the node's run)."""
+    seen: set[str] = set()
+    for record in records.values():
+        runs = set(record.get("runs", []))
+        if seen & runs:
+            return True
+        seen |= runs
+    return False
 
 
 def is_resume(inputs: Any) -> bool:
@@ -151,9 +188,13 @@ class PausedCalls:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
+        self._turns = threading.Condition(self._lock)  # a hooked call ended
         self._local: dict[tuple[str, str], _Task] = {}  # (thread, task) -> its paused calls
-        # each open hooked call's thread, task and call id (or key, without one)
-        self._keys: dict[UUID, tuple[str, str, str]] = {}
+        # each open hooked call's thread, task and call id (or key, without one), graph run
+        self._keys: dict[UUID, tuple[str, str, str, str]] = {}
+        # the hooked calls that ended, by thread, task and graph run: a resumed call whose
+        # turn at the task's answers comes later waits for them
+        self._ended: dict[tuple[str, str, str], set[str]] = {}
         self._warned = False  # that a pause was seen without the graph's run
 
     def _recalled(
@@ -168,24 +209,21 @@ class PausedCalls:
             calls = self._local.get((thread, task))
             return calls is not None, None if calls is None else calls.get(call_id)
 
-    def _paused_with(
-        self, store: BaseStore | None, thread: str, task: str, call_id: str, runs: set[str]
-    ) -> bool:
-        """Whether another call of ``task`` paused in one of the graph runs ``runs`` (each call's
-        own record says where: one record a call, so no two writers share one)."""
+    def _task_records(self, store: BaseStore | None, thread: str, task: str) -> _Task:
+        """Every call of ``task`` whose pause is remembered (call id -> record; each call's
+        own record says where it paused: one record a call, so no two writers share one)."""
         if store is None:
             with self._lock:
-                calls = dict(self._local.get((thread, task), {}))
-            records = [r for c, r in calls.items() if c != call_id]
-        else:
-            records, offset = [], 0
-            while page := store.search(_namespace(thread), limit=100, offset=offset):
-                offset += len(page)
-                for item in page:
-                    parts = json.loads(item.key)
-                    if parts[:2] == ["call", task] and parts[2:] != [call_id]:
-                        records.append(item.value)
-        return any(runs & set(r.get("runs", [])) for r in records)
+                return dict(self._local.get((thread, task), {}))
+        records: _Task = {}
+        offset = 0
+        while page := store.search(_namespace(thread), limit=100, offset=offset):
+            offset += len(page)
+            for item in page:
+                parts = json.loads(item.key)
+                if parts[:2] == ["call", task] and len(parts) == 3:
+                    records[str(parts[2])] = item.value
+        return records
 
     def _remember(
         self,
@@ -204,6 +242,7 @@ class PausedCalls:
         def merged(old: dict[str, Any] | None) -> dict[str, Any]:
             kept = old if old is not None and old.get("given") == given else {}
             return {
+                "first": kept.get("first", time.time_ns()),  # its turn among the task's calls
                 "given": given,
                 "ran": sorted({*kept.get("ran", []), ran}),
                 "pauses": sorted({*kept.get("pauses", []), tool_run}),
@@ -232,6 +271,7 @@ class PausedCalls:
         resumed: bool,
         rootless: bool = False,
         call_id: str | None = None,
+        graph_run: UUID | None = None,
     ) -> None:
         """As the call starts, its hooks having decided: refuse it (``ToolCall.refuse``) when it
         resumes a paused call whose hooks gave the tool other arguments, or (``resumed``: in a
@@ -247,7 +287,7 @@ class PausedCalls:
         call_id = str(tool.tool_call_id) if call_id is None else call_id
         if not resumed and not rootless:
             with self._lock:
-                self._keys[run_id] = (thread, task, call_id)
+                self._keys[run_id] = (thread, task, call_id, str(graph_run))
             return
         store = _store()
         try:
@@ -262,7 +302,7 @@ class PausedCalls:
                 tool.answers = 1  # it may have asked: better a question asked again than
                 # its answer taken by the next one
         with self._lock:
-            self._keys[run_id] = (thread, task, call_id)
+            self._keys[run_id] = (thread, task, call_id, str(graph_run))
         if asked is not None:
             if asked.get("given") != _fingerprint(tool.args):
                 # the same task rerun with another call (Command(resume=..., update=...)):
@@ -282,18 +322,41 @@ class PausedCalls:
             tool.call.refuse(RESUME_UNVERIFIED)
             tool.answers = 1  # as above
 
+        if asked is None and not (resumed and known):
+            return
+        try:
+            records = self._task_records(store, thread, task)
+        except Exception:  # whether its answers are its own is unknown: it does not run
+            _log.error("the graph's store failed as a resumed call started", exc_info=True)
+            tool.call.refuse(RESUME_UNCHECKED)
+            return
+        if _asked_together(records):
+            # LangGraph hands the task's answers to its interrupt()s in the order they are
+            # reached, which for calls run together is no order at all: none can be matched
+            tool.call.refuse(RESUMED_TOGETHER)
+            # the answers go to one call (the same in every handler), so that no other
+            # interrupt() of the task (the node's own after the tools) takes one
+            first = call_id == min(records)
+            tool.answers = len({r for c in records.values() for r in c.get("runs", [])}) * first
+            return
+        # a call that asked before this one (or any that asked, for a call that never did)
+        # owns the task's earlier answers: it must have taken them before this one starts.
+        # Calls a node makes with plain arguments run in turn, the same turn at each rerun
+        mine = None if asked is None else asked.get("first", 0)
+        earlier = {c for c, r in records.items() if mine is None or r.get("first", 0) < mine}
+        waiting = (thread, task, str(graph_run))
+        with self._turns:
+            ahead = has_id and not self._turns.wait_for(
+                lambda: not earlier - {call_id} - self._ended.get(waiting, set()),
+                timeout=_TURN_WAIT_SECONDS,
+            )
+        if ahead:
+            tool.call.refuse(RESUMED_AHEAD)
+            tool.answers = 0  # its answers come after those not yet taken
+            return
         if asked is not None and not tool.call.should_run:
-            # each pause's answer is its tool's: refused, it must take them (see ToolRun); not
-            # where another call of the task paused in the same graph run (a ToolNode's
-            # parallel calls), whose interrupt()s LangGraph numbers as they happen to run
-            runs = set(asked.get("runs", []))
-            try:
-                shared = self._paused_with(store, thread, task, call_id, runs)
-            except Exception:
-                _log.error("the graph's store failed as a refused call resumed", exc_info=True)
-                shared = True  # its answers left: the refusal stands, as before
-            if not shared:
-                tool.answers = max(len(asked.get("pauses", [])), 1)
+            # each pause's answer is its tool's: refused, it must take them (see ToolRun)
+            tool.answers = max(len(asked.get("pauses", [])), 1)
 
     def done(
         self,
@@ -312,6 +375,12 @@ class PausedCalls:
         (said once). ``graph_run``: the root run it paused in."""
         with self._lock:
             key = self._keys.pop(run_id, None)
+            if key is not None:
+                thread, task, call_id, graph_run_key = key
+                self._ended.setdefault((thread, task, graph_run_key), set()).add(call_id)
+                while len(self._ended) > _MAX_PAUSED:
+                    del self._ended[next(iter(self._ended))]
+                self._turns.notify_all()
             warn = paused and rootless and not self._warned
             self._warned = self._warned or warn
         if warn:
@@ -330,6 +399,9 @@ class PausedCalls:
         store = _store()
         try:
             given, ran = _fingerprint(tool.args), _fingerprint(tool.call.args)
-            self._remember(store, key, given, ran, (str(run_id), str(graph_run or run_id)))
+            # the graph run the call started in: the run may have ended before this (an async
+            # ToolNode's other call paused first), and a rootless call is a run of its own
+            graph = key[3] if key[3] != "None" else str(graph_run or run_id)
+            self._remember(store, key[:3], given, ran, (str(run_id), graph))
         except Exception:  # its resume, finding no record, is refused
             _log.error("the graph's store failed: a paused call was not recorded", exc_info=True)
