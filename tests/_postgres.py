@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -88,3 +89,13 @@ def postgres_cluster() -> Iterator[PostgresCluster]:
     finally:
         cluster.stop()
         shutil.rmtree(root, ignore_errors=True)
+
+
+def new_database(cluster: PostgresCluster) -> str:
+    """The URL of a new, empty database of ``cluster``."""
+    import psycopg
+
+    name = f"t_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(cluster.url, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    return cluster.url.rsplit("/", 1)[0] + f"/{name}"

@@ -3,12 +3,11 @@ and a fresh database per test."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 
 import pytest
 
-from tests._postgres import PostgresCluster, postgres_cluster
+from tests._postgres import PostgresCluster, new_database, postgres_cluster
 
 
 @pytest.fixture(scope="session")
@@ -20,9 +19,4 @@ def cluster() -> Iterator[PostgresCluster]:
 @pytest.fixture
 def pg_url(cluster: PostgresCluster) -> str:
     """A new, empty database of the module's cluster (tests do not see each other's rows)."""
-    import psycopg
-
-    name = f"t_{uuid.uuid4().hex[:12]}"
-    with psycopg.connect(cluster.url, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    return cluster.url.rsplit("/", 1)[0] + f"/{name}"
+    return new_database(cluster)
