@@ -194,13 +194,14 @@ class ServerFrames:
     async def _persisted(
         self, msg: Message, pending: Pending, ran: asyncio.Event, ahead: Awaitable[Any] | None
     ) -> Relay:
+        # What the server said of the call before its answer (its progress, its logs) is judged
+        # first: its hooks' records go on the call's span, which the answer ends.
         try:
-            relay = await self._persist(msg, pending)
+            if ahead is not None:
+                await asyncio.gather(ahead, return_exceptions=True)
+            return await self._persist(msg, pending)
         finally:
             ran.set()
-        if ahead is not None:
-            await asyncio.gather(ahead, return_exceptions=True)
-        return relay
 
     async def _persist(self, msg: Message, pending: Pending) -> Relay:
         requests = self.session.requests

@@ -20,6 +20,9 @@ import anyio
 import httpx
 import pytest
 from mcp.types import CreateMessageResult, TextContent
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import NoOpTracer
 
 from otelhooks import HooksEngine, read_otlp_json_lines
@@ -166,6 +169,53 @@ def test_a_judged_progress_message_reaches_the_client_before_its_calls_result() 
         engine.shutdown(2)
     assert [m.get("method", m.get("id")) for m in sent] == ["notifications/progress", 3]
     assert sent[0]["params"]["message"] == "reading ***"
+
+
+def test_a_progress_message_judged_after_its_calls_answer_arrived_is_recorded_on_the_call() -> None:
+    # before: the answer's hooks ran (and ended the call's span) while the slower progress
+    # message's hooks still ran, whose record then went on an ended span and was lost
+    async def redact(event: Any) -> None:
+        text = event.result["content"][0]["text"]
+        if text.startswith("reading"):
+            await asyncio.sleep(0.3)
+        event.result["content"][0]["text"] = text.replace("S-42-SECRET", "***")
+
+    hooks = [{"id": "r", "type": "tool_result_persist", "matcher": "^add$", "handler": redact}]
+    engine = HooksEngine(hooks)
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    session = McpGateway(engine, provider.get_tracer("t"), name="testsrv").session()
+    params = {"name": "add", "arguments": {"a": 1, "b": 2}, "_meta": {"progressToken": "p1"}}
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params}
+    progress = {
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": "p1", "progress": 1, "message": "reading S-42-SECRET"},
+    }
+    result = {"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "3"}]}}
+
+    async def relayed() -> None:
+        session.from_client(json.dumps(call).encode())
+        first = session.from_server(json.dumps(progress).encode())
+        second = session.from_server(json.dumps(result).encode())
+        assert first.later is not None
+        assert second.later is not None
+        await asyncio.gather(second.later, first.later)
+
+    try:
+        anyio.run(relayed)
+    finally:
+        session.close()
+        engine.shutdown(2)
+    (span,) = [s for s in exporter.get_finished_spans() if s.name == "tools/call add"]
+    methods = [
+        (e.attributes or {}).get("mcp.method.name")
+        for e in span.events
+        if e.name == "otelhooks.tool_result_persist"
+    ]
+    assert methods.count("notifications/progress") == 1  # the answer's own record beside it
+    assert len(methods) == 2
 
 
 def test_a_resumed_stream_replays_the_judged_notifications_never_the_servers(
