@@ -74,6 +74,7 @@ from otelhooks._hooks import Block, Hook
 from otelhooks._live import Answered, ApprovalNote
 from otelhooks._loopback import trust_env_for
 from otelhooks._redact import register_secret
+from otelhooks._tls import tls_context
 
 __all__ = [
     "APPROVALS_URL_ENV",
@@ -302,7 +303,11 @@ class ApprovalAction:
         answer: dict[str, Any] = {}
         try:
             with httpx.Client(
-                base_url=url, headers=self._headers(), timeout=10, trust_env=trust_env_for(url)
+                base_url=url,
+                headers=self._headers(),
+                timeout=10,
+                trust_env=trust_env_for(url),
+                verify=tls_context(trust_env=trust_env_for(url)),
             ) as client:
                 created = client.post("/v1/approvals", json=self._request(payload))
                 answer = _json(created, (201,))
@@ -367,7 +372,11 @@ class ApprovalAction:
         answer: dict[str, Any] = {}
         try:
             async with httpx.AsyncClient(
-                base_url=url, headers=self._headers(), timeout=10, trust_env=trust_env_for(url)
+                base_url=url,
+                headers=self._headers(),
+                timeout=10,
+                trust_env=trust_env_for(url),
+                verify=tls_context(trust_env=trust_env_for(url)),
             ) as client:
                 created = await client.post("/v1/approvals", json=self._request(payload))
                 answer = _json(created, (201,))

@@ -37,6 +37,7 @@ from otelhooks._actions._webhook_http import (
     failure_reason,
     prepare,
     send_async,
+    start_io_loop,
 )
 from otelhooks._actions._webhook_payload import PayloadBuilder
 from otelhooks._encoding import dumps
@@ -248,11 +249,7 @@ class WebhookDeliverer:
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         with self._loop_lock:
             if self._loop is None or self._loop.is_closed():
-                loop = asyncio.new_event_loop()
-                threading.Thread(
-                    target=loop.run_forever, name="otelhooks-webhook-io", daemon=True
-                ).start()
-                self._loop = loop
+                self._loop = start_io_loop("otelhooks-webhook-io")
                 self._client = None
             return self._loop
 

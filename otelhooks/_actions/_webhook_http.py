@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import re
 import threading
 import time
@@ -33,13 +34,11 @@ from dataclasses import dataclass
 from http import HTTPStatus
 from typing import Any, Final, Literal, TypeVar
 
-# httpx imports httpcore when its first client is made, here on the webhook I/O thread: a fork
-# while that thread imports it leaves the module half-made in the child, locked by a thread the
-# child does not have, and every delivery of the child waits on it forever. Imported now.
-import httpcore  # noqa: F401
 import httpx
 
 from otelhooks._actions._webhook_config import WebhookConfig, resolve_headers
+from otelhooks._fork_guard import ONCE
+from otelhooks._tls import tls_context
 from otelhooks._worker import at_fork
 
 __all__ = [
@@ -54,6 +53,7 @@ __all__ = [
     "run_on_io_loop",
     "send",
     "send_async",
+    "start_io_loop",
 ]
 
 ErrorClass = Literal[
@@ -146,11 +146,7 @@ class _IoLoop:
         with self._lock:
             if self._loop is None or self._loop.is_closed():
                 self._client = None
-                loop = asyncio.new_event_loop()
-                threading.Thread(
-                    target=loop.run_forever, name="otelhooks-webhook-sync-io", daemon=True
-                ).start()
-                self._loop = loop
+                self._loop = start_io_loop("otelhooks-webhook-sync-io")
             return self._loop
 
     def client(self) -> httpx.AsyncClient:
@@ -158,6 +154,57 @@ class _IoLoop:
         if self._client is None:
             self._client = async_client(max_connections=64)
         return self._client
+
+
+def start_io_loop(name: str) -> asyncio.AbstractEventLoop:
+    """A new event loop for our HTTP clients, run by a daemon thread called ``name``.
+
+    A process's first loop makes one request before any other, under the fork guard
+    (:data:`otelhooks._fork_guard.ONCE`): httpx, httpcore and anyio import modules at their first
+    request, and a child forked during such an import inherits that module's lock held, by a
+    thread it does not have (its every request then waited forever). Callers' coroutines queue
+    on the loop meanwhile.
+    """
+    loop = asyncio.new_event_loop()
+    threading.Thread(target=_run_io_loop, args=(loop,), name=name, daemon=True).start()
+    return loop
+
+
+_first_request_made = False
+
+
+def _run_io_loop(loop: asyncio.AbstractEventLoop) -> None:
+    global _first_request_made
+    with ONCE:
+        if not _first_request_made:
+            loop.run_until_complete(_first_request())
+            _first_request_made = True  # a forked child inherits the modules it imported
+    loop.run_forever()
+
+
+async def _first_request() -> None:
+    """One request to a throwaway server of our own on the loopback: the whole path a delivery
+    takes, from connect to the answer."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+            await writer.drain()
+        writer.close()
+
+    try:
+        server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    except OSError:
+        return  # no loopback to listen on: the first delivery meets the path itself
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with async_client(max_connections=2) as client:
+            await client.get(f"http://127.0.0.1:{port}/", timeout=2.0)
+    except httpx.HTTPError:
+        pass
+    finally:
+        server.close()
 
 
 _IO = _IoLoop()
@@ -181,6 +228,7 @@ def async_client(*, max_connections: int = 128) -> httpx.AsyncClient:
             max_connections=max_connections, max_keepalive_connections=max_connections // 2
         ),
         trust_env=False,
+        verify=tls_context(trust_env=False),
     )
 
 

@@ -25,6 +25,7 @@ from otelhooks._errors import OtelHooksError
 from otelhooks._eventlog._model import EventBatch, EventRecord
 from otelhooks._eventlog._params import DEFAULT_LIMIT, DEFAULT_WAIT_S
 from otelhooks._loopback import trust_env_for
+from otelhooks._tls import tls_context
 
 if TYPE_CHECKING:
     import httpx
@@ -120,7 +121,9 @@ class EventLogClient:
         self._headers = {"Authorization": f"Bearer {token}"}
         self._own_http = http is None
         self._http = http or httpx.Client(
-            timeout=httpx.Timeout(10.0, read=wait_timeout + 10.0), trust_env=trust_env_for(url)
+            timeout=httpx.Timeout(10.0, read=wait_timeout + 10.0),
+            trust_env=trust_env_for(url),
+            verify=tls_context(trust_env=trust_env_for(url)),
         )
         self._url = url.rstrip("/") + "/v1/events"
 

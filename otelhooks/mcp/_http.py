@@ -37,6 +37,7 @@ from otelhooks import _semconv as sc
 from otelhooks._json import loads_bounded
 from otelhooks._local_hosts import LocalHosts
 from otelhooks._loopback import trust_env_for
+from otelhooks._tls import tls_context
 from otelhooks.mcp._asgi import (
     Receive,
     Scope,
@@ -127,6 +128,7 @@ class McpHttpProxy:
             timeout=httpx.Timeout(30.0, read=None),
             follow_redirects=False,
             trust_env=trust_env_for(upstream),
+            verify=tls_context(trust_env=trust_env_for(upstream)),
         )
         self.token = token.encode() if token else None
         self.max_body_bytes = max_body_bytes
