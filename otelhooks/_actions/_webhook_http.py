@@ -159,11 +159,11 @@ class _IoLoop:
 def start_io_loop(name: str) -> asyncio.AbstractEventLoop:
     """A new event loop for our HTTP clients, run by a daemon thread called ``name``.
 
-    A process's first loop makes one request before any other, under the fork guard
+    A process's first loop makes one request of its own, under the fork guard
     (:data:`otelhooks._fork_guard.ONCE`): httpx, httpcore and anyio import modules at their first
     request, and a child forked during such an import inherits that module's lock held, by a
-    thread it does not have (its every request then waited forever). Callers' coroutines queue
-    on the loop meanwhile.
+    thread it does not have (its every request then waited forever). Callers' coroutines run on
+    the loop meanwhile, on its thread and so under the same guard.
     """
     loop = asyncio.new_event_loop()
     threading.Thread(target=_run_io_loop, args=(loop,), name=name, daemon=True).start()
