@@ -65,11 +65,11 @@ def api(server: EventLogServer) -> Iterator[httpx.Client]:
         yield client
 
 
-# one browser per module, not per session: Playwright's sync API keeps its event loop set as
-# the thread's running loop while it is started, so a later test's asyncio.run() would fail
-# for as long as the browser lives
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+@contextmanager
+def chromium(*names: str) -> Iterator[Any]:
+    """Debian's Chromium, resolving each of ``names`` to 127.0.0.1 by its own
+    ``--host-resolver-rules`` (no DNS is asked, nothing but 127.0.0.1 is reached, never through
+    a proxy)."""
     require(
         "Chromium (apt-get install chromium chromium-driver)", shutil.which(CHROMIUM) is not None
     )
@@ -77,12 +77,25 @@ def browser() -> Iterator[Any]:
         from playwright.sync_api import sync_playwright
     except ImportError:
         require("the playwright package", False)
+    args = list(CHROMIUM_ARGS)
+    if names:
+        rules = ", ".join(f"MAP {name} 127.0.0.1" for name in names)
+        args += [f"--host-resolver-rules={rules}", "--no-proxy-server"]
     with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=args)
         try:
-            yield chromium
+            yield launched
         finally:
-            chromium.close()
+            launched.close()
+
+
+# one browser per module, not per session: Playwright's sync API keeps its event loop set as
+# the thread's running loop while it is started, so a later test's asyncio.run() would fail
+# for as long as the browser lives
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as launched:
+        yield launched
 
 
 def log_in(browser: Any, url: str) -> Any:
@@ -137,11 +150,11 @@ AGENT = {"Authorization": "Bearer agent-ingest-t0ken"}
 
 
 @contextmanager
-def serving_inbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
-    """A serve whose agents hold :data:`AGENT`; what it leaves waiting in the process's inbox
-    (which outlives it) is denied as it stops."""
+def serving_inbox(monkeypatch: pytest.MonkeyPatch, **options: Any) -> Iterator[EventLogServer]:
+    """A serve (with ``options``) whose agents hold :data:`AGENT`; what it leaves waiting in
+    the process's inbox (which outlives it) is denied as it stops."""
     monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
-    started = serve(token=TOKEN)
+    started = serve(token=TOKEN, **options)
     try:
         yield started
     finally:

@@ -11,7 +11,6 @@ rebinding) reaches serve by a name serve does not answer, and gets 403 even for 
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
@@ -19,8 +18,7 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer, serve
-from tests._realparts import require
-from tests.web.conftest import AGENT, AUTH, CHROMIUM, CHROMIUM_ARGS, TOKEN, Seen, other_port_app
+from tests.web.conftest import AGENT, AUTH, TOKEN, Seen, chromium, other_port_app
 from tests.web.conftest import click_answer as click
 
 pytestmark = pytest.mark.timeout(90)
@@ -31,22 +29,8 @@ REBOUND = "rebind.test"  # a page's own name, resolving to 127.0.0.1 (DNS rebind
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    require(
-        "Chromium (apt-get install chromium chromium-driver)", shutil.which(CHROMIUM) is not None
-    )
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        require("the playwright package", False)
-    # the name is the browser's alone; nothing but 127.0.0.1 is reached, never through a proxy
-    rules = f"MAP {NAME} 127.0.0.1, MAP {REBOUND} 127.0.0.1"
-    args = [*CHROMIUM_ARGS, f"--host-resolver-rules={rules}", "--no-proxy-server"]
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=args)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium(NAME, REBOUND) as launched:
+        yield launched
 
 
 @pytest.fixture
