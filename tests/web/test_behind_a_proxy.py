@@ -19,13 +19,21 @@ import sys
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 import structlog
 
 from otelhooks import EventLogServer
 from tests.web._proxy import HostRewritingProxy, host_rewriting_proxy
-from tests.web.conftest import AUTH, TOKEN, Seen, chromium, click_answer, other_port_app
+from tests.web.conftest import (
+    TOKEN,
+    Seen,
+    ask,
+    card,
+    chromium,
+    deny_in_inbox,
+    log_in,
+    other_port_app,
+)
 from tests.web.conftest import serving_inbox as _serving_inbox
 
 pytestmark = pytest.mark.timeout(90)
@@ -45,15 +53,8 @@ def proxy() -> Iterator[HostRewritingProxy]:
         yield started
 
 
-def _ask(server: EventLogServer) -> str:
-    body = {"hook_id": "ask", "tool": "Bash", "timeout_s": 60, "default": "allow", "args": {}}
-    created = httpx.post(f"{server.url}/v1/approvals", json=body, headers=AUTH)
-    assert created.status_code == 201, created.text
-    return str(created.json()["id"])
-
-
 def _state(server: EventLogServer, approval: str) -> tuple[str, str]:
-    got = httpx.get(f"{server.url}/v1/approvals/{approval}", headers=AUTH).json()
+    got = card(server, approval)
     return str(got["state"]), str(got["answered_by"])
 
 
@@ -76,17 +77,10 @@ def test_behind_a_proxy_that_rewrites_host_the_inbox_answers_with_public_origin(
         monkeypatch.setenv("OTELHOOKS_PUBLIC_ORIGIN", f" https://other.example ,{public.upper()}/")
     with _serving_inbox(monkeypatch, **options) as server:
         proxy.upstream = server.port
-        approval = _ask(server)
-        page = browser.new_context().new_page()
+        approval = str(ask(server)["id"])
+        page = log_in(browser, public)
         try:
-            page.goto(f"{public}/login")
-            page.fill("#token", TOKEN)
-            page.click("#login-submit")
-            page.wait_for_url(f"{public}/")
-            page.goto(f"{public}/approvals")
-            card = page.locator(f"article[data-approval='{approval}']")
-            click_answer(card.locator("button.deny"))
-            page.locator(f"tr.answered[data-approval='{approval}']").wait_for(timeout=10_000)
+            deny_in_inbox(page, public, approval)
             assert page.inner_text("#live") == "live"
         finally:
             page.context.close()
@@ -138,13 +132,9 @@ def test_with_public_origin_a_page_on_another_port_is_still_refused(
     public = f"http://127.0.0.1:{proxy.port}"
     with _serving_inbox(monkeypatch, public_origins=[public]) as server:
         proxy.upstream = server.port
-        approval = _ask(server)
-        page = browser.new_context().new_page()
+        approval = str(ask(server)["id"])
+        page = log_in(browser, public)
         try:
-            page.goto(f"{public}/login")
-            page.fill("#token", TOKEN)
-            page.click("#login-submit")
-            page.wait_for_url(f"{public}/")
             other = page.context.new_page()
             seen = Seen(other)
             with other_port_app(b"<!doctype html><p>the app the agent built</p>") as app:
@@ -184,3 +174,4 @@ def test_the_cli_refuses_a_public_origin_that_is_not_one() -> None:
     )
     assert run.returncode == 2, run.stderr
     assert "otelhooks serve: --public-origin / OTELHOOKS_PUBLIC_ORIGIN: not an origin" in run.stderr
+

@@ -14,12 +14,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
-from otelhooks import EventLogServer, serve
-from tests.web.conftest import AGENT, AUTH, TOKEN, Seen, chromium, other_port_app
-from tests.web.conftest import click_answer as click
+from otelhooks import EventLogServer
+from tests.web.conftest import (
+    AGENT,
+    Seen,
+    ask,
+    card,
+    chromium,
+    deny_in_inbox,
+    log_in,
+    other_port_app,
+    serving_inbox,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -35,39 +43,17 @@ def browser() -> Iterator[Any]:
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
-    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
-    started = serve(token=TOKEN, allowed_hosts=[NAME])
-    try:
+    with serving_inbox(monkeypatch, allowed_hosts=[NAME]) as started:
         yield started
-    finally:
-        with httpx.Client(base_url=started.url, headers=AUTH) as admin:
-            for item in admin.get("/v1/approvals").json()["pending"]:
-                admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
-        started.stop()
 
 
 def _ask(server: EventLogServer) -> str:
-    body = {"hook_id": "ask", "tool": "Bash", "timeout_s": 60, "default": "allow", "args": {}}
-    created = httpx.post(f"{server.url}/v1/approvals", json=body, headers=AGENT)
-    assert created.status_code == 201, created.text
-    return str(created.json()["id"])
+    return str(ask(server, AGENT)["id"])
 
 
 def _state(server: EventLogServer, approval: str) -> tuple[str, str]:
-    got = httpx.get(f"{server.url}/v1/approvals", headers=AUTH).json()
-    for item in [*got["pending"], *got["answered"]]:
-        if item["id"] == approval:
-            return str(item["state"]), str(item["answered_by"])
-    raise AssertionError(f"no card {approval}")
-
-
-def _log_in(browser: Any, url: str) -> Any:
-    page = browser.new_context().new_page()
-    page.goto(f"{url}/login")
-    page.fill("#token", TOKEN)
-    page.click("#login-submit")
-    page.wait_for_url(f"{url}/")
-    return page
+    got = card(server, approval)
+    return str(got["state"]), str(got["answered_by"])
 
 
 _NO_REFERRER_IMG = """(u) => new Promise((done) => { const i = new Image();
@@ -81,7 +67,7 @@ def test_over_plain_http_the_inbox_works_and_a_neighbour_s_look_withdraws_nothin
     port = server.url.rsplit(":", 1)[1]
     url = f"http://{NAME}:{port}"
     withdrawn, answered = _ask(server), _ask(server)
-    page = _log_in(browser, url)
+    page = log_in(browser, url)
     try:
         other = page.context.new_page()
         seen = Seen(other)
@@ -95,10 +81,7 @@ def test_over_plain_http_the_inbox_works_and_a_neighbour_s_look_withdraws_nothin
         assert _state(server, withdrawn) == ("pending", "")
         assert seen.answer(look)[0] == 403
         # the person's own page, without Sec-Fetch-Site either, lists and answers
-        page.goto(f"{url}/approvals")
-        card = page.locator(f"article[data-approval='{answered}']")
-        click(card.locator("button.deny"))
-        page.locator(f"tr.answered[data-approval='{answered}']").wait_for(timeout=10_000)
+        deny_in_inbox(page, url, answered)
     finally:
         page.context.close()
     assert _state(server, answered) == ("denied", "browser")
