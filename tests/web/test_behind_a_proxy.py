@@ -175,3 +175,25 @@ def test_the_cli_refuses_a_public_origin_that_is_not_one() -> None:
     assert run.returncode == 2, run.stderr
     assert "otelhooks serve: --public-origin / OTELHOOKS_PUBLIC_ORIGIN: not an origin" in run.stderr
 
+
+def test_an_inbox_that_cannot_read_serve_says_so_not_that_nothing_waits(
+    browser: Any, proxy: HostRewritingProxy, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The person logged in at serve's own address (by name), then opens the inbox through the
+    new proxy: the browser sends the session (cookies ignore ports), the page loads, and its
+    every JSON request is refused (no ``--public-origin`` yet). Before, the page said "Nothing
+    is waiting." under a card that waited, its default to come."""
+    with _serving_inbox(monkeypatch, allowed_hosts=[NAME]) as server:
+        proxy.upstream = server.port
+        approval = str(ask(server)["id"])
+        page = log_in(browser, f"http://{NAME}:{server.port}")
+        try:
+            for path in ("/approvals", "/"):
+                page.goto(f"http://{NAME}:{proxy.port}{path}")
+                alert = page.locator("#page-error")
+                alert.wait_for(timeout=10_000)
+                assert "--public-origin" in alert.inner_text()
+                assert page.locator("#none-pending").is_hidden()
+        finally:
+            page.context.close()
+        assert _state(server, approval) == ("pending", "")
