@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hmac
 import os
+import re
 import secrets
 import threading
 import time
@@ -53,6 +54,8 @@ __all__ = [
 COOKIE = "otelhooks_session"
 PUBLIC_ORIGIN_ENV = "OTELHOOKS_PUBLIC_ORIGIN"
 _DEFAULT_PORTS = {"http": 80, "https": 443}
+# a host name or IP address, nothing else: a refused origin is echoed in messages and serve's log
+_HOST = re.compile(r"[a-z0-9._:%-]{1,255}")
 _MAX_WARNED = 16  # refused origins serve's log names, each once
 _log = structlog.get_logger("otelhooks")
 
@@ -94,6 +97,7 @@ def public_origin(value: str) -> str:
         or parts.query
         or parts.fragment
         or parts.username is not None
+        or not _HOST.fullmatch(parts.hostname)
     ):
         raise ValueError(f"not an origin (scheme://host[:port], no path): {value!r}")
     return _origin(parts.scheme.lower(), parts.hostname, port)

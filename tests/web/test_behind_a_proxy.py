@@ -156,7 +156,13 @@ def test_a_public_origin_that_is_not_one_is_refused_at_start(
 ) -> None:
     from otelhooks import ConfigError, serve
 
-    for bad in ("inbox.example.com", "https://inbox.example.com/otelhooks", "ftp://x"):
+    bad_ones = (
+        "inbox.example.com",
+        "https://inbox.example.com/otelhooks",
+        "ftp://x",
+        "http://in\x1bbox.test",  # echoed in a refusal and serve's log: a terminal's escape
+    )
+    for bad in bad_ones:
         with pytest.raises(ConfigError, match="--public-origin"):
             serve(token=TOKEN, public_origins=[bad], start=False)
     monkeypatch.setenv("OTELHOOKS_PUBLIC_ORIGIN", "https://a.example, nope")
