@@ -48,6 +48,7 @@ def _serve(args: argparse.Namespace) -> int:
             grafana_url=args.grafana_url,
             store=args.store,
             allowed_hosts=args.allowed_host,
+            public_origins=args.public_origin,
         )
     except ConfigError as exc:
         print(f"otelhooks serve: {exc}", file=sys.stderr)
@@ -114,6 +115,16 @@ def add_parser(sub: Subcommands) -> None:
         metavar="NAME",
         help="a host name clients reach serve by, besides localhost and IP addresses "
         "(repeatable; on a loopback --host other names are refused: DNS rebinding)",
+    )
+    serve.add_argument(
+        "--public-origin",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="an address browsers open the web view at through a reverse proxy that sends "
+        "serve its own address as Host (nginx's proxy_pass without proxy_set_header Host), "
+        "e.g. https://inbox.example.com: its pages count as serve's own (repeatable; default: "
+        "$OTELHOOKS_PUBLIC_ORIGIN, comma-separated)",
     )
     serve.add_argument(
         "--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})"

@@ -334,6 +334,7 @@ def serve(
     grafana_url: str | None = None,
     store: str | None = None,
     allowed_hosts: Sequence[str] = (),
+    public_origins: Sequence[str] = (),
 ) -> EventLogServer:
     """Build what ``otelhooks serve`` runs from hook files, and start it (unless ``start``
     is False, for :meth:`EventLogServer.serve_forever`).
@@ -356,6 +357,10 @@ def serve(
     (:mod:`otelhooks.web`), linking trace ids to ``jaeger_url`` and metrics to ``grafana_url``.
     On a loopback ``host`` it answers only ``localhost``, IP addresses and ``allowed_hosts``
     (a web page using DNS rebinding is refused: :mod:`otelhooks._local_hosts`).
+    ``public_origins`` (default: ``OTELHOOKS_PUBLIC_ORIGIN``, comma-separated) are the
+    addresses browsers open the web view at through a reverse proxy that sends serve its own
+    address as ``Host`` (``https://inbox.example.com``): their pages count as serve's own, and
+    their host names are answered.
 
     ``store`` (default: ``OTELHOOKS_STORE``) is where the state is kept: unset for the SQLite
     default (each log its ring or file), or ``postgresql://user@host/db``: every event log is
@@ -363,9 +368,13 @@ def serve(
     instance on the same database, and so are the approvals and the runs the web view lists.
 
     Raises:
-        ConfigError: a file is invalid, two logs share a name, there is no admin token, or the
-            store cannot be opened (the message names it).
+        ConfigError: a file is invalid, two logs share a name, there is no admin token, a
+            public origin is not ``scheme://host[:port]``, or the store cannot be opened (the
+            message names it).
     """
+    from otelhooks.web._auth import origin_hosts, public_origins_from
+
+    origins = public_origins_from(public_origins)
     token = token or os.environ.get(ADMIN_TOKEN_ENV)
     if not token:  # checked before any log file is opened
         raise ConfigError(f"the event log API needs an admin token: set {ADMIN_TOKEN_ENV}")
@@ -429,6 +438,7 @@ def serve(
             capture_content=capture,
             inbox=inbox,
             index=state.trace_index(capture_content=capture),
+            public_origins=origins,
         )
         received.append(viewing.index)
         exporters.append(viewing.index)  # the spans serve writes for Claude Code's hooks
@@ -471,6 +481,6 @@ def serve(
         owned=owned,
         routes=routes,
         fallback=fallback,
-        allowed_hosts=allowed_hosts,
+        allowed_hosts=origin_hosts(allowed_hosts, origins, bound=host),
     )
     return server.start() if start else server

@@ -119,8 +119,9 @@ class WebApp:
         page = path in ("/", "/approvals") or path.startswith("/static/")
         if not page and path != "/login" and self._elsewhere(scope):
             # the one rule for every route a browser's cookie reaches but a page (see _auth)
-            message = "a browser request from another site (Sec-Fetch-Site, Origin, Referer)"
-            await send_json(send, 403, {"error": "forbidden", "message": message})
+            await self.refuse(
+                scope, send, "a browser request from another site (Sec-Fetch-Site, Origin, Referer)"
+            )
             return
         if path.startswith("/v1/approvals"):
             await self.approvals(scope, receive, send)
@@ -171,6 +172,12 @@ class WebApp:
                 await send_json(send, 200, found)
         else:
             await send_json(send, 404, {"error": "not_found"})
+
+    async def refuse(self, scope: Scope, send: Send, why: str) -> None:
+        """403 for a browser request, saying ``why`` (and, for an origin that is not serve's,
+        what names it: :meth:`~otelhooks.web._auth.WebAuth.refusal`)."""
+        message = self.auth.refusal(scope, why)
+        await send_json(send, 403, {"error": "forbidden", "message": message})
 
     def _elsewhere(self, scope: Scope) -> bool:
         """A request carrying the session cookie that serve's own pages did not make: a page
@@ -268,7 +275,7 @@ class WebApp:
     async def _login(self, scope: Scope, receive: Receive, send: Send) -> None:
         # a browser always sends Origin with a form POST: one from elsewhere is a login CSRF
         if header(scope, b"origin") is not None and not self.auth.same_origin(scope):
-            await send_json(send, 403, {"error": "forbidden", "message": "cross-origin login"})
+            await self.refuse(scope, send, "cross-origin login")
             return
         raw = await read_body(receive, 8192)
         form = parse_qs((raw or b"").decode("utf-8", "replace"))
@@ -282,7 +289,7 @@ class WebApp:
 
     async def _logout(self, scope: Scope, send: Send, caller: Caller) -> None:
         if not self.auth.allows_change(scope, caller):
-            await send_json(send, 403, {"error": "forbidden", "message": "CSRF check failed"})
+            await self.refuse(scope, send, "CSRF check failed")
             return
         self.auth.logout(caller.session)
         cookie = f"{COOKIE}=; HttpOnly; SameSite=Strict; Path=/; Max-Age=0"

@@ -112,7 +112,8 @@ class ApprovalRoutes:
             await self._withdraw(match.group(1), send, polling=polling)
         elif match is not None and method == "POST" and caller.admin:
             if not self.auth.allows_change(scope, caller):
-                await _json(send, 403, {"error": "forbidden", "message": "CSRF check failed"})
+                message = self.auth.refusal(scope, "CSRF check failed")
+                await _json(send, 403, {"error": "forbidden", "message": message})
                 return
             await self._answer(match.group(1), receive, send, caller.how)
         elif match is None and path != "/v1/approvals":

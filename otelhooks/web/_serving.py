@@ -132,6 +132,7 @@ def web_serving(
     max_spans: int = 200_000,
     inbox: ApprovalInbox | None = None,
     index: TraceIndex | None = None,
+    public_origins: Sequence[str] = (),
 ) -> WebServing:
     """Build the web view of a server.
 
@@ -146,6 +147,11 @@ def web_serving(
         inbox: the approvals inbox; this process's one when omitted.
         index: the trace index (a shared store's); one in memory with ``max_traces``,
             ``max_spans`` and ``capture_content`` when omitted.
+        public_origins: the addresses browsers open serve at through a reverse proxy that
+            rewrites ``Host`` (``https://inbox.example.com``): their pages count as serve's own.
+
+    Raises:
+        ValueError: a public origin is not ``scheme://host[:port]``.
 
     Example:
         >>> serving = web_serving(token="s3cret")
@@ -153,6 +159,7 @@ def web_serving(
         0
         >>> serving.close()  # the process's approval inbox is no longer listed by it
     """
+    auth = WebAuth(token, ingest_token=ingest_token, public_origins=public_origins)
     capture = capture_from_env() if capture_content is None else capture_content
     if index is None:
         index = TraceIndex(max_traces=max_traces, max_spans=max_spans, capture_content=capture)
@@ -172,7 +179,7 @@ def web_serving(
     app = WebApp(
         index,
         inbox,
-        WebAuth(token, ingest_token=ingest_token),
+        auth,
         jaeger_url=jaeger_url or os.environ.get(JAEGER_URL_ENV),
         grafana_url=grafana_url or os.environ.get(GRAFANA_URL_ENV),
         capture_content=capture,

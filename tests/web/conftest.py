@@ -65,11 +65,11 @@ def api(server: EventLogServer) -> Iterator[httpx.Client]:
         yield client
 
 
-# one browser per module, not per session: Playwright's sync API keeps its event loop set as
-# the thread's running loop while it is started, so a later test's asyncio.run() would fail
-# for as long as the browser lives
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
+@contextmanager
+def chromium(*names: str) -> Iterator[Any]:
+    """Debian's Chromium, resolving each of ``names`` to 127.0.0.1 by its own
+    ``--host-resolver-rules`` (no DNS is asked, nothing but 127.0.0.1 is reached, never through
+    a proxy)."""
     require(
         "Chromium (apt-get install chromium chromium-driver)", shutil.which(CHROMIUM) is not None
     )
@@ -77,12 +77,25 @@ def browser() -> Iterator[Any]:
         from playwright.sync_api import sync_playwright
     except ImportError:
         require("the playwright package", False)
+    args = list(CHROMIUM_ARGS)
+    if names:
+        rules = ", ".join(f"MAP {name} 127.0.0.1" for name in names)
+        args += [f"--host-resolver-rules={rules}", "--no-proxy-server"]
     with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        launched = p.chromium.launch(executable_path=CHROMIUM, args=args)
         try:
-            yield chromium
+            yield launched
         finally:
-            chromium.close()
+            launched.close()
+
+
+# one browser per module, not per session: Playwright's sync API keeps its event loop set as
+# the thread's running loop while it is started, so a later test's asyncio.run() would fail
+# for as long as the browser lives
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with chromium() as launched:
+        yield launched
 
 
 def log_in(browser: Any, url: str) -> Any:
@@ -137,11 +150,13 @@ AGENT = {"Authorization": "Bearer agent-ingest-t0ken"}
 
 
 @contextmanager
-def serving_inbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
-    """A serve whose agents hold :data:`AGENT`; what it leaves waiting in the process's inbox
-    (which outlives it) is denied as it stops."""
+def serving_inbox(
+    monkeypatch: pytest.MonkeyPatch, *hook_files: Path, **options: Any
+) -> Iterator[EventLogServer]:
+    """A serve (of ``hook_files``, with ``options``) whose agents hold :data:`AGENT`; what it
+    leaves waiting in the process's inbox (which outlives it) is denied as it stops."""
     monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
-    started = serve(token=TOKEN)
+    started = serve(list(hook_files), token=TOKEN, **options)
     try:
         yield started
     finally:
@@ -149,6 +164,98 @@ def serving_inbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
             for item in admin.get("/v1/approvals").json()["pending"]:
                 admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
         started.stop()
+
+
+def ask(server: EventLogServer, headers: dict[str, str] = AUTH, **fields: Any) -> dict[str, Any]:
+    """A card asked over HTTP (``POST /v1/approvals``) with ``headers``' token: a ``Bash``
+    call of hook ``ask``, 60 s, default ``allow``, no arguments, unless ``fields`` say else."""
+    body = {"hook_id": "ask", "tool": "Bash", "timeout_s": 60, "default": "allow", "args": {}}
+    created = httpx.post(f"{server.url}/v1/approvals", json={**body, **fields}, headers=headers)
+    assert created.status_code == 201, created.text
+    return dict(created.json())
+
+
+def card(server: EventLogServer, approval: str) -> dict[str, Any]:
+    """The card ``approval`` as the inbox lists it (a listing renews no asker's lease)."""
+    got = httpx.get(f"{server.url}/v1/approvals", headers=AUTH).json()
+    for item in [*got["pending"], *got["answered"]]:
+        if item["id"] == approval:
+            return dict(item)
+    raise AssertionError(f"no card {approval}")
+
+
+def deny_in_inbox(page: Any, url: str, approval: str) -> None:
+    """Open the inbox at ``url``, click Deny on the card ``approval`` and see it answered."""
+    page.goto(f"{url}/approvals")
+    click_answer(page.locator(f"article[data-approval='{approval}'] button.deny"))
+    page.locator(f"tr.answered[data-approval='{approval}']").wait_for(timeout=10_000)
+
+
+CLAUDE_CODE_ROUTE = "/v1/hooks/claude-code"
+
+
+def pre_tool_use(use_id: str, command: str = "ls") -> dict[str, Any]:
+    """Claude Code's ``PreToolUse`` hook input for a ``Bash`` call, of session ``sess-{use_id}``."""
+    return {
+        "hook_event_name": "PreToolUse",
+        "session_id": f"sess-{use_id}",
+        "transcript_path": "/tmp/t.jsonl",
+        "cwd": "/tmp",
+        "tool_name": "Bash",
+        "tool_input": {"command": command},
+        "tool_use_id": use_id,
+    }
+
+
+class Posted:
+    """A hook input posted to serve's Claude Code route with :data:`AGENT` on a thread, its
+    connection open until the answer (or ``read_s``)."""
+
+    def __init__(self, url: str, body: dict[str, Any], read_s: float = 30) -> None:
+        self.response: httpx.Response | None = None
+        self.error: Exception | None = None
+        self._thread = threading.Thread(target=self._post, args=(url, body, read_s))
+        self._thread.start()
+
+    def _post(self, url: str, body: dict[str, Any], read_s: float) -> None:
+        try:
+            timeout = httpx.Timeout(5, read=read_s)
+            self.response = httpx.post(
+                url + CLAUDE_CODE_ROUTE, json=body, headers=AGENT, timeout=timeout
+            )
+        except httpx.HTTPError as exc:
+            self.error = exc
+
+    def join(self) -> None:
+        self._thread.join(30)
+
+    def decision(self) -> str:
+        """The hook's ``permissionDecision``, once it answered 200."""
+        self.join()
+        assert self.response is not None, self.error
+        assert self.response.status_code == 200, self.response.text
+        return str(self.response.json()["hookSpecificOutput"]["permissionDecision"])
+
+
+def session_cards(admin: httpx.Client, use_id: str) -> dict[str, list[dict[str, Any]]]:
+    """The pending and answered cards of :func:`pre_tool_use`'s session(s) starting with
+    ``sess-{use_id}`` (the process's inbox outlives each test's serve)."""
+    listing = admin.get("/v1/approvals").json()
+    return {
+        key: [a for a in listing[key] if a["session"].startswith(f"sess-{use_id}")]
+        for key in ("pending", "answered")
+    }
+
+
+def first_pending(admin: httpx.Client, use_id: str) -> dict[str, Any]:
+    """The first pending card of ``use_id``'s session, once there is one (10 s at most)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        pending = session_cards(admin, use_id)["pending"]
+        if pending:
+            return dict(pending[0])
+        time.sleep(0.02)
+    raise AssertionError("no card became pending")
 
 
 @contextmanager

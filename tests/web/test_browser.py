@@ -142,6 +142,39 @@ def test_a_hostile_span_name_stays_text(
         page.context.close()
 
 
+def test_runs_with_long_agent_and_tool_names_never_push_the_others_off_the_list(
+    browser: Any, server: EventLogServer, api: httpx.Client
+) -> None:
+    """An agent names itself and its tools as it likes (a span attribute keeps 4,096
+    characters). Before, each such run was a screen tall (its denial badge a screen below its
+    start) and the filters as wide as the longest name: three of them hid the run before them."""
+    post(api, agent_run("honest", denied_tool="rm"))
+    for n in range(3):
+        post(api, agent_run(f"agent{n}" + "X" * 4000, denied_tool="rm" + "Y" * 4000))
+    page = log_in(browser, server.url)
+    try:
+        rows = page.locator("#ops-body tr.op")
+        honest = rows.filter(has_text="honest")
+        honest.wait_for(timeout=10_000)
+        assert rows.count() == 4
+        height = page.viewport_size["height"]
+        box = honest.bounding_box()
+        assert box is not None
+        assert box["y"] + box["height"] <= height, box
+        badge = rows.first.locator(".dec").bounding_box()
+        assert badge is not None
+        assert badge["y"] <= height, badge
+        ops = page.locator(".ops").bounding_box()
+        assert ops is not None
+        for select in ("#f-agent", "#f-tool"):
+            shown = page.locator(select).bounding_box()
+            assert shown is not None
+            assert shown["x"] + shown["width"] <= ops["x"] + ops["width"], (select, shown)
+        assert page.locator(".agent-name").first.get_attribute("title", timeout=1000)
+    finally:
+        page.context.close()
+
+
 def test_a_new_operation_appears_without_a_reload(
     browser: Any, server: EventLogServer, api: httpx.Client
 ) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from otelhooks import EventLogServer, serve
+from otelhooks import EventLogServer
 from otelhooks._actions import _approval_card
 from otelhooks._actions._approval import ApprovalAction
 from otelhooks._actions._approval_inbox import LAPSED
@@ -25,11 +25,19 @@ from otelhooks._actions._asker import Asker
 from otelhooks._errors import HookError
 from otelhooks._events import ToolCallEvent
 from otelhooks._live import Answered
-from tests.web.conftest import AGENT, AUTH, TOKEN, log_in, serving_inbox
+from tests.web.conftest import (
+    AGENT,
+    AUTH,
+    Posted,
+    first_pending,
+    log_in,
+    pre_tool_use,
+    serving_inbox,
+    session_cards,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
-ROUTE = "/v1/hooks/claude-code"
 HOLD_BASH = """\
 hooks:
   - id: ask-before-shell
@@ -39,75 +47,12 @@ hooks:
 """
 
 
-def _pre_tool_use(use_id: str) -> dict[str, Any]:
-    return {
-        "hook_event_name": "PreToolUse",
-        "session_id": f"sess-{use_id}",
-        "transcript_path": "/tmp/t.jsonl",
-        "cwd": "/tmp",
-        "tool_name": "Bash",
-        "tool_input": {"command": "ls"},
-        "tool_use_id": use_id,
-    }
-
-
-class _Posted:
-    """A hook input posted on a thread, its connection open until the answer (or ``read_s``)."""
-
-    def __init__(self, url: str, body: dict[str, Any], read_s: float = 30) -> None:
-        self.response: httpx.Response | None = None
-        self.error: Exception | None = None
-        self._thread = threading.Thread(target=self._post, args=(url, body, read_s))
-        self._thread.start()
-
-    def _post(self, url: str, body: dict[str, Any], read_s: float) -> None:
-        try:
-            timeout = httpx.Timeout(5, read=read_s)
-            self.response = httpx.post(url + ROUTE, json=body, headers=AGENT, timeout=timeout)
-        except httpx.HTTPError as exc:
-            self.error = exc
-
-    def join(self) -> None:
-        self._thread.join(30)
-
-    def decision(self) -> str:
-        self.join()
-        assert self.response is not None, self.error
-        assert self.response.status_code == 200, self.response.text
-        return str(self.response.json()["hookSpecificOutput"]["permissionDecision"])
-
-
-def _cards(admin: httpx.Client, use_id: str) -> dict[str, list[dict[str, Any]]]:
-    listing = admin.get("/v1/approvals").json()
-    return {
-        key: [a for a in listing[key] if a["session"] == f"sess-{use_id}"]
-        for key in ("pending", "answered")
-    }
-
-
-def _pending(admin: httpx.Client, use_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        pending = _cards(admin, use_id)["pending"]
-        if pending:
-            return dict(pending[0])
-        time.sleep(0.02)
-    raise AssertionError("no card became pending")
-
-
 @pytest.fixture
 def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
     hooks = tmp_path / "hooks.yaml"
     hooks.write_text(HOLD_BASH)
-    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
-    started = serve([hooks], token=TOKEN)
-    try:
+    with serving_inbox(monkeypatch, hooks) as started:
         yield started
-    finally:
-        with httpx.Client(base_url=started.url, headers=AUTH) as admin:
-            for item in admin.get("/v1/approvals").json()["pending"]:
-                admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
-        started.stop()
 
 
 def test_the_first_try_giving_up_leaves_the_card_to_the_retry_waiting_on_it(
@@ -116,15 +61,15 @@ def test_the_first_try_giving_up_leaves_the_card_to_the_retry_waiting_on_it(
     # a load balancer gives up on its first try and retries: the retry waits on the first
     # try's card. Before, the first try's connection closing withdrew the card, and the retry,
     # still waiting for the person, was denied "by asker" with nobody having said no
-    first = _Posted(server.url, _pre_tool_use("toolu_two"), read_s=1.5)
+    first = Posted(server.url, pre_tool_use("toolu_two"), read_s=1.5)
     with httpx.Client(base_url=server.url, headers=AUTH) as admin:
-        card = _pending(admin, "toolu_two")
-        retry = _Posted(server.url, _pre_tool_use("toolu_two"))
+        card = first_pending(admin, "toolu_two")
+        retry = Posted(server.url, pre_tool_use("toolu_two"))
         time.sleep(0.5)  # the retry waits on the card
         first.join()
         assert isinstance(first.error, httpx.ReadTimeout)
         time.sleep(1)  # the first try's connection closed
-        still = _cards(admin, "toolu_two")
+        still = session_cards(admin, "toolu_two")
         allowed = admin.post(f"/v1/approvals/{card['id']}", json={"decision": "allow", "by": "bob"})
         assert allowed.status_code == 200, allowed.text
         assert retry.decision() == "allow"
@@ -250,13 +195,13 @@ def test_a_daemon_s_client_gone_leaves_the_card_to_another_asker_of_the_call(
         daemon = threading.Thread(target=ask, args=("daemon",))
         daemon.start()
         with httpx.Client(base_url=server.url, headers=AUTH) as admin:
-            card = _pending(admin, "daemon")
+            card = first_pending(admin, "daemon")
             other = threading.Thread(target=ask, args=("other",))
             other.start()
             time.sleep(1)  # both long-poll the one card
             client.gone()  # the hook client killed: the daemon's DELETE goes
             time.sleep(1.5)
-            still = _cards(admin, "daemon")["pending"]
+            still = session_cards(admin, "daemon")["pending"]
             allowed = admin.post(f"/v1/approvals/{card['id']}", json={"decision": "allow"})
             other.join(30)
             daemon.join(40)

@@ -21,7 +21,17 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer
-from tests.web.conftest import AGENT, AUTH, TOKEN, Seen, log_in, other_port_app, serving_inbox
+from tests.web.conftest import (
+    AGENT,
+    AUTH,
+    TOKEN,
+    Seen,
+    ask,
+    card,
+    log_in,
+    other_port_app,
+    serving_inbox,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -42,18 +52,7 @@ def elsewhere() -> Iterator[str]:
 
 def _ask(server: EventLogServer) -> str:
     """A card asked by a process with the agents' token, which then looks at it no more."""
-    body = {"hook_id": "ask", "tool": "Bash", "timeout_s": 60, "default": "allow", "args": {}}
-    created = httpx.post(f"{server.url}/v1/approvals", json=body, headers=AGENT)
-    assert created.status_code == 201, created.text
-    return str(created.json()["id"])
-
-
-def _card(server: EventLogServer, approval: str) -> dict[str, Any]:
-    got = httpx.get(f"{server.url}/v1/approvals", headers=AUTH).json()
-    for item in [*got["pending"], *got["answered"]]:
-        if item["id"] == approval:
-            return dict(item)
-    raise AssertionError(f"no card {approval}")
+    return str(ask(server, AGENT)["id"])
 
 
 _IMG = "(u) => { const i = new Image(); i.src = u; document.body.appendChild(i); }"
@@ -102,7 +101,7 @@ def test_no_json_route_answers_a_page_on_another_port(
         page.locator(f"article[data-approval='{approval}']").wait_for(timeout=10_000)
     finally:
         page.context.close()
-    assert _card(server, approval)["state"] == "pending"
+    assert card(server, approval)["state"] == "pending"
 
 
 # the asker's long-poll, made by the neighbour's page and cut short: with asker=1 its closing
@@ -131,8 +130,8 @@ def test_a_page_on_another_port_cannot_withdraw_a_card(
         assert status == 403
     finally:
         page.context.close()
-    card = _card(server, approval)
-    assert (card["state"], card["answered_by"]) == ("pending", ""), card
+    left = card(server, approval)
+    assert (left["state"], left["answered_by"]) == ("pending", ""), left
 
 
 def test_a_page_on_another_port_cannot_keep_a_card_nobody_waits_for(
@@ -150,13 +149,13 @@ def test_a_page_on_another_port_cannot_keep_a_card_nobody_waits_for(
             "(u) => setInterval(() => { new Image().src = u + '?n=' + Date.now(); }, 400)", url
         )
         deadline = time.monotonic() + 20
-        while _card(server, approval)["state"] == "pending" and time.monotonic() < deadline:
+        while card(server, approval)["state"] == "pending" and time.monotonic() < deadline:
             other.wait_for_timeout(250)
     finally:
         page.context.close()
-    card = _card(server, approval)
-    assert (card["state"], card["answered_by"]) == ("denied", "asker"), card
-    assert card["answer_reason"].startswith("no asker has waited on this card for 10 s"), card
+    left = card(server, approval)
+    assert (left["state"], left["answered_by"]) == ("denied", "asker"), left
+    assert left["answer_reason"].startswith("no asker has waited on this card for 10 s"), left
 
 
 def test_the_person_s_own_browser_is_never_a_card_s_asker(
@@ -171,8 +170,8 @@ def test_the_person_s_own_browser_is_never_a_card_s_asker(
         page.wait_for_timeout(300)
     finally:
         page.context.close()
-    card = _card(server, approval)
-    assert (card["state"], card["answered_by"]) == ("pending", ""), card
+    left = card(server, approval)
+    assert (left["state"], left["answered_by"]) == ("pending", ""), left
 
 
 def test_a_cookie_request_that_names_no_page_of_serve_is_refused(server: EventLogServer) -> None:

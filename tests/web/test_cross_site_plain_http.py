@@ -11,17 +11,23 @@ rebinding) reaches serve by a name serve does not answer, and gets 403 even for 
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
-from otelhooks import EventLogServer, serve
-from tests._realparts import require
-from tests.web.conftest import AGENT, AUTH, CHROMIUM, CHROMIUM_ARGS, TOKEN, Seen, other_port_app
-from tests.web.conftest import click_answer as click
+from otelhooks import EventLogServer
+from tests.web.conftest import (
+    AGENT,
+    Seen,
+    ask,
+    card,
+    chromium,
+    deny_in_inbox,
+    log_in,
+    other_port_app,
+    serving_inbox,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -31,59 +37,23 @@ REBOUND = "rebind.test"  # a page's own name, resolving to 127.0.0.1 (DNS rebind
 
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    require(
-        "Chromium (apt-get install chromium chromium-driver)", shutil.which(CHROMIUM) is not None
-    )
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        require("the playwright package", False)
-    # the name is the browser's alone; nothing but 127.0.0.1 is reached, never through a proxy
-    rules = f"MAP {NAME} 127.0.0.1, MAP {REBOUND} 127.0.0.1"
-    args = [*CHROMIUM_ARGS, f"--host-resolver-rules={rules}", "--no-proxy-server"]
-    with sync_playwright() as p:
-        chromium = p.chromium.launch(executable_path=CHROMIUM, args=args)
-        try:
-            yield chromium
-        finally:
-            chromium.close()
+    with chromium(NAME, REBOUND) as launched:
+        yield launched
 
 
 @pytest.fixture
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
-    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
-    started = serve(token=TOKEN, allowed_hosts=[NAME])
-    try:
+    with serving_inbox(monkeypatch, allowed_hosts=[NAME]) as started:
         yield started
-    finally:
-        with httpx.Client(base_url=started.url, headers=AUTH) as admin:
-            for item in admin.get("/v1/approvals").json()["pending"]:
-                admin.post(f"/v1/approvals/{item['id']}", json={"decision": "deny"})
-        started.stop()
 
 
 def _ask(server: EventLogServer) -> str:
-    body = {"hook_id": "ask", "tool": "Bash", "timeout_s": 60, "default": "allow", "args": {}}
-    created = httpx.post(f"{server.url}/v1/approvals", json=body, headers=AGENT)
-    assert created.status_code == 201, created.text
-    return str(created.json()["id"])
+    return str(ask(server, AGENT)["id"])
 
 
 def _state(server: EventLogServer, approval: str) -> tuple[str, str]:
-    got = httpx.get(f"{server.url}/v1/approvals", headers=AUTH).json()
-    for item in [*got["pending"], *got["answered"]]:
-        if item["id"] == approval:
-            return str(item["state"]), str(item["answered_by"])
-    raise AssertionError(f"no card {approval}")
-
-
-def _log_in(browser: Any, url: str) -> Any:
-    page = browser.new_context().new_page()
-    page.goto(f"{url}/login")
-    page.fill("#token", TOKEN)
-    page.click("#login-submit")
-    page.wait_for_url(f"{url}/")
-    return page
+    got = card(server, approval)
+    return str(got["state"]), str(got["answered_by"])
 
 
 _NO_REFERRER_IMG = """(u) => new Promise((done) => { const i = new Image();
@@ -97,7 +67,7 @@ def test_over_plain_http_the_inbox_works_and_a_neighbour_s_look_withdraws_nothin
     port = server.url.rsplit(":", 1)[1]
     url = f"http://{NAME}:{port}"
     withdrawn, answered = _ask(server), _ask(server)
-    page = _log_in(browser, url)
+    page = log_in(browser, url)
     try:
         other = page.context.new_page()
         seen = Seen(other)
@@ -111,10 +81,7 @@ def test_over_plain_http_the_inbox_works_and_a_neighbour_s_look_withdraws_nothin
         assert _state(server, withdrawn) == ("pending", "")
         assert seen.answer(look)[0] == 403
         # the person's own page, without Sec-Fetch-Site either, lists and answers
-        page.goto(f"{url}/approvals")
-        card = page.locator(f"article[data-approval='{answered}']")
-        click(card.locator("button.deny"))
-        page.locator(f"tr.answered[data-approval='{answered}']").wait_for(timeout=10_000)
+        deny_in_inbox(page, url, answered)
     finally:
         page.context.close()
     assert _state(server, answered) == ("denied", "browser")

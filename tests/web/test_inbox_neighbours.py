@@ -17,24 +17,14 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer
-from tests.web.conftest import AUTH, TOKEN, click_answer, log_in
+from tests.web.conftest import AUTH, TOKEN, ask, card, deny_in_inbox, log_in
 from tests.web.conftest import other_port_app as _app
 
 pytestmark = pytest.mark.timeout(60)
 
 
-def _ask(server: EventLogServer, **fields: Any) -> dict[str, Any]:
-    body = {
-        "hook_id": "ask",
-        "tool": "Bash",
-        "timeout_s": 60,
-        "default": "allow",
-        "args": {"command": "rm -rf ~"},
-        **fields,
-    }
-    created = httpx.post(f"{server.url}/v1/approvals", json=body, headers=AUTH)
-    assert created.status_code == 201, created.text
-    return dict(created.json())
+def _ask(server: EventLogServer) -> dict[str, Any]:
+    return ask(server, args={"command": "rm -rf ~"})
 
 
 @pytest.fixture
@@ -55,13 +45,10 @@ def test_a_cookie_set_by_a_page_on_another_port_does_not_take_the_inbox_away(
         page.goto(neighbour)  # the person looks at the agent's app
         shadow = [c for c in page.context.cookies() if c["path"] == "/v1"]
         assert shadow, "the browser did not keep the neighbour's cookie: nothing is tested"
-        page.goto(f"{server.url}/approvals")
-        card = page.locator(f"article[data-approval='{item['id']}']")
-        click_answer(card.locator("button.deny"))
-        page.locator(f"tr.answered[data-approval='{item['id']}']").wait_for(timeout=5000)
+        deny_in_inbox(page, server.url, item["id"])
     finally:
         page.context.close()
-    answered = httpx.get(f"{server.url}/v1/approvals/{item['id']}", headers=AUTH).json()
+    answered = card(server, item["id"])
     assert (answered["state"], answered["answered_by"]) == ("denied", "browser")
 
 
@@ -79,13 +66,10 @@ def test_wrong_logins_from_a_script_do_not_keep_the_person_out(
         page.fill("#token", TOKEN)
         page.click("#login-submit")
         page.wait_for_url(f"{server.url}/", timeout=5000)
-        page.goto(f"{server.url}/approvals")
-        card = page.locator(f"article[data-approval='{item['id']}']")
-        click_answer(card.locator("button.deny"))
-        page.locator(f"tr.answered[data-approval='{item['id']}']").wait_for(timeout=5000)
+        deny_in_inbox(page, server.url, item["id"])
     finally:
         page.context.close()
-    answered = httpx.get(f"{server.url}/v1/approvals/{item['id']}", headers=AUTH).json()
+    answered = card(server, item["id"])
     assert (answered["state"], answered["answered_by"]) == ("denied", "browser")
 
 
@@ -126,8 +110,7 @@ def test_a_double_click_on_a_page_on_another_port_approves_nothing(
 
 
 def _state(server: EventLogServer, approval: str) -> str:
-    got = httpx.get(f"{server.url}/v1/approvals/{approval}", headers=AUTH).json()
-    return str(got["state"])
+    return str(card(server, approval)["state"])
 
 
 # what a page on another port of the host can do: fill the host's cookie jar (cookies ignore
@@ -155,11 +138,8 @@ def test_a_cookie_jar_filled_by_a_page_on_another_port_is_named_and_cleared(
         page.fill("#token", TOKEN)
         page.click("#login-submit")
         page.wait_for_url(f"{server.url}/")
-        page.goto(f"{server.url}/approvals")
-        card = page.locator(f"article[data-approval='{item['id']}']")
-        click_answer(card.locator("button.deny"))
-        page.locator(f"tr.answered[data-approval='{item['id']}']").wait_for(timeout=5000)
+        deny_in_inbox(page, server.url, item["id"])
     finally:
         page.context.close()
-    answered = httpx.get(f"{server.url}/v1/approvals/{item['id']}", headers=AUTH).json()
+    answered = card(server, item["id"])
     assert (answered["state"], answered["answered_by"]) == ("denied", "browser")

@@ -16,7 +16,7 @@ import pytest
 
 from otelhooks import EventLogServer, serve
 from otelhooks.testing import pipeline
-from tests.web.conftest import AUTH, TOKEN, click_answer, log_in
+from tests.web.conftest import AUTH, TOKEN, ask, click_answer, log_in
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -153,3 +153,35 @@ def test_an_argument_after_a_long_one_is_on_the_page_without_scrolling_the_box(
             json={"decision": "deny"},
             headers=AUTH,
         )
+
+
+def test_a_card_s_long_names_never_push_its_deadline_and_default_off_the_page(
+    browser: Any, server: EventLogServer
+) -> None:
+    """An agent names its tool and hook as it likes (1,000 characters each, no space). Before,
+    the card's head grew as wide as the name (12,000 px) and its "N s left, then allow" stood
+    20,000 px to the right, off the page: the person saw neither the deadline nor the default;
+    an answered card's row made the page scroll sideways."""
+    names = {"tool": "Bash" + "A" * 996, "hook_id": "h" * 1000}
+    gone = ask(server, **names)  # and in the answered list, with a reason as long
+    deny = {"decision": "deny", "reason": "r" * 1000}
+    answered = httpx.post(f"{server.url}/v1/approvals/{gone['id']}", json=deny, headers=AUTH)
+    assert answered.status_code == 200, answered.text
+    item = ask(server, timeout_s=120, **names)
+    page = log_in(browser, server.url)
+    try:
+        page.goto(f"{server.url}/approvals")
+        box = page.locator(f"article[data-approval='{item['id']}']")
+        box.wait_for(timeout=10_000)
+        edge = box.bounding_box()
+        assert edge is not None
+        for part in ("strong.tool", ".time-left", "button.approve", "button.deny"):
+            shown = box.locator(part).bounding_box()
+            assert shown is not None
+            assert shown["x"] + shown["width"] <= edge["x"] + edge["width"], (part, shown, edge)
+        assert box.locator(".time-left").inner_text().endswith("s left, then allow")
+        page.locator(f"tr.answered[data-approval='{gone['id']}']").wait_for(timeout=10_000)
+        width = page.evaluate("document.documentElement.scrollWidth")
+        assert width <= page.viewport_size["width"], width
+    finally:
+        page.context.close()

@@ -4,7 +4,6 @@ answer given to it, so a person's Deny cannot be outlived by a second card's def
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,12 +12,22 @@ from typing import Any
 import httpx
 import pytest
 
-from otelhooks import EventLogServer, serve
-from tests.web.conftest import AGENT, AUTH, TOKEN
+from otelhooks import EventLogServer
+from tests.web.conftest import (
+    AGENT,
+    AUTH,
+    Posted,
+    first_pending,
+    pre_tool_use,
+    serving_inbox,
+    session_cards,
+)
+from tests.web.conftest import (
+    CLAUDE_CODE_ROUTE as ROUTE,
+)
 
 pytestmark = pytest.mark.timeout(60)
 
-ROUTE = "/v1/hooks/claude-code"
 # a short approval whose default allows: a second card would reach it within the test
 HOLD_BASH = """\
 hooks:
@@ -30,64 +39,15 @@ hooks:
 
 
 def _pre_tool_use(use_id: str, command: str = "rm -rf victim") -> dict[str, Any]:
-    return {
-        "hook_event_name": "PreToolUse",
-        "session_id": f"sess-{use_id}",
-        "transcript_path": "/tmp/t.jsonl",
-        "cwd": "/tmp",
-        "tool_name": "Bash",
-        "tool_input": {"command": command},
-        "tool_use_id": use_id,
-    }
-
-
-class _Posted:
-    """A hook input posted on a thread, its connection open until the answer."""
-
-    def __init__(self, url: str, body: dict[str, Any]) -> None:
-        self.response: httpx.Response | None = None
-        self._thread = threading.Thread(target=self._post, args=(url, body))
-        self._thread.start()
-
-    def _post(self, url: str, body: dict[str, Any]) -> None:
-        self.response = httpx.post(url + ROUTE, json=body, headers=AGENT, timeout=30)
-
-    def decision(self) -> str:
-        self._thread.join(30)
-        assert self.response is not None
-        assert self.response.status_code == 200, self.response.text
-        return str(self.response.json()["hookSpecificOutput"]["permissionDecision"])
-
-
-def _listing(admin: httpx.Client, use_id: str = "") -> dict[str, Any]:
-    """The cards (of ``use_id``'s session: the process's inbox outlives each test's serve)."""
-    listing = admin.get("/v1/approvals").json()
-    return {
-        key: [a for a in listing[key] if a["session"].startswith(f"sess-{use_id}")]
-        for key in ("pending", "answered")
-    }
-
-
-def _first_pending(admin: httpx.Client, use_id: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        pending = _listing(admin, use_id)["pending"]
-        if pending:
-            return dict(pending[0])
-        time.sleep(0.02)
-    raise AssertionError("no card became pending")
+    return pre_tool_use(use_id, command)
 
 
 @pytest.fixture
 def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[EventLogServer]:
     hooks = tmp_path / "hooks.yaml"
     hooks.write_text(HOLD_BASH)
-    monkeypatch.setenv("OTELHOOKS_INGEST_TOKEN", AGENT["Authorization"].removeprefix("Bearer "))
-    started = serve([hooks], token=TOKEN)
-    try:
+    with serving_inbox(monkeypatch, hooks) as started:
         yield started
-    finally:
-        started.stop()
 
 
 def test_a_retried_pre_tool_use_waits_on_the_first_card_and_gets_the_person_s_deny(
@@ -95,16 +55,16 @@ def test_a_retried_pre_tool_use_waits_on_the_first_card_and_gets_the_person_s_de
 ) -> None:
     # before: the retry opened a second card; the person denied the first, the retry's card
     # reached its default (allow) and the rm -rf ran, "approved by timeout"
-    first = _Posted(server.url, _pre_tool_use("toolu_retry"))
+    first = Posted(server.url, _pre_tool_use("toolu_retry"))
     with httpx.Client(base_url=server.url, headers=AUTH) as admin:
-        card = _first_pending(admin, "toolu_retry")
-        retry = _Posted(server.url, _pre_tool_use("toolu_retry"))
+        card = first_pending(admin, "toolu_retry")
+        retry = Posted(server.url, _pre_tool_use("toolu_retry"))
         denied = admin.post(f"/v1/approvals/{card['id']}", json={"decision": "deny", "by": "bob"})
         assert denied.status_code == 200, denied.text
         assert (first.decision(), retry.decision()) == ("deny", "deny")
-        late = _Posted(server.url, _pre_tool_use("toolu_retry"))  # after the answer
+        late = Posted(server.url, _pre_tool_use("toolu_retry"))  # after the answer
         assert late.decision() == "deny"
-        listing = _listing(admin, "toolu_retry")
+        listing = session_cards(admin, "toolu_retry")
     assert listing["pending"] == []
     assert [(a["id"], a["answered_by"]) for a in listing["answered"]] == [(card["id"], "bob")]
 
@@ -115,8 +75,8 @@ def test_another_call_or_other_arguments_get_cards_of_their_own(server: EventLog
     cards: list[str] = []
     with httpx.Client(base_url=server.url, headers=AUTH) as admin:
         for body in asks:
-            posted = _Posted(server.url, body)
-            card = _first_pending(admin, body["tool_use_id"])
+            posted = Posted(server.url, body)
+            card = first_pending(admin, body["tool_use_id"])
             admin.post(f"/v1/approvals/{card['id']}", json={"decision": "deny", "by": "bob"})
             assert posted.decision() == "deny"
             cards.append(card["id"])
@@ -137,11 +97,11 @@ def test_a_retry_after_the_first_client_gave_up_gets_a_card_of_its_own(
         )
     with httpx.Client(base_url=server.url, headers=AUTH) as admin:
         deadline = time.monotonic() + 10
-        while not _listing(admin, "toolu_gave_up")["answered"] and time.monotonic() < deadline:
+        while not session_cards(admin, "toolu_gave_up")["answered"] and time.monotonic() < deadline:
             time.sleep(0.02)
-        (withdrawn,) = _listing(admin, "toolu_gave_up")["answered"]
-        retry = _Posted(server.url, _pre_tool_use("toolu_gave_up"))
-        card = _first_pending(admin, "toolu_gave_up")
+        (withdrawn,) = session_cards(admin, "toolu_gave_up")["answered"]
+        retry = Posted(server.url, _pre_tool_use("toolu_gave_up"))
+        card = first_pending(admin, "toolu_gave_up")
         admin.post(f"/v1/approvals/{card['id']}", json={"decision": "allow", "by": "bob"})
         assert retry.decision() == "allow"
     assert withdrawn["answered_by"] == "asker"

@@ -29,7 +29,9 @@
     tr.dataset.trace = op.trace_id;
     if (op.trace_id === page.open) tr.classList.add('selected');
     const agent = el('td', 'agent');
-    agent.append(el('span', 'agent-name', op.agent || op.root));
+    const name = el('span', 'agent-name', op.agent || op.root);
+    name.title = name.textContent;
+    agent.append(name);
     tr.append(
       el('td', 'nowrap', when(op.start_us)),
       agent,

@@ -208,7 +208,10 @@
   document.addEventListener('DOMContentLoaded', async () => {
     $('deny-all').addEventListener('click', denyAll);
     await oh.start((change) => (change.approvals ? refresh() : null));
-    await refresh();
+    await refresh().catch((err) => {
+      oh.problem(`The inbox could not be read: ${err.message}`);
+      throw err;
+    });
     setInterval(tick, 1000);
     window.addEventListener('resize', () => {
       for (const entry of cards.values()) if (entry.edit) fit(entry.edit);

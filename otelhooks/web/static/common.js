@@ -57,8 +57,26 @@ const oh = (() => {
     return `${d.toLocaleDateString()} ${time}`;
   }
 
+  // Said at the top of the page, in place of what could not be read: an inbox that cannot read
+  // serve must not look like one with nothing waiting while a call waits for its default.
+  function problem(text) {
+    let node = document.getElementById('page-error');
+    if (!node) {
+      node = el('p', 'error page-error');
+      node.id = 'page-error';
+      node.setAttribute('role', 'alert');
+      document.querySelector('main').prepend(node);
+    }
+    node.textContent = visible(text);
+  }
+
   async function start(onChange) {
-    state.session = await api('/v1/ui/session');
+    try {
+      state.session = await api('/v1/ui/session');
+    } catch (err) {
+      problem(`This page cannot read serve: ${err.message}`);
+      throw err;
+    }
     document.getElementById('logout').addEventListener('click', async () => {
       await api('/logout', { method: 'POST', body: '{}' }).catch(() => null);
       location.assign('/login');
@@ -96,5 +114,5 @@ const oh = (() => {
     }
   }
 
-  return { el, visible, api, duration, when, start, pendingCount, state };
+  return { el, visible, api, duration, when, start, pendingCount, problem, state };
 })();
