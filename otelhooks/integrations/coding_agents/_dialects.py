@@ -138,12 +138,15 @@ def _gemini_in(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _codex_out(response: HookResponse) -> HookResponse:
-    """A deny of a tool call is also exit 2 with the reason first on stderr (the JSON kept).
+    """A deny of a tool call, and a block (a tool's output withheld, a prompt refused), is also
+    exit 2 with the reason first on stderr (the JSON kept).
 
     Codex CLI reads a hook's JSON only from a stdout that holds nothing else, and ran the call
-    when a line came first: bash prints what a ``BASH_ENV`` script says (a Docker image's
-    ``.bashrc`` with a conda or nvm banner) before the hook's command runs. At exit 2 Codex
-    blocks with stderr as the reason, whatever stdout holds (0.171, checked with the real CLI).
+    (showed the model the output a guard withheld) when a line came first: bash prints what a
+    ``BASH_ENV`` script says (a Docker image's ``.bashrc`` with a conda or nvm banner) before
+    the hook's command runs. At exit 2 Codex blocks with stderr as the reason, whatever stdout
+    holds; a ``PostToolUse`` block's reason takes the output's place (0.171, checked with the
+    real CLI). An allowed rewrite has no such form (:func:`_codex_rewrite`).
     """
     if response.exit_code != 0 or not response.stdout.strip():
         return response
@@ -151,6 +154,10 @@ def _codex_out(response: HookResponse) -> HookResponse:
         data = json.loads(response.stdout)
     except ValueError:
         return response
+    if isinstance(data, dict) and data.get("decision") == "block":
+        reason = str(data.get("reason") or "").strip() or _DENIED
+        stderr = "\n".join(t for t in (reason, response.stderr.strip()) if t)
+        return HookResponse(2, response.stdout, stderr, response.http_body)
     specific = data.get("hookSpecificOutput") if isinstance(data, dict) else None
     if not isinstance(specific, dict):
         return response
