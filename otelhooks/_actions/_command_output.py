@@ -176,6 +176,39 @@ _ANSWER_FIELD: Final = re.compile(
     r'"(?:hookSpecificOutput|permissionDecision|decision|continue|updatedInput|tool_input)"\s*:'
 )
 BROKEN_NOTE: Final = " [otelhooks: read from an answer that does not parse]"
+LINES_NOTE: Final = " [otelhooks: read from an answer printed after other lines]"
+# lines starting with `{` tried from the end: stdout of a million such lines costs no more
+_LINES_TRIED: Final = 64
+
+
+def _after_lines(text: str) -> Answer | None:
+    """The answer a guard printed after lines of its own (a log line, a tool's banner): the
+    JSON object from a line that starts with ``{`` to the end of stdout, when it names an answer
+    field. Claude Code reads such stdout as plain text, which decides nothing: the guard's deny
+    let the call run without a word. It is read as a broken answer is (its deny denies, its
+    allow is a failure); stdout whose last object is not such an answer stays plain text.
+
+    Example:
+        >>> found = _after_lines('checking policy\\n{"decision": "block", "reason": "no"}')
+        >>> found.fields["reason"]
+        'no [otelhooks: read from an answer printed after other lines]'
+    """
+    start = text.rfind("\n{")
+    for _ in range(_LINES_TRIED):
+        if start < 0:
+            break
+        tail = text[start + 1 :]
+        try:
+            whole = json.loads(tail)
+        except (ValueError, RecursionError):
+            whole = None
+        if isinstance(whole, dict):
+            if _ANSWER_FIELD.search(tail) is None:
+                return None
+            salvaged = salvage(tail, note=LINES_NOTE)
+            return Answer(salvaged or {}, broken="lines came before it", readable=bool(salvaged))
+        start = text.rfind("\n{", 0, start)
+    return None
 
 
 def read_answer(text: str, total: int | None = None) -> Answer | None:
@@ -195,7 +228,7 @@ def read_answer(text: str, total: int | None = None) -> Answer | None:
         True
     """
     if not text.startswith("{"):
-        return None
+        return _after_lines(text)
     if total is not None and total > OUTPUT_CAP_BYTES:
         salvaged = salvage(text)
         return Answer(salvaged or {}, cut_at=total, readable=salvaged is not None)

@@ -91,8 +91,9 @@ def _bridge(tmp_path: Path, hooks: str, *events: dict[str, Any]) -> dict[str, An
     )
     for event in events:
         response = run_hook(json.dumps(event), options, environ={})
-        # a deny is exit 2 too (its reason on stderr), read whatever stdout holds
-        denied = '"permissionDecision": "deny"' in response.stdout
+        # a deny or a block is exit 2 too (its reason on stderr), read whatever stdout holds
+        out = response.stdout
+        denied = '"permissionDecision": "deny"' in out or '"decision": "block"' in out
         assert response.exit_code == (2 if denied else 0), response.stderr
     answer: dict[str, Any] = json.loads(response.stdout)
     return answer

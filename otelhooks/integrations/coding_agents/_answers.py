@@ -33,6 +33,7 @@ from otelhooks.integrations.coding_agents._combine import (
     combine,
     decides,
     denied_by,
+    output_withheld_by,
 )
 from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse, cli_name
 from otelhooks.integrations.coding_agents._shapes import withheld_like
@@ -50,6 +51,7 @@ __all__ = [
     "dumps",
     "keep_block",
     "late_problem",
+    "output_withheld_by",
     "respond",
     "run_hooks",
     "tell_failures",

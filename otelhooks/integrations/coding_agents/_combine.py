@@ -53,6 +53,7 @@ __all__ = [
     "decides",
     "denied_by",
     "deny_unaskable",
+    "output_withheld_by",
     "rewrite_as_block",
 ]
 
@@ -351,6 +352,25 @@ def rewrite_as_block(output: dict[str, Any]) -> None:
     if updated is not None and output.get("decision") != "block":
         output["decision"] = "block"
         output["reason"] = main_text(updated)
+
+
+def output_withheld_by(answers: Sequence[HookAnswer], agent: str) -> tuple[str, str] | None:
+    """The hook whose ``PostToolUse`` block keeps the tool's output from ``agent``'s model, and
+    its reason: Codex CLI and Gemini CLI show the model the block's reason in the output's place
+    (:data:`_NO_OUTPUT_REWRITE`), Claude Code shows it both. ``None``: no hook blocked, or the
+    model reads the output all the same.
+
+    Example:
+        >>> blocked = HookAnswer("leak", {"decision": "block", "reason": "key"})
+        >>> output_withheld_by([blocked], "codex")
+        ('leak', 'key')
+    """
+    if agent not in _NO_OUTPUT_REWRITE:
+        return None
+    for answer in answers:
+        if _blocks(answer):
+            return answer.hook_id, _block_reason(answer) or f"blocked by hook {answer.hook_id}"
+    return None
 
 
 def codex_readable(output: dict[str, Any], event: str, lost: list[str]) -> None:

@@ -27,9 +27,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from otelhooks._actions._command_env import inherited_environment
 from otelhooks._tool_kinds import GEMINI_LEGACY_NAMES, cli_aliases
 from otelhooks.integrations.coding_agents._common import HookResponse, cli_name
 from otelhooks.integrations.coding_agents._input import SKILL_COMMAND, as_tool_call, event_name_of
+from otelhooks.integrations.coding_agents._startup_noise import startup_noise
 
 __all__ = ["DIALECTS", "GEMINI_EVENTS", "Dialect", "dialect_named"]
 
@@ -136,12 +138,15 @@ def _gemini_in(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _codex_out(response: HookResponse) -> HookResponse:
-    """A deny of a tool call is also exit 2 with the reason first on stderr (the JSON kept).
+    """A deny of a tool call, and a block (a tool's output withheld, a prompt refused), is also
+    exit 2 with the reason first on stderr (the JSON kept).
 
     Codex CLI reads a hook's JSON only from a stdout that holds nothing else, and ran the call
-    when a line came first: bash prints what a ``BASH_ENV`` script says (a Docker image's
-    ``.bashrc`` with a conda or nvm banner) before the hook's command runs. At exit 2 Codex
-    blocks with stderr as the reason, whatever stdout holds (0.171, checked with the real CLI).
+    (showed the model the output a guard withheld) when a line came first: bash prints what a
+    ``BASH_ENV`` script says (a Docker image's ``.bashrc`` with a conda or nvm banner) before
+    the hook's command runs. At exit 2 Codex blocks with stderr as the reason, whatever stdout
+    holds; a ``PostToolUse`` block's reason takes the output's place (0.171, checked with the
+    real CLI). An allowed rewrite has no such form (:func:`_codex_rewrite`).
     """
     if response.exit_code != 0 or not response.stdout.strip():
         return response
@@ -149,13 +154,44 @@ def _codex_out(response: HookResponse) -> HookResponse:
         data = json.loads(response.stdout)
     except ValueError:
         return response
+    if isinstance(data, dict) and data.get("decision") == "block":
+        reason = str(data.get("reason") or "").strip() or _DENIED
+        stderr = "\n".join(t for t in (reason, response.stderr.strip()) if t)
+        return HookResponse(2, response.stdout, stderr, response.http_body)
     specific = data.get("hookSpecificOutput") if isinstance(data, dict) else None
-    if not isinstance(specific, dict) or specific.get("permissionDecision") != "deny":
+    if not isinstance(specific, dict):
         return response
+    if specific.get("permissionDecision") != "deny":
+        return _codex_rewrite(response, data, specific)
     # Codex refuses a blank reason at exit 2 too, and runs the call
     reason = str(specific.get("permissionDecisionReason") or "").strip() or _DENIED
     stderr = "\n".join(t for t in (reason, response.stderr.strip()) if t)
     return HookResponse(2, response.stdout, stderr, response.http_body)
+
+
+def _codex_rewrite(
+    response: HookResponse, data: dict[str, Any], specific: dict[str, Any]
+) -> HookResponse:
+    """An allowed rewrite as it is, unless a line bash prints first (:mod:`._startup_noise`)
+    would keep Codex from reading it: Codex then ran the original call. Such a rewrite is a
+    deny (exit 2, read whatever stdout holds) whose reason names the cause and the rewritten
+    arguments, to call again with."""
+    updated = specific.get("updatedInput")
+    if not isinstance(updated, dict):
+        return response
+    noise = startup_noise(inherited_environment())
+    if noise is None:
+        return response
+    reason = (
+        f"otelhooks: a hook rewrote this call, but Codex CLI cannot read the rewrite: {noise}, "
+        "and Codex reads a hook's answer only from a stdout that holds nothing else; the call "
+        f"is denied. The arguments the hook would run instead: {json.dumps(updated)}"
+    )
+    denied = {k: v for k, v in specific.items() if k != "updatedInput"}
+    denied.update(permissionDecision="deny", permissionDecisionReason=reason)
+    stdout = json.dumps({**data, "hookSpecificOutput": denied})
+    stderr = "\n".join(t for t in (reason, response.stderr.strip()) if t)
+    return HookResponse(2, stdout, stderr, response.http_body)
 
 
 def _gemini_out(response: HookResponse) -> HookResponse:

@@ -27,6 +27,7 @@ import structlog
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
+from otelhooks._actions._command_env import event_environment
 from otelhooks._errors import ConfigError
 from otelhooks._export._otlp import summarise_sdk_logs
 from otelhooks._export._report import DeliveryTracker, shutdown_timeout
@@ -191,7 +192,9 @@ def _run_hook(
     """:func:`run_hook`, in the dialect's own words: every answer goes through here."""
     from otelhooks.integrations.coding_agents._dialects import dialect_named
 
-    return dialect_named(options.dialect).answer(_bridge_answer(raw, options, env, deadline))
+    response = _bridge_answer(raw, options, env, deadline)
+    with event_environment(env):  # the answer's form may depend on the hook's environment
+        return dialect_named(options.dialect).answer(response)
 
 
 def _bridge_answer(

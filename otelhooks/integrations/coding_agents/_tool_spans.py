@@ -92,6 +92,7 @@ class ToolSpans(Part):
         error_type: str | None = None,
         extra: Mapping[str, types.AttributeValue] | None = None,
         events: Sequence[tuple[str, Mapping[str, types.AttributeValue]]] = (),
+        end_ns: int | None = None,
     ) -> None:
         if not tool.span_id:  # a tool use never opened here (see _take_tool): nothing to end
             return
@@ -111,7 +112,7 @@ class ToolSpans(Part):
                 tool.span_id,
                 tool.parent_span_id,
                 tool.start_ns,
-                time.time_ns(),
+                time.time_ns() if end_ns is None else end_ns,
                 attrs,
                 error=error,
                 error_type=error_type,

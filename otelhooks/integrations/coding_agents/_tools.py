@@ -37,6 +37,7 @@ from otelhooks.integrations.coding_agents._answers import (
     combine,
     denied_by,
     keep_block,
+    output_withheld_by,
     respond,
     run_hooks,
     tell_failures,
@@ -359,13 +360,7 @@ class ToolUses(ToolSpans):
         )
         blocked = persisted.blocked
         content = text(response)
-        # a withheld output is the hooks' block, not the tool's success (nor its error); the
-        # span event names the hook and its reason, as in process and at the MCP gateway
-        said = (
-            [(sc.EVENT_TOOL_RESULT_PERSIST, persist_event(persisted))] if persisted.matched else []
-        )
-        outcome = "blocked" if blocked else "success"
-        self.end_tool(tool, outcome, result=content, extra=ended, events=said)
+        ended_ns = time.time_ns()  # the tool's end, not its after_tool_call hooks'
 
         def after() -> AfterToolCallEvent:
             return AfterToolCallEvent(
@@ -379,6 +374,27 @@ class ToolUses(ToolSpans):
             )
 
         _, more = run_hooks(self.engine, "after_tool_call", after, values)
+        withheld = output_withheld_by(more, self.agent) if not blocked else None
+        if withheld is not None:
+            # a command hook's block (Codex's PostToolUse, Gemini's AfterTool) keeps the output
+            # from the model as a tool_result_persist block does: the span says so alike, and
+            # keeps what the model read instead of the output
+            hook_id, reason = withheld
+            persisted = replace(
+                persisted,
+                blocked=True,
+                decided_by=hook_id,
+                reason=reason,
+                matched=[*persisted.matched, hook_id],
+            )
+            content = f"[tool output withheld by hook {hook_id}: {reason}]"
+        # a withheld output is the hooks' block, not the tool's success (nor its error); the
+        # span event names the hook and its reason, as in process and at the MCP gateway
+        said = (
+            [(sc.EVENT_TOOL_RESULT_PERSIST, persist_event(persisted))] if persisted.matched else []
+        )
+        outcome = "blocked" if persisted.blocked else "success"
+        self.end_tool(tool, outcome, result=content, extra=ended, events=said, end_ns=ended_ns)
         output, lost = combine(name, [*answers, *more], extra=extra, agent=self.agent)
         return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
