@@ -34,6 +34,8 @@ holds matcher groups, each with its list of handlers. Every field of Claude Code
   out or fails blocks the event instead of letting it go on (Claude Code's default, and
   ``continue``). As in Claude Code, any other string is read as ``block``, and ``Stop``,
   ``SubagentStop``, ``TaskCompleted`` and ``TeammateIdle`` ignore it (a warning).
+- an event otelhooks does not know (a newer Claude Code's, or a typo) is a warning and its
+  handlers are skipped; the file's other hooks load, as Claude Code runs them.
 - a ``matcher`` on an event Claude Code has no matcher value for (``UserPromptSubmit``,
   ``Stop``, ``PostToolBatch`` ...) is ignored, as Claude Code ignores it, with a warning.
 - ``statusMessage`` and ``once`` are accepted and change nothing (``once`` is only honoured in
@@ -383,7 +385,10 @@ def load_claude_settings(doc: Document, errors: list[ConfigError]) -> list[Hook]
         try:
             resolve_event(str(event))
         except ConfigError as exc:
-            errors.append(doc.error(exc.problem, key_loc, field=f"hooks.{event}"))
+            # Claude Code skips an event it does not know and runs the file's other hooks; an
+            # event of a newer Claude Code (2.1.332's PreModelSwitch) made this whole file an
+            # error, and the bridge then ran none of its guards (exit 1: the tool ran)
+            _warn(doc, key_loc, f"{stem}:{event}", f"{exc.problem}: its handlers are not run")
             continue
         if not isinstance(groups, list):
             errors.append(
