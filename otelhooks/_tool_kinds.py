@@ -26,6 +26,7 @@ from typing import Any, Final
 
 __all__ = [
     "ANNOTATION_KINDS",
+    "CLAUDE_FORMER_NAMES",
     "CLI_MATCHER_ALIASES",
     "GEMINI_LEGACY_NAMES",
     "KIND_NAMES",
@@ -81,8 +82,34 @@ KIND_NAMES: Final[dict[str, frozenset[str]]] = {
 # Codex CLI runs a hook whose matcher names ``Write`` or ``Edit`` on its ``apply_patch`` too (for
 # hooks written with Claude Code's names; checked with the real CLI 0.171). The bridge offers
 # them to matchers live, replay from the recorded agent name.
+# Claude Code renamed tools and still runs a hook whose matcher or ``if`` rule names a tool by
+# its former name (2.1.332: ``Task``, the subagent tool of years of hook examples, is ``Agent``);
+# its own table, former name -> current name. A guard on either name fires on either.
+CLAUDE_FORMER_NAMES: Final[dict[str, str]] = {
+    "Task": "Agent",
+    "KillShell": "TaskStop",
+    "KillBash": "TaskStop",
+    "ListPeers": "ListAgents",
+    "Brief": "SendUserMessage",
+    "ListMcpResources": "ListMcpResourcesTool",
+    "ReadMcpResource": "ReadMcpResourceTool",
+    "ReadMcpResourceDir": "ReadMcpResourceDirTool",
+    "ProposeGoal": "SetGoal",
+}
+
+
+def _claude_names() -> dict[str, tuple[str, ...]]:
+    names: dict[str, tuple[str, ...]] = {}
+    for former, current in CLAUDE_FORMER_NAMES.items():
+        names[current] = (*names.get(current, ()), former)
+        names[former] = (current,)
+    return names
+
+
 CLI_MATCHER_ALIASES: Final[dict[str, dict[str, tuple[str, ...]]]] = {
     "codex": {"apply_patch": ("Write", "Edit")},
+    "claude-code": _claude_names(),
+    "claude-agent-sdk": _claude_names(),
 }
 # Codex CLI takes a shell command that runs its patcher (``apply_patch <<'EOF'`` ..., after a
 # ``cd DIR &&`` too, or ``applypatch``) for an apply_patch and patches the files itself, while its
@@ -149,7 +176,7 @@ def cli_aliases(
     command (in ``args``) runs its patcher, which Codex applies as a patch; Gemini CLI's
     ``mcp_<server>_<tool>`` of an MCP tool recorded as ``mcp__<server>__<tool>`` (split where
     the gateway's alias rule splits it), and the former names of a tool
-    (:data:`GEMINI_LEGACY_NAMES`).
+    (:data:`GEMINI_LEGACY_NAMES`, Claude Code's :data:`CLAUDE_FORMER_NAMES`).
 
     Example:
         >>> cli_aliases("gemini-cli", "mcp__memory__create_entities")
@@ -160,6 +187,8 @@ def cli_aliases(
         ('apply_patch', 'Write', 'Edit')
         >>> cli_aliases("gemini-cli", "grep_search")
         ('search_file_content',)
+        >>> cli_aliases("claude-code", "Agent")
+        ('Task',)
     """
     if agent == GEMINI_AGENT:
         parts = mcp_parts(name)

@@ -658,6 +658,26 @@ def test_a_claude_code_guard_from_settings_denies_the_tool_call(
     assert allowed.content == "text"
 
 
+def test_an_event_claude_code_settings_name_that_otelhooks_does_not_know_is_a_warning(
+    tmp_path: Path,
+) -> None:
+    """Claude Code skips an event name it does not know and runs the file's other hooks: a typo
+    (or a newer CLI's event) is a warning naming the file, the line and the likely event, and
+    every other hook loads (before, a config error, and the bridge then ran no guard at all)."""
+    import warnings
+
+    path = claude_settings(tmp_path, CLAUDE_SETTINGS.replace('"Stop":', '"Stopp":'))
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        hooks = load_config([path]).hooks
+    [warning] = [w for w in said if "Stopp" in str(w.message)]
+    assert warning.filename == str(path)
+    assert warning.lineno > 1
+    assert "Stop" in str(warning.message).replace("Stopp", "")
+    assert hooks
+    assert all("Stopp" not in h.id for h in hooks)
+
+
 @pytest.mark.parametrize(
     ("change", "hook_id", "field", "says"),
     [
@@ -665,7 +685,6 @@ def test_a_claude_code_guard_from_settings_denies_the_tool_call(
          "timeout", "seconds"),
         (('"command": "echo done"}', '"command": "echo done", "async": "yes"}'),
          "settings:Stop[0].hooks[0]", "async", "true or false"),
-        (('"Stop":', '"Stopp":'), None, "hooks.Stopp", "Stop"),
     ],
 )  # fmt: skip
 def test_claude_code_settings_errors_name_file_hook_field_and_line(

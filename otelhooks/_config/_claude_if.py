@@ -238,6 +238,9 @@ class IfRule:
             # a tool the CLI matches by the rule's tool: the rule cannot read its arguments
             if any(self._tool_matches(name) for name in cli_aliases("codex", tool, args)):
                 return True
+            # a Claude Code tool's former name (``Task(*)`` for ``Agent``), as Claude Code reads it
+            if any(self._tool_matches(name) for name in cli_aliases("claude-code", tool)):
+                return True
             # another CLI's name of the rule's tool: its arguments are that tool's
             if not any(self._tool_matches(name) for name in _AS_CLAUDE.get(tool, ())):
                 return False

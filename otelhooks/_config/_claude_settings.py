@@ -34,6 +34,10 @@ holds matcher groups, each with its list of handlers. Every field of Claude Code
   out or fails blocks the event instead of letting it go on (Claude Code's default, and
   ``continue``). As in Claude Code, any other string is read as ``block``, and ``Stop``,
   ``SubagentStop``, ``TaskCompleted`` and ``TeammateIdle`` ignore it (a warning).
+- an event otelhooks does not know (a newer Claude Code's, or a typo) is a warning and its
+  handlers are skipped; the file's other hooks load, as Claude Code runs them.
+- a ``matcher`` on an event Claude Code has no matcher value for (``UserPromptSubmit``,
+  ``Stop``, ``PostToolBatch`` ...) is ignored, as Claude Code ignores it, with a warning.
 - ``statusMessage`` and ``once`` are accepted and change nothing (``once`` is only honoured in
   skill frontmatter, by Claude Code too). ``if`` gates a handler on a tool event with Claude
   Code's permission-rule syntax (:mod:`._claude_if`, failing open as Claude Code does); on other
@@ -65,6 +69,23 @@ _GROUP_KEYS: Final = ("matcher", "hooks")
 _COMMON_KEYS: Final = ("type", "if", "timeout", "statusMessage", "once", "onFailure", "mode")
 # Claude Code lets these events go on whatever ``onFailure`` says (it warns that it ignores it)
 _ON_FAILURE_IGNORED: Final = frozenset({"Stop", "SubagentStop", "TaskCompleted", "TeammateIdle"})
+# Events Claude Code has no matcher value for: it runs each of their handlers whatever its group's
+# matcher says (2.1.332; checked with the real CLI on UserPromptSubmit, Stop and PostToolBatch).
+# Kept as a name to match against, a prompt guard written with `"matcher": "Bash"` never ran.
+_MATCHER_IGNORED: Final = frozenset(
+    {
+        "UserPromptSubmit",
+        "Stop",
+        "PostToolBatch",
+        "TeammateIdle",
+        "TaskCreated",
+        "TaskCompleted",
+        "CwdChanged",
+        "WorktreeCreate",
+        "WorktreeRemove",
+        "MessageDisplay",
+    }
+)
 _TYPE_KEYS: Final[dict[str, tuple[str, ...]]] = {
     "command": ("command", "args", "async", "asyncRewake", "shell"),
     "http": ("url", "headers", "allowedEnvVars"),
@@ -364,7 +385,10 @@ def load_claude_settings(doc: Document, errors: list[ConfigError]) -> list[Hook]
         try:
             resolve_event(str(event))
         except ConfigError as exc:
-            errors.append(doc.error(exc.problem, key_loc, field=f"hooks.{event}"))
+            # Claude Code skips an event it does not know and runs the file's other hooks; an
+            # event of a newer Claude Code (2.1.332's PreModelSwitch) made this whole file an
+            # error, and the bridge then ran none of its guards (exit 1: the tool ran)
+            _warn(doc, key_loc, f"{stem}:{event}", f"{exc.problem}: its handlers are not run")
             continue
         if not isinstance(groups, list):
             errors.append(
@@ -394,6 +418,16 @@ def load_claude_settings(doc: Document, errors: list[ConfigError]) -> list[Hook]
                         )
                     )
             matcher = group.get("matcher")
+            ignored = event in _MATCHER_IGNORED and isinstance(matcher, str)
+            if ignored and str(matcher).strip() not in ("", "*"):
+                _warn(
+                    doc,
+                    (*group_loc, "matcher"),
+                    group_id,
+                    f"Claude Code ignores a matcher on {event} (it runs the handlers on "
+                    f"every {event}): so does otelhooks; remove {matcher!r}",
+                )
+                matcher = None
             if matcher is not None and not isinstance(matcher, str):
                 errors.append(
                     doc.error(

@@ -63,7 +63,6 @@ from otelhooks._events import (
 )
 from otelhooks._export._report import DeliveryReport, merge
 from otelhooks._hooks import Hook
-from otelhooks._matchers import tool_aliases
 from otelhooks._resource import recording_resource
 from otelhooks._setup import configure
 from otelhooks._span_mapping import approval_events
@@ -385,7 +384,7 @@ class CodingAgentBridge:
                 self.writer.write(record)
             return HookResponse()
         value = matcher_value(known, payload)
-        values = (value, *tool_aliases(value)) if known.matcher == "tool_name" else (value,)
+        values = tool_values(value) if known.matcher == "tool_name" else (value,)
         if name not in ANSWERING_EVENTS:
             self.observe(event.event, event, values)
             return HookResponse()

@@ -33,6 +33,7 @@ from otelhooks._live import Verdict, persist_event
 from otelhooks._matchers import tool_aliases
 from otelhooks._span_mapping import approval_events, security_findings, security_findings_enabled
 from otelhooks._store._errors import StoreError
+from otelhooks._tool_kinds import cli_aliases
 from otelhooks.integrations.coding_agents._answers import (
     combine,
     denied_by,
@@ -43,7 +44,7 @@ from otelhooks.integrations.coding_agents._answers import (
     tell_failures,
 )
 from otelhooks.integrations.coding_agents._approvals import approval_allows
-from otelhooks.integrations.coding_agents._common import HookResponse, text
+from otelhooks.integrations.coding_agents._common import AGENT, HookResponse, text
 from otelhooks.integrations.coding_agents._mapping import event_cwd, turn_attributes
 from otelhooks.integrations.coding_agents._part import Shared
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
@@ -66,18 +67,24 @@ def tool_args(payload: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
 
 def tool_values(tool_name: str, payload: Mapping[str, Any] | None = None) -> tuple[str, ...]:
     """What matchers see: the name; for an MCP tool (``mcp__server__tool``) the names the MCP
-    gateway gives it (``server/tool``, ``tool``), so one guard fires in both; and the names the
-    CLI itself matches the tool by, which its dialect put in the input's ``matcher_aliases``
-    (Codex CLI's ``Write`` and ``Edit`` for ``apply_patch``, Gemini CLI's ``mcp_<server>_<tool>``),
-    so a guard written from that CLI's reference fires where the CLI's own hook would.
+    gateway gives it (``server/tool``, ``tool``), so one guard fires in both; the former names
+    of a Claude Code tool (``Task`` for ``Agent``), which Claude Code's own hooks still match it
+    by, in every CLI's bridge (the bridge speaks Claude Code's schema, and a guard written from
+    its reference names them); and the names the CLI itself matches the tool by, which its
+    dialect put in the input's ``matcher_aliases`` (Codex CLI's ``Write`` and ``Edit`` for
+    ``apply_patch``, Gemini CLI's ``mcp_<server>_<tool>``), so a guard written from that CLI's
+    reference fires where the CLI's own hook would.
 
     Example:
         >>> tool_values("apply_patch", {"matcher_aliases": ["Write", "Edit"]})
         ('apply_patch', 'Write', 'Edit')
+        >>> tool_values("Agent")
+        ('Agent', 'Task')
     """
     own = payload.get("matcher_aliases") if payload is not None else None
     more = [a for a in own if isinstance(a, str) and a] if isinstance(own, list) else []
-    return (tool_name, *tool_aliases(tool_name), *more)
+    former = cli_aliases(AGENT, tool_name)
+    return (tool_name, *tool_aliases(tool_name), *former, *more)
 
 
 class ToolUses(ToolSpans):
