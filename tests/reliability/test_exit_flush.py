@@ -1,9 +1,7 @@
 """Normal process exit: a process that does its work and simply ends (no ``shutdown()``: the
 ``atexit`` hook ``configure`` installed runs it) delivers every span, metric and queued webhook
 to real receivers; with the collector and the endpoints down or silent, exit still ends within
-the shutdown deadline (10 s by default; those agents set ``OTELHOOKS_SHUTDOWN_TIMEOUT`` to
-:data:`DOWN_DEADLINE_S`, so the test waits out a short deadline, not the default's), and what can
-be kept locally is kept.
+the shutdown deadline (10 s by default), and what can be kept locally is kept.
 
 Export intervals are set far beyond the test's length (``OTEL_BSP_SCHEDULE_DELAY``,
 ``OTEL_METRIC_EXPORT_INTERVAL``), so what arrives was flushed at exit, not along the way.
@@ -37,8 +35,6 @@ OPERATIONS = 20
 SPANS = 3 * OPERATIONS  # invoke_agent, step, execute_tool
 SHUTDOWN_DEADLINE_S = 10.0  # OtelHooks.shutdown's default, used at interpreter exit
 EXIT_SLACK_S = 3.0  # interpreter teardown and a loaded machine
-# the agents with everything down exit at their deadline: the documented setting, not 10 s
-DOWN_DEADLINE_S = 3.0
 
 AGENT = textwrap.dedent(
     """
@@ -64,11 +60,9 @@ AGENT = textwrap.dedent(
 )
 
 
-def agent_env(otlp_endpoint: str, deadline_s: float | None = None) -> dict[str, str]:
-    deadline = {} if deadline_s is None else {"OTELHOOKS_SHUTDOWN_TIMEOUT": str(deadline_s)}
+def agent_env(otlp_endpoint: str) -> dict[str, str]:
     return {
         **os.environ,
-        **deadline,
         "OTEL_EXPORTER_OTLP_ENDPOINT": otlp_endpoint,
         "OTEL_EXPORTER_OTLP_PROTOCOL": "http/protobuf",
         "OTEL_BSP_SCHEDULE_DELAY": "600000",
@@ -76,15 +70,12 @@ def agent_env(otlp_endpoint: str, deadline_s: float | None = None) -> dict[str, 
     }
 
 
-def start_agent(
-    workdir: Path, otlp_endpoint: str, webhooks: str, deadline_s: float | None = None
-) -> subprocess.Popen[str]:
+def start_agent(workdir: Path, otlp_endpoint: str, webhooks: str) -> subprocess.Popen[str]:
     args = [str(workdir / "traces.jsonl"), str(workdir / "outbox.sqlite3"), webhooks]
     with (workdir / "stderr.txt").open("w") as stderr:  # a file: a full pipe would stall it
         return subprocess.Popen(
             [sys.executable, "-c", AGENT, *args, str(OPERATIONS)],
-            stdout=subprocess.PIPE, stderr=stderr, text=True,
-            env=agent_env(otlp_endpoint, deadline_s),
+            stdout=subprocess.PIPE, stderr=stderr, text=True, env=agent_env(otlp_endpoint),
         )  # fmt: skip
 
 
@@ -209,7 +200,7 @@ def exited_while_down(
     for kind, port in (("refusing", dead), ("silent", silent_port)):
         workdir = tmp_path_factory.mktemp(f"exit-{kind}")
         url = f"http://127.0.0.1:{port}"
-        started[kind] = (start_agent(workdir, url, url, DOWN_DEADLINE_S), workdir)
+        started[kind] = (start_agent(workdir, url, url), workdir)
     # Both exit side by side, each watched by its own thread.
     with ThreadPoolExecutor(len(started)) as pool:
         waits = {
@@ -225,7 +216,7 @@ def test_exit_with_everything_down_ends_within_the_shutdown_deadline(
 ) -> None:
     exited = exited_while_down[kind]
     assert exited.returncode == 0, exited.stderr
-    assert exited.exit_s < DOWN_DEADLINE_S + EXIT_SLACK_S
+    assert exited.exit_s < SHUTDOWN_DEADLINE_S + EXIT_SLACK_S
 
 
 @pytest.mark.parametrize("kind", ["refusing", "silent"])
