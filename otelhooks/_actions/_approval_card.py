@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
 import threading
 import time
 from dataclasses import dataclass, field
@@ -14,7 +15,9 @@ from typing import Any, Literal
 __all__ = [
     "CLIENT_GONE",
     "LAPSED",
+    "LEASE_ENV",
     "LEASE_S",
+    "MIN_LEASE_S",
     "WITHDRAWN",
     "Approval",
     "Decision",
@@ -22,6 +25,8 @@ __all__ = [
     "epoch_ms",
     "joins",
     "lapsed_at",
+    "lapsed_reason",
+    "serve_lease",
 ]
 
 Decision = Literal["allow", "deny"]
@@ -32,12 +37,55 @@ WITHDRAWN = "the asker stopped waiting: nobody waits for this answer any more"
 #: an asker's looks once a second when serve has no room for its long-poll, far below an
 #: approval's timeout. An asker killed between two long-polls, or an older one that does not
 #: send ``asker=1``, leaves its card withdrawn after it instead of approvable to its deadline.
+#: The default: ``otelhooks serve --approval-lease`` (``$OTELHOOKS_APPROVAL_LEASE``) sets an
+#: inbox's :attr:`~otelhooks._actions._approval_inbox.ApprovalInbox.lease_s`.
 LEASE_S = 10.0
+#: the shortest lease: twice the second between an asker's looks when serve has no room for
+#: its long-poll, so a live asker's card never lapses between two of them
+MIN_LEASE_S = 2.0
+
+
+def lapsed_reason(lease_s: float = LEASE_S) -> str:
+    """The reason of a card withdrawn because none of its askers looked for ``lease_s``."""
+    return (
+        f"no asker has waited on this card for {lease_s:g} s (killed, or gone between two "
+        "long-polls): nobody waits for this answer any more"
+    )
+
+
 #: the reason of a card withdrawn because none of its askers looked for :data:`LEASE_S`
-LAPSED = (
-    f"no asker has waited on this card for {LEASE_S:g} s (killed, or gone between two "
-    "long-polls): nobody waits for this answer any more"
-)
+LAPSED = lapsed_reason(LEASE_S)
+#: the environment variable ``otelhooks serve`` reads the lease from when no option gives it
+LEASE_ENV = "OTELHOOKS_APPROVAL_LEASE"
+
+
+def serve_lease(value: float | None = None) -> float:
+    """The lease ``serve`` gives its inbox: ``value``, else ``$OTELHOOKS_APPROVAL_LEASE``, else
+    :data:`LEASE_S`.
+
+    Raises:
+        ConfigError: not a number of seconds, or below :data:`MIN_LEASE_S`.
+    """
+    from otelhooks._errors import ConfigError
+
+    where = "the approval lease"
+    if value is None:
+        text = os.environ.get(LEASE_ENV, "").strip()
+        if not text:
+            return LEASE_S
+        where = f"the approval lease ({LEASE_ENV})"
+        try:
+            value = float(text)
+        except ValueError:
+            raise ConfigError(f"{LEASE_ENV} must be a number of seconds, not {text!r}") from None
+    if not math.isfinite(value) or value < MIN_LEASE_S:
+        raise ConfigError(
+            f"{where} must be at least {MIN_LEASE_S:g} s (an asker looks once a second), "
+            f"not {value:g}"
+        )
+    return float(value)
+
+
 #: the reason of a card withdrawn because the client of the call gave up (an ``Asker`` gone)
 CLIENT_GONE = (
     "the client that asked stopped waiting (its own hook timeout, an interrupt): nobody waits "
@@ -167,7 +215,7 @@ def joins(
     )
 
 
-def lapsed_at(item: Approval) -> float:
-    """When ``item``'s lease ends (epoch milliseconds, by its inbox's clock): :data:`LEASE_S`
+def lapsed_at(item: Approval, lease_s: float = LEASE_S) -> float:
+    """When ``item``'s lease ends (epoch milliseconds, by its inbox's clock): ``lease_s``
     after its last asker stopped waiting on it or looked; never while one waits."""
-    return math.inf if item.askers > item.leaving else item.held_ms + LEASE_S * 1000
+    return math.inf if item.askers > item.leaving else item.held_ms + lease_s * 1000

@@ -36,6 +36,7 @@ from otelhooks._actions._approval_card import (
     epoch_ms,
     joins,
     lapsed_at,
+    lapsed_reason,
 )
 from otelhooks._eventlog._signal import AppendSignal
 
@@ -49,6 +50,7 @@ __all__ = [
     "InboxFull",
     "joins",
     "lapsed_at",
+    "lapsed_reason",
     "process_inbox",
 ]
 
@@ -63,6 +65,10 @@ class ApprovalInbox:
     Args:
         max_pending: calls allowed to wait at a time.
         keep_answered: answered approvals kept for the page's history.
+
+    Attributes:
+        lease_s: how long a pending card lives with none of its askers waiting on it
+            (:data:`LEASE_S` unless ``otelhooks serve --approval-lease`` set it).
 
     Example:
         >>> inbox = ApprovalInbox()
@@ -81,6 +87,7 @@ class ApprovalInbox:
     def __init__(self, *, max_pending: int = 256, keep_answered: int = 200) -> None:
         self.max_pending = max_pending
         self.keep_answered = keep_answered
+        self.lease_s = LEASE_S
         self.signal = AppendSignal()
         self.version = 0
         self._lock = threading.Lock()
@@ -384,9 +391,9 @@ class ApprovalInbox:
         overdue = [item for item in self._pending.values() if item.deadline_ms <= now]
         for item in overdue:
             self._resolve(item, item.default, by="timeout", reason="no answer in time")
-        lapsed = [item for item in self._pending.values() if lapsed_at(item) <= now]
+        lapsed = [item for item in self._pending.values() if lapsed_at(item, self.lease_s) <= now]
         for item in lapsed:
-            self._resolve(item, "deny", by="asker", reason=LAPSED)
+            self._resolve(item, "deny", by="asker", reason=lapsed_reason(self.lease_s))
         return [*overdue, *lapsed]
 
     def _settled(self, items: list[Approval], *, tell: bool = True) -> None:

@@ -49,6 +49,7 @@ def _serve(args: argparse.Namespace) -> int:
             store=args.store,
             allowed_hosts=args.allowed_host,
             public_origins=args.public_origin,
+            approval_lease_s=args.approval_lease,
         )
     except ConfigError as exc:
         print(f"otelhooks serve: {exc}", file=sys.stderr)
@@ -178,6 +179,15 @@ def add_parser(sub: Subcommands) -> None:
         help="Claude Code hooks: a decision not made by then is answered as a failure (deny "
         "with --fail-closed, else 500); keep it below the hook timeout Claude Code is given "
         "(install --http writes 10) (default 8)",
+    )
+    serve.add_argument(
+        "--approval-lease",
+        type=_positive(float),
+        default=None,
+        metavar="SECONDS",
+        help="withdraw a pending approval none of its askers has waited on for SECONDS (an "
+        "asker killed between two looks; on a fleet, by the database's clock: give every "
+        "instance the same value); at least 2 (default: $OTELHOOKS_APPROVAL_LEASE, else 10)",
     )
     serve.add_argument(
         "--traces-out",

@@ -335,6 +335,7 @@ def serve(
     store: str | None = None,
     allowed_hosts: Sequence[str] = (),
     public_origins: Sequence[str] = (),
+    approval_lease_s: float | None = None,
 ) -> EventLogServer:
     """Build what ``otelhooks serve`` runs from hook files, and start it (unless ``start``
     is False, for :meth:`EventLogServer.serve_forever`).
@@ -367,10 +368,14 @@ def serve(
     then kept in PostgreSQL (schema created or migrated at start), shared with every other
     instance on the same database, and so are the approvals and the runs the web view lists.
 
+    ``approval_lease_s`` (default: ``OTELHOOKS_APPROVAL_LEASE``, else 10, at least 2) is how
+    long a pending approval lives with none of its askers waiting on it (an asker killed
+    between two looks); on a fleet give every instance the same value.
+
     Raises:
         ConfigError: a file is invalid, two logs share a name, there is no admin token, a
-            public origin is not ``scheme://host[:port]``, or the store cannot be opened (the
-            message names it).
+            public origin is not ``scheme://host[:port]``, the approval lease is not a
+            number of at least 2 s, or the store cannot be opened (the message names it).
     """
     from otelhooks.web._auth import origin_hosts, public_origins_from
 
@@ -380,6 +385,9 @@ def serve(
         raise ConfigError(f"the event log API needs an admin token: set {ADMIN_TOKEN_ENV}")
     register_secret(token)  # before any hook is loaded or run
     register_env_secrets([INGEST_TOKEN_ENV])
+    from otelhooks._actions._approval_card import serve_lease
+
+    lease_s = serve_lease(approval_lease_s)  # before anything is opened
     # One parse of each file, by the loader ``otelhooks validate`` uses: the same bounds, the
     # same problems (every one of them), and the ``kind: agent_events`` configs with the hooks.
     loaded = load_config([Path(p) for p in hook_files])
@@ -397,6 +405,10 @@ def serve(
 
     state, logs, shared = open_state(store, configs, processor, answer_within_s=hook_timeout_s)
     inbox = state.approval_inbox()
+    from otelhooks._actions._approval_inbox import process_inbox
+
+    # every serve sets it: the process's inbox outlives a serve stopped in this process
+    (inbox if inbox is not None else process_inbox()).lease_s = lease_s
     if inbox is not None:
         from otelhooks._actions._approval import ApprovalAction
 

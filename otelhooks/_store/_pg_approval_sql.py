@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-from otelhooks._actions._approval_card import LEASE_S, Approval
+from otelhooks._actions._approval_card import Approval
 
 __all__ = [
     "ANSWER",
@@ -38,11 +38,12 @@ _COLUMNS: Final = (
     "answered_ms, answer_reason, answer_args, call, askers, leaving, held_ms"
 )
 # the rule of :func:`lapsed_at` across processes: no hold began, ended or was renewed for
-# LEASE_S (a live instance renews its open holds: a count not renewed is a dead instance's),
-# counted from the database's start at the earliest: while it was down no asker could renew
+# the inbox's lease_s, in ms (a live instance renews its open holds: a count not renewed is a
+# dead instance's), counted from the database's start at the earliest: while it was down no
+# asker could renew
 _LAPSED: Final = (
     "(greatest(held_ms, (extract(epoch FROM pg_postmaster_start_time()) * 1000)::bigint) "
-    f"+ {int(LEASE_S * 1000)} <= {_NOW_MS})"
+    f"+ %(lease_ms)s::bigint <= {_NOW_MS})"
 )
 NEXT: Final = b"UPDATE otelhooks_approvals_head SET changed = changed + 1 RETURNING changed"
 INSERT: Final = (

@@ -18,9 +18,10 @@ stand-in span), so each answer is recorded once in the fleet.
 
 A card counts its askers in its row (``askers``, ``leaving``, ``held_ms``: the holds open on
 any instance, and when one last began, ended or was renewed): the last one gone withdraws it,
-and so does none renewed for ``LEASE_S`` by the database's clock, counted from the database's
-start at the earliest (its askers could not look while it was down). Each instance renews the
-holds it has open every ``LEASE_S / 4``: the holds of an instance killed with ``kill -9`` (never
+and so does none renewed for the lease (``lease_s``, 10 s unless ``otelhooks serve
+--approval-lease`` set it) by the database's clock, counted from the database's start at the
+earliest (its askers could not look while it was down). Each instance renews the holds it has
+open every quarter of its lease: the holds of an instance killed with ``kill -9`` (never
 ended, still counted) lapse with it, where the count alone kept its cards pending to their
 deadlines, approvable for calls nobody waited for.
 
@@ -45,13 +46,12 @@ import structlog
 
 from otelhooks._actions._approval_args import showable
 from otelhooks._actions._approval_card import (
-    LAPSED,
-    LEASE_S,
     WITHDRAWN,
     Approval,
     Decision,
     InboxFull,
     joins,
+    lapsed_reason,
 )
 from otelhooks._actions._approval_inbox import ApprovalInbox
 from otelhooks._store._errors import StoreError
@@ -79,7 +79,6 @@ __all__ = ["SharedApprovalInbox"]
 
 _log = structlog.get_logger("otelhooks")
 
-_RENEW_S: Final = LEASE_S / 4  # three renewals may fail (a slow store) before a lease lapses
 _PAGE: Final = 1000
 _RECHECK_S: Final = 5.0  # a waiter reads the rows again even if a notification was lost
 
@@ -225,6 +224,7 @@ class SharedApprovalInbox(ApprovalInbox):
             "by": by,
             "reason": reason,
             "args": json.dumps(args, default=str) if args is not None and allowed else None,
+            "lease_ms": self._lease_ms(),
         }
         with self.store.transaction() as conn:
             params["changed"] = _one_int(conn.execute(NEXT).fetchone())
@@ -268,7 +268,8 @@ class SharedApprovalInbox(ApprovalInbox):
         if not gone:  # no answer can follow: the row alone, no change number
             self.store.statement(LEAVE, params)
             return None
-        answer = {"state": "denied", "by": "asker", "reason": reason, "args": None}
+        answer: dict[str, object] = {"state": "denied", "by": "asker", "reason": reason}
+        answer.update(args=None, lease_ms=self._lease_ms())
         with self.store.transaction() as conn:
             # the head first, as every answer takes it: no other instance answers in between
             params["changed"] = _one_int(conn.execute(NEXT).fetchone())
@@ -292,14 +293,19 @@ class SharedApprovalInbox(ApprovalInbox):
 
     def _expire_due(self) -> None:
         """Apply the default to every overdue approval (one read when none is)."""
-        found = self.store.statement(OVERDUE)
+        found = self.store.statement(OVERDUE, {"lease_ms": self._lease_ms()})
         if found and found[0][0]:
             self._expire("")
 
     def _expire(self, approval_id: str) -> None:
         with self.store.transaction() as conn:
             changed = _one_int(conn.execute(NEXT).fetchone())
-            params = {"changed": changed, "id": approval_id, "lapsed": LAPSED}
+            params = {
+                "changed": changed,
+                "id": approval_id,
+                "lapsed": lapsed_reason(self.lease_s),
+                "lease_ms": self._lease_ms(),
+            }
             rows = conn.execute(EXPIRE, params).fetchall()
             if rows:
                 conn.execute(NOTIFY, (APPROVALS_CHANNEL,))
@@ -356,8 +362,14 @@ class SharedApprovalInbox(ApprovalInbox):
             self.version = self._seen
             self.signal.notify()
 
+    def _lease_ms(self) -> int:
+        """The lease in milliseconds, as the statements compare it with the database's clock
+        (every instance on a store is meant to have the same one)."""
+        return int(self.lease_s * 1000)
+
     def _renew(self) -> None:
-        while not self._closed.wait(_RENEW_S):
+        # three renewals may fail (a slow store) before a lease lapses
+        while not self._closed.wait(self.lease_s / 4):
             with self._lock:
                 ids = list(self._holding)
             if not ids:

@@ -1,7 +1,8 @@
 """On a fleet, a card is withdrawn when the last of its askers is gone, on whichever instance
-each waits, and after ``LEASE_S`` with none waiting on it (the lease, by the database's clock);
-a PostgreSQL restart does not count as its askers' absence. Real instances on one PostgreSQL,
-real asker processes killed with SIGKILL."""
+each waits, and after the lease with none waiting on it (by the database's clock); a
+PostgreSQL restart does not count as its askers' absence. Real instances on one PostgreSQL,
+real asker processes killed with SIGKILL. The instances run with ``--approval-lease`` at
+:data:`LEASE` (the operators' setting, 10 s by default): the tests wait out a short lease."""
 
 from __future__ import annotations
 
@@ -19,12 +20,14 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer, serve
-from otelhooks._actions._approval_inbox import LAPSED, LEASE_S
+from otelhooks._actions._approval_inbox import lapsed_reason
 from tests._postgres import PostgresCluster
 from tests.reliability._serve_proc import ADMIN, INGEST, ServeProc
 from tests.web.test_card_askers import RAW_ASKER
 
 pytestmark = pytest.mark.timeout(120)
+
+LEASE = 4.0  # serve's --approval-lease here: room for a restarted PostgreSQL to be read again
 
 TOKEN = "fleet-admin"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -74,7 +77,7 @@ def pair(pg_url: str, tmp_path: Path) -> Iterator[list[EventLogServer]]:
     made: list[EventLogServer] = []
     try:
         for _ in range(2):
-            made.append(serve([hooks], token=TOKEN, store=pg_url))
+            made.append(serve([hooks], token=TOKEN, store=pg_url, approval_lease_s=LEASE))
         yield made
     finally:
         for server in made:
@@ -124,7 +127,6 @@ def test_an_asker_killed_between_two_looks_has_its_card_withdrawn_by_the_fleet_s
     # it looks once a second on a (no room for its long-poll) and is killed in between: no
     # connection closes while an instance listens. Before, the card waited its 60 s and an
     # Approve through b was recorded "allowed" for a call nobody waited for.
-    # ~LEASE_S: the lease is the database's, not shortened here
     a, b = pair
     script = tmp_path / "raw_asker.py"
     script.write_text(RAW_ASKER)
@@ -142,7 +144,7 @@ def test_an_asker_killed_between_two_looks_has_its_card_withdrawn_by_the_fleet_s
         killed = time.monotonic()
         listed = _listing(b.url)
         assert [x["id"] for x in listed["pending"]] == [card]  # within its lease
-        while listed["pending"] and time.monotonic() < killed + LEASE_S + 5:
+        while listed["pending"] and time.monotonic() < killed + LEASE + 5:
             time.sleep(0.2)
             listed = _listing(b.url)
     finally:
@@ -151,8 +153,10 @@ def test_an_asker_killed_between_two_looks_has_its_card_withdrawn_by_the_fleet_s
     took = time.monotonic() - killed
     assert listed["pending"] == [], f"still pending {took:.1f} s after the kill"
     (got,) = listed["answered"]
-    assert (got["id"], got["answered_by"], got["answer_reason"]) == (card, "asker", LAPSED)
-    assert took > LEASE_S - 2
+    assert (got["id"], got["answered_by"], got["answer_reason"]) == (
+        card, "asker", lapsed_reason(LEASE)
+    )  # fmt: skip
+    assert took > LEASE - 2
     late = httpx.post(f"{a.url}/v1/approvals/{card}", json={"decision": "allow"}, headers=AUTH)
     assert late.status_code == 409
 
@@ -161,7 +165,7 @@ def test_a_postgresql_restart_longer_than_the_lease_does_not_withdraw_a_card(
     pair: list[EventLogServer], cluster: PostgresCluster
 ) -> None:
     # while the database is down no asker can renew a lease (every look is a 503): the lease
-    # counts from its start, so the askers get their LEASE_S to look again once it is back
+    # counts from its start, so the askers get their lease to look again once it is back
     a, b = pair
     asked = httpx.post(
         f"{a.url}/v1/approvals",
@@ -172,7 +176,7 @@ def test_a_postgresql_restart_longer_than_the_lease_does_not_withdraw_a_card(
     assert httpx.get(f"{a.url}/v1/approvals/{card}", headers=AUTH).status_code == 200
     cluster.stop()
     try:
-        time.sleep(LEASE_S + 1)
+        time.sleep(LEASE + 1)
     finally:
         cluster.start()
     deadline = time.monotonic() + 30
@@ -193,11 +197,12 @@ def test_the_hold_of_an_instance_killed_9_lapses_and_a_live_askers_leaving_withd
     # Claude Code's call held on a (its hold counted in the row), a killed with kill -9: its
     # hold never ended. The load balancer's retry on b joins the card and gives up in turn.
     # Before, the dead hold kept the card pending to its 60 s default, approvable through b
-    # for a call nobody waited for. ~LEASE_S: the lease is the database's, not shortened here
+    # for a call nobody waited for
     hooks = tmp_path / "hooks.yaml"
     hooks.write_text(HOOKS)
     admin, ingest = ({"Authorization": f"Bearer {t}"} for t in (ADMIN, INGEST))
-    a, b = (ServeProc(tmp_path, "--store", pg_url, "--hooks", str(hooks)) for _ in range(2))
+    lease = ("--approval-lease", f"{LEASE:g}")
+    a, b = (ServeProc(tmp_path, "--store", pg_url, "--hooks", str(hooks), *lease) for _ in "ab")
     try:
         first = threading.Thread(
             target=_post_quietly, args=(a.url + ROUTE, ingest, 90), daemon=True
@@ -208,7 +213,7 @@ def test_the_hold_of_an_instance_killed_9_lapses_and_a_live_askers_leaving_withd
         killed = time.monotonic()
         _post_quietly(b.url + ROUTE, ingest, 1.5)  # the retry joins the card, then gives up
         listed = _listing(b.url, admin)
-        while listed["pending"] and time.monotonic() < killed + LEASE_S + 5:
+        while listed["pending"] and time.monotonic() < killed + LEASE + 5:
             time.sleep(0.2)
             listed = _listing(b.url, admin)
         took = time.monotonic() - killed

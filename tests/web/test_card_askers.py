@@ -18,9 +18,8 @@ import httpx
 import pytest
 
 from otelhooks import EventLogServer
-from otelhooks._actions import _approval_card
 from otelhooks._actions._approval import ApprovalAction
-from otelhooks._actions._approval_inbox import LAPSED
+from otelhooks._actions._approval_inbox import lapsed_reason
 from otelhooks._actions._asker import Asker
 from otelhooks._errors import HookError
 from otelhooks._events import ToolCallEvent
@@ -100,9 +99,9 @@ def test_an_asker_killed_where_no_connection_tells_has_its_card_withdrawn_by_the
 ) -> None:
     # killed between two looks, or mid-poll without asker=1: no connection of its closes
     # while serve listens for it. Before, the card waited its 60 s and a person's Approve was
-    # recorded "allowed" for a call nobody waited for; now nobody waiting on it for LEASE_S
-    # withdraws it (shortened here)
-    monkeypatch.setattr(_approval_card, "LEASE_S", 2.0)
+    # recorded "allowed" for a call nobody waited for; now nobody waiting on it for the lease
+    # withdraws it (shortened here, by serve's setting)
+    monkeypatch.setenv("OTELHOOKS_APPROVAL_LEASE", "2")
     script = tmp_path / "raw_asker.py"
     script.write_text(RAW_ASKER)
     with serving_inbox(monkeypatch) as server:
@@ -129,7 +128,8 @@ def test_an_asker_killed_where_no_connection_tells_has_its_card_withdrawn_by_the
             child.wait()
     answered = {a["id"]: a for a in got["answered"]}
     assert card in answered, f"still pending {time.monotonic() - killed:.1f} s after the kill"
-    assert (answered[card]["answered_by"], answered[card]["answer_reason"]) == ("asker", LAPSED)
+    reason = lapsed_reason(2)
+    assert (answered[card]["answered_by"], answered[card]["answer_reason"]) == ("asker", reason)
     assert late.status_code == 409
 
 
@@ -138,7 +138,7 @@ def test_the_page_shows_a_card_whose_lease_lapsed_as_no_longer_waiting(
 ) -> None:
     # a person with the page open, nothing else happening: the card whose asker is gone must
     # leave the pending list (and its Approve with it) without anything else moving the inbox
-    monkeypatch.setattr(_approval_card, "LEASE_S", 2.0)
+    monkeypatch.setenv("OTELHOOKS_APPROVAL_LEASE", "2")
     with serving_inbox(monkeypatch) as server:
         page = log_in(browser, server.url)
         try:
