@@ -160,20 +160,44 @@ class _Memo:
     """The repaired resource and scope of each seen in one batch (most spans share one)."""
 
     def __init__(self) -> None:
-        self.resources: dict[int, tuple[Resource, Resource]] = {}
-        self.scopes: dict[int, tuple[Any, Any]] = {}
+        # The last resource and scope seen that need no repair: one identity test a span.
+        self.resource: Any = _NONE
+        self.scope: Any = _NONE
+        self._whole: set[int] = set()  # ids of all such (each held by the batch)
+        self._fixed: dict[int, Any] = {}
 
-    def resource(self, resource: Resource) -> Resource:
-        seen = self.resources.get(id(resource))
-        if seen is None or seen[0] is not resource:
-            seen = self.resources[id(resource)] = (resource, encodable_resource(resource))
-        return seen[1]
+    def whole_resource(self, resource: Resource) -> bool:
+        """Whether ``resource`` needs no repair."""
+        if self._whole_or_fixed(resource, encodable_resource):
+            self.resource = resource
+            return True
+        return False
 
-    def scope(self, scope: InstrumentationScope | None) -> InstrumentationScope | None:
-        seen = self.scopes.get(id(scope))
-        if seen is None or seen[0] is not scope:
-            seen = self.scopes[id(scope)] = (scope, encodable_scope(scope))
-        return seen[1]
+    def whole_scope(self, scope: InstrumentationScope | None) -> bool:
+        """Whether ``scope`` needs no repair."""
+        if self._whole_or_fixed(scope, encodable_scope):
+            self.scope = scope
+            return True
+        return False
+
+    def _whole_or_fixed(self, given: Any, repair: Any) -> bool:
+        key = id(given)
+        if key in self._whole:
+            return True
+        if key not in self._fixed:
+            fixed = repair(given)
+            if fixed is given:
+                self._whole.add(key)
+                return True
+            self._fixed[key] = fixed
+        return False
+
+    def get(self, given: Any, repair: Any) -> Any:
+        """``given`` repaired by ``repair`` (itself when it needs no repair)."""
+        return given if self._whole_or_fixed(given, repair) else self._fixed[id(given)]
+
+
+_NONE = object()
 
 
 def encodable_batch(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
@@ -184,7 +208,8 @@ def encodable_batch(spans: Sequence[ReadableSpan]) -> list[ReadableSpan]:
 
 def encodable(span: ReadableSpan, memo: _Memo | None = None) -> ReadableSpan:
     """``span`` itself when the OTLP encoder takes all of it, else a repaired copy."""
-    memo = memo or _Memo()
+    if memo is None:
+        memo = _Memo()
     description = span.status.description
     events, links = span.events, span.links
     start, end = span.start_time, span.end_time
@@ -194,21 +219,22 @@ def encodable(span: ReadableSpan, memo: _Memo | None = None) -> ReadableSpan:
         type(name) is str
         and _ok(name)
         and (description is None or _ok(description))
-        and (start is None or (type(start) is int and 0 <= start <= _TIME_MAX))
-        and (end is None or (type(end) is int and 0 <= end <= _TIME_MAX))
+        and type(start) is int
+        and type(end) is int
+        and 0 <= start <= end <= _TIME_MAX  # one that ended before it began: a copy, as it is
         and type(span.kind) is SpanKind
         and _attributes_ok(span.attributes)
-        and (not events or all(_event_ok(e) for e in events))
-        and (not links or all(_attributes_ok(link.attributes) for link in links))
-        and memo.resource(resource) is resource
-        and memo.scope(scope) is scope
+        and (not events or _events_ok(events))
+        and (not links or _links_ok(links))
+        and (resource is memo.resource or memo.whole_resource(resource))
+        and (scope is memo.scope or memo.whole_scope(scope))
     ):
         return span
     return ReadableSpan(
         name=text(name) or "",
         context=span.context,
         parent=span.parent,
-        resource=memo.resource(resource),
+        resource=memo.get(resource, encodable_resource),
         attributes=fixed_attributes(span.attributes),
         events=[
             Event(text(e.name) or "", fixed_attributes(e.attributes), _time(e.timestamp))
@@ -219,16 +245,23 @@ def encodable(span: ReadableSpan, memo: _Memo | None = None) -> ReadableSpan:
         status=Status(span.status.status_code, text(description)),
         start_time=_time(start),
         end_time=_time(end),
-        instrumentation_scope=memo.scope(scope),
+        instrumentation_scope=memo.get(scope, encodable_scope),
     )
 
 
-def _event_ok(event: Event) -> bool:
-    name, timestamp = event.name, event.timestamp
-    return (
-        type(name) is str
-        and _ok(name)
-        and type(timestamp) is int
-        and 0 <= timestamp <= _TIME_MAX
-        and _attributes_ok(event.attributes)
-    )
+def _events_ok(events: Sequence[Event]) -> bool:
+    for event in events:
+        name, timestamp = event.name, event.timestamp
+        if not (
+            type(name) is str
+            and _ok(name)
+            and type(timestamp) is int
+            and 0 <= timestamp <= _TIME_MAX
+            and _attributes_ok(event.attributes)
+        ):
+            return False
+    return True
+
+
+def _links_ok(links: Sequence[Link]) -> bool:
+    return all(_attributes_ok(link.attributes) for link in links)
