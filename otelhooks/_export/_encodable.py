@@ -14,9 +14,9 @@ it cannot encode or whose integer does not fit 64 bits.
 
 :func:`encodable` gives the span with each of these repaired, the rule of every other output:
 a lone surrogate becomes U+FFFD (:func:`otelhooks._encoding.clean_text`); an integer past 64
-bits, a key or a value of another type becomes its text; a container nested past
-:data:`otelhooks._encoding.MAX_DEPTH` levels becomes its JSON text (a collector's decoder has a
-nesting limit, 100 for many); a time becomes the nearest one the field holds; a kind, ``INTERNAL``.
+bits, a key or a value of another type becomes its text; a container nested past 20 levels
+becomes its JSON text (a collector's decoder refuses a request nested past 100 messages); a time
+becomes the nearest one the field holds; a kind, ``INTERNAL``.
 """
 
 from __future__ import annotations
@@ -30,12 +30,16 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanKind, Status
 
-from otelhooks._encoding import MAX_DEPTH, clean_text, dumps
+from otelhooks._encoding import clean_text, dumps
 
 __all__ = ["encodable", "encodable_resource", "encodable_scope", "fixed_attributes", "text"]
 
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1  # protobuf's int64 (AnyValue.int_value)
 _TIME_MAX = 2**64 - 1  # fixed64 (a span's, an event's times)
+# A receiver's protobuf decoder refuses a request nested past 100 messages (Python's, Java's
+# default), and each level of a map is three (AnyValue, KeyValueList, KeyValue) under the six
+# of the request down to an attribute: past this many levels a value is sent as its JSON text.
+_MAX_NESTING = 20
 
 
 def _ok(text: str) -> bool:
@@ -102,7 +106,7 @@ def _value(value: Any, depth: int) -> Any:
         return clean_text(value)
     if isinstance(value, int):
         return int(value) if _INT_MIN <= value <= _INT_MAX else _str(value)
-    if isinstance(value, Mapping | Sequence | set | frozenset) and depth >= MAX_DEPTH:
+    if isinstance(value, Mapping | Sequence | set | frozenset) and depth >= _MAX_NESTING:
         return dumps(value)  # the text of what is nested deeper, its content kept
     if isinstance(value, Mapping):
         return {text(key): _value(item, depth + 1) for key, item in value.items()}

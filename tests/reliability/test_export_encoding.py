@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceRequest,
 )
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
-from opentelemetry.sdk.trace import ReadableSpan
-from opentelemetry.trace import SpanContext
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.trace import SpanContext, TraceFlags
 
 import otelhooks
 from otelhooks._export._otlp_grpc import GrpcSpanExporter
@@ -442,3 +443,62 @@ def test_an_odd_json_partial_success_is_counted_once_never_taken_for_a_failure(
     else:
         assert counted == {}
         assert report.ok, report.lines()
+
+
+# -- spans made by hand (a processor of yours, spans received and sent on) ---------------------
+
+
+def _nested(levels: int) -> dict[str, Any]:
+    value: dict[str, Any] = {"leaf": "rm -rf"}
+    for _ in range(levels - 1):
+        value = {"in": value}
+    return value
+
+
+def _depth(value: Any) -> tuple[int, Any]:
+    """How many maps deep ``value`` (a protobuf AnyValue) goes, and what is at the bottom."""
+    levels = 0
+    while value.WhichOneof("value") == "kvlist_value":
+        levels += 1
+        value = value.kvlist_value.values[0].value
+    return levels, getattr(value, value.WhichOneof("value"))
+
+
+def _cut_to_text(span: Any) -> None:
+    levels, bottom = _depth(span.attributes[0].value)
+    assert levels == 19  # the 20th level and what is under it: its JSON text, content kept
+    assert bottom.startswith('{"in":{"in":')
+    assert "rm -rf" in bottom
+
+
+HAND_MADE: dict[str, tuple[dict[Any, Any], Callable[[Any], None]]] = {
+    # before, the check itself raised on it: every span of the batch lost as a loop error
+    "a key that is not text": (
+        {7: "seven"}, lambda s: _eq(attributes(s.attributes), {"7": "seven"})
+    ),
+    # before, sent as it was: the receiver's decoder refused the request, sent again for minutes
+    "a map 200 levels deep": ({"args": _nested(200)}, _cut_to_text),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("case", list(HAND_MADE))
+def test_a_span_made_by_hand_costs_no_other_span_of_its_batch(case: str) -> None:
+    given, check = HAND_MADE[case]
+    with http_collector() as receiver:
+        processor = otelhooks.CountingBatchSpanProcessor(
+            OTLPSpanExporter(endpoint=f"{receiver.endpoint}/v1/traces", timeout=5),
+            retry_failed_s=3.0,
+        )
+        tp = TracerProvider()
+        tp.add_span_processor(processor)
+        tp.get_tracer("tools").start_span("innocent").end()
+        context = SpanContext(
+            0x1F, 0x2F, is_remote=False, trace_flags=TraceFlags(TraceFlags.SAMPLED)
+        )
+        processor.on_end(ReadableSpan("hand made", context=context, attributes=given))
+        assert processor.force_flush(10_000)
+        tp.shutdown()
+        assert processor.dropped == 0
+    spans = received_spans(receiver.requests)
+    assert set(spans) == {"innocent", "hand made"}
+    check(spans["hand made"][2])
