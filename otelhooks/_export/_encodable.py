@@ -32,7 +32,14 @@ from opentelemetry.trace import Link, SpanKind, Status
 
 from otelhooks._encoding import clean_text, dumps
 
-__all__ = ["encodable", "encodable_resource", "encodable_scope", "fixed_attributes", "text"]
+__all__ = [
+    "encodable",
+    "encodable_batch",
+    "encodable_resource",
+    "encodable_scope",
+    "fixed_attributes",
+    "text",
+]
 
 _INT_MIN, _INT_MAX = -(2**63), 2**63 - 1  # protobuf's int64 (AnyValue.int_value)
 _TIME_MAX = 2**64 - 1  # fixed64 (a span's, an event's times)
