@@ -41,6 +41,8 @@ ALLOWED: dict[str, str] = {
     "and a partial success, on its delivery tracker",
     "reliability/test_grpc_export_answers.py": "the exporter a coding agent's hook process "
     "builds, on its delivery tracker (fail-fast, its cap)",
+    "reliability/test_export_encoding.py": "the gRPC span exporter's answer to a span the "
+    "encoder refuses, on its delivery tracker",
     "web/test_inbox_answers.py": "which answers the inbox keeps for their askers",
     "replay/test_replay_fidelity.py": "that a dry run puts nothing in the process's approvals "
     "inbox",

@@ -26,7 +26,7 @@ from opentelemetry.sdk.environment_variables import (
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
-from otelhooks._export._encodable import encodable
+from otelhooks._export._encodable import encodable_batch
 from otelhooks._export._report import DeliveryTracker
 from otelhooks._worker import BoundedWorker
 
@@ -213,8 +213,9 @@ class CountingBatchSpanProcessor(SpanProcessor):
         # that is down for a while loses nothing that fits the queue. Meanwhile new spans wait
         # in the bounded queue, and what does not fit is dropped and counted, never blocking.
         deadline = time.monotonic() + self._retry_failed_s
-        # A lone surrogate in one span's name failed the whole batch, again on every retry.
-        self._send([encodable(span) for span in batch], deadline)
+        # A lone surrogate in one span's name (or its tracer's) failed the whole batch, again on
+        # every retry.
+        self._send(encodable_batch(batch), deadline)
         self._log_drops(force=False)
 
     def _send(self, batch: list[ReadableSpan], deadline: float) -> None:

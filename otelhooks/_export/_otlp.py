@@ -15,6 +15,7 @@ import json
 import logging
 import math
 import os
+import sys
 import threading
 import time
 from typing import Any
@@ -30,13 +31,14 @@ from opentelemetry.sdk.metrics.export import (
 )
 from opentelemetry.sdk.trace.export import SpanExporter
 
+from otelhooks._export._encodable_metrics import encodable_metrics
 from otelhooks._export._otlp_grpc import (
     GRPC_LOGGER,
     GrpcSpanExporter,
     grpc_metric_exporter,
     otlp_timeout,
 )
-from otelhooks._export._report import DeliveryTracker, record_rejected
+from otelhooks._export._report import DeliveryTracker, one_line, record_rejected
 from otelhooks._loopback import trust_env_for
 from otelhooks._worker import at_fork
 
@@ -207,20 +209,28 @@ def _count_rejected(tracker: DeliveryTracker, content_type: str, body: bytes) ->
 
     spans = tracker.kind == "spans"
     noun = "spans" if spans else "data points"
+    message: object = ""
     try:
         if content_type.startswith("application/json"):
             partial = json.loads(body).get("partialSuccess") or {}
+            message = partial.get("errorMessage") or ""
             count = int(partial.get("rejectedSpans" if spans else "rejectedDataPoints") or 0)
-            message = str(partial.get("errorMessage") or "")
         elif spans:
             traces = ExportTraceServiceResponse.FromString(body).partial_success
             count, message = traces.rejected_spans, traces.error_message
         else:
             points = ExportMetricsServiceResponse.FromString(body).partial_success
             count, message = points.rejected_data_points, points.error_message
-    except (DecodeError, ValueError, TypeError, AttributeError):
-        return  # not an OTLP answer: nothing it says can be counted
-    record_rejected(tracker, count, noun, message)
+    except OverflowError:
+        # ``1e400`` or ``Infinity``: more than were sent, so all of them. Before, the raise
+        # failed an export the collector had accepted, sent again for five minutes.
+        tracker.rejected(sys.maxsize, f"all {noun} rejected: {one_line(str(message))}")
+        return
+    except (DecodeError, ValueError, TypeError, AttributeError, RecursionError):
+        # not an OTLP answer (a JSON body nested past the decoder's depth among them): nothing
+        # it says can be counted
+        return
+    record_rejected(tracker, count, noun, str(message))
 
 
 def tracked_session(tracker: DeliveryTracker) -> requests.Session:
@@ -296,6 +306,8 @@ class _CountsExports(MetricExporter):
             return MetricExportResult.SUCCESS
         tracker = self.tracker
         tracker.sent()
+        # A lone surrogate in a meter's name failed every export of the run, whole.
+        metrics_data = encodable_metrics(metrics_data)
         # The OTLP exporter's export: this class comes before it in the subclass's bases.
         result = super().export(metrics_data, timeout_millis=timeout_millis, **kwargs)  # type: ignore[safe-super]
         if result is MetricExportResult.SUCCESS and tracker.take_rejected():

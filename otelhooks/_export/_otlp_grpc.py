@@ -154,7 +154,15 @@ class GrpcSpanExporter(SpanExporter):
         """Send ``spans`` in one request; the tracker hears why it failed or what was rejected."""
         from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 
-        answer = self._link.send(self._stub.Export, encode_spans(spans), "spans")
+        try:
+            request = encode_spans(spans)
+        except Exception as exc:  # what encodable() does not repair: said, never raised
+            # A raise here lost the batch as an error of the exporter loop, with no reason.
+            reason = f"the spans could not be encoded: {one_line(f'{type(exc).__name__}: {exc}')}"
+            _grpc_log.warning("Failed to export spans to %s: %s", self.tracker.destination, reason)
+            self.tracker.error(reason, status=400)
+            return SpanExportResult.FAILURE
+        answer = self._link.send(self._stub.Export, request, "spans")
         if answer is None:
             return SpanExportResult.FAILURE
         partial = answer.partial_success

@@ -65,6 +65,7 @@ class GrpcCollector:
     ) -> None:
         self.spans: list[str] = []
         self.metric_requests = 0
+        self.requests: list[Any] = []  # each request whole, trace and metrics alike
         self.metadata: list[dict[str, str]] = []
         self.release = threading.Event()  # a silent answer waits for this
         collector = self
@@ -72,6 +73,7 @@ class GrpcCollector:
         class Traces(trace_service_pb2_grpc.TraceServiceServicer):
             def Export(self, request: Any, context: Any) -> Any:
                 collector.metadata.append(dict(context.invocation_metadata()))
+                collector.requests.append(request)
                 names = [
                     span.name
                     for resource in request.resource_spans
@@ -86,6 +88,7 @@ class GrpcCollector:
         class Metrics(metrics_service_pb2_grpc.MetricsServiceServicer):
             def Export(self, request: Any, context: Any) -> Any:
                 collector.metric_requests += 1
+                collector.requests.append(request)
                 return metrics_answer or metrics_service_pb2.ExportMetricsServiceResponse()
 
         options = [("grpc.max_receive_message_length", max_receive)] if max_receive else []
