@@ -17,10 +17,12 @@ pytest.importorskip("langgraph")
 
 from langchain.agents import create_agent
 from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.callbacks.manager import adispatch_custom_event
 from langchain_core.globals import set_debug
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
 from langchain_core.tools import BaseTool, tool
+from langgraph.config import get_stream_writer
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from structlog.testing import capture_logs
@@ -32,7 +34,7 @@ from otelhooks.integrations.langchain import (
     hook_tool,
 )
 from otelhooks.testing import TestPipeline
-from tests.conftest import hook
+from tests.conftest import attribute_values, hook
 
 SECRET = "sk-live-0451"
 
@@ -90,6 +92,10 @@ async def afetch(url: str) -> str:
 
 def _graph(tools: list[BaseTool]) -> Any:
     return StateGraph(MessagesState).add_node("tools", ToolNode(tools)).add_edge(START, "tools")
+
+
+def _graph_of(node: ToolNode) -> Any:
+    return StateGraph(MessagesState).add_node("tools", node).add_edge(START, "tools").compile()
 
 
 def _call(name: str) -> dict[str, Any]:
@@ -226,3 +232,61 @@ def test_langchain_debug_on_says_its_console_hears_the_raw_result(pipe: TestPipe
     assert len(tool_spans) == 1
     ops = {s.context.trace_id for s in pipe.spans()}
     assert len(ops) == 1  # the inner run's end did not open a run of its own
+
+
+class ErrorListener(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.errors: list[str] = []
+
+    def on_tool_error(self, error: BaseException, **kw: Any) -> None:
+        self.errors.append(repr(error))
+
+
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_a_users_handler_hears_a_tools_exception_only_as_the_hooks_kept_it(
+    pipe: TestPipeline, mode: str
+) -> None:
+    # before: the inner run's on_tool_error handed every handler the exception as raised
+    @tool
+    def login() -> str:
+        """Log in."""
+        raise ValueError(f"bad token {SECRET}")
+
+    pipe.register(hook("redact", "tool_result_persist", _redact))
+    app = _graph_of(ToolNode([hook_tool(login)], handle_tool_errors=True))
+    listener = ErrorListener()
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(pipe.tracer), listener]}
+    given = _call("login")
+    out = app.invoke(given, config) if mode == "invoke" else asyncio.run(app.ainvoke(given, config))
+
+    assert "bad token [REDACTED]" in out["messages"][-1].content
+    assert listener.errors == ["ValueError('bad token [REDACTED]')"]
+    pipe.flush()
+    assert [v for v in attribute_values(pipe.spans()) if SECRET in v] == []
+
+
+def test_events_a_tool_dispatches_reach_the_streams_under_its_run(pipe: TestPipeline) -> None:
+    # the inner run is heard by no handler: what the tool dispatches still reaches
+    # astream_events (as the wrapper's run's) and stream_mode="custom"
+    @tool
+    async def progress(url: str) -> str:
+        """Report progress."""
+        await adispatch_custom_event("progress", {"pct": 50})
+        get_stream_writer()({"pct": 60})
+        return "done"
+
+    app = _graph([hook_tool(progress)]).compile()
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(pipe.tracer)]}
+    given = _call("progress")
+
+    async def main() -> tuple[list[Any], list[Any]]:
+        events = [e async for e in app.astream_events(given, config, version="v2")]
+        custom = [c async for c in app.astream(given, config, stream_mode="custom")]
+        return events, custom
+
+    events, custom = asyncio.run(main())
+    [start] = [e for e in events if e["event"] == "on_tool_start"]
+    [dispatched] = [e for e in events if e["event"] == "on_custom_event"]
+    assert dispatched["data"] == {"pct": 50}
+    assert dispatched["run_id"] == start["run_id"]
+    assert custom == [{"pct": 60}]
