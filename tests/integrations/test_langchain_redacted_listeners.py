@@ -218,20 +218,24 @@ def test_langchain_debug_on_says_its_console_hears_the_raw_result(pipe: TestPipe
     # and the call still makes one tool span in the wrapper's run
     pipe.register(hook("redact", "tool_result_persist", _redact))
     app = _graph([hook_tool(fetch)]).compile()
+    config: Any = {"callbacks": [OtelHooksCallbackHandler(pipe.tracer)]}
     set_debug(True)
     try:
         with capture_logs() as logs:
-            out = app.invoke(_call("fetch"), {"callbacks": [OtelHooksCallbackHandler(pipe.tracer)]})
+            out = app.invoke(_call("fetch"), config)
+            app.invoke(_call("fetch"), config)  # said once per handler, not once a call
     finally:
         set_debug(False)
 
     assert out["messages"][-1].content == "a: token [REDACTED]"
-    assert any("LangChain debug or LangSmith tracing is on" in e["event"] for e in logs)
+    said = [e for e in logs if "LangChain debug or LangSmith tracing is on" in e["event"]]
+    assert len(said) == 1
+    assert said[0]["log_level"] == "warning"
     pipe.flush()
     tool_spans = [s for s in pipe.spans() if s.name.startswith("execute_tool")]
-    assert len(tool_spans) == 1
-    ops = {s.context.trace_id for s in pipe.spans()}
-    assert len(ops) == 1  # the inner run's end did not open a run of its own
+    assert len(tool_spans) == 2  # one a call
+    # the inner runs' ends opened no run of their own: one operation a graph run
+    assert len({s.context.trace_id for s in pipe.spans()}) == 2
 
 
 class ErrorListener(BaseCallbackHandler):

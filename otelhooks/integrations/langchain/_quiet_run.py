@@ -18,6 +18,7 @@ warning says once that they see the tool's own result.
 from __future__ import annotations
 
 import threading
+import weakref
 
 import structlog
 from langchain_core.callbacks import (
@@ -38,7 +39,27 @@ __all__ = ["quiet_config", "quiet_tool"]
 
 _log = structlog.get_logger("otelhooks")
 
-_told = threading.Event()
+# the handlers (or, with none in the call's callbacks, the process) already told that
+# LangChain's own listeners hear inner runs: once each, not once a call
+_lock = threading.Lock()
+_told: weakref.WeakSet[OtelHooksCallbackHandler] = weakref.WeakSet()
+_told_unhandled = False
+
+
+def _tell(handlers: list[OtelHooksCallbackHandler]) -> None:
+    global _told_unhandled
+    with _lock:
+        if handlers:
+            new = any(h not in _told for h in handlers)
+            _told.update(handlers)
+        else:
+            new, _told_unhandled = not _told_unhandled, True
+    if new:
+        _log.warning(
+            "LangChain debug or LangSmith tracing is on: their handlers hear a hooked "
+            "tool's inner run, with its result before tool_result_persist hooks",
+            fix="turn them off where the hooks keep a result from whoever reads them",
+        )
 
 
 def _global_listeners() -> bool:
@@ -59,11 +80,9 @@ def quiet_config(
     itself, every inheritable one hears its children, as children of the wrapper's run."""
     if manager is None:  # called without LangChain's run (``_run`` by hand): as given
         return RunnableConfig()
-    cls = (
-        AsyncCallbackManager
-        if isinstance(manager, AsyncCallbackManagerForToolRun)
-        else (CallbackManager)
-    )
+    cls: type[CallbackManager | AsyncCallbackManager] = CallbackManager
+    if isinstance(manager, AsyncCallbackManagerForToolRun):
+        cls = AsyncCallbackManager
     callbacks = cls(
         handlers=[],
         inheritable_handlers=list(manager.inheritable_handlers),
@@ -72,16 +91,11 @@ def quiet_config(
         inheritable_metadata=dict(manager.inheritable_metadata),
     )
     if _global_listeners():
-        if not _told.is_set():
-            _told.set()
-            _log.warning(
-                "LangChain debug or LangSmith tracing is on: their handlers hear a hooked "
-                "tool's inner run, with its result before tool_result_persist hooks",
-            )
+        ours = [h for h in manager.handlers if isinstance(h, OtelHooksCallbackHandler)]
+        _tell(ours)
         # the otelhooks handlers hear it, marked, so its children stay in the wrapper's run
-        for handler in manager.handlers:
-            if isinstance(handler, OtelHooksCallbackHandler):
-                callbacks.add_handler(handler, inherit=False)
+        for handler in ours:
+            callbacks.add_handler(handler, inherit=False)
         callbacks.add_metadata({INNER_RUN_KEY: True}, inherit=False)
         callbacks.parent_run_id = manager.run_id
         return RunnableConfig(callbacks=callbacks)
