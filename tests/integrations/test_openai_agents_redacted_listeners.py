@@ -31,7 +31,7 @@ from opentelemetry.instrumentation.openai_agents import OpenAIAgentsInstrumentor
 from otelhooks import HookEvent
 from otelhooks.integrations.openai_agents import HookedRunner
 from otelhooks.testing import TestPipeline
-from tests.conftest import attribute_values, hook
+from tests.conftest import Recorder, attribute_values, hook
 from tests.integrations._agents_model import ScriptedModel
 
 SECRET = "S-42-SECRET"
@@ -165,11 +165,15 @@ def test_a_redacted_result_is_all_the_sdks_listeners_get(
 @pytest.mark.parametrize("streamed", [False, True], ids=["run", "run_streamed"])
 @pytest.mark.parametrize("handler", ["tool-own", "run-formatter"])
 def test_a_redacted_tool_failure_is_all_the_tracing_and_spans_get(
-    pipe: TestPipeline, heard: Heard, handler: str, streamed: bool
+    pipe: TestPipeline, heard: Heard, recorder: Recorder, handler: str, streamed: bool
 ) -> None:
     # before: the SDK's function span error kept the exception's own text (every tracing
     # processor exports it), and otelhooks' execute_tool span its exception event
-    pipe.register(hook("redact", "tool_result_persist", _redact))
+    pipe.register(
+        hook("redact", "tool_result_persist", _redact),
+        hook("errors", "on_tool_call_error", recorder),
+        hook("after", "after_tool_call", recorder),
+    )
     own = handler == "tool-own"
     formatter = None if own else _formatter
     model = _run(pipe, heard, _login(own), {}, streamed, tool_error_formatter=formatter)
@@ -179,6 +183,8 @@ def test_a_redacted_tool_failure_is_all_the_tracing_and_spans_get(
     assert [t for t in heard.told if SECRET in t] == []
     assert any("bad token [REDACTED]" in t and "Error running tool" in t for t in heard.told)
     assert [v for v in _own_spans(pipe) if SECRET in v] == []
+    assert "on_tool_call_error" in recorder.names()
+    assert [e for e in recorder.events if SECRET in repr(e)] == []  # what observers are told
     span = _ours(pipe)
     assert (span.attributes or {})["error.type"] == "ValueError"
     assert (span.attributes or {})["otelhooks.tool.outcome"] == "error"
