@@ -53,6 +53,7 @@ from otelhooks.integrations.langchain._resume import PausedCalls, ResumeWave, is
 from otelhooks.integrations.langchain._tool_run import (
     CALLER_INJECTED,
     GUARDED_BY,
+    INNER_RUN_KEY,
     ToolNotHookedError,
     ToolRun,
 )
@@ -345,12 +346,11 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
     ) -> None:
         with _Guard("on_tool_start"):
             with self._lock:
-                parent = self._tools.get(parent_run_id) if parent_run_id is not None else None
-                if parent is not None and parent.hooked:
+                metadata = kwargs.get("metadata") or {}
+                if metadata.get(INNER_RUN_KEY):
                     self._root(run_id, parent_run_id)  # the wrapper's inner tool: one span only
                     return
                 name = str((serialized or {}).get("name") or kwargs.get("name") or "tool")
-                metadata = kwargs.get("metadata") or {}
                 hooked = bool(metadata.get(HOOKED_METADATA_KEY))
                 if not hooked and GUARDED_BY.get() is self:
                     # a middleware after ours ran a tool of its own: nothing would enforce

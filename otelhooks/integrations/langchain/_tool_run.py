@@ -11,7 +11,11 @@ from typing import Any
 from otelhooks._instrument import ToolCall
 from otelhooks.integrations._scopes import DetachedScope
 
-__all__ = ["CALLER_INJECTED", "GUARDED_BY", "ToolNotHookedError", "ToolRun"]
+__all__ = ["CALLER_INJECTED", "GUARDED_BY", "INNER_RUN_KEY", "ToolNotHookedError", "ToolRun"]
+
+# The metadata (of its own run only) marking a wrapper's inner tool run that its handlers hear
+# (LangChain's debug or LangSmith tracing is on, see ``_quiet_run``): one span, the wrapper's.
+INNER_RUN_KEY = "otelhooks_inner_run"
 
 # The ``InjectedToolArg`` arguments the caller gave a hooked tool, which LangChain leaves out of
 # what callbacks see: set by the wrapper as its run starts, read by the handler's tool start,

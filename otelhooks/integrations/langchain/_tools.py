@@ -47,6 +47,7 @@ from otelhooks.integrations.langchain._handler import (
     ToolRun,
     succeeded,
 )
+from otelhooks.integrations.langchain._quiet_run import quiet_config, quiet_tool
 from otelhooks.integrations.langchain._tool_args import json_form
 from otelhooks.integrations.langchain._tool_results import ResultNotRewritableError, retold
 from otelhooks.integrations.langchain._tool_results import kept as kept_result
@@ -326,7 +327,13 @@ class HookedTool(BaseTool):
         return {"name": self.inner.name, "args": args, "id": tool.tool_call_id, "type": "tool_call"}
 
     def _child_config(self, manager: Manager | None) -> RunnableConfig:
-        return RunnableConfig(callbacks=manager.get_child()) if manager is not None else {}
+        """The inner tool's config: a run no callback handler hears (see :mod:`._quiet_run`)."""
+        return quiet_config(manager)
+
+    def _quiet_inner(self) -> BaseTool:
+        """The inner tool without its own ``callbacks`` and ``verbose``: they are the wrapper's
+        (:func:`hook_tool` gives them to it), which tells them the result the hooks kept."""
+        return quiet_tool(self.inner)
 
     def _run(
         self, *args: Any, run_manager: CallbackManagerForToolRun | None = None, **kwargs: Any
@@ -337,12 +344,12 @@ class HookedTool(BaseTool):
             return _unjudged(self.name)
         config = self._child_config(run_manager)
         if not runs:
-            return self.inner.invoke(self._args_for_inner(kwargs, None), config=config)
+            return self._quiet_inner().invoke(self._args_for_inner(kwargs, None), config=config)
         tool = _decisive(runs)
         if not tool.call.should_run:
             return _refusal(runs, tool, self.name)
         try:
-            output = self.inner.invoke(self._inner_input(tool, kwargs), config=config)
+            output = self._quiet_inner().invoke(self._inner_input(tool, kwargs), config=config)
         except GraphBubbleUp:  # LangGraph's interrupt(): a pause, not an error text
             raise
         except Exception as exc:
@@ -372,12 +379,16 @@ class HookedTool(BaseTool):
             return _unjudged(self.name)
         config = self._child_config(run_manager)
         if not runs:
-            return await self.inner.ainvoke(self._args_for_inner(kwargs, None), config=config)
+            return await self._quiet_inner().ainvoke(
+                self._args_for_inner(kwargs, None), config=config
+            )
         tool = _decisive(runs)
         if not tool.call.should_run:
             return _refusal(runs, tool, self.name)
         try:
-            output = await self.inner.ainvoke(self._inner_input(tool, kwargs), config=config)
+            output = await self._quiet_inner().ainvoke(
+                self._inner_input(tool, kwargs), config=config
+            )
         except GraphBubbleUp:
             raise
         except Exception as exc:
@@ -421,5 +432,6 @@ def hook_tool(tool: BaseTool) -> BaseTool:
         tags=tool.tags,
         # a handler given to the tool itself must see the wrapper's start, which decides
         callbacks=tool.callbacks,
+        verbose=tool.verbose,
         inner=tool,
     )

@@ -34,6 +34,7 @@ from otelhooks.integrations.openai_agents._approvals import (
     rejected_event,
 )
 from otelhooks.integrations.openai_agents._guard import RAISED, Execute, RewriteRefusedError
+from otelhooks.integrations.openai_agents._judged_failure import judged_exception, judged_span_error
 from otelhooks.integrations.openai_agents._run_frames import PROVIDER, Frame, RunFrames
 from otelhooks.integrations.openai_agents._run_hooks import recording
 
@@ -138,7 +139,13 @@ class AgentRun(RunFrames):
                     # only (a function tool given the SDK's default handler as its own).
                     kept = await call.aset_result(output, success=False)
                     message = str((error or {}).get("message", "tool failed"))
-                    call.fail(raised[-1] if raised else RuntimeError(message))
+                    failure = raised[-1] if raised else RuntimeError(message)
+                    if call.filters_result():
+                        # the hooks judged the message the model reads, never the exception's
+                        # own text, which the SDK's span and ours would carry past them
+                        failure = judged_exception(failure, kept.content)
+                        judged_span_error(get_current_span(), kept.content)
+                    call.fail(failure)
                     as_text = output if isinstance(output, str) else canonical_json(output)
                     return (output if kept.content == as_text else kept.content), False
                 result = output if shown is None else shown(output)
