@@ -48,6 +48,18 @@ def _status(body: Any) -> int:
     return int(args.get("http", 200)) if isinstance(args, dict) else 200
 
 
+def _plain(body: Any) -> tuple[str, bytes] | None:
+    """A ``check_token`` call's ``body_type`` argument: the type of a body that is no JSON-RPC
+    answer (a proxy's or framework's error page), quoting the token, and the body; else
+    ``None``."""
+    params = body.get("params", {}) if isinstance(body, dict) else {}
+    args = params.get("arguments", {}) if isinstance(params, dict) else {}
+    if not isinstance(args, dict) or "body_type" not in args:
+        return None
+    text = f"upstream failed: bad token {args.get('token')}"
+    return args["body_type"], text.encode(args.get("charset", "utf-8"))
+
+
 class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
@@ -59,8 +71,12 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         out = json.dumps(answers if isinstance(body, list) else answers[0]).encode()
+        kind = "application/json"
+        plain = _plain(body)
+        if plain is not None:
+            kind, out = plain
         self.send_response(_status(body))
-        self.send_header("content-type", "application/json")
+        self.send_header("content-type", kind)
         self.send_header("mcp-session-id", "s1")
         self.send_header("content-length", str(len(out)))
         self.end_headers()

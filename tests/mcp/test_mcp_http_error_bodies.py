@@ -1,0 +1,80 @@
+"""An upstream answer at an HTTP error status whose body is no JSON-RPC answer (a text/plain or
+HTML error page quoting what the tool read) is judged as the call's error by its
+``tool_result_persist`` hooks. The TypeScript SDK's client (Claude Code, Gemini CLI) throws
+``Error POSTing to endpoint (HTTP 500): <the body's text>``, which the model reads; before, the
+gateway passed such a body on as it came, so a redaction of the call's result never ran on it.
+
+Real processes: a Streamable HTTP server answering ``check_token`` with a 500 page
+(``batch_http_server.py``), ``python -m otelhooks mcp --listen --upstream`` in front of it, and
+a client that reads the HTTP answer as the TypeScript SDK does (its status and text) or the
+MCP Python SDK's client."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from tests.mcp._harness import http_session
+from tests.mcp.test_mcp_http_batch import REDACT, REDACT_SCRIPT, batch_gateway
+
+pytestmark = pytest.mark.timeout(90)
+
+
+def _call(**arguments: Any) -> dict[str, Any]:
+    params = {"name": "check_token", "arguments": {"http": 500, **arguments}}
+    return {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": params}
+
+
+@pytest.mark.parametrize(
+    "body_type", ["text/plain", "text/html; charset=utf-8", "application/json"]
+)
+def test_an_error_page_quoting_a_secret_goes_through_the_hooks(
+    tmp_path: Path, body_type: str
+) -> None:
+    with batch_gateway(tmp_path, REDACT, REDACT_SCRIPT) as (client, _):
+        answer = client.post("/mcp", json=_call(token="S-42-SECRET", body_type=body_type))
+    assert answer.status_code == 500
+    assert "S-42-SECRET" not in answer.text  # before: "upstream failed: bad token S-42-SECRET"
+    assert answer.headers["content-type"] == "application/json"
+    error = {"code": -32000, "message": "upstream failed: bad token ***"}
+    assert answer.json() == {"jsonrpc": "2.0", "id": 7, "error": error}
+
+
+def test_an_error_page_the_hooks_leave_alone_passes_as_it_came(tmp_path: Path) -> None:
+    with batch_gateway(tmp_path, REDACT, REDACT_SCRIPT) as (client, _):
+        answer = client.post("/mcp", json=_call(token="harmless", body_type="text/plain"))
+    assert answer.status_code == 500
+    assert answer.headers["content-type"] == "text/plain"
+    assert answer.content == b"upstream failed: bad token harmless"
+
+
+def test_an_error_page_the_hooks_cannot_read_as_sent_never_passes_as_it_came(
+    tmp_path: Path,
+) -> None:
+    # Latin-1 bytes the hooks read as UTF-8 (a replacement character): a client decoding by
+    # the charset would read another text than the one they judged
+    call = _call(token="caf\u00e9", body_type="text/plain; charset=latin-1", charset="latin-1")
+    with batch_gateway(tmp_path, REDACT, REDACT_SCRIPT) as (client, _):
+        answer = client.post("/mcp", json=call)
+    assert answer.status_code == 500
+    assert json.loads(answer.content)["error"]["message"] == "upstream failed: bad token caf\ufffd"
+
+
+def test_the_sdk_client_reads_the_judged_error_of_an_error_page(tmp_path: Path) -> None:
+    async def refused(url: str) -> MCPError:
+        async with http_session(url) as session:
+            with pytest.raises(MCPError) as error:
+                await session.call_tool(
+                    "check_token", {"token": "S-42-SECRET", "http": 500, "body_type": "text/html"}
+                )
+            return error.value
+
+    with batch_gateway(tmp_path, REDACT, REDACT_SCRIPT) as (client, _):
+        error = anyio.run(refused, f"{client.base_url}/mcp")
+    # before: the SDK's stand-in, "Server returned an error response"
+    assert (error.code, error.message) == (-32000, "upstream failed: bad token ***")
