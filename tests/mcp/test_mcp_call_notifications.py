@@ -27,8 +27,15 @@ from opentelemetry.trace import NoOpTracer
 
 from otelhooks import HooksEngine, read_otlp_json_lines
 from otelhooks.mcp import McpGateway
-from tests.mcp._harness import calls, http_gateway, http_session, stdio_session, write_hooks
-from tests.mcp.test_mcp_http_resumption import events, open_session
+from tests.mcp._harness import (
+    calls,
+    events,
+    http_gateway,
+    http_session,
+    open_session,
+    stdio_session,
+    write_hooks,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -366,3 +373,4 @@ def test_a_sampling_requests_tool_results_and_system_prompt_go_through_the_hooks
     assert got["systemPrompt"] == "the key is ***"
     assert got["messages"][0]["content"][0]["content"][0]["text"] == "read ***"
     assert b"S-42-SECRET" not in sent
+

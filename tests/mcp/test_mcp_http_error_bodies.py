@@ -19,8 +19,8 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.mcp._harness import http_session
-from tests.mcp.test_mcp_http_batch import REDACT, REDACT_SCRIPT, batch_gateway
+from tests.mcp._harness import REDACT_SCRIPT, http_session
+from tests.mcp.test_mcp_http_batch import REDACT, batch_gateway
 
 pytestmark = pytest.mark.timeout(90)
 

@@ -21,14 +21,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 from mcp.types import CreateMessageResult, TextContent
 
-from tests.mcp._harness import (
-    SERVER_APP,
-    client_injects_no_trace_context,
-    env,
-    free_port,
-    http_session,
-    process,
-)
+from tests.mcp._harness import client_injects_no_trace_context, env, http_gateway, http_session
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -67,23 +60,15 @@ def test_a_server_request_the_gateway_cannot_judge_is_answered_with_an_error(
                 await session.initialize()
                 return await ask(session)
 
+    async def over_http(url: str) -> MCPError:
+        async with http_session(url, sampling_callback=sampling) as session:
+            return await ask(session)
+
     if transport == "stdio":
         result = anyio.run(over_stdio)
     else:
-        server_port, gateway_port = free_port(), free_port()
-        log = tmp_path / "calls.jsonl"
-        upstream = f"http://127.0.0.1:{server_port}/mcp"
-        with (
-            process([str(SERVER_APP), "http", str(server_port)], log, server_port),
-            process([str(GATEWAY), "http", str(gateway_port), upstream], log, gateway_port),
-        ):
-
-            async def over_http() -> MCPError:
-                url = f"http://127.0.0.1:{gateway_port}/mcp"
-                async with http_session(url, sampling_callback=sampling) as session:
-                    return await ask(session)
-
-            result = anyio.run(over_http)
+        with http_gateway(tmp_path, gateway=GATEWAY) as url:
+            result = anyio.run(over_http, url)
     assert asked == []  # the client never got the request its hooks did not judge
     assert result.code == -32603
     assert "the client was not asked" in result.message
