@@ -374,3 +374,49 @@ def test_a_sampling_requests_tool_results_and_system_prompt_go_through_the_hooks
     assert got["messages"][0]["content"][0]["content"][0]["text"] == "read ***"
     assert b"S-42-SECRET" not in sent
 
+
+def test_what_else_a_sampling_request_shows_the_model_goes_through_the_hooks() -> None:
+    # a tool result's embedded resource text and structured content, and an earlier tool
+    # call's input, are read by the client's model as much as a text block is; driven through
+    # the gateway's public API
+    def redact(event: Any) -> None:
+        for block in event.result["content"]:
+            block["text"] = block["text"].replace("S-42-SECRET", "***")
+
+    hooks = [{"id": "r", "type": "tool_result_persist", "matcher": "^add$", "handler": redact}]
+    engine = HooksEngine(hooks)
+    session = McpGateway(engine, NoOpTracer(), name="testsrv").session()
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add"}}
+    resource = {"uri": "file:///notes", "mimeType": "text/plain", "text": "key S-42-SECRET"}
+    used = {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "S-42-SECRET"}}
+    result_block = {
+        "type": "tool_result",
+        "toolUseId": "t1",
+        "content": [{"type": "resource", "resource": resource}],
+        "structuredContent": {"key": "S-42-SECRET"},
+    }
+    params = {
+        "messages": [
+            {"role": "assistant", "content": [used]},
+            {"role": "user", "content": [result_block]},
+        ],
+        "maxTokens": 16,
+    }
+    sample = {"jsonrpc": "2.0", "id": 0, "method": "sampling/createMessage", "params": params}
+
+    async def relayed() -> list[bytes]:
+        session.from_client(json.dumps(call).encode())
+        relay = session.from_server(json.dumps(sample).encode())
+        assert relay.later is not None
+        return (await relay.later).to_client
+
+    try:
+        (sent,) = anyio.run(relayed)
+    finally:
+        session.close()
+        engine.shutdown(2)
+    got = json.loads(sent)["params"]["messages"]
+    assert b"S-42-SECRET" not in sent  # before: all three passed as the server sent them
+    assert got[0]["content"][0]["input"] == {"path": "***"}  # still an object
+    assert got[1]["content"][0]["content"][0]["resource"]["text"] == "key ***"
+    assert got[1]["content"][0]["structuredContent"] == {"key": "***"}
