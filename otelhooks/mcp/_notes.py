@@ -7,7 +7,8 @@ Python SDK's ``ctx.info(...)``; over Streamable HTTP on the call's own stream, o
 to nothing), and the text of a request the tool makes of the client (``sampling/createMessage``:
 its ``systemPrompt`` and what its messages show the client's model, their text, a tool call's
 ``input``, a tool result's ``structuredContent`` and embedded resources; ``elicitation/create``:
-its ``message``, which its user reads). So while a ``tools/call`` a ``tool_result_persist`` hook
+its ``message``, its form's ``requestedSchema`` and a URL mode's ``url``, which its user
+reads). So while a ``tools/call`` a ``tool_result_persist`` hook
 matches is in flight, that text goes through the same hooks as a result ``{"content":
 [{"type": "text", "text": ...}]}`` before the client reads it: a progress message by its own
 call's hooks, the rest by those of every such call in flight (the protocol names no call for
@@ -62,6 +63,8 @@ LOG: Final = "notifications/message"
 JUDGED: Final = {PROGRESS: "message", LOG: "data"}
 # the members of a sampling message's content block the client's model reads
 _READ: Final = ("text", "input", "structuredContent")
+# the members of an elicitation the client shows its user (the form's schema as its JSON text)
+_ASKED: Final = ("message", "requestedSchema", "url")
 
 
 class Notes:
@@ -203,8 +206,8 @@ def _parts(method: str | None, params: dict[str, Any]) -> list[tuple[dict[str, A
     object holding it and its member's name (none: nothing to judge)."""
     if method in JUDGED:
         return [(params, JUDGED[method])] if JUDGED[method] in params else []
-    if method == "elicitation/create":
-        return [(params, "message")] if "message" in params else []
+    if method == "elicitation/create":  # what the client shows its user: the form, the URL
+        return [(params, member) for member in _ASKED if member in params]
     if method != "sampling/createMessage":
         return []
     parts = [(params, "systemPrompt")] if "systemPrompt" in params else []

@@ -420,3 +420,42 @@ def test_what_else_a_sampling_request_shows_the_model_goes_through_the_hooks() -
     assert got[0]["content"][0]["input"] == {"path": "***"}  # still an object
     assert got[1]["content"][0]["content"][0]["resource"]["text"] == "key ***"
     assert got[1]["content"][0]["structuredContent"] == {"key": "***"}
+
+
+def test_an_elicitations_form_and_url_go_through_the_hooks() -> None:
+    # the client shows its user the form's field titles, descriptions and defaults, and the
+    # URL of a URL-mode elicitation, as much as its message; driven through the public API
+    def redact(event: Any) -> None:
+        for block in event.result["content"]:
+            block["text"] = block["text"].replace("S-42-SECRET", "***")
+
+    hooks = [{"id": "r", "type": "tool_result_persist", "matcher": "^add$", "handler": redact}]
+    engine = HooksEngine(hooks)
+    session = McpGateway(engine, NoOpTracer(), name="testsrv").session()
+    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add"}}
+    field = {"type": "string", "title": "key S-42-SECRET", "default": "S-42-SECRET"}
+    schema = {"type": "object", "properties": {"key": field}}
+    form = {"mode": "form", "message": "confirm", "requestedSchema": schema}
+    link = {"mode": "url", "message": "open", "url": "https://x.test/?k=S-42-SECRET"}
+    link["elicitationId"] = "e1"
+
+    async def relayed(params: dict[str, Any], request_id: int) -> bytes:
+        elicit = {"jsonrpc": "2.0", "id": request_id, "method": "elicitation/create"}
+        relay = session.from_server(json.dumps({**elicit, "params": params}).encode())
+        assert relay.later is not None  # before: sent as it came
+        (sent,) = (await relay.later).to_client
+        return sent
+
+    async def both() -> tuple[bytes, bytes]:
+        session.from_client(json.dumps(call).encode())
+        return await relayed(form, 0), await relayed(link, 1)
+
+    try:
+        sent_form, sent_link = anyio.run(both)
+    finally:
+        session.close()
+        engine.shutdown(2)
+    assert b"S-42-SECRET" not in sent_form + sent_link
+    got = json.loads(sent_form)["params"]["requestedSchema"]["properties"]["key"]
+    assert got == {"type": "string", "title": "key ***", "default": "***"}  # still a schema
+    assert json.loads(sent_link)["params"]["url"] == "https://x.test/?k=***"
