@@ -68,6 +68,7 @@ _log = structlog.get_logger("otelhooks.mcp")
 
 SESSION_HEADER: Final = "mcp-session-id"
 _JSON: Final = "application/json"
+_SSE: Final = "text/event-stream"
 MAX_BODY_BYTES: Final = 64 * 1024 * 1024
 MAX_SESSIONS: Final = 1024
 SESSION_IDLE_S: Final = 3600.0
@@ -242,8 +243,8 @@ class McpHttpProxy:
         try:
             if response.status_code >= 400:
                 raise RuntimeError(f"the MCP server answered HTTP {response.status_code}")
-            kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-            if kind == "text/event-stream":
+            kind = read_as(response.headers.get("content-type", ""))
+            if kind == _SSE:
                 async for event in events(response.aiter_raw(), limit=self.max_body_bytes):
                     if event.data is not None and event.data.strip():
                         session.from_server(event.data)
@@ -293,8 +294,12 @@ class McpHttpProxy:
             if new_id:
                 session.rename(new_id)
         back = {k: v for k, v in response.headers.items() if k.lower() not in _HOP}
-        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind != "text/event-stream" or response.status_code >= 400:
+        kind = read_as(response.headers.get("content-type", ""))
+        if response.status_code < 400 and kind in (_SSE, _JSON):
+            # the client reads the body as the gateway did, whatever the server's spelling
+            back = {k: v for k, v in back.items() if k.lower() != "content-type"}
+            back["content-type"] = kind
+        if kind != _SSE or response.status_code >= 400:
             await self._whole(session, body, response, send, back, kind, extra)
             return
         await send({"type": "http.response.start", "status": response.status_code,
@@ -337,7 +342,7 @@ class McpHttpProxy:
                 error_type=str(response.status_code),
             )
             await respond(send, response.status_code, answered, back)
-        elif kind == "application/json" and content.strip():  # 202 may name a type, no body
+        elif kind == _JSON and content.strip():  # 202 may name a type, no body
             out = await frames(session, content)
             await respond(send, response.status_code, merge(out + extra), back)
         elif extra:  # 202 to what went upstream; the hooks' answers still reach the client
@@ -389,6 +394,19 @@ class McpHttpProxy:
             await respond(send, 200, merge(answers), {"content-type": "application/json"})
         else:
             await respond(send, 502, reason.encode(), {"content-type": "text/plain"})
+
+
+def read_as(content_type: str) -> str:
+    """The type an SDK client reads a body of ``content_type`` as: an event stream, or JSON,
+    when the value names it anywhere (the TypeScript SDK looks for either in the whole value,
+    the Python SDK for JSON at its start, so ``application/json-rpc`` is JSON to both), else
+    its media type."""
+    value = content_type.lower()
+    if _SSE in value:
+        return _SSE
+    if _JSON in value:
+        return _JSON
+    return value.split(";")[0].strip()
 
 
 def _not_resumable(last_event_id: str) -> bytes:

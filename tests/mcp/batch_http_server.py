@@ -60,6 +60,15 @@ def _plain(body: Any) -> tuple[str, bytes] | None:
     return args["body_type"], text.encode(args.get("charset", "utf-8"))
 
 
+def _content_type(body: Any) -> str:
+    """The type a ``check_token`` call's JSON answer is sent as: its ``content_type`` argument
+    (one a client still reads as JSON, such as ``application/json-rpc``), else JSON's own."""
+    params = body.get("params", {}) if isinstance(body, dict) else {}
+    args = params.get("arguments", {}) if isinstance(params, dict) else {}
+    given = args.get("content_type") if isinstance(args, dict) else None
+    return given if isinstance(given, str) else "application/json"
+
+
 class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
@@ -71,7 +80,7 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         out = json.dumps(answers if isinstance(body, list) else answers[0]).encode()
-        kind = "application/json"
+        kind = _content_type(body)
         plain = _plain(body)
         if plain is not None:
             kind, out = plain

@@ -78,3 +78,35 @@ def test_the_sdk_client_reads_the_judged_error_of_an_error_page(tmp_path: Path) 
         error = anyio.run(refused, f"{client.base_url}/mcp")
     # before: the SDK's stand-in, "Server returned an error response"
     assert (error.code, error.message) == (-32000, "upstream failed: bad token ***")
+
+
+@pytest.mark.parametrize(
+    "content_type", ["application/json-rpc", "text/plain; note=application/json"]
+)
+def test_an_answer_typed_as_clients_still_read_json_goes_through_the_hooks(
+    tmp_path: Path, content_type: str
+) -> None:
+    # both SDK clients read a body as JSON when its type starts with (Python) or contains
+    # (TypeScript) application/json; the gateway read only the exact type, so such an answer
+    # passed unjudged
+    args = {"token": "S-42-SECRET", "content_type": content_type}
+    if not content_type.startswith("application/json"):  # the TypeScript SDK's reading only
+        with batch_gateway(tmp_path, REDACT, REDACT_SCRIPT) as (client, _):
+            call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call"}
+            answer = client.post(
+                "/mcp", json={**call, "params": {"name": "check_token", "arguments": args}}
+            )
+        assert "S-42-SECRET" not in answer.text
+        assert answer.headers["content-type"] == "application/json"
+        assert answer.json()["error"]["message"] == "bad token ***"
+        return
+
+    async def refused(url: str) -> MCPError:
+        async with http_session(url) as session:
+            with pytest.raises(MCPError) as error:
+                await session.call_tool("check_token", args)
+            return error.value
+
+    with batch_gateway(tmp_path, REDACT, REDACT_SCRIPT) as (client, _):
+        error = anyio.run(refused, f"{client.base_url}/mcp")
+    assert error.message == "bad token ***"  # before: "bad token S-42-SECRET"
