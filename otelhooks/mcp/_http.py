@@ -288,6 +288,17 @@ class McpHttpProxy:
         extra: list[bytes],
         receive: Receive | None,
     ) -> None:
+        if 300 <= response.status_code < 400:
+            # never passed on: a client that follows it (fetch does) would talk to the server
+            # itself, its calls' answers unjudged and unrecorded
+            location = response.headers.get("location", "")
+            _log.error("the MCP server redirected a request; not passed on", location=location)
+            reason = (
+                f"the MCP server redirected the request to {location} (the gateway follows no "
+                "redirect: give --upstream the URL the server answers at)"
+            )
+            await self._failed(session, body, send, reason, extra, error_type="redirected")
+            return
         new_id = response.headers.get(SESSION_HEADER)
         if response.status_code < 400 and not self.sessions.named(new_id, session):
             self.sessions.keep(new_id, session)  # the upstream named (or accepted) this session

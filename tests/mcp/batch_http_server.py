@@ -69,9 +69,24 @@ def _content_type(body: Any) -> str:
     return given if isinstance(given, str) else "application/json"
 
 
+def _redirect(body: Any) -> bool:
+    """Whether a ``check_token`` call asks to be redirected (``redirect`` argument): answered
+    ``307`` to another path of this server, which runs it there, as a mounted app redirects
+    ``/mcp`` to ``/mcp/``."""
+    params = body.get("params", {}) if isinstance(body, dict) else {}
+    args = params.get("arguments", {}) if isinstance(params, dict) else {}
+    return isinstance(args, dict) and bool(args.get("redirect"))
+
+
 class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        if _redirect(body) and self.path == "/mcp":
+            self.send_response(307)
+            self.send_header("location", f"http://127.0.0.1:{self.server.server_port}/direct")
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
         messages = body if isinstance(body, list) else [body]
         answers = [answer(m) for m in messages if "method" in m and "id" in m]
         if not answers:

@@ -110,3 +110,20 @@ def test_an_answer_typed_as_clients_still_read_json_goes_through_the_hooks(
     with batch_gateway(tmp_path, REDACT, REDACT_SCRIPT) as (client, _):
         error = anyio.run(refused, f"{client.base_url}/mcp")
     assert error.message == "bad token ***"  # before: "bad token S-42-SECRET"
+
+
+def test_a_redirect_of_the_upstream_never_sends_the_client_past_the_gateway(
+    tmp_path: Path,
+) -> None:
+    # a client that follows redirects (fetch, and so the TypeScript SDK, does by default) was
+    # sent to the upstream itself: it ran the call there and read its answer unjudged
+    with batch_gateway(tmp_path, REDACT, REDACT_SCRIPT) as (client, _):
+        client.follow_redirects = True
+        answer = client.post("/mcp", json=_call(token="S-42-SECRET", http=200, redirect=True))
+    assert answer.history == []  # before: a 307 to the upstream, followed
+    assert "S-42-SECRET" not in answer.text
+    error = answer.json()["error"]
+    assert (error["code"], error["message"][:44]) == (
+        -32000,
+        "the MCP server redirected the request to htt",
+    )
