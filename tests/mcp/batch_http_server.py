@@ -69,6 +69,25 @@ def _content_type(body: Any) -> str:
     return given if isinstance(given, str) else "application/json"
 
 
+def _odd_stream(body: Any, out: bytes) -> tuple[str, bytes] | None:
+    """A ``check_token`` call's ``sse`` argument: its answer ``out`` as an event stream spelled
+    as the SSE rules allow and a careless reader misses: ``bom`` (the stream starts with a byte
+    order mark), ``split`` (events ended by ``\n\r\n``, the answer in the second, the first
+    and third making it part of one JSON text with them to a reader that splits at
+    ``\n\n`` only)."""
+    params = body.get("params", {}) if isinstance(body, dict) else {}
+    args = params.get("arguments", {}) if isinstance(params, dict) else {}
+    how = args.get("sse") if isinstance(args, dict) else None
+    if how == "bom":
+        return "text/event-stream", b"\xef\xbb\xbfdata: " + out + b"\n\n"
+    if how != "split":
+        return None
+    harmless = {"content": [{"type": "text", "text": "ok"}]}
+    head = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": harmless})[:-1]
+    events = [head.encode() + b', "x":', out, b"}"]
+    return "text/event-stream", b"".join(b"data: " + e + b"\n\r\n" for e in events)
+
+
 def _redirect(body: Any) -> bool:
     """Whether a ``check_token`` call asks to be redirected (``redirect`` argument): answered
     ``307`` to another path of this server, which runs it there, as a mounted app redirects
@@ -96,7 +115,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         out = json.dumps(answers if isinstance(body, list) else answers[0]).encode()
         kind = _content_type(body)
-        plain = _plain(body)
+        plain = _plain(body) or _odd_stream(body, out)
         if plain is not None:
             kind, out = plain
         self.send_response(_status(body))

@@ -19,7 +19,7 @@ import anyio
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.mcp._harness import REDACT_SCRIPT, http_session
+from tests.mcp._harness import REDACT_SCRIPT, events, http_session
 from tests.mcp.test_mcp_http_batch import REDACT, batch_gateway
 
 pytestmark = pytest.mark.timeout(90)
@@ -127,3 +127,28 @@ def test_a_redirect_of_the_upstream_never_sends_the_client_past_the_gateway(
         -32000,
         "the MCP server redirected the request to htt",
     )
+
+
+@pytest.mark.parametrize("how", ["bom", "split"])
+def test_an_event_stream_spelled_oddly_goes_through_the_hooks(tmp_path: Path, how: str) -> None:
+    # the SSE rules end an event at any blank line (``\n\r\n`` too) and skip a leading byte
+    # order mark; the gateway read neither, so a client (the TypeScript SDK's reads on past an
+    # event it cannot parse) read an answer it passed unjudged
+    call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call"}
+    params = {"name": "check_token", "arguments": {"token": "S-42-SECRET", "sse": how}}
+    with (
+        batch_gateway(tmp_path, REDACT, REDACT_SCRIPT) as (client, _),
+        client.stream("POST", "/mcp", json={**call, "params": params}) as answer,
+    ):
+        read = [json.loads(data) for _, data in events(answer.iter_lines()) if data.strip()]
+    assert "S-42-SECRET" not in json.dumps(read)  # before: the server's answer, read as sent
+    if how == "bom":
+        assert read == [
+            {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "error": {"code": -32001, "message": "bad token ***", "data": {"token": "***"}},
+            }
+        ]
+    else:  # its first event, read alone, is no message: the call fails, saying so
+        assert {(m["id"], m["error"]["code"]) for m in read} == {(7, -32000)}
