@@ -6,7 +6,8 @@ what to send on (:class:`Relay`). Transports (stdio, Streamable HTTP) only move 
 module's one job is that routing of the client's frames; the server's are
 :mod:`._server_frames`', a ``tools/call``'s decision is :mod:`._decide`'s, the tools it is judged
 by :mod:`._listing`'s, the open requests' spans and durations :mod:`._requests`', what the
-client was answered (and an answer the server sends again becomes) :mod:`._answered`'s.
+client was answered (and an answer the server sends again becomes) :mod:`._answered`'s, what
+the client gets for a frame the gateway refuses or fails on :mod:`._client_failures`'.
 
 The rules, in order of precedence:
 
@@ -30,9 +31,9 @@ The rules, in order of precedence:
    id when its first bytes show it) and never reaches the server; values nested deeper than
    64 levels reach the hooks as their JSON text. A server frame that cannot be parsed is not
    passed on: the request it answers (when its id can be told) gets a JSON-RPC error. A
-   failure of the gateway itself on a client frame answers it with an internal error; on a
-   server frame, the answers in it become internal errors to their requests
-   (:meth:`ServerFrames.failed`), never passed on unread.
+   failure of the gateway itself on a client frame answers it with an internal error
+   (:class:`ClientFailures`); on a server frame, the answers in it become internal errors to
+   their requests (:meth:`ServerFrames.failed`), never passed on unread.
 6. A client frame that spells a JSON-RPC member (``method``, ``id``, ``params``...), or a
    ``tools/call``'s ``name`` or ``arguments``, with other cases (``Method``, ``ID``, ``params``
    with a long s) is answered with an invalid-request error (-32600) and never forwarded: a
@@ -69,19 +70,18 @@ from otelhooks import _semconv as sc
 from otelhooks._engine import HooksEngine
 from otelhooks._tool_schema import type_problem
 from otelhooks.mcp._calls import Pending, request_key
-from otelhooks.mcp._decide import decide, refuse
+from otelhooks.mcp._client_failures import ClientFailures, failed_itself, invalid, refuse
+from otelhooks.mcp._decide import decide
+from otelhooks.mcp._decide import refuse as refuse_call
 from otelhooks.mcp._filter import UNLISTED, Listed
 from otelhooks.mcp._jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
-    INVALID_REQUEST,
-    PARSE_ERROR,
     Message,
     encode,
     error_response,
     misspelled,
     parse,
-    recover_id,
 )
 from otelhooks.mcp._listing import SessionTools
 from otelhooks.mcp._metrics import McpMetrics
@@ -183,6 +183,7 @@ class McpSession:
         # the tools a call is judged by: this session's own lists, else the gateway's
         self.listings = SessionTools(gateway)
         self.server_frames = ServerFrames(self)  # what the server's frames do
+        self.client_failures = ClientFailures(self.requests)  # client frames it failed on
         self.closed = False
 
     # -- client → server -------------------------------------------------------------------------
@@ -195,61 +196,18 @@ class McpSession:
         try:
             relay = self._client_frame(raw)
         except Exception as exc:
-            return self._client_failed(raw, exc, since)
+            return self.client_failures.failed(raw, exc, since)
         if relay.later is not None:
-            relay.later = self._client_guarded(raw, relay.later)
+            relay.later = self.client_failures.guarded(raw, relay.later)
         return relay
-
-    async def _client_guarded(self, raw: bytes, later: Awaitable[Relay]) -> Relay:
-        """``later``, the decision still running on the client frame ``raw``, or what
-        :meth:`_client_failed` says when the gateway fails in it."""
-        try:
-            return await later
-        except Exception as exc:
-            return self._client_failed(raw, exc, None)
-
-    def _client_failed(self, raw: bytes, exc: Exception, since: float | None) -> Relay:
-        """The client frame ``raw`` the gateway failed on: each of its requests is answered
-        with an internal error, nothing forwarded; one it had started (``since``: in this
-        call; ``None``: its decision was running) ends there, its id free again."""
-        try:
-            msg = parse(raw)
-        except Exception:
-            return Relay(to_client=[_failed_itself(recover_id(raw), exc)])
-        answers = []
-        for item in msg.items() if msg.kind in ("request", "batch") else []:
-            if item.kind != "request":
-                continue
-            answer = _failed_itself(item.id, exc)
-            if since is None:  # answered before the decision failed, or still deciding
-                if self.requests.gateway_failed(item.id, answer):
-                    answers.append(answer)
-                continue
-            pending = self.requests.from_client.get(request_key(item.id))
-            if pending is not None and pending.started >= since:  # not an earlier one's
-                self.requests.gateway_failed(item.id, answer)
-            answers.append(answer)
-        if msg.kind == "batch" and answers:
-            return Relay(to_client=[encode([json.loads(a) for a in answers])])
-        if not answers and since is not None:  # a notification or answer: as before
-            answers = [_failed_itself(recover_id(raw), exc)]
-        return Relay(to_client=answers)
 
     def refuse(self, raw: bytes, problem: str) -> Relay:
         """Answer an unreadable client frame (``problem``: why) with a parse error, unforwarded."""
-        _log.warning(
-            "a client frame could not be read; answered with a parse error", problem=problem
-        )
-        return Relay(
-            to_client=[error_response(recover_id(raw), PARSE_ERROR, f"Parse error: {problem}")]
-        )
+        return refuse(raw, problem)
 
     def invalid(self, msg: Message, problem: str) -> Relay:
         """Answer a client message a server could misread (``problem``) with -32600, unsent."""
-        _log.warning("a client frame was refused as an invalid request", problem=problem)
-        return Relay(
-            to_client=[error_response(msg.id, INVALID_REQUEST, f"Invalid request: {problem}")]
-        )
+        return invalid(msg, problem)
 
     def _client_frame(self, raw: bytes) -> Relay:
         msg = parse(raw)
@@ -327,7 +285,7 @@ class McpSession:
         pending.schema = schema
         problem = type_problem(msg.params.get("arguments"), schema)
         if problem is not None:  # the server would run a value the guards would misread
-            answer = refuse(self.gateway.engine, self.requests, msg, pending, problem)
+            answer = refuse_call(self.gateway.engine, self.requests, msg, pending, problem)
             return Relay(to_client=[answer])
         return Relay(later=self._decided(msg, pending, values, self.gateway.list_changes))
 
@@ -354,7 +312,7 @@ class McpSession:
         try:
             relay = self._judged(msg, pending, tool, listed)
         except Exception as exc:  # as in from_client: never an answer left unsent
-            answer = _failed_itself(msg.id, exc)
+            answer = failed_itself(msg.id, exc)
             self.requests.finish(msg.id, parse(answer))
             return Relay(to_client=[answer])
         return await relay.later if relay.later is not None else relay
@@ -467,10 +425,3 @@ class McpSession:
             attrs["error.type"] = "server_exited"
         self.gateway.metrics.session(time.perf_counter() - self._started, attrs)
         return answers
-
-
-def _failed_itself(request_id: Any, exc: Exception) -> bytes:
-    """The answer to a client request the gateway itself failed on (logged): an internal error,
-    the request never forwarded."""
-    _log.error("the gateway failed on a client frame; answered with an error", error=str(exc))
-    return error_response(request_id, INTERNAL_ERROR, f"otelhooks: gateway failed: {exc}")

@@ -9,8 +9,8 @@ session) are relayed the same way. Sessions are told apart by ``Mcp-Session-Id``
 
 When the upstream cannot be reached or drops a stream, each request still waiting gets a
 JSON-RPC error naming the problem; an HTTP error status of the upstream passes through, its
-body as it came unless it is a JSON-RPC answer, which is read as one at 200 is (an SDK client
-surfaces it: a tool's error goes through ``tool_result_persist``).
+body judged as the error of the calls posted, since an SDK client surfaces it
+(:mod:`._http_errors`: a tool's error goes through ``tool_result_persist``).
 
 Bounds, as a reverse proxy keeps them: a request body past ``max_body_bytes`` is refused with 413
 (by its ``Content-Length`` before it is read, or as it arrives), and an upstream answer or event
@@ -34,7 +34,6 @@ import httpx
 import structlog
 
 from otelhooks import _semconv as sc
-from otelhooks._json import loads_bounded
 from otelhooks._local_hosts import LocalHosts
 from otelhooks._loopback import trust_env_for
 from otelhooks._tls import tls_context
@@ -52,11 +51,11 @@ from otelhooks.mcp._asgi import (
     until_disconnect,
 )
 from otelhooks.mcp._gateway import McpGateway, McpSession, Relay
+from otelhooks.mcp._http_errors import error_answer, frames, merge
 from otelhooks.mcp._http_sessions import KeptSessions
 from otelhooks.mcp._jsonrpc import (
     INVALID_REQUEST,
     PARSE_ERROR,
-    encode,
     error_response,
     parse,
     recover_id,
@@ -69,6 +68,7 @@ _log = structlog.get_logger("otelhooks.mcp")
 
 SESSION_HEADER: Final = "mcp-session-id"
 _JSON: Final = "application/json"
+_SSE: Final = "text/event-stream"
 MAX_BODY_BYTES: Final = 64 * 1024 * 1024
 MAX_SESSIONS: Final = 1024
 SESSION_IDLE_S: Final = 3600.0
@@ -243,8 +243,8 @@ class McpHttpProxy:
         try:
             if response.status_code >= 400:
                 raise RuntimeError(f"the MCP server answered HTTP {response.status_code}")
-            kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-            if kind == "text/event-stream":
+            kind = read_as(response.headers.get("content-type", ""))
+            if kind == _SSE:
                 async for event in events(response.aiter_raw(), limit=self.max_body_bytes):
                     if event.data is not None and event.data.strip():
                         session.from_server(event.data)
@@ -288,14 +288,29 @@ class McpHttpProxy:
         extra: list[bytes],
         receive: Receive | None,
     ) -> None:
+        if 300 <= response.status_code < 400:
+            # never passed on: a client that follows it (fetch does) would talk to the server
+            # itself, its calls' answers unjudged and unrecorded
+            location = response.headers.get("location", "")
+            _log.error("the MCP server redirected a request; not passed on", location=location)
+            reason = (
+                f"the MCP server redirected the request to {location} (the gateway follows no "
+                "redirect: give --upstream the URL the server answers at)"
+            )
+            await self._failed(session, body, send, reason, extra, error_type="redirected")
+            return
         new_id = response.headers.get(SESSION_HEADER)
         if response.status_code < 400 and not self.sessions.named(new_id, session):
             self.sessions.keep(new_id, session)  # the upstream named (or accepted) this session
             if new_id:
                 session.rename(new_id)
         back = {k: v for k, v in response.headers.items() if k.lower() not in _HOP}
-        kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind != "text/event-stream" or response.status_code >= 400:
+        kind = read_as(response.headers.get("content-type", ""))
+        if response.status_code < 400 and kind in (_SSE, _JSON):
+            # the client reads the body as the gateway did, whatever the server's spelling
+            back = {k: v for k, v in back.items() if k.lower() != "content-type"}
+            back["content-type"] = kind
+        if kind != _SSE or response.status_code >= 400:
             await self._whole(session, body, response, send, back, kind, extra)
             return
         await send({"type": "http.response.start", "status": response.status_code,
@@ -329,15 +344,20 @@ class McpHttpProxy:
             await self._failed(session, body, send, reason, extra, error_type="invalid_response")
             return
         if response.status_code >= 400:
-            answered = await _error_answer(session, body, content, kind)
-            reason = f"the MCP server answered HTTP {response.status_code}"
-            session.fail(body, reason, error_type=str(response.status_code))
+            answered, back = await error_answer(
+                session,
+                body,
+                content,
+                back,
+                reason=f"the MCP server answered HTTP {response.status_code}",
+                error_type=str(response.status_code),
+            )
             await respond(send, response.status_code, answered, back)
-        elif kind == "application/json" and content.strip():  # 202 may name a type, no body
-            frames = await _frames(session, content)
-            await respond(send, response.status_code, _merge(frames + extra), back)
+        elif kind == _JSON and content.strip():  # 202 may name a type, no body
+            out = await frames(session, content)
+            await respond(send, response.status_code, merge(out + extra), back)
         elif extra:  # 202 to what went upstream; the hooks' answers still reach the client
-            await respond(send, 200, _merge(extra), {"content-type": "application/json"})
+            await respond(send, 200, merge(extra), {"content-type": "application/json"})
         else:  # 202 Accepted and friends
             await respond(send, response.status_code, content, back)
 
@@ -350,9 +370,9 @@ class McpHttpProxy:
                 if event.id is not None:
                     self.sessions.sent_event(session, event.id)
                 if event.data is not None and event.data.strip():
-                    frames = await _frames(session, event.data)
-                    if frames != [event.data]:
-                        out = b"".join(with_data(event, f) for f in frames)
+                    judged = await frames(session, event.data)
+                    if judged != [event.data]:
+                        out = b"".join(with_data(event, f) for f in judged)
                 await send({"type": "http.response.body", "body": out, "more_body": True})
         except (httpx.HTTPError, EventTooLarge) as exc:
             reason = f"the MCP server dropped the stream: {exc}"
@@ -382,17 +402,22 @@ class McpHttpProxy:
         answers the hooks gave to the rest of the client's batch)."""
         answers = session.fail(body, reason, error_type=error_type) + extra
         if answers:
-            await respond(send, 200, _merge(answers), {"content-type": "application/json"})
+            await respond(send, 200, merge(answers), {"content-type": "application/json"})
         else:
             await respond(send, 502, reason.encode(), {"content-type": "text/plain"})
 
 
-async def _frames(session: McpSession, data: bytes) -> list[bytes]:
-    relay = session.from_server(data)
-    frames = list(relay.to_client)
-    if relay.later is not None:
-        frames = [*(f for f in frames if f != data), *(await relay.later).to_client]
-    return frames
+def read_as(content_type: str) -> str:
+    """The type an SDK client reads a body of ``content_type`` as: an event stream, or JSON,
+    when the value names it anywhere (the TypeScript SDK looks for either in the whole value,
+    the Python SDK for JSON at its start, so ``application/json-rpc`` is JSON to both), else
+    its media type."""
+    value = content_type.lower()
+    if _SSE in value:
+        return _SSE
+    if _JSON in value:
+        return _JSON
+    return value.split(";")[0].strip()
 
 
 def _not_resumable(last_event_id: str) -> bytes:
@@ -407,31 +432,6 @@ def _not_resumable(last_event_id: str) -> bytes:
         "otelhooks: Last-Event-ID names no event the gateway sent this session (another "
         "session's, or one the gateway no longer holds): open the stream without it",
     )
-
-
-async def _error_answer(session: McpSession, body: bytes, content: bytes, kind: str) -> bytes:
-    """What the client gets of the upstream's answer ``content`` to ``body`` at an HTTP error
-    status: a JSON-RPC answer in it is read as one at 200 is (``tool_result_persist`` on a
-    call's error), since an SDK client surfaces it (one whose ``id`` is ``null`` as the error of
-    the request it posted: so it is read as that request's); anything else as it came."""
-    msg = parse(content) if kind == "application/json" else None
-    if msg is None or msg.kind not in ("response", "batch"):
-        return content
-    sent = parse(body)
-    if msg.kind == "response" and msg.id is None and sent.kind == "request":
-        content = encode({**msg.data, "id": sent.id})
-    frames = await _frames(session, content)
-    return _merge(frames) if frames else b""
-
-
-def _merge(frames: list[bytes]) -> bytes:
-    if len(frames) == 1:
-        return frames[0]
-    items: list[Any] = []
-    for frame in frames:
-        value = loads_bounded(frame)
-        items.extend(value if isinstance(value, list) else [value])
-    return encode(items)
 
 
 async def run_http(

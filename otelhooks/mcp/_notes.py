@@ -5,8 +5,10 @@ A tool's output reaches the client by more than its answer: the ``message`` of a
 goes), and ``notifications/message`` (logging) the server sends while the call runs (the
 Python SDK's ``ctx.info(...)``; over Streamable HTTP on the call's own stream, over stdio tied
 to nothing), and the text of a request the tool makes of the client (``sampling/createMessage``:
-its messages' text and ``systemPrompt``, which the client's model reads; ``elicitation/create``:
-its ``message``, which its user reads). So while a ``tools/call`` a ``tool_result_persist`` hook
+its ``systemPrompt`` and what its messages show the client's model, their text, a tool call's
+``input``, a tool result's ``structuredContent`` and embedded resources; ``elicitation/create``:
+its ``message``, its form's ``requestedSchema`` and a URL mode's ``url``, which its user
+reads). So while a ``tools/call`` a ``tool_result_persist`` hook
 matches is in flight, that text goes through the same hooks as a result ``{"content":
 [{"type": "text", "text": ...}]}`` before the client reads it: a progress message by its own
 call's hooks, the rest by those of every such call in flight (the protocol names no call for
@@ -59,6 +61,10 @@ PROGRESS: Final = "notifications/progress"
 LOG: Final = "notifications/message"
 # each notification judged: the member holding its text
 JUDGED: Final = {PROGRESS: "message", LOG: "data"}
+# the members of a sampling message's content block the client's model reads
+_READ: Final = ("text", "input", "structuredContent")
+# the members of an elicitation the client shows its user (the form's schema as its JSON text)
+_ASKED: Final = ("message", "requestedSchema", "url")
 
 
 class Notes:
@@ -200,30 +206,34 @@ def _parts(method: str | None, params: dict[str, Any]) -> list[tuple[dict[str, A
     object holding it and its member's name (none: nothing to judge)."""
     if method in JUDGED:
         return [(params, JUDGED[method])] if JUDGED[method] in params else []
-    if method == "elicitation/create":
-        return [(params, "message")] if "message" in params else []
+    if method == "elicitation/create":  # what the client shows its user: the form, the URL
+        return [(params, member) for member in _ASKED if member in params]
     if method != "sampling/createMessage":
         return []
     parts = [(params, "systemPrompt")] if "systemPrompt" in params else []
     messages = params.get("messages")
     for message in messages if isinstance(messages, list) else []:
         if isinstance(message, dict):
-            parts.extend((block, "text") for block in _text_blocks(message.get("content")))
+            parts.extend(_content_parts(message.get("content")))
     return parts
 
 
-def _text_blocks(content: Any) -> list[dict[str, Any]]:
-    """The blocks with a ``text`` in a sampling message's ``content`` (a block or a list of
-    them), those inside a ``tool_result`` block's own ``content`` too."""
-    blocks: list[dict[str, Any]] = []
+def _content_parts(content: Any) -> list[tuple[dict[str, Any], str]]:
+    """Where the model reads text in a sampling message's ``content`` (a block or a list of
+    them): a block's ``text``, an earlier tool call's ``input`` and a tool result's
+    ``structuredContent`` (judged as their JSON text), an embedded resource's ``text``, and
+    the same inside a ``tool_result`` block's own ``content``."""
+    parts: list[tuple[dict[str, Any], str]] = []
     for block in content if isinstance(content, list) else [content]:
         if not isinstance(block, dict):
             continue
-        if "text" in block:
-            blocks.append(block)
+        parts.extend((block, member) for member in _READ if member in block)
+        resource = block.get("resource")
+        if isinstance(resource, dict) and "text" in resource:
+            parts.append((resource, "text"))
         if isinstance(block.get("content"), list | dict):
-            blocks.extend(_text_blocks(block["content"]))
-    return blocks
+            parts.extend(_content_parts(block["content"]))
+    return parts
 
 
 def _progress_token(pending: Pending) -> Any:

@@ -14,7 +14,10 @@ have judged passes unjudged: each answer in it to a request of the client become
 internal error to that request (its span ended with ``error.type=gateway_error``, the error
 recorded as what the client was given, logged), an answer to no request of the session is
 dropped; the server's own requests and notifications pass, since no hook judges them, except
-one whose text a call's hooks were to judge (:mod:`._notes`), which is dropped.
+one whose text a call's hooks were to judge (:mod:`._notes`): such a notification is dropped,
+and such a request (a running call's ``sampling/createMessage`` or ``elicitation/create``) is
+answered to the server with a JSON-RPC internal error naming the cause, never sent to the
+client: the server would otherwise wait for its answer forever.
 """
 
 from __future__ import annotations
@@ -85,15 +88,40 @@ class ServerFrames:
         except Exception:  # as unreadable: only the id its first bytes show
             items = [Message(raw, None, "unreadable")]
         out: list[bytes] = []
+        back: list[bytes] = []  # errors to the server's own requests
         for item in items:
             if item.kind in ("request", "notification") and not self.notes.judges(item):
                 out.append(item.raw)
+            elif item.kind == "request":
+                back.append(self._unjudged(item, exc))
             elif item.kind in ("response", "unreadable"):
                 request_id = item.id if item.kind == "response" else recover_id(item.raw)
                 answer = self._failed_answer(request_id, exc)
                 if answer is not None:
                     out.append(answer)
-        return Relay(to_client=out)
+        return Relay(to_server=back, to_client=out)
+
+    def _unjudged(self, msg: Message, exc: Exception) -> bytes:
+        """The server's answer to its request ``msg``, whose text a running call's hooks were
+        to judge and could not (``exc``): a JSON-RPC error naming the cause; the client is
+        never asked."""
+        _log.error(
+            "a request of the server could not be judged; the server was answered with an "
+            "error and the client never got it",
+            method=msg.method,
+            error=str(exc),
+        )
+        answer = error_response(
+            msg.id,
+            INTERNAL_ERROR,
+            f"otelhooks: the client was not asked: this {msg.method} of a running tool call "
+            f"could not be judged by its hooks: {exc}",
+        )
+        try:
+            self.session.requests.finish(msg.id, parse(answer), from_server=True)
+        except Exception as again:  # its span's end failed too: the server still gets it
+            _log.error("the request's span could not be ended", error=str(again))
+        return answer
 
     def _failed_answer(self, request_id: Any, exc: Exception) -> bytes | None:
         answer = error_response(
@@ -169,14 +197,16 @@ class ServerFrames:
         items = msg.items()
         relays = [self.frame(item.raw) for item in items]
         if all(
-            r.later is None and r.to_client == [i.raw] for r, i in zip(relays, items, strict=True)
+            r.later is None and r.to_client == [i.raw] and not r.to_server
+            for r, i in zip(relays, items, strict=True)
         ):
             return Relay(to_client=[msg.raw])
 
         async def decided() -> Relay:
             done = [await r.later if r.later is not None else r for r in relays]
             out = [parse(f).data for r in done for f in r.to_client]
-            return Relay(to_client=[encode(out)] if out else [])
+            back = [f for r in done for f in r.to_server]  # errors to requests not judged
+            return Relay(to_server=back, to_client=[encode(out)] if out else [])
 
         return Relay(later=decided())
 

@@ -28,8 +28,14 @@ EVENT_LIMIT: Final = 64 * 1024 * 1024
 # (a client resumes from the last id it read), each of a bounded length.
 MAX_EVENT_IDS: Final = 1024
 MAX_EVENT_ID_BYTES: Final = 256
-_BOUNDARY: Final = re.compile(rb"\r\n\r\n|\n\n|\r\r")
+# An event ends at a blank line: two line ends in a row, each CRLF, LF or CR (a CR followed by
+# LF is one), as clients split them (``\n\r\n`` too: read otherwise, a server could hide an
+# event the client reads inside one the hooks read as another).
+_BOUNDARY: Final = re.compile(rb"(?:\r\n|\r(?!\n)|\n)(?:\r\n|\r(?!\n)|\n)")
 _LINE: Final = re.compile(rb"\r\n|\n|\r")
+# A stream may start with a UTF-8 byte order mark, which clients skip: so does the gateway (a
+# first line read as ``\ufeffdata:`` would be no data to it, the client's message to them).
+_BOM: Final = b"\xef\xbb\xbf"
 
 
 @dataclass(slots=True)
@@ -75,8 +81,15 @@ async def events(
     """
     buffer = bytearray()
     scanned = 0  # no boundary starts before this offset
+    started = False  # past the stream's first bytes (a byte order mark, dropped)
     async for chunk in chunks:
         buffer += chunk
+        if not started:
+            if len(buffer) < len(_BOM) and _BOM.startswith(bytes(buffer)):
+                continue  # the first bytes may still be a byte order mark
+            started = True
+            if buffer.startswith(_BOM):
+                del buffer[: len(_BOM)]
         while (match := _BOUNDARY.search(buffer, scanned)) is not None:
             raw = bytes(buffer[: match.end()])
             del buffer[: match.end()]

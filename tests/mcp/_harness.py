@@ -14,11 +14,14 @@ from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from opentelemetry import propagate
 from opentelemetry.propagators.composite import CompositePropagator
+
+from otelhooks import read_otlp_json_lines
 
 ROOT = Path(__file__).resolve().parents[2]
 SERVER_APP = Path(__file__).with_name("mcp_server_app.py")
@@ -44,6 +47,14 @@ from otelhooks import Block
 def deny(event):
     return Block("notes are read-only here")
 """
+# a tool_result_persist script (``write_hooks``) that redacts S-42-SECRET from text blocks
+REDACT_SCRIPT = """
+def redact(data):
+    for block in data.result["content"]:
+        block["text"] = block["text"].replace("S-42-SECRET", "***")
+"""
+# what a raw HTTP client sends with each POST
+SSE = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 
 
 def free_port() -> int:
@@ -140,20 +151,32 @@ def process(args: Sequence[str], log: Path, port: int) -> Iterator[subprocess.Po
 
 @contextmanager
 def http_gateway(
-    tmp: Path, hooks: Sequence[Path] = (), extra: Sequence[str] = (), app: Path = SERVER_APP
+    tmp: Path,
+    hooks: Sequence[Path] = (),
+    extra: Sequence[str] = (),
+    app: Path = SERVER_APP,
+    *,
+    app_args: Sequence[str] = ("http",),
+    gateway: Path | None = None,
 ) -> Iterator[str]:
-    """The SDK server ``app`` over Streamable HTTP and ``otelhooks mcp --listen --upstream`` in
-    front of it; yields the gateway's URL. Spans are in ``tmp/traces.jsonl`` once this exits."""
+    """The server ``app`` over Streamable HTTP (``app [app_args] PORT``; the SDK's by default)
+    and ``otelhooks mcp --listen --upstream`` in front of it (or the script ``gateway``, run as
+    ``gateway http PORT UPSTREAM``); yields the gateway's URL. Spans are in
+    ``tmp/traces.jsonl`` once this exits."""
     server_port, gateway_port = free_port(), free_port()
     log = tmp / "calls.jsonl"
-    with process([str(app), "http", str(server_port)], log, server_port):
-        args = [
-            *gateway_args(hooks, tmp / "traces.jsonl", extra),
-            "--listen",
-            f"127.0.0.1:{gateway_port}",
-            "--upstream",
-            f"http://127.0.0.1:{server_port}/mcp",
-        ]
+    upstream = f"http://127.0.0.1:{server_port}/mcp"
+    with process([str(app), *app_args, str(server_port)], log, server_port):
+        if gateway is not None:
+            args = [str(gateway), "http", str(gateway_port), upstream]
+        else:
+            args = [
+                *gateway_args(hooks, tmp / "traces.jsonl", extra),
+                "--listen",
+                f"127.0.0.1:{gateway_port}",
+                "--upstream",
+                upstream,
+            ]
         with process(args, log, gateway_port):
             yield f"http://127.0.0.1:{gateway_port}/mcp"
 
@@ -167,6 +190,64 @@ async def http_session(url: str, **client: Any) -> AsyncIterator[ClientSession]:
         with client_injects_no_trace_context():
             await session.initialize()
             yield session
+
+
+def events(lines: Iterator[str]) -> Iterator[tuple[str | None, str]]:
+    """The ``(id, data)`` of each server-sent event of a stream's lines."""
+    event_id: str | None = None
+    data: list[str] = []
+    for line in lines:
+        if line == "":
+            if data or event_id is not None:
+                yield event_id, "\n".join(data)
+            event_id, data = None, []
+        elif line.startswith("id:"):
+            event_id = line[3:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].removeprefix(" "))
+
+
+def answer(response: httpx.Response) -> Any:
+    """The first JSON-RPC message of an HTTP answer (a JSON body, or its first event)."""
+    if response.headers["content-type"].startswith("application/json"):
+        return response.json()
+    for _, data in events(response.iter_lines()):
+        if data.strip():
+            return json.loads(data)
+    raise AssertionError("no answer")
+
+
+def open_session(
+    client: httpx.Client, url: str, *, capabilities: dict[str, Any] | None = None
+) -> dict[str, str]:
+    """Initialize a session by hand over HTTP (the client's ``capabilities``): the headers its
+    later requests carry."""
+    params = {**RAW_INIT, "capabilities": capabilities or {}}
+    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
+    response = client.post(url, json=init, headers=SSE)
+    assert response.status_code == 200, response.text
+    assert answer(response)["id"] == 0
+    headers = {
+        **SSE,
+        "mcp-session-id": response.headers["mcp-session-id"],
+        "mcp-protocol-version": RAW_INIT["protocolVersion"],
+    }
+    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    assert client.post(url, json=done, headers=headers).status_code == 202
+    return headers
+
+
+def spans(tmp: Path, name: str) -> list[Any]:
+    """The spans named ``name`` the gateway wrote to ``tmp/traces.jsonl`` so far."""
+    path = tmp / "traces.jsonl"
+    return [s for s in read_otlp_json_lines(path) if s["name"] == name] if path.exists() else []
+
+
+def wait_for(check: Any, what: str, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not check():
+        assert time.monotonic() < deadline, f"waited {timeout_s} s for {what}"
+        time.sleep(0.05)
 
 
 def calls(tmp: Path) -> list[dict[str, Any]]:

@@ -48,9 +48,64 @@ def _status(body: Any) -> int:
     return int(args.get("http", 200)) if isinstance(args, dict) else 200
 
 
+def _plain(body: Any) -> tuple[str, bytes] | None:
+    """A ``check_token`` call's ``body_type`` argument: the type of a body that is no JSON-RPC
+    answer (a proxy's or framework's error page), quoting the token, and the body; else
+    ``None``."""
+    params = body.get("params", {}) if isinstance(body, dict) else {}
+    args = params.get("arguments", {}) if isinstance(params, dict) else {}
+    if not isinstance(args, dict) or "body_type" not in args:
+        return None
+    text = f"upstream failed: bad token {args.get('token')}"
+    return args["body_type"], text.encode(args.get("charset", "utf-8"))
+
+
+def _content_type(body: Any) -> str:
+    """The type a ``check_token`` call's JSON answer is sent as: its ``content_type`` argument
+    (one a client still reads as JSON, such as ``application/json-rpc``), else JSON's own."""
+    params = body.get("params", {}) if isinstance(body, dict) else {}
+    args = params.get("arguments", {}) if isinstance(params, dict) else {}
+    given = args.get("content_type") if isinstance(args, dict) else None
+    return given if isinstance(given, str) else "application/json"
+
+
+def _odd_stream(body: Any, out: bytes) -> tuple[str, bytes] | None:
+    """A ``check_token`` call's ``sse`` argument: its answer ``out`` as an event stream spelled
+    as the SSE rules allow and a careless reader misses: ``bom`` (the stream starts with a byte
+    order mark), ``split`` (events ended by ``\n\r\n``, the answer in the second, the first
+    and third making it part of one JSON text with them to a reader that splits at
+    ``\n\n`` only)."""
+    params = body.get("params", {}) if isinstance(body, dict) else {}
+    args = params.get("arguments", {}) if isinstance(params, dict) else {}
+    how = args.get("sse") if isinstance(args, dict) else None
+    if how == "bom":
+        return "text/event-stream", b"\xef\xbb\xbfdata: " + out + b"\n\n"
+    if how != "split":
+        return None
+    harmless = {"content": [{"type": "text", "text": "ok"}]}
+    head = json.dumps({"jsonrpc": "2.0", "id": body["id"], "result": harmless})[:-1]
+    events = [head.encode() + b', "x":', out, b"}"]
+    return "text/event-stream", b"".join(b"data: " + e + b"\n\r\n" for e in events)
+
+
+def _redirect(body: Any) -> bool:
+    """Whether a ``check_token`` call asks to be redirected (``redirect`` argument): answered
+    ``307`` to another path of this server, which runs it there, as a mounted app redirects
+    ``/mcp`` to ``/mcp/``."""
+    params = body.get("params", {}) if isinstance(body, dict) else {}
+    args = params.get("arguments", {}) if isinstance(params, dict) else {}
+    return isinstance(args, dict) and bool(args.get("redirect"))
+
+
 class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        if _redirect(body) and self.path == "/mcp":
+            self.send_response(307)
+            self.send_header("location", f"http://127.0.0.1:{self.server.server_port}/direct")
+            self.send_header("content-length", "0")
+            self.end_headers()
+            return
         messages = body if isinstance(body, list) else [body]
         answers = [answer(m) for m in messages if "method" in m and "id" in m]
         if not answers:
@@ -59,8 +114,12 @@ class Handler(BaseHTTPRequestHandler):
             self.end_headers()
             return
         out = json.dumps(answers if isinstance(body, list) else answers[0]).encode()
+        kind = _content_type(body)
+        plain = _plain(body) or _odd_stream(body, out)
+        if plain is not None:
+            kind, out = plain
         self.send_response(_status(body))
-        self.send_header("content-type", "application/json")
+        self.send_header("content-type", kind)
         self.send_header("mcp-session-id", "s1")
         self.send_header("content-length", str(len(out)))
         self.end_headers()

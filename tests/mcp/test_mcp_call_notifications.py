@@ -27,8 +27,15 @@ from opentelemetry.trace import NoOpTracer
 
 from otelhooks import HooksEngine, read_otlp_json_lines
 from otelhooks.mcp import McpGateway
-from tests.mcp._harness import calls, http_gateway, http_session, stdio_session, write_hooks
-from tests.mcp.test_mcp_http_resumption import events, open_session
+from tests.mcp._harness import (
+    calls,
+    events,
+    http_gateway,
+    http_session,
+    open_session,
+    stdio_session,
+    write_hooks,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -300,8 +307,10 @@ def test_a_sampling_request_of_a_running_call_goes_through_its_hooks(
     assert answered == "sampled ***"
 
 
-def test_an_elicitation_of_a_running_call_goes_through_its_hooks() -> None:
-    # the client shows the message to its user; driven through the gateway's public API
+def _judged_by_a_redacting_call(*frames: dict[str, Any]) -> list[bytes]:
+    """What the client gets of each server request in ``frames``, sent while a call of
+    ``add`` runs that a hook redacting ``S-42-SECRET`` filters (the gateway's public API)."""
+
     def redact(event: Any) -> None:
         for block in event.result["content"]:
             block["text"] = block["text"].replace("S-42-SECRET", "***")
@@ -310,35 +319,38 @@ def test_an_elicitation_of_a_running_call_goes_through_its_hooks() -> None:
     engine = HooksEngine(hooks)
     session = McpGateway(engine, NoOpTracer(), name="testsrv").session()
     call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add"}}
-    schema = {"type": "object", "properties": {}}
-    params = {"mode": "form", "message": "confirm S-42-SECRET?", "requestedSchema": schema}
-    elicit = {"jsonrpc": "2.0", "id": 0, "method": "elicitation/create", "params": params}
 
     async def relayed() -> list[bytes]:
         session.from_client(json.dumps(call).encode())
-        relay = session.from_server(json.dumps(elicit).encode())
-        assert relay.later is not None  # before: sent as it came
-        return (await relay.later).to_client
+        sent: list[bytes] = []
+        for frame in frames:
+            relay = session.from_server(json.dumps(frame).encode())
+            assert relay.later is not None  # before: sent as it came
+            sent.extend((await relay.later).to_client)
+        return sent
 
     try:
-        (sent,) = anyio.run(relayed)
+        return anyio.run(relayed)
     finally:
         session.close()
         engine.shutdown(2)
+
+
+def _request(request_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+
+def test_an_elicitation_of_a_running_call_goes_through_its_hooks() -> None:
+    # the client shows the message to its user
+    schema = {"type": "object", "properties": {}}
+    params = {"mode": "form", "message": "confirm S-42-SECRET?", "requestedSchema": schema}
+    (sent,) = _judged_by_a_redacting_call(_request(0, "elicitation/create", params))
     assert json.loads(sent)["params"] == {**params, "message": "confirm ***?"}
 
 
 def test_a_sampling_requests_tool_results_and_system_prompt_go_through_the_hooks() -> None:
     # a sampling request may carry tool results of its own (protocol 2025-11-25) and a system
-    # prompt: the client's model reads them all; driven through the gateway's public API
-    def redact(event: Any) -> None:
-        for block in event.result["content"]:
-            block["text"] = block["text"].replace("S-42-SECRET", "***")
-
-    hooks = [{"id": "r", "type": "tool_result_persist", "matcher": "^add$", "handler": redact}]
-    engine = HooksEngine(hooks)
-    session = McpGateway(engine, NoOpTracer(), name="testsrv").session()
-    call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add"}}
+    # prompt: the client's model reads them all
     result_block = {
         "type": "tool_result",
         "toolUseId": "t1",
@@ -349,20 +361,51 @@ def test_a_sampling_requests_tool_results_and_system_prompt_go_through_the_hooks
         "messages": [{"role": "user", "content": [result_block]}],
         "maxTokens": 16,
     }
-    sample = {"jsonrpc": "2.0", "id": 0, "method": "sampling/createMessage", "params": params}
-
-    async def relayed() -> list[bytes]:
-        session.from_client(json.dumps(call).encode())
-        relay = session.from_server(json.dumps(sample).encode())
-        assert relay.later is not None  # before: sent as it came
-        return (await relay.later).to_client
-
-    try:
-        (sent,) = anyio.run(relayed)
-    finally:
-        session.close()
-        engine.shutdown(2)
+    (sent,) = _judged_by_a_redacting_call(_request(0, "sampling/createMessage", params))
     got = json.loads(sent)["params"]
     assert got["systemPrompt"] == "the key is ***"
     assert got["messages"][0]["content"][0]["content"][0]["text"] == "read ***"
     assert b"S-42-SECRET" not in sent
+
+
+def test_what_else_a_sampling_request_shows_the_model_goes_through_the_hooks() -> None:
+    # a tool result's embedded resource text and structured content, and an earlier tool
+    # call's input, are read by the client's model as much as a text block is
+    resource = {"uri": "file:///notes", "mimeType": "text/plain", "text": "key S-42-SECRET"}
+    used = {"type": "tool_use", "id": "t1", "name": "read", "input": {"path": "S-42-SECRET"}}
+    result_block = {
+        "type": "tool_result",
+        "toolUseId": "t1",
+        "content": [{"type": "resource", "resource": resource}],
+        "structuredContent": {"key": "S-42-SECRET"},
+    }
+    params = {
+        "messages": [
+            {"role": "assistant", "content": [used]},
+            {"role": "user", "content": [result_block]},
+        ],
+        "maxTokens": 16,
+    }
+    (sent,) = _judged_by_a_redacting_call(_request(0, "sampling/createMessage", params))
+    got = json.loads(sent)["params"]["messages"]
+    assert b"S-42-SECRET" not in sent  # before: all three passed as the server sent them
+    assert got[0]["content"][0]["input"] == {"path": "***"}  # still an object
+    assert got[1]["content"][0]["content"][0]["resource"]["text"] == "key ***"
+    assert got[1]["content"][0]["structuredContent"] == {"key": "***"}
+
+
+def test_an_elicitations_form_and_url_go_through_the_hooks() -> None:
+    # the client shows its user the form's field titles, descriptions and defaults, and the
+    # URL of a URL-mode elicitation, as much as its message
+    field = {"type": "string", "title": "key S-42-SECRET", "default": "S-42-SECRET"}
+    schema = {"type": "object", "properties": {"key": field}}
+    form = {"mode": "form", "message": "confirm", "requestedSchema": schema}
+    link = {"mode": "url", "message": "open", "url": "https://x.test/?k=S-42-SECRET"}
+    link["elicitationId"] = "e1"
+    sent_form, sent_link = _judged_by_a_redacting_call(
+        _request(0, "elicitation/create", form), _request(1, "elicitation/create", link)
+    )
+    assert b"S-42-SECRET" not in sent_form + sent_link
+    got = json.loads(sent_form)["params"]["requestedSchema"]["properties"]["key"]
+    assert got == {"type": "string", "title": "key ***", "default": "***"}  # still a schema
+    assert json.loads(sent_link)["params"]["url"] == "https://x.test/?k=***"

@@ -24,9 +24,12 @@ from mcp.shared.exceptions import MCPError
 from tests.mcp._harness import (
     DENY_NOTES,
     DENY_SCRIPT,
+    REDACT_SCRIPT,
+    SSE,
     calls,
     free_port,
     gateway_args,
+    http_gateway,
     http_session,
     process,
     write_hooks,
@@ -35,7 +38,7 @@ from tests.mcp._harness import (
 pytestmark = pytest.mark.timeout(90)
 
 SERVER = Path(__file__).with_name("batch_http_server.py")
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+HEADERS = SSE
 INIT = {
     "protocolVersion": "2025-03-26",
     "capabilities": {},
@@ -147,11 +150,6 @@ hooks:
     matcher: "^check_token$"
     script: hooks.py:redact
 """
-REDACT_SCRIPT = """
-def redact(data):
-    for block in data.result["content"]:
-        block["text"] = block["text"].replace("S-42-SECRET", "***")
-"""
 
 
 def test_a_tool_error_in_a_batch_is_filtered_as_one_sent_alone(tmp_path: Path) -> None:
@@ -179,24 +177,13 @@ def test_a_tool_error_at_an_http_error_status_goes_through_the_hooks(
     # as its request's): before, the gateway passed that body on as it came
     args = {"token": "S-42-SECRET", "http": 400, "null_id": null_id}
 
-    async def refused() -> Any:
+    async def refused(url: str) -> Any:
         async with http_session(url) as session:
             with pytest.raises(MCPError) as error:
                 await session.call_tool("check_token", args)
             return error.value
 
     hooks = write_hooks(tmp_path, REDACT, REDACT_SCRIPT)
-    server_port, gateway_port = free_port(), free_port()
-    log = tmp_path / "calls.jsonl"
-    with process([str(SERVER), str(server_port)], log, server_port):
-        gateway = [
-            *gateway_args([hooks], tmp_path / "traces.jsonl"),
-            "--listen",
-            f"127.0.0.1:{gateway_port}",
-            "--upstream",
-            f"http://127.0.0.1:{server_port}/mcp",
-        ]
-        with process(gateway, log, gateway_port):
-            url = f"http://127.0.0.1:{gateway_port}/mcp"
-            error = anyio.run(refused)
+    with http_gateway(tmp_path, [hooks], app=SERVER, app_args=()) as url:
+        error = anyio.run(refused, url)
     assert (error.code, error.message, error.data) == (-32001, "bad token ***", {"token": "***"})

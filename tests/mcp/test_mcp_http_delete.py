@@ -19,12 +19,11 @@ import httpx
 import pytest
 
 from otelhooks import read_otlp_json_lines
-from tests.mcp._harness import calls, free_port, gateway_args, process, write_hooks
+from tests.mcp._harness import SSE, calls, http_gateway, write_hooks
 
 pytestmark = pytest.mark.timeout(90)
 
 SERVER = Path(__file__).with_name("batch_http_server.py")
-HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
 INIT = {
     "protocolVersion": "2025-03-26",
     "capabilities": {},
@@ -62,31 +61,19 @@ def test_a_delete_the_upstream_refused_leaves_the_session_and_its_calls_recorded
 ) -> None:
     observed_path = tmp_path / "observed.jsonl"  # the gateway's cwd is not tmp_path
     hooks = write_hooks(tmp_path, SLOW_ALLOW, SLOW_SCRIPT.replace("OBSERVED", str(observed_path)))
-    server_port, gateway_port = free_port(), free_port()
-    log = tmp_path / "calls.jsonl"
-    args = [
-        *gateway_args([hooks], tmp_path / "traces.jsonl"),
-        "--listen",
-        f"127.0.0.1:{gateway_port}",
-        "--upstream",
-        f"http://127.0.0.1:{server_port}/mcp",
-    ]
     answers: list[httpx.Response] = []
     with (
-        process([str(SERVER), str(server_port)], log, server_port),
-        process(args, log, gateway_port),
-        httpx.Client(
-            base_url=f"http://127.0.0.1:{gateway_port}", headers=HEADERS, timeout=30
-        ) as client,
+        http_gateway(tmp_path, [hooks], app=SERVER, app_args=()) as url,
+        httpx.Client(headers=SSE, timeout=30) as client,
     ):
         init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}
-        client.headers["mcp-session-id"] = client.post("/mcp", json=init).headers["mcp-session-id"]
+        client.headers["mcp-session-id"] = client.post(url, json=init).headers["mcp-session-id"]
         call: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": "tools/call"}
         call["params"] = {"name": "add", "arguments": {"a": 1}}
-        posting = threading.Thread(target=lambda: answers.append(client.post("/mcp", json=call)))
+        posting = threading.Thread(target=lambda: answers.append(client.post(url, json=call)))
         posting.start()
         time.sleep(0.5)  # the guard is deciding
-        deleted = client.delete("/mcp")
+        deleted = client.delete(url)
         posting.join(30)
     assert deleted.status_code == 501  # the upstream did not end the session
     assert [a.json()["result"]["content"][0]["text"] for a in answers] == ["ran add"]

@@ -40,24 +40,22 @@ from otelhooks.testing import metric_total
 from tests.mcp._harness import (
     DENY_NOTES,
     DENY_SCRIPT,
+    RAW_INIT,
     ROOT,
     SERVER_APP,
+    SSE,
     calls,
     free_port,
     gateway_args,
     http_gateway,
+    open_session,
     process,
     write_hooks,
 )
 
 pytestmark = pytest.mark.timeout(120)
 
-ACCEPT = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-INIT = {
-    "protocolVersion": "2025-11-25",
-    "capabilities": {},
-    "clientInfo": {"name": "raw", "version": "1"},
-}
+ACCEPT = SSE
 
 
 @pytest.fixture(scope="module")
@@ -66,17 +64,6 @@ def gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Pat
     hooks = write_hooks(tmp, DENY_NOTES, DENY_SCRIPT)
     with http_gateway(tmp, [hooks]) as url:
         yield url, tmp
-
-
-def _session(client: httpx.Client, url: str) -> dict[str, str]:
-    """Initialize a session by hand: the headers its later requests carry."""
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}
-    answer = client.post(url, json=init, headers=ACCEPT)
-    assert answer.status_code == 200, answer.text
-    headers = {**ACCEPT, "mcp-session-id": answer.headers["mcp-session-id"]}
-    note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert client.post(url, json=note, headers=headers).status_code == 202
-    return headers
 
 
 def _note_call(request_id: int, arguments: bytes) -> bytes:
@@ -94,7 +81,7 @@ def test_an_unreadable_body_gets_400_and_a_parse_error_and_is_never_forwarded(
 ) -> None:
     url, tmp = gateway
     with httpx.Client(timeout=30) as client:
-        headers = _session(client, url)
+        headers = open_session(client, url)
         answer = client.post(url, content=_note_call(5, arguments), headers=headers)
     assert answer.status_code == 400
     assert answer.json()["id"] == 5
@@ -106,7 +93,7 @@ def test_arguments_1500_deep_reach_the_guard_over_http(gateway: tuple[str, Path]
     url, tmp = gateway
     deep = b'{"text": "x", "more": ' + b'{"a": ' * 1500 + b'"rm -rf /"' + b"}" * 1500 + b"}"
     with httpx.Client(timeout=30) as client:
-        headers = _session(client, url)
+        headers = open_session(client, url)
         answer = client.post(url, content=_note_call(6, deep), headers=headers)
     assert answer.status_code == 200
     assert answer.json()["result"]["content"][0]["text"] == "notes are read-only here"
@@ -231,11 +218,11 @@ def test_sessions_are_bounded_in_count_and_expire_when_idle(tmp_path: Path) -> N
         httpx.Client(timeout=30) as client,
     ):
         for _ in range(5):
-            _session(client, url)
+            open_session(client, url)
         assert len(proxy.sessions) == 3
         assert proxy.sessions_dropped == 2
         time.sleep(1.2)
-        _session(client, url)  # any request sweeps the idle ones
+        open_session(client, url)  # any request sweeps the idle ones
         assert len(proxy.sessions) == 1
         assert proxy.sessions_dropped == 5
     assert metrics.flush(10.0)
@@ -256,7 +243,7 @@ def test_a_session_dropped_when_idle_is_still_guarded_under_the_servers_name(
         in_process_proxy(tmp_path, hooks=engine, session_idle_s=1.0) as (url, proxy),
         httpx.Client(timeout=30) as client,
     ):
-        headers = {**_session(client, url), "content-type": "application/json"}
+        headers = {**open_session(client, url), "content-type": "application/json"}
         time.sleep(1.2)
         answer = client.post(url, content=call, headers=headers)
         dropped = proxy.sessions_dropped
@@ -392,10 +379,10 @@ def test_a_restarted_gateway_refuses_a_call_it_cannot_judge_until_the_session_st
         httpx.Client(timeout=30) as client,
     ):
         with process(args, log, port):
-            headers = {**_session(client, url), "content-type": "application/json"}
+            headers = {**open_session(client, url), "content-type": "application/json"}
         with process(args, log, port):  # the same gateway, started again
             refused = client.post(url, content=call, headers=headers).json()
-            again = {**_session(client, url), "content-type": "application/json"}
+            again = {**open_session(client, url), "content-type": "application/json"}
             denied = client.post(url, content=call, headers=again)
     assert refused["error"]["code"] == -32600
     assert "the server's name is not known yet" in refused["error"]["message"]
@@ -412,10 +399,10 @@ def test_a_page_using_dns_rebinding_calls_no_tool(gateway: tuple[str, Path]) -> 
     add = {"jsonrpc": "2.0", "id": 9, "method": "tools/call",
            "params": {"name": "add", "arguments": {"a": 40, "b": 2}}}  # fmt: skip
     with httpx.Client(timeout=30) as client:
-        headers = _session(client, url)
+        headers = open_session(client, url)
         rebound = client.post(url, json=add, headers={**headers, "host": f"rebind.test:{port}"})
         foreign = client.post(url, json=add, headers={**headers, "origin": "http://rebind.test"})
-        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": RAW_INIT}
         fresh = client.post(url, json=init, headers={**ACCEPT, "host": f"rebind.test:{port}"})
     assert (rebound.status_code, foreign.status_code, fresh.status_code) == (403, 403, 403)
     assert [c["args"] for c in calls(tmp) if c["tool"] == "add" and c["args"]["a"] == 40] == []
@@ -424,7 +411,7 @@ def test_a_page_using_dns_rebinding_calls_no_tool(gateway: tuple[str, Path]) -> 
 def test_an_allowed_host_is_answered(tmp_path: Path) -> None:
     with http_gateway(tmp_path, extra=["--allowed-host", "mcp.internal"]) as url:
         port = httpx.URL(url).port
-        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": INIT}
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": RAW_INIT}
         with httpx.Client(timeout=30) as client:
             named = client.post(url, json=init, headers={**ACCEPT, "host": f"mcp.internal:{port}"})
             other = client.post(url, json=init, headers={**ACCEPT, "host": f"other.test:{port}"})

@@ -18,28 +18,12 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.mcp._harness import RAW_INIT, http_gateway
-from tests.mcp.test_mcp_http_resumption import SSE, events
+from tests.mcp._harness import events, http_gateway, open_session
 
 pytestmark = pytest.mark.timeout(90)
 
 SERVER = Path(__file__).with_name("resumable_server.py")
 SAMPLED = {"role": "assistant", "content": {"type": "text", "text": "yes"}, "model": "m"}
-
-
-def _session(client: httpx.Client, url: str) -> dict[str, str]:
-    params = {**RAW_INIT, "capabilities": {"sampling": {}}}
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}
-    response = client.post(url, json=init, headers=SSE)
-    assert response.status_code == 200
-    headers = {
-        **SSE,
-        "mcp-session-id": response.headers["mcp-session-id"],
-        "mcp-protocol-version": RAW_INIT["protocolVersion"],
-    }
-    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert client.post(url, json=done, headers=headers).status_code == 202
-    return headers
 
 
 def _ask(url: str, headers: dict[str, str], question: str, results: list[Any]) -> None:
@@ -95,7 +79,7 @@ def test_a_server_request_the_client_answered_is_not_relayed_again_on_a_resumed_
     tmp_path: Path, capfd: pytest.CaptureFixture[str]
 ) -> None:
     with http_gateway(tmp_path, [], app=SERVER) as url, httpx.Client(timeout=30) as client:
-        headers = _session(client, url)
+        headers = open_session(client, url, capabilities={"sampling": {}})
         (rain_event, rain), (_, snow) = _answer_asks(client, url, headers)
         assert rain["params"]["messages"][0]["content"]["text"] == "rain?"
         # the client's GET stream broke; it resumes after an earlier event it kept: the

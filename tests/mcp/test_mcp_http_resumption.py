@@ -14,8 +14,6 @@ through the gateway's public session API."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +22,19 @@ import httpx
 import pytest
 from opentelemetry.trace import NoOpTracer
 
-from otelhooks import Block, HooksEngine, read_otlp_json_lines
+from otelhooks import Block, HooksEngine
 from otelhooks.mcp import McpGateway, McpSession
-from tests.mcp._harness import RAW_INIT, calls, http_gateway, http_session, write_hooks
+from tests.mcp._harness import (
+    REDACT_SCRIPT,
+    calls,
+    events,
+    http_gateway,
+    http_session,
+    open_session,
+    spans,
+    wait_for,
+    write_hooks,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -38,62 +46,7 @@ hooks:
     matcher: "^(slow|poll)$"
     script: hooks.py:redact
 """
-SCRIPT = """
-def redact(data):
-    for block in data.result["content"]:
-        block["text"] = block["text"].replace("S-42-SECRET", "***")
-"""
-SSE = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-
-
-def events(lines: Iterator[str]) -> Iterator[tuple[str | None, str]]:
-    """The ``(id, data)`` of each server-sent event of a stream's lines."""
-    event_id: str | None = None
-    data: list[str] = []
-    for line in lines:
-        if line == "":
-            if data or event_id is not None:
-                yield event_id, "\n".join(data)
-            event_id, data = None, []
-        elif line.startswith("id:"):
-            event_id = line[3:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].removeprefix(" "))
-
-
-def answer(response: httpx.Response) -> Any:
-    if response.headers["content-type"].startswith("application/json"):
-        return response.json()
-    for _, data in events(response.iter_lines()):
-        if data.strip():
-            return json.loads(data)
-    raise AssertionError("no answer")
-
-
-def open_session(client: httpx.Client, url: str) -> dict[str, str]:
-    init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": RAW_INIT}
-    response = client.post(url, json=init, headers=SSE)
-    assert answer(response)["id"] == 0
-    headers = {
-        **SSE,
-        "mcp-session-id": response.headers["mcp-session-id"],
-        "mcp-protocol-version": RAW_INIT["protocolVersion"],
-    }
-    done = {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    assert client.post(url, json=done, headers=headers).status_code == 202
-    return headers
-
-
-def spans(tmp: Path, name: str) -> list[Any]:
-    path = tmp / "traces.jsonl"
-    return [s for s in read_otlp_json_lines(path) if s["name"] == name] if path.exists() else []
-
-
-def wait_for(check: Any, what: str, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"waited {timeout_s} s for {what}"
-        time.sleep(0.05)
+SCRIPT = REDACT_SCRIPT
 
 
 def test_a_replayed_result_is_the_recorded_one_never_the_servers_raw_one(tmp_path: Path) -> None:

@@ -23,8 +23,19 @@ from opentelemetry.trace import NoOpTracer
 
 from otelhooks import HooksEngine
 from otelhooks.mcp import McpGateway
-from tests.mcp._harness import calls, http_gateway, http_session, stdio_session, write_hooks
-from tests.mcp.test_mcp_http_resumption import SSE, answer, events, open_session, spans, wait_for
+from tests.mcp._harness import (
+    SSE,
+    answer,
+    calls,
+    events,
+    http_gateway,
+    http_session,
+    open_session,
+    spans,
+    stdio_session,
+    wait_for,
+    write_hooks,
+)
 
 pytestmark = pytest.mark.timeout(90)
 
