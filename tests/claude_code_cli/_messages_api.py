@@ -9,12 +9,19 @@ streams (``message_start`` ... ``message_stop``), as Claude Code asks for ``"str
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+_CLAUDE = Path(__file__).parent / "node_modules" / ".bin" / "claude"
+_REPO = Path(__file__).parent.parent.parent
 
 
 @dataclass(frozen=True)
@@ -181,3 +188,32 @@ def serve_messages_api(api: MessagesApi) -> Iterator[str]:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def run_claude_p(
+    api: MessagesApi, prompt: str, project: Path, tmp_path: Path
+) -> subprocess.CompletedProcess[str]:
+    """``claude -p PROMPT`` in ``project`` against ``api``, its home and bridge state under
+    ``tmp_path`` (``REAL-PARTS.md``'s recipe; the bridge runs from this checkout)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    with serve_messages_api(api) as url:
+        env = {
+            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+            "PYTHONPATH": str(_REPO),
+            "HOME": str(home),
+            "XDG_RUNTIME_DIR": str(tmp_path / "run"),
+            "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
+            "OTELHOOKS_BRIDGE_DAEMON_IDLE": "3",
+            "ANTHROPIC_BASE_URL": url,
+            "ANTHROPIC_API_KEY": "sk-ant-fake",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "IS_SANDBOX": "1",  # CI runs as root
+        }
+        return subprocess.run(
+            [str(_CLAUDE), "-p", prompt, "--permission-mode", "bypassPermissions"],
+            cwd=project, env=env, capture_output=True, text=True, timeout=90, check=False,
+        )  # fmt: skip

@@ -12,9 +12,6 @@ the guard never ran and the subagent did.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,13 +19,12 @@ import pytest
 
 from otelhooks.integrations.claude_code import install
 from tests._realparts import require
-from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, run_claude_p
 
 pytestmark = pytest.mark.timeout(120)
 
 HERE = Path(__file__).parent
 CLAUDE = HERE / "node_modules" / ".bin" / "claude"
-REPO = HERE.parent.parent
 PROMPT = "SUBAGENT-PROMPT look around"
 REASON = "subagents are not allowed here"
 GUARD = f"echo '{REASON}' >&2; exit 2"
@@ -70,28 +66,7 @@ def _run(project: Path, tmp_path: Path) -> _Api:
             )
         ]
     )
-    home = tmp_path / "home"
-    home.mkdir()
-    with serve_messages_api(api) as url:
-        env = {
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-            "PYTHONPATH": str(REPO),
-            "HOME": str(home),
-            "XDG_RUNTIME_DIR": str(tmp_path / "run"),
-            "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-            "OTELHOOKS_BRIDGE_DAEMON_IDLE": "3",
-            "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": "sk-ant-fake",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "IS_SANDBOX": "1",
-        }
-        result = subprocess.run(
-            [str(CLAUDE), "-p", "go", "--permission-mode", "bypassPermissions"],
-            cwd=project, env=env, capture_output=True, text=True, timeout=90, check=False,
-        )  # fmt: skip
+    result = run_claude_p(api, "go", project, tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     return api
 

@@ -10,9 +10,6 @@ file a config error, the bridge exited 1 on every event, and Claude Code ran ``r
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import warnings
 from pathlib import Path
 
@@ -20,13 +17,12 @@ import pytest
 
 from otelhooks.integrations.claude_code import install
 from tests._realparts import require
-from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, serve_messages_api
+from tests.claude_code_cli._messages_api import MessagesApi, ToolStep, run_claude_p
 
 pytestmark = pytest.mark.timeout(120)
 
 HERE = Path(__file__).parent
 CLAUDE = HERE / "node_modules" / ".bin" / "claude"
-REPO = HERE.parent.parent
 REASON = "rm -rf is not allowed here"
 
 
@@ -46,28 +42,7 @@ def _guards(unknown: str) -> dict[str, object]:
 
 def _run(project: Path, tmp_path: Path) -> MessagesApi:
     api = MessagesApi([ToolStep("toolu_rm", "Bash", {"command": "rm -rf victim"})])
-    home = tmp_path / "home"
-    home.mkdir()
-    with serve_messages_api(api) as url:
-        env = {
-            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-            "PYTHONPATH": str(REPO),
-            "HOME": str(home),
-            "XDG_RUNTIME_DIR": str(tmp_path / "run"),
-            "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
-            "OTELHOOKS_BRIDGE_DAEMON_IDLE": "3",
-            "ANTHROPIC_BASE_URL": url,
-            "ANTHROPIC_API_KEY": "sk-ant-fake",
-            "DISABLE_TELEMETRY": "1",
-            "DISABLE_ERROR_REPORTING": "1",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "IS_SANDBOX": "1",
-        }
-        result = subprocess.run(
-            [str(CLAUDE), "-p", "clean up", "--permission-mode", "bypassPermissions"],
-            cwd=project, env=env, capture_output=True, text=True, timeout=90, check=False,
-        )  # fmt: skip
+    result = run_claude_p(api, "clean up", project, tmp_path)
     assert result.returncode == 0, result.stderr[-2000:]
     return api
 
