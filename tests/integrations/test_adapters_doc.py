@@ -71,6 +71,8 @@ def test_the_hooks_file_of_the_claude_code_section_loads(tmp_path: Path) -> None
                 "ToolErrorNotRetoldError",
                 "ToolNotHookedError",
                 "ToolRun",
+                "UnguardedToolCall",
+                "UnguardedToolWarning",
                 "hook_tool",
             ],
         ),

@@ -44,6 +44,10 @@ from otelhooks.integrations.langchain._handler import (
     RunBlockedError,
     ToolRun,
 )
+from otelhooks.integrations.langchain._server_tools import (
+    UnguardedToolCall,
+    UnguardedToolWarning,
+)
 from otelhooks.integrations.langchain._tool_results import (
     ResultNotRewritableError,
     ToolErrorNotRetoldError,
@@ -62,6 +66,8 @@ __all__ = [
     "ToolErrorNotRetoldError",
     "ToolNotHookedError",
     "ToolRun",
+    "UnguardedToolCall",
+    "UnguardedToolWarning",
     "hook_tool",
 ]
 

@@ -50,6 +50,7 @@ from otelhooks.integrations.langchain._model_calls import (
     record_generation,
 )
 from otelhooks.integrations.langchain._resume import PausedCalls, ResumeWave, is_resume
+from otelhooks.integrations.langchain._server_tools import record_server_tools, server_tool_calls
 from otelhooks.integrations.langchain._tool_run import (
     CALLER_INJECTED,
     GUARDED_BY,
@@ -326,6 +327,10 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
             scope = self._llms.get(run_id)
             if scope is not None:
                 record_generation(scope.scope, response)
+                # the provider ran these before it answered: a record, never a guard
+                calls = server_tool_calls(response)
+                if calls:
+                    record_server_tools(scope.scope.step, self.identifier, calls)
             self._llm_done(run_id, None)
 
     def on_llm_error(self, error: BaseException, *, run_id: UUID, **kwargs: Any) -> None:
