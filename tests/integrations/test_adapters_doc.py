@@ -52,6 +52,7 @@ def test_the_hooks_file_of_the_claude_code_section_loads(tmp_path: Path) -> None
                 "PROVIDER",
                 "HookedRunner",
                 "RunBlockedError",
+                "ToolNotHookedError",
                 "UnguardedToolCall",
                 "UnguardedToolWarning",
                 "hook_agent",

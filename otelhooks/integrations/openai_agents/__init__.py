@@ -50,12 +50,14 @@ from otelhooks.integrations.openai_agents._runner import (
     RunBlockedError,
 )
 from otelhooks.integrations.openai_agents._tools import hook_tool
+from otelhooks.integrations.openai_agents._unhooked import ToolNotHookedError
 
 __all__ = [
     "GUARDRAIL_NAME",
     "PROVIDER",
     "HookedRunner",
     "RunBlockedError",
+    "ToolNotHookedError",
     "UnguardedToolCall",
     "UnguardedToolWarning",
     "hook_agent",

@@ -154,6 +154,18 @@ class AgentRun(RunFrames):
                 # a tool_result_persist hook may have filtered the result; else keep the object
                 return (output if kept.content == as_text else kept.content), False
 
+    def refuse_call(
+        self, name: str, identifier: str, args: dict[str, Any], call_id: str | None, exc: Exception
+    ) -> None:
+        """A call otelhooks refuses before any hook runs, by raising ``exc`` into the run (the
+        caller raises it): its span is denied by ``otelhooks`` and failed with ``exc``."""
+        step = self.frame.open_step()
+        with (
+            trace.use_span(step.span, end_on_exit=False),
+            step.tool_call(identifier, name, args, tool_call_id=call_id, refused=str(exc)) as call,
+        ):
+            call.fail(exc)  # the run fails with it: so does the call's span
+
     async def _refused(self, call: ToolCall, refused: RewriteRefusedError) -> str:
         """A rewrite the SDK's own checks refuse, made again: a deny, which no hook's verdict
         made, so the call reports it here: ``on_tool_call_denied`` (not ``on_tool_call_error``:

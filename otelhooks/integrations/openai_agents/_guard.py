@@ -53,6 +53,10 @@ class GuardingRun(Protocol):
 
     async def handoff_starts(self, name: str, context: Any) -> None: ...
 
+    def refuse_call(
+        self, name: str, identifier: str, args: dict[str, Any], call_id: str | None, exc: Exception
+    ) -> None: ...
+
     def output_withheld(
         self,
         tool: str,

@@ -133,6 +133,18 @@ def _warn_unguarded(agent: Agent[Any]) -> None:
                 f"the tools of its sandbox capabilities {', '.join(kinds)} (exec_command, "
                 "apply_patch, ...: the SDK makes them only while the run is on)"
             )
+    overrides = [
+        m
+        for m in ("get_all_tools", "get_mcp_tools")
+        if getattr(type(agent), m) is not getattr(Agent, m)
+    ]
+    if overrides and not isinstance(agent, SandboxAgent):
+        # the SDK asks the agent for its tools at each turn: what the override returns is not
+        # the clone's hooked list, and a call of such a tool is refused as it starts
+        found.append(
+            f"the tools {type(agent).__name__}.{' and .'.join(overrides)} returns beyond "
+            "its tools list (a call of one is refused: ToolNotHookedError)"
+        )
     if found:
         warnings.warn(
             f"otelhooks: agent {agent.name!r}: no otelhooks tool hook sees "

@@ -17,6 +17,7 @@ from agents.run_context import AgentHookContext, RunContextWrapper
 from otelhooks._errors import BudgetExceeded, RunBlockedError
 from otelhooks.integrations.openai_agents._computer import calls_expected, computer_call_starts
 from otelhooks.integrations.openai_agents._guard import CURRENT_RUN
+from otelhooks.integrations.openai_agents._unhooked import ToolNotHookedError, refuse_unhooked
 
 __all__ = ["AgentHooksFeed", "RunFeed", "RunHooksFeed", "recording"]
 
@@ -176,6 +177,12 @@ class AgentHooksFeed(AgentHooks[Any]):
     ) -> None:
         self._settle("agent on_tool_start", context, agent)
         recording("agent on_tool_start", computer_call_starts, tool)
+        try:  # a tool the clone's list did not hold (an Agent subclass's get_all_tools, ...)
+            await refuse_unhooked(context, agent, tool)
+        except ToolNotHookedError:
+            raise  # the SDK raises it from the run: the tool never runs
+        except Exception:
+            _log.exception("openai-agents adapter failed", callback="agent on_tool_start")
         if self.inner is not None:
             await self.inner.on_tool_start(context, agent, tool)
 
