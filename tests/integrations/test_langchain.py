@@ -23,7 +23,7 @@ from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import StatusCode
 from structlog.testing import capture_logs
 
-from otelhooks import AgentTracer, Block, HookEvent, ToolCallEvent, WebhookDeliverer
+from otelhooks import AgentTracer, Block, HookEvent, ToolCallEvent, ToolDenied, WebhookDeliverer
 from otelhooks.integrations.langchain import OtelHooksCallbackHandler, RunBlockedError, hook_tool
 from otelhooks.testing import TestPipeline
 from tests._webhook_server import WebhookServer
@@ -306,21 +306,57 @@ def test_a_failing_tool_fires_on_tool_call_error_and_the_failed_graph_fires_on_e
     assert recorder.fields("errorType", event="on_error") == [("ConnectionError",)]
 
 
-def test_an_unwrapped_tool_is_traced_but_a_deny_is_not_enforced(
+def test_an_unwrapped_tool_a_hook_decided_on_is_refused_before_it_runs(
     pipe: TestPipeline, recorder: Recorder
 ) -> None:
+    # before: delete_file and search ran as the model asked, a warning said "not enforced"
     pipe.register(*GUARDS, hook("rec", "afterToolCall", recorder))
     world = World()
-    run(pipe, world, hooked=False)
+    result = run(pipe, world, hooked=False)
     pipe.flush()
 
-    assert "delete_file" in world.ran  # a callback cannot stop a tool: wrap it to enforce
+    assert sorted(world.ran) == ["add", "read_file"]  # the deny and the mock stopped theirs
+    for call_id, reason in (("t3", "deleting files is not allowed"), ("t4", "a hook mocked it")):
+        message = tool_message(result, call_id)
+        assert message.status == "error"
+        assert "ToolDenied" in str(message.content)
+        assert reason in str(message.content)
+    assert pipe.span("execute_tool delete_file").attributes["otelhooks.tool.outcome"] == "denied"
     assert sorted(e.apiName for e in recorder.of("after_tool_call")) == [  # type: ignore[attr-defined]
         "add",
         "delete_file",
         "read_file",
         "search",
     ]
+
+
+@pytest.mark.parametrize("use_async", [False, True], ids=["invoke", "ainvoke"])
+def test_an_unwrapped_tool_whose_arguments_a_hook_rewrote_is_refused(
+    pipe: TestPipeline, use_async: bool
+) -> None:
+    # before: a sandboxing rewrite was dropped and read_file ran with the model's own path
+    def sandbox(event: ToolCallEvent) -> None:
+        event.args["path"] = "/sandbox/" + event.args["path"]
+
+    pipe.register(hook("sandbox", "before_tool_call", sandbox, matcher="read_file"))
+    world = World()
+    tools = make_tools(world)
+    app = graph(world, tools, list(SCRIPT), handle_errors=False)  # ToolNode's default
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher")
+    state = {"messages": [("user", "read a.txt")]}
+    config: Any = {"callbacks": [handler]}
+
+    def invoke() -> Any:
+        if use_async:
+            return asyncio.run(app.ainvoke(state, config=config))
+        return app.invoke(state, config=config)
+
+    with pytest.raises(ToolDenied, match="rewrote the arguments"):
+        invoke()
+    pipe.flush()
+    assert "read_file" not in world.ran
+    span = pipe.span("execute_tool read_file")
+    assert span.attributes["otelhooks.hook.decided_by"] == "otelhooks"
 
 
 def test_a_tool_kind_guard_denies_the_runtimes_tool_of_that_kind(pipe: TestPipeline) -> None:

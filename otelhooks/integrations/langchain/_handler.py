@@ -19,10 +19,11 @@ Nested chains (graph nodes, sub-chains) are not spans of their own; their model 
 belong to the root run's operation. A ``before_agent_start`` block refuses the root run: its
 start raises :class:`RunBlockedError` (the handler's ``raise_error``), so the graph, chain or
 model never runs; every other failure of the handler is logged and swallowed. The
-``before_tool_call`` hooks run at tool start; only a tool wrapped with
-:func:`~otelhooks.integrations.langchain.hook_tool` obeys a deny or a mock (a callback cannot
-stop a tool): for any other tool the decision is recorded and a warning says it was not
-enforced.
+``before_tool_call`` hooks run at tool start; a tool wrapped with
+:func:`~otelhooks.integrations.langchain.hook_tool` obeys a deny, a mock or a rewrite. A
+callback cannot hand any other tool a mock or new arguments, so a call of it the hooks deny,
+mock or rewrite is refused: the start raises :class:`~otelhooks.ToolDenied` (the handler's
+``raise_error``), and LangChain raises it before the tool runs.
 
 LangChain calls a synchronous handler from a worker thread in async runs, so interceptors never
 run on the event loop thread.
@@ -41,7 +42,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import LLMResult
 
 from otelhooks._encoding import dumps
-from otelhooks._errors import RunBlockedError
+from otelhooks._errors import RunBlockedError, ToolDenied
 from otelhooks._instrument import AgentTracer, LlmCall, Operation, Step
 from otelhooks.integrations._scopes import DetachedScope
 from otelhooks.integrations.langchain._model_calls import (
@@ -137,7 +138,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         True
     """
 
-    raise_error = True  # only RunBlockedError and ToolNotHookedError leave it (see _Guard)
+    raise_error = True  # only RunBlockedError, ToolNotHookedError, ToolDenied leave it (_Guard)
     run_inline = False
 
     def __init__(
@@ -409,14 +410,40 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                     call_id=unnamed,
                     graph_run=run.owner,
                 )
-            if not hooked and not call.should_run:
-                _log.warning(
-                    "a tool hook decided, but the tool is not wrapped: not enforced",
-                    tool=name,
-                    denied=call.denied,
-                    mocked=call.mocked,
-                    fix="wrap it with otelhooks.integrations.langchain.hook_tool",
-                )
+            if not hooked and (not call.should_run or call.args != args):
+                self._refuse_unwrapped(run_id, tool, args)
+
+    def _refuse_unwrapped(self, run_id: UUID, tool: ToolRun, args: dict[str, Any]) -> None:
+        """Refuse a tool no ``hook_tool`` wraps whose hooks denied, mocked or rewrote its call:
+        it cannot be handed a mock or other arguments, but raising from its start (the
+        handler's ``raise_error``) keeps it from running. LangChain calls no end of a run whose
+        start raised, so its record ends here."""
+        call = tool.call
+        if call.should_run:  # rewritten: the tool would run with the arguments as they were
+            call.refuse(
+                "a before_tool_call hook rewrote the arguments, which a tool no hook_tool wraps "
+                "cannot take: refused rather than run as the model wrote it"
+            )
+        decision = "denied" if call.denied and not call.mocked else "mocked"
+        _log.warning(
+            "a tool hook decided on a tool that is not wrapped: refused",
+            tool=call.matcher_value,
+            decision=decision,
+            fix="wrap it with otelhooks.integrations.langchain.hook_tool",
+        )
+        with self._lock:
+            self._tools.pop(run_id, None)
+            run = self._runs.get(self._root_of.get(run_id, run_id))
+            if run is not None:
+                run.open_in_step = max(0, run.open_in_step - 1)
+        tool.scope.exit(None)
+        with self._lock:
+            self._end_member(run_id)
+        reason = call.deny_reason if call.denied else None
+        raise ToolDenied(
+            reason or f"a hook {decision} it, which a tool no hook_tool wraps cannot obey",
+            tool=call.matcher_value,
+        )
 
     def _tool_done(self, run_id: UUID, output: Any, exc: BaseException | None) -> None:
         with self._lock:
@@ -485,7 +512,8 @@ class _Guard:
         return None
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
-        if isinstance(exc, Exception) and not isinstance(exc, RunBlockedError | ToolNotHookedError):
+        refusals = RunBlockedError | ToolNotHookedError | ToolDenied
+        if isinstance(exc, Exception) and not isinstance(exc, refusals):
             _log.error("langchain adapter failed", callback=self.what, exc_info=exc)
             return True
         return False
