@@ -107,3 +107,16 @@ def test_a_tool_use_behaviour_finishes_on_the_denial(pipe: TestPipeline, behavio
     )
     assert asyncio.run(HookedRunner(pipe.tracer).run(agent, "go")).final_output == expected
     assert ran == []
+
+
+def test_tool_search_and_programmatic_calling_are_named_unguarded() -> None:
+    from agents import ProgrammaticToolCallingTool, ToolSearchTool
+
+    from otelhooks.integrations.openai_agents import UnguardedToolWarning, hook_agent
+
+    tools: list[Any] = [ToolSearchTool(), ProgrammaticToolCallingTool()]
+    with pytest.warns(UnguardedToolWarning) as caught:
+        hook_agent(Agent(name="searcher", tools=tools))
+    text = str(caught[0].message)
+    assert "'tool_search'" in text
+    assert "'programmatic_tool_calling'" in text
