@@ -231,11 +231,13 @@ def test_the_bridge_answers_a_blocked_result_with_its_reason_and_its_span_says_b
     assert json.loads((tmp_path / "after.json").read_text()) is False
 
 
-def test_an_unwrapped_langchain_tool_whose_result_is_blocked_says_it_was_not_enforced(
-    pipe: TestPipeline,
+@pytest.mark.parametrize("handle_errors", [False, True], ids=["default", "handle_tool_errors"])
+@pytest.mark.parametrize("mode", ["invoke", "ainvoke"])
+def test_an_unwrapped_langchain_tool_whose_result_is_blocked_never_hands_it_on(
+    pipe: TestPipeline, handle_errors: bool, mode: str
 ) -> None:
-    # a callback cannot change a tool's output: the model reads it whatever the hooks said.
-    # Before, only the span said the result was blocked; now a warning says it was not enforced
+    # a callback cannot change a tool's output, but raising from its end keeps the output from
+    # the model. Before, the model read the secret, a warning said "not enforced"
     pytest.importorskip("langgraph")
     from langchain_core.messages import AIMessage
     from langchain_core.tools import tool
@@ -251,12 +253,30 @@ def test_an_unwrapped_langchain_tool_whose_result_is_blocked_says_it_was_not_enf
         return "KEY=S-42-SECRET"
 
     pipe.register(_failing_persist())
-    app = StateGraph(MessagesState).add_node("tools", ToolNode([cat])).add_edge(START, "tools")
+    node = ToolNode([cat], handle_tool_errors=handle_errors)
+    app = StateGraph(MessagesState).add_node("tools", node).add_edge(START, "tools").compile()
     config: Any = {"callbacks": [OtelHooksCallbackHandler(pipe.tracer)]}
     call = {"name": "cat", "args": {"path": "/s"}, "id": "c1", "type": "tool_call"}
+    given = {"messages": [AIMessage(content="", tool_calls=[call])]}
+
+    def invoke() -> Any:
+        return (
+            app.invoke(given, config)
+            if mode == "invoke"
+            else asyncio.run(app.ainvoke(given, config))
+        )
+
     with capture_logs() as logs:
-        app.compile().invoke({"messages": [AIMessage(content="", tool_calls=[call])]}, config)
+        if handle_errors:
+            answer = invoke()["messages"][-1]
+            assert answer.status == "error"
+            assert "S-42-SECRET" not in str(answer.content)
+            assert "ToolDenied" in str(answer.content)
+        else:
+            with pytest.raises(ToolDenied) as raised:
+                invoke()
+            assert "S-42-SECRET" not in str(raised.value)
     (line,) = [e for e in logs if "tool_result_persist" in e["event"]]
     assert line["log_level"] == "warning"
-    assert "not enforced" in line["event"]
+    assert "withheld" in line["event"]
     assert (line["tool"], line["blocked"]) == ("cat", True)

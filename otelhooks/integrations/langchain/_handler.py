@@ -23,7 +23,8 @@ model never runs; every other failure of the handler is logged and swallowed. Th
 :func:`~otelhooks.integrations.langchain.hook_tool` obeys a deny, a mock or a rewrite. A
 callback cannot hand any other tool a mock or new arguments, so a call of it the hooks deny,
 mock or rewrite is refused: the start raises :class:`~otelhooks.ToolDenied` (the handler's
-``raise_error``), and LangChain raises it before the tool runs.
+``raise_error``), and LangChain raises it before the tool runs; a result of it the
+``tool_result_persist`` hooks block or rewrite is withheld the same way, from the tool's end.
 
 LangChain calls a synchronous handler from a worker thread in async runs, so interceptors never
 run on the event loop thread.
@@ -446,6 +447,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         )
 
     def _tool_done(self, run_id: UUID, output: Any, exc: BaseException | None) -> None:
+        withheld: ToolDenied | None = None
         with self._lock:
             sharers = self._sharers.pop(run_id, 0)
             if sharers:  # a call that shared the id ended: the first one's record stays open
@@ -474,18 +476,28 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
                     seen = _text(output)
                     kept = call.set_result(seen, success=succeeded(output)).content
                     if not tool.hooked and (call.persist_blocked or kept != seen):
-                        # the model reads the tool's own output: a span saying the hooks
-                        # withheld or changed it must not be the only trace of that
+                        # a callback cannot hand the model the hooks' text, but raising from
+                        # the tool's end (raise_error) keeps the tool's own from it
                         _log.warning(
-                            "a tool_result_persist hook blocked or rewrote the result, but "
-                            "the tool is not wrapped: not enforced",
+                            "a tool_result_persist hook blocked or rewrote the result of a "
+                            "tool that is not wrapped: withheld",
                             tool=call.api_name,
                             blocked=call.persist_blocked,
                             fix="wrap it with otelhooks.integrations.langchain.hook_tool",
                         )
+                        withheld = ToolDenied(
+                            kept
+                            if call.persist_blocked
+                            else "a tool_result_persist hook "
+                            "rewrote the result, which a tool no hook_tool wraps cannot return: "
+                            "withheld",
+                            tool=call.matcher_value,
+                        )
                 tool.scope.exit(exc)
         with self._lock:
             self._end_member(run_id, exc)
+        if withheld is not None:
+            raise withheld
 
     def on_tool_end(self, output: Any, *, run_id: UUID, **kwargs: Any) -> None:
         with _Guard("on_tool_end"):
