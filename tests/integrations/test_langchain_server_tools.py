@@ -157,7 +157,7 @@ def test_a_graph_s_own_model_call_records_the_provider_s_tool_calls(pipe: TestPi
 
     graph = StateGraph(MessagesState).add_node("agent", agent).add_edge(START, "agent").compile()
     handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher")
-    with capture_logs() as logs:
+    with pytest.warns(UnguardedToolWarning, match="'web_search_preview'"), capture_logs() as logs:
         graph.invoke({"messages": [("user", "go")]}, {"callbacks": [handler]})
     pipe.flush()
 
@@ -169,3 +169,22 @@ def test_a_graph_s_own_model_call_records_the_provider_s_tool_calls(pipe: TestPi
     assert step is not None
     assert step.span_id == pipe.span("step 0").context.span_id
     assert [e["tool"] for e in logs if "not enforced" in e["event"]] == ["web_search"]
+
+
+def test_a_model_bound_to_a_provider_tool_is_named_once_at_its_first_call(
+    pipe: TestPipeline,
+) -> None:
+    # no create_agent: the handler names it from the model call's bound tools, a client tool
+    # the model binds as a dict (its calls come back as tool calls) not among them
+    bash = {"type": "bash_20250124", "name": "bash"}
+    model = Scripted(messages=iter([AIMessage("one"), AIMessage("two")]))
+    bound = model.bind_tools([WEB_SEARCH, bash])
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bound.invoke("search", {"callbacks": [handler]})
+        bound.invoke("again", {"callbacks": [handler]})
+    named = [str(w.message) for w in caught if issubclass(w.category, UnguardedToolWarning)]
+    assert len(named) == 1
+    assert "'web_search_preview' (a provider tool: the model's provider runs it)" in named[0]
+    assert "bash" not in named[0]

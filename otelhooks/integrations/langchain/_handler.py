@@ -52,7 +52,12 @@ from otelhooks.integrations.langchain._model_calls import (
     record_generation,
 )
 from otelhooks.integrations.langchain._resume import PausedCalls, ResumeWave, is_resume
-from otelhooks.integrations.langchain._server_tools import record_server_tools, server_tool_calls
+from otelhooks.integrations.langchain._server_tools import (
+    NamedOnce,
+    bound_provider_tools,
+    record_server_tools,
+    server_tool_calls,
+)
 from otelhooks.integrations.langchain._tool_run import (
     CALLER_INJECTED,
     GUARDED_BY,
@@ -163,6 +168,7 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         self._tools: dict[UUID, ToolRun] = {}
         self._sharers: dict[UUID, int] = {}  # later calls under an open tool run's id
         self._paused = PausedCalls()
+        self.provider_tools_named = NamedOnce()  # shared with an OtelHooksMiddleware
 
     # -- bookkeeping ------------------------------------------------------------------------------
 
@@ -276,6 +282,9 @@ class OtelHooksCallbackHandler(BaseCallbackHandler):
         parent_run_id: UUID | None,
         kwargs: dict[str, Any],
     ) -> None:
+        bound = bound_provider_tools(kwargs.get("invocation_params") or {})
+        if bound:  # the provider runs these: no hook can stop their calls, which it reports
+            self.provider_tools_named.warn(bound, stacklevel=2)
         with self._lock:
             model = model_name(serialized, kwargs)
             run = self._ensure_run(run_id, parent_run_id, model, kwargs)

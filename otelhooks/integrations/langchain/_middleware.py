@@ -25,7 +25,7 @@ from langchain_core.tools import BaseTool
 from langgraph.types import Command
 
 from otelhooks.integrations.langchain._handler import OtelHooksCallbackHandler
-from otelhooks.integrations.langchain._server_tools import provider_tools, warn_provider_tools
+from otelhooks.integrations.langchain._server_tools import provider_tools
 from otelhooks.integrations.langchain._tool_run import GUARDED_BY
 from otelhooks.integrations.langchain._tools import hook_tool
 
@@ -84,7 +84,6 @@ class OtelHooksMiddleware(AgentMiddleware):
         self.handler = handler
         self._lock = threading.Lock()
         self._told = False  # that the handler was missing from a run's config
-        self._named: set[frozenset[str]] = set()  # provider tool sets already warned of
 
     def _in_config(self, request: ToolCallRequest) -> None:
         """Log an error (once) when the handler is not in the run's callbacks: it judges the
@@ -128,17 +127,12 @@ class OtelHooksMiddleware(AgentMiddleware):
         return request.override(tool=self._hooked(request.tool))
 
     def _provider_tools(self, request: ModelRequest[Any]) -> None:
-        """Name, once per set, the provider tools of the model call (``{"type":
+        """Name, once each, the provider tools of the model call (``{"type":
         "web_search_preview"}``): the provider runs them, no tool call of them reaches the
         ``ToolNode``, so no hook can stop them (their calls are recorded from the answer)."""
         names = provider_tools(request.tools)
-        if not names:
-            return
-        with self._lock:
-            told = frozenset(names) in self._named
-            self._named.add(frozenset(names))
-        if not told:
-            warn_provider_tools(names, stacklevel=3)
+        if names:
+            self.handler.provider_tools_named.warn(names, stacklevel=3)
 
     def wrap_model_call(self, request: ModelRequest[Any], handler: Callable[..., Any]) -> Any:
         """Call the model as asked, after naming the provider tools no hook can stop."""

@@ -4,7 +4,8 @@ A provider tool (a dict such as ``{"type": "web_search_preview"}`` given to ``cr
 a model's ``bind_tools``: web search, code execution, a hosted MCP server) is run by the
 provider before it answers; LangChain never runs it, so neither ``hook_tool`` nor a callback
 can refuse its calls. ``OtelHooksMiddleware`` names such tools in an
-:class:`UnguardedToolWarning` at the agent's first model call, and the handler records each call
+:class:`UnguardedToolWarning` at the agent's first model call (the handler, a built-in one a
+model call binds), and the handler records each call
 the answer reports (LangChain's standard ``server_tool_call`` blocks, which it reads from the
 provider's own format) as an ``execute_tool {tool}`` span in the step of that model call, the
 tool hooks run on it so observers and audit hooks see it. A hook that denies or mocks such a
@@ -15,6 +16,7 @@ call is not enforced (the provider already ran it), and that is never silent: th
 
 from __future__ import annotations
 
+import threading
 import warnings
 from collections.abc import Iterable
 from typing import Any
@@ -28,8 +30,10 @@ from otelhooks._encoding import dumps
 from otelhooks._instrument import Step
 
 __all__ = [
+    "NamedOnce",
     "UnguardedToolCall",
     "UnguardedToolWarning",
+    "bound_provider_tools",
     "provider_tools",
     "record_server_tools",
     "server_tool_calls",
@@ -71,6 +75,46 @@ def provider_tools(tools: Iterable[Any]) -> list[str]:
         if isinstance(tool, dict) and tool.get("type") != "function":
             names.append(str(tool.get("name") or tool.get("type") or dumps(tool)))
     return names
+
+
+# the built-in tool types a model's provider runs itself (OpenAI's, as LangChain passes them on;
+# Anthropic's are dated: web_search_20250305)
+_RUN_BY_PROVIDER = frozenset(
+    {"file_search", "code_interpreter", "mcp", "image_generation", "web_search", "tool_search"}
+)
+_RUN_BY_PROVIDER_PREFIXES = ("web_search_", "web_fetch_", "code_execution_")
+
+
+def bound_provider_tools(params: dict[str, Any]) -> list[str]:
+    """The tools a model call's invocation parameters (its ``bind_tools``) hand the provider to
+    run itself: the known built-in types only, since a model's own call binds client tools
+    as dicts too (an Anthropic ``bash_20250124``, whose calls come back as tool calls)."""
+    tools = params.get("tools")
+    found = []
+    for tool in tools if isinstance(tools, list) else []:
+        kind = tool.get("type") if isinstance(tool, dict) else None
+        if isinstance(kind, str) and (
+            kind in _RUN_BY_PROVIDER or kind.startswith(_RUN_BY_PROVIDER_PREFIXES)
+        ):
+            found.append(str(tool.get("name") or kind))
+    return found
+
+
+class NamedOnce:
+    """The provider tools already named in an :class:`UnguardedToolWarning` (a handler's, which
+    its middleware shares), so that each is named once."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._named: set[str] = set()
+
+    def warn(self, names: list[str], stacklevel: int) -> None:
+        """Name those of ``names`` not named before."""
+        with self._lock:
+            new = [n for n in dict.fromkeys(names) if n not in self._named]
+            self._named.update(new)
+        if new:
+            warn_provider_tools(new, stacklevel + 1)
 
 
 def warn_provider_tools(names: list[str], stacklevel: int) -> None:
