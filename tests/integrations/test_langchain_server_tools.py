@@ -188,3 +188,14 @@ def test_a_model_bound_to_a_provider_tool_is_named_once_at_its_first_call(
     assert len(named) == 1
     assert "'web_search_preview' (a provider tool: the model's provider runs it)" in named[0]
     assert "bash" not in named[0]
+
+
+def test_warnings_made_errors_refuse_a_model_call_bound_to_a_provider_tool(
+    pipe: TestPipeline,
+) -> None:
+    model = Scripted(messages=iter([AIMessage("searched")])).bind_tools([WEB_SEARCH])
+    handler = OtelHooksCallbackHandler(pipe.tracer, agent_name="researcher")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UnguardedToolWarning)
+        with pytest.raises(UnguardedToolWarning, match="'web_search_preview'"):
+            model.invoke("search", {"callbacks": [handler]})

@@ -54,6 +54,7 @@ from otelhooks.integrations.langchain._model_calls import (
 from otelhooks.integrations.langchain._resume import PausedCalls, ResumeWave, is_resume
 from otelhooks.integrations.langchain._server_tools import (
     NamedOnce,
+    UnguardedToolWarning,
     bound_provider_tools,
     record_server_tools,
     server_tool_calls,
@@ -533,7 +534,8 @@ class _Guard:
         return None
 
     def __exit__(self, exc_type: Any, exc: BaseException | None, tb: Any) -> bool:
-        refusals = RunBlockedError | ToolNotHookedError | ToolDenied
+        # UnguardedToolWarning leaves it only where warnings are errors: the user refuses such runs
+        refusals = RunBlockedError | ToolNotHookedError | ToolDenied | UnguardedToolWarning
         if isinstance(exc, Exception) and not isinstance(exc, refusals):
             _log.error("langchain adapter failed", callback=self.what, exc_info=exc)
             return True
