@@ -92,7 +92,8 @@ def test_command_form_runs_only_safe_observers_async(settings: Path) -> None:
     assert not ordered & async_events
     command = ours["PreToolUse"][0]["command"]
     assert command.endswith(
-        f"/otelhooks/integrations/claude_code/hook_client.py --hooks cfg/hooks.yaml {MARK}"
+        "/otelhooks/integrations/claude_code/hook_client.py --hooks cfg/hooks.yaml "
+        f"--hook-timeout 30 {MARK}"  # the entry's timeout, told to the bridge
     )
 
 

@@ -36,6 +36,7 @@ __all__ = [
     "ROUTE",
     "TOKEN_ENV",
     "client_command",
+    "command_timeout",
     "groups",
     "handler",
     "hook_url",
@@ -130,6 +131,20 @@ def covering_timeout(wait_s: float) -> int:
     return math.ceil(wait_s) + 15
 
 
+def command_timeout(guards_s: float) -> int:
+    """The timeout of every command entry (and the ``--hook-timeout`` it tells the bridge):
+    30 s, or one that covers ``guards_s``, the longest the hooks deciding one event may take
+    one after another (their own timeouts: a Claude Code settings file's guard with
+    ``"timeout": 90``). Claude Code would wait that long for them; the bridge does too, up to
+    this timeout less 5 s, and blocks an event whose guards it cannot wait for.
+
+    Example:
+        >>> command_timeout(0), command_timeout(90)
+        (30, 105)
+    """
+    return max(30, covering_timeout(guards_s) if guards_s else 0)
+
+
 def handler(
     event: str,
     *,
@@ -138,8 +153,10 @@ def handler(
     fail_closed: bool,
     traces_out: str | None,
     wait_s: float = 0.0,
+    guards_s: float = 0.0,
 ) -> dict[str, Any]:
-    """Our entry for ``event``: an ``http`` hook posting to ``http``, else the command form."""
+    """Our entry for ``event``: an ``http`` hook posting to ``http``, else the command form
+    (``guards_s``: :func:`command_timeout`)."""
     longer = covering_timeout(wait_s) if wait_s and event in APPROVAL_EVENTS else 0
     guard_closed = fail_closed and event in GUARD_EVENTS
     entry: dict[str, Any]
@@ -157,7 +174,10 @@ def handler(
             command += f" --traces-out {shlex.quote(traces_out)}"
         if guard_closed:
             command += " --fail-closed"
-        entry = {"type": "command", "command": f"{command} {MARK}", "timeout": max(30, longer)}
+        # one value for every event: the daemon's socket is named by the command's arguments
+        timeout = command_timeout(guards_s)
+        command += f" --hook-timeout {timeout}"
+        entry = {"type": "command", "command": f"{command} {MARK}", "timeout": max(timeout, longer)}
         if event in ASYNC_EVENTS:
             entry["async"] = True
     if guard_closed:
@@ -177,6 +197,7 @@ def groups(
     traces_out: str | None,
     wait_s: float = 0.0,
     watch: str = DEFAULT_WATCH,
+    guards_s: float = 0.0,
 ) -> dict[str, dict[str, Any]]:
     """One matcher group per event, holding our entry (tool events match every tool)."""
     out: dict[str, dict[str, Any]] = {}
@@ -188,6 +209,7 @@ def groups(
             fail_closed=fail_closed,
             traces_out=traces_out,
             wait_s=wait_s,
+            guards_s=guards_s,
         )
         group: dict[str, Any] = {"hooks": [entry]}
         if event in TOOL_EVENTS:

@@ -79,6 +79,7 @@ from otelhooks.integrations.claude_code._hook_splices import replace_ours, strip
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import Edited, edit_settings
 from otelhooks.integrations.claude_code._watch import watch_list
+from otelhooks.integrations.coding_agents._guard_time import longest_guards_s
 
 # the rules of our entries live in _entries; these are named here too, where the installer is
 __all__ = [
@@ -323,6 +324,7 @@ def install(
         traces_out=traces_out,
         wait_s=longest_approval_of(hooks or ()),
         watch=watch_list(hooks or ()),
+        guards_s=longest_guards_s(hooks or (), events),
     )
 
     def edit(text: str, root: Node | None) -> str:
