@@ -45,14 +45,14 @@ def _timed(hook: Any) -> bool:
 
 def guards_s(hooks: Iterable[Any]) -> float:
     """How long ``hooks`` (those deciding one event) may take, one after another: the sum of
-    their deadlines (a Claude command hook's is its ``timeout`` and 1 s).
+    their deadlines (a command hook's is its ``timeout`` and 1 s, for killing it).
 
     Example:
         >>> import otelhooks
-        >>> slow = {"id": "g", "type": "PreToolUse", "command": "true", "timeout": 90}
+        >>> slow = {"id": "g", "type": "PreToolUse", "command": "true", "timeout": 20}
         >>> oh = otelhooks.configure(hooks=[slow], set_global=False, otlp=False)
         >>> guards_s(oh.engine.registry.hooks())
-        90.0
+        21.0
         >>> oh.shutdown().ok
         True
     """
