@@ -28,6 +28,7 @@ from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
 __all__ = [
     "APPROVAL_EVENTS",
     "ASYNC_EVENTS",
+    "BLOCK_ON_FAILURE_EVENTS",
     "CLIENT_FILE",
     "GUARD_EVENTS",
     "INSTALLED_EVENTS",
@@ -102,6 +103,24 @@ SYNC_EVENTS = frozenset(
 ASYNC_EVENTS = frozenset(INSTALLED_EVENTS) - SYNC_EVENTS
 # a skill's inline shell command (Claude Code 2.1.332) is judged as its shell tool's call
 GUARD_EVENTS = ("PreToolUse", "PreSkillShellCommand", "UserPromptSubmit")
+# Events whose hook can stop or change what goes through, where a hook that gives no usable
+# answer lets it through: ``--fail-closed`` writes ``onFailure: "block"`` on each. Claude Code
+# 2.1.332 honours it on every event but Stop, SubagentStop, TaskCompleted and TeammateIdle
+# (it warns and goes on there) and never on an ``async`` hook; these are synchronous. On a
+# PostToolUse the output has reached the model already: the block tells it the check failed.
+BLOCK_ON_FAILURE_EVENTS = (
+    *GUARD_EVENTS,
+    "UserPromptExpansion",
+    "PermissionRequest",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "ConfigChange",
+    "PreCompact",
+    "TaskCreated",
+    "Elicitation",
+    "ElicitationResult",
+)
 # events whose hooks may wait for a person (an ``approval:`` hook): their timeout is longer
 APPROVAL_EVENTS = ("PreToolUse", "PreSkillShellCommand", "UserPromptSubmit", "PermissionRequest")
 
@@ -180,7 +199,7 @@ def handler(
         entry = {"type": "command", "command": f"{command} {MARK}", "timeout": max(timeout, longer)}
         if event in ASYNC_EVENTS:
             entry["async"] = True
-    if guard_closed:
+    if fail_closed and event in BLOCK_ON_FAILURE_EVENTS:
         # What the bridge cannot answer itself (a server that is down or silent, an interpreter
         # that is gone, a client killed at Claude Code's timeout) Claude Code blocks, instead of
         # its default of running the tool after a non-blocking error.

@@ -281,10 +281,11 @@ def install(
         events: the Claude Code hook events to hook: some of :data:`INSTALLED_EVENTS` (the
             default; any other is refused: ``WorktreeCreate`` would take our output as a path).
         fail_closed: a failing bridge denies ``PreToolUse``, ``PreSkillShellCommand`` (a
-            skill's inline shell command) and ``UserPromptSubmit`` (command form), and their
-            entries carry ``onFailure: "block"`` (both forms): Claude Code blocks the call when
-            the hook itself cannot answer (a server that is down, an interpreter that is gone, a
-            timeout) instead of running the tool.
+            skill's inline shell command) and ``UserPromptSubmit`` (command form), and the
+            entries of every event whose hook can stop or change what goes through
+            (:data:`~._entries.BLOCK_ON_FAILURE_EVENTS`) carry ``onFailure: "block"`` (both
+            forms): Claude Code blocks the call when the hook itself cannot answer (a server
+            that is down, an interpreter that is gone, a timeout) instead of running the tool.
         traces_out: command form: the OTLP JSON lines file the spans go to (``None``: none).
 
     Returns:
