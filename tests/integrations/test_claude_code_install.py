@@ -122,6 +122,7 @@ def test_fail_closed_guards_ask_claude_code_to_block_when_the_hook_cannot_answer
         *("PreToolUse", "PreSkillShellCommand", "UserPromptSubmit", "UserPromptExpansion"),
         *("PermissionRequest", "PostToolUse", "PostToolUseFailure", "PostToolBatch"),
         *("ConfigChange", "PreCompact", "TaskCreated", "Elicitation", "ElicitationResult"),
+        "PreModelSwitch",
     }
     assert not blocking & {"Stop", "SubagentStop", "TaskCompleted", "TeammateIdle"}
     assert not blocking & ASYNC_EVENTS  # Claude Code ignores it on an async hook

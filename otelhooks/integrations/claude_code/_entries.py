@@ -74,6 +74,8 @@ INSTALLED_EVENTS: tuple[str, ...] = (
     "WorktreeRemove",
     "PreCompact",
     "PostCompact",
+    "PreModelSwitch",
+    "PostModelSwitch",
     "Elicitation",
     "ElicitationResult",
     "Stop",
@@ -118,6 +120,7 @@ BLOCK_ON_FAILURE_EVENTS = (
     "ConfigChange",
     "PreCompact",
     "TaskCreated",
+    "PreModelSwitch",
     "Elicitation",
     "ElicitationResult",
 )
