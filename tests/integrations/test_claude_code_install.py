@@ -120,7 +120,7 @@ def test_fail_closed_guards_ask_claude_code_to_block_when_the_hook_cannot_answer
     blocking = {e for e, hs in ours.items() if hs[0].get("onFailure") == "block"}
     assert blocking == {
         *("PreToolUse", "PreSkillShellCommand", "UserPromptSubmit", "UserPromptExpansion"),
-        *("PermissionRequest", "PostToolUse", "PostToolUseFailure", "PostToolBatch"),
+        *("PostToolUse", "PostToolUseFailure", "PostToolBatch"),
         *("ConfigChange", "PreCompact", "TaskCreated", "Elicitation", "ElicitationResult"),
         "PreModelSwitch",
     }

@@ -110,10 +110,10 @@ GUARD_EVENTS = ("PreToolUse", "PreSkillShellCommand", "UserPromptSubmit")
 # 2.1.332 honours it on every event but Stop, SubagentStop, TaskCompleted and TeammateIdle
 # (it warns and goes on there) and never on an ``async`` hook; these are synchronous. On a
 # PostToolUse the output has reached the model already: the block tells it the check failed.
+# Not PermissionRequest: a hook that fails there leaves Claude Code's own question to the person.
 BLOCK_ON_FAILURE_EVENTS = (
     *GUARD_EVENTS,
     "UserPromptExpansion",
-    "PermissionRequest",
     "PostToolUse",
     "PostToolUseFailure",
     "PostToolBatch",

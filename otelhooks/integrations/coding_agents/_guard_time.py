@@ -26,8 +26,11 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any, Final
 
-__all__ = ["MARGIN_S", "cut_short", "event_wait", "guards_s", "longest_guards_s"]
+__all__ = ["ASKS_ON_FAILURE", "MARGIN_S", "cut_short", "event_wait", "guards_s", "longest_guards_s"]
 
+# Events whose hook's failure Claude Code answers by asking the person (its own permission
+# question): a guard cut short there lets nothing through unasked, so it is left a failure
+ASKS_ON_FAILURE: Final = frozenset({"PermissionRequest"})
 # the bridge's own work around its hooks (state, spans, the answer), and the hook client's time
 # to print the answer before the CLI's timeout
 MARGIN_S: Final = 5.0

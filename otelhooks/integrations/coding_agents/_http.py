@@ -99,6 +99,7 @@ from otelhooks.integrations.coding_agents._answers import (
 from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
+from otelhooks.integrations.coding_agents._guard_time import ASKS_ON_FAILURE
 from otelhooks.integrations.coding_agents._input import (
     SKILL_COMMAND,
     InputProblem,
@@ -411,7 +412,8 @@ class ClaudeCodeHookRoute:
         when a hook that was to decide it blocks when it fails, or had more time (its own
         timeouts) than the server's ``--hook-timeout``."""
         hooks = self.bridge.hooks_now(payload, late=True)
-        problem, closed = late_problem(problem, hooks, waited_s)
+        waited = None if event in ASKS_ON_FAILURE else waited_s  # Claude Code asks the person
+        problem, closed = late_problem(problem, hooks, waited)
         if closed and event != "PreToolUse":
             # the hook that blocks when it fails failed: its block, as in time
             return http_answer(event, closed_answer(event, problem, payload))

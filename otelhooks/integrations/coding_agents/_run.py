@@ -142,8 +142,9 @@ def late_refusal(
     (:func:`~otelhooks.integrations.coding_agents._answers.closed_answer`, read from ``raw``,
     the event's input)."""
     from otelhooks.integrations.coding_agents._answers import closed_answer, late_problem
+    from otelhooks.integrations.coding_agents._guard_time import ASKS_ON_FAILURE
 
-    problem, closed = late_problem(problem, hooks, waited_s)
+    problem, closed = late_problem(problem, hooks, None if event in ASKS_ON_FAILURE else waited_s)
     if closed and event not in ("PreToolUse", None):
         from otelhooks.integrations.coding_agents._dialects import dialect_named
 
