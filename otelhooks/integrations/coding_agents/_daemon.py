@@ -51,6 +51,7 @@ from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._daemon_build import Stamp, build_bridge, stamp
 from otelhooks.integrations.coding_agents._event_env import NO_ENVIRONMENT, read_event
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
+from otelhooks.integrations.coding_agents._guard_time import MARGIN_S, guards_s
 from otelhooks.integrations.coding_agents._input import InputProblem, parse_input
 from otelhooks.integrations.coding_agents._late_answers import (
     answer_deadline,
@@ -210,6 +211,10 @@ class _DaemonApp(_Served):
         # the most the guards may have (:mod:`._guard_time`)
         self.fixed = answer_time(os.environ)[1]
         self.limit_s = answer_limit(options)
+        # whether any event's guards may need more than the answer time (all the hooks' time
+        # bounds each event's): else no event's input is read for them, on every event's path
+        need = guards_s(bridge.engine.registry.hooks()) + MARGIN_S
+        self.longer = self.limit_s is not None and not self.fixed and need > answer_s
         self.sources = dict(sources or {})
 
     def changed(self) -> bool:
@@ -263,7 +268,7 @@ class _DaemonApp(_Served):
         found = _SESSION.search(raw, 0, 1 << 16)
         key = found.group(1).decode("utf-8", "replace") if found else ""
         hooks = None
-        if self.limit_s is not None and not self.fixed:  # the guards may have longer
+        if self.longer:  # the guards may have longer: which ones decide this event
             hooks = deciding(self.bridge, self.dialect, raw)
         answer_s, asks = answer_deadline(
             self.bridge, self.answer_s, hooks=hooks, fixed=self.fixed, limit_s=self.limit_s
