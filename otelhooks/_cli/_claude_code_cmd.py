@@ -34,7 +34,7 @@ def _claude_code(args: argparse.Namespace) -> int:
     UNSERVED_BLOCKS.set()  # a hook process: nobody lists its approvals
     from otelhooks.integrations.claude_code import BridgeOptions
     from otelhooks.integrations.coding_agents._one_process import answer_process
-    from otelhooks.integrations.coding_agents._run import answer_seconds
+    from otelhooks.integrations.coding_agents._run import answer_time
 
     options = BridgeOptions(
         hooks=tuple(args.hooks),
@@ -45,9 +45,18 @@ def _claude_code(args: argparse.Namespace) -> int:
         fail_closed=args.fail_closed,
         service_name=args.service_name,
         dialect=args.dialect,
+        hook_timeout=args.hook_timeout,
     )
+    answer_s, fixed = answer_time(os.environ)
     # bytes, decoded leniently by the bridge: a stray invalid byte is not a reason to fail open
-    return answer_process(sys.stdin.buffer.read(), options, answer_s=answer_seconds(os.environ))
+    return answer_process(sys.stdin.buffer.read(), options, answer_s=answer_s, fixed=fixed)
+
+
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not 0 < value < 1e6:
+        raise argparse.ArgumentTypeError(f"not a number of seconds above 0: {text!r}")
+    return value
 
 
 def add_parser(sub: Subcommands) -> None:
@@ -96,6 +105,15 @@ def add_parser(sub: Subcommands) -> None:
         action="store_true",
         help="when the bridge cannot load its hooks or read its input on PreToolUse, answer "
         "deny with the reason (default: exit 1, which Claude Code does not treat as a block)",
+    )
+    cmd.add_argument(
+        "--hook-timeout",
+        type=_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="the timeout Claude Code gives this hook (install writes it with the entry's "
+        "timeout): the bridge answers before it, and blocks an event whose guards' own "
+        "timeouts it cannot wait for (default: not known)",
     )
     cmd.add_argument("--service-name", default="claude-code", help="service.name of the spans")
     cmd.add_argument(

@@ -131,6 +131,7 @@ def _daemon(args: argparse.Namespace) -> int:
         fail_closed=args.fail_closed,
         service_name=args.service_name,
         dialect=args.dialect,
+        hook_timeout=args.hook_timeout,
     )
     with exit_on_sigterm():
         return run_daemon(args.socket, options)

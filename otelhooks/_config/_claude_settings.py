@@ -386,8 +386,8 @@ def load_claude_settings(doc: Document, errors: list[ConfigError]) -> list[Hook]
             resolve_event(str(event))
         except ConfigError as exc:
             # Claude Code skips an event it does not know and runs the file's other hooks; an
-            # event of a newer Claude Code (2.1.332's PreModelSwitch) made this whole file an
-            # error, and the bridge then ran none of its guards (exit 1: the tool ran)
+            # event of a newer Claude Code (2.1.332's PreModelSwitch, before it was mapped) made
+            # this whole file an error, and the bridge then ran none of its guards (exit 1)
             _warn(doc, key_loc, f"{stem}:{event}", f"{exc.problem}: its handlers are not run")
             continue
         if not isinstance(groups, list):

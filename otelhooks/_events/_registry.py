@@ -362,6 +362,8 @@ _SPECS: Final[tuple[EventSpec, ...]] = (
             ("config_change", "ConfigChange", "workspace", False),
             ("directory_added", "DirectoryAdded", "workspace", False),
             ("file_changed", "FileChanged", "workspace", False),
+            ("before_model_switch", "PreModelSwitch", "llm", False),
+            ("after_model_switch", "PostModelSwitch", "llm", False),
         )
     ),
 )

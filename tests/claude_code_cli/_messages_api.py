@@ -191,10 +191,18 @@ def serve_messages_api(api: MessagesApi) -> Iterator[str]:
 
 
 def run_claude_p(
-    api: MessagesApi, prompt: str, project: Path, tmp_path: Path
+    api: MessagesApi,
+    prompt: str,
+    project: Path,
+    tmp_path: Path,
+    *,
+    stream: Sequence[dict[str, Any]] = (),
 ) -> subprocess.CompletedProcess[str]:
     """``claude -p PROMPT`` in ``project`` against ``api``, its home and bridge state under
-    ``tmp_path`` (``REAL-PARTS.md``'s recipe; the bridge runs from this checkout)."""
+    ``tmp_path`` (``REAL-PARTS.md``'s recipe; the bridge runs from this checkout). With
+    ``stream``, the messages are sent on stdin instead, one JSON line each, as an SDK host does
+    (``--input-format stream-json``: ``user`` messages and ``control_request``s such as
+    ``set_model``), and stdout is the CLI's own JSON lines; ``prompt`` is then unused."""
     home = tmp_path / "home"
     home.mkdir()
     with serve_messages_api(api) as url:
@@ -213,7 +221,13 @@ def run_claude_p(
             "DISABLE_AUTOUPDATER": "1",
             "IS_SANDBOX": "1",  # CI runs as root
         }
+        args = [str(_CLAUDE), "-p", prompt, "--permission-mode", "bypassPermissions"]
+        lines = None
+        if stream:
+            args[2:3] = ["--input-format", "stream-json", "--output-format", "stream-json"]
+            args.append("--verbose")  # stream-json output needs it
+            lines = "".join(json.dumps(m) + "\n" for m in stream)
         return subprocess.run(
-            [str(_CLAUDE), "-p", prompt, "--permission-mode", "bypassPermissions"],
-            cwd=project, env=env, capture_output=True, text=True, timeout=90, check=False,
+            args, input=lines, cwd=project, env=env, capture_output=True, text=True,
+            timeout=90, check=False,
         )  # fmt: skip

@@ -14,7 +14,7 @@ from otelhooks._cli import _claude_code_install_cmd as cli
 from otelhooks._starter import starter_hooks_yaml
 from otelhooks.integrations.claude_code import INSTALLED_EVENTS as EVENTS
 from otelhooks.integrations.claude_code import _install, install, is_ours, uninstall
-from otelhooks.integrations.claude_code._install import MARK, MARK_HEADER
+from otelhooks.integrations.claude_code._install import ASYNC_EVENTS, MARK, MARK_HEADER
 from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
 from otelhooks.testing import run_cli
 
@@ -92,7 +92,8 @@ def test_command_form_runs_only_safe_observers_async(settings: Path) -> None:
     assert not ordered & async_events
     command = ours["PreToolUse"][0]["command"]
     assert command.endswith(
-        f"/otelhooks/integrations/claude_code/hook_client.py --hooks cfg/hooks.yaml {MARK}"
+        "/otelhooks/integrations/claude_code/hook_client.py --hooks cfg/hooks.yaml "
+        f"--hook-timeout 30 {MARK}"  # the entry's timeout, told to the bridge
     )
 
 
@@ -111,12 +112,20 @@ def test_fail_closed_guards_ask_claude_code_to_block_when_the_hook_cannot_answer
 ) -> None:
     # Claude Code's own default for a hook that cannot start, times out or exits with another
     # code than 0 or 2 is to run the tool; onFailure: block (its handler schema, CLI 2.1.332)
-    # turns that into a block, on the guard events only
+    # turns that into a block, on every event whose hook can stop or change what goes through
+    # and where Claude Code honours it (not Stop, SubagentStop, TaskCompleted, TeammateIdle)
     change = install(settings, http=http, fail_closed=True)
     assert change.warnings == []
     ours = _ours(json.loads(settings.read_text()))
     blocking = {e for e, hs in ours.items() if hs[0].get("onFailure") == "block"}
-    assert blocking == {"PreToolUse", "PreSkillShellCommand", "UserPromptSubmit"}
+    assert blocking == {
+        *("PreToolUse", "PreSkillShellCommand", "UserPromptSubmit", "UserPromptExpansion"),
+        *("PostToolUse", "PostToolUseFailure", "PostToolBatch"),
+        *("ConfigChange", "PreCompact", "TaskCreated", "Elicitation", "ElicitationResult"),
+        "PreModelSwitch",
+    }
+    assert not blocking & {"Stop", "SubagentStop", "TaskCompleted", "TeammateIdle"}
+    assert not blocking & ASYNC_EVENTS  # Claude Code ignores it on an async hook
     assert all(h.get("onFailure") in (None, "block") for hs in ours.values() for h in hs)
     assert install(settings, http=http, fail_closed=True).changed is False  # still ours
     install(settings, http=http)  # fail open again: no entry keeps onFailure

@@ -168,10 +168,13 @@ hooks:
 """
 
 
-@pytest.mark.parametrize(("on_error", "status"), [("block", 200), ("continue", 500)])
+@pytest.mark.parametrize("on_error", ["block", "continue"])
 def test_a_late_answer_is_a_deny_when_a_guard_to_run_blocks_when_it_fails(
-    tmp_path: Path, on_error: str, status: int
+    tmp_path: Path, on_error: str
 ) -> None:
+    """Or when it continues when it fails but had not had its time (the deadlines of the
+    audit and the guard, one after another, more than the route's 1 s): a guard cut short.
+    Before, that was 500, a non-blocking error, and Claude Code ran the tool."""
     hooks = tmp_path / "otelhooks.yaml"
     hooks.write_text(SLOW_THEN_POLICY.replace("ON_ERROR", on_error))
     server = serve([hooks], token=TOKEN, hook_timeout_s=1.0)
@@ -181,13 +184,16 @@ def test_a_late_answer_is_a_deny_when_a_guard_to_run_blocks_when_it_fails(
         )
     finally:
         server.stop()
-    assert response.status_code == status  # 500: a non-blocking error, Claude Code runs the tool
-    if on_error == "block":
-        reason = response.json()["hookSpecificOutput"]["permissionDecisionReason"]
-        assert reason == (
-            "otelhooks could not check this tool call (fail-closed): "
-            "otelhooks: no answer within 1 s (hook policy blocks when it fails)"
-        )
+    assert response.status_code == 200
+    reason = response.json()["hookSpecificOutput"]["permissionDecisionReason"]
+    why = {
+        "block": "(hook policy blocks when it fails)",
+        "continue": ", less than hook audit, policy may take (14 s, their timeouts)",
+    }[on_error]
+    assert reason == (
+        f"otelhooks could not check this tool call (fail-closed): "
+        f"otelhooks: no answer within 1 s{' ' if on_error == 'block' else ''}{why}"
+    )
 
 
 def test_a_tool_use_is_one_execute_tool_span_from_pre_to_post_in_the_session_trace(

@@ -175,17 +175,19 @@ def test_a_watched_tool_still_waits_for_the_runner_and_is_denied_at_the_deadline
             future.result()
 
 
-def test_a_watched_tool_fails_open_at_the_deadline_when_so_configured(
+def test_a_watched_tool_is_denied_at_the_deadline_without_fail_closed_too(
     tmp_path: Path, release: Path
 ) -> None:
+    """Its guard never ran, so never had its own timeout: the late answer blocks (before, a
+    500, a non-blocking error after which Claude Code ran ``rm -rf /``)."""
     server = _server(tmp_path, release, GUARD_ONLY, fail_closed=False)
     try:
         with ThreadPoolExecutor(max_workers=4) as pool:
             hung = _hold_the_runner(pool, server)
             body = _tool("PreToolUse", "Bash", "toolu_x", "rm -rf /", "s-free")
             response, took_s = _post(server, body)
-            assert response.status_code == 500  # Claude Code: a non-blocking error, shown
-            assert "no answer within" in response.json()["message"]
+            assert response.status_code == 200
+            assert "no answer within" in _denial(response)
             assert DEADLINE_S - 0.5 <= took_s < DEADLINE_S + 2.0
             release.touch()
             for future in hung:
@@ -209,8 +211,12 @@ def test_a_post_tool_use_any_hook_watches_takes_the_runner_whatever_tool_it_name
             hung = _hold_the_runner(pool, server)
             body = _tool("PostToolUse", "Read", "toolu_r", "notes.md", session)
             response, took_s = _post(server, body)
-            assert response.status_code == 500
-            assert "no answer within" in response.json()["message"]
+            # the audit never ran, so never had its own timeout: the late answer blocks and
+            # withholds the output it may have checked (before: 500, and the output went on)
+            assert response.status_code == 200
+            answer = response.json()
+            assert answer["decision"] == "block"
+            assert "no answer within" in answer["reason"]
             assert took_s >= DEADLINE_S - 0.5
             release.touch()
             for future in hung:

@@ -85,8 +85,10 @@ hooks:
 """
     )
     late = one_process(tmp_path, bash("toolu_1", "ls"), OTELHOOKS_BRIDGE_DAEMON_ANSWER_S="4")
-    assert late.returncode == 1
-    assert "no answer within 4 s" in late.stderr
+    # cut short before its own 10 s timeout: a deny that says so (before the guard-time rule,
+    # exit 1, and the CLI ran the tool)
+    assert late.returncode == 0, late.stderr
+    assert "no answer within 4 s, less than hook slow may take" in late.deny_reason()
     assert started.exists()  # the hook ran (the bridge loads its hooks in well under 4 s)
     _past(started, 6.0)
     assert not ended.exists()  # before, the hook ran on past the bridge's exit

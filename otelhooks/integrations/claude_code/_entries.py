@@ -28,6 +28,7 @@ from otelhooks.integrations.coding_agents._combine import ANSWERING_EVENTS
 __all__ = [
     "APPROVAL_EVENTS",
     "ASYNC_EVENTS",
+    "BLOCK_ON_FAILURE_EVENTS",
     "CLIENT_FILE",
     "GUARD_EVENTS",
     "INSTALLED_EVENTS",
@@ -36,6 +37,7 @@ __all__ = [
     "ROUTE",
     "TOKEN_ENV",
     "client_command",
+    "command_timeout",
     "groups",
     "handler",
     "hook_url",
@@ -72,6 +74,8 @@ INSTALLED_EVENTS: tuple[str, ...] = (
     "WorktreeRemove",
     "PreCompact",
     "PostCompact",
+    "PreModelSwitch",
+    "PostModelSwitch",
     "Elicitation",
     "ElicitationResult",
     "Stop",
@@ -101,6 +105,25 @@ SYNC_EVENTS = frozenset(
 ASYNC_EVENTS = frozenset(INSTALLED_EVENTS) - SYNC_EVENTS
 # a skill's inline shell command (Claude Code 2.1.332) is judged as its shell tool's call
 GUARD_EVENTS = ("PreToolUse", "PreSkillShellCommand", "UserPromptSubmit")
+# Events whose hook can stop or change what goes through, where a hook that gives no usable
+# answer lets it through: ``--fail-closed`` writes ``onFailure: "block"`` on each. Claude Code
+# 2.1.332 honours it on every event but Stop, SubagentStop, TaskCompleted and TeammateIdle
+# (it warns and goes on there) and never on an ``async`` hook; these are synchronous. On a
+# PostToolUse the output has reached the model already: the block tells it the check failed.
+# Not PermissionRequest: a hook that fails there leaves Claude Code's own question to the person.
+BLOCK_ON_FAILURE_EVENTS = (
+    *GUARD_EVENTS,
+    "UserPromptExpansion",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PostToolBatch",
+    "ConfigChange",
+    "PreCompact",
+    "TaskCreated",
+    "PreModelSwitch",
+    "Elicitation",
+    "ElicitationResult",
+)
 # events whose hooks may wait for a person (an ``approval:`` hook): their timeout is longer
 APPROVAL_EVENTS = ("PreToolUse", "PreSkillShellCommand", "UserPromptSubmit", "PermissionRequest")
 
@@ -130,6 +153,20 @@ def covering_timeout(wait_s: float) -> int:
     return math.ceil(wait_s) + 15
 
 
+def command_timeout(guards_s: float) -> int:
+    """The timeout of every command entry (and the ``--hook-timeout`` it tells the bridge):
+    30 s, or one that covers ``guards_s``, the longest the hooks deciding one event may take
+    one after another (their own timeouts: a Claude Code settings file's guard with
+    ``"timeout": 90``). Claude Code would wait that long for them; the bridge does too, up to
+    this timeout less 5 s, and blocks an event whose guards it cannot wait for.
+
+    Example:
+        >>> command_timeout(0), command_timeout(90)
+        (30, 105)
+    """
+    return max(30, covering_timeout(guards_s) if guards_s else 0)
+
+
 def handler(
     event: str,
     *,
@@ -138,8 +175,10 @@ def handler(
     fail_closed: bool,
     traces_out: str | None,
     wait_s: float = 0.0,
+    guards_s: float = 0.0,
 ) -> dict[str, Any]:
-    """Our entry for ``event``: an ``http`` hook posting to ``http``, else the command form."""
+    """Our entry for ``event``: an ``http`` hook posting to ``http``, else the command form
+    (``guards_s``: :func:`command_timeout`)."""
     longer = covering_timeout(wait_s) if wait_s and event in APPROVAL_EVENTS else 0
     guard_closed = fail_closed and event in GUARD_EVENTS
     entry: dict[str, Any]
@@ -157,10 +196,13 @@ def handler(
             command += f" --traces-out {shlex.quote(traces_out)}"
         if guard_closed:
             command += " --fail-closed"
-        entry = {"type": "command", "command": f"{command} {MARK}", "timeout": max(30, longer)}
+        # one value for every event: the daemon's socket is named by the command's arguments
+        timeout = command_timeout(guards_s)
+        command += f" --hook-timeout {timeout}"
+        entry = {"type": "command", "command": f"{command} {MARK}", "timeout": max(timeout, longer)}
         if event in ASYNC_EVENTS:
             entry["async"] = True
-    if guard_closed:
+    if fail_closed and event in BLOCK_ON_FAILURE_EVENTS:
         # What the bridge cannot answer itself (a server that is down or silent, an interpreter
         # that is gone, a client killed at Claude Code's timeout) Claude Code blocks, instead of
         # its default of running the tool after a non-blocking error.
@@ -177,6 +219,7 @@ def groups(
     traces_out: str | None,
     wait_s: float = 0.0,
     watch: str = DEFAULT_WATCH,
+    guards_s: float = 0.0,
 ) -> dict[str, dict[str, Any]]:
     """One matcher group per event, holding our entry (tool events match every tool)."""
     out: dict[str, dict[str, Any]] = {}
@@ -188,6 +231,7 @@ def groups(
             fail_closed=fail_closed,
             traces_out=traces_out,
             wait_s=wait_s,
+            guards_s=guards_s,
         )
         group: dict[str, Any] = {"hooks": [entry]}
         if event in TOOL_EVENTS:

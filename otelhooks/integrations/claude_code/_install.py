@@ -79,6 +79,7 @@ from otelhooks.integrations.claude_code._hook_splices import replace_ours, strip
 from otelhooks.integrations.claude_code._json_text import Node
 from otelhooks.integrations.claude_code._settings_file import Edited, edit_settings
 from otelhooks.integrations.claude_code._watch import watch_list
+from otelhooks.integrations.coding_agents._guard_time import longest_guards_s
 
 # the rules of our entries live in _entries; these are named here too, where the installer is
 __all__ = [
@@ -280,10 +281,11 @@ def install(
         events: the Claude Code hook events to hook: some of :data:`INSTALLED_EVENTS` (the
             default; any other is refused: ``WorktreeCreate`` would take our output as a path).
         fail_closed: a failing bridge denies ``PreToolUse``, ``PreSkillShellCommand`` (a
-            skill's inline shell command) and ``UserPromptSubmit`` (command form), and their
-            entries carry ``onFailure: "block"`` (both forms): Claude Code blocks the call when
-            the hook itself cannot answer (a server that is down, an interpreter that is gone, a
-            timeout) instead of running the tool.
+            skill's inline shell command) and ``UserPromptSubmit`` (command form), and the
+            entries of every event whose hook can stop or change what goes through
+            (:data:`~._entries.BLOCK_ON_FAILURE_EVENTS`) carry ``onFailure: "block"`` (both
+            forms): Claude Code blocks the call when the hook itself cannot answer (a server
+            that is down, an interpreter that is gone, a timeout) instead of running the tool.
         traces_out: command form: the OTLP JSON lines file the spans go to (``None``: none).
 
     Returns:
@@ -323,6 +325,7 @@ def install(
         traces_out=traces_out,
         wait_s=longest_approval_of(hooks or ()),
         watch=watch_list(hooks or ()),
+        guards_s=longest_guards_s(hooks or (), events),
     )
 
     def edit(text: str, root: Node | None) -> str:

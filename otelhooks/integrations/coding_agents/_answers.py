@@ -36,6 +36,7 @@ from otelhooks.integrations.coding_agents._combine import (
     output_withheld_by,
 )
 from otelhooks.integrations.coding_agents._common import AGENT, DenyMode, HookResponse, cli_name
+from otelhooks.integrations.coding_agents._guard_time import cut_short, guards_s
 from otelhooks.integrations.coding_agents._shapes import withheld_like
 
 # combine, denied_by and the event sets are :mod:`._combine`'s; they are named here too because
@@ -60,14 +61,19 @@ __all__ = [
 _log = structlog.get_logger("otelhooks")
 
 
-def late_problem(problem: str, hooks: Iterable[Hook] | None) -> tuple[str, bool]:
+def late_problem(
+    problem: str, hooks: Iterable[Hook] | None, waited_s: float | None = None
+) -> tuple[str, bool]:
     """What a late answer says (``problem``, and the hooks that block when they fail, named) and
     whether it must be a deny: some of ``hooks`` (those that were to decide the event) block
-    when they fail (``on_error: block``, enforced).
+    when they fail (``on_error: block``, enforced), or the bridge waited ``waited_s``, less than
+    their own timeouts allow them (:func:`~._guard_time.cut_short`: a limit it could not pass).
 
     An event not answered in time is such a failure for each of them that had not decided yet:
     hooks run one after another, so slow neighbours can use up the answer time before a hook's
-    own timeout, and its block must not become the CLI running the tool.
+    own timeout, and its block must not become the CLI running the tool. A guard cut short
+    never had the time it asked for: nothing says it would not have denied, so its event is
+    blocked too, with a reason that says so.
 
     Example:
         >>> import otelhooks
@@ -78,8 +84,15 @@ def late_problem(problem: str, hooks: Iterable[Hook] | None) -> tuple[str, bool]
         >>> oh.shutdown().ok
         True
     """
-    blocking = [h.id for h in hooks or () if h.error_policy == "block" and h.mode == "enforce"]
+    hooks = list(hooks or ())
+    blocking = [h.id for h in hooks if h.error_policy == "block" and h.mode == "enforce"]
     if not blocking:
+        short = cut_short(waited_s, hooks) if waited_s is not None else []
+        if short:
+            need = guards_s(hooks)
+            which = "hook " + ", ".join(short)
+            own = "its timeout" if len(short) == 1 else "their timeouts"
+            return f"{problem}, less than {which} may take ({need:g} s, {own})", True
         return problem, False
     return f"{problem} (hook {', '.join(blocking)} blocks when it fails)", True
 

@@ -103,6 +103,7 @@ ANSWERING_EVENTS: Final = frozenset(
         *EXIT2_BLOCKING_EVENTS,
         *CONTEXT_EVENTS,
         "PreToolUse",
+        "PreModelSwitch",
         "PermissionRequest",
         "PermissionDenied",
         "Elicitation",
@@ -225,6 +226,8 @@ def combine(
         _pre_tool_use(answers, out, specific, updated_input, stops)
     elif event == "PermissionRequest":
         _permission_request(answers, specific)
+    elif event == "PreModelSwitch":
+        _model_switch(answers, specific)
     elif event in ("Elicitation", "ElicitationResult"):
         _elicitation(answers, specific)
     elif event in BLOCKING_EVENTS or event in EXIT2_BLOCKING_EVENTS:
@@ -303,6 +306,27 @@ def _pre_tool_use(
         specific["permissionDecisionReason"] = reason
     if updated_input is not None and decision in ("allow", "ask"):
         specific["updatedInput"] = dict(updated_input)
+
+
+def _model_switch(answers: Sequence[HookAnswer], specific: dict[str, Any]) -> None:
+    """A ``PreModelSwitch``'s decision, by ``PreToolUse``'s contract (Claude Code 2.1.332):
+    deny > ask > allow, a block a deny; a ``defer``, which it has not, is a deny."""
+    best: tuple[int, str, str | None, str] | None = None
+    for a in answers:
+        decision, reason = _permission(a)
+        if decision is None:
+            continue
+        decision = "deny" if decision == "defer" else decision
+        if best is None or _RANK[decision] > best[0]:
+            best = (_RANK[decision], decision, reason, a.hook_id)
+    if best is None:
+        return
+    _, decision, reason, hook_id = best
+    specific["permissionDecision"] = decision
+    if decision == "deny":
+        reason = reason or f"Blocked by hook {hook_id}."
+    if reason:
+        specific["permissionDecisionReason"] = reason
 
 
 def deny_unaskable(output: dict[str, Any], agent: str) -> None:

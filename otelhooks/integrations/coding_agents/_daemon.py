@@ -51,16 +51,20 @@ from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._daemon_build import Stamp, build_bridge, stamp
 from otelhooks.integrations.coding_agents._event_env import NO_ENVIRONMENT, read_event
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
+from otelhooks.integrations.coding_agents._guard_time import MARGIN_S, guards_s
 from otelhooks.integrations.coding_agents._input import InputProblem, parse_input
 from otelhooks.integrations.coding_agents._late_answers import (
     answer_deadline,
     client_gone,
+    deciding,
     late_answer,
 )
 from otelhooks.integrations.coding_agents._run import (
     BridgeOptions,
     _refusal,
+    answer_limit,
     answer_seconds,
+    answer_time,
     env_seconds,
 )
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
@@ -203,6 +207,14 @@ class _DaemonApp(_Served):
         on_drop = bridge.engine.metrics.drop_counter("claude_code_hooks")
         super().__init__(options, answer_s=answer_s, on_drop=on_drop)
         self.bridge = bridge
+        # an answer time set outright is the time; the CLI's timeout for the hook, if known,
+        # the most the guards may have (:mod:`._guard_time`)
+        self.fixed = answer_time(os.environ)[1]
+        self.limit_s = answer_limit(options)
+        # whether any event's guards may need more than the answer time (all the hooks' time
+        # bounds each event's): else no event's input is read for them, on every event's path
+        need = guards_s(bridge.engine.registry.hooks()) + MARGIN_S
+        self.longer = self.limit_s is not None and not self.fixed and need > answer_s
         self.sources = dict(sources or {})
 
     def changed(self) -> bool:
@@ -255,7 +267,12 @@ class _DaemonApp(_Served):
             return
         found = _SESSION.search(raw, 0, 1 << 16)
         key = found.group(1).decode("utf-8", "replace") if found else ""
-        answer_s, asks = answer_deadline(self.bridge, self.answer_s)
+        hooks = None
+        if self.longer:  # the guards may have longer: which ones decide this event
+            hooks = deciding(self.bridge, self.dialect, raw)
+        answer_s, asks = answer_deadline(
+            self.bridge, self.answer_s, hooks=hooks, fixed=self.fixed, limit_s=self.limit_s
+        )
         # a person may be asked: the hook client killed by its CLI (its timeout) withdraws
         # what it asked, for the CLI went on without the answer
         asker = Asker() if asks else None
@@ -265,7 +282,7 @@ class _DaemonApp(_Served):
                 key, partial(self._decide, env, raw, answer_s, asker), timeout_s=answer_s
             )
         except Late as late:
-            response = late_answer(self.bridge, self.dialect, self.options, raw, late)
+            response = late_answer(self.bridge, self.dialect, self.options, raw, late, answer_s)
         finally:
             if watch is not None:
                 watch.cancel()

@@ -99,6 +99,7 @@ from otelhooks.integrations.coding_agents._answers import (
 from otelhooks.integrations.coding_agents._bridge import ClaudeCodeBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._fair import FairRunner, Late
+from otelhooks.integrations.coding_agents._guard_time import ASKS_ON_FAILURE
 from otelhooks.integrations.coding_agents._input import (
     SKILL_COMMAND,
     InputProblem,
@@ -393,15 +394,26 @@ class ClaudeCodeHookRoute:
                     reason=late.reason,
                     fail_closed=self.fail_closed,
                 )
-                status, answer = self._late(event, payload, f"otelhooks: {late}")
+                problem = f"otelhooks: {late}"
+                status, answer = self._late(event, payload, problem, deadline_s)
             finally:
                 if watch is not None:
                     watch.cancel()
         await respond(send, status, answer, b"application/json")
 
-    def _late(self, event: str, payload: Mapping[str, Any], problem: str) -> tuple[int, bytes]:
-        """The answer of a deciding call its hooks did not answer in time."""
-        problem, closed = late_problem(problem, self.bridge.hooks_now(payload, late=True))
+    def _late(
+        self,
+        event: str,
+        payload: Mapping[str, Any],
+        problem: str,
+        waited_s: float | None = None,
+    ) -> tuple[int, bytes]:
+        """The answer of a deciding call its hooks did not answer in ``waited_s``: a block
+        when a hook that was to decide it blocks when it fails, or had more time (its own
+        timeouts) than the server's ``--hook-timeout``."""
+        hooks = self.bridge.hooks_now(payload, late=True)
+        waited = None if event in ASKS_ON_FAILURE else waited_s  # Claude Code asks the person
+        problem, closed = late_problem(problem, hooks, waited)
         if closed and event != "PreToolUse":
             # the hook that blocks when it fails failed: its block, as in time
             return http_answer(event, closed_answer(event, problem, payload))

@@ -13,6 +13,7 @@ reads the hooks and the dialect otherwise than a timely one does.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import structlog
@@ -23,6 +24,7 @@ from otelhooks._eventlog._asgi import Receive, disconnected
 from otelhooks.integrations.coding_agents._bridge import CodingAgentBridge
 from otelhooks.integrations.coding_agents._common import HookResponse
 from otelhooks.integrations.coding_agents._fair import Late
+from otelhooks.integrations.coding_agents._guard_time import event_wait
 from otelhooks.integrations.coding_agents._input import InputProblem, parse_input
 from otelhooks.integrations.coding_agents._run import BridgeOptions, late_refusal
 
@@ -30,25 +32,42 @@ if TYPE_CHECKING:
     from otelhooks._hooks import Hook
     from otelhooks.integrations.coding_agents._dialects import Dialect
 
-__all__ = ["answer_deadline", "client_gone", "late_answer"]
+__all__ = ["answer_deadline", "client_gone", "deciding", "late_answer"]
 
 _log = structlog.get_logger("otelhooks")
 
 
-def answer_deadline(bridge: CodingAgentBridge, answer_s: float) -> tuple[float, bool]:
+def answer_deadline(
+    bridge: CodingAgentBridge,
+    answer_s: float,
+    *,
+    hooks: Sequence[Hook] | None = None,
+    fixed: bool = False,
+    limit_s: float | None = None,
+) -> tuple[float, bool]:
     """When an event not answered yet counts as failed: an approval hook holds a call for
     a person, so its timeout (and the margin its own deadline takes) comes first; ``install``
-    gives Claude Code's hook 15 s more than that. And whether an approval hook may ask."""
+    gives Claude Code's hook 15 s more than that. The event's deciding ``hooks`` may take their
+    own timeouts, up to the CLI's timeout for the hook (``limit_s``) when it is known
+    (:func:`~._guard_time.event_wait`). And whether an approval hook may ask."""
     wait_s = longest_approval_of(bridge.engine.registry.hooks())
-    return (max(answer_s, wait_s + 5.0), True) if wait_s else (answer_s, False)
+    wait = event_wait(answer_s, hooks, fixed=fixed, limit_s=limit_s)
+    if wait_s:  # install gives the approval events' entries a timeout of their own
+        wait = max(wait, wait_s + 5.0)
+    return wait, bool(wait_s)
 
 
 def late_answer(
-    bridge: CodingAgentBridge, dialect: Dialect, options: BridgeOptions, raw: bytes, late: Late
+    bridge: CodingAgentBridge,
+    dialect: Dialect,
+    options: BridgeOptions,
+    raw: bytes,
+    late: Late,
+    waited_s: float | None = None,
 ) -> HookResponse:
-    """The answer, in ``dialect``, to the event ``raw`` that got none in time (logged as an
-    error): a failure's, or the block of a hook that was to decide it and blocks when it
-    fails."""
+    """The answer, in ``dialect``, to the event ``raw`` that got none in ``waited_s`` (logged
+    as an error): a failure's, or the block of a hook that was to decide it and blocks when it
+    fails or had more time than that."""
     event = dialect.event_of(raw)
     _log.error(
         f"a {dialect.display_name} hook gave no answer in time: answered as a failure",
@@ -56,11 +75,12 @@ def late_answer(
         reason=late.reason,
         fail_closed=options.fail_closed,
     )
-    hooks = _deciding(bridge, dialect, raw)
-    return dialect.answer(late_refusal(event, f"no answer: {late}", options, hooks, raw))
+    hooks = deciding(bridge, dialect, raw)
+    refusal = late_refusal(event, f"no answer: {late}", options, hooks, raw, waited_s)
+    return dialect.answer(refusal)
 
 
-def _deciding(bridge: CodingAgentBridge, dialect: Dialect, raw: bytes) -> list[Hook] | None:
+def deciding(bridge: CodingAgentBridge, dialect: Dialect, raw: bytes) -> list[Hook] | None:
     """The hooks that were to decide the event (``None``: its input does not parse)."""
     try:
         return bridge.hooks_now(dialect.to_bridge(parse_input(raw)), late=True)

@@ -1,10 +1,11 @@
 """Claude Code's hook events, one row each: the canonical event, the matcher field, the payload.
 
 The table is the documented event list of Claude Code's hooks reference (31 events, read
-2026-11-30; see ``docs/adapters.md``). The bridge handles the tool, turn and session events with
-their own spans (:mod:`._tools`, :mod:`._bridge`); every other event, and any name the table does
-not know, is a *point event*: a short ``agent_lifecycle`` span in the session trace carrying a
-span event named after the Claude Code event, and its canonical event for the observers.
+2026-11-30; see ``docs/adapters.md``) and the model switch events of the pinned CLI (2.1.332).
+The bridge handles the tool, turn and session events with their own spans (:mod:`._tools`,
+:mod:`._bridge`); every other event, and any name the table does not know, is a *point event*:
+a short ``agent_lifecycle`` span in the session trace carrying a span event named after the
+Claude Code event, and its canonical event for the observers.
 
 Building a payload never fails on Claude Code's input: fields are read by name with defaults,
 unknown fields are kept in ``claudeCode`` (content-like fields only with content capture on),
@@ -14,6 +15,7 @@ and a canonical field Claude Code does not report (a compaction's message count)
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
@@ -164,6 +166,8 @@ def _message_display(payload: Mapping[str, Any], fields: dict[str, Any]) -> Hook
     )
 
 
+_WINDOW_TAG: Final = re.compile(r"\[[12]m\]\s*$", re.IGNORECASE)
+
 _POINT_BUILDERS: Final[dict[str, Build]] = {
     "before_human_intervention": _permission_request,
     "after_tool_batch": _tool_batch,
@@ -214,6 +218,16 @@ EVENTS: Final[dict[str, ClaudeEvent]] = {
         ClaudeEvent("WorktreeRemove", "worktree_remove", "point", None),
         ClaudeEvent("PreCompact", "before_compact", "point", "trigger"),
         ClaudeEvent("PostCompact", "after_compact", "point", "trigger"),
+        # a switch of the session's model (Claude Code 2.1.332; its matcher is the resolved
+        # model switched to, as Claude Code matches it)
+        ClaudeEvent(
+            "PreModelSwitch",
+            "before_model_switch",
+            "point",
+            "to_model",
+            "PreModelSwitch deny: hookSpecificOutput.permissionDecision (or exit 2)",
+        ),
+        ClaudeEvent("PostModelSwitch", "after_model_switch", "point", "to_model"),
         ClaudeEvent("Elicitation", "elicitation", "point", "mcp_server_name"),
         ClaudeEvent("ElicitationResult", "elicitation_result", "point", "mcp_server_name"),
         ClaudeEvent("SessionEnd", "session_end", "session", "reason"),
@@ -228,6 +242,9 @@ def matcher_value(event: ClaudeEvent | None, payload: Mapping[str, Any]) -> str:
     value = _str(payload, event.matcher)
     if event.matcher == "file_path" and value:
         return PurePath(value).name  # FileChanged matchers name files, not paths
+    if event.matcher == "to_model":
+        # Claude Code matches a model switch without its context-window tag (``[1m]``)
+        value = _WINDOW_TAG.sub("", value).strip() or value
     return value or "*"
 
 

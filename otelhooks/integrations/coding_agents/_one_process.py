@@ -29,16 +29,20 @@ _log = structlog.get_logger("otelhooks")
 _WATCH_S = 0.25
 
 
-def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> int:
+def answer_process(
+    raw: bytes, options: BridgeOptions, *, answer_s: float, fixed: bool = False
+) -> int:
     """One hook process's whole answer (``otelhooks claude-code``, ``codex``, ``gemini``):
     :func:`run_hook`'s, printed, and its exit code.
 
     A hook that hangs, or a guard's module that never finishes importing, would otherwise keep
     the process until the CLI's own timeout, after which Codex CLI and Gemini CLI run the tool,
     ``--fail-closed`` or not. So when there is no answer within ``answer_s`` (the bridge
-    daemon's own limit; an ``approval:`` hook's timeout and 5 s more when longer), the answer a
-    bridge problem gets is printed instead (a deny under ``--fail-closed``, else exit 1) and
-    the process ends at once.
+    daemon's own limit; an ``approval:`` hook's timeout and 5 s more when longer; the deciding
+    hooks' own timeouts, one after another, and 5 s more when longer and ``answer_s`` is not
+    ``fixed``: :mod:`._guard_time`), the answer a bridge problem gets is printed instead (a
+    deny under ``--fail-closed``, else exit 1; a block when the guards had more time) and the
+    process ends at once.
 
     The answer is written in UTF-8 whatever the locale, as the CLIs read it: in a Latin-1
     locale a deny reason with a character it lacks (U+2019) crashed the printing (exit 1, and
@@ -49,7 +53,7 @@ def answer_process(raw: bytes, options: BridgeOptions, *, answer_s: float) -> in
     answer_to = _answer_stream()
     tell, asked = _waiting_client(), _asked_at()
     started = asked if tell is not None else None
-    deadline = Deadline(raw, options, answer_s, answer_to, tell=tell, started=started)
+    deadline = Deadline(raw, options, answer_s, answer_to, tell=tell, started=started, fixed=fixed)
     previous = signal.signal(signal.SIGTERM, _end_hooks_then_die)
     asker, done, client = Asker(), threading.Event(), _client_pid()
     if tell is not None and client is not None:
@@ -171,8 +175,10 @@ class Deadline:
         *,
         tell: int | None = None,
         started: float | None = None,
+        fixed: bool = False,
     ) -> None:
         from otelhooks.integrations.coding_agents._dialects import dialect_named
+        from otelhooks.integrations.coding_agents._run import answer_limit
 
         self.raw, self.options, self.answer_s = raw, options, answer_s
         self._answer_to = answer_to
@@ -180,13 +186,14 @@ class Deadline:
         # that daemon used is gone from the CLI's timeout too
         now = time.monotonic()
         self.started = now if started is None else started
-        self.wait_s = answer_s
+        self._fixed, self._limit, self._approval_s = fixed, answer_limit(options), 0.0
+        self.hooks: Sequence[Any] | None = None  # the hooks that decide the event, once known
+        self.wait_s = self._wait()
         self._answered = threading.Lock()
         self._dialect = dialect_named(options.dialect)
         self._event = self._dialect.event_of(raw)
         self._tell = tell
-        self.hooks: Sequence[Any] | None = None  # the hooks that decide the event, once known
-        self._timer = self._arm(max(0.0, self.started + answer_s - now))
+        self._timer = self._arm(max(0.0, self.started + self.wait_s - now))
         self._told()
 
     def _arm(self, seconds: float) -> threading.Timer:
@@ -202,14 +209,25 @@ class Deadline:
 
         wait_s = longest_approval_of(hooks)
         if wait_s:
-            self.wait_s = max(self.answer_s, wait_s + 5.0)
+            self._approval_s = wait_s + 5.0
+            self.wait_s = self._wait()
             self._told()
 
     def decided_by(self, hooks: Sequence[Any] | None) -> None:
-        """The hooks that decide the event (a late answer is a deny when one blocks when it
-        fails)."""
+        """The hooks that decide the event: they may take their own timeouts (the time is
+        longer when they need it), and a late answer is a deny when one blocks when it fails
+        or had more time than the bridge could wait."""
         self.hooks = hooks
+        self.wait_s = self._wait()
         self._told()
+
+    def _wait(self) -> float:
+        """How long this event may take (:func:`~._guard_time.event_wait`), an approval's
+        time included."""
+        from otelhooks.integrations.coding_agents._guard_time import event_wait
+
+        wait = event_wait(self.answer_s, self.hooks, fixed=self._fixed, limit_s=self._limit)
+        return max(wait, self._approval_s)  # install covers an approval's time apart
 
     def answer(self, response: HookResponse) -> bool:
         """Print ``response`` unless the late answer came first (then ``False``)."""
@@ -224,7 +242,7 @@ class Deadline:
 
     def _late(self) -> None:
         left = self.wait_s - (time.monotonic() - self.started)
-        if left > 0:  # an approval hook's time
+        if left > 0:  # an approval's or the guards' longer time
             self._timer = self._arm(left)
             return
         if not self._answered.acquire(blocking=False):
@@ -244,7 +262,9 @@ class Deadline:
 
     def _late_answer(self) -> HookResponse:
         problem = f"no answer within {self.wait_s:g} s"
-        refusal = late_refusal(self._event, problem, self.options, self.hooks, self.raw)
+        refusal = late_refusal(
+            self._event, problem, self.options, self.hooks, self.raw, waited_s=self.wait_s
+        )
         return self._dialect.answer(refusal)
 
     def _told(self) -> None:

@@ -73,6 +73,9 @@ class BridgeOptions:
         service_name: ``service.name`` of the spans.
         dialect: the CLI whose hook schema the input and answer are in (``claude-code``,
             ``codex``, ``gemini``: :mod:`otelhooks.integrations.coding_agents`).
+        hook_timeout: the seconds the CLI gives this hook before it ends it (``--hook-timeout``,
+            which ``install`` writes beside the entry's ``timeout``); the bridge answers before
+            that, a block when its guards had more time (``None``: not known).
 
     Example:
         >>> BridgeOptions(hooks=(".claude/otelhooks.yaml",), fail_closed=True).fail_closed
@@ -88,6 +91,7 @@ class BridgeOptions:
     service_name: str = AGENT
     extra_exporters: Sequence[SpanExporter] = field(default_factory=tuple)
     dialect: str = "claude-code"
+    hook_timeout: float | None = None
 
 
 class AnswerClock(Protocol):
@@ -128,16 +132,19 @@ def late_refusal(
     options: BridgeOptions,
     hooks: Sequence[Any] | None,
     raw: str | bytes | Mapping[str, Any] = b"",
+    waited_s: float | None = None,
 ) -> HookResponse:
-    """What an event not answered in time answers: a bridge problem's answer (:func:`_refusal`);
-    when a hook that was to decide it blocks when it fails
+    """What an event not answered in time (``waited_s``) answers: a bridge problem's answer
+    (:func:`_refusal`); when a hook that was to decide it blocks when it fails, or had more
+    time than the bridge could wait
     (:func:`~otelhooks.integrations.coding_agents._answers.late_problem`), ``--fail-closed`` or
     not, that hook's block: a deny, or for another event than ``PreToolUse`` its block
     (:func:`~otelhooks.integrations.coding_agents._answers.closed_answer`, read from ``raw``,
     the event's input)."""
     from otelhooks.integrations.coding_agents._answers import closed_answer, late_problem
+    from otelhooks.integrations.coding_agents._guard_time import ASKS_ON_FAILURE
 
-    problem, closed = late_problem(problem, hooks)
+    problem, closed = late_problem(problem, hooks, None if event in ASKS_ON_FAILURE else waited_s)
     if closed and event not in ("PreToolUse", None):
         from otelhooks.integrations.coding_agents._dialects import dialect_named
 
@@ -230,6 +237,28 @@ def answer_seconds(env: Mapping[str, str]) -> float:
     """How long a hook event may take before it is answered as a failure
     (``$OTELHOOKS_BRIDGE_DAEMON_ANSWER_S``, default 25 s)."""
     return env_seconds(env, ANSWER_ENV, DEFAULT_ANSWER_S)
+
+
+def answer_time(env: Mapping[str, str]) -> tuple[float, bool]:
+    """:func:`answer_seconds`, and whether it is set outright (a valid
+    ``$OTELHOOKS_BRIDGE_DAEMON_ANSWER_S``): a time set is the time, whatever the guards'
+    timeouts; the default is only the least (:func:`~._guard_time.event_wait`)."""
+    value = answer_seconds(env)
+    raw = (env_value(env, ANSWER_ENV) or "").strip()
+    try:
+        return value, bool(raw) and float(raw) == value
+    except ValueError:
+        return value, False
+
+
+def answer_limit(options: BridgeOptions) -> float | None:
+    """The most the bridge may take for an event: the CLI's timeout for the hook
+    (``options.hook_timeout``) less the margin the answer needs to reach it."""
+    from otelhooks.integrations.coding_agents._guard_time import MARGIN_S
+
+    if options.hook_timeout is None:
+        return None
+    return max(1.0, options.hook_timeout - MARGIN_S)
 
 
 def env_seconds(env: Mapping[str, str], name: str, default: float) -> float:
