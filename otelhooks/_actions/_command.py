@@ -83,12 +83,14 @@ from otelhooks._actions._command_env import (
 from otelhooks._actions._command_output import (
     BLOCKING,
     BROKEN_NOTE,
+    LINES_NOTE,
     OUTPUT_CAP_BYTES,
     REASON_CAP_CHARS,
     Answer,
     cut_reason,
     read_answer,
     schema_problem,
+    stderr_answer,
     trimmed,
 )
 from otelhooks._actions._command_process import exchange, kill_group, spawn, terminate
@@ -290,6 +292,8 @@ class CommandAction:
         intercept = EVENTS[payload.event].intercept
         text = trimmed(outcome.stdout)
         answer = read_answer(text, outcome.stdout_bytes)
+        if answer is None and not outcome.stdout_bytes:
+            answer = stderr_answer(outcome.stdout, outcome.stderr)
         if code == 2:
             return self._exit_two(outcome, answer, payload, intercept=intercept)
         if not text and outcome.stdout_bytes > OUTPUT_CAP_BYTES:
@@ -307,7 +311,9 @@ class CommandAction:
                 return verdict
         if code != 0:
             how = f"was killed by signal {-code}" if code < 0 else f"exited with {code}"
-            detail = outcome.stderr.strip()
+            # stderr says why; without it, what it printed (Gemini CLI denies with that text
+            # on an exit over 1, where Claude Code and Codex CLI take it for a failure)
+            detail = outcome.stderr.strip() or (f"stdout: {text}" if text else "")
             return CommandDecision(problem=f"{how}: {excerpt(detail)}" if detail else how)
         return CommandDecision(result=payload)
 
@@ -374,9 +380,15 @@ class CommandAction:
         holds; anything else it says is a failure (an observer's broken answer too: said)."""
         total = answer.cut_at
         if answer.broken is not None and (not intercept or not answer.blocks):
+            if answer.note in (BROKEN_NOTE, LINES_NOTE):
+                return CommandDecision(
+                    problem=f"stdout starts with '{{' and names an answer field, but does not "
+                    f"parse ({answer.broken}): no decision but a deny, ask or defer is taken "
+                    "from it"
+                )
             return CommandDecision(
-                problem=f"stdout starts with '{{' and names an answer field, but does not "
-                f"parse ({answer.broken}): no decision but a deny, ask or defer is taken from it"
+                problem=f"the answer is not one the agent reads ({answer.broken}): no decision "
+                "but a deny, ask or defer is taken from it"
             )
         if not intercept:
             return CommandDecision(result=payload)
@@ -390,7 +402,7 @@ class CommandAction:
         verdict = self._decide(answer.fields, payload)
         if answer.broken is not None or verdict.reason is not None or verdict.decision is not None:
             if answer.broken is not None:
-                reason = verdict.reason or f"Blocked by hook {self.hook.id}.{BROKEN_NOTE}"
+                reason = verdict.reason or f"Blocked by hook {self.hook.id}.{answer.note}"
             else:
                 reason = cut_reason(verdict.reason or "", total_bytes=total) or ""
             block = CommandBlock(reason, decision=verdict.decision or "deny")

@@ -31,6 +31,7 @@ from otelhooks._fingerprint import canonical_json
 from otelhooks._instrument._spend import running
 from otelhooks._live import Verdict, persist_event
 from otelhooks._matchers import tool_aliases
+from otelhooks._redact import scrub
 from otelhooks._span_mapping import approval_events, security_findings, security_findings_enabled
 from otelhooks._store._errors import StoreError
 from otelhooks._tool_kinds import cli_aliases
@@ -53,7 +54,10 @@ from otelhooks.integrations.coding_agents._spans import APPROVALS_KEY
 from otelhooks.integrations.coding_agents._state_rows import OpenTool
 from otelhooks.integrations.coding_agents._tool_spans import ToolSpans
 
-__all__ = ["ToolUses", "tool_args", "tool_values"]
+__all__ = ["FAIL_CLOSED", "ToolUses", "tool_args", "tool_values"]
+
+# what a deny under --fail-closed says first (the bridge's own refusals say the same)
+FAIL_CLOSED = "otelhooks could not check this tool call (fail-closed)"
 
 
 def tool_args(payload: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
@@ -211,6 +215,15 @@ class ToolUses(ToolSpans):
             else None
         )
         answers += approval_allows("PreToolUse", verdict)  # a person's allow is an allow
+        if self.fail_closed and verdict.errors and not verdict.blocked:
+            # --fail-closed: a guard that failed (an answer no agent reads, a crash) did not
+            # say the call is safe, and the person chose that such a call does not run
+            failed = "; ".join(scrub(e)[:500] for e in verdict.errors)
+            answers.append(
+                block_answer(
+                    "otelhooks", f"{FAIL_CLOSED}: a hook failed and did not decide: {failed}"
+                )
+            )
         output, lost = combine("PreToolUse", answers, updated_input=updated, agent=self.agent)
         keep_block("PreToolUse", output, verdict)
         return verdict, answers, output, lost
