@@ -28,6 +28,7 @@ from otelhooks._events import (
     ToolResultPersistEvent,
 )
 from otelhooks._fingerprint import canonical_json
+from otelhooks._hooks import Hook
 from otelhooks._instrument._spend import running
 from otelhooks._live import Verdict, persist_event
 from otelhooks._matchers import tool_aliases
@@ -89,6 +90,15 @@ def tool_values(tool_name: str, payload: Mapping[str, Any] | None = None) -> tup
     more = [a for a in own if isinstance(a, str) and a] if isinstance(own, list) else []
     former = cli_aliases(AGENT, tool_name)
     return (tool_name, *tool_aliases(tool_name), *former, *more)
+
+
+def _prints(hook: Hook) -> bool:
+    """A hook whose printed answer the agent reads (a command's)."""
+    return hook.action.kind == "command"
+
+
+def _prints_not(hook: Hook) -> bool:
+    return not _prints(hook)
 
 
 class ToolUses(ToolSpans):
@@ -383,22 +393,38 @@ class ToolUses(ToolSpans):
         ended_ns = time.time_ns()  # the tool's end, not its after_tool_call hooks'
 
         def after() -> AfterToolCallEvent:
+            # what the model was given: a block (its reason, the hook named) is no success
+            state = None
+            if persisted.blocked:
+                state = {
+                    "type": "blocked",
+                    "reason": persisted.reason,
+                    "decidedBy": persisted.decided_by,
+                }
             return AfterToolCallEvent(
                 **context(),
                 content=content,
-                success=not blocked,
+                success=not persisted.blocked,
                 executionTimeMs=elapsed_ms,
                 duration=elapsed_ms / 1000,
-                result=ToolResult(content=content, success=not blocked, executionTime=elapsed_ms),
+                result=ToolResult(
+                    content=content,
+                    success=not persisted.blocked,
+                    executionTime=elapsed_ms,
+                    error=persisted.reason if persisted.blocked else None,
+                    state=state,
+                ),
                 toolOutput=response,
             )
 
-        _, more = run_hooks(self.engine, "after_tool_call", after, values)
+        # command hooks first: a block they print (Codex's PostToolUse, Gemini's AfterTool) is
+        # what the model reads in the output's place, and the other hooks are told it; they
+        # ran on this thread before too, so nothing waits longer for them
+        _, more = run_hooks(self.engine, "after_tool_call", after, values, only=_prints)
         withheld = output_withheld_by(more, self.agent) if not blocked else None
         if withheld is not None:
-            # a command hook's block (Codex's PostToolUse, Gemini's AfterTool) keeps the output
-            # from the model as a tool_result_persist block does: the span says so alike, and
-            # keeps what the model read instead of the output
+            # a command hook's block keeps the output from the model as a tool_result_persist
+            # block does: the span says so alike, and keeps what the model read instead
             hook_id, reason = withheld
             persisted = replace(
                 persisted,
@@ -408,6 +434,8 @@ class ToolUses(ToolSpans):
                 matched=[*persisted.matched, hook_id],
             )
             content = f"[tool output withheld by hook {hook_id}: {reason}]"
+        _, rest = run_hooks(self.engine, "after_tool_call", after, values, only=_prints_not)
+        more += rest
         # a withheld output is the hooks' block, not the tool's success (nor its error); the
         # span event names the hook and its reason, as in process and at the MCP gateway
         said = (
