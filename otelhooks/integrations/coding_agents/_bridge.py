@@ -147,7 +147,8 @@ class CodingAgentBridge:
         agent: ``gen_ai.agent.name`` of the spans and the agent id of the events: the coding
             agent whose dialect was translated (``claude-code``, ``codex``, ``gemini-cli``).
         provider: ``gen_ai.provider.name`` of the spans (whose models that agent calls).
-        fail_closed: deny a tool call whose guard failed (``--fail-closed``).
+        fail_closed: deny a Codex CLI or Gemini CLI tool call whose guard failed
+            (``--fail-closed``).
 
     Example:
         >>> bridge = CodingAgentBridge(state=BridgeState("/tmp/cc.sqlite3"))

@@ -28,8 +28,9 @@ class Shared:
         project: the folder Claude Code started in, where the bridge serves one project (a
             command hook's process: ``$CLAUDE_PROJECT_DIR``); ``None`` for ``serve``'s route,
             which serves many, and whose own environment names none of theirs.
-        fail_closed: a tool call whose guard failed (its answer unreadable, a crash, a
-            timeout) is denied (``--fail-closed``), not only one the bridge could not check.
+        fail_closed: a Codex CLI or Gemini CLI tool call whose guard failed (its answer
+            unreadable, a crash, a timeout) is denied (``--fail-closed``), not only one the
+            bridge could not check.
     """
 
     state: BridgeState

@@ -69,8 +69,8 @@ class BridgeOptions:
             ``~/.otelhooks/claude-code.sqlite3``).
         export_env: the export file (default ``otelhooks.env`` next to the hooks).
         deny_mode: ``json`` (``permissionDecision``) or ``exit2``.
-        fail_closed: answer ``PreToolUse`` with a deny when the bridge itself fails, or when
-            a guard of the call failed (its answer unreadable, a crash, a timeout).
+        fail_closed: answer ``PreToolUse`` with a deny when the bridge itself fails, or (Codex
+            CLI, Gemini CLI) when a guard of the call failed (its answer unreadable, a crash).
         service_name: ``service.name`` of the spans.
         dialect: the CLI whose hook schema the input and answer are in (``claude-code``,
             ``codex``, ``gemini``: :mod:`otelhooks.integrations.coding_agents`).

@@ -57,6 +57,9 @@ from otelhooks.integrations.coding_agents._tool_spans import ToolSpans
 
 __all__ = ["FAIL_CLOSED", "ToolUses", "tool_args", "tool_values"]
 
+# the agents whose --fail-closed also denies a call a guard failed on (Claude Code has its own
+# onFailure, and each hook its on_error)
+_NO_ON_FAILURE = frozenset({"codex", "gemini-cli"})
 # what a deny under --fail-closed says first (the bridge's own refusals say the same)
 FAIL_CLOSED = "otelhooks could not check this tool call (fail-closed)"
 
@@ -225,9 +228,15 @@ class ToolUses(ToolSpans):
             else None
         )
         answers += approval_allows("PreToolUse", verdict)  # a person's allow is an allow
-        if self.fail_closed and verdict.errors and not verdict.blocked:
+        if (
+            self.fail_closed
+            and self.agent in _NO_ON_FAILURE
+            and verdict.errors
+            and not verdict.blocked
+        ):
             # --fail-closed: a guard that failed (an answer no agent reads, a crash) did not
-            # say the call is safe, and the person chose that such a call does not run
+            # say the call is safe, and the person chose that such a call does not run; Codex
+            # CLI and Gemini CLI have no onFailure of their own, and Codex shows no failure
             failed = "; ".join(scrub(e)[:500] for e in verdict.errors)
             answers.append(
                 block_answer(
