@@ -292,7 +292,7 @@ class CommandAction:
         intercept = EVENTS[payload.event].intercept
         text = trimmed(outcome.stdout)
         answer = read_answer(text, outcome.stdout_bytes)
-        if answer is None and not outcome.stdout_bytes:
+        if answer is None and not text and outcome.stdout_bytes <= OUTPUT_CAP_BYTES:
             answer = stderr_answer(outcome.stdout, outcome.stderr)
         if code == 2:
             return self._exit_two(outcome, answer, payload, intercept=intercept)

@@ -54,7 +54,7 @@ class HookAnswer:
 
 def _json_object(stdout: str, stderr: str = "") -> dict[str, Any] | None:
     answer = read_answer(trimmed(stdout))
-    if answer is None and not stdout:
+    if answer is None:
         # a deny on stderr, stdout empty: read as the command hook's own reading reads it
         answer = stderr_answer(stdout, stderr)
     if answer is None:

@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from otelhooks import read_otlp_json_lines
 from otelhooks.integrations.coding_agents import install_agent
 from tests.coding_agents_cli._runs import (
     CODEX,
@@ -96,3 +97,39 @@ def test_an_observer_of_a_blocked_output_hears_the_block(
         "reason": "the output holds a key",
         "decidedBy": "leak-check",
     }
+
+
+FAILED_FETCH = """\
+hooks:
+  - id: audit
+    type: PostToolUse
+    script: observer.py:heard
+"""
+
+
+def test_an_observer_of_a_gemini_tool_that_failed_hears_the_failure(
+    project: Path, tmp_path: Path
+) -> None:
+    """Gemini CLI sends ``AfterTool`` for a tool that failed too (its ``web_fetch`` refuses
+    127.0.0.1), the error in ``tool_response.error``. The observer was told ``success: true``
+    and the span said ``success``; both now say the error."""
+    need_cli(GEMINI)
+    heard = tmp_path / "heard.jsonl"
+    (project / "observer.py").write_text(OBSERVER.format(path=str(heard)))
+    (project / "hooks.yaml").write_text(FAILED_FETCH)
+    traces = tmp_path / "traces.jsonl"
+    install_agent("gemini", project=project, hooks_file="hooks.yaml", traces_out=str(traces))
+    env = {
+        "OTELHOOKS_CLAUDE_STATE": str(tmp_path / "state.sqlite3"),
+        "OTELHOOKS_CLAUDE_DAEMON_IDLE": "3",
+    }
+    fetch = {"id": "call_fetch", "tool": "web_fetch"}
+    fetch["args"] = {"prompt": "Summarise http://127.0.0.1:9/page"}
+    run = run_gemini(project, tmp_path / "home", [fetch], extra_env=env, timeout_s=180)
+    assert run.returncode == 0, skip_reason(run)
+    (said,) = [json.loads(line) for line in heard.read_text().splitlines()]
+    assert said["success"] is False
+    assert "Blocked Host" in said["content"]
+    (span,) = [s for s in read_otlp_json_lines(traces) if s["name"] == "execute_tool web_fetch"]
+    assert span["attributes"]["otelhooks.tool.outcome"] == "error"
+    assert span["attributes"]["error.type"] == "web_fetch_processing_error"

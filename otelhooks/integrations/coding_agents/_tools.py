@@ -50,7 +50,7 @@ from otelhooks.integrations.coding_agents._common import AGENT, HookResponse, te
 from otelhooks.integrations.coding_agents._mapping import event_cwd, turn_attributes
 from otelhooks.integrations.coding_agents._part import Shared
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
-from otelhooks.integrations.coding_agents._shapes import shaped
+from otelhooks.integrations.coding_agents._shapes import reported_error, shaped
 from otelhooks.integrations.coding_agents._spans import APPROVALS_KEY
 from otelhooks.integrations.coding_agents._state_rows import OpenTool
 from otelhooks.integrations.coding_agents._tool_spans import ToolSpans
@@ -400,11 +400,16 @@ class ToolUses(ToolSpans):
         blocked = persisted.blocked
         content = text(response)
         ended_ns = time.time_ns()  # the tool's end, not its after_tool_call hooks'
+        # a tool that failed (Gemini CLI's AfterTool says so in its output) is no success: as a
+        # tool's unsuccessful result in process, after_tool_call hears it (success false)
+        failed = reported_error(payload.get("tool_response"))
 
         def after() -> AfterToolCallEvent:
             # what the model was given: a block (its reason, the hook named) is no success
             state = None
+            error = failed[0] if failed else None
             if persisted.blocked:
+                error = persisted.reason
                 state = {
                     "type": "blocked",
                     "reason": persisted.reason,
@@ -413,14 +418,14 @@ class ToolUses(ToolSpans):
             return AfterToolCallEvent(
                 **context(),
                 content=content,
-                success=not persisted.blocked,
+                success=error is None and not persisted.blocked,
                 executionTimeMs=elapsed_ms,
                 duration=elapsed_ms / 1000,
                 result=ToolResult(
                     content=content,
-                    success=not persisted.blocked,
+                    success=error is None and not persisted.blocked,
                     executionTime=elapsed_ms,
-                    error=persisted.reason if persisted.blocked else None,
+                    error=error,
                     state=state,
                 ),
                 toolOutput=response,
@@ -450,8 +455,21 @@ class ToolUses(ToolSpans):
         said = (
             [(sc.EVENT_TOOL_RESULT_PERSIST, persist_event(persisted))] if persisted.matched else []
         )
-        outcome = "blocked" if persisted.blocked else "success"
-        self.end_tool(tool, outcome, result=content, extra=ended, events=said, end_ns=ended_ns)
+        if persisted.blocked or failed is None:
+            outcome = "blocked" if persisted.blocked else "success"
+            self.end_tool(tool, outcome, result=content, extra=ended, events=said, end_ns=ended_ns)
+        else:
+            error, error_type = failed
+            self.end_tool(
+                tool,
+                "error",
+                result=content,
+                error=error,
+                error_type=error_type,
+                extra=ended,
+                events=said,
+                end_ns=ended_ns,
+            )
         output, lost = combine(name, [*answers, *more], extra=extra, agent=self.agent)
         return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
