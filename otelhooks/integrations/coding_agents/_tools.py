@@ -402,12 +402,12 @@ class ToolUses(ToolSpans):
         ended_ns = time.time_ns()  # the tool's end, not its after_tool_call hooks'
         # a tool that failed (Gemini CLI's AfterTool says so in its output) is no success: as a
         # tool's unsuccessful result in process, after_tool_call hears it (success false)
-        failed = reported_error(payload.get("tool_response"))
+        reported = reported_error(payload.get("tool_response"))
 
         def after() -> AfterToolCallEvent:
             # what the model was given: a block (its reason, the hook named) is no success
             state = None
-            error = failed[0] if failed else None
+            error = reported[0] if reported else None
             if persisted.blocked:
                 error = persisted.reason
                 state = {
@@ -455,11 +455,11 @@ class ToolUses(ToolSpans):
         said = (
             [(sc.EVENT_TOOL_RESULT_PERSIST, persist_event(persisted))] if persisted.matched else []
         )
-        if persisted.blocked or failed is None:
+        if persisted.blocked or reported is None:
             outcome = "blocked" if persisted.blocked else "success"
             self.end_tool(tool, outcome, result=content, extra=ended, events=said, end_ns=ended_ns)
         else:
-            error, error_type = failed
+            error, error_type = reported
             self.end_tool(
                 tool,
                 "error",
