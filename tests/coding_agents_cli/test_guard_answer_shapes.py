@@ -132,3 +132,34 @@ def test_control_the_cli_itself_runs_the_call_after_a_deny_in_an_array(
         run = run_gemini(project, home, STEPS, settings={"hooks": {"BeforeTool": [group]}})
     assert run.returncode == 0, skip_reason(run)
     assert not (project / "victim").exists()
+
+
+CAPTURED = Path(__file__).parent / "captured"
+
+
+@pytest.mark.parametrize("mode", ["enforce", "permissive"])
+def test_fail_closed_denies_for_a_failing_guard_but_a_permissive_one(
+    tmp_path: Path, mode: str
+) -> None:
+    """The bridge Codex runs, with a guard process that answers ``"decision": 2``: under
+    ``--fail-closed`` the call is denied, unless the guard is permissive (it never blocks)."""
+    from otelhooks.integrations.claude_code import BridgeOptions, run_hook
+
+    command = f"{sys.executable} {_guard(tmp_path)} number"
+    hooks = f"hooks:\n  - id: shapes\n    type: PreToolUse\n    mode: {mode}\n"
+    (tmp_path / "hooks.yaml").write_text(hooks + f"    command: {json.dumps(command)}\n")
+    options = BridgeOptions(
+        hooks=(str(tmp_path / "hooks.yaml"),),
+        state=str(tmp_path / "state.sqlite3"),
+        dialect="codex",
+        fail_closed=True,
+    )
+    event = json.loads((CAPTURED / "codex-PreToolUse.json").read_text())
+    event["tool_input"] = {"command": "rm -r victim"}
+    answer = run_hook(json.dumps(event), options, environ={})
+    if mode == "permissive":
+        assert answer.exit_code == 0
+        assert "deny" not in answer.stdout
+        return
+    assert answer.exit_code == 2
+    assert "otelhooks could not check this tool call (fail-closed)" in answer.stderr

@@ -228,24 +228,26 @@ class ToolUses(ToolSpans):
             else None
         )
         answers += approval_allows("PreToolUse", verdict)  # a person's allow is an allow
-        if (
-            self.fail_closed
-            and self.agent in _NO_ON_FAILURE
-            and verdict.errors
-            and not verdict.blocked
-        ):
+        failures = self._enforced_failures(verdict, tool.operation_id)
+        if self.fail_closed and self.agent in _NO_ON_FAILURE and failures and not verdict.blocked:
             # --fail-closed: a guard that failed (an answer no agent reads, a crash) did not
             # say the call is safe, and the person chose that such a call does not run; Codex
             # CLI and Gemini CLI have no onFailure of their own, and Codex shows no failure
-            failed = "; ".join(scrub(e)[:500] for e in verdict.errors)
-            answers.append(
-                block_answer(
-                    "otelhooks", f"{FAIL_CLOSED}: a hook failed and did not decide: {failed}"
-                )
-            )
+            failed = "; ".join(scrub(e)[:500] for e in failures)
+            reason = f"{FAIL_CLOSED}: a hook failed and did not decide: {failed}"
+            answers.append(block_answer("otelhooks", reason))
         output, lost = combine("PreToolUse", answers, updated_input=updated, agent=self.agent)
         keep_block("PreToolUse", output, verdict)
         return verdict, answers, output, lost
+
+    def _enforced_failures(self, verdict: Verdict, operation_id: str | None) -> list[str]:
+        """The verdict's errors but a permissive hook's (which never blocks: its failure is
+        only recorded, ``--fail-closed`` or not)."""
+        hooks = [*self.engine.registry.hooks()]
+        if operation_id is not None:
+            hooks += self.engine.registry.hooks(operation_id=operation_id)
+        permissive = {h.id for h in hooks if h.mode == "permissive"}
+        return [e for e in verdict.errors if e.split(": ", 1)[0] not in permissive]
 
     def end_asked(
         self,
