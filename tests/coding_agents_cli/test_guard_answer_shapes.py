@@ -31,7 +31,7 @@ from tests.coding_agents_cli._runs import (
     skip_reason,
 )
 
-pytestmark = pytest.mark.timeout(300)
+pytestmark = pytest.mark.timeout(400)
 
 DENY = {"decision": "block", "reason": "no rm here"}
 # what the guard prints for a call that holds `rm -r`: (stdout, stderr)
@@ -76,7 +76,7 @@ def _run(dialect: str, project: Path, tmp_path: Path, shape: str, *, fail_closed
         codex_config(home, trusted=project)
         run = run_codex(project, home, STEPS, extra_env=env)
     else:
-        run = run_gemini(project, home, STEPS, extra_env=env, timeout_s=180)
+        run = run_gemini(project, home, STEPS, extra_env=env, timeout_s=240)
     assert run.returncode == 0, skip_reason(run)
     return run
 
@@ -88,9 +88,11 @@ def test_a_deny_in_a_shape_the_cli_does_not_read_still_denies(
 ) -> None:
     run = _run(dialect, project, tmp_path, shape, fail_closed=False)
     assert (project / "victim" / "keep.txt").read_text() == "precious"
-    told = run.told()
+    # the model (and the span) are told where the deny was read from; a stop Gemini CLI can
+    # make (`continue: false`) ends the run there, with no request after the call
+    told = run.told() or run.stdout + run.stderr
     assert "no rm here" in told
-    assert "[otelhooks: read from" in told  # the model (and the span) are told where
+    assert "[otelhooks: read from" in told
 
 
 @pytest.mark.parametrize("dialect", ["codex", "gemini"])
