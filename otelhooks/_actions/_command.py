@@ -41,6 +41,10 @@ exit codes", "JSON output"), as the handler return protocol:
   ``{"continue": false, "stopReason": ...}`` blocks whatever else the answer says. Stdout that
   starts with ``{`` but is not valid JSON is plain text, which decides nothing, unless it names
   an answer field: a broken answer is read as one cut at the cap is (:func:`read_answer`).
+- A deny no agent would read but whose intent is plain denies, its reason saying where it was
+  read from (:func:`read_answer`): inside a JSON array, as a JSON string, spelled ``"Block"``,
+  ``"DENY"`` or ``"continue": "false"``, or on stderr with nothing on stdout (where only Gemini
+  CLI reads it); any other answer of that kind is a failure, never a silent allow.
 - Gemini CLI's own answers are read too, as a guard written from its reference prints them:
   ``{"decision": "deny"}`` blocks as ``block`` does (``allow`` is ``approve``), and
   ``hookSpecificOutput.tool_input`` is merged into the tool's arguments, as Gemini CLI merges
@@ -292,7 +296,7 @@ class CommandAction:
         intercept = EVENTS[payload.event].intercept
         text = trimmed(outcome.stdout)
         answer = read_answer(text, outcome.stdout_bytes)
-        if answer is None and not text and outcome.stdout_bytes <= OUTPUT_CAP_BYTES:
+        if answer is None and not text and code != 2 and outcome.stdout_bytes <= OUTPUT_CAP_BYTES:
             answer = stderr_answer(outcome.stdout, outcome.stderr)
         if code == 2:
             return self._exit_two(outcome, answer, payload, intercept=intercept)

@@ -91,7 +91,8 @@ def command_answer(
         >>> command_answer("h", 2, "", "no rm\\n").reason
         'no rm'
     """
-    output = _json_object(stdout, stderr)
+    # exit 2's stderr is its reason, read below; a deny on stderr is read at any other exit
+    output = _json_object(stdout, stderr if exit_code != 2 else "")
     if exit_code is None:
         # timed out (or never started): a deny it printed before stands, as the command hook's
         # own reading takes it; nothing else it printed does
