@@ -430,6 +430,12 @@ class CommandAction:
             # (whose reason it shows), an allow with updatedInput included.
             if not blocks or verdict.decision == "deny":
                 return verdict
+        if is_tool_call and answer.get("decision") == "ask" and not blocks:
+            # Gemini CLI's ask (its reference's `decision: "ask"`), as permissionDecision's
+            reason = answer.get("reason")
+            return self._permission(
+                {"permissionDecision": "ask", "permissionDecisionReason": reason}, payload
+            )
         if blocks:
             reason = answer.get("reason")
             reason = cut_reason(reason) if isinstance(reason, str) and reason else None

@@ -164,7 +164,8 @@ class Answer:
         permission = specific.get("permissionDecision") if isinstance(specific, dict) else None
         if self.fields.get("continue") is False:
             return True
-        return self.fields.get("decision") in BLOCKING or permission in ("deny", "ask", "defer")
+        decision = self.fields.get("decision")
+        return decision in (*BLOCKING, "ask") or permission in ("deny", "ask", "defer")
 
     def reason(self) -> str | None:
         """The reason the answer gives, the first of ``permissionDecisionReason``, ``reason``
@@ -385,9 +386,9 @@ _SPECIFIC_TYPES: Final[dict[str, type]] = {
     "updatedInput": dict,
     "additionalContext": str,
 }
-# Claude Code's approve and block; and Gemini CLI's allow and deny, which a guard written from its
-# reference prints: read as failures, they let the call run
-_TOP_DECISIONS: Final = ("approve", "block", "allow", "deny")
+# Claude Code's approve and block; and Gemini CLI's allow, deny and ask, which a guard written
+# from its reference prints: read as failures, they let the call run
+_TOP_DECISIONS: Final = ("approve", "block", "allow", "deny", "ask")
 BLOCKING: Final = ("block", "deny")
 _PERMISSION_DECISIONS: Final = ("allow", "deny", "ask", "defer")
 

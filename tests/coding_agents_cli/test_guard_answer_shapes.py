@@ -57,7 +57,9 @@ STEPS = [("call_rm", "rm -r victim")]
 
 def _guard(project: Path) -> Path:
     path = project / "guard.py"
-    path.write_text(GUARD.format(shapes=json.dumps(SHAPES | {"number": ('{"decision": 2}', "")})))
+    ask = json.dumps({"decision": "ask", "reason": "sure?"})
+    more = {"number": ('{"decision": 2}', ""), "ask": (ask, "")}
+    path.write_text(GUARD.format(shapes=json.dumps(SHAPES | more)))
     return path
 
 
@@ -165,3 +167,28 @@ def test_fail_closed_denies_for_a_failing_guard_but_a_permissive_one(
         return
     assert answer.exit_code == 2
     assert "otelhooks could not check this tool call (fail-closed)" in answer.stderr
+
+
+def test_geminis_own_ask_is_a_deny_codex_reads(project: Path, tmp_path: Path) -> None:
+    """``{"decision": "ask"}``, Gemini CLI's ask, was a failure: the call ran. Codex CLI
+    cannot ask, so it is a deny there (Gemini CLI is answered its own ask, below)."""
+    run = _run("codex", project, tmp_path, "ask", fail_closed=False)
+    assert (project / "victim" / "keep.txt").read_text() == "precious"
+    assert "sure?; Codex CLI cannot ask a person, so otelhooks denies it" in run.told()
+
+
+def test_geminis_own_ask_is_answered_to_gemini_as_its_ask(tmp_path: Path) -> None:
+    from otelhooks.integrations.claude_code import BridgeOptions, run_hook
+
+    command = f"{sys.executable} {_guard(tmp_path)} ask"
+    hooks = "hooks:\n  - id: shapes\n    type: PreToolUse\n"
+    (tmp_path / "hooks.yaml").write_text(hooks + f"    command: {json.dumps(command)}\n")
+    options = BridgeOptions(
+        hooks=(str(tmp_path / "hooks.yaml"),),
+        state=str(tmp_path / "state.sqlite3"),
+        dialect="gemini",
+    )
+    event = json.loads((CAPTURED / "gemini-BeforeTool.json").read_text())
+    event["tool_input"] = {"command": "rm -r victim"}
+    answer = run_hook(json.dumps(event), options, environ={})
+    assert json.loads(answer.stdout) == {"decision": "ask", "reason": "sure?"}
