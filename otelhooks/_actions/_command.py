@@ -41,6 +41,10 @@ exit codes", "JSON output"), as the handler return protocol:
   ``{"continue": false, "stopReason": ...}`` blocks whatever else the answer says. Stdout that
   starts with ``{`` but is not valid JSON is plain text, which decides nothing, unless it names
   an answer field: a broken answer is read as one cut at the cap is (:func:`read_answer`).
+- A deny no agent would read but whose intent is plain denies, its reason saying where it was
+  read from (:func:`read_answer`): inside a JSON array, as a JSON string, spelled ``"Block"``,
+  ``"DENY"`` or ``"continue": "false"``, or on stderr with nothing on stdout (where only Gemini
+  CLI reads it); any other answer of that kind is a failure, never a silent allow.
 - Gemini CLI's own answers are read too, as a guard written from its reference prints them:
   ``{"decision": "deny"}`` blocks as ``block`` does (``allow`` is ``approve``), and
   ``hookSpecificOutput.tool_input`` is merged into the tool's arguments, as Gemini CLI merges
@@ -83,12 +87,14 @@ from otelhooks._actions._command_env import (
 from otelhooks._actions._command_output import (
     BLOCKING,
     BROKEN_NOTE,
+    LINES_NOTE,
     OUTPUT_CAP_BYTES,
     REASON_CAP_CHARS,
     Answer,
     cut_reason,
     read_answer,
     schema_problem,
+    stderr_answer,
     trimmed,
 )
 from otelhooks._actions._command_process import exchange, kill_group, spawn, terminate
@@ -290,6 +296,8 @@ class CommandAction:
         intercept = EVENTS[payload.event].intercept
         text = trimmed(outcome.stdout)
         answer = read_answer(text, outcome.stdout_bytes)
+        if answer is None and not text and code != 2 and outcome.stdout_bytes <= OUTPUT_CAP_BYTES:
+            answer = stderr_answer(outcome.stdout, outcome.stderr)
         if code == 2:
             return self._exit_two(outcome, answer, payload, intercept=intercept)
         if not text and outcome.stdout_bytes > OUTPUT_CAP_BYTES:
@@ -307,7 +315,9 @@ class CommandAction:
                 return verdict
         if code != 0:
             how = f"was killed by signal {-code}" if code < 0 else f"exited with {code}"
-            detail = outcome.stderr.strip()
+            # stderr says why; without it, what it printed (Gemini CLI denies with that text
+            # on an exit over 1, where Claude Code and Codex CLI take it for a failure)
+            detail = outcome.stderr.strip() or (f"stdout: {text}" if text else "")
             return CommandDecision(problem=f"{how}: {excerpt(detail)}" if detail else how)
         return CommandDecision(result=payload)
 
@@ -374,9 +384,15 @@ class CommandAction:
         holds; anything else it says is a failure (an observer's broken answer too: said)."""
         total = answer.cut_at
         if answer.broken is not None and (not intercept or not answer.blocks):
+            if answer.note in (BROKEN_NOTE, LINES_NOTE):
+                return CommandDecision(
+                    problem=f"stdout starts with '{{' and names an answer field, but does not "
+                    f"parse ({answer.broken}): no decision but a deny, ask or defer is taken "
+                    "from it"
+                )
             return CommandDecision(
-                problem=f"stdout starts with '{{' and names an answer field, but does not "
-                f"parse ({answer.broken}): no decision but a deny, ask or defer is taken from it"
+                problem=f"the answer is not one the agent reads ({answer.broken}): no decision "
+                "but a deny, ask or defer is taken from it"
             )
         if not intercept:
             return CommandDecision(result=payload)
@@ -390,7 +406,7 @@ class CommandAction:
         verdict = self._decide(answer.fields, payload)
         if answer.broken is not None or verdict.reason is not None or verdict.decision is not None:
             if answer.broken is not None:
-                reason = verdict.reason or f"Blocked by hook {self.hook.id}.{BROKEN_NOTE}"
+                reason = verdict.reason or f"Blocked by hook {self.hook.id}.{answer.note}"
             else:
                 reason = cut_reason(verdict.reason or "", total_bytes=total) or ""
             block = CommandBlock(reason, decision=verdict.decision or "deny")
@@ -414,6 +430,12 @@ class CommandAction:
             # (whose reason it shows), an allow with updatedInput included.
             if not blocks or verdict.decision == "deny":
                 return verdict
+        if is_tool_call and answer.get("decision") == "ask" and not blocks:
+            # Gemini CLI's ask (its reference's `decision: "ask"`), as permissionDecision's
+            reason = answer.get("reason")
+            return self._permission(
+                {"permissionDecision": "ask", "permissionDecisionReason": reason}, payload
+            )
         if blocks:
             reason = answer.get("reason")
             reason = cut_reason(reason) if isinstance(reason, str) and reason else None

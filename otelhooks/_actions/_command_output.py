@@ -25,6 +25,7 @@ __all__ = [
     "read_answer",
     "salvage",
     "schema_problem",
+    "stderr_answer",
     "trimmed",
 ]
 
@@ -70,9 +71,12 @@ def trimmed(stdout: str) -> str:
 
 
 # Read from a JSON answer cut at the cap: the first decision and reason it states.
-_CUT_PERMISSION: Final = re.compile(r'"permissionDecision"\s*:\s*"(allow|deny|ask|defer)"')
-_CUT_BLOCK: Final = re.compile(r'"decision"\s*:\s*"(?:block|deny)"')
-_CUT_STOP: Final = re.compile(r'"continue"\s*:\s*false\b')
+_CUT_PERMISSION: Final = re.compile(
+    r'"permissionDecision"\s*:\s*"(allow|deny|ask|defer|(?i:\s*(?:deny|ask|defer)\s*))"'
+)
+# a deny spelled oddly (`"Block"`, `"continue": "false"`) is read too: what it meant is plain
+_CUT_BLOCK: Final = re.compile(r'"decision"\s*:\s*"\s*(?i:block|deny)\s*"')
+_CUT_STOP: Final = re.compile(r'"continue"\s*:\s*(?:false\b|"\s*(?i:false)\s*")')
 _CUT_REASON: Final = re.compile(
     r'"(?:permissionDecisionReason|reason|stopReason)"\s*:\s*"((?:[^"\\]|\\.)*)'
 )
@@ -96,7 +100,7 @@ def salvage(prefix: str, *, note: str = "") -> dict[str, Any] | None:
     if permission is not None:
         return {
             "hookSpecificOutput": {
-                "permissionDecision": permission.group(1),
+                "permissionDecision": permission.group(1).strip().lower(),
                 "permissionDecisionReason": reason,
             }
         }
@@ -129,7 +133,7 @@ class Answer:
     ``readable`` whether it read anything.
     """
 
-    __slots__ = ("broken", "cut_at", "fields", "readable")
+    __slots__ = ("broken", "cut_at", "fields", "note", "readable")
 
     def __init__(
         self,
@@ -138,11 +142,14 @@ class Answer:
         cut_at: int | None = None,
         broken: str | None = None,
         readable: bool = True,
+        note: str | None = None,
     ) -> None:
         self.fields = fields
         self.cut_at = cut_at
         self.broken = broken
         self.readable = readable
+        # what a deny taken from a broken answer says of where it was read (its reason's tail)
+        self.note = note or BROKEN_NOTE
 
     @property
     def whole(self) -> bool:
@@ -157,7 +164,8 @@ class Answer:
         permission = specific.get("permissionDecision") if isinstance(specific, dict) else None
         if self.fields.get("continue") is False:
             return True
-        return self.fields.get("decision") in BLOCKING or permission in ("deny", "ask", "defer")
+        decision = self.fields.get("decision")
+        return decision in (*BLOCKING, "ask") or permission in ("deny", "ask", "defer")
 
     def reason(self) -> str | None:
         """The reason the answer gives, the first of ``permissionDecisionReason``, ``reason``
@@ -177,6 +185,10 @@ _ANSWER_FIELD: Final = re.compile(
 )
 BROKEN_NOTE: Final = " [otelhooks: read from an answer that does not parse]"
 LINES_NOTE: Final = " [otelhooks: read from an answer printed after other lines]"
+ARRAY_NOTE: Final = " [otelhooks: read from a JSON array, which no agent reads as an answer]"
+STRING_NOTE: Final = " [otelhooks: read from an answer printed as a JSON string]"
+SPELLING_NOTE: Final = " [otelhooks: read from {what}, which Codex CLI and Gemini CLI ignore]"
+STDERR_NOTE: Final = " [otelhooks: read from stderr, where only Gemini CLI reads an answer]"
 # lines starting with `{` tried from the end: stdout of a million such lines costs no more
 _LINES_TRIED: Final = 64
 
@@ -227,6 +239,8 @@ def read_answer(text: str, total: int | None = None) -> Answer | None:
         >>> read_answer("{not json") is None
         True
     """
+    if text.startswith(("[", '"')):
+        return _wrapped(text)
     if not text.startswith("{"):
         return _after_lines(text)
     if total is not None and total > OUTPUT_CAP_BYTES:
@@ -242,7 +256,116 @@ def read_answer(text: str, total: int | None = None) -> Answer | None:
         why = str(exc) if isinstance(exc, ValueError) else "nested too deeply to parse"
         salvaged = salvage(text, note=BROKEN_NOTE)
         return Answer(salvaged or {}, broken=why, readable=salvaged is not None)
-    return Answer(answer) if isinstance(answer, dict) else None
+    if not isinstance(answer, dict):
+        return None
+    return _respelled(answer) or Answer(answer)
+
+
+def _wrapped(text: str) -> Answer | None:
+    """An answer inside a JSON array (``[{"decision": "block"}]``) or a JSON string (the object
+    printed with ``json.dumps`` twice). Codex CLI and Claude Code read neither; Gemini CLI
+    reads the string's object and ignores the array: the guard's deny let the call run without
+    a word. Read as a broken answer is: its deny denies, its allow is a failure.
+
+    Example:
+        >>> _wrapped('[{"decision": "block", "reason": "no"}]').fields["reason"]
+        'no [otelhooks: read from a JSON array, which no agent reads as an answer]'
+    """
+    if _ANSWER_FIELD.search(text.replace('\\"', '"')) is None:
+        return None
+    try:
+        whole = json.loads(text)
+    except (ValueError, RecursionError):
+        whole = None
+    if isinstance(whole, str):
+        inner = trimmed(whole)
+        if not inner.startswith("{"):
+            return None
+        salvaged = salvage(inner, note=STRING_NOTE)
+        return Answer(
+            salvaged or {},
+            broken="a JSON string, not an object",
+            note=STRING_NOTE,
+            readable=bool(salvaged),
+        )
+    if whole is not None and not isinstance(whole, list):
+        return None
+    salvaged = salvage(text, note=ARRAY_NOTE)
+    return Answer(
+        salvaged or {},
+        broken="a JSON array, not an object",
+        note=ARRAY_NOTE,
+        readable=bool(salvaged),
+    )
+
+
+def _respelled(fields: dict[str, Any]) -> Answer | None:
+    """A whole answer that states a deny in a spelling no CLI reads (``"Block"``, ``"DENY"``,
+    ``"continue": "false"``): Codex CLI and Gemini CLI compare exactly and ran the call, where
+    the guard plainly meant to stop it. Read as a broken answer, spelled as meant (its reason
+    says from what). An allow spelled oddly is left to :func:`schema_problem` (a failure).
+
+    Example:
+        >>> _respelled({"decision": "Block", "reason": "no"}).fields["decision"]
+        'block'
+    """
+    fixed = dict(fields)
+    said: list[str] = []
+    decision = fields.get("decision")
+    meant = decision.strip().lower() if isinstance(decision, str) else None
+    if meant in BLOCKING and decision not in BLOCKING:
+        fixed["decision"] = meant
+        said.append(f"'decision': {json.dumps(decision)}")
+    stop = fields.get("continue")
+    if isinstance(stop, str) and stop.strip().lower() == "false":
+        fixed["continue"] = False
+        said.append(f"'continue': {json.dumps(stop)}")
+    specific = fields.get("hookSpecificOutput")
+    permission = specific.get("permissionDecision") if isinstance(specific, dict) else None
+    meant = permission.strip().lower() if isinstance(permission, str) else None
+    if meant in ("deny", "ask", "defer") and permission != meant and isinstance(specific, dict):
+        fixed["hookSpecificOutput"] = {**specific, "permissionDecision": meant}
+        said.append(f"'permissionDecision': {json.dumps(permission)}")
+    if not said:
+        return None
+    note = SPELLING_NOTE.format(what=" and ".join(said))
+    _add_note(fixed, note)
+    return Answer(fixed, broken=f"{' and '.join(said)} is no spelling an agent reads", note=note)
+
+
+def _add_note(fields: dict[str, Any], note: str) -> None:
+    """``note`` appended to every non-blank reason ``fields`` gives."""
+    specific = fields.get("hookSpecificOutput")
+    for where, key in (
+        (fields, "reason"),
+        (fields, "stopReason"),
+        (specific, "permissionDecisionReason"),
+    ):
+        if isinstance(where, dict) and isinstance(where.get(key), str) and where[key].strip():
+            where[key] += note
+
+
+def stderr_answer(stdout: str, stderr: str) -> Answer | None:
+    """A deny printed on stderr by a command that printed nothing on stdout: Gemini CLI reads
+    stderr as the answer then (Codex CLI and Claude Code do not), so a guard written for it ran
+    the call under the others without a word. Only a deny, block, ask, defer or stop is taken
+    (what the guard meant is plain); None for anything else.
+
+    Example:
+        >>> stderr_answer("", '{"decision": "block", "reason": "no"}').fields["reason"]
+        'no [otelhooks: read from stderr, where only Gemini CLI reads an answer]'
+    """
+    text = trimmed(stderr)
+    if trimmed(stdout) or not text:
+        return None
+    found = read_answer(text)
+    if found is None or not found.blocks:
+        return None
+    fields = json.loads(json.dumps(found.fields))  # its own copy, whose reasons get the note
+    if isinstance(fields.get("hookSpecificOutput"), dict):
+        fields["hookSpecificOutput"] = dict(fields["hookSpecificOutput"])
+    _add_note(fields, STDERR_NOTE)
+    return Answer(fields, broken="printed on stderr, not stdout", note=STDERR_NOTE)
 
 
 # Claude Code's hook output schema (hooks reference, "JSON output"): the type of each field it
@@ -263,9 +386,9 @@ _SPECIFIC_TYPES: Final[dict[str, type]] = {
     "updatedInput": dict,
     "additionalContext": str,
 }
-# Claude Code's approve and block; and Gemini CLI's allow and deny, which a guard written from its
-# reference prints: read as failures, they let the call run
-_TOP_DECISIONS: Final = ("approve", "block", "allow", "deny")
+# Claude Code's approve and block; and Gemini CLI's allow, deny and ask, which a guard written
+# from its reference prints: read as failures, they let the call run
+_TOP_DECISIONS: Final = ("approve", "block", "allow", "deny", "ask")
 BLOCKING: Final = ("block", "deny")
 _PERMISSION_DECISIONS: Final = ("allow", "deny", "ask", "defer")
 

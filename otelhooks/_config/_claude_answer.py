@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from otelhooks._actions._command_output import Answer, read_answer, trimmed
+from otelhooks._actions._command_output import Answer, read_answer, stderr_answer, trimmed
 
 __all__ = ["HookAnswer", "block_answer", "command_answer", "http_answer"]
 
@@ -52,8 +52,11 @@ class HookAnswer:
     text: str | None = None
 
 
-def _json_object(stdout: str) -> dict[str, Any] | None:
+def _json_object(stdout: str, stderr: str = "") -> dict[str, Any] | None:
     answer = read_answer(trimmed(stdout))
+    if answer is None:
+        # a deny on stderr, stdout empty: read as the command hook's own reading reads it
+        answer = stderr_answer(stdout, stderr)
     if answer is None:
         return None  # Claude Code reads it as plain text
     if not answer.whole and not answer.blocks:
@@ -88,7 +91,8 @@ def command_answer(
         >>> command_answer("h", 2, "", "no rm\\n").reason
         'no rm'
     """
-    output = _json_object(stdout)
+    # exit 2's stderr is its reason, read below; a deny on stderr is read at any other exit
+    output = _json_object(stdout, stderr if exit_code != 2 else "")
     if exit_code is None:
         # timed out (or never started): a deny it printed before stands, as the command hook's
         # own reading takes it; nothing else it printed does

@@ -422,10 +422,15 @@ class Dispatcher:
         """Observer events dropped so far (queue full or shut down)."""
         return self._observers.queue.dropped
 
-    def observe_now(self, live: LiveEvent) -> Verdict:
-        """Run the observers of ``live`` on this thread, each under its deadline, and say what
-        each did (``otelhooks hooks test``); notification webhooks are queued as usual."""
+    def observe_now(
+        self, live: LiveEvent, *, only: Callable[[Hook], bool] | None = None
+    ) -> Verdict:
+        """Run the observers of ``live`` on this thread (those ``only`` accepts, when given),
+        each under its deadline, and say what each did (``otelhooks hooks test``);
+        notification webhooks are queued as usual."""
         matched = self.match(live)
+        if only is not None:
+            matched = [h for h in matched if only(h)]
         steps: list[HookStep] = []
         rest, critical = self._enqueue_notifications(live, matched, steps)
         payload = live.payload()

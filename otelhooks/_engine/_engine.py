@@ -328,6 +328,7 @@ class HooksEngine:
         payload: HookEvent | Mapping[str, Any],
         *,
         values: tuple[str, ...] | None = None,
+        only: Callable[[Hook], bool] | None = None,
     ) -> Verdict:
         """Fire every hook that matches ``event`` once, for real, and say what each did.
 
@@ -335,11 +336,16 @@ class HooksEngine:
         run on this thread instead of the queue, so their outcome is known; notification
         webhooks are queued on the engine's deliverer. ``Verdict.steps`` has one entry per hook
         that ran or was queued. This is ``otelhooks hooks test``.
+
+        ``only`` (observed events): fire just the matching hooks it accepts, so a caller can
+        fire an event's hooks in two groups, the second told what the first decided.
         """
         live = self._live(event, payload, values, None)
         if EVENTS[live.name].intercept:
+            if only is not None:
+                raise ValueError("only= selects observers; an intercept chain runs whole")
             return self._dispatcher.intercept(live)
-        return self._dispatcher.observe_now(live)
+        return self._dispatcher.observe_now(live, only=only)
 
     @staticmethod
     def _live(

@@ -235,11 +235,13 @@ def run_hooks(
     values: tuple[str, ...],
     *,
     operation_id: str | None = None,
+    only: Callable[[Hook], bool] | None = None,
 ) -> tuple[Verdict, list[HookAnswer]]:
     """Run the hooks of ``event`` now and collect what each answered.
 
     An intercept event runs its chain as live; any other event runs its observers on this
-    thread (:meth:`HooksEngine.fire`), so their answers are known before the agent is answered.
+    thread (:meth:`HooksEngine.fire`; those ``only`` accepts, when given), so their answers are
+    known before the agent is answered.
     A chain's block without an answer of its own (a Python ``Block``, a kernel ``None``, a
     control webhook, ``on_error: block``) is a block answer of the hook that decided.
 
@@ -252,7 +254,7 @@ def run_hooks(
         built = payload()
     else:
         return Verdict(), []
-    return _run(engine, event, built, values, operation_id)
+    return _run(engine, event, built, values, operation_id, only)
 
 
 def _run(
@@ -261,13 +263,14 @@ def _run(
     payload: HookEvent,
     values: tuple[str, ...],
     operation_id: str | None,
+    only: Callable[[Hook], bool] | None = None,
 ) -> tuple[Verdict, list[HookAnswer]]:
     with collecting() as notes:
         try:
             if EVENT_SPECS[payload.event].intercept:
                 verdict = engine.dispatch(event, payload, values=values, operation_id=operation_id)
             else:
-                verdict = engine.fire(event, payload, values=values)
+                verdict = engine.fire(event, payload, values=values, only=only)
         except CriticalHookDeliveryError:
             _log.exception("critical hook delivery failed", hook_event=event)
             verdict = Verdict(payload=payload)

@@ -147,6 +147,8 @@ class CodingAgentBridge:
         agent: ``gen_ai.agent.name`` of the spans and the agent id of the events: the coding
             agent whose dialect was translated (``claude-code``, ``codex``, ``gemini-cli``).
         provider: ``gen_ai.provider.name`` of the spans (whose models that agent calls).
+        fail_closed: deny a Codex CLI or Gemini CLI tool call whose guard failed
+            (``--fail-closed``).
 
     Example:
         >>> bridge = CodingAgentBridge(state=BridgeState("/tmp/cc.sqlite3"))
@@ -173,6 +175,7 @@ class CodingAgentBridge:
         provider: str = PROVIDER,
         spend: ServerSessions | None = None,
         project_dir: str | None = None,
+        fail_closed: bool = False,
     ) -> None:
         self.agent = agent
         self.project = project_dir
@@ -206,6 +209,7 @@ class CodingAgentBridge:
             agent=agent,
             provider=provider,
             project=project_dir,
+            fail_closed=fail_closed,
         )
         self.tools = ToolUses(shared, spend=spend)
         self.turns = Turns(shared)

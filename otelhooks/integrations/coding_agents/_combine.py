@@ -132,7 +132,8 @@ _CANNOT_SAY: Final = {
     "ask": ("a hook asks a person to confirm this call", "ask a person"),
     "defer": ("a hook defers this call to a decision made elsewhere", "defer a call"),
 }
-_LEGACY: Final = {"approve": "allow", "block": "deny"}  # PreToolUse's deprecated top level
+# PreToolUse's deprecated top level, and Gemini CLI's ask (its allow and deny read elsewhere)
+_LEGACY: Final = {"approve": "allow", "block": "deny", "ask": "ask"}
 _ELICIT_RANK: Final = {"accept": 1, "decline": 2, "cancel": 3}
 
 

@@ -143,6 +143,7 @@ def build_bridge(
         service_name=service,
         capture=_truthy(settings.get(_CAPTURE_ENV)),
         project_dir=project_dir(env),
+        fail_closed=options.fail_closed,
     )
     read: list[str | os.PathLike[str]] = [
         *hook_paths,

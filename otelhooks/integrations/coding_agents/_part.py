@@ -28,6 +28,9 @@ class Shared:
         project: the folder Claude Code started in, where the bridge serves one project (a
             command hook's process: ``$CLAUDE_PROJECT_DIR``); ``None`` for ``serve``'s route,
             which serves many, and whose own environment names none of theirs.
+        fail_closed: a Codex CLI or Gemini CLI tool call whose guard failed (its answer
+            unreadable, a crash, a timeout) is denied (``--fail-closed``), not only one the
+            bridge could not check.
     """
 
     state: BridgeState
@@ -39,6 +42,7 @@ class Shared:
     agent: str
     provider: str
     project: str | None = None
+    fail_closed: bool = False
 
 
 class Part:
@@ -54,3 +58,4 @@ class Part:
         self.agent = shared.agent
         self.provider = shared.provider
         self.project = shared.project
+        self.fail_closed = shared.fail_closed

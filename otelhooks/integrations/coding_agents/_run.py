@@ -69,7 +69,8 @@ class BridgeOptions:
             ``~/.otelhooks/claude-code.sqlite3``).
         export_env: the export file (default ``otelhooks.env`` next to the hooks).
         deny_mode: ``json`` (``permissionDecision``) or ``exit2``.
-        fail_closed: answer ``PreToolUse`` with a deny when the bridge itself fails.
+        fail_closed: answer ``PreToolUse`` with a deny when the bridge itself fails, or (Codex
+            CLI, Gemini CLI) when a guard of the call failed (its answer unreadable, a crash).
         service_name: ``service.name`` of the spans.
         dialect: the CLI whose hook schema the input and answer are in (``claude-code``,
             ``codex``, ``gemini``: :mod:`otelhooks.integrations.coding_agents`).
@@ -353,6 +354,7 @@ def _handle(
         shutdown_timeout_s=timeout_s,
         fail_fast=True,
         project_dir=project_dir(env),
+        fail_closed=options.fail_closed,
     )
     if deadline is not None:
         deadline.decided_by(bridge.hooks_now(payload, late=True))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, Final
 
-__all__ = ["main_text", "shaped", "withheld_like"]
+__all__ = ["main_text", "reported_error", "shaped", "withheld_like"]
 
 _TEXT_KEYS: Final = ("stdout", "text", "content", "output", "result")
 
@@ -66,3 +66,24 @@ def main_text(value: Any) -> str:
         if key is not None:
             return strings[key]
     return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def reported_error(response: Any) -> tuple[str, str] | None:
+    """The error a tool's output reports, and its type: Gemini CLI sends ``AfterTool`` for a
+    tool that failed too, its ``tool_response`` carrying ``error: {message, type}`` (Claude Code
+    sends ``PostToolUseFailure`` instead). ``None`` when it reports none.
+
+    Example:
+        >>> reported_error({"llmContent": "x", "error": {"message": "Blocked Host", "type": "t"}})
+        ('Blocked Host', 't')
+        >>> reported_error({"llmContent": "ok"}) is None
+        True
+    """
+    error = response.get("error") if isinstance(response, dict) else None
+    if isinstance(error, dict):
+        message, kind = error.get("message"), error.get("type")
+        if isinstance(message, str) and message.strip():
+            return message, kind if isinstance(kind, str) and kind else "ToolError"
+    if isinstance(error, str) and error.strip():
+        return error, "ToolError"
+    return None

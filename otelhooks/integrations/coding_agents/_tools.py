@@ -28,9 +28,11 @@ from otelhooks._events import (
     ToolResultPersistEvent,
 )
 from otelhooks._fingerprint import canonical_json
+from otelhooks._hooks import Hook
 from otelhooks._instrument._spend import running
 from otelhooks._live import Verdict, persist_event
 from otelhooks._matchers import tool_aliases
+from otelhooks._redact import scrub
 from otelhooks._span_mapping import approval_events, security_findings, security_findings_enabled
 from otelhooks._store._errors import StoreError
 from otelhooks._tool_kinds import cli_aliases
@@ -48,12 +50,18 @@ from otelhooks.integrations.coding_agents._common import AGENT, HookResponse, te
 from otelhooks.integrations.coding_agents._mapping import event_cwd, turn_attributes
 from otelhooks.integrations.coding_agents._part import Shared
 from otelhooks.integrations.coding_agents._sessions import ServerSessions
-from otelhooks.integrations.coding_agents._shapes import shaped
+from otelhooks.integrations.coding_agents._shapes import reported_error, shaped
 from otelhooks.integrations.coding_agents._spans import APPROVALS_KEY
 from otelhooks.integrations.coding_agents._state_rows import OpenTool
 from otelhooks.integrations.coding_agents._tool_spans import ToolSpans
 
-__all__ = ["ToolUses", "tool_args", "tool_values"]
+__all__ = ["FAIL_CLOSED", "ToolUses", "tool_args", "tool_values"]
+
+# the agents whose --fail-closed also denies a call a guard failed on (Claude Code has its own
+# onFailure, and each hook its on_error)
+_NO_ON_FAILURE = frozenset({"codex", "gemini-cli"})
+# what a deny under --fail-closed says first (the bridge's own refusals say the same)
+FAIL_CLOSED = "otelhooks could not check this tool call (fail-closed)"
 
 
 def tool_args(payload: Mapping[str, Any]) -> tuple[str, dict[str, Any], str]:
@@ -85,6 +93,15 @@ def tool_values(tool_name: str, payload: Mapping[str, Any] | None = None) -> tup
     more = [a for a in own if isinstance(a, str) and a] if isinstance(own, list) else []
     former = cli_aliases(AGENT, tool_name)
     return (tool_name, *tool_aliases(tool_name), *former, *more)
+
+
+def _prints(hook: Hook) -> bool:
+    """A hook whose printed answer the agent reads (a command's)."""
+    return hook.action.kind == "command"
+
+
+def _prints_not(hook: Hook) -> bool:
+    return not _prints(hook)
 
 
 class ToolUses(ToolSpans):
@@ -211,9 +228,26 @@ class ToolUses(ToolSpans):
             else None
         )
         answers += approval_allows("PreToolUse", verdict)  # a person's allow is an allow
+        failures = self._enforced_failures(verdict, tool.operation_id)
+        if self.fail_closed and self.agent in _NO_ON_FAILURE and failures and not verdict.blocked:
+            # --fail-closed: a guard that failed (an answer no agent reads, a crash) did not
+            # say the call is safe, and the person chose that such a call does not run; Codex
+            # CLI and Gemini CLI have no onFailure of their own, and Codex shows no failure
+            failed = "; ".join(scrub(e)[:500] for e in failures)
+            reason = f"{FAIL_CLOSED}: a hook failed and did not decide: {failed}"
+            answers.append(block_answer("otelhooks", reason))
         output, lost = combine("PreToolUse", answers, updated_input=updated, agent=self.agent)
         keep_block("PreToolUse", output, verdict)
         return verdict, answers, output, lost
+
+    def _enforced_failures(self, verdict: Verdict, operation_id: str | None) -> list[str]:
+        """The verdict's errors but a permissive hook's (which never blocks: its failure is
+        only recorded, ``--fail-closed`` or not)."""
+        hooks = [*self.engine.registry.hooks()]
+        if operation_id is not None:
+            hooks += self.engine.registry.hooks(operation_id=operation_id)
+        permissive = {h.id for h in hooks if h.mode == "permissive"}
+        return [e for e in verdict.errors if e.split(": ", 1)[0] not in permissive]
 
     def end_asked(
         self,
@@ -368,24 +402,45 @@ class ToolUses(ToolSpans):
         blocked = persisted.blocked
         content = text(response)
         ended_ns = time.time_ns()  # the tool's end, not its after_tool_call hooks'
+        # a tool that failed (Gemini CLI's AfterTool says so in its output) is no success: as a
+        # tool's unsuccessful result in process, after_tool_call hears it (success false)
+        reported = reported_error(payload.get("tool_response"))
 
         def after() -> AfterToolCallEvent:
+            # what the model was given: a block (its reason, the hook named) is no success
+            state = None
+            error = reported[0] if reported else None
+            if persisted.blocked:
+                error = persisted.reason
+                state = {
+                    "type": "blocked",
+                    "reason": persisted.reason,
+                    "decidedBy": persisted.decided_by,
+                }
             return AfterToolCallEvent(
                 **context(),
                 content=content,
-                success=not blocked,
+                success=error is None and not persisted.blocked,
                 executionTimeMs=elapsed_ms,
                 duration=elapsed_ms / 1000,
-                result=ToolResult(content=content, success=not blocked, executionTime=elapsed_ms),
+                result=ToolResult(
+                    content=content,
+                    success=error is None and not persisted.blocked,
+                    executionTime=elapsed_ms,
+                    error=error,
+                    state=state,
+                ),
                 toolOutput=response,
             )
 
-        _, more = run_hooks(self.engine, "after_tool_call", after, values)
+        # command hooks first: a block they print (Codex's PostToolUse, Gemini's AfterTool) is
+        # what the model reads in the output's place, and the other hooks are told it; they
+        # ran on this thread before too, so nothing waits longer for them
+        _, more = run_hooks(self.engine, "after_tool_call", after, values, only=_prints)
         withheld = output_withheld_by(more, self.agent) if not blocked else None
         if withheld is not None:
-            # a command hook's block (Codex's PostToolUse, Gemini's AfterTool) keeps the output
-            # from the model as a tool_result_persist block does: the span says so alike, and
-            # keeps what the model read instead of the output
+            # a command hook's block keeps the output from the model as a tool_result_persist
+            # block does: the span says so alike, and keeps what the model read instead
             hook_id, reason = withheld
             persisted = replace(
                 persisted,
@@ -395,13 +450,28 @@ class ToolUses(ToolSpans):
                 matched=[*persisted.matched, hook_id],
             )
             content = f"[tool output withheld by hook {hook_id}: {reason}]"
+        _, rest = run_hooks(self.engine, "after_tool_call", after, values, only=_prints_not)
+        more += rest
         # a withheld output is the hooks' block, not the tool's success (nor its error); the
         # span event names the hook and its reason, as in process and at the MCP gateway
         said = (
             [(sc.EVENT_TOOL_RESULT_PERSIST, persist_event(persisted))] if persisted.matched else []
         )
-        outcome = "blocked" if persisted.blocked else "success"
-        self.end_tool(tool, outcome, result=content, extra=ended, events=said, end_ns=ended_ns)
+        if persisted.blocked or reported is None:
+            outcome = "blocked" if persisted.blocked else "success"
+            self.end_tool(tool, outcome, result=content, extra=ended, events=said, end_ns=ended_ns)
+        else:
+            error, error_type = reported
+            self.end_tool(
+                tool,
+                "error",
+                result=content,
+                error=error,
+                error_type=error_type,
+                extra=ended,
+                events=said,
+                end_ns=ended_ns,
+            )
         output, lost = combine(name, [*answers, *more], extra=extra, agent=self.agent)
         return respond(name, output, lost, deny_mode=self.deny_mode, agent=self.agent)
 
