@@ -9,9 +9,11 @@ strip by. See :mod:`._install` for why each event is synchronous or ``async``.
 from __future__ import annotations
 
 import math
+import os
 import shlex
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from otelhooks._config._claude_mark import (
@@ -35,6 +37,7 @@ __all__ = [
     "MARK_HEADER",
     "ROUTE",
     "TOKEN_ENV",
+    "cached_interpreter_notes",
     "client_command",
     "groups",
     "handler",
@@ -110,6 +113,39 @@ def client_command() -> str:
     from otelhooks.integrations.claude_code import hook_client
 
     return f"{shlex.quote(sys.executable)} -I -S {shlex.quote(hook_client.__file__)}"
+
+
+def _cache_folders() -> list[Path]:
+    """Where ``uvx`` and ``pipx run`` keep the environments they make for one command (a cache
+    their own ``cache clean``, or an expiry, removes): the user's cache folder (XDG, macOS)."""
+    home = Path.home()
+    found = [os.environ.get("XDG_CACHE_HOME") or home / ".cache", home / "Library" / "Caches"]
+    found += [os.environ.get("UV_CACHE_DIR") or "", home / ".local" / "pipx" / ".cache"]
+    if os.environ.get("PIPX_HOME"):
+        found.append(Path(os.environ["PIPX_HOME"]) / ".cache")
+    return [Path(os.path.abspath(f)) for f in found if str(f)]
+
+
+def cached_interpreter_notes() -> list[str]:
+    """What install says when the hook command it writes names an interpreter or a hook client
+    in a cache folder (``uvx otelhooks ... install``, ``pipx run``): once the cache is cleaned
+    the command cannot start, and the CLI runs every tool unguarded (only a fail-closed guard
+    blocks instead)."""
+    from otelhooks.integrations.claude_code import hook_client
+
+    for named in (sys.executable, hook_client.__file__):
+        for path in {Path(os.path.abspath(named)), Path(os.path.realpath(named))}:
+            for cache in _cache_folders():
+                if path.is_relative_to(cache) or path.is_relative_to(os.path.realpath(cache)):
+                    return [
+                        f"no installed hook will run once {cache} is cleaned: the hook command "
+                        f"names {named}, in a cache (an environment `uvx` or `pipx run` made "
+                        "for one command, removed by its cache clean or expiry), and the CLI "
+                        "runs every tool unguarded when the command cannot start; run install "
+                        "from a lasting environment (`uv tool install otelhooks`, `pipx "
+                        "install otelhooks`, a virtualenv)"
+                    ]
+    return []
 
 
 def hook_url(base: str) -> str:

@@ -35,6 +35,7 @@ from otelhooks._actions._approval import longest_approval_of
 from otelhooks.integrations.claude_code._entries import (
     APPROVAL_EVENTS,
     MARK,
+    cached_interpreter_notes,
     client_command,
     covering_timeout,
     is_ours,
@@ -244,8 +245,9 @@ def install_agent(
             nor 2: the interpreter gone, a crash).
 
     Returns:
-        What happened to the file; its warnings say first when the CLI would run none of the
-        hooks (:func:`codex_hooks_off`, :func:`gemini_hooks_off`: a setting of the user's, the
+        What happened to the file; its warnings say first when the hook command names an
+        interpreter in a cache folder (``uvx``, ``pipx run``: gone with the cache), and when the
+        CLI would run none of the hooks (:func:`codex_hooks_off`, :func:`gemini_hooks_off`: a setting of the user's, the
         project's or an administrator's), then where a guard fails open and, for Codex, what
         it needs before it runs the hooks (:func:`codex_trust_notes`), for a Gemini project
         install that Gemini CLI runs them only in a trusted folder (``--skip-trust`` skips them),
@@ -310,6 +312,7 @@ def install_agent(
         configs = codex_config_files(None if user else project)
         warnings[:0] = ignored_server_notes(configs, loaded or ())
         warnings += codex_trust_notes(path, None if user else Path(project))
+    warnings[:0] = cached_interpreter_notes()
     others = [] if user else [hooks_path(dialect, user=True)]
     if dialect == "codex":  # Codex runs the hooks of its config.toml files' `[hooks]` too
         others += codex_config_files(None if user else project)
