@@ -43,6 +43,7 @@ __all__ = [
     "handler",
     "hook_url",
     "is_ours",
+    "sudo_home_notes",
 ]
 
 
@@ -146,6 +147,30 @@ def cached_interpreter_notes() -> list[str]:
                         "install otelhooks`, a virtualenv)"
                     ]
     return []
+
+
+def sudo_home_notes(path: Path, cli: str) -> list[str]:
+    """What a user install says when it ran as root through ``sudo`` and wrote ``path`` under
+    root's home (``sudo`` sets ``HOME`` to root's): the user who ran ``sudo`` runs ``cli`` with
+    their own home's settings, which hold none of these hooks."""
+    uid = os.environ.get("SUDO_UID", "")
+    if sys.platform == "win32" or os.geteuid() != 0 or not uid.isdigit() or int(uid) == 0:
+        return []
+    import pwd
+
+    try:
+        user = pwd.getpwuid(int(uid))
+    except KeyError:
+        return []
+    written = Path(os.path.abspath(path))
+    theirs = Path(user.pw_dir)
+    if not written.is_relative_to(Path.home()) or written.is_relative_to(theirs):
+        return []
+    return [
+        f"no installed hook will run for {user.pw_name}: install ran as root (sudo) and wrote "
+        f"{path}, in root's home, while {user.pw_name}'s {cli} reads the user settings under "
+        f"{theirs}; run install without sudo"
+    ]
 
 
 def hook_url(base: str) -> str:

@@ -13,6 +13,7 @@ from pathlib import Path
 from otelhooks._config._claude_types import wrong_types
 from otelhooks._private_files import private_folder
 from otelhooks._starter import starter_hooks_yaml
+from otelhooks.integrations.claude_code._entries import sudo_home_notes
 from otelhooks.integrations.claude_code._install import (
     DEFAULT_HOOKS_FILE,
     DEFAULT_TRACES,
@@ -112,6 +113,8 @@ def install_project(
     result.changes[-1].warnings[:0] = _hooks_off_notes(
         target, [settings_path(user=True)] if user else [local, shared, settings_path(user=True)]
     )
+    if user:
+        result.changes[-1].warnings[:0] = sudo_home_notes(target, "Claude Code")
     if not user and not Path(hooks_file).is_absolute():
         starter = Path(project) / hooks_file
         result.hooks_file = starter

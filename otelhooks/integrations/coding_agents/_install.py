@@ -39,6 +39,7 @@ from otelhooks.integrations.claude_code._entries import (
     client_command,
     covering_timeout,
     is_ours,
+    sudo_home_notes,
 )
 from otelhooks.integrations.claude_code._hook_splices import replace_ours, strip_ours
 from otelhooks.integrations.claude_code._install import (
@@ -247,8 +248,9 @@ def install_agent(
     Returns:
         What happened to the file; its warnings say first when the hook command names an
         interpreter in a cache folder (``uvx``, ``pipx run``: gone with the cache), and when the
-        CLI would run none of the hooks (:func:`codex_hooks_off`, :func:`gemini_hooks_off`: a setting of the user's, the
-        project's or an administrator's), then where a guard fails open and, for Codex, what
+        CLI would run none of the hooks (:func:`codex_hooks_off`, :func:`gemini_hooks_off`: a
+        setting of the user's, the project's or an administrator's; a ``--user`` install run
+        through ``sudo`` into root's home), then where a guard fails open and, for Codex, what
         it needs before it runs the hooks (:func:`codex_trust_notes`), for a Gemini project
         install that Gemini CLI runs them only in a trusted folder (``--skip-trust`` skips them),
         and the other hooks of the tool guard's event (in the file, and the user's for a project
@@ -313,6 +315,8 @@ def install_agent(
         warnings[:0] = ignored_server_notes(configs, loaded or ())
         warnings += codex_trust_notes(path, None if user else Path(project))
     warnings[:0] = cached_interpreter_notes()
+    if user:
+        warnings[:0] = sudo_home_notes(path, dialect_named(dialect).display_name)
     others = [] if user else [hooks_path(dialect, user=True)]
     if dialect == "codex":  # Codex runs the hooks of its config.toml files' `[hooks]` too
         others += codex_config_files(None if user else project)
