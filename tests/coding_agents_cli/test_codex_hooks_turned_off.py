@@ -77,6 +77,38 @@ def test_codex_install_warns_when_no_installed_hook_will_run(
     assert (project / "victim").exists() is (named is None)
 
 
+@pytest.mark.parametrize("where", ["user", "project"])
+def test_codex_install_reads_a_config_that_starts_with_a_bom(
+    where: str, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Codex reads a config.toml that starts with a byte order mark (an editor on Windows
+    writes one) and runs no hook under its ``hooks = false``; install read it with tomllib
+    alone, which refuses the mark, took it for no file and said nothing."""
+    home = tmp_path / "home"
+    (project / "hooks.yaml").write_text(CODEX_RM_GUARD)
+    monkeypatch.setenv("CODEX_HOME", str(home / ".codex"))
+    monkeypatch.setenv("OTELHOOKS_CODEX_SYSTEM_DIR", str(tmp_path / "no-etc-codex"))
+    user = codex_config(home, trusted=project) / "config.toml"
+    if where == "user":
+        off = user
+        text = user.read_text().replace("[features]\n", "[features]\nhooks = false\n")
+    else:
+        off = project / ".codex" / "config.toml"
+        off.parent.mkdir()
+        text = OFF
+    off.write_bytes(b"\xef\xbb\xbf" + text.replace("\n", "\r\n").encode())
+
+    change = install_agent("codex", project=project, hooks_file="hooks.yaml")
+    (warning,) = [w for w in change.warnings if w.startswith("no installed hook will run")]
+    assert warning.startswith(f"no installed hook will run: {off} sets `[features] hooks = false`")
+
+    need_cli(CODEX)
+    env = {"OTELHOOKS_BRIDGE_DAEMON_IDLE": "3"}
+    run = run_codex(project, home, [("call_rm", "rm -r victim")], extra_env=env)
+    assert run.returncode == 0, skip_reason(run)
+    assert not (project / "victim").exists()
+
+
 # the project's .codex/config.toml (None: none), whether install warns of `--profile ci`
 PROFILE_CASES: dict[str, tuple[str | None, bool]] = {
     "profile-hooks-false": (None, True),

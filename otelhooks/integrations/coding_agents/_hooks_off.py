@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import os
 import sys
-import tomllib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from otelhooks.integrations.claude_code._settings_file import read_regular
+from otelhooks.integrations.coding_agents._codex_toml import codex_toml
 from otelhooks.integrations.coding_agents._gemini_json import gemini_json
 
 __all__ = [
@@ -112,11 +111,7 @@ def gemini_hooks_off(files: Sequence[Path], *, system: Path | None = None) -> li
 
 
 def _toml(path: Path) -> dict[str, Any]:
-    raw = read_regular(path)
-    try:
-        return tomllib.loads(raw.decode("utf-8")) if raw is not None else {}
-    except ValueError:
-        return {}  # one Codex itself refuses to start with
+    return codex_toml(path) or {}
 
 
 def _hooks_feature(config: dict[str, Any]) -> bool | None:
