@@ -73,7 +73,8 @@ def install_project(
         project: the project folder.
         user: the user's settings instead of the project's (and no starter hook file).
         http: the base URL of ``otelhooks serve``: ``http`` hooks instead of command hooks.
-        hooks_file: the otelhooks hook file, relative to ``project`` or absolute.
+        hooks_file: the otelhooks hook file, relative to ``project`` or absolute (a project
+            install writes it by full path, and a relative ``traces_out`` too).
         fail_closed: command form: a failing bridge denies instead of letting the call run.
         traces_out: command form: where the spans go (``None``: nowhere).
 
@@ -106,7 +107,11 @@ def install_project(
         result.changes.append(uninstall(other))
     result.changes.append(
         install(
-            target, http=http, hooks_file=hooks_file, fail_closed=fail_closed, traces_out=traces
+            target,
+            http=http,
+            hooks_file=hooks_file if user else _anchored(project, hooks_file),
+            fail_closed=fail_closed,
+            traces_out=traces if user or traces is None else _anchored(project, traces),
         )
     )
     # Claude Code's precedence: the project's local file, its shared file, the user's file
@@ -124,6 +129,17 @@ def install_project(
                 handle.write(starter_hooks_yaml(hooks_file))
             result.hooks_file_verb = "created"
     return result
+
+
+def _anchored(project: str | os.PathLike[str], path: str) -> str:
+    """``path`` relative to ``project`` written absolute: the bridge reads a relative path under
+    ``$CLAUDE_PROJECT_DIR``, the folder Claude Code started in, and Claude Code started in a
+    subfolder of a git repository loads the settings of the repository's root: the hooks file
+    was looked for in the subfolder, not found, and every tool ran unguarded. A user install
+    keeps it relative (each project's own file); ``~`` the bridge expands itself."""
+    if Path(path).expanduser().is_absolute() or path.startswith("~"):
+        return path
+    return str(Path(project).absolute() / path)
 
 
 def _managed_settings_files() -> list[Path]:
