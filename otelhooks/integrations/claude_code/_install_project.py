@@ -120,6 +120,8 @@ def install_project(
     )
     if user:
         result.changes[-1].warnings[:0] = sudo_home_notes(target, "Claude Code")
+    elif http is not None and (Path(project) / ".git").exists():
+        result.changes[-1].warnings.append(_SUBFOLDER_NOTE.format(target=target))
     if not user and not Path(hooks_file).is_absolute():
         starter = Path(project) / hooks_file
         result.hooks_file = starter
@@ -129,6 +131,16 @@ def install_project(
                 handle.write(starter_hooks_yaml(hooks_file))
             result.hooks_file_verb = "created"
     return result
+
+
+# Claude Code 2.1.332 started in a subfolder of a git repository runs the hooks of the root's
+# settings.local.json, not those of its settings.json (tests/claude_code_cli)
+_SUBFOLDER_NOTE = (
+    "Claude Code started in a subfolder of this repository runs none of the hooks of {target} "
+    "(it reads the root's settings.local.json there, not its settings.json): the guards see no "
+    "tool call of such a session; start Claude Code at the repository's root, or install the "
+    "command form (settings.local.json)"
+)
 
 
 def _anchored(project: str | os.PathLike[str], path: str) -> str:
