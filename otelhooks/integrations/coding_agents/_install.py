@@ -89,6 +89,13 @@ _GEMINI_TRUST = (
     "a word; trust the folder (GEMINI_CLI_TRUST_WORKSPACE=true, or in interactive Gemini CLI), or "
     "install with --user (the user's hooks run in any folder)"
 )
+# Gemini CLI 0.61 reads the .gemini/settings.json of the folder it starts in, none above it (a
+# git repository's root included): checked with the real CLI (tests/coding_agents_cli)
+_GEMINI_FOLDER = (
+    "Gemini CLI reads a project's .gemini/settings.json only when started in that folder "
+    "({project}): a session started in a subfolder runs none of these hooks, without a word; "
+    "start Gemini CLI there, or install with --user"
+)
 # what Gemini CLI 0.61 takes for a variable in a settings string (JavaScript's \w is ASCII)
 _GEMINI_VARIABLE = re.compile(r"\$(?=[A-Za-z0-9_{])")
 _TOOL_EVENTS = frozenset(
@@ -301,7 +308,7 @@ def install_agent(
             [f for f in files if f in own or gemini_reads(f)], system=system
         )
         if not user:
-            warnings.append(_GEMINI_TRUST)
+            warnings += [_GEMINI_TRUST, _GEMINI_FOLDER.format(project=Path(project).absolute())]
         layers = [defaults, hooks_path("gemini", user=True), *([] if user else [path]), system]
         warnings[:0] = redaction_notes(os.environ, hooks, loaded or (), layers)
     if dialect == "codex":
